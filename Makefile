@@ -1,0 +1,57 @@
+# rdma-rs: the Linux RDMA stack in Rust, as out-of-tree Rust-for-Linux modules.
+#
+#   make check   every test: formatting, host tests, module build, the VM
+#   make demo    the stack in a VM on a simulated ConnectX
+#   make         the modules (against the cached test kernel, or KDIR=...)
+#   make setup   host packages, Rust pieces, kernel source (check/demo do it)
+#   make kernel  the cached test kernel
+#   make vm      an interactive shell in the test VM
+#   make peer    the upstream C stack (rdma_rxe) in the VM
+#
+# KDIR=<kernel build tree> builds the modules for your own kernel (it must
+# be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
+# need its rust/*.rmeta).
+
+SHELL := /bin/bash
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+LLVM ?= -19
+
+# The cached test kernel, built on demand unless KDIR is given.
+ifeq ($(KDIR),)
+KDIR_CMD = $$($(TOP)/tools/kernel.sh)
+else
+KDIR_CMD = $(KDIR)
+endif
+
+.PHONY: all modules setup kernel check demo vm peer clean
+
+all: modules
+
+setup:
+	@$(TOP)/tools/setup.sh
+
+kernel: setup
+	@$(TOP)/tools/kernel.sh
+
+modules:
+	@[ -n "$(KDIR)" ] || $(TOP)/tools/setup.sh
+	@kb=$(KDIR_CMD) && \
+	$(MAKE) -C "$$kb" LLVM=$(LLVM) M=$(TOP) modules
+
+check:
+	@$(TOP)/tools/check.sh
+
+demo:
+	@$(TOP)/tools/demo.sh
+
+vm: modules
+	@$(TOP)/tools/vm.sh shell "$(KDIR_CMD)" $(TOP)/out/logs/shell.log
+
+peer: modules
+	@kb=$(KDIR_CMD) && $(TOP)/tools/vm.sh peer "$$kb" $(TOP)/out/logs/peer.log && \
+	cat $(TOP)/out/logs/peer.log
+
+clean:
+	@kb=$$(ls -d $${RDMA_RS_CACHE:-/var/cache/rdma-rs}/kbuild-* 2>/dev/null | head -n1); \
+	if [ -n "$(KDIR)$$kb" ]; then $(MAKE) -C "$(or $(KDIR),$$kb)" M=$(TOP) clean; fi
+	rm -rf $(TOP)/out $(TOP)/target

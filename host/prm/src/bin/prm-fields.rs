@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Prints the Rust PRM table for `tools/prm-check/run.sh`, one item a line:
+//!
+//! * `layout NAME SIZE_BITS`
+//! * `field LAYOUT.MEMBER BIT_OFF BIT_WIDTH`
+//! * `opcode NAME VALUE` (mlx5_ifc.h `MLX5_CMD_OP_NAME`)
+//! * `status NAME VALUE` (device.h `MLX5_CMD_STAT_NAME`)
+//!
+//! The script turns the same list into the C program that prints the header's values, so the
+//! names are listed once, in the Rust table.
+
+// The binary compiles the table module on its own and reads only part of it.
+#![allow(dead_code)]
+
+#[path = "../../../../mlx5/prm.rs"]
+mod prm;
+
+fn main() {
+    for l in prm::ALL_LAYOUTS {
+        println!("layout {} {}", l.name, l.size_bits);
+        for f in l.fields {
+            println!("field {}.{} {} {}", l.name, f.name, f.bit_off, f.bit_width);
+        }
+    }
+    for (name, v) in prm::opcode::ALL {
+        println!("opcode {} {}", name.trim_start_matches('_'), v);
+    }
+    for (name, s) in prm::status::ALL {
+        println!("status {} {}", name, s.0);
+    }
+}

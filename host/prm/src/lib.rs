@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host build of the pure mlx5 layers: the PRM layout table (`mlx5/prm.rs`) and the ConnectX
+//! firmware simulator (`mlx5/fwsim/`). The same files are compiled unchanged into the kernel
+//! crate `mlx5_ib_rs`; this crate only exists so their inline tests, the fuzz test and
+//! `tools/prm-check` run with plain `cargo`. The module tree matches the kernel crate's
+//! (`crate::prm`, `crate::fwsim` at the root), so `crate::` paths resolve the same in both.
+
+#![no_std]
+#![deny(warnings, unreachable_pub, rust_2018_idioms)]
+// Nothing in this crate calls the simulator outside `cfg(test)`: its caller is the kernel crate.
+#![cfg_attr(not(test), allow(dead_code))]
+
+#[cfg(test)]
+extern crate std;
+
+#[path = "../../../mlx5/prm.rs"]
+pub(crate) mod prm;
+
+#[path = "../../../mlx5/fwsim/fwsim.rs"]
+pub(crate) mod fwsim;

@@ -1,0 +1,696 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! fwsim: a ConnectX firmware model behind the PRM command interface.
+//!
+//! [`Fw::exec`] takes the same inbox bytes `mlx5_cmd_exec()` would post to a ConnectX command
+//! queue and fills the outbox the way the firmware does: `mbox_out.status` and
+//! `mbox_out.syndrome` on failure, the command's output layout on success. It keeps the
+//! device's resource tables (PD, UAR, transport domain, user context, CQ, QP, mkey) with PRM
+//! numbering, per-uid ownership, the QP state machine and the advertised limits, so that a
+//! driver bug shows up as the status a real adapter would return. Pure `core`: the kernel side
+//! wraps it in a lock, maps statuses with `cmd_status_to_err()` semantics, and exposes
+//! [`Fw::counts`] in debugfs. What is modeled and why is in `Documentation/fwsim.md`.
+
+#[path = "fault.rs"]
+pub(crate) mod fault;
+#[path = "objects.rs"]
+mod objects;
+#[path = "profile.rs"]
+pub(crate) mod profile;
+#[path = "qp.rs"]
+mod qp;
+#[path = "query.rs"]
+mod query;
+#[path = "syndrome.rs"]
+pub(crate) mod syndrome;
+#[path = "table.rs"]
+pub(crate) mod table;
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
+
+#[cfg(test)]
+#[path = "fuzz_tests.rs"]
+mod fuzz_tests;
+
+use crate::prm::cmd::{mbox_in, mbox_out};
+use crate::prm::layout::Field;
+use crate::prm::opcode as op;
+use crate::prm::status::Status;
+use fault::{FaultAction, FaultPlan};
+use profile::{LinkLayer, Profile};
+use syndrome::CmdError;
+use table::ResTable;
+
+/// Simulator capacities. The device advertises the real adapter's `log_max_*` limits, but the
+/// model has room for only this many objects of each kind (everything is in fixed arrays, no
+/// allocation); past that, creation fails with `NO_RES_ERR` like a device out of ICM memory.
+pub(crate) mod capacity {
+    /// Protection domains.
+    pub(crate) const PD: usize = 64;
+    /// UAR pages.
+    pub(crate) const UAR: usize = 64;
+    /// Transport domains.
+    pub(crate) const TD: usize = 32;
+    /// User contexts (DEVX uids).
+    pub(crate) const UCTX: usize = 32;
+    /// Completion queues.
+    pub(crate) const CQ: usize = 128;
+    /// Queue pairs.
+    pub(crate) const QP: usize = 128;
+    /// Memory keys.
+    pub(crate) const MKEY: usize = 256;
+    /// Ports per function. A ConnectX function has one port (a dual-port card is two PCI
+    /// functions); two are allowed for multi-port tests.
+    pub(crate) const PORTS: usize = 2;
+}
+
+/// First object numbers. Never 0 (a zeroed field must not name a live object) and different
+/// per kind, so a number of the wrong kind rarely names a live object by accident. QP numbers
+/// start above the special QPs 0 and 1; mkey indices start above the special mkeys that
+/// QUERY_SPECIAL_CONTEXTS reports.
+mod base {
+    pub(super) const PD: u32 = 0x1;
+    pub(super) const UAR: u32 = 0x1;
+    pub(super) const TD: u32 = 0x1;
+    pub(super) const UCTX: u32 = 0x1;
+    pub(super) const CQ: u32 = 0x40;
+    pub(super) const QP: u32 = 0x100;
+    pub(super) const MKEY: u32 = 0x10;
+}
+
+/// Construction parameters.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Config {
+    /// The adapter model.
+    pub(crate) profile: Profile,
+    /// Link layer of every port.
+    pub(crate) link_layer: LinkLayer,
+    /// Ports of this function, `1..=capacity::PORTS`.
+    pub(crate) num_ports: u8,
+    /// Distinguishes simulated devices: it goes into the GUIDs and MAC addresses.
+    pub(crate) serial: u32,
+}
+
+/// Why a [`Config`] was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ConfigError {
+    /// `num_ports` is 0 or above `capacity::PORTS`.
+    Ports,
+    /// InfiniBand asked of an Ethernet-only adapter.
+    LinkLayer,
+}
+
+/// Why [`Fw::exec`] produced no completion at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ExecError {
+    /// The outbox cannot even hold the 16-byte `mbox_out` header (on hardware the first 16
+    /// bytes are part of the command queue entry, so this is a caller bug).
+    OutboxTooShort,
+    /// An injected timeout: the device never completed the command (the driver's
+    /// `mlx5_cmd_exec()` would return `-ETIMEDOUT`). The outbox is left zeroed.
+    Timeout,
+}
+
+/// A completed command, as reported in the outbox header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Completion {
+    /// `mbox_out.status`.
+    pub(crate) status: Status,
+    /// `mbox_out.syndrome` (0 on success).
+    pub(crate) syndrome: u32,
+    /// Microseconds the caller should wait before reporting completion (the delay knob).
+    pub(crate) delay_us: u32,
+}
+
+/// Live objects per kind, and command statistics, for debugfs and for leak checks in tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    /// Protection domains.
+    pub(crate) pd: usize,
+    /// UAR pages.
+    pub(crate) uar: usize,
+    /// Transport domains.
+    pub(crate) td: usize,
+    /// User contexts.
+    pub(crate) uctx: usize,
+    /// Completion queues.
+    pub(crate) cq: usize,
+    /// Queue pairs.
+    pub(crate) qp: usize,
+    /// Memory keys.
+    pub(crate) mkey: usize,
+}
+
+impl Counts {
+    /// True when no object of any kind is alive.
+    pub(crate) fn is_zero(&self) -> bool {
+        *self == Counts::default()
+    }
+}
+
+/// Command statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stats {
+    /// Commands passed to [`Fw::exec`].
+    pub(crate) commands: u64,
+    /// Commands completed with a status other than OK (injected ones included).
+    pub(crate) failed: u64,
+    /// Commands failed or timed out by fault injection.
+    pub(crate) injected: u64,
+}
+
+/// A PD, UAR or transport domain: only its owner matters.
+#[derive(Clone, Copy, Debug)]
+struct Owned {
+    uid: u16,
+}
+
+/// A user context (DEVX uid).
+#[derive(Clone, Copy, Debug)]
+struct Uctx {
+    cap: u32,
+}
+
+/// Bytes of a stored `cqc`.
+const CQC_BYTES: usize = crate::prm::ctx::cqc::SIZE_BYTES;
+/// Bytes of a stored `qpc`.
+const QPC_BYTES: usize = crate::prm::ctx::qpc::SIZE_BYTES;
+/// Bytes of a stored `mkc`.
+const MKC_BYTES: usize = crate::prm::ctx::mkc::SIZE_BYTES;
+
+/// A completion queue: its context as created (and modified).
+#[derive(Clone, Copy, Debug)]
+struct Cq {
+    uid: u16,
+    uar: u32,
+    cqc: [u8; CQC_BYTES],
+}
+
+/// A queue pair: its context as the transitions left it.
+#[derive(Clone, Copy, Debug)]
+struct Qp {
+    uid: u16,
+    state: u32,
+    pd: u32,
+    uar: u32,
+    send_cq: Option<u32>,
+    recv_cq: Option<u32>,
+    qpc: [u8; QPC_BYTES],
+}
+
+/// A memory key: its context as created.
+#[derive(Clone, Copy, Debug)]
+struct Mkey {
+    uid: u16,
+    pd: u32,
+    mkc: [u8; MKC_BYTES],
+}
+
+/// One RoCE address table entry (SET_ROCE_ADDRESS).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RoceAddr {
+    /// `source_l3_address`: the GID.
+    pub(crate) gid: [u8; 16],
+    /// Source MAC.
+    pub(crate) mac: [u8; 6],
+    /// `vlan_valid` and `vlan_id`.
+    pub(crate) vlan: Option<u16>,
+    /// `roce_version` (`MLX5_ROCE_VERSION_1`/`_2`).
+    pub(crate) version: u8,
+    /// `roce_l3_type` (0 IPv4, 1 IPv6).
+    pub(crate) l3_type: u8,
+}
+
+/// Size of the modeled RoCE address table; matches `roce_cap.roce_address_table_size`.
+const ROCE_GIDS: usize = 256;
+
+/// Per-port state that registers can change.
+#[derive(Clone, Copy, Debug)]
+struct Port {
+    /// PAOS admin status: 1 up, 2 down.
+    admin_status: u32,
+    /// PMTU admin MTU in bytes.
+    admin_mtu: u32,
+    roce: [Option<RoceAddr>; ROCE_GIDS],
+}
+
+/// The simulated device.
+///
+/// About 80 KiB: the kernel side must build it in place (a zeroing allocation plus
+/// [`Fw::reset`] reinitializes it without moving), not on the stack.
+pub(crate) struct Fw {
+    cfg: Config,
+    pds: ResTable<Owned, { capacity::PD }>,
+    uars: ResTable<Owned, { capacity::UAR }>,
+    tds: ResTable<Owned, { capacity::TD }>,
+    uctxs: ResTable<Uctx, { capacity::UCTX }>,
+    cqs: ResTable<Cq, { capacity::CQ }>,
+    qps: ResTable<Qp, { capacity::QP }>,
+    mkeys: ResTable<Mkey, { capacity::MKEY }>,
+    ports: [Port; capacity::PORTS],
+    faults: FaultPlan,
+    stats: Stats,
+}
+
+/// The decoded common header of a command, plus its mailboxes.
+struct Cmd<'a> {
+    inbox: &'a [u8],
+    out: &'a mut [u8],
+    uid: u16,
+    op_mod: u32,
+}
+
+impl Cmd<'_> {
+    /// `MLX5_GET` on the inbox. Lengths are checked before a handler runs, so a failure here is
+    /// a short inbox for a field past the fixed layout.
+    fn get(&self, f: Field) -> Result<u32, CmdError> {
+        f.get(self.inbox)
+            .map_err(|_| CmdError::new(Status::BAD_INP_LEN_ERR, syndrome::INBOX_SHORT))
+    }
+
+    /// `MLX5_SET` on the outbox.
+    fn set(&mut self, f: Field, v: u32) -> Result<(), CmdError> {
+        f.set(self.out, v)
+            .map_err(|_| CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT))
+    }
+
+    /// `MLX5_SET64` on the outbox.
+    fn set64(&mut self, f: Field, v: u64) -> Result<(), CmdError> {
+        f.set64(self.out, v)
+            .map_err(|_| CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT))
+    }
+
+    /// A byte range of the inbox (a context or an address).
+    fn in_bytes(&self, f: Field) -> Result<&[u8], CmdError> {
+        f.bytes(self.inbox)
+            .map_err(|_| CmdError::new(Status::BAD_INP_LEN_ERR, syndrome::INBOX_SHORT))
+    }
+
+    /// Copies `src` to a byte range of the outbox.
+    fn set_bytes(&mut self, f: Field, src: &[u8]) -> Result<(), CmdError> {
+        f.set_bytes(self.out, src)
+            .map_err(|_| CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT))
+    }
+
+    /// Refuses a non-zero `op_mod` on commands where it is reserved.
+    fn op_mod_zero(&self) -> Result<(), CmdError> {
+        if self.op_mod != 0 {
+            return Err(CmdError::new(Status::BAD_PARAM_ERR, syndrome::BAD_OP_MOD));
+        }
+        Ok(())
+    }
+}
+
+/// Shorthand for a failed check.
+fn fail<T>(status: Status, syndrome: u32) -> Result<T, CmdError> {
+    Err(CmdError::new(status, syndrome))
+}
+
+/// Fixed mailbox sizes of a command: the `*_in` and `*_out` layouts.
+struct CmdSpec {
+    in_bytes: usize,
+    out_bytes: usize,
+}
+
+/// The decoder's opcode table: every implemented opcode and its layouts' sizes. Commands with
+/// trailing arrays (`pas[]`, GIDs, register data) check the rest in their handler.
+fn spec(opcode: u16) -> Option<CmdSpec> {
+    use crate::prm::cmd::*;
+    macro_rules! s {
+        ($i:ident, $o:ident) => {
+            CmdSpec {
+                in_bytes: $i::SIZE_BYTES,
+                out_bytes: $o::SIZE_BYTES,
+            }
+        };
+    }
+    Some(match opcode {
+        op::QUERY_HCA_CAP => s!(query_hca_cap_in, query_hca_cap_out),
+        op::QUERY_ADAPTER => s!(query_adapter_in, query_adapter_out),
+        op::QUERY_SPECIAL_CONTEXTS => s!(query_special_contexts_in, query_special_contexts_out),
+        op::QUERY_NIC_VPORT_CONTEXT => s!(query_nic_vport_context_in, query_nic_vport_context_out),
+        op::QUERY_HCA_VPORT_CONTEXT => s!(query_hca_vport_context_in, query_hca_vport_context_out),
+        op::QUERY_HCA_VPORT_GID => s!(query_hca_vport_gid_in, query_hca_vport_gid_out),
+        op::QUERY_HCA_VPORT_PKEY => s!(query_hca_vport_pkey_in, query_hca_vport_pkey_out),
+        op::ACCESS_REG => s!(access_register_in, access_register_out),
+        op::SET_ROCE_ADDRESS => s!(set_roce_address_in, set_roce_address_out),
+        op::ALLOC_PD => s!(alloc_pd_in, alloc_pd_out),
+        op::DEALLOC_PD => s!(dealloc_pd_in, dealloc_pd_out),
+        op::ALLOC_UAR => s!(alloc_uar_in, alloc_uar_out),
+        op::DEALLOC_UAR => s!(dealloc_uar_in, dealloc_uar_out),
+        op::ALLOC_TRANSPORT_DOMAIN => s!(alloc_transport_domain_in, alloc_transport_domain_out),
+        op::DEALLOC_TRANSPORT_DOMAIN => {
+            s!(dealloc_transport_domain_in, dealloc_transport_domain_out)
+        }
+        op::CREATE_UCTX => s!(create_uctx_in, create_uctx_out),
+        op::DESTROY_UCTX => s!(destroy_uctx_in, destroy_uctx_out),
+        op::CREATE_CQ => s!(create_cq_in, create_cq_out),
+        op::DESTROY_CQ => s!(destroy_cq_in, destroy_cq_out),
+        op::QUERY_CQ => s!(query_cq_in, query_cq_out),
+        op::MODIFY_CQ => s!(modify_cq_in, modify_cq_out),
+        op::CREATE_QP => s!(create_qp_in, create_qp_out),
+        op::DESTROY_QP => s!(destroy_qp_in, destroy_qp_out),
+        op::QUERY_QP => s!(query_qp_in, query_qp_out),
+        op::RST2INIT_QP => s!(rst2init_qp_in, rst2init_qp_out),
+        op::INIT2INIT_QP => s!(init2init_qp_in, init2init_qp_out),
+        op::INIT2RTR_QP => s!(init2rtr_qp_in, init2rtr_qp_out),
+        op::RTR2RTS_QP => s!(rtr2rts_qp_in, rtr2rts_qp_out),
+        op::RTS2RTS_QP => s!(rts2rts_qp_in, rts2rts_qp_out),
+        op::_2ERR_QP => s!(qp_2err_in, qp_2err_out),
+        op::_2RST_QP => s!(qp_2rst_in, qp_2rst_out),
+        op::CREATE_MKEY => s!(create_mkey_in, create_mkey_out),
+        op::DESTROY_MKEY => s!(destroy_mkey_in, destroy_mkey_out),
+        op::QUERY_MKEY => s!(query_mkey_in, query_mkey_out),
+        _ => return None,
+    })
+}
+
+const EMPTY_PORT: Port = Port {
+    admin_status: 1,
+    admin_mtu: 0,
+    roce: [None; ROCE_GIDS],
+};
+
+impl Fw {
+    /// A powered-on device with empty tables.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] if the port count or the link layer does not fit the profile.
+    pub(crate) fn new(cfg: Config) -> Result<Self, ConfigError> {
+        Self::check(&cfg)?;
+        let mut fw = Fw {
+            cfg,
+            pds: ResTable::new(base::PD),
+            uars: ResTable::new(base::UAR),
+            tds: ResTable::new(base::TD),
+            uctxs: ResTable::new(base::UCTX),
+            cqs: ResTable::new(base::CQ),
+            qps: ResTable::new(base::QP),
+            mkeys: ResTable::new(base::MKEY),
+            ports: [EMPTY_PORT; capacity::PORTS],
+            faults: FaultPlan::new(),
+            stats: Stats::default(),
+        };
+        fw.reset_ports();
+        Ok(fw)
+    }
+
+    fn check(cfg: &Config) -> Result<(), ConfigError> {
+        if cfg.num_ports == 0 || usize::from(cfg.num_ports) > capacity::PORTS {
+            return Err(ConfigError::Ports);
+        }
+        if cfg.link_layer == LinkLayer::Ib && !cfg.profile.supports_ib {
+            return Err(ConfigError::LinkLayer);
+        }
+        Ok(())
+    }
+
+    fn reset_ports(&mut self) {
+        let mtu = self.max_mtu();
+        let default_mtu = match self.cfg.link_layer {
+            LinkLayer::Ib => mtu,
+            // 1500 bytes of payload plus the 22 bytes of L2 overhead mlx5e adds
+            // (MLX5E_SW2HW_MTU: ETH_HLEN + VLAN_HLEN + ETH_FCS_LEN).
+            LinkLayer::Ethernet => 1522,
+        };
+        for p in self.ports.iter_mut() {
+            *p = EMPTY_PORT;
+            p.admin_mtu = default_mtu;
+        }
+    }
+
+    /// Reinitializes the device in place with a new configuration (like a firmware reset):
+    /// every object is gone, faults and statistics are cleared.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as for [`Fw::new`]; the device is then left unchanged.
+    pub(crate) fn reset(&mut self, cfg: Config) -> Result<(), ConfigError> {
+        Self::check(&cfg)?;
+        self.cfg = cfg;
+        self.pds.clear();
+        self.uars.clear();
+        self.tds.clear();
+        self.uctxs.clear();
+        self.cqs.clear();
+        self.qps.clear();
+        self.mkeys.clear();
+        self.faults = FaultPlan::new();
+        self.stats = Stats::default();
+        self.reset_ports();
+        Ok(())
+    }
+
+    /// The configuration the device was built with.
+    pub(crate) fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Live objects per kind.
+    pub(crate) fn counts(&self) -> Counts {
+        Counts {
+            pd: self.pds.count(),
+            uar: self.uars.count(),
+            td: self.tds.count(),
+            uctx: self.uctxs.count(),
+            cq: self.cqs.count(),
+            qp: self.qps.count(),
+            mkey: self.mkeys.count(),
+        }
+    }
+
+    /// Command statistics.
+    pub(crate) fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The fault-injection knobs.
+    pub(crate) fn faults_mut(&mut self) -> &mut FaultPlan {
+        &mut self.faults
+    }
+
+    /// The capability bits a live user context was created with (`uctx.cap`).
+    pub(crate) fn uctx_cap(&self, uid: u16) -> Option<u32> {
+        self.uctxs.get(u32::from(uid)).map(|u| u.cap)
+    }
+
+    /// A RoCE address table entry, as SET_ROCE_ADDRESS left it (`port` is 1-based).
+    pub(crate) fn roce_addr(&self, port: u8, index: usize) -> Option<RoceAddr> {
+        let p = self.ports.get(usize::from(port).checked_sub(1)?)?;
+        *p.roce.get(index)?
+    }
+
+    /// Executes one command: decodes `inbox` as a ConnectX would and writes the whole `outbox`
+    /// (zeroed first, then the header and, on success, the command's output).
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError`] when there is no completion to report; every command failure is a
+    /// [`Completion`] with a non-OK status instead.
+    pub(crate) fn exec(
+        &mut self,
+        inbox: &[u8],
+        outbox: &mut [u8],
+    ) -> Result<Completion, ExecError> {
+        if outbox.len() < mbox_out::SIZE_BYTES {
+            return Err(ExecError::OutboxTooShort);
+        }
+        outbox.fill(0);
+        self.stats.commands = self.stats.commands.saturating_add(1);
+        let delay_us = self.faults.delay_us;
+
+        let result = self.decode(inbox, outbox);
+        let err = match result {
+            Ok(()) => None,
+            Err(Decoded::Failed(e)) => Some(e),
+            Err(Decoded::Injected(FaultAction::Fail { status, syndrome })) => {
+                self.stats.injected = self.stats.injected.saturating_add(1);
+                Some(CmdError::new(status, syndrome))
+            }
+            Err(Decoded::Injected(FaultAction::Timeout)) => {
+                self.stats.injected = self.stats.injected.saturating_add(1);
+                outbox.fill(0);
+                return Err(ExecError::Timeout);
+            }
+        };
+        let e = match err {
+            None => {
+                return Ok(Completion {
+                    status: Status::OK,
+                    syndrome: 0,
+                    delay_us,
+                })
+            }
+            Some(e) => e,
+        };
+        self.stats.failed = self.stats.failed.saturating_add(1);
+        // A failed command's outbox carries only the header, like the firmware's.
+        outbox.fill(0);
+        // The outbox holds at least the header (checked above), so this cannot fail; if it
+        // did, reporting no completion is safer than an outbox that reads as success.
+        if mbox_out::status.set(outbox, u32::from(e.status.0)).is_err()
+            || mbox_out::syndrome.set(outbox, e.syndrome).is_err()
+        {
+            return Err(ExecError::OutboxTooShort);
+        }
+        Ok(Completion {
+            status: e.status,
+            syndrome: e.syndrome,
+            delay_us,
+        })
+    }
+
+    /// Header decoding, fault injection, length checks and dispatch.
+    fn decode(&mut self, inbox: &[u8], outbox: &mut [u8]) -> Result<(), Decoded> {
+        if inbox.len() < mbox_in::SIZE_BYTES {
+            return Err(Decoded::Failed(CmdError::new(
+                Status::BAD_INP_LEN_ERR,
+                syndrome::INBOX_HEADER_SHORT,
+            )));
+        }
+        let hdr = |f: Field| {
+            f.get(inbox).map_err(|_| {
+                Decoded::Failed(CmdError::new(
+                    Status::BAD_INP_LEN_ERR,
+                    syndrome::INBOX_HEADER_SHORT,
+                ))
+            })
+        };
+        let opcode = u16::try_from(hdr(mbox_in::opcode)?).unwrap_or(u16::MAX);
+        let uid = u16::try_from(hdr(mbox_in::uid)?).unwrap_or(u16::MAX);
+        let op_mod = hdr(mbox_in::op_mod)?;
+
+        if let Some(action) = self.faults.check(opcode) {
+            return Err(Decoded::Injected(action));
+        }
+        let Some(spec) = spec(opcode) else {
+            return Err(Decoded::Failed(CmdError::new(
+                Status::BAD_OP_ERR,
+                syndrome::BAD_OPCODE,
+            )));
+        };
+        if inbox.len() < spec.in_bytes {
+            return Err(Decoded::Failed(CmdError::new(
+                Status::BAD_INP_LEN_ERR,
+                syndrome::INBOX_SHORT,
+            )));
+        }
+        if outbox.len() < spec.out_bytes {
+            return Err(Decoded::Failed(CmdError::new(
+                Status::BAD_OUTP_LEN_ERR,
+                syndrome::OUTBOX_SHORT,
+            )));
+        }
+        // Every command but CREATE_UCTX runs on behalf of a uid, which must be live; DESTROY_UCTX
+        // names its uid in the body and is issued by the kernel (uid 0).
+        if uid != 0 && self.uctxs.get(u32::from(uid)).is_none() {
+            return Err(Decoded::Failed(CmdError::new(
+                Status::BAD_PARAM_ERR,
+                syndrome::UID_UNKNOWN,
+            )));
+        }
+        let mut cmd = Cmd {
+            inbox,
+            out: outbox,
+            uid,
+            op_mod,
+        };
+        self.dispatch(opcode, &mut cmd).map_err(Decoded::Failed)
+    }
+
+    fn dispatch(&mut self, opcode: u16, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        match opcode {
+            op::QUERY_HCA_CAP => self.query_hca_cap(c),
+            op::QUERY_ADAPTER => self.query_adapter(c),
+            op::QUERY_SPECIAL_CONTEXTS => self.query_special_contexts(c),
+            op::QUERY_NIC_VPORT_CONTEXT => self.query_nic_vport_context(c),
+            op::QUERY_HCA_VPORT_CONTEXT => self.query_hca_vport_context(c),
+            op::QUERY_HCA_VPORT_GID => self.query_hca_vport_gid(c),
+            op::QUERY_HCA_VPORT_PKEY => self.query_hca_vport_pkey(c),
+            op::ACCESS_REG => self.access_reg(c),
+            op::SET_ROCE_ADDRESS => self.set_roce_address(c),
+            op::ALLOC_PD => self.alloc_pd(c),
+            op::DEALLOC_PD => self.dealloc_pd(c),
+            op::ALLOC_UAR => self.alloc_uar(c),
+            op::DEALLOC_UAR => self.dealloc_uar(c),
+            op::ALLOC_TRANSPORT_DOMAIN => self.alloc_td(c),
+            op::DEALLOC_TRANSPORT_DOMAIN => self.dealloc_td(c),
+            op::CREATE_UCTX => self.create_uctx(c),
+            op::DESTROY_UCTX => self.destroy_uctx(c),
+            op::CREATE_CQ => self.create_cq(c),
+            op::DESTROY_CQ => self.destroy_cq(c),
+            op::QUERY_CQ => self.query_cq(c),
+            op::MODIFY_CQ => self.modify_cq(c),
+            op::CREATE_QP => self.create_qp(c),
+            op::DESTROY_QP => self.destroy_qp(c),
+            op::QUERY_QP => self.query_qp(c),
+            op::RST2INIT_QP
+            | op::INIT2INIT_QP
+            | op::INIT2RTR_QP
+            | op::RTR2RTS_QP
+            | op::RTS2RTS_QP
+            | op::_2ERR_QP
+            | op::_2RST_QP => self.modify_qp(opcode, c),
+            op::CREATE_MKEY => self.create_mkey(c),
+            op::DESTROY_MKEY => self.destroy_mkey(c),
+            op::QUERY_MKEY => self.query_mkey(c),
+            _ => fail(Status::BAD_OP_ERR, syndrome::BAD_OPCODE),
+        }
+    }
+
+    /// Checks that an object owned by `owner` may be used by a command from `uid`. Objects of
+    /// the kernel (uid 0) may be used by the kernel only; the kernel may use any object (it
+    /// tears user objects down when a context dies).
+    fn owned(uid: u16, owner: u16) -> Result<(), CmdError> {
+        if uid != 0 && uid != owner {
+            return fail(Status::BAD_RES_ERR, syndrome::UID_MISMATCH);
+        }
+        Ok(())
+    }
+
+    /// The port's MTU ceiling in bytes (PMTU `max_mtu`).
+    fn max_mtu(&self) -> u32 {
+        match self.cfg.link_layer {
+            LinkLayer::Ib => 4096,
+            // The largest hardware MTU mlx5e accepts on ConnectX-6/7 (9978 + L2 overhead).
+            LinkLayer::Ethernet => 10000,
+        }
+    }
+
+    /// Checks a 1-based port number.
+    fn port(&self, port: u32) -> Result<usize, CmdError> {
+        let idx = usize::try_from(port)
+            .ok()
+            .and_then(|p| p.checked_sub(1))
+            .filter(|&i| i < usize::from(self.cfg.num_ports));
+        idx.ok_or(CmdError::new(Status::BAD_PARAM_ERR, syndrome::BAD_PORT))
+    }
+
+    /// Node GUID: NVIDIA OUI 0c:42:a1, `03` as ConnectX node GUIDs have, then the serial.
+    fn node_guid(&self) -> u64 {
+        0x0c42_a103_0000_0000 | (u64::from(self.cfg.serial & 0x00ff_ffff) << 8)
+    }
+
+    /// Port GUID (1-based port): the node GUID plus the port's offset.
+    fn port_guid(&self, port: usize) -> u64 {
+        self.node_guid() | u64::try_from(port).unwrap_or(0)
+    }
+
+    /// Permanent MAC of a (0-based) port: OUI 0c:42:a1, then serial and port.
+    fn mac(&self, port: usize) -> u64 {
+        let low =
+            (u64::from(self.cfg.serial & 0xffff) << 8) | (u64::try_from(port).unwrap_or(0) & 0xff);
+        0x0c42_a100_0000 | low
+    }
+}
+
+/// Outcome of decoding before the outbox is finalized.
+enum Decoded {
+    /// A check failed.
+    Failed(CmdError),
+    /// Fault injection took the command.
+    Injected(FaultAction),
+}

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! PD, UAR, transport domain, user context, CQ and mkey commands.
+//!
+//! Every object records the uid that created it. A destroy of an object that others still
+//! reference fails with `RES_BUSY` and leaves everything as it was. ConnectX firmware refuses
+//! such destroys too (upstream only sees it when its own `usecnt` bookkeeping is wrong, since
+//! ib_core returns `EBUSY` first); modeling it makes that driver bug visible instead of leaving a
+//! QP that points at a freed CQ.
+
+use super::syndrome::{self as syn, CmdError};
+use super::{fail, Cmd, Cq, Fw, Mkey, Owned, Uctx, CQC_BYTES, MKC_BYTES};
+use crate::prm::cmd::*;
+use crate::prm::consts;
+use crate::prm::ctx::{cqc, mkc};
+use crate::prm::status::Status;
+
+/// `NO_RES_ERR` for a full table.
+const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
+
+impl Fw {
+    /// ALLOC_PD: a protection domain for the command's uid.
+    pub(super) fn alloc_pd(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let pd = self.pds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        c.set(alloc_pd_out::pd, pd)
+    }
+
+    /// DEALLOC_PD: refused while a QP or an mkey uses the PD.
+    pub(super) fn dealloc_pd(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let pd = c.get(dealloc_pd_in::pd)?;
+        self.pd_usable(c.uid, pd)?;
+        if self.qps.iter().any(|(_, q)| q.pd == pd) || self.mkeys.iter().any(|(_, m)| m.pd == pd) {
+            return fail(Status::RES_BUSY, syn::PD_BUSY);
+        }
+        self.pds.free(pd);
+        Ok(())
+    }
+
+    /// Checks that `pd` exists and `uid` may use it.
+    pub(super) fn pd_usable(&self, uid: u16, pd: u32) -> Result<(), CmdError> {
+        let o = self
+            .pds
+            .get(pd)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::PD_UNKNOWN))?;
+        Self::owned(uid, o.uid)
+    }
+
+    /// ALLOC_UAR: a doorbell page.
+    pub(super) fn alloc_uar(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let uar = self.uars.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        c.set(alloc_uar_out::uar, uar)
+    }
+
+    /// DEALLOC_UAR: refused while a CQ or a QP rings doorbells through it.
+    pub(super) fn dealloc_uar(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let uar = c.get(dealloc_uar_in::uar)?;
+        let o = self
+            .uars
+            .get(uar)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::UAR_UNKNOWN))?;
+        Self::owned(c.uid, o.uid)?;
+        if self.cqs.iter().any(|(_, q)| q.uar == uar) || self.qps.iter().any(|(_, q)| q.uar == uar)
+        {
+            return fail(Status::RES_BUSY, syn::UAR_BUSY);
+        }
+        self.uars.free(uar);
+        Ok(())
+    }
+
+    /// Checks that a UAR named by a CQ or QP context exists. UARs of the kernel (uid 0) may be
+    /// used by user objects: mlx5_ib allocates the UARs of user contexts without a uid.
+    pub(super) fn uar_usable(&self, uid: u16, uar: u32) -> Result<(), CmdError> {
+        let o = self
+            .uars
+            .get(uar)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::UAR_UNKNOWN))?;
+        if o.uid == 0 {
+            return Ok(());
+        }
+        Self::owned(uid, o.uid)
+    }
+
+    /// ALLOC_TRANSPORT_DOMAIN.
+    pub(super) fn alloc_td(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let td = self.tds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        c.set(alloc_transport_domain_out::transport_domain, td)
+    }
+
+    /// DEALLOC_TRANSPORT_DOMAIN (TIRs and TISes, its users, are not modeled).
+    pub(super) fn dealloc_td(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let td = c.get(dealloc_transport_domain_in::transport_domain)?;
+        let o = self
+            .tds
+            .get(td)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::TD_UNKNOWN))?;
+        Self::owned(c.uid, o.uid)?;
+        self.tds.free(td);
+        Ok(())
+    }
+
+    /// CREATE_UCTX: a DEVX user context; its number is the uid later commands carry.
+    pub(super) fn create_uctx(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        if c.uid != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::UCTX_NESTED);
+        }
+        let cap = c.get(create_uctx_in::uctx.inner(crate::prm::ctx::uctx::cap))?;
+        if cap & !self.cfg.profile.uctx_cap != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::UCTX_CAP);
+        }
+        // uids are 16-bit; the table is far smaller, so every number fits.
+        let uid = self.uctxs.alloc(Uctx { cap }).ok_or(FULL)?;
+        c.set(create_uctx_out::uid, uid)
+    }
+
+    /// DESTROY_UCTX: refused while any object still belongs to the uid.
+    pub(super) fn destroy_uctx(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let uid = c.get(destroy_uctx_in::uid)?;
+        if self.uctxs.get(uid).is_none() || c.uid != 0 {
+            return fail(Status::BAD_RES_ERR, syn::UCTX_UNKNOWN);
+        }
+        let owns = |o: u16| u32::from(o) == uid;
+        let busy = self.pds.iter().any(|(_, o)| owns(o.uid))
+            || self.uars.iter().any(|(_, o)| owns(o.uid))
+            || self.tds.iter().any(|(_, o)| owns(o.uid))
+            || self.cqs.iter().any(|(_, o)| owns(o.uid))
+            || self.qps.iter().any(|(_, o)| owns(o.uid))
+            || self.mkeys.iter().any(|(_, o)| owns(o.uid));
+        if busy {
+            return fail(Status::RES_BUSY, syn::UCTX_BUSY);
+        }
+        self.uctxs.free(uid);
+        Ok(())
+    }
+
+    /// Checks that `cqn` exists and `uid` may use it.
+    pub(super) fn cq_usable(&self, uid: u16, cqn: u32, syndrome: u32) -> Result<(), CmdError> {
+        let cq = self
+            .cqs
+            .get(cqn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syndrome))?;
+        Self::owned(uid, cq.uid)
+    }
+
+    /// CREATE_CQ: validates the context a driver fills (`mlx5_ib_create_cq()`) and stores it.
+    pub(super) fn create_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let ctx = create_cq_in::cq_context;
+        if c.get(ctx.inner(cqc::status))? != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::CQ_STATUS);
+        }
+        if c.get(ctx.inner(cqc::log_cq_size))? > self.cfg.profile.log_max_cq_sz {
+            return fail(Status::LIM_ERR, syn::CQ_TOO_BIG);
+        }
+        // cqe_sz: 0 = 64 bytes, 1 = 128 bytes.
+        if c.get(ctx.inner(cqc::cqe_sz))? > 1 {
+            return fail(Status::BAD_PARAM_ERR, syn::CQ_CQE_SZ);
+        }
+        if c.get(ctx.inner(cqc::c_eqn_or_apu_element))? >> self.cfg.profile.log_max_eq != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::CQ_EQN);
+        }
+        let uar = c.get(ctx.inner(cqc::uar_page))?;
+        self.uar_usable(c.uid, uar)?;
+        let mut cq = Cq {
+            uid: c.uid,
+            uar,
+            cqc: [0; CQC_BYTES],
+        };
+        cq.cqc.copy_from_slice(c.in_bytes(ctx)?);
+        let cqn = self.cqs.alloc(cq).ok_or(FULL)?;
+        c.set(create_cq_out::cqn, cqn)
+    }
+
+    /// DESTROY_CQ: refused while a QP sends or receives through it.
+    pub(super) fn destroy_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let cqn = c.get(destroy_cq_in::cqn)?;
+        self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
+        if self
+            .qps
+            .iter()
+            .any(|(_, q)| q.send_cq == Some(cqn) || q.recv_cq == Some(cqn))
+        {
+            return fail(Status::RES_BUSY, syn::CQ_BUSY);
+        }
+        self.cqs.free(cqn);
+        Ok(())
+    }
+
+    /// QUERY_CQ: the stored context (status OK, no overrun: the model has no data path yet).
+    pub(super) fn query_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let cqn = c.get(query_cq_in::cqn)?;
+        self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
+        let cq = self
+            .cqs
+            .get(cqn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::CQ_UNKNOWN))?;
+        let bytes = cq.cqc;
+        c.set_bytes(query_cq_out::cq_context, &bytes)
+    }
+
+    /// MODIFY_CQ: moderation (op_mod 0: period/count) or resize (op_mod 1: log size).
+    pub(super) fn modify_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        let cqn = c.get(modify_cq_in::cqn)?;
+        self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
+        let select = c.get(modify_cq_in::modify_field_select_resize_field_select)?;
+        let ctx = modify_cq_in::cq_context;
+        let max_sz = self.cfg.profile.log_max_cq_sz;
+        // Collect the new values first so a refused command changes nothing.
+        let mut updates: [Option<(crate::prm::layout::Field, u32)>; 2] = [None, None];
+        match c.op_mod {
+            0 => {
+                let known = consts::CQ_MODIFY_PERIOD | consts::CQ_MODIFY_COUNT;
+                if select == 0 || select & !known != 0 {
+                    return fail(Status::BAD_PARAM_ERR, syn::CQ_MODIFY_SELECT);
+                }
+                if select & consts::CQ_MODIFY_PERIOD != 0 {
+                    updates[0] = Some((cqc::cq_period, c.get(ctx.inner(cqc::cq_period))?));
+                }
+                if select & consts::CQ_MODIFY_COUNT != 0 {
+                    updates[1] = Some((cqc::cq_max_count, c.get(ctx.inner(cqc::cq_max_count))?));
+                }
+            }
+            consts::CQ_OPMOD_RESIZE => {
+                if select & consts::MODIFY_CQ_MASK_LOG_SIZE == 0 {
+                    return fail(Status::BAD_PARAM_ERR, syn::CQ_MODIFY_SELECT);
+                }
+                let log = c.get(ctx.inner(cqc::log_cq_size))?;
+                if log > max_sz {
+                    return fail(Status::LIM_ERR, syn::CQ_TOO_BIG);
+                }
+                updates[0] = Some((cqc::log_cq_size, log));
+            }
+            _ => return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD),
+        }
+        let cq = self
+            .cqs
+            .get_mut(cqn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::CQ_UNKNOWN))?;
+        for (f, v) in updates.iter().flatten() {
+            f.set(&mut cq.cqc, *v)
+                .map_err(|_| CmdError::new(Status::INT_ERR, syn::RESERVED_NOT_ZERO))?;
+        }
+        Ok(())
+    }
+
+    /// CREATE_MKEY: checks the PD, the access mode and that the inbox carries the translation
+    /// entries it announces; returns the index (the driver ORs in its `mkey_7_0` byte).
+    pub(super) fn create_mkey(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let ctx = create_mkey_in::memory_key_mkey_entry;
+        let pd = c.get(ctx.inner(mkc::pd))?;
+        self.pd_usable(c.uid, pd)?;
+        if c.get(ctx.inner(mkc::qpn))? != 0x00ff_ffff {
+            return fail(Status::BAD_PARAM_ERR, syn::MKEY_QPN);
+        }
+        let mode = (c.get(ctx.inner(mkc::access_mode_4_2))? << 2)
+            | c.get(ctx.inner(mkc::access_mode_1_0))?;
+        if !matches!(
+            mode,
+            consts::MKC_ACCESS_MODE_PA
+                | consts::MKC_ACCESS_MODE_MTT
+                | consts::MKC_ACCESS_MODE_KLMS
+                | consts::MKC_ACCESS_MODE_KSM
+        ) {
+            return fail(Status::BAD_PARAM_ERR, syn::MKEY_ACCESS_MODE);
+        }
+        // The translation entries (16-byte octwords) follow the fixed layout.
+        let octwords = c.get(create_mkey_in::translations_octword_actual_size)?;
+        let needed = usize::try_from(octwords)
+            .ok()
+            .and_then(|o| o.checked_mul(16))
+            .and_then(|b| b.checked_add(create_mkey_in::SIZE_BYTES));
+        if !matches!(needed, Some(n) if c.inbox.len() >= n) {
+            return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
+        }
+        let mut m = Mkey {
+            uid: c.uid,
+            pd,
+            mkc: [0; MKC_BYTES],
+        };
+        m.mkc.copy_from_slice(c.in_bytes(ctx)?);
+        let index = self.mkeys.alloc(m).ok_or(FULL)?;
+        c.set(create_mkey_out::mkey_index, index)
+    }
+
+    /// Checks that `index` names an mkey `uid` may use.
+    fn mkey_usable(&self, uid: u16, index: u32) -> Result<(), CmdError> {
+        let m = self
+            .mkeys
+            .get(index)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::MKEY_UNKNOWN))?;
+        Self::owned(uid, m.uid)
+    }
+
+    /// DESTROY_MKEY.
+    pub(super) fn destroy_mkey(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let index = c.get(destroy_mkey_in::mkey_index)?;
+        self.mkey_usable(c.uid, index)?;
+        self.mkeys.free(index);
+        Ok(())
+    }
+
+    /// QUERY_MKEY: the stored `mkc`.
+    pub(super) fn query_mkey(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let index = c.get(query_mkey_in::mkey_index)?;
+        self.mkey_usable(c.uid, index)?;
+        let m = self
+            .mkeys
+            .get(index)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::MKEY_UNKNOWN))?;
+        let bytes = m.mkc;
+        c.set_bytes(query_mkey_out::memory_key_mkey_entry, &bytes)
+    }
+}

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! QP commands and the QP state machine.
+//!
+//! CREATE_QP stores the context in RESET. Each transition command must start from its source
+//! state (`BAD_RES_STATE_ERR` otherwise, and nothing changes) and copies into the stored
+//! context only the members that transition defines, the way the PRM's per-transition tables
+//! do: a driver that forgets a member in RTR2RTS does not wipe what INIT2RTR set. QUERY_QP
+//! returns the stored context with the current state. 2ERR and 2RST are legal from every state;
+//! 2RST keeps the context (a later RST2INIT rewrites what it defines).
+
+use super::syndrome::{self as syn, CmdError};
+use super::{fail, Cmd, Fw, Qp, QPC_BYTES};
+use crate::prm::cmd::*;
+use crate::prm::consts::*;
+use crate::prm::ctx::{ads, qpc};
+use crate::prm::layout::Field;
+use crate::prm::opcode as op;
+use crate::prm::status::Status;
+
+/// The primary path member `f` as addressed inside a `qpc`.
+const fn pri(f: Field) -> Field {
+    qpc::primary_address_path.inner(f)
+}
+
+/// Members RST2INIT and INIT2INIT take: port, PKey index, Q_Key, remote access.
+const INIT_FIELDS: &[Field] = &[
+    pri(ads::vhca_port_num),
+    pri(ads::pkey_index),
+    qpc::q_key,
+    qpc::rre,
+    qpc::rwe,
+    qpc::rae,
+    qpc::counter_set_id,
+];
+
+/// Members INIT2RTR takes: the responder side and the whole primary path.
+const RTR_FIELDS: &[Field] = &[
+    qpc::mtu,
+    qpc::log_msg_max,
+    qpc::remote_qpn,
+    qpc::primary_address_path,
+    qpc::next_rcv_psn,
+    qpc::log_rra_max,
+    qpc::min_rnr_nak,
+    qpc::rre,
+    qpc::rwe,
+    qpc::rae,
+    qpc::q_key,
+    qpc::counter_set_id,
+];
+
+/// Members RTR2RTS takes: the requester side.
+const RTS_FIELDS: &[Field] = &[
+    qpc::next_send_psn,
+    qpc::retry_count,
+    qpc::rnr_retry,
+    qpc::log_sra_max,
+    qpc::log_ack_req_freq,
+    pri(ads::ack_timeout),
+    qpc::min_rnr_nak,
+    qpc::rre,
+    qpc::rwe,
+    qpc::rae,
+];
+
+/// Members RTS2RTS may change.
+const RTS2RTS_FIELDS: &[Field] = &[
+    pri(ads::ack_timeout),
+    qpc::min_rnr_nak,
+    qpc::rre,
+    qpc::rwe,
+    qpc::rae,
+    qpc::q_key,
+];
+
+/// Copies member `f` (relative to a `qpc`) from `src` to `dst`: bytes for byte-aligned
+/// members (a whole address path), read-modify-write otherwise.
+fn copy_member(dst: &mut [u8], src: &[u8], f: Field) -> Result<(), CmdError> {
+    let internal = |_| CmdError::new(Status::INT_ERR, syn::RESERVED_NOT_ZERO);
+    if f.bit_width > 32 {
+        let from = f.bytes(src).map_err(internal)?;
+        f.bytes_mut(dst).map_err(internal)?.copy_from_slice(from);
+        return Ok(());
+    }
+    f.set(dst, f.get(src).map_err(internal)?).map_err(internal)
+}
+
+impl Fw {
+    /// CREATE_QP: validates what `create_qp()` in mlx5_ib fills and stores the QP in RESET.
+    pub(super) fn create_qp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let ctx = create_qp_in::qpc;
+        let get = |c: &Cmd<'_>, f: Field| c.get(ctx.inner(f));
+        if c.get(create_qp_in::input_qpn)? != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::QP_INPUT_QPN);
+        }
+        if get(c, qpc::state)? != QPC_STATE_RST {
+            return fail(Status::BAD_PARAM_ERR, syn::QP_CREATE_STATE);
+        }
+        let st = get(c, qpc::st)?;
+        if !matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_UD | QPC_ST_QP1) {
+            return fail(Status::BAD_PARAM_ERR, syn::QP_ST);
+        }
+        let p = &self.cfg.profile;
+        if get(c, qpc::log_sq_size)? > p.log_max_qp_sz
+            || get(c, qpc::log_rq_size)? > p.log_max_qp_sz
+        {
+            return fail(Status::LIM_ERR, syn::QP_TOO_BIG);
+        }
+        if get(c, qpc::log_msg_max)? > p.log_max_msg {
+            return fail(Status::LIM_ERR, syn::QP_MSG_MAX);
+        }
+        let pd = get(c, qpc::pd)?;
+        self.pd_usable(c.uid, pd)?;
+        let uar = get(c, qpc::uar_page)?;
+        self.uar_usable(c.uid, uar)?;
+        let send_cq = if get(c, qpc::no_sq)? == 0 {
+            let cqn = get(c, qpc::cqn_snd)?;
+            self.cq_usable(c.uid, cqn, syn::QP_SEND_CQ)?;
+            Some(cqn)
+        } else {
+            None
+        };
+        let recv_cq = match get(c, qpc::rq_type)? {
+            NON_ZERO_RQ => {
+                let cqn = get(c, qpc::cqn_rcv)?;
+                self.cq_usable(c.uid, cqn, syn::QP_RECV_CQ)?;
+                Some(cqn)
+            }
+            ZERO_LEN_RQ => None,
+            SRQ_RQ => return fail(Status::BAD_RES_ERR, syn::QP_SRQ),
+            _ => return fail(Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE),
+        };
+        let mut qp = Qp {
+            uid: c.uid,
+            state: QPC_STATE_RST,
+            pd,
+            uar,
+            send_cq,
+            recv_cq,
+            qpc: [0; QPC_BYTES],
+        };
+        qp.qpc.copy_from_slice(c.in_bytes(ctx)?);
+        let qpn = self
+            .qps
+            .alloc(qp)
+            .ok_or(CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL))?;
+        c.set(create_qp_out::qpn, qpn)
+    }
+
+    /// Checks that `qpn` names a QP `uid` may use.
+    fn qp_usable(&self, uid: u16, qpn: u32) -> Result<(), CmdError> {
+        let q = self
+            .qps
+            .get(qpn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        Self::owned(uid, q.uid)
+    }
+
+    /// DESTROY_QP: legal in every state; releases the QP's hold on its PD, CQs and UAR.
+    pub(super) fn destroy_qp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let qpn = c.get(destroy_qp_in::qpn)?;
+        self.qp_usable(c.uid, qpn)?;
+        self.qps.free(qpn);
+        Ok(())
+    }
+
+    /// QUERY_QP: the stored context with the current state.
+    pub(super) fn query_qp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let qpn = c.get(query_qp_in::qpn)?;
+        self.qp_usable(c.uid, qpn)?;
+        let q = self
+            .qps
+            .get(qpn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        let (bytes, state) = (q.qpc, q.state);
+        c.set_bytes(query_qp_out::qpc, &bytes)?;
+        c.set(query_qp_out::qpc.inner(qpc::state), state)
+    }
+
+    /// The seven transition commands. All of them have `qpn` at the same place (checked by
+    /// the layout table: `rst2init_qp_in.qpn` and the others are all at 0x48).
+    pub(super) fn modify_qp(&mut self, opcode: u16, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let qpn = c.get(rst2init_qp_in::qpn)?;
+        self.qp_usable(c.uid, qpn)?;
+        let (state, st) = self
+            .qps
+            .get(qpn)
+            .map(|q| (q.state, qpc::st.get(&q.qpc).unwrap_or(QPC_ST_RC)))
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        let (from, to, fields): (Option<u32>, u32, &[Field]) = match opcode {
+            op::RST2INIT_QP => (Some(QPC_STATE_RST), QPC_STATE_INIT, INIT_FIELDS),
+            op::INIT2INIT_QP => (Some(QPC_STATE_INIT), QPC_STATE_INIT, INIT_FIELDS),
+            op::INIT2RTR_QP => (Some(QPC_STATE_INIT), QPC_STATE_RTR, RTR_FIELDS),
+            op::RTR2RTS_QP => (Some(QPC_STATE_RTR), QPC_STATE_RTS, RTS_FIELDS),
+            op::RTS2RTS_QP => (Some(QPC_STATE_RTS), QPC_STATE_RTS, RTS2RTS_FIELDS),
+            op::_2ERR_QP => (None, QPC_STATE_ERR, &[]),
+            _ => (None, QPC_STATE_RST, &[]),
+        };
+        if from.is_some_and(|f| f != state) {
+            return fail(Status::BAD_RES_STATE_ERR, syn::QP_BAD_STATE);
+        }
+        let mut qpc_bytes = [0u8; QPC_BYTES];
+        if !fields.is_empty() {
+            // rst2init_qp_in.qpc and the other transitions' qpc are all at 0xc0.
+            qpc_bytes.copy_from_slice(c.in_bytes(rst2init_qp_in::qpc)?);
+            self.check_transition(opcode, st, &qpc_bytes)?;
+        }
+        let q = self
+            .qps
+            .get_mut(qpn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        let mut next = q.qpc;
+        for f in fields {
+            copy_member(&mut next, &qpc_bytes, *f)?;
+        }
+        q.qpc = next;
+        q.state = to;
+        Ok(())
+    }
+
+    /// Per-transition parameter checks, before anything is changed.
+    fn check_transition(&self, opcode: u16, st: u32, ctx: &[u8]) -> Result<(), CmdError> {
+        let get = |f: Field| {
+            f.get(ctx)
+                .map_err(|_| CmdError::new(Status::INT_ERR, syn::RESERVED_NOT_ZERO))
+        };
+        match opcode {
+            op::RST2INIT_QP | op::INIT2INIT_QP => {
+                self.port(get(pri(ads::vhca_port_num))?)?;
+            }
+            // The path MTU is a connected-service attribute; UD QPs leave it 0.
+            op::INIT2RTR_QP if matches!(st, QPC_ST_RC | QPC_ST_UC) => {
+                let mtu = get(qpc::mtu)?;
+                if !(QPC_MTU_256_BYTES..=QPC_MTU_4K_BYTES).contains(&mtu) {
+                    return fail(Status::BAD_PARAM_ERR, syn::QP_MTU);
+                }
+                if get(qpc::log_msg_max)? > self.cfg.profile.log_max_msg {
+                    return fail(Status::LIM_ERR, syn::QP_MSG_MAX);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+// The decoder reads `qpn` and `qpc` of every transition through rst2init_qp_in's members.
+const _: () = {
+    let q = rst2init_qp_in::qpn.bit_off;
+    assert!(init2init_qp_in::qpn.bit_off == q && init2rtr_qp_in::qpn.bit_off == q);
+    assert!(rtr2rts_qp_in::qpn.bit_off == q && rts2rts_qp_in::qpn.bit_off == q);
+    assert!(qp_2err_in::qpn.bit_off == q && qp_2rst_in::qpn.bit_off == q);
+    let c = rst2init_qp_in::qpc.bit_off;
+    assert!(init2init_qp_in::qpc.bit_off == c && init2rtr_qp_in::qpc.bit_off == c);
+    assert!(rtr2rts_qp_in::qpc.bit_off == c && rts2rts_qp_in::qpc.bit_off == c);
+};

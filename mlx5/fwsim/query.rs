@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Query commands, port registers and the RoCE address table: what `mlx5_ib` reads at probe,
+//! `query_device` and `query_port`, answered from the [`super::profile::Profile`] and the port
+//! state.
+
+use super::profile::LinkLayer;
+use super::syndrome::{self as syn, CmdError};
+use super::{fail, Cmd, Fw, RoceAddr};
+use crate::prm::cmd::*;
+use crate::prm::consts::*;
+use crate::prm::ctx::{
+    cmd_hca_cap, hca_vport_context, mac_address_layout, nic_vport_context, paos_reg, pkey,
+    pmtu_reg, ptys_reg, pvlc_reg, query_adapter_param_block, roce_addr_layout, roce_cap,
+};
+use crate::prm::layout::Field;
+use crate::prm::status::Status;
+
+/// Special mkeys of QUERY_SPECIAL_CONTEXTS: indices 1..=5 with key byte 0, all below the first
+/// index CREATE_MKEY hands out, so they never collide with a created mkey.
+const SPECIAL_MKEYS: [(Field, u32); 5] = [
+    (query_special_contexts_out::resd_lkey, 0x100),
+    (query_special_contexts_out::null_mkey, 0x200),
+    (
+        query_special_contexts_out::terminate_scatter_list_mkey,
+        0x300,
+    ),
+    (query_special_contexts_out::dump_fill_mkey, 0x400),
+    (query_special_contexts_out::repeated_mkey, 0x500),
+];
+
+/// GIDs per IB port: `gid_table_size` 0 encodes 8 (`mlx5_get_gid_table_len()`).
+const IB_GIDS: u32 = 8;
+/// PKeys per port: `pkey_table_size` 0 encodes 128 (`mlx5_to_sw_pkey_sz()`).
+const PKEYS: u32 = 128;
+/// The "all entries" index of QUERY_HCA_VPORT_GID/PKEY (`mlx5_query_hca_vport_gid()`).
+const ALL_ENTRIES: u32 = 0xffff;
+/// IB port capability mask of a ConnectX port without an SM (`ibv_devinfo` port_cap_flags
+/// 0x2651e848: trap, automatic migration, SL map, LED, sys image GUID, PKey switch ext port
+/// trap, extended speeds, capability mask 2, client reregistration, vendor class, ...).
+const IB_CAP_MASK1: u32 = 0x2651_e848;
+/// IB link width 4X (`ptys_reg.ib_link_width_*` bit 1).
+const IB_WIDTH_4X: u32 = 1 << 1;
+
+impl Fw {
+    /// QUERY_HCA_CAP: general and RoCE capabilities; max and current are the same.
+    pub(super) fn query_hca_cap(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        if c.get(query_hca_cap_in::other_function)? != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
+        }
+        let cap = query_hca_cap_out::capability;
+        match c.op_mod >> 1 {
+            CAP_GENERAL => self.fill_general_caps(c, cap),
+            CAP_ROCE if self.cfg.link_layer == LinkLayer::Ethernet => {
+                let f = |m: Field| cap.inner(m);
+                c.set(f(roce_cap::roce_apm), 0)?;
+                c.set(f(roce_cap::sw_r_roce_src_udp_port), 1)?;
+                // Bits of the supported RoCE versions and L3 types: v1 and v2 (1 << 0 | 1 << 2),
+                // IPv4 and IPv6.
+                c.set(f(roce_cap::roce_version), 0x5)?;
+                c.set(f(roce_cap::l3_type), 0x3)?;
+                c.set(f(roce_cap::r_roce_dest_udp_port), 4791)?;
+                c.set(f(roce_cap::r_roce_min_src_udp_port), 0xc000)?;
+                c.set(f(roce_cap::r_roce_max_src_udp_port), 0xffff)?;
+                c.set(
+                    f(roce_cap::roce_address_table_size),
+                    self.cfg.profile.roce_address_table_size,
+                )
+            }
+            _ => fail(Status::BAD_PARAM_ERR, syn::CAP_TYPE),
+        }
+    }
+
+    fn fill_general_caps(&self, c: &mut Cmd<'_>, cap: Field) -> Result<(), CmdError> {
+        let p = &self.cfg.profile;
+        let eth = self.cfg.link_layer == LinkLayer::Ethernet;
+        let values: [(Field, u32); 36] = [
+            (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
+            (cmd_hca_cap::log_max_qp_sz, p.log_max_qp_sz),
+            (cmd_hca_cap::log_max_qp, p.log_max_qp),
+            (cmd_hca_cap::log_max_srq, p.log_max_srq),
+            (cmd_hca_cap::log_max_cq_sz, p.log_max_cq_sz),
+            (cmd_hca_cap::log_max_cq, p.log_max_cq),
+            (cmd_hca_cap::log_max_eq_sz, 22),
+            (cmd_hca_cap::log_max_mkey, p.log_max_mkey),
+            (cmd_hca_cap::log_max_eq, p.log_max_eq),
+            (cmd_hca_cap::log_max_mrw_sz, 64),
+            (cmd_hca_cap::log_max_klm_list_size, 16),
+            (cmd_hca_cap::log_max_ra_req_qp, p.log_max_ra_qp),
+            (cmd_hca_cap::log_max_ra_res_qp, p.log_max_ra_qp),
+            (cmd_hca_cap::gid_table_size, 0),
+            (cmd_hca_cap::pkey_table_size, 0),
+            (
+                cmd_hca_cap::port_type,
+                if eth {
+                    CAP_PORT_TYPE_ETH
+                } else {
+                    CAP_PORT_TYPE_IB
+                },
+            ),
+            (cmd_hca_cap::num_ports, u32::from(self.cfg.num_ports)),
+            (cmd_hca_cap::log_max_msg, p.log_max_msg),
+            (cmd_hca_cap::max_tc, 8),
+            (cmd_hca_cap::cqe_version, 1),
+            (cmd_hca_cap::roce, u32::from(eth)),
+            (cmd_hca_cap::atomic, 1),
+            (cmd_hca_cap::cq_oi, 1),
+            (cmd_hca_cap::cq_resize, 1),
+            (cmd_hca_cap::cq_moderation, 1),
+            // UAR pages are 4 KiB (log 0 above 4 KiB), blue flame registers 256 bytes.
+            (cmd_hca_cap::uar_sz, 0),
+            (cmd_hca_cap::log_pg_sz, 12),
+            (cmd_hca_cap::bf, 1),
+            (cmd_hca_cap::log_bf_reg_size, 8),
+            (cmd_hca_cap::max_qp_mcg, p.max_qp_mcg),
+            (cmd_hca_cap::log_max_mcg, p.log_max_mcg),
+            (
+                cmd_hca_cap::log_max_transport_domain,
+                p.log_max_transport_domain,
+            ),
+            (cmd_hca_cap::log_max_pd, p.log_max_pd),
+            (cmd_hca_cap::log_max_xrcd, 24),
+            (cmd_hca_cap::log_max_uctx, p.log_max_uctx),
+            (cmd_hca_cap::uctx_cap, p.uctx_cap),
+        ];
+        for (f, v) in values {
+            c.set(cap.inner(f), v)?;
+        }
+        c.set(cap.inner(cmd_hca_cap::max_wqe_sz_sq), 1024)?;
+        c.set(cap.inner(cmd_hca_cap::max_wqe_sz_rq), 512)?;
+        // MLX5_GENERAL_OBJ_TYPES_CAP_UCTX (bit 4): DEVX user contexts.
+        c.set64(cap.inner(cmd_hca_cap::general_obj_types), 1 << 4)
+    }
+
+    /// QUERY_ADAPTER: vendor ids and the PSID (sysfs `board_id`).
+    pub(super) fn query_adapter(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let b = |f: Field| query_adapter_out::query_adapter_struct.inner(f);
+        c.set(b(query_adapter_param_block::ieee_vendor_id), 0x02c9)?;
+        c.set(b(query_adapter_param_block::vsd_vendor_id), 0x15b3)?;
+        let psid = self.cfg.profile.psid;
+        c.set_bytes(b(query_adapter_param_block::vsd_contd_psid), &psid)
+    }
+
+    /// QUERY_SPECIAL_CONTEXTS: the reserved lkey and friends.
+    pub(super) fn query_special_contexts(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        for (f, v) in SPECIAL_MKEYS {
+            c.set(f, v)?;
+        }
+        Ok(())
+    }
+
+    /// QUERY_NIC_VPORT_CONTEXT of the function's own vport.
+    pub(super) fn query_nic_vport_context(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        if c.get(query_nic_vport_context_in::other_vport)? != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
+        }
+        let v = |f: Field| query_nic_vport_context_out::nic_vport_context.inner(f);
+        let eth = self.cfg.link_layer == LinkLayer::Ethernet;
+        c.set(v(nic_vport_context::roce_en), u32::from(eth))?;
+        let mtu = self.ports.first().map_or(0, |p| p.admin_mtu);
+        c.set(v(nic_vport_context::mtu), mtu)?;
+        c.set64(v(nic_vport_context::system_image_guid), self.node_guid())?;
+        c.set64(v(nic_vport_context::node_guid), self.node_guid())?;
+        c.set64(v(nic_vport_context::port_guid), self.port_guid(1))?;
+        let mac = self.mac(0);
+        let m = |f: Field| v(nic_vport_context::permanent_address).inner(f);
+        c.set(
+            m(mac_address_layout::mac_addr_47_32),
+            (mac >> 32) as u32 & 0xffff,
+        )?;
+        c.set(m(mac_address_layout::mac_addr_31_0), mac as u32)
+    }
+
+    /// QUERY_HCA_VPORT_CONTEXT: port state, GUIDs, LIDs.
+    pub(super) fn query_hca_vport_context(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        if c.get(query_hca_vport_context_in::other_vport)? != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
+        }
+        let port_num = c.get(query_hca_vport_context_in::port_num)?;
+        let port = self.port(port_num)?;
+        let up = self.ports.get(port).is_some_and(|p| p.admin_status == 1);
+        let ib = self.cfg.link_layer == LinkLayer::Ib;
+        let v = |f: Field| query_hca_vport_context_out::hca_vport_context.inner(f);
+        c.set(v(hca_vport_context::has_smi), u32::from(ib))?;
+        c.set(v(hca_vport_context::has_raw), 1)?;
+        // Physical state 5 LinkUp / 3 Disabled; logical state 4 Active / 1 Down.
+        c.set(
+            v(hca_vport_context::port_physical_state),
+            if up { 5 } else { 3 },
+        )?;
+        c.set(v(hca_vport_context::port_state), if up { 4 } else { 1 })?;
+        c.set(v(hca_vport_context::vport_state), if up { 4 } else { 1 })?;
+        c.set64(v(hca_vport_context::system_image_guid), self.node_guid())?;
+        c.set64(v(hca_vport_context::node_guid), self.node_guid())?;
+        c.set64(
+            v(hca_vport_context::port_guid),
+            self.port_guid(port_num as usize),
+        )?;
+        if ib {
+            c.set(v(hca_vport_context::cap_mask1), IB_CAP_MASK1)?;
+            // A one-switch fabric whose SM sits at LID 1 and gives ports LIDs from 2.
+            c.set(v(hca_vport_context::lid), port_num + 1)?;
+            c.set(v(hca_vport_context::sm_lid), 1)?;
+            c.set(v(hca_vport_context::subnet_timeout), 18)?;
+        }
+        Ok(())
+    }
+
+    /// Parses the index of a GID/PKey query: one entry, or all of them with 0xffff.
+    fn table_query(
+        c: &Cmd<'_>,
+        index: u32,
+        len: u32,
+        entry_bytes: usize,
+    ) -> Result<(u32, u32), CmdError> {
+        let (first, n) = if index == ALL_ENTRIES {
+            (0, len)
+        } else if index < len {
+            (index, 1)
+        } else {
+            return fail(Status::BAD_PARAM_ERR, syn::TABLE_INDEX);
+        };
+        let needed = usize::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_mul(entry_bytes))
+            .and_then(|b| b.checked_add(query_hca_vport_gid_out::SIZE_BYTES));
+        if !matches!(needed, Some(b) if c.out.len() >= b) {
+            return fail(Status::BAD_OUTP_LEN_ERR, syn::OUTBOX_SHORT);
+        }
+        Ok((first, n))
+    }
+
+    /// QUERY_HCA_VPORT_GID: GID 0 is the link-local GID of the port GUID; the rest are empty.
+    pub(super) fn query_hca_vport_gid(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        if c.get(query_hca_vport_gid_in::other_vport)? != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
+        }
+        let port_num = c.get(query_hca_vport_gid_in::port_num)?;
+        self.port(port_num)?;
+        let index = c.get(query_hca_vport_gid_in::gid_index)?;
+        let (first, n) = Self::table_query(c, index, IB_GIDS, 16)?;
+        c.set(query_hca_vport_gid_out::gids_num, n)?;
+        // gid[] starts right after the fixed layout.
+        let slot0 = Field::new("gid", query_hca_vport_gid_out::SIZE_BITS, 128);
+        for i in 0..n {
+            if first + i == 0 {
+                let mut gid = [0u8; 16];
+                gid[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+                gid[8..].copy_from_slice(&self.port_guid(port_num as usize).to_be_bytes());
+                c.set_bytes(slot0.nth(i), &gid)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// QUERY_HCA_VPORT_PKEY: PKey 0 is the default full-membership 0xffff.
+    pub(super) fn query_hca_vport_pkey(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        if c.get(query_hca_vport_pkey_in::other_vport)? != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
+        }
+        self.port(c.get(query_hca_vport_pkey_in::port_num)?)?;
+        let index = c.get(query_hca_vport_pkey_in::pkey_index)?;
+        let (first, n) = Self::table_query(c, index, PKEYS, 4)?;
+        let slot0 = Field::new("pkey", query_hca_vport_pkey_out::SIZE_BITS, 32);
+        for i in 0..n {
+            if first + i == 0 {
+                c.set(slot0.nth(i).inner(pkey::pkey), 0xffff)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// ACCESS_REG: PTYS, PMTU, PVLC, PAOS reads; PMTU and PAOS writes.
+    pub(super) fn access_reg(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        let id = c.get(access_register_in::register_id)?;
+        let size = match id {
+            REG_PTYS => ptys_reg::SIZE_BYTES,
+            REG_PMTU => pmtu_reg::SIZE_BYTES,
+            REG_PVLC => pvlc_reg::SIZE_BYTES,
+            REG_PAOS => paos_reg::SIZE_BYTES,
+            _ => return fail(Status::BAD_PARAM_ERR, syn::REG_UNKNOWN),
+        };
+        // register_data[] follows the 16-byte header in both mailboxes.
+        let data_off = access_register_in::SIZE_BYTES;
+        let needed = data_off.saturating_add(size);
+        if c.inbox.len() < needed {
+            return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
+        }
+        if c.out.len() < needed {
+            return fail(Status::BAD_OUTP_LEN_ERR, syn::OUTBOX_SHORT);
+        }
+        let reg = |f: Field| Field::new(f.name, access_register_in::SIZE_BITS, 0).inner(f);
+        let port = self.port(c.get(reg(paos_reg::local_port))?)?;
+        let write = match c.op_mod {
+            ACCESS_REG_READ => false,
+            ACCESS_REG_WRITE => true,
+            _ => return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD),
+        };
+        let ib = self.cfg.link_layer == LinkLayer::Ib;
+        let max_mtu = self.max_mtu();
+        if write {
+            let p = self
+                .ports
+                .get_mut(port)
+                .ok_or(CmdError::new(Status::BAD_PARAM_ERR, syn::BAD_PORT))?;
+            match id {
+                REG_PAOS => {
+                    // admin_status changes only with the "admin status enable" bit.
+                    if c.get(reg(paos_reg::ase))? != 0 {
+                        let admin = c.get(reg(paos_reg::admin_status))?;
+                        if !matches!(admin, 1 | 2) {
+                            return fail(Status::BAD_PARAM_ERR, syn::REG_BAD_WRITE);
+                        }
+                        p.admin_status = admin;
+                    }
+                }
+                REG_PMTU => {
+                    let mtu = c.get(reg(pmtu_reg::admin_mtu))?;
+                    if mtu == 0 || mtu > max_mtu {
+                        return fail(Status::BAD_PARAM_ERR, syn::REG_BAD_WRITE);
+                    }
+                    p.admin_mtu = mtu;
+                }
+                _ => return fail(Status::BAD_PARAM_ERR, syn::REG_BAD_WRITE),
+            }
+        }
+        let (admin_status, admin_mtu) = self
+            .ports
+            .get(port)
+            .map(|p| (p.admin_status, p.admin_mtu))
+            .ok_or(CmdError::new(Status::BAD_PARAM_ERR, syn::BAD_PORT))?;
+        let up = admin_status == 1;
+        let out = |f: Field| Field::new(f.name, access_register_out::SIZE_BITS, 0).inner(f);
+        // Registers echo the port they describe.
+        c.set(out(paos_reg::local_port), port as u32 + 1)?;
+        match id {
+            REG_PTYS => {
+                let mask = c.get(reg(ptys_reg::proto_mask))?;
+                c.set(out(ptys_reg::proto_mask), mask)?;
+                if mask & PTYS_IB != 0 && ib {
+                    let proto = self.cfg.profile.ib_proto;
+                    c.set(out(ptys_reg::ib_link_width_capability), IB_WIDTH_4X)?;
+                    c.set(out(ptys_reg::ib_proto_capability), proto)?;
+                    c.set(out(ptys_reg::ib_link_width_admin), IB_WIDTH_4X)?;
+                    c.set(out(ptys_reg::ib_proto_admin), proto)?;
+                    if up {
+                        c.set(out(ptys_reg::ib_link_width_oper), IB_WIDTH_4X)?;
+                        c.set(out(ptys_reg::ib_proto_oper), proto)?;
+                    }
+                }
+                if mask & PTYS_EN != 0 && !ib {
+                    let proto = self.cfg.profile.ext_eth_proto;
+                    c.set(out(ptys_reg::ext_eth_proto_capability), proto)?;
+                    c.set(out(ptys_reg::ext_eth_proto_admin), proto)?;
+                    if up {
+                        c.set(out(ptys_reg::ext_eth_proto_oper), proto)?;
+                    }
+                }
+            }
+            REG_PMTU => {
+                c.set(out(pmtu_reg::max_mtu), max_mtu)?;
+                c.set(out(pmtu_reg::admin_mtu), admin_mtu)?;
+                c.set(out(pmtu_reg::oper_mtu), admin_mtu)?;
+            }
+            REG_PVLC => {
+                // VL0-3, what ConnectX reports as max_vl_num 4 (encoding 3).
+                c.set(out(pvlc_reg::vl_hw_cap), 3)?;
+                c.set(out(pvlc_reg::vl_admin), 3)?;
+                c.set(out(pvlc_reg::vl_operational), 3)?;
+            }
+            _ => {
+                c.set(out(paos_reg::admin_status), admin_status)?;
+                c.set(out(paos_reg::oper_status), if up { 1 } else { 2 })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// SET_ROCE_ADDRESS: programs (or, with an all-zero GID, clears) one RoCE GID entry.
+    pub(super) fn set_roce_address(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        if self.cfg.link_layer != LinkLayer::Ethernet {
+            return fail(Status::BAD_PARAM_ERR, syn::ROCE_ON_IB);
+        }
+        let index = c.get(set_roce_address_in::roce_address_index)?;
+        if index >= self.cfg.profile.roce_address_table_size {
+            return fail(Status::BAD_PARAM_ERR, syn::TABLE_INDEX);
+        }
+        // 0 means the function's own (first) port: mlx5_ib sets vhca_port_num only on
+        // multi-port vHCAs.
+        let port = match c.get(set_roce_address_in::vhca_port_num)? {
+            0 => 0,
+            n => self.port(n)?,
+        };
+        let a = |f: Field| set_roce_address_in::roce_address.inner(f);
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(c.in_bytes(a(roce_addr_layout::source_l3_address))?);
+        let version = c.get(a(roce_addr_layout::roce_version))?;
+        let l3_type = c.get(a(roce_addr_layout::roce_l3_type))?;
+        let entry = if gid == [0u8; 16] {
+            None
+        } else {
+            if !matches!(version, 0 | ROCE_VERSION_2) || l3_type > 1 {
+                return fail(Status::BAD_PARAM_ERR, syn::ROCE_BAD_TYPE);
+            }
+            let hi = c.get(a(roce_addr_layout::source_mac_47_32))?;
+            let lo = c.get(a(roce_addr_layout::source_mac_31_0))?;
+            let mut mac = [0u8; 6];
+            mac[..2].copy_from_slice(&hi.to_be_bytes()[2..]);
+            mac[2..].copy_from_slice(&lo.to_be_bytes());
+            let vlan = if c.get(a(roce_addr_layout::vlan_valid))? != 0 {
+                Some(c.get(a(roce_addr_layout::vlan_id))? as u16)
+            } else {
+                None
+            };
+            Some(RoceAddr {
+                gid,
+                mac,
+                vlan,
+                version: version as u8,
+                l3_type: l3_type as u8,
+            })
+        };
+        let slot = self
+            .ports
+            .get_mut(port)
+            .and_then(|p| p.roce.get_mut(usize::try_from(index).ok()?))
+            .ok_or(CmdError::new(Status::BAD_PARAM_ERR, syn::TABLE_INDEX))?;
+        *slot = entry;
+        Ok(())
+    }
+}

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Command failures: a PRM status plus the 32-bit syndrome the simulator reports with it.
+//!
+//! Real firmware reports an opaque per-check syndrome that NVIDIA support can decode; upstream
+//! prints it (`mlx5_cmd_out_err()`) but never interprets it. The simulator's syndromes are its
+//! own, one per check, so a failing test or a kernel log line names the exact check that fired.
+//! They all carry `0x5f` in the top byte ("sim fw") so they cannot be mistaken for real ones;
+//! the second byte groups them by command family. The table is documented in
+//! `Documentation/fwsim.md`.
+
+use crate::prm::status::Status;
+
+/// A failed command: what goes into `mbox_out.status` and `mbox_out.syndrome`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CmdError {
+    /// `mbox_out.status`.
+    pub(crate) status: Status,
+    /// `mbox_out.syndrome`.
+    pub(crate) syndrome: u32,
+}
+
+impl CmdError {
+    /// A failure with the given status and syndrome.
+    pub(crate) const fn new(status: Status, syndrome: u32) -> Self {
+        Self { status, syndrome }
+    }
+}
+
+/// Declares the syndromes and the [`ALL`] table (used by a test that checks they are unique).
+macro_rules! syndromes {
+    ($($(#[$doc:meta])* $name:ident = $val:expr,)*) => {
+        $($(#[$doc])* pub(crate) const $name: u32 = $val;)*
+        /// Every syndrome with its name.
+        pub(crate) const ALL: &[(&str, u32)] = &[$((stringify!($name), $name)),*];
+    };
+}
+
+syndromes! {
+    // 0x5f00xxxx: mailbox framing, common to all commands.
+    /// Inbox shorter than the 16-byte `mbox_in` header.
+    INBOX_HEADER_SHORT = 0x5f00_0001,
+    /// Opcode not implemented by this device model.
+    BAD_OPCODE = 0x5f00_0002,
+    /// Inbox shorter than the command's `*_in` layout (plus trailing arrays it announces).
+    INBOX_SHORT = 0x5f00_0003,
+    /// Outbox shorter than the command's `*_out` layout (plus the entries requested).
+    OUTBOX_SHORT = 0x5f00_0004,
+    /// `op_mod` non-zero on a command where it is reserved, or an unknown `op_mod`.
+    BAD_OP_MOD = 0x5f00_0005,
+    /// `mbox_in.uid` names no live user context.
+    UID_UNKNOWN = 0x5f00_0006,
+    /// A handle exists but belongs to another uid.
+    UID_MISMATCH = 0x5f00_0007,
+    /// A reserved field that must be zero is not.
+    RESERVED_NOT_ZERO = 0x5f00_0008,
+    /// `other_function`/`other_vport` set: no other functions or vports are modeled.
+    OTHER_FUNCTION = 0x5f00_0009,
+    /// Port number outside `1..=num_ports`.
+    BAD_PORT = 0x5f00_000a,
+    /// Fault injected by the test harness (default syndrome of a fault knob).
+    INJECTED = 0x5f00_00ff,
+
+    // 0x5f01xxxx: queries, registers, addresses.
+    /// QUERY_HCA_CAP of a capability type the device does not report.
+    CAP_TYPE = 0x5f01_0001,
+    /// GID or PKey index outside the table.
+    TABLE_INDEX = 0x5f01_0002,
+    /// ACCESS_REG of an unmodeled register id.
+    REG_UNKNOWN = 0x5f01_0003,
+    /// ACCESS_REG write of a register or value the model refuses.
+    REG_BAD_WRITE = 0x5f01_0004,
+    /// SET_ROCE_ADDRESS on an InfiniBand port.
+    ROCE_ON_IB = 0x5f01_0005,
+    /// SET_ROCE_ADDRESS with an unknown `roce_version`/`roce_l3_type`.
+    ROCE_BAD_TYPE = 0x5f01_0006,
+
+    // 0x5f02xxxx: PD, UAR, transport domain, user context.
+    /// Resource table full (no ICM left).
+    TABLE_FULL = 0x5f02_0001,
+    /// No such PD.
+    PD_UNKNOWN = 0x5f02_0002,
+    /// PD still used by a QP or an mkey.
+    PD_BUSY = 0x5f02_0003,
+    /// No such UAR.
+    UAR_UNKNOWN = 0x5f02_0004,
+    /// UAR still used by a CQ or QP.
+    UAR_BUSY = 0x5f02_0005,
+    /// No such transport domain.
+    TD_UNKNOWN = 0x5f02_0006,
+    /// No such user context.
+    UCTX_UNKNOWN = 0x5f02_0007,
+    /// User context still owns objects.
+    UCTX_BUSY = 0x5f02_0008,
+    /// CREATE_UCTX asked for a capability bit outside `cmd_hca_cap.uctx_cap`.
+    UCTX_CAP = 0x5f02_0009,
+    /// CREATE_UCTX with a non-zero uid in the header (a user context cannot create another).
+    UCTX_NESTED = 0x5f02_000a,
+
+    // 0x5f03xxxx: CQ.
+    /// No such CQ.
+    CQ_UNKNOWN = 0x5f03_0001,
+    /// `log_cq_size` above `cmd_hca_cap.log_max_cq_sz`.
+    CQ_TOO_BIG = 0x5f03_0002,
+    /// CQ still used by a QP.
+    CQ_BUSY = 0x5f03_0003,
+    /// `cqe_sz` other than 64 or 128 bytes.
+    CQ_CQE_SZ = 0x5f03_0004,
+    /// `c_eqn` beyond `2^log_max_eq`.
+    CQ_EQN = 0x5f03_0005,
+    /// `cqc.status` (written by the device only) set on create.
+    CQ_STATUS = 0x5f03_0006,
+    /// MODIFY_CQ with no or unknown field-select bits.
+    CQ_MODIFY_SELECT = 0x5f03_0007,
+
+    // 0x5f04xxxx: QP.
+    /// No such QP.
+    QP_UNKNOWN = 0x5f04_0001,
+    /// Transition from a state the command does not start from.
+    QP_BAD_STATE = 0x5f04_0002,
+    /// Unsupported service type (`qpc.st`).
+    QP_ST = 0x5f04_0003,
+    /// `qpc.state` non-zero on create.
+    QP_CREATE_STATE = 0x5f04_0004,
+    /// `log_sq_size`/`log_rq_size` above `log_max_qp_sz`.
+    QP_TOO_BIG = 0x5f04_0005,
+    /// `log_msg_max` above `log_max_msg`.
+    QP_MSG_MAX = 0x5f04_0006,
+    /// Send CQ does not exist or belongs to another uid.
+    QP_SEND_CQ = 0x5f04_0007,
+    /// Receive CQ does not exist or belongs to another uid.
+    QP_RECV_CQ = 0x5f04_0008,
+    /// `rq_type` SRQ: SRQs are not modeled, so the SRQ cannot exist.
+    QP_SRQ = 0x5f04_0009,
+    /// `rq_type` value not defined.
+    QP_RQ_TYPE = 0x5f04_000a,
+    /// Path MTU outside 256..4096 at INIT2RTR.
+    QP_MTU = 0x5f04_000b,
+    /// `input_qpn` set without the capability to choose QP numbers.
+    QP_INPUT_QPN = 0x5f04_000c,
+
+    // 0x5f05xxxx: MKEY.
+    /// No such mkey index.
+    MKEY_UNKNOWN = 0x5f05_0001,
+    /// `mkc.qpn` not 0xffffff (mkeys bound to a QP are not modeled).
+    MKEY_QPN = 0x5f05_0002,
+    /// Unsupported `access_mode`.
+    MKEY_ACCESS_MODE = 0x5f05_0003,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn syndromes_are_unique_and_tagged() {
+        for (i, (n, v)) in super::ALL.iter().enumerate() {
+            assert_eq!(v >> 24, 0x5f, "{n}");
+            for (m, w) in super::ALL.iter().skip(i + 1) {
+                assert_ne!(v, w, "{n} and {m}");
+            }
+        }
+    }
+}

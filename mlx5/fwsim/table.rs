@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Fixed-capacity resource tables with hardware-style 24-bit object numbers.
+
+/// A table of up to `N` objects of type `T`, addressed by the number firmware hands out
+/// (`pdn`, `cqn`, `qpn`, `mkey_index`, ...): number = `base` + slot.
+///
+/// Allocation is next-fit (a cursor walks forward past the last allocation and wraps), not
+/// lowest-free: a number just freed is the last to be reused, so a driver that keeps using a
+/// stale handle gets `BAD_RES_ERR` instead of silently reaching the object that replaced it. No
+/// allocation happens after construction; a full table is how the simulator runs out of ICM.
+pub(crate) struct ResTable<T: Copy, const N: usize> {
+    slots: [Option<T>; N],
+    next: usize,
+    base: u32,
+}
+
+impl<T: Copy, const N: usize> ResTable<T, N> {
+    /// The largest number a table may hand out: object numbers are 24-bit in the PRM.
+    pub(crate) const MAX_NUMBER: u32 = 0x00ff_ffff;
+
+    /// An empty table whose first object gets number `base` (never 0: a zeroed inbox field must
+    /// not name a live object).
+    pub(crate) const fn new(base: u32) -> Self {
+        Self {
+            slots: [None; N],
+            next: 0,
+            base,
+        }
+    }
+
+    /// Forgets every object in place (device reset), without moving the table.
+    pub(crate) fn clear(&mut self) {
+        for s in self.slots.iter_mut() {
+            *s = None;
+        }
+        self.next = 0;
+    }
+
+    /// Stores `v` and returns its number, or `None` if the table is full.
+    pub(crate) fn alloc(&mut self, v: T) -> Option<u32> {
+        for i in 0..N {
+            let slot = (self.next + i) % N;
+            let number = self.base.checked_add(u32::try_from(slot).ok()?)?;
+            if number > Self::MAX_NUMBER {
+                continue;
+            }
+            if let Some(s @ None) = self.slots.get_mut(slot) {
+                *s = Some(v);
+                self.next = (slot + 1) % N;
+                return Some(number);
+            }
+        }
+        None
+    }
+
+    fn slot(&self, number: u32) -> Option<usize> {
+        let idx = usize::try_from(number.checked_sub(self.base)?).ok()?;
+        (idx < N).then_some(idx)
+    }
+
+    /// The object with this number, if it exists.
+    pub(crate) fn get(&self, number: u32) -> Option<&T> {
+        self.slots.get(self.slot(number)?)?.as_ref()
+    }
+
+    /// Mutable [`ResTable::get`].
+    pub(crate) fn get_mut(&mut self, number: u32) -> Option<&mut T> {
+        let s = self.slot(number)?;
+        self.slots.get_mut(s)?.as_mut()
+    }
+
+    /// Removes and returns the object with this number.
+    pub(crate) fn free(&mut self, number: u32) -> Option<T> {
+        let s = self.slot(number)?;
+        self.slots.get_mut(s)?.take()
+    }
+
+    /// Number of live objects.
+    pub(crate) fn count(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// Live objects with their numbers.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> + '_ {
+        let base = self.base;
+        self.slots.iter().enumerate().filter_map(move |(i, s)| {
+            let n = base.checked_add(u32::try_from(i).ok()?)?;
+            s.as_ref().map(|v| (n, v))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_fit_numbers_and_capacity() {
+        let mut t: ResTable<u8, 3> = ResTable::new(0x10);
+        assert_eq!(t.alloc(1), Some(0x10));
+        assert_eq!(t.alloc(2), Some(0x11));
+        assert_eq!(t.free(0x10), Some(1));
+        // Not reused at once: the cursor moves on first.
+        assert_eq!(t.alloc(3), Some(0x12));
+        assert_eq!(t.alloc(4), Some(0x10));
+        assert_eq!(t.alloc(5), None, "full");
+        assert_eq!(t.count(), 3);
+        assert_eq!(t.get(0xf), None);
+        assert_eq!(t.get(0x13), None);
+        assert_eq!(t.get(u32::MAX), None);
+        assert_eq!(t.iter().map(|(n, _)| n).sum::<u32>(), 0x10 + 0x11 + 0x12);
+        t.clear();
+        assert_eq!(t.count(), 0);
+    }
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Field values from mlx5_ifc.h, device.h, driver.h, qp.h and cq.h that commands carry: QP
+//! states and service types, capability types, register ids. Upstream names without the
+//! `MLX5_` prefix.
+
+/// `MLX5_QPC_STATE_RST`.
+pub(crate) const QPC_STATE_RST: u32 = 0x0;
+/// `MLX5_QPC_STATE_INIT`.
+pub(crate) const QPC_STATE_INIT: u32 = 0x1;
+/// `MLX5_QPC_STATE_RTR`.
+pub(crate) const QPC_STATE_RTR: u32 = 0x2;
+/// `MLX5_QPC_STATE_RTS`.
+pub(crate) const QPC_STATE_RTS: u32 = 0x3;
+/// `MLX5_QPC_STATE_SQER`.
+pub(crate) const QPC_STATE_SQER: u32 = 0x4;
+/// `MLX5_QPC_STATE_ERR`.
+pub(crate) const QPC_STATE_ERR: u32 = 0x6;
+/// `MLX5_QPC_STATE_SQD`.
+pub(crate) const QPC_STATE_SQD: u32 = 0x7;
+
+/// `MLX5_QPC_ST_RC`.
+pub(crate) const QPC_ST_RC: u32 = 0x0;
+/// `MLX5_QPC_ST_UC`.
+pub(crate) const QPC_ST_UC: u32 = 0x1;
+/// `MLX5_QPC_ST_UD`.
+pub(crate) const QPC_ST_UD: u32 = 0x2;
+/// `MLX5_QPC_ST_XRC`.
+pub(crate) const QPC_ST_XRC: u32 = 0x3;
+/// `MLX5_QPC_ST_QP1` (GSI).
+pub(crate) const QPC_ST_QP1: u32 = 0x8;
+
+/// `MLX5_QPC_MTU_256_BYTES`, the smallest path MTU encoding.
+pub(crate) const QPC_MTU_256_BYTES: u32 = 0x1;
+/// `MLX5_QPC_MTU_4K_BYTES`, the largest IB path MTU encoding.
+pub(crate) const QPC_MTU_4K_BYTES: u32 = 0x5;
+
+/// `MLX5_NON_ZERO_RQ` (qp.h): the QP has its own receive queue.
+pub(crate) const NON_ZERO_RQ: u32 = 0x0;
+/// `MLX5_SRQ_RQ` (qp.h): receives come from an SRQ.
+pub(crate) const SRQ_RQ: u32 = 0x1;
+/// `MLX5_ZERO_LEN_RQ` (qp.h): no receive queue.
+pub(crate) const ZERO_LEN_RQ: u32 = 0x3;
+
+/// `MLX5_MKC_ACCESS_MODE_PA`.
+pub(crate) const MKC_ACCESS_MODE_PA: u32 = 0x0;
+/// `MLX5_MKC_ACCESS_MODE_MTT`.
+pub(crate) const MKC_ACCESS_MODE_MTT: u32 = 0x1;
+/// `MLX5_MKC_ACCESS_MODE_KLMS`.
+pub(crate) const MKC_ACCESS_MODE_KLMS: u32 = 0x2;
+/// `MLX5_MKC_ACCESS_MODE_KSM`.
+pub(crate) const MKC_ACCESS_MODE_KSM: u32 = 0x3;
+
+/// `enum mlx5_cap_type` `MLX5_CAP_GENERAL` (device.h).
+pub(crate) const CAP_GENERAL: u32 = 0;
+/// `enum mlx5_cap_type` `MLX5_CAP_ROCE` (device.h).
+pub(crate) const CAP_ROCE: u32 = 4;
+/// `HCA_CAP_OPMOD_GET_MAX` (device.h): bit 0 of `query_hca_cap_in.op_mod`.
+pub(crate) const HCA_CAP_OPMOD_GET_MAX: u32 = 0;
+/// `HCA_CAP_OPMOD_GET_CUR` (device.h).
+pub(crate) const HCA_CAP_OPMOD_GET_CUR: u32 = 1;
+
+/// `MLX5_CAP_PORT_TYPE_IB` (mlx5_ifc.h), `cmd_hca_cap.port_type`.
+pub(crate) const CAP_PORT_TYPE_IB: u32 = 0x0;
+/// `MLX5_CAP_PORT_TYPE_ETH` (mlx5_ifc.h).
+pub(crate) const CAP_PORT_TYPE_ETH: u32 = 0x1;
+
+/// `MLX5_REG_PMTU` (driver.h).
+pub(crate) const REG_PMTU: u32 = 0x5003;
+/// `MLX5_REG_PTYS` (driver.h).
+pub(crate) const REG_PTYS: u32 = 0x5004;
+/// `MLX5_REG_PAOS` (driver.h).
+pub(crate) const REG_PAOS: u32 = 0x5006;
+/// `MLX5_REG_PVLC` (driver.h).
+pub(crate) const REG_PVLC: u32 = 0x500f;
+/// `access_register_in.op_mod` for a write (`mlx5_core_access_reg()` sends `!write`).
+pub(crate) const ACCESS_REG_WRITE: u32 = 0;
+/// `access_register_in.op_mod` for a read.
+pub(crate) const ACCESS_REG_READ: u32 = 1;
+
+/// `MLX5_PTYS_IB` (driver.h), `ptys_reg.proto_mask`.
+pub(crate) const PTYS_IB: u32 = 1 << 0;
+/// `MLX5_PTYS_EN` (driver.h).
+pub(crate) const PTYS_EN: u32 = 1 << 2;
+
+/// `MLX5_CQ_OPMOD_RESIZE` (cq.h), `modify_cq_in.op_mod`; 0 modifies moderation.
+pub(crate) const CQ_OPMOD_RESIZE: u32 = 1;
+/// `MLX5_CQ_MODIFY_PERIOD` (cq.h).
+pub(crate) const CQ_MODIFY_PERIOD: u32 = 1 << 0;
+/// `MLX5_CQ_MODIFY_COUNT` (cq.h).
+pub(crate) const CQ_MODIFY_COUNT: u32 = 1 << 1;
+/// `MLX5_MODIFY_CQ_MASK_LOG_SIZE` (cq.h).
+pub(crate) const MODIFY_CQ_MASK_LOG_SIZE: u32 = 1 << 0;
+
+/// `MLX5_ROCE_VERSION_2` (mlx5_ifc.h), `roce_addr_layout.roce_version`.
+pub(crate) const ROCE_VERSION_2: u32 = 2;

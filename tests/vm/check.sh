@@ -1,0 +1,22 @@
+# `make check` inside the VM: our modules with their KUnit suites, the
+# upstream peer, then a kmemleak scan.
+. /rdma-rs/lib.sh
+. /rdma-rs/ours.sh
+RDMARS_SOURCED=1 . /rdma-rs/peer.sh
+
+kmemleak_clear
+
+suite_begin vm_ours_lifecycle
+load_ours
+unload_ours
+suite_end
+
+suite_begin vm_peer_rxe
+peer_up
+peer_devinfo
+peer_down
+suite_end
+
+suite_begin vm_leaks
+kmemleak_check
+suite_end

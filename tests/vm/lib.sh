@@ -1,0 +1,68 @@
+# KTAP output for the VM's user-space tests (sourced by the mode scripts).
+# Results are collected while a suite runs and printed in one block at its
+# end, so kernel KTAP printed meanwhile (a module's KUnit suites run at
+# insmod) never interleaves with ours.
+
+RDMARS_MODS=/lib/modules/rdma-rs
+_suite=
+_results=/tmp/ktap-results
+
+suite_begin() {
+	_suite=$1
+	: >"$_results"
+	echo "--- suite $1"
+}
+
+_record() { echo "$1|$2|$3" >>"$_results"; }
+
+# t_check DESCRIPTION COMMAND...: passes if COMMAND exits 0. Output shown.
+t_check() {
+	local d=$1
+	shift
+	echo "+ $*"
+	if "$@"; then _record ok "$d" ""; else _record fail "$d" "exit $?"; fi
+}
+
+t_ok() { _record ok "$1" ""; }
+t_fail() { _record fail "$1" "${2:-}"; echo "FAIL: $1 ${2:-}"; }
+t_skip() { _record skip "$1" "$2"; }
+
+suite_end() {
+	local n=0 failed=0 res desc why total
+	total=$(wc -l <"$_results")
+	echo "    KTAP version 1"
+	echo "    # Subtest: $_suite"
+	echo "    1..$total"
+	while IFS='|' read -r res desc why; do
+		n=$((n + 1))
+		case "$res" in
+		ok) echo "    ok $n $desc" ;;
+		skip) echo "    ok $n $desc # SKIP $why" ;;
+		*) echo "    not ok $n $desc"; failed=1 ;;
+		esac
+	done <"$_results"
+	if [ $failed = 0 ]; then echo "ok 1 $_suite"; else echo "not ok 1 $_suite"; fi
+}
+
+kmemleak_clear() {
+	[ -w /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
+}
+
+# Scans for leaks and prints any report (the log judge fails on it).
+kmemleak_check() {
+	local f=/sys/kernel/debug/kmemleak
+	if [ ! -w $f ]; then
+		t_skip "kmemleak scan" "kmemleak not available"
+		return
+	fi
+	# Objects younger than 5 s are never reported: let them age, scan twice.
+	sleep 6
+	echo scan >$f
+	echo scan >$f
+	if [ -s $f ]; then
+		cat $f
+		t_fail "kmemleak: no unreferenced objects" "see report above"
+	else
+		t_ok "kmemleak: no unreferenced objects"
+	fi
+}

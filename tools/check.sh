@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# `make check`: every test of rdma-rs, ending with one line `N passed, N failed`.
+# Steps: setup, rustfmt, host cargo tests, kernel (cached), module build, the
+# VM (KUnit suites, user-space tests, the upstream peer, kmemleak), the log
+# judge. Full logs go to out/logs/.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/tools/lib.sh"
+logs="$here/out/logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+t_start=$(date +%s)
+passed=0 failed=0 skipped=0
+
+fail_out() {
+	echo "error: $1 (full logs: $logs)" >&2
+	failed=$((failed + 1))
+	summary
+}
+summary() {
+	printf '==> check: %ss in all; logs in %s\n' "$(($(date +%s) - t_start))" "$logs" >&2
+	echo "$passed passed, $failed failed, $skipped skipped"
+	[ $failed = 0 ]
+	exit $?
+}
+# result NAME STATUS: one harness-level test.
+result() {
+	if [ "$2" = 0 ]; then
+		passed=$((passed + 1)); echo "  PASS $1"
+	else
+		failed=$((failed + 1)); echo "  FAIL $1 (see $logs)"
+	fi
+}
+
+timed "check: setup" "$here/tools/setup.sh" >"$logs/setup.log" 2>&1 || fail_out "setup failed"
+
+# Formatting: the kernel's rustfmt config for module code, cargo fmt for host crates.
+step "check: rustfmt"
+ksrc_fmt="$KSRC/.rustfmt.toml"
+rc=0
+(cd "$here" && rustfmt --check --edition 2021 --config-path "$ksrc_fmt" \
+	$(find core mlx5 uverbs rust -name '*.rs' 2>/dev/null)) >"$logs/rustfmt.log" 2>&1 || rc=$?
+result "rustfmt (module code)" $rc
+rc=0
+(cd "$here" && cargo fmt --all --check) >"$logs/cargo-fmt.log" 2>&1 || rc=$?
+result "cargo fmt (host crates)" $rc
+
+# Host tests of the pure code and of the harness itself.
+rc=0
+(cd "$here" && timed "check: cargo test" cargo test --workspace --quiet) >"$logs/cargo-test.log" 2>&1 || rc=$?
+read -r hp hf hi < <(awk '/^test result:/ { p += $4; f += $6; i += $8 } END { print p+0, f+0, i+0 }' "$logs/cargo-test.log")
+passed=$((passed + hp)); failed=$((failed + hf)); skipped=$((skipped + hi))
+echo "  host cargo test: $hp passed, $hf failed, $hi ignored"
+if [ $rc != 0 ] && [ "$hf" = 0 ]; then result "cargo test (build)" $rc; fi
+tail -n 3 "$logs/cargo-test.log" | sed 's/^/    /' >&2
+
+# The PRM layout check against the kernel's mlx5_ifc.h.
+if [ -x "$here/tools/prm-check/run.sh" ]; then
+	rc=0
+	"$here/tools/prm-check/run.sh" "$KSRC" >"$logs/prm-check.log" 2>&1 || rc=$?
+	result "PRM layouts match mlx5_ifc.h" $rc
+fi
+
+kb=$(timed "check: kernel (cached after the first run)" "$here/tools/kernel.sh" 2>"$logs/kernel.log") ||
+	fail_out "kernel build failed"
+rc=0
+timed "check: module build" make -C "$kb" LLVM=$LLVM_SUFFIX M="$here" modules >"$logs/modules.log" 2>&1 || rc=$?
+result "module build (warnings are errors)" $rc
+[ $rc = 0 ] || { tail -n 30 "$logs/modules.log" >&2; fail_out "module build failed"; }
+
+timed "check: VM" "$here/tools/vm.sh" check "$kb" "$logs/console.log"
+vmrc=0
+(cd "$here" && cargo run --quiet --release -p rdma-rs-vmlog -- "$logs/console.log") >"$logs/verdict.txt" 2>&1 || vmrc=$?
+grep -v '^TOTAL ' "$logs/verdict.txt"
+read -r _ vp vf vs < <(grep '^TOTAL ' "$logs/verdict.txt" || echo "TOTAL 0 1 0")
+passed=$((passed + vp)); failed=$((failed + vf)); skipped=$((skipped + vs))
+if [ $vmrc != 0 ] && [ "$vf" = 0 ]; then failed=$((failed + 1)); echo "  FAIL VM log judge (exit $vmrc)"; fi
+summary

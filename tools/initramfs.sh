@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds the test VM's initramfs: busybox, our modules, the upstream RDMA
+# modules (the peer), rdma-core from the host's Debian packages with the
+# shared libraries they need, and the project's VM test scripts.
+#   tools/initramfs.sh KBUILD OUTPUT.cpio.gz
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/tools/lib.sh"
+kb=$1
+out=$2
+kver=$(cat "$kb/include/config/kernel.release")
+st="$out.d"
+rm -rf "$st"
+mkdir -p "$st"/{bin,sbin,usr/bin,usr/sbin,lib/x86_64-linux-gnu,lib64,usr/lib/x86_64-linux-gnu/libibverbs,etc/libibverbs.d,proc,sys,dev,tmp,run,root,lib/modules/rdma-rs,rdma-rs}
+
+# A file and, for an ELF, every library it loads (same paths as on the host).
+copy() {
+	local f
+	for f in "$@"; do
+		mkdir -p "$st$(dirname "$f")"
+		cp -L "$f" "$st$f"
+		ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/lib64/ { print $1 }' | while read -r lib; do
+			if [ ! -e "$st$lib" ]; then
+				mkdir -p "$st$(dirname "$lib")"
+				cp -L "$lib" "$st$lib"
+			fi
+		done
+	done
+}
+
+cp /bin/busybox "$st/bin/busybox"
+for a in $(/bin/busybox --list); do
+	[ -e "$st/bin/$a" ] || ln -s busybox "$st/bin/$a"
+done
+
+# rdma-core 44 (bookworm) and the tools the tests drive.
+copy /usr/bin/ibv_devinfo /usr/bin/ibv_devices /usr/bin/ibv_rc_pingpong /usr/bin/ibv_ud_pingpong \
+	/usr/bin/rdma /usr/sbin/ip /usr/bin/kmod
+for p in mlx5 rxe; do
+	copy "/usr/lib/x86_64-linux-gnu/libibverbs/lib$p-rdmav34.so"
+	cp "/etc/libibverbs.d/$p.driver" "$st/etc/libibverbs.d/"
+done
+for t in insmod rmmod modprobe lsmod modinfo depmod; do ln -sf ../bin/kmod "$st/usr/sbin/$t"; done
+printf '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n' >"$st/etc/ld.so.conf"
+ldconfig -r "$st" 2>/dev/null || true
+
+# Our modules.
+for m in "$here"/*.ko; do cp "$m" "$st/lib/modules/rdma-rs/"; done
+
+# Upstream modules the peer and the link check need, with their dependencies.
+mroot="$kb/modroot/lib/modules/$kver"
+mkdir -p "$st/lib/modules/$kver"
+cp "$mroot"/modules.* "$st/lib/modules/$kver/"
+want="rdma_rxe ib_uverbs ib_core mlx5_ib mlx5_core dummy veth"
+(cd "$mroot" && for m in $want; do
+	f=$(modprobe -d "$kb/modroot" -S "$kver" --show-depends "$m" 2>/dev/null | awk '$1 == "insmod" { print $2 }')
+	echo "$f"
+done) | sort -u | while read -r f; do
+	[ -n "$f" ] || continue
+	rel=${f#*/lib/modules/$kver/}
+	mkdir -p "$st/lib/modules/$kver/$(dirname "$rel")"
+	cp "$f" "$st/lib/modules/$kver/$rel"
+done
+
+# The VM's init and test scripts.
+cp "$here/tests/vm/init" "$st/init"
+chmod +x "$st/init"
+cp "$here"/tests/vm/*.sh "$st/rdma-rs/"
+for b in "$here"/out/vm-bin/*; do [ -e "$b" ] && cp "$b" "$st/rdma-rs/"; done
+
+(cd "$st" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$out"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Boots the test VM in a mode (check, peer, demo, shell).
+#   tools/vm.sh MODE KBUILD LOG
+# The initramfs is rebuilt from the current modules and scripts. QEMU runs
+# with TCG (nested KVM hangs on this machine kind), no NIC, the serial
+# console on stdio; in non-interactive modes it is written to LOG and the
+# VM is killed after RDMARS_VM_TIMEOUT seconds (default 900).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/tools/lib.sh"
+mode=$1
+kb=$2
+log=$3
+mkdir -p "$(dirname "$log")"
+initrd="$here/out/initramfs.cpio.gz"
+timed "vm: initramfs" "$here/tools/initramfs.sh" "$kb" "$initrd"
+
+qemu=(qemu-system-x86_64 -accel tcg -m "${RDMARS_VM_MEM:-3G}" -smp 2 -nographic -no-reboot -nic none
+	-kernel "$kb/arch/x86/boot/bzImage" -initrd "$initrd"
+	-append "console=ttyS0 panic=-1 oops=panic loglevel=7 kasan.fault=report rdmars.mode=$mode")
+if [ "$mode" = shell ]; then
+	exec "${qemu[@]}"
+fi
+step "vm: booting ($mode); console log: $log"
+t0=$(date +%s)
+rc=0
+timeout -k 10 "${RDMARS_VM_TIMEOUT:-900}" "${qemu[@]}" </dev/null >"$log" 2>&1 || rc=$?
+if [ $rc = 124 ] || [ $rc = 137 ]; then
+	echo "rdma-rs: VM timed out after ${RDMARS_VM_TIMEOUT:-900} s; killed" >>"$log"
+fi
+printf '==> vm: %s run: %ss (qemu exit %s)\n' "$mode" "$(($(date +%s) - t0))" "$rc" >&2

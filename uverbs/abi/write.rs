@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The legacy `write()` ABI (`ib_uverbs_write()` in uverbs_main.c) and its
+//! ioctl tunnel DEVICE/INVOKE_WRITE: command headers, upstream's size checks
+//! (`verify_hdr()`), the layout of the core and driver (udata) buffers, and
+//! the request copy rule of `uverbs_request()`.
+
+use super::ids::cmd;
+use super::spec::DriverOp;
+use super::uapi::UapiTree;
+use super::Errno;
+
+/// upstream: `struct ib_uverbs_cmd_hdr`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct CmdHdr {
+    /// Command number, `| IB_USER_VERBS_CMD_FLAG_EXTENDED` for write_ex.
+    pub(crate) command: u32,
+    /// Non-ex: length of the whole write in 4-byte words, header included.
+    /// Ex: length of the core request in 8-byte words, headers excluded.
+    pub(crate) in_words: u16,
+    /// Non-ex: response length in 4-byte words. Ex: in 8-byte words.
+    pub(crate) out_words: u16,
+}
+
+const _: () = assert!(core::mem::size_of::<CmdHdr>() == CmdHdr::SIZE);
+
+impl CmdHdr {
+    /// `sizeof(struct ib_uverbs_cmd_hdr)`.
+    pub(crate) const SIZE: usize = 8;
+
+    /// Decodes the header copied from the start of the write buffer.
+    pub(crate) fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        let [c0, c1, c2, c3, i0, i1, o0, o1] = *b;
+        Self {
+            command: u32::from_ne_bytes([c0, c1, c2, c3]),
+            in_words: u16::from_ne_bytes([i0, i1]),
+            out_words: u16::from_ne_bytes([o0, o1]),
+        }
+    }
+
+    /// Encodes the header.
+    pub(crate) fn to_bytes(self) -> [u8; Self::SIZE] {
+        let [c0, c1, c2, c3] = self.command.to_ne_bytes();
+        let [i0, i1] = self.in_words.to_ne_bytes();
+        let [o0, o1] = self.out_words.to_ne_bytes();
+        [c0, c1, c2, c3, i0, i1, o0, o1]
+    }
+}
+
+/// upstream: `struct ib_uverbs_ex_cmd_hdr`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct ExCmdHdr {
+    /// User address of the response buffer (core response, then driver's).
+    pub(crate) response: u64,
+    pub(crate) provider_in_words: u16,
+    pub(crate) provider_out_words: u16,
+    pub(crate) cmd_hdr_reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<ExCmdHdr>() == ExCmdHdr::SIZE);
+
+impl ExCmdHdr {
+    /// `sizeof(struct ib_uverbs_ex_cmd_hdr)`.
+    pub(crate) const SIZE: usize = 16;
+
+    /// Decodes the extended header that follows [`CmdHdr`].
+    pub(crate) fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        let [r0, r1, r2, r3, r4, r5, r6, r7, i0, i1, o0, o1, s0, s1, s2, s3] = *b;
+        Self {
+            response: u64::from_ne_bytes([r0, r1, r2, r3, r4, r5, r6, r7]),
+            provider_in_words: u16::from_ne_bytes([i0, i1]),
+            provider_out_words: u16::from_ne_bytes([o0, o1]),
+            cmd_hdr_reserved: u32::from_ne_bytes([s0, s1, s2, s3]),
+        }
+    }
+
+    /// Encodes the extended header.
+    pub(crate) fn to_bytes(self) -> [u8; Self::SIZE] {
+        let [r0, r1, r2, r3, r4, r5, r6, r7] = self.response.to_ne_bytes();
+        let [i0, i1] = self.provider_in_words.to_ne_bytes();
+        let [o0, o1] = self.provider_out_words.to_ne_bytes();
+        let [s0, s1, s2, s3] = self.cmd_hdr_reserved.to_ne_bytes();
+        [
+            r0, r1, r2, r3, r4, r5, r6, r7, i0, i1, o0, o1, s0, s1, s2, s3,
+        ]
+    }
+}
+
+/// One write command (upstream `DECLARE_UVERBS_WRITE{,_EX}` with its
+/// `UAPI_DEF_WRITE_*` size description and `UAPI_DEF_METHOD_NEEDS_FN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WriteCmdSpec {
+    /// Command number without the extended flag.
+    pub(crate) cmd: u32,
+    pub(crate) is_ex: bool,
+    /// Declared core request size (`sizeof(req)`, or `offsetofend(req,
+    /// last)` for `_EX`).
+    pub(crate) req_size: u16,
+    /// Declared core response size.
+    pub(crate) resp_size: u16,
+    /// The request and response end in driver data (`UDATA` variants).
+    pub(crate) has_udata: bool,
+    /// The request starts with `u64 response` (`_IO` variants).
+    pub(crate) has_resp: bool,
+    pub(crate) needs: &'static [DriverOp],
+}
+
+impl WriteCmdSpec {
+    /// upstream: `UAPI_DEF_WRITE_UDATA_IO(req, resp)`.
+    pub(crate) const fn udata_io(
+        cmd: u32,
+        req: u16,
+        resp: u16,
+        needs: &'static [DriverOp],
+    ) -> Self {
+        Self {
+            cmd,
+            is_ex: false,
+            req_size: req,
+            resp_size: resp,
+            has_udata: true,
+            has_resp: true,
+            needs,
+        }
+    }
+
+    /// upstream: `UAPI_DEF_WRITE_UDATA_I(req)`.
+    pub(crate) const fn udata_i(cmd: u32, req: u16, needs: &'static [DriverOp]) -> Self {
+        Self {
+            cmd,
+            is_ex: false,
+            req_size: req,
+            resp_size: 0,
+            has_udata: true,
+            has_resp: false,
+            needs,
+        }
+    }
+
+    /// upstream: `UAPI_DEF_WRITE_IO(req, resp)`.
+    pub(crate) const fn io(cmd: u32, req: u16, resp: u16, needs: &'static [DriverOp]) -> Self {
+        Self {
+            cmd,
+            is_ex: false,
+            req_size: req,
+            resp_size: resp,
+            has_udata: false,
+            has_resp: true,
+            needs,
+        }
+    }
+
+    /// upstream: `UAPI_DEF_WRITE_I(req)`.
+    pub(crate) const fn i(cmd: u32, req: u16, needs: &'static [DriverOp]) -> Self {
+        Self {
+            cmd,
+            is_ex: false,
+            req_size: req,
+            resp_size: 0,
+            has_udata: false,
+            has_resp: false,
+            needs,
+        }
+    }
+
+    /// upstream: `DECLARE_UVERBS_WRITE_EX` with `UAPI_DEF_WRITE_IO_EX` /
+    /// `_I_EX` / `_I`.
+    pub(crate) const fn ex(cmd: u32, req: u16, resp: u16, needs: &'static [DriverOp]) -> Self {
+        Self {
+            cmd,
+            is_ex: true,
+            req_size: req,
+            resp_size: resp,
+            has_udata: false,
+            has_resp: resp != 0,
+            needs,
+        }
+    }
+
+    /// The request size `verify_hdr()` and INVOKE_WRITE check against.
+    ///
+    /// upstream: `uapi_create_write()` copies `req_size`, `resp_size`,
+    /// `has_udata` and `has_resp` into the method element only for non-ex
+    /// commands, so for write_ex commands the checks compare against 0 and
+    /// the handlers (`uverbs_request()`) do the size work. Kept as upstream.
+    pub(crate) const fn elm_req_size(&self) -> usize {
+        if self.is_ex {
+            0
+        } else {
+            self.req_size as usize
+        }
+    }
+
+    /// The response size the checks use (see [`Self::elm_req_size`]).
+    pub(crate) const fn elm_resp_size(&self) -> usize {
+        if self.is_ex {
+            0
+        } else {
+            self.resp_size as usize
+        }
+    }
+
+    const fn elm_has_udata(&self) -> bool {
+        !self.is_ex && self.has_udata
+    }
+
+    const fn elm_has_resp(&self) -> bool {
+        !self.is_ex && self.has_resp
+    }
+}
+
+/// What a command number resolves to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteMethod {
+    /// A supported command.
+    Cmd(&'static WriteCmdSpec),
+    /// In range but not supported by this device: upstream's
+    /// `notsupp_method` (non-ex, sizes 0, handler returns `EOPNOTSUPP`).
+    NotSupp,
+}
+
+impl WriteMethod {
+    fn is_ex(&self) -> bool {
+        matches!(self, WriteMethod::Cmd(c) if c.is_ex)
+    }
+    fn req_size(&self) -> usize {
+        match self {
+            WriteMethod::Cmd(c) => c.elm_req_size(),
+            WriteMethod::NotSupp => 0,
+        }
+    }
+    fn resp_size(&self) -> usize {
+        match self {
+            WriteMethod::Cmd(c) => c.elm_resp_size(),
+            WriteMethod::NotSupp => 0,
+        }
+    }
+    fn has_udata(&self) -> bool {
+        matches!(self, WriteMethod::Cmd(c) if c.elm_has_udata())
+    }
+    fn has_resp(&self) -> bool {
+        matches!(self, WriteMethod::Cmd(c) if c.elm_has_resp())
+    }
+}
+
+/// Where the response buffer's address comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Response {
+    /// No response buffer (NULL).
+    None,
+    /// The first `u64` of the core request (`get_user(response, buf)` at
+    /// write-buffer offset 8; `EFAULT` if that faults).
+    InRequest,
+    /// `ex_hdr.response`.
+    Addr(u64),
+}
+
+/// The buffers of a write command, as `ib_uverbs_write()` sets up
+/// `bundle.ucore` and `bundle.driver_udata`. Input offsets are into the
+/// user's write buffer; outputs are `(offset from the response address,
+/// length)`. A zero length means a NULL buffer
+/// (`ib_uverbs_init_udata_buf_or_null()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WritePlan {
+    pub(crate) method: WriteMethod,
+    /// `(offset, len)` of the core request.
+    pub(crate) core_in: (usize, usize),
+    /// `(offset, len)` of the driver's request.
+    pub(crate) udata_in: (usize, usize),
+    pub(crate) response: Response,
+    /// `(offset, len)` of the core response.
+    pub(crate) core_out: (usize, usize),
+    /// `(offset, len)` of the driver's response.
+    pub(crate) udata_out: (usize, usize),
+}
+
+/// upstream: `verify_hdr()`. `count` is the write() length; `hdr` may be
+/// changed by the DESTROY_CQ compatibility rule.
+fn verify_hdr(hdr: &mut CmdHdr, ex: &ExCmdHdr, count: usize, m: &WriteMethod) -> Result<(), Errno> {
+    if m.is_ex() {
+        // ib_uverbs_write() checked count >= 24.
+        let count = count.saturating_sub(CmdHdr::SIZE + ExCmdHdr::SIZE);
+        let in_words = usize::from(hdr.in_words) + usize::from(ex.provider_in_words);
+        if in_words * 8 != count {
+            return Err(Errno::EINVAL);
+        }
+        if usize::from(hdr.in_words) * 8 < m.req_size() {
+            return Err(Errno::ENOSPC);
+        }
+        if ex.cmd_hdr_reserved != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if ex.response != 0 {
+            if hdr.out_words == 0 && ex.provider_out_words == 0 {
+                return Err(Errno::EINVAL);
+            }
+            if usize::from(hdr.out_words) * 8 < m.resp_size() {
+                return Err(Errno::ENOSPC);
+            }
+            // access_ok() of the response range is the kernel side's
+            // (EFAULT).
+        } else if hdr.out_words != 0 || ex.provider_out_words != 0 {
+            return Err(Errno::EINVAL);
+        }
+        return Ok(());
+    }
+
+    if usize::from(hdr.in_words) * 4 != count {
+        return Err(Errno::EINVAL);
+    }
+    if count < m.req_size() + CmdHdr::SIZE {
+        // rdma-core v18/v19 send DESTROY_CQ as a 16-byte write.
+        if hdr.command == cmd::DESTROY_CQ && count == 16 {
+            hdr.in_words = 6;
+            return Ok(());
+        }
+        return Err(Errno::ENOSPC);
+    }
+    if usize::from(hdr.out_words) * 4 < m.resp_size() {
+        return Err(Errno::ENOSPC);
+    }
+    Ok(())
+}
+
+/// Checks a `write()` and lays out its buffers, errno for errno with
+/// upstream. `head` is the start of the user's buffer (at least the first
+/// 24 bytes when `count` allows; the kernel side copies them, `EFAULT` on a
+/// fault), `count` the write length.
+///
+/// upstream: `ib_uverbs_write()`, `uapi_get_method()`, `verify_hdr()`.
+///
+/// # Errors
+///
+/// * `EINVAL`: `count < 8`; command bits outside `FLAG_EXTENDED |
+///   COMMAND_MASK`; an extended command with `count < 24`; a length that
+///   does not match `in_words`; non-zero `cmd_hdr_reserved`; an ex response
+///   pointer without output words, or output words without a pointer.
+/// * `EOPNOTSUPP`: a command number past the device's highest one.
+/// * `ENOSPC`: a request or response below the command's core size.
+/// * `EFAULT`: `head` shorter than the headers `count` promises.
+pub(crate) fn plan_write(tree: &UapiTree, head: &[u8], count: usize) -> Result<WritePlan, Errno> {
+    if count < CmdHdr::SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let hb: &[u8; CmdHdr::SIZE] = head
+        .get(..CmdHdr::SIZE)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(Errno::EFAULT)?;
+    let mut hdr = CmdHdr::from_bytes(hb);
+
+    let method = tree.write_method(hdr.command)?;
+
+    let mut ex = ExCmdHdr::default();
+    if method.is_ex() {
+        if count < CmdHdr::SIZE + ExCmdHdr::SIZE {
+            return Err(Errno::EINVAL);
+        }
+        let eb: &[u8; ExCmdHdr::SIZE] = head
+            .get(CmdHdr::SIZE..CmdHdr::SIZE + ExCmdHdr::SIZE)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(Errno::EFAULT)?;
+        ex = ExCmdHdr::from_bytes(eb);
+    }
+
+    verify_hdr(&mut hdr, &ex, count, &method)?;
+
+    let buf = CmdHdr::SIZE;
+    if !method.is_ex() {
+        // verify_hdr() guarantees in_words * 4 >= 8 + req_size and
+        // out_words * 4 >= resp_size; saturate anyway.
+        let mut in_len = (usize::from(hdr.in_words) * 4).saturating_sub(CmdHdr::SIZE);
+        let mut out_len = usize::from(hdr.out_words) * 4;
+        let mut udata_in = (0, 0);
+        let mut udata_out = (0, 0);
+        if method.has_udata() {
+            let inlen = in_len.saturating_sub(method.req_size());
+            in_len = method.req_size();
+            udata_in = (if inlen != 0 { buf + in_len } else { 0 }, inlen);
+        }
+        let response = if method.has_resp() {
+            if method.has_udata() {
+                let outlen = out_len.saturating_sub(method.resp_size());
+                out_len = method.resp_size();
+                udata_out = (if outlen != 0 { out_len } else { 0 }, outlen);
+            }
+            Response::InRequest
+        } else {
+            Response::None
+        };
+        return Ok(WritePlan {
+            method,
+            core_in: (if in_len != 0 { buf } else { 0 }, in_len),
+            udata_in,
+            response,
+            core_out: (0, out_len),
+            udata_out,
+        });
+    }
+
+    let buf = buf + ExCmdHdr::SIZE;
+    let core_in_len = usize::from(hdr.in_words) * 8;
+    let core_out_len = usize::from(hdr.out_words) * 8;
+    let drv_in_len = usize::from(ex.provider_in_words) * 8;
+    let drv_out_len = usize::from(ex.provider_out_words) * 8;
+    Ok(WritePlan {
+        method,
+        core_in: (if core_in_len != 0 { buf } else { 0 }, core_in_len),
+        udata_in: (
+            if drv_in_len != 0 {
+                buf + core_in_len
+            } else {
+                0
+            },
+            drv_in_len,
+        ),
+        response: if ex.response != 0 {
+            Response::Addr(ex.response)
+        } else {
+            Response::None
+        },
+        core_out: (0, core_out_len),
+        udata_out: (if drv_out_len != 0 { core_out_len } else { 0 }, drv_out_len),
+    })
+}
+
+/// The checks of the DEVICE/INVOKE_WRITE handler before it calls the write
+/// handler: the command number from the mandatory WRITE_CMD const, the
+/// lookup, and the core buffer sizes from CORE_IN / CORE_OUT (absent = 0).
+///
+/// upstream: `UVERBS_HANDLER(UVERBS_METHOD_INVOKE_WRITE)`.
+///
+/// # Errors
+///
+/// * `EINVAL` for a WRITE_CMD above `u32::MAX` or with undefined command
+///   bits, `EOPNOTSUPP` past the highest command (`uapi_get_method()`).
+/// * `ENOSPC` if CORE_IN is shorter than the command's request or CORE_OUT
+///   shorter than its response (rdma-core probes with QUERY_DEVICE and no
+///   buffers and takes `ENOSPC` as "INVOKE_WRITE works").
+pub(crate) fn invoke_write_method(
+    tree: &UapiTree,
+    write_cmd: u64,
+    core_in_len: usize,
+    core_out_len: usize,
+) -> Result<WriteMethod, Errno> {
+    // uverbs_get_const(&cmd (u32), ...): _uverbs_get_const_unsigned()
+    let command = u32::try_from(write_cmd).map_err(|_| Errno::EINVAL)?;
+    let m = tree.write_method(command)?;
+    if core_in_len < m.req_size() || core_out_len < m.resp_size() {
+        return Err(Errno::ENOSPC);
+    }
+    Ok(m)
+}
+
+/// Copies a core request of `src.len()` user bytes into the kernel struct
+/// `dst`: a shorter request is zero-extended, a longer one must be zero
+/// past `dst.len()`.
+///
+/// upstream: `uverbs_request()` = `copy_struct_from_user()` with `E2BIG`
+/// turned into `EOPNOTSUPP`.
+///
+/// # Errors
+///
+/// `EOPNOTSUPP` if a byte past `dst.len()` is non-zero.
+pub(crate) fn uverbs_request(dst: &mut [u8], src: &[u8]) -> Result<(), Errno> {
+    let n = dst.len().min(src.len());
+    if let Some(extra) = src.get(n..) {
+        if extra.iter().any(|b| *b != 0) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+    }
+    let (head, tail) = dst.split_at_mut(n);
+    if let Some(s) = src.get(..n) {
+        head.copy_from_slice(s);
+    }
+    tail.fill(0);
+    Ok(())
+}
+
+/// The write_ex `response_length` protocol: the number of response bytes
+/// the kernel actually wrote.
+///
+/// upstream: `uverbs_response_length()`.
+pub(crate) fn uverbs_response_length(outlen: usize, resp_len: usize) -> usize {
+    outlen.min(resp_len)
+}
