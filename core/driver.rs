@@ -6,7 +6,9 @@
 //! generated `HAS_*` constants which ones a driver provides (upstream: the
 //! NULL-or-not slots of `struct ib_device_ops`).
 
+use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
+use kernel::str::CString;
 
 /// Identifies the driver to user space (upstream `enum rdma_driver_id`,
 /// `include/uapi/rdma/rdma_user_ioctl_cmds.h`). rdma-core matches its

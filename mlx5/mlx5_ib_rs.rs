@@ -9,6 +9,7 @@
 use ib_core_rs::driver::{DeviceAttr, Driver, DriverId};
 use ib_core_rs::ops::{self, OpSet};
 use kernel::prelude::*;
+use kernel::str::CString;
 
 module! {
     type: Mlx5IbRs,
