@@ -21,6 +21,8 @@ pub(crate) mod profile;
 mod qp;
 #[path = "query.rs"]
 mod query;
+#[path = "spec.rs"]
+pub(crate) mod spec;
 #[path = "syndrome.rs"]
 pub(crate) mod syndrome;
 #[path = "table.rs"]
@@ -398,6 +400,42 @@ impl Fw {
         Ok(fw)
     }
 
+    /// The kernel's constructor: an initializer that builds the device in place (in a `KVBox`),
+    /// because `Fw` is about 80 KiB and [`Fw::new`] returns it by value, which only a host
+    /// thread's stack can take. Same result as [`Fw::new`].
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as for [`Fw::new`], before anything is initialized.
+    #[cfg(MODULE)]
+    pub(crate) fn new_in_place(cfg: Config) -> Result<impl pin_init::Init<Self>, ConfigError> {
+        Self::check(&cfg)?;
+        let port = || {
+            pin_init::init!(Port {
+                admin_status: EMPTY_PORT.admin_status,
+                admin_mtu: 0,
+                roce <- pin_init::init_array_from_fn(|_| None),
+            })
+        };
+        Ok(pin_init::init!(Fw {
+            cfg,
+            pds <- ResTable::new_in_place(base::PD),
+            uars <- ResTable::new_in_place(base::UAR),
+            tds <- ResTable::new_in_place(base::TD),
+            uctxs <- ResTable::new_in_place(base::UCTX),
+            cqs <- ResTable::new_in_place(base::CQ),
+            qps <- ResTable::new_in_place(base::QP),
+            mkeys <- ResTable::new_in_place(base::MKEY),
+            ports <- pin_init::init_array_from_fn(|_| port()),
+            faults: FaultPlan::new(),
+            stats: Stats::default(),
+        })
+        .chain(|fw| {
+            fw.reset_ports();
+            Ok(())
+        }))
+    }
+
     fn check(cfg: &Config) -> Result<(), ConfigError> {
         if cfg.num_ports == 0 || usize::from(cfg.num_ports) > capacity::PORTS {
             return Err(ConfigError::Ports);
@@ -416,9 +454,12 @@ impl Fw {
             // (MLX5E_SW2HW_MTU: ETH_HLEN + VLAN_HLEN + ETH_FCS_LEN).
             LinkLayer::Ethernet => 1522,
         };
+        // Member by member: a whole `Port` is about 7 KiB, which must not pass through a kernel
+        // stack as a temporary.
         for p in self.ports.iter_mut() {
-            *p = EMPTY_PORT;
+            p.admin_status = EMPTY_PORT.admin_status;
             p.admin_mtu = default_mtu;
+            p.roce.fill(None);
         }
     }
 

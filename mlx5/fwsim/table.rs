@@ -29,6 +29,17 @@ impl<T: Copy, const N: usize> ResTable<T, N> {
         }
     }
 
+    /// [`ResTable::new`] as an in-place initializer, for the kernel: the QP table alone is
+    /// about 40 KiB, too big to pass through a kernel stack.
+    #[cfg(MODULE)]
+    pub(crate) fn new_in_place(base: u32) -> impl pin_init::Init<Self> {
+        pin_init::init!(Self {
+            slots <- pin_init::init_array_from_fn(|_| None),
+            next: 0,
+            base,
+        })
+    }
+
     /// Forgets every object in place (device reset), without moving the table.
     pub(crate) fn clear(&mut self) {
         for s in self.slots.iter_mut() {
