@@ -6,7 +6,7 @@
 //! generated `HAS_*` constants which ones a driver provides (upstream: the
 //! NULL-or-not slots of `struct ib_device_ops`).
 
-use kernel::prelude::*;
+use kernel::{error::VTABLE_DEFAULT_ERROR, prelude::*, str::CString};
 
 /// Identifies the driver to user space (upstream `enum rdma_driver_id`,
 /// `include/uapi/rdma/rdma_user_ioctl_cmds.h`). rdma-core matches its

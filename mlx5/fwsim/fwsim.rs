@@ -171,6 +171,8 @@ struct Owned {
 
 /// A user context (DEVX uid).
 #[derive(Clone, Copy, Debug)]
+// `cap` is read by `Fw::uctx_cap`, which only host tests call so far.
+#[cfg_attr(MODULE, allow(dead_code))]
 struct Uctx {
     cap: u32,
 }
@@ -381,6 +383,8 @@ impl Fw {
     /// # Errors
     ///
     /// [`ConfigError`] if the port count or the link layer does not fit the profile.
+    // Host only: returns 80 KiB by value. The kernel uses `Fw::new_in_place`.
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn new(cfg: Config) -> Result<Self, ConfigError> {
         Self::check(&cfg)?;
         let mut fw = Fw {
@@ -417,7 +421,7 @@ impl Fw {
                 roce <- pin_init::init_array_from_fn(|_| None),
             })
         };
-        Ok(pin_init::init!(Fw {
+        let fw = pin_init::init!(Fw {
             cfg,
             pds <- ResTable::new_in_place(base::PD),
             uars <- ResTable::new_in_place(base::UAR),
@@ -429,8 +433,8 @@ impl Fw {
             ports <- pin_init::init_array_from_fn(|_| port()),
             faults: FaultPlan::new(),
             stats: Stats::default(),
-        })
-        .chain(|fw| {
+        });
+        Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
             Ok(())
         }))
@@ -469,6 +473,8 @@ impl Fw {
     /// # Errors
     ///
     /// [`ConfigError`] as for [`Fw::new`]; the device is then left unchanged.
+    // A firmware reset; no kernel caller until the driver models device recovery.
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn reset(&mut self, cfg: Config) -> Result<(), ConfigError> {
         Self::check(&cfg)?;
         self.cfg = cfg;
@@ -486,6 +492,8 @@ impl Fw {
     }
 
     /// The configuration the device was built with.
+    // State accessors for host tests; the kernel side keeps its own `Identity`.
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn config(&self) -> &Config {
         &self.cfg
     }
@@ -514,11 +522,13 @@ impl Fw {
     }
 
     /// The capability bits a live user context was created with (`uctx.cap`).
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn uctx_cap(&self, uid: u16) -> Option<u32> {
         self.uctxs.get(u32::from(uid)).map(|u| u.cap)
     }
 
     /// A RoCE address table entry, as SET_ROCE_ADDRESS left it (`port` is 1-based).
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn roce_addr(&self, port: u8, index: usize) -> Option<RoceAddr> {
         let p = self.ports.get(usize::from(port).checked_sub(1)?)?;
         *p.roce.get(index)?
