@@ -2,6 +2,7 @@
 # upstream peer, then a kmemleak scan.
 . /rdma-rs/lib.sh
 . /rdma-rs/ours.sh
+. /rdma-rs/fwsim.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 
 kmemleak_clear
@@ -9,6 +10,10 @@ kmemleak_clear
 suite_begin vm_ours_lifecycle
 load_ours
 unload_ours
+suite_end
+
+suite_begin vm_fwsim
+fwsim_suite
 suite_end
 
 suite_begin vm_peer_rxe
