@@ -39,8 +39,8 @@ const ALL_ENTRIES: u32 = 0xffff;
 /// 0x2651e848: trap, automatic migration, SL map, LED, sys image GUID, PKey switch ext port
 /// trap, extended speeds, capability mask 2, client reregistration, vendor class, ...).
 const IB_CAP_MASK1: u32 = 0x2651_e848;
-/// IB link width 4X (`ptys_reg.ib_link_width_*` bit 1).
-const IB_WIDTH_4X: u32 = 1 << 1;
+/// IB link width 4X (`ptys_reg.ib_link_width_*` bit 2, `MLX5_PTYS_WIDTH_4X` in port.h).
+const IB_WIDTH_4X: u32 = 1 << 2;
 
 impl Fw {
     /// QUERY_HCA_CAP: general and RoCE capabilities; max and current are the same.
@@ -369,10 +369,11 @@ impl Fw {
                 c.set(out(pmtu_reg::oper_mtu), admin_mtu)?;
             }
             REG_PVLC => {
-                // VL0-3, what ConnectX reports as max_vl_num 4 (encoding 3).
-                c.set(out(pvlc_reg::vl_hw_cap), 3)?;
-                c.set(out(pvlc_reg::vl_admin), 3)?;
-                c.set(out(pvlc_reg::vl_operational), 3)?;
+                // VL0-3: `MLX5_VL_HW_0_3` (4, mlx5_ib main.c), which mlx5_ib reports as
+                // max_vl_num 4 (`__IB_MAX_VL_0_3` = 3).
+                c.set(out(pvlc_reg::vl_hw_cap), 4)?;
+                c.set(out(pvlc_reg::vl_admin), 4)?;
+                c.set(out(pvlc_reg::vl_operational), 4)?;
             }
             _ => {
                 c.set(out(paos_reg::admin_status), admin_status)?;
