@@ -55,10 +55,11 @@ impl Fw {
                 let f = |m: Field| cap.inner(m);
                 c.set(f(roce_cap::roce_apm), 0)?;
                 c.set(f(roce_cap::sw_r_roce_src_udp_port), 1)?;
-                // Bits of the supported RoCE versions and L3 types: v1 and v2 (1 << 0 | 1 << 2),
-                // IPv4 and IPv6.
+                // Bits of the supported RoCE versions and L3 types (device.h): v1 and v2
+                // (`MLX5_ROCE_VERSION_1_CAP | _2_CAP` = 1 << 0 | 1 << 2), IPv4 and IPv6
+                // (`MLX5_ROCE_L3_TYPE_IPV4_CAP | _IPV6_CAP` = 1 << 1 | 1 << 2).
                 c.set(f(roce_cap::roce_version), 0x5)?;
-                c.set(f(roce_cap::l3_type), 0x3)?;
+                c.set(f(roce_cap::l3_type), 0x6)?;
                 c.set(f(roce_cap::r_roce_dest_udp_port), 4791)?;
                 c.set(f(roce_cap::r_roce_min_src_udp_port), 0xc000)?;
                 c.set(f(roce_cap::r_roce_max_src_udp_port), 0xffff)?;
