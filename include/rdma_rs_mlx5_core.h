@@ -24,8 +24,6 @@ struct rdma_rs_mlx5_ident {
 	u16 fw_maj;
 	u16 fw_min;
 	u16 fw_sub;
-	/* MLX5_BOARD_ID_LEN bytes, NUL padded. */
-	char board_id[64];
 };
 
 /*
@@ -46,7 +44,7 @@ int rdma_rs_mlx5_cmd_do(struct mlx5_core_dev *mdev, const void *in, int in_size,
 const void *rdma_rs_mlx5_caps_cur(struct mlx5_core_dev *mdev, int cap_type,
 				  size_t *len);
 
-/* PCI ids, firmware revision (init segment), board id. */
+/* PCI ids, firmware revision (init segment). */
 void rdma_rs_mlx5_ident(struct mlx5_core_dev *mdev,
 			struct rdma_rs_mlx5_ident *out);
 

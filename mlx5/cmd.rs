@@ -10,16 +10,26 @@
 //! `mlx5_cmd_check()`). Nothing here panics on what firmware returns: values are read with the
 //! checked PRM accessors and converted with `TryFrom`, and a reply that cannot be read is `EIO`.
 
+// Probe uses the queries, registers, PD and UAR; the CQ, QP, mkey, transport domain and RoCE
+// address commands are there for the verbs ops (mlx5 driver issue) and are exercised by the
+// KUnit suite `mlx5_ib_rs_cmd` meanwhile, so some variants and fields have no reader yet.
+#[allow(dead_code)]
 #[path = "cmd/cq.rs"]
 pub(crate) mod cq;
+#[allow(dead_code)]
 #[path = "cmd/qp.rs"]
 pub(crate) mod qp;
+#[allow(dead_code)]
 #[path = "cmd/query.rs"]
 pub(crate) mod query;
+#[allow(dead_code)]
 #[path = "cmd/reg.rs"]
 pub(crate) mod reg;
+#[allow(dead_code)]
 #[path = "cmd/res.rs"]
 pub(crate) mod res;
+#[path = "cmd/tests.rs"]
+mod tests;
 
 use crate::hw::{opcode_name, Mlx5Hw};
 use crate::prm::cmd::mbox_in;

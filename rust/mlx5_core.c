@@ -74,14 +74,12 @@ const void *rdma_rs_mlx5_caps_cur(struct mlx5_core_dev *mdev, int cap_type,
 void rdma_rs_mlx5_ident(struct mlx5_core_dev *mdev,
 			struct rdma_rs_mlx5_ident *out)
 {
-	BUILD_BUG_ON(sizeof(out->board_id) != MLX5_BOARD_ID_LEN);
 	/* rust/mlx5_core.rs asserts the same size for its mirror of the struct. */
-	BUILD_BUG_ON(sizeof(*out) != 76);
+	BUILD_BUG_ON(sizeof(*out) != 12);
 	out->pci_vendor = mdev->pdev->vendor;
 	out->pci_device = mdev->pdev->device;
 	out->pci_revision = mdev->pdev->revision;
 	out->fw_maj = fw_rev_maj(mdev);
 	out->fw_min = fw_rev_min(mdev);
 	out->fw_sub = fw_rev_sub(mdev);
-	memcpy(out->board_id, mdev->board_id, MLX5_BOARD_ID_LEN);
 }

@@ -13,7 +13,7 @@
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     auxiliary, device,
-    ffi::{c_char, c_int, c_void},
+    ffi::{c_int, c_void},
     prelude::*,
 };
 
@@ -27,11 +27,10 @@ struct RawIdent {
     fw_maj: u16,
     fw_min: u16,
     fw_sub: u16,
-    board_id: [c_char; 64],
 }
 
 // The C side has the same assert (`BUILD_BUG_ON` in rust/mlx5_core.c).
-const _: () = assert!(core::mem::size_of::<RawIdent>() == 76);
+const _: () = assert!(core::mem::size_of::<RawIdent>() == 12);
 
 extern "C" {
     fn rdma_rs_mlx5_adev_mdev(adev: *mut c_void) -> *mut c_void;
@@ -58,8 +57,6 @@ pub(crate) struct CoreIdent {
     pub(crate) pci_revision: u8,
     /// Firmware major.minor.subminor from the initialization segment.
     pub(crate) fw_rev: (u16, u16, u16),
-    /// `mdev->board_id` (QUERY_ADAPTER's PSID, read by mlx5_core), NUL padded.
-    pub(crate) board_id: [u8; 64],
 }
 
 /// A function of a real adapter, driven through mlx5_core.
@@ -151,7 +148,8 @@ impl<'a> CoreDev<'a> {
         Some(unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len) })
     }
 
-    /// PCI ids, firmware revision and board id.
+    /// PCI ids and firmware revision (the board id comes from QUERY_ADAPTER, as upstream's
+    /// `mlx5_query_board_id()` reads it).
     pub(crate) fn ident(&self) -> CoreIdent {
         let mut raw = RawIdent {
             pci_vendor: 0,
@@ -160,7 +158,6 @@ impl<'a> CoreDev<'a> {
             fw_maj: 0,
             fw_min: 0,
             fw_sub: 0,
-            board_id: [0; 64],
         };
         // SAFETY: `self.mdev` is live (type invariant); `raw` is a valid `rdma_rs_mlx5_ident`.
         unsafe { rdma_rs_mlx5_ident(self.mdev.as_ptr(), &mut raw) };
@@ -169,7 +166,6 @@ impl<'a> CoreDev<'a> {
             pci_device: raw.pci_device,
             pci_revision: raw.pci_revision,
             fw_rev: (raw.fw_maj, raw.fw_min, raw.fw_sub),
-            board_id: raw.board_id.map(|c| c as u8),
         }
     }
 }
