@@ -536,9 +536,7 @@ pub(crate) fn roce_port_attrs(
         a.state = 4;
         a.phys_state = 5;
     }
-    a.active_mtu = a
-        .max_mtu
-        .min(iboe_get_mtu(link.hw_mtu.saturating_sub(22)));
+    a.active_mtu = a.max_mtu.min(iboe_get_mtu(link.hw_mtu.saturating_sub(22)));
     Ok(a)
 }
 

@@ -116,3 +116,38 @@ impl Mlx5Hw for CoreFunction<'_> {
         self.dev.name()
     }
 }
+
+#[kunit_tests(mlx5_ib_rs_corehw)]
+mod tests {
+    use crate::aux_parent::AuxParent;
+    use crate::fwsim::profile::{LinkLayer, CONNECTX7};
+    use crate::fwsim::Config;
+    use crate::simdev::{SimFunction, SimRegData};
+    use kernel::{prelude::*, str::CString};
+
+    /// An auxiliary device named like mlx5_core's (`mlx5_core.rdma.N`) but created by someone
+    /// else (here: under a faux parent, carrying a simulated function) is refused by the
+    /// mlx5_core backend before it reads anything: the shim checks the parent's driver. The
+    /// refusal is logged ("not an mlx5_core function"; the VM suite greps it); what is
+    /// checked here is that the driver neither crashed nor touched the function behind it.
+    #[test]
+    fn foreign_mlx5_core_named_device_is_refused() -> Result {
+        let f = SimFunction::new(
+            CString::try_from_fmt(fmt!("kunit.fake_core"))?,
+            Config {
+                profile: CONNECTX7,
+                link_layer: LinkLayer::Ib,
+                num_ports: 1,
+                serial: 9,
+            },
+        )?;
+        let before = f.stats().commands;
+        let mut parent = AuxParent::<SimRegData>::new(c"mlx5_ib_rs_kunit_fake_core")?;
+        // Probing (if the driver is registered by now) happens inside this call.
+        parent.add(c"rdma", 77, c"mlx5_core", f.clone())?;
+        drop(parent);
+        assert_eq!(f.stats().commands, before);
+        assert!(f.counts().is_zero());
+        Ok(())
+    }
+}

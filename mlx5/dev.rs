@@ -240,7 +240,8 @@ fn stage_init(d: &mut Mlx5Dev<'_>) -> Result {
     let adapter = d.exec(&QueryAdapter)?;
     d.vendor_id = adapter.ieee_vendor_id;
     d.board_id = KVec::new();
-    d.board_id.extend_from_slice(adapter.board_id(), GFP_KERNEL)?;
+    d.board_id
+        .extend_from_slice(adapter.board_id(), GFP_KERNEL)?;
     // mlx5_get_vport_access_method(): NIC vport on Ethernet, HCA vport on InfiniBand (upstream
     // uses MAD_IFC on InfiniBand functions without `ib_virt`; MAD_IFC is not implemented).
     let (node, sys) = match id.link_layer {
@@ -296,7 +297,10 @@ fn stage_roce(d: &mut Mlx5Dev<'_>) -> Result {
         return Ok(());
     }
     if d.gen_caps()?.get(cmd_hca_cap::roce)? == 0 || d.hw().caps(CapType::Roce).is_none() {
-        pr_err!("{}: Ethernet function without RoCE capability\n", d.hw().name());
+        pr_err!(
+            "{}: Ethernet function without RoCE capability\n",
+            d.hw().name()
+        );
         return Err(EOPNOTSUPP);
     }
     Ok(())
@@ -515,7 +519,10 @@ mod tests {
         assert_eq!(a.max_srq_wr, (1 << p.log_max_srq_sz) - 1);
         assert_eq!(a.max_qp_rd_atom, 1 << p.log_max_ra_qp);
         assert_eq!(a.max_qp_init_rd_atom, 1 << p.log_max_ra_qp);
-        assert_eq!(a.max_res_rd_atom, (1 << p.log_max_ra_qp) * (1 << p.log_max_qp));
+        assert_eq!(
+            a.max_res_rd_atom,
+            (1 << p.log_max_ra_qp) * (1 << p.log_max_qp)
+        );
         assert_eq!(a.max_mcast_grp, 1 << p.log_max_mcg);
         assert_eq!(a.max_mcast_qp_attach, p.max_qp_mcg);
         assert_eq!(a.max_total_mcast_qp_attach, p.max_qp_mcg << p.log_max_mcg);
@@ -565,7 +572,10 @@ mod tests {
         assert_eq!(a.subnet_timeout, 18);
         assert_eq!(p.immutable.core_cap_flags, core_cap::PORT_IBA_IB);
         assert_eq!(p.immutable.max_mad_size, 256);
-        assert_eq!((p.immutable.gid_tbl_len, p.immutable.pkey_tbl_len), (8, 128));
+        assert_eq!(
+            (p.immutable.gid_tbl_len, p.immutable.pkey_tbl_len),
+            (8, 128)
+        );
         // GID 0 is fe80::<port GUID>, the rest empty; P_Key 0 is the default.
         assert_eq!(p.gids.len(), 8);
         assert_eq!(&p.gids[0][..8], &[0xfe, 0x80, 0, 0, 0, 0, 0, 0]);

@@ -41,8 +41,7 @@ extern "C" {
         outbox: *mut c_void,
         out_size: c_int,
     ) -> c_int;
-    fn rdma_rs_mlx5_caps_cur(mdev: *mut c_void, cap_type: c_int, len: *mut usize)
-        -> *const c_void;
+    fn rdma_rs_mlx5_caps_cur(mdev: *mut c_void, cap_type: c_int, len: *mut usize) -> *const c_void;
     fn rdma_rs_mlx5_ident(mdev: *mut c_void, out: *mut RawIdent);
 }
 

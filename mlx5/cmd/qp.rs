@@ -6,15 +6,15 @@
 
 use super::{empty_reply, rd, Command};
 use crate::prm::cmd::{
-    create_qp_in, create_qp_out, destroy_qp_in, destroy_qp_out, init2init_qp_in,
-    init2init_qp_out, init2rtr_qp_in, init2rtr_qp_out, qp_2err_in, qp_2err_out, qp_2rst_in,
-    qp_2rst_out, query_qp_in, query_qp_out, rst2init_qp_in, rst2init_qp_out, rtr2rts_qp_in,
-    rtr2rts_qp_out, rts2rts_qp_in, rts2rts_qp_out,
+    create_qp_in, create_qp_out, destroy_qp_in, destroy_qp_out, init2init_qp_in, init2init_qp_out,
+    init2rtr_qp_in, init2rtr_qp_out, qp_2err_in, qp_2err_out, qp_2rst_in, qp_2rst_out, query_qp_in,
+    query_qp_out, rst2init_qp_in, rst2init_qp_out, rtr2rts_qp_in, rtr2rts_qp_out, rts2rts_qp_in,
+    rts2rts_qp_out,
 };
 use crate::prm::consts::{
     NON_ZERO_RQ, QPC_STATE_ERR, QPC_STATE_INIT, QPC_STATE_RST, QPC_STATE_RTR, QPC_STATE_RTS,
-    QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD, QPC_ST_XRC,
-    SRQ_RQ, ZERO_LEN_RQ,
+    QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD, QPC_ST_XRC, SRQ_RQ,
+    ZERO_LEN_RQ,
 };
 use crate::prm::ctx::{ads, qpc};
 use crate::prm::layout::{Field, PrmError};

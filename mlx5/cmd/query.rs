@@ -321,7 +321,9 @@ impl Command for QueryHcaVportPkey {
         let slot0 = Field::new("pkey", query_hca_vport_pkey_out::SIZE_BITS, 32);
         let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
         for i in 0..n {
-            let f = slot0.nth(u32::try_from(i).map_err(|_| EIO)?).inner(pkey::pkey);
+            let f = slot0
+                .nth(u32::try_from(i).map_err(|_| EIO)?)
+                .inner(pkey::pkey);
             v.push(rd(f, out)? as u16, GFP_KERNEL)?;
         }
         Ok(v)

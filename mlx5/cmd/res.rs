@@ -6,8 +6,8 @@
 
 use super::{empty_reply, number_reply, rd, Command};
 use crate::prm::cmd::{
-    alloc_pd_in, alloc_pd_out, alloc_transport_domain_in, alloc_transport_domain_out,
-    alloc_uar_in, alloc_uar_out, create_mkey_in, create_mkey_out, dealloc_pd_in, dealloc_pd_out,
+    alloc_pd_in, alloc_pd_out, alloc_transport_domain_in, alloc_transport_domain_out, alloc_uar_in,
+    alloc_uar_out, create_mkey_in, create_mkey_out, dealloc_pd_in, dealloc_pd_out,
     dealloc_transport_domain_in, dealloc_transport_domain_out, dealloc_uar_in, dealloc_uar_out,
     destroy_mkey_in, destroy_mkey_out, set_roce_address_in, set_roce_address_out,
 };

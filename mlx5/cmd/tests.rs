@@ -4,6 +4,7 @@
 //! errno of a firmware refusal, with the simulator's resource counts back to zero.
 
 use super::cq::{CqeSize, CreateCq, DestroyCq, QueryCq};
+use super::exec;
 use super::qp::{
     CreateQp, DestroyQp, Init2Rtr, ModifyQp, QpServiceType, QpState, QpcAttrs, QueryQp, RqType,
     Rst2Init, Rtr2Rts, ToErr, ToRst,
@@ -15,7 +16,6 @@ use super::res::{
     DeallocUar, DestroyMkey, MkeyAccess, MkeyTranslation, RoceAddr, RoceL3Type, RoceVersion,
     SetRoceAddress,
 };
-use super::exec;
 use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use crate::fwsim::Config;
 use crate::hw::{CapType, CAP_BYTES};
@@ -40,7 +40,7 @@ fn sim(eth: bool) -> Result<Arc<SimFunction>> {
 }
 
 #[kunit_tests(mlx5_ib_rs_cmd)]
-mod tests {
+mod suite {
     use super::*;
 
     #[test]
@@ -66,7 +66,10 @@ mod tests {
         let ib = sim(false)?;
         let page = exec(&*ib, &QueryHcaCap(CapType::General))?;
         assert_eq!(page.len(), CAP_BYTES);
-        assert_eq!(Some(&page[..]), crate::hw::Mlx5Hw::caps(&*ib, CapType::General));
+        assert_eq!(
+            Some(&page[..]),
+            crate::hw::Mlx5Hw::caps(&*ib, CapType::General)
+        );
         // No RoCE page on an InfiniBand function: BAD_PARAM_ERR.
         assert_eq!(exec(&*ib, &QueryHcaCap(CapType::Roce)).err(), Some(EINVAL));
         let one = exec(
@@ -196,7 +199,10 @@ mod tests {
             },
         )?;
         let info = exec(hw, &QueryQp { qpn })?;
-        assert_eq!((info.state, info.st, info.pd), (QpState::Rst, QpServiceType::Rc, pd));
+        assert_eq!(
+            (info.state, info.st, info.pd),
+            (QpState::Rst, QpServiceType::Rc, pd)
+        );
         // RTR2RTS from RST is illegal: BAD_RES_STATE_ERR -> EINVAL, nothing changes.
         assert_eq!(
             exec(hw, &ModifyQp::<Rtr2Rts>::new(qpn, QpcAttrs::default())),
@@ -304,8 +310,20 @@ mod tests {
         assert_eq!(f.counts().mkey, 2);
         // The PD is in use: EBUSY.
         assert_eq!(exec(hw, &DeallocPd { id: pd, uid: 0 }), Err(EBUSY));
-        exec(hw, &DestroyMkey { id: mr.index, uid: 0 })?;
-        exec(hw, &DestroyMkey { id: dma.index, uid: 0 })?;
+        exec(
+            hw,
+            &DestroyMkey {
+                id: mr.index,
+                uid: 0,
+            },
+        )?;
+        exec(
+            hw,
+            &DestroyMkey {
+                id: dma.index,
+                uid: 0,
+            },
+        )?;
         exec(hw, &DeallocPd { id: pd, uid: 0 })?;
         assert!(f.counts().is_zero());
         Ok(())
