@@ -7,7 +7,7 @@ RDMARS_MODS=/lib/modules/rdma-rs
 
 # Debian's static busybox prefers its own applets over $PATH: name the real
 # kmod and iproute2 tools explicitly (busybox's modprobe and ip lack what
-# the tests use: modprobe -r -a, ip link add ... type dummy).
+# the tests use: modprobe -r -a, ip link add ... type veth).
 insmod() { /usr/sbin/insmod "$@"; }
 rmmod() { /usr/sbin/rmmod "$@"; }
 lsmod() { /usr/sbin/lsmod "$@"; }
