@@ -25,6 +25,16 @@ peer_devinfo() {
 	rdma dev | sed 's/^/    rdma| /'
 }
 
+# The project's libibverbs workload against rxe0: both teardown orders, and
+# a run that exits without destroying anything (the kernel cleans up).
+peer_workload() {
+	t_import "workload rxe0 order 0" /rdma-rs/verbs_workload -d rxe0 -o 0
+	t_import "workload rxe0 order 1" /rdma-rs/verbs_workload -d rxe0 -o 1 -m 16
+	t_import "workload rxe0 exit without destroy" /rdma-rs/verbs_workload -d rxe0 -x -m 1
+	echo "+ rdma res (after the workloads exited)"
+	rdma res | sed 's/^/    rdma| /'
+}
+
 peer_down() {
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "ip link del veth0" ip link del veth0
@@ -40,6 +50,7 @@ if [ "${RDMARS_SOURCED:-}" != 1 ]; then
 	suite_begin vm_peer_rxe
 	peer_up
 	peer_devinfo
+	peer_workload
 	peer_down
 	suite_end
 fi
