@@ -475,7 +475,8 @@ mod tests {
         for eth in [false, true] {
             let f = sim(eth)?;
             let n = probe_commands(&f)?;
-            assert!(n >= 8);
+            // IB: 10 commands, Ethernet: 7 (see the stages).
+            assert!(n >= 7);
             for nth in 1..=n {
                 f.with_faults(|p| {
                     p.fail_nth(
