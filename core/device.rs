@@ -166,24 +166,30 @@ pub struct DeviceCore {
 impl DeviceCore {
     fn new(phys_port_cnt: u32) -> impl PinInit<Self> {
         pin_init!(DeviceCore {
-            reg <- kernel::new_mutex!(()),
+            reg <- core_mutex!((), c"ib_device.unregistration_lock"),
             phase: Atomic::new(Phase::Allocated as i32),
-            ident <- kernel::new_mutex!(Ident {
-                name: DevName::EMPTY,
-                index: None,
-            }),
+            ident <- core_mutex!(
+                Ident {
+                    name: DevName::EMPTY,
+                    index: None,
+                },
+                c"ib_device.ident"
+            ),
             refcount: Atomic::new(0),
             unreg_completion <- Completion::new(),
             unregistered <- Completion::new(),
             registered: Atomic::new(false),
             unreg_queued: Atomic::new(false),
             phys_port_cnt,
-            info <- kernel::new_mutex!(Info {
-                attrs: DeviceAttr::default(),
-                ports: KVec::new(),
-            }),
-            clients <- kernel::new_mutex!(KVec::new()),
-            handlers <- kernel::new_mutex!(KVec::new()),
+            info <- core_mutex!(
+                Info {
+                    attrs: DeviceAttr::default(),
+                    ports: KVec::new(),
+                },
+                c"ib_device.cache_lock"
+            ),
+            clients <- core_mutex!(KVec::new(), c"ib_device.client_data_lock"),
+            handlers <- core_mutex!(KVec::new(), c"ib_device.event_handler_lock"),
             next_handler: Atomic::new(0),
             restrack <- Restrack::new(),
         })

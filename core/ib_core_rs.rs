@@ -11,6 +11,20 @@
 
 use kernel::prelude::*;
 
+/// `new_mutex!` with the lockdep class name held in a `static`.
+///
+/// Constructors of core objects get inlined into driver modules (a driver
+/// instantiates `Device<D>`). `new_mutex!` names the class with a string
+/// literal, which each module then carries its own copy of; lockdep finds the
+/// key with a different name pointer and WARNs. Reading the name from one
+/// `static` gives every module the same pointer.
+macro_rules! core_mutex {
+    ($inner:expr, $name:literal) => {{
+        static NAME: &'static ::kernel::prelude::CStr = $name;
+        ::kernel::sync::Mutex::new($inner, NAME, ::kernel::static_lock_class!())
+    }};
+}
+
 pub mod attr;
 mod cache;
 pub mod client;

@@ -120,10 +120,13 @@ impl Restrack {
     /// An empty table (upstream `rdma_restrack_init()`).
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Restrack {
-            inner <- kernel::new_mutex!(Inner {
-                entries: KVec::new(),
-                next_id: [0; NR_TYPES],
-            }),
+            inner <- core_mutex!(
+                Inner {
+                    entries: KVec::new(),
+                    next_id: [0; NR_TYPES],
+                },
+                c"rdma_restrack_root.lock"
+            ),
         })
     }
 
