@@ -5,14 +5,35 @@
 //! ([`ib_core_rs::driver::Driver`] and [`ib_core_rs::ops::DeviceOps`]).
 //!
 //! So far the crate holds the driver's identity, its op tables and its
-//! firmware-version format; it binds no device yet (issue: mlx5 driver).
+//! firmware-version format,
+//! the PRM layout table, the firmware simulator and its kernel backend
+//! (simulated functions as `mlx5_ib_rs.rdma.N` auxiliary devices, created from
+//! `sim=`), the [`hw::Mlx5Hw`] interface, and an auxiliary driver that binds
+//! functions and runs their first commands. It registers no RDMA device yet
+//! (issue: mlx5 driver).
+
+mod prm;
+
+#[path = "fwsim/fwsim.rs"]
+mod fwsim;
+
+#[path = "../rust/aux_parent.rs"]
+mod aux_parent;
+#[path = "../rust/fwsim_param.rs"]
+mod fwsim_param;
+
+mod hw;
+mod probe;
+mod simdev;
 
 use ib_core_rs::attr::{DeviceAttr, PortAttr, PortImmutable};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::ops::{DeviceOps, Ops};
-use kernel::prelude::*;
-use kernel::str::CString;
+use kernel::{auxiliary, driver, prelude::*, str::CString, InPlaceModule};
+
+/// The module's name (`KBUILD_MODNAME`): the prefix of the simulated auxiliary devices.
+pub(crate) const MODULE_NAME: &CStr = <LocalModule as kernel::ModuleMetadata>::NAME;
 
 module! {
     type: Mlx5IbRs,
@@ -112,18 +133,40 @@ fn assemble_ops() -> Result<Ops<Mlx5Ib>> {
     Ops::assemble(&[&DEV_OPS, &PORT_OPS])
 }
 
-struct Mlx5IbRs;
+/// The module: the auxiliary driver, and the simulated functions of `sim=`.
+///
+/// Drop order is field order: the driver is unregistered first (every bound function is
+/// removed, as `rmmod mlx5_ib` does before mlx5_core goes), then the simulated devices.
+#[pin_data]
+struct Mlx5IbRs {
+    #[pin]
+    _driver: driver::Registration<auxiliary::Adapter<probe::Mlx5AuxDriver>>,
+    _sim: Option<simdev::SimDevices>,
+}
 
-impl kernel::Module for Mlx5IbRs {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        // The core's registration check, across the module boundary.
-        let ops = assemble_ops()?;
-        ops.check_mandatory().map_err(|op| {
-            pr_err!("mlx5_ib_rs: driver lacks mandatory op {}\n", op.name());
-            EINVAL
-        })?;
-        pr_info!("mlx5_ib_rs: loaded; ops accepted by ib_core_rs; no device bound yet\n");
-        Ok(Mlx5IbRs)
+/// The core's registration check, across the module boundary.
+fn check_ops() -> Result {
+    assemble_ops()?.check_mandatory().map_err(|op| {
+        pr_err!("mlx5_ib_rs: driver lacks mandatory op {}\n", op.name());
+        EINVAL
+    })
+}
+
+impl InPlaceModule for Mlx5IbRs {
+    fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            // Simulated devices first: they wait unbound until the driver registers below,
+            // which then probes them (and any mlx5_core.rdma.N already present).
+            _sim: {
+                check_ops()?;
+                fwsim_param::with_sim_param(|list| simdev::SimDevices::from_list(list, MODULE_NAME))?
+            },
+            _driver <- driver::Registration::new(MODULE_NAME, module),
+        })
+        .pin_chain(|_| {
+            pr_info!("mlx5_ib_rs: loaded; ops accepted by ib_core_rs\n");
+            Ok(())
+        })
     }
 }
 

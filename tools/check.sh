@@ -32,7 +32,8 @@ result() {
 	fi
 }
 
-timed "check: setup" "$here/tools/setup.sh" >"$logs/setup.log" 2>&1 || fail_out "setup failed"
+quiet_setup() { "$here/tools/setup.sh" >"$logs/setup.log" 2>&1; }
+timed "check: setup (packages, rust-src, bindgen, kernel source; idempotent)" quiet_setup || fail_out "setup failed"
 
 # Formatting: the kernel's rustfmt config for module code, cargo fmt for host crates.
 step "check: rustfmt"
@@ -52,7 +53,6 @@ read -r hp hf hi < <(awk '/^test result:/ { p += $4; f += $6; i += $8 } END { pr
 passed=$((passed + hp)); failed=$((failed + hf)); skipped=$((skipped + hi))
 echo "  host cargo test: $hp passed, $hf failed, $hi ignored"
 if [ $rc != 0 ] && [ "$hf" = 0 ]; then result "cargo test (build)" $rc; fi
-tail -n 3 "$logs/cargo-test.log" | sed 's/^/    /' >&2
 
 # The PRM layout check against the kernel's mlx5_ifc.h.
 if [ -x "$here/tools/prm-check/run.sh" ]; then
@@ -61,11 +61,12 @@ if [ -x "$here/tools/prm-check/run.sh" ]; then
 	result "PRM layouts match mlx5_ifc.h" $rc
 fi
 
-kb=$(timed "check: kernel (cached after the first run)" "$here/tools/kernel.sh" 2>"$logs/kernel.log") ||
+step "check: kernel (built once into $CACHE, then reused)"
+kb=$(timed "check: kernel" "$here/tools/kernel.sh" 2> >(tee "$logs/kernel.log" | grep '^==>' >&2)) ||
 	fail_out "kernel build failed"
 rc=0
-timed "check: module build" make -C "$kb" LLVM=$LLVM_SUFFIX M="$here" modules >"$logs/modules.log" 2>&1 || rc=$?
-result "module build (warnings are errors)" $rc
+timed "check: module build" make -C "$kb" LLVM=$LLVM_SUFFIX M="$here" CLIPPY=1 modules >"$logs/modules.log" 2>&1 || rc=$?
+result "module build (clippy, warnings are errors)" $rc
 [ $rc = 0 ] || { tail -n 30 "$logs/modules.log" >&2; fail_out "module build failed"; }
 
 timed "check: VM" "$here/tools/vm.sh" check "$kb" "$logs/console.log"

@@ -21,6 +21,8 @@ pub(crate) mod profile;
 mod qp;
 #[path = "query.rs"]
 mod query;
+#[path = "spec.rs"]
+pub(crate) mod spec;
 #[path = "syndrome.rs"]
 pub(crate) mod syndrome;
 #[path = "table.rs"]
@@ -169,6 +171,8 @@ struct Owned {
 
 /// A user context (DEVX uid).
 #[derive(Clone, Copy, Debug)]
+// `cap` is read by `Fw::uctx_cap`, which only host tests call so far.
+#[cfg_attr(MODULE, allow(dead_code))]
 struct Uctx {
     cap: u32,
 }
@@ -379,6 +383,8 @@ impl Fw {
     /// # Errors
     ///
     /// [`ConfigError`] if the port count or the link layer does not fit the profile.
+    // Host only: returns 80 KiB by value. The kernel uses `Fw::new_in_place`.
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn new(cfg: Config) -> Result<Self, ConfigError> {
         Self::check(&cfg)?;
         let mut fw = Fw {
@@ -396,6 +402,42 @@ impl Fw {
         };
         fw.reset_ports();
         Ok(fw)
+    }
+
+    /// The kernel's constructor: an initializer that builds the device in place (in a `KVBox`),
+    /// because `Fw` is about 80 KiB and [`Fw::new`] returns it by value, which only a host
+    /// thread's stack can take. Same result as [`Fw::new`].
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] as for [`Fw::new`], before anything is initialized.
+    #[cfg(MODULE)]
+    pub(crate) fn new_in_place(cfg: Config) -> Result<impl pin_init::Init<Self>, ConfigError> {
+        Self::check(&cfg)?;
+        let port = || {
+            pin_init::init!(Port {
+                admin_status: EMPTY_PORT.admin_status,
+                admin_mtu: 0,
+                roce <- pin_init::init_array_from_fn(|_| None),
+            })
+        };
+        let fw = pin_init::init!(Fw {
+            cfg,
+            pds <- ResTable::new_in_place(base::PD),
+            uars <- ResTable::new_in_place(base::UAR),
+            tds <- ResTable::new_in_place(base::TD),
+            uctxs <- ResTable::new_in_place(base::UCTX),
+            cqs <- ResTable::new_in_place(base::CQ),
+            qps <- ResTable::new_in_place(base::QP),
+            mkeys <- ResTable::new_in_place(base::MKEY),
+            ports <- pin_init::init_array_from_fn(|_| port()),
+            faults: FaultPlan::new(),
+            stats: Stats::default(),
+        });
+        Ok(pin_init::Init::chain(fw, |fw| {
+            fw.reset_ports();
+            Ok(())
+        }))
     }
 
     fn check(cfg: &Config) -> Result<(), ConfigError> {
@@ -416,9 +458,12 @@ impl Fw {
             // (MLX5E_SW2HW_MTU: ETH_HLEN + VLAN_HLEN + ETH_FCS_LEN).
             LinkLayer::Ethernet => 1522,
         };
+        // Member by member: a whole `Port` is about 7 KiB, which must not pass through a kernel
+        // stack as a temporary.
         for p in self.ports.iter_mut() {
-            *p = EMPTY_PORT;
+            p.admin_status = EMPTY_PORT.admin_status;
             p.admin_mtu = default_mtu;
+            p.roce.fill(None);
         }
     }
 
@@ -428,6 +473,8 @@ impl Fw {
     /// # Errors
     ///
     /// [`ConfigError`] as for [`Fw::new`]; the device is then left unchanged.
+    // A firmware reset; no kernel caller until the driver models device recovery.
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn reset(&mut self, cfg: Config) -> Result<(), ConfigError> {
         Self::check(&cfg)?;
         self.cfg = cfg;
@@ -445,6 +492,8 @@ impl Fw {
     }
 
     /// The configuration the device was built with.
+    // State accessors for host tests; the kernel side keeps its own `Identity`.
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn config(&self) -> &Config {
         &self.cfg
     }
@@ -473,11 +522,13 @@ impl Fw {
     }
 
     /// The capability bits a live user context was created with (`uctx.cap`).
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn uctx_cap(&self, uid: u16) -> Option<u32> {
         self.uctxs.get(u32::from(uid)).map(|u| u.cap)
     }
 
     /// A RoCE address table entry, as SET_ROCE_ADDRESS left it (`port` is 1-based).
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn roce_addr(&self, port: u8, index: usize) -> Option<RoceAddr> {
         let p = self.ports.get(usize::from(port).checked_sub(1)?)?;
         *p.roce.get(index)?

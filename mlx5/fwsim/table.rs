@@ -21,6 +21,8 @@ impl<T: Copy, const N: usize> ResTable<T, N> {
 
     /// An empty table whose first object gets number `base` (never 0: a zeroed inbox field must
     /// not name a live object).
+    // By value for the host; the kernel builds tables with `new_in_place`.
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) const fn new(base: u32) -> Self {
         Self {
             slots: [None; N],
@@ -29,7 +31,20 @@ impl<T: Copy, const N: usize> ResTable<T, N> {
         }
     }
 
+    /// [`ResTable::new`] as an in-place initializer, for the kernel: the QP table alone is
+    /// about 40 KiB, too big to pass through a kernel stack.
+    #[cfg(MODULE)]
+    pub(crate) fn new_in_place(base: u32) -> impl pin_init::Init<Self> {
+        pin_init::init!(Self {
+            slots <- pin_init::init_array_from_fn(|_| None),
+            next: 0,
+            base,
+        })
+    }
+
     /// Forgets every object in place (device reset), without moving the table.
+    // Used by `Fw::reset` (host only so far).
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn clear(&mut self) {
         for s in self.slots.iter_mut() {
             *s = None;

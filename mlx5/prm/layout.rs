@@ -25,6 +25,9 @@ pub(crate) struct Field {
 
 /// A whole `struct mlx5_ifc_*_bits` layout: its size and the members the project declares.
 #[derive(Clone, Copy, Debug)]
+// The kernel crate only declares layouts; their names and member lists are read by
+// `tools/prm-check` and the host table tests.
+#[cfg_attr(MODULE, allow(dead_code))]
 pub(crate) struct Layout {
     /// The layout name without the `mlx5_ifc_` prefix and `_bits` suffix.
     pub(crate) name: &'static str,
@@ -149,6 +152,8 @@ impl Field {
     }
 
     /// `MLX5_GET64`.
+    // No kernel caller yet (the driver will read 64-bit GUIDs with it); host-tested.
+    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn get64(self, buf: &[u8]) -> Result<u64, PrmError> {
         let byte = self.qword()?;
         let hi = Self::load(buf, byte)?;

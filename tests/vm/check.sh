@@ -2,13 +2,20 @@
 # upstream peer, then a kmemleak scan.
 . /rdma-rs/lib.sh
 . /rdma-rs/ours.sh
+. /rdma-rs/fwsim.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 
 kmemleak_clear
 
 suite_begin vm_ours_lifecycle
 load_ours
+load_core_tests
+unload_core_tests
 unload_ours
+suite_end
+
+suite_begin vm_fwsim
+fwsim_suite
 suite_end
 
 suite_begin vm_peer_rxe

@@ -4,19 +4,26 @@
 . /rdma-rs/ours.sh
 
 suite_begin demo
-load_ours
+load_ours sim=ib,eth
 echo
 echo "================ rdma-rs demo ================"
 echo "Loaded: $(lsmod | awk '/_rs / { print $1 }' | tr '\n' ' ')"
+echo
+echo "Simulated ConnectX functions (mlx5_ib_rs sim=ib,eth), as auxiliary devices:"
+ls /sys/bus/auxiliary/devices/
+fwsim_show
+echo
+echo "What the driver's probe read from them (QUERY_HCA_CAP, QUERY_ADAPTER, ALLOC_PD):"
+dmesg | grep 'allocated and freed' | sed 's/^\[[^]]*\] //'
 for cmd in "ibv_devinfo -v" "rdma dev" "rdma link" "rdma res"; do
 	echo
 	echo "\$ $cmd"
 	$cmd 2>&1
 done
 echo
-echo "Not there yet: the firmware simulator and the mlx5 driver's device"
-echo "binding are not implemented, so no RDMA device is registered and the"
-echo "commands above find none. See the open issues in README.md."
+echo "Not there yet: the driver binds the simulated functions and runs their"
+echo "first firmware commands, but RDMA device registration (the mlx5 driver"
+echo "issue) is not implemented, so the commands above find no RDMA device."
 echo "=============================================="
 unload_ours
 suite_end

@@ -4,6 +4,15 @@
 # insmod) never interleaves with ours.
 
 RDMARS_MODS=/lib/modules/rdma-rs
+
+# Debian's static busybox prefers its own applets over $PATH: name the real
+# kmod and iproute2 tools explicitly (busybox's modprobe and ip lack what
+# the tests use: modprobe -r -a, ip link add ... type dummy).
+insmod() { /usr/sbin/insmod "$@"; }
+rmmod() { /usr/sbin/rmmod "$@"; }
+lsmod() { /usr/sbin/lsmod "$@"; }
+modprobe() { /usr/sbin/modprobe "$@"; }
+ip() { /usr/sbin/ip "$@"; }
 _suite=
 _results=/tmp/ktap-results
 

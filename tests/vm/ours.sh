@@ -1,14 +1,47 @@
 # Our stack: load, run the KUnit suites (they run at insmod), unload.
 # Sourced by check.sh and demo.sh after lib.sh.
+
+# load_ours [mlx5_ib_rs parameters...], e.g. load_ours sim=ib,eth
 load_ours() {
 	t_check "insmod ib_core_rs" insmod $RDMARS_MODS/ib_core_rs.ko
-	t_check "insmod mlx5_ib_rs" insmod $RDMARS_MODS/mlx5_ib_rs.ko
-	# The core's KUnit suites with a mock driver run at this insmod.
+	t_check "insmod mlx5_ib_rs $*" insmod $RDMARS_MODS/mlx5_ib_rs.ko "$@"
+}
+# The core's KUnit suites with a mock RDMA driver (tests/kunit/) run at
+# this insmod; load after ib_core_rs, unload before it.
+load_core_tests() {
 	t_check "insmod ib_core_rs_test" insmod $RDMARS_MODS/ib_core_rs_test.ko
 }
-unload_ours() {
+unload_core_tests() {
 	t_check "rmmod ib_core_rs_test" rmmod ib_core_rs_test
+}
+unload_ours() {
 	t_check "rmmod mlx5_ib_rs" rmmod mlx5_ib_rs
 	t_check "rmmod ib_core_rs" rmmod ib_core_rs
 	if lsmod | grep -q '_rs '; then t_fail "no rdma-rs module left loaded"; else t_ok "no rdma-rs module left loaded"; fi
+}
+
+# The firmware simulator's functions (mlx5_ib_rs sim=...).
+FWSIM_DBG=/sys/kernel/debug/mlx5_fwsim
+AUX_DEVS=/sys/bus/auxiliary/devices
+
+# fwsim_driver_of DEV: the name of the driver DEV is bound to (empty if none).
+fwsim_driver_of() {
+	[ -e "$AUX_DEVS/$1/driver" ] && basename "$(readlink "$AUX_DEVS/$1/driver")"
+}
+
+# fwsim_resources_zero DEV: every resource count in debugfs is 0 (and there are 7 kinds).
+fwsim_resources_zero() {
+	local f=$FWSIM_DBG/$1/resources
+	cat "$f" | tr '\n' ' '
+	echo
+	[ "$(wc -l <"$f")" = 7 ] && [ -z "$(awk '$2 != 0' "$f")" ]
+}
+
+fwsim_show() {
+	local d
+	for d in "$FWSIM_DBG"/*/; do
+		d=$(basename "$d")
+		echo "$d: driver $(fwsim_driver_of "$d")"
+		sed 's/^/    /' "$FWSIM_DBG/$d/identity" "$FWSIM_DBG/$d/resources"
+	done
 }

@@ -3,7 +3,9 @@
 . /rdma-rs/lib.sh
 
 peer_up() {
-	t_check "modprobe ib_uverbs rdma_rxe dummy" modprobe -a ib_uverbs rdma_rxe dummy
+	t_check "modprobe ib_uverbs rdma_rxe" modprobe -a ib_uverbs rdma_rxe
+	# dummy makes dummy0 by itself unless told not to.
+	t_check "modprobe dummy" modprobe dummy numdummies=0
 	t_check "ip link add dummy0" ip link add dummy0 type dummy
 	t_check "ip link set dummy0 up" ip link set dummy0 up
 	t_check "rdma link add rxe0" rdma link add rxe0 type rxe netdev dummy0
@@ -26,8 +28,12 @@ peer_devinfo() {
 peer_down() {
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "ip link del dummy0" ip link del dummy0
-	t_check "modprobe -r rdma_rxe ib_uverbs dummy" modprobe -r -a rdma_rxe ib_uverbs dummy
-	if lsmod | grep -q '^ib_core '; then t_fail "upstream ib_core unloaded"; else t_ok "upstream ib_core unloaded"; fi
+	t_check "rmmod rdma_rxe" modprobe -r rdma_rxe
+	t_check "rmmod ib_uverbs" modprobe -r ib_uverbs
+	t_check "rmmod ib_core" modprobe -r ib_core
+	t_check "rmmod dummy" modprobe -r dummy
+	echo "+ lsmod"
+	lsmod
 }
 
 if [ "${RDMARS_SOURCED:-}" != 1 ]; then

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The narrow hardware interface between the mlx5 driver and whatever executes its firmware
+//! commands (ARCHITECTURE: "Mlx5Hw").
+//!
+//! Two backends are meant to implement [`Mlx5Hw`]: the firmware simulator
+//! ([`crate::simdev::SimFunction`], bound through `mlx5_ib_rs.rdma.N` auxiliary devices) and,
+//! later, the in-tree C `mlx5_core` (`mlx5_core.rdma.N`, through `mlx5_cmd_exec()`). The driver
+//! sees only this trait, so the same probe and verbs code runs on both. What is here so far is
+//! what upstream `mlx5_ib` needs first: command execution with upstream's status handling, the
+//! cached HCA capabilities and the function's identity. UAR pages, EQ binding for CQs, firmware
+//! events and the parent device are added by the driver issue as it needs them.
+
+use crate::fwsim::profile::LinkLayer;
+use crate::prm::cmd::{mbox_in, mbox_out};
+use crate::prm::opcode;
+use crate::prm::status::{self, Status};
+use kernel::prelude::*;
+
+/// Capability types the backend caches at function init (`enum mlx5_cap_type`, device.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CapType {
+    /// `MLX5_CAP_GENERAL`: `cmd_hca_cap`.
+    General,
+    /// `MLX5_CAP_ROCE`: `roce_cap` (Ethernet functions only).
+    Roce,
+}
+
+impl CapType {
+    /// The `op_mod` of QUERY_HCA_CAP for the current values (`cap_type << 1 |
+    /// HCA_CAP_OPMOD_GET_CUR`, upstream `mlx5_core_get_caps_mode()`).
+    pub(crate) const fn op_mod_cur(self) -> u32 {
+        let ty = match self {
+            CapType::General => crate::prm::consts::CAP_GENERAL,
+            CapType::Roce => crate::prm::consts::CAP_ROCE,
+        };
+        ty << 1 | crate::prm::consts::HCA_CAP_OPMOD_GET_CUR
+    }
+}
+
+/// Bytes of one cached capability page (`union mlx5_ifc_hca_cap_union_bits`, the
+/// `capability` member of `query_hca_cap_out`): upstream caches the same 4 KiB per type in
+/// `mdev->caps.hca[type]->cur`.
+pub(crate) const CAP_BYTES: usize =
+    (crate::prm::cmd::query_hca_cap_out::capability.bit_width / 8) as usize;
+
+/// Who the function is, as mlx5_core knows it before any RDMA command: the PCI ids, the
+/// firmware revision from the initialization segment, and the port type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Identity {
+    /// Adapter model, for logs ("ConnectX-7").
+    pub(crate) model: &'static str,
+    /// PCI vendor id (0x15b3).
+    pub(crate) pci_vendor: u16,
+    /// PCI device id (`hca_type` in sysfs is "MT" + this in decimal).
+    pub(crate) pci_device: u16,
+    /// Firmware major.minor.subminor (`fw_rev_maj/min/sub`).
+    pub(crate) fw_rev: (u16, u16, u16),
+    /// Link layer of the function's port(s) (`MLX5_CAP_GEN(port_type)`).
+    pub(crate) link_layer: LinkLayer,
+    /// Ports of the function.
+    pub(crate) num_ports: u8,
+}
+
+/// PCI vendor id of Mellanox/NVIDIA networking (`PCI_VENDOR_ID_MELLANOX`).
+pub(crate) const PCI_VENDOR_MELLANOX: u16 = 0x15b3;
+
+/// A device that executes mlx5 firmware commands.
+pub(crate) trait Mlx5Hw: Send + Sync {
+    /// Executes one command: `inbox` is the `*_in` layout, `outbox` receives the `*_out`
+    /// layout (upstream `mlx5_cmd_do()`).
+    ///
+    /// # Errors
+    ///
+    /// `EREMOTEIO` when the device completed the command with a status other than OK; the
+    /// outbox then holds that status and syndrome. Any other errno is a delivery failure
+    /// (`ETIMEDOUT` for a command the device never completed, `EINVAL` for an outbox that
+    /// cannot hold the 16-byte header) and the outbox means nothing.
+    fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result;
+
+    /// The current value of a capability page, queried once when the function came up
+    /// (upstream `MLX5_CAP_GEN()` reads the same cache); `None` if the device has no such page.
+    fn caps(&self, cap: CapType) -> Option<&[u8]>;
+
+    /// The function's identity.
+    fn identity(&self) -> &Identity;
+
+    /// Name for log lines (the auxiliary device's name).
+    fn name(&self) -> &CStr;
+
+    /// Executes a command and turns a firmware failure into an errno, logging it once
+    /// (upstream `mlx5_cmd_exec()` = `mlx5_cmd_do()` + `mlx5_cmd_check()`).
+    ///
+    /// # Errors
+    ///
+    /// The errno of [`status_to_errno`] for a firmware failure, or `cmd_do`'s delivery error.
+    fn exec(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
+        let r = self.cmd_do(inbox, outbox);
+        cmd_check(self.name(), r, inbox, outbox)
+    }
+}
+
+/// Upstream `cmd_status_to_err()` (cmd.c): the errno a firmware status becomes.
+pub(crate) fn status_to_errno(s: Status) -> Result {
+    match s {
+        Status::OK => Ok(()),
+        Status::INT_ERR => Err(EIO),
+        Status::BAD_OP_ERR => Err(EINVAL),
+        Status::BAD_PARAM_ERR => Err(EINVAL),
+        Status::BAD_SYS_STATE_ERR => Err(EIO),
+        Status::BAD_RES_ERR => Err(EINVAL),
+        Status::RES_BUSY => Err(EBUSY),
+        Status::NOT_READY => Err(EAGAIN),
+        Status::LIM_ERR => Err(ENOMEM),
+        Status::BAD_RES_STATE_ERR => Err(EINVAL),
+        Status::IX_ERR => Err(EINVAL),
+        Status::NO_RES_ERR => Err(EAGAIN),
+        Status::BAD_INP_LEN_ERR => Err(EIO),
+        Status::BAD_OUTP_LEN_ERR => Err(EIO),
+        Status::BAD_QP_STATE_ERR => Err(EINVAL),
+        Status::BAD_PKT_ERR => Err(EINVAL),
+        Status::BAD_SIZE_OUTS_CQES_ERR => Err(EINVAL),
+        _ => Err(EIO),
+    }
+}
+
+/// The `MLX5_CMD_OP_*` name of an opcode, for log lines (upstream `mlx5_command_str()`).
+pub(crate) fn opcode_name(op: u16) -> &'static str {
+    opcode::ALL
+        .iter()
+        .find(|(_, v)| *v == op)
+        .map_or("unknown command opcode", |(n, _)| n)
+}
+
+/// The `MLX5_CMD_STAT_*` name of a status (upstream `cmd_status_str()`).
+pub(crate) fn status_name(s: Status) -> &'static str {
+    status::ALL
+        .iter()
+        .find(|(_, v)| *v == s)
+        .map_or("unknown status", |(n, _)| n)
+}
+
+/// Upstream `mlx5_cmd_check()`: a delivery error passes through; `EREMOTEIO` becomes the
+/// status's errno, with one log line naming the command, status and syndrome. Like upstream
+/// `cmd_status_print()`, the line is skipped for commands of a user context (uid != 0: DEVX
+/// users see the status themselves), for DESTROY_MKEY and CREATE_UCTX (expected failures on
+/// teardown and capability probing) and for NOT_READY.
+fn cmd_check(name: &CStr, r: Result, inbox: &[u8], outbox: &[u8]) -> Result {
+    match r {
+        Ok(()) => {}
+        Err(e) if e == EREMOTEIO => {}
+        Err(e) => return Err(e),
+    }
+    // The outbox held at least the header (or cmd_do would have failed), so these reads cannot
+    // fail; if they did, a status that is not OK is the safe reading.
+    let st = mbox_out::status
+        .get(outbox)
+        .ok()
+        .and_then(|v| u8::try_from(v).ok())
+        .map_or(Status::INT_ERR, Status);
+    let err = status_to_errno(st);
+    if let Err(e) = err {
+        let op = mbox_in::opcode.get(inbox).unwrap_or(0);
+        let op = u16::try_from(op).unwrap_or(u16::MAX);
+        let op_mod = mbox_in::op_mod.get(inbox).unwrap_or(0);
+        let uid = mbox_in::uid.get(inbox).unwrap_or(0);
+        let syndrome = mbox_out::syndrome.get(outbox).unwrap_or(0);
+        if uid == 0
+            && op != opcode::DESTROY_MKEY
+            && op != opcode::CREATE_UCTX
+            && st != Status::NOT_READY
+        {
+            pr_err!(
+                "{}: {}(0x{:x}) op_mod(0x{:x}) failed, status {}(0x{:x}), syndrome (0x{:x}), err({})\n",
+                name,
+                opcode_name(op),
+                op,
+                op_mod,
+                status_name(st),
+                st.0,
+                syndrome,
+                e.to_errno()
+            );
+        }
+    }
+    err
+}

@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The firmware simulator as a device: the kernel backend of [`Mlx5Hw`].
+//!
+//! Each simulated function is a [`SimFunction`] (one [`Fw`] behind a kernel mutex, the
+//! identity, and the capability pages cached at creation the way mlx5_core caches them) exposed
+//! as the auxiliary device `mlx5_ib_rs.rdma.<N>` under the faux device `mlx5_fwsim`, the same
+//! shape as mlx5_core's `mlx5_core.rdma.<N>` devices, so the driver binds both through one
+//! auxiliary driver. Functions are created at load time from the `sim=` module parameter
+//! ([`crate::fwsim::spec`]); their resource counts and fault knobs are in debugfs under
+//! `/sys/kernel/debug/mlx5_fwsim/<aux device name>/`.
+
+#[path = "simdev/debugfs.rs"]
+mod debugfs;
+
+use crate::aux_parent::AuxParent;
+use crate::fwsim::fault::FaultPlan;
+use crate::fwsim::profile::LinkLayer;
+use crate::fwsim::{spec, Config, Counts, ExecError, Fw, Stats};
+use crate::hw::{CapType, Identity, Mlx5Hw, CAP_BYTES, PCI_VENDOR_MELLANOX};
+use crate::prm::cmd::{mbox_in, query_hca_cap_in, query_hca_cap_out};
+use crate::prm::opcode;
+use crate::prm::status::Status;
+use kernel::{
+    debugfs::{Dir, Scope},
+    new_mutex,
+    prelude::*,
+    str::CString,
+    sync::{Arc, Mutex},
+    time::{delay::fsleep, Delta},
+    types::CovariantForLt,
+};
+
+/// The auxiliary device name under the module's name: `mlx5_ib_rs.rdma.<N>`, like
+/// mlx5_core's `mlx5_core.rdma.<N>` (`MLX5_ADEV_NAME` ".rdma", upstream dev.c).
+pub(crate) const AUX_NAME: &CStr = c"rdma";
+
+/// Name of the faux parent device and of the debugfs directory.
+const PARENT_NAME: &CStr = c"mlx5_fwsim";
+
+/// What a simulated auxiliary device carries for its driver (`Registration` data).
+pub(crate) type SimRegData = CovariantForLt!(Arc<SimFunction>);
+
+/// One simulated ConnectX function.
+#[pin_data]
+pub(crate) struct SimFunction {
+    name: CString,
+    identity: Identity,
+    caps_general: KVec<u8>,
+    caps_roce: Option<KVec<u8>>,
+    /// The device state. Commands are serialized, as on a ConnectX command queue with one
+    /// entry in flight per function; the delay knob sleeps outside the lock.
+    #[pin]
+    fw: Mutex<KVBox<Fw>>,
+}
+
+/// Runs QUERY_HCA_CAP (current values) on a device that is not shared yet and returns the
+/// capability page (upstream mlx5_core `mlx5_core_get_caps_mode()` at function init).
+fn query_caps(fw: &mut Fw, cap: CapType) -> Result<KVec<u8>> {
+    let mut inbox = [0u8; query_hca_cap_in::SIZE_BYTES];
+    let field = |r: core::result::Result<(), crate::prm::layout::PrmError>| r.map_err(|_| EINVAL);
+    field(mbox_in::opcode.set(&mut inbox, u32::from(opcode::QUERY_HCA_CAP)))?;
+    field(mbox_in::op_mod.set(&mut inbox, cap.op_mod_cur()))?;
+    let mut out = KVec::from_elem(0u8, query_hca_cap_out::SIZE_BYTES, GFP_KERNEL)?;
+    let c = fw.exec(&inbox, &mut out).map_err(|_| EIO)?;
+    if c.status != Status::OK {
+        pr_err!(
+            "mlx5_fwsim: QUERY_HCA_CAP op_mod 0x{:x}: status 0x{:x} syndrome 0x{:x}\n",
+            cap.op_mod_cur(),
+            c.status.0,
+            c.syndrome
+        );
+        return Err(EIO);
+    }
+    let page = query_hca_cap_out::capability.bytes(&out).map_err(|_| EIO)?;
+    let mut v = KVec::with_capacity(CAP_BYTES, GFP_KERNEL)?;
+    v.extend_from_slice(page, GFP_KERNEL)?;
+    Ok(v)
+}
+
+impl SimFunction {
+    /// A powered-on function with empty resource tables, its capabilities queried and cached.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a configuration the profile refuses, `ENOMEM`, or `EIO` if the
+    /// capability query fails.
+    pub(crate) fn new(name: CString, cfg: Config) -> Result<Arc<Self>> {
+        let init = Fw::new_in_place(cfg).map_err(|_| EINVAL)?;
+        let mut fw = KVBox::init(init, GFP_KERNEL)?;
+        let caps_general = query_caps(&mut fw, CapType::General)?;
+        let caps_roce = match cfg.link_layer {
+            LinkLayer::Ethernet => Some(query_caps(&mut fw, CapType::Roce)?),
+            LinkLayer::Ib => None,
+        };
+        let identity = Identity {
+            model: cfg.profile.name,
+            pci_vendor: PCI_VENDOR_MELLANOX,
+            pci_device: cfg.profile.device_id,
+            fw_rev: cfg.profile.fw_rev,
+            link_layer: cfg.link_layer,
+            num_ports: cfg.num_ports,
+        };
+        Arc::pin_init(
+            try_pin_init!(SimFunction {
+                name,
+                identity,
+                caps_general,
+                caps_roce,
+                fw <- new_mutex!(fw),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Live objects per kind (debugfs `resources`, leak checks).
+    pub(crate) fn counts(&self) -> Counts {
+        self.fw.lock().counts()
+    }
+
+    /// Command statistics.
+    pub(crate) fn stats(&self) -> Stats {
+        self.fw.lock().stats()
+    }
+
+    /// Runs `f` on the fault-injection knobs, under the device lock.
+    pub(crate) fn with_faults<R>(&self, f: impl FnOnce(&mut FaultPlan) -> R) -> R {
+        f(self.fw.lock().faults_mut())
+    }
+}
+
+impl Mlx5Hw for SimFunction {
+    fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
+        let (r, delay_us) = {
+            let mut fw = self.fw.lock();
+            let delay_us = fw.faults_mut().delay_us;
+            (fw.exec(inbox, outbox), delay_us)
+        };
+        if delay_us != 0 {
+            // The delay knob: the command has executed, its completion arrives late (as a
+            // slow firmware would deliver it). Sleeping outside the lock lets other callers
+            // run meanwhile, which is what widens race windows.
+            fsleep(Delta::from_micros(i64::from(delay_us)));
+        }
+        match r {
+            Ok(c) if c.status == Status::OK => Ok(()),
+            Ok(_) => Err(EREMOTEIO),
+            Err(ExecError::Timeout) => {
+                let op = mbox_in::opcode.get(inbox).unwrap_or(0);
+                let op = u16::try_from(op).unwrap_or(u16::MAX);
+                // upstream: wait_func() "cmd[%d]: %s(0x%x) timeout. Will cause a leak ..."
+                pr_err!(
+                    "{}: {}(0x{:x}) timeout (injected)\n",
+                    &*self.name,
+                    crate::hw::opcode_name(op),
+                    op
+                );
+                Err(ETIMEDOUT)
+            }
+            Err(ExecError::OutboxTooShort) => Err(EINVAL),
+        }
+    }
+
+    fn caps(&self, cap: CapType) -> Option<&[u8]> {
+        match cap {
+            CapType::General => Some(&self.caps_general),
+            CapType::Roce => self.caps_roce.as_deref(),
+        }
+    }
+
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    fn name(&self) -> &CStr {
+        &self.name
+    }
+}
+
+/// The simulated functions of the module, their auxiliary devices and debugfs directories.
+///
+/// Drop order (field order): debugfs first (nothing can poke a knob of a function going away),
+/// then the auxiliary devices (the driver unbinds from each, newest first) and the faux parent.
+pub(crate) struct SimDevices {
+    _debugfs: KVec<Pin<KBox<Scope<Arc<SimFunction>>>>>,
+    _root: Dir,
+    _parent: AuxParent<SimRegData>,
+}
+
+impl SimDevices {
+    /// Creates the functions listed in `sim=`; `None` when the list is empty (the default: on a
+    /// host with real adapters, loading the driver must not invent devices).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad list (with a log line naming the entry), or the first creation error;
+    /// functions created before it are removed again.
+    pub(crate) fn from_list(list: &[u8], modname: &CStr) -> Result<Option<Self>> {
+        let mut n = 0;
+        if let Err(e) = spec::parse::<()>(list, |_, _| {
+            n += 1;
+            Ok(())
+        }) {
+            pr_err!(
+                "{}: sim=: {:?}; expected a comma-separated list of ib, eth, ib:cx7, eth:cx7, eth:cx6dx (at most {})\n",
+                modname,
+                e,
+                spec::MAX_FUNCTIONS
+            );
+            return Err(EINVAL);
+        }
+        if n == 0 {
+            return Ok(None);
+        }
+        let mut parent = AuxParent::<SimRegData>::new(PARENT_NAME)?;
+        let root = Dir::new(PARENT_NAME);
+        let mut scopes = KVec::new();
+        let created = spec::parse::<Error>(list, |i, cfg| {
+            let id = u32::try_from(i)?;
+            let name = CString::try_from_fmt(fmt!("{}.{}.{}", modname, AUX_NAME, id))?;
+            let f = SimFunction::new(name, cfg)?;
+            pr_info!(
+                "{}: simulated {} ({} port, PCI {:04x}:{:04x}, fw {}.{}.{:04})\n",
+                &*f.name,
+                f.identity.model,
+                match f.identity.link_layer {
+                    LinkLayer::Ib => "InfiniBand",
+                    LinkLayer::Ethernet => "Ethernet/RoCE",
+                },
+                f.identity.pci_vendor,
+                f.identity.pci_device,
+                f.identity.fw_rev.0,
+                f.identity.fw_rev.1,
+                f.identity.fw_rev.2
+            );
+            let scope = KBox::pin_init(
+                debugfs::function_dir(&root, &f.clone().name, f.clone()),
+                GFP_KERNEL,
+            )?;
+            scopes.push(scope, GFP_KERNEL)?;
+            parent.add(AUX_NAME, id, modname, f)
+        });
+        // The list parsed above, so only a creation error is left.
+        created.map_err(|_| EINVAL)??;
+        Ok(Some(Self {
+            _debugfs: scopes,
+            _root: root,
+            _parent: parent,
+        }))
+    }
+}
+
+#[kunit_tests(mlx5_fwsim_kernel)]
+mod tests {
+    use super::*;
+    use crate::fwsim::fault::FaultAction;
+    use crate::fwsim::profile::{CONNECTX6_DX, CONNECTX7};
+    use crate::fwsim::syndrome;
+    use crate::prm::cmd::{alloc_pd_in, alloc_pd_out, dealloc_pd_in, dealloc_pd_out, mbox_out};
+    use crate::prm::ctx::cmd_hca_cap;
+
+    fn function(eth: bool) -> Result<Arc<SimFunction>> {
+        let (profile, link_layer) = if eth {
+            (CONNECTX6_DX, LinkLayer::Ethernet)
+        } else {
+            (CONNECTX7, LinkLayer::Ib)
+        };
+        SimFunction::new(
+            CString::try_from_fmt(fmt!("kunit.fwsim"))?,
+            Config {
+                profile,
+                link_layer,
+                num_ports: 1,
+                serial: 7,
+            },
+        )
+    }
+
+    fn hdr(op: u16, inbox: &mut [u8]) {
+        assert_eq!(mbox_in::opcode.set(inbox, u32::from(op)), Ok(()));
+    }
+
+    fn alloc_pd(f: &SimFunction) -> Result<u32> {
+        let mut inb = [0u8; alloc_pd_in::SIZE_BYTES];
+        hdr(opcode::ALLOC_PD, &mut inb);
+        let mut out = [0xaau8; alloc_pd_out::SIZE_BYTES];
+        f.exec(&inb, &mut out)?;
+        alloc_pd_out::pd.get(&out).map_err(|_| EIO)
+    }
+
+    fn dealloc_pd(f: &SimFunction, pd: u32) -> Result {
+        let mut inb = [0u8; dealloc_pd_in::SIZE_BYTES];
+        hdr(opcode::DEALLOC_PD, &mut inb);
+        assert_eq!(dealloc_pd_in::pd.set(&mut inb, pd), Ok(()));
+        let mut out = [0u8; dealloc_pd_out::SIZE_BYTES];
+        f.exec(&inb, &mut out)
+    }
+
+    #[test]
+    fn alloc_pd_outbox_bytes() -> Result {
+        let f = function(false)?;
+        let mut inb = [0u8; alloc_pd_in::SIZE_BYTES];
+        hdr(opcode::ALLOC_PD, &mut inb);
+        // opcode 0x0800 big-endian in the first dword.
+        assert_eq!(&inb[..4], &[0x08, 0x00, 0x00, 0x00]);
+        let mut out = [0xaau8; alloc_pd_out::SIZE_BYTES];
+        f.exec(&inb, &mut out)?;
+        // status 0, syndrome 0, pd = 1 (the first PD number) in the low 24 bits of dword 2.
+        assert_eq!(&out[..12], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(f.counts().pd, 1);
+        dealloc_pd(&f, 1)?;
+        assert!(f.counts().is_zero());
+        Ok(())
+    }
+
+    #[test]
+    fn status_maps_to_errno() -> Result {
+        use crate::hw::status_to_errno;
+        assert_eq!(status_to_errno(Status::OK), Ok(()));
+        assert_eq!(status_to_errno(Status::BAD_OP_ERR), Err(EINVAL));
+        assert_eq!(status_to_errno(Status::RES_BUSY), Err(EBUSY));
+        assert_eq!(status_to_errno(Status::LIM_ERR), Err(ENOMEM));
+        assert_eq!(status_to_errno(Status::NO_RES_ERR), Err(EAGAIN));
+        assert_eq!(status_to_errno(Status::BAD_INP_LEN_ERR), Err(EIO));
+        assert_eq!(status_to_errno(Status(0x77)), Err(EIO));
+
+        let f = function(true)?;
+        // An unknown opcode: cmd_do reports EREMOTEIO and leaves status and syndrome in the
+        // outbox (mlx5_cmd_do); exec maps the status (mlx5_cmd_exec).
+        let mut inb = [0u8; 16];
+        hdr(0x7fff, &mut inb);
+        let mut out = [0u8; 16];
+        assert_eq!(f.cmd_do(&inb, &mut out), Err(EREMOTEIO));
+        assert_eq!(out[0], Status::BAD_OP_ERR.0);
+        assert_eq!(mbox_out::syndrome.get(&out), Ok(syndrome::BAD_OPCODE));
+        assert_eq!(f.exec(&inb, &mut out), Err(EINVAL));
+        // A stale PD: BAD_RES_ERR -> EINVAL, nothing changes.
+        assert_eq!(dealloc_pd(&f, 0x123), Err(EINVAL));
+        // No room for the header: no completion at all.
+        let mut tiny = [0u8; 8];
+        assert_eq!(f.cmd_do(&inb, &mut tiny), Err(EINVAL));
+        assert!(f.counts().is_zero());
+        Ok(())
+    }
+
+    #[test]
+    fn fault_fail_nth() -> Result {
+        let f = function(false)?;
+        let lim = FaultAction::Fail {
+            status: Status::LIM_ERR,
+            syndrome: syndrome::INJECTED,
+        };
+        f.with_faults(|p| p.fail_nth(2, lim));
+        let a = alloc_pd(&f)?;
+        assert_eq!(alloc_pd(&f), Err(ENOMEM));
+        let b = alloc_pd(&f)?;
+        assert_eq!(f.counts().pd, 2);
+        assert_eq!(f.stats().injected, 1);
+        dealloc_pd(&f, a)?;
+        dealloc_pd(&f, b)?;
+        assert!(f.counts().is_zero());
+        Ok(())
+    }
+
+    #[test]
+    fn fault_opcode_and_timeout() -> Result {
+        let f = function(true)?;
+        let busy = FaultAction::Fail {
+            status: Status::NO_RES_ERR,
+            syndrome: 0x1234,
+        };
+        f.with_faults(|p| p.fail_opcode(opcode::ALLOC_PD, busy));
+        assert_eq!(alloc_pd(&f), Err(EAGAIN));
+        assert_eq!(alloc_pd(&f), Err(EAGAIN));
+        // Other opcodes pass.
+        let mut inb = [0u8; alloc_pd_in::SIZE_BYTES];
+        hdr(opcode::QUERY_ADAPTER, &mut inb);
+        let mut out = KVec::from_elem(
+            0u8,
+            crate::prm::cmd::query_adapter_out::SIZE_BYTES,
+            GFP_KERNEL,
+        )?;
+        f.exec(&inb, &mut out)?;
+        f.with_faults(|p| p.fail_opcode(opcode::ALLOC_PD, FaultAction::Timeout));
+        assert_eq!(alloc_pd(&f), Err(ETIMEDOUT));
+        f.with_faults(|p| p.clear());
+        let pd = alloc_pd(&f)?;
+        dealloc_pd(&f, pd)?;
+        assert!(f.counts().is_zero());
+        assert_eq!(f.stats().injected, 3);
+        Ok(())
+    }
+
+    #[test]
+    fn delay_knob_sleeps() -> Result {
+        use kernel::time::{Instant, Monotonic};
+        let f = function(false)?;
+        f.with_faults(|p| p.delay_us = 2000);
+        let t0 = Instant::<Monotonic>::now();
+        let pd = alloc_pd(&f)?;
+        assert!(t0.elapsed().as_micros_ceil() >= 2000);
+        dealloc_pd(&f, pd)?;
+        Ok(())
+    }
+
+    #[test]
+    fn caps_are_cached_from_the_device() -> Result {
+        let ib = function(false)?;
+        let g = ib.caps(CapType::General).ok_or(EINVAL)?;
+        assert_eq!(g.len(), CAP_BYTES);
+        assert_eq!(cmd_hca_cap::log_max_qp.get(g), Ok(CONNECTX7.log_max_qp));
+        assert_eq!(
+            cmd_hca_cap::log_max_cq_sz.get(g),
+            Ok(CONNECTX7.log_max_cq_sz)
+        );
+        assert!(ib.caps(CapType::Roce).is_none());
+        assert_eq!(ib.identity().pci_device, 0x1021);
+        let eth = function(true)?;
+        assert!(eth.caps(CapType::Roce).is_some());
+        assert_eq!(eth.identity().pci_device, 0x101d);
+        assert_eq!(eth.identity().pci_vendor, 0x15b3);
+        Ok(())
+    }
+}

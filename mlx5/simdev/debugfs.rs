@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/sys/kernel/debug/mlx5_fwsim/<function>/`: what tests read and poke.
+//!
+//! * `resources` — live objects by type, one `kind count` per line (all zero when the driver
+//!   has released everything);
+//! * `identity` — model, PCI ids, firmware, link layer;
+//! * `stats` — commands executed, failed, and taken by fault injection;
+//! * `fail_nth` — write `<n> [<status>|timeout] [<syndrome>]`: fail the n-th command from now,
+//!   once (`0` disarms); reads back what is armed;
+//! * `fail_opcode` — write `<opcode> [<status>|timeout] [<syndrome>]`: fail every command with
+//!   that opcode (`0` disarms);
+//! * `delay_us` — microseconds each command's completion is delayed (0: none);
+//! * `clear_faults` — any write disarms every fault and the delay.
+//!
+//! Numbers are decimal or `0x` hex; the status defaults to `INT_ERR` (0x1, `-EIO`) and the
+//! syndrome to `INJECTED` (0x5f0000ff). The grammar is `fwsim::fault::parse_knob`.
+
+use super::SimFunction;
+use crate::fwsim::fault::{parse_knob, parse_number, FaultAction};
+use crate::fwsim::profile::LinkLayer;
+use core::fmt;
+use kernel::{
+    debugfs::{Dir, Scope},
+    prelude::*,
+    sync::Arc,
+    uaccess::UserSliceReader,
+};
+
+type F = Arc<SimFunction>;
+
+/// The directory `name` of one function, removed when the returned scope is dropped.
+pub(super) fn function_dir<'a>(root: &'a Dir, name: &'a CStr, f: F) -> impl PinInit<Scope<F>> + 'a {
+    root.scope(f, name, |f, d| {
+        d.read_callback_file(c"resources", f, &show_resources);
+        d.read_callback_file(c"identity", f, &show_identity);
+        d.read_callback_file(c"stats", f, &show_stats);
+        d.read_write_callback_file(c"fail_nth", f, &show_fail_nth, &write_fail_nth);
+        d.read_write_callback_file(c"fail_opcode", f, &show_fail_opcode, &write_fail_opcode);
+        d.read_write_callback_file(c"delay_us", f, &show_delay, &write_delay);
+        d.write_only_callback_file(c"clear_faults", f, &write_clear);
+    })
+}
+
+fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let c = f.counts();
+    writeln!(out, "pd {}", c.pd)?;
+    writeln!(out, "uar {}", c.uar)?;
+    writeln!(out, "td {}", c.td)?;
+    writeln!(out, "cq {}", c.cq)?;
+    writeln!(out, "qp {}", c.qp)?;
+    writeln!(out, "mkey {}", c.mkey)?;
+    writeln!(out, "uctx {}", c.uctx)
+}
+
+fn show_identity(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let id = &f.identity;
+    writeln!(out, "model {}", id.model)?;
+    writeln!(out, "pci {:04x}:{:04x}", id.pci_vendor, id.pci_device)?;
+    writeln!(out, "fw {}.{}.{:04}", id.fw_rev.0, id.fw_rev.1, id.fw_rev.2)?;
+    let ll = match id.link_layer {
+        LinkLayer::Ib => "InfiniBand",
+        LinkLayer::Ethernet => "Ethernet",
+    };
+    writeln!(out, "link_layer {}", ll)?;
+    writeln!(out, "ports {}", id.num_ports)
+}
+
+fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let s = f.stats();
+    writeln!(out, "commands {}", s.commands)?;
+    writeln!(out, "failed {}", s.failed)?;
+    writeln!(out, "injected {}", s.injected)
+}
+
+/// Prints an armed fault as it would be written: `<n> <status> <syndrome>` or `<n> timeout`.
+fn show_fault(n: Option<(u64, FaultAction)>, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match n {
+        None => writeln!(out, "0"),
+        Some((n, FaultAction::Timeout)) => writeln!(out, "0x{:x} timeout", n),
+        Some((n, FaultAction::Fail { status, syndrome })) => {
+            writeln!(out, "0x{:x} 0x{:x} 0x{:x}", n, status.0, syndrome)
+        }
+    }
+}
+
+fn show_fail_nth(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    show_fault(f.with_faults(|p| p.nth()), out)
+}
+
+fn show_fail_opcode(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    show_fault(
+        f.with_faults(|p| p.opcode())
+            .map(|(o, a)| (u64::from(o), a)),
+        out,
+    )
+}
+
+fn show_delay(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(out, "{}", f.with_faults(|p| p.delay_us))
+}
+
+/// Reads a short write from user space.
+fn read_input<'b>(r: &mut UserSliceReader, buf: &'b mut [u8; 64]) -> Result<&'b [u8]> {
+    let n = r.len();
+    let dst = buf.get_mut(..n).ok_or(EINVAL)?;
+    r.read_slice(dst)?;
+    Ok(dst)
+}
+
+fn write_fail_nth(f: &F, r: &mut UserSliceReader) -> Result {
+    let mut buf = [0u8; 64];
+    let k = parse_knob(read_input(r, &mut buf)?).map_err(|_| EINVAL)?;
+    f.with_faults(|p| p.fail_nth(k.n, k.action));
+    Ok(())
+}
+
+fn write_fail_opcode(f: &F, r: &mut UserSliceReader) -> Result {
+    let mut buf = [0u8; 64];
+    let k = parse_knob(read_input(r, &mut buf)?).map_err(|_| EINVAL)?;
+    if k.n == 0 {
+        f.with_faults(|p| p.clear_opcode());
+        return Ok(());
+    }
+    let op = u16::try_from(k.n).map_err(|_| EINVAL)?;
+    f.with_faults(|p| p.fail_opcode(op, k.action));
+    Ok(())
+}
+
+fn write_delay(f: &F, r: &mut UserSliceReader) -> Result {
+    let mut buf = [0u8; 64];
+    let s = core::str::from_utf8(read_input(r, &mut buf)?).map_err(|_| EINVAL)?;
+    let us = parse_number(s.trim()).map_err(|_| EINVAL)?;
+    // fsleep() caps at i32::MAX microseconds; refuse what it would silently shorten.
+    let us = u32::try_from(us)
+        .ok()
+        .filter(|&v| i32::try_from(v).is_ok())
+        .ok_or(EINVAL)?;
+    f.with_faults(|p| p.delay_us = us);
+    Ok(())
+}
+
+fn write_clear(f: &F, r: &mut UserSliceReader) -> Result {
+    let mut buf = [0u8; 64];
+    read_input(r, &mut buf)?;
+    f.with_faults(|p| p.clear());
+    Ok(())
+}

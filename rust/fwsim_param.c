@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The `sim=` module parameter of mlx5_ib_rs. A string (charp) parameter, which
+ * the Rust `module!` macro cannot declare in Linux 7.3 (integers and bool
+ * only). KBUILD_MODNAME is the module's name for every object of a composite
+ * module, so this is `mlx5_ib_rs.sim` / `insmod mlx5_ib_rs.ko sim=ib,eth`.
+ */
+#include <linux/moduleparam.h>
+#include <linux/module.h>
+
+static char *sim = "";
+module_param(sim, charp, 0444);
+MODULE_PARM_DESC(sim, "simulated ConnectX functions to create, comma-separated: ib (ConnectX-7, InfiniBand), eth (ConnectX-6 Dx, RoCE), ib:cx7, eth:cx7, eth:cx6dx; default none");
+
+const char *rdma_rs_fwsim_param(void);
+const char *rdma_rs_fwsim_param(void)
+{
+	return sim;
+}

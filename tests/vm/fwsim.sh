@@ -1,0 +1,68 @@
+# The firmware simulator in the kernel: simulated functions as auxiliary
+# devices bound by our driver, debugfs resource counts and fault knobs.
+# Sourced by check.sh after lib.sh and ours.sh; runs inside a suite.
+
+fwsim_suite() {
+	local dev drv d0=mlx5_ib_rs.rdma.0 d1=mlx5_ib_rs.rdma.1
+
+	# A bad list is refused at load and leaves nothing behind.
+	if insmod $RDMARS_MODS/ib_core_rs.ko && ! insmod $RDMARS_MODS/mlx5_ib_rs.ko sim=ib,bogus 2>/dev/null; then
+		t_ok "sim=ib,bogus is refused"
+	else
+		t_fail "sim=ib,bogus is refused"
+	fi
+	[ ! -e $FWSIM_DBG ] && [ ! -e $AUX_DEVS/$d0 ] && t_ok "nothing left by a refused sim= list" ||
+		t_fail "nothing left by a refused sim= list"
+	rmmod ib_core_rs 2>/dev/null
+
+	load_ours sim=ib,eth
+	ls -l $AUX_DEVS/
+	for dev in $d0 $d1; do
+		t_check "$dev exists" test -e $AUX_DEVS/$dev
+		drv=$(fwsim_driver_of $dev)
+		echo "$dev -> driver $drv"
+		case "$drv" in mlx5_ib_rs*) t_ok "$dev bound to mlx5_ib_rs" ;; *) t_fail "$dev bound to mlx5_ib_rs" "driver '$drv'" ;; esac
+		t_check "$dev resources all zero after probe" fwsim_resources_zero $dev
+		cat $FWSIM_DBG/$dev/stats
+		t_check "$dev probe ran commands" test "$(awk '/^commands/ { print $2 }' $FWSIM_DBG/$dev/stats)" -ge 4
+	done
+	t_check "function 0 is an InfiniBand ConnectX-7" \
+		sh -c "grep -q 'model ConnectX-7' $FWSIM_DBG/$d0/identity && grep -q 'link_layer InfiniBand' $FWSIM_DBG/$d0/identity && grep -q 'pci 15b3:1021' $FWSIM_DBG/$d0/identity"
+	t_check "function 1 is an Ethernet ConnectX-6 Dx" \
+		sh -c "grep -q 'model ConnectX-6 Dx' $FWSIM_DBG/$d1/identity && grep -q 'link_layer Ethernet' $FWSIM_DBG/$d1/identity && grep -q 'pci 15b3:101d' $FWSIM_DBG/$d1/identity"
+	dmesg | grep 'mlx5_ib_rs' | grep -v 'KTAP\|# \|ok ' | tail -n 8
+	t_check "probe logged the identity of both functions" \
+		test "$(dmesg | grep -c 'test PD 0x1 allocated and freed')" -ge 2
+
+	# Fault knobs: set, read back, refuse garbage, clear.
+	d=$FWSIM_DBG/$d0
+	echo "3 0x8 0x42" >$d/fail_nth
+	t_check "fail_nth reads back" test "$(cat $d/fail_nth)" = "0x3 0x8 0x42"
+	if echo "bogus" >$d/fail_nth 2>/dev/null; then t_fail "fail_nth refuses garbage"; else t_ok "fail_nth refuses garbage"; fi
+	echo 1000 >$d/delay_us
+	t_check "delay_us reads back" test "$(cat $d/delay_us)" = 1000
+	echo 1 >$d/clear_faults
+	t_check "clear_faults disarms" test "$(cat $d/fail_nth) $(cat $d/delay_us)" = "0 0"
+
+	# A firmware failure in probe: unbind, fail every ALLOC_PD, bind again.
+	drv=$(fwsim_driver_of $d0)
+	echo $d0 >/sys/bus/auxiliary/drivers/$drv/unbind
+	t_check "unbind $d0" test -z "$(fwsim_driver_of $d0)"
+	echo 0x800 >$d/fail_opcode
+	t_check "fail_opcode reads back" test "$(cat $d/fail_opcode)" = "0x800 0x1 0x5f0000ff"
+	echo $d0 >/sys/bus/auxiliary/drivers/$drv/bind 2>/dev/null
+	t_check "probe fails when ALLOC_PD fails" test -z "$(fwsim_driver_of $d0)"
+	dmesg | grep 'ALLOC_PD(0x800)' | tail -n 1
+	t_check "the failure was logged with opcode, status and syndrome" \
+		sh -c "dmesg | grep -q 'ALLOC_PD(0x800) op_mod(0x0) failed, status INT_ERR(0x1), syndrome (0x5f0000ff), err(-5)'"
+	t_check "stats count the injected failure" test "$(awk '/^injected/ { print $2 }' $d/stats)" = 1
+	t_check "$d0 resources zero after the failed probe" fwsim_resources_zero $d0
+	echo 0 >$d/fail_opcode
+	echo $d0 >/sys/bus/auxiliary/drivers/$drv/bind
+	t_check "bind again once the fault is cleared" test -n "$(fwsim_driver_of $d0)"
+	t_check "$d0 resources zero after rebinding" fwsim_resources_zero $d0
+
+	unload_ours
+	t_check "aux devices gone after rmmod" test ! -e $AUX_DEVS/$d0 -a ! -e $AUX_DEVS/$d1
+	t_check "debugfs gone after rmmod" test ! -e $FWSIM_DBG
+}
