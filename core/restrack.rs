@@ -86,6 +86,8 @@ impl Owner {
 /// The kernel owner for the calling module: `kernel_owner!()` in a module
 /// expands to `Owner::Kernel(<its name>)`.
 #[macro_export]
+// The caller's `LocalModule` is meant: it names the calling module.
+#[allow(clippy::crate_in_macro_def)]
 macro_rules! kernel_owner {
     () => {
         $crate::restrack::Owner::Kernel(<crate::LocalModule as ::kernel::ModuleMetadata>::NAME)
