@@ -190,6 +190,17 @@ pub(crate) fn disable_device(dev: &DeviceCore) {
     }
 }
 
+/// Frees the client table's storage at module exit (see
+/// [`registry::shutdown`]).
+pub(crate) fn shutdown() {
+    let old = core::mem::replace(&mut CLIENTS.lock().clients, KVec::new());
+    if old.is_empty() {
+        drop(old);
+    } else {
+        core::mem::forget(old);
+    }
+}
+
 /// Number of registered clients.
 pub fn client_count() -> usize {
     CLIENTS.lock().clients.len()

@@ -76,6 +76,8 @@ impl Drop for IbCoreRs {
                 clients
             );
         }
+        registry::shutdown();
+        client::shutdown();
         pr_info!("ib_core_rs: unloaded\n");
     }
 }

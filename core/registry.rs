@@ -131,6 +131,19 @@ pub(crate) fn next_registered(after: Option<u32>) -> Option<Arc<dyn IbDevice>> {
         .map(|e| e.dev.clone())
 }
 
+/// Frees the registry's storage at module exit: statics are never dropped,
+/// and the vector keeps its capacity after the last device left.
+/// Devices still present belong to modules already unloaded (their drop
+/// code is gone): they are left alone, and the caller reports them.
+pub(crate) fn shutdown() {
+    let old = core::mem::replace(&mut REGISTRY.lock().devices, KVec::new());
+    if old.is_empty() {
+        drop(old);
+    } else {
+        core::mem::forget(old);
+    }
+}
+
 /// Number of devices with a name (registered, or unregistered but not yet
 /// deallocated).
 pub fn device_count() -> usize {
