@@ -69,8 +69,9 @@ pub(crate) struct ClientCtx {
     pub(crate) client: Arc<dyn Client>,
 }
 
-/// Registration of a client; dropping it unregisters the client (removes
-/// it from every device, newest device first is not promised: by index).
+/// Registration of a client; dropping it unregisters the client: it is
+/// removed from every device it was added to, in device index order
+/// (upstream `ib_unregister_client()`).
 pub struct ClientRegistration {
     id: u32,
 }
