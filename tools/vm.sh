@@ -26,7 +26,7 @@ timed "vm: initramfs" "$here/tools/initramfs.sh" "$kb" "$initrd"
 
 qemu=(qemu-system-x86_64 -accel tcg -m "${RDMARS_VM_MEM:-3G}" -smp 2 -nographic -no-reboot -nic none
 	-kernel "$kb/arch/x86/boot/bzImage" -initrd "$initrd"
-	-append "console=ttyS0 panic=-1 oops=panic loglevel=7 kasan.fault=report rdmars.mode=$mode")
+	-append "console=ttyS0 panic=-1 oops=panic loglevel=7 kasan.fault=report rdmars.mode=$mode ${RDMARS_VM_ARGS:-}")
 if [ "$mode" = shell ]; then
 	exec "${qemu[@]}"
 fi
