@@ -9,7 +9,14 @@
 
 use kernel::prelude::*;
 
+#[path = "../rust/chrdev.rs"]
+pub(crate) mod chrdev;
+#[path = "../rust/class.rs"]
+pub(crate) mod class;
 pub mod driver;
+#[path = "../rust/netlink.rs"]
+pub(crate) mod netlink;
+mod nldev;
 pub mod ops;
 #[path = "../uverbs/uverbs.rs"]
 pub mod uverbs;
@@ -22,15 +29,25 @@ module! {
     license: "GPL",
 }
 
-struct IbCoreRs;
+struct IbCoreRs {
+    // The NETLINK_RDMA socket first: it is what collides with a loaded upstream ib_core.
+    _nldev: netlink::NlSocket<nldev::NlDev>,
+    _uverbs: uverbs::UverbsGlobal,
+}
 
 impl kernel::Module for IbCoreRs {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        let nldev =
+            netlink::NlSocket::new(module, kernel::sync::Arc::new(nldev::NlDev, GFP_KERNEL)?)?;
+        let uverbs = uverbs::UverbsGlobal::register()?;
         pr_info!(
             "ib_core_rs: loaded (uverbs ABI {})\n",
             uverbs::UVERBS_CLASS_ABI_VERSION
         );
-        Ok(IbCoreRs)
+        Ok(IbCoreRs {
+            _nldev: nldev,
+            _uverbs: uverbs,
+        })
     }
 }
 
