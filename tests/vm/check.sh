@@ -3,6 +3,7 @@
 . /rdma-rs/lib.sh
 . /rdma-rs/ours.sh
 . /rdma-rs/fwsim.sh
+. /rdma-rs/abs.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 
 kmemleak_clear
@@ -10,6 +11,14 @@ kmemleak_clear
 suite_begin vm_ours_lifecycle
 load_ours
 unload_ours
+suite_end
+
+suite_begin vm_rust_abs
+abs_suite
+suite_end
+
+suite_begin vm_upstream_conflict
+abs_conflict_suite
 suite_end
 
 suite_begin vm_fwsim
