@@ -200,7 +200,7 @@ impl<T: CharDevice> VTable<T> {
         let ptr = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
         // SAFETY: the file is valid for the call.
         let f = unsafe { File::from_raw_file(file) };
-        match T::ioctl(ptr, f, cmd, arg as usize) {
+        match T::ioctl(ptr, f, cmd, arg) {
             Ok(r) => r as c_long,
             Err(e) => e.to_errno() as c_long,
         }

@@ -658,7 +658,8 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
                 name.as_char_ptr(),
             );
             if ret == 0 {
-                let ret = bindings::sysfs_create_group(k, (&(*p).group).raw.get());
+                let group: &CGroup = &(*p).group;
+                let ret = bindings::sysfs_create_group(k, group.raw.get());
                 if ret != 0 {
                     bindings::kobject_del(k);
                 }
