@@ -7,6 +7,7 @@
 #   make kernel  the cached test kernel
 #   make vm      an interactive shell in the test VM
 #   make peer    the upstream C stack (rdma_rxe) in the VM
+#   make soak    the verbs workload N times (N=1000 STACK=peer|ours)
 #
 # KDIR=<kernel build tree> builds the modules for your own kernel (it must
 # be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
@@ -23,7 +24,7 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-.PHONY: all modules setup kernel check demo vm peer clean
+.PHONY: all modules setup kernel check demo vm peer soak clean
 
 all: modules
 
@@ -50,6 +51,16 @@ vm: modules
 peer: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/vm.sh peer "$$kb" $(TOP)/out/logs/peer.log && \
 	cat $(TOP)/out/logs/peer.log
+
+# make soak N=1000 STACK=peer|ours: the workload N times, nothing may grow.
+N ?= 100
+STACK ?= peer
+soak: modules
+	@kb=$(KDIR_CMD) && RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-7200} \
+	RDMARS_VM_ARGS="rdmars.n=$(N) rdmars.stack=$(STACK)" \
+	$(TOP)/tools/vm.sh soak "$$kb" $(TOP)/out/logs/soak.log && \
+	grep -E '^soak:|ok [0-9]|FAIL' $(TOP)/out/logs/soak.log; \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- out/logs/soak.log
 
 clean:
 	@kb=$$(ls -d $${RDMA_RS_CACHE:-/var/cache/rdma-rs}/kbuild-* 2>/dev/null | head -n1); \

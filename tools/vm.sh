@@ -13,11 +13,20 @@ kb=$2
 log=$3
 mkdir -p "$(dirname "$log")"
 initrd="$here/out/initramfs.cpio.gz"
+# The project's user-space test programs (tests/userspace/), built against
+# the host's rdma-core 44 (the same libraries the initramfs carries).
+mkdir -p "$here/out/vm-bin"
+for src in "$here"/tests/userspace/*.c; do
+	bin="$here/out/vm-bin/$(basename "$src" .c)"
+	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+		gcc -O2 -Wall -Wextra -Werror -o "$bin" "$src" -libverbs || die "building $src failed"
+	fi
+done
 timed "vm: initramfs" "$here/tools/initramfs.sh" "$kb" "$initrd"
 
 qemu=(qemu-system-x86_64 -accel tcg -m "${RDMARS_VM_MEM:-3G}" -smp 2 -nographic -no-reboot -nic none
 	-kernel "$kb/arch/x86/boot/bzImage" -initrd "$initrd"
-	-append "console=ttyS0 panic=-1 oops=panic loglevel=7 kasan.fault=report rdmars.mode=$mode")
+	-append "console=ttyS0 panic=-1 oops=panic loglevel=7 kasan.fault=report rdmars.mode=$mode ${RDMARS_VM_ARGS:-}")
 if [ "$mode" = shell ]; then
 	exec "${qemu[@]}"
 fi

@@ -28,6 +28,7 @@ suite_end
 suite_begin vm_peer_rxe
 peer_up
 peer_devinfo
+peer_workload
 peer_down
 suite_end
 

@@ -7,7 +7,7 @@ RDMARS_MODS=/lib/modules/rdma-rs
 
 # Debian's static busybox prefers its own applets over $PATH: name the real
 # kmod and iproute2 tools explicitly (busybox's modprobe and ip lack what
-# the tests use: modprobe -r -a, ip link add ... type dummy).
+# the tests use: modprobe -r -a, ip link add ... type veth).
 insmod() { /usr/sbin/insmod "$@"; }
 rmmod() { /usr/sbin/rmmod "$@"; }
 lsmod() { /usr/sbin/lsmod "$@"; }
@@ -74,4 +74,23 @@ kmemleak_check() {
 	else
 		t_ok "kmemleak: no unreferenced objects"
 	fi
+}
+
+# t_import PREFIX COMMAND...: runs a test program that prints `R ok <desc>` /
+# `R fail <desc>: <why>` lines (tests/userspace/) and records each as a
+# case named "PREFIX: <desc>"; its other output is shown. The program's exit
+# status is one more case.
+t_import() {
+	local p=$1 tag res rest rc=0
+	shift
+	echo "+ $*"
+	"$@" >/tmp/import.out 2>&1 || rc=$?
+	while read -r tag res rest; do
+		case "$tag" in
+		R)
+			if [ "$res" = ok ]; then _record ok "$p: $rest" ""; else _record fail "$p: ${rest%%:*}" "${rest#*:}"; echo "FAIL: $p: $rest"; fi ;;
+		*) echo "    $tag $res $rest" ;;
+		esac
+	done </tmp/import.out
+	if [ $rc = 0 ]; then _record ok "$p: exit status 0" ""; else _record fail "$p: exit status 0" "exit $rc"; fi
 }

@@ -1,14 +1,14 @@
-# The upstream C stack as a peer: ib_core + ib_uverbs + rdma_rxe on a dummy
-# netdev (no QEMU NIC needed). Runs as its own mode and inside check.
+# The upstream C stack as a peer: ib_core + ib_uverbs + rdma_rxe on one end
+# of a veth pair (no QEMU NIC needed). Runs as its own mode and inside check.
 . /rdma-rs/lib.sh
 
 peer_up() {
 	t_check "modprobe ib_uverbs rdma_rxe" modprobe -a ib_uverbs rdma_rxe
-	# dummy makes dummy0 by itself unless told not to.
-	t_check "modprobe dummy" modprobe dummy numdummies=0
-	t_check "ip link add dummy0" ip link add dummy0 type dummy
-	t_check "ip link set dummy0 up" ip link set dummy0 up
-	t_check "rdma link add rxe0" rdma link add rxe0 type rxe netdev dummy0
+	t_check "modprobe veth" modprobe veth
+	t_check "ip link add veth0/veth1" ip link add veth0 type veth peer name veth1
+	t_check "ip link set veth0 up" ip link set veth0 up
+	t_check "ip link set veth1 up" ip link set veth1 up
+	t_check "rdma link add rxe0" rdma link add rxe0 type rxe netdev veth0
 }
 
 peer_devinfo() {
@@ -25,13 +25,23 @@ peer_devinfo() {
 	rdma dev | sed 's/^/    rdma| /'
 }
 
+# The project's libibverbs workload against rxe0: both teardown orders, and
+# a run that exits without destroying anything (the kernel cleans up).
+peer_workload() {
+	t_import "workload rxe0 order 0" /rdma-rs/verbs_workload -d rxe0 -o 0
+	t_import "workload rxe0 order 1" /rdma-rs/verbs_workload -d rxe0 -o 1 -m 16
+	t_import "workload rxe0 exit without destroy" /rdma-rs/verbs_workload -d rxe0 -x -m 1
+	echo "+ rdma res (after the workloads exited)"
+	rdma res | sed 's/^/    rdma| /'
+}
+
 peer_down() {
 	t_check "rdma link delete rxe0" rdma link delete rxe0
-	t_check "ip link del dummy0" ip link del dummy0
+	t_check "ip link del veth0" ip link del veth0
 	t_check "rmmod rdma_rxe" modprobe -r rdma_rxe
 	t_check "rmmod ib_uverbs" modprobe -r ib_uverbs
 	t_check "rmmod ib_core" modprobe -r ib_core
-	t_check "rmmod dummy" modprobe -r dummy
+	t_check "rmmod veth" modprobe -r veth
 	echo "+ lsmod"
 	lsmod
 }
@@ -40,6 +50,7 @@ if [ "${RDMARS_SOURCED:-}" != 1 ]; then
 	suite_begin vm_peer_rxe
 	peer_up
 	peer_devinfo
+	peer_workload
 	peer_down
 	suite_end
 fi
