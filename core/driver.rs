@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The driver trait: what an RDMA device driver implements.
+//! The driver trait: the types a driver keeps in the core's allocations.
 //!
-//! Optional operations use the `#[vtable]` pattern: the core learns from the
-//! generated `HAS_*` constants which ones a driver provides (upstream: the
-//! NULL-or-not slots of `struct ib_device_ops`).
-
-use kernel::error::VTABLE_DEFAULT_ERROR;
-use kernel::prelude::*;
-use kernel::str::CString;
+//! Upstream a driver embeds `struct ib_device` at the start of its own
+//! device struct (`ib_alloc_device(mlx5_ib_dev, ib_dev)`) and asks the core
+//! for driver-sized objects (`rdma_zalloc_drv_obj()` with `INIT_RDMA_OBJ_SIZE`).
+//! Here the driver names its private types and the core embeds them:
+//! [`Device<D>`](crate::device::Device) holds a `D::DevData`,
+//! [`Pd<D>`](crate::verbs::Pd) a `D::PdData`, and so on, in the same
+//! allocation as the core part, so neither side needs a cast.
+//!
+//! The operations themselves are in [`crate::ops`]: a driver provides one or
+//! more partial tables ([`crate::ops::DeviceOps`] impls), as mlx5 installs
+//! several `ib_device_ops` tables.
 
 /// Identifies the driver to user space (upstream `enum rdma_driver_id`,
 /// `include/uapi/rdma/rdma_user_ioctl_cmds.h`). rdma-core matches its
@@ -16,7 +20,8 @@ use kernel::str::CString;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum DriverId {
-    /// `RDMA_DRIVER_UNKNOWN`.
+    /// `RDMA_DRIVER_UNKNOWN`: no id set (a partial table that does not
+    /// claim one).
     Unknown = 0,
     /// `RDMA_DRIVER_MLX5`.
     Mlx5 = 1,
@@ -24,47 +29,21 @@ pub enum DriverId {
     Rxe = 11,
 }
 
-/// Device attributes (upstream `struct ib_device_attr`, the fields used so far).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DeviceAttr {
-    /// Firmware version as the driver encodes it.
-    pub fw_ver: u64,
-    /// IEEE vendor id (0x02c9 for Mellanox/NVIDIA).
-    pub vendor_id: u32,
-    /// Vendor part id (the PCI device id for mlx5).
-    pub vendor_part_id: u32,
-    /// Hardware revision.
-    pub hw_ver: u32,
-    /// Maximum number of QPs.
-    pub max_qp: u32,
-    /// Maximum number of CQs.
-    pub max_cq: u32,
-    /// Maximum number of PDs.
-    pub max_pd: u32,
-}
-
-/// The operations an RDMA driver provides to the core.
-#[vtable]
-pub trait Driver: Send + Sync + 'static {
-    /// The driver id reported to user space.
-    const DRIVER_ID: DriverId;
-
-    /// Reports the device attributes (upstream `ops.query_device`).
-    fn query_device(&self) -> Result<DeviceAttr>;
-
-    /// Formats the firmware version as sysfs `fw_ver` shows it
-    /// (upstream `ops.get_dev_fw_str`). Optional.
-    fn get_dev_fw_str(&self) -> Result<CString> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Reports a port's attributes (upstream `ops.query_port`).
-    fn query_port(&self, _port: u32) -> Result<()> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Reports a port's immutable data (upstream `ops.get_port_immutable`).
-    fn get_port_immutable(&self, _port: u32) -> Result<()> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
+/// An RDMA device driver: the private data it keeps per device and per
+/// object. The core allocates the objects; the driver's ops create the
+/// private parts.
+pub trait Driver: Sized + Send + Sync + 'static {
+    /// Per-device private data (upstream: the driver struct that embeds
+    /// `struct ib_device`, e.g. `struct mlx5_ib_dev`).
+    type DevData: Send + Sync;
+    /// Per-PD private data (upstream `struct mlx5_ib_pd`).
+    type PdData: Send + Sync;
+    /// Per-CQ private data (upstream `struct mlx5_ib_cq`).
+    type CqData: Send + Sync;
+    /// Per-QP private data (upstream `struct mlx5_ib_qp`).
+    type QpData: Send + Sync;
+    /// Per-SRQ private data (upstream `struct mlx5_ib_srq`).
+    type SrqData: Send + Sync;
+    /// Per-MR private data (upstream `struct mlx5_ib_mr`).
+    type MrData: Send + Sync;
 }

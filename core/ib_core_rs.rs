@@ -2,24 +2,52 @@
 
 //! rdma-rs RDMA core: the root of the stack.
 //!
-//! Device drivers (`mlx5_ib_rs`) implement [`driver::Driver`]; the core checks
-//! and assembles their operations. The uverbs layer (`uverbs/`) is compiled
-//! into this crate so that the only Rust link between modules is
-//! driver -> core.
+//! Device drivers (`mlx5_ib_rs`) name their private types with
+//! [`driver::Driver`], provide partial op tables ([`ops::DeviceOps`]) and
+//! allocate and register [`device::Device`]s; kernel consumers use
+//! [`verbs`] and [`client`]. The uverbs layer (`uverbs/`) is compiled into
+//! this crate so that the only Rust link between modules is driver -> core.
+//! See `Documentation/core.md`.
 
 use kernel::prelude::*;
 
+/// `new_mutex!` with the lockdep class name held in a `static`.
+///
+/// Constructors of core objects get inlined into driver modules (a driver
+/// instantiates `Device<D>`). `new_mutex!` names the class with a string
+/// literal, which each module then carries its own copy of; lockdep finds the
+/// key with a different name pointer and WARNs. Reading the name from one
+/// `static` gives every module the same pointer.
+macro_rules! core_mutex {
+    ($inner:expr, $name:literal) => {{
+        static NAME: &'static ::kernel::prelude::CStr = $name;
+        ::kernel::sync::Mutex::new($inner, NAME, ::kernel::static_lock_class!())
+    }};
+}
+
+pub mod attr;
+mod cache;
 #[path = "../rust/chrdev.rs"]
 pub(crate) mod chrdev;
 #[path = "../rust/class.rs"]
 pub(crate) mod class;
+pub mod client;
+pub mod device;
 pub mod driver;
+pub mod event;
+#[path = "../rust/global.rs"]
+mod global;
 #[path = "../rust/netlink.rs"]
 pub(crate) mod netlink;
 mod nldev;
 pub mod ops;
+pub mod registry;
+pub mod restrack;
+#[path = "../rust/task.rs"]
+pub mod task;
 #[path = "../uverbs/uverbs.rs"]
 pub mod uverbs;
+pub mod verbs;
 
 module! {
     type: IbCoreRs,
@@ -37,9 +65,11 @@ struct IbCoreRs {
 
 impl kernel::Module for IbCoreRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        // Before anything that needs undoing: these fail cleanly next to the upstream stack.
         let nldev =
             netlink::NlSocket::new(module, kernel::sync::Arc::new(nldev::NlDev, GFP_KERNEL)?)?;
         let uverbs = uverbs::UverbsGlobal::register()?;
+        global::init();
         pr_info!(
             "ib_core_rs: loaded (uverbs ABI {})\n",
             uverbs::UVERBS_CLASS_ABI_VERSION
@@ -53,6 +83,19 @@ impl kernel::Module for IbCoreRs {
 
 impl Drop for IbCoreRs {
     fn drop(&mut self) {
+        // Dependent modules are gone (they hold references on us), so their
+        // devices and clients must be too.
+        let devs = registry::device_count();
+        let clients = client::client_count();
+        if devs != 0 || clients != 0 {
+            pr_err!(
+                "ib_core_rs: unloading with {} devices and {} clients left\n",
+                devs,
+                clients
+            );
+        }
+        registry::shutdown();
+        client::shutdown();
         pr_info!("ib_core_rs: unloaded\n");
     }
 }

@@ -1,120 +1,382 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The set of operations a driver provides, and the registration-time check
-//! of the ones every device needs (upstream `setup_device()` and
-//! `ib_device_check_mandatory()` in `drivers/infiniband/core/device.c`).
+//! Driver operation tables and their assembly.
+//!
+//! A driver implements [`DeviceOps`] (a `#[vtable]` trait) once per partial
+//! table; [`Ops::of`] turns an impl into a table of `Option<fn ...>` at
+//! compile time (the `HAS_*` constants say which slots the impl fills), and
+//! [`Ops::set`] merges tables with upstream `ib_set_device_ops()` semantics:
+//! a slot is taken only while it is still empty (first setter wins).
+//! Registration then checks the ops every device needs
+//! ([`Ops::check_mandatory`], upstream `setup_device()`).
 
-use crate::driver::Driver;
+use crate::attr::{DeviceAttr, Gid, PortAttr, PortImmutable};
+use crate::device::Device;
+use crate::driver::{Driver, DriverId};
+use crate::verbs::{
+    AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
+    QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Wc,
+};
+use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
+use kernel::str::CString;
+use kernel::ModuleMetadata;
 
-/// One driver operation (a slot of upstream `struct ib_device_ops`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Op {
-    /// `query_device`.
-    QueryDevice = 0,
-    /// `query_port`.
-    QueryPort = 1,
-    /// `get_port_immutable`.
-    GetPortImmutable = 2,
-    /// `get_dev_fw_str`.
-    GetDevFwStr = 3,
-}
+/// One partial table of driver operations (upstream: one
+/// `static const struct ib_device_ops`, e.g. `mlx5_ib_dev_ops` or
+/// `mlx5_ib_dev_port_ops`). Every op is optional here; which ones a device
+/// must have is checked at registration.
+#[vtable]
+pub trait DeviceOps: 'static {
+    /// The driver whose objects these ops work on.
+    type Driver: Driver;
 
-impl Op {
-    /// The upstream name of the op, for error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::QueryDevice => "query_device",
-            Op::QueryPort => "query_port",
-            Op::GetPortImmutable => "get_port_immutable",
-            Op::GetDevFwStr => "get_dev_fw_str",
-        }
+    /// The driver id this table claims ([`DriverId::Unknown`]: none).
+    const DRIVER_ID: DriverId = DriverId::Unknown;
+
+    /// The driver's uverbs ABI version (0: this table does not set it).
+    const UVERBS_ABI_VER: u32 = 0;
+
+    /// Reports the device attributes (upstream `ops.query_device`).
+    fn query_device(_dev: &Device<Self::Driver>) -> Result<DeviceAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports a port's attributes (upstream `ops.query_port`).
+    fn query_port(_dev: &Device<Self::Driver>, _port: u32) -> Result<PortAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports a port's immutable data (upstream `ops.get_port_immutable`).
+    fn get_port_immutable(_dev: &Device<Self::Driver>, _port: u32) -> Result<PortImmutable> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reads one GID table entry from the device (upstream `ops.query_gid`).
+    fn query_gid(_dev: &Device<Self::Driver>, _port: u32, _index: u32) -> Result<Gid> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reads one P_Key table entry from the device (upstream `ops.query_pkey`).
+    fn query_pkey(_dev: &Device<Self::Driver>, _port: u32, _index: u32) -> Result<u16> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Formats the firmware version as sysfs `fw_ver` shows it
+    /// (upstream `ops.get_dev_fw_str`).
+    fn get_dev_fw_str(_dev: &Device<Self::Driver>) -> Result<CString> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Called once the device is registered, before clients are added
+    /// (upstream `ops.enable_driver`).
+    fn enable_driver(_dev: &Device<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Releases driver resources at dealloc (upstream `ops.dealloc_driver`).
+    fn dealloc_driver(_dev: &Device<Self::Driver>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver part of a PD (upstream `ops.alloc_pd`).
+    fn alloc_pd(_dev: &Device<Self::Driver>) -> Result<<Self::Driver as Driver>::PdData> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys the driver part of a PD (upstream `ops.dealloc_pd`).
+    fn dealloc_pd(_pd: &Pd<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver part of a CQ (upstream `ops.create_cq`).
+    fn create_cq(
+        _dev: &Device<Self::Driver>,
+        _attr: &CqInitAttr,
+    ) -> Result<<Self::Driver as Driver>::CqData> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys the driver part of a CQ (upstream `ops.destroy_cq`).
+    fn destroy_cq(_cq: &Cq<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms the CQ's completion notification (upstream `ops.req_notify_cq`).
+    fn req_notify_cq(_cq: &Cq<Self::Driver>, _flags: CqNotify) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Polls up to `wc.len()` completions; returns how many were written
+    /// (upstream `ops.poll_cq`).
+    fn poll_cq(_cq: &Cq<Self::Driver>, _wc: &mut [Wc]) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver part of an SRQ (upstream `ops.create_srq`).
+    fn create_srq(
+        _pd: &Pd<Self::Driver>,
+        _attr: &SrqInitAttr,
+    ) -> Result<<Self::Driver as Driver>::SrqData> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys the driver part of an SRQ (upstream `ops.destroy_srq`).
+    fn destroy_srq(_srq: &Srq<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver part of a QP (upstream `ops.create_qp`).
+    fn create_qp(
+        _pd: &Pd<Self::Driver>,
+        _attr: &QpInitAttr<'_, Self::Driver>,
+    ) -> Result<QpCreated<<Self::Driver as Driver>::QpData>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes QP attributes and state (upstream `ops.modify_qp`).
+    fn modify_qp(_qp: &Qp<Self::Driver>, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports QP attributes (upstream `ops.query_qp`).
+    fn query_qp(_qp: &Qp<Self::Driver>) -> Result<QpAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys the driver part of a QP (upstream `ops.destroy_qp`).
+    fn destroy_qp(_qp: &Qp<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Posts send work requests (upstream `ops.post_send`).
+    fn post_send(_qp: &Qp<Self::Driver>, _wr: &[SendWr<'_>]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Posts receive work requests (upstream `ops.post_recv`).
+    fn post_recv(_qp: &Qp<Self::Driver>, _wr: &[RecvWr<'_>]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a DMA MR covering all memory (upstream `ops.get_dma_mr`).
+    fn get_dma_mr(
+        _pd: &Pd<Self::Driver>,
+        _access: AccessFlags,
+    ) -> Result<MrCreated<<Self::Driver as Driver>::MrData>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an MR for fast registration (upstream `ops.alloc_mr`).
+    fn alloc_mr(
+        _pd: &Pd<Self::Driver>,
+        _mr_type: MrType,
+        _max_num_sg: u32,
+    ) -> Result<MrCreated<<Self::Driver as Driver>::MrData>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys the driver part of an MR (upstream `ops.dereg_mr`).
+    fn dereg_mr(_mr: &Mr<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
     }
 }
+
+/// Declares [`Ops`], [`Op`] and the per-slot code from one list, so that a
+/// new op is one line here plus its trait method above.
+macro_rules! ops_table {
+    ($($name:ident : $variant:ident : $ty:ty),* $(,)?) => {
+        /// The assembled op table of a device (upstream `struct ib_device_ops`):
+        /// one `Option<fn>` per op, `None` where no table provided it.
+        pub struct Ops<D: Driver> {
+            pub(crate) driver_id: DriverId,
+            pub(crate) owner: Option<&'static CStr>,
+            pub(crate) uverbs_abi_ver: u32,
+            $(pub(crate) $name: Option<$ty>,)*
+        }
+
+        /// Names one op (a slot of [`Ops`]), for checks and messages.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Op {
+            $(
+                #[doc = concat!("`", stringify!($name), "`.")]
+                $variant,
+            )*
+        }
+
+        impl Op {
+            /// The upstream name of the op, for error messages.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Op::$variant => stringify!($name),)*
+                }
+            }
+        }
+
+        impl<D: Driver> Ops<D> {
+            /// The table with no op set.
+            pub const EMPTY: Self = Ops {
+                driver_id: DriverId::Unknown,
+                owner: None,
+                uverbs_abi_ver: 0,
+                $($name: None,)*
+            };
+
+            /// The partial table of impl `T`: a slot is set iff `T`
+            /// overrides the method.
+            pub const fn of<T: DeviceOps<Driver = D>>() -> Self {
+                kernel::macros::paste! {
+                    Ops {
+                        driver_id: T::DRIVER_ID,
+                        owner: Some(<T::OwnerModule as ModuleMetadata>::NAME),
+                        uverbs_abi_ver: T::UVERBS_ABI_VER,
+                        $($name: if T::[<HAS_ $name:upper>] { Some(T::$name) } else { None },)*
+                    }
+                }
+            }
+
+            /// Whether `op` is set.
+            pub fn has(&self, op: Op) -> bool {
+                match op {
+                    $(Op::$variant => self.$name.is_some(),)*
+                }
+            }
+
+            fn fill_empty_slots(&mut self, src: &Self) {
+                $(
+                    if self.$name.is_none() {
+                        self.$name = src.$name;
+                    }
+                )*
+            }
+        }
+    };
+}
+
+ops_table! {
+    query_device: QueryDevice: fn(&Device<D>) -> Result<DeviceAttr>,
+    query_port: QueryPort: fn(&Device<D>, u32) -> Result<PortAttr>,
+    get_port_immutable: GetPortImmutable: fn(&Device<D>, u32) -> Result<PortImmutable>,
+    query_gid: QueryGid: fn(&Device<D>, u32, u32) -> Result<Gid>,
+    query_pkey: QueryPkey: fn(&Device<D>, u32, u32) -> Result<u16>,
+    get_dev_fw_str: GetDevFwStr: fn(&Device<D>) -> Result<CString>,
+    enable_driver: EnableDriver: fn(&Device<D>) -> Result,
+    dealloc_driver: DeallocDriver: fn(&Device<D>),
+    alloc_pd: AllocPd: fn(&Device<D>) -> Result<D::PdData>,
+    dealloc_pd: DeallocPd: fn(&Pd<D>) -> Result,
+    create_cq: CreateCq: fn(&Device<D>, &CqInitAttr) -> Result<D::CqData>,
+    destroy_cq: DestroyCq: fn(&Cq<D>) -> Result,
+    req_notify_cq: ReqNotifyCq: fn(&Cq<D>, CqNotify) -> Result,
+    poll_cq: PollCq: fn(&Cq<D>, &mut [Wc]) -> Result<usize>,
+    create_srq: CreateSrq: fn(&Pd<D>, &SrqInitAttr) -> Result<D::SrqData>,
+    destroy_srq: DestroySrq: fn(&Srq<D>) -> Result,
+    create_qp: CreateQp: fn(&Pd<D>, &QpInitAttr<'_, D>) -> Result<QpCreated<D::QpData>>,
+    modify_qp: ModifyQp: fn(&Qp<D>, &QpAttr, QpAttrMask) -> Result,
+    query_qp: QueryQp: fn(&Qp<D>) -> Result<QpAttr>,
+    destroy_qp: DestroyQp: fn(&Qp<D>) -> Result,
+    post_send: PostSend: fn(&Qp<D>, &[SendWr<'_>]) -> Result,
+    post_recv: PostRecv: fn(&Qp<D>, &[RecvWr<'_>]) -> Result,
+    get_dma_mr: GetDmaMr: fn(&Pd<D>, AccessFlags) -> Result<MrCreated<D::MrData>>,
+    alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
+    dereg_mr: DeregMr: fn(&Mr<D>) -> Result,
+}
+
+impl<D: Driver> Clone for Ops<D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<D: Driver> Copy for Ops<D> {}
 
 /// Ops that registration cannot do without: the device's attributes, its
 /// ports and their immutable data are read while registering.
 pub const MANDATORY: [Op; 3] = [Op::QueryDevice, Op::QueryPort, Op::GetPortImmutable];
 
-/// A set of [`Op`]s.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct OpSet(u64);
-
-impl OpSet {
-    /// The empty set.
-    pub const EMPTY: OpSet = OpSet(0);
-
-    /// The set with `op` added.
-    pub const fn with(self, op: Op) -> OpSet {
-        OpSet(self.0 | (1 << op as u8))
-    }
-
-    /// Whether `op` is in the set.
-    pub const fn contains(self, op: Op) -> bool {
-        self.0 & (1 << op as u8) != 0
-    }
-
-    /// The ops driver `T` implements.
-    pub const fn of<T: Driver>() -> OpSet {
-        let mut s = OpSet::EMPTY.with(Op::QueryDevice);
-        if T::HAS_QUERY_PORT {
-            s = s.with(Op::QueryPort);
+impl<D: Driver> Ops<D> {
+    /// Merges `src` into `self` (upstream `ib_set_device_ops()`): each op
+    /// is copied only where `self` has none yet (first setter wins);
+    /// `driver_id` and the owner module are taken from the first table that
+    /// sets them; `uverbs_abi_ver` is overwritten when `src` sets one.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` when `src` claims a different `driver_id` or owner than an
+    /// earlier table (upstream WARNs and takes it; a device whose tables
+    /// disagree on who drives it is refused here). `self` is unchanged then.
+    pub fn set(&mut self, src: &Ops<D>) -> Result {
+        if src.driver_id != DriverId::Unknown
+            && self.driver_id != DriverId::Unknown
+            && self.driver_id != src.driver_id
+        {
+            pr_err!(
+                "ib_core_rs: ops table claims driver_id {} but the device has {}\n",
+                src.driver_id as u32,
+                self.driver_id as u32
+            );
+            return Err(EINVAL);
         }
-        if T::HAS_GET_PORT_IMMUTABLE {
-            s = s.with(Op::GetPortImmutable);
+        if let (Some(a), Some(b)) = (self.owner, src.owner) {
+            if a != b {
+                pr_err!(
+                    "ib_core_rs: ops table of module {:?} mixed into a device of {:?}\n",
+                    b,
+                    a
+                );
+                return Err(EINVAL);
+            }
         }
-        if T::HAS_GET_DEV_FW_STR {
-            s = s.with(Op::GetDevFwStr);
+        if src.driver_id != DriverId::Unknown {
+            self.driver_id = src.driver_id;
         }
-        s
-    }
-}
-
-/// Checks that `ops` holds every mandatory op.
-///
-/// # Errors
-///
-/// Returns the first missing op, so that registration can name it.
-pub fn check_mandatory(ops: OpSet) -> core::result::Result<(), Op> {
-    for op in MANDATORY {
-        if !ops.contains(op) {
-            return Err(op);
+        if self.owner.is_none() {
+            self.owner = src.owner;
         }
-    }
-    Ok(())
-}
-
-#[kunit_tests(ib_core_rs_ops)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn full_set_passes() {
-        let ops = OpSet::EMPTY
-            .with(Op::QueryDevice)
-            .with(Op::QueryPort)
-            .with(Op::GetPortImmutable);
-        assert_eq!(check_mandatory(ops), Ok(()));
+        if src.uverbs_abi_ver != 0 {
+            self.uverbs_abi_ver = src.uverbs_abi_ver;
+        }
+        self.fill_empty_slots(src);
+        Ok(())
     }
 
-    #[test]
-    fn missing_op_is_named() {
-        let ops = OpSet::EMPTY
-            .with(Op::QueryDevice)
-            .with(Op::GetPortImmutable);
-        assert_eq!(check_mandatory(ops), Err(Op::QueryPort));
-        assert_eq!(Op::QueryPort.name(), "query_port");
-        assert_eq!(check_mandatory(OpSet::EMPTY), Err(Op::QueryDevice));
+    /// Builds a table from partial tables in order (each [`Ops::set`]).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` on a `driver_id` or owner conflict.
+    pub fn assemble(tables: &[&Ops<D>]) -> Result<Self> {
+        let mut ops = Self::EMPTY;
+        for t in tables {
+            ops.set(t)?;
+        }
+        Ok(ops)
     }
 
-    #[test]
-    fn optional_op_is_not_required() {
-        let ops = OpSet::EMPTY
-            .with(Op::QueryDevice)
-            .with(Op::QueryPort)
-            .with(Op::GetPortImmutable);
-        assert!(!ops.contains(Op::GetDevFwStr));
-        assert_eq!(check_mandatory(ops.with(Op::GetDevFwStr)), Ok(()));
+    /// Checks that every mandatory op is set.
+    ///
+    /// # Errors
+    ///
+    /// Returns the first missing op, so that registration can name it.
+    pub fn check_mandatory(&self) -> core::result::Result<(), Op> {
+        for op in MANDATORY {
+            if !self.has(op) {
+                return Err(op);
+            }
+        }
+        Ok(())
+    }
+
+    /// The driver id the assembled table claims.
+    pub fn driver_id(&self) -> DriverId {
+        self.driver_id
+    }
+
+    /// The uverbs ABI version (upstream `ops.uverbs_abi_ver`).
+    pub fn uverbs_abi_ver(&self) -> u32 {
+        self.uverbs_abi_ver
+    }
+
+    /// The module that provided the first table (upstream `ops.owner`).
+    pub fn owner(&self) -> Option<&'static CStr> {
+        self.owner
     }
 }

@@ -10,6 +10,8 @@ kmemleak_clear
 
 suite_begin vm_ours_lifecycle
 load_ours
+load_core_tests
+unload_core_tests
 unload_ours
 suite_end
 

@@ -6,6 +6,14 @@ load_ours() {
 	t_check "insmod ib_core_rs" insmod $RDMARS_MODS/ib_core_rs.ko
 	t_check "insmod mlx5_ib_rs $*" insmod $RDMARS_MODS/mlx5_ib_rs.ko "$@"
 }
+# The core's KUnit suites with a mock RDMA driver (tests/kunit/) run at
+# this insmod; load after ib_core_rs, unload before it.
+load_core_tests() {
+	t_check "insmod ib_core_rs_test" insmod $RDMARS_MODS/ib_core_rs_test.ko
+}
+unload_core_tests() {
+	t_check "rmmod ib_core_rs_test" rmmod ib_core_rs_test
+}
 unload_ours() {
 	t_check "rmmod mlx5_ib_rs" rmmod mlx5_ib_rs
 	t_check "rmmod ib_core_rs" rmmod ib_core_rs

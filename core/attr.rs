@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device and port attributes as drivers report them (upstream
+//! `struct ib_device_attr`, `struct ib_port_attr`,
+//! `struct ib_port_immutable`, `union ib_gid` in `include/rdma/ib_verbs.h`).
+
+/// Device attributes (upstream `struct ib_device_attr`, the fields used so far).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceAttr {
+    /// Firmware version as the driver encodes it.
+    pub fw_ver: u64,
+    /// Node GUID (network byte order as a number).
+    pub node_guid: u64,
+    /// System image GUID.
+    pub sys_image_guid: u64,
+    /// IEEE vendor id (0x02c9 for Mellanox/NVIDIA).
+    pub vendor_id: u32,
+    /// Vendor part id (the PCI device id for mlx5).
+    pub vendor_part_id: u32,
+    /// Hardware revision.
+    pub hw_ver: u32,
+    /// Maximum number of QPs.
+    pub max_qp: u32,
+    /// Maximum work requests per QP.
+    pub max_qp_wr: u32,
+    /// Maximum number of CQs.
+    pub max_cq: u32,
+    /// Maximum entries per CQ.
+    pub max_cqe: u32,
+    /// Maximum number of MRs.
+    pub max_mr: u32,
+    /// Maximum number of PDs.
+    pub max_pd: u32,
+}
+
+/// Logical port state (upstream `enum ib_port_state`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PortState {
+    /// `IB_PORT_NOP`.
+    #[default]
+    Nop = 0,
+    /// `IB_PORT_DOWN`.
+    Down = 1,
+    /// `IB_PORT_INIT`.
+    Init = 2,
+    /// `IB_PORT_ARMED`.
+    Armed = 3,
+    /// `IB_PORT_ACTIVE`.
+    Active = 4,
+    /// `IB_PORT_ACTIVE_DEFER`.
+    ActiveDefer = 5,
+}
+
+/// Port attributes (upstream `struct ib_port_attr`, the fields used so far).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortAttr {
+    /// Subnet prefix (the upper 64 bits of the port's GIDs).
+    pub subnet_prefix: u64,
+    /// Logical state.
+    pub state: PortState,
+    /// Physical state (`5` is LinkUp).
+    pub phys_state: u8,
+    /// Base LID.
+    pub lid: u32,
+    /// LID mask count.
+    pub lmc: u8,
+    /// Subnet manager LID.
+    pub sm_lid: u32,
+    /// Subnet manager service level.
+    pub sm_sl: u8,
+    /// Port capability mask.
+    pub port_cap_flags: u32,
+}
+
+/// Link layer of a port (upstream `IB_LINK_LAYER_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// InfiniBand.
+    #[default]
+    Infiniband,
+    /// Ethernet (RoCE).
+    Ethernet,
+}
+
+/// Data of a port that does not change while the device is registered
+/// (upstream `struct ib_port_immutable`, filled by `get_port_immutable`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortImmutable {
+    /// Number of P_Key table entries.
+    pub pkey_tbl_len: u32,
+    /// Number of GID table entries.
+    pub gid_tbl_len: u32,
+    /// `RDMA_CORE_CAP_*` flags.
+    pub core_cap_flags: u32,
+    /// Largest MAD the port handles.
+    pub max_mad_size: u32,
+    /// Link layer.
+    pub link_layer: LinkLayer,
+}
+
+/// A GID (upstream `union ib_gid`): 16 bytes, network byte order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Gid(pub [u8; 16]);
+
+impl Gid {
+    /// The all-zero GID, which marks an empty table entry.
+    pub const ZERO: Gid = Gid([0; 16]);
+
+    /// A GID from a subnet prefix and an interface id (both host numbers).
+    pub fn new(subnet_prefix: u64, interface_id: u64) -> Gid {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&subnet_prefix.to_be_bytes());
+        b[8..].copy_from_slice(&interface_id.to_be_bytes());
+        Gid(b)
+    }
+
+    /// Whether this is the zero GID (an empty entry).
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 16]
+    }
+}

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The port cache (upstream `drivers/infiniband/core/cache.c`): per port
+//! the GID table, the P_Key table, the port state, the LMC and the subnet
+//! prefix, filled at registration (`ib_cache_setup_one()`) and refreshed on
+//! port events (`ib_cache_update()`), so that consumers read them without
+//! calling the driver.
+//!
+//! The GID table is read with the driver's `query_gid` for every port that
+//! has one (upstream does so for IB ports; RoCE GIDs come from the netdev
+//! tracking in `roce_gid_mgmt.c`, TODO). A zero GID is an empty entry.
+
+use crate::attr::{Gid, PortState};
+use crate::device::{Device, DeviceCore, Info, PortData};
+use crate::driver::Driver;
+use kernel::prelude::*;
+
+/// The cached data of one port (upstream `struct ib_port_cache` plus the
+/// GID table).
+pub(crate) struct PortCache {
+    gids: KVec<Gid>,
+    pkeys: KVec<u16>,
+    state: PortState,
+    lmc: u8,
+    subnet_prefix: u64,
+}
+
+impl PortCache {
+    pub(crate) fn new() -> Self {
+        PortCache {
+            gids: KVec::new(),
+            pkeys: KVec::new(),
+            state: PortState::Nop,
+            lmc: 0,
+            subnet_prefix: 0,
+        }
+    }
+}
+
+/// The data of `port`, checking it (upstream `rdma_is_port_valid()`).
+pub(crate) fn port(info: &Info, port: u32) -> Result<&PortData> {
+    if port == 0 {
+        return Err(EINVAL);
+    }
+    info.ports.get(port as usize - 1).ok_or(EINVAL)
+}
+
+/// Re-reads one port from the driver and replaces its cache (upstream
+/// `ib_cache_update()`). The driver is called without the cache lock held.
+pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
+    let imm = dev.port_immutable(port_num)?;
+    let ops = dev.ops();
+    let attr = (ops.query_port.ok_or(EOPNOTSUPP)?)(dev, port_num)?;
+    let mut gids = KVec::with_capacity(imm.gid_tbl_len as usize, GFP_KERNEL)?;
+    if let Some(q) = ops.query_gid {
+        for i in 0..imm.gid_tbl_len {
+            gids.push(q(dev, port_num, i)?, GFP_KERNEL)?;
+        }
+    }
+    let mut pkeys = KVec::with_capacity(imm.pkey_tbl_len as usize, GFP_KERNEL)?;
+    if imm.pkey_tbl_len != 0 {
+        let q = ops.query_pkey.ok_or(EOPNOTSUPP)?;
+        for i in 0..imm.pkey_tbl_len {
+            pkeys.push(q(dev, port_num, i)?, GFP_KERNEL)?;
+        }
+    }
+    let new = PortCache {
+        gids,
+        pkeys,
+        state: attr.state,
+        lmc: attr.lmc,
+        subnet_prefix: attr.subnet_prefix,
+    };
+    let old = {
+        let mut info = dev.info.lock();
+        let idx = port_num as usize - 1;
+        let p = info.ports.get_mut(idx).ok_or(EINVAL)?;
+        core::mem::replace(&mut p.cache, new)
+    };
+    drop(old);
+    Ok(())
+}
+
+impl DeviceCore {
+    fn with_port<R>(&self, port_num: u32, f: impl FnOnce(&PortData) -> Result<R>) -> Result<R> {
+        let info = self.info.lock();
+        f(port(&info, port_num)?)
+    }
+
+    /// Reads a cached GID (upstream `rdma_query_gid()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port or an index beyond the table, `ENOENT` for
+    /// an empty entry.
+    pub fn query_gid(&self, port_num: u32, index: u32) -> Result<Gid> {
+        self.with_port(port_num, |p| {
+            let gid = *p.cache.gids.get(index as usize).ok_or(EINVAL)?;
+            if gid.is_zero() {
+                Err(ENOENT)
+            } else {
+                Ok(gid)
+            }
+        })
+    }
+
+    /// Reads a cached P_Key (upstream `ib_get_cached_pkey()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port or an index beyond the table.
+    pub fn get_cached_pkey(&self, port_num: u32, index: u32) -> Result<u16> {
+        self.with_port(port_num, |p| {
+            p.cache.pkeys.get(index as usize).copied().ok_or(EINVAL)
+        })
+    }
+
+    /// Finds a P_Key's index, matching the low 15 bits and preferring a
+    /// full-member entry (upstream `ib_find_cached_pkey()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port, `ENOENT` when no entry matches.
+    pub fn find_cached_pkey(&self, port_num: u32, pkey: u16) -> Result<u32> {
+        self.with_port(port_num, |p| {
+            let mut partial = None;
+            for (i, &k) in p.cache.pkeys.iter().enumerate() {
+                if k & 0x7fff == pkey & 0x7fff {
+                    if k & 0x8000 != 0 {
+                        return Ok(i as u32);
+                    }
+                    partial.get_or_insert(i as u32);
+                }
+            }
+            partial.ok_or(ENOENT)
+        })
+    }
+
+    /// The cached port state (upstream `ib_get_cached_port_state()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port.
+    pub fn get_cached_port_state(&self, port_num: u32) -> Result<PortState> {
+        self.with_port(port_num, |p| Ok(p.cache.state))
+    }
+
+    /// The cached LID mask count (upstream `ib_get_cached_lmc()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port.
+    pub fn get_cached_lmc(&self, port_num: u32) -> Result<u8> {
+        self.with_port(port_num, |p| Ok(p.cache.lmc))
+    }
+
+    /// The cached subnet prefix (upstream `ib_get_cached_subnet_prefix()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port.
+    pub fn get_cached_subnet_prefix(&self, port_num: u32) -> Result<u64> {
+        self.with_port(port_num, |p| Ok(p.cache.subnet_prefix))
+    }
+
+    /// Sizes of the cached GID and P_Key tables of a port.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port.
+    pub fn cached_table_lens(&self, port_num: u32) -> Result<(usize, usize)> {
+        self.with_port(port_num, |p| Ok((p.cache.gids.len(), p.cache.pkeys.len())))
+    }
+}

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Clients: kernel components that want to know about every device
+//! (upstream `struct ib_client`, `ib_register_client()`,
+//! `ib_unregister_client()`, `add_client_context()`,
+//! `remove_client_context()` in `drivers/infiniband/core/device.c`).
+//!
+//! Every client add and remove, on device registration, device
+//! unregistration, client registration and client unregistration, runs with
+//! the global client lock held (upstream `clients_rwsem`), so a client never
+//! sees `remove` for a device before `add` completed. Callbacks must not
+//! register or unregister clients or devices.
+//!
+//! Order: a device gets its clients in registration order and loses them in
+//! reverse (LIFO), as upstream's `disable_device()`.
+
+use crate::device::{DeviceCore, IbDevice};
+use crate::event::Event;
+use crate::global::CLIENTS;
+use crate::registry;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// A kernel client of the RDMA core (upstream `struct ib_client`).
+pub trait Client: Send + Sync + 'static {
+    /// The client's name (upstream `ib_client.name`).
+    fn name(&self) -> &'static CStr;
+
+    /// A device became available (upstream `ib_client.add`).
+    ///
+    /// # Errors
+    ///
+    /// Any error: as upstream, it is logged and ignored, and this client
+    /// gets no further calls for the device.
+    fn add(&self, dev: &DeviceCore) -> Result;
+
+    /// The device is going away; release everything taken from it
+    /// (upstream `ib_client.remove`).
+    fn remove(&self, dev: &DeviceCore);
+
+    /// An asynchronous event on a device the client was added to.
+    fn event(&self, _dev: &DeviceCore, _ev: &Event) {}
+}
+
+struct Registered {
+    id: u32,
+    client: Arc<dyn Client>,
+}
+
+/// The registered clients (behind [`CLIENTS`]).
+pub(crate) struct ClientTable {
+    clients: KVec<Registered>,
+    next_id: u32,
+}
+
+impl ClientTable {
+    /// An empty table.
+    pub(crate) const fn new() -> Self {
+        ClientTable {
+            clients: KVec::new(),
+            next_id: 0,
+        }
+    }
+}
+
+/// A client attached to one device.
+pub(crate) struct ClientCtx {
+    pub(crate) id: u32,
+    pub(crate) client: Arc<dyn Client>,
+}
+
+/// Registration of a client; dropping it unregisters the client: it is
+/// removed from every device it was added to, in device index order
+/// (upstream `ib_unregister_client()`).
+pub struct ClientRegistration {
+    id: u32,
+}
+
+/// Registers `client` and adds it to every registered device (upstream
+/// `ib_register_client()`).
+///
+/// # Errors
+///
+/// `ENOMEM`.
+pub fn register_client(client: Arc<dyn Client>) -> Result<ClientRegistration> {
+    let mut t = CLIENTS.lock();
+    let id = t.next_id;
+    t.clients.push(
+        Registered {
+            id,
+            client: client.clone(),
+        },
+        GFP_KERNEL,
+    )?;
+    t.next_id = t.next_id.wrapping_add(1);
+    let mut after = None;
+    while let Some(dev) = registry::next_registered(after) {
+        after = Some(dev.core().index());
+        add_client_context(dev.core(), id, &client);
+    }
+    Ok(ClientRegistration { id })
+}
+
+impl Drop for ClientRegistration {
+    // upstream: ib_unregister_client().
+    fn drop(&mut self) {
+        let mut t = CLIENTS.lock();
+        let mut after = None;
+        while let Some(dev) = registry::next_registered(after) {
+            after = Some(dev.core().index());
+            remove_client_context(dev.core(), self.id);
+        }
+        t.clients.retain(|r| r.id != self.id);
+    }
+}
+
+/// Adds one client to one device (upstream `add_client_context()`). The
+/// caller holds the client lock.
+fn add_client_context(dev: &DeviceCore, id: u32, client: &Arc<dyn Client>) {
+    if dev.clients.lock().iter().any(|c| c.id == id) {
+        return;
+    }
+    if let Err(e) = client.add(dev) {
+        pr_info!(
+            "ib_core_rs: {}: client {:?} add failed ({:?}); not attached\n",
+            dev.name(),
+            client.name(),
+            e
+        );
+        return;
+    }
+    let ctx = ClientCtx {
+        id,
+        client: client.clone(),
+    };
+    if dev.clients.lock().push(ctx, GFP_KERNEL).is_err() {
+        pr_err!(
+            "ib_core_rs: {}: no memory to attach client {:?}\n",
+            dev.name(),
+            client.name()
+        );
+        client.remove(dev);
+    }
+}
+
+/// Removes one client from one device (upstream `remove_client_context()`).
+fn remove_client_context(dev: &DeviceCore, id: u32) {
+    let mut taken = None;
+    {
+        let mut list = dev.clients.lock();
+        if let Some(pos) = list.iter().position(|c| c.id == id) {
+            taken = list.remove(pos).ok();
+        }
+    }
+    if let Some(ctx) = taken {
+        ctx.client.remove(dev);
+    }
+}
+
+/// Marks `dev` registered and adds every client in registration order
+/// (upstream `enable_device_and_get()`); `enable` runs first, under the
+/// client lock, as upstream's `ops.enable_driver`.
+///
+/// # Errors
+///
+/// The error of `enable`; the device is left unmarked then.
+pub(crate) fn enable_device(dev: &dyn IbDevice, enable: impl FnOnce() -> Result) -> Result {
+    let t = CLIENTS.lock();
+    dev.core().set_registered(true);
+    if let Err(e) = enable() {
+        dev.core().set_registered(false);
+        return Err(e);
+    }
+    for r in t.clients.iter() {
+        add_client_context(dev.core(), r.id, &r.client);
+    }
+    Ok(())
+}
+
+/// Unmarks `dev` and removes its clients, newest first (upstream
+/// `disable_device()`).
+pub(crate) fn disable_device(dev: &DeviceCore) {
+    let _t = CLIENTS.lock();
+    dev.set_registered(false);
+    loop {
+        let ctx = dev.clients.lock().pop();
+        match ctx {
+            Some(ctx) => ctx.client.remove(dev),
+            None => break,
+        }
+    }
+}
+
+/// Frees the client table's storage at module exit (see
+/// [`registry::shutdown`]).
+pub(crate) fn shutdown() {
+    let old = core::mem::replace(&mut CLIENTS.lock().clients, KVec::new());
+    if old.is_empty() {
+        drop(old);
+    } else {
+        core::mem::forget(old);
+    }
+}
+
+/// Number of registered clients.
+pub fn client_count() -> usize {
+    CLIENTS.lock().clients.len()
+}

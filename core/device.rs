@@ -1,0 +1,648 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Devices: allocation, registration, the registration refcount,
+//! unregistration and dealloc (upstream `_ib_alloc_device()`,
+//! `ib_register_device()`, `ib_device_try_get()`/`ib_device_put()`,
+//! `ib_unregister_device()`, `ib_unregister_device_queued()`,
+//! `ib_dealloc_device()` in `drivers/infiniband/core/device.c`).
+//!
+//! Ownership: a [`Device<D>`] lives in an [`Arc`]; the driver, the registry
+//! (from registration to dealloc) and every verbs object hold one. Memory
+//! goes when the last one is dropped, so dealloc is separate from both
+//! unregister and freeing, as upstream (`put_device()` ... `kfree_rcu`).
+//!
+//! The registration refcount is separate: it is 1 while registered (the
+//! registration's own reference), [`Device::try_get`] takes more while it is
+//! non-zero, and unregister drops the base reference and waits on a
+//! [`Completion`] until every taken reference is back.
+//!
+//! Locks, outermost first: `reg` (upstream `unregistration_lock`), the
+//! global client lock, the global registry lock, then the short per-device
+//! `ident`, `info`, `clients` and `handlers` locks.
+
+use crate::attr::{DeviceAttr, PortAttr, PortImmutable};
+use crate::client::{self, ClientCtx};
+use crate::driver::Driver;
+use crate::event::{self, Event, HandlerEntry};
+use crate::ops::Ops;
+use crate::registry;
+use crate::restrack::Restrack;
+use core::ops::Deref;
+use kernel::prelude::*;
+use kernel::str::BStr;
+use kernel::sync::atomic::{Atomic, Full, Relaxed};
+use kernel::sync::{Arc, Completion, Mutex};
+
+/// Upstream `IB_DEVICE_NAME_MAX`: names are at most 63 bytes.
+pub const IB_DEVICE_NAME_MAX: usize = 64;
+
+/// A device name (upstream `ib_device.name`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DevName {
+    buf: [u8; IB_DEVICE_NAME_MAX],
+    len: usize,
+}
+
+impl DevName {
+    /// The empty name of a device not yet registered.
+    pub const EMPTY: DevName = DevName {
+        buf: [0; IB_DEVICE_NAME_MAX],
+        len: 0,
+    };
+
+    /// A name from bytes.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` when empty or longer than 63 bytes.
+    pub fn new(b: &[u8]) -> Result<DevName> {
+        if b.is_empty() || b.len() >= IB_DEVICE_NAME_MAX {
+            return Err(EINVAL);
+        }
+        let mut n = DevName::EMPTY;
+        n.buf[..b.len()].copy_from_slice(b);
+        n.len = b.len();
+        Ok(n)
+    }
+
+    /// `prefix` `n` `suffix`, as `%d` formats it.
+    pub(crate) fn format(prefix: &[u8], n: u32, suffix: &[u8]) -> Result<DevName> {
+        let mut digits = [0u8; 10];
+        let mut i = digits.len();
+        let mut v = n;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let d = &digits[i..];
+        let len = prefix.len() + d.len() + suffix.len();
+        if len >= IB_DEVICE_NAME_MAX {
+            return Err(EINVAL);
+        }
+        let mut name = DevName::EMPTY;
+        name.buf[..prefix.len()].copy_from_slice(prefix);
+        name.buf[prefix.len()..prefix.len() + d.len()].copy_from_slice(d);
+        name.buf[prefix.len() + d.len()..len].copy_from_slice(suffix);
+        name.len = len;
+        Ok(name)
+    }
+
+    /// The name's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl kernel::fmt::Display for DevName {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        kernel::fmt::Display::fmt(BStr::from_bytes(self.as_bytes()), f)
+    }
+}
+
+/// Where a device is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Phase {
+    /// Allocated, not registered (or registration failed and unwound).
+    Allocated = 0,
+    /// Registered: visible to clients and lookups.
+    Registered = 1,
+    /// Unregister is waiting for references to come back.
+    Unregistering = 2,
+    /// Unregistered; waiting for dealloc.
+    Unregistered = 3,
+}
+
+#[derive(Clone, Copy)]
+struct Ident {
+    name: DevName,
+    index: Option<u32>,
+}
+
+/// Per-port data: immutable data and the cache (upstream
+/// `struct ib_port_data` with `struct ib_port_cache`).
+pub(crate) struct PortData {
+    pub(crate) immutable: PortImmutable,
+    pub(crate) cache: crate::cache::PortCache,
+}
+
+pub(crate) struct Info {
+    pub(crate) attrs: DeviceAttr,
+    pub(crate) ports: KVec<PortData>,
+}
+
+/// The driver-independent part of a device (upstream the core fields of
+/// `struct ib_device`). Clients and event handlers see this.
+#[pin_data]
+pub struct DeviceCore {
+    #[pin]
+    reg: Mutex<()>,
+    phase: Atomic<i32>,
+    #[pin]
+    ident: Mutex<Ident>,
+    refcount: Atomic<i32>,
+    #[pin]
+    unreg_completion: Completion,
+    #[pin]
+    unregistered: Completion,
+    registered: Atomic<bool>,
+    unreg_queued: Atomic<bool>,
+    phys_port_cnt: u32,
+    #[pin]
+    pub(crate) info: Mutex<Info>,
+    #[pin]
+    pub(crate) clients: Mutex<KVec<ClientCtx>>,
+    #[pin]
+    pub(crate) handlers: Mutex<KVec<HandlerEntry>>,
+    next_handler: Atomic<i32>,
+    #[pin]
+    restrack: Restrack,
+}
+
+impl DeviceCore {
+    fn new(phys_port_cnt: u32) -> impl PinInit<Self> {
+        pin_init!(DeviceCore {
+            reg <- core_mutex!((), c"ib_device.unregistration_lock"),
+            phase: Atomic::new(Phase::Allocated as i32),
+            ident <- core_mutex!(
+                Ident {
+                    name: DevName::EMPTY,
+                    index: None,
+                },
+                c"ib_device.ident"
+            ),
+            refcount: Atomic::new(0),
+            unreg_completion <- Completion::new(),
+            unregistered <- Completion::new(),
+            registered: Atomic::new(false),
+            unreg_queued: Atomic::new(false),
+            phys_port_cnt,
+            info <- core_mutex!(
+                Info {
+                    attrs: DeviceAttr::default(),
+                    ports: KVec::new(),
+                },
+                c"ib_device.cache_lock"
+            ),
+            clients <- core_mutex!(KVec::new(), c"ib_device.client_data_lock"),
+            handlers <- core_mutex!(KVec::new(), c"ib_device.event_handler_lock"),
+            next_handler: Atomic::new(0),
+            restrack <- Restrack::new(),
+        })
+    }
+
+    /// The device name (empty before registration).
+    pub fn name(&self) -> DevName {
+        self.ident.lock().name
+    }
+
+    /// The device index (upstream `ib_device.index`); `u32::MAX` before
+    /// registration.
+    pub fn index(&self) -> u32 {
+        self.ident.lock().index.unwrap_or(u32::MAX)
+    }
+
+    /// The phase of the device's life.
+    pub fn phase(&self) -> Phase {
+        match self.phase.load(Relaxed) {
+            0 => Phase::Allocated,
+            1 => Phase::Registered,
+            2 => Phase::Unregistering,
+            _ => Phase::Unregistered,
+        }
+    }
+
+    fn set_phase(&self, p: Phase) {
+        self.phase.store(p as i32, kernel::sync::atomic::Release);
+    }
+
+    /// Whether the device is registered and visible (upstream the
+    /// `DEVICE_REGISTERED` mark).
+    pub fn is_registered(&self) -> bool {
+        self.registered.load(Relaxed)
+    }
+
+    pub(crate) fn set_registered(&self, v: bool) {
+        self.registered.store(v, kernel::sync::atomic::Release);
+    }
+
+    /// Number of physical ports (upstream `phys_port_cnt`).
+    pub fn phys_port_cnt(&self) -> u32 {
+        self.phys_port_cnt
+    }
+
+    /// The registration refcount (upstream `ib_device.refcount`): 0 when not
+    /// registered, 1 when registered and unused.
+    pub fn refcount(&self) -> i32 {
+        self.refcount.load(Relaxed)
+    }
+
+    /// The device's resource tracker.
+    pub fn restrack(&self) -> &Restrack {
+        &self.restrack
+    }
+
+    /// Device attributes read at registration (upstream `ib_device.attrs`).
+    pub fn attrs(&self) -> DeviceAttr {
+        self.info.lock().attrs
+    }
+
+    /// The immutable data of `port`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a port the device does not have.
+    pub fn port_immutable(&self, port: u32) -> Result<PortImmutable> {
+        let info = self.info.lock();
+        Ok(crate::cache::port(&info, port)?.immutable)
+    }
+
+    /// Number of clients attached to the device.
+    pub fn client_count(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    pub(crate) fn next_handler_id(&self) -> u32 {
+        self.next_handler.fetch_add(1, Relaxed) as u32
+    }
+
+    /// Takes a registration reference if the count is not zero (upstream
+    /// `ib_device_try_get()`: `refcount_inc_not_zero`).
+    fn try_get_raw(&self) -> bool {
+        let mut cur = self.refcount.load(Relaxed);
+        loop {
+            if cur <= 0 {
+                return false;
+            }
+            match self.refcount.cmpxchg(cur, cur + 1, Full) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Drops a registration reference; the last one wakes unregister
+    /// (upstream `ib_device_put()`).
+    fn put_raw(&self) {
+        if self.refcount.fetch_sub(1, Full) == 1 {
+            self.unreg_completion.complete_all();
+        }
+    }
+
+    /// Waits until an unregister (for example a queued one) has finished.
+    pub fn wait_unregistered(&self) {
+        self.unregistered.wait_for_completion();
+    }
+}
+
+/// What the registry and clients hold: any device, whatever its driver.
+pub trait IbDevice: Send + Sync + 'static {
+    /// The driver-independent part.
+    fn core(&self) -> &DeviceCore;
+
+    /// Unregisters the device (see [`Device::unregister`]).
+    fn unregister(&self);
+}
+
+/// A registration reference (upstream `ib_device_try_get()` paired with
+/// `ib_device_put()` on drop). While one exists, unregister waits.
+pub struct DeviceRef {
+    dev: Arc<dyn IbDevice>,
+}
+
+impl DeviceRef {
+    /// Takes a registration reference on `dev`; `None` once unregister has
+    /// dropped the count to zero (or before registration).
+    pub fn try_get(dev: Arc<dyn IbDevice>) -> Option<DeviceRef> {
+        if dev.core().try_get_raw() {
+            Some(DeviceRef { dev })
+        } else {
+            None
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<dyn IbDevice> {
+        &self.dev
+    }
+}
+
+impl Deref for DeviceRef {
+    type Target = DeviceCore;
+    fn deref(&self) -> &DeviceCore {
+        self.dev.core()
+    }
+}
+
+impl Drop for DeviceRef {
+    fn drop(&mut self) {
+        self.dev.core().put_raw();
+    }
+}
+
+/// An RDMA device of driver `D`: the core part, the assembled ops and the
+/// driver's private data in one allocation (upstream `struct mlx5_ib_dev`
+/// embedding `struct ib_device`).
+#[pin_data]
+pub struct Device<D: Driver> {
+    #[pin]
+    core: DeviceCore,
+    ops: Ops<D>,
+    #[pin]
+    data: D::DevData,
+}
+
+impl<D: Driver> Deref for Device<D> {
+    type Target = DeviceCore;
+    fn deref(&self) -> &DeviceCore {
+        &self.core
+    }
+}
+
+impl<D: Driver> IbDevice for Device<D> {
+    fn core(&self) -> &DeviceCore {
+        &self.core
+    }
+
+    fn unregister(&self) {
+        Device::unregister(self)
+    }
+}
+
+impl<D: Driver> Device<D> {
+    /// Allocates a device with its driver data in the same allocation
+    /// (upstream `_ib_alloc_device()`): the registration refcount is 0, the
+    /// resource tracker empty, nothing is visible yet. `ops` is the table
+    /// assembled from the driver's partial tables ([`Ops::assemble`]).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, or the error of `data`.
+    pub fn alloc(
+        ops: &Ops<D>,
+        phys_port_cnt: u32,
+        data: impl PinInit<D::DevData, Error>,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Device {
+                core <- DeviceCore::new(phys_port_cnt),
+                ops: *ops,
+                data <- data,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The driver's private data.
+    pub fn data(&self) -> &D::DevData {
+        &self.data
+    }
+
+    /// The assembled op table.
+    pub fn ops(&self) -> &Ops<D> {
+        &self.ops
+    }
+
+    /// Registers the device (upstream `ib_register_device()`), in
+    /// upstream's order: assign the name (`name` may hold one `%d`) and
+    /// index; check the mandatory ops; read every port's immutable data and
+    /// the device attributes; fill the port cache; mark the device
+    /// registered, call `enable_driver` and add the clients; drop the
+    /// registering thread's reference. Any failure unwinds every step
+    /// before it: the name is free again and the device can be deallocated
+    /// (or registered again).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` when already registered, for a missing mandatory op (named
+    /// in the log), no ports, or a bad name; `ENFILE` when the name is
+    /// taken; `ENOMEM`; any error of the driver's ops.
+    pub fn register(this: &Arc<Self>, name: &CStr) -> Result {
+        let _unreg = this.core.reg.lock();
+        if this.core.phase() != Phase::Allocated {
+            return Err(EINVAL);
+        }
+        // upstream: assign_name()
+        let (dev_name, index) = registry::assign(name, this.clone())?;
+        *this.core.ident.lock() = Ident {
+            name: dev_name,
+            index: Some(index),
+        };
+        if let Err(e) = Self::setup_and_enable(this) {
+            pr_err!("ib_core_rs: {}: registration failed: {:?}\n", dev_name, e);
+            {
+                let mut info = this.core.info.lock();
+                info.ports.clear();
+                info.attrs = DeviceAttr::default();
+            }
+            *this.core.ident.lock() = Ident {
+                name: DevName::EMPTY,
+                index: None,
+            };
+            registry::erase(index);
+            return Err(e);
+        }
+        this.core.set_phase(Phase::Registered);
+        // upstream: ib_device_put() of the registering thread's reference.
+        this.core.put_raw();
+        Ok(())
+    }
+
+    fn setup_and_enable(this: &Arc<Self>) -> Result {
+        let name = this.core.name();
+        // upstream: setup_device() -> ib_device_check_mandatory()
+        this.ops.check_mandatory().map_err(|op| {
+            pr_err!(
+                "ib_core_rs: {}: driver lacks mandatory op {}\n",
+                name,
+                op.name()
+            );
+            EINVAL
+        })?;
+        // upstream: setup_port_data() (alloc_port_data + get_port_immutable)
+        if this.core.phys_port_cnt == 0 {
+            pr_err!("ib_core_rs: {}: device has no ports\n", name);
+            return Err(EINVAL);
+        }
+        let get_imm = this.ops.get_port_immutable.ok_or(EINVAL)?;
+        let mut ports = KVec::with_capacity(this.core.phys_port_cnt as usize, GFP_KERNEL)?;
+        for port in 1..=this.core.phys_port_cnt {
+            let immutable = get_imm(this, port).inspect_err(|e| {
+                pr_err!(
+                    "ib_core_rs: {}: get_port_immutable({}) failed: {:?}\n",
+                    name,
+                    port,
+                    e
+                )
+            })?;
+            ports.push(
+                PortData {
+                    immutable,
+                    cache: crate::cache::PortCache::new(),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        // upstream: setup_device() -> ops.query_device
+        let query_device = this.ops.query_device.ok_or(EINVAL)?;
+        let attrs = query_device(this)
+            .inspect_err(|e| pr_err!("ib_core_rs: {}: query_device failed: {:?}\n", name, e))?;
+        {
+            let mut info = this.core.info.lock();
+            info.ports = ports;
+            info.attrs = attrs;
+        }
+        // upstream: ib_cache_setup_one()
+        for port in 1..=this.core.phys_port_cnt {
+            Self::cache_update(this, port)?;
+        }
+        // TODO(sysfs): device_add() and the port sysfs groups go here.
+        // upstream: enable_device_and_get(): refcount 2 (the registration
+        // and this thread), mark registered, enable_driver, add clients.
+        this.core.refcount.store(2, kernel::sync::atomic::Release);
+        let enable = this.ops.enable_driver;
+        let r = client::enable_device(&**this, || match enable {
+            Some(f) => f(this),
+            None => Ok(()),
+        });
+        if r.is_err() {
+            this.core.refcount.store(0, kernel::sync::atomic::Release);
+        }
+        r
+    }
+
+    /// Re-reads one port's cached data from the driver (upstream
+    /// `ib_cache_update()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port, `ENOMEM`, any error of the driver's
+    /// `query_port`, `query_gid`, `query_pkey`. The old cache stays then.
+    pub fn cache_update(this: &Self, port: u32) -> Result {
+        crate::cache::update(this, port)
+    }
+
+    /// Reports an asynchronous event (upstream `ib_dispatch_event()`):
+    /// refreshes the port cache for port events, then calls the device's
+    /// handlers and its clients.
+    pub fn dispatch_event(&self, ev: Event) {
+        if ev.kind.updates_cache() && ev.port != 0 {
+            if let Err(e) = crate::cache::update(self, ev.port) {
+                pr_err!(
+                    "ib_core_rs: {}: cache update for port {} failed: {:?}\n",
+                    self.core.name(),
+                    ev.port,
+                    e
+                );
+            }
+        }
+        event::deliver(&self.core, &ev);
+    }
+
+    /// Takes a registration reference (upstream `ib_device_try_get()`).
+    pub fn try_get(this: &Arc<Self>) -> Option<DeviceRef> {
+        DeviceRef::try_get(this.clone())
+    }
+
+    /// Unregisters the device and waits until it is no longer in use
+    /// (upstream `ib_unregister_device()`): clears the registered mark,
+    /// removes the clients newest first, drops the registration's reference
+    /// and waits until every reference from [`Device::try_get`] is back.
+    /// Does nothing if the device is not registered. The device stays
+    /// allocated (and its name taken) until [`Device::dealloc`].
+    pub fn unregister(&self) {
+        let unreg = self.core.reg.lock();
+        if self.core.phase() != Phase::Registered {
+            return;
+        }
+        self.core.set_phase(Phase::Unregistering);
+        // upstream: disable_device()
+        client::disable_device(&self.core);
+        self.core.put_raw();
+        self.core.unreg_completion.wait_for_completion();
+        // TODO(sysfs, nldev): RDMA_UNREGISTER_EVENT, device_del() here.
+        self.core.set_phase(Phase::Unregistered);
+        drop(unreg);
+        self.core.unregistered.complete_all();
+    }
+
+    /// Unregisters from a workqueue, for callers that must not block
+    /// (upstream `ib_unregister_device_queued()`). A second call while one
+    /// is queued does nothing. [`DeviceCore::wait_unregistered`] waits for
+    /// it.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` when the work item cannot be allocated.
+    pub fn unregister_queued(this: &Arc<Self>) -> Result {
+        queue_unregister(this.clone())
+    }
+
+    /// Deallocates the device (upstream `ib_dealloc_device()`): unregisters
+    /// it if the driver has not, calls the driver's `dealloc_driver`,
+    /// removes it from the registry (its name is free again), reports every
+    /// resource still tracked with its owner, and drops the caller's
+    /// reference. Memory is freed when the last reference (a leftover
+    /// object's, or a client's) goes. Returns the number of leftovers.
+    pub fn dealloc(this: Arc<Self>) -> usize {
+        Device::unregister(&this);
+        if let Some(f) = this.ops.dealloc_driver {
+            f(&this);
+        }
+        let ident = *this.core.ident.lock();
+        if let Some(index) = ident.index {
+            registry::erase(index);
+        }
+        let refs = this.core.refcount();
+        if refs != 0 {
+            pr_err!(
+                "ib_core_rs: {}: dealloc with registration refcount {}\n",
+                ident.name,
+                refs
+            );
+        }
+        this.core.restrack.report_leftovers(ident.name.as_bytes())
+    }
+
+    /// Queries the driver for the device attributes (not cached).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `query_device`; the driver's error.
+    pub fn query_device(this: &Self) -> Result<DeviceAttr> {
+        (this.ops.query_device.ok_or(EOPNOTSUPP)?)(this)
+    }
+
+    /// Queries the driver for a port's attributes (upstream
+    /// `ib_query_port()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a port the device does not have, `EOPNOTSUPP`, the
+    /// driver's error.
+    pub fn query_port(this: &Self, port: u32) -> Result<PortAttr> {
+        if port == 0 || port > this.core.phys_port_cnt {
+            return Err(EINVAL);
+        }
+        (this.ops.query_port.ok_or(EOPNOTSUPP)?)(this, port)
+    }
+}
+
+/// Non-generic so the work item's code lives in this module, whatever
+/// driver module queued it.
+fn queue_unregister(dev: Arc<dyn IbDevice>) -> Result {
+    if dev.core().unreg_queued.xchg(true, Full) {
+        return Ok(());
+    }
+    let core_ptr_dev = dev.clone();
+    kernel::workqueue::system()
+        .try_spawn(GFP_KERNEL, move || dev.unregister())
+        .map_err(|_| {
+            core_ptr_dev.core().unreg_queued.store(false, Relaxed);
+            ENOMEM
+        })
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel verbs: PD, CQ, SRQ, QP and MR for kernel consumers (upstream
+//! `drivers/infiniband/core/verbs.c` and the inline data-path verbs of
+//! `include/rdma/ib_verbs.h`).
+//!
+//! Every object is one allocation holding the core part and the driver's
+//! private data (upstream `rdma_zalloc_drv_obj()`), made in upstream's
+//! order: allocate the object and its restrack entry, call the driver,
+//! then (infallibly) take the references on the parents. So the only step
+//! after the driver's create is one that cannot fail, and a create has
+//! nothing to unwind on the driver's side.
+//!
+//! The usecnt graph (upstream `atomic_t usecnt` and `ib_qp_usecnt_inc()`)
+//! is expressed by [`Uses`]: a QP holds `Uses` of its PD, send CQ, receive
+//! CQ (two when they are the same CQ) and SRQ; an SRQ and an MR hold one of
+//! their PD. Destroying an object that still has users returns `EBUSY`
+//! (upstream `uverbs_free_pd()`, `ib_destroy_cq_user()`,
+//! `ib_destroy_srq_user()`, `ib_destroy_qp_user()`) and hands the object
+//! back in a [`DestroyError`].
+//!
+//! Dropping the last `Arc` of an object that was not destroyed destroys it
+//! (the driver's error is logged), so nothing can leak from the core's side.
+
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Full, Relaxed};
+use kernel::sync::Arc;
+
+mod cq;
+mod mr;
+mod pd;
+mod qp;
+mod srq;
+mod types;
+
+pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
+pub use mr::{AccessFlags, Mr, MrCreated, MrType};
+pub use pd::Pd;
+pub use qp::{Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr, QpState, QpType};
+pub use srq::{Srq, SrqInitAttr};
+pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
+
+/// A destroy that did not happen: the error and the object, still alive.
+pub struct DestroyError<T> {
+    /// `EBUSY` while the object has users, or the driver's error.
+    pub err: Error,
+    /// The object, as it was.
+    pub obj: T,
+}
+
+impl<T> core::fmt::Debug for DestroyError<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "DestroyError({:?})", self.err)
+    }
+}
+
+/// An object other objects can use (it has an upstream `usecnt`).
+pub trait Counted {
+    /// The use count.
+    fn usecnt_ref(&self) -> &Atomic<i32>;
+}
+
+/// A counted use of a parent object: holds it alive and counts in its
+/// `usecnt` until released or dropped (one edge of upstream's usecnt graph).
+pub struct Uses<T: Counted> {
+    obj: Arc<T>,
+    released: Atomic<bool>,
+}
+
+impl<T: Counted> Uses<T> {
+    pub(crate) fn new(obj: Arc<T>) -> Self {
+        obj.usecnt_ref().fetch_add(1, Full);
+        Uses {
+            obj,
+            released: Atomic::new(false),
+        }
+    }
+
+    /// The parent object.
+    pub fn get(&self) -> &Arc<T> {
+        &self.obj
+    }
+
+    /// Stops counting (the object that used the parent is destroyed); the
+    /// memory reference stays until drop.
+    pub(crate) fn release(&self) {
+        if !self.released.xchg(true, Full) {
+            self.obj.usecnt_ref().fetch_sub(1, Full);
+        }
+    }
+}
+
+impl<T: Counted> Drop for Uses<T> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The destroyed flag of an object: claimed by one destroy at a time.
+pub(crate) struct Liveness(Atomic<bool>);
+
+impl Liveness {
+    pub(crate) fn new() -> Self {
+        Liveness(Atomic::new(false))
+    }
+
+    /// Claims the destroy; `false` if it is destroyed or being destroyed.
+    pub(crate) fn claim(&self) -> bool {
+        !self.0.xchg(true, Full)
+    }
+
+    /// Gives a claim back after the driver refused.
+    pub(crate) fn unclaim(&self) {
+        self.0.store(false, kernel::sync::atomic::Release);
+    }
+
+    /// Whether destroyed (or being destroyed).
+    pub(crate) fn is_dead(&self) -> bool {
+        self.0.load(Relaxed)
+    }
+}
+
+/// Runs the shared destroy protocol: `EBUSY` while `usecnt` is not zero,
+/// `EINVAL` if already destroyed, else the driver op; on success `done`
+/// releases the core side.
+pub(crate) fn destroy_with<T>(
+    this: Arc<T>,
+    usecnt: impl Fn(&T) -> i32,
+    live: impl Fn(&T) -> &Liveness,
+    driver: impl FnOnce(&T) -> Result,
+    done: impl FnOnce(&T),
+) -> core::result::Result<(), DestroyError<Arc<T>>> {
+    if usecnt(&this) != 0 {
+        return Err(DestroyError {
+            err: EBUSY,
+            obj: this,
+        });
+    }
+    if !live(&this).claim() {
+        return Err(DestroyError {
+            err: EINVAL,
+            obj: this,
+        });
+    }
+    if let Err(err) = driver(&this) {
+        live(&this).unclaim();
+        return Err(DestroyError { err, obj: this });
+    }
+    done(&this);
+    Ok(())
+}

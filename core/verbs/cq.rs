@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues (upstream `__ib_create_cq()`, `ib_destroy_cq_user()`,
+//! and the inline `ib_poll_cq()`, `ib_req_notify_cq()`).
+
+use super::{destroy_with, Counted, DestroyError, Liveness, Wc};
+use crate::device::Device;
+use crate::driver::Driver;
+use crate::restrack::{Owner, ResType};
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::{Arc, UniqueArc};
+
+/// CQ creation attributes (upstream `struct ib_cq_init_attr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CqInitAttr {
+    /// Minimum number of entries.
+    pub cqe: u32,
+    /// Completion vector.
+    pub comp_vector: u32,
+}
+
+/// Which completions arm the notification (upstream `enum ib_cq_notify_flags`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CqNotify {
+    /// `IB_CQ_SOLICITED`.
+    Solicited,
+    /// `IB_CQ_NEXT_COMP`.
+    NextComp,
+}
+
+/// The consumer's handlers of a CQ (upstream `comp_handler` and
+/// `event_handler` with `cq_context`).
+pub trait CqHandler: Send + Sync + 'static {
+    /// A completion arrived after the CQ was armed.
+    fn completion(&self);
+
+    /// An asynchronous CQ error (upstream `IB_EVENT_CQ_ERR`).
+    fn event(&self) {}
+}
+
+/// A completion queue (upstream `struct ib_cq` with the driver's
+/// `D::CqData` in the same allocation).
+pub struct Cq<D: Driver> {
+    dev: Arc<Device<D>>,
+    usecnt: Atomic<i32>,
+    res_id: u32,
+    live: Liveness,
+    cqe: u32,
+    handler: Option<Arc<dyn CqHandler>>,
+    drv: D::CqData,
+}
+
+impl<D: Driver> Counted for Cq<D> {
+    fn usecnt_ref(&self) -> &Atomic<i32> {
+        &self.usecnt
+    }
+}
+
+impl<D: Driver> Cq<D> {
+    /// Creates a CQ (upstream `__ib_create_cq()`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `create_cq`, `EINVAL` for `cqe == 0`,
+    /// `ENOMEM`, the driver's error.
+    pub fn create(
+        dev: &Arc<Device<D>>,
+        attr: &CqInitAttr,
+        handler: Option<Arc<dyn CqHandler>>,
+        owner: Owner,
+    ) -> Result<Arc<Self>> {
+        let op = dev.ops().create_cq.ok_or(EOPNOTSUPP)?;
+        if attr.cqe == 0 {
+            return Err(EINVAL);
+        }
+        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let res_id = dev.restrack().add(ResType::Cq, owner)?;
+        let drv = op(dev, attr).inspect_err(|_| dev.restrack().del(ResType::Cq, res_id))?;
+        Ok(slot
+            .write(Cq {
+                dev: dev.clone(),
+                usecnt: Atomic::new(0),
+                res_id,
+                live: Liveness::new(),
+                cqe: attr.cqe,
+                handler,
+                drv,
+            })
+            .into())
+    }
+
+    /// Destroys the CQ (upstream `ib_destroy_cq_user()`).
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` while QPs use it, `EINVAL` if already destroyed, the
+    /// driver's error; the CQ is handed back.
+    pub fn destroy(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
+        destroy_with(
+            this,
+            |c| c.usecnt(),
+            |c| &c.live,
+            |c| c.driver_destroy(),
+            |c| c.dev.restrack().del(ResType::Cq, c.res_id),
+        )
+    }
+
+    fn driver_destroy(&self) -> Result {
+        match self.dev.ops().destroy_cq {
+            Some(f) => f(self),
+            None => Ok(()),
+        }
+    }
+
+    /// Polls completions into `wc`; returns how many (upstream
+    /// `ib_poll_cq()`: straight to the driver's op).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `poll_cq`; the driver's error.
+    #[inline]
+    pub fn poll(&self, wc: &mut [Wc]) -> Result<usize> {
+        match self.dev.ops().poll_cq {
+            Some(f) => f(self, wc),
+            None => Err(EOPNOTSUPP),
+        }
+    }
+
+    /// Arms the completion notification (upstream `ib_req_notify_cq()`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `req_notify_cq`; the driver's error.
+    #[inline]
+    pub fn req_notify(&self, flags: CqNotify) -> Result {
+        match self.dev.ops().req_notify_cq {
+            Some(f) => f(self, flags),
+            None => Err(EOPNOTSUPP),
+        }
+    }
+
+    /// Called by the driver when a completion arrives on an armed CQ
+    /// (upstream `cq->comp_handler(cq, cq->cq_context)`).
+    pub fn completion_event(&self) {
+        if let Some(h) = &self.handler {
+            h.completion();
+        }
+    }
+
+    /// Called by the driver on a CQ error (upstream `cq->event_handler`).
+    pub fn async_event(&self) {
+        if let Some(h) = &self.handler {
+            h.event();
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device<D>> {
+        &self.dev
+    }
+
+    /// The driver's private data.
+    pub fn data(&self) -> &D::CqData {
+        &self.drv
+    }
+
+    /// The requested number of entries.
+    pub fn cqe(&self) -> u32 {
+        self.cqe
+    }
+
+    /// Number of QPs using the CQ, a QP counted twice when it uses the CQ
+    /// for both queues (upstream `cq->usecnt`).
+    pub fn usecnt(&self) -> i32 {
+        self.usecnt.load(Relaxed)
+    }
+
+    /// The restrack ID.
+    pub fn res_id(&self) -> u32 {
+        self.res_id
+    }
+}
+
+impl<D: Driver> Drop for Cq<D> {
+    fn drop(&mut self) {
+        if self.live.claim() {
+            if let Err(e) = self.driver_destroy() {
+                pr_err!("ib_core_rs: destroy_cq failed at drop: {:?}\n", e);
+            }
+            self.dev.restrack().del(ResType::Cq, self.res_id);
+        }
+    }
+}

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions for kernel consumers (upstream `ib_get_dma_mr()`,
+//! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
+
+use super::{DestroyError, Liveness, Pd, Uses};
+use crate::driver::Driver;
+use crate::restrack::{Owner, ResType};
+use kernel::prelude::*;
+use kernel::sync::{Arc, UniqueArc};
+
+/// Access rights (upstream `enum ib_access_flags`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccessFlags(pub u32);
+
+impl AccessFlags {
+    /// `IB_ACCESS_LOCAL_WRITE`.
+    pub const LOCAL_WRITE: AccessFlags = AccessFlags(1);
+    /// `IB_ACCESS_REMOTE_WRITE`.
+    pub const REMOTE_WRITE: AccessFlags = AccessFlags(1 << 1);
+    /// `IB_ACCESS_REMOTE_READ`.
+    pub const REMOTE_READ: AccessFlags = AccessFlags(1 << 2);
+    /// `IB_ACCESS_REMOTE_ATOMIC`.
+    pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(1 << 3);
+}
+
+/// MR types for [`Mr::alloc`] (upstream `enum ib_mr_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MrType {
+    /// `IB_MR_TYPE_MEM_REG`: fast registration.
+    MemReg,
+    /// `IB_MR_TYPE_SG_GAPS`.
+    SgGaps,
+    /// `IB_MR_TYPE_DM`.
+    Dm,
+    /// `IB_MR_TYPE_USER`.
+    User,
+    /// `IB_MR_TYPE_DMA`.
+    Dma,
+    /// `IB_MR_TYPE_INTEGRITY`: not through [`Mr::alloc`].
+    Integrity,
+}
+
+/// What the driver's MR ops return: its data and the keys.
+pub struct MrCreated<T> {
+    /// The driver's private data.
+    pub data: T,
+    /// Local key.
+    pub lkey: u32,
+    /// Remote key.
+    pub rkey: u32,
+}
+
+/// A memory region (upstream `struct ib_mr` with the driver's `D::MrData`);
+/// it uses its PD.
+pub struct Mr<D: Driver> {
+    pd: Uses<Pd<D>>,
+    lkey: u32,
+    rkey: u32,
+    mr_type: MrType,
+    res_id: u32,
+    live: Liveness,
+    drv: D::MrData,
+}
+
+impl<D: Driver> Mr<D> {
+    fn create(
+        pd: &Arc<Pd<D>>,
+        mr_type: MrType,
+        owner: Owner,
+        op: impl FnOnce() -> Result<MrCreated<D::MrData>>,
+    ) -> Result<Arc<Self>> {
+        let dev = pd.device();
+        pd.check_alive()?;
+        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let res_id = dev.restrack().add(ResType::Mr, owner)?;
+        let c = op().inspect_err(|_| dev.restrack().del(ResType::Mr, res_id))?;
+        Ok(slot
+            .write(Mr {
+                pd: Uses::new(pd.clone()),
+                lkey: c.lkey,
+                rkey: c.rkey,
+                mr_type,
+                res_id,
+                live: Liveness::new(),
+                drv: c.data,
+            })
+            .into())
+    }
+
+    /// An MR for DMA to all memory (upstream `ib_get_dma_mr()`, used
+    /// through `pd->__internal_mr`); the PD gains a use.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `get_dma_mr`, `EINVAL` for a dead PD,
+    /// `ENOMEM`, the driver's error.
+    pub fn get_dma_mr(pd: &Arc<Pd<D>>, access: AccessFlags, owner: Owner) -> Result<Arc<Self>> {
+        let op = pd.device().ops().get_dma_mr.ok_or(EOPNOTSUPP)?;
+        Self::create(pd, MrType::Dma, owner, || op(pd, access))
+    }
+
+    /// An MR for fast registration with up to `max_num_sg` pages (upstream
+    /// `ib_alloc_mr()`); the PD gains a use.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `alloc_mr`, `EINVAL` for
+    /// [`MrType::Integrity`] (upstream: use `ib_alloc_mr_integrity()`) or a
+    /// dead PD, `ENOMEM`, the driver's error.
+    pub fn alloc(
+        pd: &Arc<Pd<D>>,
+        mr_type: MrType,
+        max_num_sg: u32,
+        owner: Owner,
+    ) -> Result<Arc<Self>> {
+        let op = pd.device().ops().alloc_mr.ok_or(EOPNOTSUPP)?;
+        if mr_type == MrType::Integrity {
+            return Err(EINVAL);
+        }
+        Self::create(pd, mr_type, owner, || op(pd, mr_type, max_num_sg))
+    }
+
+    /// Deregisters the MR (upstream `ib_dereg_mr_user()`); the PD loses
+    /// its use.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if already deregistered, the driver's error; the MR is
+    /// handed back.
+    pub fn dereg(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
+        super::destroy_with(
+            this,
+            |_| 0,
+            |m| &m.live,
+            |m| m.driver_dereg(),
+            |m| m.release(),
+        )
+    }
+
+    fn driver_dereg(&self) -> Result {
+        match self.pd.get().device().ops().dereg_mr {
+            Some(f) => f(self),
+            None => Ok(()),
+        }
+    }
+
+    fn release(&self) {
+        self.pd
+            .get()
+            .device()
+            .restrack()
+            .del(ResType::Mr, self.res_id);
+        self.pd.release();
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &Arc<Pd<D>> {
+        self.pd.get()
+    }
+
+    /// Local key.
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+
+    /// Remote key.
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
+    /// The type.
+    pub fn mr_type(&self) -> MrType {
+        self.mr_type
+    }
+
+    /// The driver's private data.
+    pub fn data(&self) -> &D::MrData {
+        &self.drv
+    }
+}
+
+impl<D: Driver> Drop for Mr<D> {
+    fn drop(&mut self) {
+        if self.live.claim() {
+            if let Err(e) = self.driver_dereg() {
+                pr_err!("ib_core_rs: dereg_mr failed at drop: {:?}\n", e);
+            }
+            self.release();
+        }
+    }
+}

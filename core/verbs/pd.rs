@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Protection domains (upstream `__ib_alloc_pd()`, `ib_dealloc_pd_user()`).
+
+use super::{destroy_with, Counted, DestroyError, Liveness};
+use crate::device::Device;
+use crate::driver::Driver;
+use crate::restrack::{Owner, ResType};
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::{Arc, UniqueArc};
+
+/// A protection domain (upstream `struct ib_pd` with the driver's
+/// `D::PdData` in the same allocation).
+pub struct Pd<D: Driver> {
+    dev: Arc<Device<D>>,
+    usecnt: Atomic<i32>,
+    res_id: u32,
+    live: Liveness,
+    drv: D::PdData,
+}
+
+impl<D: Driver> Counted for Pd<D> {
+    fn usecnt_ref(&self) -> &Atomic<i32> {
+        &self.usecnt
+    }
+}
+
+impl<D: Driver> Pd<D> {
+    /// Allocates a PD (upstream `ib_alloc_pd()` / `__ib_alloc_pd()`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `alloc_pd`, `ENOMEM`, the driver's error.
+    pub fn alloc(dev: &Arc<Device<D>>, owner: Owner) -> Result<Arc<Self>> {
+        let op = dev.ops().alloc_pd.ok_or(EOPNOTSUPP)?;
+        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let res_id = dev.restrack().add(ResType::Pd, owner)?;
+        let drv = op(dev).inspect_err(|_| dev.restrack().del(ResType::Pd, res_id))?;
+        Ok(slot
+            .write(Pd {
+                dev: dev.clone(),
+                usecnt: Atomic::new(0),
+                res_id,
+                live: Liveness::new(),
+                drv,
+            })
+            .into())
+    }
+
+    /// Deallocates the PD (upstream `ib_dealloc_pd_user()`; `EBUSY` as
+    /// `uverbs_free_pd()` while QPs, SRQs or MRs use it).
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` while used, `EINVAL` if already deallocated, the driver's
+    /// error; the PD is handed back.
+    pub fn dealloc(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
+        destroy_with(
+            this,
+            |p| p.usecnt(),
+            |p| &p.live,
+            |p| p.driver_dealloc(),
+            |p| p.dev.restrack().del(ResType::Pd, p.res_id),
+        )
+    }
+
+    fn driver_dealloc(&self) -> Result {
+        match self.dev.ops().dealloc_pd {
+            Some(f) => f(self),
+            None => Ok(()),
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device<D>> {
+        &self.dev
+    }
+
+    /// The driver's private data.
+    pub fn data(&self) -> &D::PdData {
+        &self.drv
+    }
+
+    /// Number of objects using the PD (upstream `pd->usecnt`).
+    pub fn usecnt(&self) -> i32 {
+        self.usecnt.load(Relaxed)
+    }
+
+    /// The restrack ID.
+    pub fn res_id(&self) -> u32 {
+        self.res_id
+    }
+
+    pub(crate) fn check_alive(&self) -> Result {
+        if self.live.is_dead() {
+            Err(EINVAL)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl<D: Driver> Drop for Pd<D> {
+    fn drop(&mut self) {
+        if self.live.claim() {
+            if let Err(e) = self.driver_dealloc() {
+                pr_err!("ib_core_rs: dealloc_pd failed at drop: {:?}\n", e);
+            }
+            self.dev.restrack().del(ResType::Pd, self.res_id);
+        }
+    }
+}

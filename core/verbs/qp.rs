@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs (upstream `ib_create_qp_kernel()`, `create_qp()`,
+//! `ib_qp_usecnt_inc()`/`_dec()`, `ib_modify_qp()`, `ib_query_qp()`,
+//! `ib_destroy_qp_user()`, and the inline `ib_post_send()`,
+//! `ib_post_recv()`).
+
+use super::{destroy_with, Counted, Cq, DestroyError, Liveness, Pd, RecvWr, SendWr, Srq, Uses};
+use crate::driver::Driver;
+use crate::restrack::{Owner, ResType};
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::{Arc, UniqueArc};
+
+/// QP transport types (upstream `enum ib_qp_type`, the kernel-verbs ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpType {
+    /// `IB_QPT_RC`.
+    Rc = 2,
+    /// `IB_QPT_UC`.
+    Uc = 3,
+    /// `IB_QPT_UD`.
+    Ud = 4,
+}
+
+/// QP states (upstream `enum ib_qp_state`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QpState {
+    /// `IB_QPS_RESET`.
+    #[default]
+    Reset = 0,
+    /// `IB_QPS_INIT`.
+    Init = 1,
+    /// `IB_QPS_RTR`.
+    Rtr = 2,
+    /// `IB_QPS_RTS`.
+    Rts = 3,
+    /// `IB_QPS_SQD`.
+    Sqd = 4,
+    /// `IB_QPS_SQE`.
+    Sqe = 5,
+    /// `IB_QPS_ERR`.
+    Err = 6,
+}
+
+/// Queue sizes (upstream `struct ib_qp_cap`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpCap {
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+    /// Scatter entries per send request.
+    pub max_send_sge: u32,
+    /// Scatter entries per receive request.
+    pub max_recv_sge: u32,
+    /// Inline data bytes.
+    pub max_inline_data: u32,
+}
+
+/// QP creation attributes (upstream `struct ib_qp_init_attr`).
+pub struct QpInitAttr<'a, D: Driver> {
+    /// The send CQ.
+    pub send_cq: &'a Arc<Cq<D>>,
+    /// The receive CQ (may be the send CQ).
+    pub recv_cq: &'a Arc<Cq<D>>,
+    /// An SRQ to receive from instead of an own receive queue.
+    pub srq: Option<&'a Arc<Srq<D>>>,
+    /// Transport.
+    pub qp_type: QpType,
+    /// Sizes.
+    pub cap: QpCap,
+    /// Signal every send (`IB_SIGNAL_ALL_WR`).
+    pub sq_sig_all: bool,
+}
+
+/// What the driver's `create_qp` returns: its data and the QP number.
+pub struct QpCreated<T> {
+    /// The driver's private data.
+    pub data: T,
+    /// The QP number the device assigned.
+    pub qp_num: u32,
+}
+
+/// Which [`QpAttr`] fields a modify sets (upstream `enum ib_qp_attr_mask`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpAttrMask(pub u32);
+
+impl QpAttrMask {
+    /// `IB_QP_STATE`.
+    pub const STATE: QpAttrMask = QpAttrMask(1);
+    /// `IB_QP_ACCESS_FLAGS`.
+    pub const ACCESS_FLAGS: QpAttrMask = QpAttrMask(1 << 3);
+    /// `IB_QP_PKEY_INDEX`.
+    pub const PKEY_INDEX: QpAttrMask = QpAttrMask(1 << 4);
+    /// `IB_QP_PORT`.
+    pub const PORT: QpAttrMask = QpAttrMask(1 << 5);
+    /// `IB_QP_QKEY`.
+    pub const QKEY: QpAttrMask = QpAttrMask(1 << 6);
+    /// `IB_QP_AV`.
+    pub const AV: QpAttrMask = QpAttrMask(1 << 7);
+    /// `IB_QP_PATH_MTU`.
+    pub const PATH_MTU: QpAttrMask = QpAttrMask(1 << 8);
+    /// `IB_QP_RQ_PSN`.
+    pub const RQ_PSN: QpAttrMask = QpAttrMask(1 << 12);
+    /// `IB_QP_SQ_PSN`.
+    pub const SQ_PSN: QpAttrMask = QpAttrMask(1 << 16);
+    /// `IB_QP_DEST_QPN`.
+    pub const DEST_QPN: QpAttrMask = QpAttrMask(1 << 20);
+
+    /// Whether every bit of `other` is set.
+    pub fn contains(self, other: QpAttrMask) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for QpAttrMask {
+    type Output = QpAttrMask;
+    fn bitor(self, rhs: QpAttrMask) -> QpAttrMask {
+        QpAttrMask(self.0 | rhs.0)
+    }
+}
+
+/// QP attributes (upstream `struct ib_qp_attr`, the fields used so far).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpAttr {
+    /// Target state.
+    pub qp_state: QpState,
+    /// Port number (1-based).
+    pub port_num: u32,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// `IB_ACCESS_*` flags.
+    pub qp_access_flags: u32,
+    /// Q_Key (UD).
+    pub qkey: u32,
+    /// Path MTU (`enum ib_mtu`).
+    pub path_mtu: u8,
+    /// Destination QP number.
+    pub dest_qp_num: u32,
+    /// Receive PSN.
+    pub rq_psn: u32,
+    /// Send PSN.
+    pub sq_psn: u32,
+}
+
+/// A queue pair (upstream `struct ib_qp` with the driver's `D::QpData`):
+/// it uses its PD, its CQs and its SRQ.
+pub struct Qp<D: Driver> {
+    pd: Uses<Pd<D>>,
+    send_cq: Uses<Cq<D>>,
+    recv_cq: Uses<Cq<D>>,
+    srq: Option<Uses<Srq<D>>>,
+    usecnt: Atomic<i32>,
+    qp_num: u32,
+    qp_type: QpType,
+    res_id: u32,
+    live: Liveness,
+    drv: D::QpData,
+}
+
+impl<D: Driver> Counted for Qp<D> {
+    fn usecnt_ref(&self) -> &Atomic<i32> {
+        &self.usecnt
+    }
+}
+
+impl<D: Driver> Qp<D> {
+    /// Creates a QP on `pd` (upstream `ib_create_qp_kernel()`): the driver
+    /// creates it, then the PD, the CQs and the SRQ gain a use each
+    /// (`ib_qp_usecnt_inc()`: the CQ twice when it serves both queues).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `create_qp`, `EINVAL` for a dead PD or objects
+    /// of another device, `ENOMEM`, the driver's error.
+    pub fn create(pd: &Arc<Pd<D>>, attr: &QpInitAttr<'_, D>, owner: Owner) -> Result<Arc<Self>> {
+        let dev = pd.device();
+        let op = dev.ops().create_qp.ok_or(EOPNOTSUPP)?;
+        pd.check_alive()?;
+        let same_dev = |d: &Arc<crate::device::Device<D>>| Arc::ptr_eq(d, dev);
+        if !same_dev(attr.send_cq.device())
+            || !same_dev(attr.recv_cq.device())
+            || attr.srq.is_some_and(|s| !same_dev(s.pd().device()))
+        {
+            return Err(EINVAL);
+        }
+        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let res_id = dev.restrack().add(ResType::Qp, owner)?;
+        let created = op(pd, attr).inspect_err(|_| dev.restrack().del(ResType::Qp, res_id))?;
+        Ok(slot
+            .write(Qp {
+                pd: Uses::new(pd.clone()),
+                send_cq: Uses::new(attr.send_cq.clone()),
+                recv_cq: Uses::new(attr.recv_cq.clone()),
+                srq: attr.srq.map(|s| Uses::new(s.clone())),
+                usecnt: Atomic::new(0),
+                qp_num: created.qp_num,
+                qp_type: attr.qp_type,
+                res_id,
+                live: Liveness::new(),
+                drv: created.data,
+            })
+            .into())
+    }
+
+    /// Destroys the QP (upstream `ib_destroy_qp_user()`); the PD, CQs and
+    /// SRQ lose their uses.
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` while the QP has users, `EINVAL` if already destroyed, the
+    /// driver's error; the QP is handed back.
+    pub fn destroy(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
+        destroy_with(
+            this,
+            |q| q.usecnt.load(Relaxed),
+            |q| &q.live,
+            |q| q.driver_destroy(),
+            |q| q.release(),
+        )
+    }
+
+    fn driver_destroy(&self) -> Result {
+        match self.pd.get().device().ops().destroy_qp {
+            Some(f) => f(self),
+            None => Ok(()),
+        }
+    }
+
+    // upstream: ib_qp_usecnt_dec() and rdma_restrack_del().
+    fn release(&self) {
+        self.pd
+            .get()
+            .device()
+            .restrack()
+            .del(ResType::Qp, self.res_id);
+        self.pd.release();
+        self.send_cq.release();
+        self.recv_cq.release();
+        if let Some(s) = &self.srq {
+            s.release();
+        }
+    }
+
+    /// Changes attributes and state (upstream `ib_modify_qp()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a port the device does not have or a destroyed QP,
+    /// `EOPNOTSUPP` without `modify_qp`, the driver's error.
+    pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        let dev = self.pd.get().device();
+        let op = dev.ops().modify_qp.ok_or(EOPNOTSUPP)?;
+        if self.live.is_dead() {
+            return Err(EINVAL);
+        }
+        // upstream: _ib_modify_qp() checks the port before the driver.
+        if mask.contains(QpAttrMask::PORT)
+            && (attr.port_num == 0 || attr.port_num > dev.phys_port_cnt())
+        {
+            return Err(EINVAL);
+        }
+        op(self, attr, mask)
+    }
+
+    /// Reads the attributes (upstream `ib_query_qp()`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `query_qp`, the driver's error.
+    pub fn query(&self) -> Result<QpAttr> {
+        (self.pd.get().device().ops().query_qp.ok_or(EOPNOTSUPP)?)(self)
+    }
+
+    /// Posts send work requests (upstream `ib_post_send()`: straight to
+    /// the driver's op).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `post_send`; the driver's error.
+    #[inline]
+    pub fn post_send(&self, wr: &[SendWr<'_>]) -> Result {
+        match self.pd.get().device().ops().post_send {
+            Some(f) => f(self, wr),
+            None => Err(EOPNOTSUPP),
+        }
+    }
+
+    /// Posts receive work requests (upstream `ib_post_recv()`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `post_recv`; the driver's error.
+    #[inline]
+    pub fn post_recv(&self, wr: &[RecvWr<'_>]) -> Result {
+        match self.pd.get().device().ops().post_recv {
+            Some(f) => f(self, wr),
+            None => Err(EOPNOTSUPP),
+        }
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &Arc<Pd<D>> {
+        self.pd.get()
+    }
+
+    /// The send CQ.
+    pub fn send_cq(&self) -> &Arc<Cq<D>> {
+        self.send_cq.get()
+    }
+
+    /// The receive CQ.
+    pub fn recv_cq(&self) -> &Arc<Cq<D>> {
+        self.recv_cq.get()
+    }
+
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        self.qp_num
+    }
+
+    /// The transport.
+    pub fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+
+    /// The driver's private data.
+    pub fn data(&self) -> &D::QpData {
+        &self.drv
+    }
+}
+
+impl<D: Driver> Drop for Qp<D> {
+    fn drop(&mut self) {
+        if self.live.claim() {
+            if let Err(e) = self.driver_destroy() {
+                pr_err!("ib_core_rs: destroy_qp failed at drop: {:?}\n", e);
+            }
+            self.release();
+        }
+    }
+}

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The core's global state: the device registry and the client table
+//! (upstream: the `devices` and `clients` XArrays with `devices_rwsem` and
+//! `clients_rwsem` in `drivers/infiniband/core/device.c`).
+//!
+//! `global_lock!` statics must be initialized once before first use, which
+//! is an `unsafe` promise; it is kept here, in `rust/`, and made once from
+//! the module's `init`.
+
+use crate::client::ClientTable;
+use crate::registry::Registry;
+use core::pin::Pin;
+
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before anything can reach the registry.
+    pub(crate) unsafe(uninit) static REGISTRY: Mutex<Registry> = Registry::new();
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before any client can register.
+    pub(crate) unsafe(uninit) static CLIENTS: Mutex<ClientTable> = ClientTable::new();
+}
+
+/// Initializes the global locks. Must be called once, from the module's
+/// `init`, before any other function of the crate runs.
+pub(crate) fn init() {
+    // SAFETY: called exactly once, from `IbCoreRs::init`, before any use of
+    // `REGISTRY` (the module's functions are not reachable before `init`
+    // returns, and KUnit suites run after it).
+    unsafe { REGISTRY.init() };
+    // SAFETY: as above, for `CLIENTS`.
+    unsafe { CLIENTS.init() };
+}

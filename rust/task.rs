@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Task facts the kernel crate does not expose: the command name of the
+//! current task (upstream restrack records `task->comm` via
+//! `get_task_comm()` for user-owned resources).
+
+/// Length of `task_struct::comm` (`TASK_COMM_LEN`).
+pub const TASK_COMM_LEN: usize = 16;
+
+/// The current task's pid (thread group id, as restrack reports it) and
+/// its `comm`, NUL-padded.
+pub fn current_pid_comm() -> (i32, [u8; TASK_COMM_LEN]) {
+    let task = kernel::current!();
+    let leader = task.group_leader();
+    let pid = leader.pid();
+    let mut comm = [0u8; TASK_COMM_LEN];
+    let p = task.as_ptr();
+    // SAFETY: `p` is the current task, valid for the duration of this
+    // function. `comm` is a fixed-size array that is always NUL terminated;
+    // a concurrent `set_task_comm()` may change bytes under us, which
+    // upstream's `get_task_comm()` (a plain `strscpy_pad`) tolerates in the
+    // same way: the result is some recent name.
+    let raw: [u8; TASK_COMM_LEN] =
+        unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*p).comm)) };
+    comm.copy_from_slice(&raw);
+    // Keep the last byte a terminator whatever we read.
+    comm[TASK_COMM_LEN - 1] = 0;
+    (pid, comm)
+}
