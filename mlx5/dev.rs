@@ -28,6 +28,11 @@ use crate::hw::{CapType, Mlx5Hw};
 use crate::prm::ctx::cmd_hca_cap;
 use crate::simdev::SimFunction;
 use crate::stages::{self, Stage};
+use crate::ib::{
+    assemble_ops, clear_gids, program_default_gids, programmed_gids, IbPort, Mlx5Ib, Mlx5IbDev,
+};
+use ib_core_rs::device::Device;
+use kernel::sync::atomic::Atomic;
 use kernel::{prelude::*, str::CString, sync::Arc};
 
 /// The backend a function is reached through.
@@ -104,8 +109,9 @@ pub(crate) struct Mlx5Dev<'a> {
     pub(crate) pdn: Option<u32>,
     /// The kernel UAR page (upstream `mdev->priv.uar` / `dev->bfreg`).
     pub(crate) uar: Option<u32>,
-    /// Whether `IB_REG` registered a device with the core (not yet).
-    pub(crate) registered: bool,
+    /// The RDMA device `IB_REG` registered (upstream `dev->ib_dev`); deallocated at remove,
+    /// after the stage cleanups, as upstream `mlx5r_remove()` calls `ib_dealloc_device()`.
+    pub(crate) ib: Option<Arc<Device<Mlx5Ib>>>,
 }
 
 impl<'a> Mlx5Dev<'a> {
@@ -127,7 +133,7 @@ impl<'a> Mlx5Dev<'a> {
             ports: KVec::new(),
             pdn: None,
             uar: None,
-            registered: false,
+            ib: None,
         };
         let table = profile();
         // The runner borrows `d` mutably; its log line gets a copy of the name.
@@ -178,6 +184,12 @@ impl Drop for Mlx5Dev<'_> {
         let table = profile();
         let done = self.stages_done.min(table.len());
         stages::cleanup_all(table.get(..done).unwrap_or(&[]), self);
+        if let Some(ib) = self.ib.take() {
+            let left = Device::dealloc(ib);
+            if left != 0 {
+                pr_err!("{}: {} verbs object(s) left at remove\n", self.hw().name(), left);
+            }
+        }
     }
 }
 
@@ -225,7 +237,7 @@ pub(crate) fn profile<'a>() -> [Stage<Mlx5Dev<'a>>; 8] {
         Stage {
             name: "IB_REG",
             init: stage_ib_reg,
-            cleanup: Some(|d| d.registered = false),
+            cleanup: Some(stage_ib_reg_cleanup),
         },
     ]
 }
@@ -317,20 +329,65 @@ fn stage_ports(d: &mut Mlx5Dev<'_>) -> Result {
     Ok(())
 }
 
-/// upstream `mlx5_ib_query_port()` + `mlx5_port_immutable()` + the cache's table reads.
-fn query_port(d: &Mlx5Dev<'_>, num: u8, ll: LinkLayer) -> Result<PortInfo> {
-    let gen = d.gen_caps()?;
+/// What `query_port` and `get_port_immutable` report for one port, and the port MAC
+/// (Ethernet). upstream `mlx5_ib_query_port()` (`mlx5_query_hca_port()` /
+/// `mlx5_query_port_roce()`) + `mlx5_port_immutable()`: the commands run on every call, as
+/// upstream's do, so the IB device's `query_port` op uses this too.
+pub(crate) fn port_attrs(
+    hw: &dyn Mlx5Hw,
+    num: u8,
+    ll: LinkLayer,
+) -> Result<(PortAttrs, PortImmutable, Option<[u8; 6]>)> {
+    let gen = hw.caps(CapType::General).map(Caps).ok_or(EIO)?;
     match ll {
         LinkLayer::Ib => {
-            let vport = d.exec(&QueryHcaVportContext { port: num })?;
-            let ptys = d.exec(&AccessReg::read(Ptys {
-                port: num,
-                proto: PtysProto::Ib,
-            }))?;
-            let pmtu = d.exec(&AccessReg::read(Pmtu { port: num }))?;
-            let vl = d.exec(&AccessReg::read(Pvlc { port: num }))?;
+            let vport = exec(hw, &QueryHcaVportContext { port: num })?;
+            let ptys = exec(
+                hw,
+                &AccessReg::read(Ptys {
+                    port: num,
+                    proto: PtysProto::Ib,
+                }),
+            )?;
+            let pmtu = exec(hw, &AccessReg::read(Pmtu { port: num }))?;
+            let vl = exec(hw, &AccessReg::read(Pvlc { port: num }))?;
             let attrs = ib_port_attrs(gen, &vport, &ptys, &pmtu, vl)?;
             let immutable = port_immutable(&attrs, Some(&vport), None)?;
+            Ok((attrs, immutable, None))
+        }
+        LinkLayer::Ethernet => {
+            let nic = exec(hw, &QueryNicVportContext)?;
+            let ptys = exec(
+                hw,
+                &AccessReg::read(Ptys {
+                    port: num,
+                    proto: PtysProto::Eth,
+                }),
+            )?;
+            let paos = exec(
+                hw,
+                &AccessReg::read(Paos {
+                    port: num,
+                    admin_status: None,
+                }),
+            )?;
+            let link = EthLink {
+                up: paos.admin == PortStatus::Up && paos.oper == 1,
+                hw_mtu: nic.mtu,
+            };
+            let roce = hw.caps(CapType::Roce).map(Caps);
+            let attrs = roce_port_attrs(gen, roce, &nic, &ptys, link)?;
+            let immutable = port_immutable(&attrs, None, roce)?;
+            Ok((attrs, immutable, Some(nic.mac)))
+        }
+    }
+}
+
+/// upstream `mlx5_ib_query_port()` + `mlx5_port_immutable()` + the cache's table reads.
+fn query_port(d: &Mlx5Dev<'_>, num: u8, ll: LinkLayer) -> Result<PortInfo> {
+    let (attrs, immutable, mac) = port_attrs(d.hw(), num, ll)?;
+    let (gids, pkeys) = match ll {
+        LinkLayer::Ib => {
             let n_gids = u16::try_from(attrs.gid_tbl_len).map_err(|_| EIO)?;
             let gids = d.exec(&QueryHcaVportGid {
                 port: num,
@@ -340,46 +397,23 @@ fn query_port(d: &Mlx5Dev<'_>, num: u8, ll: LinkLayer) -> Result<PortInfo> {
                 port: num,
                 index: TableIndex::All(attrs.pkey_tbl_len),
             })?;
-            Ok(PortInfo {
-                num,
-                link_layer: ll,
-                attrs,
-                immutable,
-                gids,
-                pkeys,
-                mac: None,
-            })
+            (gids, pkeys)
         }
         LinkLayer::Ethernet => {
-            let nic = d.exec(&QueryNicVportContext)?;
-            let ptys = d.exec(&AccessReg::read(Ptys {
-                port: num,
-                proto: PtysProto::Eth,
-            }))?;
-            let paos = d.exec(&AccessReg::read(Paos {
-                port: num,
-                admin_status: None,
-            }))?;
-            let link = EthLink {
-                up: paos.admin == PortStatus::Up && paos.oper == 1,
-                hw_mtu: nic.mtu,
-            };
-            let roce = d.hw().caps(CapType::Roce).map(Caps);
-            let attrs = roce_port_attrs(gen, roce, &nic, &ptys, link)?;
-            let immutable = port_immutable(&attrs, None, roce)?;
             let mut pkeys = KVec::new();
             pkeys.push(0xffff, GFP_KERNEL)?;
-            Ok(PortInfo {
-                num,
-                link_layer: ll,
-                attrs,
-                immutable,
-                gids: KVec::new(),
-                pkeys,
-                mac: Some(nic.mac),
-            })
+            (KVec::new(), pkeys)
         }
-    }
+    };
+    Ok(PortInfo {
+        num,
+        link_layer: ll,
+        attrs,
+        immutable,
+        gids,
+        pkeys,
+        mac,
+    })
 }
 
 /// upstream `mlx5_ib_dev_res_init()`: the kernel PD (`devr->p0`). Upstream also creates a CQ,
@@ -414,10 +448,103 @@ fn stage_bfreg_cleanup(d: &mut Mlx5Dev<'_>) {
 }
 
 /// upstream `mlx5_ib_stage_ib_reg_init()`: `ib_register_device(&dev->ib_dev, "mlx5_%d", ...)`.
-/// A placeholder until the core's registration API exists.
+///
+/// Upstream allocates the `ib_device` in `mlx5r_probe()` before the stages; here
+/// `Device::alloc()` takes the driver data by value, so the device is allocated here, from what
+/// the earlier stages computed (the deallocation stays at remove, as upstream). Before
+/// registering, the default RoCE GIDs are programmed ([`program_default_gids`]) so that the
+/// core's GID cache reads them during registration.
+///
+/// Only simulated functions register: the device data must own a `'static` handle on the
+/// hardware, and the mlx5_core backend's `CoreFunction<'a>` borrows the bound auxiliary device.
+/// A revocable handle for it is not done; such a function probes without an RDMA device (one
+/// log line).
 fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
-    d.registered = false;
+    let hw: Arc<dyn Mlx5Hw> = match &d.hw {
+        HwRef::Sim(f) => f.clone(),
+        HwRef::Core(_) => {
+            pr_info!(
+                "{}: RDMA device registration on mlx5_core functions is not implemented\n",
+                d.hw().name()
+            );
+            return Ok(());
+        }
+    };
+    let id = *hw.identity();
+    let ops = assemble_ops(id.link_layer)?;
+    let mut ports = KVec::with_capacity(d.ports.len(), GFP_KERNEL)?;
+    for p in d.ports.iter() {
+        ports.push(
+            IbPort {
+                num: p.num,
+                link_layer: p.link_layer,
+                immutable: p.immutable,
+                mac: p.mac,
+                roce_gids: KVec::new(),
+            },
+            GFP_KERNEL,
+        )?;
+    }
+    let clear_all = |ports: &KVec<IbPort>| {
+        for p in ports.iter() {
+            clear_gids(&*hw, programmed_gids(p));
+        }
+    };
+    for i in 0..ports.len() {
+        let Some(p) = ports.get(i) else { break };
+        if p.link_layer != LinkLayer::Ethernet {
+            continue;
+        }
+        match program_default_gids(&*hw, p) {
+            Ok(t) => {
+                if let Some(p) = ports.get_mut(i) {
+                    p.roce_gids = t;
+                }
+            }
+            Err(e) => {
+                clear_all(&ports);
+                return Err(e);
+            }
+        }
+    }
+    let mut board_id = KVec::new();
+    board_id.extend_from_slice(&d.board_id, GFP_KERNEL)?;
+    let uar = d.uar.ok_or(EINVAL)?;
+    let data = Mlx5IbDev {
+        hw: hw.clone(),
+        attrs: d.attrs,
+        ports,
+        uar,
+        board_id,
+        mkey_var: Atomic::new(0),
+    };
+    // Single-port functions: every port's entries are at vhca_port 0.
+    let programmed = data.ports.iter().map(programmed_gids).max().unwrap_or(0);
+    let dev = match Device::alloc(&ops, u32::from(id.num_ports), Ok::<_, Error>(data)) {
+        Ok(dev) => dev,
+        Err(e) => {
+            clear_gids(&*hw, programmed);
+            return Err(e);
+        }
+    };
+    if let Err(e) = Device::register(&dev, c"mlx5_%d") {
+        clear_all(&dev.data().ports);
+        Device::dealloc(dev);
+        return Err(e);
+    }
+    d.ib = Some(dev);
     Ok(())
+}
+
+/// upstream `mlx5_ib_stage_ib_reg_cleanup()`: `ib_unregister_device()`; the RoCE GIDs go with
+/// it (upstream the core's GID cache deletes them through `del_gid` while unregistering).
+fn stage_ib_reg_cleanup(d: &mut Mlx5Dev<'_>) {
+    if let Some(ib) = &d.ib {
+        Device::unregister(ib);
+        for p in ib.data().ports.iter() {
+            clear_gids(&*ib.data().hw, programmed_gids(p));
+        }
+    }
 }
 
 #[kunit_tests(mlx5_ib_rs_probe)]

@@ -73,14 +73,14 @@ impl auxiliary::Driver for Mlx5AuxDriver {
     }
 }
 
-/// One line with what probe learned (what `ibv_devinfo` will show once registration exists).
+/// One line with what probe learned and the RDMA device's name.
 fn log_probed(dev: &device::Device, d: &Mlx5Dev<'_>) {
     let id = d.hw().identity();
     let board = core::str::from_utf8(&d.board_id).unwrap_or("?");
     let (a, p) = (&d.attrs, d.ports.first());
     dev_info!(
         dev,
-        "{} (PCI {:04x}:{:04x} rev {:x}) fw {}.{}.{:04} board_id {} {}: max_qp {} max_cq {} max_mr {} max_pd {}; port 1 state {} gids {} pkeys {}; kernel PD 0x{:x} UAR 0x{:x}; probe stages done, RDMA device registration: not implemented yet\n",
+        "{} (PCI {:04x}:{:04x} rev {:x}) fw {}.{}.{:04} board_id {} {}: max_qp {} max_cq {} max_mr {} max_pd {}; port 1 state {} gids {} pkeys {}; kernel PD 0x{:x} UAR 0x{:x}; registered as {}\n",
         id.model,
         id.pci_vendor,
         id.pci_device,
@@ -101,6 +101,7 @@ fn log_probed(dev: &device::Device, d: &Mlx5Dev<'_>) {
         p.map_or(0, |p| p.attrs.gid_tbl_len),
         p.map_or(0, |p| p.attrs.pkey_tbl_len),
         d.pdn.unwrap_or(0),
-        d.uar.unwrap_or(0)
+        d.uar.unwrap_or(0),
+        d.ib.as_ref().map_or(ib_core_rs::device::DevName::EMPTY, |ib| ib.name())
     );
 }

@@ -125,6 +125,11 @@ impl SimFunction {
         self.fw.lock().stats()
     }
 
+    /// A RoCE address table entry (`port` 1-based), as SET_ROCE_ADDRESS left it.
+    pub(crate) fn roce_addr(&self, port: u8, index: usize) -> Option<crate::fwsim::RoceAddr> {
+        self.fw.lock().roce_addr(port, index)
+    }
+
     /// Runs `f` on the fault-injection knobs, under the device lock.
     pub(crate) fn with_faults<R>(&self, f: impl FnOnce(&mut FaultPlan) -> R) -> R {
         f(self.fw.lock().faults_mut())

@@ -6,6 +6,7 @@
 //! `ib_post_recv()`).
 
 use super::{destroy_with, Counted, Cq, DestroyError, Liveness, Pd, RecvWr, SendWr, Srq, Uses};
+use crate::attr::Gid;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResType};
 use kernel::prelude::*;
@@ -101,10 +102,22 @@ impl QpAttrMask {
     pub const AV: QpAttrMask = QpAttrMask(1 << 7);
     /// `IB_QP_PATH_MTU`.
     pub const PATH_MTU: QpAttrMask = QpAttrMask(1 << 8);
+    /// `IB_QP_TIMEOUT`.
+    pub const TIMEOUT: QpAttrMask = QpAttrMask(1 << 9);
+    /// `IB_QP_RETRY_CNT`.
+    pub const RETRY_CNT: QpAttrMask = QpAttrMask(1 << 10);
+    /// `IB_QP_RNR_RETRY`.
+    pub const RNR_RETRY: QpAttrMask = QpAttrMask(1 << 11);
     /// `IB_QP_RQ_PSN`.
     pub const RQ_PSN: QpAttrMask = QpAttrMask(1 << 12);
+    /// `IB_QP_MAX_QP_RD_ATOMIC`.
+    pub const MAX_QP_RD_ATOMIC: QpAttrMask = QpAttrMask(1 << 13);
+    /// `IB_QP_MIN_RNR_TIMER`.
+    pub const MIN_RNR_TIMER: QpAttrMask = QpAttrMask(1 << 15);
     /// `IB_QP_SQ_PSN`.
     pub const SQ_PSN: QpAttrMask = QpAttrMask(1 << 16);
+    /// `IB_QP_MAX_DEST_RD_ATOMIC`.
+    pub const MAX_DEST_RD_ATOMIC: QpAttrMask = QpAttrMask(1 << 17);
     /// `IB_QP_DEST_QPN`.
     pub const DEST_QPN: QpAttrMask = QpAttrMask(1 << 20);
 
@@ -119,6 +132,37 @@ impl core::ops::BitOr for QpAttrMask {
     fn bitor(self, rhs: QpAttrMask) -> QpAttrMask {
         QpAttrMask(self.0 | rhs.0)
     }
+}
+
+/// The global route of an address vector (upstream `struct ib_global_route`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GlobalRoute {
+    /// Destination GID.
+    pub dgid: Gid,
+    /// Flow label.
+    pub flow_label: u32,
+    /// Index of the source GID in the port's GID table.
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub traffic_class: u8,
+}
+
+/// An address vector (upstream `struct rdma_ah_attr`, the IB and RoCE
+/// members).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AhAttr {
+    /// Destination LID (InfiniBand).
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Port number.
+    pub port_num: u32,
+    /// The global route; mandatory on RoCE (`IB_AH_GRH`).
+    pub grh: Option<GlobalRoute>,
+    /// Destination MAC (RoCE; upstream resolves it from the GID).
+    pub dmac: [u8; 6],
 }
 
 /// QP attributes (upstream `struct ib_qp_attr`, the fields used so far).
@@ -142,6 +186,20 @@ pub struct QpAttr {
     pub rq_psn: u32,
     /// Send PSN.
     pub sq_psn: u32,
+    /// Primary address vector (`IB_QP_AV`).
+    pub ah_attr: AhAttr,
+    /// Local ACK timeout (`IB_QP_TIMEOUT`).
+    pub timeout: u8,
+    /// Retry count (`IB_QP_RETRY_CNT`).
+    pub retry_cnt: u8,
+    /// RNR retry count (`IB_QP_RNR_RETRY`).
+    pub rnr_retry: u8,
+    /// Minimum RNR NAK timer (`IB_QP_MIN_RNR_TIMER`).
+    pub min_rnr_timer: u8,
+    /// Outstanding RDMA reads/atomics as initiator (`IB_QP_MAX_QP_RD_ATOMIC`).
+    pub max_rd_atomic: u8,
+    /// Outstanding RDMA reads/atomics as responder (`IB_QP_MAX_DEST_RD_ATOMIC`).
+    pub max_dest_rd_atomic: u8,
 }
 
 /// A queue pair (upstream `struct ib_qp` with the driver's `D::QpData`):

@@ -4,7 +4,7 @@
 //! `mlx5_qpc_create_qp()`, `mlx5_core_qp_modify()` with `modify_qp_mbox_alloc()`'s
 //! per-opcode layouts, `mlx5_core_qp_query()`).
 
-use super::{empty_reply, rd, Command};
+use super::{empty_reply, rd, rd_bytes, Command};
 use crate::prm::cmd::{
     create_qp_in, create_qp_out, destroy_qp_in, destroy_qp_out, init2init_qp_in, init2init_qp_out,
     init2rtr_qp_in, init2rtr_qp_out, qp_2err_in, qp_2err_out, qp_2rst_in, qp_2rst_out, query_qp_in,
@@ -261,6 +261,28 @@ pub(crate) struct QpInfo {
     pub(crate) port: u8,
     /// Primary path P_Key index.
     pub(crate) pkey_index: u16,
+    /// Remote read / write / atomic enables.
+    pub(crate) rre_rwe_rae: (bool, bool, bool),
+    /// log2 of outstanding reads/atomics as requester.
+    pub(crate) log_sra_max: u8,
+    /// log2 of outstanding reads/atomics as responder.
+    pub(crate) log_rra_max: u8,
+    /// Minimum RNR NAK timer.
+    pub(crate) min_rnr_nak: u8,
+    /// Retry count.
+    pub(crate) retry_count: u8,
+    /// RNR retry count.
+    pub(crate) rnr_retry: u8,
+    /// Primary path: local ACK timeout.
+    pub(crate) ack_timeout: u8,
+    /// Primary path: remote LID.
+    pub(crate) rlid: u16,
+    /// Primary path: service level.
+    pub(crate) sl: u8,
+    /// Primary path: the GRH, if `grh` is set.
+    pub(crate) grh: Option<Grh>,
+    /// Primary path: remote MAC.
+    pub(crate) rmac: [u8; 6],
 }
 
 impl Command for QueryQp {
@@ -287,6 +309,32 @@ impl Command for QueryQp {
             next_rcv_psn: c(qpc::next_rcv_psn)?,
             port: p(ads::vhca_port_num)? as u8,
             pkey_index: p(ads::pkey_index)? as u16,
+            rre_rwe_rae: (c(qpc::rre)? != 0, c(qpc::rwe)? != 0, c(qpc::rae)? != 0),
+            log_sra_max: c(qpc::log_sra_max)? as u8,
+            log_rra_max: c(qpc::log_rra_max)? as u8,
+            min_rnr_nak: c(qpc::min_rnr_nak)? as u8,
+            retry_count: c(qpc::retry_count)? as u8,
+            rnr_retry: c(qpc::rnr_retry)? as u8,
+            ack_timeout: p(ads::ack_timeout)? as u8,
+            rlid: p(ads::rlid)? as u16,
+            sl: p(ads::sl)? as u8,
+            grh: if p(ads::grh)? != 0 {
+                let path = |f: Field| query_qp_out::qpc.inner(qpc::primary_address_path).inner(f);
+                Some(Grh {
+                    dgid: rd_bytes(path(ads::rgid_rip), out)?,
+                    sgid_index: p(ads::src_addr_index)? as u8,
+                    hop_limit: p(ads::hop_limit)? as u8,
+                    tclass: p(ads::tclass)? as u8,
+                    flow_label: p(ads::flow_label)?,
+                })
+            } else {
+                None
+            },
+            rmac: {
+                let hi = (p(ads::rmac_47_32)? as u16).to_be_bytes();
+                let lo = p(ads::rmac_31_0)?.to_be_bytes();
+                [hi[0], hi[1], lo[0], lo[1], lo[2], lo[3]]
+            },
         })
     }
 }

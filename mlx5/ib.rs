@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RDMA device of a function: the core's [`Driver`] types, the op tables and registration
+//! (upstream `mlx5_ib_dev_ops`, `mlx5_ib_dev_port_ops`, `mlx5_ib_stage_ib_reg_init()`,
+//! main.c).
+//!
+//! The device data ([`Mlx5IbDev`]) holds what the ops need for as long as the core's device
+//! lives: a `'static` handle on the hardware, the attributes probe computed, the ports, the
+//! kernel UAR page. Verbs objects hold the device, so an object a kernel consumer leaks past
+//! remove can still be destroyed (its commands go to the same function).
+//!
+//! Op tables are assembled as upstream's stages install them with `ib_set_device_ops()`
+//! (first setter wins): the main table ([`Mlx5DevOps`], `mlx5_ib_stage_caps_init()`), then the
+//! port table chosen by the link layer ([`Mlx5IbPortOps`] or [`Mlx5RocePortOps`];
+//! `mlx5_ib_stage_non_default_cb()` / `mlx5_ib_roce_init()`).
+
+use crate::attrs::{DeviceAttrs, PortAttrs, PortImmutable as Mlx5PortImmutable};
+use crate::cmd::exec;
+use crate::cmd::query::{QueryHcaVportGid, QueryHcaVportPkey, TableIndex};
+use crate::cmd::res::{RoceAddr, RoceL3Type, RoceVersion, SetRoceAddress};
+use crate::dev::port_attrs;
+use crate::fwsim::profile::LinkLayer;
+use crate::hw::Mlx5Hw;
+use crate::verbs::{Mlx5Cq, Mlx5Mr, Mlx5Pd, Mlx5Qp};
+use ib_core_rs::attr::{
+    DeviceAttr, Gid, LinkLayer as IbLinkLayer, PortAttr, PortImmutable, PortState,
+};
+use ib_core_rs::device::Device;
+use ib_core_rs::driver::{Driver, DriverId};
+use ib_core_rs::ops::{DeviceOps, Ops};
+use ib_core_rs::verbs::{
+    AccessFlags, Cq, CqInitAttr, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
+    QpInitAttr,
+};
+use kernel::prelude::*;
+use kernel::str::CString;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::Arc;
+
+/// The mlx5 driver's types.
+pub(crate) struct Mlx5Ib;
+
+impl Driver for Mlx5Ib {
+    type DevData = Mlx5IbDev;
+    type PdData = Mlx5Pd;
+    type CqData = Mlx5Cq;
+    type QpData = Mlx5Qp;
+    type SrqData = ();
+    type MrData = Mlx5Mr;
+}
+
+/// One port as the device data keeps it.
+pub(crate) struct IbPort {
+    /// 1-based port number.
+    pub(crate) num: u8,
+    /// Link layer.
+    pub(crate) link_layer: LinkLayer,
+    /// `get_port_immutable`.
+    pub(crate) immutable: Mlx5PortImmutable,
+    /// Ethernet: the port MAC.
+    pub(crate) mac: Option<[u8; 6]>,
+    /// Ethernet: the GID table as programmed with SET_ROCE_ADDRESS (upstream keeps it in the
+    /// core's software GID table; `query_gid` reads it here).
+    pub(crate) roce_gids: KVec<[u8; 16]>,
+}
+
+/// Per-device data (upstream `struct mlx5_ib_dev`, the part the ops use), embedded in the
+/// core's device allocation.
+pub(crate) struct Mlx5IbDev {
+    /// The function.
+    pub(crate) hw: Arc<dyn Mlx5Hw>,
+    /// `query_device`, computed in `CAPS`.
+    pub(crate) attrs: DeviceAttrs,
+    /// Ports, in order.
+    pub(crate) ports: KVec<IbPort>,
+    /// The kernel UAR page (`BFREG`): CQ and QP doorbells of kernel objects.
+    pub(crate) uar: u32,
+    /// Board id (QUERY_ADAPTER).
+    pub(crate) board_id: KVec<u8>,
+    /// upstream `dev->mkey_var`: the variant byte of the next mkey.
+    pub(crate) mkey_var: Atomic<u32>,
+}
+
+impl Mlx5IbDev {
+    /// The port `num` (1-based).
+    pub(crate) fn port(&self, num: u32) -> Result<&IbPort> {
+        let i = usize::try_from(num).map_err(|_| EINVAL)?;
+        self.ports.get(i.checked_sub(1).ok_or(EINVAL)?).ok_or(EINVAL)
+    }
+
+    /// sysfs `hw_rev` (upstream `hw_rev_show()`: `%x` of the PCI revision).
+    pub(crate) fn hw_rev(&self) -> Result<CString> {
+        CString::try_from_fmt(fmt!("{:x}", self.hw.identity().pci_revision))
+    }
+
+    /// sysfs `hca_type` (upstream `hca_type_show()`: `MT%d` of the PCI device id).
+    pub(crate) fn hca_type(&self) -> Result<CString> {
+        CString::try_from_fmt(fmt!("MT{}", self.hw.identity().pci_device))
+    }
+
+    /// sysfs `board_id` (upstream `board_id_show()`: the PSID).
+    pub(crate) fn board_id(&self) -> Result<CString> {
+        let s = core::str::from_utf8(&self.board_id).map_err(|_| EINVAL)?;
+        CString::try_from_fmt(fmt!("{}", s))
+    }
+
+    /// sysfs `fw_pages` and `reg_pages` (upstream `fw_pages_show()`/`reg_pages_show()`:
+    /// `mdev->priv.fw_pages` / `reg_pages`, pages given to firmware by MANAGE_PAGES). The
+    /// simulator asks for no pages (it has no boot/init page requests), so both are 0; the
+    /// mlx5_core backend does not register an RDMA device yet.
+    pub(crate) fn fw_pages(&self) -> (u32, u32) {
+        (0, 0)
+    }
+
+    /// The variant byte of a new mkey (upstream `assign_mkey_variant()`).
+    pub(crate) fn next_mkey_variant(&self) -> u8 {
+        (self.mkey_var.fetch_add(1, Relaxed).wrapping_add(1) & 0xff) as u8
+    }
+}
+
+/// upstream `mlx5_ib_query_device()`: the attributes computed in `CAPS`.
+fn device_attr(a: &DeviceAttrs) -> DeviceAttr {
+    DeviceAttr {
+        fw_ver: a.fw_ver,
+        node_guid: a.node_guid,
+        sys_image_guid: a.sys_image_guid,
+        vendor_id: a.vendor_id,
+        vendor_part_id: a.vendor_part_id,
+        hw_ver: a.hw_ver,
+        max_qp: a.max_qp,
+        max_qp_wr: a.max_qp_wr,
+        max_cq: a.max_cq,
+        max_cqe: a.max_cqe,
+        max_mr: a.max_mr,
+        max_pd: a.max_pd,
+    }
+}
+
+/// `enum ib_port_state` from the number mlx5's attribute code computes.
+fn port_state(s: u8) -> PortState {
+    match s {
+        1 => PortState::Down,
+        2 => PortState::Init,
+        3 => PortState::Armed,
+        4 => PortState::Active,
+        5 => PortState::ActiveDefer,
+        _ => PortState::Nop,
+    }
+}
+
+fn port_attr(a: &PortAttrs, subnet_prefix: u64) -> PortAttr {
+    PortAttr {
+        subnet_prefix,
+        state: port_state(a.state),
+        phys_state: a.phys_state,
+        lid: a.lid,
+        lmc: a.lmc,
+        sm_lid: a.sm_lid,
+        sm_sl: a.sm_sl,
+        port_cap_flags: a.port_cap_flags,
+    }
+}
+
+fn immutable(p: &IbPort) -> PortImmutable {
+    PortImmutable {
+        pkey_tbl_len: p.immutable.pkey_tbl_len,
+        gid_tbl_len: p.immutable.gid_tbl_len,
+        core_cap_flags: p.immutable.core_cap_flags,
+        max_mad_size: p.immutable.max_mad_size,
+        link_layer: match p.link_layer {
+            LinkLayer::Ib => IbLinkLayer::Infiniband,
+            LinkLayer::Ethernet => IbLinkLayer::Ethernet,
+        },
+    }
+}
+
+/// The main table (upstream `mlx5_ib_dev_ops`).
+pub(crate) struct Mlx5DevOps;
+
+#[vtable]
+impl DeviceOps for Mlx5DevOps {
+    type Driver = Mlx5Ib;
+    const DRIVER_ID: DriverId = DriverId::Mlx5;
+    // upstream: MLX5_IB_UVERBS_ABI_VERSION
+    const UVERBS_ABI_VER: u32 = 1;
+
+    fn query_device(dev: &Device<Mlx5Ib>) -> Result<DeviceAttr> {
+        Ok(device_attr(&dev.data().attrs))
+    }
+
+    // upstream: get_dev_fw_str(), "%d.%d.%04d" of fw_rev_maj/min/sub.
+    fn get_dev_fw_str(dev: &Device<Mlx5Ib>) -> Result<CString> {
+        let (a, b, c) = dev.data().hw.identity().fw_rev;
+        CString::try_from_fmt(fmt!("{}.{}.{:04}", a, b, c))
+    }
+
+    // upstream mlx5_ib_query_pkey(): the HCA vport method on InfiniBand; an Ethernet port
+    // has the one default P_Key.
+    fn query_pkey(dev: &Device<Mlx5Ib>, port: u32, index: u32) -> Result<u16> {
+        let d = dev.data();
+        let p = d.port(port)?;
+        if index >= p.immutable.pkey_tbl_len {
+            return Err(EINVAL);
+        }
+        match p.link_layer {
+            LinkLayer::Ethernet => Ok(0xffff),
+            LinkLayer::Ib => {
+                let idx = u16::try_from(index).map_err(|_| EINVAL)?;
+                let v = exec(
+                    &*d.hw,
+                    &QueryHcaVportPkey {
+                        port: p.num,
+                        index: TableIndex::One(idx),
+                    },
+                )?;
+                v.first().copied().ok_or(EIO)
+            }
+        }
+    }
+
+    fn alloc_pd(dev: &Device<Mlx5Ib>) -> Result<Mlx5Pd> {
+        crate::verbs::alloc_pd(dev)
+    }
+
+    fn dealloc_pd(pd: &Pd<Mlx5Ib>) -> Result {
+        crate::verbs::dealloc_pd(pd)
+    }
+
+    fn create_cq(dev: &Device<Mlx5Ib>, attr: &CqInitAttr) -> Result<Mlx5Cq> {
+        crate::verbs::create_cq(dev, attr)
+    }
+
+    fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
+        crate::verbs::destroy_cq(cq)
+    }
+
+    fn create_qp(pd: &Pd<Mlx5Ib>, attr: &QpInitAttr<'_, Mlx5Ib>) -> Result<QpCreated<Mlx5Qp>> {
+        crate::verbs::create_qp(pd, attr)
+    }
+
+    fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        crate::verbs::modify_qp(qp, attr, mask)
+    }
+
+    fn query_qp(qp: &Qp<Mlx5Ib>) -> Result<QpAttr> {
+        crate::verbs::query_qp(qp)
+    }
+
+    fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
+        crate::verbs::destroy_qp(qp)
+    }
+
+    fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
+        crate::verbs::get_dma_mr(pd, access)
+    }
+
+    fn alloc_mr(pd: &Pd<Mlx5Ib>, mr_type: MrType, max_num_sg: u32) -> Result<MrCreated<Mlx5Mr>> {
+        crate::verbs::alloc_mr(pd, mr_type, max_num_sg)
+    }
+
+    fn dereg_mr(mr: &Mr<Mlx5Ib>) -> Result {
+        crate::verbs::dereg_mr(mr)
+    }
+}
+
+/// upstream `mlx5_ib_query_port()` through the device's hardware; `get_port_immutable` is
+/// `mlx5_port_immutable()` of what probe computed.
+fn query_port_common(dev: &Device<Mlx5Ib>, port: u32) -> Result<(PortAttrs, &IbPort)> {
+    let d = dev.data();
+    let p = d.port(port)?;
+    let (attrs, _, _) = port_attrs(&*d.hw, p.num, p.link_layer)?;
+    Ok((attrs, p))
+}
+
+/// The port table of an InfiniBand function (upstream `mlx5_ib_dev_port_ops`; GIDs from the
+/// HCA vport context, `mlx5_query_hca_vport_gid()`).
+pub(crate) struct Mlx5IbPortOps;
+
+#[vtable]
+impl DeviceOps for Mlx5IbPortOps {
+    type Driver = Mlx5Ib;
+
+    fn query_port(dev: &Device<Mlx5Ib>, port: u32) -> Result<PortAttr> {
+        let (a, _) = query_port_common(dev, port)?;
+        // upstream __ib_query_port(): the subnet prefix of an IB port is GID 0's.
+        let gid0 = Self::query_gid(dev, port, 0)?;
+        let mut prefix = [0u8; 8];
+        prefix.copy_from_slice(&gid0.0[..8]);
+        Ok(port_attr(&a, u64::from_be_bytes(prefix)))
+    }
+
+    fn get_port_immutable(dev: &Device<Mlx5Ib>, port: u32) -> Result<PortImmutable> {
+        Ok(immutable(dev.data().port(port)?))
+    }
+
+    fn query_gid(dev: &Device<Mlx5Ib>, port: u32, index: u32) -> Result<Gid> {
+        let d = dev.data();
+        let p = d.port(port)?;
+        if index >= p.immutable.gid_tbl_len {
+            return Err(EINVAL);
+        }
+        let idx = u16::try_from(index).map_err(|_| EINVAL)?;
+        let v = exec(
+            &*d.hw,
+            &QueryHcaVportGid {
+                port: p.num,
+                index: TableIndex::One(idx),
+            },
+        )?;
+        v.first().copied().map(Gid).ok_or(EIO)
+    }
+}
+
+/// The port table of an Ethernet (RoCE) function (upstream `mlx5_ib_dev_port_ops` with the
+/// RoCE branch of `mlx5_ib_query_port()`, plus the GID table the core's RoCE GID management
+/// keeps; see [`program_default_gids`]).
+pub(crate) struct Mlx5RocePortOps;
+
+#[vtable]
+impl DeviceOps for Mlx5RocePortOps {
+    type Driver = Mlx5Ib;
+
+    fn query_port(dev: &Device<Mlx5Ib>, port: u32) -> Result<PortAttr> {
+        let (a, _) = query_port_common(dev, port)?;
+        Ok(port_attr(&a, 0))
+    }
+
+    fn get_port_immutable(dev: &Device<Mlx5Ib>, port: u32) -> Result<PortImmutable> {
+        Ok(immutable(dev.data().port(port)?))
+    }
+
+    fn query_gid(dev: &Device<Mlx5Ib>, port: u32, index: u32) -> Result<Gid> {
+        let p = dev.data().port(port)?;
+        let i = usize::try_from(index).map_err(|_| EINVAL)?;
+        p.roce_gids.get(i).copied().map(Gid).ok_or(EINVAL)
+    }
+}
+
+pub(crate) const DEV_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5DevOps>();
+pub(crate) const IB_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5IbPortOps>();
+pub(crate) const ROCE_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5RocePortOps>();
+
+/// The device's table, assembled in upstream's stage order (first setter wins): the main
+/// table, then the port table of the link layer.
+pub(crate) fn assemble_ops(ll: LinkLayer) -> Result<Ops<Mlx5Ib>> {
+    let port = match ll {
+        LinkLayer::Ib => &IB_PORT_OPS,
+        LinkLayer::Ethernet => &ROCE_PORT_OPS,
+    };
+    Ops::assemble(&[&DEV_OPS, port])
+}
+
+/// The modified EUI-64 interface id of a MAC (upstream `addrconf_addr_eui48()`): the
+/// link-local GID `fe80::<eui64>` is what the core's RoCE GID management installs as the
+/// default GID of a port whose netdev has this MAC (`roce_gid_mgmt.c`, `make_default_gid()`).
+pub(crate) fn default_gid(mac: &[u8; 6]) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[0] = 0xfe;
+    g[1] = 0x80;
+    g[8] = mac[0] ^ 2;
+    g[9] = mac[1];
+    g[10] = mac[2];
+    g[11] = 0xff;
+    g[12] = 0xfe;
+    g[13] = mac[3];
+    g[14] = mac[4];
+    g[15] = mac[5];
+    g
+}
+
+/// The default GIDs of a RoCE port, programmed into the device with SET_ROCE_ADDRESS: index
+/// 0 RoCE v1 and index 1 RoCE v2, both the link-local GID of the function's MAC. Upstream the
+/// core adds them when the port's netdev comes up (`roce_gid_mgmt`: one default GID per
+/// supported GID type) and mlx5's `add_gid` (`set_roce_addr()`) programs them. There is no
+/// netdev here, so the driver does it at `IB_REG`, with the MAC of the NIC vport context.
+/// Returns the software table (`gid_tbl_len` entries). On failure nothing stays programmed.
+pub(crate) fn program_default_gids(hw: &dyn Mlx5Hw, p: &IbPort) -> Result<KVec<[u8; 16]>> {
+    let len = usize::try_from(p.immutable.gid_tbl_len).map_err(|_| EINVAL)?;
+    let mut table = KVec::from_elem([0u8; 16], len, GFP_KERNEL)?;
+    let Some(mac) = p.mac else {
+        return Ok(table);
+    };
+    let gid = default_gid(&mac);
+    let entries = [(0u16, RoceVersion::V1), (1u16, RoceVersion::V2)];
+    for (n, (index, version)) in entries.iter().enumerate() {
+        let Some(slot) = table.get_mut(usize::from(*index)) else {
+            break;
+        };
+        let r = exec(
+            hw,
+            &SetRoceAddress {
+                index: *index,
+                // upstream set_roce_addr(): vhca_port_num 0 on single-port functions.
+                vhca_port: 0,
+                entry: Some(RoceAddr {
+                    gid,
+                    mac,
+                    vlan: None,
+                    version: *version,
+                    l3_type: RoceL3Type::Ipv6,
+                }),
+            },
+        );
+        if let Err(e) = r {
+            clear_gids(hw, n);
+            return Err(e);
+        }
+        *slot = gid;
+    }
+    Ok(table)
+}
+
+/// Clears the first `n` RoCE address entries (upstream `del_gid` → `set_roce_addr(NULL)`).
+pub(crate) fn clear_gids(hw: &dyn Mlx5Hw, n: usize) {
+    for index in 0..n {
+        let Ok(index) = u16::try_from(index) else {
+            break;
+        };
+        // Teardown: a failure is logged by exec and there is nothing else to do.
+        let _ = exec(
+            hw,
+            &SetRoceAddress {
+                index,
+                vhca_port: 0,
+                entry: None,
+            },
+        );
+    }
+}
+
+/// How many entries [`program_default_gids`] programmed.
+pub(crate) fn programmed_gids(p: &IbPort) -> usize {
+    p.roce_gids.iter().take_while(|g| **g != [0u8; 16]).count()
+}

@@ -1,0 +1,781 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel verbs through PRM commands: PD (`mlx5_ib_alloc_pd()`), CQ (`mlx5_ib_create_cq()`,
+//! `create_cq_kernel()`), QP (`mlx5_ib_create_qp()` → `create_kernel_qp()`,
+//! `__mlx5_ib_modify_qp()`, `mlx5_ib_query_qp()`), MR (`mlx5_ib_get_dma_mr()`,
+//! `mlx5_ib_alloc_mr()`, `mlx5_ib_dereg_mr()`), upstream `drivers/infiniband/hw/mlx5/`.
+//!
+//! Every create path issues one create command last-but-nothing: buffers are allocated
+//! first, the firmware object is created, and nothing after it can fail, so a failure leaves
+//! no firmware object behind.
+//!
+//! Simplifications (the simulator has no data path yet): CQ and QP buffers are kernel memory
+//! laid out as upstream lays out its fragment buffers (CQEs initialised to the invalid opcode
+//! with the owner bit as `init_cq_frag_buf()` does, RQ then SQ), but `pas[]` and the doorbell
+//! record address carry the buffers' kernel virtual page addresses, not DMA addresses: the
+//! simulator never reads them, and DMA mapping needs the parent device, which comes with the
+//! kernel data path. CQs are bound to EQ 0 (there are no EQs in `Mlx5Hw` yet; upstream takes
+//! the EQ of the completion vector, `mlx5_comp_eqn_get()`), so `comp_vector` must be 0
+//! (upstream: `EINVAL` beyond `num_comp_vectors`). `post_send`/`post_recv`/`poll_cq`/
+//! `req_notify_cq` are not provided: the core returns `EOPNOTSUPP`.
+
+use crate::attrs::Caps;
+use crate::cmd::cq::{CqeSize, CreateCq, DestroyCq};
+use crate::cmd::exec;
+use crate::cmd::qp::{
+    CreateQp, DestroyQp, Grh, Init2Init, Init2Rtr, ModifyQp, QpServiceType, QpcAttrs, QueryQp,
+    RqType, Rst2Init, Rtr2Rts, Rts2Rts, ToErr, ToRst,
+};
+use crate::cmd::res::{AllocPd, CreateMkey, DeallocPd, DestroyMkey, MkeyAccess, MkeyTranslation};
+use crate::fwsim::profile::LinkLayer;
+use crate::hw::CapType;
+use crate::ib::{Mlx5Ib, Mlx5IbDev};
+use crate::prm::ctx::cmd_hca_cap;
+use ib_core_rs::attr::Gid;
+use ib_core_rs::device::Device;
+use ib_core_rs::verbs::{
+    AccessFlags, AhAttr, Cq, CqInitAttr, GlobalRoute, Mr, MrCreated, MrType, Pd, Qp, QpAttr,
+    QpAttrMask, QpCreated, QpInitAttr, QpState, QpType,
+};
+use kernel::prelude::*;
+use kernel::{new_mutex, sync::Mutex};
+
+/// Adapter page size (`MLX5_ADAPTER_PAGE_SHIFT`).
+const PAGE: usize = 4096;
+/// Send WQE basic block (`MLX5_SEND_WQE_BB`).
+const SEND_WQE_BB: u32 = 64;
+/// `sizeof(struct mlx5_wqe_data_seg)`.
+const DATA_SEG: u32 = 16;
+/// `sizeof(struct mlx5_cqe64)`.
+const CQE_SIZE: usize = 64;
+/// `MLX5_CQE_INVALID << 4`: the op_own byte of a CQE the hardware has not written.
+const CQE_INVALID_OWN: u8 = 0xf0;
+
+/// The driver part of a PD (upstream `struct mlx5_ib_pd`).
+pub(crate) struct Mlx5Pd {
+    /// The PD number.
+    pub(crate) pdn: u32,
+}
+
+/// A kernel buffer the device is told about by page (upstream `struct mlx5_frag_buf`), and
+/// its doorbell record (`struct mlx5_db`).
+pub(crate) struct KernBuf {
+    buf: KVVec<u8>,
+    db: KVec<u8>,
+}
+
+impl KernBuf {
+    fn new(len: usize) -> Result<Self> {
+        let len = len.max(1).next_multiple_of(PAGE);
+        Ok(KernBuf {
+            buf: KVVec::from_elem(0u8, len, GFP_KERNEL)?,
+            db: KVec::from_elem(0u8, 64, GFP_KERNEL)?,
+        })
+    }
+
+    /// `pas[]`: one entry per adapter page (see the module comment on addresses).
+    fn pas(&self) -> Result<KVec<u64>> {
+        let base = self.buf.as_ptr() as u64;
+        let n = self.buf.len() / PAGE;
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for i in 0..n {
+            v.push(base + (i * PAGE) as u64, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    fn dbr_addr(&self) -> u64 {
+        self.db.as_ptr() as u64
+    }
+}
+
+/// The driver part of a CQ (upstream `struct mlx5_ib_cq`).
+pub(crate) struct Mlx5Cq {
+    /// The CQ number.
+    pub(crate) cqn: u32,
+    /// log2 of the number of CQEs.
+    pub(crate) log_size: u8,
+    _buf: KernBuf,
+}
+
+/// The driver part of a QP (upstream `struct mlx5_ib_qp`).
+pub(crate) struct Mlx5Qp {
+    /// The QP number.
+    pub(crate) qpn: u32,
+    /// log2 of the send queue's WQE basic blocks (0 without a send queue).
+    pub(crate) log_sq_size: u8,
+    /// log2 of the receive queue's WQEs.
+    pub(crate) log_rq_size: u8,
+    /// The attributes set so far and the current state (upstream `qp->state`, `qp->port`,
+    /// `trans_qp.resp_depth`, ...), under upstream's `qp->mutex`.
+    state: Pin<KBox<Mutex<QpAttr>>>,
+    _buf: KernBuf,
+}
+
+/// The driver part of an MR (upstream `struct mlx5_ib_mr`).
+pub(crate) struct Mlx5Mr {
+    /// The mkey index (`key >> 8`).
+    pub(crate) index: u32,
+}
+
+fn ilog2_ceil(n: u32) -> Result<u8> {
+    let p = n.max(1).checked_next_power_of_two().ok_or(EINVAL)?;
+    Ok(p.trailing_zeros() as u8)
+}
+
+fn gen(d: &Mlx5IbDev) -> Result<Caps<'_>> {
+    d.hw.caps(CapType::General).map(Caps).ok_or(EIO)
+}
+
+// ---- PD ----
+
+/// upstream `mlx5_ib_alloc_pd()`: ALLOC_PD (uid 0 for kernel PDs).
+pub(crate) fn alloc_pd(dev: &Device<Mlx5Ib>) -> Result<Mlx5Pd> {
+    let pdn = exec(&*dev.data().hw, &AllocPd { uid: 0 })?;
+    Ok(Mlx5Pd { pdn })
+}
+
+/// upstream `mlx5_ib_dealloc_pd()`: DEALLOC_PD.
+pub(crate) fn dealloc_pd(pd: &Pd<Mlx5Ib>) -> Result {
+    exec(
+        &*pd.device().data().hw,
+        &DeallocPd {
+            id: pd.data().pdn,
+            uid: 0,
+        },
+    )
+}
+
+// ---- CQ ----
+
+/// upstream `mlx5_ib_create_cq()` for a kernel consumer: `entries + 1` rounded up to a power
+/// of two, at most `2^log_max_cq_sz` (`EINVAL`), 64-byte CQEs in a kernel buffer initialised
+/// as `init_cq_frag_buf()` does, CREATE_CQ with the kernel UAR page.
+pub(crate) fn create_cq(dev: &Device<Mlx5Ib>, attr: &CqInitAttr) -> Result<Mlx5Cq> {
+    let d = dev.data();
+    if attr.comp_vector != 0 {
+        return Err(EINVAL);
+    }
+    let log_max = gen(d)?.get(cmd_hca_cap::log_max_cq_sz)?;
+    let entries = attr.cqe.checked_add(1).ok_or(EINVAL)?;
+    let log_size = ilog2_ceil(entries)?;
+    if u32::from(log_size) > log_max {
+        return Err(EINVAL);
+    }
+    let mut buf = KernBuf::new(CQE_SIZE << log_size)?;
+    for cqe in buf.buf.chunks_exact_mut(CQE_SIZE) {
+        if let Some(op_own) = cqe.last_mut() {
+            *op_own = CQE_INVALID_OWN | 1;
+        }
+    }
+    let pas = buf.pas()?;
+    let cqn = exec(
+        &*d.hw,
+        &CreateCq {
+            uid: 0,
+            log_cq_size: log_size,
+            cqe_size: CqeSize::B64,
+            uar_page: d.uar,
+            eqn: 0,
+            log_page_size: 0,
+            dbr_addr: buf.dbr_addr(),
+            pas: &pas,
+        },
+    )?;
+    Ok(Mlx5Cq {
+        cqn,
+        log_size,
+        _buf: buf,
+    })
+}
+
+/// upstream `mlx5_ib_destroy_cq()`: DESTROY_CQ.
+pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
+    exec(
+        &*cq.device().data().hw,
+        &DestroyCq {
+            cqn: cq.data().cqn,
+            uid: 0,
+        },
+    )
+}
+
+// ---- QP ----
+
+/// upstream `sq_overhead()`: control segment plus the transport's segments.
+fn sq_overhead(t: QpType) -> u32 {
+    match t {
+        // ctrl + max(atomic + raddr, umr ctrl + mkey seg + inline UMR threshold / octoword)
+        QpType::Rc => 16 + 120,
+        // ctrl + max(raddr, umr ctrl + mkey seg)
+        QpType::Uc => 16 + 112,
+        // ctrl + datagram seg
+        QpType::Ud => 16 + 48,
+    }
+}
+
+/// upstream `calc_send_wqe()`: the send WQE size, a multiple of the basic block.
+fn send_wqe_size(t: QpType, max_send_sge: u32, max_inline: u32) -> Result<u32> {
+    let ov = sq_overhead(t);
+    let inl = if max_inline != 0 {
+        ov.checked_add(4)
+            .and_then(|v| v.checked_add(max_inline))
+            .ok_or(EINVAL)?
+    } else {
+        0
+    };
+    let size = max_send_sge
+        .checked_mul(DATA_SEG)
+        .and_then(|v| v.checked_add(ov))
+        .ok_or(EINVAL)?;
+    Ok(inl.max(size).next_multiple_of(SEND_WQE_BB))
+}
+
+/// upstream `create_qp()` → `create_kernel_qp()` for RC and UD (and UC): `set_rq_size()` and
+/// `calc_sq_size()` with their limits, the buffer (RQ at offset 0, SQ after it), CREATE_QP
+/// with the PD, the CQs and the kernel UAR page. SRQs are not supported by this driver yet.
+pub(crate) fn create_qp(pd: &Pd<Mlx5Ib>, attr: &QpInitAttr<'_, Mlx5Ib>) -> Result<QpCreated<Mlx5Qp>> {
+    let d = pd.device().data();
+    let g = gen(d)?;
+    if attr.srq.is_some() {
+        return Err(EOPNOTSUPP);
+    }
+    let log_max_qp_sz = g.get(cmd_hca_cap::log_max_qp_sz)?;
+    let cap = attr.cap;
+    // set_rq_size(): max_recv_sge data segments, a power of two of at least 16 bytes.
+    let (log_rq_size, rq_shift) = if cap.max_recv_wr == 0 {
+        (0u8, 4u8)
+    } else {
+        let wqe = cap.max_recv_sge.max(1).checked_mul(DATA_SEG).ok_or(EINVAL)?;
+        let shift = ilog2_ceil(wqe)?.max(4);
+        if (1u32 << shift) > g.get(cmd_hca_cap::max_wqe_sz_rq)? {
+            return Err(EINVAL);
+        }
+        let log = ilog2_ceil(cap.max_recv_wr)?;
+        if u32::from(log) > log_max_qp_sz {
+            return Err(EINVAL);
+        }
+        (log, shift)
+    };
+    // calc_sq_size()
+    let wqe = send_wqe_size(attr.qp_type, cap.max_send_sge, cap.max_inline_data)?;
+    if wqe > g.get(cmd_hca_cap::max_wqe_sz_sq)? {
+        return Err(EINVAL);
+    }
+    let sq_bytes = cap
+        .max_send_wr
+        .max(1)
+        .checked_mul(wqe)
+        .and_then(|v| v.checked_next_power_of_two())
+        .ok_or(EINVAL)?;
+    let log_sq_size = ilog2_ceil(sq_bytes / SEND_WQE_BB)?;
+    if u32::from(log_sq_size) > log_max_qp_sz {
+        return Err(ENOMEM);
+    }
+    let rq_bytes = if cap.max_recv_wr == 0 {
+        0
+    } else {
+        1usize << (u32::from(log_rq_size) + u32::from(rq_shift))
+    };
+    let buf = KernBuf::new(rq_bytes + sq_bytes as usize)?;
+    let pas = buf.pas()?;
+    let st = match attr.qp_type {
+        QpType::Rc => QpServiceType::Rc,
+        QpType::Uc => QpServiceType::Uc,
+        QpType::Ud => QpServiceType::Ud,
+    };
+    let rq = if cap.max_recv_wr == 0 {
+        RqType::None
+    } else {
+        RqType::Regular {
+            cqn: attr.recv_cq.data().cqn,
+            log_size: log_rq_size,
+            log_stride: rq_shift - 4,
+        }
+    };
+    let state = KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)?;
+    let qpn = exec(
+        &*d.hw,
+        &CreateQp {
+            uid: 0,
+            st,
+            pd: pd.data().pdn,
+            sq: Some((attr.send_cq.data().cqn, log_sq_size)),
+            rq,
+            uar_page: d.uar,
+            log_page_size: 0,
+            dbr_addr: buf.dbr_addr(),
+            user_index: 0xff_ffff,
+            pas: &pas,
+        },
+    )?;
+    Ok(QpCreated {
+        data: Mlx5Qp {
+            qpn,
+            log_sq_size,
+            log_rq_size,
+            state,
+            _buf: buf,
+        },
+        qp_num: qpn,
+    })
+}
+
+/// upstream `mlx5_ib_destroy_qp()`: DESTROY_QP (legal in every state).
+pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
+    exec(
+        &*qp.pd().device().data().hw,
+        &DestroyQp {
+            qpn: qp.data().qpn,
+            uid: 0,
+        },
+    )
+}
+
+/// `MLX5_QP_OPTPAR_*`.
+mod optpar {
+    pub(super) const RRE: u32 = 1 << 1;
+    pub(super) const RAE: u32 = 1 << 2;
+    pub(super) const RWE: u32 = 1 << 3;
+    pub(super) const PKEY_INDEX: u32 = 1 << 4;
+    pub(super) const Q_KEY: u32 = 1 << 5;
+    pub(super) const RNR_TIMEOUT: u32 = 1 << 6;
+    pub(super) const PRI_PORT: u32 = 1 << 16;
+}
+
+/// upstream `ib_mask_to_mlx5_opt()` (the members this driver handles).
+fn mask_to_opt(m: QpAttrMask) -> u32 {
+    let mut o = 0;
+    if m.contains(QpAttrMask::ACCESS_FLAGS) {
+        o |= optpar::RRE | optpar::RAE | optpar::RWE;
+    }
+    if m.contains(QpAttrMask::PKEY_INDEX) {
+        o |= optpar::PKEY_INDEX;
+    }
+    if m.contains(QpAttrMask::PORT) {
+        o |= optpar::PRI_PORT;
+    }
+    if m.contains(QpAttrMask::QKEY) {
+        o |= optpar::Q_KEY;
+    }
+    if m.contains(QpAttrMask::MIN_RNR_TIMER) {
+        o |= optpar::RNR_TIMEOUT;
+    }
+    o
+}
+
+/// Required attribute masks of a transition (upstream `ib_modify_qp_is_ok()`'s `qp_state_table`
+/// for RC and UD), or `None` if the transition is illegal.
+fn required(cur: QpState, new: QpState, t: QpType) -> Option<QpAttrMask> {
+    use QpState::*;
+    let rc = t != QpType::Ud;
+    let m = |a: &[QpAttrMask]| a.iter().fold(QpAttrMask(0), |acc, b| acc | *b);
+    Some(match (cur, new) {
+        (_, Reset) | (_, Err) => QpAttrMask(0),
+        (Reset, Init) if rc => m(&[
+            QpAttrMask::PKEY_INDEX,
+            QpAttrMask::PORT,
+            QpAttrMask::ACCESS_FLAGS,
+        ]),
+        (Reset, Init) => m(&[QpAttrMask::PKEY_INDEX, QpAttrMask::PORT, QpAttrMask::QKEY]),
+        (Init, Init) => QpAttrMask(0),
+        (Init, Rtr) if t == QpType::Rc => m(&[
+            QpAttrMask::AV,
+            QpAttrMask::PATH_MTU,
+            QpAttrMask::DEST_QPN,
+            QpAttrMask::RQ_PSN,
+            QpAttrMask::MAX_DEST_RD_ATOMIC,
+            QpAttrMask::MIN_RNR_TIMER,
+        ]),
+        (Init, Rtr) if t == QpType::Uc => m(&[
+            QpAttrMask::AV,
+            QpAttrMask::PATH_MTU,
+            QpAttrMask::DEST_QPN,
+            QpAttrMask::RQ_PSN,
+        ]),
+        (Init, Rtr) => QpAttrMask(0),
+        (Rtr, Rts) if t == QpType::Rc => m(&[
+            QpAttrMask::SQ_PSN,
+            QpAttrMask::TIMEOUT,
+            QpAttrMask::RETRY_CNT,
+            QpAttrMask::RNR_RETRY,
+            QpAttrMask::MAX_QP_RD_ATOMIC,
+        ]),
+        (Rtr, Rts) => QpAttrMask::SQ_PSN,
+        (Rts, Rts) => QpAttrMask(0),
+        _ => return None,
+    })
+}
+
+/// Merges the members of `a` selected by `mask` into `cur` (upstream keeps them in the
+/// `mlx5_ib_qp` and the firmware context).
+fn merge(cur: &mut QpAttr, a: &QpAttr, mask: QpAttrMask) {
+    let has = |b: QpAttrMask| mask.contains(b);
+    if has(QpAttrMask::PORT) {
+        cur.port_num = a.port_num;
+    }
+    if has(QpAttrMask::PKEY_INDEX) {
+        cur.pkey_index = a.pkey_index;
+    }
+    if has(QpAttrMask::ACCESS_FLAGS) {
+        cur.qp_access_flags = a.qp_access_flags;
+    }
+    if has(QpAttrMask::QKEY) {
+        cur.qkey = a.qkey;
+    }
+    if has(QpAttrMask::AV) {
+        cur.ah_attr = a.ah_attr;
+    }
+    if has(QpAttrMask::PATH_MTU) {
+        cur.path_mtu = a.path_mtu;
+    }
+    if has(QpAttrMask::DEST_QPN) {
+        cur.dest_qp_num = a.dest_qp_num;
+    }
+    if has(QpAttrMask::RQ_PSN) {
+        cur.rq_psn = a.rq_psn;
+    }
+    if has(QpAttrMask::SQ_PSN) {
+        cur.sq_psn = a.sq_psn;
+    }
+    if has(QpAttrMask::TIMEOUT) {
+        cur.timeout = a.timeout;
+    }
+    if has(QpAttrMask::RETRY_CNT) {
+        cur.retry_cnt = a.retry_cnt;
+    }
+    if has(QpAttrMask::RNR_RETRY) {
+        cur.rnr_retry = a.rnr_retry;
+    }
+    if has(QpAttrMask::MIN_RNR_TIMER) {
+        cur.min_rnr_timer = a.min_rnr_timer;
+    }
+    if has(QpAttrMask::MAX_QP_RD_ATOMIC) {
+        cur.max_rd_atomic = a.max_rd_atomic;
+    }
+    if has(QpAttrMask::MAX_DEST_RD_ATOMIC) {
+        cur.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    }
+}
+
+/// upstream `to_mlx5_access_flags()`: remote read and atomic need responder resources.
+fn access_bits(a: &QpAttr) -> (bool, bool, bool) {
+    let f = a.qp_access_flags;
+    let mut acc = f;
+    if a.max_dest_rd_atomic == 0 {
+        acc &= AccessFlags::REMOTE_WRITE.0;
+    }
+    (
+        acc & AccessFlags::REMOTE_READ.0 != 0,
+        acc & AccessFlags::REMOTE_WRITE.0 != 0,
+        acc & AccessFlags::REMOTE_ATOMIC.0 != 0,
+    )
+}
+
+/// upstream `mlx5_set_path()` for the primary path: port, P_Key index, and the address
+/// vector (LID and SL on InfiniBand; on Ethernet the GRH is mandatory and the remote MAC is
+/// the address vector's, `EINVAL` otherwise).
+fn set_path(
+    d: &Mlx5IbDev,
+    a: &QpAttr,
+    with_av: bool,
+    c: &mut QpcAttrs,
+) -> Result {
+    let port = u8::try_from(a.port_num).map_err(|_| EINVAL)?;
+    let p = d.port(a.port_num)?;
+    c.port = Some(port);
+    c.pkey_index = Some(a.pkey_index);
+    if !with_av {
+        return Ok(());
+    }
+    let ah = &a.ah_attr;
+    c.sl = Some(ah.sl & 0xf);
+    if let Some(g) = ah.grh {
+        if u32::from(g.sgid_index) >= p.immutable.gid_tbl_len {
+            return Err(EINVAL);
+        }
+        c.grh = Some(Grh {
+            dgid: g.dgid.0,
+            sgid_index: g.sgid_index,
+            hop_limit: g.hop_limit,
+            tclass: g.traffic_class,
+            flow_label: g.flow_label,
+        });
+    }
+    match p.link_layer {
+        LinkLayer::Ib => c.rlid = Some(ah.dlid),
+        LinkLayer::Ethernet => {
+            if ah.grh.is_none() {
+                return Err(EINVAL);
+            }
+            c.rmac = Some(ah.dmac);
+        }
+    }
+    Ok(())
+}
+
+fn log2_rd(n: u8) -> Result<u8> {
+    ilog2_ceil(u32::from(n))
+}
+
+/// upstream `mlx5_ib_modify_qp()` → `__mlx5_ib_modify_qp()`: the transition of the current
+/// state and the target state (`optab`), the `ib_modify_qp_is_ok()` check (`EINVAL` for an
+/// illegal transition or a missing required attribute), the context members of the
+/// transition and the optional-parameter mask (`opt_mask`), then the command.
+pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+    let d = qp.pd().device().data();
+    let t = qp.qp_type();
+    let mut st = qp.data().state.lock();
+    let cur = st.qp_state;
+    let new = if mask.contains(QpAttrMask::STATE) {
+        attr.qp_state
+    } else {
+        cur
+    };
+    let req = required(cur, new, t).ok_or(EINVAL)?;
+    if !mask.contains(req) {
+        return Err(EINVAL);
+    }
+    let mut next = *st;
+    merge(&mut next, attr, mask);
+    next.qp_state = new;
+    let qpn = qp.data().qpn;
+    let hw = &*d.hw;
+    let rc = t != QpType::Ud;
+    let mut c = QpcAttrs::default();
+    let opt = mask_to_opt(mask);
+    match (cur, new) {
+        (_, QpState::Reset) => exec(hw, &ModifyQp::<ToRst>::new(qpn, c))?,
+        (_, QpState::Err) => exec(hw, &ModifyQp::<ToErr>::new(qpn, c))?,
+        (QpState::Reset, QpState::Init) | (QpState::Init, QpState::Init) => {
+            set_path(d, &next, false, &mut c)?;
+            if rc {
+                c.rre_rwe_rae = Some(access_bits(&next));
+            } else {
+                c.q_key = Some(next.qkey);
+            }
+            if cur == QpState::Reset {
+                exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
+            } else {
+                let mut m = ModifyQp::<Init2Init>::new(qpn, c);
+                m.opt_param_mask = opt
+                    & (optpar::RRE
+                        | optpar::RAE
+                        | optpar::RWE
+                        | optpar::PKEY_INDEX
+                        | optpar::PRI_PORT
+                        | optpar::Q_KEY);
+                exec(hw, &m)?;
+            }
+        }
+        (QpState::Init, QpState::Rtr) => {
+            set_path(d, &next, rc, &mut c)?;
+            let log_max_msg = gen(d)?.get(cmd_hca_cap::log_max_msg)?;
+            c.log_msg_max = Some(u8::try_from(log_max_msg).map_err(|_| EIO)?);
+            if rc {
+                if !(1..=5).contains(&next.path_mtu) {
+                    return Err(EINVAL);
+                }
+                c.mtu = Some(next.path_mtu);
+                c.remote_qpn = Some(next.dest_qp_num & 0xff_ffff);
+                c.next_rcv_psn = Some(next.rq_psn & 0xff_ffff);
+                c.log_rra_max = Some(log2_rd(next.max_dest_rd_atomic)?);
+                c.min_rnr_nak = Some(next.min_rnr_timer & 0x1f);
+                c.rre_rwe_rae = Some(access_bits(&next));
+            } else {
+                c.q_key = Some(next.qkey);
+            }
+            let mut m = ModifyQp::<Init2Rtr>::new(qpn, c);
+            m.opt_param_mask = opt
+                & if rc {
+                    optpar::RRE | optpar::RAE | optpar::RWE | optpar::PKEY_INDEX
+                } else {
+                    optpar::PKEY_INDEX | optpar::Q_KEY
+                };
+            exec(hw, &m)?;
+        }
+        (QpState::Rtr, QpState::Rts) | (QpState::Rts, QpState::Rts) => {
+            if rc {
+                c.ack_timeout = Some(next.timeout & 0x1f);
+                c.min_rnr_nak = Some(next.min_rnr_timer & 0x1f);
+                c.rre_rwe_rae = Some(access_bits(&next));
+            } else {
+                c.q_key = Some(next.qkey);
+            }
+            if cur == QpState::Rtr {
+                c.next_send_psn = Some(next.sq_psn & 0xff_ffff);
+                if rc {
+                    c.retry_count = Some(next.retry_cnt & 7);
+                    c.rnr_retry = Some(next.rnr_retry & 7);
+                    c.log_sra_max = Some(log2_rd(next.max_rd_atomic)?);
+                }
+                let mut m = ModifyQp::<Rtr2Rts>::new(qpn, c);
+                m.opt_param_mask = opt
+                    & if rc {
+                        optpar::RRE | optpar::RAE | optpar::RWE | optpar::RNR_TIMEOUT
+                    } else {
+                        optpar::Q_KEY
+                    };
+                exec(hw, &m)?;
+            } else {
+                let mut m = ModifyQp::<Rts2Rts>::new(qpn, c);
+                m.opt_param_mask = opt
+                    & if rc {
+                        optpar::RRE | optpar::RAE | optpar::RWE | optpar::RNR_TIMEOUT
+                    } else {
+                        optpar::Q_KEY
+                    };
+                exec(hw, &m)?;
+            }
+        }
+        _ => return Err(EINVAL),
+    }
+    if new == QpState::Reset {
+        // upstream: a QP back in RESET forgets its attributes (the context is reset).
+        *st = QpAttr::default();
+    } else {
+        *st = next;
+    }
+    Ok(())
+}
+
+/// upstream `mlx5_ib_query_qp()` → `query_qp_attr()`: QUERY_QP, the context back to
+/// `ib_qp_attr`.
+pub(crate) fn query_qp(qp: &Qp<Mlx5Ib>) -> Result<QpAttr> {
+    let d = qp.pd().device().data();
+    let _st = qp.data().state.lock();
+    let q = exec(&*d.hw, &QueryQp { qpn: qp.data().qpn })?;
+    use crate::cmd::qp::QpState as S;
+    let state = match q.state {
+        S::Rst => QpState::Reset,
+        S::Init => QpState::Init,
+        S::Rtr => QpState::Rtr,
+        S::Rts => QpState::Rts,
+        S::Sqer => QpState::Sqe,
+        S::Sqd => QpState::Sqd,
+        S::Err => QpState::Err,
+    };
+    let (rre, rwe, rae) = q.rre_rwe_rae;
+    let mut access = 0;
+    if rre {
+        access |= AccessFlags::REMOTE_READ.0;
+    }
+    if rwe {
+        access |= AccessFlags::REMOTE_WRITE.0;
+    }
+    if rae {
+        access |= AccessFlags::REMOTE_ATOMIC.0;
+    }
+    let port_num = u32::from(q.port);
+    let eth = d
+        .port(port_num)
+        .map(|p| p.link_layer == LinkLayer::Ethernet)
+        .unwrap_or(false);
+    Ok(QpAttr {
+        qp_state: state,
+        port_num,
+        pkey_index: q.pkey_index,
+        qp_access_flags: access,
+        qkey: q.q_key,
+        path_mtu: q.mtu,
+        dest_qp_num: q.remote_qpn,
+        rq_psn: q.next_rcv_psn,
+        sq_psn: q.next_send_psn,
+        ah_attr: AhAttr {
+            dlid: if eth { 0 } else { q.rlid },
+            sl: q.sl,
+            port_num,
+            grh: q.grh.map(|g| GlobalRoute {
+                dgid: Gid(g.dgid),
+                flow_label: g.flow_label,
+                sgid_index: g.sgid_index,
+                hop_limit: g.hop_limit,
+                traffic_class: g.tclass,
+            }),
+            dmac: if eth { q.rmac } else { [0; 6] },
+        },
+        timeout: q.ack_timeout,
+        retry_cnt: q.retry_count,
+        rnr_retry: q.rnr_retry,
+        min_rnr_timer: q.min_rnr_nak,
+        max_rd_atomic: 1u8.checked_shl(u32::from(q.log_sra_max)).unwrap_or(0),
+        max_dest_rd_atomic: 1u8.checked_shl(u32::from(q.log_rra_max)).unwrap_or(0),
+    })
+}
+
+// ---- MR ----
+
+fn mkey_access(a: AccessFlags) -> MkeyAccess {
+    MkeyAccess {
+        remote_atomic: a.0 & AccessFlags::REMOTE_ATOMIC.0 != 0,
+        remote_write: a.0 & AccessFlags::REMOTE_WRITE.0 != 0,
+        remote_read: a.0 & AccessFlags::REMOTE_READ.0 != 0,
+        local_write: a.0 & AccessFlags::LOCAL_WRITE.0 != 0,
+    }
+}
+
+/// upstream `mlx5_ib_get_dma_mr()`: CREATE_MKEY, PA access mode, `length64`.
+pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
+    let d = pd.device().data();
+    let m = exec(
+        &*d.hw,
+        &CreateMkey {
+            uid: 0,
+            pd: pd.data().pdn,
+            access: mkey_access(access),
+            key_byte: d.next_mkey_variant(),
+            translation: MkeyTranslation::Pa,
+        },
+    )?;
+    Ok(MrCreated {
+        data: Mlx5Mr { index: m.index },
+        lkey: m.key,
+        rkey: m.key,
+    })
+}
+
+/// upstream `mlx5_ib_alloc_mr()` → `mlx5_alloc_mem_reg_descs()`: a free MTT mkey with room for
+/// `ALIGN(max_num_sg, 4)` descriptors (filled later by a fast-register WQE). Only
+/// `IB_MR_TYPE_MEM_REG`; SG_GAPS (KLM) and integrity MRs are `EOPNOTSUPP` here.
+pub(crate) fn alloc_mr(pd: &Pd<Mlx5Ib>, mr_type: MrType, max_num_sg: u32) -> Result<MrCreated<Mlx5Mr>> {
+    let d = pd.device().data();
+    if mr_type != MrType::MemReg {
+        return Err(EOPNOTSUPP);
+    }
+    if max_num_sg == 0 || max_num_sg > d.attrs.max_fast_reg_page_list_len {
+        return Err(EINVAL);
+    }
+    let ndescs = usize::try_from(max_num_sg.next_multiple_of(4)).map_err(|_| EINVAL)?;
+    let pages = KVVec::from_elem(0u64, ndescs, GFP_KERNEL)?;
+    let m = exec(
+        &*d.hw,
+        &CreateMkey {
+            uid: 0,
+            pd: pd.data().pdn,
+            access: MkeyAccess::default(),
+            key_byte: d.next_mkey_variant(),
+            translation: MkeyTranslation::Mtt {
+                start: 0,
+                len: 0,
+                log_page_size: 12,
+                pages: &pages,
+            },
+        },
+    )?;
+    Ok(MrCreated {
+        data: Mlx5Mr { index: m.index },
+        lkey: m.key,
+        rkey: m.key,
+    })
+}
+
+/// upstream `mlx5_ib_dereg_mr()` → `destroy_mkey()`: DESTROY_MKEY.
+pub(crate) fn dereg_mr(mr: &Mr<Mlx5Ib>) -> Result {
+    exec(
+        &*mr.pd().device().data().hw,
+        &DestroyMkey {
+            id: mr.data().index,
+            uid: 0,
+        },
+    )
+}
