@@ -36,7 +36,9 @@ mod types;
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
 pub use mr::{AccessFlags, Mr, MrCreated, MrType};
 pub use pd::Pd;
-pub use qp::{AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr, QpState, QpType};
+pub use qp::{
+    AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr, QpState, QpType,
+};
 pub use srq::{Srq, SrqInitAttr};
 pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
 

@@ -25,12 +25,12 @@ use crate::cmd::{exec, Command};
 use crate::corehw::CoreFunction;
 use crate::fwsim::profile::LinkLayer;
 use crate::hw::{CapType, Mlx5Hw};
-use crate::prm::ctx::cmd_hca_cap;
-use crate::simdev::SimFunction;
-use crate::stages::{self, Stage};
 use crate::ib::{
     assemble_ops, clear_gids, program_default_gids, programmed_gids, IbPort, Mlx5Ib, Mlx5IbDev,
 };
+use crate::prm::ctx::cmd_hca_cap;
+use crate::simdev::SimFunction;
+use crate::stages::{self, Stage};
 use ib_core_rs::device::Device;
 use kernel::sync::atomic::Atomic;
 use kernel::{prelude::*, str::CString, sync::Arc};
@@ -187,7 +187,11 @@ impl Drop for Mlx5Dev<'_> {
         if let Some(ib) = self.ib.take() {
             let left = Device::dealloc(ib);
             if left != 0 {
-                pr_err!("{}: {} verbs object(s) left at remove\n", self.hw().name(), left);
+                pr_err!(
+                    "{}: {} verbs object(s) left at remove\n",
+                    self.hw().name(),
+                    left
+                );
             }
         }
     }
@@ -541,6 +545,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
 fn stage_ib_reg_cleanup(d: &mut Mlx5Dev<'_>) {
     if let Some(ib) = &d.ib {
         Device::unregister(ib);
+        pr_info!("{}: unregistered {}\n", d.hw().name(), ib.name());
         for p in ib.data().ports.iter() {
             clear_gids(&*ib.data().hw, programmed_gids(p));
         }

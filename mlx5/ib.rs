@@ -85,7 +85,9 @@ impl Mlx5IbDev {
     /// The port `num` (1-based).
     pub(crate) fn port(&self, num: u32) -> Result<&IbPort> {
         let i = usize::try_from(num).map_err(|_| EINVAL)?;
-        self.ports.get(i.checked_sub(1).ok_or(EINVAL)?).ok_or(EINVAL)
+        self.ports
+            .get(i.checked_sub(1).ok_or(EINVAL)?)
+            .ok_or(EINVAL)
     }
 
     /// sysfs `hw_rev` (upstream `hw_rev_show()`: `%x` of the PCI revision).

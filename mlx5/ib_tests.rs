@@ -51,13 +51,22 @@ mod tests {
 
     #[test]
     fn ops_assembled_first_setter_wins() -> Result {
-        for (ll, port) in [(LinkLayer::Ib, &IB_PORT_OPS), (LinkLayer::Ethernet, &ROCE_PORT_OPS)] {
+        for (ll, port) in [
+            (LinkLayer::Ib, &IB_PORT_OPS),
+            (LinkLayer::Ethernet, &ROCE_PORT_OPS),
+        ] {
             let ops = crate::ib::assemble_ops(ll)?;
             assert_eq!(ops.check_mandatory(), Ok(()));
             assert_eq!(ops.driver_id(), DriverId::Mlx5);
             assert_eq!(ops.uverbs_abi_ver(), 1);
             assert_eq!(ops.owner().map(|o| o.to_bytes()), Some(&b"mlx5_ib_rs"[..]));
-            for op in [Op::QueryGid, Op::QueryPkey, Op::AllocPd, Op::CreateQp, Op::DeregMr] {
+            for op in [
+                Op::QueryGid,
+                Op::QueryPkey,
+                Op::AllocPd,
+                Op::CreateQp,
+                Op::DeregMr,
+            ] {
                 assert!(ops.has(op));
             }
             // No data path yet: the core answers EOPNOTSUPP.
@@ -104,7 +113,11 @@ mod tests {
             let imm = ib.port_immutable(1)?;
             assert_eq!(
                 imm.link_layer,
-                if eth { IbLinkLayer::Ethernet } else { IbLinkLayer::Infiniband }
+                if eth {
+                    IbLinkLayer::Ethernet
+                } else {
+                    IbLinkLayer::Infiniband
+                }
             );
             assert_eq!(ib.get_cached_port_state(1)?, PortState::Active);
             assert_eq!(ib.get_cached_pkey(1, 0)?, 0xffff);
@@ -176,7 +189,11 @@ mod tests {
                 }
             }
             // SET_ROCE_ADDRESS refused at IB_REG (Ethernet) / a timeout in the GID reads.
-            let op = if eth { opcode::SET_ROCE_ADDRESS } else { opcode::QUERY_HCA_VPORT_GID };
+            let op = if eth {
+                opcode::SET_ROCE_ADDRESS
+            } else {
+                opcode::QUERY_HCA_VPORT_GID
+            };
             f.with_faults(|p| p.fail_opcode(op, FaultAction::Timeout));
             assert_eq!(Mlx5Dev::probe(HwRef::Sim(f.clone())).err(), Some(ETIMEDOUT));
             f.with_faults(|p| p.clear());
@@ -196,15 +213,40 @@ mod tests {
             let owner = || ib_core_rs::kernel_owner!();
             let pd = Pd::alloc(ib, owner())?;
             assert_eq!(f.counts().pd, base.pd + 1);
-            let cq = Cq::create(ib, &CqInitAttr { cqe: 100, comp_vector: 0 }, None, owner())?;
+            let cq = Cq::create(
+                ib,
+                &CqInitAttr {
+                    cqe: 100,
+                    comp_vector: 0,
+                },
+                None,
+                owner(),
+            )?;
             assert_eq!(cq.data().log_size, 7);
             assert_eq!(
-                Cq::create(ib, &CqInitAttr { cqe: 1, comp_vector: 1 }, None, owner()).err(),
+                Cq::create(
+                    ib,
+                    &CqInitAttr {
+                        cqe: 1,
+                        comp_vector: 1
+                    },
+                    None,
+                    owner()
+                )
+                .err(),
                 Some(EINVAL)
             );
             assert_eq!(
-                Cq::create(ib, &CqInitAttr { cqe: u32::MAX - 1, comp_vector: 0 }, None, owner())
-                    .err(),
+                Cq::create(
+                    ib,
+                    &CqInitAttr {
+                        cqe: u32::MAX - 1,
+                        comp_vector: 0
+                    },
+                    None,
+                    owner()
+                )
+                .err(),
                 Some(EINVAL)
             );
             assert_eq!(f.counts().cq, 1);
@@ -248,7 +290,10 @@ mod tests {
             assert_eq!(rc.modify(&to_init, init_mask), Err(EINVAL));
             rc.modify(&to_init, init_mask | QpAttrMask::ACCESS_FLAGS)?;
             // Illegal transition INIT -> RTS.
-            let rts_only = QpAttr { qp_state: QpState::Rts, ..QpAttr::default() };
+            let rts_only = QpAttr {
+                qp_state: QpState::Rts,
+                ..QpAttr::default()
+            };
             assert_eq!(rc.modify(&rts_only, QpAttrMask::STATE), Err(EINVAL));
             let gid0 = ib.query_gid(1, 0)?;
             let ah = AhAttr {
@@ -266,7 +311,11 @@ mod tests {
                 } else {
                     None
                 },
-                dmac: if eth { [0x02, 0, 0, 0, 0, 0x42] } else { [0; 6] },
+                dmac: if eth {
+                    [0x02, 0, 0, 0, 0, 0x42]
+                } else {
+                    [0; 6]
+                },
             };
             let to_rtr = QpAttr {
                 qp_state: QpState::Rtr,
@@ -317,34 +366,67 @@ mod tests {
             assert_eq!((q.retry_cnt, q.rnr_retry), (7, 7));
             assert_eq!(q.ah_attr.sl, 3);
             if eth {
-                assert_eq!(q.ah_attr.grh.map(|g| (g.dgid, g.sgid_index, g.hop_limit)), Some((gid0, 1, 64)));
+                assert_eq!(
+                    q.ah_attr.grh.map(|g| (g.dgid, g.sgid_index, g.hop_limit)),
+                    Some((gid0, 1, 64))
+                );
                 assert_eq!(q.ah_attr.dmac, ah.dmac);
             } else {
                 assert_eq!(q.ah_attr.dlid, 0x17);
                 assert!(q.ah_attr.grh.is_none());
             }
             // -> ERR -> RST, then the attributes are gone.
-            rc.modify(&QpAttr { qp_state: QpState::Err, ..QpAttr::default() }, QpAttrMask::STATE)?;
+            rc.modify(
+                &QpAttr {
+                    qp_state: QpState::Err,
+                    ..QpAttr::default()
+                },
+                QpAttrMask::STATE,
+            )?;
             assert_eq!(rc.query()?.qp_state, QpState::Err);
             rc.modify(&QpAttr::default(), QpAttrMask::STATE)?;
             assert_eq!(rc.query()?.qp_state, QpState::Reset);
 
             // UD: RST -> INIT (Q_Key) -> RTR -> RTS.
             ud.modify(
-                &QpAttr { qp_state: QpState::Init, port_num: 1, qkey: 0x1111_0000, ..QpAttr::default() },
+                &QpAttr {
+                    qp_state: QpState::Init,
+                    port_num: 1,
+                    qkey: 0x1111_0000,
+                    ..QpAttr::default()
+                },
                 init_mask | QpAttrMask::QKEY,
             )?;
-            ud.modify(&QpAttr { qp_state: QpState::Rtr, ..QpAttr::default() }, QpAttrMask::STATE)?;
+            ud.modify(
+                &QpAttr {
+                    qp_state: QpState::Rtr,
+                    ..QpAttr::default()
+                },
+                QpAttrMask::STATE,
+            )?;
             assert_eq!(
-                ud.modify(&QpAttr { qp_state: QpState::Rts, ..QpAttr::default() }, QpAttrMask::STATE),
+                ud.modify(
+                    &QpAttr {
+                        qp_state: QpState::Rts,
+                        ..QpAttr::default()
+                    },
+                    QpAttrMask::STATE
+                ),
                 Err(EINVAL)
             );
             ud.modify(
-                &QpAttr { qp_state: QpState::Rts, sq_psn: 77, ..QpAttr::default() },
+                &QpAttr {
+                    qp_state: QpState::Rts,
+                    sq_psn: 77,
+                    ..QpAttr::default()
+                },
                 QpAttrMask::STATE | QpAttrMask::SQ_PSN,
             )?;
             let q = ud.query()?;
-            assert_eq!((q.qp_state, q.qkey, q.sq_psn, q.port_num), (QpState::Rts, 0x1111_0000, 77, 1));
+            assert_eq!(
+                (q.qp_state, q.qkey, q.sq_psn, q.port_num),
+                (QpState::Rts, 0x1111_0000, 77, 1)
+            );
 
             // MRs.
             let dma = Mr::get_dma_mr(&pd, AccessFlags::LOCAL_WRITE, owner())?;
@@ -352,7 +434,10 @@ mod tests {
             assert_eq!(f.counts().mkey, 2);
             assert_ne!(dma.lkey(), frmr.lkey());
             assert_eq!(dma.lkey() >> 8, dma.data().index);
-            assert_eq!(Mr::alloc(&pd, MrType::SgGaps, 32, owner()).err(), Some(EOPNOTSUPP));
+            assert_eq!(
+                Mr::alloc(&pd, MrType::SgGaps, 32, owner()).err(),
+                Some(EOPNOTSUPP)
+            );
 
             // Not without the data path.
             assert_eq!(cq.poll(&mut []), Err(EOPNOTSUPP));
@@ -424,26 +509,58 @@ mod tests {
         f.with_faults(|p| p.clear());
         let pd = Pd::alloc(ib, owner())?;
         fail(opcode::CREATE_CQ);
-        assert_eq!(Cq::create(ib, &CqInitAttr { cqe: 8, comp_vector: 0 }, None, owner()).err(), Some(ENOMEM));
+        assert_eq!(
+            Cq::create(
+                ib,
+                &CqInitAttr {
+                    cqe: 8,
+                    comp_vector: 0
+                },
+                None,
+                owner()
+            )
+            .err(),
+            Some(ENOMEM)
+        );
         f.with_faults(|p| p.clear());
-        let cq = Cq::create(ib, &CqInitAttr { cqe: 8, comp_vector: 0 }, None, owner())?;
+        let cq = Cq::create(
+            ib,
+            &CqInitAttr {
+                cqe: 8,
+                comp_vector: 0,
+            },
+            None,
+            owner(),
+        )?;
         fail(opcode::CREATE_QP);
         let init = QpInitAttr {
             send_cq: &cq,
             recv_cq: &cq,
             srq: None,
             qp_type: QpType::Rc,
-            cap: QpCap { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+            cap: QpCap {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
             sq_sig_all: false,
         };
         assert_eq!(Qp::create(&pd, &init, owner()).err(), Some(ENOMEM));
         f.with_faults(|p| p.clear());
         fail(opcode::CREATE_MKEY);
-        assert_eq!(Mr::get_dma_mr(&pd, AccessFlags::LOCAL_WRITE, owner()).err(), Some(ENOMEM));
+        assert_eq!(
+            Mr::get_dma_mr(&pd, AccessFlags::LOCAL_WRITE, owner()).err(),
+            Some(ENOMEM)
+        );
         f.with_faults(|p| p.clear());
         // A QP too big for the device is refused before any command.
         let big = QpInitAttr {
-            cap: QpCap { max_send_wr: 1 << 30, ..init.cap },
+            cap: QpCap {
+                max_send_wr: 1 << 30,
+                ..init.cap
+            },
             ..init
         };
         assert!(Qp::create(&pd, &big, owner()).is_err());

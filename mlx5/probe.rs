@@ -80,7 +80,7 @@ fn log_probed(dev: &device::Device, d: &Mlx5Dev<'_>) {
     let (a, p) = (&d.attrs, d.ports.first());
     dev_info!(
         dev,
-        "{} (PCI {:04x}:{:04x} rev {:x}) fw {}.{}.{:04} board_id {} {}: max_qp {} max_cq {} max_mr {} max_pd {}; port 1 state {} gids {} pkeys {}; kernel PD 0x{:x} UAR 0x{:x}; registered as {}\n",
+        "{} (PCI {:04x}:{:04x} rev {:x}) fw {}.{}.{:04} board_id {} {}: max_qp {} max_cq {} max_mr {} max_pd {}; port 1 state {} gids {} pkeys {}; kernel PD 0x{:x} UAR 0x{:x}; probe stages done; registered as {}\n",
         id.model,
         id.pci_vendor,
         id.pci_device,

@@ -234,7 +234,10 @@ fn send_wqe_size(t: QpType, max_send_sge: u32, max_inline: u32) -> Result<u32> {
 /// upstream `create_qp()` → `create_kernel_qp()` for RC and UD (and UC): `set_rq_size()` and
 /// `calc_sq_size()` with their limits, the buffer (RQ at offset 0, SQ after it), CREATE_QP
 /// with the PD, the CQs and the kernel UAR page. SRQs are not supported by this driver yet.
-pub(crate) fn create_qp(pd: &Pd<Mlx5Ib>, attr: &QpInitAttr<'_, Mlx5Ib>) -> Result<QpCreated<Mlx5Qp>> {
+pub(crate) fn create_qp(
+    pd: &Pd<Mlx5Ib>,
+    attr: &QpInitAttr<'_, Mlx5Ib>,
+) -> Result<QpCreated<Mlx5Qp>> {
     let d = pd.device().data();
     let g = gen(d)?;
     if attr.srq.is_some() {
@@ -246,7 +249,11 @@ pub(crate) fn create_qp(pd: &Pd<Mlx5Ib>, attr: &QpInitAttr<'_, Mlx5Ib>) -> Resul
     let (log_rq_size, rq_shift) = if cap.max_recv_wr == 0 {
         (0u8, 4u8)
     } else {
-        let wqe = cap.max_recv_sge.max(1).checked_mul(DATA_SEG).ok_or(EINVAL)?;
+        let wqe = cap
+            .max_recv_sge
+            .max(1)
+            .checked_mul(DATA_SEG)
+            .ok_or(EINVAL)?;
         let shift = ilog2_ceil(wqe)?.max(4);
         if (1u32 << shift) > g.get(cmd_hca_cap::max_wqe_sz_rq)? {
             return Err(EINVAL);
@@ -475,12 +482,7 @@ fn access_bits(a: &QpAttr) -> (bool, bool, bool) {
 /// upstream `mlx5_set_path()` for the primary path: port, P_Key index, and the address
 /// vector (LID and SL on InfiniBand; on Ethernet the GRH is mandatory and the remote MAC is
 /// the address vector's, `EINVAL` otherwise).
-fn set_path(
-    d: &Mlx5IbDev,
-    a: &QpAttr,
-    with_av: bool,
-    c: &mut QpcAttrs,
-) -> Result {
+fn set_path(d: &Mlx5IbDev, a: &QpAttr, with_av: bool, c: &mut QpcAttrs) -> Result {
     let port = u8::try_from(a.port_num).map_err(|_| EINVAL)?;
     let p = d.port(a.port_num)?;
     c.port = Some(port);
@@ -737,7 +739,11 @@ pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreat
 /// upstream `mlx5_ib_alloc_mr()` → `mlx5_alloc_mem_reg_descs()`: a free MTT mkey with room for
 /// `ALIGN(max_num_sg, 4)` descriptors (filled later by a fast-register WQE). Only
 /// `IB_MR_TYPE_MEM_REG`; SG_GAPS (KLM) and integrity MRs are `EOPNOTSUPP` here.
-pub(crate) fn alloc_mr(pd: &Pd<Mlx5Ib>, mr_type: MrType, max_num_sg: u32) -> Result<MrCreated<Mlx5Mr>> {
+pub(crate) fn alloc_mr(
+    pd: &Pd<Mlx5Ib>,
+    mr_type: MrType,
+    max_num_sg: u32,
+) -> Result<MrCreated<Mlx5Mr>> {
     let d = pd.device().data();
     if mr_type != MrType::MemReg {
         return Err(EOPNOTSUPP);
