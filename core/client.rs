@@ -86,7 +86,11 @@ pub struct ClientNlInfo {
 ///
 /// `EOPNOTSUPP` when no such client is attached (upstream turns `ENOENT` into it), the
 /// client's error (`ENOENT` from a client becomes `EINVAL`).
-pub fn get_nl_info(dev: Option<&DeviceCore>, name: &[u8], port: Option<u32>) -> Result<ClientNlInfo> {
+pub fn get_nl_info(
+    dev: Option<&DeviceCore>,
+    name: &[u8],
+    port: Option<u32>,
+) -> Result<ClientNlInfo> {
     let fix = |r: Result<ClientNlInfo>| match r {
         Err(e) if e == ENOENT => Err(EINVAL),
         r => r,

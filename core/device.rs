@@ -29,9 +29,9 @@ use crate::registry;
 use crate::restrack::Restrack;
 use crate::sysfs::{DriverGroup, Sysfs};
 use core::ops::Deref;
-use kernel::sync::aref::ARef;
 use kernel::prelude::*;
 use kernel::str::BStr;
+use kernel::sync::aref::ARef;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
 use kernel::sync::{Arc, Completion, Mutex};
 
@@ -594,9 +594,8 @@ impl<D: Driver> Device<D> {
         }
         // upstream: ib_setup_device_attrs(), device_add() (uevent suppressed),
         // ib_setup_port_attrs().
-        let sysfs = Sysfs::add(this.clone()).inspect_err(|e| {
-            pr_err!("ib_core_rs: {}: sysfs setup failed: {:?}\n", name, e)
-        })?;
+        let sysfs = Sysfs::add(this.clone())
+            .inspect_err(|e| pr_err!("ib_core_rs: {}: sysfs setup failed: {:?}\n", name, e))?;
         *this.core.sysfs.lock() = Some(sysfs);
         // upstream: enable_device_and_get(): refcount 2 (the registration
         // and this thread), mark registered, enable_driver, add clients.

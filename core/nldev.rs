@@ -17,7 +17,7 @@
 
 use crate::attr::LinkLayer;
 use crate::client::{self, ClientNlInfo};
-use crate::device::{DeviceCore, IbDevice, DeviceRef};
+use crate::device::{DeviceCore, DeviceRef, IbDevice};
 use crate::netlink::{
     codec::{self, Attr, CodecError, MsgWriter, NLM_F_MULTI},
     nldev_uapi::*,
@@ -47,9 +47,17 @@ const fn op<T>(
 impl NlHandler for NlDev {
     const OPS: &'static [NlOp<Self>] = &[
         op(RDMA_NLDEV_CMD_GET, Some(get_doit), Some(get_dump)),
-        op(RDMA_NLDEV_CMD_PORT_GET, Some(port_get_doit), Some(port_get_dump)),
+        op(
+            RDMA_NLDEV_CMD_PORT_GET,
+            Some(port_get_doit),
+            Some(port_get_dump),
+        ),
         op(RDMA_NLDEV_CMD_GET_CHARDEV, Some(get_chardev_doit), None),
-        op(RDMA_NLDEV_CMD_RES_GET, Some(res_get_doit), Some(res_get_dump)),
+        op(
+            RDMA_NLDEV_CMD_RES_GET,
+            Some(res_get_doit),
+            Some(res_get_dump),
+        ),
         op(RDMA_NLDEV_CMD_RES_PD_GET, None, Some(res_pd_dump)),
         op(RDMA_NLDEV_CMD_RES_CQ_GET, None, Some(res_cq_dump)),
         op(RDMA_NLDEV_CMD_RES_QP_GET, None, Some(res_qp_dump)),
@@ -217,7 +225,13 @@ fn port_get_dump(
     let start = cur.get(0) as u32;
     let mut done = start;
     for port in (start + 1)..=dev.phys_port_cnt() {
-        if w(wr.begin(ty(RDMA_NLDEV_CMD_PORT_GET), NLM_F_MULTI, req.seq(), req.portid)).is_err()
+        if w(wr.begin(
+            ty(RDMA_NLDEV_CMD_PORT_GET),
+            NLM_F_MULTI,
+            req.seq(),
+            req.portid,
+        ))
+        .is_err()
         {
             break;
         }
@@ -335,9 +349,7 @@ fn res_get_dump(
 fn fill_owner(wr: &mut MsgWriter<'_>, owner: &Owner) -> Result {
     match owner {
         Owner::Kernel(m) => w(wr.put_str(RDMA_NLDEV_ATTR_RES_KERN_NAME, m.to_bytes())),
-        Owner::User { pid, .. } if *pid > 0 => {
-            w(wr.put_u32(RDMA_NLDEV_ATTR_RES_PID, *pid as u32))
-        }
+        Owner::User { pid, .. } if *pid > 0 => w(wr.put_u32(RDMA_NLDEV_ATTR_RES_PID, *pid as u32)),
         Owner::User { .. } => Ok(()),
     }
 }
@@ -444,6 +456,7 @@ const RES_MR: ResKind = ResKind {
 
 /// Writes one message with the entries `snap[start..start + max]`; returns how many were
 /// written.
+#[allow(clippy::too_many_arguments)]
 fn res_message(
     wr: &mut MsgWriter<'_>,
     req_ty: u16,
@@ -481,6 +494,7 @@ fn res_message(
 /// Builds one step of a `RES_*_GET` dump of `dev` (upstream `res_get_common_dumpit()`): a
 /// message with the device handle and a table of the entries from `start` on; returns the
 /// index to resume from, or `None` when there was nothing left (the dump ends).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn res_dump_step(
     wr: &mut MsgWriter<'_>,
     req_ty: u16,
@@ -508,8 +522,9 @@ pub(crate) fn res_dump_step(
         // Not everything fits: as many entries as did (at least one, else the skb is too
         // small for anything).
         Err(0) => return Err(EMSGSIZE),
-        Err(fit) => res_message(wr, req_ty, seq, portid, dev, rk, rest, admin, fit)
-            .map_err(|_| EMSGSIZE)?,
+        Err(fit) => {
+            res_message(wr, req_ty, seq, portid, dev, rk, rest, admin, fit).map_err(|_| EMSGSIZE)?
+        }
     };
     Ok(Some(start + n))
 }
@@ -543,19 +558,39 @@ fn res_dump(
     Ok(())
 }
 
-fn res_pd_dump(_: &NlDev, r: &Request<'_>, c: &mut DumpCursor<'_>, wr: &mut MsgWriter<'_>) -> Result {
+fn res_pd_dump(
+    _: &NlDev,
+    r: &Request<'_>,
+    c: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
     res_dump(r, c, wr, ResType::Pd)
 }
 
-fn res_cq_dump(_: &NlDev, r: &Request<'_>, c: &mut DumpCursor<'_>, wr: &mut MsgWriter<'_>) -> Result {
+fn res_cq_dump(
+    _: &NlDev,
+    r: &Request<'_>,
+    c: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
     res_dump(r, c, wr, ResType::Cq)
 }
 
-fn res_qp_dump(_: &NlDev, r: &Request<'_>, c: &mut DumpCursor<'_>, wr: &mut MsgWriter<'_>) -> Result {
+fn res_qp_dump(
+    _: &NlDev,
+    r: &Request<'_>,
+    c: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
     res_dump(r, c, wr, ResType::Qp)
 }
 
-fn res_mr_dump(_: &NlDev, r: &Request<'_>, c: &mut DumpCursor<'_>, wr: &mut MsgWriter<'_>) -> Result {
+fn res_mr_dump(
+    _: &NlDev,
+    r: &Request<'_>,
+    c: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
     res_dump(r, c, wr, ResType::Mr)
 }
 
@@ -574,3 +609,364 @@ fn sys_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result 
     sys_get_reply(wr, req.seq(), req.portid)
 }
 
+#[kunit_tests(ib_core_rs_nldev)]
+mod tests {
+    use super::*;
+    use crate::attr::{DeviceAttr, Gid, PortAttr, PortImmutable, PortState};
+    use crate::client::{register_client, Client};
+    use crate::device::{DevName, Device};
+    use crate::driver::Driver;
+    use crate::netlink::codec::{NlMsg, NlMsgIter, NLM_F_REQUEST};
+    use crate::ops::{DeviceOps, Ops};
+    use crate::sysfs::{show, IbSysfs, SysfsBuf};
+    use crate::verbs::Pd;
+    use kernel::str::CString;
+    use kernel::sync::Arc;
+
+    struct T;
+    impl Driver for T {
+        type DevData = ();
+        type PdData = ();
+        type CqData = ();
+        type QpData = ();
+        type SrqData = ();
+        type MrData = ();
+    }
+
+    struct TOps;
+
+    #[vtable]
+    impl DeviceOps for TOps {
+        type Driver = T;
+
+        fn query_device(_: &Device<T>) -> Result<DeviceAttr> {
+            Ok(DeviceAttr {
+                node_guid: 0x1122_3344_5566_7788,
+                sys_image_guid: 0x0102_0304_0506_0708,
+                device_cap_flags: 0x40,
+                max_pd: 9,
+                ..DeviceAttr::default()
+            })
+        }
+
+        fn get_port_immutable(_: &Device<T>, _: u32) -> Result<PortImmutable> {
+            Ok(PortImmutable {
+                pkey_tbl_len: 1,
+                gid_tbl_len: 2,
+                ..PortImmutable::default()
+            })
+        }
+
+        fn query_port(_: &Device<T>, _: u32) -> Result<PortAttr> {
+            Ok(PortAttr {
+                subnet_prefix: 0xfe80_0000_0000_0000,
+                state: PortState::Active,
+                phys_state: 5,
+                lid: 0x12,
+                active_width: 2,
+                active_speed: 16,
+                ..PortAttr::default()
+            })
+        }
+
+        fn query_gid(_: &Device<T>, _: u32, i: u32) -> Result<Gid> {
+            Ok(if i == 0 {
+                Gid::new(0xfe80_0000_0000_0000, 0xabcd)
+            } else {
+                Gid::ZERO
+            })
+        }
+
+        fn query_pkey(_: &Device<T>, _: u32, _: u32) -> Result<u16> {
+            Ok(0xffff)
+        }
+
+        fn get_dev_fw_str(_: &Device<T>) -> Result<CString> {
+            CString::try_from_fmt(fmt!("20.1.42"))
+        }
+
+        fn alloc_pd(_: &Device<T>) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    const OPS: Ops<T> = Ops::of::<TOps>();
+
+    fn device() -> Result<Arc<Device<T>>> {
+        let dev = Device::alloc(&OPS, 1, Ok(()))?;
+        Device::register(&dev, c"nltest_%d")?;
+        Ok(dev)
+    }
+
+    /// A request of `op` with `DEV_INDEX` (and `extra` u32 attributes).
+    fn request(buf: &mut [u8], op: u16, index: Option<u32>, extra: &[(u16, u32)]) -> usize {
+        let mut w = MsgWriter::new(buf);
+        w.begin(ty(op), NLM_F_REQUEST, 5, 0).unwrap();
+        if let Some(i) = index {
+            w.put_u32(RDMA_NLDEV_ATTR_DEV_INDEX, i).unwrap();
+        }
+        for (t, v) in extra {
+            w.put_u32(*t, *v).unwrap();
+        }
+        w.end().unwrap();
+        w.len()
+    }
+
+    fn req(b: &[u8]) -> Request<'_> {
+        Request {
+            msg: NlMsg::parse(b).unwrap(),
+            portid: 77,
+            admin: true,
+        }
+    }
+
+    /// The attributes of the single message in `reply`.
+    fn single<'a>(reply: &'a [u8]) -> Result<(u16, [Option<Attr<'a>>; NATTR])> {
+        let mut it = NlMsgIter::new(reply);
+        let m = it.next().ok_or(EINVAL)?.map_err(|_| EINVAL)?;
+        assert!(it.next().is_none());
+        assert_eq!((m.hdr.seq, m.hdr.pid), (5, 77));
+        let mut tb = [None; NATTR];
+        codec::parse_attrs(m.payload, &mut tb).map_err(|_| EINVAL)?;
+        Ok((m.hdr.ty, tb))
+    }
+
+    fn a_u32(tb: &[Option<Attr<'_>>], t: u16) -> Option<u32> {
+        tb[t as usize].and_then(|a| a.u32().ok())
+    }
+    fn a_u64(tb: &[Option<Attr<'_>>], t: u16) -> Option<u64> {
+        tb[t as usize].and_then(|a| a.u64().ok())
+    }
+    fn a_u8(tb: &[Option<Attr<'_>>], t: u16) -> Option<u8> {
+        tb[t as usize].and_then(|a| a.u8().ok())
+    }
+    fn a_str<'a>(tb: &[Option<Attr<'a>>], t: u16) -> Option<&'a [u8]> {
+        tb[t as usize].and_then(|a| a.str().ok())
+    }
+
+    #[test]
+    fn get_and_port_get_carry_upstream_attributes() -> Result {
+        let dev = device()?;
+        let idx = dev.index();
+        let mut rb = [0u8; 64];
+        let n = request(&mut rb, RDMA_NLDEV_CMD_GET, Some(idx), &[]);
+        let mut out = [0u8; 512];
+        let mut w = MsgWriter::new(&mut out);
+        get_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (t, tb) = single(w.bytes())?;
+        assert_eq!(t, ty(RDMA_NLDEV_CMD_GET));
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_DEV_INDEX), Some(idx));
+        assert_eq!(a_str(&tb, RDMA_NLDEV_ATTR_DEV_NAME), Some(&b"nltest_0"[..]));
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX), Some(1));
+        assert_eq!(a_u64(&tb, RDMA_NLDEV_ATTR_CAP_FLAGS), Some(0x40));
+        assert_eq!(
+            a_str(&tb, RDMA_NLDEV_ATTR_FW_VERSION),
+            Some(&b"20.1.42"[..])
+        );
+        assert_eq!(
+            a_u64(&tb, RDMA_NLDEV_ATTR_NODE_GUID),
+            Some(0x1122_3344_5566_7788)
+        );
+        assert_eq!(
+            a_u64(&tb, RDMA_NLDEV_ATTR_SYS_IMAGE_GUID),
+            Some(0x0102_0304_0506_0708)
+        );
+        assert_eq!(a_u8(&tb, RDMA_NLDEV_ATTR_DEV_NODE_TYPE), Some(1));
+        assert_eq!(a_str(&tb, RDMA_NLDEV_ATTR_DEV_PROTOCOL), Some(&b"ib"[..]));
+
+        // Unknown index, no index: EINVAL (upstream nldev_get_doit()).
+        let n = request(&mut rb, RDMA_NLDEV_CMD_GET, Some(idx + 1000), &[]);
+        let mut w = MsgWriter::new(&mut out);
+        assert_eq!(get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
+        let n = request(&mut rb, RDMA_NLDEV_CMD_GET, None, &[]);
+        assert_eq!(get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
+
+        let n = request(
+            &mut rb,
+            RDMA_NLDEV_CMD_PORT_GET,
+            Some(idx),
+            &[(RDMA_NLDEV_ATTR_PORT_INDEX, 1)],
+        );
+        let mut w = MsgWriter::new(&mut out);
+        port_get_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (_, tb) = single(w.bytes())?;
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX), Some(1));
+        assert_eq!(a_u8(&tb, RDMA_NLDEV_ATTR_PORT_STATE), Some(4));
+        assert_eq!(a_u8(&tb, RDMA_NLDEV_ATTR_PORT_PHYS_STATE), Some(5));
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_LID), Some(0x12));
+        assert_eq!(
+            a_u64(&tb, RDMA_NLDEV_ATTR_SUBNET_PREFIX),
+            Some(0xfe80_0000_0000_0000)
+        );
+        let n = request(
+            &mut rb,
+            RDMA_NLDEV_CMD_PORT_GET,
+            Some(idx),
+            &[(RDMA_NLDEV_ATTR_PORT_INDEX, 2)],
+        );
+        let mut w = MsgWriter::new(&mut out);
+        assert_eq!(port_get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
+        Device::dealloc(dev);
+        Ok(())
+    }
+
+    #[test]
+    fn res_pd_dump_lists_the_kernel_owner() -> Result {
+        let dev = device()?;
+        let pd = Pd::alloc(&dev, crate::kernel_owner!())?;
+        let mut out = [0u8; 512];
+        let mut w = MsgWriter::new(&mut out);
+        let ty_pd = ty(RDMA_NLDEV_CMD_RES_PD_GET);
+        let next = res_dump_step(&mut w, ty_pd, 5, 77, &dev, ResType::Pd, 0, true)?;
+        assert_eq!(next, Some(1));
+        let (t, tb) = single(w.bytes())?;
+        assert_eq!(t, ty_pd);
+        let table = tb[RDMA_NLDEV_ATTR_RES_PD as usize].ok_or(EINVAL)?;
+        let mut entries = 0;
+        for e in table.nested() {
+            let e = e.map_err(|_| EINVAL)?;
+            assert_eq!(e.ty, RDMA_NLDEV_ATTR_RES_PD_ENTRY);
+            let mut etb = [None; NATTR];
+            codec::parse_attrs(e.payload, &mut etb).map_err(|_| EINVAL)?;
+            assert_eq!(a_u32(&etb, RDMA_NLDEV_ATTR_RES_PDN), Some(pd.res_id()));
+            assert_eq!(a_u64(&etb, RDMA_NLDEV_ATTR_RES_USECNT), Some(0));
+            assert_eq!(
+                a_str(&etb, RDMA_NLDEV_ATTR_RES_KERN_NAME),
+                Some(&b"ib_core_rs"[..])
+            );
+            assert!(etb[RDMA_NLDEV_ATTR_RES_PID as usize].is_none());
+            entries += 1;
+        }
+        assert_eq!(entries, 1);
+        // Nothing left from 1 on: the dump ends.
+        let mut w = MsgWriter::new(&mut out);
+        assert_eq!(
+            res_dump_step(&mut w, ty_pd, 5, 77, &dev, ResType::Pd, 1, true)?,
+            None
+        );
+        assert_eq!(w.len(), 0);
+        // The summary counts it.
+        let mut w = MsgWriter::new(&mut out);
+        w.begin(ty(RDMA_NLDEV_CMD_RES_GET), 0, 5, 77)
+            .map_err(Error::from)?;
+        fill_res_info(&mut w, &*dev)?;
+        w.end().map_err(Error::from)?;
+        let (_, tb) = single(w.bytes())?;
+        let summary = tb[RDMA_NLDEV_ATTR_RES_SUMMARY as usize].ok_or(EINVAL)?;
+        let mut pd_curr = None;
+        for e in summary.nested() {
+            let e = e.map_err(|_| EINVAL)?;
+            let mut etb = [None; NATTR];
+            codec::parse_attrs(e.payload, &mut etb).map_err(|_| EINVAL)?;
+            if a_str(&etb, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME) == Some(&b"pd"[..]) {
+                pd_curr = a_u64(&etb, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR);
+                assert_eq!(a_u64(&etb, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX), Some(9));
+            }
+        }
+        assert_eq!(pd_curr, Some(1));
+        drop(pd);
+        Device::dealloc(dev);
+        Ok(())
+    }
+
+    struct CdevClient;
+
+    impl Client for CdevClient {
+        fn name(&self) -> &'static CStr {
+            c"kunit_cdev"
+        }
+        fn add(&self, _: &DeviceCore) -> Result {
+            Ok(())
+        }
+        fn remove(&self, _: &DeviceCore) {}
+        fn get_nl_info(&self, _: &DeviceCore, port: Option<u32>) -> Result<ClientNlInfo> {
+            if port.is_some() {
+                return Err(EINVAL);
+            }
+            Ok(ClientNlInfo {
+                devt: (231 << 20) | 192,
+                abi: 1,
+                name: DevName::new(b"uverbs0")?,
+                driver_id: Some(1),
+            })
+        }
+    }
+
+    fn chardev_req(buf: &mut [u8], name: &[u8], index: u32) -> usize {
+        let mut w = MsgWriter::new(buf);
+        w.begin(ty(RDMA_NLDEV_CMD_GET_CHARDEV), NLM_F_REQUEST, 5, 0)
+            .unwrap();
+        w.put_u32(RDMA_NLDEV_ATTR_DEV_INDEX, index).unwrap();
+        w.put_str(RDMA_NLDEV_ATTR_CHARDEV_TYPE, name).unwrap();
+        w.end().unwrap();
+        w.len()
+    }
+
+    #[test]
+    fn get_chardev_asks_the_named_client() -> Result {
+        let reg = register_client(Arc::new(CdevClient, GFP_KERNEL)?)?;
+        let dev = device()?;
+        let mut rb = [0u8; 64];
+        let mut out = [0u8; 256];
+        let n = chardev_req(&mut rb, b"kunit_cdev", dev.index());
+        let mut w = MsgWriter::new(&mut out);
+        get_chardev_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (t, tb) = single(w.bytes())?;
+        assert_eq!(t, ty(RDMA_NLDEV_CMD_GET_CHARDEV));
+        // huge_encode_dev(MKDEV(231, 192)) = 0xe7c0.
+        assert_eq!(a_u64(&tb, RDMA_NLDEV_ATTR_CHARDEV), Some(0xe7c0));
+        assert_eq!(a_u64(&tb, RDMA_NLDEV_ATTR_CHARDEV_ABI), Some(1));
+        assert_eq!(
+            a_str(&tb, RDMA_NLDEV_ATTR_CHARDEV_NAME),
+            Some(&b"uverbs0"[..])
+        );
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID), Some(1));
+        // No client of that name: EOPNOTSUPP (upstream ib_get_client_nl_info()).
+        let n = chardev_req(&mut rb, b"nosuch", dev.index());
+        let mut w = MsgWriter::new(&mut out);
+        assert_eq!(
+            get_chardev_doit(&NlDev, &req(&rb[..n]), &mut w),
+            Err(EOPNOTSUPP)
+        );
+        Device::dealloc(dev);
+        drop(reg);
+        Ok(())
+    }
+
+    fn shown(f: impl FnOnce(&mut SysfsBuf<'_>) -> Result) -> Result<KVec<u8>> {
+        let mut page = [0u8; 128];
+        let mut b = SysfsBuf::new(&mut page);
+        f(&mut b)?;
+        let mut v = KVec::new();
+        v.extend_from_slice(b.as_bytes(), GFP_KERNEL)?;
+        Ok(v)
+    }
+
+    #[test]
+    fn sysfs_show_functions_use_upstream_formats() -> Result {
+        let dev = device()?;
+        let s = IbSysfs::new(dev.clone());
+        let d = |n: &str| shown(|b| show::dev(&s, n, b));
+        let p = |n: &str| shown(|b| show::port(&s, 1, n, b));
+        assert_eq!(&*d("node_type")?, b"1: CA\n");
+        assert_eq!(&*d("node_guid")?, b"1122:3344:5566:7788\n");
+        assert_eq!(&*d("sys_image_guid")?, b"0102:0304:0506:0708\n");
+        assert_eq!(&*d("fw_ver")?, b"20.1.42\n");
+        assert_eq!(&*p("state")?, b"4: ACTIVE\n");
+        assert_eq!(&*p("phys_state")?, b"5: LinkUp\n");
+        assert_eq!(&*p("lid")?, b"0x12\n");
+        assert_eq!(&*p("cap_mask")?, b"0x00000000\n");
+        assert_eq!(&*p("rate")?, b"56 Gb/sec (4X FDR)\n");
+        assert_eq!(&*p("link_layer")?, b"InfiniBand\n");
+        assert_eq!(&*p("gids/0")?, b"fe80:0000:0000:0000:0000:0000:0000:abcd\n");
+        assert_eq!(&*p("gids/1")?, b"0000:0000:0000:0000:0000:0000:0000:0000\n");
+        assert_eq!(&*p("pkeys/0")?, b"0xffff\n");
+        assert_eq!(&*p("gid_attrs/types/0")?, b"IB/RoCE v1\n");
+        assert_eq!(p("gid_attrs/types/1").err(), Some(EINVAL));
+        assert_eq!(p("gid_attrs/ndevs/0").err(), Some(EINVAL));
+        assert_eq!(p("pkeys/1").err(), Some(EINVAL));
+        drop(s);
+        Device::dealloc(dev);
+        Ok(())
+    }
+}

@@ -248,7 +248,11 @@ static PORT_ATTRS: [&DirAttr<IbSysfs>; 9] = [
 /// upstream `show_port_gid()`: `%pI6` (eight groups of four hex digits), the zero GID when
 /// the entry is empty or unreadable.
 fn gid_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
-    let g = d.core().query_gid(port, index).map(|g| g.0).unwrap_or([0; 16]);
+    let g = d
+        .core()
+        .query_gid(port, index)
+        .map(|g| g.0)
+        .unwrap_or([0; 16]);
     for i in 0..8 {
         let w = u16::from_be_bytes([g[2 * i], g[2 * i + 1]]);
         write!(b, "{}{:04x}", if i == 0 { "" } else { ":" }, w).map_err(fmt_err)?;

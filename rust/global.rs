@@ -11,8 +11,8 @@
 use crate::class::Class;
 use crate::client::ClientTable;
 use crate::registry::Registry;
-use kernel::sync::Arc;
 use core::pin::Pin;
+use kernel::sync::Arc;
 
 kernel::sync::global_lock! {
     // SAFETY: initialized by `init()`, called first thing in the module's

@@ -75,9 +75,9 @@ impl<D: Driver> Cq<D> {
             return Err(EINVAL);
         }
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res =
-            dev.restrack()
-                .add_entry(ResType::Cq, owner, ResDetails::Cq { cqe: attr.cqe })?;
+        let res = dev
+            .restrack()
+            .add_entry(ResType::Cq, owner, ResDetails::Cq { cqe: attr.cqe })?;
         let res_id = res.id;
         let drv = op(dev, attr).inspect_err(|_| dev.restrack().del(ResType::Cq, res_id))?;
         Ok(slot

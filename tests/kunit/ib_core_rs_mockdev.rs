@@ -93,7 +93,9 @@ impl DeviceOps for MockOps {
         } else {
             Gid::new(
                 SUBNET_PREFIX,
-                0x0002_c903_00ab_0000 + u64::from(*dev.data()) * 0x100 + u64::from(port * 16 + index),
+                0x0002_c903_00ab_0000
+                    + u64::from(*dev.data()) * 0x100
+                    + u64::from(port * 16 + index),
             )
         })
     }
