@@ -53,13 +53,13 @@ sysfs_suite() {
 	t_grep "rdma res: mock_0 counts" "mock_0: pd 1 cq 1 qp 1 cm_id 0 mr 1 ctx 0 srq 0" "$out"
 	t_grep "rdma res: mock_1 counts" "mock_1: pd 0 cq 0 qp 0 cm_id 0 mr 0" "$out"
 	out=$(rdma res show pd 2>&1); echo "$out"
-	t_grep "rdma res show pd: kernel owner, 2 users" "dev mock_0 users 2 .*pdn 0 .*ib_core_rs_mockdev" "$out"
+	t_grep "rdma res show pd: kernel owner, 2 users" "dev mock_0 pdn 0 .*users 2 comm \\[ib_core_rs_mock" "$out"
 	out=$(rdma res show cq 2>&1); echo "$out"
-	t_grep "rdma res show cq: cqe 16, 2 users, owner" "dev mock_0 cqe 16 users 2 .*ib_core_rs_mockdev" "$out"
+	t_grep "rdma res show cq: cqe 16, 2 users, owner" "dev mock_0 cqn 0 cqe 16 users 2 .*comm \\[ib_core_rs_mock" "$out"
 	out=$(rdma res show qp 2>&1); echo "$out"
-	t_grep "rdma res show qp: lqpn 257 RC INIT, owner" "mock_0.* lqpn 257 .*type RC state INIT .*ib_core_rs_mockdev" "$out"
+	t_grep "rdma res show qp: lqpn 257 RC INIT, owner" "link mock_0/- lqpn 257 .*type RC state INIT .*comm \\[ib_core_rs_mock" "$out"
 	out=$(rdma res show mr 2>&1); echo "$out"
-	t_grep "rdma res show mr: keys, owner" "dev mock_0 mrn 0 rkey 0x2200 lkey 0x1100 .*ib_core_rs_mockdev" "$out"
+	t_grep "rdma res show mr: keys, owner" "dev mock_0 mrn 0 rkey 0x2200 lkey 0x1100 mrlen 0 comm \\[ib_core_rs_mock" "$out"
 
 	t_check "rmmod ib_core_rs_mockdev" rmmod ib_core_rs_mockdev
 	if [ -e /sys/class/infiniband/mock_0 ] || [ -e /sys/class/infiniband/mock_1 ]; then t_fail "sysfs devices gone after rmmod"; else t_ok "sysfs devices gone after rmmod"; fi
