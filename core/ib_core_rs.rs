@@ -39,10 +39,11 @@ pub mod event;
 mod global;
 #[path = "../rust/netlink.rs"]
 pub(crate) mod netlink;
-mod nldev;
+pub mod nldev;
 pub mod ops;
 pub mod registry;
 pub mod restrack;
+pub mod sysfs;
 #[path = "../rust/task.rs"]
 pub mod task;
 #[path = "../uverbs/uverbs.rs"]
@@ -70,6 +71,7 @@ impl kernel::Module for IbCoreRs {
             netlink::NlSocket::new(module, kernel::sync::Arc::new(nldev::NlDev, GFP_KERNEL)?)?;
         let uverbs = uverbs::UverbsGlobal::register()?;
         global::init();
+        sysfs::init()?;
         pr_info!(
             "ib_core_rs: loaded (uverbs ABI {})\n",
             uverbs::UVERBS_CLASS_ABI_VERSION
@@ -96,6 +98,7 @@ impl Drop for IbCoreRs {
         }
         registry::shutdown();
         client::shutdown();
+        sysfs::exit();
         pr_info!("ib_core_rs: unloaded\n");
     }
 }

@@ -531,6 +531,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
             return Err(e);
         }
     };
+    dev.set_sysfs_group(&crate::sysfs::MLX5_GROUP);
     if let Err(e) = Device::register(&dev, c"mlx5_%d") {
         clear_all(&dev.data().ports);
         Device::dealloc(dev);

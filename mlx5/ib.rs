@@ -135,6 +135,7 @@ fn device_attr(a: &DeviceAttrs) -> DeviceAttr {
         max_cqe: a.max_cqe,
         max_mr: a.max_mr,
         max_pd: a.max_pd,
+        device_cap_flags: a.device_cap_flags,
     }
 }
 
@@ -160,6 +161,8 @@ fn port_attr(a: &PortAttrs, subnet_prefix: u64) -> PortAttr {
         sm_lid: a.sm_lid,
         sm_sl: a.sm_sl,
         port_cap_flags: a.port_cap_flags,
+        active_width: a.active_width,
+        active_speed: a.active_speed,
     }
 }
 

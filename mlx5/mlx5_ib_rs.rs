@@ -32,6 +32,7 @@ mod ib;
 mod probe;
 mod simdev;
 mod stages;
+mod sysfs;
 mod verbs;
 
 use crate::fwsim::profile::LinkLayer;

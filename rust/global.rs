@@ -8,9 +8,11 @@
 //! is an `unsafe` promise; it is kept here, in `rust/`, and made once from
 //! the module's `init`.
 
+use crate::class::Class;
 use crate::client::ClientTable;
 use crate::registry::Registry;
 use core::pin::Pin;
+use kernel::sync::Arc;
 
 kernel::sync::global_lock! {
     // SAFETY: initialized by `init()`, called first thing in the module's
@@ -24,6 +26,12 @@ kernel::sync::global_lock! {
     pub(crate) unsafe(uninit) static CLIENTS: Mutex<ClientTable> = ClientTable::new();
 }
 
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before the class is registered.
+    pub(crate) unsafe(uninit) static IB_CLASS: Mutex<Option<Arc<Class>>> = None;
+}
+
 /// Initializes the global locks. Must be called once, from the module's
 /// `init`, before any other function of the crate runs.
 pub(crate) fn init() {
@@ -33,4 +41,6 @@ pub(crate) fn init() {
     unsafe { REGISTRY.init() };
     // SAFETY: as above, for `CLIENTS`.
     unsafe { CLIENTS.init() };
+    // SAFETY: as above, for `IB_CLASS`.
+    unsafe { IB_CLASS.init() };
 }

@@ -4,6 +4,7 @@
 . /rdma-rs/ours.sh
 . /rdma-rs/fwsim.sh
 . /rdma-rs/abs.sh
+. /rdma-rs/sysfs.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 
 kmemleak_clear
@@ -17,6 +18,10 @@ suite_end
 
 suite_begin vm_rust_abs
 abs_suite
+suite_end
+
+suite_begin vm_core_sysfs_nldev
+sysfs_suite
 suite_end
 
 suite_begin vm_upstream_conflict

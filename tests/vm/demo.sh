@@ -21,9 +21,8 @@ for cmd in "ibv_devinfo -v" "rdma dev" "rdma link" "rdma res"; do
 	$cmd 2>&1
 done
 echo
-echo "mlx5_0 (InfiniBand) and mlx5_1 (RoCE) are registered with ib_core_rs."
-echo "Not there yet on this branch: nldev GET and the uverbs char devices (other"
-echo "branches), so rdma/ibv_devinfo may not list them until those land."
+echo "mlx5_0 (InfiniBand) and mlx5_1 (RoCE) are registered with ib_core_rs;"
+echo "ibv_devinfo needs the uverbs char devices and the mlx5 user ABI (not yet)."
 echo "=============================================="
 unload_ours
 suite_end

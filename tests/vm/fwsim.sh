@@ -50,10 +50,17 @@ fwsim_suite() {
 		sh -c "dmesg | grep '$d0' | grep 'InfiniBand' | grep -q 'registered as mlx5_0'"
 	t_check "mlx5_1 is the RoCE function" \
 		sh -c "dmesg | grep '$d1' | grep 'Ethernet' | grep -q 'registered as mlx5_1'"
-	if command -v rdma >/dev/null && rdma dev 2>/dev/null | grep -q mlx5_0; then
-		rdma dev
-		t_ok "rdma dev lists mlx5_0"
-	fi
+	rdma dev
+	t_check "rdma dev lists mlx5_0 and mlx5_1" sh -c "rdma dev | grep -q 'mlx5_0' && rdma dev | grep -q 'mlx5_1'"
+	t_check "mlx5_0 port 1 is InfiniBand" test "$(cat /sys/class/infiniband/mlx5_0/ports/1/link_layer)" = InfiniBand
+	t_check "mlx5_1 port 1 is Ethernet" test "$(cat /sys/class/infiniband/mlx5_1/ports/1/link_layer)" = Ethernet
+	t_check "mlx5_0 hca_type MT4129" test "$(cat /sys/class/infiniband/mlx5_0/hca_type)" = MT4129
+	t_check "mlx5_1 hca_type MT4125" test "$(cat /sys/class/infiniband/mlx5_1/hca_type)" = MT4125
+	t_check "mlx5_0 fw_ver 28.43.1014" test "$(cat /sys/class/infiniband/mlx5_0/fw_ver)" = 28.43.1014
+	for f in hw_rev board_id fw_pages reg_pages; do
+		t_check "mlx5_0 $f readable" test -n "$(cat /sys/class/infiniband/mlx5_0/$f)"
+	done
+	cat /sys/class/infiniband/mlx5_1/ports/1/gids/0
 
 	# Fault knobs: set, read back, refuse garbage, clear.
 	d=$FWSIM_DBG/$d0
@@ -89,6 +96,7 @@ fwsim_suite() {
 	unload_ours
 	t_check "rmmod unregistered mlx5_0 and mlx5_1" \
 		sh -c "dmesg | grep -q 'unregistered mlx5_0' && dmesg | grep -q 'unregistered mlx5_1'"
+	t_check "sysfs mlx5_0 gone after rmmod" test ! -e /sys/class/infiniband/mlx5_0
 	t_check "aux devices gone after rmmod" test ! -e $AUX_DEVS/$d0 -a ! -e $AUX_DEVS/$d1
 	t_check "debugfs gone after rmmod" test ! -e $FWSIM_DBG
 }
