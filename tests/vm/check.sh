@@ -5,6 +5,7 @@
 . /rdma-rs/fwsim.sh
 . /rdma-rs/abs.sh
 . /rdma-rs/sysfs.sh
+. /rdma-rs/sysfs_compare.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 
 kmemleak_clear
@@ -37,6 +38,10 @@ peer_up
 peer_devinfo
 peer_workload
 peer_down
+suite_end
+
+suite_begin vm_sysfs_vs_rxe
+sysfs_compare /tmp/sysfs-ours /tmp/sysfs-rxe
 suite_end
 
 suite_begin vm_leaks

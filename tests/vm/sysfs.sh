@@ -18,6 +18,7 @@ sysfs_suite() {
 	local d=/sys/class/infiniband/mock_0 p=/sys/class/infiniband/mock_0/ports/1 out
 	ls /sys/class/infiniband/
 	ls $d $p $p/gids $p/pkeys $p/gid_attrs/types
+	sysfs_snapshot $d >/tmp/sysfs-ours
 	t_eq "sysfs node_type" "$(cat $d/node_type)" "1: CA"
 	t_eq "sysfs node_guid" "$(cat $d/node_guid)" "0002:c903:00ab:0000"
 	t_eq "sysfs sys_image_guid" "$(cat $d/sys_image_guid)" "0002:c903:00ab:1000"
