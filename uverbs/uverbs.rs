@@ -3,10 +3,74 @@
 //! uverbs: the `/dev/infiniband/uverbsN` character devices and the ioctl and
 //! write() ABI that rdma-core speaks. Compiled into the `ib_core_rs` crate.
 //!
-//! Not implemented yet: this module holds the ABI constants that the char
-//! devices will publish (issue: uverbs).
+//! So far: the ABI constants and, at module load (as upstream `ib_uverbs_init()`), the
+//! char device numbers (231:192..223 and a dynamic range of 8160) and the
+//! `infiniband_verbs` class with its `abi_version` attribute and the
+//! `infiniband/uverbsN` (0666) device nodes. The per-device char devices are the
+//! uverbs issue.
 
+use crate::chrdev::ChrdevRegion;
+use crate::class::{Class, ClassAttr, Devnode, SysfsBuf};
+use core::fmt::Write;
 use kernel::prelude::*;
+
+/// `IB_UVERBS_MAJOR`.
+pub const IB_UVERBS_MAJOR: u32 = 231;
+/// `IB_UVERBS_BASE_MINOR`.
+pub const IB_UVERBS_BASE_MINOR: u32 = 192;
+/// `IB_UVERBS_NUM_FIXED_MINOR`.
+pub const IB_UVERBS_NUM_FIXED_MINOR: u32 = 32;
+/// `IB_UVERBS_NUM_DYNAMIC_MINOR` (`IB_UVERBS_MAX_DEVICES - IB_UVERBS_NUM_FIXED_MINOR`).
+pub const IB_UVERBS_NUM_DYNAMIC_MINOR: u32 = (1 << 13) - IB_UVERBS_NUM_FIXED_MINOR;
+
+fn show_class_abi_version(b: &mut SysfsBuf<'_>) -> Result {
+    writeln!(b, "{}", UVERBS_CLASS_ABI_VERSION).map_err(|_| EINVAL)
+}
+
+static CLASS_ATTRS: [&ClassAttr; 1] = {
+    static ABI_VERSION: ClassAttr = ClassAttr::ro(c"abi_version", show_class_abi_version);
+    [&ABI_VERSION]
+};
+
+/// What uverbs registers at module load (upstream `ib_uverbs_init()`); dropped at unload
+/// (upstream `ib_uverbs_cleanup()`: class, then the dynamic and the fixed ranges).
+pub(crate) struct UverbsGlobal {
+    _class: Class,
+    _dynamic: ChrdevRegion,
+    _fixed: ChrdevRegion,
+}
+
+impl UverbsGlobal {
+    /// Registers the fixed and dynamic char device ranges and the `infiniband_verbs` class.
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` if the upstream `ib_uverbs` holds the fixed range (logged), `EEXIST` for the
+    /// class, `ENOMEM`.
+    pub(crate) fn register() -> Result<Self> {
+        let fixed = ChrdevRegion::register(
+            IB_UVERBS_MAJOR,
+            IB_UVERBS_BASE_MINOR,
+            IB_UVERBS_NUM_FIXED_MINOR,
+            c"infiniband_verbs",
+        )?;
+        let dynamic = ChrdevRegion::alloc(0, IB_UVERBS_NUM_DYNAMIC_MINOR, c"infiniband_verbs")?;
+        let class = Class::register(
+            c"infiniband_verbs",
+            Some(Devnode {
+                dir: c"infiniband",
+                mode: Some(0o666),
+            }),
+            &CLASS_ATTRS,
+        )
+        .inspect_err(|e| pr_err!("ib_core_rs: class infiniband_verbs: {:?}\n", e))?;
+        Ok(Self {
+            _class: class,
+            _dynamic: dynamic,
+            _fixed: fixed,
+        })
+    }
+}
 
 /// `abi_version` of the `infiniband_verbs` class (upstream
 /// `IB_USER_VERBS_ABI_VERSION`, `include/uapi/rdma/ib_user_verbs.h`).

@@ -3,6 +3,7 @@
 . /rdma-rs/lib.sh
 . /rdma-rs/ours.sh
 . /rdma-rs/fwsim.sh
+. /rdma-rs/abs.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 
 kmemleak_clear
@@ -12,6 +13,14 @@ load_ours
 load_core_tests
 unload_core_tests
 unload_ours
+suite_end
+
+suite_begin vm_rust_abs
+abs_suite
+suite_end
+
+suite_begin vm_upstream_conflict
+abs_conflict_suite
 suite_end
 
 suite_begin vm_fwsim

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA netlink uapi constants: the nldev commands and attribute ids of Linux 7.3
+//! `include/uapi/rdma/rdma_netlink.h` (`enum rdma_nldev_command`, `enum rdma_nldev_attr`).
+//!
+//! Generated once from the header (values, not names, are the ABI); pure, also compiled on
+//! the host by `host/netlink`, whose tests pin a few values against the header.
+
+#![allow(dead_code)]
+
+/// `RDMA_NL_IWCM`: the iWARP connection manager client.
+pub(crate) const RDMA_NL_IWCM: u16 = 2;
+/// `RDMA_NL_LS`: the local services (path record) client.
+pub(crate) const RDMA_NL_LS: u16 = 4;
+/// `RDMA_NL_NLDEV`: the RDMA device interface client.
+pub(crate) const RDMA_NL_NLDEV: u16 = 5;
+/// `RDMA_NL_NUM_CLIENTS`.
+pub(crate) const RDMA_NL_NUM_CLIENTS: u16 = 6;
+/// `RDMA_NL_GROUP_NOTIFY`: the multicast group of `RDMA_NLDEV_CMD_MONITOR` events.
+pub(crate) const RDMA_NL_GROUP_NOTIFY: u32 = 4;
+/// `RDMA_NL_NUM_GROUPS`.
+pub(crate) const RDMA_NL_NUM_GROUPS: u32 = 5;
+
+/// `RDMA_NL_GET_TYPE(client, op)`: the netlink message type of `op` of `client`.
+pub(crate) const fn rdma_nl_get_type(client: u16, op: u16) -> u16 {
+    (client << 10) + op
+}
+
+/// `RDMA_NL_GET_CLIENT(type)`.
+pub(crate) const fn rdma_nl_get_client(ty: u16) -> u16 {
+    (ty >> 10) & 0x3f
+}
+
+/// `RDMA_NL_GET_OP(type)`.
+pub(crate) const fn rdma_nl_get_op(ty: u16) -> u16 {
+    ty & 0x3ff
+}
+
+// nldev commands (`enum rdma_nldev_command`).
+/// `RDMA_NLDEV_CMD_UNSPEC`.
+pub(crate) const RDMA_NLDEV_CMD_UNSPEC: u16 = 0;
+/// `RDMA_NLDEV_CMD_GET`.
+pub(crate) const RDMA_NLDEV_CMD_GET: u16 = 1;
+/// `RDMA_NLDEV_CMD_SET`.
+pub(crate) const RDMA_NLDEV_CMD_SET: u16 = 2;
+/// `RDMA_NLDEV_CMD_NEWLINK`.
+pub(crate) const RDMA_NLDEV_CMD_NEWLINK: u16 = 3;
+/// `RDMA_NLDEV_CMD_DELLINK`.
+pub(crate) const RDMA_NLDEV_CMD_DELLINK: u16 = 4;
+/// `RDMA_NLDEV_CMD_PORT_GET`.
+pub(crate) const RDMA_NLDEV_CMD_PORT_GET: u16 = 5;
+/// `RDMA_NLDEV_CMD_SYS_GET`.
+pub(crate) const RDMA_NLDEV_CMD_SYS_GET: u16 = 6;
+/// `RDMA_NLDEV_CMD_SYS_SET`.
+pub(crate) const RDMA_NLDEV_CMD_SYS_SET: u16 = 7;
+/// `RDMA_NLDEV_CMD_RES_GET`.
+pub(crate) const RDMA_NLDEV_CMD_RES_GET: u16 = 9;
+/// `RDMA_NLDEV_CMD_RES_QP_GET`.
+pub(crate) const RDMA_NLDEV_CMD_RES_QP_GET: u16 = 10;
+/// `RDMA_NLDEV_CMD_RES_CM_ID_GET`.
+pub(crate) const RDMA_NLDEV_CMD_RES_CM_ID_GET: u16 = 11;
+/// `RDMA_NLDEV_CMD_RES_CQ_GET`.
+pub(crate) const RDMA_NLDEV_CMD_RES_CQ_GET: u16 = 12;
+/// `RDMA_NLDEV_CMD_RES_MR_GET`.
+pub(crate) const RDMA_NLDEV_CMD_RES_MR_GET: u16 = 13;
+/// `RDMA_NLDEV_CMD_RES_PD_GET`.
+pub(crate) const RDMA_NLDEV_CMD_RES_PD_GET: u16 = 14;
+/// `RDMA_NLDEV_CMD_GET_CHARDEV`.
+pub(crate) const RDMA_NLDEV_CMD_GET_CHARDEV: u16 = 15;
+/// `RDMA_NLDEV_CMD_STAT_SET`.
+pub(crate) const RDMA_NLDEV_CMD_STAT_SET: u16 = 16;
+/// `RDMA_NLDEV_CMD_STAT_GET`.
+pub(crate) const RDMA_NLDEV_CMD_STAT_GET: u16 = 17;
+/// `RDMA_NLDEV_CMD_STAT_DEL`.
+pub(crate) const RDMA_NLDEV_CMD_STAT_DEL: u16 = 18;
+/// `RDMA_NLDEV_CMD_RES_QP_GET_RAW`.
+pub(crate) const RDMA_NLDEV_CMD_RES_QP_GET_RAW: u16 = 19;
+/// `RDMA_NLDEV_CMD_RES_CQ_GET_RAW`.
+pub(crate) const RDMA_NLDEV_CMD_RES_CQ_GET_RAW: u16 = 20;
+/// `RDMA_NLDEV_CMD_RES_MR_GET_RAW`.
+pub(crate) const RDMA_NLDEV_CMD_RES_MR_GET_RAW: u16 = 21;
+/// `RDMA_NLDEV_CMD_RES_CTX_GET`.
+pub(crate) const RDMA_NLDEV_CMD_RES_CTX_GET: u16 = 22;
+/// `RDMA_NLDEV_CMD_RES_SRQ_GET`.
+pub(crate) const RDMA_NLDEV_CMD_RES_SRQ_GET: u16 = 23;
+/// `RDMA_NLDEV_CMD_STAT_GET_STATUS`.
+pub(crate) const RDMA_NLDEV_CMD_STAT_GET_STATUS: u16 = 24;
+/// `RDMA_NLDEV_CMD_RES_SRQ_GET_RAW`.
+pub(crate) const RDMA_NLDEV_CMD_RES_SRQ_GET_RAW: u16 = 25;
+/// `RDMA_NLDEV_CMD_NEWDEV`.
+pub(crate) const RDMA_NLDEV_CMD_NEWDEV: u16 = 26;
+/// `RDMA_NLDEV_CMD_DELDEV`.
+pub(crate) const RDMA_NLDEV_CMD_DELDEV: u16 = 27;
+/// `RDMA_NLDEV_CMD_MONITOR`.
+pub(crate) const RDMA_NLDEV_CMD_MONITOR: u16 = 28;
+/// `RDMA_NLDEV_CMD_FRMR_POOLS_GET`.
+pub(crate) const RDMA_NLDEV_CMD_FRMR_POOLS_GET: u16 = 29;
+/// `RDMA_NLDEV_CMD_FRMR_POOLS_SET`.
+pub(crate) const RDMA_NLDEV_CMD_FRMR_POOLS_SET: u16 = 30;
+/// `RDMA_NLDEV_NUM_OPS`.
+pub(crate) const RDMA_NLDEV_NUM_OPS: u16 = 31;
+
+// nldev attribute ids (`enum rdma_nldev_attr`).
+/// `RDMA_NLDEV_ATTR_UNSPEC`.
+pub(crate) const RDMA_NLDEV_ATTR_UNSPEC: u16 = 0;
+/// `RDMA_NLDEV_ATTR_PAD`.
+pub(crate) const RDMA_NLDEV_ATTR_PAD: u16 = 0;
+/// `RDMA_NLDEV_ATTR_DEV_INDEX`.
+pub(crate) const RDMA_NLDEV_ATTR_DEV_INDEX: u16 = 1;
+/// `RDMA_NLDEV_ATTR_DEV_NAME`.
+pub(crate) const RDMA_NLDEV_ATTR_DEV_NAME: u16 = 2;
+/// `RDMA_NLDEV_ATTR_PORT_INDEX`.
+pub(crate) const RDMA_NLDEV_ATTR_PORT_INDEX: u16 = 3;
+/// `RDMA_NLDEV_ATTR_CAP_FLAGS`.
+pub(crate) const RDMA_NLDEV_ATTR_CAP_FLAGS: u16 = 4;
+/// `RDMA_NLDEV_ATTR_FW_VERSION`.
+pub(crate) const RDMA_NLDEV_ATTR_FW_VERSION: u16 = 5;
+/// `RDMA_NLDEV_ATTR_NODE_GUID`.
+pub(crate) const RDMA_NLDEV_ATTR_NODE_GUID: u16 = 6;
+/// `RDMA_NLDEV_ATTR_SYS_IMAGE_GUID`.
+pub(crate) const RDMA_NLDEV_ATTR_SYS_IMAGE_GUID: u16 = 7;
+/// `RDMA_NLDEV_ATTR_SUBNET_PREFIX`.
+pub(crate) const RDMA_NLDEV_ATTR_SUBNET_PREFIX: u16 = 8;
+/// `RDMA_NLDEV_ATTR_LID`.
+pub(crate) const RDMA_NLDEV_ATTR_LID: u16 = 9;
+/// `RDMA_NLDEV_ATTR_SM_LID`.
+pub(crate) const RDMA_NLDEV_ATTR_SM_LID: u16 = 10;
+/// `RDMA_NLDEV_ATTR_LMC`.
+pub(crate) const RDMA_NLDEV_ATTR_LMC: u16 = 11;
+/// `RDMA_NLDEV_ATTR_PORT_STATE`.
+pub(crate) const RDMA_NLDEV_ATTR_PORT_STATE: u16 = 12;
+/// `RDMA_NLDEV_ATTR_PORT_PHYS_STATE`.
+pub(crate) const RDMA_NLDEV_ATTR_PORT_PHYS_STATE: u16 = 13;
+/// `RDMA_NLDEV_ATTR_DEV_NODE_TYPE`.
+pub(crate) const RDMA_NLDEV_ATTR_DEV_NODE_TYPE: u16 = 14;
+/// `RDMA_NLDEV_ATTR_RES_SUMMARY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SUMMARY: u16 = 15;
+/// `RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY: u16 = 16;
+/// `RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME: u16 = 17;
+/// `RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR: u16 = 18;
+/// `RDMA_NLDEV_ATTR_RES_QP`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_QP: u16 = 19;
+/// `RDMA_NLDEV_ATTR_RES_QP_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_QP_ENTRY: u16 = 20;
+/// `RDMA_NLDEV_ATTR_RES_LQPN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_LQPN: u16 = 21;
+/// `RDMA_NLDEV_ATTR_RES_RQPN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_RQPN: u16 = 22;
+/// `RDMA_NLDEV_ATTR_RES_RQ_PSN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_RQ_PSN: u16 = 23;
+/// `RDMA_NLDEV_ATTR_RES_SQ_PSN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SQ_PSN: u16 = 24;
+/// `RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE: u16 = 25;
+/// `RDMA_NLDEV_ATTR_RES_TYPE`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_TYPE: u16 = 26;
+/// `RDMA_NLDEV_ATTR_RES_STATE`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_STATE: u16 = 27;
+/// `RDMA_NLDEV_ATTR_RES_PID`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_PID: u16 = 28;
+/// `RDMA_NLDEV_ATTR_RES_KERN_NAME`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_KERN_NAME: u16 = 29;
+/// `RDMA_NLDEV_ATTR_RES_CM_ID`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CM_ID: u16 = 30;
+/// `RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY: u16 = 31;
+/// `RDMA_NLDEV_ATTR_RES_PS`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_PS: u16 = 32;
+/// `RDMA_NLDEV_ATTR_RES_SRC_ADDR`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SRC_ADDR: u16 = 33;
+/// `RDMA_NLDEV_ATTR_RES_DST_ADDR`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_DST_ADDR: u16 = 34;
+/// `RDMA_NLDEV_ATTR_RES_CQ`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CQ: u16 = 35;
+/// `RDMA_NLDEV_ATTR_RES_CQ_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CQ_ENTRY: u16 = 36;
+/// `RDMA_NLDEV_ATTR_RES_CQE`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CQE: u16 = 37;
+/// `RDMA_NLDEV_ATTR_RES_USECNT`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_USECNT: u16 = 38;
+/// `RDMA_NLDEV_ATTR_RES_POLL_CTX`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_POLL_CTX: u16 = 39;
+/// `RDMA_NLDEV_ATTR_RES_MR`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_MR: u16 = 40;
+/// `RDMA_NLDEV_ATTR_RES_MR_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_MR_ENTRY: u16 = 41;
+/// `RDMA_NLDEV_ATTR_RES_RKEY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_RKEY: u16 = 42;
+/// `RDMA_NLDEV_ATTR_RES_LKEY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_LKEY: u16 = 43;
+/// `RDMA_NLDEV_ATTR_RES_IOVA`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_IOVA: u16 = 44;
+/// `RDMA_NLDEV_ATTR_RES_MRLEN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_MRLEN: u16 = 45;
+/// `RDMA_NLDEV_ATTR_RES_PD`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_PD: u16 = 46;
+/// `RDMA_NLDEV_ATTR_RES_PD_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_PD_ENTRY: u16 = 47;
+/// `RDMA_NLDEV_ATTR_RES_LOCAL_DMA_LKEY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_LOCAL_DMA_LKEY: u16 = 48;
+/// `RDMA_NLDEV_ATTR_RES_UNSAFE_GLOBAL_RKEY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_UNSAFE_GLOBAL_RKEY: u16 = 49;
+/// `RDMA_NLDEV_ATTR_NDEV_INDEX`.
+pub(crate) const RDMA_NLDEV_ATTR_NDEV_INDEX: u16 = 50;
+/// `RDMA_NLDEV_ATTR_NDEV_NAME`.
+pub(crate) const RDMA_NLDEV_ATTR_NDEV_NAME: u16 = 51;
+/// `RDMA_NLDEV_ATTR_DRIVER`.
+pub(crate) const RDMA_NLDEV_ATTR_DRIVER: u16 = 52;
+/// `RDMA_NLDEV_ATTR_DRIVER_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_DRIVER_ENTRY: u16 = 53;
+/// `RDMA_NLDEV_ATTR_DRIVER_STRING`.
+pub(crate) const RDMA_NLDEV_ATTR_DRIVER_STRING: u16 = 54;
+/// `RDMA_NLDEV_ATTR_DRIVER_PRINT_TYPE`.
+pub(crate) const RDMA_NLDEV_ATTR_DRIVER_PRINT_TYPE: u16 = 55;
+/// `RDMA_NLDEV_ATTR_DRIVER_S32`.
+pub(crate) const RDMA_NLDEV_ATTR_DRIVER_S32: u16 = 56;
+/// `RDMA_NLDEV_ATTR_DRIVER_U32`.
+pub(crate) const RDMA_NLDEV_ATTR_DRIVER_U32: u16 = 57;
+/// `RDMA_NLDEV_ATTR_DRIVER_S64`.
+pub(crate) const RDMA_NLDEV_ATTR_DRIVER_S64: u16 = 58;
+/// `RDMA_NLDEV_ATTR_DRIVER_U64`.
+pub(crate) const RDMA_NLDEV_ATTR_DRIVER_U64: u16 = 59;
+/// `RDMA_NLDEV_ATTR_RES_PDN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_PDN: u16 = 60;
+/// `RDMA_NLDEV_ATTR_RES_CQN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CQN: u16 = 61;
+/// `RDMA_NLDEV_ATTR_RES_MRN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_MRN: u16 = 62;
+/// `RDMA_NLDEV_ATTR_RES_CM_IDN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CM_IDN: u16 = 63;
+/// `RDMA_NLDEV_ATTR_RES_CTXN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CTXN: u16 = 64;
+/// `RDMA_NLDEV_ATTR_LINK_TYPE`.
+pub(crate) const RDMA_NLDEV_ATTR_LINK_TYPE: u16 = 65;
+/// `RDMA_NLDEV_SYS_ATTR_NETNS_MODE`.
+pub(crate) const RDMA_NLDEV_SYS_ATTR_NETNS_MODE: u16 = 66;
+/// `RDMA_NLDEV_ATTR_DEV_PROTOCOL`.
+pub(crate) const RDMA_NLDEV_ATTR_DEV_PROTOCOL: u16 = 67;
+/// `RDMA_NLDEV_NET_NS_FD`.
+pub(crate) const RDMA_NLDEV_NET_NS_FD: u16 = 68;
+/// `RDMA_NLDEV_ATTR_CHARDEV_TYPE`.
+pub(crate) const RDMA_NLDEV_ATTR_CHARDEV_TYPE: u16 = 69;
+/// `RDMA_NLDEV_ATTR_CHARDEV_NAME`.
+pub(crate) const RDMA_NLDEV_ATTR_CHARDEV_NAME: u16 = 70;
+/// `RDMA_NLDEV_ATTR_CHARDEV_ABI`.
+pub(crate) const RDMA_NLDEV_ATTR_CHARDEV_ABI: u16 = 71;
+/// `RDMA_NLDEV_ATTR_CHARDEV`.
+pub(crate) const RDMA_NLDEV_ATTR_CHARDEV: u16 = 72;
+/// `RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID`.
+pub(crate) const RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID: u16 = 73;
+/// `RDMA_NLDEV_ATTR_STAT_MODE`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_MODE: u16 = 74;
+/// `RDMA_NLDEV_ATTR_STAT_RES`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_RES: u16 = 75;
+/// `RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK: u16 = 76;
+/// `RDMA_NLDEV_ATTR_STAT_COUNTER`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_COUNTER: u16 = 77;
+/// `RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY: u16 = 78;
+/// `RDMA_NLDEV_ATTR_STAT_COUNTER_ID`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_COUNTER_ID: u16 = 79;
+/// `RDMA_NLDEV_ATTR_STAT_HWCOUNTERS`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_HWCOUNTERS: u16 = 80;
+/// `RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY: u16 = 81;
+/// `RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME: u16 = 82;
+/// `RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE: u16 = 83;
+/// `RDMA_NLDEV_ATTR_DEV_DIM`.
+pub(crate) const RDMA_NLDEV_ATTR_DEV_DIM: u16 = 84;
+/// `RDMA_NLDEV_ATTR_RES_RAW`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_RAW: u16 = 85;
+/// `RDMA_NLDEV_ATTR_RES_CTX`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CTX: u16 = 86;
+/// `RDMA_NLDEV_ATTR_RES_CTX_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_CTX_ENTRY: u16 = 87;
+/// `RDMA_NLDEV_ATTR_RES_SRQ`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SRQ: u16 = 88;
+/// `RDMA_NLDEV_ATTR_RES_SRQ_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SRQ_ENTRY: u16 = 89;
+/// `RDMA_NLDEV_ATTR_RES_SRQN`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SRQN: u16 = 90;
+/// `RDMA_NLDEV_ATTR_MIN_RANGE`.
+pub(crate) const RDMA_NLDEV_ATTR_MIN_RANGE: u16 = 91;
+/// `RDMA_NLDEV_ATTR_MAX_RANGE`.
+pub(crate) const RDMA_NLDEV_ATTR_MAX_RANGE: u16 = 92;
+/// `RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK`.
+pub(crate) const RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK: u16 = 93;
+/// `RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX: u16 = 94;
+/// `RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC: u16 = 95;
+/// `RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE`.
+pub(crate) const RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE: u16 = 96;
+/// `RDMA_NLDEV_ATTR_DRIVER_DETAILS`.
+pub(crate) const RDMA_NLDEV_ATTR_DRIVER_DETAILS: u16 = 97;
+/// `RDMA_NLDEV_ATTR_RES_SUBTYPE`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SUBTYPE: u16 = 98;
+/// `RDMA_NLDEV_ATTR_DEV_TYPE`.
+pub(crate) const RDMA_NLDEV_ATTR_DEV_TYPE: u16 = 99;
+/// `RDMA_NLDEV_ATTR_PARENT_NAME`.
+pub(crate) const RDMA_NLDEV_ATTR_PARENT_NAME: u16 = 100;
+/// `RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE`.
+pub(crate) const RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE: u16 = 101;
+/// `RDMA_NLDEV_ATTR_EVENT_TYPE`.
+pub(crate) const RDMA_NLDEV_ATTR_EVENT_TYPE: u16 = 102;
+/// `RDMA_NLDEV_SYS_ATTR_MONITOR_MODE`.
+pub(crate) const RDMA_NLDEV_SYS_ATTR_MONITOR_MODE: u16 = 103;
+/// `RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED`.
+pub(crate) const RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED: u16 = 104;
+/// `RDMA_NLDEV_ATTR_FRMR_POOLS`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOLS: u16 = 105;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_ENTRY`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_ENTRY: u16 = 106;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_KEY`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_KEY: u16 = 107;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ATS`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ATS: u16 = 108;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ACCESS_FLAGS`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_KEY_ACCESS_FLAGS: u16 = 109;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_KEY_VENDOR_KEY`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_KEY_VENDOR_KEY: u16 = 110;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_KEY_NUM_DMA_BLOCKS`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_KEY_NUM_DMA_BLOCKS: u16 = 111;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_QUEUE_HANDLES`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_QUEUE_HANDLES: u16 = 112;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_MAX_IN_USE`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_MAX_IN_USE: u16 = 113;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_IN_USE`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_IN_USE: u16 = 114;
+/// `RDMA_NLDEV_ATTR_FRMR_POOLS_AGING_PERIOD`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOLS_AGING_PERIOD: u16 = 115;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_PINNED_HANDLES`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_PINNED_HANDLES: u16 = 116;
+/// `RDMA_NLDEV_ATTR_FRMR_POOL_KEY_KERNEL_VENDOR_KEY`.
+pub(crate) const RDMA_NLDEV_ATTR_FRMR_POOL_KEY_KERNEL_VENDOR_KEY: u16 = 117;
+/// `RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX`.
+pub(crate) const RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX: u16 = 118;
+/// `RDMA_NLDEV_ATTR_MAX`.
+pub(crate) const RDMA_NLDEV_ATTR_MAX: u16 = 119;
