@@ -27,6 +27,8 @@ macro_rules! core_mutex {
 
 pub mod attr;
 mod cache;
+#[path = "../rust/anon_file.rs"]
+pub(crate) mod anon_file;
 #[path = "../rust/chrdev.rs"]
 pub(crate) mod chrdev;
 #[path = "../rust/class.rs"]
@@ -68,7 +70,7 @@ impl kernel::Module for IbCoreRs {
         global::init();
         let nldev =
             netlink::NlSocket::new(module, kernel::sync::Arc::new(nldev::NlDev, GFP_KERNEL)?)?;
-        let uverbs = uverbs::UverbsGlobal::register()?;
+        let uverbs = uverbs::UverbsGlobal::register(module)?;
         pr_info!(
             "ib_core_rs: loaded (uverbs ABI {})\n",
             uverbs::UVERBS_CLASS_ABI_VERSION

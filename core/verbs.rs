@@ -32,12 +32,14 @@ mod pd;
 mod qp;
 mod srq;
 mod types;
+mod ucontext;
 
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
 pub use mr::{AccessFlags, Mr, MrCreated, MrType};
 pub use pd::Pd;
 pub use qp::{Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr, QpState, QpType};
 pub use srq::{Srq, SrqInitAttr};
+pub use ucontext::{Ucontext, UcontextPriv, Udata};
 pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
 
 /// A destroy that did not happen: the error and the object, still alive.

@@ -24,6 +24,12 @@ kernel::sync::global_lock! {
     pub(crate) unsafe(uninit) static CLIENTS: Mutex<ClientTable> = ClientTable::new();
 }
 
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before uverbs registers its client.
+    pub(crate) unsafe(uninit) static UVERBS: Mutex<Option<kernel::sync::Arc<crate::uverbs::UverbsClient>>> = None;
+}
+
 /// Initializes the global locks. Must be called once, from the module's
 /// `init`, before any other function of the crate runs.
 pub(crate) fn init() {
@@ -33,4 +39,6 @@ pub(crate) fn init() {
     unsafe { REGISTRY.init() };
     // SAFETY: as above, for `CLIENTS`.
     unsafe { CLIENTS.init() };
+    // SAFETY: as above, for `UVERBS`.
+    unsafe { UVERBS.init() };
 }
