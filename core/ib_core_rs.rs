@@ -62,7 +62,8 @@ module! {
 struct IbCoreRs {
     // The NETLINK_RDMA socket first: it is what collides with a loaded upstream ib_core.
     _nldev: netlink::NlSocket<nldev::NlDev>,
-    _uverbs: uverbs::UverbsGlobal,
+    // Taken in drop before the leftover checks: it holds the uverbs client.
+    uverbs: Option<uverbs::UverbsGlobal>,
 }
 
 impl kernel::Module for IbCoreRs {
@@ -77,13 +78,14 @@ impl kernel::Module for IbCoreRs {
         );
         Ok(IbCoreRs {
             _nldev: nldev,
-            _uverbs: uverbs,
+            uverbs: Some(uverbs),
         })
     }
 }
 
 impl Drop for IbCoreRs {
     fn drop(&mut self) {
+        drop(self.uverbs.take());
         // Dependent modules are gone (they hold references on us), so their
         // devices and clients must be too.
         let devs = registry::device_count();

@@ -555,10 +555,11 @@ impl<D: Driver> UFile<D> {
                 inner.ucontext = Some(ctx);
                 Ok(())
             }
+            // upstream: EOPNOTSUPP without ops.query_ucontext, which no
+            // driver of ours has yet.
             CoreHandler::QueryContext => {
                 inner.ctx()?;
-                out.put_opt(b, attr::QUERY_CONTEXT_NUM_COMP_VECTORS, &1u32.to_ne_bytes())?;
-                out.put_opt(b, attr::QUERY_CONTEXT_CORE_SUPPORT, &1u64.to_ne_bytes())
+                Err(EOPNOTSUPP)
             }
             CoreHandler::QueryPort => {
                 inner.ctx()?;
@@ -580,8 +581,16 @@ impl<D: Driver> UFile<D> {
                 if port == 0 || port > self.dev.phys_port_cnt() {
                     return Err(EINVAL);
                 }
-                // upstream: rdma_get_gid_attr() -> ENOENT for an empty entry.
-                let gid = self.dev.query_gid(port, index)?;
+                // upstream: rdma_get_gid_attr() is ENODATA for an empty
+                // entry (libibverbs then reports a zero GID), EINVAL for an
+                // index past the table.
+                let gid = self.dev.query_gid(port, index).map_err(|e| {
+                    if e == ENOENT {
+                        ENODATA
+                    } else {
+                        e
+                    }
+                })?;
                 let mut e = resp::Out::<{ resp::GID_ENTRY }>::new();
                 e.bytes(0, &gid.0);
                 e.u32(16, index);

@@ -22,7 +22,7 @@
 #include <rdma/rdma_user_ioctl_cmds.h>
 
 static const char *dev = "/dev/infiniband/uverbs0";
-static uint32_t driver_id = 11; /* RDMA_DRIVER_RXE */
+static uint32_t driver_id = 14; /* RDMA_DRIVER_RXE */
 static int failures;
 
 struct req {
@@ -193,9 +193,30 @@ int main(int argc, char **argv)
 	attr_const(&r.attrs[0], 50, 0, 1);
 	expect("ioctl: unknown mandatory attribute is EPROTONOSUPPORT", do_ioctl(fd, &r),
 	       EPROTONOSUPPORT);
-	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 1);
-	attr_const(&r.attrs[0], 50, 0, 0);
-	expect("ioctl: unknown optional attribute is ignored", do_ioctl(fd, &r), 0);
+	{
+		unsigned char resp[48];
+		req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT, 3);
+		attr_const(&r.attrs[0], UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1, 1);
+		attr_out(&r.attrs[1], UVERBS_ATTR_QUERY_PORT_RESP, resp, sizeof(resp));
+		attr_const(&r.attrs[2], 50, 0, 0);
+		expect("ioctl: unknown optional attribute is ignored", do_ioctl(fd, &r), 0);
+	}
+	{
+		unsigned char e[32]; /* struct ib_uverbs_gid_entry */
+		req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_GID_ENTRY, 4);
+		attr_const(&r.attrs[0], UVERBS_ATTR_QUERY_GID_ENTRY_PORT, 1, 1);
+		attr_const(&r.attrs[1], UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, 0, 1);
+		attr_const(&r.attrs[2], UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, 0, 1);
+		r.attrs[2].len = 4;
+		attr_out(&r.attrs[3], UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, e, sizeof(e));
+		expect("ioctl: QUERY_GID_ENTRY port 1 index 0", do_ioctl(fd, &r), 0);
+		attr_const(&r.attrs[1], UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, 4096, 1);
+		expect("ioctl: QUERY_GID_ENTRY past the table is EINVAL", do_ioctl(fd, &r), EINVAL);
+		attr_const(&r.attrs[2], UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, 1, 1);
+		r.attrs[2].len = 4;
+		attr_const(&r.attrs[1], UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, 0, 1);
+		expect("ioctl: QUERY_GID_ENTRY with unknown flags is EINVAL", do_ioctl(fd, &r), EINVAL);
+	}
 	expect("ioctl: QUERY_PORT 1", query_port(fd, 1, 0, 1), 0);
 	expect("ioctl: duplicate attribute is EINVAL", query_port(fd, 1, 1, 1), EINVAL);
 	expect("ioctl: missing mandatory attribute is EINVAL", query_port(fd, 1, 0, 0), EINVAL);
@@ -220,7 +241,8 @@ int main(int argc, char **argv)
 		struct req w;
 
 		req_init(&w, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE, 3);
-		attr_const(&w.attrs[0], UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, 1);
+		attr_const(&w.attrs[0], UVERBS_ATTR_WRITE_CMD,
+			   IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_QUERY_DEVICE, 1);
 		w.attrs[1].attr_id = UVERBS_ATTR_CORE_IN;
 		w.attrs[1].len = sizeof(in);
 		w.attrs[1].data = (uintptr_t)in;

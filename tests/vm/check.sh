@@ -4,6 +4,7 @@
 . /rdma-rs/ours.sh
 . /rdma-rs/fwsim.sh
 . /rdma-rs/abs.sh
+RDMARS_SOURCED=1 . /rdma-rs/uverbs.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 
 kmemleak_clear
@@ -21,6 +22,14 @@ suite_end
 
 suite_begin vm_upstream_conflict
 abs_conflict_suite
+suite_end
+
+suite_begin vm_uverbs
+uverbs_suite
+suite_end
+
+suite_begin vm_uverbs_peer
+uverbs_peer_suite
 suite_end
 
 suite_begin vm_fwsim

@@ -1,5 +1,5 @@
 # uverbs through real rdma-core: the mock device (rdma_rs_mock, driver id
-# RXE) served by our uverbs, seen by librxe; the raw ABI checks; the same
+# RXE = 14) served by our uverbs, seen by librxe; the raw ABI checks; the same
 # checks against the upstream peer. Runs as its own mode and inside check.
 . /rdma-rs/lib.sh
 
@@ -28,18 +28,19 @@ uverbs_suite() {
 		t_ok "ibv_devinfo shows rxe_mock0 through our uverbs"
 	else
 		t_fail "ibv_devinfo shows rxe_mock0 through our uverbs" "exit $rc"
+		strace -f -e trace=openat,ioctl,write,read ibv_devinfo 2>&1 | tail -40 | sed 's/^/    strace| /'
 	fi
 	echo "+ ibv_devinfo -v"
 	ibv_devinfo -v >/tmp/uv-devinfo-v 2>&1
 	rc=$?
 	sed 's/^/    devinfo-v| /' /tmp/uv-devinfo-v
 	if [ $rc = 0 ] && grep -q 'max_qp:[[:space:]]*64' /tmp/uv-devinfo-v &&
-		grep -q 'GID\[  0\]:[[:space:]]*fe80::2:c903:ab:cd01' /tmp/uv-devinfo-v; then
+		grep -q 'GID\[  0\]:[[:space:]]*fe80:0000:0000:0000:0002:c903:00ab:cd01' /tmp/uv-devinfo-v; then
 		t_ok "ibv_devinfo -v shows the mock's attributes and GID 0"
 	else
 		t_fail "ibv_devinfo -v shows the mock's attributes and GID 0" "exit $rc"
 	fi
-	t_import "uverbs_abi on rxe_mock0 (ours)" /rdma-rs/uverbs_abi -d /dev/infiniband/uverbs0 -i 11
+	t_import "uverbs_abi on rxe_mock0 (ours)" /rdma-rs/uverbs_abi -d /dev/infiniband/uverbs0 -i 14
 	# Close with objects open destroyed them: unloading the mock reports no leftovers.
 	dmesg -c >/dev/null
 	t_check "rmmod rdma_rs_mock" rmmod rdma_rs_mock
@@ -58,7 +59,7 @@ uverbs_peer_suite() {
 	t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
 	ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up
 	t_check "rdma link add rxe0" rdma link add rxe0 type rxe netdev veth0
-	t_import "uverbs_abi on rxe0 (upstream)" /rdma-rs/uverbs_abi -d /dev/infiniband/uverbs0 -i 11
+	t_import "uverbs_abi on rxe0 (upstream)" /rdma-rs/uverbs_abi -d /dev/infiniband/uverbs0 -i 14
 	rdma link delete rxe0
 	ip link del veth0
 	modprobe -r rdma_rxe
