@@ -8,6 +8,7 @@
 #   make vm      an interactive shell in the test VM
 #   make peer    the upstream C stack (rdma_rxe) in the VM
 #   make soak    the verbs workload N times (N=1000 STACK=peer|ours)
+#   make bench   the core's data-path dispatch cost next to a direct call
 #
 # KDIR=<kernel build tree> builds the modules for your own kernel (it must
 # be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
@@ -24,7 +25,7 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-.PHONY: all modules setup kernel check demo vm peer soak clean
+.PHONY: all modules setup kernel check demo vm peer soak bench clean
 
 all: modules
 
@@ -61,6 +62,13 @@ soak: modules
 	$(TOP)/tools/vm.sh soak "$$kb" $(TOP)/out/logs/soak.log && \
 	grep -E '^soak:|ok [0-9]|FAIL' $(TOP)/out/logs/soak.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- out/logs/soak.log
+
+# make bench N=1000000: the core's data-path dispatch cost (ns/call) next
+# to a direct call of the same driver op.
+bench: modules
+	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),1000000)" \
+	$(TOP)/tools/vm.sh bench "$$kb" $(TOP)/out/logs/bench.log && \
+	sed -n '/^=* rdma-rs benchmark/,/^=====/p' $(TOP)/out/logs/bench.log
 
 clean:
 	@kb=$$(ls -d $${RDMA_RS_CACHE:-/var/cache/rdma-rs}/kbuild-* 2>/dev/null | head -n1); \

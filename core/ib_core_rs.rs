@@ -68,7 +68,10 @@ struct IbCoreRs {
 
 impl kernel::Module for IbCoreRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        // The global locks first: the NETLINK_RDMA socket answers GET (registry) as soon as it
+        // exists, and uverbs registers its client. Initializing them needs no undoing.
         global::init();
+        // Then what fails cleanly next to the upstream stack.
         let nldev =
             netlink::NlSocket::new(module, kernel::sync::Arc::new(nldev::NlDev, GFP_KERNEL)?)?;
         let uverbs = uverbs::UverbsGlobal::register(module)?;

@@ -3,9 +3,10 @@
 //! The narrow hardware interface between the mlx5 driver and whatever executes its firmware
 //! commands (ARCHITECTURE: "Mlx5Hw").
 //!
-//! Two backends are meant to implement [`Mlx5Hw`]: the firmware simulator
-//! ([`crate::simdev::SimFunction`], bound through `mlx5_ib_rs.rdma.N` auxiliary devices) and,
-//! later, the in-tree C `mlx5_core` (`mlx5_core.rdma.N`, through `mlx5_cmd_exec()`). The driver
+//! Two backends implement [`Mlx5Hw`]: the firmware simulator
+//! ([`crate::simdev::SimFunction`], bound through `mlx5_ib_rs.rdma.N` auxiliary devices) and
+//! the in-tree C `mlx5_core` ([`crate::corehw::CoreFunction`], `mlx5_core.rdma.N`, through
+//! `mlx5_cmd_do()`). The driver
 //! sees only this trait, so the same probe and verbs code runs on both. What is here so far is
 //! what upstream `mlx5_ib` needs first: command execution with upstream's status handling, the
 //! cached HCA capabilities and the function's identity. UAR pages, EQ binding for CQs, firmware
@@ -54,6 +55,8 @@ pub(crate) struct Identity {
     pub(crate) pci_vendor: u16,
     /// PCI device id (`hca_type` in sysfs is "MT" + this in decimal).
     pub(crate) pci_device: u16,
+    /// PCI revision id (sysfs `hw_rev`, `ib_device_attr.hw_ver`).
+    pub(crate) pci_revision: u8,
     /// Firmware major.minor.subminor (`fw_rev_maj/min/sub`).
     pub(crate) fw_rev: (u16, u16, u16),
     /// Link layer of the function's port(s) (`MLX5_CAP_GEN(port_type)`).

@@ -21,10 +21,17 @@ mod fwsim;
 mod aux_parent;
 #[path = "../rust/fwsim_param.rs"]
 mod fwsim_param;
+#[path = "../rust/mlx5_core.rs"]
+mod mlx5_core;
 
+mod attrs;
+mod cmd;
+mod corehw;
+mod dev;
 mod hw;
 mod probe;
 mod simdev;
+mod stages;
 
 use ib_core_rs::attr::{DeviceAttr, PortAttr, PortImmutable};
 use ib_core_rs::device::Device;

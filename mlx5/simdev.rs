@@ -97,6 +97,8 @@ impl SimFunction {
             model: cfg.profile.name,
             pci_vendor: PCI_VENDOR_MELLANOX,
             pci_device: cfg.profile.device_id,
+            // Revision 0, as the first silicon steps report.
+            pci_revision: 0,
             fw_rev: cfg.profile.fw_rev,
             link_layer: cfg.link_layer,
             num_ports: cfg.num_ports,

@@ -39,8 +39,8 @@ const ALL_ENTRIES: u32 = 0xffff;
 /// 0x2651e848: trap, automatic migration, SL map, LED, sys image GUID, PKey switch ext port
 /// trap, extended speeds, capability mask 2, client reregistration, vendor class, ...).
 const IB_CAP_MASK1: u32 = 0x2651_e848;
-/// IB link width 4X (`ptys_reg.ib_link_width_*` bit 1).
-const IB_WIDTH_4X: u32 = 1 << 1;
+/// IB link width 4X (`ptys_reg.ib_link_width_*` bit 2, `MLX5_PTYS_WIDTH_4X` in port.h).
+const IB_WIDTH_4X: u32 = 1 << 2;
 
 impl Fw {
     /// QUERY_HCA_CAP: general and RoCE capabilities; max and current are the same.
@@ -55,10 +55,11 @@ impl Fw {
                 let f = |m: Field| cap.inner(m);
                 c.set(f(roce_cap::roce_apm), 0)?;
                 c.set(f(roce_cap::sw_r_roce_src_udp_port), 1)?;
-                // Bits of the supported RoCE versions and L3 types: v1 and v2 (1 << 0 | 1 << 2),
-                // IPv4 and IPv6.
+                // Bits of the supported RoCE versions and L3 types (device.h): v1 and v2
+                // (`MLX5_ROCE_VERSION_1_CAP | _2_CAP` = 1 << 0 | 1 << 2), IPv4 and IPv6
+                // (`MLX5_ROCE_L3_TYPE_IPV4_CAP | _IPV6_CAP` = 1 << 1 | 1 << 2).
                 c.set(f(roce_cap::roce_version), 0x5)?;
-                c.set(f(roce_cap::l3_type), 0x3)?;
+                c.set(f(roce_cap::l3_type), 0x6)?;
                 c.set(f(roce_cap::r_roce_dest_udp_port), 4791)?;
                 c.set(f(roce_cap::r_roce_min_src_udp_port), 0xc000)?;
                 c.set(f(roce_cap::r_roce_max_src_udp_port), 0xffff)?;
@@ -369,10 +370,11 @@ impl Fw {
                 c.set(out(pmtu_reg::oper_mtu), admin_mtu)?;
             }
             REG_PVLC => {
-                // VL0-3, what ConnectX reports as max_vl_num 4 (encoding 3).
-                c.set(out(pvlc_reg::vl_hw_cap), 3)?;
-                c.set(out(pvlc_reg::vl_admin), 3)?;
-                c.set(out(pvlc_reg::vl_operational), 3)?;
+                // VL0-3: `MLX5_VL_HW_0_3` (4, mlx5_ib main.c), which mlx5_ib reports as
+                // max_vl_num 4 (`__IB_MAX_VL_0_3` = 3).
+                c.set(out(pvlc_reg::vl_hw_cap), 4)?;
+                c.set(out(pvlc_reg::vl_admin), 4)?;
+                c.set(out(pvlc_reg::vl_operational), 4)?;
             }
             _ => {
                 c.set(out(paos_reg::admin_status), admin_status)?;

@@ -463,7 +463,7 @@ fn port_registers() {
     reg(ptys_reg::proto_mask).set(&mut b, PTYS_IB).unwrap();
     let out = ok(&mut f, &b, 16 + ptys_reg::SIZE_BYTES);
     assert_eq!(get(&out, reg(ptys_reg::ib_proto_oper)), 1 << 7);
-    assert_eq!(get(&out, reg(ptys_reg::ib_link_width_oper)), 2);
+    assert_eq!(get(&out, reg(ptys_reg::ib_link_width_oper)), 4);
     assert_eq!(get(&out, reg(ptys_reg::local_port)), 1);
     // Register data must fit both mailboxes.
     assert_eq!(
@@ -478,7 +478,7 @@ fn port_registers() {
     let out = ok(&mut f, &reg_in(REG_PMTU, ACCESS_REG_READ, 16), 32);
     assert_eq!(get(&out, reg(pmtu_reg::max_mtu)), 4096);
     let out = ok(&mut f, &reg_in(REG_PVLC, ACCESS_REG_READ, 16), 32);
-    assert_eq!(get(&out, reg(pvlc_reg::vl_hw_cap)), 3);
+    assert_eq!(get(&out, reg(pvlc_reg::vl_hw_cap)), 4);
 
     // PAOS: take the port down, see it in PAOS, PTYS and the vport context.
     let mut w = reg_in(REG_PAOS, ACCESS_REG_WRITE, 16);

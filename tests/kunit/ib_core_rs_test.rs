@@ -26,12 +26,22 @@ module! {
     authors: ["rdma-rs developers"],
     description: "rdma-rs: KUnit suites of ib_core_rs with a mock RDMA driver",
     license: "GPL",
+    params: {
+        bench: u32 {
+            default: 0,
+            description: "Run the data-path dispatch benchmark with this many calls per figure (0: no)",
+        },
+    },
 }
 
 struct IbCoreRsTest;
 
 impl kernel::Module for IbCoreRsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let iters = module_parameters::bench.value();
+        if iters > 0 {
+            bench::run(iters)?;
+        }
         Ok(IbCoreRsTest)
     }
 }
@@ -422,6 +432,8 @@ fn registered(ports: u32) -> Result<Arc<Device<Mock>>> {
     Ok(dev)
 }
 
+#[path = "ib_core_rs_test/bench.rs"]
+mod bench;
 #[path = "ib_core_rs_test/clients.rs"]
 mod clients;
 #[path = "ib_core_rs_test/device.rs"]

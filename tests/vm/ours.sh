@@ -1,8 +1,17 @@
 # Our stack: load, run the KUnit suites (they run at insmod), unload.
 # Sourced by check.sh and demo.sh after lib.sh.
 
+# mlx5_ib_rs links against mlx5_core (its real-hardware backend calls
+# mlx5_cmd_do, like upstream mlx5_ib), so mlx5_core goes in first. Our
+# modules live outside depmod's index, so insmod cannot pull it in itself.
+# In the VM mlx5_core loads and finds no ConnectX: no mlx5_core.rdma.N.
+load_mlx5_core() {
+	t_check "modprobe mlx5_core (mlx5_ib_rs depends on it)" modprobe mlx5_core
+}
+
 # load_ours [mlx5_ib_rs parameters...], e.g. load_ours sim=ib,eth
 load_ours() {
+	load_mlx5_core
 	t_check "insmod ib_core_rs" insmod $RDMARS_MODS/ib_core_rs.ko
 	t_check "insmod mlx5_ib_rs $*" insmod $RDMARS_MODS/mlx5_ib_rs.ko "$@"
 }
@@ -17,6 +26,7 @@ unload_core_tests() {
 unload_ours() {
 	t_check "rmmod mlx5_ib_rs" rmmod mlx5_ib_rs
 	t_check "rmmod ib_core_rs" rmmod ib_core_rs
+	t_check "modprobe -r mlx5_core" modprobe -r mlx5_core
 	if lsmod | grep -q '_rs '; then t_fail "no rdma-rs module left loaded"; else t_ok "no rdma-rs module left loaded"; fi
 }
 
@@ -35,6 +45,15 @@ fwsim_resources_zero() {
 	cat "$f" | tr '\n' ' '
 	echo
 	[ "$(wc -l <"$f")" = 7 ] && [ -z "$(awk '$2 != 0' "$f")" ]
+}
+
+# fwsim_resources_probed DEV: what a bound function holds (the profile's kernel PD and UAR).
+fwsim_resources_probed() {
+	local f=$FWSIM_DBG/$1/resources
+	cat "$f" | tr '\n' ' '
+	echo
+	[ "$(awk '$1 == "pd" || $1 == "uar" { print $2 }' "$f" | tr '\n' ' ')" = "1 1 " ] &&
+		[ -z "$(awk '$1 != "pd" && $1 != "uar" && $2 != 0' "$f")" ]
 }
 
 fwsim_show() {

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * C shim between mlx5_ib_rs (Rust) and the in-tree mlx5_core: the parts of
+ * mlx5_core's API that are static inlines, struct members or macros
+ * (container_of of struct mlx5_adev, mdev->caps, fw_rev_*), plus a thin
+ * wrapper of the exported mlx5_cmd_do(). Implemented in rust/mlx5_core.c,
+ * declared for Rust by hand in rust/mlx5_core.rs (the types are opaque
+ * pointers, integers and byte buffers, so there is nothing for bindgen to
+ * lay out).
+ */
+#ifndef RDMA_RS_MLX5_CORE_H
+#define RDMA_RS_MLX5_CORE_H
+
+#include <linux/types.h>
+
+struct auxiliary_device;
+struct mlx5_core_dev;
+
+/* What Rust needs to know about a function, read once at bind time. */
+struct rdma_rs_mlx5_ident {
+	u16 pci_vendor;
+	u16 pci_device;
+	u8 pci_revision;
+	u16 fw_maj;
+	u16 fw_min;
+	u16 fw_sub;
+};
+
+/*
+ * The mlx5_core_dev of a `mlx5_core.rdma.N` auxiliary device, or NULL when
+ * the device is not one that mlx5_core created (its parent is not a device
+ * bound to mlx5_core, or the mlx5_adev's mdev does not belong to that parent).
+ */
+struct mlx5_core_dev *rdma_rs_mlx5_adev_mdev(struct auxiliary_device *adev);
+
+/* mlx5_cmd_do(): 0, -EREMOTEIO with status/syndrome in @out, or an errno. */
+int rdma_rs_mlx5_cmd_do(struct mlx5_core_dev *mdev, const void *in, int in_size,
+			void *out, int out_size);
+
+/*
+ * mdev->caps.hca[cap_type]->cur (MLX5_CAP_GEN() and friends read it); NULL
+ * if mlx5_core keeps no page of that type. @len gets the page size.
+ */
+const void *rdma_rs_mlx5_caps_cur(struct mlx5_core_dev *mdev, int cap_type,
+				  size_t *len);
+
+/* PCI ids, firmware revision (init segment). */
+void rdma_rs_mlx5_ident(struct mlx5_core_dev *mdev,
+			struct rdma_rs_mlx5_ident *out);
+
+#endif

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! CQ commands (upstream `mlx5_core_create_cq()`, `mlx5_core_destroy_cq()`,
+//! `mlx5_core_query_cq()`; the `cqc` fields mlx5_ib `create_cq_user()`/`create_cq_kernel()` set).
+
+use super::{empty_reply, rd, Command};
+use crate::prm::cmd::{
+    create_cq_in, create_cq_out, destroy_cq_in, destroy_cq_out, query_cq_in, query_cq_out,
+};
+use crate::prm::ctx::cqc;
+use crate::prm::layout::{Field, PrmError};
+use crate::prm::opcode;
+use kernel::prelude::*;
+
+/// CQE size (`cqc.cqe_sz`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CqeSize {
+    /// 64-byte CQEs (0).
+    B64 = 0,
+    /// 128-byte CQEs (1).
+    B128 = 1,
+}
+
+/// CREATE_CQ.
+pub(crate) struct CreateCq<'a> {
+    /// Owner uid.
+    pub(crate) uid: u16,
+    /// log2 of the number of CQEs.
+    pub(crate) log_cq_size: u8,
+    /// CQE size.
+    pub(crate) cqe_size: CqeSize,
+    /// UAR page for doorbells.
+    pub(crate) uar_page: u32,
+    /// Completion EQ number (`mlx5_comp_eqn_get()`).
+    pub(crate) eqn: u32,
+    /// log2 of the buffer page size minus 12 (`MLX5_ADAPTER_PAGE_SHIFT`).
+    pub(crate) log_page_size: u8,
+    /// Doorbell record DMA address.
+    pub(crate) dbr_addr: u64,
+    /// DMA addresses of the buffer's pages (`pas[]`).
+    pub(crate) pas: &'a [u64],
+}
+
+impl Command for CreateCq<'_> {
+    const OPCODE: u16 = opcode::CREATE_CQ;
+    const IN_SIZE: usize = create_cq_in::SIZE_BYTES;
+    const OUT_SIZE: usize = create_cq_out::SIZE_BYTES;
+    /// The CQ number.
+    type Reply = u32;
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn in_len(&self) -> usize {
+        Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        let c = |f: Field| create_cq_in::cq_context.inner(f);
+        c(cqc::log_cq_size).set(inbox, u32::from(self.log_cq_size))?;
+        c(cqc::cqe_sz).set(inbox, self.cqe_size as u32)?;
+        c(cqc::uar_page).set(inbox, self.uar_page)?;
+        c(cqc::c_eqn_or_apu_element).set(inbox, self.eqn)?;
+        c(cqc::log_page_size).set(inbox, u32::from(self.log_page_size))?;
+        c(cqc::dbr_addr).set64(inbox, self.dbr_addr)?;
+        let pas0 = Field::new("pas", create_cq_in::SIZE_BITS, 64);
+        for (i, p) in self.pas.iter().enumerate() {
+            let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
+            pas0.nth(i).set64(inbox, *p)?;
+        }
+        Ok(())
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<u32> {
+        rd(create_cq_out::cqn, out)
+    }
+}
+
+/// DESTROY_CQ.
+pub(crate) struct DestroyCq {
+    /// CQ number.
+    pub(crate) cqn: u32,
+    /// Owner uid.
+    pub(crate) uid: u16,
+}
+
+impl Command for DestroyCq {
+    const OPCODE: u16 = opcode::DESTROY_CQ;
+    const IN_SIZE: usize = destroy_cq_in::SIZE_BYTES;
+    const OUT_SIZE: usize = destroy_cq_out::SIZE_BYTES;
+    type Reply = ();
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        destroy_cq_in::cqn.set(inbox, self.cqn)
+    }
+
+    empty_reply!();
+}
+
+/// QUERY_CQ.
+pub(crate) struct QueryCq {
+    /// CQ number.
+    pub(crate) cqn: u32,
+}
+
+/// The CQ context members a driver reads back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CqContext {
+    /// `cqc.status` (0 OK, 9 overflow, 10 write fail).
+    pub(crate) status: u8,
+    /// `log_cq_size`.
+    pub(crate) log_cq_size: u8,
+    /// `uar_page`.
+    pub(crate) uar_page: u32,
+    /// `c_eqn`.
+    pub(crate) eqn: u32,
+    /// `consumer_counter`.
+    pub(crate) consumer_counter: u32,
+    /// `producer_counter`.
+    pub(crate) producer_counter: u32,
+}
+
+impl Command for QueryCq {
+    const OPCODE: u16 = opcode::QUERY_CQ;
+    const IN_SIZE: usize = query_cq_in::SIZE_BYTES;
+    const OUT_SIZE: usize = query_cq_out::SIZE_BYTES;
+    type Reply = CqContext;
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        query_cq_in::cqn.set(inbox, self.cqn)
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<CqContext> {
+        let c = |f: Field| rd(query_cq_out::cq_context.inner(f), out);
+        Ok(CqContext {
+            status: c(cqc::status)? as u8,
+            log_cq_size: c(cqc::log_cq_size)? as u8,
+            uar_page: c(cqc::uar_page)?,
+            eqn: c(cqc::c_eqn_or_apu_element)?,
+            consumer_counter: c(cqc::consumer_counter)?,
+            producer_counter: c(cqc::producer_counter)?,
+        })
+    }
+}

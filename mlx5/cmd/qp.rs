@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! QP commands: CREATE_QP, DESTROY_QP, QUERY_QP and the state transitions (upstream
+//! `mlx5_qpc_create_qp()`, `mlx5_core_qp_modify()` with `modify_qp_mbox_alloc()`'s
+//! per-opcode layouts, `mlx5_core_qp_query()`).
+
+use super::{empty_reply, rd, Command};
+use crate::prm::cmd::{
+    create_qp_in, create_qp_out, destroy_qp_in, destroy_qp_out, init2init_qp_in, init2init_qp_out,
+    init2rtr_qp_in, init2rtr_qp_out, qp_2err_in, qp_2err_out, qp_2rst_in, qp_2rst_out, query_qp_in,
+    query_qp_out, rst2init_qp_in, rst2init_qp_out, rtr2rts_qp_in, rtr2rts_qp_out, rts2rts_qp_in,
+    rts2rts_qp_out,
+};
+use crate::prm::consts::{
+    NON_ZERO_RQ, QPC_STATE_ERR, QPC_STATE_INIT, QPC_STATE_RST, QPC_STATE_RTR, QPC_STATE_RTS,
+    QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD, QPC_ST_XRC, SRQ_RQ,
+    ZERO_LEN_RQ,
+};
+use crate::prm::ctx::{ads, qpc};
+use crate::prm::layout::{Field, PrmError};
+use crate::prm::opcode;
+use kernel::prelude::*;
+
+/// `qpc.st`: the service type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpServiceType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// XRC.
+    Xrc,
+    /// The GSI QP (QP1).
+    Qp1,
+}
+
+impl QpServiceType {
+    fn raw(self) -> u32 {
+        match self {
+            QpServiceType::Rc => QPC_ST_RC,
+            QpServiceType::Uc => QPC_ST_UC,
+            QpServiceType::Ud => QPC_ST_UD,
+            QpServiceType::Xrc => QPC_ST_XRC,
+            QpServiceType::Qp1 => QPC_ST_QP1,
+        }
+    }
+}
+
+impl TryFrom<u32> for QpServiceType {
+    type Error = Error;
+
+    fn try_from(v: u32) -> Result<Self> {
+        match v {
+            QPC_ST_RC => Ok(QpServiceType::Rc),
+            QPC_ST_UC => Ok(QpServiceType::Uc),
+            QPC_ST_UD => Ok(QpServiceType::Ud),
+            QPC_ST_XRC => Ok(QpServiceType::Xrc),
+            QPC_ST_QP1 => Ok(QpServiceType::Qp1),
+            _ => Err(EIO),
+        }
+    }
+}
+
+/// `qpc.state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpState {
+    /// Reset.
+    Rst,
+    /// Initialized.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue error.
+    Sqer,
+    /// Error.
+    Err,
+    /// Send queue drained.
+    Sqd,
+}
+
+impl TryFrom<u32> for QpState {
+    type Error = Error;
+
+    fn try_from(v: u32) -> Result<Self> {
+        match v {
+            QPC_STATE_RST => Ok(QpState::Rst),
+            QPC_STATE_INIT => Ok(QpState::Init),
+            QPC_STATE_RTR => Ok(QpState::Rtr),
+            QPC_STATE_RTS => Ok(QpState::Rts),
+            QPC_STATE_SQER => Ok(QpState::Sqer),
+            QPC_STATE_ERR => Ok(QpState::Err),
+            QPC_STATE_SQD => Ok(QpState::Sqd),
+            _ => Err(EIO),
+        }
+    }
+}
+
+/// Where a QP's receives come from (`qpc.rq_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RqType {
+    /// Its own receive queue, completing on `cqn_rcv`.
+    Regular {
+        /// Receive CQ.
+        cqn: u32,
+        /// log2 of the number of receive WQEs.
+        log_size: u8,
+        /// log2 of the receive WQE stride minus 4.
+        log_stride: u8,
+    },
+    /// An SRQ.
+    Srq {
+        /// SRQ number.
+        srqn: u32,
+        /// Receive CQ.
+        cqn: u32,
+    },
+    /// No receive queue.
+    None,
+}
+
+/// CREATE_QP.
+pub(crate) struct CreateQp<'a> {
+    /// Owner uid.
+    pub(crate) uid: u16,
+    /// Service type.
+    pub(crate) st: QpServiceType,
+    /// Protection domain.
+    pub(crate) pd: u32,
+    /// Send CQ and log2 of the number of send WQE basic blocks; `None`: no send queue.
+    pub(crate) sq: Option<(u32, u8)>,
+    /// Receive side.
+    pub(crate) rq: RqType,
+    /// UAR page of the doorbells.
+    pub(crate) uar_page: u32,
+    /// log2 of the buffer page size minus 12.
+    pub(crate) log_page_size: u8,
+    /// Doorbell record DMA address.
+    pub(crate) dbr_addr: u64,
+    /// User index (`qpc.user_index`, CQE version 1).
+    pub(crate) user_index: u32,
+    /// DMA addresses of the buffer's pages (`pas[]`).
+    pub(crate) pas: &'a [u64],
+}
+
+impl Command for CreateQp<'_> {
+    const OPCODE: u16 = opcode::CREATE_QP;
+    const IN_SIZE: usize = create_qp_in::SIZE_BYTES;
+    const OUT_SIZE: usize = create_qp_out::SIZE_BYTES;
+    /// The QP number.
+    type Reply = u32;
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn in_len(&self) -> usize {
+        Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        let c = |f: Field| create_qp_in::qpc.inner(f);
+        c(qpc::st).set(inbox, self.st.raw())?;
+        c(qpc::pd).set(inbox, self.pd)?;
+        c(qpc::uar_page).set(inbox, self.uar_page)?;
+        c(qpc::log_page_size).set(inbox, u32::from(self.log_page_size))?;
+        c(qpc::user_index).set(inbox, self.user_index)?;
+        c(qpc::dbr_addr).set64(inbox, self.dbr_addr)?;
+        match self.sq {
+            Some((cqn, log_size)) => {
+                c(qpc::cqn_snd).set(inbox, cqn)?;
+                c(qpc::log_sq_size).set(inbox, u32::from(log_size))?;
+            }
+            None => c(qpc::no_sq).set(inbox, 1)?,
+        }
+        match self.rq {
+            RqType::Regular {
+                cqn,
+                log_size,
+                log_stride,
+            } => {
+                c(qpc::rq_type).set(inbox, NON_ZERO_RQ)?;
+                c(qpc::cqn_rcv).set(inbox, cqn)?;
+                c(qpc::log_rq_size).set(inbox, u32::from(log_size))?;
+                c(qpc::log_rq_stride).set(inbox, u32::from(log_stride))?;
+            }
+            RqType::Srq { srqn, cqn } => {
+                c(qpc::rq_type).set(inbox, SRQ_RQ)?;
+                c(qpc::srqn_rmpn_xrqn).set(inbox, srqn)?;
+                c(qpc::cqn_rcv).set(inbox, cqn)?;
+            }
+            RqType::None => c(qpc::rq_type).set(inbox, ZERO_LEN_RQ)?,
+        }
+        let pas0 = Field::new("pas", create_qp_in::SIZE_BITS, 64);
+        for (i, p) in self.pas.iter().enumerate() {
+            let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
+            pas0.nth(i).set64(inbox, *p)?;
+        }
+        Ok(())
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<u32> {
+        rd(create_qp_out::qpn, out)
+    }
+}
+
+/// DESTROY_QP.
+pub(crate) struct DestroyQp {
+    /// QP number.
+    pub(crate) qpn: u32,
+    /// Owner uid.
+    pub(crate) uid: u16,
+}
+
+impl Command for DestroyQp {
+    const OPCODE: u16 = opcode::DESTROY_QP;
+    const IN_SIZE: usize = destroy_qp_in::SIZE_BYTES;
+    const OUT_SIZE: usize = destroy_qp_out::SIZE_BYTES;
+    type Reply = ();
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        destroy_qp_in::qpn.set(inbox, self.qpn)
+    }
+
+    empty_reply!();
+}
+
+/// QUERY_QP.
+pub(crate) struct QueryQp {
+    /// QP number.
+    pub(crate) qpn: u32,
+}
+
+/// The QP context members a driver's `query_qp` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QpInfo {
+    /// Current state.
+    pub(crate) state: QpState,
+    /// Service type.
+    pub(crate) st: QpServiceType,
+    /// Protection domain.
+    pub(crate) pd: u32,
+    /// Path MTU encoding (`ib_mtu`).
+    pub(crate) mtu: u8,
+    /// Remote QP number.
+    pub(crate) remote_qpn: u32,
+    /// Q_Key.
+    pub(crate) q_key: u32,
+    /// Next send PSN.
+    pub(crate) next_send_psn: u32,
+    /// Next receive PSN.
+    pub(crate) next_rcv_psn: u32,
+    /// Primary path port (`vhca_port_num`).
+    pub(crate) port: u8,
+    /// Primary path P_Key index.
+    pub(crate) pkey_index: u16,
+}
+
+impl Command for QueryQp {
+    const OPCODE: u16 = opcode::QUERY_QP;
+    const IN_SIZE: usize = query_qp_in::SIZE_BYTES;
+    const OUT_SIZE: usize = query_qp_out::SIZE_BYTES;
+    type Reply = QpInfo;
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        query_qp_in::qpn.set(inbox, self.qpn)
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<QpInfo> {
+        let c = |f: Field| rd(query_qp_out::qpc.inner(f), out);
+        let p = |f: Field| c(qpc::primary_address_path.inner(f));
+        Ok(QpInfo {
+            state: QpState::try_from(c(qpc::state)?)?,
+            st: QpServiceType::try_from(c(qpc::st)?)?,
+            pd: c(qpc::pd)?,
+            mtu: c(qpc::mtu)? as u8,
+            remote_qpn: c(qpc::remote_qpn)?,
+            q_key: c(qpc::q_key)?,
+            next_send_psn: c(qpc::next_send_psn)?,
+            next_rcv_psn: c(qpc::next_rcv_psn)?,
+            port: p(ads::vhca_port_num)? as u8,
+            pkey_index: p(ads::pkey_index)? as u16,
+        })
+    }
+}
+
+/// The `qpc` members a transition may carry; `None` leaves the member zero. Which members a
+/// transition takes, and which need an `opt_param_mask` bit, is the verbs layer's business
+/// (upstream `__mlx5_ib_modify_qp()`); this only puts them where the PRM says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct QpcAttrs {
+    /// Path MTU encoding.
+    pub(crate) mtu: Option<u8>,
+    /// log2 of the maximum message size.
+    pub(crate) log_msg_max: Option<u8>,
+    /// Remote QP number.
+    pub(crate) remote_qpn: Option<u32>,
+    /// Q_Key.
+    pub(crate) q_key: Option<u32>,
+    /// Remote read / write / atomic enables.
+    pub(crate) rre_rwe_rae: Option<(bool, bool, bool)>,
+    /// log2 of outstanding RDMA reads/atomics as responder.
+    pub(crate) log_rra_max: Option<u8>,
+    /// log2 of outstanding RDMA reads/atomics as requester.
+    pub(crate) log_sra_max: Option<u8>,
+    /// Minimum RNR NAK timer.
+    pub(crate) min_rnr_nak: Option<u8>,
+    /// Next receive PSN.
+    pub(crate) next_rcv_psn: Option<u32>,
+    /// Next send PSN.
+    pub(crate) next_send_psn: Option<u32>,
+    /// Retry count.
+    pub(crate) retry_count: Option<u8>,
+    /// RNR retry count.
+    pub(crate) rnr_retry: Option<u8>,
+    /// Primary path: port (`vhca_port_num`).
+    pub(crate) port: Option<u8>,
+    /// Primary path: P_Key index.
+    pub(crate) pkey_index: Option<u16>,
+    /// Primary path: local ACK timeout.
+    pub(crate) ack_timeout: Option<u8>,
+    /// Primary path: remote LID.
+    pub(crate) rlid: Option<u16>,
+    /// Primary path: service level.
+    pub(crate) sl: Option<u8>,
+    /// Primary path: GRH (remote GID, source GID index, hop limit, traffic class).
+    pub(crate) grh: Option<Grh>,
+    /// Primary path: remote MAC (RoCE).
+    pub(crate) rmac: Option<[u8; 6]>,
+    /// Primary path: UDP source port (RoCE v2).
+    pub(crate) udp_sport: Option<u16>,
+}
+
+/// The GRH part of an address path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Grh {
+    /// Destination GID.
+    pub(crate) dgid: [u8; 16],
+    /// Source GID index.
+    pub(crate) sgid_index: u8,
+    /// Hop limit.
+    pub(crate) hop_limit: u8,
+    /// Traffic class.
+    pub(crate) tclass: u8,
+    /// Flow label.
+    pub(crate) flow_label: u32,
+}
+
+impl QpcAttrs {
+    /// Writes the set members into the `qpc` at `ctx`.
+    fn fill(&self, ctx: Field, inbox: &mut [u8]) -> Result<(), PrmError> {
+        let c = |f: Field| ctx.inner(f);
+        let p = |f: Field| ctx.inner(qpc::primary_address_path).inner(f);
+        let opt = |buf: &mut [u8], f: Field, v: Option<u32>| -> Result<(), PrmError> {
+            v.map_or(Ok(()), |v| f.set(buf, v))
+        };
+        opt(inbox, c(qpc::mtu), self.mtu.map(u32::from))?;
+        opt(inbox, c(qpc::log_msg_max), self.log_msg_max.map(u32::from))?;
+        opt(inbox, c(qpc::remote_qpn), self.remote_qpn)?;
+        opt(inbox, c(qpc::q_key), self.q_key)?;
+        if let Some((r, w, a)) = self.rre_rwe_rae {
+            c(qpc::rre).set(inbox, u32::from(r))?;
+            c(qpc::rwe).set(inbox, u32::from(w))?;
+            c(qpc::rae).set(inbox, u32::from(a))?;
+        }
+        opt(inbox, c(qpc::log_rra_max), self.log_rra_max.map(u32::from))?;
+        opt(inbox, c(qpc::log_sra_max), self.log_sra_max.map(u32::from))?;
+        opt(inbox, c(qpc::min_rnr_nak), self.min_rnr_nak.map(u32::from))?;
+        opt(inbox, c(qpc::next_rcv_psn), self.next_rcv_psn)?;
+        opt(inbox, c(qpc::next_send_psn), self.next_send_psn)?;
+        opt(inbox, c(qpc::retry_count), self.retry_count.map(u32::from))?;
+        opt(inbox, c(qpc::rnr_retry), self.rnr_retry.map(u32::from))?;
+        opt(inbox, p(ads::vhca_port_num), self.port.map(u32::from))?;
+        opt(inbox, p(ads::pkey_index), self.pkey_index.map(u32::from))?;
+        opt(inbox, p(ads::ack_timeout), self.ack_timeout.map(u32::from))?;
+        opt(inbox, p(ads::rlid), self.rlid.map(u32::from))?;
+        opt(inbox, p(ads::sl), self.sl.map(u32::from))?;
+        opt(inbox, p(ads::udp_sport), self.udp_sport.map(u32::from))?;
+        if let Some(g) = self.grh {
+            p(ads::grh).set(inbox, 1)?;
+            p(ads::rgid_rip).set_bytes(inbox, &g.dgid)?;
+            p(ads::src_addr_index).set(inbox, u32::from(g.sgid_index))?;
+            p(ads::hop_limit).set(inbox, u32::from(g.hop_limit))?;
+            p(ads::tclass).set(inbox, u32::from(g.tclass))?;
+            p(ads::flow_label).set(inbox, g.flow_label)?;
+        }
+        if let Some(m) = self.rmac {
+            p(ads::rmac_47_32).set(inbox, u32::from(u16::from_be_bytes([m[0], m[1]])))?;
+            p(ads::rmac_31_0).set(inbox, u32::from_be_bytes([m[2], m[3], m[4], m[5]]))?;
+        }
+        Ok(())
+    }
+}
+
+/// A QP state transition command (`MLX5_CMD_OP_*2*_QP`); marker types below.
+pub(crate) trait Transition {
+    /// The command's opcode.
+    const OPCODE: u16;
+    /// Its inbox size.
+    const IN_SIZE: usize;
+    /// Its outbox size.
+    const OUT_SIZE: usize;
+    /// `qpn` of the inbox.
+    const QPN: Field;
+    /// `opt_param_mask` and `qpc` of the inbox; `None` for 2ERR and 2RST, which carry neither.
+    const CTX: Option<(Field, Field)>;
+}
+
+macro_rules! transition {
+    ($(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident, ctx) => {
+        transition!(@ $(#[$doc])* $name, $op, $in, $out,
+            Some(($in::opt_param_mask, $in::qpc)));
+    };
+    ($(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident) => {
+        transition!(@ $(#[$doc])* $name, $op, $in, $out, None);
+    };
+    (@ $(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident, $ctx:expr) => {
+        $(#[$doc])*
+        pub(crate) struct $name;
+        impl Transition for $name {
+            const OPCODE: u16 = opcode::$op;
+            const IN_SIZE: usize = $in::SIZE_BYTES;
+            const OUT_SIZE: usize = $out::SIZE_BYTES;
+            const QPN: Field = $in::qpn;
+            const CTX: Option<(Field, Field)> = $ctx;
+        }
+    };
+}
+
+transition!(
+    /// RST2INIT_QP.
+    Rst2Init, RST2INIT_QP, rst2init_qp_in, rst2init_qp_out, ctx
+);
+transition!(
+    /// INIT2INIT_QP.
+    Init2Init, INIT2INIT_QP, init2init_qp_in, init2init_qp_out, ctx
+);
+transition!(
+    /// INIT2RTR_QP.
+    Init2Rtr, INIT2RTR_QP, init2rtr_qp_in, init2rtr_qp_out, ctx
+);
+transition!(
+    /// RTR2RTS_QP.
+    Rtr2Rts, RTR2RTS_QP, rtr2rts_qp_in, rtr2rts_qp_out, ctx
+);
+transition!(
+    /// RTS2RTS_QP.
+    Rts2Rts, RTS2RTS_QP, rts2rts_qp_in, rts2rts_qp_out, ctx
+);
+transition!(
+    /// 2ERR_QP.
+    ToErr, _2ERR_QP, qp_2err_in, qp_2err_out
+);
+transition!(
+    /// 2RST_QP.
+    ToRst, _2RST_QP, qp_2rst_in, qp_2rst_out
+);
+
+/// A QP state transition.
+pub(crate) struct ModifyQp<T: Transition> {
+    /// QP number.
+    pub(crate) qpn: u32,
+    /// Owner uid.
+    pub(crate) uid: u16,
+    /// `opt_param_mask` (`MLX5_QP_OPTPAR_*`).
+    pub(crate) opt_param_mask: u32,
+    /// Context members.
+    pub(crate) attrs: QpcAttrs,
+    /// The transition.
+    pub(crate) _t: core::marker::PhantomData<T>,
+}
+
+impl<T: Transition> ModifyQp<T> {
+    /// A transition of `qpn` (uid 0) with `attrs` and no optional parameters.
+    pub(crate) fn new(qpn: u32, attrs: QpcAttrs) -> Self {
+        Self {
+            qpn,
+            uid: 0,
+            opt_param_mask: 0,
+            attrs,
+            _t: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: Transition> Command for ModifyQp<T> {
+    const OPCODE: u16 = T::OPCODE;
+    const IN_SIZE: usize = T::IN_SIZE;
+    const OUT_SIZE: usize = T::OUT_SIZE;
+    type Reply = ();
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        T::QPN.set(inbox, self.qpn)?;
+        if let Some((mask, ctx)) = T::CTX {
+            mask.set(inbox, self.opt_param_mask)?;
+            self.attrs.fill(ctx, inbox)?;
+        }
+        Ok(())
+    }
+
+    empty_reply!();
+}

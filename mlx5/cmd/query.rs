@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Query commands: capabilities, adapter, NIC and HCA vport contexts, GID and P_Key tables
+//! (upstream `mlx5_core_get_caps_mode()`, `mlx5_query_board_id()`/`mlx5_query_vendor_id()`,
+//! vport.c `mlx5_query_nic_vport_context()`, `mlx5_query_hca_vport_context()`,
+//! `mlx5_query_hca_vport_gid()`, `mlx5_query_hca_vport_pkey()`).
+
+use super::{rd, rd64, rd_bytes, Command};
+use crate::hw::{CapType, CAP_BYTES};
+use crate::prm::cmd::{
+    query_adapter_in, query_adapter_out, query_hca_cap_in, query_hca_cap_out,
+    query_hca_vport_context_in, query_hca_vport_context_out, query_hca_vport_gid_in,
+    query_hca_vport_gid_out, query_hca_vport_pkey_in, query_hca_vport_pkey_out,
+    query_nic_vport_context_in, query_nic_vport_context_out,
+};
+use crate::prm::ctx::{
+    hca_vport_context, mac_address_layout, nic_vport_context, pkey, query_adapter_param_block,
+};
+use crate::prm::layout::{Field, PrmError};
+use crate::prm::opcode;
+use kernel::prelude::*;
+
+/// QUERY_HCA_CAP of the current values of one capability type.
+pub(crate) struct QueryHcaCap(pub(crate) CapType);
+
+impl Command for QueryHcaCap {
+    const OPCODE: u16 = opcode::QUERY_HCA_CAP;
+    const IN_SIZE: usize = query_hca_cap_in::SIZE_BYTES;
+    const OUT_SIZE: usize = query_hca_cap_out::SIZE_BYTES;
+    /// The 4 KiB capability page.
+    type Reply = KVec<u8>;
+
+    fn op_mod(&self) -> u32 {
+        self.0.op_mod_cur()
+    }
+
+    fn fill(&self, _inbox: &mut [u8]) -> Result<(), PrmError> {
+        Ok(())
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<KVec<u8>> {
+        let page = query_hca_cap_out::capability.bytes(out).map_err(|_| EIO)?;
+        let mut v = KVec::with_capacity(CAP_BYTES, GFP_KERNEL)?;
+        v.extend_from_slice(page, GFP_KERNEL)?;
+        Ok(v)
+    }
+}
+
+/// QUERY_ADAPTER.
+pub(crate) struct QueryAdapter;
+
+/// What QUERY_ADAPTER tells the RDMA driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AdapterInfo {
+    /// `ieee_vendor_id` (`ib_device_attr.vendor_id`, upstream `mlx5_query_vendor_id()`).
+    pub(crate) ieee_vendor_id: u32,
+    /// `vsd_contd_psid`: the board id (PSID), NUL padded.
+    pub(crate) psid: [u8; 16],
+}
+
+impl AdapterInfo {
+    /// The board id without its NUL padding (sysfs `board_id`).
+    pub(crate) fn board_id(&self) -> &[u8] {
+        let n = self
+            .psid
+            .iter()
+            .position(|&c| c == 0)
+            .unwrap_or(self.psid.len());
+        self.psid.get(..n).unwrap_or(&[])
+    }
+}
+
+impl Command for QueryAdapter {
+    const OPCODE: u16 = opcode::QUERY_ADAPTER;
+    const IN_SIZE: usize = query_adapter_in::SIZE_BYTES;
+    const OUT_SIZE: usize = query_adapter_out::SIZE_BYTES;
+    type Reply = AdapterInfo;
+
+    fn fill(&self, _inbox: &mut [u8]) -> Result<(), PrmError> {
+        Ok(())
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<AdapterInfo> {
+        let b = |f: Field| query_adapter_out::query_adapter_struct.inner(f);
+        Ok(AdapterInfo {
+            ieee_vendor_id: rd(b(query_adapter_param_block::ieee_vendor_id), out)?,
+            psid: rd_bytes(b(query_adapter_param_block::vsd_contd_psid), out)?,
+        })
+    }
+}
+
+/// QUERY_NIC_VPORT_CONTEXT of the function's own vport.
+pub(crate) struct QueryNicVportContext;
+
+/// The NIC vport context members mlx5_ib reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NicVport {
+    /// `roce_en`.
+    pub(crate) roce_en: bool,
+    /// `mtu` (bytes, including the Ethernet header).
+    pub(crate) mtu: u32,
+    /// `system_image_guid`.
+    pub(crate) system_image_guid: u64,
+    /// `node_guid`.
+    pub(crate) node_guid: u64,
+    /// `port_guid`.
+    pub(crate) port_guid: u64,
+    /// `permanent_address`: the MAC.
+    pub(crate) mac: [u8; 6],
+    /// `qkey_violation_counter`.
+    pub(crate) qkey_violation_counter: u16,
+}
+
+impl Command for QueryNicVportContext {
+    const OPCODE: u16 = opcode::QUERY_NIC_VPORT_CONTEXT;
+    const IN_SIZE: usize = query_nic_vport_context_in::SIZE_BYTES;
+    const OUT_SIZE: usize = query_nic_vport_context_out::SIZE_BYTES;
+    type Reply = NicVport;
+
+    fn fill(&self, _inbox: &mut [u8]) -> Result<(), PrmError> {
+        Ok(())
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<NicVport> {
+        let v = |f: Field| query_nic_vport_context_out::nic_vport_context.inner(f);
+        let m = |f: Field| v(nic_vport_context::permanent_address).inner(f);
+        let hi = rd(m(mac_address_layout::mac_addr_47_32), out)?;
+        let lo = rd(m(mac_address_layout::mac_addr_31_0), out)?;
+        let mut mac = [0u8; 6];
+        mac[..2].copy_from_slice(&hi.to_be_bytes()[2..]);
+        mac[2..].copy_from_slice(&lo.to_be_bytes());
+        Ok(NicVport {
+            roce_en: rd(v(nic_vport_context::roce_en), out)? != 0,
+            mtu: rd(v(nic_vport_context::mtu), out)?,
+            system_image_guid: rd64(v(nic_vport_context::system_image_guid), out)?,
+            node_guid: rd64(v(nic_vport_context::node_guid), out)?,
+            port_guid: rd64(v(nic_vport_context::port_guid), out)?,
+            mac,
+            qkey_violation_counter: rd(v(nic_vport_context::qkey_violation_counter), out)? as u16,
+        })
+    }
+}
+
+/// QUERY_HCA_VPORT_CONTEXT of the function's own vport on one port.
+pub(crate) struct QueryHcaVportContext {
+    /// Port number, 1-based.
+    pub(crate) port: u8,
+}
+
+/// `struct mlx5_hca_vport_context` (driver.h): what upstream's query fills.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HcaVport {
+    /// `has_smi`.
+    pub(crate) has_smi: bool,
+    /// `grh_required`.
+    pub(crate) grh_required: bool,
+    /// `port_physical_state` (IB encoding: 5 LinkUp).
+    pub(crate) port_physical_state: u8,
+    /// `port_state`.
+    pub(crate) port_state: u8,
+    /// `vport_state` (IB port state: 4 Active).
+    pub(crate) vport_state: u8,
+    /// `system_image_guid`.
+    pub(crate) sys_image_guid: u64,
+    /// `node_guid`.
+    pub(crate) node_guid: u64,
+    /// `port_guid`.
+    pub(crate) port_guid: u64,
+    /// `cap_mask1`.
+    pub(crate) cap_mask1: u32,
+    /// `cap_mask2`.
+    pub(crate) cap_mask2: u32,
+    /// `lid`.
+    pub(crate) lid: u16,
+    /// `init_type_reply`.
+    pub(crate) init_type_reply: u8,
+    /// `lmc`.
+    pub(crate) lmc: u8,
+    /// `subnet_timeout`.
+    pub(crate) subnet_timeout: u8,
+    /// `sm_lid`.
+    pub(crate) sm_lid: u16,
+    /// `sm_sl`.
+    pub(crate) sm_sl: u8,
+    /// `qkey_violation_counter`.
+    pub(crate) qkey_violation_counter: u16,
+    /// `pkey_violation_counter`.
+    pub(crate) pkey_violation_counter: u16,
+}
+
+impl Command for QueryHcaVportContext {
+    const OPCODE: u16 = opcode::QUERY_HCA_VPORT_CONTEXT;
+    const IN_SIZE: usize = query_hca_vport_context_in::SIZE_BYTES;
+    const OUT_SIZE: usize = query_hca_vport_context_out::SIZE_BYTES;
+    type Reply = HcaVport;
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        // upstream: port_num is set only when the device has more than one port
+        // (`MLX5_CAP_GEN(dev, num_ports) == 2`); setting it always is equivalent for port 1.
+        query_hca_vport_context_in::port_num.set(inbox, u32::from(self.port))
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<HcaVport> {
+        let v = |f: Field| query_hca_vport_context_out::hca_vport_context.inner(f);
+        let g = |f: Field| rd(v(f), out);
+        // Every value is at most as wide as its target type (the field widths are 1..16 bits).
+        Ok(HcaVport {
+            has_smi: g(hca_vport_context::has_smi)? != 0,
+            grh_required: g(hca_vport_context::grh_required)? != 0,
+            port_physical_state: g(hca_vport_context::port_physical_state)? as u8,
+            port_state: g(hca_vport_context::port_state)? as u8,
+            vport_state: g(hca_vport_context::vport_state)? as u8,
+            sys_image_guid: rd64(v(hca_vport_context::system_image_guid), out)?,
+            node_guid: rd64(v(hca_vport_context::node_guid), out)?,
+            port_guid: rd64(v(hca_vport_context::port_guid), out)?,
+            cap_mask1: g(hca_vport_context::cap_mask1)?,
+            cap_mask2: g(hca_vport_context::cap_mask2)?,
+            lid: g(hca_vport_context::lid)? as u16,
+            init_type_reply: g(hca_vport_context::init_type_reply)? as u8,
+            lmc: g(hca_vport_context::lmc)? as u8,
+            subnet_timeout: g(hca_vport_context::subnet_timeout)? as u8,
+            sm_lid: g(hca_vport_context::sm_lid)? as u16,
+            sm_sl: g(hca_vport_context::sm_sl)? as u8,
+            qkey_violation_counter: g(hca_vport_context::qkey_violation_counter)? as u16,
+            pkey_violation_counter: g(hca_vport_context::pkey_violation_counter)? as u16,
+        })
+    }
+}
+
+/// The "every entry" index of the GID and P_Key queries.
+const ALL_ENTRIES: u32 = 0xffff;
+
+/// Which entries of a GID or P_Key table to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TableIndex {
+    /// One entry.
+    One(u16),
+    /// The whole table, of the given length (index 0xffff).
+    All(u16),
+}
+
+impl TableIndex {
+    fn raw(self) -> u32 {
+        match self {
+            TableIndex::One(i) => u32::from(i),
+            TableIndex::All(_) => ALL_ENTRIES,
+        }
+    }
+
+    fn count(self) -> usize {
+        match self {
+            TableIndex::One(_) => 1,
+            TableIndex::All(n) => usize::from(n),
+        }
+    }
+}
+
+/// QUERY_HCA_VPORT_GID.
+pub(crate) struct QueryHcaVportGid {
+    /// Port number, 1-based.
+    pub(crate) port: u8,
+    /// The entries.
+    pub(crate) index: TableIndex,
+}
+
+impl Command for QueryHcaVportGid {
+    const OPCODE: u16 = opcode::QUERY_HCA_VPORT_GID;
+    const IN_SIZE: usize = query_hca_vport_gid_in::SIZE_BYTES;
+    const OUT_SIZE: usize = query_hca_vport_gid_out::SIZE_BYTES;
+    /// The GIDs, in table order.
+    type Reply = KVec<[u8; 16]>;
+
+    fn out_len(&self) -> usize {
+        Self::OUT_SIZE.saturating_add(self.index.count().saturating_mul(16))
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        query_hca_vport_gid_in::port_num.set(inbox, u32::from(self.port))?;
+        query_hca_vport_gid_in::gid_index.set(inbox, self.index.raw())
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<KVec<[u8; 16]>> {
+        // `gids_num` says how many entries firmware wrote; never read past what was asked.
+        let n = (rd(query_hca_vport_gid_out::gids_num, out)? as usize).min(self.index.count());
+        let slot0 = Field::new("gid", query_hca_vport_gid_out::SIZE_BITS, 128);
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for i in 0..n {
+            let f = slot0.nth(u32::try_from(i).map_err(|_| EIO)?);
+            v.push(rd_bytes(f, out)?, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+}
+
+/// QUERY_HCA_VPORT_PKEY.
+pub(crate) struct QueryHcaVportPkey {
+    /// Port number, 1-based.
+    pub(crate) port: u8,
+    /// The entries.
+    pub(crate) index: TableIndex,
+}
+
+impl Command for QueryHcaVportPkey {
+    const OPCODE: u16 = opcode::QUERY_HCA_VPORT_PKEY;
+    const IN_SIZE: usize = query_hca_vport_pkey_in::SIZE_BYTES;
+    const OUT_SIZE: usize = query_hca_vport_pkey_out::SIZE_BYTES;
+    /// The P_Keys, in table order.
+    type Reply = KVec<u16>;
+
+    fn out_len(&self) -> usize {
+        Self::OUT_SIZE.saturating_add(self.index.count().saturating_mul(4))
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        query_hca_vport_pkey_in::port_num.set(inbox, u32::from(self.port))?;
+        query_hca_vport_pkey_in::pkey_index.set(inbox, self.index.raw())
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<KVec<u16>> {
+        let n = self.index.count();
+        let slot0 = Field::new("pkey", query_hca_vport_pkey_out::SIZE_BITS, 32);
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for i in 0..n {
+            let f = slot0
+                .nth(u32::try_from(i).map_err(|_| EIO)?)
+                .inner(pkey::pkey);
+            v.push(rd(f, out)? as u16, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+}

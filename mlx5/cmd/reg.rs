@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! ACCESS_REG and the port registers mlx5_ib reads (upstream `mlx5_core_access_reg()`,
+//! port.c `mlx5_query_port_ptys()`, `mlx5_query_port_max_mtu()`/`oper_mtu()`,
+//! `mlx5_query_port_vl_hw_cap()`, `mlx5_query_port_admin_status()`/`set_port_admin_status()`).
+
+use super::{rd, Command};
+use crate::prm::cmd::{access_register_in, access_register_out};
+use crate::prm::consts::{
+    ACCESS_REG_READ, ACCESS_REG_WRITE, PTYS_EN, PTYS_IB, REG_PAOS, REG_PMTU, REG_PTYS, REG_PVLC,
+};
+use crate::prm::ctx::{paos_reg, pmtu_reg, ptys_reg, pvlc_reg};
+use crate::prm::layout::{Field, PrmError};
+use crate::prm::opcode;
+use kernel::prelude::*;
+
+/// A register behind ACCESS_REG.
+pub(crate) trait Register {
+    /// `MLX5_REG_*`.
+    const ID: u32;
+    /// `MLX5_ST_SZ_BYTES(<reg>)`.
+    const SIZE: usize;
+    /// The register's decoded value.
+    type Value;
+    /// Fills the register data of the request (`local_port`, selectors, values to write).
+    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError>;
+    /// Decodes the register data of the reply.
+    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<Self::Value>;
+}
+
+/// ACCESS_REG: read or write one register.
+pub(crate) struct AccessReg<R: Register> {
+    /// The register and its selectors.
+    pub(crate) reg: R,
+    /// A write (`op_mod` 0) instead of a read.
+    pub(crate) write: bool,
+}
+
+impl<R: Register> AccessReg<R> {
+    /// Reads `reg`.
+    pub(crate) fn read(reg: R) -> Self {
+        Self { reg, write: false }
+    }
+
+    /// Writes `reg`.
+    pub(crate) fn write(reg: R) -> Self {
+        Self { reg, write: true }
+    }
+}
+
+/// `register_data[]` starts right after the 16-byte header of both mailboxes.
+const fn data(f: Field) -> Field {
+    Field::new(f.name, access_register_in::SIZE_BITS, 0).inner(f)
+}
+
+impl<R: Register> Command for AccessReg<R> {
+    const OPCODE: u16 = opcode::ACCESS_REG;
+    const IN_SIZE: usize = access_register_in::SIZE_BYTES;
+    const OUT_SIZE: usize = access_register_out::SIZE_BYTES;
+    type Reply = R::Value;
+
+    fn op_mod(&self) -> u32 {
+        if self.write {
+            ACCESS_REG_WRITE
+        } else {
+            ACCESS_REG_READ
+        }
+    }
+
+    fn in_len(&self) -> usize {
+        Self::IN_SIZE + R::SIZE
+    }
+
+    fn out_len(&self) -> usize {
+        Self::OUT_SIZE + R::SIZE
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        access_register_in::register_id.set(inbox, R::ID)?;
+        self.reg.fill(&mut |f, v| data(f).set(inbox, v))
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<R::Value> {
+        self.reg.value(&|f| rd(data(f), out))
+    }
+}
+
+/// Which protocol half of PTYS to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PtysProto {
+    /// `MLX5_PTYS_IB`.
+    Ib,
+    /// `MLX5_PTYS_EN`.
+    Eth,
+}
+
+/// PTYS: port type and speed.
+pub(crate) struct Ptys {
+    /// Local port, 1-based.
+    pub(crate) port: u8,
+    /// The protocol half.
+    pub(crate) proto: PtysProto,
+}
+
+/// The PTYS members mlx5_ib reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PtysValue {
+    /// `ib_link_width_oper` (`MLX5_PTYS_WIDTH_*` bits).
+    pub(crate) ib_link_width_oper: u16,
+    /// `ib_proto_oper` (one `MLX5_IB_*` speed bit, the `ib_port_speed` value).
+    pub(crate) ib_proto_oper: u16,
+    /// `eth_proto_capability`.
+    pub(crate) eth_proto_capability: u32,
+    /// `ext_eth_proto_capability`.
+    pub(crate) ext_eth_proto_capability: u32,
+    /// `eth_proto_oper`.
+    pub(crate) eth_proto_oper: u32,
+    /// `ext_eth_proto_oper`.
+    pub(crate) ext_eth_proto_oper: u32,
+}
+
+impl Register for Ptys {
+    const ID: u32 = REG_PTYS;
+    const SIZE: usize = ptys_reg::SIZE_BYTES;
+    type Value = PtysValue;
+
+    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError> {
+        f(ptys_reg::local_port, u32::from(self.port))?;
+        f(
+            ptys_reg::proto_mask,
+            match self.proto {
+                PtysProto::Ib => PTYS_IB,
+                PtysProto::Eth => PTYS_EN,
+            },
+        )
+    }
+
+    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<PtysValue> {
+        Ok(PtysValue {
+            ib_link_width_oper: g(ptys_reg::ib_link_width_oper)? as u16,
+            ib_proto_oper: g(ptys_reg::ib_proto_oper)? as u16,
+            eth_proto_capability: g(ptys_reg::eth_proto_capability)?,
+            ext_eth_proto_capability: g(ptys_reg::ext_eth_proto_capability)?,
+            eth_proto_oper: g(ptys_reg::eth_proto_oper)?,
+            ext_eth_proto_oper: g(ptys_reg::ext_eth_proto_oper)?,
+        })
+    }
+}
+
+/// PMTU: port MTUs (read).
+pub(crate) struct Pmtu {
+    /// Local port, 1-based.
+    pub(crate) port: u8,
+}
+
+/// PMTU values, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PmtuValue {
+    /// `max_mtu`.
+    pub(crate) max_mtu: u16,
+    /// `admin_mtu`.
+    pub(crate) admin_mtu: u16,
+    /// `oper_mtu`.
+    pub(crate) oper_mtu: u16,
+}
+
+impl Register for Pmtu {
+    const ID: u32 = REG_PMTU;
+    const SIZE: usize = pmtu_reg::SIZE_BYTES;
+    type Value = PmtuValue;
+
+    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError> {
+        f(pmtu_reg::local_port, u32::from(self.port))
+    }
+
+    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<PmtuValue> {
+        Ok(PmtuValue {
+            max_mtu: g(pmtu_reg::max_mtu)? as u16,
+            admin_mtu: g(pmtu_reg::admin_mtu)? as u16,
+            oper_mtu: g(pmtu_reg::oper_mtu)? as u16,
+        })
+    }
+}
+
+/// PVLC: virtual lanes (read).
+pub(crate) struct Pvlc {
+    /// Local port, 1-based.
+    pub(crate) port: u8,
+}
+
+impl Register for Pvlc {
+    const ID: u32 = REG_PVLC;
+    const SIZE: usize = pvlc_reg::SIZE_BYTES;
+    /// `vl_hw_cap` (`MLX5_VL_HW_*` encoding).
+    type Value = u8;
+
+    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError> {
+        f(pvlc_reg::local_port, u32::from(self.port))
+    }
+
+    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<u8> {
+        Ok(g(pvlc_reg::vl_hw_cap)? as u8)
+    }
+}
+
+/// PAOS: port administrative and operational status.
+pub(crate) struct Paos {
+    /// Local port, 1-based.
+    pub(crate) port: u8,
+    /// For a write: the new admin status (`MLX5_PORT_UP` 1, `MLX5_PORT_DOWN` 2), with the
+    /// admin-status-enable bit set. Ignored by reads.
+    pub(crate) admin_status: Option<PortStatus>,
+}
+
+/// `enum mlx5_port_status` (port.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PortStatus {
+    /// `MLX5_PORT_UP`.
+    Up = 1,
+    /// `MLX5_PORT_DOWN`.
+    Down = 2,
+}
+
+impl TryFrom<u32> for PortStatus {
+    type Error = Error;
+
+    fn try_from(v: u32) -> Result<Self> {
+        match v {
+            1 => Ok(PortStatus::Up),
+            2 => Ok(PortStatus::Down),
+            _ => Err(EIO),
+        }
+    }
+}
+
+/// PAOS values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PaosValue {
+    /// `admin_status`.
+    pub(crate) admin: PortStatus,
+    /// `oper_status` (1 up, 2 down, 3 up once; raw).
+    pub(crate) oper: u8,
+}
+
+impl Register for Paos {
+    const ID: u32 = REG_PAOS;
+    const SIZE: usize = paos_reg::SIZE_BYTES;
+    type Value = PaosValue;
+
+    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError> {
+        f(paos_reg::local_port, u32::from(self.port))?;
+        if let Some(s) = self.admin_status {
+            f(paos_reg::admin_status, s as u32)?;
+            f(paos_reg::ase, 1)?;
+        }
+        Ok(())
+    }
+
+    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<PaosValue> {
+        Ok(PaosValue {
+            admin: PortStatus::try_from(g(paos_reg::admin_status)?)?,
+            oper: g(paos_reg::oper_status)? as u8,
+        })
+    }
+}

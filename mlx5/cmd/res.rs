@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Simple objects: PD, UAR, transport domain, mkey; and SET_ROCE_ADDRESS (upstream
+//! `mlx5_cmd_alloc_pd()`, `mlx5_cmd_alloc_uar()`, `mlx5_cmd_alloc_transport_domain()`,
+//! `mlx5_core_create_mkey()`, `mlx5_core_roce_gid_set()`).
+
+use super::{empty_reply, number_reply, rd, Command};
+use crate::prm::cmd::{
+    alloc_pd_in, alloc_pd_out, alloc_transport_domain_in, alloc_transport_domain_out, alloc_uar_in,
+    alloc_uar_out, create_mkey_in, create_mkey_out, dealloc_pd_in, dealloc_pd_out,
+    dealloc_transport_domain_in, dealloc_transport_domain_out, dealloc_uar_in, dealloc_uar_out,
+    destroy_mkey_in, destroy_mkey_out, set_roce_address_in, set_roce_address_out,
+};
+use crate::prm::consts::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
+use crate::prm::ctx::{mkc, roce_addr_layout};
+use crate::prm::layout::{Field, PrmError};
+use crate::prm::opcode;
+use kernel::prelude::*;
+
+/// Declares a command that allocates a numbered object with no parameters but the uid.
+macro_rules! alloc_cmd {
+    ($(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident, $field:ident) => {
+        $(#[$doc])*
+        pub(crate) struct $name {
+            /// Owner: 0 for the kernel, a user context's uid.
+            pub(crate) uid: u16,
+        }
+
+        impl Command for $name {
+            const OPCODE: u16 = opcode::$op;
+            const IN_SIZE: usize = $in::SIZE_BYTES;
+            const OUT_SIZE: usize = $out::SIZE_BYTES;
+            /// The object's number.
+            type Reply = u32;
+
+            fn uid(&self) -> u16 {
+                self.uid
+            }
+
+            fn fill(&self, _inbox: &mut [u8]) -> Result<(), PrmError> {
+                Ok(())
+            }
+
+            number_reply!($out::$field);
+        }
+    };
+}
+
+/// Declares a command that frees a numbered object.
+macro_rules! free_cmd {
+    ($(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident, $field:ident) => {
+        $(#[$doc])*
+        pub(crate) struct $name {
+            /// The object's number.
+            pub(crate) id: u32,
+            /// The uid it was created with.
+            pub(crate) uid: u16,
+        }
+
+        impl Command for $name {
+            const OPCODE: u16 = opcode::$op;
+            const IN_SIZE: usize = $in::SIZE_BYTES;
+            const OUT_SIZE: usize = $out::SIZE_BYTES;
+            type Reply = ();
+
+            fn uid(&self) -> u16 {
+                self.uid
+            }
+
+            fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+                $in::$field.set(inbox, self.id)
+            }
+
+            empty_reply!();
+        }
+    };
+}
+
+alloc_cmd!(
+    /// ALLOC_PD.
+    AllocPd, ALLOC_PD, alloc_pd_in, alloc_pd_out, pd
+);
+free_cmd!(
+    /// DEALLOC_PD.
+    DeallocPd, DEALLOC_PD, dealloc_pd_in, dealloc_pd_out, pd
+);
+alloc_cmd!(
+    /// ALLOC_UAR.
+    AllocUar, ALLOC_UAR, alloc_uar_in, alloc_uar_out, uar
+);
+free_cmd!(
+    /// DEALLOC_UAR.
+    DeallocUar, DEALLOC_UAR, dealloc_uar_in, dealloc_uar_out, uar
+);
+alloc_cmd!(
+    /// ALLOC_TRANSPORT_DOMAIN.
+    AllocTransportDomain,
+    ALLOC_TRANSPORT_DOMAIN,
+    alloc_transport_domain_in,
+    alloc_transport_domain_out,
+    transport_domain
+);
+free_cmd!(
+    /// DEALLOC_TRANSPORT_DOMAIN.
+    DeallocTransportDomain,
+    DEALLOC_TRANSPORT_DOMAIN,
+    dealloc_transport_domain_in,
+    dealloc_transport_domain_out,
+    transport_domain
+);
+free_cmd!(
+    /// DESTROY_MKEY (`id` is the mkey index, `key >> 8`).
+    DestroyMkey, DESTROY_MKEY, destroy_mkey_in, destroy_mkey_out, mkey_index
+);
+
+/// Access rights of a memory key (`mkc.a/rw/rr/lw/lr`; local read is always on).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MkeyAccess {
+    /// Remote atomic.
+    pub(crate) remote_atomic: bool,
+    /// Remote write.
+    pub(crate) remote_write: bool,
+    /// Remote read.
+    pub(crate) remote_read: bool,
+    /// Local write.
+    pub(crate) local_write: bool,
+}
+
+/// How an mkey translates addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MkeyTranslation<'a> {
+    /// Physical addresses, the whole address space (a DMA MR: `MLX5_MKC_ACCESS_MODE_PA`,
+    /// `length64`).
+    Pa,
+    /// A page list (`MLX5_MKC_ACCESS_MODE_MTT`): DMA addresses of pages of `1 << log_page_size`
+    /// bytes, covering `[start, start + len)`.
+    Mtt {
+        /// Virtual start address.
+        start: u64,
+        /// Length in bytes.
+        len: u64,
+        /// log2 of the page size.
+        log_page_size: u8,
+        /// The pages' DMA addresses.
+        pages: &'a [u64],
+    },
+}
+
+/// CREATE_MKEY.
+pub(crate) struct CreateMkey<'a> {
+    /// Owner uid.
+    pub(crate) uid: u16,
+    /// Protection domain.
+    pub(crate) pd: u32,
+    /// Access rights.
+    pub(crate) access: MkeyAccess,
+    /// The variant byte of the key (`mkey_7_0`).
+    pub(crate) key_byte: u8,
+    /// Translation.
+    pub(crate) translation: MkeyTranslation<'a>,
+}
+
+/// A created mkey.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mkey {
+    /// `mkey_index` from firmware.
+    pub(crate) index: u32,
+    /// lkey/rkey: `index << 8 | key_byte` (upstream `mlx5_idx_to_mkey()`).
+    pub(crate) key: u32,
+}
+
+impl CreateMkey<'_> {
+    fn pages(&self) -> &[u64] {
+        match self.translation {
+            MkeyTranslation::Pa => &[],
+            MkeyTranslation::Mtt { pages, .. } => pages,
+        }
+    }
+}
+
+impl Command for CreateMkey<'_> {
+    const OPCODE: u16 = opcode::CREATE_MKEY;
+    const IN_SIZE: usize = create_mkey_in::SIZE_BYTES;
+    const OUT_SIZE: usize = create_mkey_out::SIZE_BYTES;
+    type Reply = Mkey;
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn in_len(&self) -> usize {
+        // MTT entries are 8 bytes, padded to whole 16-byte octowords.
+        let n = self.pages().len().div_ceil(2) * 2;
+        Self::IN_SIZE.saturating_add(n.saturating_mul(8))
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        let m = |f: Field| create_mkey_in::memory_key_mkey_entry.inner(f);
+        let a = self.access;
+        m(mkc::a).set(inbox, u32::from(a.remote_atomic))?;
+        m(mkc::rw).set(inbox, u32::from(a.remote_write))?;
+        m(mkc::rr).set(inbox, u32::from(a.remote_read))?;
+        m(mkc::lw).set(inbox, u32::from(a.local_write))?;
+        m(mkc::lr).set(inbox, 1)?;
+        // Not bound to a QP (memory windows are).
+        m(mkc::qpn).set(inbox, 0xff_ffff)?;
+        m(mkc::mkey_7_0).set(inbox, u32::from(self.key_byte))?;
+        m(mkc::pd).set(inbox, self.pd)?;
+        match self.translation {
+            MkeyTranslation::Pa => {
+                m(mkc::access_mode_1_0).set(inbox, MKC_ACCESS_MODE_PA)?;
+                m(mkc::length64).set(inbox, 1)
+            }
+            MkeyTranslation::Mtt {
+                start,
+                len,
+                log_page_size,
+                pages,
+            } => {
+                m(mkc::access_mode_1_0).set(inbox, MKC_ACCESS_MODE_MTT)?;
+                m(mkc::start_addr).set64(inbox, start)?;
+                m(mkc::len).set64(inbox, len)?;
+                m(mkc::log_page_size).set(inbox, u32::from(log_page_size))?;
+                let octowords =
+                    u32::try_from(pages.len().div_ceil(2)).map_err(|_| PrmError::ValueTooWide)?;
+                m(mkc::translations_octword_size).set(inbox, octowords)?;
+                create_mkey_in::translations_octword_actual_size.set(inbox, octowords)?;
+                let mtt0 = Field::new("klm_pas_mtt", create_mkey_in::SIZE_BITS, 64);
+                for (i, p) in pages.iter().enumerate() {
+                    let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
+                    mtt0.nth(i).set64(inbox, *p)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<Mkey> {
+        let index = rd(create_mkey_out::mkey_index, out)?;
+        Ok(Mkey {
+            index,
+            key: index << 8 | u32::from(self.key_byte),
+        })
+    }
+}
+
+/// `roce_addr_layout.roce_version` values (`MLX5_ROCE_VERSION_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RoceVersion {
+    /// RoCE v1 (`MLX5_ROCE_VERSION_1` 0).
+    V1 = 0,
+    /// RoCE v2 (`MLX5_ROCE_VERSION_2` 2).
+    V2 = 2,
+}
+
+/// `roce_addr_layout.roce_l3_type` values (`MLX5_ROCE_L3_TYPE_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RoceL3Type {
+    /// IPv4 (0).
+    Ipv4 = 0,
+    /// IPv6 (1).
+    Ipv6 = 1,
+}
+
+/// One RoCE address table entry; `None` in [`SetRoceAddress::entry`] clears it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RoceAddr {
+    /// The GID.
+    pub(crate) gid: [u8; 16],
+    /// Source MAC.
+    pub(crate) mac: [u8; 6],
+    /// VLAN id, if tagged.
+    pub(crate) vlan: Option<u16>,
+    /// RoCE version.
+    pub(crate) version: RoceVersion,
+    /// L3 type (RoCE v2 only).
+    pub(crate) l3_type: RoceL3Type,
+}
+
+/// SET_ROCE_ADDRESS (upstream `mlx5_core_roce_gid_set()`).
+pub(crate) struct SetRoceAddress {
+    /// Table index.
+    pub(crate) index: u16,
+    /// `vhca_port_num`: 0 on single-port functions.
+    pub(crate) vhca_port: u8,
+    /// The entry, or `None` to clear it (all-zero GID).
+    pub(crate) entry: Option<RoceAddr>,
+}
+
+impl Command for SetRoceAddress {
+    const OPCODE: u16 = opcode::SET_ROCE_ADDRESS;
+    const IN_SIZE: usize = set_roce_address_in::SIZE_BYTES;
+    const OUT_SIZE: usize = set_roce_address_out::SIZE_BYTES;
+    type Reply = ();
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        set_roce_address_in::roce_address_index.set(inbox, u32::from(self.index))?;
+        set_roce_address_in::vhca_port_num.set(inbox, u32::from(self.vhca_port))?;
+        let Some(e) = self.entry else {
+            return Ok(());
+        };
+        let a = |f: Field| set_roce_address_in::roce_address.inner(f);
+        a(roce_addr_layout::source_l3_address).set_bytes(inbox, &e.gid)?;
+        let mac_hi = u32::from(u16::from_be_bytes([e.mac[0], e.mac[1]]));
+        let mac_lo = u32::from_be_bytes([e.mac[2], e.mac[3], e.mac[4], e.mac[5]]);
+        a(roce_addr_layout::source_mac_47_32).set(inbox, mac_hi)?;
+        a(roce_addr_layout::source_mac_31_0).set(inbox, mac_lo)?;
+        if let Some(vlan) = e.vlan {
+            a(roce_addr_layout::vlan_valid).set(inbox, 1)?;
+            a(roce_addr_layout::vlan_id).set(inbox, u32::from(vlan))?;
+        }
+        a(roce_addr_layout::roce_version).set(inbox, e.version as u32)?;
+        if e.version == RoceVersion::V2 {
+            a(roce_addr_layout::roce_l3_type).set(inbox, e.l3_type as u32)?;
+        }
+        Ok(())
+    }
+
+    empty_reply!();
+}

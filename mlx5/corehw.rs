@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Backend 1: functions of real ConnectX adapters through the in-tree C mlx5_core.
+//!
+//! mlx5_core owns the PCI function, the command queue, EQs, pages and the capability cache;
+//! it creates a `mlx5_core.rdma.N` auxiliary device per function (if `CONFIG_MLX5_INFINIBAND`)
+//! and we bind it like upstream `mlx5_ib` does. Commands go through `mlx5_cmd_do()`, whose
+//! semantics [`Mlx5Hw::cmd_do`] copies (`EREMOTEIO` with the outbox left in place), so the
+//! status handling and the log line are the same code as for the simulator
+//! ([`crate::hw::Mlx5Hw::exec`]). The unsafe part is `rust/mlx5_core.rs` + `rust/mlx5_core.c`.
+//!
+//! Nothing here can run without a ConnectX; it is built and linked against the test kernel's
+//! mlx5_core, and its refusal of auxiliary devices that are not mlx5_core's is tested.
+
+use crate::fwsim::profile::LinkLayer;
+use crate::hw::{CapType, Identity, Mlx5Hw, CAP_BYTES};
+use crate::mlx5_core::CoreDev;
+use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
+use crate::prm::ctx::cmd_hca_cap;
+use kernel::{auxiliary, device, prelude::*};
+
+/// Marketing names of the PCI device ids mlx5_core binds (`mlx5_core_pci_table`, main.c), for
+/// log lines.
+fn model(device_id: u16) -> &'static str {
+    match device_id {
+        0x1011 => "Connect-IB",
+        0x1013 => "ConnectX-4",
+        0x1014 => "ConnectX-4 VF",
+        0x1015 => "ConnectX-4 Lx",
+        0x1016 => "ConnectX-4 Lx VF",
+        0x1017 => "ConnectX-5",
+        0x1018 => "ConnectX-5 VF",
+        0x1019 => "ConnectX-5 Ex",
+        0x101a => "ConnectX-5 Ex VF",
+        0x101b => "ConnectX-6",
+        0x101c => "ConnectX-6 VF",
+        0x101d => "ConnectX-6 Dx",
+        0x101e => "ConnectX Family mlx5Gen Virtual Function",
+        0x101f => "ConnectX-6 Lx",
+        0x1021 => "ConnectX-7",
+        0x1023 => "ConnectX-8",
+        0x1025 => "ConnectX-9",
+        0xa2d2 | 0xa2d6 | 0xa2dc => "BlueField",
+        _ => "ConnectX",
+    }
+}
+
+/// A bound mlx5_core function.
+pub(crate) struct CoreFunction<'a> {
+    dev: CoreDev<'a>,
+    identity: Identity,
+}
+
+impl<'a> CoreFunction<'a> {
+    /// Binds the mlx5_core function behind `adev`.
+    ///
+    /// # Errors
+    ///
+    /// `ENODEV` (with a log line) if `adev` is not an auxiliary device mlx5_core created, or if
+    /// mlx5_core has no general capability page for it.
+    pub(crate) fn new(adev: &'a auxiliary::Device<device::Bound>) -> Result<Self> {
+        let dev = CoreDev::from_aux(adev).inspect_err(|_| {
+            dev_err!(
+                adev.as_ref(),
+                "not an mlx5_core function (parent is not bound to mlx5_core); refused\n"
+            );
+        })?;
+        let gen = dev.caps_cur(CAP_GENERAL).ok_or(ENODEV)?;
+        if gen.len() < CAP_BYTES {
+            return Err(ENODEV);
+        }
+        let port_type = cmd_hca_cap::port_type.get(gen).map_err(|_| EIO)?;
+        let num_ports = cmd_hca_cap::num_ports.get(gen).map_err(|_| EIO)?;
+        let id = dev.ident();
+        let identity = Identity {
+            model: model(id.pci_device),
+            pci_vendor: id.pci_vendor,
+            pci_device: id.pci_device,
+            pci_revision: id.pci_revision,
+            fw_rev: id.fw_rev,
+            link_layer: if port_type == CAP_PORT_TYPE_ETH {
+                LinkLayer::Ethernet
+            } else {
+                LinkLayer::Ib
+            },
+            num_ports: u8::try_from(num_ports).map_err(|_| EIO)?,
+        };
+        Ok(Self { dev, identity })
+    }
+}
+
+impl Mlx5Hw for CoreFunction<'_> {
+    fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
+        self.dev.cmd_do(inbox, outbox)
+    }
+
+    fn caps(&self, cap: CapType) -> Option<&[u8]> {
+        let t = match cap {
+            CapType::General => CAP_GENERAL,
+            CapType::Roce => CAP_ROCE,
+        };
+        let page = self.dev.caps_cur(t)?;
+        // The RoCE page exists for every function but is filled only where the device has
+        // RoCE (`MLX5_CAP_GEN(roce)`, upstream mlx5_core_get_caps() is called only then).
+        if cap == CapType::Roce && self.identity.link_layer != LinkLayer::Ethernet {
+            return None;
+        }
+        (page.len() >= CAP_BYTES).then_some(page)
+    }
+
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    fn name(&self) -> &CStr {
+        self.dev.name()
+    }
+}
+
+#[kunit_tests(mlx5_ib_rs_corehw)]
+mod tests {
+    use crate::aux_parent::AuxParent;
+    use crate::fwsim::profile::{LinkLayer, CONNECTX7};
+    use crate::fwsim::Config;
+    use crate::simdev::{SimFunction, SimRegData};
+    use kernel::{prelude::*, str::CString};
+
+    /// An auxiliary device named like mlx5_core's (`mlx5_core.rdma.N`) but created by someone
+    /// else (here: under a faux parent, carrying a simulated function) is refused by the
+    /// mlx5_core backend before it reads anything: the shim checks the parent's driver. The
+    /// refusal is logged ("not an mlx5_core function"; the VM suite greps it); what is
+    /// checked here is that the driver neither crashed nor touched the function behind it.
+    #[test]
+    fn foreign_mlx5_core_named_device_is_refused() -> Result {
+        let f = SimFunction::new(
+            CString::try_from_fmt(fmt!("kunit.fake_core"))?,
+            Config {
+                profile: CONNECTX7,
+                link_layer: LinkLayer::Ib,
+                num_ports: 1,
+                serial: 9,
+            },
+        )?;
+        let before = f.stats().commands;
+        let mut parent = AuxParent::<SimRegData>::new(c"mlx5_ib_rs_kunit_fake_core")?;
+        // Probing (if the driver is registered by now) happens inside this call.
+        parent.add(c"rdma", 77, c"mlx5_core", f.clone())?;
+        drop(parent);
+        assert_eq!(f.stats().commands, before);
+        assert!(f.counts().is_zero());
+        Ok(())
+    }
+}

@@ -1,0 +1,615 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The per-function driver state and the probe profile (upstream `struct mlx5_ib_dev` and
+//! `pf_profile`, main.c).
+//!
+//! [`Mlx5Dev`] holds the hardware handle and everything probe learns: identity, device and port
+//! attributes, GIDs and P_Keys, the kernel PD and UAR. The profile's stages fill it in order
+//! and unwind on failure; dropping it runs the cleanups of the completed stages in reverse
+//! (remove). Registering the RDMA device (`IB_REG`) is a placeholder until the core's
+//! registration API lands: everything `ib_register_device()` will ask the driver for
+//! (`query_device`, `query_port`, `get_port_immutable`, the GID/P_Key tables, sysfs values) is
+//! already computed here, so that stage becomes a thin layer.
+
+use crate::attrs::{
+    device_attrs, ib_port_attrs, port_immutable, roce_port_attrs, Caps, DeviceAttrs, DeviceIds,
+    EthLink, PortAttrs, PortImmutable,
+};
+use crate::cmd::query::{
+    HcaVport, NicVport, QueryAdapter, QueryHcaVportContext, QueryHcaVportGid, QueryHcaVportPkey,
+    QueryNicVportContext, TableIndex,
+};
+use crate::cmd::reg::{AccessReg, Paos, Pmtu, PortStatus, Ptys, PtysProto, Pvlc};
+use crate::cmd::res::{AllocPd, AllocUar, DeallocPd, DeallocUar};
+use crate::cmd::{exec, Command};
+use crate::corehw::CoreFunction;
+use crate::fwsim::profile::LinkLayer;
+use crate::hw::{CapType, Mlx5Hw};
+use crate::prm::ctx::cmd_hca_cap;
+use crate::simdev::SimFunction;
+use crate::stages::{self, Stage};
+use kernel::{prelude::*, str::CString, sync::Arc};
+
+/// The backend a function is reached through.
+pub(crate) enum HwRef<'a> {
+    /// A simulated function (shared with its auxiliary device's registration data).
+    Sim(Arc<SimFunction>),
+    /// A real adapter through mlx5_core, borrowed from the bound auxiliary device.
+    Core(CoreFunction<'a>),
+}
+
+impl HwRef<'_> {
+    /// The hardware interface.
+    pub(crate) fn get(&self) -> &dyn Mlx5Hw {
+        match self {
+            HwRef::Sim(f) => &**f,
+            HwRef::Core(f) => f,
+        }
+    }
+}
+
+/// One port, as the core will ask for it.
+pub(crate) struct PortInfo {
+    /// 1-based port number.
+    pub(crate) num: u8,
+    /// Link layer.
+    pub(crate) link_layer: LinkLayer,
+    /// `query_port`.
+    pub(crate) attrs: PortAttrs,
+    /// `get_port_immutable`.
+    pub(crate) immutable: PortImmutable,
+    /// InfiniBand: the GID table from firmware (RoCE GIDs are programmed by the core's GID
+    /// cache through `add_gid`, so this is empty on Ethernet).
+    pub(crate) gids: KVec<[u8; 16]>,
+    /// InfiniBand: the P_Key table (Ethernet has the one default P_Key).
+    pub(crate) pkeys: KVec<u16>,
+    /// Ethernet: the port MAC (NIC vport `permanent_address`).
+    pub(crate) mac: Option<[u8; 6]>,
+}
+
+/// Optional op groups chosen by capability (upstream `NON_DEFAULT_CB` and the `*_ops` tables
+/// `mlx5_ib_stage_caps_init()` adds), for the core's op-table assembly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OpGroups {
+    /// `mlx5_ib_dev_xrc_ops` (`MLX5_CAP_GEN(xrc)`).
+    pub(crate) xrc: bool,
+    /// `mlx5_ib_dev_mw_ops` (`imaicl`).
+    pub(crate) mw: bool,
+    /// `mlx5_ib_dev_common_roce_ops` (Ethernet link layer).
+    pub(crate) roce: bool,
+    /// `mlx5_ib_dev_ipoib_enhanced_ops` is not offered: no IPoIB offloads here.
+    pub(crate) ipoib: bool,
+}
+
+/// The per-function driver state (upstream `struct mlx5_ib_dev`).
+pub(crate) struct Mlx5Dev<'a> {
+    hw: HwRef<'a>,
+    /// Stages completed, so that drop cleans up exactly those.
+    stages_done: usize,
+    /// QUERY_ADAPTER.
+    pub(crate) vendor_id: u32,
+    /// Board id (PSID), NUL padding dropped.
+    pub(crate) board_id: KVec<u8>,
+    /// Node GUID (`ib_device.node_guid`).
+    pub(crate) node_guid: u64,
+    /// System image GUID.
+    pub(crate) sys_image_guid: u64,
+    /// `query_device`.
+    pub(crate) attrs: DeviceAttrs,
+    /// Optional op groups.
+    pub(crate) ops: OpGroups,
+    /// Ports, in order.
+    pub(crate) ports: KVec<PortInfo>,
+    /// The kernel PD (upstream `devr->p0`).
+    pub(crate) pdn: Option<u32>,
+    /// The kernel UAR page (upstream `mdev->priv.uar` / `dev->bfreg`).
+    pub(crate) uar: Option<u32>,
+    /// Whether `IB_REG` registered a device with the core (not yet).
+    pub(crate) registered: bool,
+}
+
+impl<'a> Mlx5Dev<'a> {
+    /// Runs the profile on `hw`.
+    ///
+    /// # Errors
+    ///
+    /// The failing stage's error, after everything done before it was undone.
+    pub(crate) fn probe(hw: HwRef<'a>) -> Result<Self> {
+        let mut d = Self {
+            hw,
+            stages_done: 0,
+            vendor_id: 0,
+            board_id: KVec::new(),
+            node_guid: 0,
+            sys_image_guid: 0,
+            attrs: DeviceAttrs::default(),
+            ops: OpGroups::default(),
+            ports: KVec::new(),
+            pdn: None,
+            uar: None,
+            registered: false,
+        };
+        let table = profile();
+        // The runner borrows `d` mutably; its log line gets a copy of the name.
+        let name = CString::try_from_fmt(fmt!("{}", d.hw().name()))?;
+        stages::init_all(&name, &table, &mut d)?;
+        d.stages_done = table.len();
+        Ok(d)
+    }
+
+    /// The hardware interface.
+    pub(crate) fn hw(&self) -> &dyn Mlx5Hw {
+        self.hw.get()
+    }
+
+    fn exec<C: Command>(&self, cmd: &C) -> Result<C::Reply> {
+        exec(self.hw(), cmd)
+    }
+
+    fn gen_caps(&self) -> Result<Caps<'_>> {
+        self.hw().caps(CapType::General).map(Caps).ok_or(EIO)
+    }
+
+    /// sysfs `hw_rev` (upstream `hw_rev_show()`: `%x` of the PCI revision).
+    pub(crate) fn hw_rev(&self) -> Result<CString> {
+        CString::try_from_fmt(fmt!("{:x}", self.hw().identity().pci_revision))
+    }
+
+    /// sysfs `hca_type` (upstream `hca_type_show()`: `MT%d` of the PCI device id).
+    pub(crate) fn hca_type(&self) -> Result<CString> {
+        CString::try_from_fmt(fmt!("MT{}", self.hw().identity().pci_device))
+    }
+
+    /// sysfs `board_id`.
+    pub(crate) fn board_id(&self) -> Result<CString> {
+        let s = core::str::from_utf8(&self.board_id).map_err(|_| EINVAL)?;
+        CString::try_from_fmt(fmt!("{}", s))
+    }
+
+    /// `fw_ver` (upstream `get_dev_fw_str()`: `%d.%d.%04d`).
+    pub(crate) fn fw_ver(&self) -> Result<CString> {
+        let (a, b, c) = self.hw().identity().fw_rev;
+        CString::try_from_fmt(fmt!("{}.{}.{:04}", a, b, c))
+    }
+}
+
+impl Drop for Mlx5Dev<'_> {
+    fn drop(&mut self) {
+        let table = profile();
+        let done = self.stages_done.min(table.len());
+        stages::cleanup_all(table.get(..done).unwrap_or(&[]), self);
+    }
+}
+
+/// The profile (upstream `pf_profile`, reduced to the stages this driver has; their order is
+/// upstream's). `PORTS` is not an upstream stage: upstream computes port attributes inside
+/// `IB_REG` (`ib_register_device()` calls `get_port_immutable` and the cache queries ports);
+/// here they are computed before it so that registration only publishes them.
+pub(crate) fn profile<'a>() -> [Stage<Mlx5Dev<'a>>; 8] {
+    [
+        Stage {
+            name: "INIT",
+            init: stage_init,
+            cleanup: None,
+        },
+        Stage {
+            name: "CAPS",
+            init: stage_caps,
+            cleanup: None,
+        },
+        Stage {
+            name: "NON_DEFAULT_CB",
+            init: stage_non_default_cb,
+            cleanup: None,
+        },
+        Stage {
+            name: "ROCE",
+            init: stage_roce,
+            cleanup: None,
+        },
+        Stage {
+            name: "PORTS",
+            init: stage_ports,
+            cleanup: Some(|d| d.ports.clear()),
+        },
+        Stage {
+            name: "DEVICE_RESOURCES",
+            init: stage_dev_res,
+            cleanup: Some(stage_dev_res_cleanup),
+        },
+        Stage {
+            name: "BFREG",
+            init: stage_bfreg,
+            cleanup: Some(stage_bfreg_cleanup),
+        },
+        Stage {
+            name: "IB_REG",
+            init: stage_ib_reg,
+            cleanup: Some(|d| d.registered = false),
+        },
+    ]
+}
+
+/// upstream `mlx5_ib_stage_init_init()`: the function's identity, node and system image GUIDs
+/// (`mlx5_query_node_guid()`, through the vport access method), board and vendor id.
+fn stage_init(d: &mut Mlx5Dev<'_>) -> Result {
+    let id = *d.hw().identity();
+    if id.num_ports == 0 {
+        return Err(EINVAL);
+    }
+    let adapter = d.exec(&QueryAdapter)?;
+    d.vendor_id = adapter.ieee_vendor_id;
+    d.board_id = KVec::new();
+    d.board_id
+        .extend_from_slice(adapter.board_id(), GFP_KERNEL)?;
+    // mlx5_get_vport_access_method(): NIC vport on Ethernet, HCA vport on InfiniBand (upstream
+    // uses MAD_IFC on InfiniBand functions without `ib_virt`; MAD_IFC is not implemented).
+    let (node, sys) = match id.link_layer {
+        LinkLayer::Ethernet => {
+            let v: NicVport = d.exec(&QueryNicVportContext)?;
+            (v.node_guid, v.system_image_guid)
+        }
+        LinkLayer::Ib => {
+            let v: HcaVport = d.exec(&QueryHcaVportContext { port: 1 })?;
+            (v.node_guid, v.sys_image_guid)
+        }
+    };
+    d.node_guid = node;
+    d.sys_image_guid = sys;
+    Ok(())
+}
+
+/// upstream `mlx5_ib_stage_caps_init()` + `mlx5_ib_query_device()`: the device attributes from
+/// the cached capabilities.
+fn stage_caps(d: &mut Mlx5Dev<'_>) -> Result {
+    let id = *d.hw().identity();
+    let ids = DeviceIds {
+        fw_rev: id.fw_rev,
+        vendor_id: d.vendor_id,
+        pci_device: id.pci_device,
+        pci_revision: id.pci_revision,
+        sys_image_guid: d.sys_image_guid,
+        node_guid: d.node_guid,
+        num_ports: id.num_ports,
+    };
+    d.attrs = device_attrs(d.gen_caps()?, &ids)?;
+    Ok(())
+}
+
+/// upstream `mlx5_ib_stage_non_default_cb()` and the capability checks of `caps_init`.
+fn stage_non_default_cb(d: &mut Mlx5Dev<'_>) -> Result {
+    let gen = d.gen_caps()?;
+    d.ops = OpGroups {
+        xrc: gen.get(cmd_hca_cap::xrc)? != 0,
+        mw: gen.get(cmd_hca_cap::imaicl)? != 0,
+        roce: d.hw().identity().link_layer == LinkLayer::Ethernet,
+        ipoib: false,
+    };
+    Ok(())
+}
+
+/// upstream `mlx5_ib_roce_init()` for Ethernet functions: RoCE must be available. Upstream
+/// also enables it on the NIC vport (MODIFY_NIC_VPORT_CONTEXT `roce_en`, not implemented here:
+/// mlx5_core enables it on the PF by default and the simulator reports it on) and registers a
+/// netdev notifier (no netdev binding yet).
+fn stage_roce(d: &mut Mlx5Dev<'_>) -> Result {
+    if d.hw().identity().link_layer != LinkLayer::Ethernet {
+        return Ok(());
+    }
+    if d.gen_caps()?.get(cmd_hca_cap::roce)? == 0 || d.hw().caps(CapType::Roce).is_none() {
+        pr_err!(
+            "{}: Ethernet function without RoCE capability\n",
+            d.hw().name()
+        );
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
+}
+
+/// What `get_port_immutable` and `query_port` will return, per port, with the GID/P_Key tables.
+fn stage_ports(d: &mut Mlx5Dev<'_>) -> Result {
+    let id = *d.hw().identity();
+    let mut ports = KVec::with_capacity(usize::from(id.num_ports), GFP_KERNEL)?;
+    for num in 1..=id.num_ports {
+        ports.push(query_port(d, num, id.link_layer)?, GFP_KERNEL)?;
+    }
+    d.ports = ports;
+    Ok(())
+}
+
+/// upstream `mlx5_ib_query_port()` + `mlx5_port_immutable()` + the cache's table reads.
+fn query_port(d: &Mlx5Dev<'_>, num: u8, ll: LinkLayer) -> Result<PortInfo> {
+    let gen = d.gen_caps()?;
+    match ll {
+        LinkLayer::Ib => {
+            let vport = d.exec(&QueryHcaVportContext { port: num })?;
+            let ptys = d.exec(&AccessReg::read(Ptys {
+                port: num,
+                proto: PtysProto::Ib,
+            }))?;
+            let pmtu = d.exec(&AccessReg::read(Pmtu { port: num }))?;
+            let vl = d.exec(&AccessReg::read(Pvlc { port: num }))?;
+            let attrs = ib_port_attrs(gen, &vport, &ptys, &pmtu, vl)?;
+            let immutable = port_immutable(&attrs, Some(&vport), None)?;
+            let n_gids = u16::try_from(attrs.gid_tbl_len).map_err(|_| EIO)?;
+            let gids = d.exec(&QueryHcaVportGid {
+                port: num,
+                index: TableIndex::All(n_gids),
+            })?;
+            let pkeys = d.exec(&QueryHcaVportPkey {
+                port: num,
+                index: TableIndex::All(attrs.pkey_tbl_len),
+            })?;
+            Ok(PortInfo {
+                num,
+                link_layer: ll,
+                attrs,
+                immutable,
+                gids,
+                pkeys,
+                mac: None,
+            })
+        }
+        LinkLayer::Ethernet => {
+            let nic = d.exec(&QueryNicVportContext)?;
+            let ptys = d.exec(&AccessReg::read(Ptys {
+                port: num,
+                proto: PtysProto::Eth,
+            }))?;
+            let paos = d.exec(&AccessReg::read(Paos {
+                port: num,
+                admin_status: None,
+            }))?;
+            let link = EthLink {
+                up: paos.admin == PortStatus::Up && paos.oper == 1,
+                hw_mtu: nic.mtu,
+            };
+            let roce = d.hw().caps(CapType::Roce).map(Caps);
+            let attrs = roce_port_attrs(gen, roce, &nic, &ptys, link)?;
+            let immutable = port_immutable(&attrs, None, roce)?;
+            let mut pkeys = KVec::new();
+            pkeys.push(0xffff, GFP_KERNEL)?;
+            Ok(PortInfo {
+                num,
+                link_layer: ll,
+                attrs,
+                immutable,
+                gids: KVec::new(),
+                pkeys,
+                mac: Some(nic.mac),
+            })
+        }
+    }
+}
+
+/// upstream `mlx5_ib_dev_res_init()`: the kernel PD (`devr->p0`). Upstream also creates a CQ,
+/// two XRCDs and two SRQs there; those need EQs and XRC/SRQ commands this driver does not have
+/// yet.
+fn stage_dev_res(d: &mut Mlx5Dev<'_>) -> Result {
+    d.pdn = Some(d.exec(&AllocPd { uid: 0 })?);
+    Ok(())
+}
+
+fn stage_dev_res_cleanup(d: &mut Mlx5Dev<'_>) {
+    if let Some(pd) = d.pdn.take() {
+        // A failure is logged by exec; there is nothing else to do on teardown (upstream
+        // ignores mlx5_cmd_dealloc_pd()'s result the same way).
+        let _ = d.exec(&DeallocPd { id: pd, uid: 0 });
+    }
+}
+
+/// upstream `mlx5_ib_stage_bfreg_init()`: the UAR page kernel consumers ring doorbells
+/// through. Upstream takes it from mlx5_core's shared pool (`mlx5_get_uars_page()`), which
+/// issues ALLOC_UAR and maps it; here it is ALLOC_UAR directly (mapping comes with the kernel
+/// data path).
+fn stage_bfreg(d: &mut Mlx5Dev<'_>) -> Result {
+    d.uar = Some(d.exec(&AllocUar { uid: 0 })?);
+    Ok(())
+}
+
+fn stage_bfreg_cleanup(d: &mut Mlx5Dev<'_>) {
+    if let Some(uar) = d.uar.take() {
+        let _ = d.exec(&DeallocUar { id: uar, uid: 0 });
+    }
+}
+
+/// upstream `mlx5_ib_stage_ib_reg_init()`: `ib_register_device(&dev->ib_dev, "mlx5_%d", ...)`.
+/// A placeholder until the core's registration API exists.
+fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
+    d.registered = false;
+    Ok(())
+}
+
+#[kunit_tests(mlx5_ib_rs_probe)]
+mod tests {
+    use super::*;
+    use crate::attrs::{core_cap, speed, width};
+    use crate::fwsim::fault::FaultAction;
+    use crate::fwsim::profile::{CONNECTX6_DX, CONNECTX7};
+    use crate::fwsim::Config;
+    use crate::prm::opcode;
+    use crate::prm::status::Status;
+
+    fn sim(eth: bool) -> Result<Arc<SimFunction>> {
+        let (profile, link_layer) = if eth {
+            (CONNECTX6_DX, LinkLayer::Ethernet)
+        } else {
+            (CONNECTX7, LinkLayer::Ib)
+        };
+        SimFunction::new(
+            CString::try_from_fmt(fmt!("kunit.probe"))?,
+            Config {
+                profile,
+                link_layer,
+                num_ports: 1,
+                serial: 3,
+            },
+        )
+    }
+
+    /// Commands a successful probe sends.
+    fn probe_commands(f: &Arc<SimFunction>) -> Result<u64> {
+        let before = f.stats().commands;
+        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let n = f.stats().commands - before;
+        drop(d);
+        Ok(n)
+    }
+
+    #[test]
+    fn probe_and_remove_leave_nothing() -> Result {
+        for eth in [false, true] {
+            let f = sim(eth)?;
+            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            assert_eq!(f.counts().pd, 1);
+            assert_eq!(f.counts().uar, 1);
+            assert!(d.pdn.is_some() && d.uar.is_some());
+            drop(d);
+            assert!(f.counts().is_zero());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn every_command_failure_unwinds() -> Result {
+        for eth in [false, true] {
+            let f = sim(eth)?;
+            let n = probe_commands(&f)?;
+            // IB: 10 commands, Ethernet: 7 (see the stages).
+            assert!(n >= 7);
+            for nth in 1..=n {
+                f.with_faults(|p| {
+                    p.fail_nth(
+                        nth,
+                        FaultAction::Fail {
+                            status: Status::BAD_PARAM_ERR,
+                            syndrome: 0x5f0000ff,
+                        },
+                    )
+                });
+                assert_eq!(Mlx5Dev::probe(HwRef::Sim(f.clone())).err(), Some(EINVAL));
+                assert!(f.counts().is_zero());
+                f.with_faults(|p| p.clear());
+            }
+            // A timeout unwinds the same way.
+            f.with_faults(|p| p.fail_opcode(opcode::ALLOC_UAR, FaultAction::Timeout));
+            assert_eq!(Mlx5Dev::probe(HwRef::Sim(f.clone())).err(), Some(ETIMEDOUT));
+            assert!(f.counts().is_zero());
+            f.with_faults(|p| p.clear());
+            // And the function still probes afterwards.
+            assert_eq!(probe_commands(&f)?, n);
+            assert!(f.counts().is_zero());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn device_attrs_follow_upstream_arithmetic() -> Result {
+        let f = sim(false)?;
+        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let p = CONNECTX7;
+        let a = &d.attrs;
+        assert_eq!(a.max_qp, 1 << p.log_max_qp);
+        // mlx5_ib_calc_max_qp_wr(): 2^15 WQE basic blocks of 64 bytes / 256-byte WQEs.
+        assert_eq!(a.max_qp_wr, (1 << p.log_max_qp_sz) * 64 / 256);
+        assert_eq!(a.max_cq, 1 << p.log_max_cq);
+        assert_eq!(a.max_cqe, (1 << p.log_max_cq_sz) - 1);
+        assert_eq!(a.max_mr, 1 << p.log_max_mkey);
+        assert_eq!(a.max_pd, 1 << p.log_max_pd);
+        assert_eq!(a.max_srq, 1 << p.log_max_srq);
+        assert_eq!(a.max_srq_wr, (1 << p.log_max_srq_sz) - 1);
+        assert_eq!(a.max_qp_rd_atom, 1 << p.log_max_ra_qp);
+        assert_eq!(a.max_qp_init_rd_atom, 1 << p.log_max_ra_qp);
+        assert_eq!(
+            a.max_res_rd_atom,
+            (1 << p.log_max_ra_qp) * (1 << p.log_max_qp)
+        );
+        assert_eq!(a.max_mcast_grp, 1 << p.log_max_mcg);
+        assert_eq!(a.max_mcast_qp_attach, p.max_qp_mcg);
+        assert_eq!(a.max_total_mcast_qp_attach, p.max_qp_mcg << p.log_max_mcg);
+        // max_wqe_sz_rq 512 / 16; min(max_wqe_sz_sq 1024, 512) - 32, / 16.
+        assert_eq!(a.max_recv_sge, 32);
+        assert_eq!(a.max_send_sge, 30);
+        assert_eq!(a.max_srq_sge, 31);
+        assert_eq!(a.max_sge_rd, 30);
+        assert_eq!(a.max_fast_reg_page_list_len, 1 << 16);
+        assert_eq!(a.page_size_cap, !0xfffu64);
+        assert_eq!(a.max_pkeys, 128);
+        assert_eq!(a.vendor_id, 0x02c9);
+        assert_eq!(a.vendor_part_id, 0x1021);
+        assert_eq!(a.fw_ver, 28u64 << 32 | 43 << 16 | 1014);
+        assert_eq!(a.phys_port_cnt, 1);
+        assert_eq!(a.max_ah, i32::MAX as u32);
+        assert_eq!(a.node_guid, a.sys_image_guid);
+        assert_ne!(a.node_guid, 0);
+        use crate::attrs::cap_flags::*;
+        let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN;
+        assert_eq!(a.device_cap_flags, base | MEM_MGT_EXTENSIONS);
+        assert_eq!(d.hca_type()?.to_bytes(), b"MT4129");
+        assert_eq!(d.fw_ver()?.to_bytes(), b"28.43.1014");
+        assert_eq!(d.board_id()?.to_bytes(), b"RDMARS_CX7");
+        assert_eq!(d.hw_rev()?.to_bytes(), b"0");
+        Ok(())
+    }
+
+    #[test]
+    fn ib_port_attrs_from_the_simulator() -> Result {
+        let f = sim(false)?;
+        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        assert_eq!(d.ports.len(), 1);
+        let p = &d.ports[0];
+        assert_eq!((p.num, p.link_layer), (1, LinkLayer::Ib));
+        let a = &p.attrs;
+        assert_eq!((a.state, a.phys_state), (4, 5));
+        assert_eq!((a.lid, a.sm_lid), (2, 1));
+        assert_eq!(a.port_cap_flags, 0x2651_e848);
+        assert_eq!(a.gid_tbl_len, 8);
+        assert_eq!(a.pkey_tbl_len, 128);
+        assert_eq!(a.max_msg_sz, 1 << 30);
+        assert_eq!(a.active_width, width::W4X);
+        assert_eq!(a.active_speed, speed::NDR);
+        assert_eq!((a.max_mtu, a.active_mtu), (5, 5));
+        assert_eq!(a.max_vl_num, 3);
+        assert_eq!(a.subnet_timeout, 18);
+        assert_eq!(p.immutable.core_cap_flags, core_cap::PORT_IBA_IB);
+        assert_eq!(p.immutable.max_mad_size, 256);
+        assert_eq!(
+            (p.immutable.gid_tbl_len, p.immutable.pkey_tbl_len),
+            (8, 128)
+        );
+        // GID 0 is fe80::<port GUID>, the rest empty; P_Key 0 is the default.
+        assert_eq!(p.gids.len(), 8);
+        assert_eq!(&p.gids[0][..8], &[0xfe, 0x80, 0, 0, 0, 0, 0, 0]);
+        assert_ne!(&p.gids[0][8..], &[0u8; 8]);
+        assert_eq!(p.gids[1], [0u8; 16]);
+        assert_eq!(p.pkeys.len(), 128);
+        assert_eq!(p.pkeys[0], 0xffff);
+        assert_eq!(p.pkeys[1], 0);
+        Ok(())
+    }
+
+    #[test]
+    fn roce_port_attrs_from_the_simulator() -> Result {
+        let f = sim(true)?;
+        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let p = &d.ports[0];
+        assert_eq!(p.link_layer, LinkLayer::Ethernet);
+        let a = &p.attrs;
+        assert_eq!((a.state, a.phys_state), (4, 5));
+        assert!(a.ip_gids);
+        assert_eq!(a.gid_tbl_len, 256);
+        assert_eq!(a.pkey_tbl_len, 1);
+        assert_eq!(a.port_cap_flags, 1 << 16);
+        // ConnectX-6 Dx profile: 100GAUI-2, which upstream reports as 2X HDR.
+        assert_eq!((a.active_width, a.active_speed), (width::W2X, speed::HDR));
+        assert_eq!(a.max_mtu, 5);
+        assert_eq!(
+            p.immutable.core_cap_flags,
+            core_cap::PORT_RAW_PACKET | core_cap::PORT_IBA_ROCE | core_cap::PORT_IBA_ROCE_UDP_ENCAP
+        );
+        assert_eq!(p.pkeys.len(), 1);
+        assert!(p.mac.is_some());
+        assert!(d.ops.roce);
+        Ok(())
+    }
+}
