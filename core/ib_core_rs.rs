@@ -88,11 +88,10 @@ impl kernel::Module for IbCoreRs {
 
 impl Drop for IbCoreRs {
     fn drop(&mut self) {
-        drop(self.uverbs.take());
         // Dependent modules are gone (they hold references on us), so their
-        // devices and clients must be too.
+        // devices and clients must be too (our own uverbs client aside).
         let devs = registry::device_count();
-        let clients = client::client_count();
+        let clients = client::client_count().saturating_sub(usize::from(self.uverbs.is_some()));
         if devs != 0 || clients != 0 {
             pr_err!(
                 "ib_core_rs: unloading with {} devices and {} clients left\n",
@@ -100,7 +99,10 @@ impl Drop for IbCoreRs {
                 clients
             );
         }
+        // Leftover devices belong to unloaded modules: forget them before the
+        // uverbs client's unregistration walks the registry.
         registry::shutdown();
+        drop(self.uverbs.take());
         client::shutdown();
         pr_info!("ib_core_rs: unloaded\n");
     }

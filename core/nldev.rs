@@ -9,12 +9,12 @@
 //! `RDMA_NLDEV_CMD_GET_CHARDEV` for "uverbs" (upstream `nldev_get_chardev()` +
 //! `ib_uverbs_get_nl_info()`). Port, resource and statistics commands are the core issue's.
 
+use crate::device::DeviceCore;
 use crate::netlink::{
     codec::{MsgWriter, NLM_F_MULTI},
     nldev_uapi::*,
     DumpCursor, NlHandler, NlOp, Request,
 };
-use crate::device::DeviceCore;
 use crate::registry;
 use kernel::prelude::*;
 
@@ -77,7 +77,12 @@ fn req_index(req: &Request<'_>) -> Result<u32> {
 /// upstream `nldev_get_doit()`: `EINVAL` without `DEV_INDEX` or for an unknown index.
 fn get_doit(_: &NlDev, req: &Request<'_>, w: &mut MsgWriter<'_>) -> Result {
     let dev = registry::get_by_index(req_index(req)?).ok_or(EINVAL)?;
-    w.begin(rdma_nl_get_type(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET), 0, req.seq(), req.portid)?;
+    w.begin(
+        rdma_nl_get_type(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET),
+        0,
+        req.seq(),
+        req.portid,
+    )?;
     fill_dev_info(w, &dev)?;
     w.end()?;
     Ok(())

@@ -14,8 +14,8 @@ use kernel::{
     ffi::{c_char, c_int, c_uint, c_void},
     fs::File,
     prelude::*,
-    sync::{poll::PollTable, Arc},
     sync::aref::ARef,
+    sync::{poll::PollTable, Arc},
     types::ForeignOwnable,
     uaccess::{UserPtr, UserSlice, UserSliceWriter},
 };

@@ -12,9 +12,9 @@
 use crate::anon_file::{AnonFile, AnonFileOps};
 use kernel::fs::{file::flags, File};
 use kernel::prelude::*;
+use kernel::sync::aref::ARef;
 use kernel::sync::poll::{PollCondVar, PollTable};
 use kernel::sync::{Arc, Mutex};
-use kernel::sync::aref::ARef;
 use kernel::uaccess::UserSliceWriter;
 
 const EPOLLIN: u32 = 0x1;

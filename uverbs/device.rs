@@ -195,9 +195,7 @@ impl CharDevice for Node {
 impl UverbsDevice {
     /// Drops list entries of closed files.
     fn prune(&self) {
-        self.files
-            .lock()
-            .retain(|f| f.ops.lock().is_some());
+        self.files.lock().retain(|f| f.ops.lock().is_some());
     }
 }
 
@@ -219,10 +217,7 @@ pub(crate) struct UverbsClient {
 }
 
 impl UverbsClient {
-    pub(crate) fn new(
-        module: &'static ThisModule,
-        shared: Arc<UverbsShared>,
-    ) -> Result<Arc<Self>> {
+    pub(crate) fn new(module: &'static ThisModule, shared: Arc<UverbsShared>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(UverbsClient {
                 module,

@@ -24,8 +24,8 @@ use super::abi::{
     Errno,
 };
 use super::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
-use super::resp;
 use super::device::{UFileOps, UverbsDevice};
+use super::resp;
 
 /// `IB_USER_VERBS_EX_CMD_QUERY_DEVICE` with the extended flag.
 const EX_QUERY_DEVICE: u32 = cmd::FLAG_EXTENDED | cmd::EX_QUERY_DEVICE;
@@ -155,9 +155,13 @@ impl<D: Driver> UFile<D> {
 enum NewObj {
     None,
     /// An IDR handle reserved at parse time (its id already written back).
-    Idr { id: u32 },
+    Idr {
+        id: u32,
+    },
     /// An fd reserved at parse time.
-    Fd { fd: FileDescriptorReservation },
+    Fd {
+        fd: FileDescriptorReservation,
+    },
 }
 
 /// The kernel side of attribute parsing (upstream: the uobject and user
@@ -268,7 +272,8 @@ impl Outputs {
 
     fn write_back(&self) -> Result {
         for f in self.flags.iter() {
-            let addr = self.uattrs + (usize::from(f.uattr_idx) * UAttr::SIZE + UAttr::FLAGS_OFFSET) as u64;
+            let addr =
+                self.uattrs + (usize::from(f.uattr_idx) * UAttr::SIZE + UAttr::FLAGS_OFFSET) as u64;
             copy_out(addr, &f.flags.to_ne_bytes())?;
         }
         Ok(())
@@ -377,7 +382,11 @@ impl<D: Driver> UFile<D> {
                 // struct ib_uverbs_query_port { u64 response; u8 port_num; ... }
                 let port = b.core_in.get(8).copied().ok_or(EINVAL)?;
                 let r = self.port_resp(u32::from(port))?;
-                copy_out_or_zero(b.core_out.0, b.core_out.1, r.0.get(..resp::QUERY_PORT_RESP).unwrap_or(&[]))
+                copy_out_or_zero(
+                    b.core_out.0,
+                    b.core_out.1,
+                    r.0.get(..resp::QUERY_PORT_RESP).unwrap_or(&[]),
+                )
             }
             // upstream: ib_uverbs_alloc_pd()
             cmd::ALLOC_PD => {
@@ -429,7 +438,10 @@ impl<D: Driver> UFile<D> {
         match r {
             Ok(()) => Ok(()),
             Err((err, kind)) => {
-                inner.objs.insert_within_capacity(pos, UObject { kind, ..o }).ok();
+                inner
+                    .objs
+                    .insert_within_capacity(pos, UObject { kind, ..o })
+                    .ok();
                 Err(err)
             }
         }
@@ -577,7 +589,8 @@ impl<D: Driver> UFile<D> {
                 let index = b
                     .get_const_unsigned(attr::QUERY_GID_ENTRY_GID_INDEX, u32::MAX.into(), None)
                     .map_err(kerr)? as u32;
-                b.get_flags32(attr::QUERY_GID_ENTRY_FLAGS, 0).map_err(kerr)?;
+                b.get_flags32(attr::QUERY_GID_ENTRY_FLAGS, 0)
+                    .map_err(kerr)?;
                 if port == 0 || port > self.dev.phys_port_cnt() {
                     return Err(EINVAL);
                 }
@@ -619,7 +632,11 @@ impl<D: Driver> UFile<D> {
     /// The write() path after `plan_write()`.
     fn write_inner(&self, mut data: UserSliceReader) -> Result<usize> {
         let count = data.len();
-        let mut all = KVec::from_elem(0u8, count.min(w::CmdHdr::SIZE + w::ExCmdHdr::SIZE), GFP_KERNEL)?;
+        let mut all = KVec::from_elem(
+            0u8,
+            count.min(w::CmdHdr::SIZE + w::ExCmdHdr::SIZE),
+            GFP_KERNEL,
+        )?;
         data.clone_reader().read_slice(&mut all)?;
         let plan = w::plan_write(&self.udev.tree, &all, count).map_err(kerr)?;
         let mut buf = KVec::from_elem(0u8, count, GFP_KERNEL)?;
@@ -640,7 +657,13 @@ impl<D: Driver> UFile<D> {
                 u64::from_ne_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]])
             }
         };
-        let at = |r: (usize, usize)| if r.1 == 0 { (0, 0) } else { (resp + r.0 as u64, r.1) };
+        let at = |r: (usize, usize)| {
+            if r.1 == 0 {
+                (0, 0)
+            } else {
+                (resp + r.0 as u64, r.1)
+            }
+        };
         let mut bufs = WriteBufs {
             udata_in: slice(plan.udata_in)?,
             core_in,

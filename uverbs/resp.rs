@@ -49,7 +49,11 @@ pub(crate) const QUERY_PORT_RESP_EX: usize = 48;
 pub(crate) const GID_ENTRY: usize = 32;
 
 /// `struct ib_uverbs_query_device_resp` (upstream `copy_query_dev_fields()`).
-pub(crate) fn query_device_resp(a: &DeviceAttr, phys_port_cnt: u32, pkeys: u16) -> Out<QUERY_DEVICE_RESP> {
+pub(crate) fn query_device_resp(
+    a: &DeviceAttr,
+    phys_port_cnt: u32,
+    pkeys: u16,
+) -> Out<QUERY_DEVICE_RESP> {
     let mut o = Out::new();
     o.u64(0, a.fw_ver);
     o.be64(8, a.node_guid);

@@ -69,10 +69,14 @@ uverbs_peer_suite() {
 }
 
 if [ "${RDMARS_SOURCED:-}" != 1 ]; then
+	kmemleak_clear
 	suite_begin vm_uverbs
 	uverbs_suite
 	suite_end
 	suite_begin vm_uverbs_peer
 	uverbs_peer_suite
+	suite_end
+	suite_begin vm_uverbs_leaks
+	kmemleak_check
 	suite_end
 fi
