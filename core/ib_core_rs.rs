@@ -25,10 +25,10 @@ macro_rules! core_mutex {
     }};
 }
 
-pub mod attr;
-mod cache;
 #[path = "../rust/anon_file.rs"]
 pub(crate) mod anon_file;
+pub mod attr;
+mod cache;
 #[path = "../rust/chrdev.rs"]
 pub(crate) mod chrdev;
 #[path = "../rust/class.rs"]

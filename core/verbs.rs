@@ -39,8 +39,8 @@ pub use mr::{AccessFlags, Mr, MrCreated, MrType};
 pub use pd::Pd;
 pub use qp::{Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr, QpState, QpType};
 pub use srq::{Srq, SrqInitAttr};
-pub use ucontext::{Ucontext, UcontextPriv, Udata};
 pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
+pub use ucontext::{Ucontext, UcontextPriv, Udata};
 
 /// A destroy that did not happen: the error and the object, still alive.
 pub struct DestroyError<T> {
