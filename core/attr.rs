@@ -31,6 +31,8 @@ pub struct DeviceAttr {
     pub max_mr: u32,
     /// Maximum number of PDs.
     pub max_pd: u32,
+    /// `IB_DEVICE_*` capability flags (nldev `CAP_FLAGS`).
+    pub device_cap_flags: u64,
 }
 
 /// Logical port state (upstream `enum ib_port_state`).
@@ -71,6 +73,10 @@ pub struct PortAttr {
     pub sm_sl: u8,
     /// Port capability mask.
     pub port_cap_flags: u32,
+    /// `enum ib_port_width` (`IB_WIDTH_4X` = 2); sysfs `rate`.
+    pub active_width: u8,
+    /// `enum ib_port_speed` (`IB_SPEED_EDR` = 32); sysfs `rate`.
+    pub active_speed: u16,
 }
 
 /// Link layer of a port (upstream `IB_LINK_LAYER_*`).

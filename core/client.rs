@@ -40,6 +40,80 @@ pub trait Client: Send + Sync + 'static {
 
     /// An asynchronous event on a device the client was added to.
     fn event(&self, _dev: &DeviceCore, _ev: &Event) {}
+
+    /// Describes the client's char device for `dev` (upstream `ib_client.get_nl_info`, what
+    /// nldev `GET_CHARDEV` answers; uverbs: `uverbsN`). `port` is the request's
+    /// `PORT_INDEX`, if any.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` (the default) when the client has no char device; any error is returned
+    /// to the requester (`ENOENT` becomes `EINVAL`, as upstream).
+    fn get_nl_info(&self, _dev: &DeviceCore, _port: Option<u32>) -> Result<ClientNlInfo> {
+        Err(EOPNOTSUPP)
+    }
+
+    /// As [`Client::get_nl_info`] for a request without a device (upstream
+    /// `ib_client.get_global_nl_info`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` (the default).
+    fn get_global_nl_info(&self) -> Result<ClientNlInfo> {
+        Err(EOPNOTSUPP)
+    }
+}
+
+/// A client's char device as nldev `GET_CHARDEV` reports it (upstream
+/// `struct ib_client_nl_info`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ClientNlInfo {
+    /// The char device's number (`dev_t`, reported as `huge_encode_dev()`).
+    pub devt: u32,
+    /// The ABI version (`CHARDEV_ABI`).
+    pub abi: u64,
+    /// The char device's name (`CHARDEV_NAME`, e.g. `uverbs0`).
+    pub name: crate::device::DevName,
+    /// `UVERBS_DRIVER_ID` (upstream: put by uverbs' `get_nl_info` unless the driver opts out).
+    pub driver_id: Option<u32>,
+}
+
+/// Asks the client named `name` for its char device (upstream `ib_get_client_nl_info()`):
+/// on `dev`, among the clients attached to it, or among all registered clients without a
+/// device.
+///
+/// # Errors
+///
+/// `EOPNOTSUPP` when no such client is attached (upstream turns `ENOENT` into it), the
+/// client's error (`ENOENT` from a client becomes `EINVAL`).
+pub fn get_nl_info(
+    dev: Option<&DeviceCore>,
+    name: &[u8],
+    port: Option<u32>,
+) -> Result<ClientNlInfo> {
+    let fix = |r: Result<ClientNlInfo>| match r {
+        Err(e) if e == ENOENT => Err(EINVAL),
+        r => r,
+    };
+    match dev {
+        Some(dev) => {
+            let list = dev.clients.lock();
+            let c = list
+                .iter()
+                .find(|c| c.client.name().to_bytes() == name)
+                .ok_or(EOPNOTSUPP)?;
+            fix(c.client.get_nl_info(dev, port))
+        }
+        None => {
+            let t = CLIENTS.lock();
+            let c = t
+                .clients
+                .iter()
+                .find(|c| c.client.name().to_bytes() == name)
+                .ok_or(EOPNOTSUPP)?;
+            fix(c.client.get_global_nl_info())
+        }
+    }
 }
 
 struct Registered {

@@ -27,9 +27,11 @@ use crate::event::{self, Event, HandlerEntry};
 use crate::ops::Ops;
 use crate::registry;
 use crate::restrack::Restrack;
+use crate::sysfs::{DriverGroup, Sysfs};
 use core::ops::Deref;
 use kernel::prelude::*;
 use kernel::str::BStr;
+use kernel::sync::aref::ARef;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
 use kernel::sync::{Arc, Completion, Mutex};
 
@@ -133,6 +135,12 @@ pub(crate) struct PortData {
 pub(crate) struct Info {
     pub(crate) attrs: DeviceAttr,
     pub(crate) ports: KVec<PortData>,
+    /// upstream `ib_device.node_desc` (64 bytes, NUL-padded).
+    node_desc: [u8; 64],
+    /// upstream `ib_device.dev.parent`: the `device` link in sysfs.
+    parent: Option<ARef<kernel::device::Device>>,
+    /// upstream `ops.device_group`: the driver's sysfs attributes.
+    driver_group: Option<&'static DriverGroup>,
 }
 
 /// The driver-independent part of a device (upstream the core fields of
@@ -161,6 +169,8 @@ pub struct DeviceCore {
     next_handler: Atomic<i32>,
     #[pin]
     restrack: Restrack,
+    #[pin]
+    sysfs: Mutex<Option<Sysfs>>,
     /// The driver-typed entry points of the uverbs layer (set at
     /// registration when the driver has `alloc_ucontext`, cleared at
     /// unregistration; it holds the device, so it must not outlive it).
@@ -190,6 +200,9 @@ impl DeviceCore {
                 Info {
                     attrs: DeviceAttr::default(),
                     ports: KVec::new(),
+                    node_desc: [0; 64],
+                    parent: None,
+                    driver_group: None,
                 },
                 c"ib_device.cache_lock"
             ),
@@ -197,8 +210,44 @@ impl DeviceCore {
             handlers <- core_mutex!(KVec::new(), c"ib_device.event_handler_lock"),
             next_handler: Atomic::new(0),
             restrack <- Restrack::new(),
+            sysfs <- core_mutex!(None, c"ib_device.sysfs"),
             uverbs <- core_mutex!(None, c"ib_device.uverbs"),
         })
+    }
+
+    /// The node description (upstream `ib_device.node_desc`), NUL-padded.
+    pub fn node_desc(&self) -> [u8; 64] {
+        self.info.lock().node_desc
+    }
+
+    /// Sets the node description (at most 64 bytes are kept).
+    pub fn set_node_desc(&self, desc: &[u8]) {
+        let mut d = [0u8; 64];
+        let n = desc.len().min(64);
+        d[..n].copy_from_slice(&desc[..n]);
+        self.info.lock().node_desc = d;
+    }
+
+    /// Sets the parent device (upstream `ib_dev->dev.parent`, the sysfs `device` link);
+    /// effective at the next registration.
+    pub fn set_parent(&self, parent: &kernel::device::Device) {
+        self.info.lock().parent = Some(ARef::from(parent));
+    }
+
+    /// Adds a driver attribute group to the device's sysfs directory (upstream
+    /// `rdma_set_device_sysfs_group()`); effective at the next registration.
+    pub fn set_sysfs_group(&self, group: &'static DriverGroup) {
+        self.info.lock().driver_group = Some(group);
+    }
+
+    pub(crate) fn sysfs_setup(
+        &self,
+    ) -> (
+        Option<ARef<kernel::device::Device>>,
+        Option<&'static DriverGroup>,
+    ) {
+        let info = self.info.lock();
+        (info.parent.clone(), info.driver_group)
     }
 
     /// The device name (empty before registration).
@@ -312,6 +361,20 @@ pub trait IbDevice: Send + Sync + 'static {
 
     /// Unregisters the device (see [`Device::unregister`]).
     fn unregister(&self);
+
+    /// The device as `Any`, to get back to a `Device<D>` (driver sysfs attributes).
+    fn as_any(&self) -> &dyn core::any::Any;
+
+    /// Queries a port from the driver (upstream `ib_query_port()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port, the driver's error.
+    fn query_port_attr(&self, port: u32) -> Result<PortAttr>;
+
+    /// Writes the firmware version string (upstream `ib_get_device_fw_str()`) into `buf` and
+    /// returns its length; 0 when the driver has no `get_dev_fw_str`.
+    fn fw_str(&self, buf: &mut [u8]) -> usize;
 }
 
 /// A registration reference (upstream `ib_device_try_get()` paired with
@@ -377,6 +440,29 @@ impl<D: Driver> IbDevice for Device<D> {
     fn unregister(&self) {
         Device::unregister(self)
     }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+
+    fn query_port_attr(&self, port: u32) -> Result<PortAttr> {
+        Device::query_port(self, port)
+    }
+
+    fn fw_str(&self, buf: &mut [u8]) -> usize {
+        let Some(f) = self.ops.get_dev_fw_str else {
+            return 0;
+        };
+        match f(self) {
+            Ok(s) => {
+                let b = s.to_bytes();
+                let n = b.len().min(buf.len());
+                buf[..n].copy_from_slice(&b[..n]);
+                n
+            }
+            Err(_) => 0,
+        }
+    }
 }
 
 impl<D: Driver> Device<D> {
@@ -440,6 +526,8 @@ impl<D: Driver> Device<D> {
         };
         if let Err(e) = Self::setup_and_enable(this) {
             pr_err!("ib_core_rs: {}: registration failed: {:?}\n", dev_name, e);
+            let sysfs = this.core.sysfs.lock().take();
+            drop(sysfs);
             {
                 let mut info = this.core.info.lock();
                 info.ports.clear();
@@ -453,6 +541,10 @@ impl<D: Driver> Device<D> {
             return Err(e);
         }
         this.core.set_phase(Phase::Registered);
+        // upstream: kobject_uevent(KOBJ_ADD) once the clients are added.
+        if let Some(s) = this.core.sysfs.lock().as_ref() {
+            s.announce();
+        }
         // upstream: ib_device_put() of the registering thread's reference.
         this.core.put_raw();
         Ok(())
@@ -506,7 +598,11 @@ impl<D: Driver> Device<D> {
         for port in 1..=this.core.phys_port_cnt {
             Self::cache_update(this, port)?;
         }
-        // TODO(sysfs): device_add() and the port sysfs groups go here.
+        // upstream: ib_setup_device_attrs(), device_add() (uevent suppressed),
+        // ib_setup_port_attrs().
+        let sysfs = Sysfs::add(this.clone())
+            .inspect_err(|e| pr_err!("ib_core_rs: {}: sysfs setup failed: {:?}\n", name, e))?;
+        *this.core.sysfs.lock() = Some(sysfs);
         // upstream: enable_device_and_get(): refcount 2 (the registration
         // and this thread), mark registered, enable_driver, add clients.
         this.core.refcount.store(2, kernel::sync::atomic::Release);
@@ -576,7 +672,10 @@ impl<D: Driver> Device<D> {
         drop(self.core.uverbs.lock().take());
         self.core.put_raw();
         self.core.unreg_completion.wait_for_completion();
-        // TODO(sysfs, nldev): RDMA_UNREGISTER_EVENT, device_del() here.
+        // upstream: ib_free_port_attrs(), device_del(). The class device holds a reference
+        // on the device, dropped here. TODO(nldev): RDMA_UNREGISTER_EVENT.
+        let sysfs = self.core.sysfs.lock().take();
+        drop(sysfs);
         self.core.set_phase(Phase::Unregistered);
         drop(unreg);
         self.core.unregistered.complete_all();

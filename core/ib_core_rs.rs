@@ -41,10 +41,11 @@ pub mod event;
 mod global;
 #[path = "../rust/netlink.rs"]
 pub(crate) mod netlink;
-mod nldev;
+pub mod nldev;
 pub mod ops;
 pub mod registry;
 pub mod restrack;
+pub mod sysfs;
 #[path = "../rust/task.rs"]
 pub mod task;
 #[path = "../uverbs/uverbs.rs"]
@@ -75,6 +76,7 @@ impl kernel::Module for IbCoreRs {
         let nldev =
             netlink::NlSocket::new(module, kernel::sync::Arc::new(nldev::NlDev, GFP_KERNEL)?)?;
         let uverbs = uverbs::UverbsGlobal::register(module)?;
+        sysfs::init()?;
         pr_info!(
             "ib_core_rs: loaded (uverbs ABI {})\n",
             uverbs::UVERBS_CLASS_ABI_VERSION
@@ -104,6 +106,7 @@ impl Drop for IbCoreRs {
         registry::shutdown();
         drop(self.uverbs.take());
         client::shutdown();
+        sysfs::exit();
         pr_info!("ib_core_rs: unloaded\n");
     }
 }

@@ -2,99 +2,172 @@
 
 //! The nldev client of `NETLINK_RDMA` (upstream `drivers/infiniband/core/nldev.c`).
 //!
-//! So far: `RDMA_NLDEV_CMD_SYS_GET` (`rdma system show`), which needs no device;
-//! `RDMA_NLDEV_CMD_GET` (dump and doit) with the attributes rdma-core's device discovery
-//! requires (`find_sysfs_devs_nl_cb()`: DEV_INDEX, DEV_NAME, PORT_INDEX, NODE_GUID,
-//! DEV_NODE_TYPE; plus FW_VERSION, SYS_IMAGE_GUID, CAP_FLAGS); and
-//! `RDMA_NLDEV_CMD_GET_CHARDEV` for "uverbs" (upstream `nldev_get_chardev()` +
-//! `ib_uverbs_get_nl_info()`). Port, resource and statistics commands are the core issue's.
+//! * `SYS_GET` (`rdma system`).
+//! * `GET` doit (by `DEV_INDEX`) and dump (`rdma dev`): upstream `fill_dev_info()`.
+//! * `PORT_GET` doit (by `DEV_INDEX` + `PORT_INDEX`) and dump (by `DEV_INDEX`; `rdma link`
+//!   sends one per device): upstream `fill_port_info()`.
+//! * `GET_CHARDEV`: asks the client named by `CHARDEV_TYPE` ([`client::get_nl_info`], upstream
+//!   `ib_get_client_nl_info()`), `EOPNOTSUPP` when none answers.
+//! * `RES_GET` doit and dump (`rdma res`): per-type counts; `RES_{PD,CQ,QP,MR}_GET` dumps
+//!   (by `DEV_INDEX`; `rdma res show pd|cq|qp|mr`): one message per device with a table of
+//!   entries from restrack, with the owner (`RES_KERN_NAME` or `RES_PID`).
+//!
+//! Replies are built by pure functions over a [`MsgWriter`] so that KUnit can run them on a
+//! byte buffer and parse the result with the same codec.
 
-use crate::device::DeviceCore;
+use crate::attr::LinkLayer;
+use crate::client::{self, ClientNlInfo};
+use crate::device::{DeviceCore, DeviceRef, IbDevice};
 use crate::netlink::{
-    codec::{MsgWriter, NLM_F_MULTI},
+    codec::{self, Attr, CodecError, MsgWriter, NLM_F_MULTI},
     nldev_uapi::*,
     DumpCursor, NlHandler, NlOp, Request,
 };
 use crate::registry;
+use crate::restrack::{Owner, ResDetails, ResInfo, ResType};
 use kernel::prelude::*;
 
 /// The state of the nldev client.
 pub(crate) struct NlDev;
 
+const fn op<T>(
+    op: u16,
+    doit: Option<crate::netlink::DoitFn<T>>,
+    dump: Option<crate::netlink::DumpFn<T>>,
+) -> NlOp<T> {
+    NlOp {
+        client: RDMA_NL_NLDEV,
+        op,
+        doit,
+        dump,
+        admin: false,
+    }
+}
+
 impl NlHandler for NlDev {
     const OPS: &'static [NlOp<Self>] = &[
-        NlOp {
-            client: RDMA_NL_NLDEV,
-            op: RDMA_NLDEV_CMD_GET,
-            doit: Some(get_doit),
-            dump: Some(get_dump),
-            admin: false,
-        },
-        NlOp {
-            client: RDMA_NL_NLDEV,
-            op: RDMA_NLDEV_CMD_GET_CHARDEV,
-            doit: Some(get_chardev_doit),
-            dump: None,
-            admin: false,
-        },
-        NlOp {
-            client: RDMA_NL_NLDEV,
-            op: RDMA_NLDEV_CMD_SYS_GET,
-            doit: Some(sys_get_doit),
-            dump: None,
-            admin: false,
-        },
+        op(RDMA_NLDEV_CMD_GET, Some(get_doit), Some(get_dump)),
+        op(
+            RDMA_NLDEV_CMD_PORT_GET,
+            Some(port_get_doit),
+            Some(port_get_dump),
+        ),
+        op(RDMA_NLDEV_CMD_GET_CHARDEV, Some(get_chardev_doit), None),
+        op(
+            RDMA_NLDEV_CMD_RES_GET,
+            Some(res_get_doit),
+            Some(res_get_dump),
+        ),
+        op(RDMA_NLDEV_CMD_RES_PD_GET, None, Some(res_pd_dump)),
+        op(RDMA_NLDEV_CMD_RES_CQ_GET, None, Some(res_cq_dump)),
+        op(RDMA_NLDEV_CMD_RES_QP_GET, None, Some(res_qp_dump)),
+        op(RDMA_NLDEV_CMD_RES_MR_GET, None, Some(res_mr_dump)),
+        op(RDMA_NLDEV_CMD_SYS_GET, Some(sys_get_doit), None),
     ];
 }
 
-/// `RDMA_NODE_IB_CA`.
-const RDMA_NODE_IB_CA: u8 = 1;
+const NATTR: usize = RDMA_NLDEV_ATTR_MAX as usize;
 
-/// upstream `fill_dev_info()` (the attributes rdma-core needs).
-fn fill_dev_info(w: &mut MsgWriter<'_>, dev: &DeviceCore) -> Result {
-    let name = dev.name();
-    let attrs = dev.attrs();
-    w.put_u32(RDMA_NLDEV_ATTR_DEV_INDEX, dev.index())?;
-    w.put_str(RDMA_NLDEV_ATTR_DEV_NAME, name.as_bytes())?;
-    w.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, dev.phys_port_cnt())?;
-    w.put_u64(RDMA_NLDEV_ATTR_CAP_FLAGS, 0)?;
-    w.put_u64(RDMA_NLDEV_ATTR_NODE_GUID, attrs.node_guid)?;
-    w.put_u64(RDMA_NLDEV_ATTR_SYS_IMAGE_GUID, attrs.sys_image_guid)?;
-    w.put_u8(RDMA_NLDEV_ATTR_DEV_NODE_TYPE, RDMA_NODE_IB_CA)?;
-    Ok(())
+/// The request's attributes by type (upstream `__nlmsg_parse(..., nldev_policy, LIBERAL)`).
+fn parse<'a>(req: &Request<'a>) -> Result<[Option<Attr<'a>>; NATTR]> {
+    let mut tb = [None; NATTR];
+    codec::parse_attrs(req.msg.payload, &mut tb).map_err(|_| EINVAL)?;
+    Ok(tb)
 }
 
-fn req_index(req: &Request<'_>) -> Result<u32> {
-    for a in req.msg.attrs() {
-        let a = a.map_err(|_| EINVAL)?;
-        if a.ty == RDMA_NLDEV_ATTR_DEV_INDEX {
-            return a.u32().map_err(|_| EINVAL);
-        }
+fn get_u32(tb: &[Option<Attr<'_>>], ty: u16) -> Result<Option<u32>> {
+    match tb.get(ty as usize).copied().flatten() {
+        None => Ok(None),
+        Some(a) => a.u32().map(Some).map_err(|_| EINVAL),
     }
-    Err(EINVAL)
+}
+
+/// `DEV_INDEX` of the request and the registered device with that index (upstream
+/// `ib_device_get_by_index()`): `EINVAL` without either.
+fn req_device(tb: &[Option<Attr<'_>>]) -> Result<DeviceRef> {
+    let index = get_u32(tb, RDMA_NLDEV_ATTR_DEV_INDEX)?.ok_or(EINVAL)?;
+    registry::get_by_index(index).ok_or(EINVAL)
+}
+
+fn ty(op: u16) -> u16 {
+    rdma_nl_get_type(RDMA_NL_NLDEV, op)
+}
+
+fn w<T>(r: core::result::Result<T, CodecError>) -> Result<T> {
+    r.map_err(Error::from)
+}
+
+/// upstream `fill_nldev_handle()`.
+fn fill_handle(w_: &mut MsgWriter<'_>, dev: &DeviceCore) -> Result {
+    w(w_.put_u32(RDMA_NLDEV_ATTR_DEV_INDEX, dev.index()))?;
+    w(w_.put_str(RDMA_NLDEV_ATTR_DEV_NAME, dev.name().as_bytes()))
+}
+
+/// upstream `fill_dev_info()`.
+pub(crate) fn fill_dev_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Result {
+    let core = dev.core();
+    let attrs = core.attrs();
+    fill_handle(wr, core)?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, core.phys_port_cnt()))?;
+    w(wr.put_u64(RDMA_NLDEV_ATTR_CAP_FLAGS, attrs.device_cap_flags))?;
+    let mut fw = [0u8; 64];
+    let n = dev.fw_str(&mut fw);
+    // A device without firmware has no FW_VERSION.
+    if n != 0 {
+        w(wr.put_str(RDMA_NLDEV_ATTR_FW_VERSION, &fw[..n]))?;
+    }
+    w(wr.put_u64(RDMA_NLDEV_ATTR_NODE_GUID, attrs.node_guid))?;
+    w(wr.put_u64(RDMA_NLDEV_ATTR_SYS_IMAGE_GUID, attrs.sys_image_guid))?;
+    w(wr.put_u8(RDMA_NLDEV_ATTR_DEV_NODE_TYPE, crate::sysfs::RDMA_NODE_IB_CA))?;
+    // No adaptive CQ moderation (upstream `use_cq_dim`).
+    w(wr.put_u8(RDMA_NLDEV_ATTR_DEV_DIM, 0))?;
+    // upstream RDMA_NAME_ASSIGN_TYPE_UNKNOWN.
+    w(wr.put_u8(RDMA_NLDEV_ATTR_NAME_ASSIGN_TYPE, 0))?;
+    // The protocol of the first port, as upstream.
+    let proto: &[u8] = match core.port_immutable(1).map(|i| i.link_layer) {
+        Ok(LinkLayer::Ethernet) => b"roce",
+        _ => b"ib",
+    };
+    w(wr.put_str(RDMA_NLDEV_ATTR_DEV_PROTOCOL, proto))
+}
+
+/// upstream `fill_port_info()`.
+pub(crate) fn fill_port_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice, port: u32) -> Result {
+    let core = dev.core();
+    fill_handle(wr, core)?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port))?;
+    let a = dev.query_port_attr(port)?;
+    if core.port_immutable(port)?.link_layer == LinkLayer::Infiniband {
+        w(wr.put_u64(RDMA_NLDEV_ATTR_CAP_FLAGS, u64::from(a.port_cap_flags)))?;
+        w(wr.put_u64(RDMA_NLDEV_ATTR_SUBNET_PREFIX, a.subnet_prefix))?;
+        w(wr.put_u32(RDMA_NLDEV_ATTR_LID, a.lid))?;
+        w(wr.put_u32(RDMA_NLDEV_ATTR_SM_LID, a.sm_lid))?;
+        w(wr.put_u8(RDMA_NLDEV_ATTR_LMC, a.lmc))?;
+    }
+    w(wr.put_u8(RDMA_NLDEV_ATTR_PORT_STATE, a.state as u8))?;
+    w(wr.put_u8(RDMA_NLDEV_ATTR_PORT_PHYS_STATE, a.phys_state))?;
+    // No netdev association yet (NDEV_INDEX/NDEV_NAME): RoCE netdev tracking is TODO.
+    Ok(())
 }
 
 /// upstream `nldev_get_doit()`: `EINVAL` without `DEV_INDEX` or for an unknown index.
-fn get_doit(_: &NlDev, req: &Request<'_>, w: &mut MsgWriter<'_>) -> Result {
-    let dev = registry::get_by_index(req_index(req)?).ok_or(EINVAL)?;
-    w.begin(
-        rdma_nl_get_type(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET),
-        0,
-        req.seq(),
-        req.portid,
-    )?;
-    fill_dev_info(w, &dev)?;
-    w.end()?;
-    Ok(())
+fn get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    let dev = req_device(&tb)?;
+    w(wr.begin(ty(RDMA_NLDEV_CMD_GET), 0, req.seq(), req.portid))?;
+    fill_dev_info(wr, &**dev.device())?;
+    w(wr.end())
 }
 
-/// upstream `nldev_get_dumpit()`: one `NLM_F_MULTI` message per device, resuming after the
-/// index in cursor word 0 (+1).
-fn get_dump(
-    _: &NlDev,
+/// Walks the registered devices from the cursor (word 0: last index + 1) and writes one
+/// `NLM_F_MULTI` message each with `fill`, stopping when the buffer is full (upstream
+/// `ib_enum_all_devs()` with `cb->args[0]`).
+fn dump_devices(
     req: &Request<'_>,
     cur: &mut DumpCursor<'_>,
-    w: &mut MsgWriter<'_>,
+    wr: &mut MsgWriter<'_>,
+    cmd: u16,
+    fill: fn(&mut MsgWriter<'_>, &dyn IbDevice) -> Result,
 ) -> Result {
     let mut after = match cur.get(0) {
         0 => None,
@@ -102,14 +175,11 @@ fn get_dump(
     };
     while let Some(dev) = registry::next_registered(after) {
         let index = dev.core().index();
-        w.begin(
-            rdma_nl_get_type(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET),
-            NLM_F_MULTI,
-            req.seq(),
-            req.portid,
-        )?;
-        if fill_dev_info(w, dev.core()).is_err() || w.end().is_err() {
-            w.cancel();
+        if w(wr.begin(ty(cmd), NLM_F_MULTI, req.seq(), req.portid)).is_err() {
+            break;
+        }
+        if fill(wr, &*dev).is_err() || wr.end().is_err() {
+            wr.cancel();
             break;
         }
         after = Some(index);
@@ -118,87 +188,785 @@ fn get_dump(
     Ok(())
 }
 
-/// `huge_encode_dev()`.
-fn huge_encode_dev(dev: u32) -> u64 {
+/// upstream `nldev_get_dumpit()`.
+fn get_dump(
+    _: &NlDev,
+    req: &Request<'_>,
+    cur: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
+    dump_devices(req, cur, wr, RDMA_NLDEV_CMD_GET, fill_dev_info)
+}
+
+/// upstream `nldev_port_get_doit()` (whose reply carries the `GET` type, as upstream's).
+fn port_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    let port = get_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
+    let dev = req_device(&tb)?;
+    let port = port.ok_or(EINVAL)?;
+    if port == 0 || port > dev.phys_port_cnt() {
+        return Err(EINVAL);
+    }
+    w(wr.begin(ty(RDMA_NLDEV_CMD_GET), 0, req.seq(), req.portid))?;
+    fill_port_info(wr, &**dev.device(), port)?;
+    w(wr.end())
+}
+
+/// upstream `nldev_port_get_dumpit()`: the ports of the device `DEV_INDEX` (required), from
+/// cursor word 0 on.
+fn port_get_dump(
+    _: &NlDev,
+    req: &Request<'_>,
+    cur: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
+    let tb = parse(req)?;
+    let dev = req_device(&tb)?;
+    let start = cur.get(0) as u32;
+    let mut done = start;
+    for port in (start + 1)..=dev.phys_port_cnt() {
+        if w(wr.begin(
+            ty(RDMA_NLDEV_CMD_PORT_GET),
+            NLM_F_MULTI,
+            req.seq(),
+            req.portid,
+        ))
+        .is_err()
+        {
+            break;
+        }
+        if fill_port_info(wr, &**dev.device(), port).is_err() || wr.end().is_err() {
+            wr.cancel();
+            break;
+        }
+        done = port;
+    }
+    cur.set(0, u64::from(done));
+    Ok(())
+}
+
+/// `huge_encode_dev()` of a `dev_t` (12-bit major, 20-bit minor).
+pub(crate) fn huge_encode_dev(dev: u32) -> u64 {
     let major = u64::from(dev >> 20);
     let minor = u64::from(dev & 0xfffff);
     (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
 }
 
-/// upstream `nldev_get_chardev()` for `CHARDEV_TYPE` "uverbs" with a `DEV_INDEX`
-/// (`ib_uverbs_get_nl_info()`): `EINVAL` without them, for another type, or for a device
-/// without a uverbs char device (upstream: `EOPNOTSUPP` from the client's `get_nl_info`).
-fn get_chardev_doit(_: &NlDev, req: &Request<'_>, w: &mut MsgWriter<'_>) -> Result {
-    let mut ty = None;
-    let mut index = None;
-    for a in req.msg.attrs() {
-        let a = a.map_err(|_| EINVAL)?;
-        match a.ty {
-            RDMA_NLDEV_ATTR_CHARDEV_TYPE => ty = Some(a.str().map_err(|_| EINVAL)?),
-            RDMA_NLDEV_ATTR_DEV_INDEX => index = Some(a.u32().map_err(|_| EINVAL)?),
-            _ => {}
-        }
+/// Builds the `GET_CHARDEV` reply from a client's answer.
+pub(crate) fn chardev_reply(
+    wr: &mut MsgWriter<'_>,
+    seq: u32,
+    portid: u32,
+    info: &ClientNlInfo,
+) -> Result {
+    w(wr.begin(ty(RDMA_NLDEV_CMD_GET_CHARDEV), 0, seq, portid))?;
+    if let Some(id) = info.driver_id {
+        w(wr.put_u32(RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, id))?;
     }
-    let ty = ty.ok_or(EINVAL)?;
-    if ty.strip_suffix(b"\0").unwrap_or(ty) != b"uverbs" {
+    w(wr.put_u64(RDMA_NLDEV_ATTR_CHARDEV, huge_encode_dev(info.devt)))?;
+    w(wr.put_u64(RDMA_NLDEV_ATTR_CHARDEV_ABI, info.abi))?;
+    w(wr.put_str(RDMA_NLDEV_ATTR_CHARDEV_NAME, info.name.as_bytes()))?;
+    w(wr.end())
+}
+
+/// upstream `nldev_get_chardev()`: `EINVAL` without `CHARDEV_TYPE`, for an unknown
+/// `DEV_INDEX`, a bad port or a `PORT_INDEX` without a device; `EOPNOTSUPP` when no client of
+/// that name answers.
+fn get_chardev_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    let name = tb[RDMA_NLDEV_ATTR_CHARDEV_TYPE as usize]
+        .ok_or(EINVAL)?
+        .str()
+        .map_err(|_| EINVAL)?;
+    // nla_strscpy(): up to the first NUL.
+    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+    let port = get_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
+    let info = if tb[RDMA_NLDEV_ATTR_DEV_INDEX as usize].is_some() {
+        let dev = req_device(&tb)?;
+        if let Some(p) = port {
+            if p == 0 || p > dev.phys_port_cnt() {
+                return Err(EINVAL);
+            }
+        }
+        client::get_nl_info(Some(&dev), name, port)?
+    } else if port.is_some() {
         return Err(EINVAL);
-    }
-    let index = index.ok_or(EINVAL)?;
-    let (devnum, devt, abi, driver_id) = crate::uverbs::chardev_of(index).ok_or(EOPNOTSUPP)?;
-    let mut name = [0u8; 16];
-    let mut n = 0;
-    for b in b"uverbs".iter().copied() {
-        name[n] = b;
-        n += 1;
-    }
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    let mut v = devnum;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
+    } else {
+        client::get_nl_info(None, name, None)?
+    };
+    chardev_reply(wr, req.seq(), req.portid, &info)
+}
+
+/// upstream `fill_res_info()`: every restrack type with its count and the device's limit.
+pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Result {
+    let core = dev.core();
+    let attrs = core.attrs();
+    let rt = core.restrack();
+    fill_handle(wr, core)?;
+    let table = w(wr.nest_start_noflag(RDMA_NLDEV_ATTR_RES_SUMMARY))?;
+    // upstream's order (enum rdma_restrack_type) and names.
+    let rows: [(&[u8], u64, u64); 7] = [
+        (b"pd", rt.count(ResType::Pd) as u64, u64::from(attrs.max_pd)),
+        (b"cq", rt.count(ResType::Cq) as u64, u64::from(attrs.max_cq)),
+        (b"qp", rt.count(ResType::Qp) as u64, u64::from(attrs.max_qp)),
+        (b"cm_id", 0, 0),
+        (b"mr", rt.count(ResType::Mr) as u64, u64::from(attrs.max_mr)),
+        (b"ctx", rt.count(ResType::Ctx) as u64, 0),
+        (b"srq", rt.count(ResType::Srq) as u64, 0),
+    ];
+    for (name, curr, max) in rows {
+        let e = w(wr.nest_start_noflag(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY))?;
+        w(wr.put_str(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME, name))?;
+        w(wr.put_u64(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR, curr))?;
+        if max != 0 {
+            w(wr.put_u64(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX, max))?;
         }
+        w(wr.nest_end(e))?;
     }
-    for d in digits[i..].iter().copied() {
-        if let Some(slot) = name.get_mut(n) {
-            *slot = d;
+    w(wr.nest_end(table))
+}
+
+/// upstream `nldev_res_get_doit()`.
+fn res_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    let dev = req_device(&tb)?;
+    w(wr.begin(ty(RDMA_NLDEV_CMD_RES_GET), 0, req.seq(), req.portid))?;
+    fill_res_info(wr, &**dev.device())?;
+    w(wr.end())
+}
+
+/// upstream `nldev_res_get_dumpit()`.
+fn res_get_dump(
+    _: &NlDev,
+    req: &Request<'_>,
+    cur: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
+    dump_devices(req, cur, wr, RDMA_NLDEV_CMD_RES_GET, fill_res_info)
+}
+
+/// upstream `fill_res_name_pid()`.
+fn fill_owner(wr: &mut MsgWriter<'_>, owner: &Owner) -> Result {
+    match owner {
+        Owner::Kernel(m) => w(wr.put_str(RDMA_NLDEV_ATTR_RES_KERN_NAME, m.to_bytes())),
+        Owner::User { pid, .. } if *pid > 0 => w(wr.put_u32(RDMA_NLDEV_ATTR_RES_PID, *pid as u32)),
+        Owner::User { .. } => Ok(()),
+    }
+}
+
+/// One restrack type's dump: the table attribute, the entry attribute and the entry filler
+/// (upstream `fill_entries[]` and `fill_res_*_entry()`).
+struct ResKind {
+    kind: ResType,
+    table: u16,
+    entry: u16,
+    fill: fn(&mut MsgWriter<'_>, &ResInfo, bool) -> Result,
+}
+
+/// upstream `fill_res_pd_entry()`.
+fn fill_pd(wr: &mut MsgWriter<'_>, e: &ResInfo, admin: bool) -> Result {
+    if admin {
+        // No device-wide local DMA lkey (upstream `pd->local_dma_lkey`) yet: 0.
+        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LOCAL_DMA_LKEY, 0))?;
+    }
+    w(wr.put_u64(RDMA_NLDEV_ATTR_RES_USECNT, e.usecnt.max(0) as u64))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_PDN, e.id))?;
+    fill_owner(wr, &e.owner)
+}
+
+/// upstream `fill_res_cq_entry()`.
+fn fill_cq(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
+    let cqe = match e.details {
+        ResDetails::Cq { cqe } => cqe,
+        _ => 0,
+    };
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CQE, cqe))?;
+    w(wr.put_u64(RDMA_NLDEV_ATTR_RES_USECNT, e.usecnt.max(0) as u64))?;
+    if matches!(e.owner, Owner::Kernel(_)) {
+        // ib_create_cq() leaves poll_ctx 0 (IB_POLL_SOFTIRQ).
+        w(wr.put_u8(RDMA_NLDEV_ATTR_RES_POLL_CTX, 0))?;
+    }
+    w(wr.put_u8(RDMA_NLDEV_ATTR_DEV_DIM, 0))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CQN, e.id))?;
+    fill_owner(wr, &e.owner)
+}
+
+/// upstream `fill_res_qp_entry()` + `fill_res_qp_entry_query()` (the state from the last
+/// successful modify instead of a driver query).
+fn fill_qp(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
+    let qp_type = match e.details {
+        ResDetails::Qp { qp_type } => qp_type,
+        _ => 0,
+    };
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, e.num))?;
+    fill_owner(wr, &e.owner)?;
+    // RC/UC: RQPN and RQ_PSN (not tracked: 0), as upstream's query.
+    if qp_type == 2 || qp_type == 3 {
+        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_RQPN, 0))?;
+        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_RQ_PSN, 0))?;
+    }
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_SQ_PSN, 0))?;
+    if qp_type == 2 || qp_type == 3 {
+        // IB_MIG_MIGRATED.
+        w(wr.put_u8(RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE, 0))?;
+    }
+    w(wr.put_u8(RDMA_NLDEV_ATTR_RES_TYPE, qp_type))?;
+    w(wr.put_u8(RDMA_NLDEV_ATTR_RES_STATE, e.state))
+}
+
+/// upstream `fill_res_mr_entry()`: keys only for `CAP_NET_ADMIN`.
+fn fill_mr(wr: &mut MsgWriter<'_>, e: &ResInfo, admin: bool) -> Result {
+    if admin {
+        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_RKEY, e.rkey))?;
+        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LKEY, e.num))?;
+    }
+    let length = match e.details {
+        ResDetails::Mr { length } => length,
+        _ => 0,
+    };
+    w(wr.put_u64(RDMA_NLDEV_ATTR_RES_MRLEN, length))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_MRN, e.id))?;
+    fill_owner(wr, &e.owner)
+}
+
+const RES_PD: ResKind = ResKind {
+    kind: ResType::Pd,
+    table: RDMA_NLDEV_ATTR_RES_PD,
+    entry: RDMA_NLDEV_ATTR_RES_PD_ENTRY,
+    fill: fill_pd,
+};
+const RES_CQ: ResKind = ResKind {
+    kind: ResType::Cq,
+    table: RDMA_NLDEV_ATTR_RES_CQ,
+    entry: RDMA_NLDEV_ATTR_RES_CQ_ENTRY,
+    fill: fill_cq,
+};
+const RES_QP: ResKind = ResKind {
+    kind: ResType::Qp,
+    table: RDMA_NLDEV_ATTR_RES_QP,
+    entry: RDMA_NLDEV_ATTR_RES_QP_ENTRY,
+    fill: fill_qp,
+};
+const RES_MR: ResKind = ResKind {
+    kind: ResType::Mr,
+    table: RDMA_NLDEV_ATTR_RES_MR,
+    entry: RDMA_NLDEV_ATTR_RES_MR_ENTRY,
+    fill: fill_mr,
+};
+
+/// Writes one message with the entries `snap[start..start + max]`; returns how many were
+/// written.
+#[allow(clippy::too_many_arguments)]
+fn res_message(
+    wr: &mut MsgWriter<'_>,
+    req_ty: u16,
+    seq: u32,
+    portid: u32,
+    dev: &DeviceCore,
+    rk: &ResKind,
+    snap: &[ResInfo],
+    admin: bool,
+    max: usize,
+) -> core::result::Result<usize, usize> {
+    let mut n = 0;
+    let mut body = || -> Result {
+        w(wr.begin(req_ty, NLM_F_MULTI, seq, portid))?;
+        fill_handle(wr, dev)?;
+        let table = w(wr.nest_start_noflag(rk.table))?;
+        for e in snap.iter().take(max) {
+            let ent = w(wr.nest_start_noflag(rk.entry))?;
+            (rk.fill)(wr, e, admin)?;
+            w(wr.nest_end(ent))?;
             n += 1;
         }
+        w(wr.nest_end(table))?;
+        w(wr.end())
+    };
+    match body() {
+        Ok(()) => Ok(n),
+        Err(_) => {
+            wr.cancel();
+            Err(n)
+        }
     }
-    w.begin(
-        rdma_nl_get_type(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET_CHARDEV),
-        0,
+}
+
+/// Builds one step of a `RES_*_GET` dump of `dev` (upstream `res_get_common_dumpit()`): a
+/// message with the device handle and a table of the entries from `start` on; returns the
+/// index to resume from, or `None` when there was nothing left (the dump ends).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn res_dump_step(
+    wr: &mut MsgWriter<'_>,
+    req_ty: u16,
+    seq: u32,
+    portid: u32,
+    dev: &DeviceCore,
+    kind: ResType,
+    start: usize,
+    admin: bool,
+) -> Result<Option<usize>> {
+    let rk = match kind {
+        ResType::Pd => &RES_PD,
+        ResType::Cq => &RES_CQ,
+        ResType::Qp => &RES_QP,
+        ResType::Mr => &RES_MR,
+        _ => return Err(EINVAL),
+    };
+    let snap = dev.restrack().dump(rk.kind)?;
+    let rest = snap.get(start..).unwrap_or(&[]);
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    let n = match res_message(wr, req_ty, seq, portid, dev, rk, rest, admin, rest.len()) {
+        Ok(n) => n,
+        // Not everything fits: as many entries as did (at least one, else the skb is too
+        // small for anything).
+        Err(0) => return Err(EMSGSIZE),
+        Err(fit) => {
+            res_message(wr, req_ty, seq, portid, dev, rk, rest, admin, fit).map_err(|_| EMSGSIZE)?
+        }
+    };
+    Ok(Some(start + n))
+}
+
+fn res_dump(
+    req: &Request<'_>,
+    cur: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+    kind: ResType,
+) -> Result {
+    let tb = parse(req)?;
+    let dev = req_device(&tb)?;
+    if let Some(p) = get_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX)? {
+        if p == 0 || p > dev.phys_port_cnt() {
+            return Err(EINVAL);
+        }
+    }
+    let start = cur.get(0) as usize;
+    if let Some(next) = res_dump_step(
+        wr,
+        req.msg.hdr.ty,
         req.seq(),
         req.portid,
-    )?;
-    w.put_u64(RDMA_NLDEV_ATTR_CHARDEV, huge_encode_dev(devt))?;
-    w.put_u64(RDMA_NLDEV_ATTR_CHARDEV_ABI, u64::from(abi))?;
-    w.put_str(RDMA_NLDEV_ATTR_CHARDEV_NAME, name.get(..n).unwrap_or(&[]))?;
-    w.put_u32(RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, driver_id)?;
-    w.end()?;
+        &dev,
+        kind,
+        start,
+        req.admin,
+    )? {
+        cur.set(0, next as u64);
+    }
     Ok(())
+}
+
+fn res_pd_dump(
+    _: &NlDev,
+    r: &Request<'_>,
+    c: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
+    res_dump(r, c, wr, ResType::Pd)
+}
+
+fn res_cq_dump(
+    _: &NlDev,
+    r: &Request<'_>,
+    c: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
+    res_dump(r, c, wr, ResType::Cq)
+}
+
+fn res_qp_dump(
+    _: &NlDev,
+    r: &Request<'_>,
+    c: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
+    res_dump(r, c, wr, ResType::Qp)
+}
+
+fn res_mr_dump(
+    _: &NlDev,
+    r: &Request<'_>,
+    c: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
+    res_dump(r, c, wr, ResType::Mr)
 }
 
 /// Builds the `SYS_GET` reply (upstream `nldev_sys_get_doit()`): netns mode shared (1),
 /// privileged Q_Key mode off (0), monitor supported (1), copy-on-fork supported (1).
-pub(crate) fn sys_get_reply(w: &mut MsgWriter<'_>, seq: u32, portid: u32) -> Result {
-    w.begin(
-        rdma_nl_get_type(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET),
-        0,
-        seq,
-        portid,
-    )?;
-    w.put_u8(RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1)?;
-    w.put_u8(RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE, 0)?;
-    w.put_u8(RDMA_NLDEV_SYS_ATTR_MONITOR_MODE, 1)?;
-    w.put_u8(RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1)?;
-    w.end()?;
-    Ok(())
+pub(crate) fn sys_get_reply(wr: &mut MsgWriter<'_>, seq: u32, portid: u32) -> Result {
+    w(wr.begin(ty(RDMA_NLDEV_CMD_SYS_GET), 0, seq, portid))?;
+    w(wr.put_u8(RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1))?;
+    w(wr.put_u8(RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE, 0))?;
+    w(wr.put_u8(RDMA_NLDEV_SYS_ATTR_MONITOR_MODE, 1))?;
+    w(wr.put_u8(RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1))?;
+    w(wr.end())
 }
 
-fn sys_get_doit(_: &NlDev, req: &Request<'_>, w: &mut MsgWriter<'_>) -> Result {
-    sys_get_reply(w, req.seq(), req.portid)
+fn sys_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
+    sys_get_reply(wr, req.seq(), req.portid)
+}
+
+#[kunit_tests(ib_core_rs_nldev)]
+mod tests {
+    use super::*;
+    use crate::attr::{DeviceAttr, Gid, PortAttr, PortImmutable, PortState};
+    use crate::client::{register_client, Client};
+    use crate::device::{DevName, Device};
+    use crate::driver::Driver;
+    use crate::netlink::codec::{NlMsg, NlMsgIter, NLM_F_REQUEST};
+    use crate::ops::{DeviceOps, Ops};
+    use crate::sysfs::{show, IbSysfs, SysfsBuf};
+    use crate::verbs::Pd;
+    use kernel::str::CString;
+    use kernel::sync::Arc;
+
+    struct T;
+    impl Driver for T {
+        type DevData = ();
+        type PdData = ();
+        type CqData = ();
+        type QpData = ();
+        type SrqData = ();
+        type MrData = ();
+    }
+
+    struct TOps;
+
+    #[vtable]
+    impl DeviceOps for TOps {
+        type Driver = T;
+
+        fn query_device(_: &Device<T>) -> Result<DeviceAttr> {
+            Ok(DeviceAttr {
+                node_guid: 0x1122_3344_5566_7788,
+                sys_image_guid: 0x0102_0304_0506_0708,
+                device_cap_flags: 0x40,
+                max_pd: 9,
+                ..DeviceAttr::default()
+            })
+        }
+
+        fn get_port_immutable(_: &Device<T>, _: u32) -> Result<PortImmutable> {
+            Ok(PortImmutable {
+                pkey_tbl_len: 1,
+                gid_tbl_len: 2,
+                ..PortImmutable::default()
+            })
+        }
+
+        fn query_port(_: &Device<T>, _: u32) -> Result<PortAttr> {
+            Ok(PortAttr {
+                subnet_prefix: 0xfe80_0000_0000_0000,
+                state: PortState::Active,
+                phys_state: 5,
+                lid: 0x12,
+                active_width: 2,
+                active_speed: 16,
+                ..PortAttr::default()
+            })
+        }
+
+        fn query_gid(_: &Device<T>, _: u32, i: u32) -> Result<Gid> {
+            Ok(if i == 0 {
+                Gid::new(0xfe80_0000_0000_0000, 0xabcd)
+            } else {
+                Gid::ZERO
+            })
+        }
+
+        fn query_pkey(_: &Device<T>, _: u32, _: u32) -> Result<u16> {
+            Ok(0xffff)
+        }
+
+        fn get_dev_fw_str(_: &Device<T>) -> Result<CString> {
+            CString::try_from_fmt(fmt!("20.1.42"))
+        }
+
+        fn alloc_pd(_: &Device<T>) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    const OPS: Ops<T> = Ops::of::<TOps>();
+
+    fn device() -> Result<Arc<Device<T>>> {
+        let dev = Device::alloc(&OPS, 1, Ok(()))?;
+        Device::register(&dev, c"nltest_%d")?;
+        Ok(dev)
+    }
+
+    /// A request of `op` with `DEV_INDEX` (and `extra` u32 attributes).
+    fn request(buf: &mut [u8], op: u16, index: Option<u32>, extra: &[(u16, u32)]) -> usize {
+        let mut w = MsgWriter::new(buf);
+        w.begin(ty(op), NLM_F_REQUEST, 5, 0).unwrap();
+        if let Some(i) = index {
+            w.put_u32(RDMA_NLDEV_ATTR_DEV_INDEX, i).unwrap();
+        }
+        for (t, v) in extra {
+            w.put_u32(*t, *v).unwrap();
+        }
+        w.end().unwrap();
+        w.len()
+    }
+
+    fn req(b: &[u8]) -> Request<'_> {
+        Request {
+            msg: NlMsg::parse(b).unwrap(),
+            portid: 77,
+            admin: true,
+        }
+    }
+
+    /// The attributes of the single message in `reply`.
+    fn single<'a>(reply: &'a [u8]) -> Result<(u16, [Option<Attr<'a>>; NATTR])> {
+        let mut it = NlMsgIter::new(reply);
+        let m = it.next().ok_or(EINVAL)?.map_err(|_| EINVAL)?;
+        assert!(it.next().is_none());
+        assert_eq!((m.hdr.seq, m.hdr.pid), (5, 77));
+        let mut tb = [None; NATTR];
+        codec::parse_attrs(m.payload, &mut tb).map_err(|_| EINVAL)?;
+        Ok((m.hdr.ty, tb))
+    }
+
+    fn a_u32(tb: &[Option<Attr<'_>>], t: u16) -> Option<u32> {
+        tb[t as usize].and_then(|a| a.u32().ok())
+    }
+    fn a_u64(tb: &[Option<Attr<'_>>], t: u16) -> Option<u64> {
+        tb[t as usize].and_then(|a| a.u64().ok())
+    }
+    fn a_u8(tb: &[Option<Attr<'_>>], t: u16) -> Option<u8> {
+        tb[t as usize].and_then(|a| a.u8().ok())
+    }
+    fn a_str<'a>(tb: &[Option<Attr<'a>>], t: u16) -> Option<&'a [u8]> {
+        tb[t as usize].and_then(|a| a.str().ok())
+    }
+
+    #[test]
+    fn get_and_port_get_carry_upstream_attributes() -> Result {
+        let dev = device()?;
+        let idx = dev.index();
+        let mut rb = [0u8; 64];
+        let n = request(&mut rb, RDMA_NLDEV_CMD_GET, Some(idx), &[]);
+        let mut out = [0u8; 512];
+        let mut w = MsgWriter::new(&mut out);
+        get_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (t, tb) = single(w.bytes())?;
+        assert_eq!(t, ty(RDMA_NLDEV_CMD_GET));
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_DEV_INDEX), Some(idx));
+        assert_eq!(a_str(&tb, RDMA_NLDEV_ATTR_DEV_NAME), Some(&b"nltest_0"[..]));
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX), Some(1));
+        assert_eq!(a_u64(&tb, RDMA_NLDEV_ATTR_CAP_FLAGS), Some(0x40));
+        assert_eq!(
+            a_str(&tb, RDMA_NLDEV_ATTR_FW_VERSION),
+            Some(&b"20.1.42"[..])
+        );
+        assert_eq!(
+            a_u64(&tb, RDMA_NLDEV_ATTR_NODE_GUID),
+            Some(0x1122_3344_5566_7788)
+        );
+        assert_eq!(
+            a_u64(&tb, RDMA_NLDEV_ATTR_SYS_IMAGE_GUID),
+            Some(0x0102_0304_0506_0708)
+        );
+        assert_eq!(a_u8(&tb, RDMA_NLDEV_ATTR_DEV_NODE_TYPE), Some(1));
+        assert_eq!(a_str(&tb, RDMA_NLDEV_ATTR_DEV_PROTOCOL), Some(&b"ib"[..]));
+
+        // Unknown index, no index: EINVAL (upstream nldev_get_doit()).
+        let n = request(&mut rb, RDMA_NLDEV_CMD_GET, Some(idx + 1000), &[]);
+        let mut w = MsgWriter::new(&mut out);
+        assert_eq!(get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
+        let n = request(&mut rb, RDMA_NLDEV_CMD_GET, None, &[]);
+        assert_eq!(get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
+
+        let n = request(
+            &mut rb,
+            RDMA_NLDEV_CMD_PORT_GET,
+            Some(idx),
+            &[(RDMA_NLDEV_ATTR_PORT_INDEX, 1)],
+        );
+        let mut w = MsgWriter::new(&mut out);
+        port_get_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (_, tb) = single(w.bytes())?;
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX), Some(1));
+        assert_eq!(a_u8(&tb, RDMA_NLDEV_ATTR_PORT_STATE), Some(4));
+        assert_eq!(a_u8(&tb, RDMA_NLDEV_ATTR_PORT_PHYS_STATE), Some(5));
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_LID), Some(0x12));
+        assert_eq!(
+            a_u64(&tb, RDMA_NLDEV_ATTR_SUBNET_PREFIX),
+            Some(0xfe80_0000_0000_0000)
+        );
+        let n = request(
+            &mut rb,
+            RDMA_NLDEV_CMD_PORT_GET,
+            Some(idx),
+            &[(RDMA_NLDEV_ATTR_PORT_INDEX, 2)],
+        );
+        let mut w = MsgWriter::new(&mut out);
+        assert_eq!(port_get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
+        Device::dealloc(dev);
+        Ok(())
+    }
+
+    #[test]
+    fn res_pd_dump_lists_the_kernel_owner() -> Result {
+        let dev = device()?;
+        let pd = Pd::alloc(&dev, crate::kernel_owner!())?;
+        let mut out = [0u8; 512];
+        let mut w = MsgWriter::new(&mut out);
+        let ty_pd = ty(RDMA_NLDEV_CMD_RES_PD_GET);
+        let next = res_dump_step(&mut w, ty_pd, 5, 77, &dev, ResType::Pd, 0, true)?;
+        assert_eq!(next, Some(1));
+        let (t, tb) = single(w.bytes())?;
+        assert_eq!(t, ty_pd);
+        let table = tb[RDMA_NLDEV_ATTR_RES_PD as usize].ok_or(EINVAL)?;
+        let mut entries = 0;
+        for e in table.nested() {
+            let e = e.map_err(|_| EINVAL)?;
+            assert_eq!(e.ty, RDMA_NLDEV_ATTR_RES_PD_ENTRY);
+            let mut etb = [None; NATTR];
+            codec::parse_attrs(e.payload, &mut etb).map_err(|_| EINVAL)?;
+            assert_eq!(a_u32(&etb, RDMA_NLDEV_ATTR_RES_PDN), Some(pd.res_id()));
+            assert_eq!(a_u64(&etb, RDMA_NLDEV_ATTR_RES_USECNT), Some(0));
+            assert_eq!(
+                a_str(&etb, RDMA_NLDEV_ATTR_RES_KERN_NAME),
+                Some(&b"ib_core_rs"[..])
+            );
+            assert!(etb[RDMA_NLDEV_ATTR_RES_PID as usize].is_none());
+            entries += 1;
+        }
+        assert_eq!(entries, 1);
+        // Nothing left from 1 on: the dump ends.
+        let mut w = MsgWriter::new(&mut out);
+        assert_eq!(
+            res_dump_step(&mut w, ty_pd, 5, 77, &dev, ResType::Pd, 1, true)?,
+            None
+        );
+        assert_eq!(w.len(), 0);
+        // The summary counts it.
+        let mut w = MsgWriter::new(&mut out);
+        w.begin(ty(RDMA_NLDEV_CMD_RES_GET), 0, 5, 77)
+            .map_err(Error::from)?;
+        fill_res_info(&mut w, &*dev)?;
+        w.end().map_err(Error::from)?;
+        let (_, tb) = single(w.bytes())?;
+        let summary = tb[RDMA_NLDEV_ATTR_RES_SUMMARY as usize].ok_or(EINVAL)?;
+        let mut pd_curr = None;
+        for e in summary.nested() {
+            let e = e.map_err(|_| EINVAL)?;
+            let mut etb = [None; NATTR];
+            codec::parse_attrs(e.payload, &mut etb).map_err(|_| EINVAL)?;
+            if a_str(&etb, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME) == Some(&b"pd"[..]) {
+                pd_curr = a_u64(&etb, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR);
+                assert_eq!(a_u64(&etb, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_MAX), Some(9));
+            }
+        }
+        assert_eq!(pd_curr, Some(1));
+        drop(pd);
+        Device::dealloc(dev);
+        Ok(())
+    }
+
+    struct CdevClient;
+
+    impl Client for CdevClient {
+        fn name(&self) -> &'static CStr {
+            c"kunit_cdev"
+        }
+        fn add(&self, _: &DeviceCore) -> Result {
+            Ok(())
+        }
+        fn remove(&self, _: &DeviceCore) {}
+        fn get_nl_info(&self, _: &DeviceCore, port: Option<u32>) -> Result<ClientNlInfo> {
+            if port.is_some() {
+                return Err(EINVAL);
+            }
+            Ok(ClientNlInfo {
+                devt: (231 << 20) | 192,
+                abi: 1,
+                name: DevName::new(b"uverbs0")?,
+                driver_id: Some(1),
+            })
+        }
+    }
+
+    fn chardev_req(buf: &mut [u8], name: &[u8], index: u32) -> usize {
+        let mut w = MsgWriter::new(buf);
+        w.begin(ty(RDMA_NLDEV_CMD_GET_CHARDEV), NLM_F_REQUEST, 5, 0)
+            .unwrap();
+        w.put_u32(RDMA_NLDEV_ATTR_DEV_INDEX, index).unwrap();
+        w.put_str(RDMA_NLDEV_ATTR_CHARDEV_TYPE, name).unwrap();
+        w.end().unwrap();
+        w.len()
+    }
+
+    #[test]
+    fn get_chardev_asks_the_named_client() -> Result {
+        let reg = register_client(Arc::new(CdevClient, GFP_KERNEL)?)?;
+        let dev = device()?;
+        let mut rb = [0u8; 64];
+        let mut out = [0u8; 256];
+        let n = chardev_req(&mut rb, b"kunit_cdev", dev.index());
+        let mut w = MsgWriter::new(&mut out);
+        get_chardev_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (t, tb) = single(w.bytes())?;
+        assert_eq!(t, ty(RDMA_NLDEV_CMD_GET_CHARDEV));
+        // huge_encode_dev(MKDEV(231, 192)) = 0xe7c0.
+        assert_eq!(a_u64(&tb, RDMA_NLDEV_ATTR_CHARDEV), Some(0xe7c0));
+        assert_eq!(a_u64(&tb, RDMA_NLDEV_ATTR_CHARDEV_ABI), Some(1));
+        assert_eq!(
+            a_str(&tb, RDMA_NLDEV_ATTR_CHARDEV_NAME),
+            Some(&b"uverbs0"[..])
+        );
+        assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID), Some(1));
+        // No client of that name: EOPNOTSUPP (upstream ib_get_client_nl_info()).
+        let n = chardev_req(&mut rb, b"nosuch", dev.index());
+        let mut w = MsgWriter::new(&mut out);
+        assert_eq!(
+            get_chardev_doit(&NlDev, &req(&rb[..n]), &mut w),
+            Err(EOPNOTSUPP)
+        );
+        Device::dealloc(dev);
+        drop(reg);
+        Ok(())
+    }
+
+    fn shown(f: impl FnOnce(&mut SysfsBuf<'_>) -> Result) -> Result<KVec<u8>> {
+        let mut page = [0u8; 128];
+        let mut b = SysfsBuf::new(&mut page);
+        f(&mut b)?;
+        let mut v = KVec::new();
+        v.extend_from_slice(b.as_bytes(), GFP_KERNEL)?;
+        Ok(v)
+    }
+
+    #[test]
+    fn sysfs_show_functions_use_upstream_formats() -> Result {
+        let dev = device()?;
+        let s = IbSysfs::new(dev.clone());
+        let d = |n: &str| shown(|b| show::dev(&s, n, b));
+        let p = |n: &str| shown(|b| show::port(&s, 1, n, b));
+        assert_eq!(&*d("node_type")?, b"1: CA\n");
+        assert_eq!(&*d("node_guid")?, b"1122:3344:5566:7788\n");
+        assert_eq!(&*d("sys_image_guid")?, b"0102:0304:0506:0708\n");
+        assert_eq!(&*d("fw_ver")?, b"20.1.42\n");
+        assert_eq!(&*p("state")?, b"4: ACTIVE\n");
+        assert_eq!(&*p("phys_state")?, b"5: LinkUp\n");
+        assert_eq!(&*p("lid")?, b"0x12\n");
+        assert_eq!(&*p("cap_mask")?, b"0x00000000\n");
+        assert_eq!(&*p("rate")?, b"56 Gb/sec (4X FDR)\n");
+        assert_eq!(&*p("link_layer")?, b"InfiniBand\n");
+        assert_eq!(&*p("gids/0")?, b"fe80:0000:0000:0000:0000:0000:0000:abcd\n");
+        assert_eq!(&*p("gids/1")?, b"0000:0000:0000:0000:0000:0000:0000:0000\n");
+        assert_eq!(&*p("pkeys/0")?, b"0xffff\n");
+        assert_eq!(&*p("gid_attrs/types/0")?, b"IB/RoCE v1\n");
+        assert_eq!(p("gid_attrs/types/1").err(), Some(EINVAL));
+        assert_eq!(p("gid_attrs/ndevs/0").err(), Some(EINVAL));
+        assert_eq!(p("pkeys/1").err(), Some(EINVAL));
+        drop(s);
+        Device::dealloc(dev);
+        Ok(())
+    }
 }

@@ -12,7 +12,8 @@
 use crate::task;
 use kernel::prelude::*;
 use kernel::str::BStr;
-use kernel::sync::Mutex;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::{Arc, Mutex};
 
 /// Tracked resource types (upstream `enum rdma_restrack_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +95,67 @@ macro_rules! kernel_owner {
     };
 }
 
+/// What a resource is beyond its type, fixed at creation: the fields nldev's `RES_*_GET`
+/// report (upstream reads them from the object behind `rdma_restrack_entry`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ResDetails {
+    /// Nothing more (PD, SRQ, ucontext).
+    #[default]
+    None,
+    /// A CQ: its number of entries (upstream `cq->cqe`).
+    Cq {
+        /// Entries.
+        cqe: u32,
+    },
+    /// A QP: its transport type (upstream `qp->qp_type`).
+    Qp {
+        /// `enum ib_qp_type` value.
+        qp_type: u8,
+    },
+    /// An MR: its length (upstream `mr->length`).
+    Mr {
+        /// Length in bytes.
+        length: u64,
+    },
+}
+
+/// A tracked resource (upstream `struct rdma_restrack_entry`): shared by the table and the
+/// object, which keeps its changing state here (`usecnt`, QP state) so that a dump can read
+/// it without a reference on the object.
+pub struct ResEntry {
+    /// The type.
+    pub kind: ResType,
+    /// Per-type ID.
+    pub id: u32,
+    /// The owner.
+    pub owner: Owner,
+    /// Fields fixed at creation.
+    pub details: ResDetails,
+    /// The object's use count (upstream `pd->usecnt`, `cq->usecnt`, ...).
+    pub usecnt: Atomic<i32>,
+    /// The QP state (`enum ib_qp_state`), kept by `Qp::modify`.
+    pub state: Atomic<i32>,
+    /// The QP number or the MR's lkey, known once the driver created the object.
+    pub num: Atomic<u32>,
+    /// The MR's rkey, known once the driver created the object.
+    pub rkey: Atomic<u32>,
+}
+
+impl ResEntry {
+    fn snapshot(&self) -> ResInfo {
+        ResInfo {
+            kind: self.kind,
+            id: self.id,
+            owner: self.owner,
+            details: self.details,
+            usecnt: self.usecnt.load(Relaxed),
+            state: self.state.load(Relaxed) as u8,
+            num: self.num.load(Relaxed),
+            rkey: self.rkey.load(Relaxed),
+        }
+    }
+}
+
 /// One tracked resource, as the dump API reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResInfo {
@@ -103,6 +165,16 @@ pub struct ResInfo {
     pub id: u32,
     /// The owner.
     pub owner: Owner,
+    /// Fields fixed at creation.
+    pub details: ResDetails,
+    /// The use count when the snapshot was taken.
+    pub usecnt: i32,
+    /// The QP state when the snapshot was taken (0 for other types).
+    pub state: u8,
+    /// The QP number, or the MR's lkey (0 for other types).
+    pub num: u32,
+    /// The MR's rkey (0 for other types).
+    pub rkey: u32,
 }
 
 /// The resource table of one device (upstream `struct rdma_restrack_root`
@@ -114,7 +186,7 @@ pub struct Restrack {
 }
 
 struct Inner {
-    entries: KVec<ResInfo>,
+    entries: KVec<Arc<ResEntry>>,
     next_id: [u32; NR_TYPES],
 }
 
@@ -138,20 +210,53 @@ impl Restrack {
     /// # Errors
     ///
     /// `ENOMEM` when the table cannot grow.
+    // For objects without details (uverbs' ucontext).
+    #[allow(dead_code)]
     pub(crate) fn add(&self, kind: ResType, owner: Owner) -> Result<u32> {
+        Ok(self.add_entry(kind, owner, ResDetails::None)?.id)
+    }
+
+    /// Records a new resource with its details and returns the entry, which the object keeps
+    /// (upstream `rdma_restrack_add()`).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn add_entry(
+        &self,
+        kind: ResType,
+        owner: Owner,
+        details: ResDetails,
+    ) -> Result<Arc<ResEntry>> {
         let mut g = self.inner.lock();
         let id = g.next_id[kind as usize];
-        g.entries.push(ResInfo { kind, id, owner }, GFP_KERNEL)?;
+        let e = Arc::new(
+            ResEntry {
+                kind,
+                id,
+                owner,
+                details,
+                usecnt: Atomic::new(0),
+                state: Atomic::new(0),
+                num: Atomic::new(0),
+                rkey: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        g.entries.reserve(1, GFP_KERNEL)?;
+        g.entries.push(e.clone(), GFP_KERNEL)?;
         g.next_id[kind as usize] = id.wrapping_add(1);
-        Ok(id)
+        Ok(e)
     }
 
     /// Forgets a resource (upstream `rdma_restrack_del()`).
     pub(crate) fn del(&self, kind: ResType, id: u32) {
-        self.inner
-            .lock()
-            .entries
-            .retain(|e| !(e.kind == kind && e.id == id));
+        let mut g = self.inner.lock();
+        if let Some(pos) = g.entries.iter().position(|e| e.kind == kind && e.id == id) {
+            let e = g.entries.remove(pos);
+            drop(g);
+            drop(e);
+        }
     }
 
     /// Number of tracked resources of a type (upstream `rdma_restrack_count()`).
@@ -179,7 +284,7 @@ impl Restrack {
         let g = self.inner.lock();
         let mut v = KVec::new();
         for e in g.entries.iter().filter(|e| e.kind == kind) {
-            v.push(*e, GFP_KERNEL)?;
+            v.push(e.snapshot(), GFP_KERNEL)?;
         }
         drop(g);
         v.sort_unstable_by_key(|e| e.id);

@@ -23,7 +23,7 @@ use core::{fmt, ptr::NonNull};
 use kernel::{bindings, device, ffi::c_char, prelude::*, str::CString, types::Opaque};
 
 /// The output buffer of a sysfs `show`: one page, truncated like `sysfs_emit()`.
-pub(crate) struct SysfsBuf<'a> {
+pub struct SysfsBuf<'a> {
     buf: &'a mut [u8],
     len: usize,
 }
@@ -31,12 +31,12 @@ pub(crate) struct SysfsBuf<'a> {
 impl<'a> SysfsBuf<'a> {
     /// A buffer over `buf`; at most `buf.len() - 1` bytes are kept (room for the NUL that
     /// sysfs expects).
-    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
+    pub fn new(buf: &'a mut [u8]) -> Self {
         Self { buf, len: 0 }
     }
 
     /// The bytes emitted so far.
-    pub(crate) fn as_bytes(&self) -> &[u8] {
+    pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
 }
@@ -282,7 +282,7 @@ impl Drop for Class {
 /// A read-only attribute of a class device (`/sys/class/<class>/<dev>/<name>`), declared as a
 /// `static`.
 #[repr(C)]
-pub(crate) struct DevAttr<T: 'static> {
+pub struct DevAttr<T: 'static> {
     raw: Opaque<bindings::device_attribute>,
     show: DevShowFn<T>,
 }
@@ -292,7 +292,7 @@ unsafe impl<T> Sync for DevAttr<T> {}
 
 impl<T: 'static> DevAttr<T> {
     /// A 0444 attribute `name` printing what `show` emits for the device's data.
-    pub(crate) const fn ro(name: &'static CStr, show: DevShowFn<T>) -> Self {
+    pub const fn ro(name: &'static CStr, show: DevShowFn<T>) -> Self {
         // SAFETY: all-zero is a valid `device_attribute`.
         let mut raw: bindings::device_attribute = unsafe { core::mem::zeroed() };
         raw.attr = attr(name, 0o444);
@@ -489,11 +489,12 @@ pub(crate) struct DeviceSpec<'a, T: 'static> {
 /// # Invariants
 ///
 /// `inner` is a `DevInner<T>` whose device was added (with its cdev if `has_cdev`) and on which
-/// this object holds the initial reference; `dirs` are added kobjects whose `data` points to
-/// `inner.data`, each one's parent a device or an earlier directory.
+/// this object holds the initial reference; `dirs` are the kobjects of added [`Dir<T>`]s or
+/// [`IndexedDir<T>`]s whose `data` points to `inner.data`, each one's parent the device or an
+/// earlier directory.
 pub(crate) struct ClassDevice<T: 'static> {
     inner: NonNull<DevInner<T>>,
-    dirs: KVec<NonNull<Dir<T>>>,
+    dirs: KVec<NonNull<bindings::kobject>>,
     has_cdev: bool,
 }
 
@@ -525,6 +526,19 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
             &'static bindings::file_operations,
             &'static kernel::ThisModule,
         )>,
+    ) -> Result<Self> {
+        Self::register_impl(spec, name, data, cdev, false)
+    }
+
+    fn register_impl(
+        spec: DeviceSpec<'_, T>,
+        name: fmt::Arguments<'_>,
+        data: T,
+        cdev: Option<(
+            &'static bindings::file_operations,
+            &'static kernel::ThisModule,
+        )>,
+        quiet: bool,
     ) -> Result<Self> {
         if cdev.is_some() && spec.devt.is_none() {
             return Err(EINVAL);
@@ -561,6 +575,9 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
             (*dev).class = spec.class.as_raw();
             (*dev).release = Some(DevInner::<T>::release);
             (*dev).groups = (*p).group_ptrs.as_ptr().cast_mut();
+            if quiet {
+                (*dev).kobj.set_uevent_suppress(1);
+            }
             if let Some(devt) = spec.devt {
                 (*dev).devt = devt;
             }
@@ -628,11 +645,7 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
         index: u32,
         attrs: &'static [&'static DirAttr<T>],
     ) -> Result<DirId> {
-        let parent_kobj = match parent {
-            // SAFETY: `inner` is live (type invariant); `kobj` is the first field of `device`.
-            None => unsafe { (*self.inner.as_ptr()).dev.get().cast::<bindings::kobject>() },
-            Some(DirId(i)) => self.dirs.get(i).ok_or(EINVAL)?.as_ptr().cast(),
-        };
+        let parent_kobj = self.parent_kobj(parent)?;
         let name = CString::try_from_fmt(name)?;
         self.dirs.reserve(1, GFP_KERNEL)?;
         let group = build_group(None, attrs.iter().map(|a| a.raw.get()))?;
@@ -673,11 +686,227 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
             unsafe { bindings::kobject_put((*p).kobj.get()) };
             return Err(Error::from_errno(ret));
         }
-        // SAFETY: from `KBox::into_raw`.
-        let dir = unsafe { NonNull::new_unchecked(p) };
+        // SAFETY: from `KBox::into_raw`; `kobj` is its first field.
+        let dir = unsafe { NonNull::new_unchecked(p.cast::<bindings::kobject>()) };
         // INVARIANT: added, `data` points to our data, parent is the device or earlier dir.
         self.dirs.push(dir, GFP_KERNEL)?;
         Ok(DirId(self.dirs.len() - 1))
+    }
+
+    fn parent_kobj(&self, parent: Option<DirId>) -> Result<*mut bindings::kobject> {
+        Ok(match parent {
+            // SAFETY: `inner` is live (type invariant); `kobj` is the first field of `device`.
+            None => unsafe { (*self.inner.as_ptr()).dev.get().cast::<bindings::kobject>() },
+            Some(DirId(i)) => self.dirs.get(i).ok_or(EINVAL)?.as_ptr(),
+        })
+    }
+
+    /// Adds subdirectory `name` (in `parent`, or in the device directory) holding `count`
+    /// files named `0` .. `count - 1` (upstream: `gids/`, `pkeys/`, `gid_attrs/types/` of a
+    /// port, whose attributes are allocated at run time). Reading file `i` calls
+    /// `show(data, index, i)`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, `EEXIST`, `EINVAL` for a `parent` not of this device.
+    pub(crate) fn add_indexed_dir(
+        &mut self,
+        parent: Option<DirId>,
+        name: fmt::Arguments<'_>,
+        index: u32,
+        count: u32,
+        show: IndexedShowFn<T>,
+    ) -> Result<DirId> {
+        let parent_kobj = self.parent_kobj(parent)?;
+        let name = CString::try_from_fmt(name)?;
+        self.dirs.reserve(1, GFP_KERNEL)?;
+        // The attributes point to their own names: the vector is allocated once with its final
+        // length and never grows, so the elements do not move.
+        let mut attrs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        for i in 0..count {
+            attrs.push(
+                IndexedAttr {
+                    raw: Opaque::zeroed(),
+                    index: i,
+                    name: index_name(i),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let key = kernel::static_lock_class!();
+        for a in attrs.iter() {
+            // SAFETY: `a` is ours and does not move (see above); the name is NUL-terminated.
+            unsafe {
+                let r = a.raw.get();
+                (*r).name = a.name.as_ptr().cast();
+                (*r).mode = 0o444;
+                // upstream sysfs_attr_init(): attributes not in static memory need a static key.
+                #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
+                {
+                    (*r).key = key.as_ptr();
+                }
+            }
+        }
+        #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
+        let _ = key;
+        let group = build_group(None, attrs.iter().map(|a| a.raw.get()))?;
+        let b = KBox::new(
+            IndexedDir {
+                kobj: Opaque::zeroed(),
+                data: self.data(),
+                index,
+                show,
+                group,
+                attrs,
+            },
+            GFP_KERNEL,
+        )?;
+        let p = KBox::into_raw(b);
+        // SAFETY: `p` is ours; after kobject_init_and_add() it is freed by `IndexedDir::release`
+        // via kobject_put(), also on failure. `parent_kobj` is live.
+        let ret = unsafe {
+            let k = (*p).kobj.get();
+            let ret = bindings::kobject_init_and_add(
+                k,
+                IndexedDir::<T>::ktype(),
+                parent_kobj,
+                c"%s".as_char_ptr(),
+                name.as_char_ptr(),
+            );
+            if ret == 0 {
+                let group: &CGroup = &(*p).group;
+                let ret = bindings::sysfs_create_group(k, group.raw.get());
+                if ret != 0 {
+                    bindings::kobject_del(k);
+                }
+                ret
+            } else {
+                ret
+            }
+        };
+        if ret != 0 {
+            // SAFETY: drops the initial reference; `release` frees `p`.
+            unsafe { bindings::kobject_put((*p).kobj.get()) };
+            return Err(Error::from_errno(ret));
+        }
+        // SAFETY: from `KBox::into_raw`; `kobj` is its first field.
+        let dir = unsafe { NonNull::new_unchecked(p.cast::<bindings::kobject>()) };
+        // INVARIANT: added, `data` points to our data, parent is the device or earlier dir.
+        self.dirs.push(dir, GFP_KERNEL)?;
+        Ok(DirId(self.dirs.len() - 1))
+    }
+
+    /// Registers like [`ClassDevice::register`] but with the `KOBJ_ADD` uevent held back until
+    /// [`ClassDevice::announce`] (upstream `ib_register_device()`: `dev_set_uevent_suppress()`
+    /// before `device_add()`, `kobject_uevent(KOBJ_ADD)` once the clients are added).
+    ///
+    /// # Errors
+    ///
+    /// As [`ClassDevice::register`].
+    pub(crate) fn register_quiet(
+        spec: DeviceSpec<'_, T>,
+        name: fmt::Arguments<'_>,
+        data: T,
+    ) -> Result<Self> {
+        Self::register_impl(spec, name, data, None, true)
+    }
+
+    /// Sends the `KOBJ_ADD` uevent held back by [`ClassDevice::register_quiet`].
+    pub(crate) fn announce(&self) {
+        // SAFETY: the device is added (type invariant); the bitfield is only written here and
+        // before device_add(), both under the caller's registration.
+        unsafe {
+            let dev = (*self.inner.as_ptr()).dev.get();
+            (*dev).kobj.set_uevent_suppress(0);
+            bindings::kobject_uevent(&raw mut (*dev).kobj, bindings::kobject_action_KOBJ_ADD);
+        }
+    }
+}
+
+/// The name of file `i` of an indexed directory: decimal, NUL-terminated.
+fn index_name(i: u32) -> [u8; 12] {
+    let mut digits = [0u8; 10];
+    let mut n = digits.len();
+    let mut v = i;
+    loop {
+        n -= 1;
+        digits[n] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let mut out = [0u8; 12];
+    out[..digits.len() - n].copy_from_slice(&digits[n..]);
+    out
+}
+
+/// A `show` of an indexed directory's file: the device's data, the directory's index (the
+/// port) and the file's index (the GID or P_Key table entry).
+pub(crate) type IndexedShowFn<T> = fn(&T, u32, u32, &mut SysfsBuf<'_>) -> Result;
+
+/// One run-time attribute of an [`IndexedDir`]: `raw.name` points to `name`.
+#[repr(C)]
+struct IndexedAttr {
+    raw: Opaque<bindings::attribute>,
+    index: u32,
+    name: [u8; 12],
+}
+
+/// A subdirectory whose files are named by their index (`gids/0`, `gids/1`, ...).
+#[repr(C)]
+struct IndexedDir<T: 'static> {
+    kobj: Opaque<bindings::kobject>,
+    data: *const T,
+    index: u32,
+    show: IndexedShowFn<T>,
+    group: KBox<CGroup>,
+    attrs: KVec<IndexedAttr>,
+}
+
+impl<T: 'static> IndexedDir<T> {
+    const SYSFS_OPS: bindings::sysfs_ops = bindings::sysfs_ops {
+        show: Some(Self::show),
+        store: None,
+    };
+
+    const KTYPE: bindings::kobj_type = {
+        // SAFETY: all-zero is a valid `kobj_type`.
+        let mut t: bindings::kobj_type = unsafe { core::mem::zeroed() };
+        t.release = Some(Self::release);
+        t.sysfs_ops = &Self::SYSFS_OPS;
+        t
+    };
+
+    const fn ktype() -> &'static bindings::kobj_type {
+        &Self::KTYPE
+    }
+
+    /// # Safety
+    ///
+    /// Called by sysfs for a file of an `IndexedDir<T>`, whose attributes are the `raw` of its
+    /// `IndexedAttr`s.
+    unsafe extern "C" fn show(
+        kobj: *mut bindings::kobject,
+        attr: *mut bindings::attribute,
+        buf: *mut c_char,
+    ) -> isize {
+        // SAFETY: `kobj` is the first field of a live `IndexedDir<T>`, whose `data` is valid while
+        // its files exist (see `Dir::show`); `attr` is the first field of one of its
+        // `IndexedAttr`s.
+        let (dir, a) = unsafe { (&*kobj.cast::<Self>(), &*attr.cast::<IndexedAttr>()) };
+        // SAFETY: as above.
+        let data = unsafe { &*dir.data };
+        // SAFETY: sysfs `show` contract.
+        unsafe { emit(buf, |b| (dir.show)(data, dir.index, a.index, b)) }
+    }
+
+    /// # Safety
+    ///
+    /// Called once by the kobject core after the last `kobject_put()`.
+    unsafe extern "C" fn release(kobj: *mut bindings::kobject) {
+        // SAFETY: `kobj` is the first field of an `IndexedDir<T>` from `KBox::into_raw`.
+        drop(unsafe { KBox::from_raw(kobj.cast::<Self>()) });
     }
 }
 
@@ -688,7 +917,7 @@ impl<T: 'static> Drop for ClassDevice<T> {
             // SAFETY: added (type invariant). kobject_del() removes the files and waits for
             // running `show`s; kobject_put() drops our reference.
             unsafe {
-                let k = (*d.as_ptr()).kobj.get();
+                let k = d.as_ptr();
                 bindings::kobject_del(k);
                 bindings::kobject_put(k);
             }
@@ -814,7 +1043,7 @@ mod tests {
         let ports = dev.add_dir(None, fmt!("ports"), 0, &[])?;
         dev.add_dir(Some(ports), fmt!("{}", 1), 1, &DIR_ATTRS)?;
         dev.add_dir(Some(ports), fmt!("{}", 2), 2, &DIR_ATTRS)?;
-        let kobj = dev.dirs[2].as_ptr().cast::<bindings::kobject>();
+        let kobj = dev.dirs[2].as_ptr();
         // SAFETY: `kobj` is the added `ports/2` directory; sysfs calls its ktype's show so.
         let v = page_of(|p| unsafe { Dir::<Port>::show(kobj, STATE.raw.get(), p) })?;
         assert_eq!(&*v, b"5: ACTIVE\n");

@@ -8,9 +8,11 @@
 //! is an `unsafe` promise; it is kept here, in `rust/`, and made once from
 //! the module's `init`.
 
+use crate::class::Class;
 use crate::client::ClientTable;
 use crate::registry::Registry;
 use core::pin::Pin;
+use kernel::sync::Arc;
 
 kernel::sync::global_lock! {
     // SAFETY: initialized by `init()`, called first thing in the module's
@@ -26,8 +28,8 @@ kernel::sync::global_lock! {
 
 kernel::sync::global_lock! {
     // SAFETY: initialized by `init()`, called first thing in the module's
-    // `init` before uverbs registers its client.
-    pub(crate) unsafe(uninit) static UVERBS: Mutex<Option<kernel::sync::Arc<crate::uverbs::UverbsClient>>> = None;
+    // `init` before the class is registered.
+    pub(crate) unsafe(uninit) static IB_CLASS: Mutex<Option<Arc<Class>>> = None;
 }
 
 /// Initializes the global locks. Must be called once, from the module's
@@ -39,6 +41,6 @@ pub(crate) fn init() {
     unsafe { REGISTRY.init() };
     // SAFETY: as above, for `CLIENTS`.
     unsafe { CLIENTS.init() };
-    // SAFETY: as above, for `UVERBS`.
-    unsafe { UVERBS.init() };
+    // SAFETY: as above, for `IB_CLASS`.
+    unsafe { IB_CLASS.init() };
 }

@@ -75,6 +75,9 @@ pub(crate) struct Request<'a> {
     pub(crate) msg: NlMsg<'a>,
     /// The sender's port id (`NETLINK_CB(skb).portid`), where replies go.
     pub(crate) portid: u32,
+    /// Whether the sender has `CAP_NET_ADMIN` (`netlink_capable()`; nldev shows MR keys and
+    /// the PD's local DMA lkey only then).
+    pub(crate) admin: bool,
 }
 
 impl Request<'_> {
@@ -208,9 +211,12 @@ unsafe fn request<'a>(
     let bytes = unsafe { core::slice::from_raw_parts(nlh.cast::<u8>(), len) };
     // SAFETY: `skb` is a valid netlink datagram (function safety requirement).
     let portid = unsafe { rdma_rs_skb_portid(skb) };
+    // SAFETY: `skb` is a valid netlink datagram (function safety requirement).
+    let admin = unsafe { bindings::netlink_capable(skb, bindings::CAP_NET_ADMIN as c_int) };
     Ok(Request {
         msg: NlMsg::parse(bytes)?,
         portid,
+        admin,
     })
 }
 

@@ -323,6 +323,35 @@ impl crate::client::Client for UverbsClient {
             .inspect_err(|_| self.free_devnum(devnum))
     }
 
+    // upstream: ib_uverbs_get_nl_info()
+    fn get_nl_info(
+        &self,
+        dev: &DeviceCore,
+        _port: Option<u32>,
+    ) -> Result<crate::client::ClientNlInfo> {
+        let devs = self.devices.lock();
+        let a = devs
+            .iter()
+            .find(|a| a.index == dev.index())
+            .ok_or(EOPNOTSUPP)?;
+        let devt = if a.devnum < super::IB_UVERBS_NUM_FIXED_MINOR {
+            self.shared.fixed.devt(a.devnum)
+        } else {
+            self.shared
+                .dynamic
+                .devt(a.devnum - super::IB_UVERBS_NUM_FIXED_MINOR)
+        }
+        .ok_or(EINVAL)?;
+        let drv = a.udev.driver.lock().clone().ok_or(EOPNOTSUPP)?;
+        let name = crate::device::DevName::format(b"uverbs", a.devnum, b"")?;
+        Ok(crate::client::ClientNlInfo {
+            devt,
+            abi: u64::from(a.udev.abi_ver),
+            name,
+            driver_id: Some(drv.desc().driver_id),
+        })
+    }
+
     // upstream: ib_uverbs_remove_one()
     fn remove(&self, dev: &DeviceCore) {
         let att = {
@@ -351,24 +380,4 @@ impl crate::client::Client for UverbsClient {
         att.udev.prune();
         self.free_devnum(att.devnum);
     }
-}
-
-/// The per-device state as the nldev `GET_CHARDEV` answer needs it:
-/// `(uverbsN number, dev_t, ABI version, driver id)`.
-pub(crate) fn chardev_of(index: u32) -> Option<(u32, u32, u32, u32)> {
-    let dev = crate::registry::get_by_index(index)?;
-    let drv = dev.uverbs.lock().clone()?;
-    let g = crate::global::UVERBS.lock();
-    let client = g.as_ref()?;
-    let devs = client.devices.lock();
-    let a = devs.iter().find(|a| a.index == index)?;
-    let devt = if a.devnum < super::IB_UVERBS_NUM_FIXED_MINOR {
-        client.shared.fixed.devt(a.devnum)?
-    } else {
-        client
-            .shared
-            .dynamic
-            .devt(a.devnum - super::IB_UVERBS_NUM_FIXED_MINOR)?
-    };
-    Some((a.devnum, devt, drv.abi_ver(), drv.desc().driver_id))
 }

@@ -65,6 +65,7 @@ pub(crate) fn query_device_resp(
     o.u32(48, a.hw_ver);
     o.u32(52, a.max_qp);
     o.u32(56, a.max_qp_wr);
+    o.u32(60, a.device_cap_flags as u32);
     o.u32(72, a.max_cq);
     o.u32(76, a.max_cqe);
     o.u32(80, a.max_mr);
@@ -89,8 +90,8 @@ pub(crate) fn query_port_resp(p: &PortAttr, imm: &PortImmutable) -> Out<QUERY_PO
     o.u8(29, p.lmc);
     o.u8(30, 1); // max_vl_num
     o.u8(31, p.sm_sl);
-    o.u8(34, 1); // active_width: 1X
-    o.u8(35, 1); // active_speed: SDR
+    o.u8(34, p.active_width);
+    o.u8(35, p.active_speed.min(u8::MAX.into()) as u8);
     o.u8(36, p.phys_state);
     o.u8(
         37,

@@ -25,7 +25,7 @@ mod device;
 mod file;
 mod resp;
 
-pub(crate) use device::{chardev_of, driver_handle, UverbsClient, UverbsDriver};
+pub(crate) use device::{driver_handle, UverbsDriver};
 
 /// `IB_UVERBS_MAJOR`.
 pub const IB_UVERBS_MAJOR: u32 = 231;
@@ -98,18 +98,11 @@ impl UverbsGlobal {
             GFP_KERNEL,
         )?;
         let client = device::UverbsClient::new(module, shared.clone())?;
-        *crate::global::UVERBS.lock() = Some(client.clone());
         let client = crate::client::register_client(client)?;
         Ok(Self {
             _client: client,
             _shared: shared,
         })
-    }
-}
-
-impl Drop for UverbsGlobal {
-    fn drop(&mut self) {
-        drop(crate::global::UVERBS.lock().take());
     }
 }
 

@@ -6,7 +6,7 @@
 use super::{destroy_with, Counted, DestroyError, Liveness, Wc};
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::restrack::{Owner, ResType};
+use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
@@ -43,7 +43,7 @@ pub trait CqHandler: Send + Sync + 'static {
 /// `D::CqData` in the same allocation).
 pub struct Cq<D: Driver> {
     dev: Arc<Device<D>>,
-    usecnt: Atomic<i32>,
+    res: Arc<ResEntry>,
     res_id: u32,
     live: Liveness,
     cqe: u32,
@@ -53,7 +53,7 @@ pub struct Cq<D: Driver> {
 
 impl<D: Driver> Counted for Cq<D> {
     fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.usecnt
+        &self.res.usecnt
     }
 }
 
@@ -75,12 +75,15 @@ impl<D: Driver> Cq<D> {
             return Err(EINVAL);
         }
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res_id = dev.restrack().add(ResType::Cq, owner)?;
+        let res = dev
+            .restrack()
+            .add_entry(ResType::Cq, owner, ResDetails::Cq { cqe: attr.cqe })?;
+        let res_id = res.id;
         let drv = op(dev, attr).inspect_err(|_| dev.restrack().del(ResType::Cq, res_id))?;
         Ok(slot
             .write(Cq {
                 dev: dev.clone(),
-                usecnt: Atomic::new(0),
+                res,
                 res_id,
                 live: Liveness::new(),
                 cqe: attr.cqe,
@@ -173,7 +176,7 @@ impl<D: Driver> Cq<D> {
     /// Number of QPs using the CQ, a QP counted twice when it uses the CQ
     /// for both queues (upstream `cq->usecnt`).
     pub fn usecnt(&self) -> i32 {
-        self.usecnt.load(Relaxed)
+        self.res.usecnt.load(Relaxed)
     }
 
     /// The restrack ID.

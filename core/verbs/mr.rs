@@ -5,7 +5,7 @@
 
 use super::{DestroyError, Liveness, Pd, Uses};
 use crate::driver::Driver;
-use crate::restrack::{Owner, ResType};
+use crate::restrack::{Owner, ResDetails, ResType};
 use kernel::prelude::*;
 use kernel::sync::{Arc, UniqueArc};
 
@@ -73,8 +73,13 @@ impl<D: Driver> Mr<D> {
         let dev = pd.device();
         pd.check_alive()?;
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res_id = dev.restrack().add(ResType::Mr, owner)?;
+        let res = dev
+            .restrack()
+            .add_entry(ResType::Mr, owner, ResDetails::Mr { length: 0 })?;
+        let res_id = res.id;
         let c = op().inspect_err(|_| dev.restrack().del(ResType::Mr, res_id))?;
+        res.num.store(c.lkey, kernel::sync::atomic::Relaxed);
+        res.rkey.store(c.rkey, kernel::sync::atomic::Relaxed);
         Ok(slot
             .write(Mr {
                 pd: Uses::new(pd.clone()),

@@ -5,7 +5,7 @@
 use super::{destroy_with, Counted, DestroyError, Liveness};
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::restrack::{Owner, ResType};
+use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
@@ -14,7 +14,7 @@ use kernel::sync::{Arc, UniqueArc};
 /// `D::PdData` in the same allocation).
 pub struct Pd<D: Driver> {
     dev: Arc<Device<D>>,
-    usecnt: Atomic<i32>,
+    res: Arc<ResEntry>,
     res_id: u32,
     live: Liveness,
     drv: D::PdData,
@@ -22,7 +22,7 @@ pub struct Pd<D: Driver> {
 
 impl<D: Driver> Counted for Pd<D> {
     fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.usecnt
+        &self.res.usecnt
     }
 }
 
@@ -35,12 +35,15 @@ impl<D: Driver> Pd<D> {
     pub fn alloc(dev: &Arc<Device<D>>, owner: Owner) -> Result<Arc<Self>> {
         let op = dev.ops().alloc_pd.ok_or(EOPNOTSUPP)?;
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res_id = dev.restrack().add(ResType::Pd, owner)?;
+        let res = dev
+            .restrack()
+            .add_entry(ResType::Pd, owner, ResDetails::None)?;
+        let res_id = res.id;
         let drv = op(dev).inspect_err(|_| dev.restrack().del(ResType::Pd, res_id))?;
         Ok(slot
             .write(Pd {
                 dev: dev.clone(),
-                usecnt: Atomic::new(0),
+                res,
                 res_id,
                 live: Liveness::new(),
                 drv,
@@ -84,7 +87,7 @@ impl<D: Driver> Pd<D> {
 
     /// Number of objects using the PD (upstream `pd->usecnt`).
     pub fn usecnt(&self) -> i32 {
-        self.usecnt.load(Relaxed)
+        self.res.usecnt.load(Relaxed)
     }
 
     /// The restrack ID.

@@ -7,7 +7,7 @@
 
 use super::{destroy_with, Counted, Cq, DestroyError, Liveness, Pd, RecvWr, SendWr, Srq, Uses};
 use crate::driver::Driver;
-use crate::restrack::{Owner, ResType};
+use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
@@ -151,7 +151,7 @@ pub struct Qp<D: Driver> {
     send_cq: Uses<Cq<D>>,
     recv_cq: Uses<Cq<D>>,
     srq: Option<Uses<Srq<D>>>,
-    usecnt: Atomic<i32>,
+    res: Arc<ResEntry>,
     qp_num: u32,
     qp_type: QpType,
     res_id: u32,
@@ -161,7 +161,7 @@ pub struct Qp<D: Driver> {
 
 impl<D: Driver> Counted for Qp<D> {
     fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.usecnt
+        &self.res.usecnt
     }
 }
 
@@ -186,15 +186,23 @@ impl<D: Driver> Qp<D> {
             return Err(EINVAL);
         }
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res_id = dev.restrack().add(ResType::Qp, owner)?;
+        let res = dev.restrack().add_entry(
+            ResType::Qp,
+            owner,
+            ResDetails::Qp {
+                qp_type: attr.qp_type as u8,
+            },
+        )?;
+        let res_id = res.id;
         let created = op(pd, attr).inspect_err(|_| dev.restrack().del(ResType::Qp, res_id))?;
+        res.num.store(created.qp_num, Relaxed);
         Ok(slot
             .write(Qp {
                 pd: Uses::new(pd.clone()),
                 send_cq: Uses::new(attr.send_cq.clone()),
                 recv_cq: Uses::new(attr.recv_cq.clone()),
                 srq: attr.srq.map(|s| Uses::new(s.clone())),
-                usecnt: Atomic::new(0),
+                res,
                 qp_num: created.qp_num,
                 qp_type: attr.qp_type,
                 res_id,
@@ -214,7 +222,7 @@ impl<D: Driver> Qp<D> {
     pub fn destroy(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
         destroy_with(
             this,
-            |q| q.usecnt.load(Relaxed),
+            |q| q.res.usecnt.load(Relaxed),
             |q| &q.live,
             |q| q.driver_destroy(),
             |q| q.release(),
@@ -261,7 +269,12 @@ impl<D: Driver> Qp<D> {
         {
             return Err(EINVAL);
         }
-        op(self, attr, mask)
+        op(self, attr, mask)?;
+        if mask.contains(QpAttrMask::STATE) {
+            // For nldev RES_QP_GET (upstream reads it back with ib_query_qp()).
+            self.res.state.store(attr.qp_state as i32, Relaxed);
+        }
+        Ok(())
     }
 
     /// Reads the attributes (upstream `ib_query_qp()`).

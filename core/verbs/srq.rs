@@ -5,7 +5,7 @@
 
 use super::{destroy_with, Counted, DestroyError, Liveness, Pd, Uses};
 use crate::driver::Driver;
-use crate::restrack::{Owner, ResType};
+use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
@@ -22,7 +22,7 @@ pub struct SrqInitAttr {
 /// A shared receive queue (upstream `struct ib_srq`); it uses its PD.
 pub struct Srq<D: Driver> {
     pd: Uses<Pd<D>>,
-    usecnt: Atomic<i32>,
+    res: Arc<ResEntry>,
     res_id: u32,
     live: Liveness,
     drv: D::SrqData,
@@ -30,7 +30,7 @@ pub struct Srq<D: Driver> {
 
 impl<D: Driver> Counted for Srq<D> {
     fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.usecnt
+        &self.res.usecnt
     }
 }
 
@@ -47,12 +47,15 @@ impl<D: Driver> Srq<D> {
         let op = dev.ops().create_srq.ok_or(EOPNOTSUPP)?;
         pd.check_alive()?;
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res_id = dev.restrack().add(ResType::Srq, owner)?;
+        let res = dev
+            .restrack()
+            .add_entry(ResType::Srq, owner, ResDetails::None)?;
+        let res_id = res.id;
         let drv = op(pd, attr).inspect_err(|_| dev.restrack().del(ResType::Srq, res_id))?;
         Ok(slot
             .write(Srq {
                 pd: Uses::new(pd.clone()),
-                usecnt: Atomic::new(0),
+                res,
                 res_id,
                 live: Liveness::new(),
                 drv,
@@ -104,7 +107,7 @@ impl<D: Driver> Srq<D> {
 
     /// Number of QPs using the SRQ (upstream `srq->usecnt`).
     pub fn usecnt(&self) -> i32 {
-        self.usecnt.load(Relaxed)
+        self.res.usecnt.load(Relaxed)
     }
 }
 

@@ -460,6 +460,17 @@ impl<'a> MsgWriter<'a> {
         })
     }
 
+    /// Opens a nested attribute without `NLA_F_NESTED` (`nla_nest_start_noflag()`, which
+    /// nldev's resource tables use).
+    pub(crate) fn nest_start_noflag(&mut self, ty: u16) -> Result<Nest, CodecError> {
+        let pos = self.pos.ok_or(CodecError::Misuse)?;
+        self.put(ty, &[])?;
+        Ok(Nest {
+            at: pos,
+            msg: self.msg,
+        })
+    }
+
     /// Closes a nested attribute (`nla_nest_end()`): its length covers everything put since.
     pub(crate) fn nest_end(&mut self, nest: Nest) -> Result<(), CodecError> {
         let pos = self.pos.ok_or(CodecError::Misuse)?;

@@ -64,6 +64,7 @@ impl DeviceOps for MockOps {
             max_cqe: 4096,
             max_mr: 256,
             max_pd: 32,
+            ..DeviceAttr::default()
         })
     }
 
@@ -87,6 +88,8 @@ impl DeviceOps for MockOps {
             sm_lid: 1,
             sm_sl: 0,
             port_cap_flags: 0,
+            active_width: 1,
+            active_speed: 1,
         })
     }
 

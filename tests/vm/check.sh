@@ -4,6 +4,8 @@
 . /rdma-rs/ours.sh
 . /rdma-rs/fwsim.sh
 . /rdma-rs/abs.sh
+. /rdma-rs/sysfs.sh
+. /rdma-rs/sysfs_compare.sh
 RDMARS_SOURCED=1 . /rdma-rs/uverbs.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 
@@ -18,6 +20,10 @@ suite_end
 
 suite_begin vm_rust_abs
 abs_suite
+suite_end
+
+suite_begin vm_core_sysfs_nldev
+sysfs_suite
 suite_end
 
 suite_begin vm_upstream_conflict
@@ -41,6 +47,10 @@ peer_up
 peer_devinfo
 peer_workload
 peer_down
+suite_end
+
+suite_begin vm_sysfs_vs_rxe
+sysfs_compare /tmp/sysfs-ours /tmp/sysfs-rxe
 suite_end
 
 suite_begin vm_leaks

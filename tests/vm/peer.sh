@@ -1,6 +1,7 @@
 # The upstream C stack as a peer: ib_core + ib_uverbs + rdma_rxe on one end
 # of a veth pair (no QEMU NIC needed). Runs as its own mode and inside check.
 . /rdma-rs/lib.sh
+. /rdma-rs/sysfs_compare.sh
 
 peer_up() {
 	t_check "modprobe ib_uverbs rdma_rxe" modprobe -a ib_uverbs rdma_rxe
@@ -23,6 +24,7 @@ peer_devinfo() {
 	fi
 	echo "+ rdma dev"
 	rdma dev | sed 's/^/    rdma| /'
+	sysfs_snapshot /sys/class/infiniband/rxe0 >/tmp/sysfs-rxe
 }
 
 # The project's libibverbs workload against rxe0: both teardown orders, and
