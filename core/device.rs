@@ -171,6 +171,11 @@ pub struct DeviceCore {
     restrack: Restrack,
     #[pin]
     sysfs: Mutex<Option<Sysfs>>,
+    /// The driver-typed entry points of the uverbs layer (set at
+    /// registration when the driver has `alloc_ucontext`, cleared at
+    /// unregistration; it holds the device, so it must not outlive it).
+    #[pin]
+    pub(crate) uverbs: Mutex<Option<Arc<dyn crate::uverbs::UverbsDriver>>>,
 }
 
 impl DeviceCore {
@@ -206,6 +211,7 @@ impl DeviceCore {
             next_handler: Atomic::new(0),
             restrack <- Restrack::new(),
             sysfs <- core_mutex!(None, c"ib_device.sysfs"),
+            uverbs <- core_mutex!(None, c"ib_device.uverbs"),
         })
     }
 
@@ -600,6 +606,9 @@ impl<D: Driver> Device<D> {
         // upstream: enable_device_and_get(): refcount 2 (the registration
         // and this thread), mark registered, enable_driver, add clients.
         this.core.refcount.store(2, kernel::sync::atomic::Release);
+        if this.ops.alloc_ucontext.is_some() {
+            *this.core.uverbs.lock() = Some(crate::uverbs::driver_handle(this)?);
+        }
         let enable = this.ops.enable_driver;
         let r = client::enable_device(&**this, || match enable {
             Some(f) => f(this),
@@ -607,6 +616,7 @@ impl<D: Driver> Device<D> {
         });
         if r.is_err() {
             this.core.refcount.store(0, kernel::sync::atomic::Release);
+            *this.core.uverbs.lock() = None;
         }
         r
     }
@@ -658,6 +668,8 @@ impl<D: Driver> Device<D> {
         self.core.set_phase(Phase::Unregistering);
         // upstream: disable_device()
         client::disable_device(&self.core);
+        // The uverbs client is gone: break the handle's reference cycle.
+        drop(self.core.uverbs.lock().take());
         self.core.put_raw();
         self.core.unreg_completion.wait_for_completion();
         // upstream: ib_free_port_attrs(), device_del(). The class device holds a reference

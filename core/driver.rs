@@ -25,8 +25,9 @@ pub enum DriverId {
     Unknown = 0,
     /// `RDMA_DRIVER_MLX5`.
     Mlx5 = 1,
-    /// `RDMA_DRIVER_RXE`.
-    Rxe = 11,
+    /// `RDMA_DRIVER_RXE` (the 15th entry of `enum rdma_driver_id`, after
+    /// QEDR = 11, HNS = 12 and USNIC = 13).
+    Rxe = 14,
 }
 
 /// An RDMA device driver: the private data it keeps per device and per

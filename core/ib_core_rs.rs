@@ -25,6 +25,8 @@ macro_rules! core_mutex {
     }};
 }
 
+#[path = "../rust/anon_file.rs"]
+pub(crate) mod anon_file;
 pub mod attr;
 mod cache;
 #[path = "../rust/chrdev.rs"]
@@ -61,16 +63,19 @@ module! {
 struct IbCoreRs {
     // The NETLINK_RDMA socket first: it is what collides with a loaded upstream ib_core.
     _nldev: netlink::NlSocket<nldev::NlDev>,
-    _uverbs: uverbs::UverbsGlobal,
+    // Taken in drop before the leftover checks: it holds the uverbs client.
+    uverbs: Option<uverbs::UverbsGlobal>,
 }
 
 impl kernel::Module for IbCoreRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        // Before anything that needs undoing: these fail cleanly next to the upstream stack.
+        // The global locks first: the NETLINK_RDMA socket answers GET (registry) as soon as it
+        // exists, and uverbs registers its client. Initializing them needs no undoing.
+        global::init();
+        // Then what fails cleanly next to the upstream stack.
         let nldev =
             netlink::NlSocket::new(module, kernel::sync::Arc::new(nldev::NlDev, GFP_KERNEL)?)?;
-        let uverbs = uverbs::UverbsGlobal::register()?;
-        global::init();
+        let uverbs = uverbs::UverbsGlobal::register(module)?;
         sysfs::init()?;
         pr_info!(
             "ib_core_rs: loaded (uverbs ABI {})\n",
@@ -78,7 +83,7 @@ impl kernel::Module for IbCoreRs {
         );
         Ok(IbCoreRs {
             _nldev: nldev,
-            _uverbs: uverbs,
+            uverbs: Some(uverbs),
         })
     }
 }
@@ -86,9 +91,9 @@ impl kernel::Module for IbCoreRs {
 impl Drop for IbCoreRs {
     fn drop(&mut self) {
         // Dependent modules are gone (they hold references on us), so their
-        // devices and clients must be too.
+        // devices and clients must be too (our own uverbs client aside).
         let devs = registry::device_count();
-        let clients = client::client_count();
+        let clients = client::client_count().saturating_sub(usize::from(self.uverbs.is_some()));
         if devs != 0 || clients != 0 {
             pr_err!(
                 "ib_core_rs: unloading with {} devices and {} clients left\n",
@@ -96,7 +101,10 @@ impl Drop for IbCoreRs {
                 clients
             );
         }
+        // Leftover devices belong to unloaded modules: forget them before the
+        // uverbs client's unregistration walks the registry.
         registry::shutdown();
+        drop(self.uverbs.take());
         client::shutdown();
         sysfs::exit();
         pr_info!("ib_core_rs: unloaded\n");

@@ -15,7 +15,7 @@ use crate::device::Device;
 use crate::driver::{Driver, DriverId};
 use crate::verbs::{
     AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
-    QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Wc,
+    QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext, UcontextPriv, Udata, Wc,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -76,6 +76,20 @@ pub trait DeviceOps: 'static {
 
     /// Releases driver resources at dealloc (upstream `ops.dealloc_driver`).
     fn dealloc_driver(_dev: &Device<Self::Driver>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver part of a user context (upstream
+    /// `ops.alloc_ucontext`): `udata` carries the provider library's request
+    /// and response (mlx5: `mlx5_ib_alloc_ucontext_req_v2`/`_resp`). A device
+    /// without it gets no uverbs char device.
+    fn alloc_ucontext(_dev: &Device<Self::Driver>, _udata: &mut Udata<'_>) -> Result<UcontextPriv> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Releases the driver part of a user context (upstream
+    /// `ops.dealloc_ucontext`; it cannot fail).
+    fn dealloc_ucontext(_ctx: &Ucontext<Self::Driver>) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -262,6 +276,8 @@ ops_table! {
     get_dev_fw_str: GetDevFwStr: fn(&Device<D>) -> Result<CString>,
     enable_driver: EnableDriver: fn(&Device<D>) -> Result,
     dealloc_driver: DeallocDriver: fn(&Device<D>),
+    alloc_ucontext: AllocUcontext: fn(&Device<D>, &mut Udata<'_>) -> Result<UcontextPriv>,
+    dealloc_ucontext: DeallocUcontext: fn(&Ucontext<D>),
     alloc_pd: AllocPd: fn(&Device<D>) -> Result<D::PdData>,
     dealloc_pd: DeallocPd: fn(&Pd<D>) -> Result,
     create_cq: CreateCq: fn(&Device<D>, &CqInitAttr) -> Result<D::CqData>,

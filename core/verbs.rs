@@ -32,6 +32,7 @@ mod pd;
 mod qp;
 mod srq;
 mod types;
+mod ucontext;
 
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
 pub use mr::{AccessFlags, Mr, MrCreated, MrType};
@@ -41,6 +42,7 @@ pub use qp::{
 };
 pub use srq::{Srq, SrqInitAttr};
 pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
+pub use ucontext::{Ucontext, UcontextPriv, Udata};
 
 /// A destroy that did not happen: the error and the object, still alive.
 pub struct DestroyError<T> {

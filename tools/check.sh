@@ -40,7 +40,7 @@ step "check: rustfmt"
 ksrc_fmt="$KSRC/.rustfmt.toml"
 rc=0
 (cd "$here" && rustfmt --check --edition 2021 --config-path "$ksrc_fmt" \
-	$(find core mlx5 uverbs rust tests/kunit -name '*.rs' 2>/dev/null)) >"$logs/rustfmt.log" 2>&1 || rc=$?
+	$(find core mlx5 uverbs rust tests/kunit tests/mockdev -name '*.rs' 2>/dev/null)) >"$logs/rustfmt.log" 2>&1 || rc=$?
 result "rustfmt (module code)" $rc
 rc=0
 (cd "$here" && cargo fmt --all --check) >"$logs/cargo-fmt.log" 2>&1 || rc=$?

@@ -3,16 +3,29 @@
 //! uverbs: the `/dev/infiniband/uverbsN` character devices and the ioctl and
 //! write() ABI that rdma-core speaks. Compiled into the `ib_core_rs` crate.
 //!
-//! So far: the ABI constants and, at module load (as upstream `ib_uverbs_init()`), the
-//! char device numbers (231:192..223 and a dynamic range of 8160) and the
-//! `infiniband_verbs` class with its `abi_version` attribute and the
-//! `infiniband/uverbsN` (0666) device nodes. The per-device char devices are the
-//! uverbs issue.
+//! At module load (upstream `ib_uverbs_init()`): the char device numbers
+//! (231:192..223 and a dynamic range of 8160), the `infiniband_verbs` class
+//! with its `abi_version` attribute and `infiniband/uverbsN` (0666) device
+//! nodes, and the uverbs client of the core. Per device ([`device`]): the
+//! `uverbsN` class device with its cdev. Per open file ([`file`]): the ioctl
+//! and write() paths over the pure parser of [`abi`], the uobject table,
+//! close cleanup and disassociation. See `Documentation/uverbs.md`.
 
 use crate::chrdev::ChrdevRegion;
 use crate::class::{Class, ClassAttr, Devnode, SysfsBuf};
 use core::fmt::Write;
 use kernel::prelude::*;
+use kernel::sync::Arc;
+
+#[allow(dead_code)]
+#[path = "abi.rs"]
+pub(crate) mod abi;
+mod async_event;
+mod device;
+mod file;
+mod resp;
+
+pub(crate) use device::{driver_handle, UverbsDriver};
 
 /// `IB_UVERBS_MAJOR`.
 pub const IB_UVERBS_MAJOR: u32 = 231;
@@ -35,9 +48,20 @@ static CLASS_ATTRS: [&ClassAttr; 1] = {
 /// What uverbs registers at module load (upstream `ib_uverbs_init()`); dropped at unload
 /// (upstream `ib_uverbs_cleanup()`: class, then the dynamic and the fixed ranges).
 pub(crate) struct UverbsGlobal {
-    _class: Class,
-    _dynamic: ChrdevRegion,
-    _fixed: ChrdevRegion,
+    // Dropped first: removes every uverbsN before the class and regions go.
+    _client: crate::client::ClientRegistration,
+    _shared: Arc<UverbsShared>,
+}
+
+/// The class and device number ranges, shared with the client.
+#[pin_data]
+pub(crate) struct UverbsShared {
+    pub(crate) class: Class,
+    pub(crate) dynamic: ChrdevRegion,
+    pub(crate) fixed: ChrdevRegion,
+    /// Which `uverbsN` numbers are taken (upstream `dev_ida`).
+    #[pin]
+    pub(crate) ida: kernel::sync::Mutex<KVec<bool>>,
 }
 
 impl UverbsGlobal {
@@ -47,7 +71,7 @@ impl UverbsGlobal {
     ///
     /// `EBUSY` if the upstream `ib_uverbs` holds the fixed range (logged), `EEXIST` for the
     /// class, `ENOMEM`.
-    pub(crate) fn register() -> Result<Self> {
+    pub(crate) fn register(module: &'static ThisModule) -> Result<Self> {
         let fixed = ChrdevRegion::register(
             IB_UVERBS_MAJOR,
             IB_UVERBS_BASE_MINOR,
@@ -64,10 +88,20 @@ impl UverbsGlobal {
             &CLASS_ATTRS,
         )
         .inspect_err(|e| pr_err!("ib_core_rs: class infiniband_verbs: {:?}\n", e))?;
+        let shared = Arc::pin_init(
+            pin_init!(UverbsShared {
+                class,
+                dynamic,
+                fixed,
+                ida <- kernel::new_mutex!(KVec::new(), "uverbs_ida"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let client = device::UverbsClient::new(module, shared.clone())?;
+        let client = crate::client::register_client(client)?;
         Ok(Self {
-            _class: class,
-            _dynamic: dynamic,
-            _fixed: fixed,
+            _client: client,
+            _shared: shared,
         })
     }
 }

@@ -6,6 +6,7 @@
 . /rdma-rs/abs.sh
 . /rdma-rs/sysfs.sh
 . /rdma-rs/sysfs_compare.sh
+RDMARS_SOURCED=1 . /rdma-rs/uverbs.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 
 kmemleak_clear
@@ -27,6 +28,14 @@ suite_end
 
 suite_begin vm_upstream_conflict
 abs_conflict_suite
+suite_end
+
+suite_begin vm_uverbs
+uverbs_suite
+suite_end
+
+suite_begin vm_uverbs_peer
+uverbs_peer_suite
 suite_end
 
 suite_begin vm_fwsim

@@ -23,6 +23,8 @@ pub(crate) enum Errno {
     ENOMEM = 12,
     /// A user address could not be read or written.
     EFAULT = 14,
+    /// No free file descriptor (an FD attribute with NEW access).
+    EMFILE = 24,
     /// A spec table declares the same key twice (`radix_tree_insert`).
     EEXIST = 17,
     /// Malformed request.
@@ -65,6 +67,7 @@ mod tests {
             (Errno::ENOMEM, 12),
             (Errno::EFAULT, 14),
             (Errno::EEXIST, 17),
+            (Errno::EMFILE, 24),
             (Errno::EINVAL, 22),
             (Errno::ENOSPC, 28),
             (Errno::EOVERFLOW, 75),

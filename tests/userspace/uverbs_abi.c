@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Raw uverbs ABI checks: ioctl header and attribute rules, write() rules,
+ * handles, close with objects open. Sends bytes straight to
+ * /dev/infiniband/uverbsN (no libibverbs) and prints one line per check:
+ *   R ok <desc>            R fail <desc>: <why>
+ * Every line also shows the errno seen, so the same program run against the
+ * upstream stack (rdma_rxe) gives a comparable list.
+ *
+ *   uverbs_abi [-d /dev/infiniband/uverbs0] [-i driver_id] [-u]
+ *
+ * -u (upstream): skip the second GET_CONTEXT. Linux 7.3's
+ * UVERBS_HANDLER(UVERBS_METHOD_GET_CONTEXT) frees the new ucontext with
+ * kfree() when ib_init_ucontext() fails (EINVAL: the file has one already)
+ * without rdma_restrack_put(), leaking the task reference that
+ * rdma_restrack_set_name() took: kmemleak then reports the process's
+ * task_struct, signal_struct, creds and exec state.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+
+static const char *dev = "/dev/infiniband/uverbs0";
+static uint32_t driver_id = 14; /* RDMA_DRIVER_RXE */
+static int failures;
+static int upstream;
+
+struct req {
+	struct ib_uverbs_ioctl_hdr hdr;
+	struct ib_uverbs_attr attrs[8];
+};
+
+static void req_init(struct req *r, uint16_t obj, uint16_t meth, int n)
+{
+	memset(r, 0, sizeof(*r));
+	r->hdr.length = sizeof(r->hdr) + n * sizeof(struct ib_uverbs_attr);
+	r->hdr.object_id = obj;
+	r->hdr.method_id = meth;
+	r->hdr.num_attrs = n;
+	r->hdr.driver_id = driver_id;
+}
+
+static int do_ioctl(int fd, struct req *r)
+{
+	return ioctl(fd, RDMA_VERBS_IOCTL, r) ? errno : 0;
+}
+
+static void expect(const char *desc, int got, int want)
+{
+	if (got == want) {
+		printf("R ok %s (errno %d)\n", desc, got);
+	} else {
+		printf("R fail %s: errno %d (%s), expected %d (%s)\n", desc, got,
+		       strerror(got), want, strerror(want));
+		failures++;
+	}
+}
+
+static void attr_const(struct ib_uverbs_attr *a, uint16_t id, uint64_t v, int mandatory)
+{
+	a->attr_id = id;
+	a->len = 8;
+	a->flags = mandatory ? UVERBS_ATTR_F_MANDATORY : 0;
+	a->data = v;
+}
+
+static void attr_out(struct ib_uverbs_attr *a, uint16_t id, void *p, uint16_t len)
+{
+	a->attr_id = id;
+	a->len = len;
+	a->flags = UVERBS_ATTR_F_MANDATORY;
+	a->data = (uintptr_t)p;
+}
+
+static int get_context(int fd)
+{
+	struct req r;
+	uint32_t ncv = 0;
+	uint64_t core = 0;
+
+	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_GET_CONTEXT, 2);
+	attr_out(&r.attrs[0], UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, &ncv, 4);
+	attr_out(&r.attrs[1], UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, &core, 8);
+	return do_ioctl(fd, &r);
+}
+
+static int query_port(int fd, int port, int twice, int with_port)
+{
+	struct req r;
+	unsigned char resp[48]; /* struct ib_uverbs_query_port_resp_ex */
+	int n = 0;
+
+	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT, 0);
+	if (with_port)
+		attr_const(&r.attrs[n++], UVERBS_ATTR_QUERY_PORT_PORT_NUM, port, 1);
+	if (twice)
+		attr_const(&r.attrs[n++], UVERBS_ATTR_QUERY_PORT_PORT_NUM, port, 1);
+	attr_out(&r.attrs[n++], UVERBS_ATTR_QUERY_PORT_RESP, &resp, sizeof(resp));
+	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT, n);
+	/* req_init cleared the attributes: fill again. */
+	n = 0;
+	if (with_port)
+		attr_const(&r.attrs[n++], UVERBS_ATTR_QUERY_PORT_PORT_NUM, port, 1);
+	if (twice)
+		attr_const(&r.attrs[n++], UVERBS_ATTR_QUERY_PORT_PORT_NUM, port, 1);
+	attr_out(&r.attrs[n++], UVERBS_ATTR_QUERY_PORT_RESP, &resp, sizeof(resp));
+	return do_ioctl(fd, &r);
+}
+
+/* write() of a legacy command: header + body; returns errno or 0. */
+static int do_write(int fd, uint32_t cmd, void *body, size_t body_len, size_t out_words)
+{
+	char buf[512];
+	struct ib_uverbs_cmd_hdr *h = (void *)buf;
+
+	h->command = cmd;
+	h->in_words = (sizeof(*h) + body_len) / 4;
+	h->out_words = out_words;
+	memcpy(buf + sizeof(*h), body, body_len);
+	return write(fd, buf, sizeof(*h) + body_len) < 0 ? errno : 0;
+}
+
+static int alloc_pd(int fd, uint32_t *handle)
+{
+	struct ib_uverbs_alloc_pd_resp resp = {};
+	struct ib_uverbs_alloc_pd cmd = { .response = (uintptr_t)&resp };
+	int e = do_write(fd, IB_USER_VERBS_CMD_ALLOC_PD, &cmd, sizeof(cmd), sizeof(resp) / 4);
+
+	*handle = resp.pd_handle;
+	return e;
+}
+
+static int dealloc_pd(int fd, uint32_t handle)
+{
+	struct ib_uverbs_dealloc_pd cmd = { .pd_handle = handle };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DEALLOC_PD, &cmd, sizeof(cmd), 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct req r;
+	int fd, e, opt;
+
+	while ((opt = getopt(argc, argv, "d:i:u")) != -1) {
+		if (opt == 'u')
+			upstream = 1;
+		else if (opt == 'd')
+			dev = optarg;
+		else if (opt == 'i')
+			driver_id = strtoul(optarg, NULL, 0);
+	}
+	fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		printf("R fail open %s: %s\n", dev, strerror(errno));
+		return 1;
+	}
+
+	/* Header rules (ib_uverbs_ioctl, ib_uverbs_cmd_verbs). */
+	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 0);
+	r.hdr.length = 23;
+	expect("ioctl: hdr.length != 24 + 16*num_attrs is EINVAL", do_ioctl(fd, &r), EINVAL);
+	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 0);
+	r.hdr.reserved1 = 1;
+	expect("ioctl: reserved1 != 0 is EPROTONOSUPPORT", do_ioctl(fd, &r), EPROTONOSUPPORT);
+	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 0);
+	r.hdr.reserved2 = 1;
+	expect("ioctl: reserved2 != 0 is EPROTONOSUPPORT", do_ioctl(fd, &r), EPROTONOSUPPORT);
+	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 0);
+	r.hdr.driver_id = driver_id + 1;
+	expect("ioctl: wrong driver_id is EINVAL", do_ioctl(fd, &r), EINVAL);
+	req_init(&r, 0x0ab0, 0, 0);
+	expect("ioctl: unknown object is EPROTONOSUPPORT", do_ioctl(fd, &r), EPROTONOSUPPORT);
+	req_init(&r, UVERBS_OBJECT_DEVICE, 31, 0);
+	expect("ioctl: unknown method is EPROTONOSUPPORT", do_ioctl(fd, &r), EPROTONOSUPPORT);
+	expect("ioctl: wrong ioctl number is ENOTTY",
+	       ioctl(fd, _IOWR(RDMA_IOCTL_MAGIC, 2, struct ib_uverbs_ioctl_hdr), &r) ? errno : 0,
+	       ENOTTY);
+
+	/* Before GET_CONTEXT. */
+	expect("ioctl: QUERY_PORT before GET_CONTEXT is EINVAL", query_port(fd, 1, 0, 1), EINVAL);
+	{
+		struct req w;
+		req_init(&w, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE, 1);
+		attr_const(&w.attrs[0], UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_QUERY_DEVICE, 1);
+		expect("ioctl: INVOKE_WRITE(QUERY_DEVICE) without buffers is ENOSPC",
+		       do_ioctl(fd, &w), ENOSPC);
+	}
+
+	expect("ioctl: GET_CONTEXT", get_context(fd), 0);
+	if (!upstream)
+		expect("ioctl: second GET_CONTEXT is EINVAL", get_context(fd), EINVAL);
+
+	/* Attribute rules (uverbs_set_attr, ib_uverbs_run_method). */
+	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 1);
+	attr_const(&r.attrs[0], 50, 0, 1);
+	expect("ioctl: unknown mandatory attribute is EPROTONOSUPPORT", do_ioctl(fd, &r),
+	       EPROTONOSUPPORT);
+	{
+		unsigned char resp[48];
+		req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT, 3);
+		attr_const(&r.attrs[0], UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1, 1);
+		attr_out(&r.attrs[1], UVERBS_ATTR_QUERY_PORT_RESP, resp, sizeof(resp));
+		attr_const(&r.attrs[2], 50, 0, 0);
+		expect("ioctl: unknown optional attribute is ignored", do_ioctl(fd, &r), 0);
+	}
+	{
+		unsigned char e[32]; /* struct ib_uverbs_gid_entry */
+		req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_GID_ENTRY, 4);
+		attr_const(&r.attrs[0], UVERBS_ATTR_QUERY_GID_ENTRY_PORT, 1, 1);
+		attr_const(&r.attrs[1], UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, 0, 1);
+		attr_const(&r.attrs[2], UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, 0, 1);
+		r.attrs[2].len = 4;
+		attr_out(&r.attrs[3], UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, e, sizeof(e));
+		expect("ioctl: QUERY_GID_ENTRY port 1 index 0", do_ioctl(fd, &r), 0);
+		attr_const(&r.attrs[1], UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, 4096, 1);
+		expect("ioctl: QUERY_GID_ENTRY past the table is EINVAL", do_ioctl(fd, &r), EINVAL);
+		attr_const(&r.attrs[2], UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, 1, 1);
+		r.attrs[2].len = 4;
+		attr_const(&r.attrs[1], UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, 0, 1);
+		expect("ioctl: QUERY_GID_ENTRY with unknown flags is EINVAL", do_ioctl(fd, &r), EINVAL);
+	}
+	expect("ioctl: QUERY_PORT 1", query_port(fd, 1, 0, 1), 0);
+	expect("ioctl: duplicate attribute is EINVAL", query_port(fd, 1, 1, 1), EINVAL);
+	expect("ioctl: missing mandatory attribute is EINVAL", query_port(fd, 1, 0, 0), EINVAL);
+	expect("ioctl: QUERY_PORT of port 0 is EINVAL", query_port(fd, 0, 0, 1), EINVAL);
+	expect("ioctl: QUERY_PORT of port 9 is EINVAL", query_port(fd, 9, 0, 1), EINVAL);
+	{
+		unsigned char resp[48]; /* struct ib_uverbs_query_port_resp_ex */
+		req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT, 2);
+		attr_const(&r.attrs[0], UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1, 1);
+		attr_out(&r.attrs[1], UVERBS_ATTR_QUERY_PORT_RESP, &resp, sizeof(resp));
+		do_ioctl(fd, &r);
+		expect("ioctl: VALID_OUTPUT set on the written attribute",
+		       (r.attrs[1].flags & UVERBS_ATTR_F_VALID_OUTPUT) ? 0 : EINVAL, 0);
+		attr_out(&r.attrs[1], UVERBS_ATTR_QUERY_PORT_RESP, &resp, 4);
+		expect("ioctl: output shorter than min_len is EINVAL", do_ioctl(fd, &r), EINVAL);
+	}
+
+	/* EX_QUERY_DEVICE through INVOKE_WRITE: zero-trailing request bytes. */
+	{
+		struct ib_uverbs_ex_query_device_resp resp;
+		uint64_t in[2] = { 0, 0 };
+		struct req w;
+
+		req_init(&w, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE, 3);
+		attr_const(&w.attrs[0], UVERBS_ATTR_WRITE_CMD,
+			   IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_QUERY_DEVICE, 1);
+		w.attrs[1].attr_id = UVERBS_ATTR_CORE_IN;
+		w.attrs[1].len = sizeof(in);
+		w.attrs[1].data = (uintptr_t)in;
+		attr_out(&w.attrs[2], UVERBS_ATTR_CORE_OUT, &resp, sizeof(resp));
+		expect("ioctl: INVOKE_WRITE(EX_QUERY_DEVICE)", do_ioctl(fd, &w), 0);
+		in[1] = 1;
+		expect("ioctl: INVOKE_WRITE(EX_QUERY_DEVICE) non-zero bytes past the request is EOPNOTSUPP",
+		       do_ioctl(fd, &w), EOPNOTSUPP);
+	}
+
+	/* write() rules (ib_uverbs_write, verify_hdr). */
+	{
+		struct ib_uverbs_query_device_resp resp;
+		struct ib_uverbs_query_device cmd = { .response = (uintptr_t)&resp };
+		char small[8] = { 0 };
+
+		expect("write: QUERY_DEVICE", do_write(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, &cmd,
+						   sizeof(cmd), sizeof(resp) / 4), 0);
+		expect("write: QUERY_DEVICE with a short response is ENOSPC",
+		       do_write(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, &cmd, sizeof(cmd), 2), ENOSPC);
+		expect("write: QUERY_DEVICE with no request body is ENOSPC",
+		       do_write(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, small, 0, sizeof(resp) / 4), ENOSPC);
+		expect("write: in_words not matching the length is EINVAL",
+		       write(fd, (uint32_t[]){ IB_USER_VERBS_CMD_QUERY_DEVICE, 0x2c0007 }, 8) < 0 ? errno : 0,
+		       EINVAL);
+		expect("write: fewer than 8 bytes is EINVAL", write(fd, small, 4) < 0 ? errno : 0, EINVAL);
+		expect("write: unknown command is EOPNOTSUPP",
+		       do_write(fd, 0x7f, small, 8, 0), EOPNOTSUPP);
+		expect("write: command with undefined bits is EINVAL",
+		       do_write(fd, 0x100, small, 8, 0), EINVAL);
+	}
+
+	/* Handles. */
+	{
+		uint32_t h1 = ~0u, h2 = ~0u;
+
+		expect("write: ALLOC_PD", alloc_pd(fd, &h1), 0);
+		expect("write: second ALLOC_PD", alloc_pd(fd, &h2), 0);
+		expect("handles: two PDs get different handles", h1 != h2 ? 0 : EINVAL, 0);
+		expect("write: DEALLOC_PD", dealloc_pd(fd, h1), 0);
+		e = dealloc_pd(fd, h1);
+		printf("R ok DEALLOC_PD of a destroyed handle: errno %d (%s)\n", e, strerror(e));
+		expect("write: DEALLOC_PD of a destroyed handle fails", e ? 0 : EINVAL, 0);
+		e = dealloc_pd(fd, 4242);
+		printf("R ok DEALLOC_PD of a never-allocated handle: errno %d (%s)\n", e, strerror(e));
+		expect("write: DEALLOC_PD of a bad handle fails", e ? 0 : EINVAL, 0);
+		/* h2 and three more stay: close must destroy them. */
+		alloc_pd(fd, &h1);
+		alloc_pd(fd, &h1);
+		alloc_pd(fd, &h1);
+	}
+
+	/* The async event file. */
+	{
+		struct req a;
+		char ev[16];
+		int afd;
+
+		req_init(&a, UVERBS_OBJECT_ASYNC_EVENT, UVERBS_METHOD_ASYNC_EVENT_ALLOC, 1);
+		a.attrs[0].attr_id = UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE;
+		a.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+		expect("ioctl: ASYNC_EVENT_ALLOC", do_ioctl(fd, &a), 0);
+		afd = (int)a.attrs[0].data;
+		fcntl(afd, F_SETFL, O_NONBLOCK);
+		expect("async fd: empty non-blocking read is EAGAIN",
+		       read(afd, ev, sizeof(ev)) < 0 ? errno : 0, EAGAIN);
+		close(afd);
+	}
+
+	close(fd);
+	printf("R ok close with 4 PDs and a context open\n");
+	return failures ? 1 : 0;
+}

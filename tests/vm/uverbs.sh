@@ -1,0 +1,83 @@
+# uverbs through real rdma-core: the mock device (rdma_rs_mock, driver id
+# RXE = 14) served by our uverbs, seen by librxe; the raw ABI checks; the same
+# checks against the upstream peer. Runs as its own mode and inside check.
+. /rdma-rs/lib.sh
+
+uverbs_suite() {
+	t_check "insmod ib_core_rs" insmod $RDMARS_MODS/ib_core_rs.ko
+	t_check "insmod rdma_rs_mock" insmod $RDMARS_MODS/rdma_rs_mock.ko
+	echo "+ ls -l /dev/infiniband; cat /sys/class/infiniband_verbs/*"
+	ls -l /dev/infiniband/ | sed 's/^/    /'
+	t_check "uverbs0 is 231:192 crw-rw-rw-" sh -c 'ls -l /dev/infiniband/uverbs0 | grep -q "^crw-rw-rw-.* 231, *192 "'
+	t_check "class abi_version is 6" sh -c '[ "$(cat /sys/class/infiniband_verbs/abi_version)" = 6 ]'
+	t_check "uverbs0/ibdev is rxe_mock0" sh -c '[ "$(cat /sys/class/infiniband_verbs/uverbs0/ibdev)" = rxe_mock0 ]'
+	t_check "uverbs0/abi_version is 2" sh -c '[ "$(cat /sys/class/infiniband_verbs/uverbs0/abi_version)" = 2 ]'
+	t_check "uverbs0/dev is 231:192" sh -c '[ "$(cat /sys/class/infiniband_verbs/uverbs0/dev)" = 231:192 ]'
+	echo "+ ibv_devices"
+	ibv_devices >/tmp/uv-devices 2>&1
+	sed 's/^/    devices| /' /tmp/uv-devices
+	t_check "ibv_devices lists rxe_mock0" grep -q 'rxe_mock0[[:space:]]*0002c90300abcdef' /tmp/uv-devices
+	echo "+ ibv_devinfo"
+	ibv_devinfo >/tmp/uv-devinfo 2>&1
+	local rc=$?
+	sed 's/^/    devinfo| /' /tmp/uv-devinfo
+	if [ $rc = 0 ] && grep -q '^hca_id:[[:space:]]*rxe_mock0' /tmp/uv-devinfo &&
+		grep -q 'fw_ver:[[:space:]]*1.2.3' /tmp/uv-devinfo &&
+		grep -q 'vendor_part_id:[[:space:]]*22136' /tmp/uv-devinfo &&
+		grep -q 'state:[[:space:]]*PORT_ACTIVE' /tmp/uv-devinfo; then
+		t_ok "ibv_devinfo shows rxe_mock0 through our uverbs"
+	else
+		t_fail "ibv_devinfo shows rxe_mock0 through our uverbs" "exit $rc"
+		strace -f -e trace=openat,ioctl,write,read ibv_devinfo 2>&1 | tail -40 | sed 's/^/    strace| /'
+	fi
+	echo "+ ibv_devinfo -v"
+	ibv_devinfo -v >/tmp/uv-devinfo-v 2>&1
+	rc=$?
+	sed 's/^/    devinfo-v| /' /tmp/uv-devinfo-v
+	if [ $rc = 0 ] && grep -q 'max_qp:[[:space:]]*64' /tmp/uv-devinfo-v &&
+		grep -q 'GID\[  0\]:[[:space:]]*fe80:0000:0000:0000:0002:c903:00ab:cd01' /tmp/uv-devinfo-v; then
+		t_ok "ibv_devinfo -v shows the mock's attributes and GID 0"
+	else
+		t_fail "ibv_devinfo -v shows the mock's attributes and GID 0" "exit $rc"
+	fi
+	t_import "uverbs_abi on rxe_mock0 (ours)" /rdma-rs/uverbs_abi -d /dev/infiniband/uverbs0 -i 14
+	# Close with objects open destroyed them: unloading the mock reports no leftovers.
+	dmesg -c >/dev/null
+	t_check "rmmod rdma_rs_mock" rmmod rdma_rs_mock
+	if dmesg | grep -q 'left\|leaked\|still tracked'; then
+		dmesg | sed 's/^/    dmesg| /'
+		t_fail "no uverbs object or context left after close"
+	else
+		t_ok "no uverbs object or context left after close"
+	fi
+	t_check "uverbs0 gone with the device" sh -c '[ ! -e /dev/infiniband/uverbs0 ] && [ ! -e /sys/class/infiniband_verbs/uverbs0 ]'
+	t_check "rmmod ib_core_rs" rmmod ib_core_rs
+}
+
+# The same raw checks against upstream ib_uverbs + rdma_rxe.
+uverbs_peer_suite() {
+	t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
+	ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up
+	t_check "rdma link add rxe0" rdma link add rxe0 type rxe netdev veth0
+	# -u: skip the double GET_CONTEXT, which leaks a task reference upstream (see uverbs_abi.c).
+	t_import "uverbs_abi on rxe0 (upstream)" /rdma-rs/uverbs_abi -d /dev/infiniband/uverbs0 -i 14 -u
+	rdma link delete rxe0
+	ip link del veth0
+	modprobe -r rdma_rxe
+	modprobe -r ib_uverbs
+	modprobe -r ib_core
+	modprobe -r veth
+}
+
+if [ "${RDMARS_SOURCED:-}" != 1 ]; then
+	kmemleak_clear
+	suite_begin vm_uverbs
+	uverbs_suite
+	suite_end
+	suite_begin vm_uverbs_peer
+	uverbs_peer_suite
+	suite_end
+	suite_begin vm_uverbs_leaks
+	kmemleak_check
+	suite_end
+fi

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The async event file (upstream `struct ib_uverbs_async_event_file`,
+//! `uverbs_std_types_async_fd.c`, `ib_uverbs_async_event_read()`): an
+//! anonymous file from which a process reads `struct ib_uverbs_async_event_desc`
+//! (16 bytes: `u64 element; u32 event_type; u32 reserved`).
+//!
+//! Non-generic on purpose: its file operations must live in `ib_core_rs`,
+//! which the file pins, not in a driver module that may be unloaded while
+//! the file is open.
+
+use crate::anon_file::{AnonFile, AnonFileOps};
+use kernel::fs::{file::flags, File};
+use kernel::prelude::*;
+use kernel::sync::aref::ARef;
+use kernel::sync::poll::{PollCondVar, PollTable};
+use kernel::sync::{Arc, Mutex};
+use kernel::uaccess::UserSliceWriter;
+
+const EPOLLIN: u32 = 0x1;
+const EPOLLERR: u32 = 0x8;
+const EPOLLRDNORM: u32 = 0x40;
+
+/// `sizeof(struct ib_uverbs_async_event_desc)`.
+pub(crate) const EVENT_DESC_SIZE: usize = 16;
+
+/// `IB_EVENT_DEVICE_FATAL` (queued on disassociate, as upstream
+/// `ib_uverbs_free_hw_resources()` does).
+pub(crate) const IB_EVENT_DEVICE_FATAL: u32 = 8;
+
+struct Queue {
+    events: KVec<[u8; EVENT_DESC_SIZE]>,
+    closed: bool,
+}
+
+/// An async event file.
+#[pin_data]
+pub(crate) struct AsyncEventFile {
+    #[pin]
+    queue: Mutex<Queue>,
+    #[pin]
+    wait: PollCondVar,
+}
+
+impl AsyncEventFile {
+    /// A new, empty event queue.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(AsyncEventFile {
+                queue <- kernel::new_mutex!(Queue { events: KVec::new(), closed: false }, "uverbs_async_queue"),
+                wait <- kernel::new_poll_condvar!("uverbs_async_wait"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The anonymous file for it (`anon_inode:[infinibandevent]`,
+    /// `O_CLOEXEC`). Not inlined: the file operations stay in this module.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, `ENFILE`.
+    #[inline(never)]
+    pub(crate) fn file(this: &Arc<Self>) -> Result<ARef<File>> {
+        AnonFile::<AsyncEventFile>::create(
+            c"[infinibandevent]",
+            &<crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE,
+            this.clone(),
+            flags::O_CLOEXEC,
+        )
+    }
+
+    /// Queues one event (upstream `ib_uverbs_async_handler()`).
+    pub(crate) fn queue_event(&self, element: u64, event_type: u32) {
+        let mut d = [0u8; EVENT_DESC_SIZE];
+        d[..8].copy_from_slice(&element.to_ne_bytes());
+        d[8..12].copy_from_slice(&event_type.to_ne_bytes());
+        let mut q = self.queue.lock();
+        if q.closed {
+            return;
+        }
+        if q.events.push(d, GFP_KERNEL).is_ok() {
+            self.wait.notify_all();
+        }
+    }
+
+    /// No more events will come (the uverbs file closed or the device is
+    /// gone): readers get EOF... after the queued ones.
+    pub(crate) fn close(&self) {
+        self.queue.lock().closed = true;
+        self.wait.notify_all();
+    }
+}
+
+impl AnonFileOps for AsyncEventFile {
+    // upstream: ib_uverbs_event_read(): EINVAL for a buffer smaller than one
+    // event, EAGAIN when empty and O_NONBLOCK, blocks otherwise; 0 (EOF) once
+    // the file is closed and drained (upstream: is_closed).
+    fn read(this: &Arc<Self>, file: &File, mut out: UserSliceWriter) -> Result<usize> {
+        if out.len() < EVENT_DESC_SIZE {
+            return Err(EINVAL);
+        }
+        let mut q = this.queue.lock();
+        loop {
+            if !q.events.is_empty() {
+                break;
+            }
+            if q.closed {
+                return Ok(0);
+            }
+            if file.flags() & flags::O_NONBLOCK != 0 {
+                return Err(EAGAIN);
+            }
+            if this.wait.wait_interruptible(&mut q) {
+                return Err(ERESTARTSYS);
+            }
+        }
+        let mut n = 0;
+        while out.len() >= EVENT_DESC_SIZE && !q.events.is_empty() {
+            let d = q.events.remove(0).map_err(|_| EINVAL)?;
+            out.write_slice(&d)?;
+            n += EVENT_DESC_SIZE;
+        }
+        Ok(n)
+    }
+
+    // upstream: ib_uverbs_event_poll()
+    fn poll(this: &Arc<Self>, file: &File, table: PollTable<'_>) -> u32 {
+        table.register_wait(file, &this.wait);
+        let q = this.queue.lock();
+        let mut mask = 0;
+        if !q.events.is_empty() {
+            mask |= EPOLLIN | EPOLLRDNORM;
+        } else if q.closed {
+            mask |= EPOLLERR;
+        }
+        mask
+    }
+}

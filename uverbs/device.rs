@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! uverbs as a client of the core: one `uverbsN` char device per device
+//! that can allocate user contexts (upstream `ib_uverbs_add_one()`,
+//! `ib_uverbs_remove_one()`, `ib_uverbs_open()`, `ib_uverbs_close()` in
+//! `uverbs_main.c`).
+//!
+//! The core hands the client a [`UverbsDriver`]: the driver-typed entry
+//! points (`DriverHandle<D>`, made by [`driver_handle`] in the generic
+//! `Device::register`), so that files can create objects of driver `D` while
+//! everything here stays non-generic.
+//!
+//! Remove order (upstream): the cdev and class device are deleted first (no
+//! new opens), then every open file is disassociated: its objects are
+//! destroyed with the driver-remove reason, its ucontext released, its
+//! driver-typed state dropped; later calls on it return `EIO`, and its close
+//! touches nothing of the driver.
+
+use super::abi::{std_types, uapi::DeviceDesc, uapi::UapiTree};
+use super::file::UFile;
+use super::UverbsShared;
+use crate::chrdev::{mkdev, CharDevice};
+use crate::class::{AttrGroup, ClassDevice, DevAttr, DeviceSpec, SysfsBuf};
+use crate::device::{Device, DeviceCore};
+use crate::driver::Driver;
+use core::fmt::Write;
+use kernel::fs::File;
+use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow, Mutex};
+use kernel::uaccess::UserSliceReader;
+
+/// What an open uverbs file does; implemented by `UFile<D>`.
+pub(crate) trait UFileOps: Send + Sync {
+    /// `ioctl()` (upstream `ib_uverbs_ioctl()`).
+    fn ioctl(&self, cmd: u32, arg: usize) -> Result<isize>;
+    /// `write()` (upstream `ib_uverbs_write()`).
+    fn write(&self, data: UserSliceReader) -> Result<usize>;
+    /// Destroys every object and the ucontext (`why`: close or driver
+    /// remove; upstream `uverbs_destroy_ufile_hw()`).
+    fn destroy_all(&self, driver_remove: bool);
+}
+
+/// The driver-typed entry points of one device (upstream: the device's
+/// `ops` as uverbs uses them).
+pub(crate) trait UverbsDriver: Send + Sync {
+    /// What the uapi tree is built for.
+    fn desc(&self) -> DeviceDesc;
+    /// The driver's uverbs ABI version.
+    fn abi_ver(&self) -> u32;
+    /// A new open file.
+    fn open(&self, udev: &Arc<UverbsDevice>) -> Result<Arc<dyn UFileOps>>;
+}
+
+struct DriverHandle<D: Driver> {
+    dev: Arc<Device<D>>,
+}
+
+/// Makes the typed handle of `dev` (called by `Device::register`).
+///
+/// # Errors
+///
+/// `ENOMEM`.
+pub(crate) fn driver_handle<D: Driver>(dev: &Arc<Device<D>>) -> Result<Arc<dyn UverbsDriver>> {
+    let h: Arc<dyn UverbsDriver> = Arc::new(DriverHandle { dev: dev.clone() }, GFP_KERNEL)?;
+    Ok(h)
+}
+
+impl<D: Driver> UverbsDriver for DriverHandle<D> {
+    fn desc(&self) -> DeviceDesc {
+        use super::abi::spec::{DriverOp as O, DriverOps};
+        let ops = self.dev.ops();
+        let mut set = DriverOps::NONE;
+        let mut add = |has: bool, op: O| {
+            if has {
+                set = set.with(op);
+            }
+        };
+        add(ops.alloc_ucontext.is_some(), O::AllocUcontext);
+        // dealloc_ucontext cannot fail and may be absent: the core has
+        // nothing to undo then.
+        add(ops.alloc_ucontext.is_some(), O::DeallocUcontext);
+        add(ops.query_device.is_some(), O::QueryDevice);
+        add(ops.query_port.is_some(), O::QueryPort);
+        add(ops.alloc_pd.is_some(), O::AllocPd);
+        add(ops.alloc_pd.is_some(), O::DeallocPd);
+        DeviceDesc {
+            driver_id: ops.driver_id() as u32,
+            ops: set,
+            uverbs_cmd_mask: std_types::DEFAULT_UVERBS_CMD_MASK,
+        }
+    }
+
+    fn abi_ver(&self) -> u32 {
+        self.dev.ops().uverbs_abi_ver()
+    }
+
+    fn open(&self, udev: &Arc<UverbsDevice>) -> Result<Arc<dyn UFileOps>> {
+        let f: Arc<dyn UFileOps> = UFile::new(self.dev.clone(), udev.clone())?;
+        Ok(f)
+    }
+}
+
+/// An open file as the cdev sees it: the driver-typed file until the
+/// device goes away.
+#[pin_data]
+pub(crate) struct OpenFile {
+    #[pin]
+    ops: Mutex<Option<Arc<dyn UFileOps>>>,
+}
+
+impl OpenFile {
+    fn get(&self) -> Result<Arc<dyn UFileOps>> {
+        self.ops.lock().clone().ok_or(EIO)
+    }
+}
+
+/// The per-device state (upstream `struct ib_uverbs_device`).
+#[pin_data]
+pub(crate) struct UverbsDevice {
+    /// `N` of `uverbsN`.
+    devnum: u32,
+    ibdev_name: crate::device::DevName,
+    abi_ver: u32,
+    /// The merged uapi tree (upstream `uverbs_dev->uapi`), built once.
+    pub(crate) tree: KBox<UapiTree>,
+    /// The driver entry points; `None` once the device is removed.
+    #[pin]
+    driver: Mutex<Option<Arc<dyn UverbsDriver>>>,
+    /// Open files (upstream `uverbs_file_list`), for disassociate.
+    #[pin]
+    files: Mutex<KVec<Arc<OpenFile>>>,
+}
+
+/// The data of the `uverbsN` class device: what sysfs and the cdev see.
+pub(crate) struct Node {
+    udev: Arc<UverbsDevice>,
+}
+
+fn show_ibdev(n: &Node, b: &mut SysfsBuf<'_>) -> Result {
+    let name = core::str::from_utf8(n.udev.ibdev_name.as_bytes()).map_err(|_| EINVAL)?;
+    writeln!(b, "{}", name).map_err(|_| EINVAL)
+}
+
+fn show_abi_version(n: &Node, b: &mut SysfsBuf<'_>) -> Result {
+    writeln!(b, "{}", n.udev.abi_ver).map_err(|_| EINVAL)
+}
+
+static NODE_ATTRS: [&DevAttr<Node>; 2] = {
+    static IBDEV: DevAttr<Node> = DevAttr::ro(c"ibdev", show_ibdev);
+    static ABI: DevAttr<Node> = DevAttr::ro(c"abi_version", show_abi_version);
+    [&IBDEV, &ABI]
+};
+
+#[vtable]
+impl CharDevice for Node {
+    type Ptr = Arc<OpenFile>;
+
+    // upstream: ib_uverbs_open()
+    fn open(dev: &Self, _file: &File) -> Result<Self::Ptr> {
+        let udev = &dev.udev;
+        let drv = udev.driver.lock().clone().ok_or(ENXIO)?;
+        let ops = drv.open(udev)?;
+        let of = Arc::pin_init(
+            pin_init!(OpenFile {
+                ops <- kernel::new_mutex!(Some(ops), "uverbs_open_file"),
+            }),
+            GFP_KERNEL,
+        )?;
+        udev.files.lock().push(of.clone(), GFP_KERNEL)?;
+        Ok(of)
+    }
+
+    // upstream: ib_uverbs_close() -> uverbs_destroy_ufile_hw(RDMA_REMOVE_CLOSE)
+    fn release(ptr: Self::Ptr, file: &File) {
+        let _ = file;
+        let ops = ptr.ops.lock().take();
+        if let Some(ops) = ops {
+            ops.destroy_all(false);
+        }
+        // Not in the device's list any more (disassociate may have emptied it).
+        // The list is found through the file's device only while registered,
+        // so the entry is removed lazily: see `UverbsDevice::prune`.
+        drop(ptr);
+    }
+
+    fn ioctl(ptr: ArcBorrow<'_, OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        ptr.get()?.ioctl(cmd, arg)
+    }
+
+    fn write(ptr: ArcBorrow<'_, OpenFile>, _file: &File, data: UserSliceReader) -> Result<usize> {
+        ptr.get()?.write(data)
+    }
+}
+
+impl UverbsDevice {
+    /// Drops list entries of closed files.
+    fn prune(&self) {
+        self.files.lock().retain(|f| f.ops.lock().is_some());
+    }
+}
+
+/// What the client keeps per device.
+struct Attached {
+    index: u32,
+    devnum: u32,
+    node: Option<ClassDevice<Node>>,
+    udev: Arc<UverbsDevice>,
+}
+
+/// The uverbs client (upstream `uverbs_client`).
+#[pin_data]
+pub(crate) struct UverbsClient {
+    module: &'static ThisModule,
+    shared: Arc<UverbsShared>,
+    #[pin]
+    devices: Mutex<KVec<Attached>>,
+}
+
+impl UverbsClient {
+    pub(crate) fn new(module: &'static ThisModule, shared: Arc<UverbsShared>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(UverbsClient {
+                module,
+                shared,
+                devices <- kernel::new_mutex!(KVec::new(), "uverbs_devices"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn alloc_devnum(&self) -> Result<u32> {
+        let mut ida = self.shared.ida.lock();
+        if let Some(i) = ida.iter().position(|t| !*t) {
+            if let Some(slot) = ida.get_mut(i) {
+                *slot = true;
+            }
+            return u32::try_from(i).map_err(|_| ENOMEM);
+        }
+        let n = ida.len();
+        if n >= (super::IB_UVERBS_NUM_FIXED_MINOR + super::IB_UVERBS_NUM_DYNAMIC_MINOR) as usize {
+            return Err(ENOMEM);
+        }
+        ida.push(true, GFP_KERNEL)?;
+        u32::try_from(n).map_err(|_| ENOMEM)
+    }
+
+    fn free_devnum(&self, n: u32) {
+        if let Some(slot) = self.shared.ida.lock().get_mut(n as usize) {
+            *slot = false;
+        }
+    }
+
+    fn add_one(&self, dev: &DeviceCore, drv: Arc<dyn UverbsDriver>, devnum: u32) -> Result {
+        // upstream: uverbs_alloc_api() once per device.
+        let mut tree = KBox::new(UapiTree::EMPTY, GFP_KERNEL)?;
+        let desc = drv.desc();
+        tree.build_in(std_types::CORE_API, &[], &desc)
+            .map_err(|e| Error::from_errno(e.to_errno()))
+            .inspect_err(|e| pr_err!("ib_core_rs: {}: uapi tree: {:?}\n", dev.name(), e))?;
+        let udev = Arc::pin_init(
+            pin_init!(UverbsDevice {
+                devnum,
+                ibdev_name: dev.name(),
+                abi_ver: drv.abi_ver(),
+                tree,
+                driver <- kernel::new_mutex!(Some(drv), "uverbs_dev_driver"),
+                files <- kernel::new_mutex!(KVec::new(), "uverbs_dev_files"),
+            }),
+            GFP_KERNEL,
+        )?;
+        // upstream: devnum < IB_UVERBS_NUM_FIXED_MINOR ? fixed : dynamic range.
+        let devt = if devnum < super::IB_UVERBS_NUM_FIXED_MINOR {
+            self.shared.fixed.devt(devnum)
+        } else {
+            self.shared
+                .dynamic
+                .devt(devnum - super::IB_UVERBS_NUM_FIXED_MINOR)
+        };
+        let devt = devt.ok_or(ENOMEM)?;
+        let groups = [AttrGroup {
+            name: None,
+            attrs: &NODE_ATTRS,
+        }];
+        let node = ClassDevice::register_chrdev(
+            DeviceSpec {
+                class: &self.shared.class,
+                // TODO(sysfs): the ib device's struct device, for the `device` link.
+                parent: None,
+                devt: Some(devt),
+                groups: &groups,
+            },
+            self.module,
+            fmt!("uverbs{}", devnum),
+            Node { udev: udev.clone() },
+        )?;
+        let _ = mkdev;
+        self.devices.lock().push(
+            Attached {
+                index: dev.index(),
+                devnum,
+                node: Some(node),
+                udev,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+}
+
+impl crate::client::Client for UverbsClient {
+    fn name(&self) -> &'static CStr {
+        c"uverbs"
+    }
+
+    // upstream: ib_uverbs_add_one()
+    fn add(&self, dev: &DeviceCore) -> Result {
+        let Some(drv) = dev.uverbs.lock().clone() else {
+            // No alloc_ucontext: no char device (upstream returns -EOPNOTSUPP).
+            return Err(EOPNOTSUPP);
+        };
+        let devnum = self.alloc_devnum()?;
+        self.add_one(dev, drv, devnum)
+            .inspect_err(|_| self.free_devnum(devnum))
+    }
+
+    // upstream: ib_uverbs_get_nl_info()
+    fn get_nl_info(
+        &self,
+        dev: &DeviceCore,
+        _port: Option<u32>,
+    ) -> Result<crate::client::ClientNlInfo> {
+        let devs = self.devices.lock();
+        let a = devs
+            .iter()
+            .find(|a| a.index == dev.index())
+            .ok_or(EOPNOTSUPP)?;
+        let devt = if a.devnum < super::IB_UVERBS_NUM_FIXED_MINOR {
+            self.shared.fixed.devt(a.devnum)
+        } else {
+            self.shared
+                .dynamic
+                .devt(a.devnum - super::IB_UVERBS_NUM_FIXED_MINOR)
+        }
+        .ok_or(EINVAL)?;
+        let drv = a.udev.driver.lock().clone().ok_or(EOPNOTSUPP)?;
+        let name = crate::device::DevName::format(b"uverbs", a.devnum, b"")?;
+        Ok(crate::client::ClientNlInfo {
+            devt,
+            abi: u64::from(a.udev.abi_ver),
+            name,
+            driver_id: Some(drv.desc().driver_id),
+        })
+    }
+
+    // upstream: ib_uverbs_remove_one()
+    fn remove(&self, dev: &DeviceCore) {
+        let att = {
+            let mut devs = self.devices.lock();
+            let Some(pos) = devs.iter().position(|a| a.index == dev.index()) else {
+                return;
+            };
+            devs.remove(pos)
+        };
+        let Ok(mut att) = att else { return };
+        // 1. No new opens: cdev_device_del().
+        drop(att.node.take());
+        // 2. No new calls into the driver.
+        let drv = att.udev.driver.lock().take();
+        // 3. Disassociate every open file (upstream uverbs_disassociate_api_pre()
+        //    + ib_uverbs_free_hw_resources()).
+        let files = core::mem::take(&mut *att.udev.files.lock());
+        for f in files.iter() {
+            let ops = f.ops.lock().take();
+            if let Some(ops) = ops {
+                ops.destroy_all(true);
+            }
+        }
+        drop(files);
+        drop(drv);
+        att.udev.prune();
+        self.free_devnum(att.devnum);
+    }
+}

@@ -1,0 +1,735 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One open `/dev/infiniband/uverbsN` (upstream `struct ib_uverbs_file`):
+//! the ioctl path (`ib_uverbs_ioctl()`, `ib_uverbs_cmd_verbs()`,
+//! `ib_uverbs_run_method()`), the write() path (`ib_uverbs_write()`), the
+//! uobject table (`rdma_core.c`) and close cleanup
+//! (`uverbs_destroy_ufile_hw()`).
+//!
+//! Locking: one mutex per file (`inner`) is held across a whole method, from
+//! attribute parsing (uobject lookup) through the handler to commit/abort,
+//! and by cleanup. That gives upstream's `hw_destroy_rwsem` guarantee (no
+//! method runs while the file's objects are destroyed at close or
+//! disassociate, and a disassociated file answers `EIO`) and makes the
+//! READ/WRITE/DESTROY access modes trivially exclusive; the price is that
+//! methods of one file do not run concurrently (upstream's only do for
+//! objects they do not share).
+
+use super::abi::{
+    ids::{attr, cmd, method, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT},
+    ioctl::{IoctlHdr, UAttr},
+    parse::{self, AttrEnv, Bundle, FlagsWriteBack, UdataIn},
+    spec::{Access, CoreHandler, Handler},
+    write::{self as w, Response, WriteMethod},
+    Errno,
+};
+use super::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
+use super::device::{UFileOps, UverbsDevice};
+use super::resp;
+
+/// `IB_USER_VERBS_EX_CMD_QUERY_DEVICE` with the extended flag.
+const EX_QUERY_DEVICE: u32 = cmd::FLAG_EXTENDED | cmd::EX_QUERY_DEVICE;
+use crate::device::Device;
+use crate::driver::Driver;
+use crate::restrack::Owner;
+use crate::verbs::{Pd, Ucontext, Udata};
+use kernel::fs::file::{flags, FileDescriptorReservation};
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+use kernel::uaccess::{UserPtr, UserSlice, UserSliceReader};
+
+fn kerr(e: Errno) -> Error {
+    Error::from_errno(e.to_errno())
+}
+
+fn uaddr(addr: u64) -> Result<usize> {
+    usize::try_from(addr).map_err(|_| EFAULT)
+}
+
+/// `copy_from_user()` of `len` bytes.
+fn copy_in(addr: u64, len: usize) -> Result<KVec<u8>> {
+    let mut v = KVec::from_elem(0u8, len, GFP_KERNEL)?;
+    UserSlice::new(UserPtr::from_addr(uaddr(addr)?), len)
+        .reader()
+        .read_slice(&mut v)?;
+    Ok(v)
+}
+
+/// `copy_to_user()`.
+fn copy_out(addr: u64, data: &[u8]) -> Result {
+    UserSlice::new(UserPtr::from_addr(uaddr(addr)?), data.len())
+        .writer()
+        .write_slice(data)
+}
+
+/// upstream `uverbs_copy_to_struct_or_zero()` / `uverbs_response()`: the
+/// first `min(len, resp)` bytes, the rest of the user's buffer zeroed.
+fn copy_out_or_zero(addr: u64, len: usize, resp: &[u8]) -> Result {
+    let n = len.min(resp.len());
+    copy_out(addr, resp.get(..n).unwrap_or(&[]))?;
+    if len > n {
+        let zeros = KVec::from_elem(0u8, len - n, GFP_KERNEL)?;
+        copy_out(addr + n as u64, &zeros)?;
+    }
+    Ok(())
+}
+
+/// A committed user object (upstream `struct ib_uobject` of an IDR type).
+enum ObjKind<D: Driver> {
+    Pd(Arc<Pd<D>>),
+}
+
+struct UObject<D: Driver> {
+    id: u32,
+    obj_type: u16,
+    kind: ObjKind<D>,
+}
+
+struct Inner<D: Driver> {
+    /// Disassociated or closed: every call is `EIO`.
+    dead: bool,
+    ucontext: Option<Arc<Ucontext<D>>>,
+    /// Committed objects, oldest first (upstream `uobjects` list, where
+    /// commit adds at the head: cleanup walks this from the end).
+    objs: KVec<UObject<D>>,
+    async_file: Option<Arc<AsyncEventFile>>,
+}
+
+impl<D: Driver> Inner<D> {
+    /// The lowest free handle (upstream `xa_alloc()` with `xa_limit_32b`).
+    fn free_id(&self, also_taken: Option<u32>) -> u32 {
+        let mut id = 0u32;
+        while self.objs.iter().any(|o| o.id == id) || also_taken == Some(id) {
+            id += 1;
+        }
+        id
+    }
+
+    fn ctx(&self) -> Result<&Arc<Ucontext<D>>> {
+        // upstream: ib_uverbs_get_ucontext_file(): EINVAL before GET_CONTEXT.
+        self.ucontext.as_ref().ok_or(EINVAL)
+    }
+
+    fn find(&self, obj_type: u16, id: i64) -> Result<usize> {
+        let id = u32::try_from(id).map_err(|_| EINVAL)?;
+        let pos = self.objs.iter().position(|o| o.id == id).ok_or(ENOENT)?;
+        // upstream rdma_lookup_get_uobject(): another type is EINVAL.
+        match self.objs.get(pos) {
+            Some(o) if o.obj_type == obj_type => Ok(pos),
+            _ => Err(EINVAL),
+        }
+    }
+}
+
+/// An open uverbs file of a device of driver `D`.
+#[pin_data]
+pub(crate) struct UFile<D: Driver> {
+    dev: Arc<Device<D>>,
+    udev: Arc<UverbsDevice>,
+    #[pin]
+    inner: Mutex<Inner<D>>,
+}
+
+impl<D: Driver> UFile<D> {
+    pub(crate) fn new(dev: Arc<Device<D>>, udev: Arc<UverbsDevice>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(UFile {
+                dev,
+                udev,
+                inner <- kernel::new_mutex!(
+                    Inner {
+                        dead: false,
+                        ucontext: None,
+                        objs: KVec::new(),
+                        async_file: None,
+                    },
+                    "uverbs_file"
+                ),
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
+/// The NEW object of a method in progress.
+enum NewObj {
+    None,
+    /// An IDR handle reserved at parse time (its id already written back).
+    Idr {
+        id: u32,
+    },
+    /// An fd reserved at parse time.
+    Fd {
+        fd: FileDescriptorReservation,
+    },
+}
+
+/// The kernel side of attribute parsing (upstream: the uobject and user
+/// memory effects inside `uverbs_process_attr()`).
+struct Env<'a, D: Driver> {
+    inner: &'a Inner<D>,
+    /// User address of the attribute array.
+    uattrs: u64,
+    /// IDR attributes looked up: (attribute index, position in `objs`).
+    looked_up: KVec<(usize, usize)>,
+    new: NewObj,
+}
+
+impl<D: Driver> AttrEnv for Env<'_, D> {
+    fn user_buffer_cleared(&mut self, addr: u64, len: usize) -> bool {
+        match copy_in(addr, len) {
+            Ok(v) => v.iter().all(|b| *b == 0),
+            Err(_) => false,
+        }
+    }
+
+    fn alloc_and_copy(&mut self, _idx: usize, _addr: u64, _len: usize) -> Result<(), Errno> {
+        // No implemented method uses alloc_and_copy; handlers copy in.
+        Ok(())
+    }
+
+    fn get_uobject(
+        &mut self,
+        idx: usize,
+        uattr_idx: usize,
+        obj_type: u16,
+        access: Access,
+        id: i64,
+    ) -> Result<(), Errno> {
+        let data_addr = self.uattrs + (uattr_idx * UAttr::SIZE + UAttr::DATA_OFFSET) as u64;
+        match access {
+            Access::New => {
+                let v = if obj_type == obj::ASYNC_EVENT {
+                    let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)
+                        .map_err(|_| Errno::EMFILE)?;
+                    let v = u64::from(fd.reserved_fd());
+                    self.new = NewObj::Fd { fd };
+                    v
+                } else {
+                    let taken = match self.new {
+                        NewObj::Idr { id, .. } => Some(id),
+                        _ => None,
+                    };
+                    let id = self.inner.free_id(taken);
+                    self.new = NewObj::Idr { id };
+                    u64::from(id)
+                };
+                // upstream: put_user(uobj->id, &uattr->data)
+                copy_out(data_addr, &v.to_ne_bytes()).map_err(|_| Errno::EFAULT)
+            }
+            Access::Read | Access::Write | Access::Destroy => {
+                let pos = self.inner.find(obj_type, id).map_err(|e| {
+                    if e == ENOENT {
+                        Errno::ENOENT
+                    } else {
+                        Errno::EINVAL
+                    }
+                })?;
+                self.looked_up
+                    .push((idx, pos), GFP_KERNEL)
+                    .map_err(|_| Errno::ENOMEM)
+            }
+        }
+    }
+
+    fn get_uobjects_array(
+        &mut self,
+        _idx: usize,
+        _obj_type: u16,
+        _access: Access,
+        _data: u64,
+        _len: u16,
+    ) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+}
+
+/// Output write-backs of a method (flags words to set after success).
+struct Outputs {
+    uattrs: u64,
+    flags: KVec<FlagsWriteBack>,
+}
+
+impl Outputs {
+    /// upstream `uverbs_copy_to()` + `uverbs_set_output()`.
+    fn put(&mut self, b: &Bundle<'_>, id: u16, data: &[u8]) -> Result {
+        let p = b.ptr(id).map_err(kerr)?;
+        let n = usize::from(p.len).min(data.len());
+        copy_out(p.data, data.get(..n).unwrap_or(&[]))?;
+        self.flags
+            .push(b.set_output(id).map_err(kerr)?, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// `put()` for an optional attribute: nothing if absent.
+    fn put_opt(&mut self, b: &Bundle<'_>, id: u16, data: &[u8]) -> Result {
+        if b.is_valid(id) {
+            self.put(b, id, data)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn write_back(&self) -> Result {
+        for f in self.flags.iter() {
+            let addr =
+                self.uattrs + (usize::from(f.uattr_idx) * UAttr::SIZE + UAttr::FLAGS_OFFSET) as u64;
+            copy_out(addr, &f.flags.to_ne_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a udata input (inline in the attribute or a user pointer).
+fn udata_in(u: &parse::Udata, uattrs: &[u8]) -> Result<KVec<u8>> {
+    match u.inbuf {
+        UdataIn::None => Ok(KVec::new()),
+        UdataIn::User(addr) => copy_in(addr, u.inlen),
+        UdataIn::Inline { uattr_idx } => {
+            let off = usize::from(uattr_idx) * UAttr::SIZE + UAttr::DATA_OFFSET;
+            let b = uattrs.get(off..off + u.inlen).ok_or(EINVAL)?;
+            let mut v = KVec::new();
+            v.extend_from_slice(b, GFP_KERNEL)?;
+            Ok(v)
+        }
+    }
+}
+
+/// The buffers of one write command, from write() or INVOKE_WRITE
+/// (upstream `attrs->ucore` and `attrs->driver_udata`).
+struct WriteBufs {
+    core_in: KVec<u8>,
+    /// (address, length) of the core response; address 0: none.
+    core_out: (u64, usize),
+    udata_in: KVec<u8>,
+    udata_out: (u64, usize),
+}
+
+impl<D: Driver> UFile<D> {
+    fn query_device_resp(&self) -> resp::Out<{ resp::QUERY_DEVICE_RESP }> {
+        let imm = self.dev.port_immutable(1).unwrap_or_default();
+        resp::query_device_resp(
+            &self.dev.attrs(),
+            self.dev.phys_port_cnt(),
+            imm.pkey_tbl_len.min(u16::MAX.into()) as u16,
+        )
+    }
+
+    fn port_resp(&self, port: u32) -> Result<resp::Out<{ resp::QUERY_PORT_RESP_EX }>> {
+        // upstream: rdma_is_port_valid() -> EINVAL, then ib_query_port().
+        if port == 0 || port > self.dev.phys_port_cnt() {
+            return Err(EINVAL);
+        }
+        let pa = Device::query_port(&self.dev, port)?;
+        let imm = self.dev.port_immutable(port)?;
+        Ok(resp::query_port_resp(&pa, &imm))
+    }
+
+    /// The async event file of GET_CONTEXT (write) / ASYNC_EVENT_ALLOC.
+    fn new_async_file(inner: &mut Inner<D>) -> Result<kernel::sync::aref::ARef<kernel::fs::File>> {
+        let ev = AsyncEventFile::new()?;
+        let f = AsyncEventFile::file(&ev)?;
+        if let Some(old) = inner.async_file.replace(ev) {
+            old.close();
+        }
+        Ok(f)
+    }
+
+    /// One write command (upstream `UVERBS_HANDLER(...)` of `uverbs_cmd.c`).
+    fn run_write(&self, inner: &mut Inner<D>, command: u32, b: &mut WriteBufs) -> Result {
+        let mut req = [0u8; 128];
+        match command {
+            // upstream: ib_uverbs_get_context()
+            cmd::GET_CONTEXT => {
+                if inner.ucontext.is_some() {
+                    return Err(EINVAL);
+                }
+                let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)?;
+                let ctx = self.alloc_ctx(&b.udata_in, b.udata_out)?;
+                let file = Self::new_async_file(inner)?;
+                let mut o = resp::Out::<8>::new();
+                o.u32(0, fd.reserved_fd());
+                o.u32(4, 1);
+                copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)?;
+                inner.ucontext = Some(ctx);
+                fd.fd_install(file);
+                Ok(())
+            }
+            // upstream: ib_uverbs_query_device()
+            cmd::QUERY_DEVICE => {
+                inner.ctx()?;
+                let r = self.query_device_resp();
+                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.0)
+            }
+            // upstream: ib_uverbs_ex_query_device()
+            EX_QUERY_DEVICE => {
+                inner.ctx()?;
+                w::uverbs_request(req.get_mut(..8).ok_or(EINVAL)?, &b.core_in).map_err(kerr)?;
+                // comp_mask and reserved must be zero.
+                if req[..8].iter().any(|x| *x != 0) {
+                    return Err(EINVAL);
+                }
+                let mut r = resp::Out::<{ resp::EX_QUERY_DEVICE_RESP }>::new();
+                r.bytes(0, &self.query_device_resp().0);
+                let len = w::uverbs_response_length(b.core_out.1, resp::EX_QUERY_DEVICE_RESP);
+                r.u32(180, len as u32);
+                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.0)
+            }
+            // upstream: ib_uverbs_query_port()
+            cmd::QUERY_PORT => {
+                inner.ctx()?;
+                w::uverbs_request(req.get_mut(..8).ok_or(EINVAL)?, &b.core_in).map_err(kerr)?;
+                // struct ib_uverbs_query_port { u64 response; u8 port_num; ... }
+                let port = b.core_in.get(8).copied().ok_or(EINVAL)?;
+                let r = self.port_resp(u32::from(port))?;
+                copy_out_or_zero(
+                    b.core_out.0,
+                    b.core_out.1,
+                    r.0.get(..resp::QUERY_PORT_RESP).unwrap_or(&[]),
+                )
+            }
+            // upstream: ib_uverbs_alloc_pd()
+            cmd::ALLOC_PD => {
+                inner.ctx()?;
+                let pd = Pd::alloc(&self.dev, Owner::current_task())?;
+                let id = inner.free_id(None);
+                copy_out_or_zero(b.core_out.0, b.core_out.1, &id.to_ne_bytes())?;
+                inner.objs.push(
+                    UObject {
+                        id,
+                        obj_type: obj::PD,
+                        kind: ObjKind::Pd(pd),
+                    },
+                    GFP_KERNEL,
+                )?;
+                Ok(())
+            }
+            // upstream: ib_uverbs_dealloc_pd() -> uobj_perform_destroy()
+            cmd::DEALLOC_PD => {
+                inner.ctx()?;
+                let h = b.core_in.get(..4).ok_or(EINVAL)?;
+                let id = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+                let pos = inner.find(obj::PD, i64::from(id))?;
+                Self::destroy_at(inner, pos)
+            }
+            _ => Err(EOPNOTSUPP),
+        }
+    }
+
+    fn alloc_ctx(&self, input: &[u8], out: (u64, usize)) -> Result<Arc<Ucontext<D>>> {
+        let outlen = out.1.min(kernel::page::PAGE_SIZE);
+        let mut resp = KVec::from_elem(0u8, outlen, GFP_KERNEL)?;
+        let mut ud = Udata::new(input, &mut resp);
+        let ctx = Ucontext::alloc(&self.dev, Owner::current_task(), &mut ud)?;
+        let n = ud.written();
+        if n > 0 {
+            copy_out(out.0, resp.get(..n).unwrap_or(&[]))?;
+        }
+        Ok(ctx)
+    }
+
+    /// Destroys the object at `pos` (upstream `uverbs_destroy_uobject()`
+    /// with `RDMA_REMOVE_DESTROY`): `EBUSY` leaves it in place.
+    fn destroy_at(inner: &mut Inner<D>, pos: usize) -> Result {
+        let o = inner.objs.remove(pos).map_err(|_| EINVAL)?;
+        let r = match o.kind {
+            ObjKind::Pd(pd) => Pd::dealloc(pd).map_err(|e| (e.err, ObjKind::Pd(e.obj))),
+        };
+        match r {
+            Ok(()) => Ok(()),
+            Err((err, kind)) => {
+                inner
+                    .objs
+                    .insert_within_capacity(pos, UObject { kind, ..o })
+                    .ok();
+                Err(err)
+            }
+        }
+    }
+
+    /// The ioctl path after the header copy.
+    fn ioctl_inner(&self, cmd: u32, arg: u64) -> Result<isize> {
+        let hb = copy_in(arg, IoctlHdr::SIZE)?;
+        let hdr = IoctlHdr::from_prefix(&hb).ok_or(EFAULT)?;
+        let method = parse::lookup_method(&self.udev.tree, cmd, &hdr).map_err(kerr)?;
+        let uattrs_addr = arg + IoctlHdr::SIZE as u64;
+        let uattrs = copy_in(uattrs_addr, hdr.attrs_len())?;
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        if inner.dead {
+            return Err(EIO);
+        }
+        let mut env = Env {
+            inner,
+            uattrs: uattrs_addr,
+            looked_up: KVec::new(),
+            new: NewObj::None,
+        };
+        let bundle = parse::parse_attrs(method, &uattrs, &mut env).map_err(kerr)?;
+        let Env { looked_up, new, .. } = env;
+        let mut out = Outputs {
+            uattrs: uattrs_addr,
+            flags: KVec::new(),
+        };
+        // upstream: the DESTROY attribute is destroyed before the handler.
+        if let Some(di) = method.destroy_idx {
+            let pos = looked_up
+                .iter()
+                .find(|(i, _)| *i == usize::from(di))
+                .map(|(_, p)| *p)
+                .ok_or(EINVAL)?;
+            Self::destroy_at(inner, pos)?;
+        }
+        let r = self.run_method(inner, &bundle, &uattrs, &mut out, new);
+        // upstream: the end of ib_uverbs_run_method() (parse::finish_method()).
+        match r {
+            Err(e) if e == EPROTONOSUPPORT => return Err(EINVAL),
+            Err(e) => return Err(e),
+            Ok(()) => {}
+        }
+        if method.has_udata {
+            if let Ok(f) = bundle.set_output(UVERBS_ATTR_UHW_OUT) {
+                out.flags.push(f, GFP_KERNEL)?;
+            }
+        }
+        out.write_back()?;
+        Ok(0)
+    }
+
+    fn run_method(
+        &self,
+        inner: &mut Inner<D>,
+        b: &Bundle<'_>,
+        uattrs: &[u8],
+        out: &mut Outputs,
+        new: NewObj,
+    ) -> Result {
+        let Handler::Core(h) = b.method.handler else {
+            return Err(EOPNOTSUPP);
+        };
+        match h {
+            CoreHandler::InvokeWrite => {
+                let wc = b
+                    .get_const_unsigned(attr::WRITE_CMD, u64::MAX, None)
+                    .map_err(kerr)?;
+                let core_in = b.ptr(attr::CORE_IN).ok();
+                let core_out = b.ptr(attr::CORE_OUT).ok();
+                let m = w::invoke_write_method(
+                    &self.udev.tree,
+                    wc,
+                    core_in.map_or(0, |p| usize::from(p.len)),
+                    core_out.map_or(0, |p| usize::from(p.len)),
+                )
+                .map_err(kerr)?;
+                let WriteMethod::Cmd(spec) = m else {
+                    return Err(EOPNOTSUPP);
+                };
+                let core_in = match core_in {
+                    None => KVec::new(),
+                    Some(p) => match p.inline_bytes() {
+                        Some(ib) => {
+                            let mut v = KVec::new();
+                            v.extend_from_slice(ib.as_slice(), GFP_KERNEL)?;
+                            v
+                        }
+                        None => copy_in(p.data, usize::from(p.len))?,
+                    },
+                };
+                let ud = b.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
+                let mut bufs = WriteBufs {
+                    core_in,
+                    core_out: core_out.map_or((0, 0), |p| (p.data, usize::from(p.len))),
+                    udata_in: udata_in(&ud, uattrs)?,
+                    udata_out: (ud.outbuf, ud.outlen),
+                };
+                let command = if spec.is_ex {
+                    spec.cmd | cmd::FLAG_EXTENDED
+                } else {
+                    spec.cmd
+                };
+                self.run_write(inner, command, &mut bufs)?;
+                if core_out.is_some() {
+                    out.flags
+                        .push(b.set_output(attr::CORE_OUT).map_err(kerr)?, GFP_KERNEL)?;
+                }
+                Ok(())
+            }
+            CoreHandler::GetContext => {
+                if inner.ucontext.is_some() {
+                    return Err(EINVAL);
+                }
+                let ud = b.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
+                let input = udata_in(&ud, uattrs)?;
+                let ctx = self.alloc_ctx(&input, (ud.outbuf, ud.outlen))?;
+                out.put_opt(b, attr::GET_CONTEXT_NUM_COMP_VECTORS, &1u32.to_ne_bytes())?;
+                // IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS
+                out.put_opt(b, attr::GET_CONTEXT_CORE_SUPPORT, &1u64.to_ne_bytes())?;
+                inner.ucontext = Some(ctx);
+                Ok(())
+            }
+            // upstream: EOPNOTSUPP without ops.query_ucontext, which no
+            // driver of ours has yet.
+            CoreHandler::QueryContext => {
+                inner.ctx()?;
+                Err(EOPNOTSUPP)
+            }
+            CoreHandler::QueryPort => {
+                inner.ctx()?;
+                let port = b
+                    .get_const_unsigned(attr::QUERY_PORT_PORT_NUM, u8::MAX.into(), None)
+                    .map_err(kerr)?;
+                let r = self.port_resp(port as u32)?;
+                out.put(b, attr::QUERY_PORT_RESP, &r.0)
+            }
+            CoreHandler::QueryGidEntry => {
+                inner.ctx()?;
+                let port = b
+                    .get_const_unsigned(attr::QUERY_GID_ENTRY_PORT, u32::MAX.into(), None)
+                    .map_err(kerr)? as u32;
+                let index = b
+                    .get_const_unsigned(attr::QUERY_GID_ENTRY_GID_INDEX, u32::MAX.into(), None)
+                    .map_err(kerr)? as u32;
+                b.get_flags32(attr::QUERY_GID_ENTRY_FLAGS, 0)
+                    .map_err(kerr)?;
+                if port == 0 || port > self.dev.phys_port_cnt() {
+                    return Err(EINVAL);
+                }
+                // upstream: rdma_get_gid_attr() is ENODATA for an empty
+                // entry (libibverbs then reports a zero GID), EINVAL for an
+                // index past the table.
+                let gid = self.dev.query_gid(port, index).map_err(|e| {
+                    if e == ENOENT {
+                        ENODATA
+                    } else {
+                        e
+                    }
+                })?;
+                let mut e = resp::Out::<{ resp::GID_ENTRY }>::new();
+                e.bytes(0, &gid.0);
+                e.u32(16, index);
+                e.u32(20, port);
+                e.u32(24, 0); // IB_UVERBS_GID_TYPE_IB
+                out.put(b, attr::QUERY_GID_ENTRY_RESP_ENTRY, &e.0)
+            }
+            CoreHandler::AsyncEventAlloc => {
+                inner.ctx()?;
+                let NewObj::Fd { fd, .. } = new else {
+                    return Err(EINVAL);
+                };
+                let file = Self::new_async_file(inner)?;
+                // Commit: upstream alloc_commit_fd_uobject() -> fd_install().
+                fd.fd_install(file);
+                Ok(())
+            }
+            CoreHandler::DestroyDefault => Ok(()),
+            _ => {
+                let _ = method::INVOKE_WRITE;
+                Err(EOPNOTSUPP)
+            }
+        }
+    }
+
+    /// The write() path after `plan_write()`.
+    fn write_inner(&self, mut data: UserSliceReader) -> Result<usize> {
+        let count = data.len();
+        let mut all = KVec::from_elem(
+            0u8,
+            count.min(w::CmdHdr::SIZE + w::ExCmdHdr::SIZE),
+            GFP_KERNEL,
+        )?;
+        data.clone_reader().read_slice(&mut all)?;
+        let plan = w::plan_write(&self.udev.tree, &all, count).map_err(kerr)?;
+        let mut buf = KVec::from_elem(0u8, count, GFP_KERNEL)?;
+        data.read_slice(&mut buf)?;
+        let slice = |r: (usize, usize)| -> Result<KVec<u8>> {
+            let mut v = KVec::new();
+            if r.1 != 0 {
+                v.extend_from_slice(buf.get(r.0..r.0 + r.1).ok_or(EINVAL)?, GFP_KERNEL)?;
+            }
+            Ok(v)
+        };
+        let core_in = slice(plan.core_in)?;
+        let resp = match plan.response {
+            Response::None => 0,
+            Response::Addr(a) => a,
+            Response::InRequest => {
+                let h = core_in.get(..8).ok_or(EFAULT)?;
+                u64::from_ne_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]])
+            }
+        };
+        let at = |r: (usize, usize)| {
+            if r.1 == 0 {
+                (0, 0)
+            } else {
+                (resp + r.0 as u64, r.1)
+            }
+        };
+        let mut bufs = WriteBufs {
+            udata_in: slice(plan.udata_in)?,
+            core_in,
+            core_out: at(plan.core_out),
+            udata_out: at(plan.udata_out),
+        };
+        let WriteMethod::Cmd(spec) = plan.method else {
+            return Err(EOPNOTSUPP);
+        };
+        let command = if spec.is_ex {
+            spec.cmd | cmd::FLAG_EXTENDED
+        } else {
+            spec.cmd
+        };
+        let mut inner = self.inner.lock();
+        if inner.dead {
+            return Err(EIO);
+        }
+        self.run_write(&mut inner, command, &mut bufs)?;
+        Ok(count)
+    }
+}
+
+impl<D: Driver> UFileOps for UFile<D> {
+    // upstream: ib_uverbs_ioctl()
+    fn ioctl(&self, cmd: u32, arg: usize) -> Result<isize> {
+        self.ioctl_inner(cmd, arg as u64)
+    }
+
+    // upstream: ib_uverbs_write()
+    fn write(&self, data: UserSliceReader) -> Result<usize> {
+        self.write_inner(data)
+    }
+
+    // upstream: uverbs_destroy_ufile_hw() + ufile_destroy_ucontext()
+    fn destroy_all(&self, driver_remove: bool) {
+        let mut inner = self.inner.lock();
+        inner.dead = true;
+        // Newest first; objects still in use (EBUSY) wait for the next pass,
+        // until a pass destroys nothing (upstream __uverbs_cleanup_ufile()).
+        loop {
+            let mut progress = false;
+            let mut i = inner.objs.len();
+            while i > 0 {
+                i -= 1;
+                if Self::destroy_at(&mut inner, i).is_ok() {
+                    progress = true;
+                }
+            }
+            if !progress || inner.objs.is_empty() {
+                break;
+            }
+        }
+        // Leftovers (RDMA_REMOVE_DRIVER_FAILURE): dropping the last
+        // reference destroys them in the core.
+        while let Some(o) = inner.objs.pop() {
+            drop(o);
+        }
+        if let Some(ctx) = inner.ucontext.take() {
+            ctx.dealloc();
+        }
+        if let Some(ev) = inner.async_file.take() {
+            if driver_remove {
+                ev.queue_event(0, IB_EVENT_DEVICE_FATAL);
+            }
+            ev.close();
+        }
+    }
+}
