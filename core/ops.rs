@@ -42,6 +42,15 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// The driver's part of `ops.query_device` for a user request: upstream passes
+    /// `EX_QUERY_DEVICE`'s driver udata to `ops.query_device(ibdev, attr, udata)` (mlx5 answers
+    /// `mlx5_ib_query_device_resp` there). The core attributes come from [`Self::query_device`];
+    /// this op only reads the request and writes the driver's response. Without it the udata
+    /// is ignored.
+    fn query_device_udata(_dev: &Device<Self::Driver>, _udata: &mut Udata<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Reports a port's attributes (upstream `ops.query_port`).
     fn query_port(_dev: &Device<Self::Driver>, _port: u32) -> Result<PortAttr> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -269,6 +278,7 @@ macro_rules! ops_table {
 
 ops_table! {
     query_device: QueryDevice: fn(&Device<D>) -> Result<DeviceAttr>,
+    query_device_udata: QueryDeviceUdata: fn(&Device<D>, &mut Udata<'_>) -> Result,
     query_port: QueryPort: fn(&Device<D>, u32) -> Result<PortAttr>,
     get_port_immutable: GetPortImmutable: fn(&Device<D>, u32) -> Result<PortImmutable>,
     query_gid: QueryGid: fn(&Device<D>, u32, u32) -> Result<Gid>,

@@ -30,7 +30,7 @@ use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
-    QpInitAttr,
+    QpInitAttr, Ucontext, UcontextPriv, Udata,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -221,6 +221,18 @@ impl DeviceOps for Mlx5DevOps {
                 v.first().copied().ok_or(EIO)
             }
         }
+    }
+
+    fn query_device_udata(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Result {
+        crate::ucontext::query_device_udata(dev, udata)
+    }
+
+    fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Result<UcontextPriv> {
+        crate::ucontext::alloc_ucontext(dev, udata)
+    }
+
+    fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
+        crate::ucontext::dealloc_ucontext(ctx)
     }
 
     fn alloc_pd(dev: &Device<Mlx5Ib>) -> Result<Mlx5Pd> {

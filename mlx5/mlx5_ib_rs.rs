@@ -33,6 +33,7 @@ mod probe;
 mod simdev;
 mod stages;
 mod sysfs;
+mod ucontext;
 mod verbs;
 
 use crate::fwsim::profile::LinkLayer;

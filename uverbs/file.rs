@@ -369,6 +369,18 @@ impl<D: Driver> UFile<D> {
                 if req[..8].iter().any(|x| *x != 0) {
                     return Err(EINVAL);
                 }
+                // upstream: ops.query_device(ib_dev, &attr, &attrs->driver_udata); the
+                // driver's response (mlx5_ib_query_device_resp) before the core's.
+                if let Some(op) = self.dev.ops().query_device_udata {
+                    let outlen = b.udata_out.1.min(kernel::page::PAGE_SIZE);
+                    let mut dresp = KVec::from_elem(0u8, outlen, GFP_KERNEL)?;
+                    let mut ud = Udata::new(&b.udata_in, &mut dresp);
+                    op(&self.dev, &mut ud)?;
+                    let n = ud.written();
+                    if n > 0 {
+                        copy_out(b.udata_out.0, dresp.get(..n).unwrap_or(&[]))?;
+                    }
+                }
                 let mut r = resp::Out::<{ resp::EX_QUERY_DEVICE_RESP }>::new();
                 r.bytes(0, &self.query_device_resp().0);
                 let len = w::uverbs_response_length(b.core_out.1, resp::EX_QUERY_DEVICE_RESP);

@@ -109,6 +109,8 @@ pub(crate) struct NicVport {
     pub(crate) mac: [u8; 6],
     /// `qkey_violation_counter`.
     pub(crate) qkey_violation_counter: u16,
+    /// `min_wqe_inline_mode` (`MLX5_INLINE_MODE_*`).
+    pub(crate) min_wqe_inline_mode: u8,
 }
 
 impl Command for QueryNicVportContext {
@@ -137,6 +139,7 @@ impl Command for QueryNicVportContext {
             port_guid: rd64(v(nic_vport_context::port_guid), out)?,
             mac,
             qkey_violation_counter: rd(v(nic_vport_context::qkey_violation_counter), out)? as u16,
+            min_wqe_inline_mode: rd(v(nic_vport_context::min_wqe_inline_mode), out)? as u8,
         })
     }
 }
