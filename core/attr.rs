@@ -77,6 +77,14 @@ pub struct PortAttr {
     pub active_width: u8,
     /// `enum ib_port_speed` (`IB_SPEED_EDR` = 32); sysfs `rate`.
     pub active_speed: u16,
+    /// `enum ib_mtu` (`IB_MTU_4096` = 5); 0: not reported (uverbs answers 4096).
+    pub max_mtu: u8,
+    /// `enum ib_mtu`; 0: not reported (uverbs answers 4096).
+    pub active_mtu: u8,
+    /// Largest message in bytes; 0: not reported (uverbs answers 2^31).
+    pub max_msg_sz: u32,
+    /// `max_vl_num` (`__IB_MAX_VL_*`); 0: not reported (uverbs answers 1).
+    pub max_vl_num: u8,
 }
 
 /// Link layer of a port (upstream `IB_LINK_LAYER_*`).

@@ -163,6 +163,10 @@ fn port_attr(a: &PortAttrs, subnet_prefix: u64) -> PortAttr {
         port_cap_flags: a.port_cap_flags,
         active_width: a.active_width,
         active_speed: a.active_speed,
+        max_mtu: a.max_mtu,
+        active_mtu: a.active_mtu,
+        max_msg_sz: a.max_msg_sz,
+        max_vl_num: a.max_vl_num,
     }
 }
 

@@ -79,16 +79,18 @@ pub(crate) fn query_device_resp(
 pub(crate) fn query_port_resp(p: &PortAttr, imm: &PortImmutable) -> Out<QUERY_PORT_RESP_EX> {
     let mut o = Out::new();
     o.u32(0, p.port_cap_flags);
-    o.u32(4, 1 << 31); // max_msg_sz
+    // A driver that does not report a value gets what this layer always answered.
+    let or = |v: u32, d: u32| if v == 0 { d } else { v };
+    o.u32(4, or(p.max_msg_sz, 1 << 31));
     o.u32(16, imm.gid_tbl_len);
     o.u16(20, imm.pkey_tbl_len.min(u16::MAX.into()) as u16);
     o.u16(22, p.lid.min(u16::MAX.into()) as u16);
     o.u16(24, p.sm_lid.min(u16::MAX.into()) as u16);
     o.u8(26, p.state as u8);
-    o.u8(27, 5); // max_mtu: IB_MTU_4096
-    o.u8(28, 5); // active_mtu
+    o.u8(27, or(p.max_mtu.into(), 5) as u8); // IB_MTU_4096 by default
+    o.u8(28, or(p.active_mtu.into(), 5) as u8);
     o.u8(29, p.lmc);
-    o.u8(30, 1); // max_vl_num
+    o.u8(30, or(p.max_vl_num.into(), 1) as u8);
     o.u8(31, p.sm_sl);
     o.u8(34, p.active_width);
     o.u8(35, p.active_speed.min(u8::MAX.into()) as u8);

@@ -721,7 +721,8 @@ impl Fw {
     }
 
     /// Node GUID: NVIDIA OUI 0c:42:a1, `03` as ConnectX node GUIDs have, then the serial.
-    fn node_guid(&self) -> u64 {
+    /// It is also the system image GUID (NIC and HCA vport contexts).
+    pub(crate) fn node_guid(&self) -> u64 {
         0x0c42_a103_0000_0000 | (u64::from(self.cfg.serial & 0x00ff_ffff) << 8)
     }
 

@@ -4,7 +4,10 @@
 //!
 //! * `resources` — live objects by type, one `kind count` per line (all zero when the driver
 //!   has released everything);
-//! * `identity` — model, PCI ids, firmware, link layer;
+//! * `identity` — model, PCI ids, firmware, link layer, ports, and what the firmware answers
+//!   about itself: node and system image GUID, IEEE vendor id, PSID (board id), PCI revision;
+//! * `caps` — the profile's capability logarithms (`log_max_qp`, ...), port LID and MTU, and
+//!   per port RoCE address 0 as SET_ROCE_ADDRESS last programmed it (`-` when empty);
 //! * `stats` — commands executed, failed, and taken by fault injection;
 //! * `fail_nth` — write `<n> [<status>|timeout] [<syndrome>]`: fail the n-th command from now,
 //!   once (`0` disarms); reads back what is armed;
@@ -34,6 +37,7 @@ pub(super) fn function_dir<'a>(root: &'a Dir, name: &'a CStr, f: F) -> impl PinI
     root.scope(f, name, |f, d| {
         d.read_callback_file(c"resources", f, &show_resources);
         d.read_callback_file(c"identity", f, &show_identity);
+        d.read_callback_file(c"caps", f, &show_caps);
         d.read_callback_file(c"stats", f, &show_stats);
         d.read_write_callback_file(c"fail_nth", f, &show_fail_nth, &write_fail_nth);
         d.read_write_callback_file(c"fail_opcode", f, &show_fail_opcode, &write_fail_opcode);
@@ -63,7 +67,50 @@ fn show_identity(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         LinkLayer::Ethernet => "Ethernet",
     };
     writeln!(out, "link_layer {}", ll)?;
-    writeln!(out, "ports {}", id.num_ports)
+    writeln!(out, "ports {}", id.num_ports)?;
+    let (cfg, guid) = {
+        let fw = f.fw.lock();
+        (*fw.config(), fw.node_guid())
+    };
+    // QUERY_ADAPTER's ieee_vendor_id (fwsim/query.rs).
+    writeln!(out, "vendor_id 0x02c9")?;
+    writeln!(out, "pci_revision {}", id.pci_revision)?;
+    let psid = &cfg.profile.psid;
+    let n = psid.iter().position(|b| *b == 0).unwrap_or(psid.len());
+    let psid = core::str::from_utf8(psid.get(..n).unwrap_or(&[])).unwrap_or("?");
+    writeln!(out, "board_id {}", psid)?;
+    writeln!(out, "node_guid {:016x}", guid)?;
+    writeln!(out, "sys_image_guid {:016x}", guid)
+}
+
+fn show_caps(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let cfg = *f.fw.lock().config();
+    let p = &cfg.profile;
+    writeln!(out, "log_max_qp {}", p.log_max_qp)?;
+    writeln!(out, "log_max_qp_sz {}", p.log_max_qp_sz)?;
+    writeln!(out, "log_max_cq {}", p.log_max_cq)?;
+    writeln!(out, "log_max_cq_sz {}", p.log_max_cq_sz)?;
+    writeln!(out, "log_max_mkey {}", p.log_max_mkey)?;
+    writeln!(out, "log_max_pd {}", p.log_max_pd)?;
+    for port in 1..=cfg.num_ports {
+        // fwsim/query.rs: an IB port's LID is its number + 1; PMTU max_mtu is 4096 on IB.
+        match cfg.link_layer {
+            LinkLayer::Ib => writeln!(out, "port{} lid {} max_mtu 4096", port, port + 1)?,
+            LinkLayer::Ethernet => writeln!(out, "port{} lid 0", port)?,
+        }
+        match f.roce_addr(port, 0) {
+            Some(a) => {
+                write!(out, "port{} roce_gid0 ", port)?;
+                for (i, c) in a.gid.chunks(2).enumerate() {
+                    let sep = if i == 0 { "" } else { ":" };
+                    write!(out, "{}{:02x}{:02x}", sep, c[0], c.get(1).copied().unwrap_or(0))?;
+                }
+                writeln!(out, " v{}", a.version)?;
+            }
+            None => writeln!(out, "port{} roce_gid0 -", port)?,
+        }
+    }
+    Ok(())
 }
 
 fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -84,6 +84,7 @@ impl DeviceOps for MockOps {
             port_cap_flags: 0x0251_0868,
             active_width: 2,
             active_speed: 32,
+            ..PortAttr::default()
         })
     }
 

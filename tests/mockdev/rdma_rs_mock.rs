@@ -90,6 +90,7 @@ impl DeviceOps for MockOps {
             port_cap_flags: 0,
             active_width: 1,
             active_speed: 1,
+            ..PortAttr::default()
         })
     }
 

@@ -8,6 +8,7 @@
 . /rdma-rs/sysfs_compare.sh
 RDMARS_SOURCED=1 . /rdma-rs/uverbs.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
+RDMARS_SOURCED=1 . /rdma-rs/e2e.sh
 
 kmemleak_clear
 
@@ -40,6 +41,10 @@ suite_end
 
 suite_begin vm_fwsim
 fwsim_suite
+suite_end
+
+suite_begin vm_e2e
+e2e_suite
 suite_end
 
 suite_begin vm_peer_rxe

@@ -15,14 +15,18 @@ fwsim_show
 echo
 echo "What the driver's probe read from them and the RDMA devices it registered:"
 dmesg | grep 'registered as mlx5_' | sed 's/^\[[^]]*\] //'
-for cmd in "ibv_devinfo -v" "rdma dev" "rdma link" "rdma res"; do
+for cmd in "ibv_devices" "ibv_devinfo -v" "rdma dev" "rdma link" "rdma res"; do
 	echo
 	echo "\$ $cmd"
 	$cmd 2>&1
 done
 echo
-echo "mlx5_0 (InfiniBand) and mlx5_1 (RoCE) are registered with ib_core_rs;"
-echo "ibv_devinfo needs the uverbs char devices and the mlx5 user ABI (not yet)."
+echo "mlx5_0 (InfiniBand) and mlx5_1 (RoCE) are registered with ib_core_rs and"
+echo "served by its uverbs: Debian's unmodified libibverbs + libmlx5 (bound by"
+echo "driver id 1 over netlink) opened a user context on each (mlx5 udata, a"
+echo "transport domain per context) and queried device, ports and GIDs."
+echo "After every context closed, the simulator holds only the kernel PD and UAR:"
+for d in "$FWSIM_DBG"/*/; do echo "  $(basename "$d"): $(tr '\n' ' ' <"$d/resources")"; done
 echo "=============================================="
 unload_ours
 suite_end
