@@ -26,8 +26,8 @@ use crate::cmd::exec;
 use crate::cmd::query::QueryNicVportContext;
 use crate::cmd::res::{AllocTransportDomain, DeallocTransportDomain};
 use crate::fwsim::profile::LinkLayer;
-use crate::ib::Mlx5Ib;
 use crate::hw::CapType;
+use crate::ib::Mlx5Ib;
 use crate::prm::ctx::cmd_hca_cap;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{Ucontext, UcontextPriv, Udata};
@@ -271,13 +271,7 @@ pub(crate) fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
     let d = ctx.device().data();
     if let Some(u) = ctx.data::<Mlx5Ucontext>() {
         // A refusal cannot be handed back (dealloc cannot fail); exec logged it.
-        let _ = exec(
-            &*d.hw,
-            &DeallocTransportDomain {
-                id: u.tdn,
-                uid: 0,
-            },
-        );
+        let _ = exec(&*d.hw, &DeallocTransportDomain { id: u.tdn, uid: 0 });
     }
 }
 
@@ -341,7 +335,14 @@ pub(crate) fn query_device_udata(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) ->
     }
     // sw_parsing_caps, striding_rq_caps (raw_support: no multi-port), tunnel_offloads_caps,
     // dci_streams_caps, reserved, reg_c0.
-    for (end, size) in [(72u32, 8u32), (96, 24), (100, 4), (102, 2), (104, 2), (112, 8)] {
+    for (end, size) in [
+        (72u32, 8u32),
+        (96, 24),
+        (100, 4),
+        (102, 2),
+        (104, 2),
+        (112, 8),
+    ] {
         if end as usize <= outlen {
             len += size;
         }

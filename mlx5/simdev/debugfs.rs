@@ -103,7 +103,13 @@ fn show_caps(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
                 write!(out, "port{} roce_gid0 ", port)?;
                 for (i, c) in a.gid.chunks(2).enumerate() {
                     let sep = if i == 0 { "" } else { ":" };
-                    write!(out, "{}{:02x}{:02x}", sep, c[0], c.get(1).copied().unwrap_or(0))?;
+                    write!(
+                        out,
+                        "{}{:02x}{:02x}",
+                        sep,
+                        c[0],
+                        c.get(1).copied().unwrap_or(0)
+                    )?;
                 }
                 writeln!(out, " v{}", a.version)?;
             }
