@@ -33,6 +33,40 @@ pub struct DeviceAttr {
     pub max_pd: u32,
     /// `IB_DEVICE_*` capability flags (nldev `CAP_FLAGS`).
     pub device_cap_flags: u64,
+    /// Largest MR in bytes; 0: not reported (uverbs answers `u64::MAX`).
+    pub max_mr_size: u64,
+    /// Supported page sizes; 0: not reported (uverbs answers 4 KiB and up).
+    pub page_size_cap: u64,
+    /// Scatter/gather entries of a send WR.
+    pub max_send_sge: u32,
+    /// Scatter/gather entries of a receive WR.
+    pub max_recv_sge: u32,
+    /// Scatter/gather entries of an RDMA read.
+    pub max_sge_rd: u32,
+    /// Outstanding RDMA reads/atomics per QP as target.
+    pub max_qp_rd_atom: u32,
+    /// Outstanding RDMA reads/atomics per QP as initiator.
+    pub max_qp_init_rd_atom: u32,
+    /// Outstanding RDMA reads/atomics as target, whole device.
+    pub max_res_rd_atom: u32,
+    /// Maximum number of SRQs.
+    pub max_srq: u32,
+    /// Maximum work requests per SRQ.
+    pub max_srq_wr: u32,
+    /// Scatter/gather entries per SRQ WR.
+    pub max_srq_sge: u32,
+    /// Maximum number of memory windows.
+    pub max_mw: u32,
+    /// Maximum multicast groups.
+    pub max_mcast_grp: u32,
+    /// Maximum QPs per multicast group.
+    pub max_mcast_qp_attach: u32,
+    /// Maximum QPs attached to multicast groups.
+    pub max_total_mcast_qp_attach: u32,
+    /// Maximum address handles.
+    pub max_ah: u32,
+    /// Local CA ack delay.
+    pub local_ca_ack_delay: u8,
 }
 
 /// Logical port state (upstream `enum ib_port_state`).

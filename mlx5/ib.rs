@@ -136,6 +136,23 @@ fn device_attr(a: &DeviceAttrs) -> DeviceAttr {
         max_mr: a.max_mr,
         max_pd: a.max_pd,
         device_cap_flags: a.device_cap_flags,
+        max_mr_size: a.max_mr_size,
+        page_size_cap: a.page_size_cap,
+        max_send_sge: a.max_send_sge,
+        max_recv_sge: a.max_recv_sge,
+        max_sge_rd: a.max_sge_rd,
+        max_qp_rd_atom: a.max_qp_rd_atom,
+        max_qp_init_rd_atom: a.max_qp_init_rd_atom,
+        max_res_rd_atom: a.max_res_rd_atom,
+        max_srq: a.max_srq,
+        max_srq_wr: a.max_srq_wr,
+        max_srq_sge: a.max_srq_sge,
+        max_mw: a.max_mw,
+        max_mcast_grp: a.max_mcast_grp,
+        max_mcast_qp_attach: a.max_mcast_qp_attach,
+        max_total_mcast_qp_attach: a.max_total_mcast_qp_attach,
+        max_ah: a.max_ah,
+        local_ca_ack_delay: a.local_ca_ack_delay,
     }
 }
 

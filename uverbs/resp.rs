@@ -58,18 +58,48 @@ pub(crate) fn query_device_resp(
     o.u64(0, a.fw_ver);
     o.be64(8, a.node_guid);
     o.be64(16, a.sys_image_guid);
-    o.u64(24, u64::MAX); // max_mr_size
-    o.u64(32, 0xffff_f000); // page_size_cap: 4K and up
+    // A driver that does not report these gets what this layer always answered.
+    o.u64(
+        24,
+        if a.max_mr_size == 0 {
+            u64::MAX
+        } else {
+            a.max_mr_size
+        },
+    );
+    o.u64(
+        32,
+        if a.page_size_cap == 0 {
+            0xffff_f000
+        } else {
+            a.page_size_cap
+        },
+    );
     o.u32(40, a.vendor_id);
     o.u32(44, a.vendor_part_id);
     o.u32(48, a.hw_ver);
     o.u32(52, a.max_qp);
     o.u32(56, a.max_qp_wr);
     o.u32(60, a.device_cap_flags as u32);
+    // upstream copy_query_dev_fields(): max_sge = min(max_send_sge, max_recv_sge).
+    o.u32(64, a.max_send_sge.min(a.max_recv_sge));
+    o.u32(68, a.max_sge_rd);
     o.u32(72, a.max_cq);
     o.u32(76, a.max_cqe);
     o.u32(80, a.max_mr);
     o.u32(84, a.max_pd);
+    o.u32(88, a.max_qp_rd_atom);
+    o.u32(96, a.max_res_rd_atom);
+    o.u32(100, a.max_qp_init_rd_atom);
+    o.u32(120, a.max_mw);
+    o.u32(132, a.max_mcast_grp);
+    o.u32(136, a.max_mcast_qp_attach);
+    o.u32(140, a.max_total_mcast_qp_attach);
+    o.u32(144, a.max_ah);
+    o.u32(156, a.max_srq);
+    o.u32(160, a.max_srq_wr);
+    o.u32(164, a.max_srq_sge);
+    o.u8(170, a.local_ca_ack_delay);
     o.u16(168, pkeys); // max_pkeys
     o.u8(171, phys_port_cnt.min(255) as u8);
     o
