@@ -90,14 +90,18 @@ e2e_suite() {
 	cat /tmp/rdma-dev.out
 	t_check "rdma dev shows mlx5_0" grep -q "^[0-9]*: mlx5_0: node_type ca fw 28.43.1014" /tmp/rdma-dev.out
 	t_check "rdma dev shows mlx5_1" grep -q "^[0-9]*: mlx5_1: node_type ca fw 22.43.1014" /tmp/rdma-dev.out
-	# iproute2 prints no driver name; the device's parent is bound to mlx5_ib_rs, and
+	# iproute2 prints no driver name: the function is bound to mlx5_ib_rs, which registered it, and
 	# libmlx5 (not another provider) served ibv_devinfo: every ioctl header carries
 	# RDMA_DRIVER_MLX5 and GET_CONTEXT carried mlx5's udata, which the uverbs layer
 	# refuses for any other driver id.
-	t_check "mlx5_0's parent is bound to mlx5_ib_rs" \
-		sh -c "readlink /sys/class/infiniband/mlx5_0/device/driver | grep -q mlx5_ib_rs"
-	t_check "mlx5_1's parent is bound to mlx5_ib_rs" \
-		sh -c "readlink /sys/class/infiniband/mlx5_1/device/driver | grep -q mlx5_ib_rs"
+	for drv in "$d0 mlx5_0" "$d1 mlx5_1"; do
+		set -- $drv
+		case "$(fwsim_driver_of $1)" in
+		mlx5_ib_rs*) t_ok "$1 is bound to mlx5_ib_rs" ;;
+		*) t_fail "$1 is bound to mlx5_ib_rs" "driver '$(fwsim_driver_of $1)'" ;;
+		esac
+		t_check "$1 registered $2" sh -c "dmesg | grep -q '$1: .*registered as $2\$'"
+	done
 	# Every context was closed: the transport domains and nothing else went back.
 	t_check "$d0 holds only the kernel PD and UAR after ibv_devinfo" fwsim_resources_probed $d0
 	t_check "$d1 holds only the kernel PD and UAR after ibv_devinfo" fwsim_resources_probed $d1
