@@ -62,6 +62,7 @@ impl NlHandler for NlDev {
         op(RDMA_NLDEV_CMD_RES_CQ_GET, None, Some(res_cq_dump)),
         op(RDMA_NLDEV_CMD_RES_QP_GET, None, Some(res_qp_dump)),
         op(RDMA_NLDEV_CMD_RES_MR_GET, None, Some(res_mr_dump)),
+        op(RDMA_NLDEV_CMD_RES_CTX_GET, None, Some(res_ctx_dump)),
         op(RDMA_NLDEV_CMD_SYS_GET, Some(sys_get_doit), None),
     ];
 }
@@ -429,6 +430,19 @@ fn fill_mr(wr: &mut MsgWriter<'_>, e: &ResInfo, admin: bool) -> Result {
     fill_owner(wr, &e.owner)
 }
 
+/// upstream `fill_res_ctx_entry()`: user contexts only, their id and owner.
+fn fill_ctx(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CTXN, e.id))?;
+    fill_owner(wr, &e.owner)
+}
+
+const RES_CTX: ResKind = ResKind {
+    kind: ResType::Ctx,
+    table: RDMA_NLDEV_ATTR_RES_CTX,
+    entry: RDMA_NLDEV_ATTR_RES_CTX_ENTRY,
+    fill: fill_ctx,
+};
+
 const RES_PD: ResKind = ResKind {
     kind: ResType::Pd,
     table: RDMA_NLDEV_ATTR_RES_PD,
@@ -510,6 +524,7 @@ pub(crate) fn res_dump_step(
         ResType::Cq => &RES_CQ,
         ResType::Qp => &RES_QP,
         ResType::Mr => &RES_MR,
+        ResType::Ctx => &RES_CTX,
         _ => return Err(EINVAL),
     };
     let snap = dev.restrack().dump(rk.kind)?;
@@ -592,6 +607,15 @@ fn res_mr_dump(
     wr: &mut MsgWriter<'_>,
 ) -> Result {
     res_dump(r, c, wr, ResType::Mr)
+}
+
+fn res_ctx_dump(
+    _: &NlDev,
+    r: &Request<'_>,
+    c: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
+    res_dump(r, c, wr, ResType::Ctx)
 }
 
 /// Builds the `SYS_GET` reply (upstream `nldev_sys_get_doit()`): netns mode shared (1),

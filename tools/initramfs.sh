@@ -34,7 +34,7 @@ for a in $(/bin/busybox --list); do
 done
 
 # rdma-core 44 (bookworm) and the tools the tests drive.
-copy /usr/bin/strace /usr/bin/ibv_devinfo /usr/bin/ibv_devices /usr/bin/ibv_rc_pingpong /usr/bin/ibv_ud_pingpong \
+copy /usr/bin/strace /usr/bin/ibv_asyncwatch /usr/bin/ibv_devinfo /usr/bin/ibv_devices /usr/bin/ibv_rc_pingpong /usr/bin/ibv_ud_pingpong \
 	/usr/bin/rdma /usr/sbin/ip /usr/bin/kmod
 for p in mlx5 rxe; do
 	copy "/usr/lib/x86_64-linux-gnu/libibverbs/lib$p-rdmav34.so"

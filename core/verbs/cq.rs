@@ -11,6 +11,9 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
 
+/// The driver's `poll_cq` op.
+type PollFn<D> = fn(&Cq<D>, &mut [Wc]) -> Result<usize>;
+
 /// CQ creation attributes (upstream `struct ib_cq_init_attr`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CqInitAttr {
@@ -48,6 +51,10 @@ pub struct Cq<D: Driver> {
     live: Liveness,
     cqe: u32,
     handler: Option<Arc<dyn CqHandler>>,
+    /// The data-path ops, copied from the device's table at create (see
+    /// `Qp`): a poll is one load and an indirect call.
+    poll_op: Option<PollFn<D>>,
+    notify_op: Option<fn(&Cq<D>, CqNotify) -> Result>,
     drv: D::CqData,
 }
 
@@ -88,6 +95,8 @@ impl<D: Driver> Cq<D> {
                 live: Liveness::new(),
                 cqe: attr.cqe,
                 handler,
+                poll_op: dev.ops().poll_cq,
+                notify_op: dev.ops().req_notify_cq,
                 drv,
             })
             .into())
@@ -124,7 +133,7 @@ impl<D: Driver> Cq<D> {
     /// `EOPNOTSUPP` without `poll_cq`; the driver's error.
     #[inline]
     pub fn poll(&self, wc: &mut [Wc]) -> Result<usize> {
-        match self.dev.ops().poll_cq {
+        match self.poll_op {
             Some(f) => f(self, wc),
             None => Err(EOPNOTSUPP),
         }
@@ -137,7 +146,7 @@ impl<D: Driver> Cq<D> {
     /// `EOPNOTSUPP` without `req_notify_cq`; the driver's error.
     #[inline]
     pub fn req_notify(&self, flags: CqNotify) -> Result {
-        match self.dev.ops().req_notify_cq {
+        match self.notify_op {
             Some(f) => f(self, flags),
             None => Err(EOPNOTSUPP),
         }

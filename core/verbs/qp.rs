@@ -13,6 +13,11 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
 
+/// The driver's `post_send` op.
+type PostSendFn<D> = fn(&Qp<D>, &[SendWr<'_>]) -> Result;
+/// The driver's `post_recv` op.
+type PostRecvFn<D> = fn(&Qp<D>, &[RecvWr<'_>]) -> Result;
+
 /// QP transport types (upstream `enum ib_qp_type`, the kernel-verbs ones).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpType {
@@ -214,6 +219,12 @@ pub struct Qp<D: Driver> {
     qp_type: QpType,
     res_id: u32,
     live: Liveness,
+    /// The data-path ops, copied from the device's table at create (the
+    /// table never changes after registration): a post is one load and an
+    /// indirect call, with no walk through the PD and the device (seed
+    /// §3.3: no extra layer on the data path).
+    post_send_op: Option<PostSendFn<D>>,
+    post_recv_op: Option<PostRecvFn<D>>,
     drv: D::QpData,
 }
 
@@ -265,6 +276,8 @@ impl<D: Driver> Qp<D> {
                 qp_type: attr.qp_type,
                 res_id,
                 live: Liveness::new(),
+                post_send_op: dev.ops().post_send,
+                post_recv_op: dev.ops().post_recv,
                 drv: created.data,
             })
             .into())
@@ -352,7 +365,7 @@ impl<D: Driver> Qp<D> {
     /// `EOPNOTSUPP` without `post_send`; the driver's error.
     #[inline]
     pub fn post_send(&self, wr: &[SendWr<'_>]) -> Result {
-        match self.pd.get().device().ops().post_send {
+        match self.post_send_op {
             Some(f) => f(self, wr),
             None => Err(EOPNOTSUPP),
         }
@@ -365,7 +378,7 @@ impl<D: Driver> Qp<D> {
     /// `EOPNOTSUPP` without `post_recv`; the driver's error.
     #[inline]
     pub fn post_recv(&self, wr: &[RecvWr<'_>]) -> Result {
-        match self.pd.get().device().ops().post_recv {
+        match self.post_recv_op {
             Some(f) => f(self, wr),
             None => Err(EOPNOTSUPP),
         }

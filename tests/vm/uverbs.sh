@@ -40,6 +40,21 @@ uverbs_suite() {
 	else
 		t_fail "ibv_devinfo -v shows the mock's attributes and GID 0" "exit $rc"
 	fi
+	# A process holding a user context: `rdma res show ctx` lists it with its pid and comm
+	# (upstream RES_CTX_GET).
+	ibv_asyncwatch -d rxe_mock0 >/dev/null 2>&1 &
+	aw=$!
+	sleep 2
+	echo "+ rdma res show ctx"
+	rdma res show ctx >/tmp/uv-ctx 2>&1
+	sed 's/^/    rdma| /' /tmp/uv-ctx
+	if grep -q "rxe_mock0 ctxn [0-9]* pid $aw comm ibv_asyncwatch" /tmp/uv-ctx; then
+		t_ok "rdma res show ctx lists the open context with pid and comm"
+	else
+		t_fail "rdma res show ctx lists the open context with pid and comm"
+	fi
+	kill $aw
+	wait $aw 2>/dev/null
 	t_import "uverbs_abi on rxe_mock0 (ours)" /rdma-rs/uverbs_abi -d /dev/infiniband/uverbs0 -i 14
 	# Close with objects open destroyed them: unloading the mock reports no leftovers.
 	dmesg -c >/dev/null
