@@ -196,16 +196,18 @@ static void *race_thread(void *arg)
 
 static volatile int stop_users;
 
-/* Keeps the file busy (QUERY_PORT + ALLOC/DEALLOC_PD) while the race runs. */
+/* Keeps the file busy (QUERY_PORT, ioctl and write) while the race runs. It
+ * allocates nothing: a PD allocated here could reuse the raced handle between
+ * the two destroys (both stacks hand out the lowest free handle). */
 static void *user_thread(void *arg)
 {
+	struct ib_uverbs_query_device_resp resp;
+	struct ib_uverbs_query_device cmd = { .response = (uintptr_t)&resp };
 	int fd = *(int *)arg;
-	uint32_t h;
 
 	while (!stop_users) {
 		query_port(fd, 1, 0, 1);
-		if (!alloc_pd(fd, &h))
-			dealloc_pd(fd, h);
+		do_write(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, &cmd, sizeof(cmd), sizeof(resp) / 4);
 	}
 	return NULL;
 }
@@ -388,10 +390,13 @@ int main(int argc, char **argv)
 			printf("R ok ioctl: MR_DESTROY of a PD handle: not checkable, MR methods not exposed here (errno %d)\n", e);
 		else
 			expect("ioctl: MR_DESTROY of a PD handle (wrong type) is EINVAL", e, EINVAL);
-		expect("write: DEREG_MR of a PD handle (wrong type) fails",
-		       do_write(fd, IB_USER_VERBS_CMD_DEREG_MR,
-				(struct ib_uverbs_dereg_mr[]){ { .mr_handle = h } },
-				sizeof(struct ib_uverbs_dereg_mr), 0) ? 0 : EINVAL, 0);
+		e = do_write(fd, IB_USER_VERBS_CMD_DEREG_MR,
+			     (struct ib_uverbs_dereg_mr[]){ { .mr_handle = h } },
+			     sizeof(struct ib_uverbs_dereg_mr), 0);
+		if (e == EOPNOTSUPP && !upstream)
+			printf("R ok write: DEREG_MR of a PD handle: not checkable, DEREG_MR not implemented here (errno %d)\n", e);
+		else
+			expect("write: DEREG_MR of a PD handle (wrong type) is EINVAL", e, EINVAL);
 		expect("ioctl: PD_DESTROY", destroy_pd_ioctl(fd, h), 0);
 		expect("ioctl: PD_DESTROY again (double destroy) is ENOENT", destroy_pd_ioctl(fd, h), ENOENT);
 		expect("write: DEALLOC_PD after an ioctl destroy (use after destroy) is ENOENT",
@@ -481,9 +486,10 @@ int main(int argc, char **argv)
 		expect("write ex: in_words not matching the length is EINVAL",
 		       do_write_ex(fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, xin, 8, 2, sizeof(xr) / 8, &xr, 0),
 		       EINVAL);
-		expect("write ex: truncated request (in_words 0) is ENOSPC",
+		/* EX_QUERY_DEVICE's minimum request is empty (req_size 0 upstream). */
+		expect("write ex: EX_QUERY_DEVICE with an empty request (in_words 0) is accepted",
 		       do_write_ex(fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, xin, 0, 0, sizeof(xr) / 8, &xr, 0),
-		       ENOSPC);
+		       0);
 		expect("write ex: cmd_hdr_reserved != 0 is EINVAL",
 		       do_write_ex(fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, xin, 8, 1, sizeof(xr) / 8, &xr, 1),
 		       EINVAL);
