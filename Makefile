@@ -71,10 +71,10 @@ bench: modules
 	$(TOP)/tools/vm.sh bench "$$kb" $(TOP)/out/logs/bench.log && \
 	sed -n '/^=* rdma-rs benchmark/,/^=====/p' $(TOP)/out/logs/bench.log
 
-# make bench-uverbs N_BENCH=20000: ns per QUERY_PORT and PD alloc+dealloc
+# make bench-uverbs N_BENCH=5000: ns per QUERY_PORT and PD alloc+dealloc
 # pairs/s through libibverbs, ours (rxe_mock0) next to upstream (rdma_rxe).
 bench-uverbs: modules
-	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),20000)" \
+	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),5000)" \
 	$(TOP)/tools/vm.sh bench_uverbs "$$kb" $(TOP)/out/logs/bench-uverbs.log && \
 	sed -n '/^=* rdma-rs uverbs benchmark/,/^=====/p' $(TOP)/out/logs/bench-uverbs.log
 
