@@ -28,6 +28,7 @@ rdma link delete rxe0
 ip link del veth0
 modprobe -r rdma_rxe ib_uverbs ib_core veth
 echo "================ rdma-rs uverbs benchmark ================"
+grep -h "^raw " /tmp/bench-ours /tmp/bench-up
 awk '
 FNR == 1 { f++ }
 /^bench / { for (i = 3; i < NF; i += 2) v[f, $i] = $(i + 1); v[f, "dev"] = $2 }
