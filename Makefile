@@ -9,6 +9,7 @@
 #   make peer    the upstream C stack (rdma_rxe) in the VM
 #   make soak    the verbs workload N times (N=1000 STACK=peer|ours)
 #   make bench   the core's data-path dispatch cost next to a direct call
+#   make bench-uverbs  uverbs round trips (QUERY_PORT, PD alloc+dealloc), ours vs upstream
 #
 # KDIR=<kernel build tree> builds the modules for your own kernel (it must
 # be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
@@ -25,7 +26,7 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-.PHONY: all modules setup kernel check demo vm peer soak bench clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs clean
 
 all: modules
 
@@ -69,6 +70,13 @@ bench: modules
 	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),1000000)" \
 	$(TOP)/tools/vm.sh bench "$$kb" $(TOP)/out/logs/bench.log && \
 	sed -n '/^=* rdma-rs benchmark/,/^=====/p' $(TOP)/out/logs/bench.log
+
+# make bench-uverbs N_BENCH=5000: ns per QUERY_PORT and PD alloc+dealloc
+# pairs/s through libibverbs, ours (rxe_mock0) next to upstream (rdma_rxe).
+bench-uverbs: modules
+	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),5000)" \
+	$(TOP)/tools/vm.sh bench_uverbs "$$kb" $(TOP)/out/logs/bench-uverbs.log && \
+	sed -n '/^=* rdma-rs uverbs benchmark/,/^=====/p' $(TOP)/out/logs/bench-uverbs.log
 
 clean:
 	@kb=$$(ls -d $${RDMA_RS_CACHE:-/var/cache/rdma-rs}/kbuild-* 2>/dev/null | head -n1); \

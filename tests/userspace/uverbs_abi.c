@@ -17,6 +17,7 @@
  * task_struct, signal_struct, creds and exec state.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -143,6 +144,72 @@ static int dealloc_pd(int fd, uint32_t handle)
 	struct ib_uverbs_dealloc_pd cmd = { .pd_handle = handle };
 
 	return do_write(fd, IB_USER_VERBS_CMD_DEALLOC_PD, &cmd, sizeof(cmd), 0);
+}
+
+/* ioctl DESTROY of a PD (UVERBS_METHOD_PD_DESTROY); returns errno or 0. */
+static int destroy_pd_ioctl(int fd, uint32_t handle)
+{
+	struct req r;
+
+	req_init(&r, UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, 1);
+	r.attrs[0].attr_id = UVERBS_ATTR_DESTROY_PD_HANDLE;
+	r.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+	r.attrs[0].data = handle;
+	return do_ioctl(fd, &r);
+}
+
+/* write() of an extended command: both headers + body; returns errno or 0. */
+static int do_write_ex(int fd, uint32_t cmd, void *body, size_t body_len, uint16_t in_words,
+		       uint16_t out_words, void *resp, uint32_t reserved)
+{
+	char buf[512];
+	struct ib_uverbs_cmd_hdr *h = (void *)buf;
+	struct ib_uverbs_ex_cmd_hdr *x = (void *)(h + 1);
+
+	memset(buf, 0, sizeof(*h) + sizeof(*x));
+	h->command = IB_USER_VERBS_CMD_FLAG_EXTENDED | cmd;
+	h->in_words = in_words;
+	h->out_words = out_words;
+	x->response = (uintptr_t)resp;
+	x->cmd_hdr_reserved = reserved;
+	memcpy(x + 1, body, body_len);
+	return write(fd, buf, sizeof(*h) + sizeof(*x) + body_len) < 0 ? errno : 0;
+}
+
+/* Destroy racing a use: two threads DEALLOC_PD the same handle at once. */
+struct race {
+	int fd;
+	uint32_t handle;
+	pthread_barrier_t *bar;
+	int err;
+	int ioctl_path;
+};
+
+static void *race_thread(void *arg)
+{
+	struct race *r = arg;
+
+	pthread_barrier_wait(r->bar);
+	r->err = r->ioctl_path ? destroy_pd_ioctl(r->fd, r->handle) : dealloc_pd(r->fd, r->handle);
+	return NULL;
+}
+
+static volatile int stop_users;
+
+/* Keeps the file busy (QUERY_PORT, ioctl and write) while the race runs. It
+ * allocates nothing: a PD allocated here could reuse the raced handle between
+ * the two destroys (both stacks hand out the lowest free handle). */
+static void *user_thread(void *arg)
+{
+	struct ib_uverbs_query_device_resp resp;
+	struct ib_uverbs_query_device cmd = { .response = (uintptr_t)&resp };
+	int fd = *(int *)arg;
+
+	while (!stop_users) {
+		query_port(fd, 1, 0, 1);
+		do_write(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, &cmd, sizeof(cmd), sizeof(resp) / 4);
+	}
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -304,6 +371,133 @@ int main(int argc, char **argv)
 		alloc_pd(fd, &h1);
 		alloc_pd(fd, &h1);
 		alloc_pd(fd, &h1);
+	}
+
+	/* Handle misuse (rdma_core.c: rdma_lookup_get_uobject). */
+	{
+		uint32_t h = ~0u;
+		struct req r2;
+
+		expect("write: ALLOC_PD for the misuse checks", alloc_pd(fd, &h), 0);
+		/* A PD handle given as an MR: upstream's lookup finds the uobject
+		 * but of another type: EINVAL. */
+		req_init(&r2, UVERBS_OBJECT_MR, UVERBS_METHOD_MR_DESTROY, 1);
+		r2.attrs[0].attr_id = UVERBS_ATTR_DESTROY_MR_HANDLE;
+		r2.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+		r2.attrs[0].data = h;
+		e = do_ioctl(fd, &r2);
+		if (e == EPROTONOSUPPORT && !upstream)
+			printf("R ok ioctl: MR_DESTROY of a PD handle: not checkable, MR methods not exposed here (errno %d)\n", e);
+		else
+			expect("ioctl: MR_DESTROY of a PD handle (wrong type) is EINVAL", e, EINVAL);
+		e = do_write(fd, IB_USER_VERBS_CMD_DEREG_MR,
+			     (struct ib_uverbs_dereg_mr[]){ { .mr_handle = h } },
+			     sizeof(struct ib_uverbs_dereg_mr), 0);
+		if (e == EOPNOTSUPP && !upstream)
+			printf("R ok write: DEREG_MR of a PD handle: not checkable, DEREG_MR not implemented here (errno %d)\n", e);
+		else
+			expect("write: DEREG_MR of a PD handle (wrong type) is EINVAL", e, EINVAL);
+		expect("ioctl: PD_DESTROY", destroy_pd_ioctl(fd, h), 0);
+		expect("ioctl: PD_DESTROY again (double destroy) is ENOENT", destroy_pd_ioctl(fd, h), ENOENT);
+		expect("write: DEALLOC_PD after an ioctl destroy (use after destroy) is ENOENT",
+		       dealloc_pd(fd, h), ENOENT);
+		expect("ioctl: PD_DESTROY of a never-allocated handle is ENOENT",
+		       destroy_pd_ioctl(fd, 0x7fffff), ENOENT);
+	}
+
+	/* Destroy racing a use from another thread: two threads destroy the
+	 * same PD at once (write and ioctl paths) while a third keeps using
+	 * the file; exactly one destroy wins, the other sees ENOENT or EBUSY. */
+	{
+		pthread_barrier_t bar;
+		pthread_t t[3];
+		int rounds = 200, bad = 0, busy = 0;
+		char why[128] = "";
+
+		pthread_barrier_init(&bar, NULL, 2);
+		stop_users = 0;
+		pthread_create(&t[2], NULL, user_thread, &fd);
+		for (int i = 0; i < rounds; i++) {
+			struct race a = { .fd = fd, .bar = &bar, .ioctl_path = 0 };
+			struct race b = { .fd = fd, .bar = &bar, .ioctl_path = 1 };
+			uint32_t h;
+
+			if (alloc_pd(fd, &h)) {
+				bad++;
+				snprintf(why, sizeof(why), "ALLOC_PD failed in round %d", i);
+				break;
+			}
+			a.handle = b.handle = h;
+			pthread_create(&t[0], NULL, race_thread, &a);
+			pthread_create(&t[1], NULL, race_thread, &b);
+			pthread_join(t[0], NULL);
+			pthread_join(t[1], NULL);
+			if (a.err == EBUSY || b.err == EBUSY)
+				busy++;
+			if (!((a.err == 0) ^ (b.err == 0)) ||
+			    (a.err && a.err != ENOENT && a.err != EBUSY) ||
+			    (b.err && b.err != ENOENT && b.err != EBUSY)) {
+				if (!bad)
+					snprintf(why, sizeof(why), "round %d: write %d, ioctl %d", i, a.err,
+						 b.err);
+				bad++;
+			}
+		}
+		stop_users = 1;
+		pthread_join(t[2], NULL);
+		pthread_barrier_destroy(&bar);
+		if (bad) {
+			printf("R fail race: concurrent destroys of one PD, exactly one wins: %s (%d bad rounds)\n",
+			       why, bad);
+			failures++;
+		} else {
+			printf("R ok race: concurrent destroys of one PD, exactly one wins (%d rounds, %d EBUSY)\n",
+			       rounds, busy);
+		}
+	}
+
+	/* Truncated and oversized write() commands (verify_hdr). */
+	{
+		struct ib_uverbs_alloc_pd_resp resp = {};
+		char big[512] = { 0 };
+		uint64_t *req = (uint64_t *)big;
+		struct ib_uverbs_ex_query_device_resp xr;
+		uint32_t xin[2] = { 0, 0 };
+		uint32_t h = ~0u;
+
+		expect("write: ALLOC_PD truncated to 4 bytes of request is ENOSPC",
+		       do_write(fd, IB_USER_VERBS_CMD_ALLOC_PD, big, 4, sizeof(resp) / 4), ENOSPC);
+		expect("write: header only (in_words 2) is ENOSPC",
+		       do_write(fd, IB_USER_VERBS_CMD_ALLOC_PD, big, 0, sizeof(resp) / 4), ENOSPC);
+		expect("write: count beyond in_words is EINVAL",
+		       write(fd, (uint32_t[]){ IB_USER_VERBS_CMD_ALLOC_PD, (2 << 16) | 3, 0, 0, 0, 0 },
+			     24) < 0 ? errno : 0, EINVAL);
+		/* Oversized: ALLOC_PD with 400 bytes of (zero) driver data after the
+		 * request: accepted, the extra bytes are the driver's udata. */
+		req[0] = (uintptr_t)&resp;
+		e = do_write(fd, IB_USER_VERBS_CMD_ALLOC_PD, big, 408, sizeof(resp) / 4);
+		expect("write: ALLOC_PD with 400 bytes of driver data is accepted", e, 0);
+		if (!e)
+			dealloc_pd(fd, resp.pd_handle);
+		(void)h;
+		/* Extended header rules. */
+		expect("write ex: EX_QUERY_DEVICE", do_write_ex(fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, xin,
+							       8, 1, sizeof(xr) / 8, &xr, 0), 0);
+		expect("write ex: in_words not matching the length is EINVAL",
+		       do_write_ex(fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, xin, 8, 2, sizeof(xr) / 8, &xr, 0),
+		       EINVAL);
+		/* EX_QUERY_DEVICE's minimum request is empty (req_size 0 upstream). */
+		expect("write ex: EX_QUERY_DEVICE with an empty request (in_words 0) is accepted",
+		       do_write_ex(fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, xin, 0, 0, sizeof(xr) / 8, &xr, 0),
+		       0);
+		expect("write ex: cmd_hdr_reserved != 0 is EINVAL",
+		       do_write_ex(fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, xin, 8, 1, sizeof(xr) / 8, &xr, 1),
+		       EINVAL);
+		expect("write ex: response without out_words is EINVAL",
+		       do_write_ex(fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, xin, 8, 1, 0, &xr, 0), EINVAL);
+		expect("write ex: out_words without a response is EINVAL",
+		       do_write_ex(fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, xin, 8, 1, sizeof(xr) / 8, NULL, 0),
+		       EINVAL);
 	}
 
 	/* The async event file. */

@@ -35,6 +35,10 @@ suite_begin vm_uverbs
 uverbs_suite
 suite_end
 
+suite_begin vm_uverbs_unplug
+uverbs_unplug_suite
+suite_end
+
 suite_begin vm_uverbs_peer
 uverbs_peer_suite
 suite_end

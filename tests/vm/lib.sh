@@ -96,3 +96,17 @@ t_import() {
 	done </tmp/import.out
 	if [ $rc = 0 ]; then _record ok "$p: exit status 0" ""; else _record fail "$p: exit status 0" "exit $rc"; fi
 }
+
+# t_import_file PREFIX FILE RC: as t_import, for a program that ran in the
+# background with its output in FILE and exit status RC.
+t_import_file() {
+	local p=$1 f=$2 rc=$3 tag res rest
+	while read -r tag res rest; do
+		case "$tag" in
+		R)
+			if [ "$res" = ok ]; then _record ok "$p: $rest" ""; else _record fail "$p: ${rest%%:*}" "${rest#*:}"; echo "FAIL: $p: $rest"; fi ;;
+		*) echo "    $tag $res $rest" ;;
+		esac
+	done <"$f"
+	if [ "$rc" = 0 ]; then _record ok "$p: exit status 0" ""; else _record fail "$p: exit status 0" "exit $rc"; fi
+}

@@ -69,6 +69,50 @@ uverbs_suite() {
 	t_check "rmmod ib_core_rs" rmmod ib_core_rs
 }
 
+# Close cleanup and hot unplug (issue 4) on the mock device.
+uv_res_counts() { rdma res | sed 's/^[0-9]*: //'; }
+uv_res_pd() { rdma res | sed -n 's/.* pd \([0-9]*\).*/\1/p'; }
+
+uverbs_unplug_suite() {
+	t_check "insmod ib_core_rs" insmod $RDMARS_MODS/ib_core_rs.ko
+	t_check "insmod rdma_rs_mock" insmod $RDMARS_MODS/rdma_rs_mock.ko
+	# Close cleanup: a process exits holding a context and 6 PDs.
+	local before after pid i rc t0 t1
+	before=$(uv_res_counts)
+	echo "restrack before: $before"
+	t_import "close cleanup (exit with 6 PDs)" /rdma-rs/uverbs_unplug -d rxe_mock0 exit 6
+	after=$(uv_res_counts)
+	echo "restrack after: $after"
+	if [ -n "$before" ] && [ "$before" = "$after" ]; then
+		t_ok "close cleanup: restrack counts back to baseline"
+	else
+		t_fail "close cleanup: restrack counts back to baseline" "before '$before' after '$after'"
+	fi
+	# Hot unplug: a process holds a context, 4 PDs and the async fd; the device goes away.
+	rm -f /tmp/unplug-go
+	/rdma-rs/uverbs_unplug -d rxe_mock0 hold /tmp/unplug-go >/tmp/unplug.out 2>&1 &
+	pid=$!
+	for i in $(seq 1 300); do grep -q READY /tmp/unplug.out && break; sleep 0.1; done
+	echo "restrack while held: $(uv_res_counts)"
+	if [ "$(uv_res_pd)" = 4 ]; then t_ok "restrack counts the 4 held PDs"; else t_fail "restrack counts the 4 held PDs" "$(uv_res_counts)"; fi
+	t0=$(date +%s)
+	rc=0
+	timeout 60 /usr/sbin/rmmod rdma_rs_mock || rc=$?
+	t1=$(date +%s)
+	echo "rmmod rdma_rs_mock: exit $rc after $((t1 - t0)) s"
+	if [ $rc = 0 ] && kill -0 $pid 2>/dev/null; then
+		t_ok "rmmod rdma_rs_mock completes while the process holds the context"
+	else
+		t_fail "rmmod rdma_rs_mock completes while the process holds the context" "rmmod exit $rc"
+	fi
+	t_check "uverbs0 gone while the file is open" sh -c '[ ! -e /dev/infiniband/uverbs0 ] && [ ! -e /sys/class/infiniband_verbs/uverbs0 ]'
+	touch /tmp/unplug-go
+	rc=0
+	wait $pid || rc=$?
+	t_import_file "hot unplug" /tmp/unplug.out $rc
+	t_check "rmmod ib_core_rs after the unplug" rmmod ib_core_rs
+}
+
 # The same raw checks against upstream ib_uverbs + rdma_rxe.
 uverbs_peer_suite() {
 	t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
@@ -88,6 +132,9 @@ if [ "${RDMARS_SOURCED:-}" != 1 ]; then
 	kmemleak_clear
 	suite_begin vm_uverbs
 	uverbs_suite
+	suite_end
+	suite_begin vm_uverbs_unplug
+	uverbs_unplug_suite
 	suite_end
 	suite_begin vm_uverbs_peer
 	uverbs_peer_suite
