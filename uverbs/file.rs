@@ -25,6 +25,7 @@ use super::abi::{
 };
 use super::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
 use super::device::{UFileOps, UverbsDevice};
+use super::driver_api::{DriverCall, DriverObject};
 use super::resp;
 
 /// `IB_USER_VERBS_EX_CMD_QUERY_DEVICE` with the extended flag.
@@ -86,6 +87,8 @@ enum ObjKind<D: Driver> {
     Cq(Arc<Cq<D>>),
     Qp(Arc<Qp<D>>),
     Mr(Arc<Mr<D>>),
+    /// An object of a driver's object type (destroyed by dropping it).
+    Driver(DriverObject),
 }
 
 struct UObject<D: Driver> {
@@ -166,6 +169,7 @@ enum NewObj {
     /// An IDR handle reserved at parse time (its id already written back).
     Idr {
         id: u32,
+        obj_type: u16,
     },
     /// An fd reserved at parse time.
     Fd {
@@ -220,7 +224,7 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                         _ => None,
                     };
                     let id = self.inner.free_id(taken);
-                    self.new = NewObj::Idr { id };
+                    self.new = NewObj::Idr { id, obj_type };
                     u64::from(id)
                 };
                 // upstream: put_user(uobj->id, &uattr->data)
@@ -254,14 +258,14 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
 }
 
 /// Output write-backs of a method (flags words to set after success).
-struct Outputs {
+pub(crate) struct Outputs {
     uattrs: u64,
     flags: KVec<FlagsWriteBack>,
 }
 
 impl Outputs {
     /// upstream `uverbs_copy_to()` + `uverbs_set_output()`.
-    fn put(&mut self, b: &Bundle<'_>, id: u16, data: &[u8]) -> Result {
+    pub(crate) fn put(&mut self, b: &Bundle<'_>, id: u16, data: &[u8]) -> Result {
         let p = b.ptr(id).map_err(kerr)?;
         let n = usize::from(p.len).min(data.len());
         copy_out(p.data, data.get(..n).unwrap_or(&[]))?;
@@ -497,6 +501,10 @@ impl<D: Driver> UFile<D> {
             ObjKind::Cq(cq) => Cq::destroy(cq).map_err(|e| (e.err, ObjKind::Cq(e.obj))),
             ObjKind::Qp(qp) => Qp::destroy(qp).map_err(|e| (e.err, ObjKind::Qp(e.obj))),
             ObjKind::Mr(mr) => Mr::dereg(mr).map_err(|e| (e.err, ObjKind::Mr(e.obj))),
+            ObjKind::Driver(o) => {
+                drop(o);
+                Ok(())
+            }
         };
         match r {
             Ok(()) => Ok(()),
@@ -567,8 +575,9 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let Handler::Core(h) = b.method.handler else {
-            return Err(EOPNOTSUPP);
+        let h = match b.method.handler {
+            Handler::Core(h) => h,
+            Handler::Driver(n) => return self.run_driver_method(inner, b, out, new, n),
         };
         match h {
             CoreHandler::InvokeWrite => {
@@ -695,6 +704,45 @@ impl<D: Driver> UFile<D> {
                 let _ = method::INVOKE_WRITE;
                 Err(EOPNOTSUPP)
             }
+        }
+    }
+
+    /// A driver method (upstream `ib_uverbs_run_method()` calling a
+    /// driver's `UVERBS_HANDLER`), then the commit of its NEW object.
+    fn run_driver_method(
+        &self,
+        inner: &mut Inner<D>,
+        b: &Bundle<'_>,
+        out: &mut Outputs,
+        new: NewObj,
+        handler: u16,
+    ) -> Result {
+        let op = self.dev.ops().uverbs_method.ok_or(EOPNOTSUPP)?;
+        let ctx = inner.ctx()?.clone();
+        let mut call = DriverCall {
+            ctx: &ctx,
+            bundle: b,
+            out,
+            new_obj: None,
+            can_new: matches!(new, NewObj::Idr { .. }),
+        };
+        op(handler, &mut call)?;
+        let obj = call.new_obj.take();
+        match (new, obj) {
+            (NewObj::Idr { id, obj_type }, Some(o)) => {
+                inner.objs.push(
+                    UObject {
+                        id,
+                        obj_type,
+                        kind: ObjKind::Driver(o),
+                    },
+                    GFP_KERNEL,
+                )?;
+                Ok(())
+            }
+            // A NEW handle the driver did not fill: nothing to commit.
+            (NewObj::Idr { .. }, None) => Err(EINVAL),
+            _ => Ok(()),
         }
     }
 

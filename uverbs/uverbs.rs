@@ -22,6 +22,7 @@ use kernel::sync::Arc;
 pub(crate) mod abi;
 mod async_event;
 mod device;
+pub mod driver_api;
 mod file;
 mod resp;
 
