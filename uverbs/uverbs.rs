@@ -23,6 +23,7 @@ pub(crate) mod abi;
 mod async_event;
 mod device;
 mod file;
+mod mmap;
 mod resp;
 
 pub(crate) use device::{driver_handle, UverbsDriver};

@@ -22,6 +22,25 @@ impl AccessFlags {
     pub const REMOTE_READ: AccessFlags = AccessFlags(1 << 2);
     /// `IB_ACCESS_REMOTE_ATOMIC`.
     pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(1 << 3);
+    /// `IB_ACCESS_MW_BIND`.
+    pub const MW_BIND: AccessFlags = AccessFlags(1 << 4);
+    /// `IB_ACCESS_ZERO_BASED`.
+    pub const ZERO_BASED: AccessFlags = AccessFlags(1 << 5);
+    /// `IB_ACCESS_ON_DEMAND`.
+    pub const ON_DEMAND: AccessFlags = AccessFlags(1 << 6);
+
+    /// Whether any flag of `other` is set.
+    pub const fn intersects(self, other: AccessFlags) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// Whether memory with these rights may be written by the device (upstream
+    /// `ib_access_writable()`: local or remote write, remote atomic, MW bind).
+    pub const fn writable(self) -> bool {
+        self.intersects(AccessFlags(
+            Self::LOCAL_WRITE.0 | Self::REMOTE_WRITE.0 | Self::REMOTE_ATOMIC.0 | Self::MW_BIND.0,
+        ))
+    }
 }
 
 /// MR types for [`Mr::alloc`] (upstream `enum ib_mr_type`).

@@ -7,12 +7,23 @@
 //! provider binds it and `ibv_devinfo` runs through our uverbs. It has no data
 //! path: rxe's user ABI for CQs and QPs (shared queues mmapped from the
 //! kernel) is not implemented.
+//!
+//! For the tests of the core's user-memory and mmap support it also:
+//!
+//! * pins user memory at GET_CONTEXT when the driver request (UHW_IN) is a
+//!   [`PinReq`] (`Umem::get`, the errno of which GET_CONTEXT then returns),
+//!   answers a [`PinResp`] and keeps the pages pinned until the context is
+//!   released (close, or disassociate at hot unplug);
+//! * maps a per-context page filled with [`pattern`] at `mmap()` offset 0
+//!   (`UserVma::map_page`); every other offset is `EINVAL` (upstream
+//!   drivers' answer to an unknown offset).
 
 use ib_core_rs::attr::{DeviceAttr, Gid, LinkLayer, PortAttr, PortImmutable, PortState};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
+use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
-use ib_core_rs::verbs::{Pd, Ucontext, UcontextPriv, Udata};
+use ib_core_rs::verbs::{AccessFlags, Pd, Ucontext, UcontextPriv, Udata, Umem};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
@@ -41,6 +52,60 @@ impl Driver for Mock {
 }
 
 const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+/// `PinReq.magic`: "mockumem".
+const PIN_MAGIC: u64 = 0x6d6f_636b_756d_656d;
+
+/// The test's GET_CONTEXT driver request: `{ u64 magic, addr, len; u32 access, reserved }`.
+struct PinReq {
+    addr: u64,
+    len: u64,
+    access: u32,
+}
+
+impl PinReq {
+    const SIZE: usize = 32;
+
+    fn parse(b: &[u8]) -> Option<Self> {
+        let u64_at = |o: usize| -> Option<u64> {
+            Some(u64::from_ne_bytes(b.get(o..o + 8)?.try_into().ok()?))
+        };
+        if b.len() < Self::SIZE || u64_at(0)? != PIN_MAGIC {
+            return None;
+        }
+        Some(PinReq {
+            addr: u64_at(8)?,
+            len: u64_at(16)?,
+            access: u32::from_ne_bytes(b.get(24..28)?.try_into().ok()?),
+        })
+    }
+}
+
+/// The response: `{ u64 npages, offset, length; u32 writable, pages_ok }`
+/// (`pages_ok`: every page address is non-zero and page aligned).
+fn pin_resp(u: &Umem) -> [u8; 32] {
+    let mut r = [0u8; 32];
+    let page_mask = (kernel::page::PAGE_SIZE - 1) as u64;
+    let ok = u.dma_blocks().len() == u.page_count()
+        && u.dma_blocks().all(|a| a != 0 && a & page_mask == 0);
+    r[0..8].copy_from_slice(&(u.page_count() as u64).to_ne_bytes());
+    r[8..16].copy_from_slice(&(u.offset() as u64).to_ne_bytes());
+    r[16..24].copy_from_slice(&(u.length() as u64).to_ne_bytes());
+    r[24..28].copy_from_slice(&u32::from(u.writable()).to_ne_bytes());
+    r[28..32].copy_from_slice(&u32::from(ok).to_ne_bytes());
+    r
+}
+
+/// Byte `i` of the page mapped at offset 0.
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8 ^ 0x5a
+}
+
+/// The mock's part of a user context.
+struct MockCtx {
+    page: UserPage,
+    _umem: Option<Umem>,
+}
 
 struct MockOps;
 
@@ -107,9 +172,34 @@ impl DeviceOps for MockOps {
         Ok(0xffff)
     }
 
-    fn alloc_ucontext(dev: &Device<Mock>, _udata: &mut Udata<'_>) -> Result<UcontextPriv> {
+    fn alloc_ucontext(dev: &Device<Mock>, udata: &mut Udata<'_>) -> Result<UcontextPriv> {
+        let umem = match PinReq::parse(udata.input()) {
+            Some(req) => {
+                let len = usize::try_from(req.len).map_err(|_| EINVAL)?;
+                let u = Umem::get(dev, req.addr, len, AccessFlags(req.access))?;
+                udata.copy_to(&pin_resp(&u));
+                Some(u)
+            }
+            None => None,
+        };
+        let page = UserPage::new()?;
+        let mut buf = KVec::from_elem(0u8, kernel::page::PAGE_SIZE, GFP_KERNEL)?;
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = pattern(i);
+        }
+        page.write(0, &buf)?;
+        let ctx: KBox<dyn core::any::Any + Send + Sync> =
+            KBox::new(MockCtx { page, _umem: umem }, GFP_KERNEL)?;
         dev.data().ucontexts.fetch_add(1, Relaxed);
-        Ok(None)
+        Ok(Some(ctx))
+    }
+
+    fn mmap(ctx: &Ucontext<Mock>, vma: &mut UserVma<'_>) -> Result {
+        let c = ctx.data::<MockCtx>().ok_or(EINVAL)?;
+        match vma.pgoff() {
+            0 => vma.map_page(c.page.page(), None),
+            _ => Err(EINVAL),
+        }
     }
 
     fn dealloc_ucontext(ctx: &Ucontext<Mock>) {
