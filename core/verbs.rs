@@ -46,7 +46,7 @@ pub use qp::{
 pub use srq::{Srq, SrqInitAttr};
 pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
 pub use ucontext::{Ucontext, UcontextPriv, Udata};
-pub use umem::{DmaBlocks, Umem};
+pub use umem::{DbPages, DmaBlocks, Umem, UserDb};
 
 /// A destroy that did not happen: the error and the object, still alive.
 pub struct DestroyError<T> {

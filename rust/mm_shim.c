@@ -16,6 +16,7 @@
 int rdma_rs_umem_account(unsigned long npages, struct mm_struct **mmp);
 void rdma_rs_umem_unaccount(struct mm_struct *mm, unsigned long npages);
 u64 rdma_rs_page_to_phys(struct page *page);
+struct mm_struct *rdma_rs_current_mm(void);
 vm_fault_t rdma_rs_fault_install(struct vm_fault *vmf, struct page *page);
 struct vm_area_struct *rdma_rs_vmf_vma(struct vm_fault *vmf);
 int rdma_rs_io_remap(struct vm_area_struct *vma, unsigned long pfn, unsigned long size,
@@ -51,6 +52,11 @@ void rdma_rs_umem_unaccount(struct mm_struct *mm, unsigned long npages)
 {
 	atomic64_sub(npages, &mm->pinned_vm);
 	mmdrop(mm);
+}
+
+struct mm_struct *rdma_rs_current_mm(void)
+{
+	return current->mm;
 }
 
 u64 rdma_rs_page_to_phys(struct page *page)

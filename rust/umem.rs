@@ -29,6 +29,7 @@ extern "C" {
     fn rdma_rs_umem_account(npages: c_ulong, mmp: *mut *mut c_void) -> c_int;
     fn rdma_rs_umem_unaccount(mm: *mut c_void, npages: c_ulong);
     fn rdma_rs_page_to_phys(page: *mut c_void) -> u64;
+    fn rdma_rs_current_mm() -> *mut c_void;
 }
 
 /// Pages per `pin_user_pages_fast()` call (upstream: a page of `struct page *`).
@@ -127,6 +128,13 @@ impl PinnedPages {
     /// How many pages.
     pub(crate) fn len(&self) -> usize {
         self.pinned
+    }
+
+    /// Whether the pages belong to the current process's address space (upstream compares
+    /// `current->mm` with the one it grabbed).
+    pub(crate) fn is_current_mm(&self) -> bool {
+        // SAFETY: reads `current->mm`; only the pointer is compared.
+        ptr::eq(unsafe { rdma_rs_current_mm() }, self.mm)
     }
 
     /// Whether the pages were pinned for writing.

@@ -134,3 +134,130 @@ impl Iterator for DmaBlocks<'_> {
 }
 
 impl ExactSizeIterator for DmaBlocks<'_> {}
+
+/// Doorbell-record pages of one user context (upstream mlx5's
+/// `mlx5_ib_db_map_user()`/`mlx5_ib_db_unmap_user()`, generic here): a
+/// user's doorbell records live in its own memory, several in one page, so
+/// each page is pinned once per context (keyed by its page address in the
+/// mapping process's address space, as upstream keys it by `current->mm`
+/// and `virt & PAGE_MASK`) and shared by the records in it. Upstream pins
+/// it with access 0 (not writable), so does this.
+#[pin_data]
+pub struct DbPages {
+    #[pin]
+    pages: kernel::sync::Mutex<KVec<DbPage>>,
+    next_id: kernel::sync::atomic::Atomic<u64>,
+}
+
+struct DbPage {
+    id: u64,
+    user_virt: usize,
+    refs: usize,
+    umem: Umem,
+}
+
+impl DbPages {
+    /// No pages yet.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub fn new() -> Result<kernel::sync::Arc<Self>> {
+        kernel::sync::Arc::pin_init(
+            pin_init!(DbPages {
+                pages <- core_mutex!(KVec::new(), c"rdma_db_pages"),
+                next_id: kernel::sync::atomic::Atomic::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The doorbell record at user address `virt`: its page is pinned on
+    /// first use and shared after (upstream `mlx5_ib_db_map_user()`).
+    /// Called in the context of the process that owns the record (a
+    /// create command).
+    ///
+    /// # Errors
+    ///
+    /// As [`Umem::get`] of the page (`EFAULT` if it is not mapped);
+    /// `ENOMEM`.
+    pub fn map<D: Driver>(
+        self: &kernel::sync::Arc<Self>,
+        dev: &Device<D>,
+        virt: u64,
+    ) -> Result<UserDb> {
+        let virt = usize::try_from(virt).map_err(|_| EINVAL)?;
+        let page = virt & PAGE_MASK;
+        let mut pages = self.pages.lock();
+        let i = match pages
+            .iter()
+            .position(|p| p.user_virt == page && p.umem.pages.is_current_mm())
+        {
+            Some(i) => i,
+            None => {
+                let umem = Umem::get(dev, page as u64, PAGE_SIZE, AccessFlags(0))?;
+                let id = self.next_id.fetch_add(1, kernel::sync::atomic::Relaxed);
+                pages.push(
+                    DbPage {
+                        id,
+                        user_virt: page,
+                        refs: 0,
+                        umem,
+                    },
+                    GFP_KERNEL,
+                )?;
+                pages.len() - 1
+            }
+        };
+        let p = pages.get_mut(i).ok_or(EINVAL)?;
+        let base = p.umem.dma_blocks().next().ok_or(EINVAL)?;
+        p.refs += 1;
+        Ok(UserDb {
+            table: self.clone(),
+            page_id: p.id,
+            dma: base + (virt & !PAGE_MASK) as u64,
+        })
+    }
+
+    /// How many pages are pinned.
+    pub fn page_count(&self) -> usize {
+        self.pages.lock().len()
+    }
+}
+
+/// One mapped doorbell record; dropping it releases its page's share
+/// (upstream `mlx5_ib_db_unmap_user()`: the page is unpinned with its last
+/// record).
+pub struct UserDb {
+    table: kernel::sync::Arc<DbPages>,
+    page_id: u64,
+    dma: u64,
+}
+
+impl UserDb {
+    /// The record's bus address (upstream `db->dma`; physical today, as
+    /// [`Umem::dma_blocks`]).
+    pub fn dma(&self) -> u64 {
+        self.dma
+    }
+}
+
+impl Drop for UserDb {
+    fn drop(&mut self) {
+        let gone = {
+            let mut pages = self.table.pages.lock();
+            match pages.iter().position(|p| p.id == self.page_id) {
+                Some(i) => match pages.get_mut(i) {
+                    Some(p) if p.refs > 1 => {
+                        p.refs -= 1;
+                        None
+                    }
+                    _ => pages.remove(i).ok(),
+                },
+                None => None,
+            }
+        };
+        // Unpinned outside the lock.
+        drop(gone);
+    }
+}

@@ -12,8 +12,10 @@
 //!
 //! * pins user memory at GET_CONTEXT when the driver request (UHW_IN) is a
 //!   [`PinReq`] (`Umem::get`, the errno of which GET_CONTEXT then returns),
-//!   answers a [`PinResp`] and keeps the pages pinned until the context is
-//!   released (close, or disassociate at hot unplug);
+//!   answers [`pin_resp`] and keeps the pages pinned until the context is
+//!   released (close, or disassociate at hot unplug); with flag 1 it also
+//!   maps two doorbell records, at `addr` and `addr + 64`, through
+//!   `DbPages`;
 //! * maps a per-context page filled with [`pattern`] at `mmap()` offset 0
 //!   (`UserVma::map_page`); every other offset is `EINVAL` (upstream
 //!   drivers' answer to an unknown offset).
@@ -23,7 +25,7 @@ use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
-use ib_core_rs::verbs::{AccessFlags, Pd, Ucontext, UcontextPriv, Udata, Umem};
+use ib_core_rs::verbs::{AccessFlags, DbPages, Pd, Ucontext, UcontextPriv, Udata, Umem, UserDb};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
@@ -56,11 +58,12 @@ const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
 /// `PinReq.magic`: "mockumem".
 const PIN_MAGIC: u64 = 0x6d6f_636b_756d_656d;
 
-/// The test's GET_CONTEXT driver request: `{ u64 magic, addr, len; u32 access, reserved }`.
+/// The test's GET_CONTEXT driver request: `{ u64 magic, addr, len; u32 access, flags }`.
 struct PinReq {
     addr: u64,
     len: u64,
     access: u32,
+    flags: u32,
 }
 
 impl PinReq {
@@ -77,14 +80,17 @@ impl PinReq {
             addr: u64_at(8)?,
             len: u64_at(16)?,
             access: u32::from_ne_bytes(b.get(24..28)?.try_into().ok()?),
+            flags: u32::from_ne_bytes(b.get(28..32)?.try_into().ok()?),
         })
     }
 }
 
-/// The response: `{ u64 npages, offset, length; u32 writable, pages_ok }`
-/// (`pages_ok`: every page address is non-zero and page aligned).
-fn pin_resp(u: &Umem) -> [u8; 32] {
-    let mut r = [0u8; 32];
+/// The response: `{ u64 npages, offset, length; u32 writable, pages_ok; u64
+/// db_delta, db_pages }` (`pages_ok`: every page address is non-zero and page
+/// aligned; `db_delta`: the second doorbell record's address minus the
+/// first's; `db_pages`: pages pinned for them).
+fn pin_resp(u: &Umem, dbs: &[UserDb], db_pages: usize) -> [u8; 48] {
+    let mut r = [0u8; 48];
     let page_mask = (kernel::page::PAGE_SIZE - 1) as u64;
     let ok = u.dma_blocks().len() == u.page_count()
         && u.dma_blocks().all(|a| a != 0 && a & page_mask == 0);
@@ -93,6 +99,10 @@ fn pin_resp(u: &Umem) -> [u8; 32] {
     r[16..24].copy_from_slice(&(u.length() as u64).to_ne_bytes());
     r[24..28].copy_from_slice(&u32::from(u.writable()).to_ne_bytes());
     r[28..32].copy_from_slice(&u32::from(ok).to_ne_bytes());
+    if let [a, b] = dbs {
+        r[32..40].copy_from_slice(&b.dma().wrapping_sub(a.dma()).to_ne_bytes());
+    }
+    r[40..48].copy_from_slice(&(db_pages as u64).to_ne_bytes());
     r
 }
 
@@ -104,6 +114,7 @@ fn pattern(i: usize) -> u8 {
 /// The mock's part of a user context.
 struct MockCtx {
     page: UserPage,
+    _dbs: KVec<UserDb>,
     _umem: Option<Umem>,
 }
 
@@ -173,11 +184,17 @@ impl DeviceOps for MockOps {
     }
 
     fn alloc_ucontext(dev: &Device<Mock>, udata: &mut Udata<'_>) -> Result<UcontextPriv> {
+        let mut dbs = KVec::new();
         let umem = match PinReq::parse(udata.input()) {
             Some(req) => {
                 let len = usize::try_from(req.len).map_err(|_| EINVAL)?;
                 let u = Umem::get(dev, req.addr, len, AccessFlags(req.access))?;
-                udata.copy_to(&pin_resp(&u));
+                let table = DbPages::new()?;
+                if req.flags & 1 != 0 {
+                    dbs.push(table.map(dev, req.addr)?, GFP_KERNEL)?;
+                    dbs.push(table.map(dev, req.addr + 64)?, GFP_KERNEL)?;
+                }
+                udata.copy_to(&pin_resp(&u, &dbs, table.page_count()));
                 Some(u)
             }
             None => None,
@@ -188,8 +205,14 @@ impl DeviceOps for MockOps {
             *b = pattern(i);
         }
         page.write(0, &buf)?;
-        let ctx: KBox<dyn core::any::Any + Send + Sync> =
-            KBox::new(MockCtx { page, _umem: umem }, GFP_KERNEL)?;
+        let ctx: KBox<dyn core::any::Any + Send + Sync> = KBox::new(
+            MockCtx {
+                page,
+                _dbs: dbs,
+                _umem: umem,
+            },
+            GFP_KERNEL,
+        )?;
         dev.data().ucontexts.fetch_add(1, Relaxed);
         Ok(Some(ctx))
     }

@@ -11,8 +11,9 @@
  *       pinned, mmap fails with EIO, close succeeds.
  *
  * The mock's request (tests/mockdev/rdma_rs_mock.rs): { u64 magic, addr, len;
- * u32 access, reserved } -> { u64 npages, offset, length; u32 writable,
- * pages_ok }. Offset 0 maps a page whose byte i is (i % 251) ^ 0x5a.
+ * u32 access, flags } -> { u64 npages, offset, length; u32 writable,
+ * pages_ok; u64 db_delta, db_pages } (flags 1: also map doorbell records at
+ * addr and addr + 64). Offset 0 maps a page whose byte i is (i % 251) ^ 0x5a.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,12 +39,13 @@ static long pg;
 
 struct pin_req {
 	uint64_t magic, addr, len;
-	uint32_t access, reserved;
+	uint32_t access, flags;
 };
 
 struct pin_resp {
 	uint64_t npages, offset, length;
 	uint32_t writable, pages_ok;
+	uint64_t db_delta, db_pages;
 };
 
 static void ok(const char *d) { printf("R ok %s\n", d); }
@@ -92,11 +94,17 @@ static int get_context(int fd, struct pin_req *req, struct pin_resp *resp)
 	return ioctl(fd, RDMA_VERBS_IOCTL, &r) ? errno : 0;
 }
 
-static int pin(int fd, void *addr, uint64_t len, uint32_t access, struct pin_resp *resp)
+static int pin_flags(int fd, void *addr, uint64_t len, uint32_t access, uint32_t flags,
+		     struct pin_resp *resp)
 {
-	struct pin_req req = { PIN_MAGIC, (uintptr_t)addr, len, access, 0 };
+	struct pin_req req = { PIN_MAGIC, (uintptr_t)addr, len, access, flags };
 
 	return get_context(fd, &req, resp);
+}
+
+static int pin(int fd, void *addr, uint64_t len, uint32_t access, struct pin_resp *resp)
+{
+	return pin_flags(fd, addr, len, access, 0, resp);
 }
 
 /* VmPin of /proc/self/status in kB (mm->pinned_vm), -1 if absent. */
@@ -265,6 +273,21 @@ static void umem_checks(void)
 		fail("Umem: 2 pages, offset 0, not writable", "different response");
 	expect("close", close(fd) ? errno : 0, 0);
 	expect_pin("pinned_vm back to 0", 0);
+
+	/* Doorbell records: two in one page share one pinned page. */
+	buf = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(buf, 3, pg);
+	fd = open_dev();
+	expect("pin of 1 page with two doorbell records in it",
+	       pin_flags(fd, buf, pg, IB_ACCESS_LOCAL_WRITE, 1, &r), 0);
+	if (r.db_delta == 64 && r.db_pages == 1)
+		ok("DbPages: records 64 bytes apart share one pinned page");
+	else
+		fail("DbPages: records 64 bytes apart share one pinned page", "different response");
+	expect_pin("pinned_vm: the Umem page and the doorbell page", 2 * pg / 1024);
+	expect("close", close(fd) ? errno : 0, 0);
+	expect_pin("pinned_vm back to 0 after the doorbell records", 0);
+	munmap(buf, pg);
 	munmap(ro, 2 * pg);
 	munmap(hole, pg);
 }
