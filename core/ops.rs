@@ -13,6 +13,7 @@
 use crate::attr::{DeviceAttr, Gid, PortAttr, PortImmutable};
 use crate::device::Device;
 use crate::driver::{Driver, DriverId};
+use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
     AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
@@ -107,6 +108,19 @@ pub trait DeviceOps: 'static {
     /// Releases the driver part of a user context (upstream
     /// `ops.dealloc_ucontext`; it cannot fail).
     fn dealloc_ucontext(_ctx: &Ucontext<Self::Driver>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Maps something of a user context into the caller (upstream
+    /// `ops.mmap`, called by `ib_uverbs_mmap()` with the file's context):
+    /// the driver decodes `vma.pgoff()` (or finds its entry with
+    /// `ctx.mmap_entries().get(vma)`) and fills the VMA with
+    /// [`UserVma::map_page`](crate::mm::UserVma::map_page) or
+    /// [`UserVma::map_io`](crate::mm::UserVma::map_io). The core tracks the
+    /// VMA and zaps it when the device is removed. Without this op `mmap()`
+    /// on the uverbs file fails with `ENODEV` (upstream: no `.mmap` in the
+    /// file operations).
+    fn mmap(_ctx: &Ucontext<Self::Driver>, _vma: &mut UserVma<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -326,6 +340,7 @@ ops_table! {
     dealloc_driver: DeallocDriver: fn(&Device<D>),
     alloc_ucontext: AllocUcontext: fn(&Device<D>, &mut Udata<'_>) -> Result<UcontextPriv>,
     dealloc_ucontext: DeallocUcontext: fn(&Ucontext<D>),
+    mmap: Mmap: fn(&Ucontext<D>, &mut UserVma<'_>) -> Result,
     alloc_pd: AllocPd: fn(&Device<D>, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::PdData>,
     dealloc_pd: DeallocPd: fn(&Pd<D>) -> Result,
     create_cq: CreateCq:

@@ -35,6 +35,8 @@ pub(crate) trait UFileOps: Send + Sync {
     fn ioctl(&self, cmd: u32, arg: usize) -> Result<isize>;
     /// `write()` (upstream `ib_uverbs_write()`).
     fn write(&self, data: UserSliceReader) -> Result<usize>;
+    /// `mmap()` (upstream `ib_uverbs_mmap()`).
+    fn mmap(&self, vma: &kernel::mm::virt::VmaNew) -> Result;
     /// Destroys every object and the ucontext (`why`: close or driver
     /// remove; upstream `uverbs_destroy_ufile_hw()`).
     fn destroy_all(&self, driver_remove: bool);
@@ -205,6 +207,11 @@ impl CharDevice for Node {
 
     fn write(ptr: ArcBorrow<'_, OpenFile>, _file: &File, data: UserSliceReader) -> Result<usize> {
         ptr.get()?.write(data)
+    }
+
+    // upstream: ib_uverbs_mmap(); a disassociated file is EIO.
+    fn mmap(ptr: ArcBorrow<'_, OpenFile>, _file: &File, vma: &kernel::mm::virt::VmaNew) -> Result {
+        ptr.get()?.mmap(vma)
     }
 }
 

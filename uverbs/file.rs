@@ -26,6 +26,7 @@ use super::abi::{
 use super::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
 use super::device::{UFileOps, UverbsDevice};
 use super::driver_api::{DriverCall, DriverObject};
+use super::mmap::FileMmap;
 use super::resp;
 
 /// `IB_USER_VERBS_EX_CMD_QUERY_DEVICE` with the extended flag.
@@ -140,10 +141,13 @@ pub(crate) struct UFile<D: Driver> {
     udev: Arc<UverbsDevice>,
     #[pin]
     inner: Mutex<Inner<D>>,
+    #[pin]
+    mmap: FileMmap<D>,
 }
 
 impl<D: Driver> UFile<D> {
     pub(crate) fn new(dev: Arc<Device<D>>, udev: Arc<UverbsDevice>) -> Result<Arc<Self>> {
+        let umaps = crate::mm::Umaps::new()?;
         Arc::pin_init(
             pin_init!(UFile {
                 dev,
@@ -157,6 +161,7 @@ impl<D: Driver> UFile<D> {
                     },
                     "uverbs_file"
                 ),
+                mmap <- FileMmap::new(umaps),
             }),
             GFP_KERNEL,
         )
@@ -380,6 +385,7 @@ impl<D: Driver> UFile<D> {
                 o.u32(0, fd.reserved_fd());
                 o.u32(4, 1);
                 copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)?;
+                self.mmap.set_ucontext(&ctx);
                 inner.ucontext = Some(ctx);
                 fd.fd_install(file);
                 Ok(())
@@ -636,6 +642,7 @@ impl<D: Driver> UFile<D> {
                 out.put_opt(b, attr::GET_CONTEXT_NUM_COMP_VECTORS, &1u32.to_ne_bytes())?;
                 // IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS
                 out.put_opt(b, attr::GET_CONTEXT_CORE_SUPPORT, &1u64.to_ne_bytes())?;
+                self.mmap.set_ucontext(&ctx);
                 inner.ucontext = Some(ctx);
                 Ok(())
             }
@@ -815,8 +822,15 @@ impl<D: Driver> UFileOps for UFile<D> {
         self.write_inner(data)
     }
 
+    // upstream: ib_uverbs_mmap()
+    fn mmap(&self, vma: &kernel::mm::virt::VmaNew) -> Result {
+        self.mmap.mmap(&self.dev, vma)
+    }
+
     // upstream: uverbs_destroy_ufile_hw() + ufile_destroy_ucontext()
     fn destroy_all(&self, driver_remove: bool) {
+        // No new mappings (upstream: hw_destroy_rwsem held for writing).
+        self.mmap.close();
         let mut inner = self.inner.lock();
         inner.dead = true;
         // Newest first; objects still in use (EBUSY) wait for the next pass,
@@ -840,6 +854,10 @@ impl<D: Driver> UFileOps for UFile<D> {
             drop(o);
         }
         if let Some(ctx) = inner.ucontext.take() {
+            if driver_remove {
+                // upstream ufile_destroy_ucontext(): zap the mappings first.
+                self.mmap.zap();
+            }
             ctx.dealloc();
         }
         if let Some(ev) = inner.async_file.take() {

@@ -24,6 +24,7 @@ mod async_event;
 mod device;
 pub mod driver_api;
 mod file;
+mod mmap;
 mod resp;
 
 pub(crate) use device::{driver_handle, UverbsDriver};
