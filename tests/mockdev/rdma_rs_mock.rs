@@ -30,8 +30,8 @@ use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::{
-    AccessFlags, Cq, CqInitAttr, DbPages, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr,
-    QpState, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb,
+    AccessFlags, Cq, CqInitAttr, DbPages, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
+    QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -57,7 +57,7 @@ impl Driver for Mock {
     type CqData = ();
     type QpData = MockQp;
     type SrqData = ();
-    type MrData = ();
+    type MrData = Umem;
 }
 
 /// A mock QP: its state and port, for QUERY_QP.
@@ -305,6 +305,28 @@ impl DeviceOps for MockOps {
     }
 
     fn destroy_qp(_qp: &Qp<Mock>) -> Result {
+        Ok(())
+    }
+
+    // upstream rxe_reg_user_mr(): the memory is pinned (`EFAULT` when it is
+    // not mapped); the keys are made up from the restrack-free counter.
+    fn reg_user_mr(
+        pd: &Pd<Mock>,
+        req: &UserMrReq,
+        _user: &mut UserCtx<'_, '_, Mock>,
+    ) -> Result<MrCreated<Umem>> {
+        static NEXT_KEY: Atomic<u32> = Atomic::new(0x100);
+        let len = usize::try_from(req.length).map_err(|_| EINVAL)?;
+        let umem = Umem::get(pd.device(), req.start, len, req.access)?;
+        let key = NEXT_KEY.fetch_add(0x100, Relaxed);
+        Ok(MrCreated {
+            data: umem,
+            lkey: key,
+            rkey: key,
+        })
+    }
+
+    fn dereg_mr(_mr: &Mr<Mock>) -> Result {
         Ok(())
     }
 }
