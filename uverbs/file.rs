@@ -860,11 +860,14 @@ impl<D: Driver> UFileOps for UFile<D> {
             }
             ctx.dealloc();
         }
+        // upstream uverbs_async_event_destroy_uobj(): FATAL on a remove; the
+        // queue itself stays open until the async fd is released
+        // (ib_uverbs_free_event_queue() at its release), so a reader sees the
+        // FATAL event, then EAGAIN (or waits), never EOF.
         if let Some(ev) = inner.async_file.take() {
             if driver_remove {
                 ev.queue_event(0, IB_EVENT_DEVICE_FATAL);
             }
-            ev.close();
         }
     }
 }
