@@ -147,6 +147,29 @@ pub struct PortImmutable {
     pub link_layer: LinkLayer,
 }
 
+/// The type of a GID table entry (upstream `enum ib_gid_type`, whose values
+/// are the uverbs ones, `IB_UVERBS_GID_TYPE_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GidType {
+    /// `IB_GID_TYPE_IB`: an InfiniBand GID.
+    #[default]
+    Ib = 0,
+    /// `IB_GID_TYPE_ROCE`: RoCE v1.
+    RoceV1 = 1,
+    /// `IB_GID_TYPE_ROCE_UDP_ENCAP`: RoCE v2.
+    RoceV2 = 2,
+}
+
+impl GidType {
+    /// The sysfs `gid_attrs/types/N` string (upstream `gid_type_str[]`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GidType::Ib | GidType::RoceV1 => "IB/RoCE v1",
+            GidType::RoceV2 => "RoCE v2",
+        }
+    }
+}
+
 /// A GID (upstream `union ib_gid`): 16 bytes, network byte order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Gid(pub [u8; 16]);

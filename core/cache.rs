@@ -10,7 +10,7 @@
 //! has one (upstream does so for IB ports; RoCE GIDs come from the netdev
 //! tracking in `roce_gid_mgmt.c`, TODO). A zero GID is an empty entry.
 
-use crate::attr::{Gid, PortState};
+use crate::attr::{Gid, GidType, LinkLayer, PortState};
 use crate::device::{Device, DeviceCore, Info, PortData};
 use crate::driver::Driver;
 use kernel::prelude::*;
@@ -19,6 +19,7 @@ use kernel::prelude::*;
 /// GID table).
 pub(crate) struct PortCache {
     gids: KVec<Gid>,
+    gid_types: KVec<GidType>,
     pkeys: KVec<u16>,
     state: PortState,
     lmc: u8,
@@ -29,6 +30,7 @@ impl PortCache {
     pub(crate) fn new() -> Self {
         PortCache {
             gids: KVec::new(),
+            gid_types: KVec::new(),
             pkeys: KVec::new(),
             state: PortState::Nop,
             lmc: 0,
@@ -57,6 +59,22 @@ pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
             gids.push(q(dev, port_num, i)?, GFP_KERNEL)?;
         }
     }
+    // upstream: the GID cache keeps each entry's type (roce_gid_mgmt adds
+    // one entry per supported type); a driver without `query_gid_type` has
+    // IB GIDs on an InfiniBand port and RoCE v1 ones on an Ethernet port.
+    let default_type = if imm.link_layer == LinkLayer::Ethernet {
+        GidType::RoceV1
+    } else {
+        GidType::Ib
+    };
+    let mut gid_types = KVec::with_capacity(gids.len(), GFP_KERNEL)?;
+    for i in 0..gids.len() as u32 {
+        let t = match ops.query_gid_type {
+            Some(q) => q(dev, port_num, i)?,
+            None => default_type,
+        };
+        gid_types.push(t, GFP_KERNEL)?;
+    }
     let mut pkeys = KVec::with_capacity(imm.pkey_tbl_len as usize, GFP_KERNEL)?;
     if imm.pkey_tbl_len != 0 {
         let q = ops.query_pkey.ok_or(EOPNOTSUPP)?;
@@ -66,6 +84,7 @@ pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
     }
     let new = PortCache {
         gids,
+        gid_types,
         pkeys,
         state: attr.state,
         lmc: attr.lmc,
@@ -101,6 +120,21 @@ impl DeviceCore {
             } else {
                 Ok(gid)
             }
+        })
+    }
+
+    /// The type of a cached GID (upstream `gid_attr->gid_type`).
+    ///
+    /// # Errors
+    ///
+    /// As [`DeviceCore::query_gid`].
+    pub fn query_gid_type(&self, port_num: u32, index: u32) -> Result<GidType> {
+        self.with_port(port_num, |p| {
+            let gid = *p.cache.gids.get(index as usize).ok_or(EINVAL)?;
+            if gid.is_zero() {
+                return Err(ENOENT);
+            }
+            p.cache.gid_types.get(index as usize).copied().ok_or(EINVAL)
         })
     }
 

@@ -10,7 +10,7 @@
 //! Registration then checks the ops every device needs
 //! ([`Ops::check_mandatory`], upstream `setup_device()`).
 
-use crate::attr::{DeviceAttr, Gid, PortAttr, PortImmutable};
+use crate::attr::{DeviceAttr, Gid, GidType, PortAttr, PortImmutable};
 use crate::device::Device;
 use crate::driver::{Driver, DriverId};
 use crate::mm::UserVma;
@@ -72,6 +72,13 @@ pub trait DeviceOps: 'static {
 
     /// Reads one GID table entry from the device (upstream `ops.query_gid`).
     fn query_gid(_dev: &Device<Self::Driver>, _port: u32, _index: u32) -> Result<Gid> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The type of GID table entry `index` (upstream: the type
+    /// `roce_gid_mgmt` gave the entry). Without it: IB on InfiniBand ports,
+    /// RoCE v1 on Ethernet ports.
+    fn query_gid_type(_dev: &Device<Self::Driver>, _port: u32, _index: u32) -> Result<GidType> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -334,6 +341,7 @@ ops_table! {
     query_port: QueryPort: fn(&Device<D>, u32) -> Result<PortAttr>,
     get_port_immutable: GetPortImmutable: fn(&Device<D>, u32) -> Result<PortImmutable>,
     query_gid: QueryGid: fn(&Device<D>, u32, u32) -> Result<Gid>,
+    query_gid_type: QueryGidType: fn(&Device<D>, u32, u32) -> Result<GidType>,
     query_pkey: QueryPkey: fn(&Device<D>, u32, u32) -> Result<u16>,
     get_dev_fw_str: GetDevFwStr: fn(&Device<D>) -> Result<CString>,
     enable_driver: EnableDriver: fn(&Device<D>) -> Result,

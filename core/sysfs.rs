@@ -267,9 +267,8 @@ fn pkey_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result
 
 /// upstream `show_port_gid_attr_gid_type()`: `EINVAL` for an empty entry.
 fn gid_type_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
-    d.core().query_gid(port, index).map_err(|_| EINVAL)?;
-    // Only IB and RoCE v1 GIDs so far (no RoCE v2 GID management).
-    writeln!(b, "IB/RoCE v1").map_err(fmt_err)
+    let t = d.core().query_gid_type(port, index).map_err(|_| EINVAL)?;
+    writeln!(b, "{}", t.as_str()).map_err(fmt_err)
 }
 
 /// upstream `show_port_gid_attr_ndev()`: `EINVAL` for an empty entry or a GID without a

@@ -23,7 +23,7 @@ use crate::fwsim::profile::LinkLayer;
 use crate::hw::Mlx5Hw;
 use crate::verbs::{Mlx5Cq, Mlx5Mr, Mlx5Pd, Mlx5Qp};
 use ib_core_rs::attr::{
-    DeviceAttr, Gid, LinkLayer as IbLinkLayer, PortAttr, PortImmutable, PortState,
+    DeviceAttr, Gid, GidType, LinkLayer as IbLinkLayer, PortAttr, PortImmutable, PortState,
 };
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
@@ -391,6 +391,19 @@ impl DeviceOps for Mlx5RocePortOps {
         let p = dev.data().port(port)?;
         let i = usize::try_from(index).map_err(|_| EINVAL)?;
         p.roce_gids.get(i).copied().map(Gid).ok_or(EINVAL)
+    }
+
+    // The types program_default_gids() gave the entries: 0 RoCE v1, 1 RoCE v2.
+    fn query_gid_type(dev: &Device<Mlx5Ib>, port: u32, index: u32) -> Result<GidType> {
+        let p = dev.data().port(port)?;
+        if index >= p.immutable.gid_tbl_len {
+            return Err(EINVAL);
+        }
+        Ok(if index == 1 {
+            GidType::RoceV2
+        } else {
+            GidType::RoceV1
+        })
     }
 }
 

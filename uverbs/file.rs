@@ -687,7 +687,8 @@ impl<D: Driver> UFile<D> {
                 e.bytes(0, &gid.0);
                 e.u32(16, index);
                 e.u32(20, port);
-                e.u32(24, 0); // IB_UVERBS_GID_TYPE_IB
+                let t = self.dev.query_gid_type(port, index).unwrap_or_default();
+                e.u32(24, t as u32); // IB_UVERBS_GID_TYPE_*
                 out.put(b, attr::QUERY_GID_ENTRY_RESP_ENTRY, &e.0)
             }
             CoreHandler::AsyncEventAlloc => {

@@ -63,6 +63,11 @@ e2e_compare() {
 		# GID 0 is what SET_ROCE_ADDRESS programmed into the simulator's table.
 		want=$(awk '$1 == "port1" && $2 == "roce_gid0" { print $3 }' $FWSIM_DBG/$fn/caps)
 		t_check "$fn RoCE address 0 programmed" test -n "$want" -a "$want" != "-"
+		# The default GIDs: index 0 RoCE v1, index 1 RoCE v2 (QUERY_GID_ENTRY gid_type;
+		# sysfs gid_attrs/types).
+		eq "$ib port 1 GID[0] type" "$(sed -n 's/^[[:space:]]*GID\[ *0\]:.*, \(.*\)$/\1/p' $out)" "RoCE v1"
+		eq "$ib port 1 GID[1] type" "$(sed -n 's/^[[:space:]]*GID\[ *1\]:.*, \(.*\)$/\1/p' $out)" "RoCE v2"
+		eq "$ib sysfs gid_attrs/types/1" "$(cat /sys/class/infiniband/$ib/ports/1/gid_attrs/types/1)" "RoCE v2"
 	fi
 	g=$(sed -n 's/^[[:space:]]*GID\[ *0\]:[[:space:]]*\([0-9a-f:]*\).*/\1/p' $out)
 	eq "$ib port 1 GID[0]" "$g" "$want"
