@@ -277,18 +277,41 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
 /// Output write-backs of a method (flags words to set after success).
 pub(crate) struct Outputs {
     uattrs: u64,
-    flags: KVec<FlagsWriteBack>,
+    /// At most one per attribute: a fixed array, not a `KVec`, so that a
+    /// method with outputs makes no heap allocation (see `UATTRS_ON_STACK`).
+    flags: [FlagsWriteBack; super::abi::uapi::MAX_METHOD_ATTRS],
+    n_flags: usize,
 }
 
 impl Outputs {
+    fn new(uattrs: u64) -> Self {
+        Outputs {
+            uattrs,
+            flags: [FlagsWriteBack {
+                uattr_idx: 0,
+                flags: 0,
+            }; super::abi::uapi::MAX_METHOD_ATTRS],
+            n_flags: 0,
+        }
+    }
+
+    /// Records a flags word to write back after success.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` past one per attribute (not reachable through the parser).
+    fn push(&mut self, f: FlagsWriteBack) -> Result {
+        *self.flags.get_mut(self.n_flags).ok_or(EINVAL)? = f;
+        self.n_flags += 1;
+        Ok(())
+    }
+
     /// upstream `uverbs_copy_to()` + `uverbs_set_output()`.
     pub(crate) fn put(&mut self, b: &Bundle<'_>, id: u16, data: &[u8]) -> Result {
         let p = b.ptr(id).map_err(kerr)?;
         let n = usize::from(p.len).min(data.len());
         copy_out(p.data, data.get(..n).unwrap_or(&[]))?;
-        self.flags
-            .push(b.set_output(id).map_err(kerr)?, GFP_KERNEL)?;
-        Ok(())
+        self.push(b.set_output(id).map_err(kerr)?)
     }
 
     /// `put()` for an optional attribute: nothing if absent.
@@ -301,7 +324,7 @@ impl Outputs {
     }
 
     fn write_back(&self) -> Result {
-        for f in self.flags.iter() {
+        for f in self.flags.get(..self.n_flags).unwrap_or(&[]) {
             let addr =
                 self.uattrs + (usize::from(f.uattr_idx) * UAttr::SIZE + UAttr::FLAGS_OFFSET) as u64;
             copy_out(addr, &f.flags.to_ne_bytes())?;
@@ -569,10 +592,7 @@ impl<D: Driver> UFile<D> {
         };
         let bundle = parse::parse_attrs(method, uattrs, &mut env).map_err(kerr)?;
         let Env { looked_up, new, .. } = env;
-        let mut out = Outputs {
-            uattrs: uattrs_addr,
-            flags: KVec::new(),
-        };
+        let mut out = Outputs::new(uattrs_addr);
         // upstream: the DESTROY attribute is destroyed before the handler.
         if let Some(di) = method.destroy_idx {
             let pos = looked_up
@@ -591,7 +611,7 @@ impl<D: Driver> UFile<D> {
         }
         if method.has_udata {
             if let Ok(f) = bundle.set_output(UVERBS_ATTR_UHW_OUT) {
-                out.flags.push(f, GFP_KERNEL)?;
+                out.push(f)?;
             }
         }
         out.write_back()?;
@@ -652,8 +672,7 @@ impl<D: Driver> UFile<D> {
                 };
                 self.run_write(inner, command, &mut bufs)?;
                 if core_out.is_some() {
-                    out.flags
-                        .push(b.set_output(attr::CORE_OUT).map_err(kerr)?, GFP_KERNEL)?;
+                    out.push(b.set_output(attr::CORE_OUT).map_err(kerr)?)?;
                 }
                 Ok(())
             }
