@@ -38,6 +38,20 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The `enum ib_event_type` value (what the async event file reports).
+    pub fn ib_event_type(self) -> u32 {
+        match self {
+            EventKind::DeviceFatal => 8,
+            EventKind::PortActive => 9,
+            EventKind::PortErr => 10,
+            EventKind::LidChange => 11,
+            EventKind::PkeyChange => 12,
+            EventKind::SmChange => 13,
+            EventKind::ClientReregister => 17,
+            EventKind::GidChange => 18,
+        }
+    }
+
     /// Whether the event invalidates the port cache (upstream
     /// `ib_cache_event()` plus `PORT_ERR`/`PORT_ACTIVE`, which change the
     /// cached port state).

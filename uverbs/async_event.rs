@@ -18,7 +18,6 @@ use kernel::sync::{Arc, Mutex};
 use kernel::uaccess::UserSliceWriter;
 
 const EPOLLIN: u32 = 0x1;
-const EPOLLERR: u32 = 0x8;
 const EPOLLRDNORM: u32 = 0x40;
 
 /// `sizeof(struct ib_uverbs_async_event_desc)`.
@@ -28,9 +27,11 @@ pub(crate) const EVENT_DESC_SIZE: usize = 16;
 /// `ib_uverbs_free_hw_resources()` does).
 pub(crate) const IB_EVENT_DEVICE_FATAL: u32 = 8;
 
+/// The queue (upstream `struct ib_uverbs_event_queue`; its `is_closed` is
+/// only set at the file's release, when nobody can read any more, so it is
+/// not kept here).
 struct Queue {
     events: KVec<[u8; EVENT_DESC_SIZE]>,
-    closed: bool,
 }
 
 /// An async event file.
@@ -51,7 +52,7 @@ impl AsyncEventFile {
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(AsyncEventFile {
-                queue <- kernel::new_mutex!(Queue { events: KVec::new(), closed: false }, "uverbs_async_queue"),
+                queue <- kernel::new_mutex!(Queue { events: KVec::new() }, "uverbs_async_queue"),
                 wait <- kernel::new_poll_condvar!("uverbs_async_wait"),
             }),
             GFP_KERNEL,
@@ -80,26 +81,15 @@ impl AsyncEventFile {
         d[..8].copy_from_slice(&element.to_ne_bytes());
         d[8..12].copy_from_slice(&event_type.to_ne_bytes());
         let mut q = self.queue.lock();
-        if q.closed {
-            return;
-        }
         if q.events.push(d, GFP_KERNEL).is_ok() {
             self.wait.notify_all();
         }
-    }
-
-    /// No more events will come (the uverbs file closed or the device is
-    /// gone): readers get EOF... after the queued ones.
-    pub(crate) fn close(&self) {
-        self.queue.lock().closed = true;
-        self.wait.notify_all();
     }
 }
 
 impl AnonFileOps for AsyncEventFile {
     // upstream: ib_uverbs_event_read(): EINVAL for a buffer smaller than one
-    // event, EAGAIN when empty and O_NONBLOCK, blocks otherwise; 0 (EOF) once
-    // the file is closed and drained (upstream: is_closed).
+    // event, EAGAIN when empty and O_NONBLOCK, blocks otherwise.
     fn read(this: &Arc<Self>, file: &File, mut out: UserSliceWriter) -> Result<usize> {
         if out.len() < EVENT_DESC_SIZE {
             return Err(EINVAL);
@@ -108,9 +98,6 @@ impl AnonFileOps for AsyncEventFile {
         loop {
             if !q.events.is_empty() {
                 break;
-            }
-            if q.closed {
-                return Ok(0);
             }
             if file.flags() & flags::O_NONBLOCK != 0 {
                 return Err(EAGAIN);
@@ -135,8 +122,6 @@ impl AnonFileOps for AsyncEventFile {
         let mut mask = 0;
         if !q.events.is_empty() {
             mask |= EPOLLIN | EPOLLRDNORM;
-        } else if q.closed {
-            mask |= EPOLLERR;
         }
         mask
     }

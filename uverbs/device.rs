@@ -40,6 +40,10 @@ pub(crate) trait UFileOps: Send + Sync {
     /// Destroys every object and the ucontext (`why`: close or driver
     /// remove; upstream `uverbs_destroy_ufile_hw()`).
     fn destroy_all(&self, driver_remove: bool);
+    /// A device or port event for the file's async event file, if it has
+    /// one (upstream `ib_uverbs_event_handler()` registered by
+    /// `ib_uverbs_init_async_event_file()`).
+    fn async_event(&self, element: u64, event_type: u32);
 }
 
 /// The driver-typed entry points of one device (upstream: the device's
@@ -373,6 +377,25 @@ impl crate::client::Client for UverbsClient {
             name,
             driver_id: Some(drv.desc().driver_id),
         })
+    }
+
+    // upstream: ib_uverbs_event_handler() of every async event file of the
+    // device: the port number as element.
+    fn event(&self, dev: &DeviceCore, ev: &crate::event::Event) {
+        let udev = {
+            let devs = self.devices.lock();
+            match devs.iter().find(|a| a.index == dev.index()) {
+                Some(a) => a.udev.clone(),
+                None => return,
+            }
+        };
+        let files = udev.files.lock();
+        for f in files.iter() {
+            let ops = f.ops.lock().clone();
+            if let Some(ops) = ops {
+                ops.async_event(u64::from(ev.port), ev.kind.ib_event_type());
+            }
+        }
     }
 
     // upstream: ib_uverbs_remove_one()

@@ -153,6 +153,12 @@ pub(crate) struct UFile<D: Driver> {
     udev: Arc<UverbsDevice>,
     #[pin]
     inner: Mutex<Inner<D>>,
+    /// Every async event file of the file (upstream: each registers its own
+    /// event handler), under its own lock so that event delivery never waits
+    /// for a running method. `Inner::async_file` is the first one (upstream
+    /// `default_async_file`).
+    #[pin]
+    events: Mutex<KVec<Arc<AsyncEventFile>>>,
     #[pin]
     mmap: FileMmap<D>,
 }
@@ -174,6 +180,7 @@ impl<D: Driver> UFile<D> {
                     "uverbs_file"
                 ),
                 mmap <- FileMmap::new(umaps),
+                events <- kernel::new_mutex!(KVec::new(), "uverbs_file_events"),
             }),
             GFP_KERNEL,
         )
@@ -395,11 +402,15 @@ impl<D: Driver> UFile<D> {
     }
 
     /// The async event file of GET_CONTEXT (write) / ASYNC_EVENT_ALLOC.
-    fn new_async_file(inner: &mut Inner<D>) -> Result<kernel::sync::aref::ARef<kernel::fs::File>> {
+    fn new_async_file(
+        &self,
+        inner: &mut Inner<D>,
+    ) -> Result<kernel::sync::aref::ARef<kernel::fs::File>> {
         let ev = AsyncEventFile::new()?;
         let f = AsyncEventFile::file(&ev)?;
-        if let Some(old) = inner.async_file.replace(ev) {
-            old.close();
+        self.events.lock().push(ev.clone(), GFP_KERNEL)?;
+        if inner.async_file.is_none() {
+            inner.async_file = Some(ev);
         }
         Ok(f)
     }
@@ -415,7 +426,7 @@ impl<D: Driver> UFile<D> {
                 }
                 let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)?;
                 let ctx = self.alloc_ctx(&b.udata_in, b.udata_out)?;
-                let file = Self::new_async_file(inner)?;
+                let file = self.new_async_file(inner)?;
                 let mut o = resp::Out::<8>::new();
                 o.u32(0, fd.reserved_fd());
                 o.u32(4, 1);
@@ -740,7 +751,7 @@ impl<D: Driver> UFile<D> {
                 let NewObj::Fd { fd, .. } = new else {
                     return Err(EINVAL);
                 };
-                let file = Self::new_async_file(inner)?;
+                let file = self.new_async_file(inner)?;
                 // Commit: upstream alloc_commit_fd_uobject() -> fd_install().
                 fd.fd_install(file);
                 Ok(())
@@ -909,10 +920,17 @@ impl<D: Driver> UFileOps for UFile<D> {
         // queue itself stays open until the async fd is released
         // (ib_uverbs_free_event_queue() at its release), so a reader sees the
         // FATAL event, then EAGAIN (or waits), never EOF.
-        if let Some(ev) = inner.async_file.take() {
-            if driver_remove {
+        inner.async_file = None;
+        let evs = core::mem::take(&mut *self.events.lock());
+        if driver_remove {
+            for ev in evs.iter() {
                 ev.queue_event(0, IB_EVENT_DEVICE_FATAL);
             }
+        }
+    }
+    fn async_event(&self, element: u64, event_type: u32) {
+        for ev in self.events.lock().iter() {
+            ev.queue_event(element, event_type);
         }
     }
 }

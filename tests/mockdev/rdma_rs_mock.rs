@@ -27,6 +27,7 @@
 use ib_core_rs::attr::{DeviceAttr, Gid, LinkLayer, PortAttr, PortImmutable, PortState};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
+use ib_core_rs::event::{Event, EventKind};
 use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::{
@@ -67,6 +68,9 @@ struct MockQp {
 }
 
 const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+/// The ALLOC_PD driver request that raises a port event: "mockevnt".
+const EVENT_MAGIC: u64 = 0x6d6f_636b_6576_6e74;
 
 /// `PinReq.magic`: "mockumem".
 const PIN_MAGIC: u64 = 0x6d6f_636b_756d_656d;
@@ -242,7 +246,20 @@ impl DeviceOps for MockOps {
         ctx.device().data().ucontexts.fetch_sub(1, Relaxed);
     }
 
-    fn alloc_pd(_dev: &Device<Mock>, _user: Option<&mut UserCtx<'_, '_, Mock>>) -> Result<()> {
+    // A user PD whose driver request is `{ u64 EVENT_MAGIC; u32 port; }`
+    // raises IB_EVENT_PORT_ERR on that port (the only way a test can make
+    // the mock report an asynchronous event).
+    fn alloc_pd(dev: &Device<Mock>, user: Option<&mut UserCtx<'_, '_, Mock>>) -> Result<()> {
+        if let Some(u) = user {
+            let inp = u.udata().input();
+            if inp.len() >= 12 && inp[..8] == EVENT_MAGIC.to_ne_bytes() {
+                let port = u32::from_ne_bytes([inp[8], inp[9], inp[10], inp[11]]);
+                dev.dispatch_event(Event {
+                    kind: EventKind::PortErr,
+                    port,
+                });
+            }
+        }
         Ok(())
     }
 

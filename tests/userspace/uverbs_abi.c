@@ -696,6 +696,27 @@ int main(int argc, char **argv)
 		fcntl(afd, F_SETFL, O_NONBLOCK);
 		expect("async fd: empty non-blocking read is EAGAIN",
 		       read(afd, ev, sizeof(ev)) < 0 ? errno : 0, EAGAIN);
+		if (!upstream) {
+			/* The mock raises IB_EVENT_PORT_ERR on port 1 for an ALLOC_PD
+			 * with this driver request; the async fd reports it with the
+			 * port as element (upstream ib_uverbs_event_handler()). */
+			struct ib_uverbs_alloc_pd_resp presp = {};
+			struct {
+				struct ib_uverbs_alloc_pd cmd;
+				uint64_t magic;
+				uint32_t port, pad;
+			} preq = { .cmd = { .response = (uintptr_t)&presp },
+				   .magic = 0x6d6f636b65766e74ull, .port = 1 };
+			struct ib_uverbs_async_event_desc d = {};
+
+			expect("mock: ALLOC_PD raising a port event",
+			       do_write(fd, IB_USER_VERBS_CMD_ALLOC_PD, &preq, sizeof(preq),
+					sizeof(presp) / 4), 0);
+			expect("async fd: the port event is read",
+			       read(afd, &d, sizeof(d)) == sizeof(d) ? 0 : errno, 0);
+			expect("async fd: IB_EVENT_PORT_ERR (10) with element = port 1",
+			       d.event_type == 10 && d.element == 1 ? 0 : EINVAL, 0);
+		}
 		close(afd);
 	}
 
