@@ -20,6 +20,7 @@ use kernel::sync::Arc;
 #[allow(dead_code)]
 #[path = "abi.rs"]
 pub(crate) mod abi;
+mod abi_kunit;
 mod async_event;
 mod device;
 pub mod driver_api;
