@@ -138,6 +138,24 @@ impl<T: AnonFileOps> AnonFile<T> {
         Ok(unsafe { ARef::from_raw(core::ptr::NonNull::new_unchecked(file.cast::<File>())) })
     }
 
+    /// Whether `fd` of the calling process is a file made by [`Self::create`] for `data`
+    /// (upstream `lookup_get_fd_uobject()`: the fd's file is the object's file). A bad or
+    /// foreign fd is `false`.
+    pub(crate) fn fd_is(fd: i64, data: &Arc<T>) -> bool {
+        let Ok(fd) = u32::try_from(fd) else {
+            return false;
+        };
+        let Ok(f) = kernel::fs::LocalFile::fget(fd) else {
+            return false;
+        };
+        let want = data.clone().into_foreign();
+        // SAFETY: `f` holds a reference on the file for this read of one of its fields.
+        let same = unsafe { (*f.as_ptr()).private_data } == want.cast::<c_void>();
+        // SAFETY: `want` is the foreign form of the clone taken above, taken back once.
+        drop(unsafe { <Arc<T> as ForeignOwnable>::from_foreign(want) });
+        same
+    }
+
     const FOPS_WITH_OWNER: bindings::file_operations = bindings::file_operations {
         owner: <crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr(),
         ..Self::FOPS

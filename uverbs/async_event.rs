@@ -75,6 +75,12 @@ impl AsyncEventFile {
         )
     }
 
+    /// Whether fd `fd` of the calling process is this queue's file.
+    #[inline(never)]
+    pub(crate) fn fd_is(this: &Arc<Self>, fd: i64) -> bool {
+        AnonFile::<AsyncEventFile>::fd_is(fd, this)
+    }
+
     /// Queues one event (upstream `ib_uverbs_async_handler()`).
     pub(crate) fn queue_event(&self, element: u64, event_type: u32) {
         let mut d = [0u8; EVENT_DESC_SIZE];

@@ -205,6 +205,8 @@ enum NewObj {
 /// memory effects inside `uverbs_process_attr()`).
 struct Env<'a, D: Driver> {
     inner: &'a Inner<D>,
+    /// The file's async event files, for FD attributes of that type.
+    events: &'a [Arc<AsyncEventFile>],
     /// User address of the attribute array.
     uattrs: u64,
     /// IDR attributes looked up: (attribute index, position in `objs`).
@@ -253,6 +255,18 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                 };
                 // upstream: put_user(uobj->id, &uattr->data)
                 copy_out(data_addr, &v.to_ne_bytes()).map_err(|_| Errno::EFAULT)
+            }
+            // upstream lookup_get_fd_uobject(): an fd that is not one of this
+            // file's objects of the type is EBADF (no completion channels
+            // exist here).
+            Access::Read if obj_type == obj::ASYNC_EVENT || obj_type == obj::COMP_CHANNEL => {
+                if obj_type == obj::ASYNC_EVENT
+                    && self.events.iter().any(|e| AsyncEventFile::fd_is(e, id))
+                {
+                    Ok(())
+                } else {
+                    Err(Errno::EBADF)
+                }
             }
             Access::Read | Access::Write | Access::Destroy => {
                 let pos = self.inner.find(obj_type, id).map_err(|e| {
@@ -595,14 +609,17 @@ impl<D: Driver> UFile<D> {
         if inner.dead {
             return Err(EIO);
         }
+        let events = self.events.lock();
         let mut env = Env {
             inner,
+            events: &events,
             uattrs: uattrs_addr,
             looked_up: KVec::new(),
             new: NewObj::None,
         };
         let bundle = parse::parse_attrs(method, uattrs, &mut env).map_err(kerr)?;
         let Env { looked_up, new, .. } = env;
+        drop(events);
         let mut out = Outputs::new(uattrs_addr);
         // upstream: the DESTROY attribute is destroyed before the handler.
         if let Some(di) = method.destroy_idx {

@@ -16,6 +16,8 @@ pub(crate) enum Errno {
     ENOENT = 2,
     /// The device was disassociated (hot unplug): the method has no handler.
     EIO = 5,
+    /// An FD attribute that is not a file of the object type (kernel side).
+    EBADF = 9,
     /// The user supplied more bytes than the kernel knows (mapped to
     /// `EOPNOTSUPP` by `uverbs_request()` before it reaches the user).
     E2BIG = 7,
@@ -63,6 +65,7 @@ mod tests {
         let expect = [
             (Errno::ENOENT, 2),
             (Errno::EIO, 5),
+            (Errno::EBADF, 9),
             (Errno::E2BIG, 7),
             (Errno::ENOMEM, 12),
             (Errno::EFAULT, 14),
