@@ -709,7 +709,10 @@ mod tests {
             CString::try_from_fmt(fmt!("20.1.42"))
         }
 
-        fn alloc_pd(_: &Device<T>) -> Result<()> {
+        fn alloc_pd(
+            _: &Device<T>,
+            _user: Option<&mut crate::verbs::UserCtx<'_, '_, T>>,
+        ) -> Result<()> {
             Ok(())
         }
     }

@@ -15,7 +15,8 @@ use crate::device::Device;
 use crate::driver::{Driver, DriverId};
 use crate::verbs::{
     AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
-    QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext, UcontextPriv, Udata, Wc,
+    QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext, UcontextPriv, Udata,
+    UserCtx, UserMrReq, Wc,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -102,8 +103,13 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates the driver part of a PD (upstream `ops.alloc_pd`).
-    fn alloc_pd(_dev: &Device<Self::Driver>) -> Result<<Self::Driver as Driver>::PdData> {
+    /// Creates the driver part of a PD (upstream `ops.alloc_pd`); `user` is
+    /// `Some` for a PD of a user context (the driver may answer in its
+    /// udata, mlx5: `pdn`).
+    fn alloc_pd(
+        _dev: &Device<Self::Driver>,
+        _user: Option<&mut UserCtx<'_, '_, Self::Driver>>,
+    ) -> Result<<Self::Driver as Driver>::PdData> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -112,10 +118,13 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates the driver part of a CQ (upstream `ops.create_cq`).
+    /// Creates the driver part of a CQ (upstream `ops.create_cq`); `user`
+    /// is `Some` for a CQ of a user context (its buffers are user memory
+    /// described by the udata).
     fn create_cq(
         _dev: &Device<Self::Driver>,
         _attr: &CqInitAttr,
+        _user: Option<&mut UserCtx<'_, '_, Self::Driver>>,
     ) -> Result<<Self::Driver as Driver>::CqData> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -149,10 +158,12 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates the driver part of a QP (upstream `ops.create_qp`).
+    /// Creates the driver part of a QP (upstream `ops.create_qp`); `user`
+    /// is `Some` for a QP of a user context.
     fn create_qp(
         _pd: &Pd<Self::Driver>,
         _attr: &QpInitAttr<'_, Self::Driver>,
+        _user: Option<&mut UserCtx<'_, '_, Self::Driver>>,
     ) -> Result<QpCreated<<Self::Driver as Driver>::QpData>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -186,6 +197,16 @@ pub trait DeviceOps: 'static {
     fn get_dma_mr(
         _pd: &Pd<Self::Driver>,
         _access: AccessFlags,
+    ) -> Result<MrCreated<<Self::Driver as Driver>::MrData>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Registers user memory (upstream `ops.reg_user_mr`): the driver pins
+    /// it (`Umem`) and creates the translation.
+    fn reg_user_mr(
+        _pd: &Pd<Self::Driver>,
+        _req: &UserMrReq,
+        _user: &mut UserCtx<'_, '_, Self::Driver>,
     ) -> Result<MrCreated<<Self::Driver as Driver>::MrData>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -288,21 +309,28 @@ ops_table! {
     dealloc_driver: DeallocDriver: fn(&Device<D>),
     alloc_ucontext: AllocUcontext: fn(&Device<D>, &mut Udata<'_>) -> Result<UcontextPriv>,
     dealloc_ucontext: DeallocUcontext: fn(&Ucontext<D>),
-    alloc_pd: AllocPd: fn(&Device<D>) -> Result<D::PdData>,
+    alloc_pd: AllocPd: fn(&Device<D>, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::PdData>,
     dealloc_pd: DeallocPd: fn(&Pd<D>) -> Result,
-    create_cq: CreateCq: fn(&Device<D>, &CqInitAttr) -> Result<D::CqData>,
+    create_cq: CreateCq:
+        fn(&Device<D>, &CqInitAttr, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::CqData>,
     destroy_cq: DestroyCq: fn(&Cq<D>) -> Result,
     req_notify_cq: ReqNotifyCq: fn(&Cq<D>, CqNotify) -> Result,
     poll_cq: PollCq: fn(&Cq<D>, &mut [Wc]) -> Result<usize>,
     create_srq: CreateSrq: fn(&Pd<D>, &SrqInitAttr) -> Result<D::SrqData>,
     destroy_srq: DestroySrq: fn(&Srq<D>) -> Result,
-    create_qp: CreateQp: fn(&Pd<D>, &QpInitAttr<'_, D>) -> Result<QpCreated<D::QpData>>,
+    create_qp: CreateQp: fn(
+        &Pd<D>,
+        &QpInitAttr<'_, D>,
+        Option<&mut UserCtx<'_, '_, D>>,
+    ) -> Result<QpCreated<D::QpData>>,
     modify_qp: ModifyQp: fn(&Qp<D>, &QpAttr, QpAttrMask) -> Result,
     query_qp: QueryQp: fn(&Qp<D>) -> Result<QpAttr>,
     destroy_qp: DestroyQp: fn(&Qp<D>) -> Result,
     post_send: PostSend: fn(&Qp<D>, &[SendWr<'_>]) -> Result,
     post_recv: PostRecv: fn(&Qp<D>, &[RecvWr<'_>]) -> Result,
     get_dma_mr: GetDmaMr: fn(&Pd<D>, AccessFlags) -> Result<MrCreated<D::MrData>>,
+    reg_user_mr: RegUserMr:
+        fn(&Pd<D>, &UserMrReq, &mut UserCtx<'_, '_, D>) -> Result<MrCreated<D::MrData>>,
     alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
     dereg_mr: DeregMr: fn(&Mr<D>) -> Result,
 }

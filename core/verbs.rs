@@ -35,14 +35,14 @@ mod types;
 mod ucontext;
 
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
-pub use mr::{AccessFlags, Mr, MrCreated, MrType};
+pub use mr::{AccessFlags, Mr, MrCreated, MrType, UserMrReq};
 pub use pd::Pd;
 pub use qp::{
     AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr, QpState, QpType,
 };
 pub use srq::{Srq, SrqInitAttr};
 pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
-pub use ucontext::{Ucontext, UcontextPriv, Udata};
+pub use ucontext::{Ucontext, UcontextPriv, Udata, UserCtx};
 
 /// A destroy that did not happen: the error and the object, still alive.
 pub struct DestroyError<T> {

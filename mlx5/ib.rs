@@ -30,7 +30,7 @@ use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
-    QpInitAttr, Ucontext, UcontextPriv, Udata,
+    QpInitAttr, Ucontext, UcontextPriv, Udata, UserCtx,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -256,15 +256,27 @@ impl DeviceOps for Mlx5DevOps {
         crate::ucontext::dealloc_ucontext(ctx)
     }
 
-    fn alloc_pd(dev: &Device<Mlx5Ib>) -> Result<Mlx5Pd> {
-        crate::verbs::alloc_pd(dev)
+    fn alloc_pd(
+        dev: &Device<Mlx5Ib>,
+        user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
+    ) -> Result<Mlx5Pd> {
+        crate::verbs::alloc_pd(dev, user)
     }
 
     fn dealloc_pd(pd: &Pd<Mlx5Ib>) -> Result {
         crate::verbs::dealloc_pd(pd)
     }
 
-    fn create_cq(dev: &Device<Mlx5Ib>, attr: &CqInitAttr) -> Result<Mlx5Cq> {
+    fn create_cq(
+        dev: &Device<Mlx5Ib>,
+        attr: &CqInitAttr,
+        user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
+    ) -> Result<Mlx5Cq> {
+        // User CQs (libmlx5's buffer and doorbell in user memory) are not
+        // implemented yet: say so rather than create a kernel CQ.
+        if user.is_some() {
+            return Err(EOPNOTSUPP);
+        }
         crate::verbs::create_cq(dev, attr)
     }
 
@@ -272,7 +284,15 @@ impl DeviceOps for Mlx5DevOps {
         crate::verbs::destroy_cq(cq)
     }
 
-    fn create_qp(pd: &Pd<Mlx5Ib>, attr: &QpInitAttr<'_, Mlx5Ib>) -> Result<QpCreated<Mlx5Qp>> {
+    fn create_qp(
+        pd: &Pd<Mlx5Ib>,
+        attr: &QpInitAttr<'_, Mlx5Ib>,
+        user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
+    ) -> Result<QpCreated<Mlx5Qp>> {
+        // User QPs: not implemented yet (see create_cq).
+        if user.is_some() {
+            return Err(EOPNOTSUPP);
+        }
         crate::verbs::create_qp(pd, attr)
     }
 

@@ -35,7 +35,7 @@ use ib_core_rs::attr::Gid;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqInitAttr, GlobalRoute, Mr, MrCreated, MrType, Pd, Qp, QpAttr,
-    QpAttrMask, QpCreated, QpInitAttr, QpState, QpType,
+    QpAttrMask, QpCreated, QpInitAttr, QpState, QpType, UserCtx,
 };
 use kernel::prelude::*;
 use kernel::{new_mutex, sync::Mutex};
@@ -129,9 +129,17 @@ fn gen(d: &Mlx5IbDev) -> Result<Caps<'_>> {
 
 // ---- PD ----
 
-/// upstream `mlx5_ib_alloc_pd()`: ALLOC_PD (uid 0 for kernel PDs).
-pub(crate) fn alloc_pd(dev: &Device<Mlx5Ib>) -> Result<Mlx5Pd> {
+/// upstream `mlx5_ib_alloc_pd()`: ALLOC_PD (uid 0: kernel PDs, and user PDs of contexts
+/// without DEVX, the only ones there are); a user PD answers `struct mlx5_ib_alloc_pd_resp
+/// { __u32 pdn; }` in its udata.
+pub(crate) fn alloc_pd(
+    dev: &Device<Mlx5Ib>,
+    user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
+) -> Result<Mlx5Pd> {
     let pdn = exec(&*dev.data().hw, &AllocPd { uid: 0 })?;
+    if let Some(u) = user {
+        u.udata().copy_to(&pdn.to_ne_bytes());
+    }
     Ok(Mlx5Pd { pdn })
 }
 

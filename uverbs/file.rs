@@ -32,7 +32,7 @@ const EX_QUERY_DEVICE: u32 = cmd::FLAG_EXTENDED | cmd::EX_QUERY_DEVICE;
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::verbs::{Pd, Ucontext, Udata};
+use crate::verbs::{Pd, Ucontext, Udata, UserCtx};
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -305,6 +305,22 @@ struct WriteBufs {
     udata_out: (u64, usize),
 }
 
+/// Runs a driver op with the command's driver data (upstream
+/// `attrs->driver_udata`): the request as read, a response buffer of the
+/// user's length (at most a page), written back after the op when the
+/// driver answered (`ib_respond_udata()`: its bytes, the rest of the
+/// user's buffer zeroed).
+fn with_udata<T>(b: &WriteBufs, f: impl FnOnce(&mut Udata<'_>) -> Result<T>) -> Result<T> {
+    let outlen = b.udata_out.1.min(kernel::page::PAGE_SIZE);
+    let mut resp = KVec::from_elem(0u8, outlen, GFP_KERNEL)?;
+    let mut ud = Udata::new(&b.udata_in, &mut resp);
+    let r = f(&mut ud)?;
+    if ud.written() > 0 {
+        copy_out(b.udata_out.0, &resp)?;
+    }
+    Ok(r)
+}
+
 impl<D: Driver> UFile<D> {
     fn query_device_resp(&self) -> resp::Out<{ resp::QUERY_DEVICE_RESP }> {
         let imm = self.dev.port_immutable(1).unwrap_or_default();
@@ -402,8 +418,14 @@ impl<D: Driver> UFile<D> {
             }
             // upstream: ib_uverbs_alloc_pd()
             cmd::ALLOC_PD => {
-                inner.ctx()?;
-                let pd = Pd::alloc(&self.dev, Owner::current_task())?;
+                let ctx = inner.ctx()?.clone();
+                let pd = with_udata(b, |ud| {
+                    Pd::alloc_user(
+                        &self.dev,
+                        Owner::current_task(),
+                        &mut UserCtx::new(&ctx, ud),
+                    )
+                })?;
                 let id = inner.free_id(None);
                 copy_out_or_zero(b.core_out.0, b.core_out.1, &id.to_ne_bytes())?;
                 inner.objs.push(

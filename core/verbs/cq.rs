@@ -3,7 +3,7 @@
 //! Completion queues (upstream `__ib_create_cq()`, `ib_destroy_cq_user()`,
 //! and the inline `ib_poll_cq()`, `ib_req_notify_cq()`).
 
-use super::{destroy_with, Counted, DestroyError, Liveness, Wc};
+use super::{destroy_with, Counted, DestroyError, Liveness, Ucontext, UserCtx, Wc};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
@@ -51,6 +51,8 @@ pub struct Cq<D: Driver> {
     live: Liveness,
     cqe: u32,
     handler: Option<Arc<dyn CqHandler>>,
+    /// The user context of a user CQ (upstream `cq->uobject->context`).
+    uctx: Option<Arc<Ucontext<D>>>,
     /// The data-path ops, copied from the device's table at create (see
     /// `Qp`): a poll is one load and an indirect call.
     poll_op: Option<PollFn<D>>,
@@ -77,7 +79,34 @@ impl<D: Driver> Cq<D> {
         handler: Option<Arc<dyn CqHandler>>,
         owner: Owner,
     ) -> Result<Arc<Self>> {
+        Self::create_with(dev, attr, handler, owner, None)
+    }
+
+    /// Creates a CQ of a user context (upstream `create_cq()` of
+    /// `uverbs_cmd.c`): its buffers are described by `user`'s udata.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cq::create`].
+    pub fn create_user(
+        dev: &Arc<Device<D>>,
+        attr: &CqInitAttr,
+        handler: Option<Arc<dyn CqHandler>>,
+        owner: Owner,
+        user: &mut UserCtx<'_, '_, D>,
+    ) -> Result<Arc<Self>> {
+        Self::create_with(dev, attr, handler, owner, Some(user))
+    }
+
+    fn create_with(
+        dev: &Arc<Device<D>>,
+        attr: &CqInitAttr,
+        handler: Option<Arc<dyn CqHandler>>,
+        owner: Owner,
+        user: Option<&mut UserCtx<'_, '_, D>>,
+    ) -> Result<Arc<Self>> {
         let op = dev.ops().create_cq.ok_or(EOPNOTSUPP)?;
+        let uctx = user.as_ref().map(|u| u.ctx().clone());
         if attr.cqe == 0 {
             return Err(EINVAL);
         }
@@ -86,7 +115,7 @@ impl<D: Driver> Cq<D> {
             .restrack()
             .add_entry(ResType::Cq, owner, ResDetails::Cq { cqe: attr.cqe })?;
         let res_id = res.id;
-        let drv = op(dev, attr).inspect_err(|_| dev.restrack().del(ResType::Cq, res_id))?;
+        let drv = op(dev, attr, user).inspect_err(|_| dev.restrack().del(ResType::Cq, res_id))?;
         Ok(slot
             .write(Cq {
                 dev: dev.clone(),
@@ -95,6 +124,7 @@ impl<D: Driver> Cq<D> {
                 live: Liveness::new(),
                 cqe: attr.cqe,
                 handler,
+                uctx,
                 poll_op: dev.ops().poll_cq,
                 notify_op: dev.ops().req_notify_cq,
                 drv,
@@ -165,6 +195,11 @@ impl<D: Driver> Cq<D> {
         if let Some(h) = &self.handler {
             h.event();
         }
+    }
+
+    /// The user context of a user CQ (`None` for a kernel CQ).
+    pub fn ucontext(&self) -> Option<&Arc<Ucontext<D>>> {
+        self.uctx.as_ref()
     }
 
     /// The device.

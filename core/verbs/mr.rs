@@ -3,7 +3,7 @@
 //! Memory regions for kernel consumers (upstream `ib_get_dma_mr()`,
 //! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
 
-use super::{DestroyError, Liveness, Pd, Uses};
+use super::{DestroyError, Liveness, Pd, UserCtx, Uses};
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResType};
 use kernel::prelude::*;
@@ -22,6 +22,74 @@ impl AccessFlags {
     pub const REMOTE_READ: AccessFlags = AccessFlags(1 << 2);
     /// `IB_ACCESS_REMOTE_ATOMIC`.
     pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(1 << 3);
+    /// `IB_ACCESS_MW_BIND`.
+    pub const MW_BIND: AccessFlags = AccessFlags(1 << 4);
+    /// `IB_ZERO_BASED`.
+    pub const ZERO_BASED: AccessFlags = AccessFlags(1 << 5);
+    /// `IB_ACCESS_ON_DEMAND`.
+    pub const ON_DEMAND: AccessFlags = AccessFlags(1 << 6);
+    /// `IB_ACCESS_HUGETLB`.
+    pub const HUGETLB: AccessFlags = AccessFlags(1 << 7);
+    /// `IB_ACCESS_FLUSH_GLOBAL`.
+    pub const FLUSH_GLOBAL: AccessFlags = AccessFlags(1 << 8);
+    /// `IB_ACCESS_FLUSH_PERSISTENT`.
+    pub const FLUSH_PERSISTENT: AccessFlags = AccessFlags(1 << 9);
+    /// `IB_ACCESS_RELAXED_ORDERING`, the first optional flag.
+    pub const RELAXED_ORDERING: AccessFlags = AccessFlags(1 << 20);
+    /// `IB_ACCESS_OPTIONAL`: bits 20..=29, which a device may ignore.
+    pub const OPTIONAL: AccessFlags = AccessFlags(((1 << 30) - 1) & !((1 << 20) - 1));
+    /// `IB_ACCESS_SUPPORTED`.
+    pub const SUPPORTED: AccessFlags = AccessFlags(((1 << 10) - 1) | Self::OPTIONAL.0);
+
+    /// Whether any flag of `f` is set.
+    pub const fn any(self, f: AccessFlags) -> bool {
+        self.0 & f.0 != 0
+    }
+
+    /// upstream `ib_access_writable()`: the memory must be pinned writable.
+    pub const fn writable(self) -> bool {
+        self.any(AccessFlags(
+            Self::LOCAL_WRITE.0 | Self::REMOTE_WRITE.0 | Self::REMOTE_ATOMIC.0 | Self::MW_BIND.0,
+        ))
+    }
+
+    /// upstream `ib_check_mr_access()` for a device without on-demand paging
+    /// or flush support: remote write or atomic need local write (`EINVAL`),
+    /// unknown bits are `EINVAL`, ODP and flush are `EOPNOTSUPP`.
+    ///
+    /// # Errors
+    ///
+    /// As above.
+    pub fn check(self) -> Result {
+        if self.any(AccessFlags(Self::REMOTE_ATOMIC.0 | Self::REMOTE_WRITE.0))
+            && !self.any(Self::LOCAL_WRITE)
+        {
+            return Err(EINVAL);
+        }
+        if self.0 & !Self::SUPPORTED.0 != 0 {
+            return Err(EINVAL);
+        }
+        if self.any(AccessFlags(
+            Self::ON_DEMAND.0 | Self::FLUSH_GLOBAL.0 | Self::FLUSH_PERSISTENT.0,
+        )) {
+            return Err(EOPNOTSUPP);
+        }
+        Ok(())
+    }
+}
+
+/// A user memory registration (upstream the arguments of
+/// `ops.reg_user_mr(pd, start, length, virt_addr, access_flags, ...)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserMrReq {
+    /// User virtual address of the memory.
+    pub start: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// The I/O virtual address the MR is accessed with (`hca_va`).
+    pub iova: u64,
+    /// Access rights, checked by [`AccessFlags::check`].
+    pub access: AccessFlags,
 }
 
 /// MR types for [`Mr::alloc`] (upstream `enum ib_mr_type`).
@@ -67,6 +135,7 @@ impl<D: Driver> Mr<D> {
     fn create(
         pd: &Arc<Pd<D>>,
         mr_type: MrType,
+        length: u64,
         owner: Owner,
         op: impl FnOnce() -> Result<MrCreated<D::MrData>>,
     ) -> Result<Arc<Self>> {
@@ -75,7 +144,7 @@ impl<D: Driver> Mr<D> {
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
         let res = dev
             .restrack()
-            .add_entry(ResType::Mr, owner, ResDetails::Mr { length: 0 })?;
+            .add_entry(ResType::Mr, owner, ResDetails::Mr { length })?;
         let res_id = res.id;
         let c = op().inspect_err(|_| dev.restrack().del(ResType::Mr, res_id))?;
         res.num.store(c.lkey, kernel::sync::atomic::Relaxed);
@@ -102,7 +171,7 @@ impl<D: Driver> Mr<D> {
     /// `ENOMEM`, the driver's error.
     pub fn get_dma_mr(pd: &Arc<Pd<D>>, access: AccessFlags, owner: Owner) -> Result<Arc<Self>> {
         let op = pd.device().ops().get_dma_mr.ok_or(EOPNOTSUPP)?;
-        Self::create(pd, MrType::Dma, owner, || op(pd, access))
+        Self::create(pd, MrType::Dma, 0, owner, || op(pd, access))
     }
 
     /// An MR for fast registration with up to `max_num_sg` pages (upstream
@@ -123,7 +192,32 @@ impl<D: Driver> Mr<D> {
         if mr_type == MrType::Integrity {
             return Err(EINVAL);
         }
-        Self::create(pd, mr_type, owner, || op(pd, mr_type, max_num_sg))
+        Self::create(pd, mr_type, 0, owner, || op(pd, mr_type, max_num_sg))
+    }
+
+    /// Registers user memory (upstream `ib_uverbs_reg_mr()`): `start` and
+    /// `iova` must have the same offset in a page, the access flags must
+    /// pass [`AccessFlags::check`]; the driver pins the memory. The PD
+    /// gains a use.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for offsets that differ or bad flags, `EOPNOTSUPP` without
+    /// `reg_user_mr` or for ODP/flush access, `EINVAL` for a dead PD,
+    /// `ENOMEM`, the driver's error (`EFAULT` for unmapped memory).
+    pub fn reg_user(
+        pd: &Arc<Pd<D>>,
+        req: &UserMrReq,
+        owner: Owner,
+        user: &mut UserCtx<'_, '_, D>,
+    ) -> Result<Arc<Self>> {
+        let page_mask = (kernel::page::PAGE_SIZE as u64) - 1;
+        if req.start & page_mask != req.iova & page_mask {
+            return Err(EINVAL);
+        }
+        req.access.check()?;
+        let op = pd.device().ops().reg_user_mr.ok_or(EOPNOTSUPP)?;
+        Self::create(pd, MrType::User, req.length, owner, || op(pd, req, user))
     }
 
     /// Deregisters the MR (upstream `ib_dereg_mr_user()`); the PD loses

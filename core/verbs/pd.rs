@@ -3,6 +3,7 @@
 //! Protection domains (upstream `__ib_alloc_pd()`, `ib_dealloc_pd_user()`).
 
 use super::{destroy_with, Counted, DestroyError, Liveness};
+use super::{Ucontext, UserCtx};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
@@ -17,6 +18,8 @@ pub struct Pd<D: Driver> {
     res: Arc<ResEntry>,
     res_id: u32,
     live: Liveness,
+    /// The user context of a user PD (upstream `pd->uobject->context`).
+    uctx: Option<Arc<Ucontext<D>>>,
     drv: D::PdData,
 }
 
@@ -33,19 +36,43 @@ impl<D: Driver> Pd<D> {
     ///
     /// `EOPNOTSUPP` without `alloc_pd`, `ENOMEM`, the driver's error.
     pub fn alloc(dev: &Arc<Device<D>>, owner: Owner) -> Result<Arc<Self>> {
+        Self::alloc_with(dev, owner, None)
+    }
+
+    /// Allocates a PD of a user context (upstream `ib_uverbs_alloc_pd()`);
+    /// the driver may answer in `user`'s udata.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pd::alloc`].
+    pub fn alloc_user(
+        dev: &Arc<Device<D>>,
+        owner: Owner,
+        user: &mut UserCtx<'_, '_, D>,
+    ) -> Result<Arc<Self>> {
+        Self::alloc_with(dev, owner, Some(user))
+    }
+
+    fn alloc_with(
+        dev: &Arc<Device<D>>,
+        owner: Owner,
+        user: Option<&mut UserCtx<'_, '_, D>>,
+    ) -> Result<Arc<Self>> {
         let op = dev.ops().alloc_pd.ok_or(EOPNOTSUPP)?;
+        let uctx = user.as_ref().map(|u| u.ctx().clone());
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
         let res = dev
             .restrack()
             .add_entry(ResType::Pd, owner, ResDetails::None)?;
         let res_id = res.id;
-        let drv = op(dev).inspect_err(|_| dev.restrack().del(ResType::Pd, res_id))?;
+        let drv = op(dev, user).inspect_err(|_| dev.restrack().del(ResType::Pd, res_id))?;
         Ok(slot
             .write(Pd {
                 dev: dev.clone(),
                 res,
                 res_id,
                 live: Liveness::new(),
+                uctx,
                 drv,
             })
             .into())
@@ -73,6 +100,11 @@ impl<D: Driver> Pd<D> {
             Some(f) => f(self),
             None => Ok(()),
         }
+    }
+
+    /// The user context of a user PD (`None` for a kernel PD).
+    pub fn ucontext(&self) -> Option<&Arc<Ucontext<D>>> {
+        self.uctx.as_ref()
     }
 
     /// The device.

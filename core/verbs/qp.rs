@@ -5,7 +5,10 @@
 //! `ib_destroy_qp_user()`, and the inline `ib_post_send()`,
 //! `ib_post_recv()`).
 
-use super::{destroy_with, Counted, Cq, DestroyError, Liveness, Pd, RecvWr, SendWr, Srq, Uses};
+use super::{
+    destroy_with, Counted, Cq, DestroyError, Liveness, Pd, RecvWr, SendWr, Srq, Ucontext, UserCtx,
+    Uses,
+};
 use crate::attr::Gid;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
@@ -219,6 +222,8 @@ pub struct Qp<D: Driver> {
     qp_type: QpType,
     res_id: u32,
     live: Liveness,
+    /// The user context of a user QP (upstream `qp->uobject->context`).
+    uctx: Option<Arc<Ucontext<D>>>,
     /// The data-path ops, copied from the device's table at create (the
     /// table never changes after registration): a post is one load and an
     /// indirect call, with no walk through the PD and the device (seed
@@ -244,7 +249,32 @@ impl<D: Driver> Qp<D> {
     /// `EOPNOTSUPP` without `create_qp`, `EINVAL` for a dead PD or objects
     /// of another device, `ENOMEM`, the driver's error.
     pub fn create(pd: &Arc<Pd<D>>, attr: &QpInitAttr<'_, D>, owner: Owner) -> Result<Arc<Self>> {
+        Self::create_with(pd, attr, owner, None)
+    }
+
+    /// Creates a QP of a user context (upstream `create_qp()` of
+    /// `uverbs_cmd.c` -> `ib_create_qp_user()`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Qp::create`].
+    pub fn create_user(
+        pd: &Arc<Pd<D>>,
+        attr: &QpInitAttr<'_, D>,
+        owner: Owner,
+        user: &mut UserCtx<'_, '_, D>,
+    ) -> Result<Arc<Self>> {
+        Self::create_with(pd, attr, owner, Some(user))
+    }
+
+    fn create_with(
+        pd: &Arc<Pd<D>>,
+        attr: &QpInitAttr<'_, D>,
+        owner: Owner,
+        user: Option<&mut UserCtx<'_, '_, D>>,
+    ) -> Result<Arc<Self>> {
         let dev = pd.device();
+        let uctx = user.as_ref().map(|u| u.ctx().clone());
         let op = dev.ops().create_qp.ok_or(EOPNOTSUPP)?;
         pd.check_alive()?;
         let same_dev = |d: &Arc<crate::device::Device<D>>| Arc::ptr_eq(d, dev);
@@ -263,7 +293,8 @@ impl<D: Driver> Qp<D> {
             },
         )?;
         let res_id = res.id;
-        let created = op(pd, attr).inspect_err(|_| dev.restrack().del(ResType::Qp, res_id))?;
+        let created =
+            op(pd, attr, user).inspect_err(|_| dev.restrack().del(ResType::Qp, res_id))?;
         res.num.store(created.qp_num, Relaxed);
         Ok(slot
             .write(Qp {
@@ -276,6 +307,7 @@ impl<D: Driver> Qp<D> {
                 qp_type: attr.qp_type,
                 res_id,
                 live: Liveness::new(),
+                uctx,
                 post_send_op: dev.ops().post_send,
                 post_recv_op: dev.ops().post_recv,
                 drv: created.data,
@@ -382,6 +414,11 @@ impl<D: Driver> Qp<D> {
             Some(f) => f(self, wr),
             None => Err(EOPNOTSUPP),
         }
+    }
+
+    /// The user context of a user QP (`None` for a kernel QP).
+    pub fn ucontext(&self) -> Option<&Arc<Ucontext<D>>> {
+        self.uctx.as_ref()
     }
 
     /// The PD.

@@ -25,6 +25,32 @@ use kernel::sync::{Arc, UniqueArc};
 /// The driver's private part of a ucontext (`None`: the driver keeps none).
 pub type UcontextPriv = Option<KBox<dyn Any + Send + Sync>>;
 
+/// A verb called from user space (upstream: the `udata` argument of a
+/// driver op together with `rdma_udata_to_drv_context()`): the calling
+/// file's user context and the driver-data buffers of the command. Kernel
+/// consumers pass `None` where an op takes `Option<&mut UserCtx>`.
+pub struct UserCtx<'a, 'b, D: Driver> {
+    ctx: &'a Arc<Ucontext<D>>,
+    udata: &'a mut Udata<'b>,
+}
+
+impl<'a, 'b, D: Driver> UserCtx<'a, 'b, D> {
+    /// The user context `ctx` with the command's driver data `udata`.
+    pub fn new(ctx: &'a Arc<Ucontext<D>>, udata: &'a mut Udata<'b>) -> Self {
+        UserCtx { ctx, udata }
+    }
+
+    /// The calling file's user context.
+    pub fn ctx(&self) -> &Arc<Ucontext<D>> {
+        self.ctx
+    }
+
+    /// The command's driver data.
+    pub fn udata(&mut self) -> &mut Udata<'b> {
+        self.udata
+    }
+}
+
 /// The driver-data buffers of one command (upstream `struct ib_udata`),
 /// already copied: the uverbs layer reads the user's request into `input`
 /// before the op and writes what the driver put into `output` back after it.

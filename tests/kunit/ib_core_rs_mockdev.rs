@@ -15,7 +15,7 @@ use ib_core_rs::kernel_owner;
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpCreated,
-    QpInitAttr, QpState, QpType,
+    QpInitAttr, QpState, QpType, UserCtx,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -109,7 +109,7 @@ impl DeviceOps for MockOps {
         CString::try_from_fmt(fmt!("1.2.3"))
     }
 
-    fn alloc_pd(_dev: &Device<Mock>) -> Result<()> {
+    fn alloc_pd(_dev: &Device<Mock>, _user: Option<&mut UserCtx<'_, '_, Mock>>) -> Result<()> {
         Ok(())
     }
 
@@ -117,7 +117,11 @@ impl DeviceOps for MockOps {
         Ok(())
     }
 
-    fn create_cq(_dev: &Device<Mock>, _attr: &CqInitAttr) -> Result<()> {
+    fn create_cq(
+        _dev: &Device<Mock>,
+        _attr: &CqInitAttr,
+        _user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<()> {
         Ok(())
     }
 
@@ -125,7 +129,11 @@ impl DeviceOps for MockOps {
         Ok(())
     }
 
-    fn create_qp(_pd: &Pd<Mock>, _attr: &QpInitAttr<'_, Mock>) -> Result<QpCreated<()>> {
+    fn create_qp(
+        _pd: &Pd<Mock>,
+        _attr: &QpInitAttr<'_, Mock>,
+        _user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<QpCreated<()>> {
         Ok(QpCreated {
             data: (),
             qp_num: 0x101,

@@ -14,7 +14,7 @@ use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
-    QpCreated, QpInitAttr, QpState, RecvWr, SendWr, Srq, SrqInitAttr, Wc,
+    QpCreated, QpInitAttr, QpState, RecvWr, SendWr, Srq, SrqInitAttr, UserCtx, Wc,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -222,7 +222,7 @@ impl DeviceOps for MockOps {
         dev.data().dealloc_driver.fetch_add(1, Relaxed);
     }
 
-    fn alloc_pd(_dev: &Device<Mock>) -> Result<()> {
+    fn alloc_pd(_dev: &Device<Mock>, _user: Option<&mut UserCtx<'_, '_, Mock>>) -> Result<()> {
         Ok(())
     }
 
@@ -231,7 +231,11 @@ impl DeviceOps for MockOps {
         Ok(())
     }
 
-    fn create_cq(_dev: &Device<Mock>, _attr: &CqInitAttr) -> Result<MockCq> {
+    fn create_cq(
+        _dev: &Device<Mock>,
+        _attr: &CqInitAttr,
+        _user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<MockCq> {
         Ok(MockCq {
             armed: Atomic::new(false),
         })
@@ -272,7 +276,11 @@ impl DeviceOps for MockOps {
         Ok(())
     }
 
-    fn create_qp(pd: &Pd<Mock>, _attr: &QpInitAttr<'_, Mock>) -> Result<QpCreated<MockQp>> {
+    fn create_qp(
+        pd: &Pd<Mock>,
+        _attr: &QpInitAttr<'_, Mock>,
+        _user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<QpCreated<MockQp>> {
         let d = pd.device().data();
         if d.fail_create_qp.load(Relaxed) {
             return Err(ENOSPC);

@@ -12,7 +12,7 @@ use ib_core_rs::attr::{DeviceAttr, Gid, LinkLayer, PortAttr, PortImmutable, Port
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::ops::{DeviceOps, Ops};
-use ib_core_rs::verbs::{Pd, Ucontext, UcontextPriv, Udata};
+use ib_core_rs::verbs::{Pd, Ucontext, UcontextPriv, Udata, UserCtx};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
@@ -116,7 +116,7 @@ impl DeviceOps for MockOps {
         ctx.device().data().ucontexts.fetch_sub(1, Relaxed);
     }
 
-    fn alloc_pd(_dev: &Device<Mock>) -> Result<()> {
+    fn alloc_pd(_dev: &Device<Mock>, _user: Option<&mut UserCtx<'_, '_, Mock>>) -> Result<()> {
         Ok(())
     }
 
