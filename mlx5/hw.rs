@@ -72,7 +72,9 @@ pub(crate) struct Identity {
 pub(crate) const PCI_VENDOR_MELLANOX: u16 = 0x15b3;
 
 /// What user space maps for one UAR page (upstream `mlx5_ib_mmap_offset()` maps
-/// `uar_index2paddress()` with `pgprot_noncached()` or `pgprot_writecombine()`).
+/// `uar_index2paddress()` with `pgprot_noncached()` or `pgprot_writecombine()`). Read by the
+/// driver's `mmap` (to come with the core's mmap support).
+#[allow(dead_code)]
 pub(crate) enum UarMem {
     /// A simulated function: the kernel page that stands for the doorbell page, zeroed when
     /// first handed out and kept until the UAR is deallocated (the simulator has no BAR).

@@ -213,7 +213,10 @@ impl Mlx5Hw for SimFunction {
         if let Some((_, p)) = pages.iter().find(|(i, _)| *i == index) {
             return Ok(UarMem::Page(p.clone()));
         }
-        let page = Arc::new(Page::alloc_page(GFP_KERNEL | kernel::alloc::flags::__GFP_ZERO)?, GFP_KERNEL)?;
+        let page = Arc::new(
+            Page::alloc_page(GFP_KERNEL | kernel::alloc::flags::__GFP_ZERO)?,
+            GFP_KERNEL,
+        )?;
         pages.push((index, page.clone()), GFP_KERNEL)?;
         Ok(UarMem::Page(page))
     }

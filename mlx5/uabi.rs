@@ -253,8 +253,6 @@ pub(crate) mod qp_flag {
     pub(crate) const SIGNATURE: u32 = 1 << 0;
     /// `MLX5_QP_FLAG_SCATTER_CQE`.
     pub(crate) const SCATTER_CQE: u32 = 1 << 1;
-    /// `MLX5_QP_FLAG_TUNNEL_OFFLOADS`.
-    pub(crate) const TUNNEL_OFFLOADS: u32 = 1 << 2;
     /// `MLX5_QP_FLAG_BFREG_INDEX`.
     pub(crate) const BFREG_INDEX: u32 = 1 << 3;
     /// `MLX5_QP_FLAG_TYPE_DCT`.
@@ -720,10 +718,7 @@ mod tests {
             qp_vendor_flags(UAR_PAGE_INDEX | SCATTER_CQE | ALLOW_SCATTER_CQE, t, &CAPS),
             Ok(UAR_PAGE_INDEX)
         );
-        assert_eq!(
-            qp_vendor_flags(TUNNEL_OFFLOADS, t, &CAPS),
-            Err(AbiError::Inval)
-        );
+        assert_eq!(qp_vendor_flags(1 << 2, t, &CAPS), Err(AbiError::Inval));
         assert_eq!(
             qp_vendor_flags(PACKET_BASED_CREDIT_MODE, t, &CAPS),
             Err(AbiError::Inval)
