@@ -288,8 +288,11 @@ mod tests {
             let mut no_flag = good;
             no_flag[28..32].fill(0);
             assert_eq!(mk_qp(&no_flag, false).err(), Some(EINVAL));
-            let wrong_rq = qp_req(uar.page_id, 64, 8, 5, 1);
+            // The RQ stride must fit an int (check_shl_overflow()); the SQ count a power of 2.
+            let wrong_rq = qp_req(uar.page_id, 64, 16, 31, 1);
             assert_eq!(mk_qp(&wrong_rq, false).err(), Some(EINVAL));
+            let wrong_sq = qp_req(uar.page_id, 48, 16, 5, 1);
+            assert_eq!(mk_qp(&wrong_sq, false).err(), Some(EINVAL));
             assert_eq!((f.counts().qp, db_pages(&ctx)), (base.qp, 0));
             let qpn = mk_qp(&good, false)?;
             assert_eq!(f.counts().qp, base.qp + 1);
