@@ -168,7 +168,8 @@ impl DbPages {
             p.refcnt += 1;
             p.buf.pages()?.first().copied().ok_or(EINVAL)? + (addr & (PAGE - 1))
         } else {
-            let buf = UserBuf::pin(ctx, page, PAGE, AccessFlags::LOCAL_WRITE)?;
+            // upstream pins the page with access 0 (the device writes it through DMA).
+            let buf = UserBuf::pin(ctx, page, PAGE, AccessFlags(0))?;
             let base = buf.pages()?.first().copied().ok_or(EINVAL)?;
             pages.push(
                 DbPage {
