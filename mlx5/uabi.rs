@@ -502,6 +502,30 @@ pub(crate) fn user_qp_layout(
     })
 }
 
+/// upstream `get_qp_ts_format()`: the `qpc.ts_format` of a QP from the RoCE capability
+/// `qp_ts_format` (`MLX5_TIMESTAMP_FORMAT_CAP_*`: 0 free running, 1 real time, 2 both; 0 where
+/// the device has no RoCE page) and whether its send and receive CQs asked for real-time
+/// timestamps (`MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS`): `EOPNOTSUPP` if real time is asked
+/// and not supported, or the two CQs want different formats.
+pub(crate) fn qp_ts_format(ts_cap: u32, send_rt: bool, recv_rt: bool) -> Result<u32> {
+    // MLX5_TIMESTAMP_FORMAT_FREE_RUNNING 0, _DEFAULT 1, _REAL_TIME 2.
+    let fr_sup = ts_cap == 0 || ts_cap == 2;
+    let rt_sup = ts_cap == 1 || ts_cap == 2;
+    let default_ts = if fr_sup { 0 } else { 1 };
+    let of = |rt: bool| -> Result<u32> {
+        match (rt, rt_sup) {
+            (true, true) => Ok(2),
+            (true, false) => Err(AbiError::NotSupp),
+            (false, _) => Ok(default_ts),
+        }
+    };
+    let (s, r) = (of(send_rt)?, of(recv_rt)?);
+    if s != 1 && r != 1 && s != r {
+        return Err(AbiError::NotSupp);
+    }
+    Ok(if s == default_ts { r } else { s })
+}
+
 /// `struct mlx5_ib_create_qp_resp` of an RC/UC/UD QP: `bfreg_index` (`MLX5_IB_INVALID_BFREG`
 /// for a QP that named its UAR page), `ece_options`, no `comp_mask` sections (TIR/TIS/RQ/SQ
 /// numbers are raw packet and RSS QPs').
@@ -838,6 +862,21 @@ mod tests {
             user_qp_layout(&huge, en, true, 16, &CAPS),
             Err(AbiError::Inval)
         );
+    }
+
+    #[test]
+    fn timestamp_formats() {
+        // Free running only (cap 0, also the value of an IB function): real time refused.
+        assert_eq!(qp_ts_format(0, false, false), Ok(0));
+        assert_eq!(qp_ts_format(0, true, false), Err(AbiError::NotSupp));
+        // Real time only: the default format, or real time on both CQs.
+        assert_eq!(qp_ts_format(1, false, false), Ok(1));
+        assert_eq!(qp_ts_format(1, true, false), Ok(2));
+        assert_eq!(qp_ts_format(1, false, true), Ok(2));
+        // Both: free running by default; a real-time CQ with a free-running one conflicts.
+        assert_eq!(qp_ts_format(2, false, false), Ok(0));
+        assert_eq!(qp_ts_format(2, true, true), Ok(2));
+        assert_eq!(qp_ts_format(2, true, false), Err(AbiError::NotSupp));
     }
 
     #[test]

@@ -114,6 +114,8 @@ pub(crate) struct Mlx5Cq {
     pub(crate) cqn: u32,
     /// log2 of the number of CQEs.
     pub(crate) log_size: u8,
+    /// `MLX5_IB_CQ_PR_FLAGS_REAL_TIME_TS`: QPs on it need real-time timestamps.
+    pub(crate) real_time_ts: bool,
     /// The queue's memory, released after DESTROY_CQ.
     pub(crate) _mem: QueueMem,
 }
@@ -245,6 +247,7 @@ pub(crate) fn create_cq(dev: &Device<Mlx5Ib>, attr: &CqInitAttr) -> Result<Mlx5C
     Ok(Mlx5Cq {
         cqn,
         log_size,
+        real_time_ts: false,
         _mem: QueueMem::Kernel { _buf: buf },
     })
 }
@@ -376,6 +379,7 @@ pub(crate) fn create_qp(
             user_index: 0xff_ffff,
             wq_signature: false,
             ece: 0,
+            ts_format: kernel_ts_format(d)?,
             pas: &pas,
         },
     )?;
@@ -389,6 +393,19 @@ pub(crate) fn create_qp(
         ),
         qp_num: qpn,
     })
+}
+
+/// upstream `get_qp_ts_format()` for a kernel QP (its CQs never ask for real-time
+/// timestamps): free running where the RoCE capability allows it, else the default.
+pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
+    let ts_cap = match d.hw.caps(CapType::Roce) {
+        Some(r) => crate::prm::ctx::roce_cap::qp_ts_format
+            .get(r)
+            .map_err(|_| EIO)?,
+        None => 0,
+    };
+    let f = crate::uabi::qp_ts_format(ts_cap, false, false).map_err(crate::uar::abi_err)?;
+    u8::try_from(f).map_err(|_| EINVAL)
 }
 
 /// upstream `mlx5_ib_destroy_qp()`: DESTROY_QP (legal in every state).

@@ -21,8 +21,9 @@ use crate::cmd::cq::{CqeSize, CreateCq};
 use crate::cmd::exec;
 use crate::cmd::qp::{CreateQp, QpServiceType, RqType};
 use crate::cmd::res::{CreateMkey, MkeyTranslation};
+use crate::hw::CapType;
 use crate::ib::Mlx5Ib;
-use crate::prm::ctx::cmd_hca_cap;
+use crate::prm::ctx::{cmd_hca_cap, roce_cap};
 use crate::uabi::{self, CqCaps, CqeStride, QpCaps, UserQpType};
 use crate::uar::abi_err;
 use crate::ucontext::Mlx5Ucontext;
@@ -142,6 +143,7 @@ pub(crate) fn create_cq(
     Ok(Mlx5Cq {
         cqn,
         log_size,
+        real_time_ts: p.real_time_ts,
         _mem: QueueMem::User {
             _buf: Some(buf),
             _db: db,
@@ -206,6 +208,17 @@ pub(crate) fn create_qp(
     if has_rq && l.rq_wqe_shift < 4 {
         return Err(EINVAL);
     }
+    // get_qp_ts_format(): MLX5_CAP_ROCE(qp_ts_format), 0 without a RoCE page.
+    let ts_cap = match d.hw.caps(CapType::Roce) {
+        Some(r) => roce_cap::qp_ts_format.get(r).map_err(|_| EIO)?,
+        None => 0,
+    };
+    let ts_format = uabi::qp_ts_format(
+        ts_cap,
+        attr.send_cq.data().real_time_ts,
+        attr.recv_cq.data().real_time_ts,
+    )
+    .map_err(abi_err)?;
     let (buf, db) = match mem {
         QpMem::FromRequest => {
             let buf = if l.buf_size != 0 {
@@ -268,6 +281,7 @@ pub(crate) fn create_qp(
             },
             wq_signature: flags_en & uabi::qp_flag::SIGNATURE != 0,
             ece: if ece_support { req.ece_options } else { 0 },
+            ts_format: u8::try_from(ts_format).map_err(|_| EINVAL)?,
             pas: &pas,
         },
     )?;

@@ -148,6 +148,8 @@ pub(crate) struct CreateQp<'a> {
     pub(crate) wq_signature: bool,
     /// `create_qp_in.ece`: ECE options (firmware with `ece_support`).
     pub(crate) ece: u32,
+    /// `qpc.ts_format` (`MLX5_TIMESTAMP_FORMAT_*`, upstream `get_qp_ts_format()`).
+    pub(crate) ts_format: u8,
     /// DMA addresses of the buffer's pages (`pas[]`).
     pub(crate) pas: &'a [u64],
 }
@@ -179,6 +181,7 @@ impl Command for CreateQp<'_> {
         c(qpc::pm_state).set(inbox, 3)?;
         c(qpc::wq_signature).set(inbox, u32::from(self.wq_signature))?;
         create_qp_in::ece.set(inbox, self.ece)?;
+        c(qpc::ts_format).set(inbox, u32::from(self.ts_format))?;
         c(qpc::dbr_addr).set64(inbox, self.dbr_addr)?;
         match self.sq {
             Some((cqn, log_size)) => {

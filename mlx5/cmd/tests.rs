@@ -202,6 +202,7 @@ mod suite {
                 user_index: 0,
                 wq_signature: false,
                 ece: 0,
+                ts_format: 0,
                 pas: &pas,
             },
         )?;
