@@ -83,6 +83,16 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         add(ops.query_port.is_some(), O::QueryPort);
         add(ops.alloc_pd.is_some(), O::AllocPd);
         add(ops.alloc_pd.is_some(), O::DeallocPd);
+        // The core destroys what it created even without the driver's
+        // destroy op (nothing to undo on the driver's side then).
+        add(ops.create_cq.is_some(), O::CreateCq);
+        add(ops.create_cq.is_some(), O::DestroyCq);
+        add(ops.create_qp.is_some(), O::CreateQp);
+        add(ops.create_qp.is_some(), O::DestroyQp);
+        add(ops.modify_qp.is_some(), O::ModifyQp);
+        add(ops.query_qp.is_some(), O::QueryQp);
+        add(ops.reg_user_mr.is_some(), O::RegUserMr);
+        add(ops.reg_user_mr.is_some(), O::DeregMr);
         DeviceDesc {
             driver_id: ops.driver_id() as u32,
             ops: set,

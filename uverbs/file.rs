@@ -29,10 +29,14 @@ use super::resp;
 
 /// `IB_USER_VERBS_EX_CMD_QUERY_DEVICE` with the extended flag.
 const EX_QUERY_DEVICE: u32 = cmd::FLAG_EXTENDED | cmd::EX_QUERY_DEVICE;
+/// The other extended commands implemented, with the extended flag.
+const EX_CREATE_CQ: u32 = cmd::FLAG_EXTENDED | cmd::EX_CREATE_CQ;
+const EX_CREATE_QP: u32 = cmd::FLAG_EXTENDED | cmd::EX_CREATE_QP;
+const EX_MODIFY_QP: u32 = cmd::FLAG_EXTENDED | cmd::EX_MODIFY_QP;
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::verbs::{Pd, Ucontext, Udata, UserCtx};
+use crate::verbs::{Cq, Mr, Pd, Qp, Ucontext, Udata, UserCtx};
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -74,9 +78,14 @@ fn copy_out_or_zero(addr: u64, len: usize, resp: &[u8]) -> Result {
     Ok(())
 }
 
+mod cmds;
+
 /// A committed user object (upstream `struct ib_uobject` of an IDR type).
 enum ObjKind<D: Driver> {
     Pd(Arc<Pd<D>>),
+    Cq(Arc<Cq<D>>),
+    Qp(Arc<Qp<D>>),
+    Mr(Arc<Mr<D>>),
 }
 
 struct UObject<D: Driver> {
@@ -439,6 +448,23 @@ impl<D: Driver> UFile<D> {
                 Ok(())
             }
             // upstream: ib_uverbs_dealloc_pd() -> uobj_perform_destroy()
+            cmd::CREATE_CQ => self.create_cq(inner, b, false),
+            EX_CREATE_CQ => self.create_cq(inner, b, true),
+            cmd::DESTROY_CQ => self.destroy_cq(inner, b),
+            cmd::CREATE_QP => self.create_qp(inner, b, false),
+            EX_CREATE_QP => self.create_qp(inner, b, true),
+            cmd::MODIFY_QP => self.modify_qp(inner, b, false),
+            EX_MODIFY_QP => self.modify_qp(inner, b, true),
+            cmd::QUERY_QP => self.query_qp(inner, b),
+            cmd::DESTROY_QP => self.destroy_qp(inner, b),
+            cmd::REG_MR => self.reg_mr(inner, b),
+            cmd::DEREG_MR => {
+                inner.ctx()?;
+                let h = b.core_in.get(..4).ok_or(EINVAL)?;
+                let id = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+                let pos = inner.find(obj::MR, i64::from(id))?;
+                Self::destroy_at(inner, pos)
+            }
             cmd::DEALLOC_PD => {
                 inner.ctx()?;
                 let h = b.core_in.get(..4).ok_or(EINVAL)?;
@@ -468,6 +494,9 @@ impl<D: Driver> UFile<D> {
         let o = inner.objs.remove(pos).map_err(|_| EINVAL)?;
         let r = match o.kind {
             ObjKind::Pd(pd) => Pd::dealloc(pd).map_err(|e| (e.err, ObjKind::Pd(e.obj))),
+            ObjKind::Cq(cq) => Cq::destroy(cq).map_err(|e| (e.err, ObjKind::Cq(e.obj))),
+            ObjKind::Qp(qp) => Qp::destroy(qp).map_err(|e| (e.err, ObjKind::Qp(e.obj))),
+            ObjKind::Mr(mr) => Mr::dereg(mr).map_err(|e| (e.err, ObjKind::Mr(e.obj))),
         };
         match r {
             Ok(()) => Ok(()),
@@ -656,6 +685,12 @@ impl<D: Driver> UFile<D> {
                 Ok(())
             }
             CoreHandler::DestroyDefault => Ok(()),
+            CoreHandler::CqCreate => self.ioctl_cq_create(inner, b, uattrs, out, new),
+            CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
+            // The DESTROY attribute did the work; no events are reported to
+            // user space yet, so the counters are zero.
+            CoreHandler::CqDestroy => out.put(b, attr::DESTROY_CQ_RESP, &[0u8; 8]),
+            CoreHandler::QpDestroy => out.put(b, attr::DESTROY_QP_RESP, &[0u8; 4]),
             _ => {
                 let _ = method::INVOKE_WRITE;
                 Err(EOPNOTSUPP)

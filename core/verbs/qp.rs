@@ -224,6 +224,13 @@ pub struct Qp<D: Driver> {
     live: Liveness,
     /// The user context of a user QP (upstream `qp->uobject->context`).
     uctx: Option<Arc<Ucontext<D>>>,
+    /// The sizes requested at create (upstream `ib_query_qp()`'s
+    /// `init_attr->cap`).
+    cap: QpCap,
+    sq_sig_all: bool,
+    /// The port set by the last modify with `IB_QP_PORT` (upstream
+    /// `qp->port`), 0 before.
+    port: Atomic<u32>,
     /// The data-path ops, copied from the device's table at create (the
     /// table never changes after registration): a post is one load and an
     /// indirect call, with no walk through the PD and the device (seed
@@ -308,6 +315,9 @@ impl<D: Driver> Qp<D> {
                 res_id,
                 live: Liveness::new(),
                 uctx,
+                cap: attr.cap,
+                sq_sig_all: attr.sq_sig_all,
+                port: Atomic::new(0),
                 post_send_op: dev.ops().post_send,
                 post_recv_op: dev.ops().post_recv,
                 drv: created.data,
@@ -373,6 +383,9 @@ impl<D: Driver> Qp<D> {
             return Err(EINVAL);
         }
         op(self, attr, mask)?;
+        if mask.contains(QpAttrMask::PORT) {
+            self.port.store(attr.port_num, Relaxed);
+        }
         if mask.contains(QpAttrMask::STATE) {
             // For nldev RES_QP_GET (upstream reads it back with ib_query_qp()).
             self.res.state.store(attr.qp_state as i32, Relaxed);
@@ -414,6 +427,22 @@ impl<D: Driver> Qp<D> {
             Some(f) => f(self, wr),
             None => Err(EOPNOTSUPP),
         }
+    }
+
+    /// The sizes requested at create.
+    pub fn cap(&self) -> QpCap {
+        self.cap
+    }
+
+    /// Whether every send is signalled (`IB_SIGNAL_ALL_WR`).
+    pub fn sq_sig_all(&self) -> bool {
+        self.sq_sig_all
+    }
+
+    /// The port of the QP (upstream `qp->port`: set by a modify with
+    /// `IB_QP_PORT`; 0 before).
+    pub fn port(&self) -> u32 {
+        self.port.load(Relaxed)
     }
 
     /// The user context of a user QP (`None` for a kernel QP).

@@ -6,13 +6,20 @@
 //! = 2 in rdma-core 44 / Linux 7.3 `rdma_user_rxe.h`), so that Debian's librxe
 //! provider binds it and `ibv_devinfo` runs through our uverbs. It has no data
 //! path: rxe's user ABI for CQs and QPs (shared queues mmapped from the
-//! kernel) is not implemented.
+//! kernel) is not implemented. Its CQs and QPs exist for the raw uverbs
+//! tests (`tests/userspace/uverbs_abi.c`), which send rxe-sized driver data
+//! but read none back: the QP keeps its state and port, nothing else, and
+//! accepts every transition (the state machine's rules are the real
+//! driver's, tested on mlx5).
 
 use ib_core_rs::attr::{DeviceAttr, Gid, LinkLayer, PortAttr, PortImmutable, PortState};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::ops::{DeviceOps, Ops};
-use ib_core_rs::verbs::{Pd, Ucontext, UcontextPriv, Udata, UserCtx};
+use ib_core_rs::verbs::{
+    Cq, CqInitAttr, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, QpState, Ucontext,
+    UcontextPriv, Udata, UserCtx,
+};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
@@ -35,9 +42,15 @@ impl Driver for Mock {
     type DevData = MockDev;
     type PdData = ();
     type CqData = ();
-    type QpData = ();
+    type QpData = MockQp;
     type SrqData = ();
     type MrData = ();
+}
+
+/// A mock QP: its state and port, for QUERY_QP.
+struct MockQp {
+    state: Atomic<u32>,
+    port: Atomic<u32>,
 }
 
 const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
@@ -121,6 +134,64 @@ impl DeviceOps for MockOps {
     }
 
     fn dealloc_pd(_pd: &Pd<Mock>) -> Result {
+        Ok(())
+    }
+
+    fn create_cq(
+        _dev: &Device<Mock>,
+        _attr: &CqInitAttr,
+        _user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<()> {
+        Ok(())
+    }
+
+    fn destroy_cq(_cq: &Cq<Mock>) -> Result {
+        Ok(())
+    }
+
+    fn create_qp(
+        _pd: &Pd<Mock>,
+        _attr: &QpInitAttr<'_, Mock>,
+        _user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<QpCreated<MockQp>> {
+        static NEXT_QPN: Atomic<u32> = Atomic::new(0x100);
+        Ok(QpCreated {
+            data: MockQp {
+                state: Atomic::new(0),
+                port: Atomic::new(0),
+            },
+            qp_num: NEXT_QPN.fetch_add(1, Relaxed) & 0xff_ffff,
+        })
+    }
+
+    fn modify_qp(qp: &Qp<Mock>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        if mask.contains(QpAttrMask::PORT) {
+            qp.data().port.store(attr.port_num, Relaxed);
+        }
+        if mask.contains(QpAttrMask::STATE) {
+            qp.data().state.store(attr.qp_state as u32, Relaxed);
+        }
+        Ok(())
+    }
+
+    fn query_qp(qp: &Qp<Mock>) -> Result<QpAttr> {
+        let state = match qp.data().state.load(Relaxed) {
+            1 => QpState::Init,
+            2 => QpState::Rtr,
+            3 => QpState::Rts,
+            4 => QpState::Sqd,
+            5 => QpState::Sqe,
+            6 => QpState::Err,
+            _ => QpState::Reset,
+        };
+        Ok(QpAttr {
+            qp_state: state,
+            port_num: qp.data().port.load(Relaxed),
+            ..QpAttr::default()
+        })
+    }
+
+    fn destroy_qp(_qp: &Qp<Mock>) -> Result {
         Ok(())
     }
 }

@@ -29,6 +29,14 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
+/* enum ib_qp_attr_mask, ib_qp_state, ib_qp_type and IB_ACCESS_* live in the
+ * kernel's ib_verbs.h, not in uapi: the values used here. */
+enum {
+	IB_QP_STATE = 1 << 0, IB_QP_ACCESS_FLAGS = 1 << 3, IB_QP_PKEY_INDEX = 1 << 4,
+	IB_QP_PORT = 1 << 5, IB_QPS_INIT = 1, IB_QPT_RC = 2, IB_QPT_UD = 4,
+	IB_ACCESS_LOCAL_WRITE = 1,
+};
+
 static const char *dev = "/dev/infiniband/uverbs0";
 static uint32_t driver_id = 14; /* RDMA_DRIVER_RXE */
 static int failures;
@@ -174,6 +182,81 @@ static int do_write_ex(int fd, uint32_t cmd, void *body, size_t body_len, uint16
 	x->cmd_hdr_reserved = reserved;
 	memcpy(x + 1, body, body_len);
 	return write(fd, buf, sizeof(*h) + sizeof(*x) + body_len) < 0 ? errno : 0;
+}
+
+/* CQ/QP write commands; every response has room for 64 bytes of driver
+ * data after the core part (rdma_rxe answers mmap info there). */
+static int create_cq(int fd, uint32_t cqe, uint32_t vec, int32_t chan, uint32_t *handle)
+{
+	struct {
+		struct ib_uverbs_create_cq_resp core;
+		char drv[64];
+	} resp;
+	struct ib_uverbs_create_cq cmd = { .response = (uintptr_t)&resp, .user_handle = 1,
+					   .cqe = cqe, .comp_vector = vec, .comp_channel = chan };
+	int e;
+
+	memset(&resp, 0, sizeof(resp));
+	e = do_write(fd, IB_USER_VERBS_CMD_CREATE_CQ, &cmd, sizeof(cmd), sizeof(resp) / 4);
+	if (handle)
+		*handle = resp.core.cq_handle;
+	return e;
+}
+
+static int destroy_cq(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_cq_resp resp;
+	struct ib_uverbs_destroy_cq cmd = { .response = (uintptr_t)&resp, .cq_handle = h };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DESTROY_CQ, &cmd, sizeof(cmd), sizeof(resp) / 4);
+}
+
+static int create_qp(int fd, uint32_t pd, uint32_t scq, uint32_t rcq, uint8_t type, uint32_t *handle,
+		     uint32_t *qpn)
+{
+	struct {
+		struct ib_uverbs_create_qp_resp core;
+		char drv[64];
+	} resp;
+	struct ib_uverbs_create_qp cmd = {
+		.response = (uintptr_t)&resp, .user_handle = 2, .pd_handle = pd,
+		.send_cq_handle = scq, .recv_cq_handle = rcq, .max_send_wr = 16,
+		.max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1, .qp_type = type,
+	};
+	int e;
+
+	memset(&resp, 0, sizeof(resp));
+	e = do_write(fd, IB_USER_VERBS_CMD_CREATE_QP, &cmd, sizeof(cmd), sizeof(resp) / 4);
+	if (handle)
+		*handle = resp.core.qp_handle;
+	if (qpn)
+		*qpn = resp.core.qpn;
+	return e;
+}
+
+static int destroy_qp(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_qp_resp resp;
+	struct ib_uverbs_destroy_qp cmd = { .response = (uintptr_t)&resp, .qp_handle = h };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DESTROY_QP, &cmd, sizeof(cmd), sizeof(resp) / 4);
+}
+
+static int modify_qp(int fd, uint32_t h, uint32_t mask, uint8_t state, uint8_t port)
+{
+	struct ib_uverbs_modify_qp cmd = { .qp_handle = h, .attr_mask = mask, .qp_state = state,
+					   .port_num = port, .pkey_index = 0,
+					   .qp_access_flags = IB_ACCESS_LOCAL_WRITE };
+
+	return do_write(fd, IB_USER_VERBS_CMD_MODIFY_QP, &cmd, sizeof(cmd), 0);
+}
+
+static int query_qp(int fd, uint32_t h, struct ib_uverbs_query_qp_resp *resp)
+{
+	struct ib_uverbs_query_qp cmd = { .response = (uintptr_t)resp, .qp_handle = h };
+
+	memset(resp, 0, sizeof(*resp));
+	return do_write(fd, IB_USER_VERBS_CMD_QUERY_QP, &cmd, sizeof(cmd), sizeof(*resp) / 4);
 }
 
 /* Destroy racing a use: two threads DEALLOC_PD the same handle at once. */
@@ -500,6 +583,56 @@ int main(int argc, char **argv)
 		       EINVAL);
 	}
 
+	/* CQ and QP write commands: core-level rules (uverbs_cmd.c create_cq(),
+	 * create_qp(), modify_qp(), the usecnt graph). One PD, CQ and QP stay
+	 * open for the close cleanup. */
+	{
+		struct ib_uverbs_query_qp_resp qr;
+		uint32_t pd = ~0u, cq = ~0u, cq2 = ~0u, qp = ~0u, qp2 = ~0u, qpn = 0;
+		const uint32_t init_mask = IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS;
+
+		expect("write: ALLOC_PD for the CQ/QP checks", alloc_pd(fd, &pd), 0);
+		expect("write: CREATE_CQ", create_cq(fd, 16, 0, -1, &cq), 0);
+		expect("write: second CREATE_CQ", create_cq(fd, 32, 0, -1, &cq2), 0);
+		expect("write: CREATE_CQ with cqe 0 is EINVAL", create_cq(fd, 0, 0, -1, NULL), EINVAL);
+		expect("write: CREATE_CQ with comp_vector 1000 is EINVAL",
+		       create_cq(fd, 16, 1000, -1, NULL), EINVAL);
+		expect("write: CREATE_CQ with a comp_channel fd that is not one is EBADF",
+		       create_cq(fd, 16, 0, fd, NULL), EBADF);
+		expect("write: CREATE_QP (RC)", create_qp(fd, pd, cq, cq2, IB_QPT_RC, &qp, &qpn), 0);
+		expect("write: CREATE_QP returns a QP number", qpn ? 0 : EINVAL, 0);
+		expect("write: CREATE_QP (UD, one CQ for both queues)",
+		       create_qp(fd, pd, cq, cq, IB_QPT_UD, &qp2, NULL), 0);
+		expect("write: CREATE_QP with qp_type 77 is EINVAL",
+		       create_qp(fd, pd, cq, cq, 77, NULL, NULL), EINVAL);
+		expect("write: CREATE_QP with a CQ handle as PD (wrong type) is EINVAL",
+		       create_qp(fd, cq, cq, cq, IB_QPT_RC, NULL, NULL), EINVAL);
+		expect("write: CREATE_QP with a never-allocated send CQ is ENOENT",
+		       create_qp(fd, pd, 4242, 4242, IB_QPT_RC, NULL, NULL), ENOENT);
+		expect("write: DESTROY_CQ of a CQ a QP uses is EBUSY", destroy_cq(fd, cq), EBUSY);
+		expect("write: DEALLOC_PD of a PD a QP uses is EBUSY", dealloc_pd(fd, pd), EBUSY);
+		expect("write: DESTROY_CQ of a QP handle (wrong type) is EINVAL", destroy_cq(fd, qp), EINVAL);
+		expect("write: MODIFY_QP RESET->INIT", modify_qp(fd, qp, init_mask, IB_QPS_INIT, 1), 0);
+		expect("write: QUERY_QP", query_qp(fd, qp, &qr), 0);
+		expect("write: QUERY_QP reads back state INIT and port 1",
+		       qr.qp_state == IB_QPS_INIT && qr.port_num == 1 ? 0 : EINVAL, 0);
+		expect("write: MODIFY_QP to port 9 is EINVAL",
+		       modify_qp(fd, qp2, init_mask, IB_QPS_INIT, 9), EINVAL);
+		expect("write: MODIFY_QP to state 9 is EINVAL",
+		       modify_qp(fd, qp2, IB_QP_STATE, 9, 1), EINVAL);
+		expect("write: MODIFY_QP with attr_mask bit 21 is EOPNOTSUPP",
+		       modify_qp(fd, qp2, IB_QP_STATE | (1 << 21), IB_QPS_INIT, 1), EOPNOTSUPP);
+		expect("write: MODIFY_QP of a never-allocated QP is ENOENT",
+		       modify_qp(fd, 4242, init_mask, IB_QPS_INIT, 1), ENOENT);
+		expect("write: DESTROY_QP", destroy_qp(fd, qp2), 0);
+		expect("write: DESTROY_QP again (double destroy) is ENOENT", destroy_qp(fd, qp2), ENOENT);
+		expect("write: QUERY_QP after destroy (use after destroy) is ENOENT",
+		       query_qp(fd, qp2, &qr), ENOENT);
+		expect("write: DESTROY_CQ of an unused CQ", create_cq(fd, 8, 0, -1, &cq2) ||
+		       destroy_cq(fd, cq2), 0);
+		/* pd, cq, the first cq2 and qp (RC, INIT) stay open. */
+	}
+
 	/* The async event file. */
 	{
 		struct req a;
@@ -518,6 +651,6 @@ int main(int argc, char **argv)
 	}
 
 	close(fd);
-	printf("R ok close with 4 PDs and a context open\n");
+	printf("R ok close with PDs, CQs, a QP and a context open\n");
 	return failures ? 1 : 0;
 }
