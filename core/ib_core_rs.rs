@@ -39,6 +39,8 @@ pub mod driver;
 pub mod event;
 #[path = "../rust/global.rs"]
 mod global;
+#[path = "../rust/mm.rs"]
+pub mod mm;
 #[path = "../rust/netlink.rs"]
 pub(crate) mod netlink;
 pub mod nldev;
@@ -48,6 +50,8 @@ pub mod restrack;
 pub mod sysfs;
 #[path = "../rust/task.rs"]
 pub mod task;
+#[path = "../rust/umem.rs"]
+pub(crate) mod umem;
 #[path = "../uverbs/uverbs.rs"]
 pub mod uverbs;
 pub mod verbs;

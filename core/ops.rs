@@ -13,6 +13,8 @@
 use crate::attr::{DeviceAttr, Gid, PortAttr, PortImmutable};
 use crate::device::Device;
 use crate::driver::{Driver, DriverId};
+use crate::mm::UserVma;
+use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
     AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
     QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext, UcontextPriv, Udata,
@@ -37,6 +39,12 @@ pub trait DeviceOps: 'static {
 
     /// The driver's uverbs ABI version (0: this table does not set it).
     const UVERBS_ABI_VER: u32 = 0;
+
+    /// The driver's uverbs objects and methods (upstream the driver's
+    /// `uapi_definition` chain, e.g. `mlx5_ib_defs`), merged into the
+    /// device's uapi tree after the core's; their handlers are
+    /// [`DeviceOps::uverbs_method`]. Empty: this table adds none.
+    const UVERBS_OBJECTS: &'static [ObjectSpec] = &[];
 
     /// Reports the device attributes (upstream `ops.query_device`).
     fn query_device(_dev: &Device<Self::Driver>) -> Result<DeviceAttr> {
@@ -100,6 +108,19 @@ pub trait DeviceOps: 'static {
     /// Releases the driver part of a user context (upstream
     /// `ops.dealloc_ucontext`; it cannot fail).
     fn dealloc_ucontext(_ctx: &Ucontext<Self::Driver>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Maps something of a user context into the caller (upstream
+    /// `ops.mmap`, called by `ib_uverbs_mmap()` with the file's context):
+    /// the driver decodes `vma.pgoff()` (or finds its entry with
+    /// `ctx.mmap_entries().get(vma)`) and fills the VMA with
+    /// [`UserVma::map_page`](crate::mm::UserVma::map_page) or
+    /// [`UserVma::map_io`](crate::mm::UserVma::map_io). The core tracks the
+    /// VMA and zaps it when the device is removed. Without this op `mmap()`
+    /// on the uverbs file fails with `ENODEV` (upstream: no `.mmap` in the
+    /// file operations).
+    fn mmap(_ctx: &Ucontext<Self::Driver>, _vma: &mut UserVma<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -220,6 +241,13 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Runs driver uverbs method `handler` (the number in
+    /// [`MethodSpec::driver`](crate::uverbs::driver_api::MethodSpec::driver))
+    /// of a method of [`DeviceOps::UVERBS_OBJECTS`].
+    fn uverbs_method(_handler: u16, _call: &mut DriverCall<'_, '_, Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Destroys the driver part of an MR (upstream `ops.dereg_mr`).
     fn dereg_mr(_mr: &Mr<Self::Driver>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -236,6 +264,7 @@ macro_rules! ops_table {
             pub(crate) driver_id: DriverId,
             pub(crate) owner: Option<&'static CStr>,
             pub(crate) uverbs_abi_ver: u32,
+            pub(crate) uverbs_objects: &'static [ObjectSpec],
             $(pub(crate) $name: Option<$ty>,)*
         }
 
@@ -263,6 +292,7 @@ macro_rules! ops_table {
                 driver_id: DriverId::Unknown,
                 owner: None,
                 uverbs_abi_ver: 0,
+                uverbs_objects: &[],
                 $($name: None,)*
             };
 
@@ -274,6 +304,7 @@ macro_rules! ops_table {
                         driver_id: T::DRIVER_ID,
                         owner: Some(<T::OwnerModule as ModuleMetadata>::NAME),
                         uverbs_abi_ver: T::UVERBS_ABI_VER,
+                        uverbs_objects: T::UVERBS_OBJECTS,
                         $($name: if T::[<HAS_ $name:upper>] { Some(T::$name) } else { None },)*
                     }
                 }
@@ -309,6 +340,7 @@ ops_table! {
     dealloc_driver: DeallocDriver: fn(&Device<D>),
     alloc_ucontext: AllocUcontext: fn(&Device<D>, &mut Udata<'_>) -> Result<UcontextPriv>,
     dealloc_ucontext: DeallocUcontext: fn(&Ucontext<D>),
+    mmap: Mmap: fn(&Ucontext<D>, &mut UserVma<'_>) -> Result,
     alloc_pd: AllocPd: fn(&Device<D>, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::PdData>,
     dealloc_pd: DeallocPd: fn(&Pd<D>) -> Result,
     create_cq: CreateCq:
@@ -333,6 +365,7 @@ ops_table! {
         fn(&Pd<D>, &UserMrReq, &mut UserCtx<'_, '_, D>) -> Result<MrCreated<D::MrData>>,
     alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
     dereg_mr: DeregMr: fn(&Mr<D>) -> Result,
+    uverbs_method: UverbsMethod: fn(u16, &mut DriverCall<'_, '_, D>) -> Result,
 }
 
 impl<D: Driver> Clone for Ops<D> {
@@ -384,6 +417,9 @@ impl<D: Driver> Ops<D> {
         }
         if self.owner.is_none() {
             self.owner = src.owner;
+        }
+        if self.uverbs_objects.is_empty() {
+            self.uverbs_objects = src.uverbs_objects;
         }
         if src.uverbs_abi_ver != 0 {
             self.uverbs_abi_ver = src.uverbs_abi_ver;

@@ -27,14 +27,17 @@ use kernel::sync::atomic::{Atomic, Full, Relaxed};
 use kernel::sync::Arc;
 
 mod cq;
+mod mmap;
 mod mr;
 mod pd;
 mod qp;
 mod srq;
 mod types;
 mod ucontext;
+mod umem;
 
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
+pub use mmap::{MmapEntry, MmapEntryRef, MmapRegistry};
 pub use mr::{AccessFlags, Mr, MrCreated, MrType, UserMrReq};
 pub use pd::Pd;
 pub use qp::{
@@ -43,6 +46,7 @@ pub use qp::{
 pub use srq::{Srq, SrqInitAttr};
 pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
 pub use ucontext::{Ucontext, UcontextPriv, Udata, UserCtx};
+pub use umem::{DbPages, DmaBlocks, Umem, UserDb};
 
 /// A destroy that did not happen: the error and the object, still alive.
 pub struct DestroyError<T> {

@@ -7,7 +7,7 @@
 //!   back.
 //! * [`CharDevice`]: the file operations, implemented by the data of a class device. Modelled on
 //!   `kernel::miscdevice::MiscDevice`: `open` makes the per-file `Ptr` (kept in
-//!   `file->private_data`), `release` gets it back, `ioctl` and `write` borrow it.
+//!   `file->private_data`), `release` gets it back, `ioctl`, `write` and `mmap` borrow it.
 //! * [`ClassDevice::register_chrdev`]: a class device with a cdev of its `dev_t`, added and
 //!   removed together (`cdev_device_add()`/`cdev_device_del()`).
 //!
@@ -15,8 +15,7 @@
 //! reference on the device, and `T` is dropped only by the device's release. The cdev's owner
 //! is the registering module, so the module cannot be unloaded while a file is open.
 //!
-//! Not done yet: `mmap` (uverbs needs it for UAR and clock pages, with zap on disassociate),
-//! `poll`/`read` (the async event and completion channel files are anonymous inodes, not this
+//! Not done yet: `poll`/`read` (the async event and completion channel files are anonymous inodes, not this
 //! cdev), `compat_ioctl` (uverbs' ABI is layout-identical on 32-bit, upstream uses the same
 //! handler).
 
@@ -25,6 +24,7 @@ use kernel::{
     bindings,
     ffi::{c_char, c_int, c_long, c_uint, c_ulong},
     fs::File,
+    mm::virt::VmaNew,
     prelude::*,
     types::ForeignOwnable,
     uaccess::{UserPtr, UserSlice, UserSliceReader},
@@ -155,6 +155,16 @@ pub(crate) trait CharDevice: Sized + Send + Sync + 'static {
     ) -> Result<usize> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
+
+    /// `mmap()`: `vma` is being set up (`f_op->mmap`, the caller holds the `mmap_lock` for
+    /// writing). Without it, `mmap()` of the file fails with `ENODEV` (the VFS).
+    fn mmap(
+        _ptr: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _vma: &VmaNew,
+    ) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// The `file_operations` of a [`CharDevice`].
@@ -226,6 +236,25 @@ impl<T: CharDevice> VTable<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called for a file opened by [`Self::open`]; `vma` is being set up by `f_op->mmap`.
+    unsafe extern "C" fn mmap(
+        file: *mut bindings::file,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
+        // SAFETY: as in `ioctl`.
+        let ptr = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
+        // SAFETY: the vma is undergoing initial setup for the duration of the call.
+        let area = unsafe { VmaNew::from_raw(vma) };
+        // SAFETY: the file is valid for the call.
+        let f = unsafe { File::from_raw_file(file) };
+        match T::mmap(ptr, f, area) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
     const FOPS: bindings::file_operations = bindings::file_operations {
         open: Some(Self::open),
         release: Some(Self::release),
@@ -239,6 +268,7 @@ impl<T: CharDevice> VTable<T> {
         } else {
             None
         },
+        mmap: if T::HAS_MMAP { Some(Self::mmap) } else { None },
         ..pin_init::zeroed()
     };
 

@@ -16,7 +16,7 @@
 //! driver-typed state dropped; later calls on it return `EIO`, and its close
 //! touches nothing of the driver.
 
-use super::abi::{std_types, uapi::DeviceDesc, uapi::UapiTree};
+use super::abi::{spec::ObjectSpec, std_types, uapi::DeviceDesc, uapi::UapiTree};
 use super::file::UFile;
 use super::UverbsShared;
 use crate::chrdev::{mkdev, CharDevice};
@@ -35,6 +35,8 @@ pub(crate) trait UFileOps: Send + Sync {
     fn ioctl(&self, cmd: u32, arg: usize) -> Result<isize>;
     /// `write()` (upstream `ib_uverbs_write()`).
     fn write(&self, data: UserSliceReader) -> Result<usize>;
+    /// `mmap()` (upstream `ib_uverbs_mmap()`).
+    fn mmap(&self, vma: &kernel::mm::virt::VmaNew) -> Result;
     /// Destroys every object and the ucontext (`why`: close or driver
     /// remove; upstream `uverbs_destroy_ufile_hw()`).
     fn destroy_all(&self, driver_remove: bool);
@@ -47,6 +49,8 @@ pub(crate) trait UverbsDriver: Send + Sync {
     fn desc(&self) -> DeviceDesc;
     /// The driver's uverbs ABI version.
     fn abi_ver(&self) -> u32;
+    /// The driver's uverbs objects (merged into the uapi tree).
+    fn objects(&self) -> &'static [ObjectSpec];
     /// A new open file.
     fn open(&self, udev: &Arc<UverbsDevice>) -> Result<Arc<dyn UFileOps>>;
 }
@@ -102,6 +106,10 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
 
     fn abi_ver(&self) -> u32 {
         self.dev.ops().uverbs_abi_ver()
+    }
+
+    fn objects(&self) -> &'static [ObjectSpec] {
+        self.dev.ops().uverbs_objects
     }
 
     fn open(&self, udev: &Arc<UverbsDevice>) -> Result<Arc<dyn UFileOps>> {
@@ -200,6 +208,11 @@ impl CharDevice for Node {
     fn write(ptr: ArcBorrow<'_, OpenFile>, _file: &File, data: UserSliceReader) -> Result<usize> {
         ptr.get()?.write(data)
     }
+
+    // upstream: ib_uverbs_mmap(); a disassociated file is EIO.
+    fn mmap(ptr: ArcBorrow<'_, OpenFile>, _file: &File, vma: &kernel::mm::virt::VmaNew) -> Result {
+        ptr.get()?.mmap(vma)
+    }
 }
 
 impl UverbsDevice {
@@ -264,7 +277,7 @@ impl UverbsClient {
         // upstream: uverbs_alloc_api() once per device.
         let mut tree = KBox::new(UapiTree::EMPTY, GFP_KERNEL)?;
         let desc = drv.desc();
-        tree.build_in(std_types::CORE_API, &[], &desc)
+        tree.build_in(std_types::CORE_API, &[drv.objects()], &desc)
             .map_err(|e| Error::from_errno(e.to_errno()))
             .inspect_err(|e| pr_err!("ib_core_rs: {}: uapi tree: {:?}\n", dev.name(), e))?;
         let udev = Arc::pin_init(

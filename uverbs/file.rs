@@ -25,6 +25,8 @@ use super::abi::{
 };
 use super::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
 use super::device::{UFileOps, UverbsDevice};
+use super::driver_api::{DriverCall, DriverObject};
+use super::mmap::FileMmap;
 use super::resp;
 
 /// `IB_USER_VERBS_EX_CMD_QUERY_DEVICE` with the extended flag.
@@ -86,6 +88,8 @@ enum ObjKind<D: Driver> {
     Cq(Arc<Cq<D>>),
     Qp(Arc<Qp<D>>),
     Mr(Arc<Mr<D>>),
+    /// An object of a driver's object type (destroyed by dropping it).
+    Driver(DriverObject),
 }
 
 struct UObject<D: Driver> {
@@ -137,10 +141,13 @@ pub(crate) struct UFile<D: Driver> {
     udev: Arc<UverbsDevice>,
     #[pin]
     inner: Mutex<Inner<D>>,
+    #[pin]
+    mmap: FileMmap<D>,
 }
 
 impl<D: Driver> UFile<D> {
     pub(crate) fn new(dev: Arc<Device<D>>, udev: Arc<UverbsDevice>) -> Result<Arc<Self>> {
+        let umaps = crate::mm::Umaps::new()?;
         Arc::pin_init(
             pin_init!(UFile {
                 dev,
@@ -154,6 +161,7 @@ impl<D: Driver> UFile<D> {
                     },
                     "uverbs_file"
                 ),
+                mmap <- FileMmap::new(umaps),
             }),
             GFP_KERNEL,
         )
@@ -166,6 +174,7 @@ enum NewObj {
     /// An IDR handle reserved at parse time (its id already written back).
     Idr {
         id: u32,
+        obj_type: u16,
     },
     /// An fd reserved at parse time.
     Fd {
@@ -220,7 +229,7 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                         _ => None,
                     };
                     let id = self.inner.free_id(taken);
-                    self.new = NewObj::Idr { id };
+                    self.new = NewObj::Idr { id, obj_type };
                     u64::from(id)
                 };
                 // upstream: put_user(uobj->id, &uattr->data)
@@ -254,14 +263,14 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
 }
 
 /// Output write-backs of a method (flags words to set after success).
-struct Outputs {
+pub(crate) struct Outputs {
     uattrs: u64,
     flags: KVec<FlagsWriteBack>,
 }
 
 impl Outputs {
     /// upstream `uverbs_copy_to()` + `uverbs_set_output()`.
-    fn put(&mut self, b: &Bundle<'_>, id: u16, data: &[u8]) -> Result {
+    pub(crate) fn put(&mut self, b: &Bundle<'_>, id: u16, data: &[u8]) -> Result {
         let p = b.ptr(id).map_err(kerr)?;
         let n = usize::from(p.len).min(data.len());
         copy_out(p.data, data.get(..n).unwrap_or(&[]))?;
@@ -376,6 +385,7 @@ impl<D: Driver> UFile<D> {
                 o.u32(0, fd.reserved_fd());
                 o.u32(4, 1);
                 copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)?;
+                self.mmap.set_ucontext(&ctx);
                 inner.ucontext = Some(ctx);
                 fd.fd_install(file);
                 Ok(())
@@ -497,6 +507,10 @@ impl<D: Driver> UFile<D> {
             ObjKind::Cq(cq) => Cq::destroy(cq).map_err(|e| (e.err, ObjKind::Cq(e.obj))),
             ObjKind::Qp(qp) => Qp::destroy(qp).map_err(|e| (e.err, ObjKind::Qp(e.obj))),
             ObjKind::Mr(mr) => Mr::dereg(mr).map_err(|e| (e.err, ObjKind::Mr(e.obj))),
+            ObjKind::Driver(o) => {
+                drop(o);
+                Ok(())
+            }
         };
         match r {
             Ok(()) => Ok(()),
@@ -567,8 +581,9 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let Handler::Core(h) = b.method.handler else {
-            return Err(EOPNOTSUPP);
+        let h = match b.method.handler {
+            Handler::Core(h) => h,
+            Handler::Driver(n) => return self.run_driver_method(inner, b, out, new, n),
         };
         match h {
             CoreHandler::InvokeWrite => {
@@ -627,6 +642,7 @@ impl<D: Driver> UFile<D> {
                 out.put_opt(b, attr::GET_CONTEXT_NUM_COMP_VECTORS, &1u32.to_ne_bytes())?;
                 // IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS
                 out.put_opt(b, attr::GET_CONTEXT_CORE_SUPPORT, &1u64.to_ne_bytes())?;
+                self.mmap.set_ucontext(&ctx);
                 inner.ucontext = Some(ctx);
                 Ok(())
             }
@@ -695,6 +711,45 @@ impl<D: Driver> UFile<D> {
                 let _ = method::INVOKE_WRITE;
                 Err(EOPNOTSUPP)
             }
+        }
+    }
+
+    /// A driver method (upstream `ib_uverbs_run_method()` calling a
+    /// driver's `UVERBS_HANDLER`), then the commit of its NEW object.
+    fn run_driver_method(
+        &self,
+        inner: &mut Inner<D>,
+        b: &Bundle<'_>,
+        out: &mut Outputs,
+        new: NewObj,
+        handler: u16,
+    ) -> Result {
+        let op = self.dev.ops().uverbs_method.ok_or(EOPNOTSUPP)?;
+        let ctx = inner.ctx()?.clone();
+        let mut call = DriverCall {
+            ctx: &ctx,
+            bundle: b,
+            out,
+            new_obj: None,
+            can_new: matches!(new, NewObj::Idr { .. }),
+        };
+        op(handler, &mut call)?;
+        let obj = call.new_obj.take();
+        match (new, obj) {
+            (NewObj::Idr { id, obj_type }, Some(o)) => {
+                inner.objs.push(
+                    UObject {
+                        id,
+                        obj_type,
+                        kind: ObjKind::Driver(o),
+                    },
+                    GFP_KERNEL,
+                )?;
+                Ok(())
+            }
+            // A NEW handle the driver did not fill: nothing to commit.
+            (NewObj::Idr { .. }, None) => Err(EINVAL),
+            _ => Ok(()),
         }
     }
 
@@ -767,8 +822,15 @@ impl<D: Driver> UFileOps for UFile<D> {
         self.write_inner(data)
     }
 
+    // upstream: ib_uverbs_mmap()
+    fn mmap(&self, vma: &kernel::mm::virt::VmaNew) -> Result {
+        self.mmap.mmap(&self.dev, vma)
+    }
+
     // upstream: uverbs_destroy_ufile_hw() + ufile_destroy_ucontext()
     fn destroy_all(&self, driver_remove: bool) {
+        // No new mappings (upstream: hw_destroy_rwsem held for writing).
+        self.mmap.close();
         let mut inner = self.inner.lock();
         inner.dead = true;
         // Newest first; objects still in use (EBUSY) wait for the next pass,
@@ -792,6 +854,10 @@ impl<D: Driver> UFileOps for UFile<D> {
             drop(o);
         }
         if let Some(ctx) = inner.ucontext.take() {
+            if driver_remove {
+                // upstream ufile_destroy_ucontext(): zap the mappings first.
+                self.mmap.zap();
+            }
             ctx.dealloc();
         }
         if let Some(ev) = inner.async_file.take() {

@@ -22,7 +22,9 @@ use kernel::sync::Arc;
 pub(crate) mod abi;
 mod async_event;
 mod device;
+pub mod driver_api;
 mod file;
+mod mmap;
 mod resp;
 
 pub(crate) use device::{driver_handle, UverbsDriver};

@@ -46,6 +46,11 @@ impl AccessFlags {
         self.0 & f.0 != 0
     }
 
+    /// Whether any flag of `other` is set (as [`AccessFlags::any`]).
+    pub const fn intersects(self, other: AccessFlags) -> bool {
+        self.any(other)
+    }
+
     /// upstream `ib_access_writable()`: the memory must be pinned writable.
     pub const fn writable(self) -> bool {
         self.any(AccessFlags(

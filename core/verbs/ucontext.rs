@@ -14,7 +14,7 @@
 //! [`Driver`] would break every driver implementing it today. A driver
 //! reaches its data with [`Ucontext::data`] (a checked downcast).
 
-use super::Liveness;
+use super::{Liveness, MmapRegistry};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResType};
@@ -112,6 +112,7 @@ pub struct Ucontext<D: Driver> {
     res_id: u32,
     owner: Owner,
     live: Liveness,
+    mmap: Arc<MmapRegistry>,
     drv: UcontextPriv,
 }
 
@@ -127,6 +128,7 @@ impl<D: Driver> Ucontext<D> {
     pub fn alloc(dev: &Arc<Device<D>>, owner: Owner, udata: &mut Udata<'_>) -> Result<Arc<Self>> {
         let op = dev.ops().alloc_ucontext.ok_or(EOPNOTSUPP)?;
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let mmap = MmapRegistry::new()?;
         let res_id = dev.restrack().add(ResType::Ctx, owner)?;
         let drv = op(dev, udata).inspect_err(|_| dev.restrack().del(ResType::Ctx, res_id))?;
         Ok(slot
@@ -135,6 +137,7 @@ impl<D: Driver> Ucontext<D> {
                 res_id,
                 owner,
                 live: Liveness::new(),
+                mmap,
                 drv,
             })
             .into())
@@ -148,8 +151,24 @@ impl<D: Driver> Ucontext<D> {
             if let Some(f) = self.dev.ops().dealloc_ucontext {
                 f(self);
             }
+            // upstream: WARN_ON(!xa_empty(&ucontext->mmap_xa)) — the driver
+            // removes its entries, and mappings are gone (closed, or zapped
+            // at disassociate) by now.
+            let left = self.mmap.count();
+            if left != 0 {
+                pr_warn!(
+                    "ib_core_rs: ucontext freed with {} mmap entries left\n",
+                    left
+                );
+            }
             self.dev.restrack().del(ResType::Ctx, self.res_id);
         }
+    }
+
+    /// The context's mmap entries (upstream `ucontext->mmap_xa` and the
+    /// `rdma_user_mmap_entry_*()` calls on it).
+    pub fn mmap_entries(&self) -> &Arc<MmapRegistry> {
+        &self.mmap
     }
 
     /// The device.

@@ -11,14 +11,27 @@
 //! but read none back: the QP keeps its state and port, nothing else, and
 //! accepts every transition (the state machine's rules are the real
 //! driver's, tested on mlx5).
+//!
+//! For the tests of the core's user-memory and mmap support it also:
+//!
+//! * pins user memory at GET_CONTEXT when the driver request (UHW_IN) is a
+//!   [`PinReq`] (`Umem::get`, the errno of which GET_CONTEXT then returns),
+//!   answers [`pin_resp`] and keeps the pages pinned until the context is
+//!   released (close, or disassociate at hot unplug); with flag 1 it also
+//!   maps two doorbell records, at `addr` and `addr + 64`, through
+//!   `DbPages`;
+//! * maps a per-context page filled with [`pattern`] at `mmap()` offset 0
+//!   (`UserVma::map_page`); every other offset is `EINVAL` (upstream
+//!   drivers' answer to an unknown offset).
 
 use ib_core_rs::attr::{DeviceAttr, Gid, LinkLayer, PortAttr, PortImmutable, PortState};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
+use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::{
-    Cq, CqInitAttr, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, QpState, Ucontext,
-    UcontextPriv, Udata, UserCtx,
+    AccessFlags, Cq, CqInitAttr, DbPages, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
+    QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -44,7 +57,7 @@ impl Driver for Mock {
     type CqData = ();
     type QpData = MockQp;
     type SrqData = ();
-    type MrData = ();
+    type MrData = Umem;
 }
 
 /// A mock QP: its state and port, for QUERY_QP.
@@ -54,6 +67,69 @@ struct MockQp {
 }
 
 const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+/// `PinReq.magic`: "mockumem".
+const PIN_MAGIC: u64 = 0x6d6f_636b_756d_656d;
+
+/// The test's GET_CONTEXT driver request: `{ u64 magic, addr, len; u32 access, flags }`.
+struct PinReq {
+    addr: u64,
+    len: u64,
+    access: u32,
+    flags: u32,
+}
+
+impl PinReq {
+    const SIZE: usize = 32;
+
+    fn parse(b: &[u8]) -> Option<Self> {
+        let u64_at = |o: usize| -> Option<u64> {
+            Some(u64::from_ne_bytes(b.get(o..o + 8)?.try_into().ok()?))
+        };
+        if b.len() < Self::SIZE || u64_at(0)? != PIN_MAGIC {
+            return None;
+        }
+        Some(PinReq {
+            addr: u64_at(8)?,
+            len: u64_at(16)?,
+            access: u32::from_ne_bytes(b.get(24..28)?.try_into().ok()?),
+            flags: u32::from_ne_bytes(b.get(28..32)?.try_into().ok()?),
+        })
+    }
+}
+
+/// The response: `{ u64 npages, offset, length; u32 writable, pages_ok; u64
+/// db_delta, db_pages }` (`pages_ok`: every page address is non-zero and page
+/// aligned; `db_delta`: the second doorbell record's address minus the
+/// first's; `db_pages`: pages pinned for them).
+fn pin_resp(u: &Umem, dbs: &[UserDb], db_pages: usize) -> [u8; 48] {
+    let mut r = [0u8; 48];
+    let page_mask = (kernel::page::PAGE_SIZE - 1) as u64;
+    let ok = u.dma_blocks().len() == u.page_count()
+        && u.dma_blocks().all(|a| a != 0 && a & page_mask == 0);
+    r[0..8].copy_from_slice(&(u.page_count() as u64).to_ne_bytes());
+    r[8..16].copy_from_slice(&(u.offset() as u64).to_ne_bytes());
+    r[16..24].copy_from_slice(&(u.length() as u64).to_ne_bytes());
+    r[24..28].copy_from_slice(&u32::from(u.writable()).to_ne_bytes());
+    r[28..32].copy_from_slice(&u32::from(ok).to_ne_bytes());
+    if let [a, b] = dbs {
+        r[32..40].copy_from_slice(&b.dma().wrapping_sub(a.dma()).to_ne_bytes());
+    }
+    r[40..48].copy_from_slice(&(db_pages as u64).to_ne_bytes());
+    r
+}
+
+/// Byte `i` of the page mapped at offset 0.
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8 ^ 0x5a
+}
+
+/// The mock's part of a user context.
+struct MockCtx {
+    page: UserPage,
+    _dbs: KVec<UserDb>,
+    _umem: Option<Umem>,
+}
 
 struct MockOps;
 
@@ -120,9 +196,46 @@ impl DeviceOps for MockOps {
         Ok(0xffff)
     }
 
-    fn alloc_ucontext(dev: &Device<Mock>, _udata: &mut Udata<'_>) -> Result<UcontextPriv> {
+    fn alloc_ucontext(dev: &Device<Mock>, udata: &mut Udata<'_>) -> Result<UcontextPriv> {
+        let mut dbs = KVec::new();
+        let umem = match PinReq::parse(udata.input()) {
+            Some(req) => {
+                let len = usize::try_from(req.len).map_err(|_| EINVAL)?;
+                let u = Umem::get(dev, req.addr, len, AccessFlags(req.access))?;
+                let table = DbPages::new()?;
+                if req.flags & 1 != 0 {
+                    dbs.push(table.map(dev, req.addr)?, GFP_KERNEL)?;
+                    dbs.push(table.map(dev, req.addr + 64)?, GFP_KERNEL)?;
+                }
+                udata.copy_to(&pin_resp(&u, &dbs, table.page_count()));
+                Some(u)
+            }
+            None => None,
+        };
+        let page = UserPage::new()?;
+        let mut buf = KVec::from_elem(0u8, kernel::page::PAGE_SIZE, GFP_KERNEL)?;
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = pattern(i);
+        }
+        page.write(0, &buf)?;
+        let ctx: KBox<dyn core::any::Any + Send + Sync> = KBox::new(
+            MockCtx {
+                page,
+                _dbs: dbs,
+                _umem: umem,
+            },
+            GFP_KERNEL,
+        )?;
         dev.data().ucontexts.fetch_add(1, Relaxed);
-        Ok(None)
+        Ok(Some(ctx))
+    }
+
+    fn mmap(ctx: &Ucontext<Mock>, vma: &mut UserVma<'_>) -> Result {
+        let c = ctx.data::<MockCtx>().ok_or(EINVAL)?;
+        match vma.pgoff() {
+            0 => vma.map_page(c.page.page(), None),
+            _ => Err(EINVAL),
+        }
     }
 
     fn dealloc_ucontext(ctx: &Ucontext<Mock>) {
@@ -192,6 +305,28 @@ impl DeviceOps for MockOps {
     }
 
     fn destroy_qp(_qp: &Qp<Mock>) -> Result {
+        Ok(())
+    }
+
+    // upstream rxe_reg_user_mr(): the memory is pinned (`EFAULT` when it is
+    // not mapped); the keys are made up from the restrack-free counter.
+    fn reg_user_mr(
+        pd: &Pd<Mock>,
+        req: &UserMrReq,
+        _user: &mut UserCtx<'_, '_, Mock>,
+    ) -> Result<MrCreated<Umem>> {
+        static NEXT_KEY: Atomic<u32> = Atomic::new(0x100);
+        let len = usize::try_from(req.length).map_err(|_| EINVAL)?;
+        let umem = Umem::get(pd.device(), req.start, len, req.access)?;
+        let key = NEXT_KEY.fetch_add(0x100, Relaxed);
+        Ok(MrCreated {
+            data: umem,
+            lkey: key,
+            rkey: key,
+        })
+    }
+
+    fn dereg_mr(_mr: &Mr<Mock>) -> Result {
         Ok(())
     }
 }

@@ -56,6 +56,8 @@ uverbs_suite() {
 	kill $aw
 	wait $aw 2>/dev/null
 	t_import "uverbs_abi on rxe_mock0 (ours)" /rdma-rs/uverbs_abi -d /dev/infiniband/uverbs0 -i 14
+	# Pinned user memory (Umem) and mmap() of the uverbs file, through the mock.
+	t_import "uverbs_mmap on rxe_mock0" /rdma-rs/uverbs_mmap -d /dev/infiniband/uverbs0 checks
 	# Close with objects open destroyed them: unloading the mock reports no leftovers.
 	dmesg -c >/dev/null
 	t_check "rmmod rdma_rs_mock" rmmod rdma_rs_mock
@@ -77,7 +79,7 @@ uverbs_unplug_suite() {
 	t_check "insmod ib_core_rs" insmod $RDMARS_MODS/ib_core_rs.ko
 	t_check "insmod rdma_rs_mock" insmod $RDMARS_MODS/rdma_rs_mock.ko
 	# Close cleanup: a process exits holding a context and 6 PDs.
-	local before after pid i rc t0 t1
+	local before after pid mpid i rc t0 t1
 	before=$(uv_res_counts)
 	echo "restrack before: $before"
 	t_import "close cleanup (exit with 6 PDs)" /rdma-rs/uverbs_unplug -d rxe_mock0 exit 6
@@ -92,7 +94,10 @@ uverbs_unplug_suite() {
 	rm -f /tmp/unplug-go
 	/rdma-rs/uverbs_unplug -d rxe_mock0 hold /tmp/unplug-go >/tmp/unplug.out 2>&1 &
 	pid=$!
-	for i in $(seq 1 300); do grep -q READY /tmp/unplug.out && break; sleep 0.1; done
+	# A second process holds pinned memory and two mappings of the pattern page.
+	/rdma-rs/uverbs_mmap -d /dev/infiniband/uverbs0 hold /tmp/unplug-go >/tmp/unplug-mmap.out 2>&1 &
+	mpid=$!
+	for i in $(seq 1 300); do grep -q READY /tmp/unplug.out && grep -q READY /tmp/unplug-mmap.out && break; sleep 0.1; done
 	echo "restrack while held: $(uv_res_counts)"
 	if [ "$(uv_res_pd)" = 4 ]; then t_ok "restrack counts the 4 held PDs"; else t_fail "restrack counts the 4 held PDs" "$(uv_res_counts)"; fi
 	t0=$(date +%s)
@@ -110,6 +115,9 @@ uverbs_unplug_suite() {
 	rc=0
 	wait $pid || rc=$?
 	t_import_file "hot unplug" /tmp/unplug.out $rc
+	rc=0
+	wait $mpid || rc=$?
+	t_import_file "hot unplug with mappings and pinned memory" /tmp/unplug-mmap.out $rc
 	t_check "rmmod ib_core_rs after the unplug" rmmod ib_core_rs
 }
 

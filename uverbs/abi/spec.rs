@@ -10,17 +10,21 @@ use super::write::WriteCmdSpec;
 
 /// upstream: `enum uverbs_obj_access`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Access {
+pub enum Access {
+    /// Shared use of an existing object (`UVERBS_ACCESS_READ`).
     Read,
+    /// Exclusive use of an existing object (`UVERBS_ACCESS_WRITE`).
     Write,
+    /// A new object the method creates (`UVERBS_ACCESS_NEW`).
     New,
+    /// The object the method destroys (`UVERBS_ACCESS_DESTROY`).
     Destroy,
 }
 
 /// The size rules of a PTR_IN / PTR_OUT attribute (upstream `u.ptr` plus the
 /// `zero_trailing` and `alloc_and_copy` bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PtrSpec {
+pub struct PtrSpec {
     /// Size the kernel knows (`u.ptr.len`).
     pub(crate) len: u16,
     /// The user may not provide less (`u.ptr.min_len`).
@@ -33,7 +37,7 @@ pub(crate) struct PtrSpec {
 
 impl PtrSpec {
     /// upstream: `UVERBS_ATTR_SIZE(min_len, len)`.
-    pub(crate) const fn size(min_len: u16, len: u16) -> Self {
+    pub const fn size(min_len: u16, len: u16) -> Self {
         Self {
             len,
             min_len,
@@ -43,12 +47,12 @@ impl PtrSpec {
     }
 
     /// upstream: `UVERBS_ATTR_TYPE(type)`: exactly `size` bytes.
-    pub(crate) const fn ty(size: u16) -> Self {
+    pub const fn ty(size: u16) -> Self {
         Self::size(size, size)
     }
 
     /// upstream: `UVERBS_ATTR_MIN_SIZE(min)`: at least `min`, up to 65535.
-    pub(crate) const fn min_size(min_len: u16) -> Self {
+    pub const fn min_size(min_len: u16) -> Self {
         Self::size(min_len, u16::MAX)
     }
 
@@ -139,7 +143,7 @@ impl AttrKind {
 
 /// upstream: `struct uverbs_attr_def` (id + `struct uverbs_attr_spec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct AttrSpec {
+pub struct AttrSpec {
     pub(crate) id: u16,
     pub(crate) kind: AttrKind,
     /// upstream: `UA_MANDATORY`.
@@ -149,9 +153,9 @@ pub(crate) struct AttrSpec {
 }
 
 /// upstream: `UA_MANDATORY`.
-pub(crate) const UA_MANDATORY: bool = true;
+pub const UA_MANDATORY: bool = true;
 /// upstream: `UA_OPTIONAL`.
-pub(crate) const UA_OPTIONAL: bool = false;
+pub const UA_OPTIONAL: bool = false;
 
 impl AttrSpec {
     const fn new(id: u16, kind: AttrKind, mandatory: bool) -> Self {
@@ -164,17 +168,17 @@ impl AttrSpec {
     }
 
     /// upstream: `UVERBS_ATTR_PTR_IN()`.
-    pub(crate) const fn ptr_in(id: u16, p: PtrSpec, mandatory: bool) -> Self {
+    pub const fn ptr_in(id: u16, p: PtrSpec, mandatory: bool) -> Self {
         Self::new(id, AttrKind::PtrIn(p), mandatory)
     }
 
     /// upstream: `UVERBS_ATTR_PTR_OUT()`.
-    pub(crate) const fn ptr_out(id: u16, p: PtrSpec, mandatory: bool) -> Self {
+    pub const fn ptr_out(id: u16, p: PtrSpec, mandatory: bool) -> Self {
         Self::new(id, AttrKind::PtrOut(p), mandatory)
     }
 
     /// upstream: `UVERBS_ATTR_CONST_IN()`.
-    pub(crate) const fn const_in(id: u16, mandatory: bool) -> Self {
+    pub const fn const_in(id: u16, mandatory: bool) -> Self {
         Self::new(id, AttrKind::ConstIn, mandatory)
     }
 
@@ -189,7 +193,7 @@ impl AttrSpec {
     }
 
     /// upstream: `UVERBS_ATTR_IDR()`.
-    pub(crate) const fn idr(id: u16, obj_type: u16, access: Access, mandatory: bool) -> Self {
+    pub const fn idr(id: u16, obj_type: u16, access: Access, mandatory: bool) -> Self {
         Self::new(id, AttrKind::Idr { obj_type, access }, mandatory)
     }
 
@@ -357,7 +361,7 @@ pub(crate) enum Handler {
 
 /// upstream: `struct uverbs_method_def` plus its `UAPI_DEF_METHOD_NEEDS_FN`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct MethodSpec {
+pub struct MethodSpec {
     pub(crate) id: u16,
     pub(crate) attrs: &'static [AttrSpec],
     /// `None`: the spec only adds attributes to a method that an earlier
@@ -365,6 +369,46 @@ pub(crate) struct MethodSpec {
     pub(crate) handler: Option<Handler>,
     /// The method is not exposed unless the device has all of these.
     pub(crate) needs: &'static [DriverOp],
+}
+
+impl MethodSpec {
+    /// A driver method whose handler is the driver's `uverbs_method` op,
+    /// called with `handler` (upstream `DECLARE_UVERBS_NAMED_METHOD` in a
+    /// driver's `uapi_definition` chain).
+    pub const fn driver(id: u16, attrs: &'static [AttrSpec], handler: u16) -> Self {
+        MethodSpec {
+            id,
+            attrs,
+            handler: Some(Handler::Driver(handler)),
+            needs: &[],
+        }
+    }
+
+    /// A destroy method whose DESTROY attribute does all the work (upstream
+    /// `DECLARE_UVERBS_NAMED_METHOD_DESTROY` with `uverbs_destroy_def_handler`).
+    pub const fn destroy(id: u16, attrs: &'static [AttrSpec]) -> Self {
+        MethodSpec {
+            id,
+            attrs,
+            handler: Some(Handler::Core(CoreHandler::DestroyDefault)),
+            needs: &[],
+        }
+    }
+}
+
+impl ObjectSpec {
+    /// A driver's IDR object type with its methods (upstream
+    /// `DECLARE_UVERBS_NAMED_OBJECT(.., UVERBS_IDR_TYPE(..))`); its objects are
+    /// what the driver's methods commit, destroyed by dropping them.
+    pub const fn driver_idr(id: u16, methods: &'static [MethodSpec]) -> Self {
+        ObjectSpec {
+            id,
+            type_class: Some(TypeClass::Idr),
+            methods,
+            writes: &[],
+            needs: &[],
+        }
+    }
 }
 
 /// The kind of uobject an object type allocates (upstream `type_class`).
@@ -382,7 +426,7 @@ pub(crate) enum TypeClass {
 /// DEVICE once for its ioctl methods and once for its write commands); they
 /// are merged.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ObjectSpec {
+pub struct ObjectSpec {
     pub(crate) id: u16,
     pub(crate) type_class: Option<TypeClass>,
     pub(crate) methods: &'static [MethodSpec],

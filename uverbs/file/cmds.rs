@@ -689,7 +689,7 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let NewObj::Idr { id } = new else {
+        let NewObj::Idr { id, .. } = new else {
             return Err(EINVAL);
         };
         for a in [
@@ -740,7 +740,7 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let NewObj::Idr { id } = new else {
+        let NewObj::Idr { id, .. } = new else {
             return Err(EINVAL);
         };
         let t = bd

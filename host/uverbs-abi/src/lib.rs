@@ -15,6 +15,8 @@ extern crate std;
 // Everything in `abi` is `pub(crate)` and consumed by the kernel-side uverbs
 // code, which this host crate does not contain: without the tests most items
 // have no user here.
-#[allow(dead_code)]
+// The spec types a driver declares its objects with are `pub` (the kernel
+// crate re-exports them in `uverbs::driver_api`): unreachable here.
+#[allow(dead_code, unreachable_pub)]
 #[path = "../../../uverbs/abi.rs"]
 pub(crate) mod abi;

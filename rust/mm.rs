@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User mappings of a uverbs file and their revocation (upstream
+//! `ib_uverbs_mmap()`, `rdma_user_mmap_io()`, `rdma_umap_priv_init()`, `rdma_umap_ops`
+//! (`rdma_umap_open/close/fault`) and `uverbs_user_mmap_disassociate()`,
+//! `drivers/infiniband/core/{ib_core_uverbs.c,uverbs_main.c}`).
+//!
+//! * [`Umaps`]: the mappings of one open file (upstream `ufile->umaps` + `umap_lock` +
+//!   `disassociate_page`). [`Umaps::mmap`] runs a driver's mmap on a [`UserVma`] and, if the
+//!   driver mapped something, tracks the VMA: its `vm_ops` are ours, its `vm_private_data` a
+//!   `UmapPriv` pointing back to the `Umaps`. `open` (a VMA copied by fork or split) tracks the
+//!   copy, `close` forgets it. [`Umaps::disassociate`] (hot unplug) zaps every tracked VMA of
+//!   every process; a later touch faults into `fault`: a read-only VMA gets the system zero
+//!   page, a writable one the file's zeroed dummy page, an untracked one `SIGBUS` (upstream).
+//! * [`UserVma`]: what a driver's `mmap` op sees: the offset, size and flags, and two ways to
+//!   fill the VMA: [`UserVma::map_page`] (a kernel page, `vm_insert_page()`: what the firmware
+//!   simulator hands out as a UAR page) and [`UserVma::map_io`] (`io_remap_pfn_range()` with an
+//!   uncached or write-combining `pgprot`: what a real UAR/BlueFlame page needs).
+//! * [`MapRef`]: a reference a VMA holds while it is mapped (the core's mmap entries), dropped
+//!   at `close` or at the zap, duplicated at `open`.
+//! * [`UserPage`]: a zeroed kernel page meant for user mappings.
+//!
+//! Lock order (upstream): `mmap_lock` -> the `Umaps` mutex -> the holders of [`MapRef`]s.
+//! `Umaps::mmap` runs under the `mmap_lock` (written); `disassociate` takes each process's
+//! `mmap_lock` for reading, then the mutex, and never holds the mutex while taking the
+//! `mmap_lock` or dropping an `mm`.
+
+use core::ptr;
+use kernel::{
+    bindings,
+    ffi::{c_int, c_ulong, c_void},
+    mm::virt::{flags, VmaNew},
+    page::{Page, PAGE_SIZE},
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+// `struct vm_fault *`, `struct vm_area_struct *`, `struct page *` as `void *`: bindgen's structs
+// are not FFI-safe for the lint. rust/mm_shim.c.
+extern "C" {
+    fn rdma_rs_fault_install(vmf: *mut c_void, page: *mut c_void) -> bindings::vm_fault_t;
+    fn rdma_rs_vmf_vma(vmf: *mut c_void) -> *mut c_void;
+    fn rdma_rs_io_remap(vma: *mut c_void, pfn: c_ulong, size: c_ulong, wc: c_int) -> c_int;
+    fn rdma_rs_page_to_phys(page: *mut c_void) -> u64;
+}
+
+/// A reference held by a mapped VMA (the core's mmap entry reference, upstream
+/// `rdma_umap_priv->entry`): dropped when the VMA is closed or zapped.
+pub trait MapRef: Send + Sync {
+    /// Another reference, for a copy of the VMA (upstream `rdma_umap_open()` takes a `kref`).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`: the copy is zapped then (upstream).
+    fn dup(&self) -> Result<KBox<dyn MapRef>>;
+}
+
+/// A zeroed kernel page meant to be mapped into user space (`alloc_page(__GFP_ZERO)`).
+pub struct UserPage {
+    page: Page,
+}
+
+impl UserPage {
+    /// A zeroed page.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub fn new() -> Result<Self> {
+        Ok(UserPage {
+            page: Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?,
+        })
+    }
+
+    /// Writes `data` at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` past the page.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result {
+        // SAFETY: `data` is a valid slice; the page is ours. User space may touch the page at
+        // the same time (that is what it is for): a byte race with the user, not with Rust
+        // code, since no Rust reference to the page's memory exists.
+        unsafe { self.page.write_raw(data.as_ptr(), offset, data.len()) }
+    }
+
+    /// Reads `buf.len()` bytes at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` past the page.
+    pub fn read(&self, offset: usize, buf: &mut [u8]) -> Result {
+        // SAFETY: as in `write`.
+        unsafe { self.page.read_raw(buf.as_mut_ptr(), offset, buf.len()) }
+    }
+
+    /// The page (for [`UserVma::map_page`]).
+    pub fn page(&self) -> &Page {
+        &self.page
+    }
+
+    /// The physical address (what the simulator gets instead of a BAR address).
+    pub fn phys_addr(&self) -> u64 {
+        // SAFETY: the page is allocated and ours.
+        unsafe { rdma_rs_page_to_phys(self.page.as_ptr().cast()) }
+    }
+}
+
+/// Caching of an IO mapping ([`UserVma::map_io`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoProt {
+    /// `pgprot_noncached()` (mlx5: UAR doorbells without BlueFlame).
+    Uncached,
+    /// `pgprot_writecombine()` (mlx5: BlueFlame registers).
+    WriteCombining,
+}
+
+/// The VMA of a `mmap()` in progress, as a driver's `mmap` op sees it.
+pub struct UserVma<'a> {
+    vma: &'a VmaNew,
+    /// Set once the driver mapped something: the reference the VMA keeps.
+    mapped: Option<Option<KBox<dyn MapRef>>>,
+}
+
+impl UserVma<'_> {
+    /// The page offset of the mapping (upstream `vma->vm_pgoff`): the user's `offset >>
+    /// PAGE_SHIFT`.
+    pub fn pgoff(&self) -> usize {
+        // SAFETY: the vma is valid and being set up (type invariant of `VmaNew`).
+        unsafe { (*self.vma.as_ptr()).vm_pgoff }
+    }
+
+    /// The start address.
+    pub fn start(&self) -> usize {
+        self.vma.start()
+    }
+
+    /// The size in bytes (`vm_end - vm_start`).
+    pub fn len(&self) -> usize {
+        self.vma.end() - self.vma.start()
+    }
+
+    /// Whether the size is 0 (never for a real VMA).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `VM_SHARED`.
+    pub fn is_shared(&self) -> bool {
+        self.vma.flags() & flags::SHARED != 0
+    }
+
+    /// `VM_WRITE`.
+    pub fn is_writable(&self) -> bool {
+        self.vma.writable()
+    }
+
+    /// `VM_EXEC`.
+    pub fn is_executable(&self) -> bool {
+        self.vma.executable()
+    }
+
+    /// Refuses `PROT_EXEC` for good (upstream drivers clear `VM_MAYEXEC`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the mapping is executable.
+    pub fn forbid_exec(&self) -> Result {
+        self.vma.try_clear_mayexec()
+    }
+
+    fn check(&self, size: usize) -> Result {
+        // upstream rdma_user_mmap_io(): VM_SHARED and the exact size, else EINVAL.
+        if self.mapped.is_some() || !self.is_shared() || self.len() != size {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// Maps one kernel page over the whole VMA (`vm_insert_page()`: the mapping holds its own
+    /// reference on the page, so the page outlives neither the driver nor the VMA too early).
+    /// `entry` is kept by the VMA until it is closed or zapped.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` unless the VMA is shared and one page long, or if something is mapped already;
+    /// the error of `vm_insert_page()`.
+    pub fn map_page(&mut self, page: &Page, entry: Option<KBox<dyn MapRef>>) -> Result {
+        self.check(PAGE_SIZE)?;
+        self.vma.set_dontexpand();
+        self.vma.set_dontdump();
+        self.vma.set_mixedmap().vm_insert_page(self.start(), page)?;
+        self.mapped = Some(entry);
+        Ok(())
+    }
+
+    /// Maps `size` bytes of IO memory from page frame `pfn` over the whole VMA (upstream
+    /// `rdma_user_mmap_io()`: `vm_page_prot` = `prot`, `io_remap_pfn_range()`, which makes the
+    /// VMA `VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP`). `entry` is kept by the VMA
+    /// until it is closed or zapped.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` unless the VMA is shared and `size` long, or if something is mapped already;
+    /// `EAGAIN` if the remap fails (upstream).
+    pub fn map_io(
+        &mut self,
+        pfn: usize,
+        size: usize,
+        prot: IoProt,
+        entry: Option<KBox<dyn MapRef>>,
+    ) -> Result {
+        self.check(size)?;
+        let wc = c_int::from(prot == IoProt::WriteCombining);
+        // SAFETY: the vma is being set up (the caller holds the mmap_lock for writing) and
+        // `size` is its exact size; the pfn range is the driver's IO memory.
+        let r = unsafe {
+            rdma_rs_io_remap(
+                self.vma.as_ptr().cast(),
+                pfn as c_ulong,
+                size as c_ulong,
+                wc,
+            )
+        };
+        if r != 0 {
+            return Err(EAGAIN);
+        }
+        self.mapped = Some(entry);
+        Ok(())
+    }
+}
+
+/// `vm_private_data` of a tracked VMA (upstream `struct rdma_umap_priv`, without the list
+/// node and the entry, which live in [`UmapsInner::vmas`] under the mutex).
+struct UmapPriv {
+    vma: *mut bindings::vm_area_struct,
+    umaps: Arc<Umaps>,
+}
+
+/// A tracked VMA: its `UmapPriv` and the reference it holds.
+struct Tracked {
+    priv_: *mut UmapPriv,
+    entry: Option<KBox<dyn MapRef>>,
+}
+
+// SAFETY: the pointers are only dereferenced under the `Umaps` mutex, while the VMA exists
+// (`close` removes it first), from any task.
+unsafe impl Send for Tracked {}
+
+struct UmapsInner {
+    /// Disassociated: no new VMA is tracked, copies are zapped.
+    dead: bool,
+    vmas: KVec<Tracked>,
+    /// upstream `ufile->disassociate_page`: what writable zapped VMAs fault in.
+    dummy: Option<Page>,
+}
+
+/// The user mappings of one open file (upstream `ufile->umaps`, `umap_lock`).
+#[pin_data]
+pub struct Umaps {
+    #[pin]
+    inner: Mutex<UmapsInner>,
+}
+
+impl Umaps {
+    /// No mappings yet.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Umaps {
+                inner <- kernel::new_mutex!(
+                    UmapsInner {
+                        dead: false,
+                        vmas: KVec::new(),
+                        dummy: None,
+                    },
+                    "uverbs_umaps"
+                ),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Runs a driver's mmap (`f`) on `vma` and tracks the VMA if `f` mapped something
+    /// (upstream `ib_uverbs_mmap()` + `rdma_umap_priv_init()`). The caller is `f_op->mmap`.
+    ///
+    /// # Errors
+    ///
+    /// `f`'s error (nothing is tracked then, and the VFS undoes a partial mapping); `EIO` after
+    /// [`Self::disassociate`]; `ENOMEM`.
+    pub fn mmap(
+        self: &Arc<Self>,
+        vma: &VmaNew,
+        f: impl FnOnce(&mut UserVma<'_>) -> Result,
+    ) -> Result {
+        let priv_ = KBox::new(
+            UmapPriv {
+                vma: vma.as_ptr(),
+                umaps: self.clone(),
+            },
+            GFP_KERNEL,
+        )?;
+        // SAFETY: the vma is being set up; installing our ops (upstream: before the driver's
+        // mmap). `UMAP_OPS` is static.
+        unsafe { (*vma.as_ptr()).vm_ops = &UMAP_OPS };
+        let mut uvma = UserVma { vma, mapped: None };
+        f(&mut uvma)?;
+        let Some(entry) = uvma.mapped else {
+            // Nothing mapped: an untracked VMA faults SIGBUS (upstream: priv NULL).
+            return Ok(());
+        };
+        let mut g = self.inner.lock();
+        let raw = KBox::into_raw(priv_);
+        let r = if g.dead {
+            Err(EIO)
+        } else {
+            g.vmas
+                .push(Tracked { priv_: raw, entry }, GFP_KERNEL)
+                .map_err(|_| ENOMEM)
+        };
+        if let Err(e) = r {
+            drop(g);
+            // SAFETY: `raw` came from `into_raw` above and was not published.
+            drop(unsafe { KBox::from_raw(raw) });
+            // SAFETY: we hold the mmap_lock for writing; the range is the VMA.
+            unsafe {
+                bindings::zap_special_vma_range(vma.as_ptr(), vma.start() as c_ulong, uvma_len(vma))
+            };
+            return Err(e);
+        }
+        // SAFETY: the vma is being set up; `close` frees the priv.
+        unsafe { (*vma.as_ptr()).vm_private_data = raw.cast() };
+        Ok(())
+    }
+
+    /// Zaps every tracked VMA and drops their references (upstream
+    /// `uverbs_user_mmap_disassociate()`); later touches fault into the zero page, and new
+    /// mappings fail with `EIO`. Sleeps.
+    pub fn disassociate(&self) {
+        self.inner.lock().dead = true;
+        loop {
+            // An mm that still has a tracked VMA and is not exiting.
+            let mm = {
+                let mut g = self.inner.lock();
+                loop {
+                    let Some(t) = g.vmas.first() else {
+                        return;
+                    };
+                    // SAFETY: a tracked priv and its VMA are alive while in the list (`close`
+                    // removes them under the mutex first).
+                    let mm = unsafe { (*(*t.priv_).vma).vm_mm };
+                    // SAFETY: `mm` is the VMA's mm, alive (the VMA is).
+                    if unsafe { bindings::mmget_not_zero(mm) } {
+                        break mm;
+                    }
+                    // Exiting: its VMAs go away without us; just forget this one (upstream).
+                    let _ = g.vmas.remove(0);
+                }
+            };
+            // SAFETY: we hold a user reference on `mm` (mmget_not_zero).
+            unsafe { bindings::mmap_read_lock(mm) };
+            {
+                let mut g = self.inner.lock();
+                g.vmas.retain(|t| {
+                    // SAFETY: as above.
+                    let vma = unsafe { (*t.priv_).vma };
+                    // SAFETY: as above.
+                    if unsafe { (*vma).vm_mm } != mm {
+                        return true;
+                    }
+                    // SAFETY: we hold the mmap_lock of the VMA's mm for reading; the range is
+                    // the whole VMA.
+                    unsafe {
+                        let start = (*vma).__bindgen_anon_1.__bindgen_anon_1.vm_start;
+                        let end = (*vma).__bindgen_anon_1.__bindgen_anon_1.vm_end;
+                        bindings::zap_special_vma_range(vma, start, end - start);
+                    }
+                    false
+                });
+            }
+            // SAFETY: locked and referenced above.
+            unsafe {
+                bindings::mmap_read_unlock(mm);
+                bindings::mmput(mm);
+            }
+        }
+    }
+
+    /// How many VMAs are tracked (tests).
+    pub fn count(&self) -> usize {
+        self.inner.lock().vmas.len()
+    }
+}
+
+fn uvma_len(vma: &VmaNew) -> c_ulong {
+    (vma.end() - vma.start()) as c_ulong
+}
+
+static UMAP_OPS: bindings::vm_operations_struct = bindings::vm_operations_struct {
+    open: Some(umap_open),
+    close: Some(umap_close),
+    fault: Some(umap_fault),
+    ..pin_init::zeroed()
+};
+
+/// upstream `rdma_umap_open()`: a copy of a tracked VMA (fork, split) is tracked too, with its
+/// own reference; after disassociate (or if that fails) the copy is zapped and untracked.
+///
+/// # Safety
+///
+/// Called by the mm for a new VMA copied from one with our `vm_ops`.
+unsafe extern "C" fn umap_open(vma: *mut bindings::vm_area_struct) {
+    // SAFETY: the copy carries the original's private data.
+    let opriv = unsafe { (*vma).vm_private_data }.cast::<UmapPriv>();
+    if opriv.is_null() {
+        return;
+    }
+    // SAFETY: the original VMA still exists (it is being copied), so its priv does.
+    let umaps = unsafe { &(*opriv).umaps };
+    let mut g = umaps.inner.lock();
+    let dup = match g.vmas.iter().find(|t| t.priv_ == opriv) {
+        Some(t) if !g.dead => match &t.entry {
+            Some(e) => e.dup().map(Some),
+            None => Ok(None),
+        },
+        _ => Err(EIO),
+    };
+    let tracked = dup.and_then(|entry| {
+        let p = KBox::new(
+            UmapPriv {
+                vma,
+                umaps: umaps.clone(),
+            },
+            GFP_KERNEL,
+        )?;
+        let raw = KBox::into_raw(p);
+        match g.vmas.push(Tracked { priv_: raw, entry }, GFP_KERNEL) {
+            Ok(()) => Ok(raw),
+            Err(_) => {
+                // SAFETY: not published.
+                drop(unsafe { KBox::from_raw(raw) });
+                Err(ENOMEM)
+            }
+        }
+    });
+    drop(g);
+    match tracked {
+        // SAFETY: the new VMA is ours to set up.
+        Ok(raw) => unsafe { (*vma).vm_private_data = raw.cast() },
+        Err(_) => {
+            // upstream: the copy cannot keep the real pages: zap it.
+            // SAFETY: the mm's lock is held by the caller; the range is the whole VMA.
+            unsafe {
+                (*vma).vm_private_data = ptr::null_mut();
+                let start = (*vma).__bindgen_anon_1.__bindgen_anon_1.vm_start;
+                let end = (*vma).__bindgen_anon_1.__bindgen_anon_1.vm_end;
+                bindings::zap_special_vma_range(vma, start, end - start);
+            }
+        }
+    }
+}
+
+/// upstream `rdma_umap_close()`.
+///
+/// # Safety
+///
+/// Called by the mm once for a VMA with our `vm_ops` that is going away.
+unsafe extern "C" fn umap_close(vma: *mut bindings::vm_area_struct) {
+    // SAFETY: set by `Umaps::mmap` or `umap_open`, or null.
+    let p = unsafe { (*vma).vm_private_data }.cast::<UmapPriv>();
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: `p` is this VMA's priv, alive until freed below.
+    let umaps = unsafe { &(*p).umaps };
+    let gone = {
+        let mut g = umaps.inner.lock();
+        match g.vmas.iter().position(|t| t.priv_ == p) {
+            Some(i) => g.vmas.remove(i).ok(),
+            None => None,
+        }
+    };
+    // The reference, outside the mutex.
+    drop(gone);
+    // SAFETY: the VMA is closing: nothing uses its priv any more.
+    unsafe {
+        (*vma).vm_private_data = ptr::null_mut();
+        drop(KBox::from_raw(p));
+    }
+}
+
+/// upstream `rdma_umap_fault()`: reached only after the zap (tracked VMAs are fully mapped).
+///
+/// # Safety
+///
+/// Called by the mm for a fault in a VMA with our `vm_ops`.
+unsafe extern "C" fn umap_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fault_t {
+    // SAFETY: `vmf` is valid for the call.
+    let vma = unsafe { rdma_rs_vmf_vma(vmf.cast()) }.cast::<bindings::vm_area_struct>();
+    // SAFETY: the faulting VMA is valid and cannot be closed during the fault.
+    let (p, vm_flags) = unsafe {
+        (
+            (*vma).vm_private_data.cast::<UmapPriv>(),
+            (*vma).__bindgen_anon_2.vm_flags,
+        )
+    };
+    if p.is_null() {
+        return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
+    }
+    // Read-only: the system zero page.
+    if vm_flags & (flags::WRITE | flags::MAYWRITE) == 0 {
+        // SAFETY: valid `vmf`; NULL asks for the zero page.
+        return unsafe { rdma_rs_fault_install(vmf.cast(), ptr::null_mut()) };
+    }
+    // SAFETY: the VMA's priv is alive while the VMA is.
+    let umaps = unsafe { &(*p).umaps };
+    let mut g = umaps.inner.lock();
+    if g.dummy.is_none() {
+        g.dummy = Page::alloc_page(GFP_KERNEL | __GFP_ZERO).ok();
+    }
+    match &g.dummy {
+        // SAFETY: valid `vmf`; the shim takes a reference on the page for the mapping (the
+        // VMA is shared, so there is no COW of it).
+        Some(page) => unsafe { rdma_rs_fault_install(vmf.cast(), page.as_ptr().cast()) },
+        None => bindings::vm_fault_reason_VM_FAULT_SIGBUS,
+    }
+}
