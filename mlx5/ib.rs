@@ -28,6 +28,7 @@ use ib_core_rs::attr::{
 };
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
+use ib_core_rs::mm::UserVma;
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
@@ -255,6 +256,10 @@ impl DeviceOps for Mlx5DevOps {
 
     fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
         crate::ucontext::dealloc_ucontext(ctx)
+    }
+
+    fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
+        crate::uar::mmap(ctx, vma)
     }
 
     fn alloc_pd(

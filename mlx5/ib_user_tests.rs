@@ -3,7 +3,7 @@
 //! KUnit suite `mlx5_ib_rs_user`: the objects of user contexts against the simulator — UAR
 //! objects and their mmap entries, user PDs, CQs, QPs and MRs with libmlx5's udata — and the
 //! unwinding of every create path when its firmware command fails. User memory is kernel
-//! memory posing as pinned user pages ([`UserBuf::kernel`]) until the core pins user memory.
+//! memory posing as pinned user pages ([`UserBuf::kernel`]): a KUnit thread has none.
 
 use crate::cmd::exec;
 use crate::cmd::qp::DestroyQp;
@@ -18,7 +18,7 @@ use crate::prm::opcode;
 use crate::prm::status::Status;
 use crate::simdev::SimFunction;
 use crate::uabi::{self, qp_flag};
-use crate::uar::{mmap_lookup, uar_obj_alloc, uar_obj_destroy};
+use crate::uar::{mmap_lookup, uar_obj_alloc, uar_obj_destroy, UarPage};
 use crate::ucontext::Mlx5Ucontext;
 use crate::user_mem::{UserBuf, PAGE};
 use crate::verbs_user::{self, CqMem, QpMem};
@@ -120,7 +120,7 @@ mod tests {
         let b = uar_obj_alloc(&ctx, uabi::UAR_ALLOC_TYPE_NC)?;
         assert_eq!(f.counts().uar, base.uar + 2);
         assert_eq!(f.uar_pages(), 2);
-        let entries = || ctx.data::<Mlx5Ucontext>().map_or(99, |c| c.mmap.count());
+        let entries = || ctx.mmap_entries().count();
         assert_eq!(entries(), 2);
         assert_ne!(a.page_id, b.page_id);
         assert_eq!(a.mmap_length as usize, kernel::page::PAGE_SIZE);
@@ -130,9 +130,10 @@ mod tests {
         assert_eq!(b.mmap_offset, ((9 << 8) | 1) << shift);
         // mmap: the entry's page, uncached; other offsets EINVAL, command 1 ENOSYS.
         let m = mmap_lookup(&ctx, a.mmap_offset >> shift)?;
-        assert_eq!(m.index(), a.page_id);
-        assert!(!m.write_combining());
-        assert!(matches!(m.mem(), UarMem::Page(_)));
+        let p = m.data::<UarPage>().ok_or(EINVAL)?;
+        assert_eq!(p.index(), a.page_id);
+        assert!(!p.write_combining());
+        assert!(matches!(p.mem(), UarMem::Page(_)));
         assert_eq!(
             mmap_lookup(&ctx, (b.mmap_offset >> shift) + 1).err(),
             Some(EINVAL)
@@ -143,6 +144,8 @@ mod tests {
         uar_obj_destroy(a);
         assert_eq!(mmap_lookup(&ctx, (9 << 8) as u64).err(), Some(EINVAL));
         assert_eq!(f.counts().uar, base.uar + 2);
+        // The removed entry keeps its offset while mapped.
+        assert_eq!(entries(), 2);
         drop(m);
         assert_eq!(f.counts().uar, base.uar + 1);
         assert_eq!(f.uar_pages(), 1);
@@ -181,13 +184,14 @@ mod tests {
             let rt = ib.restrack().total();
 
             // CQ through the core: a bad request fails before any memory is touched
-            // (EINVAL, not the pin's EOPNOTSUPP), and a good one stops at the pin; the core
+            // (EINVAL, not the pin's error), and a good one stops at the pin (EFAULT: a KUnit
+            // thread has no address space); the core
             // is left as it was.
             let attr = CqInitAttr {
                 cqe: 15,
                 comp_vector: 0,
             };
-            for (size, err) in [(32u32, EINVAL), (64, EOPNOTSUPP)] {
+            for (size, err) in [(32u32, EINVAL), (64, EFAULT)] {
                 let req = cq_req(uar.page_id, size);
                 let mut resp = [0u8; 8];
                 let mut ud = Udata::new(&req, &mut resp);
@@ -362,8 +366,8 @@ mod tests {
         assert_eq!(m.db_pages.count(), 1);
         // A record that would straddle the page end: EINVAL before anything is pinned.
         assert_eq!(m.db_pages.map(&ctx, PAGE - 4).err(), Some(EINVAL));
-        // User memory cannot be pinned yet.
-        assert_eq!(m.db_pages.map(&ctx, 0x1000).err(), Some(EOPNOTSUPP));
+        // A KUnit thread has no user memory to pin.
+        assert_eq!(m.db_pages.map(&ctx, 0x1000).err(), Some(EFAULT));
         drop(b);
         assert_eq!(m.db_pages.count(), 0);
         Ok(())

@@ -15,18 +15,18 @@
 //! (`rdma_user_mmap_entry_remove()` + `mlx5_ib_mmap_free()`), so firmware never reuses a UAR
 //! page a process can still write to.
 //!
-//! The entries live in a per-context table ([`MmapEntries`], upstream the core's
-//! `ucontext->mmap_xa` with mlx5's page-offset range) until the core provides a registry.
+//! The entries live in the context's mmap registry (upstream `ucontext->mmap_xa`) in mlx5's
+//! page-offset range.
 
 use crate::cmd::exec;
 use crate::cmd::res::{AllocUar, DeallocUar};
 use crate::hw::{Mlx5Hw, UarMem};
 use crate::ib::Mlx5Ib;
 use crate::uabi;
-use crate::ucontext::Mlx5Ucontext;
-use ib_core_rs::verbs::Ucontext;
+use ib_core_rs::mm::{IoProt, UserVma};
+use ib_core_rs::verbs::{MmapEntry, MmapEntryRef, MmapRegistry, Ucontext};
 use kernel::prelude::*;
-use kernel::{new_mutex, sync::Arc, sync::Mutex};
+use kernel::sync::Arc;
 
 /// A UAR page allocated for a user context (upstream `struct mlx5_user_mmap_entry` of type
 /// `MLX5_IB_MMAP_TYPE_UAR_NC`/`_WC`). Dropping it deallocates the UAR (upstream
@@ -69,59 +69,10 @@ impl Drop for UarPage {
     }
 }
 
-/// The page offsets of a context's entry-based mappings (upstream
-/// `rdma_user_mmap_entry_insert_range()` over `[MLX5_IB_MMAP_OFFSET_START << 16,
-/// (MLX5_IB_MMAP_OFFSET_END << 16) + 0xffff]`, lowest free first).
-#[pin_data]
-pub(crate) struct MmapEntries {
-    #[pin]
-    entries: Mutex<KVec<(u64, Arc<UarPage>)>>,
-}
-
-const PGOFF_FIRST: u64 = uabi::MMAP_OFFSET_START << 16;
-const PGOFF_LAST: u64 = (uabi::MMAP_OFFSET_END << 16) + 0xffff;
-
-impl MmapEntries {
-    /// An empty table.
-    pub(crate) fn new() -> Result<Arc<Self>> {
-        Arc::pin_init(
-            try_pin_init!(MmapEntries {
-                entries <- new_mutex!(KVec::new()),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// Live entries (leak checks).
-    pub(crate) fn count(&self) -> usize {
-        self.entries.lock().len()
-    }
-
-    fn insert(&self, page: Arc<UarPage>) -> Result<u64> {
-        let mut e = self.entries.lock();
-        let mut pgoff = PGOFF_FIRST;
-        while e.iter().any(|(o, _)| *o == pgoff) {
-            pgoff += 1;
-        }
-        if pgoff > PGOFF_LAST {
-            return Err(ENOMEM);
-        }
-        e.push((pgoff, page), GFP_KERNEL)?;
-        Ok(pgoff)
-    }
-
-    fn remove(&self, pgoff: u64) {
-        self.entries.lock().retain(|(o, _)| *o != pgoff);
-    }
-
-    fn get(&self, pgoff: u64) -> Option<Arc<UarPage>> {
-        self.entries
-            .lock()
-            .iter()
-            .find(|(o, _)| *o == pgoff)
-            .map(|(_, p)| p.clone())
-    }
-}
+/// mlx5's range of entry page offsets (`rdma_user_mmap_entry_insert_range()` over
+/// `[MLX5_IB_MMAP_OFFSET_START << 16, (MLX5_IB_MMAP_OFFSET_END << 16) + 0xffff]`).
+const PGOFF_FIRST: u32 = (uabi::MMAP_OFFSET_START << 16) as u32;
+const PGOFF_LAST: u32 = ((uabi::MMAP_OFFSET_END << 16) + 0xffff) as u32;
 
 /// A UAR object (`MLX5_IB_OBJECT_UAR`): what `UAR_OBJ_ALLOC` answers, and the mmap entry.
 /// Dropping it is `UAR_OBJ_DESTROY` (upstream `mmap_obj_cleanup()`): the entry is removed; the
@@ -133,18 +84,15 @@ pub(crate) struct UarObj {
     pub(crate) mmap_offset: u64,
     /// `MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH`: one page.
     pub(crate) mmap_length: u32,
-    pgoff: u64,
-    table: Arc<MmapEntries>,
+    entry: Arc<MmapEntry>,
+    registry: Arc<MmapRegistry>,
 }
 
 impl Drop for UarObj {
     fn drop(&mut self) {
-        self.table.remove(self.pgoff);
+        // upstream mmap_obj_cleanup() -> rdma_user_mmap_entry_remove().
+        self.registry.remove(&self.entry);
     }
-}
-
-fn mlx5_ctx(ctx: &Ucontext<Mlx5Ib>) -> Result<&Mlx5Ucontext> {
-    ctx.data::<Mlx5Ucontext>().ok_or(EINVAL)
 }
 
 /// upstream `UVERBS_HANDLER(MLX5_IB_METHOD_UAR_OBJ_ALLOC)` + `alloc_uar_entry()`: the type
@@ -157,30 +105,27 @@ fn mlx5_ctx(ctx: &Ucontext<Mlx5Ib>) -> Result<&Mlx5Ucontext> {
 pub(crate) fn uar_obj_alloc(ctx: &Ucontext<Mlx5Ib>, alloc_type: u32) -> Result<UarObj> {
     let hw = &ctx.device().data().hw;
     let wc = uabi::uar_alloc_type(alloc_type, hw.wc_supported()).map_err(abi_err)?;
-    let table = mlx5_ctx(ctx)?.mmap.clone();
+    let registry = ctx.mmap_entries().clone();
     let index = exec(&**hw, &AllocUar { uid: 0 })?;
     let dealloc = || {
         let _ = exec(&**hw, &DeallocUar { id: index, uid: 0 });
     };
     let mem = hw.uar_mem(index).inspect_err(|_| dealloc())?;
-    // From here the page deallocates the UAR when dropped.
-    let page = Arc::new(
-        UarPage {
-            hw: hw.clone(),
-            index,
-            mem,
-            wc,
-        },
-        GFP_KERNEL,
-    )
-    .inspect_err(|_| dealloc())?;
-    let pgoff = table.insert(page)?;
+    // From here the page deallocates the UAR when dropped (by the registry, after the last
+    // mapping; or right here if the insert fails).
+    let page = UarPage {
+        hw: hw.clone(),
+        index,
+        mem,
+        wc,
+    };
+    let entry = registry.insert_range(page, kernel::page::PAGE_SIZE, PGOFF_FIRST, PGOFF_LAST)?;
     Ok(UarObj {
         page_id: index,
-        mmap_offset: uabi::mmap_offset(pgoff, kernel::page::PAGE_SHIFT as u32),
+        mmap_offset: uabi::mmap_offset(u64::from(entry.pgoff()), kernel::page::PAGE_SHIFT as u32),
         mmap_length: kernel::page::PAGE_SIZE as u32,
-        pgoff,
-        table,
+        entry,
+        registry,
     })
 }
 
@@ -193,17 +138,16 @@ pub(crate) fn uar_obj_destroy(obj: UarObj) {
 /// start at [`uabi::MMAP_OFFSET_START`].
 const MMAP_CMD_BELOW_ENTRIES: u64 = uabi::MMAP_OFFSET_START;
 
-/// upstream `mlx5_ib_mmap()` → `mlx5_ib_mmap_offset()`: the UAR page a mapping at page offset
-/// `vm_pgoff` of `ctx`'s file maps (the mapping holds the returned reference until it is
-/// unmapped), and whether it is write-combining. The caller checks what upstream's
-/// `rdma_user_mmap_entry_get_pgoff()`/`rdma_user_mmap_io()` check: one page, `VM_SHARED`.
+/// upstream `mlx5_ib_mmap()` → `mlx5_ib_mmap_offset()`'s lookup: the entry a mapping at page
+/// offset `vm_pgoff` of `ctx`'s file maps, with a reference (the VMA keeps it until it is
+/// unmapped, so the UAR outlives every mapping of it).
 ///
 /// # Errors
 ///
 /// `EINVAL` for an offset with no entry; the legacy commands (static UAR pages, core clock,
 /// clock info: none exist with dynamic UARs and no clock pages) are `EINVAL` too, except
 /// `MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES` (`ENOSYS`, as upstream).
-pub(crate) fn mmap_lookup(ctx: &Ucontext<Mlx5Ib>, vm_pgoff: u64) -> Result<Arc<UarPage>> {
+pub(crate) fn mmap_lookup(ctx: &Ucontext<Mlx5Ib>, vm_pgoff: u64) -> Result<MmapEntryRef> {
     let cmd = (vm_pgoff >> 8) & 0xff;
     if cmd == 1 {
         return Err(ENOSYS);
@@ -213,8 +157,36 @@ pub(crate) fn mmap_lookup(ctx: &Ucontext<Mlx5Ib>, vm_pgoff: u64) -> Result<Arc<U
     }
     // mlx5_vma_to_pgoff(): command << 16 | extended index.
     let index = (((vm_pgoff >> 16) & 0xff) << 8) | (vm_pgoff & 0xff);
-    let pgoff = (cmd << 16) | index;
-    mlx5_ctx(ctx)?.mmap.get(pgoff).ok_or(EINVAL)
+    let pgoff = usize::try_from((cmd << 16) | index)?;
+    ctx.mmap_entries().get_pgoff(pgoff).ok_or(EINVAL)
+}
+
+/// upstream `mlx5_ib_mmap()` for UAR pages: the entry's page mapped uncached or
+/// write-combining (`rdma_user_mmap_io()`), or on the simulator its kernel page
+/// (`vm_insert_page()`); the VMA holds the entry. The VMA must be shared and one page long
+/// (`EINVAL`).
+///
+/// # Errors
+///
+/// As [`mmap_lookup`]; the mapping's errors.
+pub(crate) fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
+    let r = mmap_lookup(ctx, vma.pgoff() as u64)?;
+    let page = r.data::<UarPage>().ok_or(EINVAL)?;
+    match page.mem() {
+        UarMem::Page(p) => {
+            let p = p.clone();
+            vma.map_page(&p, Some(r.into_map_ref()?))
+        }
+        UarMem::Io { phys } => {
+            let pfn = usize::try_from(*phys >> kernel::page::PAGE_SHIFT)?;
+            let prot = if page.write_combining() {
+                IoProt::WriteCombining
+            } else {
+                IoProt::Uncached
+            };
+            vma.map_io(pfn, kernel::page::PAGE_SIZE, prot, Some(r.into_map_ref()?))
+        }
+    }
 }
 
 /// The errno of a malformed request.

@@ -29,7 +29,6 @@ use crate::fwsim::profile::LinkLayer;
 use crate::hw::CapType;
 use crate::ib::Mlx5Ib;
 use crate::prm::ctx::cmd_hca_cap;
-use crate::uar::MmapEntries;
 use crate::user_mem::DbPages;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{Ucontext, UcontextPriv, Udata};
@@ -75,8 +74,6 @@ pub(crate) struct Mlx5Ucontext {
     /// `context->lib_caps` (always with `MLX5_LIB_CAP_DYN_UAR`).
     #[allow(dead_code)]
     pub(crate) lib_caps: u64,
-    /// The mmap entries of the context's UAR objects.
-    pub(crate) mmap: Arc<MmapEntries>,
     /// The pinned doorbell pages of the context's CQs and QPs (`db_page_list`).
     pub(crate) db_pages: Arc<DbPages>,
 }
@@ -201,7 +198,6 @@ pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Res
     };
     let cqe_version = (caps.get(cmd_hca_cap::cqe_version)? as u8).min(req.max_cqe_version);
     let resp = ucontext_resp(dev, cqe_version, udata.outlen()).inspect_err(|_| free_td())?;
-    let mmap = MmapEntries::new().inspect_err(|_| free_td())?;
     let db_pages = DbPages::new().inspect_err(|_| free_td())?;
     udata.copy_to(&resp.0);
     KBox::new(
@@ -209,7 +205,6 @@ pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Res
             tdn,
             cqe_version,
             lib_caps: req.lib_caps,
-            mmap,
             db_pages,
         },
         GFP_KERNEL,

@@ -4,17 +4,16 @@
 //! `ib_umem_get()`), and the doorbell records of a user context ([`DbPages`], upstream
 //! `mlx5_ib_db_map_user()`/`mlx5_ib_db_unmap_user()`, doorbell.c).
 //!
-//! [`UserBuf`] is the driver's one seam to the core's pinned-memory object: everything in the
-//! driver asks it for page addresses only. Until the core's `Umem` (branch `umem`) is merged,
-//! pinning user memory is `EOPNOTSUPP`; KUnit builds can back a `UserBuf` with kernel memory
-//! ([`UserBuf::kernel`]) so that the create paths, their firmware commands and their unwinding
-//! are tested without a user process.
+//! [`UserBuf`] is the driver's one seam to the core's pinned-memory object ([`Umem`]):
+//! everything in the driver asks it for page addresses only. KUnit builds can back a `UserBuf`
+//! with kernel memory ([`UserBuf::kernel`]) so that the create paths, their firmware commands
+//! and their unwinding are tested without a user process.
 //!
 //! As for kernel buffers (see `verbs.rs`), page "DMA addresses" are the addresses the simulator
 //! is given; nothing reads through them until the simulator has a data path.
 
 use crate::ib::Mlx5Ib;
-use ib_core_rs::verbs::{AccessFlags, Ucontext};
+use ib_core_rs::verbs::{AccessFlags, Ucontext, Umem};
 use kernel::prelude::*;
 use kernel::{new_mutex, sync::Arc, sync::Mutex};
 
@@ -25,10 +24,8 @@ pub(crate) const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
 const DBR_SIZE: u64 = 8;
 
 enum Backing {
-    /// Pinned user pages: none until the core's `Umem` is merged (the variant keeps the match
-    /// arms honest in builds without KUnit).
-    #[allow(dead_code)]
-    Unavailable(core::convert::Infallible),
+    /// Pinned user pages.
+    User(Umem),
     /// KUnit: kernel memory standing in for a user buffer (page aligned: `KVVec` of at least a
     /// page comes from vmalloc).
     #[cfg(CONFIG_KUNIT = "y")]
@@ -52,18 +49,23 @@ impl UserBuf {
     ///
     /// # Errors
     ///
-    /// `EINVAL` for an empty or overflowing range; `EOPNOTSUPP` while the core has no pinned
-    /// user memory (see the module documentation).
+    /// `EINVAL` for an empty or overflowing range; [`Umem::get`]'s errors (`EFAULT` for
+    /// unmapped memory, `ENOMEM` beyond `RLIMIT_MEMLOCK`, `EPERM`).
     pub(crate) fn pin(
-        _ctx: &Ucontext<Mlx5Ib>,
+        ctx: &Ucontext<Mlx5Ib>,
         addr: u64,
         len: u64,
-        _access: AccessFlags,
+        access: AccessFlags,
     ) -> Result<Self> {
         if len == 0 || addr.checked_add(len).is_none() {
             return Err(EINVAL);
         }
-        Err(EOPNOTSUPP)
+        let umem = Umem::get(ctx.device(), addr, usize::try_from(len)?, access)?;
+        Ok(UserBuf {
+            addr,
+            len,
+            backing: Backing::User(umem),
+        })
     }
 
     /// KUnit: `len` bytes of kernel memory at a page offset `offset`, posing as a pinned user
@@ -103,7 +105,11 @@ impl UserBuf {
         let n = usize::try_from(end.div_ceil(PAGE) - first / PAGE)?;
         let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
         match &self.backing {
-            Backing::Unavailable(never) => match *never {},
+            Backing::User(u) => {
+                for a in u.dma_blocks() {
+                    v.push(a, GFP_KERNEL)?;
+                }
+            }
             #[cfg(CONFIG_KUNIT = "y")]
             Backing::Kernel { .. } => {
                 for i in 0..n as u64 {
