@@ -30,6 +30,7 @@ use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::mm::UserVma;
 use ib_core_rs::ops::{DeviceOps, Ops};
+use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
     QpInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq,
@@ -211,6 +212,8 @@ impl DeviceOps for Mlx5DevOps {
     const DRIVER_ID: DriverId = DriverId::Mlx5;
     // upstream: MLX5_IB_UVERBS_ABI_VERSION
     const UVERBS_ABI_VER: u32 = 1;
+    // upstream: mlx5_ib_defs, the UAR object (DEVX, flow steering, VAR, PP: not done).
+    const UVERBS_OBJECTS: &'static [ObjectSpec] = crate::uar::UVERBS_OBJECTS;
 
     fn query_device(dev: &Device<Mlx5Ib>) -> Result<DeviceAttr> {
         Ok(device_attr(&dev.data().attrs))
@@ -260,6 +263,10 @@ impl DeviceOps for Mlx5DevOps {
 
     fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
         crate::uar::mmap(ctx, vma)
+    }
+
+    fn uverbs_method(handler: u16, call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
+        crate::uar::uverbs_method(handler, call)
     }
 
     fn alloc_pd(

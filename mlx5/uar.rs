@@ -24,6 +24,9 @@ use crate::hw::{Mlx5Hw, UarMem};
 use crate::ib::Mlx5Ib;
 use crate::uabi;
 use ib_core_rs::mm::{IoProt, UserVma};
+use ib_core_rs::uverbs::driver_api::{
+    Access, AttrSpec, DriverCall, MethodSpec, ObjectSpec, PtrSpec, UA_MANDATORY,
+};
 use ib_core_rs::verbs::{MmapEntry, MmapEntryRef, MmapRegistry, Ucontext};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -187,6 +190,76 @@ pub(crate) fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
             vma.map_io(pfn, kernel::page::PAGE_SIZE, prot, Some(r.into_map_ref()?))
         }
     }
+}
+
+/// `UVERBS_ID_NS_SHIFT`: driver-namespace ids start at `1 << 12`.
+const NS: u16 = 1 << 12;
+/// `MLX5_IB_OBJECT_UAR` (`enum mlx5_ib_objects`, mlx5_user_ioctl_cmds.h).
+const OBJECT_UAR: u16 = NS + 8;
+/// `MLX5_IB_METHOD_UAR_OBJ_ALLOC`, `_DESTROY`.
+const METHOD_UAR_OBJ_ALLOC: u16 = NS;
+const METHOD_UAR_OBJ_DESTROY: u16 = NS + 1;
+/// `MLX5_IB_ATTR_UAR_OBJ_ALLOC_*`.
+const ATTR_ALLOC_HANDLE: u16 = NS;
+const ATTR_ALLOC_TYPE: u16 = NS + 1;
+const ATTR_ALLOC_MMAP_OFFSET: u16 = NS + 2;
+const ATTR_ALLOC_MMAP_LENGTH: u16 = NS + 3;
+const ATTR_ALLOC_PAGE_ID: u16 = NS + 4;
+/// `MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE`.
+const ATTR_DESTROY_HANDLE: u16 = NS;
+
+/// The driver method number of `UAR_OBJ_ALLOC` in [`uverbs_method`].
+const HANDLER_UAR_OBJ_ALLOC: u16 = 1;
+
+/// upstream `DECLARE_UVERBS_NAMED_METHOD(MLX5_IB_METHOD_UAR_OBJ_ALLOC, ..)`.
+const UAR_OBJ_ALLOC_ATTRS: &[AttrSpec] = &[
+    AttrSpec::idr(ATTR_ALLOC_HANDLE, OBJECT_UAR, Access::New, UA_MANDATORY),
+    AttrSpec::const_in(ATTR_ALLOC_TYPE, UA_MANDATORY),
+    AttrSpec::ptr_out(ATTR_ALLOC_PAGE_ID, PtrSpec::ty(4), UA_MANDATORY),
+    AttrSpec::ptr_out(ATTR_ALLOC_MMAP_LENGTH, PtrSpec::ty(4), UA_MANDATORY),
+    AttrSpec::ptr_out(ATTR_ALLOC_MMAP_OFFSET, PtrSpec::ty(8), UA_MANDATORY),
+];
+
+/// upstream `DECLARE_UVERBS_NAMED_METHOD_DESTROY(MLX5_IB_METHOD_UAR_OBJ_DESTROY, ..)`.
+const UAR_OBJ_DESTROY_ATTRS: &[AttrSpec] = &[AttrSpec::idr(
+    ATTR_DESTROY_HANDLE,
+    OBJECT_UAR,
+    Access::Destroy,
+    UA_MANDATORY,
+)];
+
+const UAR_METHODS: &[MethodSpec] = &[
+    MethodSpec::driver(
+        METHOD_UAR_OBJ_ALLOC,
+        UAR_OBJ_ALLOC_ATTRS,
+        HANDLER_UAR_OBJ_ALLOC,
+    ),
+    MethodSpec::destroy(METHOD_UAR_OBJ_DESTROY, UAR_OBJ_DESTROY_ATTRS),
+];
+
+/// The driver's uverbs objects (upstream `DECLARE_UVERBS_NAMED_OBJECT(MLX5_IB_OBJECT_UAR, ..)`
+/// in `mlx5_ib_defs`): the UAR object, destroyed by dropping its [`UarObj`].
+pub(crate) const UVERBS_OBJECTS: &[ObjectSpec] = &[ObjectSpec::driver_idr(OBJECT_UAR, UAR_METHODS)];
+
+/// The driver's uverbs methods (upstream `UVERBS_HANDLER(MLX5_IB_METHOD_UAR_OBJ_ALLOC)`): the
+/// type (`uverbs_get_const()` of an `enum`, at most `u32::MAX`), [`uar_obj_alloc`], the object
+/// committed, then page id, mmap length and mmap offset written.
+///
+/// # Errors
+///
+/// `EINVAL` for an unknown handler or a type beyond `u32`; [`uar_obj_alloc`]'s; `EFAULT`.
+pub(crate) fn uverbs_method(handler: u16, call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
+    if handler != HANDLER_UAR_OBJ_ALLOC {
+        return Err(EINVAL);
+    }
+    let t = call.const_in(ATTR_ALLOC_TYPE, u64::from(u32::MAX), None)?;
+    let obj = uar_obj_alloc(call.ctx(), u32::try_from(t).map_err(|_| EINVAL)?)?;
+    let (offset, length, page_id) = (obj.mmap_offset, obj.mmap_length, obj.page_id);
+    // upstream uverbs_finalize_uobj_create() comes before the copies.
+    call.set_new_object(KBox::new(obj, GFP_KERNEL)?)?;
+    call.put(ATTR_ALLOC_MMAP_OFFSET, &offset.to_ne_bytes())?;
+    call.put(ATTR_ALLOC_PAGE_ID, &page_id.to_ne_bytes())?;
+    call.put(ATTR_ALLOC_MMAP_LENGTH, &length.to_ne_bytes())
 }
 
 /// The errno of a malformed request.
