@@ -2,7 +2,8 @@
 /*
  * Raw mlx5 user objects through uverbs write() commands with libmlx5's driver
  * data (mlx5-abi.h), without libibverbs: a context (DYN_UAR, CQE version 1),
- * a PD (pdn answered), a CQ and an RC QP whose buffers and doorbell records are
+ * a PD (pdn answered), an NC UAR object and its mmap, a CQ and an RC QP on that UAR
+ * page whose buffers and doorbell records are
  * in this process's memory (pinned by the kernel), an MR; the errnos of
  * malformed requests; and an injected firmware failure of each create command
  * through the simulator's debugfs fault knob. Prints one line per check:
@@ -17,10 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/mlx5-abi.h>
+#include <rdma/mlx5_user_ioctl_cmds.h>
+#include <rdma/mlx5_user_ioctl_verbs.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
 enum { IB_QPT_RC = 2, IB_ACCESS_LOCAL_WRITE = 1 };
@@ -78,6 +82,58 @@ static int get_context(int fd)
 	if (ioctl(fd, RDMA_VERBS_IOCTL, &r))
 		return errno;
 	return resp.cqe_version == 1 ? 0 : EPROTO;
+}
+
+/* MLX5_IB_METHOD_UAR_OBJ_ALLOC as libmlx5's mlx5_alloc_dyn_uar() sends it. */
+static int uar_alloc(int fd, uint32_t type, uint32_t *handle, uint32_t *page_id,
+		     uint32_t *length, uint64_t *offset)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[5];
+	} r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.length = sizeof(r);
+	r.hdr.object_id = MLX5_IB_OBJECT_UAR;
+	r.hdr.method_id = MLX5_IB_METHOD_UAR_OBJ_ALLOC;
+	r.hdr.num_attrs = 5;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[0] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE,
+					      .flags = UVERBS_ATTR_F_MANDATORY };
+	r.attrs[1] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, .len = 8,
+					      .flags = UVERBS_ATTR_F_MANDATORY, .data = type };
+	r.attrs[2] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+					      .len = 8, .flags = UVERBS_ATTR_F_MANDATORY,
+					      .data = (uintptr_t)offset };
+	r.attrs[3] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+					      .len = 4, .flags = UVERBS_ATTR_F_MANDATORY,
+					      .data = (uintptr_t)length };
+	r.attrs[4] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID,
+					      .len = 4, .flags = UVERBS_ATTR_F_MANDATORY,
+					      .data = (uintptr_t)page_id };
+	if (ioctl(fd, RDMA_VERBS_IOCTL, &r))
+		return errno;
+	*handle = r.attrs[0].data;
+	return 0;
+}
+
+static int uar_destroy(int fd, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[1];
+	} r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.length = sizeof(r);
+	r.hdr.object_id = MLX5_IB_OBJECT_UAR;
+	r.hdr.method_id = MLX5_IB_METHOD_UAR_OBJ_DESTROY;
+	r.hdr.num_attrs = 1;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[0] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE,
+					      .flags = UVERBS_ATTR_F_MANDATORY, .data = handle };
+	return ioctl(fd, RDMA_VERBS_IOCTL, &r) ? errno : 0;
 }
 
 static int fault(const char *opcode)
@@ -210,7 +266,10 @@ static int dereg_mr(int fd, uint32_t h)
 
 int main(int argc, char **argv)
 {
-	uint32_t pd, pdn = 0, cq, cqn = 0, qp, mr, lkey = 0, h;
+	uint32_t pd, pdn = 0, cq, cqn = 0, qp, mr, lkey = 0, h, uh = 0, page_id = 0, ulen = 0;
+	uint64_t uoff = 0;
+	void *uar = MAP_FAILED;
+	int uar0;
 	struct mlx5_ib_create_qp_resp qresp;
 	struct mlx5_ib_create_qp qreq;
 	struct mlx5_ib_create_cq creq;
@@ -243,12 +302,26 @@ int main(int argc, char **argv)
 	expect("ALLOC_PD", alloc_pd(fd, &pd, &pdn), 0);
 	expect("ALLOC_PD answers a pdn", pdn != 0 ? 0 : EPROTO, 0);
 
-	/* CQ: 16 CQEs of 64 bytes in cqbuf, doorbell record at dbpage + 0, the kernel's UAR
-	 * page 1 (a context's own page needs the UAR object method). */
+	expect("UAR_OBJ_ALLOC type BF without write-combining: EOPNOTSUPP",
+	       uar_alloc(fd, MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF, &uh, &page_id, &ulen, &uoff), EOPNOTSUPP);
+	uar0 = count("uar");
+	expect("UAR_OBJ_ALLOC type NC",
+	       uar_alloc(fd, MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC, &uh, &page_id, &ulen, &uoff), 0);
+	expect("UAR_OBJ_ALLOC: one page at offset (9 << 8) pages, a new UAR",
+	       ulen == 4096 && uoff == (9 << 8) * 4096ull && count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
+	uar = mmap(NULL, ulen, PROT_WRITE, MAP_SHARED, fd, uoff);
+	expect("mmap of the UAR page", uar == MAP_FAILED ? errno : 0, 0);
+	expect("mmap of an offset without an entry: EINVAL",
+	       mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, uoff + 4096) == MAP_FAILED ? errno : 0,
+	       EINVAL);
+	if (uar != MAP_FAILED)
+		((volatile uint32_t *)uar)[0x800 / 4] = 0x12345678; /* a doorbell write */
+
+	/* CQ: 16 CQEs of 64 bytes in cqbuf, doorbell record at dbpage + 0, the UAR page. */
 	creq = (struct mlx5_ib_create_cq){ .buf_addr = (uintptr_t)cqbuf,
 					   .db_addr = (uintptr_t)dbpage, .cqe_size = 64,
 					   .flags = MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX,
-					   .uar_page_index = 1 };
+					   .uar_page_index = page_id };
 	{
 		struct mlx5_ib_create_cq bad = creq;
 
@@ -280,7 +353,7 @@ int main(int argc, char **argv)
 					   .db_addr = (uintptr_t)dbpage + 64, .sq_wqe_count = 64,
 					   .rq_wqe_count = 16, .rq_wqe_shift = 4,
 					   .flags = MLX5_QP_FLAG_UAR_PAGE_INDEX, .uidx = 1,
-					   .bfreg_index = 1 };
+					   .bfreg_index = page_id };
 	{
 		struct mlx5_ib_create_qp bad = qreq;
 
@@ -321,7 +394,12 @@ int main(int argc, char **argv)
 	expect("DEREG_MR", dereg_mr(fd, mr), 0);
 	expect("the simulator is back to where it was",
 	       count("cq") == cq0 && count("qp") == qp0 && count("mkey") == mkey0 ? 0 : EPROTO, 0);
+	expect("UAR_OBJ_DESTROY", uar_destroy(fd, uh), 0);
+	expect("the UAR stays while mapped", count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
+	if (uar != MAP_FAILED)
+		expect("munmap of the UAR page", munmap(uar, ulen) ? errno : 0, 0);
+	expect("the UAR is gone with its last mapping", count("uar") == uar0 ? 0 : EPROTO, 0);
 	close(fd);
-	printf("R done: %d failures\n", failures);
+	printf("%d failures\n", failures);
 	return failures ? 1 : 0;
 }
