@@ -203,6 +203,67 @@ static int create_cq(int fd, struct mlx5_ib_create_cq *drv, uint32_t *handle, ui
 	return e;
 }
 
+/* UVERBS_METHOD_CQ_CREATE as libibverbs' ibv_icmd_create_cq() sends it, the mlx5
+ * request in UHW_IN; with an async event fd when async_fd >= 0. */
+static int create_cq_ioctl(int fd, struct mlx5_ib_create_cq *drv, int async_fd, uint32_t *handle,
+			   uint32_t *cqn)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[8];
+	} r;
+	struct mlx5_ib_create_cq_resp resp = {};
+	uint32_t resp_cqe = 0;
+	int n = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.object_id = UVERBS_OBJECT_CQ;
+	r.hdr.method_id = UVERBS_METHOD_CQ_CREATE;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_HANDLE };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_RESP_CQE, .len = 4,
+						.data = (uintptr_t)&resp_cqe };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_CQE, .len = 4,
+						.data = 15 };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_USER_HANDLE,
+						.len = 8, .data = 1 };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_COMP_VECTOR,
+						.len = 4, .data = 0 };
+	if (async_fd >= 0)
+		r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_EVENT_FD,
+							.len = 4, .data = async_fd };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_UHW_IN,
+						.len = sizeof(*drv), .data = (uintptr_t)drv };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_UHW_OUT,
+						.len = sizeof(resp), .data = (uintptr_t)&resp };
+	r.hdr.num_attrs = n;
+	r.hdr.length = sizeof(r.hdr) + n * sizeof(r.attrs[0]);
+	if (ioctl(fd, RDMA_VERBS_IOCTL, &r))
+		return errno;
+	*handle = r.attrs[0].data;
+	*cqn = resp.cqn;
+	return 0;
+}
+
+static int async_fd_alloc(int fd)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[1];
+	} r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.length = sizeof(r);
+	r.hdr.object_id = UVERBS_OBJECT_ASYNC_EVENT;
+	r.hdr.method_id = UVERBS_METHOD_ASYNC_EVENT_ALLOC;
+	r.hdr.num_attrs = 1;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[0] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE };
+	if (ioctl(fd, RDMA_VERBS_IOCTL, &r))
+		return -errno;
+	return (int)r.attrs[0].data;
+}
+
 static int destroy_cq(int fd, uint32_t h)
 {
 	struct ib_uverbs_destroy_cq_resp resp;
@@ -269,7 +330,7 @@ int main(int argc, char **argv)
 	uint32_t pd, pdn = 0, cq, cqn = 0, qp, mr, lkey = 0, h, uh = 0, page_id = 0, ulen = 0;
 	uint64_t uoff = 0;
 	void *uar = MAP_FAILED;
-	int uar0;
+	int uar0, afd;
 	struct mlx5_ib_create_qp_resp qresp;
 	struct mlx5_ib_create_qp qreq;
 	struct mlx5_ib_create_cq creq;
@@ -344,6 +405,14 @@ int main(int argc, char **argv)
 		expect("clear the knob", fault("0"), 0);
 		expect("no CQ left by the failures", count("cq") == cq0 ? 0 : EPROTO, 0);
 	}
+	expect("ioctl CQ_CREATE with UHW (libibverbs' way, no event fd)",
+	       create_cq_ioctl(fd, &creq, -1, &h, &cqn), 0);
+	expect("ioctl CQ destroy", destroy_cq(fd, h), 0);
+	afd = async_fd_alloc(fd);
+	expect("ASYNC_EVENT_ALLOC", afd < 0 ? -afd : 0, 0);
+	expect("ioctl CQ_CREATE with UHW and the async event fd",
+	       create_cq_ioctl(fd, &creq, afd, &h, &cqn), 0);
+	expect("ioctl CQ destroy", destroy_cq(fd, h), 0);
 	expect("CREATE_CQ", create_cq(fd, &creq, &cq, &cqn), 0);
 	expect("CREATE_CQ answers the cqn", cqn >= 0x40 ? 0 : EPROTO, 0);
 
