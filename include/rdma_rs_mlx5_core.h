@@ -48,4 +48,13 @@ const void *rdma_rs_mlx5_caps_cur(struct mlx5_core_dev *mdev, int cap_type,
 void rdma_rs_mlx5_ident(struct mlx5_core_dev *mdev,
 			struct rdma_rs_mlx5_ident *out);
 
+/*
+ * The physical address of UAR @index's system page in BAR 0 (upstream mlx5_ib
+ * uar_index2paddress()), for user mappings.
+ */
+u64 rdma_rs_mlx5_uar_paddr(struct mlx5_core_dev *mdev, u32 index);
+
+/* mlx5_wc_support_get(): whether write-combining UAR mappings work. */
+bool rdma_rs_mlx5_wc_support(struct mlx5_core_dev *mdev);
+
 #endif

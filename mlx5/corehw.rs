@@ -13,7 +13,7 @@
 //! mlx5_core, and its refusal of auxiliary devices that are not mlx5_core's is tested.
 
 use crate::fwsim::profile::LinkLayer;
-use crate::hw::{CapType, Identity, Mlx5Hw, CAP_BYTES};
+use crate::hw::{CapType, Identity, Mlx5Hw, UarMem, CAP_BYTES};
 use crate::mlx5_core::CoreDev;
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
@@ -114,6 +114,18 @@ impl Mlx5Hw for CoreFunction<'_> {
 
     fn name(&self) -> &CStr {
         self.dev.name()
+    }
+
+    // upstream uar_index2paddress(): the firmware owns the index (ALLOC_UAR checked it); the
+    // BAR page is mapped as IO memory.
+    fn uar_mem(&self, index: u32) -> Result<UarMem> {
+        Ok(UarMem::Io {
+            phys: self.dev.uar_paddr(index),
+        })
+    }
+
+    fn wc_supported(&self) -> bool {
+        self.dev.wc_supported()
     }
 }
 

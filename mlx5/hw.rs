@@ -9,14 +9,17 @@
 //! `mlx5_cmd_do()`). The driver
 //! sees only this trait, so the same probe and verbs code runs on both. What is here so far is
 //! what upstream `mlx5_ib` needs first: command execution with upstream's status handling, the
-//! cached HCA capabilities and the function's identity. UAR pages, EQ binding for CQs, firmware
-//! events and the parent device are added by the driver issue as it needs them.
+//! cached HCA capabilities, the function's identity, and what user space maps for a UAR page
+//! ([`UarMem`]). EQ binding for CQs, firmware events and the parent device are added as the
+//! driver needs them.
 
 use crate::fwsim::profile::LinkLayer;
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::opcode;
 use crate::prm::status::{self, Status};
+use kernel::page::Page;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// Capability types the backend caches at function init (`enum mlx5_cap_type`, device.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +71,22 @@ pub(crate) struct Identity {
 /// PCI vendor id of Mellanox/NVIDIA networking (`PCI_VENDOR_ID_MELLANOX`).
 pub(crate) const PCI_VENDOR_MELLANOX: u16 = 0x15b3;
 
+/// What user space maps for one UAR page (upstream `mlx5_ib_mmap_offset()` maps
+/// `uar_index2paddress()` with `pgprot_noncached()` or `pgprot_writecombine()`). Read by the
+/// driver's `mmap` (to come with the core's mmap support).
+#[allow(dead_code)]
+pub(crate) enum UarMem {
+    /// A simulated function: the kernel page that stands for the doorbell page, zeroed when
+    /// first handed out and kept until the UAR is deallocated (the simulator has no BAR).
+    Page(Arc<Page>),
+    /// A function of a real adapter: the physical address of the UAR's system page in BAR 0
+    /// (`mdev->bar_addr + index / uars_per_page * PAGE_SIZE`), to be mapped as IO memory.
+    Io {
+        /// Physical address, page aligned.
+        phys: u64,
+    },
+}
+
 /// A device that executes mlx5 firmware commands.
 pub(crate) trait Mlx5Hw: Send + Sync {
     /// Executes one command: `inbox` is the `*_in` layout, `outbox` receives the `*_out`
@@ -90,6 +109,19 @@ pub(crate) trait Mlx5Hw: Send + Sync {
 
     /// Name for log lines (the auxiliary device's name).
     fn name(&self) -> &CStr;
+
+    /// What user space maps for the allocated UAR `index` (ALLOC_UAR's number).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the function has no such UAR allocated (simulator), `ENOMEM`.
+    fn uar_mem(&self, index: u32) -> Result<UarMem>;
+
+    /// Whether write-combining mappings of UAR pages work (upstream `mlx5_wc_support_get()`):
+    /// blue-flame UARs and `bf_reg_size` need it.
+    fn wc_supported(&self) -> bool {
+        false
+    }
 
     /// Executes a command and turns a firmware failure into an errno, logging it once
     /// (upstream `mlx5_cmd_exec()` = `mlx5_cmd_do()` + `mlx5_cmd_check()`).

@@ -22,15 +22,18 @@ use crate::dev::port_attrs;
 use crate::fwsim::profile::LinkLayer;
 use crate::hw::Mlx5Hw;
 use crate::verbs::{Mlx5Cq, Mlx5Mr, Mlx5Pd, Mlx5Qp};
+use crate::verbs_user::{CqMem, QpMem};
 use ib_core_rs::attr::{
     DeviceAttr, Gid, GidType, LinkLayer as IbLinkLayer, PortAttr, PortImmutable, PortState,
 };
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
+use ib_core_rs::mm::UserVma;
 use ib_core_rs::ops::{DeviceOps, Ops};
+use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
-    QpInitAttr, Ucontext, UcontextPriv, Udata, UserCtx,
+    QpInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -209,6 +212,8 @@ impl DeviceOps for Mlx5DevOps {
     const DRIVER_ID: DriverId = DriverId::Mlx5;
     // upstream: MLX5_IB_UVERBS_ABI_VERSION
     const UVERBS_ABI_VER: u32 = 1;
+    // upstream: mlx5_ib_defs, the UAR object (DEVX, flow steering, VAR, PP: not done).
+    const UVERBS_OBJECTS: &'static [ObjectSpec] = crate::uar::UVERBS_OBJECTS;
 
     fn query_device(dev: &Device<Mlx5Ib>) -> Result<DeviceAttr> {
         Ok(device_attr(&dev.data().attrs))
@@ -256,6 +261,14 @@ impl DeviceOps for Mlx5DevOps {
         crate::ucontext::dealloc_ucontext(ctx)
     }
 
+    fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
+        crate::uar::mmap(ctx, vma)
+    }
+
+    fn uverbs_method(handler: u16, call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
+        crate::uar::uverbs_method(handler, call)
+    }
+
     fn alloc_pd(
         dev: &Device<Mlx5Ib>,
         user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
@@ -272,12 +285,10 @@ impl DeviceOps for Mlx5DevOps {
         attr: &CqInitAttr,
         user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
     ) -> Result<Mlx5Cq> {
-        // User CQs (libmlx5's buffer and doorbell in user memory) are not
-        // implemented yet: say so rather than create a kernel CQ.
-        if user.is_some() {
-            return Err(EOPNOTSUPP);
+        match user {
+            Some(u) => crate::verbs_user::create_cq(dev, attr, u, CqMem::FromRequest),
+            None => crate::verbs::create_cq(dev, attr),
         }
-        crate::verbs::create_cq(dev, attr)
     }
 
     fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
@@ -289,11 +300,10 @@ impl DeviceOps for Mlx5DevOps {
         attr: &QpInitAttr<'_, Mlx5Ib>,
         user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
     ) -> Result<QpCreated<Mlx5Qp>> {
-        // User QPs: not implemented yet (see create_cq).
-        if user.is_some() {
-            return Err(EOPNOTSUPP);
+        match user {
+            Some(u) => crate::verbs_user::create_qp(pd, attr, u, QpMem::FromRequest),
+            None => crate::verbs::create_qp(pd, attr),
         }
-        crate::verbs::create_qp(pd, attr)
     }
 
     fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Result {
@@ -310,6 +320,14 @@ impl DeviceOps for Mlx5DevOps {
 
     fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
         crate::verbs::get_dma_mr(pd, access)
+    }
+
+    fn reg_user_mr(
+        pd: &Pd<Mlx5Ib>,
+        req: &UserMrReq,
+        user: &mut UserCtx<'_, '_, Mlx5Ib>,
+    ) -> Result<MrCreated<Mlx5Mr>> {
+        crate::verbs_user::reg_user_mr(pd, req, user, None)
     }
 
     fn alloc_mr(pd: &Pd<Mlx5Ib>, mr_type: MrType, max_num_sg: u32) -> Result<MrCreated<Mlx5Mr>> {

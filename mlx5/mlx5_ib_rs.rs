@@ -33,8 +33,12 @@ mod probe;
 mod simdev;
 mod stages;
 mod sysfs;
+mod uabi;
+mod uar;
 mod ucontext;
+mod user_mem;
 mod verbs;
+mod verbs_user;
 
 use crate::fwsim::profile::LinkLayer;
 use kernel::{auxiliary, driver, prelude::*, InPlaceModule};
@@ -92,3 +96,5 @@ impl InPlaceModule for Mlx5IbRs {
 
 #[path = "ib_tests.rs"]
 mod ib_tests;
+#[path = "ib_user_tests.rs"]
+mod ib_user_tests;

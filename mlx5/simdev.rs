@@ -17,13 +17,14 @@ use crate::aux_parent::AuxParent;
 use crate::fwsim::fault::FaultPlan;
 use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::{spec, Config, Counts, ExecError, Fw, Stats};
-use crate::hw::{CapType, Identity, Mlx5Hw, CAP_BYTES, PCI_VENDOR_MELLANOX};
-use crate::prm::cmd::{mbox_in, query_hca_cap_in, query_hca_cap_out};
+use crate::hw::{CapType, Identity, Mlx5Hw, UarMem, CAP_BYTES, PCI_VENDOR_MELLANOX};
+use crate::prm::cmd::{dealloc_uar_in, mbox_in, query_hca_cap_in, query_hca_cap_out};
 use crate::prm::opcode;
 use crate::prm::status::Status;
 use kernel::{
     debugfs::{Dir, Scope},
     new_mutex,
+    page::Page,
     prelude::*,
     str::CString,
     sync::{Arc, Mutex},
@@ -52,6 +53,11 @@ pub(crate) struct SimFunction {
     /// entry in flight per function; the delay knob sleeps outside the lock.
     #[pin]
     fw: Mutex<KVBox<Fw>>,
+    /// The pages that stand for the doorbell pages of live UARs (`(index, page)`), created
+    /// when first asked for ([`Mlx5Hw::uar_mem`]) and dropped when DEALLOC_UAR succeeds.
+    /// Lock order: `fw`, then `uar_pages`.
+    #[pin]
+    uar_pages: Mutex<KVec<(u32, Arc<Page>)>>,
 }
 
 /// Runs QUERY_HCA_CAP (current values) on a device that is not shared yet and returns the
@@ -110,6 +116,7 @@ impl SimFunction {
                 caps_general,
                 caps_roce,
                 fw <- new_mutex!(fw),
+                uar_pages <- new_mutex!(KVec::new()),
             }),
             GFP_KERNEL,
         )
@@ -130,6 +137,11 @@ impl SimFunction {
         self.fw.lock().roce_addr(port, index)
     }
 
+    /// How many UAR pages are backed by a kernel page (leak checks).
+    pub(crate) fn uar_pages(&self) -> usize {
+        self.uar_pages.lock().len()
+    }
+
     /// Runs `f` on the fault-injection knobs, under the device lock.
     pub(crate) fn with_faults<R>(&self, f: impl FnOnce(&mut FaultPlan) -> R) -> R {
         f(self.fw.lock().faults_mut())
@@ -141,7 +153,16 @@ impl Mlx5Hw for SimFunction {
         let (r, delay_us) = {
             let mut fw = self.fw.lock();
             let delay_us = fw.faults_mut().delay_us;
-            (fw.exec(inbox, outbox), delay_us)
+            let r = fw.exec(inbox, outbox);
+            if matches!(r, Ok(c) if c.status == Status::OK)
+                && mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::DEALLOC_UAR))
+            {
+                // The UAR is gone: so is the page that stood for it.
+                if let Ok(index) = dealloc_uar_in::uar.get(inbox) {
+                    self.uar_pages.lock().retain(|(i, _)| *i != index);
+                }
+            }
+            (r, delay_us)
         };
         if delay_us != 0 {
             // The delay knob: the command has executed, its completion arrives late (as a
@@ -181,6 +202,23 @@ impl Mlx5Hw for SimFunction {
 
     fn name(&self) -> &CStr {
         &self.name
+    }
+
+    fn uar_mem(&self, index: u32) -> Result<UarMem> {
+        let fw = self.fw.lock();
+        if fw.uar_owner(index).is_none() {
+            return Err(EINVAL);
+        }
+        let mut pages = self.uar_pages.lock();
+        if let Some((_, p)) = pages.iter().find(|(i, _)| *i == index) {
+            return Ok(UarMem::Page(p.clone()));
+        }
+        let page = Arc::new(
+            Page::alloc_page(GFP_KERNEL | kernel::alloc::flags::__GFP_ZERO)?,
+            GFP_KERNEL,
+        )?;
+        pages.push((index, page.clone()), GFP_KERNEL)?;
+        Ok(UarMem::Page(page))
     }
 }
 

@@ -29,9 +29,11 @@ use crate::fwsim::profile::LinkLayer;
 use crate::hw::CapType;
 use crate::ib::Mlx5Ib;
 use crate::prm::ctx::cmd_hca_cap;
+use crate::user_mem::DbPages;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{Ucontext, UcontextPriv, Udata};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// `sizeof(struct mlx5_ib_alloc_ucontext_req)` (the v0 request).
 const REQ_V0_LEN: usize = 8;
@@ -67,12 +69,13 @@ const CACHE_LINE_SIZE: u32 = 64;
 pub(crate) struct Mlx5Ucontext {
     /// The transport domain (`context->tdn`), freed at dealloc.
     pub(crate) tdn: u32,
-    /// `context->cqe_version` (CREATE_CQ/CREATE_QP's udata will check it; not done yet).
-    #[allow(dead_code)]
+    /// `context->cqe_version`: CREATE_QP's user index rules.
     pub(crate) cqe_version: u8,
-    /// `context->lib_caps` (for the UAR object methods; not done yet).
+    /// `context->lib_caps` (always with `MLX5_LIB_CAP_DYN_UAR`).
     #[allow(dead_code)]
     pub(crate) lib_caps: u64,
+    /// The pinned doorbell pages of the context's CQs and QPs (`db_page_list`).
+    pub(crate) db_pages: Arc<DbPages>,
 }
 
 /// `mlx5_ib_alloc_ucontext_req_v2`, the members read.
@@ -195,12 +198,14 @@ pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Res
     };
     let cqe_version = (caps.get(cmd_hca_cap::cqe_version)? as u8).min(req.max_cqe_version);
     let resp = ucontext_resp(dev, cqe_version, udata.outlen()).inspect_err(|_| free_td())?;
+    let db_pages = DbPages::new().inspect_err(|_| free_td())?;
     udata.copy_to(&resp.0);
     KBox::new(
         Mlx5Ucontext {
             tdn,
             cqe_version,
             lib_caps: req.lib_caps,
+            db_pages,
         },
         GFP_KERNEL,
     )

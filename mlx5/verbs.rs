@@ -31,6 +31,7 @@ use crate::fwsim::profile::LinkLayer;
 use crate::hw::CapType;
 use crate::ib::{Mlx5Ib, Mlx5IbDev};
 use crate::prm::ctx::cmd_hca_cap;
+use crate::user_mem::{DbRecord, UserBuf};
 use ib_core_rs::attr::Gid;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
@@ -89,13 +90,34 @@ impl KernBuf {
     }
 }
 
+/// Where a CQ's or QP's queues and doorbell record live.
+pub(crate) enum QueueMem {
+    /// A kernel consumer's: a kernel buffer and doorbell record.
+    Kernel {
+        /// The buffer and doorbell record.
+        _buf: KernBuf,
+    },
+    /// A user context's (upstream `cq->buf.umem`/`qp->trans_qp.base.ubuffer.umem` and
+    /// `mlx5_ib_db_map_user()`): the pinned buffer (none for a QP without queues) and the
+    /// doorbell record in a pinned, shared user page. Dropped after the destroy command.
+    User {
+        /// The pinned buffer.
+        _buf: Option<UserBuf>,
+        /// The doorbell record.
+        _db: DbRecord,
+    },
+}
+
 /// The driver part of a CQ (upstream `struct mlx5_ib_cq`).
 pub(crate) struct Mlx5Cq {
     /// The CQ number.
     pub(crate) cqn: u32,
     /// log2 of the number of CQEs.
     pub(crate) log_size: u8,
-    _buf: KernBuf,
+    /// `MLX5_IB_CQ_PR_FLAGS_REAL_TIME_TS`: QPs on it need real-time timestamps.
+    pub(crate) real_time_ts: bool,
+    /// The queue's memory, released after DESTROY_CQ.
+    pub(crate) _mem: QueueMem,
 }
 
 /// The driver part of a QP (upstream `struct mlx5_ib_qp`).
@@ -109,21 +131,51 @@ pub(crate) struct Mlx5Qp {
     /// The attributes set so far and the current state (upstream `qp->state`, `qp->port`,
     /// `trans_qp.resp_depth`, ...), under upstream's `qp->mutex`.
     state: Pin<KBox<Mutex<QpAttr>>>,
-    _buf: KernBuf,
+    _mem: QueueMem,
+}
+
+/// The attribute state of a QP in RESET, allocated before CREATE_QP so that nothing after the
+/// command can fail.
+pub(crate) type QpStateBox = Pin<KBox<Mutex<QpAttr>>>;
+
+impl Mlx5Qp {
+    /// The state of a new QP.
+    pub(crate) fn new_state() -> Result<QpStateBox> {
+        KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)
+    }
+
+    /// The driver data of a created QP.
+    pub(crate) fn new(
+        qpn: u32,
+        log_sq_size: u8,
+        log_rq_size: u8,
+        state: QpStateBox,
+        mem: QueueMem,
+    ) -> Self {
+        Mlx5Qp {
+            qpn,
+            log_sq_size,
+            log_rq_size,
+            state,
+            _mem: mem,
+        }
+    }
 }
 
 /// The driver part of an MR (upstream `struct mlx5_ib_mr`).
 pub(crate) struct Mlx5Mr {
     /// The mkey index (`key >> 8`).
     pub(crate) index: u32,
+    /// A user MR's pinned memory (`mr->umem`), unpinned after DESTROY_MKEY.
+    pub(crate) _umem: Option<UserBuf>,
 }
 
-fn ilog2_ceil(n: u32) -> Result<u8> {
+pub(crate) fn ilog2_ceil(n: u32) -> Result<u8> {
     let p = n.max(1).checked_next_power_of_two().ok_or(EINVAL)?;
     Ok(p.trailing_zeros() as u8)
 }
 
-fn gen(d: &Mlx5IbDev) -> Result<Caps<'_>> {
+pub(crate) fn gen(d: &Mlx5IbDev) -> Result<Caps<'_>> {
     d.hw.caps(CapType::General).map(Caps).ok_or(EIO)
 }
 
@@ -138,7 +190,7 @@ pub(crate) fn alloc_pd(
 ) -> Result<Mlx5Pd> {
     let pdn = exec(&*dev.data().hw, &AllocPd { uid: 0 })?;
     if let Some(u) = user {
-        u.udata().copy_to(&pdn.to_ne_bytes());
+        u.udata().copy_to(&crate::uabi::alloc_pd_resp(pdn));
     }
     Ok(Mlx5Pd { pdn })
 }
@@ -186,6 +238,8 @@ pub(crate) fn create_cq(dev: &Device<Mlx5Ib>, attr: &CqInitAttr) -> Result<Mlx5C
             uar_page: d.uar,
             eqn: 0,
             log_page_size: 0,
+            page_offset: 0,
+            compression: None,
             dbr_addr: buf.dbr_addr(),
             pas: &pas,
         },
@@ -193,7 +247,8 @@ pub(crate) fn create_cq(dev: &Device<Mlx5Ib>, attr: &CqInitAttr) -> Result<Mlx5C
     Ok(Mlx5Cq {
         cqn,
         log_size,
-        _buf: buf,
+        real_time_ts: false,
+        _mem: QueueMem::Kernel { _buf: buf },
     })
 }
 
@@ -299,6 +354,7 @@ pub(crate) fn create_qp(
         QpType::Uc => QpServiceType::Uc,
         QpType::Ud => QpServiceType::Ud,
     };
+    let state = Mlx5Qp::new_state()?;
     let rq = if cap.max_recv_wr == 0 {
         RqType::None
     } else {
@@ -308,8 +364,7 @@ pub(crate) fn create_qp(
             log_stride: rq_shift - 4,
         }
     };
-    let state = KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)?;
-    let qpn = exec(
+    let (qpn, _) = exec(
         &*d.hw,
         &CreateQp {
             uid: 0,
@@ -319,21 +374,38 @@ pub(crate) fn create_qp(
             rq,
             uar_page: d.uar,
             log_page_size: 0,
+            page_offset: 0,
             dbr_addr: buf.dbr_addr(),
             user_index: 0xff_ffff,
+            wq_signature: false,
+            ece: 0,
+            ts_format: kernel_ts_format(d)?,
             pas: &pas,
         },
     )?;
     Ok(QpCreated {
-        data: Mlx5Qp {
+        data: Mlx5Qp::new(
             qpn,
             log_sq_size,
             log_rq_size,
             state,
-            _buf: buf,
-        },
+            QueueMem::Kernel { _buf: buf },
+        ),
         qp_num: qpn,
     })
+}
+
+/// upstream `get_qp_ts_format()` for a kernel QP (its CQs never ask for real-time
+/// timestamps): free running where the RoCE capability allows it, else the default.
+pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
+    let ts_cap = match d.hw.caps(CapType::Roce) {
+        Some(r) => crate::prm::ctx::roce_cap::qp_ts_format
+            .get(r)
+            .map_err(|_| EIO)?,
+        None => 0,
+    };
+    let f = crate::uabi::qp_ts_format(ts_cap, false, false).map_err(crate::uar::abi_err)?;
+    u8::try_from(f).map_err(|_| EINVAL)
 }
 
 /// upstream `mlx5_ib_destroy_qp()`: DESTROY_QP (legal in every state).
@@ -715,7 +787,7 @@ pub(crate) fn query_qp(qp: &Qp<Mlx5Ib>) -> Result<QpAttr> {
 
 // ---- MR ----
 
-fn mkey_access(a: AccessFlags) -> MkeyAccess {
+pub(crate) fn mkey_access(a: AccessFlags) -> MkeyAccess {
     MkeyAccess {
         remote_atomic: a.0 & AccessFlags::REMOTE_ATOMIC.0 != 0,
         remote_write: a.0 & AccessFlags::REMOTE_WRITE.0 != 0,
@@ -738,7 +810,10 @@ pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreat
         },
     )?;
     Ok(MrCreated {
-        data: Mlx5Mr { index: m.index },
+        data: Mlx5Mr {
+            index: m.index,
+            _umem: None,
+        },
         lkey: m.key,
         rkey: m.key,
     })
@@ -777,7 +852,10 @@ pub(crate) fn alloc_mr(
         },
     )?;
     Ok(MrCreated {
-        data: Mlx5Mr { index: m.index },
+        data: Mlx5Mr {
+            index: m.index,
+            _umem: None,
+        },
         lkey: m.key,
         rkey: m.key,
     })

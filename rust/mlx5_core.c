@@ -83,3 +83,17 @@ void rdma_rs_mlx5_ident(struct mlx5_core_dev *mdev,
 	out->fw_min = fw_rev_min(mdev);
 	out->fw_sub = fw_rev_sub(mdev);
 }
+
+u64 rdma_rs_mlx5_uar_paddr(struct mlx5_core_dev *mdev, u32 index)
+{
+	/* upstream mlx5_ib uar_index2paddress() */
+	unsigned int fw_uars_per_page =
+		MLX5_CAP_GEN(mdev, uar_4k) ? MLX5_UARS_IN_PAGE : 1;
+
+	return mdev->bar_addr + (u64)(index / fw_uars_per_page) * PAGE_SIZE;
+}
+
+bool rdma_rs_mlx5_wc_support(struct mlx5_core_dev *mdev)
+{
+	return mlx5_wc_support_get(mdev);
+}

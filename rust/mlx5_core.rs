@@ -43,6 +43,8 @@ extern "C" {
     ) -> c_int;
     fn rdma_rs_mlx5_caps_cur(mdev: *mut c_void, cap_type: c_int, len: *mut usize) -> *const c_void;
     fn rdma_rs_mlx5_ident(mdev: *mut c_void, out: *mut RawIdent);
+    fn rdma_rs_mlx5_uar_paddr(mdev: *mut c_void, index: u32) -> u64;
+    fn rdma_rs_mlx5_wc_support(mdev: *mut c_void) -> bool;
 }
 
 /// What mlx5_core knows about a function before any RDMA command.
@@ -145,6 +147,22 @@ impl<'a> CoreDev<'a> {
         // while no RDMA auxiliary device exists (devlink reload and firmware reset delete them
         // first), so it does not change while borrowed.
         Some(unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len) })
+    }
+
+    /// The physical address of UAR `index`'s system page in BAR 0 (upstream
+    /// `uar_index2paddress()`): what a user mapping of that UAR points at.
+    pub(crate) fn uar_paddr(&self, index: u32) -> u64 {
+        // SAFETY: `self.mdev` is live (type invariant); the shim only reads `mdev->bar_addr`
+        // and the cached general capabilities.
+        unsafe { rdma_rs_mlx5_uar_paddr(self.mdev.as_ptr(), index) }
+    }
+
+    /// `mlx5_wc_support_get()`: whether write-combining mappings of UAR pages work (mlx5_core
+    /// tests it once and caches the answer).
+    pub(crate) fn wc_supported(&self) -> bool {
+        // SAFETY: `self.mdev` is live (type invariant); mlx5_wc_support_get() may sleep, and
+        // callers are in process context.
+        unsafe { rdma_rs_mlx5_wc_support(self.mdev.as_ptr()) }
     }
 
     /// PCI ids and firmware revision (the board id comes from QUERY_ADAPTER, as upstream's

@@ -19,6 +19,8 @@ pub(crate) enum CqeSize {
     B64 = 0,
     /// 128-byte CQEs (1).
     B128 = 1,
+    /// 128-byte CQE stride with 64-byte CQEs padded (`CQE_STRIDE_128_PAD`, 2).
+    B128Pad = 2,
 }
 
 /// CREATE_CQ.
@@ -35,6 +37,10 @@ pub(crate) struct CreateCq<'a> {
     pub(crate) eqn: u32,
     /// log2 of the buffer page size minus 12 (`MLX5_ADAPTER_PAGE_SHIFT`).
     pub(crate) log_page_size: u8,
+    /// Offset of the buffer in its first page, in 64-byte units (`cqc.page_offset`).
+    pub(crate) page_offset: u8,
+    /// CQE compression with this `mini_cqe_res_format` (`cqc.cqe_comp_en`).
+    pub(crate) compression: Option<u8>,
     /// Doorbell record DMA address.
     pub(crate) dbr_addr: u64,
     /// DMA addresses of the buffer's pages (`pas[]`).
@@ -63,6 +69,11 @@ impl Command for CreateCq<'_> {
         c(cqc::uar_page).set(inbox, self.uar_page)?;
         c(cqc::c_eqn_or_apu_element).set(inbox, self.eqn)?;
         c(cqc::log_page_size).set(inbox, u32::from(self.log_page_size))?;
+        c(cqc::page_offset).set(inbox, u32::from(self.page_offset))?;
+        if let Some(f) = self.compression {
+            c(cqc::cqe_comp_en).set(inbox, 1)?;
+            c(cqc::mini_cqe_res_format).set(inbox, u32::from(f))?;
+        }
         c(cqc::dbr_addr).set64(inbox, self.dbr_addr)?;
         let pas0 = Field::new("pas", create_cq_in::SIZE_BITS, 64);
         for (i, p) in self.pas.iter().enumerate() {

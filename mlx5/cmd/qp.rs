@@ -138,10 +138,18 @@ pub(crate) struct CreateQp<'a> {
     pub(crate) uar_page: u32,
     /// log2 of the buffer page size minus 12.
     pub(crate) log_page_size: u8,
+    /// Offset of the buffer in its first page, in 64-byte units (`qpc.page_offset`).
+    pub(crate) page_offset: u8,
     /// Doorbell record DMA address.
     pub(crate) dbr_addr: u64,
     /// User index (`qpc.user_index`, CQE version 1).
     pub(crate) user_index: u32,
+    /// `qpc.wq_signature` (`MLX5_QP_FLAG_SIGNATURE`).
+    pub(crate) wq_signature: bool,
+    /// `create_qp_in.ece`: ECE options (firmware with `ece_support`).
+    pub(crate) ece: u32,
+    /// `qpc.ts_format` (`MLX5_TIMESTAMP_FORMAT_*`, upstream `get_qp_ts_format()`).
+    pub(crate) ts_format: u8,
     /// DMA addresses of the buffer's pages (`pas[]`).
     pub(crate) pas: &'a [u64],
 }
@@ -150,8 +158,8 @@ impl Command for CreateQp<'_> {
     const OPCODE: u16 = opcode::CREATE_QP;
     const IN_SIZE: usize = create_qp_in::SIZE_BYTES;
     const OUT_SIZE: usize = create_qp_out::SIZE_BYTES;
-    /// The QP number.
-    type Reply = u32;
+    /// The QP number and `create_qp_out.ece`.
+    type Reply = (u32, u32);
 
     fn uid(&self) -> u16 {
         self.uid
@@ -167,7 +175,13 @@ impl Command for CreateQp<'_> {
         c(qpc::pd).set(inbox, self.pd)?;
         c(qpc::uar_page).set(inbox, self.uar_page)?;
         c(qpc::log_page_size).set(inbox, u32::from(self.log_page_size))?;
+        c(qpc::page_offset).set(inbox, u32::from(self.page_offset))?;
         c(qpc::user_index).set(inbox, self.user_index)?;
+        // MLX5_QP_PM_MIGRATED, as upstream create_user_qp()/create_kernel_qp() set.
+        c(qpc::pm_state).set(inbox, 3)?;
+        c(qpc::wq_signature).set(inbox, u32::from(self.wq_signature))?;
+        create_qp_in::ece.set(inbox, self.ece)?;
+        c(qpc::ts_format).set(inbox, u32::from(self.ts_format))?;
         c(qpc::dbr_addr).set64(inbox, self.dbr_addr)?;
         match self.sq {
             Some((cqn, log_size)) => {
@@ -202,8 +216,9 @@ impl Command for CreateQp<'_> {
         Ok(())
     }
 
-    fn reply(&self, out: &[u8]) -> Result<u32> {
-        rd(create_qp_out::qpn, out)
+    /// The QP number and the firmware's ECE options.
+    fn reply(&self, out: &[u8]) -> Result<(u32, u32)> {
+        Ok((rd(create_qp_out::qpn, out)?, rd(create_qp_out::ece, out)?))
     }
 }
 

@@ -143,6 +143,8 @@ mod suite {
             uar_page: uar,
             eqn: 0,
             log_page_size: 0,
+            page_offset: 0,
+            compression: None,
             dbr_addr: 0x3000,
             pas: &pas,
         };
@@ -175,11 +177,13 @@ mod suite {
                 uar_page: uar,
                 eqn: 0,
                 log_page_size: 0,
+                page_offset: 0,
+                compression: None,
                 dbr_addr: 0x3000,
                 pas: &pas,
             },
         )?;
-        let qpn = exec(
+        let (qpn, _) = exec(
             hw,
             &CreateQp {
                 uid: 0,
@@ -193,8 +197,12 @@ mod suite {
                 },
                 uar_page: uar,
                 log_page_size: 0,
+                page_offset: 0,
                 dbr_addr: 0x4000,
                 user_index: 0,
+                wq_signature: false,
+                ece: 0,
+                ts_format: 0,
                 pas: &pas,
             },
         )?;

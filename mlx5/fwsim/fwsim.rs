@@ -511,6 +511,12 @@ impl Fw {
         }
     }
 
+    /// The uid that allocated UAR `index`, or `None` if no such UAR is allocated (the kernel
+    /// side backs each live UAR with a page user space can map).
+    pub(crate) fn uar_owner(&self, index: u32) -> Option<u16> {
+        self.uars.get(index).map(|o| o.uid)
+    }
+
     /// Command statistics.
     pub(crate) fn stats(&self) -> Stats {
         self.stats

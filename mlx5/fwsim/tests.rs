@@ -1126,3 +1126,59 @@ fn device_fits_the_documented_footprint() {
     let size = core::mem::size_of::<Fw>();
     assert!(size > 32 * 1024 && size < 128 * 1024, "{size}");
 }
+
+#[test]
+fn uar_pages_per_uid() {
+    let mut f = fw(CONNECTX7, LinkLayer::Ib);
+    let uid = create_uctx(&mut f, 0);
+    let k = alloc_uar(&mut f, 0);
+    let u = alloc_uar(&mut f, uid);
+    assert_ne!(k, u);
+    assert_eq!(f.uar_owner(k), Some(0));
+    assert_eq!(f.uar_owner(u), Some(uid));
+    assert_eq!(f.uar_owner(u + 100), None);
+    // The owning context may not go while its UAR lives.
+    assert_eq!(
+        err(
+            &mut f,
+            &destroy_in(op::DESTROY_UCTX, 0, destroy_uctx_in::uid, u32::from(uid)),
+            16
+        ),
+        (Status::RES_BUSY, syn::UCTX_BUSY)
+    );
+    // Another uid may not free it; the kernel may.
+    assert_eq!(
+        err(
+            &mut f,
+            &destroy_in(op::DEALLOC_UAR, uid, dealloc_uar_in::uar, k),
+            16
+        ),
+        (Status::BAD_RES_ERR, syn::UID_MISMATCH)
+    );
+    ok(
+        &mut f,
+        &destroy_in(op::DEALLOC_UAR, 0, dealloc_uar_in::uar, u),
+        16,
+    );
+    assert_eq!(f.uar_owner(u), None);
+    // A freed index is stale: BAD_RES_ERR.
+    assert_eq!(
+        err(
+            &mut f,
+            &destroy_in(op::DEALLOC_UAR, 0, dealloc_uar_in::uar, u),
+            16
+        ),
+        (Status::BAD_RES_ERR, syn::UAR_UNKNOWN)
+    );
+    ok(
+        &mut f,
+        &destroy_in(op::DEALLOC_UAR, 0, dealloc_uar_in::uar, k),
+        16,
+    );
+    ok(
+        &mut f,
+        &destroy_in(op::DESTROY_UCTX, 0, destroy_uctx_in::uid, u32::from(uid)),
+        16,
+    );
+    assert!(f.counts().is_zero());
+}

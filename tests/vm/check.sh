@@ -9,6 +9,7 @@
 RDMARS_SOURCED=1 . /rdma-rs/uverbs.sh
 RDMARS_SOURCED=1 . /rdma-rs/peer.sh
 RDMARS_SOURCED=1 . /rdma-rs/e2e.sh
+RDMARS_SOURCED=1 . /rdma-rs/mlx5user.sh
 
 kmemleak_clear
 
@@ -49,6 +50,10 @@ suite_end
 
 suite_begin vm_e2e
 e2e_suite
+suite_end
+
+suite_begin vm_mlx5_user
+mlx5_user_suite
 suite_end
 
 suite_begin vm_peer_rxe

@@ -19,3 +19,6 @@ pub(crate) mod prm;
 
 #[path = "../../../mlx5/fwsim/fwsim.rs"]
 pub(crate) mod fwsim;
+
+#[path = "../../../mlx5/uabi.rs"]
+pub(crate) mod uabi;

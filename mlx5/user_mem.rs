@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User memory the device reads and writes: pinned buffers ([`UserBuf`], upstream
+//! `ib_umem_get()`), and the doorbell records of a user context ([`DbPages`], upstream
+//! `mlx5_ib_db_map_user()`/`mlx5_ib_db_unmap_user()`, doorbell.c).
+//!
+//! [`UserBuf`] is the driver's one seam to the core's pinned-memory object ([`Umem`]):
+//! everything in the driver asks it for page addresses only. KUnit builds can back a `UserBuf`
+//! with kernel memory ([`UserBuf::kernel`]) so that the create paths, their firmware commands
+//! and their unwinding are tested without a user process.
+//!
+//! As for kernel buffers (see `verbs.rs`), page "DMA addresses" are the addresses the simulator
+//! is given; nothing reads through them until the simulator has a data path.
+
+use crate::ib::Mlx5Ib;
+use ib_core_rs::verbs::{AccessFlags, Ucontext, Umem};
+use kernel::prelude::*;
+use kernel::{new_mutex, sync::Arc, sync::Mutex};
+
+/// `PAGE_SIZE` as a `u64`.
+pub(crate) const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
+
+/// `MLX5_IB_DBR_SIZE`: a doorbell record is two big-endian 32-bit counters.
+const DBR_SIZE: u64 = 8;
+
+enum Backing {
+    /// Pinned user pages.
+    User(Umem),
+    /// KUnit: kernel memory standing in for a user buffer (page aligned: `KVVec` of at least a
+    /// page comes from vmalloc).
+    #[cfg(CONFIG_KUNIT = "y")]
+    Kernel {
+        /// Owns the memory the addresses point into.
+        _mem: KVVec<u8>,
+    },
+}
+
+/// A pinned user buffer (upstream `struct ib_umem`): `[addr, addr + len)` of the caller's
+/// address space, held in memory for as long as the device may access it.
+pub(crate) struct UserBuf {
+    addr: u64,
+    len: u64,
+    backing: Backing,
+}
+
+impl UserBuf {
+    /// Pins `len` bytes at user address `addr` of `ctx`'s process (upstream `ib_umem_get()`;
+    /// `access` decides whether the pages must be writable).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an empty or overflowing range; [`Umem::get`]'s errors (`EFAULT` for
+    /// unmapped memory, `ENOMEM` beyond `RLIMIT_MEMLOCK`, `EPERM`).
+    pub(crate) fn pin(
+        ctx: &Ucontext<Mlx5Ib>,
+        addr: u64,
+        len: u64,
+        access: AccessFlags,
+    ) -> Result<Self> {
+        if len == 0 || addr.checked_add(len).is_none() {
+            return Err(EINVAL);
+        }
+        let umem = Umem::get(ctx.device(), addr, usize::try_from(len)?, access)?;
+        Ok(UserBuf {
+            addr,
+            len,
+            backing: Backing::User(umem),
+        })
+    }
+
+    /// KUnit: `len` bytes of kernel memory at a page offset `offset`, posing as a pinned user
+    /// buffer at the memory's own address.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn kernel(len: u64, offset: u64) -> Result<Self> {
+        let total = usize::try_from(len.checked_add(offset).ok_or(EINVAL)?)?;
+        let v = KVVec::from_elem(0u8, total.max(kernel::page::PAGE_SIZE), GFP_KERNEL)?;
+        let addr = (v.as_ptr() as u64).checked_add(offset).ok_or(EINVAL)?;
+        Ok(UserBuf {
+            addr,
+            len,
+            backing: Backing::Kernel { _mem: v },
+        })
+    }
+
+    /// The user address of the first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// The offset of the first byte in its page.
+    pub(crate) fn page_offset(&self) -> u64 {
+        self.addr & (PAGE - 1)
+    }
+
+    /// The address of each page the buffer touches, in order (upstream
+    /// `mlx5_ib_populate_pas()` with `PAGE_SIZE` blocks): `pas[]` of a CQ or QP, the MTT of an
+    /// MR.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn pages(&self) -> Result<KVec<u64>> {
+        let first = self.addr & !(PAGE - 1);
+        let end = self.addr.checked_add(self.len).ok_or(EINVAL)?;
+        let n = usize::try_from(end.div_ceil(PAGE) - first / PAGE)?;
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        match &self.backing {
+            Backing::User(u) => {
+                for a in u.dma_blocks() {
+                    v.push(a, GFP_KERNEL)?;
+                }
+            }
+            #[cfg(CONFIG_KUNIT = "y")]
+            Backing::Kernel { .. } => {
+                for i in 0..n as u64 {
+                    v.push(first + i * PAGE, GFP_KERNEL)?;
+                }
+            }
+        }
+        Ok(v)
+    }
+}
+
+/// One pinned page of doorbell records (upstream `struct mlx5_ib_user_db_page`).
+struct DbPage {
+    /// The page's user address.
+    addr: u64,
+    /// Doorbell records mapped in it.
+    refcnt: u32,
+    buf: UserBuf,
+}
+
+/// The doorbell pages of a user context (upstream `context->db_page_list` under
+/// `db_page_mutex`): CQs and QPs whose doorbell records share a user page share one pinned
+/// page.
+///
+/// Deviation: upstream also keys the list by `current->mm` (a context used after `fork()`);
+/// a file's objects here are always created by the process that opened it.
+#[pin_data]
+pub(crate) struct DbPages {
+    #[pin]
+    pages: Mutex<KVec<DbPage>>,
+}
+
+impl DbPages {
+    /// An empty list.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(DbPages {
+                pages <- new_mutex!(KVec::new()),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Pinned pages (leak checks).
+    pub(crate) fn count(&self) -> usize {
+        self.pages.lock().len()
+    }
+
+    /// upstream `mlx5_ib_db_map_user()`: the doorbell record at user address `addr` (`EINVAL`
+    /// if it would straddle a page); its page is pinned once per context and shared.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL`, `ENOMEM`, the pin's error.
+    pub(crate) fn map(self: &Arc<Self>, ctx: &Ucontext<Mlx5Ib>, addr: u64) -> Result<DbRecord> {
+        if addr & (PAGE - 1) > PAGE - DBR_SIZE {
+            return Err(EINVAL);
+        }
+        let page = addr & !(PAGE - 1);
+        let mut pages = self.pages.lock();
+        let dma = if let Some(p) = pages.iter_mut().find(|p| p.addr == page) {
+            p.refcnt += 1;
+            p.buf.pages()?.first().copied().ok_or(EINVAL)? + (addr & (PAGE - 1))
+        } else {
+            // upstream pins the page with access 0 (the device writes it through DMA).
+            let buf = UserBuf::pin(ctx, page, PAGE, AccessFlags(0))?;
+            let base = buf.pages()?.first().copied().ok_or(EINVAL)?;
+            pages.push(
+                DbPage {
+                    addr: page,
+                    refcnt: 1,
+                    buf,
+                },
+                GFP_KERNEL,
+            )?;
+            base + (addr & (PAGE - 1))
+        };
+        Ok(DbRecord {
+            table: self.clone(),
+            page,
+            dma,
+        })
+    }
+
+    /// KUnit: maps the doorbell record at `addr` of a kernel page posing as a user page: `buf`
+    /// is that page, pinned, when the context does not hold it yet (the shared-page
+    /// bookkeeping is the same as for user pages).
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn map_kernel(
+        self: &Arc<Self>,
+        addr: u64,
+        buf: Option<UserBuf>,
+    ) -> Result<DbRecord> {
+        let page = addr & !(PAGE - 1);
+        let mut pages = self.pages.lock();
+        if let Some(p) = pages.iter_mut().find(|p| p.addr == page) {
+            p.refcnt += 1;
+        } else {
+            pages.push(
+                DbPage {
+                    addr: page,
+                    refcnt: 1,
+                    buf: buf.ok_or(EINVAL)?,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(DbRecord {
+            table: self.clone(),
+            page,
+            dma: addr,
+        })
+    }
+}
+
+/// A mapped doorbell record (upstream `struct mlx5_db` of a user object); dropping it is
+/// `mlx5_ib_db_unmap_user()` (the page is unpinned with its last record).
+pub(crate) struct DbRecord {
+    table: Arc<DbPages>,
+    page: u64,
+    /// The record's address for the device (`db->dma`).
+    pub(crate) dma: u64,
+}
+
+impl Drop for DbRecord {
+    fn drop(&mut self) {
+        let mut pages = self.table.pages.lock();
+        if let Some(i) = pages.iter().position(|p| p.addr == self.page) {
+            let last = {
+                let p = &mut pages[i];
+                p.refcnt -= 1;
+                p.refcnt == 0
+            };
+            if last {
+                // Unpins the page.
+                drop(pages.remove(i));
+            }
+        }
+    }
+}

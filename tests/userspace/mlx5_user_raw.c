@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Raw mlx5 user objects through uverbs write() commands with libmlx5's driver
+ * data (mlx5-abi.h), without libibverbs: a context (DYN_UAR, CQE version 1),
+ * a PD (pdn answered), an NC UAR object and its mmap, a CQ and an RC QP on that UAR
+ * page whose buffers and doorbell records are
+ * in this process's memory (pinned by the kernel), an MR; the errnos of
+ * malformed requests; and an injected firmware failure of each create command
+ * through the simulator's debugfs fault knob. Prints one line per check:
+ *   R ok <desc> | R fail <desc>: <why>
+ *
+ *   mlx5_user_raw /dev/infiniband/uverbsN /sys/kernel/debug/mlx5_fwsim/<fn> [-e]
+ *
+ * -e: also CQ_CREATE by ioctl with UVERBS_ATTR_CREATE_CQ_EVENT_FD, as libibverbs sends it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/mlx5-abi.h>
+#include <rdma/mlx5_user_ioctl_cmds.h>
+#include <rdma/mlx5_user_ioctl_verbs.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+
+enum { IB_QPT_RC = 2, IB_ACCESS_LOCAL_WRITE = 1 };
+
+static int failures;
+static const char *dbg;
+
+static void expect(const char *desc, int got, int want)
+{
+	if (got == want) {
+		printf("R ok %s (errno %d)\n", desc, got);
+	} else {
+		printf("R fail %s: errno %d (%s), want %d\n", desc, got, strerror(got), want);
+		failures++;
+	}
+}
+
+static int do_write(int fd, uint32_t cmd, void *body, size_t body_len, size_t out_words)
+{
+	char buf[1024];
+	struct ib_uverbs_cmd_hdr *h = (void *)buf;
+
+	h->command = cmd;
+	h->in_words = (sizeof(*h) + body_len) / 4;
+	h->out_words = out_words;
+	memcpy(buf + sizeof(*h), body, body_len);
+	return write(fd, buf, sizeof(*h) + body_len) < 0 ? errno : 0;
+}
+
+static int get_context(int fd)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[3];
+	} r;
+	struct mlx5_ib_alloc_ucontext_req_v2 req = {
+		.max_cqe_version = 1,
+		.lib_caps = MLX5_LIB_CAP_4K_UAR | MLX5_LIB_CAP_DYN_UAR,
+	};
+	struct mlx5_ib_alloc_ucontext_resp resp = {};
+	uint32_t ncv = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.length = sizeof(r);
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_GET_CONTEXT;
+	r.hdr.num_attrs = 3;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[0] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_UHW_IN, .len = sizeof(req),
+					      .data = (uintptr_t)&req };
+	r.attrs[1] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_UHW_OUT, .len = sizeof(resp),
+					      .data = (uintptr_t)&resp };
+	r.attrs[2] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS,
+					      .len = 4, .data = (uintptr_t)&ncv };
+	if (ioctl(fd, RDMA_VERBS_IOCTL, &r))
+		return errno;
+	return resp.cqe_version == 1 ? 0 : EPROTO;
+}
+
+/* MLX5_IB_METHOD_UAR_OBJ_ALLOC as libmlx5's mlx5_alloc_dyn_uar() sends it. */
+static int uar_alloc(int fd, uint32_t type, uint32_t *handle, uint32_t *page_id,
+		     uint32_t *length, uint64_t *offset)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[5];
+	} r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.length = sizeof(r);
+	r.hdr.object_id = MLX5_IB_OBJECT_UAR;
+	r.hdr.method_id = MLX5_IB_METHOD_UAR_OBJ_ALLOC;
+	r.hdr.num_attrs = 5;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[0] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE,
+					      .flags = UVERBS_ATTR_F_MANDATORY };
+	r.attrs[1] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, .len = 8,
+					      .flags = UVERBS_ATTR_F_MANDATORY, .data = type };
+	r.attrs[2] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+					      .len = 8, .flags = UVERBS_ATTR_F_MANDATORY,
+					      .data = (uintptr_t)offset };
+	r.attrs[3] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+					      .len = 4, .flags = UVERBS_ATTR_F_MANDATORY,
+					      .data = (uintptr_t)length };
+	r.attrs[4] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID,
+					      .len = 4, .flags = UVERBS_ATTR_F_MANDATORY,
+					      .data = (uintptr_t)page_id };
+	if (ioctl(fd, RDMA_VERBS_IOCTL, &r))
+		return errno;
+	*handle = r.attrs[0].data;
+	return 0;
+}
+
+static int uar_destroy(int fd, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[1];
+	} r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.length = sizeof(r);
+	r.hdr.object_id = MLX5_IB_OBJECT_UAR;
+	r.hdr.method_id = MLX5_IB_METHOD_UAR_OBJ_DESTROY;
+	r.hdr.num_attrs = 1;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[0] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE,
+					      .flags = UVERBS_ATTR_F_MANDATORY, .data = handle };
+	return ioctl(fd, RDMA_VERBS_IOCTL, &r) ? errno : 0;
+}
+
+static int fault(const char *opcode)
+{
+	char p[256];
+	int fd, r;
+
+	snprintf(p, sizeof(p), "%s/fail_opcode", dbg);
+	fd = open(p, O_WRONLY);
+	if (fd < 0)
+		return errno;
+	r = write(fd, opcode, strlen(opcode)) < 0 ? errno : 0;
+	close(fd);
+	return r;
+}
+
+/* The simulator's live objects of a kind (debugfs `resources`). */
+static int count(const char *kind)
+{
+	char p[256], k[32];
+	int n = -1, v;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/resources", dbg);
+	f = fopen(p, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%31s %d", k, &v) == 2)
+		if (!strcmp(k, kind))
+			n = v;
+	fclose(f);
+	return n;
+}
+
+static int alloc_pd(int fd, uint32_t *handle, uint32_t *pdn)
+{
+	struct {
+		struct ib_uverbs_alloc_pd_resp core;
+		struct mlx5_ib_alloc_pd_resp drv;
+	} resp = {};
+	struct ib_uverbs_alloc_pd cmd = { .response = (uintptr_t)&resp };
+	int e = do_write(fd, IB_USER_VERBS_CMD_ALLOC_PD, &cmd, sizeof(cmd), sizeof(resp) / 4);
+
+	*handle = resp.core.pd_handle;
+	*pdn = resp.drv.pdn;
+	return e;
+}
+
+static int create_cq(int fd, struct mlx5_ib_create_cq *drv, uint32_t *handle, uint32_t *cqn)
+{
+	struct {
+		struct ib_uverbs_create_cq core;
+		struct mlx5_ib_create_cq drv;
+	} cmd = {};
+	struct {
+		struct ib_uverbs_create_cq_resp core;
+		struct mlx5_ib_create_cq_resp drv;
+	} resp = {};
+	int e;
+
+	cmd.core = (struct ib_uverbs_create_cq){ .response = (uintptr_t)&resp, .user_handle = 1,
+						 .cqe = 15, .comp_channel = -1 };
+	cmd.drv = *drv;
+	e = do_write(fd, IB_USER_VERBS_CMD_CREATE_CQ, &cmd, sizeof(cmd), sizeof(resp) / 4);
+	*handle = resp.core.cq_handle;
+	*cqn = resp.drv.cqn;
+	return e;
+}
+
+/* UVERBS_METHOD_CQ_CREATE as libibverbs' ibv_icmd_create_cq() sends it, the mlx5
+ * request in UHW_IN; with an async event fd when async_fd >= 0. */
+static int create_cq_ioctl(int fd, struct mlx5_ib_create_cq *drv, int async_fd, uint32_t *handle,
+			   uint32_t *cqn)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[8];
+	} r;
+	struct mlx5_ib_create_cq_resp resp = {};
+	uint32_t resp_cqe = 0;
+	int n = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.object_id = UVERBS_OBJECT_CQ;
+	r.hdr.method_id = UVERBS_METHOD_CQ_CREATE;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_HANDLE };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_RESP_CQE, .len = 4,
+						.data = (uintptr_t)&resp_cqe };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_CQE, .len = 4,
+						.data = 15 };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_USER_HANDLE,
+						.len = 8, .data = 1 };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_COMP_VECTOR,
+						.len = 4, .data = 0 };
+	if (async_fd >= 0)
+		r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_CREATE_CQ_EVENT_FD,
+							.len = 4, .data = async_fd };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_UHW_IN,
+						.len = sizeof(*drv), .data = (uintptr_t)drv };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_UHW_OUT,
+						.len = sizeof(resp), .data = (uintptr_t)&resp };
+	r.hdr.num_attrs = n;
+	r.hdr.length = sizeof(r.hdr) + n * sizeof(r.attrs[0]);
+	if (ioctl(fd, RDMA_VERBS_IOCTL, &r))
+		return errno;
+	*handle = r.attrs[0].data;
+	*cqn = resp.cqn;
+	return 0;
+}
+
+static int async_fd_alloc(int fd)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[1];
+	} r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.length = sizeof(r);
+	r.hdr.object_id = UVERBS_OBJECT_ASYNC_EVENT;
+	r.hdr.method_id = UVERBS_METHOD_ASYNC_EVENT_ALLOC;
+	r.hdr.num_attrs = 1;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[0] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE };
+	if (ioctl(fd, RDMA_VERBS_IOCTL, &r))
+		return -errno;
+	return (int)r.attrs[0].data;
+}
+
+static int destroy_cq(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_cq_resp resp;
+	struct ib_uverbs_destroy_cq cmd = { .response = (uintptr_t)&resp, .cq_handle = h };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DESTROY_CQ, &cmd, sizeof(cmd), sizeof(resp) / 4);
+}
+
+static int create_qp(int fd, uint32_t pd, uint32_t cq, struct mlx5_ib_create_qp *drv,
+		     uint32_t *handle, struct mlx5_ib_create_qp_resp *dresp)
+{
+	struct {
+		struct ib_uverbs_create_qp core;
+		struct mlx5_ib_create_qp drv;
+	} cmd = {};
+	struct {
+		struct ib_uverbs_create_qp_resp core;
+		struct mlx5_ib_create_qp_resp drv;
+	} resp = {};
+	int e;
+
+	cmd.core = (struct ib_uverbs_create_qp){
+		.response = (uintptr_t)&resp, .user_handle = 2, .pd_handle = pd,
+		.send_cq_handle = cq, .recv_cq_handle = cq, .max_send_wr = 16,
+		.max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1, .qp_type = IB_QPT_RC,
+	};
+	cmd.drv = *drv;
+	e = do_write(fd, IB_USER_VERBS_CMD_CREATE_QP, &cmd, sizeof(cmd), sizeof(resp) / 4);
+	*handle = resp.core.qp_handle;
+	*dresp = resp.drv;
+	return e;
+}
+
+static int destroy_qp(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_qp_resp resp;
+	struct ib_uverbs_destroy_qp cmd = { .response = (uintptr_t)&resp, .qp_handle = h };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DESTROY_QP, &cmd, sizeof(cmd), sizeof(resp) / 4);
+}
+
+static int reg_mr(int fd, uint32_t pd, void *addr, size_t len, uint32_t *handle, uint32_t *lkey)
+{
+	struct ib_uverbs_reg_mr_resp resp = {};
+	struct ib_uverbs_reg_mr cmd = { .response = (uintptr_t)&resp, .start = (uintptr_t)addr,
+					.length = len, .hca_va = (uintptr_t)addr, .pd_handle = pd,
+					.access_flags = IB_ACCESS_LOCAL_WRITE };
+	int e = do_write(fd, IB_USER_VERBS_CMD_REG_MR, &cmd, sizeof(cmd), sizeof(resp) / 4);
+
+	*handle = resp.mr_handle;
+	*lkey = resp.lkey;
+	return e;
+}
+
+static int dereg_mr(int fd, uint32_t h)
+{
+	struct ib_uverbs_dereg_mr cmd = { .mr_handle = h };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DEREG_MR, &cmd, sizeof(cmd), 0);
+}
+
+int main(int argc, char **argv)
+{
+	uint32_t pd, pdn = 0, cq, cqn = 0, qp, mr, lkey = 0, h, uh = 0, page_id = 0, ulen = 0;
+	uint64_t uoff = 0;
+	void *uar = MAP_FAILED;
+	int uar0, afd, with_event_fd;
+	struct mlx5_ib_create_qp_resp qresp;
+	struct mlx5_ib_create_qp qreq;
+	struct mlx5_ib_create_cq creq;
+	char *cqbuf, *qpbuf, *dbpage, *mrbuf;
+	int fd, cq0, qp0, mkey0;
+
+	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "-e"))) {
+		fprintf(stderr, "usage: %s /dev/infiniband/uverbsN FWSIM_DEBUGFS_DIR [-e]\n", argv[0]);
+		return 2;
+	}
+	with_event_fd = argc == 4;
+	dbg = argv[2];
+	fd = open(argv[1], O_RDWR);
+	if (fd < 0) {
+		perror(argv[1]);
+		return 2;
+	}
+	cqbuf = aligned_alloc(4096, 4096);
+	qpbuf = aligned_alloc(4096, 2 * 4096);
+	dbpage = aligned_alloc(4096, 4096);
+	mrbuf = aligned_alloc(4096, 4 * 4096);
+	memset(cqbuf, 0, 4096);
+	memset(qpbuf, 0, 2 * 4096);
+	memset(dbpage, 0, 4096);
+	memset(mrbuf, 0, 4 * 4096);
+	cq0 = count("cq");
+	qp0 = count("qp");
+	mkey0 = count("mkey");
+
+	expect("GET_CONTEXT with the v2 request (DYN_UAR, CQE version 1)", get_context(fd), 0);
+	expect("ALLOC_PD", alloc_pd(fd, &pd, &pdn), 0);
+	expect("ALLOC_PD answers a pdn", pdn != 0 ? 0 : EPROTO, 0);
+
+	expect("UAR_OBJ_ALLOC type BF without write-combining: EOPNOTSUPP",
+	       uar_alloc(fd, MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF, &uh, &page_id, &ulen, &uoff), EOPNOTSUPP);
+	uar0 = count("uar");
+	expect("UAR_OBJ_ALLOC type NC",
+	       uar_alloc(fd, MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC, &uh, &page_id, &ulen, &uoff), 0);
+	expect("UAR_OBJ_ALLOC: one page at offset (9 << 8) pages, a new UAR",
+	       ulen == 4096 && uoff == (9 << 8) * 4096ull && count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
+	uar = mmap(NULL, ulen, PROT_WRITE, MAP_SHARED, fd, uoff);
+	expect("mmap of the UAR page", uar == MAP_FAILED ? errno : 0, 0);
+	expect("mmap of an offset without an entry: EINVAL",
+	       mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, uoff + 4096) == MAP_FAILED ? errno : 0,
+	       EINVAL);
+	if (uar != MAP_FAILED)
+		((volatile uint32_t *)uar)[0x800 / 4] = 0x12345678; /* a doorbell write */
+
+	/* CQ: 16 CQEs of 64 bytes in cqbuf, doorbell record at dbpage + 0, the UAR page. */
+	creq = (struct mlx5_ib_create_cq){ .buf_addr = (uintptr_t)cqbuf,
+					   .db_addr = (uintptr_t)dbpage, .cqe_size = 64,
+					   .flags = MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX,
+					   .uar_page_index = page_id };
+	{
+		struct mlx5_ib_create_cq bad = creq;
+
+		bad.cqe_size = 32;
+		expect("CREATE_CQ cqe_size 32: EINVAL", create_cq(fd, &bad, &h, &cqn), EINVAL);
+		bad = creq;
+		bad.flags = 0;
+		expect("CREATE_CQ without UAR_PAGE_INDEX (dynamic UARs): EINVAL",
+		       create_cq(fd, &bad, &h, &cqn), EINVAL);
+		bad = creq;
+		bad.buf_addr = 0x1000;
+		expect("CREATE_CQ with an unmapped buffer: EFAULT", create_cq(fd, &bad, &h, &cqn),
+		       EFAULT);
+		bad = creq;
+		bad.db_addr = (uintptr_t)dbpage + 4092;
+		expect("CREATE_CQ with a doorbell record across a page end: EINVAL",
+		       create_cq(fd, &bad, &h, &cqn), EINVAL);
+		expect("fault knob: CREATE_CQ fails", fault("0x400"), 0);
+		expect("CREATE_CQ refused by firmware: EIO", create_cq(fd, &creq, &h, &cqn), EIO);
+		expect("clear the knob", fault("0"), 0);
+		expect("no CQ left by the failures", count("cq") == cq0 ? 0 : EPROTO, 0);
+	}
+	expect("ioctl CQ_CREATE with UHW (libibverbs' way, no event fd)",
+	       create_cq_ioctl(fd, &creq, -1, &h, &cqn), 0);
+	expect("ioctl CQ destroy", destroy_cq(fd, h), 0);
+	if (with_event_fd) {
+		/* What libibverbs 44 always sends (attr_optional): EINVAL on ours so far. */
+		afd = async_fd_alloc(fd);
+		expect("ASYNC_EVENT_ALLOC", afd < 0 ? -afd : 0, 0);
+		expect("ioctl CQ_CREATE with UHW and the async event fd",
+		       create_cq_ioctl(fd, &creq, afd, &h, &cqn), 0);
+		expect("ioctl CQ destroy", destroy_cq(fd, h), 0);
+	}
+	expect("CREATE_CQ", create_cq(fd, &creq, &cq, &cqn), 0);
+	expect("CREATE_CQ answers the cqn", cqn >= 0x40 ? 0 : EPROTO, 0);
+
+	/* RC QP: RQ 16 x 16 bytes, then SQ 64 x 64 bytes, in qpbuf; its doorbell record
+	 * shares the CQ's page. */
+	qreq = (struct mlx5_ib_create_qp){ .buf_addr = (uintptr_t)qpbuf,
+					   .db_addr = (uintptr_t)dbpage + 64, .sq_wqe_count = 64,
+					   .rq_wqe_count = 16, .rq_wqe_shift = 4,
+					   .flags = MLX5_QP_FLAG_UAR_PAGE_INDEX, .uidx = 1,
+					   .bfreg_index = page_id };
+	{
+		struct mlx5_ib_create_qp bad = qreq;
+
+		bad.flags = 0;
+		expect("CREATE_QP without a UAR flag (dynamic UARs): EINVAL",
+		       create_qp(fd, pd, cq, &bad, &h, &qresp), EINVAL);
+		bad = qreq;
+		bad.uidx = 0xffffff;
+		expect("CREATE_QP without a user index (CQE version 1): EINVAL",
+		       create_qp(fd, pd, cq, &bad, &h, &qresp), EINVAL);
+		bad = qreq;
+		bad.sq_wqe_count = 48;
+		expect("CREATE_QP with 48 send WQEBBs: EINVAL", create_qp(fd, pd, cq, &bad, &h, &qresp),
+		       EINVAL);
+		expect("fault knob: CREATE_QP fails", fault("0x500"), 0);
+		expect("CREATE_QP refused by firmware: EIO", create_qp(fd, pd, cq, &qreq, &h, &qresp),
+		       EIO);
+		expect("clear the knob", fault("0"), 0);
+		expect("no QP left by the failures", count("qp") == qp0 ? 0 : EPROTO, 0);
+	}
+	expect("CREATE_QP", create_qp(fd, pd, cq, &qreq, &qp, &qresp), 0);
+	expect("CREATE_QP answers bfreg_index MLX5_IB_INVALID_BFREG",
+	       qresp.bfreg_index == 1u << 31 ? 0 : EPROTO, 0);
+
+	expect("fault knob: CREATE_MKEY fails", fault("0x200"), 0);
+	expect("REG_MR refused by firmware: EIO", reg_mr(fd, pd, mrbuf + 0x100, 3 * 4096, &h, &lkey),
+	       EIO);
+	expect("clear the knob", fault("0"), 0);
+	expect("no mkey left by the failure", count("mkey") == mkey0 ? 0 : EPROTO, 0);
+	expect("REG_MR (3 pages at offset 0x100)", reg_mr(fd, pd, mrbuf + 0x100, 3 * 4096, &mr, &lkey),
+	       0);
+	expect("the simulator holds the CQ, QP and mkey",
+	       count("cq") == cq0 + 1 && count("qp") == qp0 + 1 && count("mkey") == mkey0 + 1 ?
+		       0 : EPROTO, 0);
+
+	expect("DESTROY_QP", destroy_qp(fd, qp), 0);
+	expect("DESTROY_CQ", destroy_cq(fd, cq), 0);
+	expect("DEREG_MR", dereg_mr(fd, mr), 0);
+	expect("the simulator is back to where it was",
+	       count("cq") == cq0 && count("qp") == qp0 && count("mkey") == mkey0 ? 0 : EPROTO, 0);
+	expect("UAR_OBJ_DESTROY", uar_destroy(fd, uh), 0);
+	expect("the UAR stays while mapped", count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
+	if (uar != MAP_FAILED)
+		expect("munmap of the UAR page", munmap(uar, ulen) ? errno : 0, 0);
+	expect("the UAR is gone with its last mapping", count("uar") == uar0 ? 0 : EPROTO, 0);
+	close(fd);
+	printf("%d failures\n", failures);
+	return failures ? 1 : 0;
+}
