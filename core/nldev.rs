@@ -392,21 +392,25 @@ fn fill_cq(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
     fill_owner(wr, &e.owner)
 }
 
-/// upstream `fill_res_qp_entry()` + `fill_res_qp_entry_query()` (the state from the last
-/// successful modify instead of a driver query).
+/// upstream `fill_res_qp_entry()` + `fill_res_qp_entry_query()`: the port, state, PSNs and
+/// destination QP number from the last successful modifies that set them instead of a driver
+/// query.
 fn fill_qp(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
     let qp_type = match e.details {
         ResDetails::Qp { qp_type } => qp_type,
         _ => 0,
     };
+    if e.qp_port != 0 {
+        w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, e.qp_port))?;
+    }
     w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, e.num))?;
     fill_owner(wr, &e.owner)?;
-    // RC/UC: RQPN and RQ_PSN (not tracked: 0), as upstream's query.
+    // RC/UC: RQPN and RQ_PSN, as upstream's query.
     if qp_type == 2 || qp_type == 3 {
-        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_RQPN, 0))?;
-        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_RQ_PSN, 0))?;
+        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_RQPN, e.dest_qpn))?;
+        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_RQ_PSN, e.rq_psn))?;
     }
-    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_SQ_PSN, 0))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_SQ_PSN, e.sq_psn))?;
     if qp_type == 2 || qp_type == 3 {
         // IB_MIG_MIGRATED.
         w(wr.put_u8(RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE, 0))?;

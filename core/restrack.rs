@@ -139,6 +139,15 @@ pub struct ResEntry {
     pub num: Atomic<u32>,
     /// The MR's rkey, known once the driver created the object.
     pub rkey: Atomic<u32>,
+    /// QP: the port, destination QP number and PSNs set by the last modifies
+    /// that carried them (upstream reads them back with `ib_query_qp()`).
+    pub qp_port: Atomic<u32>,
+    /// QP: `dest_qp_num`.
+    pub dest_qpn: Atomic<u32>,
+    /// QP: `rq_psn`.
+    pub rq_psn: Atomic<u32>,
+    /// QP: `sq_psn`.
+    pub sq_psn: Atomic<u32>,
 }
 
 impl ResEntry {
@@ -152,6 +161,10 @@ impl ResEntry {
             state: self.state.load(Relaxed) as u8,
             num: self.num.load(Relaxed),
             rkey: self.rkey.load(Relaxed),
+            qp_port: self.qp_port.load(Relaxed),
+            dest_qpn: self.dest_qpn.load(Relaxed),
+            rq_psn: self.rq_psn.load(Relaxed),
+            sq_psn: self.sq_psn.load(Relaxed),
         }
     }
 }
@@ -175,6 +188,14 @@ pub struct ResInfo {
     pub num: u32,
     /// The MR's rkey (0 for other types).
     pub rkey: u32,
+    /// QP: the port (0 before one was set).
+    pub qp_port: u32,
+    /// QP: the destination QP number.
+    pub dest_qpn: u32,
+    /// QP: the receive PSN.
+    pub rq_psn: u32,
+    /// QP: the send PSN.
+    pub sq_psn: u32,
 }
 
 /// The resource table of one device (upstream `struct rdma_restrack_root`
@@ -240,6 +261,10 @@ impl Restrack {
                 state: Atomic::new(0),
                 num: Atomic::new(0),
                 rkey: Atomic::new(0),
+                qp_port: Atomic::new(0),
+                dest_qpn: Atomic::new(0),
+                rq_psn: Atomic::new(0),
+                sq_psn: Atomic::new(0),
             },
             GFP_KERNEL,
         )?;

@@ -386,9 +386,21 @@ impl<D: Driver> Qp<D> {
         if mask.contains(QpAttrMask::PORT) {
             self.port.store(attr.port_num, Relaxed);
         }
+        // For nldev RES_QP_GET (upstream reads them back with ib_query_qp()).
         if mask.contains(QpAttrMask::STATE) {
-            // For nldev RES_QP_GET (upstream reads it back with ib_query_qp()).
             self.res.state.store(attr.qp_state as i32, Relaxed);
+        }
+        if mask.contains(QpAttrMask::PORT) {
+            self.res.qp_port.store(attr.port_num, Relaxed);
+        }
+        if mask.contains(QpAttrMask::DEST_QPN) {
+            self.res.dest_qpn.store(attr.dest_qp_num, Relaxed);
+        }
+        if mask.contains(QpAttrMask::RQ_PSN) {
+            self.res.rq_psn.store(attr.rq_psn, Relaxed);
+        }
+        if mask.contains(QpAttrMask::SQ_PSN) {
+            self.res.sq_psn.store(attr.sq_psn, Relaxed);
         }
         Ok(())
     }

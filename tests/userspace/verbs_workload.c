@@ -8,7 +8,9 @@
  * GID-based address vector on RoCE), queries them back, checks that
  * destroying an object that still has users fails with EBUSY, and destroys
  * everything in the order chosen by -o. With -x it exits without destroying
- * anything (the kernel must clean up at close).
+ * anything (the kernel must clean up at close). With -w FILE it prints
+ * "I holding <pid>" once everything exists and waits (up to 120 s) until
+ * FILE exists, so that a script can look at `rdma res` meanwhile.
  *
  * Output, one line each, for the VM harness (tests/vm/lib.sh t_import):
  *   R ok <description>
@@ -302,19 +304,21 @@ int main(int argc, char **argv)
 	const char *name = NULL;
 	size_t max_mr = 256UL << 20;
 	int order = 0, leak = 0, opt, n, i;
+	const char *hold = NULL;
 	struct ibv_device **list;
 	struct ibv_device_attr da;
 	struct ctx c;
 	static const int cq_sizes[MAX_CQ] = { 1, 16, 256, 4096 };
 
-	while ((opt = getopt(argc, argv, "d:m:o:x")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:o:xw:")) != -1) {
 		switch (opt) {
 		case 'd': name = optarg; break;
 		case 'm': max_mr = strtoul(optarg, NULL, 0) << 20; break;
 		case 'o': order = atoi(optarg); break;
 		case 'x': leak = 1; break;
+		case 'w': hold = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-d dev] [-m max_mr_MiB] [-o 0|1] [-x]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-d dev] [-m max_mr_MiB] [-o 0|1] [-x] [-w file]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -370,6 +374,12 @@ int main(int argc, char **argv)
 	setup_mrs(&c, max_mr);
 	setup_qps(&c);
 	busy_checks(&c);
+	if (hold) {
+		printf("I holding %d\n", (int)getpid());
+		fflush(stdout);
+		for (i = 0; i < 2400 && access(hold, F_OK); i++)
+			usleep(50000);
+	}
 	if (leak) {
 		printf("R ok exiting without destroying anything\n");
 		return failures ? 1 : 0;

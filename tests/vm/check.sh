@@ -56,11 +56,19 @@ suite_begin vm_mlx5_user
 mlx5_user_suite
 suite_end
 
+suite_begin vm_mlx5_libmlx5
+mlx5_libmlx5_suite
+suite_end
+
 suite_begin vm_peer_rxe
 peer_up
 peer_devinfo
 peer_workload
 peer_down
+suite_end
+
+suite_begin vm_workload_vs_rxe
+workload_compare /tmp/wl-rxe0.out /tmp/wl-mlx5_1.out
 suite_end
 
 suite_begin vm_sysfs_vs_rxe

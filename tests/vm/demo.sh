@@ -21,6 +21,29 @@ for cmd in "ibv_devices" "ibv_devinfo -v" "rdma dev" "rdma link" "rdma res"; do
 	$cmd 2>&1
 done
 echo
+echo "A libibverbs workload (tests/userspace/verbs_workload.c) on mlx5_1 through"
+echo "libmlx5: PDs, MRs, CQs, an RC QP moved to RTS with a GID address vector and"
+echo "a UD QP; while it holds them:"
+rm -f /tmp/demo-release
+/rdma-rs/verbs_workload -d mlx5_1 -m 1 -w /tmp/demo-release >/tmp/demo-wl.out 2>&1 &
+wl=$!
+i=0
+while ! grep -q '^I holding' /tmp/demo-wl.out && [ $i -lt 600 ]; do
+	sleep 0.2
+	i=$((i + 1))
+done
+for cmd in "rdma res show pd" "rdma res show cq" "rdma res show qp" "rdma res show mr"; do
+	echo
+	echo "\$ $cmd"
+	$cmd 2>&1 | grep 'dev mlx5_1'
+done
+echo
+echo "Simulator resources with the workload holding them:"
+for d in "$FWSIM_DBG"/*/; do echo "  $(basename "$d"): $(tr '\n' ' ' <"$d/resources")"; done
+touch /tmp/demo-release
+wait $wl
+echo "workload: $(grep -c '^R ok' /tmp/demo-wl.out) checks passed, $(grep -c '^R fail' /tmp/demo-wl.out) failed"
+echo
 echo "mlx5_0 (InfiniBand) and mlx5_1 (RoCE) are registered with ib_core_rs and"
 echo "served by its uverbs: Debian's unmodified libibverbs + libmlx5 (bound by"
 echo "driver id 1 over netlink) opened a user context on each (mlx5 udata, a"

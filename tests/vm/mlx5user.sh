@@ -24,14 +24,75 @@ mlx5_user_suite() {
 	unload_ours
 }
 
+# The workload holding its objects (-w): `rdma res show pd|cq|qp|mr` lists
+# them with the workload's pid and comm (upstream RES_*_GET dumps).
+mlx5_res_while_held() {
+	local dev=$1 wl i r
+	rm -f /tmp/wl-release
+	/rdma-rs/verbs_workload -d $dev -m 1 -w /tmp/wl-release >/tmp/wl-hold.out 2>&1 &
+	wl=$!
+	i=0
+	while ! grep -q '^I holding' /tmp/wl-hold.out && [ $i -lt 600 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	for r in pd cq qp mr; do
+		rdma res show $r >/tmp/res-$r 2>&1
+		sed "s/^/    rdma-$r| /" /tmp/res-$r | head -n 12
+		if grep -q "^\(dev $dev\|link $dev/1\) .*pid $wl comm verbs_workload" /tmp/res-$r; then
+			t_ok "rdma res show $r lists $dev objects with the workload's pid and comm"
+		else
+			t_fail "rdma res show $r lists $dev objects with the workload's pid and comm"
+		fi
+	done
+	# The RC QP as the workload set it up: port 1, RTS, its PSNs (0x1234/0x4321).
+	t_check "rdma res show qp shows the RC QP in RTS with its PSNs" sh -c \
+		"grep -q \"^link $dev/1 .*type RC state RTS rq-psn 4660 sq-psn 17185\" /tmp/res-qp"
+	touch /tmp/wl-release
+	wait $wl
+	t_import_file "libmlx5 $dev held" /tmp/wl-hold.out $?
+}
+
 mlx5_libmlx5_suite() {
 	load_ours sim=ib,eth
 	for n in 0 1; do
 		t_import "libmlx5 mlx5_$n" /rdma-rs/verbs_workload -d mlx5_$n -m 1 -o 0
+		cp /tmp/import.out /tmp/wl-mlx5_$n.out
+		t_import "libmlx5 mlx5_$n order 1" /rdma-rs/verbs_workload -d mlx5_$n -m 16 -o 1
 		t_import "libmlx5 mlx5_$n exit without destroy" /rdma-rs/verbs_workload -d mlx5_$n -m 1 -x
 		t_check "mlx5_$n: the simulator holds only the kernel PD and UAR afterwards" fwsim_resources_probed mlx5_ib_rs.rdma.$n
 	done
+	mlx5_res_while_held mlx5_1
+	t_check "mlx5_1: the simulator holds only the kernel PD and UAR after the held run" fwsim_resources_probed mlx5_ib_rs.rdma.1
+	t_check "rdma res: no pd, cq, qp or mr left" sh -c "rdma res | grep -v ' pd 0 cq 0 qp 0 .*mr 0' | grep -q . && exit 1 || exit 0"
 	unload_ours
+}
+
+# The same workload on the upstream stack (rdma_rxe) and on ours (mlx5_1,
+# RoCE): every difference in the checks' results and in the facts the
+# workload prints (`I` lines: errnos, limits) is listed. Limits are
+# device-specific; the errnos and the ok/fail of each check are not.
+workload_compare() {
+	local a=$1 b=$2 diffs
+	if [ ! -s "$a" ] || [ ! -s "$b" ]; then
+		t_fail "workload comparison rxe vs mlx5" "missing output"
+		return
+	fi
+	# The checks (ok/fail, without device-specific values in parentheses) and the
+	# errno/return facts; not the limits.
+	sed -n 's/ ([^)]*)//g; s/^\(R [a-z]*\) \([^:]*\).*/\1 \2/p; /^I [a-z0-9_]*\(errno\|_ret\|nonzero\) /p' "$a" | sort >/tmp/cmp-a
+	sed -n 's/ ([^)]*)//g; s/^\(R [a-z]*\) \([^:]*\).*/\1 \2/p; /^I [a-z0-9_]*\(errno\|_ret\|nonzero\) /p' "$b" | sort >/tmp/cmp-b
+	echo "+ workload: rxe0 (upstream) vs mlx5_1 (ours): checks and errnos"
+	diff /tmp/cmp-a /tmp/cmp-b | sed 's/^/    diff| /'
+	echo "+ workload: device facts (informational)"
+	grep '^I ' "$a" | sed 's/^/    rxe0| /'
+	grep '^I ' "$b" | sed 's/^/    mlx5_1| /'
+	diffs=$(diff /tmp/cmp-a /tmp/cmp-b | grep -c '^[<>]')
+	if [ "$diffs" = 0 ]; then
+		t_ok "workload comparison rxe0 vs mlx5_1: same checks, same errnos"
+	else
+		t_fail "workload comparison rxe0 vs mlx5_1: same checks, same errnos" "$diffs lines differ"
+	fi
 }
 
 if [ "${RDMARS_SOURCED:-}" != 1 ]; then

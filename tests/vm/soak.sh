@@ -25,7 +25,8 @@ if [ "$stack" = peer ]; then
 	dev=rxe0
 else
 	load_ours sim=ib,eth
-	dev=$(ibv_devices | awk 'NR > 2 { print $1; exit }')
+	# Both simulated functions, alternately: mlx5_0 (InfiniBand), mlx5_1 (RoCE).
+	dev=mlx5_0
 fi
 # One warm-up run so that one-time allocations are not counted as growth.
 /rdma-rs/verbs_workload -d "$dev" -m 1 >/dev/null 2>&1
@@ -42,11 +43,16 @@ while [ $i -lt "$n" ]; do
 	2) args="-o 0 -m 16" ;;
 	3) args="-x -m 1" ;;
 	esac
-	/rdma-rs/verbs_workload -d "$dev" $args >/tmp/soak.out 2>&1 || {
+	d=$dev
+	if [ "$stack" != peer ] && [ $((i / 4 % 2)) = 1 ]; then d=mlx5_1; fi
+	/rdma-rs/verbs_workload -d "$d" $args >/tmp/soak.out 2>&1 || {
 		fails=$((fails + 1))
 		grep '^R fail' /tmp/soak.out | head -n 3
 	}
 	i=$((i + 1))
+	if [ $((i % 50)) = 0 ]; then
+		echo "soak: $i/$n runs, $(($(date +%s) - t0)) s, $fails failed, slab $(slab_kb) kB, $(res_counts | tr '\n' ' ')"
+	fi
 done
 t1=$(date +%s)
 echo 3 >/proc/sys/vm/drop_caches
@@ -58,6 +64,11 @@ echo "soak: restrack after:  $after_res"
 echo "soak: slab before ${before_slab} kB, after ${after_slab} kB, delta $((after_slab - before_slab)) kB"
 if [ $fails = 0 ]; then t_ok "$n workload runs pass"; else t_fail "$n workload runs pass" "$fails failed"; fi
 if [ "$before_res" = "$after_res" ]; then t_ok "restrack counts back to baseline"; else t_fail "restrack counts back to baseline"; fi
+if [ "$stack" != peer ]; then
+	for f in mlx5_ib_rs.rdma.0 mlx5_ib_rs.rdma.1; do
+		t_check "$f: the simulator holds only the kernel PD and UAR after $n runs" fwsim_resources_probed $f
+	done
+fi
 if [ "$stack" = peer ]; then peer_down; else unload_ours; fi
 kmemleak_check
 suite_end
