@@ -63,13 +63,20 @@ int main(int argc, char **argv)
 	struct ibv_pd *pd[4];
 	struct ibv_port_attr pa;
 	struct ibv_pd *p;
-	int opt, n, e;
+	struct ibv_cq *cq = NULL;
+	struct ibv_qp *qp = NULL;
+	struct ibv_mr *mr = NULL;
+	void *buf = NULL;
+	int opt, n, e, objs = 0;
 
-	while ((opt = getopt(argc, argv, "d:")) != -1)
+	while ((opt = getopt(argc, argv, "d:o")) != -1) {
 		if (opt == 'd')
 			name = optarg;
+		if (opt == 'o')
+			objs = 1; /* also a CQ, an RC QP and a 64 KiB MR */
+	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "usage: uverbs_unplug -d DEV hold GOFILE | exit N\n");
+		fprintf(stderr, "usage: uverbs_unplug -d DEV [-o] hold GOFILE | exit N\n");
 		return 2;
 	}
 	ctx = open_dev(name);
@@ -97,6 +104,22 @@ int main(int argc, char **argv)
 		}
 	}
 	ok("context, 4 PDs and the async event file open");
+	if (objs) {
+		struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+					       .cap = { .max_send_wr = 16, .max_recv_wr = 16,
+							.max_send_sge = 1, .max_recv_sge = 1 } };
+
+		cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+		qa.send_cq = qa.recv_cq = cq;
+		qp = cq ? ibv_create_qp(pd[1], &qa) : NULL;
+		buf = aligned_alloc(4096, 65536);
+		mr = buf ? ibv_reg_mr(pd[2], buf, 65536, IBV_ACCESS_LOCAL_WRITE) : NULL;
+		if (!cq || !qp || !mr) {
+			fail("CQ, RC QP and MR before the remove", strerror(errno));
+			return 1;
+		}
+		ok("a CQ, an RC QP and a 64 KiB MR held too");
+	}
 	printf("READY\n");
 	fflush(stdout);
 	for (int i = 0; access(argv[optind + 1], F_OK); i++) {
@@ -123,6 +146,15 @@ int main(int argc, char **argv)
 	e = ibv_dealloc_pd(pd[0]);
 	printf("R ok after remove: ibv_dealloc_pd of a held PD returns %d (%s)\n", e,
 	       e ? strerror(e) : "success");
+
+	if (objs) {
+		/* libibverbs treats EIO from a destroy as done (verbs_is_destroy_err()):
+		 * the kernel destroyed them at the disassociate. */
+		expect_errno("after remove: ibv_destroy_qp of the held QP succeeds", ibv_destroy_qp(qp), 0);
+		expect_errno("after remove: ibv_destroy_cq of the held CQ succeeds", ibv_destroy_cq(cq), 0);
+		expect_errno("after remove: ibv_dereg_mr of the held MR succeeds", ibv_dereg_mr(mr), 0);
+		free(buf);
+	}
 
 	/* The async event file: IB_EVENT_DEVICE_FATAL, then? */
 	{

@@ -60,6 +60,10 @@ suite_begin vm_mlx5_libmlx5
 mlx5_libmlx5_suite
 suite_end
 
+suite_begin vm_mlx5_unplug
+mlx5_unplug_suite
+suite_end
+
 suite_begin vm_peer_rxe
 peer_up
 peer_devinfo

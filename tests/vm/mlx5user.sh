@@ -68,6 +68,43 @@ mlx5_libmlx5_suite() {
 	unload_ours
 }
 
+# Hot unplug of a simulated function while a libmlx5 process holds a context,
+# PDs, a CQ, an RC QP, an MR, the UAR mapping and the async fd: unbinding the
+# function (mlx5_ib_rs's remove, as a PCI remove would) unregisters mlx5_1 and
+# disassociates the file without waiting for the process; the process sees
+# EIO, DEVICE_FATAL, and closes; the simulator is back to nothing.
+mlx5_unplug_suite() {
+	local f=mlx5_ib_rs.rdma.1 drv pid rc t0 t1
+	load_ours sim=ib,eth
+	rm -f /tmp/unplug-go
+	/rdma-rs/uverbs_unplug -d mlx5_1 -o hold /tmp/unplug-go >/tmp/m-unplug.out 2>&1 &
+	pid=$!
+	for i in $(seq 1 300); do grep -q READY /tmp/m-unplug.out && break; sleep 0.1; done
+	echo "restrack while held: $(rdma res | grep mlx5_1)"
+	cat $FWSIM_DBG/$f/resources | tr '\n' ' '
+	echo
+	drv=$(fwsim_driver_of $f)
+	t0=$(date +%s)
+	rc=0
+	timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
+	t1=$(date +%s)
+	echo "unbind $f: exit $rc after $((t1 - t0)) s"
+	if [ $rc = 0 ] && kill -0 $pid 2>/dev/null; then
+		t_ok "unbind $f completes while a process holds its objects"
+	else
+		t_fail "unbind $f completes while a process holds its objects" "exit $rc"
+	fi
+	t_check "mlx5_1 unregistered" test ! -e /sys/class/infiniband/mlx5_1
+	t_check "$f: the simulator holds nothing after the remove" fwsim_resources_zero $f
+	touch /tmp/unplug-go
+	rc=0
+	wait $pid || rc=$?
+	t_import_file "mlx5 hot unplug" /tmp/m-unplug.out $rc
+	echo $f >/sys/bus/auxiliary/drivers/$drv/bind
+	t_check "bind $f again" test -n "$(fwsim_driver_of $f)"
+	unload_ours
+}
+
 # The same workload on the upstream stack (rdma_rxe) and on ours (mlx5_1,
 # RoCE): every difference in the checks' results and in the facts the
 # workload prints (`I` lines: errnos, limits) is listed. Limits are
@@ -99,6 +136,9 @@ if [ "${RDMARS_SOURCED:-}" != 1 ]; then
 	kmemleak_clear
 	suite_begin vm_mlx5_user
 	mlx5_user_suite
+	suite_end
+	suite_begin vm_mlx5_unplug
+	mlx5_unplug_suite
 	suite_end
 	suite_begin vm_mlx5_libmlx5
 	mlx5_libmlx5_suite
