@@ -646,6 +646,21 @@ int main(int argc, char **argv)
 		       query_qp(fd, qp2, &qr), ENOENT);
 		expect("write: DESTROY_CQ of an unused CQ", create_cq(fd, 8, 0, -1, &cq2) ||
 		       destroy_cq(fd, cq2), 0);
+		/* A CQ of another context (another open file): its handle means
+		 * nothing in this file (handles are per file, upstream's xarray
+		 * per ufile): ENOENT, not that CQ. */
+		{
+			int fd2 = open(dev, O_RDWR | O_CLOEXEC);
+			uint32_t h = 0, other = ~0u;
+
+			expect("second file: GET_CONTEXT", fd2 >= 0 ? get_context(fd2) : errno, 0);
+			for (int i = 0; i < 24; i++)
+				alloc_pd(fd2, &h);
+			expect("second file: CREATE_CQ", create_cq(fd2, 16, 0, -1, &other), 0);
+			expect("write: CREATE_QP with a CQ of another context is ENOENT",
+			       create_qp(fd, pd, other, other, IB_QPT_RC, NULL, NULL), ENOENT);
+			close(fd2);
+		}
 		/* pd, cq, the first cq2 and qp (RC, INIT) stay open. */
 	}
 
