@@ -774,6 +774,7 @@ impl<D: Driver> UFile<D> {
                 Ok(())
             }
             CoreHandler::DestroyDefault => Ok(()),
+            CoreHandler::QueryGidTable => self.ioctl_query_gid_table(inner, b, out),
             CoreHandler::CqCreate => self.ioctl_cq_create(inner, b, uattrs, out, new),
             CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
             // The DESTROY attribute did the work; no events are reported to

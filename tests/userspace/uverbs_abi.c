@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
@@ -279,6 +280,18 @@ static int dereg_mr(int fd, uint32_t h)
 	struct ib_uverbs_dereg_mr cmd = { .mr_handle = h };
 
 	return do_write(fd, IB_USER_VERBS_CMD_DEREG_MR, &cmd, sizeof(cmd), 0);
+}
+
+/* UVERBS_METHOD_QUERY_GID_TABLE with entries of esize bytes into buf (len bytes). */
+static int query_gid_table(int fd, uint64_t esize, void *buf, uint16_t len, uint64_t *num)
+{
+	struct req r;
+
+	req_init(&r, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_GID_TABLE, 3);
+	attr_const(&r.attrs[0], UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, esize, 1);
+	attr_out(&r.attrs[1], UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, buf, len);
+	attr_out(&r.attrs[2], UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, num, 8);
+	return do_ioctl(fd, &r);
 }
 
 /* Destroy racing a use: two threads DEALLOC_PD the same handle at once. */
@@ -695,6 +708,24 @@ int main(int argc, char **argv)
 		expect("write: DEREG_MR of a PD handle (wrong type) is EINVAL", dereg_mr(fd, pd), EINVAL);
 		/* pd and mr stay open; the buffer is unmapped while the MR pins it. */
 		munmap(buf, 3 * pg);
+	}
+
+	/* QUERY_GID_TABLE (uverbs_std_types_device.c, rdma_query_gid_table()). */
+	{
+		struct ib_uverbs_gid_entry ge[16];
+		uint64_t num = 0;
+
+		memset(ge, 0xff, sizeof(ge));
+		expect("ioctl: QUERY_GID_TABLE", query_gid_table(fd, sizeof(ge[0]), ge, sizeof(ge), &num), 0);
+		expect("ioctl: QUERY_GID_TABLE lists valid GIDs of port 1, index 0 first",
+		       num >= 1 && num <= 16 && ge[0].port_num == 1 && ge[0].gid_index == 0 &&
+				       ge[0].netdev_ifindex != 0xffffffff ? 0 : EINVAL, 0);
+		expect("ioctl: QUERY_GID_TABLE with entry size 0 is EINVAL",
+		       query_gid_table(fd, 0, ge, sizeof(ge), &num), EINVAL);
+		expect("ioctl: QUERY_GID_TABLE with an array not a multiple of the entry size is EINVAL",
+		       query_gid_table(fd, sizeof(ge[0]), ge, sizeof(ge[0]) + 4, &num), EINVAL);
+		expect("ioctl: QUERY_GID_TABLE with 16-byte entries (shorter than the kernel's)",
+		       query_gid_table(fd, 16, ge, 16 * 16, &num), 0);
 	}
 
 	/* The async event file. */

@@ -680,6 +680,65 @@ impl<D: Driver> UFile<D> {
 
     // ---- ioctl methods ----
 
+    /// `UVERBS_METHOD_QUERY_GID_TABLE` (upstream `uverbs_std_types_device.c`
+    /// with `rdma_query_gid_table()` and `copy_gid_entries_to_user()`): every
+    /// valid GID of every port as `struct ib_uverbs_gid_entry` (32 bytes: gid,
+    /// gid_index, port_num, gid_type, netdev_ifindex 0: no netdevs here),
+    /// each in `ENTRY_SIZE` bytes of the user's array (cut or zero-padded).
+    pub(super) fn ioctl_query_gid_table(
+        &self,
+        inner: &mut Inner<D>,
+        bd: &Bundle<'_>,
+        out: &mut Outputs,
+    ) -> Result {
+        const ENTRY: usize = 32;
+        bd.get_flags32(attr::QUERY_GID_TABLE_FLAGS, 0)
+            .map_err(kerr)?;
+        let esize = bd
+            .get_const_unsigned(attr::QUERY_GID_TABLE_ENTRY_SIZE, u64::from(u16::MAX), None)
+            .map_err(kerr)? as usize;
+        if esize == 0 {
+            return Err(EINVAL);
+        }
+        let max = bd
+            .ptr_array_size(attr::QUERY_GID_TABLE_RESP_ENTRIES, esize)
+            .map_err(kerr)?;
+        if max == 0 {
+            return Err(EINVAL);
+        }
+        inner.ctx()?;
+        let mut buf = KVec::new();
+        let mut n = 0usize;
+        for port in 1..=self.dev.phys_port_cnt() {
+            let len = self.dev.port_immutable(port)?.gid_tbl_len;
+            for index in 0..len {
+                let Ok(gid) = self.dev.query_gid(port, index) else {
+                    continue;
+                };
+                if n >= max {
+                    return Err(EINVAL);
+                }
+                let t = self.dev.query_gid_type(port, index).unwrap_or_default();
+                let mut e = Out::<ENTRY>::new();
+                e.bytes(0, &gid.0);
+                e.u32(16, index);
+                e.u32(20, port);
+                e.u32(24, t as u32);
+                buf.extend_from_slice(e.0.get(..esize.min(ENTRY)).unwrap_or(&[]), GFP_KERNEL)?;
+                for _ in ENTRY..esize {
+                    buf.push(0u8, GFP_KERNEL)?;
+                }
+                n += 1;
+            }
+        }
+        out.put(
+            bd,
+            attr::QUERY_GID_TABLE_RESP_NUM_ENTRIES,
+            &(n as u64).to_ne_bytes(),
+        )?;
+        out.put(bd, attr::QUERY_GID_TABLE_RESP_ENTRIES, &buf)
+    }
+
     /// `UVERBS_METHOD_CQ_CREATE` (upstream `uverbs_std_types_cq.c`).
     pub(super) fn ioctl_cq_create(
         &self,
