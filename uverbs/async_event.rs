@@ -34,9 +34,14 @@ struct Queue {
     events: KVec<[u8; EVENT_DESC_SIZE]>,
 }
 
-/// An async event file.
+/// An event file: the async event file (16-byte
+/// `struct ib_uverbs_async_event_desc`) or a completion channel (8-byte
+/// `struct ib_uverbs_comp_event_desc { u64 cq_handle; }`, upstream
+/// `ib_uverbs_comp_event_read()`), which share upstream's event queue code.
 #[pin_data]
 pub(crate) struct AsyncEventFile {
+    /// Bytes per event read.
+    desc_len: usize,
     #[pin]
     queue: Mutex<Queue>,
     #[pin]
@@ -50,8 +55,23 @@ impl AsyncEventFile {
     ///
     /// `ENOMEM`.
     pub(crate) fn new() -> Result<Arc<Self>> {
+        Self::with_desc_len(EVENT_DESC_SIZE)
+    }
+
+    /// A new, empty completion channel (upstream
+    /// `ib_uverbs_create_comp_channel()`).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn new_comp_channel() -> Result<Arc<Self>> {
+        Self::with_desc_len(8)
+    }
+
+    fn with_desc_len(desc_len: usize) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(AsyncEventFile {
+                desc_len,
                 queue <- kernel::new_mutex!(Queue { events: KVec::new() }, "uverbs_async_queue"),
                 wait <- kernel::new_poll_condvar!("uverbs_async_wait"),
             }),
@@ -81,6 +101,17 @@ impl AsyncEventFile {
         AnonFile::<AsyncEventFile>::fd_is(fd, this)
     }
 
+    /// Queues a completion event of the CQ with user handle `cq_handle`
+    /// (upstream `ib_uverbs_comp_handler()`).
+    pub(crate) fn queue_comp(&self, cq_handle: u64) {
+        let mut d = [0u8; EVENT_DESC_SIZE];
+        d[..8].copy_from_slice(&cq_handle.to_ne_bytes());
+        let mut q = self.queue.lock();
+        if q.events.push(d, GFP_KERNEL).is_ok() {
+            self.wait.notify_all();
+        }
+    }
+
     /// Queues one event (upstream `ib_uverbs_async_handler()`).
     pub(crate) fn queue_event(&self, element: u64, event_type: u32) {
         let mut d = [0u8; EVENT_DESC_SIZE];
@@ -97,7 +128,8 @@ impl AnonFileOps for AsyncEventFile {
     // upstream: ib_uverbs_event_read(): EINVAL for a buffer smaller than one
     // event, EAGAIN when empty and O_NONBLOCK, blocks otherwise.
     fn read(this: &Arc<Self>, file: &File, mut out: UserSliceWriter) -> Result<usize> {
-        if out.len() < EVENT_DESC_SIZE {
+        let dl = this.desc_len;
+        if out.len() < dl {
             return Err(EINVAL);
         }
         let mut q = this.queue.lock();
@@ -113,10 +145,10 @@ impl AnonFileOps for AsyncEventFile {
             }
         }
         let mut n = 0;
-        while out.len() >= EVENT_DESC_SIZE && !q.events.is_empty() {
+        while out.len() >= dl && !q.events.is_empty() {
             let d = q.events.remove(0).map_err(|_| EINVAL)?;
-            out.write_slice(&d)?;
-            n += EVENT_DESC_SIZE;
+            out.write_slice(d.get(..dl).unwrap_or(&d))?;
+            n += dl;
         }
         Ok(n)
     }

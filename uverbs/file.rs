@@ -118,6 +118,10 @@ struct Inner<D: Driver> {
     /// commit adds at the head: cleanup walks this from the end).
     objs: KVec<UObject<D>>,
     async_file: Option<Arc<AsyncEventFile>>,
+    /// The completion channels created on this file (upstream: FD uobjects
+    /// of `UVERBS_OBJECT_COMP_CHANNEL`); a channel's queue lives while its
+    /// fd or a CQ using it does.
+    comp_channels: KVec<Arc<AsyncEventFile>>,
 }
 
 impl<D: Driver> Inner<D> {
@@ -176,6 +180,7 @@ impl<D: Driver> UFile<D> {
                         ucontext: None,
                         objs: KVec::new(),
                         async_file: None,
+                        comp_channels: KVec::new(),
                     },
                     "uverbs_file"
                 ),
@@ -260,9 +265,12 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
             // file's objects of the type is EBADF (no completion channels
             // exist here).
             Access::Read if obj_type == obj::ASYNC_EVENT || obj_type == obj::COMP_CHANNEL => {
-                if obj_type == obj::ASYNC_EVENT
-                    && self.events.iter().any(|e| AsyncEventFile::fd_is(e, id))
-                {
+                let list: &[Arc<AsyncEventFile>] = if obj_type == obj::ASYNC_EVENT {
+                    self.events
+                } else {
+                    &self.inner.comp_channels
+                };
+                if list.iter().any(|e| AsyncEventFile::fd_is(e, id)) {
                     Ok(())
                 } else {
                     Err(Errno::EBADF)
@@ -518,6 +526,7 @@ impl<D: Driver> UFile<D> {
                 Ok(())
             }
             // upstream: ib_uverbs_dealloc_pd() -> uobj_perform_destroy()
+            cmd::CREATE_COMP_CHANNEL => self.create_comp_channel(inner, b),
             cmd::CREATE_CQ => self.create_cq(inner, b, false),
             EX_CREATE_CQ => self.create_cq(inner, b, true),
             cmd::DESTROY_CQ => self.destroy_cq(inner, b),
@@ -939,6 +948,7 @@ impl<D: Driver> UFileOps for UFile<D> {
         // (ib_uverbs_free_event_queue() at its release), so a reader sees the
         // FATAL event, then EAGAIN (or waits), never EOF.
         inner.async_file = None;
+        inner.comp_channels.clear();
         let evs = core::mem::take(&mut *self.events.lock());
         if driver_remove {
             for ev in evs.iter() {

@@ -628,6 +628,25 @@ int main(int argc, char **argv)
 		       create_cq(fd, 16, 1000, -1, NULL), EINVAL);
 		expect("write: CREATE_CQ with a comp_channel fd that is not one is EBADF",
 		       create_cq(fd, 16, 0, fd, NULL), EBADF);
+		{
+			struct ib_uverbs_create_comp_channel_resp cr = { .fd = -1 };
+			struct ib_uverbs_create_comp_channel cc = { .response = (uintptr_t)&cr };
+			uint32_t ccq = ~0u;
+			uint64_t ev;
+
+			expect("write: CREATE_COMP_CHANNEL",
+			       do_write(fd, IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, &cc, sizeof(cc),
+					sizeof(cr) / 4), 0);
+			fcntl((int)cr.fd, F_SETFL, O_NONBLOCK);
+			expect("write: CREATE_CQ on the completion channel",
+			       create_cq(fd, 16, 0, (int32_t)cr.fd, &ccq), 0);
+			expect("comp channel: empty non-blocking read is EAGAIN",
+			       read((int)cr.fd, &ev, sizeof(ev)) < 0 ? errno : 0, EAGAIN);
+			expect("comp channel: a read shorter than an event is EINVAL",
+			       read((int)cr.fd, &ev, 4) < 0 ? errno : 0, EINVAL);
+			expect("write: DESTROY_CQ of the channel's CQ", destroy_cq(fd, ccq), 0);
+			close((int)cr.fd);
+		}
 		expect("write: CREATE_QP (RC)", create_qp(fd, pd, cq, cq2, IB_QPT_RC, &qp, &qpn), 0);
 		expect("write: CREATE_QP returns a QP number", qpn ? 0 : EINVAL, 0);
 		expect("write: CREATE_QP (UD, one CQ for both queues)",

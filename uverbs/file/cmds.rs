@@ -12,9 +12,12 @@
 //! command's own field checks, then the handle lookups in upstream's order,
 //! then the core verb and the driver.
 //!
-//! Not supported, and saying so: completion channels (a `comp_channel` fd
-//! is `EBADF`, as upstream answers for any fd that is not a completion
-//! channel of this file: none can be created yet), SRQs, XRC, RSS
+//! Completion channels: `CREATE_COMP_CHANNEL` makes one; a CQ created with
+//! it queues its user handle there on each completion (no driver reports
+//! completions yet: the simulator has no data path); any other fd is
+//! `EBADF`, as upstream.
+//!
+//! Not supported, and saying so: SRQs, XRC, RSS
 //! indirection tables, raw packet QPs (`EOPNOTSUPP`), QP create flags and
 //! CQ flags (`EOPNOTSUPP`: our QP/CQ init attributes carry none yet), the
 //! alternate path.
@@ -30,11 +33,13 @@ use crate::uverbs::abi::{
     parse::{AttrValue, Bundle},
     write as w, Errno,
 };
+use crate::uverbs::async_event::AsyncEventFile;
 use crate::uverbs::resp::Out;
 use crate::verbs::{
-    AccessFlags, AhAttr, Cq, CqInitAttr, GlobalRoute, Mr, Qp, QpAttr, QpAttrMask, QpCap,
+    AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, Qp, QpAttr, QpAttrMask, QpCap,
     QpInitAttr, QpState, QpType, UserCtx, UserMrReq,
 };
+use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -196,6 +201,19 @@ fn encode_dest<const N: usize>(o: &mut Out<N>, off: usize, ah: &AhAttr) {
     o.u8(off + 31, ah.port_num as u8);
 }
 
+/// A CQ's completion handler feeding its completion channel (upstream
+/// `ib_uverbs_comp_handler()`: the CQ's user handle as the event).
+struct CompHandler {
+    chan: Arc<AsyncEventFile>,
+    user_handle: u64,
+}
+
+impl CqHandler for CompHandler {
+    fn completion(&self) {
+        self.chan.queue_comp(self.user_handle);
+    }
+}
+
 /// upstream `rdma_get_ll_mac()`: the MAC of a link-local (EUI-64) GID.
 fn ll_mac(gid: &[u8; 16]) -> Option<[u8; 6]> {
     if gid[0] != 0xfe || gid[1] & 0xc0 != 0x80 || gid[11] != 0xff || gid[12] != 0xfe {
@@ -298,15 +316,27 @@ impl<D: Driver> UFile<D> {
         if c.cqe == 0 {
             return Err(EINVAL);
         }
-        if c.comp_channel >= 0 {
-            // upstream ib_uverbs_lookup_comp_file(): not a completion
-            // channel of this file.
-            return Err(EBADF);
-        }
+        // upstream ib_uverbs_lookup_comp_file(): a completion channel of
+        // this file, else EBADF.
+        let handler: Option<Arc<dyn CqHandler>> = if c.comp_channel >= 0 {
+            let chan = inner
+                .comp_channels
+                .iter()
+                .find(|e| AsyncEventFile::fd_is(e, i64::from(c.comp_channel)))
+                .ok_or(EBADF)?;
+            Some(Arc::new(
+                CompHandler {
+                    chan: chan.clone(),
+                    user_handle: c.user_handle,
+                },
+                GFP_KERNEL,
+            )?)
+        } else {
+            None
+        };
         if c.flags != 0 {
             return Err(EOPNOTSUPP);
         }
-        let _ = c.user_handle;
         let attr = CqInitAttr {
             cqe: c.cqe,
             comp_vector: c.comp_vector,
@@ -315,11 +345,26 @@ impl<D: Driver> UFile<D> {
             Cq::create_user(
                 &self.dev,
                 &attr,
-                None,
+                handler,
                 Owner::current_task(),
                 &mut UserCtx::new(&ctx, ud),
             )
         })
+    }
+
+    /// `IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL` (upstream
+    /// `ib_uverbs_create_comp_channel()`): a new `[infinibandevent]` fd
+    /// reading `struct ib_uverbs_comp_event_desc`.
+    pub(super) fn create_comp_channel(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        request::<8>(&b.core_in)?;
+        inner.ctx()?;
+        let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)?;
+        let chan = AsyncEventFile::new_comp_channel()?;
+        let file = AsyncEventFile::file(&chan)?;
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &fd.reserved_fd().to_ne_bytes())?;
+        inner.comp_channels.push(chan, GFP_KERNEL)?;
+        fd.fd_install(file);
+        Ok(())
     }
 
     /// `IB_USER_VERBS_CMD_CREATE_CQ` / `IB_USER_VERBS_EX_CMD_CREATE_CQ`.
@@ -768,12 +813,11 @@ impl<D: Driver> UFile<D> {
             cqe: ptr_u32(bd, attr::CREATE_CQ_CQE)?,
             user_handle: ptr_u64(bd, attr::CREATE_CQ_USER_HANDLE)?,
             comp_vector: ptr_u32(bd, attr::CREATE_CQ_COMP_VECTOR)?,
-            // The fd attribute cannot be resolved: no completion channel
-            // can exist (see the module doc).
-            comp_channel: if bd.is_valid(attr::CREATE_CQ_COMP_CHANNEL) {
-                0
-            } else {
-                -1
+            // The parser checked that the fd is one of this file's
+            // completion channels.
+            comp_channel: match bd.get(attr::CREATE_CQ_COMP_CHANNEL) {
+                Ok(AttrValue::Obj { id, .. }) => i32::try_from(id).map_err(|_| EBADF)?,
+                _ => -1,
             },
             flags: bd.get_flags32(attr::CREATE_CQ_FLAGS, 0x3).map_err(kerr)?,
         };
