@@ -125,13 +125,10 @@ impl AsyncEventFile {
 }
 
 impl AnonFileOps for AsyncEventFile {
-    // upstream: ib_uverbs_event_read(): EINVAL for a buffer smaller than one
-    // event, EAGAIN when empty and O_NONBLOCK, blocks otherwise.
+    // upstream: ib_uverbs_event_read(): EAGAIN when empty and O_NONBLOCK,
+    // blocks otherwise; then EINVAL for a buffer smaller than one event.
     fn read(this: &Arc<Self>, file: &File, mut out: UserSliceWriter) -> Result<usize> {
         let dl = this.desc_len;
-        if out.len() < dl {
-            return Err(EINVAL);
-        }
         let mut q = this.queue.lock();
         loop {
             if !q.events.is_empty() {
@@ -143,6 +140,11 @@ impl AnonFileOps for AsyncEventFile {
             if this.wait.wait_interruptible(&mut q) {
                 return Err(ERESTARTSYS);
             }
+        }
+        // upstream: the length is checked once an event is there (an
+        // empty non-blocking read is EAGAIN whatever the count).
+        if out.len() < dl {
+            return Err(EINVAL);
         }
         let mut n = 0;
         while out.len() >= dl && !q.events.is_empty() {

@@ -642,8 +642,8 @@ int main(int argc, char **argv)
 			       create_cq(fd, 16, 0, (int32_t)cr.fd, &ccq), 0);
 			expect("comp channel: empty non-blocking read is EAGAIN",
 			       read((int)cr.fd, &ev, sizeof(ev)) < 0 ? errno : 0, EAGAIN);
-			expect("comp channel: a read shorter than an event is EINVAL",
-			       read((int)cr.fd, &ev, 4) < 0 ? errno : 0, EINVAL);
+			expect("comp channel: an empty short read is EAGAIN too (the size is checked on an event)",
+			       read((int)cr.fd, &ev, 4) < 0 ? errno : 0, EAGAIN);
 			expect("write: DESTROY_CQ of the channel's CQ", destroy_cq(fd, ccq), 0);
 			close((int)cr.fd);
 		}
