@@ -117,14 +117,15 @@ workload_compare() {
 	fi
 	# The checks (ok/fail, without device-specific values in parentheses) and the
 	# errno/return facts; not the limits.
-	sed -n 's/ ([^)]*)//g; s/^\(R [a-z]*\) \([^:]*\).*/\1 \2/p; /^I [a-z0-9_]*\(errno\|_ret\|nonzero\) /p' "$a" | sort >/tmp/cmp-a
-	sed -n 's/ ([^)]*)//g; s/^\(R [a-z]*\) \([^:]*\).*/\1 \2/p; /^I [a-z0-9_]*\(errno\|_ret\|nonzero\) /p' "$b" | sort >/tmp/cmp-b
-	echo "+ workload: rxe0 (upstream) vs mlx5_1 (ours): checks and errnos"
-	diff /tmp/cmp-a /tmp/cmp-b | sed 's/^/    diff| /'
+	# The device's name is not a difference.
+	sed -n 's/ ([^)]*)//g; s/rxe0\|mlx5_1/DEV/g; s/^\(R [a-z]*\) \([^:]*\).*/\1 \2/p; /^I [a-z0-9_]*\(errno\|_ret\|nonzero\) /p' "$a" | sort >/tmp/cmp-a
+	sed -n 's/ ([^)]*)//g; s/rxe0\|mlx5_1/DEV/g; s/^\(R [a-z]*\) \([^:]*\).*/\1 \2/p; /^I [a-z0-9_]*\(errno\|_ret\|nonzero\) /p' "$b" | sort >/tmp/cmp-b
+	echo "+ workload: rxe0 (upstream) vs mlx5_1 (ours): checks and errnos ($(wc -l </tmp/cmp-a) and $(wc -l </tmp/cmp-b) lines)"
+	diff -u /tmp/cmp-a /tmp/cmp-b | sed 's/^/    diff| /'
 	echo "+ workload: device facts (informational)"
 	grep '^I ' "$a" | sed 's/^/    rxe0| /'
 	grep '^I ' "$b" | sed 's/^/    mlx5_1| /'
-	diffs=$(diff /tmp/cmp-a /tmp/cmp-b | grep -c '^[<>]')
+	diffs=$(diff -u /tmp/cmp-a /tmp/cmp-b | grep -v '^\(---\|+++\)' | grep -c '^[-+]')
 	if [ "$diffs" = 0 ]; then
 		t_ok "workload comparison rxe0 vs mlx5_1: same checks, same errnos"
 	else
