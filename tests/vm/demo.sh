@@ -35,7 +35,7 @@ done
 for cmd in "rdma res show pd" "rdma res show cq" "rdma res show qp" "rdma res show mr"; do
 	echo
 	echo "\$ $cmd"
-	$cmd 2>&1 | grep 'dev mlx5_1'
+	$cmd 2>&1 | grep 'mlx5_1'
 done
 echo
 echo "Simulator resources with the workload holding them:"
