@@ -106,10 +106,7 @@ impl AsyncEventFile {
     pub(crate) fn queue_comp(&self, cq_handle: u64) {
         let mut d = [0u8; EVENT_DESC_SIZE];
         d[..8].copy_from_slice(&cq_handle.to_ne_bytes());
-        let mut q = self.queue.lock();
-        if q.events.push(d, GFP_KERNEL).is_ok() {
-            self.wait.notify_all();
-        }
+        self.push(d);
     }
 
     /// Queues one event (upstream `ib_uverbs_async_handler()`).
@@ -117,6 +114,13 @@ impl AsyncEventFile {
         let mut d = [0u8; EVENT_DESC_SIZE];
         d[..8].copy_from_slice(&element.to_ne_bytes());
         d[8..12].copy_from_slice(&event_type.to_ne_bytes());
+        self.push(d);
+    }
+
+    /// Queues one descriptor and wakes the readers (an event that cannot
+    /// be queued for lack of memory is dropped, as upstream's `kmalloc`
+    /// failure in `ib_uverbs_async_handler()`).
+    fn push(&self, d: [u8; EVENT_DESC_SIZE]) {
         let mut q = self.queue.lock();
         if q.events.push(d, GFP_KERNEL).is_ok() {
             self.wait.notify_all();

@@ -362,6 +362,19 @@ impl Outputs {
     }
 }
 
+/// The bytes of a PTR_IN attribute (inline in the attribute or copied from
+/// its user pointer).
+fn ptr_in(p: &parse::PtrAttr) -> Result<KVec<u8>> {
+    match p.inline_bytes() {
+        Some(ib) => {
+            let mut v = KVec::new();
+            v.extend_from_slice(ib.as_slice(), GFP_KERNEL)?;
+            Ok(v)
+        }
+        None => copy_in(p.data, usize::from(p.len)),
+    }
+}
+
 /// Reads a udata input (inline in the attribute or a user pointer).
 fn udata_in(u: &parse::Udata, uattrs: &[u8]) -> Result<KVec<u8>> {
     match u.inbuf {
@@ -686,14 +699,7 @@ impl<D: Driver> UFile<D> {
                 };
                 let core_in = match core_in {
                     None => KVec::new(),
-                    Some(p) => match p.inline_bytes() {
-                        Some(ib) => {
-                            let mut v = KVec::new();
-                            v.extend_from_slice(ib.as_slice(), GFP_KERNEL)?;
-                            v
-                        }
-                        None => copy_in(p.data, usize::from(p.len))?,
-                    },
+                    Some(p) => ptr_in(&p)?,
                 };
                 let ud = b.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
                 let mut bufs = WriteBufs {

@@ -23,7 +23,8 @@
 //! alternate path.
 
 use super::{
-    copy_out_or_zero, with_udata, Inner, NewObj, ObjKind, Outputs, UFile, UObject, WriteBufs,
+    copy_out_or_zero, ptr_in, with_udata, Inner, NewObj, ObjKind, Outputs, UFile, UObject,
+    WriteBufs,
 };
 use crate::attr::{Gid, LinkLayer};
 use crate::driver::Driver;
@@ -184,6 +185,16 @@ impl QpDest {
             port_num: rd8(r, o + 31),
         }
     }
+}
+
+/// `struct ib_uverbs_qp_cap` (or the same five fields of a create
+/// response) at `off`.
+fn encode_cap<const N: usize>(o: &mut Out<N>, off: usize, cap: &QpCap) {
+    o.u32(off, cap.max_send_wr);
+    o.u32(off + 4, cap.max_recv_wr);
+    o.u32(off + 8, cap.max_send_sge);
+    o.u32(off + 12, cap.max_recv_sge);
+    o.u32(off + 16, cap.max_inline_data);
 }
 
 /// upstream `copy_ah_attr_to_uverbs()`.
@@ -491,11 +502,7 @@ impl<D: Driver> UFile<D> {
         let mut o = Out::<40>::new();
         o.u32(0, id);
         o.u32(4, qp.qp_num());
-        o.u32(8, cap.max_send_wr);
-        o.u32(12, cap.max_recv_wr);
-        o.u32(16, cap.max_send_sge);
-        o.u32(20, cap.max_recv_sge);
-        o.u32(24, cap.max_inline_data);
+        encode_cap(&mut o, 8, &cap);
         let out = b.core_out;
         Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp), || {
             if ex {
@@ -654,11 +661,7 @@ impl<D: Driver> UFile<D> {
         let cap = qp.cap();
         let mut o = Out::<128>::new();
         encode_dest(&mut o, 0, &a.ah_attr);
-        o.u32(64, cap.max_send_wr);
-        o.u32(68, cap.max_recv_wr);
-        o.u32(72, cap.max_send_sge);
-        o.u32(76, cap.max_recv_sge);
-        o.u32(80, cap.max_inline_data);
+        encode_cap(&mut o, 64, &cap);
         o.u32(84, a.qkey);
         o.u32(88, a.rq_psn);
         o.u32(92, a.sq_psn);
@@ -824,14 +827,9 @@ impl<D: Driver> UFile<D> {
         let bufs = ioctl_bufs(bd, uattrs)?;
         let cq = self.cq_create_common(inner, &c, &bufs)?;
         let cqe = cq.cqe();
-        Self::commit(inner, id, obj::CQ, ObjKind::Cq(cq))?;
-        if let Err(e) = out.put(bd, attr::CREATE_CQ_RESP_CQE, &cqe.to_ne_bytes()) {
-            if let Ok(pos) = inner.find(obj::CQ, i64::from(id)) {
-                let _ = Self::destroy_at(inner, pos);
-            }
-            return Err(e);
-        }
-        Ok(())
+        Self::commit_and_respond(inner, id, obj::CQ, ObjKind::Cq(cq), || {
+            out.put(bd, attr::CREATE_CQ_RESP_CQE, &cqe.to_ne_bytes())
+        })
     }
 
     /// `UVERBS_METHOD_QP_CREATE` (upstream `uverbs_std_types_qp.c`).
@@ -856,7 +854,7 @@ impl<D: Driver> UFile<D> {
                 _ => None,
             }
         };
-        let c = CreateQp {
+        let mut c = CreateQp {
             user_handle: ptr_u64(bd, attr::CREATE_QP_USER_HANDLE)?,
             pd_handle: idr(attr::CREATE_QP_PD_HANDLE).ok_or(EINVAL)?,
             send_cq_handle: idr(attr::CREATE_QP_SEND_CQ_HANDLE).ok_or(EINVAL)?,
@@ -887,7 +885,6 @@ impl<D: Driver> UFile<D> {
                 .map_err(kerr)?,
         };
         // IB_UVERBS_QP_CREATE_SQ_SIG_ALL is a flag of the ioctl method.
-        let mut c = c;
         if c.create_flags & (1 << 12) != 0 {
             c.sq_sig_all = true;
             c.create_flags &= !(1 << 12);
@@ -896,48 +893,21 @@ impl<D: Driver> UFile<D> {
         let qp = self.qp_create_common(inner, &c, &bufs)?;
         let cap = qp.cap();
         let qpn = qp.qp_num();
-        Self::commit(inner, id, obj::QP, ObjKind::Qp(qp))?;
         let mut o = Out::<20>::new();
-        o.u32(0, cap.max_send_wr);
-        o.u32(4, cap.max_recv_wr);
-        o.u32(8, cap.max_send_sge);
-        o.u32(12, cap.max_recv_sge);
-        o.u32(16, cap.max_inline_data);
-        let r = out
-            .put(bd, attr::CREATE_QP_RESP_CAP, &o.0)
-            .and_then(|()| out.put(bd, attr::CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes()));
-        if let Err(e) = r {
-            if let Ok(pos) = inner.find(obj::QP, i64::from(id)) {
-                let _ = Self::destroy_at(inner, pos);
-            }
-            return Err(e);
-        }
-        Ok(())
+        encode_cap(&mut o, 0, &cap);
+        Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp), || {
+            out.put(bd, attr::CREATE_QP_RESP_CAP, &o.0)?;
+            out.put(bd, attr::CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes())
+        })
     }
 }
 
-/// The value of a small PTR_IN attribute (inline, or copied in).
+/// The value of a small PTR_IN attribute (its first `N` bytes, zero-filled).
 fn ptr_bytes<const N: usize>(bd: &Bundle<'_>, id: u16) -> Result<[u8; N]> {
-    let p = bd.ptr(id).map_err(kerr)?;
+    let b = ptr_in(&bd.ptr(id).map_err(kerr)?)?;
     let mut v = [0u8; N];
-    let len = usize::from(p.len).min(N);
-    match p.inline_bytes() {
-        Some(ib) => {
-            let s = ib.as_slice();
-            let n = s.len().min(len);
-            v[..n].copy_from_slice(&s[..n]);
-        }
-        None => {
-            let mut r = [0u8; N];
-            kernel::uaccess::UserSlice::new(
-                kernel::uaccess::UserPtr::from_addr(usize::try_from(p.data).map_err(|_| EFAULT)?),
-                len,
-            )
-            .reader()
-            .read_slice(&mut r[..len])?;
-            v = r;
-        }
-    }
+    let n = b.len().min(N);
+    v[..n].copy_from_slice(&b[..n]);
     Ok(v)
 }
 
