@@ -56,7 +56,8 @@ mlx5_res_while_held() {
 mlx5_libmlx5_suite() {
 	load_ours sim=ib,eth
 	for n in 0 1; do
-		t_import "libmlx5 mlx5_$n" /rdma-rs/verbs_workload -d mlx5_$n -m 1 -o 0
+		# MRs from 4 KiB to 256 MiB; this run is compared with rxe0's (vm_workload_vs_rxe).
+		t_import "libmlx5 mlx5_$n, MRs up to 256 MiB" /rdma-rs/verbs_workload -d mlx5_$n -m 256 -o 0
 		cp /tmp/import.out /tmp/wl-mlx5_$n.out
 		t_import "libmlx5 mlx5_$n order 1" /rdma-rs/verbs_workload -d mlx5_$n -m 16 -o 1
 		t_import "libmlx5 mlx5_$n exit without destroy" /rdma-rs/verbs_workload -d mlx5_$n -m 1 -x

@@ -30,9 +30,8 @@ peer_devinfo() {
 # The project's libibverbs workload against rxe0: both teardown orders, and
 # a run that exits without destroying anything (the kernel cleans up).
 peer_workload() {
-	t_import "workload rxe0 order 0" /rdma-rs/verbs_workload -d rxe0 -o 0
-	# The run compared with ours (vm_workload_vs_rxe): MRs up to 1 MiB, as there.
-	t_import "workload rxe0 order 0, MRs up to 1 MiB" /rdma-rs/verbs_workload -d rxe0 -o 0 -m 1
+	# The run compared with ours (vm_workload_vs_rxe): MRs up to 256 MiB, as there.
+	t_import "workload rxe0 order 0, MRs up to 256 MiB" /rdma-rs/verbs_workload -d rxe0 -o 0 -m 256
 	cp /tmp/import.out /tmp/wl-rxe0.out
 	t_import "workload rxe0 order 1" /rdma-rs/verbs_workload -d rxe0 -o 1 -m 16
 	t_import "workload rxe0 exit without destroy" /rdma-rs/verbs_workload -d rxe0 -x -m 1
