@@ -33,7 +33,7 @@ use crate::simdev::SimFunction;
 use crate::stages::{self, Stage};
 use ib_core_rs::device::Device;
 use kernel::sync::atomic::Atomic;
-use kernel::{prelude::*, str::CString, sync::Arc};
+use kernel::{device, prelude::*, str::CString, sync::aref::ARef, sync::Arc};
 
 /// The backend a function is reached through.
 pub(crate) enum HwRef<'a> {
@@ -112,17 +112,30 @@ pub(crate) struct Mlx5Dev<'a> {
     /// The RDMA device `IB_REG` registered (upstream `dev->ib_dev`); deallocated at remove,
     /// after the stage cleanups, as upstream `mlx5r_remove()` calls `ib_dealloc_device()`.
     pub(crate) ib: Option<Arc<Device<Mlx5Ib>>>,
+    /// The RDMA device's parent (upstream `ib_dev.dev.parent = mdev->device`): the sysfs
+    /// `device` link of `mlx5_N` and of its `uverbsN`. None in KUnit probes.
+    parent: Option<ARef<device::Device>>,
 }
 
 impl<'a> Mlx5Dev<'a> {
-    /// Runs the profile on `hw`.
+    /// Runs the profile on `hw`, with no parent device (KUnit).
     ///
     /// # Errors
     ///
     /// The failing stage's error, after everything done before it was undone.
     pub(crate) fn probe(hw: HwRef<'a>) -> Result<Self> {
+        Self::probe_under(hw, None)
+    }
+
+    /// Runs the profile on `hw`; the RDMA device it registers has `parent` as its parent.
+    ///
+    /// # Errors
+    ///
+    /// The failing stage's error, after everything done before it was undone.
+    pub(crate) fn probe_under(hw: HwRef<'a>, parent: Option<&device::Device>) -> Result<Self> {
         let mut d = Self {
             hw,
+            parent: parent.map(ARef::from),
             stages_done: 0,
             vendor_id: 0,
             board_id: KVec::new(),
@@ -532,6 +545,9 @@ fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
         }
     };
     dev.set_sysfs_group(&crate::sysfs::MLX5_GROUP);
+    if let Some(parent) = &d.parent {
+        dev.set_parent(parent);
+    }
     if let Err(e) = Device::register(&dev, c"mlx5_%d") {
         clear_all(&dev.data().ports);
         Device::dealloc(dev);

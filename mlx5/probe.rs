@@ -67,7 +67,13 @@ impl auxiliary::Driver for Mlx5AuxDriver {
                 HwRef::Core(CoreFunction::new(bound)?)
             }
         };
-        let d = Mlx5Dev::probe(hw)?;
+        // upstream: the PCI function (`mdev->device`); a simulated function has no PCI device,
+        // its auxiliary device stands in.
+        let parent: &device::Device = match info {
+            Backend::Fwsim => adev.as_ref(),
+            Backend::Mlx5Core => adev.parent(),
+        };
+        let d = Mlx5Dev::probe_under(hw, Some(parent))?;
         log_probed(adev.as_ref(), &d);
         Ok(Mlx5Function { _dev: d })
     }

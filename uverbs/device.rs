@@ -19,7 +19,7 @@
 use super::abi::{spec::ObjectSpec, std_types, uapi::DeviceDesc, uapi::UapiTree};
 use super::file::UFile;
 use super::UverbsShared;
-use crate::chrdev::{mkdev, CharDevice};
+use crate::chrdev::CharDevice;
 use crate::class::{AttrGroup, ClassDevice, DevAttr, DeviceSpec, SysfsBuf};
 use crate::device::{Device, DeviceCore};
 use crate::driver::Driver;
@@ -308,11 +308,12 @@ impl UverbsClient {
             name: None,
             attrs: &NODE_ATTRS,
         }];
+        // upstream: `uverbs_dev->dev.parent = device->dev.parent` (the `device` link).
+        let (parent, _) = dev.sysfs_setup();
         let node = ClassDevice::register_chrdev(
             DeviceSpec {
                 class: &self.shared.class,
-                // TODO(sysfs): the ib device's struct device, for the `device` link.
-                parent: None,
+                parent: parent.as_deref(),
                 devt: Some(devt),
                 groups: &groups,
             },
@@ -320,7 +321,6 @@ impl UverbsClient {
             fmt!("uverbs{}", devnum),
             Node { udev: udev.clone() },
         )?;
-        let _ = mkdev;
         self.devices.lock().push(
             Attached {
                 index: dev.index(),

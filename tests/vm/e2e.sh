@@ -73,6 +73,21 @@ e2e_compare() {
 	eq "$ib port 1 GID[0]" "$g" "$want"
 }
 
+# e2e_device_links AUXDEV IBDEV: the `device` links of IBDEV and of its uverbsN.
+e2e_device_links() {
+	local aux=$1 ib=$2 uv u
+	eq "$ib: device link" "$(basename "$(readlink /sys/class/infiniband/$ib/device)")" "$aux"
+	t_check "$ib is under its function's directory" test -d /sys/bus/auxiliary/devices/$aux/infiniband/$ib
+	uv=
+	for u in /sys/class/infiniband_verbs/uverbs*; do
+		[ "$(cat $u/ibdev 2>/dev/null)" = "$ib" ] && uv=$(basename $u)
+	done
+	t_check "$ib has a uverbs node" test -n "$uv"
+	eq "$uv ($ib): device link" "$(readlink -f /sys/class/infiniband_verbs/$uv/device)" \
+		"$(readlink -f /sys/bus/auxiliary/devices/$aux)"
+	t_check "$uv is under its function's directory" test -d /sys/bus/auxiliary/devices/$aux/infiniband_verbs/$uv
+}
+
 e2e_suite() {
 	local d0=mlx5_ib_rs.rdma.0 d1=mlx5_ib_rs.rdma.1 drv
 	load_ours sim=ib,eth
@@ -106,6 +121,9 @@ e2e_suite() {
 		*) t_fail "$1 is bound to mlx5_ib_rs" "driver '$(fwsim_driver_of $1)'" ;;
 		esac
 		t_check "$1 registered $2" sh -c "dmesg | grep -q '$1: .*registered as $2\$'"
+		# upstream: ib_dev.dev.parent is the function's device (the PCI function; here its
+		# auxiliary device), and uverbsN has the same parent (ib_uverbs_add_one()).
+		e2e_device_links $1 $2
 	done
 	# Every context was closed: the transport domains and nothing else went back.
 	t_check "$d0 holds only the kernel PD and UAR after ibv_devinfo" fwsim_resources_probed $d0
