@@ -41,7 +41,8 @@ pub use mmap::{MmapEntry, MmapEntryRef, MmapRegistry};
 pub use mr::{AccessFlags, Mr, MrCreated, MrType, UserMrReq};
 pub use pd::Pd;
 pub use qp::{
-    AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr, QpState, QpType,
+    AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpEvent, QpHandler, QpInitAttr,
+    QpState, QpType,
 };
 pub use srq::{Srq, SrqInitAttr};
 pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};

@@ -262,6 +262,7 @@ mod tests {
                 qp_type: t,
                 cap,
                 sq_sig_all: false,
+                event_handler: None,
             };
             let rc = Qp::create(&pd, &init(QpType::Rc), owner())?;
             let ud = Qp::create(&pd, &init(QpType::Ud), owner())?;
@@ -544,6 +545,7 @@ mod tests {
                 max_inline_data: 0,
             },
             sq_sig_all: false,
+            event_handler: None,
         };
         assert_eq!(Qp::create(&pd, &init, owner()).err(), Some(ENOMEM));
         f.with_faults(|p| p.clear());

@@ -258,6 +258,7 @@ mod tests {
                     max_inline_data: 0,
                 },
                 sq_sig_all: false,
+                event_handler: None,
             };
             let mk_qp = |req: &[u8], fault: bool| -> Result<u32> {
                 let mut resp = [0xffu8; 40];

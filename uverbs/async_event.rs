@@ -13,8 +13,9 @@ use crate::anon_file::{AnonFile, AnonFileOps};
 use kernel::fs::{file::flags, File};
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
+use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::poll::{PollCondVar, PollTable};
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, SpinLockIrq};
 use kernel::uaccess::UserSliceWriter;
 
 const EPOLLIN: u32 = 0x1;
@@ -27,11 +28,48 @@ pub(crate) const EVENT_DESC_SIZE: usize = 16;
 /// `ib_uverbs_free_hw_resources()` does).
 pub(crate) const IB_EVENT_DEVICE_FATAL: u32 = 8;
 
+/// How many events of one kind one object has had read from its queue
+/// (upstream `ib_ucq_object.comp_events_reported`,
+/// `ib_uevent_object.events_reported`): the destroy response reports it, and
+/// libibverbs waits at destroy until the process acknowledged that many. The
+/// object's unread events are dropped at its destroy ([`AsyncEventFile::purge`]).
+pub(crate) struct EventCount {
+    reported: Atomic<u32>,
+}
+
+impl EventCount {
+    /// A new count at zero.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            EventCount {
+                reported: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// The events read so far.
+    pub(crate) fn reported(&self) -> u32 {
+        self.reported.load(Relaxed)
+    }
+}
+
+/// One queued event (upstream `struct ib_uverbs_event`): the descriptor and,
+/// for an object's event, the object's count (device events have none).
+struct Queued {
+    desc: [u8; EVENT_DESC_SIZE],
+    count: Option<Arc<EventCount>>,
+}
+
 /// The queue (upstream `struct ib_uverbs_event_queue`; its `is_closed` is
 /// only set at the file's release, when nobody can read any more, so it is
 /// not kept here).
 struct Queue {
-    events: KVec<[u8; EVENT_DESC_SIZE]>,
+    events: KVec<Queued>,
 }
 
 /// An event file: the async event file (16-byte
@@ -42,8 +80,10 @@ struct Queue {
 pub(crate) struct AsyncEventFile {
     /// Bytes per event read.
     desc_len: usize,
+    /// Interrupt-safe, as upstream's `ev_queue->lock`: drivers report
+    /// completions and events from their interrupt handlers.
     #[pin]
-    queue: Mutex<Queue>,
+    queue: SpinLockIrq<Queue>,
     #[pin]
     wait: PollCondVar,
 }
@@ -72,7 +112,7 @@ impl AsyncEventFile {
         Arc::pin_init(
             pin_init!(AsyncEventFile {
                 desc_len,
-                queue <- kernel::new_mutex!(Queue { events: KVec::new() }, "uverbs_async_queue"),
+                queue <- kernel::new_spinlock_irq!(Queue { events: KVec::new() }, "uverbs_async_queue"),
                 wait <- kernel::new_poll_condvar!("uverbs_async_wait"),
             }),
             GFP_KERNEL,
@@ -101,28 +141,51 @@ impl AsyncEventFile {
         AnonFile::<AsyncEventFile>::fd_is(fd, this)
     }
 
-    /// Queues a completion event of the CQ with user handle `cq_handle`
-    /// (upstream `ib_uverbs_comp_handler()`).
-    pub(crate) fn queue_comp(&self, cq_handle: u64) {
+    /// Queues a completion event of the CQ with user handle `cq_handle`,
+    /// counted in `count` when read (upstream `ib_uverbs_comp_handler()`).
+    /// Callable from interrupt context.
+    pub(crate) fn queue_comp(&self, cq_handle: u64, count: &Arc<EventCount>) {
         let mut d = [0u8; EVENT_DESC_SIZE];
         d[..8].copy_from_slice(&cq_handle.to_ne_bytes());
-        self.push(d);
+        self.push(d, Some(count.clone()));
     }
 
-    /// Queues one event (upstream `ib_uverbs_async_handler()`).
+    /// Queues a device or port event (upstream `ib_uverbs_event_handler()`).
     pub(crate) fn queue_event(&self, element: u64, event_type: u32) {
+        self.push(Self::event_desc(element, event_type), None);
+    }
+
+    /// Queues an event of a CQ or QP with user handle `element`, counted in
+    /// `count` when read (upstream `ib_uverbs_async_handler()` from
+    /// `ib_uverbs_cq_event_handler()`/`ib_uverbs_qp_event_handler()`).
+    /// Callable from interrupt context.
+    pub(crate) fn queue_obj_event(&self, element: u64, event_type: u32, count: &Arc<EventCount>) {
+        self.push(Self::event_desc(element, event_type), Some(count.clone()));
+    }
+
+    fn event_desc(element: u64, event_type: u32) -> [u8; EVENT_DESC_SIZE] {
         let mut d = [0u8; EVENT_DESC_SIZE];
         d[..8].copy_from_slice(&element.to_ne_bytes());
         d[8..12].copy_from_slice(&event_type.to_ne_bytes());
-        self.push(d);
+        d
+    }
+
+    /// Drops the unread events counted in `count` (upstream
+    /// `ib_uverbs_release_ucq()`/`ib_uverbs_release_uevent()` at an object's
+    /// destroy).
+    pub(crate) fn purge(&self, count: &Arc<EventCount>) {
+        let mut q = self.queue.lock();
+        q.events
+            .retain(|e| !e.count.as_ref().is_some_and(|c| Arc::ptr_eq(c, count)));
     }
 
     /// Queues one descriptor and wakes the readers (an event that cannot
     /// be queued for lack of memory is dropped, as upstream's `kmalloc`
-    /// failure in `ib_uverbs_async_handler()`).
-    fn push(&self, d: [u8; EVENT_DESC_SIZE]) {
+    /// failure in `ib_uverbs_async_handler()`). `GFP_ATOMIC`: the caller
+    /// may be an interrupt handler, and the queue's lock is a spinlock.
+    fn push(&self, desc: [u8; EVENT_DESC_SIZE], count: Option<Arc<EventCount>>) {
         let mut q = self.queue.lock();
-        if q.events.push(d, GFP_KERNEL).is_ok() {
+        if q.events.push(Queued { desc, count }, GFP_ATOMIC).is_ok() {
             self.wait.notify_all();
         }
     }
@@ -146,17 +209,19 @@ impl AnonFileOps for AsyncEventFile {
             }
         }
         // upstream: the length is checked once an event is there (an
-        // empty non-blocking read is EAGAIN whatever the count).
+        // empty non-blocking read is EAGAIN whatever the count); one event
+        // per read, counted as reported when it leaves the queue.
         if out.len() < dl {
             return Err(EINVAL);
         }
-        let mut n = 0;
-        while out.len() >= dl && !q.events.is_empty() {
-            let d = q.events.remove(0).map_err(|_| EINVAL)?;
-            out.write_slice(d.get(..dl).unwrap_or(&d))?;
-            n += dl;
+        let e = q.events.remove(0).map_err(|_| EINVAL)?;
+        if let Some(c) = &e.count {
+            c.reported.fetch_add(1, Relaxed);
         }
-        Ok(n)
+        drop(q);
+        // Copied after unlocking: the copy may fault and sleep.
+        out.write_slice(e.desc.get(..dl).unwrap_or(&e.desc))?;
+        Ok(dl)
     }
 
     // upstream: ib_uverbs_event_poll()

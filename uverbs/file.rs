@@ -97,8 +97,8 @@ mod cmds;
 /// A committed user object (upstream `struct ib_uobject` of an IDR type).
 enum ObjKind<D: Driver> {
     Pd(Arc<Pd<D>>),
-    Cq(Arc<Cq<D>>),
-    Qp(Arc<Qp<D>>),
+    Cq(Arc<Cq<D>>, Arc<cmds::UEvents>),
+    Qp(Arc<Qp<D>>, Arc<cmds::UEvents>),
     Mr(Arc<Mr<D>>),
     /// An object of a driver's object type (destroyed by dropping it).
     Driver(DriverObject),
@@ -555,14 +555,14 @@ impl<D: Driver> UFile<D> {
                 let h = b.core_in.get(..4).ok_or(EINVAL)?;
                 let id = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
                 let pos = inner.find(obj::MR, i64::from(id))?;
-                Self::destroy_at(inner, pos)
+                Self::destroy_at(inner, pos).map(|_| ())
             }
             cmd::DEALLOC_PD => {
                 inner.ctx()?;
                 let h = b.core_in.get(..4).ok_or(EINVAL)?;
                 let id = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
                 let pos = inner.find(obj::PD, i64::from(id))?;
-                Self::destroy_at(inner, pos)
+                Self::destroy_at(inner, pos).map(|_| ())
             }
             _ => Err(EOPNOTSUPP),
         }
@@ -582,20 +582,31 @@ impl<D: Driver> UFile<D> {
 
     /// Destroys the object at `pos` (upstream `uverbs_destroy_uobject()`
     /// with `RDMA_REMOVE_DESTROY`): `EBUSY` leaves it in place.
-    fn destroy_at(inner: &mut Inner<D>, pos: usize) -> Result {
+    fn destroy_at(inner: &mut Inner<D>, pos: usize) -> Result<cmds::Reported> {
         let o = inner.objs.remove(pos).map_err(|_| EINVAL)?;
+        let none = cmds::Reported::default();
         let r = match o.kind {
-            ObjKind::Pd(pd) => Pd::dealloc(pd).map_err(|e| (e.err, ObjKind::Pd(e.obj))),
-            ObjKind::Cq(cq) => Cq::destroy(cq).map_err(|e| (e.err, ObjKind::Cq(e.obj))),
-            ObjKind::Qp(qp) => Qp::destroy(qp).map_err(|e| (e.err, ObjKind::Qp(e.obj))),
-            ObjKind::Mr(mr) => Mr::dereg(mr).map_err(|e| (e.err, ObjKind::Mr(e.obj))),
+            ObjKind::Pd(pd) => Pd::dealloc(pd)
+                .map(|()| none)
+                .map_err(|e| (e.err, ObjKind::Pd(e.obj))),
+            ObjKind::Cq(cq, ev) => match Cq::destroy(cq) {
+                Ok(()) => Ok(ev.release()),
+                Err(e) => Err((e.err, ObjKind::Cq(e.obj, ev))),
+            },
+            ObjKind::Qp(qp, ev) => match Qp::destroy(qp) {
+                Ok(()) => Ok(ev.release()),
+                Err(e) => Err((e.err, ObjKind::Qp(e.obj, ev))),
+            },
+            ObjKind::Mr(mr) => Mr::dereg(mr)
+                .map(|()| none)
+                .map_err(|e| (e.err, ObjKind::Mr(e.obj))),
             ObjKind::Driver(o) => {
                 drop(o);
-                Ok(())
+                Ok(none)
             }
         };
         match r {
-            Ok(()) => Ok(()),
+            Ok(rep) => Ok(rep),
             Err((err, kind)) => {
                 inner
                     .objs
@@ -644,15 +655,16 @@ impl<D: Driver> UFile<D> {
         drop(events);
         let mut out = Outputs::new(uattrs_addr);
         // upstream: the DESTROY attribute is destroyed before the handler.
+        let mut reported = cmds::Reported::default();
         if let Some(di) = method.destroy_idx {
             let pos = looked_up
                 .iter()
                 .find(|(i, _)| *i == usize::from(di))
                 .map(|(_, p)| *p)
                 .ok_or(EINVAL)?;
-            Self::destroy_at(inner, pos)?;
+            reported = Self::destroy_at(inner, pos)?;
         }
-        let r = self.run_method(inner, &bundle, uattrs, &mut out, new);
+        let r = self.run_method(inner, &bundle, uattrs, &mut out, new, reported);
         // upstream: the end of ib_uverbs_run_method() (parse::finish_method()).
         match r {
             Err(e) if e == EPROTONOSUPPORT => return Err(EINVAL),
@@ -675,6 +687,7 @@ impl<D: Driver> UFile<D> {
         uattrs: &[u8],
         out: &mut Outputs,
         new: NewObj,
+        reported: cmds::Reported,
     ) -> Result {
         let h = match b.method.handler {
             Handler::Core(h) => h,
@@ -792,10 +805,14 @@ impl<D: Driver> UFile<D> {
             CoreHandler::QueryGidTable => self.ioctl_query_gid_table(inner, b, out),
             CoreHandler::CqCreate => self.ioctl_cq_create(inner, b, uattrs, out, new),
             CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
-            // The DESTROY attribute did the work; no events are reported to
-            // user space yet, so the counters are zero.
-            CoreHandler::CqDestroy => out.put(b, attr::DESTROY_CQ_RESP, &[0u8; 8]),
-            CoreHandler::QpDestroy => out.put(b, attr::DESTROY_QP_RESP, &[0u8; 4]),
+            // The DESTROY attribute did the work; the response counts the
+            // events the process read.
+            CoreHandler::CqDestroy => {
+                out.put(b, attr::DESTROY_CQ_RESP, &cmds::destroy_cq_resp(reported))
+            }
+            CoreHandler::QpDestroy => {
+                out.put(b, attr::DESTROY_QP_RESP, &reported.events.to_ne_bytes())
+            }
             _ => {
                 let _ = method::INVOKE_WRITE;
                 Err(EOPNOTSUPP)

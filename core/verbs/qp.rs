@@ -81,6 +81,54 @@ pub struct QpInitAttr<'a, D: Driver> {
     pub cap: QpCap,
     /// Signal every send (`IB_SIGNAL_ALL_WR`).
     pub sq_sig_all: bool,
+    /// The consumer's handler of the QP's asynchronous events (upstream
+    /// `event_handler` with `qp_context`).
+    pub event_handler: Option<Arc<dyn QpHandler>>,
+}
+
+/// An asynchronous QP event (upstream `enum ib_event_type`, the QP kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpEvent {
+    /// `IB_EVENT_QP_FATAL`.
+    Fatal,
+    /// `IB_EVENT_QP_REQ_ERR`.
+    ReqErr,
+    /// `IB_EVENT_QP_ACCESS_ERR`.
+    AccessErr,
+    /// `IB_EVENT_COMM_EST`.
+    CommEst,
+    /// `IB_EVENT_SQ_DRAINED`.
+    SqDrained,
+    /// `IB_EVENT_PATH_MIG`.
+    PathMig,
+    /// `IB_EVENT_PATH_MIG_ERR`.
+    PathMigErr,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED`.
+    LastWqeReached,
+}
+
+impl QpEvent {
+    /// The `enum ib_event_type` value (what the async event file reports).
+    pub fn ib_event_type(self) -> u32 {
+        match self {
+            QpEvent::Fatal => 1,
+            QpEvent::ReqErr => 2,
+            QpEvent::AccessErr => 3,
+            QpEvent::CommEst => 4,
+            QpEvent::SqDrained => 5,
+            QpEvent::PathMig => 6,
+            QpEvent::PathMigErr => 7,
+            QpEvent::LastWqeReached => 16,
+        }
+    }
+}
+
+/// The consumer's handler of a QP's asynchronous events (upstream
+/// `qp->event_handler(event, qp->qp_context)`). Drivers report from their
+/// interrupt handlers: it must not sleep.
+pub trait QpHandler: Send + Sync + 'static {
+    /// An asynchronous event of the QP.
+    fn event(&self, event: QpEvent);
 }
 
 /// What the driver's `create_qp` returns: its data and the QP number.
@@ -237,6 +285,7 @@ pub struct Qp<D: Driver> {
     /// §3.3: no extra layer on the data path).
     post_send_op: Option<PostSendFn<D>>,
     post_recv_op: Option<PostRecvFn<D>>,
+    handler: Option<Arc<dyn QpHandler>>,
     drv: D::QpData,
 }
 
@@ -320,6 +369,7 @@ impl<D: Driver> Qp<D> {
                 port: Atomic::new(0),
                 post_send_op: dev.ops().post_send,
                 post_recv_op: dev.ops().post_recv,
+                handler: attr.event_handler.clone(),
                 drv: created.data,
             })
             .into())
@@ -465,6 +515,14 @@ impl<D: Driver> Qp<D> {
     /// The PD.
     pub fn pd(&self) -> &Arc<Pd<D>> {
         self.pd.get()
+    }
+
+    /// Called by the driver on an asynchronous event of the QP (upstream
+    /// `qp->event_handler`); may be called from interrupt context.
+    pub fn async_event(&self, event: QpEvent) {
+        if let Some(h) = &self.handler {
+            h.event(event);
+        }
     }
 
     /// The send CQ.

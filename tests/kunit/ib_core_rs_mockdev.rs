@@ -202,6 +202,7 @@ fn objects(dev: &Arc<Device<Mock>>) -> Result<Objects> {
                 max_inline_data: 0,
             },
             sq_sig_all: false,
+            event_handler: None,
         },
         kernel_owner!(),
     )?;

@@ -23,6 +23,11 @@
 //! * maps a per-context page filled with [`pattern`] at `mmap()` offset 0
 //!   (`UserVma::map_page`); every other offset is `EINVAL` (upstream
 //!   drivers' answer to an unknown offset).
+//!
+//! For the tests of event delivery, a modify of a QP to `ERR` reports, as a
+//! device's event queue interrupt handler would (with interrupts disabled,
+//! under a spinlock), a completion on the QP's send CQ, `IB_EVENT_CQ_ERR` on
+//! that CQ and `IB_EVENT_QP_FATAL` on the QP.
 
 use ib_core_rs::attr::{DeviceAttr, Gid, LinkLayer, PortAttr, PortImmutable, PortState};
 use ib_core_rs::device::Device;
@@ -32,11 +37,11 @@ use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, DbPages, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
-    QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
+    QpEvent, QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
-use kernel::sync::Arc;
+use kernel::sync::{Arc, SpinLockIrq};
 
 module! {
     type: RdmaRsMock,
@@ -48,8 +53,13 @@ module! {
 
 struct Mock;
 
+#[pin_data]
 struct MockDev {
     ucontexts: Atomic<i32>,
+    /// Held, interrupts off, while events are reported (the context of a
+    /// device's interrupt handler).
+    #[pin]
+    irq: SpinLockIrq<()>,
 }
 
 impl Driver for Mock {
@@ -300,6 +310,13 @@ impl DeviceOps for MockOps {
         }
         if mask.contains(QpAttrMask::STATE) {
             qp.data().state.store(attr.qp_state as u32, Relaxed);
+            if attr.qp_state == QpState::Err {
+                let _irq = qp.pd().device().data().irq.lock();
+                let cq = qp.send_cq();
+                cq.completion_event();
+                cq.async_event();
+                qp.async_event(QpEvent::Fatal);
+            }
         }
         Ok(())
     }
@@ -359,9 +376,10 @@ impl kernel::Module for RdmaRsMock {
         let dev = Device::alloc(
             &MOCK_OPS,
             1,
-            Ok(MockDev {
+            try_pin_init!(MockDev {
                 ucontexts: Atomic::new(0),
-            }),
+                irq <- kernel::new_spinlock_irq!((), "rdma_rs_mock_irq"),
+            }? Error),
         )?;
         if let Err(e) = Device::register(&dev, c"rxe_mock%d") {
             Device::dealloc(dev);

@@ -303,6 +303,66 @@ struct race {
 	int ioctl_path;
 };
 
+/* Event delivery and accounting on the mock (upstream uverbs_cmd.c and
+ * ev_queue handling in uverbs_main.c): the mock reports, for a QP moved to
+ * ERR, a completion on its send CQ, IB_EVENT_CQ_ERR on that CQ and
+ * IB_EVENT_QP_FATAL on the QP, from interrupt-like context. Each read
+ * returns one event; an object's destroy drops its unread events and its
+ * response counts those read (what libibverbs waits for before it frees). */
+enum { IB_QPS_ERR = 6, IB_EVENT_CQ_ERR = 0, IB_EVENT_QP_FATAL = 1 };
+
+static void events_test(int fd, int afd)
+{
+	struct ib_uverbs_create_comp_channel_resp cr = { .fd = -1 };
+	struct ib_uverbs_create_comp_channel cc = { .response = (uintptr_t)&cr };
+	struct ib_uverbs_destroy_cq_resp cq_resp = { 7, 7 };
+	struct ib_uverbs_destroy_qp_resp qp_resp = { 7 };
+	struct ib_uverbs_destroy_cq dcq = { .response = (uintptr_t)&cq_resp };
+	struct ib_uverbs_destroy_qp dqp = { .response = (uintptr_t)&qp_resp };
+	struct ib_uverbs_async_event_desc d[2];
+	uint32_t pd = ~0u, cq = ~0u, qp = ~0u;
+	uint64_t ce[2];
+	int ch;
+
+	expect("events: CREATE_COMP_CHANNEL",
+	       do_write(fd, IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, &cc, sizeof(cc), sizeof(cr) / 4), 0);
+	ch = (int)cr.fd;
+	fcntl(ch, F_SETFL, O_NONBLOCK);
+	expect("events: CQ (user handle 1) on the channel", create_cq(fd, 16, 0, ch, &cq), 0);
+	expect("events: PD", alloc_pd(fd, &pd), 0);
+	expect("events: RC QP (user handle 2)", create_qp(fd, pd, cq, cq, IB_QPT_RC, &qp, NULL), 0);
+	expect("events: MODIFY_QP to ERR (the mock reports three events)",
+	       modify_qp(fd, qp, IB_QP_STATE, IB_QPS_ERR, 0), 0);
+	expect("comp channel: one event of 8 bytes is read",
+	       read(ch, ce, sizeof(ce)) == 8 ? 0 : errno ? errno : EINVAL, 0);
+	expect("comp channel: the event is the CQ's user handle", ce[0] == 1 ? 0 : EINVAL, 0);
+	expect("comp channel: then empty (EAGAIN)", read(ch, ce, sizeof(ce)) < 0 ? errno : 0, EAGAIN);
+	expect("async fd: one event per read, even with room for two",
+	       read(afd, d, sizeof(d)) == sizeof(d[0]) ? 0 : errno ? errno : EINVAL, 0);
+	expect("async fd: IB_EVENT_CQ_ERR with the CQ's user handle",
+	       d[0].event_type == IB_EVENT_CQ_ERR && d[0].element == 1 ? 0 : EINVAL, 0);
+	/* Leave the QP_FATAL unread, and report a second round. */
+	expect("events: MODIFY_QP to ERR again", modify_qp(fd, qp, IB_QP_STATE, IB_QPS_ERR, 0), 0);
+	dqp.qp_handle = qp;
+	expect("events: DESTROY_QP",
+	       do_write(fd, IB_USER_VERBS_CMD_DESTROY_QP, &dqp, sizeof(dqp), sizeof(qp_resp) / 4), 0);
+	expect("DESTROY_QP: events_reported 0 (none of its events was read)",
+	       qp_resp.events_reported == 0 ? 0 : EINVAL, 0);
+	expect("async fd: the QP's unread events went with it; the CQ's second one is next",
+	       read(afd, d, sizeof(d)) == sizeof(d[0]) && d[0].event_type == IB_EVENT_CQ_ERR &&
+	       d[0].element == 1 ? 0 : EINVAL, 0);
+	expect("async fd: then empty (EAGAIN)", read(afd, d, sizeof(d)) < 0 ? errno : 0, EAGAIN);
+	dcq.cq_handle = cq;
+	expect("events: DESTROY_CQ",
+	       do_write(fd, IB_USER_VERBS_CMD_DESTROY_CQ, &dcq, sizeof(dcq), sizeof(cq_resp) / 4), 0);
+	expect("DESTROY_CQ: comp_events_reported 1, async_events_reported 2",
+	       cq_resp.comp_events_reported == 1 && cq_resp.async_events_reported == 2 ? 0 : EINVAL, 0);
+	expect("comp channel: the CQ's unread completion went with it (EAGAIN)",
+	       read(ch, ce, sizeof(ce)) < 0 ? errno : 0, EAGAIN);
+	expect("events: DEALLOC_PD", dealloc_pd(fd, pd), 0);
+	close(ch);
+}
+
 static void *race_thread(void *arg)
 {
 	struct race *r = arg;
@@ -781,6 +841,7 @@ int main(int argc, char **argv)
 			       read(afd, &d, sizeof(d)) == sizeof(d) ? 0 : errno, 0);
 			expect("async fd: IB_EVENT_PORT_ERR (10) with element = port 1",
 			       d.event_type == 10 && d.element == 1 ? 0 : EINVAL, 0);
+			events_test(fd, afd);
 		}
 		close(afd);
 	}

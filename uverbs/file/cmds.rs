@@ -13,9 +13,11 @@
 //! then the core verb and the driver.
 //!
 //! Completion channels: `CREATE_COMP_CHANNEL` makes one; a CQ created with
-//! it queues its user handle there on each completion (no driver reports
-//! completions yet: the simulator has no data path); any other fd is
-//! `EBADF`, as upstream.
+//! it queues its user handle there on each completion the driver reports;
+//! any other fd is `EBADF`, as upstream. A CQ's and a QP's asynchronous
+//! events go to the file's first async event file with the object's user
+//! handle. Each object counts its events read by the process, and its
+//! destroy drops those still unread and reports the counts ([`UEvents`]).
 //!
 //! Not supported, and saying so: SRQs, XRC, RSS
 //! indirection tables, raw packet QPs (`EOPNOTSUPP`), QP create flags and
@@ -34,11 +36,11 @@ use crate::uverbs::abi::{
     parse::{AttrValue, Bundle},
     write as w, Errno,
 };
-use crate::uverbs::async_event::AsyncEventFile;
+use crate::uverbs::async_event::{AsyncEventFile, EventCount};
 use crate::uverbs::resp::Out;
 use crate::verbs::{
     AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, Qp, QpAttr, QpAttrMask, QpCap,
-    QpInitAttr, QpState, QpType, UserCtx, UserMrReq,
+    QpEvent, QpHandler, QpInitAttr, QpState, QpType, UserCtx, UserMrReq,
 };
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
@@ -212,16 +214,92 @@ fn encode_dest<const N: usize>(o: &mut Out<N>, off: usize, ah: &AhAttr) {
     o.u8(off + 31, ah.port_num as u8);
 }
 
-/// A CQ's completion handler feeding its completion channel (upstream
-/// `ib_uverbs_comp_handler()`: the CQ's user handle as the event).
-struct CompHandler {
-    chan: Arc<AsyncEventFile>,
-    user_handle: u64,
+/// `struct ib_uverbs_destroy_cq_resp`.
+pub(super) fn destroy_cq_resp(r: Reported) -> [u8; 8] {
+    let mut o = [0u8; 8];
+    o[..4].copy_from_slice(&r.comp.to_ne_bytes());
+    o[4..].copy_from_slice(&r.events.to_ne_bytes());
+    o
 }
 
-impl CqHandler for CompHandler {
+/// `IB_EVENT_CQ_ERR`.
+const IB_EVENT_CQ_ERR: u32 = 0;
+
+/// The events of a user CQ or QP (upstream `ib_uverbs_comp_handler()`,
+/// `ib_uverbs_cq_event_handler()`, `ib_uverbs_qp_event_handler()` with the
+/// object's `ib_ucq_object`/`ib_uevent_object`): completions go to the CQ's
+/// completion channel, asynchronous events to the async event file, each
+/// with the object's user handle and counted when read.
+pub(super) struct UEvents {
+    comp_chan: Option<Arc<AsyncEventFile>>,
+    async_file: Option<Arc<AsyncEventFile>>,
+    user_handle: u64,
+    comp: Arc<EventCount>,
+    events: Arc<EventCount>,
+}
+
+/// What a destroy response reports (`ib_uverbs_destroy_cq_resp`,
+/// `ib_uverbs_destroy_qp_resp`): the events the process read.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Reported {
+    pub(super) comp: u32,
+    pub(super) events: u32,
+}
+
+impl UEvents {
+    fn new(
+        comp_chan: Option<Arc<AsyncEventFile>>,
+        async_file: Option<Arc<AsyncEventFile>>,
+        user_handle: u64,
+    ) -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            UEvents {
+                comp_chan,
+                async_file,
+                user_handle,
+                comp: EventCount::new()?,
+                events: EventCount::new()?,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// At the object's destroy (upstream `ib_uverbs_release_ucq()`,
+    /// `ib_uverbs_release_uevent()`): its unread events are dropped; the
+    /// counts of those read are returned.
+    pub(super) fn release(&self) -> Reported {
+        if let Some(c) = &self.comp_chan {
+            c.purge(&self.comp);
+        }
+        if let Some(a) = &self.async_file {
+            a.purge(&self.events);
+        }
+        Reported {
+            comp: self.comp.reported(),
+            events: self.events.reported(),
+        }
+    }
+}
+
+impl CqHandler for UEvents {
     fn completion(&self) {
-        self.chan.queue_comp(self.user_handle);
+        if let Some(c) = &self.comp_chan {
+            c.queue_comp(self.user_handle, &self.comp);
+        }
+    }
+
+    fn event(&self) {
+        if let Some(a) = &self.async_file {
+            a.queue_obj_event(self.user_handle, IB_EVENT_CQ_ERR, &self.events);
+        }
+    }
+}
+
+impl QpHandler for UEvents {
+    fn event(&self, event: QpEvent) {
+        if let Some(a) = &self.async_file {
+            a.queue_obj_event(self.user_handle, event.ib_event_type(), &self.events);
+        }
     }
 }
 
@@ -266,7 +344,7 @@ impl<D: Driver> UFile<D> {
 
     fn cq_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Cq<D>>> {
         match Self::obj_at(inner, inner.find(obj::CQ, i64::from(h))?)? {
-            ObjKind::Cq(c) => Ok(c.clone()),
+            ObjKind::Cq(c, _) => Ok(c.clone()),
             _ => Err(EINVAL),
         }
     }
@@ -280,7 +358,7 @@ impl<D: Driver> UFile<D> {
 
     fn qp_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Qp<D>>> {
         match Self::obj_at(inner, inner.find(obj::QP, i64::from(h))?)? {
-            ObjKind::Qp(q) => Ok(q.clone()),
+            ObjKind::Qp(q, _) => Ok(q.clone()),
             _ => Err(EINVAL),
         }
     }
@@ -318,7 +396,7 @@ impl<D: Driver> UFile<D> {
         inner: &Inner<D>,
         c: &CreateCq,
         b: &WriteBufs,
-    ) -> Result<Arc<Cq<D>>> {
+    ) -> Result<(Arc<Cq<D>>, Arc<UEvents>)> {
         let ctx = inner.ctx()?.clone();
         // One completion vector (GET_CONTEXT answers num_comp_vectors 1).
         if c.comp_vector >= 1 {
@@ -329,22 +407,17 @@ impl<D: Driver> UFile<D> {
         }
         // upstream ib_uverbs_lookup_comp_file(): a completion channel of
         // this file, else EBADF.
-        let handler: Option<Arc<dyn CqHandler>> = if c.comp_channel >= 0 {
+        let chan = if c.comp_channel >= 0 {
             let chan = inner
                 .comp_channels
                 .iter()
                 .find(|e| AsyncEventFile::fd_is(e, i64::from(c.comp_channel)))
                 .ok_or(EBADF)?;
-            Some(Arc::new(
-                CompHandler {
-                    chan: chan.clone(),
-                    user_handle: c.user_handle,
-                },
-                GFP_KERNEL,
-            )?)
+            Some(chan.clone())
         } else {
             None
         };
+        let ev = UEvents::new(chan, inner.async_file.clone(), c.user_handle)?;
         if c.flags != 0 {
             return Err(EOPNOTSUPP);
         }
@@ -352,15 +425,17 @@ impl<D: Driver> UFile<D> {
             cqe: c.cqe,
             comp_vector: c.comp_vector,
         };
-        with_udata(b, |ud| {
+        let handler: Arc<dyn CqHandler> = ev.clone();
+        let cq = with_udata(b, |ud| {
             Cq::create_user(
                 &self.dev,
                 &attr,
-                handler,
+                Some(handler),
                 Owner::current_task(),
                 &mut UserCtx::new(&ctx, ud),
             )
-        })
+        })?;
+        Ok((cq, ev))
     }
 
     /// `IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL` (upstream
@@ -403,13 +478,13 @@ impl<D: Driver> UFile<D> {
                 flags: 0,
             }
         };
-        let cq = self.cq_create_common(inner, &c, b)?;
+        let (cq, ev) = self.cq_create_common(inner, &c, b)?;
         let id = inner.free_id(None);
         let mut o = Out::<16>::new();
         o.u32(0, id);
         o.u32(4, cq.cqe());
         let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::CQ, ObjKind::Cq(cq), || {
+        Self::commit_and_respond(inner, id, obj::CQ, ObjKind::Cq(cq, ev), || {
             if ex {
                 o.u32(12, w::uverbs_response_length(out.1, 16) as u32);
                 copy_out_or_zero(out.0, out.1, &o.0)
@@ -419,14 +494,14 @@ impl<D: Driver> UFile<D> {
         })
     }
 
-    /// `IB_USER_VERBS_CMD_DESTROY_CQ`: the response counts events reported
-    /// (none: no events are delivered to user space yet).
+    /// `IB_USER_VERBS_CMD_DESTROY_CQ`: the response counts the completion
+    /// and asynchronous events the process read.
     pub(super) fn destroy_cq(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
         inner.ctx()?;
         let r = request::<16>(&b.core_in)?;
         let pos = inner.find(obj::CQ, i64::from(rd32(&r, 8)))?;
-        Self::destroy_at(inner, pos)?;
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &[0u8; 8])
+        let rep = Self::destroy_at(inner, pos)?;
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &destroy_cq_resp(rep))
     }
 
     /// upstream `create_qp()` for RC/UC/UD QPs on a PD.
@@ -435,7 +510,7 @@ impl<D: Driver> UFile<D> {
         inner: &Inner<D>,
         c: &CreateQp,
         b: &WriteBufs,
-    ) -> Result<Arc<Qp<D>>> {
+    ) -> Result<(Arc<Qp<D>>, Arc<UEvents>)> {
         let ctx = inner.ctx()?.clone();
         let t = qp_type(c.qp_type)?;
         if c.comp_mask & CREATE_QP_SUP_COMP_MASK != 0 {
@@ -461,7 +536,8 @@ impl<D: Driver> UFile<D> {
         if c.create_flags != 0 {
             return Err(EOPNOTSUPP);
         }
-        let _ = c.user_handle;
+        let ev = UEvents::new(None, inner.async_file.clone(), c.user_handle)?;
+        let handler: Arc<dyn QpHandler> = ev.clone();
         let attr = QpInitAttr {
             send_cq: &scq,
             recv_cq: &rcq,
@@ -469,15 +545,17 @@ impl<D: Driver> UFile<D> {
             qp_type: t,
             cap: c.cap,
             sq_sig_all: c.sq_sig_all,
+            event_handler: Some(handler),
         };
-        with_udata(b, |ud| {
+        let qp = with_udata(b, |ud| {
             Qp::create_user(
                 &pd,
                 &attr,
                 Owner::current_task(),
                 &mut UserCtx::new(&ctx, ud),
             )
-        })
+        })?;
+        Ok((qp, ev))
     }
 
     /// `IB_USER_VERBS_CMD_CREATE_QP` / `IB_USER_VERBS_EX_CMD_CREATE_QP`.
@@ -496,7 +574,7 @@ impl<D: Driver> UFile<D> {
             let r = request::<56>(&b.core_in)?;
             CreateQp::decode(&r, 8)
         };
-        let qp = self.qp_create_common(inner, &c, b)?;
+        let (qp, ev) = self.qp_create_common(inner, &c, b)?;
         let id = inner.free_id(None);
         let cap = qp.cap();
         let mut o = Out::<40>::new();
@@ -504,7 +582,7 @@ impl<D: Driver> UFile<D> {
         o.u32(4, qp.qp_num());
         encode_cap(&mut o, 8, &cap);
         let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp), || {
+        Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp, ev), || {
             if ex {
                 o.u32(36, w::uverbs_response_length(out.1, 40) as u32);
                 copy_out_or_zero(out.0, out.1, &o.0)
@@ -687,8 +765,8 @@ impl<D: Driver> UFile<D> {
         inner.ctx()?;
         let r = request::<16>(&b.core_in)?;
         let pos = inner.find(obj::QP, i64::from(rd32(&r, 8)))?;
-        Self::destroy_at(inner, pos)?;
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &[0u8; 4])
+        let rep = Self::destroy_at(inner, pos)?;
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &rep.events.to_ne_bytes())
     }
 
     /// `IB_USER_VERBS_CMD_REG_MR` (upstream `ib_uverbs_reg_mr()`).
@@ -825,9 +903,9 @@ impl<D: Driver> UFile<D> {
             flags: bd.get_flags32(attr::CREATE_CQ_FLAGS, 0x3).map_err(kerr)?,
         };
         let bufs = ioctl_bufs(bd, uattrs)?;
-        let cq = self.cq_create_common(inner, &c, &bufs)?;
+        let (cq, ev) = self.cq_create_common(inner, &c, &bufs)?;
         let cqe = cq.cqe();
-        Self::commit_and_respond(inner, id, obj::CQ, ObjKind::Cq(cq), || {
+        Self::commit_and_respond(inner, id, obj::CQ, ObjKind::Cq(cq, ev), || {
             out.put(bd, attr::CREATE_CQ_RESP_CQE, &cqe.to_ne_bytes())
         })
     }
@@ -890,12 +968,12 @@ impl<D: Driver> UFile<D> {
             c.create_flags &= !(1 << 12);
         }
         let bufs = ioctl_bufs(bd, uattrs)?;
-        let qp = self.qp_create_common(inner, &c, &bufs)?;
+        let (qp, ev) = self.qp_create_common(inner, &c, &bufs)?;
         let cap = qp.cap();
         let qpn = qp.qp_num();
         let mut o = Out::<20>::new();
         encode_cap(&mut o, 0, &cap);
-        Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp), || {
+        Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp, ev), || {
             out.put(bd, attr::CREATE_QP_RESP_CAP, &o.0)?;
             out.put(bd, attr::CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes())
         })

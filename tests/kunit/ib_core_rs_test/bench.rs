@@ -96,6 +96,7 @@ pub(crate) fn run(iters: u32) -> Result {
                 max_inline_data: 0,
             },
             sq_sig_all: true,
+            event_handler: None,
         },
         owner,
     )?;

@@ -51,6 +51,7 @@ mod tests {
                     max_inline_data: 0,
                 },
                 sq_sig_all: true,
+                event_handler: None,
             },
             ib_core_rs::kernel_owner!(),
         )
