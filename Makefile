@@ -7,7 +7,7 @@
 #   make kernel  the cached test kernel
 #   make vm      an interactive shell in the test VM
 #   make peer    the upstream C stack (rdma_rxe) in the VM
-#   make soak    the verbs workload N times (N=1000 STACK=peer|ours)
+#   make soak    the verbs workload N times (N=1000 STACK=peer|ours JOBS=2)
 #   make bench   the core's data-path dispatch cost next to a direct call
 #   make bench-uverbs  uverbs round trips (QUERY_PORT, PD alloc+dealloc), ours vs upstream
 #
@@ -54,12 +54,14 @@ peer: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/vm.sh peer "$$kb" $(TOP)/out/logs/peer.log && \
 	cat $(TOP)/out/logs/peer.log
 
-# make soak N=1000 STACK=peer|ours: the workload N times, nothing may grow.
+# make soak N=1000 STACK=peer|ours [JOBS=2]: the workload N times in JOBS
+# parallel lanes; nothing may grow.
 N ?= 100
 STACK ?= peer
+JOBS ?= 2
 soak: modules
 	@kb=$(KDIR_CMD) && RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-7200} \
-	RDMARS_VM_ARGS="rdmars.n=$(N) rdmars.stack=$(STACK)" \
+	RDMARS_VM_ARGS="rdmars.n=$(N) rdmars.stack=$(STACK) rdmars.jobs=$(JOBS)" \
 	$(TOP)/tools/vm.sh soak "$$kb" $(TOP)/out/logs/soak.log && \
 	grep -E '^soak:|ok [0-9]|FAIL' $(TOP)/out/logs/soak.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- out/logs/soak.log
