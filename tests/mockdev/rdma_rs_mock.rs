@@ -304,7 +304,12 @@ impl DeviceOps for MockOps {
         })
     }
 
+    // upstream rxe_modify_qp(): attributes past IB_QP_ATTR_STANDARD_BITS
+    // (IB_QP_RATE_LIMIT, which EX_MODIFY_QP lets through) are EOPNOTSUPP.
     fn modify_qp(qp: &Qp<Mock>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        if mask.0 & !((1u32 << 21) - 1) != 0 {
+            return Err(EOPNOTSUPP);
+        }
         if mask.contains(QpAttrMask::PORT) {
             qp.data().port.store(attr.port_num, Relaxed);
         }

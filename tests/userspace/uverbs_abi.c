@@ -261,6 +261,111 @@ static int query_qp(int fd, uint32_t h, struct ib_uverbs_query_qp_resp *resp)
 	return do_write(fd, IB_USER_VERBS_CMD_QUERY_QP, &cmd, sizeof(cmd), sizeof(*resp) / 4);
 }
 
+/* write() of an extended command with its core request in body (in_words * 8
+ * bytes, no driver request), out_words * 8 bytes of core response at resp,
+ * then pout words for the driver (rdma_rxe answers its mmap info there and
+ * fails a CQ or QP create without room for it). */
+static int ex_cmd(int fd, uint32_t cmd, const void *body, uint16_t in_words, uint16_t out_words,
+		  uint16_t pout, void *resp)
+{
+	char buf[512];
+	struct ib_uverbs_cmd_hdr *h = (void *)buf;
+	struct ib_uverbs_ex_cmd_hdr *x = (void *)(h + 1);
+
+	memset(buf, 0, sizeof(*h) + sizeof(*x));
+	h->command = IB_USER_VERBS_CMD_FLAG_EXTENDED | cmd;
+	h->in_words = in_words;
+	h->out_words = out_words;
+	x->response = (uintptr_t)resp;
+	x->provider_out_words = pout;
+	memcpy(x + 1, body, in_words * 8);
+	return write(fd, buf, sizeof(*h) + sizeof(*x) + in_words * 8) < 0 ? errno : 0;
+}
+
+/* The extended-command response buffer: out_words * 8 core bytes, then the
+ * driver's 64. Filled with 0xff before each command, so that the bytes the
+ * kernel zero-fills past the response can be seen. */
+#define EX_OUT_DRV_WORDS 8
+union ex_out {
+	uint64_t w[32];
+	struct ib_uverbs_ex_create_cq_resp cq;
+	struct ib_uverbs_ex_create_qp_resp qp;
+	struct ib_uverbs_ex_modify_qp_resp mod;
+};
+
+/* 0 if bytes [from, to) of the response are zero (the kernel's fill). */
+static int zero_from(const union ex_out *o, size_t from, size_t to)
+{
+	const unsigned char *p = (const void *)o;
+
+	for (size_t i = from; i < to; i++)
+		if (p[i])
+			return EINVAL;
+	return 0;
+}
+
+/* EX_CREATE_CQ: *c, then the 8 bytes `trailing` past it (sent when in_words
+ * is 5). */
+static int ex_create_cq(int fd, const struct ib_uverbs_ex_create_cq *c, uint64_t trailing,
+			uint16_t in_words, uint16_t out_words, union ex_out *o)
+{
+	uint64_t body[8] = { 0 };
+
+	memcpy(body, c, sizeof(*c));
+	body[sizeof(*c) / 8] = trailing;
+	memset(o, 0xff, sizeof(*o));
+	return ex_cmd(fd, IB_USER_VERBS_EX_CMD_CREATE_CQ, body, in_words, out_words,
+		      EX_OUT_DRV_WORDS, o);
+}
+
+/* EX_CREATE_QP: an RC QP (16 WRs, 1 SGE each way) on pd with scq/rcq, with
+ * comp_mask, create_flags and the reserved byte as given. */
+static void ex_qp_cmd(struct ib_uverbs_ex_create_qp *c, uint32_t pd, uint32_t scq, uint32_t rcq)
+{
+	memset(c, 0, sizeof(*c));
+	c->user_handle = 3;
+	c->pd_handle = pd;
+	c->send_cq_handle = scq;
+	c->recv_cq_handle = rcq;
+	c->max_send_wr = 16;
+	c->max_recv_wr = 16;
+	c->max_send_sge = 1;
+	c->max_recv_sge = 1;
+	c->qp_type = IB_QPT_RC;
+}
+
+static int ex_create_qp(int fd, const struct ib_uverbs_ex_create_qp *c, uint64_t trailing,
+			uint16_t in_words, uint16_t out_words, union ex_out *o)
+{
+	uint64_t body[12] = { 0 };
+
+	memcpy(body, c, sizeof(*c));
+	body[sizeof(*c) / 8] = trailing;
+	memset(o, 0xff, sizeof(*o));
+	return ex_cmd(fd, IB_USER_VERBS_EX_CMD_CREATE_QP, body, in_words, out_words,
+		      EX_OUT_DRV_WORDS, o);
+}
+
+/* EX_MODIFY_QP of qp with attr_mask mask to state (port 1, pkey 0, local
+ * write); reserved is struct ib_uverbs_ex_modify_qp's last member. With
+ * o NULL: no response buffer (out_words must then be 0). */
+static int ex_modify_qp(int fd, uint32_t qp, uint32_t mask, uint8_t state, uint32_t reserved,
+			uint64_t trailing, uint16_t in_words, uint16_t out_words, union ex_out *o)
+{
+	uint64_t body[16] = { 0 };
+	struct ib_uverbs_ex_modify_qp c = {
+		.base = { .qp_handle = qp, .attr_mask = mask, .qp_state = state, .port_num = 1,
+			  .pkey_index = 0, .qp_access_flags = IB_ACCESS_LOCAL_WRITE },
+		.reserved = reserved,
+	};
+
+	memcpy(body, &c, sizeof(c));
+	body[sizeof(c) / 8] = trailing;
+	if (o)
+		memset(o, 0xff, sizeof(*o));
+	return ex_cmd(fd, IB_USER_VERBS_EX_CMD_MODIFY_QP, body, in_words, out_words, 0, o);
+}
+
 static int reg_mr(int fd, uint32_t pd, void *addr, uint64_t len, uint64_t hca_va, uint32_t access,
 		  uint32_t *handle)
 {
@@ -754,6 +859,213 @@ int main(int argc, char **argv)
 			close(fd2);
 		}
 		/* pd, cq, the first cq2 and qp (RC, INIT) stay open. */
+	}
+
+	/* Extended CQ/QP write commands (uverbs_cmd.c ib_uverbs_ex_create_cq(),
+	 * ib_uverbs_ex_create_qp(), ib_uverbs_ex_modify_qp(); verify_hdr() and
+	 * uverbs_request() for the sizes). Upstream's uapi_merge_write() sets
+	 * req_size and resp_size for legacy commands only: an extended command
+	 * has no minimum request or response. A short request is zero-filled
+	 * (uverbs_request(), copy_struct_from_user()), bytes past the struct
+	 * must be zero (EOPNOTSUPP); the response is cut to the user's buffer,
+	 * response_length is what the kernel wrote and a longer buffer is
+	 * zero-filled past it. What is created here is destroyed here. */
+	{
+		const uint32_t init_mask = IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS;
+		const uint32_t rate_limit = 1u << 25; /* IB_QP_RATE_LIMIT: EX_MODIFY_QP only */
+		struct ib_uverbs_ex_create_cq c = { .user_handle = 1, .cqe = 16, .comp_channel = -1 };
+		struct ib_uverbs_ex_create_cq bc;
+		struct ib_uverbs_ex_create_qp q, bq;
+		struct ib_uverbs_query_qp_resp qr;
+		union ex_out o;
+		uint32_t pd = ~0u, cq = ~0u, cq2 = ~0u, qp = ~0u;
+
+		/* EX_CREATE_CQ */
+		e = ex_create_cq(fd, &c, 0, 4, 2, &o);
+		expect("write ex: EX_CREATE_CQ", e, 0);
+		expect("write ex: EX_CREATE_CQ answers response_length 16, comp_mask 0, cqe >= 16",
+		       !e && o.cq.response_length == 16 && o.cq.comp_mask == 0 && o.cq.base.cqe >= 16 &&
+				       o.cq.base.cqe != ~0u ? 0 : EINVAL, 0);
+		expect("write: DESTROY_CQ of an EX_CREATE_CQ CQ", e ? e : destroy_cq(fd, o.cq.base.cq_handle), 0);
+		e = ex_create_cq(fd, &c, 0, 4, 4, &o);
+		expect("write ex: EX_CREATE_CQ with a 32-byte response buffer", e, 0);
+		expect("write ex: EX_CREATE_CQ response_length stays 16, bytes 16..31 are zeroed",
+		       !e && o.cq.response_length == 16 ? zero_from(&o, 16, 32) : EINVAL, 0);
+		if (!e)
+			destroy_cq(fd, o.cq.base.cq_handle);
+		/* 8 bytes of response: the base only (the driver's data follows it). */
+		e = ex_create_cq(fd, &c, 0, 4, 1, &o);
+		expect("write ex: EX_CREATE_CQ with an 8-byte response (out_words 1) is accepted", e, 0);
+		expect("write ex: the 8-byte EX_CREATE_CQ response holds the CQ handle (DESTROY_CQ of it)",
+		       e ? e : destroy_cq(fd, o.cq.base.cq_handle), 0);
+		/* 24 bytes of request: comp_mask, flags and reserved read as zero. */
+		e = ex_create_cq(fd, &c, 0, 3, 2, &o);
+		expect("write ex: EX_CREATE_CQ with 24 bytes of request (in_words 3) is accepted", e, 0);
+		if (!e)
+			destroy_cq(fd, o.cq.base.cq_handle);
+		expect("write ex: EX_CREATE_CQ with an empty request (in_words 0) is EINVAL (cqe 0)",
+		       ex_create_cq(fd, &c, 0, 0, 2, &o), EINVAL);
+		e = ex_create_cq(fd, &c, 0, 5, 2, &o);
+		expect("write ex: EX_CREATE_CQ with 8 zero bytes past the request is accepted", e, 0);
+		if (!e)
+			destroy_cq(fd, o.cq.base.cq_handle);
+		expect("write ex: EX_CREATE_CQ with a non-zero byte past the request is EOPNOTSUPP",
+		       ex_create_cq(fd, &c, 1ull << 56, 5, 2, &o), EOPNOTSUPP);
+		bc = c;
+		bc.comp_mask = 1;
+		expect("write ex: EX_CREATE_CQ with comp_mask 1 is EINVAL", ex_create_cq(fd, &bc, 0, 4, 2, &o),
+		       EINVAL);
+		bc = c;
+		bc.reserved = 1;
+		expect("write ex: EX_CREATE_CQ with reserved != 0 is EINVAL",
+		       ex_create_cq(fd, &bc, 0, 4, 2, &o), EINVAL);
+		bc = c;
+		bc.flags = IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
+		expect("write ex: EX_CREATE_CQ with flags TIMESTAMP_COMPLETION (no driver has it) is EOPNOTSUPP",
+		       ex_create_cq(fd, &bc, 0, 4, 2, &o), EOPNOTSUPP);
+		bc = c;
+		bc.flags = 1u << 31;
+		expect("write ex: EX_CREATE_CQ with an unknown flag (1 << 31) is EOPNOTSUPP",
+		       ex_create_cq(fd, &bc, 0, 4, 2, &o), EOPNOTSUPP);
+		bc = c;
+		bc.comp_vector = 1000;
+		expect("write ex: EX_CREATE_CQ with comp_vector 1000 is EINVAL",
+		       ex_create_cq(fd, &bc, 0, 4, 2, &o), EINVAL);
+		bc = c;
+		bc.cqe = 0;
+		expect("write ex: EX_CREATE_CQ with cqe 0 is EINVAL", ex_create_cq(fd, &bc, 0, 4, 2, &o), EINVAL);
+		bc = c;
+		bc.comp_channel = fd;
+		expect("write ex: EX_CREATE_CQ with a comp_channel fd that is not one is EBADF",
+		       ex_create_cq(fd, &bc, 0, 4, 2, &o), EBADF);
+
+		/* EX_CREATE_QP on a PD and two EX_CREATE_CQ CQs. */
+		expect("write: ALLOC_PD for the extended QP checks", alloc_pd(fd, &pd), 0);
+		e = ex_create_cq(fd, &c, 0, 4, 2, &o);
+		cq = o.cq.base.cq_handle;
+		expect("write ex: EX_CREATE_CQ (send CQ)", e, 0);
+		e = ex_create_cq(fd, &c, 0, 4, 2, &o);
+		cq2 = o.cq.base.cq_handle;
+		expect("write ex: EX_CREATE_CQ (receive CQ)", e, 0);
+		ex_qp_cmd(&q, pd, cq, cq2);
+		e = ex_create_qp(fd, &q, 0, 8, 5, &o);
+		qp = o.qp.base.qp_handle;
+		expect("write ex: EX_CREATE_QP (RC)", e, 0);
+		expect("write ex: EX_CREATE_QP answers response_length 40, comp_mask 0, a QP number, the caps",
+		       !e && o.qp.response_length == 40 && o.qp.comp_mask == 0 && o.qp.base.qpn &&
+				       o.qp.base.max_send_wr >= 16 && o.qp.base.max_recv_wr >= 16 &&
+				       o.qp.base.max_send_sge >= 1 && o.qp.base.max_recv_sge >= 1 ? 0 : EINVAL,
+		       0);
+		e = ex_create_qp(fd, &q, 0, 8, 6, &o);
+		expect("write ex: EX_CREATE_QP with a 48-byte response buffer", e, 0);
+		expect("write ex: EX_CREATE_QP response_length stays 40, bytes 40..47 are zeroed",
+		       !e && o.qp.response_length == 40 ? zero_from(&o, 40, 48) : EINVAL, 0);
+		if (!e)
+			expect("write: DESTROY_QP of an EX_CREATE_QP QP", destroy_qp(fd, o.qp.base.qp_handle), 0);
+		e = ex_create_qp(fd, &q, 0, 8, 4, &o);
+		expect("write ex: EX_CREATE_QP with a 32-byte response (the base only) is accepted", e, 0);
+		expect("write ex: the 32-byte EX_CREATE_QP response holds the QP handle (DESTROY_QP of it)",
+		       e ? e : destroy_qp(fd, o.qp.base.qp_handle), 0);
+		e = ex_create_qp(fd, &q, 0, 7, 5, &o);
+		expect("write ex: EX_CREATE_QP with the request up to create_flags (in_words 7) is accepted", e,
+		       0);
+		if (!e)
+			destroy_qp(fd, o.qp.base.qp_handle);
+		e = ex_create_qp(fd, &q, 0, 6, 5, &o);
+		expect("write ex: EX_CREATE_QP with 48 bytes of request (in_words 6) is accepted", e, 0);
+		if (!e)
+			destroy_qp(fd, o.qp.base.qp_handle);
+		expect("write ex: EX_CREATE_QP with a non-zero byte past the request is EOPNOTSUPP",
+		       ex_create_qp(fd, &q, 1, 9, 5, &o), EOPNOTSUPP);
+		bq = q;
+		bq.comp_mask = 2;
+		expect("write ex: EX_CREATE_QP with comp_mask bit 1 (unsupported) is EINVAL",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), EINVAL);
+		bq = q;
+		bq.comp_mask = IB_UVERBS_CREATE_QP_MASK_IND_TABLE;
+		expect("write ex: EX_CREATE_QP with comp_mask IND_TABLE (no RWQ_IND_TBL object on the device) is EINVAL",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), EINVAL);
+		bq = q;
+		bq.reserved = 1;
+		expect("write ex: EX_CREATE_QP with reserved != 0 is EINVAL",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), EINVAL);
+		bq = q;
+		bq.create_flags = 1; /* IB_QP_CREATE_IPOIB_UD_LSO: kernel only */
+		expect("write ex: EX_CREATE_QP with create_flags IPOIB_UD_LSO (not for users) is EINVAL",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), EINVAL);
+		bq = q;
+		bq.create_flags = 1u << 31;
+		expect("write ex: EX_CREATE_QP with an unknown create flag (1 << 31) is EINVAL",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), EINVAL);
+		bq = q;
+		bq.create_flags = 1 << 1; /* IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK */
+		expect("write ex: EX_CREATE_QP with BLOCK_MULTICAST_LOOPBACK (no driver has it) is EOPNOTSUPP",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), EOPNOTSUPP);
+		bq = q;
+		bq.pd_handle = 4242;
+		expect("write ex: EX_CREATE_QP with a never-allocated PD is ENOENT",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), ENOENT);
+		bq = q;
+		bq.pd_handle = cq;
+		expect("write ex: EX_CREATE_QP with a CQ handle as PD (wrong type) is EINVAL",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), EINVAL);
+		bq = q;
+		bq.send_cq_handle = 4242;
+		expect("write ex: EX_CREATE_QP with a never-allocated send CQ is ENOENT",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), ENOENT);
+		bq = q;
+		bq.recv_cq_handle = pd;
+		expect("write ex: EX_CREATE_QP with a PD handle as receive CQ (wrong type) is EINVAL",
+		       ex_create_qp(fd, &bq, 0, 8, 5, &o), EINVAL);
+
+		/* EX_MODIFY_QP of the RC QP. */
+		e = ex_modify_qp(fd, qp, init_mask, IB_QPS_INIT, 0, 0, 15, 1, &o);
+		expect("write ex: EX_MODIFY_QP RESET->INIT", e, 0);
+		expect("write ex: EX_MODIFY_QP answers response_length 8, comp_mask 0",
+		       !e && o.mod.response_length == 8 && o.mod.comp_mask == 0 ? 0 : EINVAL, 0);
+		expect("write: QUERY_QP after EX_MODIFY_QP", query_qp(fd, qp, &qr), 0);
+		expect("write: QUERY_QP reads back state INIT and port 1 after EX_MODIFY_QP",
+		       qr.qp_state == IB_QPS_INIT && qr.port_num == 1 ? 0 : EINVAL, 0);
+		e = ex_modify_qp(fd, qp, init_mask, IB_QPS_INIT, 0, 0, 15, 2, &o);
+		expect("write ex: EX_MODIFY_QP INIT->INIT with a 16-byte response buffer", e, 0);
+		expect("write ex: EX_MODIFY_QP response_length stays 8, bytes 8..15 are zeroed",
+		       !e && o.mod.response_length == 8 ? zero_from(&o, 8, 16) : EINVAL, 0);
+		expect("write ex: EX_MODIFY_QP without a response buffer is accepted",
+		       ex_modify_qp(fd, qp, init_mask, IB_QPS_INIT, 0, 0, 15, 0, NULL), 0);
+		expect("write ex: EX_MODIFY_QP with the base request only (in_words 14) is accepted",
+		       ex_modify_qp(fd, qp, init_mask, IB_QPS_INIT, 0, 0, 14, 1, &o), 0);
+		expect("write ex: EX_MODIFY_QP cut before port_num (in_words 13) is EINVAL (port 0)",
+		       ex_modify_qp(fd, qp, init_mask, IB_QPS_INIT, 0, 0, 13, 1, &o), EINVAL);
+		expect("write ex: EX_MODIFY_QP with reserved != 0 is accepted (not checked upstream)",
+		       ex_modify_qp(fd, qp, init_mask, IB_QPS_INIT, 1, 0, 15, 1, &o), 0);
+		expect("write ex: EX_MODIFY_QP with a non-zero byte past the request is EOPNOTSUPP",
+		       ex_modify_qp(fd, qp, init_mask, IB_QPS_INIT, 0, 1, 16, 1, &o), EOPNOTSUPP);
+		expect("write ex: EX_MODIFY_QP with attr_mask bit 21 is EOPNOTSUPP",
+		       ex_modify_qp(fd, qp, init_mask | (1 << 21), IB_QPS_INIT, 0, 0, 15, 1, &o), EOPNOTSUPP);
+		expect("write ex: EX_MODIFY_QP with attr_mask bit 31 is EOPNOTSUPP",
+		       ex_modify_qp(fd, qp, init_mask | (1u << 31), IB_QPS_INIT, 0, 0, 15, 1, &o), EOPNOTSUPP);
+		/* IB_QP_RATE_LIMIT passes EX_MODIFY_QP's mask check (the handle is
+		 * looked up: ENOENT) but not MODIFY_QP's (EOPNOTSUPP first). */
+		expect("write ex: EX_MODIFY_QP with RATE_LIMIT of a never-allocated QP is ENOENT",
+		       ex_modify_qp(fd, 4242, init_mask | rate_limit, IB_QPS_INIT, 0, 0, 15, 1, &o), ENOENT);
+		expect("write: MODIFY_QP with RATE_LIMIT of a never-allocated QP is EOPNOTSUPP",
+		       modify_qp(fd, 4242, init_mask | rate_limit, IB_QPS_INIT, 1), EOPNOTSUPP);
+		/* The driver gets it: rdma_rxe and the mock refuse it. */
+		expect("write ex: EX_MODIFY_QP with RATE_LIMIT reaches the driver, which says EOPNOTSUPP",
+		       ex_modify_qp(fd, qp, init_mask | rate_limit, IB_QPS_INIT, 0, 0, 15, 1, &o),
+		       EOPNOTSUPP);
+		expect("write ex: EX_MODIFY_QP of a never-allocated QP is ENOENT",
+		       ex_modify_qp(fd, 4242, init_mask, IB_QPS_INIT, 0, 0, 15, 1, &o), ENOENT);
+		expect("write ex: EX_MODIFY_QP of a CQ handle (wrong type) is EINVAL",
+		       ex_modify_qp(fd, cq, init_mask, IB_QPS_INIT, 0, 0, 15, 1, &o), EINVAL);
+		expect("write ex: EX_MODIFY_QP to state 9 is EINVAL",
+		       ex_modify_qp(fd, qp, IB_QP_STATE, 9, 0, 0, 15, 1, &o), EINVAL);
+		expect("write: QUERY_QP still reads back INIT", query_qp(fd, qp, &qr) ? EINVAL :
+		       qr.qp_state == IB_QPS_INIT ? 0 : EINVAL, 0);
+		expect("write: DESTROY_QP of the EX_CREATE_QP QP", destroy_qp(fd, qp), 0);
+		e = destroy_cq(fd, cq);
+		expect("write: DESTROY_CQ of the EX_CREATE_CQ CQs", e ? e : destroy_cq(fd, cq2), 0);
+		expect("write: DEALLOC_PD of the extended QP checks' PD", dealloc_pd(fd, pd), 0);
 	}
 
 	/* MR write commands (ib_uverbs_reg_mr(), ib_check_mr_access(),

@@ -20,7 +20,8 @@
 //! destroy drops those still unread and reports the counts ([`UEvents`]).
 //!
 //! Not supported, and saying so: SRQs, XRC, RSS
-//! indirection tables, raw packet QPs (`EOPNOTSUPP`), QP create flags and
+//! indirection tables (`EINVAL`, as upstream for a device without the
+//! object), raw packet QPs (`EOPNOTSUPP`), QP create flags and
 //! CQ flags (`EOPNOTSUPP`: our QP/CQ init attributes carry none yet), the
 //! alternate path.
 
@@ -514,8 +515,11 @@ impl<D: Driver> UFile<D> {
         let ctx = inner.ctx()?.clone();
         let t = qp_type(c.qp_type)?;
         if c.comp_mask & CREATE_QP_SUP_COMP_MASK != 0 {
-            // An RSS indirection table: no such objects here.
-            return Err(EOPNOTSUPP);
+            // An RSS indirection table: upstream looks the handle up, but no
+            // device here has the RWQ_IND_TBL object (no
+            // destroy_rwq_ind_table: the uapi drops it), and a lookup of an
+            // object type the device lacks is EINVAL (rdma_lookup_get_uobject()).
+            return Err(EINVAL);
         }
         if c.is_srq {
             // upstream looks the SRQ up: no SRQ handle exists in this file.
