@@ -414,16 +414,14 @@ pub(crate) unsafe fn data_of_cdev<'a, T: 'static>(cdev: *mut bindings::cdev) -> 
     unsafe { &(*cdev.cast::<u8>().sub(off).cast::<DevInner<T>>()).data }
 }
 
-/// A subdirectory of a class device: a kobject with attribute files.
-#[repr(C)]
-struct Dir<T: 'static> {
-    kobj: Opaque<bindings::kobject>,
-    data: *const T,
-    index: u32,
-    group: KBox<CGroup>,
-}
-
-impl<T: 'static> Dir<T> {
+/// A subdirectory of a class device: a kobject with a group of files, allocated by
+/// [`ClassDevice::add_kobj_dir`] and freed by `release` (upstream: a `kobj_type`).
+///
+/// # Safety
+///
+/// Implementers are `repr(C)` with their `Opaque<bindings::kobject>` as first field, and `show`
+/// is sound for the files of their [`KobjDir::group`].
+unsafe trait KobjDir: Sized + 'static {
     const SYSFS_OPS: bindings::sysfs_ops = bindings::sysfs_ops {
         show: Some(Self::show),
         store: None,
@@ -437,8 +435,46 @@ impl<T: 'static> Dir<T> {
         t
     };
 
-    const fn ktype() -> &'static bindings::kobj_type {
+    fn ktype() -> &'static bindings::kobj_type {
         &Self::KTYPE
+    }
+
+    /// The group of the directory's files.
+    fn group(&self) -> &CGroup;
+
+    /// # Safety
+    ///
+    /// Called by sysfs for a file of the directory.
+    unsafe extern "C" fn show(
+        kobj: *mut bindings::kobject,
+        attr: *mut bindings::attribute,
+        buf: *mut c_char,
+    ) -> isize;
+
+    /// # Safety
+    ///
+    /// Called once by the kobject core after the last `kobject_put()`.
+    unsafe extern "C" fn release(kobj: *mut bindings::kobject) {
+        // SAFETY: `kobj` is the first field of a `Self` from `KBox::into_raw` (trait safety
+        // requirement and `ClassDevice::add_kobj_dir`).
+        drop(unsafe { KBox::from_raw(kobj.cast::<Self>()) });
+    }
+}
+
+/// A subdirectory of a class device: a kobject with attribute files.
+#[repr(C)]
+struct Dir<T: 'static> {
+    kobj: Opaque<bindings::kobject>,
+    data: *const T,
+    index: u32,
+    group: KBox<CGroup>,
+}
+
+// SAFETY: `Dir<T>` is `repr(C)` with its kobject first; `show` reads its files as they were
+// built.
+unsafe impl<T: 'static> KobjDir for Dir<T> {
+    fn group(&self) -> &CGroup {
+        &self.group
     }
 
     /// # Safety
@@ -457,14 +493,6 @@ impl<T: 'static> Dir<T> {
         let data = unsafe { &*dir.data };
         // SAFETY: sysfs `show` contract.
         unsafe { emit(buf, |b| (a.show)(data, dir.index, b)) }
-    }
-
-    /// # Safety
-    ///
-    /// Called once by the kobject core after the last `kobject_put()`.
-    unsafe extern "C" fn release(kobj: *mut bindings::kobject) {
-        // SAFETY: `kobj` is the first field of a `Dir<T>` from `KBox::into_raw`.
-        drop(unsafe { KBox::from_raw(kobj.cast::<Self>()) });
     }
 }
 
@@ -645,34 +673,44 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
         index: u32,
         attrs: &'static [&'static DirAttr<T>],
     ) -> Result<DirId> {
+        self.add_kobj_dir(parent, name, |data| {
+            Ok(Dir {
+                kobj: Opaque::zeroed(),
+                data,
+                index,
+                group: build_group(None, attrs.iter().map(|a| a.raw.get()))?,
+            })
+        })
+    }
+
+    /// Adds the directory `make` builds (given the device's data) as kobject `name` in `parent`
+    /// with its group of files (upstream: kobject_init_and_add() + sysfs_create_group()).
+    fn add_kobj_dir<D: KobjDir>(
+        &mut self,
+        parent: Option<DirId>,
+        name: fmt::Arguments<'_>,
+        make: impl FnOnce(*const T) -> Result<D>,
+    ) -> Result<DirId> {
         let parent_kobj = self.parent_kobj(parent)?;
         let name = CString::try_from_fmt(name)?;
         self.dirs.reserve(1, GFP_KERNEL)?;
-        let group = build_group(None, attrs.iter().map(|a| a.raw.get()))?;
-        let b = KBox::new(
-            Dir {
-                kobj: Opaque::zeroed(),
-                data: self.data(),
-                index,
-                group,
-            },
-            GFP_KERNEL,
-        )?;
+        let data: *const T = self.data();
+        let b = KBox::new(make(data)?, GFP_KERNEL)?;
         let p = KBox::into_raw(b);
-        // SAFETY: `p` is ours; after kobject_init_and_add() it is freed by `Dir::release` via
-        // kobject_put(), also on failure. `parent_kobj` is live.
+        // SAFETY: `p` is ours; after kobject_init_and_add() it is freed by `D::release` via
+        // kobject_put(), also on failure. `parent_kobj` is live; `kobj` is the first field of
+        // the `repr(C)` `D` (trait safety requirement).
         let ret = unsafe {
-            let k = (*p).kobj.get();
+            let k = p.cast::<bindings::kobject>();
             let ret = bindings::kobject_init_and_add(
                 k,
-                Dir::<T>::ktype(),
+                D::ktype(),
                 parent_kobj,
                 c"%s".as_char_ptr(),
                 name.as_char_ptr(),
             );
             if ret == 0 {
-                let group: &CGroup = &(*p).group;
-                let ret = bindings::sysfs_create_group(k, group.raw.get());
+                let ret = bindings::sysfs_create_group(k, (*p).group().raw.get());
                 if ret != 0 {
                     bindings::kobject_del(k);
                 }
@@ -683,7 +721,7 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
         };
         if ret != 0 {
             // SAFETY: drops the initial reference; `release` frees `p`.
-            unsafe { bindings::kobject_put((*p).kobj.get()) };
+            unsafe { bindings::kobject_put(p.cast::<bindings::kobject>()) };
             return Err(Error::from_errno(ret));
         }
         // SAFETY: from `KBox::into_raw`; `kobj` is its first field.
@@ -717,83 +755,45 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
         count: u32,
         show: IndexedShowFn<T>,
     ) -> Result<DirId> {
-        let parent_kobj = self.parent_kobj(parent)?;
-        let name = CString::try_from_fmt(name)?;
-        self.dirs.reserve(1, GFP_KERNEL)?;
-        // The attributes point to their own names: the vector is allocated once with its final
-        // length and never grows, so the elements do not move.
-        let mut attrs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
-        for i in 0..count {
-            attrs.push(
-                IndexedAttr {
-                    raw: Opaque::zeroed(),
-                    index: i,
-                    name: index_name(i),
-                },
-                GFP_KERNEL,
-            )?;
-        }
-        let key = kernel::static_lock_class!();
-        for a in attrs.iter() {
-            // SAFETY: `a` is ours and does not move (see above); the name is NUL-terminated.
-            unsafe {
-                let r = a.raw.get();
-                (*r).name = a.name.as_ptr().cast();
-                (*r).mode = 0o444;
-                // upstream sysfs_attr_init(): attributes not in static memory need a static key.
-                #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
-                {
-                    (*r).key = key.as_ptr();
+        self.add_kobj_dir(parent, name, |data| {
+            // The attributes point to their own names: the vector is allocated once with its final
+            // length and never grows, so the elements do not move.
+            let mut attrs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+            for i in 0..count {
+                attrs.push(
+                    IndexedAttr {
+                        raw: Opaque::zeroed(),
+                        index: i,
+                        name: index_name(i),
+                    },
+                    GFP_KERNEL,
+                )?;
+            }
+            let key = kernel::static_lock_class!();
+            for a in attrs.iter() {
+                // SAFETY: `a` is ours and does not move (see above); the name is NUL-terminated.
+                unsafe {
+                    let r = a.raw.get();
+                    (*r).name = a.name.as_ptr().cast();
+                    (*r).mode = 0o444;
+                    // upstream sysfs_attr_init(): attributes not in static memory need a static key.
+                    #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
+                    {
+                        (*r).key = key.as_ptr();
+                    }
                 }
             }
-        }
-        #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
-        let _ = key;
-        let group = build_group(None, attrs.iter().map(|a| a.raw.get()))?;
-        let b = KBox::new(
-            IndexedDir {
+            #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
+            let _ = key;
+            Ok(IndexedDir {
                 kobj: Opaque::zeroed(),
-                data: self.data(),
+                data,
                 index,
                 show,
-                group,
+                group: build_group(None, attrs.iter().map(|a| a.raw.get()))?,
                 attrs,
-            },
-            GFP_KERNEL,
-        )?;
-        let p = KBox::into_raw(b);
-        // SAFETY: `p` is ours; after kobject_init_and_add() it is freed by `IndexedDir::release`
-        // via kobject_put(), also on failure. `parent_kobj` is live.
-        let ret = unsafe {
-            let k = (*p).kobj.get();
-            let ret = bindings::kobject_init_and_add(
-                k,
-                IndexedDir::<T>::ktype(),
-                parent_kobj,
-                c"%s".as_char_ptr(),
-                name.as_char_ptr(),
-            );
-            if ret == 0 {
-                let group: &CGroup = &(*p).group;
-                let ret = bindings::sysfs_create_group(k, group.raw.get());
-                if ret != 0 {
-                    bindings::kobject_del(k);
-                }
-                ret
-            } else {
-                ret
-            }
-        };
-        if ret != 0 {
-            // SAFETY: drops the initial reference; `release` frees `p`.
-            unsafe { bindings::kobject_put((*p).kobj.get()) };
-            return Err(Error::from_errno(ret));
-        }
-        // SAFETY: from `KBox::into_raw`; `kobj` is its first field.
-        let dir = unsafe { NonNull::new_unchecked(p.cast::<bindings::kobject>()) };
-        // INVARIANT: added, `data` points to our data, parent is the device or earlier dir.
-        self.dirs.push(dir, GFP_KERNEL)?;
-        Ok(DirId(self.dirs.len() - 1))
+            })
+        })
     }
 
     /// Registers like [`ClassDevice::register`] but with the `KOBJ_ADD` uevent held back until
@@ -864,22 +864,11 @@ struct IndexedDir<T: 'static> {
     attrs: KVec<IndexedAttr>,
 }
 
-impl<T: 'static> IndexedDir<T> {
-    const SYSFS_OPS: bindings::sysfs_ops = bindings::sysfs_ops {
-        show: Some(Self::show),
-        store: None,
-    };
-
-    const KTYPE: bindings::kobj_type = {
-        // SAFETY: all-zero is a valid `kobj_type`.
-        let mut t: bindings::kobj_type = unsafe { core::mem::zeroed() };
-        t.release = Some(Self::release);
-        t.sysfs_ops = &Self::SYSFS_OPS;
-        t
-    };
-
-    const fn ktype() -> &'static bindings::kobj_type {
-        &Self::KTYPE
+// SAFETY: `IndexedDir<T>` is `repr(C)` with its kobject first; `show` reads its files as they were
+// built.
+unsafe impl<T: 'static> KobjDir for IndexedDir<T> {
+    fn group(&self) -> &CGroup {
+        &self.group
     }
 
     /// # Safety
@@ -899,14 +888,6 @@ impl<T: 'static> IndexedDir<T> {
         let data = unsafe { &*dir.data };
         // SAFETY: sysfs `show` contract.
         unsafe { emit(buf, |b| (dir.show)(data, dir.index, a.index, b)) }
-    }
-
-    /// # Safety
-    ///
-    /// Called once by the kobject core after the last `kobject_put()`.
-    unsafe extern "C" fn release(kobj: *mut bindings::kobject) {
-        // SAFETY: `kobj` is the first field of an `IndexedDir<T>` from `KBox::into_raw`.
-        drop(unsafe { KBox::from_raw(kobj.cast::<Self>()) });
     }
 }
 
