@@ -639,15 +639,14 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
             if cur == QpState::Reset {
                 exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
             } else {
-                let mut m = ModifyQp::<Init2Init>::new(qpn, c);
-                m.opt_param_mask = opt
+                let opt = opt
                     & (optpar::RRE
                         | optpar::RAE
                         | optpar::RWE
                         | optpar::PKEY_INDEX
                         | optpar::PRI_PORT
                         | optpar::Q_KEY);
-                exec(hw, &m)?;
+                exec(hw, &ModifyQp::<Init2Init>::with_opt(qpn, c, opt))?;
             }
         }
         (QpState::Init, QpState::Rtr) => {
@@ -667,16 +666,21 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
             } else {
                 c.q_key = Some(next.qkey);
             }
-            let mut m = ModifyQp::<Init2Rtr>::new(qpn, c);
-            m.opt_param_mask = opt
+            let opt = opt
                 & if rc {
                     optpar::RRE | optpar::RAE | optpar::RWE | optpar::PKEY_INDEX
                 } else {
                     optpar::PKEY_INDEX | optpar::Q_KEY
                 };
-            exec(hw, &m)?;
+            exec(hw, &ModifyQp::<Init2Rtr>::with_opt(qpn, c, opt))?;
         }
         (QpState::Rtr, QpState::Rts) | (QpState::Rts, QpState::Rts) => {
+            let opt = opt
+                & if rc {
+                    optpar::RRE | optpar::RAE | optpar::RWE | optpar::RNR_TIMEOUT
+                } else {
+                    optpar::Q_KEY
+                };
             if rc {
                 c.ack_timeout = Some(next.timeout & 0x1f);
                 c.min_rnr_nak = Some(next.min_rnr_timer & 0x1f);
@@ -691,23 +695,9 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                     c.rnr_retry = Some(next.rnr_retry & 7);
                     c.log_sra_max = Some(log2_rd(next.max_rd_atomic)?);
                 }
-                let mut m = ModifyQp::<Rtr2Rts>::new(qpn, c);
-                m.opt_param_mask = opt
-                    & if rc {
-                        optpar::RRE | optpar::RAE | optpar::RWE | optpar::RNR_TIMEOUT
-                    } else {
-                        optpar::Q_KEY
-                    };
-                exec(hw, &m)?;
+                exec(hw, &ModifyQp::<Rtr2Rts>::with_opt(qpn, c, opt))?;
             } else {
-                let mut m = ModifyQp::<Rts2Rts>::new(qpn, c);
-                m.opt_param_mask = opt
-                    & if rc {
-                        optpar::RRE | optpar::RAE | optpar::RWE | optpar::RNR_TIMEOUT
-                    } else {
-                        optpar::Q_KEY
-                    };
-                exec(hw, &m)?;
+                exec(hw, &ModifyQp::<Rts2Rts>::with_opt(qpn, c, opt))?;
             }
         }
         _ => return Err(EINVAL),
