@@ -788,21 +788,32 @@ pub(crate) fn mkey_access(a: AccessFlags) -> MkeyAccess {
 
 /// upstream `mlx5_ib_get_dma_mr()`: CREATE_MKEY, PA access mode, `length64`.
 pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
+    create_mr(pd, mkey_access(access), MkeyTranslation::Pa, None)
+}
+
+/// CREATE_MKEY (uid 0) in `pd` with the next key variant, as an MR holding `umem` (upstream
+/// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`).
+pub(crate) fn create_mr(
+    pd: &Pd<Mlx5Ib>,
+    access: MkeyAccess,
+    translation: MkeyTranslation<'_>,
+    umem: Option<UserBuf>,
+) -> Result<MrCreated<Mlx5Mr>> {
     let d = pd.device().data();
     let m = exec(
         &*d.hw,
         &CreateMkey {
             uid: 0,
             pd: pd.data().pdn,
-            access: mkey_access(access),
+            access,
             key_byte: d.next_mkey_variant(),
-            translation: MkeyTranslation::Pa,
+            translation,
         },
     )?;
     Ok(MrCreated {
         data: Mlx5Mr {
             index: m.index,
-            _umem: None,
+            _umem: umem,
         },
         lkey: m.key,
         rkey: m.key,
@@ -826,29 +837,17 @@ pub(crate) fn alloc_mr(
     }
     let ndescs = usize::try_from(max_num_sg.next_multiple_of(4)).map_err(|_| EINVAL)?;
     let pages = KVVec::from_elem(0u64, ndescs, GFP_KERNEL)?;
-    let m = exec(
-        &*d.hw,
-        &CreateMkey {
-            uid: 0,
-            pd: pd.data().pdn,
-            access: MkeyAccess::default(),
-            key_byte: d.next_mkey_variant(),
-            translation: MkeyTranslation::Mtt {
-                start: 0,
-                len: 0,
-                log_page_size: 12,
-                pages: &pages,
-            },
+    create_mr(
+        pd,
+        MkeyAccess::default(),
+        MkeyTranslation::Mtt {
+            start: 0,
+            len: 0,
+            log_page_size: 12,
+            pages: &pages,
         },
-    )?;
-    Ok(MrCreated {
-        data: Mlx5Mr {
-            index: m.index,
-            _umem: None,
-        },
-        lkey: m.key,
-        rkey: m.key,
-    })
+        None,
+    )
 }
 
 /// upstream `mlx5_ib_dereg_mr()` → `destroy_mkey()`: DESTROY_MKEY.
