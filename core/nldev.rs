@@ -44,6 +44,23 @@ const fn op<T>(
     }
 }
 
+/// The dumpit of the `RES_*_GET` command of one resource type (upstream `res_get_common_dumpit()`
+/// with the type from `fill_entries[]`): a [`DumpFn`](crate::netlink::DumpFn) has no argument to
+/// carry the type, so each gets its own function.
+macro_rules! res_type_dump {
+    ($kind:ident) => {{
+        fn dump(
+            _: &NlDev,
+            r: &Request<'_>,
+            c: &mut DumpCursor<'_>,
+            wr: &mut MsgWriter<'_>,
+        ) -> Result {
+            res_dump(r, c, wr, ResType::$kind)
+        }
+        dump
+    }};
+}
+
 impl NlHandler for NlDev {
     const OPS: &'static [NlOp<Self>] = &[
         op(RDMA_NLDEV_CMD_GET, Some(get_doit), Some(get_dump)),
@@ -58,11 +75,11 @@ impl NlHandler for NlDev {
             Some(res_get_doit),
             Some(res_get_dump),
         ),
-        op(RDMA_NLDEV_CMD_RES_PD_GET, None, Some(res_pd_dump)),
-        op(RDMA_NLDEV_CMD_RES_CQ_GET, None, Some(res_cq_dump)),
-        op(RDMA_NLDEV_CMD_RES_QP_GET, None, Some(res_qp_dump)),
-        op(RDMA_NLDEV_CMD_RES_MR_GET, None, Some(res_mr_dump)),
-        op(RDMA_NLDEV_CMD_RES_CTX_GET, None, Some(res_ctx_dump)),
+        op(RDMA_NLDEV_CMD_RES_PD_GET, None, Some(res_type_dump!(Pd))),
+        op(RDMA_NLDEV_CMD_RES_CQ_GET, None, Some(res_type_dump!(Cq))),
+        op(RDMA_NLDEV_CMD_RES_QP_GET, None, Some(res_type_dump!(Qp))),
+        op(RDMA_NLDEV_CMD_RES_MR_GET, None, Some(res_type_dump!(Mr))),
+        op(RDMA_NLDEV_CMD_RES_CTX_GET, None, Some(res_type_dump!(Ctx))),
         op(RDMA_NLDEV_CMD_SYS_GET, Some(sys_get_doit), None),
     ];
 }
@@ -575,51 +592,6 @@ fn res_dump(
         cur.set(0, next as u64);
     }
     Ok(())
-}
-
-fn res_pd_dump(
-    _: &NlDev,
-    r: &Request<'_>,
-    c: &mut DumpCursor<'_>,
-    wr: &mut MsgWriter<'_>,
-) -> Result {
-    res_dump(r, c, wr, ResType::Pd)
-}
-
-fn res_cq_dump(
-    _: &NlDev,
-    r: &Request<'_>,
-    c: &mut DumpCursor<'_>,
-    wr: &mut MsgWriter<'_>,
-) -> Result {
-    res_dump(r, c, wr, ResType::Cq)
-}
-
-fn res_qp_dump(
-    _: &NlDev,
-    r: &Request<'_>,
-    c: &mut DumpCursor<'_>,
-    wr: &mut MsgWriter<'_>,
-) -> Result {
-    res_dump(r, c, wr, ResType::Qp)
-}
-
-fn res_mr_dump(
-    _: &NlDev,
-    r: &Request<'_>,
-    c: &mut DumpCursor<'_>,
-    wr: &mut MsgWriter<'_>,
-) -> Result {
-    res_dump(r, c, wr, ResType::Mr)
-}
-
-fn res_ctx_dump(
-    _: &NlDev,
-    r: &Request<'_>,
-    c: &mut DumpCursor<'_>,
-    wr: &mut MsgWriter<'_>,
-) -> Result {
-    res_dump(r, c, wr, ResType::Ctx)
 }
 
 /// Builds the `SYS_GET` reply (upstream `nldev_sys_get_doit()`): netns mode shared (1),

@@ -129,32 +129,58 @@ impl Liveness {
     }
 }
 
-/// Runs the shared destroy protocol: `EBUSY` while `usecnt` is not zero,
-/// `EINVAL` if already destroyed, else the driver op; on success `done`
-/// releases the core side.
-pub(crate) fn destroy_with<T>(
+/// An object under the shared destroy protocol: a destroyed flag, a driver
+/// op and the core side to release once the driver agreed.
+pub(crate) trait Destroyable {
+    /// The driver op, named in the message when it fails at drop.
+    const OP: &'static str;
+
+    /// Users that make a destroy fail with `EBUSY`.
+    fn users(&self) -> i32;
+
+    /// The destroyed flag.
+    fn live(&self) -> &Liveness;
+
+    /// The driver op (`Ok` without one).
+    fn driver_destroy(&self) -> Result;
+
+    /// Releases the core side: the restrack entry and the uses of parents.
+    fn release(&self);
+}
+
+/// Runs the shared destroy protocol: `EBUSY` while the object has users,
+/// `EINVAL` if already destroyed, else the driver op; on success the core
+/// side is released.
+pub(crate) fn destroy<T: Destroyable>(
     this: Arc<T>,
-    usecnt: impl Fn(&T) -> i32,
-    live: impl Fn(&T) -> &Liveness,
-    driver: impl FnOnce(&T) -> Result,
-    done: impl FnOnce(&T),
 ) -> core::result::Result<(), DestroyError<Arc<T>>> {
-    if usecnt(&this) != 0 {
+    if this.users() != 0 {
         return Err(DestroyError {
             err: EBUSY,
             obj: this,
         });
     }
-    if !live(&this).claim() {
+    if !this.live().claim() {
         return Err(DestroyError {
             err: EINVAL,
             obj: this,
         });
     }
-    if let Err(err) = driver(&this) {
-        live(&this).unclaim();
+    if let Err(err) = this.driver_destroy() {
+        this.live().unclaim();
         return Err(DestroyError { err, obj: this });
     }
-    done(&this);
+    this.release();
     Ok(())
+}
+
+/// Destroys an object dropped without a destroy: the driver op (its error
+/// is logged, the object goes anyway), then the core side.
+pub(crate) fn destroy_at_drop<T: Destroyable>(obj: &T) {
+    if obj.live().claim() {
+        if let Err(e) = obj.driver_destroy() {
+            pr_err!("ib_core_rs: {} failed at drop: {:?}\n", T::OP, e);
+        }
+        obj.release();
+    }
 }

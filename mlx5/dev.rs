@@ -574,26 +574,12 @@ mod tests {
     use super::*;
     use crate::attrs::{core_cap, speed, width};
     use crate::fwsim::fault::FaultAction;
-    use crate::fwsim::profile::{CONNECTX6_DX, CONNECTX7};
-    use crate::fwsim::Config;
+    use crate::fwsim::profile::CONNECTX7;
     use crate::prm::opcode;
     use crate::prm::status::Status;
 
     fn sim(eth: bool) -> Result<Arc<SimFunction>> {
-        let (profile, link_layer) = if eth {
-            (CONNECTX6_DX, LinkLayer::Ethernet)
-        } else {
-            (CONNECTX7, LinkLayer::Ib)
-        };
-        SimFunction::new(
-            CString::try_from_fmt(fmt!("kunit.probe"))?,
-            Config {
-                profile,
-                link_layer,
-                num_ports: 1,
-                serial: 3,
-            },
-        )
+        SimFunction::one_port(fmt!("kunit.probe"), eth, 3)
     }
 
     /// Commands a successful probe sends.

@@ -7,7 +7,6 @@
 use crate::dev::{HwRef, Mlx5Dev};
 use crate::fwsim::fault::FaultAction;
 use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
-use crate::fwsim::Config;
 use crate::ib::{default_gid, Mlx5Ib, DEV_OPS, IB_PORT_OPS, ROCE_PORT_OPS};
 use crate::prm::opcode;
 use crate::prm::status::Status;
@@ -22,23 +21,10 @@ use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqInitAttr, GlobalRoute, Mr, MrType, Pd, Qp, QpAttr, QpAttrMask,
     QpCap, QpInitAttr, QpState, QpType,
 };
-use kernel::{prelude::*, str::CString, sync::Arc};
+use kernel::{prelude::*, sync::Arc};
 
 fn sim(eth: bool) -> Result<Arc<SimFunction>> {
-    let (profile, link_layer) = if eth {
-        (CONNECTX6_DX, LinkLayer::Ethernet)
-    } else {
-        (CONNECTX7, LinkLayer::Ib)
-    };
-    SimFunction::new(
-        CString::try_from_fmt(fmt!("kunit.ib"))?,
-        Config {
-            profile,
-            link_layer,
-            num_ports: 1,
-            serial: 7,
-        },
-    )
+    SimFunction::one_port(fmt!("kunit.ib"), eth, 7)
 }
 
 fn ib_of<'a>(d: &'a Mlx5Dev<'_>) -> Result<&'a Arc<Device<Mlx5Ib>>> {

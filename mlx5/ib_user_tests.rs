@@ -10,8 +10,6 @@ use crate::cmd::qp::DestroyQp;
 use crate::cmd::res::DestroyMkey;
 use crate::dev::{HwRef, Mlx5Dev};
 use crate::fwsim::fault::FaultAction;
-use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
-use crate::fwsim::Config;
 use crate::hw::UarMem;
 use crate::ib::Mlx5Ib;
 use crate::prm::opcode;
@@ -26,23 +24,10 @@ use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Pd, QpCap, QpInitAttr, QpType, Ucontext, Udata, UserCtx, UserMrReq,
 };
-use kernel::{prelude::*, str::CString, sync::Arc};
+use kernel::{prelude::*, sync::Arc};
 
 fn sim(eth: bool) -> Result<Arc<SimFunction>> {
-    let (profile, link_layer) = if eth {
-        (CONNECTX6_DX, LinkLayer::Ethernet)
-    } else {
-        (CONNECTX7, LinkLayer::Ib)
-    };
-    SimFunction::new(
-        CString::try_from_fmt(fmt!("kunit.user"))?,
-        Config {
-            profile,
-            link_layer,
-            num_ports: 1,
-            serial: 8,
-        },
-    )
+    SimFunction::one_port(fmt!("kunit.user"), eth, 8)
 }
 
 /// A context as libmlx5 44 opens it: v2 request, `DYN_UAR | 4K_UAR`, CQE version 1.

@@ -85,6 +85,35 @@ fn query_caps(fw: &mut Fw, cap: CapType) -> Result<KVec<u8>> {
 }
 
 impl SimFunction {
+    /// KUnit: a one-port function named `name`: a ConnectX-6 Dx with a RoCE port if `eth`, else
+    /// a ConnectX-7 with an InfiniBand port.
+    ///
+    /// # Errors
+    ///
+    /// As [`SimFunction::new`].
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn one_port(
+        name: core::fmt::Arguments<'_>,
+        eth: bool,
+        serial: u32,
+    ) -> Result<Arc<Self>> {
+        use crate::fwsim::profile::{CONNECTX6_DX, CONNECTX7};
+        let (profile, link_layer) = if eth {
+            (CONNECTX6_DX, LinkLayer::Ethernet)
+        } else {
+            (CONNECTX7, LinkLayer::Ib)
+        };
+        Self::new(
+            CString::try_from_fmt(name)?,
+            Config {
+                profile,
+                link_layer,
+                num_ports: 1,
+                serial,
+            },
+        )
+    }
+
     /// A powered-on function with empty resource tables, its capabilities queried and cached.
     ///
     /// # Errors
@@ -299,26 +328,13 @@ impl SimDevices {
 mod tests {
     use super::*;
     use crate::fwsim::fault::FaultAction;
-    use crate::fwsim::profile::{CONNECTX6_DX, CONNECTX7};
+    use crate::fwsim::profile::CONNECTX7;
     use crate::fwsim::syndrome;
     use crate::prm::cmd::{alloc_pd_in, alloc_pd_out, dealloc_pd_in, dealloc_pd_out, mbox_out};
     use crate::prm::ctx::cmd_hca_cap;
 
     fn function(eth: bool) -> Result<Arc<SimFunction>> {
-        let (profile, link_layer) = if eth {
-            (CONNECTX6_DX, LinkLayer::Ethernet)
-        } else {
-            (CONNECTX7, LinkLayer::Ib)
-        };
-        SimFunction::new(
-            CString::try_from_fmt(fmt!("kunit.fwsim"))?,
-            Config {
-                profile,
-                link_layer,
-                num_ports: 1,
-                serial: 7,
-            },
-        )
+        SimFunction::one_port(fmt!("kunit.fwsim"), eth, 7)
     }
 
     fn hdr(op: u16, inbox: &mut [u8]) {

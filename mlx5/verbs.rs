@@ -639,15 +639,14 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
             if cur == QpState::Reset {
                 exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
             } else {
-                let mut m = ModifyQp::<Init2Init>::new(qpn, c);
-                m.opt_param_mask = opt
+                let opt = opt
                     & (optpar::RRE
                         | optpar::RAE
                         | optpar::RWE
                         | optpar::PKEY_INDEX
                         | optpar::PRI_PORT
                         | optpar::Q_KEY);
-                exec(hw, &m)?;
+                exec(hw, &ModifyQp::<Init2Init>::with_opt(qpn, c, opt))?;
             }
         }
         (QpState::Init, QpState::Rtr) => {
@@ -667,16 +666,21 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
             } else {
                 c.q_key = Some(next.qkey);
             }
-            let mut m = ModifyQp::<Init2Rtr>::new(qpn, c);
-            m.opt_param_mask = opt
+            let opt = opt
                 & if rc {
                     optpar::RRE | optpar::RAE | optpar::RWE | optpar::PKEY_INDEX
                 } else {
                     optpar::PKEY_INDEX | optpar::Q_KEY
                 };
-            exec(hw, &m)?;
+            exec(hw, &ModifyQp::<Init2Rtr>::with_opt(qpn, c, opt))?;
         }
         (QpState::Rtr, QpState::Rts) | (QpState::Rts, QpState::Rts) => {
+            let opt = opt
+                & if rc {
+                    optpar::RRE | optpar::RAE | optpar::RWE | optpar::RNR_TIMEOUT
+                } else {
+                    optpar::Q_KEY
+                };
             if rc {
                 c.ack_timeout = Some(next.timeout & 0x1f);
                 c.min_rnr_nak = Some(next.min_rnr_timer & 0x1f);
@@ -691,23 +695,9 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                     c.rnr_retry = Some(next.rnr_retry & 7);
                     c.log_sra_max = Some(log2_rd(next.max_rd_atomic)?);
                 }
-                let mut m = ModifyQp::<Rtr2Rts>::new(qpn, c);
-                m.opt_param_mask = opt
-                    & if rc {
-                        optpar::RRE | optpar::RAE | optpar::RWE | optpar::RNR_TIMEOUT
-                    } else {
-                        optpar::Q_KEY
-                    };
-                exec(hw, &m)?;
+                exec(hw, &ModifyQp::<Rtr2Rts>::with_opt(qpn, c, opt))?;
             } else {
-                let mut m = ModifyQp::<Rts2Rts>::new(qpn, c);
-                m.opt_param_mask = opt
-                    & if rc {
-                        optpar::RRE | optpar::RAE | optpar::RWE | optpar::RNR_TIMEOUT
-                    } else {
-                        optpar::Q_KEY
-                    };
-                exec(hw, &m)?;
+                exec(hw, &ModifyQp::<Rts2Rts>::with_opt(qpn, c, opt))?;
             }
         }
         _ => return Err(EINVAL),
@@ -798,21 +788,32 @@ pub(crate) fn mkey_access(a: AccessFlags) -> MkeyAccess {
 
 /// upstream `mlx5_ib_get_dma_mr()`: CREATE_MKEY, PA access mode, `length64`.
 pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
+    create_mr(pd, mkey_access(access), MkeyTranslation::Pa, None)
+}
+
+/// CREATE_MKEY (uid 0) in `pd` with the next key variant, as an MR holding `umem` (upstream
+/// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`).
+pub(crate) fn create_mr(
+    pd: &Pd<Mlx5Ib>,
+    access: MkeyAccess,
+    translation: MkeyTranslation<'_>,
+    umem: Option<UserBuf>,
+) -> Result<MrCreated<Mlx5Mr>> {
     let d = pd.device().data();
     let m = exec(
         &*d.hw,
         &CreateMkey {
             uid: 0,
             pd: pd.data().pdn,
-            access: mkey_access(access),
+            access,
             key_byte: d.next_mkey_variant(),
-            translation: MkeyTranslation::Pa,
+            translation,
         },
     )?;
     Ok(MrCreated {
         data: Mlx5Mr {
             index: m.index,
-            _umem: None,
+            _umem: umem,
         },
         lkey: m.key,
         rkey: m.key,
@@ -836,29 +837,17 @@ pub(crate) fn alloc_mr(
     }
     let ndescs = usize::try_from(max_num_sg.next_multiple_of(4)).map_err(|_| EINVAL)?;
     let pages = KVVec::from_elem(0u64, ndescs, GFP_KERNEL)?;
-    let m = exec(
-        &*d.hw,
-        &CreateMkey {
-            uid: 0,
-            pd: pd.data().pdn,
-            access: MkeyAccess::default(),
-            key_byte: d.next_mkey_variant(),
-            translation: MkeyTranslation::Mtt {
-                start: 0,
-                len: 0,
-                log_page_size: 12,
-                pages: &pages,
-            },
+    create_mr(
+        pd,
+        MkeyAccess::default(),
+        MkeyTranslation::Mtt {
+            start: 0,
+            len: 0,
+            log_page_size: 12,
+            pages: &pages,
         },
-    )?;
-    Ok(MrCreated {
-        data: Mlx5Mr {
-            index: m.index,
-            _umem: None,
-        },
-        lkey: m.key,
-        rkey: m.key,
-    })
+        None,
+    )
 }
 
 /// upstream `mlx5_ib_dereg_mr()` → `destroy_mkey()`: DESTROY_MKEY.

@@ -20,7 +20,7 @@
 use crate::cmd::cq::{CqeSize, CreateCq};
 use crate::cmd::exec;
 use crate::cmd::qp::{CreateQp, QpServiceType, RqType};
-use crate::cmd::res::{CreateMkey, MkeyTranslation};
+use crate::cmd::res::MkeyTranslation;
 use crate::hw::CapType;
 use crate::ib::Mlx5Ib;
 use crate::prm::ctx::{cmd_hca_cap, roce_cap};
@@ -28,7 +28,7 @@ use crate::uabi::{self, CqCaps, CqeStride, QpCaps, UserQpType};
 use crate::uar::abi_err;
 use crate::ucontext::Mlx5Ucontext;
 use crate::user_mem::{DbRecord, UserBuf, PAGE};
-use crate::verbs::{gen, ilog2_ceil, mkey_access, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem};
+use crate::verbs::{create_mr, gen, ilog2_ceil, mkey_access, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
     AccessFlags, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Ucontext, UserCtx,
@@ -316,7 +316,6 @@ pub(crate) fn reg_user_mr(
     user: &mut UserCtx<'_, '_, Mlx5Ib>,
     given: Option<UserBuf>,
 ) -> Result<MrCreated<Mlx5Mr>> {
-    let d = pd.device().data();
     if req.access.any(AccessFlags::ON_DEMAND) {
         return Err(EOPNOTSUPP);
     }
@@ -328,27 +327,15 @@ pub(crate) fn reg_user_mr(
         return Err(EINVAL);
     }
     let pages = umem.pages()?;
-    let m = exec(
-        &*d.hw,
-        &CreateMkey {
-            uid: 0,
-            pd: pd.data().pdn,
-            access: mkey_access(req.access),
-            key_byte: d.next_mkey_variant(),
-            translation: MkeyTranslation::Mtt {
-                start: req.iova,
-                len: req.length,
-                log_page_size: kernel::page::PAGE_SHIFT as u8,
-                pages: &pages,
-            },
+    create_mr(
+        pd,
+        mkey_access(req.access),
+        MkeyTranslation::Mtt {
+            start: req.iova,
+            len: req.length,
+            log_page_size: kernel::page::PAGE_SHIFT as u8,
+            pages: &pages,
         },
-    )?;
-    Ok(MrCreated {
-        data: Mlx5Mr {
-            index: m.index,
-            _umem: Some(umem),
-        },
-        lkey: m.key,
-        rkey: m.key,
-    })
+        Some(umem),
+    )
 }

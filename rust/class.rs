@@ -414,16 +414,58 @@ pub(crate) unsafe fn data_of_cdev<'a, T: 'static>(cdev: *mut bindings::cdev) -> 
     unsafe { &(*cdev.cast::<u8>().sub(off).cast::<DevInner<T>>()).data }
 }
 
+/// The files of a subdirectory ([`Dir`]): how their group is built and a read is answered.
+trait DirFiles<T: 'static>: Sized + 'static {
+    /// The group of the files.
+    fn group(&self) -> Result<KBox<CGroup>>;
+
+    /// Shows file `attr` of the directory with index `index` over `data`.
+    ///
+    /// # Safety
+    ///
+    /// `attr` is an attribute of a group built by [`DirFiles::group`] of `self`.
+    unsafe fn show(
+        &self,
+        data: &T,
+        index: u32,
+        attr: *mut bindings::attribute,
+        b: &mut SysfsBuf<'_>,
+    ) -> Result;
+}
+
+/// The files of [`ClassDevice::add_dir`]: `'static` [`DirAttr`]s.
+struct StaticFiles<T: 'static>(&'static [&'static DirAttr<T>]);
+
+impl<T: 'static> DirFiles<T> for StaticFiles<T> {
+    fn group(&self) -> Result<KBox<CGroup>> {
+        build_group(None, self.0.iter().map(|a| a.raw.get()))
+    }
+
+    unsafe fn show(
+        &self,
+        data: &T,
+        index: u32,
+        attr: *mut bindings::attribute,
+        b: &mut SysfsBuf<'_>,
+    ) -> Result {
+        // SAFETY: `attr` is the first field of one of our `'static` `DirAttr<T>`s (function
+        // safety requirement).
+        let a = unsafe { &*attr.cast::<DirAttr<T>>() };
+        (a.show)(data, index, b)
+    }
+}
+
 /// A subdirectory of a class device: a kobject with attribute files.
 #[repr(C)]
-struct Dir<T: 'static> {
+struct Dir<T: 'static, F: DirFiles<T>> {
     kobj: Opaque<bindings::kobject>,
     data: *const T,
     index: u32,
     group: KBox<CGroup>,
+    files: F,
 }
 
-impl<T: 'static> Dir<T> {
+impl<T: 'static, F: DirFiles<T>> Dir<T, F> {
     const SYSFS_OPS: bindings::sysfs_ops = bindings::sysfs_ops {
         show: Some(Self::show),
         store: None,
@@ -443,27 +485,28 @@ impl<T: 'static> Dir<T> {
 
     /// # Safety
     ///
-    /// Called by sysfs for a file of a `Dir<T>`, whose attributes are `DirAttr<T>`s.
+    /// Called by sysfs for a file of a `Dir<T, F>`, whose attributes are those of its `group`.
     unsafe extern "C" fn show(
         kobj: *mut bindings::kobject,
         attr: *mut bindings::attribute,
         buf: *mut c_char,
     ) -> isize {
-        // SAFETY: `kobj` is the first field of a live `Dir<T>`; its `data` is valid while its
+        // SAFETY: `kobj` is the first field of a live `Dir<T, F>`; its `data` is valid while its
         // files exist (the device is deleted only after its directories, see
-        // `ClassDevice::drop`); `attr` is the first field of a `'static` `DirAttr<T>`.
-        let (dir, a) = unsafe { (&*kobj.cast::<Self>(), &*attr.cast::<DirAttr<T>>()) };
+        // `ClassDevice::drop`).
+        let dir = unsafe { &*kobj.cast::<Self>() };
         // SAFETY: as above.
         let data = unsafe { &*dir.data };
-        // SAFETY: sysfs `show` contract.
-        unsafe { emit(buf, |b| (a.show)(data, dir.index, b)) }
+        // SAFETY: sysfs `show` contract; `attr` is a file of `dir.group`, which was built by
+        // `dir.files.group()`.
+        unsafe { emit(buf, |b| dir.files.show(data, dir.index, attr, b)) }
     }
 
     /// # Safety
     ///
     /// Called once by the kobject core after the last `kobject_put()`.
     unsafe extern "C" fn release(kobj: *mut bindings::kobject) {
-        // SAFETY: `kobj` is the first field of a `Dir<T>` from `KBox::into_raw`.
+        // SAFETY: `kobj` is the first field of a `Dir<T, F>` from `KBox::into_raw`.
         drop(unsafe { KBox::from_raw(kobj.cast::<Self>()) });
     }
 }
@@ -489,9 +532,8 @@ pub(crate) struct DeviceSpec<'a, T: 'static> {
 /// # Invariants
 ///
 /// `inner` is a `DevInner<T>` whose device was added (with its cdev if `has_cdev`) and on which
-/// this object holds the initial reference; `dirs` are the kobjects of added [`Dir<T>`]s or
-/// [`IndexedDir<T>`]s whose `data` points to `inner.data`, each one's parent the device or an
-/// earlier directory.
+/// this object holds the initial reference; `dirs` are the kobjects of added [`Dir`]s whose
+/// `data` points to `inner.data`, each one's parent the device or an earlier directory.
 pub(crate) struct ClassDevice<T: 'static> {
     inner: NonNull<DevInner<T>>,
     dirs: KVec<NonNull<bindings::kobject>>,
@@ -645,16 +687,30 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
         index: u32,
         attrs: &'static [&'static DirAttr<T>],
     ) -> Result<DirId> {
+        self.add_kobj_dir(parent, name, index, || Ok(StaticFiles(attrs)))
+    }
+
+    /// Adds subdirectory `name` (in `parent`, or in the device directory) with index `index`
+    /// holding the files `make_files` builds once the parent is checked (upstream:
+    /// kobject_init_and_add() + sysfs_create_group()).
+    fn add_kobj_dir<F: DirFiles<T>>(
+        &mut self,
+        parent: Option<DirId>,
+        name: fmt::Arguments<'_>,
+        index: u32,
+        make_files: impl FnOnce() -> Result<F>,
+    ) -> Result<DirId> {
         let parent_kobj = self.parent_kobj(parent)?;
         let name = CString::try_from_fmt(name)?;
         self.dirs.reserve(1, GFP_KERNEL)?;
-        let group = build_group(None, attrs.iter().map(|a| a.raw.get()))?;
+        let files = make_files()?;
         let b = KBox::new(
             Dir {
                 kobj: Opaque::zeroed(),
                 data: self.data(),
                 index,
-                group,
+                group: files.group()?,
+                files,
             },
             GFP_KERNEL,
         )?;
@@ -665,7 +721,7 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
             let k = (*p).kobj.get();
             let ret = bindings::kobject_init_and_add(
                 k,
-                Dir::<T>::ktype(),
+                Dir::<T, F>::ktype(),
                 parent_kobj,
                 c"%s".as_char_ptr(),
                 name.as_char_ptr(),
@@ -717,83 +773,39 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
         count: u32,
         show: IndexedShowFn<T>,
     ) -> Result<DirId> {
-        let parent_kobj = self.parent_kobj(parent)?;
-        let name = CString::try_from_fmt(name)?;
-        self.dirs.reserve(1, GFP_KERNEL)?;
-        // The attributes point to their own names: the vector is allocated once with its final
-        // length and never grows, so the elements do not move.
-        let mut attrs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
-        for i in 0..count {
-            attrs.push(
-                IndexedAttr {
-                    raw: Opaque::zeroed(),
-                    index: i,
-                    name: index_name(i),
-                },
-                GFP_KERNEL,
-            )?;
-        }
-        let key = kernel::static_lock_class!();
-        for a in attrs.iter() {
-            // SAFETY: `a` is ours and does not move (see above); the name is NUL-terminated.
-            unsafe {
-                let r = a.raw.get();
-                (*r).name = a.name.as_ptr().cast();
-                (*r).mode = 0o444;
-                // upstream sysfs_attr_init(): attributes not in static memory need a static key.
-                #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
-                {
-                    (*r).key = key.as_ptr();
+        self.add_kobj_dir(parent, name, index, || {
+            // The attributes point to their own names: the vector is allocated once with its final
+            // length and never grows, so the elements do not move.
+            let mut attrs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+            for i in 0..count {
+                attrs.push(
+                    IndexedAttr {
+                        raw: Opaque::zeroed(),
+                        index: i,
+                        name: index_name(i),
+                    },
+                    GFP_KERNEL,
+                )?;
+            }
+            let key = kernel::static_lock_class!();
+            for a in attrs.iter() {
+                // SAFETY: `a` is ours and does not move (see above); the name is NUL-terminated.
+                unsafe {
+                    let r = a.raw.get();
+                    (*r).name = a.name.as_ptr().cast();
+                    (*r).mode = 0o444;
+                    // upstream sysfs_attr_init(): attributes not in static memory need a
+                    // static key.
+                    #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
+                    {
+                        (*r).key = key.as_ptr();
+                    }
                 }
             }
-        }
-        #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
-        let _ = key;
-        let group = build_group(None, attrs.iter().map(|a| a.raw.get()))?;
-        let b = KBox::new(
-            IndexedDir {
-                kobj: Opaque::zeroed(),
-                data: self.data(),
-                index,
-                show,
-                group,
-                attrs,
-            },
-            GFP_KERNEL,
-        )?;
-        let p = KBox::into_raw(b);
-        // SAFETY: `p` is ours; after kobject_init_and_add() it is freed by `IndexedDir::release`
-        // via kobject_put(), also on failure. `parent_kobj` is live.
-        let ret = unsafe {
-            let k = (*p).kobj.get();
-            let ret = bindings::kobject_init_and_add(
-                k,
-                IndexedDir::<T>::ktype(),
-                parent_kobj,
-                c"%s".as_char_ptr(),
-                name.as_char_ptr(),
-            );
-            if ret == 0 {
-                let group: &CGroup = &(*p).group;
-                let ret = bindings::sysfs_create_group(k, group.raw.get());
-                if ret != 0 {
-                    bindings::kobject_del(k);
-                }
-                ret
-            } else {
-                ret
-            }
-        };
-        if ret != 0 {
-            // SAFETY: drops the initial reference; `release` frees `p`.
-            unsafe { bindings::kobject_put((*p).kobj.get()) };
-            return Err(Error::from_errno(ret));
-        }
-        // SAFETY: from `KBox::into_raw`; `kobj` is its first field.
-        let dir = unsafe { NonNull::new_unchecked(p.cast::<bindings::kobject>()) };
-        // INVARIANT: added, `data` points to our data, parent is the device or earlier dir.
-        self.dirs.push(dir, GFP_KERNEL)?;
-        Ok(DirId(self.dirs.len() - 1))
+            #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
+            let _ = key;
+            Ok(IndexedFiles { show, attrs })
+        })
     }
 
     /// Registers like [`ClassDevice::register`] but with the `KOBJ_ADD` uevent held back until
@@ -845,7 +857,7 @@ fn index_name(i: u32) -> [u8; 12] {
 /// port) and the file's index (the GID or P_Key table entry).
 pub(crate) type IndexedShowFn<T> = fn(&T, u32, u32, &mut SysfsBuf<'_>) -> Result;
 
-/// One run-time attribute of an [`IndexedDir`]: `raw.name` points to `name`.
+/// One run-time attribute of [`IndexedFiles`]: `raw.name` points to `name`.
 #[repr(C)]
 struct IndexedAttr {
     raw: Opaque<bindings::attribute>,
@@ -853,60 +865,29 @@ struct IndexedAttr {
     name: [u8; 12],
 }
 
-/// A subdirectory whose files are named by their index (`gids/0`, `gids/1`, ...).
-#[repr(C)]
-struct IndexedDir<T: 'static> {
-    kobj: Opaque<bindings::kobject>,
-    data: *const T,
-    index: u32,
+/// The files of [`ClassDevice::add_indexed_dir`]: named by their index (`gids/0`, `gids/1`,
+/// ...), all shown by `show`.
+struct IndexedFiles<T: 'static> {
     show: IndexedShowFn<T>,
-    group: KBox<CGroup>,
     attrs: KVec<IndexedAttr>,
 }
 
-impl<T: 'static> IndexedDir<T> {
-    const SYSFS_OPS: bindings::sysfs_ops = bindings::sysfs_ops {
-        show: Some(Self::show),
-        store: None,
-    };
-
-    const KTYPE: bindings::kobj_type = {
-        // SAFETY: all-zero is a valid `kobj_type`.
-        let mut t: bindings::kobj_type = unsafe { core::mem::zeroed() };
-        t.release = Some(Self::release);
-        t.sysfs_ops = &Self::SYSFS_OPS;
-        t
-    };
-
-    const fn ktype() -> &'static bindings::kobj_type {
-        &Self::KTYPE
+impl<T: 'static> DirFiles<T> for IndexedFiles<T> {
+    fn group(&self) -> Result<KBox<CGroup>> {
+        build_group(None, self.attrs.iter().map(|a| a.raw.get()))
     }
 
-    /// # Safety
-    ///
-    /// Called by sysfs for a file of an `IndexedDir<T>`, whose attributes are the `raw` of its
-    /// `IndexedAttr`s.
-    unsafe extern "C" fn show(
-        kobj: *mut bindings::kobject,
+    unsafe fn show(
+        &self,
+        data: &T,
+        index: u32,
         attr: *mut bindings::attribute,
-        buf: *mut c_char,
-    ) -> isize {
-        // SAFETY: `kobj` is the first field of a live `IndexedDir<T>`, whose `data` is valid while
-        // its files exist (see `Dir::show`); `attr` is the first field of one of its
-        // `IndexedAttr`s.
-        let (dir, a) = unsafe { (&*kobj.cast::<Self>(), &*attr.cast::<IndexedAttr>()) };
-        // SAFETY: as above.
-        let data = unsafe { &*dir.data };
-        // SAFETY: sysfs `show` contract.
-        unsafe { emit(buf, |b| (dir.show)(data, dir.index, a.index, b)) }
-    }
-
-    /// # Safety
-    ///
-    /// Called once by the kobject core after the last `kobject_put()`.
-    unsafe extern "C" fn release(kobj: *mut bindings::kobject) {
-        // SAFETY: `kobj` is the first field of an `IndexedDir<T>` from `KBox::into_raw`.
-        drop(unsafe { KBox::from_raw(kobj.cast::<Self>()) });
+        b: &mut SysfsBuf<'_>,
+    ) -> Result {
+        // SAFETY: `attr` is the first field of one of `self.attrs` (function safety
+        // requirement).
+        let a = unsafe { &*attr.cast::<IndexedAttr>() };
+        (self.show)(data, index, a.index, b)
     }
 }
 
@@ -1045,7 +1026,8 @@ mod tests {
         dev.add_dir(Some(ports), fmt!("{}", 2), 2, &DIR_ATTRS)?;
         let kobj = dev.dirs[2].as_ptr();
         // SAFETY: `kobj` is the added `ports/2` directory; sysfs calls its ktype's show so.
-        let v = page_of(|p| unsafe { Dir::<Port>::show(kobj, STATE.raw.get(), p) })?;
+        let v =
+            page_of(|p| unsafe { Dir::<Port, StaticFiles<Port>>::show(kobj, STATE.raw.get(), p) })?;
         assert_eq!(&*v, b"5: ACTIVE\n");
         assert_eq!(
             dev.add_dir(Some(DirId(9)), fmt!("x"), 0, &[]).err(),

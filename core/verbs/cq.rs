@@ -3,7 +3,9 @@
 //! Completion queues (upstream `__ib_create_cq()`, `ib_destroy_cq_user()`,
 //! and the inline `ib_poll_cq()`, `ib_req_notify_cq()`).
 
-use super::{destroy_with, Counted, DestroyError, Liveness, Ucontext, UserCtx, Wc};
+use super::{
+    destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Ucontext, UserCtx, Wc,
+};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
@@ -139,20 +141,7 @@ impl<D: Driver> Cq<D> {
     /// `EBUSY` while QPs use it, `EINVAL` if already destroyed, the
     /// driver's error; the CQ is handed back.
     pub fn destroy(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
-        destroy_with(
-            this,
-            |c| c.usecnt(),
-            |c| &c.live,
-            |c| c.driver_destroy(),
-            |c| c.dev.restrack().del(ResType::Cq, c.res_id),
-        )
-    }
-
-    fn driver_destroy(&self) -> Result {
-        match self.dev.ops().destroy_cq {
-            Some(f) => f(self),
-            None => Ok(()),
-        }
+        destroy(this)
     }
 
     /// Polls completions into `wc`; returns how many (upstream
@@ -229,13 +218,28 @@ impl<D: Driver> Cq<D> {
     }
 }
 
+impl<D: Driver> Destroyable for Cq<D> {
+    const OP: &'static str = "destroy_cq";
+
+    fn users(&self) -> i32 {
+        self.usecnt()
+    }
+
+    fn live(&self) -> &Liveness {
+        &self.live
+    }
+
+    fn driver_destroy(&self) -> Result {
+        self.dev.ops().destroy_cq.map_or(Ok(()), |f| f(self))
+    }
+
+    fn release(&self) {
+        self.dev.restrack().del(ResType::Cq, self.res_id);
+    }
+}
+
 impl<D: Driver> Drop for Cq<D> {
     fn drop(&mut self) {
-        if self.live.claim() {
-            if let Err(e) = self.driver_destroy() {
-                pr_err!("ib_core_rs: destroy_cq failed at drop: {:?}\n", e);
-            }
-            self.dev.restrack().del(ResType::Cq, self.res_id);
-        }
+        destroy_at_drop(self);
     }
 }

@@ -3,7 +3,7 @@
 //! Memory regions for kernel consumers (upstream `ib_get_dma_mr()`,
 //! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
 
-use super::{DestroyError, Liveness, Pd, UserCtx, Uses};
+use super::{destroy, destroy_at_drop, DestroyError, Destroyable, Liveness, Pd, UserCtx, Uses};
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResType};
 use kernel::prelude::*;
@@ -233,29 +233,7 @@ impl<D: Driver> Mr<D> {
     /// `EINVAL` if already deregistered, the driver's error; the MR is
     /// handed back.
     pub fn dereg(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
-        super::destroy_with(
-            this,
-            |_| 0,
-            |m| &m.live,
-            |m| m.driver_dereg(),
-            |m| m.release(),
-        )
-    }
-
-    fn driver_dereg(&self) -> Result {
-        match self.pd.get().device().ops().dereg_mr {
-            Some(f) => f(self),
-            None => Ok(()),
-        }
-    }
-
-    fn release(&self) {
-        self.pd
-            .get()
-            .device()
-            .restrack()
-            .del(ResType::Mr, self.res_id);
-        self.pd.release();
+        destroy(this)
     }
 
     /// The PD.
@@ -284,13 +262,29 @@ impl<D: Driver> Mr<D> {
     }
 }
 
+impl<D: Driver> Destroyable for Mr<D> {
+    const OP: &'static str = "dereg_mr";
+
+    fn users(&self) -> i32 {
+        0
+    }
+
+    fn live(&self) -> &Liveness {
+        &self.live
+    }
+
+    fn driver_destroy(&self) -> Result {
+        let op = self.pd.get().device().ops().dereg_mr;
+        op.map_or(Ok(()), |f| f(self))
+    }
+
+    fn release(&self) {
+        self.pd.release_child(ResType::Mr, self.res_id);
+    }
+}
+
 impl<D: Driver> Drop for Mr<D> {
     fn drop(&mut self) {
-        if self.live.claim() {
-            if let Err(e) = self.driver_dereg() {
-                pr_err!("ib_core_rs: dereg_mr failed at drop: {:?}\n", e);
-            }
-            self.release();
-        }
+        destroy_at_drop(self);
     }
 }

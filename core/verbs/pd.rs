@@ -2,7 +2,7 @@
 
 //! Protection domains (upstream `__ib_alloc_pd()`, `ib_dealloc_pd_user()`).
 
-use super::{destroy_with, Counted, DestroyError, Liveness};
+use super::{destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Uses};
 use super::{Ucontext, UserCtx};
 use crate::device::Device;
 use crate::driver::Driver;
@@ -26,6 +26,15 @@ pub struct Pd<D: Driver> {
 impl<D: Driver> Counted for Pd<D> {
     fn usecnt_ref(&self) -> &Atomic<i32> {
         &self.res.usecnt
+    }
+}
+
+impl<D: Driver> Uses<Pd<D>> {
+    /// Releases an object of the PD (an MR, SRQ or QP): its restrack entry
+    /// (upstream `rdma_restrack_del()`), then its use of the PD.
+    pub(crate) fn release_child(&self, ty: ResType, res_id: u32) {
+        self.get().dev.restrack().del(ty, res_id);
+        self.release();
     }
 }
 
@@ -86,20 +95,7 @@ impl<D: Driver> Pd<D> {
     /// `EBUSY` while used, `EINVAL` if already deallocated, the driver's
     /// error; the PD is handed back.
     pub fn dealloc(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
-        destroy_with(
-            this,
-            |p| p.usecnt(),
-            |p| &p.live,
-            |p| p.driver_dealloc(),
-            |p| p.dev.restrack().del(ResType::Pd, p.res_id),
-        )
-    }
-
-    fn driver_dealloc(&self) -> Result {
-        match self.dev.ops().dealloc_pd {
-            Some(f) => f(self),
-            None => Ok(()),
-        }
+        destroy(this)
     }
 
     /// The user context of a user PD (`None` for a kernel PD).
@@ -136,13 +132,28 @@ impl<D: Driver> Pd<D> {
     }
 }
 
+impl<D: Driver> Destroyable for Pd<D> {
+    const OP: &'static str = "dealloc_pd";
+
+    fn users(&self) -> i32 {
+        self.usecnt()
+    }
+
+    fn live(&self) -> &Liveness {
+        &self.live
+    }
+
+    fn driver_destroy(&self) -> Result {
+        self.dev.ops().dealloc_pd.map_or(Ok(()), |f| f(self))
+    }
+
+    fn release(&self) {
+        self.dev.restrack().del(ResType::Pd, self.res_id);
+    }
+}
+
 impl<D: Driver> Drop for Pd<D> {
     fn drop(&mut self) {
-        if self.live.claim() {
-            if let Err(e) = self.driver_dealloc() {
-                pr_err!("ib_core_rs: dealloc_pd failed at drop: {:?}\n", e);
-            }
-            self.dev.restrack().del(ResType::Pd, self.res_id);
-        }
+        destroy_at_drop(self);
     }
 }

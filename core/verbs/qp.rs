@@ -6,8 +6,8 @@
 //! `ib_post_recv()`).
 
 use super::{
-    destroy_with, Counted, Cq, DestroyError, Liveness, Pd, RecvWr, SendWr, Srq, Ucontext, UserCtx,
-    Uses,
+    destroy, destroy_at_drop, Counted, Cq, DestroyError, Destroyable, Liveness, Pd, RecvWr, SendWr,
+    Srq, Ucontext, UserCtx, Uses,
 };
 use crate::attr::Gid;
 use crate::driver::Driver;
@@ -383,35 +383,7 @@ impl<D: Driver> Qp<D> {
     /// `EBUSY` while the QP has users, `EINVAL` if already destroyed, the
     /// driver's error; the QP is handed back.
     pub fn destroy(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
-        destroy_with(
-            this,
-            |q| q.res.usecnt.load(Relaxed),
-            |q| &q.live,
-            |q| q.driver_destroy(),
-            |q| q.release(),
-        )
-    }
-
-    fn driver_destroy(&self) -> Result {
-        match self.pd.get().device().ops().destroy_qp {
-            Some(f) => f(self),
-            None => Ok(()),
-        }
-    }
-
-    // upstream: ib_qp_usecnt_dec() and rdma_restrack_del().
-    fn release(&self) {
-        self.pd
-            .get()
-            .device()
-            .restrack()
-            .del(ResType::Qp, self.res_id);
-        self.pd.release();
-        self.send_cq.release();
-        self.recv_cq.release();
-        if let Some(s) = &self.srq {
-            s.release();
-        }
+        destroy(this)
     }
 
     /// Changes attributes and state (upstream `ib_modify_qp()`).
@@ -551,13 +523,35 @@ impl<D: Driver> Qp<D> {
     }
 }
 
+impl<D: Driver> Destroyable for Qp<D> {
+    const OP: &'static str = "destroy_qp";
+
+    fn users(&self) -> i32 {
+        self.res.usecnt.load(Relaxed)
+    }
+
+    fn live(&self) -> &Liveness {
+        &self.live
+    }
+
+    fn driver_destroy(&self) -> Result {
+        let op = self.pd.get().device().ops().destroy_qp;
+        op.map_or(Ok(()), |f| f(self))
+    }
+
+    // upstream: ib_qp_usecnt_dec() and rdma_restrack_del().
+    fn release(&self) {
+        self.pd.release_child(ResType::Qp, self.res_id);
+        self.send_cq.release();
+        self.recv_cq.release();
+        if let Some(s) = &self.srq {
+            s.release();
+        }
+    }
+}
+
 impl<D: Driver> Drop for Qp<D> {
     fn drop(&mut self) {
-        if self.live.claim() {
-            if let Err(e) = self.driver_destroy() {
-                pr_err!("ib_core_rs: destroy_qp failed at drop: {:?}\n", e);
-            }
-            self.release();
-        }
+        destroy_at_drop(self);
     }
 }

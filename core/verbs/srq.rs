@@ -3,7 +3,7 @@
 //! Shared receive queues (upstream `ib_create_srq_user()`,
 //! `ib_destroy_srq_user()`).
 
-use super::{destroy_with, Counted, DestroyError, Liveness, Pd, Uses};
+use super::{destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Pd, Uses};
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
 use kernel::prelude::*;
@@ -70,29 +70,7 @@ impl<D: Driver> Srq<D> {
     /// `EBUSY` while QPs use it, `EINVAL` if already destroyed, the
     /// driver's error; the SRQ is handed back.
     pub fn destroy(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
-        destroy_with(
-            this,
-            |s| s.usecnt(),
-            |s| &s.live,
-            |s| s.driver_destroy(),
-            |s| s.release(),
-        )
-    }
-
-    fn driver_destroy(&self) -> Result {
-        match self.pd.get().device().ops().destroy_srq {
-            Some(f) => f(self),
-            None => Ok(()),
-        }
-    }
-
-    fn release(&self) {
-        self.pd
-            .get()
-            .device()
-            .restrack()
-            .del(ResType::Srq, self.res_id);
-        self.pd.release();
+        destroy(this)
     }
 
     /// The PD.
@@ -111,13 +89,29 @@ impl<D: Driver> Srq<D> {
     }
 }
 
+impl<D: Driver> Destroyable for Srq<D> {
+    const OP: &'static str = "destroy_srq";
+
+    fn users(&self) -> i32 {
+        self.usecnt()
+    }
+
+    fn live(&self) -> &Liveness {
+        &self.live
+    }
+
+    fn driver_destroy(&self) -> Result {
+        let op = self.pd.get().device().ops().destroy_srq;
+        op.map_or(Ok(()), |f| f(self))
+    }
+
+    fn release(&self) {
+        self.pd.release_child(ResType::Srq, self.res_id);
+    }
+}
+
 impl<D: Driver> Drop for Srq<D> {
     fn drop(&mut self) {
-        if self.live.claim() {
-            if let Err(e) = self.driver_destroy() {
-                pr_err!("ib_core_rs: destroy_srq failed at drop: {:?}\n", e);
-            }
-            self.release();
-        }
+        destroy_at_drop(self);
     }
 }

@@ -551,6 +551,14 @@ impl<T: Transition> ModifyQp<T> {
             _t: core::marker::PhantomData,
         }
     }
+
+    /// A transition of `qpn` (uid 0) with `attrs` and the optional parameters `opt_param_mask`.
+    pub(crate) fn with_opt(qpn: u32, attrs: QpcAttrs, opt_param_mask: u32) -> Self {
+        Self {
+            opt_param_mask,
+            ..Self::new(qpn, attrs)
+        }
+    }
 }
 
 impl<T: Transition> Command for ModifyQp<T> {

@@ -16,27 +16,12 @@ use super::res::{
     DeallocUar, DestroyMkey, MkeyAccess, MkeyTranslation, RoceAddr, RoceL3Type, RoceVersion,
     SetRoceAddress,
 };
-use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
-use crate::fwsim::Config;
 use crate::hw::{CapType, CAP_BYTES};
 use crate::simdev::SimFunction;
-use kernel::{prelude::*, str::CString, sync::Arc};
+use kernel::{prelude::*, sync::Arc};
 
 fn sim(eth: bool) -> Result<Arc<SimFunction>> {
-    let (profile, link_layer) = if eth {
-        (CONNECTX6_DX, LinkLayer::Ethernet)
-    } else {
-        (CONNECTX7, LinkLayer::Ib)
-    };
-    SimFunction::new(
-        CString::try_from_fmt(fmt!("kunit.cmd"))?,
-        Config {
-            profile,
-            link_layer,
-            num_ports: 1,
-            serial: 5,
-        },
-    )
+    SimFunction::one_port(fmt!("kunit.cmd"), eth, 5)
 }
 
 #[kunit_tests(mlx5_ib_rs_cmd)]

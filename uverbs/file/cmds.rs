@@ -55,28 +55,25 @@ fn rd8(b: &[u8], off: usize) -> u8 {
     b.get(off).copied().unwrap_or(0)
 }
 
-fn rd16(b: &[u8], off: usize) -> u16 {
-    let mut a = [0u8; 2];
-    if let Some(s) = b.get(off..off + 2) {
+/// The `N` bytes at `off` of `b`; zeros if `b` ends before them.
+fn rd_bytes<const N: usize>(b: &[u8], off: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    if let Some(s) = b.get(off..off + N) {
         a.copy_from_slice(s);
     }
-    u16::from_ne_bytes(a)
+    a
+}
+
+fn rd16(b: &[u8], off: usize) -> u16 {
+    u16::from_ne_bytes(rd_bytes(b, off))
 }
 
 fn rd32(b: &[u8], off: usize) -> u32 {
-    let mut a = [0u8; 4];
-    if let Some(s) = b.get(off..off + 4) {
-        a.copy_from_slice(s);
-    }
-    u32::from_ne_bytes(a)
+    u32::from_ne_bytes(rd_bytes(b, off))
 }
 
 fn rd64(b: &[u8], off: usize) -> u64 {
-    let mut a = [0u8; 8];
-    if let Some(s) = b.get(off..off + 8) {
-        a.copy_from_slice(s);
-    }
-    u64::from_ne_bytes(a)
+    u64::from_ne_bytes(rd_bytes(b, off))
 }
 
 /// `uverbs_request()` into a fixed buffer.
