@@ -423,10 +423,10 @@ static void events_test(int fd, int afd)
 	struct ib_uverbs_destroy_cq_resp cq_resp = { 7, 7 };
 	struct ib_uverbs_destroy_qp_resp qp_resp = { 7 };
 	struct ib_uverbs_destroy_cq dcq = { .response = (uintptr_t)&cq_resp };
-	struct ib_uverbs_destroy_qp dqp = { .response = (uintptr_t)&qp_resp };
 	struct ib_uverbs_async_event_desc d[2];
 	uint32_t pd = ~0u, cq = ~0u, qp = ~0u;
 	uint64_t ce[2];
+	struct req r;
 	int ch;
 
 	expect("events: CREATE_COMP_CHANNEL",
@@ -446,14 +446,21 @@ static void events_test(int fd, int afd)
 	       read(afd, d, sizeof(d)) == sizeof(d[0]) ? 0 : errno ? errno : EINVAL, 0);
 	expect("async fd: IB_EVENT_CQ_ERR with the CQ's user handle",
 	       d[0].event_type == IB_EVENT_CQ_ERR && d[0].element == 1 ? 0 : EINVAL, 0);
-	/* Leave the QP_FATAL unread, and report a second round. */
+	expect("async fd: IB_EVENT_QP_FATAL with the QP's user handle",
+	       read(afd, d, sizeof(d)) == sizeof(d[0]) && d[0].event_type == IB_EVENT_QP_FATAL &&
+	       d[0].element == 2 ? 0 : EINVAL, 0);
+	/* A second round, left unread. */
 	expect("events: MODIFY_QP to ERR again", modify_qp(fd, qp, IB_QP_STATE, IB_QPS_ERR, 0), 0);
-	dqp.qp_handle = qp;
-	expect("events: DESTROY_QP",
-	       do_write(fd, IB_USER_VERBS_CMD_DESTROY_QP, &dqp, sizeof(dqp), sizeof(qp_resp) / 4), 0);
-	expect("DESTROY_QP: events_reported 0 (none of its events was read)",
-	       qp_resp.events_reported == 0 ? 0 : EINVAL, 0);
-	expect("async fd: the QP's unread events went with it; the CQ's second one is next",
+	/* The QP through the ioctl destroy, the CQ through the write command. */
+	req_init(&r, UVERBS_OBJECT_QP, UVERBS_METHOD_QP_DESTROY, 2);
+	r.attrs[0].attr_id = UVERBS_ATTR_DESTROY_QP_HANDLE;
+	r.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+	r.attrs[0].data = qp;
+	attr_out(&r.attrs[1], UVERBS_ATTR_DESTROY_QP_RESP, &qp_resp, sizeof(qp_resp));
+	expect("events: ioctl QP_DESTROY", do_ioctl(fd, &r), 0);
+	expect("QP_DESTROY: events_reported 1 (the QP_FATAL read; the second one was not)",
+	       qp_resp.events_reported == 1 ? 0 : EINVAL, 0);
+	expect("async fd: the QP's unread event went with it; the CQ's second one is next",
 	       read(afd, d, sizeof(d)) == sizeof(d[0]) && d[0].event_type == IB_EVENT_CQ_ERR &&
 	       d[0].element == 1 ? 0 : EINVAL, 0);
 	expect("async fd: then empty (EAGAIN)", read(afd, d, sizeof(d)) < 0 ? errno : 0, EAGAIN);
