@@ -10,6 +10,8 @@
 #   make soak    the verbs workload N times (N=1000 STACK=peer|ours JOBS=2)
 #   make bench   the core's data-path dispatch cost next to a direct call
 #   make bench-uverbs  uverbs round trips (QUERY_PORT, PD alloc+dealloc), ours vs upstream
+#   make bench-traffic ib_send_lat and ib_write_bw through libmlx5 (ours) vs rdma_rxe
+#   make traffic       the data-path suites alone (pingpong, perftest, traffic test)
 #
 # KDIR=<kernel build tree> builds the modules for your own kernel (it must
 # be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
@@ -26,7 +28,7 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic clean
 
 all: modules
 
@@ -79,6 +81,19 @@ bench-uverbs: modules
 	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),5000)" \
 	$(TOP)/tools/vm.sh bench_uverbs "$$kb" $(TOP)/out/logs/bench-uverbs.log && \
 	sed -n '/^=* rdma-rs uverbs benchmark/,/^=====/p' $(TOP)/out/logs/bench-uverbs.log
+
+# make bench-traffic N_BENCH=2000: perftest latency and message rate, ours
+# (libmlx5 on the simulator) next to upstream (rdma_rxe), and the device
+# worker's idle CPU time.
+bench-traffic: modules
+	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),2000)" \
+	$(TOP)/tools/vm.sh bench_traffic "$$kb" $(TOP)/out/logs/bench-traffic.log && \
+	sed -n '/^=* rdma-rs traffic benchmark/,/^=====/p' $(TOP)/out/logs/bench-traffic.log
+
+# make traffic: the data-path suites (tests/vm/traffic.sh) without the rest.
+traffic: modules
+	@kb=$(KDIR_CMD) && $(TOP)/tools/vm.sh traffic "$$kb" $(TOP)/out/logs/traffic.log; \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- out/logs/traffic.log
 
 clean:
 	@kb=$$(ls -d $${RDMA_RS_CACHE:-/var/cache/rdma-rs}/kbuild-* 2>/dev/null | head -n1); \

@@ -47,4 +47,6 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type SrqData: Send + Sync;
     /// Per-MR private data (upstream `struct mlx5_ib_mr`).
     type MrData: Send + Sync;
+    /// The driver part of an address handle.
+    type AhData: Send + Sync;
 }

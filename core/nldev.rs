@@ -631,6 +631,7 @@ mod tests {
         type QpData = ();
         type SrqData = ();
         type MrData = ();
+        type AhData = ();
     }
 
     struct TOps;

@@ -16,9 +16,9 @@ use crate::driver::{Driver, DriverId};
 use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
-    AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
-    QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext, UcontextPriv, Udata,
-    UserCtx, UserMrReq, Wc,
+    AccessFlags, Ah, AhAttr, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr,
+    QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext, UcontextPriv,
+    Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -259,6 +259,21 @@ pub trait DeviceOps: 'static {
     fn dereg_mr(_mr: &Mr<Self::Driver>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Creates the driver part of an address handle (upstream `ops.create_ah`); `user` is
+    /// `Some` for an AH of a user context (mlx5 answers the RoCE destination MAC in its udata).
+    fn create_ah(
+        _pd: &Pd<Self::Driver>,
+        _attr: &AhAttr,
+        _user: Option<&mut UserCtx<'_, '_, Self::Driver>>,
+    ) -> Result<<Self::Driver as Driver>::AhData> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys the driver part of an address handle (upstream `ops.destroy_ah`).
+    fn destroy_ah(_ah: &Ah<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// Declares [`Ops`], [`Op`] and the per-slot code from one list, so that a
@@ -374,6 +389,8 @@ ops_table! {
     alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
     dereg_mr: DeregMr: fn(&Mr<D>) -> Result,
     uverbs_method: UverbsMethod: fn(u16, &mut DriverCall<'_, '_, D>) -> Result,
+    create_ah: CreateAh: fn(&Pd<D>, &AhAttr, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::AhData>,
+    destroy_ah: DestroyAh: fn(&Ah<D>) -> Result,
 }
 
 impl<D: Driver> Clone for Ops<D> {

@@ -26,6 +26,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
 use kernel::sync::Arc;
 
+mod ah;
 mod cq;
 mod mmap;
 mod mr;
@@ -36,6 +37,7 @@ mod types;
 mod ucontext;
 mod umem;
 
+pub use ah::Ah;
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
 pub use mmap::{MmapEntry, MmapEntryRef, MmapRegistry};
 pub use mr::{AccessFlags, Mr, MrCreated, MrType, UserMrReq};

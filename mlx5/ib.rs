@@ -21,7 +21,7 @@ use crate::cmd::res::{RoceAddr, RoceL3Type, RoceVersion, SetRoceAddress};
 use crate::dev::port_attrs;
 use crate::fwsim::profile::LinkLayer;
 use crate::hw::Mlx5Hw;
-use crate::verbs::{Mlx5Cq, Mlx5Mr, Mlx5Pd, Mlx5Qp};
+use crate::verbs::{Mlx5Ah, Mlx5Cq, Mlx5Mr, Mlx5Pd, Mlx5Qp};
 use crate::verbs_user::{CqMem, QpMem};
 use ib_core_rs::attr::{
     DeviceAttr, Gid, GidType, LinkLayer as IbLinkLayer, PortAttr, PortImmutable, PortState,
@@ -32,8 +32,8 @@ use ib_core_rs::mm::UserVma;
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
-    AccessFlags, Cq, CqInitAttr, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
-    QpInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq,
+    AccessFlags, AhAttr, Cq, CqInitAttr, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
+    QpCreated, QpInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -50,6 +50,7 @@ impl Driver for Mlx5Ib {
     type QpData = Mlx5Qp;
     type SrqData = ();
     type MrData = Mlx5Mr;
+    type AhData = Mlx5Ah;
 }
 
 /// One port as the device data keeps it.
@@ -336,6 +337,14 @@ impl DeviceOps for Mlx5DevOps {
 
     fn dereg_mr(mr: &Mr<Mlx5Ib>) -> Result {
         crate::verbs::dereg_mr(mr)
+    }
+
+    fn create_ah(
+        pd: &Pd<Mlx5Ib>,
+        attr: &AhAttr,
+        user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
+    ) -> Result<Mlx5Ah> {
+        crate::verbs::create_ah(pd, attr, user)
     }
 }
 

@@ -860,3 +860,40 @@ pub(crate) fn dereg_mr(mr: &Mr<Mlx5Ib>) -> Result {
         },
     )
 }
+
+/// The driver part of an address handle (upstream `struct mlx5_ib_ah`). Nothing of its own:
+/// the core keeps the attributes (`Ah::attr`), from which a kernel UD send would build the
+/// WQE's address vector; user AHs live in libmlx5.
+pub(crate) struct Mlx5Ah;
+
+/// `offsetofend(struct mlx5_ib_create_ah_resp, dmac)`: `response_length` (u32) then the MAC.
+const CREATE_AH_RESP_MIN: usize = 4 + 6;
+
+/// upstream `mlx5_ib_create_ah()` (ah.c): RoCE needs a GRH (`EINVAL`; the core checks it
+/// first); a user RoCE AH answers `struct mlx5_ib_create_ah_resp` with the destination MAC the
+/// core resolved (libmlx5 puts it into the AV's `rmac`), `EINVAL` if the response cannot hold
+/// it. No firmware command: an mlx5 AH is the address vector in the WQE.
+pub(crate) fn create_ah(
+    pd: &Pd<Mlx5Ib>,
+    attr: &AhAttr,
+    user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
+) -> Result<Mlx5Ah> {
+    let dev = pd.device().data();
+    let link_layer = dev.hw.identity().link_layer;
+    if link_layer == LinkLayer::Ethernet {
+        if attr.grh.is_none() {
+            return Err(EINVAL);
+        }
+        if let Some(u) = user {
+            let udata = u.udata();
+            if udata.outlen() < CREATE_AH_RESP_MIN {
+                return Err(EINVAL);
+            }
+            let mut resp = [0u8; CREATE_AH_RESP_MIN];
+            resp[..4].copy_from_slice(&(CREATE_AH_RESP_MIN as u32).to_ne_bytes());
+            resp[4..].copy_from_slice(&attr.dmac);
+            udata.copy_to(&resp);
+        }
+    }
+    Ok(Mlx5Ah)
+}

@@ -19,8 +19,12 @@
 //! * [`MapRef`]: a reference a VMA holds while it is mapped (the core's mmap entries), dropped
 //!   at `close` or at the zap, duplicated at `open`.
 //! * [`UserPage`]: a zeroed kernel page meant for user mappings.
+//! * [`TrapPage`]: a kernel page mapped to user space so that the first touch after each
+//!   [`TrapPage::rearm`] faults and tells a [`TrapHandler`]: how the firmware simulator learns
+//!   of a doorbell store to a UAR page without polling it ([`UserVma::map_trap`]).
 //!
-//! Lock order (upstream): `mmap_lock` -> the `Umaps` mutex -> the holders of [`MapRef`]s.
+//! Lock order (upstream): `mmap_lock` -> the `Umaps` mutex -> the holders of [`MapRef`]s;
+//! a [`TrapPage`]'s mutex comes after the `mmap_lock` and is never held with the `Umaps` mutex.
 //! `Umaps::mmap` runs under the `mmap_lock` (written); `disassociate` takes each process's
 //! `mmap_lock` for reading, then the mutex, and never holds the mutex while taking the
 //! `mmap_lock` or dropping an `mm`.
@@ -42,6 +46,7 @@ extern "C" {
     fn rdma_rs_vmf_vma(vmf: *mut c_void) -> *mut c_void;
     fn rdma_rs_io_remap(vma: *mut c_void, pfn: c_ulong, size: c_ulong, wc: c_int) -> c_int;
     fn rdma_rs_page_to_phys(page: *mut c_void) -> u64;
+    fn rdma_rs_trap_insert(vmf: *mut c_void, page: *mut c_void) -> bindings::vm_fault_t;
 }
 
 /// A reference held by a mapped VMA (the core's mmap entry reference, upstream
@@ -106,6 +111,119 @@ impl UserPage {
     }
 }
 
+/// Told when a [`TrapPage`] is touched through one of its user mappings.
+pub trait TrapHandler: Send + Sync {
+    /// A user mapping of the page faulted (a store to a doorbell page is about to land). Called
+    /// from the page-fault handler with no lock of ours held; may sleep but should only queue
+    /// work. The store itself completes after this returns.
+    fn rung(&self);
+}
+
+/// A VMA of a [`TrapPage`] whose page table entry is installed.
+struct Installed {
+    vma: *mut bindings::vm_area_struct,
+    mm: *mut bindings::mm_struct,
+}
+
+// SAFETY: the pointers are only dereferenced under the `TrapPage` mutex (which `close` takes
+// to remove the entry before the VMA goes), with the mm's `mmap_lock` held, from any task.
+unsafe impl Send for Installed {}
+
+/// A page that traps writes: mapped into user space by [`UserVma::map_trap`] with no page table
+/// entry, so the first access faults; the fault installs the page, lets the store through and
+/// calls the [`TrapHandler`]. [`TrapPage::rearm`] removes the entries again so that the next
+/// store faults too. This is how the simulator sees doorbell stores to UAR pages (libmlx5's
+/// send doorbell at UAR+0x800 and CQ arm at UAR+0x20) without polling: the stores are
+/// wake-ups, the doorbell records in memory stay the truth, so a store that lands while the
+/// page is installed is seen by the next scan, not lost.
+///
+/// Copies of a mapping made by `fork()` start with no entry (they trap too).
+#[pin_data]
+pub struct TrapPage {
+    page: UserPage,
+    handler: Arc<dyn TrapHandler>,
+    #[pin]
+    installed: Mutex<KVec<Installed>>,
+}
+
+impl TrapPage {
+    /// A zeroed page that calls `handler` when touched through a mapping.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub fn new(handler: Arc<dyn TrapHandler>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(TrapPage {
+                page: UserPage::new()?,
+                handler,
+                installed <- kernel::new_mutex!(KVec::new(), "rdma_trap_page"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The page's contents (what user space stored last).
+    pub fn page(&self) -> &UserPage {
+        &self.page
+    }
+
+    /// How many mappings have their entry installed (tests).
+    pub fn installed(&self) -> usize {
+        self.installed.lock().len()
+    }
+
+    /// Zaps the page table entry of every mapping that has one, so that the next access to
+    /// the page through any of them faults (and rings) again. Sleeps (takes each mm's
+    /// `mmap_lock` for reading). Call it before reading what the stores announced.
+    pub fn rearm(&self) {
+        loop {
+            let mm = {
+                let mut g = self.installed.lock();
+                loop {
+                    let Some(first) = g.first() else {
+                        return;
+                    };
+                    let mm = first.mm;
+                    // SAFETY: `mm` is the mm of a VMA that is alive while it is in the list
+                    // (`close` removes it under this mutex first), so the mm is too.
+                    if unsafe { bindings::mmget_not_zero(mm) } {
+                        break mm;
+                    }
+                    // The process is exiting: its mappings go without us.
+                    g.retain(|i| i.mm != mm);
+                }
+            };
+            // SAFETY: we hold a user reference on `mm` (mmget_not_zero above).
+            unsafe { bindings::mmap_read_lock(mm) };
+            self.installed.lock().retain(|i| {
+                if i.mm != mm {
+                    return true;
+                }
+                // SAFETY: the VMA is in the list, so alive (`close` needs the mmap_lock for
+                // writing and removes it under the mutex), and we hold its mm's mmap_lock for
+                // reading; the range is the whole VMA.
+                unsafe {
+                    let start = (*i.vma).__bindgen_anon_1.__bindgen_anon_1.vm_start;
+                    let end = (*i.vma).__bindgen_anon_1.__bindgen_anon_1.vm_end;
+                    bindings::zap_special_vma_range(i.vma, start, end - start);
+                }
+                false
+            });
+            // SAFETY: locked and referenced above.
+            unsafe {
+                bindings::mmap_read_unlock(mm);
+                bindings::mmput(mm);
+            }
+        }
+    }
+
+    /// Forgets a VMA that is going away (or was zapped).
+    fn forget(&self, vma: *mut bindings::vm_area_struct) {
+        self.installed.lock().retain(|i| i.vma != vma);
+    }
+}
+
 /// Caching of an IO mapping ([`UserVma::map_io`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoProt {
@@ -120,6 +238,8 @@ pub struct UserVma<'a> {
     vma: &'a VmaNew,
     /// Set once the driver mapped something: the reference the VMA keeps.
     mapped: Option<Option<KBox<dyn MapRef>>>,
+    /// Set by [`UserVma::map_trap`].
+    trap: Option<Arc<TrapPage>>,
 }
 
 impl UserVma<'_> {
@@ -194,6 +314,23 @@ impl UserVma<'_> {
         Ok(())
     }
 
+    /// Maps a [`TrapPage`] over the whole one-page VMA without installing it: the first access
+    /// faults, installs the page and rings the trap (see [`TrapPage`]). `entry` is kept by the
+    /// VMA until it is closed or zapped.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` unless the VMA is shared and one page long, or if something is mapped already.
+    pub fn map_trap(&mut self, trap: &Arc<TrapPage>, entry: Option<KBox<dyn MapRef>>) -> Result {
+        self.check(PAGE_SIZE)?;
+        self.vma.set_dontexpand();
+        self.vma.set_dontdump();
+        let _ = self.vma.set_mixedmap();
+        self.trap = Some(trap.clone());
+        self.mapped = Some(entry);
+        Ok(())
+    }
+
     /// Maps `size` bytes of IO memory from page frame `pfn` over the whole VMA (upstream
     /// `rdma_user_mmap_io()`: `vm_page_prot` = `prot`, `io_remap_pfn_range()`, which makes the
     /// VMA `VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP`). `entry` is kept by the VMA
@@ -235,6 +372,8 @@ impl UserVma<'_> {
 struct UmapPriv {
     vma: *mut bindings::vm_area_struct,
     umaps: Arc<Umaps>,
+    /// The page of a [`UserVma::map_trap`] mapping, installed by `fault`.
+    trap: Option<Arc<TrapPage>>,
 }
 
 /// A tracked VMA: its `UmapPriv` and the reference it holds.
@@ -300,14 +439,21 @@ impl Umaps {
             UmapPriv {
                 vma: vma.as_ptr(),
                 umaps: self.clone(),
+                trap: None,
             },
             GFP_KERNEL,
         )?;
         // SAFETY: the vma is being set up; installing our ops (upstream: before the driver's
         // mmap). `UMAP_OPS` is static.
         unsafe { (*vma.as_ptr()).vm_ops = &UMAP_OPS };
-        let mut uvma = UserVma { vma, mapped: None };
+        let mut uvma = UserVma {
+            vma,
+            mapped: None,
+            trap: None,
+        };
         f(&mut uvma)?;
+        let mut priv_ = priv_;
+        priv_.trap = uvma.trap.take();
         let Some(entry) = uvma.mapped else {
             // Nothing mapped: an untracked VMA faults SIGBUS (upstream: priv NULL).
             return Ok(());
@@ -429,10 +575,13 @@ unsafe extern "C" fn umap_open(vma: *mut bindings::vm_area_struct) {
         _ => Err(EIO),
     };
     let tracked = dup.and_then(|entry| {
+        // SAFETY: as above.
+        let trap = unsafe { (*opriv).trap.clone() };
         let p = KBox::new(
             UmapPriv {
                 vma,
                 umaps: umaps.clone(),
+                trap,
             },
             GFP_KERNEL,
         )?;
@@ -448,8 +597,18 @@ unsafe extern "C" fn umap_open(vma: *mut bindings::vm_area_struct) {
     });
     drop(g);
     match tracked {
-        // SAFETY: the new VMA is ours to set up.
-        Ok(raw) => unsafe { (*vma).vm_private_data = raw.cast() },
+        Ok(raw) => {
+            // SAFETY: the new VMA is ours to set up.
+            unsafe { (*vma).vm_private_data = raw.cast() };
+            // fork() copies the page table entries of a mixed map after `open`: a copy of an
+            // installed trap page counts as installed, so that `rearm` zaps it too.
+            // SAFETY: `raw` is the new VMA's priv, alive with it.
+            if let Some(t) = unsafe { &(*raw).trap } {
+                // SAFETY: the new VMA is valid; `vm_mm` is set before `open`.
+                let mm = unsafe { (*vma).vm_mm };
+                let _ = t.installed.lock().push(Installed { vma, mm }, GFP_KERNEL);
+            }
+        }
         Err(_) => {
             // upstream: the copy cannot keep the real pages: zap it.
             // SAFETY: the mm's lock is held by the caller; the range is the whole VMA.
@@ -485,6 +644,10 @@ unsafe extern "C" fn umap_close(vma: *mut bindings::vm_area_struct) {
     };
     // The reference, outside the mutex.
     drop(gone);
+    // SAFETY: as above.
+    if let Some(t) = unsafe { &(*p).trap } {
+        t.forget(vma);
+    }
     // SAFETY: the VMA is closing: nothing uses its priv any more.
     unsafe {
         (*vma).vm_private_data = ptr::null_mut();
@@ -509,6 +672,33 @@ unsafe extern "C" fn umap_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fa
     };
     if p.is_null() {
         return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
+    }
+    // SAFETY: the VMA's priv is alive while the VMA is.
+    if let Some(trap) = unsafe { &(*p).trap } {
+        // SAFETY: as above.
+        let umaps = unsafe { &(*p).umaps };
+        let live = {
+            let g = umaps.inner.lock();
+            !g.dead && g.vmas.iter().any(|t| t.priv_ == p)
+        };
+        if live {
+            // Installed here (not by the caller after we return), then listed: a `rearm`
+            // that runs in between finds nothing to zap yet, and the next one zaps it.
+            // SAFETY: valid `vmf` of a mixed-map VMA; the page is the trap's, and the mapping
+            // takes its own reference on it.
+            let r = unsafe { rdma_rs_trap_insert(vmf.cast(), trap.page.page().as_ptr().cast()) };
+            if r == bindings::vm_fault_reason_VM_FAULT_NOPAGE {
+                // SAFETY: the faulting VMA is valid for the call.
+                let mm = unsafe { (*vma).vm_mm };
+                let _ = trap
+                    .installed
+                    .lock()
+                    .push(Installed { vma, mm }, GFP_KERNEL);
+                trap.handler.rung();
+            }
+            return r;
+        }
+        // Disassociated: fall through to the dummy page like any zapped VMA.
     }
     // Read-only: the system zero page.
     if vm_flags & (flags::WRITE | flags::MAYWRITE) == 0 {

@@ -19,6 +19,7 @@ u64 rdma_rs_page_to_phys(struct page *page);
 struct mm_struct *rdma_rs_current_mm(void);
 vm_fault_t rdma_rs_fault_install(struct vm_fault *vmf, struct page *page);
 struct vm_area_struct *rdma_rs_vmf_vma(struct vm_fault *vmf);
+vm_fault_t rdma_rs_trap_insert(struct vm_fault *vmf, struct page *page);
 int rdma_rs_io_remap(struct vm_area_struct *vma, unsigned long pfn, unsigned long size,
 		     int wc);
 
@@ -75,6 +76,15 @@ vm_fault_t rdma_rs_fault_install(struct vm_fault *vmf, struct page *page)
 	get_page(page);
 	vmf->page = page;
 	return 0;
+}
+
+/*
+ * A trap page's fault (rust/mm.rs TrapPage): install the page into the
+ * mixed-map VMA now, writable for a write fault, and report VM_FAULT_NOPAGE.
+ */
+vm_fault_t rdma_rs_trap_insert(struct vm_fault *vmf, struct page *page)
+{
+	return vmf_insert_page_mkwrite(vmf, page, vmf->flags & FAULT_FLAG_WRITE);
 }
 
 struct vm_area_struct *rdma_rs_vmf_vma(struct vm_fault *vmf)

@@ -35,7 +35,12 @@ done
 
 # rdma-core 44 (bookworm) and the tools the tests drive.
 copy /usr/bin/strace /usr/bin/ibv_asyncwatch /usr/bin/ibv_devinfo /usr/bin/ibv_devices /usr/bin/ibv_rc_pingpong /usr/bin/ibv_ud_pingpong \
+	/usr/bin/ibv_uc_pingpong /usr/bin/ibv_srq_pingpong /usr/bin/ibv_xsrq_pingpong \
 	/usr/bin/rdma /usr/sbin/ip /usr/bin/kmod
+# perftest 4.5 (bookworm): the data-path suites and make bench-traffic.
+for b in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
+	copy /usr/bin/$b
+done
 for p in mlx5 rxe; do
 	copy "/usr/lib/x86_64-linux-gnu/libibverbs/lib$p-rdmav34.so"
 	cp "/etc/libibverbs.d/$p.driver" "$st/etc/libibverbs.d/"

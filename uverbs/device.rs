@@ -101,6 +101,8 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         add(ops.query_qp.is_some(), O::QueryQp);
         add(ops.reg_user_mr.is_some(), O::RegUserMr);
         add(ops.reg_user_mr.is_some(), O::DeregMr);
+        add(ops.create_ah.is_some(), O::CreateUserAh);
+        add(ops.create_ah.is_some(), O::DestroyAh);
         DeviceDesc {
             driver_id: ops.driver_id() as u32,
             ops: set,

@@ -38,7 +38,7 @@ const EX_MODIFY_QP: u32 = cmd::FLAG_EXTENDED | cmd::EX_MODIFY_QP;
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::verbs::{Cq, Mr, Pd, Qp, Ucontext, Udata, UserCtx};
+use crate::verbs::{Ah, Cq, Mr, Pd, Qp, Ucontext, Udata, UserCtx};
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -100,6 +100,7 @@ enum ObjKind<D: Driver> {
     Cq(Arc<Cq<D>>, Arc<cmds::UEvents>),
     Qp(Arc<Qp<D>>, Arc<cmds::UEvents>),
     Mr(Arc<Mr<D>>),
+    Ah(Arc<Ah<D>>),
     /// An object of a driver's object type (destroyed by dropping it).
     Driver(DriverObject),
 }
@@ -550,6 +551,8 @@ impl<D: Driver> UFile<D> {
             cmd::QUERY_QP => self.query_qp(inner, b),
             cmd::DESTROY_QP => self.destroy_qp(inner, b),
             cmd::REG_MR => self.reg_mr(inner, b),
+            cmd::CREATE_AH => self.create_ah(inner, b),
+            cmd::DESTROY_AH => self.destroy_ah(inner, b),
             cmd::DEREG_MR => {
                 inner.ctx()?;
                 let h = b.core_in.get(..4).ok_or(EINVAL)?;
@@ -600,6 +603,9 @@ impl<D: Driver> UFile<D> {
             ObjKind::Mr(mr) => Mr::dereg(mr)
                 .map(|()| none)
                 .map_err(|e| (e.err, ObjKind::Mr(e.obj))),
+            ObjKind::Ah(ah) => Ah::destroy(ah)
+                .map(|()| none)
+                .map_err(|e| (e.err, ObjKind::Ah(e.obj))),
             ObjKind::Driver(o) => {
                 drop(o);
                 Ok(none)

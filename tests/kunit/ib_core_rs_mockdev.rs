@@ -38,6 +38,7 @@ impl Driver for Mock {
     type QpData = ();
     type SrqData = ();
     type MrData = ();
+    type AhData = ();
 }
 
 const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;

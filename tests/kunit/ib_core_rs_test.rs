@@ -139,6 +139,7 @@ impl Driver for Mock {
     type QpData = MockQp;
     type SrqData = ();
     type MrData = u32;
+    type AhData = ();
 }
 
 const GID_TBL_LEN: u32 = 4;

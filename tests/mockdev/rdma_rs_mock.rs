@@ -69,6 +69,7 @@ impl Driver for Mock {
     type QpData = MockQp;
     type SrqData = ();
     type MrData = Umem;
+    type AhData = ();
 }
 
 /// A mock QP: its state and port, for QUERY_QP.

@@ -320,6 +320,106 @@ static int reg_mr(int fd, uint32_t pd, void *addr, size_t len, uint32_t *handle,
 	return e;
 }
 
+/* Whether the function's port is Ethernet (debugfs identity). */
+static int is_ethernet(void)
+{
+	char p[256], line[128];
+	int eth = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/identity", dbg);
+	f = fopen(p, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "link_layer Ethernet", 19))
+			eth = 1;
+	fclose(f);
+	return eth;
+}
+
+/* CREATE_AH (struct ib_uverbs_create_ah + the mlx5 response with the dmac). */
+static int create_ah(int fd, uint32_t pd, uint8_t port, int global, const uint8_t *dgid,
+		     uint32_t *handle, struct mlx5_ib_create_ah_resp *drv, size_t drv_len)
+{
+	struct {
+		struct ib_uverbs_create_ah_resp core;
+		struct mlx5_ib_create_ah_resp drv;
+	} resp = {};
+	struct ib_uverbs_create_ah cmd = {
+		.response = (uintptr_t)&resp,
+		.pd_handle = pd,
+		.attr = { .dlid = 2, .port_num = port, .is_global = global,
+			  .grh = { .sgid_index = 0, .hop_limit = 64 } },
+	};
+	int e;
+
+	if (dgid)
+		memcpy(cmd.attr.grh.dgid, dgid, 16);
+	e = do_write(fd, IB_USER_VERBS_CMD_CREATE_AH, &cmd, sizeof(cmd),
+		     (sizeof(resp.core) + drv_len) / 4);
+	*handle = resp.core.ah_handle;
+	*drv = resp.drv;
+	return e;
+}
+
+static int destroy_ah(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_ah cmd = { .ah_handle = h };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DESTROY_AH, &cmd, sizeof(cmd), 0);
+}
+
+static int dealloc_pd(int fd, uint32_t h)
+{
+	struct ib_uverbs_dealloc_pd cmd = { .pd_handle = h };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DEALLOC_PD, &cmd, sizeof(cmd), 0);
+}
+
+/*
+ * Address handles (upstream ib_uverbs_create_ah() + mlx5_ib_create_ah()): a
+ * bad port or PD is EINVAL; on RoCE a GRH is mandatory and the response
+ * carries the destination MAC of the link-local GID (what libmlx5 copies into
+ * the AV); the PD is busy while an AH uses it.
+ */
+static void ah_checks(int fd, uint32_t pd)
+{
+	/* fe80::0e42:a1ff:fe00:0300, the modified EUI-64 of 0c:42:a1:00:03:00. */
+	static const uint8_t dgid[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+					  0x0e, 0x42, 0xa1, 0xff, 0xfe, 0x00, 0x03, 0x00 };
+	static const uint8_t dmac[6] = { 0x0c, 0x42, 0xa1, 0x00, 0x03, 0x00 };
+	struct mlx5_ib_create_ah_resp r;
+	uint32_t ah, ah2, pd2, pdn2;
+	int eth = is_ethernet();
+
+	expect("CREATE_AH on port 2 of a one-port function: EINVAL",
+	       create_ah(fd, pd, 2, 1, dgid, &ah, &r, sizeof(r)), EINVAL);
+	expect("CREATE_AH with a PD handle that does not exist: EINVAL",
+	       create_ah(fd, pd + 100, 1, 1, dgid, &ah, &r, sizeof(r)), EINVAL);
+	if (eth) {
+		expect("CREATE_AH without GRH on RoCE: EINVAL",
+		       create_ah(fd, pd, 1, 0, NULL, &ah, &r, sizeof(r)), EINVAL);
+		expect("CREATE_AH on RoCE with a response too short for the dmac: EINVAL",
+		       create_ah(fd, pd, 1, 1, dgid, &ah, &r, 4), EINVAL);
+		expect("CREATE_AH with a link-local GID on RoCE",
+		       create_ah(fd, pd, 1, 1, dgid, &ah, &r, sizeof(r)), 0);
+		expect("CREATE_AH answers response_length 10 and the GID's MAC as dmac",
+		       r.response_length == 10 && !memcmp(r.dmac, dmac, 6) ? 0 : EPROTO, 0);
+	} else {
+		expect("CREATE_AH with a LID on InfiniBand",
+		       create_ah(fd, pd, 1, 0, NULL, &ah, &r, sizeof(r)), 0);
+	}
+	expect("a second PD", alloc_pd(fd, &pd2, &pdn2), 0);
+	expect("CREATE_AH on the second PD",
+	       create_ah(fd, pd2, 1, 1, dgid, &ah2, &r, sizeof(r)), 0);
+	expect("DEALLOC_PD while an AH uses it: EBUSY", dealloc_pd(fd, pd2), EBUSY);
+	expect("DESTROY_AH", destroy_ah(fd, ah2), 0);
+	expect("DESTROY_AH of a destroyed AH: EINVAL", destroy_ah(fd, ah2), EINVAL);
+	expect("DEALLOC_PD after its AH is gone", dealloc_pd(fd, pd2), 0);
+	expect("DESTROY_AH", destroy_ah(fd, ah), 0);
+}
+
 static int dereg_mr(int fd, uint32_t h)
 {
 	struct ib_uverbs_dereg_mr cmd = { .mr_handle = h };
@@ -365,6 +465,7 @@ int main(int argc, char **argv)
 	expect("GET_CONTEXT with the v2 request (DYN_UAR, CQE version 1)", get_context(fd), 0);
 	expect("ALLOC_PD", alloc_pd(fd, &pd, &pdn), 0);
 	expect("ALLOC_PD answers a pdn", pdn != 0 ? 0 : EPROTO, 0);
+	ah_checks(fd, pd);
 
 	expect("UAR_OBJ_ALLOC type BF without write-combining: EOPNOTSUPP",
 	       uar_alloc(fd, MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF, &uh, &page_id, &ulen, &uoff), EOPNOTSUPP);

@@ -369,6 +369,15 @@ pub(crate) const CORE_OBJECTS: &[ObjectSpec] = &[
         writes: &[],
         needs: &[DriverOp::DeallocPd],
     },
+    // upstream: uverbs_std_types.c, `UVERBS_OBJECT_AH` (no ioctl methods: libibverbs creates
+    // and destroys AHs with write commands).
+    ObjectSpec {
+        id: obj::AH,
+        type_class: Some(TypeClass::Idr),
+        methods: &[],
+        writes: &[],
+        needs: &[DriverOp::DestroyAh],
+    },
     ObjectSpec {
         id: obj::COMP_CHANNEL,
         type_class: Some(TypeClass::Fd),
@@ -387,6 +396,16 @@ use WriteCmdSpec as W;
 /// `sizeof(struct ib_uverbs_<cmd>_resp)`; for `_EX`, `offsetofend()` of the
 /// last mandatory member.
 pub(crate) const WRITE_OBJECTS: &[ObjectSpec] = &[
+    ObjectSpec {
+        id: obj::AH,
+        type_class: None,
+        methods: &[],
+        writes: &[
+            W::udata_io(cmd::CREATE_AH, 56, 4, &[Op::CreateUserAh]),
+            W::i(cmd::DESTROY_AH, 4, &[Op::DestroyAh]),
+        ],
+        needs: &[Op::CreateUserAh, Op::DestroyAh],
+    },
     ObjectSpec {
         id: obj::COMP_CHANNEL,
         type_class: None,

@@ -40,8 +40,8 @@ use crate::uverbs::abi::{
 use crate::uverbs::async_event::{AsyncEventFile, EventCount};
 use crate::uverbs::resp::Out;
 use crate::verbs::{
-    AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, Qp, QpAttr, QpAttrMask, QpCap,
-    QpEvent, QpHandler, QpInitAttr, QpState, QpType, UserCtx, UserMrReq,
+    AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, Qp, QpAttr, QpAttrMask,
+    QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, UserCtx, UserMrReq,
 };
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
@@ -803,6 +803,60 @@ impl<D: Driver> UFile<D> {
         Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {
             copy_out_or_zero(out.0, out.1, &o.0)
         })
+    }
+
+    /// `IB_USER_VERBS_CMD_CREATE_AH` (upstream `ib_uverbs_create_ah()`): `struct
+    /// ib_uverbs_create_ah` (56 bytes: `attr` at 24 is `struct ib_uverbs_ah_attr`), checks in
+    /// upstream's order: the port (`EINVAL`), the PD handle (`EINVAL`), then
+    /// [`Ah::create_user`]. On an Ethernet port the destination MAC of a link-local GID is
+    /// derived from it (upstream `ib_resolve_eth_dmac()`), so the driver can hand it to the
+    /// provider (mlx5: `mlx5_ib_create_ah_resp.dmac`).
+    pub(super) fn create_ah(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        let r = request::<56>(&b.core_in)?;
+        let ctx = inner.ctx()?.clone();
+        let port = rd8(&r, 54);
+        let imm = self
+            .dev
+            .port_immutable(u32::from(port))
+            .map_err(|_| EINVAL)?;
+        let pd = Self::pd_by_handle(inner, rd32(&r, 16))?;
+        let mut ah = AhAttr {
+            dlid: rd16(&r, 48),
+            sl: rd8(&r, 50),
+            port_num: u32::from(port),
+            ..AhAttr::default()
+        };
+        if rd8(&r, 53) != 0 {
+            let dgid = rd_bytes::<16>(&r, 24);
+            ah.grh = Some(GlobalRoute {
+                dgid: Gid(dgid),
+                flow_label: rd32(&r, 40),
+                sgid_index: rd8(&r, 44),
+                hop_limit: rd8(&r, 45),
+                traffic_class: rd8(&r, 46),
+            });
+            if imm.link_layer == LinkLayer::Ethernet {
+                if let Some(mac) = ll_mac(&dgid) {
+                    ah.dmac = mac;
+                }
+            }
+        }
+        let ah = with_udata(b, |ud| {
+            Ah::create_user(&pd, &ah, &mut UserCtx::new(&ctx, ud))
+        })?;
+        let id = inner.free_id(None);
+        let out = b.core_out;
+        Self::commit_and_respond(inner, id, obj::AH, ObjKind::Ah(ah), || {
+            copy_out_or_zero(out.0, out.1, &id.to_ne_bytes())
+        })
+    }
+
+    /// `IB_USER_VERBS_CMD_DESTROY_AH` (upstream `ib_uverbs_destroy_ah()`).
+    pub(super) fn destroy_ah(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        inner.ctx()?;
+        let r = request::<4>(&b.core_in)?;
+        let pos = inner.find(obj::AH, i64::from(rd32(&r, 0)))?;
+        Self::destroy_at(inner, pos).map(|_| ())
     }
 
     // ---- ioctl methods ----
