@@ -49,6 +49,9 @@ pub struct DeviceAttr {
     pub max_qp_init_rd_atom: u32,
     /// Outstanding RDMA reads/atomics as target, whole device.
     pub max_res_rd_atom: u32,
+    /// Atomic operation support (upstream `enum ib_atomic_cap`: 0 `IB_ATOMIC_NONE`, 1
+    /// `IB_ATOMIC_HCA`, 2 `IB_ATOMIC_GLOB`).
+    pub atomic_cap: u32,
     /// Maximum number of SRQs.
     pub max_srq: u32,
     /// Maximum work requests per SRQ.

@@ -148,6 +148,7 @@ fn device_attr(a: &DeviceAttrs) -> DeviceAttr {
         max_qp_rd_atom: a.max_qp_rd_atom,
         max_qp_init_rd_atom: a.max_qp_init_rd_atom,
         max_res_rd_atom: a.max_res_rd_atom,
+        atomic_cap: a.atomic_cap,
         max_srq: a.max_srq,
         max_srq_wr: a.max_srq_wr,
         max_srq_sge: a.max_srq_sge,

@@ -91,6 +91,7 @@ pub(crate) fn query_device_resp(
     o.u32(88, a.max_qp_rd_atom);
     o.u32(96, a.max_res_rd_atom);
     o.u32(100, a.max_qp_init_rd_atom);
+    o.u32(108, a.atomic_cap);
     o.u32(120, a.max_mw);
     o.u32(132, a.max_mcast_grp);
     o.u32(136, a.max_mcast_qp_attach);

@@ -48,6 +48,24 @@ echo "mlx5_0 (InfiniBand) and mlx5_1 (RoCE) are registered with ib_core_rs and"
 echo "served by its uverbs: Debian's unmodified libibverbs + libmlx5 (bound by"
 echo "driver id 1 over netlink) opened a user context on each (mlx5 udata, a"
 echo "transport domain per context) and queried device, ports and GIDs."
+echo
+echo "Traffic through libmlx5 on the simulated data path: both ends of Debian's"
+echo "ibv_rc_pingpong on mlx5_1 (RoCE v2, GID 1) over TCP on 127.0.0.1:"
+echo "\$ ibv_rc_pingpong -d mlx5_1 -g 1 -n 200 & ibv_rc_pingpong -d mlx5_1 -g 1 -n 200 127.0.0.1"
+ibv_rc_pingpong -d mlx5_1 -g 1 -n 200 -p 18700 >/tmp/demo-pp-s.out 2>&1 &
+pp=$!
+sleep 1
+ibv_rc_pingpong -d mlx5_1 -g 1 -n 200 -p 18700 127.0.0.1 2>&1 | grep -v '^ *local\|^ *remote'
+wait $pp
+echo
+echo "perftest's ib_write_bw on mlx5_0 (InfiniBand):"
+echo "\$ ib_write_bw -d mlx5_0 -F -n 1000 & ib_write_bw -d mlx5_0 -F -n 1000 127.0.0.1"
+ib_write_bw -d mlx5_0 -F -n 1000 -p 18701 >/tmp/demo-bw-s.out 2>&1 &
+bw=$!
+sleep 1
+ib_write_bw -d mlx5_0 -F -n 1000 -p 18701 127.0.0.1 2>&1 | grep -A3 '#bytes'
+wait $bw
+echo
 echo "After every context closed, the simulator holds only the kernel PD and UAR:"
 for d in "$FWSIM_DBG"/*/; do echo "  $(basename "$d"): $(tr '\n' ' ' <"$d/resources")"; done
 echo "=============================================="

@@ -134,7 +134,7 @@ traffic_suite() {
 
 traffic_vs_rxe_suite() {
 	peer_up
-	t_import "traffic rxe0 (upstream)" /rdma-rs/traffic -d rxe0 -g 1 -s $TRAFFIC_SEED
+	t_import "traffic rxe0 (upstream)" /rdma-rs/traffic -d rxe0 -g 0 -s $TRAFFIC_SEED
 	grep '^C ' /tmp/import.out >/tmp/traffic-rxe0.c
 	peer_down
 	local d
