@@ -203,8 +203,9 @@ impl Fw {
         )?;
         if ib {
             c.set(v(hca_vport_context::cap_mask1), IB_CAP_MASK1)?;
-            // A one-switch fabric whose SM sits at LID 1 and gives ports LIDs from 2.
-            c.set(v(hca_vport_context::lid), port_num + 1)?;
+            // A one-switch fabric whose SM sits at LID 1 and gives every port of every
+            // function its own LID (`Fw::port_lid`, from the serial).
+            c.set(v(hca_vport_context::lid), u32::from(self.port_lid(port)))?;
             c.set(v(hca_vport_context::sm_lid), 1)?;
             c.set(v(hca_vport_context::subnet_timeout), 18)?;
         }
