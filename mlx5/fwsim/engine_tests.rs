@@ -1851,6 +1851,22 @@ fn fragmented_translations_are_refused_and_lids_are_unique() {
 }
 
 #[test]
+fn atomic_caps_page_gives_ib_atomic_hca() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let op_mod = (CAP_ATOMIC << 1) | HCA_CAP_OPMOD_GET_CUR;
+    let out = ok(
+        &mut h.fw,
+        &inbox(op::QUERY_HCA_CAP, 0, op_mod, 16),
+        query_hca_cap_out::SIZE_BYTES,
+    );
+    let g = |f: Field| query_hca_cap_out::capability.inner(f).get(&out).unwrap();
+    // upstream get_atomic_caps(): CMP_SWAP | FETCH_ADD, 8-byte QP atomics, host endianness.
+    assert_eq!(g(atomic_caps::atomic_operations) & 3, 3);
+    assert_ne!(g(atomic_caps::atomic_size_qp) & (1 << 3), 0);
+    assert_eq!(g(atomic_caps::atomic_req_8B_endianness_mode), 1);
+}
+
+#[test]
 fn destroy_with_pending_work_leaves_nothing_dangling() {
     let mut p = pair(QPC_ST_RC);
     let mut a = p.a;
