@@ -583,7 +583,8 @@ impl<'a> Cur<'a> {
                     let (bus, contig) = r.info.translate(r.va).ok_or(())?;
                     let n = usize::try_from(contig)
                         .unwrap_or(usize::MAX)
-                        .min(data.len() - done);
+                        .min(data.len() - done)
+                        .max(1);
                     mem.write(bus, data.get(done..done + n).ok_or(())?)
                         .map_err(|_| ())?;
                     r.va = r.va.wrapping_add(n as u64);

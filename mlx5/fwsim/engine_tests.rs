@@ -1900,3 +1900,309 @@ fn destroy_with_pending_work_leaves_nothing_dangling() {
     );
     assert!(p.h.events().is_empty());
 }
+
+// ---------------------------------------------------------------------------------------
+// Fuzzing.
+
+/// xorshift64* (as in fuzz_tests.rs): deterministic, no crates.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len() as u64) as usize]
+    }
+}
+
+/// A random but plausible segment list: real keys (or near misses) and addresses in or
+/// around the MRs, random lengths, sometimes inline data, sometimes garbage.
+fn fuzz_wr(rng: &mut Rng, mrs: &[Mr]) -> Wr {
+    let any = rng.next() as u8;
+    let opcode = rng.pick(&[
+        wqe_op::NOP,
+        wqe_op::RDMA_WRITE,
+        wqe_op::RDMA_WRITE_IMM,
+        wqe_op::SEND,
+        wqe_op::SEND_IMM,
+        wqe_op::RDMA_READ,
+        wqe_op::ATOMIC_CS,
+        wqe_op::ATOMIC_FA,
+        any,
+    ]);
+    let mut w = Wr::new(opcode);
+    w.signaled = rng.chance(70);
+    w.solicited = rng.chance(30);
+    w.imm = rng.next() as u32;
+    let key = |rng: &mut Rng| {
+        let m = rng.pick(mrs);
+        match rng.below(10) {
+            0 => rng.next() as u32,
+            1 => m.key ^ 1,
+            2 => INVALID_LKEY,
+            _ => m.key,
+        }
+    };
+    let addr = |rng: &mut Rng| {
+        let m = rng.pick(mrs);
+        match rng.below(10) {
+            0 => rng.next(),
+            1 => m.bus,
+            _ => m.va + rng.below(4200),
+        }
+    };
+    let len = |rng: &mut Rng| match rng.below(10) {
+        0 => rng.next() as u32,
+        1 => 0,
+        _ => rng.below(3000) as u32,
+    };
+    if matches!(
+        opcode,
+        wqe_op::RDMA_WRITE
+            | wqe_op::RDMA_WRITE_IMM
+            | wqe_op::RDMA_READ
+            | wqe_op::ATOMIC_CS
+            | wqe_op::ATOMIC_FA
+    ) || rng.chance(10)
+    {
+        let a = addr(rng);
+        w.remote = Some((if rng.chance(80) { a & !7 } else { a }, key(rng)));
+    }
+    if matches!(opcode, wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA) {
+        w.atomic = Some((rng.next(), rng.next()));
+    }
+    if rng.chance(15) {
+        let n = rng.below(300) as usize;
+        w.inline = Some((0..n).map(|_| rng.next() as u8).collect());
+    } else {
+        for _ in 0..rng.below(5) {
+            w.sges.push((key(rng), addr(rng), len(rng)));
+        }
+    }
+    if rng.chance(10) {
+        w.ds = Some(rng.next() as u8);
+    }
+    w
+}
+
+#[test]
+fn fuzz_queues_doorbells_and_commands() {
+    let mut rng = Rng(0x5eed_0ff0_0dca_fe01);
+    let mut total = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    for round in 0..120 {
+        let mut h1 = Host::new(LinkLayer::Ib, 1);
+        let mut h2 = Host::new(LinkLayer::Ib, 2);
+        let lids = [h1.lid(), h2.lid()];
+        let mut cqs: [Vec<CqH>; 2] = [Vec::new(), Vec::new()];
+        let mut mrs: [Vec<Mr>; 2] = [Vec::new(), Vec::new()];
+        let mut canaries = Vec::new();
+        for (i, h) in [&mut h1, &mut h2].into_iter().enumerate() {
+            for _ in 0..3 {
+                let log = 1 + rng.below(4) as u32;
+                cqs[i].push(h.cq(log, rng.chance(30)));
+            }
+            for _ in 0..3 {
+                let acc = MrAccess {
+                    lw: rng.chance(80),
+                    rr: rng.chance(80),
+                    rw: rng.chance(80),
+                    a: rng.chance(80),
+                };
+                mrs[i].push(h.mr(4096 + rng.below(8192) as usize, acc));
+            }
+            // Read-only memory behind a fully writable mkey: the device may try, never write.
+            let ro = h.mem.map(4096, false);
+            let content: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
+            h.mem.put(ro, &content);
+            mrs[i].push(h.mr_at(ro, 4096, ALL));
+            canaries.push((i, ro, content));
+        }
+        // QP pairs across the two functions (and one loopback pair on h1).
+        let mut qps: Vec<(usize, QpH, Path)> = Vec::new();
+        for k in 0..4 {
+            let st = rng.pick(&[QPC_ST_RC, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD]);
+            let sizes = (
+                rng.below(5) as u32,
+                rng.below(5) as u32,
+                rng.below(4) as u32,
+            );
+            let (ia, ib) = if k == 3 { (0, 0) } else { (0, 1) };
+            let ca = rng.below(3) as usize;
+            let cb = rng.below(3) as usize;
+            let a = h1.qp(st, &cqs[0][ca], &cqs[0][ca], sizes);
+            let b = if ib == 1 {
+                h2.qp(st, &cqs[1][cb], &cqs[1][cb], sizes)
+            } else {
+                h1.qp(st, &cqs[0][cb], &cqs[0][cb], sizes)
+            };
+            let mut pa = Path::to(b.qpn, lids[ib]);
+            pa.retry = rng.below(3) as u32;
+            pa.rnr_retry = rng.pick(&[0, 1, 7]);
+            pa.ack_timeout = rng.below(4) as u32;
+            pa.min_rnr_nak = rng.below(32) as u32;
+            pa.mtu = 1 + rng.below(5) as u32;
+            pa.remote_access = rng.chance(80);
+            let mut pb = pa;
+            pb.qpn = a.qpn;
+            pb.lid = lids[ia];
+            h1.connect(&a, &pa);
+            if ib == 1 {
+                h2.connect(&b, &pb);
+            } else {
+                h1.connect(&b, &pb);
+            }
+            qps.push((ia, a, pa));
+            qps.push((ib, b, pb));
+        }
+        let mut now = 0u64;
+        for _ in 0..40 {
+            let n = rng.below(qps.len() as u64) as usize;
+            let (hi, mut q, path) = qps[n];
+            let h: &mut Host = if hi == 0 { &mut h1 } else { &mut h2 };
+            let m = &mrs[hi];
+            match rng.below(12) {
+                0..=3 => {
+                    let mut w = fuzz_wr(&mut rng, m);
+                    if q.st == QPC_ST_UD || rng.chance(5) {
+                        w.ah = Some(Ah {
+                            dqpn: qps[rng.below(qps.len() as u64) as usize].1.qpn,
+                            qkey: {
+                                let any = rng.next() as u32;
+                                rng.pick(&[0x1111_1111, any, 0x8000_0000])
+                            },
+                            rlid: rng.pick(&lids),
+                            sl: rng.next() as u8,
+                            grh: rng.chance(50).then(|| ([0xfe; 16], rng.next() as u8)),
+                            eth: false,
+                        });
+                    }
+                    if encode(&q, &w).len() <= 64 << q.log_sq {
+                        h.post(&mut q, &w);
+                    }
+                }
+                4 | 5 => {
+                    let sges: Vec<(u32, u64, u32)> = (0..rng.below(4))
+                        .map(|_| {
+                            let x = rng.pick(m);
+                            (x.key, x.va + rng.below(4096), rng.below(5000) as u32)
+                        })
+                        .collect();
+                    if sges.len() * 16 <= q.rq_stride as usize {
+                        h.post_recv(&mut q, &sges);
+                    }
+                }
+                6 => {
+                    // Raw garbage in the queue buffer.
+                    let len = (q.sq_off + (64 << q.log_sq)) as usize;
+                    let at = rng.below(len as u64);
+                    let n = (rng.below(64) as usize).min(len - at as usize);
+                    let g: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                    h.mem.put(q.buf + at, &g);
+                }
+                7 => {
+                    // Random doorbell records.
+                    h.mem.put32(q.dbr, rng.next() as u32);
+                    h.mem.put32(q.dbr + 4, rng.next() as u32);
+                }
+                8 => {
+                    let c = rng.below(3) as usize;
+                    let cq = &mut cqs[hi][c];
+                    if rng.chance(50) {
+                        h.arm(cq, rng.chance(50), rng.chance(50));
+                        cq.arm_sn += 1;
+                    } else {
+                        h.mem.put32(cq.dbr, rng.next() as u32);
+                        h.fw.cq_doorbell(h.uar, rng.next());
+                        h.fw.sq_doorbell(h.uar, rng.next());
+                    }
+                }
+                9 if rng.chance(40) => h.modify(&q, op::_2ERR_QP),
+                9 => {
+                    // Back to RESET and up again, as libmlx5 resets its indices.
+                    h.modify(&q, op::_2RST_QP);
+                    h.mem.put(q.dbr, &[0; 8]);
+                    q.cur_post = 0;
+                    q.rq_head = 0;
+                    h.connect(&q, &path);
+                }
+                10 => {
+                    let c = rng.below(3) as usize;
+                    for c in h.poll_all(&mut cqs[hi][c]) {
+                        match c.opcode {
+                            cqe_op::REQ | cqe_op::RESP_SEND | cqe_op::RESP_SEND_IMM => total.4 += 1,
+                            _ => total.5 += 1,
+                        }
+                    }
+                }
+                _ => now += rng.below(10_000_000_000),
+            }
+            qps[n].1 = q;
+            // Mostly keep the fabric busy with fresh work rather than garbage.
+            let (hi, mut q, _) = qps[rng.below(qps.len() as u64) as usize];
+            if rng.chance(60) && q.st != QPC_ST_UD {
+                let h: &mut Host = if hi == 0 { &mut h1 } else { &mut h2 };
+                let m = &mrs[hi];
+                let x = rng.pick(m);
+                if rng.chance(50) {
+                    let wr = Wr::new(wqe_op::SEND).sge(x.sge(0, rng.below(100) as u32));
+                    h.post(&mut q, &wr);
+                } else if q.rq_stride >= 32 {
+                    h.post_recv(&mut q, &[x.sge(0, 4096)]);
+                }
+                if let Some(e) = qps.iter_mut().find(|e| e.1.qpn == q.qpn && e.0 == hi) {
+                    e.1 = q;
+                }
+            }
+            let budget = 1 + rng.below(300) as u32;
+            let mut nodes = vec![
+                Node {
+                    fw: &mut h1.fw,
+                    mem: &h1.mem,
+                },
+                Node {
+                    fw: &mut h2.fw,
+                    mem: &h2.mem,
+                },
+            ];
+            let r = engine::run(&mut nodes, now, budget);
+            assert!(r.wqes <= budget, "round {round}: {r:?}");
+            total.0 += u64::from(r.wqes);
+            total.1 += u64::from(r.more);
+            for h in [&mut h1, &mut h2] {
+                let mut n = 0;
+                while h.fw.next_event().is_some() {
+                    total.2 += 1;
+                    n += 1;
+                    assert!(n <= capacity::CQ + 6 * capacity::QP, "events must run out");
+                }
+            }
+        }
+        total.3 += u64::from(h1.mem.faults() + h2.mem.faults());
+        for (i, ro, content) in &canaries {
+            let h = if *i == 0 { &h1 } else { &h2 };
+            assert_eq!(
+                &h.mem.get(*ro, 4096),
+                content,
+                "round {round}: read-only memory"
+            );
+        }
+    }
+    std::eprintln!("fuzz: wqes, budget-outs, events, faults, good CQEs, error CQEs = {total:?}");
+    assert!(
+        total.0 > 500 && total.2 > 10 && total.4 > 10,
+        "the fuzzer reached the data path: {total:?}"
+    );
+}

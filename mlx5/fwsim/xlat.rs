@@ -242,11 +242,11 @@ impl MkeyInfo {
         })
     }
 
-    /// The bus address of `va` and the bytes contiguous from there. The caller checks the
-    /// range with [`MkeyInfo::covers`] first; `None` when no translation exists.
+    /// The bus address of `va` and the bytes contiguous from there (at least 1). The caller
+    /// checks the range with [`MkeyInfo::covers`] first; `None` when no translation exists.
     pub(crate) fn translate(&self, va: u64) -> Option<(u64, u64)> {
         match self.map {
-            MkeyMap::Pa { .. } => Some((va, u64::MAX - va)),
+            MkeyMap::Pa { .. } => Some((va, (u64::MAX - va).max(1))),
             MkeyMap::Mtt { base, xlat, .. } => xlat.at(va.checked_sub(base)?),
             MkeyMap::Indirect => None,
         }
