@@ -238,6 +238,7 @@ pub(crate) struct RunResult {
 pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult {
     let mut r = RunResult::default();
     for n in nodes.iter_mut() {
+        n.fw.complete_commands(n.mem);
         n.fw.poll_arms(n.mem);
     }
     let mut left = budget;
@@ -1445,6 +1446,25 @@ impl Fw {
         let qpn = ((value & 0xffff_ffff) as u32) >> 8;
         if self.qps.get(qpn).is_some_and(|q| q.uar == uar_index) {
             self.sq_hint = Some(qpn);
+        }
+    }
+
+    /// Finishes what the last command left for the data path that needs memory: the RESIZE
+    /// CQE of a MODIFY_CQ resize, which libmlx5 looks for in the old buffer as soon as the
+    /// command returns. The kernel side calls it after every [`Fw::exec`], before reporting
+    /// the completion ([`run`] does it too, for a caller that did not). Cheap when there is
+    /// nothing to do.
+    pub(crate) fn complete_commands(&mut self, mem: &dyn DmaMem) {
+        let Some((cqn, new)) = self.resize.take() else {
+            return;
+        };
+        let Some(slot) = self.cqs.slot_of(cqn) else {
+            return;
+        };
+        if let Some(cq) = self.cqs.get_mut(cqn) {
+            if !cq.q.resize(mem, &new) {
+                self.events.cq_error(slot);
+            }
         }
     }
 

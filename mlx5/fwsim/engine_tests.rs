@@ -23,6 +23,7 @@ use crate::prm::cmd::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::*;
 use crate::prm::layout::Field;
+use crate::prm::status::Status;
 
 // ---------------------------------------------------------------------------------------
 // Fake memory.
@@ -495,6 +496,68 @@ impl Host {
             self.fw
                 .cq_doorbell(self.uar, (u64::from(v) << 32) | u64::from(cq.cqn));
         }
+    }
+
+    /// MODIFY_CQ op_mod 1 to `2^log` 64-byte entries in a new buffer, as mlx5_ib's
+    /// `mlx5_ib_resize_cq()` sends it; the command alone, `Err` with its status and syndrome.
+    pub(super) fn resize_cmd(&mut self, cq: &CqH, log: u32) -> Result<u64, (Status, u32)> {
+        let len = 64usize << log;
+        let buf = self.mem.map(len, true);
+        for i in 0..(1u64 << log) {
+            self.mem.put(buf + i * 64 + 63, &[0xf0]);
+        }
+        let pages = len.div_ceil(4096);
+        let mut b = inbox(
+            op::MODIFY_CQ,
+            0,
+            CQ_OPMOD_RESIZE,
+            modify_cq_in::SIZE_BYTES + 8 * pages,
+        );
+        modify_cq_in::cqn.set(&mut b, cq.cqn).unwrap();
+        // MLX5_MODIFY_CQ_MASK_LOG_SIZE | _PG_OFFSET | _PG_SIZE.
+        modify_cq_in::modify_field_select_resize_field_select
+            .set(&mut b, 0x7)
+            .unwrap();
+        let c = |f: Field| modify_cq_in::cq_context.inner(f);
+        c(cqc::log_cq_size).set(&mut b, log).unwrap();
+        for p in 0..pages {
+            let at = modify_cq_in::SIZE_BYTES + 8 * p;
+            b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
+        }
+        let (c, _) = super::tests::run(&mut self.fw, &b, 16);
+        if c.status != Status::OK {
+            return Err((c.status, c.syndrome));
+        }
+        Ok(buf)
+    }
+
+    /// A whole resize as libibverbs + libmlx5 do it: the command (after which the kernel
+    /// side completes it), then `mlx5_cq_resize_copy_cqes()`.
+    pub(super) fn resize(&mut self, cq: &mut CqH, log: u32) {
+        let buf = self.resize_cmd(cq, log).unwrap();
+        self.fw.complete_commands(&self.mem);
+        let mut i = cq.ci;
+        loop {
+            let at = cq.buf + u64::from(i & ((1 << cq.log) - 1)) * cq.stride + cq.stride - 64;
+            let e = self.mem.get(at, 64);
+            assert_ne!(
+                e[63] >> 4,
+                cqe_op::INVALID,
+                "expected a CQE in software ownership"
+            );
+            if e[63] >> 4 == cqe_op::RESIZE_CQ {
+                break;
+            }
+            let j = u64::from((i + 1) & ((1 << log) - 1));
+            let mut d = e.clone();
+            d[63] = (d[63] & !1) | u8::from((i + 1) & (1 << log) != 0);
+            self.mem.put(buf + j * 64, &d);
+            i += 1;
+        }
+        cq.ci += 1;
+        cq.buf = buf;
+        cq.log = log;
+        cq.stride = 64;
     }
 
     pub(super) fn events(&mut self) -> Vec<Event> {
@@ -1848,6 +1911,46 @@ fn fragmented_translations_are_refused_and_lids_are_unique() {
         assert!(*l > 1 && *l < 0xc000);
         assert!(!lids[i + 1..].contains(l));
     }
+}
+
+#[test]
+fn resize_cq_writes_the_resize_cqe_and_moves_on() {
+    // NOPs complete without a peer: any destination will do.
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cq = h.cq(2, false);
+    let mut q = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let lid = h.lid();
+    h.connect(&q, &Path::to(0x999, lid));
+    for _ in 0..3 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 0);
+    // A second resize before the first one's RESIZE CQE is written is refused.
+    h.resize_cmd(&cq, 3).unwrap();
+    assert_eq!(
+        h.resize_cmd(&cq, 3),
+        Err((Status::BAD_RES_STATE_ERR, syn::CQ_RESIZE_PENDING))
+    );
+    h.fw.complete_commands(&h.mem);
+    // Start over from a fresh CQ for the libmlx5 flow.
+    let mut cq = h.cq(2, false);
+    let mut q = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    h.connect(&q, &Path::to(0x999, lid));
+    for _ in 0..3 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 0);
+    h.resize(&mut cq, 4);
+    // The two unpolled CQEs were copied; new ones land after them in the new buffer.
+    for _ in 0..5 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    let got: Vec<u16> = h.poll_all(&mut cq).iter().map(|c| c.wqe_counter).collect();
+    assert_eq!(got, vec![1, 2, 3, 4, 5, 6, 7]);
+    assert!(h.events().is_empty(), "no overrun, no event");
 }
 
 #[test]

@@ -281,6 +281,9 @@ pub(crate) struct Fw {
     events: events::EventQueue,
     /// The QP a send doorbell named last ([`Fw::sq_doorbell`]).
     sq_hint: Option<u32>,
+    /// A MODIFY_CQ resize whose RESIZE CQE is still to be written: the CQ and its new buffer
+    /// ([`Fw::complete_commands`]).
+    resize: Option<(u32, cqe::CqState)>,
 }
 
 /// The decoded common header of a command, plus its mailboxes.
@@ -426,6 +429,7 @@ impl Fw {
             stats: Stats::default(),
             events: events::EventQueue::new(),
             sq_hint: None,
+            resize: None,
         };
         fw.reset_ports();
         Ok(fw)
@@ -462,6 +466,7 @@ impl Fw {
             stats: Stats::default(),
             events: events::EventQueue::new(),
             sq_hint: None,
+            resize: None,
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -518,6 +523,7 @@ impl Fw {
         self.stats = Stats::default();
         self.events.clear();
         self.sq_hint = None;
+        self.resize = None;
         self.reset_ports();
         Ok(())
     }
