@@ -1778,6 +1778,14 @@ fn cq_overrun_is_a_cq_error_and_drops() {
     h.post(&mut a, &Wr::new(wqe_op::NOP));
     run(&mut [&mut h], 0);
     assert!(h.poll_all(&mut cq).is_empty(), "the CQ stays in error");
+    // QUERY_CQ: status CQ_OVERFLOW (0x9), producer counter 4.
+    let out = ok(
+        &mut h.fw,
+        &destroy_in(op::QUERY_CQ, 0, query_cq_in::cqn, cq.cqn),
+        query_cq_out::SIZE_BYTES,
+    );
+    let g = |f: Field| query_cq_out::cq_context.inner(f).get(&out).unwrap();
+    assert_eq!((g(cqc::status), g(cqc::producer_counter)), (0x9, 4));
 }
 
 #[test]

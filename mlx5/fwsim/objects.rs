@@ -211,7 +211,9 @@ impl Fw {
         Ok(())
     }
 
-    /// QUERY_CQ: the stored context (status OK, no overrun: the model has no data path yet).
+    /// QUERY_CQ: the stored context with the data path's live state: `status`
+    /// `MLX5_CQC_STATUS_CQ_OVERFLOW` (0x9) after an overrun or a failed CQE write, and the
+    /// `producer_counter`.
     pub(super) fn query_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
         c.op_mod_zero()?;
         let cqn = c.get(query_cq_in::cqn)?;
@@ -220,8 +222,13 @@ impl Fw {
             .cqs
             .get(cqn)
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::CQ_UNKNOWN))?;
-        let bytes = cq.cqc;
-        c.set_bytes(query_cq_out::cq_context, &bytes)
+        let (bytes, failed, pi) = (cq.cqc, cq.q.failed, cq.q.pi);
+        c.set_bytes(query_cq_out::cq_context, &bytes)?;
+        let ctx = query_cq_out::cq_context;
+        if failed {
+            c.set(ctx.inner(cqc::status), 0x9)?;
+        }
+        c.set(ctx.inner(cqc::producer_counter), pi & 0x00ff_ffff)
     }
 
     /// MODIFY_CQ: moderation (op_mod 0: period/count) or resize (op_mod 1: log size).
