@@ -1455,6 +1455,9 @@ impl Fw {
     /// the completion ([`run`] does it too, for a caller that did not). Cheap when there is
     /// nothing to do.
     pub(crate) fn complete_commands(&mut self, mem: &dyn DmaMem) {
+        if let Some(qpn) = self.flush.take() {
+            self.flush_now(mem, qpn);
+        }
         let Some((cqn, new)) = self.resize.take() else {
             return;
         };
@@ -1464,6 +1467,28 @@ impl Fw {
         if let Some(cq) = self.cqs.get_mut(cqn) {
             if !cq.q.resize(mem, &new) {
                 self.events.cq_error(slot);
+            }
+        }
+    }
+
+    /// Flushes what a QP just moved to ERR has outstanding, as hardware does on the
+    /// transition: at most a queue's worth of each (a doorbell record claiming more is
+    /// flushed by later passes).
+    fn flush_now(&mut self, mem: &dyn DmaMem, qpn: u32) {
+        let Some(slot) = self.qps.slot_of(qpn) else {
+            return;
+        };
+        let Some(s) = snap(self, slot) else {
+            return;
+        };
+        let most = (1u32 << s.q.log_sq) + (1u32 << s.q.log_rq);
+        let mut nodes = [Node { fw: self, mem }];
+        for _ in 0..most {
+            let Some(s) = nodes.first().and_then(|n| snap(n.fw, slot)) else {
+                return;
+            };
+            if s.state != QPC_STATE_ERR || !flush_one(&mut nodes, 0, &s) {
+                return;
             }
         }
     }

@@ -399,11 +399,12 @@ impl Host {
         ok(&mut self.fw, &b, 16);
     }
 
-    /// A bare transition (2ERR, 2RST).
+    /// A bare transition (2ERR, 2RST), completed as the kernel side completes commands.
     pub(super) fn modify(&mut self, qp: &QpH, opcode: u16) {
         let mut b = inbox(opcode, 0, 0, rst2init_qp_in::SIZE_BYTES);
         rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
         ok(&mut self.fw, &b, 16);
+        self.fw.complete_commands(&self.mem);
     }
 
     pub(super) fn state(&mut self, qp: &QpH) -> u32 {
@@ -1615,7 +1616,8 @@ fn to_err_flushes_everything_and_to_rst_resets() {
     }
     p.h.modify(&a, op::_2ERR_QP);
     assert_eq!(p.h.state(&a), QPC_STATE_ERR);
-    assert_eq!(p.run(0).wqes, 7);
+    // Flushed on the transition (`complete_commands` after the command), before any pass.
+    assert_eq!(p.run(0).wqes, 0);
     let s = p.sends();
     assert_eq!(
         s.iter()

@@ -284,6 +284,8 @@ pub(crate) struct Fw {
     /// A MODIFY_CQ resize whose RESIZE CQE is still to be written: the CQ and its new buffer
     /// ([`Fw::complete_commands`]).
     resize: Option<(u32, cqe::CqState)>,
+    /// A QP the last command moved to ERR: [`Fw::complete_commands`] flushes it.
+    flush: Option<u32>,
 }
 
 /// The decoded common header of a command, plus its mailboxes.
@@ -430,6 +432,7 @@ impl Fw {
             events: events::EventQueue::new(),
             sq_hint: None,
             resize: None,
+            flush: None,
         };
         fw.reset_ports();
         Ok(fw)
@@ -467,6 +470,7 @@ impl Fw {
             events: events::EventQueue::new(),
             sq_hint: None,
             resize: None,
+            flush: None,
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -524,6 +528,7 @@ impl Fw {
         self.events.clear();
         self.sq_hint = None;
         self.resize = None;
+        self.flush = None;
         self.reset_ports();
         Ok(())
     }

@@ -236,6 +236,10 @@ impl Fw {
             // Consumer counters back to 0, no CQEs (libmlx5 zeroes its doorbell records too).
             q.q.reset();
         }
+        if to == QPC_STATE_ERR {
+            // Hardware flushes on the transition; the flush CQEs need memory.
+            self.flush = Some(qpn);
+        }
         Ok(())
     }
 
