@@ -831,9 +831,18 @@ fn resp_cqe(d: &Snap, s: &Snap, opcode: u8, byte_cnt: u32, imm: Option<[u8; 4]>)
     }
     c.put32(
         cqe::off::FLAGS_RQPN,
-        (u32::from(s.sl & 0xf) << 24) | (s.qpn & 0x00ff_ffff),
+        (u32::from(s.sl & 0xf) << 24) | wire_qpn(s),
     );
     c
+}
+
+/// The source QPN a message carries: 1 for the GSI QP, else the QP's number.
+fn wire_qpn(s: &Snap) -> u32 {
+    if s.st == QPC_ST_QP1 {
+        1
+    } else {
+        s.qpn & 0x00ff_ffff
+    }
 }
 
 /// Executes the message of WQE `w` (bytes in `buf`) of requester `s` on node `ni`.
@@ -842,12 +851,13 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         return ReqRes::Lost;
     };
     let eth = ll == LinkLayer::Ethernet;
-    let ud = s.st == QPC_ST_UD;
+    // The GSI QP (QP1) is a UD QP to the data path.
+    let ud = matches!(s.st, QPC_ST_UD | QPC_ST_QP1);
     let rc = s.st == QPC_ST_RC;
     use wqe_op::*;
     let (seg_start, need) = match (w.opcode, s.st) {
         (NOP, _) => return ReqRes::Ok { byte_cnt: 0 },
-        (SEND | SEND_IMM, QPC_ST_UD) => (16 + 48, Access::LOCAL_READ),
+        (SEND | SEND_IMM, QPC_ST_UD | QPC_ST_QP1) => (16 + 48, Access::LOCAL_READ),
         (SEND | SEND_IMM, QPC_ST_RC | QPC_ST_UC) => (16, Access::LOCAL_READ),
         (RDMA_WRITE | RDMA_WRITE_IMM, QPC_ST_RC | QPC_ST_UC) => (32, Access::LOCAL_READ),
         (RDMA_READ, QPC_ST_RC) => (32, Access::LOCAL_WRITE),
@@ -898,13 +908,23 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     let Some(di) = route(nodes, ll, lid, &gid) else {
         return dropped;
     };
-    let Some(d) = nodes
-        .get(di)
-        .and_then(|n| snap(n.fw, n.fw.qps.slot_of(dqpn)?))
-    else {
+    let Some(d) = nodes.get(di).and_then(|n| {
+        // QPN 1 is the destination's GSI QP, whatever number CREATE_QP gave it.
+        let slot = if ud && dqpn == 1 {
+            (0..capacity::QP).find(|&i| {
+                n.fw.qps
+                    .at_slot(i)
+                    .is_some_and(|(_, q)| qpc::st.get(&q.qpc) == Ok(QPC_ST_QP1))
+            })?
+        } else {
+            n.fw.qps.slot_of(dqpn)?
+        };
+        snap(n.fw, slot)
+    }) else {
         return dropped;
     };
-    if d.st != s.st || !matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS) {
+    let same = d.st == s.st || (ud && matches!(d.st, QPC_ST_UD | QPC_ST_QP1));
+    if !same || !matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS) {
         return dropped;
     }
     if let Some(a) = av {
@@ -1012,7 +1032,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
                         };
                         c.put32(
                             cqe::off::FLAGS_RQPN,
-                            (g << 28) | (u32::from(sl & 0xf) << 24) | (s.qpn & 0x00ff_ffff),
+                            (g << 28) | (u32::from(sl & 0xf) << 24) | wire_qpn(s),
                         );
                     }
                     if !eth {

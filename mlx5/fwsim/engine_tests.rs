@@ -1218,6 +1218,45 @@ fn ud_two_nodes_grh_qkey_and_byte_cnt() {
     );
 }
 
+#[test]
+fn gsi_qp1_traffic_reaches_the_peer_gsi_qp() {
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    let (mut c1, mut c2) = (h1.cq(4, false), h2.cq(4, false));
+    let mut g1 = h1.qp(QPC_ST_QP1, &c1, &c1, (4, 4, 2));
+    let mut g2 = h2.qp(QPC_ST_QP1, &c2, &c2, (4, 4, 2));
+    // IB_QP1_QKEY.
+    ud_up(&mut h1, &g1, 0x8001_0000);
+    ud_up(&mut h2, &g2, 0x8001_0000);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(256, 4));
+    h2.post_recv(&mut g2, &[dst.sge(0, 256 + 40)]);
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 256));
+    w.ah = Some(Ah {
+        dqpn: 1,
+        qkey: 0x8001_0000,
+        rlid: h2.lid(),
+        sl: 0,
+        grh: None,
+        eth: false,
+    });
+    h1.post(&mut g1, &w);
+    run(&mut [&mut h1, &mut h2], 0);
+    assert_eq!(h1.poll_all(&mut c1)[0].opcode, cqe_op::REQ);
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(
+        (r[0].opcode, r[0].byte_cnt, r[0].qpn),
+        (cqe_op::RESP_SEND, 296, g2.qpn)
+    );
+    assert_eq!(
+        r[0].flags_rqpn & 0xff_ffff,
+        1,
+        "the source QPN on the wire is 1"
+    );
+    assert_eq!(h2.mem.get(dst.bus + 40, 256), pattern(256, 4));
+}
+
 fn gid_v6(n: u8) -> [u8; 16] {
     [
         0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x0e, 0x42, 0xa1, 0xff, 0xfe, 0, 0, n,
