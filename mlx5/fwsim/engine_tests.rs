@@ -1219,6 +1219,53 @@ fn ud_two_nodes_grh_qkey_and_byte_cnt() {
 }
 
 #[test]
+fn rc_between_two_functions_by_lid() {
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    let mut h3 = Host::new(LinkLayer::Ib, 3);
+    let (mut c1, mut c2) = (h1.cq(4, false), h2.cq(4, false));
+    let c3 = h3.cq(4, false);
+    let mut a = h1.qp(QPC_ST_RC, &c1, &c1, (4, 4, 2));
+    let mut b = h2.qp(QPC_ST_RC, &c2, &c2, (4, 4, 2));
+    // A QP with the same number on a third function must not be reached.
+    let decoy = h3.qp(QPC_ST_RC, &c3, &c3, (4, 4, 2));
+    assert_eq!(decoy.qpn, b.qpn);
+    h1.connect(&a, &Path::to(b.qpn, h2.lid()));
+    h2.connect(&b, &Path::to(a.qpn, h1.lid()));
+    h3.connect(&decoy, &Path::to(a.qpn, h1.lid()));
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    let other = h3.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(3000, 8));
+    h2.post_recv(&mut b, &[dst.sge(0, 4096)]);
+    let mut d = decoy;
+    h3.post_recv(&mut d, &[other.sge(0, 4096)]);
+    h1.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 3000)));
+    // h2 writes back into h1 over its own connection.
+    h2.post(
+        &mut b,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(dst.sge(0, 0))
+            .remote(&src, 3000),
+    );
+    run(&mut [&mut h1, &mut h2, &mut h3], 0);
+    assert_eq!(h1.poll_all(&mut c1).len(), 1);
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].opcode, r[0].byte_cnt, r[0].slid),
+        (cqe_op::RESP_SEND, 3000, h1.lid())
+    );
+    assert_eq!(h2.mem.get(dst.bus, 3000), pattern(3000, 8));
+    assert_eq!(
+        h3.mem.get(other.bus, 16),
+        vec![0; 16],
+        "the decoy saw nothing"
+    );
+    assert_eq!(h3.mem.faults(), 0);
+}
+
+#[test]
 fn gsi_qp1_traffic_reaches_the_peer_gsi_qp() {
     let mut h1 = Host::new(LinkLayer::Ib, 1);
     let mut h2 = Host::new(LinkLayer::Ib, 2);
