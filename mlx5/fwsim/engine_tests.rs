@@ -890,6 +890,13 @@ fn rc_send_multi_sge_byte_exact() {
     // PSNs: 5000 bytes at MTU 1024 are 5 packets.
     assert_eq!(p.h.psns(&a).0, 0x200 + 5);
     assert_eq!(p.h.psns(&b).1, 0x100 + 5);
+    // QUERY_QP also reports the consumer counters.
+    let out = query_qp(&mut p.h.fw, 0, a.qpn);
+    let g = |f: Field| query_qp_out::qpc.inner(f).get(&out).unwrap();
+    assert_eq!(g(qpc::hw_sq_wqebb_counter), 1);
+    let out = query_qp(&mut p.h.fw, 0, b.qpn);
+    let g = |f: Field| query_qp_out::qpc.inner(f).get(&out).unwrap();
+    assert_eq!(g(qpc::hw_rq_counter), 1);
 }
 
 #[test]
