@@ -249,7 +249,11 @@ pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult
                 .get_mut(ni)
                 .and_then(|n| n.fw.sq_hint.take())
                 .and_then(|q| nodes.get(ni)?.fw.qps.slot_of(q));
-            for slot in hint.into_iter().chain(0..capacity::QP) {
+            // Each pass starts one QP further on, so that a budget smaller than the work
+            // cannot starve the QPs with high numbers.
+            let start = nodes.get(ni).map_or(0, |n| n.fw.scan_start) % capacity::QP;
+            let order = (start..capacity::QP).chain(0..start);
+            for slot in hint.into_iter().chain(order) {
                 for _ in 0..QUOTA {
                     if left == 0 {
                         r.more = true;
@@ -273,6 +277,9 @@ pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult
         if !progress {
             break;
         }
+    }
+    for n in nodes.iter_mut() {
+        n.fw.scan_start = (n.fw.scan_start + 1) % capacity::QP;
     }
     r
 }

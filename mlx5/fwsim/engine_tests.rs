@@ -2057,6 +2057,45 @@ fn resize_cq_writes_the_resize_cqe_and_moves_on() {
 }
 
 #[test]
+fn a_small_budget_serves_every_qp_in_turn() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cq = h.cq(8, false);
+    let lid = h.lid();
+    let mut qps: Vec<QpH> = (0..20)
+        .map(|_| h.qp(QPC_ST_RC, &cq, &cq, (6, 2, 2)))
+        .collect();
+    for q in qps.iter_mut() {
+        h.connect(q, &Path::to(0x999, lid));
+        for _ in 0..40 {
+            let mut n = Wr::new(wqe_op::NOP);
+            n.signaled = false;
+            h.post(q, &n);
+        }
+        h.post(q, &Wr::new(wqe_op::NOP));
+    }
+    // 20 QPs with 41 WQEs each, 16 per QP per round: a budget of 16 per call.
+    let mut calls = 0;
+    loop {
+        let r = run_budget(&mut h, 16);
+        calls += 1;
+        if !r.more {
+            break;
+        }
+        assert!(calls < 200, "every QP gets its turn");
+    }
+    let done: Vec<u32> = h.poll_all(&mut cq).iter().map(|c| c.qpn).collect();
+    assert_eq!(done.len(), 20);
+}
+
+fn run_budget(h: &mut Host, budget: u32) -> RunResult {
+    let mut nodes = [Node {
+        fw: &mut h.fw,
+        mem: &h.mem,
+    }];
+    engine::run(&mut nodes, 0, budget)
+}
+
+#[test]
 fn atomic_caps_page_gives_ib_atomic_hca() {
     let mut h = Host::new(LinkLayer::Ib, 1);
     let op_mod = (CAP_ATOMIC << 1) | HCA_CAP_OPMOD_GET_CUR;

@@ -286,6 +286,8 @@ pub(crate) struct Fw {
     resize: Option<(u32, cqe::CqState)>,
     /// A QP the last command moved to ERR: [`Fw::complete_commands`] flushes it.
     flush: Option<u32>,
+    /// The QP slot the next [`engine::run`] pass starts at (fairness under a budget).
+    scan_start: usize,
 }
 
 /// The decoded common header of a command, plus its mailboxes.
@@ -433,6 +435,7 @@ impl Fw {
             sq_hint: None,
             resize: None,
             flush: None,
+            scan_start: 0,
         };
         fw.reset_ports();
         Ok(fw)
@@ -471,6 +474,7 @@ impl Fw {
             sq_hint: None,
             resize: None,
             flush: None,
+            scan_start: 0,
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -529,6 +533,7 @@ impl Fw {
         self.sq_hint = None;
         self.resize = None;
         self.flush = None;
+        self.scan_start = 0;
         self.reset_ports();
         Ok(())
     }
