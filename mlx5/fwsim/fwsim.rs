@@ -11,6 +11,18 @@
 //! wraps it in a lock, maps statuses with `cmd_status_to_err()` semantics, and exposes
 //! [`Fw::counts`] in debugfs. What is modeled and why is in `Documentation/fwsim.md`.
 
+#[path = "cqe.rs"]
+pub(crate) mod cqe;
+#[path = "dma.rs"]
+pub(crate) mod dma;
+// The kernel side (simulated IOMMU, doorbell traps, the engine thread) is the caller of the
+// data path; until it lands only host tests call `engine::run`, `Fw::next_event` and the
+// doorbell entry points.
+#[cfg_attr(MODULE, allow(dead_code))]
+#[path = "engine.rs"]
+pub(crate) mod engine;
+#[path = "events.rs"]
+pub(crate) mod events;
 #[path = "fault.rs"]
 pub(crate) mod fault;
 #[path = "objects.rs"]
@@ -27,6 +39,8 @@ pub(crate) mod spec;
 pub(crate) mod syndrome;
 #[path = "table.rs"]
 pub(crate) mod table;
+#[path = "xlat.rs"]
+pub(crate) mod xlat;
 
 #[cfg(test)]
 #[path = "tests.rs"]
@@ -35,6 +49,10 @@ mod tests;
 #[cfg(test)]
 #[path = "fuzz_tests.rs"]
 mod fuzz_tests;
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod engine_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::layout::Field;
@@ -184,12 +202,13 @@ const QPC_BYTES: usize = crate::prm::ctx::qpc::SIZE_BYTES;
 /// Bytes of a stored `mkc`.
 const MKC_BYTES: usize = crate::prm::ctx::mkc::SIZE_BYTES;
 
-/// A completion queue: its context as created (and modified).
+/// A completion queue: its context as created (and modified), and its data-path state.
 #[derive(Clone, Copy, Debug)]
 struct Cq {
     uid: u16,
     uar: u32,
     cqc: [u8; CQC_BYTES],
+    q: cqe::CqState,
 }
 
 /// A queue pair: its context as the transitions left it.
@@ -202,14 +221,16 @@ struct Qp {
     send_cq: Option<u32>,
     recv_cq: Option<u32>,
     qpc: [u8; QPC_BYTES],
+    q: engine::QpState,
 }
 
-/// A memory key: its context as created.
+/// A memory key: its context as created, and what the data path checks and translates.
 #[derive(Clone, Copy, Debug)]
 struct Mkey {
     uid: u16,
     pd: u32,
     mkc: [u8; MKC_BYTES],
+    info: xlat::MkeyInfo,
 }
 
 /// One RoCE address table entry (SET_ROCE_ADDRESS).
@@ -242,7 +263,7 @@ struct Port {
 
 /// The simulated device.
 ///
-/// About 80 KiB: the kernel side must build it in place (a zeroing allocation plus
+/// About 170 KiB: the kernel side must build it in place (a zeroing allocation plus
 /// [`Fw::reset`] reinitializes it without moving), not on the stack.
 pub(crate) struct Fw {
     cfg: Config,
@@ -256,6 +277,17 @@ pub(crate) struct Fw {
     ports: [Port; capacity::PORTS],
     faults: FaultPlan,
     stats: Stats,
+    /// Data-path events for the kernel side ([`Fw::next_event`]).
+    events: events::EventQueue,
+    /// The QP a send doorbell named last ([`Fw::sq_doorbell`]).
+    sq_hint: Option<u32>,
+    /// A MODIFY_CQ resize whose RESIZE CQE is still to be written: the CQ and its new buffer
+    /// ([`Fw::complete_commands`]).
+    resize: Option<(u32, cqe::CqState)>,
+    /// A QP the last command moved to ERR: [`Fw::complete_commands`] flushes it.
+    flush: Option<u32>,
+    /// The QP slot the next [`engine::run`] pass starts at (fairness under a budget).
+    scan_start: usize,
 }
 
 /// The decoded common header of a command, plus its mailboxes.
@@ -383,7 +415,7 @@ impl Fw {
     /// # Errors
     ///
     /// [`ConfigError`] if the port count or the link layer does not fit the profile.
-    // Host only: returns 80 KiB by value. The kernel uses `Fw::new_in_place`.
+    // Host only: returns 170 KiB by value. The kernel uses `Fw::new_in_place`.
     #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn new(cfg: Config) -> Result<Self, ConfigError> {
         Self::check(&cfg)?;
@@ -399,13 +431,18 @@ impl Fw {
             ports: [EMPTY_PORT; capacity::PORTS],
             faults: FaultPlan::new(),
             stats: Stats::default(),
+            events: events::EventQueue::new(),
+            sq_hint: None,
+            resize: None,
+            flush: None,
+            scan_start: 0,
         };
         fw.reset_ports();
         Ok(fw)
     }
 
     /// The kernel's constructor: an initializer that builds the device in place (in a `KVBox`),
-    /// because `Fw` is about 80 KiB and [`Fw::new`] returns it by value, which only a host
+    /// because `Fw` is about 170 KiB and [`Fw::new`] returns it by value, which only a host
     /// thread's stack can take. Same result as [`Fw::new`].
     ///
     /// # Errors
@@ -433,6 +470,11 @@ impl Fw {
             ports <- pin_init::init_array_from_fn(|_| port()),
             faults: FaultPlan::new(),
             stats: Stats::default(),
+            events: events::EventQueue::new(),
+            sq_hint: None,
+            resize: None,
+            flush: None,
+            scan_start: 0,
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -487,6 +529,11 @@ impl Fw {
         self.mkeys.clear();
         self.faults = FaultPlan::new();
         self.stats = Stats::default();
+        self.events.clear();
+        self.sq_hint = None;
+        self.resize = None;
+        self.flush = None;
+        self.scan_start = 0;
         self.reset_ports();
         Ok(())
     }

@@ -8,7 +8,9 @@
 //! ib_core returns `EBUSY` first); modeling it makes that driver bug visible instead of leaving a
 //! QP that points at a freed CQ.
 
+use super::cqe::CqState;
 use super::syndrome::{self as syn, CmdError};
+use super::xlat::{Fragmented, MkeyInfo};
 use super::{fail, Cmd, Cq, Fw, Mkey, Owned, Uctx, CQC_BYTES, MKC_BYTES};
 use crate::prm::cmd::*;
 use crate::prm::consts;
@@ -17,6 +19,11 @@ use crate::prm::status::Status;
 
 /// `NO_RES_ERR` for a full table.
 const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
+
+/// `NO_RES_ERR` for a translation that does not fit the compressed form.
+pub(super) fn fragmented(_: Fragmented) -> CmdError {
+    CmdError::new(Status::NO_RES_ERR, syn::TRANSLATION_FRAGMENTED)
+}
 
 impl Fw {
     /// ALLOC_PD: a protection domain for the command's uid.
@@ -168,12 +175,16 @@ impl Fw {
         }
         let uar = c.get(ctx.inner(cqc::uar_page))?;
         self.uar_usable(c.uid, uar)?;
-        let mut cq = Cq {
+        let mut cqc = [0; CQC_BYTES];
+        cqc.copy_from_slice(c.in_bytes(ctx)?);
+        // pas[] follows the fixed layout.
+        let q = CqState::parse(&cqc, c.inbox, create_cq_in::SIZE_BYTES).map_err(fragmented)?;
+        let cq = Cq {
             uid: c.uid,
             uar,
-            cqc: [0; CQC_BYTES],
+            cqc,
+            q,
         };
-        cq.cqc.copy_from_slice(c.in_bytes(ctx)?);
         let cqn = self.cqs.alloc(cq).ok_or(FULL)?;
         c.set(create_cq_out::cqn, cqn)
     }
@@ -190,11 +201,19 @@ impl Fw {
         {
             return fail(Status::RES_BUSY, syn::CQ_BUSY);
         }
+        if let Some(slot) = self.cqs.slot_of(cqn) {
+            self.events.forget_cq(slot);
+        }
+        if self.resize.is_some_and(|(n, _)| n == cqn) {
+            self.resize = None;
+        }
         self.cqs.free(cqn);
         Ok(())
     }
 
-    /// QUERY_CQ: the stored context (status OK, no overrun: the model has no data path yet).
+    /// QUERY_CQ: the stored context with the data path's live state: `status`
+    /// `MLX5_CQC_STATUS_CQ_OVERFLOW` (0x9) after an overrun or a failed CQE write, and the
+    /// `producer_counter`.
     pub(super) fn query_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
         c.op_mod_zero()?;
         let cqn = c.get(query_cq_in::cqn)?;
@@ -203,8 +222,13 @@ impl Fw {
             .cqs
             .get(cqn)
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::CQ_UNKNOWN))?;
-        let bytes = cq.cqc;
-        c.set_bytes(query_cq_out::cq_context, &bytes)
+        let (bytes, failed, pi) = (cq.cqc, cq.q.failed, cq.q.pi);
+        c.set_bytes(query_cq_out::cq_context, &bytes)?;
+        let ctx = query_cq_out::cq_context;
+        if failed {
+            c.set(ctx.inner(cqc::status), 0x9)?;
+        }
+        c.set(ctx.inner(cqc::producer_counter), pi & 0x00ff_ffff)
     }
 
     /// MODIFY_CQ: moderation (op_mod 0: period/count) or resize (op_mod 1: log size).
@@ -216,6 +240,7 @@ impl Fw {
         let max_sz = self.cfg.profile.log_max_cq_sz;
         // Collect the new values first so a refused command changes nothing.
         let mut updates: [Option<(crate::prm::layout::Field, u32)>; 2] = [None, None];
+        let mut resize = None;
         match c.op_mod {
             0 => {
                 let known = consts::CQ_MODIFY_PERIOD | consts::CQ_MODIFY_COUNT;
@@ -237,6 +262,19 @@ impl Fw {
                 if log > max_sz {
                     return fail(Status::LIM_ERR, syn::CQ_TOO_BIG);
                 }
+                if c.get(ctx.inner(cqc::cqe_sz))? > 1 {
+                    return fail(Status::BAD_PARAM_ERR, syn::CQ_CQE_SZ);
+                }
+                if self.resize.is_some() {
+                    return fail(Status::BAD_RES_STATE_ERR, syn::CQ_RESIZE_PENDING);
+                }
+                // The new buffer (its pas[] after the fixed layout) takes over once the RESIZE
+                // CQE is in the old one (`Fw::complete_commands`).
+                let mut new = [0; CQC_BYTES];
+                new.copy_from_slice(c.in_bytes(ctx)?);
+                let q =
+                    CqState::parse(&new, c.inbox, modify_cq_in::SIZE_BYTES).map_err(fragmented)?;
+                resize = Some(q);
                 updates[0] = Some((cqc::log_cq_size, log));
             }
             _ => return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD),
@@ -248,6 +286,9 @@ impl Fw {
         for (f, v) in updates.iter().flatten() {
             f.set(&mut cq.cqc, *v)
                 .map_err(|_| CmdError::new(Status::INT_ERR, syn::RESERVED_NOT_ZERO))?;
+        }
+        if let Some(q) = resize {
+            self.resize = Some((cqn, q));
         }
         Ok(())
     }
@@ -282,12 +323,17 @@ impl Fw {
         if !matches!(needed, Some(n) if c.inbox.len() >= n) {
             return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
         }
-        let mut m = Mkey {
+        let mut mkc = [0; MKC_BYTES];
+        mkc.copy_from_slice(c.in_bytes(ctx)?);
+        // The MTT entries follow the fixed layout.
+        let info =
+            MkeyInfo::parse(&mkc, c.inbox, create_mkey_in::SIZE_BYTES).map_err(fragmented)?;
+        let m = Mkey {
             uid: c.uid,
             pd,
-            mkc: [0; MKC_BYTES],
+            mkc,
+            info,
         };
-        m.mkc.copy_from_slice(c.in_bytes(ctx)?);
         let index = self.mkeys.alloc(m).ok_or(FULL)?;
         c.set(create_mkey_out::mkey_index, index)
     }

@@ -9,6 +9,7 @@
 //! returns the stored context with the current state. 2ERR and 2RST are legal from every state;
 //! 2RST keeps the context (a later RST2INIT rewrites what it defines).
 
+use super::engine::QpState;
 use super::syndrome::{self as syn, CmdError};
 use super::{fail, Cmd, Fw, Qp, QPC_BYTES};
 use crate::prm::cmd::*;
@@ -132,16 +133,21 @@ impl Fw {
             SRQ_RQ => return fail(Status::BAD_RES_ERR, syn::QP_SRQ),
             _ => return fail(Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE),
         };
-        let mut qp = Qp {
+        let mut qpc_bytes = [0; QPC_BYTES];
+        qpc_bytes.copy_from_slice(c.in_bytes(ctx)?);
+        // pas[] follows the fixed layout.
+        let q = QpState::parse(&qpc_bytes, c.inbox, create_qp_in::SIZE_BYTES)
+            .map_err(super::objects::fragmented)?;
+        let qp = Qp {
             uid: c.uid,
             state: QPC_STATE_RST,
             pd,
             uar,
             send_cq,
             recv_cq,
-            qpc: [0; QPC_BYTES],
+            qpc: qpc_bytes,
+            q,
         };
-        qp.qpc.copy_from_slice(c.in_bytes(ctx)?);
         let qpn = self
             .qps
             .alloc(qp)
@@ -163,11 +169,18 @@ impl Fw {
         c.op_mod_zero()?;
         let qpn = c.get(destroy_qp_in::qpn)?;
         self.qp_usable(c.uid, qpn)?;
+        if let Some(slot) = self.qps.slot_of(qpn) {
+            self.events.forget_qp(slot);
+        }
+        if self.sq_hint == Some(qpn) {
+            self.sq_hint = None;
+        }
         self.qps.free(qpn);
         Ok(())
     }
 
-    /// QUERY_QP: the stored context with the current state.
+    /// QUERY_QP: the stored context (with the data path's live PSNs) and the current state,
+    /// plus the data path's consumer counters (`hw_sq_wqebb_counter`, `hw_rq_counter`).
     pub(super) fn query_qp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
         c.op_mod_zero()?;
         let qpn = c.get(query_qp_in::qpn)?;
@@ -176,8 +189,13 @@ impl Fw {
             .qps
             .get(qpn)
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
-        let (bytes, state) = (q.qpc, q.state);
+        let (bytes, state, sq, rq) = (q.qpc, q.state, q.q.sq_ci, q.q.rq_ci);
         c.set_bytes(query_qp_out::qpc, &bytes)?;
+        c.set(
+            query_qp_out::qpc.inner(qpc::hw_sq_wqebb_counter),
+            u32::from(sq),
+        )?;
+        c.set(query_qp_out::qpc.inner(qpc::hw_rq_counter), u32::from(rq))?;
         c.set(query_qp_out::qpc.inner(qpc::state), state)
     }
 
@@ -220,6 +238,14 @@ impl Fw {
         }
         q.qpc = next;
         q.state = to;
+        if to == QPC_STATE_RST {
+            // Consumer counters back to 0, no CQEs (libmlx5 zeroes its doorbell records too).
+            q.q.reset();
+        }
+        if to == QPC_STATE_ERR {
+            // Hardware flushes on the transition; the flush CQEs need memory.
+            self.flush = Some(qpn);
+        }
         Ok(())
     }
 
