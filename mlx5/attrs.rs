@@ -168,7 +168,7 @@ pub(crate) fn mtu_to_ib_mtu(mtu: u16) -> u8 {
 }
 
 /// `ib_device_attr` as mlx5_ib fills it (the members that do not need ODP, DM, flow steering or
-/// the atomic/Ethernet capability pages, which this driver does not cache yet).
+/// the Ethernet capability page, which this driver does not cache yet).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct DeviceAttrs {
     pub(crate) fw_ver: u64,
@@ -192,6 +192,8 @@ pub(crate) struct DeviceAttrs {
     pub(crate) max_qp_rd_atom: u32,
     pub(crate) max_qp_init_rd_atom: u32,
     pub(crate) max_res_rd_atom: u32,
+    /// `IB_ATOMIC_*` ([`atomic_cap`]).
+    pub(crate) atomic_cap: u32,
     pub(crate) max_srq: u32,
     pub(crate) max_srq_wr: u32,
     pub(crate) max_srq_sge: u32,
@@ -298,6 +300,8 @@ pub(crate) fn device_attrs(gen: Caps<'_>, ids: &DeviceIds) -> Result<DeviceAttrs
         max_qp_rd_atom,
         max_qp_init_rd_atom: pow2(g(cmd_hca_cap::log_max_ra_res_qp)?),
         max_res_rd_atom: max_qp_rd_atom.saturating_mul(max_qp),
+        // From the atomic capability page ([`atomic_cap`]), which the caller has.
+        atomic_cap: 0,
         max_srq: pow2(g(cmd_hca_cap::log_max_srq)?),
         max_srq_wr: pow2(g(cmd_hca_cap::log_max_srq_sz)?) - 1,
         max_srq_sge: max_rq_sg.saturating_sub(1),
@@ -315,6 +319,28 @@ pub(crate) fn device_attrs(gen: Caps<'_>, ids: &DeviceIds) -> Result<DeviceAttrs
         timestamp_mask: 0x7FFF_FFFF_FFFF_FFFF,
         phys_port_cnt: ids.num_ports,
     })
+}
+
+/// `MLX5_ATOMIC_OPS_CMP_SWAP | MLX5_ATOMIC_OPS_FETCH_ADD` (driver.h).
+const ATOMIC_OPS_CS_FA: u32 = (1 << 0) | (1 << 1);
+/// `MLX5_ATOMIC_SIZE_QP_8BYTES`.
+const ATOMIC_SIZE_QP_8BYTES: u32 = 1 << 3;
+/// `IB_ATOMIC_HCA`.
+pub(crate) const IB_ATOMIC_HCA: u32 = 1;
+
+/// upstream `get_atomic_caps_qp()` (main.c): `IB_ATOMIC_HCA` when the atomic capability page
+/// offers 8-byte compare-and-swap and fetch-and-add on QPs with host-endian responses, else
+/// `IB_ATOMIC_NONE` (0; also without the page).
+pub(crate) fn atomic_cap(page: Option<Caps<'_>>) -> Result<u32> {
+    use crate::prm::ctx::atomic_caps;
+    let Some(c) = page else {
+        return Ok(0);
+    };
+    let ops = c.get(atomic_caps::atomic_operations)?;
+    let ok = ops & ATOMIC_OPS_CS_FA == ATOMIC_OPS_CS_FA
+        && c.get(atomic_caps::atomic_size_qp)? & ATOMIC_SIZE_QP_8BYTES != 0
+        && c.get(atomic_caps::atomic_req_8B_endianness_mode)? != 0;
+    Ok(if ok { IB_ATOMIC_HCA } else { 0 })
 }
 
 /// `ib_port_attr` as mlx5_ib fills it.

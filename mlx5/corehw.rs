@@ -98,8 +98,17 @@ impl Mlx5Hw for CoreFunction<'_> {
         let t = match cap {
             CapType::General => CAP_GENERAL,
             CapType::Roce => CAP_ROCE,
+            CapType::Atomic => crate::prm::consts::CAP_ATOMIC,
         };
         let page = self.dev.caps_cur(t)?;
+        // The atomic page is filled only with `MLX5_CAP_GEN(atomic)` (upstream
+        // handle_hca_cap_atomic()).
+        if cap == CapType::Atomic {
+            let gen = self.dev.caps_cur(CAP_GENERAL)?;
+            if crate::prm::ctx::cmd_hca_cap::atomic.get(gen).ok()? == 0 {
+                return None;
+            }
+        }
         // The RoCE page exists for every function but is filled only where the device has
         // RoCE (`MLX5_CAP_GEN(roce)`, upstream mlx5_core_get_caps() is called only then).
         if cap == CapType::Roce && self.identity.link_layer != LinkLayer::Ethernet {

@@ -302,6 +302,7 @@ fn stage_caps(d: &mut Mlx5Dev<'_>) -> Result {
         num_ports: id.num_ports,
     };
     d.attrs = device_attrs(d.gen_caps()?, &ids)?;
+    d.attrs.atomic_cap = crate::attrs::atomic_cap(d.hw().caps(CapType::Atomic).map(Caps))?;
     Ok(())
 }
 
@@ -659,6 +660,8 @@ mod tests {
             a.max_res_rd_atom,
             (1 << p.log_max_ra_qp) * (1 << p.log_max_qp)
         );
+        // The atomic page: 8-byte CAS and FADD on QPs, host endianness (get_atomic_caps()).
+        assert_eq!(a.atomic_cap, crate::attrs::IB_ATOMIC_HCA);
         assert_eq!(a.max_mcast_grp, 1 << p.log_max_mcg);
         assert_eq!(a.max_mcast_qp_attach, p.max_qp_mcg);
         assert_eq!(a.max_total_mcast_qp_attach, p.max_qp_mcg << p.log_max_mcg);

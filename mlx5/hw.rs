@@ -28,6 +28,8 @@ pub(crate) enum CapType {
     General,
     /// `MLX5_CAP_ROCE`: `roce_cap` (Ethernet functions only).
     Roce,
+    /// `MLX5_CAP_ATOMIC`: `atomic_caps` (functions with the `atomic` general cap).
+    Atomic,
 }
 
 impl CapType {
@@ -37,6 +39,7 @@ impl CapType {
         let ty = match self {
             CapType::General => crate::prm::consts::CAP_GENERAL,
             CapType::Roce => crate::prm::consts::CAP_ROCE,
+            CapType::Atomic => crate::prm::consts::CAP_ATOMIC,
         };
         ty << 1 | crate::prm::consts::HCA_CAP_OPMOD_GET_CUR
     }

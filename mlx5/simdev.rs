@@ -49,6 +49,7 @@ pub(crate) struct SimFunction {
     identity: Identity,
     caps_general: KVec<u8>,
     caps_roce: Option<KVec<u8>>,
+    caps_atomic: Option<KVec<u8>>,
     /// The device state. Commands are serialized, as on a ConnectX command queue with one
     /// entry in flight per function; the delay knob sleeps outside the lock.
     #[pin]
@@ -128,6 +129,12 @@ impl SimFunction {
             LinkLayer::Ethernet => Some(query_caps(&mut fw, CapType::Roce)?),
             LinkLayer::Ib => None,
         };
+        // upstream handle_hca_cap_atomic(): the atomic page only with `MLX5_CAP_GEN(atomic)`.
+        let caps_atomic = if crate::prm::ctx::cmd_hca_cap::atomic.get(&caps_general) == Ok(1) {
+            Some(query_caps(&mut fw, CapType::Atomic)?)
+        } else {
+            None
+        };
         let identity = Identity {
             model: cfg.profile.name,
             pci_vendor: PCI_VENDOR_MELLANOX,
@@ -144,6 +151,7 @@ impl SimFunction {
                 identity,
                 caps_general,
                 caps_roce,
+                caps_atomic,
                 fw <- new_mutex!(fw),
                 uar_pages <- new_mutex!(KVec::new()),
             }),
@@ -222,6 +230,7 @@ impl Mlx5Hw for SimFunction {
         match cap {
             CapType::General => Some(&self.caps_general),
             CapType::Roce => self.caps_roce.as_deref(),
+            CapType::Atomic => self.caps_atomic.as_deref(),
         }
     }
 
