@@ -113,10 +113,12 @@ impl UserPage {
 
 /// Told when a [`TrapPage`] is touched through one of its user mappings.
 pub trait TrapHandler: Send + Sync {
-    /// A user mapping of the page faulted (a store to a doorbell page is about to land). Called
-    /// from the page-fault handler with no lock of ours held; may sleep but should only queue
-    /// work. The store itself completes after this returns.
-    fn rung(&self);
+    /// A user mapping of `page` faulted (a store to a doorbell page is about to land). Called
+    /// from the page-fault handler with no lock of ours held, after the page was installed;
+    /// should only queue work (which calls [`TrapPage::rearm`] and then reads the page). The
+    /// store itself completes after this returns: it lands either before the work's `rearm`
+    /// (and the work reads it) or after it (and faults, and rings, again).
+    fn rung(&self, page: &Arc<TrapPage>);
 }
 
 /// A VMA of a [`TrapPage`] whose page table entry is installed.
@@ -694,7 +696,7 @@ unsafe extern "C" fn umap_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fa
                     .installed
                     .lock()
                     .push(Installed { vma, mm }, GFP_KERNEL);
-                trap.handler.rung();
+                trap.handler.rung(trap);
             }
             return r;
         }
