@@ -138,9 +138,14 @@ traffic_vs_rxe_suite() {
 	grep '^C ' /tmp/import.out >/tmp/traffic-rxe0.c
 	peer_down
 	local d
+	# Known divergence, documented in Documentation/datapath.md: a SEND with a
+	# bad lkey completes with IBV_WC_LOC_PROT_ERR on mlx5 (syndrome 0x04) and
+	# IBV_WC_WR_FLUSH_ERR on rdma_rxe (which moves the QP to ERR first).
+	grep -v '^C bad_lkey 0 ' /tmp/traffic-rxe0.c >/tmp/traffic-rxe0.cmp
 	for d in mlx5_0 mlx5_2; do
-		if [ -s /tmp/traffic-$d.c ] && diff /tmp/traffic-rxe0.c /tmp/traffic-$d.c >/tmp/traffic-diff; then
-			t_ok "traffic: $d's $(wc -l </tmp/traffic-$d.c) completions equal rxe0's case by case"
+		grep -v '^C bad_lkey 0 ' /tmp/traffic-$d.c >/tmp/traffic-$d.cmp
+		if [ -s /tmp/traffic-$d.cmp ] && diff /tmp/traffic-rxe0.cmp /tmp/traffic-$d.cmp >/tmp/traffic-diff; then
+			t_ok "traffic: $d's $(wc -l </tmp/traffic-$d.cmp) completions equal rxe0's case by case (bad_lkey apart)"
 		else
 			sed 's/^/    diff| /' /tmp/traffic-diff | head -n 40
 			t_fail "traffic: $d's completions equal rxe0's case by case"
