@@ -65,7 +65,7 @@ done
 # The VM's init and test scripts.
 cp "$here/tests/vm/init" "$st/init"
 chmod +x "$st/init"
-cp "$here"/tests/vm/*.sh "$st/rdma-rs/"
+cp "$here"/tests/vm/*.sh "$here/tests/vm/suites.list" "$st/rdma-rs/"
 # The interactive shell (make vm) gets the same tool wrappers as the tests.
 printf 'export PS1="rdma-rs-vm# "\n. /rdma-rs/lib.sh\n' >"$st/etc/profile"
 for b in "$here"/out/vm-bin/*; do [ -e "$b" ] && cp "$b" "$st/rdma-rs/"; done
