@@ -125,7 +125,7 @@ t_import_file() {
 # suites_of MODE: "NAME=FUNCTION" of every `vm` line of suites.list whose
 # modes include MODE, in file order.
 suites_of() {
-	awk -v m="$1" '$1 == "vm" && NF >= 4 && index("," $4 ",", "," m ",") { print $2 "=" $3 }' "$RDMARS_SUITES"
+	awk -v m="$1" '{ sub(/#.*/, "") } $1 == "vm" && NF == 4 && index("," $4 ",", "," m ",") { print $2 "=" $3 }' "$RDMARS_SUITES"
 }
 
 # run_suites MODE: runs the suites of MODE (suites.list), each between
@@ -134,40 +134,42 @@ suites_of() {
 # suite for MODE or a function was missing, else 0: failed test cases are
 # the judge's business, the status says whether the harness itself worked.
 run_suites() {
-	local mode=$1 list s fn status=0
+	# Prefixed names: the suite functions run inside this one and see (and
+	# may assign) its locals.
+	local _rs_mode=$1 _rs_list _rs_s _rs_fn _rs_status=0
 	if [ ! -r "$RDMARS_SUITES" ]; then
 		echo "rdma-rs: the suite list $RDMARS_SUITES is missing"
 		return 1
 	fi
-	list=$(suites_of "$mode")
-	if [ -z "$list" ]; then
-		echo "rdma-rs: no suite of mode $mode in $RDMARS_SUITES"
+	_rs_list=$(suites_of "$_rs_mode")
+	if [ -z "$_rs_list" ]; then
+		echo "rdma-rs: no suite of mode $_rs_mode in $RDMARS_SUITES"
 		return 1
 	fi
 	kmemleak_clear
-	for s in $list; do
-		fn=${s#*=}
-		suite_begin "${s%%=*}"
-		case "$(type "$fn" 2>/dev/null)" in
-		*function*) "$fn" ;;
+	for _rs_s in $_rs_list; do
+		_rs_fn=${_rs_s#*=}
+		suite_begin "${_rs_s%%=*}"
+		case "$(type "$_rs_fn" 2>/dev/null)" in
+		*function*) "$_rs_fn" ;;
 		*)
-			t_fail "suite function $fn is defined" "no tests/vm/*.sh defines it"
-			status=1
+			t_fail "suite function $_rs_fn is defined" "no tests/vm/*.sh defines it"
+			_rs_status=1
 			;;
 		esac
 		suite_end
 	done
-	return $status
+	return $_rs_status
 }
 
 # source_all: defines every suite function: sources each script of
 # RDMARS_DIR but lib.sh and check.sh with their standalone parts off.
 source_all() {
-	local f
+	local _sa_f
 	RDMARS_SOURCED=1
-	for f in "$RDMARS_DIR"/*.sh; do
-		case "${f##*/}" in lib.sh | check.sh) continue ;; esac
-		. "$f"
+	for _sa_f in "$RDMARS_DIR"/*.sh; do
+		case "${_sa_f##*/}" in lib.sh | check.sh) continue ;; esac
+		. "$_sa_f"
 	done
 }
 
