@@ -386,7 +386,7 @@ fn the_real_list_judges_a_complete_check_run() {
     let m = Manifest::builtin().expect("tests/vm/suites.list parses");
     let names: Vec<_> = m.of_mode("check").collect();
     assert!(names.iter().filter(|e| e.kind == Kind::Vm).count() >= 16);
-    assert!(names.iter().filter(|e| e.kind == Kind::Kunit).count() >= 19);
+    assert!(names.iter().filter(|e| e.kind == Kind::Kunit).count() >= 22);
     let build = |skip: Option<&str>| {
         let mut l = Log::boot("check");
         let kunit: Vec<(&str, usize)> = names
