@@ -66,7 +66,7 @@ soak: modules
 	RDMARS_VM_ARGS="rdmars.n=$(N) rdmars.stack=$(STACK) rdmars.jobs=$(JOBS)" \
 	$(TOP)/tools/vm.sh soak "$$kb" $(TOP)/out/logs/soak.log && \
 	grep -E '^soak:|ok [0-9]|FAIL' $(TOP)/out/logs/soak.log; \
-	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- out/logs/soak.log
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode soak out/logs/soak.log
 
 # make bench N=1000000: the core's data-path dispatch cost (ns/call) next
 # to a direct call of the same driver op.
@@ -93,7 +93,7 @@ bench-traffic: modules
 # make traffic: the data-path suites (tests/vm/traffic.sh) without the rest.
 traffic: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/vm.sh traffic "$$kb" $(TOP)/out/logs/traffic.log; \
-	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- out/logs/traffic.log
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode traffic out/logs/traffic.log
 
 clean:
 	@kb=$$(ls -d $${RDMA_RS_CACHE:-/var/cache/rdma-rs}/kbuild-* 2>/dev/null | head -n1); \

@@ -73,7 +73,7 @@ result "module build (clippy, warnings are errors)" $rc
 # only well past that.
 RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-2400} timed "check: VM" "$here/tools/vm.sh" check "$kb" "$logs/console.log"
 vmrc=0
-(cd "$here" && cargo run --quiet --release -p rdma-rs-vmlog -- "$logs/console.log") >"$logs/verdict.txt" 2>&1 || vmrc=$?
+(cd "$here" && cargo run --quiet --release -p rdma-rs-vmlog -- --mode check "$logs/console.log") >"$logs/verdict.txt" 2>&1 || vmrc=$?
 grep -v '^TOTAL ' "$logs/verdict.txt"
 read -r _ vp vf vs < <(grep '^TOTAL ' "$logs/verdict.txt" || echo "TOTAL 0 1 0")
 passed=$((passed + vp)); failed=$((failed + vf)); skipped=$((skipped + vs))

@@ -70,9 +70,10 @@ done
 # The VM's init and test scripts.
 cp "$here/tests/vm/init" "$st/init"
 chmod +x "$st/init"
-cp "$here"/tests/vm/*.sh "$st/rdma-rs/"
-# The interactive shell (make vm) gets the same tool wrappers as the tests.
-printf 'export PS1="rdma-rs-vm# "\n. /rdma-rs/lib.sh\n' >"$st/etc/profile"
+cp "$here"/tests/vm/*.sh "$here/tests/vm/suites.list" "$st/rdma-rs/"
+# The interactive shell (make vm) gets the same tool wrappers and suite
+# functions as the tests (`run_suites check` runs them all).
+printf 'export PS1="rdma-rs-vm# "\n. /rdma-rs/lib.sh\nsource_all\n' >"$st/etc/profile"
 for b in "$here"/out/vm-bin/*; do [ -e "$b" ] && cp "$b" "$st/rdma-rs/"; done
 
 (cd "$st" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$out"

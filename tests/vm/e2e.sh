@@ -3,9 +3,9 @@
 # firmware simulator, compared field by field with what the simulator says
 # about itself (debugfs identity and caps). Sourced by check.sh
 # (RDMARS_SOURCED=1) or run as the VM mode `e2e`.
-. /rdma-rs/lib.sh
-. /rdma-rs/ours.sh
-. /rdma-rs/fwsim.sh
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
+. "${RDMARS_DIR:-/rdma-rs}/ours.sh"
+. "${RDMARS_DIR:-/rdma-rs}/fwsim.sh"
 
 # dv FILE KEY: the first value of "KEY:" in ibv_devinfo output (device part).
 dv() { awk -v k="$2:" '$1 == k { print $2; exit }' "$1"; }
@@ -134,12 +134,5 @@ e2e_suite() {
 	t_check "debugfs gone after rmmod" test ! -e $FWSIM_DBG
 }
 
-if [ "${RDMARS_SOURCED:-}" != 1 ]; then
-	kmemleak_clear
-	suite_begin vm_e2e
-	e2e_suite
-	suite_end
-	suite_begin vm_e2e_leaks
-	kmemleak_check
-	suite_end
-fi
+# Standalone: the VM mode `e2e` (its suites are in suites.list).
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode e2e

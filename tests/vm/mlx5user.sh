@@ -1,12 +1,12 @@
-# mlx5 user objects on the firmware simulator. Sourced by check.sh
+# mlx5 user objects on the firmware simulator. Sourced by the mode scripts
 # (RDMARS_SOURCED=1: the raw suite) or run as the VM mode `mlx5user` (both).
 #  - vm_mlx5_user: raw uverbs commands with libmlx5's udata
 #    (tests/userspace/mlx5_user_raw.c): the UAR object and its mmap, PD, CQ
 #    (write and ioctl), RC QP, MR, the errnos of bad requests, each create
 #    command failed by the simulator's fault knob; the simulator's tables.
 #  - vm_mlx5_libmlx5: Debian's libmlx5 through the libibverbs workload.
-. /rdma-rs/lib.sh
-. /rdma-rs/ours.sh
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
+. "${RDMARS_DIR:-/rdma-rs}/ours.sh"
 
 uverbs_of() {
 	for d in /sys/class/infiniband_verbs/uverbs*; do
@@ -134,18 +134,10 @@ workload_compare() {
 	fi
 }
 
-if [ "${RDMARS_SOURCED:-}" != 1 ]; then
-	kmemleak_clear
-	suite_begin vm_mlx5_user
-	mlx5_user_suite
-	suite_end
-	suite_begin vm_mlx5_unplug
-	mlx5_unplug_suite
-	suite_end
-	suite_begin vm_mlx5_libmlx5
-	mlx5_libmlx5_suite
-	suite_end
-	suite_begin vm_mlx5_user_leaks
-	kmemleak_check
-	suite_end
-fi
+# vm_workload_vs_rxe: the outputs kept by vm_peer_rxe and vm_mlx5_libmlx5.
+workload_vs_rxe_suite() {
+	workload_compare /tmp/wl-rxe0.out /tmp/wl-mlx5_1.out
+}
+
+# Standalone: the VM mode `mlx5user` (its suites are in suites.list).
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode mlx5user

@@ -1,5 +1,5 @@
 # Our stack: load, run the KUnit suites (they run at insmod), unload.
-# Sourced by check.sh and demo.sh after lib.sh.
+# Sourced by the mode scripts after lib.sh.
 
 # mlx5_ib_rs links against mlx5_core (its real-hardware backend calls
 # mlx5_cmd_do, like upstream mlx5_ib), so mlx5_core goes in first. Our
@@ -28,6 +28,15 @@ unload_ours() {
 	t_check "rmmod ib_core_rs" rmmod ib_core_rs
 	t_check "modprobe -r mlx5_core" modprobe -r mlx5_core
 	if lsmod | grep -q '_rs '; then t_fail "no rdma-rs module left loaded"; else t_ok "no rdma-rs module left loaded"; fi
+}
+
+# vm_ours_lifecycle: the three modules in and out; every KUnit suite of
+# ib_core_rs, ib_core_rs_test and mlx5_ib_rs runs at these insmods.
+ours_lifecycle_suite() {
+	load_ours
+	load_core_tests
+	unload_core_tests
+	unload_ours
 }
 
 # The firmware simulator's functions (mlx5_ib_rs sim=...).

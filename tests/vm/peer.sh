@@ -1,7 +1,7 @@
 # The upstream C stack as a peer: ib_core + ib_uverbs + rdma_rxe on one end
 # of a veth pair (no QEMU NIC needed). Runs as its own mode and inside check.
-. /rdma-rs/lib.sh
-. /rdma-rs/sysfs_compare.sh
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
+. "${RDMARS_DIR:-/rdma-rs}/sysfs_compare.sh"
 
 peer_up() {
 	t_check "modprobe ib_uverbs rdma_rxe" modprobe -a ib_uverbs rdma_rxe
@@ -50,11 +50,19 @@ peer_down() {
 	lsmod
 }
 
-if [ "${RDMARS_SOURCED:-}" != 1 ]; then
-	suite_begin vm_peer_rxe
+# vm_peer_rxe: the upstream stack up, ibv_devinfo, the workload, down.
+peer_rxe_suite() {
 	peer_up
 	peer_devinfo
 	peer_workload
 	peer_down
-	suite_end
-fi
+}
+
+# vm_sysfs_vs_rxe: our sysfs next to upstream rxe's (snapshots taken by
+# vm_core_sysfs_nldev and vm_peer_rxe).
+sysfs_vs_rxe_suite() {
+	sysfs_compare /tmp/sysfs-ours /tmp/sysfs-rxe
+}
+
+# Standalone: the VM mode `peer` (its suites are in suites.list).
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode peer

@@ -10,20 +10,8 @@
 # without destroying anything. The device: rdmars.stack=peer (default:
 # rdma_rxe on veth) or ours (mlx5_0 InfiniBand and mlx5_1 RoCE, alternately
 # in groups of four, the lanes out of phase).
-. /rdma-rs/lib.sh
-. /rdma-rs/ours.sh
-RDMARS_SOURCED=1 . /rdma-rs/peer.sh
-
-n=100
-jobs=2
-stack=peer
-for arg in $(cat /proc/cmdline); do
-	case "$arg" in
-	rdmars.n=*) n=${arg#rdmars.n=} ;;
-	rdmars.jobs=*) jobs=${arg#rdmars.jobs=} ;;
-	rdmars.stack=*) stack=${arg#rdmars.stack=} ;;
-	esac
-done
+# peer.sh (peer_up/peer_down) and ours.sh come with run_mode.
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 slab_kb() { awk '/^Slab:/ { print $2 }' /proc/meminfo; }
 res_counts() { rdma res | sed "s/^[0-9]*: //" | tr "\n" " "; }
@@ -67,56 +55,72 @@ lane() {
 	done
 }
 
-suite_begin "vm_soak_$stack"
-if [ "$stack" = peer ]; then
-	peer_up
-	dev=rxe0
-else
-	load_ours sim=ib,eth
-	dev=mlx5_0
-fi
-# One warm-up run per device so that one-time allocations are not counted
-# as growth.
-/rdma-rs/verbs_workload -d "$dev" -m 1 >/dev/null 2>&1
-[ "$stack" = peer ] || /rdma-rs/verbs_workload -d mlx5_1 -m 1 >/dev/null 2>&1
-echo 3 >/proc/sys/vm/drop_caches
-before_res=$(res_counts)
-before_slab=$(slab_kb)
-slab_caches >/tmp/slab.before
-: >/tmp/soak.runs
-t0=$(date +%s)
-l=0
-while [ $l -lt "$jobs" ]; do
-	lane $l &
-	l=$((l + 1))
-done
-wait
-t1=$(date +%s)
-echo 3 >/proc/sys/vm/drop_caches
-after_res=$(res_counts)
-after_slab=$(slab_kb)
-slab_caches >/tmp/slab.after
-fails=$(grep -c FAIL /tmp/soak.runs)
-runs=$(wc -l </tmp/soak.runs)
-echo "soak: $runs runs of verbs_workload ($stack, $jobs lanes) in $((t1 - t0)) s, $fails failed"
-echo "soak: restrack before: $before_res"
-echo "soak: restrack after:  $after_res"
-echo "soak: slab before ${before_slab} kB, after ${after_slab} kB, delta $((after_slab - before_slab)) kB"
-echo "soak: slab caches that grew most (bytes in use, before -> after):"
-awk 'NR == FNR { b[$1] = $2; next } { print $2 - b[$1], $1, b[$1] + 0, $2 }' /tmp/slab.before /tmp/slab.after |
-	sort -rn | head -n 8 |
-	awk '{ printf "soak:   %-28s %10d -> %10d (%+d)\n", $2, $3, $4, $1 }'
-if [ "$fails" = 0 ] && [ "$runs" = "$n" ]; then
-	t_ok "$n workload runs pass"
-else
-	t_fail "$n workload runs pass" "$fails of $runs failed"
-fi
-if [ "$before_res" = "$after_res" ]; then t_ok "restrack counts back to baseline"; else t_fail "restrack counts back to baseline"; fi
-if [ "$stack" != peer ]; then
-	for f in mlx5_ib_rs.rdma.0 mlx5_ib_rs.rdma.1; do
-		t_check "$f: the simulator holds only the kernel PD and UAR after $n runs" fwsim_resources_probed $f
+# vm_soak (suite of mode soak). Its settings and the lanes' shared state
+# are globals: the lanes run as background subshells of this function.
+soak_suite() {
+	local arg l fails runs before_res after_res before_slab after_slab t1 f
+	n=100
+	jobs=2
+	stack=peer
+	for arg in $(cat /proc/cmdline); do
+		case "$arg" in
+		rdmars.n=*) n=${arg#rdmars.n=} ;;
+		rdmars.jobs=*) jobs=${arg#rdmars.jobs=} ;;
+		rdmars.stack=*) stack=${arg#rdmars.stack=} ;;
+		esac
 	done
-fi
-if [ "$stack" = peer ]; then peer_down; else unload_ours; fi
-kmemleak_check
-suite_end
+	echo "soak: stack $stack, $n runs, $jobs lanes"
+	if [ "$stack" = peer ]; then
+		peer_up
+		dev=rxe0
+	else
+		load_ours sim=ib,eth
+		dev=mlx5_0
+	fi
+	# One warm-up run per device so that one-time allocations are not counted
+	# as growth.
+	/rdma-rs/verbs_workload -d "$dev" -m 1 >/dev/null 2>&1
+	[ "$stack" = peer ] || /rdma-rs/verbs_workload -d mlx5_1 -m 1 >/dev/null 2>&1
+	echo 3 >/proc/sys/vm/drop_caches
+	before_res=$(res_counts)
+	before_slab=$(slab_kb)
+	slab_caches >/tmp/slab.before
+	: >/tmp/soak.runs
+	t0=$(date +%s)
+	l=0
+	while [ $l -lt "$jobs" ]; do
+		lane $l &
+		l=$((l + 1))
+	done
+	wait
+	t1=$(date +%s)
+	echo 3 >/proc/sys/vm/drop_caches
+	after_res=$(res_counts)
+	after_slab=$(slab_kb)
+	slab_caches >/tmp/slab.after
+	fails=$(grep -c FAIL /tmp/soak.runs)
+	runs=$(wc -l </tmp/soak.runs)
+	echo "soak: $runs runs of verbs_workload ($stack, $jobs lanes) in $((t1 - t0)) s, $fails failed"
+	echo "soak: restrack before: $before_res"
+	echo "soak: restrack after:  $after_res"
+	echo "soak: slab before ${before_slab} kB, after ${after_slab} kB, delta $((after_slab - before_slab)) kB"
+	echo "soak: slab caches that grew most (bytes in use, before -> after):"
+	awk 'NR == FNR { b[$1] = $2; next } { print $2 - b[$1], $1, b[$1] + 0, $2 }' /tmp/slab.before /tmp/slab.after |
+		sort -rn | head -n 8 |
+		awk '{ printf "soak:   %-28s %10d -> %10d (%+d)\n", $2, $3, $4, $1 }'
+	if [ "$fails" = 0 ] && [ "$runs" = "$n" ]; then
+		t_ok "$n workload runs pass"
+	else
+		t_fail "$n workload runs pass" "$fails of $runs failed"
+	fi
+	if [ "$before_res" = "$after_res" ]; then t_ok "restrack counts back to baseline"; else t_fail "restrack counts back to baseline"; fi
+	if [ "$stack" != peer ]; then
+		for f in mlx5_ib_rs.rdma.0 mlx5_ib_rs.rdma.1; do
+			t_check "$f: the simulator holds only the kernel PD and UAR after $n runs" fwsim_resources_probed $f
+		done
+	fi
+	if [ "$stack" = peer ]; then peer_down; else unload_ours; fi
+	kmemleak_check
+}
+
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode soak

@@ -1,6 +1,6 @@
 # Data-path suites on the firmware simulator: Debian's unmodified rdma-core
-# example programs and perftest through libmlx5. Sourced by check.sh
-# (RDMARS_SOURCED=1) or run as the VM mode `traffic`.
+# example programs and perftest through libmlx5 (suites of suites.list; the
+# VM mode `traffic` = `make traffic` runs them alone).
 #  - vm_pingpong: ibv_rc_pingpong (default, -e, -s 32, -c), ibv_uc_pingpong and
 #    ibv_ud_pingpong with both ends on one function (IB, and RoCE with -g) and
 #    between two functions of one fabric, over TCP on 127.0.0.1.
@@ -10,19 +10,15 @@
 #    layers and on upstream rdma_rxe, compared case by case.
 # The functions: sim=ib,ib,eth,eth gives mlx5_0 and mlx5_1 (one InfiniBand
 # fabric) and mlx5_2 and mlx5_3 (one Ethernet fabric).
-. /rdma-rs/lib.sh
-. /rdma-rs/ours.sh
-_traffic_sourced=${RDMARS_SOURCED:-}
-RDMARS_SOURCED=1 . /rdma-rs/peer.sh
-RDMARS_SOURCED=$_traffic_sourced
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 TRAFFIC_SIM=sim=ib,ib,eth,eth
 # RoCE v2 is GID index 1 of the simulated RoCE ports (index 0 is v1).
 ROCE_GID=1
-_tport=18600
+_tr_port=18600
 
 # Waits until something listens on TCP port $1 (at most ~10 s).
-_wait_listen() {
+tr_wait_listen() {
 	local i=0
 	while [ $i -lt 100 ]; do
 		netstat -ltn 2>/dev/null | grep -q ":$1 " && return 0
@@ -32,24 +28,24 @@ _wait_listen() {
 	return 1
 }
 
-# pair DESCRIPTION PROG "SERVER ARGS" "CLIENT ARGS" [WANT]: runs the server
+# tr_pair DESCRIPTION PROG "SERVER ARGS" "CLIENT ARGS" [WANT]: runs the server
 # in the background and the client against 127.0.0.1 with a TCP port of
 # their own; passes when both exit 0 and both printed WANT (a regular
 # expression; default: pingpong's "iters in" line). Both outputs are shown.
-pair() {
+tr_pair() {
 	local d=$1 prog=$2 sargs=$3 cargs=$4 want=${5:-' iters in '} s src crc
-	_tport=$((_tport + 1))
-	echo "+ $prog $sargs -p $_tport & $prog $cargs -p $_tport 127.0.0.1"
-	timeout 180 $prog $sargs -p $_tport >/tmp/pair-s.out 2>&1 &
+	_tr_port=$((_tr_port + 1))
+	echo "+ $prog $sargs -p $_tr_port & $prog $cargs -p $_tr_port 127.0.0.1"
+	timeout 180 $prog $sargs -p $_tr_port >/tmp/pair-s.out 2>&1 &
 	s=$!
-	if ! _wait_listen $_tport; then
+	if ! tr_wait_listen $_tr_port; then
 		kill $s 2>/dev/null
 		wait $s
 		sed 's/^/    server| /' /tmp/pair-s.out | tail -n 20
 		t_fail "$d" "server never listened"
 		return
 	fi
-	timeout 180 $prog $cargs -p $_tport 127.0.0.1 >/tmp/pair-c.out 2>&1
+	timeout 180 $prog $cargs -p $_tr_port 127.0.0.1 >/tmp/pair-c.out 2>&1
 	crc=$?
 	wait $s
 	src=$?
@@ -64,7 +60,7 @@ pair() {
 }
 
 # The simulator and restrack hold only what the bound functions hold.
-traffic_baseline() {
+tr_baseline() {
 	local n
 	for n in 0 1 2 3; do
 		t_check "mlx5_ib_rs.rdma.$n holds only the kernel PD and UAR after $1" \
@@ -80,19 +76,19 @@ pingpong_suite() {
 	for d in mlx5_0 mlx5_2; do
 		local g=""
 		[ $d = mlx5_2 ] && g="-g $ROCE_GID"
-		pair "ibv_rc_pingpong on $d (default: 4096 B x 1000)" ibv_rc_pingpong "-d $d $g" "-d $d $g"
-		pair "ibv_rc_pingpong -e on $d (completion events)" ibv_rc_pingpong "-d $d $g -e -n 200" "-d $d $g -e -n 200"
-		pair "ibv_rc_pingpong -s 32 on $d (inline)" ibv_rc_pingpong "-d $d $g -s 32 -n 500" "-d $d $g -s 32 -n 500"
-		pair "ibv_rc_pingpong -c on $d (data checked)" ibv_rc_pingpong "-d $d $g -c -n 200" "-d $d $g -c -n 200"
-		pair "ibv_uc_pingpong on $d" ibv_uc_pingpong "-d $d $g -n 200" "-d $d $g -n 200"
-		pair "ibv_ud_pingpong on $d" ibv_ud_pingpong "-d $d $g -n 200" "-d $d $g -n 200"
+		tr_pair "ibv_rc_pingpong on $d (default: 4096 B x 1000)" ibv_rc_pingpong "-d $d $g" "-d $d $g"
+		tr_pair "ibv_rc_pingpong -e on $d (completion events)" ibv_rc_pingpong "-d $d $g -e -n 200" "-d $d $g -e -n 200"
+		tr_pair "ibv_rc_pingpong -s 32 on $d (inline)" ibv_rc_pingpong "-d $d $g -s 32 -n 500" "-d $d $g -s 32 -n 500"
+		tr_pair "ibv_rc_pingpong -c on $d (data checked)" ibv_rc_pingpong "-d $d $g -c -n 200" "-d $d $g -c -n 200"
+		tr_pair "ibv_uc_pingpong on $d" ibv_uc_pingpong "-d $d $g -n 200" "-d $d $g -n 200"
+		tr_pair "ibv_ud_pingpong on $d" ibv_ud_pingpong "-d $d $g -n 200" "-d $d $g -n 200"
 	done
 	# Two functions of one fabric.
-	pair "ibv_rc_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_rc_pingpong "-d mlx5_0 -n 300" "-d mlx5_1 -n 300"
-	pair "ibv_rc_pingpong mlx5_2 <-> mlx5_3 (Ethernet fabric)" ibv_rc_pingpong \
+	tr_pair "ibv_rc_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_rc_pingpong "-d mlx5_0 -n 300" "-d mlx5_1 -n 300"
+	tr_pair "ibv_rc_pingpong mlx5_2 <-> mlx5_3 (Ethernet fabric)" ibv_rc_pingpong \
 		"-d mlx5_2 -g $ROCE_GID -n 300" "-d mlx5_3 -g $ROCE_GID -n 300"
-	pair "ibv_ud_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_ud_pingpong "-d mlx5_0 -n 200" "-d mlx5_1 -n 200"
-	traffic_baseline "the pingpongs"
+	tr_pair "ibv_ud_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_ud_pingpong "-d mlx5_0 -n 200" "-d mlx5_1 -n 200"
+	tr_baseline "the pingpongs"
 	unload_ours
 }
 
@@ -106,14 +102,14 @@ perftest_suite() {
 		x=""
 		[ $d = mlx5_2 ] && x="-x $ROCE_GID"
 		for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw; do
-			pair "$t on $d" $t "-d $d $x -F -n 500" "-d $d $x -F -n 500" "$PERF_WANT"
+			tr_pair "$t on $d" $t "-d $d $x -F -n 500" "-d $d $x -F -n 500" "$PERF_WANT"
 		done
 		for t in ib_send_lat ib_write_lat; do
-			pair "$t on $d" $t "-d $d $x -F -n 500" "-d $d $x -F -n 500" "$PERF_WANT"
+			tr_pair "$t on $d" $t "-d $d $x -F -n 500" "-d $d $x -F -n 500" "$PERF_WANT"
 		done
-		pair "ib_send_bw -c UD on $d" ib_send_bw "-d $d $x -F -c UD -n 500" "-d $d $x -F -c UD -n 500" "$PERF_WANT"
+		tr_pair "ib_send_bw -c UD on $d" ib_send_bw "-d $d $x -F -c UD -n 500" "-d $d $x -F -c UD -n 500" "$PERF_WANT"
 	done
-	traffic_baseline "perftest"
+	tr_baseline "perftest"
 	unload_ours
 }
 
@@ -128,7 +124,7 @@ traffic_suite() {
 	grep '^C ' /tmp/import.out >/tmp/traffic-mlx5_0.c
 	t_import "traffic mlx5_2 (RoCE)" /rdma-rs/traffic -d mlx5_2 -g $ROCE_GID -s $TRAFFIC_SEED
 	grep '^C ' /tmp/import.out >/tmp/traffic-mlx5_2.c
-	traffic_baseline "the traffic test"
+	tr_baseline "the traffic test"
 	unload_ours
 }
 
@@ -153,21 +149,4 @@ traffic_vs_rxe_suite() {
 	done
 }
 
-if [ -z "${RDMARS_SOURCED:-}" ]; then
-	kmemleak_clear
-	suite_begin vm_pingpong
-	pingpong_suite
-	suite_end
-	suite_begin vm_perftest
-	perftest_suite
-	suite_end
-	suite_begin vm_traffic
-	traffic_suite
-	suite_end
-	suite_begin vm_traffic_vs_rxe
-	traffic_vs_rxe_suite
-	suite_end
-	suite_begin vm_traffic_kmemleak
-	kmemleak_check
-	suite_end
-fi
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode traffic

@@ -1,7 +1,7 @@
 # uverbs through real rdma-core: the mock device (rdma_rs_mock, driver id
 # RXE = 14) served by our uverbs, seen by librxe; the raw ABI checks; the same
 # checks against the upstream peer. Runs as its own mode and inside check.
-. /rdma-rs/lib.sh
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 uverbs_suite() {
 	t_check "insmod ib_core_rs" insmod $RDMARS_MODS/ib_core_rs.ko
@@ -140,18 +140,5 @@ uverbs_peer_suite() {
 	modprobe -r veth
 }
 
-if [ "${RDMARS_SOURCED:-}" != 1 ]; then
-	kmemleak_clear
-	suite_begin vm_uverbs
-	uverbs_suite
-	suite_end
-	suite_begin vm_uverbs_unplug
-	uverbs_unplug_suite
-	suite_end
-	suite_begin vm_uverbs_peer
-	uverbs_peer_suite
-	suite_end
-	suite_begin vm_uverbs_leaks
-	kmemleak_check
-	suite_end
-fi
+# Standalone: the VM mode `uverbs` (its suites are in suites.list).
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode uverbs
