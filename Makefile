@@ -12,6 +12,8 @@
 #   make bench-uverbs  uverbs round trips (QUERY_PORT, PD alloc+dealloc), ours vs upstream
 #   make bench-traffic ib_send_lat and ib_write_bw through libmlx5 (ours) vs rdma_rxe
 #   make traffic       the data-path suites alone (pingpong, perftest, traffic test)
+#   make fuzz N=... SEED=...  the uverbs fuzzer: ours (mock, both mlx5 functions) and
+#                      upstream rxe with the same seed, compared; removal raced (VERBOSE=1: every call)
 #
 # KDIR=<kernel build tree> builds the modules for your own kernel (it must
 # be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
@@ -28,7 +30,7 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic fuzz clean
 
 all: modules
 
@@ -94,6 +96,16 @@ bench-traffic: modules
 traffic: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/vm.sh traffic "$$kb" $(TOP)/out/logs/traffic.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode traffic out/logs/traffic.log
+
+# make fuzz N=20000 SEED=1 [VERBOSE=1]: the uverbs fuzzer's suites (tests/vm/fuzz.sh)
+# with N steps per run; a failing seed reruns with the same SEED (and N).
+SEED ?= 1
+fuzz: modules
+	@kb=$(KDIR_CMD) && RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-14400} \
+	RDMARS_VM_ARGS="rdmars.n=$(or $(N_FUZZ),$(N)) rdmars.seed=$(SEED) $(if $(VERBOSE),rdmars.verbose=1)" \
+	$(TOP)/tools/vm.sh fuzz "$$kb" $(TOP)/out/logs/fuzz.log; \
+	grep -E '^ *(fuzz:|diff:|DIVERGENCE)' $(TOP)/out/logs/fuzz.log; \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode fuzz out/logs/fuzz.log
 
 clean:
 	@kb=$$(ls -d $${RDMA_RS_CACHE:-/var/cache/rdma-rs}/kbuild-* 2>/dev/null | head -n1); \

@@ -22,6 +22,12 @@ for src in "$here"/tests/userspace/*.c; do
 		gcc -O2 -Wall -Wextra -Werror -o "$bin" "$src" -libverbs || die "building $src failed"
 	fi
 done
+# The uverbs fuzzer (host/uverbs-fuzz), linked statically: it needs no
+# library that the initramfs does not carry.
+(cd "$here" && RUSTFLAGS="-C target-feature=+crt-static" cargo build --quiet --release \
+	-p rdma-rs-uverbs-fuzz --target x86_64-unknown-linux-gnu --target-dir "$here/out/fuzz-target") ||
+	die "building the uverbs fuzzer failed"
+cp "$here/out/fuzz-target/x86_64-unknown-linux-gnu/release/uverbs_fuzz" "$here/out/vm-bin/uverbs_fuzz"
 timed "vm: initramfs" "$here/tools/initramfs.sh" "$kb" "$initrd"
 
 qemu=(qemu-system-x86_64 -accel tcg -m "${RDMARS_VM_MEM:-3G}" -smp 2 -nographic -no-reboot -nic none

@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The sequence: one step at a time, a random operation on the uverbs
+//! files (ioctl, write, mmap, munmap, close and reopen, dup, fork, threads),
+//! every call recorded in the statistics, the recent-call ring and, for the
+//! main sequence, the trace that the differential mode compares.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+
+use crate::rng::Rng;
+use crate::state::{FileSlot, Handle, Pool};
+use crate::stats::Stats;
+use crate::sys;
+
+/// Uverbs file slots per sequence.
+pub(crate) const NFILES: usize = 3;
+/// Calls kept for the report of a kernel finding.
+pub(crate) const RING: usize = 64;
+/// Steps a forked child runs; steps each of the two threads runs.
+const CHILD_STEPS: u32 = 24;
+const THREAD_STEPS: u32 = 48;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    Main,
+    Child,
+    Thread,
+}
+
+/// Memory the calls point at: a buffer that MRs register, and an address
+/// whose first page is mapped and the next one is not (for pointers that
+/// start valid and run off the end).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Memory {
+    pub(crate) mr_buf: u64,
+    pub(crate) edge: u64,
+}
+
+impl Memory {
+    pub(crate) fn new() -> Self {
+        let mr_len = 16 * 4096;
+        let mr_buf = sys::mmap_anon(mr_len, false);
+        let two = sys::mmap_anon(2 * 4096, false);
+        sys::munmap_addr(two + 4096, 4096);
+        Self {
+            mr_buf,
+            edge: two + 4096,
+        }
+    }
+
+    /// A bad pointer of one of the kinds the kernel must refuse with
+    /// EFAULT (or treat as the spec says): one draw.
+    pub(crate) fn bad_ptr(&self, rng: &mut Rng, len: usize) -> (u64, &'static str) {
+        match rng.below(5) {
+            0 => (0, "null"),
+            1 => (1, "unaligned-low"),
+            2 => (0xffff_8880_0000_0000, "kernel"),
+            3 => (self.edge, "unmapped"),
+            _ => (self.edge - (len as u64 / 2).max(1), "straddle"),
+        }
+    }
+}
+
+pub(crate) struct Fuzzer {
+    pub(crate) rng: Rng,
+    pub(crate) role: Role,
+    pub(crate) dev: String,
+    pub(crate) driver_id: u32,
+    pub(crate) files: [Option<FileSlot>; NFILES],
+    pub(crate) next_file: u32,
+    pub(crate) pool: Pool,
+    pub(crate) maps: Vec<(u64, usize)>,
+    pub(crate) mem: Memory,
+    pub(crate) stats: Stats,
+    pub(crate) ring: VecDeque<String>,
+    pub(crate) trace: Option<File>,
+    pub(crate) verbose: bool,
+    pub(crate) step_no: u64,
+    sub: u32,
+    /// Calls of forked children (they report through their exit status).
+    pub(crate) child_calls: u64,
+    pub(crate) threads_enabled: bool,
+    /// `-u`: never send the GET_CONTEXT ioctl (upstream 7.3 leaks a task
+    /// reference when it fails on a file that has a context; see
+    /// tests/userspace/uverbs_abi.c). Contexts come from the write command.
+    pub(crate) no_ioctl_get_context: bool,
+}
+
+/// One call's outcome, as `record()` takes it.
+pub(crate) struct Call<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) desc: String,
+    pub(crate) errno: i32,
+    /// Compared in the differential mode (see `Documentation/testing.md`,
+    /// "What the differential mode compares").
+    pub(crate) compare: bool,
+}
+
+impl Fuzzer {
+    pub(crate) fn new(seed: u64, dev: &str, driver_id: u32, mem: Memory) -> Self {
+        Self {
+            rng: Rng::new(seed),
+            role: Role::Main,
+            dev: dev.to_string(),
+            driver_id,
+            files: [None; NFILES],
+            next_file: 1,
+            pool: Pool::default(),
+            maps: Vec::new(),
+            mem,
+            stats: Stats::default(),
+            ring: VecDeque::with_capacity(RING),
+            trace: None,
+            verbose: false,
+            step_no: 0,
+            sub: 0,
+            child_calls: 0,
+            threads_enabled: true,
+            no_ioctl_get_context: false,
+        }
+    }
+
+    /// Prints a call before it is made (`-v`: a sequence that panics the
+    /// kernel is then on the console up to its last call).
+    pub(crate) fn announce(&self, what: &str) {
+        if self.verbose {
+            println!("fuzz| {} {what}", self.step_no);
+        }
+    }
+
+    pub(crate) fn record(&mut self, c: Call<'_>) {
+        self.stats.record(c.key, c.errno);
+        let line = format!(
+            "{}.{}\t{}\t{}",
+            self.step_no,
+            self.sub,
+            crate::names::errno(c.errno),
+            c.desc
+        );
+        self.sub += 1;
+        if self.ring.len() == RING {
+            self.ring.pop_front();
+        }
+        if self.verbose {
+            println!("fuzz| = {line}");
+        }
+        if c.compare && self.role == Role::Main {
+            if let Some(t) = self.trace.as_mut() {
+                let _ = writeln!(t, "{line}");
+            }
+        }
+        self.ring.push_back(line);
+    }
+
+    /// The fd of slot `i` and its file identity, if the slot is open.
+    pub(crate) fn slot(&self, i: usize) -> Option<FileSlot> {
+        self.files[i]
+    }
+
+    /// A slot to act on: one draw.
+    pub(crate) fn any_slot(&mut self) -> (usize, Option<FileSlot>) {
+        let i = self.rng.below(NFILES);
+        (i, self.files[i])
+    }
+
+    /// Opens the files the sequence starts with, each with a context.
+    pub(crate) fn start(&mut self) {
+        for i in 0..NFILES {
+            self.reopen(i, true);
+        }
+    }
+
+    fn reopen(&mut self, i: usize, with_ctx: bool) {
+        self.announce("open");
+        match sys::open_rdwr(&self.dev) {
+            Ok(fd) => {
+                let file = self.next_file;
+                self.next_file += 1;
+                self.files[i] = Some(FileSlot {
+                    fd,
+                    file,
+                    has_ctx: false,
+                    owned: true,
+                });
+                self.record(Call {
+                    key: "open",
+                    desc: "open".into(),
+                    errno: 0,
+                    compare: true,
+                });
+                if with_ctx {
+                    self.get_context(i);
+                }
+            }
+            Err(e) => {
+                self.files[i] = None;
+                self.record(Call {
+                    key: "open",
+                    desc: "open".into(),
+                    errno: e,
+                    compare: true,
+                });
+            }
+        }
+    }
+
+    /// One step of the sequence. The choice of operation is one draw;
+    /// every operation draws a fixed number of values for its decisions.
+    pub(crate) fn step(&mut self) {
+        self.step_no += 1;
+        self.sub = 0;
+        let op = self.rng.below(1000);
+        match op {
+            0..=479 => self.ioctl_step(),
+            480..=819 => self.write_step(),
+            820..=869 => self.mmap_step(),
+            870..=899 => self.munmap_step(),
+            900..=939 => self.close_step(),
+            940..=969 => self.dup_step(),
+            970..=984 => self.raw_bad_step(),
+            985..=994 => self.fork_step(),
+            _ => self.threads_step(),
+        }
+    }
+
+    fn mmap_step(&mut self) {
+        let (_, s) = self.any_slot();
+        let pgoff = match self.rng.below(6) {
+            0 | 1 => 0,
+            2 => 1,
+            3 => 2,
+            4 => 0x100 + self.rng.below(4) as u64,
+            _ => self.rng.next() & 0xf_ffff,
+        };
+        let pages = 1 + self.rng.below(2);
+        let private = self.rng.chance(1, 8);
+        let Some(s) = s else { return };
+        self.announce("mmap");
+        let r = sys::mmap_file(s.fd, pages * 4096, pgoff, private);
+        let e = match r {
+            Ok(a) => {
+                self.maps.push((a, pages * 4096));
+                0
+            }
+            Err(e) => e,
+        };
+        // Offsets are the driver's: not compared.
+        self.record(Call {
+            key: "mmap",
+            desc: format!("mmap pgoff {pgoff:#x} pages {pages} private {private}"),
+            errno: e,
+            compare: false,
+        });
+    }
+
+    fn munmap_step(&mut self) {
+        let i = self.rng.below(self.maps.len());
+        if self.maps.is_empty() {
+            return;
+        }
+        let (a, l) = self.maps.swap_remove(i);
+        self.announce("munmap");
+        let e = sys::munmap_addr(a, l);
+        self.record(Call {
+            key: "munmap",
+            desc: "munmap".into(),
+            errno: e,
+            compare: false,
+        });
+    }
+
+    /// Close a slot (its objects go when the file's last fd does) and open
+    /// a new file in it, most often with a context.
+    fn close_step(&mut self) {
+        let (i, s) = self.any_slot();
+        let with_ctx = !self.rng.chance(1, 10);
+        if self.role == Role::Thread {
+            // A thread shares the main's fd table: it never closes.
+            return;
+        }
+        if let Some(s) = s {
+            self.announce("close");
+            let e = sys::close_fd(s.fd);
+            self.files[i] = None;
+            self.record(Call {
+                key: "close",
+                desc: "close".into(),
+                errno: e,
+                compare: true,
+            });
+            if !self.files.iter().flatten().any(|o| o.file == s.file) {
+                for fd in self.pool.file_closed(s.file) {
+                    sys::close_fd(fd);
+                }
+            }
+        }
+        self.reopen(i, with_ctx);
+    }
+
+    /// dup() one slot's fd into another: two fds, one file.
+    fn dup_step(&mut self) {
+        let (_, src) = self.any_slot();
+        let (j, dst) = self.any_slot();
+        if self.role == Role::Thread {
+            return;
+        }
+        let Some(src) = src else { return };
+        if let Some(d) = dst {
+            if d.fd == src.fd {
+                return;
+            }
+        }
+        self.announce("dup");
+        match sys::dup_fd(src.fd) {
+            Ok(fd) => {
+                if let Some(d) = dst {
+                    sys::close_fd(d.fd);
+                    self.files[j] = None;
+                    if !self.files.iter().flatten().any(|o| o.file == d.file) && d.file != src.file
+                    {
+                        for fd in self.pool.file_closed(d.file) {
+                            sys::close_fd(fd);
+                        }
+                    }
+                }
+                self.files[j] = Some(FileSlot {
+                    fd,
+                    owned: true,
+                    ..src
+                });
+                self.record(Call {
+                    key: "dup",
+                    desc: "dup".into(),
+                    errno: 0,
+                    compare: true,
+                });
+            }
+            Err(e) => self.record(Call {
+                key: "dup",
+                desc: "dup".into(),
+                errno: e,
+                compare: true,
+            }),
+        }
+    }
+
+    /// A forked child continues the sequence on the inherited fds (its own
+    /// generator, forked from ours) and exits; the parent waits.
+    fn fork_step(&mut self) {
+        let rng = self.rng.fork();
+        if self.role != Role::Main {
+            return;
+        }
+        let _ = std::io::stdout().flush();
+        self.announce("fork");
+        match sys::fork_process() {
+            Ok(0) => {
+                self.role = Role::Child;
+                self.rng = rng;
+                self.pool = self.pool.borrowed();
+                self.trace = None;
+                self.maps.clear();
+                for _ in 0..CHILD_STEPS {
+                    self.step();
+                }
+                sys::exit_now(self.stats.calls.min(200) as i32);
+            }
+            Ok(pid) => {
+                let st = sys::wait_child(pid);
+                if (0..=200).contains(&st) {
+                    self.child_calls += st as u64;
+                }
+                self.record(Call {
+                    key: "fork",
+                    desc: "fork".into(),
+                    errno: if (0..=200).contains(&st) { 0 } else { st },
+                    compare: false,
+                });
+            }
+            Err(e) => self.record(Call {
+                key: "fork",
+                desc: "fork".into(),
+                errno: e,
+                compare: false,
+            }),
+        }
+    }
+
+    /// Two threads run steps concurrently on the same files (their own
+    /// objects only: the main sequence's handles are read, never
+    /// destroyed, so the main sequence stays deterministic).
+    fn threads_step(&mut self) {
+        let seeds = [self.rng.fork(), self.rng.fork()];
+        if self.role != Role::Main || !self.threads_enabled {
+            return;
+        }
+        self.announce("threads");
+        let mut kids: Vec<Fuzzer> = seeds
+            .into_iter()
+            .map(|rng| {
+                let mut f = Fuzzer::new(0, &self.dev, self.driver_id, self.mem);
+                f.rng = rng;
+                f.role = Role::Thread;
+                f.no_ioctl_get_context = self.no_ioctl_get_context;
+                f.files = self.files;
+                for s in f.files.iter_mut().flatten() {
+                    s.owned = false;
+                }
+                f.next_file = self.next_file;
+                f.pool = self.pool.borrowed();
+                f
+            })
+            .collect();
+        std::thread::scope(|sc| {
+            for k in kids.iter_mut() {
+                sc.spawn(move || {
+                    for _ in 0..THREAD_STEPS {
+                        k.step();
+                    }
+                    for (a, l) in k.maps.drain(..) {
+                        sys::munmap_addr(a, l);
+                    }
+                });
+            }
+        });
+        for k in &kids {
+            self.stats.merge(&k.stats);
+        }
+        self.record(Call {
+            key: "threads",
+            desc: "threads".into(),
+            errno: 0,
+            compare: false,
+        });
+    }
+
+    /// The whole argument is a bad pointer: ioctl and write.
+    fn raw_bad_step(&mut self) {
+        let (_, s) = self.any_slot();
+        let is_write = self.rng.chance(1, 2);
+        let (p, what) = self.mem.bad_ptr(&mut self.rng, 24);
+        let len = [8usize, 24, 4096][self.rng.below(3)];
+        let Some(s) = s else { return };
+        self.announce("bad pointer");
+        let (key, e) = if is_write {
+            ("write badptr", sys::write_addr(s.fd, p, len))
+        } else {
+            (
+                "ioctl badptr",
+                sys::ioctl_addr(s.fd, crate::abi::ioctl::RDMA_VERBS_IOCTL, p),
+            )
+        };
+        self.record(Call {
+            key,
+            desc: format!("{key} {what} len {len}"),
+            errno: e,
+            compare: true,
+        });
+    }
+
+    /// Adds a handle a successful create returned.
+    pub(crate) fn add_handle(&mut self, file: u32, obj: u16, value: u32) {
+        self.pool.add(Handle {
+            file,
+            obj,
+            value,
+            live: true,
+            owned: true,
+        });
+    }
+
+    /// Closes what is left (the kernel must clean up whatever the sequence
+    /// left behind) and unmaps the mappings.
+    pub(crate) fn finish(&mut self) {
+        for (a, l) in self.maps.drain(..) {
+            sys::munmap_addr(a, l);
+        }
+        for s in self.files.iter_mut() {
+            if let Some(f) = s.take() {
+                sys::close_fd(f.fd);
+            }
+        }
+        for h in &self.pool.handles {
+            if h.live && h.owned && crate::state::is_fd_object(h.obj) {
+                sys::close_fd(h.value as i32);
+            }
+        }
+    }
+}

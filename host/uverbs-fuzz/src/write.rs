@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! write() commands from `std_types::WRITE_OBJECTS`: the header and core
+//! request of the declared sizes, the fields that name objects filled with
+//! handles of this file, then one field mutated (header words, command
+//! bits, the extended header, the response pointer, a handle, a count, the
+//! write length, the buffer pointer).
+
+use crate::abi::ids::{cmd, obj};
+use crate::abi::spec::ObjectSpec;
+use crate::abi::std_types::WRITE_OBJECTS;
+use crate::abi::write::{CmdHdr, ExCmdHdr, WriteCmdSpec};
+use crate::fuzzer::{Call, Fuzzer};
+use crate::names;
+use crate::state::{handle_mutation, Pick};
+
+/// Driver data in and out of the creates: room for every driver's response
+/// (rxe's `mminfo`s, mlx5's create responses).
+const UDATA_OUT: usize = 64;
+
+#[derive(Clone, Copy)]
+enum F {
+    /// A u32 handle of the object type.
+    H(u16),
+    /// A handle being destroyed.
+    D(u16),
+    /// An fd of the object type, or -1.
+    Fd(u16),
+    U8(u8),
+    U16(u16),
+    U32(u32),
+    U64(u64),
+    /// The fuzzer's MR buffer address.
+    Mem,
+}
+
+/// The request fields that matter, `(offset, field)`, per command, from
+/// the 7.3 uapi structs (`struct ib_uverbs_<cmd>`).
+fn fields(c: u32, ex: bool) -> &'static [(usize, F)] {
+    use F::*;
+    match (c, ex) {
+        (cmd::DEALLOC_PD, false) => &[(0, D(obj::PD))],
+        (cmd::CREATE_AH, false) => &[
+            (16, H(obj::PD)),
+            (45, U8(64)),
+            (53, U8(1)),
+            (54, U8(1)),
+            (24, U8(0xfe)),
+            (25, U8(0x80)),
+        ],
+        (cmd::DESTROY_AH, false) => &[(0, D(obj::AH))],
+        (cmd::CREATE_CQ, false) => &[(16, U32(16)), (24, Fd(obj::COMP_CHANNEL))],
+        (cmd::DESTROY_CQ, false) => &[(8, D(obj::CQ))],
+        (cmd::POLL_CQ, false) => &[(8, H(obj::CQ)), (12, U32(1))],
+        (cmd::REQ_NOTIFY_CQ, false) => &[(0, H(obj::CQ))],
+        (cmd::RESIZE_CQ, false) => &[(8, H(obj::CQ)), (12, U32(32))],
+        (cmd::EX_CREATE_CQ, true) => &[(8, U32(16)), (16, Fd(obj::COMP_CHANNEL))],
+        (cmd::EX_MODIFY_CQ, true) => &[(0, H(obj::CQ)), (4, U32(1)), (8, U16(1)), (10, U16(1))],
+        (cmd::QUERY_PORT, false) => &[(8, U8(1))],
+        (cmd::DEREG_MR, false) => &[(0, D(obj::MR))],
+        (cmd::REG_MR, false) => &[
+            (8, Mem),
+            (16, U64(4096)),
+            (24, Mem),
+            (32, H(obj::PD)),
+            (36, U32(1)),
+        ],
+        (cmd::CREATE_QP, false) => &[
+            (16, H(obj::PD)),
+            (20, H(obj::CQ)),
+            (24, H(obj::CQ)),
+            (32, U32(4)),
+            (36, U32(4)),
+            (40, U32(1)),
+            (44, U32(1)),
+            (53, U8(2)),
+        ],
+        (cmd::DESTROY_QP, false) => &[(8, D(obj::QP))],
+        (cmd::MODIFY_QP, false) => &[(64, H(obj::QP)), (68, U32(1)), (96, U8(6))],
+        (cmd::POST_SEND, false) | (cmd::POST_RECV, false) => &[(8, H(obj::QP))],
+        (cmd::QUERY_QP, false) => &[(8, H(obj::QP)), (12, U32(1))],
+        (cmd::EX_CREATE_QP, true) => &[
+            (8, H(obj::PD)),
+            (12, H(obj::CQ)),
+            (16, H(obj::CQ)),
+            (24, U32(4)),
+            (28, U32(4)),
+            (32, U32(1)),
+            (36, U32(1)),
+            (45, U8(2)),
+        ],
+        (cmd::EX_MODIFY_QP, true) => &[(64, H(obj::QP)), (68, U32(1)), (96, U8(6))],
+        _ => &[],
+    }
+}
+
+/// What a successful create returns at the start of its response.
+fn creates(c: u32, ex: bool) -> Option<u16> {
+    Some(match (c, ex) {
+        (cmd::ALLOC_PD, false) => obj::PD,
+        (cmd::CREATE_AH, false) => obj::AH,
+        (cmd::CREATE_COMP_CHANNEL, false) => obj::COMP_CHANNEL,
+        (cmd::CREATE_CQ, false) | (cmd::EX_CREATE_CQ, true) => obj::CQ,
+        (cmd::REG_MR, false) => obj::MR,
+        (cmd::CREATE_QP, false) | (cmd::EX_CREATE_QP, true) => obj::QP,
+        (cmd::GET_CONTEXT, false) => obj::ASYNC_EVENT,
+        _ => return None,
+    })
+}
+
+/// Whether the differential mode compares a call: not when driver data was
+/// mutated (the driver's to judge), nor when a handle field found nothing
+/// of its kind and carries a small number that may name some other object
+/// (the outcome then depends on object numbers).
+pub(crate) fn comparable(desc: &str, udata_touched: bool) -> bool {
+    !udata_touched && !desc.contains(":none") && !desc.contains(" none")
+}
+
+fn put(b: &mut [u8], off: usize, bytes: &[u8]) {
+    if let Some(d) = b.get_mut(off..off + bytes.len()) {
+        d.copy_from_slice(bytes);
+    }
+}
+
+impl Fuzzer {
+    /// GET_CONTEXT by write() on slot `i` (a new file's usual first call).
+    pub(crate) fn get_context(&mut self, i: usize) {
+        let spec = WRITE_OBJECTS
+            .iter()
+            .flat_map(|o| o.writes.iter())
+            .find(|w| w.cmd == cmd::GET_CONTEXT && !w.is_ex)
+            .copied();
+        if let (Some(w), Some(s)) = (spec, self.slot(i)) {
+            self.write_one(&w, s, false, 0, 0, 0);
+        }
+    }
+
+    pub(crate) fn write_step(&mut self) {
+        let all: Vec<&WriteCmdSpec> = WRITE_OBJECTS
+            .iter()
+            .flat_map(|o: &ObjectSpec| o.writes.iter())
+            .collect();
+        let w = *all[self.rng.below(all.len())];
+        let (_, slot) = self.any_slot();
+        let mutate = self.rng.chance(3, 5);
+        let mkind = self.rng.below(14);
+        let mval = self.rng.next();
+        let hseed = self.rng.next();
+        let Some(slot) = slot else { return };
+        self.write_one(&w, slot, mutate, mkind, mval, hseed);
+    }
+
+    fn write_one(
+        &mut self,
+        w: &WriteCmdSpec,
+        slot: crate::state::FileSlot,
+        mutate: bool,
+        mkind: usize,
+        mval: u64,
+        hseed: u64,
+    ) {
+        let name = names::write_cmd(w.cmd, w.is_ex);
+        let mut rng = crate::rng::Rng::new(hseed);
+        let req = usize::from(w.req_size);
+        let core_in = if w.is_ex { req.div_ceil(8) * 8 } else { req };
+        let mut resp_len = usize::from(w.resp_size);
+        if w.cmd == cmd::POLL_CQ && !w.is_ex {
+            resp_len += 64;
+        }
+        let udata_out = if w.has_udata { UDATA_OUT } else { 0 };
+        let mut out = vec![0u8; 4096];
+        let out_addr = out.as_mut_ptr() as u64;
+        let hsize = CmdHdr::SIZE + if w.is_ex { ExCmdHdr::SIZE } else { 0 };
+        let mut buf = vec![0u8; hsize + core_in + 64];
+        let body = hsize;
+        let mut tags = Vec::new();
+        let mut destroy: Option<usize> = None;
+        let mut udata_touched = false;
+
+        if w.has_resp && !w.is_ex {
+            put(&mut buf, body, &out_addr.to_ne_bytes());
+        }
+        let fl = fields(w.cmd, w.is_ex);
+        for &(off, f) in fl {
+            match f {
+                F::H(o) | F::D(o) | F::Fd(o) => {
+                    let d = matches!(f, F::D(_));
+                    let use_fd = !matches!(f, F::Fd(_)) || rng.chance(1, 3);
+                    let (v, got, idx) = self.pool.pick(&mut rng, slot.file, o, Pick::Live, d);
+                    if !use_fd {
+                        put(&mut buf, body + off, &(-1i32).to_ne_bytes());
+                        tags.push(format!("{off}:nofd"));
+                        continue;
+                    }
+                    put(&mut buf, body + off, &v.to_ne_bytes());
+                    tags.push(format!("{off}:{}", got.tag()));
+                    if d {
+                        destroy = idx;
+                    }
+                }
+                F::U8(v) => put(&mut buf, body + off, &[v]),
+                F::U16(v) => put(&mut buf, body + off, &v.to_ne_bytes()),
+                F::U32(v) => put(&mut buf, body + off, &v.to_ne_bytes()),
+                F::U64(v) => put(&mut buf, body + off, &v.to_ne_bytes()),
+                F::Mem => put(&mut buf, body + off, &self.mem.mr_buf.to_ne_bytes()),
+            }
+        }
+        let mut command = w.cmd | if w.is_ex { cmd::FLAG_EXTENDED } else { 0 };
+        let (mut in_words, mut out_words) = if w.is_ex {
+            ((core_in / 8) as u16, (resp_len.div_ceil(8)) as u16)
+        } else {
+            (
+                ((CmdHdr::SIZE + core_in) / 4) as u16,
+                ((resp_len + udata_out) / 4) as u16,
+            )
+        };
+        let mut ex = ExCmdHdr {
+            response: out_addr,
+            provider_in_words: 0,
+            provider_out_words: if w.has_udata {
+                (UDATA_OUT / 8) as u16
+            } else {
+                0
+            },
+            cmd_hdr_reserved: 0,
+        };
+        if w.is_ex && resp_len == 0 {
+            ex.response = 0;
+        }
+        let mut count = hsize + core_in;
+        let mut bad: Option<(u64, &str)> = None;
+        let mut mdesc = String::from("valid");
+        if mutate {
+            let pv = (mval >> 8) as usize;
+            match mkind {
+                0 => {
+                    in_words = [
+                        in_words.wrapping_add(1),
+                        in_words.wrapping_sub(1),
+                        0,
+                        0xffff,
+                    ][pv % 4];
+                    mdesc = format!("in_words {in_words}");
+                }
+                1 => {
+                    out_words = [out_words.wrapping_sub(1), 0, 0xffff][pv % 3];
+                    mdesc = format!("out_words {out_words}");
+                    udata_touched = w.has_udata;
+                }
+                2 => {
+                    count = [count - 4, count + 4, 7, 0, 23][pv % 5];
+                    if count > buf.len() {
+                        count = buf.len();
+                    }
+                    mdesc = format!("count {count}");
+                }
+                3 => {
+                    command = [
+                        70,
+                        0x7f,
+                        0x4000_0000 | w.cmd,
+                        41,
+                        49,
+                        cmd::FLAG_EXTENDED | 63,
+                    ][pv % 6];
+                    mdesc = format!("command {command:#x}");
+                }
+                4 => {
+                    command ^= cmd::FLAG_EXTENDED;
+                    mdesc = "extended flag flipped".into();
+                }
+                5 if w.is_ex => {
+                    match pv % 4 {
+                        0 => ex.cmd_hdr_reserved = 1,
+                        1 => ex.response = 0,
+                        2 => ex.provider_in_words = 1,
+                        _ => ex.provider_out_words = 0xffff,
+                    }
+                    udata_touched = pv % 4 >= 2;
+                    mdesc = format!("ex header {}", pv % 4);
+                }
+                6 if w.has_resp || w.is_ex => {
+                    let (p, what) = self.mem.bad_ptr(&mut rng, resp_len);
+                    if w.is_ex {
+                        ex.response = p;
+                    } else {
+                        put(&mut buf, body, &p.to_ne_bytes());
+                    }
+                    mdesc = format!("response {what}");
+                }
+                7 => {
+                    let c: Vec<(usize, u16)> = fl
+                        .iter()
+                        .filter_map(|&(o, f)| match f {
+                            F::H(t) | F::D(t) | F::Fd(t) => Some((o, t)),
+                            _ => None,
+                        })
+                        .collect();
+                    let how = handle_mutation(&mut rng);
+                    if let Some(&(off, t)) = c.get(pv % c.len().max(1)) {
+                        let (v, got, _) = self.pool.pick(&mut rng, slot.file, t, how, false);
+                        put(&mut buf, body + off, &v.to_ne_bytes());
+                        destroy = None;
+                        mdesc = format!("handle {off} {}", got.tag());
+                    } else {
+                        mdesc = "handle none".into();
+                    }
+                }
+                8 => {
+                    let c: Vec<usize> = fl
+                        .iter()
+                        .filter_map(|&(o, f)| {
+                            matches!(f, F::U32(_) | F::U16(_) | F::U8(_) | F::U64(_)).then_some(o)
+                        })
+                        .collect();
+                    if let Some(&off) = c.get(pv % c.len().max(1)) {
+                        let v = [0u32, u32::MAX, 0x8000_0000, 0x10000][mval as usize % 4];
+                        put(&mut buf, body + off, &v.to_ne_bytes());
+                        destroy = None;
+                        mdesc = format!("value {off} {v:#x}");
+                    } else {
+                        mdesc = "value none".into();
+                    }
+                }
+                // A byte near the end of the request set.
+                9 if core_in > 0 => {
+                    let off = body + core_in - 1 - (pv % core_in.min(8));
+                    buf[off] |= 0x80;
+                    destroy = None;
+                    mdesc = format!("byte {} set", off - body);
+                }
+                10 => {
+                    bad = Some(self.mem.bad_ptr(&mut rng, count));
+                    mdesc = format!("buffer {}", bad.map(|b| b.1).unwrap_or(""));
+                }
+                11 if w.has_udata => {
+                    // Driver input after the core request.
+                    let extra = [8usize, 16, 64][pv % 3];
+                    buf.resize(hsize + core_in + extra + 64, 0);
+                    if w.is_ex {
+                        ex.provider_in_words = (extra / 8) as u16;
+                    } else {
+                        in_words = in_words.wrapping_add((extra / 4) as u16);
+                    }
+                    count += extra;
+                    udata_touched = true;
+                    mdesc = format!("udata in {extra}");
+                }
+                _ => {}
+            }
+        }
+        let hdr = CmdHdr {
+            command,
+            in_words,
+            out_words,
+        };
+        put(&mut buf, 0, &hdr.to_bytes());
+        if w.is_ex {
+            put(&mut buf, CmdHdr::SIZE, &ex.to_bytes());
+        }
+        let desc = format!("write {name} [{}] {mdesc}", tags.join(","));
+        self.announce(&desc);
+        let e = match bad {
+            Some((p, _)) => crate::sys::write_addr(slot.fd, p, count),
+            None => crate::sys::write_buf(slot.fd, &buf[..count.min(buf.len())]),
+        };
+        if e == 0 {
+            let first = u32::from_ne_bytes(out[..4].try_into().unwrap_or([0; 4]));
+            if let Some(t) = creates(w.cmd, w.is_ex) {
+                if command & cmd::COMMAND_MASK == w.cmd {
+                    self.add_handle(slot.file, t, first);
+                    if t == obj::ASYNC_EVENT {
+                        if let Some(s) = self.files.iter_mut().flatten().find(|s| s.fd == slot.fd) {
+                            s.has_ctx = true;
+                        }
+                    }
+                }
+            }
+            if let Some(i) = destroy {
+                self.pool.kill(i);
+            }
+        }
+        drop(out);
+        let compare = comparable(&desc, udata_touched);
+        self.record(Call {
+            key: &format!("write {name}"),
+            desc,
+            errno: e,
+            compare,
+        });
+    }
+}

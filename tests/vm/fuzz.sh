@@ -1,0 +1,115 @@
+# The uverbs fuzzer (host/uverbs-fuzz, /rdma-rs/uverbs_fuzz): random call
+# sequences from the project's spec tables on ours (the mock device, both
+# simulated mlx5 functions) and, with the same seed, on upstream ib_uverbs +
+# rdma_rxe, the two compared errno by errno; device removal and module
+# unload raced against it. `make check` runs a bounded slice (a fixed seed,
+# rdmars.fuzz_n= absent); `make fuzz N=... SEED=...` is the VM mode `fuzz`.
+# See Documentation/testing.md, "The uverbs fuzzer".
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
+
+FZ=/rdma-rs/uverbs_fuzz
+
+# fz_params: FZ_N steps per run, FZ_SEED, FZ_V (-v: every call printed),
+# from the kernel command line (make fuzz), else the make-check slice.
+fz_params() {
+	local arg
+	FZ_N=1500
+	FZ_SEED=1
+	FZ_V=
+	for arg in $(cat /proc/cmdline); do
+		case "$arg" in
+		rdmars.n=*) FZ_N=${arg#rdmars.n=} ;;
+		rdmars.seed=*) FZ_SEED=${arg#rdmars.seed=} ;;
+		rdmars.verbose=1) FZ_V=-v ;;
+		esac
+	done
+}
+
+# fz_run PREFIX ARGS...: one fuzzer run, its R lines as cases (a kernel
+# report makes it exit 2: the sequence and the reproducer are printed).
+fz_run() {
+	local p=$1
+	shift
+	t_import "$p" timeout 3000 $FZ -p 20000 $FZ_V "$@"
+}
+
+# fz_race PREFIX WHAT FUZZ-ARGS...: the fuzzer in the background; after a
+# few seconds WHAT (a command: rmmod, unbind) runs against it. WHAT must
+# finish within 60 s and the fuzzer must exit cleanly afterwards (its calls
+# then fail with EIO/ENODEV/ENOENT; no kernel report).
+fz_race() {
+	local p=$1 what=$2 pid rc t0 t1
+	shift 2
+	$FZ -p 1000000 "$@" >/tmp/fz-race.out 2>&1 &
+	pid=$!
+	sleep 4
+	t0=$(date +%s)
+	rc=0
+	timeout 60 sh -c "$what" || rc=$?
+	t1=$(date +%s)
+	echo "$what: exit $rc after $((t1 - t0)) s while the fuzzer ran"
+	if [ $rc = 0 ]; then t_ok "$p: $what completes under the fuzzer"; else t_fail "$p: $what completes under the fuzzer" "exit $rc"; fi
+	rc=0
+	wait $pid || rc=$?
+	t_import_file "$p" /tmp/fz-race.out $rc
+}
+
+# vm_fuzz_mock: our stack on the mock device (driver id RXE, like rdma_rxe):
+# the traced run the differential suite compares (-u: the same calls as on
+# upstream), a run with every call kind, then rmmod of the mock under the
+# fuzzer.
+fuzz_mock_suite() {
+	fz_params
+	t_check "insmod ib_core_rs" insmod $RDMARS_MODS/ib_core_rs.ko
+	t_check "insmod rdma_rs_mock" insmod $RDMARS_MODS/rdma_rs_mock.ko
+	fz_run "fuzz rxe_mock0 (traced, as on upstream)" -d /dev/infiniband/uverbs0 -i 14 -s $FZ_SEED -n $FZ_N -u -t /tmp/fz-ours.trace
+	fz_run "fuzz rxe_mock0" -d /dev/infiniband/uverbs0 -i 14 -s $((FZ_SEED + 1)) -n $FZ_N
+	fz_race "fuzz rxe_mock0 vs rmmod" "/usr/sbin/rmmod rdma_rs_mock" -d /dev/infiniband/uverbs0 -i 14 -s $((FZ_SEED + 2)) -n $((FZ_N * 4))
+	t_check "uverbs0 gone with the mock" test ! -e /dev/infiniband/uverbs0
+	t_check "rmmod ib_core_rs" rmmod ib_core_rs
+}
+
+# vm_fuzz_diff: the traced sequence on upstream ib_uverbs + rdma_rxe (veth),
+# then the two traces compared call by call.
+fuzz_diff_suite() {
+	fz_params
+	t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
+	ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up
+	t_check "rdma link add rxe0" rdma link add rxe0 type rxe netdev veth0
+	fz_run "fuzz rxe0 (upstream, traced)" -d /dev/infiniband/uverbs0 -i 14 -s $FZ_SEED -n $FZ_N -u -t /tmp/fz-up.trace
+	rdma link delete rxe0
+	ip link del veth0
+	modprobe -r rdma_rxe
+	modprobe -r ib_uverbs
+	modprobe -r ib_core
+	modprobe -r veth
+	t_import "differential (seed $FZ_SEED)" $FZ -c /tmp/fz-ours.trace /tmp/fz-up.trace
+}
+
+# vm_fuzz_mlx5: both simulated functions (IB and RoCE), each left with only
+# its kernel PD and UAR; the RoCE function unbound and bound again under the
+# fuzzer; mlx5_ib_rs unloaded under it at the end.
+fuzz_mlx5_suite() {
+	local n d
+	fz_params
+	load_ours sim=ib,eth
+	for n in 0 1; do
+		d=/dev/infiniband/$(uverbs_of mlx5_$n)
+		fz_run "fuzz mlx5_$n" -d $d -i 1 -s $((FZ_SEED + 10 + n)) -n $FZ_N
+		t_check "mlx5_$n: the simulator holds only the kernel PD and UAR after the fuzzer" fwsim_resources_probed mlx5_ib_rs.rdma.$n
+	done
+	local f=mlx5_ib_rs.rdma.1 drv
+	drv=$(fwsim_driver_of $f)
+	d=/dev/infiniband/$(uverbs_of mlx5_1)
+	fz_race "fuzz mlx5_1 vs unbind" "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" -d $d -i 1 -s $((FZ_SEED + 12)) -n $((FZ_N * 4))
+	t_check "$f: the simulator holds nothing after the remove" fwsim_resources_zero $f
+	echo $f >/sys/bus/auxiliary/drivers/$drv/bind
+	t_check "bind $f again" test -n "$(fwsim_driver_of $f)"
+	d=/dev/infiniband/$(uverbs_of mlx5_0)
+	fz_race "fuzz mlx5_0 vs rmmod mlx5_ib_rs" "/usr/sbin/rmmod mlx5_ib_rs" -d $d -i 1 -s $((FZ_SEED + 13)) -n $((FZ_N * 4))
+	t_check "rmmod ib_core_rs" rmmod ib_core_rs
+	t_check "modprobe -r mlx5_core" modprobe -r mlx5_core
+}
+
+# Standalone: the VM mode `fuzz` (its suites are in suites.list).
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode fuzz
