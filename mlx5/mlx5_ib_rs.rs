@@ -20,13 +20,17 @@ mod fwsim;
 mod aux_parent;
 #[path = "../rust/fwsim_param.rs"]
 mod fwsim_param;
+#[path = "../rust/kthread.rs"]
+mod kthread;
 #[path = "../rust/mlx5_core.rs"]
 mod mlx5_core;
 
 mod attrs;
 mod cmd;
 mod corehw;
+mod datapath;
 mod dev;
+mod events;
 mod hw;
 mod ib;
 mod probe;

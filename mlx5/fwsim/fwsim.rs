@@ -11,6 +11,8 @@
 //! wraps it in a lock, maps statuses with `cmd_status_to_err()` semantics, and exposes
 //! [`Fw::counts`] in debugfs. What is modeled and why is in `Documentation/fwsim.md`.
 
+#[path = "dma.rs"]
+pub(crate) mod dma;
 #[path = "fault.rs"]
 pub(crate) mod fault;
 #[path = "objects.rs"]

@@ -68,10 +68,7 @@ fn show_identity(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     };
     writeln!(out, "link_layer {}", ll)?;
     writeln!(out, "ports {}", id.num_ports)?;
-    let (cfg, guid) = {
-        let fw = f.fw.lock();
-        (*fw.config(), fw.node_guid())
-    };
+    let (cfg, guid) = f.with_fw(|fw| (*fw.config(), fw.node_guid()));
     // QUERY_ADAPTER's ieee_vendor_id (fwsim/query.rs).
     writeln!(out, "vendor_id 0x02c9")?;
     writeln!(out, "pci_revision {}", id.pci_revision)?;
@@ -84,7 +81,7 @@ fn show_identity(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
 }
 
 fn show_caps(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let cfg = *f.fw.lock().config();
+    let cfg = f.with_fw(|fw| *fw.config());
     let p = &cfg.profile;
     writeln!(out, "log_max_qp {}", p.log_max_qp)?;
     writeln!(out, "log_max_qp_sz {}", p.log_max_qp_sz)?;

@@ -17,6 +17,7 @@ use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpCreated,
     QpInitAttr, QpState, QpType, UserCtx,
 };
+use ib_core_rs::verbs::CqHandler;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::Arc;
@@ -120,6 +121,7 @@ impl DeviceOps for MockOps {
     fn create_cq(
         _dev: &Device<Mock>,
         _attr: &CqInitAttr,
+        _handler: Option<&Arc<dyn CqHandler>>,
         _user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<()> {
         Ok(())

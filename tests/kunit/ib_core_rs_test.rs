@@ -16,6 +16,7 @@ use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
     QpCreated, QpInitAttr, QpState, RecvWr, SendWr, Srq, SrqInitAttr, UserCtx, Wc,
 };
+use ib_core_rs::verbs::CqHandler;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
@@ -234,6 +235,7 @@ impl DeviceOps for MockOps {
     fn create_cq(
         _dev: &Device<Mock>,
         _attr: &CqInitAttr,
+        _handler: Option<&Arc<dyn CqHandler>>,
         _user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<MockCq> {
         Ok(MockCq {

@@ -39,6 +39,7 @@ use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, DbPages, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
     QpEvent, QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
 };
+use ib_core_rs::verbs::CqHandler;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, SpinLockIrq};
@@ -280,6 +281,7 @@ impl DeviceOps for MockOps {
     fn create_cq(
         _dev: &Device<Mock>,
         _attr: &CqInitAttr,
+        _handler: Option<&Arc<dyn CqHandler>>,
         _user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<()> {
         Ok(())
