@@ -11,8 +11,18 @@
 //! wraps it in a lock, maps statuses with `cmd_status_to_err()` semantics, and exposes
 //! [`Fw::counts`] in debugfs. What is modeled and why is in `Documentation/fwsim.md`.
 
+#[path = "cqe.rs"]
+pub(crate) mod cqe;
 #[path = "dma.rs"]
 pub(crate) mod dma;
+// The kernel side (simulated IOMMU, doorbell traps, the engine thread) is the caller of the
+// data path; until it lands only host tests call `engine::run`, `Fw::next_event` and the
+// doorbell entry points.
+#[cfg_attr(MODULE, allow(dead_code))]
+#[path = "engine.rs"]
+pub(crate) mod engine;
+#[path = "events.rs"]
+pub(crate) mod events;
 #[path = "fault.rs"]
 pub(crate) mod fault;
 #[path = "objects.rs"]
@@ -29,6 +39,8 @@ pub(crate) mod spec;
 pub(crate) mod syndrome;
 #[path = "table.rs"]
 pub(crate) mod table;
+#[path = "xlat.rs"]
+pub(crate) mod xlat;
 
 #[cfg(test)]
 #[path = "tests.rs"]
@@ -37,6 +49,10 @@ mod tests;
 #[cfg(test)]
 #[path = "fuzz_tests.rs"]
 mod fuzz_tests;
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod engine_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::layout::Field;
@@ -186,12 +202,13 @@ const QPC_BYTES: usize = crate::prm::ctx::qpc::SIZE_BYTES;
 /// Bytes of a stored `mkc`.
 const MKC_BYTES: usize = crate::prm::ctx::mkc::SIZE_BYTES;
 
-/// A completion queue: its context as created (and modified).
+/// A completion queue: its context as created (and modified), and its data-path state.
 #[derive(Clone, Copy, Debug)]
 struct Cq {
     uid: u16,
     uar: u32,
     cqc: [u8; CQC_BYTES],
+    q: cqe::CqState,
 }
 
 /// A queue pair: its context as the transitions left it.
@@ -204,14 +221,16 @@ struct Qp {
     send_cq: Option<u32>,
     recv_cq: Option<u32>,
     qpc: [u8; QPC_BYTES],
+    q: engine::QpState,
 }
 
-/// A memory key: its context as created.
+/// A memory key: its context as created, and what the data path checks and translates.
 #[derive(Clone, Copy, Debug)]
 struct Mkey {
     uid: u16,
     pd: u32,
     mkc: [u8; MKC_BYTES],
+    info: xlat::MkeyInfo,
 }
 
 /// One RoCE address table entry (SET_ROCE_ADDRESS).
@@ -258,6 +277,10 @@ pub(crate) struct Fw {
     ports: [Port; capacity::PORTS],
     faults: FaultPlan,
     stats: Stats,
+    /// Data-path events for the kernel side ([`Fw::next_event`]).
+    events: events::EventQueue,
+    /// The QP a send doorbell named last ([`Fw::sq_doorbell`]).
+    sq_hint: Option<u32>,
 }
 
 /// The decoded common header of a command, plus its mailboxes.
@@ -401,6 +424,8 @@ impl Fw {
             ports: [EMPTY_PORT; capacity::PORTS],
             faults: FaultPlan::new(),
             stats: Stats::default(),
+            events: events::EventQueue::new(),
+            sq_hint: None,
         };
         fw.reset_ports();
         Ok(fw)
@@ -435,6 +460,8 @@ impl Fw {
             ports <- pin_init::init_array_from_fn(|_| port()),
             faults: FaultPlan::new(),
             stats: Stats::default(),
+            events: events::EventQueue::new(),
+            sq_hint: None,
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -489,6 +516,8 @@ impl Fw {
         self.mkeys.clear();
         self.faults = FaultPlan::new();
         self.stats = Stats::default();
+        self.events.clear();
+        self.sq_hint = None;
         self.reset_ports();
         Ok(())
     }

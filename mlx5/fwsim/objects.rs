@@ -9,6 +9,8 @@
 //! QP that points at a freed CQ.
 
 use super::syndrome::{self as syn, CmdError};
+use super::cqe::CqState;
+use super::xlat::{Fragmented, MkeyInfo};
 use super::{fail, Cmd, Cq, Fw, Mkey, Owned, Uctx, CQC_BYTES, MKC_BYTES};
 use crate::prm::cmd::*;
 use crate::prm::consts;
@@ -17,6 +19,11 @@ use crate::prm::status::Status;
 
 /// `NO_RES_ERR` for a full table.
 const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
+
+/// `NO_RES_ERR` for a translation that does not fit the compressed form.
+pub(super) fn fragmented(_: Fragmented) -> CmdError {
+    CmdError::new(Status::NO_RES_ERR, syn::TRANSLATION_FRAGMENTED)
+}
 
 impl Fw {
     /// ALLOC_PD: a protection domain for the command's uid.
@@ -168,12 +175,16 @@ impl Fw {
         }
         let uar = c.get(ctx.inner(cqc::uar_page))?;
         self.uar_usable(c.uid, uar)?;
-        let mut cq = Cq {
+        let mut cqc = [0; CQC_BYTES];
+        cqc.copy_from_slice(c.in_bytes(ctx)?);
+        // pas[] follows the fixed layout.
+        let q = CqState::parse(&cqc, c.inbox, create_cq_in::SIZE_BYTES).map_err(fragmented)?;
+        let cq = Cq {
             uid: c.uid,
             uar,
-            cqc: [0; CQC_BYTES],
+            cqc,
+            q,
         };
-        cq.cqc.copy_from_slice(c.in_bytes(ctx)?);
         let cqn = self.cqs.alloc(cq).ok_or(FULL)?;
         c.set(create_cq_out::cqn, cqn)
     }
@@ -189,6 +200,9 @@ impl Fw {
             .any(|(_, q)| q.send_cq == Some(cqn) || q.recv_cq == Some(cqn))
         {
             return fail(Status::RES_BUSY, syn::CQ_BUSY);
+        }
+        if let Some(slot) = self.cqs.slot_of(cqn) {
+            self.events.forget_cq(slot);
         }
         self.cqs.free(cqn);
         Ok(())
@@ -282,12 +296,17 @@ impl Fw {
         if !matches!(needed, Some(n) if c.inbox.len() >= n) {
             return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
         }
-        let mut m = Mkey {
+        let mut mkc = [0; MKC_BYTES];
+        mkc.copy_from_slice(c.in_bytes(ctx)?);
+        // The MTT entries follow the fixed layout.
+        let info =
+            MkeyInfo::parse(&mkc, c.inbox, create_mkey_in::SIZE_BYTES).map_err(fragmented)?;
+        let m = Mkey {
             uid: c.uid,
             pd,
-            mkc: [0; MKC_BYTES],
+            mkc,
+            info,
         };
-        m.mkc.copy_from_slice(c.in_bytes(ctx)?);
         let index = self.mkeys.alloc(m).ok_or(FULL)?;
         c.set(create_mkey_out::mkey_index, index)
     }

@@ -10,6 +10,7 @@
 //! 2RST keeps the context (a later RST2INIT rewrites what it defines).
 
 use super::syndrome::{self as syn, CmdError};
+use super::engine::QpState;
 use super::{fail, Cmd, Fw, Qp, QPC_BYTES};
 use crate::prm::cmd::*;
 use crate::prm::consts::*;
@@ -132,16 +133,21 @@ impl Fw {
             SRQ_RQ => return fail(Status::BAD_RES_ERR, syn::QP_SRQ),
             _ => return fail(Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE),
         };
-        let mut qp = Qp {
+        let mut qpc_bytes = [0; QPC_BYTES];
+        qpc_bytes.copy_from_slice(c.in_bytes(ctx)?);
+        // pas[] follows the fixed layout.
+        let q = QpState::parse(&qpc_bytes, c.inbox, create_qp_in::SIZE_BYTES)
+            .map_err(super::objects::fragmented)?;
+        let qp = Qp {
             uid: c.uid,
             state: QPC_STATE_RST,
             pd,
             uar,
             send_cq,
             recv_cq,
-            qpc: [0; QPC_BYTES],
+            qpc: qpc_bytes,
+            q,
         };
-        qp.qpc.copy_from_slice(c.in_bytes(ctx)?);
         let qpn = self
             .qps
             .alloc(qp)
@@ -163,6 +169,12 @@ impl Fw {
         c.op_mod_zero()?;
         let qpn = c.get(destroy_qp_in::qpn)?;
         self.qp_usable(c.uid, qpn)?;
+        if let Some(slot) = self.qps.slot_of(qpn) {
+            self.events.forget_qp(slot);
+        }
+        if self.sq_hint == Some(qpn) {
+            self.sq_hint = None;
+        }
         self.qps.free(qpn);
         Ok(())
     }
@@ -220,6 +232,10 @@ impl Fw {
         }
         q.qpc = next;
         q.state = to;
+        if to == QPC_STATE_RST {
+            // Consumer counters back to 0, no CQEs (libmlx5 zeroes its doorbell records too).
+            q.q.reset();
+        }
         Ok(())
     }
 

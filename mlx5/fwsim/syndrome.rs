@@ -60,6 +60,10 @@ syndromes! {
     OTHER_FUNCTION = 0x5f00_0009,
     /// Port number outside `1..=num_ports`.
     BAD_PORT = 0x5f00_000a,
+    /// NO_RES_ERR: a CQ/QP buffer or an MTT mkey whose pages need more than `xlat::MAX_RUNS`
+    /// bus-contiguous runs (translations are kept compressed, without allocation; the kernel
+    /// backend's simulated IOMMU maps every buffer contiguously, so one run is the normal case).
+    TRANSLATION_FRAGMENTED = 0x5f00_000b,
     /// Fault injected by the test harness (default syndrome of a fault knob).
     INJECTED = 0x5f00_00ff,
 

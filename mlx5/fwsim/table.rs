@@ -91,6 +91,23 @@ impl<T: Copy, const N: usize> ResTable<T, N> {
         self.slots.get_mut(s)?.take()
     }
 
+    /// The slot of object number `number` (whether or not it is live).
+    pub(crate) fn slot_of(&self, number: u32) -> Option<usize> {
+        self.slot(number)
+    }
+
+    /// The number and the object in slot `slot`, if live.
+    pub(crate) fn at_slot(&self, slot: usize) -> Option<(u32, &T)> {
+        let n = self.base.checked_add(u32::try_from(slot).ok()?)?;
+        self.slots.get(slot)?.as_ref().map(|v| (n, v))
+    }
+
+    /// Mutable [`ResTable::at_slot`].
+    pub(crate) fn at_slot_mut(&mut self, slot: usize) -> Option<(u32, &mut T)> {
+        let n = self.base.checked_add(u32::try_from(slot).ok()?)?;
+        self.slots.get_mut(slot)?.as_mut().map(|v| (n, v))
+    }
+
     /// Number of live objects.
     pub(crate) fn count(&self) -> usize {
         self.slots.iter().filter(|s| s.is_some()).count()

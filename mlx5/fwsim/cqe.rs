@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues on the data path: CQE encoding (`struct mlx5_cqe64`,
+//! include/linux/mlx5/device.h; rdma-core's `mlx5dv.h`), the producer index and ownership
+//! bit, overrun, and arming (`cqc` doorbell record semantics of the PRM).
+//!
+//! A CQ of `2^log` entries: CQE `i` lives at `(i & (2^log - 1)) * stride` (stride 64 or 128; a
+//! 128-byte CQE holds the CQE64 in its second half) and is valid for the consumer when the
+//! low bit of `op_own` equals `(i >> log) & 1`. The body is written first and `op_own` last,
+//! as a separate write. Before each CQE the consumer index (doorbell record + 0, 24 bits) is
+//! read: a producer that would get more than `2^log` entries ahead overruns the CQ, which
+//! raises `CQ_ERROR` and drops this and every later CQE.
+
+use super::dma::DmaMem;
+use super::xlat::{Fragmented, Xlat};
+use crate::prm::ctx::cqc;
+use crate::prm::layout::Field;
+
+/// CQE opcodes (`op_own >> 4`, device.h `MLX5_CQE_*`).
+pub(crate) mod op {
+    /// `MLX5_CQE_REQ`.
+    pub(crate) const REQ: u8 = 0;
+    /// `MLX5_CQE_RESP_WR_IMM`.
+    pub(crate) const RESP_WR_IMM: u8 = 1;
+    /// `MLX5_CQE_RESP_SEND`.
+    pub(crate) const RESP_SEND: u8 = 2;
+    /// `MLX5_CQE_RESP_SEND_IMM`.
+    pub(crate) const RESP_SEND_IMM: u8 = 3;
+    /// `MLX5_CQE_RESIZE_CQ`.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) const RESIZE_CQ: u8 = 5;
+    /// `MLX5_CQE_REQ_ERR`.
+    pub(crate) const REQ_ERR: u8 = 13;
+    /// `MLX5_CQE_RESP_ERR`.
+    pub(crate) const RESP_ERR: u8 = 14;
+    /// `MLX5_CQE_INVALID`: what libmlx5 initializes every CQE's opcode nibble to.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) const INVALID: u8 = 15;
+}
+
+/// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`, device.h; `mlx5_handle_error_cqe()` in
+/// libmlx5's cq.c maps them to `ibv_wc_status`).
+pub(crate) mod syndrome {
+    /// `LOCAL_LENGTH_ERR`.
+    pub(crate) const LOCAL_LENGTH: u8 = 0x01;
+    /// `LOCAL_QP_OP_ERR`.
+    pub(crate) const LOCAL_QP_OP: u8 = 0x02;
+    /// `LOCAL_PROT_ERR`.
+    pub(crate) const LOCAL_PROT: u8 = 0x04;
+    /// `WR_FLUSH_ERR`.
+    pub(crate) const FLUSH: u8 = 0x05;
+    /// `REMOTE_INVAL_REQ_ERR`.
+    pub(crate) const REMOTE_INVAL_REQ: u8 = 0x12;
+    /// `REMOTE_ACCESS_ERR`.
+    pub(crate) const REMOTE_ACCESS: u8 = 0x13;
+    /// `REMOTE_OP_ERR`.
+    pub(crate) const REMOTE_OP: u8 = 0x14;
+    /// `TRANSPORT_RETRY_EXC_ERR`.
+    pub(crate) const RETRY_EXC: u8 = 0x15;
+    /// `RNR_RETRY_EXC_ERR`.
+    pub(crate) const RNR_RETRY_EXC: u8 = 0x16;
+}
+
+/// Byte offsets in `struct mlx5_cqe64`.
+pub(crate) mod off {
+    /// `slid` (be16).
+    pub(crate) const SLID: usize = 22;
+    /// `flags_rqpn` (be32): `g << 28 | sl << 24 | src_qpn`.
+    pub(crate) const FLAGS_RQPN: usize = 24;
+    /// `srqn_uidx` (be32): the QP's `user_index` with CQE version 1.
+    pub(crate) const SRQN_UIDX: usize = 32;
+    /// `imm_inval_pkey` (be32).
+    pub(crate) const IMM: usize = 36;
+    /// `byte_cnt` (be32).
+    pub(crate) const BYTE_CNT: usize = 44;
+    /// `mlx5_err_cqe.vendor_err_synd`.
+    pub(crate) const VENDOR_SYND: usize = 54;
+    /// `mlx5_err_cqe.syndrome`.
+    pub(crate) const SYNDROME: usize = 55;
+    /// `sop_drop_qpn` (be32): WQE opcode << 24 | qpn (`s_wqe_opcode_qpn` of an error CQE).
+    pub(crate) const SOP_DROP_QPN: usize = 56;
+    /// `wqe_counter` (be16).
+    pub(crate) const WQE_COUNTER: usize = 60;
+    /// `op_own`: opcode << 4 | owner.
+    pub(crate) const OP_OWN: usize = 63;
+}
+
+/// A CQE64 being built (everything but the owner bit).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cqe {
+    /// The 64 bytes; `op_own` holds the opcode in its high nibble.
+    pub(crate) b: [u8; 64],
+}
+
+impl Cqe {
+    /// An empty CQE with `opcode`, `sop_drop_qpn`, `wqe_counter` and `srqn_uidx` set.
+    pub(crate) fn new(opcode: u8, wqe_opcode: u8, qpn: u32, wqe_counter: u16, uidx: u32) -> Self {
+        let mut c = Cqe { b: [0; 64] };
+        c.put32(
+            off::SOP_DROP_QPN,
+            (u32::from(wqe_opcode) << 24) | (qpn & 0x00ff_ffff),
+        );
+        c.put16(off::WQE_COUNTER, wqe_counter);
+        c.put32(off::SRQN_UIDX, uidx & 0x00ff_ffff);
+        if let Some(b) = c.b.get_mut(off::OP_OWN) {
+            *b = opcode << 4;
+        }
+        c
+    }
+
+    /// An error CQE (`struct mlx5_err_cqe`).
+    pub(crate) fn error(
+        req: bool,
+        syndrome: u8,
+        wqe_opcode: u8,
+        qpn: u32,
+        wqe_counter: u16,
+        uidx: u32,
+    ) -> Self {
+        let opcode = if req { op::REQ_ERR } else { op::RESP_ERR };
+        let mut c = Cqe::new(opcode, wqe_opcode, qpn, wqe_counter, uidx);
+        if let Some(b) = c.b.get_mut(off::SYNDROME) {
+            *b = syndrome;
+        }
+        c
+    }
+
+    /// Stores a big-endian u32 at `at`.
+    pub(crate) fn put32(&mut self, at: usize, v: u32) {
+        if let Some(d) = self.b.get_mut(at..at + 4) {
+            d.copy_from_slice(&v.to_be_bytes());
+        }
+    }
+
+    /// Stores a big-endian u16 at `at`.
+    pub(crate) fn put16(&mut self, at: usize, v: u16) {
+        if let Some(d) = self.b.get_mut(at..at + 2) {
+            d.copy_from_slice(&v.to_be_bytes());
+        }
+    }
+
+    /// Stores raw bytes at `at` (the immediate, which travels as the WQE carried it).
+    pub(crate) fn put(&mut self, at: usize, v: &[u8]) {
+        if let Some(d) = self.b.get_mut(at..at + v.len()) {
+            d.copy_from_slice(v);
+        }
+    }
+
+    /// The CQE opcode.
+    pub(crate) fn opcode(&self) -> u8 {
+        self.b.get(off::OP_OWN).map_or(0, |b| b >> 4)
+    }
+}
+
+/// A pending arm request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Arm {
+    /// `sn` of the request (2 bits).
+    pub(crate) sn: u8,
+    /// Solicited only (`MLX5_CQ_DB_REQ_NOT_SOL`).
+    pub(crate) solicited: bool,
+}
+
+/// What the data path keeps of a CQ.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CqState {
+    /// The buffer's translation.
+    pub(crate) xlat: Xlat,
+    /// Offset of CQE 0 in the translation (`page_offset`).
+    pub(crate) buf_off: u64,
+    /// log2 of the number of CQEs.
+    pub(crate) log_size: u8,
+    /// 128-byte CQEs (the CQE64 at offset 64 of each).
+    pub(crate) cqe128: bool,
+    /// Doorbell record: consumer index at +0, arm at +4.
+    pub(crate) dbr: u64,
+    /// `c_eqn`.
+    pub(crate) eqn: u32,
+    /// Producer counter (CQEs written).
+    pub(crate) pi: u32,
+    /// The armed request, if any.
+    pub(crate) armed: Option<Arm>,
+    /// `sn` of the arm that fired last: an arm with the same `sn` is stale and ignored.
+    pub(crate) fired_sn: Option<u8>,
+    /// The arm record value last acted on (records are the truth: a change is an arm).
+    pub(crate) last_arm: u32,
+    /// Producer counter just after the last solicited or error CQE.
+    pub(crate) last_sol: Option<u32>,
+    /// Overrun (or unwritable buffer): CQEs are dropped.
+    pub(crate) failed: bool,
+}
+
+/// `MLX5_CQ_DB_REQ_NOT_SOL` in the arm word.
+const ARM_SOLICITED: u32 = 1 << 24;
+
+impl CqState {
+    /// Decodes a `cqc` plus the `pas[]` at byte `pas` of the inbox.
+    pub(crate) fn parse(ctx: &[u8], inbox: &[u8], pas: usize) -> Result<CqState, Fragmented> {
+        let g = |f: Field| f.get(ctx).unwrap_or(0);
+        let log_size = u8::try_from(g(cqc::log_cq_size)).unwrap_or(0);
+        let cqe128 = g(cqc::cqe_sz) == 1;
+        let page = 4096u64.checked_shl(g(cqc::log_page_size)).unwrap_or(0);
+        let buf_off = u64::from(g(cqc::page_offset)).saturating_mul(page >> 6);
+        let stride: u64 = if cqe128 { 128 } else { 64 };
+        let bytes = (stride << log_size).saturating_add(buf_off);
+        let count = if page == 0 { 0 } else { bytes.div_ceil(page) };
+        Ok(CqState {
+            xlat: Xlat::from_pages(inbox, pas, count, page)?,
+            buf_off,
+            log_size,
+            cqe128,
+            dbr: cqc::dbr_addr.get64(ctx).unwrap_or(0),
+            eqn: g(cqc::c_eqn_or_apu_element),
+            pi: 0,
+            armed: None,
+            fired_sn: None,
+            last_arm: 0,
+            last_sol: None,
+            failed: false,
+        })
+    }
+
+    fn size(&self) -> u32 {
+        1u32.checked_shl(u32::from(self.log_size)).unwrap_or(0)
+    }
+
+    /// The entries between `ci` and the producer, in the 24-bit space of the counters.
+    fn ahead(&self, ci: u32, of: u32) -> u32 {
+        of.wrapping_sub(ci) & 0x00ff_ffff
+    }
+
+    /// Writes `cqe` (whose `op_own` carries the opcode) as the next entry. Returns what the
+    /// caller must raise: `Some(true)` a completion event (the arm fired), `Some(false)` a CQ
+    /// error, `None` nothing.
+    pub(crate) fn push(&mut self, mem: &dyn DmaMem, cqe: &Cqe, solicited: bool) -> Option<bool> {
+        if self.failed {
+            return None;
+        }
+        let mut ci = [0u8; 4];
+        if mem.read(self.dbr, &mut ci).is_err() {
+            self.failed = true;
+            return Some(false);
+        }
+        let ci = u32::from_be_bytes(ci) & 0x00ff_ffff;
+        let size = self.size();
+        if size == 0 || self.ahead(ci, self.pi) >= size {
+            self.failed = true;
+            return Some(false);
+        }
+        let idx = u64::from(self.pi & (size - 1));
+        let stride: u64 = if self.cqe128 { 128 } else { 64 };
+        let at = self
+            .buf_off
+            .saturating_add(idx * stride)
+            .saturating_add(if self.cqe128 { 64 } else { 0 });
+        let owner = u8::from((self.pi >> self.log_size) & 1 != 0);
+        let op_own = (cqe.opcode() << 4) | owner;
+        // The body first, then `op_own` on its own, last.
+        let body_ok = write_at(mem, &self.xlat, at, cqe.b.get(..off::OP_OWN).unwrap_or(&[]));
+        if !body_ok || !write_at(mem, &self.xlat, at + 63, &[op_own]) {
+            self.failed = true;
+            return Some(false);
+        }
+        self.pi = self.pi.wrapping_add(1);
+        let error = matches!(cqe.opcode(), op::REQ_ERR | op::RESP_ERR);
+        if solicited || error {
+            self.last_sol = Some(self.pi);
+        }
+        match self.armed {
+            Some(a) if !a.solicited || solicited || error => {
+                self.fire(a);
+                Some(true)
+            }
+            _ => None,
+        }
+    }
+
+    fn fire(&mut self, a: Arm) {
+        self.armed = None;
+        self.fired_sn = Some(a.sn);
+    }
+
+    /// An arm request (`sn << 28 | cmd << 24 | ci`). Returns true when it fires at once: its
+    /// `ci` is behind the producer (for a solicited arm: behind a solicited or error CQE).
+    pub(crate) fn arm(&mut self, value: u32) -> bool {
+        self.last_arm = value;
+        let sn = u8::try_from((value >> 28) & 3).unwrap_or(0);
+        if self.fired_sn == Some(sn) {
+            // The request that already fired, seen again.
+            return false;
+        }
+        let a = Arm {
+            sn,
+            solicited: value & ARM_SOLICITED != 0,
+        };
+        let ci = value & 0x00ff_ffff;
+        let size = self.size();
+        let behind = if a.solicited {
+            self.last_sol
+                .is_some_and(|s| (1..=size).contains(&self.ahead(ci, s)))
+        } else {
+            (1..=size).contains(&self.ahead(ci, self.pi))
+        };
+        if behind {
+            self.fire(a);
+            return true;
+        }
+        self.armed = Some(a);
+        false
+    }
+
+    /// Reads the arm record and treats a changed value as an arm request; true when it fired.
+    pub(crate) fn poll_arm(&mut self, mem: &dyn DmaMem) -> bool {
+        let mut b = [0u8; 4];
+        if mem.read(self.dbr.wrapping_add(4), &mut b).is_err() {
+            return false;
+        }
+        let v = u32::from_be_bytes(b);
+        v != self.last_arm && self.arm(v)
+    }
+}
+
+/// Writes `data` at object offset `at` of a translation, split where the runs split. False
+/// on a missing translation or a DMA fault (a fault may leave a prefix written).
+pub(crate) fn write_at(mem: &dyn DmaMem, x: &Xlat, at: u64, data: &[u8]) -> bool {
+    let mut done = 0usize;
+    while done < data.len() {
+        let Some(off) = u64::try_from(done).ok().and_then(|d| at.checked_add(d)) else {
+            return false;
+        };
+        let Some((bus, contig)) = x.at(off) else {
+            return false;
+        };
+        let n = usize::try_from(contig)
+            .unwrap_or(usize::MAX)
+            .min(data.len() - done);
+        let Some(piece) = data.get(done..done + n) else {
+            return false;
+        };
+        if mem.write(bus, piece).is_err() {
+            return false;
+        }
+        done += n;
+    }
+    true
+}
+
+/// Reads `buf.len()` bytes at object offset `at` of a translation.
+pub(crate) fn read_at(mem: &dyn DmaMem, x: &Xlat, at: u64, buf: &mut [u8]) -> bool {
+    let mut done = 0usize;
+    let len = buf.len();
+    while done < len {
+        let Some(off) = u64::try_from(done).ok().and_then(|d| at.checked_add(d)) else {
+            return false;
+        };
+        let Some((bus, contig)) = x.at(off) else {
+            return false;
+        };
+        let n = usize::try_from(contig).unwrap_or(usize::MAX).min(len - done);
+        let Some(piece) = buf.get_mut(done..done + n) else {
+            return false;
+        };
+        if mem.read(bus, piece).is_err() {
+            return false;
+        }
+        done += n;
+    }
+    true
+}

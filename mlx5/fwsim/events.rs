@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Events the data path raises, queued without allocation until the kernel side takes them
+//! with [`super::Fw::next_event`].
+//!
+//! On hardware these are EQEs written into the EQ a CQ names (`cqc.c_eqn`) or the async EQ
+//! (upstream `mlx5_eq_comp_int()`, `mlx5_eq_async_int()`, `core/eq.c`). Here every CQ and QP
+//! slot has a set of pending bits and appears at most once in a ring of slot numbers whose
+//! capacity is the number of slots, so an event can never be lost: raising an event that is
+//! already pending merges with it (one completion event per arm is all the PRM promises
+//! anyway), and the ring cannot overflow.
+
+use super::capacity;
+
+/// The QP event kinds: `enum mlx5_event` numbers (include/linux/mlx5/device.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum QpEvent {
+    /// `MLX5_EVENT_TYPE_COMM_EST`: the first message arrived on a QP in RTR.
+    CommEst = 0x02,
+    /// `MLX5_EVENT_TYPE_SQ_DRAINED` (SQD is not modeled yet: never raised).
+    SqDrained = 0x03,
+    /// `MLX5_EVENT_TYPE_WQ_CATAS_ERROR`: the QP hit a fatal error without a CQE to report it
+    /// (its work queue could not be read).
+    WqCatas = 0x05,
+    /// `MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR`: the responder got an invalid request.
+    WqInvalReq = 0x10,
+    /// `MLX5_EVENT_TYPE_WQ_ACCESS_ERROR`: the responder detected an access violation.
+    WqAccess = 0x11,
+    /// `MLX5_EVENT_TYPE_SRQ_LAST_WQE` (for SRQs, not modeled yet: never raised).
+    LastWqeReached = 0x13,
+}
+
+impl QpEvent {
+    const ALL: [QpEvent; 6] = [
+        QpEvent::CommEst,
+        QpEvent::SqDrained,
+        QpEvent::WqCatas,
+        QpEvent::WqInvalReq,
+        QpEvent::WqAccess,
+        QpEvent::LastWqeReached,
+    ];
+
+    /// The pending bit of this kind.
+    fn bit(self) -> u8 {
+        match self {
+            QpEvent::CommEst => 1 << 0,
+            QpEvent::SqDrained => 1 << 1,
+            QpEvent::WqCatas => 1 << 2,
+            QpEvent::WqInvalReq => 1 << 3,
+            QpEvent::WqAccess => 1 << 4,
+            QpEvent::LastWqeReached => 1 << 5,
+        }
+    }
+}
+
+/// One event for the kernel side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// `MLX5_EVENT_TYPE_COMP` (0x00): an armed CQ fired.
+    Completion {
+        /// The CQ.
+        cqn: u32,
+    },
+    /// `MLX5_EVENT_TYPE_CQ_ERROR` (0x04): the CQ overran (or its buffer could not be written);
+    /// CQEs are dropped from then on.
+    CqError {
+        /// The CQ.
+        cqn: u32,
+    },
+    /// An affiliated QP event.
+    Qp {
+        /// The QP.
+        qpn: u32,
+        /// What happened.
+        kind: QpEvent,
+    },
+}
+
+/// CQ pending bit: a completion event.
+const CQ_COMP: u8 = 1 << 0;
+/// CQ pending bit: a CQ error event.
+const CQ_ERR: u8 = 1 << 1;
+/// Set while the slot sits in the ring (in the pending byte of CQs and QPs alike).
+const QUEUED: u8 = 1 << 7;
+
+/// Ring entries: CQ slots `0..CQ`, QP slots `CQ..CQ + QP`.
+const SLOTS: usize = capacity::CQ + capacity::QP;
+
+/// The event queue.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EventQueue {
+    /// Pending bits per slot (CQs first, then QPs), plus [`QUEUED`].
+    pending: [u8; SLOTS],
+    /// Slots with pending events, oldest first.
+    ring: [u16; SLOTS],
+    head: usize,
+    len: usize,
+}
+
+// Ring entries are u16.
+const _: () = assert!(SLOTS <= u16::MAX as usize);
+
+impl EventQueue {
+    /// No events.
+    pub(crate) const fn new() -> Self {
+        Self {
+            pending: [0; SLOTS],
+            ring: [0; SLOTS],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// Drops every pending event.
+    pub(crate) fn clear(&mut self) {
+        *self = Self::new();
+    }
+
+    fn raise(&mut self, entry: usize, bit: u8) {
+        let Some(p) = self.pending.get_mut(entry) else {
+            return;
+        };
+        *p |= bit;
+        if *p & QUEUED != 0 {
+            return;
+        }
+        *p |= QUEUED;
+        // Each slot is in the ring at most once, so there is always room.
+        let tail = (self.head + self.len) % SLOTS;
+        if let (Some(r), Ok(e)) = (self.ring.get_mut(tail), u16::try_from(entry)) {
+            *r = e;
+            self.len += 1;
+        }
+    }
+
+    /// Queues a completion event for CQ slot `slot`.
+    pub(crate) fn cq_completion(&mut self, slot: usize) {
+        if slot < capacity::CQ {
+            self.raise(slot, CQ_COMP);
+        }
+    }
+
+    /// Queues a CQ error event for CQ slot `slot`.
+    pub(crate) fn cq_error(&mut self, slot: usize) {
+        if slot < capacity::CQ {
+            self.raise(slot, CQ_ERR);
+        }
+    }
+
+    /// Queues a QP event for QP slot `slot`.
+    pub(crate) fn qp(&mut self, slot: usize, kind: QpEvent) {
+        if slot < capacity::QP {
+            self.raise(capacity::CQ + slot, kind.bit());
+        }
+    }
+
+    /// Forgets the pending events of CQ slot `slot` (the CQ was destroyed). A stale ring
+    /// entry stays and is skipped (or reused by the slot's next object) when reached.
+    pub(crate) fn forget_cq(&mut self, slot: usize) {
+        if let Some(p) = self.pending.get_mut(slot) {
+            *p &= QUEUED;
+        }
+    }
+
+    /// Forgets the pending events of QP slot `slot`.
+    pub(crate) fn forget_qp(&mut self, slot: usize) {
+        if let Some(p) = self.pending.get_mut(capacity::CQ + slot) {
+            *p &= QUEUED;
+        }
+    }
+
+    /// Takes the oldest event: `(entry, event kind)` where the caller maps the slot to an
+    /// object number. One event per call; a slot with more pending kinds goes to the back.
+    pub(crate) fn pop(&mut self) -> Option<(usize, Popped)> {
+        while self.len > 0 {
+            let entry = usize::from(*self.ring.get(self.head)?);
+            self.head = (self.head + 1) % SLOTS;
+            self.len -= 1;
+            let p = self.pending.get_mut(entry)?;
+            let bits = *p & !QUEUED;
+            let taken = if entry < capacity::CQ {
+                if bits & CQ_ERR != 0 {
+                    Some((CQ_ERR, Popped::CqError))
+                } else if bits & CQ_COMP != 0 {
+                    Some((CQ_COMP, Popped::Completion))
+                } else {
+                    None
+                }
+            } else {
+                QpEvent::ALL
+                    .iter()
+                    .find(|k| bits & k.bit() != 0)
+                    .map(|k| (k.bit(), Popped::Qp(*k)))
+            };
+            let Some((bit, ev)) = taken else {
+                *p = 0;
+                continue;
+            };
+            *p &= !bit;
+            if *p & !QUEUED != 0 {
+                // Still pending: back into the ring (the slot it just left has room).
+                let tail = (self.head + self.len) % SLOTS;
+                if let (Some(r), Ok(e)) = (self.ring.get_mut(tail), u16::try_from(entry)) {
+                    *r = e;
+                    self.len += 1;
+                }
+            } else {
+                *p = 0;
+            }
+            let slot = if entry < capacity::CQ {
+                entry
+            } else {
+                entry - capacity::CQ
+            };
+            return Some((slot, ev));
+        }
+        None
+    }
+
+    /// True when nothing is pending.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// What [`EventQueue::pop`] took, before the slot is mapped to a number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Popped {
+    /// A completion event of a CQ slot.
+    Completion,
+    /// A CQ error of a CQ slot.
+    CqError,
+    /// A QP event of a QP slot.
+    Qp(QpEvent),
+}

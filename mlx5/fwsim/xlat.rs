@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Bus translations stored at create time: what CREATE_CQ, CREATE_QP and CREATE_MKEY hand the
+//! data path.
+//!
+//! A ConnectX keeps a queue's `pas[]` and an mkey's MTT in ICM and walks them per access. The
+//! model cannot allocate, so a translation is compressed when the object is created: pages
+//! whose bus addresses follow each other merge into one [`Run`], and at most [`MAX_RUNS`] runs
+//! are kept per object. More is refused with `NO_RES_ERR` and `TRANSLATION_FRAGMENTED`. The
+//! kernel backend's simulated IOMMU maps every buffer to one contiguous bus range, so one run
+//! is the normal case; host tests use a few to exercise the run boundaries.
+//!
+//! Only the pages that cover the object are read (a CQ's or QP's buffer size follows from its
+//! context, an MTT mkey's from `start_addr` and `len`); entries a short inbox does not carry
+//! leave the tail untranslated, which the engine treats like unmapped memory (a DMA fault).
+
+use crate::prm::consts::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
+use crate::prm::ctx::mkc;
+
+/// Runs kept per object.
+pub(crate) const MAX_RUNS: usize = 8;
+
+/// One stretch of bus-contiguous memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Run {
+    /// Bus address of the first byte.
+    pub(crate) bus: u64,
+    /// Length in bytes.
+    pub(crate) len: u64,
+}
+
+/// A translation from an object offset (0 = the first byte of the first page) to bus
+/// addresses: up to [`MAX_RUNS`] runs laid end to end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Xlat {
+    runs: [Run; MAX_RUNS],
+    n: u8,
+}
+
+/// More than [`MAX_RUNS`] runs would be needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fragmented;
+
+impl Xlat {
+    /// No memory at all.
+    pub(crate) const EMPTY: Xlat = Xlat {
+        runs: [Run { bus: 0, len: 0 }; MAX_RUNS],
+        n: 0,
+    };
+
+    /// Builds a translation from up to `count` big-endian 64-bit page addresses at byte
+    /// `first` of `inbox` (a `pas[]` or MTT array), each mapping `page_size` bytes. Entries past
+    /// the end of the inbox are not there (the tail stays untranslated); the low bits below
+    /// the page size (MTT flag bits) are ignored.
+    pub(crate) fn from_pages(
+        inbox: &[u8],
+        first: usize,
+        count: u64,
+        page_size: u64,
+    ) -> Result<Xlat, Fragmented> {
+        let mut x = Xlat::EMPTY;
+        if page_size == 0 || !page_size.is_power_of_two() {
+            return Ok(x);
+        }
+        let mut i = 0u64;
+        while i < count {
+            let Some(addr) = usize::try_from(i)
+                .ok()
+                .and_then(|i| i.checked_mul(8))
+                .and_then(|o| o.checked_add(first))
+                .and_then(|o| inbox.get(o..o.checked_add(8)?))
+            else {
+                break;
+            };
+            let mut b = [0u8; 8];
+            b.copy_from_slice(addr);
+            x.push(u64::from_be_bytes(b) & !(page_size - 1), page_size)?;
+            i += 1;
+        }
+        Ok(x)
+    }
+
+    /// A translation of one run (tests, and PA-like objects).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn single(bus: u64, len: u64) -> Xlat {
+        let mut x = Xlat::EMPTY;
+        if let Some(r) = x.runs.first_mut() {
+            *r = Run { bus, len };
+            x.n = 1;
+        }
+        x
+    }
+
+    /// Appends `len` bytes at `bus`, merging with the last run when contiguous.
+    fn push(&mut self, bus: u64, len: u64) -> Result<(), Fragmented> {
+        let n = usize::from(self.n);
+        if let Some(last) = n.checked_sub(1).and_then(|i| self.runs.get_mut(i)) {
+            if last.bus.checked_add(last.len) == Some(bus) {
+                last.len = last.len.saturating_add(len);
+                return Ok(());
+            }
+        }
+        let slot = self.runs.get_mut(n).ok_or(Fragmented)?;
+        *slot = Run { bus, len };
+        self.n = self.n.saturating_add(1);
+        Ok(())
+    }
+
+    /// The runs.
+    pub(crate) fn runs(&self) -> &[Run] {
+        self.runs.get(..usize::from(self.n)).unwrap_or(&[])
+    }
+
+    /// Bytes translated.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn len(&self) -> u64 {
+        self.runs().iter().fold(0u64, |a, r| a.saturating_add(r.len))
+    }
+
+    /// The bus address of object offset `off`, and how many bytes are contiguous from there
+    /// (at least 1), or `None` past the translated range.
+    pub(crate) fn at(&self, off: u64) -> Option<(u64, u64)> {
+        let mut base = 0u64;
+        for r in self.runs() {
+            let end = base.checked_add(r.len)?;
+            if off < end {
+                let into = off - base;
+                return Some((r.bus.checked_add(into)?, r.len - into));
+            }
+            base = end;
+        }
+        None
+    }
+}
+
+/// Access rights of an mkey (`mkc.lr/lw/rr/rw/a`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Access(pub(crate) u8);
+
+impl Access {
+    /// Local read.
+    pub(crate) const LOCAL_READ: Access = Access(1 << 0);
+    /// Local write.
+    pub(crate) const LOCAL_WRITE: Access = Access(1 << 1);
+    /// Remote read.
+    pub(crate) const REMOTE_READ: Access = Access(1 << 2);
+    /// Remote write.
+    pub(crate) const REMOTE_WRITE: Access = Access(1 << 3);
+    /// Remote atomic.
+    pub(crate) const ATOMIC: Access = Access(1 << 4);
+
+    /// True when every right of `need` is granted.
+    pub(crate) fn allows(self, need: Access) -> bool {
+        self.0 & need.0 == need.0
+    }
+}
+
+/// How an mkey maps its addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MkeyMap {
+    /// `access_mode` PA: addresses are bus addresses; `None` = `length64` (the whole space).
+    Pa {
+        /// `start_addr`.
+        start: u64,
+        /// `len`, or `None` for `length64`.
+        len: Option<u64>,
+    },
+    /// `access_mode` MTT: `[start, start + len)` through the page list.
+    Mtt {
+        /// `start_addr` (the iova).
+        start: u64,
+        /// `len`.
+        len: u64,
+        /// `start_addr` rounded down to the MTT page size: object offset 0 of `xlat`.
+        base: u64,
+        /// The compressed page list.
+        xlat: Xlat,
+    },
+    /// KLM/KSM (accepted by CREATE_MKEY, not usable by the data path).
+    Indirect,
+}
+
+/// What the data path needs of an mkey.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MkeyInfo {
+    /// The translation.
+    pub(crate) map: MkeyMap,
+    /// Access rights.
+    pub(crate) access: Access,
+    /// `mkey_7_0`: the low byte a key must carry.
+    pub(crate) key_byte: u8,
+}
+
+impl MkeyInfo {
+    /// Decodes a stored `mkc` plus the translation entries at byte `mtt` of the inbox.
+    pub(crate) fn parse(ctx: &[u8], inbox: &[u8], mtt: usize) -> Result<MkeyInfo, Fragmented> {
+        let g = |f: crate::prm::layout::Field| f.get(ctx).unwrap_or(0);
+        let g64 = |f: crate::prm::layout::Field| f.get64(ctx).unwrap_or(0);
+        let mut access = 0u8;
+        for (f, bit) in [
+            (mkc::lr, Access::LOCAL_READ),
+            (mkc::lw, Access::LOCAL_WRITE),
+            (mkc::rr, Access::REMOTE_READ),
+            (mkc::rw, Access::REMOTE_WRITE),
+            (mkc::a, Access::ATOMIC),
+        ] {
+            if g(f) != 0 {
+                access |= bit.0;
+            }
+        }
+        let mode = (g(mkc::access_mode_4_2) << 2) | g(mkc::access_mode_1_0);
+        let start = g64(mkc::start_addr);
+        let len = g64(mkc::len);
+        let map = match mode {
+            MKC_ACCESS_MODE_PA => MkeyMap::Pa {
+                start,
+                len: if g(mkc::length64) != 0 {
+                    None
+                } else {
+                    Some(len)
+                },
+            },
+            MKC_ACCESS_MODE_MTT => {
+                let shift = g(mkc::log_page_size);
+                let page = if (12..=40).contains(&shift) {
+                    1u64 << shift
+                } else {
+                    0
+                };
+                let (base, count) = match page {
+                    0 => (start, 0),
+                    p => {
+                        let base = start & !(p - 1);
+                        let span = (start - base).saturating_add(len);
+                        (base, span.div_ceil(p))
+                    }
+                };
+                MkeyMap::Mtt {
+                    start,
+                    len,
+                    base,
+                    xlat: Xlat::from_pages(inbox, mtt, count, page)?,
+                }
+            }
+            _ => MkeyMap::Indirect,
+        };
+        Ok(MkeyInfo {
+            map,
+            access: Access(access),
+            key_byte: u8::try_from(g(mkc::mkey_7_0)).unwrap_or(0),
+        })
+    }
+
+    /// The bus address of `va` and the bytes contiguous from there. The caller checks the
+    /// range with [`MkeyInfo::covers`] first; `None` when no translation exists.
+    pub(crate) fn translate(&self, va: u64) -> Option<(u64, u64)> {
+        match self.map {
+            MkeyMap::Pa { .. } => Some((va, u64::MAX - va)),
+            MkeyMap::Mtt { base, xlat, .. } => xlat.at(va.checked_sub(base)?),
+            MkeyMap::Indirect => None,
+        }
+    }
+
+    /// True when `[va, va + len)` is inside the mkey's range (the translation may still be
+    /// missing for entries a short inbox did not carry: that is a DMA fault later).
+    pub(crate) fn covers(&self, va: u64, len: u64) -> bool {
+        let Some(end) = va.checked_add(len) else {
+            return false;
+        };
+        match self.map {
+            MkeyMap::Pa { len: None, .. } => true,
+            MkeyMap::Pa {
+                start,
+                len: Some(l),
+            }
+            | MkeyMap::Mtt { start, len: l, .. } => {
+                va >= start && start.checked_add(l).is_some_and(|e| end <= e)
+            }
+            MkeyMap::Indirect => false,
+        }
+    }
+}
+
+/// `MKC_ACCESS_MODE_MTT` is 1 and PA 0 in every PRM revision the model knows.
+const _: () = assert!(MKC_ACCESS_MODE_PA == 0 && MKC_ACCESS_MODE_MTT == 1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages(addrs: &[u64]) -> std::vec::Vec<u8> {
+        addrs.iter().flat_map(|a| a.to_be_bytes()).collect()
+    }
+
+    #[test]
+    fn contiguous_pages_merge_and_fragmentation_is_refused() {
+        let b = pages(&[0x1000, 0x2000, 0x3000, 0x9000, 0xa000]);
+        let x = Xlat::from_pages(&b, 0, 5, 4096).unwrap();
+        assert_eq!(
+            x.runs(),
+            &[
+                Run {
+                    bus: 0x1000,
+                    len: 0x3000
+                },
+                Run {
+                    bus: 0x9000,
+                    len: 0x2000
+                }
+            ]
+        );
+        assert_eq!(x.at(0x2fff), Some((0x3fff, 1)));
+        assert_eq!(x.at(0x3000), Some((0x9000, 0x2000)));
+        assert_eq!(x.at(0x5000), None);
+        // Only the entries present are read.
+        assert_eq!(Xlat::from_pages(&b, 0, 100, 4096).unwrap().len(), 0x5000);
+        let frag: std::vec::Vec<u64> = (0..9).map(|i| i * 0x2000).collect();
+        assert_eq!(
+            Xlat::from_pages(&pages(&frag), 0, 9, 4096),
+            Err(Fragmented)
+        );
+        assert!(Xlat::from_pages(&pages(&frag), 0, 8, 4096).is_ok());
+    }
+}
