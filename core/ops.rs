@@ -16,9 +16,9 @@ use crate::driver::{Driver, DriverId};
 use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
-    AccessFlags, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
-    QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext, UcontextPriv, Udata,
-    UserCtx, UserMrReq, Wc,
+    AccessFlags, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr,
+    QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext, UcontextPriv,
+    Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;

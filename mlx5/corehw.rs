@@ -13,12 +13,12 @@
 //! mlx5_core, and its refusal of auxiliary devices that are not mlx5_core's is tested.
 
 use crate::fwsim::profile::LinkLayer;
-use crate::hw::{CapType, Doorbell, DmaMap, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES};
-use ib_core_rs::page_ref::PageRef;
-use kernel::sync::Arc;
+use crate::hw::{CapType, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES};
 use crate::mlx5_core::CoreDev;
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
+use ib_core_rs::page_ref::PageRef;
+use kernel::sync::Arc;
 use kernel::{auxiliary, device, prelude::*};
 
 /// Marketing names of the PCI device ids mlx5_core binds (`mlx5_core_pci_table`, main.c), for

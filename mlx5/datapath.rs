@@ -472,7 +472,12 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
             let mut sq = qp.sq.lock();
             let idx = usize::from(be16(c, 60)) & (qp.sq_bbs as usize - 1);
             wc.wr_id = sq.wrid.get(idx).copied().unwrap_or(0);
-            sq.tail = sq.wqe_head.get(idx).copied().unwrap_or(sq.tail).wrapping_add(1);
+            sq.tail = sq
+                .wqe_head
+                .get(idx)
+                .copied()
+                .unwrap_or(sq.tail)
+                .wrapping_add(1);
             if opcode == cqe_op::REQ_ERR {
                 wc.status = syndrome_status(c[55]);
                 wc.vendor_err = u32::from(c[54]);
@@ -593,13 +598,14 @@ pub(crate) fn req_notify_cq(cq: &Cq<Mlx5Ib>, flags: CqNotify) -> Result {
     buf.mem().write_be32(buf.db_offset() + 4, arm)?;
     // upstream: wmb() between the arm record and the doorbell.
     dma_mb(Write);
-    d.hw.ring(d.uar, Doorbell::CqArm, u64::from(arm) << 32 | u64::from(c.cqn))
+    d.hw.ring(
+        d.uar,
+        Doorbell::CqArm,
+        u64::from(arm) << 32 | u64::from(c.cqn),
+    )
 }
 
 /// The QP table entry of a kernel QP being created (see [`KernQp`]).
-pub(crate) fn qp_target(
-    attr: &QpInitAttr<'_, Mlx5Ib>,
-    kern: Arc<KernQp>,
-) -> Result<Arc<QpTarget>> {
+pub(crate) fn qp_target(attr: &QpInitAttr<'_, Mlx5Ib>, kern: Arc<KernQp>) -> Result<Arc<QpTarget>> {
     QpTarget::new(attr.event_handler.as_ref(), Some(kern))
 }

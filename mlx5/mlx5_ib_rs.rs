@@ -98,6 +98,8 @@ impl InPlaceModule for Mlx5IbRs {
     }
 }
 
+#[path = "datapath_tests.rs"]
+mod datapath_tests;
 #[path = "ib_tests.rs"]
 mod ib_tests;
 #[path = "ib_user_tests.rs"]

@@ -25,15 +25,14 @@ use crate::fwsim::fault::FaultPlan;
 use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::{spec, Config, Counts, ExecError, Fw, Stats};
 use crate::hw::{
-    CapType, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
-    PCI_VENDOR_MELLANOX,
+    CapType, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES, PCI_VENDOR_MELLANOX,
 };
-use fabric::FabricWorker;
-use ib_core_rs::page_ref::PageRef;
-use iommu::Iommu;
 use crate::prm::cmd::{dealloc_uar_in, mbox_in, query_hca_cap_in, query_hca_cap_out};
 use crate::prm::opcode;
 use crate::prm::status::Status;
+use fabric::FabricWorker;
+use ib_core_rs::page_ref::PageRef;
+use iommu::Iommu;
 use kernel::{
     debugfs::{Dir, Scope},
     new_mutex,
@@ -239,10 +238,7 @@ impl SimFunction {
             _ => None,
         };
         match db {
-            Some(db) => self
-                .fabric
-                .fabric()
-                .ring(self.index, uar_index, db, value),
+            Some(db) => self.fabric.fabric().ring(self.index, uar_index, db, value),
             None => self.kick(),
         }
     }

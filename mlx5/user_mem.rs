@@ -25,13 +25,13 @@ pub(crate) const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
 const DBR_SIZE: u64 = 8;
 
 enum Backing {
-    /// Pinned user pages.
-    User(Umem),
+    /// Pinned user pages (held for the mapping's lifetime).
+    User { _umem: Umem },
     /// KUnit: kernel pages standing in for a user buffer.
     #[cfg(CONFIG_KUNIT = "y")]
     Kernel {
-        /// The pages.
-        pages: KVec<ib_core_rs::page_ref::PageRef>,
+        /// The pages (held for the mapping's lifetime).
+        _pages: KVec<ib_core_rs::page_ref::PageRef>,
     },
 }
 
@@ -44,7 +44,7 @@ pub(crate) struct UserBuf {
     map: DmaMap,
     addr: u64,
     len: u64,
-    backing: Backing,
+    _backing: Backing,
 }
 
 impl UserBuf {
@@ -78,7 +78,7 @@ impl UserBuf {
             map,
             addr,
             len,
-            backing: Backing::User(umem),
+            _backing: Backing::User { _umem: umem },
         })
     }
 
@@ -99,27 +99,8 @@ impl UserBuf {
             map,
             addr,
             len,
-            backing: Backing::Kernel { pages },
+            _backing: Backing::Kernel { _pages: pages },
         })
-    }
-
-    /// KUnit: the buffer's bytes at `offset` (what the device wrote).
-    #[cfg(CONFIG_KUNIT = "y")]
-    pub(crate) fn kernel_read(&self, offset: u64, buf: &mut [u8]) -> Result {
-        let Backing::Kernel { pages } = &self.backing else {
-            return Err(EINVAL);
-        };
-        let at = usize::try_from(self.page_offset() + offset)?;
-        let ps = kernel::page::PAGE_SIZE;
-        let mut done = 0;
-        while done < buf.len() {
-            let a = at + done;
-            let n = (ps - a % ps).min(buf.len() - done);
-            let page = pages.get(a / ps).ok_or(EINVAL)?;
-            page.read(a % ps, buf.get_mut(done..done + n).ok_or(EINVAL)?)?;
-            done += n;
-        }
-        Ok(())
     }
 
     /// The user address of the first byte.

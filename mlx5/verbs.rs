@@ -29,8 +29,8 @@ use crate::cmd::qp::{
     RqType, Rst2Init, Rtr2Rts, Rts2Rts, ToErr, ToRst,
 };
 use crate::cmd::res::{AllocPd, CreateMkey, DeallocPd, DestroyMkey, MkeyAccess, MkeyTranslation};
-use crate::fwsim::profile::LinkLayer;
 use crate::events::{CqTarget, QpTarget};
+use crate::fwsim::profile::LinkLayer;
 
 use crate::hw::{CapType, DmaBuf, Mlx5Hw};
 use crate::ib::{Mlx5Ib, Mlx5IbDev};
@@ -39,8 +39,8 @@ use crate::user_mem::{DbRecord, UserBuf};
 use ib_core_rs::attr::Gid;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, MrCreated, MrType, Pd, Qp, QpAttr,
-    QpAttrMask, QpCreated, QpInitAttr, QpState, QpType, UserCtx,
+    AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, MrCreated, MrType, Pd, Qp,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, QpState, QpType, UserCtx,
 };
 use kernel::prelude::*;
 use kernel::{new_mutex, sync::Arc, sync::Mutex};
@@ -179,11 +179,6 @@ impl Mlx5Qp {
             events,
         }
     }
-
-    /// The current state (as the last successful modify left it).
-    pub(crate) fn cur_state(&self) -> QpState {
-        self.state.lock().qp_state
-    }
 }
 
 /// The driver part of an MR (upstream `struct mlx5_ib_mr`).
@@ -292,13 +287,7 @@ pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
     let d = cq.device().data();
     let c = cq.data();
     let detached = d.events.detach_cq(&c.events);
-    let r = exec(
-        &*d.hw,
-        &DestroyCq {
-            cqn: c.cqn,
-            uid: 0,
-        },
-    );
+    let r = exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 });
     if r.is_err() {
         d.events.reattach_cq(&c.events, detached);
     }

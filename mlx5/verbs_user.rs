@@ -32,8 +32,8 @@ use crate::user_mem::{DbRecord, UserBuf, PAGE};
 use crate::verbs::{create_mr, gen, ilog2_ceil, mkey_access, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, CqHandler, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Ucontext, UserCtx,
-    UserMrReq,
+    AccessFlags, CqHandler, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Ucontext,
+    UserCtx, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::Arc;

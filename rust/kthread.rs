@@ -60,6 +60,12 @@ unsafe impl<T: ThreadBody> Send for KThread<T> {}
 // SAFETY: `&KThread` gives no access to anything.
 unsafe impl<T: ThreadBody> Sync for KThread<T> {}
 
+/// The thread function: runs the body.
+///
+/// # Safety
+///
+/// `data` must be the `Arc::into_raw` pointer of an `Arc<T>` that stays alive until the
+/// thread has stopped (what [`KThread::spawn`] passes).
 unsafe extern "C" fn trampoline<T: ThreadBody>(data: *mut c_void) -> c_int {
     // SAFETY: `data` is the `Arc::into_raw` pointer `spawn` passed, kept alive by the
     // `KThread` until this thread has stopped (type invariant of `KThread`).

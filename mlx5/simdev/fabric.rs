@@ -59,17 +59,14 @@ struct Wake {
     kicked: bool,
     stop: bool,
     /// Sleep this many jiffies at most before rescanning (`None`: until kicked).
-    rescan: Option<u64>,
+    rescan: Option<kernel::time::Jiffies>,
     dbs: [Option<PendingDb>; PENDING],
     n: usize,
-    /// Doorbell values dropped because the queue was full (debugfs).
-    dropped: u64,
 }
 
 /// The functions of one link layer.
 #[pin_data]
 pub(crate) struct Fabric {
-    link_layer: LinkLayer,
     /// The device state of every function, by index.
     #[pin]
     fws: Mutex<KVec<KVBox<Fw>>>,
@@ -86,11 +83,6 @@ pub(crate) struct Fabric {
 }
 
 impl Fabric {
-    /// The link layer of every function on it.
-    pub(crate) fn link_layer(&self) -> LinkLayer {
-        self.link_layer
-    }
-
     /// Runs `f` on function `index`'s device state under the fabric lock.
     ///
     /// # Errors
@@ -129,26 +121,20 @@ impl Fabric {
         {
             let mut w = self.wake.lock();
             let n = w.n;
-            match w.dbs.get_mut(n) {
-                Some(slot) => {
-                    *slot = Some(PendingDb {
-                        func,
-                        uar,
-                        db,
-                        value,
-                    });
-                    w.n = n + 1;
-                }
-                None => w.dropped += 1,
+            // When full, the value is dropped: the doorbell records are the truth, a store
+            // is only a wake-up.
+            if let Some(slot) = w.dbs.get_mut(n) {
+                *slot = Some(PendingDb {
+                    func,
+                    uar,
+                    db,
+                    value,
+                });
+                w.n = n + 1;
             }
             w.kicked = true;
         }
         self.cv.notify_one();
-    }
-
-    /// Doorbell values dropped so far.
-    pub(crate) fn dropped_doorbells(&self) -> u64 {
-        self.wake.lock().dropped
     }
 
     /// Waits for a kick, a rescan or a stop; returns the queued doorbells, or `None` to stop.
@@ -164,7 +150,7 @@ impl Fabric {
             match w.rescan {
                 Some(j) => {
                     // Woken, timed out or (kthreads take no signals) anything else: rescan.
-                    let _ = self.cv.wait_interruptible_timeout(&mut w, j as _);
+                    let _ = self.cv.wait_interruptible_timeout(&mut w, j);
                     break;
                 }
                 None => {
@@ -184,7 +170,7 @@ impl Fabric {
     /// One engine pass: the queued doorbells, then the engine over every function; the
     /// events it queued go to the handlers afterwards. Returns whether to pass again at once
     /// and when to rescan otherwise.
-    fn pass(&self, dbs: &[Option<PendingDb>]) -> (bool, Option<u64>) {
+    fn pass(&self, dbs: &[Option<PendingDb>]) -> (bool, Option<kernel::time::Jiffies>) {
         let now = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(0);
         let (outcome, any_qp) = {
             let mut fws = self.fws.lock();
@@ -198,10 +184,11 @@ impl Fabric {
             (outcome, any_qp)
         };
         self.deliver();
-        let mut rescan = any_qp.then_some(1u64);
+        let mut rescan = any_qp.then_some(1);
         if let Some(d) = outcome.next_deadline_ns {
             let j = d.saturating_sub(now).div_ceil(ns_per_jiffy()).max(1);
-            rescan = Some(rescan.map_or(j, |r| r.min(j)));
+            let j = kernel::time::Jiffies::try_from(j).unwrap_or(kernel::time::Jiffies::MAX);
+            rescan = Some(rescan.map_or(j, |r: kernel::time::Jiffies| r.min(j)));
         }
         (outcome.more, rescan)
     }
@@ -284,7 +271,6 @@ impl FabricWorker {
         }
         let fabric = Arc::pin_init(
             try_pin_init!(Fabric {
-                link_layer,
                 fws <- new_mutex!(fws),
                 iommus,
                 handlers <- new_mutex!(handlers),
@@ -294,7 +280,6 @@ impl FabricWorker {
                     rescan: None,
                     dbs: [None; PENDING],
                     n: 0,
-                    dropped: 0,
                 }),
                 cv <- new_condvar!(),
                 start: Instant::now(),

@@ -13,11 +13,11 @@ use ib_core_rs::device::Device;
 use ib_core_rs::driver::Driver;
 use ib_core_rs::kernel_owner;
 use ib_core_rs::ops::{DeviceOps, Ops};
+use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpCreated,
     QpInitAttr, QpState, QpType, UserCtx,
 };
-use ib_core_rs::verbs::CqHandler;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::Arc;
