@@ -106,6 +106,7 @@ pub(crate) const ALL_LAYOUTS: &[Layout] = &[
     cmd::destroy_uctx_out::LAYOUT,
     ctx::cmd_hca_cap::LAYOUT,
     ctx::roce_cap::LAYOUT,
+    ctx::atomic_caps::LAYOUT,
     ctx::query_adapter_param_block::LAYOUT,
     ctx::nic_vport_context::LAYOUT,
     ctx::hca_vport_context::LAYOUT,

@@ -26,9 +26,6 @@ pub(crate) mod op {
     pub(crate) const RESP_SEND: u8 = 2;
     /// `MLX5_CQE_RESP_SEND_IMM`.
     pub(crate) const RESP_SEND_IMM: u8 = 3;
-    /// `MLX5_CQE_RESIZE_CQ`.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const RESIZE_CQ: u8 = 5;
     /// `MLX5_CQE_REQ_ERR`.
     pub(crate) const REQ_ERR: u8 = 13;
     /// `MLX5_CQE_RESP_ERR`.
@@ -73,8 +70,6 @@ pub(crate) mod off {
     pub(crate) const IMM: usize = 36;
     /// `byte_cnt` (be32).
     pub(crate) const BYTE_CNT: usize = 44;
-    /// `mlx5_err_cqe.vendor_err_synd`.
-    pub(crate) const VENDOR_SYND: usize = 54;
     /// `mlx5_err_cqe.syndrome`.
     pub(crate) const SYNDROME: usize = 55;
     /// `sop_drop_qpn` (be32): WQE opcode << 24 | qpn (`s_wqe_opcode_qpn` of an error CQE).
@@ -174,8 +169,6 @@ pub(crate) struct CqState {
     pub(crate) cqe128: bool,
     /// Doorbell record: consumer index at +0, arm at +4.
     pub(crate) dbr: u64,
-    /// `c_eqn`.
-    pub(crate) eqn: u32,
     /// Producer counter (CQEs written).
     pub(crate) pi: u32,
     /// The armed request, if any.
@@ -210,7 +203,6 @@ impl CqState {
             log_size,
             cqe128,
             dbr: cqc::dbr_addr.get64(ctx).unwrap_or(0),
-            eqn: g(cqc::c_eqn_or_apu_element),
             pi: 0,
             armed: None,
             fired_sn: None,
@@ -356,7 +348,9 @@ pub(crate) fn read_at(mem: &dyn DmaMem, x: &Xlat, at: u64, buf: &mut [u8]) -> bo
         let Some((bus, contig)) = x.at(off) else {
             return false;
         };
-        let n = usize::try_from(contig).unwrap_or(usize::MAX).min(len - done);
+        let n = usize::try_from(contig)
+            .unwrap_or(usize::MAX)
+            .min(len - done);
         let Some(piece) = buf.get_mut(done..done + n) else {
             return false;
         };

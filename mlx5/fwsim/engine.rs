@@ -78,8 +78,8 @@ const CHUNK: usize = 256;
 /// IB spec table 9.7.5.2.8 (minimum RNR NAK timer field encodings), in microseconds.
 const RNR_TIMER_US: [u64; 32] = [
     655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840,
-    5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840,
-    245_760, 327_680, 491_520,
+    5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760,
+    327_680, 491_520,
 ];
 
 /// The RNR NAK timer of a responder's `min_rnr_nak`, in nanoseconds.
@@ -300,13 +300,9 @@ struct Snap {
     /// 0-based port.
     port: usize,
     rlid: u16,
-    grh: bool,
     rgid: [u8; 16],
     sgid_index: u8,
     sl: u8,
-    tclass: u8,
-    hop_limit: u8,
-    flow_label: u32,
     remote_qpn: u32,
     mtu: u32,
     log_msg_max: u32,
@@ -345,13 +341,9 @@ fn snap(fw: &Fw, slot: usize) -> Option<Snap> {
         q: qp.q,
         port: usize::try_from(g(pri(ads::vhca_port_num)).saturating_sub(1)).unwrap_or(0),
         rlid: u16::try_from(g(pri(ads::rlid))).unwrap_or(0),
-        grh: g(pri(ads::grh)) != 0,
         rgid,
         sgid_index: g8(pri(ads::src_addr_index)),
         sl: g8(pri(ads::sl)),
-        tclass: g8(pri(ads::tclass)),
-        hop_limit: g8(pri(ads::hop_limit)),
-        flow_label: g(pri(ads::flow_label)),
         remote_qpn: g(qpc::remote_qpn),
         mtu: match g(qpc::mtu) {
             m @ 1..=5 => 128 << m,
@@ -591,7 +583,8 @@ impl<'a> Cur<'a> {
                     let (bus, contig) = r.info.translate(r.va).ok_or(())?;
                     let n = usize::try_from(contig)
                         .unwrap_or(usize::MAX)
-                        .min(data.len() - done);
+                        .min(data.len() - done)
+                        .max(1);
                     mem.write(bus, data.get(done..done + n).ok_or(())?)
                         .map_err(|_| ())?;
                     r.va = r.va.wrapping_add(n as u64);
@@ -788,13 +781,7 @@ fn rq_wqe(mem: &dyn DmaMem, d: &Snap, buf: &mut [u8; MAX_RQ_WQE]) -> Result<Opti
 
 /// The responder's part of an error: an error CQE for a consumed receive WQE (if any), the
 /// QP to ERR, and an affiliated event (if any).
-fn resp_fail(
-    nodes: &mut [Node<'_>],
-    di: usize,
-    d: &Snap,
-    cqe: Option<u8>,
-    event: Option<QpEvent>,
-) {
+fn resp_fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, event: Option<QpEvent>) {
     let Some(n) = nodes.get_mut(di) else {
         return;
     };
@@ -1088,7 +1075,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
             let (Some(rn), Some(dn)) = (nodes.get(ni), nodes.get(di)) else {
                 return dropped;
             };
-            if raddr % 8 != 0 {
+            if !raddr.is_multiple_of(8) {
                 resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
                 return ReqRes::Err(syn::REMOTE_INVAL_REQ);
             }
@@ -1184,9 +1171,7 @@ fn write(
         Ok(())
     } else {
         let info = match mkey(dn.fw, rkey, d.pd) {
-            Some(m) if d.rwe && m.access.allows(Access::REMOTE_WRITE) && m.covers(raddr, len) => {
-                m
-            }
+            Some(m) if d.rwe && m.access.allows(Access::REMOTE_WRITE) && m.covers(raddr, len) => m,
             _ => return bad(nodes),
         };
         let mut src = Cur::sgl(rn.fw, segs, false, s.pd);
@@ -1219,7 +1204,12 @@ enum WqeErr {
 }
 
 /// Reads the WQE at the SQ consumer counter of `s` into `buf`; `pi` is the doorbell record.
-fn read_wqe(mem: &dyn DmaMem, s: &Snap, pi: u16, buf: &mut [u8; MAX_SQ_WQE]) -> Result<Wqe, WqeErr> {
+fn read_wqe(
+    mem: &dyn DmaMem,
+    s: &Snap,
+    pi: u16,
+    buf: &mut [u8; MAX_SQ_WQE],
+) -> Result<Wqe, WqeErr> {
     let q = &s.q;
     let first = buf.get_mut(..64).ok_or(WqeErr::Fault)?;
     if !cqe::read_at(mem, &q.xlat, q.sq_at(u64::from(q.sq_ci) * WQEBB), first) {
@@ -1284,7 +1274,9 @@ fn step(nodes: &mut [Node<'_>], ni: usize, slot: usize, now: u64) -> Step {
     let mut buf = [0u8; MAX_SQ_WQE];
     let w = match read_wqe(mem, &s, pi, &mut buf) {
         Ok(w) => w,
-        Err(WqeErr::Bad(w)) => return finish(nodes, ni, slot, &w, ReqRes::Err(syn::LOCAL_QP_OP), now),
+        Err(WqeErr::Bad(w)) => {
+            return finish(nodes, ni, slot, &w, ReqRes::Err(syn::LOCAL_QP_OP), now)
+        }
         Err(WqeErr::Fault) => {
             if let Some(n) = nodes.get_mut(ni) {
                 to_err(n.fw, slot);
@@ -1460,9 +1452,18 @@ impl Fw {
     pub(crate) fn next_event(&mut self) -> Option<Event> {
         while let Some((slot, p)) = self.events.pop() {
             let ev = match p {
-                Popped::Completion => self.cqs.at_slot(slot).map(|(cqn, _)| Event::Completion { cqn }),
-                Popped::CqError => self.cqs.at_slot(slot).map(|(cqn, _)| Event::CqError { cqn }),
-                Popped::Qp(kind) => self.qps.at_slot(slot).map(|(qpn, _)| Event::Qp { qpn, kind }),
+                Popped::Completion => self
+                    .cqs
+                    .at_slot(slot)
+                    .map(|(cqn, _)| Event::Completion { cqn }),
+                Popped::CqError => self
+                    .cqs
+                    .at_slot(slot)
+                    .map(|(cqn, _)| Event::CqError { cqn }),
+                Popped::Qp(kind) => self
+                    .qps
+                    .at_slot(slot)
+                    .map(|(qpn, _)| Event::Qp { qpn, kind }),
             };
             if ev.is_some() {
                 return ev;

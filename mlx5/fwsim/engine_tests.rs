@@ -1,3 +1,2208 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Host tests of the data path.
+//! Host tests of the data path: objects created through the real commands, WQEs laid out as
+//! libmlx5 44 lays them out (`providers/mlx5/qp.c`: control, remote address, atomic,
+//! datagram, data and inline segments, wrapping at the end of the SQ), CQEs polled as
+//! libmlx5's `mlx5_poll_one()` polls them, over a fake bus space whose unmapped gaps and
+//! write-protected ranges turn every stray access into a fault the test sees.
+
+use std::boxed::Box;
+use std::cell::RefCell;
+use std::vec;
+use std::vec::Vec;
+
+use super::cqe::{op as cqe_op, syndrome as csyn};
+use super::dma::{DmaFault, DmaMem};
+use super::engine::{self, ctrl, wqe_op, Node, RunResult, INLINE_SEG, INVALID_LKEY};
+use super::events::{Event, QpEvent};
+use super::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
+use super::syndrome as syn;
+use super::tests::{alloc_pd, alloc_uar, destroy_in, inbox, ok, query_qp};
+use super::*;
+use crate::prm::cmd::*;
+use crate::prm::consts::*;
+use crate::prm::ctx::*;
+use crate::prm::layout::Field;
+
+// ---------------------------------------------------------------------------------------
+// Fake memory.
+
+/// One mapped range.
+struct Range {
+    base: u64,
+    data: Vec<u8>,
+    writable: bool,
+}
+
+/// A bus space of mapped ranges with unmapped guard pages between them. Accesses outside a
+/// range (or writes to a read-only one) fault and are counted; a faulting write writes
+/// nothing, as the [`DmaMem`] contract says.
+pub(super) struct Mem {
+    ranges: RefCell<Vec<Range>>,
+    next: RefCell<u64>,
+    /// Faulted accesses.
+    pub(super) faults: RefCell<u32>,
+}
+
+impl Mem {
+    pub(super) fn new(base: u64) -> Self {
+        Mem {
+            ranges: RefCell::new(Vec::new()),
+            next: RefCell::new(base),
+            faults: RefCell::new(0),
+        }
+    }
+
+    /// Maps `len` zeroed bytes (page aligned, a guard page after) and returns the address.
+    pub(super) fn map(&self, len: usize, writable: bool) -> u64 {
+        let mut next = self.next.borrow_mut();
+        let base = *next;
+        let pages = len.div_ceil(4096).max(1) as u64;
+        *next = base + (pages + 1) * 4096;
+        self.ranges.borrow_mut().push(Range {
+            base,
+            data: vec![0; len],
+            writable,
+        });
+        base
+    }
+
+    fn with<R>(&self, addr: u64, len: usize, f: impl FnOnce(&mut [u8], bool) -> R) -> Option<R> {
+        let mut rs = self.ranges.borrow_mut();
+        for r in rs.iter_mut() {
+            let end = r.base + r.data.len() as u64;
+            if addr >= r.base && addr.checked_add(len as u64)? <= end {
+                let o = (addr - r.base) as usize;
+                let w = r.writable;
+                return Some(f(&mut r.data[o..o + len], w));
+            }
+        }
+        None
+    }
+
+    fn fault(&self, addr: u64) -> DmaFault {
+        *self.faults.borrow_mut() += 1;
+        DmaFault { addr }
+    }
+
+    /// Test access: read bytes.
+    pub(super) fn get(&self, addr: u64, len: usize) -> Vec<u8> {
+        self.with(addr, len, |d, _| d.to_vec()).expect("test read")
+    }
+
+    /// Test access: write bytes (even to read-only ranges).
+    pub(super) fn put(&self, addr: u64, data: &[u8]) {
+        self.with(addr, data.len(), |d, _| d.copy_from_slice(data))
+            .expect("test write")
+    }
+
+    pub(super) fn put32(&self, addr: u64, v: u32) {
+        self.put(addr, &v.to_be_bytes());
+    }
+
+    pub(super) fn faults(&self) -> u32 {
+        *self.faults.borrow()
+    }
+}
+
+impl DmaMem for Mem {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
+        let len = buf.len();
+        self.with(addr, len, |d, _| buf.copy_from_slice(d))
+            .ok_or_else(|| self.fault(addr))
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaFault> {
+        match self.with(addr, data.len(), |d, w| {
+            if w {
+                d.copy_from_slice(data);
+            }
+            w
+        }) {
+            Some(true) => Ok(()),
+            _ => Err(self.fault(addr)),
+        }
+    }
+
+    fn cmp_swap64(&self, addr: u64, compare: u64, swap: u64) -> Result<u64, DmaFault> {
+        if !addr.is_multiple_of(8) {
+            return Err(self.fault(addr));
+        }
+        match self.with(addr, 8, |d, w| {
+            let old = u64::from_le_bytes(d.try_into().unwrap());
+            if w && old == compare {
+                d.copy_from_slice(&swap.to_le_bytes());
+            }
+            (old, w)
+        }) {
+            Some((old, true)) => Ok(old),
+            _ => Err(self.fault(addr)),
+        }
+    }
+
+    fn fetch_add64(&self, addr: u64, add: u64) -> Result<u64, DmaFault> {
+        if !addr.is_multiple_of(8) {
+            return Err(self.fault(addr));
+        }
+        match self.with(addr, 8, |d, w| {
+            let old = u64::from_le_bytes(d.try_into().unwrap());
+            if w {
+                d.copy_from_slice(&old.wrapping_add(add).to_le_bytes());
+            }
+            (old, w)
+        }) {
+            Some((old, true)) => Ok(old),
+            _ => Err(self.fault(addr)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A function with its memory, and objects made through the real commands.
+
+pub(super) struct Host {
+    pub(super) fw: Box<Fw>,
+    pub(super) mem: Mem,
+    pub(super) pd: u32,
+    pub(super) uar: u32,
+}
+
+/// Offset between an MR's bus address and its iova (MTT mkeys translate for real).
+const IOVA: u64 = 0x7f00_0000_0000;
+
+impl Host {
+    pub(super) fn new(ll: LinkLayer, serial: u32) -> Host {
+        let profile = if ll == LinkLayer::Ib {
+            CONNECTX7
+        } else {
+            CONNECTX6_DX
+        };
+        let mut fw = Box::new(
+            Fw::new(Config {
+                profile,
+                link_layer: ll,
+                num_ports: 1,
+                serial,
+            })
+            .unwrap(),
+        );
+        let pd = alloc_pd(&mut fw, 0);
+        let uar = alloc_uar(&mut fw, 0);
+        Host {
+            fw,
+            mem: Mem::new(0x1000_0000 * u64::from(serial)),
+            pd,
+            uar,
+        }
+    }
+
+    pub(super) fn lid(&self) -> u16 {
+        self.fw.port_lid(0)
+    }
+
+    /// SET_ROCE_ADDRESS of entry `index` (version 2 unless `v1`; IPv4 when the GID is
+    /// IPv4-mapped).
+    pub(super) fn set_gid(&mut self, index: u32, gid: [u8; 16], v1: bool) {
+        let mut b = inbox(op::SET_ROCE_ADDRESS, 0, 0, set_roce_address_in::SIZE_BYTES);
+        let a = |m: Field| set_roce_address_in::roce_address.inner(m);
+        set_roce_address_in::roce_address_index
+            .set(&mut b, index)
+            .unwrap();
+        a(roce_addr_layout::source_l3_address)
+            .set_bytes(&mut b, &gid)
+            .unwrap();
+        a(roce_addr_layout::roce_version)
+            .set(&mut b, if v1 { 0 } else { ROCE_VERSION_2 })
+            .unwrap();
+        let v4 = gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+        a(roce_addr_layout::roce_l3_type)
+            .set(&mut b, u32::from(!v4))
+            .unwrap();
+        ok(&mut self.fw, &b, 16);
+    }
+
+    /// A CQ of `2^log` 64-byte CQEs (128-byte when `big`), initialized as libmlx5 does
+    /// (opcode invalid, owner 0).
+    pub(super) fn cq(&mut self, log: u32, big: bool) -> CqH {
+        let stride = if big { 128 } else { 64 };
+        let len = stride << log;
+        let buf = self.mem.map(len, true);
+        for i in 0..(1u64 << log) {
+            self.mem
+                .put(buf + i * stride as u64 + stride as u64 - 1, &[0xf0]);
+        }
+        let dbr = self.mem.map(8, true);
+        let pages = len.div_ceil(4096);
+        let mut b = inbox(op::CREATE_CQ, 0, 0, create_cq_in::SIZE_BYTES + 8 * pages);
+        let c = |f: Field| create_cq_in::cq_context.inner(f);
+        c(cqc::log_cq_size).set(&mut b, log).unwrap();
+        c(cqc::cqe_sz).set(&mut b, u32::from(big)).unwrap();
+        c(cqc::uar_page).set(&mut b, self.uar).unwrap();
+        c(cqc::dbr_addr).set64(&mut b, dbr).unwrap();
+        for p in 0..pages {
+            let at = create_cq_in::SIZE_BYTES + 8 * p;
+            b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
+        }
+        let out = ok(&mut self.fw, &b, create_cq_out::SIZE_BYTES);
+        CqH {
+            cqn: create_cq_out::cqn.get(&out).unwrap(),
+            buf,
+            dbr,
+            log,
+            stride: stride as u64,
+            ci: 0,
+            arm_sn: 0,
+        }
+    }
+
+    /// A QP of service `st` with `2^log_sq` WQEBBs and `2^log_rq` receive WQEs of
+    /// `16 << log_stride` bytes.
+    pub(super) fn qp(&mut self, st: u32, scq: &CqH, rcq: &CqH, sizes: (u32, u32, u32)) -> QpH {
+        let (log_sq, log_rq, log_stride) = sizes;
+        let rq_bytes = (16usize << log_stride) << log_rq;
+        let len = rq_bytes + (64usize << log_sq);
+        let buf = self.mem.map(len, true);
+        let dbr = self.mem.map(8, true);
+        let pages = len.div_ceil(4096);
+        let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES + 8 * pages);
+        let q = |f: Field| create_qp_in::qpc.inner(f);
+        q(qpc::st).set(&mut b, st).unwrap();
+        q(qpc::pd).set(&mut b, self.pd).unwrap();
+        q(qpc::uar_page).set(&mut b, self.uar).unwrap();
+        q(qpc::cqn_snd).set(&mut b, scq.cqn).unwrap();
+        q(qpc::cqn_rcv).set(&mut b, rcq.cqn).unwrap();
+        q(qpc::log_sq_size).set(&mut b, log_sq).unwrap();
+        q(qpc::log_rq_size).set(&mut b, log_rq).unwrap();
+        q(qpc::log_rq_stride).set(&mut b, log_stride).unwrap();
+        q(qpc::log_msg_max).set(&mut b, 30).unwrap();
+        q(qpc::user_index)
+            .set(&mut b, 0x4000 + pages as u32)
+            .unwrap();
+        q(qpc::dbr_addr).set64(&mut b, dbr).unwrap();
+        for p in 0..pages {
+            let at = create_qp_in::SIZE_BYTES + 8 * p;
+            b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
+        }
+        let out = ok(&mut self.fw, &b, create_qp_out::SIZE_BYTES);
+        let qpn = create_qp_out::qpn.get(&out).unwrap();
+        QpH {
+            qpn,
+            st,
+            uidx: 0x4000 + pages as u32,
+            buf,
+            dbr,
+            sq_off: rq_bytes as u64,
+            log_sq,
+            log_rq,
+            rq_stride: 16 << log_stride,
+            cur_post: 0,
+            rq_head: 0,
+        }
+    }
+
+    /// An MTT mkey over `len` new bytes (`access` bits: the `mkc` lr/lw/rr/rw/a flags as
+    /// [`MrAccess`]); returns (key, iova, bus).
+    pub(super) fn mr(&mut self, len: usize, access: MrAccess) -> Mr {
+        let bus = self.mem.map(len, true);
+        self.mr_at(bus, len, access)
+    }
+
+    /// An MTT mkey over memory already mapped at `bus`.
+    pub(super) fn mr_at(&mut self, bus: u64, len: usize, access: MrAccess) -> Mr {
+        let pages = len.div_ceil(4096).max(1);
+        let octwords = pages.div_ceil(2);
+        let mut b = inbox(
+            op::CREATE_MKEY,
+            0,
+            0,
+            create_mkey_in::SIZE_BYTES + 16 * octwords,
+        );
+        let m = |f: Field| create_mkey_in::memory_key_mkey_entry.inner(f);
+        m(mkc::pd).set(&mut b, self.pd).unwrap();
+        m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
+        m(mkc::access_mode_1_0)
+            .set(&mut b, MKC_ACCESS_MODE_MTT)
+            .unwrap();
+        m(mkc::mkey_7_0).set(&mut b, 0x3c).unwrap();
+        m(mkc::lr).set(&mut b, 1).unwrap();
+        m(mkc::lw).set(&mut b, u32::from(access.lw)).unwrap();
+        m(mkc::rr).set(&mut b, u32::from(access.rr)).unwrap();
+        m(mkc::rw).set(&mut b, u32::from(access.rw)).unwrap();
+        m(mkc::a).set(&mut b, u32::from(access.a)).unwrap();
+        m(mkc::start_addr).set64(&mut b, IOVA + bus).unwrap();
+        m(mkc::len).set64(&mut b, len as u64).unwrap();
+        m(mkc::log_page_size).set(&mut b, 12).unwrap();
+        m(mkc::translations_octword_size)
+            .set(&mut b, octwords as u32)
+            .unwrap();
+        create_mkey_in::translations_octword_actual_size
+            .set(&mut b, octwords as u32)
+            .unwrap();
+        for p in 0..pages {
+            let at = create_mkey_in::SIZE_BYTES + 8 * p;
+            b[at..at + 8].copy_from_slice(&(bus + 4096 * p as u64).to_be_bytes());
+        }
+        let out = ok(&mut self.fw, &b, create_mkey_out::SIZE_BYTES);
+        let index = create_mkey_out::mkey_index.get(&out).unwrap();
+        Mr {
+            key: (index << 8) | 0x3c,
+            va: IOVA + bus,
+            bus,
+        }
+    }
+
+    /// RST2INIT, INIT2RTR (to `dest`), RTR2RTS.
+    pub(super) fn connect(&mut self, qp: &QpH, dest: &Path) {
+        let m = |op: u16| {
+            let mut b = inbox(op, 0, 0, rst2init_qp_in::SIZE_BYTES);
+            rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
+            b
+        };
+        let q = |f: Field| rst2init_qp_in::qpc.inner(f);
+        let p = |f: Field| q(qpc::primary_address_path).inner(f);
+        let mut b = m(op::RST2INIT_QP);
+        p(ads::vhca_port_num).set(&mut b, 1).unwrap();
+        q(qpc::q_key).set(&mut b, dest.own_qkey).unwrap();
+        for f in [qpc::rre, qpc::rwe, qpc::rae] {
+            q(f).set(&mut b, 1).unwrap();
+        }
+        ok(&mut self.fw, &b, 16);
+        let mut b = m(op::INIT2RTR_QP);
+        q(qpc::mtu).set(&mut b, dest.mtu).unwrap();
+        q(qpc::log_msg_max).set(&mut b, 30).unwrap();
+        q(qpc::remote_qpn).set(&mut b, dest.qpn).unwrap();
+        q(qpc::next_rcv_psn).set(&mut b, 0x100).unwrap();
+        q(qpc::min_rnr_nak).set(&mut b, dest.min_rnr_nak).unwrap();
+        q(qpc::q_key).set(&mut b, dest.own_qkey).unwrap();
+        for f in [qpc::rre, qpc::rwe, qpc::rae] {
+            q(f).set(&mut b, u32::from(dest.remote_access)).unwrap();
+        }
+        p(ads::vhca_port_num).set(&mut b, 1).unwrap();
+        p(ads::rlid).set(&mut b, u32::from(dest.lid)).unwrap();
+        if let Some(g) = dest.gid {
+            p(ads::grh).set(&mut b, 1).unwrap();
+            p(ads::rgid_rip).set_bytes(&mut b, &g).unwrap();
+            p(ads::hop_limit).set(&mut b, 64).unwrap();
+        }
+        ok(&mut self.fw, &b, 16);
+        let mut b = m(op::RTR2RTS_QP);
+        q(qpc::next_send_psn).set(&mut b, 0x200).unwrap();
+        q(qpc::retry_count).set(&mut b, dest.retry).unwrap();
+        q(qpc::rnr_retry).set(&mut b, dest.rnr_retry).unwrap();
+        p(ads::ack_timeout).set(&mut b, dest.ack_timeout).unwrap();
+        // RTR2RTS takes these members again; mlx5_ib sends its merged attributes.
+        q(qpc::min_rnr_nak).set(&mut b, dest.min_rnr_nak).unwrap();
+        for f in [qpc::rre, qpc::rwe, qpc::rae] {
+            q(f).set(&mut b, u32::from(dest.remote_access)).unwrap();
+        }
+        ok(&mut self.fw, &b, 16);
+    }
+
+    /// A bare transition (2ERR, 2RST).
+    pub(super) fn modify(&mut self, qp: &QpH, opcode: u16) {
+        let mut b = inbox(opcode, 0, 0, rst2init_qp_in::SIZE_BYTES);
+        rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
+        ok(&mut self.fw, &b, 16);
+    }
+
+    pub(super) fn state(&mut self, qp: &QpH) -> u32 {
+        let out = query_qp(&mut self.fw, 0, qp.qpn);
+        query_qp_out::qpc.inner(qpc::state).get(&out).unwrap()
+    }
+
+    pub(super) fn psns(&mut self, qp: &QpH) -> (u32, u32) {
+        let out = query_qp(&mut self.fw, 0, qp.qpn);
+        let g = |f: Field| query_qp_out::qpc.inner(f).get(&out).unwrap();
+        (g(qpc::next_send_psn), g(qpc::next_rcv_psn))
+    }
+
+    /// Posts a send WR as libmlx5's `mlx5_post_send()` lays it out, and rings the record.
+    pub(super) fn post(&mut self, qp: &mut QpH, wr: &Wr) {
+        let w = encode(qp, wr);
+        let sq_bytes = 64u64 << qp.log_sq;
+        let start = u64::from(qp.cur_post) * 64;
+        for (i, b) in w.iter().enumerate() {
+            let at = qp.buf + qp.sq_off + (start + i as u64) % sq_bytes;
+            self.mem.put(at, &[*b]);
+        }
+        qp.cur_post = qp.cur_post.wrapping_add(w.len().div_ceil(64) as u16);
+        self.mem.put32(qp.dbr + 4, u32::from(qp.cur_post));
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&w[..8]);
+        self.fw.sq_doorbell(self.uar, u64::from_be_bytes(first));
+    }
+
+    /// Posts a receive WQE (data segments, `MLX5_INVALID_LKEY` terminated when shorter).
+    pub(super) fn post_recv(&mut self, qp: &mut QpH, sges: &[(u32, u64, u32)]) {
+        let idx = u64::from(qp.rq_head) & ((1 << qp.log_rq) - 1);
+        let at = qp.buf + idx * qp.rq_stride;
+        let mut w = vec![0u8; qp.rq_stride as usize];
+        let mut n = 0;
+        for (lkey, addr, len) in sges {
+            if *len == 0 {
+                continue;
+            }
+            data_seg(&mut w[n * 16..], *lkey, *addr, *len);
+            n += 1;
+        }
+        if n * 16 < w.len() {
+            data_seg(&mut w[n * 16..], INVALID_LKEY, 0, 0);
+        }
+        self.mem.put(at, &w);
+        qp.rq_head = qp.rq_head.wrapping_add(1);
+        self.mem.put32(qp.dbr, u32::from(qp.rq_head));
+    }
+
+    /// Polls one CQE as libmlx5 does; updates the consumer index record.
+    pub(super) fn poll(&mut self, cq: &mut CqH) -> Option<Polled> {
+        let idx = u64::from(cq.ci) & ((1 << cq.log) - 1);
+        let at = cq.buf + idx * cq.stride + cq.stride - 64;
+        let c = self.mem.get(at, 64);
+        let op_own = c[63];
+        if op_own >> 4 == cqe_op::INVALID || u32::from(op_own & 1) != (cq.ci >> cq.log) & 1 {
+            return None;
+        }
+        cq.ci = cq.ci.wrapping_add(1);
+        self.mem.put32(cq.dbr, cq.ci & 0xff_ffff);
+        let be32 = |o: usize| u32::from_be_bytes(c[o..o + 4].try_into().unwrap());
+        Some(Polled {
+            opcode: op_own >> 4,
+            syndrome: c[55],
+            byte_cnt: be32(44),
+            qpn: be32(56) & 0xff_ffff,
+            wqe_opcode: (be32(56) >> 24) as u8,
+            wqe_counter: u16::from_be_bytes([c[60], c[61]]),
+            imm: be32(36),
+            flags_rqpn: be32(24),
+            slid: u16::from_be_bytes([c[22], c[23]]),
+            uidx: be32(32) & 0xff_ffff,
+        })
+    }
+
+    pub(super) fn poll_all(&mut self, cq: &mut CqH) -> Vec<Polled> {
+        let mut v = Vec::new();
+        while let Some(p) = self.poll(cq) {
+            v.push(p);
+        }
+        v
+    }
+
+    /// Arms a CQ as `mlx5_arm_cq()`: the record, then (if `uar`) the UAR store.
+    pub(super) fn arm(&mut self, cq: &mut CqH, solicited: bool, uar: bool) {
+        let v = ((cq.arm_sn & 3) << 28) | (u32::from(solicited) << 24) | (cq.ci & 0xff_ffff);
+        self.mem.put32(cq.dbr + 4, v);
+        if uar {
+            self.fw
+                .cq_doorbell(self.uar, (u64::from(v) << 32) | u64::from(cq.cqn));
+        }
+    }
+
+    pub(super) fn events(&mut self) -> Vec<Event> {
+        let mut v = Vec::new();
+        while let Some(e) = self.fw.next_event() {
+            v.push(e);
+        }
+        v
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+pub(super) struct MrAccess {
+    pub(super) lw: bool,
+    pub(super) rr: bool,
+    pub(super) rw: bool,
+    pub(super) a: bool,
+}
+
+const ALL: MrAccess = MrAccess {
+    lw: true,
+    rr: true,
+    rw: true,
+    a: true,
+};
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Mr {
+    pub(super) key: u32,
+    pub(super) va: u64,
+    pub(super) bus: u64,
+}
+
+impl Mr {
+    pub(super) fn sge(&self, off: u64, len: u32) -> (u32, u64, u32) {
+        (self.key, self.va + off, len)
+    }
+}
+
+pub(super) struct CqH {
+    pub(super) cqn: u32,
+    buf: u64,
+    dbr: u64,
+    log: u32,
+    stride: u64,
+    ci: u32,
+    pub(super) arm_sn: u32,
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct QpH {
+    pub(super) qpn: u32,
+    st: u32,
+    pub(super) uidx: u32,
+    pub(super) buf: u64,
+    pub(super) dbr: u64,
+    sq_off: u64,
+    pub(super) log_sq: u32,
+    log_rq: u32,
+    rq_stride: u64,
+    pub(super) cur_post: u16,
+    rq_head: u16,
+}
+
+/// The remote end of a connection, plus the knobs a test turns.
+#[derive(Clone, Copy)]
+pub(super) struct Path {
+    pub(super) qpn: u32,
+    pub(super) lid: u16,
+    pub(super) gid: Option<[u8; 16]>,
+    pub(super) mtu: u32,
+    pub(super) retry: u32,
+    pub(super) rnr_retry: u32,
+    pub(super) ack_timeout: u32,
+    pub(super) min_rnr_nak: u32,
+    pub(super) own_qkey: u32,
+    pub(super) remote_access: bool,
+}
+
+impl Path {
+    pub(super) fn to(qpn: u32, lid: u16) -> Path {
+        Path {
+            qpn,
+            lid,
+            gid: None,
+            // 1024 bytes.
+            mtu: 3,
+            retry: 7,
+            rnr_retry: 7,
+            ack_timeout: 14,
+            min_rnr_nak: 12,
+            own_qkey: 0x1111_1111,
+            remote_access: true,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Polled {
+    pub(super) opcode: u8,
+    pub(super) syndrome: u8,
+    pub(super) byte_cnt: u32,
+    pub(super) qpn: u32,
+    pub(super) wqe_opcode: u8,
+    pub(super) wqe_counter: u16,
+    pub(super) imm: u32,
+    pub(super) flags_rqpn: u32,
+    pub(super) slid: u16,
+    pub(super) uidx: u32,
+}
+
+/// A UD destination as `mlx5_create_ah()` encodes it.
+#[derive(Clone, Copy)]
+pub(super) struct Ah {
+    pub(super) dqpn: u32,
+    pub(super) qkey: u32,
+    pub(super) rlid: u16,
+    pub(super) sl: u8,
+    pub(super) grh: Option<([u8; 16], u8)>,
+    pub(super) eth: bool,
+}
+
+/// A send work request.
+#[derive(Clone, Default)]
+pub(super) struct Wr {
+    pub(super) opcode: u8,
+    pub(super) sges: Vec<(u32, u64, u32)>,
+    pub(super) inline: Option<Vec<u8>>,
+    pub(super) signaled: bool,
+    pub(super) solicited: bool,
+    pub(super) imm: u32,
+    pub(super) remote: Option<(u64, u32)>,
+    pub(super) atomic: Option<(u64, u64)>,
+    pub(super) ah: Option<Ah>,
+    /// Overrides the control segment's ds (fuzzing bad WQEs).
+    pub(super) ds: Option<u8>,
+}
+
+impl Wr {
+    pub(super) fn new(opcode: u8) -> Wr {
+        Wr {
+            opcode,
+            signaled: true,
+            ..Wr::default()
+        }
+    }
+    pub(super) fn sge(mut self, s: (u32, u64, u32)) -> Wr {
+        self.sges.push(s);
+        self
+    }
+    pub(super) fn remote(mut self, mr: &Mr, off: u64) -> Wr {
+        self.remote = Some((mr.va + off, mr.key));
+        self
+    }
+}
+
+fn data_seg(b: &mut [u8], lkey: u32, addr: u64, len: u32) {
+    b[0..4].copy_from_slice(&len.to_be_bytes());
+    b[4..8].copy_from_slice(&lkey.to_be_bytes());
+    b[8..16].copy_from_slice(&addr.to_be_bytes());
+}
+
+/// Lays out a WQE as libmlx5's `_mlx5_post_send()` does.
+fn encode(qp: &QpH, wr: &Wr) -> Vec<u8> {
+    let mut w = vec![0u8; 16];
+    if let Some(ah) = wr.ah {
+        let mut av = [0u8; 48];
+        av[0..4].copy_from_slice(&ah.qkey.to_be_bytes());
+        av[8..12].copy_from_slice(&(ah.dqpn | 0x8000_0000).to_be_bytes());
+        if ah.eth {
+            av[12] = (ah.sl & 7) << 1;
+        } else {
+            av[12] = ah.sl & 0xf;
+            av[14..16].copy_from_slice(&ah.rlid.to_be_bytes());
+        }
+        if let Some((gid, index)) = ah.grh {
+            av[26] = 3; // tclass
+            av[27] = 64; // hop limit
+            let grh_bit = u32::from(!ah.eth) << 30;
+            av[28..32]
+                .copy_from_slice(&(grh_bit | (u32::from(index) << 20) | 0x12345).to_be_bytes());
+            av[32..48].copy_from_slice(&gid);
+        }
+        w.extend_from_slice(&av);
+    }
+    if let Some((raddr, rkey)) = wr.remote {
+        let mut r = [0u8; 16];
+        r[0..8].copy_from_slice(&raddr.to_be_bytes());
+        r[8..12].copy_from_slice(&rkey.to_be_bytes());
+        w.extend_from_slice(&r);
+    }
+    if let Some((swap_add, compare)) = wr.atomic {
+        w.extend_from_slice(&swap_add.to_be_bytes());
+        w.extend_from_slice(&compare.to_be_bytes());
+    }
+    if let Some(d) = &wr.inline {
+        if !d.is_empty() {
+            w.extend_from_slice(&(d.len() as u32 | INLINE_SEG).to_be_bytes());
+            w.extend_from_slice(d);
+            w.resize(w.len().next_multiple_of(16), 0);
+        }
+    } else {
+        for (lkey, addr, len) in &wr.sges {
+            if *len == 0 {
+                continue;
+            }
+            let mut s = [0u8; 16];
+            data_seg(&mut s, *lkey, *addr, *len);
+            w.extend_from_slice(&s);
+        }
+    }
+    let ds = wr.ds.unwrap_or((w.len() / 16) as u8);
+    let idx = u32::from(qp.cur_post);
+    w[0..4].copy_from_slice(&((idx << 8) | u32::from(wr.opcode)).to_be_bytes());
+    w[4..8].copy_from_slice(&((qp.qpn << 8) | u32::from(ds)).to_be_bytes());
+    w[11] = (if wr.signaled { ctrl::CQ_UPDATE } else { 0 })
+        | (if wr.solicited { ctrl::SOLICITED } else { 0 });
+    w[12..16].copy_from_slice(&wr.imm.to_be_bytes());
+    let _ = qp.st;
+    w
+}
+
+/// Runs the fabric of `hosts` until it is idle.
+pub(super) fn run(hosts: &mut [&mut Host], now: u64) -> RunResult {
+    let mut nodes: Vec<Node<'_>> = hosts
+        .iter_mut()
+        .map(|h| Node {
+            fw: &mut h.fw,
+            mem: &h.mem,
+        })
+        .collect();
+    engine::run(&mut nodes, now, 10_000)
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+/// Two RC QPs on one function, connected to each other (loopback through the port's LID).
+struct Pair {
+    h: Host,
+    scq: CqH,
+    rcq: CqH,
+    a: QpH,
+    b: QpH,
+}
+
+fn pair_with(st: u32, sizes: (u32, u32, u32), tweak: impl Fn(&mut Path)) -> Pair {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let scq = h.cq(6, false);
+    let rcq = h.cq(6, false);
+    let a = h.qp(st, &scq, &rcq, sizes);
+    let b = h.qp(st, &scq, &rcq, sizes);
+    let lid = h.lid();
+    let mut pa = Path::to(b.qpn, lid);
+    tweak(&mut pa);
+    h.connect(&a, &pa);
+    let mut pb = Path::to(a.qpn, lid);
+    tweak(&mut pb);
+    h.connect(&b, &pb);
+    Pair { h, scq, rcq, a, b }
+}
+
+fn pair(st: u32) -> Pair {
+    pair_with(st, (6, 6, 2), |_| {})
+}
+
+impl Pair {
+    fn run(&mut self, now: u64) -> RunResult {
+        run(&mut [&mut self.h], now)
+    }
+    fn sends(&mut self) -> Vec<Polled> {
+        self.h.poll_all(&mut self.scq)
+    }
+    fn recvs(&mut self) -> Vec<Polled> {
+        self.h.poll_all(&mut self.rcq)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// RC.
+
+#[test]
+fn rc_send_multi_sge_byte_exact() {
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(8192, ALL);
+    let dst = p.h.mr(8192, ALL);
+    let data = pattern(5000, 7);
+    p.h.mem.put(src.bus, &data);
+    // Three receive SGEs (1000 + 3000 + 2000), two send SGEs (1200 + 3800).
+    let mut b = p.b;
+    p.h.post_recv(
+        &mut b,
+        &[dst.sge(0, 1000), dst.sge(2000, 3000), dst.sge(6000, 2000)],
+    );
+    let mut a = p.a;
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::SEND)
+            .sge(src.sge(0, 1200))
+            .sge(src.sge(1200, 3800)),
+    );
+    let r = p.run(0);
+    assert_eq!((r.wqes, r.more), (1, false));
+    let s = p.sends();
+    assert_eq!(s.len(), 1);
+    assert_eq!(
+        (s[0].opcode, s[0].wqe_counter, s[0].qpn, s[0].wqe_opcode),
+        (cqe_op::REQ, 0, a.qpn, wqe_op::SEND)
+    );
+    assert_eq!(s[0].uidx, a.uidx);
+    let rv = p.recvs();
+    assert_eq!(rv.len(), 1);
+    let c = rv[0];
+    assert_eq!(
+        (c.opcode, c.byte_cnt, c.qpn),
+        (cqe_op::RESP_SEND, 5000, b.qpn)
+    );
+    assert_eq!(c.flags_rqpn & 0xff_ffff, a.qpn);
+    assert_eq!((c.slid, c.uidx, c.wqe_counter), (p.h.lid(), b.uidx, 0));
+    assert_eq!(p.h.mem.get(dst.bus, 1000), data[..1000]);
+    assert_eq!(p.h.mem.get(dst.bus + 1000, 1000), vec![0; 1000]);
+    assert_eq!(p.h.mem.get(dst.bus + 2000, 3000), data[1000..4000]);
+    assert_eq!(p.h.mem.get(dst.bus + 6000, 1000), data[4000..]);
+    assert_eq!(p.h.mem.get(dst.bus + 7000, 1000), vec![0; 1000]);
+    assert_eq!(p.h.mem.faults(), 0);
+    // PSNs: 5000 bytes at MTU 1024 are 5 packets.
+    assert_eq!(p.h.psns(&a).0, 0x200 + 5);
+    assert_eq!(p.h.psns(&b).1, 0x100 + 5);
+}
+
+#[test]
+fn rc_send_imm_write_imm_write_read() {
+    let mut p = pair(QPC_ST_RC);
+    let (mut a, mut b) = (p.a, p.b);
+    let local = p.h.mr(4096, ALL);
+    let remote = p.h.mr(4096, ALL);
+    let data = pattern(3000, 1);
+    p.h.mem.put(local.bus, &data);
+    p.h.post_recv(&mut b, &[remote.sge(0, 64)]);
+    p.h.post_recv(&mut b, &[remote.sge(64, 64)]);
+    let mut w = Wr::new(wqe_op::SEND_IMM).sge(local.sge(0, 16));
+    w.imm = 0xdead_beef;
+    p.h.post(&mut a, &w);
+    let mut w = Wr::new(wqe_op::RDMA_WRITE_IMM)
+        .sge(local.sge(0, 3000))
+        .remote(&remote, 1000);
+    w.imm = 0x0102_0304;
+    p.h.post(&mut a, &w);
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(local.sge(100, 100))
+            .remote(&remote, 200),
+    );
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(local.sge(3000, 1000))
+            .remote(&remote, 1000),
+    );
+    assert_eq!(p.run(0).wqes, 4);
+    let s = p.sends();
+    assert_eq!(s.len(), 4, "{s:x?}");
+    assert_eq!(
+        s.iter()
+            .map(|c| (c.opcode, c.wqe_counter, c.wqe_opcode))
+            .collect::<Vec<_>>(),
+        vec![
+            (cqe_op::REQ, 0, wqe_op::SEND_IMM),
+            (cqe_op::REQ, 1, wqe_op::RDMA_WRITE_IMM),
+            (cqe_op::REQ, 2, wqe_op::RDMA_WRITE),
+            (cqe_op::REQ, 3, wqe_op::RDMA_READ),
+        ]
+    );
+    assert_eq!(s[3].byte_cnt, 1000);
+    let r = p.recvs();
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].opcode, r[0].byte_cnt, r[0].imm),
+        (cqe_op::RESP_SEND_IMM, 16, 0xdead_beef)
+    );
+    assert_eq!(
+        (r[1].opcode, r[1].byte_cnt, r[1].imm, r[1].wqe_counter),
+        (cqe_op::RESP_WR_IMM, 3000, 0x0102_0304, 1)
+    );
+    assert_eq!(p.h.mem.get(remote.bus + 1000, 3000), data);
+    // The plain WRITE overwrote 200..300 with local 100..200 (which is data[100..200]).
+    assert_eq!(p.h.mem.get(remote.bus + 200, 100), data[100..200]);
+    // The READ brought remote 1000..2000 (data[0..1000]) into local 3000..4000.
+    assert_eq!(p.h.mem.get(local.bus + 3000, 1000), data[..1000]);
+}
+
+#[test]
+fn rc_atomics() {
+    let mut p = pair(QPC_ST_RC);
+    let mut a = p.a;
+    let local = p.h.mr(4096, ALL);
+    let remote = p.h.mr(4096, ALL);
+    p.h.mem.put(remote.bus + 8, &100u64.to_le_bytes());
+    let mut cas = Wr::new(wqe_op::ATOMIC_CS)
+        .sge(local.sge(0, 8))
+        .remote(&remote, 8);
+    cas.atomic = Some((555, 100));
+    p.h.post(&mut a, &cas);
+    // A compare that fails: returns 555 and leaves it.
+    let mut cas2 = Wr::new(wqe_op::ATOMIC_CS)
+        .sge(local.sge(8, 8))
+        .remote(&remote, 8);
+    cas2.atomic = Some((777, 100));
+    p.h.post(&mut a, &cas2);
+    let mut fa = Wr::new(wqe_op::ATOMIC_FA)
+        .sge(local.sge(16, 8))
+        .remote(&remote, 8);
+    fa.atomic = Some((45, 0));
+    p.h.post(&mut a, &fa);
+    assert_eq!(p.run(0).wqes, 3);
+    let s = p.sends();
+    assert_eq!(s.len(), 3, "{s:x?}");
+    assert!(
+        s.iter().all(|c| c.opcode == cqe_op::REQ && c.byte_cnt == 8),
+        "{s:x?}"
+    );
+    let le = |b: Vec<u8>| u64::from_le_bytes(b.try_into().unwrap());
+    assert_eq!(le(p.h.mem.get(local.bus, 8)), 100);
+    assert_eq!(le(p.h.mem.get(local.bus + 8, 8)), 555);
+    assert_eq!(le(p.h.mem.get(local.bus + 16, 8)), 555);
+    assert_eq!(le(p.h.mem.get(remote.bus + 8, 8)), 600);
+    // Atomics are one packet each.
+    assert_eq!(p.h.psns(&a).0, 0x200 + 3);
+}
+
+#[test]
+fn inline_wrapping_zero_length_and_unsignaled() {
+    let mut p = pair_with(QPC_ST_RC, (3, 6, 2), |_| {});
+    let (mut a, mut b) = (p.a, p.b);
+    let dst = p.h.mr(8192, ALL);
+    // Move the SQ to 6 of 8 WQEBBs with NOPs (unsignaled, retired by the next signaled).
+    for _ in 0..5 {
+        let mut n = Wr::new(wqe_op::NOP);
+        n.signaled = false;
+        p.h.post(&mut a, &n);
+    }
+    p.h.post(&mut a, &Wr::new(wqe_op::NOP));
+    assert_eq!(p.run(0).wqes, 6);
+    let s = p.sends();
+    assert_eq!(s.len(), 1, "unsignaled WQEs produce no CQE");
+    assert_eq!(
+        s[0].wqe_counter, 5,
+        "the signaled one retires the earlier ones"
+    );
+    // 236 bytes inline (ib_send_lat's size): ctrl + 4 + 236 = 256 bytes, 4 WQEBBs that wrap
+    // from WQEBB 6 to 1.
+    let data = pattern(236, 9);
+    p.h.post_recv(&mut b, &[dst.sge(0, 4096)]);
+    let mut w = Wr::new(wqe_op::SEND);
+    w.inline = Some(data.clone());
+    p.h.post(&mut a, &w);
+    assert_eq!(a.cur_post, 10);
+    // Zero-length SEND and WRITE.
+    p.h.post_recv(&mut b, &[dst.sge(4096, 16)]);
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND));
+    p.h.post(&mut a, &Wr::new(wqe_op::RDMA_WRITE).remote(&dst, 0));
+    assert_eq!(p.run(0).wqes, 3);
+    assert_eq!(p.h.mem.get(dst.bus, 236), data);
+    let r = p.recvs();
+    assert_eq!(
+        r.iter().map(|c| c.byte_cnt).collect::<Vec<_>>(),
+        vec![236, 0]
+    );
+    let s = p.sends();
+    assert_eq!(
+        s.iter().map(|c| c.wqe_counter).collect::<Vec<_>>(),
+        vec![6, 10, 11]
+    );
+    assert_eq!(p.h.mem.faults(), 0);
+}
+
+#[test]
+fn queues_wrap_over_many_iterations() {
+    // SQ of 8 WQEBBs, RQ of 4, CQs of 64: every ring wraps many times.
+    let mut p = pair_with(QPC_ST_RC, (3, 2, 1), |_| {});
+    let (mut a, mut b) = (p.a, p.b);
+    let src = p.h.mr(4096, ALL);
+    let dst = p.h.mr(4096, ALL);
+    for i in 0..1000u32 {
+        let len = 1 + (i * 37) % 3000;
+        let data = pattern(len as usize, i as u8);
+        p.h.mem.put(src.bus, &data);
+        p.h.post_recv(&mut b, &[dst.sge(0, 4096)]);
+        let mut w = Wr::new(if i % 3 == 0 {
+            wqe_op::SEND_IMM
+        } else {
+            wqe_op::SEND
+        })
+        .sge(src.sge(0, len));
+        w.imm = i;
+        w.signaled = i % 4 == 3;
+        p.h.post(&mut a, &w);
+        assert_eq!(p.run(u64::from(i)).wqes, 1);
+        let r = p.recvs();
+        assert_eq!(r.len(), 1, "iteration {i}");
+        assert_eq!((r[0].byte_cnt, r[0].wqe_counter), (len, i as u16));
+        assert_eq!(p.h.mem.get(dst.bus, len as usize), data);
+        let s = p.sends();
+        assert_eq!(s.len(), usize::from(i % 4 == 3));
+        if let Some(c) = s.first() {
+            assert_eq!(c.wqe_counter, i as u16);
+        }
+    }
+    assert_eq!(p.h.mem.faults(), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// UC and UD.
+
+#[test]
+fn uc_send_write_and_silent_drop() {
+    let mut p = pair(QPC_ST_UC);
+    let (mut a, mut b) = (p.a, p.b);
+    let src = p.h.mr(4096, ALL);
+    let dst = p.h.mr(4096, ALL);
+    p.h.mem.put(src.bus, &pattern(100, 3));
+    // No receive posted: UC drops, the requester completes successfully.
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 100)));
+    // A WRITE with a bad rkey is dropped too.
+    let mut bad = Wr::new(wqe_op::RDMA_WRITE).sge(src.sge(0, 100));
+    bad.remote = Some((dst.va, dst.key ^ 0x100));
+    p.h.post(&mut a, &bad);
+    p.run(0);
+    p.h.post_recv(&mut b, &[dst.sge(0, 4096)]);
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 100)));
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(src.sge(0, 100))
+            .remote(&dst, 1000),
+    );
+    // READ is not a UC operation.
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(src.sge(0, 8))
+            .remote(&dst, 0),
+    );
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(
+        s.iter().map(|c| (c.opcode, c.syndrome)).collect::<Vec<_>>(),
+        vec![
+            (cqe_op::REQ, 0),
+            (cqe_op::REQ, 0),
+            (cqe_op::REQ, 0),
+            (cqe_op::REQ, 0),
+            (cqe_op::REQ_ERR, csyn::LOCAL_QP_OP)
+        ],
+        "{s:x?}"
+    );
+    let r = p.recvs();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].byte_cnt, 100);
+    assert_eq!(p.h.mem.get(dst.bus + 1000, 100), pattern(100, 3));
+    assert_eq!(p.h.state(&a), QPC_STATE_ERR);
+    assert_eq!(p.h.state(&b), QPC_STATE_RTS);
+}
+
+/// Brings a UD QP to RTS (no path: the AV of each WQE says where).
+fn ud_up(h: &mut Host, qp: &QpH, qkey: u32) {
+    let mut p = Path::to(0, 0);
+    p.own_qkey = qkey;
+    h.connect(qp, &p);
+}
+
+#[test]
+fn ud_two_nodes_grh_qkey_and_byte_cnt() {
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    assert_ne!(h1.lid(), h2.lid());
+    let (c1, mut c2) = (h1.cq(5, false), h2.cq(5, true));
+    let mut s = h1.qp(QPC_ST_UD, &c1, &c1, (5, 5, 2));
+    let mut r = h2.qp(QPC_ST_UD, &c2, &c2, (5, 5, 2));
+    ud_up(&mut h1, &s, 0x42);
+    ud_up(&mut h2, &r, 0x77);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(8192, ALL);
+    let data = pattern(2000, 5);
+    h1.mem.put(src.bus, &data);
+    h2.mem.put(dst.bus, &[0xee; 64]);
+    for i in 0..3u64 {
+        h2.post_recv(&mut r, &[dst.sge(i * 2048, 2048 + 40)]);
+    }
+    let ah = Ah {
+        dqpn: r.qpn,
+        qkey: 0x77,
+        rlid: h2.lid(),
+        sl: 5,
+        grh: None,
+        eth: false,
+    };
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 2000));
+    w.ah = Some(ah);
+    h1.post(&mut s, &w);
+    // Wrong Q_Key: silently dropped; the requester completes.
+    let mut bad = w.clone();
+    bad.ah = Some(Ah { qkey: 0x78, ..ah });
+    h1.post(&mut s, &bad);
+    // With a GRH.
+    let gid = {
+        let mut g = [0u8; 16];
+        g[0] = 0xfe;
+        g[1] = 0x80;
+        g[8..].copy_from_slice(&(h2.fw.node_guid() | 1).to_be_bytes());
+        g
+    };
+    let mut g = w.clone();
+    g.ah = Some(Ah {
+        grh: Some((gid, 0)),
+        ..ah
+    });
+    h1.post(&mut s, &g);
+    run(&mut [&mut h1, &mut h2], 0);
+    let mut c1 = c1;
+    let sc = h1.poll_all(&mut c1);
+    assert_eq!(sc.len(), 3);
+    assert!(sc.iter().all(|c| c.opcode == cqe_op::REQ));
+    let rc = h2.poll_all(&mut c2);
+    assert_eq!(rc.len(), 2, "the Q_Key mismatch was dropped");
+    // No GRH: byte_cnt still counts the 40-byte area, which is not written.
+    assert_eq!(rc[0].byte_cnt, 2040);
+    assert_eq!(rc[0].flags_rqpn, (5 << 24) | s.qpn);
+    assert_eq!(rc[0].slid, h1.lid());
+    assert_eq!(h2.mem.get(dst.bus, 40), vec![0xee; 40]);
+    assert_eq!(h2.mem.get(dst.bus + 40, 2000), data);
+    // With the GRH: g = 1, and the GRH in the first 40 bytes.
+    assert_eq!(rc[1].flags_rqpn, (1 << 28) | (5 << 24) | s.qpn);
+    let grh = h2.mem.get(dst.bus + 2048, 40);
+    assert_eq!(grh[0] >> 4, 6);
+    assert_eq!(grh[6], 0x1b);
+    assert_eq!(grh[7], 64);
+    assert_eq!(&grh[8..16], &0xfe80_0000_0000_0000u64.to_be_bytes());
+    assert_eq!(&grh[16..24], &(h1.fw.node_guid() | 1).to_be_bytes());
+    assert_eq!(&grh[24..40], &gid);
+    assert_eq!(h2.mem.get(dst.bus + 2048 + 40, 2000), data);
+    // A UD message above the MTU is a local length error.
+    let mut big = Wr::new(wqe_op::SEND).sge(src.sge(0, 4096));
+    big.ah = Some(ah);
+    let mem = h1.mr(8192, ALL);
+    big.sges = vec![mem.sge(0, 5000)];
+    h1.post(&mut s, &big);
+    run(&mut [&mut h1, &mut h2], 0);
+    let sc = h1.poll_all(&mut c1);
+    assert_eq!(
+        (sc[0].opcode, sc[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::LOCAL_LENGTH)
+    );
+}
+
+fn gid_v6(n: u8) -> [u8; 16] {
+    [
+        0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x0e, 0x42, 0xa1, 0xff, 0xfe, 0, 0, n,
+    ]
+}
+
+fn gid_v4(n: u8) -> [u8; 16] {
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 0, n]
+}
+
+#[test]
+fn roce_routing_by_gid_rc_and_ud() {
+    let mut h1 = Host::new(LinkLayer::Ethernet, 3);
+    let mut h2 = Host::new(LinkLayer::Ethernet, 4);
+    h1.set_gid(0, gid_v6(1), true);
+    h1.set_gid(1, gid_v4(1), false);
+    h1.set_gid(2, gid_v6(1), false);
+    h2.set_gid(0, gid_v6(2), true);
+    h2.set_gid(1, gid_v4(2), false);
+    let (mut c1, mut c2) = (h1.cq(5, false), h2.cq(5, false));
+    let mut a = h1.qp(QPC_ST_RC, &c1, &c1, (5, 5, 2));
+    let mut b = h2.qp(QPC_ST_RC, &c2, &c2, (5, 5, 2));
+    let mut pa = Path::to(b.qpn, 0);
+    pa.gid = Some(gid_v4(2));
+    h1.connect(&a, &pa);
+    let mut pb = Path::to(a.qpn, 0);
+    pb.gid = Some(gid_v4(1));
+    h2.connect(&b, &pb);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(500, 2));
+    h2.post_recv(&mut b, &[dst.sge(0, 4096)]);
+    h1.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 500)));
+    run(&mut [&mut h1, &mut h2], 0);
+    assert_eq!(h1.poll_all(&mut c1).len(), 1);
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(
+        (r[0].opcode, r[0].byte_cnt, r[0].slid),
+        (cqe_op::RESP_SEND, 500, 0)
+    );
+    assert_eq!(h2.mem.get(dst.bus, 500), pattern(500, 2));
+    // UD: RoCE always has a GRH; v2 over IPv4 puts the IPv4 header in the last 20 bytes.
+    let mut us = h1.qp(QPC_ST_UD, &c1, &c1, (5, 5, 2));
+    let mut ur = h2.qp(QPC_ST_UD, &c2, &c2, (5, 5, 2));
+    ud_up(&mut h1, &us, 1);
+    ud_up(&mut h2, &ur, 9);
+    h2.post_recv(&mut ur, &[dst.sge(0, 1000)]);
+    h2.post_recv(&mut ur, &[dst.sge(1000, 1000)]);
+    for (gid, index) in [(gid_v4(2), 1u8), (gid_v6(2), 2)] {
+        let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 100));
+        w.ah = Some(Ah {
+            dqpn: ur.qpn,
+            qkey: 9,
+            rlid: 0,
+            sl: 3,
+            grh: Some((gid, index)),
+            eth: true,
+        });
+        h1.post(&mut us, &w);
+    }
+    // A GID nobody has: dropped, the UD requester completes.
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 100));
+    w.ah = Some(Ah {
+        dqpn: ur.qpn,
+        qkey: 9,
+        rlid: 0,
+        sl: 3,
+        grh: Some((gid_v6(99), 0)),
+        eth: true,
+    });
+    h1.post(&mut us, &w);
+    run(&mut [&mut h1, &mut h2], 0);
+    assert_eq!(h1.poll_all(&mut c1).len(), 3);
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[0].byte_cnt, 140);
+    // g = 1; the sl bits carry the RoCE L3 type (2 IPv4, 1 IPv6).
+    assert_eq!(r[0].flags_rqpn, (1 << 28) | (2 << 24) | us.qpn);
+    assert_eq!(r[1].flags_rqpn, (1 << 28) | (1 << 24) | us.qpn);
+    let v4 = h2.mem.get(dst.bus, 40);
+    assert_eq!(v4[20], 0x45);
+    assert_eq!(v4[29], 17);
+    assert_eq!(&v4[32..36], &[192, 168, 0, 1]);
+    assert_eq!(&v4[36..40], &[192, 168, 0, 2]);
+    // The IPv4 header checksum verifies.
+    let sum: u32 = v4[20..40]
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    assert_eq!((sum & 0xffff) + (sum >> 16), 0xffff);
+    let v6 = h2.mem.get(dst.bus + 1000, 40);
+    assert_eq!((v6[0] >> 4, v6[6]), (6, 17));
+    assert_eq!(&v6[8..24], &gid_v6(1));
+    assert_eq!(&v6[24..40], &gid_v6(2));
+    assert_eq!(h2.mem.get(dst.bus + 1040, 100), pattern(100, 2));
+}
+
+#[test]
+fn ib_and_ethernet_never_meet() {
+    let mut ib = Host::new(LinkLayer::Ib, 5);
+    let mut eth = Host::new(LinkLayer::Ethernet, 6);
+    let mut c = ib.cq(4, false);
+    let ce = eth.cq(4, false);
+    let mut a = ib.qp(QPC_ST_UD, &c, &c, (4, 4, 2));
+    let b = eth.qp(QPC_ST_UD, &ce, &ce, (4, 4, 2));
+    ud_up(&mut ib, &a, 1);
+    ud_up(&mut eth, &b, 1);
+    let src = ib.mr(4096, ALL);
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 10));
+    w.ah = Some(Ah {
+        dqpn: b.qpn,
+        qkey: 1,
+        rlid: 0,
+        sl: 0,
+        grh: Some((gid_v6(1), 0)),
+        eth: false,
+    });
+    eth.set_gid(0, gid_v6(1), false);
+    ib.post(&mut a, &w);
+    run(&mut [&mut ib, &mut eth], 0);
+    assert_eq!(ib.poll_all(&mut c).len(), 1);
+    assert_eq!(eth.mem.faults(), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors.
+
+#[test]
+fn bad_lkey_is_local_protection_and_flushes_the_rest() {
+    let mut p = pair(QPC_ST_RC);
+    let (mut a, mut b) = (p.a, p.b);
+    let src = p.h.mr(4096, ALL);
+    let dst = p.h.mr(4096, ALL);
+    p.h.post_recv(&mut b, &[dst.sge(0, 4096)]);
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::SEND).sge((src.key ^ 1, src.va, 10)),
+    );
+    let mut un = Wr::new(wqe_op::SEND).sge(src.sge(0, 10));
+    un.signaled = false;
+    p.h.post(&mut a, &un);
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 10)));
+    // Outside the MR's range.
+    let mut c = pair(QPC_ST_RC);
+    let (mut ca, mut cb) = (c.a, c.b);
+    let m = c.h.mr(4096, ALL);
+    c.h.post_recv(&mut cb, &[m.sge(0, 64)]);
+    c.h.post(&mut ca, &Wr::new(wqe_op::SEND).sge(m.sge(4000, 200)));
+    c.run(0);
+    assert_eq!(c.sends()[0].syndrome, csyn::LOCAL_PROT);
+
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(
+        s.iter()
+            .map(|c| (c.opcode, c.syndrome, c.wqe_counter))
+            .collect::<Vec<_>>(),
+        vec![
+            (cqe_op::REQ_ERR, csyn::LOCAL_PROT, 0),
+            (cqe_op::REQ_ERR, csyn::FLUSH, 1),
+            (cqe_op::REQ_ERR, csyn::FLUSH, 2),
+        ],
+        "errors and flushes are reported even for unsignaled WQEs"
+    );
+    assert_eq!(p.h.state(&a), QPC_STATE_ERR);
+    // The receiver saw nothing and is fine.
+    assert!(p.recvs().is_empty());
+    assert_eq!(p.h.state(&b), QPC_STATE_RTS);
+    // Work posted while in ERR is flushed too.
+    p.h.post(&mut a, &Wr::new(wqe_op::NOP));
+    p.run(0);
+    assert_eq!(p.sends()[0].syndrome, csyn::FLUSH);
+}
+
+#[test]
+fn receive_too_small_is_local_length_at_the_responder() {
+    let mut p = pair(QPC_ST_RC);
+    let (mut a, mut b) = (p.a, p.b);
+    let src = p.h.mr(4096, ALL);
+    let dst = p.h.mr(4096, ALL);
+    p.h.post_recv(&mut b, &[dst.sge(0, 100)]);
+    p.h.post_recv(&mut b, &[dst.sge(100, 100)]);
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 101)));
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(
+        (s[0].opcode, s[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::REMOTE_INVAL_REQ)
+    );
+    let r = p.recvs();
+    assert_eq!(
+        r.iter()
+            .map(|c| (c.opcode, c.syndrome, c.wqe_counter))
+            .collect::<Vec<_>>(),
+        vec![
+            (cqe_op::RESP_ERR, csyn::LOCAL_LENGTH, 0),
+            (cqe_op::RESP_ERR, csyn::FLUSH, 1)
+        ]
+    );
+    assert_eq!(p.h.state(&a), QPC_STATE_ERR);
+    assert_eq!(p.h.state(&b), QPC_STATE_ERR);
+    // A bad lkey in the receive WQE: local protection at the responder.
+    let mut q = pair(QPC_ST_RC);
+    let (mut qa, mut qb) = (q.a, q.b);
+    let m = q.h.mr(4096, ALL);
+    q.h.post_recv(&mut qb, &[(m.key + 0x100, m.va, 100)]);
+    q.h.post(&mut qa, &Wr::new(wqe_op::SEND).sge(m.sge(0, 10)));
+    q.run(0);
+    assert_eq!(q.recvs()[0].syndrome, csyn::LOCAL_PROT);
+    assert_eq!(q.sends()[0].syndrome, csyn::REMOTE_OP);
+}
+
+#[test]
+fn remote_access_error_moves_both_to_err() {
+    let mut p = pair(QPC_ST_RC);
+    let (mut a, mut b) = (p.a, p.b);
+    let src = p.h.mr(4096, ALL);
+    let ro = p.h.mr(
+        4096,
+        MrAccess {
+            lw: true,
+            rr: true,
+            ..MrAccess::default()
+        },
+    );
+    p.h.post_recv(&mut b, &[ro.sge(0, 64)]);
+    p.h.post_recv(&mut b, &[ro.sge(0, 64)]);
+    // WRITE into an mkey without remote write.
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(src.sge(0, 8))
+            .remote(&ro, 0),
+    );
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 8)));
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(
+        s.iter().map(|c| (c.opcode, c.syndrome)).collect::<Vec<_>>(),
+        vec![
+            (cqe_op::REQ_ERR, csyn::REMOTE_ACCESS),
+            (cqe_op::REQ_ERR, csyn::FLUSH)
+        ]
+    );
+    // The responder: no CQE for the WRITE itself, its RQ flushed, a WQ_ACCESS event.
+    let r = p.recvs();
+    assert_eq!(r.len(), 2);
+    assert!(r.iter().all(|c| c.syndrome == csyn::FLUSH));
+    assert_eq!(p.h.state(&b), QPC_STATE_ERR);
+    assert_eq!(
+        p.h.events(),
+        vec![Event::Qp {
+            qpn: b.qpn,
+            kind: QpEvent::WqAccess
+        }]
+    );
+    assert_eq!(p.h.mem.get(ro.bus, 8), vec![0; 8]);
+    // READ beyond the region, and an unaligned atomic.
+    let mut q = pair(QPC_ST_RC);
+    let mut qa = q.a;
+    let m = q.h.mr(4096, ALL);
+    q.h.post(
+        &mut qa,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(m.sge(0, 200))
+            .remote(&m, 4000),
+    );
+    q.run(0);
+    assert_eq!(q.sends()[0].syndrome, csyn::REMOTE_ACCESS);
+    let mut q = pair(QPC_ST_RC);
+    let mut qa = q.a;
+    let m = q.h.mr(4096, ALL);
+    let mut fa = Wr::new(wqe_op::ATOMIC_FA).sge(m.sge(0, 8)).remote(&m, 4);
+    fa.atomic = Some((1, 0));
+    q.h.post(&mut qa, &fa);
+    q.run(0);
+    assert_eq!(q.sends()[0].syndrome, csyn::REMOTE_INVAL_REQ);
+    assert_eq!(
+        q.h.events(),
+        vec![Event::Qp {
+            qpn: q.b.qpn,
+            kind: QpEvent::WqInvalReq
+        }]
+    );
+}
+
+#[test]
+fn rnr_retry_then_success_and_exceeded() {
+    // min_rnr_nak 12 = 0.64 ms; rnr_retry 2.
+    let mut p = pair_with(QPC_ST_RC, (6, 6, 2), |p| p.rnr_retry = 2);
+    let (mut a, mut b) = (p.a, p.b);
+    let m = p.h.mr(4096, ALL);
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(m.sge(0, 10)));
+    let r = p.run(1000);
+    assert_eq!(r.next_deadline_ns, Some(1000 + 640_000));
+    assert!(p.sends().is_empty());
+    // Too early: still waiting.
+    assert_eq!(p.run(500_000).next_deadline_ns, Some(641_000));
+    // A receive appears; the retry succeeds.
+    p.h.post_recv(&mut b, &[m.sge(100, 100)]);
+    p.run(641_000);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    assert_eq!(p.recvs()[0].byte_cnt, 10);
+    // Now with no receive ever: the first RNR NAK and 2 retries, then RNR_RETRY_EXC.
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(m.sge(0, 10)));
+    let mut now = 1_000_000;
+    let mut naks = 0;
+    loop {
+        let r = p.run(now);
+        match r.next_deadline_ns {
+            Some(d) => {
+                naks += 1;
+                assert_eq!(d, now + 640_000);
+                now = d;
+            }
+            None => break,
+        }
+    }
+    assert_eq!(naks, 2);
+    let s = p.sends();
+    assert_eq!(
+        (s[0].opcode, s[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::RNR_RETRY_EXC)
+    );
+    assert_eq!(p.h.state(&a), QPC_STATE_ERR);
+}
+
+#[test]
+fn destination_gone_is_retry_exceeded_after_timeouts() {
+    // ack_timeout 10: 4.096 us << 10 = 4.19 ms; retry_count 3.
+    let mut p = pair_with(QPC_ST_RC, (6, 6, 2), |p| {
+        p.retry = 3;
+        p.ack_timeout = 10;
+    });
+    let mut a = p.a;
+    let m = p.h.mr(4096, ALL);
+    let t = 4096u64 << 10;
+    // Destroy the responder QP with traffic on its way.
+    let b = p.b;
+    ok(
+        &mut p.h.fw,
+        &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, b.qpn),
+        16,
+    );
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(m.sge(0, 10)));
+    let mut now = 0;
+    let mut timeouts = 0;
+    loop {
+        let r = p.run(now);
+        match r.next_deadline_ns {
+            Some(d) => {
+                assert_eq!(d, now + t);
+                timeouts += 1;
+                now = d;
+            }
+            None => break,
+        }
+    }
+    // The original and 3 retries each waited a timeout.
+    assert_eq!(timeouts, 4);
+    assert_eq!(now, 4 * t);
+    let s = p.sends();
+    assert_eq!(
+        (s[0].opcode, s[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::RETRY_EXC)
+    );
+    // ack_timeout 0: infinite, the QP stalls (until moved to ERR).
+    let mut q = pair_with(QPC_ST_RC, (6, 6, 2), |p| p.ack_timeout = 0);
+    let mut qa = q.a;
+    q.h.modify(&q.b, op::_2ERR_QP);
+    q.h.post(&mut qa, &Wr::new(wqe_op::NOP));
+    q.h.post(&mut qa, &Wr::new(wqe_op::SEND).sge((0, 0, 0)));
+    let r = q.run(0);
+    assert_eq!((r.wqes, r.next_deadline_ns), (1, None));
+    assert_eq!(q.run(u64::MAX / 2).wqes, 0);
+    q.h.modify(&qa, op::_2ERR_QP);
+    q.run(0);
+    let s = q.sends();
+    assert_eq!(
+        s.iter().map(|c| c.syndrome).collect::<Vec<_>>(),
+        vec![0, csyn::FLUSH]
+    );
+}
+
+#[test]
+fn to_err_flushes_everything_and_to_rst_resets() {
+    let mut p = pair(QPC_ST_RC);
+    let (mut a, mut b) = (p.a, p.b);
+    let m = p.h.mr(4096, ALL);
+    for i in 0..3 {
+        p.h.post_recv(&mut a, &[m.sge(i * 64, 64)]);
+    }
+    // Posted but not yet executed.
+    for _ in 0..4 {
+        p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(m.sge(0, 10)));
+    }
+    p.h.modify(&a, op::_2ERR_QP);
+    assert_eq!(p.h.state(&a), QPC_STATE_ERR);
+    assert_eq!(p.run(0).wqes, 7);
+    let s = p.sends();
+    assert_eq!(
+        s.iter()
+            .map(|c| (c.syndrome, c.wqe_counter))
+            .collect::<Vec<_>>(),
+        vec![(5, 0), (5, 1), (5, 2), (5, 3)]
+    );
+    let r = p.recvs();
+    assert_eq!(r.len(), 3);
+    assert!(r
+        .iter()
+        .all(|c| c.opcode == cqe_op::RESP_ERR && c.syndrome == csyn::FLUSH));
+    assert!(r.iter().all(|c| c.qpn == a.qpn));
+    assert!(p.recvs().is_empty());
+    // 2RST: counters back to 0, no CQEs; libmlx5 zeroes the records and starts over.
+    p.h.modify(&a, op::_2RST_QP);
+    p.h.mem.put(a.dbr, &[0; 8]);
+    a.cur_post = 0;
+    a.rq_head = 0;
+    assert_eq!(p.run(0).wqes, 0);
+    p.h.connect(&a, &Path::to(b.qpn, p.h.lid()));
+    p.h.post_recv(&mut b, &[m.sge(0, 64)]);
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(m.sge(100, 10)));
+    p.run(0);
+    assert_eq!(p.sends()[0].wqe_counter, 0);
+    assert_eq!(p.recvs()[0].byte_cnt, 10);
+}
+
+#[test]
+fn dma_fault_of_an_unmapped_buffer() {
+    let mut p = pair(QPC_ST_RC);
+    let (mut a, mut b) = (p.a, p.b);
+    let dst = p.h.mr(4096, ALL);
+    p.h.mem.put(dst.bus, &[0x55; 64]);
+    // An mkey whose pages were never mapped (the MTT names a guard gap).
+    let hole = p.h.mem.map(4096, true) + 4096 * 50;
+    let src = p.h.mr_at(hole, 4096, ALL);
+    p.h.post_recv(&mut b, &[dst.sge(0, 64)]);
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 64)));
+    p.run(0);
+    assert_eq!(p.sends()[0].syndrome, csyn::LOCAL_PROT);
+    assert!(p.h.mem.faults() > 0);
+    assert_eq!(p.h.mem.get(dst.bus, 64), vec![0x55; 64], "nothing written");
+    assert!(p.recvs().is_empty());
+    // A read-only (write-protected) receive buffer: the responder faults writing it.
+    let mut q = pair(QPC_ST_RC);
+    let (mut qa, mut qb) = (q.a, q.b);
+    let ro = q.h.mem.map(4096, false);
+    let rmr = q.h.mr_at(ro, 4096, ALL);
+    let s = q.h.mr(4096, ALL);
+    q.h.post_recv(&mut qb, &[rmr.sge(0, 64)]);
+    q.h.post(&mut qa, &Wr::new(wqe_op::SEND).sge(s.sge(0, 64)));
+    q.run(0);
+    assert_eq!(q.recvs()[0].syndrome, csyn::LOCAL_PROT);
+    assert_eq!(q.sends()[0].syndrome, csyn::REMOTE_OP);
+    assert_eq!(q.h.mem.get(ro, 64), vec![0; 64]);
+}
+
+#[test]
+fn bad_wqes_are_local_qp_op_errors() {
+    let mut p = pair(QPC_ST_RC);
+    let mut a = p.a;
+    let m = p.h.mr(4096, ALL);
+    let mut w = Wr::new(wqe_op::SEND).sge(m.sge(0, 8));
+    w.ds = Some(0);
+    p.h.post(&mut a, &w);
+    p.run(0);
+    assert_eq!(p.sends()[0].syndrome, csyn::LOCAL_QP_OP);
+    let mut p = pair(QPC_ST_RC);
+    let mut a = p.a;
+    p.h.post(&mut a, &Wr::new(0x3f));
+    p.run(0);
+    assert_eq!(p.sends()[0].syndrome, csyn::LOCAL_QP_OP);
+    // Inline data running past the WQE.
+    let mut p = pair(QPC_ST_RC);
+    let mut a = p.a;
+    let mut w = Wr::new(wqe_op::SEND);
+    w.inline = Some(vec![1; 40]);
+    w.ds = Some(2);
+    p.h.post(&mut a, &w);
+    p.run(0);
+    assert_eq!(p.sends()[0].syndrome, csyn::LOCAL_QP_OP);
+}
+
+// ---------------------------------------------------------------------------------------
+// CQs and events.
+
+#[test]
+fn cq_arm_next_solicited_immediate_and_once() {
+    let mut p = pair(QPC_ST_RC);
+    let (mut a, mut b) = (p.a, p.b);
+    let m = p.h.mr(4096, ALL);
+    let rcqn = p.rcq.cqn;
+    for i in 0..8 {
+        p.h.post_recv(&mut b, &[m.sge(i * 64, 64)]);
+    }
+    // Next: fires on the next CQE, once.
+    p.h.arm(&mut p.rcq, false, true);
+    let send = Wr::new(wqe_op::SEND).sge(m.sge(1024, 8));
+    p.h.post(&mut a, &send);
+    p.h.post(&mut a, &send);
+    p.run(0);
+    assert_eq!(p.h.events(), vec![Event::Completion { cqn: rcqn }]);
+    assert_eq!(p.recvs().len(), 2);
+    // The same arm again (same sn): ignored; no event for new CQEs.
+    p.h.arm(&mut p.rcq, false, true);
+    p.h.post(&mut a, &send);
+    p.run(0);
+    assert!(p.h.events().is_empty());
+    // A new sn with the consumer behind the producer: fires at once (UAR store).
+    p.rcq.arm_sn += 1;
+    let ci = p.rcq.ci;
+    p.h.arm(&mut p.rcq, false, true);
+    assert_eq!(p.h.events(), vec![Event::Completion { cqn: rcqn }]);
+    assert_eq!(p.rcq.ci, ci);
+    p.recvs();
+    // Solicited: an unsolicited SEND does not fire, a solicited one does. The arm is seen
+    // from the record alone (no UAR store).
+    p.rcq.arm_sn += 1;
+    p.h.arm(&mut p.rcq, true, false);
+    p.h.post(&mut a, &send);
+    p.run(0);
+    assert!(p.h.events().is_empty());
+    let mut sol = send.clone();
+    sol.solicited = true;
+    p.h.post(&mut a, &sol);
+    p.run(0);
+    assert_eq!(p.h.events(), vec![Event::Completion { cqn: rcqn }]);
+    // The send CQ, armed through the record only, fires for its CQEs.
+    let scqn = p.scq.cqn;
+    p.sends();
+    p.h.arm(&mut p.scq, false, false);
+    p.h.post(&mut a, &send);
+    p.run(0);
+    assert_eq!(p.h.events(), vec![Event::Completion { cqn: scqn }]);
+    // Solicited arm fires for an error CQE.
+    p.recvs();
+    p.rcq.arm_sn += 1;
+    p.h.arm(&mut p.rcq, true, true);
+    p.h.modify(&b, op::_2ERR_QP);
+    p.run(0);
+    assert_eq!(p.h.events(), vec![Event::Completion { cqn: rcqn }]);
+}
+
+#[test]
+fn cq_overrun_is_a_cq_error_and_drops() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cq = h.cq(2, false);
+    let mut a = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let b = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let lid = h.lid();
+    h.connect(&a, &Path::to(b.qpn, lid));
+    h.connect(&b, &Path::to(a.qpn, lid));
+    for _ in 0..6 {
+        h.post(&mut a, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    assert_eq!(h.events(), vec![Event::CqError { cqn: cq.cqn }]);
+    assert_eq!(h.poll_all(&mut cq).len(), 4, "the 5th and 6th were dropped");
+    h.post(&mut a, &Wr::new(wqe_op::NOP));
+    run(&mut [&mut h], 0);
+    assert!(h.poll_all(&mut cq).is_empty(), "the CQ stays in error");
+}
+
+#[test]
+fn events_are_never_lost() {
+    // Every CQ of a full table armed and fired, plus QP events: all of them come out.
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cqs = Vec::new();
+    while cqs.len() < capacity::CQ {
+        cqs.push(h.cq(1, false));
+    }
+    for c in cqs.iter_mut() {
+        // Arm with ci 0 while a fake producer index says one CQE is pending: fire at once.
+        h.arm(c, false, true);
+    }
+    // None fired yet (nothing was produced); make CQEs through flushes of QPs.
+    let mut qps = Vec::new();
+    for i in 0..capacity::CQ / 2 {
+        let c = &cqs[i * 2];
+        let d = &cqs[i * 2 + 1];
+        let mut q = h.qp(QPC_ST_RC, c, d, (2, 2, 2));
+        h.mem.put32(q.dbr, 1);
+        q.rq_head = 1;
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+        h.modify(&q, op::_2ERR_QP);
+        qps.push(q);
+    }
+    run(&mut [&mut h], 0);
+    let ev = h.events();
+    assert_eq!(ev.len(), capacity::CQ);
+    for c in &cqs {
+        assert!(ev.contains(&Event::Completion { cqn: c.cqn }));
+    }
+    // Raising more than the ring could hold if it queued duplicates.
+    for _ in 0..5 {
+        for (slot, _) in qps.iter().enumerate() {
+            h.fw.events.qp(slot, QpEvent::WqCatas);
+            h.fw.events.qp(slot, QpEvent::CommEst);
+        }
+    }
+    let ev = h.events();
+    assert_eq!(ev.len(), 2 * qps.len());
+}
+
+#[test]
+fn comm_est_on_rtr_and_psns_in_query_qp() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut c = h.cq(6, false);
+    let mut a = h.qp(QPC_ST_RC, &c, &c, (6, 6, 2));
+    let b = h.qp(QPC_ST_RC, &c, &c, (6, 6, 2));
+    let lid = h.lid();
+    h.connect(&a, &Path::to(b.qpn, lid));
+    // b only to RTR.
+    let m = |op: u16, qpn: u32| {
+        let mut x = inbox(op, 0, 0, rst2init_qp_in::SIZE_BYTES);
+        rst2init_qp_in::qpn.set(&mut x, qpn).unwrap();
+        x
+    };
+    let q = |f: Field| rst2init_qp_in::qpc.inner(f);
+    let mut x = m(op::RST2INIT_QP, b.qpn);
+    q(qpc::primary_address_path.inner(ads::vhca_port_num))
+        .set(&mut x, 1)
+        .unwrap();
+    q(qpc::rwe).set(&mut x, 1).unwrap();
+    ok(&mut h.fw, &x, 16);
+    let mut x = m(op::INIT2RTR_QP, b.qpn);
+    q(qpc::mtu).set(&mut x, 1).unwrap();
+    q(qpc::log_msg_max).set(&mut x, 30).unwrap();
+    q(qpc::remote_qpn).set(&mut x, a.qpn).unwrap();
+    q(qpc::next_rcv_psn).set(&mut x, 0xff_fffe).unwrap();
+    q(qpc::rwe).set(&mut x, 1).unwrap();
+    q(qpc::primary_address_path.inner(ads::vhca_port_num))
+        .set(&mut x, 1)
+        .unwrap();
+    ok(&mut h.fw, &x, 16);
+    let mr = h.mr(8192, ALL);
+    h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(mr.sge(0, 4096))
+            .remote(&mr, 4096),
+    );
+    h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(mr.sge(0, 1))
+            .remote(&mr, 4096),
+    );
+    run(&mut [&mut h], 0);
+    assert_eq!(h.poll_all(&mut c).len(), 2);
+    assert_eq!(
+        h.events(),
+        vec![Event::Qp {
+            qpn: b.qpn,
+            kind: QpEvent::CommEst
+        }]
+    );
+    // The requester's MTU (1024): 4 + 1 packets; the responder's PSN wraps at 24 bits.
+    assert_eq!(h.psns(&a).0, 0x205);
+    assert_eq!(h.psns(&b).1, (0xff_fffe + 5) & 0xff_ffff);
+}
+
+#[test]
+fn fragmented_translations_are_refused_and_lids_are_unique() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    // A CQ of 16 pages, all discontiguous.
+    let mut b = inbox(op::CREATE_CQ, 0, 0, create_cq_in::SIZE_BYTES + 8 * 16);
+    let c = |f: Field| create_cq_in::cq_context.inner(f);
+    c(cqc::log_cq_size).set(&mut b, 10).unwrap();
+    c(cqc::uar_page).set(&mut b, h.uar).unwrap();
+    for p in 0..16 {
+        let at = create_cq_in::SIZE_BYTES + 8 * p;
+        b[at..at + 8].copy_from_slice(&(0x100_0000 + 0x2000 * p as u64).to_be_bytes());
+    }
+    assert_eq!(
+        super::tests::err(&mut h.fw, &b, 16),
+        (
+            crate::prm::status::Status::NO_RES_ERR,
+            syn::TRANSLATION_FRAGMENTED
+        )
+    );
+    // Contiguous pages: one run.
+    for p in 0..16 {
+        let at = create_cq_in::SIZE_BYTES + 8 * p;
+        b[at..at + 8].copy_from_slice(&(0x100_0000 + 0x1000 * p as u64).to_be_bytes());
+    }
+    let out = ok(&mut h.fw, &b, create_cq_out::SIZE_BYTES);
+    let cqn = create_cq_out::cqn.get(&out).unwrap();
+    assert_eq!(h.fw.cqs.get(cqn).unwrap().q.xlat.runs().len(), 1);
+    let lids: Vec<u16> = (1..=8).map(|s| Host::new(LinkLayer::Ib, s).lid()).collect();
+    for (i, l) in lids.iter().enumerate() {
+        assert!(*l > 1 && *l < 0xc000);
+        assert!(!lids[i + 1..].contains(l));
+    }
+}
+
+#[test]
+fn atomic_caps_page_gives_ib_atomic_hca() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let op_mod = (CAP_ATOMIC << 1) | HCA_CAP_OPMOD_GET_CUR;
+    let out = ok(
+        &mut h.fw,
+        &inbox(op::QUERY_HCA_CAP, 0, op_mod, 16),
+        query_hca_cap_out::SIZE_BYTES,
+    );
+    let g = |f: Field| query_hca_cap_out::capability.inner(f).get(&out).unwrap();
+    // upstream get_atomic_caps(): CMP_SWAP | FETCH_ADD, 8-byte QP atomics, host endianness.
+    assert_eq!(g(atomic_caps::atomic_operations) & 3, 3);
+    assert_ne!(g(atomic_caps::atomic_size_qp) & (1 << 3), 0);
+    assert_eq!(g(atomic_caps::atomic_req_8B_endianness_mode), 1);
+}
+
+#[test]
+fn destroy_with_pending_work_leaves_nothing_dangling() {
+    let mut p = pair(QPC_ST_RC);
+    let mut a = p.a;
+    let m = p.h.mr(4096, ALL);
+    for _ in 0..5 {
+        p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(m.sge(0, 8)));
+    }
+    p.h.arm(&mut p.scq, false, true);
+    ok(
+        &mut p.h.fw,
+        &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, a.qpn),
+        16,
+    );
+    assert_eq!(p.run(0).wqes, 0);
+    assert!(p.sends().is_empty());
+    // A destroyed CQ's pending events go with it.
+    p.h.modify(&p.b, op::_2ERR_QP);
+    let b = p.b;
+    p.h.post_recv(&mut p.b, &[m.sge(0, 8)]);
+    p.h.arm(&mut p.rcq, false, true);
+    p.run(0);
+    ok(
+        &mut p.h.fw,
+        &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, b.qpn),
+        16,
+    );
+    ok(
+        &mut p.h.fw,
+        &destroy_in(op::DESTROY_CQ, 0, destroy_cq_in::cqn, p.rcq.cqn),
+        16,
+    );
+    assert!(p.h.events().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Fuzzing.
+
+/// xorshift64* (as in fuzz_tests.rs): deterministic, no crates.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len() as u64) as usize]
+    }
+}
+
+/// A random but plausible segment list: real keys (or near misses) and addresses in or
+/// around the MRs, random lengths, sometimes inline data, sometimes garbage.
+fn fuzz_wr(rng: &mut Rng, mrs: &[Mr]) -> Wr {
+    let any = rng.next() as u8;
+    let opcode = rng.pick(&[
+        wqe_op::NOP,
+        wqe_op::RDMA_WRITE,
+        wqe_op::RDMA_WRITE_IMM,
+        wqe_op::SEND,
+        wqe_op::SEND_IMM,
+        wqe_op::RDMA_READ,
+        wqe_op::ATOMIC_CS,
+        wqe_op::ATOMIC_FA,
+        any,
+    ]);
+    let mut w = Wr::new(opcode);
+    w.signaled = rng.chance(70);
+    w.solicited = rng.chance(30);
+    w.imm = rng.next() as u32;
+    let key = |rng: &mut Rng| {
+        let m = rng.pick(mrs);
+        match rng.below(10) {
+            0 => rng.next() as u32,
+            1 => m.key ^ 1,
+            2 => INVALID_LKEY,
+            _ => m.key,
+        }
+    };
+    let addr = |rng: &mut Rng| {
+        let m = rng.pick(mrs);
+        match rng.below(10) {
+            0 => rng.next(),
+            1 => m.bus,
+            _ => m.va + rng.below(4200),
+        }
+    };
+    let len = |rng: &mut Rng| match rng.below(10) {
+        0 => rng.next() as u32,
+        1 => 0,
+        _ => rng.below(3000) as u32,
+    };
+    if matches!(
+        opcode,
+        wqe_op::RDMA_WRITE
+            | wqe_op::RDMA_WRITE_IMM
+            | wqe_op::RDMA_READ
+            | wqe_op::ATOMIC_CS
+            | wqe_op::ATOMIC_FA
+    ) || rng.chance(10)
+    {
+        let a = addr(rng);
+        w.remote = Some((if rng.chance(80) { a & !7 } else { a }, key(rng)));
+    }
+    if matches!(opcode, wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA) {
+        w.atomic = Some((rng.next(), rng.next()));
+    }
+    if rng.chance(15) {
+        let n = rng.below(300) as usize;
+        w.inline = Some((0..n).map(|_| rng.next() as u8).collect());
+    } else {
+        for _ in 0..rng.below(5) {
+            w.sges.push((key(rng), addr(rng), len(rng)));
+        }
+    }
+    if rng.chance(10) {
+        w.ds = Some(rng.next() as u8);
+    }
+    w
+}
+
+#[test]
+fn fuzz_queues_doorbells_and_commands() {
+    let mut rng = Rng(0x5eed_0ff0_0dca_fe01);
+    let mut total = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    for round in 0..120 {
+        let mut h1 = Host::new(LinkLayer::Ib, 1);
+        let mut h2 = Host::new(LinkLayer::Ib, 2);
+        let lids = [h1.lid(), h2.lid()];
+        let mut cqs: [Vec<CqH>; 2] = [Vec::new(), Vec::new()];
+        let mut mrs: [Vec<Mr>; 2] = [Vec::new(), Vec::new()];
+        let mut canaries = Vec::new();
+        for (i, h) in [&mut h1, &mut h2].into_iter().enumerate() {
+            for _ in 0..3 {
+                let log = 1 + rng.below(4) as u32;
+                cqs[i].push(h.cq(log, rng.chance(30)));
+            }
+            for _ in 0..3 {
+                let acc = MrAccess {
+                    lw: rng.chance(80),
+                    rr: rng.chance(80),
+                    rw: rng.chance(80),
+                    a: rng.chance(80),
+                };
+                mrs[i].push(h.mr(4096 + rng.below(8192) as usize, acc));
+            }
+            // Read-only memory behind a fully writable mkey: the device may try, never write.
+            let ro = h.mem.map(4096, false);
+            let content: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
+            h.mem.put(ro, &content);
+            mrs[i].push(h.mr_at(ro, 4096, ALL));
+            canaries.push((i, ro, content));
+        }
+        // QP pairs across the two functions (and one loopback pair on h1).
+        let mut qps: Vec<(usize, QpH, Path)> = Vec::new();
+        for k in 0..4 {
+            let st = rng.pick(&[QPC_ST_RC, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD]);
+            let sizes = (
+                rng.below(5) as u32,
+                rng.below(5) as u32,
+                rng.below(4) as u32,
+            );
+            let (ia, ib) = if k == 3 { (0, 0) } else { (0, 1) };
+            let ca = rng.below(3) as usize;
+            let cb = rng.below(3) as usize;
+            let a = h1.qp(st, &cqs[0][ca], &cqs[0][ca], sizes);
+            let b = if ib == 1 {
+                h2.qp(st, &cqs[1][cb], &cqs[1][cb], sizes)
+            } else {
+                h1.qp(st, &cqs[0][cb], &cqs[0][cb], sizes)
+            };
+            let mut pa = Path::to(b.qpn, lids[ib]);
+            pa.retry = rng.below(3) as u32;
+            pa.rnr_retry = rng.pick(&[0, 1, 7]);
+            pa.ack_timeout = rng.below(4) as u32;
+            pa.min_rnr_nak = rng.below(32) as u32;
+            pa.mtu = 1 + rng.below(5) as u32;
+            pa.remote_access = rng.chance(80);
+            let mut pb = pa;
+            pb.qpn = a.qpn;
+            pb.lid = lids[ia];
+            h1.connect(&a, &pa);
+            if ib == 1 {
+                h2.connect(&b, &pb);
+            } else {
+                h1.connect(&b, &pb);
+            }
+            qps.push((ia, a, pa));
+            qps.push((ib, b, pb));
+        }
+        let mut now = 0u64;
+        for _ in 0..40 {
+            let n = rng.below(qps.len() as u64) as usize;
+            let (hi, mut q, path) = qps[n];
+            let h: &mut Host = if hi == 0 { &mut h1 } else { &mut h2 };
+            let m = &mrs[hi];
+            match rng.below(12) {
+                0..=3 => {
+                    let mut w = fuzz_wr(&mut rng, m);
+                    if q.st == QPC_ST_UD || rng.chance(5) {
+                        w.ah = Some(Ah {
+                            dqpn: qps[rng.below(qps.len() as u64) as usize].1.qpn,
+                            qkey: {
+                                let any = rng.next() as u32;
+                                rng.pick(&[0x1111_1111, any, 0x8000_0000])
+                            },
+                            rlid: rng.pick(&lids),
+                            sl: rng.next() as u8,
+                            grh: rng.chance(50).then(|| ([0xfe; 16], rng.next() as u8)),
+                            eth: false,
+                        });
+                    }
+                    if encode(&q, &w).len() <= 64 << q.log_sq {
+                        h.post(&mut q, &w);
+                    }
+                }
+                4 | 5 => {
+                    let sges: Vec<(u32, u64, u32)> = (0..rng.below(4))
+                        .map(|_| {
+                            let x = rng.pick(m);
+                            (x.key, x.va + rng.below(4096), rng.below(5000) as u32)
+                        })
+                        .collect();
+                    if sges.len() * 16 <= q.rq_stride as usize {
+                        h.post_recv(&mut q, &sges);
+                    }
+                }
+                6 => {
+                    // Raw garbage in the queue buffer.
+                    let len = (q.sq_off + (64 << q.log_sq)) as usize;
+                    let at = rng.below(len as u64);
+                    let n = (rng.below(64) as usize).min(len - at as usize);
+                    let g: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                    h.mem.put(q.buf + at, &g);
+                }
+                7 => {
+                    // Random doorbell records.
+                    h.mem.put32(q.dbr, rng.next() as u32);
+                    h.mem.put32(q.dbr + 4, rng.next() as u32);
+                }
+                8 => {
+                    let c = rng.below(3) as usize;
+                    let cq = &mut cqs[hi][c];
+                    if rng.chance(50) {
+                        h.arm(cq, rng.chance(50), rng.chance(50));
+                        cq.arm_sn += 1;
+                    } else {
+                        h.mem.put32(cq.dbr, rng.next() as u32);
+                        h.fw.cq_doorbell(h.uar, rng.next());
+                        h.fw.sq_doorbell(h.uar, rng.next());
+                    }
+                }
+                9 if rng.chance(40) => h.modify(&q, op::_2ERR_QP),
+                9 => {
+                    // Back to RESET and up again, as libmlx5 resets its indices.
+                    h.modify(&q, op::_2RST_QP);
+                    h.mem.put(q.dbr, &[0; 8]);
+                    q.cur_post = 0;
+                    q.rq_head = 0;
+                    h.connect(&q, &path);
+                }
+                10 => {
+                    let c = rng.below(3) as usize;
+                    for c in h.poll_all(&mut cqs[hi][c]) {
+                        match c.opcode {
+                            cqe_op::REQ | cqe_op::RESP_SEND | cqe_op::RESP_SEND_IMM => total.4 += 1,
+                            _ => total.5 += 1,
+                        }
+                    }
+                }
+                _ => now += rng.below(10_000_000_000),
+            }
+            qps[n].1 = q;
+            // Mostly keep the fabric busy with fresh work rather than garbage.
+            let (hi, mut q, _) = qps[rng.below(qps.len() as u64) as usize];
+            if rng.chance(60) && q.st != QPC_ST_UD {
+                let h: &mut Host = if hi == 0 { &mut h1 } else { &mut h2 };
+                let m = &mrs[hi];
+                let x = rng.pick(m);
+                if rng.chance(50) {
+                    let wr = Wr::new(wqe_op::SEND).sge(x.sge(0, rng.below(100) as u32));
+                    h.post(&mut q, &wr);
+                } else if q.rq_stride >= 32 {
+                    h.post_recv(&mut q, &[x.sge(0, 4096)]);
+                }
+                if let Some(e) = qps.iter_mut().find(|e| e.1.qpn == q.qpn && e.0 == hi) {
+                    e.1 = q;
+                }
+            }
+            let budget = 1 + rng.below(300) as u32;
+            let mut nodes = vec![
+                Node {
+                    fw: &mut h1.fw,
+                    mem: &h1.mem,
+                },
+                Node {
+                    fw: &mut h2.fw,
+                    mem: &h2.mem,
+                },
+            ];
+            let r = engine::run(&mut nodes, now, budget);
+            assert!(r.wqes <= budget, "round {round}: {r:?}");
+            total.0 += u64::from(r.wqes);
+            total.1 += u64::from(r.more);
+            for h in [&mut h1, &mut h2] {
+                let mut n = 0;
+                while h.fw.next_event().is_some() {
+                    total.2 += 1;
+                    n += 1;
+                    assert!(n <= capacity::CQ + 6 * capacity::QP, "events must run out");
+                }
+            }
+        }
+        total.3 += u64::from(h1.mem.faults() + h2.mem.faults());
+        for (i, ro, content) in &canaries {
+            let h = if *i == 0 { &h1 } else { &h2 };
+            assert_eq!(
+                &h.mem.get(*ro, 4096),
+                content,
+                "round {round}: read-only memory"
+            );
+        }
+    }
+    std::eprintln!("fuzz: wqes, budget-outs, events, faults, good CQEs, error CQEs = {total:?}");
+    assert!(
+        total.0 > 500 && total.2 > 10 && total.4 > 10,
+        "the fuzzer reached the data path: {total:?}"
+    );
+}

@@ -217,12 +217,6 @@ impl EventQueue {
         }
         None
     }
-
-    /// True when nothing is pending.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
 }
 
 /// What [`EventQueue::pop`] took, before the slot is mapped to a number.

@@ -265,7 +265,7 @@ struct Port {
 
 /// The simulated device.
 ///
-/// About 80 KiB: the kernel side must build it in place (a zeroing allocation plus
+/// About 170 KiB: the kernel side must build it in place (a zeroing allocation plus
 /// [`Fw::reset`] reinitializes it without moving), not on the stack.
 pub(crate) struct Fw {
     cfg: Config,
@@ -410,7 +410,7 @@ impl Fw {
     /// # Errors
     ///
     /// [`ConfigError`] if the port count or the link layer does not fit the profile.
-    // Host only: returns 80 KiB by value. The kernel uses `Fw::new_in_place`.
+    // Host only: returns 170 KiB by value. The kernel uses `Fw::new_in_place`.
     #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn new(cfg: Config) -> Result<Self, ConfigError> {
         Self::check(&cfg)?;
@@ -434,7 +434,7 @@ impl Fw {
     }
 
     /// The kernel's constructor: an initializer that builds the device in place (in a `KVBox`),
-    /// because `Fw` is about 80 KiB and [`Fw::new`] returns it by value, which only a host
+    /// because `Fw` is about 170 KiB and [`Fw::new`] returns it by value, which only a host
     /// thread's stack can take. Same result as [`Fw::new`].
     ///
     /// # Errors

@@ -8,8 +8,8 @@
 //! ib_core returns `EBUSY` first); modeling it makes that driver bug visible instead of leaving a
 //! QP that points at a freed CQ.
 
-use super::syndrome::{self as syn, CmdError};
 use super::cqe::CqState;
+use super::syndrome::{self as syn, CmdError};
 use super::xlat::{Fragmented, MkeyInfo};
 use super::{fail, Cmd, Cq, Fw, Mkey, Owned, Uctx, CQC_BYTES, MKC_BYTES};
 use crate::prm::cmd::*;

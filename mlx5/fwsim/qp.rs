@@ -9,8 +9,8 @@
 //! returns the stored context with the current state. 2ERR and 2RST are legal from every state;
 //! 2RST keeps the context (a later RST2INIT rewrites what it defines).
 
-use super::syndrome::{self as syn, CmdError};
 use super::engine::QpState;
+use super::syndrome::{self as syn, CmdError};
 use super::{fail, Cmd, Fw, Qp, QPC_BYTES};
 use crate::prm::cmd::*;
 use crate::prm::consts::*;

@@ -10,8 +10,8 @@ use super::{fail, Cmd, Fw, RoceAddr};
 use crate::prm::cmd::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::{
-    cmd_hca_cap, hca_vport_context, mac_address_layout, nic_vport_context, paos_reg, pkey,
-    pmtu_reg, ptys_reg, pvlc_reg, query_adapter_param_block, roce_addr_layout, roce_cap,
+    atomic_caps, cmd_hca_cap, hca_vport_context, mac_address_layout, nic_vport_context, paos_reg,
+    pkey, pmtu_reg, ptys_reg, pvlc_reg, query_adapter_param_block, roce_addr_layout, roce_cap,
 };
 use crate::prm::layout::Field;
 use crate::prm::status::Status;
@@ -43,7 +43,7 @@ const IB_CAP_MASK1: u32 = 0x2651_e848;
 const IB_WIDTH_4X: u32 = 1 << 2;
 
 impl Fw {
-    /// QUERY_HCA_CAP: general and RoCE capabilities; max and current are the same.
+    /// QUERY_HCA_CAP: general, atomic and RoCE capabilities; max and current are the same.
     pub(super) fn query_hca_cap(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
         if c.get(query_hca_cap_in::other_function)? != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
@@ -67,6 +67,19 @@ impl Fw {
                     f(roce_cap::roce_address_table_size),
                     self.cfg.profile.roce_address_table_size,
                 )
+            }
+            // What `get_atomic_caps()` in mlx5_ib needs for IB_ATOMIC_HCA: compare-and-swap
+            // and fetch-and-add (`MLX5_ATOMIC_OPS_CMP_SWAP | _FETCH_ADD`), 8-byte operands on
+            // QPs (`MLX5_ATOMIC_SIZE_QP_8BYTES`), responses in host endianness (mode 1, which
+            // mlx5_core's `handle_hca_cap_atomic()` selects when it is supported). The data
+            // path implements exactly that (`DmaMem::cmp_swap64`/`fetch_add64`).
+            CAP_ATOMIC => {
+                let f = |m: Field| cap.inner(m);
+                c.set(f(atomic_caps::atomic_req_8B_endianness_mode), 1)?;
+                c.set(f(atomic_caps::supported_atomic_req_8B_endianness_mode_1), 1)?;
+                c.set(f(atomic_caps::atomic_operations), 0x3)?;
+                c.set(f(atomic_caps::atomic_size_qp), 1 << 3)?;
+                c.set(f(atomic_caps::atomic_size_dc), 1 << 3)
             }
             _ => fail(Status::BAD_PARAM_ERR, syn::CAP_TYPE),
         }
@@ -203,8 +216,9 @@ impl Fw {
         )?;
         if ib {
             c.set(v(hca_vport_context::cap_mask1), IB_CAP_MASK1)?;
-            // A one-switch fabric whose SM sits at LID 1 and gives ports LIDs from 2.
-            c.set(v(hca_vport_context::lid), port_num + 1)?;
+            // A one-switch fabric whose SM sits at LID 1 and gives every port of every
+            // function its own LID (`Fw::port_lid`, from the serial).
+            c.set(v(hca_vport_context::lid), u32::from(self.port_lid(port)))?;
             c.set(v(hca_vport_context::sm_lid), 1)?;
             c.set(v(hca_vport_context::subnet_timeout), 18)?;
         }

@@ -378,7 +378,8 @@ fn adapter_special_contexts_and_vports() {
     let v = |m: Field| query_hca_vport_context_out::hca_vport_context.inner(m);
     assert_eq!(get(&out, v(hca_vport_context::port_state)), 4);
     assert_eq!(get(&out, v(hca_vport_context::port_physical_state)), 5);
-    assert_eq!(get(&out, v(hca_vport_context::lid)), 2);
+    // 0x100 + serial (0x42) * 2 + port index 0: unique per function on a fabric.
+    assert_eq!(get(&out, v(hca_vport_context::lid)), 0x184);
     assert_eq!(get(&out, v(hca_vport_context::has_smi)), 1);
     assert_eq!(
         v(hca_vport_context::node_guid).get64(&out).unwrap(),
@@ -1122,9 +1123,10 @@ fn fault_injection() {
 
 #[test]
 fn device_fits_the_documented_footprint() {
-    // Documentation/fwsim.md promises "about 80 KiB": the kernel side allocates it in place.
+    // Documentation/fwsim.md promises "about 170 KiB" (the data path's translations and
+    // queue state included): the kernel side allocates it in place.
     let size = core::mem::size_of::<Fw>();
-    assert!(size > 32 * 1024 && size < 128 * 1024, "{size}");
+    assert!(size > 128 * 1024 && size < 192 * 1024, "{size}");
 }
 
 #[test]

@@ -80,17 +80,6 @@ impl Xlat {
         Ok(x)
     }
 
-    /// A translation of one run (tests, and PA-like objects).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn single(bus: u64, len: u64) -> Xlat {
-        let mut x = Xlat::EMPTY;
-        if let Some(r) = x.runs.first_mut() {
-            *r = Run { bus, len };
-            x.n = 1;
-        }
-        x
-    }
-
     /// Appends `len` bytes at `bus`, merging with the last run when contiguous.
     fn push(&mut self, bus: u64, len: u64) -> Result<(), Fragmented> {
         let n = usize::from(self.n);
@@ -114,7 +103,9 @@ impl Xlat {
     /// Bytes translated.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn len(&self) -> u64 {
-        self.runs().iter().fold(0u64, |a, r| a.saturating_add(r.len))
+        self.runs()
+            .iter()
+            .fold(0u64, |a, r| a.saturating_add(r.len))
     }
 
     /// The bus address of object offset `off`, and how many bytes are contiguous from there
@@ -251,11 +242,11 @@ impl MkeyInfo {
         })
     }
 
-    /// The bus address of `va` and the bytes contiguous from there. The caller checks the
-    /// range with [`MkeyInfo::covers`] first; `None` when no translation exists.
+    /// The bus address of `va` and the bytes contiguous from there (at least 1). The caller
+    /// checks the range with [`MkeyInfo::covers`] first; `None` when no translation exists.
     pub(crate) fn translate(&self, va: u64) -> Option<(u64, u64)> {
         match self.map {
-            MkeyMap::Pa { .. } => Some((va, u64::MAX - va)),
+            MkeyMap::Pa { .. } => Some((va, (u64::MAX - va).max(1))),
             MkeyMap::Mtt { base, xlat, .. } => xlat.at(va.checked_sub(base)?),
             MkeyMap::Indirect => None,
         }
@@ -315,10 +306,7 @@ mod tests {
         // Only the entries present are read.
         assert_eq!(Xlat::from_pages(&b, 0, 100, 4096).unwrap().len(), 0x5000);
         let frag: std::vec::Vec<u64> = (0..9).map(|i| i * 0x2000).collect();
-        assert_eq!(
-            Xlat::from_pages(&pages(&frag), 0, 9, 4096),
-            Err(Fragmented)
-        );
+        assert_eq!(Xlat::from_pages(&pages(&frag), 0, 9, 4096), Err(Fragmented));
         assert!(Xlat::from_pages(&pages(&frag), 0, 8, 4096).is_ok());
     }
 }

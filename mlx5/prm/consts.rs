@@ -53,6 +53,8 @@ pub(crate) const MKC_ACCESS_MODE_KSM: u32 = 0x3;
 
 /// `enum mlx5_cap_type` `MLX5_CAP_GENERAL` (device.h).
 pub(crate) const CAP_GENERAL: u32 = 0;
+/// `enum mlx5_cap_type` `MLX5_CAP_ATOMIC` (device.h).
+pub(crate) const CAP_ATOMIC: u32 = 3;
 /// `enum mlx5_cap_type` `MLX5_CAP_ROCE` (device.h).
 pub(crate) const CAP_ROCE: u32 = 4;
 /// `HCA_CAP_OPMOD_GET_MAX` (device.h): bit 0 of `query_hca_cap_in.op_mod`.

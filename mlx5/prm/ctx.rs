@@ -99,6 +99,16 @@ prm_layout! {
 }
 
 prm_layout! {
+    /// `struct mlx5_ifc_atomic_caps_bits` (mlx5_ifc.h).
+    atomic_caps, 0x800;
+    atomic_req_8B_endianness_mode @ 0x40, 0x2;
+    supported_atomic_req_8B_endianness_mode_1 @ 0x46, 0x1;
+    atomic_operations @ 0x90, 0x10;
+    atomic_size_qp @ 0xb0, 0x10;
+    atomic_size_dc @ 0xd0, 0x10;
+}
+
+prm_layout! {
     /// `struct mlx5_ifc_query_adapter_param_block_bits` (mlx5_ifc.h).
     query_adapter_param_block, 0x800;
     ieee_vendor_id @ 0xc8, 0x18;

@@ -81,7 +81,7 @@ fn show_identity(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
 }
 
 fn show_caps(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let cfg = f.with_fw(|fw| *fw.config());
+    let (cfg, lids) = f.with_fw(|fw| (*fw.config(), [fw.port_lid(0), fw.port_lid(1)]));
     let p = &cfg.profile;
     writeln!(out, "log_max_qp {}", p.log_max_qp)?;
     writeln!(out, "log_max_qp_sz {}", p.log_max_qp_sz)?;
@@ -90,9 +90,10 @@ fn show_caps(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "log_max_mkey {}", p.log_max_mkey)?;
     writeln!(out, "log_max_pd {}", p.log_max_pd)?;
     for port in 1..=cfg.num_ports {
-        // fwsim/query.rs: an IB port's LID is its number + 1; PMTU max_mtu is 4096 on IB.
+        // `Fw::port_lid`: unique per function (from the serial); PMTU max_mtu is 4096 on IB.
+        let lid = lids.get(usize::from(port) - 1).copied().unwrap_or(0);
         match cfg.link_layer {
-            LinkLayer::Ib => writeln!(out, "port{} lid {} max_mtu 4096", port, port + 1)?,
+            LinkLayer::Ib => writeln!(out, "port{} lid {} max_mtu 4096", port, lid)?,
             LinkLayer::Ethernet => writeln!(out, "port{} lid 0", port)?,
         }
         match f.roce_addr(port, 0) {
