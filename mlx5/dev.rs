@@ -703,7 +703,9 @@ mod tests {
         assert_eq!((p.num, p.link_layer), (1, LinkLayer::Ib));
         let a = &p.attrs;
         assert_eq!((a.state, a.phys_state), (4, 5));
-        assert_eq!((a.lid, a.sm_lid), (2, 1));
+        // Each function has a LID of its own on the fabric (Fw::port_lid), the SM is LID 1.
+        let lid = f.with_fw(|fw| fw.port_lid(0));
+        assert_eq!((a.lid, a.sm_lid), (u32::from(lid), 1));
         assert_eq!(a.port_cap_flags, 0x2651_e848);
         assert_eq!(a.gid_tbl_len, 8);
         assert_eq!(a.pkey_tbl_len, 128);
