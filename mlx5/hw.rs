@@ -353,6 +353,17 @@ pub(crate) trait Mlx5Hw: Send + Sync {
     /// `EOPNOTSUPP` where the backend cannot ring (mlx5_core: kernel UARs are not mapped).
     fn ring(&self, uar: u32, db: Doorbell, value: u64) -> Result;
 
+    /// A CPU store of `value` (the 8 bytes stored, read as a big-endian number) at `offset` of
+    /// the UAR page `uar_index` that user space mapped (`UarMem::Page`): the simulator's UAR
+    /// page trap reports stores here (0x20 CQ arm, 0x800/0x900 send doorbell; anything else
+    /// only wakes the device). A real function sees its UAR stores itself: nothing to do.
+    /// Never sleeps.
+    fn uar_doorbell(&self, _uar_index: u32, _offset: u32, _value: u64) {}
+
+    /// Wakes the device to look at its doorbell records (the simulator's worker; a real
+    /// function needs no wake-up). Never sleeps.
+    fn kick(&self) {}
+
     /// Installs (or with `None` removes) the driver's event handler. After a removal returns,
     /// the old handler is not called any more.
     fn set_events(&self, handler: Option<Arc<dyn Mlx5Events>>);

@@ -222,27 +222,6 @@ impl SimFunction {
         &self.iommu
     }
 
-    /// Wakes the fabric's worker for a pass (the UAR trap of a user process; kernel queues
-    /// ring through [`Mlx5Hw::ring`]). Never sleeps.
-    pub(crate) fn kick(&self) {
-        self.fabric.fabric().kick();
-    }
-
-    /// A store of `value` at `offset` of UAR page `uar_index` (the UAR trap): `0x20` is the CQ
-    /// arm doorbell, `0x800`/`0x900` the send doorbell (blue-flame registers 0 and 1); other
-    /// offsets only kick. Never sleeps.
-    pub(crate) fn uar_doorbell(&self, uar_index: u32, offset: u32, value: u64) {
-        let db = match offset {
-            0x20 => Some(Doorbell::CqArm),
-            0x800 | 0x900 => Some(Doorbell::Sq),
-            _ => None,
-        };
-        match db {
-            Some(db) => self.fabric.fabric().ring(self.index, uar_index, db, value),
-            None => self.kick(),
-        }
-    }
-
     /// Live objects per kind (debugfs `resources`, leak checks).
     pub(crate) fn counts(&self) -> Counts {
         self.with_fw(|fw| fw.counts())
@@ -353,6 +332,27 @@ impl Mlx5Hw for SimFunction {
 
     fn set_events(&self, handler: Option<Arc<dyn Mlx5Events>>) {
         self.fabric.fabric().set_events(self.index, handler);
+    }
+
+    // The UAR page trap: 0x20 is the CQ arm doorbell (`MLX5_CQ_DOORBELL`), 0x800/0x900 the
+    // send doorbell (blue-flame registers 0 and 1); a store elsewhere only kicks.
+    fn uar_doorbell(&self, uar_index: u32, offset: u32, value: u64) {
+        let db = match offset {
+            0x20 => Some(Doorbell::CqArm),
+            0x800 | 0x900 => Some(Doorbell::Sq),
+            _ => None,
+        };
+        match db {
+            Some(db) => self
+                .fabric
+                .fabric()
+                .ring(self.index, uar_index, db, value),
+            None => self.kick(),
+        }
+    }
+
+    fn kick(&self) {
+        self.fabric.fabric().kick();
     }
 }
 
