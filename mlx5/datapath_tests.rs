@@ -35,12 +35,7 @@ macro_rules! ensure_eq {
     ($a:expr, $b:expr $(,)?) => {{
         let (a, b) = (&$a, &$b);
         if a != b {
-            pr_err!(
-                "kdatapath: line {}: {:?} != {:?}\n",
-                line!(),
-                a,
-                b
-            );
+            pr_err!("kdatapath: line {}: {:?} != {:?}\n", line!(), a, b);
             return Err(EINVAL);
         }
     }};

@@ -343,10 +343,7 @@ impl Mlx5Hw for SimFunction {
             _ => None,
         };
         match db {
-            Some(db) => self
-                .fabric
-                .fabric()
-                .ring(self.index, uar_index, db, value),
+            Some(db) => self.fabric.fabric().ring(self.index, uar_index, db, value),
             None => self.kick(),
         }
     }
