@@ -20,8 +20,8 @@ use crate::simdev::SimFunction;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
     send_flags, wc_flags, AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, Pd, Qp,
-    QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Sge, Wc, WcOpcode,
-    WcStatus, WrOpcode,
+    QpAttr, QpAttrMask, QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, RecvWr, SendWr,
+    Sge, Wc, WcOpcode, WcStatus, WrOpcode,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -60,6 +60,19 @@ impl CqHandler for Comps {
     }
 }
 
+/// Records the QP events seen, one bit per `ib_event_type`.
+struct QpEvents(Atomic<u32>);
+
+impl QpHandler for QpEvents {
+    fn event(&self, e: QpEvent) {
+        let bit = 1u32 << e.ib_event_type();
+        let mut cur = self.0.load(Relaxed);
+        while let Err(now) = self.0.cmpxchg(cur, cur | bit, Relaxed) {
+            cur = now;
+        }
+    }
+}
+
 fn owner() -> ib_core_rs::restrack::Owner {
     ib_core_rs::kernel_owner!()
 }
@@ -71,6 +84,7 @@ struct Side {
     mr: Arc<Mr<Mlx5Ib>>,
     _pd: Arc<Pd<Mlx5Ib>>,
     comps: Arc<Comps>,
+    events: Arc<QpEvents>,
     lid: u16,
 }
 
@@ -78,6 +92,8 @@ impl Side {
     fn new(ib: &Arc<Device<Mlx5Ib>>) -> Result<Self> {
         let pd = Pd::alloc(ib, owner())?;
         let comps = Arc::new(Comps(Atomic::new(0)), GFP_KERNEL)?;
+        let events = Arc::new(QpEvents(Atomic::new(0)), GFP_KERNEL)?;
+        let qh: Arc<dyn QpHandler> = events.clone();
         let h: Arc<dyn CqHandler> = comps.clone();
         let cq = Cq::create(
             ib,
@@ -103,7 +119,7 @@ impl Side {
                     max_inline_data: 0,
                 },
                 sq_sig_all: false,
-                event_handler: None,
+                event_handler: Some(qh),
             },
             owner(),
         )?;
@@ -121,12 +137,19 @@ impl Side {
             mr,
             _pd: pd,
             comps,
+            events,
             lid,
         })
     }
 
     /// RST → INIT → RTR → RTS towards `peer`.
     fn connect(&self, peer: &Side) -> Result {
+        self.to_rtr(peer)?;
+        self.to_rts()
+    }
+
+    /// RST → INIT → RTR towards `peer`.
+    fn to_rtr(&self, peer: &Side) -> Result {
         let m = |a: &[QpAttrMask]| a.iter().fold(QpAttrMask(0), |x, y| x | *y);
         self.qp.modify(
             &QpAttr {
@@ -168,7 +191,12 @@ impl Side {
                 QpAttrMask::MAX_DEST_RD_ATOMIC,
                 QpAttrMask::MIN_RNR_TIMER,
             ]),
-        )?;
+        )
+    }
+
+    /// RTR → RTS.
+    fn to_rts(&self) -> Result {
+        let m = |a: &[QpAttrMask]| a.iter().fold(QpAttrMask(0), |x, y| x | *y);
         self.qp.modify(
             &QpAttr {
                 qp_state: QpState::Rts,
@@ -549,6 +577,60 @@ mod tests {
             let w = poll_n(&a.cq, 1)?;
             assert_eq!((w[0].wr_id, w[0].status), (2, WcStatus::WrFlushErr));
             assert_eq!(a.qp.query()?.qp_state, QpState::Err);
+        }
+        assert!(is_clean(&f));
+        Ok(())
+    }
+
+    /// QP events reach the consumer's handler through the device's QP table: the first
+    /// message into a QP still in RTR is IB_EVENT_COMM_EST; a WRITE with a bad rkey completes
+    /// with IB_WC_REM_ACCESS_ERR at the requester and is IB_EVENT_QP_ACCESS_ERR at the
+    /// responder.
+    #[test]
+    fn qp_events_reach_the_handler() -> Result {
+        let f = SimFunction::one_port(fmt!("kunit.kdp.ev"), false, 14)?;
+        {
+            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let ib = ib_of(&d)?;
+            let a = Side::new(ib)?;
+            let b = Side::new(ib)?;
+            a.connect(&b)?;
+            b.to_rtr(&a)?;
+            let buf = f.alloc_coherent(4096)?;
+            b.qp.post_recv(&[RecvWr {
+                wr_id: 0xb1,
+                sg_list: &[],
+            }])?;
+            a.qp.post_send(&[SendWr {
+                wr_id: 1,
+                opcode: WrOpcode::Send,
+                send_flags: send_flags::SIGNALED,
+                ..SendWr::default()
+            }])?;
+            assert_eq!(poll_n(&b.cq, 1)?[0].status, WcStatus::Success);
+            assert_eq!(poll_n(&a.cq, 1)?[0].status, WcStatus::Success);
+            let comm_est = 1 << QpEvent::CommEst.ib_event_type();
+            assert_eq!(b.events.0.load(Relaxed), comm_est);
+            b.to_rts()?;
+            let s = [sge(&buf, 0, 64, &a.mr)];
+            a.qp.post_send(&[SendWr {
+                wr_id: 2,
+                opcode: WrOpcode::RdmaWrite,
+                send_flags: send_flags::SIGNALED,
+                sg_list: &s,
+                remote_addr: buf.bus(0),
+                rkey: b.mr.rkey() ^ 0x5500,
+                ..SendWr::default()
+            }])?;
+            let w = poll_n(&a.cq, 1)?;
+            assert_eq!((w[0].wr_id, w[0].status), (2, WcStatus::RemAccessErr));
+            let access = 1 << QpEvent::AccessErr.ib_event_type();
+            let t0 = Instant::<Monotonic>::now();
+            while b.events.0.load(Relaxed) & access == 0 && t0.elapsed().as_millis() < 2000 {
+                fsleep(Delta::from_micros(500));
+            }
+            assert_eq!(b.events.0.load(Relaxed), comm_est | access);
+            assert_eq!(a.events.0.load(Relaxed), 0);
         }
         assert!(is_clean(&f));
         Ok(())
