@@ -48,6 +48,10 @@ suite_begin vm_fwsim
 fwsim_suite
 suite_end
 
+suite_begin vm_fwsim_fabrics
+fwsim_fabric_suite
+suite_end
+
 suite_begin vm_e2e
 e2e_suite
 suite_end

@@ -10,3 +10,8 @@ load_core_tests
 unload_core_tests
 unload_ours
 suite_end
+
+. /rdma-rs/fwsim.sh
+suite_begin vm_fwsim_fabrics
+fwsim_fabric_suite
+suite_end
