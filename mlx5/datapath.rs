@@ -40,7 +40,7 @@ use ib_core_rs::verbs::{
 };
 use kernel::prelude::*;
 use kernel::sync::barrier::{dma_mb, Read, Write};
-use kernel::{new_spinlock, sync::Arc, sync::SpinLock};
+use kernel::{new_spinlock_irq, sync::Arc, sync::SpinLockIrq};
 
 /// `MLX5_SEND_WQE_BB`.
 const WQEBB: usize = 64;
@@ -119,14 +119,14 @@ fn put(b: &mut [u8], at: usize, v: &[u8]) -> Result {
 
 /// A kernel CQ's consumer state (upstream `cq->mcq.cons_index` under `cq->lock`).
 pub(crate) struct KernCq {
-    cons: Pin<KBox<SpinLock<u32>>>,
+    cons: Pin<KBox<SpinLockIrq<u32>>>,
 }
 
 impl KernCq {
     /// A CQ nothing was polled from.
     pub(crate) fn new() -> Result<Self> {
         Ok(KernCq {
-            cons: KBox::pin_init(new_spinlock!(0u32), GFP_KERNEL)?,
+            cons: KBox::pin_init(new_spinlock_irq!(0u32), GFP_KERNEL)?,
         })
     }
 }
@@ -172,9 +172,9 @@ pub(crate) struct KernQp {
     /// The kernel UAR page the SQ rings on.
     uar: u32,
     #[pin]
-    sq: SpinLock<Sq>,
+    sq: SpinLockIrq<Sq>,
     #[pin]
-    rq: SpinLock<Rq>,
+    rq: SpinLockIrq<Rq>,
 }
 
 impl KernQp {
@@ -218,8 +218,8 @@ impl KernQp {
                 rq_wqes,
                 rq_shift,
                 uar,
-                sq <- new_spinlock!(sq),
-                rq <- new_spinlock!(rq_state),
+                sq <- new_spinlock_irq!(sq),
+                rq <- new_spinlock_irq!(rq_state),
             }),
             GFP_KERNEL,
         )

@@ -23,7 +23,7 @@ use crate::hw::{HwEvent, Mlx5Events, QpEventKind};
 use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
-use kernel::{new_spinlock, sync::Arc, sync::SpinLock};
+use kernel::{new_spinlock_irq, sync::Arc, sync::SpinLockIrq};
 
 /// The consumer's side of a CQ's events (upstream `struct mlx5_core_cq` as the EQ sees it).
 #[pin_data]
@@ -33,7 +33,7 @@ pub(crate) struct CqTarget {
     /// two bits.
     pub(crate) arm_sn: Atomic<u32>,
     #[pin]
-    handler: SpinLock<Option<Arc<dyn CqHandler>>>,
+    handler: SpinLockIrq<Option<Arc<dyn CqHandler>>>,
     /// Completion events delivered (tests).
     pub(crate) completions: Atomic<u32>,
 }
@@ -45,7 +45,7 @@ pub(crate) struct CqTarget {
 pub(crate) struct QpTarget {
     qpn: Atomic<u32>,
     #[pin]
-    handler: SpinLock<Option<Arc<dyn QpHandler>>>,
+    handler: SpinLockIrq<Option<Arc<dyn QpHandler>>>,
     /// A kernel QP's queues.
     pub(crate) kern: Option<Arc<KernQp>>,
 }
@@ -57,7 +57,7 @@ impl CqTarget {
             try_pin_init!(CqTarget {
                 cqn: Atomic::new(0),
                 arm_sn: Atomic::new(0),
-                handler <- new_spinlock!(handler.cloned()),
+                handler <- new_spinlock_irq!(handler.cloned()),
                 completions: Atomic::new(0),
             }),
             GFP_KERNEL,
@@ -88,7 +88,7 @@ impl QpTarget {
         Arc::pin_init(
             try_pin_init!(QpTarget {
                 qpn: Atomic::new(0),
-                handler <- new_spinlock!(handler.cloned()),
+                handler <- new_spinlock_irq!(handler.cloned()),
                 kern,
             }),
             GFP_KERNEL,
@@ -107,7 +107,7 @@ trait Target: 'static {
     type Handler: ?Sized;
     fn num(&self) -> u32;
     fn set_num(&self, n: u32);
-    fn slot(&self) -> &SpinLock<Option<Arc<Self::Handler>>>;
+    fn slot(&self) -> &SpinLockIrq<Option<Arc<Self::Handler>>>;
 }
 
 impl Target for CqTarget {
@@ -118,7 +118,7 @@ impl Target for CqTarget {
     fn set_num(&self, n: u32) {
         self.cqn.store(n, Relaxed)
     }
-    fn slot(&self) -> &SpinLock<Option<Arc<dyn CqHandler>>> {
+    fn slot(&self) -> &SpinLockIrq<Option<Arc<dyn CqHandler>>> {
         &self.handler
     }
 }
@@ -131,7 +131,7 @@ impl Target for QpTarget {
     fn set_num(&self, n: u32) {
         self.qpn.store(n, Relaxed)
     }
-    fn slot(&self) -> &SpinLock<Option<Arc<dyn QpHandler>>> {
+    fn slot(&self) -> &SpinLockIrq<Option<Arc<dyn QpHandler>>> {
         &self.handler
     }
 }
@@ -163,14 +163,14 @@ impl<T: Target> Table<T> {
 #[pin_data]
 pub(crate) struct EventTable {
     #[pin]
-    cqs: SpinLock<Table<CqTarget>>,
+    cqs: SpinLockIrq<Table<CqTarget>>,
     #[pin]
-    qps: SpinLock<Table<QpTarget>>,
+    qps: SpinLockIrq<Table<QpTarget>>,
 }
 
 /// Room for one entry in a table, taken before a create command.
 pub(crate) struct Reservation<'a, T: 'static> {
-    table: &'a SpinLock<Table<T>>,
+    table: &'a SpinLockIrq<Table<T>>,
 }
 
 impl<T> Drop for Reservation<'_, T> {
@@ -181,7 +181,7 @@ impl<T> Drop for Reservation<'_, T> {
 }
 
 /// Makes room for one more entry: grows the table outside the lock if needed.
-fn reserve<T>(m: &SpinLock<Table<T>>) -> Result<Reservation<'_, T>> {
+fn reserve<T>(m: &SpinLockIrq<Table<T>>) -> Result<Reservation<'_, T>> {
     loop {
         let want = {
             let mut t = m.lock();
@@ -219,8 +219,8 @@ impl EventTable {
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(EventTable {
-                cqs <- new_spinlock!(Table { v: KVec::new(), reserved: 0 }),
-                qps <- new_spinlock!(Table { v: KVec::new(), reserved: 0 }),
+                cqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
+                qps <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
             }),
             GFP_KERNEL,
         )
@@ -267,7 +267,7 @@ impl EventTable {
         Self::detach(&self.qps, t)
     }
 
-    fn detach<T: Target>(m: &SpinLock<Table<T>>, target: &Arc<T>) -> Detached<T::Handler> {
+    fn detach<T: Target>(m: &SpinLockIrq<Table<T>>, target: &Arc<T>) -> Detached<T::Handler> {
         let gone = {
             let mut t = m.lock();
             match t.v.iter().position(|x| Arc::ptr_eq(x, target)) {
@@ -291,7 +291,7 @@ impl EventTable {
         Self::reattach(&self.qps, t, d)
     }
 
-    fn reattach<T: Target>(m: &SpinLock<Table<T>>, target: &Arc<T>, d: Detached<T::Handler>) {
+    fn reattach<T: Target>(m: &SpinLockIrq<Table<T>>, target: &Arc<T>, d: Detached<T::Handler>) {
         *target.slot().lock() = d.handler;
         let ok = match reserve(m) {
             Ok(r) => {

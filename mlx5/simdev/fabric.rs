@@ -27,9 +27,9 @@ use crate::fwsim::Fw;
 use crate::hw::{Doorbell, HwEvent, Mlx5Events};
 use crate::kthread::{self, KThread, ThreadBody};
 use kernel::prelude::*;
-use kernel::sync::{Arc, CondVar, Mutex, SpinLock};
+use kernel::sync::{Arc, CondVar, Mutex, SpinLockIrq};
 use kernel::time::{Instant, Monotonic};
-use kernel::{new_condvar, new_mutex, new_spinlock};
+use kernel::{new_condvar, new_mutex, new_spinlock_irq};
 
 /// Doorbell values kept between passes; more are dropped (the records are the truth).
 const PENDING: usize = 32;
@@ -76,7 +76,7 @@ pub(crate) struct Fabric {
     #[pin]
     handlers: Mutex<KVec<Option<Arc<dyn Mlx5Events>>>>,
     #[pin]
-    wake: SpinLock<Wake>,
+    wake: SpinLockIrq<Wake>,
     #[pin]
     cv: CondVar,
     start: Instant<Monotonic>,
@@ -274,7 +274,7 @@ impl FabricWorker {
                 fws <- new_mutex!(fws),
                 iommus,
                 handlers <- new_mutex!(handlers),
-                wake <- new_spinlock!(Wake {
+                wake <- new_spinlock_irq!(Wake {
                     kicked: false,
                     stop: false,
                     rescan: None,
