@@ -17,11 +17,12 @@ use crate::fwsim::Config;
 use crate::hw::{DmaBuf, Mlx5Hw};
 use crate::ib::Mlx5Ib;
 use crate::simdev::SimFunction;
+use ib_core_rs::attr::Gid;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    send_flags, wc_flags, AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, Pd, Qp,
-    QpAttr, QpAttrMask, QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, RecvWr, SendWr,
-    Sge, Wc, WcOpcode, WcStatus, WrOpcode,
+    send_flags, wc_flags, AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, GlobalRoute,
+    Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, RecvWr,
+    SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -86,6 +87,8 @@ struct Side {
     comps: Arc<Comps>,
     events: Arc<QpEvents>,
     lid: u16,
+    /// RoCE: the port's RoCE v2 GID (index 1) and MAC.
+    roce: Option<(Gid, [u8; 6])>,
 }
 
 impl Side {
@@ -131,6 +134,10 @@ impl Side {
         );
         let mr = Mr::get_dma_mr(&pd, access, owner())?;
         let lid = u16::try_from(Device::query_port(ib, 1)?.lid).map_err(|_| EINVAL)?;
+        let roce = match ib.data().ports.first().and_then(|p| p.mac) {
+            Some(mac) => Some((ib.query_gid(1, 1)?, mac)),
+            None => None,
+        };
         Ok(Side {
             cq,
             qp,
@@ -139,6 +146,7 @@ impl Side {
             comps,
             events,
             lid,
+            roce,
         })
     }
 
@@ -175,10 +183,25 @@ impl Side {
                 rq_psn: 0x100,
                 max_dest_rd_atomic: 4,
                 min_rnr_timer: 1,
-                ah_attr: AhAttr {
-                    dlid: peer.lid,
-                    port_num: 1,
-                    ..AhAttr::default()
+                ah_attr: match peer.roce {
+                    // RoCE: the GRH is mandatory, routing is by GID (v2 at index 1).
+                    Some((dgid, dmac)) => AhAttr {
+                        port_num: 1,
+                        grh: Some(GlobalRoute {
+                            dgid,
+                            flow_label: 0,
+                            sgid_index: 1,
+                            hop_limit: 64,
+                            traffic_class: 0,
+                        }),
+                        dmac,
+                        ..AhAttr::default()
+                    },
+                    None => AhAttr {
+                        dlid: peer.lid,
+                        port_num: 1,
+                        ..AhAttr::default()
+                    },
                 },
                 ..QpAttr::default()
             },
@@ -475,7 +498,15 @@ mod tests {
 
     #[test]
     fn loopback_on_one_function() -> Result {
-        let f = SimFunction::one_port(fmt!("kunit.kdp"), false, 11)?;
+        for eth in [false, true] {
+            loopback(eth)?;
+        }
+        Ok(())
+    }
+
+    /// Loopback on an InfiniBand function (by LID) or a RoCE one (by GID).
+    fn loopback(eth: bool) -> Result {
+        let f = SimFunction::one_port(fmt!("kunit.kdp"), eth, 11)?;
         {
             let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
             let ib = ib_of(&d)?;
@@ -490,17 +521,25 @@ mod tests {
                 // offsets are wake-ups only.
                 f.kick();
                 f.uar_doorbell(ib.data().uar, 0x40, 0);
-                assert_eq!(ib.data().events.len(), (2, 2));
+                ensure_eq!(ib.data().events.len(), (2, 2));
             }
-            assert_eq!((f.counts(), f.iommu().mappings()), base);
-            assert_eq!(ib.data().events.len(), (0, 0));
+            ensure_eq!((f.counts(), f.iommu().mappings()), base);
+            ensure_eq!(ib.data().events.len(), (0, 0));
         }
-        assert!(is_clean(&f));
+        ensure!(is_clean(&f));
         Ok(())
     }
 
     #[test]
     fn two_functions_of_one_fabric() -> Result {
+        for ll in [LinkLayer::Ib, LinkLayer::Ethernet] {
+            two_functions(ll)?;
+        }
+        Ok(())
+    }
+
+    /// Two functions of one fabric: by LID on InfiniBand, by GID on RoCE.
+    fn two_functions(link_layer: LinkLayer) -> Result {
         let mut list = KVec::new();
         for i in 0..2u32 {
             list.push(
@@ -508,7 +547,7 @@ mod tests {
                     CString::try_from_fmt(fmt!("kunit.kdp2.{}", i))?,
                     Config {
                         profile: CONNECTX7,
-                        link_layer: LinkLayer::Ib,
+                        link_layer,
                         num_ports: 1,
                         serial: 21 + i,
                     },
@@ -517,21 +556,28 @@ mod tests {
             )?;
         }
         let fs = SimFunction::new_fabric(list)?;
-        let (fa, fb) = (fs[0].clone(), fs[1].clone());
-        assert!(Arc::ptr_eq(fa.fabric(), fb.fabric()));
+        let (fa, fb) = match (fs.first(), fs.get(1)) {
+            (Some(a), Some(b)) => (a.clone(), b.clone()),
+            _ => return Err(EINVAL),
+        };
+        ensure!(Arc::ptr_eq(fa.fabric(), fb.fabric()));
         {
             let da = Mlx5Dev::probe(HwRef::Sim(fa.clone()))?;
             let db = Mlx5Dev::probe(HwRef::Sim(fb.clone()))?;
             let a = Side::new(ib_of(&da)?)?;
             let b = Side::new(ib_of(&db)?)?;
-            // Unique LIDs per function: that is how the fabric routes.
-            assert_ne!(a.lid, b.lid);
+            // Unique LIDs (GIDs on RoCE) per function: that is how the fabric routes.
+            if link_layer == LinkLayer::Ib {
+                ensure!(a.lid != b.lid);
+            } else {
+                ensure!(a.roce.map(|r| r.0) != b.roce.map(|r| r.0));
+            }
             a.connect(&b)?;
             b.connect(&a)?;
             exchange(&a, &*fa, &b, &*fb)?;
         }
-        assert!(is_clean(&fa));
-        assert!(is_clean(&fb));
+        ensure!(is_clean(&fa));
+        ensure!(is_clean(&fb));
         Ok(())
     }
 
