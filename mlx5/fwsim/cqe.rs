@@ -26,6 +26,8 @@ pub(crate) mod op {
     pub(crate) const RESP_SEND: u8 = 2;
     /// `MLX5_CQE_RESP_SEND_IMM`.
     pub(crate) const RESP_SEND_IMM: u8 = 3;
+    /// `MLX5_CQE_RESIZE_CQ`: the last entry of the old buffer of a resized CQ.
+    pub(crate) const RESIZE_CQ: u8 = 5;
     /// `MLX5_CQE_REQ_ERR`.
     pub(crate) const REQ_ERR: u8 = 13;
     /// `MLX5_CQE_RESP_ERR`.
@@ -228,16 +230,31 @@ impl CqState {
         if self.failed {
             return None;
         }
-        let mut ci = [0u8; 4];
-        if mem.read(self.dbr, &mut ci).is_err() {
+        if self.put(mem, cqe).is_err() {
             self.failed = true;
             return Some(false);
         }
+        let error = matches!(cqe.opcode(), op::REQ_ERR | op::RESP_ERR);
+        if solicited || error {
+            self.last_sol = Some(self.pi);
+        }
+        match self.armed {
+            Some(a) if !a.solicited || solicited || error => {
+                self.fire(a);
+                Some(true)
+            }
+            _ => None,
+        }
+    }
+
+    /// Writes the next entry (overrun check, body, then `op_own`) and advances the producer.
+    fn put(&mut self, mem: &dyn DmaMem, cqe: &Cqe) -> Result<(), ()> {
+        let mut ci = [0u8; 4];
+        mem.read(self.dbr, &mut ci).map_err(|_| ())?;
         let ci = u32::from_be_bytes(ci) & 0x00ff_ffff;
         let size = self.size();
         if size == 0 || self.ahead(ci, self.pi) >= size {
-            self.failed = true;
-            return Some(false);
+            return Err(());
         }
         let idx = u64::from(self.pi & (size - 1));
         let stride: u64 = if self.cqe128 { 128 } else { 64 };
@@ -250,21 +267,27 @@ impl CqState {
         // The body first, then `op_own` on its own, last.
         let body_ok = write_at(mem, &self.xlat, at, cqe.b.get(..off::OP_OWN).unwrap_or(&[]));
         if !body_ok || !write_at(mem, &self.xlat, at + 63, &[op_own]) {
-            self.failed = true;
-            return Some(false);
+            return Err(());
         }
         self.pi = self.pi.wrapping_add(1);
-        let error = matches!(cqe.opcode(), op::REQ_ERR | op::RESP_ERR);
-        if solicited || error {
-            self.last_sol = Some(self.pi);
+        Ok(())
+    }
+
+    /// Completes a resize (MODIFY_CQ op_mod 1): the RESIZE CQE goes into the old buffer at the
+    /// producer index, then the new buffer and size take over with the producer counting on
+    /// (libmlx5's `mlx5_cq_resize_copy_cqes()` copies the old entries up to the RESIZE CQE to
+    /// the new buffer, one index further on). False if the RESIZE CQE could not be written
+    /// (the CQ is in error then).
+    pub(crate) fn resize(&mut self, mem: &dyn DmaMem, new: &CqState) -> bool {
+        let ok = !self.failed && self.put(mem, &Cqe::new(op::RESIZE_CQ, 0, 0, 0, 0)).is_ok();
+        self.xlat = new.xlat;
+        self.buf_off = new.buf_off;
+        self.log_size = new.log_size;
+        self.cqe128 = new.cqe128;
+        if !ok {
+            self.failed = true;
         }
-        match self.armed {
-            Some(a) if !a.solicited || solicited || error => {
-                self.fire(a);
-                Some(true)
-            }
-            _ => None,
-        }
+        ok
     }
 
     fn fire(&mut self, a: Arm) {

@@ -238,6 +238,7 @@ pub(crate) struct RunResult {
 pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult {
     let mut r = RunResult::default();
     for n in nodes.iter_mut() {
+        n.fw.complete_commands(n.mem);
         n.fw.poll_arms(n.mem);
     }
     let mut left = budget;
@@ -248,7 +249,11 @@ pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult
                 .get_mut(ni)
                 .and_then(|n| n.fw.sq_hint.take())
                 .and_then(|q| nodes.get(ni)?.fw.qps.slot_of(q));
-            for slot in hint.into_iter().chain(0..capacity::QP) {
+            // Each pass starts one QP further on, so that a budget smaller than the work
+            // cannot starve the QPs with high numbers.
+            let start = nodes.get(ni).map_or(0, |n| n.fw.scan_start) % capacity::QP;
+            let order = (start..capacity::QP).chain(0..start);
+            for slot in hint.into_iter().chain(order) {
                 for _ in 0..QUOTA {
                     if left == 0 {
                         r.more = true;
@@ -272,6 +277,9 @@ pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult
         if !progress {
             break;
         }
+    }
+    for n in nodes.iter_mut() {
+        n.fw.scan_start = (n.fw.scan_start + 1) % capacity::QP;
     }
     r
 }
@@ -830,9 +838,18 @@ fn resp_cqe(d: &Snap, s: &Snap, opcode: u8, byte_cnt: u32, imm: Option<[u8; 4]>)
     }
     c.put32(
         cqe::off::FLAGS_RQPN,
-        (u32::from(s.sl & 0xf) << 24) | (s.qpn & 0x00ff_ffff),
+        (u32::from(s.sl & 0xf) << 24) | wire_qpn(s),
     );
     c
+}
+
+/// The source QPN a message carries: 1 for the GSI QP, else the QP's number.
+fn wire_qpn(s: &Snap) -> u32 {
+    if s.st == QPC_ST_QP1 {
+        1
+    } else {
+        s.qpn & 0x00ff_ffff
+    }
 }
 
 /// Executes the message of WQE `w` (bytes in `buf`) of requester `s` on node `ni`.
@@ -841,12 +858,13 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         return ReqRes::Lost;
     };
     let eth = ll == LinkLayer::Ethernet;
-    let ud = s.st == QPC_ST_UD;
+    // The GSI QP (QP1) is a UD QP to the data path.
+    let ud = matches!(s.st, QPC_ST_UD | QPC_ST_QP1);
     let rc = s.st == QPC_ST_RC;
     use wqe_op::*;
     let (seg_start, need) = match (w.opcode, s.st) {
         (NOP, _) => return ReqRes::Ok { byte_cnt: 0 },
-        (SEND | SEND_IMM, QPC_ST_UD) => (16 + 48, Access::LOCAL_READ),
+        (SEND | SEND_IMM, QPC_ST_UD | QPC_ST_QP1) => (16 + 48, Access::LOCAL_READ),
         (SEND | SEND_IMM, QPC_ST_RC | QPC_ST_UC) => (16, Access::LOCAL_READ),
         (RDMA_WRITE | RDMA_WRITE_IMM, QPC_ST_RC | QPC_ST_UC) => (32, Access::LOCAL_READ),
         (RDMA_READ, QPC_ST_RC) => (32, Access::LOCAL_WRITE),
@@ -897,13 +915,23 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     let Some(di) = route(nodes, ll, lid, &gid) else {
         return dropped;
     };
-    let Some(d) = nodes
-        .get(di)
-        .and_then(|n| snap(n.fw, n.fw.qps.slot_of(dqpn)?))
-    else {
+    let Some(d) = nodes.get(di).and_then(|n| {
+        // QPN 1 is the destination's GSI QP, whatever number CREATE_QP gave it.
+        let slot = if ud && dqpn == 1 {
+            (0..capacity::QP).find(|&i| {
+                n.fw.qps
+                    .at_slot(i)
+                    .is_some_and(|(_, q)| qpc::st.get(&q.qpc) == Ok(QPC_ST_QP1))
+            })?
+        } else {
+            n.fw.qps.slot_of(dqpn)?
+        };
+        snap(n.fw, slot)
+    }) else {
         return dropped;
     };
-    if d.st != s.st || !matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS) {
+    let same = d.st == s.st || (ud && matches!(d.st, QPC_ST_UD | QPC_ST_QP1));
+    if !same || !matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS) {
         return dropped;
     }
     if let Some(a) = av {
@@ -1011,7 +1039,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
                         };
                         c.put32(
                             cqe::off::FLAGS_RQPN,
-                            (g << 28) | (u32::from(sl & 0xf) << 24) | (s.qpn & 0x00ff_ffff),
+                            (g << 28) | (u32::from(sl & 0xf) << 24) | wire_qpn(s),
                         );
                     }
                     if !eth {
@@ -1445,6 +1473,50 @@ impl Fw {
         let qpn = ((value & 0xffff_ffff) as u32) >> 8;
         if self.qps.get(qpn).is_some_and(|q| q.uar == uar_index) {
             self.sq_hint = Some(qpn);
+        }
+    }
+
+    /// Finishes what the last command left for the data path that needs memory: the RESIZE
+    /// CQE of a MODIFY_CQ resize, which libmlx5 looks for in the old buffer as soon as the
+    /// command returns. The kernel side calls it after every [`Fw::exec`], before reporting
+    /// the completion ([`run`] does it too, for a caller that did not). Cheap when there is
+    /// nothing to do.
+    pub(crate) fn complete_commands(&mut self, mem: &dyn DmaMem) {
+        if let Some(qpn) = self.flush.take() {
+            self.flush_now(mem, qpn);
+        }
+        let Some((cqn, new)) = self.resize.take() else {
+            return;
+        };
+        let Some(slot) = self.cqs.slot_of(cqn) else {
+            return;
+        };
+        if let Some(cq) = self.cqs.get_mut(cqn) {
+            if !cq.q.resize(mem, &new) {
+                self.events.cq_error(slot);
+            }
+        }
+    }
+
+    /// Flushes what a QP just moved to ERR has outstanding, as hardware does on the
+    /// transition: at most a queue's worth of each (a doorbell record claiming more is
+    /// flushed by later passes).
+    fn flush_now(&mut self, mem: &dyn DmaMem, qpn: u32) {
+        let Some(slot) = self.qps.slot_of(qpn) else {
+            return;
+        };
+        let Some(s) = snap(self, slot) else {
+            return;
+        };
+        let most = (1u32 << s.q.log_sq) + (1u32 << s.q.log_rq);
+        let mut nodes = [Node { fw: self, mem }];
+        for _ in 0..most {
+            let Some(s) = nodes.first().and_then(|n| snap(n.fw, slot)) else {
+                return;
+            };
+            if s.state != QPC_STATE_ERR || !flush_one(&mut nodes, 0, &s) {
+                return;
+            }
         }
     }
 

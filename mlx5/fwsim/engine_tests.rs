@@ -23,6 +23,7 @@ use crate::prm::cmd::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::*;
 use crate::prm::layout::Field;
+use crate::prm::status::Status;
 
 // ---------------------------------------------------------------------------------------
 // Fake memory.
@@ -398,11 +399,12 @@ impl Host {
         ok(&mut self.fw, &b, 16);
     }
 
-    /// A bare transition (2ERR, 2RST).
+    /// A bare transition (2ERR, 2RST), completed as the kernel side completes commands.
     pub(super) fn modify(&mut self, qp: &QpH, opcode: u16) {
         let mut b = inbox(opcode, 0, 0, rst2init_qp_in::SIZE_BYTES);
         rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
         ok(&mut self.fw, &b, 16);
+        self.fw.complete_commands(&self.mem);
     }
 
     pub(super) fn state(&mut self, qp: &QpH) -> u32 {
@@ -495,6 +497,68 @@ impl Host {
             self.fw
                 .cq_doorbell(self.uar, (u64::from(v) << 32) | u64::from(cq.cqn));
         }
+    }
+
+    /// MODIFY_CQ op_mod 1 to `2^log` 64-byte entries in a new buffer, as mlx5_ib's
+    /// `mlx5_ib_resize_cq()` sends it; the command alone, `Err` with its status and syndrome.
+    pub(super) fn resize_cmd(&mut self, cq: &CqH, log: u32) -> Result<u64, (Status, u32)> {
+        let len = 64usize << log;
+        let buf = self.mem.map(len, true);
+        for i in 0..(1u64 << log) {
+            self.mem.put(buf + i * 64 + 63, &[0xf0]);
+        }
+        let pages = len.div_ceil(4096);
+        let mut b = inbox(
+            op::MODIFY_CQ,
+            0,
+            CQ_OPMOD_RESIZE,
+            modify_cq_in::SIZE_BYTES + 8 * pages,
+        );
+        modify_cq_in::cqn.set(&mut b, cq.cqn).unwrap();
+        // MLX5_MODIFY_CQ_MASK_LOG_SIZE | _PG_OFFSET | _PG_SIZE.
+        modify_cq_in::modify_field_select_resize_field_select
+            .set(&mut b, 0x7)
+            .unwrap();
+        let c = |f: Field| modify_cq_in::cq_context.inner(f);
+        c(cqc::log_cq_size).set(&mut b, log).unwrap();
+        for p in 0..pages {
+            let at = modify_cq_in::SIZE_BYTES + 8 * p;
+            b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
+        }
+        let (c, _) = super::tests::run(&mut self.fw, &b, 16);
+        if c.status != Status::OK {
+            return Err((c.status, c.syndrome));
+        }
+        Ok(buf)
+    }
+
+    /// A whole resize as libibverbs + libmlx5 do it: the command (after which the kernel
+    /// side completes it), then `mlx5_cq_resize_copy_cqes()`.
+    pub(super) fn resize(&mut self, cq: &mut CqH, log: u32) {
+        let buf = self.resize_cmd(cq, log).unwrap();
+        self.fw.complete_commands(&self.mem);
+        let mut i = cq.ci;
+        loop {
+            let at = cq.buf + u64::from(i & ((1 << cq.log) - 1)) * cq.stride + cq.stride - 64;
+            let e = self.mem.get(at, 64);
+            assert_ne!(
+                e[63] >> 4,
+                cqe_op::INVALID,
+                "expected a CQE in software ownership"
+            );
+            if e[63] >> 4 == cqe_op::RESIZE_CQ {
+                break;
+            }
+            let j = u64::from((i + 1) & ((1 << log) - 1));
+            let mut d = e.clone();
+            d[63] = (d[63] & !1) | u8::from((i + 1) & (1 << log) != 0);
+            self.mem.put(buf + j * 64, &d);
+            i += 1;
+        }
+        cq.ci += 1;
+        cq.buf = buf;
+        cq.log = log;
+        cq.stride = 64;
     }
 
     pub(super) fn events(&mut self) -> Vec<Event> {
@@ -826,6 +890,13 @@ fn rc_send_multi_sge_byte_exact() {
     // PSNs: 5000 bytes at MTU 1024 are 5 packets.
     assert_eq!(p.h.psns(&a).0, 0x200 + 5);
     assert_eq!(p.h.psns(&b).1, 0x100 + 5);
+    // QUERY_QP also reports the consumer counters.
+    let out = query_qp(&mut p.h.fw, 0, a.qpn);
+    let g = |f: Field| query_qp_out::qpc.inner(f).get(&out).unwrap();
+    assert_eq!(g(qpc::hw_sq_wqebb_counter), 1);
+    let out = query_qp(&mut p.h.fw, 0, b.qpn);
+    let g = |f: Field| query_qp_out::qpc.inner(f).get(&out).unwrap();
+    assert_eq!(g(qpc::hw_rq_counter), 1);
 }
 
 #[test]
@@ -1152,6 +1223,92 @@ fn ud_two_nodes_grh_qkey_and_byte_cnt() {
         (sc[0].opcode, sc[0].syndrome),
         (cqe_op::REQ_ERR, csyn::LOCAL_LENGTH)
     );
+}
+
+#[test]
+fn rc_between_two_functions_by_lid() {
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    let mut h3 = Host::new(LinkLayer::Ib, 3);
+    let (mut c1, mut c2) = (h1.cq(4, false), h2.cq(4, false));
+    let c3 = h3.cq(4, false);
+    let mut a = h1.qp(QPC_ST_RC, &c1, &c1, (4, 4, 2));
+    let mut b = h2.qp(QPC_ST_RC, &c2, &c2, (4, 4, 2));
+    // A QP with the same number on a third function must not be reached.
+    let decoy = h3.qp(QPC_ST_RC, &c3, &c3, (4, 4, 2));
+    assert_eq!(decoy.qpn, b.qpn);
+    h1.connect(&a, &Path::to(b.qpn, h2.lid()));
+    h2.connect(&b, &Path::to(a.qpn, h1.lid()));
+    h3.connect(&decoy, &Path::to(a.qpn, h1.lid()));
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    let other = h3.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(3000, 8));
+    h2.post_recv(&mut b, &[dst.sge(0, 4096)]);
+    let mut d = decoy;
+    h3.post_recv(&mut d, &[other.sge(0, 4096)]);
+    h1.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 3000)));
+    // h2 writes back into h1 over its own connection.
+    h2.post(
+        &mut b,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(dst.sge(0, 0))
+            .remote(&src, 3000),
+    );
+    run(&mut [&mut h1, &mut h2, &mut h3], 0);
+    assert_eq!(h1.poll_all(&mut c1).len(), 1);
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].opcode, r[0].byte_cnt, r[0].slid),
+        (cqe_op::RESP_SEND, 3000, h1.lid())
+    );
+    assert_eq!(h2.mem.get(dst.bus, 3000), pattern(3000, 8));
+    assert_eq!(
+        h3.mem.get(other.bus, 16),
+        vec![0; 16],
+        "the decoy saw nothing"
+    );
+    assert_eq!(h3.mem.faults(), 0);
+}
+
+#[test]
+fn gsi_qp1_traffic_reaches_the_peer_gsi_qp() {
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    let (mut c1, mut c2) = (h1.cq(4, false), h2.cq(4, false));
+    let mut g1 = h1.qp(QPC_ST_QP1, &c1, &c1, (4, 4, 2));
+    let mut g2 = h2.qp(QPC_ST_QP1, &c2, &c2, (4, 4, 2));
+    // IB_QP1_QKEY.
+    ud_up(&mut h1, &g1, 0x8001_0000);
+    ud_up(&mut h2, &g2, 0x8001_0000);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(256, 4));
+    h2.post_recv(&mut g2, &[dst.sge(0, 256 + 40)]);
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 256));
+    w.ah = Some(Ah {
+        dqpn: 1,
+        qkey: 0x8001_0000,
+        rlid: h2.lid(),
+        sl: 0,
+        grh: None,
+        eth: false,
+    });
+    h1.post(&mut g1, &w);
+    run(&mut [&mut h1, &mut h2], 0);
+    assert_eq!(h1.poll_all(&mut c1)[0].opcode, cqe_op::REQ);
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(
+        (r[0].opcode, r[0].byte_cnt, r[0].qpn),
+        (cqe_op::RESP_SEND, 296, g2.qpn)
+    );
+    assert_eq!(
+        r[0].flags_rqpn & 0xff_ffff,
+        1,
+        "the source QPN on the wire is 1"
+    );
+    assert_eq!(h2.mem.get(dst.bus + 40, 256), pattern(256, 4));
 }
 
 fn gid_v6(n: u8) -> [u8; 16] {
@@ -1552,7 +1709,8 @@ fn to_err_flushes_everything_and_to_rst_resets() {
     }
     p.h.modify(&a, op::_2ERR_QP);
     assert_eq!(p.h.state(&a), QPC_STATE_ERR);
-    assert_eq!(p.run(0).wqes, 7);
+    // Flushed on the transition (`complete_commands` after the command), before any pass.
+    assert_eq!(p.run(0).wqes, 0);
     let s = p.sends();
     assert_eq!(
         s.iter()
@@ -1715,6 +1873,14 @@ fn cq_overrun_is_a_cq_error_and_drops() {
     h.post(&mut a, &Wr::new(wqe_op::NOP));
     run(&mut [&mut h], 0);
     assert!(h.poll_all(&mut cq).is_empty(), "the CQ stays in error");
+    // QUERY_CQ: status CQ_OVERFLOW (0x9), producer counter 4.
+    let out = ok(
+        &mut h.fw,
+        &destroy_in(op::QUERY_CQ, 0, query_cq_in::cqn, cq.cqn),
+        query_cq_out::SIZE_BYTES,
+    );
+    let g = |f: Field| query_cq_out::cq_context.inner(f).get(&out).unwrap();
+    assert_eq!((g(cqc::status), g(cqc::producer_counter)), (0x9, 4));
 }
 
 #[test]
@@ -1848,6 +2014,85 @@ fn fragmented_translations_are_refused_and_lids_are_unique() {
         assert!(*l > 1 && *l < 0xc000);
         assert!(!lids[i + 1..].contains(l));
     }
+}
+
+#[test]
+fn resize_cq_writes_the_resize_cqe_and_moves_on() {
+    // NOPs complete without a peer: any destination will do.
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cq = h.cq(2, false);
+    let mut q = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let lid = h.lid();
+    h.connect(&q, &Path::to(0x999, lid));
+    for _ in 0..3 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 0);
+    // A second resize before the first one's RESIZE CQE is written is refused.
+    h.resize_cmd(&cq, 3).unwrap();
+    assert_eq!(
+        h.resize_cmd(&cq, 3),
+        Err((Status::BAD_RES_STATE_ERR, syn::CQ_RESIZE_PENDING))
+    );
+    h.fw.complete_commands(&h.mem);
+    // Start over from a fresh CQ for the libmlx5 flow.
+    let mut cq = h.cq(2, false);
+    let mut q = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    h.connect(&q, &Path::to(0x999, lid));
+    for _ in 0..3 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 0);
+    h.resize(&mut cq, 4);
+    // The two unpolled CQEs were copied; new ones land after them in the new buffer.
+    for _ in 0..5 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    let got: Vec<u16> = h.poll_all(&mut cq).iter().map(|c| c.wqe_counter).collect();
+    assert_eq!(got, vec![1, 2, 3, 4, 5, 6, 7]);
+    assert!(h.events().is_empty(), "no overrun, no event");
+}
+
+#[test]
+fn a_small_budget_serves_every_qp_in_turn() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cq = h.cq(8, false);
+    let lid = h.lid();
+    let mut qps: Vec<QpH> = (0..20)
+        .map(|_| h.qp(QPC_ST_RC, &cq, &cq, (6, 2, 2)))
+        .collect();
+    for q in qps.iter_mut() {
+        h.connect(q, &Path::to(0x999, lid));
+        for _ in 0..40 {
+            let mut n = Wr::new(wqe_op::NOP);
+            n.signaled = false;
+            h.post(q, &n);
+        }
+        h.post(q, &Wr::new(wqe_op::NOP));
+    }
+    // 20 QPs with 41 WQEs each, 16 per QP per round: a budget of 16 per call.
+    let mut calls = 0;
+    loop {
+        let r = run_budget(&mut h, 16);
+        calls += 1;
+        if !r.more {
+            break;
+        }
+        assert!(calls < 200, "every QP gets its turn");
+    }
+    let done: Vec<u32> = h.poll_all(&mut cq).iter().map(|c| c.qpn).collect();
+    assert_eq!(done.len(), 20);
+}
+
+fn run_budget(h: &mut Host, budget: u32) -> RunResult {
+    let mut nodes = [Node {
+        fw: &mut h.fw,
+        mem: &h.mem,
+    }];
+    engine::run(&mut nodes, 0, budget)
 }
 
 #[test]

@@ -283,6 +283,13 @@ pub(crate) struct Fw {
     events: events::EventQueue,
     /// The QP a send doorbell named last ([`Fw::sq_doorbell`]).
     sq_hint: Option<u32>,
+    /// A MODIFY_CQ resize whose RESIZE CQE is still to be written: the CQ and its new buffer
+    /// ([`Fw::complete_commands`]).
+    resize: Option<(u32, cqe::CqState)>,
+    /// A QP the last command moved to ERR: [`Fw::complete_commands`] flushes it.
+    flush: Option<u32>,
+    /// The QP slot the next [`engine::run`] pass starts at (fairness under a budget).
+    scan_start: usize,
 }
 
 /// The decoded common header of a command, plus its mailboxes.
@@ -428,6 +435,9 @@ impl Fw {
             stats: Stats::default(),
             events: events::EventQueue::new(),
             sq_hint: None,
+            resize: None,
+            flush: None,
+            scan_start: 0,
         };
         fw.reset_ports();
         Ok(fw)
@@ -464,6 +474,9 @@ impl Fw {
             stats: Stats::default(),
             events: events::EventQueue::new(),
             sq_hint: None,
+            resize: None,
+            flush: None,
+            scan_start: 0,
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -520,6 +533,9 @@ impl Fw {
         self.stats = Stats::default();
         self.events.clear();
         self.sq_hint = None;
+        self.resize = None;
+        self.flush = None;
+        self.scan_start = 0;
         self.reset_ports();
         Ok(())
     }

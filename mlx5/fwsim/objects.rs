@@ -204,11 +204,16 @@ impl Fw {
         if let Some(slot) = self.cqs.slot_of(cqn) {
             self.events.forget_cq(slot);
         }
+        if self.resize.is_some_and(|(n, _)| n == cqn) {
+            self.resize = None;
+        }
         self.cqs.free(cqn);
         Ok(())
     }
 
-    /// QUERY_CQ: the stored context (status OK, no overrun: the model has no data path yet).
+    /// QUERY_CQ: the stored context with the data path's live state: `status`
+    /// `MLX5_CQC_STATUS_CQ_OVERFLOW` (0x9) after an overrun or a failed CQE write, and the
+    /// `producer_counter`.
     pub(super) fn query_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
         c.op_mod_zero()?;
         let cqn = c.get(query_cq_in::cqn)?;
@@ -217,8 +222,13 @@ impl Fw {
             .cqs
             .get(cqn)
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::CQ_UNKNOWN))?;
-        let bytes = cq.cqc;
-        c.set_bytes(query_cq_out::cq_context, &bytes)
+        let (bytes, failed, pi) = (cq.cqc, cq.q.failed, cq.q.pi);
+        c.set_bytes(query_cq_out::cq_context, &bytes)?;
+        let ctx = query_cq_out::cq_context;
+        if failed {
+            c.set(ctx.inner(cqc::status), 0x9)?;
+        }
+        c.set(ctx.inner(cqc::producer_counter), pi & 0x00ff_ffff)
     }
 
     /// MODIFY_CQ: moderation (op_mod 0: period/count) or resize (op_mod 1: log size).
@@ -230,6 +240,7 @@ impl Fw {
         let max_sz = self.cfg.profile.log_max_cq_sz;
         // Collect the new values first so a refused command changes nothing.
         let mut updates: [Option<(crate::prm::layout::Field, u32)>; 2] = [None, None];
+        let mut resize = None;
         match c.op_mod {
             0 => {
                 let known = consts::CQ_MODIFY_PERIOD | consts::CQ_MODIFY_COUNT;
@@ -251,6 +262,19 @@ impl Fw {
                 if log > max_sz {
                     return fail(Status::LIM_ERR, syn::CQ_TOO_BIG);
                 }
+                if c.get(ctx.inner(cqc::cqe_sz))? > 1 {
+                    return fail(Status::BAD_PARAM_ERR, syn::CQ_CQE_SZ);
+                }
+                if self.resize.is_some() {
+                    return fail(Status::BAD_RES_STATE_ERR, syn::CQ_RESIZE_PENDING);
+                }
+                // The new buffer (its pas[] after the fixed layout) takes over once the RESIZE
+                // CQE is in the old one (`Fw::complete_commands`).
+                let mut new = [0; CQC_BYTES];
+                new.copy_from_slice(c.in_bytes(ctx)?);
+                let q =
+                    CqState::parse(&new, c.inbox, modify_cq_in::SIZE_BYTES).map_err(fragmented)?;
+                resize = Some(q);
                 updates[0] = Some((cqc::log_cq_size, log));
             }
             _ => return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD),
@@ -262,6 +286,9 @@ impl Fw {
         for (f, v) in updates.iter().flatten() {
             f.set(&mut cq.cqc, *v)
                 .map_err(|_| CmdError::new(Status::INT_ERR, syn::RESERVED_NOT_ZERO))?;
+        }
+        if let Some(q) = resize {
+            self.resize = Some((cqn, q));
         }
         Ok(())
     }

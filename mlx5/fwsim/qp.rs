@@ -179,7 +179,8 @@ impl Fw {
         Ok(())
     }
 
-    /// QUERY_QP: the stored context with the current state.
+    /// QUERY_QP: the stored context (with the data path's live PSNs) and the current state,
+    /// plus the data path's consumer counters (`hw_sq_wqebb_counter`, `hw_rq_counter`).
     pub(super) fn query_qp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
         c.op_mod_zero()?;
         let qpn = c.get(query_qp_in::qpn)?;
@@ -188,8 +189,13 @@ impl Fw {
             .qps
             .get(qpn)
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
-        let (bytes, state) = (q.qpc, q.state);
+        let (bytes, state, sq, rq) = (q.qpc, q.state, q.q.sq_ci, q.q.rq_ci);
         c.set_bytes(query_qp_out::qpc, &bytes)?;
+        c.set(
+            query_qp_out::qpc.inner(qpc::hw_sq_wqebb_counter),
+            u32::from(sq),
+        )?;
+        c.set(query_qp_out::qpc.inner(qpc::hw_rq_counter), u32::from(rq))?;
         c.set(query_qp_out::qpc.inner(qpc::state), state)
     }
 
@@ -235,6 +241,10 @@ impl Fw {
         if to == QPC_STATE_RST {
             // Consumer counters back to 0, no CQEs (libmlx5 zeroes its doorbell records too).
             q.q.reset();
+        }
+        if to == QPC_STATE_ERR {
+            // Hardware flushes on the transition; the flush CQEs need memory.
+            self.flush = Some(qpn);
         }
         Ok(())
     }

@@ -118,6 +118,9 @@ syndromes! {
     CQ_STATUS = 0x5f03_0006,
     /// MODIFY_CQ with no or unknown field-select bits.
     CQ_MODIFY_SELECT = 0x5f03_0007,
+    /// MODIFY_CQ resize while an earlier resize's RESIZE CQE has not been written yet (the
+    /// kernel side calls `Fw::complete_commands` after every command).
+    CQ_RESIZE_PENDING = 0x5f03_0008,
 
     // 0x5f04xxxx: QP.
     /// No such QP.
