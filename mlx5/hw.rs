@@ -18,8 +18,9 @@ use crate::fwsim::profile::LinkLayer;
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::opcode;
 use crate::prm::status::{self, Status};
+use ib_core_rs::mm::TrapPage;
 use ib_core_rs::page_ref::PageRef;
-use kernel::page::{Page, PAGE_SIZE};
+use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -78,12 +79,12 @@ pub(crate) const PCI_VENDOR_MELLANOX: u16 = 0x15b3;
 
 /// What user space maps for one UAR page (upstream `mlx5_ib_mmap_offset()` maps
 /// `uar_index2paddress()` with `pgprot_noncached()` or `pgprot_writecombine()`). Read by the
-/// driver's `mmap` (to come with the core's mmap support).
-#[allow(dead_code)]
+/// driver's `mmap`.
 pub(crate) enum UarMem {
     /// A simulated function: the kernel page that stands for the doorbell page, zeroed when
-    /// first handed out and kept until the UAR is deallocated (the simulator has no BAR).
-    Page(Arc<Page>),
+    /// first handed out and kept until the UAR is deallocated (the simulator has no BAR). It is
+    /// mapped as a write trap ([`ib_core_rs::mm::TrapPage`]): a store to it wakes the device.
+    Trap(Arc<TrapPage>),
     /// A function of a real adapter: the physical address of the UAR's system page in BAR 0
     /// (`mdev->bar_addr + index / uars_per_page * PAGE_SIZE`), to be mapped as IO memory.
     Io {

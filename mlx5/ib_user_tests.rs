@@ -118,7 +118,7 @@ mod tests {
         let p = m.data::<UarPage>().ok_or(EINVAL)?;
         assert_eq!(p.index(), a.page_id);
         assert!(!p.write_combining());
-        assert!(matches!(p.mem(), UarMem::Page(_)));
+        assert!(matches!(p.mem(), UarMem::Trap(_)));
         assert_eq!(
             mmap_lookup(&ctx, (b.mmap_offset >> shift) + 1).err(),
             Some(EINVAL)

@@ -31,12 +31,12 @@ use crate::prm::cmd::{dealloc_uar_in, mbox_in, query_hca_cap_in, query_hca_cap_o
 use crate::prm::opcode;
 use crate::prm::status::Status;
 use fabric::FabricWorker;
+use ib_core_rs::mm::{TrapHandler, TrapPage};
 use ib_core_rs::page_ref::PageRef;
 use iommu::Iommu;
 use kernel::{
     debugfs::{Dir, Scope},
     new_mutex,
-    page::Page,
     prelude::*,
     str::CString,
     sync::{Arc, Mutex},
@@ -74,7 +74,7 @@ pub(crate) struct SimFunction {
     /// when first asked for ([`Mlx5Hw::uar_mem`]) and dropped when DEALLOC_UAR succeeds.
     /// Lock order: the fabric lock, then `uar_pages`.
     #[pin]
-    uar_pages: Mutex<KVec<(u32, Arc<Page>)>>,
+    uar_pages: Mutex<KVec<(u32, Arc<TrapPage>)>>,
 }
 
 /// Runs QUERY_HCA_CAP (current values) on a device that is not shared yet and returns the
@@ -319,14 +319,15 @@ impl Mlx5Hw for SimFunction {
             }
             let mut pages = self.uar_pages.lock();
             if let Some((_, p)) = pages.iter().find(|(i, _)| *i == index) {
-                return Ok(UarMem::Page(p.clone()));
+                return Ok(UarMem::Trap(p.clone()));
             }
-            let page = Arc::new(
-                Page::alloc_page(GFP_KERNEL | kernel::alloc::flags::__GFP_ZERO)?,
+            let bell: Arc<dyn TrapHandler> = Arc::new(
+                fabric::UarBell::new(self.fabric.fabric(), self.index, index),
                 GFP_KERNEL,
             )?;
+            let page = TrapPage::new(bell)?;
             pages.push((index, page.clone()), GFP_KERNEL)?;
-            Ok(UarMem::Page(page))
+            Ok(UarMem::Trap(page))
         })
     }
 

@@ -26,6 +26,7 @@ use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::Fw;
 use crate::hw::{Doorbell, HwEvent, Mlx5Events};
 use crate::kthread::{self, KThread, ThreadBody};
+use ib_core_rs::mm::{TrapHandler, TrapPage};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex, SpinLockIrq};
 use kernel::time::{Instant, Monotonic};
@@ -33,6 +34,47 @@ use kernel::{new_condvar, new_mutex, new_spinlock_irq};
 
 /// Doorbell values kept between passes; more are dropped (the records are the truth).
 const PENDING: usize = 32;
+
+/// Rung UAR trap pages kept between passes; more are dropped (the periodic rescan reads the
+/// records; such a page stays installed, so later stores to it are seen by rescans only).
+const PENDING_TRAPS: usize = 16;
+
+/// Offset of the CQ arm doorbell in a UAR page (`MLX5_CQ_DOORBELL`).
+const UAR_CQ_DOORBELL: usize = 0x20;
+/// Offset of blue-flame register 0 (the send doorbell of `bf_reg_size` 0 contexts).
+const UAR_BF0: usize = 0x800;
+
+/// A UAR trap page that was written to, and whose page it is.
+struct PendingTrap {
+    page: Arc<TrapPage>,
+    func: usize,
+    uar: u32,
+}
+
+/// The [`TrapHandler`] of a simulated function's UAR page: a store of user space to the page
+/// queues it for the worker, which re-arms the trap and then reads the doorbells it holds.
+pub(crate) struct UarBell {
+    fabric: Arc<Fabric>,
+    func: usize,
+    uar: u32,
+}
+
+impl UarBell {
+    /// The bell of UAR `uar` of function `func` on `fabric`.
+    pub(crate) fn new(fabric: &Arc<Fabric>, func: usize, uar: u32) -> Self {
+        UarBell {
+            fabric: fabric.clone(),
+            func,
+            uar,
+        }
+    }
+}
+
+impl TrapHandler for UarBell {
+    fn rung(&self, page: &Arc<TrapPage>) {
+        self.fabric.trap_rung(page, self.func, self.uar);
+    }
+}
 
 /// WQEs per engine pass; a pass that runs out is followed by another at once.
 const BUDGET: u32 = 256;
@@ -62,6 +104,7 @@ struct Wake {
     rescan: Option<kernel::time::Jiffies>,
     dbs: [Option<PendingDb>; PENDING],
     n: usize,
+    traps: [Option<PendingTrap>; PENDING_TRAPS],
 }
 
 /// The functions of one link layer.
@@ -135,6 +178,62 @@ impl Fabric {
             w.kicked = true;
         }
         self.cv.notify_one();
+    }
+
+    /// A UAR trap page of function `func` was written to (from the page-fault handler):
+    /// queues it once for the worker and kicks. Never sleeps.
+    fn trap_rung(&self, page: &Arc<TrapPage>, func: usize, uar: u32) {
+        {
+            let mut w = self.wake.lock();
+            let queued = w.traps.iter().flatten().any(|t| Arc::ptr_eq(&t.page, page));
+            if !queued {
+                if let Some(slot) = w.traps.iter_mut().find(|t| t.is_none()) {
+                    *slot = Some(PendingTrap {
+                        page: page.clone(),
+                        func,
+                        uar,
+                    });
+                }
+            }
+            w.kicked = true;
+        }
+        self.cv.notify_one();
+    }
+
+    /// Re-arms the trap pages that were written to, then turns what they hold into doorbell
+    /// values for the coming pass (the CQ arm at 0x20 and the send doorbell at 0x800, as
+    /// big-endian 64-bit stores). A store that lands after the re-arm faults and rings again;
+    /// one that landed before is in the page now. Sleeps (the re-arm takes `mmap_lock`s): no
+    /// lock is held.
+    fn take_traps(&self, dbs: &mut [Option<PendingDb>; PENDING], mut n: usize) -> usize {
+        let mut traps: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
+        {
+            let mut w = self.wake.lock();
+            for (dst, src) in traps.iter_mut().zip(w.traps.iter_mut()) {
+                *dst = src.take();
+            }
+        }
+        for t in traps.iter().flatten() {
+            t.page.rearm();
+            for (off, db) in [(UAR_CQ_DOORBELL, Doorbell::CqArm), (UAR_BF0, Doorbell::Sq)] {
+                let mut v = [0u8; 8];
+                if t.page.page().read(off, &mut v).is_err() {
+                    continue;
+                }
+                if let Some(slot) = dbs.get_mut(n) {
+                    *slot = Some(PendingDb {
+                        func: t.func,
+                        uar: t.uar,
+                        db,
+                        value: u64::from_be_bytes(v),
+                    });
+                    n += 1;
+                }
+            }
+        }
+        // The references go here, outside every lock.
+        drop(traps);
+        n
     }
 
     /// Waits for a kick, a rescan or a stop; returns the queued doorbells, or `None` to stop.
@@ -232,6 +331,7 @@ impl ThreadBody for Fabric {
     fn run(&self) {
         let mut dbs = [None; PENDING];
         while let Some(n) = self.wait(&mut dbs) {
+            let n = self.take_traps(&mut dbs, n);
             let (more, rescan) = self.pass(dbs.get(..n).unwrap_or(&[]));
             let mut w = self.wake.lock();
             w.rescan = rescan;
@@ -280,6 +380,7 @@ impl FabricWorker {
                     rescan: None,
                     dbs: [None; PENDING],
                     n: 0,
+                    traps: [const { None }; PENDING_TRAPS],
                 }),
                 cv <- new_condvar!(),
                 start: Instant::now(),
@@ -309,9 +410,13 @@ impl FabricWorker {
     /// fabric, so that no thread outlives the module even if a leaked object still holds a
     /// function.
     pub(crate) fn stop(&self) {
-        {
-            self.fabric.wake.lock().stop = true;
-        }
+        let traps = {
+            let mut w = self.fabric.wake.lock();
+            w.stop = true;
+            core::mem::replace(&mut w.traps, [const { None }; PENDING_TRAPS])
+        };
+        // Pending trap pages are let go outside the spinlock.
+        drop(traps);
         self.fabric.cv.notify_all();
         let t = self.thread.lock().take();
         // KThread's drop waits for the thread to return.
