@@ -45,6 +45,8 @@ pub mod mm;
 pub(crate) mod netlink;
 pub mod nldev;
 pub mod ops;
+#[path = "../rust/page_ref.rs"]
+pub mod page_ref;
 pub mod registry;
 pub mod restrack;
 pub mod sysfs;

@@ -16,13 +16,14 @@ use crate::driver::{Driver, DriverId};
 use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
-    AccessFlags, Ah, AhAttr, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr,
-    QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext, UcontextPriv,
-    Udata, UserCtx, UserMrReq, Wc,
+    AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext,
+    UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
 use kernel::str::CString;
+use kernel::sync::Arc;
 use kernel::ModuleMetadata;
 
 /// One partial table of driver operations (upstream: one
@@ -148,10 +149,13 @@ pub trait DeviceOps: 'static {
 
     /// Creates the driver part of a CQ (upstream `ops.create_cq`); `user`
     /// is `Some` for a CQ of a user context (its buffers are user memory
-    /// described by the udata).
+    /// described by the udata). `handler` is the consumer's (upstream: the
+    /// driver finds `ibcq->comp_handler` set before its `create_cq` runs),
+    /// for a driver whose device raises completion and CQ events.
     fn create_cq(
         _dev: &Device<Self::Driver>,
         _attr: &CqInitAttr,
+        _handler: Option<&Arc<dyn CqHandler>>,
         _user: Option<&mut UserCtx<'_, '_, Self::Driver>>,
     ) -> Result<<Self::Driver as Driver>::CqData> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -367,7 +371,12 @@ ops_table! {
     alloc_pd: AllocPd: fn(&Device<D>, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::PdData>,
     dealloc_pd: DeallocPd: fn(&Pd<D>) -> Result,
     create_cq: CreateCq:
-        fn(&Device<D>, &CqInitAttr, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::CqData>,
+        fn(
+            &Device<D>,
+            &CqInitAttr,
+            Option<&Arc<dyn CqHandler>>,
+            Option<&mut UserCtx<'_, '_, D>>,
+        ) -> Result<D::CqData>,
     destroy_cq: DestroyCq: fn(&Cq<D>) -> Result,
     req_notify_cq: ReqNotifyCq: fn(&Cq<D>, CqNotify) -> Result,
     poll_cq: PollCq: fn(&Cq<D>, &mut [Wc]) -> Result<usize>,

@@ -47,7 +47,7 @@ pub use qp::{
     QpState, QpType,
 };
 pub use srq::{Srq, SrqInitAttr};
-pub use types::{RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
+pub use types::{send_flags, wc_flags, RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
 pub use ucontext::{Ucontext, UcontextPriv, Udata, UserCtx};
 pub use umem::{DbPages, DmaBlocks, Umem, UserDb};
 

@@ -528,6 +528,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
     let mut board_id = KVec::new();
     board_id.extend_from_slice(&d.board_id, GFP_KERNEL)?;
     let uar = d.uar.ok_or(EINVAL)?;
+    let events = crate::events::EventTable::new()?;
     let data = Mlx5IbDev {
         hw: hw.clone(),
         attrs: d.attrs,
@@ -535,6 +536,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
         uar,
         board_id,
         mkey_var: Atomic::new(0),
+        events: events.clone(),
     };
     // Single-port functions: every port's entries are at vhca_port 0.
     let programmed = data.ports.iter().map(programmed_gids).max().unwrap_or(0);
@@ -549,7 +551,10 @@ fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
     if let Some(parent) = &d.parent {
         dev.set_parent(parent);
     }
+    // upstream: mlx5_core's EQs call into the CQ/QP tables from the first CQ/QP on.
+    hw.set_events(Some(events));
     if let Err(e) = Device::register(&dev, c"mlx5_%d") {
+        hw.set_events(None);
         clear_all(&dev.data().ports);
         Device::dealloc(dev);
         return Err(e);
@@ -567,6 +572,8 @@ fn stage_ib_reg_cleanup(d: &mut Mlx5Dev<'_>) {
         for p in ib.data().ports.iter() {
             clear_gids(&*ib.data().hw, programmed_gids(p));
         }
+        // No event reaches the device's tables after this.
+        ib.data().hw.set_events(None);
     }
 }
 
@@ -699,7 +706,9 @@ mod tests {
         assert_eq!((p.num, p.link_layer), (1, LinkLayer::Ib));
         let a = &p.attrs;
         assert_eq!((a.state, a.phys_state), (4, 5));
-        assert_eq!((a.lid, a.sm_lid), (2, 1));
+        // Each function has a LID of its own on the fabric (Fw::port_lid), the SM is LID 1.
+        let lid = f.with_fw(|fw| fw.port_lid(0));
+        assert_eq!((a.lid, a.sm_lid), (u32::from(lid), 1));
         assert_eq!(a.port_cap_flags, 0x2651_e848);
         assert_eq!(a.gid_tbl_len, 8);
         assert_eq!(a.pkey_tbl_len, 128);

@@ -9,15 +9,18 @@
 //! `mlx5_cmd_do()`). The driver
 //! sees only this trait, so the same probe and verbs code runs on both. What is here so far is
 //! what upstream `mlx5_ib` needs first: command execution with upstream's status handling, the
-//! cached HCA capabilities, the function's identity, and what user space maps for a UAR page
-//! ([`UarMem`]). EQ binding for CQs, firmware events and the parent device are added as the
-//! driver needs them.
+//! cached HCA capabilities, the function's identity, what user space maps for a UAR page
+//! ([`UarMem`]), DMA mapping ([`DmaMap`], [`DmaBuf`]: the only addresses the driver gives the
+//! device are bus addresses from here), doorbells of kernel queues, and the event hook
+//! ([`Mlx5Events`]: completions and asynchronous CQ/QP events, upstream's EQ handlers).
 
 use crate::fwsim::profile::LinkLayer;
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::opcode;
 use crate::prm::status::{self, Status};
-use kernel::page::Page;
+use ib_core_rs::mm::TrapPage;
+use ib_core_rs::page_ref::PageRef;
+use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -76,18 +79,212 @@ pub(crate) const PCI_VENDOR_MELLANOX: u16 = 0x15b3;
 
 /// What user space maps for one UAR page (upstream `mlx5_ib_mmap_offset()` maps
 /// `uar_index2paddress()` with `pgprot_noncached()` or `pgprot_writecombine()`). Read by the
-/// driver's `mmap` (to come with the core's mmap support).
-#[allow(dead_code)]
+/// driver's `mmap`.
 pub(crate) enum UarMem {
     /// A simulated function: the kernel page that stands for the doorbell page, zeroed when
-    /// first handed out and kept until the UAR is deallocated (the simulator has no BAR).
-    Page(Arc<Page>),
+    /// first handed out and kept until the UAR is deallocated (the simulator has no BAR). It is
+    /// mapped as a write trap ([`ib_core_rs::mm::TrapPage`]): a store to it wakes the device.
+    Trap(Arc<TrapPage>),
     /// A function of a real adapter: the physical address of the UAR's system page in BAR 0
     /// (`mdev->bar_addr + index / uars_per_page * PAGE_SIZE`), to be mapped as IO memory.
     Io {
         /// Physical address, page aligned.
         phys: u64,
     },
+}
+
+/// The translation side of a device's DMA mappings: what a [`DmaMap`] returns its range to.
+pub(crate) trait DmaDomain: Send + Sync {
+    /// Removes the mapping that starts at bus address `iova` (upstream `dma_unmap_sg()`).
+    fn unmap(&self, iova: u64);
+}
+
+/// Pages mapped for the device at one contiguous bus range (upstream: a DMA-mapped
+/// scatterlist of a umem, `ib_dma_map_sgtable_attrs()`; for the simulator a range of its
+/// IOMMU). Dropping it unmaps the range: from then on the device faults on it.
+pub(crate) struct DmaMap {
+    iova: u64,
+    pages: usize,
+    domain: Arc<dyn DmaDomain>,
+}
+
+impl DmaMap {
+    /// A mapping of `pages` pages at `iova` in `domain` (for [`Mlx5Hw`] backends).
+    pub(crate) fn new(iova: u64, pages: usize, domain: Arc<dyn DmaDomain>) -> Self {
+        DmaMap {
+            iova,
+            pages,
+            domain,
+        }
+    }
+
+    /// The bus address of the first byte of the first page.
+    pub(crate) fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// How many pages.
+    pub(crate) fn page_count(&self) -> usize {
+        self.pages
+    }
+
+    /// The bus address of every page in order: `pas[]` of a queue, the MTT of an MR.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn page_addrs(&self) -> Result<KVec<u64>> {
+        let mut v = KVec::with_capacity(self.pages, GFP_KERNEL)?;
+        for i in 0..self.pages as u64 {
+            v.push(self.iova + i * PAGE_SIZE as u64, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+}
+
+impl Drop for DmaMap {
+    fn drop(&mut self) {
+        self.domain.unmap(self.iova);
+    }
+}
+
+/// Kernel memory shared with the device (upstream `dma_alloc_coherent()` / `mlx5_frag_buf`):
+/// the CPU reaches it through [`DmaBuf::read`]/[`DmaBuf::write`], the device through
+/// [`DmaBuf::bus`] addresses.
+///
+/// Drop order (field order): the mapping goes before the pages.
+pub(crate) struct DmaBuf {
+    map: DmaMap,
+    pages: KVec<PageRef>,
+}
+
+impl DmaBuf {
+    /// Bytes in the buffer (whole pages).
+    pub(crate) fn len(&self) -> usize {
+        self.pages.len() * PAGE_SIZE
+    }
+
+    /// The mapping (for `pas[]`).
+    pub(crate) fn map(&self) -> &DmaMap {
+        &self.map
+    }
+
+    /// The bus address of byte `offset`.
+    pub(crate) fn bus(&self, offset: usize) -> u64 {
+        self.map.iova + offset as u64
+    }
+
+    /// Calls `f(page, offset in page, range of the caller's bytes)` for each page piece of
+    /// `[offset, offset + len)`.
+    fn for_each_piece(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(&PageRef, usize, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.len() {
+            return Err(EINVAL);
+        }
+        let mut done = 0;
+        while done < len {
+            let at = offset + done;
+            let in_page = at % PAGE_SIZE;
+            let n = (PAGE_SIZE - in_page).min(len - done);
+            let page = self.pages.get(at / PAGE_SIZE).ok_or(EINVAL)?;
+            f(page, in_page, done..done + n)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies bytes at `offset` into `buf`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` past the end.
+    pub(crate) fn read(&self, offset: usize, buf: &mut [u8]) -> Result {
+        self.for_each_piece(offset, buf.len(), |p, o, r| {
+            p.read(o, buf.get_mut(r).ok_or(EINVAL)?)
+        })
+    }
+
+    /// Copies `data` to `offset`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` past the end.
+    pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
+        self.for_each_piece(offset, data.len(), |p, o, r| {
+            p.write(o, data.get(r).ok_or(EINVAL)?)
+        })
+    }
+
+    /// Writes a big-endian 32-bit value (a doorbell record counter) at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` past the end.
+    pub(crate) fn write_be32(&self, offset: usize, v: u32) -> Result {
+        self.write(offset, &v.to_be_bytes())
+    }
+}
+
+/// What the device reports asynchronously (upstream: EQEs of the completion and async EQs,
+/// `mlx5_eq_comp_int()` / `mlx5_eq_async_int()`, `enum mlx5_event`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HwEvent {
+    /// A completion on an armed CQ (`MLX5_EVENT_TYPE_COMP`).
+    Completion {
+        /// The CQ.
+        cqn: u32,
+    },
+    /// CQ overrun or access error (`MLX5_EVENT_TYPE_CQ_ERROR`).
+    CqError {
+        /// The CQ.
+        cqn: u32,
+    },
+    /// An asynchronous QP event.
+    Qp {
+        /// The QP.
+        qpn: u32,
+        /// Which.
+        kind: QpEventKind,
+    },
+}
+
+/// The QP events of the async EQ (`MLX5_EVENT_TYPE_*`, upstream `mlx5_ib_qp_event()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpEventKind {
+    /// `COMM_EST` (0x02): the first packet arrived in RTR.
+    CommEst,
+    /// `WQ_CATAS_ERROR` (0x05): the QP went to error (`IB_EVENT_QP_FATAL`).
+    Fatal,
+    /// `WQ_INVAL_REQ_ERROR` (0x10): `IB_EVENT_QP_REQ_ERR`.
+    ReqErr,
+    /// `WQ_ACCESS_ERROR` (0x11): `IB_EVENT_QP_ACCESS_ERR`.
+    AccessErr,
+    /// `SRQ_LAST_WQE` (0x13): `IB_EVENT_QP_LAST_WQE_REACHED`.
+    LastWqeReached,
+}
+
+/// The driver's handler of device events (upstream: the EQ interrupt handlers' calls into
+/// mlx5_ib, `mlx5_ib_cq_comp()`, `mlx5_ib_cq_event()`, `mlx5_ib_qp_event()`). Called from the
+/// device's context (the simulator's worker thread; an EQ interrupt on hardware): it must not
+/// sleep for long and must not call back into the device's command interface under its locks.
+pub(crate) trait Mlx5Events: Send + Sync {
+    /// One event.
+    fn event(&self, ev: HwEvent);
+}
+
+/// The doorbells a kernel queue rings through [`Mlx5Hw::ring`] (offsets in the UAR page,
+/// upstream `MLX5_CQ_DOORBELL` 0x20 and the blue-flame register 0x800).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Doorbell {
+    /// CQ arm (`mlx5_cq_arm()`: `sn << 28 | cmd | ci` << 32 | cqn at UAR + 0x20).
+    CqArm,
+    /// Send queue (the first 8 bytes of the last WQE at UAR + 0x800).
+    Sq,
 }
 
 /// A device that executes mlx5 firmware commands.
@@ -125,6 +322,55 @@ pub(crate) trait Mlx5Hw: Send + Sync {
     fn wc_supported(&self) -> bool {
         false
     }
+
+    /// Maps `pages` for the device at one contiguous bus range, writable by the device if
+    /// `writable` (upstream `ib_dma_map_sgtable_attrs()` of a umem, `dma_map_page()`).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`; `EOPNOTSUPP` where the backend has no DMA mapping (mlx5_core, see
+    /// `corehw.rs`).
+    fn map_pages(&self, pages: &[PageRef], writable: bool) -> Result<DmaMap>;
+
+    /// Allocates `size` bytes (whole pages, zeroed) of kernel memory the device may read and
+    /// write (upstream `dma_alloc_coherent()` through `mlx5_frag_buf_alloc_node()`): kernel
+    /// queue buffers and doorbell records.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, [`Mlx5Hw::map_pages`]'s errors.
+    fn alloc_coherent(&self, size: usize) -> Result<DmaBuf> {
+        let n = size.max(1).div_ceil(PAGE_SIZE);
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            pages.push(PageRef::alloc_zeroed()?, GFP_KERNEL)?;
+        }
+        let map = self.map_pages(&pages, true)?;
+        Ok(DmaBuf { map, pages })
+    }
+
+    /// Rings a doorbell of a kernel queue on UAR page `uar` (upstream `mlx5_write64()` to the
+    /// UAR, after the doorbell record was written). May be called in atomic context.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` where the backend cannot ring (mlx5_core: kernel UARs are not mapped).
+    fn ring(&self, uar: u32, db: Doorbell, value: u64) -> Result;
+
+    /// A CPU store of `value` (the 8 bytes stored, read as a big-endian number) at `offset` of
+    /// the UAR page `uar_index` that user space mapped (`UarMem::Page`): the simulator's UAR
+    /// page trap reports stores here (0x20 CQ arm, 0x800/0x900 send doorbell; anything else
+    /// only wakes the device). A real function sees its UAR stores itself: nothing to do.
+    /// Never sleeps.
+    fn uar_doorbell(&self, _uar_index: u32, _offset: u32, _value: u64) {}
+
+    /// Wakes the device to look at its doorbell records (the simulator's worker; a real
+    /// function needs no wake-up). Never sleeps.
+    fn kick(&self) {}
+
+    /// Installs (or with `None` removes) the driver's event handler. After a removal returns,
+    /// the old handler is not called any more.
+    fn set_events(&self, handler: Option<Arc<dyn Mlx5Events>>);
 
     /// Executes a command and turns a firmware failure into an errno, logging it once
     /// (upstream `mlx5_cmd_exec()` = `mlx5_cmd_do()` + `mlx5_cmd_check()`).

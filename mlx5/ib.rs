@@ -32,8 +32,9 @@ use ib_core_rs::mm::UserVma;
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
-    AccessFlags, AhAttr, Cq, CqInitAttr, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
-    QpCreated, QpInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq,
+    AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Ucontext, UcontextPriv, Udata,
+    UserCtx, UserMrReq, Wc,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -83,6 +84,9 @@ pub(crate) struct Mlx5IbDev {
     pub(crate) board_id: KVec<u8>,
     /// upstream `dev->mkey_var`: the variant byte of the next mkey.
     pub(crate) mkey_var: Atomic<u32>,
+    /// The CQ and QP tables the device's events are delivered through (registered with the
+    /// function as its event handler while the device is registered).
+    pub(crate) events: Arc<crate::events::EventTable>,
 }
 
 impl Mlx5IbDev {
@@ -285,16 +289,25 @@ impl DeviceOps for Mlx5DevOps {
     fn create_cq(
         dev: &Device<Mlx5Ib>,
         attr: &CqInitAttr,
+        handler: Option<&Arc<dyn CqHandler>>,
         user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
     ) -> Result<Mlx5Cq> {
         match user {
-            Some(u) => crate::verbs_user::create_cq(dev, attr, u, CqMem::FromRequest),
-            None => crate::verbs::create_cq(dev, attr),
+            Some(u) => crate::verbs_user::create_cq(dev, attr, handler, u, CqMem::FromRequest),
+            None => crate::verbs::create_cq(dev, attr, handler),
         }
     }
 
     fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
         crate::verbs::destroy_cq(cq)
+    }
+
+    fn poll_cq(cq: &Cq<Mlx5Ib>, wc: &mut [Wc]) -> Result<usize> {
+        crate::datapath::poll_cq(cq, wc)
+    }
+
+    fn req_notify_cq(cq: &Cq<Mlx5Ib>, flags: CqNotify) -> Result {
+        crate::datapath::req_notify_cq(cq, flags)
     }
 
     fn create_qp(
@@ -318,6 +331,14 @@ impl DeviceOps for Mlx5DevOps {
 
     fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
         crate::verbs::destroy_qp(qp)
+    }
+
+    fn post_send(qp: &Qp<Mlx5Ib>, wr: &[SendWr<'_>]) -> Result {
+        crate::datapath::post_send(qp, wr)
+    }
+
+    fn post_recv(qp: &Qp<Mlx5Ib>, wr: &[RecvWr<'_>]) -> Result {
+        crate::datapath::post_recv(qp, wr)
     }
 
     fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {

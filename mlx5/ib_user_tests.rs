@@ -118,7 +118,7 @@ mod tests {
         let p = m.data::<UarPage>().ok_or(EINVAL)?;
         assert_eq!(p.index(), a.page_id);
         assert!(!p.write_combining());
-        assert!(matches!(p.mem(), UarMem::Page(_)));
+        assert!(matches!(p.mem(), UarMem::Trap(_)));
         assert_eq!(
             mmap_lookup(&ctx, (b.mmap_offset >> shift) + 1).err(),
             Some(EINVAL)
@@ -190,8 +190,8 @@ mod tests {
                 let req = cq_req(uar.page_id, 64);
                 let mut resp = [0u8; 8];
                 let mut ud = Udata::new(&req, &mut resp);
-                let buf = UserBuf::kernel(16 * 64, 0)?;
-                let dbp = UserBuf::kernel(8, 0)?;
+                let buf = UserBuf::kernel(&*f, 16 * 64, 0)?;
+                let dbp = UserBuf::kernel(&*f, 8, 0)?;
                 let m = ctx.data::<Mlx5Ucontext>().ok_or(EINVAL)?;
                 let db = m.db_pages.map_kernel(dbp.addr() + 64, Some(dbp))?;
                 if fault {
@@ -200,6 +200,7 @@ mod tests {
                 let r = verbs_user::create_cq(
                     ib,
                     &attr,
+                    None,
                     &mut UserCtx::new(&ctx, &mut ud),
                     CqMem::Given(buf, db),
                 );
@@ -248,8 +249,8 @@ mod tests {
             let mk_qp = |req: &[u8], fault: bool| -> Result<u32> {
                 let mut resp = [0xffu8; 40];
                 let mut ud = Udata::new(req, &mut resp);
-                let buf = UserBuf::kernel(16 * 32 + 64 * 64, 0)?;
-                let dbp = UserBuf::kernel(8, 0)?;
+                let buf = UserBuf::kernel(&*f, 16 * 32 + 64 * 64, 0)?;
+                let dbp = UserBuf::kernel(&*f, 8, 0)?;
                 let m = ctx.data::<Mlx5Ucontext>().ok_or(EINVAL)?;
                 let db = m.db_pages.map_kernel(dbp.addr(), Some(dbp))?;
                 if fault {
@@ -292,7 +293,7 @@ mod tests {
             // MR: an MTT mkey over the pages; CREATE_MKEY refused leaves nothing.
             let len = 3 * PAGE;
             let mk_mr = |iova_delta: u64, fault: bool| -> Result<u32> {
-                let buf = UserBuf::kernel(len, 0x100)?;
+                let buf = UserBuf::kernel(&*f, len, 0x100)?;
                 let req = UserMrReq {
                     start: buf.addr(),
                     length: len,
@@ -338,12 +339,12 @@ mod tests {
         let ib = d.ib.as_ref().ok_or(ENODEV)?;
         let ctx = ucontext(ib)?;
         let m = ctx.data::<Mlx5Ucontext>().ok_or(EINVAL)?;
-        let page = UserBuf::kernel(8, 0)?;
+        let page = UserBuf::kernel(&*f, 8, 0)?;
         let addr = page.addr();
         // A CQ's and a QP's records in one page share it; another page is pinned apart.
         let a = m.db_pages.map_kernel(addr, Some(page))?;
         let b = m.db_pages.map_kernel(addr + 8, None)?;
-        let other = UserBuf::kernel(8, 0)?;
+        let other = UserBuf::kernel(&*f, 8, 0)?;
         let c = m.db_pages.map_kernel(other.addr(), Some(other))?;
         assert_eq!(m.db_pages.count(), 2);
         assert_eq!((a.dma, b.dma), (addr, addr + 8));

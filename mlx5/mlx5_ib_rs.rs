@@ -20,13 +20,17 @@ mod fwsim;
 mod aux_parent;
 #[path = "../rust/fwsim_param.rs"]
 mod fwsim_param;
+#[path = "../rust/kthread.rs"]
+mod kthread;
 #[path = "../rust/mlx5_core.rs"]
 mod mlx5_core;
 
 mod attrs;
 mod cmd;
 mod corehw;
+mod datapath;
 mod dev;
+mod events;
 mod hw;
 mod ib;
 mod probe;
@@ -94,6 +98,8 @@ impl InPlaceModule for Mlx5IbRs {
     }
 }
 
+#[path = "datapath_tests.rs"]
+mod datapath_tests;
 #[path = "ib_tests.rs"]
 mod ib_tests;
 #[path = "ib_user_tests.rs"]

@@ -2,8 +2,9 @@
 
 //! The firmware simulator as a device: the kernel backend of [`Mlx5Hw`].
 //!
-//! Each simulated function is a [`SimFunction`] (one [`Fw`] behind a kernel mutex, the
-//! identity, and the capability pages cached at creation the way mlx5_core caches them) exposed
+//! Each simulated function is a [`SimFunction`] (its [`Fw`] on a fabric shared with the other
+//! functions of its link layer ([`fabric`]), its simulated IOMMU ([`iommu`]), the identity,
+//! and the capability pages cached at creation the way mlx5_core caches them) exposed
 //! as the auxiliary device `mlx5_ib_rs.rdma.<N>` under the faux device `mlx5_fwsim`, the same
 //! shape as mlx5_core's `mlx5_core.rdma.<N>` devices, so the driver binds both through one
 //! auxiliary driver. Functions are created at load time from the `sim=` module parameter
@@ -12,19 +13,30 @@
 
 #[path = "simdev/debugfs.rs"]
 mod debugfs;
+#[path = "simdev/engine_glue.rs"]
+mod engine_glue;
+#[path = "simdev/fabric.rs"]
+pub(crate) mod fabric;
+#[path = "simdev/iommu.rs"]
+pub(crate) mod iommu;
 
 use crate::aux_parent::AuxParent;
 use crate::fwsim::fault::FaultPlan;
 use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::{spec, Config, Counts, ExecError, Fw, Stats};
-use crate::hw::{CapType, Identity, Mlx5Hw, UarMem, CAP_BYTES, PCI_VENDOR_MELLANOX};
+use crate::hw::{
+    CapType, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES, PCI_VENDOR_MELLANOX,
+};
 use crate::prm::cmd::{dealloc_uar_in, mbox_in, query_hca_cap_in, query_hca_cap_out};
 use crate::prm::opcode;
 use crate::prm::status::Status;
+use fabric::FabricWorker;
+use ib_core_rs::mm::{TrapHandler, TrapPage};
+use ib_core_rs::page_ref::PageRef;
+use iommu::Iommu;
 use kernel::{
     debugfs::{Dir, Scope},
     new_mutex,
-    page::Page,
     prelude::*,
     str::CString,
     sync::{Arc, Mutex},
@@ -50,15 +62,19 @@ pub(crate) struct SimFunction {
     caps_general: KVec<u8>,
     caps_roce: Option<KVec<u8>>,
     caps_atomic: Option<KVec<u8>>,
-    /// The device state. Commands are serialized, as on a ConnectX command queue with one
-    /// entry in flight per function; the delay knob sleeps outside the lock.
-    #[pin]
-    fw: Mutex<KVBox<Fw>>,
+    /// The fabric holding the device state ([`fabric::Fabric::with_fw`]; commands are
+    /// serialized, as on a ConnectX command queue with one entry in flight; the delay knob
+    /// sleeps outside the lock) and its worker.
+    fabric: Arc<FabricWorker>,
+    /// This function's index on the fabric.
+    index: usize,
+    /// What the device reaches.
+    iommu: Arc<Iommu>,
     /// The pages that stand for the doorbell pages of live UARs (`(index, page)`), created
     /// when first asked for ([`Mlx5Hw::uar_mem`]) and dropped when DEALLOC_UAR succeeds.
-    /// Lock order: `fw`, then `uar_pages`.
+    /// Lock order: the fabric lock, then `uar_pages`.
     #[pin]
-    uar_pages: Mutex<KVec<(u32, Arc<Page>)>>,
+    uar_pages: Mutex<KVec<(u32, Arc<TrapPage>)>>,
 }
 
 /// Runs QUERY_HCA_CAP (current values) on a device that is not shared yet and returns the
@@ -115,63 +131,118 @@ impl SimFunction {
         )
     }
 
-    /// A powered-on function with empty resource tables, its capabilities queried and cached.
+    /// A powered-on function with empty resource tables, its capabilities queried and cached,
+    /// alone on a fabric of its own.
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a configuration the profile refuses, `ENOMEM`, or `EIO` if the
-    /// capability query fails.
+    /// As [`SimFunction::new_fabric`].
     pub(crate) fn new(name: CString, cfg: Config) -> Result<Arc<Self>> {
-        let init = Fw::new_in_place(cfg).map_err(|_| EINVAL)?;
-        let mut fw = KVBox::init(init, GFP_KERNEL)?;
-        let caps_general = query_caps(&mut fw, CapType::General)?;
-        let caps_roce = match cfg.link_layer {
-            LinkLayer::Ethernet => Some(query_caps(&mut fw, CapType::Roce)?),
-            LinkLayer::Ib => None,
-        };
-        // upstream handle_hca_cap_atomic(): the atomic page only with `MLX5_CAP_GEN(atomic)`.
-        let caps_atomic = if crate::prm::ctx::cmd_hca_cap::atomic.get(&caps_general) == Ok(1) {
-            Some(query_caps(&mut fw, CapType::Atomic)?)
-        } else {
-            None
-        };
-        let identity = Identity {
-            model: cfg.profile.name,
-            pci_vendor: PCI_VENDOR_MELLANOX,
-            pci_device: cfg.profile.device_id,
-            // Revision 0, as the first silicon steps report.
-            pci_revision: 0,
-            fw_rev: cfg.profile.fw_rev,
-            link_layer: cfg.link_layer,
-            num_ports: cfg.num_ports,
-        };
-        Arc::pin_init(
-            try_pin_init!(SimFunction {
-                name,
-                identity,
-                caps_general,
-                caps_roce,
-                caps_atomic,
-                fw <- new_mutex!(fw),
-                uar_pages <- new_mutex!(KVec::new()),
-            }),
-            GFP_KERNEL,
-        )
+        let mut list = KVec::with_capacity(1, GFP_KERNEL)?;
+        list.push((name, cfg), GFP_KERNEL)?;
+        let mut v = Self::new_fabric(list)?;
+        v.pop().ok_or(EINVAL)
+    }
+
+    /// Functions on one fabric, in order (function `i` is index `i` on the fabric), with the
+    /// fabric's worker running.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an empty list, functions of different link layers or a configuration a
+    /// profile refuses, `ENOMEM`, or `EIO` if a capability query fails.
+    pub(crate) fn new_fabric(list: KVec<(CString, Config)>) -> Result<KVec<Arc<Self>>> {
+        let link_layer = list.first().ok_or(EINVAL)?.1.link_layer;
+        let mut fws = KVec::with_capacity(list.len(), GFP_KERNEL)?;
+        let mut caps = KVec::with_capacity(list.len(), GFP_KERNEL)?;
+        for (_, cfg) in list.iter() {
+            if cfg.link_layer != link_layer {
+                return Err(EINVAL);
+            }
+            let init = Fw::new_in_place(*cfg).map_err(|_| EINVAL)?;
+            let mut fw = KVBox::init(init, GFP_KERNEL)?;
+            let general = query_caps(&mut fw, CapType::General)?;
+            let roce = match cfg.link_layer {
+                LinkLayer::Ethernet => Some(query_caps(&mut fw, CapType::Roce)?),
+                LinkLayer::Ib => None,
+            };
+            // upstream handle_hca_cap_atomic(): the atomic page only with `MLX5_CAP_GEN(atomic)`.
+            let atomic = if crate::prm::ctx::cmd_hca_cap::atomic.get(&general) == Ok(1) {
+                Some(query_caps(&mut fw, CapType::Atomic)?)
+            } else {
+                None
+            };
+            fws.push(fw, GFP_KERNEL)?;
+            caps.push((general, roce, atomic), GFP_KERNEL)?;
+        }
+        let worker = FabricWorker::new(link_layer, fws)?;
+        let mut out = KVec::with_capacity(list.len(), GFP_KERNEL)?;
+        for (index, ((name, cfg), (caps_general, caps_roce, caps_atomic))) in
+            list.into_iter().zip(caps).enumerate()
+        {
+            let identity = Identity {
+                model: cfg.profile.name,
+                pci_vendor: PCI_VENDOR_MELLANOX,
+                pci_device: cfg.profile.device_id,
+                // Revision 0, as the first silicon steps report.
+                pci_revision: 0,
+                fw_rev: cfg.profile.fw_rev,
+                link_layer: cfg.link_layer,
+                num_ports: cfg.num_ports,
+            };
+            let iommu = worker.fabric().iommu(index).ok_or(EINVAL)?.clone();
+            let fabric = worker.clone();
+            let f = Arc::pin_init(
+                try_pin_init!(SimFunction {
+                    name,
+                    identity,
+                    caps_general,
+                    caps_roce,
+                    caps_atomic,
+                    fabric,
+                    index,
+                    iommu,
+                    uar_pages <- new_mutex!(KVec::new()),
+                }),
+                GFP_KERNEL,
+            )?;
+            out.push(f, GFP_KERNEL)?;
+        }
+        Ok(out)
+    }
+
+    /// The function's fabric and worker.
+    pub(crate) fn fabric(&self) -> &Arc<FabricWorker> {
+        &self.fabric
+    }
+
+    /// Runs `f` on this function's device state, under the fabric lock.
+    pub(crate) fn with_fw<R>(&self, f: impl FnOnce(&mut Fw) -> R) -> R {
+        match self.fabric.fabric().with_fw(self.index, f) {
+            Ok(r) => r,
+            // INVARIANT: the fabric was built with this function at `index` and never shrinks.
+            Err(_) => unreachable!(),
+        }
+    }
+
+    /// The function's IOMMU (leak checks: its mappings go back to zero).
+    pub(crate) fn iommu(&self) -> &Arc<Iommu> {
+        &self.iommu
     }
 
     /// Live objects per kind (debugfs `resources`, leak checks).
     pub(crate) fn counts(&self) -> Counts {
-        self.fw.lock().counts()
+        self.with_fw(|fw| fw.counts())
     }
 
     /// Command statistics.
     pub(crate) fn stats(&self) -> Stats {
-        self.fw.lock().stats()
+        self.with_fw(|fw| fw.stats())
     }
 
     /// A RoCE address table entry (`port` 1-based), as SET_ROCE_ADDRESS left it.
     pub(crate) fn roce_addr(&self, port: u8, index: usize) -> Option<crate::fwsim::RoceAddr> {
-        self.fw.lock().roce_addr(port, index)
+        self.with_fw(|fw| fw.roce_addr(port, index))
     }
 
     /// How many UAR pages are backed by a kernel page (leak checks).
@@ -181,14 +252,13 @@ impl SimFunction {
 
     /// Runs `f` on the fault-injection knobs, under the device lock.
     pub(crate) fn with_faults<R>(&self, f: impl FnOnce(&mut FaultPlan) -> R) -> R {
-        f(self.fw.lock().faults_mut())
+        self.with_fw(|fw| f(fw.faults_mut()))
     }
 }
 
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
-        let (r, delay_us) = {
-            let mut fw = self.fw.lock();
+        let (r, delay_us) = self.with_fw(|fw| {
             let delay_us = fw.faults_mut().delay_us;
             let r = fw.exec(inbox, outbox);
             if matches!(r, Ok(c) if c.status == Status::OK)
@@ -200,7 +270,7 @@ impl Mlx5Hw for SimFunction {
                 }
             }
             (r, delay_us)
-        };
+        });
         if delay_us != 0 {
             // The delay knob: the command has executed, its completion arrives late (as a
             // slow firmware would deliver it). Sleeping outside the lock lets other callers
@@ -243,31 +313,66 @@ impl Mlx5Hw for SimFunction {
     }
 
     fn uar_mem(&self, index: u32) -> Result<UarMem> {
-        let fw = self.fw.lock();
-        if fw.uar_owner(index).is_none() {
-            return Err(EINVAL);
+        self.with_fw(|fw| {
+            if fw.uar_owner(index).is_none() {
+                return Err(EINVAL);
+            }
+            let mut pages = self.uar_pages.lock();
+            if let Some((_, p)) = pages.iter().find(|(i, _)| *i == index) {
+                return Ok(UarMem::Trap(p.clone()));
+            }
+            let bell: Arc<dyn TrapHandler> = Arc::new(
+                fabric::UarBell::new(self.fabric.fabric(), self.index, index),
+                GFP_KERNEL,
+            )?;
+            let page = TrapPage::new(bell)?;
+            pages.push((index, page.clone()), GFP_KERNEL)?;
+            Ok(UarMem::Trap(page))
+        })
+    }
+
+    fn map_pages(&self, pages: &[PageRef], writable: bool) -> Result<DmaMap> {
+        self.iommu.map(pages, writable)
+    }
+
+    fn ring(&self, uar: u32, db: Doorbell, value: u64) -> Result {
+        self.fabric.fabric().ring(self.index, uar, db, value);
+        Ok(())
+    }
+
+    fn set_events(&self, handler: Option<Arc<dyn Mlx5Events>>) {
+        self.fabric.fabric().set_events(self.index, handler);
+    }
+
+    // The UAR page trap: 0x20 is the CQ arm doorbell (`MLX5_CQ_DOORBELL`), 0x800/0x900 the
+    // send doorbell (blue-flame registers 0 and 1); a store elsewhere only kicks.
+    fn uar_doorbell(&self, uar_index: u32, offset: u32, value: u64) {
+        let db = match offset {
+            0x20 => Some(Doorbell::CqArm),
+            0x800 | 0x900 => Some(Doorbell::Sq),
+            _ => None,
+        };
+        match db {
+            Some(db) => self.fabric.fabric().ring(self.index, uar_index, db, value),
+            None => self.kick(),
         }
-        let mut pages = self.uar_pages.lock();
-        if let Some((_, p)) = pages.iter().find(|(i, _)| *i == index) {
-            return Ok(UarMem::Page(p.clone()));
-        }
-        let page = Arc::new(
-            Page::alloc_page(GFP_KERNEL | kernel::alloc::flags::__GFP_ZERO)?,
-            GFP_KERNEL,
-        )?;
-        pages.push((index, page.clone()), GFP_KERNEL)?;
-        Ok(UarMem::Page(page))
+    }
+
+    fn kick(&self) {
+        self.fabric.fabric().kick();
     }
 }
 
 /// The simulated functions of the module, their auxiliary devices and debugfs directories.
 ///
 /// Drop order (field order): debugfs first (nothing can poke a knob of a function going away),
-/// then the auxiliary devices (the driver unbinds from each, newest first) and the faux parent.
+/// then the auxiliary devices (the driver unbinds from each, newest first) and the faux parent,
+/// then the fabrics' workers.
 pub(crate) struct SimDevices {
     _debugfs: KVec<Pin<KBox<Scope<Arc<SimFunction>>>>>,
     _root: Dir,
     _parent: AuxParent<SimRegData>,
+    _workers: Workers,
 }
 
 impl SimDevices {
@@ -295,15 +400,47 @@ impl SimDevices {
         if n == 0 {
             return Ok(None);
         }
+        // Functions of one link layer share a fabric: list them per link layer, in order.
+        let mut per_ll: [KVec<(usize, CString, Config)>; 2] = [KVec::new(), KVec::new()];
+        spec::parse::<Error>(list, |i, cfg| {
+            let id = u32::try_from(i)?;
+            let name = CString::try_from_fmt(fmt!("{}.{}.{}", modname, AUX_NAME, id))?;
+            let k = match cfg.link_layer {
+                LinkLayer::Ib => 0,
+                LinkLayer::Ethernet => 1,
+            };
+            per_ll[k].push((i, name, cfg), GFP_KERNEL)?;
+            Ok(())
+        })
+        .map_err(|_| EINVAL)??;
+        let mut functions: KVec<(usize, Arc<SimFunction>)> = KVec::new();
+        let mut workers = Workers(KVec::new());
+        for group in per_ll {
+            if group.is_empty() {
+                continue;
+            }
+            let mut ids = KVec::with_capacity(group.len(), GFP_KERNEL)?;
+            let mut entries = KVec::with_capacity(group.len(), GFP_KERNEL)?;
+            for (i, name, cfg) in group {
+                ids.push(i, GFP_KERNEL)?;
+                entries.push((name, cfg), GFP_KERNEL)?;
+            }
+            let fs = SimFunction::new_fabric(entries)?;
+            if let Some(f) = fs.first() {
+                workers.0.push(f.fabric().clone(), GFP_KERNEL)?;
+            }
+            for (i, f) in ids.into_iter().zip(fs) {
+                functions.push((i, f), GFP_KERNEL)?;
+            }
+        }
+        functions.sort_unstable_by_key(|(i, _)| *i);
         let mut parent = AuxParent::<SimRegData>::new(PARENT_NAME)?;
         let root = Dir::new(PARENT_NAME);
         let mut scopes = KVec::new();
-        let created = spec::parse::<Error>(list, |i, cfg| {
+        for (i, f) in functions {
             let id = u32::try_from(i)?;
-            let name = CString::try_from_fmt(fmt!("{}.{}.{}", modname, AUX_NAME, id))?;
-            let f = SimFunction::new(name, cfg)?;
             pr_info!(
-                "{}: simulated {} ({} port, PCI {:04x}:{:04x}, fw {}.{}.{:04})\n",
+                "{}: simulated {} ({} port, PCI {:04x}:{:04x}, fw {}.{}.{:04}), fabric {}\n",
                 &*f.name,
                 f.identity.model,
                 match f.identity.link_layer {
@@ -314,22 +451,37 @@ impl SimDevices {
                 f.identity.pci_device,
                 f.identity.fw_rev.0,
                 f.identity.fw_rev.1,
-                f.identity.fw_rev.2
+                f.identity.fw_rev.2,
+                match f.identity.link_layer {
+                    LinkLayer::Ib => "ib",
+                    LinkLayer::Ethernet => "eth",
+                },
             );
             let scope = KBox::pin_init(
                 debugfs::function_dir(&root, &f.clone().name, f.clone()),
                 GFP_KERNEL,
             )?;
             scopes.push(scope, GFP_KERNEL)?;
-            parent.add(AUX_NAME, id, modname, f)
-        });
-        // The list parsed above, so only a creation error is left.
-        created.map_err(|_| EINVAL)??;
+            parent.add(AUX_NAME, id, modname, f)?;
+        }
         Ok(Some(Self {
             _debugfs: scopes,
             _root: root,
             _parent: parent,
+            _workers: workers,
         }))
+    }
+}
+
+/// The fabrics' workers, stopped when the simulated devices go (after the driver unbound
+/// from every function), even if a leaked object still holds a function.
+struct Workers(KVec<Arc<FabricWorker>>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for w in self.0.iter() {
+            w.stop();
+        }
     }
 }
 

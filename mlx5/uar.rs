@@ -176,9 +176,9 @@ pub(crate) fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
     let r = mmap_lookup(ctx, vma.pgoff() as u64)?;
     let page = r.data::<UarPage>().ok_or(EINVAL)?;
     match page.mem() {
-        UarMem::Page(p) => {
-            let p = p.clone();
-            vma.map_page(&p, Some(r.into_map_ref()?))
+        UarMem::Trap(t) => {
+            let t = t.clone();
+            vma.map_trap(&t, Some(r.into_map_ref()?))
         }
         UarMem::Io { phys } => {
             let pfn = usize::try_from(*phys >> kernel::page::PAGE_SHIFT)?;

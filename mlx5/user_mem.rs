@@ -5,13 +5,14 @@
 //! `mlx5_ib_db_map_user()`/`mlx5_ib_db_unmap_user()`, doorbell.c).
 //!
 //! [`UserBuf`] is the driver's one seam to the core's pinned-memory object ([`Umem`]):
-//! everything in the driver asks it for page addresses only. KUnit builds can back a `UserBuf`
-//! with kernel memory ([`UserBuf::kernel`]) so that the create paths, their firmware commands
-//! and their unwinding are tested without a user process.
-//!
-//! As for kernel buffers (see `verbs.rs`), page "DMA addresses" are the addresses the simulator
-//! is given; nothing reads through them until the simulator has a data path.
+//! everything in the driver asks it for page addresses only. Those are bus addresses: the
+//! pinned pages are mapped for the device with [`Mlx5Hw::map_pages`] (the simulated IOMMU, or
+//! the DMA API on hardware) when the buffer is pinned, and unmapped when it is dropped, before
+//! the pages are unpinned. KUnit builds can back a `UserBuf` with kernel pages
+//! ([`UserBuf::kernel`], mapped the same way) so that the create paths, their firmware
+//! commands and their unwinding are tested without a user process.
 
+use crate::hw::{DmaMap, Mlx5Hw};
 use crate::ib::Mlx5Ib;
 use ib_core_rs::verbs::{AccessFlags, Ucontext, Umem};
 use kernel::prelude::*;
@@ -24,23 +25,26 @@ pub(crate) const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
 const DBR_SIZE: u64 = 8;
 
 enum Backing {
-    /// Pinned user pages.
-    User(Umem),
-    /// KUnit: kernel memory standing in for a user buffer (page aligned: `KVVec` of at least a
-    /// page comes from vmalloc).
+    /// Pinned user pages (held for the mapping's lifetime).
+    User { _umem: Umem },
+    /// KUnit: kernel pages standing in for a user buffer.
     #[cfg(CONFIG_KUNIT = "y")]
     Kernel {
-        /// Owns the memory the addresses point into.
-        _mem: KVVec<u8>,
+        /// The pages (held for the mapping's lifetime).
+        _pages: KVec<ib_core_rs::page_ref::PageRef>,
     },
 }
 
 /// A pinned user buffer (upstream `struct ib_umem`): `[addr, addr + len)` of the caller's
-/// address space, held in memory for as long as the device may access it.
+/// address space, held in memory and mapped for the device for as long as the device may
+/// access it.
+///
+/// Drop order (field order): the device mapping goes before the pages are unpinned.
 pub(crate) struct UserBuf {
+    map: DmaMap,
     addr: u64,
     len: u64,
-    backing: Backing,
+    _backing: Backing,
 }
 
 impl UserBuf {
@@ -61,24 +65,41 @@ impl UserBuf {
             return Err(EINVAL);
         }
         let umem = Umem::get(ctx.device(), addr, usize::try_from(len)?, access)?;
+        // The device may write the pages only if they were pinned writable. Upstream maps
+        // every umem DMA_BIDIRECTIONAL; the simulated IOMMU is stricter, so a device write
+        // into memory the access flags did not make writable (the CQ buffer is pinned
+        // LOCAL_WRITE, QP buffers and doorbell pages are only read) is a DMA fault.
+        let map = ctx
+            .device()
+            .data()
+            .hw
+            .map_pages(&umem.page_refs()?, umem.writable())?;
         Ok(UserBuf {
+            map,
             addr,
             len,
-            backing: Backing::User(umem),
+            _backing: Backing::User { _umem: umem },
         })
     }
 
-    /// KUnit: `len` bytes of kernel memory at a page offset `offset`, posing as a pinned user
-    /// buffer at the memory's own address.
+    /// KUnit: `len` bytes of kernel pages at a page offset `offset`, posing as a pinned user
+    /// buffer, mapped for `hw`'s device (writable). Its "user address" is its bus address, so
+    /// that every such buffer has an address of its own.
     #[cfg(CONFIG_KUNIT = "y")]
-    pub(crate) fn kernel(len: u64, offset: u64) -> Result<Self> {
+    pub(crate) fn kernel(hw: &dyn Mlx5Hw, len: u64, offset: u64) -> Result<Self> {
         let total = usize::try_from(len.checked_add(offset).ok_or(EINVAL)?)?;
-        let v = KVVec::from_elem(0u8, total.max(kernel::page::PAGE_SIZE), GFP_KERNEL)?;
-        let addr = (v.as_ptr() as u64).checked_add(offset).ok_or(EINVAL)?;
+        let n = total.max(1).div_ceil(kernel::page::PAGE_SIZE);
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            pages.push(ib_core_rs::page_ref::PageRef::alloc_zeroed()?, GFP_KERNEL)?;
+        }
+        let map = hw.map_pages(&pages, true)?;
+        let addr = map.iova().checked_add(offset).ok_or(EINVAL)?;
         Ok(UserBuf {
+            map,
             addr,
             len,
-            backing: Backing::Kernel { _mem: v },
+            _backing: Backing::Kernel { _pages: pages },
         })
     }
 
@@ -92,9 +113,9 @@ impl UserBuf {
         self.addr & (PAGE - 1)
     }
 
-    /// The address of each page the buffer touches, in order (upstream
-    /// `mlx5_ib_populate_pas()` with `PAGE_SIZE` blocks): `pas[]` of a CQ or QP, the MTT of an
-    /// MR.
+    /// The bus address of each page the buffer touches, in order (upstream
+    /// `mlx5_ib_populate_pas()` with `PAGE_SIZE` blocks of the DMA-mapped umem): `pas[]` of a
+    /// CQ or QP, the MTT of an MR.
     ///
     /// # Errors
     ///
@@ -103,21 +124,17 @@ impl UserBuf {
         let first = self.addr & !(PAGE - 1);
         let end = self.addr.checked_add(self.len).ok_or(EINVAL)?;
         let n = usize::try_from(end.div_ceil(PAGE) - first / PAGE)?;
-        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-        match &self.backing {
-            Backing::User(u) => {
-                for a in u.dma_blocks() {
-                    v.push(a, GFP_KERNEL)?;
-                }
-            }
-            #[cfg(CONFIG_KUNIT = "y")]
-            Backing::Kernel { .. } => {
-                for i in 0..n as u64 {
-                    v.push(first + i * PAGE, GFP_KERNEL)?;
-                }
-            }
+        if n > self.map.page_count() {
+            return Err(EINVAL);
         }
+        let mut v = self.map.page_addrs()?;
+        v.truncate(n);
         Ok(v)
+    }
+
+    /// The bus address of the first page.
+    pub(crate) fn bus(&self) -> u64 {
+        self.map.iova()
     }
 }
 
@@ -217,10 +234,15 @@ impl DbPages {
                 GFP_KERNEL,
             )?;
         }
+        let bus = pages
+            .iter()
+            .find(|p| p.addr == page)
+            .map(|p| p.buf.bus())
+            .ok_or(EINVAL)?;
         Ok(DbRecord {
             table: self.clone(),
             page,
-            dma: addr,
+            dma: bus + (addr & (PAGE - 1)),
         })
     }
 }

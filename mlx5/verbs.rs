@@ -9,15 +9,17 @@
 //! first, the firmware object is created, and nothing after it can fail, so a failure leaves
 //! no firmware object behind.
 //!
-//! Simplifications (the simulator has no data path yet): CQ and QP buffers are kernel memory
+//! CQ and QP buffers of kernel consumers are device-coherent memory from
+//! [`Mlx5Hw::alloc_coherent`] (upstream `mlx5_frag_buf_alloc_node()` → `dma_alloc_coherent()`),
 //! laid out as upstream lays out its fragment buffers (CQEs initialised to the invalid opcode
-//! with the owner bit as `init_cq_frag_buf()` does, RQ then SQ), but `pas[]` and the doorbell
-//! record address carry the buffers' kernel virtual page addresses, not DMA addresses: the
-//! simulator never reads them, and DMA mapping needs the parent device, which comes with the
-//! kernel data path. CQs are bound to EQ 0 (there are no EQs in `Mlx5Hw` yet; upstream takes
-//! the EQ of the completion vector, `mlx5_comp_eqn_get()`), so `comp_vector` must be 0
-//! (upstream: `EINVAL` beyond `num_comp_vectors`). `post_send`/`post_recv`/`poll_cq`/
-//! `req_notify_cq` are not provided: the core returns `EOPNOTSUPP`.
+//! with the owner bit as `init_cq_frag_buf()` does, RQ then SQ); `pas[]` carries the bus
+//! address of each page, and the doorbell record is in the page after the queue (upstream
+//! takes it from a shared doorbell page, `mlx5_db_alloc()`). User objects' memory is mapped by
+//! [`UserBuf`]. The kernel data path (`post_send`, `post_recv`, `poll_cq`, `req_notify_cq`) is
+//! `datapath.rs`. CQs are bound to EQ 0 (upstream takes the EQ of the completion vector,
+//! `mlx5_comp_eqn_get()`), so `comp_vector` must be 0 (upstream: `EINVAL` beyond
+//! `num_comp_vectors`). Every CQ and QP is registered in the device's event table
+//! ([`crate::events`]) after its create command and detached before its destroy command.
 
 use crate::attrs::Caps;
 use crate::cmd::cq::{CqeSize, CreateCq, DestroyCq};
@@ -27,19 +29,21 @@ use crate::cmd::qp::{
     RqType, Rst2Init, Rtr2Rts, Rts2Rts, ToErr, ToRst,
 };
 use crate::cmd::res::{AllocPd, CreateMkey, DeallocPd, DestroyMkey, MkeyAccess, MkeyTranslation};
+use crate::events::{CqTarget, QpTarget};
 use crate::fwsim::profile::LinkLayer;
-use crate::hw::CapType;
+
+use crate::hw::{CapType, DmaBuf, Mlx5Hw};
 use crate::ib::{Mlx5Ib, Mlx5IbDev};
 use crate::prm::ctx::cmd_hca_cap;
 use crate::user_mem::{DbRecord, UserBuf};
 use ib_core_rs::attr::Gid;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, AhAttr, Cq, CqInitAttr, GlobalRoute, Mr, MrCreated, MrType, Pd, Qp, QpAttr,
-    QpAttrMask, QpCreated, QpInitAttr, QpState, QpType, UserCtx,
+    AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, MrCreated, MrType, Pd, Qp,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, QpState, QpType, UserCtx,
 };
 use kernel::prelude::*;
-use kernel::{new_mutex, sync::Mutex};
+use kernel::{new_mutex, sync::Arc, sync::Mutex};
 
 /// Adapter page size (`MLX5_ADAPTER_PAGE_SHIFT`).
 const PAGE: usize = 4096;
@@ -58,35 +62,42 @@ pub(crate) struct Mlx5Pd {
     pub(crate) pdn: u32,
 }
 
-/// A kernel buffer the device is told about by page (upstream `struct mlx5_frag_buf`), and
-/// its doorbell record (`struct mlx5_db`).
+/// A kernel queue buffer the device is told about by page (upstream `struct mlx5_frag_buf`),
+/// followed by a page holding its doorbell record (`struct mlx5_db`).
 pub(crate) struct KernBuf {
-    buf: KVVec<u8>,
-    db: KVec<u8>,
+    buf: DmaBuf,
+    queue_len: usize,
 }
 
 impl KernBuf {
-    fn new(len: usize) -> Result<Self> {
-        let len = len.max(1).next_multiple_of(PAGE);
+    fn new(hw: &dyn Mlx5Hw, len: usize) -> Result<Self> {
+        let queue_len = len.max(1).next_multiple_of(PAGE);
         Ok(KernBuf {
-            buf: KVVec::from_elem(0u8, len, GFP_KERNEL)?,
-            db: KVec::from_elem(0u8, 64, GFP_KERNEL)?,
+            buf: hw.alloc_coherent(queue_len + PAGE)?,
+            queue_len,
         })
     }
 
-    /// `pas[]`: one entry per adapter page (see the module comment on addresses).
+    /// `pas[]`: the bus address of each adapter page of the queue.
     fn pas(&self) -> Result<KVec<u64>> {
-        let base = self.buf.as_ptr() as u64;
-        let n = self.buf.len() / PAGE;
-        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-        for i in 0..n {
-            v.push(base + (i * PAGE) as u64, GFP_KERNEL)?;
-        }
+        let mut v = self.buf.map().page_addrs()?;
+        v.truncate(self.queue_len / PAGE);
         Ok(v)
     }
 
+    /// The doorbell record's bus address.
     fn dbr_addr(&self) -> u64 {
-        self.db.as_ptr() as u64
+        self.buf.bus(self.queue_len)
+    }
+
+    /// The memory (queue at 0, doorbell record at [`KernBuf::db_offset`]).
+    pub(crate) fn mem(&self) -> &DmaBuf {
+        &self.buf
+    }
+
+    /// The offset of the doorbell record in [`KernBuf::mem`].
+    pub(crate) fn db_offset(&self) -> usize {
+        self.queue_len
     }
 }
 
@@ -95,7 +106,7 @@ pub(crate) enum QueueMem {
     /// A kernel consumer's: a kernel buffer and doorbell record.
     Kernel {
         /// The buffer and doorbell record.
-        _buf: KernBuf,
+        buf: KernBuf,
     },
     /// A user context's (upstream `cq->buf.umem`/`qp->trans_qp.base.ubuffer.umem` and
     /// `mlx5_ib_db_map_user()`): the pinned buffer (none for a QP without queues) and the
@@ -117,7 +128,11 @@ pub(crate) struct Mlx5Cq {
     /// `MLX5_IB_CQ_PR_FLAGS_REAL_TIME_TS`: QPs on it need real-time timestamps.
     pub(crate) real_time_ts: bool,
     /// The queue's memory, released after DESTROY_CQ.
-    pub(crate) _mem: QueueMem,
+    pub(crate) mem: QueueMem,
+    /// The CQ's entry in the device's event table.
+    pub(crate) events: Arc<CqTarget>,
+    /// A kernel CQ's consumer state (`None` for a user CQ).
+    pub(crate) kern: Option<crate::datapath::KernCq>,
 }
 
 /// The driver part of a QP (upstream `struct mlx5_ib_qp`).
@@ -131,7 +146,9 @@ pub(crate) struct Mlx5Qp {
     /// The attributes set so far and the current state (upstream `qp->state`, `qp->port`,
     /// `trans_qp.resp_depth`, ...), under upstream's `qp->mutex`.
     state: Pin<KBox<Mutex<QpAttr>>>,
-    _mem: QueueMem,
+    pub(crate) mem: QueueMem,
+    /// The QP's entry in the device's QP table (events; a kernel QP's queues).
+    pub(crate) events: Arc<QpTarget>,
 }
 
 /// The attribute state of a QP in RESET, allocated before CREATE_QP so that nothing after the
@@ -151,13 +168,15 @@ impl Mlx5Qp {
         log_rq_size: u8,
         state: QpStateBox,
         mem: QueueMem,
+        events: Arc<QpTarget>,
     ) -> Self {
         Mlx5Qp {
             qpn,
             log_sq_size,
             log_rq_size,
             state,
-            _mem: mem,
+            mem,
+            events,
         }
     }
 }
@@ -211,7 +230,11 @@ pub(crate) fn dealloc_pd(pd: &Pd<Mlx5Ib>) -> Result {
 /// upstream `mlx5_ib_create_cq()` for a kernel consumer: `entries + 1` rounded up to a power
 /// of two, at most `2^log_max_cq_sz` (`EINVAL`), 64-byte CQEs in a kernel buffer initialised
 /// as `init_cq_frag_buf()` does, CREATE_CQ with the kernel UAR page.
-pub(crate) fn create_cq(dev: &Device<Mlx5Ib>, attr: &CqInitAttr) -> Result<Mlx5Cq> {
+pub(crate) fn create_cq(
+    dev: &Device<Mlx5Ib>,
+    attr: &CqInitAttr,
+    handler: Option<&Arc<dyn CqHandler>>,
+) -> Result<Mlx5Cq> {
     let d = dev.data();
     if attr.comp_vector != 0 {
         return Err(EINVAL);
@@ -222,13 +245,15 @@ pub(crate) fn create_cq(dev: &Device<Mlx5Ib>, attr: &CqInitAttr) -> Result<Mlx5C
     if u32::from(log_size) > log_max {
         return Err(EINVAL);
     }
-    let mut buf = KernBuf::new(CQE_SIZE << log_size)?;
-    for cqe in buf.buf.chunks_exact_mut(CQE_SIZE) {
-        if let Some(op_own) = cqe.last_mut() {
-            *op_own = CQE_INVALID_OWN | 1;
-        }
+    let buf = KernBuf::new(&*d.hw, CQE_SIZE << log_size)?;
+    for i in 0..1usize << log_size {
+        buf.mem()
+            .write(i * CQE_SIZE + CQE_SIZE - 1, &[CQE_INVALID_OWN | 1])?;
     }
     let pas = buf.pas()?;
+    let target = CqTarget::new(handler)?;
+    let kern = crate::datapath::KernCq::new()?;
+    let slot = d.events.reserve_cq()?;
     let cqn = exec(
         &*d.hw,
         &CreateCq {
@@ -244,23 +269,29 @@ pub(crate) fn create_cq(dev: &Device<Mlx5Ib>, attr: &CqInitAttr) -> Result<Mlx5C
             pas: &pas,
         },
     )?;
+    d.events.attach_cq(slot, &target, cqn);
     Ok(Mlx5Cq {
         cqn,
         log_size,
         real_time_ts: false,
-        _mem: QueueMem::Kernel { _buf: buf },
+        mem: QueueMem::Kernel { buf },
+        events: target,
+        kern: Some(kern),
     })
 }
 
-/// upstream `mlx5_ib_destroy_cq()`: DESTROY_CQ.
+/// upstream `mlx5_ib_destroy_cq()` → `mlx5_core_destroy_cq()`: the CQ leaves the event table
+/// (no completion handler runs after this returns), then DESTROY_CQ; a refused command puts
+/// it back.
 pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
-    exec(
-        &*cq.device().data().hw,
-        &DestroyCq {
-            cqn: cq.data().cqn,
-            uid: 0,
-        },
-    )
+    let d = cq.device().data();
+    let c = cq.data();
+    let detached = d.events.detach_cq(&c.events);
+    let r = exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 });
+    if r.is_err() {
+        d.events.reattach_cq(&c.events, detached);
+    }
+    r
 }
 
 // ---- QP ----
@@ -347,8 +378,18 @@ pub(crate) fn create_qp(
     } else {
         1usize << (u32::from(log_rq_size) + u32::from(rq_shift))
     };
-    let buf = KernBuf::new(rq_bytes + sq_bytes as usize)?;
+    let buf = KernBuf::new(&*d.hw, rq_bytes + sq_bytes as usize)?;
     let pas = buf.pas()?;
+    let kern = crate::datapath::KernQp::new(
+        attr,
+        log_sq_size,
+        wqe,
+        (cap.max_recv_wr != 0).then_some((log_rq_size, rq_shift)),
+        rq_bytes,
+        d.uar,
+    )?;
+    let target = crate::datapath::qp_target(attr, kern)?;
+    let slot = d.events.reserve_qp()?;
     let st = match attr.qp_type {
         QpType::Rc => QpServiceType::Rc,
         QpType::Uc => QpServiceType::Uc,
@@ -383,13 +424,15 @@ pub(crate) fn create_qp(
             pas: &pas,
         },
     )?;
+    d.events.attach_qp(slot, &target, qpn);
     Ok(QpCreated {
         data: Mlx5Qp::new(
             qpn,
             log_sq_size,
             log_rq_size,
             state,
-            QueueMem::Kernel { _buf: buf },
+            QueueMem::Kernel { buf },
+            target,
         ),
         qp_num: qpn,
     })
@@ -408,15 +451,18 @@ pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
     u8::try_from(f).map_err(|_| EINVAL)
 }
 
-/// upstream `mlx5_ib_destroy_qp()`: DESTROY_QP (legal in every state).
+/// upstream `mlx5_ib_destroy_qp()`: the QP leaves the event table (no event handler runs
+/// after this returns), then DESTROY_QP (legal in every state); a refused command puts it
+/// back.
 pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
-    exec(
-        &*qp.pd().device().data().hw,
-        &DestroyQp {
-            qpn: qp.data().qpn,
-            uid: 0,
-        },
-    )
+    let d = qp.pd().device().data();
+    let q = qp.data();
+    let detached = d.events.detach_qp(&q.events);
+    let r = exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 });
+    if r.is_err() {
+        d.events.reattach_qp(&q.events, detached);
+    }
+    r
 }
 
 /// `MLX5_QP_OPTPAR_*`.
@@ -703,6 +749,10 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
         _ => return Err(EINVAL),
     }
     if new == QpState::Reset {
+        // upstream: a kernel QP's queues start over.
+        if let (Some(k), QueueMem::Kernel { buf }) = (&qp.data().events.kern, &qp.data().mem) {
+            k.reset(buf)?;
+        }
         // upstream: a QP back in RESET forgets its attributes (the context is reset).
         *st = QpAttr::default();
     } else {

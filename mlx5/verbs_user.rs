@@ -21,6 +21,7 @@ use crate::cmd::cq::{CqeSize, CreateCq};
 use crate::cmd::exec;
 use crate::cmd::qp::{CreateQp, QpServiceType, RqType};
 use crate::cmd::res::MkeyTranslation;
+use crate::events::{CqTarget, QpTarget};
 use crate::hw::CapType;
 use crate::ib::Mlx5Ib;
 use crate::prm::ctx::{cmd_hca_cap, roce_cap};
@@ -31,10 +32,11 @@ use crate::user_mem::{DbRecord, UserBuf, PAGE};
 use crate::verbs::{create_mr, gen, ilog2_ceil, mkey_access, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Ucontext, UserCtx,
-    UserMrReq,
+    AccessFlags, CqHandler, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Ucontext,
+    UserCtx, UserMrReq,
 };
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// `MLX5_ADAPTER_PAGE_SHIFT`.
 const ADAPTER_PAGE_SHIFT: u32 = 12;
@@ -80,6 +82,7 @@ pub(crate) enum CqMem {
 pub(crate) fn create_cq(
     dev: &Device<Mlx5Ib>,
     attr: &CqInitAttr,
+    handler: Option<&Arc<dyn CqHandler>>,
     user: &mut UserCtx<'_, '_, Mlx5Ib>,
     mem: CqMem,
 ) -> Result<Mlx5Cq> {
@@ -120,6 +123,8 @@ pub(crate) fn create_cq(
     if attr.comp_vector != 0 {
         return Err(EINVAL);
     }
+    let target = CqTarget::new(handler)?;
+    let slot = d.events.reserve_cq()?;
     let cqn = exec(
         &*d.hw,
         &CreateCq {
@@ -139,15 +144,18 @@ pub(crate) fn create_cq(
             pas: &pas,
         },
     )?;
+    d.events.attach_cq(slot, &target, cqn);
     user.udata().copy_to(&uabi::create_cq_resp(cqn));
     Ok(Mlx5Cq {
         cqn,
         log_size,
         real_time_ts: p.real_time_ts,
-        _mem: QueueMem::User {
+        mem: QueueMem::User {
             _buf: Some(buf),
             _db: db,
         },
+        events: target,
+        kern: None,
     })
 }
 
@@ -261,6 +269,8 @@ pub(crate) fn create_qp(
     };
     let ece_support = g.get(cmd_hca_cap::ece_support)? != 0;
     let state = Mlx5Qp::new_state()?;
+    let target = QpTarget::new(attr.event_handler.as_ref(), None)?;
+    let slot = d.events.reserve_qp()?;
     let (qpn, ece) = exec(
         &*d.hw,
         &CreateQp {
@@ -285,6 +295,7 @@ pub(crate) fn create_qp(
             pas: &pas,
         },
     )?;
+    d.events.attach_qp(slot, &target, qpn);
     let ece = if ece_support { ece } else { 0 };
     user.udata()
         .copy_to(&uabi::create_qp_resp(uabi::INVALID_BFREG, ece));
@@ -295,6 +306,7 @@ pub(crate) fn create_qp(
             log_rq_size,
             state,
             QueueMem::User { _buf: buf, _db: db },
+            target,
         ),
         qp_num: qpn,
     })

@@ -10,12 +10,14 @@
 //! were pinned writable) and takes the accounting back from the same `mm`, which it keeps
 //! grabbed (`mmgrab()`) so that the release may run from any task.
 //!
-//! The pages are kept as a `struct page *` array; [`PinnedPages::phys`] gives their physical
-//! addresses (`page_to_phys()`). A real device needs DMA addresses: the array is what
-//! `sg_alloc_table_from_pages()` + `dma_map_sgtable()` would take, which is where a DMA
-//! mapping would be added.
+//! The pages are kept as a `struct page *` array; [`PinnedPages::page_ref`] hands out a counted
+//! reference to one of them ([`PageRef`]), which is what a device mapping takes (mlx5's
+//! `Mlx5Hw::map_pages`: the simulated IOMMU, or on a real device the pages behind
+//! `dma_map_sgtable()`). [`PinnedPages::phys`] gives physical addresses (`page_to_phys()`)
+//! for drivers without a device (the mock).
 
-use core::ptr;
+use crate::page_ref::PageRef;
+use core::ptr::{self, NonNull};
 use kernel::{
     bindings,
     ffi::{c_int, c_ulong, c_void},
@@ -140,6 +142,13 @@ impl PinnedPages {
     /// Whether the pages were pinned for writing.
     pub(crate) fn writable(&self) -> bool {
         self.writable
+    }
+
+    /// A counted reference to page `i`, for a device mapping of it.
+    pub(crate) fn page_ref(&self, i: usize) -> Option<PageRef> {
+        let p = NonNull::new(*self.pages.get(..self.pinned)?.get(i)?)?;
+        // SAFETY: `p` is pinned by us (type invariant), so it is valid and referenced.
+        Some(unsafe { PageRef::get(p) })
     }
 
     /// The physical address of page `i`.

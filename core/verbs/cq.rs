@@ -117,7 +117,8 @@ impl<D: Driver> Cq<D> {
             .restrack()
             .add_entry(ResType::Cq, owner, ResDetails::Cq { cqe: attr.cqe })?;
         let res_id = res.id;
-        let drv = op(dev, attr, user).inspect_err(|_| dev.restrack().del(ResType::Cq, res_id))?;
+        let drv = op(dev, attr, handler.as_ref(), user)
+            .inspect_err(|_| dev.restrack().del(ResType::Cq, res_id))?;
         Ok(slot
             .write(Cq {
                 dev: dev.clone(),

@@ -15,31 +15,64 @@ pub struct Sge {
 }
 
 /// Send opcodes (upstream `enum ib_wr_opcode`, the ones used so far).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WrOpcode {
     /// `IB_WR_RDMA_WRITE`.
     RdmaWrite = 0,
+    /// `IB_WR_RDMA_WRITE_WITH_IMM`.
+    RdmaWriteImm = 1,
     /// `IB_WR_SEND`.
+    #[default]
     Send = 2,
+    /// `IB_WR_SEND_WITH_IMM`.
+    SendImm = 3,
     /// `IB_WR_RDMA_READ`.
     RdmaRead = 4,
+    /// `IB_WR_ATOMIC_CMP_AND_SWP`.
+    AtomicCmpSwap = 5,
+    /// `IB_WR_ATOMIC_FETCH_AND_ADD`.
+    AtomicFetchAdd = 6,
     /// `IB_WR_LOCAL_INV`.
     LocalInv = 7,
     /// `IB_WR_REG_MR`.
     RegMr = 0x20,
 }
 
-/// A send work request (upstream `struct ib_send_wr`).
-#[derive(Clone, Copy, Debug)]
+/// `IB_SEND_*` flags of [`SendWr::send_flags`] (upstream `enum ib_send_flags`).
+pub mod send_flags {
+    /// `IB_SEND_FENCE`.
+    pub const FENCE: u32 = 1 << 0;
+    /// `IB_SEND_SIGNALED`.
+    pub const SIGNALED: u32 = 1 << 1;
+    /// `IB_SEND_SOLICITED`.
+    pub const SOLICITED: u32 = 1 << 2;
+    /// `IB_SEND_INLINE`.
+    pub const INLINE: u32 = 1 << 3;
+}
+
+/// A send work request (upstream `struct ib_send_wr` with the members of `ib_rdma_wr` and
+/// `ib_atomic_wr`).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct SendWr<'a> {
     /// Returned in the completion.
     pub wr_id: u64,
     /// What to do.
     pub opcode: WrOpcode,
-    /// `IB_SEND_*` flags.
+    /// `IB_SEND_*` flags ([`send_flags`]).
     pub send_flags: u32,
     /// The data.
     pub sg_list: &'a [Sge],
+    /// Immediate data of `*_IMM` opcodes (upstream `ex.imm_data`; host order here, sent
+    /// big-endian).
+    pub imm_data: u32,
+    /// RDMA and atomics: the remote address.
+    pub remote_addr: u64,
+    /// RDMA and atomics: the remote key.
+    pub rkey: u32,
+    /// Atomics: the compare value (compare-and-swap) or the addend (fetch-and-add).
+    pub compare_add: u64,
+    /// Compare-and-swap: the value to store.
+    pub swap: u64,
 }
 
 /// A receive work request (upstream `struct ib_recv_wr`).
@@ -51,7 +84,7 @@ pub struct RecvWr<'a> {
     pub sg_list: &'a [Sge],
 }
 
-/// Completion status (upstream `enum ib_wc_status`, the common ones).
+/// Completion status (upstream `enum ib_wc_status`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WcStatus {
     /// `IB_WC_SUCCESS`.
@@ -59,15 +92,49 @@ pub enum WcStatus {
     Success = 0,
     /// `IB_WC_LOC_LEN_ERR`.
     LocLenErr = 1,
+    /// `IB_WC_LOC_QP_OP_ERR`.
+    LocQpOpErr = 2,
+    /// `IB_WC_LOC_EEC_OP_ERR`.
+    LocEecOpErr = 3,
     /// `IB_WC_LOC_PROT_ERR`.
     LocProtErr = 4,
     /// `IB_WC_WR_FLUSH_ERR`.
     WrFlushErr = 5,
+    /// `IB_WC_MW_BIND_ERR`.
+    MwBindErr = 6,
+    /// `IB_WC_BAD_RESP_ERR`.
+    BadRespErr = 7,
+    /// `IB_WC_LOC_ACCESS_ERR`.
+    LocAccessErr = 8,
+    /// `IB_WC_REM_INV_REQ_ERR`.
+    RemInvReqErr = 9,
+    /// `IB_WC_REM_ACCESS_ERR`.
+    RemAccessErr = 10,
+    /// `IB_WC_REM_OP_ERR`.
+    RemOpErr = 11,
+    /// `IB_WC_RETRY_EXC_ERR`.
+    RetryExcErr = 12,
+    /// `IB_WC_RNR_RETRY_EXC_ERR`.
+    RnrRetryExcErr = 13,
+    /// `IB_WC_LOC_RDD_VIOL_ERR`.
+    LocRddViolErr = 14,
+    /// `IB_WC_REM_INV_RD_REQ_ERR`.
+    RemInvRdReqErr = 15,
+    /// `IB_WC_REM_ABORT_ERR`.
+    RemAbortErr = 16,
+    /// `IB_WC_INV_EECN_ERR`.
+    InvEecnErr = 17,
+    /// `IB_WC_INV_EEC_STATE_ERR`.
+    InvEecStateErr = 18,
+    /// `IB_WC_FATAL_ERR`.
+    FatalErr = 19,
+    /// `IB_WC_RESP_TIMEOUT_ERR`.
+    RespTimeoutErr = 20,
     /// `IB_WC_GENERAL_ERR`.
     GeneralErr = 21,
 }
 
-/// Completion opcode (upstream `enum ib_wc_opcode`, the common ones).
+/// Completion opcode (upstream `enum ib_wc_opcode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WcOpcode {
     /// `IB_WC_SEND`.
@@ -77,8 +144,26 @@ pub enum WcOpcode {
     RdmaWrite = 1,
     /// `IB_WC_RDMA_READ`.
     RdmaRead = 2,
+    /// `IB_WC_COMP_SWAP`.
+    CompSwap = 3,
+    /// `IB_WC_FETCH_ADD`.
+    FetchAdd = 4,
+    /// `IB_WC_LOCAL_INV`.
+    LocalInv = 6,
+    /// `IB_WC_REG_MR`.
+    RegMr = 7,
     /// `IB_WC_RECV` (`1 << 7`).
     Recv = 128,
+    /// `IB_WC_RECV_RDMA_WITH_IMM`.
+    RecvRdmaWithImm = 129,
+}
+
+/// `IB_WC_*` flags of [`Wc::wc_flags`] (upstream `enum ib_wc_flags`).
+pub mod wc_flags {
+    /// `IB_WC_GRH`: a GRH is in the first 40 bytes of the receive buffer.
+    pub const GRH: u32 = 1 << 0;
+    /// `IB_WC_WITH_IMM`: `imm_data` is valid.
+    pub const WITH_IMM: u32 = 1 << 1;
 }
 
 /// A work completion (upstream `struct ib_wc`, the common fields).
@@ -90,8 +175,20 @@ pub struct Wc {
     pub status: WcStatus,
     /// What completed.
     pub opcode: WcOpcode,
-    /// Bytes received.
+    /// The device's own error code (upstream `vendor_err`; mlx5: the CQE's syndrome).
+    pub vendor_err: u32,
+    /// Bytes received (and of a completed RDMA read or atomic).
     pub byte_len: u32,
     /// The local QP number.
     pub qp_num: u32,
+    /// Immediate data (with [`wc_flags::WITH_IMM`]; host order here).
+    pub imm_data: u32,
+    /// The remote QP number (receives).
+    pub src_qp: u32,
+    /// `IB_WC_*` flags ([`wc_flags`]).
+    pub wc_flags: u32,
+    /// Source LID (receives on InfiniBand).
+    pub slid: u16,
+    /// Service level (receives).
+    pub sl: u8,
 }

@@ -11,12 +11,13 @@
 //! [`Umem::dma_blocks`]. Dropping the `Umem` releases everything (unpin,
 //! pages dirtied if writable, accounting taken back).
 //!
-//! Addresses: there is no DMA mapping yet. The blocks are the pages'
-//! physical addresses (`page_to_phys()`), which is what the firmware
-//! simulator expects. A real device needs `ib_dma_map_sgtable_attrs()` of a
-//! scatterlist built from the pages; the iterator yields `u64` bus addresses
-//! at `PAGE_SIZE` granularity, so the drivers' side does not change when the
-//! addresses come from a DMA-mapped scatterlist instead.
+//! Addresses: a driver with a device maps the pages itself: [`Umem::page_refs`]
+//! gives a counted reference to each page, which mlx5 hands to its device's
+//! DMA mapping (`Mlx5Hw::map_pages`: the simulated IOMMU, or the DMA API on a
+//! real function) and programs the bus addresses it gets back, as upstream
+//! programs `ib_dma_map_sgtable_attrs()` addresses. [`Umem::dma_blocks`]
+//! yields the pages' physical addresses, for drivers without a device (the
+//! mock driver).
 
 use crate::device::Device;
 use crate::driver::Driver;
@@ -100,10 +101,25 @@ impl Umem {
         self.pages.writable()
     }
 
-    /// The bus address of every page, in order, at `PAGE_SIZE` granularity
-    /// (upstream `rdma_umem_for_each_dma_block(umem, &biter, PAGE_SIZE)` +
-    /// `rdma_block_iter_dma_address()`). Today these are physical addresses
-    /// (no DMA mapping, see the module documentation).
+    /// A counted reference to every page, in order (what a driver maps for
+    /// its device, see the module documentation).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub fn page_refs(&self) -> Result<KVec<crate::page_ref::PageRef>> {
+        let n = self.pages.len();
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for i in 0..n {
+            v.push(self.pages.page_ref(i).ok_or(EINVAL)?, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    /// The physical address of every page, in order, at `PAGE_SIZE`
+    /// granularity (upstream's `rdma_umem_for_each_dma_block(umem, &biter,
+    /// PAGE_SIZE)` walk, for a driver that has no device to map them for:
+    /// the mock driver).
     pub fn dma_blocks(&self) -> DmaBlocks<'_> {
         DmaBlocks {
             umem: self,

@@ -11,6 +11,8 @@
 //! wraps it in a lock, maps statuses with `cmd_status_to_err()` semantics, and exposes
 //! [`Fw::counts`] in debugfs. What is modeled and why is in `Documentation/fwsim.md`.
 
+// Layout constants and fields kept for host tests and the kernel side to read.
+#[cfg_attr(MODULE, allow(dead_code))]
 #[path = "cqe.rs"]
 pub(crate) mod cqe;
 #[path = "dma.rs"]

@@ -9,6 +9,8 @@
 //! * `caps` — the profile's capability logarithms (`log_max_qp`, ...), port LID and MTU, and
 //!   per port RoCE address 0 as SET_ROCE_ADDRESS last programmed it (`-` when empty);
 //! * `stats` — commands executed, failed, and taken by fault injection;
+//! * `iommu` — the simulated IOMMU's live mappings and the device accesses it refused
+//!   (`mappings N`, `faults N`; mappings are 0 when the driver has released everything);
 //! * `fail_nth` — write `<n> [<status>|timeout] [<syndrome>]`: fail the n-th command from now,
 //!   once (`0` disarms); reads back what is armed;
 //! * `fail_opcode` — write `<opcode> [<status>|timeout] [<syndrome>]`: fail every command with
@@ -39,6 +41,7 @@ pub(super) fn function_dir<'a>(root: &'a Dir, name: &'a CStr, f: F) -> impl PinI
         d.read_callback_file(c"identity", f, &show_identity);
         d.read_callback_file(c"caps", f, &show_caps);
         d.read_callback_file(c"stats", f, &show_stats);
+        d.read_callback_file(c"iommu", f, &show_iommu);
         d.read_write_callback_file(c"fail_nth", f, &show_fail_nth, &write_fail_nth);
         d.read_write_callback_file(c"fail_opcode", f, &show_fail_opcode, &write_fail_opcode);
         d.read_write_callback_file(c"delay_us", f, &show_delay, &write_delay);
@@ -57,6 +60,11 @@ fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "uctx {}", c.uctx)
 }
 
+fn show_iommu(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(out, "mappings {}", f.iommu().mappings())?;
+    writeln!(out, "faults {}", f.iommu().faults())
+}
+
 fn show_identity(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     let id = &f.identity;
     writeln!(out, "model {}", id.model)?;
@@ -68,10 +76,7 @@ fn show_identity(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     };
     writeln!(out, "link_layer {}", ll)?;
     writeln!(out, "ports {}", id.num_ports)?;
-    let (cfg, guid) = {
-        let fw = f.fw.lock();
-        (*fw.config(), fw.node_guid())
-    };
+    let (cfg, guid) = f.with_fw(|fw| (*fw.config(), fw.node_guid()));
     // QUERY_ADAPTER's ieee_vendor_id (fwsim/query.rs).
     writeln!(out, "vendor_id 0x02c9")?;
     writeln!(out, "pci_revision {}", id.pci_revision)?;
@@ -84,10 +89,7 @@ fn show_identity(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
 }
 
 fn show_caps(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let (cfg, lids) = {
-        let fw = f.fw.lock();
-        (*fw.config(), [fw.port_lid(0), fw.port_lid(1)])
-    };
+    let (cfg, lids) = f.with_fw(|fw| (*fw.config(), [fw.port_lid(0), fw.port_lid(1)]));
     let p = &cfg.profile;
     writeln!(out, "log_max_qp {}", p.log_max_qp)?;
     writeln!(out, "log_max_qp_sz {}", p.log_max_qp_sz)?;

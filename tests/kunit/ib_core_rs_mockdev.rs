@@ -13,6 +13,7 @@ use ib_core_rs::device::Device;
 use ib_core_rs::driver::Driver;
 use ib_core_rs::kernel_owner;
 use ib_core_rs::ops::{DeviceOps, Ops};
+use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpCreated,
     QpInitAttr, QpState, QpType, UserCtx,
@@ -121,6 +122,7 @@ impl DeviceOps for MockOps {
     fn create_cq(
         _dev: &Device<Mock>,
         _attr: &CqInitAttr,
+        _handler: Option<&Arc<dyn CqHandler>>,
         _user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<()> {
         Ok(())

@@ -12,6 +12,7 @@ use ib_core_rs::attr::{DeviceAttr, Gid, LinkLayer, PortAttr, PortImmutable, Port
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::ops::{DeviceOps, Ops};
+use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
     QpCreated, QpInitAttr, QpState, RecvWr, SendWr, Srq, SrqInitAttr, UserCtx, Wc,
@@ -235,6 +236,7 @@ impl DeviceOps for MockOps {
     fn create_cq(
         _dev: &Device<Mock>,
         _attr: &CqInitAttr,
+        _handler: Option<&Arc<dyn CqHandler>>,
         _user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<MockCq> {
         Ok(MockCq {

@@ -35,6 +35,7 @@ use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::event::{Event, EventKind};
 use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
+use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, DbPages, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
     QpEvent, QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
@@ -281,6 +282,7 @@ impl DeviceOps for MockOps {
     fn create_cq(
         _dev: &Device<Mock>,
         _attr: &CqInitAttr,
+        _handler: Option<&Arc<dyn CqHandler>>,
         _user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<()> {
         Ok(())

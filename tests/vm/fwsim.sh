@@ -100,3 +100,42 @@ fwsim_suite() {
 	t_check "aux devices gone after rmmod" test ! -e $AUX_DEVS/$d0 -a ! -e $AUX_DEVS/$d1
 	t_check "debugfs gone after rmmod" test ! -e $FWSIM_DBG
 }
+
+# fwsim_worker_pids KIND: the pids of the device worker threads of the ib or eth fabrics.
+fwsim_worker_pids() {
+	local c
+	for c in /proc/[0-9]*/comm; do
+		[ "$(cat "$c" 2>/dev/null)" = "mlx5_fwsim_$1" ] && basename "$(dirname "$c")"
+	done
+}
+
+# fwsim_cpu_ticks PID: user + system clock ticks of a thread.
+fwsim_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# Fabrics: functions of one link layer share one fabric and its worker thread.
+fwsim_fabric_suite() {
+	local ib eth t0 t1 dev
+	load_ours sim=ib,ib,eth,eth
+	t_check "sim=ib,ib,eth,eth registers four devices" test "$(ls /sys/class/infiniband | wc -l)" = 4
+	ib=$(fwsim_worker_pids ib)
+	eth=$(fwsim_worker_pids eth)
+	echo "workers: ib $ib, eth $eth"
+	t_check "one worker thread for the two IB functions" test "$(echo $ib | wc -w)" = 1
+	t_check "one worker thread for the two Ethernet functions" test "$(echo $eth | wc -w)" = 1
+	for dev in 0 1 2 3; do
+		cat $FWSIM_DBG/mlx5_ib_rs.rdma.$dev/iommu | tr '\n' ' '
+		echo
+		t_check "rdma.$dev: no DMA mapping without queues" \
+			grep -qx 'mappings 0' $FWSIM_DBG/mlx5_ib_rs.rdma.$dev/iommu
+	done
+	# With no QP a worker sleeps until kicked: no CPU time while idle.
+	if [ -n "$ib" ] && [ -n "$eth" ]; then
+		t0=$(($(fwsim_cpu_ticks $ib) + $(fwsim_cpu_ticks $eth)))
+		sleep 2
+		t1=$(($(fwsim_cpu_ticks $ib) + $(fwsim_cpu_ticks $eth)))
+		echo "idle workers: $((t1 - t0)) clock ticks in 2 s"
+		t_check "idle workers use no CPU" test $((t1 - t0)) -le 1
+	fi
+	unload_ours
+	t_check "the workers stop with the module" test -z "$(fwsim_worker_pids ib)$(fwsim_worker_pids eth)"
+}

@@ -110,6 +110,7 @@ pub(crate) fn run(iters: u32) -> Result {
         opcode: WrOpcode::Send,
         send_flags: 0,
         sg_list: &sge,
+        ..Default::default()
     }];
     let mut wc = [Wc::default(); 4];
 

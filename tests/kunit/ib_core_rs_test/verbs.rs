@@ -235,6 +235,7 @@ mod tests {
             opcode: ib_core_rs::verbs::WrOpcode::Send,
             send_flags: 0,
             sg_list: &sge,
+            ..Default::default()
         };
         c.req_notify(CqNotify::NextComp)?;
         q.post_send(&[wr, wr, wr])?;

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device events to the core: completions to the CQ's completion handler, CQ errors and QP
+//! events to the consumers' asynchronous handlers (upstream: `mlx5_eq_comp_int()` finds the
+//! `mlx5_core_cq` in the EQ's CQ table and calls `mlx5_ib_cq_comp()`; `mlx5_ib_cq_event()`;
+//! `mlx5_ib_qp_event()` through the QP table of `mlx5_ib_qp_event()`/`qp.c`).
+//!
+//! [`EventTable`] is the device's number → object table (upstream's CQ radix tree and QP
+//! table), registered with the function as its [`Mlx5Events`] at `IB_REG`. Each CQ and QP has
+//! a target ([`CqTarget`], [`QpTarget`]) holding the consumer's handler.
+//!
+//! Lifetimes (upstream: `mlx5_core_destroy_cq()` deletes the CQ from the table, then
+//! `synchronize_irq()` and waits for the CQ's refcount): destroy first detaches the target —
+//! it leaves the table, and its handler is taken out under the target's lock, which every
+//! delivery holds while it calls the handler. So once detaching returned, any delivery that
+//! found the target has finished, and no later one calls the handler: no callback after
+//! destroy returns. A refused destroy attaches the target again. Lock order: table lock,
+//! released before the target lock; the device (the simulator's fabric lock) is never held
+//! while delivering, and handlers may call back into the driver (poll, arm, post).
+
+use crate::datapath::KernQp;
+use crate::hw::{HwEvent, Mlx5Events, QpEventKind};
+use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler};
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::{new_spinlock_irq, sync::Arc, sync::SpinLockIrq};
+
+/// The consumer's side of a CQ's events (upstream `struct mlx5_core_cq` as the EQ sees it).
+#[pin_data]
+pub(crate) struct CqTarget {
+    cqn: Atomic<u32>,
+    /// upstream `mcq->arm_sn`: bumped on every completion event; a kernel arm carries its low
+    /// two bits.
+    pub(crate) arm_sn: Atomic<u32>,
+    #[pin]
+    handler: SpinLockIrq<Option<Arc<dyn CqHandler>>>,
+    /// Completion events delivered (tests).
+    pub(crate) completions: Atomic<u32>,
+}
+
+/// The device's view of a QP (upstream `struct mlx5_core_qp` in the QP table): its event
+/// handler and, for a kernel QP, the state `poll_cq` needs to turn its CQEs into work
+/// completions.
+#[pin_data]
+pub(crate) struct QpTarget {
+    qpn: Atomic<u32>,
+    #[pin]
+    handler: SpinLockIrq<Option<Arc<dyn QpHandler>>>,
+    /// A kernel QP's queues.
+    pub(crate) kern: Option<Arc<KernQp>>,
+}
+
+impl CqTarget {
+    /// A target for a CQ being created (its number comes with the attach).
+    pub(crate) fn new(handler: Option<&Arc<dyn CqHandler>>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(CqTarget {
+                cqn: Atomic::new(0),
+                arm_sn: Atomic::new(0),
+                handler <- new_spinlock_irq!(handler.cloned()),
+                completions: Atomic::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn deliver(&self, error: bool) {
+        let h = self.handler.lock();
+        if let Some(h) = &*h {
+            if error {
+                h.event();
+            } else {
+                // upstream mlx5_eq_comp_int(): ++cq->arm_sn, then the completion handler.
+                self.arm_sn.fetch_add(1, Relaxed);
+                self.completions.fetch_add(1, Relaxed);
+                h.completion();
+            }
+        }
+    }
+}
+
+impl QpTarget {
+    /// A target for a QP being created.
+    pub(crate) fn new(
+        handler: Option<&Arc<dyn QpHandler>>,
+        kern: Option<Arc<KernQp>>,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(QpTarget {
+                qpn: Atomic::new(0),
+                handler <- new_spinlock_irq!(handler.cloned()),
+                kern,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn deliver(&self, ev: QpEvent) {
+        if let Some(h) = &*self.handler.lock() {
+            h.event(ev);
+        }
+    }
+}
+
+/// Objects that have a number and a handler slot.
+trait Target: 'static {
+    type Handler: ?Sized;
+    fn num(&self) -> u32;
+    fn set_num(&self, n: u32);
+    fn slot(&self) -> &SpinLockIrq<Option<Arc<Self::Handler>>>;
+}
+
+impl Target for CqTarget {
+    type Handler = dyn CqHandler;
+    fn num(&self) -> u32 {
+        self.cqn.load(Relaxed)
+    }
+    fn set_num(&self, n: u32) {
+        self.cqn.store(n, Relaxed)
+    }
+    fn slot(&self) -> &SpinLockIrq<Option<Arc<dyn CqHandler>>> {
+        &self.handler
+    }
+}
+
+impl Target for QpTarget {
+    type Handler = dyn QpHandler;
+    fn num(&self) -> u32 {
+        self.qpn.load(Relaxed)
+    }
+    fn set_num(&self, n: u32) {
+        self.qpn.store(n, Relaxed)
+    }
+    fn slot(&self) -> &SpinLockIrq<Option<Arc<dyn QpHandler>>> {
+        &self.handler
+    }
+}
+
+/// A table sorted by object number, with room reserved before a create command so that
+/// inserting after it cannot fail.
+struct Table<T> {
+    v: KVec<Arc<T>>,
+    reserved: usize,
+}
+
+impl<T: Target> Table<T> {
+    fn find(&self, n: u32) -> Option<&Arc<T>> {
+        self.v
+            .binary_search_by_key(&n, |t| t.num())
+            .ok()
+            .and_then(|i| self.v.get(i))
+    }
+
+    /// Inserts in order; within the capacity (a reservation's), so it does not allocate.
+    fn insert(&mut self, target: &Arc<T>) -> bool {
+        let n = target.num();
+        let i = self.v.partition_point(|x| x.num() < n);
+        self.v.insert_within_capacity(i, target.clone()).is_ok()
+    }
+}
+
+/// The device's CQ and QP tables (spinlocks: `poll_cq` looks QPs up, from any context).
+#[pin_data]
+pub(crate) struct EventTable {
+    #[pin]
+    cqs: SpinLockIrq<Table<CqTarget>>,
+    #[pin]
+    qps: SpinLockIrq<Table<QpTarget>>,
+}
+
+/// Room for one entry in a table, taken before a create command.
+pub(crate) struct Reservation<'a, T: 'static> {
+    table: &'a SpinLockIrq<Table<T>>,
+}
+
+impl<T> Drop for Reservation<'_, T> {
+    fn drop(&mut self) {
+        let mut t = self.table.lock();
+        t.reserved = t.reserved.saturating_sub(1);
+    }
+}
+
+/// Makes room for one more entry: grows the table outside the lock if needed.
+fn reserve<T>(m: &SpinLockIrq<Table<T>>) -> Result<Reservation<'_, T>> {
+    loop {
+        let want = {
+            let mut t = m.lock();
+            let want = t.v.len() + t.reserved + 1;
+            if t.v.capacity() >= want {
+                t.reserved += 1;
+                return Ok(Reservation { table: m });
+            }
+            want
+        };
+        let mut bigger = KVec::with_capacity(want.max(8) * 2, GFP_KERNEL)?;
+        let mut t = m.lock();
+        if bigger.capacity() >= t.v.len() && t.v.capacity() < bigger.capacity() {
+            for x in t.v.drain_all() {
+                // Room checked above: this does not allocate.
+                if bigger.push_within_capacity(x).is_err() {
+                    break;
+                }
+            }
+            core::mem::swap(&mut t.v, &mut bigger);
+        }
+        // `bigger` (the old storage, or the unused new one) is freed outside the lock.
+        drop(t);
+        drop(bigger);
+    }
+}
+
+/// What a detach took out, for a re-attach after a refused destroy.
+pub(crate) struct Detached<H: ?Sized> {
+    handler: Option<Arc<H>>,
+}
+
+impl EventTable {
+    /// Empty tables.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(EventTable {
+                cqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
+                qps <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Room for a CQ about to be created.
+    pub(crate) fn reserve_cq(&self) -> Result<Reservation<'_, CqTarget>> {
+        reserve(&self.cqs)
+    }
+
+    /// Room for a QP about to be created.
+    pub(crate) fn reserve_qp(&self) -> Result<Reservation<'_, QpTarget>> {
+        reserve(&self.qps)
+    }
+
+    /// Registers a created CQ.
+    pub(crate) fn attach_cq(&self, r: Reservation<'_, CqTarget>, t: &Arc<CqTarget>, cqn: u32) {
+        Self::attach(r, t, cqn)
+    }
+
+    /// Registers a created QP.
+    pub(crate) fn attach_qp(&self, r: Reservation<'_, QpTarget>, t: &Arc<QpTarget>, qpn: u32) {
+        Self::attach(r, t, qpn)
+    }
+
+    fn attach<T: Target>(r: Reservation<'_, T>, target: &Arc<T>, n: u32) {
+        target.set_num(n);
+        let mut t = r.table.lock();
+        // The reservation's room: this cannot fail.
+        let _ = t.insert(target);
+        // The reservation is used up here (its drop gives the room back).
+        drop(t);
+        drop(r);
+    }
+
+    /// Detaches a CQ being destroyed: when this returns, its handler is not running and will
+    /// not be called again.
+    pub(crate) fn detach_cq(&self, t: &Arc<CqTarget>) -> Detached<dyn CqHandler> {
+        Self::detach(&self.cqs, t)
+    }
+
+    /// Detaches a QP being destroyed (see [`EventTable::detach_cq`]).
+    pub(crate) fn detach_qp(&self, t: &Arc<QpTarget>) -> Detached<dyn QpHandler> {
+        Self::detach(&self.qps, t)
+    }
+
+    fn detach<T: Target>(m: &SpinLockIrq<Table<T>>, target: &Arc<T>) -> Detached<T::Handler> {
+        let gone = {
+            let mut t = m.lock();
+            match t.v.iter().position(|x| Arc::ptr_eq(x, target)) {
+                Some(i) => t.v.remove(i).ok(),
+                None => None,
+            }
+        };
+        drop(gone);
+        // Waits for a delivery in progress: it holds this lock while calling the handler.
+        let handler = target.slot().lock().take();
+        Detached { handler }
+    }
+
+    /// Undoes [`EventTable::detach_cq`] after a refused destroy.
+    pub(crate) fn reattach_cq(&self, t: &Arc<CqTarget>, d: Detached<dyn CqHandler>) {
+        Self::reattach(&self.cqs, t, d)
+    }
+
+    /// Undoes [`EventTable::detach_qp`] after a refused destroy.
+    pub(crate) fn reattach_qp(&self, t: &Arc<QpTarget>, d: Detached<dyn QpHandler>) {
+        Self::reattach(&self.qps, t, d)
+    }
+
+    fn reattach<T: Target>(m: &SpinLockIrq<Table<T>>, target: &Arc<T>, d: Detached<T::Handler>) {
+        *target.slot().lock() = d.handler;
+        let ok = match reserve(m) {
+            Ok(r) => {
+                let ok = r.table.lock().insert(target);
+                drop(r);
+                ok
+            }
+            Err(_) => false,
+        };
+        if !ok {
+            // Only after a refused destroy and out of memory: the object stays, without
+            // events.
+            pr_err!(
+                "mlx5_ib_rs: lost the event binding of object 0x{:x}\n",
+                target.num()
+            );
+        }
+    }
+
+    /// A kernel QP's queues by number (upstream `__mlx5_qp_lookup()` in `mlx5_poll_one()`).
+    pub(crate) fn kern_qp(&self, qpn: u32) -> Option<Arc<KernQp>> {
+        self.qps.lock().find(qpn).and_then(|t| t.kern.clone())
+    }
+
+    /// Registered CQs and QPs (leak checks).
+    pub(crate) fn len(&self) -> (usize, usize) {
+        (self.cqs.lock().v.len(), self.qps.lock().v.len())
+    }
+}
+
+impl Mlx5Events for EventTable {
+    fn event(&self, ev: HwEvent) {
+        match ev {
+            HwEvent::Completion { cqn } | HwEvent::CqError { cqn } => {
+                let t = self.cqs.lock().find(cqn).cloned();
+                if let Some(t) = t {
+                    t.deliver(matches!(ev, HwEvent::CqError { .. }));
+                }
+            }
+            HwEvent::Qp { qpn, kind } => {
+                let t = self.qps.lock().find(qpn).cloned();
+                if let Some(t) = t {
+                    // upstream mlx5_ib_qp_event(): the EQE type → `enum ib_event_type`.
+                    t.deliver(match kind {
+                        QpEventKind::CommEst => QpEvent::CommEst,
+                        QpEventKind::Fatal => QpEvent::Fatal,
+                        QpEventKind::ReqErr => QpEvent::ReqErr,
+                        QpEventKind::AccessErr => QpEvent::AccessErr,
+                        QpEventKind::LastWqeReached => QpEvent::LastWqeReached,
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The worker's calls into the data-path engine (`fwsim/engine.rs`): doorbells, one pass over
+//! a fabric, and its events as the driver's [`HwEvent`]s (the simulator's types stay behind
+//! this file; the real-hardware backend never sees them).
+
+use super::iommu::Iommu;
+use crate::fwsim::dma::DmaMem;
+use crate::fwsim::engine::{self, Node};
+use crate::fwsim::events::{Event, QpEvent};
+use crate::fwsim::Fw;
+use crate::hw::{Doorbell, HwEvent, QpEventKind};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// What a pass did.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RunOutcome {
+    /// The budget ran out: pass again.
+    pub(super) more: bool,
+    /// The earliest retry deadline (RNR, ACK timeout).
+    pub(super) next_deadline_ns: Option<u64>,
+}
+
+/// A UAR doorbell store of function `fw`: `value` is the 64-bit store read as a big-endian
+/// number (`Mlx5Hw::ring`).
+pub(super) fn doorbell(fw: &mut Fw, uar: u32, db: Doorbell, value: u64) {
+    match db {
+        Doorbell::CqArm => fw.cq_doorbell(uar, value),
+        Doorbell::Sq => fw.sq_doorbell(uar, value),
+    }
+}
+
+/// One engine pass over every function of a fabric (`fws[i]` reaches memory through
+/// `iommus[i]`).
+pub(super) fn run(
+    fws: &mut KVec<KVBox<Fw>>,
+    iommus: &[Arc<Iommu>],
+    now_ns: u64,
+    budget: u32,
+) -> RunOutcome {
+    // A few functions per fabric: one small allocation per pass, in the worker's context.
+    let Ok(mut nodes) = KVec::<Node<'_>>::with_capacity(fws.len(), GFP_KERNEL) else {
+        // Out of memory: try again at the next rescan.
+        return RunOutcome {
+            more: false,
+            next_deadline_ns: Some(now_ns),
+        };
+    };
+    for (fw, mem) in fws.iter_mut().zip(iommus.iter()) {
+        let mem: &dyn DmaMem = &**mem;
+        // Within the capacity reserved above.
+        let _ = nodes.push_within_capacity(Node { fw, mem });
+    }
+    let r = engine::run(&mut nodes, now_ns, budget);
+    RunOutcome {
+        more: r.more,
+        next_deadline_ns: r.next_deadline_ns,
+    }
+}
+
+/// The next queued event of `fw`, as the driver sees events.
+pub(super) fn next_event(fw: &mut Fw) -> Option<HwEvent> {
+    Some(match fw.next_event()? {
+        Event::Completion { cqn } => HwEvent::Completion { cqn },
+        Event::CqError { cqn } => HwEvent::CqError { cqn },
+        Event::Qp { qpn, kind } => HwEvent::Qp {
+            qpn,
+            kind: match kind {
+                QpEvent::CommEst => QpEventKind::CommEst,
+                // SQD is not modeled: the engine never raises it.
+                QpEvent::SqDrained => return None,
+                QpEvent::WqCatas => QpEventKind::Fatal,
+                QpEvent::WqInvalReq => QpEventKind::ReqErr,
+                QpEvent::WqAccess => QpEventKind::AccessErr,
+                QpEvent::LastWqeReached => QpEventKind::LastWqeReached,
+            },
+        },
+    })
+}

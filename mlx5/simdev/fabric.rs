@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A simulated fabric: the functions of one link layer, their device state behind one lock,
+//! and the device worker that runs the data path for all of them.
+//!
+//! InfiniBand functions reach each other, Ethernet ones reach each other, the two never do
+//! (`sim=ib,ib,eth,eth` is two fabrics of two functions). The data-path engine executes a
+//! message from one function into another in one call, so it takes every [`Fw`] of the fabric
+//! at once: they live in one `Mutex<KVec<KVBox<Fw>>>`, which commands of any of them take too
+//! (a command is short; it is what serializes a function's command queue as well).
+//!
+//! The worker is a kernel thread per fabric ([`crate::kthread`]). It sleeps until kicked
+//! ([`Fabric::kick`]: a doorbell of a kernel queue, the UAR page trap of a user process),
+//! then runs passes of the engine while there is work, and rescans every jiffy while any QP
+//! exists (doorbell records are the truth, the UAR stores only wake-ups: receives have no
+//! store at all) or at the engine's next RNR/ACK-timeout deadline. With no QP it sleeps
+//! until kicked: an idle fabric costs no CPU. After each pass it delivers the events the
+//! engine queued, without the fabric lock, to each function's handler ([`Mlx5Events`]).
+//!
+//! Lock order: `fws` (the fabric lock), then an IOMMU's table (the engine's memory accesses);
+//! `handlers`, then the driver's event locks; `wake` is a leaf (a spinlock: rings come from
+//! any context). The fabric lock is never held while calling into the driver or the core.
+
+use super::iommu::Iommu;
+use crate::fwsim::profile::LinkLayer;
+use crate::fwsim::Fw;
+use crate::hw::{Doorbell, HwEvent, Mlx5Events};
+use crate::kthread::{self, KThread, ThreadBody};
+use ib_core_rs::mm::{TrapHandler, TrapPage};
+use kernel::prelude::*;
+use kernel::sync::{Arc, CondVar, Mutex, SpinLockIrq};
+use kernel::time::{Instant, Monotonic};
+use kernel::{new_condvar, new_mutex, new_spinlock_irq};
+
+/// Doorbell values kept between passes; more are dropped (the records are the truth).
+const PENDING: usize = 32;
+
+/// Rung UAR trap pages kept between passes; more are dropped (the periodic rescan reads the
+/// records; such a page stays installed, so later stores to it are seen by rescans only).
+const PENDING_TRAPS: usize = 16;
+
+/// Offset of the CQ arm doorbell in a UAR page (`MLX5_CQ_DOORBELL`).
+const UAR_CQ_DOORBELL: usize = 0x20;
+/// Offset of blue-flame register 0 (the send doorbell of `bf_reg_size` 0 contexts).
+const UAR_BF0: usize = 0x800;
+
+/// A UAR trap page that was written to, and whose page it is.
+struct PendingTrap {
+    page: Arc<TrapPage>,
+    func: usize,
+    uar: u32,
+}
+
+/// The [`TrapHandler`] of a simulated function's UAR page: a store of user space to the page
+/// queues it for the worker, which re-arms the trap and then reads the doorbells it holds.
+pub(crate) struct UarBell {
+    fabric: Arc<Fabric>,
+    func: usize,
+    uar: u32,
+}
+
+impl UarBell {
+    /// The bell of UAR `uar` of function `func` on `fabric`.
+    pub(crate) fn new(fabric: &Arc<Fabric>, func: usize, uar: u32) -> Self {
+        UarBell {
+            fabric: fabric.clone(),
+            func,
+            uar,
+        }
+    }
+}
+
+impl TrapHandler for UarBell {
+    fn rung(&self, page: &Arc<TrapPage>) {
+        self.fabric.trap_rung(page, self.func, self.uar);
+    }
+}
+
+/// WQEs per engine pass; a pass that runs out is followed by another at once.
+const BUDGET: u32 = 256;
+
+/// Events taken from one function per lock hold.
+const EVENT_BATCH: usize = 32;
+
+/// Nanoseconds per jiffy (`CONFIG_HZ` of the kernel).
+fn ns_per_jiffy() -> u64 {
+    1_000_000_000 / (kernel::time::msecs_to_jiffies(1000) as u64).max(1)
+}
+
+/// A doorbell value waiting for the next pass.
+#[derive(Clone, Copy, Debug)]
+struct PendingDb {
+    func: usize,
+    uar: u32,
+    db: Doorbell,
+    value: u64,
+}
+
+/// What wakes the worker.
+struct Wake {
+    kicked: bool,
+    stop: bool,
+    /// Sleep this many jiffies at most before rescanning (`None`: until kicked).
+    rescan: Option<kernel::time::Jiffies>,
+    dbs: [Option<PendingDb>; PENDING],
+    n: usize,
+    traps: [Option<PendingTrap>; PENDING_TRAPS],
+}
+
+/// The functions of one link layer.
+#[pin_data]
+pub(crate) struct Fabric {
+    /// The device state of every function, by index.
+    #[pin]
+    fws: Mutex<KVec<KVBox<Fw>>>,
+    /// What each function's device reaches, by index.
+    iommus: KVec<Arc<Iommu>>,
+    /// Each function's event handler, by index; deliveries hold the lock.
+    #[pin]
+    handlers: Mutex<KVec<Option<Arc<dyn Mlx5Events>>>>,
+    #[pin]
+    wake: SpinLockIrq<Wake>,
+    #[pin]
+    cv: CondVar,
+    start: Instant<Monotonic>,
+}
+
+impl Fabric {
+    /// Runs `f` on function `index`'s device state under the fabric lock.
+    ///
+    /// # Errors
+    ///
+    /// `ENODEV` for an index the fabric does not have.
+    pub(crate) fn with_fw<R>(&self, index: usize, f: impl FnOnce(&mut Fw) -> R) -> Result<R> {
+        let mut fws = self.fws.lock();
+        let fw = fws.get_mut(index).ok_or(ENODEV)?;
+        Ok(f(fw))
+    }
+
+    /// Function `index`'s IOMMU.
+    pub(crate) fn iommu(&self, index: usize) -> Option<&Arc<Iommu>> {
+        self.iommus.get(index)
+    }
+
+    /// Installs (or removes) function `index`'s event handler; when a removal returns, no
+    /// delivery to the old handler is running or will run.
+    pub(crate) fn set_events(&self, index: usize, h: Option<Arc<dyn Mlx5Events>>) {
+        let old = {
+            let mut hs = self.handlers.lock();
+            hs.get_mut(index).map(|slot| core::mem::replace(slot, h))
+        };
+        // Dropped outside the lock.
+        drop(old);
+    }
+
+    /// Wakes the worker for a pass.
+    pub(crate) fn kick(&self) {
+        self.wake.lock().kicked = true;
+        self.cv.notify_one();
+    }
+
+    /// Queues a doorbell value of function `func` for the next pass and kicks. Never sleeps.
+    pub(crate) fn ring(&self, func: usize, uar: u32, db: Doorbell, value: u64) {
+        {
+            let mut w = self.wake.lock();
+            let n = w.n;
+            // When full, the value is dropped: the doorbell records are the truth, a store
+            // is only a wake-up.
+            if let Some(slot) = w.dbs.get_mut(n) {
+                *slot = Some(PendingDb {
+                    func,
+                    uar,
+                    db,
+                    value,
+                });
+                w.n = n + 1;
+            }
+            w.kicked = true;
+        }
+        self.cv.notify_one();
+    }
+
+    /// A UAR trap page of function `func` was written to (from the page-fault handler):
+    /// queues it once for the worker and kicks. Never sleeps.
+    fn trap_rung(&self, page: &Arc<TrapPage>, func: usize, uar: u32) {
+        {
+            let mut w = self.wake.lock();
+            let queued = w.traps.iter().flatten().any(|t| Arc::ptr_eq(&t.page, page));
+            if !queued {
+                if let Some(slot) = w.traps.iter_mut().find(|t| t.is_none()) {
+                    *slot = Some(PendingTrap {
+                        page: page.clone(),
+                        func,
+                        uar,
+                    });
+                }
+            }
+            w.kicked = true;
+        }
+        self.cv.notify_one();
+    }
+
+    /// Re-arms the trap pages that were written to, then turns what they hold into doorbell
+    /// values for the coming pass (the CQ arm at 0x20 and the send doorbell at 0x800, as
+    /// big-endian 64-bit stores). A store that lands after the re-arm faults and rings again;
+    /// one that landed before is in the page now. Sleeps (the re-arm takes `mmap_lock`s): no
+    /// lock is held.
+    fn take_traps(&self, dbs: &mut [Option<PendingDb>; PENDING], mut n: usize) -> usize {
+        let mut traps: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
+        {
+            let mut w = self.wake.lock();
+            for (dst, src) in traps.iter_mut().zip(w.traps.iter_mut()) {
+                *dst = src.take();
+            }
+        }
+        for t in traps.iter().flatten() {
+            t.page.rearm();
+            for (off, db) in [(UAR_CQ_DOORBELL, Doorbell::CqArm), (UAR_BF0, Doorbell::Sq)] {
+                let mut v = [0u8; 8];
+                if t.page.page().read(off, &mut v).is_err() {
+                    continue;
+                }
+                if let Some(slot) = dbs.get_mut(n) {
+                    *slot = Some(PendingDb {
+                        func: t.func,
+                        uar: t.uar,
+                        db,
+                        value: u64::from_be_bytes(v),
+                    });
+                    n += 1;
+                }
+            }
+        }
+        // The references go here, outside every lock.
+        drop(traps);
+        n
+    }
+
+    /// Waits for a kick, a rescan or a stop; returns the queued doorbells, or `None` to stop.
+    fn wait(&self, dbs: &mut [Option<PendingDb>; PENDING]) -> Option<usize> {
+        let mut w = self.wake.lock();
+        loop {
+            if w.stop || kthread::should_stop() {
+                return None;
+            }
+            if w.kicked {
+                break;
+            }
+            match w.rescan {
+                Some(j) => {
+                    // Woken, timed out or (kthreads take no signals) anything else: rescan.
+                    let _ = self.cv.wait_interruptible_timeout(&mut w, j);
+                    break;
+                }
+                None => {
+                    let _ = self.cv.wait_interruptible(&mut w);
+                }
+            }
+        }
+        w.kicked = false;
+        let n = w.n;
+        for (dst, src) in dbs.iter_mut().zip(w.dbs.iter_mut()).take(n) {
+            *dst = src.take();
+        }
+        w.n = 0;
+        Some(n)
+    }
+
+    /// One engine pass: the queued doorbells, then the engine over every function; the
+    /// events it queued go to the handlers afterwards. Returns whether to pass again at once
+    /// and when to rescan otherwise.
+    fn pass(&self, dbs: &[Option<PendingDb>]) -> (bool, Option<kernel::time::Jiffies>) {
+        let now = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(0);
+        let (outcome, any_qp) = {
+            let mut fws = self.fws.lock();
+            for d in dbs.iter().flatten() {
+                if let Some(fw) = fws.get_mut(d.func) {
+                    super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
+                }
+            }
+            let outcome = super::engine_glue::run(&mut fws, &self.iommus, now, BUDGET);
+            let any_qp = fws.iter().any(|f| f.counts().qp != 0);
+            (outcome, any_qp)
+        };
+        self.deliver();
+        let mut rescan = any_qp.then_some(1);
+        if let Some(d) = outcome.next_deadline_ns {
+            let j = d.saturating_sub(now).div_ceil(ns_per_jiffy()).max(1);
+            let j = kernel::time::Jiffies::try_from(j).unwrap_or(kernel::time::Jiffies::MAX);
+            rescan = Some(rescan.map_or(j, |r: kernel::time::Jiffies| r.min(j)));
+        }
+        (outcome.more, rescan)
+    }
+
+    /// Takes every function's queued events (in batches, the fabric lock held only while
+    /// taking) and hands them to its handler.
+    fn deliver(&self) {
+        let hs = self.handlers.lock();
+        for (i, h) in hs.iter().enumerate() {
+            loop {
+                let mut batch = [None::<HwEvent>; EVENT_BATCH];
+                let n = {
+                    let mut fws = self.fws.lock();
+                    let Some(fw) = fws.get_mut(i) else { break };
+                    let mut n = 0;
+                    for slot in batch.iter_mut() {
+                        match super::engine_glue::next_event(fw) {
+                            Some(e) => {
+                                *slot = Some(e);
+                                n += 1;
+                            }
+                            None => break,
+                        }
+                    }
+                    n
+                };
+                if let Some(h) = h {
+                    for e in batch.iter().flatten() {
+                        h.event(*e);
+                    }
+                }
+                if n < EVENT_BATCH {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl ThreadBody for Fabric {
+    fn run(&self) {
+        let mut dbs = [None; PENDING];
+        while let Some(n) = self.wait(&mut dbs) {
+            let n = self.take_traps(&mut dbs, n);
+            let (more, rescan) = self.pass(dbs.get(..n).unwrap_or(&[]));
+            let mut w = self.wake.lock();
+            w.rescan = rescan;
+            if more {
+                w.kicked = true;
+            }
+            drop(w);
+            if more {
+                kthread::cond_resched();
+            }
+        }
+    }
+}
+
+/// A fabric and its worker thread: what the functions on the fabric share. Dropping the last
+/// reference (or [`FabricWorker::stop`]) stops the worker.
+#[pin_data(PinnedDrop)]
+pub(crate) struct FabricWorker {
+    fabric: Arc<Fabric>,
+    #[pin]
+    thread: Mutex<Option<KThread<Fabric>>>,
+}
+
+impl FabricWorker {
+    /// A fabric of `fws` (all of `link_layer`) with a running worker.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, the thread's creation error.
+    pub(crate) fn new(link_layer: LinkLayer, fws: KVec<KVBox<Fw>>) -> Result<Arc<Self>> {
+        let n = fws.len();
+        let mut iommus = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut handlers = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            iommus.push(Iommu::new()?, GFP_KERNEL)?;
+            handlers.push(None, GFP_KERNEL)?;
+        }
+        let fabric = Arc::pin_init(
+            try_pin_init!(Fabric {
+                fws <- new_mutex!(fws),
+                iommus,
+                handlers <- new_mutex!(handlers),
+                wake <- new_spinlock_irq!(Wake {
+                    kicked: false,
+                    stop: false,
+                    rescan: None,
+                    dbs: [None; PENDING],
+                    n: 0,
+                    traps: [const { None }; PENDING_TRAPS],
+                }),
+                cv <- new_condvar!(),
+                start: Instant::now(),
+            }),
+            GFP_KERNEL,
+        )?;
+        let name = match link_layer {
+            LinkLayer::Ib => "ib",
+            LinkLayer::Ethernet => "eth",
+        };
+        let thread = KThread::spawn(fabric.clone(), fmt!("mlx5_fwsim_{}", name))?;
+        Arc::pin_init(
+            try_pin_init!(FabricWorker {
+                fabric,
+                thread <- new_mutex!(Some(thread)),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The fabric.
+    pub(crate) fn fabric(&self) -> &Arc<Fabric> {
+        &self.fabric
+    }
+
+    /// Stops the worker and waits for it (idempotent). Module unload calls it for every
+    /// fabric, so that no thread outlives the module even if a leaked object still holds a
+    /// function.
+    pub(crate) fn stop(&self) {
+        let traps = {
+            let mut w = self.fabric.wake.lock();
+            w.stop = true;
+            core::mem::replace(&mut w.traps, [const { None }; PENDING_TRAPS])
+        };
+        // Pending trap pages are let go outside the spinlock.
+        drop(traps);
+        self.fabric.cv.notify_all();
+        let t = self.thread.lock().take();
+        // KThread's drop waits for the thread to return.
+        drop(t);
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for FabricWorker {
+    fn drop(self: Pin<&mut Self>) {
+        self.stop();
+    }
+}

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The simulated IOMMU of one function: the only way the device model reaches memory.
+//!
+//! Each [`Mlx5Hw::map_pages`](crate::hw::Mlx5Hw::map_pages) (pinned user pages of a CQ/QP
+//! buffer, an MR or a doorbell page; the pages of [`Mlx5Hw::alloc_coherent`] for kernel
+//! queues) gets one contiguous bus range (IOVA), page granular, followed by an unmapped guard
+//! page, so that a device access that runs past a buffer faults instead of reaching the next
+//! one. IOVAs are handed out upwards and never reused while the function lives (a stale
+//! address the driver forgot is a fault, not someone else's memory); the table stays sorted
+//! by IOVA, so a translation is a binary search with no allocation. The mapping holds a
+//! [`PageRef`] per page: a mapped page cannot be freed under the device.
+//!
+//! [`DmaMem`] over the table is what the data-path engine gets: reads, writes and the 64-bit
+//! atomics translate bus address → page + offset and copy through a temporary kernel mapping
+//! (`rust/page_ref.rs`); an address that is not mapped, or not mapped writable for a write, is
+//! a [`DmaFault`] and nothing is accessed.
+//!
+//! [`Mlx5Hw::alloc_coherent`]: crate::hw::Mlx5Hw::alloc_coherent
+
+use crate::fwsim::dma::{DmaFault, DmaMem};
+use crate::hw::{DmaDomain, DmaMap};
+use ib_core_rs::page_ref::PageRef;
+use kernel::page::PAGE_SIZE;
+use kernel::prelude::*;
+use kernel::{new_mutex, sync::Arc, sync::Mutex};
+
+/// `PAGE_SIZE` as a bus-address quantity.
+const PAGE: u64 = PAGE_SIZE as u64;
+
+/// The first IOVA: far from 0 and from anything that looks like a kernel or physical
+/// address, so that a pointer handed to the device by mistake faults.
+const IOVA_BASE: u64 = 0x0000_00d0_0000_0000;
+
+/// One mapping.
+struct Mapping {
+    iova: u64,
+    writable: bool,
+    pages: KVec<PageRef>,
+}
+
+impl Mapping {
+    fn end(&self) -> u64 {
+        self.iova + self.pages.len() as u64 * PAGE
+    }
+}
+
+struct Table {
+    /// The next free IOVA.
+    next: u64,
+    /// Live mappings, sorted by `iova`.
+    maps: KVec<Mapping>,
+    /// Accesses refused ([`DmaFault`]s), for tests and debugfs.
+    faults: u64,
+}
+
+/// The IOMMU of one simulated function.
+#[pin_data]
+pub(crate) struct Iommu {
+    #[pin]
+    table: Mutex<Table>,
+}
+
+impl Iommu {
+    /// An IOMMU with nothing mapped.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Iommu {
+                table <- new_mutex!(Table {
+                    next: IOVA_BASE,
+                    maps: KVec::new(),
+                    faults: 0,
+                }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Maps `pages` at a fresh bus range.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for no pages, `ENOMEM`.
+    pub(crate) fn map(self: &Arc<Self>, pages: &[PageRef], writable: bool) -> Result<DmaMap> {
+        if pages.is_empty() {
+            return Err(EINVAL);
+        }
+        let mut v = KVec::with_capacity(pages.len(), GFP_KERNEL)?;
+        for p in pages {
+            v.push(p.clone(), GFP_KERNEL)?;
+        }
+        let n = pages.len();
+        let span = (n as u64 + 1).checked_mul(PAGE).ok_or(ENOMEM)?;
+        let iova = {
+            let mut t = self.table.lock();
+            let iova = t.next;
+            t.next = iova.checked_add(span).ok_or(ENOMEM)?;
+            // `next` only grows, so pushing keeps the table sorted.
+            t.maps.push(
+                Mapping {
+                    iova,
+                    writable,
+                    pages: v,
+                },
+                GFP_KERNEL,
+            )?;
+            iova
+        };
+        let domain: Arc<dyn DmaDomain> = self.clone();
+        Ok(DmaMap::new(iova, n, domain))
+    }
+
+    /// Live mappings (leak checks: zero when every object is gone).
+    pub(crate) fn mappings(&self) -> usize {
+        self.table.lock().maps.len()
+    }
+
+    /// Accesses refused so far.
+    pub(crate) fn faults(&self) -> u64 {
+        self.table.lock().faults
+    }
+
+    /// The mapping containing `addr`.
+    fn find(t: &Table, addr: u64) -> Option<&Mapping> {
+        let i = t.maps.partition_point(|m| m.iova <= addr).checked_sub(1)?;
+        let m = t.maps.get(i)?;
+        (addr < m.end()).then_some(m)
+    }
+
+    /// Runs `f(page, offset in page, range of the caller's bytes)` on every page piece of
+    /// `[addr, addr + len)`, after checking that all of it is mapped (writable if `write`).
+    fn access(
+        &self,
+        addr: u64,
+        len: usize,
+        write: bool,
+        mut f: impl FnMut(&PageRef, usize, core::ops::Range<usize>) -> Result,
+    ) -> core::result::Result<(), DmaFault> {
+        let mut t = self.table.lock();
+        let fault = |t: &mut Table, a: u64| {
+            t.faults += 1;
+            Err(DmaFault { addr: a })
+        };
+        let Some(end) = addr.checked_add(len as u64) else {
+            return fault(&mut t, addr);
+        };
+        // Check the whole range first: a fault leaves memory untouched.
+        let mut at = addr;
+        while at < end {
+            match Self::find(&t, at) {
+                Some(m) if m.writable || !write => at = m.end(),
+                _ => return fault(&mut t, at),
+            }
+        }
+        let mut done = 0usize;
+        while done < len {
+            let a = addr + done as u64;
+            let Some(m) = Self::find(&t, a) else {
+                return fault(&mut t, a);
+            };
+            let rel = a - m.iova;
+            let in_page = (rel % PAGE) as usize;
+            let n = (PAGE_SIZE - in_page).min(len - done);
+            let Some(page) = usize::try_from(rel / PAGE)
+                .ok()
+                .and_then(|i| m.pages.get(i))
+            else {
+                return fault(&mut t, a);
+            };
+            if f(page, in_page, done..done + n).is_err() {
+                return fault(&mut t, a);
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// The page and offset of an 8-byte aligned atomic at `addr`, mapped writable.
+    fn atomic(
+        &self,
+        addr: u64,
+        f: impl FnOnce(&PageRef, usize) -> Result<u64>,
+    ) -> core::result::Result<u64, DmaFault> {
+        let mut t = self.table.lock();
+        let r = if addr % 8 != 0 {
+            None
+        } else {
+            Self::find(&t, addr).filter(|m| m.writable).and_then(|m| {
+                let rel = addr - m.iova;
+                let page = m.pages.get(usize::try_from(rel / PAGE).ok()?)?;
+                f(page, (rel % PAGE) as usize).ok()
+            })
+        };
+        r.ok_or_else(|| {
+            t.faults += 1;
+            DmaFault { addr }
+        })
+    }
+}
+
+/// A device access that faulted, as an errno for the kernel side (`EFAULT`).
+impl From<DmaFault> for Error {
+    fn from(_: DmaFault) -> Error {
+        EFAULT
+    }
+}
+
+impl DmaDomain for Iommu {
+    fn unmap(&self, iova: u64) {
+        let gone = {
+            let mut t = self.table.lock();
+            match t.maps.binary_search_by_key(&iova, |m| m.iova) {
+                Ok(i) => t.maps.remove(i).ok(),
+                Err(_) => None,
+            }
+        };
+        // The page references go outside the lock.
+        drop(gone);
+    }
+}
+
+impl DmaMem for Iommu {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> core::result::Result<(), DmaFault> {
+        let len = buf.len();
+        self.access(addr, len, false, |p, o, r| {
+            p.read(o, buf.get_mut(r).ok_or(EINVAL)?)
+        })
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> core::result::Result<(), DmaFault> {
+        self.access(addr, data.len(), true, |p, o, r| {
+            p.write(o, data.get(r).ok_or(EINVAL)?)
+        })
+    }
+
+    fn cmp_swap64(
+        &self,
+        addr: u64,
+        compare: u64,
+        swap: u64,
+    ) -> core::result::Result<u64, DmaFault> {
+        self.atomic(addr, |p, o| p.cmp_swap64(o, compare, swap))
+    }
+
+    fn fetch_add64(&self, addr: u64, add: u64) -> core::result::Result<u64, DmaFault> {
+        self.atomic(addr, |p, o| p.fetch_add64(o, add))
+    }
+}
+
+#[kunit_tests(mlx5_fwsim_iommu)]
+mod tests {
+    use super::*;
+
+    fn pages(n: usize) -> Result<KVec<PageRef>> {
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            v.push(PageRef::alloc_zeroed()?, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    /// Two mappings get disjoint bus ranges with an unmapped guard page after each; reads
+    /// and writes cross page boundaries inside a mapping and reach the very pages mapped.
+    #[test]
+    fn maps_contiguous_ranges_with_guard_pages() -> Result {
+        let io = Iommu::new()?;
+        let p = pages(2)?;
+        let a = io.map(&p, true)?;
+        let q = pages(1)?;
+        let b = io.map(&q, false)?;
+        assert_eq!(io.mappings(), 2);
+        assert_eq!(a.page_count(), 2);
+        assert!(b.iova() >= a.iova() + 3 * PAGE);
+        assert_eq!(a.page_addrs()?.as_slice(), &[a.iova(), a.iova() + PAGE]);
+        // A write across the page boundary lands in both pages.
+        let data = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        io.write(a.iova() + PAGE - 4, &data)?;
+        let mut lo = [0u8; 4];
+        let mut hi = [0u8; 4];
+        p[0].read(PAGE_SIZE - 4, &mut lo)?;
+        p[1].read(0, &mut hi)?;
+        assert_eq!((lo, hi), ([1, 2, 3, 4], [5, 6, 7, 8]));
+        let mut back = [0u8; 8];
+        io.read(a.iova() + PAGE - 4, &mut back)?;
+        assert_eq!(back, data);
+        // The guard page after a mapping and anything unmapped fault; nothing is written.
+        let before = io.faults();
+        assert_eq!(
+            io.write(a.iova() + 2 * PAGE - 2, &data),
+            Err(DmaFault {
+                addr: a.iova() + 2 * PAGE
+            })
+        );
+        let mut tail = [0u8; 2];
+        p[1].read(PAGE_SIZE - 2, &mut tail)?;
+        assert_eq!(tail, [0, 0]);
+        assert!(io.read(a.iova() + 2 * PAGE, &mut back).is_err());
+        assert!(io.read(0, &mut back).is_err());
+        assert!(io.read(u64::MAX - 3, &mut back).is_err());
+        // A read-only mapping: reads pass, writes and atomics fault.
+        io.read(b.iova(), &mut back)?;
+        assert!(io.write(b.iova(), &data).is_err());
+        assert!(io.fetch_add64(b.iova(), 1).is_err());
+        assert_eq!(io.faults(), before + 6);
+        drop(b);
+        drop(a);
+        assert_eq!(io.mappings(), 0);
+        Ok(())
+    }
+
+    /// The 64-bit atomics act on host-endian values in the mapped page, aligned only.
+    #[test]
+    fn atomics_on_mapped_memory() -> Result {
+        let io = Iommu::new()?;
+        let p = pages(1)?;
+        let m = io.map(&p, true)?;
+        let at = m.iova() + 8;
+        assert_eq!(io.fetch_add64(at, 5)?, 0);
+        assert_eq!(io.cmp_swap64(at, 4, 9)?, 5);
+        assert_eq!(io.cmp_swap64(at, 5, 9)?, 5);
+        let mut v = [0u8; 8];
+        p[0].read(8, &mut v)?;
+        assert_eq!(u64::from_ne_bytes(v), 9);
+        assert!(io.fetch_add64(at + 4, 1).is_err());
+        Ok(())
+    }
+
+    /// Unmapping (dropping the DmaMap) makes the range fault at once; the pages stay
+    /// referenced by their owner only.
+    #[test]
+    fn unmapped_addresses_fault() -> Result {
+        let io = Iommu::new()?;
+        let p = pages(1)?;
+        let m = io.map(&p, true)?;
+        let iova = m.iova();
+        io.write(iova, &[0xaa])?;
+        drop(m);
+        assert_eq!(io.write(iova, &[0xbb]), Err(DmaFault { addr: iova }));
+        let mut b = [0u8; 1];
+        p[0].read(0, &mut b)?;
+        assert_eq!(b, [0xaa]);
+        assert_eq!(io.mappings(), 0);
+        Ok(())
+    }
+}

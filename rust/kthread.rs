@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A kernel thread that runs a body over shared data until it is stopped (`kthread_run()`,
+//! `kthread_should_stop()`, `kthread_stop()`); the kernel crate of 7.3 has no kthread API.
+//!
+//! [`KThread::spawn`] starts `T::run(&data)` in a new kernel thread; the body returns when
+//! [`should_stop`] says so (or earlier). Dropping the [`KThread`] (or [`KThread::stop`]) asks
+//! the thread to stop, wakes it, waits for the body to return, and only then drops the
+//! thread's reference to the data: the body never sees freed data, and no code of the module
+//! runs after the owner dropped it (module unload stops its threads first).
+
+use core::ptr::NonNull;
+use kernel::{
+    bindings,
+    ffi::{c_char, c_int, c_void},
+    prelude::*,
+    str::CString,
+    sync::Arc,
+};
+
+extern "C" {
+    // `struct task_struct *` as `void *`: bindgen's struct is not FFI-safe for the lint (it
+    // reaches zero-sized members), as in rust/umem.rs.
+    fn rdma_rs_kthread_run(
+        f: unsafe extern "C" fn(*mut c_void) -> c_int,
+        data: *mut c_void,
+        name: *const c_char,
+    ) -> *mut c_void;
+    fn rdma_rs_kthread_stop(task: *mut c_void) -> c_int;
+    fn rdma_rs_cond_resched();
+}
+
+/// The body of a kernel thread.
+pub(crate) trait ThreadBody: Send + Sync + 'static {
+    /// Runs in the thread; should return soon after [`should_stop`] becomes true.
+    fn run(&self);
+}
+
+/// Whether the current kernel thread was asked to stop (`kthread_should_stop()`). Only
+/// meaningful inside a [`ThreadBody::run`].
+pub(crate) fn should_stop() -> bool {
+    // SAFETY: no preconditions; called from a kthread (ThreadBody::run), it reads its flag.
+    unsafe { bindings::kthread_should_stop() }
+}
+
+/// A running kernel thread.
+///
+/// # Invariants
+///
+/// `task` is referenced (`get_task_struct()`) until it is stopped; `data` is the
+/// `Arc::into_raw` of the `Arc<T>` the thread borrows, released after the thread stopped.
+pub(crate) struct KThread<T: ThreadBody> {
+    task: Option<NonNull<c_void>>,
+    data: *const T,
+}
+
+// SAFETY: the task reference and the data reference may be released from any task; `T` is
+// `Send + Sync`.
+unsafe impl<T: ThreadBody> Send for KThread<T> {}
+// SAFETY: `&KThread` gives no access to anything.
+unsafe impl<T: ThreadBody> Sync for KThread<T> {}
+
+/// The thread function: runs the body.
+///
+/// # Safety
+///
+/// `data` must be the `Arc::into_raw` pointer of an `Arc<T>` that stays alive until the
+/// thread has stopped (what [`KThread::spawn`] passes).
+unsafe extern "C" fn trampoline<T: ThreadBody>(data: *mut c_void) -> c_int {
+    // SAFETY: `data` is the `Arc::into_raw` pointer `spawn` passed, kept alive by the
+    // `KThread` until this thread has stopped (type invariant of `KThread`).
+    let body = unsafe { &*data.cast::<T>() };
+    body.run();
+    // Returning before kthread_stop() is allowed: the task is referenced by the KThread.
+    0
+}
+
+impl<T: ThreadBody> KThread<T> {
+    /// Starts a kernel thread named `name` running `data.run()`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` or `kthread_create()`'s error.
+    pub(crate) fn spawn(data: Arc<T>, name: core::fmt::Arguments<'_>) -> Result<Self> {
+        let name = CString::try_from_fmt(name)?;
+        let raw = Arc::into_raw(data);
+        // SAFETY: `trampoline::<T>` has the C signature; `raw` stays valid until the thread
+        // stopped (released in `stop`, or below on failure); `name` is NUL-terminated and
+        // only read during the call.
+        let t = unsafe {
+            rdma_rs_kthread_run(trampoline::<T>, raw.cast_mut().cast(), name.as_char_ptr())
+        };
+        let err = kernel::error::from_err_ptr(t);
+        match err {
+            Ok(t) => Ok(KThread {
+                // INVARIANT: the shim took a task reference; `raw` is the Arc's.
+                task: NonNull::new(t),
+                data: raw,
+            }),
+            Err(e) => {
+                // SAFETY: no thread was created; `raw` came from `Arc::into_raw` above.
+                drop(unsafe { Arc::from_raw(raw) });
+                Err(e)
+            }
+        }
+    }
+
+    /// Stops the thread: `kthread_should_stop()` becomes true, the thread is woken and this
+    /// waits until its body returned. The caller must also wake the body from any wait of its
+    /// own that ignores plain wake-ups. Idempotent.
+    pub(crate) fn stop(&mut self) {
+        if let Some(t) = self.task.take() {
+            // SAFETY: `t` is referenced (type invariant) and stopped once (taken out).
+            unsafe { rdma_rs_kthread_stop(t.as_ptr()) };
+        }
+    }
+}
+
+impl<T: ThreadBody> Drop for KThread<T> {
+    fn drop(&mut self) {
+        self.stop();
+        // SAFETY: the thread has stopped (above), so nothing borrows the data any more;
+        // `data` came from `Arc::into_raw` in `spawn` and is released once, here.
+        drop(unsafe { Arc::from_raw(self.data) });
+    }
+}
+
+/// Gives the CPU to other tasks if the scheduler wants it (`cond_resched()`): a kernel thread
+/// that loops over work must call it on a kernel without preemption.
+pub(crate) fn cond_resched() {
+    // SAFETY: no preconditions; called from a kernel thread in process context.
+    unsafe { rdma_rs_cond_resched() };
+}
