@@ -16,7 +16,9 @@
 //! objects they do not share).
 
 use super::abi::{
-    ids::{attr, cmd, method, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT},
+    ids::{
+        attr, cmd, method, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT, UVERBS_IDR_ANY_OBJECT,
+    },
     ioctl::{IoctlHdr, UAttr},
     parse::{self, AttrEnv, Bundle, FlagsWriteBack, UdataIn},
     spec::{Access, CoreHandler, Handler},
@@ -507,8 +509,8 @@ impl<D: Driver> UFile<D> {
             // upstream: ib_uverbs_query_port()
             cmd::QUERY_PORT => {
                 inner.ctx()?;
-                w::uverbs_request(req.get_mut(..8).ok_or(EINVAL)?, &b.core_in).map_err(kerr)?;
-                // struct ib_uverbs_query_port { u64 response; u8 port_num; ... }
+                // struct ib_uverbs_query_port { u64 response; u8 port_num; u8 reserved[7]; }
+                w::uverbs_request(req.get_mut(..16).ok_or(EINVAL)?, &b.core_in).map_err(kerr)?;
                 let port = b.core_in.get(8).copied().ok_or(EINVAL)?;
                 let r = self.port_resp(u32::from(port))?;
                 copy_out_or_zero(
@@ -808,6 +810,7 @@ impl<D: Driver> UFile<D> {
                 Ok(())
             }
             CoreHandler::DestroyDefault => Ok(()),
+            CoreHandler::InfoHandles => self.ioctl_info_handles(inner, b, out),
             CoreHandler::QueryGidTable => self.ioctl_query_gid_table(inner, b, out),
             CoreHandler::CqCreate => self.ioctl_cq_create(inner, b, uattrs, out, new),
             CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
@@ -824,6 +827,55 @@ impl<D: Driver> UFile<D> {
                 Err(EOPNOTSUPP)
             }
         }
+    }
+
+    /// `UVERBS_METHOD_INFO_HANDLES`: the handles of one object type in
+    /// this file, newest first, as many as the list holds. No context is
+    /// needed. Only IDR objects are listed: the fd objects (async event
+    /// file, completion channels) are not kept among `objs`.
+    ///
+    /// upstream: `UVERBS_HANDLER(UVERBS_METHOD_INFO_HANDLES)` and
+    /// `gather_objects_handle()` (the `uobjects` list, where a commit adds
+    /// at the head).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` without a handle list or with a length not a multiple of 4,
+    /// or an object id above `u16::MAX`; `ENOMSG` for
+    /// `UVERBS_IDR_ANY_OBJECT`, `ENOENT` for an object the device does not
+    /// have; `EFAULT` from the copies; `ENOENT` without the optional total
+    /// (upstream's `uverbs_copy_to()` of an absent attribute, after the
+    /// list was written).
+    fn ioctl_info_handles(&self, inner: &Inner<D>, b: &Bundle<'_>, out: &mut Outputs) -> Result {
+        let out_len = b
+            .ptr(attr::INFO_HANDLES_LIST)
+            .map_or(0, |p| usize::from(p.len));
+        if out_len == 0 || out_len % 4 != 0 {
+            return Err(EINVAL);
+        }
+        let id = b
+            .get_const_unsigned(attr::INFO_OBJECT_ID, u16::MAX.into(), None)
+            .map_err(kerr)?;
+        let id = u16::try_from(id).map_err(|_| EINVAL)?;
+        if id == UVERBS_IDR_ANY_OBJECT {
+            return Err(ENOMSG);
+        }
+        if self.udev.tree.object(id).is_none() {
+            return Err(ENOENT);
+        }
+        let mut list = KVec::new();
+        for o in inner
+            .objs
+            .iter()
+            .rev()
+            .filter(|o| o.obj_type == id)
+            .take(out_len / 4)
+        {
+            list.extend_from_slice(&o.id.to_ne_bytes(), GFP_KERNEL)?;
+        }
+        let total = (list.len() / 4) as u64;
+        out.put(b, attr::INFO_HANDLES_LIST, &list)?;
+        out.put(b, attr::INFO_TOTAL_HANDLES, &total.to_ne_bytes())
     }
 
     /// A driver method (upstream `ib_uverbs_run_method()` calling a

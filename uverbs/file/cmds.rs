@@ -932,19 +932,10 @@ impl<D: Driver> UFile<D> {
         let NewObj::Idr { id, .. } = new else {
             return Err(EINVAL);
         };
-        for a in [
-            attr::CREATE_CQ_BUFFER_VA,
-            attr::CREATE_CQ_BUFFER_LENGTH,
-            attr::CREATE_CQ_BUFFER_FD,
-            attr::CREATE_CQ_BUFFER_OFFSET,
-            attr::CREATE_CQ_BUF_UMEM,
-        ] {
-            if bd.is_valid(a) {
-                // Externally supplied CQ buffers (create_cq_umem): none of
-                // our drivers takes them.
-                return Err(EOPNOTSUPP);
-            }
-        }
+        // The externally supplied CQ buffer (BUFFER_VA/LENGTH/FD/OFFSET,
+        // BUF_UMEM) is the driver's to take: upstream's handler never looks
+        // at it and passes it to `create_user_cq`, which no driver of ours
+        // has; with `create_cq` (rxe, mlx5) it is ignored, so it is here.
         let c = CreateCq {
             cqe: ptr_u32(bd, attr::CREATE_CQ_CQE)?,
             user_handle: ptr_u64(bd, attr::CREATE_CQ_USER_HANDLE)?,

@@ -86,6 +86,26 @@ pub(crate) struct Fuzzer {
     /// reference when it fails on a file that has a context; see
     /// tests/userspace/uverbs_abi.c). Contexts come from the write command.
     pub(crate) no_ioctl_get_context: bool,
+    /// The driver's GET_CONTEXT request (udata in), by driver id.
+    pub(crate) ctx_udata: Vec<u8>,
+    /// Write responses land here (see `write_one()`).
+    pub(crate) out: Vec<u8>,
+}
+
+/// upstream `RDMA_DRIVER_MLX5`.
+const DRIVER_MLX5: u32 = 1;
+
+/// The GET_CONTEXT request a driver needs to give a context: mlx5's
+/// `struct mlx5_ib_alloc_ucontext_req_v2` as libmlx5 sends it (CQE version
+/// 1, 4K and dynamic UARs); none for the others.
+fn ctx_request(driver_id: u32) -> Vec<u8> {
+    if driver_id != DRIVER_MLX5 {
+        return Vec::new();
+    }
+    let mut r = vec![0u8; 32];
+    r[16] = 1;
+    r[24] = 3;
+    r
 }
 
 /// One call's outcome, as `record()` takes it.
@@ -119,6 +139,8 @@ impl Fuzzer {
             child_calls: 0,
             threads_enabled: true,
             no_ioctl_get_context: false,
+            ctx_udata: ctx_request(driver_id),
+            out: vec![0u8; 1 << 20],
         }
     }
 

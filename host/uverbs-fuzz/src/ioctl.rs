@@ -178,6 +178,9 @@ impl Fuzzer {
                 }
                 AttrKind::Idr { obj_type, access } | AttrKind::Fd { obj_type, access } => {
                     if access == Access::New {
+                        // Preset: a success that wrote no handle back
+                        // hands out none.
+                        ua.data = u64::MAX;
                         role = Role::New(obj_type);
                     } else {
                         ua.data = u64::from(hpick.0);
@@ -451,7 +454,9 @@ impl Fuzzer {
                 let off = IoctlHdr::SIZE + k * UAttr::SIZE + UAttr::DATA_OFFSET;
                 let v = u64::from_ne_bytes(buf[off..off + 8].try_into().unwrap_or([0; 8]));
                 match b.role {
-                    Role::New(t) => self.add_handle(slot.file, t, v as u32),
+                    Role::New(t) if v != u64::MAX && (!crate::state::is_fd_object(t) || v > 2) => {
+                        self.add_handle(slot.file, t, v as u32)
+                    }
                     Role::Destroy(Some(i)) => self.pool.kill(i),
                     _ => {}
                 }
