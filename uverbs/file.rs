@@ -16,9 +16,7 @@
 //! objects they do not share).
 
 use super::abi::{
-    ids::{
-        attr, cmd, method, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT, UVERBS_IDR_ANY_OBJECT,
-    },
+    ids::{attr, cmd, method, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT, UVERBS_IDR_ANY_OBJECT},
     ioctl::{IoctlHdr, UAttr},
     parse::{self, AttrEnv, Bundle, FlagsWriteBack, UdataIn},
     spec::{Access, CoreHandler, Handler},
