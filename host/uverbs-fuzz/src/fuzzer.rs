@@ -90,6 +90,8 @@ pub(crate) struct Fuzzer {
     pub(crate) ctx_udata: Vec<u8>,
     /// Write responses land here (see `write_one()`).
     pub(crate) out: Vec<u8>,
+    /// ioctl attributes point here (see `ioctl_step()`).
+    pub(crate) scratch: Vec<u8>,
 }
 
 /// upstream `RDMA_DRIVER_MLX5`.
@@ -141,6 +143,7 @@ impl Fuzzer {
             no_ioctl_get_context: false,
             ctx_udata: ctx_request(driver_id),
             out: vec![0u8; 1 << 20],
+            scratch: vec![0u8; crate::ioctl::SCRATCH],
         }
     }
 

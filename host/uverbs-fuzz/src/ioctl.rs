@@ -18,6 +18,8 @@ use crate::state::{handle_mutation, Pick};
 
 /// Bytes of scratch memory each attribute may point at.
 const SLOT: usize = 1024;
+/// The attributes' memory: 24 slots and the largest length past the last.
+pub(crate) const SCRATCH: usize = SLOT * 24 + 0x10000 + 4096;
 
 #[derive(Clone, Copy)]
 enum Role {
@@ -110,7 +112,13 @@ impl Fuzzer {
         let file = slot.map(|s| s.file).unwrap_or(0);
         let name = names::method(o.id, m.id);
 
-        let mut scratch = vec![0u8; SLOT * 24];
+        // The attributes' memory lives as long as the fuzzer: the kernel
+        // zero-fills a pointer attribute up to its length
+        // (`uverbs_copy_to_struct_or_zero()`), and a mutated length of
+        // 0xffff must still land in the fuzzer's own buffer.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(SCRATCH, 0);
+        scratch[..SLOT * 24].fill(0);
         let base = scratch.as_ptr() as u64;
         let mut attrs: Vec<Built> = Vec::new();
         for a in m.attrs {
@@ -421,11 +429,11 @@ impl Fuzzer {
                 _ => mdesc = "valid".into(),
             }
         }
-        let Some(slot) = slot else { return };
         let get_context = o.id == obj::DEVICE && m.id == method::GET_CONTEXT;
-        if get_context && self.no_ioctl_get_context {
+        let Some(slot) = slot.filter(|_| !(get_context && self.no_ioctl_get_context)) else {
+            self.scratch = scratch;
             return;
-        }
+        };
 
         let n = attrs.len();
         hdr.num_attrs = nattrs.unwrap_or(n as u16);
@@ -442,7 +450,7 @@ impl Fuzzer {
         let desc = format!("ioctl {name} [{}] {mdesc}", tags.join(","));
         self.announce(&desc);
         let e = crate::sys::ioctl_buf(slot.fd, cmd, &mut buf);
-        drop(scratch);
+        self.scratch = scratch;
 
         if e == 0 {
             if o.id == obj::DEVICE && m.id == method::GET_CONTEXT {
