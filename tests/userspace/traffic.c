@@ -112,8 +112,10 @@ static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 	for (;;) {
 		int n = ibv_poll_cq(cq, 1, wc);
 
-		if (n < 0)
+		if (n < 0) {
+			printf("I ibv_poll_cq returned %d\n", n);
 			return -1;
+		}
 		if (n == 1)
 			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -635,9 +637,14 @@ int main(int argc, char **argv)
 			post_recv(&e.b, 100 + i, 0, 512, 1);
 		check(!ibv_modify_qp(e.b.qp, &a, IBV_QP_STATE), "modify the receiver to ERR");
 		for (int i = 0; i < 8 && ok; i++) {
-			ok = !poll_one(e.b.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR &&
-			     wc.wr_id == (uint64_t)(100 + i);
+			int got = !poll_one(e.b.cq, &wc);
+
+			ok = got && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == (uint64_t)(100 + i);
 			report("flush", i, &wc, NULL, 0);
+			if (!ok)
+				printf("I flush %d: %s, status %s, wr_id %llu\n", i,
+				       got ? "a completion" : "nothing within 10 s",
+				       wc_name(wc.status), (unsigned long long)wc.wr_id);
 		}
 		check(ok, "8 outstanding receives flushed in order (IBV_WC_WR_FLUSH_ERR)");
 	}
