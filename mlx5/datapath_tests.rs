@@ -93,6 +93,11 @@ struct Side {
 
 impl Side {
     fn new(ib: &Arc<Device<Mlx5Ib>>) -> Result<Self> {
+        Self::with(ib, 16, 63)
+    }
+
+    /// A side with queues of `depth` requests and a CQ of at least `cqe` entries.
+    fn with(ib: &Arc<Device<Mlx5Ib>>, depth: u32, cqe: u32) -> Result<Self> {
         let pd = Pd::alloc(ib, owner())?;
         let comps = Arc::new(Comps(Atomic::new(0)), GFP_KERNEL)?;
         let events = Arc::new(QpEvents(Atomic::new(0)), GFP_KERNEL)?;
@@ -101,7 +106,7 @@ impl Side {
         let cq = Cq::create(
             ib,
             &CqInitAttr {
-                cqe: 63,
+                cqe,
                 comp_vector: 0,
             },
             Some(h),
@@ -115,8 +120,8 @@ impl Side {
                 srq: None,
                 qp_type: QpType::Rc,
                 cap: QpCap {
-                    max_send_wr: 16,
-                    max_recv_wr: 16,
+                    max_send_wr: depth,
+                    max_recv_wr: depth,
                     max_send_sge: 2,
                     max_recv_sge: 2,
                     max_inline_data: 0,
@@ -578,6 +583,71 @@ mod tests {
         }
         ensure!(is_clean(&fa));
         ensure!(is_clean(&fb));
+        Ok(())
+    }
+
+    /// Small queues wrap many times: a 4-deep SQ and RQ and 8-entry CQs (the owner bit flips
+    /// every 8 CQEs), 150 SENDs of varying sizes in pairs, the first of each pair unsignaled,
+    /// every completion's wr_id and length and every received byte checked.
+    #[test]
+    fn queues_wrap_around() -> Result {
+        let f = SimFunction::one_port(fmt!("kunit.kdp.wrap"), false, 15)?;
+        {
+            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let ib = ib_of(&d)?;
+            let a = Side::with(ib, 4, 7)?;
+            let b = Side::with(ib, 4, 7)?;
+            assert_eq!(a.cq.data().log_size, 3);
+            a.connect(&b)?;
+            b.connect(&a)?;
+            let src = f.alloc_coherent(2 * 4096)?;
+            let dst = f.alloc_coherent(2 * 4096)?;
+            fill(&src, 3)?;
+            for i in 0..75u64 {
+                let len = |k: u64| 1 + ((i * 2 + k) * 97 % 4000) as u32;
+                let off = |k: u64| ((i * 2 + k) * 61 % 4096) as usize;
+                let r0 = [sge(&dst, 0, 4096, &b.mr)];
+                let r1 = [sge(&dst, 4096, 4096, &b.mr)];
+                b.qp.post_recv(&[
+                    RecvWr {
+                        wr_id: i * 2,
+                        sg_list: &r0,
+                    },
+                    RecvWr {
+                        wr_id: i * 2 + 1,
+                        sg_list: &r1,
+                    },
+                ])?;
+                let s0 = [sge(&src, off(0), len(0), &a.mr)];
+                let s1 = [sge(&src, off(1), len(1), &a.mr)];
+                a.qp.post_send(&[
+                    SendWr {
+                        wr_id: i * 2,
+                        sg_list: &s0,
+                        ..SendWr::default()
+                    },
+                    SendWr {
+                        wr_id: i * 2 + 1,
+                        send_flags: send_flags::SIGNALED,
+                        sg_list: &s1,
+                        ..SendWr::default()
+                    },
+                ])?;
+                let w = poll_n(&a.cq, 1)?;
+                assert_eq!((w[0].wr_id, w[0].status), (i * 2 + 1, WcStatus::Success));
+                let w = poll_n(&b.cq, 2)?;
+                for (k, c) in w.iter().enumerate() {
+                    let k = k as u64;
+                    assert_eq!(
+                        (c.wr_id, c.status, c.byte_len),
+                        (i * 2 + k, WcStatus::Success, len(k))
+                    );
+                    let at = k as usize * 4096;
+                    assert!(same(&src, off(k), &dst, at, len(k) as usize)?);
+                }
+            }
+        }
+        assert!(is_clean(&f));
         Ok(())
     }
 
