@@ -52,12 +52,16 @@ macro_rules! ensure {
     }};
 }
 
-/// Counts completion events.
-struct Comps(Atomic<u32>);
+/// Counts completion events and CQ error events.
+struct Comps(Atomic<u32>, Atomic<u32>);
 
 impl CqHandler for Comps {
     fn completion(&self) {
         self.0.fetch_add(1, Relaxed);
+    }
+
+    fn event(&self) {
+        self.1.fetch_add(1, Relaxed);
     }
 }
 
@@ -99,7 +103,7 @@ impl Side {
     /// A side with queues of `depth` requests and a CQ of at least `cqe` entries.
     fn with(ib: &Arc<Device<Mlx5Ib>>, depth: u32, cqe: u32) -> Result<Self> {
         let pd = Pd::alloc(ib, owner())?;
-        let comps = Arc::new(Comps(Atomic::new(0)), GFP_KERNEL)?;
+        let comps = Arc::new(Comps(Atomic::new(0), Atomic::new(0)), GFP_KERNEL)?;
         let events = Arc::new(QpEvents(Atomic::new(0)), GFP_KERNEL)?;
         let qh: Arc<dyn QpHandler> = events.clone();
         let h: Arc<dyn CqHandler> = comps.clone();
@@ -646,6 +650,43 @@ mod tests {
                     assert!(same(&src, off(k), &dst, at, len(k) as usize)?);
                 }
             }
+        }
+        assert!(is_clean(&f));
+        Ok(())
+    }
+
+    /// A CQ that overruns (more completions than entries, none polled) raises a CQ error,
+    /// delivered to the consumer's handler as IB_EVENT_CQ_ERR.
+    #[test]
+    fn cq_overrun_is_a_cq_error_event() -> Result {
+        let f = SimFunction::one_port(fmt!("kunit.kdp.ovr"), false, 16)?;
+        {
+            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let ib = ib_of(&d)?;
+            let a = Side::with(ib, 16, 7)?;
+            let b = Side::new(ib)?;
+            a.connect(&b)?;
+            b.connect(&a)?;
+            let wrs = [SendWr {
+                wr_id: 9,
+                opcode: WrOpcode::Send,
+                send_flags: send_flags::SIGNALED,
+                ..SendWr::default()
+            }; 12];
+            for i in 0..12 {
+                b.qp.post_recv(&[RecvWr {
+                    wr_id: i,
+                    sg_list: &[],
+                }])?;
+            }
+            a.qp.post_send(&wrs)?;
+            let t0 = Instant::<Monotonic>::now();
+            while a.comps.1.load(Relaxed) == 0 && t0.elapsed().as_millis() < 2000 {
+                fsleep(Delta::from_micros(500));
+            }
+            assert_eq!(a.comps.1.load(Relaxed), 1);
+            assert_eq!(b.comps.1.load(Relaxed), 0);
+            assert_eq!(poll_n(&b.cq, 12)?.len(), 12);
         }
         assert!(is_clean(&f));
         Ok(())
