@@ -25,7 +25,7 @@ use super::iommu::Iommu;
 use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::Fw;
 use crate::hw::{Doorbell, HwEvent, Mlx5Events};
-use crate::kthread::{self, KThread, ThreadBody};
+use crate::kthread::{self, KThread, Registered, ThreadBody};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex, SpinLockIrq};
 use kernel::time::{Instant, Monotonic};
@@ -244,6 +244,11 @@ impl ThreadBody for Fabric {
             }
         }
     }
+
+    fn request_stop(&self) {
+        self.wake.lock().stop = true;
+        self.cv.notify_all();
+    }
 }
 
 /// A fabric and its worker thread: what the functions on the fabric share. Dropping the last
@@ -252,7 +257,7 @@ impl ThreadBody for Fabric {
 pub(crate) struct FabricWorker {
     fabric: Arc<Fabric>,
     #[pin]
-    thread: Mutex<Option<KThread<Fabric>>>,
+    thread: Mutex<Option<Registered>>,
 }
 
 impl FabricWorker {
@@ -290,7 +295,7 @@ impl FabricWorker {
             LinkLayer::Ib => "ib",
             LinkLayer::Ethernet => "eth",
         };
-        let thread = KThread::spawn(fabric.clone(), fmt!("mlx5_fwsim_{}", name))?;
+        let thread = Registered::new(KThread::spawn(fabric.clone(), fmt!("mlx5_fwsim_{}", name))?)?;
         Arc::pin_init(
             try_pin_init!(FabricWorker {
                 fabric,
@@ -305,16 +310,12 @@ impl FabricWorker {
         &self.fabric
     }
 
-    /// Stops the worker and waits for it (idempotent). Module unload calls it for every
-    /// fabric, so that no thread outlives the module even if a leaked object still holds a
-    /// function.
+    /// Stops the worker and waits for it (idempotent). The module's thread registry
+    /// (`kthread::Threads`) stops it at unload at the latest, even if a leaked object still
+    /// holds a function.
     pub(crate) fn stop(&self) {
-        {
-            self.fabric.wake.lock().stop = true;
-        }
-        self.fabric.cv.notify_all();
         let t = self.thread.lock().take();
-        // KThread's drop waits for the thread to return.
+        // Unregistering stops the thread and waits for it to return.
         drop(t);
     }
 }
