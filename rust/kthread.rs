@@ -219,5 +219,8 @@ impl Drop for Threads {
                 None => break,
             }
         }
+        // The table's storage goes too: the static outlives nothing after the module.
+        let empty = core::mem::replace(&mut THREADS.lock().threads, KVec::new());
+        drop(empty);
     }
 }

@@ -4,6 +4,8 @@
 . /rdma-rs/lib.sh
 . /rdma-rs/ours.sh
 
+kmemleak_clear
+
 suite_begin vm_ours_kunit
 load_ours
 load_core_tests
@@ -14,4 +16,8 @@ suite_end
 . /rdma-rs/fwsim.sh
 suite_begin vm_fwsim_fabrics
 fwsim_fabric_suite
+suite_end
+
+suite_begin vm_leaks
+kmemleak_check
 suite_end
