@@ -133,12 +133,6 @@ pub(crate) fn uar_obj_alloc(ctx: &Ucontext<Mlx5Ib>, alloc_type: u32) -> Result<U
 }
 
 /// upstream `MLX5_IB_METHOD_UAR_OBJ_DESTROY` (the uobject's cleanup): removes the entry.
-/// A reference on the context's UAR object for UAR `index`, if it has one (see
-/// `QueueMem::User`).
-pub(crate) fn hold(ctx: &Ucontext<Mlx5Ib>, index: u32) -> Option<MmapEntryRef> {
-    ctx.mmap_entries().find::<UarPage>(|p| p.index() == index)
-}
-
 pub(crate) fn uar_obj_destroy(obj: UarObj) {
     drop(obj);
 }

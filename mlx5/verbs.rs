@@ -116,12 +116,6 @@ pub(crate) enum QueueMem {
         _buf: Option<UserBuf>,
         /// The doorbell record.
         _db: DbRecord,
-        /// The UAR page the queue rings, when it is one of the context's UAR objects: held
-        /// so that the UAR is deallocated only after the queue is destroyed, whatever order
-        /// user space destroys the UAR object and its CQs and QPs in (libmlx5 destroys its
-        /// UAR at `ibv_close_device()`; a process that leaks a CQ or QP until the file closes
-        /// would otherwise free the UAR under it, which the device refuses with RES_BUSY).
-        _uar: Option<ib_core_rs::verbs::MmapEntryRef>,
     },
 }
 

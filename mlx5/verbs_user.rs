@@ -153,7 +153,6 @@ pub(crate) fn create_cq(
         mem: QueueMem::User {
             _buf: Some(buf),
             _db: db,
-            _uar: crate::uar::hold(&ctx, p.uar_index),
         },
         events: target,
         kern: None,
@@ -306,11 +305,7 @@ pub(crate) fn create_qp(
             log_sq_size,
             log_rq_size,
             state,
-            QueueMem::User {
-                _buf: buf,
-                _db: db,
-                _uar: crate::uar::hold(&ctx, l.uar_index),
-            },
+            QueueMem::User { _buf: buf, _db: db },
             target,
         ),
         qp_num: qpn,

@@ -179,21 +179,6 @@ impl MmapRegistry {
         })
     }
 
-    /// The first live entry whose data is a `T` that `pred` accepts, with a reference (a
-    /// driver object that must outlive the users of what an entry stands for holds one, e.g.
-    /// mlx5's CQs and QPs the UAR page they ring). `None` if there is none.
-    pub fn find<T: Any>(self: &Arc<Self>, pred: impl Fn(&T) -> bool) -> Option<MmapEntryRef> {
-        let mut slots = self.slots.lock();
-        let s = slots
-            .iter_mut()
-            .find(|s| !s.driver_removed && s.refs > 0 && s.entry.data::<T>().is_some_and(&pred))?;
-        s.refs += 1;
-        Some(MmapEntryRef {
-            reg: self.clone(),
-            entry: s.entry.clone(),
-        })
-    }
-
     /// The entry a VMA maps, with a reference (upstream
     /// `rdma_user_mmap_entry_get()`): also `None` unless the VMA is shared
     /// and exactly as long as the entry.
