@@ -41,6 +41,9 @@ const ADAPTER_PAGE: u64 = 4096;
 const EQ_BASE: u32 = 1;
 /// ISSIs this model supports: 0 and 1 (`supported_issi_dw0` bit per ISSI).
 const SUPPORTED_ISSI: u32 = 0x3;
+/// First UAR index of a PCI function: UAR page N is BAR 0 page N, and pages 0..=3 hold the
+/// initialization segment (up to 0x2010) and the MSI-X table and PBA (0x2000, 0x3000).
+pub(crate) const PCI_FIRST_UAR: u32 = 4;
 /// Offsets of the EQ doorbell in a UAR page (`MLX5_EQ_DOORBELL_OFFSET`, + 8 without arming).
 pub(crate) const EQ_DB_ARM: u64 = 0x40;
 /// See [`EQ_DB_ARM`].
@@ -219,6 +222,7 @@ impl Fw {
     #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn cold_boot(&mut self) {
         self.clear_objects();
+        self.uars = ResTable::new(PCI_FIRST_UAR);
         self.hca.reset(Lifecycle::Disabled);
     }
 

@@ -241,7 +241,10 @@ fn create_async_eqs(fw: &mut Fw, mem: &Mem, uar: u32) -> [u32; 3] {
 
 fn alloc_uar(fw: &mut Fw) -> u32 {
     let out = simple(fw, op::ALLOC_UAR, 0, sz!(alloc_uar_in), sz!(alloc_uar_out));
-    alloc_uar_out::uar.get(&out).unwrap()
+    let uar = alloc_uar_out::uar.get(&out).unwrap();
+    // Above the init segment and the MSI-X pages of BAR 0.
+    assert!(uar >= super::hca::PCI_FIRST_UAR);
+    uar
 }
 
 /// Teardown: `mlx5_unload()` (EQs, bfreg), `mlx5_function_teardown()`.
