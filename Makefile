@@ -12,6 +12,7 @@
 #   make bench-uverbs  uverbs round trips (QUERY_PORT, PD alloc+dealloc), ours vs upstream
 #   make bench-traffic ib_send_lat and ib_write_bw through libmlx5 (ours) vs rdma_rxe
 #   make traffic       the data-path suites alone (pingpong, perftest, traffic test)
+#   make qemu-vfio-user  trixie's QEMU 11.1 with the vfio-user client, cached (Documentation/pcifn.md)
 #
 # KDIR=<kernel build tree> builds the modules for your own kernel (it must
 # be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
@@ -28,7 +29,7 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic qemu-vfio-user clean
 
 all: modules
 
@@ -45,6 +46,9 @@ modules:
 
 check:
 	@$(TOP)/tools/check.sh
+
+qemu-vfio-user:
+	@$(TOP)/tools/qemu-vfio-user.sh
 
 demo:
 	@$(TOP)/tools/demo.sh
