@@ -34,6 +34,7 @@ pub mod config;
 pub mod function;
 pub mod mem;
 pub mod regs;
+pub mod vfio_user;
 
 pub use function::{CxFunction, Model};
 pub use mem::{GuestMemory, MemError, VecMemory};
