@@ -53,7 +53,7 @@ qemu-vfio-user:
 
 pcifn: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn.log && \
-	grep -E 'pcifn:|mlx5_core|RDMARS-VM' $(TOP)/out/logs/pcifn.log
+	grep -E 'pcifn:|mlx5_core|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn.log
 
 demo:
 	@$(TOP)/tools/demo.sh
