@@ -77,7 +77,24 @@ pub struct CxFunction {
     msix_mode: MsixMode,
     irqs: Vec<u16>,
     stats: Stats,
+    log: Vec<CommandRecord>,
 }
+
+/// One executed command, for traces ([`CxFunction::command_log`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommandRecord {
+    /// `mbox_in.opcode`.
+    pub opcode: u16,
+    /// `mbox_in.op_mod`.
+    pub op_mod: u16,
+    /// `mbox_out.status` (0 OK).
+    pub status: u8,
+    /// `mbox_out.syndrome`.
+    pub syndrome: u32,
+}
+
+/// Commands kept in the log.
+const LOG_MAX: usize = 4096;
 
 impl CxFunction {
     /// A function after power-on: the firmware is "initializing" for a moment, then waits for
@@ -121,6 +138,7 @@ impl CxFunction {
             msix_mode: MsixMode::Table,
             irqs: Vec::new(),
             stats: Stats::default(),
+            log: Vec::new(),
         }
     }
 
@@ -388,7 +406,15 @@ impl CxFunction {
                 let mut out = vec![0u8; e.outlen().max(crate::cmdq::INLINE)];
                 self.stats.commands += 1;
                 match self.fw.exec(&inb, &mut out) {
-                    Ok(_) => {
+                    Ok(c) => {
+                        if self.log.len() < LOG_MAX {
+                            self.log.push(CommandRecord {
+                                opcode: u16::from_be_bytes([inb[0], inb[1]]),
+                                op_mod: u16::from_be_bytes([inb[6], inb[7]]),
+                                status: c.status.0,
+                                syndrome: c.syndrome,
+                            });
+                        }
                         if !e.complete(mem, addr, &out, &blocks, Delivery::Ok) {
                             self.stats.dma_errors += 1;
                         }
@@ -421,6 +447,11 @@ impl CxFunction {
         let mut b = [0u8; 1];
         self.bar0_read(HEALTH_SYND, &mut b);
         b[0]
+    }
+
+    /// The commands executed so far (the first 4096), oldest first.
+    pub fn command_log(&self) -> &[CommandRecord] {
+        &self.log
     }
 
     /// Configuration space, for transports that need the raw bytes.

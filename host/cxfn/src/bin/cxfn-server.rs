@@ -79,7 +79,7 @@ fn recv_header(sock: &UnixStream) -> std::io::Result<Option<([u8; HDR], Vec<Owne
     Ok(Some((hdr, fds)))
 }
 
-fn serve(mut sock: UnixStream, mut session: Session) -> std::io::Result<()> {
+fn serve(mut sock: UnixStream, session: &mut Session) -> std::io::Result<()> {
     let trace = std::env::var_os("CXFN_TRACE").is_some();
     loop {
         let Some((hdr, fds)) = recv_header(&sock)? else {
@@ -145,8 +145,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let session = Session::new(CxFunction::new(model, 1));
-    match serve(sock, session) {
+    let mut session = Session::new(CxFunction::new(model, 1));
+    let result = serve(sock, &mut session);
+    // The firmware commands the guest's driver ran, in order.
+    for c in session.device().command_log() {
+        eprintln!(
+            "cxfn-server: fw opcode {:#06x} op_mod {:#x} status {:#x} syndrome {:#x}",
+            c.opcode, c.op_mod, c.status, c.syndrome
+        );
+    }
+    eprintln!(
+        "cxfn-server: firmware state {}, {} commands",
+        session.device().lifecycle(),
+        session.device().command_log().len()
+    );
+    match result {
         Ok(()) => {
             eprintln!("cxfn-server: client gone");
             ExitCode::SUCCESS
