@@ -14,6 +14,8 @@
 #   make traffic       the data-path suites alone (pingpong, perftest, traffic test)
 #   make fuzz N=... SEED=...  the uverbs fuzzer: ours (mock, both mlx5 functions) and
 #                      upstream rxe with the same seed, compared; removal raced (VERBOSE=1: every call)
+#   make pcifn   upstream mlx5_core on the emulated ConnectX PCI function (vfio-user)
+#   make qemu-vfio-user  trixie's QEMU 11.1 with the vfio-user client, cached (Documentation/pcifn.md)
 #
 # KDIR=<kernel build tree> builds the modules for your own kernel (it must
 # be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
@@ -30,7 +32,7 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic fuzz clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic fuzz qemu-vfio-user pcifn clean
 
 all: modules
 
@@ -47,6 +49,13 @@ modules:
 
 check:
 	@$(TOP)/tools/check.sh
+
+qemu-vfio-user:
+	@$(TOP)/tools/qemu-vfio-user.sh
+
+pcifn: modules
+	@kb=$(KDIR_CMD) && $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn.log && \
+	grep -E 'pcifn:|mlx5_core|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn.log
 
 demo:
 	@$(TOP)/tools/demo.sh

@@ -381,8 +381,8 @@ pub(crate) fn post_send(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>]) -> Result {
         last.copy_from_slice(wqe.get(..8).ok_or(EINVAL)?);
         let idx = (cur_post & (k.sq_bbs - 1)) as usize;
         let head = sq.head.wrapping_add(nreq);
-        if let (Some(a), Some(b)) = (sq.wrid.get_mut(idx), Some(wr.wr_id)) {
-            *a = b;
+        if let Some(w) = sq.wrid.get_mut(idx) {
+            *w = wr.wr_id;
         }
         if let Some(h) = sq.wqe_head.get_mut(idx) {
             *h = head;

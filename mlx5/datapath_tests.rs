@@ -52,12 +52,16 @@ macro_rules! ensure {
     }};
 }
 
-/// Counts completion events.
-struct Comps(Atomic<u32>);
+/// Counts completion events and CQ error events.
+struct Comps(Atomic<u32>, Atomic<u32>);
 
 impl CqHandler for Comps {
     fn completion(&self) {
         self.0.fetch_add(1, Relaxed);
+    }
+
+    fn event(&self) {
+        self.1.fetch_add(1, Relaxed);
     }
 }
 
@@ -93,15 +97,20 @@ struct Side {
 
 impl Side {
     fn new(ib: &Arc<Device<Mlx5Ib>>) -> Result<Self> {
+        Self::with(ib, 16, 63)
+    }
+
+    /// A side with queues of `depth` requests and a CQ of at least `cqe` entries.
+    fn with(ib: &Arc<Device<Mlx5Ib>>, depth: u32, cqe: u32) -> Result<Self> {
         let pd = Pd::alloc(ib, owner())?;
-        let comps = Arc::new(Comps(Atomic::new(0)), GFP_KERNEL)?;
+        let comps = Arc::new(Comps(Atomic::new(0), Atomic::new(0)), GFP_KERNEL)?;
         let events = Arc::new(QpEvents(Atomic::new(0)), GFP_KERNEL)?;
         let qh: Arc<dyn QpHandler> = events.clone();
         let h: Arc<dyn CqHandler> = comps.clone();
         let cq = Cq::create(
             ib,
             &CqInitAttr {
-                cqe: 63,
+                cqe,
                 comp_vector: 0,
             },
             Some(h),
@@ -115,8 +124,8 @@ impl Side {
                 srq: None,
                 qp_type: QpType::Rc,
                 cap: QpCap {
-                    max_send_wr: 16,
-                    max_recv_wr: 16,
+                    max_send_wr: depth,
+                    max_recv_wr: depth,
                     max_send_sge: 2,
                     max_recv_sge: 2,
                     max_inline_data: 0,
@@ -581,6 +590,157 @@ mod tests {
         Ok(())
     }
 
+    /// Small queues wrap many times: a 4-deep SQ and RQ and 8-entry CQs (the owner bit flips
+    /// every 8 CQEs), 150 SENDs of varying sizes in pairs, the first of each pair unsignaled,
+    /// every completion's wr_id and length and every received byte checked.
+    #[test]
+    fn queues_wrap_around() -> Result {
+        let f = SimFunction::one_port(fmt!("kunit.kdp.wrap"), false, 15)?;
+        {
+            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let ib = ib_of(&d)?;
+            let a = Side::with(ib, 4, 7)?;
+            let b = Side::with(ib, 4, 7)?;
+            assert_eq!(a.cq.data().log_size, 3);
+            a.connect(&b)?;
+            b.connect(&a)?;
+            let src = f.alloc_coherent(2 * 4096)?;
+            let dst = f.alloc_coherent(2 * 4096)?;
+            fill(&src, 3)?;
+            for i in 0..75u64 {
+                let len = |k: u64| 1 + ((i * 2 + k) * 97 % 4000) as u32;
+                let off = |k: u64| ((i * 2 + k) * 61 % 4096) as usize;
+                let r0 = [sge(&dst, 0, 4096, &b.mr)];
+                let r1 = [sge(&dst, 4096, 4096, &b.mr)];
+                b.qp.post_recv(&[
+                    RecvWr {
+                        wr_id: i * 2,
+                        sg_list: &r0,
+                    },
+                    RecvWr {
+                        wr_id: i * 2 + 1,
+                        sg_list: &r1,
+                    },
+                ])?;
+                let s0 = [sge(&src, off(0), len(0), &a.mr)];
+                let s1 = [sge(&src, off(1), len(1), &a.mr)];
+                a.qp.post_send(&[
+                    SendWr {
+                        wr_id: i * 2,
+                        sg_list: &s0,
+                        ..SendWr::default()
+                    },
+                    SendWr {
+                        wr_id: i * 2 + 1,
+                        send_flags: send_flags::SIGNALED,
+                        sg_list: &s1,
+                        ..SendWr::default()
+                    },
+                ])?;
+                let w = poll_n(&a.cq, 1)?;
+                assert_eq!((w[0].wr_id, w[0].status), (i * 2 + 1, WcStatus::Success));
+                let w = poll_n(&b.cq, 2)?;
+                for (k, c) in w.iter().enumerate() {
+                    let k = k as u64;
+                    assert_eq!(
+                        (c.wr_id, c.status, c.byte_len),
+                        (i * 2 + k, WcStatus::Success, len(k))
+                    );
+                    let at = k as usize * 4096;
+                    assert!(same(&src, off(k), &dst, at, len(k) as usize)?);
+                }
+            }
+        }
+        assert!(is_clean(&f));
+        Ok(())
+    }
+
+    /// A CQ that overruns (more completions than entries, none polled) raises a CQ error,
+    /// delivered to the consumer's handler as IB_EVENT_CQ_ERR.
+    #[test]
+    fn cq_overrun_is_a_cq_error_event() -> Result {
+        let f = SimFunction::one_port(fmt!("kunit.kdp.ovr"), false, 16)?;
+        {
+            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let ib = ib_of(&d)?;
+            let a = Side::with(ib, 16, 7)?;
+            let b = Side::new(ib)?;
+            a.connect(&b)?;
+            b.connect(&a)?;
+            let wrs = [SendWr {
+                wr_id: 9,
+                opcode: WrOpcode::Send,
+                send_flags: send_flags::SIGNALED,
+                ..SendWr::default()
+            }; 12];
+            for i in 0..12 {
+                b.qp.post_recv(&[RecvWr {
+                    wr_id: i,
+                    sg_list: &[],
+                }])?;
+            }
+            a.qp.post_send(&wrs)?;
+            let t0 = Instant::<Monotonic>::now();
+            while a.comps.1.load(Relaxed) == 0 && t0.elapsed().as_millis() < 2000 {
+                fsleep(Delta::from_micros(500));
+            }
+            assert_eq!(a.comps.1.load(Relaxed), 1);
+            assert_eq!(b.comps.1.load(Relaxed), 0);
+            assert_eq!(poll_n(&b.cq, 12)?.len(), 12);
+        }
+        assert!(is_clean(&f));
+        Ok(())
+    }
+
+    /// Destroying a QP and its CQ while their work is executing: the destroys succeed, no
+    /// completion handler runs after the CQ's destroy returned, and everything (mappings
+    /// included) is released.
+    #[test]
+    fn destroy_while_traffic_flows() -> Result {
+        let f = SimFunction::one_port(fmt!("kunit.kdp.destroy"), false, 17)?;
+        {
+            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let ib = ib_of(&d)?;
+            let a = Side::new(ib)?;
+            let b = Side::new(ib)?;
+            a.connect(&b)?;
+            b.connect(&a)?;
+            let src = f.alloc_coherent(16 * 4096)?;
+            let dst = f.alloc_coherent(16 * 4096)?;
+            for round in 0..4u64 {
+                let rs = [sge(&dst, 0, 16 * 4096, &b.mr)];
+                for i in 0..8 {
+                    b.qp.post_recv(&[RecvWr {
+                        wr_id: round * 8 + i,
+                        sg_list: &rs,
+                    }])?;
+                }
+                a.cq.req_notify(CqNotify::NextComp)?;
+                let ss = [sge(&src, 0, 16 * 4096, &a.mr)];
+                let wrs = [SendWr {
+                    wr_id: round,
+                    opcode: WrOpcode::Send,
+                    send_flags: send_flags::SIGNALED,
+                    sg_list: &ss,
+                    ..SendWr::default()
+                }; 8];
+                a.qp.post_send(&wrs)?;
+                // Drain some, then let the next round pile up.
+                if round < 3 {
+                    poll_n(&a.cq, 8)?;
+                    poll_n(&b.cq, 8)?;
+                }
+            }
+            assert!(Qp::destroy(a.qp.clone()).is_ok());
+            assert!(Cq::destroy(a.cq.clone()).is_ok());
+            let seen = a.comps.0.load(Relaxed);
+            fsleep(Delta::from_millis(20));
+            assert_eq!(a.comps.0.load(Relaxed), seen);
+        }
+        assert!(is_clean(&f));
+        Ok(())
+    }
+
     /// A send with a bad lkey completes with IB_WC_LOC_PROT_ERR; the QP is in error, and
     /// what was posted after it is flushed (IB_WC_WR_FLUSH_ERR).
     #[test]
@@ -655,7 +815,12 @@ mod tests {
             }])?;
             assert_eq!(poll_n(&b.cq, 1)?[0].status, WcStatus::Success);
             assert_eq!(poll_n(&a.cq, 1)?[0].status, WcStatus::Success);
+            // Events are delivered after the engine's pass, the CQE may be polled before.
             let comm_est = 1 << QpEvent::CommEst.ib_event_type();
+            let t0 = Instant::<Monotonic>::now();
+            while b.events.0.load(Relaxed) & comm_est == 0 && t0.elapsed().as_millis() < 2000 {
+                fsleep(Delta::from_micros(500));
+            }
             assert_eq!(b.events.0.load(Relaxed), comm_est);
             b.to_rts()?;
             let s = [sge(&buf, 0, 64, &a.mr)];

@@ -87,6 +87,8 @@ pub(crate) struct Mlx5IbDev {
     /// The CQ and QP tables the device's events are delivered through (registered with the
     /// function as its event handler while the device is registered).
     pub(crate) events: Arc<crate::events::EventTable>,
+    /// User UARs whose deallocation the device refused while CQs or QPs still named them.
+    pub(crate) deferred_uars: Arc<crate::uar::DeferredUars>,
 }
 
 impl Mlx5IbDev {

@@ -61,12 +61,14 @@ module! {
 /// The module: the auxiliary driver, and the simulated functions of `sim=`.
 ///
 /// Drop order is field order: the driver is unregistered first (every bound function is
-/// removed, as `rmmod mlx5_ib` does before mlx5_core goes), then the simulated devices.
+/// removed, as `rmmod mlx5_ib` does before mlx5_core goes), then the simulated devices, then
+/// any device worker thread still running (of a function something leaked).
 #[pin_data]
 struct Mlx5IbRs {
     #[pin]
     _driver: driver::Registration<auxiliary::Adapter<probe::Mlx5AuxDriver>>,
     _sim: Option<simdev::SimDevices>,
+    _threads: kthread::Threads,
 }
 
 /// The core's registration check of both assemblies, across the module boundary.
@@ -86,10 +88,12 @@ impl InPlaceModule for Mlx5IbRs {
             // Simulated devices first: they wait unbound until the driver registers below,
             // which then probes them (and any mlx5_core.rdma.N already present).
             _sim: {
+                kthread::init();
                 check_ops()?;
                 fwsim_param::with_sim_param(|list| simdev::SimDevices::from_list(list, MODULE_NAME))?
             },
             _driver <- driver::Registration::new(MODULE_NAME, module),
+            _threads: kthread::Threads,
         })
         .pin_chain(|_| {
             pr_info!("mlx5_ib_rs: loaded; ops accepted by ib_core_rs\n");

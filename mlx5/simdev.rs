@@ -256,11 +256,31 @@ impl SimFunction {
     }
 }
 
+/// Commands after which the fabric's worker has something to look at.
+fn wakes_worker(op: u16) -> bool {
+    matches!(
+        op,
+        opcode::CREATE_QP
+            | opcode::RST2INIT_QP
+            | opcode::INIT2INIT_QP
+            | opcode::INIT2RTR_QP
+            | opcode::RTR2RTS_QP
+            | opcode::RTS2RTS_QP
+            | opcode::_2ERR_QP
+            | opcode::_2RST_QP
+            | opcode::MODIFY_CQ
+    )
+}
+
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
         let (r, delay_us) = self.with_fw(|fw| {
             let delay_us = fw.faults_mut().delay_us;
             let r = fw.exec(inbox, outbox);
+            // What the command left for the data path (the flush CQEs of a 2ERR, the RESIZE
+            // CQE of a resize) is written before the completion is reported, as hardware does.
+            let mem: &dyn crate::fwsim::dma::DmaMem = &*self.iommu;
+            fw.complete_commands(mem);
             if matches!(r, Ok(c) if c.status == Status::OK)
                 && mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::DEALLOC_UAR))
             {
@@ -278,7 +298,16 @@ impl Mlx5Hw for SimFunction {
             fsleep(Delta::from_micros(i64::from(delay_us)));
         }
         match r {
-            Ok(c) if c.status == Status::OK => Ok(()),
+            Ok(c) if c.status == Status::OK => {
+                // A new QP, a QP transition or a CQ change: the worker must look (it sleeps
+                // while the fabric has no QP, and commands ring no doorbell), and deliver what
+                // the command queued (e.g. a completion event of a flush on an armed CQ).
+                let op = mbox_in::opcode.get(inbox).unwrap_or(0);
+                if wakes_worker(u16::try_from(op).unwrap_or(0)) {
+                    self.kick();
+                }
+                Ok(())
+            }
             Ok(_) => Err(EREMOTEIO),
             Err(ExecError::Timeout) => {
                 let op = mbox_in::opcode.get(inbox).unwrap_or(0);

@@ -36,6 +36,7 @@ use kernel::sync::Arc;
 /// `mlx5_ib_mmap_free()`).
 pub(crate) struct UarPage {
     hw: Arc<dyn Mlx5Hw>,
+    deferred: Arc<DeferredUars>,
     index: u32,
     mem: UarMem,
     wc: bool,
@@ -61,14 +62,72 @@ impl UarPage {
 impl Drop for UarPage {
     fn drop(&mut self) {
         // upstream mlx5_ib_mmap_free() -> mlx5_cmd_uar_dealloc(); it cannot fail back to anyone
-        // (exec logs a refusal).
-        let _ = exec(
+        // (exec logs a refusal). The last reference of the entry can go while CQs or QPs of
+        // the context still name the UAR (libmlx5 destroys its UAR object at
+        // `ibv_close_device()`; a process's leftover queues go only when its file closes):
+        // then the device refuses (RES_BUSY) and the deallocation is retried after the next
+        // CQ/QP destroy of the device.
+        let r = exec(
             &*self.hw,
             &DeallocUar {
                 id: self.index,
                 uid: 0,
             },
         );
+        if r == Err(EBUSY) {
+            self.deferred.defer(self.index);
+        }
+    }
+}
+
+/// UARs whose DEALLOC_UAR the device refused because CQs or QPs still used them: retried after
+/// every CQ and QP destroy of the device ([`DeferredUars::retry`]) and when the device data
+/// goes (after every object of the device).
+pub(crate) struct DeferredUars {
+    hw: Arc<dyn Mlx5Hw>,
+    list: Pin<KBox<kernel::sync::SpinLock<KVec<u32>>>>,
+}
+
+impl DeferredUars {
+    /// An empty list for the device `hw`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn new(hw: Arc<dyn Mlx5Hw>) -> Result<Arc<Self>> {
+        let list = KBox::pin_init(kernel::new_spinlock!(KVec::new()), GFP_KERNEL)?;
+        Ok(Arc::new(DeferredUars { hw, list }, GFP_KERNEL)?)
+    }
+
+    fn defer(&self, index: u32) {
+        // Without memory the UAR stays allocated until the function goes (logged).
+        if self.list.lock().push(index, GFP_ATOMIC).is_err() {
+            pr_err!(
+                "mlx5_ib_rs: UAR 0x{:x} left allocated (no memory to defer it)\n",
+                index
+            );
+        }
+    }
+
+    /// Deallocates the deferred UARs that nothing uses any more.
+    pub(crate) fn retry(&self) {
+        loop {
+            let Some(index) = self.list.lock().pop() else {
+                return;
+            };
+            let r = exec(&*self.hw, &DeallocUar { id: index, uid: 0 });
+            if r == Err(EBUSY) {
+                // Still used: back on the list, try again after the next destroy.
+                let _ = self.list.lock().push(index, GFP_ATOMIC);
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for DeferredUars {
+    fn drop(&mut self) {
+        self.retry();
     }
 }
 
@@ -118,6 +177,7 @@ pub(crate) fn uar_obj_alloc(ctx: &Ucontext<Mlx5Ib>, alloc_type: u32) -> Result<U
     // mapping; or right here if the insert fails).
     let page = UarPage {
         hw: hw.clone(),
+        deferred: ctx.device().data().deferred_uars.clone(),
         index,
         mem,
         wc,

@@ -4,10 +4,15 @@
 //! `kthread_should_stop()`, `kthread_stop()`); the kernel crate of 7.3 has no kthread API.
 //!
 //! [`KThread::spawn`] starts `T::run(&data)` in a new kernel thread; the body returns when
-//! [`should_stop`] says so (or earlier). Dropping the [`KThread`] (or [`KThread::stop`]) asks
-//! the thread to stop, wakes it, waits for the body to return, and only then drops the
-//! thread's reference to the data: the body never sees freed data, and no code of the module
-//! runs after the owner dropped it (module unload stops its threads first).
+//! [`should_stop`] says so (or its own stop request, [`ThreadBody::request_stop`]). Dropping
+//! the [`KThread`] (or [`KThread::stop`]) asks the body to stop, sets `kthread_should_stop()`,
+//! wakes the thread, waits for the body to return, and only then drops the thread's reference
+//! to the data: the body never sees freed data.
+//!
+//! [`Threads`] is the module's registry of running threads: a thread registered there is
+//! stopped when its handle is unregistered, or at the latest when the module's [`Threads`]
+//! goes (module unload), so that no thread runs module code after the module is gone even if
+//! whatever owned it leaked.
 
 use core::ptr::NonNull;
 use kernel::{
@@ -32,8 +37,12 @@ extern "C" {
 
 /// The body of a kernel thread.
 pub(crate) trait ThreadBody: Send + Sync + 'static {
-    /// Runs in the thread; should return soon after [`should_stop`] becomes true.
+    /// Runs in the thread; returns soon after [`ThreadBody::request_stop`] was called.
     fn run(&self);
+
+    /// Makes [`ThreadBody::run`] return (and wakes it from any wait of its own); called before
+    /// the thread is stopped.
+    fn request_stop(&self);
 }
 
 /// Whether the current kernel thread was asked to stop (`kthread_should_stop()`). Only
@@ -110,6 +119,8 @@ impl<T: ThreadBody> KThread<T> {
     /// own that ignores plain wake-ups. Idempotent.
     pub(crate) fn stop(&mut self) {
         if let Some(t) = self.task.take() {
+            // SAFETY: `data` is alive until `drop` releases it, after this (type invariant).
+            unsafe { &*self.data }.request_stop();
             // SAFETY: `t` is referenced (type invariant) and stopped once (taken out).
             unsafe { rdma_rs_kthread_stop(t.as_ptr()) };
         }
@@ -130,4 +141,86 @@ impl<T: ThreadBody> Drop for KThread<T> {
 pub(crate) fn cond_resched() {
     // SAFETY: no preconditions; called from a kernel thread in process context.
     unsafe { rdma_rs_cond_resched() };
+}
+
+/// A running thread of any body, for the registry.
+trait Running: Send {}
+
+impl<T: ThreadBody> Running for KThread<T> {}
+
+/// The registry's table: running threads by id, and the next id.
+pub(crate) struct ThreadTable {
+    threads: KVec<(u64, KBox<dyn Running>)>,
+    next: u64,
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's `init` before any
+    // thread can be registered.
+    pub(crate) unsafe(uninit) static THREADS: Mutex<ThreadTable> = ThreadTable {
+        threads: KVec::new(),
+        next: 0,
+    };
+}
+
+/// Initializes the registry. Must be called once, from the module's `init`, before any other
+/// function of this file runs.
+pub(crate) fn init() {
+    // SAFETY: called exactly once, from the module's `init`, before any use of `THREADS`
+    // (nothing of the module runs before `init`; KUnit suites run after it).
+    unsafe { THREADS.init() };
+}
+
+/// A registered thread: unregistering (dropping) it stops the thread.
+pub(crate) struct Registered {
+    id: u64,
+}
+
+impl Registered {
+    /// Registers `t`: it runs until this handle is dropped or [`Threads`] goes.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` (the thread is stopped again).
+    pub(crate) fn new<T: ThreadBody>(t: KThread<T>) -> Result<Self> {
+        let b: KBox<dyn Running> = KBox::new(t, GFP_KERNEL)?;
+        let mut g = THREADS.lock();
+        let id = g.next;
+        g.next += 1;
+        g.threads.push((id, b), GFP_KERNEL)?;
+        Ok(Registered { id })
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let t = {
+            let mut g = THREADS.lock();
+            match g.threads.iter().position(|(i, _)| *i == self.id) {
+                Some(i) => g.threads.remove(i).ok(),
+                None => None,
+            }
+        };
+        // Stopped (joined) outside the registry's lock.
+        drop(t);
+    }
+}
+
+/// The module's threads: dropping this (last thing at module unload) stops every thread still
+/// registered.
+pub(crate) struct Threads;
+
+impl Drop for Threads {
+    fn drop(&mut self) {
+        loop {
+            let t = THREADS.lock().threads.pop();
+            match t {
+                Some((_, t)) => drop(t),
+                None => break,
+            }
+        }
+        // The table's storage goes too: the static outlives nothing after the module.
+        let empty = core::mem::replace(&mut THREADS.lock().threads, KVec::new());
+        drop(empty);
+    }
 }

@@ -16,6 +16,16 @@ if [ -f "$kb/.rdma-rs-complete" ]; then
 	exit 0
 fi
 
+# One build per key at a time: a second caller (another worktree, a CI job)
+# waits for the first and then reuses its result.
+mkdir -p "$CACHE"
+exec {lockfd}>"$kb.lock"
+flock "$lockfd"
+if [ -f "$kb/.rdma-rs-complete" ]; then
+	echo "$kb"
+	exit 0
+fi
+
 kmake() { make -s -C "$KSRC" O="$kb" LLVM=$LLVM_SUFFIX "$@"; }
 
 configure() {

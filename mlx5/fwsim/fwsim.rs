@@ -27,6 +27,11 @@ pub(crate) mod engine;
 pub(crate) mod events;
 #[path = "fault.rs"]
 pub(crate) mod fault;
+// The kernel simulator is built initialized and never sends the init commands nor creates EQs;
+// their caller is the emulated PCI function (host/cxfn).
+#[cfg_attr(MODULE, allow(dead_code))]
+#[path = "hca.rs"]
+pub(crate) mod hca;
 #[path = "objects.rs"]
 mod objects;
 #[path = "profile.rs"]
@@ -55,6 +60,10 @@ mod fuzz_tests;
 #[cfg(test)]
 #[path = "engine_tests.rs"]
 mod engine_tests;
+
+#[cfg(test)]
+#[path = "hca_tests.rs"]
+mod hca_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::layout::Field;
@@ -290,6 +299,8 @@ pub(crate) struct Fw {
     flush: Option<u32>,
     /// The QP slot the next [`engine::run`] pass starts at (fairness under a budget).
     scan_start: usize,
+    /// Life cycle, negotiated settings and EQs (`hca.rs`).
+    hca: hca::Hca,
 }
 
 /// The decoded common header of a command, plus its mailboxes.
@@ -367,6 +378,17 @@ fn spec(opcode: u16) -> Option<CmdSpec> {
     Some(match opcode {
         op::QUERY_HCA_CAP => s!(query_hca_cap_in, query_hca_cap_out),
         op::QUERY_ADAPTER => s!(query_adapter_in, query_adapter_out),
+        op::ENABLE_HCA => s!(enable_hca_in, enable_hca_out),
+        op::DISABLE_HCA => s!(disable_hca_in, disable_hca_out),
+        op::QUERY_ISSI => s!(query_issi_in, query_issi_out),
+        op::SET_ISSI => s!(set_issi_in, set_issi_out),
+        op::QUERY_PAGES => s!(query_pages_in, query_pages_out),
+        op::SET_HCA_CAP => s!(set_hca_cap_in, set_hca_cap_out),
+        op::INIT_HCA => s!(init_hca_in, init_hca_out),
+        op::TEARDOWN_HCA => s!(teardown_hca_in, teardown_hca_out),
+        op::SET_DRIVER_VERSION => s!(set_driver_version_in, set_driver_version_out),
+        op::CREATE_EQ => s!(create_eq_in, create_eq_out),
+        op::DESTROY_EQ => s!(destroy_eq_in, destroy_eq_out),
         op::QUERY_SPECIAL_CONTEXTS => s!(query_special_contexts_in, query_special_contexts_out),
         op::QUERY_NIC_VPORT_CONTEXT => s!(query_nic_vport_context_in, query_nic_vport_context_out),
         op::QUERY_HCA_VPORT_CONTEXT => s!(query_hca_vport_context_in, query_hca_vport_context_out),
@@ -438,6 +460,7 @@ impl Fw {
             resize: None,
             flush: None,
             scan_start: 0,
+            hca: hca::Hca::new(),
         };
         fw.reset_ports();
         Ok(fw)
@@ -477,6 +500,7 @@ impl Fw {
             resize: None,
             flush: None,
             scan_start: 0,
+            hca <- hca::Hca::new_in_place(),
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -536,6 +560,7 @@ impl Fw {
         self.resize = None;
         self.flush = None;
         self.scan_start = 0;
+        self.hca.reset(hca::Lifecycle::Initialized);
         self.reset_ports();
         Ok(())
     }
@@ -690,9 +715,15 @@ impl Fw {
                 syndrome::OUTBOX_SHORT,
             )));
         }
+        // Before INIT_HCA only the init commands are accepted (`hca.rs`).
+        if let Some(e) = self.state_check(opcode) {
+            return Err(Decoded::Failed(e));
+        }
         // Every command but CREATE_UCTX runs on behalf of a uid, which must be live; DESTROY_UCTX
-        // names its uid in the body and is issued by the kernel (uid 0).
-        if uid != 0 && self.uctxs.get(u32::from(uid)).is_none() {
+        // names its uid in the body and is issued by the kernel (uid 0). Completion EQs are
+        // created with the shared-resource uid (`create_map_eq()`).
+        let shared = opcode == op::CREATE_EQ && uid == crate::prm::consts::SHARED_RESOURCE_UID;
+        if uid != 0 && !shared && self.uctxs.get(u32::from(uid)).is_none() {
             return Err(Decoded::Failed(CmdError::new(
                 Status::BAD_PARAM_ERR,
                 syndrome::UID_UNKNOWN,
@@ -711,6 +742,17 @@ impl Fw {
         match opcode {
             op::QUERY_HCA_CAP => self.query_hca_cap(c),
             op::QUERY_ADAPTER => self.query_adapter(c),
+            op::ENABLE_HCA => self.enable_hca(c),
+            op::DISABLE_HCA => self.disable_hca(c),
+            op::QUERY_ISSI => self.query_issi(c),
+            op::SET_ISSI => self.set_issi(c),
+            op::QUERY_PAGES => self.query_pages(c),
+            op::SET_HCA_CAP => self.set_hca_cap(c),
+            op::INIT_HCA => self.init_hca(c),
+            op::TEARDOWN_HCA => self.teardown_hca(c),
+            op::SET_DRIVER_VERSION => self.set_driver_version(c),
+            op::CREATE_EQ => self.create_eq(c),
+            op::DESTROY_EQ => self.destroy_eq(c),
             op::QUERY_SPECIAL_CONTEXTS => self.query_special_contexts(c),
             op::QUERY_NIC_VPORT_CONTEXT => self.query_nic_vport_context(c),
             op::QUERY_HCA_VPORT_CONTEXT => self.query_hca_vport_context(c),

@@ -50,7 +50,14 @@ impl Fw {
         }
         let cap = query_hca_cap_out::capability;
         match c.op_mod >> 1 {
-            CAP_GENERAL => self.fill_general_caps(c, cap),
+            CAP_GENERAL => {
+                self.fill_general_caps(c, cap)?;
+                // Values SET_HCA_CAP changed show in "cur" only (`hca.rs`).
+                if c.op_mod & 1 == HCA_CAP_OPMOD_GET_CUR {
+                    self.apply_cur_general(c, cap)?;
+                }
+                Ok(())
+            }
             CAP_ROCE if self.cfg.link_layer == LinkLayer::Ethernet => {
                 let f = |m: Field| cap.inner(m);
                 c.set(f(roce_cap::roce_apm), 0)?;
@@ -294,6 +301,9 @@ impl Fw {
     /// ACCESS_REG: PTYS, PMTU, PVLC, PAOS reads; PMTU and PAOS writes.
     pub(super) fn access_reg(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
         let id = c.get(access_register_in::register_id)?;
+        if id == REG_HOST_ENDIANNESS {
+            return self.host_endianness_reg(c);
+        }
         let size = match id {
             REG_PTYS => ptys_reg::SIZE_BYTES,
             REG_PMTU => pmtu_reg::SIZE_BYTES,

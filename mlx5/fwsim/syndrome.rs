@@ -155,6 +155,23 @@ syndromes! {
     MKEY_QPN = 0x5f05_0002,
     /// Unsupported `access_mode`.
     MKEY_ACCESS_MODE = 0x5f05_0003,
+
+    // 0x5f06xxxx: the function's life cycle and EQs (`hca.rs`).
+    /// The command is not accepted in the function's current state (before ENABLE_HCA,
+    /// before INIT_HCA, or an init command after INIT_HCA).
+    HCA_STATE = 0x5f06_0001,
+    /// SET_ISSI of an ISSI the device does not support.
+    ISSI_UNSUPPORTED = 0x5f06_0002,
+    /// SET_HCA_CAP of a value the device does not offer.
+    CAP_NOT_WRITABLE = 0x5f06_0003,
+    /// TEARDOWN_HCA with a profile other than graceful close.
+    TEARDOWN_PROFILE = 0x5f06_0004,
+    /// CREATE_EQ size or page size out of range.
+    EQ_BAD_SIZE = 0x5f06_0005,
+    /// CREATE_EQ names a UAR page that is not allocated.
+    EQ_BAD_UAR = 0x5f06_0006,
+    /// No such EQ number.
+    EQ_UNKNOWN = 0x5f06_0007,
 }
 
 #[cfg(test)]

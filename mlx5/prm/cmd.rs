@@ -655,3 +655,186 @@ const _: () = assert!(
     set_roce_address_in::roce_address.bit_width == crate::prm::ctx::roce_addr_layout::SIZE_BITS
 );
 const _: () = assert!(create_uctx_in::uctx.bit_width == crate::prm::ctx::uctx::SIZE_BITS);
+
+prm_layout! {
+    /// `struct mlx5_ifc_enable_hca_in_bits` (mlx5_ifc.h).
+    enable_hca_in, 0x80;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    embedded_cpu_function @ 0x40, 0x1;
+    function_id_type @ 0x43, 0x1;
+    function_id @ 0x50, 0x10;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_enable_hca_out_bits` (mlx5_ifc.h).
+    enable_hca_out, 0x60;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_disable_hca_in_bits` (mlx5_ifc.h).
+    disable_hca_in, 0x80;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    embedded_cpu_function @ 0x40, 0x1;
+    function_id_type @ 0x43, 0x1;
+    function_id @ 0x50, 0x10;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_disable_hca_out_bits` (mlx5_ifc.h).
+    disable_hca_out, 0x60;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_query_issi_in_bits` (mlx5_ifc.h).
+    query_issi_in, 0x80;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_query_issi_out_bits` (mlx5_ifc.h).
+    query_issi_out, 0x380;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+    current_issi @ 0x50, 0x10;
+    supported_issi_dw0 @ 0x360, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_set_issi_in_bits` (mlx5_ifc.h).
+    set_issi_in, 0x80;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    current_issi @ 0x50, 0x10;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_set_issi_out_bits` (mlx5_ifc.h).
+    set_issi_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_query_pages_in_bits` (mlx5_ifc.h).
+    query_pages_in, 0x80;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    embedded_cpu_function @ 0x40, 0x1;
+    function_id @ 0x50, 0x10;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_query_pages_out_bits` (mlx5_ifc.h).
+    query_pages_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+    embedded_cpu_function @ 0x40, 0x1;
+    function_id @ 0x50, 0x10;
+    num_pages @ 0x60, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_set_hca_cap_out_bits` (mlx5_ifc.h).
+    set_hca_cap_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_init_hca_in_bits` (mlx5_ifc.h).
+    init_hca_in, 0x100;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    sw_vhca_id @ 0x62, 0xe;
+    sw_owner_id @ 0x80, 0x80;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_init_hca_out_bits` (mlx5_ifc.h).
+    init_hca_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_teardown_hca_in_bits` (mlx5_ifc.h).
+    teardown_hca_in, 0x80;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    profile @ 0x50, 0x10;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_teardown_hca_out_bits` (mlx5_ifc.h).
+    teardown_hca_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+    state @ 0x7f, 0x1;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_create_eq_in_bits` (mlx5_ifc.h).
+    create_eq_in, 0x880;
+    opcode @ 0x0, 0x10;
+    uid @ 0x10, 0x10;
+    op_mod @ 0x30, 0x10;
+    eq_context_entry @ 0x80, 0x200;
+    event_bitmask @ 0x2c0, 0x100;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_create_eq_out_bits` (mlx5_ifc.h).
+    create_eq_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+    eq_number @ 0x58, 0x8;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_destroy_eq_in_bits` (mlx5_ifc.h).
+    destroy_eq_in, 0x80;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    eq_number @ 0x58, 0x8;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_destroy_eq_out_bits` (mlx5_ifc.h).
+    destroy_eq_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_set_driver_version_in_bits` (mlx5_ifc.h).
+    set_driver_version_in, 0x280;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    driver_version @ 0x80, 0x200;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_set_driver_version_out_bits` (mlx5_ifc.h).
+    set_driver_version_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_set_hca_cap_in_bits` (mlx5_ifc.h).
+    set_hca_cap_in, 0x8080;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    other_function @ 0x40, 0x1;
+    ec_vf_function @ 0x41, 0x1;
+    function_id_type @ 0x43, 0x1;
+    function_id @ 0x50, 0x10;
+    capability @ 0x80, 0x8000;
+}

@@ -96,3 +96,22 @@ pub(crate) const MODIFY_CQ_MASK_LOG_SIZE: u32 = 1 << 0;
 
 /// `MLX5_ROCE_VERSION_2` (mlx5_ifc.h), `roce_addr_layout.roce_version`.
 pub(crate) const ROCE_VERSION_2: u32 = 2;
+
+/// `MLX5_REG_HOST_ENDIANNESS` (driver.h): the register `set_hca_ctrl()` writes at init.
+pub(crate) const REG_HOST_ENDIANNESS: u32 = 0x7004;
+/// `MLX5_SET_HOST_ENDIANNESS` on a little-endian host (device.h): `he` byte of that register.
+pub(crate) const SET_HOST_ENDIANNESS_LE: u8 = 0x80;
+/// `MLX5_EVENT_TYPE_CMD` (device.h): command completion EQE.
+pub(crate) const EVENT_TYPE_CMD: u8 = 0x0a;
+/// `MLX5_EVENT_TYPE_PAGE_REQUEST` (device.h).
+pub(crate) const EVENT_TYPE_PAGE_REQUEST: u8 = 0x0b;
+/// `MLX5_SHARED_RESOURCE_UID` (mlx5_ifc.h): completion EQs are created with it.
+pub(crate) const SHARED_RESOURCE_UID: u16 = 0xffff;
+/// `MLX5_QUERY_PAGES_IN_OP_MOD_BOOT_PAGES` (mlx5_ifc.h).
+pub(crate) const QUERY_PAGES_BOOT: u32 = 0x1;
+/// `MLX5_QUERY_PAGES_IN_OP_MOD_REGULAR_PAGES` (mlx5_ifc.h); INIT_PAGES (0x2) lies between.
+pub(crate) const QUERY_PAGES_REGULAR: u32 = 0x3;
+/// `MLX5_TEARDOWN_HCA_IN_PROFILE_GRACEFUL_CLOSE` (mlx5_ifc.h).
+pub(crate) const TEARDOWN_GRACEFUL_CLOSE: u32 = 0x0;
+/// `CMD_IF_REV` (cmd.c): the command interface revision the driver requires.
+pub(crate) const CMD_IF_REV: u32 = 5;

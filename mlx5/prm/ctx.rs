@@ -8,6 +8,8 @@
 prm_layout! {
     /// `struct mlx5_ifc_cmd_hca_cap_bits` (mlx5_ifc.h).
     cmd_hca_cap, 0x800;
+    page_request_disable @ 0x6, 0x1;
+    hca_cap_2 @ 0x20, 0x1;
     vhca_id @ 0x30, 0x10;
     log_max_srq_sz @ 0x80, 0x8;
     log_max_qp_sz @ 0x88, 0x8;
@@ -22,6 +24,7 @@ prm_layout! {
     log_max_eq @ 0xfc, 0x4;
     fixed_buffer_size @ 0x108, 0x1;
     log_max_mrw_sz @ 0x109, 0x7;
+    force_teardown @ 0x110, 0x1;
     log_max_klm_list_size @ 0x11a, 0x6;
     log_max_ra_req_dc @ 0x12a, 0x6;
     log_max_ra_res_dc @ 0x13a, 0x6;
@@ -40,6 +43,7 @@ prm_layout! {
     cqe_version @ 0x1fc, 0x4;
     ipoib_basic_offloads @ 0x204, 0x1;
     umr_modify_entity_size_disabled @ 0x207, 0x1;
+    cmdif_checksum @ 0x210, 0x2;
     sho @ 0x217, 0x1;
     eth_net_offloads @ 0x21c, 0x1;
     roce @ 0x21d, 0x1;
@@ -58,6 +62,7 @@ prm_layout! {
     uar_sz @ 0x24a, 0x6;
     log_pg_sz @ 0x258, 0x8;
     bf @ 0x260, 0x1;
+    driver_version @ 0x261, 0x1;
     log_bf_reg_size @ 0x26b, 0x5;
     max_wqe_sz_sq @ 0x290, 0x10;
     max_wqe_sz_rq @ 0x2b0, 0x10;
@@ -69,6 +74,7 @@ prm_layout! {
     general_obj_types @ 0x400, 0x40;
     log_max_uctx @ 0x463, 0x5;
     log_max_umem @ 0x46b, 0x5;
+    max_num_eqs @ 0x470, 0x10;
     log_uar_page_sz @ 0x490, 0x10;
     device_frequency_khz @ 0x4e0, 0x20;
     num_of_uars_per_page @ 0x520, 0x20;
@@ -77,6 +83,7 @@ prm_layout! {
     cqe_compression_128 @ 0x5be, 0x1;
     cqe_compression @ 0x5bf, 0x1;
     cqe_compression_max_num @ 0x5d0, 0x10;
+    sw_owner_id @ 0x61e, 0x1;
     uctx_cap @ 0x6a0, 0x20;
 }
 
@@ -436,3 +443,19 @@ const _: () = assert!(
 );
 const _: () = assert!(qpc::primary_address_path.bit_width == crate::prm::ctx::ads::SIZE_BITS);
 const _: () = assert!(qpc::secondary_address_path.bit_width == crate::prm::ctx::ads::SIZE_BITS);
+
+prm_layout! {
+    /// `struct mlx5_ifc_eqc_bits` (mlx5_ifc.h).
+    eqc, 0x200;
+    status @ 0x0, 0x4;
+    ec @ 0xd, 0x1;
+    oi @ 0xe, 0x1;
+    st @ 0x14, 0x4;
+    page_offset @ 0x54, 0x6;
+    log_eq_size @ 0x63, 0x5;
+    uar_page @ 0x68, 0x18;
+    intr @ 0xb4, 0xc;
+    log_page_size @ 0xc3, 0x5;
+    consumer_counter @ 0x148, 0x18;
+    producer_counter @ 0x168, 0x18;
+}

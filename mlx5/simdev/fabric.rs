@@ -25,7 +25,7 @@ use super::iommu::Iommu;
 use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::Fw;
 use crate::hw::{Doorbell, HwEvent, Mlx5Events};
-use crate::kthread::{self, KThread, ThreadBody};
+use crate::kthread::{self, KThread, Registered, ThreadBody};
 use ib_core_rs::mm::{TrapHandler, TrapPage};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex, SpinLockIrq};
@@ -344,6 +344,11 @@ impl ThreadBody for Fabric {
             }
         }
     }
+
+    fn request_stop(&self) {
+        self.wake.lock().stop = true;
+        self.cv.notify_all();
+    }
 }
 
 /// A fabric and its worker thread: what the functions on the fabric share. Dropping the last
@@ -352,7 +357,7 @@ impl ThreadBody for Fabric {
 pub(crate) struct FabricWorker {
     fabric: Arc<Fabric>,
     #[pin]
-    thread: Mutex<Option<KThread<Fabric>>>,
+    thread: Mutex<Option<Registered>>,
 }
 
 impl FabricWorker {
@@ -391,7 +396,7 @@ impl FabricWorker {
             LinkLayer::Ib => "ib",
             LinkLayer::Ethernet => "eth",
         };
-        let thread = KThread::spawn(fabric.clone(), fmt!("mlx5_fwsim_{}", name))?;
+        let thread = Registered::new(KThread::spawn(fabric.clone(), fmt!("mlx5_fwsim_{}", name))?)?;
         Arc::pin_init(
             try_pin_init!(FabricWorker {
                 fabric,
@@ -406,20 +411,18 @@ impl FabricWorker {
         &self.fabric
     }
 
-    /// Stops the worker and waits for it (idempotent). Module unload calls it for every
-    /// fabric, so that no thread outlives the module even if a leaked object still holds a
-    /// function.
+    /// Stops the worker and waits for it (idempotent). The module's thread registry
+    /// (`kthread::Threads`) stops it at unload at the latest, even if a leaked object still
+    /// holds a function.
     pub(crate) fn stop(&self) {
         let traps = {
             let mut w = self.fabric.wake.lock();
-            w.stop = true;
             core::mem::replace(&mut w.traps, [const { None }; PENDING_TRAPS])
         };
         // Pending trap pages are let go outside the spinlock.
         drop(traps);
-        self.fabric.cv.notify_all();
         let t = self.thread.lock().take();
-        // KThread's drop waits for the thread to return.
+        // Unregistering stops the thread and waits for it to return.
         drop(t);
     }
 }

@@ -415,7 +415,7 @@ static void ah_checks(int fd, uint32_t pd)
 	       create_ah(fd, pd2, 1, 1, dgid, &ah2, &r, sizeof(r)), 0);
 	expect("DEALLOC_PD while an AH uses it: EBUSY", dealloc_pd(fd, pd2), EBUSY);
 	expect("DESTROY_AH", destroy_ah(fd, ah2), 0);
-	expect("DESTROY_AH of a destroyed AH: EINVAL", destroy_ah(fd, ah2), EINVAL);
+	expect("DESTROY_AH of a destroyed AH: ENOENT", destroy_ah(fd, ah2), ENOENT);
 	expect("DEALLOC_PD after its AH is gone", dealloc_pd(fd, pd2), 0);
 	expect("DESTROY_AH", destroy_ah(fd, ah), 0);
 }

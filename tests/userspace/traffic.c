@@ -112,8 +112,10 @@ static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 	for (;;) {
 		int n = ibv_poll_cq(cq, 1, wc);
 
-		if (n < 0)
+		if (n < 0) {
+			printf("I ibv_poll_cq returned %d\n", n);
 			return -1;
+		}
 		if (n == 1)
 			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -382,7 +384,15 @@ static void case_write(struct env *e, int iters, int with_imm)
 			ok = rw.status == IBV_WC_SUCCESS && rw.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
 			     ntohl(rw.imm_data) == imm && rw.byte_len == len;
 		} else {
-			report(name, i, &sw, e->b.buf + roff, len);
+			/*
+			 * byte_len of a requester WRITE completion is not defined (only
+			 * READ, atomics and receives have one): mlx5 leaves it 0, rxe
+			 * reports the length. Compare the data, not that.
+			 */
+			struct ibv_wc w = sw;
+
+			w.byte_len = 0;
+			report(name, i, &w, e->b.buf + roff, len);
 		}
 		ok = ok && sw.status == IBV_WC_SUCCESS && sw.opcode == IBV_WC_RDMA_WRITE &&
 		     !memcmp(e->a.buf, e->b.buf + roff, len) && e->b.buf[roff + len] == 0x5a;
@@ -565,7 +575,9 @@ int main(int argc, char **argv)
 	check(!pair_up(&e, 64, 7, 14, 7), "two RC QPs connected to each other (RTS)");
 	case_send(&e, "send", iters, 8192, IBV_WR_SEND, 0);
 	case_send(&e, "send_imm", iters / 4, 4096, IBV_WR_SEND_WITH_IMM, 0);
-	case_send(&e, "send_inline", iters / 4, e.max_inline, IBV_WR_SEND, IBV_SEND_INLINE);
+	/* The same sizes on every stack: at most 60 bytes (rxe offers 64, mlx5 more). */
+	case_send(&e, "send_inline", iters / 4, e.max_inline < 60 ? e.max_inline : 60, IBV_WR_SEND,
+		  IBV_SEND_INLINE);
 	case_send(&e, "send_zero", 4, 0, IBV_WR_SEND, 0);
 	case_write(&e, iters / 2, 0);
 	case_write(&e, iters / 4, 1);
@@ -635,9 +647,14 @@ int main(int argc, char **argv)
 			post_recv(&e.b, 100 + i, 0, 512, 1);
 		check(!ibv_modify_qp(e.b.qp, &a, IBV_QP_STATE), "modify the receiver to ERR");
 		for (int i = 0; i < 8 && ok; i++) {
-			ok = !poll_one(e.b.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR &&
-			     wc.wr_id == (uint64_t)(100 + i);
+			int got = !poll_one(e.b.cq, &wc);
+
+			ok = got && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == (uint64_t)(100 + i);
 			report("flush", i, &wc, NULL, 0);
+			if (!ok)
+				printf("I flush %d: %s, status %s, wr_id %llu\n", i,
+				       got ? "a completion" : "nothing within 10 s",
+				       wc_name(wc.status), (unsigned long long)wc.wr_id);
 		}
 		check(ok, "8 outstanding receives flushed in order (IBV_WC_WR_FLUSH_ERR)");
 	}

@@ -48,21 +48,25 @@ fwsim_driver_of() {
 	[ -e "$AUX_DEVS/$1/driver" ] && basename "$(readlink "$AUX_DEVS/$1/driver")"
 }
 
-# fwsim_resources_zero DEV: every resource count in debugfs is 0 (and there are 7 kinds).
+# fwsim_resources_zero DEV: every resource count in debugfs is 0 (and there are 7 kinds), and
+# the function's simulated IOMMU holds no mapping.
 fwsim_resources_zero() {
 	local f=$FWSIM_DBG/$1/resources
-	cat "$f" | tr '\n' ' '
+	cat "$f" "$FWSIM_DBG/$1/iommu" | tr '\n' ' '
 	echo
-	[ "$(wc -l <"$f")" = 7 ] && [ -z "$(awk '$2 != 0' "$f")" ]
+	[ "$(wc -l <"$f")" = 7 ] && [ -z "$(awk '$2 != 0' "$f")" ] &&
+		grep -qx 'mappings 0' "$FWSIM_DBG/$1/iommu"
 }
 
-# fwsim_resources_probed DEV: what a bound function holds (the profile's kernel PD and UAR).
+# fwsim_resources_probed DEV: what a bound function holds (the profile's kernel PD and UAR;
+# no DMA mapping).
 fwsim_resources_probed() {
 	local f=$FWSIM_DBG/$1/resources
-	cat "$f" | tr '\n' ' '
+	cat "$f" "$FWSIM_DBG/$1/iommu" | tr '\n' ' '
 	echo
 	[ "$(awk '$1 == "pd" || $1 == "uar" { print $2 }' "$f" | tr '\n' ' ')" = "1 1 " ] &&
-		[ -z "$(awk '$1 != "pd" && $1 != "uar" && $2 != 0' "$f")" ]
+		[ -z "$(awk '$1 != "pd" && $1 != "uar" && $2 != 0' "$f")" ] &&
+		grep -qx 'mappings 0' "$FWSIM_DBG/$1/iommu"
 }
 
 fwsim_show() {

@@ -77,17 +77,17 @@ pingpong_suite() {
 		local g=""
 		[ $d = mlx5_2 ] && g="-g $ROCE_GID"
 		tr_pair "ibv_rc_pingpong on $d (default: 4096 B x 1000)" ibv_rc_pingpong "-d $d $g" "-d $d $g"
-		tr_pair "ibv_rc_pingpong -e on $d (completion events)" ibv_rc_pingpong "-d $d $g -e -n 200" "-d $d $g -e -n 200"
-		tr_pair "ibv_rc_pingpong -s 32 on $d (inline)" ibv_rc_pingpong "-d $d $g -s 32 -n 500" "-d $d $g -s 32 -n 500"
-		tr_pair "ibv_rc_pingpong -c on $d (data checked)" ibv_rc_pingpong "-d $d $g -c -n 200" "-d $d $g -c -n 200"
-		tr_pair "ibv_uc_pingpong on $d" ibv_uc_pingpong "-d $d $g -n 200" "-d $d $g -n 200"
-		tr_pair "ibv_ud_pingpong on $d" ibv_ud_pingpong "-d $d $g -n 200" "-d $d $g -n 200"
+		tr_pair "ibv_rc_pingpong -e on $d (completion events)" ibv_rc_pingpong "-d $d $g -e -n 100" "-d $d $g -e -n 100"
+		tr_pair "ibv_rc_pingpong -s 32 on $d (inline)" ibv_rc_pingpong "-d $d $g -s 32 -n 100" "-d $d $g -s 32 -n 100"
+		tr_pair "ibv_rc_pingpong -c on $d (data checked)" ibv_rc_pingpong "-d $d $g -c -n 100" "-d $d $g -c -n 100"
+		tr_pair "ibv_uc_pingpong on $d" ibv_uc_pingpong "-d $d $g -n 100" "-d $d $g -n 100"
+		tr_pair "ibv_ud_pingpong on $d" ibv_ud_pingpong "-d $d $g -n 100" "-d $d $g -n 100"
 	done
 	# Two functions of one fabric.
-	tr_pair "ibv_rc_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_rc_pingpong "-d mlx5_0 -n 300" "-d mlx5_1 -n 300"
+	tr_pair "ibv_rc_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_rc_pingpong "-d mlx5_0 -n 100" "-d mlx5_1 -n 100"
 	tr_pair "ibv_rc_pingpong mlx5_2 <-> mlx5_3 (Ethernet fabric)" ibv_rc_pingpong \
-		"-d mlx5_2 -g $ROCE_GID -n 300" "-d mlx5_3 -g $ROCE_GID -n 300"
-	tr_pair "ibv_ud_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_ud_pingpong "-d mlx5_0 -n 200" "-d mlx5_1 -n 200"
+		"-d mlx5_2 -g $ROCE_GID -n 100" "-d mlx5_3 -g $ROCE_GID -n 100"
+	tr_pair "ibv_ud_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_ud_pingpong "-d mlx5_0 -n 100" "-d mlx5_1 -n 100"
 	tr_baseline "the pingpongs"
 	unload_ours
 }
@@ -102,12 +102,12 @@ perftest_suite() {
 		x=""
 		[ $d = mlx5_2 ] && x="-x $ROCE_GID"
 		for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw; do
-			tr_pair "$t on $d" $t "-d $d $x -F -n 500" "-d $d $x -F -n 500" "$PERF_WANT"
+			tr_pair "$t on $d" $t "-d $d $x -F -n 200" "-d $d $x -F -n 200" "$PERF_WANT"
 		done
 		for t in ib_send_lat ib_write_lat; do
-			tr_pair "$t on $d" $t "-d $d $x -F -n 500" "-d $d $x -F -n 500" "$PERF_WANT"
+			tr_pair "$t on $d" $t "-d $d $x -F -n 200" "-d $d $x -F -n 200" "$PERF_WANT"
 		done
-		tr_pair "ib_send_bw -c UD on $d" ib_send_bw "-d $d $x -F -c UD -n 500" "-d $d $x -F -c UD -n 500" "$PERF_WANT"
+		tr_pair "ib_send_bw -c UD on $d" ib_send_bw "-d $d $x -F -c UD -n 200" "-d $d $x -F -c UD -n 200" "$PERF_WANT"
 	done
 	tr_baseline "perftest"
 	unload_ours
@@ -118,11 +118,12 @@ perftest_suite() {
 # completions (opcode, status, byte_len, imm, data CRC) are compared case by
 # case with rxe's.
 TRAFFIC_SEED=0x5eed
+TRAFFIC_N=100
 traffic_suite() {
 	load_ours $TRAFFIC_SIM
-	t_import "traffic mlx5_0 (IB)" /rdma-rs/traffic -d mlx5_0 -s $TRAFFIC_SEED
+	t_import "traffic mlx5_0 (IB)" /rdma-rs/traffic -d mlx5_0 -s $TRAFFIC_SEED -n $TRAFFIC_N
 	grep '^C ' /tmp/import.out >/tmp/traffic-mlx5_0.c
-	t_import "traffic mlx5_2 (RoCE)" /rdma-rs/traffic -d mlx5_2 -g $ROCE_GID -s $TRAFFIC_SEED
+	t_import "traffic mlx5_2 (RoCE)" /rdma-rs/traffic -d mlx5_2 -g $ROCE_GID -s $TRAFFIC_SEED -n $TRAFFIC_N
 	grep '^C ' /tmp/import.out >/tmp/traffic-mlx5_2.c
 	tr_baseline "the traffic test"
 	unload_ours
@@ -130,7 +131,7 @@ traffic_suite() {
 
 traffic_vs_rxe_suite() {
 	peer_up
-	t_import "traffic rxe0 (upstream)" /rdma-rs/traffic -d rxe0 -g 0 -s $TRAFFIC_SEED
+	t_import "traffic rxe0 (upstream)" /rdma-rs/traffic -d rxe0 -g 0 -s $TRAFFIC_SEED -n $TRAFFIC_N
 	grep '^C ' /tmp/import.out >/tmp/traffic-rxe0.c
 	peer_down
 	local d

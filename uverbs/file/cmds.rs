@@ -819,7 +819,8 @@ impl<D: Driver> UFile<D> {
             .dev
             .port_immutable(u32::from(port))
             .map_err(|_| EINVAL)?;
-        let pd = Self::pd_by_handle(inner, rd32(&r, 16))?;
+        // upstream: uobj_get_obj_read() failing is EINVAL here.
+        let pd = Self::pd_by_handle(inner, rd32(&r, 16)).map_err(|_| EINVAL)?;
         let mut ah = AhAttr {
             dlid: rd16(&r, 48),
             sl: rd8(&r, 50),

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`CxFunction`]: the PCI function. BAR 0 accesses arrive as bytes at an offset (what a
+//! transport such as vfio-user's REGION_READ/WRITE carries); registers of the init segment are
+//! big-endian words, the MSI-X table little-endian. Commands run synchronously when the
+//! doorbell is written; interrupts are queued as MSI-X vector numbers for the transport
+//! ([`CxFunction::take_interrupts`]).
+
+use std::time::{Duration, Instant};
+
+use crate::cmdq::{Delivery, Entry};
+use crate::config::{ConfigSpace, MSIX_ENABLE, MSIX_MASKALL};
+use crate::fwsim::hca::EqePosted;
+use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
+use crate::fwsim::{Config, ExecError, Fw};
+use crate::mem::{Dma, GuestMemory};
+use crate::regs::*;
+
+/// The adapter the function presents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Model {
+    /// ConnectX-7 (15b3:1021), one InfiniBand port.
+    Cx7Ib,
+    /// ConnectX-7, one Ethernet (RoCE) port.
+    Cx7Eth,
+    /// ConnectX-6 Dx (15b3:101d), one Ethernet port.
+    Cx6DxEth,
+}
+
+/// How MSI-X is delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MsixMode {
+    /// The device's own table and PBA in BAR 0 decide (enable, function mask, vector mask).
+    Table,
+    /// The transport emulates the table (QEMU's vfio-user client does): every interrupt is
+    /// passed on by vector number.
+    External,
+}
+
+/// Counters for tests and logs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Commands executed.
+    pub commands: u64,
+    /// Commands refused with a delivery status.
+    pub delivery_errors: u64,
+    /// Command completions that could not be written to guest memory.
+    pub dma_errors: u64,
+    /// Doorbell bits for slots that were not hardware-owned.
+    pub spurious_doorbells: u64,
+    /// Writes to BAR 0 that no register takes.
+    pub ignored_writes: u64,
+}
+
+/// Ticks of the health counter: one per 100 ms (mlx5_core polls every 2 s).
+const HEALTH_TICK: Duration = Duration::from_millis(100);
+/// Reads of `initializing` that still see the bit set after reset (the driver's wait loop is
+/// exercised, briefly).
+const INIT_READS: u32 = 2;
+
+/// One emulated ConnectX PCI function.
+pub struct CxFunction {
+    model: Model,
+    fw: Box<Fw>,
+    config: ConfigSpace,
+    cmdq_h: u32,
+    cmdq_l: u32,
+    nic_state: u32,
+    init_reads_left: u32,
+    start: Instant,
+    /// Time added by [`CxFunction::advance`] (tests).
+    skew: Duration,
+    /// Health counter frozen at this value (fault injection).
+    health_stall: Option<u32>,
+    msix_table: [[u32; 4]; MSIX_VECTORS as usize],
+    msix_pending: u32,
+    msix_mode: MsixMode,
+    irqs: Vec<u16>,
+    stats: Stats,
+    log: Vec<CommandRecord>,
+}
+
+/// One executed command, for traces ([`CxFunction::command_log`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommandRecord {
+    /// `mbox_in.opcode`.
+    pub opcode: u16,
+    /// `mbox_in.op_mod`.
+    pub op_mod: u16,
+    /// `mbox_out.status` (0 OK).
+    pub status: u8,
+    /// `mbox_out.syndrome`.
+    pub syndrome: u32,
+}
+
+/// Commands kept in the log.
+const LOG_MAX: usize = 4096;
+
+impl CxFunction {
+    /// A function after power-on: the firmware is "initializing" for a moment, then waits for
+    /// the driver's ENABLE_HCA.
+    pub fn new(model: Model, serial: u32) -> Self {
+        let (profile, link_layer, class) = match model {
+            Model::Cx7Ib => (CONNECTX7, LinkLayer::Ib, 0x02_07_00),
+            Model::Cx7Eth => (CONNECTX7, LinkLayer::Ethernet, 0x02_00_00),
+            Model::Cx6DxEth => (CONNECTX6_DX, LinkLayer::Ethernet, 0x02_00_00),
+        };
+        let cfg = Config {
+            profile,
+            link_layer,
+            num_ports: 1,
+            serial,
+        };
+        // Every profile above fits its link layer and port count; `Fw::new` cannot refuse.
+        let mut fw = match Fw::new(cfg) {
+            Ok(fw) => Box::new(fw),
+            Err(e) => unreachable!("built-in profile refused: {e:?}"),
+        };
+        fw.cold_boot();
+        let mut msix_table = [[0u32; 4]; MSIX_VECTORS as usize];
+        // Vector control: masked after reset.
+        for v in msix_table.iter_mut() {
+            v[3] = 1;
+        }
+        CxFunction {
+            model,
+            fw,
+            config: ConfigSpace::new(profile.device_id, class),
+            cmdq_h: 0,
+            cmdq_l: 0,
+            nic_state: 0,
+            init_reads_left: INIT_READS,
+            start: Instant::now(),
+            skew: Duration::ZERO,
+            health_stall: None,
+            msix_table,
+            msix_pending: 0,
+            msix_mode: MsixMode::Table,
+            irqs: Vec::new(),
+            stats: Stats::default(),
+            log: Vec::new(),
+        }
+    }
+
+    /// The model presented.
+    pub fn model(&self) -> Model {
+        self.model
+    }
+
+    /// Chooses who interprets the MSI-X table.
+    pub fn set_msix_mode(&mut self, mode: MsixMode) {
+        self.msix_mode = mode;
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Firmware life-cycle state, for logs and tests: "disabled", "enabled", "initialized".
+    pub fn lifecycle(&self) -> &'static str {
+        match self.fw.lifecycle() {
+            crate::fwsim::hca::Lifecycle::Disabled => "disabled",
+            crate::fwsim::hca::Lifecycle::Enabled => "enabled",
+            crate::fwsim::hca::Lifecycle::Initialized => "initialized",
+        }
+    }
+
+    /// Whether any resource object (PD, UAR, CQ, QP, mkey, ...) is alive.
+    pub fn has_objects(&self) -> bool {
+        !self.fw.counts().is_zero()
+    }
+
+    /// Moves the device's clock forward (tests of the health counter).
+    pub fn advance(&mut self, d: Duration) {
+        self.skew += d;
+    }
+
+    /// Freezes (`true`) or restarts the health counter: mlx5_core's health poll reports a
+    /// stalled counter as a fatal error.
+    pub fn stall_health(&mut self, stall: bool) {
+        self.health_stall = stall.then(|| self.health_counter_now());
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.start.elapsed() + self.skew
+    }
+
+    fn health_counter_now(&self) -> u32 {
+        (self.elapsed().as_millis() / HEALTH_TICK.as_millis()) as u32
+    }
+
+    /// Reads configuration space.
+    pub fn config_read(&self, off: usize, buf: &mut [u8]) {
+        self.config.read(off, buf);
+    }
+
+    /// Writes configuration space.
+    pub fn config_write(&mut self, off: usize, data: &[u8]) {
+        let was = self.config.msix_control();
+        self.config.write(off, data);
+        if self.config.msix_control() != was {
+            self.msix_update();
+        }
+    }
+
+    /// Interrupts raised since the last call, as MSI-X vector numbers, oldest first.
+    pub fn take_interrupts(&mut self) -> Vec<u16> {
+        std::mem::take(&mut self.irqs)
+    }
+
+    /// The MSI-X message (address, data) of `vector` as the guest programmed it.
+    pub fn msix_message(&self, vector: u16) -> Option<(u64, u32)> {
+        let e = self.msix_table.get(usize::from(vector))?;
+        Some(((u64::from(e[1]) << 32) | u64::from(e[0]), e[2]))
+    }
+
+    fn raise(&mut self, vector: u16) {
+        if self.msix_mode == MsixMode::External {
+            self.irqs.push(vector);
+            return;
+        }
+        let ctl = self.config.msix_control();
+        let Some(e) = self.msix_table.get(usize::from(vector)) else {
+            return;
+        };
+        if ctl & MSIX_ENABLE == 0 {
+            // No INTx: mlx5_core uses MSI-X only; an interrupt without MSI-X is dropped.
+            return;
+        }
+        if ctl & MSIX_MASKALL != 0 || e[3] & 1 != 0 {
+            self.msix_pending |= 1 << vector;
+        } else {
+            self.irqs.push(vector);
+        }
+    }
+
+    /// Delivers pending vectors that are no longer masked.
+    fn msix_update(&mut self) {
+        let ctl = self.config.msix_control();
+        if ctl & MSIX_ENABLE == 0 || ctl & MSIX_MASKALL != 0 {
+            return;
+        }
+        for v in 0..MSIX_VECTORS {
+            let bit = 1u32 << v;
+            if self.msix_pending & bit != 0 && self.msix_table[usize::from(v)][3] & 1 == 0 {
+                self.msix_pending &= !bit;
+                self.irqs.push(v);
+            }
+        }
+    }
+
+    /// The value of the 32-bit big-endian register at `off` (4-byte aligned) of the init
+    /// segment, or `None` where nothing is (reads as zero).
+    fn iseg_reg(&mut self, off: u64) -> Option<u32> {
+        let p = self.fw.config().profile;
+        let (maj, min, sub) = p.fw_rev;
+        let t = self.elapsed().as_nanos() as u64;
+        Some(match off {
+            FW_REV => (u32::from(min) << 16) | u32::from(maj),
+            CMDIF_REV_FW_SUB => (crate::prm::consts::CMD_IF_REV << 16) | u32::from(sub),
+            CMDQ_ADDR_H => self.cmdq_h,
+            CMDQ_ADDR_L_SZ => {
+                (self.cmdq_l & !0xfff)
+                    | (self.nic_state << 8)
+                    | (CMDQ_LOG_SIZE << 4)
+                    | CMDQ_LOG_STRIDE
+            }
+            INITIALIZING => {
+                if self.init_reads_left > 0 {
+                    self.init_reads_left -= 1;
+                    1 << 31
+                } else {
+                    0
+                }
+            }
+            INTERNAL_TIMER_H | REAL_TIME_H => (t >> 32) as u32,
+            INTERNAL_TIMER_L | REAL_TIME_L => t as u32,
+            HEALTH_COUNTER => self
+                .health_stall
+                .unwrap_or_else(|| self.health_counter_now()),
+            _ => return None,
+        })
+    }
+
+    /// Reads BAR 0 at `off` into `buf` (any size and alignment; registers are assembled
+    /// from their big-endian bytes). Unimplemented space reads as zero.
+    pub fn bar0_read(&mut self, off: u64, buf: &mut [u8]) {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = 0;
+            let Some(o) = off.checked_add(i as u64) else {
+                continue;
+            };
+            let word = o & !3;
+            let byte = (o & 3) as usize;
+            if o < INIT_SEG_END {
+                if let Some(v) = self.iseg_reg(word) {
+                    *b = v.to_be_bytes()[byte];
+                }
+            } else if (MSIX_TABLE..MSIX_TABLE + u64::from(MSIX_VECTORS) * 16).contains(&o) {
+                let idx = ((o - MSIX_TABLE) / 16) as usize;
+                let w = (((o - MSIX_TABLE) % 16) / 4) as usize;
+                *b = self.msix_table[idx][w].to_le_bytes()[byte];
+            } else if (MSIX_PBA..MSIX_PBA + 8).contains(&o) {
+                *b = (u64::from(self.msix_pending)).to_le_bytes()[(o - MSIX_PBA) as usize];
+            }
+        }
+    }
+
+    /// Writes `data` to BAR 0 at `off`. Registers take aligned 32-bit writes (a 64-bit write
+    /// is two of them, low address first); anything else is counted and ignored. Commands
+    /// rung on the doorbell execute before this returns.
+    pub fn bar0_write(&mut self, mem: &dyn GuestMemory, off: u64, data: &[u8]) {
+        if !off.is_multiple_of(4) || !(data.len() == 4 || data.len() == 8) {
+            self.stats.ignored_writes += 1;
+            return;
+        }
+        for (i, chunk) in data.chunks(4).enumerate() {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(chunk);
+            self.write32(mem, off + 4 * i as u64, a);
+        }
+    }
+
+    fn write32(&mut self, mem: &dyn GuestMemory, off: u64, bytes: [u8; 4]) {
+        let be = u32::from_be_bytes(bytes);
+        match off {
+            CMDQ_ADDR_H => self.cmdq_h = be,
+            CMDQ_ADDR_L_SZ => {
+                self.cmdq_l = be & !0xfff;
+                self.nic_state = (be >> 8) & 7;
+            }
+            CMD_DBELL => self.doorbell(mem, be),
+            o if (MSIX_TABLE..MSIX_TABLE + u64::from(MSIX_VECTORS) * 16).contains(&o) => {
+                let idx = ((o - MSIX_TABLE) / 16) as usize;
+                let w = (((o - MSIX_TABLE) % 16) / 4) as usize;
+                self.msix_table[idx][w] = u32::from_le_bytes(bytes);
+                if w == 3 {
+                    self.msix_update();
+                }
+            }
+            o if o >= u64::from(crate::fwsim::hca::PCI_FIRST_UAR) * UAR_PAGE && o < BAR0_SIZE => {
+                self.uar_write(o, be)
+            }
+            _ => self.stats.ignored_writes += 1,
+        }
+    }
+
+    /// A write into a UAR page: EQ doorbells (0x40 arm, 0x48 no arm). CQ and send doorbells
+    /// are for the data path, which does not run over guest memory yet.
+    fn uar_write(&mut self, off: u64, value: u32) {
+        let uar = (off / UAR_PAGE) as u32;
+        if self.fw.uar_owner(uar).is_none() {
+            self.stats.ignored_writes += 1;
+            return;
+        }
+        if let Some(v) = self.fw.eq_doorbell(uar, off % UAR_PAGE, value) {
+            self.raise(v);
+        }
+    }
+
+    fn cmdq_base(&self) -> u64 {
+        (u64::from(self.cmdq_h) << 32) | u64::from(self.cmdq_l & !0xfff)
+    }
+
+    /// The command doorbell: runs every rung slot the hardware owns, lowest first.
+    fn doorbell(&mut self, mem: &dyn GuestMemory, slots: u32) {
+        let base = self.cmdq_base();
+        if base == 0 {
+            self.stats.ignored_writes += 1;
+            return;
+        }
+        let mut done = 0u32;
+        for slot in 0..(1u32 << CMDQ_LOG_SIZE) {
+            if slots & (1 << slot) == 0 {
+                continue;
+            }
+            let addr = base + u64::from(slot) * (1 << CMDQ_LOG_STRIDE);
+            match self.run_slot(mem, addr) {
+                Some(true) => done |= 1 << slot,
+                Some(false) => {}
+                None => self.stats.spurious_doorbells += 1,
+            }
+        }
+        if done != 0 {
+            // After the command EQ exists, completions are also events (`mlx5_cmd_comp_handler`
+            // via the EQ); before that the driver polls the ownership bit.
+            if let Ok(EqePosted::Interrupt(v)) = self.fw.post_cmd_eqe(&Dma(mem), done) {
+                self.raise(v);
+            }
+        }
+    }
+
+    /// Executes one entry. `None`: not hardware-owned; `Some(event)`: completed, and whether
+    /// to report it on the command EQ.
+    fn run_slot(&mut self, mem: &dyn GuestMemory, addr: u64) -> Option<bool> {
+        let mut e = Entry::read(mem, addr)?;
+        if !e.hw_owned() {
+            return None;
+        }
+        // An EQE is reported only if the command EQ existed before and after the command (the
+        // CREATE_EQ that makes it and the DESTROY_EQ that ends it complete by polling).
+        let had_eq = self.cmd_eq_exists();
+        let status = match (e.gather_input(mem), e.output_blocks(mem)) {
+            (Ok(inb), Ok(blocks)) => {
+                let mut out = vec![0u8; e.outlen().max(crate::cmdq::INLINE)];
+                self.stats.commands += 1;
+                match self.fw.exec(&inb, &mut out) {
+                    Ok(c) => {
+                        if self.log.len() < LOG_MAX {
+                            self.log.push(CommandRecord {
+                                opcode: u16::from_be_bytes([inb[0], inb[1]]),
+                                op_mod: u16::from_be_bytes([inb[6], inb[7]]),
+                                status: c.status.0,
+                                syndrome: c.syndrome,
+                            });
+                        }
+                        if !e.complete(mem, addr, &out, &blocks, Delivery::Ok) {
+                            self.stats.dma_errors += 1;
+                        }
+                        return Some(had_eq && self.cmd_eq_exists());
+                    }
+                    // An injected timeout: the command never completes.
+                    Err(ExecError::Timeout) => return Some(false),
+                    Err(ExecError::OutboxTooShort) => Delivery::FwErr,
+                }
+            }
+            (Err(d), _) | (_, Err(d)) => d,
+        };
+        self.stats.delivery_errors += 1;
+        if !e.complete(mem, addr, &[], &[], status) {
+            self.stats.dma_errors += 1;
+        }
+        Some(had_eq && self.cmd_eq_exists())
+    }
+
+    fn cmd_eq_exists(&self) -> bool {
+        (0..=255u32).any(|n| {
+            self.fw
+                .eq(n)
+                .is_some_and(|q| q.wants(crate::prm::consts::EVENT_TYPE_CMD))
+        })
+    }
+
+    /// The health syndrome byte the guest sees (0: healthy).
+    pub fn health_syndrome(&mut self) -> u8 {
+        let mut b = [0u8; 1];
+        self.bar0_read(HEALTH_SYND, &mut b);
+        b[0]
+    }
+
+    /// The commands executed so far (the first 4096), oldest first.
+    pub fn command_log(&self) -> &[CommandRecord] {
+        &self.log
+    }
+
+    /// Configuration space, for transports that need the raw bytes.
+    pub fn config(&self) -> &ConfigSpace {
+        &self.config
+    }
+}

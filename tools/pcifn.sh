@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make pcifn: boots the test VM with the emulated ConnectX PCI function attached over
+# vfio-user (Documentation/pcifn.md): the host/cxfn server on a UNIX socket, trixie's QEMU
+# (tools/qemu-vfio-user.sh) with guest RAM in a shared memfd, mode `pcifn` in the guest.
+#   tools/pcifn.sh KBUILD LOG [ib|eth|cx6dx]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/tools/lib.sh"
+kb=$1
+log=$2
+model=${3:-ib}
+qemu=$("$here/tools/qemu-vfio-user.sh")
+(cd "$here" && cargo build --quiet --release -p rdma-rs-cxfn --bin cxfn-server)
+mkdir -p "$here/out/pcifn"
+sock="$here/out/pcifn/cxfn.sock"
+slog="$here/out/pcifn/server.log"
+mem=${RDMARS_VM_MEM:-3G}
+# One VM at a time for the whole team.
+exec 9>/tmp/rdma-vm.lock
+flock 9
+CXFN_TRACE=${CXFN_TRACE:-} "$here/target/release/cxfn-server" "$sock" "$model" 2>"$slog" &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+RDMARS_QEMU="$qemu" RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-600} \
+	RDMARS_QEMU_ARGS="-object memory-backend-memfd,id=mem,size=$mem,share=on -machine q35,memory-backend=mem -device {\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$sock\"}}" \
+	"$here/tools/vm.sh" pcifn "$kb" "$log"
+wait $server 2>/dev/null || true
+step "pcifn: server log $slog"
