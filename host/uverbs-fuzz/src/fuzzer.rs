@@ -21,6 +21,8 @@ pub(crate) const RING: usize = 64;
 /// Steps a forked child runs; steps each of the two threads runs.
 const CHILD_STEPS: u32 = 24;
 const THREAD_STEPS: u32 = 48;
+/// Handles a child reports back (its pool's size bound).
+const USERS_MAX: usize = crate::state::MAX_HANDLES;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -31,7 +33,10 @@ pub(crate) enum Role {
 
 /// Memory the calls point at: a buffer that MRs register, and an address
 /// whose first page is mapped and the next one is not (for pointers that
-/// start valid and run off the end).
+/// start valid and run off the end). The second page is a PROT_NONE guard,
+/// not a hole: an unmapped hole would be reused by the next mmap of a
+/// uverbs file, and then "unmapped" would point into a driver page on one
+/// stack and nowhere on the other.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Memory {
     pub(crate) mr_buf: u64,
@@ -43,7 +48,7 @@ impl Memory {
         let mr_len = 16 * 4096;
         let mr_buf = sys::mmap_anon(mr_len, false);
         let two = sys::mmap_anon(2 * 4096, false);
-        sys::munmap_addr(two + 4096, 4096);
+        sys::protect_none(two + 4096, 4096);
         Self {
             mr_buf,
             edge: two + 4096,
@@ -92,6 +97,8 @@ pub(crate) struct Fuzzer {
     pub(crate) out: Vec<u8>,
     /// ioctl attributes point here (see `ioctl_step()`).
     pub(crate) scratch: Vec<u8>,
+    /// Where a forked child reports its users of the parent's handles.
+    pub(crate) shared: Option<sys::Shared>,
 }
 
 /// upstream `RDMA_DRIVER_MLX5`.
@@ -144,6 +151,7 @@ impl Fuzzer {
             ctx_udata: ctx_request(driver_id),
             out: vec![0u8; 1 << 20],
             scratch: vec![0u8; crate::ioctl::SCRATCH],
+            shared: None,
         }
     }
 
@@ -380,20 +388,44 @@ impl Fuzzer {
         }
         let _ = std::io::stdout().flush();
         self.announce("fork");
+        let before = self.pool.users_of();
+        let shared = self
+            .shared
+            .get_or_insert_with(|| sys::Shared::new(1 + 2 * USERS_MAX));
+        shared.set(0, 0);
         match sys::fork_process() {
             Ok(0) => {
                 self.role = Role::Child;
                 self.rng = rng;
-                self.pool = self.pool.borrowed();
+                self.pool = self.pool.borrowed(self.step_no * 4 + 3);
                 self.trace = None;
                 self.maps.clear();
                 for _ in 0..CHILD_STEPS {
                     self.step();
                 }
+                // What the child's objects made of the parent's handles
+                // (they live on in the shared files).
+                let after = self.pool.users_of();
+                let n = after.len().min(USERS_MAX);
+                if let Some(sh) = &self.shared {
+                    sh.set(0, n as u64);
+                    for (k, &(uid, users)) in after.iter().take(n).enumerate() {
+                        sh.set(1 + 2 * k, uid);
+                        sh.set(2 + 2 * k, u64::from(users));
+                    }
+                }
                 sys::exit_now(self.stats.calls.min(200) as i32);
             }
             Ok(pid) => {
                 let st = sys::wait_child(pid);
+                let after: Vec<(u64, u32)> = match &self.shared {
+                    Some(sh) => (0..(sh.get(0) as usize).min(USERS_MAX))
+                        .map(|k| (sh.get(1 + 2 * k), sh.get(2 + 2 * k) as u32))
+                        .collect(),
+                    None => Vec::new(),
+                };
+                self.pool.apply_users(&before, &after);
+                self.probe_ctx();
                 if (0..=200).contains(&st) {
                     self.child_calls += st as u64;
                 }
@@ -422,9 +454,11 @@ impl Fuzzer {
             return;
         }
         self.announce("threads");
+        let before = self.pool.users_of();
         let mut kids: Vec<Fuzzer> = seeds
             .into_iter()
-            .map(|rng| {
+            .enumerate()
+            .map(|(k, rng)| {
                 let mut f = Fuzzer::new(0, &self.dev, self.driver_id, self.mem);
                 f.rng = rng;
                 f.role = Role::Thread;
@@ -434,7 +468,7 @@ impl Fuzzer {
                     s.owned = false;
                 }
                 f.next_file = self.next_file;
-                f.pool = self.pool.borrowed();
+                f.pool = self.pool.borrowed(self.step_no * 4 + 1 + k as u64);
                 f
             })
             .collect();
@@ -452,7 +486,9 @@ impl Fuzzer {
         });
         for k in &kids {
             self.stats.merge(&k.stats);
+            self.pool.apply_users(&before, &k.pool.users_of());
         }
+        self.probe_ctx();
         self.record(Call {
             key: "threads",
             desc: "threads".into(),
@@ -479,21 +515,81 @@ impl Fuzzer {
         };
         self.record(Call {
             key,
-            desc: format!("{key} {what} len {len}"),
+            desc: format!("{key} {what} len {len}{}", Self::ctx_tag(&s)),
             errno: e,
             compare: true,
         });
+        self.probe_ctx();
     }
 
     /// Adds a handle a successful create returned.
-    pub(crate) fn add_handle(&mut self, file: u32, obj: u16, value: u32) {
-        self.pool.add(Handle {
-            file,
-            obj,
-            value,
-            live: true,
-            owned: true,
-        });
+    /// `parents`: pool indices of the live handles the create was made
+    /// with (they gain a user).
+    pub(crate) fn add_handle(&mut self, file: u32, obj: u16, value: u32, parents: &[usize]) {
+        self.pool.add(
+            Handle {
+                file,
+                obj,
+                value,
+                live: true,
+                owned: true,
+                uid: 0,
+                users: 0,
+                parents: [0; 3],
+            },
+            parents,
+        );
+    }
+
+    /// Records whether the open file `file` has a context, in every slot
+    /// that holds it.
+    pub(crate) fn set_ctx(&mut self, file: u32, v: bool) {
+        for s in self.files.iter_mut().flatten().filter(|s| s.file == file) {
+            s.has_ctx = v;
+        }
+    }
+
+    /// Asks the kernel whether each open file has a context (a QUERY_DEVICE
+    /// write, which only fails without one): after calls that may have
+    /// made one outside what the sequence knows (threads, children, a
+    /// GET_CONTEXT that failed, a command the mutation changed). Not a
+    /// call of the sequence: not recorded.
+    pub(crate) fn probe_ctx(&mut self) {
+        let Some(w) = crate::abi::std_types::WRITE_OBJECTS
+            .iter()
+            .flat_map(|o| o.writes.iter())
+            .find(|w| w.cmd == crate::abi::ids::cmd::QUERY_DEVICE && !w.is_ex)
+        else {
+            return;
+        };
+        let hsz = crate::abi::write::CmdHdr::SIZE;
+        let req = usize::from(w.req_size);
+        let out_addr = self.out.as_mut_ptr() as u64;
+        let mut buf = vec![0u8; hsz + req];
+        let hdr = crate::abi::write::CmdHdr {
+            command: w.cmd,
+            in_words: ((hsz + req) / 4) as u16,
+            out_words: (usize::from(w.resp_size) / 4) as u16,
+        };
+        buf[..hsz].copy_from_slice(&hdr.to_bytes());
+        buf[hsz..hsz + 8].copy_from_slice(&out_addr.to_ne_bytes());
+        for i in 0..NFILES {
+            if let Some(s) = self.files[i] {
+                let e = sys::write_buf(s.fd, &buf);
+                self.set_ctx(s.file, e == 0);
+            }
+        }
+    }
+
+    /// The description's suffix for a call on slot `s`: ` noctx` when its
+    /// file has no context (most calls then fail alike on both stacks, and
+    /// a call is compared only if both stacks agree on the context).
+    pub(crate) fn ctx_tag(s: &FileSlot) -> &'static str {
+        if s.has_ctx {
+            ""
+        } else {
+            " noctx"
+        }
     }
 
     /// Closes what is left (the kernel must clean up whatever the sequence

@@ -31,6 +31,9 @@ enum Role {
 struct Built {
     ua: UAttr,
     role: Role,
+    /// Pool index of the live handle a create is made with (READ/WRITE
+    /// IDR or fd attributes).
+    parent: Option<usize>,
     /// The spec attribute this one was made from (None: unknown id).
     spec: Option<AttrSpec>,
     tag: String,
@@ -159,6 +162,7 @@ impl Fuzzer {
                 data: 0,
             };
             let mut role = Role::Plain;
+            let mut parent = None;
             let mut tag = format!("{:#x}", a.id);
             let v = value(o.id, m.id, a.id, pick, self.mem.mr_buf);
             match a.kind {
@@ -192,9 +196,15 @@ impl Fuzzer {
                         role = Role::New(obj_type);
                     } else {
                         ua.data = u64::from(hpick.0);
-                        tag = format!("{:#x}:{}", a.id, hpick.1.tag());
                         if access == Access::Destroy {
+                            tag =
+                                format!("{:#x}:{}", a.id, self.pool.destroy_tag(hpick.1, hpick.2));
                             role = Role::Destroy(hpick.2);
+                        } else {
+                            tag = format!("{:#x}:{}", a.id, hpick.1.tag());
+                            if hpick.1 == Pick::Live {
+                                parent = hpick.2;
+                            }
                         }
                     }
                 }
@@ -209,6 +219,7 @@ impl Fuzzer {
             attrs.push(Built {
                 ua,
                 role,
+                parent,
                 spec: Some(*a),
                 tag,
             });
@@ -242,6 +253,7 @@ impl Fuzzer {
                     let b = Built {
                         ua: attrs[t].ua,
                         role: Role::Plain,
+                        parent: None,
                         spec: attrs[t].spec,
                         tag: attrs[t].tag.clone(),
                     };
@@ -265,6 +277,7 @@ impl Fuzzer {
                             data: 0,
                         },
                         role: Role::Plain,
+                        parent: None,
                         spec: None,
                         tag: format!("{id:#x}"),
                     });
@@ -353,6 +366,7 @@ impl Fuzzer {
                         let ob = attrs[k].spec.and_then(|s| s.kind.obj_type()).unwrap_or(0);
                         let (v, got, _) = self.pool.pick(&mut r, file, ob, how, false);
                         attrs[k].ua.data = u64::from(v);
+                        attrs[k].parent = None;
                         if let Role::Destroy(_) = attrs[k].role {
                             attrs[k].role = Role::Destroy(None);
                         }
@@ -423,6 +437,7 @@ impl Fuzzer {
                     if let Role::Destroy(_) = attrs[t].role {
                         attrs[t].role = Role::Destroy(None);
                     }
+                    attrs[t].parent = None;
                     udata_touched = attrs[t].spec.is_some_and(|s| s.is_udata);
                     mdesc = format!("value {v:#x} on {}", attrs[t].tag);
                 }
@@ -447,23 +462,26 @@ impl Fuzzer {
             }
         }
         let tags: Vec<&str> = attrs.iter().map(|b| b.tag.as_str()).collect();
-        let desc = format!("ioctl {name} [{}] {mdesc}", tags.join(","));
+        let desc = format!(
+            "ioctl {name} [{}] {mdesc}{}",
+            tags.join(","),
+            Self::ctx_tag(&slot)
+        );
         self.announce(&desc);
         let e = crate::sys::ioctl_buf(slot.fd, cmd, &mut buf);
         self.scratch = scratch;
 
         if e == 0 {
-            if o.id == obj::DEVICE && m.id == method::GET_CONTEXT {
-                if let Some(s) = self.files.iter_mut().flatten().find(|s| s.fd == slot.fd) {
-                    s.has_ctx = true;
-                }
+            if get_context && hdr.object_id == o.id && hdr.method_id == m.id {
+                self.set_ctx(slot.file, true);
             }
+            let parents: Vec<usize> = attrs.iter().filter_map(|b| b.parent).collect();
             for (k, b) in attrs.iter().enumerate() {
                 let off = IoctlHdr::SIZE + k * UAttr::SIZE + UAttr::DATA_OFFSET;
                 let v = u64::from_ne_bytes(buf[off..off + 8].try_into().unwrap_or([0; 8]));
                 match b.role {
                     Role::New(t) if v != u64::MAX && (!crate::state::is_fd_object(t) || v > 2) => {
-                        self.add_handle(slot.file, t, v as u32)
+                        self.add_handle(slot.file, t, v as u32, &parents)
                     }
                     Role::Destroy(Some(i)) => self.pool.kill(i),
                     _ => {}
@@ -486,5 +504,10 @@ impl Fuzzer {
             errno: e,
             compare,
         });
+        // A failed GET_CONTEXT, an INVOKE_WRITE (its command may be
+        // GET_CONTEXT) or a changed object/method may have made a context.
+        if (get_context && e != 0) || o.id == obj::DEVICE || (mutate && matches!(mkind, 12 | 13)) {
+            self.probe_ctx();
+        }
     }
 }

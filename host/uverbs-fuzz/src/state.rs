@@ -34,6 +34,15 @@ pub(crate) struct Handle {
     /// Made by this process/thread: only owned handles are destroyed, so
     /// that children and threads never change the main sequence's objects.
     pub(crate) owned: bool,
+    /// Identity within the pool (handle values repeat across files).
+    pub(crate) uid: u64,
+    /// Live objects made with this one (a QP on a PD or CQ, an MR on a
+    /// PD): destroying it is then `EBUSY` on both stacks, so a destroy's
+    /// description says `busy` (and the two stacks' calls are compared only
+    /// if both made the same dependents).
+    pub(crate) users: u32,
+    /// The objects this one was made with (`uid`s, 0 = none).
+    pub(crate) parents: [u64; 3],
 }
 
 /// How a handle field was filled: part of the call's description.
@@ -65,16 +74,65 @@ pub(crate) const MAX_HANDLES: usize = 128;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Pool {
     pub(crate) handles: Vec<Handle>,
+    /// The next `uid`: threads and children start their own range.
+    pub(crate) next_uid: u64,
 }
 
 impl Pool {
-    pub(crate) fn add(&mut self, h: Handle) {
+    /// Adds a new live handle made with the handles at `parents` (pool
+    /// indices, before the add): they gain a user.
+    pub(crate) fn add(&mut self, mut h: Handle, parents: &[usize]) {
+        let mut up = [0u64; 3];
+        for (k, &i) in parents.iter().take(3).enumerate() {
+            if let Some(p) = self.handles.get_mut(i) {
+                p.users += 1;
+                up[k] = p.uid;
+            }
+        }
+        self.next_uid += 1;
+        h.uid = self.next_uid;
+        h.users = 0;
+        h.parents = up;
         if self.handles.len() >= MAX_HANDLES {
             // Forget the oldest dead one first, else the oldest.
             let i = self.handles.iter().position(|h| !h.live).unwrap_or(0);
             self.handles.remove(i);
         }
         self.handles.push(h);
+    }
+
+    /// Whether the handle at `i` has live dependents (its destroy is
+    /// `EBUSY`).
+    pub(crate) fn busy(&self, i: Option<usize>) -> bool {
+        i.and_then(|i| self.handles.get(i))
+            .is_some_and(|h| h.users > 0)
+    }
+
+    /// The tag of a picked handle that is being destroyed.
+    pub(crate) fn destroy_tag(&self, got: Pick, i: Option<usize>) -> &'static str {
+        if got == Pick::Live && self.busy(i) {
+            "busy"
+        } else {
+            got.tag()
+        }
+    }
+
+    /// `(uid, users)` of every handle, to see what a thread or child changed.
+    pub(crate) fn users_of(&self) -> Vec<(u64, u32)> {
+        self.handles.iter().map(|h| (h.uid, h.users)).collect()
+    }
+
+    /// Applies the change of users a thread or child made to borrowed
+    /// handles: `before` and `after` as from [`Pool::users_of`].
+    pub(crate) fn apply_users(&mut self, before: &[(u64, u32)], after: &[(u64, u32)]) {
+        for &(uid, now) in after {
+            let Some(&(_, was)) = before.iter().find(|b| b.0 == uid) else {
+                continue;
+            };
+            if let Some(h) = self.handles.iter_mut().find(|h| h.uid == uid) {
+                h.users = (h.users + now).saturating_sub(was);
+            }
+        }
     }
 
     fn choose(&self, rng: &mut Rng, f: impl Fn(&Handle) -> bool) -> Option<usize> {
@@ -120,8 +178,15 @@ impl Pool {
     }
 
     pub(crate) fn kill(&mut self, i: usize) {
-        if let Some(h) = self.handles.get_mut(i) {
-            h.live = false;
+        let Some(h) = self.handles.get_mut(i) else {
+            return;
+        };
+        h.live = false;
+        let parents = h.parents;
+        for uid in parents.into_iter().filter(|&u| u != 0) {
+            if let Some(p) = self.handles.iter_mut().find(|p| p.uid == uid) {
+                p.users = p.users.saturating_sub(1);
+            }
         }
     }
 
@@ -138,8 +203,9 @@ impl Pool {
     }
 
     /// A copy for a child process or thread: nothing in it is its own.
-    pub(crate) fn borrowed(&self) -> Pool {
+    pub(crate) fn borrowed(&self, range: u64) -> Pool {
         let mut p = self.clone();
+        p.next_uid = range << 32;
         for h in &mut p.handles {
             h.owned = false;
         }

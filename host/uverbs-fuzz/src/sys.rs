@@ -21,6 +21,7 @@ extern "C" {
         off: c_long,
     ) -> *mut c_void;
     fn munmap(addr: *mut c_void, len: usize) -> c_int;
+    fn mprotect(addr: *mut c_void, len: usize, prot: c_int) -> c_int;
     fn fork() -> c_int;
     fn waitpid(pid: c_int, status: *mut c_int, options: c_int) -> c_int;
     fn _exit(status: c_int) -> !;
@@ -165,6 +166,18 @@ pub(crate) fn mmap_anon(len: usize, prot_none: bool) -> u64 {
     }
 }
 
+/// Makes `addr..addr + len` of a mapping from [`mmap_anon`] inaccessible
+/// (a guard page: it stays reserved, so no later mapping lands there).
+pub(crate) fn protect_none(addr: u64, len: usize) -> i32 {
+    // SAFETY: only the fuzzer's own anonymous mappings are passed here; no
+    // Rust reference points into the range.
+    if unsafe { mprotect(addr as usize as *mut c_void, len, 0) } < 0 {
+        errno()
+    } else {
+        0
+    }
+}
+
 pub(crate) fn munmap_addr(addr: u64, len: usize) -> i32 {
     // SAFETY: only addresses returned by mmap_file() are passed here; no
     // Rust reference points into those mappings.
@@ -205,4 +218,54 @@ pub(crate) fn exit_now(code: i32) -> ! {
     // SAFETY: _exit() ends the process without running Rust destructors,
     // which is what a forked child of a fuzzer wants.
     unsafe { _exit(code) }
+}
+
+/// Words shared with forked children (a `MAP_SHARED` anonymous mapping,
+/// made once): a child reports through them what the exit status cannot
+/// carry. Used by one process at a time (the parent waits for the child).
+pub(crate) struct Shared {
+    addr: u64,
+    words: usize,
+}
+
+impl Shared {
+    pub(crate) fn new(words: usize) -> Self {
+        // SAFETY: a fresh anonymous mapping aliases no Rust object.
+        let p = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                words * 8,
+                PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        let addr = if p as usize == MAP_FAILED {
+            0
+        } else {
+            p as u64
+        };
+        Self {
+            addr,
+            words: if addr == 0 { 0 } else { words },
+        }
+    }
+
+    pub(crate) fn get(&self, i: usize) -> u64 {
+        if i >= self.words {
+            return 0;
+        }
+        // SAFETY: `i` is inside the mapping, which lives as long as the
+        // process; other processes write it only while this one waits.
+        unsafe { std::ptr::read_volatile((self.addr as usize as *const u64).add(i)) }
+    }
+
+    pub(crate) fn set(&self, i: usize, v: u64) {
+        if i >= self.words {
+            return;
+        }
+        // SAFETY: as in `get`.
+        unsafe { std::ptr::write_volatile((self.addr as usize as *mut u64).add(i), v) }
+    }
 }

@@ -191,6 +191,11 @@ impl Fuzzer {
         let mut tags = Vec::new();
         let mut destroy: Option<usize> = None;
         let mut udata_touched = false;
+        // `(offset, pool index)` of the live handles a create is made with.
+        let mut parents: Vec<(usize, usize)> = Vec::new();
+        // A byte of a user pointer was mutated: where that lands depends on
+        // each process's address-space layout, not on the stack.
+        let mut layout_dependent = false;
 
         if w.has_resp && !w.is_ex {
             put(&mut buf, body, &out_addr.to_ne_bytes());
@@ -208,9 +213,14 @@ impl Fuzzer {
                         continue;
                     }
                     put(&mut buf, body + off, &v.to_ne_bytes());
-                    tags.push(format!("{off}:{}", got.tag()));
                     if d {
+                        tags.push(format!("{off}:{}", self.pool.destroy_tag(got, idx)));
                         destroy = idx;
+                    } else {
+                        tags.push(format!("{off}:{}", got.tag()));
+                        if let (Pick::Live, Some(i), F::H(_)) = (got, idx, f) {
+                            parents.push((off, i));
+                        }
                     }
                 }
                 F::U8(v) => put(&mut buf, body + off, &[v]),
@@ -327,6 +337,7 @@ impl Fuzzer {
                         let (v, got, _) = self.pool.pick(&mut rng, slot.file, t, how, false);
                         put(&mut buf, body + off, &v.to_ne_bytes());
                         destroy = None;
+                        parents.retain(|p| p.0 != off);
                         mdesc = format!("handle {off} {}", got.tag());
                     } else {
                         mdesc = "handle none".into();
@@ -353,6 +364,9 @@ impl Fuzzer {
                     let off = body + core_in - 1 - (pv % core_in.min(8));
                     buf[off] |= 0x80;
                     destroy = None;
+                    let r = off - body;
+                    parents.retain(|p| !(p.0..p.0 + 4).contains(&r));
+                    layout_dependent = w.has_resp && !w.is_ex && r < 8;
                     mdesc = format!("byte {} set", off - body);
                 }
                 10 => {
@@ -384,7 +398,11 @@ impl Fuzzer {
         if w.is_ex {
             put(&mut buf, CmdHdr::SIZE, &ex.to_bytes());
         }
-        let desc = format!("write {name} [{}] {mdesc}", tags.join(","));
+        let desc = format!(
+            "write {name} [{}] {mdesc}{}",
+            tags.join(","),
+            Self::ctx_tag(&slot)
+        );
         self.announce(&desc);
         let e = match bad {
             Some((p, _)) => crate::sys::write_addr(slot.fd, p, count),
@@ -397,24 +415,28 @@ impl Fuzzer {
                     && first != u32::MAX
                     && (!crate::state::is_fd_object(t) || first > 2)
                 {
-                    self.add_handle(slot.file, t, first);
-                    if t == obj::ASYNC_EVENT {
-                        if let Some(s) = self.files.iter_mut().flatten().find(|s| s.fd == slot.fd) {
-                            s.has_ctx = true;
-                        }
-                    }
+                    let p: Vec<usize> = parents.iter().map(|p| p.1).collect();
+                    self.add_handle(slot.file, t, first, &p);
+                }
+                if t == obj::ASYNC_EVENT && command == w.cmd {
+                    self.set_ctx(slot.file, true);
                 }
             }
             if let Some(i) = destroy {
                 self.pool.kill(i);
             }
         }
-        let compare = comparable(&desc, udata_touched);
+        let compare = comparable(&desc, udata_touched) && !layout_dependent;
         self.record(Call {
             key: &format!("write {name}"),
             desc,
             errno: e,
             compare,
         });
+        // A GET_CONTEXT that failed may or may not have left a context (on
+        // either stack); a mutated command may have reached GET_CONTEXT.
+        if (w.cmd == cmd::GET_CONTEXT && !w.is_ex && e != 0) || (mutate && matches!(mkind, 3 | 4)) {
+            self.probe_ctx();
+        }
     }
 }
