@@ -141,7 +141,13 @@ impl<D: Driver> Inner<D> {
     }
 
     fn find(&self, obj_type: u16, id: i64) -> Result<usize> {
-        let id = u32::try_from(id).map_err(|_| EINVAL)?;
+        // upstream lookup_get_idr_uobject(): a negative id is EINVAL; ids
+        // are allocated below 2^32 (xa_limit_32b), so a larger one finds
+        // nothing (xa_load(): ENOENT).
+        if id < 0 {
+            return Err(EINVAL);
+        }
+        let id = u32::try_from(id).map_err(|_| ENOENT)?;
         let pos = self.objs.iter().position(|o| o.id == id).ok_or(ENOENT)?;
         // upstream rdma_lookup_get_uobject(): another type is EINVAL.
         match self.objs.get(pos) {
@@ -812,6 +818,7 @@ impl<D: Driver> UFile<D> {
             CoreHandler::QueryGidTable => self.ioctl_query_gid_table(inner, b, out),
             CoreHandler::CqCreate => self.ioctl_cq_create(inner, b, uattrs, out, new),
             CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
+            CoreHandler::RegMr => self.ioctl_reg_mr(inner, b, uattrs, out, new),
             // The DESTROY attribute did the work; the response counts the
             // events the process read.
             CoreHandler::CqDestroy => {
@@ -918,13 +925,26 @@ impl<D: Driver> UFile<D> {
     /// The write() path after `plan_write()`.
     fn write_inner(&self, mut data: UserSliceReader) -> Result<usize> {
         let count = data.len();
-        let mut all = KVec::from_elem(
-            0u8,
-            count.min(w::CmdHdr::SIZE + w::ExCmdHdr::SIZE),
-            GFP_KERNEL,
-        )?;
-        data.clone_reader().read_slice(&mut all)?;
-        let plan = w::plan_write(&self.udev.tree, &all, count).map_err(kerr)?;
+        // upstream ib_uverbs_write(): count < 8 is EINVAL before any copy;
+        // then the 8-byte header is copied, and the extended header only
+        // for an extended command with count >= 24, so a buffer that
+        // faults after the first 8 bytes is EINVAL from verify_hdr() for a
+        // legacy command, not EFAULT.
+        if count < w::CmdHdr::SIZE {
+            return Err(EINVAL);
+        }
+        let mut head = [0u8; w::CmdHdr::SIZE + w::ExCmdHdr::SIZE];
+        data.clone_reader()
+            .read_slice(&mut head[..w::CmdHdr::SIZE])?;
+        let plan = match w::plan_write(&self.udev.tree, &head[..w::CmdHdr::SIZE], count) {
+            // plan_write() needs the extended header (it checked count).
+            Err(Errno::EFAULT) => {
+                data.clone_reader().read_slice(&mut head)?;
+                w::plan_write(&self.udev.tree, &head, count)
+            }
+            r => r,
+        }
+        .map_err(kerr)?;
         let mut buf = KVec::from_elem(0u8, count, GFP_KERNEL)?;
         data.read_slice(&mut buf)?;
         let slice = |r: (usize, usize)| -> Result<KVec<u8>> {

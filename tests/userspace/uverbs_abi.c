@@ -35,7 +35,7 @@
  * kernel's ib_verbs.h, not in uapi: the values used here. */
 enum {
 	IB_QP_STATE = 1 << 0, IB_QP_ACCESS_FLAGS = 1 << 3, IB_QP_PKEY_INDEX = 1 << 4,
-	IB_QP_PORT = 1 << 5, IB_QPS_INIT = 1, IB_QPT_RC = 2, IB_QPT_UD = 4,
+	IB_QP_PORT = 1 << 5, IB_QP_QKEY = 1 << 6, IB_QPS_INIT = 1, IB_QPS_RTS = 3, IB_QPT_RC = 2, IB_QPT_UD = 4,
 	IB_ACCESS_LOCAL_WRITE = 1, IB_ACCESS_REMOTE_WRITE = 2, IB_ACCESS_REMOTE_READ = 4,
 };
 
@@ -436,6 +436,10 @@ static void events_test(int fd, int afd)
 	expect("events: CQ (user handle 1) on the channel", create_cq(fd, 16, 0, ch, &cq), 0);
 	expect("events: PD", alloc_pd(fd, &pd), 0);
 	expect("events: RC QP (user handle 2)", create_qp(fd, pd, cq, cq, IB_QPT_RC, &qp, NULL), 0);
+	/* RESET -> ERR is illegal (ib_modify_qp_is_ok()): INIT first. */
+	expect("events: MODIFY_QP RESET->INIT",
+	       modify_qp(fd, qp, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS,
+			 IB_QPS_INIT, 1), 0);
 	expect("events: MODIFY_QP to ERR (the mock reports three events)",
 	       modify_qp(fd, qp, IB_QP_STATE, IB_QPS_ERR, 0), 0);
 	expect("comp channel: one event of 8 bytes is read",
@@ -500,6 +504,127 @@ static void *user_thread(void *arg)
 		do_write(fd, IB_USER_VERBS_CMD_QUERY_DEVICE, &cmd, sizeof(cmd), sizeof(resp) / 4);
 	}
 	return NULL;
+}
+
+/* FZ_METHOD_REG_MR and its attributes, from the Linux 7.3 uapi
+ * (enum uverbs_methods_mr, enum uverbs_attrs_reg_mr_cmd_attr_ids): the
+ * host's rdma-core 44 headers predate them. */
+#define FZ_METHOD_REG_MR 5
+enum {
+	FZ_REG_MR_HANDLE,
+	FZ_REG_MR_PD_HANDLE,
+	FZ_REG_MR_DMA_HANDLE,
+	FZ_REG_MR_IOVA,
+	FZ_REG_MR_ADDR,
+	FZ_REG_MR_LENGTH,
+	FZ_REG_MR_ACCESS_FLAGS,
+	FZ_REG_MR_FD,
+	FZ_REG_MR_FD_OFFSET,
+	FZ_REG_MR_RESP_LKEY,
+	FZ_REG_MR_RESP_RKEY,
+};
+
+/* Found by the fuzzer's differential mode (host/uverbs-fuzz): the errnos
+ * where ours differed from upstream's (Documentation/testing.md). */
+static void fuzz_found_test(int fd)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *two = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint32_t pd = 0, mr = 0, lkey = 0, rkey = 0;
+	uint64_t iova, len = 4096, fdoff = 0;
+	void *buf = NULL;
+	struct req r;
+
+	if (two == MAP_FAILED) {
+		printf("R fail fuzz-found: mmap\n");
+		failures++;
+		return;
+	}
+	mprotect(two + pg, pg, PROT_NONE);
+
+	/* ib_uverbs_write(): the 8-byte header is copied alone; a legacy
+	 * command whose buffer faults after it fails in verify_hdr(). */
+	{
+		struct ib_uverbs_cmd_hdr *h = (void *)(two + pg - sizeof(*h));
+
+		h->command = IB_USER_VERBS_CMD_QUERY_DEVICE;
+		h->in_words = 2; /* not count / 4 */
+		h->out_words = 0;
+		expect("write: a legacy header readable, the rest faulting, in_words != count/4 is EINVAL",
+		       write(fd, h, 24) < 0 ? errno : 0, EINVAL);
+		expect("write: count < 8 is EINVAL before any copy",
+		       write(fd, two + pg, 4) < 0 ? errno : 0, EINVAL);
+		expect("write: an unreadable header is EFAULT",
+		       write(fd, two + pg, 24) < 0 ? errno : 0, EFAULT);
+	}
+
+	if (alloc_pd(fd, &pd)) {
+		printf("R fail fuzz-found: ALLOC_PD\n");
+		failures++;
+		return;
+	}
+	/* lookup_get_idr_uobject(): ids are 32-bit, a larger one is ENOENT. */
+	{
+		struct req d;
+
+		req_init(&d, UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, 1);
+		d.attrs[0].attr_id = UVERBS_ATTR_DESTROY_PD_HANDLE;
+		d.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+		d.attrs[0].data = (1ull << 32) | pd;
+		expect("ioctl: PD_DESTROY of handle 2^32 + a live one is ENOENT", do_ioctl(fd, &d),
+		       ENOENT);
+	}
+
+	/* rxe_cq_chk_attr(): cqe 0 or past max_cqe is EINVAL (the mock as rxe). */
+	expect("write: CREATE_CQ with cqe 0x10000 (past max_cqe) is EINVAL",
+	       create_cq(fd, 0x10000, 0, -1, NULL), EINVAL);
+	expect("write: CREATE_CQ with cqe 0 is EINVAL", create_cq(fd, 0, 0, -1, NULL), EINVAL);
+
+	/* FZ_METHOD_REG_MR (uverbs_std_types_mr.c). */
+	if (posix_memalign(&buf, 4096, 4096) == 0) {
+		iova = (uintptr_t)buf;
+		req_init(&r, UVERBS_OBJECT_MR, FZ_METHOD_REG_MR, 8);
+		r.attrs[0].attr_id = FZ_REG_MR_HANDLE;
+		r.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+		r.attrs[1].attr_id = FZ_REG_MR_PD_HANDLE;
+		r.attrs[1].flags = UVERBS_ATTR_F_MANDATORY;
+		r.attrs[1].data = pd;
+		attr_const(&r.attrs[2], FZ_REG_MR_IOVA, iova, 1);
+		attr_const(&r.attrs[3], FZ_REG_MR_LENGTH, len, 1);
+		attr_const(&r.attrs[4], FZ_REG_MR_ACCESS_FLAGS, IB_UVERBS_ACCESS_LOCAL_WRITE, 1);
+		attr_const(&r.attrs[5], FZ_REG_MR_ADDR, iova, 0);
+		attr_out(&r.attrs[6], FZ_REG_MR_RESP_LKEY, &lkey, 4);
+		attr_out(&r.attrs[7], FZ_REG_MR_RESP_RKEY, &rkey, 4);
+		expect("ioctl: REG_MR", do_ioctl(fd, &r), 0);
+		mr = r.attrs[0].data;
+		expect("ioctl: REG_MR's handle deregisters", dereg_mr(fd, mr), 0);
+
+		r.attrs[0].data = 0;
+		attr_const(&r.attrs[5], FZ_REG_MR_FD_OFFSET, fdoff, 0);
+		expect("ioctl: REG_MR with FD_OFFSET and no FD is EINVAL", do_ioctl(fd, &r), EINVAL);
+		r.hdr.num_attrs = 5;
+		r.hdr.length = sizeof(r.hdr) + 5 * sizeof(struct ib_uverbs_attr);
+		expect("ioctl: REG_MR without ADDR (and no FD) is EINVAL", do_ioctl(fd, &r), EINVAL);
+		r.hdr.num_attrs = 8;
+		r.hdr.length = sizeof(r.hdr) + 8 * sizeof(struct ib_uverbs_attr);
+		attr_const(&r.attrs[5], FZ_REG_MR_ADDR, iova + 1, 0);
+		expect("ioctl: REG_MR with ADDR and IOVA in different page offsets is EINVAL",
+		       do_ioctl(fd, &r), EINVAL);
+		attr_const(&r.attrs[5], FZ_REG_MR_ADDR, iova, 0);
+		attr_const(&r.attrs[4], FZ_REG_MR_ACCESS_FLAGS, IB_UVERBS_ACCESS_REMOTE_WRITE, 1);
+		expect("ioctl: REG_MR with REMOTE_WRITE without LOCAL_WRITE is EINVAL",
+		       do_ioctl(fd, &r), EINVAL);
+		r.attrs[4].attr_id = FZ_REG_MR_FD;
+		r.attrs[4].len = 0;
+		r.attrs[4].flags = 0;
+		r.attrs[4].data = 0;
+		attr_const(&r.attrs[5], FZ_REG_MR_ACCESS_FLAGS, IB_UVERBS_ACCESS_LOCAL_WRITE, 1);
+		expect("ioctl: REG_MR with a dma-buf FD is EOPNOTSUPP (no reg_user_mr_dmabuf)",
+		       do_ioctl(fd, &r), EOPNOTSUPP);
+		free(buf);
+	}
+	dealloc_pd(fd, pd);
+	munmap(two, 2 * pg);
 }
 
 int main(int argc, char **argv)
@@ -832,6 +957,15 @@ int main(int argc, char **argv)
 		expect("write: DESTROY_CQ of a CQ a QP uses is EBUSY", destroy_cq(fd, cq), EBUSY);
 		expect("write: DEALLOC_PD of a PD a QP uses is EBUSY", dealloc_pd(fd, pd), EBUSY);
 		expect("write: DESTROY_CQ of a QP handle (wrong type) is EINVAL", destroy_cq(fd, qp), EINVAL);
+		/* ib_modify_qp_is_ok() (rxe_qp_chk_attr(); the mock likewise). */
+		expect("write: MODIFY_QP RESET->ERR is EINVAL (not a legal transition)",
+		       modify_qp(fd, qp, IB_QP_STATE, IB_QPS_ERR, 0), EINVAL);
+		expect("write: MODIFY_QP RESET->INIT without PKEY_INDEX/PORT/ACCESS_FLAGS is EINVAL",
+		       modify_qp(fd, qp, IB_QP_STATE, IB_QPS_INIT, 1), EINVAL);
+		expect("write: MODIFY_QP RESET->INIT with QKEY on an RC QP is EINVAL (not optional)",
+		       modify_qp(fd, qp, init_mask | IB_QP_QKEY, IB_QPS_INIT, 1), EINVAL);
+		expect("write: MODIFY_QP RESET->RTS is EINVAL", modify_qp(fd, qp, IB_QP_STATE, IB_QPS_RTS, 1),
+		       EINVAL);
 		expect("write: MODIFY_QP RESET->INIT", modify_qp(fd, qp, init_mask, IB_QPS_INIT, 1), 0);
 		expect("write: QUERY_QP", query_qp(fd, qp, &qr), 0);
 		expect("write: QUERY_QP reads back state INIT and port 1",
@@ -1165,6 +1299,7 @@ int main(int argc, char **argv)
 		close(afd);
 	}
 
+	fuzz_found_test(fd);
 	close(fd);
 	printf("R ok close with PDs, CQs, a QP, an MR and a context open\n");
 	return failures ? 1 : 0;

@@ -1027,6 +1027,88 @@ impl<D: Driver> UFile<D> {
     }
 }
 
+impl<D: Driver> UFile<D> {
+    /// `UVERBS_METHOD_REG_MR` (upstream `uverbs_std_types_mr.c`), checks in
+    /// upstream's order: IOVA and LENGTH, the optional ADDR, FD_OFFSET and
+    /// FD; an FD (a dma-buf) is `EOPNOTSUPP` (no driver of ours has
+    /// `reg_user_mr_dmabuf`); without one, ADDR is required and FD_OFFSET
+    /// refused (`EINVAL`), ADDR and IOVA must share their page offset
+    /// (`EINVAL`); a DMA handle is `EOPNOTSUPP` (no DMAH objects); the
+    /// access flags (`EINVAL` past `IB_ACCESS_SUPPORTED`, then
+    /// `ib_check_mr_access()`); then the driver's `reg_user_mr` with the
+    /// UHW driver data; the LKEY and RKEY out.
+    pub(super) fn ioctl_reg_mr(
+        &self,
+        inner: &mut Inner<D>,
+        bd: &Bundle<'_>,
+        uattrs: &[u8],
+        out: &mut Outputs,
+        new: NewObj,
+    ) -> Result {
+        let NewObj::Idr { id, .. } = new else {
+            return Err(EINVAL);
+        };
+        let iova = ptr_u64(bd, attr::REG_MR_IOVA)?;
+        let length = ptr_u64(bd, attr::REG_MR_LENGTH)?;
+        let addr = if bd.is_valid(attr::REG_MR_ADDR) {
+            Some(ptr_u64(bd, attr::REG_MR_ADDR)?)
+        } else {
+            None
+        };
+        let has_fd_offset = bd.is_valid(attr::REG_MR_FD_OFFSET);
+        if has_fd_offset {
+            ptr_u64(bd, attr::REG_MR_FD_OFFSET)?;
+        }
+        if bd.is_valid(attr::REG_MR_FD) {
+            return Err(EOPNOTSUPP);
+        }
+        let Some(start) = addr.filter(|_| !has_fd_offset) else {
+            return Err(EINVAL);
+        };
+        let page_mask = (kernel::page::PAGE_SIZE as u64) - 1;
+        if start & page_mask != iova & page_mask {
+            return Err(EINVAL);
+        }
+        if bd.is_valid(attr::REG_MR_DMA_HANDLE) {
+            return Err(EOPNOTSUPP);
+        }
+        let access = AccessFlags(
+            bd.get_flags32(
+                attr::REG_MR_ACCESS_FLAGS,
+                u64::from(AccessFlags::SUPPORTED.0),
+            )
+            .map_err(kerr)?,
+        );
+        access.check()?;
+        let pd_handle = match bd.get(attr::REG_MR_PD_HANDLE) {
+            Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| EINVAL)?,
+            _ => return Err(EINVAL),
+        };
+        let pd = Self::pd_by_handle(inner, pd_handle)?;
+        let ctx = inner.ctx()?.clone();
+        let req = UserMrReq {
+            start,
+            length,
+            iova,
+            access,
+        };
+        let bufs = ioctl_bufs(bd, uattrs)?;
+        let mr = with_udata(&bufs, |ud| {
+            Mr::reg_user(
+                &pd,
+                &req,
+                Owner::current_task(),
+                &mut UserCtx::new(&ctx, ud),
+            )
+        })?;
+        let (lkey, rkey) = (mr.lkey(), mr.rkey());
+        Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {
+            out.put(bd, attr::REG_MR_RESP_LKEY, &lkey.to_ne_bytes())?;
+            out.put(bd, attr::REG_MR_RESP_RKEY, &rkey.to_ne_bytes())
+        })
+    }
+}
+
 /// The value of a small PTR_IN attribute (its first `N` bytes, zero-filled).
 fn ptr_bytes<const N: usize>(bd: &Bundle<'_>, id: u16) -> Result<[u8; N]> {
     let b = ptr_in(&bd.ptr(id).map_err(kerr)?)?;
