@@ -190,6 +190,121 @@ impl core::ops::BitOr for QpAttrMask {
     }
 }
 
+/// Whether a modify from `cur` with `mask` (the target state is `next`) is legal for a QP of
+/// type `t`: the transition is in upstream's `qp_state_table`, `mask` holds every required
+/// attribute of it, and nothing but its required and optional ones, `IB_QP_STATE` and
+/// `IB_QP_RATE_LIMIT`; `IB_QP_CUR_STATE` only from RTR, RTS, SQD or SQE. Drivers call it from
+/// `modify_qp` and answer `EINVAL` when it is false, as rxe and mlx5 do.
+///
+/// upstream: `ib_modify_qp_is_ok()` (the RC, UC and UD columns: the core makes no other type).
+pub fn modify_qp_is_ok(cur: QpState, next: QpState, t: QpType, mask: QpAttrMask) -> bool {
+    use QpState::*;
+    const CUR_STATE: u32 = 1 << 1;
+    const EN_SQD_ASYNC_NOTIFY: u32 = 1 << 2;
+    const ALT_PATH: u32 = 1 << 14;
+    const PATH_MIG_STATE: u32 = 1 << 18;
+    const RATE_LIMIT: u32 = 1 << 25;
+    let b = |m: QpAttrMask| m.0;
+    let pkey = b(QpAttrMask::PKEY_INDEX);
+    let port = b(QpAttrMask::PORT);
+    let qkey = b(QpAttrMask::QKEY);
+    let access = b(QpAttrMask::ACCESS_FLAGS);
+    let av = b(QpAttrMask::AV);
+    let rnr_timer = b(QpAttrMask::MIN_RNR_TIMER);
+    // (UD, UC, RC) per transition: (required, optional).
+    let pick = |ud: u32, uc: u32, rc: u32| match t {
+        QpType::Ud => ud,
+        QpType::Uc => uc,
+        QpType::Rc => rc,
+    };
+    if mask.0 & CUR_STATE != 0 && !matches!(cur, Rtr | Rts | Sqd | Sqe) {
+        return false;
+    }
+    let (req, opt) = match (cur, next) {
+        (Reset, Reset) => (0, 0),
+        (Reset, Init) => (
+            pick(
+                pkey | port | qkey,
+                pkey | port | access,
+                pkey | port | access,
+            ),
+            0,
+        ),
+        // RESET goes to RESET or INIT only (not ERR); every other state to both.
+        (Reset, _) => return false,
+        (_, Reset) | (_, Err) => (0, 0),
+        (Init, Init) => (
+            0,
+            pick(
+                pkey | port | qkey,
+                pkey | port | access,
+                pkey | port | access,
+            ),
+        ),
+        (Init, Rtr) => {
+            let uc = av | b(QpAttrMask::PATH_MTU) | b(QpAttrMask::DEST_QPN) | b(QpAttrMask::RQ_PSN);
+            (
+                pick(0, uc, uc | b(QpAttrMask::MAX_DEST_RD_ATOMIC) | rnr_timer),
+                pick(
+                    pkey | qkey,
+                    ALT_PATH | access | pkey,
+                    ALT_PATH | access | pkey,
+                ),
+            )
+        }
+        (Rtr, Rts) => {
+            let sq = b(QpAttrMask::SQ_PSN);
+            (
+                pick(
+                    sq,
+                    sq,
+                    b(QpAttrMask::TIMEOUT)
+                        | b(QpAttrMask::RETRY_CNT)
+                        | b(QpAttrMask::RNR_RETRY)
+                        | sq
+                        | b(QpAttrMask::MAX_QP_RD_ATOMIC),
+                ),
+                pick(
+                    CUR_STATE | qkey,
+                    CUR_STATE | ALT_PATH | access | PATH_MIG_STATE,
+                    CUR_STATE | ALT_PATH | access | rnr_timer | PATH_MIG_STATE,
+                ),
+            )
+        }
+        (Rts, Rts) | (Sqd, Rts) => (
+            0,
+            pick(
+                CUR_STATE | qkey,
+                CUR_STATE | access | ALT_PATH | PATH_MIG_STATE,
+                CUR_STATE | access | ALT_PATH | PATH_MIG_STATE | rnr_timer,
+            ),
+        ),
+        (Rts, Sqd) => (0, EN_SQD_ASYNC_NOTIFY),
+        (Sqd, Sqd) => (
+            0,
+            pick(
+                pkey | qkey,
+                av | ALT_PATH | access | pkey | PATH_MIG_STATE,
+                port | av
+                    | b(QpAttrMask::TIMEOUT)
+                    | b(QpAttrMask::RETRY_CNT)
+                    | b(QpAttrMask::RNR_RETRY)
+                    | b(QpAttrMask::MAX_QP_RD_ATOMIC)
+                    | b(QpAttrMask::MAX_DEST_RD_ATOMIC)
+                    | ALT_PATH
+                    | access
+                    | pkey
+                    | rnr_timer
+                    | PATH_MIG_STATE,
+            ),
+        ),
+        // The RC column of SQE -> RTS is empty upstream (an RC QP never is in SQE).
+        (Sqe, Rts) => (0, pick(CUR_STATE | qkey, CUR_STATE | access, 0)),
+        _ => return false,
+    };
+    mask.0 & req == req && mask.0 & !(req | opt | b(QpAttrMask::STATE) | RATE_LIMIT) == 0
+}
+
 /// The global route of an address vector (upstream `struct ib_global_route`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GlobalRoute {

@@ -37,8 +37,9 @@ use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
-    AccessFlags, Cq, CqInitAttr, DbPages, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCreated,
-    QpEvent, QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
+    modify_qp_is_ok, AccessFlags, Cq, CqInitAttr, DbPages, Mr, MrCreated, Pd, Qp, QpAttr,
+    QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem,
+    UserCtx, UserDb, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -147,6 +148,22 @@ struct MockCtx {
     _umem: Option<Umem>,
 }
 
+/// The QP state the mock keeps (`QpState as u32`).
+fn state_of(v: u32) -> QpState {
+    match v {
+        1 => QpState::Init,
+        2 => QpState::Rtr,
+        3 => QpState::Rts,
+        4 => QpState::Sqd,
+        5 => QpState::Sqe,
+        6 => QpState::Err,
+        _ => QpState::Reset,
+    }
+}
+
+/// The mock's `max_cqe`.
+const MAX_CQE: u32 = 4096;
+
 struct MockOps;
 
 #[vtable]
@@ -166,7 +183,7 @@ impl DeviceOps for MockOps {
             max_qp: 64,
             max_qp_wr: 1024,
             max_cq: 64,
-            max_cqe: 4096,
+            max_cqe: MAX_CQE,
             max_mr: 256,
             max_pd: 32,
             ..DeviceAttr::default()
@@ -279,12 +296,17 @@ impl DeviceOps for MockOps {
         Ok(())
     }
 
+    // upstream rxe_cq_chk_attr(): the CQE count (an int there) must be
+    // positive and at most the device's max_cqe, else EINVAL.
     fn create_cq(
         _dev: &Device<Mock>,
-        _attr: &CqInitAttr,
+        attr: &CqInitAttr,
         _handler: Option<&Arc<dyn CqHandler>>,
         _user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<()> {
+        if attr.cqe == 0 || attr.cqe > MAX_CQE {
+            return Err(EINVAL);
+        }
         Ok(())
     }
 
@@ -308,10 +330,21 @@ impl DeviceOps for MockOps {
     }
 
     // upstream rxe_modify_qp(): attributes past IB_QP_ATTR_STANDARD_BITS
-    // (IB_QP_RATE_LIMIT, which EX_MODIFY_QP lets through) are EOPNOTSUPP.
+    // (IB_QP_RATE_LIMIT, which EX_MODIFY_QP lets through) are EOPNOTSUPP;
+    // then rxe_qp_chk_attr(): an illegal transition or a wrong set of
+    // attributes for it is EINVAL (ib_modify_qp_is_ok()).
     fn modify_qp(qp: &Qp<Mock>, attr: &QpAttr, mask: QpAttrMask) -> Result {
         if mask.0 & !((1u32 << 21) - 1) != 0 {
             return Err(EOPNOTSUPP);
+        }
+        let cur = state_of(qp.data().state.load(Relaxed));
+        let next = if mask.contains(QpAttrMask::STATE) {
+            attr.qp_state
+        } else {
+            cur
+        };
+        if !modify_qp_is_ok(cur, next, qp.qp_type(), mask) {
+            return Err(EINVAL);
         }
         if mask.contains(QpAttrMask::PORT) {
             qp.data().port.store(attr.port_num, Relaxed);
@@ -330,15 +363,7 @@ impl DeviceOps for MockOps {
     }
 
     fn query_qp(qp: &Qp<Mock>) -> Result<QpAttr> {
-        let state = match qp.data().state.load(Relaxed) {
-            1 => QpState::Init,
-            2 => QpState::Rtr,
-            3 => QpState::Rts,
-            4 => QpState::Sqd,
-            5 => QpState::Sqe,
-            6 => QpState::Err,
-            _ => QpState::Reset,
-        };
+        let state = state_of(qp.data().state.load(Relaxed));
         Ok(QpAttr {
             qp_state: state,
             port_num: qp.data().port.load(Relaxed),
