@@ -27,3 +27,19 @@ pub fn current_pid_comm() -> (i32, [u8; TASK_COMM_LEN]) {
     comm[TASK_COMM_LEN - 1] = 0;
     (pid, comm)
 }
+
+/// Whether `file` was opened with the current task's credentials (the
+/// same `struct cred`, as upstream compares them): a forked child has its
+/// own copy (`copy_creds()` shares them only with `CLONE_THREAD`), and a
+/// file passed to a process of other credentials has another.
+///
+/// upstream: `ib_safe_file_access()` (`filp->f_cred == current_cred()`).
+pub fn file_cred_is_current(file: &kernel::fs::File) -> bool {
+    let task = kernel::current!().as_ptr();
+    // SAFETY: `task` is the current task, valid for this call; only the
+    // task itself replaces its `cred` (`commit_creds()`), so reading the
+    // pointer from the running task is what `current_cred()` does. The
+    // pointer is compared, never dereferenced.
+    let cur = unsafe { core::ptr::read(core::ptr::addr_of!((*task).cred)) };
+    core::ptr::eq(file.cred().as_ptr(), cur)
+}

@@ -211,7 +211,15 @@ impl CharDevice for Node {
         ptr.get()?.ioctl(cmd, arg)
     }
 
-    fn write(ptr: ArcBorrow<'_, OpenFile>, _file: &File, data: UserSliceReader) -> Result<usize> {
+    // upstream: ib_uverbs_write() refuses a caller whose credentials are
+    // not the opener's (EACCES, before anything else: CVE-2016-4565), so a
+    // forked child or a process the fd was passed to cannot write commands
+    // (ioctl() has no such check).
+    fn write(ptr: ArcBorrow<'_, OpenFile>, file: &File, data: UserSliceReader) -> Result<usize> {
+        if !crate::task::file_cred_is_current(file) {
+            kernel::pr_err_once!("uverbs_write: process changed security contexts after opening file descriptor, this is not allowed.\n");
+            return Err(EACCES);
+        }
         ptr.get()?.write(data)
     }
 

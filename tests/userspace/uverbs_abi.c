@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -556,6 +557,27 @@ static void fuzz_found_test(int fd)
 		       write(fd, two + pg, 4) < 0 ? errno : 0, EINVAL);
 		expect("write: an unreadable header is EFAULT",
 		       write(fd, two + pg, 24) < 0 ? errno : 0, EFAULT);
+	}
+
+	/* ib_safe_file_access(): a forked child has its own struct cred, so
+	 * its write() on the inherited fd is EACCES (CVE-2016-4565); its
+	 * ioctl() is not checked. */
+	{
+		pid_t c = fork();
+		int st = 0;
+
+		if (c == 0) {
+			uint32_t h = 0;
+			int we = alloc_pd(fd, &h);
+			struct req q;
+
+			req_init(&q, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 0);
+			_exit(we == EACCES && do_ioctl(fd, &q) != EACCES ? 0 : 1);
+		}
+		if (c > 0)
+			waitpid(c, &st, 0);
+		expect("write: from a forked child on the inherited fd is EACCES (its ioctl is not)",
+		       c > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : EINVAL, 0);
 	}
 
 	if (alloc_pd(fd, &pd)) {
