@@ -250,6 +250,12 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
         let data_addr = self.uattrs + (uattr_idx * UAttr::SIZE + UAttr::DATA_OFFSET) as u64;
         match access {
             Access::New => {
+                // upstream alloc_uobj(): a new object needs the file's
+                // context, checked as the attribute is processed (in the
+                // user's attribute order): EINVAL without one.
+                if self.inner.ucontext.is_none() {
+                    return Err(Errno::EINVAL);
+                }
                 let v = if obj_type == obj::ASYNC_EVENT {
                     let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)
                         .map_err(|_| Errno::EMFILE)?;
@@ -462,17 +468,22 @@ impl<D: Driver> UFile<D> {
         let mut req = [0u8; 128];
         match command {
             // upstream: ib_uverbs_get_context()
+            // In upstream's order: the async fd is reserved and the response
+            // written before ib_init_ucontext() finds an existing context
+            // (so a bad response pointer is EFAULT even then), and the
+            // driver's alloc_ucontext comes last.
             cmd::GET_CONTEXT => {
-                if inner.ucontext.is_some() {
-                    return Err(EINVAL);
-                }
+                w::uverbs_request(req.get_mut(..8).ok_or(EINVAL)?, &b.core_in).map_err(kerr)?;
                 let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)?;
-                let ctx = self.alloc_ctx(&b.udata_in, b.udata_out)?;
-                let file = self.new_async_file(inner)?;
                 let mut o = resp::Out::<8>::new();
                 o.u32(0, fd.reserved_fd());
                 o.u32(4, 1);
                 copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)?;
+                if inner.ucontext.is_some() {
+                    return Err(EINVAL);
+                }
+                let ctx = self.alloc_ctx(&b.udata_in, b.udata_out)?;
+                let file = self.new_async_file(inner)?;
                 self.mmap.set_ucontext(&ctx);
                 inner.ucontext = Some(ctx);
                 fd.fd_install(file);

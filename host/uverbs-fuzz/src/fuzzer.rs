@@ -58,6 +58,10 @@ impl Memory {
     /// A bad pointer of one of the kinds the kernel must refuse with
     /// EFAULT (or treat as the spec says): one draw.
     pub(crate) fn bad_ptr(&self, rng: &mut Rng, len: usize) -> (u64, &'static str) {
+        // What the kernel wrote into the page before the guard through an
+        // earlier straddling pointer differs by stack: a straddling
+        // request must read the same bytes on both.
+        sys::zero(self.edge - 4096, 4096);
         match rng.below(5) {
             0 => (0, "null"),
             1 => (1, "unaligned-low"),

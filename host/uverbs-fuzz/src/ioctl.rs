@@ -364,11 +364,13 @@ impl Fuzzer {
                     } else {
                         let k = c[pv % c.len()];
                         let ob = attrs[k].spec.and_then(|s| s.kind.obj_type()).unwrap_or(0);
-                        let (v, got, _) = self.pool.pick(&mut r, file, ob, how, false);
+                        let (v, got, idx) = self.pool.pick(&mut r, file, ob, how, false);
                         attrs[k].ua.data = u64::from(v);
                         attrs[k].parent = None;
                         if let Role::Destroy(_) = attrs[k].role {
-                            attrs[k].role = Role::Destroy(None);
+                            // An aliased number destroys the live object it names.
+                            attrs[k].role =
+                                Role::Destroy(if got == Pick::Aliased { idx } else { None });
                         }
                         mdesc = format!("handle {} {}", attrs[k].tag, got.tag());
                     }
@@ -434,12 +436,29 @@ impl Fuzzer {
                         let off = t * SLOT;
                         scratch[off..off + 8].copy_from_slice(&v.to_ne_bytes());
                     }
-                    if let Role::Destroy(_) = attrs[t].role {
-                        attrs[t].role = Role::Destroy(None);
+                    // A handle attribute given a value that names a live
+                    // object of its type in this file acts on that one.
+                    let mut alias = match attrs[t].spec.map(|s| s.kind) {
+                        Some(AttrKind::Idr { obj_type, .. }) => u32::try_from(v)
+                            .ok()
+                            .and_then(|v| self.pool.alias(file, obj_type, v)),
+                        _ => None,
+                    };
+                    // A thread or child never acts on the main sequence's
+                    // objects through an alias: a number above any handle.
+                    if alias.is_some_and(|i| !self.pool.handles[i].owned) {
+                        attrs[t].ua.data = 0x10_0000;
+                        alias = None;
                     }
-                    attrs[t].parent = None;
+                    if let Role::Destroy(_) = attrs[t].role {
+                        attrs[t].role = Role::Destroy(alias);
+                        attrs[t].parent = None;
+                    } else {
+                        attrs[t].parent = alias;
+                    }
                     udata_touched = attrs[t].spec.is_some_and(|s| s.is_udata);
-                    mdesc = format!("value {v:#x} on {}", attrs[t].tag);
+                    let aliased = if alias.is_some() { " aliased" } else { "" };
+                    mdesc = format!("value {v:#x} on {}{aliased}", attrs[t].tag);
                 }
                 _ => mdesc = "valid".into(),
             }

@@ -54,6 +54,10 @@ pub(crate) enum Pick {
     OtherFile,
     WrongType,
     Random,
+    /// A stale handle or one of another file whose number names a live
+    /// object of the same type in this file (ids are reused): the call
+    /// acts on that object.
+    Aliased,
 }
 
 impl Pick {
@@ -65,6 +69,7 @@ impl Pick {
             Pick::OtherFile => "otherfile",
             Pick::WrongType => "wrongtype",
             Pick::Random => "random",
+            Pick::Aliased => "aliased",
         }
     }
 }
@@ -155,7 +160,7 @@ impl Pool {
     ) -> (u32, Pick, Option<usize>) {
         let random = rng.next() as u32;
         let found = match how {
-            Pick::Live | Pick::None => self.choose(rng, |h| {
+            Pick::Live | Pick::None | Pick::Aliased => self.choose(rng, |h| {
                 h.live && h.file == file && h.obj == obj && (h.owned || !destroy)
             }),
             Pick::Stale => self.choose(rng, |h| !h.live && h.file == file && h.obj == obj),
@@ -169,12 +174,31 @@ impl Pool {
             }
         };
         match found {
+            Some(i) if matches!(how, Pick::Stale | Pick::OtherFile) => {
+                let v = self.handles[i].value;
+                match self.alias(file, obj, v) {
+                    // A thread or child never acts on the main sequence's
+                    // objects through an alias (the main one would not know).
+                    Some(j) if !self.handles[j].owned => {
+                        (0x10_0000 + random % 64, Pick::Random, None)
+                    }
+                    Some(j) => (v, Pick::Aliased, Some(j)),
+                    None => (v, how, Some(i)),
+                }
+            }
             Some(i) => (self.handles[i].value, how, Some(i)),
             // Nothing of the kind: a small number that may or may not name
             // an object (of a thread, a child, a stale slot): the outcome
             // depends on object numbers, so the call is not compared.
             None => (random % 16, Pick::None, None),
         }
+    }
+
+    /// The live handle of `file` and type `obj` whose value is `v`.
+    pub(crate) fn alias(&self, file: u32, obj: u16, v: u32) -> Option<usize> {
+        self.handles
+            .iter()
+            .position(|h| h.live && h.file == file && h.obj == obj && h.value == v)
     }
 
     pub(crate) fn kill(&mut self, i: usize) {

@@ -269,3 +269,12 @@ impl Shared {
         unsafe { std::ptr::write_volatile((self.addr as usize as *mut u64).add(i), v) }
     }
 }
+
+/// Zeroes `addr..addr + len` of a mapping from [`mmap_anon`] (the readable
+/// page before the guard, which the kernel may have written through a
+/// pointer that ran into the guard).
+pub(crate) fn zero(addr: u64, len: usize) {
+    // SAFETY: only the fuzzer's own read-write anonymous mapping is passed
+    // here; no Rust reference points into it.
+    unsafe { std::ptr::write_bytes(addr as usize as *mut u8, 0, len) }
+}

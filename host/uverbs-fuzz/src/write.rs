@@ -334,9 +334,15 @@ impl Fuzzer {
                         .collect();
                     let how = handle_mutation(&mut rng);
                     if let Some(&(off, t)) = c.get(pv % c.len().max(1)) {
-                        let (v, got, _) = self.pool.pick(&mut rng, slot.file, t, how, false);
+                        let (v, got, idx) = self.pool.pick(&mut rng, slot.file, t, how, false);
                         put(&mut buf, body + off, &v.to_ne_bytes());
-                        destroy = None;
+                        // An aliased number destroys the live object it names.
+                        let is_d = fl.iter().any(|&(o, f)| o == off && matches!(f, F::D(_)));
+                        destroy = if is_d && got == Pick::Aliased {
+                            idx
+                        } else {
+                            None
+                        };
                         parents.retain(|p| p.0 != off);
                         mdesc = format!("handle {off} {}", got.tag());
                     } else {
@@ -363,8 +369,14 @@ impl Fuzzer {
                 9 if core_in > 0 => {
                     let off = body + core_in - 1 - (pv % core_in.min(8));
                     buf[off] |= 0x80;
-                    destroy = None;
                     let r = off - body;
+                    // The handle changed only if the byte is in it.
+                    if fl
+                        .iter()
+                        .any(|&(o, f)| matches!(f, F::D(_)) && (o..o + 4).contains(&r))
+                    {
+                        destroy = None;
+                    }
                     parents.retain(|p| !(p.0..p.0 + 4).contains(&r));
                     layout_dependent = w.has_resp && !w.is_ex && r < 8;
                     mdesc = format!("byte {} set", off - body);
