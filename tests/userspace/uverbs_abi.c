@@ -580,6 +580,29 @@ static void fuzz_found_test(int fd)
 		       c > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : EINVAL, 0);
 	}
 
+	/* ib_uverbs_get_context(): the response is written before
+	 * ib_init_ucontext() finds the existing context. */
+	{
+		struct ib_uverbs_get_context gc = { .response = (uintptr_t)(two + pg) };
+
+		expect("write: GET_CONTEXT with a context and an unwritable response is EFAULT",
+		       do_write(fd, IB_USER_VERBS_CMD_GET_CONTEXT, &gc, sizeof(gc), 2), EFAULT);
+	}
+	/* alloc_uobj(): a NEW attribute needs the context when it is parsed,
+	 * before a later unknown mandatory attribute. */
+	{
+		int nf = open(dev, O_RDWR | O_CLOEXEC);
+		struct req a;
+
+		req_init(&a, UVERBS_OBJECT_ASYNC_EVENT, UVERBS_METHOD_ASYNC_EVENT_ALLOC, 2);
+		a.attrs[0].attr_id = UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE;
+		a.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+		attr_const(&a.attrs[1], 0x28, 0, 1);
+		expect("ioctl: ASYNC_EVENT_ALLOC without a context, then an unknown mandatory attribute, is EINVAL",
+		       do_ioctl(nf, &a), EINVAL);
+		close(nf);
+	}
+
 	if (alloc_pd(fd, &pd)) {
 		printf("R fail fuzz-found: ALLOC_PD\n");
 		failures++;
