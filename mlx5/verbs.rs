@@ -127,13 +127,19 @@ pub(crate) struct Mlx5Cq {
     pub(crate) log_size: u8,
     /// `MLX5_IB_CQ_PR_FLAGS_REAL_TIME_TS`: QPs on it need real-time timestamps.
     pub(crate) real_time_ts: bool,
-    /// The queue's memory, released after DESTROY_CQ.
+    /// The queue's memory, released after DESTROY_CQ (a user CQ's buffer is in `user_buf`).
     pub(crate) mem: QueueMem,
     /// The CQ's entry in the device's event table.
     pub(crate) events: Arc<CqTarget>,
     /// A kernel CQ's consumer state (`None` for a user CQ).
     pub(crate) kern: Option<crate::datapath::KernCq>,
+    /// A user CQ's pinned buffer, which a resize replaces (upstream `cq->buf.umem` under
+    /// `cq->resize_mutex`); `None` for a kernel CQ, which does not resize.
+    pub(crate) user_buf: Option<CqBufLock>,
 }
+
+/// A user CQ's current buffer behind its resize lock.
+pub(crate) type CqBufLock = Pin<KBox<Mutex<UserBuf>>>;
 
 /// The driver part of a QP (upstream `struct mlx5_ib_qp`).
 pub(crate) struct Mlx5Qp {
@@ -277,6 +283,7 @@ pub(crate) fn create_cq(
         mem: QueueMem::Kernel { buf },
         events: target,
         kern: Some(kern),
+        user_buf: None,
     })
 }
 
