@@ -309,19 +309,6 @@ fn ll_mac(gid: &[u8; 16]) -> Option<[u8; 6]> {
     Some([gid[8] ^ 2, gid[9], gid[10], gid[13], gid[14], gid[15]])
 }
 
-fn qp_state(v: u8) -> Result<QpState> {
-    Ok(match v {
-        0 => QpState::Reset,
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        4 => QpState::Sqd,
-        5 => QpState::Sqe,
-        6 => QpState::Err,
-        _ => return Err(EINVAL),
-    })
-}
-
 /// upstream `create_qp()`'s QP type switch: the types it knows but this
 /// stack does not implement are `EOPNOTSUPP`, unknown ones `EINVAL`.
 fn qp_type(v: u8) -> Result<QpType> {
@@ -726,7 +713,7 @@ impl<D: Driver> UFile<D> {
             ..QpAttr::default()
         };
         if mask & QpAttrMask::STATE.0 != 0 {
-            a.qp_state = qp_state(state)?;
+            a.qp_state = QpState::try_from(state)?;
         }
         if mask & QpAttrMask::AV.0 != 0 {
             a.ah_attr = self.ah_from_dest(&dest)?;
