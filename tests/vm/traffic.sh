@@ -92,6 +92,26 @@ pingpong_suite() {
 	unload_ours
 }
 
+# ibv_srq_pingpong: 16 RC QPs on each side (the default) receiving from one
+# SRQ per process, on one function of each link layer; with completion events
+# (-e) and with a small SRQ (-r 8: receives must be reposted as the SRQ
+# drains, and the RNR retries cover the gaps).
+srq_pingpong_suite() {
+	load_ours $TRAFFIC_SIM
+	local d
+	for d in mlx5_0 mlx5_2; do
+		local g=""
+		[ $d = mlx5_2 ] && g="-g $ROCE_GID"
+		tr_pair "ibv_srq_pingpong on $d (16 QPs, one SRQ)" ibv_srq_pingpong "-d $d $g -n 100" "-d $d $g -n 100"
+		tr_pair "ibv_srq_pingpong -e on $d (completion events)" ibv_srq_pingpong "-d $d $g -e -n 50" "-d $d $g -e -n 50"
+		tr_pair "ibv_srq_pingpong -q 4 -r 8 on $d (small SRQ)" ibv_srq_pingpong "-d $d $g -q 4 -r 8 -n 100" "-d $d $g -q 4 -r 8 -n 100"
+	done
+	tr_pair "ibv_srq_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_srq_pingpong "-d mlx5_0 -n 50" "-d mlx5_1 -n 50"
+	tr_baseline "the SRQ pingpongs"
+	t_check "rdma res shows no SRQ after the SRQ pingpongs" sh -c '! rdma res show srq 2>/dev/null | grep -q .'
+	unload_ours
+}
+
 # perftest's result line: "<bytes> <iterations> <numbers...>".
 PERF_WANT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 
