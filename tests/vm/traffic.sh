@@ -112,6 +112,33 @@ srq_pingpong_suite() {
 	unload_ours
 }
 
+# The project's SRQ test (tests/userspace/srq_test.c) on both link layers of
+# ours and on upstream rdma_rxe; its facts (errnos, event types, counts) are
+# compared line by line.
+srq_suite() {
+	local d
+	load_ours $TRAFFIC_SIM
+	t_import "srq_test mlx5_0 (IB)" /rdma-rs/srq_test -d mlx5_0
+	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_0.c
+	t_import "srq_test mlx5_2 (RoCE)" /rdma-rs/srq_test -d mlx5_2 -g $ROCE_GID
+	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_2.c
+	tr_baseline "the SRQ test"
+	t_check "rdma res: no SRQ left" sh -c "rdma res | grep -v ' srq 0' | grep -q mlx5 && exit 1 || exit 0"
+	unload_ours
+	peer_up
+	t_import "srq_test rxe0 (upstream)" /rdma-rs/srq_test -d rxe0 -g 0
+	grep '^C ' /tmp/import.out >/tmp/srq-rxe0.c
+	peer_down
+	for d in mlx5_0 mlx5_2; do
+		if [ -s /tmp/srq-$d.c ] && diff /tmp/srq-rxe0.c /tmp/srq-$d.c >/tmp/srq-diff; then
+			t_ok "srq_test: $d's $(wc -l </tmp/srq-$d.c) facts equal rxe0's"
+		else
+			sed 's/^/    diff| /' /tmp/srq-diff | head -n 40
+			t_fail "srq_test: $d's facts equal rxe0's"
+		fi
+	done
+}
+
 # perftest's result line: "<bytes> <iterations> <numbers...>".
 PERF_WANT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 
