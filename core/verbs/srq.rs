@@ -134,7 +134,14 @@ impl<D: Driver> Srq<D> {
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
         let res = dev
             .restrack()
-            .add_entry(ResType::Srq, owner, ResDetails::None)?;
+            .add_entry(
+                ResType::Srq,
+                owner,
+                ResDetails::Srq {
+                    srq_type: 0,
+                    pdn: pd.res_id(),
+                },
+            )?;
         let res_id = res.id;
         let mut attr = *attr;
         let drv = op(pd, &mut attr, handler.as_ref(), user)
@@ -173,6 +180,11 @@ impl<D: Driver> Srq<D> {
     /// `EOPNOTSUPP` without `query_srq`, the driver's error.
     pub fn query(&self) -> Result<SrqInitAttr> {
         (self.pd.get().device().ops().query_srq.ok_or(EOPNOTSUPP)?)(self)
+    }
+
+    /// The restrack ID (upstream `srq->res.id`).
+    pub fn res_id(&self) -> u32 {
+        self.res_id
     }
 
     /// What the driver created: the sizes it reported back at create.

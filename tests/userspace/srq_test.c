@@ -10,7 +10,9 @@
  * IBV_EVENT_SRQ_LIMIT_REACHED once on the async fd (and disarms the SRQ);
  * destroying the SRQ or its PD while QPs use it is EBUSY; after the QPs are
  * gone the SRQ is destroyed. An empty SRQ makes an RC sender retry on RNR
- * until a receive is posted.
+ * until a receive is posted. With -w FILE it prints "I holding <pid>" once the
+ * QPs are on the SRQ and waits (up to 60 s) until FILE exists, so that a
+ * script can look at `rdma res show srq` meanwhile.
  *
  * Output, one line each (tests/vm/lib.sh t_import):
  *   R ok|fail <description>       a check
@@ -183,7 +185,7 @@ static void create_errno(struct env *e, const char *name, uint32_t wr, uint32_t 
 
 int main(int argc, char **argv)
 {
-	const char *dev_name = NULL;
+	const char *dev_name = NULL, *wait_file = NULL;
 	struct ibv_device **list;
 	struct env e = { .gid_index = -1 };
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
@@ -193,11 +195,12 @@ int main(int argc, char **argv)
 	struct ibv_wc wc;
 	int opt, n, i, got[2] = { 0, 0 }, ids = 0, data_ok = 1, t;
 
-	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:w:")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
+		case 'w': wait_file = optarg; break;
 		case 'g': e.gid_index = atoi(optarg); break;
-		default: fprintf(stderr, "usage: %s -d DEV [-g GIDX]\n", argv[0]);
+		default: fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-w FILE]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -260,6 +263,12 @@ int main(int argc, char **argv)
 	check(!to_rts(&e, s1, r1->qp_num) && !to_rts(&e, r1, s1->qp_num) &&
 		      !to_rts(&e, s2, r2->qp_num) && !to_rts(&e, r2, s2->qp_num),
 	      "connected (RTS)");
+
+	if (wait_file) {
+		printf("I holding %d\n", (int)getpid());
+		for (i = 0; i < 600 && access(wait_file, F_OK); i++)
+			usleep(100000);
+	}
 
 	/* EBUSY while QPs use the SRQ, and for its PD. */
 	n = ibv_destroy_srq(e.srq);

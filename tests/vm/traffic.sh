@@ -112,6 +112,27 @@ srq_pingpong_suite() {
 	unload_ours
 }
 
+# `rdma res show srq` while srq_test holds an SRQ with two QPs on $1: the
+# SRQ with its type, PD, the QP numbers (a range) and the owner.
+srq_res_while_held() {
+	local dev=$1 pid i
+	rm -f /tmp/srq-release
+	/rdma-rs/srq_test -d $dev -w /tmp/srq-release >/tmp/srq-hold.out 2>&1 &
+	pid=$!
+	i=0
+	while ! grep -q '^I holding' /tmp/srq-hold.out && [ $i -lt 300 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	rdma res show srq >/tmp/res-srq 2>&1
+	sed 's/^/    rdma-srq| /' /tmp/res-srq
+	t_check "rdma res show srq lists $dev's SRQ (BASIC, two QPs, its PD, pid and comm)" \
+		grep -Eq "^dev $dev srqn [0-9]+ type BASIC lqpn [0-9]+-[0-9]+ pdn [0-9]+ pid $pid comm srq_test" /tmp/res-srq
+	touch /tmp/srq-release
+	wait $pid
+	t_import_file "srq_test $dev held" /tmp/srq-hold.out $?
+}
+
 # The project's SRQ test (tests/userspace/srq_test.c) on both link layers of
 # ours and on upstream rdma_rxe; its facts (errnos, event types, counts) are
 # compared line by line.
@@ -122,6 +143,7 @@ srq_suite() {
 	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_0.c
 	t_import "srq_test mlx5_2 (RoCE)" /rdma-rs/srq_test -d mlx5_2 -g $ROCE_GID
 	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_2.c
+	srq_res_while_held mlx5_0
 	tr_baseline "the SRQ test"
 	t_check "rdma res: no SRQ left" sh -c "rdma res | grep -v ' srq 0' | grep -q mlx5 && exit 1 || exit 0"
 	unload_ours
