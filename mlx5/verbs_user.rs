@@ -404,7 +404,9 @@ pub(crate) fn create_srq(
     }
     let user = user.ok_or(EOPNOTSUPP)?;
     let max = (attr.max_wr + 1).next_power_of_two();
-    let desc = (SRQ_NEXT_SEG + attr.max_sge * 16).next_power_of_two().max(32);
+    let desc = (SRQ_NEXT_SEG + attr.max_sge * 16)
+        .next_power_of_two()
+        .max(32);
     let buf_size = u64::from(max) * u64::from(desc);
     // ib_copy_validate_udata_in(udata, ucmd, flags): the request up to `flags`.
     let (buf_addr, db_addr, flags) = {
@@ -517,7 +519,13 @@ pub(crate) fn destroy_srq(srq: &Srq<Mlx5Ib>) -> Result {
     let s = srq.data();
     let d = srq.pd().device().data();
     let detached = d.events.detach_srq(&s.events);
-    let r = exec(&*d.hw, &DestroyRmp { rmpn: s.srqn, uid: 0 });
+    let r = exec(
+        &*d.hw,
+        &DestroyRmp {
+            rmpn: s.srqn,
+            uid: 0,
+        },
+    );
     if r.is_err() {
         d.events.reattach_srq(&s.events, detached);
     }

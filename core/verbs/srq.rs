@@ -132,16 +132,14 @@ impl<D: Driver> Srq<D> {
         pd.check_alive()?;
         let uctx = user.as_ref().map(|u| u.ctx().clone());
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res = dev
-            .restrack()
-            .add_entry(
-                ResType::Srq,
-                owner,
-                ResDetails::Srq {
-                    srq_type: 0,
-                    pdn: pd.res_id(),
-                },
-            )?;
+        let res = dev.restrack().add_entry(
+            ResType::Srq,
+            owner,
+            ResDetails::Srq {
+                srq_type: 0,
+                pdn: pd.res_id(),
+            },
+        )?;
         let res_id = res.id;
         let mut attr = *attr;
         let drv = op(pd, &mut attr, handler.as_ref(), user)

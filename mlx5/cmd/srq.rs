@@ -7,8 +7,8 @@
 
 use super::{empty_reply, rd, Command};
 use crate::prm::cmd::{
-    create_rmp_in, create_rmp_out, destroy_rmp_in, destroy_rmp_out, modify_rmp_in,
-    modify_rmp_out, query_rmp_in, query_rmp_out,
+    create_rmp_in, create_rmp_out, destroy_rmp_in, destroy_rmp_out, modify_rmp_in, modify_rmp_out,
+    query_rmp_in, query_rmp_out,
 };
 use crate::prm::consts::{RMPC_STATE_RDY, WQ_TYPE_LINKED_LIST};
 use crate::prm::ctx::{rmp_bitmask, rmpc, wq};

@@ -2477,7 +2477,8 @@ impl Host {
         let n = 1u16 << log;
         for i in 0..n {
             let at = buf + (u64::from(i) << shift) + 2;
-            self.mem.put(at, &(i.wrapping_add(1) & (n - 1)).to_be_bytes());
+            self.mem
+                .put(at, &(i.wrapping_add(1) & (n - 1)).to_be_bytes());
         }
         let dbr = self.mem.map(8, true);
         let pages = len.div_ceil(4096);
@@ -2579,7 +2580,9 @@ impl Host {
 
     fn arm_srq(&mut self, s: &SrqH, lwm: u32) -> (Status, u32) {
         let mut b = inbox(op::MODIFY_RMP, 0, 0, modify_rmp_in::SIZE_BYTES);
-        modify_rmp_in::rmp_state.set(&mut b, RMPC_STATE_RDY).unwrap();
+        modify_rmp_in::rmp_state
+            .set(&mut b, RMPC_STATE_RDY)
+            .unwrap();
         modify_rmp_in::rmpn.set(&mut b, s.rmpn).unwrap();
         modify_rmp_in::bitmask
             .inner(rmp_bitmask::lwm)
@@ -2597,7 +2600,10 @@ impl Host {
         query_rmp_in::rmpn.set(&mut b, s.rmpn).unwrap();
         let out = ok(&mut self.fw, &b, query_rmp_out::SIZE_BYTES);
         let w = |f: Field| query_rmp_out::rmp_context.inner(rmpc::wq.inner(f));
-        (w(wq::lwm).get(&out).unwrap(), w(wq::hw_counter).get(&out).unwrap())
+        (
+            w(wq::lwm).get(&out).unwrap(),
+            w(wq::hw_counter).get(&out).unwrap(),
+        )
     }
 }
 
@@ -2647,9 +2653,18 @@ fn srq_feeds_several_qps_in_list_order_with_limit_and_rnr() {
     let by_wqe = |w: u16| rv.iter().find(|c| c.wqe_counter == w).unwrap().qpn;
     let first = if by_wqe(0) == b1.qpn { 0 } else { 100 };
     let second = 100 - first;
-    assert_eq!(h.mem.get(dst.bus + 512, 100), h.mem.get(src.bus + second, 100));
+    assert_eq!(
+        h.mem.get(dst.bus + 512, 100),
+        h.mem.get(src.bus + second, 100)
+    );
     assert_eq!(h.mem.get(dst.bus, 100), h.mem.get(src.bus + first, 100));
-    assert_eq!(h.events(), [Event::Srq { srqn: s.rmpn, kind: SrqEvent::Limit }]);
+    assert_eq!(
+        h.events(),
+        [Event::Srq {
+            srqn: s.rmpn,
+            kind: SrqEvent::Limit
+        }]
+    );
     // Fired once: disarmed.
     assert_eq!(h.query_srq(&s), (0, 2));
     h.free_srq(&mut s, 0);
@@ -2706,11 +2721,27 @@ fn rmp_commands_check_their_inputs_and_busy() {
     // The RMP and its PD are busy while a QP uses it.
     let qp = h.srq_qp(QPC_ST_RC, &cq, &cq, 4, &s);
     assert_eq!(h.fw.counts().srq, 1);
-    let (c, _) = super::tests::run(&mut h.fw, &destroy_in(op::DESTROY_RMP, 0, destroy_rmp_in::rmpn, s.rmpn), 16);
+    let (c, _) = super::tests::run(
+        &mut h.fw,
+        &destroy_in(op::DESTROY_RMP, 0, destroy_rmp_in::rmpn, s.rmpn),
+        16,
+    );
     assert_eq!((c.status, c.syndrome), (Status::RES_BUSY, syn::RMP_BUSY));
-    ok(&mut h.fw, &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, qp.qpn), 16);
-    let (c, _) = super::tests::run(&mut h.fw, &destroy_in(op::DEALLOC_PD, 0, dealloc_pd_in::pd, h.pd), 16);
+    ok(
+        &mut h.fw,
+        &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, qp.qpn),
+        16,
+    );
+    let (c, _) = super::tests::run(
+        &mut h.fw,
+        &destroy_in(op::DEALLOC_PD, 0, dealloc_pd_in::pd, h.pd),
+        16,
+    );
     assert_eq!((c.status, c.syndrome), (Status::RES_BUSY, syn::PD_BUSY_RMP));
-    ok(&mut h.fw, &destroy_in(op::DESTROY_RMP, 0, destroy_rmp_in::rmpn, s.rmpn), 16);
+    ok(
+        &mut h.fw,
+        &destroy_in(op::DESTROY_RMP, 0, destroy_rmp_in::rmpn, s.rmpn),
+        16,
+    );
     assert_eq!(h.fw.counts().srq, 0);
 }

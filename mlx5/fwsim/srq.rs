@@ -141,7 +141,9 @@ impl Fw {
         self.pd_usable(c.uid, pd)?;
         let mut bytes = [0; RMPC_BYTES];
         bytes.copy_from_slice(c.in_bytes(ctx)?);
-        let wbytes = rmpc::wq.bytes(&bytes).map_err(|_| CmdError::new(Status::INT_ERR, 0))?;
+        let wbytes = rmpc::wq
+            .bytes(&bytes)
+            .map_err(|_| CmdError::new(Status::INT_ERR, 0))?;
         // pas[] follows the fixed layout.
         let q = SrqState::parse(wbytes, c.inbox, create_rmp_in::SIZE_BYTES)?;
         let rmp = Rmp {

@@ -273,7 +273,12 @@ const QP_DESTROY: &[AttrSpec] = &[
 // upstream: uverbs_std_types_srq.c
 const SRQ_CREATE: &[AttrSpec] = &[
     A::idr(attr::CREATE_SRQ_HANDLE, obj::SRQ, Access::New, UA_MANDATORY),
-    A::idr(attr::CREATE_SRQ_PD_HANDLE, obj::PD, Access::Read, UA_MANDATORY),
+    A::idr(
+        attr::CREATE_SRQ_PD_HANDLE,
+        obj::PD,
+        Access::Read,
+        UA_MANDATORY,
+    ),
     A::const_in(attr::CREATE_SRQ_TYPE, UA_MANDATORY),
     A::ptr_in(attr::CREATE_SRQ_USER_HANDLE, PtrSpec::ty(8), UA_MANDATORY),
     A::ptr_in(attr::CREATE_SRQ_MAX_WR, PtrSpec::ty(4), UA_MANDATORY),
@@ -285,7 +290,12 @@ const SRQ_CREATE: &[AttrSpec] = &[
         Access::Read,
         UA_OPTIONAL,
     ),
-    A::idr(attr::CREATE_SRQ_CQ_HANDLE, obj::CQ, Access::Read, UA_OPTIONAL),
+    A::idr(
+        attr::CREATE_SRQ_CQ_HANDLE,
+        obj::CQ,
+        Access::Read,
+        UA_OPTIONAL,
+    ),
     A::ptr_in(attr::CREATE_SRQ_MAX_NUM_TAGS, PtrSpec::ty(4), UA_OPTIONAL),
     A::fd(
         attr::CREATE_SRQ_EVENT_FD,

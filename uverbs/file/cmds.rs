@@ -46,8 +46,8 @@ use crate::uverbs::async_event::{AsyncEventFile, EventCount};
 use crate::uverbs::resp::Out;
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, Qp, QpAttr, QpAttrMask,
-    QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, Srq, SrqAttrMask, SrqEvent,
-    SrqHandler, SrqInitAttr, UserCtx, UserMrReq,
+    QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, Srq, SrqAttrMask, SrqEvent, SrqHandler,
+    SrqInitAttr, UserCtx, UserMrReq,
 };
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
