@@ -99,7 +99,7 @@ macro_rules! kernel_owner {
 /// report (upstream reads them from the object behind `rdma_restrack_entry`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ResDetails {
-    /// Nothing more (PD, SRQ, ucontext).
+    /// Nothing more (PD, ucontext).
     #[default]
     None,
     /// A CQ: its number of entries (upstream `cq->cqe`).
@@ -111,6 +111,15 @@ pub enum ResDetails {
     Qp {
         /// `enum ib_qp_type` value.
         qp_type: u8,
+        /// The restrack ID of the SRQ it receives from, plus one (0: none).
+        srq: u32,
+    },
+    /// An SRQ: its type and PD (upstream `srq->srq_type`, `srq->pd->res.id`).
+    Srq {
+        /// `enum ib_srq_type` value.
+        srq_type: u8,
+        /// The PD's restrack ID.
+        pdn: u32,
     },
     /// An MR: its length (upstream `mr->length`).
     Mr {

@@ -100,6 +100,10 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         add(ops.create_qp.is_some(), O::CreateQp);
         add(ops.create_qp.is_some(), O::DestroyQp);
         add(ops.modify_qp.is_some(), O::ModifyQp);
+        add(ops.create_srq.is_some(), O::CreateSrq);
+        add(ops.create_srq.is_some(), O::DestroySrq);
+        add(ops.modify_srq.is_some(), O::ModifySrq);
+        add(ops.query_srq.is_some(), O::QuerySrq);
         add(ops.query_qp.is_some(), O::QueryQp);
         add(ops.reg_user_mr.is_some(), O::RegUserMr);
         add(ops.reg_user_mr.is_some(), O::DeregMr);

@@ -467,6 +467,7 @@ impl<D: Driver> Qp<D> {
             owner,
             ResDetails::Qp {
                 qp_type: attr.qp_type as u8,
+                srq: attr.srq.map_or(0, |s| s.res_id() + 1),
             },
         )?;
         let res_id = res.id;

@@ -58,6 +58,7 @@ fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "cq {}", c.cq)?;
     writeln!(out, "qp {}", c.qp)?;
     writeln!(out, "mkey {}", c.mkey)?;
+    writeln!(out, "srq {}", c.srq)?;
     writeln!(out, "uctx {}", c.uctx)
 }
 

@@ -196,7 +196,9 @@ mod tests {
             &SrqInitAttr {
                 max_wr: 4,
                 max_sge: 1,
+                srq_limit: 0,
             },
+            None,
             ib_core_rs::kernel_owner!(),
         )?;
         assert_eq!(pd.usecnt(), 1);
