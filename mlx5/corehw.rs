@@ -13,7 +13,7 @@
 //! mlx5_core, and its refusal of auxiliary devices that are not mlx5_core's is tested.
 
 use crate::fwsim::profile::LinkLayer;
-use crate::hw::{CapType, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES};
+use crate::hw::{CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES};
 use crate::mlx5_core::CoreDev;
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
@@ -163,12 +163,17 @@ impl Mlx5Hw for CoreFunction {
         self.dev.wc_supported()
     }
 
-    // Not done: upstream maps a umem with `ib_dma_map_sgtable_attrs()` on `mdev->device` and
-    // allocates queue buffers with `dma_alloc_coherent()`. That needs an sg_table built from
-    // the pages and its unmapping in the shim (rust/mlx5_core.c), which nothing here can test
-    // without a ConnectX; until then every data-path object on this backend is EOPNOTSUPP.
-    fn map_pages(&self, _pages: &[PageRef], _writable: bool) -> Result<DmaMap> {
-        Err(EOPNOTSUPP)
+    // upstream maps a umem with `ib_dma_map_sgtable_attrs()` on `mdev->device` and allocates
+    // queue buffers with `dma_alloc_coherent()`; here each page is `dma_map_page()`d for the
+    // PCI function (without an IOMMU the addresses are physical and not contiguous, so the
+    // map keeps one address per page).
+    fn map_pages(&self, pages: &[PageRef], _writable: bool) -> Result<DmaMap> {
+        if pages.is_empty() {
+            return Err(EINVAL);
+        }
+        let addrs = self.dev.dma_map(pages)?;
+        let domain: Arc<dyn DmaDomain> = self.dev.clone();
+        Ok(DmaMap::scattered(addrs, domain))
     }
 
     // Not done: the kernel UAR page would be `ioremap()`ed at BFREG (upstream
@@ -184,6 +189,14 @@ impl Mlx5Hw for CoreFunction {
     // a `struct mlx5_core_cq` per CQ created through mlx5_core rather than a raw CREATE_CQ,
     // more than a shim function. Nothing is registered, so no event arrives.
     fn set_events(&self, _handler: Option<Arc<dyn Mlx5Events>>) {}
+}
+
+/// Mappings made for the PCI function are undone through the handle (also after it was
+/// revoked: see [`CoreDev::dma_unmap`]).
+impl DmaDomain for CoreDev {
+    fn unmap(&self, _iova: u64, addrs: &[u64]) {
+        self.dma_unmap(addrs);
+    }
 }
 
 #[kunit_tests(mlx5_ib_rs_corehw)]

@@ -17,8 +17,9 @@ use kernel::{
     ffi::{c_int, c_void},
     prelude::*,
     sync::atomic::{Acquire, Atomic, Release},
-    sync::{Arc, Srcu},
+    sync::{aref::ARef, Arc, Srcu},
 };
+use ib_core_rs::page_ref::PageRef;
 
 /// `struct rdma_rs_mlx5_ident` (include/rdma_rs_mlx5_core.h).
 #[repr(C)]
@@ -48,6 +49,13 @@ extern "C" {
     fn rdma_rs_mlx5_ident(mdev: *mut c_void, out: *mut RawIdent);
     fn rdma_rs_mlx5_uar_paddr(mdev: *mut c_void, index: u32) -> u64;
     fn rdma_rs_mlx5_wc_support(mdev: *mut c_void) -> bool;
+    fn rdma_rs_mlx5_dma_map_pages(
+        dev: *mut c_void,
+        pages: *const *const c_void,
+        n: u32,
+        addrs: *mut u64,
+    ) -> c_int;
+    fn rdma_rs_mlx5_dma_unmap_pages(dev: *mut c_void, addrs: *const u64, n: u32);
 }
 
 /// What mlx5_core knows about a function before any RDMA command.
@@ -85,6 +93,9 @@ pub(crate) struct CoreDev {
     srcu: Srcu,
     live: Atomic<bool>,
     mdev: NonNull<c_void>,
+    /// The PCI function (`mlx5_core_dma_dev()`, the auxiliary device's parent): DMA mappings
+    /// are made for it. Referenced, so that mappings can be undone even after the binding.
+    dma_dev: ARef<device::Device>,
 }
 
 // SAFETY: `mlx5_cmd_do()` may be called from any task, concurrently (mlx5_core serializes on
@@ -128,6 +139,7 @@ impl CoreDev {
                 srcu <- kernel::new_srcu!("mlx5_ib_rs_core"),
                 live: Atomic::new(true),
                 mdev,
+                dma_dev: ARef::from(adev.parent()),
             }),
             GFP_KERNEL,
         )?;
@@ -254,5 +266,51 @@ impl CoreDev {
             pci_revision: raw.pci_revision,
             fw_rev: (raw.fw_maj, raw.fw_min, raw.fw_sub),
         })
+    }
+
+    /// The C `struct device` of `dma_dev`: `device::Device` is `#[repr(transparent)]` over
+    /// `Opaque<struct device>` (rust/kernel/device.rs), so its address is the C structure's.
+    fn dma_dev_ptr(&self) -> *mut c_void {
+        let d: &device::Device = &self.dma_dev;
+        core::ptr::from_ref(d).cast_mut().cast()
+    }
+
+    /// `dma_map_page()` of each page for the PCI function (DMA_BIDIRECTIONAL, as upstream's
+    /// umems): the bus address of each, in order. Undo with [`CoreDev::dma_unmap`].
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` (nothing left mapped), `EINVAL` for more pages than a `u32` counts, `ENODEV`
+    /// once revoked.
+    pub(crate) fn dma_map(&self, pages: &[PageRef]) -> Result<KVec<u64>> {
+        let n = u32::try_from(pages.len()).map_err(|_| EINVAL)?;
+        let mut ptrs = KVec::with_capacity(pages.len(), GFP_KERNEL)?;
+        for p in pages {
+            ptrs.push(p.as_ptr().cast::<c_void>(), GFP_KERNEL)?;
+        }
+        let mut addrs = KVec::from_elem(0u64, pages.len(), GFP_KERNEL)?;
+        let dev = self.dma_dev_ptr();
+        let r = self.with(|_| {
+            // SAFETY: `dev` is a referenced `struct device` (`dma_dev`); `ptrs` holds `n` valid
+            // `struct page` pointers, each referenced by the caller's `PageRef`s for the call;
+            // `addrs` has room for `n` addresses.
+            unsafe { rdma_rs_mlx5_dma_map_pages(dev, ptrs.as_ptr(), n, addrs.as_mut_ptr()) }
+        })?;
+        kernel::error::to_result(r)?;
+        Ok(addrs)
+    }
+
+    /// `dma_unmap_page()` of what [`CoreDev::dma_map`] returned. Also after revocation: the
+    /// PCI device is still referenced (a user context that outlived the function releases
+    /// its memory through here).
+    pub(crate) fn dma_unmap(&self, addrs: &[u64]) {
+        let Ok(n) = u32::try_from(addrs.len()) else {
+            return;
+        };
+        // SAFETY: `dma_dev` is referenced; `addrs` are `n` addresses `dma_map` returned for it
+        // and not yet unmapped (the caller's `DmaMap` is dropped once).
+        unsafe {
+            rdma_rs_mlx5_dma_unmap_pages(self.dma_dev_ptr(), addrs.as_ptr(), n)
+        }
     }
 }
