@@ -59,6 +59,9 @@ u64 rdma_rs_mlx5_uar_paddr(struct mlx5_core_dev *mdev, u32 index);
 /* mlx5_wc_support_get(): whether write-combining UAR mappings work. */
 bool rdma_rs_mlx5_wc_support(struct mlx5_core_dev *mdev);
 
+/* mlx5_comp_eqn_get(): the completion EQ of @vector, created on first use. */
+int rdma_rs_mlx5_comp_eqn(struct mlx5_core_dev *mdev, u16 vector, u32 *eqn);
+
 /*
  * dma_map_page() of @n whole pages for @dev (the PCI function mlx5_core
  * drives), DMA_BIDIRECTIONAL as upstream's umems; @addrs gets the bus

@@ -176,6 +176,10 @@ impl Mlx5Hw for CoreFunction {
         Ok(DmaMap::scattered(addrs, domain))
     }
 
+    fn comp_eqn(&self, vector: u32) -> Result<u32> {
+        self.dev.comp_eqn(vector)
+    }
+
     // Not done: the kernel UAR page would be `ioremap()`ed at BFREG (upstream
     // `mlx5_get_uars_page()`), and a kernel queue rings with `mlx5_write64()` into it.
     fn ring(&self, _uar: u32, _db: Doorbell, _value: u64) -> Result {

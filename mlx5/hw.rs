@@ -379,6 +379,19 @@ pub(crate) trait Mlx5Hw: Send + Sync {
         Ok(DmaBuf { map, pages })
     }
 
+    /// The completion EQ for `vector` (upstream `mlx5_comp_eqn_get()`, which creates the EQ on
+    /// first use). The simulator delivers completions without EQs: vector 0 is EQ 0.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a vector the function does not have; the EQ creation's errors.
+    fn comp_eqn(&self, vector: u32) -> Result<u32> {
+        if vector != 0 {
+            return Err(EINVAL);
+        }
+        Ok(0)
+    }
+
     /// Rings a doorbell of a kernel queue on UAR page `uar` (upstream `mlx5_write64()` to the
     /// UAR, after the doorbell record was written). May be called in atomic context.
     ///

@@ -99,6 +99,16 @@ bool rdma_rs_mlx5_wc_support(struct mlx5_core_dev *mdev)
 	return mlx5_wc_support_get(mdev);
 }
 
+int rdma_rs_mlx5_comp_eqn(struct mlx5_core_dev *mdev, u16 vector, u32 *eqn)
+{
+	int n = 0;
+	int err = mlx5_comp_eqn_get(mdev, vector, &n);
+
+	if (!err)
+		*eqn = n;
+	return err;
+}
+
 int rdma_rs_mlx5_dma_map_pages(struct device *dev, struct page *const *pages,
 			       u32 n, u64 *addrs)
 {

@@ -49,6 +49,7 @@ extern "C" {
     fn rdma_rs_mlx5_ident(mdev: *mut c_void, out: *mut RawIdent);
     fn rdma_rs_mlx5_uar_paddr(mdev: *mut c_void, index: u32) -> u64;
     fn rdma_rs_mlx5_wc_support(mdev: *mut c_void) -> bool;
+    fn rdma_rs_mlx5_comp_eqn(mdev: *mut c_void, vector: u16, eqn: *mut u32) -> c_int;
     fn rdma_rs_mlx5_dma_map_pages(
         dev: *mut c_void,
         pages: *const *const c_void,
@@ -266,6 +267,22 @@ impl CoreDev {
             pci_revision: raw.pci_revision,
             fw_rev: (raw.fw_maj, raw.fw_min, raw.fw_sub),
         })
+    }
+
+    /// `mlx5_comp_eqn_get()`: the completion EQ of `vector` (mlx5_core creates it on first
+    /// use, which sleeps).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a vector beyond the function's, mlx5_core's EQ creation errors, `ENODEV`
+    /// once revoked.
+    pub(crate) fn comp_eqn(&self, vector: u32) -> Result<u32> {
+        let v = u16::try_from(vector).map_err(|_| EINVAL)?;
+        let mut eqn = 0u32;
+        // SAFETY: `mdev` is live (`with`); `eqn` is a valid `u32` for the call.
+        let r = self.with(|mdev| unsafe { rdma_rs_mlx5_comp_eqn(mdev, v, &mut eqn) })?;
+        kernel::error::to_result(r)?;
+        Ok(eqn)
     }
 
     /// The C `struct device` of `dma_dev`: `device::Device` is `#[repr(transparent)]` over
