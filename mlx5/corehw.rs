@@ -9,11 +9,17 @@
 //! status handling and the log line are the same code as for the simulator
 //! ([`crate::hw::Mlx5Hw::exec`]). The unsafe part is `rust/mlx5_core.rs` + `rust/mlx5_core.c`.
 //!
-//! Nothing here can run without a ConnectX; it is built and linked against the test kernel's
-//! mlx5_core, and its refusal of auxiliary devices that are not mlx5_core's is tested.
+//! The handle is revocable ([`CoreDev`]): the RDMA device and user contexts share it, and once
+//! the auxiliary device is unbound every call fails with `ENODEV`. Umems and kernel buffers
+//! are mapped with the DMA API for the PCI function. Without a ConnectX this runs against the
+//! emulated PCI function of `host/cxfn` (`make pcifn`, suite `vm_pcifn_ib`,
+//! Documentation/pcifn.md); its refusal of auxiliary devices that are not mlx5_core's is a
+//! KUnit test.
 
 use crate::fwsim::profile::LinkLayer;
-use crate::hw::{CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES};
+use crate::hw::{
+    CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
+};
 use crate::mlx5_core::CoreDev;
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;

@@ -113,7 +113,10 @@ impl Mlx5Dev {
     /// # Errors
     ///
     /// The failing stage's error, after everything done before it was undone.
-    pub(crate) fn probe_under(hw: Arc<dyn Mlx5Hw>, parent: Option<&device::Device>) -> Result<Self> {
+    pub(crate) fn probe_under(
+        hw: Arc<dyn Mlx5Hw>,
+        parent: Option<&device::Device>,
+    ) -> Result<Self> {
         let mut d = Self {
             hw,
             parent: parent.map(ARef::from),
@@ -549,12 +552,12 @@ fn stage_ib_reg_cleanup(d: &mut Mlx5Dev) {
 #[kunit_tests(mlx5_ib_rs_probe)]
 mod tests {
     use super::*;
-    use crate::simdev::SimFunction;
     use crate::attrs::{core_cap, speed, width};
     use crate::fwsim::fault::FaultAction;
     use crate::fwsim::profile::CONNECTX7;
     use crate::prm::opcode;
     use crate::prm::status::Status;
+    use crate::simdev::SimFunction;
 
     fn sim(eth: bool) -> Result<Arc<SimFunction>> {
         SimFunction::one_port(fmt!("kunit.probe"), eth, 3)

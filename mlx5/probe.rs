@@ -10,8 +10,8 @@
 
 use crate::corehw::CoreFunction;
 use crate::dev::Mlx5Dev;
-use crate::hw::Mlx5Hw;
 use crate::fwsim::profile::LinkLayer;
+use crate::hw::Mlx5Hw;
 use crate::simdev::{SimRegData, AUX_NAME};
 use kernel::{auxiliary, device, prelude::*, sync::Arc};
 

@@ -12,6 +12,7 @@
 //! revoked when the binding ends, so whoever still holds it afterwards gets `ENODEV`.
 
 use core::ptr::NonNull;
+use ib_core_rs::page_ref::PageRef;
 use kernel::{
     auxiliary, device,
     ffi::{c_int, c_void},
@@ -19,7 +20,6 @@ use kernel::{
     sync::atomic::{Acquire, Atomic, Release},
     sync::{aref::ARef, Arc, Srcu},
 };
-use ib_core_rs::page_ref::PageRef;
 
 /// `struct rdma_rs_mlx5_ident` (include/rdma_rs_mlx5_core.h).
 #[repr(C)]
@@ -326,8 +326,6 @@ impl CoreDev {
         };
         // SAFETY: `dma_dev` is referenced; `addrs` are `n` addresses `dma_map` returned for it
         // and not yet unmapped (the caller's `DmaMap` is dropped once).
-        unsafe {
-            rdma_rs_mlx5_dma_unmap_pages(self.dma_dev_ptr(), addrs.as_ptr(), n)
-        }
+        unsafe { rdma_rs_mlx5_dma_unmap_pages(self.dma_dev_ptr(), addrs.as_ptr(), n) }
     }
 }

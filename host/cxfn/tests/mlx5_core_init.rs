@@ -351,7 +351,11 @@ fn function_setup(d: &mut Driver) {
     let cur = d.exec(&hdr(16, 0x100, 1), 0x1010);
     assert_eq!(get(&cur, cap + 0x9b, 5), 18);
     let acur = d.exec(&hdr(16, 0x100, 3 << 1 | 1), 0x1010);
-    assert_eq!(get(&acur, cap + 0x40, 2), 1, "atomic endianness mode as set");
+    assert_eq!(
+        get(&acur, cap + 0x40, 2),
+        1,
+        "atomic endianness mode as set"
+    );
     // mlx5_query_board_id(): the PSID.
     let out = d.exec(&hdr(16, 0x101, 0), 0x110);
     assert!(out.len() == 0x110);
