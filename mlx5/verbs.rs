@@ -16,9 +16,9 @@
 //! address of each page, and the doorbell record is in the page after the queue (upstream
 //! takes it from a shared doorbell page, `mlx5_db_alloc()`). User objects' memory is mapped by
 //! [`UserBuf`]. The kernel data path (`post_send`, `post_recv`, `poll_cq`, `req_notify_cq`) is
-//! `datapath.rs`. CQs are bound to EQ 0 (upstream takes the EQ of the completion vector,
-//! `mlx5_comp_eqn_get()`), so `comp_vector` must be 0 (upstream: `EINVAL` beyond
-//! `num_comp_vectors`). Every CQ and QP is registered in the device's event table
+//! `datapath.rs`. CQs are bound to the EQ of their completion vector ([`Mlx5Hw::comp_eqn`],
+//! upstream `mlx5_comp_eqn_get()`: mlx5_core's completion EQ; EQ 0 of vector 0 only on the
+//! simulator). Every CQ and QP is registered in the device's event table
 //! ([`crate::events`]) after its create command and detached before its destroy command.
 
 use crate::attrs::Caps;
@@ -242,9 +242,7 @@ pub(crate) fn create_cq(
     handler: Option<&Arc<dyn CqHandler>>,
 ) -> Result<Mlx5Cq> {
     let d = dev.data();
-    if attr.comp_vector != 0 {
-        return Err(EINVAL);
-    }
+    let eqn = d.hw.comp_eqn(attr.comp_vector)?;
     let log_max = gen(d)?.get(cmd_hca_cap::log_max_cq_sz)?;
     let entries = attr.cqe.checked_add(1).ok_or(EINVAL)?;
     let log_size = ilog2_ceil(entries)?;
@@ -267,7 +265,7 @@ pub(crate) fn create_cq(
             log_cq_size: log_size,
             cqe_size: CqeSize::B64,
             uar_page: d.uar,
-            eqn: 0,
+            eqn,
             log_page_size: 0,
             page_offset: 0,
             compression: None,

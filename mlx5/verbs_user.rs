@@ -123,10 +123,8 @@ pub(crate) fn create_cq(
         cqe_128_always: g.get(cmd_hca_cap::cqe_128_always)? != 0,
     };
     let p = uabi::user_cq_params(&req, &caps).map_err(abi_err)?;
-    // mlx5_comp_eqn_get(): no EQs in Mlx5Hw yet, every CQ is on EQ 0 (see verbs.rs).
-    if attr.comp_vector != 0 {
-        return Err(EINVAL);
-    }
+    // upstream mlx5_comp_eqn_get(): EINVAL for a vector the function does not have.
+    let eqn = d.hw.comp_eqn(attr.comp_vector)?;
     let target = CqTarget::new(handler)?;
     let slot = d.events.reserve_cq()?;
     let user_buf: CqBufLock = KBox::pin_init(new_mutex!(buf), GFP_KERNEL)?;
@@ -141,7 +139,7 @@ pub(crate) fn create_cq(
                 CqeStride::B128Pad => CqeSize::B128Pad,
             },
             uar_page: p.uar_index,
-            eqn: 0,
+            eqn,
             log_page_size: LOG_PAGE_SIZE,
             page_offset,
             compression: p.mini_cqe_format,
