@@ -11,6 +11,9 @@ FAULT_DBG=/sys/kernel/debug
 
 # The verbs swept, in the order a workload performs them.
 FAULT_VERBS="ctx uctx pd mr cq qp modify ah d_ah d_qp d_cq d_mr d_pd d_uctx d_ctx"
+# make check's slice: the kernel's own paths (no ibv_open_device, whose
+# libibverbs part alone has about 100 allocation points).
+FAULT_SLICE_VERBS="uctx pd mr cq qp modify ah d_ah d_qp d_cq d_mr d_pd d_uctx"
 
 # faults_setup: failslab and fail_page_alloc armed only by a task's own
 # /proc/thread-self/fail-nth: probability 0 (nothing fails at random),
@@ -51,10 +54,12 @@ faults_report() {
 	sed 's/^/    faults| /' /tmp/faults.summary
 }
 
-# faults_sweep FUNCTIONS MAX STEP: every verb, both kinds, on each function
-# (mlx5_N:mlx5_ib_rs.rdma.N), then the simulator holds only the kernel PD and UAR.
+# faults_sweep FUNCTIONS VERBS MAX STEP: each verb, both kinds, on each
+# function (mlx5_N:mlx5_ib_rs.rdma.N), every STEP-th allocation point and
+# every firmware command point; then the simulator holds only the kernel PD
+# and UAR and restrack nothing.
 faults_sweep() {
-	local fns=$1 max=$2 step=$3 pair dev fn verb
+	local fns=$1 verbs=$2 max=$3 step=$4 pair dev fn verb
 	: >/tmp/faults.summary
 	load_ours sim=ib,eth
 	if ! t_check "fault injection set up (failslab, fail_page_alloc, fail-nth)" faults_setup; then
@@ -64,7 +69,7 @@ faults_sweep() {
 	for pair in $fns; do
 		dev=${pair%%:*}
 		fn=${pair#*:}
-		for verb in $FAULT_VERBS; do
+		for verb in $verbs; do
 			faults_run $dev $fn $verb slab $max $step
 			faults_run $dev $fn $verb fw $max 1
 		done
@@ -75,15 +80,15 @@ faults_sweep() {
 	unload_ours
 }
 
-# vm_faults (make check): the RoCE function, every firmware command point,
-# every 5th allocation point.
+# vm_faults (make check): the RoCE function, the kernel's verbs, every
+# firmware command point, every 5th allocation point.
 faults_slice_suite() {
-	faults_sweep "mlx5_1:mlx5_ib_rs.rdma.1" 100000 5
+	faults_sweep "mlx5_1:mlx5_ib_rs.rdma.1" "$FAULT_SLICE_VERBS" 100000 5
 }
 
 # vm_faults_full (make faults): both functions, every point.
 faults_full_suite() {
-	faults_sweep "mlx5_0:mlx5_ib_rs.rdma.0 mlx5_1:mlx5_ib_rs.rdma.1" 100000 1
+	faults_sweep "mlx5_0:mlx5_ib_rs.rdma.0 mlx5_1:mlx5_ib_rs.rdma.1" "$FAULT_VERBS" 100000 1
 }
 
 # Standalone: the VM mode `faults` (its suites are in suites.list).
