@@ -12,6 +12,7 @@
 #   make bench-uverbs  uverbs round trips (QUERY_PORT, PD alloc+dealloc), ours vs upstream
 #   make bench-traffic ib_send_lat and ib_write_bw through libmlx5 (ours) vs rdma_rxe
 #   make traffic       the data-path suites alone (pingpong, perftest, traffic test)
+#   make faults        every verb under allocation and firmware fault injection, point by point
 #   make pcifn   upstream mlx5_core on the emulated ConnectX PCI function (vfio-user)
 #   make qemu-vfio-user  trixie's QEMU 11.1 with the vfio-user client, cached (Documentation/pcifn.md)
 #
@@ -30,7 +31,7 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic qemu-vfio-user pcifn clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic faults qemu-vfio-user pcifn clean
 
 all: modules
 
@@ -103,6 +104,14 @@ bench-traffic: modules
 traffic: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/vm.sh traffic "$$kb" $(TOP)/out/logs/traffic.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode traffic out/logs/traffic.log
+
+# make faults: every allocation and firmware command point of every verb,
+# one at a time (tests/vm/faults.sh); prints the points found per verb.
+faults: modules
+	@kb=$(KDIR_CMD) && RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-7200} \
+	$(TOP)/tools/vm.sh faults "$$kb" $(TOP)/out/logs/faults.log; \
+	grep -E 'faults\| ' $(TOP)/out/logs/faults.log; \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode faults out/logs/faults.log
 
 clean:
 	@kb=$$(ls -d $${RDMA_RS_CACHE:-/var/cache/rdma-rs}/kbuild-* 2>/dev/null | head -n1); \

@@ -508,7 +508,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
         board_id,
         mkey_var: Atomic::new(0),
         events: events.clone(),
-        deferred_uars: crate::uar::DeferredUars::new(hw.clone())?,
+        deferred_deallocs: crate::uar::DeferredDeallocs::new(hw.clone())?,
     };
     // Single-port functions: every port's entries are at vhca_port 0.
     let programmed = data.ports.iter().map(programmed_gids).max().unwrap_or(0);

@@ -88,7 +88,7 @@ pub(crate) struct Mlx5IbDev {
     /// function as its event handler while the device is registered).
     pub(crate) events: Arc<crate::events::EventTable>,
     /// User UARs whose deallocation the device refused while CQs or QPs still named them.
-    pub(crate) deferred_uars: Arc<crate::uar::DeferredUars>,
+    pub(crate) deferred_deallocs: Arc<crate::uar::DeferredDeallocs>,
 }
 
 impl Mlx5IbDev {

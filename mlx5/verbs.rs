@@ -294,7 +294,7 @@ pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
     let detached = d.events.detach_cq(&c.events);
     let r = exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 });
     if r.is_ok() {
-        d.deferred_uars.retry();
+        d.deferred_deallocs.retry();
     }
     if r.is_err() {
         d.events.reattach_cq(&c.events, detached);
@@ -468,7 +468,7 @@ pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
     let detached = d.events.detach_qp(&q.events);
     let r = exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 });
     if r.is_ok() {
-        d.deferred_uars.retry();
+        d.deferred_deallocs.retry();
     }
     if r.is_err() {
         d.events.reattach_qp(&q.events, detached);

@@ -217,7 +217,23 @@ impl CharDevice for Node {
         ptr.get()?.ioctl(cmd, arg)
     }
 
-    fn write(ptr: ArcBorrow<'_, OpenFile>, _file: &File, data: UserSliceReader) -> Result<usize> {
+    // upstream: ib_uverbs_write() refuses, before anything else, a caller
+    // whose credentials are not the opener's (ib_safe_file_access():
+    // CVE-2016-4565, a write() issued on a task's behalf by a more privileged
+    // context, or after a fork, a setuid exec or an fd passed over a socket).
+    // ioctl() has no such check upstream either.
+    fn write(ptr: ArcBorrow<'_, OpenFile>, file: &File, data: UserSliceReader) -> Result<usize> {
+        if !crate::task::file_cred_is_current(file) {
+            let (pid, comm) = crate::task::current_pid_comm();
+            let n = comm.iter().position(|b| *b == 0).unwrap_or(comm.len());
+            let comm = core::str::from_utf8(comm.get(..n).unwrap_or(&[])).unwrap_or("?");
+            kernel::pr_err_once!(
+                "uverbs_write: process {} ({}) changed security contexts after opening file descriptor, this is not allowed.\n",
+                pid,
+                comm
+            );
+            return Err(EACCES);
+        }
         ptr.get()?.write(data)
     }
 

@@ -217,8 +217,13 @@ struct Env<'a, D: Driver> {
     events: &'a [Arc<AsyncEventFile>],
     /// User address of the attribute array.
     uattrs: u64,
-    /// IDR attributes looked up: (attribute index, position in `objs`).
-    looked_up: KVec<(usize, usize)>,
+    /// IDR attributes looked up: (attribute index, position in `objs`). At
+    /// most one per attribute: a fixed array, not a `KVec`, so that a destroy
+    /// makes no allocation before the object goes (upstream's on-stack bundle:
+    /// a destroy never fails for lack of memory there; the fault sweep,
+    /// tests/vm/faults.sh, found this one).
+    looked_up: [(usize, usize); super::abi::uapi::MAX_METHOD_ATTRS],
+    n_looked_up: usize,
     new: NewObj,
 }
 
@@ -287,9 +292,12 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                         Errno::EINVAL
                     }
                 })?;
-                self.looked_up
-                    .push((idx, pos), GFP_KERNEL)
-                    .map_err(|_| Errno::ENOMEM)
+                *self
+                    .looked_up
+                    .get_mut(self.n_looked_up)
+                    .ok_or(Errno::EINVAL)? = (idx, pos);
+                self.n_looked_up += 1;
+                Ok(())
             }
         }
     }
@@ -665,11 +673,18 @@ impl<D: Driver> UFile<D> {
             inner,
             events: &events,
             uattrs: uattrs_addr,
-            looked_up: KVec::new(),
+            looked_up: [(0, 0); super::abi::uapi::MAX_METHOD_ATTRS],
+            n_looked_up: 0,
             new: NewObj::None,
         };
         let bundle = parse::parse_attrs(method, uattrs, &mut env).map_err(kerr)?;
-        let Env { looked_up, new, .. } = env;
+        let Env {
+            looked_up,
+            n_looked_up,
+            new,
+            ..
+        } = env;
+        let looked_up = looked_up.get(..n_looked_up).unwrap_or(&[]);
         drop(events);
         let mut out = Outputs::new(uattrs_addr);
         // upstream: the DESTROY attribute is destroyed before the handler.
