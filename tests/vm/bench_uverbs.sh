@@ -9,7 +9,8 @@
 # rdmars.n= calls per round-trip figure, rdmars.nobj= iterations of the
 # object figures, rdmars.nslab= objects alive for the slab figure,
 # rdmars.mrmax= the largest MR in MiB, rdmars.scale= the most PDs alive,
-# rdmars.figs= which figures (uverbs_bench -f; default all).
+# rdmars.figs= which figures (uverbs_bench -f; default all), rdmars.perf=1
+# a perf profile of the round trips on each stack (first run).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # bench_arg NAME DEFAULT: rdmars.NAME= from the kernel command line.
@@ -67,6 +68,18 @@ bu_fwsim_ns() {
 	cat /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null | awk '/^exec_ns/ { t += $2 } END { print t + 0 }'
 }
 
+# bu_perf STACK DEV: where a light round trip's time goes (perf's cpu-clock
+# samples, kernel and user, over the rt figure; rdmars.perf=1 and perf in the initramfs).
+bu_perf() {
+	command -v perf >/dev/null || return 0
+	[ "$(bench_arg perf 0)" = 1 ] || return 0
+	echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
+	echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
+	perf record -q -e cpu-clock -F 2000 -o /tmp/perf.data /rdma-rs/uverbs_bench -d "$2" -f rt -n 5000 >/dev/null 2>&1
+	perf report -q -i /tmp/perf.data --stdio --sort sym 2>/dev/null | grep -v '^$' | head -30 | sed "s/^/    perf-$1| /"
+	rm -f /tmp/perf.data
+}
+
 # bu_has FIG: FIG is in the comma-separated list $bu_figs.
 bu_has() { case ",$bu_figs," in *",$1,"*) return 0 ;; esac; return 1; }
 
@@ -106,6 +119,7 @@ bench_uverbs_suite() {
 		if [ "$r" = 1 ]; then
 			# Where the time goes: the syscalls of a short run, with their durations.
 			strace -T -e trace=ioctl,write /rdma-rs/uverbs_bench -d rxe_mock0 -f rt -n 3 2>&1 | tail -12 | sed 's/^/    strace-ours| /'
+			bu_perf ours rxe_mock0
 		fi
 		t_check "rmmod rdma_rs_mock" rmmod rdma_rs_mock
 		unload_ours
@@ -121,6 +135,7 @@ bench_uverbs_suite() {
 		done
 		if [ "$r" = 1 ]; then
 			strace -T -e trace=ioctl,write /rdma-rs/uverbs_bench -d rxe0 -f rt -n 3 2>&1 | tail -12 | sed 's/^/    strace-up| /'
+			bu_perf up rxe0
 		fi
 		rdma link delete rxe0
 		ip link del veth0
