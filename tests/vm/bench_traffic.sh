@@ -13,7 +13,7 @@ bt_port=18700
 # bt_wait_listen PORT: until something listens on TCP PORT (at most 30 s).
 bt_wait_listen() {
 	local hex i
-	hex=$(printf ':%04X ' "$1")
+	hex=$(printf ':%04X$' "$1")
 	for i in $(seq 1 60); do
 		awk -v p="$hex" '$2 ~ p && $4 == "0A" { f = 1 } END { exit !f }' /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
 		sleep 0.5
