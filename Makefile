@@ -46,7 +46,7 @@ endif
 define bench_vm
 kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/modules-$$(basename "$$kb") && mkdir -p "$$mo" && \
 	$(MAKE) -s -C "$$kb" LLVM=$(LLVM) M=$(TOP) MO="$$mo" modules && \
-	RDMARS_MODDIR="$$mo" $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
+	RDMARS_MODDIR="$$mo" RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-3600} $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
 endef
 
 .PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic qemu-vfio-user pcifn clean
@@ -99,14 +99,14 @@ soak: modules
 # make bench N=1000000: the core's data-path dispatch cost (ns/call) next
 # to a direct call of the same driver op.
 bench: setup
-	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),1000000) rdmars.runs=$(or $(RUNS),3)" && \
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),1000000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
 	$(call bench_vm,bench,$(TOP)/out/logs/bench.log) && \
 	sed -n '/^=* rdma-rs benchmark/,/^=====/p' $(TOP)/out/logs/bench.log
 
 # make bench-uverbs N_BENCH=5000: ns per QUERY_PORT and PD alloc+dealloc
 # pairs/s through libibverbs, ours (rxe_mock0) next to upstream (rdma_rxe).
 bench-uverbs: setup
-	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),5000) rdmars.runs=$(or $(RUNS),3)" && \
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),5000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
 	$(call bench_vm,bench_uverbs,$(TOP)/out/logs/bench-uverbs.log) && \
 	sed -n '/^=* rdma-rs uverbs benchmark/,/^=====/p' $(TOP)/out/logs/bench-uverbs.log
 
@@ -114,7 +114,7 @@ bench-uverbs: setup
 # (libmlx5 on the simulator) next to upstream (rdma_rxe), and the device
 # worker's idle CPU time.
 bench-traffic: setup
-	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),2000) rdmars.runs=$(or $(RUNS),3)" && \
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),2000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
 	$(call bench_vm,bench_traffic,$(TOP)/out/logs/bench-traffic.log) && \
 	sed -n '/^=* rdma-rs traffic benchmark/,/^=====/p' $(TOP)/out/logs/bench-traffic.log
 
