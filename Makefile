@@ -31,6 +31,25 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
+# The benchmark kernel (kernel/bench.config: the test kernel's options with the
+# debug options off), built on demand by the bench* targets only, cached like
+# the test kernel. BENCH_KERNEL=test measures on the test kernel instead; KDIR=
+# on that tree. The modules for it are built into out/modules-<kernel build>.
+BENCH_KERNEL ?= bench
+ifneq ($(KDIR),)
+BENCH_KDIR_CMD = $(KDIR)
+else ifeq ($(BENCH_KERNEL),test)
+BENCH_KDIR_CMD = $$($(TOP)/tools/kernel.sh)
+else
+BENCH_KDIR_CMD = $$($(TOP)/tools/kernel.sh $(TOP)/kernel/bench.config)
+endif
+# bench_vm MODE LOG: the modules built against the bench kernel, then MODE booted on it.
+define bench_vm
+kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/modules-$$(basename "$$kb") && mkdir -p "$$mo" && \
+	$(MAKE) -s -C "$$kb" LLVM=$(LLVM) M=$(TOP) MO="$$mo" modules && \
+	RDMARS_MODDIR="$$mo" RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-3600} $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
+endef
+
 .PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic faults qemu-vfio-user pcifn clean
 
 all: modules
@@ -80,24 +99,24 @@ soak: modules
 
 # make bench N=1000000: the core's data-path dispatch cost (ns/call) next
 # to a direct call of the same driver op.
-bench: modules
-	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),1000000)" \
-	$(TOP)/tools/vm.sh bench "$$kb" $(TOP)/out/logs/bench.log && \
+bench: setup
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),1000000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
+	$(call bench_vm,bench,$(TOP)/out/logs/bench.log) && \
 	sed -n '/^=* rdma-rs benchmark/,/^=====/p' $(TOP)/out/logs/bench.log
 
 # make bench-uverbs N_BENCH=5000: ns per QUERY_PORT and PD alloc+dealloc
 # pairs/s through libibverbs, ours (rxe_mock0) next to upstream (rdma_rxe).
-bench-uverbs: modules
-	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),5000)" \
-	$(TOP)/tools/vm.sh bench_uverbs "$$kb" $(TOP)/out/logs/bench-uverbs.log && \
+bench-uverbs: setup
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),5000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
+	$(call bench_vm,bench_uverbs,$(TOP)/out/logs/bench-uverbs.log) && \
 	sed -n '/^=* rdma-rs uverbs benchmark/,/^=====/p' $(TOP)/out/logs/bench-uverbs.log
 
 # make bench-traffic N_BENCH=2000: perftest latency and message rate, ours
 # (libmlx5 on the simulator) next to upstream (rdma_rxe), and the device
 # worker's idle CPU time.
-bench-traffic: modules
-	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),2000)" \
-	$(TOP)/tools/vm.sh bench_traffic "$$kb" $(TOP)/out/logs/bench-traffic.log && \
+bench-traffic: setup
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),2000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
+	$(call bench_vm,bench_traffic,$(TOP)/out/logs/bench-traffic.log) && \
 	sed -n '/^=* rdma-rs traffic benchmark/,/^=====/p' $(TOP)/out/logs/bench-traffic.log
 
 # make traffic: the data-path suites (tests/vm/traffic.sh) without the rest.

@@ -22,6 +22,7 @@ for src in "$here"/tests/userspace/*.c; do
 		gcc -O2 -Wall -Wextra -Werror -o "$bin" "$src" -libverbs || die "building $src failed"
 	fi
 done
+case $mode in bench*) export RDMARS_INITRD_PERF=1 ;; esac
 timed "vm: initramfs" "$here/tools/initramfs.sh" "$kb" "$initrd"
 
 # RDMARS_QEMU: another QEMU binary (tools/qemu-vfio-user.sh's wrapper for `make pcifn`);
