@@ -110,12 +110,15 @@ srq_pingpongs() {
 	tr_baseline "the SRQ pingpongs"
 }
 
-# `rdma res show srq` while srq_test holds an SRQ with two QPs on $1: the
-# SRQ with its type, PD, the QP numbers (a range) and the owner.
+# `rdma res show srq` while srq_test holds an SRQ with two QPs on $1 (GID
+# index $2, optional): the SRQ with its type, the QP numbers (a range), its PD
+# and the owner's pid. The line, with the device name and numbers masked, goes
+# to /tmp/srqres-$1 for the comparison with rxe's (the whole line, the comm
+# included: the first run printed "comm 262-263" for ours).
 srq_res_while_held() {
-	local dev=$1 pid i
+	local dev=$1 g=${2:+-g $2} pid i
 	rm -f /tmp/srq-release
-	/rdma-rs/srq_test -d $dev -w /tmp/srq-release >/tmp/srq-hold.out 2>&1 &
+	/rdma-rs/srq_test -d $dev $g -w /tmp/srq-release >/tmp/srq-hold.out 2>&1 &
 	pid=$!
 	i=0
 	while ! grep -q '^I holding' /tmp/srq-hold.out && [ $i -lt 300 ]; do
@@ -124,8 +127,9 @@ srq_res_while_held() {
 	done
 	rdma res show srq >/tmp/res-srq 2>&1
 	sed 's/^/    rdma-srq| /' /tmp/res-srq
-	t_check "rdma res show srq lists $dev's SRQ (BASIC, two QPs, its PD, pid and comm)" \
-		grep -Eq "^dev $dev srqn [0-9]+ type BASIC lqpn [0-9]+-[0-9]+ pdn [0-9]+ pid $pid comm srq_test" /tmp/res-srq
+	t_check "rdma res show srq lists $dev's SRQ (BASIC, two QPs, its PD, the pid)" \
+		grep -Eq "^dev $dev srqn [0-9]+ type BASIC lqpn [0-9]+-[0-9]+ pdn [0-9]+ pid $pid comm " /tmp/res-srq
+	grep "^dev $dev " /tmp/res-srq | sed "s/^dev $dev /dev DEV /; s/[0-9][0-9]*/N/g" >/tmp/srqres-$dev
 	touch /tmp/srq-release
 	wait $pid
 	t_import_file "srq_test $dev held" /tmp/srq-hold.out $?
@@ -150,7 +154,14 @@ srq_suite() {
 	peer_up
 	t_import "srq_test rxe0 (upstream)" /rdma-rs/srq_test -d rxe0 -g 0
 	grep '^C ' /tmp/import.out >/tmp/srq-rxe0.c
+	srq_res_while_held rxe0 0
 	peer_down
+	if [ -s /tmp/srqres-rxe0 ] && diff /tmp/srqres-rxe0 /tmp/srqres-mlx5_0 >/tmp/srq-diff; then
+		t_ok "rdma res show srq: mlx5_0's line has rxe0's shape ($(cat /tmp/srqres-rxe0))"
+	else
+		sed 's/^/    diff| /' /tmp/srq-diff
+		t_fail "rdma res show srq: mlx5_0's line has rxe0's shape"
+	fi
 	for d in mlx5_0 mlx5_2; do
 		if [ -s /tmp/srq-$d.c ] && diff /tmp/srq-rxe0.c /tmp/srq-$d.c >/tmp/srq-diff; then
 			t_ok "srq_test: $d's $(wc -l </tmp/srq-$d.c) facts equal rxe0's"
