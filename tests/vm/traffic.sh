@@ -113,8 +113,10 @@ srq_pingpongs() {
 # `rdma res show srq` while srq_test holds an SRQ with two QPs on $1 (GID
 # index $2, optional): the SRQ with its type, the QP numbers (a range), its PD
 # and the owner's pid. The line, with the device name and numbers masked, goes
-# to /tmp/srqres-$1 for the comparison with rxe's (the whole line, the comm
-# included: the first run printed "comm 262-263" for ours).
+# to /tmp/srqres-$1 for the comparison with rxe's (the whole line). The comm
+# is not checked by value: iproute2's res_srq_line() points `comm` at a
+# buffer declared inside an `if` block (SPRINT_BUF), so what it prints is
+# whatever reused that stack slot (ours printed "comm 262-263", the QP range).
 srq_res_while_held() {
 	local dev=$1 g=${2:+-g $2} pid i
 	rm -f /tmp/srq-release
