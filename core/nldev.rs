@@ -395,11 +395,8 @@ fn fill_pd(wr: &mut MsgWriter<'_>, e: &ResInfo, admin: bool) -> Result {
 
 /// upstream `fill_res_cq_entry()`.
 fn fill_cq(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
-    let cqe = match e.details {
-        ResDetails::Cq { cqe } => cqe,
-        _ => 0,
-    };
-    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CQE, cqe))?;
+    // The current number of entries (`num`: a resize changes it).
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CQE, e.num))?;
     w(wr.put_u64(RDMA_NLDEV_ATTR_RES_USECNT, e.usecnt.max(0) as u64))?;
     if matches!(e.owner, Owner::Kernel(_)) {
         // ib_create_cq() leaves poll_ctx 0 (IB_POLL_SOFTIRQ).

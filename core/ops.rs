@@ -171,6 +171,25 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Resizes a user CQ to at least `cqe` entries (upstream
+    /// `ops.resize_user_cq`; since 7.3 only user CQs resize): the new buffer
+    /// is described by `user`'s udata. The driver records the new number of
+    /// entries with [`Cq::set_cqe`] under its resize lock (upstream: it sets
+    /// `cq->cqe`).
+    fn resize_user_cq(
+        _cq: &Cq<Self::Driver>,
+        _cqe: u32,
+        _user: &mut UserCtx<'_, '_, Self::Driver>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets the CQ's event moderation: an event after `count` completions
+    /// or `period` microseconds (upstream `ops.modify_cq`).
+    fn modify_cq(_cq: &Cq<Self::Driver>, _count: u16, _period: u16) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Polls up to `wc.len()` completions; returns how many were written
     /// (upstream `ops.poll_cq`).
     fn poll_cq(_cq: &Cq<Self::Driver>, _wc: &mut [Wc]) -> Result<usize> {
@@ -395,6 +414,8 @@ ops_table! {
     destroy_cq: DestroyCq: fn(&Cq<D>) -> Result,
     req_notify_cq: ReqNotifyCq: fn(&Cq<D>, CqNotify) -> Result,
     poll_cq: PollCq: fn(&Cq<D>, &mut [Wc]) -> Result<usize>,
+    resize_user_cq: ResizeUserCq: fn(&Cq<D>, u32, &mut UserCtx<'_, '_, D>) -> Result,
+    modify_cq: ModifyCq: fn(&Cq<D>, u16, u16) -> Result,
     create_srq: CreateSrq: fn(
         &Pd<D>,
         &mut SrqInitAttr,

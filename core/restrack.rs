@@ -144,7 +144,8 @@ pub struct ResEntry {
     pub usecnt: Atomic<i32>,
     /// The QP state (`enum ib_qp_state`), kept by `Qp::modify`.
     pub state: Atomic<i32>,
-    /// The QP number or the MR's lkey, known once the driver created the object.
+    /// The QP number or the MR's lkey, known once the driver created the object; a CQ's
+    /// current number of entries.
     pub num: Atomic<u32>,
     /// The MR's rkey, known once the driver created the object.
     pub rkey: Atomic<u32>,

@@ -312,6 +312,14 @@ impl DeviceOps for Mlx5DevOps {
         crate::datapath::req_notify_cq(cq, flags)
     }
 
+    fn resize_user_cq(cq: &Cq<Mlx5Ib>, cqe: u32, user: &mut UserCtx<'_, '_, Mlx5Ib>) -> Result {
+        crate::verbs_user::resize_cq(cq, cqe, user)
+    }
+
+    fn modify_cq(cq: &Cq<Mlx5Ib>, count: u16, period: u16) -> Result {
+        crate::verbs_user::modify_cq(cq, count, period)
+    }
+
     fn create_qp(
         pd: &Pd<Mlx5Ib>,
         attr: &QpInitAttr<'_, Mlx5Ib>,

@@ -17,7 +17,7 @@
 //! a multiple of 64 bytes, `EINVAL` otherwise, as upstream finds no page size then).
 //! Contexts have no DEVX uid, so every command carries uid 0 (upstream `context->devx_uid`).
 
-use crate::cmd::cq::{CqeSize, CreateCq};
+use crate::cmd::cq::{CqModify, CqeSize, CreateCq, ModifyCq};
 use crate::cmd::exec;
 use crate::cmd::qp::{CreateQp, QpServiceType, RqType};
 use crate::cmd::res::MkeyTranslation;
@@ -30,12 +30,15 @@ use crate::uabi::{self, CqCaps, CqeStride, QpCaps, UserQpType};
 use crate::uar::abi_err;
 use crate::ucontext::Mlx5Ucontext;
 use crate::user_mem::{DbRecord, UserBuf, PAGE};
-use crate::verbs::{create_mr, gen, ilog2_ceil, mkey_access, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem};
+use crate::verbs::{
+    create_mr, gen, ilog2_ceil, mkey_access, CqBufLock, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem,
+};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, CqHandler, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Srq,
+    AccessFlags, Cq, CqHandler, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Srq,
     SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UserCtx, UserMrReq,
 };
+use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -120,12 +123,11 @@ pub(crate) fn create_cq(
         cqe_128_always: g.get(cmd_hca_cap::cqe_128_always)? != 0,
     };
     let p = uabi::user_cq_params(&req, &caps).map_err(abi_err)?;
-    // mlx5_comp_eqn_get(): no EQs in Mlx5Hw yet, every CQ is on EQ 0 (see verbs.rs).
-    if attr.comp_vector != 0 {
-        return Err(EINVAL);
-    }
+    // upstream mlx5_comp_eqn_get(): EINVAL for a vector the function does not have.
+    let eqn = d.hw.comp_eqn(attr.comp_vector)?;
     let target = CqTarget::new(handler)?;
     let slot = d.events.reserve_cq()?;
+    let user_buf: CqBufLock = KBox::pin_init(new_mutex!(buf), GFP_KERNEL)?;
     let cqn = exec(
         &*d.hw,
         &CreateCq {
@@ -137,7 +139,7 @@ pub(crate) fn create_cq(
                 CqeStride::B128Pad => CqeSize::B128Pad,
             },
             uar_page: p.uar_index,
-            eqn: 0,
+            eqn,
             log_page_size: LOG_PAGE_SIZE,
             page_offset,
             compression: p.mini_cqe_format,
@@ -152,12 +154,105 @@ pub(crate) fn create_cq(
         log_size,
         real_time_ts: p.real_time_ts,
         mem: QueueMem::User {
-            _buf: Some(buf),
+            _buf: None,
             _db: db,
         },
         events: target,
         kern: None,
+        user_buf: Some(user_buf),
     })
+}
+
+/// upstream `mlx5_ib_resize_cq()` for a user CQ: without the `cq_resize` capability `ENOSYS`
+/// (as upstream); more than `2^log_max_cq_sz` entries `EINVAL`; `entries + 1` rounded up to a
+/// power of two, and nothing to do if that is the current size; under the CQ's resize lock the
+/// request ([`uabi::parse_resize_cq`]), the new buffer pinned (`entries * cqe_size` bytes),
+/// MODIFY_CQ `MLX5_CQ_OPMOD_RESIZE`; on success the CQ has `entries - 1` entries and the old
+/// buffer is unpinned (the device wrote its RESIZE CQE into it before the command completed;
+/// libmlx5 copies the outstanding CQEs up to it into the new buffer).
+///
+/// # Errors
+///
+/// As above; `EINVAL` for a kernel CQ or a buffer offset that is not a multiple of 64 bytes;
+/// the pin's errno; MODIFY_CQ's errno. A failure leaves the CQ as it was.
+pub(crate) fn resize_cq(cq: &Cq<Mlx5Ib>, cqe: u32, user: &mut UserCtx<'_, '_, Mlx5Ib>) -> Result {
+    let d = cq.device().data();
+    let c = cq.data();
+    let lock = c.user_buf.as_ref().ok_or(EINVAL)?;
+    let g = gen(d)?;
+    if g.get(cmd_hca_cap::cq_resize)? == 0 {
+        return Err(ENOSYS);
+    }
+    let log_max = g.get(cmd_hca_cap::log_max_cq_sz)?.min(31);
+    if u64::from(cqe) > 1u64 << log_max {
+        return Err(EINVAL);
+    }
+    let log_size = ilog2_ceil(cqe.checked_add(1).ok_or(EINVAL)?)?;
+    if u32::from(log_size) > log_max {
+        return Err(EINVAL);
+    }
+    let entries = 1u32 << log_size;
+    if entries == cq.cqe().wrapping_add(1) {
+        return Ok(());
+    }
+    let mut cur = lock.lock();
+    let req = uabi::parse_resize_cq(user.udata().input()).map_err(abi_err)?;
+    let ctx = user.ctx().clone();
+    let len = u64::from(entries) * u64::from(req.cqe_size);
+    let buf = UserBuf::pin(&ctx, req.buf_addr, len, AccessFlags::LOCAL_WRITE)?;
+    let page_offset = page_offset(&buf)?;
+    let pas = buf.pages()?;
+    exec(
+        &*d.hw,
+        &ModifyCq {
+            cqn: c.cqn,
+            uid: 0,
+            what: CqModify::Resize {
+                log_cq_size: log_size,
+                cqe_size: if req.cqe_size == 64 {
+                    CqeSize::B64
+                } else {
+                    CqeSize::B128
+                },
+                log_page_size: LOG_PAGE_SIZE,
+                page_offset,
+                pas: &pas,
+            },
+        },
+    )?;
+    // The old buffer is unpinned (and unmapped from the device) when `buf` is dropped here.
+    let old = core::mem::replace(&mut *cur, buf);
+    cq.set_cqe(entries - 1);
+    drop(cur);
+    drop(old);
+    Ok(())
+}
+
+/// upstream `mlx5_ib_modify_cq()`: without the `cq_moderation` capability `EOPNOTSUPP`, a
+/// period beyond `cqc.cq_period`'s 12 bits (`MLX5_MAX_CQ_PERIOD`) `EINVAL`, then MODIFY_CQ with
+/// the period and count (`mlx5_core_modify_cq_moderation()`).
+///
+/// # Errors
+///
+/// As above; MODIFY_CQ's errno.
+pub(crate) fn modify_cq(cq: &Cq<Mlx5Ib>, count: u16, period: u16) -> Result {
+    /// `MLX5_MAX_CQ_PERIOD`: `cqc.cq_period` is 12 bits wide.
+    const MAX_CQ_PERIOD: u16 = (1 << 12) - 1;
+    let d = cq.device().data();
+    if gen(d)?.get(cmd_hca_cap::cq_moderation)? == 0 {
+        return Err(EOPNOTSUPP);
+    }
+    if period > MAX_CQ_PERIOD {
+        return Err(EINVAL);
+    }
+    exec(
+        &*d.hw,
+        &ModifyCq {
+            cqn: cq.data().cqn,
+            uid: 0,
+            what: CqModify::Moderation { period, count },
+        },
+    )
 }
 
 /// Where a user QP's memory comes from (see [`CqMem`]).

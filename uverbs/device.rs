@@ -95,6 +95,8 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         // destroy op (nothing to undo on the driver's side then).
         add(ops.create_cq.is_some(), O::CreateCq);
         add(ops.create_cq.is_some(), O::DestroyCq);
+        add(ops.resize_user_cq.is_some(), O::ResizeUserCq);
+        add(ops.modify_cq.is_some(), O::ModifyCq);
         add(ops.create_qp.is_some(), O::CreateQp);
         add(ops.create_qp.is_some(), O::DestroyQp);
         add(ops.modify_qp.is_some(), O::ModifyQp);

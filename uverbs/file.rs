@@ -35,6 +35,7 @@ const EX_QUERY_DEVICE: u32 = cmd::FLAG_EXTENDED | cmd::EX_QUERY_DEVICE;
 const EX_CREATE_CQ: u32 = cmd::FLAG_EXTENDED | cmd::EX_CREATE_CQ;
 const EX_CREATE_QP: u32 = cmd::FLAG_EXTENDED | cmd::EX_CREATE_QP;
 const EX_MODIFY_QP: u32 = cmd::FLAG_EXTENDED | cmd::EX_MODIFY_QP;
+const EX_MODIFY_CQ: u32 = cmd::FLAG_EXTENDED | cmd::EX_MODIFY_CQ;
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::Owner;
@@ -545,6 +546,8 @@ impl<D: Driver> UFile<D> {
             cmd::CREATE_CQ => self.create_cq(inner, b, false),
             EX_CREATE_CQ => self.create_cq(inner, b, true),
             cmd::DESTROY_CQ => self.destroy_cq(inner, b),
+            cmd::RESIZE_CQ => self.resize_cq(inner, b),
+            EX_MODIFY_CQ => self.modify_cq(inner, b),
             cmd::CREATE_QP => self.create_qp(inner, b, false),
             EX_CREATE_QP => self.create_qp(inner, b, true),
             cmd::MODIFY_QP => self.modify_qp(inner, b, false),

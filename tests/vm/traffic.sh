@@ -71,14 +71,23 @@ tr_baseline() {
 	t_check "rdma res shows no QP after $1" sh -c '! rdma res show qp | grep -q .'
 }
 
+# UAR stores of function $1 that reached the device as write traps.
+tr_uar_traps() {
+	awk '/^uar_traps/ { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.$1/stats
+}
+
 pingpong_suite() {
 	load_ours $TRAFFIC_SIM
-	local d
+	local d t0
 	# One function, both ends on it.
 	for d in mlx5_0 mlx5_2; do
 		local g=""
 		[ $d = mlx5_2 ] && g="-g $ROCE_GID"
+		t0=$(tr_uar_traps ${d#mlx5_})
 		tr_pair "ibv_rc_pingpong on $d (default: 4096 B x 1000)" ibv_rc_pingpong "-d $d $g" "-d $d $g"
+		# libmlx5's send doorbells are UAR stores; each one faults into the device.
+		t_check "$d: the pingpong's UAR stores arrived as write traps ($t0 before)" \
+			test "$(tr_uar_traps ${d#mlx5_})" -ge $((t0 + 1000))
 		tr_pair "ibv_rc_pingpong -e on $d (completion events)" ibv_rc_pingpong "-d $d $g -e -n 100" "-d $d $g -e -n 100"
 		tr_pair "ibv_rc_pingpong -s 32 on $d (inline)" ibv_rc_pingpong "-d $d $g -s 32 -n 100" "-d $d $g -s 32 -n 100"
 		tr_pair "ibv_rc_pingpong -c on $d (data checked)" ibv_rc_pingpong "-d $d $g -c -n 100" "-d $d $g -c -n 100"

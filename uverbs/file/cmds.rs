@@ -330,19 +330,6 @@ fn ll_mac(gid: &[u8; 16]) -> Option<[u8; 6]> {
     Some([gid[8] ^ 2, gid[9], gid[10], gid[13], gid[14], gid[15]])
 }
 
-fn qp_state(v: u8) -> Result<QpState> {
-    Ok(match v {
-        0 => QpState::Reset,
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        4 => QpState::Sqd,
-        5 => QpState::Sqe,
-        6 => QpState::Err,
-        _ => return Err(EINVAL),
-    })
-}
-
 /// upstream `create_qp()`'s QP type switch: the types it knows but this
 /// stack does not implement are `EOPNOTSUPP`, unknown ones `EINVAL`.
 fn qp_type(v: u8) -> Result<QpType> {
@@ -615,6 +602,42 @@ impl<D: Driver> UFile<D> {
         copy_out_or_zero(b.core_out.0, b.core_out.1, &destroy_cq_resp(rep))
     }
 
+    /// `IB_USER_VERBS_CMD_RESIZE_CQ` (upstream `ib_uverbs_resize_cq()`): `cqe == 0` is
+    /// `EINVAL`; the driver's udata carries the new buffer; the response is
+    /// `struct ib_uverbs_resize_cq_resp { cqe; reserved; }` with the CQ's new size.
+    pub(super) fn resize_cq(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        let ctx = inner.ctx()?.clone();
+        let r = request::<16>(&b.core_in)?;
+        let cqe = rd32(&r, 12);
+        if cqe == 0 {
+            return Err(EINVAL);
+        }
+        let cq = Self::cq_by_handle(inner, rd32(&r, 8))?;
+        with_udata(b, |ud| cq.resize_user(cqe, &mut UserCtx::new(&ctx, ud)))?;
+        let mut o = Out::<8>::new();
+        o.u32(0, cq.cqe());
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)
+    }
+
+    /// `IB_USER_VERBS_EX_CMD_MODIFY_CQ` (upstream `ib_uverbs_ex_modify_cq()`): `struct
+    /// ib_uverbs_ex_modify_cq { cq_handle; attr_mask; attr { cq_count; cq_period; }; reserved;
+    /// }`; no mask or a reserved word is `EINVAL`, a mask beyond `IB_CQ_MODERATE` `EOPNOTSUPP`.
+    pub(super) fn modify_cq(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        /// `IB_CQ_MODERATE`.
+        const CQ_MODERATE: u32 = 1;
+        let r = request::<16>(&b.core_in)?;
+        let mask = rd32(&r, 4);
+        if mask == 0 || rd32(&r, 12) != 0 {
+            return Err(EINVAL);
+        }
+        if mask > CQ_MODERATE {
+            return Err(EOPNOTSUPP);
+        }
+        inner.ctx()?;
+        let cq = Self::cq_by_handle(inner, rd32(&r, 0))?;
+        cq.set_moderation(rd16(&r, 8), rd16(&r, 10))
+    }
+
     /// upstream `create_qp()` for RC/UC/UD QPs on a PD.
     fn qp_create_common(
         &self,
@@ -803,7 +826,7 @@ impl<D: Driver> UFile<D> {
             ..QpAttr::default()
         };
         if mask & QpAttrMask::STATE.0 != 0 {
-            a.qp_state = qp_state(state)?;
+            a.qp_state = QpState::try_from(state)?;
         }
         if mask & QpAttrMask::AV.0 != 0 {
             a.ah_attr = self.ah_from_dest(&dest)?;
