@@ -60,8 +60,10 @@ pcifn_ib() {
 	n0=$(dmesg | wc -l)
 	load_ours
 	sleep 1
+	# The auxiliary bus names a driver "<module>.<driver name>".
+	echo "pcifn: mlx5_core.rdma.0 driver: $(fwsim_driver_of mlx5_core.rdma.0)"
 	t_check "mlx5_ib_rs is bound to mlx5_core.rdma.0" \
-		test -e /sys/bus/auxiliary/drivers/mlx5_ib_rs/mlx5_core.rdma.0
+		test "$(fwsim_driver_of mlx5_core.rdma.0)" = mlx5_ib_rs.mlx5_ib_rs
 	t_check "mlx5_0 is registered" test -e /sys/class/infiniband/mlx5_0
 	t_check "mlx5_0's parent is the PCI function" \
 		sh -c 'readlink /sys/class/infiniband/mlx5_0/device | grep -q 0000:00:02.0'
