@@ -28,6 +28,8 @@ pub(crate) mod reg;
 #[allow(dead_code)]
 #[path = "cmd/res.rs"]
 pub(crate) mod res;
+#[path = "cmd/srq.rs"]
+pub(crate) mod srq;
 #[path = "cmd/tests.rs"]
 mod tests;
 

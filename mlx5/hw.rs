@@ -281,6 +281,14 @@ pub(crate) enum HwEvent {
         /// Which.
         kind: QpEventKind,
     },
+    /// An asynchronous SRQ event (`MLX5_EVENT_TYPE_SRQ_RQ_LIMIT`, `_SRQ_CATAS_ERROR`;
+    /// upstream `srq_event_notifier()`).
+    Srq {
+        /// The SRQ (RMP) number.
+        srqn: u32,
+        /// The limit was crossed (else: the SRQ's catastrophic error).
+        limit: bool,
+    },
 }
 
 /// The QP events of the async EQ (`MLX5_EVENT_TYPE_*`, upstream `mlx5_ib_qp_event()`).

@@ -240,6 +240,11 @@ impl SimFunction {
         self.with_fw(|fw| fw.stats())
     }
 
+    /// How many user doorbell stores to this function's UAR pages arrived as trap faults.
+    pub(crate) fn uar_traps(&self) -> u64 {
+        self.fabric.fabric().uar_traps(self.index)
+    }
+
     /// A RoCE address table entry (`port` 1-based), as SET_ROCE_ADDRESS left it.
     pub(crate) fn roce_addr(&self, port: u8, index: usize) -> Option<crate::fwsim::RoceAddr> {
         self.with_fw(|fw| fw.roce_addr(port, index))

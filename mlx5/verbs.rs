@@ -127,13 +127,19 @@ pub(crate) struct Mlx5Cq {
     pub(crate) log_size: u8,
     /// `MLX5_IB_CQ_PR_FLAGS_REAL_TIME_TS`: QPs on it need real-time timestamps.
     pub(crate) real_time_ts: bool,
-    /// The queue's memory, released after DESTROY_CQ.
+    /// The queue's memory, released after DESTROY_CQ (a user CQ's buffer is in `user_buf`).
     pub(crate) mem: QueueMem,
     /// The CQ's entry in the device's event table.
     pub(crate) events: Arc<CqTarget>,
     /// A kernel CQ's consumer state (`None` for a user CQ).
     pub(crate) kern: Option<crate::datapath::KernCq>,
+    /// A user CQ's pinned buffer, which a resize replaces (upstream `cq->buf.umem` under
+    /// `cq->resize_mutex`); `None` for a kernel CQ, which does not resize.
+    pub(crate) user_buf: Option<CqBufLock>,
 }
+
+/// A user CQ's current buffer behind its resize lock.
+pub(crate) type CqBufLock = Pin<KBox<Mutex<UserBuf>>>;
 
 /// The driver part of a QP (upstream `struct mlx5_ib_qp`).
 pub(crate) struct Mlx5Qp {
@@ -275,6 +281,7 @@ pub(crate) fn create_cq(
         mem: QueueMem::Kernel { buf },
         events: target,
         kern: Some(kern),
+        user_buf: None,
     })
 }
 
@@ -501,49 +508,6 @@ fn mask_to_opt(m: QpAttrMask) -> u32 {
     o
 }
 
-/// Required attribute masks of a transition (upstream `ib_modify_qp_is_ok()`'s `qp_state_table`
-/// for RC and UD), or `None` if the transition is illegal.
-fn required(cur: QpState, new: QpState, t: QpType) -> Option<QpAttrMask> {
-    use QpState::*;
-    let rc = t != QpType::Ud;
-    let m = |a: &[QpAttrMask]| a.iter().fold(QpAttrMask(0), |acc, b| acc | *b);
-    Some(match (cur, new) {
-        (_, Reset) | (_, Err) => QpAttrMask(0),
-        (Reset, Init) if rc => m(&[
-            QpAttrMask::PKEY_INDEX,
-            QpAttrMask::PORT,
-            QpAttrMask::ACCESS_FLAGS,
-        ]),
-        (Reset, Init) => m(&[QpAttrMask::PKEY_INDEX, QpAttrMask::PORT, QpAttrMask::QKEY]),
-        (Init, Init) => QpAttrMask(0),
-        (Init, Rtr) if t == QpType::Rc => m(&[
-            QpAttrMask::AV,
-            QpAttrMask::PATH_MTU,
-            QpAttrMask::DEST_QPN,
-            QpAttrMask::RQ_PSN,
-            QpAttrMask::MAX_DEST_RD_ATOMIC,
-            QpAttrMask::MIN_RNR_TIMER,
-        ]),
-        (Init, Rtr) if t == QpType::Uc => m(&[
-            QpAttrMask::AV,
-            QpAttrMask::PATH_MTU,
-            QpAttrMask::DEST_QPN,
-            QpAttrMask::RQ_PSN,
-        ]),
-        (Init, Rtr) => QpAttrMask(0),
-        (Rtr, Rts) if t == QpType::Rc => m(&[
-            QpAttrMask::SQ_PSN,
-            QpAttrMask::TIMEOUT,
-            QpAttrMask::RETRY_CNT,
-            QpAttrMask::RNR_RETRY,
-            QpAttrMask::MAX_QP_RD_ATOMIC,
-        ]),
-        (Rtr, Rts) => QpAttrMask::SQ_PSN,
-        (Rts, Rts) => QpAttrMask(0),
-        _ => return None,
-    })
-}
-
 /// Merges the members of `a` selected by `mask` into `cur` (upstream keeps them in the
 /// `mlx5_ib_qp` and the firmware context).
 fn merge(cur: &mut QpAttr, a: &QpAttr, mask: QpAttrMask) {
@@ -651,8 +615,8 @@ fn log2_rd(n: u8) -> Result<u8> {
 }
 
 /// upstream `mlx5_ib_modify_qp()` → `__mlx5_ib_modify_qp()`: the transition of the current
-/// state and the target state (`optab`), the `ib_modify_qp_is_ok()` check (`EINVAL` for an
-/// illegal transition or a missing required attribute), the context members of the
+/// state and the target state (`optab`), the core's `ib_modify_qp_is_ok()` check (`EINVAL` for
+/// an illegal transition, a missing required or a disallowed attribute), the context members of the
 /// transition and the optional-parameter mask (`opt_mask`), then the command.
 pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Result {
     let d = qp.pd().device().data();
@@ -664,8 +628,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
     } else {
         cur
     };
-    let req = required(cur, new, t).ok_or(EINVAL)?;
-    if !mask.contains(req) {
+    if !ib_core_rs::verbs::modify_qp_is_ok(cur, new, t, mask) {
         return Err(EINVAL);
     }
     let mut next = *st;

@@ -95,9 +95,15 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         // destroy op (nothing to undo on the driver's side then).
         add(ops.create_cq.is_some(), O::CreateCq);
         add(ops.create_cq.is_some(), O::DestroyCq);
+        add(ops.resize_user_cq.is_some(), O::ResizeUserCq);
+        add(ops.modify_cq.is_some(), O::ModifyCq);
         add(ops.create_qp.is_some(), O::CreateQp);
         add(ops.create_qp.is_some(), O::DestroyQp);
         add(ops.modify_qp.is_some(), O::ModifyQp);
+        add(ops.create_srq.is_some(), O::CreateSrq);
+        add(ops.create_srq.is_some(), O::DestroySrq);
+        add(ops.modify_srq.is_some(), O::ModifySrq);
+        add(ops.query_srq.is_some(), O::QuerySrq);
         add(ops.query_qp.is_some(), O::QueryQp);
         add(ops.reg_user_mr.is_some(), O::RegUserMr);
         add(ops.reg_user_mr.is_some(), O::DeregMr);

@@ -69,14 +69,23 @@ tr_baseline() {
 	t_check "rdma res shows no QP after $1" sh -c '! rdma res show qp | grep -q .'
 }
 
+# UAR stores of function $1 that reached the device as write traps.
+tr_uar_traps() {
+	awk '/^uar_traps/ { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.$1/stats
+}
+
 pingpong_suite() {
 	load_ours $TRAFFIC_SIM
-	local d
+	local d t0
 	# One function, both ends on it.
 	for d in mlx5_0 mlx5_2; do
 		local g=""
 		[ $d = mlx5_2 ] && g="-g $ROCE_GID"
+		t0=$(tr_uar_traps ${d#mlx5_})
 		tr_pair "ibv_rc_pingpong on $d (default: 4096 B x 1000)" ibv_rc_pingpong "-d $d $g" "-d $d $g"
+		# libmlx5's send doorbells are UAR stores; each one faults into the device.
+		t_check "$d: the pingpong's UAR stores arrived as write traps ($t0 before)" \
+			test "$(tr_uar_traps ${d#mlx5_})" -ge $((t0 + 1000))
 		tr_pair "ibv_rc_pingpong -e on $d (completion events)" ibv_rc_pingpong "-d $d $g -e -n 100" "-d $d $g -e -n 100"
 		tr_pair "ibv_rc_pingpong -s 32 on $d (inline)" ibv_rc_pingpong "-d $d $g -s 32 -n 100" "-d $d $g -s 32 -n 100"
 		tr_pair "ibv_rc_pingpong -c on $d (data checked)" ibv_rc_pingpong "-d $d $g -c -n 100" "-d $d $g -c -n 100"
@@ -90,6 +99,75 @@ pingpong_suite() {
 	tr_pair "ibv_ud_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_ud_pingpong "-d mlx5_0 -n 100" "-d mlx5_1 -n 100"
 	tr_baseline "the pingpongs"
 	unload_ours
+}
+
+# ibv_srq_pingpong: 16 RC QPs on each side (the default) receiving from one
+# SRQ per process, on one function of each link layer; with completion events
+# (-e) and with a small SRQ (-r 8: receives must be reposted as the SRQ
+# drains, and the RNR retries cover the gaps).
+srq_pingpong_suite() {
+	load_ours $TRAFFIC_SIM
+	local d
+	for d in mlx5_0 mlx5_2; do
+		local g=""
+		[ $d = mlx5_2 ] && g="-g $ROCE_GID"
+		tr_pair "ibv_srq_pingpong on $d (16 QPs, one SRQ)" ibv_srq_pingpong "-d $d $g -n 100" "-d $d $g -n 100"
+		tr_pair "ibv_srq_pingpong -e on $d (completion events)" ibv_srq_pingpong "-d $d $g -e -n 50" "-d $d $g -e -n 50"
+		tr_pair "ibv_srq_pingpong -q 4 -r 8 on $d (small SRQ)" ibv_srq_pingpong "-d $d $g -q 4 -r 8 -n 100" "-d $d $g -q 4 -r 8 -n 100"
+	done
+	tr_pair "ibv_srq_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_srq_pingpong "-d mlx5_0 -n 50" "-d mlx5_1 -n 50"
+	tr_baseline "the SRQ pingpongs"
+	t_check "rdma res shows no SRQ after the SRQ pingpongs" sh -c '! rdma res show srq 2>/dev/null | grep -q .'
+	unload_ours
+}
+
+# `rdma res show srq` while srq_test holds an SRQ with two QPs on $1: the
+# SRQ with its type, PD, the QP numbers (a range) and the owner.
+srq_res_while_held() {
+	local dev=$1 pid i
+	rm -f /tmp/srq-release
+	/rdma-rs/srq_test -d $dev -w /tmp/srq-release >/tmp/srq-hold.out 2>&1 &
+	pid=$!
+	i=0
+	while ! grep -q '^I holding' /tmp/srq-hold.out && [ $i -lt 300 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	rdma res show srq >/tmp/res-srq 2>&1
+	sed 's/^/    rdma-srq| /' /tmp/res-srq
+	t_check "rdma res show srq lists $dev's SRQ (BASIC, two QPs, its PD, pid and comm)" \
+		grep -Eq "^dev $dev srqn [0-9]+ type BASIC lqpn [0-9]+-[0-9]+ pdn [0-9]+ pid $pid comm srq_test" /tmp/res-srq
+	touch /tmp/srq-release
+	wait $pid
+	t_import_file "srq_test $dev held" /tmp/srq-hold.out $?
+}
+
+# The project's SRQ test (tests/userspace/srq_test.c) on both link layers of
+# ours and on upstream rdma_rxe; its facts (errnos, event types, counts) are
+# compared line by line.
+srq_suite() {
+	local d
+	load_ours $TRAFFIC_SIM
+	t_import "srq_test mlx5_0 (IB)" /rdma-rs/srq_test -d mlx5_0
+	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_0.c
+	t_import "srq_test mlx5_2 (RoCE)" /rdma-rs/srq_test -d mlx5_2 -g $ROCE_GID
+	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_2.c
+	srq_res_while_held mlx5_0
+	tr_baseline "the SRQ test"
+	t_check "rdma res: no SRQ left" sh -c "rdma res | grep -v ' srq 0' | grep -q mlx5 && exit 1 || exit 0"
+	unload_ours
+	peer_up
+	t_import "srq_test rxe0 (upstream)" /rdma-rs/srq_test -d rxe0 -g 0
+	grep '^C ' /tmp/import.out >/tmp/srq-rxe0.c
+	peer_down
+	for d in mlx5_0 mlx5_2; do
+		if [ -s /tmp/srq-$d.c ] && diff /tmp/srq-rxe0.c /tmp/srq-$d.c >/tmp/srq-diff; then
+			t_ok "srq_test: $d's $(wc -l </tmp/srq-$d.c) facts equal rxe0's"
+		else
+			sed 's/^/    diff| /' /tmp/srq-diff | head -n 40
+			t_fail "srq_test: $d's facts equal rxe0's"
+		fi
+	done
 }
 
 # perftest's result line: "<bytes> <iterations> <numbers...>".
