@@ -15,6 +15,8 @@
 #   make faults        every verb under allocation and firmware fault injection, point by point
 #   make pcifn   upstream mlx5_core on the emulated ConnectX PCI function (vfio-user)
 #   make qemu-vfio-user  trixie's QEMU 11.1 with the vfio-user client, cached (Documentation/pcifn.md)
+#   make install the modules into /lib/modules/<release>/updates/rdma-rs of the running kernel
+#                (or KDIR=...), depmod, /etc/modprobe.d/rdma-rs.conf (README, "On a real host")
 #
 # KDIR=<kernel build tree> builds the modules for your own kernel (it must
 # be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
@@ -50,7 +52,7 @@ kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/modules-$$(basename "$$kb") && mkdir -p "$
 	RDMARS_MODDIR="$$mo" RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-3600} $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
 endef
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic faults qemu-vfio-user pcifn clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic faults qemu-vfio-user pcifn install clean
 
 all: modules
 
@@ -73,7 +75,18 @@ qemu-vfio-user:
 
 pcifn: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn.log && \
-	grep -E 'pcifn:|mlx5_core|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn.log
+	grep -E 'pcifn:|mlx5_core|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn.log; \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode pcifn out/logs/pcifn.log
+
+# make install [KDIR=<build tree>] [INSTALL_MOD_PATH=<staging root>]: for a real host with a
+# CONFIG_RUST kernel (default: the running kernel's /lib/modules/<release>/build). The test
+# modules (ib_core_rs_test, ib_core_rs_mockdev, rdma_rs_mock) are installed too; they have no
+# device alias and never load by themselves.
+INSTALL_KDIR = $(or $(KDIR),/lib/modules/$(shell uname -r)/build)
+install:
+	@$(MAKE) -C "$(INSTALL_KDIR)" LLVM=$(LLVM) M=$(TOP) modules && \
+	$(MAKE) -C "$(INSTALL_KDIR)" LLVM=$(LLVM) M=$(TOP) INSTALL_MOD_DIR=updates/rdma-rs modules_install && \
+	install -D -m 0644 $(TOP)/dist/rdma-rs-modprobe.conf $(INSTALL_MOD_PATH)/etc/modprobe.d/rdma-rs.conf
 
 demo:
 	@$(TOP)/tools/demo.sh

@@ -60,8 +60,10 @@ pcifn_ib() {
 	n0=$(dmesg | wc -l)
 	load_ours
 	sleep 1
+	# The auxiliary bus names a driver "<module>.<driver name>".
+	echo "pcifn: mlx5_core.rdma.0 driver: $(fwsim_driver_of mlx5_core.rdma.0)"
 	t_check "mlx5_ib_rs is bound to mlx5_core.rdma.0" \
-		test -e /sys/bus/auxiliary/drivers/mlx5_ib_rs/mlx5_core.rdma.0
+		test "$(fwsim_driver_of mlx5_core.rdma.0)" = mlx5_ib_rs.mlx5_ib_rs
 	t_check "mlx5_0 is registered" test -e /sys/class/infiniband/mlx5_0
 	t_check "mlx5_0's parent is the PCI function" \
 		sh -c 'readlink /sys/class/infiniband/mlx5_0/device | grep -q 0000:00:02.0'
@@ -76,9 +78,13 @@ pcifn_ib() {
 	sed 's/^/    rdma-dev| /' /tmp/pcifn-rdma-dev
 	t_check "rdma dev lists mlx5_0 with its firmware and node GUID" \
 		grep -q '^[0-9]*: mlx5_0: node_type ca fw 28.43.1014 node_guid' /tmp/pcifn-rdma-dev
-	t_import "libmlx5 workload on mlx5_0 (emulated function)" /rdma-rs/verbs_workload -d mlx5_0 -m 16 -o 0
-	t_import "libmlx5 workload on mlx5_0, exit without destroy" /rdma-rs/verbs_workload -d mlx5_0 -m 1 -x
-	mlx5_res_while_held mlx5_0
+	# Objects whose buffers span at most 8 pages (CQs up to 256 entries, a 4 KiB MR): the
+	# model keeps 8 bus-contiguous runs per object and the guest has no IOMMU
+	# (Documentation/pcifn.md, "What does not work yet").
+	t_import "libmlx5 workload on mlx5_0 (emulated function)" /rdma-rs/verbs_workload -d mlx5_0 -k 4 -c 256 -o 0
+	t_import "libmlx5 workload on mlx5_0, other destroy order" /rdma-rs/verbs_workload -d mlx5_0 -k 4 -c 256 -o 1
+	t_import "libmlx5 workload on mlx5_0, exit without destroy" /rdma-rs/verbs_workload -d mlx5_0 -k 4 -c 256 -x
+	mlx5_res_while_held mlx5_0 -k 4 -c 256
 	t_check "rdma res: no pd, cq, qp or mr left" sh -c "rdma res | grep -v ' pd 0 cq 0 qp 0 .*mr 0' | grep -q . && exit 1 || exit 0"
 	unload_ours
 	pcifn_kmsg_since "$n0" >/tmp/pcifn-ib.kmsg
