@@ -94,7 +94,6 @@ fn copy_out_or_zero(addr: u64, len: usize, resp: &[u8]) -> Result {
 }
 
 mod cmds;
-mod objs;
 
 /// A committed user object (upstream `struct ib_uobject` of an IDR type).
 enum ObjKind<D: Driver> {
@@ -118,10 +117,9 @@ struct Inner<D: Driver> {
     /// Disassociated or closed: every call is `EIO`.
     dead: bool,
     ucontext: Option<Arc<Ucontext<D>>>,
-    /// Committed objects by handle, and in commit order (upstream: the
-    /// `idr` xarray and the `uobjects` list, where commit adds at the head:
-    /// cleanup walks it newest first).
-    objs: objs::Objs<D>,
+    /// Committed objects, oldest first (upstream `uobjects` list, where
+    /// commit adds at the head: cleanup walks this from the end).
+    objs: KVec<UObject<D>>,
     async_file: Option<Arc<AsyncEventFile>>,
     /// The completion channels created on this file (upstream: FD uobjects
     /// of `UVERBS_OBJECT_COMP_CHANNEL`); a channel's queue lives while its
@@ -132,7 +130,11 @@ struct Inner<D: Driver> {
 impl<D: Driver> Inner<D> {
     /// The lowest free handle (upstream `xa_alloc()` with `xa_limit_32b`).
     fn free_id(&self, also_taken: Option<u32>) -> u32 {
-        self.objs.free_id(also_taken)
+        let mut id = 0u32;
+        while self.objs.iter().any(|o| o.id == id) || also_taken == Some(id) {
+            id += 1;
+        }
+        id
     }
 
     fn ctx(&self) -> Result<&Arc<Ucontext<D>>> {
@@ -140,14 +142,13 @@ impl<D: Driver> Inner<D> {
         self.ucontext.as_ref().ok_or(EINVAL)
     }
 
-    /// The handle (the position for `objs`) of object `id` of type `obj_type`.
     fn find(&self, obj_type: u16, id: i64) -> Result<usize> {
-        let id = usize::try_from(u32::try_from(id).map_err(|_| EINVAL)?).map_err(|_| EINVAL)?;
+        let id = u32::try_from(id).map_err(|_| EINVAL)?;
+        let pos = self.objs.iter().position(|o| o.id == id).ok_or(ENOENT)?;
         // upstream rdma_lookup_get_uobject(): another type is EINVAL.
-        match self.objs.get(id) {
-            Some(o) if o.obj_type == obj_type => Ok(id),
-            Some(_) => Err(EINVAL),
-            None => Err(ENOENT),
+        match self.objs.get(pos) {
+            Some(o) if o.obj_type == obj_type => Ok(pos),
+            _ => Err(EINVAL),
         }
     }
 }
@@ -180,7 +181,7 @@ impl<D: Driver> UFile<D> {
                     Inner {
                         dead: false,
                         ucontext: None,
-                        objs: objs::Objs::new(),
+                        objs: KVec::new(),
                         async_file: None,
                         comp_channels: KVec::new(),
                     },
@@ -216,7 +217,7 @@ struct Env<'a, D: Driver> {
     events: &'a [Arc<AsyncEventFile>],
     /// User address of the attribute array.
     uattrs: u64,
-    /// IDR attributes looked up: (attribute index, handle in `objs`). At
+    /// IDR attributes looked up: (attribute index, position in `objs`). At
     /// most one per attribute: a fixed array, not a `KVec`, so that a destroy
     /// makes no allocation before the object goes (upstream's on-stack bundle:
     /// a destroy never fails for lack of memory there; the fault sweep,
@@ -601,7 +602,7 @@ impl<D: Driver> UFile<D> {
     /// Destroys the object at `pos` (upstream `uverbs_destroy_uobject()`
     /// with `RDMA_REMOVE_DESTROY`): `EBUSY` leaves it in place.
     fn destroy_at(inner: &mut Inner<D>, pos: usize) -> Result<cmds::Reported> {
-        let (o, spare) = inner.objs.take(pos)?;
+        let o = inner.objs.remove(pos).map_err(|_| EINVAL)?;
         let none = cmds::Reported::default();
         let r = match o.kind {
             ObjKind::Pd(pd) => Pd::dealloc(pd)
@@ -633,7 +634,10 @@ impl<D: Driver> UFile<D> {
         match r {
             Ok(rep) => Ok(rep),
             Err((err, kind)) => {
-                inner.objs.restore(UObject { kind, ..o }, spare);
+                inner
+                    .objs
+                    .insert_within_capacity(pos, UObject { kind, ..o })
+                    .ok();
                 Err(err)
             }
         }
@@ -976,10 +980,10 @@ impl<D: Driver> UFileOps for UFile<D> {
         // until a pass destroys nothing (upstream __uverbs_cleanup_ufile()).
         loop {
             let mut progress = false;
-            let mut before = u64::MAX;
-            while let Some((seq, id)) = inner.objs.newest_before(before) {
-                before = seq;
-                if Self::destroy_at(&mut inner, id as usize).is_ok() {
+            let mut i = inner.objs.len();
+            while i > 0 {
+                i -= 1;
+                if Self::destroy_at(&mut inner, i).is_ok() {
                     progress = true;
                 }
             }

@@ -661,40 +661,6 @@ static void isolation_test(int fd)
 	(void)h;
 }
 
-/*
- * The handle table at a few hundred objects (past the inline and first grown
- * sizes of ours' bitmap): a fresh file hands out consecutive handles, a freed
- * handle is the next one handed out again, lowest first (upstream xa_alloc()),
- * a destroyed handle is gone (ENOENT), and close destroys every object left.
- */
-#define HANDLES_N 300
-static void handles_test(void)
-{
-	uint32_t h[HANDLES_N], again;
-	int fd = open(dev, O_RDWR | O_CLOEXEC), ok = 1, i;
-
-	if (fd < 0 || get_context(fd)) {
-		expect("handles: a second file with a context", fd < 0 ? errno : EINVAL, 0);
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	for (i = 0; i < HANDLES_N && ok; i++)
-		ok = !alloc_pd(fd, &h[i]) && h[i] == h[0] + (uint32_t)i;
-	expect("handles: 300 PDs in a fresh file get consecutive handles", ok ? 0 : EINVAL, 0);
-	for (i = 0; i < HANDLES_N && ok; i += 3)
-		ok = !dealloc_pd(fd, h[i]);
-	expect("handles: every third PD deallocated", ok ? 0 : EINVAL, 0);
-	expect("handles: DEALLOC_PD of a freed handle is ENOENT", dealloc_pd(fd, h[3]), ENOENT);
-	for (i = 0; i < HANDLES_N && ok; i += 3)
-		ok = !alloc_pd(fd, &again) && again == h[i];
-	expect("handles: new PDs reuse the freed handles, lowest first", ok ? 0 : EINVAL, 0);
-	ok = !alloc_pd(fd, &again) && again == h[0] + HANDLES_N;
-	expect("handles: with no hole left, the next handle follows the last", ok ? 0 : EINVAL, 0);
-	close(fd);
-	printf("R ok close with 301 PDs open\n");
-}
-
 int main(int argc, char **argv)
 {
 	struct req r;
@@ -1359,7 +1325,6 @@ int main(int argc, char **argv)
 	}
 
 	isolation_test(fd);
-	handles_test();
 
 	close(fd);
 	printf("R ok close with PDs, CQs, a QP, an MR and a context open\n");
