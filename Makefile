@@ -46,9 +46,13 @@ else
 BENCH_KDIR_CMD = $$($(TOP)/tools/kernel.sh $(TOP)/kernel/bench.config)
 endif
 # bench_vm MODE LOG: the modules built against the bench kernel, then MODE booted on it.
+# Kbuild refuses a separate output directory (MO=) for a source tree that holds
+# the test kernel's build, so the tracked sources (with their working-tree
+# changes) are copied to out/src-<kernel build> and built there.
 define bench_vm
-kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/modules-$$(basename "$$kb") && mkdir -p "$$mo" && \
-	$(MAKE) -s -C "$$kb" LLVM=$(LLVM) M=$(TOP) MO="$$mo" modules && \
+kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/src-$$(basename "$$kb") && rm -rf "$$mo" && mkdir -p "$$mo" && \
+	git -C $(TOP) ls-files -z | (cd $(TOP) && tar --null -T - -cf -) | tar -C "$$mo" -xf - && \
+	$(MAKE) -s -C "$$kb" LLVM=$(LLVM) M="$$mo" modules && \
 	RDMARS_MODDIR="$$mo" RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-3600} $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
 endef
 
