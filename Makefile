@@ -14,8 +14,11 @@
 #   make traffic       the data-path suites alone (pingpong, perftest, traffic test)
 #   make fuzz N=... SEED=...  the uverbs fuzzer: ours (mock, both mlx5 functions) and
 #                      upstream rxe with the same seed, compared; removal raced (VERBOSE=1: every call)
+#   make faults        every verb under allocation and firmware fault injection, point by point
 #   make pcifn   upstream mlx5_core on the emulated ConnectX PCI function (vfio-user)
 #   make qemu-vfio-user  trixie's QEMU 11.1 with the vfio-user client, cached (Documentation/pcifn.md)
+#   make install the modules into /lib/modules/<release>/updates/rdma-rs of the running kernel
+#                (or KDIR=...), depmod, /etc/modprobe.d/rdma-rs.conf (README, "On a real host")
 #
 # KDIR=<kernel build tree> builds the modules for your own kernel (it must
 # be a full build tree of a CONFIG_RUST kernel: out-of-tree Rust modules
@@ -32,7 +35,30 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic fuzz qemu-vfio-user pcifn clean
+# The benchmark kernel (kernel/bench.config: the test kernel's options with the
+# debug options off), built on demand by the bench* targets only, cached like
+# the test kernel. BENCH_KERNEL=test measures on the test kernel instead; KDIR=
+# on that tree. The modules for it are built into out/modules-<kernel build>.
+BENCH_KERNEL ?= bench
+ifneq ($(KDIR),)
+BENCH_KDIR_CMD = $(KDIR)
+else ifeq ($(BENCH_KERNEL),test)
+BENCH_KDIR_CMD = $$($(TOP)/tools/kernel.sh)
+else
+BENCH_KDIR_CMD = $$($(TOP)/tools/kernel.sh $(TOP)/kernel/bench.config)
+endif
+# bench_vm MODE LOG: the modules built against the bench kernel, then MODE booted on it.
+# Kbuild refuses a separate output directory (MO=) for a source tree that holds
+# the test kernel's build, so the tracked sources (with their working-tree
+# changes) are copied to out/src-<kernel build> and built there.
+define bench_vm
+kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/src-$$(basename "$$kb") && rm -rf "$$mo" && mkdir -p "$$mo" && \
+	git -C $(TOP) ls-files -z | (cd $(TOP) && tar --null -T - -cf -) | tar -C "$$mo" -xf - && \
+	$(MAKE) -s -C "$$kb" LLVM=$(LLVM) M="$$mo" modules && \
+	RDMARS_MODDIR="$$mo" RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-3600} $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
+endef
+
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic fuzz faults qemu-vfio-user pcifn install clean
 
 all: modules
 
@@ -55,7 +81,18 @@ qemu-vfio-user:
 
 pcifn: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn.log && \
-	grep -E 'pcifn:|mlx5_core|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn.log
+	grep -E 'pcifn:|mlx5_core|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn.log; \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode pcifn out/logs/pcifn.log
+
+# make install [KDIR=<build tree>] [INSTALL_MOD_PATH=<staging root>]: for a real host with a
+# CONFIG_RUST kernel (default: the running kernel's /lib/modules/<release>/build). The test
+# modules (ib_core_rs_test, ib_core_rs_mockdev, rdma_rs_mock) are installed too; they have no
+# device alias and never load by themselves.
+INSTALL_KDIR = $(or $(KDIR),/lib/modules/$(shell uname -r)/build)
+install:
+	@$(MAKE) -C "$(INSTALL_KDIR)" LLVM=$(LLVM) M=$(TOP) modules && \
+	$(MAKE) -C "$(INSTALL_KDIR)" LLVM=$(LLVM) M=$(TOP) INSTALL_MOD_DIR=updates/rdma-rs modules_install && \
+	install -D -m 0644 $(TOP)/dist/rdma-rs-modprobe.conf $(INSTALL_MOD_PATH)/etc/modprobe.d/rdma-rs.conf
 
 demo:
 	@$(TOP)/tools/demo.sh
@@ -81,24 +118,24 @@ soak: modules
 
 # make bench N=1000000: the core's data-path dispatch cost (ns/call) next
 # to a direct call of the same driver op.
-bench: modules
-	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),1000000)" \
-	$(TOP)/tools/vm.sh bench "$$kb" $(TOP)/out/logs/bench.log && \
+bench: setup
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),1000000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
+	$(call bench_vm,bench,$(TOP)/out/logs/bench.log) && \
 	sed -n '/^=* rdma-rs benchmark/,/^=====/p' $(TOP)/out/logs/bench.log
 
 # make bench-uverbs N_BENCH=5000: ns per QUERY_PORT and PD alloc+dealloc
 # pairs/s through libibverbs, ours (rxe_mock0) next to upstream (rdma_rxe).
-bench-uverbs: modules
-	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),5000)" \
-	$(TOP)/tools/vm.sh bench_uverbs "$$kb" $(TOP)/out/logs/bench-uverbs.log && \
+bench-uverbs: setup
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),5000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
+	$(call bench_vm,bench_uverbs,$(TOP)/out/logs/bench-uverbs.log) && \
 	sed -n '/^=* rdma-rs uverbs benchmark/,/^=====/p' $(TOP)/out/logs/bench-uverbs.log
 
 # make bench-traffic N_BENCH=2000: perftest latency and message rate, ours
 # (libmlx5 on the simulator) next to upstream (rdma_rxe), and the device
 # worker's idle CPU time.
-bench-traffic: modules
-	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),2000)" \
-	$(TOP)/tools/vm.sh bench_traffic "$$kb" $(TOP)/out/logs/bench-traffic.log && \
+bench-traffic: setup
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),2000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
+	$(call bench_vm,bench_traffic,$(TOP)/out/logs/bench-traffic.log) && \
 	sed -n '/^=* rdma-rs traffic benchmark/,/^=====/p' $(TOP)/out/logs/bench-traffic.log
 
 # make traffic: the data-path suites (tests/vm/traffic.sh) without the rest.
@@ -115,6 +152,13 @@ fuzz: modules
 	$(TOP)/tools/vm.sh fuzz "$$kb" $(TOP)/out/logs/fuzz.log; \
 	grep -E '^ *(fuzz:|diff:|DIVERGENCE)' $(TOP)/out/logs/fuzz.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode fuzz out/logs/fuzz.log
+# make faults: every allocation and firmware command point of every verb,
+# one at a time (tests/vm/faults.sh); prints the points found per verb.
+faults: modules
+	@kb=$(KDIR_CMD) && RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-7200} \
+	$(TOP)/tools/vm.sh faults "$$kb" $(TOP)/out/logs/faults.log; \
+	grep -E 'faults\| ' $(TOP)/out/logs/faults.log; \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode faults out/logs/faults.log
 
 clean:
 	@kb=$$(ls -d $${RDMA_RS_CACHE:-/var/cache/rdma-rs}/kbuild-* 2>/dev/null | head -n1); \

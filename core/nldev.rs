@@ -79,6 +79,7 @@ impl NlHandler for NlDev {
         op(RDMA_NLDEV_CMD_RES_CQ_GET, None, Some(res_type_dump!(Cq))),
         op(RDMA_NLDEV_CMD_RES_QP_GET, None, Some(res_type_dump!(Qp))),
         op(RDMA_NLDEV_CMD_RES_MR_GET, None, Some(res_type_dump!(Mr))),
+        op(RDMA_NLDEV_CMD_RES_SRQ_GET, None, Some(res_type_dump!(Srq))),
         op(RDMA_NLDEV_CMD_RES_CTX_GET, None, Some(res_type_dump!(Ctx))),
         op(RDMA_NLDEV_CMD_SYS_GET, Some(sys_get_doit), None),
     ];
@@ -394,11 +395,8 @@ fn fill_pd(wr: &mut MsgWriter<'_>, e: &ResInfo, admin: bool) -> Result {
 
 /// upstream `fill_res_cq_entry()`.
 fn fill_cq(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
-    let cqe = match e.details {
-        ResDetails::Cq { cqe } => cqe,
-        _ => 0,
-    };
-    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CQE, cqe))?;
+    // The current number of entries (`num`: a resize changes it).
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CQE, e.num))?;
     w(wr.put_u64(RDMA_NLDEV_ATTR_RES_USECNT, e.usecnt.max(0) as u64))?;
     if matches!(e.owner, Owner::Kernel(_)) {
         // ib_create_cq() leaves poll_ctx 0 (IB_POLL_SOFTIRQ).
@@ -414,7 +412,7 @@ fn fill_cq(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
 /// query.
 fn fill_qp(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
     let qp_type = match e.details {
-        ResDetails::Qp { qp_type } => qp_type,
+        ResDetails::Qp { qp_type, .. } => qp_type,
         _ => 0,
     };
     if e.qp_port != 0 {
@@ -454,6 +452,48 @@ fn fill_mr(wr: &mut MsgWriter<'_>, e: &ResInfo, admin: bool) -> Result {
 /// upstream `fill_res_ctx_entry()`: user contexts only, their id and owner.
 fn fill_ctx(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
     w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CTXN, e.id))?;
+    fill_owner(wr, &e.owner)
+}
+
+/// upstream `fill_res_range_qp_entry()`.
+fn fill_qp_range(wr: &mut MsgWriter<'_>, min: u32, max: u32) -> Result {
+    if min == 0 {
+        return Ok(());
+    }
+    let ent = w(wr.nest_start_noflag(RDMA_NLDEV_ATTR_RES_QP_ENTRY))?;
+    if min == max {
+        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, min))?;
+    } else {
+        w(wr.put_u32(RDMA_NLDEV_ATTR_MIN_RANGE, min))?;
+        w(wr.put_u32(RDMA_NLDEV_ATTR_MAX_RANGE, max))?;
+    }
+    w(wr.nest_end(ent))
+}
+
+/// upstream `fill_res_srq_entry()` with `fill_res_srq_qps()`: the SRQ's id, type and PD, then
+/// its QPs as ranges of ascending QP numbers, then the owner. `qps` are the QP numbers that
+/// receive from it, ascending.
+fn fill_srq_with(wr: &mut MsgWriter<'_>, e: &ResInfo, qps: &[u32]) -> Result {
+    let (srq_type, pdn) = match e.details {
+        ResDetails::Srq { srq_type, pdn } => (srq_type, pdn),
+        _ => (0, 0),
+    };
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_SRQN, e.id))?;
+    w(wr.put_u8(RDMA_NLDEV_ATTR_RES_TYPE, srq_type))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_PDN, pdn))?;
+    let table = w(wr.nest_start_noflag(RDMA_NLDEV_ATTR_RES_QP))?;
+    let (mut min, mut prev) = (0u32, 0u32);
+    for &n in qps {
+        if min == 0 {
+            min = n;
+        } else if n > prev + 1 {
+            fill_qp_range(wr, min, prev)?;
+            min = n;
+        }
+        prev = n;
+    }
+    fill_qp_range(wr, min, prev)?;
+    w(wr.nest_end(table))?;
     fill_owner(wr, &e.owner)
 }
 
@@ -540,6 +580,9 @@ pub(crate) fn res_dump_step(
     start: usize,
     admin: bool,
 ) -> Result<Option<usize>> {
+    if kind == ResType::Srq {
+        return srq_dump_step(wr, req_ty, seq, portid, dev, start);
+    }
     let rk = match kind {
         ResType::Pd => &RES_PD,
         ResType::Cq => &RES_CQ,
@@ -563,6 +606,44 @@ pub(crate) fn res_dump_step(
         }
     };
     Ok(Some(start + n))
+}
+
+/// [`res_dump_step`] for SRQs: one SRQ a message (each carries the QP numbers of its QPs,
+/// read from the QP table).
+fn srq_dump_step(
+    wr: &mut MsgWriter<'_>,
+    req_ty: u16,
+    seq: u32,
+    portid: u32,
+    dev: &DeviceCore,
+    start: usize,
+) -> Result<Option<usize>> {
+    let snap = dev.restrack().dump(ResType::Srq)?;
+    let Some(e) = snap.get(start) else {
+        return Ok(None);
+    };
+    let mut qps = KVec::new();
+    for q in dev.restrack().dump(ResType::Qp)?.iter() {
+        if matches!(q.details, ResDetails::Qp { srq, .. } if srq == e.id + 1) && q.num != 0 {
+            qps.push(q.num, GFP_KERNEL)?;
+        }
+    }
+    qps.sort_unstable();
+    let mut body = || -> Result {
+        w(wr.begin(req_ty, NLM_F_MULTI, seq, portid))?;
+        fill_handle(wr, dev)?;
+        let table = w(wr.nest_start_noflag(RDMA_NLDEV_ATTR_RES_SRQ))?;
+        let ent = w(wr.nest_start_noflag(RDMA_NLDEV_ATTR_RES_SRQ_ENTRY))?;
+        fill_srq_with(wr, e, &qps)?;
+        w(wr.nest_end(ent))?;
+        w(wr.nest_end(table))?;
+        w(wr.end())
+    };
+    if body().is_err() {
+        wr.cancel();
+        return Err(EMSGSIZE);
+    }
+    Ok(Some(start + 1))
 }
 
 fn res_dump(

@@ -17,8 +17,8 @@ use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
-    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqInitAttr, Ucontext,
-    UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqAttrMask, SrqHandler,
+    SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -171,17 +171,51 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Resizes a user CQ to at least `cqe` entries (upstream
+    /// `ops.resize_user_cq`; since 7.3 only user CQs resize): the new buffer
+    /// is described by `user`'s udata. The driver records the new number of
+    /// entries with [`Cq::set_cqe`] under its resize lock (upstream: it sets
+    /// `cq->cqe`).
+    fn resize_user_cq(
+        _cq: &Cq<Self::Driver>,
+        _cqe: u32,
+        _user: &mut UserCtx<'_, '_, Self::Driver>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets the CQ's event moderation: an event after `count` completions
+    /// or `period` microseconds (upstream `ops.modify_cq`).
+    fn modify_cq(_cq: &Cq<Self::Driver>, _count: u16, _period: u16) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Polls up to `wc.len()` completions; returns how many were written
     /// (upstream `ops.poll_cq`).
     fn poll_cq(_cq: &Cq<Self::Driver>, _wc: &mut [Wc]) -> Result<usize> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates the driver part of an SRQ (upstream `ops.create_srq`).
+    /// Creates the driver part of an SRQ (upstream `ops.create_srq`): the driver updates
+    /// `attr` to what it created (upstream `init_attr->attr.max_wr`/`max_sge`); `handler` is
+    /// the consumer's, for a driver whose device raises SRQ events; `user` is `Some` for an
+    /// SRQ of a user context.
     fn create_srq(
         _pd: &Pd<Self::Driver>,
-        _attr: &SrqInitAttr,
+        _attr: &mut SrqInitAttr,
+        _handler: Option<&Arc<dyn SrqHandler>>,
+        _user: Option<&mut UserCtx<'_, '_, Self::Driver>>,
     ) -> Result<<Self::Driver as Driver>::SrqData> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes an SRQ's limit or size (upstream `ops.modify_srq`).
+    fn modify_srq(_srq: &Srq<Self::Driver>, _attr: &SrqInitAttr, _mask: SrqAttrMask) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reads an SRQ's attributes (upstream `ops.query_srq`).
+    fn query_srq(_srq: &Srq<Self::Driver>) -> Result<SrqInitAttr> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -380,7 +414,16 @@ ops_table! {
     destroy_cq: DestroyCq: fn(&Cq<D>) -> Result,
     req_notify_cq: ReqNotifyCq: fn(&Cq<D>, CqNotify) -> Result,
     poll_cq: PollCq: fn(&Cq<D>, &mut [Wc]) -> Result<usize>,
-    create_srq: CreateSrq: fn(&Pd<D>, &SrqInitAttr) -> Result<D::SrqData>,
+    resize_user_cq: ResizeUserCq: fn(&Cq<D>, u32, &mut UserCtx<'_, '_, D>) -> Result,
+    modify_cq: ModifyCq: fn(&Cq<D>, u16, u16) -> Result,
+    create_srq: CreateSrq: fn(
+        &Pd<D>,
+        &mut SrqInitAttr,
+        Option<&Arc<dyn SrqHandler>>,
+        Option<&mut UserCtx<'_, '_, D>>,
+    ) -> Result<D::SrqData>,
+    modify_srq: ModifySrq: fn(&Srq<D>, &SrqInitAttr, SrqAttrMask) -> Result,
+    query_srq: QuerySrq: fn(&Srq<D>) -> Result<SrqInitAttr>,
     destroy_srq: DestroySrq: fn(&Srq<D>) -> Result,
     create_qp: CreateQp: fn(
         &Pd<D>,

@@ -99,7 +99,7 @@ macro_rules! kernel_owner {
 /// report (upstream reads them from the object behind `rdma_restrack_entry`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ResDetails {
-    /// Nothing more (PD, SRQ, ucontext).
+    /// Nothing more (PD, ucontext).
     #[default]
     None,
     /// A CQ: its number of entries (upstream `cq->cqe`).
@@ -111,6 +111,15 @@ pub enum ResDetails {
     Qp {
         /// `enum ib_qp_type` value.
         qp_type: u8,
+        /// The restrack ID of the SRQ it receives from, plus one (0: none).
+        srq: u32,
+    },
+    /// An SRQ: its type and PD (upstream `srq->srq_type`, `srq->pd->res.id`).
+    Srq {
+        /// `enum ib_srq_type` value.
+        srq_type: u8,
+        /// The PD's restrack ID.
+        pdn: u32,
     },
     /// An MR: its length (upstream `mr->length`).
     Mr {
@@ -135,7 +144,8 @@ pub struct ResEntry {
     pub usecnt: Atomic<i32>,
     /// The QP state (`enum ib_qp_state`), kept by `Qp::modify`.
     pub state: Atomic<i32>,
-    /// The QP number or the MR's lkey, known once the driver created the object.
+    /// The QP number or the MR's lkey, known once the driver created the object; a CQ's
+    /// current number of entries.
     pub num: Atomic<u32>,
     /// The MR's rkey, known once the driver created the object.
     pub rkey: Atomic<u32>,

@@ -46,7 +46,7 @@ pub use qp::{
     modify_qp_is_ok, AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpEvent,
     QpHandler, QpInitAttr, QpState, QpType,
 };
-pub use srq::{Srq, SrqInitAttr};
+pub use srq::{Srq, SrqAttrMask, SrqEvent, SrqHandler, SrqInitAttr};
 pub use types::{send_flags, wc_flags, RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
 pub use ucontext::{Ucontext, UcontextPriv, Udata, UserCtx};
 pub use umem::{DbPages, DmaBlocks, Umem, UserDb};

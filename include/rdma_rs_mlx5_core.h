@@ -14,6 +14,8 @@
 #include <linux/types.h>
 
 struct auxiliary_device;
+struct device;
+struct page;
 struct mlx5_core_dev;
 
 /* What Rust needs to know about a function, read once at bind time. */
@@ -56,5 +58,19 @@ u64 rdma_rs_mlx5_uar_paddr(struct mlx5_core_dev *mdev, u32 index);
 
 /* mlx5_wc_support_get(): whether write-combining UAR mappings work. */
 bool rdma_rs_mlx5_wc_support(struct mlx5_core_dev *mdev);
+
+/* mlx5_comp_eqn_get(): the completion EQ of @vector, created on first use. */
+int rdma_rs_mlx5_comp_eqn(struct mlx5_core_dev *mdev, u16 vector, u32 *eqn);
+
+/*
+ * dma_map_page() of @n whole pages for @dev (the PCI function mlx5_core
+ * drives), DMA_BIDIRECTIONAL as upstream's umems; @addrs gets the bus
+ * address of each. 0, or -ENOMEM with nothing left mapped.
+ */
+int rdma_rs_mlx5_dma_map_pages(struct device *dev, struct page *const *pages,
+			       u32 n, u64 *addrs);
+
+/* dma_unmap_page() of what rdma_rs_mlx5_dma_map_pages() mapped. */
+void rdma_rs_mlx5_dma_unmap_pages(struct device *dev, const u64 *addrs, u32 n);
 
 #endif

@@ -28,6 +28,8 @@ pub(crate) mod reg;
 #[allow(dead_code)]
 #[path = "cmd/res.rs"]
 pub(crate) mod res;
+#[path = "cmd/srq.rs"]
+pub(crate) mod srq;
 #[path = "cmd/tests.rs"]
 mod tests;
 
@@ -74,20 +76,39 @@ pub(crate) trait Command {
     fn reply(&self, outbox: &[u8]) -> Result<Self::Reply>;
 }
 
+/// Mailboxes up to this size live on the stack: every destroy and dealloc command (16-byte
+/// inbox and outbox) then runs without a heap allocation, so a teardown that cannot fail back
+/// (a context's close, a UAR page's last unmap) is never defeated by a failed allocation (the
+/// fault sweep, `tests/vm/faults.sh`, found a transport domain left in the device that way).
+const MBOX_ON_STACK: usize = 64;
+
 /// Executes `cmd` on `hw`.
 ///
 /// # Errors
 ///
 /// The errno of the firmware status (logged by [`Mlx5Hw::exec`]), a delivery error (`ETIMEDOUT`,
-/// ...), `ENOMEM` for the mailboxes, `EINVAL` if the inbox cannot be built (a value too wide for
-/// its field: a driver bug, logged), `EIO` if the reply cannot be read.
+/// ...), `ENOMEM` for mailboxes larger than [`MBOX_ON_STACK`], `EINVAL` if the inbox cannot be
+/// built (a value too wide for its field: a driver bug, logged), `EIO` if the reply cannot be
+/// read.
 pub(crate) fn exec<C: Command>(hw: &dyn Mlx5Hw, cmd: &C) -> Result<C::Reply> {
-    let mut inbox = KVec::from_elem(0u8, cmd.in_len().max(C::IN_SIZE), GFP_KERNEL)?;
+    let in_len = cmd.in_len().max(C::IN_SIZE);
+    let out_len = cmd.out_len().max(C::OUT_SIZE);
+    let mut in_stack = [0u8; MBOX_ON_STACK];
+    let mut out_stack = [0u8; MBOX_ON_STACK];
+    let mut in_heap;
+    let mut out_heap;
+    let inbox: &mut [u8] = match in_stack.get_mut(..in_len) {
+        Some(b) => b,
+        None => {
+            in_heap = KVec::from_elem(0u8, in_len, GFP_KERNEL)?;
+            &mut in_heap
+        }
+    };
     let built = mbox_in::opcode
-        .set(&mut inbox, u32::from(C::OPCODE))
-        .and_then(|()| mbox_in::uid.set(&mut inbox, u32::from(cmd.uid())))
-        .and_then(|()| mbox_in::op_mod.set(&mut inbox, cmd.op_mod()))
-        .and_then(|()| cmd.fill(&mut inbox));
+        .set(inbox, u32::from(C::OPCODE))
+        .and_then(|()| mbox_in::uid.set(inbox, u32::from(cmd.uid())))
+        .and_then(|()| mbox_in::op_mod.set(inbox, cmd.op_mod()))
+        .and_then(|()| cmd.fill(inbox));
     if let Err(e) = built {
         pr_err!(
             "{}: {}(0x{:x}): cannot build the inbox: {:?}\n",
@@ -98,9 +119,15 @@ pub(crate) fn exec<C: Command>(hw: &dyn Mlx5Hw, cmd: &C) -> Result<C::Reply> {
         );
         return Err(EINVAL);
     }
-    let mut outbox = KVec::from_elem(0u8, cmd.out_len().max(C::OUT_SIZE), GFP_KERNEL)?;
-    hw.exec(&inbox, &mut outbox)?;
-    cmd.reply(&outbox)
+    let outbox: &mut [u8] = match out_stack.get_mut(..out_len) {
+        Some(b) => b,
+        None => {
+            out_heap = KVec::from_elem(0u8, out_len, GFP_KERNEL)?;
+            &mut out_heap
+        }
+    };
+    hw.exec(inbox, outbox)?;
+    cmd.reply(outbox)
 }
 
 /// A read of a reply field: a layout error means the outbox is not what the layout says, which

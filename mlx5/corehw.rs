@@ -9,17 +9,23 @@
 //! status handling and the log line are the same code as for the simulator
 //! ([`crate::hw::Mlx5Hw::exec`]). The unsafe part is `rust/mlx5_core.rs` + `rust/mlx5_core.c`.
 //!
-//! Nothing here can run without a ConnectX; it is built and linked against the test kernel's
-//! mlx5_core, and its refusal of auxiliary devices that are not mlx5_core's is tested.
+//! The handle is revocable ([`CoreDev`]): the RDMA device and user contexts share it, and once
+//! the auxiliary device is unbound every call fails with `ENODEV`. Umems and kernel buffers
+//! are mapped with the DMA API for the PCI function. Without a ConnectX this runs against the
+//! emulated PCI function of `host/cxfn` (`make pcifn`, suite `vm_pcifn_ib`,
+//! Documentation/pcifn.md); its refusal of auxiliary devices that are not mlx5_core's is a
+//! KUnit test.
 
 use crate::fwsim::profile::LinkLayer;
-use crate::hw::{CapType, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES};
+use crate::hw::{
+    CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
+};
 use crate::mlx5_core::CoreDev;
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
 use ib_core_rs::page_ref::PageRef;
 use kernel::sync::Arc;
-use kernel::{auxiliary, device, prelude::*};
+use kernel::{auxiliary, device, prelude::*, str::CString};
 
 /// Marketing names of the PCI device ids mlx5_core binds (`mlx5_core_pci_table`, main.c), for
 /// log lines.
@@ -47,76 +53,100 @@ fn model(device_id: u16) -> &'static str {
     }
 }
 
-/// A bound mlx5_core function.
-pub(crate) struct CoreFunction<'a> {
-    dev: CoreDev<'a>,
+/// An mlx5_core function: the revocable handle, and what was learned at bind time.
+///
+/// The capability pages are copied when the function is bound (mlx5_core does not change them
+/// while an RDMA auxiliary device exists), so [`Mlx5Hw::caps`] needs no access to the
+/// function; everything that talks to the device goes through the handle and fails with
+/// `ENODEV` once the binding has ended.
+pub(crate) struct CoreFunction {
+    dev: Arc<CoreDev>,
     identity: Identity,
+    name: CString,
+    general: KVec<u8>,
+    roce: Option<KVec<u8>>,
+    atomic: Option<KVec<u8>>,
 }
 
-impl<'a> CoreFunction<'a> {
-    /// Binds the mlx5_core function behind `adev`.
+impl CoreFunction {
+    /// Binds the mlx5_core function behind `adev`; the handle is revoked when `adev` is
+    /// unbound.
     ///
     /// # Errors
     ///
     /// `ENODEV` (with a log line) if `adev` is not an auxiliary device mlx5_core created, or if
-    /// mlx5_core has no general capability page for it.
-    pub(crate) fn new(adev: &'a auxiliary::Device<device::Bound>) -> Result<Self> {
+    /// mlx5_core has no general capability page for it; `EIO` for an unreadable page; `ENOMEM`.
+    pub(crate) fn new(adev: &auxiliary::Device<device::Bound>) -> Result<Arc<Self>> {
         let dev = CoreDev::from_aux(adev).inspect_err(|_| {
             dev_err!(
                 adev.as_ref(),
                 "not an mlx5_core function (parent is not bound to mlx5_core); refused\n"
             );
         })?;
-        let gen = dev.caps_cur(CAP_GENERAL).ok_or(ENODEV)?;
-        if gen.len() < CAP_BYTES {
+        let general = dev.caps_cur(CAP_GENERAL)?.ok_or(ENODEV)?;
+        if general.len() < CAP_BYTES {
             return Err(ENODEV);
         }
-        let port_type = cmd_hca_cap::port_type.get(gen).map_err(|_| EIO)?;
-        let num_ports = cmd_hca_cap::num_ports.get(gen).map_err(|_| EIO)?;
-        let id = dev.ident();
+        let port_type = cmd_hca_cap::port_type.get(&general).map_err(|_| EIO)?;
+        let num_ports = cmd_hca_cap::num_ports.get(&general).map_err(|_| EIO)?;
+        let has_atomic = cmd_hca_cap::atomic.get(&general).map_err(|_| EIO)? != 0;
+        let link_layer = if port_type == CAP_PORT_TYPE_ETH {
+            LinkLayer::Ethernet
+        } else {
+            LinkLayer::Ib
+        };
+        let page = |t: u32| -> Result<Option<KVec<u8>>> {
+            Ok(dev.caps_cur(t)?.filter(|p| p.len() >= CAP_BYTES))
+        };
+        // The atomic page is filled only with `MLX5_CAP_GEN(atomic)` (upstream
+        // handle_hca_cap_atomic()); the RoCE page exists for every function but is filled only
+        // where the device has RoCE (upstream mlx5_core_get_caps() is called only then).
+        let atomic = if has_atomic {
+            page(crate::prm::consts::CAP_ATOMIC)?
+        } else {
+            None
+        };
+        let roce = if link_layer == LinkLayer::Ethernet {
+            page(CAP_ROCE)?
+        } else {
+            None
+        };
+        let id = dev.ident()?;
         let identity = Identity {
             model: model(id.pci_device),
             pci_vendor: id.pci_vendor,
             pci_device: id.pci_device,
             pci_revision: id.pci_revision,
             fw_rev: id.fw_rev,
-            link_layer: if port_type == CAP_PORT_TYPE_ETH {
-                LinkLayer::Ethernet
-            } else {
-                LinkLayer::Ib
-            },
+            link_layer,
             num_ports: u8::try_from(num_ports).map_err(|_| EIO)?,
         };
-        Ok(Self { dev, identity })
+        let name = CString::try_from_fmt(fmt!("{}", adev.as_ref().name()))?;
+        Ok(Arc::new(
+            Self {
+                dev,
+                identity,
+                name,
+                general,
+                roce,
+                atomic,
+            },
+            GFP_KERNEL,
+        )?)
     }
 }
 
-impl Mlx5Hw for CoreFunction<'_> {
+impl Mlx5Hw for CoreFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
         self.dev.cmd_do(inbox, outbox)
     }
 
     fn caps(&self, cap: CapType) -> Option<&[u8]> {
-        let t = match cap {
-            CapType::General => CAP_GENERAL,
-            CapType::Roce => CAP_ROCE,
-            CapType::Atomic => crate::prm::consts::CAP_ATOMIC,
-        };
-        let page = self.dev.caps_cur(t)?;
-        // The atomic page is filled only with `MLX5_CAP_GEN(atomic)` (upstream
-        // handle_hca_cap_atomic()).
-        if cap == CapType::Atomic {
-            let gen = self.dev.caps_cur(CAP_GENERAL)?;
-            if crate::prm::ctx::cmd_hca_cap::atomic.get(gen).ok()? == 0 {
-                return None;
-            }
+        match cap {
+            CapType::General => Some(&self.general),
+            CapType::Roce => self.roce.as_deref(),
+            CapType::Atomic => self.atomic.as_deref(),
         }
-        // The RoCE page exists for every function but is filled only where the device has
-        // RoCE (`MLX5_CAP_GEN(roce)`, upstream mlx5_core_get_caps() is called only then).
-        if cap == CapType::Roce && self.identity.link_layer != LinkLayer::Ethernet {
-            return None;
-        }
-        (page.len() >= CAP_BYTES).then_some(page)
     }
 
     fn identity(&self) -> &Identity {
@@ -124,14 +154,14 @@ impl Mlx5Hw for CoreFunction<'_> {
     }
 
     fn name(&self) -> &CStr {
-        self.dev.name()
+        &self.name
     }
 
     // upstream uar_index2paddress(): the firmware owns the index (ALLOC_UAR checked it); the
     // BAR page is mapped as IO memory.
     fn uar_mem(&self, index: u32) -> Result<UarMem> {
         Ok(UarMem::Io {
-            phys: self.dev.uar_paddr(index),
+            phys: self.dev.uar_paddr(index)?,
         })
     }
 
@@ -139,12 +169,21 @@ impl Mlx5Hw for CoreFunction<'_> {
         self.dev.wc_supported()
     }
 
-    // Not done: upstream maps a umem with `ib_dma_map_sgtable_attrs()` on `mdev->device` and
-    // allocates queue buffers with `dma_alloc_coherent()`. That needs an sg_table built from
-    // the pages and its unmapping in the shim (rust/mlx5_core.c), which nothing here can test
-    // without a ConnectX; until then every data-path object on this backend is EOPNOTSUPP.
-    fn map_pages(&self, _pages: &[PageRef], _writable: bool) -> Result<DmaMap> {
-        Err(EOPNOTSUPP)
+    // upstream maps a umem with `ib_dma_map_sgtable_attrs()` on `mdev->device` and allocates
+    // queue buffers with `dma_alloc_coherent()`; here each page is `dma_map_page()`d for the
+    // PCI function (without an IOMMU the addresses are physical and not contiguous, so the
+    // map keeps one address per page).
+    fn map_pages(&self, pages: &[PageRef], _writable: bool) -> Result<DmaMap> {
+        if pages.is_empty() {
+            return Err(EINVAL);
+        }
+        let addrs = self.dev.dma_map(pages)?;
+        let domain: Arc<dyn DmaDomain> = self.dev.clone();
+        Ok(DmaMap::scattered(addrs, domain))
+    }
+
+    fn comp_eqn(&self, vector: u32) -> Result<u32> {
+        self.dev.comp_eqn(vector)
     }
 
     // Not done: the kernel UAR page would be `ioremap()`ed at BFREG (upstream
@@ -160,6 +199,14 @@ impl Mlx5Hw for CoreFunction<'_> {
     // a `struct mlx5_core_cq` per CQ created through mlx5_core rather than a raw CREATE_CQ,
     // more than a shim function. Nothing is registered, so no event arrives.
     fn set_events(&self, _handler: Option<Arc<dyn Mlx5Events>>) {}
+}
+
+/// Mappings made for the PCI function are undone through the handle (also after it was
+/// revoked: see [`CoreDev::dma_unmap`]).
+impl DmaDomain for CoreDev {
+    fn unmap(&self, _iova: u64, addrs: &[u64]) {
+        self.dma_unmap(addrs);
+    }
 }
 
 #[kunit_tests(mlx5_ib_rs_corehw)]

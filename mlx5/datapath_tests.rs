@@ -11,7 +11,7 @@
 //! the IOMMU's fault count), not an access. Every case ends with the simulator's counts, the
 //! IOMMU's mappings and the event table back to zero.
 
-use crate::dev::{HwRef, Mlx5Dev};
+use crate::dev::Mlx5Dev;
 use crate::fwsim::profile::{LinkLayer, CONNECTX7};
 use crate::fwsim::Config;
 use crate::hw::{DmaBuf, Mlx5Hw};
@@ -492,7 +492,7 @@ fn exchange(a: &Side, ha: &dyn Mlx5Hw, b: &Side, hb: &dyn Mlx5Hw) -> Result {
     Ok(())
 }
 
-fn ib_of<'a>(d: &'a Mlx5Dev<'_>) -> Result<&'a Arc<Device<Mlx5Ib>>> {
+fn ib_of(d: &Mlx5Dev) -> Result<&Arc<Device<Mlx5Ib>>> {
     d.ib.as_ref().ok_or(ENODEV)
 }
 
@@ -517,7 +517,7 @@ mod tests {
     fn loopback(eth: bool) -> Result {
         let f = SimFunction::one_port(fmt!("kunit.kdp"), eth, 11)?;
         {
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let ib = ib_of(&d)?;
             let base = (f.counts(), f.iommu().mappings());
             {
@@ -571,8 +571,8 @@ mod tests {
         };
         ensure!(Arc::ptr_eq(fa.fabric(), fb.fabric()));
         {
-            let da = Mlx5Dev::probe(HwRef::Sim(fa.clone()))?;
-            let db = Mlx5Dev::probe(HwRef::Sim(fb.clone()))?;
+            let da = Mlx5Dev::probe(fa.clone())?;
+            let db = Mlx5Dev::probe(fb.clone())?;
             let a = Side::new(ib_of(&da)?)?;
             let b = Side::new(ib_of(&db)?)?;
             // Unique LIDs (GIDs on RoCE) per function: that is how the fabric routes.
@@ -597,7 +597,7 @@ mod tests {
     fn queues_wrap_around() -> Result {
         let f = SimFunction::one_port(fmt!("kunit.kdp.wrap"), false, 15)?;
         {
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let ib = ib_of(&d)?;
             let a = Side::with(ib, 4, 7)?;
             let b = Side::with(ib, 4, 7)?;
@@ -661,7 +661,7 @@ mod tests {
     fn cq_overrun_is_a_cq_error_event() -> Result {
         let f = SimFunction::one_port(fmt!("kunit.kdp.ovr"), false, 16)?;
         {
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let ib = ib_of(&d)?;
             let a = Side::with(ib, 16, 7)?;
             let b = Side::new(ib)?;
@@ -699,7 +699,7 @@ mod tests {
     fn destroy_while_traffic_flows() -> Result {
         let f = SimFunction::one_port(fmt!("kunit.kdp.destroy"), false, 17)?;
         {
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let ib = ib_of(&d)?;
             let a = Side::new(ib)?;
             let b = Side::new(ib)?;
@@ -747,7 +747,7 @@ mod tests {
     fn bad_lkey_then_flush() -> Result {
         let f = SimFunction::one_port(fmt!("kunit.kdp.err"), false, 12)?;
         {
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let ib = ib_of(&d)?;
             let a = Side::new(ib)?;
             let b = Side::new(ib)?;
@@ -796,7 +796,7 @@ mod tests {
     fn qp_events_reach_the_handler() -> Result {
         let f = SimFunction::one_port(fmt!("kunit.kdp.ev"), false, 14)?;
         {
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let ib = ib_of(&d)?;
             let a = Side::new(ib)?;
             let b = Side::new(ib)?;
@@ -854,7 +854,7 @@ mod tests {
     fn unmapped_bus_address_is_a_dma_fault() -> Result {
         let f = SimFunction::one_port(fmt!("kunit.kdp.fault"), false, 13)?;
         {
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let ib = ib_of(&d)?;
             let a = Side::new(ib)?;
             let b = Side::new(ib)?;

@@ -22,36 +22,16 @@ use crate::cmd::query::{
 use crate::cmd::reg::{AccessReg, Paos, Pmtu, PortStatus, Ptys, PtysProto, Pvlc};
 use crate::cmd::res::{AllocPd, AllocUar, DeallocPd, DeallocUar};
 use crate::cmd::{exec, Command};
-use crate::corehw::CoreFunction;
 use crate::fwsim::profile::LinkLayer;
 use crate::hw::{CapType, Mlx5Hw};
 use crate::ib::{
     assemble_ops, clear_gids, program_default_gids, programmed_gids, IbPort, Mlx5Ib, Mlx5IbDev,
 };
 use crate::prm::ctx::cmd_hca_cap;
-use crate::simdev::SimFunction;
 use crate::stages::{self, Stage};
 use ib_core_rs::device::Device;
 use kernel::sync::atomic::Atomic;
 use kernel::{device, prelude::*, str::CString, sync::aref::ARef, sync::Arc};
-
-/// The backend a function is reached through.
-pub(crate) enum HwRef<'a> {
-    /// A simulated function (shared with its auxiliary device's registration data).
-    Sim(Arc<SimFunction>),
-    /// A real adapter through mlx5_core, borrowed from the bound auxiliary device.
-    Core(CoreFunction<'a>),
-}
-
-impl HwRef<'_> {
-    /// The hardware interface.
-    pub(crate) fn get(&self) -> &dyn Mlx5Hw {
-        match self {
-            HwRef::Sim(f) => &**f,
-            HwRef::Core(f) => f,
-        }
-    }
-}
 
 /// One port, as the core will ask for it.
 pub(crate) struct PortInfo {
@@ -87,8 +67,9 @@ pub(crate) struct OpGroups {
 }
 
 /// The per-function driver state (upstream `struct mlx5_ib_dev`).
-pub(crate) struct Mlx5Dev<'a> {
-    hw: HwRef<'a>,
+pub(crate) struct Mlx5Dev {
+    /// The function, whichever backend reaches it (shared with the RDMA device's data).
+    hw: Arc<dyn Mlx5Hw>,
     /// Stages completed, so that drop cleans up exactly those.
     stages_done: usize,
     /// QUERY_ADAPTER.
@@ -117,13 +98,13 @@ pub(crate) struct Mlx5Dev<'a> {
     parent: Option<ARef<device::Device>>,
 }
 
-impl<'a> Mlx5Dev<'a> {
+impl Mlx5Dev {
     /// Runs the profile on `hw`, with no parent device (KUnit).
     ///
     /// # Errors
     ///
     /// The failing stage's error, after everything done before it was undone.
-    pub(crate) fn probe(hw: HwRef<'a>) -> Result<Self> {
+    pub(crate) fn probe(hw: Arc<dyn Mlx5Hw>) -> Result<Self> {
         Self::probe_under(hw, None)
     }
 
@@ -132,7 +113,10 @@ impl<'a> Mlx5Dev<'a> {
     /// # Errors
     ///
     /// The failing stage's error, after everything done before it was undone.
-    pub(crate) fn probe_under(hw: HwRef<'a>, parent: Option<&device::Device>) -> Result<Self> {
+    pub(crate) fn probe_under(
+        hw: Arc<dyn Mlx5Hw>,
+        parent: Option<&device::Device>,
+    ) -> Result<Self> {
         let mut d = Self {
             hw,
             parent: parent.map(ARef::from),
@@ -158,7 +142,7 @@ impl<'a> Mlx5Dev<'a> {
 
     /// The hardware interface.
     pub(crate) fn hw(&self) -> &dyn Mlx5Hw {
-        self.hw.get()
+        &*self.hw
     }
 
     fn exec<C: Command>(&self, cmd: &C) -> Result<C::Reply> {
@@ -192,7 +176,7 @@ impl<'a> Mlx5Dev<'a> {
     }
 }
 
-impl Drop for Mlx5Dev<'_> {
+impl Drop for Mlx5Dev {
     fn drop(&mut self) {
         let table = profile();
         let done = self.stages_done.min(table.len());
@@ -214,7 +198,7 @@ impl Drop for Mlx5Dev<'_> {
 /// upstream's). `PORTS` is not an upstream stage: upstream computes port attributes inside
 /// `IB_REG` (`ib_register_device()` calls `get_port_immutable` and the cache queries ports);
 /// here they are computed before it so that registration only publishes them.
-pub(crate) fn profile<'a>() -> [Stage<Mlx5Dev<'a>>; 8] {
+pub(crate) fn profile() -> [Stage<Mlx5Dev>; 8] {
     [
         Stage {
             name: "INIT",
@@ -261,7 +245,7 @@ pub(crate) fn profile<'a>() -> [Stage<Mlx5Dev<'a>>; 8] {
 
 /// upstream `mlx5_ib_stage_init_init()`: the function's identity, node and system image GUIDs
 /// (`mlx5_query_node_guid()`, through the vport access method), board and vendor id.
-fn stage_init(d: &mut Mlx5Dev<'_>) -> Result {
+fn stage_init(d: &mut Mlx5Dev) -> Result {
     let id = *d.hw().identity();
     if id.num_ports == 0 {
         return Err(EINVAL);
@@ -290,7 +274,7 @@ fn stage_init(d: &mut Mlx5Dev<'_>) -> Result {
 
 /// upstream `mlx5_ib_stage_caps_init()` + `mlx5_ib_query_device()`: the device attributes from
 /// the cached capabilities.
-fn stage_caps(d: &mut Mlx5Dev<'_>) -> Result {
+fn stage_caps(d: &mut Mlx5Dev) -> Result {
     let id = *d.hw().identity();
     let ids = DeviceIds {
         fw_rev: id.fw_rev,
@@ -307,7 +291,7 @@ fn stage_caps(d: &mut Mlx5Dev<'_>) -> Result {
 }
 
 /// upstream `mlx5_ib_stage_non_default_cb()` and the capability checks of `caps_init`.
-fn stage_non_default_cb(d: &mut Mlx5Dev<'_>) -> Result {
+fn stage_non_default_cb(d: &mut Mlx5Dev) -> Result {
     let gen = d.gen_caps()?;
     d.ops = OpGroups {
         xrc: gen.get(cmd_hca_cap::xrc)? != 0,
@@ -322,7 +306,7 @@ fn stage_non_default_cb(d: &mut Mlx5Dev<'_>) -> Result {
 /// also enables it on the NIC vport (MODIFY_NIC_VPORT_CONTEXT `roce_en`, not implemented here:
 /// mlx5_core enables it on the PF by default and the simulator reports it on) and registers a
 /// netdev notifier (no netdev binding yet).
-fn stage_roce(d: &mut Mlx5Dev<'_>) -> Result {
+fn stage_roce(d: &mut Mlx5Dev) -> Result {
     if d.hw().identity().link_layer != LinkLayer::Ethernet {
         return Ok(());
     }
@@ -337,7 +321,7 @@ fn stage_roce(d: &mut Mlx5Dev<'_>) -> Result {
 }
 
 /// What `get_port_immutable` and `query_port` will return, per port, with the GID/P_Key tables.
-fn stage_ports(d: &mut Mlx5Dev<'_>) -> Result {
+fn stage_ports(d: &mut Mlx5Dev) -> Result {
     let id = *d.hw().identity();
     let mut ports = KVec::with_capacity(usize::from(id.num_ports), GFP_KERNEL)?;
     for num in 1..=id.num_ports {
@@ -402,7 +386,7 @@ pub(crate) fn port_attrs(
 }
 
 /// upstream `mlx5_ib_query_port()` + `mlx5_port_immutable()` + the cache's table reads.
-fn query_port(d: &Mlx5Dev<'_>, num: u8, ll: LinkLayer) -> Result<PortInfo> {
+fn query_port(d: &Mlx5Dev, num: u8, ll: LinkLayer) -> Result<PortInfo> {
     let (attrs, immutable, mac) = port_attrs(d.hw(), num, ll)?;
     let (gids, pkeys) = match ll {
         LinkLayer::Ib => {
@@ -437,12 +421,12 @@ fn query_port(d: &Mlx5Dev<'_>, num: u8, ll: LinkLayer) -> Result<PortInfo> {
 /// upstream `mlx5_ib_dev_res_init()`: the kernel PD (`devr->p0`). Upstream also creates a CQ,
 /// two XRCDs and two SRQs there; those need EQs and XRC/SRQ commands this driver does not have
 /// yet.
-fn stage_dev_res(d: &mut Mlx5Dev<'_>) -> Result {
+fn stage_dev_res(d: &mut Mlx5Dev) -> Result {
     d.pdn = Some(d.exec(&AllocPd { uid: 0 })?);
     Ok(())
 }
 
-fn stage_dev_res_cleanup(d: &mut Mlx5Dev<'_>) {
+fn stage_dev_res_cleanup(d: &mut Mlx5Dev) {
     if let Some(pd) = d.pdn.take() {
         // A failure is logged by exec; there is nothing else to do on teardown (upstream
         // ignores mlx5_cmd_dealloc_pd()'s result the same way).
@@ -454,12 +438,12 @@ fn stage_dev_res_cleanup(d: &mut Mlx5Dev<'_>) {
 /// through. Upstream takes it from mlx5_core's shared pool (`mlx5_get_uars_page()`), which
 /// issues ALLOC_UAR and maps it; here it is ALLOC_UAR directly (mapping comes with the kernel
 /// data path).
-fn stage_bfreg(d: &mut Mlx5Dev<'_>) -> Result {
+fn stage_bfreg(d: &mut Mlx5Dev) -> Result {
     d.uar = Some(d.exec(&AllocUar { uid: 0 })?);
     Ok(())
 }
 
-fn stage_bfreg_cleanup(d: &mut Mlx5Dev<'_>) {
+fn stage_bfreg_cleanup(d: &mut Mlx5Dev) {
     if let Some(uar) = d.uar.take() {
         let _ = d.exec(&DeallocUar { id: uar, uid: 0 });
     }
@@ -473,21 +457,8 @@ fn stage_bfreg_cleanup(d: &mut Mlx5Dev<'_>) {
 /// registering, the default RoCE GIDs are programmed ([`program_default_gids`]) so that the
 /// core's GID cache reads them during registration.
 ///
-/// Only simulated functions register: the device data must own a `'static` handle on the
-/// hardware, and the mlx5_core backend's `CoreFunction<'a>` borrows the bound auxiliary device.
-/// A revocable handle for it is not done; such a function probes without an RDMA device (one
-/// log line).
-fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
-    let hw: Arc<dyn Mlx5Hw> = match &d.hw {
-        HwRef::Sim(f) => f.clone(),
-        HwRef::Core(_) => {
-            pr_info!(
-                "{}: RDMA device registration on mlx5_core functions is not implemented\n",
-                d.hw().name()
-            );
-            return Ok(());
-        }
-    };
+fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
+    let hw = d.hw.clone();
     let id = *hw.identity();
     let ops = assemble_ops(id.link_layer)?;
     let mut ports = KVec::with_capacity(d.ports.len(), GFP_KERNEL)?;
@@ -537,7 +508,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
         board_id,
         mkey_var: Atomic::new(0),
         events: events.clone(),
-        deferred_uars: crate::uar::DeferredUars::new(hw.clone())?,
+        deferred_deallocs: crate::uar::DeferredDeallocs::new(hw.clone())?,
     };
     // Single-port functions: every port's entries are at vhca_port 0.
     let programmed = data.ports.iter().map(programmed_gids).max().unwrap_or(0);
@@ -566,7 +537,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev<'_>) -> Result {
 
 /// upstream `mlx5_ib_stage_ib_reg_cleanup()`: `ib_unregister_device()`; the RoCE GIDs go with
 /// it (upstream the core's GID cache deletes them through `del_gid` while unregistering).
-fn stage_ib_reg_cleanup(d: &mut Mlx5Dev<'_>) {
+fn stage_ib_reg_cleanup(d: &mut Mlx5Dev) {
     if let Some(ib) = &d.ib {
         Device::unregister(ib);
         pr_info!("{}: unregistered {}\n", d.hw().name(), ib.name());
@@ -586,6 +557,7 @@ mod tests {
     use crate::fwsim::profile::CONNECTX7;
     use crate::prm::opcode;
     use crate::prm::status::Status;
+    use crate::simdev::SimFunction;
 
     fn sim(eth: bool) -> Result<Arc<SimFunction>> {
         SimFunction::one_port(fmt!("kunit.probe"), eth, 3)
@@ -594,7 +566,7 @@ mod tests {
     /// Commands a successful probe sends.
     fn probe_commands(f: &Arc<SimFunction>) -> Result<u64> {
         let before = f.stats().commands;
-        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let d = Mlx5Dev::probe(f.clone())?;
         let n = f.stats().commands - before;
         drop(d);
         Ok(n)
@@ -604,7 +576,7 @@ mod tests {
     fn probe_and_remove_leave_nothing() -> Result {
         for eth in [false, true] {
             let f = sim(eth)?;
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             assert_eq!(f.counts().pd, 1);
             assert_eq!(f.counts().uar, 1);
             assert!(d.pdn.is_some() && d.uar.is_some());
@@ -631,13 +603,13 @@ mod tests {
                         },
                     )
                 });
-                assert_eq!(Mlx5Dev::probe(HwRef::Sim(f.clone())).err(), Some(EINVAL));
+                assert_eq!(Mlx5Dev::probe(f.clone()).err(), Some(EINVAL));
                 assert!(f.counts().is_zero());
                 f.with_faults(|p| p.clear());
             }
             // A timeout unwinds the same way.
             f.with_faults(|p| p.fail_opcode(opcode::ALLOC_UAR, FaultAction::Timeout));
-            assert_eq!(Mlx5Dev::probe(HwRef::Sim(f.clone())).err(), Some(ETIMEDOUT));
+            assert_eq!(Mlx5Dev::probe(f.clone()).err(), Some(ETIMEDOUT));
             assert!(f.counts().is_zero());
             f.with_faults(|p| p.clear());
             // And the function still probes afterwards.
@@ -650,7 +622,7 @@ mod tests {
     #[test]
     fn device_attrs_follow_upstream_arithmetic() -> Result {
         let f = sim(false)?;
-        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let d = Mlx5Dev::probe(f.clone())?;
         let p = CONNECTX7;
         let a = &d.attrs;
         assert_eq!(a.max_qp, 1 << p.log_max_qp);
@@ -701,7 +673,7 @@ mod tests {
     #[test]
     fn ib_port_attrs_from_the_simulator() -> Result {
         let f = sim(false)?;
-        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let d = Mlx5Dev::probe(f.clone())?;
         assert_eq!(d.ports.len(), 1);
         let p = &d.ports[0];
         assert_eq!((p.num, p.link_layer), (1, LinkLayer::Ib));
@@ -739,7 +711,7 @@ mod tests {
     #[test]
     fn roce_port_attrs_from_the_simulator() -> Result {
         let f = sim(true)?;
-        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let d = Mlx5Dev::probe(f.clone())?;
         let p = &d.ports[0];
         assert_eq!(p.link_layer, LinkLayer::Ethernet);
         let a = &p.attrs;

@@ -20,7 +20,7 @@
 
 use crate::datapath::KernQp;
 use crate::hw::{HwEvent, Mlx5Events, QpEventKind};
-use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler};
+use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler, SrqEvent, SrqHandler};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::{new_spinlock_irq, sync::Arc, sync::SpinLockIrq};
@@ -46,6 +46,47 @@ pub(crate) struct QpTarget {
     handler: SpinLockIrq<Option<Arc<dyn QpHandler>>>,
     /// A kernel QP's queues.
     pub(crate) kern: Option<Arc<KernQp>>,
+}
+
+/// The device's view of an SRQ (upstream `struct mlx5_core_srq` in the SRQ table): its event
+/// handler.
+#[pin_data]
+pub(crate) struct SrqTarget {
+    srqn: Atomic<u32>,
+    #[pin]
+    handler: SpinLockIrq<Option<Arc<dyn SrqHandler>>>,
+}
+
+impl SrqTarget {
+    /// A target for an SRQ being created.
+    pub(crate) fn new(handler: Option<&Arc<dyn SrqHandler>>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(SrqTarget {
+                srqn: Atomic::new(0),
+                handler <- new_spinlock_irq!(handler.cloned()),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn deliver(&self, ev: SrqEvent) {
+        if let Some(h) = &*self.handler.lock() {
+            h.event(ev);
+        }
+    }
+}
+
+impl Target for SrqTarget {
+    type Handler = dyn SrqHandler;
+    fn num(&self) -> u32 {
+        self.srqn.load(Relaxed)
+    }
+    fn set_num(&self, n: u32) {
+        self.srqn.store(n, Relaxed)
+    }
+    fn slot(&self) -> &SpinLockIrq<Option<Arc<dyn SrqHandler>>> {
+        &self.handler
+    }
 }
 
 impl CqTarget {
@@ -165,6 +206,8 @@ pub(crate) struct EventTable {
     cqs: SpinLockIrq<Table<CqTarget>>,
     #[pin]
     qps: SpinLockIrq<Table<QpTarget>>,
+    #[pin]
+    srqs: SpinLockIrq<Table<SrqTarget>>,
 }
 
 /// Room for one entry in a table, taken before a create command.
@@ -220,6 +263,7 @@ impl EventTable {
             try_pin_init!(EventTable {
                 cqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
                 qps <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
+                srqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
             }),
             GFP_KERNEL,
         )
@@ -233,6 +277,26 @@ impl EventTable {
     /// Room for a QP about to be created.
     pub(crate) fn reserve_qp(&self) -> Result<Reservation<'_, QpTarget>> {
         reserve(&self.qps)
+    }
+
+    /// Room for an SRQ about to be created.
+    pub(crate) fn reserve_srq(&self) -> Result<Reservation<'_, SrqTarget>> {
+        reserve(&self.srqs)
+    }
+
+    /// Registers a created SRQ.
+    pub(crate) fn attach_srq(&self, r: Reservation<'_, SrqTarget>, t: &Arc<SrqTarget>, n: u32) {
+        Self::attach(r, t, n)
+    }
+
+    /// Detaches an SRQ being destroyed (see [`EventTable::detach_cq`]).
+    pub(crate) fn detach_srq(&self, t: &Arc<SrqTarget>) -> Detached<dyn SrqHandler> {
+        Self::detach(&self.srqs, t)
+    }
+
+    /// Undoes [`EventTable::detach_srq`] after a refused destroy.
+    pub(crate) fn reattach_srq(&self, t: &Arc<SrqTarget>, d: Detached<dyn SrqHandler>) {
+        Self::reattach(&self.srqs, t, d)
     }
 
     /// Registers a created CQ.
@@ -340,6 +404,17 @@ impl Mlx5Events for EventTable {
                         QpEventKind::ReqErr => QpEvent::ReqErr,
                         QpEventKind::AccessErr => QpEvent::AccessErr,
                         QpEventKind::LastWqeReached => QpEvent::LastWqeReached,
+                    });
+                }
+            }
+            HwEvent::Srq { srqn, limit } => {
+                let t = self.srqs.lock().find(srqn).cloned();
+                if let Some(t) = t {
+                    // upstream mlx5_ib_srq_event().
+                    t.deliver(if limit {
+                        SrqEvent::LimitReached
+                    } else {
+                        SrqEvent::Err
                     });
                 }
             }

@@ -95,25 +95,41 @@ pub(crate) enum UarMem {
 
 /// The translation side of a device's DMA mappings: what a [`DmaMap`] returns its range to.
 pub(crate) trait DmaDomain: Send + Sync {
-    /// Removes the mapping that starts at bus address `iova` (upstream `dma_unmap_sg()`).
-    fn unmap(&self, iova: u64);
+    /// Removes the mapping that starts at bus address `iova`; `addrs` are the bus addresses of
+    /// its pages when they are not contiguous (the DMA API without an IOMMU), else empty
+    /// (upstream `dma_unmap_sg()`).
+    fn unmap(&self, iova: u64, addrs: &[u64]);
 }
 
-/// Pages mapped for the device at one contiguous bus range (upstream: a DMA-mapped
-/// scatterlist of a umem, `ib_dma_map_sgtable_attrs()`; for the simulator a range of its
-/// IOMMU). Dropping it unmaps the range: from then on the device faults on it.
+/// Pages mapped for the device (upstream: a DMA-mapped scatterlist of a umem,
+/// `ib_dma_map_sgtable_attrs()`; for the simulator one contiguous range of its IOMMU).
+/// Dropping it unmaps them: from then on the device faults on them.
 pub(crate) struct DmaMap {
     iova: u64,
     pages: usize,
+    /// The bus address of each page where they are not one contiguous range.
+    addrs: KVec<u64>,
     domain: Arc<dyn DmaDomain>,
 }
 
 impl DmaMap {
-    /// A mapping of `pages` pages at `iova` in `domain` (for [`Mlx5Hw`] backends).
+    /// A mapping of `pages` pages at one contiguous range from `iova` in `domain` (for
+    /// [`Mlx5Hw`] backends).
     pub(crate) fn new(iova: u64, pages: usize, domain: Arc<dyn DmaDomain>) -> Self {
         DmaMap {
             iova,
             pages,
+            addrs: KVec::new(),
+            domain,
+        }
+    }
+
+    /// A mapping whose pages are at the bus addresses `addrs`, in order (at least one).
+    pub(crate) fn scattered(addrs: KVec<u64>, domain: Arc<dyn DmaDomain>) -> Self {
+        DmaMap {
+            iova: addrs.first().copied().unwrap_or(0),
+            pages: addrs.len(),
+            addrs,
             domain,
         }
     }
@@ -128,6 +144,18 @@ impl DmaMap {
         self.pages
     }
 
+    /// The bus address of page `i`.
+    fn page_addr(&self, i: usize) -> Option<u64> {
+        if i >= self.pages {
+            return None;
+        }
+        if self.addrs.is_empty() {
+            Some(self.iova + i as u64 * PAGE_SIZE as u64)
+        } else {
+            self.addrs.get(i).copied()
+        }
+    }
+
     /// The bus address of every page in order: `pas[]` of a queue, the MTT of an MR.
     ///
     /// # Errors
@@ -135,8 +163,8 @@ impl DmaMap {
     /// `ENOMEM`.
     pub(crate) fn page_addrs(&self) -> Result<KVec<u64>> {
         let mut v = KVec::with_capacity(self.pages, GFP_KERNEL)?;
-        for i in 0..self.pages as u64 {
-            v.push(self.iova + i * PAGE_SIZE as u64, GFP_KERNEL)?;
+        for i in 0..self.pages {
+            v.push(self.page_addr(i).ok_or(EINVAL)?, GFP_KERNEL)?;
         }
         Ok(v)
     }
@@ -144,7 +172,7 @@ impl DmaMap {
 
 impl Drop for DmaMap {
     fn drop(&mut self) {
-        self.domain.unmap(self.iova);
+        self.domain.unmap(self.iova, &self.addrs);
     }
 }
 
@@ -169,9 +197,11 @@ impl DmaBuf {
         &self.map
     }
 
-    /// The bus address of byte `offset`.
+    /// The bus address of byte `offset` (0 past the end, which no mapping covers).
     pub(crate) fn bus(&self, offset: usize) -> u64 {
-        self.map.iova + offset as u64
+        self.map
+            .page_addr(offset / PAGE_SIZE)
+            .map_or(0, |a| a + (offset % PAGE_SIZE) as u64)
     }
 
     /// Calls `f(page, offset in page, range of the caller's bytes)` for each page piece of
@@ -251,6 +281,14 @@ pub(crate) enum HwEvent {
         /// Which.
         kind: QpEventKind,
     },
+    /// An asynchronous SRQ event (`MLX5_EVENT_TYPE_SRQ_RQ_LIMIT`, `_SRQ_CATAS_ERROR`;
+    /// upstream `srq_event_notifier()`).
+    Srq {
+        /// The SRQ (RMP) number.
+        srqn: u32,
+        /// The limit was crossed (else: the SRQ's catastrophic error).
+        limit: bool,
+    },
 }
 
 /// The QP events of the async EQ (`MLX5_EVENT_TYPE_*`, upstream `mlx5_ib_qp_event()`).
@@ -323,13 +361,13 @@ pub(crate) trait Mlx5Hw: Send + Sync {
         false
     }
 
-    /// Maps `pages` for the device at one contiguous bus range, writable by the device if
-    /// `writable` (upstream `ib_dma_map_sgtable_attrs()` of a umem, `dma_map_page()`).
+    /// Maps `pages` for the device, writable by the device if `writable` (upstream
+    /// `ib_dma_map_sgtable_attrs()` of a umem, `dma_map_page()`): one contiguous bus range
+    /// (the simulator's IOMMU) or a bus address per page (the DMA API).
     ///
     /// # Errors
     ///
-    /// `ENOMEM`; `EOPNOTSUPP` where the backend has no DMA mapping (mlx5_core, see
-    /// `corehw.rs`).
+    /// `ENOMEM`; `ENODEV` once an mlx5_core function is gone.
     fn map_pages(&self, pages: &[PageRef], writable: bool) -> Result<DmaMap>;
 
     /// Allocates `size` bytes (whole pages, zeroed) of kernel memory the device may read and
@@ -347,6 +385,19 @@ pub(crate) trait Mlx5Hw: Send + Sync {
         }
         let map = self.map_pages(&pages, true)?;
         Ok(DmaBuf { map, pages })
+    }
+
+    /// The completion EQ for `vector` (upstream `mlx5_comp_eqn_get()`, which creates the EQ on
+    /// first use). The simulator delivers completions without EQs: vector 0 is EQ 0.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a vector the function does not have; the EQ creation's errors.
+    fn comp_eqn(&self, vector: u32) -> Result<u32> {
+        if vector != 0 {
+            return Err(EINVAL);
+        }
+        Ok(0)
     }
 
     /// Rings a doorbell of a kernel queue on UAR page `uar` (upstream `mlx5_write64()` to the

@@ -33,8 +33,8 @@ use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
-    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Ucontext, UcontextPriv, Udata,
-    UserCtx, UserMrReq, Wc,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqAttrMask, SrqHandler,
+    SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -49,7 +49,7 @@ impl Driver for Mlx5Ib {
     type PdData = Mlx5Pd;
     type CqData = Mlx5Cq;
     type QpData = Mlx5Qp;
-    type SrqData = ();
+    type SrqData = crate::verbs_user::Mlx5Srq;
     type MrData = Mlx5Mr;
     type AhData = Mlx5Ah;
 }
@@ -88,7 +88,7 @@ pub(crate) struct Mlx5IbDev {
     /// function as its event handler while the device is registered).
     pub(crate) events: Arc<crate::events::EventTable>,
     /// User UARs whose deallocation the device refused while CQs or QPs still named them.
-    pub(crate) deferred_uars: Arc<crate::uar::DeferredUars>,
+    pub(crate) deferred_deallocs: Arc<crate::uar::DeferredDeallocs>,
 }
 
 impl Mlx5IbDev {
@@ -312,6 +312,14 @@ impl DeviceOps for Mlx5DevOps {
         crate::datapath::req_notify_cq(cq, flags)
     }
 
+    fn resize_user_cq(cq: &Cq<Mlx5Ib>, cqe: u32, user: &mut UserCtx<'_, '_, Mlx5Ib>) -> Result {
+        crate::verbs_user::resize_cq(cq, cqe, user)
+    }
+
+    fn modify_cq(cq: &Cq<Mlx5Ib>, count: u16, period: u16) -> Result {
+        crate::verbs_user::modify_cq(cq, count, period)
+    }
+
     fn create_qp(
         pd: &Pd<Mlx5Ib>,
         attr: &QpInitAttr<'_, Mlx5Ib>,
@@ -333,6 +341,27 @@ impl DeviceOps for Mlx5DevOps {
 
     fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
         crate::verbs::destroy_qp(qp)
+    }
+
+    fn create_srq(
+        pd: &Pd<Mlx5Ib>,
+        attr: &mut SrqInitAttr,
+        handler: Option<&Arc<dyn SrqHandler>>,
+        user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
+    ) -> Result<crate::verbs_user::Mlx5Srq> {
+        crate::verbs_user::create_srq(pd, attr, handler, user)
+    }
+
+    fn modify_srq(srq: &Srq<Mlx5Ib>, attr: &SrqInitAttr, mask: SrqAttrMask) -> Result {
+        crate::verbs_user::modify_srq(srq, attr, mask)
+    }
+
+    fn query_srq(srq: &Srq<Mlx5Ib>) -> Result<SrqInitAttr> {
+        crate::verbs_user::query_srq(srq)
+    }
+
+    fn destroy_srq(srq: &Srq<Mlx5Ib>) -> Result {
+        crate::verbs_user::destroy_srq(srq)
     }
 
     fn post_send(qp: &Qp<Mlx5Ib>, wr: &[SendWr<'_>]) -> Result {

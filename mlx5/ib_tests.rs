@@ -4,7 +4,7 @@
 //! RoCE function through the core, unwind of every probe command, and kernel verbs through the
 //! core checked against the simulator's resource tables.
 
-use crate::dev::{HwRef, Mlx5Dev};
+use crate::dev::Mlx5Dev;
 use crate::fwsim::fault::FaultAction;
 use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use crate::ib::{default_gid, Mlx5Ib, DEV_OPS, IB_PORT_OPS, ROCE_PORT_OPS};
@@ -27,7 +27,7 @@ fn sim(eth: bool) -> Result<Arc<SimFunction>> {
     SimFunction::one_port(fmt!("kunit.ib"), eth, 7)
 }
 
-fn ib_of<'a>(d: &'a Mlx5Dev<'_>) -> Result<&'a Arc<Device<Mlx5Ib>>> {
+fn ib_of(d: &Mlx5Dev) -> Result<&Arc<Device<Mlx5Ib>>> {
     d.ib.as_ref().ok_or(ENODEV)
 }
 
@@ -72,8 +72,8 @@ mod tests {
     fn registers_ib_and_roce_functions() -> Result {
         let fib = sim(false)?;
         let feth = sim(true)?;
-        let dib = Mlx5Dev::probe(HwRef::Sim(fib.clone()))?;
-        let deth = Mlx5Dev::probe(HwRef::Sim(feth.clone()))?;
+        let dib = Mlx5Dev::probe(fib.clone())?;
+        let deth = Mlx5Dev::probe(feth.clone())?;
         for (d, eth) in [(&dib, false), (&deth, true)] {
             let ib = ib_of(d)?;
             assert_eq!(ib.phase(), Phase::Registered);
@@ -151,7 +151,7 @@ mod tests {
             let before = registry::device_count();
             // The commands of probe alone (remove's are not counted).
             let s0 = f.stats().commands;
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let n = f.stats().commands - s0;
             drop(d);
             assert!(f.counts().is_zero());
@@ -165,7 +165,7 @@ mod tests {
                         },
                     )
                 });
-                let r = Mlx5Dev::probe(HwRef::Sim(f.clone()));
+                let r = Mlx5Dev::probe(f.clone());
                 f.with_faults(|p| p.clear());
                 assert_eq!(r.err(), Some(EINVAL));
                 assert!(f.counts().is_zero());
@@ -181,7 +181,7 @@ mod tests {
                 opcode::QUERY_HCA_VPORT_GID
             };
             f.with_faults(|p| p.fail_opcode(op, FaultAction::Timeout));
-            assert_eq!(Mlx5Dev::probe(HwRef::Sim(f.clone())).err(), Some(ETIMEDOUT));
+            assert_eq!(Mlx5Dev::probe(f.clone()).err(), Some(ETIMEDOUT));
             f.with_faults(|p| p.clear());
             assert!(f.counts().is_zero());
             assert_eq!(registry::device_count(), before);
@@ -193,7 +193,7 @@ mod tests {
     fn kernel_verbs_through_the_core() -> Result {
         for eth in [false, true] {
             let f = sim(eth)?;
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let ib = ib_of(&d)?;
             let base = f.counts();
             let owner = || ib_core_rs::kernel_owner!();
@@ -476,7 +476,7 @@ mod tests {
     #[test]
     fn verbs_create_failures_leave_nothing() -> Result {
         let f = sim(false)?;
-        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let d = Mlx5Dev::probe(f.clone())?;
         let ib = ib_of(&d)?;
         let owner = || ib_core_rs::kernel_owner!();
         let base = f.counts();

@@ -8,7 +8,7 @@
 use crate::cmd::exec;
 use crate::cmd::qp::DestroyQp;
 use crate::cmd::res::DestroyMkey;
-use crate::dev::{HwRef, Mlx5Dev};
+use crate::dev::Mlx5Dev;
 use crate::fwsim::fault::FaultAction;
 use crate::hw::UarMem;
 use crate::ib::Mlx5Ib;
@@ -83,7 +83,7 @@ mod tests {
     #[test]
     fn uar_objects_and_their_mappings() -> Result {
         let f = sim(false)?;
-        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let d = Mlx5Dev::probe(f.clone())?;
         let ib = d.ib.as_ref().ok_or(ENODEV)?;
         let ctx = ucontext(ib)?;
         let base = f.counts();
@@ -152,7 +152,7 @@ mod tests {
     fn user_pd_cq_qp_mr() -> Result {
         for eth in [false, true] {
             let f = sim(eth)?;
-            let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+            let d = Mlx5Dev::probe(f.clone())?;
             let ib = d.ib.as_ref().ok_or(ENODEV)?;
             let hw = &*f;
             let ctx = ucontext(ib)?;
@@ -335,7 +335,7 @@ mod tests {
     #[test]
     fn doorbell_pages_are_shared_per_page() -> Result {
         let f = sim(false)?;
-        let d = Mlx5Dev::probe(HwRef::Sim(f.clone()))?;
+        let d = Mlx5Dev::probe(f.clone())?;
         let ib = d.ib.as_ref().ok_or(ENODEV)?;
         let ctx = ucontext(ib)?;
         let m = ctx.data::<Mlx5Ucontext>().ok_or(EINVAL)?;

@@ -145,6 +145,17 @@ pub(crate) const ALL_LAYOUTS: &[Layout] = &[
     cmd::set_driver_version_out::LAYOUT,
     cmd::set_hca_cap_in::LAYOUT,
     ctx::eqc::LAYOUT,
+    ctx::wq::LAYOUT,
+    ctx::rmpc::LAYOUT,
+    ctx::rmp_bitmask::LAYOUT,
+    cmd::create_rmp_in::LAYOUT,
+    cmd::create_rmp_out::LAYOUT,
+    cmd::modify_rmp_in::LAYOUT,
+    cmd::modify_rmp_out::LAYOUT,
+    cmd::query_rmp_in::LAYOUT,
+    cmd::query_rmp_out::LAYOUT,
+    cmd::destroy_rmp_in::LAYOUT,
+    cmd::destroy_rmp_out::LAYOUT,
 ];
 
 #[cfg(test)]

@@ -9,8 +9,9 @@
 //! drops the state, which runs the stages' cleanups in reverse.
 
 use crate::corehw::CoreFunction;
-use crate::dev::{HwRef, Mlx5Dev};
+use crate::dev::Mlx5Dev;
 use crate::fwsim::profile::LinkLayer;
+use crate::hw::Mlx5Hw;
 use crate::simdev::{SimRegData, AUX_NAME};
 use kernel::{auxiliary, device, prelude::*, sync::Arc};
 
@@ -41,14 +42,17 @@ kernel::auxiliary_device_table!(
 /// The driver.
 pub(crate) struct Mlx5AuxDriver;
 
-/// A bound function: the driver state, which borrows the device for mlx5_core functions.
-pub(crate) struct Mlx5Function<'bound> {
-    _dev: Mlx5Dev<'bound>,
+/// A bound function: the driver state. Dropping it (unbind) runs the stages' cleanups; an
+/// mlx5_core function's handle is revoked afterwards by its devres action
+/// ([`crate::mlx5_core::CoreDev`]), so whatever still holds it (an open user context) gets
+/// `ENODEV` from then on.
+pub(crate) struct Mlx5Function {
+    _dev: Mlx5Dev,
 }
 
 impl auxiliary::Driver for Mlx5AuxDriver {
     type IdInfo = Backend;
-    type Data<'bound> = Mlx5Function<'bound>;
+    type Data<'bound> = Mlx5Function;
 
     const ID_TABLE: auxiliary::IdTable<Self::IdInfo> = &AUX_TABLE;
 
@@ -56,15 +60,15 @@ impl auxiliary::Driver for Mlx5AuxDriver {
         adev: &'bound auxiliary::Device<device::Core<'_>>,
         info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
-        let hw = match info {
+        let hw: Arc<dyn Mlx5Hw> = match info {
             Backend::Fwsim => {
                 let data = adev.registration_data::<SimRegData>()?;
                 let f: Arc<crate::simdev::SimFunction> = (*data).clone();
-                HwRef::Sim(f)
+                f
             }
             Backend::Mlx5Core => {
-                let bound: &'bound auxiliary::Device<device::Bound> = adev;
-                HwRef::Core(CoreFunction::new(bound)?)
+                let bound: &auxiliary::Device<device::Bound> = adev;
+                CoreFunction::new(bound)?
             }
         };
         // upstream: the PCI function (`mdev->device`); a simulated function has no PCI device,
@@ -80,7 +84,7 @@ impl auxiliary::Driver for Mlx5AuxDriver {
 }
 
 /// One line with what probe learned and the RDMA device's name.
-fn log_probed(dev: &device::Device, d: &Mlx5Dev<'_>) {
+fn log_probed(dev: &device::Device, d: &Mlx5Dev) {
     let id = d.hw().identity();
     let board = core::str::from_utf8(&d.board_id).unwrap_or("?");
     let (a, p) = (&d.attrs, d.ports.first());

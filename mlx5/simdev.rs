@@ -39,8 +39,11 @@ use kernel::{
     new_mutex,
     prelude::*,
     str::CString,
-    sync::{Arc, Mutex},
-    time::{delay::fsleep, Delta},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
+    time::{delay::fsleep, Delta, Instant, Monotonic},
     types::CovariantForLt,
 };
 
@@ -75,6 +78,10 @@ pub(crate) struct SimFunction {
     /// Lock order: the fabric lock, then `uar_pages`.
     #[pin]
     uar_pages: Mutex<KVec<(u32, Arc<TrapPage>)>>,
+    /// Nanoseconds spent in [`Mlx5Hw::cmd_do`] executing commands (the fabric lock wait and
+    /// the delay knob excluded): the simulator's own share of a control-path benchmark
+    /// (debugfs `stats`, `exec_ns`).
+    exec_ns: Atomic<u64>,
 }
 
 /// Runs QUERY_HCA_CAP (current values) on a device that is not shared yet and returns the
@@ -203,6 +210,7 @@ impl SimFunction {
                     index,
                     iommu,
                     uar_pages <- new_mutex!(KVec::new()),
+                    exec_ns: Atomic::new(0),
                 }),
                 GFP_KERNEL,
             )?;
@@ -240,6 +248,16 @@ impl SimFunction {
         self.with_fw(|fw| fw.stats())
     }
 
+    /// How many user doorbell stores to this function's UAR pages arrived as trap faults.
+    pub(crate) fn uar_traps(&self) -> u64 {
+        self.fabric.fabric().uar_traps(self.index)
+    }
+
+    /// Nanoseconds spent executing commands so far (see the field).
+    pub(crate) fn exec_ns(&self) -> u64 {
+        self.exec_ns.load(Relaxed)
+    }
+
     /// A RoCE address table entry (`port` 1-based), as SET_ROCE_ADDRESS left it.
     pub(crate) fn roce_addr(&self, port: u8, index: usize) -> Option<crate::fwsim::RoceAddr> {
         self.with_fw(|fw| fw.roce_addr(port, index))
@@ -275,6 +293,7 @@ fn wakes_worker(op: u16) -> bool {
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
         let (r, delay_us) = self.with_fw(|fw| {
+            let t0 = Instant::<Monotonic>::now();
             let delay_us = fw.faults_mut().delay_us;
             let r = fw.exec(inbox, outbox);
             // What the command left for the data path (the flush CQEs of a 2ERR, the RESIZE
@@ -289,6 +308,8 @@ impl Mlx5Hw for SimFunction {
                     self.uar_pages.lock().retain(|(i, _)| *i != index);
                 }
             }
+            let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(0);
+            self.exec_ns.add(ns, Relaxed);
             (r, delay_us)
         });
         if delay_us != 0 {

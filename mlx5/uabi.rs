@@ -236,6 +236,40 @@ pub(crate) fn create_cq_resp(cqn: u32) -> [u8; CREATE_CQ_RESP_LEN] {
     r
 }
 
+// ---- RESIZE_CQ ----
+
+/// `sizeof(struct mlx5_ib_resize_cq)`, also its first version's end (`reserved1`).
+pub(crate) const RESIZE_CQ_LEN: usize = 16;
+
+/// `struct mlx5_ib_resize_cq { __aligned_u64 buf_addr; __u16 cqe_size; __u16 reserved0;
+/// __u32 reserved1; }`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ResizeCqReq {
+    /// User address of the new CQE buffer.
+    pub(crate) buf_addr: u64,
+    /// 64 or 128.
+    pub(crate) cqe_size: u16,
+}
+
+/// upstream `resize_user()`: `ib_copy_validate_udata_in(udata, ucmd, reserved1)` (`EINVAL`
+/// below 16 bytes, `EOPNOTSUPP` for non-zero bytes past them), non-zero reserved members
+/// `EINVAL`. Deviation: a CQE size other than 64 or 128 is `EINVAL` (upstream passes any size
+/// to `ib_umem_get_va()` and maps everything but 64 to 128-byte CQEs).
+pub(crate) fn parse_resize_cq(input: &[u8]) -> Result<ResizeCqReq> {
+    let b = copy_validate::<RESIZE_CQ_LEN>(input, RESIZE_CQ_LEN)?;
+    let r = ResizeCqReq {
+        buf_addr: u64_at(&b, 0),
+        cqe_size: u16_at(&b, 8),
+    };
+    if u16_at(&b, 10) != 0 || u32_at(&b, 12) != 0 {
+        return Err(AbiError::Inval);
+    }
+    if r.cqe_size != 64 && r.cqe_size != 128 {
+        return Err(AbiError::Inval);
+    }
+    Ok(r)
+}
+
 // ---- CREATE_QP ----
 
 /// `sizeof(struct mlx5_ib_create_qp)`.
@@ -606,6 +640,33 @@ mod tests {
         assert!(parse_create_cq(&long).is_ok());
         long[39] = 1;
         assert_eq!(parse_create_cq(&long), Err(AbiError::NotSupp));
+    }
+
+    #[test]
+    fn resize_cq_request() {
+        let mut b = [0u8; 24];
+        b[0..8].copy_from_slice(&0x7000u64.to_ne_bytes());
+        b[8..10].copy_from_slice(&64u16.to_ne_bytes());
+        assert_eq!(parse_resize_cq(&b[..15]), Err(AbiError::Inval));
+        let r = parse_resize_cq(&b[..16]).unwrap();
+        assert_eq!((r.buf_addr, r.cqe_size), (0x7000, 64));
+        // A zero tail is accepted, a non-zero one is EOPNOTSUPP.
+        assert!(parse_resize_cq(&b).is_ok());
+        b[20] = 1;
+        assert_eq!(parse_resize_cq(&b), Err(AbiError::NotSupp));
+        b[20] = 0;
+        for (off, v) in [(10usize, 1u8), (12, 1), (15, 1)] {
+            let mut c = b;
+            c[off] = v;
+            assert_eq!(parse_resize_cq(&c), Err(AbiError::Inval));
+        }
+        for size in [0u16, 32, 96, 256] {
+            let mut c = b;
+            c[8..10].copy_from_slice(&size.to_ne_bytes());
+            assert_eq!(parse_resize_cq(&c), Err(AbiError::Inval));
+        }
+        b[8..10].copy_from_slice(&128u16.to_ne_bytes());
+        assert_eq!(parse_resize_cq(&b).unwrap().cqe_size, 128);
     }
 
     #[test]

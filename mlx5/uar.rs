@@ -19,7 +19,7 @@
 //! page-offset range.
 
 use crate::cmd::exec;
-use crate::cmd::res::{AllocUar, DeallocUar};
+use crate::cmd::res::{AllocUar, DeallocTransportDomain, DeallocUar};
 use crate::hw::{Mlx5Hw, UarMem};
 use crate::ib::Mlx5Ib;
 use crate::uabi;
@@ -36,7 +36,7 @@ use kernel::sync::Arc;
 /// `mlx5_ib_mmap_free()`).
 pub(crate) struct UarPage {
     hw: Arc<dyn Mlx5Hw>,
-    deferred: Arc<DeferredUars>,
+    deferred: Arc<DeferredDeallocs>,
     index: u32,
     mem: UarMem,
     wc: bool,
@@ -66,29 +66,43 @@ impl Drop for UarPage {
         // the context still name the UAR (libmlx5 destroys its UAR object at
         // `ibv_close_device()`; a process's leftover queues go only when its file closes):
         // then the device refuses (RES_BUSY) and the deallocation is retried after the next
-        // CQ/QP destroy of the device.
-        let r = exec(
+        // CQ/QP destroy of the device. Any other refusal is retried once the same way.
+        if exec(
             &*self.hw,
             &DeallocUar {
                 id: self.index,
                 uid: 0,
             },
-        );
-        if r == Err(EBUSY) {
-            self.deferred.defer(self.index);
+        )
+        .is_err()
+        {
+            self.deferred.defer(Deferred::Uar(self.index));
         }
     }
 }
 
-/// UARs whose DEALLOC_UAR the device refused because CQs or QPs still used them: retried after
-/// every CQ and QP destroy of the device ([`DeferredUars::retry`]) and when the device data
-/// goes (after every object of the device).
-pub(crate) struct DeferredUars {
-    hw: Arc<dyn Mlx5Hw>,
-    list: Pin<KBox<kernel::sync::SpinLock<KVec<u32>>>>,
+/// A teardown command the device refused where the refusal cannot be handed back to anyone.
+#[derive(Clone, Copy)]
+pub(crate) enum Deferred {
+    /// DEALLOC_UAR of this index.
+    Uar(u32),
+    /// DEALLOC_TRANSPORT_DOMAIN of this number (a context's, at its close).
+    Td(u32),
 }
 
-impl DeferredUars {
+/// UARs and transport domains whose deallocation the device refused (for a UAR: RES_BUSY,
+/// because CQs or QPs still used it; or any other status): retried after every CQ and QP
+/// destroy of the device and every context's close ([`DeferredDeallocs::retry`]) and when the
+/// device data goes (after every object of the device). Upstream ignores such a refusal
+/// (`mlx5_cmd_uar_dealloc()`, `mlx5_cmd_dealloc_transport_domain()` results are dropped), leaving
+/// the object in the device; here it is retried until it succeeds or is refused again for a
+/// reason other than RES_BUSY (then it is dropped: exec logged both refusals).
+pub(crate) struct DeferredDeallocs {
+    hw: Arc<dyn Mlx5Hw>,
+    list: Pin<KBox<kernel::sync::SpinLock<KVec<Deferred>>>>,
+}
+
+impl DeferredDeallocs {
     /// An empty list for the device `hw`.
     ///
     /// # Errors
@@ -96,36 +110,45 @@ impl DeferredUars {
     /// `ENOMEM`.
     pub(crate) fn new(hw: Arc<dyn Mlx5Hw>) -> Result<Arc<Self>> {
         let list = KBox::pin_init(kernel::new_spinlock!(KVec::new()), GFP_KERNEL)?;
-        Ok(Arc::new(DeferredUars { hw, list }, GFP_KERNEL)?)
+        Ok(Arc::new(DeferredDeallocs { hw, list }, GFP_KERNEL)?)
     }
 
-    fn defer(&self, index: u32) {
-        // Without memory the UAR stays allocated until the function goes (logged).
-        if self.list.lock().push(index, GFP_ATOMIC).is_err() {
+    /// Queues `d` for [`DeferredDeallocs::retry`].
+    pub(crate) fn defer(&self, d: Deferred) {
+        // Without memory the object stays allocated until the function goes (logged).
+        if self.list.lock().push(d, GFP_ATOMIC).is_err() {
+            let (what, n) = match d {
+                Deferred::Uar(n) => ("UAR", n),
+                Deferred::Td(n) => ("transport domain", n),
+            };
             pr_err!(
-                "mlx5_ib_rs: UAR 0x{:x} left allocated (no memory to defer it)\n",
-                index
+                "mlx5_ib_rs: {} 0x{:x} left allocated (no memory to defer it)\n",
+                what,
+                n
             );
         }
     }
 
-    /// Deallocates the deferred UARs that nothing uses any more.
+    /// Deallocates the deferred objects that nothing uses any more.
     pub(crate) fn retry(&self) {
         loop {
-            let Some(index) = self.list.lock().pop() else {
+            let Some(d) = self.list.lock().pop() else {
                 return;
             };
-            let r = exec(&*self.hw, &DeallocUar { id: index, uid: 0 });
+            let r = match d {
+                Deferred::Uar(id) => exec(&*self.hw, &DeallocUar { id, uid: 0 }),
+                Deferred::Td(id) => exec(&*self.hw, &DeallocTransportDomain { id, uid: 0 }),
+            };
             if r == Err(EBUSY) {
                 // Still used: back on the list, try again after the next destroy.
-                let _ = self.list.lock().push(index, GFP_ATOMIC);
+                let _ = self.list.lock().push(d, GFP_ATOMIC);
                 return;
             }
         }
     }
 }
 
-impl Drop for DeferredUars {
+impl Drop for DeferredDeallocs {
     fn drop(&mut self) {
         self.retry();
     }
@@ -177,7 +200,7 @@ pub(crate) fn uar_obj_alloc(ctx: &Ucontext<Mlx5Ib>, alloc_type: u32) -> Result<U
     // mapping; or right here if the insert fails).
     let page = UarPage {
         hw: hw.clone(),
-        deferred: ctx.device().data().deferred_uars.clone(),
+        deferred: ctx.device().data().deferred_deallocs.clone(),
         index,
         mem,
         wc,

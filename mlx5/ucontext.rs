@@ -275,9 +275,15 @@ fn ucontext_resp(
 pub(crate) fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
     let d = ctx.device().data();
     if let Some(u) = ctx.data::<Mlx5Ucontext>() {
-        // A refusal cannot be handed back (dealloc cannot fail); exec logged it.
-        let _ = exec(&*d.hw, &DeallocTransportDomain { id: u.tdn, uid: 0 });
+        // A refusal cannot be handed back (dealloc cannot fail; exec logged it): retried
+        // later (upstream drops it, leaving the domain in the device).
+        if exec(&*d.hw, &DeallocTransportDomain { id: u.tdn, uid: 0 }).is_err() {
+            d.deferred_deallocs.defer(crate::uar::Deferred::Td(u.tdn));
+        }
     }
+    // What the device refused before (a UAR page of this context whose last unmap came
+    // before its close, say) may go now.
+    d.deferred_deallocs.retry();
 }
 
 /// The udata part of upstream `mlx5_ib_query_device()`: `EINVAL` for a response shorter

@@ -16,9 +16,9 @@
 //! address of each page, and the doorbell record is in the page after the queue (upstream
 //! takes it from a shared doorbell page, `mlx5_db_alloc()`). User objects' memory is mapped by
 //! [`UserBuf`]. The kernel data path (`post_send`, `post_recv`, `poll_cq`, `req_notify_cq`) is
-//! `datapath.rs`. CQs are bound to EQ 0 (upstream takes the EQ of the completion vector,
-//! `mlx5_comp_eqn_get()`), so `comp_vector` must be 0 (upstream: `EINVAL` beyond
-//! `num_comp_vectors`). Every CQ and QP is registered in the device's event table
+//! `datapath.rs`. CQs are bound to the EQ of their completion vector ([`Mlx5Hw::comp_eqn`],
+//! upstream `mlx5_comp_eqn_get()`: mlx5_core's completion EQ; EQ 0 of vector 0 only on the
+//! simulator). Every CQ and QP is registered in the device's event table
 //! ([`crate::events`]) after its create command and detached before its destroy command.
 
 use crate::attrs::Caps;
@@ -127,13 +127,19 @@ pub(crate) struct Mlx5Cq {
     pub(crate) log_size: u8,
     /// `MLX5_IB_CQ_PR_FLAGS_REAL_TIME_TS`: QPs on it need real-time timestamps.
     pub(crate) real_time_ts: bool,
-    /// The queue's memory, released after DESTROY_CQ.
+    /// The queue's memory, released after DESTROY_CQ (a user CQ's buffer is in `user_buf`).
     pub(crate) mem: QueueMem,
     /// The CQ's entry in the device's event table.
     pub(crate) events: Arc<CqTarget>,
     /// A kernel CQ's consumer state (`None` for a user CQ).
     pub(crate) kern: Option<crate::datapath::KernCq>,
+    /// A user CQ's pinned buffer, which a resize replaces (upstream `cq->buf.umem` under
+    /// `cq->resize_mutex`); `None` for a kernel CQ, which does not resize.
+    pub(crate) user_buf: Option<CqBufLock>,
 }
+
+/// A user CQ's current buffer behind its resize lock.
+pub(crate) type CqBufLock = Pin<KBox<Mutex<UserBuf>>>;
 
 /// The driver part of a QP (upstream `struct mlx5_ib_qp`).
 pub(crate) struct Mlx5Qp {
@@ -236,9 +242,7 @@ pub(crate) fn create_cq(
     handler: Option<&Arc<dyn CqHandler>>,
 ) -> Result<Mlx5Cq> {
     let d = dev.data();
-    if attr.comp_vector != 0 {
-        return Err(EINVAL);
-    }
+    let eqn = d.hw.comp_eqn(attr.comp_vector)?;
     let log_max = gen(d)?.get(cmd_hca_cap::log_max_cq_sz)?;
     let entries = attr.cqe.checked_add(1).ok_or(EINVAL)?;
     let log_size = ilog2_ceil(entries)?;
@@ -261,7 +265,7 @@ pub(crate) fn create_cq(
             log_cq_size: log_size,
             cqe_size: CqeSize::B64,
             uar_page: d.uar,
-            eqn: 0,
+            eqn,
             log_page_size: 0,
             page_offset: 0,
             compression: None,
@@ -277,6 +281,7 @@ pub(crate) fn create_cq(
         mem: QueueMem::Kernel { buf },
         events: target,
         kern: Some(kern),
+        user_buf: None,
     })
 }
 
@@ -289,7 +294,7 @@ pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
     let detached = d.events.detach_cq(&c.events);
     let r = exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 });
     if r.is_ok() {
-        d.deferred_uars.retry();
+        d.deferred_deallocs.retry();
     }
     if r.is_err() {
         d.events.reattach_cq(&c.events, detached);
@@ -463,7 +468,7 @@ pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
     let detached = d.events.detach_qp(&q.events);
     let r = exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 });
     if r.is_ok() {
-        d.deferred_uars.retry();
+        d.deferred_deallocs.retry();
     }
     if r.is_err() {
         d.events.reattach_qp(&q.events, detached);
@@ -501,49 +506,6 @@ fn mask_to_opt(m: QpAttrMask) -> u32 {
         o |= optpar::RNR_TIMEOUT;
     }
     o
-}
-
-/// Required attribute masks of a transition (upstream `ib_modify_qp_is_ok()`'s `qp_state_table`
-/// for RC and UD), or `None` if the transition is illegal.
-fn required(cur: QpState, new: QpState, t: QpType) -> Option<QpAttrMask> {
-    use QpState::*;
-    let rc = t != QpType::Ud;
-    let m = |a: &[QpAttrMask]| a.iter().fold(QpAttrMask(0), |acc, b| acc | *b);
-    Some(match (cur, new) {
-        (_, Reset) | (_, Err) => QpAttrMask(0),
-        (Reset, Init) if rc => m(&[
-            QpAttrMask::PKEY_INDEX,
-            QpAttrMask::PORT,
-            QpAttrMask::ACCESS_FLAGS,
-        ]),
-        (Reset, Init) => m(&[QpAttrMask::PKEY_INDEX, QpAttrMask::PORT, QpAttrMask::QKEY]),
-        (Init, Init) => QpAttrMask(0),
-        (Init, Rtr) if t == QpType::Rc => m(&[
-            QpAttrMask::AV,
-            QpAttrMask::PATH_MTU,
-            QpAttrMask::DEST_QPN,
-            QpAttrMask::RQ_PSN,
-            QpAttrMask::MAX_DEST_RD_ATOMIC,
-            QpAttrMask::MIN_RNR_TIMER,
-        ]),
-        (Init, Rtr) if t == QpType::Uc => m(&[
-            QpAttrMask::AV,
-            QpAttrMask::PATH_MTU,
-            QpAttrMask::DEST_QPN,
-            QpAttrMask::RQ_PSN,
-        ]),
-        (Init, Rtr) => QpAttrMask(0),
-        (Rtr, Rts) if t == QpType::Rc => m(&[
-            QpAttrMask::SQ_PSN,
-            QpAttrMask::TIMEOUT,
-            QpAttrMask::RETRY_CNT,
-            QpAttrMask::RNR_RETRY,
-            QpAttrMask::MAX_QP_RD_ATOMIC,
-        ]),
-        (Rtr, Rts) => QpAttrMask::SQ_PSN,
-        (Rts, Rts) => QpAttrMask(0),
-        _ => return None,
-    })
 }
 
 /// Merges the members of `a` selected by `mask` into `cur` (upstream keeps them in the
@@ -653,8 +615,8 @@ fn log2_rd(n: u8) -> Result<u8> {
 }
 
 /// upstream `mlx5_ib_modify_qp()` → `__mlx5_ib_modify_qp()`: the transition of the current
-/// state and the target state (`optab`), the `ib_modify_qp_is_ok()` check (`EINVAL` for an
-/// illegal transition or a missing required attribute), the context members of the
+/// state and the target state (`optab`), the core's `ib_modify_qp_is_ok()` check (`EINVAL` for
+/// an illegal transition, a missing required or a disallowed attribute), the context members of the
 /// transition and the optional-parameter mask (`opt_mask`), then the command.
 pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Result {
     let d = qp.pd().device().data();
@@ -666,8 +628,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
     } else {
         cur
     };
-    let req = required(cur, new, t).ok_or(EINVAL)?;
-    if !mask.contains(req) {
+    if !ib_core_rs::verbs::modify_qp_is_ok(cur, new, t, mask) {
         return Err(EINVAL);
     }
     let mut next = *st;

@@ -17,11 +17,12 @@
 //! a multiple of 64 bytes, `EINVAL` otherwise, as upstream finds no page size then).
 //! Contexts have no DEVX uid, so every command carries uid 0 (upstream `context->devx_uid`).
 
-use crate::cmd::cq::{CqeSize, CreateCq};
+use crate::cmd::cq::{CqModify, CqeSize, CreateCq, ModifyCq};
 use crate::cmd::exec;
 use crate::cmd::qp::{CreateQp, QpServiceType, RqType};
 use crate::cmd::res::MkeyTranslation;
-use crate::events::{CqTarget, QpTarget};
+use crate::cmd::srq::{ArmRmp, CreateRmp, DestroyRmp, QueryRmp};
+use crate::events::{CqTarget, QpTarget, SrqTarget};
 use crate::hw::CapType;
 use crate::ib::Mlx5Ib;
 use crate::prm::ctx::{cmd_hca_cap, roce_cap};
@@ -29,12 +30,15 @@ use crate::uabi::{self, CqCaps, CqeStride, QpCaps, UserQpType};
 use crate::uar::abi_err;
 use crate::ucontext::Mlx5Ucontext;
 use crate::user_mem::{DbRecord, UserBuf, PAGE};
-use crate::verbs::{create_mr, gen, ilog2_ceil, mkey_access, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem};
+use crate::verbs::{
+    create_mr, gen, ilog2_ceil, mkey_access, CqBufLock, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem,
+};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, CqHandler, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Ucontext,
-    UserCtx, UserMrReq,
+    AccessFlags, Cq, CqHandler, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Srq,
+    SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UserCtx, UserMrReq,
 };
+use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -119,12 +123,11 @@ pub(crate) fn create_cq(
         cqe_128_always: g.get(cmd_hca_cap::cqe_128_always)? != 0,
     };
     let p = uabi::user_cq_params(&req, &caps).map_err(abi_err)?;
-    // mlx5_comp_eqn_get(): no EQs in Mlx5Hw yet, every CQ is on EQ 0 (see verbs.rs).
-    if attr.comp_vector != 0 {
-        return Err(EINVAL);
-    }
+    // upstream mlx5_comp_eqn_get(): EINVAL for a vector the function does not have.
+    let eqn = d.hw.comp_eqn(attr.comp_vector)?;
     let target = CqTarget::new(handler)?;
     let slot = d.events.reserve_cq()?;
+    let user_buf: CqBufLock = KBox::pin_init(new_mutex!(buf), GFP_KERNEL)?;
     let cqn = exec(
         &*d.hw,
         &CreateCq {
@@ -136,7 +139,7 @@ pub(crate) fn create_cq(
                 CqeStride::B128Pad => CqeSize::B128Pad,
             },
             uar_page: p.uar_index,
-            eqn: 0,
+            eqn,
             log_page_size: LOG_PAGE_SIZE,
             page_offset,
             compression: p.mini_cqe_format,
@@ -151,12 +154,105 @@ pub(crate) fn create_cq(
         log_size,
         real_time_ts: p.real_time_ts,
         mem: QueueMem::User {
-            _buf: Some(buf),
+            _buf: None,
             _db: db,
         },
         events: target,
         kern: None,
+        user_buf: Some(user_buf),
     })
+}
+
+/// upstream `mlx5_ib_resize_cq()` for a user CQ: without the `cq_resize` capability `ENOSYS`
+/// (as upstream); more than `2^log_max_cq_sz` entries `EINVAL`; `entries + 1` rounded up to a
+/// power of two, and nothing to do if that is the current size; under the CQ's resize lock the
+/// request ([`uabi::parse_resize_cq`]), the new buffer pinned (`entries * cqe_size` bytes),
+/// MODIFY_CQ `MLX5_CQ_OPMOD_RESIZE`; on success the CQ has `entries - 1` entries and the old
+/// buffer is unpinned (the device wrote its RESIZE CQE into it before the command completed;
+/// libmlx5 copies the outstanding CQEs up to it into the new buffer).
+///
+/// # Errors
+///
+/// As above; `EINVAL` for a kernel CQ or a buffer offset that is not a multiple of 64 bytes;
+/// the pin's errno; MODIFY_CQ's errno. A failure leaves the CQ as it was.
+pub(crate) fn resize_cq(cq: &Cq<Mlx5Ib>, cqe: u32, user: &mut UserCtx<'_, '_, Mlx5Ib>) -> Result {
+    let d = cq.device().data();
+    let c = cq.data();
+    let lock = c.user_buf.as_ref().ok_or(EINVAL)?;
+    let g = gen(d)?;
+    if g.get(cmd_hca_cap::cq_resize)? == 0 {
+        return Err(ENOSYS);
+    }
+    let log_max = g.get(cmd_hca_cap::log_max_cq_sz)?.min(31);
+    if u64::from(cqe) > 1u64 << log_max {
+        return Err(EINVAL);
+    }
+    let log_size = ilog2_ceil(cqe.checked_add(1).ok_or(EINVAL)?)?;
+    if u32::from(log_size) > log_max {
+        return Err(EINVAL);
+    }
+    let entries = 1u32 << log_size;
+    if entries == cq.cqe().wrapping_add(1) {
+        return Ok(());
+    }
+    let mut cur = lock.lock();
+    let req = uabi::parse_resize_cq(user.udata().input()).map_err(abi_err)?;
+    let ctx = user.ctx().clone();
+    let len = u64::from(entries) * u64::from(req.cqe_size);
+    let buf = UserBuf::pin(&ctx, req.buf_addr, len, AccessFlags::LOCAL_WRITE)?;
+    let page_offset = page_offset(&buf)?;
+    let pas = buf.pages()?;
+    exec(
+        &*d.hw,
+        &ModifyCq {
+            cqn: c.cqn,
+            uid: 0,
+            what: CqModify::Resize {
+                log_cq_size: log_size,
+                cqe_size: if req.cqe_size == 64 {
+                    CqeSize::B64
+                } else {
+                    CqeSize::B128
+                },
+                log_page_size: LOG_PAGE_SIZE,
+                page_offset,
+                pas: &pas,
+            },
+        },
+    )?;
+    // The old buffer is unpinned (and unmapped from the device) when `buf` is dropped here.
+    let old = core::mem::replace(&mut *cur, buf);
+    cq.set_cqe(entries - 1);
+    drop(cur);
+    drop(old);
+    Ok(())
+}
+
+/// upstream `mlx5_ib_modify_cq()`: without the `cq_moderation` capability `EOPNOTSUPP`, a
+/// period beyond `cqc.cq_period`'s 12 bits (`MLX5_MAX_CQ_PERIOD`) `EINVAL`, then MODIFY_CQ with
+/// the period and count (`mlx5_core_modify_cq_moderation()`).
+///
+/// # Errors
+///
+/// As above; MODIFY_CQ's errno.
+pub(crate) fn modify_cq(cq: &Cq<Mlx5Ib>, count: u16, period: u16) -> Result {
+    /// `MLX5_MAX_CQ_PERIOD`: `cqc.cq_period` is 12 bits wide.
+    const MAX_CQ_PERIOD: u16 = (1 << 12) - 1;
+    let d = cq.device().data();
+    if gen(d)?.get(cmd_hca_cap::cq_moderation)? == 0 {
+        return Err(EOPNOTSUPP);
+    }
+    if period > MAX_CQ_PERIOD {
+        return Err(EINVAL);
+    }
+    exec(
+        &*d.hw,
+        &ModifyCq {
+            cqn: cq.data().cqn,
+            uid: 0,
+            what: CqModify::Moderation { period, count },
+        },
+    )
 }
 
 /// Where a user QP's memory comes from (see [`CqMem`]).
@@ -175,8 +271,11 @@ pub(crate) enum QpMem {
 /// ECE options where the device supports ECE); the response `mlx5_ib_create_qp_resp` has
 /// `bfreg_index` = `MLX5_IB_INVALID_BFREG` and the firmware's ECE options.
 ///
-/// Deviations: SRQ QPs are `EOPNOTSUPP` (this driver has no SRQs), and a receive stride below
-/// 16 bytes is `EINVAL` (upstream hands firmware `wqe_shift - 4` wrapped).
+/// A QP on an SRQ has no receive queue (`rq_type` SRQ, `srqn_rmpn_xrqn` the RMP, `cqn_rcv`
+/// the receive CQ), as upstream's `create_qp_common()`.
+///
+/// Deviation: a receive stride below 16 bytes is `EINVAL` (upstream hands firmware
+/// `wqe_shift - 4` wrapped).
 ///
 /// # Errors
 ///
@@ -207,10 +306,8 @@ pub(crate) fn create_qp(
     };
     let flags_en = uabi::qp_vendor_flags(req.flags, t, &caps).map_err(abi_err)?;
     let uidx = uabi::qp_user_index(mctx.cqe_version, req.uidx).map_err(abi_err)?;
-    if attr.srq.is_some() {
-        return Err(EOPNOTSUPP);
-    }
-    let has_rq = attr.cap.max_recv_wr != 0;
+    // upstream qp_has_rq(): a QP on an SRQ has no receive queue of its own.
+    let has_rq = attr.srq.is_none() && attr.cap.max_recv_wr != 0;
     let l = uabi::user_qp_layout(&req, flags_en, has_rq, attr.cap.max_recv_wr, &caps)
         .map_err(abi_err)?;
     if has_rq && l.rq_wqe_shift < 4 {
@@ -253,7 +350,12 @@ pub(crate) fn create_qp(
     let log2 = |n: u32| -> u8 { n.checked_ilog2().unwrap_or(0) as u8 };
     let log_sq_size = log2(l.sq_wqe_cnt);
     let log_rq_size = log2(l.rq_wqe_cnt);
-    let rq = if has_rq {
+    let rq = if let Some(srq) = attr.srq {
+        RqType::Srq {
+            srqn: srq.data().srqn,
+            cqn: attr.recv_cq.data().cqn,
+        }
+    } else if has_rq {
         RqType::Regular {
             cqn: attr.recv_cq.data().cqn,
             log_size: log_rq_size,
@@ -350,4 +452,177 @@ pub(crate) fn reg_user_mr(
         },
         Some(umem),
     )
+}
+
+/// A user SRQ (upstream `struct mlx5_ib_srq` with its `mlx5_core_srq`): an RMP.
+pub(crate) struct Mlx5Srq {
+    /// The RMP number (libmlx5's `srqn`).
+    pub(crate) srqn: u32,
+    /// WQEs in the buffer (upstream `msrq.max`, a power of two).
+    max: u32,
+    /// Scatter entries asked for (upstream `msrq.max_gs`).
+    max_gs: u32,
+    events: Arc<SrqTarget>,
+    _buf: UserBuf,
+    _db: DbRecord,
+}
+
+/// `MLX5_SRQ_FLAG_SIGNATURE` (mlx5-abi.h).
+const SRQ_FLAG_SIGNATURE: u32 = 1 << 0;
+/// `sizeof(struct mlx5_wqe_srq_next_seg)`.
+const SRQ_NEXT_SEG: u32 = 16;
+
+/// upstream `mlx5_ib_create_srq()` → `create_srq_user()` → `mlx5_cmd_create_srq()` →
+/// `create_rmp_cmd()` for a basic SRQ of a user context: the size rules (`max_wr` at least
+/// `2^log_max_srq_sz`, or `max_sge` above `max_wqe_sz_rq / 16`: `EINVAL`), `max_wr + 1` WQEs
+/// rounded up to a power of two, each `16 + 16 * max_sge` bytes rounded up to a power of two
+/// (at least 32); the request `mlx5_ib_create_srq` (`buf_addr`, `db_addr`, `flags`; the
+/// reserved words must be 0), the buffer pinned, the doorbell record mapped, CREATE_RMP; the
+/// response is `mlx5_ib_create_srq_resp { srqn }` and `attr.max_wr` becomes the WQEs minus one.
+/// A kernel SRQ is `EOPNOTSUPP`: this driver has no kernel `post_srq_recv`.
+///
+/// # Errors
+///
+/// As above; the pin's errno; CREATE_RMP's errno. Nothing is left behind on failure.
+pub(crate) fn create_srq(
+    pd: &Pd<Mlx5Ib>,
+    attr: &mut SrqInitAttr,
+    handler: Option<&Arc<dyn SrqHandler>>,
+    user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
+) -> Result<Mlx5Srq> {
+    let d = pd.device().data();
+    let g = gen(d)?;
+    let max_srq_wqes = 1u64 << g.get(cmd_hca_cap::log_max_srq_sz)?.min(32);
+    let max_sge_sz = g.get(cmd_hca_cap::max_wqe_sz_rq)? / 16;
+    if u64::from(attr.max_wr) >= max_srq_wqes || attr.max_sge > max_sge_sz {
+        return Err(EINVAL);
+    }
+    let user = user.ok_or(EOPNOTSUPP)?;
+    let max = (attr.max_wr + 1).next_power_of_two();
+    let desc = (SRQ_NEXT_SEG + attr.max_sge * 16)
+        .next_power_of_two()
+        .max(32);
+    let buf_size = u64::from(max) * u64::from(desc);
+    // ib_copy_validate_udata_in(udata, ucmd, flags): the request up to `flags`.
+    let (buf_addr, db_addr, flags) = {
+        let i = user.udata().input();
+        if i.len() < 20 {
+            return Err(EINVAL);
+        }
+        let w = |o: usize| -> u32 {
+            let mut b = [0u8; 4];
+            if let Some(s) = i.get(o..o + 4) {
+                b.copy_from_slice(s);
+            }
+            u32::from_ne_bytes(b)
+        };
+        // reserved0, reserved1 (uidx is read only for XRC and TM SRQs).
+        if w(20) != 0 || w(28) != 0 {
+            return Err(EINVAL);
+        }
+        let q = |o: usize| u64::from(w(o)) | (u64::from(w(o + 4)) << 32);
+        (q(0), q(8), w(16))
+    };
+    let ctx = user.ctx().clone();
+    let buf = UserBuf::pin(&ctx, buf_addr, buf_size, AccessFlags(0))?;
+    let db = mlx5_ctx(&ctx)?.db_pages.map(&ctx, db_addr)?;
+    let page_offset = page_offset(&buf)?;
+    let pas = buf.pages()?;
+    let target = SrqTarget::new(handler)?;
+    let slot = d.events.reserve_srq()?;
+    let srqn = exec(
+        &*d.hw,
+        &CreateRmp {
+            uid: 0,
+            pd: pd.data().pdn,
+            log_size: max.ilog2() as u8,
+            log_stride: desc.ilog2() as u8,
+            log_page_size: LOG_PAGE_SIZE,
+            page_offset,
+            lwm: 0,
+            wq_signature: flags & SRQ_FLAG_SIGNATURE != 0,
+            dbr_addr: db.dma,
+            pas: &pas,
+        },
+    )?;
+    d.events.attach_srq(slot, &target, srqn);
+    let mut resp = [0u8; 8];
+    resp[..4].copy_from_slice(&srqn.to_ne_bytes());
+    user.udata().copy_to(&resp);
+    attr.max_wr = max - 1;
+    Ok(Mlx5Srq {
+        srqn,
+        max,
+        max_gs: attr.max_sge,
+        events: target,
+        _buf: buf,
+        _db: db,
+    })
+}
+
+/// upstream `mlx5_ib_modify_srq()`: no resizing (`IB_SRQ_MAX_WR` is `EINVAL`); a limit must be
+/// below the WQEs (`EINVAL`) and arms the SRQ (MODIFY_RMP `lwm`).
+///
+/// # Errors
+///
+/// As above; MODIFY_RMP's errno.
+pub(crate) fn modify_srq(srq: &Srq<Mlx5Ib>, attr: &SrqInitAttr, mask: SrqAttrMask) -> Result {
+    let s = srq.data();
+    if mask.has(SrqAttrMask::MAX_WR) {
+        return Err(EINVAL);
+    }
+    if mask.has(SrqAttrMask::LIMIT) {
+        if attr.srq_limit >= s.max {
+            return Err(EINVAL);
+        }
+        let d = srq.pd().device().data();
+        exec(
+            &*d.hw,
+            &ArmRmp {
+                rmpn: s.srqn,
+                uid: 0,
+                lwm: u16::try_from(attr.srq_limit).map_err(|_| EINVAL)?,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// upstream `mlx5_ib_query_srq()`: QUERY_RMP's limit, the WQEs minus one and `max_gs`.
+///
+/// # Errors
+///
+/// QUERY_RMP's errno.
+pub(crate) fn query_srq(srq: &Srq<Mlx5Ib>) -> Result<SrqInitAttr> {
+    let s = srq.data();
+    let d = srq.pd().device().data();
+    let c = exec(&*d.hw, &QueryRmp { rmpn: s.srqn })?;
+    Ok(SrqInitAttr {
+        max_wr: s.max - 1,
+        max_sge: s.max_gs,
+        srq_limit: u32::from(c.lwm),
+    })
+}
+
+/// upstream `mlx5_ib_destroy_srq()`: the SRQ leaves the event table, DESTROY_RMP (a refused
+/// command puts it back); the buffer and doorbell record are released with the SRQ.
+///
+/// # Errors
+///
+/// DESTROY_RMP's errno.
+pub(crate) fn destroy_srq(srq: &Srq<Mlx5Ib>) -> Result {
+    let s = srq.data();
+    let d = srq.pd().device().data();
+    let detached = d.events.detach_srq(&s.events);
+    let r = exec(
+        &*d.hw,
+        &DestroyRmp {
+            rmpn: s.srqn,
+            uid: 0,
+        },
+    );
+    if r.is_err() {
+        d.events.reattach_srq(&s.events, detached);
+    }
+    r
 }

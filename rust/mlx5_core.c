@@ -9,6 +9,7 @@
  * mlx5_core the same way). See Documentation/mlx5.md.
  */
 #include <linux/auxiliary_bus.h>
+#include <linux/dma-mapping.h>
 #include <linux/mlx5/driver.h>
 #include <linux/pci.h>
 #include <linux/string.h>
@@ -96,4 +97,41 @@ u64 rdma_rs_mlx5_uar_paddr(struct mlx5_core_dev *mdev, u32 index)
 bool rdma_rs_mlx5_wc_support(struct mlx5_core_dev *mdev)
 {
 	return mlx5_wc_support_get(mdev);
+}
+
+int rdma_rs_mlx5_comp_eqn(struct mlx5_core_dev *mdev, u16 vector, u32 *eqn)
+{
+	int n = 0;
+	int err = mlx5_comp_eqn_get(mdev, vector, &n);
+
+	if (!err)
+		*eqn = n;
+	return err;
+}
+
+int rdma_rs_mlx5_dma_map_pages(struct device *dev, struct page *const *pages,
+			       u32 n, u64 *addrs)
+{
+	u32 i;
+
+	/* upstream maps every umem DMA_BIDIRECTIONAL (ib_umem_get()). */
+	for (i = 0; i < n; i++) {
+		dma_addr_t a = dma_map_page(dev, pages[i], 0, PAGE_SIZE,
+					    DMA_BIDIRECTIONAL);
+
+		if (dma_mapping_error(dev, a)) {
+			rdma_rs_mlx5_dma_unmap_pages(dev, addrs, i);
+			return -ENOMEM;
+		}
+		addrs[i] = a;
+	}
+	return 0;
+}
+
+void rdma_rs_mlx5_dma_unmap_pages(struct device *dev, const u64 *addrs, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		dma_unmap_page(dev, addrs[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
 }

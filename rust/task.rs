@@ -28,18 +28,21 @@ pub fn current_pid_comm() -> (i32, [u8; TASK_COMM_LEN]) {
     (pid, comm)
 }
 
-/// Whether `file` was opened with the current task's credentials (the
-/// same `struct cred`, as upstream compares them): a forked child has its
-/// own copy (`copy_creds()` shares them only with `CLONE_THREAD`), and a
-/// file passed to a process of other credentials has another.
-///
-/// upstream: `ib_safe_file_access()` (`filp->f_cred == current_cred()`).
+/// upstream `ib_safe_file_access()` (`include/rdma/ib.h`): whether the
+/// current task runs with the very credentials `file` was opened with (the
+/// same `struct cred`, compared by address as upstream does). A task that
+/// changed its credentials since the open, or another process the file was
+/// inherited by (`fork()` gives the child a copy of the parent's creds) or
+/// passed to, is not.
 pub fn file_cred_is_current(file: &kernel::fs::File) -> bool {
-    let task = kernel::current!().as_ptr();
-    // SAFETY: `task` is the current task, valid for this call; only the
-    // task itself replaces its `cred` (`commit_creds()`), so reading the
-    // pointer from the running task is what `current_cred()` does. The
+    let task = kernel::current!();
+    let p = task.as_ptr();
+    // SAFETY: `p` is the current task, valid for the duration of this
+    // function; a task's own `cred` pointer changes only by the task itself
+    // (`commit_creds()`), so reading it from the task is upstream's
+    // `current_cred()` (`rcu_dereference_protected(current->cred, 1)`). The
     // pointer is compared, never dereferenced.
-    let cur = unsafe { core::ptr::read(core::ptr::addr_of!((*task).cred)) };
-    core::ptr::eq(file.cred().as_ptr(), cur)
+    let cur: *const kernel::bindings::cred =
+        unsafe { core::ptr::read(core::ptr::addr_of!((*p).cred)) };
+    core::ptr::eq(cur, file.cred().as_ptr())
 }

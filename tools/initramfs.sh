@@ -41,6 +41,8 @@ copy /usr/bin/strace /usr/bin/ibv_asyncwatch /usr/bin/ibv_devinfo /usr/bin/ibv_d
 for b in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
 	copy /usr/bin/$b
 done
+# perf (the host's) for the benchmark modes: where the time goes, in the VM.
+[ -z "${RDMARS_INITRD_PERF:-}" ] || copy /usr/bin/perf
 for p in mlx5 rxe; do
 	copy "/usr/lib/x86_64-linux-gnu/libibverbs/lib$p-rdmav34.so"
 	cp "/etc/libibverbs.d/$p.driver" "$st/etc/libibverbs.d/"
@@ -49,8 +51,9 @@ for t in insmod rmmod modprobe lsmod modinfo depmod; do ln -sf ../bin/kmod "$st/
 printf '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n' >"$st/etc/ld.so.conf"
 ldconfig -r "$st" 2>/dev/null || true
 
-# Our modules.
-for m in "$here"/*.ko; do cp "$m" "$st/lib/modules/rdma-rs/"; done
+# Our modules: built in the tree, or (RDMARS_MODDIR, the bench targets) in a
+# directory of their own for another kernel.
+for m in "${RDMARS_MODDIR:-$here}"/*.ko; do cp "$m" "$st/lib/modules/rdma-rs/"; done
 
 # Upstream modules the peer and the link check need, with their dependencies.
 mroot="$kb/modroot/lib/modules/$kver"

@@ -1,13 +1,39 @@
 #!/usr/bin/env bash
-# Build (or reuse) the rdma-rs test kernel. Prints the build directory on stdout.
-# The build lives in $CACHE/kbuild-<kernel version>-<hash of the config fragment>,
+# Build (or reuse) an rdma-rs kernel. Prints the build directory on stdout.
+#   tools/kernel.sh                 the test kernel (kernel/rdma-rs.config)
+#   tools/kernel.sh FRAGMENT...     kernel/rdma-rs.config, then each FRAGMENT on top:
+#                                   a later line for an option replaces the earlier one
+#                                   (kernel/bench.config: the benchmark kernel)
+# The build lives in $CACHE/kbuild-<kernel version>-<hash of the composed fragment>,
 # so every run, session and CI job on this machine reuses it until either changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"
 
-frag="$here/kernel/rdma-rs.config"
+base="$here/kernel/rdma-rs.config"
 kver=$(make -s -C "$KSRC" kernelversion)
+if [ $# = 0 ]; then
+	# The test kernel: the fragment as it is (its hash names the cache).
+	frag=$base
+else
+	# Compose: the option name of a line is its CONFIG_ word (`CONFIG_X=...` or
+	# `# CONFIG_X is not set`); an override takes the place of the base line.
+	for f in "$@"; do [ -f "$f" ] || die "no config fragment $f"; done
+	mkdir -p "$CACHE"
+	composed=$(awk '
+		function opt(l) {
+			if (l ~ /^CONFIG_[A-Za-z0-9_]+=/) { sub(/=.*/, "", l); return l }
+			if (l ~ /^# CONFIG_[A-Za-z0-9_]+ is not set$/) { split(l, w, " "); return w[2] }
+			return ""
+		}
+		{ o = opt($0) }
+		o != "" && (o in at) { line[at[o]] = $0; next }
+		{ line[++n] = $0; if (o != "") at[o] = n }
+		END { for (i = 1; i <= n; i++) print line[i] }' "$base" "$@")
+	hash=$(printf '%s\n' "$composed" | sha256sum | cut -c1-12)
+	frag="$CACHE/fragment-$hash.config"
+	[ -f "$frag" ] || { printf '%s\n' "$composed" >"$frag.$$" && mv "$frag.$$" "$frag"; }
+fi
 hash=$(sha256sum "$frag" | cut -c1-12)
 kb="$CACHE/kbuild-$kver-$hash"
 

@@ -11,7 +11,7 @@
 #
 # The host's apt state is not touched: a private apt configuration (trixie + trixie-backports)
 # lives under $CACHE/qemu-trixie/apt. No maintainer scripts run and nothing is installed on
-# the host. Run on demand by the targets that need it (`make pcifn`), not by `make check`.
+# the host. Run by `make setup` (tools/setup.sh) and by `make pcifn`; `make check` does not boot it.
 # Prints the wrapper's path. First run: about 10 s (90 packages, 200 MB unpacked); cached: instant.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

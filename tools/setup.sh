@@ -79,8 +79,16 @@ kernel_source() {
 	rm -rf "$tmp"
 }
 
+# trixie's QEMU 11.1 with the vfio-user client, unpacked into the cache (no host packages
+# change): the emulated ConnectX function's VM boots (make pcifn, vm_pcifn in make check).
+# Documentation/pcifn.md, "The transport".
+qemu_vfio_user() {
+	"$here/tools/qemu-vfio-user.sh" >/dev/null
+}
+
 mkdir -p "$STAMP_DIR"
 timed "setup: apt sources" apt_sources
 timed "setup: packages" apt_packages
 timed "setup: rust-src and bindgen" rust_pieces
 timed "setup: kernel source" kernel_source
+timed "setup: QEMU with the vfio-user client" qemu_vfio_user

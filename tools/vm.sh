@@ -28,6 +28,7 @@ done
 	-p rdma-rs-uverbs-fuzz --target x86_64-unknown-linux-gnu --target-dir "$here/out/fuzz-target") ||
 	die "building the uverbs fuzzer failed"
 cp "$here/out/fuzz-target/x86_64-unknown-linux-gnu/release/uverbs_fuzz" "$here/out/vm-bin/uverbs_fuzz"
+case $mode in bench*) export RDMARS_INITRD_PERF=1 ;; esac
 timed "vm: initramfs" "$here/tools/initramfs.sh" "$kb" "$initrd"
 
 # RDMARS_QEMU: another QEMU binary (tools/qemu-vfio-user.sh's wrapper for `make pcifn`);

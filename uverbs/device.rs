@@ -95,9 +95,15 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         // destroy op (nothing to undo on the driver's side then).
         add(ops.create_cq.is_some(), O::CreateCq);
         add(ops.create_cq.is_some(), O::DestroyCq);
+        add(ops.resize_user_cq.is_some(), O::ResizeUserCq);
+        add(ops.modify_cq.is_some(), O::ModifyCq);
         add(ops.create_qp.is_some(), O::CreateQp);
         add(ops.create_qp.is_some(), O::DestroyQp);
         add(ops.modify_qp.is_some(), O::ModifyQp);
+        add(ops.create_srq.is_some(), O::CreateSrq);
+        add(ops.create_srq.is_some(), O::DestroySrq);
+        add(ops.modify_srq.is_some(), O::ModifySrq);
+        add(ops.query_srq.is_some(), O::QuerySrq);
         add(ops.query_qp.is_some(), O::QueryQp);
         add(ops.reg_user_mr.is_some(), O::RegUserMr);
         add(ops.reg_user_mr.is_some(), O::DeregMr);
@@ -211,13 +217,21 @@ impl CharDevice for Node {
         ptr.get()?.ioctl(cmd, arg)
     }
 
-    // upstream: ib_uverbs_write() refuses a caller whose credentials are
-    // not the opener's (EACCES, before anything else: CVE-2016-4565), so a
-    // forked child or a process the fd was passed to cannot write commands
-    // (ioctl() has no such check).
+    // upstream: ib_uverbs_write() refuses, before anything else, a caller
+    // whose credentials are not the opener's (ib_safe_file_access():
+    // CVE-2016-4565, a write() issued on a task's behalf by a more privileged
+    // context, or after a fork, a setuid exec or an fd passed over a socket).
+    // ioctl() has no such check upstream either.
     fn write(ptr: ArcBorrow<'_, OpenFile>, file: &File, data: UserSliceReader) -> Result<usize> {
         if !crate::task::file_cred_is_current(file) {
-            kernel::pr_err_once!("uverbs_write: process changed security contexts after opening file descriptor, this is not allowed.\n");
+            let (pid, comm) = crate::task::current_pid_comm();
+            let n = comm.iter().position(|b| *b == 0).unwrap_or(comm.len());
+            let comm = core::str::from_utf8(comm.get(..n).unwrap_or(&[])).unwrap_or("?");
+            kernel::pr_err_once!(
+                "uverbs_write: process {} ({}) changed security contexts after opening file descriptor, this is not allowed.\n",
+                pid,
+                comm
+            );
             return Err(EACCES);
         }
         ptr.get()?.write(data)

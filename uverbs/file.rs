@@ -35,10 +35,11 @@ const EX_QUERY_DEVICE: u32 = cmd::FLAG_EXTENDED | cmd::EX_QUERY_DEVICE;
 const EX_CREATE_CQ: u32 = cmd::FLAG_EXTENDED | cmd::EX_CREATE_CQ;
 const EX_CREATE_QP: u32 = cmd::FLAG_EXTENDED | cmd::EX_CREATE_QP;
 const EX_MODIFY_QP: u32 = cmd::FLAG_EXTENDED | cmd::EX_MODIFY_QP;
+const EX_MODIFY_CQ: u32 = cmd::FLAG_EXTENDED | cmd::EX_MODIFY_CQ;
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::verbs::{Ah, Cq, Mr, Pd, Qp, Ucontext, Udata, UserCtx};
+use crate::verbs::{Ah, Cq, Mr, Pd, Qp, Srq, Ucontext, Udata, UserCtx};
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -99,6 +100,7 @@ enum ObjKind<D: Driver> {
     Pd(Arc<Pd<D>>),
     Cq(Arc<Cq<D>>, Arc<cmds::UEvents>),
     Qp(Arc<Qp<D>>, Arc<cmds::UEvents>),
+    Srq(Arc<Srq<D>>, Arc<cmds::UEvents>),
     Mr(Arc<Mr<D>>),
     Ah(Arc<Ah<D>>),
     /// An object of a driver's object type (destroyed by dropping it).
@@ -221,8 +223,13 @@ struct Env<'a, D: Driver> {
     events: &'a [Arc<AsyncEventFile>],
     /// User address of the attribute array.
     uattrs: u64,
-    /// IDR attributes looked up: (attribute index, position in `objs`).
-    looked_up: KVec<(usize, usize)>,
+    /// IDR attributes looked up: (attribute index, position in `objs`). At
+    /// most one per attribute: a fixed array, not a `KVec`, so that a destroy
+    /// makes no allocation before the object goes (upstream's on-stack bundle:
+    /// a destroy never fails for lack of memory there; the fault sweep,
+    /// tests/vm/faults.sh, found this one).
+    looked_up: [(usize, usize); super::abi::uapi::MAX_METHOD_ATTRS],
+    n_looked_up: usize,
     new: NewObj,
 }
 
@@ -297,9 +304,12 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                         Errno::EINVAL
                     }
                 })?;
-                self.looked_up
-                    .push((idx, pos), GFP_KERNEL)
-                    .map_err(|_| Errno::ENOMEM)
+                *self
+                    .looked_up
+                    .get_mut(self.n_looked_up)
+                    .ok_or(Errno::EINVAL)? = (idx, pos);
+                self.n_looked_up += 1;
+                Ok(())
             }
         }
     }
@@ -561,6 +571,8 @@ impl<D: Driver> UFile<D> {
             cmd::CREATE_CQ => self.create_cq(inner, b, false),
             EX_CREATE_CQ => self.create_cq(inner, b, true),
             cmd::DESTROY_CQ => self.destroy_cq(inner, b),
+            cmd::RESIZE_CQ => self.resize_cq(inner, b),
+            EX_MODIFY_CQ => self.modify_cq(inner, b),
             cmd::CREATE_QP => self.create_qp(inner, b, false),
             EX_CREATE_QP => self.create_qp(inner, b, true),
             cmd::MODIFY_QP => self.modify_qp(inner, b, false),
@@ -568,6 +580,10 @@ impl<D: Driver> UFile<D> {
             cmd::QUERY_QP => self.query_qp(inner, b),
             cmd::DESTROY_QP => self.destroy_qp(inner, b),
             cmd::REG_MR => self.reg_mr(inner, b),
+            cmd::CREATE_SRQ => self.create_srq(inner, b),
+            cmd::MODIFY_SRQ => self.modify_srq(inner, b),
+            cmd::QUERY_SRQ => self.query_srq(inner, b),
+            cmd::DESTROY_SRQ => self.destroy_srq(inner, b),
             cmd::CREATE_AH => self.create_ah(inner, b),
             cmd::DESTROY_AH => self.destroy_ah(inner, b),
             cmd::DEREG_MR => {
@@ -616,6 +632,10 @@ impl<D: Driver> UFile<D> {
             ObjKind::Qp(qp, ev) => match Qp::destroy(qp) {
                 Ok(()) => Ok(ev.release()),
                 Err(e) => Err((e.err, ObjKind::Qp(e.obj, ev))),
+            },
+            ObjKind::Srq(srq, ev) => match Srq::destroy(srq) {
+                Ok(()) => Ok(ev.release()),
+                Err(e) => Err((e.err, ObjKind::Srq(e.obj, ev))),
             },
             ObjKind::Mr(mr) => Mr::dereg(mr)
                 .map(|()| none)
@@ -670,11 +690,18 @@ impl<D: Driver> UFile<D> {
             inner,
             events: &events,
             uattrs: uattrs_addr,
-            looked_up: KVec::new(),
+            looked_up: [(0, 0); super::abi::uapi::MAX_METHOD_ATTRS],
+            n_looked_up: 0,
             new: NewObj::None,
         };
         let bundle = parse::parse_attrs(method, uattrs, &mut env).map_err(kerr)?;
-        let Env { looked_up, new, .. } = env;
+        let Env {
+            looked_up,
+            n_looked_up,
+            new,
+            ..
+        } = env;
+        let looked_up = looked_up.get(..n_looked_up).unwrap_or(&[]);
         drop(events);
         let mut out = Outputs::new(uattrs_addr);
         // upstream: the DESTROY attribute is destroyed before the handler.
@@ -830,6 +857,10 @@ impl<D: Driver> UFile<D> {
             CoreHandler::CqCreate => self.ioctl_cq_create(inner, b, uattrs, out, new),
             CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
             CoreHandler::RegMr => self.ioctl_reg_mr(inner, b, uattrs, out, new),
+            CoreHandler::SrqCreate => self.ioctl_srq_create(inner, b, uattrs, out, new),
+            CoreHandler::SrqDestroy => {
+                out.put(b, attr::DESTROY_SRQ_RESP, &reported.events.to_ne_bytes())
+            }
             // The DESTROY attribute did the work; the response counts the
             // events the process read.
             CoreHandler::CqDestroy => {

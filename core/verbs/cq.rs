@@ -51,7 +51,6 @@ pub struct Cq<D: Driver> {
     res: Arc<ResEntry>,
     res_id: u32,
     live: Liveness,
-    cqe: u32,
     handler: Option<Arc<dyn CqHandler>>,
     /// The user context of a user CQ (upstream `cq->uobject->context`).
     uctx: Option<Arc<Ucontext<D>>>,
@@ -117,6 +116,9 @@ impl<D: Driver> Cq<D> {
             .restrack()
             .add_entry(ResType::Cq, owner, ResDetails::Cq { cqe: attr.cqe })?;
         let res_id = res.id;
+        // The current number of entries lives in the restrack entry (a resize changes it and
+        // nldev reports it).
+        res.num.store(attr.cqe, Relaxed);
         let drv = op(dev, attr, handler.as_ref(), user)
             .inspect_err(|_| dev.restrack().del(ResType::Cq, res_id))?;
         Ok(slot
@@ -125,7 +127,6 @@ impl<D: Driver> Cq<D> {
                 res,
                 res_id,
                 live: Liveness::new(),
-                cqe: attr.cqe,
                 handler,
                 uctx,
                 poll_op: dev.ops().poll_cq,
@@ -202,9 +203,43 @@ impl<D: Driver> Cq<D> {
         &self.drv
     }
 
-    /// The requested number of entries.
+    /// The number of entries: the requested one, or what the last resize set
+    /// (upstream `cq->cqe`).
     pub fn cqe(&self) -> u32 {
-        self.cqe
+        self.res.num.load(Relaxed)
+    }
+
+    /// Records the number of entries after a resize; for the driver's
+    /// `resize_user_cq`, under its resize lock.
+    pub fn set_cqe(&self, cqe: u32) {
+        self.res.num.store(cqe, Relaxed);
+    }
+
+    /// Resizes a user CQ to at least `cqe` entries (upstream
+    /// `ib_uverbs_resize_cq()`: `cqe == 0` is `EINVAL`, then
+    /// `ops.resize_user_cq`); the new buffer is described by `user`'s udata.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for `cqe == 0` or a kernel CQ, `EOPNOTSUPP` without
+    /// `resize_user_cq`, the driver's error.
+    pub fn resize_user(&self, cqe: u32, user: &mut UserCtx<'_, '_, D>) -> Result {
+        if cqe == 0 || self.uctx.is_none() {
+            return Err(EINVAL);
+        }
+        let op = self.dev.ops().resize_user_cq.ok_or(EOPNOTSUPP)?;
+        op(self, cqe, user)
+    }
+
+    /// Sets the event moderation: an event after `count` completions or
+    /// `period` microseconds (upstream `rdma_set_cq_moderation()`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `modify_cq`; the driver's error.
+    pub fn set_moderation(&self, count: u16, period: u16) -> Result {
+        let op = self.dev.ops().modify_cq.ok_or(EOPNOTSUPP)?;
+        op(self, count, period)
     }
 
     /// Number of QPs using the CQ, a QP counted twice when it uses the CQ

@@ -52,6 +52,117 @@ pub enum QpState {
     Err = 6,
 }
 
+impl TryFrom<u8> for QpState {
+    type Error = Error;
+
+    /// `enum ib_qp_state` from its value; anything else is `EINVAL`.
+    fn try_from(v: u8) -> Result<Self> {
+        Ok(match v {
+            0 => QpState::Reset,
+            1 => QpState::Init,
+            2 => QpState::Rtr,
+            3 => QpState::Rts,
+            4 => QpState::Sqd,
+            5 => QpState::Sqe,
+            6 => QpState::Err,
+            _ => return Err(EINVAL),
+        })
+    }
+}
+
+/// Whether `mask` is a legal modify from `cur` to `next` for a QP of type `t` (upstream
+/// `ib_modify_qp_is_ok()` with its `qp_state_table`, the RC, UC and UD columns): the
+/// transition is one the table lists, every required attribute is in `mask`, and nothing
+/// beyond the required and optional ones (and `IB_QP_STATE`, `IB_QP_RATE_LIMIT`) is;
+/// `IB_QP_CUR_STATE` only from RTR, RTS, SQD and SQE. Drivers call it with the QP's current
+/// state (upstream `mlx5_ib_modify_qp()`, `rxe_qp_chk_attr()`).
+pub fn modify_qp_is_ok(cur: QpState, next: QpState, t: QpType, mask: QpAttrMask) -> bool {
+    use QpAttrMask as M;
+    use QpState::*;
+    const NONE: M = M(0);
+    let by_type = |ud: M, uc: M, rc: M| match t {
+        QpType::Ud => ud,
+        QpType::Uc => uc,
+        QpType::Rc => rc,
+    };
+    if mask.contains(M::CUR_STATE) && !matches!(cur, Rtr | Rts | Sqd | Sqe) {
+        return false;
+    }
+    // Optional attributes of the transitions into RTS (from RTR, RTS, SQD).
+    let to_rts_opt = by_type(
+        M::CUR_STATE | M::QKEY,
+        M::CUR_STATE | M::ALT_PATH | M::ACCESS_FLAGS | M::PATH_MIG_STATE,
+        M::CUR_STATE | M::ALT_PATH | M::ACCESS_FLAGS | M::MIN_RNR_TIMER | M::PATH_MIG_STATE,
+    );
+    let (req, opt) = match (cur, next) {
+        (Reset, Reset) => (NONE, NONE),
+        (Reset, Init) => (
+            by_type(
+                M::PKEY_INDEX | M::PORT | M::QKEY,
+                M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS,
+                M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS,
+            ),
+            NONE,
+        ),
+        (Reset, _) => return false,
+        (_, Reset) | (_, Err) => (NONE, NONE),
+        (Init, Init) => (
+            NONE,
+            by_type(
+                M::PKEY_INDEX | M::PORT | M::QKEY,
+                M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS,
+                M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS,
+            ),
+        ),
+        (Init, Rtr) => {
+            let uc = M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN;
+            (
+                by_type(NONE, uc, uc | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER),
+                by_type(
+                    M::PKEY_INDEX | M::QKEY,
+                    M::ALT_PATH | M::ACCESS_FLAGS | M::PKEY_INDEX,
+                    M::ALT_PATH | M::ACCESS_FLAGS | M::PKEY_INDEX,
+                ),
+            )
+        }
+        (Rtr, Rts) => (
+            by_type(
+                M::SQ_PSN,
+                M::SQ_PSN,
+                M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::SQ_PSN | M::MAX_QP_RD_ATOMIC,
+            ),
+            to_rts_opt,
+        ),
+        (Rts, Rts) | (Sqd, Rts) => (NONE, to_rts_opt),
+        (Rts, Sqd) => (NONE, M::EN_SQD_ASYNC_NOTIFY),
+        (Sqd, Sqd) => (
+            NONE,
+            by_type(
+                M::PKEY_INDEX | M::QKEY,
+                M::AV | M::ALT_PATH | M::ACCESS_FLAGS | M::PKEY_INDEX | M::PATH_MIG_STATE,
+                M::PORT
+                    | M::AV
+                    | M::TIMEOUT
+                    | M::RETRY_CNT
+                    | M::RNR_RETRY
+                    | M::MAX_QP_RD_ATOMIC
+                    | M::MAX_DEST_RD_ATOMIC
+                    | M::ALT_PATH
+                    | M::ACCESS_FLAGS
+                    | M::PKEY_INDEX
+                    | M::MIN_RNR_TIMER
+                    | M::PATH_MIG_STATE,
+            ),
+        ),
+        (Sqe, Rts) => (
+            NONE,
+            by_type(M::CUR_STATE | M::QKEY, M::CUR_STATE | M::ACCESS_FLAGS, NONE),
+        ),
+        _ => return false,
+    };
+    mask.contains(req) && mask.0 & !(req.0 | opt.0 | M::STATE.0 | M::RATE_LIMIT.0) == 0
+}
+
 /// Queue sizes (upstream `struct ib_qp_cap`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpCap {
@@ -146,6 +257,10 @@ pub struct QpAttrMask(pub u32);
 impl QpAttrMask {
     /// `IB_QP_STATE`.
     pub const STATE: QpAttrMask = QpAttrMask(1);
+    /// `IB_QP_CUR_STATE`.
+    pub const CUR_STATE: QpAttrMask = QpAttrMask(1 << 1);
+    /// `IB_QP_EN_SQD_ASYNC_NOTIFY`.
+    pub const EN_SQD_ASYNC_NOTIFY: QpAttrMask = QpAttrMask(1 << 2);
     /// `IB_QP_ACCESS_FLAGS`.
     pub const ACCESS_FLAGS: QpAttrMask = QpAttrMask(1 << 3);
     /// `IB_QP_PKEY_INDEX`.
@@ -168,14 +283,20 @@ impl QpAttrMask {
     pub const RQ_PSN: QpAttrMask = QpAttrMask(1 << 12);
     /// `IB_QP_MAX_QP_RD_ATOMIC`.
     pub const MAX_QP_RD_ATOMIC: QpAttrMask = QpAttrMask(1 << 13);
+    /// `IB_QP_ALT_PATH`.
+    pub const ALT_PATH: QpAttrMask = QpAttrMask(1 << 14);
     /// `IB_QP_MIN_RNR_TIMER`.
     pub const MIN_RNR_TIMER: QpAttrMask = QpAttrMask(1 << 15);
     /// `IB_QP_SQ_PSN`.
     pub const SQ_PSN: QpAttrMask = QpAttrMask(1 << 16);
     /// `IB_QP_MAX_DEST_RD_ATOMIC`.
     pub const MAX_DEST_RD_ATOMIC: QpAttrMask = QpAttrMask(1 << 17);
+    /// `IB_QP_PATH_MIG_STATE`.
+    pub const PATH_MIG_STATE: QpAttrMask = QpAttrMask(1 << 18);
     /// `IB_QP_DEST_QPN`.
     pub const DEST_QPN: QpAttrMask = QpAttrMask(1 << 20);
+    /// `IB_QP_RATE_LIMIT`.
+    pub const RATE_LIMIT: QpAttrMask = QpAttrMask(1 << 25);
 
     /// Whether every bit of `other` is set.
     pub fn contains(self, other: QpAttrMask) -> bool {
@@ -188,121 +309,6 @@ impl core::ops::BitOr for QpAttrMask {
     fn bitor(self, rhs: QpAttrMask) -> QpAttrMask {
         QpAttrMask(self.0 | rhs.0)
     }
-}
-
-/// Whether a modify from `cur` with `mask` (the target state is `next`) is legal for a QP of
-/// type `t`: the transition is in upstream's `qp_state_table`, `mask` holds every required
-/// attribute of it, and nothing but its required and optional ones, `IB_QP_STATE` and
-/// `IB_QP_RATE_LIMIT`; `IB_QP_CUR_STATE` only from RTR, RTS, SQD or SQE. Drivers call it from
-/// `modify_qp` and answer `EINVAL` when it is false, as rxe and mlx5 do.
-///
-/// upstream: `ib_modify_qp_is_ok()` (the RC, UC and UD columns: the core makes no other type).
-pub fn modify_qp_is_ok(cur: QpState, next: QpState, t: QpType, mask: QpAttrMask) -> bool {
-    use QpState::*;
-    const CUR_STATE: u32 = 1 << 1;
-    const EN_SQD_ASYNC_NOTIFY: u32 = 1 << 2;
-    const ALT_PATH: u32 = 1 << 14;
-    const PATH_MIG_STATE: u32 = 1 << 18;
-    const RATE_LIMIT: u32 = 1 << 25;
-    let b = |m: QpAttrMask| m.0;
-    let pkey = b(QpAttrMask::PKEY_INDEX);
-    let port = b(QpAttrMask::PORT);
-    let qkey = b(QpAttrMask::QKEY);
-    let access = b(QpAttrMask::ACCESS_FLAGS);
-    let av = b(QpAttrMask::AV);
-    let rnr_timer = b(QpAttrMask::MIN_RNR_TIMER);
-    // (UD, UC, RC) per transition: (required, optional).
-    let pick = |ud: u32, uc: u32, rc: u32| match t {
-        QpType::Ud => ud,
-        QpType::Uc => uc,
-        QpType::Rc => rc,
-    };
-    if mask.0 & CUR_STATE != 0 && !matches!(cur, Rtr | Rts | Sqd | Sqe) {
-        return false;
-    }
-    let (req, opt) = match (cur, next) {
-        (Reset, Reset) => (0, 0),
-        (Reset, Init) => (
-            pick(
-                pkey | port | qkey,
-                pkey | port | access,
-                pkey | port | access,
-            ),
-            0,
-        ),
-        // RESET goes to RESET or INIT only (not ERR); every other state to both.
-        (Reset, _) => return false,
-        (_, Reset) | (_, Err) => (0, 0),
-        (Init, Init) => (
-            0,
-            pick(
-                pkey | port | qkey,
-                pkey | port | access,
-                pkey | port | access,
-            ),
-        ),
-        (Init, Rtr) => {
-            let uc = av | b(QpAttrMask::PATH_MTU) | b(QpAttrMask::DEST_QPN) | b(QpAttrMask::RQ_PSN);
-            (
-                pick(0, uc, uc | b(QpAttrMask::MAX_DEST_RD_ATOMIC) | rnr_timer),
-                pick(
-                    pkey | qkey,
-                    ALT_PATH | access | pkey,
-                    ALT_PATH | access | pkey,
-                ),
-            )
-        }
-        (Rtr, Rts) => {
-            let sq = b(QpAttrMask::SQ_PSN);
-            (
-                pick(
-                    sq,
-                    sq,
-                    b(QpAttrMask::TIMEOUT)
-                        | b(QpAttrMask::RETRY_CNT)
-                        | b(QpAttrMask::RNR_RETRY)
-                        | sq
-                        | b(QpAttrMask::MAX_QP_RD_ATOMIC),
-                ),
-                pick(
-                    CUR_STATE | qkey,
-                    CUR_STATE | ALT_PATH | access | PATH_MIG_STATE,
-                    CUR_STATE | ALT_PATH | access | rnr_timer | PATH_MIG_STATE,
-                ),
-            )
-        }
-        (Rts, Rts) | (Sqd, Rts) => (
-            0,
-            pick(
-                CUR_STATE | qkey,
-                CUR_STATE | access | ALT_PATH | PATH_MIG_STATE,
-                CUR_STATE | access | ALT_PATH | PATH_MIG_STATE | rnr_timer,
-            ),
-        ),
-        (Rts, Sqd) => (0, EN_SQD_ASYNC_NOTIFY),
-        (Sqd, Sqd) => (
-            0,
-            pick(
-                pkey | qkey,
-                av | ALT_PATH | access | pkey | PATH_MIG_STATE,
-                port | av
-                    | b(QpAttrMask::TIMEOUT)
-                    | b(QpAttrMask::RETRY_CNT)
-                    | b(QpAttrMask::RNR_RETRY)
-                    | b(QpAttrMask::MAX_QP_RD_ATOMIC)
-                    | b(QpAttrMask::MAX_DEST_RD_ATOMIC)
-                    | ALT_PATH
-                    | access
-                    | pkey
-                    | rnr_timer
-                    | PATH_MIG_STATE,
-            ),
-        ),
-        // The RC column of SQE -> RTS is empty upstream (an RC QP never is in SQE).
-        (Sqe, Rts) => (0, pick(CUR_STATE | qkey, CUR_STATE | access, 0)),
-        _ => return false,
-    };
-    mask.0 & req == req && mask.0 & !(req | opt | b(QpAttrMask::STATE) | RATE_LIMIT) == 0
 }
 
 /// The global route of an address vector (upstream `struct ib_global_route`).
@@ -461,6 +467,7 @@ impl<D: Driver> Qp<D> {
             owner,
             ResDetails::Qp {
                 qp_type: attr.qp_type as u8,
+                srq: attr.srq.map_or(0, |s| s.res_id() + 1),
             },
         )?;
         let res_id = res.id;

@@ -1,22 +1,70 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Shared receive queues (upstream `ib_create_srq_user()`,
-//! `ib_destroy_srq_user()`).
+//! Shared receive queues (upstream `ib_create_srq_user()`, `ib_modify_srq()`,
+//! `ib_query_srq()`, `ib_destroy_srq_user()`, and the SRQ's `event_handler`).
 
-use super::{destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Pd, Uses};
+use super::{
+    destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Pd, Ucontext, UserCtx,
+    Uses,
+};
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
 
-/// SRQ creation attributes (upstream `struct ib_srq_attr`).
+/// SRQ attributes (upstream `struct ib_srq_attr`): at create the request, which the driver
+/// updates to what it created (upstream `init_attr->attr`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SrqInitAttr {
     /// Maximum outstanding work requests.
     pub max_wr: u32,
     /// Maximum scatter entries per work request.
     pub max_sge: u32,
+    /// The limit (`srq_limit`; upstream ignores it at create for basic SRQs).
+    pub srq_limit: u32,
+}
+
+/// What [`Srq::modify`] changes (upstream `enum ib_srq_attr_mask`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqAttrMask(pub u32);
+
+impl SrqAttrMask {
+    /// `IB_SRQ_MAX_WR`: resize.
+    pub const MAX_WR: u32 = 1 << 0;
+    /// `IB_SRQ_LIMIT`: arm the limit event.
+    pub const LIMIT: u32 = 1 << 1;
+
+    /// Whether `bit` is set.
+    pub fn has(self, bit: u32) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// An asynchronous SRQ event (upstream `enum ib_event_type`, the SRQ kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SrqEvent {
+    /// `IB_EVENT_SRQ_ERR`.
+    Err,
+    /// `IB_EVENT_SRQ_LIMIT_REACHED`: fewer WQEs than the armed limit (the SRQ is disarmed).
+    LimitReached,
+}
+
+impl SrqEvent {
+    /// The `enum ib_event_type` value (what the async event file reports).
+    pub fn ib_event_type(self) -> u32 {
+        match self {
+            SrqEvent::Err => 14,
+            SrqEvent::LimitReached => 15,
+        }
+    }
+}
+
+/// The consumer's handler of an SRQ's asynchronous events (upstream `srq->event_handler`
+/// with `srq_context`); called from any context.
+pub trait SrqHandler: Send + Sync {
+    /// One event.
+    fn event(&self, event: SrqEvent);
 }
 
 /// A shared receive queue (upstream `struct ib_srq`); it uses its PD.
@@ -25,6 +73,11 @@ pub struct Srq<D: Driver> {
     res: Arc<ResEntry>,
     res_id: u32,
     live: Liveness,
+    /// What the driver created (upstream `init_attr->attr` after `ops.create_srq`).
+    attr: SrqInitAttr,
+    /// The user context of a user SRQ.
+    uctx: Option<Arc<Ucontext<D>>>,
+    handler: Option<Arc<dyn SrqHandler>>,
     drv: D::SrqData,
 }
 
@@ -35,32 +88,124 @@ impl<D: Driver> Counted for Srq<D> {
 }
 
 impl<D: Driver> Srq<D> {
-    /// Creates an SRQ on `pd` (upstream `ib_create_srq_user()`); the PD's
+    /// Creates an SRQ on `pd` (upstream `ib_create_srq_user()` without udata); the PD's
     /// usecnt goes up.
     ///
     /// # Errors
     ///
     /// `EOPNOTSUPP` without `create_srq`, `EINVAL` for a dead PD,
     /// `ENOMEM`, the driver's error.
-    pub fn create(pd: &Arc<Pd<D>>, attr: &SrqInitAttr, owner: Owner) -> Result<Arc<Self>> {
+    pub fn create(
+        pd: &Arc<Pd<D>>,
+        attr: &SrqInitAttr,
+        handler: Option<Arc<dyn SrqHandler>>,
+        owner: Owner,
+    ) -> Result<Arc<Self>> {
+        Self::create_with(pd, attr, handler, owner, None)
+    }
+
+    /// Creates an SRQ of a user context (upstream `ib_create_srq_user()` from
+    /// `ib_uverbs_create_srq()`/`UVERBS_METHOD_SRQ_CREATE`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Srq::create`].
+    pub fn create_user(
+        pd: &Arc<Pd<D>>,
+        attr: &SrqInitAttr,
+        handler: Option<Arc<dyn SrqHandler>>,
+        owner: Owner,
+        user: &mut UserCtx<'_, '_, D>,
+    ) -> Result<Arc<Self>> {
+        Self::create_with(pd, attr, handler, owner, Some(user))
+    }
+
+    fn create_with(
+        pd: &Arc<Pd<D>>,
+        attr: &SrqInitAttr,
+        handler: Option<Arc<dyn SrqHandler>>,
+        owner: Owner,
+        user: Option<&mut UserCtx<'_, '_, D>>,
+    ) -> Result<Arc<Self>> {
         let dev = pd.device();
         let op = dev.ops().create_srq.ok_or(EOPNOTSUPP)?;
         pd.check_alive()?;
+        let uctx = user.as_ref().map(|u| u.ctx().clone());
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res = dev
-            .restrack()
-            .add_entry(ResType::Srq, owner, ResDetails::None)?;
+        let res = dev.restrack().add_entry(
+            ResType::Srq,
+            owner,
+            ResDetails::Srq {
+                srq_type: 0,
+                pdn: pd.res_id(),
+            },
+        )?;
         let res_id = res.id;
-        let drv = op(pd, attr).inspect_err(|_| dev.restrack().del(ResType::Srq, res_id))?;
+        let mut attr = *attr;
+        let drv = op(pd, &mut attr, handler.as_ref(), user)
+            .inspect_err(|_| dev.restrack().del(ResType::Srq, res_id))?;
         Ok(slot
             .write(Srq {
                 pd: Uses::new(pd.clone()),
                 res,
                 res_id,
                 live: Liveness::new(),
+                attr,
+                uctx,
+                handler,
                 drv,
             })
             .into())
+    }
+
+    /// Changes the limit or the size (upstream `ib_modify_srq()`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `modify_srq`, `EINVAL` for a destroyed SRQ, the driver's error.
+    pub fn modify(&self, attr: &SrqInitAttr, mask: SrqAttrMask) -> Result {
+        let op = self.pd.get().device().ops().modify_srq.ok_or(EOPNOTSUPP)?;
+        if self.live.is_dead() {
+            return Err(EINVAL);
+        }
+        op(self, attr, mask)
+    }
+
+    /// Reads the attributes (upstream `ib_query_srq()`: `max_wr`, `max_sge`, `srq_limit`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `query_srq`, the driver's error.
+    pub fn query(&self) -> Result<SrqInitAttr> {
+        (self.pd.get().device().ops().query_srq.ok_or(EOPNOTSUPP)?)(self)
+    }
+
+    /// The restrack ID (upstream `srq->res.id`).
+    pub fn res_id(&self) -> u32 {
+        self.res_id
+    }
+
+    /// What the driver created: the sizes it reported back at create.
+    pub fn attr(&self) -> SrqInitAttr {
+        self.attr
+    }
+
+    /// The user context of a user SRQ (`None` for a kernel SRQ).
+    pub fn ucontext(&self) -> Option<&Arc<Ucontext<D>>> {
+        self.uctx.as_ref()
+    }
+
+    /// Called by the driver on an asynchronous event of the SRQ (upstream
+    /// `srq->event_handler`); may be called from interrupt context.
+    pub fn async_event(&self, event: SrqEvent) {
+        if let Some(h) = &self.handler {
+            h.event(event);
+        }
+    }
+
+    /// The consumer's event handler (for a driver that delivers events itself).
+    pub fn handler(&self) -> Option<&Arc<dyn SrqHandler>> {
+        self.handler.as_ref()
     }
 
     /// Destroys the SRQ (upstream `ib_destroy_srq_user()`).

@@ -5,8 +5,10 @@
 
 use super::{empty_reply, rd, Command};
 use crate::prm::cmd::{
-    create_cq_in, create_cq_out, destroy_cq_in, destroy_cq_out, query_cq_in, query_cq_out,
+    create_cq_in, create_cq_out, destroy_cq_in, destroy_cq_out, modify_cq_in, modify_cq_out,
+    query_cq_in, query_cq_out,
 };
+use crate::prm::consts;
 use crate::prm::ctx::cqc;
 use crate::prm::layout::{Field, PrmError};
 use crate::prm::opcode;
@@ -108,6 +110,114 @@ impl Command for DestroyCq {
 
     fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
         destroy_cq_in::cqn.set(inbox, self.cqn)
+    }
+
+    empty_reply!();
+}
+
+/// What a MODIFY_CQ changes.
+pub(crate) enum CqModify<'a> {
+    /// Moderation (upstream `mlx5_core_modify_cq_moderation()`, op_mod 0, `MLX5_CQ_MODIFY_PERIOD
+    /// | MLX5_CQ_MODIFY_COUNT`): an event after `count` CQEs or `period` microseconds.
+    Moderation {
+        /// `cqc.cq_period`.
+        period: u16,
+        /// `cqc.cq_max_count`.
+        count: u16,
+    },
+    /// A new buffer (upstream `mlx5_ib_resize_cq()`, `MLX5_CQ_OPMOD_RESIZE` with
+    /// `MLX5_MODIFY_CQ_MASK_LOG_SIZE | _PG_OFFSET | _PG_SIZE`): the device writes a RESIZE CQE
+    /// into the old buffer and continues in the new one.
+    Resize {
+        /// log2 of the new number of CQEs.
+        log_cq_size: u8,
+        /// CQE size of the new buffer.
+        cqe_size: CqeSize,
+        /// log2 of the buffer page size minus 12.
+        log_page_size: u8,
+        /// Offset of the buffer in its first page, in 64-byte units.
+        page_offset: u8,
+        /// DMA addresses of the new buffer's pages.
+        pas: &'a [u64],
+    },
+}
+
+/// MODIFY_CQ.
+pub(crate) struct ModifyCq<'a> {
+    /// CQ number.
+    pub(crate) cqn: u32,
+    /// Owner uid.
+    pub(crate) uid: u16,
+    /// The change.
+    pub(crate) what: CqModify<'a>,
+}
+
+/// `MLX5_MODIFY_CQ_MASK_PG_OFFSET` (cq.h).
+const MODIFY_CQ_MASK_PG_OFFSET: u32 = 1 << 1;
+/// `MLX5_MODIFY_CQ_MASK_PG_SIZE` (cq.h).
+const MODIFY_CQ_MASK_PG_SIZE: u32 = 1 << 2;
+
+impl Command for ModifyCq<'_> {
+    const OPCODE: u16 = opcode::MODIFY_CQ;
+    const IN_SIZE: usize = modify_cq_in::SIZE_BYTES;
+    const OUT_SIZE: usize = modify_cq_out::SIZE_BYTES;
+    type Reply = ();
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn op_mod(&self) -> u32 {
+        match self.what {
+            CqModify::Moderation { .. } => 0,
+            CqModify::Resize { .. } => consts::CQ_OPMOD_RESIZE,
+        }
+    }
+
+    fn in_len(&self) -> usize {
+        match self.what {
+            CqModify::Moderation { .. } => Self::IN_SIZE,
+            CqModify::Resize { pas, .. } => {
+                Self::IN_SIZE.saturating_add(pas.len().saturating_mul(8))
+            }
+        }
+    }
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        let c = |f: Field| modify_cq_in::cq_context.inner(f);
+        let select = modify_cq_in::modify_field_select_resize_field_select;
+        modify_cq_in::cqn.set(inbox, self.cqn)?;
+        match self.what {
+            CqModify::Moderation { period, count } => {
+                select.set(inbox, consts::CQ_MODIFY_PERIOD | consts::CQ_MODIFY_COUNT)?;
+                c(cqc::cq_period).set(inbox, u32::from(period))?;
+                c(cqc::cq_max_count).set(inbox, u32::from(count))
+            }
+            CqModify::Resize {
+                log_cq_size,
+                cqe_size,
+                log_page_size,
+                page_offset,
+                pas,
+            } => {
+                select.set(
+                    inbox,
+                    consts::MODIFY_CQ_MASK_LOG_SIZE
+                        | MODIFY_CQ_MASK_PG_OFFSET
+                        | MODIFY_CQ_MASK_PG_SIZE,
+                )?;
+                c(cqc::log_cq_size).set(inbox, u32::from(log_cq_size))?;
+                c(cqc::cqe_sz).set(inbox, cqe_size as u32)?;
+                c(cqc::log_page_size).set(inbox, u32::from(log_page_size))?;
+                c(cqc::page_offset).set(inbox, u32::from(page_offset))?;
+                let pas0 = Field::new("pas", modify_cq_in::SIZE_BITS, 64);
+                for (i, p) in pas.iter().enumerate() {
+                    let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
+                    pas0.nth(i).set64(inbox, *p)?;
+                }
+                Ok(())
+            }
+        }
     }
 
     empty_reply!();

@@ -22,8 +22,9 @@
 
 use super::cqe::{self, op as cqe_op, syndrome as syn, Cqe};
 use super::dma::DmaMem;
-use super::events::{Event, Popped, QpEvent};
+use super::events::{Event, Popped, QpEvent, SrqEvent};
 use super::profile::LinkLayer;
+use super::srq::{SrqWqe, NEXT_SEG};
 use super::xlat::{Access, Fragmented, MkeyInfo, Xlat};
 use super::{capacity, Fw};
 use crate::prm::consts::*;
@@ -122,6 +123,8 @@ pub(crate) struct QpState {
     pub(crate) buf_off: u64,
     /// The QP has its own RQ (`rq_type` regular).
     pub(crate) has_rq: bool,
+    /// The RMP it receives from (`rq_type` SRQ: `srqn_rmpn_xrqn`).
+    pub(crate) srq: Option<u32>,
     /// log2 of the RQ WQEs.
     pub(crate) log_rq: u8,
     /// log2 of the RQ stride in bytes (`log_rq_stride + 4`).
@@ -173,6 +176,7 @@ impl QpState {
             xlat: Xlat::from_pages(inbox, pas, count, page)?,
             buf_off,
             has_rq,
+            srq: (g(qpc::rq_type) == SRQ_RQ).then(|| g(qpc::srqn_rmpn_xrqn)),
             log_rq,
             rq_shift,
             has_sq,
@@ -305,6 +309,11 @@ struct Snap {
     send_cq: Option<u32>,
     recv_cq: Option<u32>,
     q: QpState,
+    /// The receive WQE index a responder CQE reports (`wqe_counter`): the RQ consumer
+    /// counter, or the SRQ WQE [`rq_wqe`] took.
+    rwqe_idx: u16,
+    /// The SRQ WQE [`rq_wqe`] took (consumed by `resp_ok`/`resp_fail`).
+    srq_wqe: Option<(SrqWqe, u16)>,
     /// 0-based port.
     port: usize,
     rlid: u16,
@@ -347,6 +356,8 @@ fn snap(fw: &Fw, slot: usize) -> Option<Snap> {
         send_cq: qp.send_cq,
         recv_cq: qp.recv_cq,
         q: qp.q,
+        rwqe_idx: qp.q.rq_ci,
+        srq_wqe: None,
         port: usize::try_from(g(pri(ads::vhca_port_num)).saturating_sub(1)).unwrap_or(0),
         rlid: u16::try_from(g(pri(ads::rlid))).unwrap_or(0),
         rgid,
@@ -767,9 +778,34 @@ fn bump_psn(fw: &mut Fw, slot: usize, f: Field, n: u32) {
     }
 }
 
-/// The responder's receive WQE at its consumer counter, if one is posted: its bytes in `buf`
-/// (up to the stride) and their length. `Err` when the queue cannot be read.
-fn rq_wqe(mem: &dyn DmaMem, d: &Snap, buf: &mut [u8; MAX_RQ_WQE]) -> Result<Option<usize>, ()> {
+/// The responder's next receive WQE, if one is posted: its scatter entries in `buf` (up to the
+/// stride) and their length. From an SRQ: the WQE at the SRQ's head, recorded in `d` (its index
+/// for the CQE, and what consuming it needs). `Err` when the queue cannot be read.
+fn rq_wqe(
+    mem: &dyn DmaMem,
+    fw: &Fw,
+    d: &mut Snap,
+    buf: &mut [u8; MAX_RQ_WQE],
+) -> Result<Option<usize>, ()> {
+    if let Some(srqn) = d.q.srq {
+        let r = &fw.rmps.get(srqn).ok_or(())?.q;
+        let posted = (read_db(mem, r.dbr).ok_or(())? & 0xffff) as u16;
+        if posted == r.ci {
+            return Ok(None);
+        }
+        let n = r.stride().min(MAX_RQ_WQE);
+        if !cqe::read_at(mem, &r.xlat, r.wqe_at(r.head), buf.get_mut(..n).ok_or(())?) {
+            return Err(());
+        }
+        let w = SrqWqe {
+            idx: r.head,
+            next: be16(buf, 2),
+        };
+        d.rwqe_idx = w.idx;
+        d.srq_wqe = Some((w, posted));
+        buf.copy_within(NEXT_SEG..n, 0);
+        return Ok(Some(n - NEXT_SEG));
+    }
     if !d.q.has_rq {
         return Ok(None);
     }
@@ -787,6 +823,23 @@ fn rq_wqe(mem: &dyn DmaMem, d: &Snap, buf: &mut [u8; MAX_RQ_WQE]) -> Result<Opti
     Ok(Some(n))
 }
 
+/// Consumes the receive WQE `d` took: the RQ consumer counter, or the SRQ's head (with the
+/// limit event when that crossed the armed limit).
+fn consume_rq(fw: &mut Fw, d: &Snap) {
+    if let (Some(srqn), Some((w, posted))) = (d.q.srq, d.srq_wqe) {
+        let slot = fw.rmps.slot_of(srqn);
+        let fired = fw
+            .rmps
+            .get_mut(srqn)
+            .is_some_and(|r| r.q.consume(w, posted));
+        if let (true, Some(slot)) = (fired, slot) {
+            fw.events.srq(slot, SrqEvent::Limit);
+        }
+    } else if let Some(q) = qp_mut(fw, d.slot) {
+        q.q.rq_ci = q.q.rq_ci.wrapping_add(1);
+    }
+}
+
 /// The responder's part of an error: an error CQE for a consumed receive WQE (if any), the
 /// QP to ERR, and an affiliated event (if any).
 fn resp_fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, event: Option<QpEvent>) {
@@ -794,10 +847,8 @@ fn resp_fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, event
         return;
     };
     if let Some(s) = cqe {
-        let c = Cqe::error(false, s, 0, d.qpn, d.q.rq_ci, d.q.user_index);
-        if let Some(q) = qp_mut(n.fw, d.slot) {
-            q.q.rq_ci = q.q.rq_ci.wrapping_add(1);
-        }
+        let c = Cqe::error(false, s, 0, d.qpn, d.rwqe_idx, d.q.user_index);
+        consume_rq(n.fw, d);
         push_cqe(n.fw, n.mem, d.recv_cq, &c, false);
     }
     to_err(n.fw, d.slot);
@@ -820,18 +871,18 @@ fn resp_ok(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<(Cqe, bool)>
     }
     if let Some(q) = qp_mut(n.fw, d.slot) {
         q.q.comm_est = true;
-        if cqe.is_some() {
-            q.q.rq_ci = q.q.rq_ci.wrapping_add(1);
-        }
+    }
+    if cqe.is_some() {
+        consume_rq(n.fw, d);
     }
     if let Some((c, sol)) = cqe {
         push_cqe(n.fw, n.mem, d.recv_cq, &c, sol);
     }
 }
 
-/// A responder CQE for receive WQE `d.q.rq_ci`.
+/// A responder CQE for receive WQE `d.rwqe_idx`.
 fn resp_cqe(d: &Snap, s: &Snap, opcode: u8, byte_cnt: u32, imm: Option<[u8; 4]>) -> Cqe {
-    let mut c = Cqe::new(opcode, 0, d.qpn, d.q.rq_ci, d.q.user_index);
+    let mut c = Cqe::new(opcode, 0, d.qpn, d.rwqe_idx, d.q.user_index);
     c.put32(cqe::off::BYTE_CNT, byte_cnt);
     if let Some(i) = imm {
         c.put(cqe::off::IMM, &i);
@@ -915,7 +966,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     let Some(di) = route(nodes, ll, lid, &gid) else {
         return dropped;
     };
-    let Some(d) = nodes.get(di).and_then(|n| {
+    let Some(mut d) = nodes.get(di).and_then(|n| {
         // QPN 1 is the destination's GSI QP, whatever number CREATE_QP gave it.
         let slot = if ud && dqpn == 1 {
             (0..capacity::QP).find(|&i| {
@@ -953,11 +1004,11 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         SEND | SEND_IMM | RDMA_WRITE_IMM => {
             // These consume a receive WQE.
             let mut rbuf = [0u8; MAX_RQ_WQE];
-            let dmem = match nodes.get(di) {
-                Some(n) => n.mem,
+            let (dmem, dfw): (&dyn DmaMem, &Fw) = match nodes.get(di) {
+                Some(n) => (n.mem, n.fw),
                 None => return dropped,
             };
-            let rlen = match rq_wqe(dmem, &d, &mut rbuf) {
+            let rlen = match rq_wqe(dmem, dfw, &mut d, &mut rbuf) {
                 Ok(Some(n)) => n,
                 Ok(None) => {
                     return if rc {
@@ -967,6 +1018,11 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
                     }
                 }
                 Err(()) => {
+                    if let Some(n) = d.q.srq.and_then(|r| Some((r, nodes.get_mut(di)?))) {
+                        if let Some(slot) = n.1.fw.rmps.slot_of(n.0) {
+                            n.1.fw.events.srq(slot, SrqEvent::Catas);
+                        }
+                    }
                     resp_fail(nodes, di, &d, None, Some(QpEvent::WqCatas));
                     return dropped;
                 }
@@ -1536,6 +1592,10 @@ impl Fw {
                     .qps
                     .at_slot(slot)
                     .map(|(qpn, _)| Event::Qp { qpn, kind }),
+                Popped::Srq(kind) => self
+                    .rmps
+                    .at_slot(slot)
+                    .map(|(srqn, _)| Event::Srq { srqn, kind }),
             };
             if ev.is_some() {
                 return ev;

@@ -14,7 +14,7 @@ use std::vec::Vec;
 use super::cqe::{op as cqe_op, syndrome as csyn};
 use super::dma::{DmaFault, DmaMem};
 use super::engine::{self, ctrl, wqe_op, Node, RunResult, INLINE_SEG, INVALID_LKEY};
-use super::events::{Event, QpEvent};
+use super::events::{Event, QpEvent, SrqEvent};
 use super::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use super::syndrome as syn;
 use super::tests::{alloc_pd, alloc_uar, destroy_in, inbox, ok, query_qp};
@@ -2450,4 +2450,298 @@ fn fuzz_queues_doorbells_and_commands() {
         total.0 > 500 && total.2 > 10 && total.4 > 10,
         "the fuzzer reached the data path: {total:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// SRQ (RMP): the linked list of WQEs as libmlx5 44 lays it out (`providers/mlx5/srq.c`).
+
+/// An SRQ as libmlx5 keeps it: `mlx5_alloc_srq_buf()` links WQE i to i + 1, `head` 0 and
+/// `tail` the last WQE; `mlx5_post_srq_recv()` fills the head and follows its
+/// `next_wqe_index`; `mlx5_free_srq_wqe()` links a completed WQE after the tail.
+struct SrqH {
+    rmpn: u32,
+    buf: u64,
+    dbr: u64,
+    shift: u32,
+    max_gs: usize,
+    head: u16,
+    tail: u16,
+    counter: u16,
+}
+
+impl Host {
+    /// CREATE_RMP of `2^log` WQEs of `2^shift` bytes (as `create_rmp_cmd()` fills it).
+    fn srq(&mut self, log: u32, shift: u32, lwm: u32) -> SrqH {
+        let len = 1usize << (log + shift);
+        let buf = self.mem.map(len, false);
+        let n = 1u16 << log;
+        for i in 0..n {
+            let at = buf + (u64::from(i) << shift) + 2;
+            self.mem
+                .put(at, &(i.wrapping_add(1) & (n - 1)).to_be_bytes());
+        }
+        let dbr = self.mem.map(8, true);
+        let pages = len.div_ceil(4096);
+        let mut b = inbox(op::CREATE_RMP, 0, 0, create_rmp_in::SIZE_BYTES + 8 * pages);
+        let w = |f: Field| create_rmp_in::ctx.inner(rmpc::wq.inner(f));
+        create_rmp_in::ctx
+            .inner(rmpc::state)
+            .set(&mut b, RMPC_STATE_RDY)
+            .unwrap();
+        w(wq::log_wq_stride).set(&mut b, shift).unwrap();
+        w(wq::log_wq_sz).set(&mut b, log).unwrap();
+        w(wq::lwm).set(&mut b, lwm).unwrap();
+        w(wq::pd).set(&mut b, self.pd).unwrap();
+        w(wq::dbr_addr).set64(&mut b, dbr).unwrap();
+        for p in 0..pages {
+            let at = create_rmp_in::SIZE_BYTES + 8 * p;
+            b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
+        }
+        let out = ok(&mut self.fw, &b, create_rmp_out::SIZE_BYTES);
+        SrqH {
+            rmpn: create_rmp_out::rmpn.get(&out).unwrap(),
+            buf,
+            dbr,
+            shift,
+            max_gs: (1 << shift) / 16 - 1,
+            head: 0,
+            tail: n - 1,
+            counter: 0,
+        }
+    }
+
+    /// A QP of service `st` receiving from `srq` (`rq_type` SRQ, as `create_qp_common()`).
+    fn srq_qp(&mut self, st: u32, scq: &CqH, rcq: &CqH, log_sq: u32, srq: &SrqH) -> QpH {
+        let len = 64usize << log_sq;
+        let buf = self.mem.map(len, true);
+        let dbr = self.mem.map(8, true);
+        let pages = len.div_ceil(4096);
+        let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES + 8 * pages);
+        let q = |f: Field| create_qp_in::qpc.inner(f);
+        q(qpc::st).set(&mut b, st).unwrap();
+        q(qpc::pd).set(&mut b, self.pd).unwrap();
+        q(qpc::uar_page).set(&mut b, self.uar).unwrap();
+        q(qpc::cqn_snd).set(&mut b, scq.cqn).unwrap();
+        q(qpc::cqn_rcv).set(&mut b, rcq.cqn).unwrap();
+        q(qpc::rq_type).set(&mut b, SRQ_RQ).unwrap();
+        q(qpc::srqn_rmpn_xrqn).set(&mut b, srq.rmpn).unwrap();
+        q(qpc::log_sq_size).set(&mut b, log_sq).unwrap();
+        q(qpc::log_msg_max).set(&mut b, 30).unwrap();
+        q(qpc::user_index).set(&mut b, 0x5000 + log_sq).unwrap();
+        q(qpc::dbr_addr).set64(&mut b, dbr).unwrap();
+        for p in 0..pages {
+            let at = create_qp_in::SIZE_BYTES + 8 * p;
+            b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
+        }
+        let out = ok(&mut self.fw, &b, create_qp_out::SIZE_BYTES);
+        QpH {
+            qpn: create_qp_out::qpn.get(&out).unwrap(),
+            st,
+            uidx: 0x5000 + log_sq,
+            buf,
+            dbr,
+            sq_off: 0,
+            log_sq,
+            log_rq: 0,
+            rq_stride: 16,
+            cur_post: 0,
+            rq_head: 0,
+        }
+    }
+
+    /// `mlx5_post_srq_recv()`: one WQE at the head; `Err` when full (head == tail).
+    fn post_srq(&mut self, s: &mut SrqH, sges: &[(u32, u64, u32)]) -> Result<u16, ()> {
+        if s.head == s.tail {
+            return Err(());
+        }
+        let idx = s.head;
+        let at = s.buf + (u64::from(idx) << s.shift);
+        let next = self.mem.get(at + 2, 2);
+        s.head = u16::from_be_bytes([next[0], next[1]]);
+        let mut w = vec![0u8; (1 << s.shift) - 16];
+        for (i, (lkey, addr, len)) in sges.iter().enumerate() {
+            data_seg(&mut w[i * 16..], *lkey, *addr, *len);
+        }
+        if sges.len() < s.max_gs {
+            data_seg(&mut w[sges.len() * 16..], INVALID_LKEY, 0, 0);
+        }
+        self.mem.put(at + 16, &w);
+        s.counter = s.counter.wrapping_add(1);
+        self.mem.put32(s.dbr, u32::from(s.counter));
+        Ok(idx)
+    }
+
+    /// `mlx5_free_srq_wqe()` for the CQE's `wqe_counter`.
+    fn free_srq(&mut self, s: &mut SrqH, ind: u16) {
+        let at = s.buf + (u64::from(s.tail) << s.shift) + 2;
+        self.mem.put(at, &ind.to_be_bytes());
+        s.tail = ind;
+    }
+
+    fn arm_srq(&mut self, s: &SrqH, lwm: u32) -> (Status, u32) {
+        let mut b = inbox(op::MODIFY_RMP, 0, 0, modify_rmp_in::SIZE_BYTES);
+        modify_rmp_in::rmp_state
+            .set(&mut b, RMPC_STATE_RDY)
+            .unwrap();
+        modify_rmp_in::rmpn.set(&mut b, s.rmpn).unwrap();
+        modify_rmp_in::bitmask
+            .inner(rmp_bitmask::lwm)
+            .set(&mut b, 1)
+            .unwrap();
+        let ctx = modify_rmp_in::ctx;
+        ctx.inner(rmpc::state).set(&mut b, RMPC_STATE_RDY).unwrap();
+        ctx.inner(rmpc::wq.inner(wq::lwm)).set(&mut b, lwm).unwrap();
+        let (c, _) = super::tests::run(&mut self.fw, &b, 16);
+        (c.status, c.syndrome)
+    }
+
+    fn query_srq(&mut self, s: &SrqH) -> (u32, u32) {
+        let mut b = inbox(op::QUERY_RMP, 0, 0, query_rmp_in::SIZE_BYTES);
+        query_rmp_in::rmpn.set(&mut b, s.rmpn).unwrap();
+        let out = ok(&mut self.fw, &b, query_rmp_out::SIZE_BYTES);
+        let w = |f: Field| query_rmp_out::rmp_context.inner(rmpc::wq.inner(f));
+        (
+            w(wq::lwm).get(&out).unwrap(),
+            w(wq::hw_counter).get(&out).unwrap(),
+        )
+    }
+}
+
+#[test]
+fn srq_feeds_several_qps_in_list_order_with_limit_and_rnr() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut scq = h.cq(6, false);
+    let mut rcq = h.cq(6, false);
+    // 8 WQEs of 32 bytes (the next segment and one data segment), as libmlx5 lays out
+    // max_sge 1.
+    let mut s = h.srq(3, 5, 0);
+    let a = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    let b1 = h.srq_qp(QPC_ST_RC, &scq, &rcq, 6, &s);
+    let b2 = h.srq_qp(QPC_ST_RC, &scq, &rcq, 5, &s);
+    let a2 = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    let lid = h.lid();
+    h.connect(&a, &Path::to(b1.qpn, lid));
+    h.connect(&b1, &Path::to(a.qpn, lid));
+    h.connect(&a2, &Path::to(b2.qpn, lid));
+    h.connect(&b2, &Path::to(a2.qpn, lid));
+    let src = h.mr(4096, ALL);
+    let dst = h.mr(8 * 512, ALL);
+    for i in 0..20u8 {
+        h.mem.put(src.bus + u64::from(i) * 100, &pattern(100, i));
+    }
+    // Three receives: indices 0, 1, 2.
+    for i in 0..3u64 {
+        assert_eq!(h.post_srq(&mut s, &[dst.sge(i * 512, 512)]), Ok(i as u16));
+    }
+    // Arm the limit at 2: the first consumption leaves 2 (not below), the second 1.
+    assert_eq!(h.arm_srq(&s, 2), (Status::OK, 0));
+    assert_eq!(h.query_srq(&s), (2, 0));
+    let (mut a, mut a2) = (a, a2);
+    h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 100)));
+    h.post(&mut a2, &Wr::new(wqe_op::SEND).sge(src.sge(100, 100)));
+    run(&mut [&mut h], 0);
+    let rv = h.poll_all(&mut rcq);
+    assert_eq!(rv.len(), 2);
+    // Each QP's CQE names the SRQ WQE it consumed, in the list's order.
+    // (Which QP the engine served first depends on its scan order.)
+    let mut got: Vec<(u32, u32)> = rv.iter().map(|c| (c.qpn, c.uidx)).collect();
+    got.sort();
+    assert_eq!(got, [(b1.qpn, b1.uidx), (b2.qpn, b2.uidx)]);
+    let mut wqes: Vec<u16> = rv.iter().map(|c| c.wqe_counter).collect();
+    wqes.sort();
+    assert_eq!(wqes, [0, 1]);
+    let by_wqe = |w: u16| rv.iter().find(|c| c.wqe_counter == w).unwrap().qpn;
+    let first = if by_wqe(0) == b1.qpn { 0 } else { 100 };
+    let second = 100 - first;
+    assert_eq!(
+        h.mem.get(dst.bus + 512, 100),
+        h.mem.get(src.bus + second, 100)
+    );
+    assert_eq!(h.mem.get(dst.bus, 100), h.mem.get(src.bus + first, 100));
+    assert_eq!(
+        h.events(),
+        [Event::Srq {
+            srqn: s.rmpn,
+            kind: SrqEvent::Limit
+        }]
+    );
+    // Fired once: disarmed.
+    assert_eq!(h.query_srq(&s), (0, 2));
+    h.free_srq(&mut s, 0);
+    h.free_srq(&mut s, 1);
+    // The freed WQEs come back after the tail (7): posting walks 3..=7, then 0; 1 is the
+    // new tail, which libmlx5 never posts.
+    let mut posted = Vec::new();
+    while let Ok(i) = h.post_srq(&mut s, &[dst.sge(0, 512)]) {
+        posted.push(i);
+    }
+    assert_eq!(posted, [3, 4, 5, 6, 7, 0]);
+    // 7 posted now (index 2 still posted): consumed in list order.
+    let mut seen = Vec::new();
+    for _ in 0..7 {
+        h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 10)));
+        run(&mut [&mut h], 0);
+        let c = h.poll_all(&mut rcq);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].opcode, c[0].byte_cnt), (cqe_op::RESP_SEND, 10));
+        seen.push(c[0].wqe_counter);
+        let _ = h.poll_all(&mut scq);
+    }
+    assert_eq!(seen, [2, 3, 4, 5, 6, 7, 0]);
+    // Empty: an RC send waits on RNR, and the limit (not armed) raises nothing.
+    h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 10)));
+    let r = run(&mut [&mut h], 1000);
+    assert!(r.next_deadline_ns.is_some());
+    assert!(h.poll_all(&mut rcq).is_empty());
+    assert!(h.events().is_empty());
+    assert_eq!(h.mem.faults(), 0);
+}
+
+#[test]
+fn rmp_commands_check_their_inputs_and_busy() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let cq = h.cq(4, false);
+    let s = h.srq(2, 5, 0);
+    // A limit not below the WQEs; an unknown RMP.
+    assert_eq!(h.arm_srq(&s, 4), (Status::BAD_PARAM_ERR, syn::RMP_LWM));
+    let bad = SrqH { rmpn: 0x7777, ..s };
+    assert_eq!(h.arm_srq(&bad, 1).1, syn::RMP_UNKNOWN);
+    // A QP on a missing RMP.
+    let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES);
+    let q = |f: Field| create_qp_in::qpc.inner(f);
+    q(qpc::st).set(&mut b, QPC_ST_RC).unwrap();
+    q(qpc::pd).set(&mut b, h.pd).unwrap();
+    q(qpc::uar_page).set(&mut b, h.uar).unwrap();
+    q(qpc::cqn_snd).set(&mut b, cq.cqn).unwrap();
+    q(qpc::cqn_rcv).set(&mut b, cq.cqn).unwrap();
+    q(qpc::rq_type).set(&mut b, SRQ_RQ).unwrap();
+    q(qpc::srqn_rmpn_xrqn).set(&mut b, 0x7777).unwrap();
+    let (c, _) = super::tests::run(&mut h.fw, &b, create_qp_out::SIZE_BYTES);
+    assert_eq!((c.status, c.syndrome), (Status::BAD_RES_ERR, syn::QP_SRQ));
+    // The RMP and its PD are busy while a QP uses it.
+    let qp = h.srq_qp(QPC_ST_RC, &cq, &cq, 4, &s);
+    assert_eq!(h.fw.counts().srq, 1);
+    let (c, _) = super::tests::run(
+        &mut h.fw,
+        &destroy_in(op::DESTROY_RMP, 0, destroy_rmp_in::rmpn, s.rmpn),
+        16,
+    );
+    assert_eq!((c.status, c.syndrome), (Status::RES_BUSY, syn::RMP_BUSY));
+    ok(
+        &mut h.fw,
+        &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, qp.qpn),
+        16,
+    );
+    let (c, _) = super::tests::run(
+        &mut h.fw,
+        &destroy_in(op::DEALLOC_PD, 0, dealloc_pd_in::pd, h.pd),
+        16,
+    );
+    assert_eq!((c.status, c.syndrome), (Status::RES_BUSY, syn::PD_BUSY_RMP));
+    ok(
+        &mut h.fw,
+        &destroy_in(op::DESTROY_RMP, 0, destroy_rmp_in::rmpn, s.rmpn),
+        16,
+    );
+    assert_eq!(h.fw.counts().srq, 0);
 }

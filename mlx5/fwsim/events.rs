@@ -54,6 +54,25 @@ impl QpEvent {
     }
 }
 
+/// The SRQ event kinds (`MLX5_EVENT_TYPE_SRQ_*`, device.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum SrqEvent {
+    /// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT`: the armed limit was crossed (the SRQ is disarmed).
+    Limit = 0x14,
+    /// `MLX5_EVENT_TYPE_SRQ_CATAS_ERROR`: the SRQ's WQEs could not be read.
+    Catas = 0x12,
+}
+
+impl SrqEvent {
+    fn bit(self) -> u8 {
+        match self {
+            SrqEvent::Limit => 1 << 0,
+            SrqEvent::Catas => 1 << 1,
+        }
+    }
+}
+
 /// One event for the kernel side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
@@ -75,6 +94,13 @@ pub(crate) enum Event {
         /// What happened.
         kind: QpEvent,
     },
+    /// An SRQ (RMP) event.
+    Srq {
+        /// The RMP number.
+        srqn: u32,
+        /// What happened.
+        kind: SrqEvent,
+    },
 }
 
 /// CQ pending bit: a completion event.
@@ -84,8 +110,10 @@ const CQ_ERR: u8 = 1 << 1;
 /// Set while the slot sits in the ring (in the pending byte of CQs and QPs alike).
 const QUEUED: u8 = 1 << 7;
 
-/// Ring entries: CQ slots `0..CQ`, QP slots `CQ..CQ + QP`.
-const SLOTS: usize = capacity::CQ + capacity::QP;
+/// Ring entries: CQ slots `0..CQ`, QP slots `CQ..CQ + QP`, SRQ slots after them.
+const SLOTS: usize = capacity::CQ + capacity::QP + capacity::SRQ;
+/// First ring entry of the SRQ slots.
+const SRQ0: usize = capacity::CQ + capacity::QP;
 
 /// The event queue.
 #[derive(Clone, Copy, Debug)]
@@ -155,6 +183,20 @@ impl EventQueue {
         }
     }
 
+    /// Queues an SRQ event for SRQ slot `slot`.
+    pub(crate) fn srq(&mut self, slot: usize, kind: SrqEvent) {
+        if slot < capacity::SRQ {
+            self.raise(SRQ0 + slot, kind.bit());
+        }
+    }
+
+    /// Forgets the pending events of SRQ slot `slot`.
+    pub(crate) fn forget_srq(&mut self, slot: usize) {
+        if let Some(p) = self.pending.get_mut(SRQ0 + slot) {
+            *p &= QUEUED;
+        }
+    }
+
     /// Forgets the pending events of CQ slot `slot` (the CQ was destroyed). A stale ring
     /// entry stays and is skipped (or reused by the slot's next object) when reached.
     pub(crate) fn forget_cq(&mut self, slot: usize) {
@@ -187,6 +229,11 @@ impl EventQueue {
                 } else {
                     None
                 }
+            } else if entry >= SRQ0 {
+                [SrqEvent::Catas, SrqEvent::Limit]
+                    .iter()
+                    .find(|k| bits & k.bit() != 0)
+                    .map(|k| (k.bit(), Popped::Srq(*k)))
             } else {
                 QpEvent::ALL
                     .iter()
@@ -210,8 +257,10 @@ impl EventQueue {
             }
             let slot = if entry < capacity::CQ {
                 entry
-            } else {
+            } else if entry < SRQ0 {
                 entry - capacity::CQ
+            } else {
+                entry - SRQ0
             };
             return Some((slot, ev));
         }
@@ -228,4 +277,6 @@ pub(crate) enum Popped {
     CqError,
     /// A QP event of a QP slot.
     Qp(QpEvent),
+    /// An SRQ event of an SRQ slot.
+    Srq(SrqEvent),
 }

@@ -42,6 +42,8 @@ mod qp;
 mod query;
 #[path = "spec.rs"]
 pub(crate) mod spec;
+#[path = "srq.rs"]
+pub(crate) mod srq;
 #[path = "syndrome.rs"]
 pub(crate) mod syndrome;
 #[path = "table.rs"]
@@ -92,6 +94,8 @@ pub(crate) mod capacity {
     pub(crate) const QP: usize = 128;
     /// Memory keys.
     pub(crate) const MKEY: usize = 256;
+    /// Shared receive queues (RMPs).
+    pub(crate) const SRQ: usize = 32;
     /// Ports per function. A ConnectX function has one port (a dual-port card is two PCI
     /// functions); two are allowed for multi-port tests.
     pub(crate) const PORTS: usize = 2;
@@ -109,6 +113,7 @@ mod base {
     pub(super) const CQ: u32 = 0x40;
     pub(super) const QP: u32 = 0x100;
     pub(super) const MKEY: u32 = 0x10;
+    pub(super) const RMP: u32 = 0x300;
 }
 
 /// Construction parameters.
@@ -172,6 +177,8 @@ pub(crate) struct Counts {
     pub(crate) qp: usize,
     /// Memory keys.
     pub(crate) mkey: usize,
+    /// Shared receive queues (RMPs).
+    pub(crate) srq: usize,
 }
 
 impl Counts {
@@ -235,6 +242,19 @@ struct Qp {
     q: engine::QpState,
 }
 
+/// Bytes of a stored `rmpc`.
+const RMPC_BYTES: usize = crate::prm::ctx::rmpc::SIZE_BYTES;
+
+/// A receive memory pool (the SRQ object of ISSI 1): its context as created, and the linked
+/// list the data path consumes.
+#[derive(Clone, Copy, Debug)]
+struct Rmp {
+    uid: u16,
+    pd: u32,
+    rmpc: [u8; RMPC_BYTES],
+    q: srq::SrqState,
+}
+
 /// A memory key: its context as created, and what the data path checks and translates.
 #[derive(Clone, Copy, Debug)]
 struct Mkey {
@@ -274,7 +294,7 @@ struct Port {
 
 /// The simulated device.
 ///
-/// About 170 KiB: the kernel side must build it in place (a zeroing allocation plus
+/// About 200 KiB: the kernel side must build it in place (a zeroing allocation plus
 /// [`Fw::reset`] reinitializes it without moving), not on the stack.
 pub(crate) struct Fw {
     cfg: Config,
@@ -285,6 +305,7 @@ pub(crate) struct Fw {
     cqs: ResTable<Cq, { capacity::CQ }>,
     qps: ResTable<Qp, { capacity::QP }>,
     mkeys: ResTable<Mkey, { capacity::MKEY }>,
+    rmps: ResTable<Rmp, { capacity::SRQ }>,
     ports: [Port; capacity::PORTS],
     faults: FaultPlan,
     stats: Stats,
@@ -423,6 +444,10 @@ fn spec(opcode: u16) -> Option<CmdSpec> {
         op::CREATE_MKEY => s!(create_mkey_in, create_mkey_out),
         op::DESTROY_MKEY => s!(destroy_mkey_in, destroy_mkey_out),
         op::QUERY_MKEY => s!(query_mkey_in, query_mkey_out),
+        op::CREATE_RMP => s!(create_rmp_in, create_rmp_out),
+        op::MODIFY_RMP => s!(modify_rmp_in, modify_rmp_out),
+        op::QUERY_RMP => s!(query_rmp_in, query_rmp_out),
+        op::DESTROY_RMP => s!(destroy_rmp_in, destroy_rmp_out),
         _ => return None,
     })
 }
@@ -439,7 +464,7 @@ impl Fw {
     /// # Errors
     ///
     /// [`ConfigError`] if the port count or the link layer does not fit the profile.
-    // Host only: returns 170 KiB by value. The kernel uses `Fw::new_in_place`.
+    // Host only: returns 200 KiB by value. The kernel uses `Fw::new_in_place`.
     #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn new(cfg: Config) -> Result<Self, ConfigError> {
         Self::check(&cfg)?;
@@ -452,6 +477,7 @@ impl Fw {
             cqs: ResTable::new(base::CQ),
             qps: ResTable::new(base::QP),
             mkeys: ResTable::new(base::MKEY),
+            rmps: ResTable::new(base::RMP),
             ports: [EMPTY_PORT; capacity::PORTS],
             faults: FaultPlan::new(),
             stats: Stats::default(),
@@ -467,7 +493,7 @@ impl Fw {
     }
 
     /// The kernel's constructor: an initializer that builds the device in place (in a `KVBox`),
-    /// because `Fw` is about 170 KiB and [`Fw::new`] returns it by value, which only a host
+    /// because `Fw` is about 200 KiB and [`Fw::new`] returns it by value, which only a host
     /// thread's stack can take. Same result as [`Fw::new`].
     ///
     /// # Errors
@@ -492,6 +518,7 @@ impl Fw {
             cqs <- ResTable::new_in_place(base::CQ),
             qps <- ResTable::new_in_place(base::QP),
             mkeys <- ResTable::new_in_place(base::MKEY),
+            rmps <- ResTable::new_in_place(base::RMP),
             ports <- pin_init::init_array_from_fn(|_| port()),
             faults: FaultPlan::new(),
             stats: Stats::default(),
@@ -553,6 +580,7 @@ impl Fw {
         self.cqs.clear();
         self.qps.clear();
         self.mkeys.clear();
+        self.rmps.clear();
         self.faults = FaultPlan::new();
         self.stats = Stats::default();
         self.events.clear();
@@ -582,6 +610,7 @@ impl Fw {
             cq: self.cqs.count(),
             qp: self.qps.count(),
             mkey: self.mkeys.count(),
+            srq: self.rmps.count(),
         }
     }
 
@@ -785,6 +814,10 @@ impl Fw {
             op::CREATE_MKEY => self.create_mkey(c),
             op::DESTROY_MKEY => self.destroy_mkey(c),
             op::QUERY_MKEY => self.query_mkey(c),
+            op::CREATE_RMP => self.create_rmp(c),
+            op::MODIFY_RMP => self.modify_rmp(c),
+            op::QUERY_RMP => self.query_rmp(c),
+            op::DESTROY_RMP => self.destroy_rmp(c),
             _ => fail(Status::BAD_OP_ERR, syndrome::BAD_OPCODE),
         }
     }

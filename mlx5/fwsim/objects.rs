@@ -41,6 +41,9 @@ impl Fw {
         if self.qps.iter().any(|(_, q)| q.pd == pd) || self.mkeys.iter().any(|(_, m)| m.pd == pd) {
             return fail(Status::RES_BUSY, syn::PD_BUSY);
         }
+        if self.rmps.iter().any(|(_, r)| r.pd == pd) {
+            return fail(Status::RES_BUSY, syn::PD_BUSY_RMP);
+        }
         self.pds.free(pd);
         Ok(())
     }
@@ -139,7 +142,8 @@ impl Fw {
             || self.tds.iter().any(|(_, o)| owns(o.uid))
             || self.cqs.iter().any(|(_, o)| owns(o.uid))
             || self.qps.iter().any(|(_, o)| owns(o.uid))
-            || self.mkeys.iter().any(|(_, o)| owns(o.uid));
+            || self.mkeys.iter().any(|(_, o)| owns(o.uid))
+            || self.rmps.iter().any(|(_, o)| owns(o.uid));
         if busy {
             return fail(Status::RES_BUSY, syn::UCTX_BUSY);
         }

@@ -130,7 +130,12 @@ impl Fw {
                 Some(cqn)
             }
             ZERO_LEN_RQ => None,
-            SRQ_RQ => return fail(Status::BAD_RES_ERR, syn::QP_SRQ),
+            SRQ_RQ => {
+                let cqn = get(c, qpc::cqn_rcv)?;
+                self.cq_usable(c.uid, cqn, syn::QP_RECV_CQ)?;
+                self.rmp_usable(c.uid, get(c, qpc::srqn_rmpn_xrqn)?, syn::QP_SRQ)?;
+                Some(cqn)
+            }
             _ => return fail(Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE),
         };
         let mut qpc_bytes = [0; QPC_BYTES];

@@ -139,7 +139,7 @@ syndromes! {
     QP_SEND_CQ = 0x5f04_0007,
     /// Receive CQ does not exist or belongs to another uid.
     QP_RECV_CQ = 0x5f04_0008,
-    /// `rq_type` SRQ: SRQs are not modeled, so the SRQ cannot exist.
+    /// `rq_type` SRQ with an `srqn_rmpn_xrqn` that names no RMP of the uid.
     QP_SRQ = 0x5f04_0009,
     /// `rq_type` value not defined.
     QP_RQ_TYPE = 0x5f04_000a,
@@ -172,6 +172,26 @@ syndromes! {
     EQ_BAD_UAR = 0x5f06_0006,
     /// No such EQ number.
     EQ_UNKNOWN = 0x5f06_0007,
+
+    // 0x5f07xxxx: RMP (the SRQ object of ISSI 1).
+    /// No such RMP.
+    RMP_UNKNOWN = 0x5f07_0001,
+    /// `rmpc.state` other than RDY on create, or `rmp_state` other than RDY on modify.
+    RMP_STATE = 0x5f07_0002,
+    /// `wq_type` other than linked list.
+    RMP_WQ_TYPE = 0x5f07_0003,
+    /// `log_wq_sz` above `log_max_srq_sz`.
+    RMP_TOO_BIG = 0x5f07_0004,
+    /// `log_wq_stride` outside 16..=`max_wqe_sz_rq` bytes.
+    RMP_STRIDE = 0x5f07_0005,
+    /// RMP still used by a QP.
+    RMP_BUSY = 0x5f07_0006,
+    /// MODIFY_RMP with no or unknown bitmask bits.
+    RMP_BITMASK = 0x5f07_0007,
+    /// `lwm` not below the number of WQEs.
+    RMP_LWM = 0x5f07_0008,
+    /// PD still used by an RMP.
+    PD_BUSY_RMP = 0x5f07_0009,
 }
 
 #[cfg(test)]

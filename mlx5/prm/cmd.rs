@@ -838,3 +838,76 @@ prm_layout! {
     function_id @ 0x50, 0x10;
     capability @ 0x80, 0x8000;
 }
+
+prm_layout! {
+    /// `struct mlx5_ifc_create_rmp_in_bits` (mlx5_ifc.h).
+    create_rmp_in, 0x880;
+    opcode @ 0x0, 0x10;
+    uid @ 0x10, 0x10;
+    op_mod @ 0x30, 0x10;
+    ctx @ 0x100, 0x780;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_create_rmp_out_bits` (mlx5_ifc.h).
+    create_rmp_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+    rmpn @ 0x48, 0x18;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_modify_rmp_in_bits` (mlx5_ifc.h).
+    modify_rmp_in, 0x880;
+    opcode @ 0x0, 0x10;
+    uid @ 0x10, 0x10;
+    op_mod @ 0x30, 0x10;
+    rmp_state @ 0x40, 0x4;
+    rmpn @ 0x48, 0x18;
+    bitmask @ 0x80, 0x40;
+    ctx @ 0x100, 0x780;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_modify_rmp_out_bits` (mlx5_ifc.h).
+    modify_rmp_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_query_rmp_in_bits` (mlx5_ifc.h).
+    query_rmp_in, 0x80;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    rmpn @ 0x48, 0x18;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_query_rmp_out_bits` (mlx5_ifc.h).
+    query_rmp_out, 0x880;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+    rmp_context @ 0x100, 0x780;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_destroy_rmp_in_bits` (mlx5_ifc.h).
+    destroy_rmp_in, 0x80;
+    opcode @ 0x0, 0x10;
+    uid @ 0x10, 0x10;
+    op_mod @ 0x30, 0x10;
+    rmpn @ 0x48, 0x18;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_destroy_rmp_out_bits` (mlx5_ifc.h).
+    destroy_rmp_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+const _: () = assert!(create_rmp_in::ctx.bit_width == crate::prm::ctx::rmpc::SIZE_BITS);
+const _: () = assert!(modify_rmp_in::ctx.bit_width == crate::prm::ctx::rmpc::SIZE_BITS);
+const _: () = assert!(modify_rmp_in::bitmask.bit_width == crate::prm::ctx::rmp_bitmask::SIZE_BITS);
+const _: () = assert!(query_rmp_out::rmp_context.bit_width == crate::prm::ctx::rmpc::SIZE_BITS);

@@ -115,3 +115,15 @@ pub(crate) const QUERY_PAGES_REGULAR: u32 = 0x3;
 pub(crate) const TEARDOWN_GRACEFUL_CLOSE: u32 = 0x0;
 /// `CMD_IF_REV` (cmd.c): the command interface revision the driver requires.
 pub(crate) const CMD_IF_REV: u32 = 5;
+
+/// `MLX5_RMPC_STATE_RDY` (mlx5_ifc.h).
+pub(crate) const RMPC_STATE_RDY: u32 = 0x1;
+/// `MLX5_RMPC_STATE_ERR` (mlx5_ifc.h).
+pub(crate) const RMPC_STATE_ERR: u32 = 0x3;
+/// `MLX5_WQ_TYPE_LINKED_LIST` (mlx5_ifc.h): the receive WQEs of an RMP/SRQ, chained by
+/// `next_wqe_index`.
+pub(crate) const WQ_TYPE_LINKED_LIST: u32 = 0x0;
+/// `MLX5_EVENT_TYPE_SRQ_CATAS_ERROR` (device.h).
+pub(crate) const EVENT_TYPE_SRQ_CATAS_ERROR: u8 = 0x12;
+/// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` (device.h).
+pub(crate) const EVENT_TYPE_SRQ_RQ_LIMIT: u8 = 0x14;

@@ -459,3 +459,38 @@ prm_layout! {
     consumer_counter @ 0x148, 0x18;
     producer_counter @ 0x168, 0x18;
 }
+
+prm_layout! {
+    /// `struct mlx5_ifc_wq_bits` (mlx5_ifc.h), up to `pas[]`.
+    wq, 0x600;
+    wq_type @ 0x0, 0x4;
+    wq_signature @ 0x4, 0x1;
+    page_offset @ 0x2b, 0x5;
+    lwm @ 0x30, 0x10;
+    pd @ 0x48, 0x18;
+    uar_page @ 0x68, 0x18;
+    dbr_addr @ 0x80, 0x40;
+    hw_counter @ 0xc0, 0x20;
+    sw_counter @ 0xe0, 0x20;
+    log_wq_stride @ 0x10c, 0x4;
+    log_wq_pg_sz @ 0x113, 0x5;
+    log_wq_sz @ 0x11b, 0x5;
+    dbr_umem_valid @ 0x120, 0x1;
+    wq_umem_valid @ 0x121, 0x1;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_rmpc_bits` (mlx5_ifc.h).
+    rmpc, 0x780;
+    state @ 0x8, 0x4;
+    basic_cyclic_rcv_wqe @ 0x20, 0x1;
+    wq @ 0x180, 0x600;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_rmp_bitmask_bits` (mlx5_ifc.h).
+    rmp_bitmask, 0x40;
+    lwm @ 0x3f, 0x1;
+}
+
+const _: () = assert!(rmpc::wq.bit_width == crate::prm::ctx::wq::SIZE_BITS);

@@ -8,7 +8,9 @@
 //!   about itself: node and system image GUID, IEEE vendor id, PSID (board id), PCI revision;
 //! * `caps` — the profile's capability logarithms (`log_max_qp`, ...), port LID and MTU, and
 //!   per port RoCE address 0 as SET_ROCE_ADDRESS last programmed it (`-` when empty);
-//! * `stats` — commands executed, failed, and taken by fault injection;
+//! * `stats` — commands executed, failed, and taken by fault injection, the nanoseconds
+//!   spent executing them (`exec_ns`, the simulator's share of a benchmark), and `uar_traps`,
+//!   the user doorbell stores that reached the device as UAR write traps;
 //! * `iommu` — the simulated IOMMU's live mappings and the device accesses it refused
 //!   (`mappings N`, `faults N`; mappings are 0 when the driver has released everything);
 //! * `fail_nth` — write `<n> [<status>|timeout] [<syndrome>]`: fail the n-th command from now,
@@ -57,6 +59,7 @@ fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "cq {}", c.cq)?;
     writeln!(out, "qp {}", c.qp)?;
     writeln!(out, "mkey {}", c.mkey)?;
+    writeln!(out, "srq {}", c.srq)?;
     writeln!(out, "uctx {}", c.uctx)
 }
 
@@ -129,7 +132,9 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     let s = f.stats();
     writeln!(out, "commands {}", s.commands)?;
     writeln!(out, "failed {}", s.failed)?;
-    writeln!(out, "injected {}", s.injected)
+    writeln!(out, "injected {}", s.injected)?;
+    writeln!(out, "exec_ns {}", f.exec_ns())?;
+    writeln!(out, "uar_traps {}", f.uar_traps())
 }
 
 /// Prints an armed fault as it would be written: `<n> <status> <syndrome>` or `<n> timeout`.

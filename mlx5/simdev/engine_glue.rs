@@ -7,7 +7,7 @@
 use super::iommu::Iommu;
 use crate::fwsim::dma::DmaMem;
 use crate::fwsim::engine::{self, Node};
-use crate::fwsim::events::{Event, QpEvent};
+use crate::fwsim::events::{Event, QpEvent, SrqEvent};
 use crate::fwsim::Fw;
 use crate::hw::{Doorbell, HwEvent, QpEventKind};
 use kernel::prelude::*;
@@ -75,6 +75,10 @@ pub(super) fn next_event(fw: &mut Fw) -> Option<HwEvent> {
                 QpEvent::WqAccess => QpEventKind::AccessErr,
                 QpEvent::LastWqeReached => QpEventKind::LastWqeReached,
             },
+        },
+        Event::Srq { srqn, kind } => HwEvent::Srq {
+            srqn,
+            limit: kind == SrqEvent::Limit,
         },
     })
 }

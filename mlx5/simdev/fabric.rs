@@ -28,6 +28,7 @@ use crate::hw::{Doorbell, HwEvent, Mlx5Events};
 use crate::kthread::{self, KThread, Registered, ThreadBody};
 use ib_core_rs::mm::{TrapHandler, TrapPage};
 use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, CondVar, Mutex, SpinLockIrq};
 use kernel::time::{Instant, Monotonic};
 use kernel::{new_condvar, new_mutex, new_spinlock_irq};
@@ -115,6 +116,8 @@ pub(crate) struct Fabric {
     fws: Mutex<KVec<KVBox<Fw>>>,
     /// What each function's device reaches, by index.
     iommus: KVec<Arc<Iommu>>,
+    /// Per function: UAR stores that arrived as trap faults (debugfs `stats`, `uar_traps`).
+    traps: KVec<Atomic<u64>>,
     /// Each function's event handler, by index; deliveries hold the lock.
     #[pin]
     handlers: Mutex<KVec<Option<Arc<dyn Mlx5Events>>>>,
@@ -140,6 +143,12 @@ impl Fabric {
     /// Function `index`'s IOMMU.
     pub(crate) fn iommu(&self, index: usize) -> Option<&Arc<Iommu>> {
         self.iommus.get(index)
+    }
+
+    /// How many UAR stores of function `index` arrived as trap faults (0 for an index the
+    /// fabric does not have).
+    pub(crate) fn uar_traps(&self, index: usize) -> u64 {
+        self.traps.get(index).map_or(0, |t| t.load(Relaxed))
     }
 
     /// Installs (or removes) function `index`'s event handler; when a removal returns, no
@@ -183,6 +192,9 @@ impl Fabric {
     /// A UAR trap page of function `func` was written to (from the page-fault handler):
     /// queues it once for the worker and kicks. Never sleeps.
     fn trap_rung(&self, page: &Arc<TrapPage>, func: usize, uar: u32) {
+        if let Some(t) = self.traps.get(func) {
+            t.fetch_add(1, Relaxed);
+        }
         {
             let mut w = self.wake.lock();
             let queued = w.traps.iter().flatten().any(|t| Arc::ptr_eq(&t.page, page));
@@ -370,14 +382,17 @@ impl FabricWorker {
         let n = fws.len();
         let mut iommus = KVec::with_capacity(n, GFP_KERNEL)?;
         let mut handlers = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut traps = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             iommus.push(Iommu::new()?, GFP_KERNEL)?;
             handlers.push(None, GFP_KERNEL)?;
+            traps.push(Atomic::new(0u64), GFP_KERNEL)?;
         }
         let fabric = Arc::pin_init(
             try_pin_init!(Fabric {
                 fws <- new_mutex!(fws),
                 iommus,
+                traps,
                 handlers <- new_mutex!(handlers),
                 wake <- new_spinlock_irq!(Wake {
                     kicked: false,

@@ -206,7 +206,7 @@ impl From<DmaFault> for Error {
 }
 
 impl DmaDomain for Iommu {
-    fn unmap(&self, iova: u64) {
+    fn unmap(&self, iova: u64, _addrs: &[u64]) {
         let gone = {
             let mut t = self.table.lock();
             match t.maps.binary_search_by_key(&iova, |m| m.iova) {

@@ -270,7 +270,12 @@ impl DeviceOps for MockOps {
         Ok(n)
     }
 
-    fn create_srq(_pd: &Pd<Mock>, _attr: &SrqInitAttr) -> Result<()> {
+    fn create_srq(
+        _pd: &Pd<Mock>,
+        _attr: &mut SrqInitAttr,
+        _handler: Option<&Arc<dyn ib_core_rs::verbs::SrqHandler>>,
+        _user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<()> {
         Ok(())
     }
 

@@ -427,6 +427,93 @@ static int dereg_mr(int fd, uint32_t h)
 	return do_write(fd, IB_USER_VERBS_CMD_DEREG_MR, &cmd, sizeof(cmd), 0);
 }
 
+/* RESIZE_CQ with libmlx5's struct mlx5_ib_resize_cq of drv_len bytes; *cqe_out is
+ * the response's cqe. */
+static int resize_cq(int fd, uint32_t h, uint32_t cqe, struct mlx5_ib_resize_cq *drv,
+		     size_t drv_len, uint32_t *cqe_out)
+{
+	struct {
+		struct ib_uverbs_resize_cq core;
+		struct mlx5_ib_resize_cq drv;
+	} cmd = {};
+	struct ib_uverbs_resize_cq_resp resp = {};
+	int e;
+
+	cmd.core = (struct ib_uverbs_resize_cq){ .response = (uintptr_t)&resp, .cq_handle = h,
+						 .cqe = cqe };
+	cmd.drv = *drv;
+	e = do_write(fd, IB_USER_VERBS_CMD_RESIZE_CQ, &cmd, sizeof(cmd.core) + drv_len,
+		     sizeof(resp) / 4);
+	*cqe_out = resp.cqe;
+	return e;
+}
+
+/* IB_USER_VERBS_EX_CMD_MODIFY_CQ (no response). */
+static int modify_cq(int fd, uint32_t h, uint32_t mask, uint16_t count, uint16_t period,
+		     uint32_t reserved)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr h;
+		struct ib_uverbs_ex_cmd_hdr x;
+		struct ib_uverbs_ex_modify_cq c;
+	} w = {};
+
+	w.h.command = IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_MODIFY_CQ;
+	w.h.in_words = sizeof(w.c) / 8;
+	w.c = (struct ib_uverbs_ex_modify_cq){ .cq_handle = h, .attr_mask = mask,
+					       .attr = { .cq_count = count, .cq_period = period },
+					       .reserved = reserved };
+	return write(fd, &w, sizeof(w)) < 0 ? errno : 0;
+}
+
+/* RESIZE_CQ and MODIFY_CQ on the CQ `cq` (16 CQEs of 64 bytes): upstream
+ * ib_uverbs_resize_cq(), mlx5_ib_resize_cq(), ib_uverbs_ex_modify_cq(),
+ * mlx5_ib_modify_cq(). */
+static void cq_resize_checks(int fd, uint32_t cq, const char *old)
+{
+	char *nbuf = aligned_alloc(4096, 2 * 4096);
+	struct mlx5_ib_resize_cq r = { .buf_addr = (uintptr_t)nbuf, .cqe_size = 64 }, bad;
+	uint32_t got = 0;
+
+	memset(nbuf, 0, 2 * 4096);
+	expect("RESIZE_CQ cqe 0: EINVAL", resize_cq(fd, cq, 0, &r, sizeof(r), &got), EINVAL);
+	expect("RESIZE_CQ of a handle that is no CQ: ENOENT",
+	       resize_cq(fd, cq + 1000, 31, &r, sizeof(r), &got), ENOENT);
+	expect("RESIZE_CQ to more than 2^log_max_cq_sz: EINVAL",
+	       resize_cq(fd, cq, (1u << 24) + 1, &r, sizeof(r), &got), EINVAL);
+	expect("RESIZE_CQ to its own size (15): nothing to do",
+	       resize_cq(fd, cq, 15, &r, sizeof(r), &got), 0);
+	expect("... and the response says 15", got == 15 ? 0 : EPROTO, 0);
+	expect("RESIZE_CQ with an 8-byte request: EINVAL", resize_cq(fd, cq, 31, &r, 8, &got),
+	       EINVAL);
+	bad = r;
+	bad.reserved0 = 1;
+	expect("RESIZE_CQ with reserved0 set: EINVAL", resize_cq(fd, cq, 31, &bad, sizeof(bad), &got),
+	       EINVAL);
+	bad = r;
+	bad.buf_addr = 0x1000;
+	expect("RESIZE_CQ with an unmapped buffer: EFAULT",
+	       resize_cq(fd, cq, 31, &bad, sizeof(bad), &got), EFAULT);
+	expect("fault knob: MODIFY_CQ fails", fault("0x403"), 0);
+	expect("RESIZE_CQ refused by firmware: EIO", resize_cq(fd, cq, 31, &r, sizeof(r), &got), EIO);
+	expect("clear the knob", fault("0"), 0);
+	got = 0;
+	expect("RESIZE_CQ to 31 CQEs in a new buffer", resize_cq(fd, cq, 31, &r, sizeof(r), &got), 0);
+	expect("... the response says 31", got == 31 ? 0 : EPROTO, 0);
+	expect("... the device wrote a RESIZE CQE (opcode 5) into the old buffer's first entry",
+	       (((volatile uint8_t *)old)[63] >> 4) == 5 ? 0 : EPROTO, 0);
+
+	expect("MODIFY_CQ without an attribute: EINVAL", modify_cq(fd, cq, 0, 4, 16, 0), EINVAL);
+	expect("MODIFY_CQ with an unknown attribute: EOPNOTSUPP", modify_cq(fd, cq, 3, 4, 16, 0),
+	       EOPNOTSUPP);
+	expect("MODIFY_CQ with reserved set: EINVAL", modify_cq(fd, cq, 1, 4, 16, 1), EINVAL);
+	expect("MODIFY_CQ with a period over 4095: EINVAL", modify_cq(fd, cq, 1, 4, 4096, 0), EINVAL);
+	expect("MODIFY_CQ of a handle that is no CQ: ENOENT", modify_cq(fd, cq + 1000, 1, 4, 16, 0),
+	       ENOENT);
+	expect("MODIFY_CQ moderation count 4, period 16", modify_cq(fd, cq, 1, 4, 16, 0), 0);
+	/* nbuf stays allocated: the CQ's buffer until DESTROY_CQ. */
+}
+
 int main(int argc, char **argv)
 {
 	uint32_t pd, pdn = 0, cq, cqn = 0, qp, mr, lkey = 0, h, uh = 0, page_id = 0, ulen = 0;
@@ -522,6 +609,7 @@ int main(int argc, char **argv)
 	}
 	expect("CREATE_CQ", create_cq(fd, &creq, &cq, &cqn), 0);
 	expect("CREATE_CQ answers the cqn", cqn >= 0x40 ? 0 : EPROTO, 0);
+	cq_resize_checks(fd, cq, cqbuf);
 
 	/* RC QP: RQ 16 x 16 bytes, then SQ 64 x 64 bytes, in qpbuf; its doorbell record
 	 * shares the CQ's page. */

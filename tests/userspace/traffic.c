@@ -473,6 +473,51 @@ static void case_atomics(struct env *e)
 }
 
 /* Runs of unsignaled sends retired by one signaled send; the small SQ wraps. */
+/*
+ * CQ resize with completions outstanding: they survive, in order (libmlx5 copies them
+ * up to the device's RESIZE CQE), and the CQ then holds more than it did.
+ */
+static void case_resize(struct env *e)
+{
+	struct ibv_cq *cqs[2] = { e->a.cq, e->b.cq };
+	struct ibv_wc wc;
+	int ok = 1;
+
+	check(ibv_resize_cq(e->a.cq, 0) == EINVAL, "resize to 0 entries: EINVAL");
+	for (int i = 0; i < 12; i++)
+		post_recv(&e->b, 500 + i, 0, 256, 1);
+	for (int i = 0; i < 12; i++)
+		post_send(&e->a, 400 + i, IBV_WR_SEND, 0, 64, 1, IBV_SEND_SIGNALED, 0, 0, 0);
+	usleep(200000);
+	for (int c = 0; c < 2; c++)
+		check(!ibv_resize_cq(cqs[c], 40) && cqs[c]->cqe >= 40,
+		      "resize %s CQ to 40 with 12 completions outstanding", c ? "receiver" : "sender");
+	for (int i = 0; i < 12 && ok; i++) {
+		ok = !poll_one(e->a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		     wc.wr_id == (uint64_t)(400 + i) && wc.opcode == IBV_WC_SEND;
+		ok = ok && !poll_one(e->b.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		     wc.wr_id == (uint64_t)(500 + i) && wc.byte_len == 64;
+		report("resize_small", i, &wc, NULL, 0);
+	}
+	check(ok && cq_quiet(e->a.cq) && cq_quiet(e->b.cq),
+	      "the 12 completions after the resize, in order, and no more");
+	for (int c = 0; c < 2; c++)
+		check(!ibv_resize_cq(cqs[c], 1000) && cqs[c]->cqe >= 1000,
+		      "resize %s CQ to 1000", c ? "receiver" : "sender");
+	for (int i = 0; i < 60; i++)
+		post_recv(&e->b, 700 + i, 0, 256, 1);
+	for (int i = 0; i < 60; i++)
+		post_send(&e->a, 600 + i, IBV_WR_SEND, 0, 32, 1, IBV_SEND_SIGNALED, 0, 0, 0);
+	for (int i = 0; i < 60 && ok; i++) {
+		ok = !poll_one(e->a.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		     wc.wr_id == (uint64_t)(600 + i);
+		ok = ok && !poll_one(e->b.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		     wc.wr_id == (uint64_t)(700 + i) && wc.byte_len == 32;
+		report("resize_large", i, &wc, NULL, 0);
+	}
+	check(ok, "60 messages through the resized CQs");
+}
+
 static void case_unsignaled_wrap(struct env *e, int runs)
 {
 	int ok = 1, rounds = 0;
@@ -583,6 +628,10 @@ int main(int argc, char **argv)
 	case_write(&e, iters / 4, 1);
 	case_read(&e, iters / 2);
 	case_atomics(&e);
+	pair_down(&e);
+
+	check(!pair_up(&e, 64, 7, 14, 7), "pair for the CQ resize");
+	case_resize(&e);
 	pair_down(&e);
 
 	check(!pair_up(&e, 16, 7, 14, 7), "pair with a 16-entry send queue");

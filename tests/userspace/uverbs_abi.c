@@ -16,6 +16,7 @@
  * rdma_restrack_set_name() took: kmemleak then reports the process's
  * task_struct, signal_struct, creds and exec state.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <rdma/ib_user_ioctl_cmds.h>
@@ -670,6 +672,162 @@ static void fuzz_found_test(int fd)
 	}
 	dealloc_pd(fd, pd);
 	munmap(two, 2 * pg);
+}
+
+/* Sends fd over a unix socket (SCM_RIGHTS). */
+static int send_fd(int sock, int fd)
+{
+	char c = 'f', cbuf[CMSG_SPACE(sizeof(int))] = {};
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char c, cbuf[CMSG_SPACE(sizeof(int))] = {};
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *h;
+	int fd = -1;
+
+	if (recvmsg(sock, &m, 0) != 1)
+		return -1;
+	h = CMSG_FIRSTHDR(&m);
+	if (h && h->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(h), sizeof(int));
+	return fd;
+}
+
+/* Runs fn(fd, arg) in a child; its failures count as ours. */
+static void in_child(void (*fn)(int, int), int fd, int arg)
+{
+	int st = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		failures = 0;
+		fn(fd, arg);
+		fflush(stdout);
+		_exit(failures ? 1 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("R fail isolation: child (pid %d) status 0x%x\n", pid, st);
+		failures++;
+	}
+}
+
+/* A child of the opener: other credentials (fork copies them), same file. */
+static void forked_child(int fd, int hp)
+{
+	uint32_t h;
+
+	expect("isolation: write() on a file inherited through fork is EACCES",
+	       alloc_pd(fd, &h), EACCES);
+	expect("isolation: ioctl() on a file inherited through fork works",
+	       query_port(fd, 1, 0, 1), 0);
+	expect("isolation: ioctl DESTROY of the parent's PD from the forked child works",
+	       destroy_pd_ioctl(fd, hp), 0);
+}
+
+/* A child that gets the file only over a unix socket. */
+static void socket_child(int sock, int unused)
+{
+	uint32_t h;
+	int fd = recv_fd(sock);
+
+	(void)unused;
+	expect("isolation: a file received over a unix socket arrives", fd >= 0 ? 0 : EBADF, 0);
+	if (fd < 0)
+		return;
+	expect("isolation: write() on a file received over a unix socket is EACCES",
+	       alloc_pd(fd, &h), EACCES);
+	expect("isolation: ioctl() on a file received over a unix socket works",
+	       query_port(fd, 1, 0, 1), 0);
+	close(fd);
+}
+
+/* Another user: the opener's file refuses its write(); its own file works. */
+static void other_user_child(int fd, int hp)
+{
+	uint32_t h = ~0u;
+	int fd2;
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) {
+		printf("R fail isolation: setresuid(65534): %s\n", strerror(errno));
+		failures++;
+		return;
+	}
+	expect("isolation: write() by another user on root's file is EACCES",
+	       alloc_pd(fd, &h), EACCES);
+	fd2 = open(dev, O_RDWR | O_CLOEXEC);
+	expect("isolation: another user opens the device (mode 0666)", fd2 >= 0 ? 0 : errno, 0);
+	if (fd2 < 0)
+		return;
+	expect("isolation: another user's GET_CONTEXT", get_context(fd2), 0);
+	expect("isolation: DEALLOC_PD of root's PD handle in another user's file is ENOENT",
+	       dealloc_pd(fd2, hp), ENOENT);
+	expect("isolation: ioctl PD_DESTROY of root's PD handle in another user's file is ENOENT",
+	       destroy_pd_ioctl(fd2, hp), ENOENT);
+	expect("isolation: another user's own ALLOC_PD", alloc_pd(fd2, &h), 0);
+	expect("isolation: another user's own DEALLOC_PD", dealloc_pd(fd2, h), 0);
+	close(fd2);
+}
+
+/*
+ * Isolation (upstream ib_safe_file_access(), per-file handle spaces): fd has
+ * a context. write() is refused (EACCES) to any task whose credentials are
+ * not the opener's: a forked child, the receiver of the fd over a socket,
+ * another user; ioctl() has no such check. The opener itself may use a copy
+ * of its fd passed to itself. A handle means nothing in another file.
+ */
+static void isolation_test(int fd)
+{
+	uint32_t hp, hc, h;
+	int sv[2], fd2;
+
+	expect("isolation: ALLOC_PD", alloc_pd(fd, &hp), 0);
+	in_child(forked_child, fd, (int)hp);
+	expect("isolation: the PD the child destroyed is gone (DEALLOC_PD is ENOENT)",
+	       dealloc_pd(fd, hp), ENOENT);
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
+		printf("R fail isolation: socketpair: %s\n", strerror(errno));
+		failures++;
+		return;
+	}
+	/* To itself: the same task, the same credentials: write() works. */
+	fd2 = send_fd(sv[0], fd) ? -1 : recv_fd(sv[1]);
+	expect("isolation: the opener passes its file to itself", fd2 >= 0 ? 0 : errno, 0);
+	if (fd2 >= 0) {
+		expect("isolation: write() on the opener's own passed copy works",
+		       alloc_pd(fd2, &hc), 0);
+		expect("isolation: the passed copy is the same file (its PD is seen through fd)",
+		       dealloc_pd(fd, hc), 0);
+		close(fd2);
+	}
+	send_fd(sv[0], fd);
+	in_child(socket_child, sv[1], 0);
+	close(sv[0]);
+	close(sv[1]);
+
+	expect("isolation: ALLOC_PD for another user to name", alloc_pd(fd, &hp), 0);
+	if (geteuid() == 0)
+		in_child(other_user_child, fd, (int)hp);
+	else
+		printf("R ok isolation: another user # SKIP not root\n");
+	expect("isolation: the PD another user named is still ours", dealloc_pd(fd, hp), 0);
+	(void)h;
 }
 
 int main(int argc, char **argv)
@@ -1345,6 +1503,8 @@ int main(int argc, char **argv)
 	}
 
 	fuzz_found_test(fd);
+	isolation_test(fd);
+
 	close(fd);
 	printf("R ok close with PDs, CQs, a QP, an MR and a context open\n");
 	return failures ? 1 : 0;

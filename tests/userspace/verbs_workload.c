@@ -10,7 +10,10 @@
  * everything in the order chosen by -o. With -x it exits without destroying
  * anything (the kernel must clean up at close). With -w FILE it prints
  * "I holding <pid>" once everything exists and waits (up to 120 s) until
- * FILE exists, so that a script can look at `rdma res` meanwhile.
+ * FILE exists, so that a script can look at `rdma res` meanwhile. -k sets the
+ * largest MR in KiB instead of MiB, -c caps the CQ sizes (the emulated PCI
+ * function's model keeps at most 8 bus-contiguous runs per object, and a guest
+ * without an IOMMU hands out scattered pages: Documentation/pcifn.md).
  *
  * Output, one line each, for the VM harness (tests/vm/lib.sh t_import):
  *   R ok <description>
@@ -308,17 +311,20 @@ int main(int argc, char **argv)
 	struct ibv_device **list;
 	struct ibv_device_attr da;
 	struct ctx c;
-	static const int cq_sizes[MAX_CQ] = { 1, 16, 256, 4096 };
+	int cq_sizes[MAX_CQ] = { 1, 16, 256, 4096 };
+	long max_cq_entries = 0;
 
-	while ((opt = getopt(argc, argv, "d:m:o:xw:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:k:c:o:xw:")) != -1) {
 		switch (opt) {
 		case 'd': name = optarg; break;
 		case 'm': max_mr = strtoul(optarg, NULL, 0) << 20; break;
+		case 'k': max_mr = strtoul(optarg, NULL, 0) << 10; break;
+		case 'c': max_cq_entries = strtol(optarg, NULL, 0); break;
 		case 'o': order = atoi(optarg); break;
 		case 'x': leak = 1; break;
 		case 'w': hold = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-d dev] [-m max_mr_MiB] [-o 0|1] [-x] [-w file]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-d dev] [-m max_mr_MiB | -k max_mr_KiB] [-c max_cq_entries] [-o 0|1] [-x] [-w file]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -355,6 +361,9 @@ int main(int argc, char **argv)
 		if (!c.pd[i])
 			return 1;
 	}
+	for (i = 0; max_cq_entries > 0 && i < MAX_CQ; i++)
+		if (cq_sizes[i] > max_cq_entries)
+			cq_sizes[i] = max_cq_entries;
 	for (i = 0; i < MAX_CQ; i++) {
 		c.cq[i] = ibv_create_cq(c.ctx, cq_sizes[i], NULL, NULL, 0);
 		check(c.cq[i] != NULL && c.cq[i]->cqe >= cq_sizes[i],

@@ -1,23 +1,60 @@
 # `make bench-traffic`: the data-path benchmark (a tool, not a test): perftest's
-# ib_send_lat (latency) and ib_write_bw (message rate) through libmlx5 on
-# ours (mlx5_0 on the firmware simulator) and through librxe on upstream
-# (rdma_rxe on veth), both ends in the VM over 127.0.0.1, one after the other;
-# then the device worker's CPU time while the functions sit idle.
-# rdmars.n= iterations per figure.
+# ib_send_lat (latency, 2 B) and ib_write_bw (message rate at 64 B, bandwidth
+# at 64 KiB) through libmlx5 on ours (mlx5_0, InfiniBand, on the firmware
+# simulator) and through librxe on upstream (rdma_rxe on veth), both ends in
+# the VM over 127.0.0.1, alternating, rdmars.runs= times; then the device
+# worker's CPU time while the functions sit idle, with no QP and with one idle
+# QP (an ibv_rc_pingpong server waiting for its client).
+# rdmars.n= iterations per perftest figure.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
-# bt_perf TOOL DEV EXTRA OUT: server + client on 127.0.0.1; the client's output in OUT.
-bt_perf() {
-	local tool=$1 dev=$2 extra=$3 out=$4
-	timeout 600 $tool -d $dev $extra -F -n $bt_n -p 18777 >/tmp/bt-s.out 2>&1 &
-	local s=$!
-	sleep 1
-	timeout 600 $tool -d $dev $extra -F -n $bt_n -p 18777 127.0.0.1 >"$out" 2>&1
-	wait $s
-	sed "s/^/    $dev-$tool| /" "$out" | tail -n 6
+bt_port=18700
+
+# bt_wait_listen PORT: until something listens on TCP PORT (at most 30 s).
+bt_wait_listen() {
+	local hex i
+	hex=$(printf ':%04X$' "$1")
+	for i in $(seq 1 60); do
+		awk -v p="$hex" '$2 ~ p && $4 == "0A" { f = 1 } END { exit !f }' /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
+		sleep 0.5
+	done
+	return 1
 }
 
-# bt_kticks NAME: ticks of the kernel threads whose name contains $1, from /proc/*/stat.
+# bt_perf STACK RUN TOOL DEV EXTRA...: server + client on 127.0.0.1; the client's output in /tmp/bt-out.
+bt_perf() {
+	local stack=$1 run=$2 tool=$3 dev=$4 s
+	shift 4
+	bt_port=$((bt_port + 1))
+	timeout 300 $tool -d "$dev" "$@" -F -n "$bt_n" -p $bt_port >/tmp/bt-s.out 2>&1 &
+	s=$!
+	bt_wait_listen $bt_port || echo "    $stack-$run| $tool server did not listen"
+	timeout 300 $tool -d "$dev" "$@" -F -n "$bt_n" -p $bt_port 127.0.0.1 >/tmp/bt-out 2>&1
+	wait $s
+	sed "s/^/    $stack-$run-$tool| /" /tmp/bt-out | tail -n 4
+}
+
+# bt_col N: column N of perftest's first result row.
+bt_col() { awk -v c="$1" '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { print $c; exit }' /tmp/bt-out; }
+
+# bt_fig STACK RUN NAME VALUE: one figure (nothing when perftest printed no row).
+bt_fig() { [ -n "$4" ] && echo "$1 $2 $3 $4" >>/tmp/bt-figs; }
+
+# bt_stack STACK RUN DEV EXTRA...: the three perftest figures on DEV.
+bt_stack() {
+	local stack=$1 run=$2 dev=$3
+	shift 3
+	# ib_send_lat: "#bytes #iterations t_min t_max t_typical t_avg ..." (usec).
+	bt_perf "$stack" "$run" ib_send_lat "$dev" "$@"
+	bt_fig "$stack" "$run" send_lat_typical_us "$(bt_col 5)"
+	# ib_write_bw: "#bytes #iterations BW_peak BW_average[MB/s] MsgRate[Mpps]".
+	bt_perf "$stack" "$run" ib_write_bw "$dev" -s 64 "$@"
+	bt_fig "$stack" "$run" write_64B_mpps "$(bt_col 5)"
+	bt_perf "$stack" "$run" ib_write_bw "$dev" "$@"
+	bt_fig "$stack" "$run" write_64K_MBps "$(bt_col 4)"
+}
+
+# bt_kticks NAME: user+system ticks of the threads whose name contains NAME, from /proc/*/stat.
 bt_kticks() {
 	local t=0 p f
 	for p in /proc/[0-9]*; do
@@ -27,44 +64,50 @@ bt_kticks() {
 	echo $t
 }
 
+# bt_idle LABEL SECONDS: the simulator workers' CPU share over SECONDS, in per cent of one vCPU.
+bt_idle() {
+	local a b
+	a=$(bt_kticks mlx5_fwsim)
+	sleep "$2"
+	b=$(bt_kticks mlx5_fwsim)
+	echo "idle $1: worker ticks $((b - a)) in $2 s = $(awk -v t=$((b - a)) -v s="$2" 'BEGIN { printf "%.2f", t / s }')% of one vCPU (CLK_TCK 100)" >>/tmp/bt-idle
+}
+
 bench_traffic_suite() {
-	local idle0 idle1 before after lo lu ro ru arg
-	bt_n=2000
-	for arg in $(cat /proc/cmdline); do
-		case "$arg" in rdmars.n=*) bt_n=${arg#rdmars.n=} ;; esac
-	done
+	local runs r pp
+	bt_n=$(bench_arg n 2000)
+	runs=$(bench_arg runs 3)
+	: >/tmp/bt-figs
+	: >/tmp/bt-idle
 	[ -w /sys/kernel/debug/kmemleak ] && echo scan=off >/sys/kernel/debug/kmemleak
-	load_ours sim=ib,eth
-	bt_perf ib_send_lat mlx5_0 "" /tmp/bt-ours-lat
-	bt_perf ib_write_bw mlx5_0 "" /tmp/bt-ours-bw
-	# Idle: the functions bound, no traffic, 10 s; the device workers' CPU time.
-	idle0=$(awk '{ print $1 }' /proc/uptime)
-	before=$(bt_kticks kworker)
-	sleep 10
-	after=$(bt_kticks kworker)
-	idle1=$(awk '{ print $1 }' /proc/uptime)
-	echo "idle_kworker_ticks $((after - before)) over $idle0..$idle1 s (CLK_TCK 100)" >/tmp/bt-idle
-	unload_ours
-	t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
-	ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up
-	t_check "rdma link add rxe0" rdma link add rxe0 type rxe netdev veth0
-	bt_perf ib_send_lat rxe0 "-x 0" /tmp/bt-up-lat
-	bt_perf ib_write_bw rxe0 "-x 0" /tmp/bt-up-bw
-	rdma link delete rxe0
-	ip link del veth0
-	modprobe -r rdma_rxe ib_uverbs ib_core veth
+	for r in $(seq 1 "$runs"); do
+		load_ours sim=ib,eth
+		bt_stack ours "$r" mlx5_0
+		if [ "$r" = 1 ]; then
+			bt_idle "no QP" 10
+			ibv_rc_pingpong -d mlx5_0 -p 18699 >/dev/null 2>&1 &
+			pp=$!
+			bt_wait_listen 18699 || true
+			bt_idle "one idle QP (ibv_rc_pingpong server waiting)" 10
+			kill $pp 2>/dev/null
+			wait $pp 2>/dev/null
+		fi
+		unload_ours
+		t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
+		ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up
+		t_check "rdma link add rxe0" rdma link add rxe0 type rxe netdev veth0
+		bt_stack up "$r" rxe0 -x 0
+		rdma link delete rxe0
+		ip link del veth0
+		modprobe -r rdma_rxe ib_uverbs ib_core veth
+	done
+	t_check "perftest produced figures for both stacks" \
+		sh -c 'grep -q "^ours " /tmp/bt-figs && grep -q "^up " /tmp/bt-figs'
 	echo "================ rdma-rs traffic benchmark ================"
-	# ib_send_lat: "#bytes #iterations t_min t_max t_typical t_avg ..." (usec);
-	# ib_write_bw: "#bytes #iterations BW peak BW average MsgRate[Mpps]".
-	bt_lat() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { print $5; exit }' "$1"; }
-	bt_rate() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { print $5; exit }' "$1"; }
-	lo=$(bt_lat /tmp/bt-ours-lat); lu=$(bt_lat /tmp/bt-up-lat)
-	ro=$(bt_rate /tmp/bt-ours-bw); ru=$(bt_rate /tmp/bt-up-bw)
-	echo "n = $bt_n per figure (perftest -F, both ends in the VM, TCG)"
-	printf '%-34s %14s %14s %8s\n' "" "ours (mlx5_0)" "upstream (rxe0)" "ratio"
-	awk -v o="$lo" -v u="$lu" 'BEGIN { printf "%-34s %14s %14s %8s\n", "ib_send_lat typical usec (2 B)", o, u, (o > 0 ? sprintf("%.2f", u / o) : "-") }'
-	awk -v o="$ro" -v u="$ru" 'BEGIN { printf "%-34s %14s %14s %8s\n", "ib_write_bw msg rate Mpps (64 KiB)", o, u, (u > 0 ? sprintf("%.2f", o / u) : "-") }'
-	echo "(ratio: >= 1.0 means ours is no slower: upstream/ours for latency, ours/upstream for rate)"
+	echo "kernel $(uname -r); runs $runs; n $bt_n per figure (perftest -F, both ends in the VM, TCG)"
+	echo "ours: mlx5_0 (InfiniBand, firmware simulator, libmlx5); upstream: rxe0 (rdma_rxe on veth, librxe)"
+	bench_table /tmp/bt-figs
+	echo "(ratio >= 1.0: ours is no slower)"
 	cat /tmp/bt-idle
 	echo "==========================================================="
 }

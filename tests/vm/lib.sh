@@ -29,6 +29,7 @@ _results=${RDMARS_RESULTS:-/tmp/ktap-results}
 # start and its KTAP result line as its end.
 suite_begin() {
 	_suite=$1
+	_suite_t0=$(cut -d. -f1 /proc/uptime)
 	: >"$_results"
 	echo "--- suite $1"
 }
@@ -53,6 +54,7 @@ suite_end() {
 	echo "    KTAP version 1"
 	echo "    # Subtest: $_suite"
 	echo "    1..$total"
+	echo "    # $_suite: $(($(cut -d. -f1 /proc/uptime) - ${_suite_t0:-0})) s"
 	while IFS='|' read -r res desc why; do
 		n=$((n + 1))
 		case "$res" in

@@ -26,10 +26,12 @@ mlx5_user_suite() {
 
 # The workload holding its objects (-w): `rdma res show pd|cq|qp|mr` lists
 # them with the workload's pid and comm (upstream RES_*_GET dumps).
+# mlx5_res_while_held DEV [more workload options]
 mlx5_res_while_held() {
 	local dev=$1 wl i r
+	shift
 	rm -f /tmp/wl-release
-	/rdma-rs/verbs_workload -d $dev -m 1 -w /tmp/wl-release >/tmp/wl-hold.out 2>&1 &
+	/rdma-rs/verbs_workload -d $dev -m 1 "$@" -w /tmp/wl-release >/tmp/wl-hold.out 2>&1 &
 	wl=$!
 	i=0
 	while ! grep -q '^I holding' /tmp/wl-hold.out && [ $i -lt 600 ]; do

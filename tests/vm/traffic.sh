@@ -6,6 +6,8 @@
 #    between two functions of one fabric, over TCP on 127.0.0.1.
 #  - vm_perftest: ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw,
 #    ib_send_lat, ib_write_lat and ib_send_bw -c UD on IB and RoCE.
+#  - vm_srq: ibv_srq_pingpong on IB and RoCE, and tests/userspace/srq_test.c
+#    on both link layers and on upstream rdma_rxe, compared.
 #  - vm_traffic, vm_traffic_vs_rxe: tests/userspace/traffic.c on both link
 #    layers and on upstream rdma_rxe, compared case by case.
 # The functions: sim=ib,ib,eth,eth gives mlx5_0 and mlx5_1 (one InfiniBand
@@ -69,14 +71,23 @@ tr_baseline() {
 	t_check "rdma res shows no QP after $1" sh -c '! rdma res show qp | grep -q .'
 }
 
+# UAR stores of function $1 that reached the device as write traps.
+tr_uar_traps() {
+	awk '/^uar_traps/ { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.$1/stats
+}
+
 pingpong_suite() {
 	load_ours $TRAFFIC_SIM
-	local d
+	local d t0
 	# One function, both ends on it.
 	for d in mlx5_0 mlx5_2; do
 		local g=""
 		[ $d = mlx5_2 ] && g="-g $ROCE_GID"
+		t0=$(tr_uar_traps ${d#mlx5_})
 		tr_pair "ibv_rc_pingpong on $d (default: 4096 B x 1000)" ibv_rc_pingpong "-d $d $g" "-d $d $g"
+		# libmlx5's send doorbells are UAR stores; each one faults into the device.
+		t_check "$d: the pingpong's UAR stores arrived as write traps ($t0 before)" \
+			test "$(tr_uar_traps ${d#mlx5_})" -ge $((t0 + 1000))
 		tr_pair "ibv_rc_pingpong -e on $d (completion events)" ibv_rc_pingpong "-d $d $g -e -n 100" "-d $d $g -e -n 100"
 		tr_pair "ibv_rc_pingpong -s 32 on $d (inline)" ibv_rc_pingpong "-d $d $g -s 32 -n 100" "-d $d $g -s 32 -n 100"
 		tr_pair "ibv_rc_pingpong -c on $d (data checked)" ibv_rc_pingpong "-d $d $g -c -n 100" "-d $d $g -c -n 100"
@@ -90,6 +101,86 @@ pingpong_suite() {
 	tr_pair "ibv_ud_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_ud_pingpong "-d mlx5_0 -n 100" "-d mlx5_1 -n 100"
 	tr_baseline "the pingpongs"
 	unload_ours
+}
+
+# ibv_srq_pingpong (part of vm_srq, under the same module load): 16 RC QPs on
+# each side (the default) receiving from one SRQ per process, on one function
+# of each link layer; with completion events (-e) and with a small SRQ (-q 4
+# -r 8: receives must be reposted as the SRQ drains); and between the two IB
+# functions.
+srq_pingpongs() {
+	tr_pair "ibv_srq_pingpong on mlx5_0 (16 QPs, one SRQ)" ibv_srq_pingpong "-d mlx5_0 -n 100" "-d mlx5_0 -n 100"
+	tr_pair "ibv_srq_pingpong -e on mlx5_0 (completion events)" ibv_srq_pingpong "-d mlx5_0 -e -n 50" "-d mlx5_0 -e -n 50"
+	tr_pair "ibv_srq_pingpong on mlx5_2 (RoCE, 16 QPs, one SRQ)" ibv_srq_pingpong \
+		"-d mlx5_2 -g $ROCE_GID -n 100" "-d mlx5_2 -g $ROCE_GID -n 100"
+	tr_pair "ibv_srq_pingpong -q 4 -r 8 on mlx5_2 (small SRQ)" ibv_srq_pingpong \
+		"-d mlx5_2 -g $ROCE_GID -q 4 -r 8 -n 100" "-d mlx5_2 -g $ROCE_GID -q 4 -r 8 -n 100"
+	tr_pair "ibv_srq_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_srq_pingpong "-d mlx5_0 -n 50" "-d mlx5_1 -n 50"
+	tr_baseline "the SRQ pingpongs"
+}
+
+# `rdma res show srq` while srq_test holds an SRQ with two QPs on $1 (GID
+# index $2, optional): the SRQ with its type, the QP numbers (a range), its PD
+# and the owner's pid. The line, with the device name and numbers masked, goes
+# to /tmp/srqres-$1 for the comparison with rxe's (the whole line). The comm
+# is not checked by value: iproute2's res_srq_line() points `comm` at a
+# buffer declared inside an `if` block (SPRINT_BUF), so what it prints is
+# whatever reused that stack slot (ours printed "comm 262-263", the QP range).
+srq_res_while_held() {
+	local dev=$1 g=${2:+-g $2} pid i
+	rm -f /tmp/srq-release
+	/rdma-rs/srq_test -d $dev $g -w /tmp/srq-release >/tmp/srq-hold.out 2>&1 &
+	pid=$!
+	i=0
+	while ! grep -q '^I holding' /tmp/srq-hold.out && [ $i -lt 300 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	rdma res show srq >/tmp/res-srq 2>&1
+	sed 's/^/    rdma-srq| /' /tmp/res-srq
+	t_check "rdma res show srq lists $dev's SRQ (BASIC, two QPs, its PD, the pid)" \
+		grep -Eq "^dev $dev srqn [0-9]+ type BASIC lqpn [0-9]+-[0-9]+ pdn [0-9]+ pid $pid comm " /tmp/res-srq
+	grep "^dev $dev " /tmp/res-srq | sed "s/^dev $dev /dev DEV /; s/[0-9][0-9]*/N/g" >/tmp/srqres-$dev
+	touch /tmp/srq-release
+	wait $pid
+	t_import_file "srq_test $dev held" /tmp/srq-hold.out $?
+}
+
+# vm_srq: the SRQ pingpongs, then the project's SRQ test
+# (tests/userspace/srq_test.c) on both link layers of ours and on upstream
+# rdma_rxe; its facts (errnos, event types, counts) are
+# compared line by line.
+srq_suite() {
+	local d
+	load_ours $TRAFFIC_SIM
+	srq_pingpongs
+	t_import "srq_test mlx5_0 (IB)" /rdma-rs/srq_test -d mlx5_0
+	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_0.c
+	t_import "srq_test mlx5_2 (RoCE)" /rdma-rs/srq_test -d mlx5_2 -g $ROCE_GID
+	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_2.c
+	srq_res_while_held mlx5_0
+	tr_baseline "the SRQ test"
+	t_check "rdma res: no SRQ left" sh -c "rdma res | grep -v ' srq 0' | grep -q mlx5 && exit 1 || exit 0"
+	unload_ours
+	peer_up
+	t_import "srq_test rxe0 (upstream)" /rdma-rs/srq_test -d rxe0 -g 0
+	grep '^C ' /tmp/import.out >/tmp/srq-rxe0.c
+	srq_res_while_held rxe0 0
+	peer_down
+	if [ -s /tmp/srqres-rxe0 ] && diff /tmp/srqres-rxe0 /tmp/srqres-mlx5_0 >/tmp/srq-diff; then
+		t_ok "rdma res show srq: mlx5_0's line has rxe0's shape ($(cat /tmp/srqres-rxe0))"
+	else
+		sed 's/^/    diff| /' /tmp/srq-diff
+		t_fail "rdma res show srq: mlx5_0's line has rxe0's shape"
+	fi
+	for d in mlx5_0 mlx5_2; do
+		if [ -s /tmp/srq-$d.c ] && diff /tmp/srq-rxe0.c /tmp/srq-$d.c >/tmp/srq-diff; then
+			t_ok "srq_test: $d's $(wc -l </tmp/srq-$d.c) facts equal rxe0's"
+		else
+			sed 's/^/    diff| /' /tmp/srq-diff | head -n 40
+			t_fail "srq_test: $d's facts equal rxe0's"
+		fi
+	done
 }
 
 # perftest's result line: "<bytes> <iterations> <numbers...>".

@@ -74,6 +74,10 @@ pub(crate) mod method {
     pub(crate) const QP_DESTROY: u16 = 1;
     pub(crate) const QP_ATTACH_COMP_CNTR: u16 = 2;
 
+    /// upstream: `enum uverbs_methods_srq`.
+    pub(crate) const SRQ_CREATE: u16 = 0;
+    pub(crate) const SRQ_DESTROY: u16 = 1;
+
     /// upstream: `enum uverbs_methods_mr`.
     pub(crate) const DM_MR_REG: u16 = 0;
     pub(crate) const MR_DESTROY: u16 = 1;
@@ -168,6 +172,27 @@ pub(crate) mod attr {
     // upstream: enum uverbs_attrs_destroy_qp_cmd_attr_ids
     pub(crate) const DESTROY_QP_HANDLE: u16 = 0;
     pub(crate) const DESTROY_QP_RESP: u16 = 1;
+
+    // upstream: enum uverbs_attrs_create_srq_cmd_attr_ids
+    pub(crate) const CREATE_SRQ_HANDLE: u16 = 0;
+    pub(crate) const CREATE_SRQ_PD_HANDLE: u16 = 1;
+    pub(crate) const CREATE_SRQ_XRCD_HANDLE: u16 = 2;
+    pub(crate) const CREATE_SRQ_CQ_HANDLE: u16 = 3;
+    pub(crate) const CREATE_SRQ_USER_HANDLE: u16 = 4;
+    pub(crate) const CREATE_SRQ_MAX_WR: u16 = 5;
+    pub(crate) const CREATE_SRQ_MAX_SGE: u16 = 6;
+    pub(crate) const CREATE_SRQ_LIMIT: u16 = 7;
+    pub(crate) const CREATE_SRQ_MAX_NUM_TAGS: u16 = 8;
+    pub(crate) const CREATE_SRQ_TYPE: u16 = 9;
+    pub(crate) const CREATE_SRQ_EVENT_FD: u16 = 10;
+    pub(crate) const CREATE_SRQ_RESP_MAX_WR: u16 = 11;
+    pub(crate) const CREATE_SRQ_RESP_MAX_SGE: u16 = 12;
+    pub(crate) const CREATE_SRQ_RESP_SRQ_NUM: u16 = 13;
+    pub(crate) const CREATE_SRQ_BUF_UMEM: u16 = 14;
+
+    // upstream: enum uverbs_attrs_destroy_srq_cmd_attr_ids
+    pub(crate) const DESTROY_SRQ_HANDLE: u16 = 0;
+    pub(crate) const DESTROY_SRQ_RESP: u16 = 1;
 
     // upstream: enum uverbs_attrs_mr_destroy_ids
     pub(crate) const DESTROY_MR_HANDLE: u16 = 0;

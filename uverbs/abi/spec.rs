@@ -342,6 +342,8 @@ pub(crate) enum CoreHandler {
     CqDestroy,
     QpCreate,
     QpDestroy,
+    SrqCreate,
+    SrqDestroy,
     QueryMr,
     RegMr,
     AsyncEventAlloc,

@@ -270,6 +270,56 @@ const QP_DESTROY: &[AttrSpec] = &[
     ),
 ];
 
+// upstream: uverbs_std_types_srq.c
+const SRQ_CREATE: &[AttrSpec] = &[
+    A::idr(attr::CREATE_SRQ_HANDLE, obj::SRQ, Access::New, UA_MANDATORY),
+    A::idr(
+        attr::CREATE_SRQ_PD_HANDLE,
+        obj::PD,
+        Access::Read,
+        UA_MANDATORY,
+    ),
+    A::const_in(attr::CREATE_SRQ_TYPE, UA_MANDATORY),
+    A::ptr_in(attr::CREATE_SRQ_USER_HANDLE, PtrSpec::ty(8), UA_MANDATORY),
+    A::ptr_in(attr::CREATE_SRQ_MAX_WR, PtrSpec::ty(4), UA_MANDATORY),
+    A::ptr_in(attr::CREATE_SRQ_MAX_SGE, PtrSpec::ty(4), UA_MANDATORY),
+    A::ptr_in(attr::CREATE_SRQ_LIMIT, PtrSpec::ty(4), UA_MANDATORY),
+    A::idr(
+        attr::CREATE_SRQ_XRCD_HANDLE,
+        obj::XRCD,
+        Access::Read,
+        UA_OPTIONAL,
+    ),
+    A::idr(
+        attr::CREATE_SRQ_CQ_HANDLE,
+        obj::CQ,
+        Access::Read,
+        UA_OPTIONAL,
+    ),
+    A::ptr_in(attr::CREATE_SRQ_MAX_NUM_TAGS, PtrSpec::ty(4), UA_OPTIONAL),
+    A::fd(
+        attr::CREATE_SRQ_EVENT_FD,
+        obj::ASYNC_EVENT,
+        Access::Read,
+        UA_OPTIONAL,
+    ),
+    A::ptr_out(attr::CREATE_SRQ_RESP_MAX_WR, PtrSpec::ty(4), UA_MANDATORY),
+    A::ptr_out(attr::CREATE_SRQ_RESP_MAX_SGE, PtrSpec::ty(4), UA_MANDATORY),
+    A::ptr_out(attr::CREATE_SRQ_RESP_SRQ_NUM, PtrSpec::ty(4), UA_OPTIONAL),
+    A::umem(attr::CREATE_SRQ_BUF_UMEM, UA_OPTIONAL),
+    A::uhw_in(),
+    A::uhw_out(),
+];
+const SRQ_DESTROY: &[AttrSpec] = &[
+    A::idr(
+        attr::DESTROY_SRQ_HANDLE,
+        obj::SRQ,
+        Access::Destroy,
+        UA_MANDATORY,
+    ),
+    A::ptr_out(attr::DESTROY_SRQ_RESP, PtrSpec::ty(4), UA_MANDATORY),
+];
+
 // upstream: uverbs_std_types_mr.c
 const MR_DESTROY: &[AttrSpec] = &[A::idr(
     attr::DESTROY_MR_HANDLE,
@@ -356,6 +406,16 @@ pub(crate) const CORE_OBJECTS: &[ObjectSpec] = &[
         ],
         writes: &[],
         needs: &[DriverOp::DestroyQp],
+    },
+    ObjectSpec {
+        id: obj::SRQ,
+        type_class: Some(TypeClass::Idr),
+        methods: &[
+            m(method::SRQ_CREATE, SRQ_CREATE, CoreHandler::SrqCreate),
+            m(method::SRQ_DESTROY, SRQ_DESTROY, CoreHandler::SrqDestroy),
+        ],
+        writes: &[],
+        needs: &[DriverOp::DestroySrq],
     },
     // upstream: uverbs_def_obj_intf
     ObjectSpec {
@@ -473,6 +533,21 @@ pub(crate) const WRITE_OBJECTS: &[ObjectSpec] = &[
             W::io(cmd::QUERY_QP, 16, 128, &[Op::QueryQp]),
             W::ex(cmd::EX_CREATE_QP, 52, 40, &[Op::CreateQp]),
             W::ex(cmd::EX_MODIFY_QP, 112, 8, &[Op::ModifyQp]),
+        ],
+        needs: &[],
+    },
+    // upstream: uverbs_cmd.c, `UVERBS_OBJECT_SRQ`'s write commands (no XRC SRQs, no
+    // POST_SRQ_RECV: libmlx5 posts to the SRQ's memory).
+    ObjectSpec {
+        id: obj::SRQ,
+        type_class: None,
+        methods: &[],
+        writes: &[
+            W::udata_io(cmd::CREATE_SRQ, 32, 16, &[Op::CreateSrq]),
+            W::io(cmd::DESTROY_SRQ, 16, 4, &[Op::DestroySrq]),
+            W::udata_i(cmd::MODIFY_SRQ, 16, &[Op::ModifySrq]),
+            W::io(cmd::POST_SRQ_RECV, 24, 4, &[Op::PostSrqRecv]),
+            W::io(cmd::QUERY_SRQ, 16, 16, &[Op::QuerySrq]),
         ],
         needs: &[],
     },

@@ -19,7 +19,12 @@
 //! handle. Each object counts its events read by the process, and its
 //! destroy drops those still unread and reports the counts ([`UEvents`]).
 //!
-//! Not supported, and saying so: SRQs, XRC, RSS
+//! SRQs (`CREATE_SRQ`, `MODIFY_SRQ`, `QUERY_SRQ`, `DESTROY_SRQ` and the ioctl methods
+//! `SRQ_CREATE`/`SRQ_DESTROY`, upstream `__uverbs_create_xsrq()`, `ib_uverbs_modify_srq()`,
+//! `ib_uverbs_query_srq()`, `ib_uverbs_destroy_srq()`, `uverbs_std_types_srq.c`): basic SRQs,
+//! their events on the async event file, QPs created on them.
+//!
+//! Not supported, and saying so: XRC (XRC SRQs: `EOPNOTSUPP`), RSS
 //! indirection tables (`EINVAL`, as upstream for a device without the
 //! object), raw packet QPs (`EOPNOTSUPP`), QP create flags and
 //! CQ flags (`EOPNOTSUPP`: our QP/CQ init attributes carry none yet), the
@@ -41,7 +46,8 @@ use crate::uverbs::async_event::{AsyncEventFile, EventCount};
 use crate::uverbs::resp::Out;
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, Qp, QpAttr, QpAttrMask,
-    QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, UserCtx, UserMrReq,
+    QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, Srq, SrqAttrMask, SrqEvent, SrqHandler,
+    SrqInitAttr, UserCtx, UserMrReq,
 };
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
@@ -301,25 +307,27 @@ impl QpHandler for UEvents {
     }
 }
 
+impl SrqHandler for UEvents {
+    fn event(&self, event: SrqEvent) {
+        if let Some(a) = &self.async_file {
+            a.queue_obj_event(self.user_handle, event.ib_event_type(), &self.events);
+        }
+    }
+}
+
+/// The fields of `struct ib_uverbs_create_srq` (and of the ioctl method).
+struct CreateSrq {
+    user_handle: u64,
+    pd_handle: u32,
+    attr: SrqInitAttr,
+}
+
 /// upstream `rdma_get_ll_mac()`: the MAC of a link-local (EUI-64) GID.
 fn ll_mac(gid: &[u8; 16]) -> Option<[u8; 6]> {
     if gid[0] != 0xfe || gid[1] & 0xc0 != 0x80 || gid[11] != 0xff || gid[12] != 0xfe {
         return None;
     }
     Some([gid[8] ^ 2, gid[9], gid[10], gid[13], gid[14], gid[15]])
-}
-
-fn qp_state(v: u8) -> Result<QpState> {
-    Ok(match v {
-        0 => QpState::Reset,
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        4 => QpState::Sqd,
-        5 => QpState::Sqe,
-        6 => QpState::Err,
-        _ => return Err(EINVAL),
-    })
 }
 
 /// upstream `create_qp()`'s QP type switch: the types it knows but this
@@ -352,6 +360,98 @@ impl<D: Driver> UFile<D> {
             ObjKind::Pd(p) => Ok(p.clone()),
             _ => Err(EINVAL),
         }
+    }
+
+    fn srq_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Srq<D>>> {
+        match Self::obj_at(inner, inner.find(obj::SRQ, i64::from(h))?)? {
+            ObjKind::Srq(s, _) => Ok(s.clone()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// upstream `__uverbs_create_xsrq()` for a basic SRQ, up to the driver.
+    fn srq_create_common(
+        &self,
+        inner: &Inner<D>,
+        c: &CreateSrq,
+        b: &WriteBufs,
+    ) -> Result<(Arc<Srq<D>>, Arc<UEvents>)> {
+        let ctx = inner.ctx()?.clone();
+        let pd = Self::pd_by_handle(inner, c.pd_handle)?;
+        let ev = UEvents::new(None, inner.async_file.clone(), c.user_handle)?;
+        let handler: Arc<dyn SrqHandler> = ev.clone();
+        let srq = with_udata(b, |ud| {
+            Srq::create_user(
+                &pd,
+                &c.attr,
+                Some(handler),
+                Owner::current_task(),
+                &mut UserCtx::new(&ctx, ud),
+            )
+        })?;
+        Ok((srq, ev))
+    }
+
+    /// `IB_USER_VERBS_CMD_CREATE_SRQ`: the response has the handle and the sizes the driver
+    /// created (`srqn` is only for XRC SRQs, 0 here).
+    pub(super) fn create_srq(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        let r = request::<32>(&b.core_in)?;
+        let c = CreateSrq {
+            user_handle: rd64(&r, 8),
+            pd_handle: rd32(&r, 16),
+            attr: SrqInitAttr {
+                max_wr: rd32(&r, 20),
+                max_sge: rd32(&r, 24),
+                srq_limit: rd32(&r, 28),
+            },
+        };
+        let (srq, ev) = self.srq_create_common(inner, &c, b)?;
+        let id = inner.free_id(None);
+        let a = srq.attr();
+        let mut o = Out::<16>::new();
+        o.u32(0, id);
+        o.u32(4, a.max_wr);
+        o.u32(8, a.max_sge);
+        let out = b.core_out;
+        Self::commit_and_respond(inner, id, obj::SRQ, ObjKind::Srq(srq, ev), || {
+            copy_out_or_zero(out.0, out.1, &o.0)
+        })
+    }
+
+    /// `IB_USER_VERBS_CMD_MODIFY_SRQ`: upstream hands `attr_mask` to the driver unchecked.
+    pub(super) fn modify_srq(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        inner.ctx()?;
+        let r = request::<16>(&b.core_in)?;
+        let srq = Self::srq_by_handle(inner, rd32(&r, 0))?;
+        let attr = SrqInitAttr {
+            max_wr: rd32(&r, 8),
+            max_sge: 0,
+            srq_limit: rd32(&r, 12),
+        };
+        srq.modify(&attr, SrqAttrMask(rd32(&r, 4)))
+    }
+
+    /// `IB_USER_VERBS_CMD_QUERY_SRQ`.
+    pub(super) fn query_srq(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        inner.ctx()?;
+        let r = request::<16>(&b.core_in)?;
+        let srq = Self::srq_by_handle(inner, rd32(&r, 8))?;
+        let a = srq.query()?;
+        let mut o = Out::<16>::new();
+        o.u32(0, a.max_wr);
+        o.u32(4, a.max_sge);
+        o.u32(8, a.srq_limit);
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)
+    }
+
+    /// `IB_USER_VERBS_CMD_DESTROY_SRQ`: the response counts the events the process read;
+    /// `EBUSY` while a QP uses the SRQ.
+    pub(super) fn destroy_srq(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        inner.ctx()?;
+        let r = request::<16>(&b.core_in)?;
+        let pos = inner.find(obj::SRQ, i64::from(rd32(&r, 8)))?;
+        let rep = Self::destroy_at(inner, pos)?;
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &rep.events.to_ne_bytes())
     }
 
     fn qp_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Qp<D>>> {
@@ -502,6 +602,42 @@ impl<D: Driver> UFile<D> {
         copy_out_or_zero(b.core_out.0, b.core_out.1, &destroy_cq_resp(rep))
     }
 
+    /// `IB_USER_VERBS_CMD_RESIZE_CQ` (upstream `ib_uverbs_resize_cq()`): `cqe == 0` is
+    /// `EINVAL`; the driver's udata carries the new buffer; the response is
+    /// `struct ib_uverbs_resize_cq_resp { cqe; reserved; }` with the CQ's new size.
+    pub(super) fn resize_cq(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        let ctx = inner.ctx()?.clone();
+        let r = request::<16>(&b.core_in)?;
+        let cqe = rd32(&r, 12);
+        if cqe == 0 {
+            return Err(EINVAL);
+        }
+        let cq = Self::cq_by_handle(inner, rd32(&r, 8))?;
+        with_udata(b, |ud| cq.resize_user(cqe, &mut UserCtx::new(&ctx, ud)))?;
+        let mut o = Out::<8>::new();
+        o.u32(0, cq.cqe());
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)
+    }
+
+    /// `IB_USER_VERBS_EX_CMD_MODIFY_CQ` (upstream `ib_uverbs_ex_modify_cq()`): `struct
+    /// ib_uverbs_ex_modify_cq { cq_handle; attr_mask; attr { cq_count; cq_period; }; reserved;
+    /// }`; no mask or a reserved word is `EINVAL`, a mask beyond `IB_CQ_MODERATE` `EOPNOTSUPP`.
+    pub(super) fn modify_cq(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        /// `IB_CQ_MODERATE`.
+        const CQ_MODERATE: u32 = 1;
+        let r = request::<16>(&b.core_in)?;
+        let mask = rd32(&r, 4);
+        if mask == 0 || rd32(&r, 12) != 0 {
+            return Err(EINVAL);
+        }
+        if mask > CQ_MODERATE {
+            return Err(EOPNOTSUPP);
+        }
+        inner.ctx()?;
+        let cq = Self::cq_by_handle(inner, rd32(&r, 0))?;
+        cq.set_moderation(rd16(&r, 8), rd16(&r, 10))
+    }
+
     /// upstream `create_qp()` for RC/UC/UD QPs on a PD.
     fn qp_create_common(
         &self,
@@ -518,11 +654,11 @@ impl<D: Driver> UFile<D> {
             // object type the device lacks is EINVAL (rdma_lookup_get_uobject()).
             return Err(EINVAL);
         }
-        if c.is_srq {
-            // upstream looks the SRQ up: no SRQ handle exists in this file.
-            inner.find(obj::SRQ, i64::from(c.srq_handle))?;
-            return Err(EINVAL);
-        }
+        let srq = if c.is_srq {
+            Some(Self::srq_by_handle(inner, c.srq_handle)?)
+        } else {
+            None
+        };
         let rcq = if c.recv_cq_handle != c.send_cq_handle {
             Some(Self::cq_by_handle(inner, c.recv_cq_handle)?)
         } else {
@@ -542,7 +678,7 @@ impl<D: Driver> UFile<D> {
         let attr = QpInitAttr {
             send_cq: &scq,
             recv_cq: &rcq,
-            srq: None,
+            srq: srq.as_ref(),
             qp_type: t,
             cap: c.cap,
             sq_sig_all: c.sq_sig_all,
@@ -690,7 +826,7 @@ impl<D: Driver> UFile<D> {
             ..QpAttr::default()
         };
         if mask & QpAttrMask::STATE.0 != 0 {
-            a.qp_state = qp_state(state)?;
+            a.qp_state = QpState::try_from(state)?;
         }
         if mask & QpAttrMask::AV.0 != 0 {
             a.ah_attr = self.ah_from_dest(&dest)?;
@@ -1028,6 +1164,87 @@ impl<D: Driver> UFile<D> {
 }
 
 impl<D: Driver> UFile<D> {
+    /// `UVERBS_METHOD_SRQ_CREATE` (upstream `uverbs_std_types_srq.c`): basic SRQs; XRC and
+    /// tag-matching SRQs are `EOPNOTSUPP` (no driver here has them), an unknown type `EINVAL`
+    /// (`ib_uverbs_srq_type` has 3 values).
+    pub(super) fn ioctl_srq_create(
+        &self,
+        inner: &mut Inner<D>,
+        bd: &Bundle<'_>,
+        uattrs: &[u8],
+        out: &mut Outputs,
+        new: NewObj,
+    ) -> Result {
+        let NewObj::Idr { id, .. } = new else {
+            return Err(EINVAL);
+        };
+        let t = bd
+            .get_const_unsigned(attr::CREATE_SRQ_TYPE, u32::MAX.into(), None)
+            .map_err(kerr)?;
+        if t != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        if bd.is_valid(attr::CREATE_SRQ_BUF_UMEM) {
+            // An externally supplied buffer: the driver does not take one.
+            return Err(EOPNOTSUPP);
+        }
+        let pd_handle = match bd.get(attr::CREATE_SRQ_PD_HANDLE) {
+            Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| EINVAL)?,
+            _ => return Err(EINVAL),
+        };
+        let c = CreateSrq {
+            user_handle: ptr_u64(bd, attr::CREATE_SRQ_USER_HANDLE)?,
+            pd_handle,
+            attr: SrqInitAttr {
+                max_wr: ptr_u32(bd, attr::CREATE_SRQ_MAX_WR)?,
+                max_sge: ptr_u32(bd, attr::CREATE_SRQ_MAX_SGE)?,
+                srq_limit: ptr_u32(bd, attr::CREATE_SRQ_LIMIT)?,
+            },
+        };
+        let bufs = ioctl_bufs(bd, uattrs)?;
+        let (srq, ev) = self.srq_create_common(inner, &c, &bufs)?;
+        let a = srq.attr();
+        Self::commit_and_respond(inner, id, obj::SRQ, ObjKind::Srq(srq, ev), || {
+            out.put(bd, attr::CREATE_SRQ_RESP_MAX_WR, &a.max_wr.to_ne_bytes())?;
+            out.put(bd, attr::CREATE_SRQ_RESP_MAX_SGE, &a.max_sge.to_ne_bytes())?;
+            if bd.is_valid(attr::CREATE_SRQ_RESP_SRQ_NUM) {
+                out.put(bd, attr::CREATE_SRQ_RESP_SRQ_NUM, &0u32.to_ne_bytes())?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The value of a small PTR_IN attribute (its first `N` bytes, zero-filled).
+fn ptr_bytes<const N: usize>(bd: &Bundle<'_>, id: u16) -> Result<[u8; N]> {
+    let b = ptr_in(&bd.ptr(id).map_err(kerr)?)?;
+    let mut v = [0u8; N];
+    let n = b.len().min(N);
+    v[..n].copy_from_slice(&b[..n]);
+    Ok(v)
+}
+
+fn ptr_u32(bd: &Bundle<'_>, id: u16) -> Result<u32> {
+    Ok(u32::from_ne_bytes(ptr_bytes::<4>(bd, id)?))
+}
+
+fn ptr_u64(bd: &Bundle<'_>, id: u16) -> Result<u64> {
+    Ok(u64::from_ne_bytes(ptr_bytes::<8>(bd, id)?))
+}
+
+/// The driver data of an ioctl method as write-command buffers.
+fn ioctl_bufs(bd: &Bundle<'_>, uattrs: &[u8]) -> Result<WriteBufs> {
+    use crate::uverbs::abi::ids::{UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT};
+    let ud = bd.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
+    Ok(WriteBufs {
+        core_in: KVec::new(),
+        core_out: (0, 0),
+        udata_in: super::udata_in(&ud, uattrs)?,
+        udata_out: (ud.outbuf, ud.outlen),
+    })
+}
+
+impl<D: Driver> UFile<D> {
     /// `UVERBS_METHOD_REG_MR` (upstream `uverbs_std_types_mr.c`), checks in
     /// upstream's order: IOVA and LENGTH, the optional ADDR, FD_OFFSET and
     /// FD; an FD (a dma-buf) is `EOPNOTSUPP` (no driver of ours has
@@ -1107,33 +1324,4 @@ impl<D: Driver> UFile<D> {
             out.put(bd, attr::REG_MR_RESP_RKEY, &rkey.to_ne_bytes())
         })
     }
-}
-
-/// The value of a small PTR_IN attribute (its first `N` bytes, zero-filled).
-fn ptr_bytes<const N: usize>(bd: &Bundle<'_>, id: u16) -> Result<[u8; N]> {
-    let b = ptr_in(&bd.ptr(id).map_err(kerr)?)?;
-    let mut v = [0u8; N];
-    let n = b.len().min(N);
-    v[..n].copy_from_slice(&b[..n]);
-    Ok(v)
-}
-
-fn ptr_u32(bd: &Bundle<'_>, id: u16) -> Result<u32> {
-    Ok(u32::from_ne_bytes(ptr_bytes::<4>(bd, id)?))
-}
-
-fn ptr_u64(bd: &Bundle<'_>, id: u16) -> Result<u64> {
-    Ok(u64::from_ne_bytes(ptr_bytes::<8>(bd, id)?))
-}
-
-/// The driver data of an ioctl method as write-command buffers.
-fn ioctl_bufs(bd: &Bundle<'_>, uattrs: &[u8]) -> Result<WriteBufs> {
-    use crate::uverbs::abi::ids::{UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT};
-    let ud = bd.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
-    Ok(WriteBufs {
-        core_in: KVec::new(),
-        core_out: (0, 0),
-        udata_in: super::udata_in(&ud, uattrs)?,
-        udata_out: (ud.outbuf, ud.outlen),
-    })
 }

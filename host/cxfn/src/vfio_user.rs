@@ -417,6 +417,15 @@ impl Session {
                 self.msix.iter_mut().for_each(|s| *s = None);
                 return Ok(Vec::new());
             }
+            if fds.is_empty() {
+                // No descriptors for `count` vectors: QEMU enables MSI-X with vector 0's
+                // eventfd set to -1 (VFIO's "de-assign"), which cannot travel by SCM_RIGHTS;
+                // those vectors have no eventfd from now on.
+                for v in start..end {
+                    self.msix[v as usize] = None;
+                }
+                return Ok(Vec::new());
+            }
             if fds.len() != count as usize {
                 return Err(EINVAL);
             }

@@ -350,6 +350,12 @@ fn function_setup(d: &mut Driver) {
     // mlx5_query_hca_caps(): cur reflects SET_HCA_CAP.
     let cur = d.exec(&hdr(16, 0x100, 1), 0x1010);
     assert_eq!(get(&cur, cap + 0x9b, 5), 18);
+    let acur = d.exec(&hdr(16, 0x100, 3 << 1 | 1), 0x1010);
+    assert_eq!(
+        get(&acur, cap + 0x40, 2),
+        1,
+        "atomic endianness mode as set"
+    );
     // mlx5_query_board_id(): the PSID.
     let out = d.exec(&hdr(16, 0x101, 0), 0x110);
     assert!(out.len() == 0x110);
@@ -423,6 +429,63 @@ fn mlx5_core_probes_and_removes_the_function() {
     function_setup(&mut d);
     assert_eq!(d.dev.stats().delivery_errors, 0);
     assert_eq!(d.dev.stats().dma_errors, 0);
+}
+
+/// The commands (opcode, op_mod) upstream mlx5_core 7.3 sent to the function in the live boot
+/// of `make pcifn` (cxfn-server's command log, Documentation/pcifn.md), probe to
+/// `modprobe -r`, every one answered with status 0.
+const LIVE_BOOT: [(u16, u16); 26] = [
+    (0x104, 0), // ENABLE_HCA
+    (0x10a, 0), // QUERY_ISSI
+    (0x10b, 0), // SET_ISSI
+    (0x107, 1), // QUERY_PAGES boot
+    (0x805, 0), // ACCESS_REG (HOST_ENDIANNESS)
+    (0x100, 1), // QUERY_HCA_CAP general cur
+    (0x100, 0), // QUERY_HCA_CAP general max
+    (0x109, 0), // SET_HCA_CAP general
+    (0x100, 7), // QUERY_HCA_CAP atomic cur
+    (0x100, 6), // QUERY_HCA_CAP atomic max
+    (0x109, 6), // SET_HCA_CAP atomic
+    (0x107, 2), // QUERY_PAGES init
+    (0x102, 0), // INIT_HCA
+    (0x100, 1), // mlx5_query_hca_caps(): general cur
+    (0x100, 7), // atomic cur
+    (0x101, 0), // QUERY_ADAPTER
+    (0x802, 0), // ALLOC_UAR (bfreg)
+    (0x301, 0), // CREATE_EQ command
+    (0x301, 0), // CREATE_EQ async
+    (0x301, 0), // CREATE_EQ pages
+    (0x302, 0), // DESTROY_EQ pages
+    (0x302, 0), // DESTROY_EQ async
+    (0x302, 0), // DESTROY_EQ command
+    (0x803, 0), // DEALLOC_UAR
+    (0x103, 0), // TEARDOWN_HCA
+    (0x105, 0), // DISABLE_HCA
+];
+
+/// The replay above sends exactly what the live boot sent, in order, and the model answers
+/// each with status 0 and ends disabled, with every EQ and UAR gone.
+#[test]
+fn replay_matches_the_live_boot() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    teardown(&mut d, &eqs);
+    let log: Vec<(u16, u16)> = d
+        .dev
+        .command_log()
+        .iter()
+        .map(|c| (c.opcode, c.op_mod))
+        .collect();
+    assert_eq!(log, LIVE_BOOT);
+    assert!(d
+        .dev
+        .command_log()
+        .iter()
+        .all(|c| c.status == 0 && c.syndrome == 0));
+    assert_eq!(d.dev.lifecycle(), "disabled");
+    assert!(!d.dev.has_objects());
 }
 
 #[test]

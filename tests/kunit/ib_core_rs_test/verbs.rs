@@ -8,7 +8,7 @@ use kernel::prelude::*;
 mod tests {
     use super::super::*;
     use ib_core_rs::restrack::ResType;
-    use ib_core_rs::verbs::{CqHandler, QpCap, QpType, Sge};
+    use ib_core_rs::verbs::{modify_qp_is_ok, CqHandler, QpAttrMask, QpCap, QpState, QpType, Sge};
 
     struct CompCounter(Atomic<i32>);
 
@@ -55,6 +55,95 @@ mod tests {
             },
             ib_core_rs::kernel_owner!(),
         )
+    }
+
+    /// upstream `ib_modify_qp_is_ok()`: the RC, UC and UD transitions libibverbs users make,
+    /// a missing required attribute, a disallowed optional one, `IB_QP_CUR_STATE` from INIT,
+    /// and transitions the table does not list (RESET to ERR, INIT to RTS).
+    #[test]
+    fn modify_qp_is_ok_follows_the_upstream_table() {
+        use QpAttrMask as M;
+        use QpState as S;
+        let init = M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS;
+        let rtr = M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN;
+        let rc_rtr = rtr | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER;
+        let rc_rts =
+            M::STATE | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::SQ_PSN | M::MAX_QP_RD_ATOMIC;
+        assert!(modify_qp_is_ok(S::Reset, S::Init, QpType::Rc, init));
+        assert!(modify_qp_is_ok(S::Init, S::Rtr, QpType::Rc, rc_rtr));
+        assert!(modify_qp_is_ok(S::Rtr, S::Rts, QpType::Rc, rc_rts));
+        assert!(modify_qp_is_ok(S::Init, S::Rtr, QpType::Uc, rtr));
+        assert!(modify_qp_is_ok(
+            S::Rtr,
+            S::Rts,
+            QpType::Uc,
+            M::STATE | M::SQ_PSN
+        ));
+        let ud_init = M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY;
+        assert!(modify_qp_is_ok(S::Reset, S::Init, QpType::Ud, ud_init));
+        assert!(modify_qp_is_ok(S::Init, S::Rtr, QpType::Ud, M::STATE));
+        assert!(modify_qp_is_ok(
+            S::Rtr,
+            S::Rts,
+            QpType::Ud,
+            M::STATE | M::SQ_PSN
+        ));
+        // Optional attributes: MIN_RNR_TIMER into RTS on RC, not on UC.
+        assert!(modify_qp_is_ok(
+            S::Rts,
+            S::Rts,
+            QpType::Rc,
+            M::MIN_RNR_TIMER
+        ));
+        assert!(!modify_qp_is_ok(
+            S::Rts,
+            S::Rts,
+            QpType::Uc,
+            M::MIN_RNR_TIMER
+        ));
+        // A required attribute missing.
+        assert!(!modify_qp_is_ok(S::Init, S::Rtr, QpType::Rc, rtr));
+        assert!(!modify_qp_is_ok(S::Reset, S::Init, QpType::Ud, init));
+        // An attribute the transition does not take.
+        assert!(!modify_qp_is_ok(
+            S::Reset,
+            S::Init,
+            QpType::Rc,
+            init | M::SQ_PSN
+        ));
+        assert!(!modify_qp_is_ok(
+            S::Init,
+            S::Err,
+            QpType::Rc,
+            M::STATE | M::QKEY
+        ));
+        // IB_QP_CUR_STATE only from RTR, RTS, SQD, SQE.
+        assert!(!modify_qp_is_ok(
+            S::Init,
+            S::Init,
+            QpType::Rc,
+            M::STATE | M::CUR_STATE
+        ));
+        assert!(modify_qp_is_ok(
+            S::Rts,
+            S::Rts,
+            QpType::Rc,
+            M::STATE | M::CUR_STATE
+        ));
+        // Anything to RESET and ERR, except RESET to ERR; no skipping states.
+        assert!(modify_qp_is_ok(S::Rts, S::Reset, QpType::Rc, M::STATE));
+        assert!(modify_qp_is_ok(S::Rtr, S::Err, QpType::Ud, M::STATE));
+        assert!(!modify_qp_is_ok(S::Reset, S::Err, QpType::Rc, M::STATE));
+        assert!(!modify_qp_is_ok(S::Init, S::Rts, QpType::Rc, rc_rts));
+        assert!(modify_qp_is_ok(
+            S::Rts,
+            S::Sqd,
+            QpType::Rc,
+            M::STATE | M::EN_SQD_ASYNC_NOTIFY
+        ));
+        // The values of enum ib_qp_state.
+        assert_eq!(QpState::try_from(3u8), Ok(S::Rts));
+        assert_eq!(QpState::try_from(7u8), Err(EINVAL));
     }
 
     #[test]
@@ -107,7 +196,9 @@ mod tests {
             &SrqInitAttr {
                 max_wr: 4,
                 max_sge: 1,
+                srq_limit: 0,
             },
+            None,
             ib_core_rs::kernel_owner!(),
         )?;
         assert_eq!(pd.usecnt(), 1);

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RMP commands (CREATE_RMP, MODIFY_RMP, QUERY_RMP, DESTROY_RMP: the basic SRQ object that
+//! mlx5_ib creates on an ISSI 1 device, upstream `create_rmp_cmd()` in `srq_cmd.c`) and the
+//! state the data path keeps of an SRQ.
+//!
+//! The receive WQEs form a linked list (`wq_type` linked list), as libmlx5 lays them out: each
+//! WQE starts with a 16-byte `mlx5_wqe_srq_next_seg` whose big-endian `next_wqe_index` (bytes
+//! 2..4) names the WQE after it, followed by data segments. The doorbell record's first word
+//! is the count of posted WQEs (libmlx5 `srq->counter`). The device consumes the WQE at its
+//! head, reports that index as the CQE's `wqe_counter` (libmlx5 frees exactly that WQE), and
+//! moves its head to the WQE's `next_wqe_index`. With a limit armed (`lwm`, MODIFY_RMP), the
+//! consumption that leaves fewer posted WQEs than the limit raises
+//! `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` once and disarms the SRQ.
+
+use super::syndrome::{self as syn, CmdError};
+use super::xlat::Xlat;
+use super::{fail, Cmd, Fw, Rmp, RMPC_BYTES};
+use crate::prm::cmd::*;
+use crate::prm::consts::{RMPC_STATE_RDY, WQ_TYPE_LINKED_LIST};
+use crate::prm::ctx::{rmp_bitmask, rmpc, wq};
+use crate::prm::layout::Field;
+use crate::prm::status::Status;
+
+/// Bytes of the `mlx5_wqe_srq_next_seg` each SRQ WQE starts with.
+pub(crate) const NEXT_SEG: usize = 16;
+
+/// `NO_RES_ERR` for a full table.
+const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
+
+/// What the data path keeps of an SRQ.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SrqState {
+    /// The buffer's translation.
+    pub(crate) xlat: Xlat,
+    /// Offset of the buffer in the translation (`page_offset`).
+    pub(crate) buf_off: u64,
+    /// log2 of the number of WQEs.
+    pub(crate) log_sz: u8,
+    /// log2 of the WQE stride in bytes.
+    pub(crate) shift: u8,
+    /// Doorbell record: the posted-WQE counter (big-endian, low 16 bits used).
+    pub(crate) dbr: u64,
+    /// Index of the next WQE to consume.
+    pub(crate) head: u16,
+    /// WQEs consumed so far (compared with the doorbell record's counter).
+    pub(crate) ci: u16,
+    /// The armed limit (`lwm`), 0 when not armed.
+    pub(crate) lwm: u16,
+}
+
+/// One SRQ WQE taken from the head: its index, the index after it and the scatter entries'
+/// bytes length (they are at `NEXT_SEG..NEXT_SEG + len` of the caller's buffer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SrqWqe {
+    /// The WQE index (the CQE's `wqe_counter`).
+    pub(crate) idx: u16,
+    /// Its `next_wqe_index`.
+    pub(crate) next: u16,
+}
+
+impl SrqState {
+    /// Decodes a `wq` plus the `pas[]` at byte `pas` of the inbox.
+    fn parse(w: &[u8], inbox: &[u8], pas: usize) -> Result<SrqState, CmdError> {
+        let g = |f: Field| f.get(w).unwrap_or(0);
+        let log_sz = u8::try_from(g(wq::log_wq_sz)).unwrap_or(0);
+        let shift = u8::try_from(g(wq::log_wq_stride)).unwrap_or(4);
+        let page = 4096u64.checked_shl(g(wq::log_wq_pg_sz)).unwrap_or(0);
+        let buf_off = u64::from(g(wq::page_offset)).saturating_mul(page >> 6);
+        let bytes = buf_off.saturating_add(1u64 << (u32::from(log_sz) + u32::from(shift)));
+        let count = if page == 0 { 0 } else { bytes.div_ceil(page) };
+        Ok(SrqState {
+            xlat: Xlat::from_pages(inbox, pas, count, page).map_err(super::objects::fragmented)?,
+            buf_off,
+            log_sz,
+            shift,
+            dbr: wq::dbr_addr.get64(w).unwrap_or(0),
+            head: 0,
+            ci: 0,
+            lwm: u16::try_from(g(wq::lwm)).unwrap_or(0),
+        })
+    }
+
+    /// Byte offset of WQE `idx` in the translation.
+    pub(crate) fn wqe_at(&self, idx: u16) -> u64 {
+        let mask = (1u64 << self.log_sz) - 1;
+        self.buf_off + ((u64::from(idx) & mask) << self.shift)
+    }
+
+    /// The WQE stride in bytes.
+    pub(crate) fn stride(&self) -> usize {
+        1usize << self.shift
+    }
+
+    /// Consumes the head WQE `w` with `posted` WQEs counted in the doorbell record; true when
+    /// this crossed the armed limit (the SRQ is then disarmed).
+    pub(crate) fn consume(&mut self, w: SrqWqe, posted: u16) -> bool {
+        self.head = w.next & ((1u16 << self.log_sz.min(15)).wrapping_sub(1));
+        self.ci = self.ci.wrapping_add(1);
+        if self.lwm != 0 && posted.wrapping_sub(self.ci) < self.lwm {
+            self.lwm = 0;
+            return true;
+        }
+        false
+    }
+}
+
+impl Fw {
+    /// Checks that `rmpn` names an RMP `uid` may use.
+    pub(super) fn rmp_usable(&self, uid: u16, rmpn: u32, syndrome: u32) -> Result<(), CmdError> {
+        let r = self
+            .rmps
+            .get(rmpn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syndrome))?;
+        Self::owned(uid, r.uid)
+    }
+
+    /// CREATE_RMP: validates the context `create_rmp_cmd()` fills and stores the RMP.
+    pub(super) fn create_rmp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let ctx = create_rmp_in::ctx;
+        let w = |f: Field| ctx.inner(rmpc::wq.inner(f));
+        if c.get(ctx.inner(rmpc::state))? != RMPC_STATE_RDY {
+            return fail(Status::BAD_PARAM_ERR, syn::RMP_STATE);
+        }
+        if c.get(w(wq::wq_type))? != WQ_TYPE_LINKED_LIST {
+            return fail(Status::BAD_PARAM_ERR, syn::RMP_WQ_TYPE);
+        }
+        let log_sz = c.get(w(wq::log_wq_sz))?;
+        if log_sz > self.cfg.profile.log_max_srq_sz {
+            return fail(Status::LIM_ERR, syn::RMP_TOO_BIG);
+        }
+        // 16 bytes (the next segment alone) up to max_wqe_sz_rq (512).
+        if !(4..=9).contains(&c.get(w(wq::log_wq_stride))?) {
+            return fail(Status::BAD_PARAM_ERR, syn::RMP_STRIDE);
+        }
+        if c.get(w(wq::lwm))? >= 1 << log_sz {
+            return fail(Status::BAD_PARAM_ERR, syn::RMP_LWM);
+        }
+        let pd = c.get(w(wq::pd))?;
+        self.pd_usable(c.uid, pd)?;
+        let mut bytes = [0; RMPC_BYTES];
+        bytes.copy_from_slice(c.in_bytes(ctx)?);
+        let wbytes = rmpc::wq
+            .bytes(&bytes)
+            .map_err(|_| CmdError::new(Status::INT_ERR, 0))?;
+        // pas[] follows the fixed layout.
+        let q = SrqState::parse(wbytes, c.inbox, create_rmp_in::SIZE_BYTES)?;
+        let rmp = Rmp {
+            uid: c.uid,
+            pd,
+            rmpc: bytes,
+            q,
+        };
+        let rmpn = self.rmps.alloc(rmp).ok_or(FULL)?;
+        c.set(create_rmp_out::rmpn, rmpn)
+    }
+
+    /// MODIFY_RMP: only the limit (`bitmask.lwm`, upstream `arm_rmp_cmd()`), in RDY.
+    pub(super) fn modify_rmp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let rmpn = c.get(modify_rmp_in::rmpn)?;
+        self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
+        if c.get(modify_rmp_in::rmp_state)? != RMPC_STATE_RDY
+            || c.get(modify_rmp_in::ctx.inner(rmpc::state))? != RMPC_STATE_RDY
+        {
+            return fail(Status::BAD_PARAM_ERR, syn::RMP_STATE);
+        }
+        let mask = c.in_bytes(modify_rmp_in::bitmask)?;
+        let lwm_bit = rmp_bitmask::lwm.get(mask).unwrap_or(0);
+        if lwm_bit == 0 || mask.iter().map(|b| b.count_ones()).sum::<u32>() != 1 {
+            return fail(Status::BAD_PARAM_ERR, syn::RMP_BITMASK);
+        }
+        let lwm = c.get(modify_rmp_in::ctx.inner(rmpc::wq.inner(wq::lwm)))?;
+        let r = self
+            .rmps
+            .get_mut(rmpn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::RMP_UNKNOWN))?;
+        if lwm >= 1 << r.q.log_sz {
+            return fail(Status::BAD_PARAM_ERR, syn::RMP_LWM);
+        }
+        r.q.lwm = u16::try_from(lwm).unwrap_or(0);
+        Ok(())
+    }
+
+    /// QUERY_RMP: the stored context with the live limit (0 once it fired) and the device's
+    /// consumer counter (`wq.hw_counter`).
+    pub(super) fn query_rmp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let rmpn = c.get(query_rmp_in::rmpn)?;
+        self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
+        let r = self
+            .rmps
+            .get(rmpn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::RMP_UNKNOWN))?;
+        let (bytes, lwm, ci) = (r.rmpc, r.q.lwm, r.q.ci);
+        let ctx = query_rmp_out::rmp_context;
+        c.set_bytes(ctx, &bytes)?;
+        c.set(ctx.inner(rmpc::wq.inner(wq::lwm)), u32::from(lwm))?;
+        c.set(ctx.inner(rmpc::wq.inner(wq::hw_counter)), u32::from(ci))?;
+        c.set(ctx.inner(rmpc::state), RMPC_STATE_RDY)
+    }
+
+    /// DESTROY_RMP: refused while a QP receives from it.
+    pub(super) fn destroy_rmp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let rmpn = c.get(destroy_rmp_in::rmpn)?;
+        self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
+        if self.qps.iter().any(|(_, q)| q.q.srq == Some(rmpn)) {
+            return fail(Status::RES_BUSY, syn::RMP_BUSY);
+        }
+        if let Some(slot) = self.rmps.slot_of(rmpn) {
+            self.events.forget_srq(slot);
+        }
+        self.rmps.free(rmpn);
+        Ok(())
+    }
+}

@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fault_sweep: one verb under fault injection, one failure point at a time.
+ *
+ *   fault_sweep -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP]
+ *
+ * VERB is one of ctx uctx pd mr cq qp modify ah (the create paths; "ctx" is
+ * ibv_open_device, "uctx" its kernel part alone (see open_uctx()), "modify"
+ * moves a fresh RC QP RST->INIT->RTR->RTS) or d_ctx d_uctx d_pd d_mr d_cq
+ * d_qp d_ah (the destroy paths: the object is created unarmed, its destroy
+ * is armed).
+ *
+ * -k slab: the kernel's allocation fault injection through the task's own
+ *   counter, /proc/thread-self/fail-nth (failslab and fail_page_alloc, set up
+ *   by the caller in debugfs): writing N makes the N-th fault-injection site
+ *   this thread passes fail, and only this thread's. Reading it back after
+ *   the verb says whether the point was reached (0) or not (the verb has
+ *   fewer than N points: the sweep is over).
+ * -k fw: the firmware simulator's one-shot knob FWSIM_DIR/fail_nth: the N-th
+ *   firmware command from now completes with a bad status (odd N: INT_ERR,
+ *   which upstream maps to EIO; even N: LIM_ERR, ENOMEM), without executing.
+ *
+ * Points N = 1, 1+STEP, 1+2*STEP, ... are failed until one is not reached (or
+ * MAX points were hit). For each: a create verb must fail with the point's
+ * errno (slab: ENOMEM; fw: the status's) or, for an allocation, succeed
+ * because something absorbed the failure (a fallback: kmemleak's own object
+ * cache falls back to its pool, libibverbs/libmlx5 tolerate some failed
+ * calls of ibv_open_device); a create whose firmware command failed must
+ * fail (but "ctx": libmlx5 tolerates failed port queries and a failed UAR
+ * allocation while opening); a destroy verb may fail with that errno,
+ * and then the object must still exist and its destroy succeed unarmed.
+ * After each point the device's restrack counts (`rdma res show`) and the
+ * simulator's tables (FWSIM_DIR/resources, iommu) must be what they were
+ * before it. Prints one line per failed check, `R ok/fail` per point class,
+ * and one summary line:
+ *   S <verb> <kind> points <hit> failed <n> absorbed <n> reached <last N>
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/mlx5-abi.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+#include <sys/ioctl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum kind { SLAB, FW };
+
+static const char *devname, *fwdir, *verb;
+static enum kind kind;
+static int failnth_fd = -1, fwknob_fd = -1;
+static int failures;
+
+struct env {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_device *dev;
+	struct ibv_port_attr port;
+	union ibv_gid gid;
+	int roce;
+	void *buf;
+	size_t len;
+};
+
+static void fail(const char *fmt, const char *a, long n, int e)
+{
+	printf("R fail %s %s point %ld: ", verb, kind == SLAB ? "slab" : "fw", n);
+	printf(fmt, a, e, strerror(e));
+	printf("\n");
+	failures++;
+}
+
+/* debugfs files do not seek: the fw knob is written with write(). */
+static int write_str(int fd, const char *s)
+{
+	ssize_t r = fd == failnth_fd ? pwrite(fd, s, strlen(s), 0) : write(fd, s, strlen(s));
+
+	return r < 0 ? errno : 0;
+}
+
+/* Arms point n. Nothing but the verb may run between arm() and disarm(). */
+static int arm(long n)
+{
+	char b[64];
+
+	if (kind == SLAB) {
+		snprintf(b, sizeof(b), "%ld", n);
+		return write_str(failnth_fd, b);
+	}
+	/* Odd points INT_ERR (0x1, EIO), even points LIM_ERR (0x8, ENOMEM). */
+	snprintf(b, sizeof(b), "%ld %s", n, n % 2 ? "0x1" : "0x8");
+	return write_str(fwknob_fd, b);
+}
+
+/* Disarms; returns 1 if the armed point was reached (the fault fired). */
+static int disarm(void)
+{
+	char b[64] = "";
+	ssize_t r;
+
+	if (kind == SLAB) {
+		r = pread(failnth_fd, b, sizeof(b) - 1, 0);
+		write_str(failnth_fd, "0");
+		return r > 0 && atol(b) == 0;
+	}
+	{
+		char p[512];
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/fail_nth", fwdir);
+		fd = open(p, O_RDONLY);
+		r = fd < 0 ? -1 : read(fd, b, sizeof(b) - 1);
+		if (fd >= 0)
+			close(fd);
+	}
+	write_str(fwknob_fd, "0");
+	return r > 0 && b[0] == '0' && (b[1] == '\n' || b[1] == 0);
+}
+
+static int want_errno(long n)
+{
+	if (kind == SLAB)
+		return ENOMEM;
+	return n % 2 ? EIO : ENOMEM;
+}
+
+/* What must come back after each point: restrack and the simulator's tables. */
+static void snapshot(char *out, size_t sz)
+{
+	char cmd[256], line[512];
+	const char *files[] = { "resources", "iommu" };
+	size_t used = 0;
+	FILE *f;
+	unsigned int i;
+
+	out[0] = 0;
+	snprintf(cmd, sizeof(cmd), "rdma res show 2>&1 | grep ' %s: '", devname);
+	f = popen(cmd, "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f) && used + strlen(line) < sz)
+			used += snprintf(out + used, sz - used, "%s", line);
+		pclose(f);
+	}
+	if (!fwdir)
+		return;
+	for (i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "%s/%s", fwdir, files[i]);
+		f = fopen(cmd, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f) && used + strlen(line) < sz)
+			used += snprintf(out + used, sz - used, "%s", line);
+		fclose(f);
+	}
+}
+
+static void flat(char *s)
+{
+	for (; *s; s++)
+		if (*s == '\n')
+			*s = ' ';
+}
+
+/*
+ * Mappings of uverbs files in this process that `base` (a /proc/self/maps
+ * excerpt) does not list are unmapped: libmlx5 ignores a failed munmap() at
+ * ibv_close_device() (an injected allocation failure in the VMA split), and a
+ * page still mapped rightly holds its UAR. Returns how many went.
+ */
+static int unmap_leftovers(const char *base)
+{
+	char line[512];
+	unsigned long a, b;
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "/dev/infiniband/") || strstr(base, line))
+			continue;
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && !munmap((void *)a, b - a))
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static void uverbs_maps(char *out, size_t sz)
+{
+	char line[512];
+	size_t used = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	out[0] = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "/dev/infiniband/") && used + strlen(line) < sz)
+			used += snprintf(out + used, sz - used, "%s", line);
+	fclose(f);
+}
+
+static int same(const char *a, const char *b, long n, const char *when)
+{
+	char x[4096], y[4096];
+
+	if (!strcmp(a, b))
+		return 1;
+	snprintf(x, sizeof(x), "%s", a);
+	snprintf(y, sizeof(y), "%s", b);
+	flat(x);
+	flat(y);
+	printf("R fail %s %s point %ld: state %s differs: before [%s] after [%s]\n", verb,
+	       kind == SLAB ? "slab" : "fw", n, when, x, y);
+	failures++;
+	return 0;
+}
+
+static struct ibv_qp *make_qp(struct env *e)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = e->cq,
+		.recv_cq = e->cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+
+	return ibv_create_qp(e->pd, &ia);
+}
+
+/* RST -> INIT -> RTR -> RTS, connected to itself: 0 or the first errno. */
+static int to_rts(struct env *e, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	int r;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS);
+	if (r)
+		return r;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.rq_psn = 0x1234;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.port_num = 1;
+	if (e->roce) {
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = e->gid;
+		a.ah_attr.grh.hop_limit = 1;
+	} else {
+		a.ah_attr.dlid = e->port.lid;
+	}
+	r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			  IBV_QP_MIN_RNR_TIMER);
+	if (r)
+		return r;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0x4321;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static struct ibv_ah *make_ah(struct env *e)
+{
+	struct ibv_ah_attr a = { .port_num = 1 };
+
+	if (e->roce) {
+		a.is_global = 1;
+		a.grh.dgid = e->gid;
+		a.grh.hop_limit = 1;
+	} else {
+		a.dlid = e->port.lid;
+	}
+	return ibv_create_ah(e->pd, &a);
+}
+
+/*
+ * uctx: the kernel's part of opening a device without libibverbs around it,
+ * open() of the uverbs file and GET_CONTEXT with libmlx5's request (DYN_UAR,
+ * CQE version 1), so that the errno seen is the kernel's: libibverbs turns a
+ * failed open() into a search of /dev (ENOENT when it finds nothing more) and
+ * libmlx5 retries a failed GET_CONTEXT with its legacy request lengths.
+ */
+struct uctx {
+	int fd;
+};
+
+static struct uctx *open_uctx(struct env *e)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[2];
+	} r;
+	struct mlx5_ib_alloc_ucontext_req_v2 req = {
+		.max_cqe_version = 1,
+		.lib_caps = MLX5_LIB_CAP_4K_UAR | MLX5_LIB_CAP_DYN_UAR,
+	};
+	struct mlx5_ib_alloc_ucontext_resp resp;
+	static struct uctx u;
+	char path[128];
+	int err;
+
+	snprintf(path, sizeof(path), "/dev/infiniband/%s", e->dev->dev_name);
+	u.fd = open(path, O_RDWR | O_CLOEXEC);
+	if (u.fd < 0)
+		return NULL;
+	memset(&r, 0, sizeof(r));
+	r.hdr.length = sizeof(r);
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_GET_CONTEXT;
+	r.hdr.num_attrs = 2;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[0] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_UHW_IN, .len = sizeof(req),
+					      .data = (uintptr_t)&req };
+	r.attrs[1] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_UHW_OUT, .len = sizeof(resp),
+					      .data = (uintptr_t)&resp };
+	if (ioctl(u.fd, RDMA_VERBS_IOCTL, &r)) {
+		err = errno;
+		close(u.fd);
+		errno = err;
+		return NULL;
+	}
+	return &u;
+}
+
+/* The object a verb creates or destroys, kind-tagged for destroy(). */
+enum obj { O_CTX, O_UCTX, O_PD, O_MR, O_CQ, O_QP, O_AH, O_MODIFY };
+
+struct verbdef {
+	const char *name;
+	enum obj obj;
+	int destroy;
+};
+
+static const struct verbdef verbs[] = {
+	{ "ctx", O_CTX, 0 },  { "uctx", O_UCTX, 0 }, { "d_uctx", O_UCTX, 1 }, { "pd", O_PD, 0 },     { "mr", O_MR, 0 },     { "cq", O_CQ, 0 },
+	{ "qp", O_QP, 0 },    { "modify", O_MODIFY, 0 }, { "ah", O_AH, 0 },
+	{ "d_ctx", O_CTX, 1 }, { "d_pd", O_PD, 1 },  { "d_mr", O_MR, 1 },   { "d_cq", O_CQ, 1 },
+	{ "d_qp", O_QP, 1 },  { "d_ah", O_AH, 1 },
+};
+
+/* Creates the object; NULL with errno on failure. */
+static void *create(struct env *e, enum obj o)
+{
+	switch (o) {
+	case O_CTX:
+		return ibv_open_device(e->dev);
+	case O_UCTX:
+		return open_uctx(e);
+	case O_PD:
+		return ibv_alloc_pd(e->ctx);
+	case O_MR:
+		return ibv_reg_mr(e->pd, e->buf, e->len, IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	case O_CQ:
+		return ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	case O_QP:
+	case O_MODIFY:
+		return make_qp(e);
+	case O_AH:
+		return make_ah(e);
+	}
+	return NULL;
+}
+
+/* Destroys it: 0 or an errno. */
+static int destroy(enum obj o, void *p)
+{
+	switch (o) {
+	case O_CTX:
+		return ibv_close_device(p);
+	case O_UCTX:
+		return close(((struct uctx *)p)->fd) ? errno : 0;
+	case O_PD:
+		return ibv_dealloc_pd(p);
+	case O_MR:
+		return ibv_dereg_mr(p);
+	case O_CQ:
+		return ibv_destroy_cq(p);
+	case O_QP:
+	case O_MODIFY:
+		return ibv_destroy_qp(p);
+	case O_AH:
+		return ibv_destroy_ah(p);
+	}
+	return EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+	static char base[4096], after[4096], held[4096], maps[8192];
+	const struct verbdef *v = NULL;
+	struct ibv_device **list;
+	struct env e = { 0 };
+	long n, max = 100000, step = 1, hit = 0, failed = 0, absorbed = 0, last = 0;
+	int opt, i, reached, err;
+	char p[512];
+
+	while ((opt = getopt(argc, argv, "d:v:k:f:m:s:")) != -1) {
+		switch (opt) {
+		case 'd': devname = optarg; break;
+		case 'v': verb = optarg; break;
+		case 'k': kind = strcmp(optarg, "fw") ? SLAB : FW; break;
+		case 'f': fwdir = optarg; break;
+		case 'm': max = atol(optarg); break;
+		case 's': step = atol(optarg) > 0 ? atol(optarg) : 1; break;
+		default: return 2;
+		}
+	}
+	for (i = 0; verb && i < (int)(sizeof(verbs) / sizeof(verbs[0])); i++)
+		if (!strcmp(verbs[i].name, verb))
+			v = &verbs[i];
+	if (!devname || !v || (kind == FW && !fwdir)) {
+		fprintf(stderr, "usage: %s -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP]\n",
+			argv[0]);
+		return 2;
+	}
+	if (kind == SLAB) {
+		failnth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+		if (failnth_fd < 0) {
+			printf("R fail %s slab: open /proc/thread-self/fail-nth: %s\n", verb,
+			       strerror(errno));
+			return 1;
+		}
+	} else {
+		snprintf(p, sizeof(p), "%s/fail_nth", fwdir);
+		fwknob_fd = open(p, O_WRONLY);
+		if (fwknob_fd < 0) {
+			printf("R fail %s fw: open %s: %s\n", verb, p, strerror(errno));
+			return 1;
+		}
+	}
+
+	list = ibv_get_device_list(NULL);
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), devname))
+			e.dev = list[i];
+	if (!e.dev) {
+		printf("R fail %s: device %s not found\n", verb, devname);
+		return 1;
+	}
+	/* The objects the verb needs, created unarmed, kept for the whole sweep. */
+	e.len = 65536;
+	e.buf = mmap(NULL, e.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (e.buf == MAP_FAILED)
+		return 1;
+	memset(e.buf, 0x5a, e.len);
+	e.ctx = ibv_open_device(e.dev);
+	e.pd = e.ctx ? ibv_alloc_pd(e.ctx) : NULL;
+	e.cq = e.pd ? ibv_create_cq(e.ctx, 16, NULL, NULL, 0) : NULL;
+	if (!e.cq || ibv_query_port(e.ctx, 1, &e.port) || ibv_query_gid(e.ctx, 1, 0, &e.gid)) {
+		printf("R fail %s: setup on %s: %s\n", verb, devname, strerror(errno));
+		return 1;
+	}
+	e.roce = e.port.link_layer == IBV_LINK_LAYER_ETHERNET;
+
+	/* One unarmed run first: the verb works, and user-space caches are warm. */
+	{
+		void *o = create(&e, v->obj);
+
+		if (!o || (v->obj == O_MODIFY && (errno = to_rts(&e, o)))) {
+			printf("R fail %s: the verb fails unarmed: %s\n", verb, strerror(errno));
+			return 1;
+		}
+		if ((err = destroy(v->obj, o))) {
+			printf("R fail %s: destroy unarmed: %s\n", verb, strerror(err));
+			return 1;
+		}
+	}
+	snapshot(base, sizeof(base));
+	uverbs_maps(maps, sizeof(maps));
+
+	for (n = 1; hit < max; n += step) {
+		void *o = NULL;
+
+		if (v->destroy || v->obj == O_MODIFY) {
+			o = create(&e, v->obj);
+			if (!o) {
+				fail("%s: unarmed create fails: errno %d (%s)", "", n, errno);
+				break;
+			}
+			if (v->destroy)
+				snapshot(held, sizeof(held));
+		}
+		if ((err = arm(n))) {
+			fail("%s: arming: errno %d (%s)", "", n, err);
+			break;
+		}
+		if (v->destroy) {
+			err = destroy(v->obj, o);
+		} else if (v->obj == O_MODIFY) {
+			err = to_rts(&e, o);
+		} else {
+			errno = 0;
+			o = create(&e, v->obj);
+			err = o ? 0 : errno;
+		}
+		reached = disarm();
+		if (!reached) {
+			/* Past the last point: the verb ran without a fault. */
+			if (err)
+				fail("%s: errno %d (%s) without an injected fault", "", n, err);
+			if (!v->destroy && o && (err = destroy(v->obj, o)))
+				fail("%s: destroy: errno %d (%s)", "", n, err);
+			snapshot(after, sizeof(after));
+			same(base, after, n, "after the unarmed run");
+			break;
+		}
+		hit++;
+		last = n;
+		if (err == 0 && kind == FW && !v->destroy && v->obj != O_CTX) {
+			/* A create whose firmware command failed must fail. */
+			fail("%s: the verb succeeded though a firmware command failed", "", n, 0);
+			absorbed++;
+		} else if (err == 0) {
+			absorbed++;
+			printf("I %s %s point %ld absorbed (the verb succeeded)\n", verb,
+			       kind == SLAB ? "slab" : "fw", n);
+		} else if (v->obj == O_CTX && err != want_errno(n) &&
+			   (err == ENOENT || err == EOPNOTSUPP)) {
+			/*
+			 * libibverbs answers a failed open() by searching /dev
+			 * (ENOENT); libmlx5 retries a failed GET_CONTEXT with the
+			 * legacy request lengths, which we refuse (EOPNOTSUPP: no
+			 * static UARs). The kernel's own errno: verb "uctx".
+			 */
+			printf("I %s %s point %ld: errno %d after a library fallback\n", verb,
+			       kind == SLAB ? "slab" : "fw", n, err);
+		} else if (err != want_errno(n)) {
+			fail("%s: errno %d (%s), want the injected failure's", "", n, err);
+			failed++;
+		}
+		if (v->destroy && err) {
+			/* The refused destroy left the object as it was; it goes unarmed. */
+			snapshot(after, sizeof(after));
+			same(held, after, n, "after a failed destroy");
+			if ((err = destroy(v->obj, o)))
+				fail("%s: destroy again unarmed: errno %d (%s)", "", n, err);
+		} else if (!v->destroy && o) {
+			if ((err = destroy(v->obj, o)))
+				fail("%s: destroy: errno %d (%s)", "", n, err);
+		}
+		if (unmap_leftovers(maps))
+			printf("I %s %s point %ld: a munmap() inside the verb failed; its mapping "
+			       "(which holds its UAR) unmapped afterwards\n", verb,
+			       kind == SLAB ? "slab" : "fw", n);
+		snapshot(after, sizeof(after));
+		if (!same(base, after, n, "after the point"))
+			break;
+	}
+	printf("S %s %s points %ld failed %ld absorbed %ld reached %ld%s\n", verb,
+	       kind == SLAB ? "slab" : "fw", hit, failed, absorbed, last,
+	       hit >= max ? " (capped)" : "");
+	if (failures)
+		printf("R fail %s %s sweep: %d failed checks\n", verb, kind == SLAB ? "slab" : "fw",
+		       failures);
+	else
+		printf("R ok %s %s sweep: %ld points, every one unwound\n", verb,
+		       kind == SLAB ? "slab" : "fw", hit);
+	ibv_destroy_cq(e.cq);
+	ibv_dealloc_pd(e.pd);
+	ibv_close_device(e.ctx);
+	ibv_free_device_list(list);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,96 @@
+# Fault injection at every point (issue 14): each verb of the workload under
+# the kernel's allocation fault injection (failslab, fail_page_alloc) and the
+# firmware simulator's command fault knob, one point at a time
+# (tests/userspace/fault_sweep.c). Sourced by the mode scripts; run as the VM
+# mode `faults` (make faults: the full sweep). make check runs vm_faults, a
+# bounded slice (faults_slice_suite).
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
+. "${RDMARS_DIR:-/rdma-rs}/ours.sh"
+
+FAULT_DBG=/sys/kernel/debug
+
+# The verbs swept, in the order a workload performs them.
+FAULT_VERBS="ctx uctx pd mr cq qp modify ah d_ah d_qp d_cq d_mr d_pd d_uctx d_ctx"
+# make check's slice: the kernel's own paths (no ibv_open_device, whose
+# libibverbs part alone has about 100 allocation points; no AH, which on
+# mlx5 has no firmware command).
+FAULT_SLICE_VERBS="uctx pd mr cq qp modify d_qp d_cq d_mr d_pd d_uctx"
+
+# faults_setup: failslab and fail_page_alloc armed only by a task's own
+# /proc/thread-self/fail-nth: probability 0 (nothing fails at random),
+# task-filter on (only tasks with make-it-fail could fail at random, and none
+# has it), sleeping allocations eligible (ignore-gfp-wait N: the default Y
+# would exempt every GFP_KERNEL allocation), every page order (min-order 0),
+# user pages exempt (ignore-gfp-highmem Y: the anonymous pages of the test's
+# own page faults are not the stack's points), no message per injected
+# failure (verbose 0: the default prints a stack trace).
+faults_setup() {
+	local a ok=1
+	for a in failslab fail_page_alloc; do
+		[ -d $FAULT_DBG/$a ] || { ok=0; continue; }
+		echo 0 >$FAULT_DBG/$a/probability
+		echo 0 >$FAULT_DBG/$a/verbose
+		echo Y >$FAULT_DBG/$a/task-filter
+		echo N >$FAULT_DBG/$a/ignore-gfp-wait
+		echo -1 >$FAULT_DBG/$a/times
+	done
+	if [ -d $FAULT_DBG/fail_page_alloc ]; then
+		echo 0 >$FAULT_DBG/fail_page_alloc/min-order
+		echo Y >$FAULT_DBG/fail_page_alloc/ignore-gfp-highmem
+	fi
+	[ $ok = 1 ] && [ -w /proc/self/fail-nth ]
+}
+
+# faults_run DEV FN VERB KIND [MAX [STEP]]: one sweep; its `S` summary line
+# is kept in /tmp/faults.summary.
+faults_run() {
+	local dev=$1 fn=$2 verb=$3 kind=$4 max=${5:-100000} step=${6:-1}
+	t_import "$dev $verb $kind" /rdma-rs/fault_sweep -d $dev -v $verb -k $kind \
+		-f $FWSIM_DBG/$fn -m $max -s $step
+	grep '^S ' /tmp/import.out | sed "s/^S /$dev /" >>/tmp/faults.summary
+}
+
+faults_report() {
+	echo "+ fault injection: points hit per verb"
+	sed 's/^/    faults| /' /tmp/faults.summary
+}
+
+# faults_sweep FUNCTIONS VERBS MAX STEP: each verb, both kinds, on each
+# function (mlx5_N:mlx5_ib_rs.rdma.N), every STEP-th allocation point and
+# every firmware command point; then the simulator holds only the kernel PD
+# and UAR and restrack nothing.
+faults_sweep() {
+	local fns=$1 verbs=$2 max=$3 step=$4 pair dev fn verb
+	: >/tmp/faults.summary
+	load_ours sim=ib,eth
+	if ! t_check "fault injection set up (failslab, fail_page_alloc, fail-nth)" faults_setup; then
+		unload_ours
+		return
+	fi
+	for pair in $fns; do
+		dev=${pair%%:*}
+		fn=${pair#*:}
+		for verb in $verbs; do
+			faults_run $dev $fn $verb slab $max $step
+			faults_run $dev $fn $verb fw $max 1
+		done
+		t_check "$dev: the simulator holds only the kernel PD and UAR afterwards" fwsim_resources_probed $fn
+	done
+	t_check "rdma res: no pd, cq, qp or mr left" sh -c "rdma res | grep -v ' pd 0 cq 0 qp 0 .*mr 0' | grep -q . && exit 1 || exit 0"
+	faults_report
+	unload_ours
+}
+
+# vm_faults (make check): the RoCE function, the kernel's verbs, every
+# firmware command point, every 8th allocation point.
+faults_slice_suite() {
+	faults_sweep "mlx5_1:mlx5_ib_rs.rdma.1" "$FAULT_SLICE_VERBS" 100000 8
+}
+
+# vm_faults_full (make faults): both functions, every point.
+faults_full_suite() {
+	faults_sweep "mlx5_0:mlx5_ib_rs.rdma.0 mlx5_1:mlx5_ib_rs.rdma.1" "$FAULT_VERBS" 100000 1
+}
+
+# Standalone: the VM mode `faults` (its suites are in suites.list).
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode faults
