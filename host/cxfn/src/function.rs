@@ -14,6 +14,7 @@ use crate::fwsim::engine::{self, Node};
 use crate::fwsim::hca::EqePosted;
 use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use crate::fwsim::{Config, ExecError, Fw};
+use crate::iova::{DeviceMap, Remapped};
 use crate::mem::{Dma, GuestMemory};
 use crate::regs::*;
 
@@ -89,6 +90,8 @@ pub struct CxFunction {
     log: Vec<CommandRecord>,
     /// The first half (offset, word) of a 64-bit UAR store made as two 32-bit writes.
     db_half: Option<(u64, u32)>,
+    /// Page lists kept on the host side (`iova.rs`).
+    iova: DeviceMap,
     /// Device time at which the data path wants to run again ([`CxFunction::poll_datapath`]).
     next_run: Option<Duration>,
 }
@@ -164,6 +167,7 @@ impl CxFunction {
             log: Vec::new(),
             db_half: None,
             next_run: None,
+            iova: DeviceMap::default(),
         }
     }
 
@@ -421,7 +425,11 @@ impl CxFunction {
     pub fn poll_datapath(&mut self, mem: &dyn GuestMemory) -> Option<Duration> {
         let now = self.elapsed();
         let now_ns = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
-        let dma = Dma(mem);
+        let rm = Remapped {
+            mem,
+            map: &self.iova,
+        };
+        let dma = Dma(&rm);
         let r = {
             let mut nodes = [Node {
                 fw: &mut self.fw,
@@ -455,6 +463,7 @@ impl CxFunction {
 
     /// Writes the events the firmware queued as EQEs.
     fn deliver_events(&mut self, mem: &dyn GuestMemory) {
+        // EQs are guest-physical (their page lists are kept by the model itself).
         let dma = Dma(mem);
         while let Some(ev) = self.fw.next_event() {
             match self.fw.post_event(&dma, ev) {
@@ -515,14 +524,22 @@ impl CxFunction {
         // CREATE_EQ that makes it and the DESTROY_EQ that ends it complete by polling).
         let had_eq = self.cmd_eq_exists();
         let status = match (e.gather_input(mem), e.output_blocks(mem)) {
-            (Ok(inb), Ok(blocks)) => {
+            (Ok(mut inb), Ok(blocks)) => {
                 let mut out = vec![0u8; e.outlen().max(crate::cmdq::INLINE)];
                 self.stats.commands += 1;
-                match self.fw.exec(&inb, &mut out) {
+                // A page list that is not one run is kept here (`iova.rs`).
+                let pending = self.iova.rewrite(&mut inb);
+                let result = self.fw.exec(&inb, &mut out);
+                self.settle_iova(&inb, &out, pending, &result);
+                match result {
                     Ok(c) => {
                         // What the command leaves for the data path before it is reported
                         // complete (the RESIZE CQE, the flush of a QP moved to ERR).
-                        self.fw.complete_commands(&Dma(mem));
+                        let rm = Remapped {
+                            mem,
+                            map: &self.iova,
+                        };
+                        self.fw.complete_commands(&Dma(&rm));
                         if self.log.len() < LOG_MAX {
                             self.log.push(CommandRecord {
                                 opcode: u16::from_be_bytes([inb[0], inb[1]]),
@@ -548,6 +565,38 @@ impl CxFunction {
             self.stats.dma_errors += 1;
         }
         Some(had_eq && self.cmd_eq_exists())
+    }
+
+    /// Binds or releases the device ranges of an executed command (`iova.rs`).
+    fn settle_iova(
+        &mut self,
+        inb: &[u8],
+        out: &[u8],
+        pending: Option<crate::iova::Pending>,
+        result: &Result<crate::fwsim::Completion, ExecError>,
+    ) {
+        let ok = matches!(result, Ok(c) if c.status.0 == 0);
+        let number = |b: &[u8]| {
+            b.get(8..12)
+                .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]) & 0x00ff_ffff)
+        };
+        if let Some(p) = pending {
+            self.iova.settle(p, if ok { number(out) } else { None });
+        }
+        if ok {
+            let opcode = u16::from_be_bytes([inb[0], inb[1]]);
+            if let Some(n) = number(inb) {
+                self.iova.destroyed(opcode, n);
+            }
+            if opcode == crate::prm::opcode::TEARDOWN_HCA {
+                self.iova.clear();
+            }
+        }
+    }
+
+    /// Device ranges in use (`iova.rs`; tests).
+    pub fn iova_ranges(&self) -> usize {
+        self.iova.ranges()
     }
 
     fn cmd_eq_exists(&self) -> bool {
