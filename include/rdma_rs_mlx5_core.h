@@ -73,4 +73,51 @@ int rdma_rs_mlx5_dma_map_pages(struct device *dev, struct page *const *pages,
 /* dma_unmap_page() of what rdma_rs_mlx5_dma_map_pages() mapped. */
 void rdma_rs_mlx5_dma_unmap_pages(struct device *dev, const u64 *addrs, u32 n);
 
+/*
+ * Device events for Rust: @type is 0 (MLX5_EVENT_TYPE_COMP) for a completion
+ * of CQ @num, else an `enum mlx5_event` of the async EQ (CQ_ERROR for CQ @num,
+ * QP events for QP @num, SRQ events for SRQ @num). Called in interrupt
+ * context (mlx5_core's EQ handlers); must not sleep.
+ */
+typedef void (*rdma_rs_mlx5_event_fn)(void *ctx, u32 type, u32 num);
+
+struct rdma_rs_mlx5_cq;
+struct rdma_rs_mlx5_events;
+
+/*
+ * mlx5_create_cq() (CREATE_CQ, then the CQ in its completion EQ's and the
+ * async EQ's CQ tables, so that mlx5_eq_comp_int() and the CQ-error
+ * notifier call @fn): the CQ, or NULL with *@err = -EREMOTEIO (status in
+ * @out), -ENOMEM or mlx5_core's errno. @in is copied (mlx5_create_cq()
+ * writes its opcode).
+ */
+struct rdma_rs_mlx5_cq *rdma_rs_mlx5_create_cq(struct mlx5_core_dev *mdev,
+					       const void *in, int in_size,
+					       void *out, int out_size,
+					       rdma_rs_mlx5_event_fn fn,
+					       void *ctx, int *err);
+
+/* The CQN mlx5_core assigned. */
+u32 rdma_rs_mlx5_cq_cqn(const struct rdma_rs_mlx5_cq *cq);
+
+/*
+ * mlx5_core_destroy_cq() (out of the EQs' tables, DESTROY_CQ, waits for
+ * callbacks in progress): 0 and @cq is freed, or mlx5_core's errno and
+ * @cq stays (out of the tables: no more events).
+ */
+int rdma_rs_mlx5_destroy_cq(struct mlx5_core_dev *mdev,
+			    struct rdma_rs_mlx5_cq *cq);
+
+/*
+ * mlx5_notifier_register() of a notifier that passes the QP and SRQ events
+ * of the async EQ to @fn; NULL if out of memory.
+ */
+struct rdma_rs_mlx5_events *
+rdma_rs_mlx5_events_register(struct mlx5_core_dev *mdev,
+			     rdma_rs_mlx5_event_fn fn, void *ctx);
+
+/* mlx5_notifier_unregister() (waits for calls in progress), then free. */
+void rdma_rs_mlx5_events_unregister(struct mlx5_core_dev *mdev,
+				    struct rdma_rs_mlx5_events *ev);
+
 #endif

@@ -20,9 +20,12 @@ use crate::fwsim::profile::LinkLayer;
 use crate::hw::{
     CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
 };
-use crate::mlx5_core::CoreDev;
+use crate::hw::{HwEvent, QpEventKind};
+use crate::mlx5_core::{CoreDev, CoreEvents, EVENT_COMP};
+use crate::prm::cmd::{destroy_cq_in, mbox_in};
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
+use crate::prm::opcode as op;
 use ib_core_rs::page_ref::PageRef;
 use kernel::sync::Arc;
 use kernel::{auxiliary, device, prelude::*, str::CString};
@@ -136,8 +139,53 @@ impl CoreFunction {
     }
 }
 
+/// The driver's event table as mlx5_core's callbacks reach it (upstream `mlx5_ib_cq_comp()`,
+/// `mlx5_ib_cq_event()`, `mlx5_ib_qp_event()` via `rsc_event_notifier()`,
+/// `srq_event_notifier()`): the EQE type becomes a [`HwEvent`].
+struct CoreSink(Arc<dyn Mlx5Events>);
+
+impl CoreEvents for CoreSink {
+    fn event(&self, event_type: u32, num: u32) {
+        let qp = |kind| HwEvent::Qp { qpn: num, kind };
+        let ev = match event_type {
+            EVENT_COMP => HwEvent::Completion { cqn: num },
+            0x04 => HwEvent::CqError { cqn: num },
+            0x02 => qp(QpEventKind::CommEst),
+            0x05 => qp(QpEventKind::Fatal),
+            0x10 => qp(QpEventKind::ReqErr),
+            0x11 => qp(QpEventKind::AccessErr),
+            0x13 => qp(QpEventKind::LastWqeReached),
+            0x14 => HwEvent::Srq {
+                srqn: num,
+                limit: true,
+            },
+            0x12 => HwEvent::Srq {
+                srqn: num,
+                limit: false,
+            },
+            // SQ drained, path migration: not reported by the driver yet.
+            _ => return,
+        };
+        self.0.event(ev);
+    }
+}
+
 impl Mlx5Hw for CoreFunction {
+    // CREATE_CQ and DESTROY_CQ go through mlx5_core's CQ API (as upstream mlx5_ib's
+    // `mlx5_core_create_cq()`), which puts the CQ into its EQs' tables: that is how its
+    // completions and errors come back. Everything else is a plain command.
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
+        let opcode = mbox_in::opcode.get(inbox).unwrap_or(0);
+        if opcode == u32::from(op::CREATE_CQ) {
+            return self.dev.create_cq(inbox, outbox);
+        }
+        if opcode == u32::from(op::DESTROY_CQ) {
+            if let Ok(cqn) = destroy_cq_in::cqn.get(inbox) {
+                if let Some(r) = self.dev.destroy_cq(cqn) {
+                    return r;
+                }
+            }
+        }
         self.dev.cmd_do(inbox, outbox)
     }
 
@@ -192,13 +240,22 @@ impl Mlx5Hw for CoreFunction {
         Err(EOPNOTSUPP)
     }
 
-    // Not done: on mlx5_core the events come from its EQs: completions through the CQ's
-    // `mlx5_core_cq.comp` callback that `mlx5_core_create_cq()` installs (the CQ table of the
-    // EQ, `mlx5_eq_comp_int()`), CQ errors through `mcq->event`, QP events through
-    // `mlx5_notifier_register()` (`MLX5_EVENT_TYPE_*` of the async EQ). Binding those needs
-    // a `struct mlx5_core_cq` per CQ created through mlx5_core rather than a raw CREATE_CQ,
-    // more than a shim function. Nothing is registered, so no event arrives.
-    fn set_events(&self, _handler: Option<Arc<dyn Mlx5Events>>) {}
+    // Completions through each CQ's `mlx5_core_cq.comp` (CQs are created through mlx5_core,
+    // `cmd_do`), CQ errors through `mcq->event`, QP and SRQ events through a notifier of
+    // mlx5_core's async EQ (`mlx5_notifier_register()`).
+    fn set_events(&self, handler: Option<Arc<dyn Mlx5Events>>) {
+        let sink = match handler {
+            Some(h) => match Arc::new(CoreSink(h), GFP_KERNEL) {
+                Ok(s) => Some(s as Arc<dyn CoreEvents>),
+                Err(_) => {
+                    pr_err!("mlx5_ib_rs: no memory for the event binding\n");
+                    None
+                }
+            },
+            None => None,
+        };
+        self.dev.set_events(sink);
+    }
 }
 
 /// Mappings made for the PCI function are undone through the handle (also after it was

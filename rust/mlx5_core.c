@@ -10,7 +10,9 @@
  */
 #include <linux/auxiliary_bus.h>
 #include <linux/dma-mapping.h>
+#include <linux/mlx5/cq.h>
 #include <linux/mlx5/driver.h>
+#include <linux/slab.h>
 #include <linux/pci.h>
 #include <linux/string.h>
 
@@ -134,4 +136,137 @@ void rdma_rs_mlx5_dma_unmap_pages(struct device *dev, const u64 *addrs, u32 n)
 
 	for (i = 0; i < n; i++)
 		dma_unmap_page(dev, addrs[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
+}
+
+struct rdma_rs_mlx5_cq {
+	struct mlx5_core_cq mcq;
+	rdma_rs_mlx5_event_fn fn;
+	void *ctx;
+};
+
+/* mcq->comp, from mlx5_eq_comp_int() (hard interrupt). */
+static void rdma_rs_mlx5_cq_comp(struct mlx5_core_cq *mcq,
+				 struct mlx5_eqe *eqe)
+{
+	struct rdma_rs_mlx5_cq *cq = container_of(mcq, struct rdma_rs_mlx5_cq, mcq);
+
+	cq->fn(cq->ctx, MLX5_EVENT_TYPE_COMP, mcq->cqn);
+}
+
+/* mcq->event, from the async EQ's CQ-error notifier. */
+static void rdma_rs_mlx5_cq_event(struct mlx5_core_cq *mcq,
+				  enum mlx5_event type)
+{
+	struct rdma_rs_mlx5_cq *cq = container_of(mcq, struct rdma_rs_mlx5_cq, mcq);
+
+	cq->fn(cq->ctx, type, mcq->cqn);
+}
+
+struct rdma_rs_mlx5_cq *rdma_rs_mlx5_create_cq(struct mlx5_core_dev *mdev,
+					       const void *in, int in_size,
+					       void *out, int out_size,
+					       rdma_rs_mlx5_event_fn fn,
+					       void *ctx, int *err)
+{
+	struct rdma_rs_mlx5_cq *cq;
+	void *inb;
+
+	cq = kzalloc(sizeof(*cq), GFP_KERNEL);
+	inb = kmemdup(in, in_size, GFP_KERNEL);
+	if (!cq || !inb) {
+		kfree(cq);
+		kfree(inb);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	cq->fn = fn;
+	cq->ctx = ctx;
+	/* As upstream mlx5_ib's create_cq_user(): no arm_db, our callbacks. */
+	cq->mcq.comp = rdma_rs_mlx5_cq_comp;
+	cq->mcq.event = rdma_rs_mlx5_cq_event;
+	*err = mlx5_create_cq(mdev, &cq->mcq, inb, in_size, out, out_size);
+	kfree(inb);
+	if (*err) {
+		kfree(cq);
+		return NULL;
+	}
+	return cq;
+}
+
+u32 rdma_rs_mlx5_cq_cqn(const struct rdma_rs_mlx5_cq *cq)
+{
+	return cq->mcq.cqn;
+}
+
+int rdma_rs_mlx5_destroy_cq(struct mlx5_core_dev *mdev,
+			    struct rdma_rs_mlx5_cq *cq)
+{
+	int err = mlx5_core_destroy_cq(mdev, &cq->mcq);
+
+	if (!err)
+		kfree(cq);
+	return err;
+}
+
+struct rdma_rs_mlx5_events {
+	struct notifier_block nb;
+	rdma_rs_mlx5_event_fn fn;
+	void *ctx;
+};
+
+/* upstream mlx5_ib's rsc_event_notifier() and srq_event_notifier(). */
+static int rdma_rs_mlx5_event_notifier(struct notifier_block *nb,
+				       unsigned long type, void *data)
+{
+	struct rdma_rs_mlx5_events *ev =
+		container_of(nb, struct rdma_rs_mlx5_events, nb);
+	struct mlx5_eqe *eqe = data;
+	u32 num;
+
+	switch (type) {
+	case MLX5_EVENT_TYPE_PATH_MIG:
+	case MLX5_EVENT_TYPE_COMM_EST:
+	case MLX5_EVENT_TYPE_SQ_DRAINED:
+	case MLX5_EVENT_TYPE_SRQ_LAST_WQE:
+	case MLX5_EVENT_TYPE_WQ_CATAS_ERROR:
+	case MLX5_EVENT_TYPE_PATH_MIG_FAILED:
+	case MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR:
+	case MLX5_EVENT_TYPE_WQ_ACCESS_ERROR:
+		/* QPs only: DCTs, RQs and SQs are not ours. */
+		if (eqe->data.qp_srq.type != MLX5_EVENT_QUEUE_TYPE_QP)
+			return NOTIFY_DONE;
+		fallthrough;
+	case MLX5_EVENT_TYPE_SRQ_CATAS_ERROR:
+	case MLX5_EVENT_TYPE_SRQ_RQ_LIMIT:
+		num = be32_to_cpu(eqe->data.qp_srq.qp_srq_n) & 0xffffff;
+		ev->fn(ev->ctx, type, num);
+		return NOTIFY_OK;
+	default:
+		return NOTIFY_DONE;
+	}
+}
+
+struct rdma_rs_mlx5_events *
+rdma_rs_mlx5_events_register(struct mlx5_core_dev *mdev,
+			     rdma_rs_mlx5_event_fn fn, void *ctx)
+{
+	struct rdma_rs_mlx5_events *ev = kzalloc(sizeof(*ev), GFP_KERNEL);
+
+	if (!ev)
+		return NULL;
+	ev->fn = fn;
+	ev->ctx = ctx;
+	ev->nb.notifier_call = rdma_rs_mlx5_event_notifier;
+	if (mlx5_notifier_register(mdev, &ev->nb)) {
+		kfree(ev);
+		return NULL;
+	}
+	return ev;
+}
+
+void rdma_rs_mlx5_events_unregister(struct mlx5_core_dev *mdev,
+				    struct rdma_rs_mlx5_events *ev)
+{
+	mlx5_notifier_unregister(mdev, &ev->nb);
+	kfree(ev);
 }

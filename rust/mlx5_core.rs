@@ -16,9 +16,10 @@ use ib_core_rs::page_ref::PageRef;
 use kernel::{
     auxiliary, device,
     ffi::{c_int, c_void},
+    new_mutex, new_spinlock_irq,
     prelude::*,
     sync::atomic::{Acquire, Atomic, Release},
-    sync::{aref::ARef, Arc, Srcu},
+    sync::{aref::ARef, Arc, Mutex, SpinLockIrq, Srcu},
 };
 
 /// `struct rdma_rs_mlx5_ident` (include/rdma_rs_mlx5_core.h).
@@ -57,6 +58,58 @@ extern "C" {
         addrs: *mut u64,
     ) -> c_int;
     fn rdma_rs_mlx5_dma_unmap_pages(dev: *mut c_void, addrs: *const u64, n: u32);
+    fn rdma_rs_mlx5_create_cq(
+        mdev: *mut c_void,
+        inbox: *const c_void,
+        in_size: c_int,
+        outbox: *mut c_void,
+        out_size: c_int,
+        f: EventFn,
+        ctx: *mut c_void,
+        err: *mut c_int,
+    ) -> *mut c_void;
+    fn rdma_rs_mlx5_cq_cqn(cq: *const c_void) -> u32;
+    fn rdma_rs_mlx5_destroy_cq(mdev: *mut c_void, cq: *mut c_void) -> c_int;
+    fn rdma_rs_mlx5_events_register(mdev: *mut c_void, f: EventFn, ctx: *mut c_void)
+        -> *mut c_void;
+    fn rdma_rs_mlx5_events_unregister(mdev: *mut c_void, ev: *mut c_void);
+}
+
+/// `rdma_rs_mlx5_event_fn` (include/rdma_rs_mlx5_core.h).
+type EventFn = unsafe extern "C" fn(ctx: *mut c_void, event_type: u32, num: u32);
+
+/// `MLX5_EVENT_TYPE_COMP`: what the shim passes for a completion.
+pub(crate) const EVENT_COMP: u32 = 0;
+
+/// Who receives a function's device events (the mlx5_core backend's adapter to the driver's
+/// event table). Called in interrupt context (mlx5_core's EQ handlers): must not sleep.
+pub(crate) trait CoreEvents: Send + Sync {
+    /// [`EVENT_COMP`] for a completion of CQ `num`, else an `enum mlx5_event` of the async EQ
+    /// (`CQ_ERROR` for CQ `num`; QP events for QP `num`; SRQ events for SRQ `num`).
+    fn event(&self, event_type: u32, num: u32);
+}
+
+/// The C side's objects that call back into a [`CoreDev`]: the CQs created through
+/// mlx5_core (number, `struct rdma_rs_mlx5_cq *`) and the event notifier.
+struct Bound {
+    cqs: KVec<(u32, usize)>,
+    notifier: usize,
+}
+
+/// The shim's callback: `ctx` is the [`CoreDev`] the object was created for.
+///
+/// # Safety
+///
+/// `ctx` must point to a live [`CoreDev`]: every C object that calls this is created with
+/// its `CoreDev` as `ctx` and freed (CQs destroyed, the notifier unregistered, both waiting
+/// for calls in progress) before that `CoreDev` can be dropped ([`CoreDev::revoke`] frees
+/// whatever is left, and the devres action that runs it holds a reference).
+unsafe extern "C" fn event_trampoline(ctx: *mut c_void, event_type: u32, num: u32) {
+    // SAFETY: See the function's safety section.
+    let dev = unsafe { &*ctx.cast::<CoreDev>() };
+    if let Some(sink) = &*dev.sink.lock() {
+        sink.event(event_type, num);
+    }
 }
 
 /// What mlx5_core knows about a function before any RDMA command.
@@ -97,6 +150,13 @@ pub(crate) struct CoreDev {
     /// The PCI function (`mlx5_core_dma_dev()`, the auxiliary device's parent): DMA mappings
     /// are made for it. Referenced, so that mappings can be undone even after the binding.
     dma_dev: ARef<device::Device>,
+    /// Where events go ([`CoreDev::set_events`]); the callbacks hold this lock while they
+    /// deliver.
+    #[pin]
+    sink: SpinLockIrq<Option<Arc<dyn CoreEvents>>>,
+    /// The C objects that call back.
+    #[pin]
+    bound: Mutex<Bound>,
 }
 
 // SAFETY: `mlx5_cmd_do()` may be called from any task, concurrently (mlx5_core serializes on
@@ -141,6 +201,8 @@ impl CoreDev {
                 live: Atomic::new(true),
                 mdev,
                 dma_dev: ARef::from(adev.parent()),
+                sink <- new_spinlock_irq!(None),
+                bound <- new_mutex!(Bound { cqs: KVec::new(), notifier: 0 }),
             }),
             GFP_KERNEL,
         )?;
@@ -155,6 +217,125 @@ impl CoreDev {
     pub(crate) fn revoke(&self) {
         self.live.store(false, Release);
         self.srcu.synchronize();
+        // Whatever the driver did not destroy (it destroys everything before unbinding
+        // ends) must not call back into a CoreDev that may go away: freed here, where `mdev`
+        // is still valid (the devres action runs before unbinding completes).
+        let mut b = self.bound.lock();
+        let mdev = self.mdev.as_ptr();
+        for (cqn, cq) in b.cqs.drain_all() {
+            pr_warn!("mlx5_ib_rs: CQ 0x{:x} left at unbind; destroyed\n", cqn);
+            // SAFETY: `cq` came from rdma_rs_mlx5_create_cq() for this `mdev`, which is valid
+            // (see above) and not yet destroyed (it was in the list).
+            unsafe { rdma_rs_mlx5_destroy_cq(mdev, cq as *mut c_void) };
+        }
+        if b.notifier != 0 {
+            // SAFETY: registered on this `mdev` by `set_events`, not yet unregistered.
+            unsafe { rdma_rs_mlx5_events_unregister(mdev, b.notifier as *mut c_void) };
+            b.notifier = 0;
+        }
+    }
+
+    fn ctx(&self) -> *mut c_void {
+        core::ptr::from_ref(self).cast_mut().cast()
+    }
+
+    /// Sets (or, with `None`, clears) where device events go, and registers the QP/SRQ event
+    /// notifier with mlx5_core while there is a receiver. Once clearing returned, no callback
+    /// is running or will run.
+    pub(crate) fn set_events(&self, sink: Option<Arc<dyn CoreEvents>>) {
+        let want = sink.is_some();
+        if want {
+            *self.sink.lock() = sink;
+        }
+        let mut b = self.bound.lock();
+        let ctx = self.ctx();
+        let _ = self.with(|mdev| {
+            if want && b.notifier == 0 {
+                // SAFETY: `mdev` is live (`with`); `ctx` is this CoreDev, which outlives the
+                // registration (`event_trampoline`); process context.
+                let ev = unsafe { rdma_rs_mlx5_events_register(mdev, event_trampoline, ctx) };
+                if ev.is_null() {
+                    pr_err!("mlx5_ib_rs: no memory for the QP event notifier\n");
+                }
+                b.notifier = ev as usize;
+            } else if !want && b.notifier != 0 {
+                // SAFETY: registered on this `mdev` above; unregistering waits for calls in
+                // progress (process context).
+                unsafe { rdma_rs_mlx5_events_unregister(mdev, b.notifier as *mut c_void) };
+                b.notifier = 0;
+            }
+        });
+        drop(b);
+        if !want {
+            // Waits for a callback in progress (it holds the lock while delivering).
+            let old = self.sink.lock().take();
+            drop(old);
+        }
+    }
+
+    /// CREATE_CQ through mlx5_core (`mlx5_create_cq()`), so that its EQs deliver the CQ's
+    /// completions and errors to [`CoreDev::set_events`]'s receiver. Same results as
+    /// [`CoreDev::cmd_do`] (`EREMOTEIO` with the status in `outbox`).
+    ///
+    /// # Errors
+    ///
+    /// As above; `ENOMEM`; mlx5_core's errno when it cannot track the CQ; `ENODEV` once
+    /// revoked.
+    pub(crate) fn create_cq(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
+        let in_size = c_int::try_from(inbox.len()).map_err(|_| EINVAL)?;
+        let out_size = c_int::try_from(outbox.len()).map_err(|_| EINVAL)?;
+        let mut b = self.bound.lock();
+        // Room first, so that tracking a created CQ cannot fail.
+        b.cqs.reserve(1, GFP_KERNEL)?;
+        let ctx = self.ctx();
+        let (cq, err) = self.with(|mdev| {
+            let mut err: c_int = 0;
+            // SAFETY: `mdev` is live (`with`); the buffers are valid for their lengths for the
+            // call (the shim copies the inbox and writes at most `out_size` bytes); `ctx` is
+            // this CoreDev, which outlives the CQ (`event_trampoline`); process context.
+            let cq = unsafe {
+                rdma_rs_mlx5_create_cq(
+                    mdev,
+                    inbox.as_ptr().cast(),
+                    in_size,
+                    outbox.as_mut_ptr().cast(),
+                    out_size,
+                    event_trampoline,
+                    ctx,
+                    &mut err,
+                )
+            };
+            (cq, err)
+        })?;
+        if cq.is_null() {
+            return kernel::error::to_result(if err == 0 { -(ENOMEM.to_errno()) } else { err });
+        }
+        // SAFETY: `cq` is a live CQ the shim just created.
+        let cqn = unsafe { rdma_rs_mlx5_cq_cqn(cq) };
+        // Within the room reserved above.
+        let _ = b.cqs.push_within_capacity((cqn, cq as usize));
+        Ok(())
+    }
+
+    /// DESTROY_CQ of a CQ [`CoreDev::create_cq`] made (`mlx5_core_destroy_cq()`: no callback
+    /// for it after this returns); `None` if no such CQ was made here.
+    pub(crate) fn destroy_cq(&self, cqn: u32) -> Option<Result> {
+        let mut b = self.bound.lock();
+        let i = b.cqs.iter().position(|(n, _)| *n == cqn)?;
+        let cq = b.cqs.get(i)?.1;
+        let r = self.with(|mdev| {
+            // SAFETY: `mdev` is live (`with`); `cq` was created for it and is not destroyed
+            // (it is in the list); process context (the call waits for callbacks).
+            unsafe { rdma_rs_mlx5_destroy_cq(mdev, cq as *mut c_void) }
+        });
+        Some(match r {
+            Ok(0) => {
+                let _ = b.cqs.remove(i);
+                Ok(())
+            }
+            Ok(e) => kernel::error::to_result(e),
+            Err(e) => Err(e),
+        })
     }
 
     /// Runs `f` with the live `mlx5_core_dev`, or returns `ENODEV` once revoked.

@@ -36,6 +36,13 @@ nbad=$(grep '^cxfn-server: fw opcode' "$slog" | grep -vc 'status 0x0 ' || true)
 echo "pcifn: server: $ncmd commands executed, $nbad with a status other than OK"
 grep '^cxfn-server: fw opcode' "$slog" | grep -v 'status 0x0 ' | sort | uniq -c | sed 's/^/pcifn: server:   /' || true
 grep '^cxfn-server: firmware state' "$slog" | sed 's/^/pcifn: server: /'
+grep '^cxfn-server: data path' "$slog" | sed 's/^/pcifn: server: /'
+wqes=$(sed -n 's/^cxfn-server: data path: .* \([0-9]*\) WQEs, \([0-9]*\) EQEs.*/\1 \2/p' "$slog")
+if [ "${wqes%% *}" -gt 0 ] 2>/dev/null && [ "${wqes##* }" -gt 0 ] 2>/dev/null; then
+	echo "ok pcifn_server_datapath: the model executed WQEs over guest memory and wrote EQEs ($wqes)"
+else
+	echo "not ok pcifn_server_datapath: no WQE executed or no EQE written (${wqes:-no data-path line})"
+fi
 if grep -q '^cxfn-server: firmware state disabled' "$slog"; then
 	echo "ok pcifn_server_teardown: the firmware is disabled again after modprobe -r"
 else

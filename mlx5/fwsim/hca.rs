@@ -576,6 +576,24 @@ impl Fw {
         else {
             return Err(EqeError::NoEq);
         };
+        self.post_eqe_to(mem, eqn, event_type, sub_type, data)
+    }
+
+    /// Writes an EQE to EQ `eqn` whatever its mask (completion EQEs go to the EQ the CQ
+    /// names in `cqc.c_eqn`, not by mask).
+    ///
+    /// # Errors
+    ///
+    /// [`EqeError`]; nothing is written then.
+    #[cfg_attr(MODULE, allow(dead_code))]
+    pub(crate) fn post_eqe_to(
+        &mut self,
+        mem: &dyn DmaMem,
+        eqn: u32,
+        event_type: u8,
+        sub_type: u8,
+        data: &[u8; 28],
+    ) -> Result<EqePosted, EqeError> {
         let eq = self.hca.eqs.get_mut(eqn).ok_or(EqeError::NoEq)?;
         let size = 1u32 << eq.log_size;
         if eq.producer.wrapping_sub(eq.consumer) & 0x00ff_ffff >= size {
@@ -613,6 +631,55 @@ impl Fw {
         let mut data = [0u8; 28];
         data[..4].copy_from_slice(&slots.to_be_bytes());
         self.post_eqe(mem, EVENT_TYPE_CMD, 0, &data)
+    }
+
+    /// Reports a data-path event as hardware does (upstream `mlx5_eq_comp_int()`,
+    /// `mlx5_eq_async_int()`): a completion is an EQE of type `MLX5_EVENT_TYPE_COMP` with the
+    /// CQ number (`struct mlx5_eqe_comp`) on the EQ of the CQ's `c_eqn`; a CQ error
+    /// (`struct mlx5_eqe_cq_err`, syndrome 1: overrun) and QP/SRQ events (`struct
+    /// mlx5_eqe_qp_srq`: queue type, number) go to the EQ whose mask takes their type (the
+    /// async EQ). Returns `Ok(None)` for an event of an object that is gone.
+    ///
+    /// # Errors
+    ///
+    /// [`EqeError`]; nothing is written then.
+    #[cfg_attr(MODULE, allow(dead_code))]
+    pub(crate) fn post_event(
+        &mut self,
+        mem: &dyn DmaMem,
+        ev: super::events::Event,
+    ) -> Result<Option<EqePosted>, EqeError> {
+        use super::events::Event;
+        let mut data = [0u8; 28];
+        match ev {
+            Event::Completion { cqn } => {
+                let Some(cq) = self.cqs.get(cqn) else {
+                    return Ok(None);
+                };
+                let eqn = crate::prm::ctx::cqc::c_eqn_or_apu_element
+                    .get(&cq.cqc)
+                    .map_err(|_| EqeError::NoEq)?;
+                data[24..28].copy_from_slice(&(cqn & 0x00ff_ffff).to_be_bytes());
+                self.post_eqe_to(mem, eqn, EVENT_TYPE_COMP, 0, &data)
+                    .map(Some)
+            }
+            Event::CqError { cqn } => {
+                data[0..4].copy_from_slice(&(cqn & 0x00ff_ffff).to_be_bytes());
+                // MLX5_CQ_ERROR_SYNDROME_CQ_OVERRUN.
+                data[11] = 1;
+                self.post_eqe(mem, EVENT_TYPE_CQ_ERROR, 0, &data).map(Some)
+            }
+            Event::Qp { qpn, kind } => {
+                // MLX5_EVENT_QUEUE_TYPE_QP.
+                data[20] = 0;
+                data[24..28].copy_from_slice(&(qpn & 0x00ff_ffff).to_be_bytes());
+                self.post_eqe(mem, kind as u8, 0, &data).map(Some)
+            }
+            Event::Srq { srqn, kind } => {
+                data[24..28].copy_from_slice(&(srqn & 0x00ff_ffff).to_be_bytes());
+                self.post_eqe(mem, kind as u8, 0, &data).map(Some)
+            }
+        }
     }
 
     /// A write of `value` (big-endian on the bus, given here as the number) to UAR page `uar`

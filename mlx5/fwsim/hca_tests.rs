@@ -587,3 +587,94 @@ fn set_driver_version_is_kept() {
     ok(&mut f, &inb, sz!(set_driver_version_out));
     assert_eq!(f.driver_version(), s);
 }
+
+/// Data-path events become EQEs as upstream's handlers read them: a completion goes to the
+/// EQ the CQ names (`cqc.c_eqn`, whatever its mask) with the CQN at `data.comp.cqn`; a CQ
+/// error and QP events go to the EQ whose mask takes their type (the async EQ).
+#[test]
+fn data_path_events_become_eqes() {
+    use super::events::{Event, QpEvent, SrqEvent};
+    let mut f = fw(CONNECTX7, LinkLayer::Ib);
+    f.cold_boot();
+    function_setup(&mut f);
+    let mem = Mem::new(0x2_0000_0000);
+    let uar = alloc_uar(&mut f);
+    let comp_buf = mem.map(256 * 64, true);
+    let out = ok(
+        &mut f,
+        &create_eq_in(64, uar, 3, [0; 4], comp_buf, SHARED_RESOURCE_UID),
+        sz!(create_eq_out),
+    );
+    let comp = eqn_of(&out);
+    let async_buf = mem.map(256 * 64, true);
+    let mask = (1u64 << 0x2) | (1 << EVENT_TYPE_CQ_ERROR);
+    let out = ok(
+        &mut f,
+        &create_eq_in(64, uar, 0, [mask, 0, 0, 0], async_buf, 0),
+        sz!(create_eq_out),
+    );
+    let asy = eqn_of(&out);
+    let mut inb = super::tests::cq_in(0, uar, 6);
+    create_cq_in::cq_context
+        .inner(cqc::c_eqn_or_apu_element)
+        .set(&mut inb, comp)
+        .unwrap();
+    let out = ok(&mut f, &inb, sz!(create_cq_out));
+    let cqn = create_cq_out::cqn.get(&out).unwrap();
+
+    // Not armed: written, no interrupt; armed: the vector.
+    assert_eq!(
+        f.post_event(&mem, Event::Completion { cqn }),
+        Ok(Some(EqePosted::Quiet))
+    );
+    assert_eq!(f.eq_doorbell(uar, EQ_DB_NOARM, comp << 24 | 1), None);
+    assert_eq!(f.eq_doorbell(uar, EQ_DB_ARM, comp << 24 | 1), None);
+    assert_eq!(
+        f.post_event(&mem, Event::Completion { cqn }),
+        Ok(Some(EqePosted::Interrupt(3)))
+    );
+    for i in 0..2 {
+        let e = mem.get(comp_buf + i * 64, 64);
+        assert_eq!(e[1], EVENT_TYPE_COMP);
+        assert_eq!(&e[56..60], &cqn.to_be_bytes());
+        assert_eq!(e[63], 0);
+    }
+    assert_eq!(f.eq_doorbell(uar, EQ_DB_ARM, asy << 24), None);
+    assert_eq!(
+        f.post_event(&mem, Event::CqError { cqn }),
+        Ok(Some(EqePosted::Interrupt(0)))
+    );
+    let e = mem.get(async_buf, 64);
+    assert_eq!(e[1], EVENT_TYPE_CQ_ERROR);
+    assert_eq!(&e[32..36], &cqn.to_be_bytes());
+    assert_eq!(e[43], 1, "overrun syndrome");
+    assert_eq!(
+        f.post_event(
+            &mem,
+            Event::Qp {
+                qpn: 0x123,
+                kind: QpEvent::CommEst
+            }
+        ),
+        Ok(Some(EqePosted::Quiet))
+    );
+    let e = mem.get(async_buf + 64, 64);
+    assert_eq!(e[1], 0x02);
+    assert_eq!(e[52], 0, "MLX5_EVENT_QUEUE_TYPE_QP");
+    assert_eq!(&e[56..60], &0x123u32.to_be_bytes());
+    // A completion of a CQ that is gone is dropped; an event no EQ takes is refused.
+    assert_eq!(
+        f.post_event(&mem, Event::Completion { cqn: cqn + 1 }),
+        Ok(None)
+    );
+    assert_eq!(
+        f.post_event(
+            &mem,
+            Event::Srq {
+                srqn: 1,
+                kind: SrqEvent::Limit
+            }
+        ),
+        Err(EqeError::NoEq)
+    );
+}

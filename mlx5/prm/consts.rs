@@ -105,6 +105,10 @@ pub(crate) const SET_HOST_ENDIANNESS_LE: u8 = 0x80;
 pub(crate) const EVENT_TYPE_CMD: u8 = 0x0a;
 /// `MLX5_EVENT_TYPE_PAGE_REQUEST` (device.h).
 pub(crate) const EVENT_TYPE_PAGE_REQUEST: u8 = 0x0b;
+/// `MLX5_EVENT_TYPE_COMP` (device.h): a CQ completion EQE.
+pub(crate) const EVENT_TYPE_COMP: u8 = 0x00;
+/// `MLX5_EVENT_TYPE_CQ_ERROR` (device.h).
+pub(crate) const EVENT_TYPE_CQ_ERROR: u8 = 0x04;
 /// `MLX5_SHARED_RESOURCE_UID` (mlx5_ifc.h): completion EQs are created with it.
 pub(crate) const SHARED_RESOURCE_UID: u16 = 0xffff;
 /// `MLX5_QUERY_PAGES_IN_OP_MOD_BOOT_PAGES` (mlx5_ifc.h).

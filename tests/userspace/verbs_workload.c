@@ -11,9 +11,9 @@
  * anything (the kernel must clean up at close). With -w FILE it prints
  * "I holding <pid>" once everything exists and waits (up to 120 s) until
  * FILE exists, so that a script can look at `rdma res` meanwhile. -k sets the
- * largest MR in KiB instead of MiB, -c caps the CQ sizes (the emulated PCI
- * function's model keeps at most 8 bus-contiguous runs per object, and a guest
- * without an IOMMU hands out scattered pages: Documentation/pcifn.md).
+ * largest MR in KiB instead of MiB, -c caps the CQ sizes (for a device that
+ * cannot translate many scattered pages per object; the emulated PCI function
+ * keeps such page lists itself since the data-path work: Documentation/pcifn.md).
  *
  * Output, one line each, for the VM harness (tests/vm/lib.sh t_import):
  *   R ok <description>

@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use crate::cmdq::{Delivery, Entry};
 use crate::config::{ConfigSpace, MSIX_ENABLE, MSIX_MASKALL};
+use crate::fwsim::engine::{self, Node};
 use crate::fwsim::hca::EqePosted;
 use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use crate::fwsim::{Config, ExecError, Fw};
+use crate::iova::{DeviceMap, Remapped};
 use crate::mem::{Dma, GuestMemory};
 use crate::regs::*;
 
@@ -50,6 +52,14 @@ pub struct Stats {
     pub spurious_doorbells: u64,
     /// Writes to BAR 0 that no register takes.
     pub ignored_writes: u64,
+    /// Data-path doorbells taken (CQ arm and send doorbells in allocated UAR pages).
+    pub doorbells: u64,
+    /// WQEs the data-path engine executed or flushed.
+    pub wqes: u64,
+    /// Data-path events written as EQEs (completions, CQ errors, QP and SRQ events).
+    pub eqes: u64,
+    /// Data-path events that could not be written (no EQ takes them, EQ full, bad memory).
+    pub eqe_errors: u64,
 }
 
 /// Ticks of the health counter: one per 100 ms (mlx5_core polls every 2 s).
@@ -78,6 +88,12 @@ pub struct CxFunction {
     irqs: Vec<u16>,
     stats: Stats,
     log: Vec<CommandRecord>,
+    /// The first half (offset, word) of a 64-bit UAR store made as two 32-bit writes.
+    db_half: Option<(u64, u32)>,
+    /// Page lists kept on the host side (`iova.rs`).
+    iova: DeviceMap,
+    /// Device time at which the data path wants to run again ([`CxFunction::poll_datapath`]).
+    next_run: Option<Duration>,
 }
 
 /// One executed command, for traces ([`CxFunction::command_log`]).
@@ -95,6 +111,16 @@ pub struct CommandRecord {
 
 /// Commands kept in the log.
 const LOG_MAX: usize = 4096;
+/// WQEs one engine pass may execute (a guest that claims a huge doorbell record cannot hold
+/// the device; the rest runs at the next [`CxFunction::poll_datapath`]).
+const ENGINE_BUDGET: u32 = 256;
+/// While QPs exist, how often the transport should call [`CxFunction::poll_datapath`] when
+/// nothing else is due: receive WQEs are posted with no doorbell store (the doorbell record
+/// is the truth, as `Documentation/datapath.md` says), so a waiting sender is looked at again.
+pub const DATAPATH_POLL: Duration = Duration::from_millis(10);
+/// Blue-flame buffers start every 256 bytes (`bf_buf_size`, half a 512-byte register); a
+/// doorbell is the first 8 bytes of one.
+const BF_STRIDE: u64 = 0x100;
 
 impl CxFunction {
     /// A function after power-on: the firmware is "initializing" for a moment, then waits for
@@ -139,6 +165,9 @@ impl CxFunction {
             irqs: Vec::new(),
             stats: Stats::default(),
             log: Vec::new(),
+            db_half: None,
+            next_run: None,
+            iova: DeviceMap::default(),
         }
     }
 
@@ -340,22 +369,113 @@ impl CxFunction {
                 }
             }
             o if o >= u64::from(crate::fwsim::hca::PCI_FIRST_UAR) * UAR_PAGE && o < BAR0_SIZE => {
-                self.uar_write(o, be)
+                self.uar_write(mem, o, be)
             }
             _ => self.stats.ignored_writes += 1,
         }
     }
 
-    /// A write into a UAR page: EQ doorbells (0x40 arm, 0x48 no arm). CQ and send doorbells
-    /// are for the data path, which does not run over guest memory yet.
-    fn uar_write(&mut self, off: u64, value: u32) {
+    /// A write into a UAR page: EQ doorbells (0x40 arm, 0x48 no arm), the CQ arm doorbell
+    /// (0x20) and send doorbells (the blue-flame registers from 0x800). The data-path ones are
+    /// 64-bit stores; each runs the data path before this returns.
+    fn uar_write(&mut self, mem: &dyn GuestMemory, off: u64, value: u32) {
         let uar = (off / UAR_PAGE) as u32;
         if self.fw.uar_owner(uar).is_none() {
             self.stats.ignored_writes += 1;
             return;
         }
-        if let Some(v) = self.fw.eq_doorbell(uar, off % UAR_PAGE, value) {
+        let in_page = off % UAR_PAGE;
+        let data_path = in_page == UAR_CQ_DB
+            || ((UAR_BF_START..UAR_BF_END).contains(&in_page) && in_page.is_multiple_of(BF_STRIDE));
+        if data_path {
+            // The high (first) word of a 64-bit store; the low word completes it.
+            self.db_half = Some((off, value));
+            return;
+        }
+        if let Some((first, hi)) = self.db_half.take() {
+            if first + 4 == off {
+                let v = (u64::from(hi) << 32) | u64::from(value);
+                self.stats.doorbells += 1;
+                if first % UAR_PAGE == UAR_CQ_DB {
+                    self.fw.cq_doorbell(uar, v);
+                } else {
+                    // Any blue-flame register: only the first 8 bytes of a WQE copy matter
+                    // (the WQE itself is read from the queue buffer).
+                    self.fw.sq_doorbell(uar, v);
+                }
+                self.poll_datapath(mem);
+                return;
+            }
+        }
+        if (UAR_BF_START..UAR_BF_END).contains(&in_page) {
+            // The rest of a blue-flame WQE copy.
+            return;
+        }
+        if let Some(v) = self.fw.eq_doorbell(uar, in_page, value) {
             self.raise(v);
+        }
+    }
+
+    /// Runs the data-path engine over guest memory at the device's current time: executes
+    /// what the doorbell records say is posted, writes CQEs, and turns the events it raised
+    /// into EQEs (and MSI-X interrupts of armed EQs). Returns when to call again: at once
+    /// (`Duration::ZERO`, the budget ran out), at a retry deadline (RNR, ACK timeout), every
+    /// [`DATAPATH_POLL`] while QPs exist, or `None` when nothing can happen without a guest
+    /// access.
+    pub fn poll_datapath(&mut self, mem: &dyn GuestMemory) -> Option<Duration> {
+        let now = self.elapsed();
+        let now_ns = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+        let rm = Remapped {
+            mem,
+            map: &self.iova,
+        };
+        let dma = Dma(&rm);
+        let r = {
+            let mut nodes = [Node {
+                fw: &mut self.fw,
+                mem: &dma,
+            }];
+            engine::run(&mut nodes, now_ns, ENGINE_BUDGET)
+        };
+        self.stats.wqes += u64::from(r.wqes);
+        self.deliver_events(mem);
+        let again = if r.more {
+            Some(Duration::ZERO)
+        } else {
+            let poll = (self.fw.counts().qp != 0).then_some(DATAPATH_POLL);
+            let deadline = r
+                .next_deadline_ns
+                .map(|d| Duration::from_nanos(d.saturating_sub(now_ns)));
+            match (poll, deadline) {
+                (Some(p), Some(d)) => Some(p.min(d)),
+                (p, d) => p.or(d),
+            }
+        };
+        self.next_run = again.map(|d| now + d);
+        again
+    }
+
+    /// How long until the data path wants [`CxFunction::poll_datapath`] again (zero if that
+    /// is overdue); `None`: not before the next guest access.
+    pub fn datapath_timeout(&self) -> Option<Duration> {
+        self.next_run.map(|t| t.saturating_sub(self.elapsed()))
+    }
+
+    /// Writes the events the firmware queued as EQEs.
+    fn deliver_events(&mut self, mem: &dyn GuestMemory) {
+        // EQs are guest-physical (their page lists are kept by the model itself).
+        let dma = Dma(mem);
+        while let Some(ev) = self.fw.next_event() {
+            match self.fw.post_event(&dma, ev) {
+                Ok(Some(EqePosted::Interrupt(v))) => {
+                    self.stats.eqes += 1;
+                    self.raise(v);
+                }
+                Ok(Some(EqePosted::Quiet)) => self.stats.eqes += 1,
+                // The object is gone.
+                Ok(None) => {}
+                Err(_) => self.stats.eqe_errors += 1,
+            }
         }
     }
 
@@ -382,6 +502,8 @@ impl CxFunction {
                 None => self.stats.spurious_doorbells += 1,
             }
         }
+        // Events the commands raised (a flush's completions).
+        self.deliver_events(mem);
         if done != 0 {
             // After the command EQ exists, completions are also events (`mlx5_cmd_comp_handler`
             // via the EQ); before that the driver polls the ownership bit.
@@ -402,11 +524,22 @@ impl CxFunction {
         // CREATE_EQ that makes it and the DESTROY_EQ that ends it complete by polling).
         let had_eq = self.cmd_eq_exists();
         let status = match (e.gather_input(mem), e.output_blocks(mem)) {
-            (Ok(inb), Ok(blocks)) => {
+            (Ok(mut inb), Ok(blocks)) => {
                 let mut out = vec![0u8; e.outlen().max(crate::cmdq::INLINE)];
                 self.stats.commands += 1;
-                match self.fw.exec(&inb, &mut out) {
+                // A page list that is not one run is kept here (`iova.rs`).
+                let pending = self.iova.rewrite(&mut inb);
+                let result = self.fw.exec(&inb, &mut out);
+                self.settle_iova(&inb, &out, pending, &result);
+                match result {
                     Ok(c) => {
+                        // What the command leaves for the data path before it is reported
+                        // complete (the RESIZE CQE, the flush of a QP moved to ERR).
+                        let rm = Remapped {
+                            mem,
+                            map: &self.iova,
+                        };
+                        self.fw.complete_commands(&Dma(&rm));
                         if self.log.len() < LOG_MAX {
                             self.log.push(CommandRecord {
                                 opcode: u16::from_be_bytes([inb[0], inb[1]]),
@@ -432,6 +565,38 @@ impl CxFunction {
             self.stats.dma_errors += 1;
         }
         Some(had_eq && self.cmd_eq_exists())
+    }
+
+    /// Binds or releases the device ranges of an executed command (`iova.rs`).
+    fn settle_iova(
+        &mut self,
+        inb: &[u8],
+        out: &[u8],
+        pending: Option<crate::iova::Pending>,
+        result: &Result<crate::fwsim::Completion, ExecError>,
+    ) {
+        let ok = matches!(result, Ok(c) if c.status.0 == 0);
+        let number = |b: &[u8]| {
+            b.get(8..12)
+                .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]) & 0x00ff_ffff)
+        };
+        if let Some(p) = pending {
+            self.iova.settle(p, if ok { number(out) } else { None });
+        }
+        if ok {
+            let opcode = u16::from_be_bytes([inb[0], inb[1]]);
+            if let Some(n) = number(inb) {
+                self.iova.destroyed(opcode, n);
+            }
+            if opcode == crate::prm::opcode::TEARDOWN_HCA {
+                self.iova.clear();
+            }
+        }
+    }
+
+    /// Device ranges in use (`iova.rs`; tests).
+    pub fn iova_ranges(&self) -> usize {
+        self.iova.ranges()
     }
 
     fn cmd_eq_exists(&self) -> bool {

@@ -10,7 +10,11 @@
 //! * [`cmdq`]: the command queue in guest memory (`struct mlx5_cmd_layout`, mailbox chains of
 //!   `struct mlx5_cmd_prot_block`), decoded into [`fwsim`] commands.
 //! * [`function`]: [`CxFunction`], which ties them together: BAR 0 reads and writes, the
-//!   doorbell, EQ doorbells in UAR pages, health counter and timer, MSI-X delivery.
+//!   doorbell, EQ doorbells in UAR pages, health counter and timer, MSI-X delivery, and the
+//!   data path (UAR CQ-arm and send doorbells run the model's engine over guest memory;
+//!   its events become EQEs).
+//! * [`iova`]: page lists of CQs, QPs and mkeys kept on the host side, for buffers of more
+//!   scattered pages than the model's 8 runs per object.
 //!
 //! The transport (vfio-user, `Documentation/pcifn.md`) is not part of this crate: it calls
 //! [`CxFunction`] with the bytes of config and BAR accesses and gives it guest memory as a
@@ -32,6 +36,7 @@ mod fwsim;
 pub mod cmdq;
 pub mod config;
 pub mod function;
+pub mod iova;
 pub mod mem;
 pub mod regs;
 pub mod vfio_user;

@@ -89,8 +89,10 @@ impl crate::fwsim::dma::DmaMem for Dma<'_> {
             .map_err(|e| crate::fwsim::dma::DmaFault { addr: e.addr })
     }
 
-    // The data path (the only user of atomics) does not run over guest memory yet; a
-    // read-modify-write through the trait is not atomic against the guest's CPUs, so refuse.
+    // The data path's 64-bit atomics (ATOMIC_CS, ATOMIC_FA) are refused over guest memory:
+    // a read-modify-write through positioned file I/O is not atomic against the guest's CPUs
+    // (that needs an atomic on a shared mapping of the memfd, i.e. `mmap` and `unsafe`, which
+    // this crate forbids). The engine completes such a WQE with an error CQE.
     fn cmp_swap64(&self, addr: u64, _: u64, _: u64) -> Result<u64, crate::fwsim::dma::DmaFault> {
         Err(crate::fwsim::dma::DmaFault { addr })
     }

@@ -54,3 +54,12 @@ pub const BAR0_SIZE: u64 = 1 << 20;
 pub const CMDQ_LOG_SIZE: u32 = 5;
 /// See [`CMDQ_LOG_SIZE`].
 pub const CMDQ_LOG_STRIDE: u32 = 6;
+
+/// Offsets in a UAR page that the data path takes (upstream `MLX5_CQ_DOORBELL`, the
+/// blue-flame registers from `MLX5_BF_OFFSET`): a 64-bit big-endian store, as one 8-byte write
+/// or two 4-byte writes, lower address first.
+pub const UAR_CQ_DB: u64 = 0x20;
+/// First blue-flame register: the send doorbell (the first 8 bytes of the last WQE).
+pub const UAR_BF_START: u64 = 0x800;
+/// End of the blue-flame registers (four 512-byte registers of a 4 KiB UAR page).
+pub const UAR_BF_END: u64 = 0x1000;

@@ -233,6 +233,19 @@ impl Session {
         &self.dev
     }
 
+    /// Runs the function's data path over guest memory (a retry deadline or the periodic
+    /// look at the doorbell records came due) and signals the interrupts it raised.
+    pub fn poll_datapath(&mut self) {
+        self.dev.poll_datapath(&self.dma);
+        self.flush_irqs();
+    }
+
+    /// How long the transport may wait for a message before calling
+    /// [`Session::poll_datapath`]; `None`: indefinitely.
+    pub fn datapath_timeout(&self) -> Option<std::time::Duration> {
+        self.dev.datapath_timeout()
+    }
+
     /// Handles one message with the descriptors that came with it. Malformed input gets an
     /// error reply (EINVAL), never a panic. `None`: no reply wanted.
     pub fn handle(&mut self, msg: &[u8], fds: Vec<OwnedFd>) -> Option<Reply> {

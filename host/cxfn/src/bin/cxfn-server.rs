@@ -79,9 +79,37 @@ fn recv_header(sock: &UnixStream) -> std::io::Result<Option<([u8; HDR], Vec<Owne
     Ok(Some((hdr, fds)))
 }
 
+/// Waits until `sock` has input, running the function's data path whenever it comes due
+/// (retry deadlines, the periodic look at doorbell records while QPs exist) in between.
+fn wait_input(sock: &UnixStream, session: &mut Session) -> std::io::Result<()> {
+    while let Some(t) = session.datapath_timeout() {
+        let ms = i32::try_from(t.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
+        let mut pfd = libc::pollfd {
+            fd: sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one valid pollfd for the call; poll() only writes its `revents`.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n > 0 {
+            return Ok(());
+        }
+        session.poll_datapath();
+    }
+    Ok(())
+}
+
 fn serve(mut sock: UnixStream, session: &mut Session) -> std::io::Result<()> {
     let trace = std::env::var_os("CXFN_TRACE").is_some();
     loop {
+        wait_input(&sock, session)?;
         let Some((hdr, fds)) = recv_header(&sock)? else {
             return Ok(());
         };
@@ -158,6 +186,11 @@ fn main() -> ExitCode {
         "cxfn-server: firmware state {}, {} commands",
         session.device().lifecycle(),
         session.device().command_log().len()
+    );
+    let st = session.device().stats();
+    eprintln!(
+        "cxfn-server: data path: {} doorbells, {} WQEs, {} EQEs, {} EQE errors, {} interrupts",
+        st.doorbells, st.wqes, st.eqes, st.eqe_errors, session.irqs_signalled
     );
     match result {
         Ok(()) => {

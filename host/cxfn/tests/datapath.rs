@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The data path of the emulated function, driven as a guest driver drives it: the driver of
+//! mlx5_core_init.rs brings the function up, then creates what libmlx5 and mlx5_ib create (a
+//! completion EQ on its own MSI-X vector, a PD, a PA mkey, a CQ and an RC QP connected to
+//! itself, buffers and doorbell records in guest memory), posts WQEs into the queue buffer,
+//! writes the doorbell records and stores to the UAR page (CQ arm at 0x20, send doorbell at
+//! 0x800), and reads back what the device wrote: the data, the CQEs, the EQE and the
+//! interrupt. Field offsets are mlx5_ifc.h bit offsets.
+
+#![allow(dead_code)] // The shared driver has more than this binary uses.
+
+use rdma_rs_cxfn::cmdq::{BLOCK_BYTES, BLOCK_DATA, INLINE, OWNER_HW, PCI_CMD_XPORT};
+use rdma_rs_cxfn::config::{CAP_MSIX, MSIX_ENABLE};
+use rdma_rs_cxfn::function::DATAPATH_POLL;
+use rdma_rs_cxfn::regs::*;
+use rdma_rs_cxfn::{CxFunction, GuestMemory, Model, VecMemory};
+
+include!("common/driver.rs");
+
+/// `MLX5_SET64`.
+fn set64(buf: &mut [u8], bit_off: usize, v: u64) {
+    set(buf, bit_off, 32, (v >> 32) as u32);
+    set(buf, bit_off + 32, 32, v as u32);
+}
+
+/// The LID of port 1 of the function with serial 1 (`Fw::port_lid`, `ibv_devinfo` shows 258).
+const PORT_LID: u32 = 0x102;
+/// `mkey_7_0` the test's mkey is created with.
+const KEY_BYTE: u32 = 0x42;
+/// log2 of the CQ size.
+const LOG_CQ: u32 = 6;
+/// WQEBBs of the SQ (log2), RQ WQEs (log2) and the RQ stride (log2 bytes).
+const LOG_SQ: u32 = 2;
+const LOG_RQ: u32 = 2;
+const RQ_STRIDE_LOG: u32 = 4;
+
+struct Objs {
+    pd: u32,
+    comp: Eq,
+    cqn: u32,
+    cq_buf: u64,
+    cq_db: u64,
+    key: u32,
+    qpn: u32,
+    qp_buf: u64,
+    qp_db: u64,
+}
+
+/// What a guest driver sets up for one RC QP connected to itself.
+fn setup(d: &mut Driver) -> Objs {
+    // Vector 1 for the completion EQ (mlx5_irq_request() for comp vector 0).
+    d.dev
+        .bar0_write(&d.mem, MSIX_TABLE + 16, &0xfee0_0000u32.to_le_bytes());
+    d.dev
+        .bar0_write(&d.mem, MSIX_TABLE + 16 + 8, &0x4022u32.to_le_bytes());
+    d.dev
+        .bar0_write(&d.mem, MSIX_TABLE + 16 + 12, &0u32.to_le_bytes());
+    // create_comp_eq(): no event mask; completions go to the EQ a CQ names.
+    let comp = d.create_eq(64, 0, 1);
+    let out = d.exec(&hdr(16, 0x800, 0), 16);
+    let pd = get(&out, 0x48, 24);
+
+    // A PA mkey over everything, all access rights (a kernel's DMA mkey).
+    let mut inb = hdr(0x110, 0x200, 0);
+    let mkc = 0x80;
+    set(&mut inb, mkc + 0x12, 1, 1);
+    set(&mut inb, mkc + 0x13, 1, 1);
+    set(&mut inb, mkc + 0x14, 1, 1);
+    set(&mut inb, mkc + 0x15, 1, 1);
+    set(&mut inb, mkc + 0x20, 24, 0xff_ffff);
+    set(&mut inb, mkc + 0x38, 8, KEY_BYTE);
+    set(&mut inb, mkc + 0x60, 1, 1);
+    set(&mut inb, mkc + 0x68, 24, pd);
+    let out = d.exec(&inb, 16);
+    let key = (get(&out, 0x48, 24) << 8) | KEY_BYTE;
+
+    // The CQ: one page of 64 CQEs, each initialized invalid and owned by software as mlx5_ib
+    // does (`op_own` = MLX5_CQE_INVALID << 4 | 1), and a doorbell record.
+    let cq_buf = d.alloc(4096, 4096);
+    for i in 0..(1u64 << LOG_CQ) {
+        d.mem.write(cq_buf + i * 64 + 63, &[0xf1]).unwrap();
+    }
+    let cq_db = d.alloc(64, 64);
+    let mut inb = hdr(0x110 + 8, 0x400, 0);
+    let cqc = 0x80;
+    set(&mut inb, cqc + 0x63, 5, LOG_CQ);
+    set(&mut inb, cqc + 0x68, 24, d.uar);
+    set(&mut inb, cqc + 0xa0, 32, comp.eqn);
+    set64(&mut inb, cqc + 0x1c0, cq_db);
+    inb[0x110..0x118].copy_from_slice(&cq_buf.to_be_bytes());
+    let out = d.exec(&inb, 16);
+    let cqn = get(&out, 0x48, 24);
+
+    // The QP: RQ (4 x 16 bytes) then SQ (4 WQEBBs) in one page.
+    let qp_buf = d.alloc(4096, 4096);
+    let qp_db = d.alloc(64, 64);
+    let mut inb = hdr(0x110 + 8, 0x500, 0);
+    let qpc = 0xc0;
+    set(&mut inb, qpc + 0x13, 2, 3); // pm_state migrated
+    set(&mut inb, qpc + 0x28, 24, pd);
+    set(&mut inb, qpc + 0x49, 4, LOG_RQ);
+    set(&mut inb, qpc + 0x4d, 3, RQ_STRIDE_LOG - 4);
+    set(&mut inb, qpc + 0x51, 4, LOG_SQ);
+    set(&mut inb, qpc + 0x68, 24, d.uar);
+    set(&mut inb, qpc + 0x3e8, 24, cqn);
+    set(&mut inb, qpc + 0x4e8, 24, cqn);
+    set64(&mut inb, qpc + 0x500, qp_db);
+    inb[0x110..0x118].copy_from_slice(&qp_buf.to_be_bytes());
+    let out = d.exec(&inb, 16);
+    let qpn = get(&out, 0x48, 24);
+
+    // RST2INIT, INIT2RTR (to itself: remote QPN = own, LID = own port's), RTR2RTS.
+    let ads = qpc + 0xc0;
+    let mut inb = hdr(0x110, 0x502, 0);
+    set(&mut inb, 0x48, 24, qpn);
+    set(&mut inb, ads + 0x128, 8, 1);
+    set(&mut inb, qpc + 0x490, 1, 1);
+    set(&mut inb, qpc + 0x491, 1, 1);
+    d.exec(&inb, 16);
+    let mut inb = hdr(0x110, 0x503, 0);
+    set(&mut inb, 0x48, 24, qpn);
+    set(&mut inb, qpc + 0x40, 3, 3); // 1024
+    set(&mut inb, qpc + 0x43, 5, 20);
+    set(&mut inb, qpc + 0xa8, 24, qpn);
+    set(&mut inb, ads + 0x30, 16, PORT_LID);
+    set(&mut inb, ads + 0x128, 8, 1);
+    set(&mut inb, qpc + 0x4a3, 5, 12);
+    set(&mut inb, qpc + 0x490, 1, 1);
+    set(&mut inb, qpc + 0x491, 1, 1);
+    d.exec(&inb, 16);
+    let mut inb = hdr(0x110, 0x504, 0);
+    set(&mut inb, 0x48, 24, qpn);
+    set(&mut inb, qpc + 0x38d, 3, 7);
+    set(&mut inb, qpc + 0x390, 3, 7);
+    set(&mut inb, ads + 0x40, 5, 14);
+    // RTR2RTS defines the access bits too (the model copies what a transition defines).
+    set(&mut inb, qpc + 0x490, 1, 1);
+    set(&mut inb, qpc + 0x491, 1, 1);
+    d.exec(&inb, 16);
+    assert!(d.dev.take_interrupts().is_empty());
+    Objs {
+        pd,
+        comp,
+        cqn,
+        cq_buf,
+        cq_db,
+        key,
+        qpn,
+        qp_buf,
+        qp_db,
+    }
+}
+
+/// Writes an RDMA_WRITE of `len` bytes from `src` to `dst` as SQ WQE `idx` (one WQEBB: ctrl,
+/// raddr, one data segment), signaled. Returns the first 8 bytes (the doorbell value).
+fn post_write(d: &mut Driver, o: &Objs, idx: u16, src: u64, dst: u64, len: u32) -> u64 {
+    let mut w = [0u8; 64];
+    let opmod_idx_opcode = (u32::from(idx) << 8) | 0x08;
+    w[0..4].copy_from_slice(&opmod_idx_opcode.to_be_bytes());
+    w[4..8].copy_from_slice(&((o.qpn << 8) | 3).to_be_bytes());
+    w[11] = 0x08; // CQ_UPDATE
+    w[16..24].copy_from_slice(&dst.to_be_bytes());
+    w[24..28].copy_from_slice(&o.key.to_be_bytes());
+    w[32..36].copy_from_slice(&len.to_be_bytes());
+    w[36..40].copy_from_slice(&o.key.to_be_bytes());
+    w[40..48].copy_from_slice(&src.to_be_bytes());
+    let rq_bytes = (1u64 << LOG_RQ) << RQ_STRIDE_LOG;
+    let slot = u64::from(idx) & ((1 << LOG_SQ) - 1);
+    d.mem.write(o.qp_buf + rq_bytes + slot * 64, &w).unwrap();
+    // The SQ doorbell record: the next free WQEBB.
+    d.mem
+        .write(o.qp_db + 4, &u32::from(idx + 1).to_be_bytes())
+        .unwrap();
+    u64::from_be_bytes(w[0..8].try_into().unwrap())
+}
+
+/// The CQE at `ci` if hardware wrote it (opcode not invalid, owner = pass parity).
+fn cqe(d: &Driver, o: &Objs, ci: u32) -> Option<[u8; 64]> {
+    let mut c = [0u8; 64];
+    let idx = u64::from(ci & ((1 << LOG_CQ) - 1));
+    d.mem.read(o.cq_buf + idx * 64, &mut c).unwrap();
+    let own = u32::from(c[63] & 1);
+    (c[63] >> 4 != 0xf && own == (ci >> LOG_CQ) & 1).then_some(c)
+}
+
+/// `mlx5_cq_arm()` as libmlx5 does it: the arm record, then the 64-bit UAR store.
+fn arm(d: &mut Driver, o: &Objs, sn: u32, ci: u32) {
+    let word = (sn << 28) | (ci & 0xff_ffff);
+    d.mem.write(o.cq_db + 4, &word.to_be_bytes()).unwrap();
+    let v = (u64::from(word) << 32) | u64::from(o.cqn);
+    let uar = u64::from(d.uar) * UAR_PAGE;
+    d.dev.bar0_write(&d.mem, uar + 0x20, &v.to_be_bytes());
+}
+
+#[test]
+fn a_posted_wqe_completes_with_a_cqe_an_eqe_and_an_interrupt() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let mut o = setup(&mut d);
+    let uar = u64::from(d.uar) * UAR_PAGE;
+
+    let src = d.alloc(4096, 4096);
+    let dst = d.alloc(4096, 4096);
+    d.mem
+        .write(src, b"written by the emulated function")
+        .unwrap();
+
+    // Arm first (the CQ is empty: nothing fires), then post and ring: one 8-byte store.
+    arm(&mut d, &o, 0, 0);
+    assert!(d.dev.take_interrupts().is_empty());
+    assert!(d.eqe(&o.comp).is_none());
+    let db = post_write(&mut d, &o, 0, src, dst, 32);
+    d.dev.bar0_write(&d.mem, uar + 0x800, &db.to_be_bytes());
+
+    let mut got = [0u8; 32];
+    d.mem.read(dst, &mut got).unwrap();
+    assert_eq!(&got, b"written by the emulated function");
+    let c = cqe(&d, &o, 0).expect("a CQE at index 0");
+    assert_eq!(c[63] >> 4, 0, "requester CQE (MLX5_CQE_REQ)");
+    assert_eq!(u16::from_be_bytes([c[60], c[61]]), 0, "wqe_counter");
+    assert_eq!(
+        u32::from_be_bytes(c[56..60].try_into().unwrap()) & 0xff_ffff,
+        o.qpn
+    );
+    assert!(cqe(&d, &o, 1).is_none());
+    // The armed CQ fired: a COMP EQE with the CQN on the completion EQ, and its vector.
+    assert_eq!(d.dev.take_interrupts(), vec![1]);
+    let e = d.eqe(&o.comp).expect("completion EQE");
+    assert_eq!(e[1], 0x00, "MLX5_EVENT_TYPE_COMP");
+    assert_eq!(
+        u32::from_be_bytes(e[56..60].try_into().unwrap()) & 0xff_ffff,
+        o.cqn
+    );
+    o.comp.cons += 1;
+    assert!(d.eqe(&o.comp).is_none());
+    // eq_update_ci(eq, 1): consumed and re-armed, nothing pending: no interrupt.
+    d.wr32(uar + 0x40, (o.comp.eqn << 24) | o.comp.cons);
+    assert!(d.dev.take_interrupts().is_empty());
+
+    // Not re-armed: the next completion is a CQE without an event. This time the doorbell
+    // is two 32-bit stores (a 32-bit kernel's mlx5_write64()).
+    let db = post_write(&mut d, &o, 1, src, dst + 64, 8);
+    d.wr32(uar + 0x800, (db >> 32) as u32);
+    d.wr32(uar + 0x804, db as u32);
+    let c = cqe(&d, &o, 1).expect("a CQE at index 1");
+    assert_eq!(u16::from_be_bytes([c[60], c[61]]), 1);
+    assert!(d.dev.take_interrupts().is_empty());
+    assert!(d.eqe(&o.comp).is_none());
+    // Arming with a consumer index behind the producer fires at once.
+    arm(&mut d, &o, 1, 1);
+    assert_eq!(d.dev.take_interrupts(), vec![1]);
+    assert!(d.eqe(&o.comp).is_some());
+    o.comp.cons += 1;
+    d.wr32(uar + 0x40, (o.comp.eqn << 24) | o.comp.cons);
+
+    let st = d.dev.stats();
+    assert_eq!(
+        (st.doorbells, st.wqes, st.eqes, st.eqe_errors),
+        (4, 2, 2, 0)
+    );
+    // While a QP exists the transport is asked to look at the doorbell records again.
+    let t = d
+        .dev
+        .datapath_timeout()
+        .expect("a poll is due while QPs exist");
+    assert!(t <= DATAPATH_POLL);
+
+    // An atomic over guest memory is refused: the WQE completes in error, the QP goes to
+    // ERR (the 64-bit atomics need real atomics on the shared mapping).
+    let mut w = [0u8; 64];
+    w[0..4].copy_from_slice(&((2u32 << 8) | 0x12).to_be_bytes());
+    w[4..8].copy_from_slice(&((o.qpn << 8) | 4).to_be_bytes());
+    w[11] = 0x08;
+    w[16..24].copy_from_slice(&dst.to_be_bytes());
+    w[24..28].copy_from_slice(&o.key.to_be_bytes());
+    w[32..40].copy_from_slice(&1u64.to_be_bytes());
+    w[48..52].copy_from_slice(&8u32.to_be_bytes());
+    w[52..56].copy_from_slice(&o.key.to_be_bytes());
+    w[56..64].copy_from_slice(&src.to_be_bytes());
+    let rq_bytes = (1u64 << LOG_RQ) << RQ_STRIDE_LOG;
+    d.mem.write(o.qp_buf + rq_bytes + 2 * 64, &w).unwrap();
+    d.mem.write(o.qp_db + 4, &3u32.to_be_bytes()).unwrap();
+    d.dev.bar0_write(
+        &d.mem,
+        uar + 0x800,
+        &u64::from_be_bytes(w[0..8].try_into().unwrap()).to_be_bytes(),
+    );
+    let c = cqe(&d, &o, 2).expect("an error CQE at index 2");
+    assert_eq!(c[63] >> 4, 13, "MLX5_CQE_REQ_ERR");
+    assert_ne!(c[55], 0, "with a syndrome");
+    d.dev.take_interrupts();
+
+    teardown_objs(&mut d, &o);
+    // No QP: after one more look the data path waits for the guest.
+    let _ = d.dev.poll_datapath(&d.mem);
+    assert_eq!(d.dev.datapath_timeout(), None);
+    teardown(&mut d, &eqs);
+}
+
+/// Destroys what [`setup`] made: QP, mkey, CQ, PD, the completion EQ.
+fn teardown_objs(d: &mut Driver, o: &Objs) {
+    let mut inb = hdr(16, 0x501, 0);
+    set(&mut inb, 0x48, 24, o.qpn);
+    d.exec(&inb, 16);
+    let mut inb = hdr(16, 0x202, 0);
+    set(&mut inb, 0x48, 24, o.key >> 8);
+    d.exec(&inb, 16);
+    let mut inb = hdr(16, 0x401, 0);
+    set(&mut inb, 0x48, 24, o.cqn);
+    d.exec(&inb, 16);
+    let mut inb = hdr(16, 0x801, 0);
+    set(&mut inb, 0x48, 24, o.pd);
+    d.exec(&inb, 16);
+    let mut inb = hdr(16, 0x302, 0);
+    set(&mut inb, 0x58, 8, o.comp.eqn);
+    d.exec(&inb, 16);
+}
+
+/// Buffers of pinned user pages in a VM without an IOMMU are as many runs as pages; the model
+/// keeps 8 runs per object. The function keeps longer page lists itself (`iova.rs`): a CQ of
+/// 16 scattered pages and an MTT mkey of 12 scattered pages work, an RDMA WRITE lands in the
+/// right guest pages across every page boundary, and destroying the objects releases the
+/// ranges.
+#[test]
+fn scattered_page_lists_beyond_eight_runs_work() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let o = setup(&mut d);
+    let uar = u64::from(d.uar) * UAR_PAGE;
+
+    // A second CQ: 1024 CQEs, 16 pages, every other guest page.
+    let log_cq = 10u32;
+    let pages: Vec<u64> = (0..16).map(|_| d.alloc(8192, 4096)).collect();
+    for p in &pages {
+        for i in 0..64 {
+            d.mem.write(p + i * 64 + 63, &[0xf1]).unwrap();
+        }
+    }
+    let cq_db = d.alloc(64, 64);
+    let mut inb = hdr(0x110 + 16 * 8, 0x400, 0);
+    set(&mut inb, 0x80 + 0x63, 5, log_cq);
+    set(&mut inb, 0x80 + 0x68, 24, d.uar);
+    set(&mut inb, 0x80 + 0xa0, 32, o.comp.eqn);
+    set64(&mut inb, 0x80 + 0x1c0, cq_db);
+    for (i, p) in pages.iter().enumerate() {
+        inb[0x110 + i * 8..0x118 + i * 8].copy_from_slice(&p.to_be_bytes());
+    }
+    let (status, out) = d.exec_status(&inb, 16);
+    assert_eq!(
+        status,
+        0,
+        "a 16-run CQ is accepted (syndrome {:#x})",
+        get(&out, 0x20, 32)
+    );
+    let cqn2 = get(&out, 0x48, 24);
+    assert_eq!(d.dev.iova_ranges(), 1);
+
+    // An MTT mkey of 12 scattered pages at iova 0x7000_0000_0000.
+    let n = 12usize;
+    let mpages: Vec<u64> = (0..n).map(|_| d.alloc(8192, 4096)).collect();
+    let va = 0x7000_0000_0000u64;
+    let mut inb = hdr(0x110 + n * 8, 0x200, 0);
+    let mkc = 0x80;
+    set(&mut inb, mkc + 0x12, 1, 1);
+    set(&mut inb, mkc + 0x13, 1, 1);
+    set(&mut inb, mkc + 0x14, 1, 1);
+    set(&mut inb, mkc + 0x15, 1, 1);
+    set(&mut inb, mkc + 0x16, 2, 1); // MTT
+    set(&mut inb, mkc + 0x20, 24, 0xff_ffff);
+    set(&mut inb, mkc + 0x38, 8, 0x77);
+    set(&mut inb, mkc + 0x68, 24, o.pd);
+    set64(&mut inb, mkc + 0x80, va);
+    set64(&mut inb, mkc + 0xc0, (n * 4096) as u64);
+    set(&mut inb, mkc + 0x1a0, 32, (n / 2) as u32);
+    set(&mut inb, mkc + 0x1da, 6, 12);
+    set(&mut inb, 0x300, 32, (n / 2) as u32);
+    for (i, p) in mpages.iter().enumerate() {
+        // MLX5_IB_MTT_PRESENT: read and write enable in the low bits.
+        inb[0x110 + i * 8..0x118 + i * 8].copy_from_slice(&(p | 3).to_be_bytes());
+    }
+    let (status, out) = d.exec_status(&inb, 16);
+    assert_eq!(
+        status,
+        0,
+        "a 12-run mkey is accepted (syndrome {:#x})",
+        get(&out, 0x20, 32)
+    );
+    let mtt_key = (get(&out, 0x48, 24) << 8) | 0x77;
+    assert_eq!(d.dev.iova_ranges(), 2);
+
+    // RDMA WRITE of 12 pages less 100 bytes, from a PA source into the MTT mkey at an
+    // unaligned iova.
+    let len = (n * 4096 - 100) as u32;
+    let src = d.alloc(n * 4096, 4096);
+    let pattern: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    d.mem.write(src, &pattern).unwrap();
+    let mut w = [0u8; 64];
+    w[0..4].copy_from_slice(&0x08u32.to_be_bytes());
+    w[4..8].copy_from_slice(&((o.qpn << 8) | 3).to_be_bytes());
+    w[11] = 0x08;
+    w[16..24].copy_from_slice(&(va + 50).to_be_bytes());
+    w[24..28].copy_from_slice(&mtt_key.to_be_bytes());
+    w[32..36].copy_from_slice(&len.to_be_bytes());
+    w[36..40].copy_from_slice(&o.key.to_be_bytes());
+    w[40..48].copy_from_slice(&src.to_be_bytes());
+    let rq_bytes = (1u64 << LOG_RQ) << RQ_STRIDE_LOG;
+    d.mem.write(o.qp_buf + rq_bytes, &w).unwrap();
+    d.mem.write(o.qp_db + 4, &1u32.to_be_bytes()).unwrap();
+    d.dev.bar0_write(
+        &d.mem,
+        uar + 0x800,
+        &u64::from_be_bytes(w[0..8].try_into().unwrap()).to_be_bytes(),
+    );
+    let c = cqe(&d, &o, 0).expect("a CQE");
+    assert_eq!(c[63] >> 4, 0, "success (syndrome {:#x})", c[55]);
+    // Byte k of the message is at iova va + 50 + k: page (50 + k) / 4096 of the list.
+    let mut got = vec![0u8; 4096];
+    for (i, p) in mpages.iter().enumerate() {
+        d.mem.read(*p, &mut got).unwrap();
+        for (j, b) in got.iter().enumerate() {
+            let k = (i * 4096 + j) as i64 - 50;
+            if (0..i64::from(len)).contains(&k) {
+                assert_eq!(*b, pattern[k as usize], "page {i} byte {j}");
+            }
+        }
+    }
+    d.dev.take_interrupts();
+
+    let mut inb = hdr(16, 0x202, 0);
+    set(&mut inb, 0x48, 24, mtt_key >> 8);
+    d.exec(&inb, 16);
+    let mut inb = hdr(16, 0x401, 0);
+    set(&mut inb, 0x48, 24, cqn2);
+    d.exec(&inb, 16);
+    assert_eq!(d.dev.iova_ranges(), 0, "destroy releases the ranges");
+    // A create the model refuses keeps no range: a CQ of 16 scattered pages on a bad UAR.
+    let mut inb = hdr(0x110 + 16 * 8, 0x400, 0);
+    set(&mut inb, 0x80 + 0x63, 5, log_cq);
+    set(&mut inb, 0x80 + 0x68, 24, 0xabcd);
+    for (i, p) in pages.iter().enumerate() {
+        inb[0x110 + i * 8..0x118 + i * 8].copy_from_slice(&p.to_be_bytes());
+    }
+    let (status, _) = d.exec_status(&inb, 16);
+    assert_ne!(status, 0);
+    assert_eq!(d.dev.iova_ranges(), 0);
+    teardown_objs(&mut d, &o);
+    teardown(&mut d, &eqs);
+}
