@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make check`: every test of rdma-rs, ending with one line `N passed, N failed`.
 # Steps: setup, rustfmt, host cargo tests, kernel (cached), module build, the
-# VM (KUnit suites, user-space tests, the upstream peer, kmemleak), the log
-# judge. Full logs go to out/logs/.
+# VM (KUnit suites, user-space tests, the upstream peer, kmemleak) and, beside
+# it, the VM of the emulated PCI function (tools/pcifn.sh); the log judge on
+# both. Full logs go to out/logs/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"
@@ -69,13 +70,41 @@ timed "check: module build" make -C "$kb" LLVM=$LLVM_SUFFIX M="$here" CLIPPY=1 m
 result "module build (clippy, warnings are errors)" $rc
 [ $rc = 0 ] || { tail -n 30 "$logs/modules.log" >&2; fail_out "module build failed"; }
 
+# judge MODE LOG VERDICT: the log judge's verdict on one VM run, added to the totals.
+judge() {
+	local jrc=0 vp vf vs
+	(cd "$here" && cargo run --quiet --release -p rdma-rs-vmlog -- --mode "$1" "$2") >"$3" 2>&1 || jrc=$?
+	grep -v '^TOTAL ' "$3"
+	read -r _ vp vf vs < <(grep '^TOTAL ' "$3" || echo "TOTAL 0 1 0")
+	passed=$((passed + vp)); failed=$((failed + vf)); skipped=$((skipped + vs))
+	if [ $jrc != 0 ] && [ "$vf" = 0 ]; then failed=$((failed + 1)); echo "  FAIL VM log judge, mode $1 (exit $jrc)"; fi
+}
+
+# The emulated ConnectX PCI function (Documentation/pcifn.md): upstream mlx5_core and
+# mlx5_ib_rs on it, in a VM of its own (trixie's QEMU with the vfio-user client, the
+# host/cxfn server), booted beside the main VM (two VMs: the machine's limit). The server's
+# own checks (`ok`/`not ok` lines of tools/pcifn.sh) count as tests too.
+pcifn_vm() {
+	timed "check: VM pcifn (the emulated PCI function, beside the main VM)" \
+		"$here/tools/pcifn.sh" "$kb" "$logs/pcifn.log" >"$logs/pcifn-host.log" 2>&1
+}
+pcifn_vm &
+pcifn_pid=$!
+
 # The VM runs every suite (about 10 minutes under TCG on this machine): kill it
 # only well past that.
 RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-2400} timed "check: VM" "$here/tools/vm.sh" check "$kb" "$logs/console.log"
-vmrc=0
-(cd "$here" && cargo run --quiet --release -p rdma-rs-vmlog -- --mode check "$logs/console.log") >"$logs/verdict.txt" 2>&1 || vmrc=$?
-grep -v '^TOTAL ' "$logs/verdict.txt"
-read -r _ vp vf vs < <(grep '^TOTAL ' "$logs/verdict.txt" || echo "TOTAL 0 1 0")
-passed=$((passed + vp)); failed=$((failed + vf)); skipped=$((skipped + vs))
-if [ $vmrc != 0 ] && [ "$vf" = 0 ]; then failed=$((failed + 1)); echo "  FAIL VM log judge (exit $vmrc)"; fi
+judge check "$logs/console.log" "$logs/verdict.txt"
+
+pcrc=0
+wait $pcifn_pid || pcrc=$?
+grep '^==>' "$logs/pcifn-host.log" >&2 || true
+result "pcifn VM (tools/pcifn.sh, see pcifn-host.log)" $pcrc
+judge pcifn "$logs/pcifn.log" "$logs/verdict-pcifn.txt"
+while read -r line; do
+	case $line in
+	"ok "*) passed=$((passed + 1)); echo "  PASS ${line#ok }" ;;
+	"not ok "*) failed=$((failed + 1)); echo "  FAIL ${line#not ok }" ;;
+	esac
+done < <(grep -E '^(not )?ok pcifn_server' "$logs/pcifn-host.log")
 summary

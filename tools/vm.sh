@@ -11,8 +11,12 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 mode=$1
 kb=$2
 log=$3
-mkdir -p "$(dirname "$log")"
-initrd="$here/out/initramfs.cpio.gz"
+mkdir -p "$(dirname "$log")" "$here/out"
+# One initramfs per mode: `make check` boots the pcifn VM beside the main one.
+initrd="$here/out/initramfs-$mode.cpio.gz"
+# Two VMs starting together build the same binaries: one at a time, up to the boot.
+exec 8>"$here/out/.vm-build.lock"
+flock 8
 # The project's user-space test programs (tests/userspace/), built against
 # the host's rdma-core 44 (the same libraries the initramfs carries).
 mkdir -p "$here/out/vm-bin"
@@ -30,6 +34,8 @@ done
 cp "$here/out/fuzz-target/x86_64-unknown-linux-gnu/release/uverbs_fuzz" "$here/out/vm-bin/uverbs_fuzz"
 case $mode in bench*) export RDMARS_INITRD_PERF=1 ;; esac
 timed "vm: initramfs" "$here/tools/initramfs.sh" "$kb" "$initrd"
+flock -u 8
+exec 8>&-
 
 # RDMARS_QEMU: another QEMU binary (tools/qemu-vfio-user.sh's wrapper for `make pcifn`);
 # RDMARS_QEMU_ARGS: extra arguments (word-split), e.g. shared memory and a vfio-user device.
