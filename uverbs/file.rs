@@ -16,7 +16,7 @@
 //! objects they do not share).
 
 use super::abi::{
-    ids::{attr, cmd, method, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT, UVERBS_IDR_ANY_OBJECT},
+    ids::{attr, cmd, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT, UVERBS_IDR_ANY_OBJECT},
     ioctl::{IoctlHdr, UAttr},
     parse::{self, AttrEnv, Bundle, FlagsWriteBack, UdataIn},
     spec::{Access, CoreHandler, Handler},
@@ -857,6 +857,7 @@ impl<D: Driver> UFile<D> {
             CoreHandler::CqCreate => self.ioctl_cq_create(inner, b, uattrs, out, new),
             CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
             CoreHandler::RegMr => self.ioctl_reg_mr(inner, b, uattrs, out, new),
+            CoreHandler::QueryMr => self.ioctl_query_mr(inner, b, out),
             CoreHandler::SrqCreate => self.ioctl_srq_create(inner, b, uattrs, out, new),
             CoreHandler::SrqDestroy => {
                 out.put(b, attr::DESTROY_SRQ_RESP, &reported.events.to_ne_bytes())
@@ -868,10 +869,6 @@ impl<D: Driver> UFile<D> {
             }
             CoreHandler::QpDestroy => {
                 out.put(b, attr::DESTROY_QP_RESP, &reported.events.to_ne_bytes())
-            }
-            _ => {
-                let _ = method::INVOKE_WRITE;
-                Err(EOPNOTSUPP)
             }
         }
     }

@@ -37,9 +37,9 @@ use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
-    modify_qp_is_ok, AccessFlags, Cq, CqInitAttr, DbPages, Mr, MrCreated, Pd, Qp, QpAttr,
-    QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem,
-    UserCtx, UserDb, UserMrReq,
+    modify_qp_is_ok, AccessFlags, Cq, CqInitAttr, DbPages, MmapEntry, MmapRegistry, Mr, MrCreated,
+    Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, Srq, SrqAttrMask,
+    SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -69,7 +69,7 @@ impl Driver for Mock {
     type PdData = ();
     type CqData = ();
     type QpData = MockQp;
-    type SrqData = ();
+    type SrqData = MockSrq;
     type MrData = Umem;
     type AhData = ();
 }
@@ -78,6 +78,52 @@ impl Driver for Mock {
 struct MockQp {
     state: Atomic<u32>,
     port: Atomic<u32>,
+}
+
+/// A mock SRQ: what rxe keeps of one for its verbs (`rxe_srq`: the queue's index mask, the
+/// scatter entries, the limit); no receive queue behind it.
+struct MockSrq {
+    /// The queue's slots minus one (rxe `srq->rq.queue->buf->index_mask`): what
+    /// QUERY_SRQ reports as `max_wr`.
+    index_mask: Atomic<u32>,
+    max_sge: u32,
+    limit: Atomic<u32>,
+    /// A user SRQ's queue page, mappable at the offset of its create response.
+    _queue: Option<QueueMap>,
+}
+
+/// The page a user SRQ's create response offers to `mmap()` (rxe: the queue buffer,
+/// `rxe_create_mmap_info()`, an offset of the context's own): an entry of the context's mmap
+/// registry, removed with the SRQ (existing mappings keep the page).
+struct QueueMap {
+    reg: Arc<MmapRegistry>,
+    entry: Arc<MmapEntry>,
+}
+
+impl Drop for QueueMap {
+    fn drop(&mut self) {
+        self.reg.remove(&self.entry);
+    }
+}
+
+/// rxe's SRQ limits (`rxe_param.h`): `RXE_MAX_SRQ_WR` (`DEFAULT_MAX_VALUE`, 1 << 20),
+/// `RXE_MAX_SRQ_SGE`, `RXE_MIN_SRQ_SGE`, `RXE_MAX_SRQ`.
+const MAX_SRQ_WR: u32 = 1 << 20;
+const MAX_SRQ_SGE: u32 = 27;
+const MIN_SRQ_SGE: u32 = 1;
+const MAX_SRQ: u32 = (1 << 20) - 0x0002_0001;
+
+/// `sizeof(struct rxe_create_srq_resp)`: `struct mminfo` (16 bytes), `srq_num`, `reserved`.
+const CREATE_SRQ_RESP: usize = 24;
+
+/// rxe_queue_init(): the slots are `max_wr + 1` rounded up to a power of two; the queue
+/// holds one less.
+fn srq_index_mask(max_wr: u32) -> Result<u32> {
+    let slots = max_wr
+        .checked_add(1)
+        .and_then(u32::checked_next_power_of_two)
+        .ok_or(EINVAL)?;
+    Ok(slots - 1)
 }
 
 const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
@@ -186,6 +232,9 @@ impl DeviceOps for MockOps {
             max_cqe: MAX_CQE,
             max_mr: 256,
             max_pd: 32,
+            max_srq: MAX_SRQ,
+            max_srq_wr: MAX_SRQ_WR,
+            max_srq_sge: MAX_SRQ_SGE,
             ..DeviceAttr::default()
         })
     }
@@ -267,7 +316,14 @@ impl DeviceOps for MockOps {
         let c = ctx.data::<MockCtx>().ok_or(EINVAL)?;
         match vma.pgoff() {
             0 => vma.map_page(c.page.page(), None),
-            _ => Err(EINVAL),
+            // An SRQ's queue page: only this context's registry knows its offset
+            // (upstream rdma_user_mmap_entry_get(): an offset of another context is EINVAL).
+            _ => {
+                let r = ctx.mmap_entries().get(vma).ok_or(EINVAL)?;
+                let page = r.data::<Arc<UserPage>>().ok_or(EINVAL)?.clone();
+                // The mapping keeps the entry (and so the page) until it goes.
+                vma.map_page(page.page(), Some(r.into_map_ref()?))
+            }
         }
     }
 
@@ -311,6 +367,119 @@ impl DeviceOps for MockOps {
     }
 
     fn destroy_cq(_cq: &Cq<Mock>) -> Result {
+        Ok(())
+    }
+
+    // upstream rxe_create_srq(): a user SRQ needs room for `rxe_create_srq_resp` (EINVAL);
+    // then rxe_srq_chk_init(): `max_wr` 0 or past RXE_MAX_SRQ_WR, `max_sge` past
+    // RXE_MAX_SRQ_SGE, EINVAL; the SGEs are raised to RXE_MIN_SRQ_SGE; rxe_srq_from_init():
+    // the queue's size (rxe_queue_init()), the response: the mmap info of the queue (the mock
+    // maps a page of its own, an entry of the context's mmap registry) and the SRQ number.
+    fn create_srq(
+        _pd: &Pd<Mock>,
+        attr: &mut SrqInitAttr,
+        _handler: Option<&Arc<dyn SrqHandler>>,
+        user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<MockSrq> {
+        static NEXT_SRQN: Atomic<u32> = Atomic::new(0x2_0001);
+        let mut user = user;
+        if let Some(u) = user.as_mut() {
+            if u.udata().outlen() < CREATE_SRQ_RESP {
+                return Err(EINVAL);
+            }
+        }
+        if attr.max_wr > MAX_SRQ_WR || attr.max_wr == 0 || attr.max_sge > MAX_SRQ_SGE {
+            return Err(EINVAL);
+        }
+        let max_sge = attr.max_sge.max(MIN_SRQ_SGE);
+        let index_mask = srq_index_mask(attr.max_wr)?;
+        let srqn = NEXT_SRQN.fetch_add(1, Relaxed);
+        let mut queue = None;
+        if let Some(u) = user {
+            let reg = u.ctx().mmap_entries().clone();
+            // Offsets from 1: page offset 0 is the context's pattern page.
+            let entry = reg.insert_range(
+                Arc::new(UserPage::new()?, GFP_KERNEL)?,
+                kernel::page::PAGE_SIZE,
+                1,
+                u32::MAX,
+            )?;
+            let q = QueueMap { reg, entry };
+            let mut resp = [0u8; CREATE_SRQ_RESP];
+            resp[0..8].copy_from_slice(&q.entry.offset().to_ne_bytes());
+            resp[8..12].copy_from_slice(&(kernel::page::PAGE_SIZE as u32).to_ne_bytes());
+            resp[16..20].copy_from_slice(&srqn.to_ne_bytes());
+            u.udata().copy_to(&resp);
+            queue = Some(q);
+        }
+        attr.max_wr = index_mask;
+        attr.max_sge = max_sge;
+        Ok(MockSrq {
+            index_mask: Atomic::new(index_mask),
+            max_sge,
+            limit: Atomic::new(attr.srq_limit),
+            _queue: queue,
+        })
+    }
+
+    // upstream rxe_modify_srq(): a user's driver data is `rxe_modify_srq_cmd { u64
+    // mmap_info_addr }` (ib_copy_validate_udata_in(): shorter EINVAL, a non-zero byte past it
+    // EOPNOTSUPP); rxe_srq_chk_attr(): a new size 0 or past RXE_MAX_SRQ_WR or below the
+    // armed limit, a limit past RXE_MAX_SRQ_WR or the queue's size, EINVAL; then the resize
+    // (rxe_queue_resize()). rxe writes the new queue's mmap info to `mmap_info_addr`; the
+    // mock has no queue to map and refuses a resize that asks for it (EOPNOTSUPP).
+    fn modify_srq(
+        srq: &Srq<Mock>,
+        attr: &SrqInitAttr,
+        mask: SrqAttrMask,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
+        let mut mmap_info_addr = 0u64;
+        if let Some(u) = udata {
+            let i = u.input();
+            let head = i.get(..8).ok_or(EINVAL)?;
+            if i[8..].iter().any(|&b| b != 0) {
+                return Err(EOPNOTSUPP);
+            }
+            let mut a = [0u8; 8];
+            a.copy_from_slice(head);
+            mmap_info_addr = u64::from_ne_bytes(a);
+        }
+        let s = srq.data();
+        let limit = s.limit.load(Relaxed);
+        if mask.has(SrqAttrMask::MAX_WR)
+            && (attr.max_wr > MAX_SRQ_WR || attr.max_wr == 0 || (limit != 0 && attr.max_wr < limit))
+        {
+            return Err(EINVAL);
+        }
+        if mask.has(SrqAttrMask::LIMIT)
+            && (attr.srq_limit > MAX_SRQ_WR || attr.srq_limit > s.index_mask.load(Relaxed))
+        {
+            return Err(EINVAL);
+        }
+        if mask.has(SrqAttrMask::MAX_WR) {
+            if mmap_info_addr != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            s.index_mask.store(srq_index_mask(attr.max_wr)?, Relaxed);
+        }
+        if mask.has(SrqAttrMask::LIMIT) {
+            s.limit.store(attr.srq_limit, Relaxed);
+        }
+        Ok(())
+    }
+
+    // upstream rxe_query_srq(): the queue's index mask, the SGEs, the limit.
+    fn query_srq(srq: &Srq<Mock>) -> Result<SrqInitAttr> {
+        let s = srq.data();
+        Ok(SrqInitAttr {
+            max_wr: s.index_mask.load(Relaxed),
+            max_sge: s.max_sge,
+            srq_limit: s.limit.load(Relaxed),
+        })
+    }
+
+    fn destroy_srq(_srq: &Srq<Mock>) -> Result {
         Ok(())
     }
 

@@ -428,7 +428,7 @@ impl<D: Driver> UFile<D> {
             max_sge: 0,
             srq_limit: rd32(&r, 12),
         };
-        srq.modify(&attr, SrqAttrMask(rd32(&r, 4)))
+        with_udata(b, |ud| srq.modify_user(&attr, SrqAttrMask(rd32(&r, 4)), ud))
     }
 
     /// `IB_USER_VERBS_CMD_QUERY_SRQ`.
@@ -1164,6 +1164,30 @@ impl<D: Driver> UFile<D> {
 }
 
 impl<D: Driver> UFile<D> {
+    /// `UVERBS_METHOD_QUERY_MR` (upstream `UVERBS_HANDLER(UVERBS_METHOD_QUERY_MR)`,
+    /// `uverbs_std_types_mr.c`): LKEY, RKEY, LENGTH, then the optional IOVA, in that
+    /// order (a copy that faults stops there: `EFAULT`); an absent IOVA is no error
+    /// (`IS_UVERBS_COPY_ERR()`).
+    pub(super) fn ioctl_query_mr(
+        &self,
+        inner: &Inner<D>,
+        bd: &Bundle<'_>,
+        out: &mut Outputs,
+    ) -> Result {
+        let h = match bd.get(attr::QUERY_MR_HANDLE) {
+            Ok(AttrValue::Obj { id, .. }) => i64::try_from(id).map_err(|_| EINVAL)?,
+            _ => return Err(EINVAL),
+        };
+        let mr = match Self::obj_at(inner, inner.find(obj::MR, h)?)? {
+            ObjKind::Mr(m) => m.clone(),
+            _ => return Err(EINVAL),
+        };
+        out.put(bd, attr::QUERY_MR_RESP_LKEY, &mr.lkey().to_ne_bytes())?;
+        out.put(bd, attr::QUERY_MR_RESP_RKEY, &mr.rkey().to_ne_bytes())?;
+        out.put(bd, attr::QUERY_MR_RESP_LENGTH, &mr.length().to_ne_bytes())?;
+        out.put_opt(bd, attr::QUERY_MR_RESP_IOVA, &mr.iova().to_ne_bytes())
+    }
+
     /// `UVERBS_METHOD_SRQ_CREATE` (upstream `uverbs_std_types_srq.c`): basic SRQs; XRC and
     /// tag-matching SRQs are `EOPNOTSUPP` (no driver here has them), an unknown type `EINVAL`
     /// (`ib_uverbs_srq_type` has 3 values).

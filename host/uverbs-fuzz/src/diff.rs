@@ -65,12 +65,6 @@ pub(crate) const KNOWN: &[(&str, &str, &str, &str)] = &[
         "the AH object: the mock has no destroy_ah, so the object is not in its tree (upstream UAPI_DEF_OBJ_NEEDS_FN); and ours declares no AH_DESTROY ioctl method (libibverbs 44 destroys AHs by write)",
     ),
     (
-        "hdr.object_id 0x5",
-        "EPROTONOSUPPORT",
-        "*",
-        "the SRQ object: no driver of ours implements SRQs (the mock has no create_srq, rxe has), so the object is not in the tree (upstream UAPI_DEF_OBJ_NEEDS_FN(destroy_srq)) and any method on it is EPROTONOSUPPORT",
-    ),
-    (
         "write EX_MODIFY_CQ",
         "*",
         "*",
