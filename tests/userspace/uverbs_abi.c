@@ -644,7 +644,39 @@ static void fuzz_found_test(int fd)
 		attr_out(&r.attrs[7], FZ_REG_MR_RESP_RKEY, &rkey, 4);
 		expect("ioctl: REG_MR", do_ioctl(fd, &r), 0);
 		mr = r.attrs[0].data;
-		expect("ioctl: REG_MR's handle deregisters", dereg_mr(fd, mr), 0);
+		/* UVERBS_HANDLER(UVERBS_METHOD_QUERY_MR): the keys, mr->length and
+		 * mr->iova as REG_MR set them; IOVA is optional. */
+		{
+			uint32_t ql = 0, qr = 0;
+			uint64_t qlen = 0, qiova = 0;
+			struct req q;
+
+			req_init(&q, UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR, 5);
+			q.attrs[0].attr_id = UVERBS_ATTR_QUERY_MR_HANDLE;
+			q.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+			q.attrs[0].data = mr;
+			attr_out(&q.attrs[1], UVERBS_ATTR_QUERY_MR_RESP_LKEY, &ql, 4);
+			attr_out(&q.attrs[2], UVERBS_ATTR_QUERY_MR_RESP_RKEY, &qr, 4);
+			attr_out(&q.attrs[3], UVERBS_ATTR_QUERY_MR_RESP_LENGTH, &qlen, 8);
+			attr_out(&q.attrs[4], UVERBS_ATTR_QUERY_MR_RESP_IOVA, &qiova, 8);
+			expect("ioctl: QUERY_MR", do_ioctl(fd, &q), 0);
+			expect("ioctl: QUERY_MR answers REG_MR's lkey, rkey, length and iova",
+			       ql == lkey && qr == rkey && qlen == len && qiova == iova ? 0 : EINVAL, 0);
+			req_init(&q, UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR, 4);
+			q.attrs[0].attr_id = UVERBS_ATTR_QUERY_MR_HANDLE;
+			q.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+			q.attrs[0].data = mr;
+			attr_out(&q.attrs[1], UVERBS_ATTR_QUERY_MR_RESP_LKEY, &ql, 4);
+			attr_out(&q.attrs[2], UVERBS_ATTR_QUERY_MR_RESP_RKEY, &qr, 4);
+			attr_out(&q.attrs[3], UVERBS_ATTR_QUERY_MR_RESP_LENGTH, &qlen, 8);
+			expect("ioctl: QUERY_MR without the optional IOVA", do_ioctl(fd, &q), 0);
+			q.attrs[3].data = 1;
+			expect("ioctl: QUERY_MR with an unwritable LENGTH is EFAULT", do_ioctl(fd, &q),
+			       EFAULT);
+			expect("ioctl: REG_MR's handle deregisters", dereg_mr(fd, mr), 0);
+			q.attrs[3].data = (uintptr_t)&qlen;
+			expect("ioctl: QUERY_MR of a deregistered MR is ENOENT", do_ioctl(fd, &q), ENOENT);
+		}
 
 		r.attrs[0].data = 0;
 		attr_const(&r.attrs[5], FZ_REG_MR_FD_OFFSET, fdoff, 0);
@@ -672,6 +704,52 @@ static void fuzz_found_test(int fd)
 	}
 	dealloc_pd(fd, pd);
 	munmap(two, 2 * pg);
+}
+
+/*
+ * CREATE_SRQ with room for rxe's driver response (struct rxe_create_srq_resp:
+ * struct mminfo { u64 offset; u32 size, pad; }, srq_num, reserved): the offset
+ * user space passes to mmap() for the SRQ's queue, an offset of this context
+ * (rxe_create_mmap_info(); the mock: an entry of the context's mmap registry).
+ */
+struct srq_mminfo {
+	uint64_t offset;
+	uint32_t size, pad;
+	uint32_t srq_num, reserved;
+};
+
+static int create_srq_mm(int fd, uint32_t pd, uint32_t *handle, struct srq_mminfo *mi)
+{
+	struct {
+		struct ib_uverbs_create_srq_resp core;
+		struct srq_mminfo drv;
+	} resp = {};
+	struct ib_uverbs_create_srq cmd = { .response = (uintptr_t)&resp, .pd_handle = pd,
+					    .max_wr = 16, .max_sge = 1 };
+	int e = do_write(fd, IB_USER_VERBS_CMD_CREATE_SRQ, &cmd, sizeof(cmd), sizeof(resp) / 4);
+
+	*handle = resp.core.srq_handle;
+	*mi = resp.drv;
+	return e;
+}
+
+static int destroy_srq(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_srq_resp resp;
+	struct ib_uverbs_destroy_srq cmd = { .response = (uintptr_t)&resp, .srq_handle = h };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DESTROY_SRQ, &cmd, sizeof(cmd), sizeof(resp) / 4);
+}
+
+/* mmap() of len bytes at offset off of fd (shared, as providers map): 0 or errno. */
+static int try_mmap(int fd, uint64_t off, size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+
+	if (p == MAP_FAILED)
+		return errno;
+	munmap(p, len);
+	return 0;
 }
 
 /* Sends fd over a unix socket (SCM_RIGHTS). */
@@ -727,6 +805,58 @@ static void in_child(void (*fn)(int, int), int fd, int arg)
 	}
 }
 
+/* The SRQ (and its PD) whose queue offset the socket child maps (size 0: none). */
+static struct srq_mminfo passed_mi;
+static uint32_t passed_h, passed_pd = ~0u;
+
+/*
+ * mmap offsets are the context's (upstream: rdma_user_mmap_entry_get() looks
+ * in ucontext->mmap_xa, so mlx5_ib_mmap() finds no entry of another context:
+ * EINVAL; rxe_mmap() matches ip->context: EINVAL). An SRQ's queue offset from
+ * this file's context is refused on another file with a context of its own,
+ * on a file without one (ib_uverbs_get_ucontext_file(): EINVAL), and after
+ * the SRQ is destroyed; the socket child then maps it through the passed file.
+ * rxe hands each offset out for one mmap() (list_del_init() of the pending
+ * entry), so the owner's own mapping is the socket child's.
+ */
+static void mmap_isolation(int fd)
+{
+	struct srq_mminfo mi = {}, mi2 = {};
+	uint32_t pd, srq, srq2;
+	int fd2, fd3;
+
+	expect("isolation: ALLOC_PD for an SRQ", alloc_pd(fd, &pd), 0);
+	expect("isolation: CREATE_SRQ with rxe's driver response", create_srq_mm(fd, pd, &srq, &mi), 0);
+	expect("isolation: the SRQ's queue has an mmap offset and size",
+	       mi.size && mi.offset && !(mi.offset % sysconf(_SC_PAGESIZE)) ? 0 : EINVAL, 0);
+	if (!mi.size) {
+		dealloc_pd(fd, pd);
+		return;
+	}
+	fd2 = open(dev, O_RDWR | O_CLOEXEC);
+	expect("isolation: another file's GET_CONTEXT", fd2 >= 0 ? get_context(fd2) : errno, 0);
+	expect("isolation: mmap() of one context's SRQ queue offset on another context's file is EINVAL",
+	       try_mmap(fd2, mi.offset, mi.size), EINVAL);
+	fd3 = open(dev, O_RDWR | O_CLOEXEC);
+	expect("isolation: mmap() of a context's offset on a file without a context is EINVAL",
+	       fd3 >= 0 ? try_mmap(fd3, mi.offset, mi.size) : errno, EINVAL);
+	if (fd3 >= 0)
+		close(fd3);
+
+	/* A destroyed SRQ's offset maps nothing (rxe_mmap_release(), rdma_user_mmap_entry_remove()). */
+	expect("isolation: a second SRQ", create_srq_mm(fd, pd, &srq2, &mi2), 0);
+	expect("isolation: the second SRQ's offset is another one", mi2.offset != mi.offset ? 0 : EINVAL, 0);
+	expect("isolation: DESTROY_SRQ of the second SRQ", destroy_srq(fd, srq2), 0);
+	expect("isolation: mmap() of a destroyed SRQ's queue offset is EINVAL",
+	       try_mmap(fd, mi2.offset, mi2.size ? mi2.size : 4096), EINVAL);
+	/* The other file's context still works, the offset still ours. */
+	if (fd2 >= 0)
+		close(fd2);
+	passed_mi = mi;
+	passed_h = srq;
+	passed_pd = pd;
+}
+
 /* A child of the opener: other credentials (fork copies them), same file. */
 static void forked_child(int fd, int hp)
 {
@@ -754,6 +884,10 @@ static void socket_child(int sock, int unused)
 	       alloc_pd(fd, &h), EACCES);
 	expect("isolation: ioctl() on a file received over a unix socket works",
 	       query_port(fd, 1, 0, 1), 0);
+	/* ib_uverbs_mmap() checks no credentials: the file's context maps. */
+	if (passed_mi.size)
+		expect("isolation: mmap() of the sender's SRQ queue offset on the received file works",
+		       try_mmap(fd, passed_mi.offset, passed_mi.size), 0);
 	close(fd);
 }
 
@@ -816,10 +950,15 @@ static void isolation_test(int fd)
 		       dealloc_pd(fd, hc), 0);
 		close(fd2);
 	}
+	mmap_isolation(fd);
 	send_fd(sv[0], fd);
 	in_child(socket_child, sv[1], 0);
 	close(sv[0]);
 	close(sv[1]);
+	if (passed_mi.size)
+		expect("isolation: DESTROY_SRQ of the SRQ whose queue was mapped", destroy_srq(fd, passed_h), 0);
+	if (passed_pd != ~0u)
+		expect("isolation: DEALLOC_PD under the SRQ", dealloc_pd(fd, passed_pd), 0);
 
 	expect("isolation: ALLOC_PD for another user to name", alloc_pd(fd, &hp), 0);
 	if (geteuid() == 0)
