@@ -984,6 +984,14 @@ impl<D: Driver> UFile<D> {
             r => r,
         }
         .map_err(kerr)?;
+        // upstream verify_hdr(): an extended command's response range must
+        // pass access_ok() (EFAULT) before anything else is read or run.
+        if let Response::Addr(a) = plan.response {
+            let len = (plan.core_out.1 + plan.udata_out.1) as u64;
+            if !crate::task::user_range_ok(a, len) {
+                return Err(EFAULT);
+            }
+        }
         let mut buf = KVec::from_elem(0u8, count, GFP_KERNEL)?;
         data.read_slice(&mut buf)?;
         let slice = |r: (usize, usize)| -> Result<KVec<u8>> {

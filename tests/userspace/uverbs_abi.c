@@ -602,6 +602,19 @@ static void fuzz_found_test(int fd)
 		attr_const(&a.attrs[1], 0x28, 0, 1);
 		expect("ioctl: ASYNC_EVENT_ALLOC without a context, then an unknown mandatory attribute, is EINVAL",
 		       do_ioctl(nf, &a), EINVAL);
+		/* verify_hdr(): an extended command's response range must pass
+		 * access_ok() before the handler (and its context check) runs. */
+		{
+			struct ib_uverbs_ex_query_device q = {};
+			union ex_out o;
+
+			expect("write: EX_QUERY_DEVICE with a kernel response address, no context, is EFAULT",
+			       ex_cmd(nf, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, &q, sizeof(q) / 8,
+				      sizeof(o.w) / 8, 0, (void *)0xffffffff81000000ull), EFAULT);
+			expect("write: EX_QUERY_DEVICE with a user response, no context, is EINVAL",
+			       ex_cmd(nf, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, &q, sizeof(q) / 8,
+				      sizeof(o.w) / 8, 0, &o), EINVAL);
+		}
 		close(nf);
 	}
 
