@@ -113,6 +113,15 @@ const MAX_SRQ_SGE: u32 = 27;
 const MIN_SRQ_SGE: u32 = 1;
 const MAX_SRQ: u32 = (1 << 20) - 0x0002_0001;
 
+/// rxe's QP limits (`rxe_param.h`): `RXE_MAX_QP_WR`, `RXE_MAX_SGE`, `RXE_MAX_INLINE_DATA`
+/// (`RXE_MAX_WQE_SIZE` less the send WQE: 32 SGEs of 16 bytes).
+const MAX_QP_WR: u32 = 1 << 20;
+const MAX_SGE: u32 = 32;
+const MAX_INLINE_DATA: u32 = 32 * 16;
+
+/// `sizeof(struct rxe_create_qp_resp)`: two `struct mminfo` (the RQ's and the SQ's).
+const CREATE_QP_RESP: usize = 32;
+
 /// `sizeof(struct rxe_create_srq_resp)`: `struct mminfo` (16 bytes), `srq_num`, `reserved`.
 const CREATE_SRQ_RESP: usize = 24;
 
@@ -227,7 +236,9 @@ impl DeviceOps for MockOps {
             vendor_part_id: 0x5678,
             hw_ver: 0x9,
             max_qp: 64,
-            max_qp_wr: 1024,
+            max_qp_wr: MAX_QP_WR,
+            max_send_sge: MAX_SGE,
+            max_recv_sge: MAX_SGE,
             max_cq: 64,
             max_cqe: MAX_CQE,
             max_mr: 256,
@@ -483,12 +494,29 @@ impl DeviceOps for MockOps {
         Ok(())
     }
 
+    // upstream rxe_create_qp(): a user QP sends no driver data (EINVAL) and has room for
+    // `rxe_create_qp_resp` (two `struct mminfo`, EINVAL); then rxe_qp_chk_init() ->
+    // rxe_qp_chk_cap(): the send and (without an SRQ) receive queue sizes, SGEs and inline
+    // data within the device's (RXE_MAX_QP_WR, RXE_MAX_SGE, RXE_MAX_INLINE_DATA), EINVAL.
     fn create_qp(
         _pd: &Pd<Mock>,
-        _attr: &QpInitAttr<'_, Mock>,
-        _user: Option<&mut UserCtx<'_, '_, Mock>>,
+        attr: &QpInitAttr<'_, Mock>,
+        user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<QpCreated<MockQp>> {
         static NEXT_QPN: Atomic<u32> = Atomic::new(0x100);
+        if let Some(u) = user {
+            if !u.udata().input().is_empty() || u.udata().outlen() < CREATE_QP_RESP {
+                return Err(EINVAL);
+            }
+        }
+        let c = &attr.cap;
+        if c.max_send_wr > MAX_QP_WR
+            || c.max_send_sge > MAX_SGE
+            || (attr.srq.is_none() && (c.max_recv_wr > MAX_QP_WR || c.max_recv_sge > MAX_SGE))
+            || c.max_inline_data > MAX_INLINE_DATA
+        {
+            return Err(EINVAL);
+        }
         Ok(QpCreated {
             data: MockQp {
                 state: Atomic::new(0),
