@@ -640,6 +640,49 @@ static void fuzz_found_test(int fd)
 	       create_cq(fd, 0x10000, 0, -1, NULL), EINVAL);
 	expect("write: CREATE_CQ with cqe 0 is EINVAL", create_cq(fd, 0, 0, -1, NULL), EINVAL);
 
+	/* UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE): the handles by type, an
+	 * absent PD or CQ is ENOENT (uverbs_attr_get_obj()); an unknown type
+	 * EINVAL. Each request drops one attribute of nine. */
+	{
+		struct ib_uverbs_qp_cap cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 }, rcap;
+		uint32_t cq = 0, qpn;
+		struct req q;
+		int drop;
+		static const char *const what[] = {
+			"ioctl: QP_CREATE without PD_HANDLE is ENOENT",
+			"ioctl: QP_CREATE without SEND_CQ_HANDLE is ENOENT",
+			"ioctl: QP_CREATE (RC) without RECV_CQ_HANDLE is ENOENT",
+		};
+		static const uint16_t dropped[] = { UVERBS_ATTR_CREATE_QP_PD_HANDLE,
+						    UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE,
+						    UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE };
+
+		expect("write: CREATE_CQ for the ioctl QP creates", create_cq(fd, 16, 0, -1, &cq), 0);
+		for (drop = 0; drop < 4; drop++) {
+			struct ib_uverbs_attr all[9] = {
+				{ .attr_id = UVERBS_ATTR_CREATE_QP_HANDLE, .flags = UVERBS_ATTR_F_MANDATORY },
+				{ .attr_id = UVERBS_ATTR_CREATE_QP_PD_HANDLE, .data = pd },
+				{ .attr_id = UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, .data = cq },
+				{ .attr_id = UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, .data = cq },
+			};
+			int i, n = 0;
+
+			attr_const(&all[4], UVERBS_ATTR_CREATE_QP_TYPE, drop == 3 ? 7 : IB_UVERBS_QPT_RC, 1);
+			attr_const(&all[5], UVERBS_ATTR_CREATE_QP_USER_HANDLE, 5, 1);
+			attr_out(&all[6], UVERBS_ATTR_CREATE_QP_CAP, &cap, sizeof(cap));
+			attr_out(&all[7], UVERBS_ATTR_CREATE_QP_RESP_CAP, &rcap, sizeof(rcap));
+			attr_out(&all[8], UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &qpn, 4);
+			req_init(&q, UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, 8);
+			for (i = 0; i < 9; i++)
+				if (drop == 3 ? i != 3 : all[i].attr_id != dropped[drop] || i > 3)
+					q.attrs[n++] = all[i];
+			expect(drop == 3 ? "ioctl: QP_CREATE of an unknown type (7), no RECV_CQ, is EINVAL (the type first)" : what[drop],
+			       do_ioctl(fd, &q), drop == 3 ? EINVAL : ENOENT);
+		}
+		expect("write: DESTROY_CQ of the ioctl QP creates' CQ", destroy_cq(fd, cq), 0);
+	}
+
 	/* FZ_METHOD_REG_MR (uverbs_std_types_mr.c). */
 	if (posix_memalign(&buf, 4096, 4096) == 0) {
 		iova = (uintptr_t)buf;

@@ -1105,31 +1105,83 @@ impl<D: Driver> UFile<D> {
         let NewObj::Idr { id, .. } = new else {
             return Err(EINVAL);
         };
+        // upstream UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE) (uverbs_std_types_qp.c), in its
+        // order: CAP, USER_HANDLE, TYPE; then by type the handles, an absent one ENOENT
+        // (uverbs_attr_get_obj()); then the flags.
+        let capb = ptr_bytes::<20>(bd, attr::CREATE_QP_CAP)?;
+        let user_handle = ptr_u64(bd, attr::CREATE_QP_USER_HANDLE)?;
         let t = bd
             .get_const_unsigned(attr::CREATE_QP_TYPE, u8::MAX.into(), None)
             .map_err(kerr)? as u8;
-        let capb = ptr_bytes::<20>(bd, attr::CREATE_QP_CAP)?;
-        let idr = |a: u16| -> Option<u32> {
+        let idr = |a: u16| -> Result<u32> {
             match bd.get(a) {
-                Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).ok(),
-                _ => None,
+                Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| ENOENT),
+                _ => Err(ENOENT),
             }
         };
+        let cap = QpCap {
+            max_send_wr: rd32(&capb, 0),
+            max_recv_wr: rd32(&capb, 4),
+            max_send_sge: rd32(&capb, 8),
+            max_recv_sge: rd32(&capb, 12),
+            max_inline_data: rd32(&capb, 16),
+        };
+        const XRC_TGT: u8 = 10;
+        const XRC_INI: u8 = 9;
+        let (pd_handle, send_cq_handle, recv_cq_handle) = match t {
+            // No XRC domain exists here: its handle finds nothing.
+            XRC_TGT => {
+                if bd.is_valid(attr::CREATE_QP_RECV_CQ_HANDLE)
+                    || bd.is_valid(attr::CREATE_QP_SEND_CQ_HANDLE)
+                    || bd.is_valid(attr::CREATE_QP_PD_HANDLE)
+                    || bd.is_valid(attr::CREATE_QP_IND_TABLE_HANDLE)
+                {
+                    return Err(EINVAL);
+                }
+                return Err(ENOENT);
+            }
+            // RAW_PACKET (CAP_NET_RAW is the driver's to refuse here), RC, UC, UD,
+            // XRC_INI, DRIVER.
+            8 | 2 | 3 | 4 | XRC_INI | 0xff => {
+                if bd.is_valid(attr::CREATE_QP_XRCD_HANDLE)
+                    || (bd.is_valid(attr::CREATE_QP_SRQ_HANDLE) && t == XRC_INI)
+                {
+                    return Err(EINVAL);
+                }
+                let pd = idr(attr::CREATE_QP_PD_HANDLE)?;
+                if bd.is_valid(attr::CREATE_QP_IND_TABLE_HANDLE) {
+                    if cap.max_recv_wr != 0
+                        || cap.max_recv_sge != 0
+                        || bd.is_valid(attr::CREATE_QP_RECV_CQ_HANDLE)
+                        || bd.is_valid(attr::CREATE_QP_SRQ_HANDLE)
+                    {
+                        return Err(EINVAL);
+                    }
+                    let scq = if cap.max_send_wr != 0 {
+                        idr(attr::CREATE_QP_SEND_CQ_HANDLE)?
+                    } else {
+                        idr(attr::CREATE_QP_SEND_CQ_HANDLE).unwrap_or(0)
+                    };
+                    (pd, scq, scq)
+                } else {
+                    let scq = idr(attr::CREATE_QP_SEND_CQ_HANDLE)?;
+                    let rcq = if t == XRC_INI {
+                        scq
+                    } else {
+                        idr(attr::CREATE_QP_RECV_CQ_HANDLE)?
+                    };
+                    (pd, scq, rcq)
+                }
+            }
+            _ => return Err(EINVAL),
+        };
         let mut c = CreateQp {
-            user_handle: ptr_u64(bd, attr::CREATE_QP_USER_HANDLE)?,
-            pd_handle: idr(attr::CREATE_QP_PD_HANDLE).ok_or(EINVAL)?,
-            send_cq_handle: idr(attr::CREATE_QP_SEND_CQ_HANDLE).ok_or(EINVAL)?,
-            recv_cq_handle: idr(attr::CREATE_QP_RECV_CQ_HANDLE)
-                .or(idr(attr::CREATE_QP_SEND_CQ_HANDLE))
-                .ok_or(EINVAL)?,
+            user_handle,
+            pd_handle,
+            send_cq_handle,
+            recv_cq_handle,
             srq_handle: idr(attr::CREATE_QP_SRQ_HANDLE).unwrap_or(0),
-            cap: QpCap {
-                max_send_wr: rd32(&capb, 0),
-                max_recv_wr: rd32(&capb, 4),
-                max_send_sge: rd32(&capb, 8),
-                max_recv_sge: rd32(&capb, 12),
-                max_inline_data: rd32(&capb, 16),
-            },
+            cap,
             sq_sig_all: false,
             qp_type: t,
             is_srq: bd.is_valid(attr::CREATE_QP_SRQ_HANDLE),
