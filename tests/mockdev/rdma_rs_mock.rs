@@ -7,10 +7,14 @@
 //! provider binds it and `ibv_devinfo` runs through our uverbs. It has no data
 //! path: rxe's user ABI for CQs and QPs (shared queues mmapped from the
 //! kernel) is not implemented. Its CQs and QPs exist for the raw uverbs
-//! tests (`tests/userspace/uverbs_abi.c`), which send rxe-sized driver data
-//! but read none back: the QP keeps its state and port, nothing else, and
-//! accepts every transition (the state machine's rules are the real
-//! driver's, tested on mlx5).
+//! tests (`tests/userspace/uverbs_abi.c`) and the uverbs fuzzer's differential
+//! mode, which compares it errno by errno with upstream `rdma_rxe`: so its
+//! verbs check what rxe's check (the QP and SRQ limits and udata rules of
+//! `rxe_create_qp()`/`rxe_qp_chk_init()`, `rxe_create_srq()`/`rxe_srq_chk_*()`,
+//! the CQE count, the QP state machine through the core's
+//! `modify_qp_is_ok()`). The QP keeps its state and port, an SRQ its size,
+//! SGEs and limit, nothing else; a user SRQ's create response offers a page to
+//! `mmap()` at an offset of the context's own (rxe's queue mmap info).
 //!
 //! For the tests of the core's user-memory and mmap support it also:
 //!
