@@ -1227,7 +1227,7 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
     ) -> Result {
         let h = match bd.get(attr::QUERY_MR_HANDLE) {
-            Ok(AttrValue::Obj { id, .. }) => i64::try_from(id).map_err(|_| EINVAL)?,
+            Ok(AttrValue::Obj { id, .. }) => id,
             _ => return Err(EINVAL),
         };
         let mr = match Self::obj_at(inner, inner.find(obj::MR, h)?)? {
