@@ -42,7 +42,7 @@ use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     modify_qp_is_ok, AccessFlags, Cq, CqInitAttr, DbPages, MmapEntry, MmapRegistry, Mr, MrCreated,
-    Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, Srq, SrqAttrMask,
+    Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, QpType, Srq, SrqAttrMask,
     SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
 };
 use kernel::prelude::*;
@@ -532,19 +532,33 @@ impl DeviceOps for MockOps {
 
     // upstream rxe_modify_qp(): attributes past IB_QP_ATTR_STANDARD_BITS
     // (IB_QP_RATE_LIMIT, which EX_MODIFY_QP lets through) are EOPNOTSUPP;
-    // then rxe_qp_chk_attr(): an illegal transition or a wrong set of
-    // attributes for it is EINVAL (ib_modify_qp_is_ok()).
+    // then rxe_qp_chk_attr() (rxe_qp.c): the port, the access flags (RC and UC
+    // only, RXE_ACCESS_SUPPORTED_QP), the path MTU (the port's max_mtu, 4096),
+    // max_rd_atomic (RXE_MAX_QP_RD_ATOM), the timeout (at most 31), EINVAL;
+    // then rxe_qp_from_attr() -> __qp_chk_state(): only a mask with
+    // IB_QP_STATE is held against the transition table (ib_modify_qp_is_ok(),
+    // EINVAL); without it rxe takes any set of attributes in any state.
     fn modify_qp(qp: &Qp<Mock>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        const ACCESS_SUPPORTED_QP: u32 = 0x35f | (((1 << 30) - 1) & !((1 << 20) - 1));
+        const MTU_4096: u8 = 5;
+        const MAX_QP_RD_ATOM: u8 = 128;
         if mask.0 & !((1u32 << 21) - 1) != 0 {
             return Err(EOPNOTSUPP);
         }
+        let rc_uc = matches!(qp.qp_type(), QpType::Rc | QpType::Uc);
+        if (mask.contains(QpAttrMask::PORT) && attr.port_num != 1)
+            || (mask.contains(QpAttrMask::ACCESS_FLAGS)
+                && (!rc_uc || attr.qp_access_flags & !ACCESS_SUPPORTED_QP != 0))
+            || (mask.contains(QpAttrMask::PATH_MTU) && attr.path_mtu > MTU_4096)
+            || (mask.contains(QpAttrMask::MAX_QP_RD_ATOMIC) && attr.max_rd_atomic > MAX_QP_RD_ATOM)
+            || (mask.contains(QpAttrMask::TIMEOUT) && attr.timeout > 31)
+        {
+            return Err(EINVAL);
+        }
         let cur = state_of(qp.data().state.load(Relaxed));
-        let next = if mask.contains(QpAttrMask::STATE) {
-            attr.qp_state
-        } else {
-            cur
-        };
-        if !modify_qp_is_ok(cur, next, qp.qp_type(), mask) {
+        if mask.contains(QpAttrMask::STATE)
+            && !modify_qp_is_ok(cur, attr.qp_state, qp.qp_type(), mask)
+        {
             return Err(EINVAL);
         }
         if mask.contains(QpAttrMask::PORT) {

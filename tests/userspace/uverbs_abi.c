@@ -38,7 +38,7 @@
  * kernel's ib_verbs.h, not in uapi: the values used here. */
 enum {
 	IB_QP_STATE = 1 << 0, IB_QP_ACCESS_FLAGS = 1 << 3, IB_QP_PKEY_INDEX = 1 << 4,
-	IB_QP_PORT = 1 << 5, IB_QP_QKEY = 1 << 6, IB_QPS_INIT = 1, IB_QPS_RTS = 3, IB_QPT_RC = 2, IB_QPT_UD = 4,
+	IB_QP_PORT = 1 << 5, IB_QP_QKEY = 1 << 6, IB_QP_SQ_PSN = 1 << 16, IB_QPS_INIT = 1, IB_QPS_RTS = 3, IB_QPT_RC = 2, IB_QPT_UD = 4,
 	IB_ACCESS_LOCAL_WRITE = 1, IB_ACCESS_REMOTE_WRITE = 2, IB_ACCESS_REMOTE_READ = 4,
 };
 
@@ -1374,6 +1374,15 @@ int main(int argc, char **argv)
 		/* ib_modify_qp_is_ok() (rxe_qp_chk_attr(); the mock likewise). */
 		expect("write: MODIFY_QP RESET->ERR is EINVAL (not a legal transition)",
 		       modify_qp(fd, qp, IB_QP_STATE, IB_QPS_ERR, 0), EINVAL);
+		/* rxe holds only a mask with IB_QP_STATE against the table
+		 * (rxe_qp_from_attr() -> __qp_chk_state()): SQ_PSN alone in
+		 * RESET is taken; a timeout past 31 is not (rxe_qp_chk_attr()). */
+		expect("write: MODIFY_QP of SQ_PSN alone (no state change) on a RESET QP works",
+		       modify_qp(fd, qp, IB_QP_SQ_PSN, 0, 0), 0);
+		expect("write: MODIFY_QP of ACCESS_FLAGS alone on a RESET RC QP works",
+		       modify_qp(fd, qp, IB_QP_ACCESS_FLAGS, 0, 0), 0);
+		expect("write: MODIFY_QP of PORT 2 (the device has one) is EINVAL",
+		       modify_qp(fd, qp, IB_QP_PORT, 0, 2), EINVAL);
 		expect("write: MODIFY_QP RESET->INIT without PKEY_INDEX/PORT/ACCESS_FLAGS is EINVAL",
 		       modify_qp(fd, qp, IB_QP_STATE, IB_QPS_INIT, 1), EINVAL);
 		expect("write: MODIFY_QP RESET->INIT with QKEY on an RC QP is EINVAL (not optional)",
