@@ -281,10 +281,14 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                 // upstream: put_user(uobj->id, &uattr->data)
                 copy_out(data_addr, &v.to_ne_bytes()).map_err(|_| Errno::EFAULT)
             }
-            // upstream lookup_get_fd_uobject(): an fd that is not one of this
-            // file's objects of the type is EBADF (no completion channels
-            // exist here).
+            // upstream lookup_get_fd_uobject() (rdma_core.c:377): a value that
+            // is no int is EINVAL; an fd that is not one of this file's
+            // objects of the type is EBADF.
             Access::Read if obj_type == obj::ASYNC_EVENT || obj_type == obj::COMP_CHANNEL => {
+                // `int fdno = id; if (fdno != id) return -EINVAL;`
+                if i32::try_from(id).is_err() {
+                    return Err(Errno::EINVAL);
+                }
                 let list: &[Arc<AsyncEventFile>] = if obj_type == obj::ASYNC_EVENT {
                     self.events
                 } else {

@@ -683,6 +683,60 @@ static void fuzz_found_test(int fd)
 		expect("write: DESTROY_CQ of the ioctl QP creates' CQ", destroy_cq(fd, cq), 0);
 	}
 
+	/* lookup_get_fd_uobject(): an fd attribute's value that is no int is
+	 * EINVAL (before fget(): EBADF). */
+	{
+		uint32_t cqe_out = 0;
+		struct req c;
+
+		req_init(&c, UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, 6);
+		c.attrs[0].attr_id = UVERBS_ATTR_CREATE_CQ_HANDLE;
+		c.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+		attr_const(&c.attrs[1], UVERBS_ATTR_CREATE_CQ_CQE, 16, 1);
+		attr_const(&c.attrs[2], UVERBS_ATTR_CREATE_CQ_USER_HANDLE, 1, 1);
+		attr_const(&c.attrs[3], UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, 0, 1);
+		attr_out(&c.attrs[4], UVERBS_ATTR_CREATE_CQ_RESP_CQE, &cqe_out, 4);
+		c.attrs[5].attr_id = UVERBS_ATTR_CREATE_CQ_EVENT_FD;
+		c.attrs[5].data = 1ull << 40;
+		expect("ioctl: CQ_CREATE with an EVENT_FD value past int is EINVAL", do_ioctl(fd, &c),
+		       EINVAL);
+	}
+	/* UVERBS_HANDLER(UVERBS_METHOD_SRQ_CREATE): a tag-matching SRQ needs a
+	 * CQ (absent: ENOENT), an unknown type is EINVAL, both before the driver. */
+	{
+		struct {
+			struct ib_uverbs_ioctl_hdr hdr;
+			struct ib_uverbs_attr attrs[9];
+		} q;
+		uint32_t rwr, rsge;
+		int k;
+
+		for (k = 0; k < 2; k++) {
+			memset(&q, 0, sizeof(q));
+			q.hdr.length = sizeof(q);
+			q.hdr.object_id = UVERBS_OBJECT_SRQ;
+			q.hdr.method_id = UVERBS_METHOD_SRQ_CREATE;
+			q.hdr.num_attrs = 9;
+			q.hdr.driver_id = driver_id;
+			q.attrs[0].attr_id = UVERBS_ATTR_CREATE_SRQ_HANDLE;
+			q.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+			q.attrs[1].attr_id = UVERBS_ATTR_CREATE_SRQ_PD_HANDLE;
+			q.attrs[1].flags = UVERBS_ATTR_F_MANDATORY;
+			q.attrs[1].data = pd;
+			attr_const(&q.attrs[2], UVERBS_ATTR_CREATE_SRQ_TYPE, k == 0 ? 2 : 3, 1);
+			attr_const(&q.attrs[3], UVERBS_ATTR_CREATE_SRQ_USER_HANDLE, 1, 1);
+			attr_const(&q.attrs[4], UVERBS_ATTR_CREATE_SRQ_MAX_WR, 16, 1);
+			attr_const(&q.attrs[5], UVERBS_ATTR_CREATE_SRQ_MAX_SGE, 1, 1);
+			attr_const(&q.attrs[6], UVERBS_ATTR_CREATE_SRQ_LIMIT, 0, 1);
+			q.attrs[4].len = q.attrs[5].len = q.attrs[6].len = 4;
+			attr_out(&q.attrs[7], UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR, &rwr, 4);
+			attr_out(&q.attrs[8], UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE, &rsge, 4);
+			expect(k == 0 ? "ioctl: SRQ_CREATE of a tag-matching SRQ without a CQ is ENOENT"
+				      : "ioctl: SRQ_CREATE of an unknown type (3) is EINVAL",
+			       ioctl(fd, RDMA_VERBS_IOCTL, &q) ? errno : 0, k == 0 ? ENOENT : EINVAL);
+		}
+	}
+
 	/* FZ_METHOD_REG_MR (uverbs_std_types_mr.c). */
 	if (posix_memalign(&buf, 4096, 4096) == 0) {
 		iova = (uintptr_t)buf;

@@ -1202,6 +1202,13 @@ impl<D: Driver> UFile<D> {
             c.sq_sig_all = true;
             c.create_flags &= !(1 << 12);
         }
+        // upstream: a SOURCE_QPN attribute is read (u32) and adds
+        // IB_QP_CREATE_SOURCE_QPN to the flags, which the driver then judges
+        // (rxe: any create flag is EOPNOTSUPP; so here).
+        if bd.is_valid(attr::CREATE_QP_SOURCE_QPN) {
+            ptr_u32(bd, attr::CREATE_QP_SOURCE_QPN)?;
+            c.create_flags |= 1 << 10;
+        }
         let bufs = ioctl_bufs(bd, uattrs)?;
         let (qp, ev) = self.qp_create_common(inner, &c, &bufs)?;
         let cap = qp.cap();
@@ -1240,9 +1247,13 @@ impl<D: Driver> UFile<D> {
         out.put_opt(bd, attr::QUERY_MR_RESP_IOVA, &mr.iova().to_ne_bytes())
     }
 
-    /// `UVERBS_METHOD_SRQ_CREATE` (upstream `uverbs_std_types_srq.c`): basic SRQs; XRC and
-    /// tag-matching SRQs are `EOPNOTSUPP` (no driver here has them), an unknown type `EINVAL`
-    /// (`ib_uverbs_srq_type` has 3 values).
+    /// `UVERBS_METHOD_SRQ_CREATE` (upstream `UVERBS_HANDLER(UVERBS_METHOD_SRQ_CREATE)`,
+    /// `uverbs_std_types_srq.c`), in its order: MAX_SGE, MAX_WR, LIMIT, USER_HANDLE, TYPE;
+    /// an XRC or tag-matching SRQ needs a CQ (absent: ENOENT, `uverbs_attr_get_obj()`),
+    /// XRC an XRC domain (none exists here: ENOENT), tag matching MAX_NUM_TAGS (absent:
+    /// ENOENT), then the driver refuses it (no driver here has them, rxe neither:
+    /// `EOPNOTSUPP`); an unknown type is `EINVAL`. BUF_UMEM is declared but not read
+    /// upstream: ignored here too.
     pub(super) fn ioctl_srq_create(
         &self,
         inner: &mut Inner<D>,
@@ -1254,27 +1265,39 @@ impl<D: Driver> UFile<D> {
         let NewObj::Idr { id, .. } = new else {
             return Err(EINVAL);
         };
-        let t = bd
-            .get_const_unsigned(attr::CREATE_SRQ_TYPE, u32::MAX.into(), None)
-            .map_err(kerr)?;
-        if t != 0 {
-            return Err(EOPNOTSUPP);
-        }
-        if bd.is_valid(attr::CREATE_SRQ_BUF_UMEM) {
-            // An externally supplied buffer: the driver does not take one.
-            return Err(EOPNOTSUPP);
-        }
         let pd_handle = match bd.get(attr::CREATE_SRQ_PD_HANDLE) {
             Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| EINVAL)?,
             _ => return Err(EINVAL),
         };
+        let max_sge = ptr_u32(bd, attr::CREATE_SRQ_MAX_SGE)?;
+        let max_wr = ptr_u32(bd, attr::CREATE_SRQ_MAX_WR)?;
+        let srq_limit = ptr_u32(bd, attr::CREATE_SRQ_LIMIT)?;
+        let user_handle = ptr_u64(bd, attr::CREATE_SRQ_USER_HANDLE)?;
+        let t = bd
+            .get_const_unsigned(attr::CREATE_SRQ_TYPE, u32::MAX.into(), None)
+            .map_err(kerr)?;
+        // IB_UVERBS_SRQT_BASIC, _XRC, _TM.
+        if (t == 1 || t == 2) && !bd.is_valid(attr::CREATE_SRQ_CQ_HANDLE) {
+            return Err(ENOENT);
+        }
+        match t {
+            0 => {}
+            1 => return Err(ENOENT),
+            2 => {
+                if !bd.is_valid(attr::CREATE_SRQ_MAX_NUM_TAGS) {
+                    return Err(ENOENT);
+                }
+                return Err(EOPNOTSUPP);
+            }
+            _ => return Err(EINVAL),
+        }
         let c = CreateSrq {
-            user_handle: ptr_u64(bd, attr::CREATE_SRQ_USER_HANDLE)?,
+            user_handle,
             pd_handle,
             attr: SrqInitAttr {
-                max_wr: ptr_u32(bd, attr::CREATE_SRQ_MAX_WR)?,
-                max_sge: ptr_u32(bd, attr::CREATE_SRQ_MAX_SGE)?,
-                srq_limit: ptr_u32(bd, attr::CREATE_SRQ_LIMIT)?,
+                max_wr,
+                max_sge,
+                srq_limit,
             },
         };
         let bufs = ioctl_bufs(bd, uattrs)?;
