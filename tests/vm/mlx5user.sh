@@ -127,6 +127,8 @@ mlx5_unplug_load_suite() {
 	for i in $(seq 1 1800); do
 		ready=$(grep -l READY /tmp/ul-*.out 2>/dev/null | wc -l)
 		[ "$ready" = "$n" ] && break
+		# A process that failed before READY has said so and exited.
+		[ $((ready + $(grep -l '^R fail' /tmp/ul-*.out 2>/dev/null | wc -l))) -ge "$n" ] && break
 		sleep 0.2
 	done
 	echo "$ready/$n processes hold their objects; restrack: $(rdma res | grep mlx5_1)"
