@@ -209,8 +209,14 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Changes an SRQ's limit or size (upstream `ops.modify_srq`).
-    fn modify_srq(_srq: &Srq<Self::Driver>, _attr: &SrqInitAttr, _mask: SrqAttrMask) -> Result {
+    /// Changes an SRQ's limit or size (upstream `ops.modify_srq`); `udata` is the driver
+    /// request of a user's MODIFY_SRQ (`None` for a kernel caller).
+    fn modify_srq(
+        _srq: &Srq<Self::Driver>,
+        _attr: &SrqInitAttr,
+        _mask: SrqAttrMask,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -422,7 +428,7 @@ ops_table! {
         Option<&Arc<dyn SrqHandler>>,
         Option<&mut UserCtx<'_, '_, D>>,
     ) -> Result<D::SrqData>,
-    modify_srq: ModifySrq: fn(&Srq<D>, &SrqInitAttr, SrqAttrMask) -> Result,
+    modify_srq: ModifySrq: fn(&Srq<D>, &SrqInitAttr, SrqAttrMask, Option<&mut Udata<'_>>) -> Result,
     query_srq: QuerySrq: fn(&Srq<D>) -> Result<SrqInitAttr>,
     destroy_srq: DestroySrq: fn(&Srq<D>) -> Result,
     create_qp: CreateQp: fn(

@@ -352,7 +352,12 @@ impl DeviceOps for Mlx5DevOps {
         crate::verbs_user::create_srq(pd, attr, handler, user)
     }
 
-    fn modify_srq(srq: &Srq<Mlx5Ib>, attr: &SrqInitAttr, mask: SrqAttrMask) -> Result {
+    fn modify_srq(
+        srq: &Srq<Mlx5Ib>,
+        attr: &SrqInitAttr,
+        mask: SrqAttrMask,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         crate::verbs_user::modify_srq(srq, attr, mask)
     }
 

@@ -12,6 +12,7 @@
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/uaccess.h>
 
 int rdma_rs_umem_account(unsigned long npages, struct mm_struct **mmp);
 void rdma_rs_umem_unaccount(struct mm_struct *mm, unsigned long npages);
@@ -22,6 +23,13 @@ struct vm_area_struct *rdma_rs_vmf_vma(struct vm_fault *vmf);
 vm_fault_t rdma_rs_trap_insert(struct vm_fault *vmf, struct page *page);
 int rdma_rs_io_remap(struct vm_area_struct *vma, unsigned long pfn, unsigned long size,
 		     int wc);
+int rdma_rs_access_ok(u64 addr, u64 size);
+
+/* access_ok() (a macro): whether [addr, addr + size) is a user address range. */
+int rdma_rs_access_ok(u64 addr, u64 size)
+{
+	return access_ok(u64_to_user_ptr(addr), size);
+}
 
 /*
  * upstream __ib_umem_get_va(): mmgrab(current->mm), then account npages in

@@ -46,3 +46,14 @@ pub fn file_cred_is_current(file: &kernel::fs::File) -> bool {
         unsafe { core::ptr::read(core::ptr::addr_of!((*p).cred)) };
     core::ptr::eq(cur, file.cred().as_ptr())
 }
+
+extern "C" {
+    fn rdma_rs_access_ok(addr: u64, size: u64) -> core::ffi::c_int;
+}
+
+/// upstream `access_ok(addr, size)`: whether `[addr, addr + size)` lies in the
+/// user address range (no mapping is looked at).
+pub fn user_range_ok(addr: u64, size: u64) -> bool {
+    // SAFETY: a pure range check of two integers; nothing is dereferenced.
+    unsafe { rdma_rs_access_ok(addr, size) != 0 }
+}

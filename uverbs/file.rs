@@ -16,7 +16,7 @@
 //! objects they do not share).
 
 use super::abi::{
-    ids::{attr, cmd, method, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT, UVERBS_IDR_ANY_OBJECT},
+    ids::{attr, cmd, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT, UVERBS_IDR_ANY_OBJECT},
     ioctl::{IoctlHdr, UAttr},
     parse::{self, AttrEnv, Bundle, FlagsWriteBack, UdataIn},
     spec::{Access, CoreHandler, Handler},
@@ -281,10 +281,14 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                 // upstream: put_user(uobj->id, &uattr->data)
                 copy_out(data_addr, &v.to_ne_bytes()).map_err(|_| Errno::EFAULT)
             }
-            // upstream lookup_get_fd_uobject(): an fd that is not one of this
-            // file's objects of the type is EBADF (no completion channels
-            // exist here).
+            // upstream lookup_get_fd_uobject() (rdma_core.c:377): a value that
+            // is no int is EINVAL; an fd that is not one of this file's
+            // objects of the type is EBADF.
             Access::Read if obj_type == obj::ASYNC_EVENT || obj_type == obj::COMP_CHANNEL => {
+                // `int fdno = id; if (fdno != id) return -EINVAL;`
+                if i32::try_from(id).is_err() {
+                    return Err(Errno::EINVAL);
+                }
                 let list: &[Arc<AsyncEventFile>] = if obj_type == obj::ASYNC_EVENT {
                     self.events
                 } else {
@@ -857,6 +861,7 @@ impl<D: Driver> UFile<D> {
             CoreHandler::CqCreate => self.ioctl_cq_create(inner, b, uattrs, out, new),
             CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
             CoreHandler::RegMr => self.ioctl_reg_mr(inner, b, uattrs, out, new),
+            CoreHandler::QueryMr => self.ioctl_query_mr(inner, b, out),
             CoreHandler::SrqCreate => self.ioctl_srq_create(inner, b, uattrs, out, new),
             CoreHandler::SrqDestroy => {
                 out.put(b, attr::DESTROY_SRQ_RESP, &reported.events.to_ne_bytes())
@@ -868,10 +873,6 @@ impl<D: Driver> UFile<D> {
             }
             CoreHandler::QpDestroy => {
                 out.put(b, attr::DESTROY_QP_RESP, &reported.events.to_ne_bytes())
-            }
-            _ => {
-                let _ = method::INVOKE_WRITE;
-                Err(EOPNOTSUPP)
             }
         }
     }
@@ -987,6 +988,14 @@ impl<D: Driver> UFile<D> {
             r => r,
         }
         .map_err(kerr)?;
+        // upstream verify_hdr(): an extended command's response range must
+        // pass access_ok() (EFAULT) before anything else is read or run.
+        if let Response::Addr(a) = plan.response {
+            let len = (plan.core_out.1 + plan.udata_out.1) as u64;
+            if !crate::task::user_range_ok(a, len) {
+                return Err(EFAULT);
+            }
+        }
         let mut buf = KVec::from_elem(0u8, count, GFP_KERNEL)?;
         data.read_slice(&mut buf)?;
         let slice = |r: (usize, usize)| -> Result<KVec<u8>> {

@@ -130,6 +130,11 @@ pub struct Mr<D: Driver> {
     pd: Uses<Pd<D>>,
     lkey: u32,
     rkey: u32,
+    /// upstream `mr->length`, `mr->iova`: what a user registration asked for
+    /// (`ib_uverbs_reg_mr()`, `UVERBS_METHOD_REG_MR` set them after the driver), 0 for
+    /// the kernel's MRs.
+    length: u64,
+    iova: u64,
     mr_type: MrType,
     res_id: u32,
     live: Liveness,
@@ -140,7 +145,7 @@ impl<D: Driver> Mr<D> {
     fn create(
         pd: &Arc<Pd<D>>,
         mr_type: MrType,
-        length: u64,
+        (length, iova): (u64, u64),
         owner: Owner,
         op: impl FnOnce() -> Result<MrCreated<D::MrData>>,
     ) -> Result<Arc<Self>> {
@@ -159,6 +164,8 @@ impl<D: Driver> Mr<D> {
                 pd: Uses::new(pd.clone()),
                 lkey: c.lkey,
                 rkey: c.rkey,
+                length,
+                iova,
                 mr_type,
                 res_id,
                 live: Liveness::new(),
@@ -176,7 +183,7 @@ impl<D: Driver> Mr<D> {
     /// `ENOMEM`, the driver's error.
     pub fn get_dma_mr(pd: &Arc<Pd<D>>, access: AccessFlags, owner: Owner) -> Result<Arc<Self>> {
         let op = pd.device().ops().get_dma_mr.ok_or(EOPNOTSUPP)?;
-        Self::create(pd, MrType::Dma, 0, owner, || op(pd, access))
+        Self::create(pd, MrType::Dma, (0, 0), owner, || op(pd, access))
     }
 
     /// An MR for fast registration with up to `max_num_sg` pages (upstream
@@ -197,7 +204,7 @@ impl<D: Driver> Mr<D> {
         if mr_type == MrType::Integrity {
             return Err(EINVAL);
         }
-        Self::create(pd, mr_type, 0, owner, || op(pd, mr_type, max_num_sg))
+        Self::create(pd, mr_type, (0, 0), owner, || op(pd, mr_type, max_num_sg))
     }
 
     /// Registers user memory (upstream `ib_uverbs_reg_mr()`): `start` and
@@ -222,7 +229,9 @@ impl<D: Driver> Mr<D> {
         }
         req.access.check()?;
         let op = pd.device().ops().reg_user_mr.ok_or(EOPNOTSUPP)?;
-        Self::create(pd, MrType::User, req.length, owner, || op(pd, req, user))
+        Self::create(pd, MrType::User, (req.length, req.iova), owner, || {
+            op(pd, req, user)
+        })
     }
 
     /// Deregisters the MR (upstream `ib_dereg_mr_user()`); the PD loses
@@ -249,6 +258,16 @@ impl<D: Driver> Mr<D> {
     /// Remote key.
     pub fn rkey(&self) -> u32 {
         self.rkey
+    }
+
+    /// The length of a user registration (upstream `mr->length`; 0 for a kernel MR).
+    pub fn length(&self) -> u64 {
+        self.length
+    }
+
+    /// The I/O virtual address of a user registration (upstream `mr->iova`).
+    pub fn iova(&self) -> u64 {
+        self.iova
     }
 
     /// The type.

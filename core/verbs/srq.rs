@@ -4,8 +4,8 @@
 //! `ib_query_srq()`, `ib_destroy_srq_user()`, and the SRQ's `event_handler`).
 
 use super::{
-    destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Pd, Ucontext, UserCtx,
-    Uses,
+    destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Pd, Ucontext, Udata,
+    UserCtx, Uses,
 };
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
@@ -164,11 +164,35 @@ impl<D: Driver> Srq<D> {
     ///
     /// `EOPNOTSUPP` without `modify_srq`, `EINVAL` for a destroyed SRQ, the driver's error.
     pub fn modify(&self, attr: &SrqInitAttr, mask: SrqAttrMask) -> Result {
+        self.modify_with(attr, mask, None)
+    }
+
+    /// Changes the limit or the size for a user's MODIFY_SRQ (upstream
+    /// `ib_uverbs_modify_srq()`: the driver gets the command's driver data).
+    ///
+    /// # Errors
+    ///
+    /// As [`Srq::modify`].
+    pub fn modify_user(
+        &self,
+        attr: &SrqInitAttr,
+        mask: SrqAttrMask,
+        udata: &mut Udata<'_>,
+    ) -> Result {
+        self.modify_with(attr, mask, Some(udata))
+    }
+
+    fn modify_with(
+        &self,
+        attr: &SrqInitAttr,
+        mask: SrqAttrMask,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         let op = self.pd.get().device().ops().modify_srq.ok_or(EOPNOTSUPP)?;
         if self.live.is_dead() {
             return Err(EINVAL);
         }
-        op(self, attr, mask)
+        op(self, attr, mask, udata)
     }
 
     /// Reads the attributes (upstream `ib_query_srq()`: `max_wr`, `max_sge`, `srq_limit`).

@@ -80,14 +80,14 @@ use table::ResTable;
 /// model has room for only this many objects of each kind (everything is in fixed arrays, no
 /// allocation); past that, creation fails with `NO_RES_ERR` like a device out of ICM memory.
 pub(crate) mod capacity {
-    /// Protection domains.
-    pub(crate) const PD: usize = 64;
-    /// UAR pages.
-    pub(crate) const UAR: usize = 64;
-    /// Transport domains.
-    pub(crate) const TD: usize = 32;
+    /// Protection domains (room for `vm_mlx5_unplug_load`: 100 processes with 4 PDs each).
+    pub(crate) const PD: usize = 512;
+    /// UAR pages (the contexts' and libmlx5's dynamic ones).
+    pub(crate) const UAR: usize = 512;
+    /// Transport domains (one per RoCE context).
+    pub(crate) const TD: usize = 128;
     /// User contexts (DEVX uids).
-    pub(crate) const UCTX: usize = 32;
+    pub(crate) const UCTX: usize = 128;
     /// Completion queues.
     pub(crate) const CQ: usize = 128;
     /// Queue pairs.

@@ -7,10 +7,14 @@
 //! provider binds it and `ibv_devinfo` runs through our uverbs. It has no data
 //! path: rxe's user ABI for CQs and QPs (shared queues mmapped from the
 //! kernel) is not implemented. Its CQs and QPs exist for the raw uverbs
-//! tests (`tests/userspace/uverbs_abi.c`), which send rxe-sized driver data
-//! but read none back: the QP keeps its state and port, nothing else, and
-//! accepts every transition (the state machine's rules are the real
-//! driver's, tested on mlx5).
+//! tests (`tests/userspace/uverbs_abi.c`) and the uverbs fuzzer's differential
+//! mode, which compares it errno by errno with upstream `rdma_rxe`: so its
+//! verbs check what rxe's check (the QP and SRQ limits and udata rules of
+//! `rxe_create_qp()`/`rxe_qp_chk_init()`, `rxe_create_srq()`/`rxe_srq_chk_*()`,
+//! the CQE count, the QP state machine through the core's
+//! `modify_qp_is_ok()`). The QP keeps its state and port, an SRQ its size,
+//! SGEs and limit, nothing else; a user SRQ's create response offers a page to
+//! `mmap()` at an offset of the context's own (rxe's queue mmap info).
 //!
 //! For the tests of the core's user-memory and mmap support it also:
 //!
@@ -37,9 +41,9 @@ use ib_core_rs::mm::{UserPage, UserVma};
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
-    modify_qp_is_ok, AccessFlags, Cq, CqInitAttr, DbPages, Mr, MrCreated, Pd, Qp, QpAttr,
-    QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, Ucontext, UcontextPriv, Udata, Umem,
-    UserCtx, UserDb, UserMrReq,
+    modify_qp_is_ok, AccessFlags, Cq, CqInitAttr, DbPages, MmapEntry, MmapRegistry, Mr, MrCreated,
+    Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, QpType, Srq, SrqAttrMask,
+    SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -69,7 +73,7 @@ impl Driver for Mock {
     type PdData = ();
     type CqData = ();
     type QpData = MockQp;
-    type SrqData = ();
+    type SrqData = MockSrq;
     type MrData = Umem;
     type AhData = ();
 }
@@ -78,6 +82,61 @@ impl Driver for Mock {
 struct MockQp {
     state: Atomic<u32>,
     port: Atomic<u32>,
+}
+
+/// A mock SRQ: what rxe keeps of one for its verbs (`rxe_srq`: the queue's index mask, the
+/// scatter entries, the limit); no receive queue behind it.
+struct MockSrq {
+    /// The queue's slots minus one (rxe `srq->rq.queue->buf->index_mask`): what
+    /// QUERY_SRQ reports as `max_wr`.
+    index_mask: Atomic<u32>,
+    max_sge: u32,
+    limit: Atomic<u32>,
+    /// A user SRQ's queue page, mappable at the offset of its create response.
+    _queue: Option<QueueMap>,
+}
+
+/// The page a user SRQ's create response offers to `mmap()` (rxe: the queue buffer,
+/// `rxe_create_mmap_info()`, an offset of the context's own): an entry of the context's mmap
+/// registry, removed with the SRQ (existing mappings keep the page).
+struct QueueMap {
+    reg: Arc<MmapRegistry>,
+    entry: Arc<MmapEntry>,
+}
+
+impl Drop for QueueMap {
+    fn drop(&mut self) {
+        self.reg.remove(&self.entry);
+    }
+}
+
+/// rxe's SRQ limits (`rxe_param.h`): `RXE_MAX_SRQ_WR` (`DEFAULT_MAX_VALUE`, 1 << 20),
+/// `RXE_MAX_SRQ_SGE`, `RXE_MIN_SRQ_SGE`, `RXE_MAX_SRQ`.
+const MAX_SRQ_WR: u32 = 1 << 20;
+const MAX_SRQ_SGE: u32 = 27;
+const MIN_SRQ_SGE: u32 = 1;
+const MAX_SRQ: u32 = (1 << 20) - 0x0002_0001;
+
+/// rxe's QP limits (`rxe_param.h`): `RXE_MAX_QP_WR`, `RXE_MAX_SGE`, `RXE_MAX_INLINE_DATA`
+/// (`RXE_MAX_WQE_SIZE` less the send WQE: 32 SGEs of 16 bytes).
+const MAX_QP_WR: u32 = 1 << 20;
+const MAX_SGE: u32 = 32;
+const MAX_INLINE_DATA: u32 = 32 * 16;
+
+/// `sizeof(struct rxe_create_qp_resp)`: two `struct mminfo` (the RQ's and the SQ's).
+const CREATE_QP_RESP: usize = 32;
+
+/// `sizeof(struct rxe_create_srq_resp)`: `struct mminfo` (16 bytes), `srq_num`, `reserved`.
+const CREATE_SRQ_RESP: usize = 24;
+
+/// rxe_queue_init(): the slots are `max_wr + 1` rounded up to a power of two; the queue
+/// holds one less.
+fn srq_index_mask(max_wr: u32) -> Result<u32> {
+    let slots = max_wr
+        .checked_add(1)
+        .and_then(u32::checked_next_power_of_two)
+        .ok_or(EINVAL)?;
+    Ok(slots - 1)
 }
 
 const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
@@ -181,11 +240,16 @@ impl DeviceOps for MockOps {
             vendor_part_id: 0x5678,
             hw_ver: 0x9,
             max_qp: 64,
-            max_qp_wr: 1024,
+            max_qp_wr: MAX_QP_WR,
+            max_send_sge: MAX_SGE,
+            max_recv_sge: MAX_SGE,
             max_cq: 64,
             max_cqe: MAX_CQE,
             max_mr: 256,
             max_pd: 32,
+            max_srq: MAX_SRQ,
+            max_srq_wr: MAX_SRQ_WR,
+            max_srq_sge: MAX_SRQ_SGE,
             ..DeviceAttr::default()
         })
     }
@@ -267,7 +331,14 @@ impl DeviceOps for MockOps {
         let c = ctx.data::<MockCtx>().ok_or(EINVAL)?;
         match vma.pgoff() {
             0 => vma.map_page(c.page.page(), None),
-            _ => Err(EINVAL),
+            // An SRQ's queue page: only this context's registry knows its offset
+            // (upstream rdma_user_mmap_entry_get(): an offset of another context is EINVAL).
+            _ => {
+                let r = ctx.mmap_entries().get(vma).ok_or(EINVAL)?;
+                let page = r.data::<Arc<UserPage>>().ok_or(EINVAL)?.clone();
+                // The mapping keeps the entry (and so the page) until it goes.
+                vma.map_page(page.page(), Some(r.into_map_ref()?))
+            }
         }
     }
 
@@ -314,12 +385,142 @@ impl DeviceOps for MockOps {
         Ok(())
     }
 
+    // upstream rxe_create_srq(): a user SRQ needs room for `rxe_create_srq_resp` (EINVAL);
+    // then rxe_srq_chk_init(): `max_wr` 0 or past RXE_MAX_SRQ_WR, `max_sge` past
+    // RXE_MAX_SRQ_SGE, EINVAL; the SGEs are raised to RXE_MIN_SRQ_SGE; rxe_srq_from_init():
+    // the queue's size (rxe_queue_init()), the response: the mmap info of the queue (the mock
+    // maps a page of its own, an entry of the context's mmap registry) and the SRQ number.
+    fn create_srq(
+        _pd: &Pd<Mock>,
+        attr: &mut SrqInitAttr,
+        _handler: Option<&Arc<dyn SrqHandler>>,
+        user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<MockSrq> {
+        static NEXT_SRQN: Atomic<u32> = Atomic::new(0x2_0001);
+        let mut user = user;
+        if let Some(u) = user.as_mut() {
+            if u.udata().outlen() < CREATE_SRQ_RESP {
+                return Err(EINVAL);
+            }
+        }
+        if attr.max_wr > MAX_SRQ_WR || attr.max_wr == 0 || attr.max_sge > MAX_SRQ_SGE {
+            return Err(EINVAL);
+        }
+        let max_sge = attr.max_sge.max(MIN_SRQ_SGE);
+        let index_mask = srq_index_mask(attr.max_wr)?;
+        let srqn = NEXT_SRQN.fetch_add(1, Relaxed);
+        let mut queue = None;
+        if let Some(u) = user {
+            let reg = u.ctx().mmap_entries().clone();
+            // Offsets from 1: page offset 0 is the context's pattern page.
+            let entry = reg.insert_range(
+                Arc::new(UserPage::new()?, GFP_KERNEL)?,
+                kernel::page::PAGE_SIZE,
+                1,
+                u32::MAX,
+            )?;
+            let q = QueueMap { reg, entry };
+            let mut resp = [0u8; CREATE_SRQ_RESP];
+            resp[0..8].copy_from_slice(&q.entry.offset().to_ne_bytes());
+            resp[8..12].copy_from_slice(&(kernel::page::PAGE_SIZE as u32).to_ne_bytes());
+            resp[16..20].copy_from_slice(&srqn.to_ne_bytes());
+            u.udata().copy_to(&resp);
+            queue = Some(q);
+        }
+        attr.max_wr = index_mask;
+        attr.max_sge = max_sge;
+        Ok(MockSrq {
+            index_mask: Atomic::new(index_mask),
+            max_sge,
+            limit: Atomic::new(attr.srq_limit),
+            _queue: queue,
+        })
+    }
+
+    // upstream rxe_modify_srq(): a user's driver data is `rxe_modify_srq_cmd { u64
+    // mmap_info_addr }` (ib_copy_validate_udata_in(): shorter EINVAL, a non-zero byte past it
+    // EOPNOTSUPP); rxe_srq_chk_attr(): a new size 0 or past RXE_MAX_SRQ_WR or below the
+    // armed limit, a limit past RXE_MAX_SRQ_WR or the queue's size, EINVAL; then the resize
+    // (rxe_queue_resize()). rxe writes the new queue's mmap info to `mmap_info_addr`; the
+    // mock has no queue to map and refuses a resize that asks for it (EOPNOTSUPP).
+    fn modify_srq(
+        srq: &Srq<Mock>,
+        attr: &SrqInitAttr,
+        mask: SrqAttrMask,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
+        let mut mmap_info_addr = 0u64;
+        if let Some(u) = udata {
+            let i = u.input();
+            let head = i.get(..8).ok_or(EINVAL)?;
+            if i[8..].iter().any(|&b| b != 0) {
+                return Err(EOPNOTSUPP);
+            }
+            let mut a = [0u8; 8];
+            a.copy_from_slice(head);
+            mmap_info_addr = u64::from_ne_bytes(a);
+        }
+        let s = srq.data();
+        let limit = s.limit.load(Relaxed);
+        if mask.has(SrqAttrMask::MAX_WR)
+            && (attr.max_wr > MAX_SRQ_WR || attr.max_wr == 0 || (limit != 0 && attr.max_wr < limit))
+        {
+            return Err(EINVAL);
+        }
+        if mask.has(SrqAttrMask::LIMIT)
+            && (attr.srq_limit > MAX_SRQ_WR || attr.srq_limit > s.index_mask.load(Relaxed))
+        {
+            return Err(EINVAL);
+        }
+        if mask.has(SrqAttrMask::MAX_WR) {
+            if mmap_info_addr != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            s.index_mask.store(srq_index_mask(attr.max_wr)?, Relaxed);
+        }
+        if mask.has(SrqAttrMask::LIMIT) {
+            s.limit.store(attr.srq_limit, Relaxed);
+        }
+        Ok(())
+    }
+
+    // upstream rxe_query_srq(): the queue's index mask, the SGEs, the limit.
+    fn query_srq(srq: &Srq<Mock>) -> Result<SrqInitAttr> {
+        let s = srq.data();
+        Ok(SrqInitAttr {
+            max_wr: s.index_mask.load(Relaxed),
+            max_sge: s.max_sge,
+            srq_limit: s.limit.load(Relaxed),
+        })
+    }
+
+    fn destroy_srq(_srq: &Srq<Mock>) -> Result {
+        Ok(())
+    }
+
+    // upstream rxe_create_qp(): a user QP sends no driver data (EINVAL) and has room for
+    // `rxe_create_qp_resp` (two `struct mminfo`, EINVAL); then rxe_qp_chk_init() ->
+    // rxe_qp_chk_cap(): the send and (without an SRQ) receive queue sizes, SGEs and inline
+    // data within the device's (RXE_MAX_QP_WR, RXE_MAX_SGE, RXE_MAX_INLINE_DATA), EINVAL.
     fn create_qp(
         _pd: &Pd<Mock>,
-        _attr: &QpInitAttr<'_, Mock>,
-        _user: Option<&mut UserCtx<'_, '_, Mock>>,
+        attr: &QpInitAttr<'_, Mock>,
+        user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<QpCreated<MockQp>> {
         static NEXT_QPN: Atomic<u32> = Atomic::new(0x100);
+        if let Some(u) = user {
+            if !u.udata().input().is_empty() || u.udata().outlen() < CREATE_QP_RESP {
+                return Err(EINVAL);
+            }
+        }
+        let c = &attr.cap;
+        if c.max_send_wr > MAX_QP_WR
+            || c.max_send_sge > MAX_SGE
+            || (attr.srq.is_none() && (c.max_recv_wr > MAX_QP_WR || c.max_recv_sge > MAX_SGE))
+            || c.max_inline_data > MAX_INLINE_DATA
+        {
+            return Err(EINVAL);
+        }
         Ok(QpCreated {
             data: MockQp {
                 state: Atomic::new(0),
@@ -331,19 +532,33 @@ impl DeviceOps for MockOps {
 
     // upstream rxe_modify_qp(): attributes past IB_QP_ATTR_STANDARD_BITS
     // (IB_QP_RATE_LIMIT, which EX_MODIFY_QP lets through) are EOPNOTSUPP;
-    // then rxe_qp_chk_attr(): an illegal transition or a wrong set of
-    // attributes for it is EINVAL (ib_modify_qp_is_ok()).
+    // then rxe_qp_chk_attr() (rxe_qp.c): the port, the access flags (RC and UC
+    // only, RXE_ACCESS_SUPPORTED_QP), the path MTU (the port's max_mtu, 4096),
+    // max_rd_atomic (RXE_MAX_QP_RD_ATOM), the timeout (at most 31), EINVAL;
+    // then rxe_qp_from_attr() -> __qp_chk_state(): only a mask with
+    // IB_QP_STATE is held against the transition table (ib_modify_qp_is_ok(),
+    // EINVAL); without it rxe takes any set of attributes in any state.
     fn modify_qp(qp: &Qp<Mock>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        const ACCESS_SUPPORTED_QP: u32 = 0x35f | (((1 << 30) - 1) & !((1 << 20) - 1));
+        const MTU_4096: u8 = 5;
+        const MAX_QP_RD_ATOM: u8 = 128;
         if mask.0 & !((1u32 << 21) - 1) != 0 {
             return Err(EOPNOTSUPP);
         }
+        let rc_uc = matches!(qp.qp_type(), QpType::Rc | QpType::Uc);
+        if (mask.contains(QpAttrMask::PORT) && attr.port_num != 1)
+            || (mask.contains(QpAttrMask::ACCESS_FLAGS)
+                && (!rc_uc || attr.qp_access_flags & !ACCESS_SUPPORTED_QP != 0))
+            || (mask.contains(QpAttrMask::PATH_MTU) && attr.path_mtu > MTU_4096)
+            || (mask.contains(QpAttrMask::MAX_QP_RD_ATOMIC) && attr.max_rd_atomic > MAX_QP_RD_ATOM)
+            || (mask.contains(QpAttrMask::TIMEOUT) && attr.timeout > 31)
+        {
+            return Err(EINVAL);
+        }
         let cur = state_of(qp.data().state.load(Relaxed));
-        let next = if mask.contains(QpAttrMask::STATE) {
-            attr.qp_state
-        } else {
-            cur
-        };
-        if !modify_qp_is_ok(cur, next, qp.qp_type(), mask) {
+        if mask.contains(QpAttrMask::STATE)
+            && !modify_qp_is_ok(cur, attr.qp_state, qp.qp_type(), mask)
+        {
             return Err(EINVAL);
         }
         if mask.contains(QpAttrMask::PORT) {

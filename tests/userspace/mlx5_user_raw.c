@@ -566,6 +566,32 @@ int main(int argc, char **argv)
 	expect("mmap of an offset without an entry: EINVAL",
 	       mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, uoff + 4096) == MAP_FAILED ? errno : 0,
 	       EINVAL);
+	{
+		/*
+		 * The offset is this context's: upstream mlx5_ib_mmap_offset() looks
+		 * it up with rdma_user_mmap_entry_get_pgoff() in the ucontext's own
+		 * mmap_xa, so another file's context finds nothing (EINVAL), and a
+		 * file without a context is EINVAL (ib_uverbs_get_ucontext_file()).
+		 */
+		int fd2 = open(argv[1], O_RDWR), fd3 = open(argv[1], O_RDWR);
+		void *p;
+
+		expect("isolation: another file's GET_CONTEXT", fd2 >= 0 ? get_context(fd2) : errno, 0);
+		p = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd2, uoff);
+		expect("isolation: mmap of one context's UAR offset on another context's file: EINVAL",
+		       p == MAP_FAILED ? errno : 0, EINVAL);
+		if (p != MAP_FAILED)
+			munmap(p, 4096);
+		p = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd3, uoff);
+		expect("isolation: mmap of a context's UAR offset on a file without a context: EINVAL",
+		       p == MAP_FAILED ? errno : 0, EINVAL);
+		if (p != MAP_FAILED)
+			munmap(p, 4096);
+		close(fd3);
+		close(fd2);
+		expect("isolation: the other context's close gave its UAR back",
+		       count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
+	}
 	if (uar != MAP_FAILED)
 		((volatile uint32_t *)uar)[0x800 / 4] = 0x12345678; /* a doorbell write */
 

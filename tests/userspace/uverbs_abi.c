@@ -38,7 +38,7 @@
  * kernel's ib_verbs.h, not in uapi: the values used here. */
 enum {
 	IB_QP_STATE = 1 << 0, IB_QP_ACCESS_FLAGS = 1 << 3, IB_QP_PKEY_INDEX = 1 << 4,
-	IB_QP_PORT = 1 << 5, IB_QP_QKEY = 1 << 6, IB_QPS_INIT = 1, IB_QPS_RTS = 3, IB_QPT_RC = 2, IB_QPT_UD = 4,
+	IB_QP_PORT = 1 << 5, IB_QP_QKEY = 1 << 6, IB_QP_SQ_PSN = 1 << 16, IB_QPS_INIT = 1, IB_QPS_RTS = 3, IB_QPT_RC = 2, IB_QPT_UD = 4,
 	IB_ACCESS_LOCAL_WRITE = 1, IB_ACCESS_REMOTE_WRITE = 2, IB_ACCESS_REMOTE_READ = 4,
 };
 
@@ -602,6 +602,19 @@ static void fuzz_found_test(int fd)
 		attr_const(&a.attrs[1], 0x28, 0, 1);
 		expect("ioctl: ASYNC_EVENT_ALLOC without a context, then an unknown mandatory attribute, is EINVAL",
 		       do_ioctl(nf, &a), EINVAL);
+		/* verify_hdr(): an extended command's response range must pass
+		 * access_ok() before the handler (and its context check) runs. */
+		{
+			struct ib_uverbs_ex_query_device q = {};
+			union ex_out o;
+
+			expect("write: EX_QUERY_DEVICE with a kernel response address, no context, is EFAULT",
+			       ex_cmd(nf, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, &q, sizeof(q) / 8,
+				      sizeof(o.w) / 8, 0, (void *)0xffffffff81000000ull), EFAULT);
+			expect("write: EX_QUERY_DEVICE with a user response, no context, is EINVAL",
+			       ex_cmd(nf, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, &q, sizeof(q) / 8,
+				      sizeof(o.w) / 8, 0, &o), EINVAL);
+		}
 		close(nf);
 	}
 
@@ -627,6 +640,103 @@ static void fuzz_found_test(int fd)
 	       create_cq(fd, 0x10000, 0, -1, NULL), EINVAL);
 	expect("write: CREATE_CQ with cqe 0 is EINVAL", create_cq(fd, 0, 0, -1, NULL), EINVAL);
 
+	/* UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE): the handles by type, an
+	 * absent PD or CQ is ENOENT (uverbs_attr_get_obj()); an unknown type
+	 * EINVAL. Each request drops one attribute of nine. */
+	{
+		struct ib_uverbs_qp_cap cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 }, rcap;
+		uint32_t cq = 0, qpn;
+		struct req q;
+		int drop;
+		static const char *const what[] = {
+			"ioctl: QP_CREATE without PD_HANDLE is ENOENT",
+			"ioctl: QP_CREATE without SEND_CQ_HANDLE is ENOENT",
+			"ioctl: QP_CREATE (RC) without RECV_CQ_HANDLE is ENOENT",
+		};
+		static const uint16_t dropped[] = { UVERBS_ATTR_CREATE_QP_PD_HANDLE,
+						    UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE,
+						    UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE };
+
+		expect("write: CREATE_CQ for the ioctl QP creates", create_cq(fd, 16, 0, -1, &cq), 0);
+		for (drop = 0; drop < 4; drop++) {
+			struct ib_uverbs_attr all[9] = {
+				{ .attr_id = UVERBS_ATTR_CREATE_QP_HANDLE, .flags = UVERBS_ATTR_F_MANDATORY },
+				{ .attr_id = UVERBS_ATTR_CREATE_QP_PD_HANDLE, .data = pd },
+				{ .attr_id = UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, .data = cq },
+				{ .attr_id = UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, .data = cq },
+			};
+			int i, n = 0;
+
+			attr_const(&all[4], UVERBS_ATTR_CREATE_QP_TYPE, drop == 3 ? 7 : IB_UVERBS_QPT_RC, 1);
+			attr_const(&all[5], UVERBS_ATTR_CREATE_QP_USER_HANDLE, 5, 1);
+			attr_out(&all[6], UVERBS_ATTR_CREATE_QP_CAP, &cap, sizeof(cap));
+			attr_out(&all[7], UVERBS_ATTR_CREATE_QP_RESP_CAP, &rcap, sizeof(rcap));
+			attr_out(&all[8], UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &qpn, 4);
+			req_init(&q, UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, 8);
+			for (i = 0; i < 9; i++)
+				if (drop == 3 ? i != 3 : all[i].attr_id != dropped[drop] || i > 3)
+					q.attrs[n++] = all[i];
+			expect(drop == 3 ? "ioctl: QP_CREATE of an unknown type (7), no RECV_CQ, is EINVAL (the type first)" : what[drop],
+			       do_ioctl(fd, &q), drop == 3 ? EINVAL : ENOENT);
+		}
+		expect("write: DESTROY_CQ of the ioctl QP creates' CQ", destroy_cq(fd, cq), 0);
+	}
+
+	/* lookup_get_fd_uobject(): an fd attribute's value that is no int is
+	 * EINVAL (before fget(): EBADF). */
+	{
+		uint32_t cqe_out = 0;
+		struct req c;
+
+		req_init(&c, UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, 6);
+		c.attrs[0].attr_id = UVERBS_ATTR_CREATE_CQ_HANDLE;
+		c.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+		attr_const(&c.attrs[1], UVERBS_ATTR_CREATE_CQ_CQE, 16, 1);
+		attr_const(&c.attrs[2], UVERBS_ATTR_CREATE_CQ_USER_HANDLE, 1, 1);
+		attr_const(&c.attrs[3], UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, 0, 1);
+		attr_out(&c.attrs[4], UVERBS_ATTR_CREATE_CQ_RESP_CQE, &cqe_out, 4);
+		c.attrs[5].attr_id = UVERBS_ATTR_CREATE_CQ_EVENT_FD;
+		c.attrs[5].data = 1ull << 40;
+		expect("ioctl: CQ_CREATE with an EVENT_FD value past int is EINVAL", do_ioctl(fd, &c),
+		       EINVAL);
+	}
+	/* UVERBS_HANDLER(UVERBS_METHOD_SRQ_CREATE): a tag-matching SRQ needs a
+	 * CQ (absent: ENOENT), an unknown type is EINVAL, both before the driver. */
+	{
+		struct {
+			struct ib_uverbs_ioctl_hdr hdr;
+			struct ib_uverbs_attr attrs[9];
+		} q;
+		uint32_t rwr, rsge;
+		int k;
+
+		for (k = 0; k < 2; k++) {
+			memset(&q, 0, sizeof(q));
+			q.hdr.length = sizeof(q);
+			q.hdr.object_id = UVERBS_OBJECT_SRQ;
+			q.hdr.method_id = UVERBS_METHOD_SRQ_CREATE;
+			q.hdr.num_attrs = 9;
+			q.hdr.driver_id = driver_id;
+			q.attrs[0].attr_id = UVERBS_ATTR_CREATE_SRQ_HANDLE;
+			q.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+			q.attrs[1].attr_id = UVERBS_ATTR_CREATE_SRQ_PD_HANDLE;
+			q.attrs[1].flags = UVERBS_ATTR_F_MANDATORY;
+			q.attrs[1].data = pd;
+			attr_const(&q.attrs[2], UVERBS_ATTR_CREATE_SRQ_TYPE, k == 0 ? 2 : 3, 1);
+			attr_const(&q.attrs[3], UVERBS_ATTR_CREATE_SRQ_USER_HANDLE, 1, 1);
+			attr_const(&q.attrs[4], UVERBS_ATTR_CREATE_SRQ_MAX_WR, 16, 1);
+			attr_const(&q.attrs[5], UVERBS_ATTR_CREATE_SRQ_MAX_SGE, 1, 1);
+			attr_const(&q.attrs[6], UVERBS_ATTR_CREATE_SRQ_LIMIT, 0, 1);
+			q.attrs[4].len = q.attrs[5].len = q.attrs[6].len = 4;
+			attr_out(&q.attrs[7], UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR, &rwr, 4);
+			attr_out(&q.attrs[8], UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE, &rsge, 4);
+			expect(k == 0 ? "ioctl: SRQ_CREATE of a tag-matching SRQ without a CQ is ENOENT"
+				      : "ioctl: SRQ_CREATE of an unknown type (3) is EINVAL",
+			       ioctl(fd, RDMA_VERBS_IOCTL, &q) ? errno : 0, k == 0 ? ENOENT : EINVAL);
+		}
+	}
+
 	/* FZ_METHOD_REG_MR (uverbs_std_types_mr.c). */
 	if (posix_memalign(&buf, 4096, 4096) == 0) {
 		iova = (uintptr_t)buf;
@@ -644,7 +754,55 @@ static void fuzz_found_test(int fd)
 		attr_out(&r.attrs[7], FZ_REG_MR_RESP_RKEY, &rkey, 4);
 		expect("ioctl: REG_MR", do_ioctl(fd, &r), 0);
 		mr = r.attrs[0].data;
-		expect("ioctl: REG_MR's handle deregisters", dereg_mr(fd, mr), 0);
+		/* UVERBS_HANDLER(UVERBS_METHOD_QUERY_MR): the keys, mr->length and
+		 * mr->iova as REG_MR set them; IOVA is optional. */
+		{
+			uint32_t ql = 0, qr = 0;
+			uint64_t qlen = 0, qiova = 0;
+			struct req q;
+
+			req_init(&q, UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR, 5);
+			q.attrs[0].attr_id = UVERBS_ATTR_QUERY_MR_HANDLE;
+			q.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+			q.attrs[0].data = mr;
+			attr_out(&q.attrs[1], UVERBS_ATTR_QUERY_MR_RESP_LKEY, &ql, 4);
+			attr_out(&q.attrs[2], UVERBS_ATTR_QUERY_MR_RESP_RKEY, &qr, 4);
+			attr_out(&q.attrs[3], UVERBS_ATTR_QUERY_MR_RESP_LENGTH, &qlen, 8);
+			attr_out(&q.attrs[4], UVERBS_ATTR_QUERY_MR_RESP_IOVA, &qiova, 8);
+			expect("ioctl: QUERY_MR", do_ioctl(fd, &q), 0);
+			/* mr->length and mr->iova are the driver's after an ioctl
+			 * REG_MR (its handler sets neither; rxe leaves them 0, mlx5
+			 * sets them): only the keys are compared here. */
+			expect("ioctl: QUERY_MR answers REG_MR's lkey and rkey",
+			       ql == lkey && qr == rkey ? 0 : EINVAL, 0);
+			req_init(&q, UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR, 4);
+			q.attrs[0].attr_id = UVERBS_ATTR_QUERY_MR_HANDLE;
+			q.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+			q.attrs[0].data = mr;
+			attr_out(&q.attrs[1], UVERBS_ATTR_QUERY_MR_RESP_LKEY, &ql, 4);
+			attr_out(&q.attrs[2], UVERBS_ATTR_QUERY_MR_RESP_RKEY, &qr, 4);
+			attr_out(&q.attrs[3], UVERBS_ATTR_QUERY_MR_RESP_LENGTH, &qlen, 8);
+			expect("ioctl: QUERY_MR without the optional IOVA", do_ioctl(fd, &q), 0);
+			q.attrs[3].data = 1;
+			expect("ioctl: QUERY_MR with an unwritable LENGTH is EFAULT", do_ioctl(fd, &q),
+			       EFAULT);
+			expect("ioctl: REG_MR's handle deregisters", dereg_mr(fd, mr), 0);
+			q.attrs[3].data = (uintptr_t)&qlen;
+			expect("ioctl: QUERY_MR of a deregistered MR is ENOENT", do_ioctl(fd, &q), ENOENT);
+			/* The write command sets them (ib_uverbs_reg_mr(): mr->iova =
+			 * cmd.hca_va, mr->length = cmd.length). */
+			expect("write: REG_MR with hca_va 0x10000 + the buffer's page offset",
+			       reg_mr(fd, pd, buf, len, 0x10000 + (iova & 4095),
+				      IB_UVERBS_ACCESS_LOCAL_WRITE, &mr), 0);
+			q.attrs[0].data = mr;
+			q.hdr.num_attrs = 5;
+			q.hdr.length = sizeof(q.hdr) + 5 * sizeof(struct ib_uverbs_attr);
+			attr_out(&q.attrs[4], UVERBS_ATTR_QUERY_MR_RESP_IOVA, &qiova, 8);
+			expect("ioctl: QUERY_MR of a write-registered MR", do_ioctl(fd, &q), 0);
+			expect("ioctl: QUERY_MR answers the write's length and hca_va",
+			       qlen == len && qiova == 0x10000 + (iova & 4095) ? 0 : EINVAL, 0);
+			expect("write: DEREG_MR of the write-registered MR", dereg_mr(fd, mr), 0);
+		}
 
 		r.attrs[0].data = 0;
 		attr_const(&r.attrs[5], FZ_REG_MR_FD_OFFSET, fdoff, 0);
@@ -672,6 +830,52 @@ static void fuzz_found_test(int fd)
 	}
 	dealloc_pd(fd, pd);
 	munmap(two, 2 * pg);
+}
+
+/*
+ * CREATE_SRQ with room for rxe's driver response (struct rxe_create_srq_resp:
+ * struct mminfo { u64 offset; u32 size, pad; }, srq_num, reserved): the offset
+ * user space passes to mmap() for the SRQ's queue, an offset of this context
+ * (rxe_create_mmap_info(); the mock: an entry of the context's mmap registry).
+ */
+struct srq_mminfo {
+	uint64_t offset;
+	uint32_t size, pad;
+	uint32_t srq_num, reserved;
+};
+
+static int create_srq_mm(int fd, uint32_t pd, uint32_t *handle, struct srq_mminfo *mi)
+{
+	struct {
+		struct ib_uverbs_create_srq_resp core;
+		struct srq_mminfo drv;
+	} resp = {};
+	struct ib_uverbs_create_srq cmd = { .response = (uintptr_t)&resp, .pd_handle = pd,
+					    .max_wr = 16, .max_sge = 1 };
+	int e = do_write(fd, IB_USER_VERBS_CMD_CREATE_SRQ, &cmd, sizeof(cmd), sizeof(resp) / 4);
+
+	*handle = resp.core.srq_handle;
+	*mi = resp.drv;
+	return e;
+}
+
+static int destroy_srq(int fd, uint32_t h)
+{
+	struct ib_uverbs_destroy_srq_resp resp;
+	struct ib_uverbs_destroy_srq cmd = { .response = (uintptr_t)&resp, .srq_handle = h };
+
+	return do_write(fd, IB_USER_VERBS_CMD_DESTROY_SRQ, &cmd, sizeof(cmd), sizeof(resp) / 4);
+}
+
+/* mmap() of len bytes at offset off of fd (shared, as providers map): 0 or errno. */
+static int try_mmap(int fd, uint64_t off, size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+
+	if (p == MAP_FAILED)
+		return errno;
+	munmap(p, len);
+	return 0;
 }
 
 /* Sends fd over a unix socket (SCM_RIGHTS). */
@@ -727,6 +931,58 @@ static void in_child(void (*fn)(int, int), int fd, int arg)
 	}
 }
 
+/* The SRQ (and its PD) whose queue offset the socket child maps (size 0: none). */
+static struct srq_mminfo passed_mi;
+static uint32_t passed_h, passed_pd = ~0u;
+
+/*
+ * mmap offsets are the context's (upstream: rdma_user_mmap_entry_get() looks
+ * in ucontext->mmap_xa, so mlx5_ib_mmap() finds no entry of another context:
+ * EINVAL; rxe_mmap() matches ip->context: EINVAL). An SRQ's queue offset from
+ * this file's context is refused on another file with a context of its own,
+ * on a file without one (ib_uverbs_get_ucontext_file(): EINVAL), and after
+ * the SRQ is destroyed; the socket child then maps it through the passed file.
+ * rxe hands each offset out for one mmap() (list_del_init() of the pending
+ * entry), so the owner's own mapping is the socket child's.
+ */
+static void mmap_isolation(int fd)
+{
+	struct srq_mminfo mi = {}, mi2 = {};
+	uint32_t pd, srq, srq2;
+	int fd2, fd3;
+
+	expect("isolation: ALLOC_PD for an SRQ", alloc_pd(fd, &pd), 0);
+	expect("isolation: CREATE_SRQ with rxe's driver response", create_srq_mm(fd, pd, &srq, &mi), 0);
+	expect("isolation: the SRQ's queue has an mmap offset and size",
+	       mi.size && mi.offset && !(mi.offset % sysconf(_SC_PAGESIZE)) ? 0 : EINVAL, 0);
+	if (!mi.size) {
+		dealloc_pd(fd, pd);
+		return;
+	}
+	fd2 = open(dev, O_RDWR | O_CLOEXEC);
+	expect("isolation: another file's GET_CONTEXT", fd2 >= 0 ? get_context(fd2) : errno, 0);
+	expect("isolation: mmap() of one context's SRQ queue offset on another context's file is EINVAL",
+	       try_mmap(fd2, mi.offset, mi.size), EINVAL);
+	fd3 = open(dev, O_RDWR | O_CLOEXEC);
+	expect("isolation: mmap() of a context's offset on a file without a context is EINVAL",
+	       fd3 >= 0 ? try_mmap(fd3, mi.offset, mi.size) : errno, EINVAL);
+	if (fd3 >= 0)
+		close(fd3);
+
+	/* A destroyed SRQ's offset maps nothing (rxe_mmap_release(), rdma_user_mmap_entry_remove()). */
+	expect("isolation: a second SRQ", create_srq_mm(fd, pd, &srq2, &mi2), 0);
+	expect("isolation: the second SRQ's offset is another one", mi2.offset != mi.offset ? 0 : EINVAL, 0);
+	expect("isolation: DESTROY_SRQ of the second SRQ", destroy_srq(fd, srq2), 0);
+	expect("isolation: mmap() of a destroyed SRQ's queue offset is EINVAL",
+	       try_mmap(fd, mi2.offset, mi2.size ? mi2.size : 4096), EINVAL);
+	/* The other file's context still works, the offset still ours. */
+	if (fd2 >= 0)
+		close(fd2);
+	passed_mi = mi;
+	passed_h = srq;
+	passed_pd = pd;
+}
+
 /* A child of the opener: other credentials (fork copies them), same file. */
 static void forked_child(int fd, int hp)
 {
@@ -754,6 +1010,10 @@ static void socket_child(int sock, int unused)
 	       alloc_pd(fd, &h), EACCES);
 	expect("isolation: ioctl() on a file received over a unix socket works",
 	       query_port(fd, 1, 0, 1), 0);
+	/* ib_uverbs_mmap() checks no credentials: the file's context maps. */
+	if (passed_mi.size)
+		expect("isolation: mmap() of the sender's SRQ queue offset on the received file works",
+		       try_mmap(fd, passed_mi.offset, passed_mi.size), 0);
 	close(fd);
 }
 
@@ -816,10 +1076,15 @@ static void isolation_test(int fd)
 		       dealloc_pd(fd, hc), 0);
 		close(fd2);
 	}
+	mmap_isolation(fd);
 	send_fd(sv[0], fd);
 	in_child(socket_child, sv[1], 0);
 	close(sv[0]);
 	close(sv[1]);
+	if (passed_mi.size)
+		expect("isolation: DESTROY_SRQ of the SRQ whose queue was mapped", destroy_srq(fd, passed_h), 0);
+	if (passed_pd != ~0u)
+		expect("isolation: DEALLOC_PD under the SRQ", dealloc_pd(fd, passed_pd), 0);
 
 	expect("isolation: ALLOC_PD for another user to name", alloc_pd(fd, &hp), 0);
 	if (geteuid() == 0)
@@ -1163,6 +1428,15 @@ int main(int argc, char **argv)
 		/* ib_modify_qp_is_ok() (rxe_qp_chk_attr(); the mock likewise). */
 		expect("write: MODIFY_QP RESET->ERR is EINVAL (not a legal transition)",
 		       modify_qp(fd, qp, IB_QP_STATE, IB_QPS_ERR, 0), EINVAL);
+		/* rxe holds only a mask with IB_QP_STATE against the table
+		 * (rxe_qp_from_attr() -> __qp_chk_state()): SQ_PSN alone in
+		 * RESET is taken; a timeout past 31 is not (rxe_qp_chk_attr()). */
+		expect("write: MODIFY_QP of SQ_PSN alone (no state change) on a RESET QP works",
+		       modify_qp(fd, qp, IB_QP_SQ_PSN, 0, 0), 0);
+		expect("write: MODIFY_QP of ACCESS_FLAGS alone on a RESET RC QP works",
+		       modify_qp(fd, qp, IB_QP_ACCESS_FLAGS, 0, 0), 0);
+		expect("write: MODIFY_QP of PORT 2 (the device has one) is EINVAL",
+		       modify_qp(fd, qp, IB_QP_PORT, 0, 2), EINVAL);
 		expect("write: MODIFY_QP RESET->INIT without PKEY_INDEX/PORT/ACCESS_FLAGS is EINVAL",
 		       modify_qp(fd, qp, IB_QP_STATE, IB_QPS_INIT, 1), EINVAL);
 		expect("write: MODIFY_QP RESET->INIT with QKEY on an RC QP is EINVAL (not optional)",

@@ -123,7 +123,9 @@ int main(int argc, char **argv)
 	printf("READY\n");
 	fflush(stdout);
 	for (int i = 0; access(argv[optind + 1], F_OK); i++) {
-		if (i > 600) {
+		/* 10 min: under TCG with KASAN, 100 holders take minutes to start and
+		 * their removal tens of seconds. */
+		if (i > 6000) {
 			fail("go file", "never appeared");
 			return 1;
 		}

@@ -108,6 +108,78 @@ mlx5_unplug_suite() {
 	unload_ours
 }
 
+# vm_mlx5_unplug_load: hot unplug under load. UL_N processes (default 100)
+# each hold a context, 4 PDs, a CQ, an RC QP, a 64 KiB MR and libmlx5's UAR
+# and doorbell mappings on mlx5_1 (uverbs_unplug -o hold); the function is
+# unbound while they wait. The removal is timed (/proc/uptime, 10 ms); then
+# every process must see EIO from every call and IB_EVENT_DEVICE_FATAL on
+# its async fd and close cleanly within 60 s (none hangs), the simulator must
+# hold nothing, and the function, bound again, must serve a new process.
+mlx5_unplug_load_suite() {
+	local f=mlx5_ib_rs.rdma.1 drv n=${UL_N:-100} i p ready pids rc t0 t1 ms okp failp hung wd
+	load_ours sim=ib,eth
+	rm -f /tmp/ul-go /tmp/ul-*.out
+	pids=
+	for i in $(seq 1 $n); do
+		/rdma-rs/uverbs_unplug -d mlx5_1 -o hold /tmp/ul-go >/tmp/ul-$i.out 2>&1 &
+		pids="$pids $!"
+	done
+	for i in $(seq 1 1800); do
+		ready=$(grep -l READY /tmp/ul-*.out 2>/dev/null | wc -l)
+		[ "$ready" = "$n" ] && break
+		# A process that failed before READY has said so and exited.
+		[ $((ready + $(grep -l '^R fail' /tmp/ul-*.out 2>/dev/null | wc -l))) -ge "$n" ] && break
+		sleep 0.2
+	done
+	echo "$ready/$n processes hold their objects; restrack: $(rdma res | grep mlx5_1)"
+	cat $FWSIM_DBG/$f/resources | tr '
+' ' '
+	echo
+	if [ "$ready" = "$n" ]; then t_ok "$n processes hold contexts, PDs, CQs, QPs, MRs and mappings on mlx5_1"; else t_fail "$n processes hold contexts, PDs, CQs, QPs, MRs and mappings on mlx5_1" "$ready ready"; fi
+	drv=$(fwsim_driver_of $f)
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	rc=0
+	timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	ms=$(echo "$t0 $t1" | awk '{printf "%d", ($2 - $1) * 1000}')
+	echo "unbind $f under $ready processes: exit $rc after $ms ms"
+	if [ $rc = 0 ]; then t_ok "unbind $f completes while $ready processes hold objects ($ms ms)"; else t_fail "unbind $f completes while $ready processes hold objects" "exit $rc"; fi
+	if [ $rc = 0 ] && [ "$ms" -lt 1000 ]; then t_ok "the removal took under 1 s ($ms ms)"; else t_fail "the removal took under 1 s" "$ms ms"; fi
+	t_check "mlx5_1 unregistered" test ! -e /sys/class/infiniband/mlx5_1
+	t_check "$f: the simulator holds nothing after the remove" fwsim_resources_zero $f
+	touch /tmp/ul-go
+	# None may hang: each has 60 s to finish its checks and close.
+	( sleep 90; for i in $pids; do kill -9 $i 2>/dev/null && echo "killed hung process $i"; done ) >/tmp/ul-watchdog.out 2>&1 &
+	wd=$!
+	okp=0
+	failp=0
+	i=0
+	for p in $pids; do
+		i=$((i + 1))
+		rc=0
+		wait $p || rc=$?
+		if [ $rc = 0 ] && ! grep -q '^R fail' /tmp/ul-$i.out && grep -q 'IB_EVENT_DEVICE_FATAL' /tmp/ul-$i.out; then
+			okp=$((okp + 1))
+		else
+			[ $failp = 0 ] && { echo "process $i (exit $rc):"; sed 's/^/    /' /tmp/ul-$i.out; }
+			failp=$((failp + 1))
+		fi
+	done
+	kill $wd 2>/dev/null
+	wait $wd 2>/dev/null
+	hung=$(grep -c killed /tmp/ul-watchdog.out)
+	echo "after the remove: $okp/$n processes saw EIO and DEVICE_FATAL and closed cleanly, $failp failed, $hung hung"
+	if [ $okp = $n ]; then t_ok "all $n processes got EIO and IB_EVENT_DEVICE_FATAL and closed"; else t_fail "all $n processes got EIO and IB_EVENT_DEVICE_FATAL and closed" "$okp ok, $failp failed, $hung hung"; fi
+	if [ "$hung" = 0 ]; then t_ok "no process hung after the remove"; else t_fail "no process hung after the remove" "$hung killed"; fi
+	echo $f >/sys/bus/auxiliary/drivers/$drv/bind
+	t_check "bind $f again" test -n "$(fwsim_driver_of $f)"
+	rc=0
+	/rdma-rs/uverbs_unplug -d mlx5_1 exit 2 >/tmp/ul-new.out 2>&1 || rc=$?
+	if [ $rc = 0 ] && grep -q READY /tmp/ul-new.out; then t_ok "the new function serves a new process"; else t_fail "the new function serves a new process" "exit $rc: $(cat /tmp/ul-new.out)"; fi
+	t_check "$f: the new function back to its kernel PD and UAR" fwsim_resources_probed $f
+	unload_ours
+}
+
 # The same workload on the upstream stack (rdma_rxe) and on ours (mlx5_1,
 # RoCE): every difference in the checks' results and in the facts the
 # workload prints (`I` lines: errnos, limits) is listed. Limits are

@@ -428,7 +428,7 @@ impl<D: Driver> UFile<D> {
             max_sge: 0,
             srq_limit: rd32(&r, 12),
         };
-        srq.modify(&attr, SrqAttrMask(rd32(&r, 4)))
+        with_udata(b, |ud| srq.modify_user(&attr, SrqAttrMask(rd32(&r, 4)), ud))
     }
 
     /// `IB_USER_VERBS_CMD_QUERY_SRQ`.
@@ -1105,31 +1105,83 @@ impl<D: Driver> UFile<D> {
         let NewObj::Idr { id, .. } = new else {
             return Err(EINVAL);
         };
+        // upstream UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE) (uverbs_std_types_qp.c), in its
+        // order: CAP, USER_HANDLE, TYPE; then by type the handles, an absent one ENOENT
+        // (uverbs_attr_get_obj()); then the flags.
+        let capb = ptr_bytes::<20>(bd, attr::CREATE_QP_CAP)?;
+        let user_handle = ptr_u64(bd, attr::CREATE_QP_USER_HANDLE)?;
         let t = bd
             .get_const_unsigned(attr::CREATE_QP_TYPE, u8::MAX.into(), None)
             .map_err(kerr)? as u8;
-        let capb = ptr_bytes::<20>(bd, attr::CREATE_QP_CAP)?;
-        let idr = |a: u16| -> Option<u32> {
+        let idr = |a: u16| -> Result<u32> {
             match bd.get(a) {
-                Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).ok(),
-                _ => None,
+                Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| ENOENT),
+                _ => Err(ENOENT),
             }
         };
+        let cap = QpCap {
+            max_send_wr: rd32(&capb, 0),
+            max_recv_wr: rd32(&capb, 4),
+            max_send_sge: rd32(&capb, 8),
+            max_recv_sge: rd32(&capb, 12),
+            max_inline_data: rd32(&capb, 16),
+        };
+        const XRC_TGT: u8 = 10;
+        const XRC_INI: u8 = 9;
+        let (pd_handle, send_cq_handle, recv_cq_handle) = match t {
+            // No XRC domain exists here: its handle finds nothing.
+            XRC_TGT => {
+                if bd.is_valid(attr::CREATE_QP_RECV_CQ_HANDLE)
+                    || bd.is_valid(attr::CREATE_QP_SEND_CQ_HANDLE)
+                    || bd.is_valid(attr::CREATE_QP_PD_HANDLE)
+                    || bd.is_valid(attr::CREATE_QP_IND_TABLE_HANDLE)
+                {
+                    return Err(EINVAL);
+                }
+                return Err(ENOENT);
+            }
+            // RAW_PACKET (CAP_NET_RAW is the driver's to refuse here), RC, UC, UD,
+            // XRC_INI, DRIVER.
+            8 | 2 | 3 | 4 | XRC_INI | 0xff => {
+                if bd.is_valid(attr::CREATE_QP_XRCD_HANDLE)
+                    || (bd.is_valid(attr::CREATE_QP_SRQ_HANDLE) && t == XRC_INI)
+                {
+                    return Err(EINVAL);
+                }
+                let pd = idr(attr::CREATE_QP_PD_HANDLE)?;
+                if bd.is_valid(attr::CREATE_QP_IND_TABLE_HANDLE) {
+                    if cap.max_recv_wr != 0
+                        || cap.max_recv_sge != 0
+                        || bd.is_valid(attr::CREATE_QP_RECV_CQ_HANDLE)
+                        || bd.is_valid(attr::CREATE_QP_SRQ_HANDLE)
+                    {
+                        return Err(EINVAL);
+                    }
+                    let scq = if cap.max_send_wr != 0 {
+                        idr(attr::CREATE_QP_SEND_CQ_HANDLE)?
+                    } else {
+                        idr(attr::CREATE_QP_SEND_CQ_HANDLE).unwrap_or(0)
+                    };
+                    (pd, scq, scq)
+                } else {
+                    let scq = idr(attr::CREATE_QP_SEND_CQ_HANDLE)?;
+                    let rcq = if t == XRC_INI {
+                        scq
+                    } else {
+                        idr(attr::CREATE_QP_RECV_CQ_HANDLE)?
+                    };
+                    (pd, scq, rcq)
+                }
+            }
+            _ => return Err(EINVAL),
+        };
         let mut c = CreateQp {
-            user_handle: ptr_u64(bd, attr::CREATE_QP_USER_HANDLE)?,
-            pd_handle: idr(attr::CREATE_QP_PD_HANDLE).ok_or(EINVAL)?,
-            send_cq_handle: idr(attr::CREATE_QP_SEND_CQ_HANDLE).ok_or(EINVAL)?,
-            recv_cq_handle: idr(attr::CREATE_QP_RECV_CQ_HANDLE)
-                .or(idr(attr::CREATE_QP_SEND_CQ_HANDLE))
-                .ok_or(EINVAL)?,
+            user_handle,
+            pd_handle,
+            send_cq_handle,
+            recv_cq_handle,
             srq_handle: idr(attr::CREATE_QP_SRQ_HANDLE).unwrap_or(0),
-            cap: QpCap {
-                max_send_wr: rd32(&capb, 0),
-                max_recv_wr: rd32(&capb, 4),
-                max_send_sge: rd32(&capb, 8),
-                max_recv_sge: rd32(&capb, 12),
-                max_inline_data: rd32(&capb, 16),
-            },
+            cap,
             sq_sig_all: false,
             qp_type: t,
             is_srq: bd.is_valid(attr::CREATE_QP_SRQ_HANDLE),
@@ -1150,6 +1202,13 @@ impl<D: Driver> UFile<D> {
             c.sq_sig_all = true;
             c.create_flags &= !(1 << 12);
         }
+        // upstream: a SOURCE_QPN attribute is read (u32) and adds
+        // IB_QP_CREATE_SOURCE_QPN to the flags, which the driver then judges
+        // (rxe: any create flag is EOPNOTSUPP; so here).
+        if bd.is_valid(attr::CREATE_QP_SOURCE_QPN) {
+            ptr_u32(bd, attr::CREATE_QP_SOURCE_QPN)?;
+            c.create_flags |= 1 << 10;
+        }
         let bufs = ioctl_bufs(bd, uattrs)?;
         let (qp, ev) = self.qp_create_common(inner, &c, &bufs)?;
         let cap = qp.cap();
@@ -1164,9 +1223,37 @@ impl<D: Driver> UFile<D> {
 }
 
 impl<D: Driver> UFile<D> {
-    /// `UVERBS_METHOD_SRQ_CREATE` (upstream `uverbs_std_types_srq.c`): basic SRQs; XRC and
-    /// tag-matching SRQs are `EOPNOTSUPP` (no driver here has them), an unknown type `EINVAL`
-    /// (`ib_uverbs_srq_type` has 3 values).
+    /// `UVERBS_METHOD_QUERY_MR` (upstream `UVERBS_HANDLER(UVERBS_METHOD_QUERY_MR)`,
+    /// `uverbs_std_types_mr.c`): LKEY, RKEY, LENGTH, then the optional IOVA, in that
+    /// order (a copy that faults stops there: `EFAULT`); an absent IOVA is no error
+    /// (`IS_UVERBS_COPY_ERR()`).
+    pub(super) fn ioctl_query_mr(
+        &self,
+        inner: &Inner<D>,
+        bd: &Bundle<'_>,
+        out: &mut Outputs,
+    ) -> Result {
+        let h = match bd.get(attr::QUERY_MR_HANDLE) {
+            Ok(AttrValue::Obj { id, .. }) => id,
+            _ => return Err(EINVAL),
+        };
+        let mr = match Self::obj_at(inner, inner.find(obj::MR, h)?)? {
+            ObjKind::Mr(m) => m.clone(),
+            _ => return Err(EINVAL),
+        };
+        out.put(bd, attr::QUERY_MR_RESP_LKEY, &mr.lkey().to_ne_bytes())?;
+        out.put(bd, attr::QUERY_MR_RESP_RKEY, &mr.rkey().to_ne_bytes())?;
+        out.put(bd, attr::QUERY_MR_RESP_LENGTH, &mr.length().to_ne_bytes())?;
+        out.put_opt(bd, attr::QUERY_MR_RESP_IOVA, &mr.iova().to_ne_bytes())
+    }
+
+    /// `UVERBS_METHOD_SRQ_CREATE` (upstream `UVERBS_HANDLER(UVERBS_METHOD_SRQ_CREATE)`,
+    /// `uverbs_std_types_srq.c`), in its order: MAX_SGE, MAX_WR, LIMIT, USER_HANDLE, TYPE;
+    /// an XRC or tag-matching SRQ needs a CQ (absent: ENOENT, `uverbs_attr_get_obj()`),
+    /// XRC an XRC domain (none exists here: ENOENT), tag matching MAX_NUM_TAGS (absent:
+    /// ENOENT), then the driver refuses it (no driver here has them, rxe neither:
+    /// `EOPNOTSUPP`); an unknown type is `EINVAL`. BUF_UMEM is declared but not read
+    /// upstream: ignored here too.
     pub(super) fn ioctl_srq_create(
         &self,
         inner: &mut Inner<D>,
@@ -1178,27 +1265,39 @@ impl<D: Driver> UFile<D> {
         let NewObj::Idr { id, .. } = new else {
             return Err(EINVAL);
         };
-        let t = bd
-            .get_const_unsigned(attr::CREATE_SRQ_TYPE, u32::MAX.into(), None)
-            .map_err(kerr)?;
-        if t != 0 {
-            return Err(EOPNOTSUPP);
-        }
-        if bd.is_valid(attr::CREATE_SRQ_BUF_UMEM) {
-            // An externally supplied buffer: the driver does not take one.
-            return Err(EOPNOTSUPP);
-        }
         let pd_handle = match bd.get(attr::CREATE_SRQ_PD_HANDLE) {
             Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| EINVAL)?,
             _ => return Err(EINVAL),
         };
+        let max_sge = ptr_u32(bd, attr::CREATE_SRQ_MAX_SGE)?;
+        let max_wr = ptr_u32(bd, attr::CREATE_SRQ_MAX_WR)?;
+        let srq_limit = ptr_u32(bd, attr::CREATE_SRQ_LIMIT)?;
+        let user_handle = ptr_u64(bd, attr::CREATE_SRQ_USER_HANDLE)?;
+        let t = bd
+            .get_const_unsigned(attr::CREATE_SRQ_TYPE, u32::MAX.into(), None)
+            .map_err(kerr)?;
+        // IB_UVERBS_SRQT_BASIC, _XRC, _TM.
+        if (t == 1 || t == 2) && !bd.is_valid(attr::CREATE_SRQ_CQ_HANDLE) {
+            return Err(ENOENT);
+        }
+        match t {
+            0 => {}
+            1 => return Err(ENOENT),
+            2 => {
+                if !bd.is_valid(attr::CREATE_SRQ_MAX_NUM_TAGS) {
+                    return Err(ENOENT);
+                }
+                return Err(EOPNOTSUPP);
+            }
+            _ => return Err(EINVAL),
+        }
         let c = CreateSrq {
-            user_handle: ptr_u64(bd, attr::CREATE_SRQ_USER_HANDLE)?,
+            user_handle,
             pd_handle,
             attr: SrqInitAttr {
-                max_wr: ptr_u32(bd, attr::CREATE_SRQ_MAX_WR)?,
-                max_sge: ptr_u32(bd, attr::CREATE_SRQ_MAX_SGE)?,
-                srq_limit: ptr_u32(bd, attr::CREATE_SRQ_LIMIT)?,
+                max_wr,
+                max_sge,
+                srq_limit,
             },
         };
         let bufs = ioctl_bufs(bd, uattrs)?;

@@ -65,6 +65,10 @@ fn value(o: u16, m: u16, a: u16, pick: u64, mem: u64) -> Option<u64> {
         (obj::MR, method::REG_MR, attr::REG_MR_LENGTH) => 4096,
         (obj::MR, method::REG_MR, attr::REG_MR_ACCESS_FLAGS) => 1,
         (obj::MR, method::REG_MR, attr::REG_MR_FD) => u64::MAX,
+        (obj::SRQ, method::SRQ_CREATE, attr::CREATE_SRQ_MAX_WR) => 16,
+        (obj::SRQ, method::SRQ_CREATE, attr::CREATE_SRQ_MAX_SGE) => 1,
+        (obj::SRQ, method::SRQ_CREATE, attr::CREATE_SRQ_USER_HANDLE) => pick,
+        (obj::SRQ, method::SRQ_CREATE, attr::CREATE_SRQ_TYPE) => 0,
         _ => return None,
     })
 }
@@ -77,7 +81,8 @@ fn optional_chance(o: u16, m: u16, a: &AttrSpec) -> u64 {
         (obj::QP, method::QP_CREATE, attr::CREATE_QP_PD_HANDLE)
         | (obj::QP, method::QP_CREATE, attr::CREATE_QP_SEND_CQ_HANDLE)
         | (obj::QP, method::QP_CREATE, attr::CREATE_QP_RECV_CQ_HANDLE)
-        | (obj::MR, method::REG_MR, attr::REG_MR_ADDR) => 9,
+        | (obj::MR, method::REG_MR, attr::REG_MR_ADDR)
+        | (obj::SRQ, method::SRQ_CREATE, attr::CREATE_SRQ_PD_HANDLE) => 9,
         (_, _, UVERBS_ATTR_UHW_OUT) => 8,
         (obj::DEVICE, _, _) => 6,
         _ => 2,

@@ -90,6 +90,12 @@ fn fields(c: u32, ex: bool) -> &'static [(usize, F)] {
             (45, U8(2)),
         ],
         (cmd::EX_MODIFY_QP, true) => &[(64, H(obj::QP)), (68, U32(1)), (96, U8(6))],
+        // struct ib_uverbs_create_srq: pd_handle, max_wr, max_sge, srq_limit.
+        (cmd::CREATE_SRQ, false) => &[(16, H(obj::PD)), (20, U32(16)), (24, U32(1))],
+        // struct ib_uverbs_modify_srq: srq_handle, attr_mask (IB_SRQ_LIMIT), max_wr, limit.
+        (cmd::MODIFY_SRQ, false) => &[(0, H(obj::SRQ)), (4, U32(2)), (8, U32(16)), (12, U32(4))],
+        (cmd::QUERY_SRQ, false) => &[(8, H(obj::SRQ))],
+        (cmd::DESTROY_SRQ, false) => &[(8, D(obj::SRQ))],
         _ => &[],
     }
 }
@@ -103,6 +109,7 @@ fn creates(c: u32, ex: bool) -> Option<u16> {
         (cmd::CREATE_CQ, false) | (cmd::EX_CREATE_CQ, true) => obj::CQ,
         (cmd::REG_MR, false) => obj::MR,
         (cmd::CREATE_QP, false) | (cmd::EX_CREATE_QP, true) => obj::QP,
+        (cmd::CREATE_SRQ, false) => obj::SRQ,
         (cmd::GET_CONTEXT, false) => obj::ASYNC_EVENT,
         _ => return None,
     })
