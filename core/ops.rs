@@ -17,8 +17,8 @@ use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
-    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqAttrMask, SrqHandler,
-    SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask,
+    SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -277,6 +277,21 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Re-registers a user MR (upstream `ops.rereg_user_mr`): `flags` says which of
+    /// `req`'s translation (`start`, `length`, `iova`), `access` and `new_pd` apply. The driver
+    /// always answers a new hardware object here, which the core puts in the old MR's place
+    /// (upstream's "return a new `ib_mr`" path); changing an MR in place (upstream returns
+    /// `NULL`) is not offered by the core.
+    fn rereg_user_mr(
+        _mr: &Mr<Self::Driver>,
+        _flags: ReregFlags,
+        _req: &UserMrReq,
+        _new_pd: &Pd<Self::Driver>,
+        _user: &mut UserCtx<'_, '_, Self::Driver>,
+    ) -> Result<MrCreated<<Self::Driver as Driver>::MrData>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates an MR for fast registration (upstream `ops.alloc_mr`).
     fn alloc_mr(
         _pd: &Pd<Self::Driver>,
@@ -438,6 +453,13 @@ ops_table! {
     get_dma_mr: GetDmaMr: fn(&Pd<D>, AccessFlags) -> Result<MrCreated<D::MrData>>,
     reg_user_mr: RegUserMr:
         fn(&Pd<D>, &UserMrReq, &mut UserCtx<'_, '_, D>) -> Result<MrCreated<D::MrData>>,
+    rereg_user_mr: ReregUserMr: fn(
+        &Mr<D>,
+        ReregFlags,
+        &UserMrReq,
+        &Pd<D>,
+        &mut UserCtx<'_, '_, D>,
+    ) -> Result<MrCreated<D::MrData>>,
     alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
     dereg_mr: DeregMr: fn(&Mr<D>) -> Result,
     uverbs_method: UverbsMethod: fn(u16, &mut DriverCall<'_, '_, D>) -> Result,

@@ -33,8 +33,8 @@ use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
-    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqAttrMask, SrqHandler,
-    SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask,
+    SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -382,6 +382,16 @@ impl DeviceOps for Mlx5DevOps {
         user: &mut UserCtx<'_, '_, Mlx5Ib>,
     ) -> Result<MrCreated<Mlx5Mr>> {
         crate::verbs_user::reg_user_mr(pd, req, user, None)
+    }
+
+    fn rereg_user_mr(
+        mr: &Mr<Mlx5Ib>,
+        flags: ReregFlags,
+        req: &UserMrReq,
+        new_pd: &Pd<Mlx5Ib>,
+        user: &mut UserCtx<'_, '_, Mlx5Ib>,
+    ) -> Result<MrCreated<Mlx5Mr>> {
+        crate::verbs_user::rereg_user_mr(mr, flags, req, new_pd, user)
     }
 
     fn alloc_mr(pd: &Pd<Mlx5Ib>, mr_type: MrType, max_num_sg: u32) -> Result<MrCreated<Mlx5Mr>> {

@@ -191,8 +191,14 @@ impl Mlx5Qp {
 pub(crate) struct Mlx5Mr {
     /// The mkey index (`key >> 8`).
     pub(crate) index: u32,
-    /// A user MR's pinned memory (`mr->umem`), unpinned after DESTROY_MKEY.
-    pub(crate) _umem: Option<UserBuf>,
+    /// The I/O virtual address the mkey starts at (upstream `mr->ibmr.iova`).
+    pub(crate) iova: u64,
+    /// The access flags the MR was created with (upstream `mr->access_flags`).
+    pub(crate) access: AccessFlags,
+    /// A user MR's pinned memory (`mr->umem`), unpinned after DESTROY_MKEY; a
+    /// re-registration that keeps the translation moves it to the new MR (upstream
+    /// `mlx5_ib_rereg_user_mr()` sets `mr->umem = NULL`).
+    pub(crate) umem: Option<Pin<KBox<Mutex<Option<UserBuf>>>>>,
 }
 
 pub(crate) fn ilog2_ceil(n: u32) -> Result<u8> {
@@ -805,36 +811,65 @@ pub(crate) fn mkey_access(a: AccessFlags) -> MkeyAccess {
 
 /// upstream `mlx5_ib_get_dma_mr()`: CREATE_MKEY, PA access mode, `length64`.
 pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
-    create_mr(pd, mkey_access(access), MkeyTranslation::Pa, None)
+    create_mr(pd, access, 0, MkeyTranslation::Pa, None)
 }
 
 /// CREATE_MKEY (uid 0) in `pd` with the next key variant, as an MR holding `umem` (upstream
-/// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`).
-pub(crate) fn create_mr(
+/// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`). On
+/// failure `umem` is handed back with the error (a re-registration puts it back into the old
+/// MR).
+pub(crate) fn create_mr_keep(
     pd: &Pd<Mlx5Ib>,
-    access: MkeyAccess,
+    access: AccessFlags,
+    iova: u64,
     translation: MkeyTranslation<'_>,
     umem: Option<UserBuf>,
-) -> Result<MrCreated<Mlx5Mr>> {
+) -> core::result::Result<MrCreated<Mlx5Mr>, (Error, Option<UserBuf>)> {
     let d = pd.device().data();
-    let m = exec(
+    let slot = match &umem {
+        Some(_) => match KBox::pin_init(new_mutex!(None), GFP_KERNEL) {
+            Ok(b) => Some(b),
+            Err(e) => return Err((e, umem)),
+        },
+        None => None,
+    };
+    let m = match exec(
         &*d.hw,
         &CreateMkey {
             uid: 0,
             pd: pd.data().pdn,
-            access,
+            access: mkey_access(access),
             key_byte: d.next_mkey_variant(),
             translation,
         },
-    )?;
+    ) {
+        Ok(m) => m,
+        Err(e) => return Err((e, umem)),
+    };
+    if let Some(b) = &slot {
+        *b.lock() = umem;
+    }
     Ok(MrCreated {
         data: Mlx5Mr {
             index: m.index,
-            _umem: umem,
+            iova,
+            access,
+            umem: slot,
         },
         lkey: m.key,
         rkey: m.key,
     })
+}
+
+/// [`create_mr_keep`], dropping the memory on failure.
+pub(crate) fn create_mr(
+    pd: &Pd<Mlx5Ib>,
+    access: AccessFlags,
+    iova: u64,
+    translation: MkeyTranslation<'_>,
+    umem: Option<UserBuf>,
+) -> Result<MrCreated<Mlx5Mr>> {
+    create_mr_keep(pd, access, iova, translation, umem).map_err(|(e, _)| e)
 }
 
 /// upstream `mlx5_ib_alloc_mr()` → `mlx5_alloc_mem_reg_descs()`: a free MTT mkey with room for
@@ -856,7 +891,8 @@ pub(crate) fn alloc_mr(
     let pages = KVVec::from_elem(0u64, ndescs, GFP_KERNEL)?;
     create_mr(
         pd,
-        MkeyAccess::default(),
+        AccessFlags(0),
+        0,
         MkeyTranslation::Mtt {
             start: 0,
             len: 0,

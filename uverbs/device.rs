@@ -107,6 +107,7 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         add(ops.query_qp.is_some(), O::QueryQp);
         add(ops.reg_user_mr.is_some(), O::RegUserMr);
         add(ops.reg_user_mr.is_some(), O::DeregMr);
+        add(ops.rereg_user_mr.is_some(), O::ReregUserMr);
         add(ops.create_ah.is_some(), O::CreateUserAh);
         add(ops.create_ah.is_some(), O::DestroyAh);
         DeviceDesc {
