@@ -815,25 +815,22 @@ pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreat
 }
 
 /// CREATE_MKEY (uid 0) in `pd` with the next key variant, as an MR holding `umem` (upstream
-/// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`). On
-/// failure `umem` is handed back with the error (a re-registration puts it back into the old
-/// MR).
+/// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`). The
+/// memory is taken from `umem` only on success (a failed re-registration puts it back into
+/// the old MR).
 pub(crate) fn create_mr_keep(
     pd: &Pd<Mlx5Ib>,
     access: AccessFlags,
     iova: u64,
     translation: MkeyTranslation<'_>,
-    umem: Option<UserBuf>,
-) -> core::result::Result<MrCreated<Mlx5Mr>, (Error, Option<UserBuf>)> {
+    umem: &mut Option<UserBuf>,
+) -> Result<MrCreated<Mlx5Mr>> {
     let d = pd.device().data();
-    let slot = match &umem {
-        Some(_) => match KBox::pin_init(new_mutex!(None), GFP_KERNEL) {
-            Ok(b) => Some(b),
-            Err(e) => return Err((e, umem)),
-        },
+    let slot = match umem {
+        Some(_) => Some(KBox::pin_init(new_mutex!(None), GFP_KERNEL)?),
         None => None,
     };
-    let m = match exec(
+    let m = exec(
         &*d.hw,
         &CreateMkey {
             uid: 0,
@@ -842,12 +839,9 @@ pub(crate) fn create_mr_keep(
             key_byte: d.next_mkey_variant(),
             translation,
         },
-    ) {
-        Ok(m) => m,
-        Err(e) => return Err((e, umem)),
-    };
+    )?;
     if let Some(b) = &slot {
-        *b.lock() = umem;
+        *b.lock() = umem.take();
     }
     Ok(MrCreated {
         data: Mlx5Mr {
@@ -869,7 +863,8 @@ pub(crate) fn create_mr(
     translation: MkeyTranslation<'_>,
     umem: Option<UserBuf>,
 ) -> Result<MrCreated<Mlx5Mr>> {
-    create_mr_keep(pd, access, iova, translation, umem).map_err(|(e, _)| e)
+    let mut umem = umem;
+    create_mr_keep(pd, access, iova, translation, &mut umem)
 }
 
 /// upstream `mlx5_ib_alloc_mr()` → `mlx5_alloc_mem_reg_descs()`: a free MTT mkey with room for

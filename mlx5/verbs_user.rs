@@ -518,7 +518,8 @@ pub(crate) fn rereg_user_mr(
         }
     };
     let len = umem.len();
-    create_mr_keep(
+    let mut umem = Some(umem);
+    let r = create_mr_keep(
         new_pd,
         access,
         m.iova,
@@ -528,12 +529,12 @@ pub(crate) fn rereg_user_mr(
             log_page_size: kernel::page::PAGE_SHIFT as u8,
             pages: &pages,
         },
-        Some(umem),
-    )
-    .map_err(|(e, back)| {
-        *guard = back;
-        e
-    })
+        &mut umem,
+    );
+    if r.is_err() {
+        *guard = umem;
+    }
+    r
 }
 
 /// A user SRQ (upstream `struct mlx5_ib_srq` with its `mlx5_core_srq`): an RMP.

@@ -407,7 +407,7 @@ int main(int argc, char **argv)
 		r = rereg(&e, &t, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
 				     IBV_REREG_MR_CHANGE_ACCESS,
 			  pd2, ba + 256, 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-		check(r == 0, "rereg TRANS|PD|ACCESS: 1 KiB at offset 256 of A, PD 2, read only");
+		check(r == 0, "rereg TRANS+PD+ACCESS: 1 KiB at offset 256 of A, PD 2, read only");
 		check(pair_up(&e, &p, pd1, pd2) == 0, "an RC pair, responder on PD 2");
 		memset(bs, 0, BUF);
 		r = rdma(&p, IBV_WR_RDMA_READ, bs, 1024, src.lkey, ba + 256, t.rkey);
