@@ -375,6 +375,18 @@ pub trait IbDevice: Send + Sync + 'static {
     /// Writes the firmware version string (upstream `ib_get_device_fw_str()`) into `buf` and
     /// returns its length; 0 when the driver has no `get_dev_fw_str`.
     fn fw_str(&self, buf: &mut [u8]) -> usize;
+
+    /// The names of port `port`'s hardware counters; `None` without
+    /// `hw_port_stat_names`/`get_hw_stats` or for a bad port.
+    fn hw_stat_names(&self, port: u32) -> Option<&'static [&'static CStr]>;
+
+    /// Reads port `port`'s hardware counters (upstream `rdma_counter_get_hw_stats()` →
+    /// `ops.get_hw_stats`) into `out`; returns how many were written.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without the ops, `EINVAL` for a bad port, the driver's error.
+    fn hw_stats(&self, port: u32, out: &mut [u64]) -> Result<usize>;
 }
 
 /// A registration reference (upstream `ib_device_try_get()` paired with
@@ -447,6 +459,23 @@ impl<D: Driver> IbDevice for Device<D> {
 
     fn query_port_attr(&self, port: u32) -> Result<PortAttr> {
         Device::query_port(self, port)
+    }
+
+    fn hw_stat_names(&self, port: u32) -> Option<&'static [&'static CStr]> {
+        self.ops.get_hw_stats?;
+        let f = self.ops.hw_port_stat_names?;
+        if port == 0 || port > self.core.phys_port_cnt() {
+            return None;
+        }
+        f(self, port)
+    }
+
+    fn hw_stats(&self, port: u32, out: &mut [u64]) -> Result<usize> {
+        let f = self.ops.get_hw_stats.ok_or(EOPNOTSUPP)?;
+        if port == 0 || port > self.core.phys_port_cnt() {
+            return Err(EINVAL);
+        }
+        f(self, port, out)
     }
 
     fn fw_str(&self, buf: &mut [u8]) -> usize {

@@ -82,6 +82,7 @@ impl NlHandler for NlDev {
         op(RDMA_NLDEV_CMD_RES_SRQ_GET, None, Some(res_type_dump!(Srq))),
         op(RDMA_NLDEV_CMD_RES_CTX_GET, None, Some(res_type_dump!(Ctx))),
         op(RDMA_NLDEV_CMD_SYS_GET, Some(sys_get_doit), None),
+        op(RDMA_NLDEV_CMD_STAT_GET, Some(stat_get_doit), None),
     ];
 }
 
@@ -343,6 +344,41 @@ pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Resul
         w(wr.nest_end(e))?;
     }
     w(wr.nest_end(table))
+}
+
+/// Most hardware counters a port may have in one reply.
+const MAX_HW_STATS: usize = 64;
+
+/// upstream `nldev_stat_get_doit()` without `STAT_RES` → `stat_get_doit_default_counter()`
+/// (`rdma statistic show` asks it per port): `DEV_INDEX` and `PORT_INDEX` required
+/// (`EINVAL`), a device without hardware counters or a bad port `EINVAL`; the reply (type
+/// `STAT_GET`) carries the handle, the port and a `STAT_HWCOUNTERS` table of `{NAME, VALUE}`
+/// entries (upstream `rdma_nl_stat_hwcounter_entry()`), fresh from the driver. Per-QP
+/// (`STAT_RES` QP/MR: bound counters) is `EOPNOTSUPP`: no `rdma_counter` binding yet.
+fn stat_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    if get_u32(&tb, RDMA_NLDEV_ATTR_STAT_RES)?.is_some() {
+        return Err(EOPNOTSUPP);
+    }
+    let port = get_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
+    let dev = req_device(&tb)?;
+    let port = port.ok_or(EINVAL)?;
+    let d = &**dev.device();
+    let names = d.hw_stat_names(port).ok_or(EINVAL)?;
+    let mut v = [0u64; MAX_HW_STATS];
+    let n = d.hw_stats(port, &mut v).map_err(|_| EINVAL)?;
+    w(wr.begin(ty(RDMA_NLDEV_CMD_STAT_GET), 0, req.seq(), req.portid))?;
+    fill_handle(wr, d.core())?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port))?;
+    let table = w(wr.nest_start(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS))?;
+    for (name, val) in names.iter().zip(v.iter()).take(n) {
+        let e = w(wr.nest_start(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY))?;
+        w(wr.put_str(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, name.to_bytes()))?;
+        w(wr.put_u64(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE, *val))?;
+        w(wr.nest_end(e))?;
+    }
+    w(wr.nest_end(table))?;
+    w(wr.end())
 }
 
 /// upstream `nldev_res_get_doit()`.

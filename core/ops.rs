@@ -292,6 +292,23 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// The names of a port's hardware counters (upstream `ops.alloc_hw_port_stats`, which
+    /// returns an `rdma_hw_stats` with the descriptors): shown in
+    /// `ports/N/hw_counters/` and by netlink `STAT_GET`.
+    fn hw_port_stat_names(
+        _dev: &Device<Self::Driver>,
+        _port: u32,
+    ) -> Option<&'static [&'static CStr]> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reads a port's hardware counters into `out`, in the order of
+    /// [`DeviceOps::hw_port_stat_names`] (upstream `ops.get_hw_stats`); returns how many
+    /// were written.
+    fn get_hw_stats(_dev: &Device<Self::Driver>, _port: u32, _out: &mut [u64]) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates an MR for fast registration (upstream `ops.alloc_mr`).
     fn alloc_mr(
         _pd: &Pd<Self::Driver>,
@@ -461,6 +478,8 @@ ops_table! {
         &mut UserCtx<'_, '_, D>,
     ) -> Result<MrCreated<D::MrData>>,
     alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
+    hw_port_stat_names: HwPortStatNames: fn(&Device<D>, u32) -> Option<&'static [&'static CStr]>,
+    get_hw_stats: GetHwStats: fn(&Device<D>, u32, &mut [u64]) -> Result<usize>,
     dereg_mr: DeregMr: fn(&Mr<D>) -> Result,
     uverbs_method: UverbsMethod: fn(u16, &mut DriverCall<'_, '_, D>) -> Result,
     create_ah: CreateAh: fn(&Pd<D>, &AhAttr, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::AhData>,

@@ -656,6 +656,9 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                 c.q_key = Some(next.qkey);
             }
             if cur == QpState::Reset {
+                // upstream __mlx5_ib_modify_qp(): the port's counter set
+                // (mlx5_ib_get_counters_id()) at RESET->INIT.
+                c.counter_set_id = u8::try_from(d.qcnt_set).ok().filter(|&id| id != 0);
                 exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
             } else {
                 let opt = opt
@@ -865,6 +868,27 @@ pub(crate) fn create_mr(
 ) -> Result<MrCreated<Mlx5Mr>> {
     let mut umem = umem;
     create_mr_keep(pd, access, iova, translation, &mut umem)
+}
+
+/// upstream `mlx5_ib_get_hw_stats()` → `do_get_hw_stats()` → `mlx5_ib_query_q_counters()` for
+/// a port: QUERY_Q_COUNTER of the port's set, the [`crate::cmd::res::Q_COUNTERS`] in order
+/// (the device has no congestion or PPCNT counters to add).
+///
+/// # Errors
+///
+/// `EINVAL` without a counter set; QUERY_Q_COUNTER's errno.
+pub(crate) fn get_hw_stats(dev: &Device<Mlx5Ib>, out: &mut [u64]) -> Result<usize> {
+    let d = dev.data();
+    if d.qcnt_set == 0 {
+        return Err(EINVAL);
+    }
+    let v = exec(&*d.hw, &crate::cmd::res::QueryQCounter { id: d.qcnt_set })?;
+    let mut n = 0;
+    for (o, x) in out.iter_mut().zip(v.iter()) {
+        *o = u64::from(*x);
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// upstream `mlx5_ib_alloc_mr()` → `mlx5_alloc_mem_reg_descs()`: a free MTT mkey with room for

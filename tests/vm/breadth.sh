@@ -46,4 +46,78 @@ rereg_suite() {
 	done
 }
 
+# hw_counters of $1 port 1, "name value" lines, sorted by name.
+hwc_snapshot() {
+	local f
+	for f in /sys/class/infiniband/$1/ports/1/hw_counters/*; do
+		echo "$(basename "$f") $(cat "$f")"
+	done | sort
+}
+
+# The delta of counter $3 between snapshots $1 and $2.
+hwc_delta() {
+	echo $(($(awk -v n="$3" '$1 == n { print $2 }' "$2") - $(awk -v n="$3" '$1 == n { print $2 }' "$1")))
+}
+
+# Every counter of snapshot $1 (but lifespan) appears with its value in the
+# `rdma statistic show` output $2, on the line of link $3.
+rstat_has_all() {
+	local n v
+	grep -q "^link $3 " "$2" || return 1
+	while read -r n v; do
+		[ "$n" = lifespan ] && continue
+		grep -Eq " $n $v( |\$)" "$2" || { echo "    missing: $n $v"; return 1; }
+	done <"$1"
+}
+
+# vm_hw_counters: upstream mlx5_ib's port Q counters (counters.c: basic_q_cnts +
+# roce_accl_cnts on a device without the optional counter caps), from the
+# simulator's Q counter set, in sysfs and `rdma statistic show`, moved by the
+# traffic that ran: rereg_test's 2 accepted RDMA WRITEs and 2 RDMA READs
+# (exactly), then perftest's writes, reads and atomics (at least -n each).
+hw_counters_suite() {
+	local d c want
+	load_ours $BREADTH_SIM
+	d=mlx5_0
+	want="out_of_buffer roce_adp_retrans roce_adp_retrans_to roce_slow_restart roce_slow_restart_cnps roce_slow_restart_trans rx_atomic_requests rx_dct_connect rx_read_requests rx_write_requests"
+	t_check "$d: ports/1/hw_counters holds upstream mlx5_ib's 10 counters and lifespan" \
+		test "$(ls /sys/class/infiniband/$d/ports/1/hw_counters | grep -v lifespan | tr '\n' ' ')" = "$want "
+	t_check "$d: hw_counters/lifespan is 10 (upstream's default)" \
+		test "$(cat /sys/class/infiniband/$d/ports/1/hw_counters/lifespan)" = 10
+	hwc_snapshot $d >/tmp/hwc0
+	sed 's/^/    hwc0| /' /tmp/hwc0
+	t_check "$d: every counter reads 0 after load" sh -c "! awk '\$2 != 0' /tmp/hwc0 | grep -q ."
+	t_import "rereg_test $d (counted)" /rdma-rs/rereg_test -d $d -t -l
+	hwc_snapshot $d >/tmp/hwc1
+	sed 's/^/    hwc1| /' /tmp/hwc1
+	for c in rx_write_requests:2 rx_read_requests:2 rx_atomic_requests:0 out_of_buffer:0; do
+		t_check "$d: rereg_test moved ${c%%:*} by ${c#*:}" test "$(hwc_delta /tmp/hwc0 /tmp/hwc1 ${c%%:*})" = "${c#*:}"
+	done
+	tr_pair "ib_write_bw -n 100 on $d" ib_write_bw "-d $d -F -n 100" "-d $d -F -n 100" "$PERF_WANT"
+	tr_pair "ib_read_bw -n 100 on $d" ib_read_bw "-d $d -F -n 100" "-d $d -F -n 100" "$PERF_WANT"
+	tr_pair "ib_atomic_bw -n 100 on $d" ib_atomic_bw "-d $d -F -n 100" "-d $d -F -n 100" "$PERF_WANT"
+	hwc_snapshot $d >/tmp/hwc2
+	sed 's/^/    hwc2| /' /tmp/hwc2
+	for c in rx_write_requests rx_read_requests rx_atomic_requests; do
+		echo "    $c +$(hwc_delta /tmp/hwc1 /tmp/hwc2 $c)"
+		t_check "$d: perftest moved $c by at least 100" test "$(hwc_delta /tmp/hwc1 /tmp/hwc2 $c)" -ge 100
+	done
+	echo "+ rdma statistic show link $d/1"
+	rdma statistic show link $d/1 >/tmp/rstat 2>&1
+	sed 's/^/    rdma| /' /tmp/rstat
+	hwc_snapshot $d >/tmp/hwc3
+	t_check "rdma statistic show: $d/1 with the sysfs values" rstat_has_all /tmp/hwc3 /tmp/rstat $d/1
+	t_check "mlx5_1 (RoCE) has the same counters" \
+		test "$(ls /sys/class/infiniband/mlx5_1/ports/1/hw_counters | grep -v lifespan | tr '\n' ' ')" = "$want "
+	breadth_baseline "the counter traffic"
+	unload_ours
+	peer_up
+	echo "+ rdma statistic show link rxe0/1"
+	rdma statistic show link rxe0/1 2>&1 | sed 's/^/    rxe| /'
+	t_check "rxe0 (upstream): rdma statistic show link rxe0/1 has the same shape" \
+		sh -c "rdma statistic show link rxe0/1 | grep -Eq '^link rxe0/1( [a-z_]+ [0-9]+)+\$'"
+	t_check "our line has that shape too" grep -Eq "^link $d/1( [a-z_]+ [0-9]+)+\$" /tmp/rstat
+	peer_down
+}
+
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode breadth
