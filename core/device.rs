@@ -255,6 +255,30 @@ impl DeviceCore {
         self.ident.lock().name
     }
 
+    /// Renames a registered device (upstream `ib_device_rename()`, from nldev `SET` with
+    /// `DEV_NAME`): the same name is accepted with nothing done, a name another device has is
+    /// `EEXIST`; otherwise the sysfs directory (`device_rename()`), the registry and the name
+    /// every later lookup, nldev reply and `uverbsN/ibdev` sees change together. Returns
+    /// whether the name changed (upstream then notifies `RDMA_RENAME_EVENT`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an empty name or one of 64 bytes or more, or a device not registered;
+    /// `EEXIST`; `device_rename()`'s errno. Nothing changes on error.
+    pub fn rename(&self, new: &[u8]) -> Result<bool> {
+        let name = DevName::new(new)?;
+        let index = self.ident.lock().index.ok_or(EINVAL)?;
+        registry::rename(index, name, || {
+            let c = kernel::str::CString::try_from_fmt(fmt!("{}", name))?;
+            {
+                let s = self.sysfs.lock();
+                s.as_ref().ok_or(EINVAL)?.rename(&c)?;
+            }
+            self.ident.lock().name = name;
+            Ok(())
+        })
+    }
+
     /// The device index (upstream `ib_device.index`); `u32::MAX` before
     /// registration.
     pub fn index(&self) -> u32 {

@@ -83,6 +83,10 @@ impl NlHandler for NlDev {
         op(RDMA_NLDEV_CMD_RES_CTX_GET, None, Some(res_type_dump!(Ctx))),
         op(RDMA_NLDEV_CMD_SYS_GET, Some(sys_get_doit), None),
         op(RDMA_NLDEV_CMD_STAT_GET, Some(stat_get_doit), None),
+        NlOp {
+            admin: true,
+            ..op(RDMA_NLDEV_CMD_SET, Some(set_doit), None)
+        },
     ];
 }
 
@@ -344,6 +348,48 @@ pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Resul
         w(wr.nest_end(e))?;
     }
     w(wr.nest_end(table))
+}
+
+/// `IB_DEVICE_NAME_MAX`.
+const IB_DEVICE_NAME_MAX: usize = 64;
+
+/// upstream `nldev_set_doit()` (admin only: `EPERM` otherwise): `DEV_INDEX` required and
+/// registered (`EINVAL`); `DEV_NAME` renames the device ([`crate::device::DeviceCore::rename`],
+/// upstream `ib_device_rename()`: the name cut to 63 bytes as `nla_strscpy()`, empty `EINVAL`,
+/// taken `EEXIST`). `NET_NS_FD` (no network namespaces here) and `DEV_DIM` (no adaptive
+/// moderation) are `EOPNOTSUPP`; with none of them, nothing is done (0), as upstream.
+fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    let dev = req_device(&tb)?;
+    if tb
+        .get(RDMA_NLDEV_NET_NS_FD as usize)
+        .copied()
+        .flatten()
+        .is_some()
+    {
+        return Err(EOPNOTSUPP);
+    }
+    if let Some(a) = tb.get(RDMA_NLDEV_ATTR_DEV_NAME as usize).copied().flatten() {
+        let raw = a.str().map_err(|_| EINVAL)?;
+        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+        let name = raw
+            .get(..end.min(IB_DEVICE_NAME_MAX - 1))
+            .unwrap_or(&[]);
+        if name.is_empty() {
+            return Err(EINVAL);
+        }
+        dev.device().core().rename(name)?;
+        return Ok(());
+    }
+    if tb
+        .get(RDMA_NLDEV_ATTR_DEV_DIM as usize)
+        .copied()
+        .flatten()
+        .is_some()
+    {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
 }
 
 /// Most hardware counters a port may have in one reply.

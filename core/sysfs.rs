@@ -435,6 +435,15 @@ impl Sysfs {
         Ok(Sysfs(cd))
     }
 
+    /// Renames the class device (upstream `device_rename(&ibdev->dev, name)`).
+    ///
+    /// # Errors
+    ///
+    /// [`ClassDevice::rename`]'s.
+    pub(crate) fn rename(&self, name: &CStr) -> Result {
+        self.0.rename(name)
+    }
+
     /// Sends the held-back `KOBJ_ADD` (upstream: after `enable_device_and_get()`).
     pub(crate) fn announce(&self) {
         self.0.announce();

@@ -849,6 +849,24 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
         Self::register_impl(spec, name, data, None, true)
     }
 
+    /// Renames the device (upstream `device_rename()`: the sysfs directory, its class link
+    /// and a `KOBJ_MOVE` uevent).
+    ///
+    /// # Errors
+    ///
+    /// `device_rename()`'s (`EEXIST` for a name taken in the class directory, `ENOMEM`).
+    pub(crate) fn rename(&self, name: &CStr) -> Result {
+        // SAFETY: the device is added (type invariant); `name` is NUL-terminated and
+        // device_rename() copies it.
+        let ret = unsafe {
+            bindings::device_rename((*self.inner.as_ptr()).dev.get(), name.as_char_ptr())
+        };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+
     /// Sends the `KOBJ_ADD` uevent held back by [`ClassDevice::register_quiet`].
     pub(crate) fn announce(&self) {
         // SAFETY: the device is added (type invariant); the bitfield is only written here and
