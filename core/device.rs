@@ -598,6 +598,8 @@ impl<D: Driver> Device<D> {
         if let Some(s) = this.core.sysfs.lock().as_ref() {
             s.announce();
         }
+        // upstream ib_device_notify_register(): RDMA_REGISTER_EVENT after KOBJ_ADD.
+        crate::nldev::notify(&this.core, crate::nldev::NotifyEvent::Register);
         // upstream: ib_device_put() of the registering thread's reference.
         this.core.put_raw();
         Ok(())
@@ -719,14 +721,15 @@ impl<D: Driver> Device<D> {
             return;
         }
         self.core.set_phase(Phase::Unregistering);
-        // upstream: disable_device()
+        // upstream: disable_device(), then rdma_nl_notify_event(RDMA_UNREGISTER_EVENT).
         client::disable_device(&self.core);
+        crate::nldev::notify(&self.core, crate::nldev::NotifyEvent::Unregister);
         // The uverbs client is gone: break the handle's reference cycle.
         drop(self.core.uverbs.lock().take());
         self.core.put_raw();
         self.core.unreg_completion.wait_for_completion();
         // upstream: ib_free_port_attrs(), device_del(). The class device holds a reference
-        // on the device, dropped here. TODO(nldev): RDMA_UNREGISTER_EVENT.
+        // on the device, dropped here.
         let sysfs = self.core.sysfs.lock().take();
         drop(sysfs);
         self.core.set_phase(Phase::Unregistered);

@@ -350,6 +350,39 @@ pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Resul
     w(wr.nest_end(table))
 }
 
+/// upstream `enum rdma_nl_notify_event_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum NotifyEvent {
+    /// `RDMA_REGISTER_EVENT`.
+    Register = 0,
+    /// `RDMA_UNREGISTER_EVENT`.
+    Unregister = 1,
+    /// `RDMA_RENAME_EVENT`.
+    Rename = 4,
+}
+
+/// upstream `rdma_nl_notify_event()` for the device events: a `MONITOR` message (seq 0, portid
+/// 0) with the device handle (`fill_nldev_handle()`) and `EVENT_TYPE`, multicast to
+/// `RDMA_NL_GROUP_NOTIFY` (what `rdma monitor` listens to). Failures are logged, as upstream's
+/// `rdma_nl_notify_err_msg()`. No `NETDEV_ATTACH`/`DETACH`/`RENAME` events: no netdevs here.
+pub(crate) fn notify(dev: &DeviceCore, ev: NotifyEvent) {
+    let r = crate::netlink::multicast(RDMA_NL_GROUP_NOTIFY, |wr| {
+        w(wr.begin(ty(RDMA_NLDEV_CMD_MONITOR), 0, 0, 0))?;
+        fill_handle(wr, dev)?;
+        w(wr.put_u8(RDMA_NLDEV_ATTR_EVENT_TYPE, ev as u8))?;
+        w(wr.end())
+    });
+    if let Err(e) = r {
+        pr_warn!(
+            "ib_core_rs: {}: failed to send the {:?} notification ({:?})\n",
+            dev.name(),
+            ev,
+            e
+        );
+    }
+}
+
 /// `IB_DEVICE_NAME_MAX`.
 const IB_DEVICE_NAME_MAX: usize = 64;
 
@@ -372,13 +405,13 @@ fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) -> Result {
     if let Some(a) = tb.get(RDMA_NLDEV_ATTR_DEV_NAME as usize).copied().flatten() {
         let raw = a.str().map_err(|_| EINVAL)?;
         let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-        let name = raw
-            .get(..end.min(IB_DEVICE_NAME_MAX - 1))
-            .unwrap_or(&[]);
+        let name = raw.get(..end.min(IB_DEVICE_NAME_MAX - 1)).unwrap_or(&[]);
         if name.is_empty() {
             return Err(EINVAL);
         }
-        dev.device().core().rename(name)?;
+        if dev.device().core().rename(name)? {
+            notify(dev.device().core(), NotifyEvent::Rename);
+        }
         return Ok(());
     }
     if tb
