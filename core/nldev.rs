@@ -388,8 +388,8 @@ const IB_DEVICE_NAME_MAX: usize = 64;
 
 /// upstream `nldev_set_doit()` (admin only: `EPERM` otherwise): `DEV_INDEX` required and
 /// registered (`EINVAL`); `DEV_NAME` renames the device ([`crate::device::DeviceCore::rename`],
-/// upstream `ib_device_rename()`: the name cut to 63 bytes as `nla_strscpy()`, empty `EINVAL`,
-/// taken `EEXIST`). `NET_NS_FD` (no network namespaces here) and `DEV_DIM` (no adaptive
+/// upstream `ib_device_rename()`: longer than 64 bytes `EINVAL` (`nldev_policy`), then cut to
+/// 63 bytes as `nla_strscpy()`, empty `EINVAL`, taken `EEXIST`). `NET_NS_FD` (no network namespaces here) and `DEV_DIM` (no adaptive
 /// moderation) are `EOPNOTSUPP`; with none of them, nothing is done (0), as upstream.
 fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) -> Result {
     let tb = parse(req)?;
@@ -403,9 +403,15 @@ fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) -> Result {
         return Err(EOPNOTSUPP);
     }
     if let Some(a) = tb.get(RDMA_NLDEV_ATTR_DEV_NAME as usize).copied().flatten() {
+        // nldev_policy: NLA_NUL_STRING of at most IB_DEVICE_NAME_MAX bytes (EINVAL), then
+        // nla_strscpy() keeps IB_DEVICE_NAME_MAX - 1.
         let raw = a.str().map_err(|_| EINVAL)?;
-        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-        let name = raw.get(..end.min(IB_DEVICE_NAME_MAX - 1)).unwrap_or(&[]);
+        if raw.len() > IB_DEVICE_NAME_MAX {
+            return Err(EINVAL);
+        }
+        let name = raw
+            .get(..raw.len().min(IB_DEVICE_NAME_MAX - 1))
+            .unwrap_or(&[]);
         if name.is_empty() {
             return Err(EINVAL);
         }
