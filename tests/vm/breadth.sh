@@ -1,6 +1,6 @@
 #!/bin/sh
 # Verbs breadth (issue 16): REREG_MR, hardware counters, device rename and
-# `rdma monitor`. Runs as its own mode (tools/vm.sh breadth) and inside check.
+# `rdma monitor`. Runs as its own mode (`make breadth`), not inside check.
 #  - vm_rereg: tests/userspace/rereg_test.c on both link layers of ours
 #    (raw write() and libibverbs' ibv_rereg_mr() through Debian's libmlx5)
 #    and on upstream rdma_rxe; the errno and data-path facts compared line
