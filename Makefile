@@ -58,7 +58,7 @@ kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/src-$$(basename "$$kb") && rm -rf "$$mo" &
 	RDMARS_MODDIR="$$mo" RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-3600} $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
 endef
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic fuzz faults qemu-vfio-user pcifn install clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic breadth fuzz faults qemu-vfio-user pcifn install clean
 
 all: modules
 
@@ -142,6 +142,12 @@ bench-traffic: setup
 traffic: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/vm.sh traffic "$$kb" $(TOP)/out/logs/traffic.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode traffic out/logs/traffic.log
+
+# The verbs-breadth suites (tests/vm/breadth.sh: REREG_MR, hardware counters, rename,
+# notifications), about 6 minutes with the rxe comparisons: not in `make check`.
+breadth: modules
+	@kb=$(KDIR_CMD) && $(TOP)/tools/vm.sh breadth "$$kb" $(TOP)/out/logs/breadth.log; \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode breadth out/logs/breadth.log
 
 # make fuzz N=20000 SEED=1 [VERBOSE=1]: the uverbs fuzzer's suites (tests/vm/fuzz.sh)
 # with N steps per run; a failing seed reruns with the same SEED (and N).

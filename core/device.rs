@@ -255,6 +255,30 @@ impl DeviceCore {
         self.ident.lock().name
     }
 
+    /// Renames a registered device (upstream `ib_device_rename()`, from nldev `SET` with
+    /// `DEV_NAME`): the same name is accepted with nothing done, a name another device has is
+    /// `EEXIST`; otherwise the sysfs directory (`device_rename()`), the registry and the name
+    /// every later lookup, nldev reply and `uverbsN/ibdev` sees change together. Returns
+    /// whether the name changed (upstream then notifies `RDMA_RENAME_EVENT`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an empty name or one of 64 bytes or more, or a device not registered;
+    /// `EEXIST`; `device_rename()`'s errno. Nothing changes on error.
+    pub fn rename(&self, new: &[u8]) -> Result<bool> {
+        let name = DevName::new(new)?;
+        let index = self.ident.lock().index.ok_or(EINVAL)?;
+        registry::rename(index, name, || {
+            let c = kernel::str::CString::try_from_fmt(fmt!("{}", name))?;
+            {
+                let s = self.sysfs.lock();
+                s.as_ref().ok_or(EINVAL)?.rename(&c)?;
+            }
+            self.ident.lock().name = name;
+            Ok(())
+        })
+    }
+
     /// The device index (upstream `ib_device.index`); `u32::MAX` before
     /// registration.
     pub fn index(&self) -> u32 {
@@ -375,6 +399,18 @@ pub trait IbDevice: Send + Sync + 'static {
     /// Writes the firmware version string (upstream `ib_get_device_fw_str()`) into `buf` and
     /// returns its length; 0 when the driver has no `get_dev_fw_str`.
     fn fw_str(&self, buf: &mut [u8]) -> usize;
+
+    /// The names of port `port`'s hardware counters; `None` without
+    /// `hw_port_stat_names`/`get_hw_stats` or for a bad port.
+    fn hw_stat_names(&self, port: u32) -> Option<&'static [&'static CStr]>;
+
+    /// Reads port `port`'s hardware counters (upstream `rdma_counter_get_hw_stats()` →
+    /// `ops.get_hw_stats`) into `out`; returns how many were written.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without the ops, `EINVAL` for a bad port, the driver's error.
+    fn hw_stats(&self, port: u32, out: &mut [u64]) -> Result<usize>;
 }
 
 /// A registration reference (upstream `ib_device_try_get()` paired with
@@ -447,6 +483,23 @@ impl<D: Driver> IbDevice for Device<D> {
 
     fn query_port_attr(&self, port: u32) -> Result<PortAttr> {
         Device::query_port(self, port)
+    }
+
+    fn hw_stat_names(&self, port: u32) -> Option<&'static [&'static CStr]> {
+        self.ops.get_hw_stats?;
+        let f = self.ops.hw_port_stat_names?;
+        if port == 0 || port > self.core.phys_port_cnt() {
+            return None;
+        }
+        f(self, port)
+    }
+
+    fn hw_stats(&self, port: u32, out: &mut [u64]) -> Result<usize> {
+        let f = self.ops.get_hw_stats.ok_or(EOPNOTSUPP)?;
+        if port == 0 || port > self.core.phys_port_cnt() {
+            return Err(EINVAL);
+        }
+        f(self, port, out)
     }
 
     fn fw_str(&self, buf: &mut [u8]) -> usize {
@@ -545,6 +598,8 @@ impl<D: Driver> Device<D> {
         if let Some(s) = this.core.sysfs.lock().as_ref() {
             s.announce();
         }
+        // upstream ib_device_notify_register(): RDMA_REGISTER_EVENT after KOBJ_ADD.
+        crate::nldev::notify(&this.core, crate::nldev::NotifyEvent::Register);
         // upstream: ib_device_put() of the registering thread's reference.
         this.core.put_raw();
         Ok(())
@@ -666,14 +721,15 @@ impl<D: Driver> Device<D> {
             return;
         }
         self.core.set_phase(Phase::Unregistering);
-        // upstream: disable_device()
+        // upstream: disable_device(), then rdma_nl_notify_event(RDMA_UNREGISTER_EVENT).
         client::disable_device(&self.core);
+        crate::nldev::notify(&self.core, crate::nldev::NotifyEvent::Unregister);
         // The uverbs client is gone: break the handle's reference cycle.
         drop(self.core.uverbs.lock().take());
         self.core.put_raw();
         self.core.unreg_completion.wait_for_completion();
         // upstream: ib_free_port_attrs(), device_del(). The class device holds a reference
-        // on the device, dropped here. TODO(nldev): RDMA_UNREGISTER_EVENT.
+        // on the device, dropped here.
         let sysfs = self.core.sysfs.lock().take();
         drop(sysfs);
         self.core.set_phase(Phase::Unregistered);

@@ -81,6 +81,8 @@ impl kernel::Module for IbCoreRs {
         // Then what fails cleanly next to the upstream stack.
         let nldev =
             netlink::NlSocket::new(module, kernel::sync::Arc::new(nldev::NlDev, GFP_KERNEL)?)?;
+        // upstream: notifications (RDMA_NL_GROUP_NOTIFY) go out of the init_net socket.
+        nldev.publish();
         let uverbs = uverbs::UverbsGlobal::register(module)?;
         sysfs::init()?;
         pr_info!(

@@ -82,6 +82,11 @@ impl NlHandler for NlDev {
         op(RDMA_NLDEV_CMD_RES_SRQ_GET, None, Some(res_type_dump!(Srq))),
         op(RDMA_NLDEV_CMD_RES_CTX_GET, None, Some(res_type_dump!(Ctx))),
         op(RDMA_NLDEV_CMD_SYS_GET, Some(sys_get_doit), None),
+        op(RDMA_NLDEV_CMD_STAT_GET, Some(stat_get_doit), None),
+        NlOp {
+            admin: true,
+            ..op(RDMA_NLDEV_CMD_SET, Some(set_doit), None)
+        },
     ];
 }
 
@@ -343,6 +348,122 @@ pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Resul
         w(wr.nest_end(e))?;
     }
     w(wr.nest_end(table))
+}
+
+/// upstream `enum rdma_nl_notify_event_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum NotifyEvent {
+    /// `RDMA_REGISTER_EVENT`.
+    Register = 0,
+    /// `RDMA_UNREGISTER_EVENT`.
+    Unregister = 1,
+    /// `RDMA_RENAME_EVENT`.
+    Rename = 4,
+}
+
+/// upstream `rdma_nl_notify_event()` for the device events: a `MONITOR` message (seq 0, portid
+/// 0) with the device handle (`fill_nldev_handle()`) and `EVENT_TYPE`, multicast to
+/// `RDMA_NL_GROUP_NOTIFY` (what `rdma monitor` listens to). Failures are logged, as upstream's
+/// `rdma_nl_notify_err_msg()`. No `NETDEV_ATTACH`/`DETACH`/`RENAME` events: no netdevs here.
+pub(crate) fn notify(dev: &DeviceCore, ev: NotifyEvent) {
+    let r = crate::netlink::multicast(RDMA_NL_GROUP_NOTIFY, |wr| {
+        w(wr.begin(ty(RDMA_NLDEV_CMD_MONITOR), 0, 0, 0))?;
+        fill_handle(wr, dev)?;
+        w(wr.put_u8(RDMA_NLDEV_ATTR_EVENT_TYPE, ev as u8))?;
+        w(wr.end())
+    });
+    if let Err(e) = r {
+        pr_warn!(
+            "ib_core_rs: {}: failed to send the {:?} notification ({:?})\n",
+            dev.name(),
+            ev,
+            e
+        );
+    }
+}
+
+/// `IB_DEVICE_NAME_MAX`.
+const IB_DEVICE_NAME_MAX: usize = 64;
+
+/// upstream `nldev_set_doit()` (admin only: `EPERM` otherwise): `DEV_INDEX` required and
+/// registered (`EINVAL`); `DEV_NAME` renames the device ([`crate::device::DeviceCore::rename`],
+/// upstream `ib_device_rename()`: longer than 64 bytes `EINVAL` (`nldev_policy`), then cut to
+/// 63 bytes as `nla_strscpy()`, empty `EINVAL`, taken `EEXIST`). `NET_NS_FD` (no network namespaces here) and `DEV_DIM` (no adaptive
+/// moderation) are `EOPNOTSUPP`; with none of them, nothing is done (0), as upstream.
+fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    let dev = req_device(&tb)?;
+    if tb
+        .get(RDMA_NLDEV_NET_NS_FD as usize)
+        .copied()
+        .flatten()
+        .is_some()
+    {
+        return Err(EOPNOTSUPP);
+    }
+    if let Some(a) = tb.get(RDMA_NLDEV_ATTR_DEV_NAME as usize).copied().flatten() {
+        // nldev_policy: NLA_NUL_STRING of at most IB_DEVICE_NAME_MAX bytes (EINVAL), then
+        // nla_strscpy() keeps IB_DEVICE_NAME_MAX - 1.
+        let raw = a.str().map_err(|_| EINVAL)?;
+        if raw.len() > IB_DEVICE_NAME_MAX {
+            return Err(EINVAL);
+        }
+        let name = raw
+            .get(..raw.len().min(IB_DEVICE_NAME_MAX - 1))
+            .unwrap_or(&[]);
+        if name.is_empty() {
+            return Err(EINVAL);
+        }
+        if dev.device().core().rename(name)? {
+            notify(dev.device().core(), NotifyEvent::Rename);
+        }
+        return Ok(());
+    }
+    if tb
+        .get(RDMA_NLDEV_ATTR_DEV_DIM as usize)
+        .copied()
+        .flatten()
+        .is_some()
+    {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
+}
+
+/// Most hardware counters a port may have in one reply.
+const MAX_HW_STATS: usize = 64;
+
+/// upstream `nldev_stat_get_doit()` without `STAT_RES` → `stat_get_doit_default_counter()`
+/// (`rdma statistic show` asks it per port): `DEV_INDEX` and `PORT_INDEX` required
+/// (`EINVAL`), a device without hardware counters or a bad port `EINVAL`; the reply (type
+/// `STAT_GET`) carries the handle, the port and a `STAT_HWCOUNTERS` table of `{NAME, VALUE}`
+/// entries (upstream `rdma_nl_stat_hwcounter_entry()`), fresh from the driver. Per-QP
+/// (`STAT_RES` QP/MR: bound counters) is `EOPNOTSUPP`: no `rdma_counter` binding yet.
+fn stat_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    if get_u32(&tb, RDMA_NLDEV_ATTR_STAT_RES)?.is_some() {
+        return Err(EOPNOTSUPP);
+    }
+    let port = get_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
+    let dev = req_device(&tb)?;
+    let port = port.ok_or(EINVAL)?;
+    let d = &**dev.device();
+    let names = d.hw_stat_names(port).ok_or(EINVAL)?;
+    let mut v = [0u64; MAX_HW_STATS];
+    let n = d.hw_stats(port, &mut v).map_err(|_| EINVAL)?;
+    w(wr.begin(ty(RDMA_NLDEV_CMD_STAT_GET), 0, req.seq(), req.portid))?;
+    fill_handle(wr, d.core())?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port))?;
+    let table = w(wr.nest_start(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS))?;
+    for (name, val) in names.iter().zip(v.iter()).take(n) {
+        let e = w(wr.nest_start(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY))?;
+        w(wr.put_str(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, name.to_bytes()))?;
+        w(wr.put_u64(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE, *val))?;
+        w(wr.nest_end(e))?;
+    }
+    w(wr.nest_end(table))?;
+    w(wr.end())
 }
 
 /// upstream `nldev_res_get_doit()`.

@@ -17,8 +17,8 @@ use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
-    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqAttrMask, SrqHandler,
-    SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask,
+    SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -283,6 +283,38 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Re-registers a user MR (upstream `ops.rereg_user_mr`): `flags` says which of
+    /// `req`'s translation (`start`, `length`, `iova`), `access` and `new_pd` apply. The driver
+    /// always answers a new hardware object here, which the core puts in the old MR's place
+    /// (upstream's "return a new `ib_mr`" path); changing an MR in place (upstream returns
+    /// `NULL`) is not offered by the core.
+    fn rereg_user_mr(
+        _mr: &Mr<Self::Driver>,
+        _flags: ReregFlags,
+        _req: &UserMrReq,
+        _new_pd: &Pd<Self::Driver>,
+        _user: &mut UserCtx<'_, '_, Self::Driver>,
+    ) -> Result<MrCreated<<Self::Driver as Driver>::MrData>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The names of a port's hardware counters (upstream `ops.alloc_hw_port_stats`, which
+    /// returns an `rdma_hw_stats` with the descriptors): shown in
+    /// `ports/N/hw_counters/` and by netlink `STAT_GET`.
+    fn hw_port_stat_names(
+        _dev: &Device<Self::Driver>,
+        _port: u32,
+    ) -> Option<&'static [&'static CStr]> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reads a port's hardware counters into `out`, in the order of
+    /// [`DeviceOps::hw_port_stat_names`] (upstream `ops.get_hw_stats`); returns how many
+    /// were written.
+    fn get_hw_stats(_dev: &Device<Self::Driver>, _port: u32, _out: &mut [u64]) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates an MR for fast registration (upstream `ops.alloc_mr`).
     fn alloc_mr(
         _pd: &Pd<Self::Driver>,
@@ -444,7 +476,16 @@ ops_table! {
     get_dma_mr: GetDmaMr: fn(&Pd<D>, AccessFlags) -> Result<MrCreated<D::MrData>>,
     reg_user_mr: RegUserMr:
         fn(&Pd<D>, &UserMrReq, &mut UserCtx<'_, '_, D>) -> Result<MrCreated<D::MrData>>,
+    rereg_user_mr: ReregUserMr: fn(
+        &Mr<D>,
+        ReregFlags,
+        &UserMrReq,
+        &Pd<D>,
+        &mut UserCtx<'_, '_, D>,
+    ) -> Result<MrCreated<D::MrData>>,
     alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
+    hw_port_stat_names: HwPortStatNames: fn(&Device<D>, u32) -> Option<&'static [&'static CStr]>,
+    get_hw_stats: GetHwStats: fn(&Device<D>, u32, &mut [u64]) -> Result<usize>,
     dereg_mr: DeregMr: fn(&Mr<D>) -> Result,
     uverbs_method: UverbsMethod: fn(u16, &mut DriverCall<'_, '_, D>) -> Result,
     create_ah: CreateAh: fn(&Pd<D>, &AhAttr, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::AhData>,

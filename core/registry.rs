@@ -107,6 +107,45 @@ pub(crate) fn assign(pattern: &CStr, dev: Arc<dyn IbDevice>) -> Result<(DevName,
     Ok((name, index))
 }
 
+/// Renames the device with `index` to `name` (upstream `ib_device_rename()` under
+/// `devices_rwsem` held for writing): its own name is accepted with nothing done (`Ok(false)`),
+/// a name another device has is `EEXIST`; otherwise `apply` renames the device (its sysfs
+/// directory and its `ident`) and the registry takes the name (`Ok(true)`). `apply` runs under
+/// the registry lock, so no registration can take the name meanwhile.
+///
+/// # Errors
+///
+/// `EINVAL` for an index not in the registry, `EEXIST`, `apply`'s error (nothing changed).
+pub(crate) fn rename(index: u32, name: DevName, apply: impl FnOnce() -> Result) -> Result<bool> {
+    let mut reg = REGISTRY.lock();
+    let pos = reg
+        .devices
+        .iter()
+        .position(|e| e.index == index)
+        .ok_or(EINVAL)?;
+    if reg.devices.get(pos).is_some_and(|e| e.name == name) {
+        return Ok(false);
+    }
+    if reg.name_taken(&name) {
+        return Err(EEXIST);
+    }
+    apply()?;
+    if let Some(e) = reg.devices.get_mut(pos) {
+        e.name = name;
+    }
+    Ok(true)
+}
+
+/// The current name of the device with `index`, registered or not (what upstream's
+/// `dev_name(&ibdev->dev)` reads).
+pub(crate) fn name_of(index: u32) -> Option<DevName> {
+    let reg = REGISTRY.lock();
+    reg.devices
+        .iter()
+        .find(|e| e.index == index)
+        .map(|e| e.name)
+}
+
 /// Removes the device with `index` (upstream `xa_erase(&devices, ...)` in
 /// `ib_dealloc_device()`). The registry's reference is dropped after the
 /// lock is released.

@@ -260,6 +260,27 @@ fn gid_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result 
     writeln!(b).map_err(fmt_err)
 }
 
+/// Most hardware counters a port may have (one read fills a stack array).
+const MAX_HW_STATS: usize = 64;
+
+/// upstream `hw_stat_port_show()` (`%llu`), fresh from the driver on every read; the file after
+/// the counters is `lifespan` (upstream `show_stats_lifespan()`: the default 10 ms; this core
+/// does not cache the values, so the lifespan is not used, and the file cannot be written).
+fn hw_counter_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
+    let dev = &d.dev;
+    let n = dev.hw_stat_names(port).map_or(0, |n| n.len());
+    let i = usize::try_from(index)?;
+    if i == n {
+        return writeln!(b, "10").map_err(fmt_err);
+    }
+    let mut v = [0u64; MAX_HW_STATS];
+    let got = dev.hw_stats(port, &mut v)?;
+    if i >= got.min(MAX_HW_STATS) {
+        return Err(EINVAL);
+    }
+    writeln!(b, "{}", v.get(i).copied().unwrap_or(0)).map_err(fmt_err)
+}
+
 /// upstream `show_port_pkey()`.
 fn pkey_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
     writeln!(b, "0x{:04x}", d.core().get_cached_pkey(port, index)?).map_err(fmt_err)
@@ -404,8 +425,23 @@ impl Sysfs {
             let ga = cd.add_dir(Some(p), fmt!("gid_attrs"), port, &[])?;
             cd.add_indexed_dir(Some(ga), fmt!("ndevs"), port, im.gid_tbl_len, gid_ndev_show)?;
             cd.add_indexed_dir(Some(ga), fmt!("types"), port, im.gid_tbl_len, gid_type_show)?;
+            if let Some(names) = dev.hw_stat_names(port) {
+                let mut files = KVec::with_capacity(names.len() + 1, GFP_KERNEL)?;
+                files.extend_from_slice(names, GFP_KERNEL)?;
+                files.push(c"lifespan", GFP_KERNEL)?;
+                cd.add_named_dir(Some(p), fmt!("hw_counters"), port, &files, hw_counter_show)?;
+            }
         }
         Ok(Sysfs(cd))
+    }
+
+    /// Renames the class device (upstream `device_rename(&ibdev->dev, name)`).
+    ///
+    /// # Errors
+    ///
+    /// [`ClassDevice::rename`]'s.
+    pub(crate) fn rename(&self, name: &CStr) -> Result {
+        self.0.rename(name)
     }
 
     /// Sends the held-back `KOBJ_ADD` (upstream: after `enable_device_and_get()`).

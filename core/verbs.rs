@@ -40,7 +40,7 @@ mod umem;
 pub use ah::Ah;
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
 pub use mmap::{MmapEntry, MmapEntryRef, MmapRegistry};
-pub use mr::{AccessFlags, Mr, MrCreated, MrType, UserMrReq};
+pub use mr::{AccessFlags, Mr, MrCreated, MrType, ReregFlags, UserMrReq};
 pub use pd::Pd;
 pub use qp::{
     modify_qp_is_ok, AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpEvent,

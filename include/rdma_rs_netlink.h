@@ -30,6 +30,7 @@ void rdma_rs_sk_set_user_data(struct sock *sk, void *data);
 void rdma_rs_sock_hold(struct sock *sk);
 void rdma_rs_sock_put(struct sock *sk);
 unsigned int rdma_rs_sock_refs(const struct sock *sk);
+int rdma_rs_nlmsg_multicast(struct sock *sk, struct sk_buff *skb, u32 group);
 /* sk->sk_sndtimeo = secs * HZ */
 void rdma_rs_sk_set_sndtimeo(struct sock *sk, unsigned int secs);
 

@@ -20,7 +20,7 @@ use crate::cmd::query::{
     QueryNicVportContext, TableIndex,
 };
 use crate::cmd::reg::{AccessReg, Paos, Pmtu, PortStatus, Ptys, PtysProto, Pvlc};
-use crate::cmd::res::{AllocPd, AllocUar, DeallocPd, DeallocUar};
+use crate::cmd::res::{AllocPd, AllocQCounter, AllocUar, DeallocPd, DeallocQCounter, DeallocUar};
 use crate::cmd::{exec, Command};
 use crate::fwsim::profile::LinkLayer;
 use crate::hw::{CapType, Mlx5Hw};
@@ -90,6 +90,8 @@ pub(crate) struct Mlx5Dev {
     pub(crate) pdn: Option<u32>,
     /// The kernel UAR page (upstream `mdev->priv.uar` / `dev->bfreg`).
     pub(crate) uar: Option<u32>,
+    /// The port's Q counter set (upstream `dev->port[0].cnts.set_id`).
+    pub(crate) qcnt: Option<u32>,
     /// The RDMA device `IB_REG` registered (upstream `dev->ib_dev`); deallocated at remove,
     /// after the stage cleanups, as upstream `mlx5r_remove()` calls `ib_dealloc_device()`.
     pub(crate) ib: Option<Arc<Device<Mlx5Ib>>>,
@@ -130,6 +132,7 @@ impl Mlx5Dev {
             ports: KVec::new(),
             pdn: None,
             uar: None,
+            qcnt: None,
             ib: None,
         };
         let table = profile();
@@ -198,7 +201,7 @@ impl Drop for Mlx5Dev {
 /// upstream's). `PORTS` is not an upstream stage: upstream computes port attributes inside
 /// `IB_REG` (`ib_register_device()` calls `get_port_immutable` and the cache queries ports);
 /// here they are computed before it so that registration only publishes them.
-pub(crate) fn profile() -> [Stage<Mlx5Dev>; 8] {
+pub(crate) fn profile() -> [Stage<Mlx5Dev>; 9] {
     [
         Stage {
             name: "INIT",
@@ -229,6 +232,11 @@ pub(crate) fn profile() -> [Stage<Mlx5Dev>; 8] {
             name: "DEVICE_RESOURCES",
             init: stage_dev_res,
             cleanup: Some(stage_dev_res_cleanup),
+        },
+        Stage {
+            name: "COUNTERS",
+            init: stage_counters,
+            cleanup: Some(stage_counters_cleanup),
         },
         Stage {
             name: "BFREG",
@@ -434,6 +442,23 @@ fn stage_dev_res_cleanup(d: &mut Mlx5Dev) {
     }
 }
 
+/// upstream `mlx5_ib_counters_init()` → `mlx5_ib_alloc_counters()`: with `max_qp_cnt`, one
+/// ALLOC_Q_COUNTER (uid 0: no DEVX here) for the function's port; QPs count into it from
+/// RESET->INIT on, and `get_hw_stats` reads it.
+fn stage_counters(d: &mut Mlx5Dev) -> Result {
+    if d.gen_caps()?.get(cmd_hca_cap::max_qp_cnt)? == 0 {
+        return Ok(());
+    }
+    d.qcnt = Some(d.exec(&AllocQCounter { uid: 0 })?);
+    Ok(())
+}
+
+fn stage_counters_cleanup(d: &mut Mlx5Dev) {
+    if let Some(id) = d.qcnt.take() {
+        let _ = d.exec(&DeallocQCounter { id, uid: 0 });
+    }
+}
+
 /// upstream `mlx5_ib_stage_bfreg_init()`: the UAR page kernel consumers ring doorbells
 /// through. Upstream takes it from mlx5_core's shared pool (`mlx5_get_uars_page()`), which
 /// issues ALLOC_UAR and maps it; here it is ALLOC_UAR directly (mapping comes with the kernel
@@ -509,6 +534,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
         mkey_var: Atomic::new(0),
         events: events.clone(),
         deferred_deallocs: crate::uar::DeferredDeallocs::new(hw.clone())?,
+        qcnt_set: d.qcnt.unwrap_or(0),
     };
     // Single-port functions: every port's entries are at vhca_port 0.
     let programmed = data.ports.iter().map(programmed_gids).max().unwrap_or(0);

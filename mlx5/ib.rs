@@ -33,8 +33,8 @@ use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
-    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, SendWr, Srq, SrqAttrMask, SrqHandler,
-    SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
+    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask,
+    SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -71,6 +71,14 @@ pub(crate) struct IbPort {
 
 /// Per-device data (upstream `struct mlx5_ib_dev`, the part the ops use), embedded in the
 /// core's device allocation.
+/// The names of [`crate::cmd::res::Q_COUNTERS`] (upstream `cnts->descs`).
+static Q_COUNTER_NAMES: [&CStr; 10] = {
+    let q = &crate::cmd::res::Q_COUNTERS;
+    [
+        q[0].0, q[1].0, q[2].0, q[3].0, q[4].0, q[5].0, q[6].0, q[7].0, q[8].0, q[9].0,
+    ]
+};
+
 pub(crate) struct Mlx5IbDev {
     /// The function.
     pub(crate) hw: Arc<dyn Mlx5Hw>,
@@ -89,6 +97,9 @@ pub(crate) struct Mlx5IbDev {
     pub(crate) events: Arc<crate::events::EventTable>,
     /// User UARs whose deallocation the device refused while CQs or QPs still named them.
     pub(crate) deferred_deallocs: Arc<crate::uar::DeferredDeallocs>,
+    /// The port's Q counter set (upstream `dev->port[0].cnts.set_id`; 0: none, the device
+    /// reports no `max_qp_cnt`).
+    pub(crate) qcnt_set: u32,
 }
 
 impl Mlx5IbDev {
@@ -387,6 +398,24 @@ impl DeviceOps for Mlx5DevOps {
         user: &mut UserCtx<'_, '_, Mlx5Ib>,
     ) -> Result<MrCreated<Mlx5Mr>> {
         crate::verbs_user::reg_user_mr(pd, req, user, None)
+    }
+
+    fn hw_port_stat_names(dev: &Device<Mlx5Ib>, _port: u32) -> Option<&'static [&'static CStr]> {
+        (dev.data().qcnt_set != 0).then_some(&Q_COUNTER_NAMES[..])
+    }
+
+    fn get_hw_stats(dev: &Device<Mlx5Ib>, _port: u32, out: &mut [u64]) -> Result<usize> {
+        crate::verbs::get_hw_stats(dev, out)
+    }
+
+    fn rereg_user_mr(
+        mr: &Mr<Mlx5Ib>,
+        flags: ReregFlags,
+        req: &UserMrReq,
+        new_pd: &Pd<Mlx5Ib>,
+        user: &mut UserCtx<'_, '_, Mlx5Ib>,
+    ) -> Result<MrCreated<Mlx5Mr>> {
+        crate::verbs_user::rereg_user_mr(mr, flags, req, new_pd, user)
     }
 
     fn alloc_mr(pd: &Pd<Mlx5Ib>, mr_type: MrType, max_num_sg: u32) -> Result<MrCreated<Mlx5Mr>> {

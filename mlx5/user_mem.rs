@@ -103,6 +103,20 @@ impl UserBuf {
         })
     }
 
+    /// Whether the pages were pinned (and mapped) writable (upstream `umem->writable`).
+    pub(crate) fn writable(&self) -> bool {
+        match &self._backing {
+            Backing::User { _umem } => _umem.writable(),
+            #[cfg(CONFIG_KUNIT = "y")]
+            Backing::Kernel { .. } => true,
+        }
+    }
+
+    /// The length in bytes.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
     /// The user address of the first byte.
     pub(crate) fn addr(&self) -> u64 {
         self.addr

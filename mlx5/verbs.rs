@@ -191,8 +191,14 @@ impl Mlx5Qp {
 pub(crate) struct Mlx5Mr {
     /// The mkey index (`key >> 8`).
     pub(crate) index: u32,
-    /// A user MR's pinned memory (`mr->umem`), unpinned after DESTROY_MKEY.
-    pub(crate) _umem: Option<UserBuf>,
+    /// The I/O virtual address the mkey starts at (upstream `mr->ibmr.iova`).
+    pub(crate) iova: u64,
+    /// The access flags the MR was created with (upstream `mr->access_flags`).
+    pub(crate) access: AccessFlags,
+    /// A user MR's pinned memory (`mr->umem`), unpinned after DESTROY_MKEY; a
+    /// re-registration that keeps the translation moves it to the new MR (upstream
+    /// `mlx5_ib_rereg_user_mr()` sets `mr->umem = NULL`).
+    pub(crate) umem: Option<Pin<KBox<Mutex<Option<UserBuf>>>>>,
 }
 
 pub(crate) fn ilog2_ceil(n: u32) -> Result<u8> {
@@ -650,6 +656,9 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                 c.q_key = Some(next.qkey);
             }
             if cur == QpState::Reset {
+                // upstream __mlx5_ib_modify_qp(): the port's counter set
+                // (mlx5_ib_get_counters_id()) at RESET->INIT.
+                c.counter_set_id = u8::try_from(d.qcnt_set).ok().filter(|&id| id != 0);
                 exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
             } else {
                 let opt = opt
@@ -805,36 +814,81 @@ pub(crate) fn mkey_access(a: AccessFlags) -> MkeyAccess {
 
 /// upstream `mlx5_ib_get_dma_mr()`: CREATE_MKEY, PA access mode, `length64`.
 pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
-    create_mr(pd, mkey_access(access), MkeyTranslation::Pa, None)
+    create_mr(pd, access, 0, MkeyTranslation::Pa, None)
 }
 
 /// CREATE_MKEY (uid 0) in `pd` with the next key variant, as an MR holding `umem` (upstream
-/// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`).
-pub(crate) fn create_mr(
+/// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`). The
+/// memory is taken from `umem` only on success (a failed re-registration puts it back into
+/// the old MR).
+pub(crate) fn create_mr_keep(
     pd: &Pd<Mlx5Ib>,
-    access: MkeyAccess,
+    access: AccessFlags,
+    iova: u64,
     translation: MkeyTranslation<'_>,
-    umem: Option<UserBuf>,
+    umem: &mut Option<UserBuf>,
 ) -> Result<MrCreated<Mlx5Mr>> {
     let d = pd.device().data();
+    let slot = match umem {
+        Some(_) => Some(KBox::pin_init(new_mutex!(None), GFP_KERNEL)?),
+        None => None,
+    };
     let m = exec(
         &*d.hw,
         &CreateMkey {
             uid: 0,
             pd: pd.data().pdn,
-            access,
+            access: mkey_access(access),
             key_byte: d.next_mkey_variant(),
             translation,
         },
     )?;
+    if let Some(b) = &slot {
+        *b.lock() = umem.take();
+    }
     Ok(MrCreated {
         data: Mlx5Mr {
             index: m.index,
-            _umem: umem,
+            iova,
+            access,
+            umem: slot,
         },
         lkey: m.key,
         rkey: m.key,
     })
+}
+
+/// [`create_mr_keep`], dropping the memory on failure.
+pub(crate) fn create_mr(
+    pd: &Pd<Mlx5Ib>,
+    access: AccessFlags,
+    iova: u64,
+    translation: MkeyTranslation<'_>,
+    umem: Option<UserBuf>,
+) -> Result<MrCreated<Mlx5Mr>> {
+    let mut umem = umem;
+    create_mr_keep(pd, access, iova, translation, &mut umem)
+}
+
+/// upstream `mlx5_ib_get_hw_stats()` → `do_get_hw_stats()` → `mlx5_ib_query_q_counters()` for
+/// a port: QUERY_Q_COUNTER of the port's set, the [`crate::cmd::res::Q_COUNTERS`] in order
+/// (the device has no congestion or PPCNT counters to add).
+///
+/// # Errors
+///
+/// `EINVAL` without a counter set; QUERY_Q_COUNTER's errno.
+pub(crate) fn get_hw_stats(dev: &Device<Mlx5Ib>, out: &mut [u64]) -> Result<usize> {
+    let d = dev.data();
+    if d.qcnt_set == 0 {
+        return Err(EINVAL);
+    }
+    let v = exec(&*d.hw, &crate::cmd::res::QueryQCounter { id: d.qcnt_set })?;
+    let mut n = 0;
+    for (o, x) in out.iter_mut().zip(v.iter()) {
+        *o = u64::from(*x);
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// upstream `mlx5_ib_alloc_mr()` → `mlx5_alloc_mem_reg_descs()`: a free MTT mkey with room for
@@ -856,7 +910,8 @@ pub(crate) fn alloc_mr(
     let pages = KVVec::from_elem(0u64, ndescs, GFP_KERNEL)?;
     create_mr(
         pd,
-        MkeyAccess::default(),
+        AccessFlags(0),
+        0,
         MkeyTranslation::Mtt {
             start: 0,
             len: 0,

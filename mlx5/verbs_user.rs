@@ -31,12 +31,12 @@ use crate::uar::abi_err;
 use crate::ucontext::Mlx5Ucontext;
 use crate::user_mem::{DbRecord, UserBuf, PAGE};
 use crate::verbs::{
-    create_mr, gen, ilog2_ceil, mkey_access, CqBufLock, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem,
+    create_mr, create_mr_keep, gen, ilog2_ceil, CqBufLock, Mlx5Cq, Mlx5Mr, Mlx5Qp, QueueMem,
 };
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, Cq, CqHandler, CqInitAttr, MrCreated, Pd, QpCreated, QpInitAttr, QpType, Srq,
-    SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UserCtx, UserMrReq,
+    AccessFlags, Cq, CqHandler, CqInitAttr, Mr, MrCreated, Pd, QpCreated, QpInitAttr, QpType,
+    ReregFlags, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UserCtx, UserMrReq,
 };
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -443,7 +443,8 @@ pub(crate) fn reg_user_mr(
     let pages = umem.pages()?;
     create_mr(
         pd,
-        mkey_access(req.access),
+        req.access,
+        req.iova,
         MkeyTranslation::Mtt {
             start: req.iova,
             len: req.length,
@@ -452,6 +453,88 @@ pub(crate) fn reg_user_mr(
         },
         Some(umem),
     )
+}
+
+/// upstream `mlx5_ib_rereg_user_mr()` on a device without UMR (this driver posts no UMR
+/// WQEs: no mkey cache, no `mlx5r_umr_rereg_pd_access()`/`umr_rereg_pas()` fast paths), so
+/// every re-registration is a new mkey, as upstream's paths that cannot change the MR in
+/// place:
+///
+/// * `ib_umem_check_rereg()`: new access flags that need writable pages without a new
+///   translation, on memory pinned read-only, are `EACCES`;
+/// * without [`ReregFlags::TRANS`]: the old MR's pinned memory moves to a new MTT mkey with
+///   the old `iova` and length and the new PD and/or access flags (upstream "revoke the old
+///   MR" and `create_real_mr(new_pd, umem, mr->ibmr.iova, new_access_flags)`); the old mkey is
+///   destroyed by the core right after, so no two live mkeys translate the same umem for
+///   longer than the command;
+/// * with [`ReregFlags::TRANS`]: new memory pinned and a new mkey, as [`reg_user_mr`]
+///   (upstream `create_real_mr()` on a new umem, or `mlx5_ib_reg_user_mr()` from scratch).
+///
+/// Flags not given keep the MR's PD (the core passes it) and access flags.
+///
+/// # Errors
+///
+/// As above; [`reg_user_mr`]'s; `EINVAL` when the old MR has no pinned memory left (a
+/// kernel MR). On error the old MR is unchanged.
+pub(crate) fn rereg_user_mr(
+    mr: &Mr<Mlx5Ib>,
+    flags: ReregFlags,
+    req: &UserMrReq,
+    new_pd: &Pd<Mlx5Ib>,
+    user: &mut UserCtx<'_, '_, Mlx5Ib>,
+) -> Result<MrCreated<Mlx5Mr>> {
+    let m = mr.data();
+    let slot = m.umem.as_ref().ok_or(EINVAL)?;
+    let access = if flags.has(ReregFlags::ACCESS) {
+        req.access
+    } else {
+        m.access
+    };
+    if flags.has(ReregFlags::TRANS) {
+        return reg_user_mr(
+            new_pd,
+            &UserMrReq {
+                start: req.start,
+                length: req.length,
+                iova: req.iova,
+                access,
+            },
+            user,
+            None,
+        );
+    }
+    let mut guard = slot.lock();
+    let umem = guard.take().ok_or(EINVAL)?;
+    // ib_umem_check_rereg()
+    if flags.has(ReregFlags::ACCESS) && access.writable() && !umem.writable() {
+        *guard = Some(umem);
+        return Err(EACCES);
+    }
+    let pages = match umem.pages() {
+        Ok(p) => p,
+        Err(e) => {
+            *guard = Some(umem);
+            return Err(e);
+        }
+    };
+    let len = umem.len();
+    let mut umem = Some(umem);
+    let r = create_mr_keep(
+        new_pd,
+        access,
+        m.iova,
+        MkeyTranslation::Mtt {
+            start: m.iova,
+            len,
+            log_page_size: kernel::page::PAGE_SHIFT as u8,
+            pages: &pages,
+        },
+        &mut umem,
+    );
+    if r.is_err() {
+        *guard = umem;
+    }
+    r
 }
 
 /// A user SRQ (upstream `struct mlx5_ib_srq` with its `mlx5_core_srq`): an RMP.

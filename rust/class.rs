@@ -783,28 +783,54 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
                         raw: Opaque::zeroed(),
                         index: i,
                         name: index_name(i),
+                        named: None,
                     },
                     GFP_KERNEL,
                 )?;
             }
-            let key = kernel::static_lock_class!();
-            for a in attrs.iter() {
-                // SAFETY: `a` is ours and does not move (see above); the name is NUL-terminated.
-                unsafe {
-                    let r = a.raw.get();
-                    (*r).name = a.name.as_ptr().cast();
-                    (*r).mode = 0o444;
-                    // upstream sysfs_attr_init(): attributes not in static memory need a
-                    // static key.
-                    #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
-                    {
-                        (*r).key = key.as_ptr();
-                    }
-                }
+            Ok(IndexedFiles::init(
+                show,
+                attrs,
+                kernel::static_lock_class!(),
+            ))
+        })
+    }
+
+    /// Adds subdirectory `name` (in `parent`, or in the device directory) holding one file per
+    /// entry of `names` (upstream: `hw_counters/`, whose attributes are allocated at run time
+    /// from the driver's counter descriptors). Reading file `names[i]` calls
+    /// `show(data, index, i)`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, `EEXIST` (also for a name given twice), `EINVAL` for a `parent` not of this
+    /// device.
+    pub(crate) fn add_named_dir(
+        &mut self,
+        parent: Option<DirId>,
+        name: fmt::Arguments<'_>,
+        index: u32,
+        names: &[&'static CStr],
+        show: IndexedShowFn<T>,
+    ) -> Result<DirId> {
+        self.add_kobj_dir(parent, name, index, || {
+            let mut attrs = KVec::with_capacity(names.len(), GFP_KERNEL)?;
+            for (i, n) in names.iter().enumerate() {
+                attrs.push(
+                    IndexedAttr {
+                        raw: Opaque::zeroed(),
+                        index: u32::try_from(i)?,
+                        name: [0; 12],
+                        named: Some(n),
+                    },
+                    GFP_KERNEL,
+                )?;
             }
-            #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
-            let _ = key;
-            Ok(IndexedFiles { show, attrs })
+            Ok(IndexedFiles::init(
+                show,
+                attrs,
+                kernel::static_lock_class!(),
+            ))
         })
     }
 
@@ -821,6 +847,24 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
         data: T,
     ) -> Result<Self> {
         Self::register_impl(spec, name, data, None, true)
+    }
+
+    /// Renames the device (upstream `device_rename()`: the sysfs directory, its class link
+    /// and a `KOBJ_MOVE` uevent).
+    ///
+    /// # Errors
+    ///
+    /// `device_rename()`'s (`EEXIST` for a name taken in the class directory, `ENOMEM`).
+    pub(crate) fn rename(&self, name: &CStr) -> Result {
+        // SAFETY: the device is added (type invariant); `name` is NUL-terminated and
+        // device_rename() copies it.
+        let ret = unsafe {
+            bindings::device_rename((*self.inner.as_ptr()).dev.get(), name.as_char_ptr())
+        };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
     }
 
     /// Sends the `KOBJ_ADD` uevent held back by [`ClassDevice::register_quiet`].
@@ -863,13 +907,48 @@ struct IndexedAttr {
     raw: Opaque<bindings::attribute>,
     index: u32,
     name: [u8; 12],
+    /// A name of its own ([`ClassDevice::add_named_dir`]) instead of the index.
+    named: Option<&'static CStr>,
 }
 
-/// The files of [`ClassDevice::add_indexed_dir`]: named by their index (`gids/0`, `gids/1`,
-/// ...), all shown by `show`.
+/// The files of [`ClassDevice::add_indexed_dir`] (named by their index: `gids/0`, `gids/1`,
+/// ...) and [`ClassDevice::add_named_dir`], all shown by `show`.
 struct IndexedFiles<T: 'static> {
     show: IndexedShowFn<T>,
     attrs: KVec<IndexedAttr>,
+}
+
+impl<T: 'static> IndexedFiles<T> {
+    /// Points each attribute at its name, mode 0444. `attrs` was allocated with its final
+    /// length and never grows, so the elements (and the index names inside them) do not move.
+    fn init(
+        show: IndexedShowFn<T>,
+        attrs: KVec<IndexedAttr>,
+        key: Pin<&'static kernel::sync::LockClassKey>,
+    ) -> Self {
+        for a in attrs.iter() {
+            let name: *const u8 = match a.named {
+                Some(n) => n.as_char_ptr().cast(),
+                None => a.name.as_ptr(),
+            };
+            // SAFETY: `a` is ours and does not move (see above); the name is NUL-terminated
+            // and lives as long as the attribute (in it, or static).
+            unsafe {
+                let r = a.raw.get();
+                (*r).name = name.cast();
+                (*r).mode = 0o444;
+                // upstream sysfs_attr_init(): attributes not in static memory need a
+                // static key.
+                #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
+                {
+                    (*r).key = key.as_ptr();
+                }
+            }
+        }
+        #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
+        let _ = key;
+        IndexedFiles { show, attrs }
+    }
 }
 
 impl<T: 'static> DirFiles<T> for IndexedFiles<T> {

@@ -32,6 +32,13 @@ kernel::sync::global_lock! {
     pub(crate) unsafe(uninit) static IB_CLASS: Mutex<Option<Arc<Class>>> = None;
 }
 
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before the netlink socket is created.
+    pub(crate) unsafe(uninit) static MCAST: Mutex<crate::netlink::McastSock> =
+        crate::netlink::McastSock::NONE;
+}
+
 /// Initializes the global locks. Must be called once, from the module's
 /// `init`, before any other function of the crate runs.
 pub(crate) fn init() {
@@ -43,4 +50,6 @@ pub(crate) fn init() {
     unsafe { CLIENTS.init() };
     // SAFETY: as above, for `IB_CLASS`.
     unsafe { IB_CLASS.init() };
+    // SAFETY: as above, for `MCAST`.
+    unsafe { MCAST.init() };
 }

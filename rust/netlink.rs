@@ -57,6 +57,67 @@ extern "C" {
     fn rdma_rs_sock_put(sk: *mut bindings::sock);
     fn rdma_rs_sock_refs(sk: *const bindings::sock) -> u32;
     fn rdma_rs_sk_set_sndtimeo(sk: *mut bindings::sock, secs: u32);
+    fn rdma_rs_nlmsg_multicast(
+        sk: *mut bindings::sock,
+        skb: *mut bindings::sk_buff,
+        group: u32,
+    ) -> c_int;
+}
+
+/// The kernel socket notifications are multicast from ([`NlSocket::publish`]), behind
+/// [`crate::global::MCAST`].
+///
+/// # Invariants
+///
+/// A `Some` pointer is a live kernel netlink socket: [`NlSocket`]'s `Drop` clears it, under the
+/// lock, before it releases the socket.
+pub(crate) struct McastSock(Option<NonNull<bindings::sock>>);
+
+impl McastSock {
+    /// No socket.
+    pub(crate) const NONE: McastSock = McastSock(None);
+}
+
+// SAFETY: the pointer is only used under the global lock, from any thread.
+unsafe impl Send for McastSock {}
+
+/// Multicasts one message that `build` writes to `group` of the published socket (upstream
+/// `rdma_nl_multicast()` → `nlmsg_multicast()`); without a published socket nothing is sent.
+/// No listener (`ESRCH`) is success, as upstream `rdma_nl_notify_event()` treats it.
+///
+/// # Errors
+///
+/// `ENOMEM`, `build`'s error, `nlmsg_multicast()`'s other errors.
+pub(crate) fn multicast(group: u32, build: impl FnOnce(&mut MsgWriter<'_>) -> Result) -> Result {
+    let g = crate::global::MCAST.lock();
+    let Some(sk) = g.0 else {
+        return Ok(());
+    };
+    // SAFETY: plain allocation.
+    let skb = unsafe { rdma_rs_nlmsg_new_default() };
+    if skb.is_null() {
+        return Err(ENOMEM);
+    }
+    // SAFETY: we own the fresh `skb` until it is multicast or freed below.
+    let mut w = MsgWriter::new(unsafe { skb_tailroom(skb) });
+    let res = build(&mut w);
+    let len = w.len();
+    if res.is_err() || len == 0 {
+        // SAFETY: we own `skb` and free it once.
+        unsafe { bindings::nlmsg_free(skb) };
+        return res;
+    }
+    // SAFETY: we own `skb`, `len` bytes of its tailroom were written; `sk` is live while the
+    // lock is held (type invariant of `McastSock`); nlmsg_multicast() consumes the skb.
+    let ret = unsafe {
+        skb_commit(skb, len);
+        rdma_rs_nlmsg_multicast(sk.as_ptr(), skb, group)
+    };
+    match ret {
+        0 => Ok(()),
+        e if e == -(bindings::ESRCH as c_int) => Ok(()),
+        e => Err(Error::from_errno(e)),
+    }
 }
 
 impl From<CodecError> for Error {
@@ -289,8 +350,22 @@ impl<T: NlHandler> NlSocket<T> {
     }
 }
 
+impl<T: NlHandler> NlSocket<T> {
+    /// Makes this the socket [`multicast`] sends from, until it is dropped.
+    pub(crate) fn publish(&self) {
+        // INVARIANT: the socket is live until `Drop`, which clears it first.
+        *crate::global::MCAST.lock() = McastSock(Some(self.sk));
+    }
+}
+
 impl<T: NlHandler> Drop for NlSocket<T> {
     fn drop(&mut self) {
+        {
+            let mut g = crate::global::MCAST.lock();
+            if g.0 == Some(self.sk) {
+                *g = McastSock(None);
+            }
+        }
         let sk = self.sk.as_ptr();
         // SAFETY: `sk` is our kernel socket (type invariant). netlink_kernel_release() unhashes
         // it, so no new sender finds it; our extra reference keeps it allocated.

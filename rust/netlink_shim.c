@@ -66,3 +66,8 @@ void rdma_rs_sk_set_sndtimeo(struct sock *sk, unsigned int secs)
 {
 	sk->sk_sndtimeo = secs * HZ;
 }
+
+int rdma_rs_nlmsg_multicast(struct sock *sk, struct sk_buff *skb, u32 group)
+{
+	return nlmsg_multicast(sk, skb, 0, group, GFP_KERNEL);
+}

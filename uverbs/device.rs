@@ -107,6 +107,7 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         add(ops.query_qp.is_some(), O::QueryQp);
         add(ops.reg_user_mr.is_some(), O::RegUserMr);
         add(ops.reg_user_mr.is_some(), O::DeregMr);
+        add(ops.rereg_user_mr.is_some(), O::ReregUserMr);
         add(ops.create_ah.is_some(), O::CreateUserAh);
         add(ops.create_ah.is_some(), O::DestroyAh);
         DeviceDesc {
@@ -149,6 +150,9 @@ impl OpenFile {
 pub(crate) struct UverbsDevice {
     /// `N` of `uverbsN`.
     devnum: u32,
+    /// The RDMA device's index, by which `ibdev` reads its current name.
+    ibdev_index: u32,
+    /// Its name at add (`ibdev` after the device left the registry).
     ibdev_name: crate::device::DevName,
     abi_ver: u32,
     /// The merged uapi tree (upstream `uverbs_dev->uapi`), built once.
@@ -166,8 +170,10 @@ pub(crate) struct Node {
     udev: Arc<UverbsDevice>,
 }
 
+// upstream ibdev_show(): `dev_name(&ib_dev->dev)`, the current name (a rename shows here).
 fn show_ibdev(n: &Node, b: &mut SysfsBuf<'_>) -> Result {
-    let name = core::str::from_utf8(n.udev.ibdev_name.as_bytes()).map_err(|_| EINVAL)?;
+    let cur = crate::registry::name_of(n.udev.ibdev_index).unwrap_or(n.udev.ibdev_name);
+    let name = core::str::from_utf8(cur.as_bytes()).map_err(|_| EINVAL)?;
     writeln!(b, "{}", name).map_err(|_| EINVAL)
 }
 
@@ -311,6 +317,7 @@ impl UverbsClient {
         let udev = Arc::pin_init(
             pin_init!(UverbsDevice {
                 devnum,
+                ibdev_index: dev.index(),
                 ibdev_name: dev.name(),
                 abi_ver: drv.abi_ver(),
                 tree,

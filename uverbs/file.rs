@@ -584,6 +584,7 @@ impl<D: Driver> UFile<D> {
             cmd::QUERY_QP => self.query_qp(inner, b),
             cmd::DESTROY_QP => self.destroy_qp(inner, b),
             cmd::REG_MR => self.reg_mr(inner, b),
+            cmd::REREG_MR => self.rereg_mr(inner, b),
             cmd::CREATE_SRQ => self.create_srq(inner, b),
             cmd::MODIFY_SRQ => self.modify_srq(inner, b),
             cmd::QUERY_SRQ => self.query_srq(inner, b),

@@ -97,6 +97,52 @@ pub struct UserMrReq {
     pub access: AccessFlags,
 }
 
+/// What a re-registration changes (upstream `enum ib_mr_rereg_flags`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReregFlags(pub u32);
+
+impl ReregFlags {
+    /// `IB_MR_REREG_TRANS`: new `start`, `length` and `iova`.
+    pub const TRANS: ReregFlags = ReregFlags(1);
+    /// `IB_MR_REREG_PD`: a new PD.
+    pub const PD: ReregFlags = ReregFlags(1 << 1);
+    /// `IB_MR_REREG_ACCESS`: new access flags.
+    pub const ACCESS: ReregFlags = ReregFlags(1 << 2);
+    /// `IB_MR_REREG_SUPPORTED`.
+    pub const SUPPORTED: ReregFlags = ReregFlags((1 << 3) - 1);
+
+    /// Whether any flag of `f` is set.
+    pub const fn has(self, f: ReregFlags) -> bool {
+        self.0 & f.0 != 0
+    }
+
+    /// These flags without `f`.
+    pub const fn without(self, f: ReregFlags) -> ReregFlags {
+        ReregFlags(self.0 & !f.0)
+    }
+
+    /// The checks upstream `ib_uverbs_rereg_mr()` makes on the request before it looks the MR
+    /// up: no flag is `EINVAL`, an unknown one `EOPNOTSUPP`, a new translation whose `start`
+    /// and `iova` differ within a page `EINVAL`.
+    ///
+    /// # Errors
+    ///
+    /// As above.
+    pub fn check_request(self, start: u64, iova: u64) -> Result {
+        if self.0 == 0 {
+            return Err(EINVAL);
+        }
+        if self.0 & !Self::SUPPORTED.0 != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let page_mask = (kernel::page::PAGE_SIZE as u64) - 1;
+        if self.has(Self::TRANS) && start & page_mask != iova & page_mask {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+}
+
 /// MR types for [`Mr::alloc`] (upstream `enum ib_mr_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MrType {
@@ -128,6 +174,8 @@ pub struct MrCreated<T> {
 /// it uses its PD.
 pub struct Mr<D: Driver> {
     pd: Uses<Pd<D>>,
+    /// The registered length (upstream `mr->length`; 0 for DMA and fast-reg MRs).
+    length: u64,
     lkey: u32,
     rkey: u32,
     /// upstream `mr->length`, `mr->iova`: what a user registration asked for
@@ -162,6 +210,7 @@ impl<D: Driver> Mr<D> {
         Ok(slot
             .write(Mr {
                 pd: Uses::new(pd.clone()),
+                length,
                 lkey: c.lkey,
                 rkey: c.rkey,
                 length,
@@ -234,6 +283,62 @@ impl<D: Driver> Mr<D> {
         })
     }
 
+    /// Re-registers a user MR (upstream `ib_uverbs_rereg_mr()` from the MR on, after
+    /// [`ReregFlags::check_request`] and the MR lookup): a DM MR is `EINVAL`; with
+    /// [`ReregFlags::ACCESS`] the new flags must pass [`AccessFlags::check`]; a PD equal to the
+    /// MR's drops [`ReregFlags::PD`]. The driver creates a new hardware MR (with the MR's old
+    /// translation, access or PD where `flags` keeps them), which this returns as a new `Mr`
+    /// holding a use of its PD, with its own restrack entry; the caller puts it in the old
+    /// MR's place and deregisters the old one, which releases the old PD's use (upstream's
+    /// path for a driver returning a new `ib_mr`: the PD's usecnt moves when the old MR goes).
+    ///
+    /// # Errors
+    ///
+    /// As above; `EOPNOTSUPP` without `rereg_user_mr`; `EINVAL` for a dead MR or PD; the
+    /// driver's error. The old MR is unchanged on error.
+    pub fn rereg_user(
+        this: &Arc<Self>,
+        flags: ReregFlags,
+        req: &UserMrReq,
+        new_pd: Option<&Arc<Pd<D>>>,
+        owner: Owner,
+        user: &mut UserCtx<'_, '_, D>,
+    ) -> Result<Arc<Self>> {
+        flags.check_request(req.start, req.iova)?;
+        if this.live.is_dead() {
+            return Err(EINVAL);
+        }
+        if this.mr_type == MrType::Dm {
+            return Err(EINVAL);
+        }
+        if flags.has(ReregFlags::ACCESS) {
+            req.access.check()?;
+        }
+        let mut flags = flags;
+        let pd = match new_pd {
+            Some(p) if flags.has(ReregFlags::PD) && !Arc::ptr_eq(p, this.pd.get()) => p,
+            _ => {
+                flags = flags.without(ReregFlags::PD);
+                this.pd.get()
+            }
+        };
+        let op = this
+            .pd
+            .get()
+            .device()
+            .ops()
+            .rereg_user_mr
+            .ok_or(EOPNOTSUPP)?;
+        let length = if flags.has(ReregFlags::TRANS) {
+            req.length
+        } else {
+            this.length
+        };
+        Self::create(pd, MrType::User, length, owner, || {
+            op(this, flags, req, pd, user)
+        })
+    }
+
     /// Deregisters the MR (upstream `ib_dereg_mr_user()`); the PD loses
     /// its use.
     ///
@@ -248,6 +353,11 @@ impl<D: Driver> Mr<D> {
     /// The PD.
     pub fn pd(&self) -> &Arc<Pd<D>> {
         self.pd.get()
+    }
+
+    /// The registered length (0 for DMA and fast-registration MRs).
+    pub fn length(&self) -> u64 {
+        self.length
     }
 
     /// Local key.

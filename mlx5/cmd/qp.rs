@@ -399,6 +399,8 @@ pub(crate) struct QpcAttrs {
     pub(crate) rmac: Option<[u8; 6]>,
     /// Primary path: UDP source port (RoCE v2).
     pub(crate) udp_sport: Option<u16>,
+    /// The Q counter set the QP counts into (RST2INIT).
+    pub(crate) counter_set_id: Option<u8>,
 }
 
 /// The GRH part of an address path.
@@ -446,6 +448,11 @@ impl QpcAttrs {
         opt(inbox, p(ads::rlid), self.rlid.map(u32::from))?;
         opt(inbox, p(ads::sl), self.sl.map(u32::from))?;
         opt(inbox, p(ads::udp_sport), self.udp_sport.map(u32::from))?;
+        opt(
+            inbox,
+            c(qpc::counter_set_id),
+            self.counter_set_id.map(u32::from),
+        )?;
         if let Some(g) = self.grh {
             p(ads::grh).set(inbox, 1)?;
             p(ads::rgid_rip).set_bytes(inbox, &g.dgid)?;

@@ -11,6 +11,10 @@ use crate::prm::cmd::{
     dealloc_transport_domain_in, dealloc_transport_domain_out, dealloc_uar_in, dealloc_uar_out,
     destroy_mkey_in, destroy_mkey_out, set_roce_address_in, set_roce_address_out,
 };
+use crate::prm::cmd::{
+    alloc_q_counter_in, alloc_q_counter_out, dealloc_q_counter_in, dealloc_q_counter_out,
+    query_q_counter_in, query_q_counter_out,
+};
 use crate::prm::consts::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
 use crate::prm::ctx::{mkc, roce_addr_layout};
 use crate::prm::layout::{Field, PrmError};
@@ -108,6 +112,72 @@ free_cmd!(
     dealloc_transport_domain_out,
     transport_domain
 );
+alloc_cmd!(
+    /// ALLOC_Q_COUNTER (upstream `mlx5_ib_alloc_counters()`): a counter set.
+    AllocQCounter, ALLOC_Q_COUNTER, alloc_q_counter_in, alloc_q_counter_out, counter_set_id
+);
+free_cmd!(
+    /// DEALLOC_Q_COUNTER (upstream `mlx5_ib_dealloc_counters()`).
+    DeallocQCounter, DEALLOC_Q_COUNTER, dealloc_q_counter_in, dealloc_q_counter_out,
+    counter_set_id
+);
+
+/// The Q counters mlx5_ib 7.3 exposes on a device without the optional counter capabilities
+/// (`out_of_seq_cnt`, `retransmission_q_counters`, `enhanced_error_q_counters`,
+/// `cc_query_allowed`, PCAM): `basic_q_cnts` then `roce_accl_cnts`, which upstream adds
+/// unconditionally (counters.c, `mlx5_ib_fill_counters()`), with their `query_q_counter_out`
+/// members.
+pub(crate) const Q_COUNTERS: [(&CStr, Field); 10] = [
+    (c"rx_write_requests", query_q_counter_out::rx_write_requests),
+    (c"rx_read_requests", query_q_counter_out::rx_read_requests),
+    (
+        c"rx_atomic_requests",
+        query_q_counter_out::rx_atomic_requests,
+    ),
+    (c"rx_dct_connect", query_q_counter_out::rx_dct_connect),
+    (c"out_of_buffer", query_q_counter_out::out_of_buffer),
+    (c"roce_adp_retrans", query_q_counter_out::roce_adp_retrans),
+    (
+        c"roce_adp_retrans_to",
+        query_q_counter_out::roce_adp_retrans_to,
+    ),
+    (c"roce_slow_restart", query_q_counter_out::roce_slow_restart),
+    (
+        c"roce_slow_restart_cnps",
+        query_q_counter_out::roce_slow_restart_cnps,
+    ),
+    (
+        c"roce_slow_restart_trans",
+        query_q_counter_out::roce_slow_restart_trans,
+    ),
+];
+
+/// QUERY_Q_COUNTER of set `id` (upstream `mlx5_ib_query_q_counters()`): the [`Q_COUNTERS`]
+/// values, in that order.
+pub(crate) struct QueryQCounter {
+    /// The counter set.
+    pub(crate) id: u32,
+}
+
+impl Command for QueryQCounter {
+    const OPCODE: u16 = opcode::QUERY_Q_COUNTER;
+    const IN_SIZE: usize = query_q_counter_in::SIZE_BYTES;
+    const OUT_SIZE: usize = query_q_counter_out::SIZE_BYTES;
+    type Reply = [u32; 10];
+
+    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+        query_q_counter_in::counter_set_id.set(inbox, self.id)
+    }
+
+    fn reply(&self, out: &[u8]) -> Result<[u32; 10]> {
+        let mut v = [0u32; 10];
+        for (x, (_, f)) in v.iter_mut().zip(Q_COUNTERS.iter()) {
+            *x = rd(*f, out)?;
+        }
+        Ok(v)
+    }
+}
+
 free_cmd!(
     /// DESTROY_MKEY (`id` is the mkey index, `key >> 8`).
     DestroyMkey, DESTROY_MKEY, destroy_mkey_in, destroy_mkey_out, mkey_index

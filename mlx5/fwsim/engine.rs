@@ -26,7 +26,7 @@ use super::events::{Event, Popped, QpEvent, SrqEvent};
 use super::profile::LinkLayer;
 use super::srq::{SrqWqe, NEXT_SEG};
 use super::xlat::{Access, Fragmented, MkeyInfo, Xlat};
-use super::{capacity, Fw};
+use super::{capacity, Fw, QCnt};
 use crate::prm::consts::*;
 use crate::prm::ctx::{ads, qpc};
 use crate::prm::layout::Field;
@@ -331,6 +331,15 @@ struct Snap {
     rre: bool,
     rwe: bool,
     rae: bool,
+    /// The Q counter set the QP counts into (`counter_set_id`; 0: none).
+    cnt_set: u32,
+}
+
+/// Counts `k` in counter set `set` of node `i`.
+fn q_count(nodes: &mut [Node<'_>], i: usize, set: u32, k: QCnt) {
+    if let Some(n) = nodes.get_mut(i) {
+        n.fw.q_count(set, k);
+    }
 }
 
 /// The primary path member `f` inside a `qpc`.
@@ -377,6 +386,7 @@ fn snap(fw: &Fw, slot: usize) -> Option<Snap> {
         rre: g(qpc::rre) != 0,
         rwe: g(qpc::rwe) != 0,
         rae: g(qpc::rae) != 0,
+        cnt_set: g(qpc::counter_set_id),
     })
 }
 
@@ -852,6 +862,9 @@ fn resp_fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, event
         push_cqe(n.fw, n.mem, d.recv_cq, &c, false);
     }
     to_err(n.fw, d.slot);
+    if event == Some(QpEvent::WqAccess) {
+        n.fw.q_count(d.cnt_set, QCnt::RespRemoteAccess);
+    }
     if let Some(e) = event {
         n.fw.events.qp(d.slot, e);
     }
@@ -1011,11 +1024,12 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
             let rlen = match rq_wqe(dmem, dfw, &mut d, &mut rbuf) {
                 Ok(Some(n)) => n,
                 Ok(None) => {
+                    q_count(nodes, di, d.cnt_set, QCnt::OutOfBuffer);
                     return if rc {
                         ReqRes::Rnr(rnr_timer_ns(d.min_rnr_nak))
                     } else {
                         ReqRes::Ok { byte_cnt }
-                    }
+                    };
                 }
                 Err(()) => {
                     if let Some(n) = d.q.srq.and_then(|r| Some((r, nodes.get_mut(di)?))) {
@@ -1143,6 +1157,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
             match transfer(&mut src, dn.mem, &mut dst, rn.mem, len) {
                 Ok(()) => {
                     resp_ok(nodes, di, &d, None, pkts);
+                    q_count(nodes, di, d.cnt_set, QCnt::RxRead);
                     ReqRes::Ok { byte_cnt }
                 }
                 Err(Fault::Src) => {
@@ -1183,6 +1198,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
             let mut dst = Cur::sgl(rn.fw, segs, false, s.pd);
             let wrote = dst.write(rn.mem, &old.to_le_bytes());
             resp_ok(nodes, di, &d, None, 1);
+            q_count(nodes, di, d.cnt_set, QCnt::RxAtomic);
             match wrote {
                 Ok(()) => ReqRes::Ok { byte_cnt: 8 },
                 Err(()) => ReqRes::Err(syn::LOCAL_PROT),
@@ -1272,6 +1288,7 @@ fn write(
                 )
             });
             resp_ok(nodes, di, d, cqe, pkts);
+            q_count(nodes, di, d.cnt_set, QCnt::RxWrite);
             ReqRes::Ok { byte_cnt }
         }
         Err(Fault::Src) => ReqRes::Err(syn::LOCAL_PROT),
@@ -1384,6 +1401,9 @@ fn step(nodes: &mut [Node<'_>], ni: usize, slot: usize, now: u64) -> Step {
         }
     }
     let res = exec_message(nodes, ni, &s, &w, &buf);
+    if matches!(res, ReqRes::Err(e) if e == syn::REMOTE_ACCESS) {
+        q_count(nodes, ni, s.cnt_set, QCnt::ReqRemoteAccess);
+    }
     finish(nodes, ni, slot, &w, res, now)
 }
 

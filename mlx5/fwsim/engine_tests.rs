@@ -364,6 +364,9 @@ impl Host {
         let mut b = m(op::RST2INIT_QP);
         p(ads::vhca_port_num).set(&mut b, 1).unwrap();
         q(qpc::q_key).set(&mut b, dest.own_qkey).unwrap();
+        q(qpc::counter_set_id)
+            .set(&mut b, dest.counter_set)
+            .unwrap();
         for f in [qpc::rre, qpc::rwe, qpc::rae] {
             q(f).set(&mut b, 1).unwrap();
         }
@@ -636,6 +639,8 @@ pub(super) struct Path {
     pub(super) min_rnr_nak: u32,
     pub(super) own_qkey: u32,
     pub(super) remote_access: bool,
+    /// The Q counter set RST2INIT names (`counter_set_id`; 0: none).
+    pub(super) counter_set: u32,
 }
 
 impl Path {
@@ -652,6 +657,7 @@ impl Path {
             min_rnr_nak: 12,
             own_qkey: 0x1111_1111,
             remote_access: true,
+            counter_set: 0,
         }
     }
 }
@@ -1521,6 +1527,125 @@ fn receive_too_small_is_local_length_at_the_responder() {
     q.run(0);
     assert_eq!(q.recvs()[0].syndrome, csyn::LOCAL_PROT);
     assert_eq!(q.sends()[0].syndrome, csyn::REMOTE_OP);
+}
+
+fn q_alloc(h: &mut Host) -> u32 {
+    let b = inbox(op::ALLOC_Q_COUNTER, 0, 0, alloc_q_counter_in::SIZE_BYTES);
+    let out = ok(&mut h.fw, &b, alloc_q_counter_out::SIZE_BYTES);
+    alloc_q_counter_out::counter_set_id.get(&out).unwrap()
+}
+
+/// rx_write, rx_read, rx_atomic, out_of_buffer, req/resp remote access errors of set `id`.
+fn q_query(h: &mut Host, id: u32, clear: bool) -> [u32; 6] {
+    let mut b = inbox(op::QUERY_Q_COUNTER, 0, 0, query_q_counter_in::SIZE_BYTES);
+    query_q_counter_in::counter_set_id.set(&mut b, id).unwrap();
+    query_q_counter_in::clear
+        .set(&mut b, u32::from(clear))
+        .unwrap();
+    let out = ok(&mut h.fw, &b, query_q_counter_out::SIZE_BYTES);
+    let g = |f: Field| f.get(&out).unwrap();
+    [
+        g(query_q_counter_out::rx_write_requests),
+        g(query_q_counter_out::rx_read_requests),
+        g(query_q_counter_out::rx_atomic_requests),
+        g(query_q_counter_out::out_of_buffer),
+        g(query_q_counter_out::req_remote_access_errors),
+        g(query_q_counter_out::resp_remote_access_errors),
+    ]
+}
+
+/// Two connected RC QPs counting into two new sets: (host, a, b, a's set, b's set).
+fn counted_pair(rnr_retry: u32) -> (Host, QpH, QpH, u32, u32) {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let (sa, sb) = (q_alloc(&mut h), q_alloc(&mut h));
+    let scq = h.cq(6, false);
+    let rcq = h.cq(6, false);
+    let a = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    let b = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    let lid = h.lid();
+    let mut pa = Path::to(b.qpn, lid);
+    pa.counter_set = sa;
+    pa.rnr_retry = rnr_retry;
+    h.connect(&a, &pa);
+    let mut pb = Path::to(a.qpn, lid);
+    pb.counter_set = sb;
+    h.connect(&b, &pb);
+    (h, a, b, sa, sb)
+}
+
+/// ALLOC_Q_COUNTER, QUERY_Q_COUNTER (with `clear`), DEALLOC_Q_COUNTER, and the data path
+/// counting into the sets the QPCs name: the responder's set what it served, the
+/// requester's set its refused requests.
+#[test]
+fn q_counters_count_what_the_responder_served() {
+    let (mut h, mut a, _b, sa, sb) = counted_pair(0);
+    assert!(sa != 0 && sb != 0 && sa != sb, "set id 0 counts nowhere");
+    let m = h.mr(4096, ALL);
+    for i in 0..3 {
+        h.post(
+            &mut a,
+            &Wr::new(wqe_op::RDMA_WRITE)
+                .sge(m.sge(0, 64))
+                .remote(&m, 64 * i),
+        );
+    }
+    h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_READ).sge(m.sge(0, 64)).remote(&m, 512),
+    );
+    let mut fa = Wr::new(wqe_op::ATOMIC_FA).sge(m.sge(0, 8)).remote(&m, 1024);
+    fa.atomic = Some((1, 0));
+    h.post(&mut a, &fa);
+    run(&mut [&mut h], 0);
+    assert_eq!(q_query(&mut h, sb, false), [3, 1, 1, 0, 0, 0]);
+    assert_eq!(
+        q_query(&mut h, sa, false),
+        [0; 6],
+        "the requester counts no rx_*"
+    );
+    // A SEND without a receive WQE: out_of_buffer (then RNR retries exceeded: rnr_retry 0).
+    h.post(&mut a, &Wr::new(wqe_op::SEND).sge(m.sge(0, 8)));
+    run(&mut [&mut h], 0);
+    assert_eq!(q_query(&mut h, sb, true), [3, 1, 1, 1, 0, 0]);
+    assert_eq!(q_query(&mut h, sb, false), [0; 6], "clear zeroed the set");
+
+    // A refused WRITE counts on both sides.
+    let (mut h, mut a, _b, sa, sb) = counted_pair(7);
+    let ro = h.mr(
+        4096,
+        MrAccess {
+            lw: true,
+            rr: true,
+            ..MrAccess::default()
+        },
+    );
+    let src = h.mr(4096, ALL);
+    h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(src.sge(0, 8))
+            .remote(&ro, 0),
+    );
+    run(&mut [&mut h], 0);
+    assert_eq!(q_query(&mut h, sa, false), [0, 0, 0, 0, 1, 0]);
+    assert_eq!(q_query(&mut h, sb, false), [0, 0, 0, 0, 0, 1]);
+    // DEALLOC_Q_COUNTER: the set is gone; an unknown set is BAD_PARAM.
+    let mut d = inbox(
+        op::DEALLOC_Q_COUNTER,
+        0,
+        0,
+        dealloc_q_counter_in::SIZE_BYTES,
+    );
+    dealloc_q_counter_in::counter_set_id
+        .set(&mut d, sa)
+        .unwrap();
+    ok(&mut h.fw, &d, dealloc_q_counter_out::SIZE_BYTES);
+    let mut q = inbox(op::QUERY_Q_COUNTER, 0, 0, query_q_counter_in::SIZE_BYTES);
+    query_q_counter_in::counter_set_id.set(&mut q, sa).unwrap();
+    assert_eq!(
+        super::tests::err(&mut h.fw, &q, query_q_counter_out::SIZE_BYTES),
+        (Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN as u32)
+    );
 }
 
 #[test]

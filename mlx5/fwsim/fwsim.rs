@@ -96,6 +96,8 @@ pub(crate) mod capacity {
     pub(crate) const MKEY: usize = 256;
     /// Shared receive queues (RMPs).
     pub(crate) const SRQ: usize = 32;
+    /// Q counter sets (`max_qp_cnt`; their ids are 8 bits).
+    pub(crate) const Q_COUNTER: usize = 16;
     /// Ports per function. A ConnectX function has one port (a dual-port card is two PCI
     /// functions); two are allowed for multi-port tests.
     pub(crate) const PORTS: usize = 2;
@@ -109,6 +111,8 @@ mod base {
     pub(super) const PD: u32 = 0x1;
     pub(super) const UAR: u32 = 0x1;
     pub(super) const TD: u32 = 0x1;
+    /// Q counter set ids: 0 in a QPC counts nowhere.
+    pub(super) const Q_COUNTER: u32 = 0x1;
     pub(super) const UCTX: u32 = 0x1;
     pub(super) const CQ: u32 = 0x40;
     pub(super) const QP: u32 = 0x100;
@@ -203,6 +207,37 @@ pub(crate) struct Stats {
 #[derive(Clone, Copy, Debug)]
 struct Owned {
     uid: u16,
+}
+
+/// The counters of a Q counter set that the data path moves (upstream mlx5_ib's
+/// `basic_q_cnts` and the remote access errors of `extended_err_cnts`); QUERY_Q_COUNTER
+/// answers 0 for the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub(crate) enum QCnt {
+    /// `rx_write_requests`: RDMA WRITEs a responder QP of the set accepted.
+    RxWrite,
+    /// `rx_read_requests`: RDMA READs a responder QP of the set served.
+    RxRead,
+    /// `rx_atomic_requests`: atomics a responder QP of the set executed.
+    RxAtomic,
+    /// `out_of_buffer`: messages that found no receive WQE (RNR NAK or UD drop).
+    OutOfBuffer,
+    /// `req_remote_access_errors`: requests of the set's QPs the responder refused with a
+    /// remote access error.
+    ReqRemoteAccess,
+    /// `resp_remote_access_errors`: requests a responder QP of the set refused so.
+    RespRemoteAccess,
+}
+
+/// Number of [`QCnt`] values.
+const QCNT_N: usize = 6;
+
+/// A Q counter set (ALLOC_Q_COUNTER).
+#[derive(Clone, Copy, Debug)]
+struct QCounter {
+    uid: u16,
+    v: [u32; QCNT_N],
 }
 
 /// A user context (DEVX uid).
@@ -306,6 +341,7 @@ pub(crate) struct Fw {
     qps: ResTable<Qp, { capacity::QP }>,
     mkeys: ResTable<Mkey, { capacity::MKEY }>,
     rmps: ResTable<Rmp, { capacity::SRQ }>,
+    qcounters: ResTable<QCounter, { capacity::Q_COUNTER }>,
     ports: [Port; capacity::PORTS],
     faults: FaultPlan,
     stats: Stats,
@@ -418,6 +454,9 @@ fn spec(opcode: u16) -> Option<CmdSpec> {
         op::ACCESS_REG => s!(access_register_in, access_register_out),
         op::SET_ROCE_ADDRESS => s!(set_roce_address_in, set_roce_address_out),
         op::ALLOC_PD => s!(alloc_pd_in, alloc_pd_out),
+        op::ALLOC_Q_COUNTER => s!(alloc_q_counter_in, alloc_q_counter_out),
+        op::DEALLOC_Q_COUNTER => s!(dealloc_q_counter_in, dealloc_q_counter_out),
+        op::QUERY_Q_COUNTER => s!(query_q_counter_in, query_q_counter_out),
         op::DEALLOC_PD => s!(dealloc_pd_in, dealloc_pd_out),
         op::ALLOC_UAR => s!(alloc_uar_in, alloc_uar_out),
         op::DEALLOC_UAR => s!(dealloc_uar_in, dealloc_uar_out),
@@ -478,6 +517,7 @@ impl Fw {
             qps: ResTable::new(base::QP),
             mkeys: ResTable::new(base::MKEY),
             rmps: ResTable::new(base::RMP),
+            qcounters: ResTable::new(base::Q_COUNTER),
             ports: [EMPTY_PORT; capacity::PORTS],
             faults: FaultPlan::new(),
             stats: Stats::default(),
@@ -518,6 +558,7 @@ impl Fw {
             cqs <- ResTable::new_in_place(base::CQ),
             qps <- ResTable::new_in_place(base::QP),
             mkeys <- ResTable::new_in_place(base::MKEY),
+            qcounters <- ResTable::new_in_place(base::Q_COUNTER),
             rmps <- ResTable::new_in_place(base::RMP),
             ports <- pin_init::init_array_from_fn(|_| port()),
             faults: FaultPlan::new(),
@@ -581,6 +622,7 @@ impl Fw {
         self.qps.clear();
         self.mkeys.clear();
         self.rmps.clear();
+        self.qcounters.clear();
         self.faults = FaultPlan::new();
         self.stats = Stats::default();
         self.events.clear();
@@ -790,6 +832,9 @@ impl Fw {
             op::ACCESS_REG => self.access_reg(c),
             op::SET_ROCE_ADDRESS => self.set_roce_address(c),
             op::ALLOC_PD => self.alloc_pd(c),
+            op::ALLOC_Q_COUNTER => self.alloc_q_counter(c),
+            op::DEALLOC_Q_COUNTER => self.dealloc_q_counter(c),
+            op::QUERY_Q_COUNTER => self.query_q_counter(c),
             op::DEALLOC_PD => self.dealloc_pd(c),
             op::ALLOC_UAR => self.alloc_uar(c),
             op::DEALLOC_UAR => self.dealloc_uar(c),

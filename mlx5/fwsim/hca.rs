@@ -255,6 +255,7 @@ impl Fw {
         self.cqs.clear();
         self.qps.clear();
         self.mkeys.clear();
+        self.qcounters.clear();
         self.events.clear();
         self.sq_hint = None;
         self.resize = None;

@@ -11,7 +11,7 @@
 use super::cqe::CqState;
 use super::syndrome::{self as syn, CmdError};
 use super::xlat::{Fragmented, MkeyInfo};
-use super::{fail, Cmd, Cq, Fw, Mkey, Owned, Uctx, CQC_BYTES, MKC_BYTES};
+use super::{fail, Cmd, Cq, Fw, Mkey, Owned, QCnt, QCounter, Uctx, CQC_BYTES, MKC_BYTES, QCNT_N};
 use crate::prm::cmd::*;
 use crate::prm::consts;
 use crate::prm::ctx::{cqc, mkc};
@@ -114,6 +114,81 @@ impl Fw {
         Ok(())
     }
 
+    /// ALLOC_Q_COUNTER: a counter set, all zero (upstream `mlx5_ib_alloc_counters()` takes one
+    /// per port; a QP counts into the set its QPC's `counter_set_id` names).
+    pub(super) fn alloc_q_counter(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let id = self
+            .qcounters
+            .alloc(QCounter {
+                uid: c.uid,
+                v: [0; QCNT_N],
+            })
+            .ok_or(FULL)?;
+        c.set(alloc_q_counter_out::counter_set_id, id)
+    }
+
+    fn q_counter_usable(&self, uid: u16, id: u32) -> Result<(), CmdError> {
+        let o = self
+            .qcounters
+            .get(id)
+            .ok_or(CmdError::new(Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN))?;
+        Self::owned(uid, o.uid)
+    }
+
+    /// DEALLOC_Q_COUNTER. QPs still naming the set count nowhere afterwards.
+    pub(super) fn dealloc_q_counter(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        let id = c.get(dealloc_q_counter_in::counter_set_id)?;
+        self.q_counter_usable(c.uid, id)?;
+        self.qcounters.free(id);
+        Ok(())
+    }
+
+    /// QUERY_Q_COUNTER of this function's set (`other_vport` is `BAD_PARAM_ERR`: no eswitch),
+    /// zeroed afterwards with `clear`.
+    pub(super) fn query_q_counter(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+        c.op_mod_zero()?;
+        if c.get(query_q_counter_in::other_vport)? != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN);
+        }
+        let id = c.get(query_q_counter_in::counter_set_id)?;
+        self.q_counter_usable(c.uid, id)?;
+        let clear = c.get(query_q_counter_in::clear)? != 0;
+        let v = self.qcounters.get(id).map(|q| q.v).unwrap_or([0; QCNT_N]);
+        let g = |k: QCnt| v.get(k as usize).copied().unwrap_or(0);
+        c.set(query_q_counter_out::rx_write_requests, g(QCnt::RxWrite))?;
+        c.set(query_q_counter_out::rx_read_requests, g(QCnt::RxRead))?;
+        c.set(query_q_counter_out::rx_atomic_requests, g(QCnt::RxAtomic))?;
+        c.set(query_q_counter_out::out_of_buffer, g(QCnt::OutOfBuffer))?;
+        c.set(
+            query_q_counter_out::req_remote_access_errors,
+            g(QCnt::ReqRemoteAccess),
+        )?;
+        c.set(
+            query_q_counter_out::resp_remote_access_errors,
+            g(QCnt::RespRemoteAccess),
+        )?;
+        if clear {
+            if let Some(q) = self.qcounters.get_mut(id) {
+                q.v = [0; QCNT_N];
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts one event `k` in counter set `id` (0 or a freed set: nowhere).
+    pub(super) fn q_count(&mut self, id: u32, k: QCnt) {
+        if id == 0 {
+            return;
+        }
+        if let Some(q) = self.qcounters.get_mut(id) {
+            if let Some(x) = q.v.get_mut(k as usize) {
+                *x = x.wrapping_add(1);
+            }
+        }
+    }
+
     /// CREATE_UCTX: a DEVX user context; its number is the uid later commands carry.
     pub(super) fn create_uctx(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
         c.op_mod_zero()?;
@@ -143,7 +218,8 @@ impl Fw {
             || self.cqs.iter().any(|(_, o)| owns(o.uid))
             || self.qps.iter().any(|(_, o)| owns(o.uid))
             || self.mkeys.iter().any(|(_, o)| owns(o.uid))
-            || self.rmps.iter().any(|(_, o)| owns(o.uid));
+            || self.rmps.iter().any(|(_, o)| owns(o.uid))
+            || self.qcounters.iter().any(|(_, o)| owns(o.uid));
         if busy {
             return fail(Status::RES_BUSY, syn::UCTX_BUSY);
         }

@@ -48,7 +48,8 @@ const RTR_FIELDS: &[Field] = &[
     qpc::rwe,
     qpc::rae,
     qpc::q_key,
-    qpc::counter_set_id,
+    // counter_set_id only with MLX5_QP_OPTPAR_COUNTER_SET_ID, which mlx5_ib never sets
+    // here: a QP keeps the set RST2INIT gave it (upstream sets it at RESET->INIT only).
 ];
 
 /// Members RTR2RTS takes: the requester side.

@@ -95,8 +95,10 @@ impl Fw {
     fn fill_general_caps(&self, c: &mut Cmd<'_>, cap: Field) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Field, u32); 36] = [
+        let values: [(Field, u32); 37] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
+            // Q counter sets: the simulator's table.
+            (cmd_hca_cap::max_qp_cnt, super::capacity::Q_COUNTER as u32),
             (cmd_hca_cap::log_max_qp_sz, p.log_max_qp_sz),
             (cmd_hca_cap::log_max_qp, p.log_max_qp),
             (cmd_hca_cap::log_max_srq, p.log_max_srq),

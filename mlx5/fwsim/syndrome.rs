@@ -102,6 +102,8 @@ syndromes! {
     UCTX_CAP = 0x5f02_0009,
     /// CREATE_UCTX with a non-zero uid in the header (a user context cannot create another).
     UCTX_NESTED = 0x5f02_000a,
+    /// No such Q counter set.
+    Q_COUNTER_UNKNOWN = 0x5f02_000b,
 
     // 0x5f03xxxx: CQ.
     /// No such CQ.

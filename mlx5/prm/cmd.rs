@@ -911,3 +911,89 @@ const _: () = assert!(create_rmp_in::ctx.bit_width == crate::prm::ctx::rmpc::SIZ
 const _: () = assert!(modify_rmp_in::ctx.bit_width == crate::prm::ctx::rmpc::SIZE_BITS);
 const _: () = assert!(modify_rmp_in::bitmask.bit_width == crate::prm::ctx::rmp_bitmask::SIZE_BITS);
 const _: () = assert!(query_rmp_out::rmp_context.bit_width == crate::prm::ctx::rmpc::SIZE_BITS);
+
+prm_layout! {
+    /// `struct mlx5_ifc_alloc_q_counter_in_bits` (mlx5_ifc.h).
+    alloc_q_counter_in, 0x80;
+    opcode @ 0x0, 0x10;
+    uid @ 0x10, 0x10;
+    op_mod @ 0x30, 0x10;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_alloc_q_counter_out_bits` (mlx5_ifc.h).
+    alloc_q_counter_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+    counter_set_id @ 0x58, 0x8;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_dealloc_q_counter_in_bits` (mlx5_ifc.h).
+    dealloc_q_counter_in, 0x80;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    counter_set_id @ 0x58, 0x8;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_dealloc_q_counter_out_bits` (mlx5_ifc.h).
+    dealloc_q_counter_out, 0x80;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_query_q_counter_in_bits` (mlx5_ifc.h).
+    query_q_counter_in, 0x100;
+    opcode @ 0x0, 0x10;
+    op_mod @ 0x30, 0x10;
+    other_vport @ 0x40, 0x1;
+    vport_number @ 0x50, 0x10;
+    clear @ 0xc0, 0x1;
+    aggregate @ 0xc1, 0x1;
+    counter_set_id @ 0xf8, 0x8;
+}
+
+prm_layout! {
+    /// `struct mlx5_ifc_query_q_counter_out_bits` (mlx5_ifc.h).
+    query_q_counter_out, 0x800;
+    status @ 0x0, 0x8;
+    syndrome @ 0x20, 0x20;
+    rx_write_requests @ 0x80, 0x20;
+    rx_read_requests @ 0xc0, 0x20;
+    rx_atomic_requests @ 0x100, 0x20;
+    rx_dct_connect @ 0x140, 0x20;
+    out_of_buffer @ 0x180, 0x20;
+    out_of_sequence @ 0x1c0, 0x20;
+    duplicate_request @ 0x200, 0x20;
+    rnr_nak_retry_err @ 0x240, 0x20;
+    packet_seq_err @ 0x280, 0x20;
+    implied_nak_seq_err @ 0x2c0, 0x20;
+    local_ack_timeout_err @ 0x300, 0x20;
+    req_rnr_retries_exceeded @ 0x380, 0x20;
+    resp_local_length_error @ 0x3c0, 0x20;
+    req_local_length_error @ 0x3e0, 0x20;
+    resp_local_qp_error @ 0x400, 0x20;
+    local_operation_error @ 0x420, 0x20;
+    resp_local_protection @ 0x440, 0x20;
+    req_local_protection @ 0x460, 0x20;
+    resp_cqe_error @ 0x480, 0x20;
+    req_cqe_error @ 0x4a0, 0x20;
+    req_mw_binding @ 0x4c0, 0x20;
+    req_bad_response @ 0x4e0, 0x20;
+    req_remote_invalid_request @ 0x500, 0x20;
+    resp_remote_invalid_request @ 0x520, 0x20;
+    req_remote_access_errors @ 0x540, 0x20;
+    resp_remote_access_errors @ 0x560, 0x20;
+    req_remote_operation_errors @ 0x580, 0x20;
+    req_transport_retries_exceeded @ 0x5a0, 0x20;
+    cq_overflow @ 0x5c0, 0x20;
+    resp_cqe_flush_error @ 0x5e0, 0x20;
+    req_cqe_flush_error @ 0x600, 0x20;
+    roce_adp_retrans @ 0x640, 0x20;
+    roce_adp_retrans_to @ 0x660, 0x20;
+    roce_slow_restart @ 0x680, 0x20;
+    roce_slow_restart_cnps @ 0x6a0, 0x20;
+    roce_slow_restart_trans @ 0x6c0, 0x20;
+}

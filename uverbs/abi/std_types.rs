@@ -507,6 +507,7 @@ pub(crate) const WRITE_OBJECTS: &[ObjectSpec] = &[
         writes: &[
             W::i(cmd::DEREG_MR, 4, &[Op::DeregMr]),
             W::udata_io(cmd::REG_MR, 40, 12, &[Op::RegUserMr]),
+            W::udata_io(cmd::REREG_MR, 48, 8, &[Op::ReregUserMr]),
         ],
         needs: &[],
     },

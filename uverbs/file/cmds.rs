@@ -46,8 +46,8 @@ use crate::uverbs::async_event::{AsyncEventFile, EventCount};
 use crate::uverbs::resp::Out;
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, Qp, QpAttr, QpAttrMask,
-    QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, Srq, SrqAttrMask, SrqEvent, SrqHandler,
-    SrqInitAttr, UserCtx, UserMrReq,
+    QpCap, QpEvent, QpHandler, QpInitAttr, QpState, QpType, ReregFlags, Srq, SrqAttrMask, SrqEvent,
+    SrqHandler, SrqInitAttr, UserCtx, UserMrReq,
 };
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
@@ -939,6 +939,74 @@ impl<D: Driver> UFile<D> {
         Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {
             copy_out_or_zero(out.0, out.1, &o.0)
         })
+    }
+
+    /// `IB_USER_VERBS_CMD_REREG_MR` (upstream `ib_uverbs_rereg_mr()`): `struct
+    /// ib_uverbs_rereg_mr` (48 bytes), checks in upstream's order: the flags and the
+    /// translation's page offsets ([`ReregFlags::check_request`]), the MR handle (`ENOENT`,
+    /// another type `EINVAL`), the access flags when they change, the new PD's handle when the
+    /// PD changes, then [`Mr::rereg_user`]. The new MR takes the old one's handle and goes to
+    /// the newest end of the file's objects (upstream `rdma_assign_uobject()` then
+    /// `rdma_alloc_commit_uobject()`), and the old MR is deregistered
+    /// (`uobj_put_destroy()`); the response is `{ lkey, rkey }` of the new MR.
+    pub(super) fn rereg_mr(&self, inner: &mut Inner<D>, b: &mut WriteBufs) -> Result {
+        let r = request::<48>(&b.core_in)?;
+        let handle = rd32(&r, 8);
+        let flags = ReregFlags(rd32(&r, 12));
+        let req = UserMrReq {
+            start: rd64(&r, 16),
+            length: rd64(&r, 24),
+            iova: rd64(&r, 32),
+            access: AccessFlags(rd32(&r, 44)),
+        };
+        flags.check_request(req.start, req.iova)?;
+        let ctx = inner.ctx()?.clone();
+        let pos = inner.find(obj::MR, i64::from(handle))?;
+        let mr = match Self::obj_at(inner, pos)? {
+            ObjKind::Mr(m) => m.clone(),
+            _ => return Err(EINVAL),
+        };
+        if flags.has(ReregFlags::ACCESS) {
+            req.access.check()?;
+        }
+        let new_pd = if flags.has(ReregFlags::PD) {
+            Some(Self::pd_by_handle(inner, rd32(&r, 40))?)
+        } else {
+            None
+        };
+        let new = with_udata(b, |ud| {
+            Mr::rereg_user(
+                &mr,
+                flags,
+                &req,
+                new_pd.as_ref(),
+                Owner::current_task(),
+                &mut UserCtx::new(&ctx, ud),
+            )
+        })?;
+        drop(mr);
+        let mut o = Out::<8>::new();
+        o.u32(0, new.lkey());
+        o.u32(4, new.rkey());
+        let old = inner.objs.remove(pos).map_err(|_| EINVAL)?;
+        // One entry was just removed: there is room for the new one.
+        if let Err(e) = inner.objs.push_within_capacity(UObject {
+            id: handle,
+            obj_type: obj::MR,
+            kind: ObjKind::Mr(new),
+        }) {
+            drop(e);
+            return Err(ENOMEM);
+        }
+        if let ObjKind::Mr(m) = old.kind {
+            if let Err(e) = Mr::dereg(m) {
+                pr_warn!(
+                    "uverbs: rereg_mr: the old MR's dereg failed ({:?})\n",
+                    e.err
+                );
+            }
+        }
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)
     }
 
     /// `IB_USER_VERBS_CMD_CREATE_AH` (upstream `ib_uverbs_create_ah()`): `struct
