@@ -174,8 +174,6 @@ pub struct MrCreated<T> {
 /// it uses its PD.
 pub struct Mr<D: Driver> {
     pd: Uses<Pd<D>>,
-    /// The registered length (upstream `mr->length`; 0 for DMA and fast-reg MRs).
-    length: u64,
     lkey: u32,
     rkey: u32,
     /// upstream `mr->length`, `mr->iova`: what a user registration asked for
@@ -210,7 +208,6 @@ impl<D: Driver> Mr<D> {
         Ok(slot
             .write(Mr {
                 pd: Uses::new(pd.clone()),
-                length,
                 lkey: c.lkey,
                 rkey: c.rkey,
                 length,
@@ -329,12 +326,13 @@ impl<D: Driver> Mr<D> {
             .ops()
             .rereg_user_mr
             .ok_or(EOPNOTSUPP)?;
-        let length = if flags.has(ReregFlags::TRANS) {
-            req.length
+        // A new translation brings its length and iova; otherwise the MR keeps its own.
+        let span = if flags.has(ReregFlags::TRANS) {
+            (req.length, req.iova)
         } else {
-            this.length
+            (this.length, this.iova)
         };
-        Self::create(pd, MrType::User, length, owner, || {
+        Self::create(pd, MrType::User, span, owner, || {
             op(this, flags, req, pd, user)
         })
     }
@@ -353,11 +351,6 @@ impl<D: Driver> Mr<D> {
     /// The PD.
     pub fn pd(&self) -> &Arc<Pd<D>> {
         self.pd.get()
-    }
-
-    /// The registered length (0 for DMA and fast-registration MRs).
-    pub fn length(&self) -> u64 {
-        self.length
     }
 
     /// Local key.
