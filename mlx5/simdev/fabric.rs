@@ -9,7 +9,13 @@
 //! at once: they live in one `Mutex<KVec<KVBox<Fw>>>`, which commands of any of them take too
 //! (a command is short; it is what serializes a function's command queue as well).
 //!
-//! The worker is a kernel thread per fabric ([`crate::kthread`]). It sleeps until kicked
+//! A user process's UAR store faults on the trap page; the fault handler runs a short pass
+//! itself when the fabric lock is free ([`Fabric::serve_inline`]: the doorbell records
+//! already hold what the store announces), so a ping-pong's message is delivered before
+//! the storing task returns to user space.
+//!
+//! The worker is a kernel thread per fabric ([`crate::kthread`]), at the lowest real-time
+//! priority (busy-polling programs cannot keep it from the CPU). It sleeps until kicked
 //! ([`Fabric::kick`]: a doorbell of a kernel queue, the UAR page trap of a user process),
 //! then runs passes of the engine while there is work, and rescans every jiffy while any QP
 //! exists (doorbell records are the truth, the UAR stores only wake-ups: receives have no
@@ -30,7 +36,7 @@ use ib_core_rs::mm::{TrapHandler, TrapPage};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, CondVar, Mutex, SpinLockIrq};
-use kernel::time::{Instant, Monotonic};
+use kernel::time::{Delta, Instant, Monotonic};
 use kernel::{new_condvar, new_mutex, new_spinlock_irq};
 
 /// Doorbell values kept between passes; more are dropped (the records are the truth).
@@ -50,7 +56,16 @@ struct PendingTrap {
     page: Arc<TrapPage>,
     func: usize,
     uar: u32,
+    /// When the fault installed the page.
+    at: Instant<Monotonic>,
 }
+
+/// How long a trap page stays installed after its fault before the worker re-arms it: the
+/// store that faulted completes only when the faulting task runs again, and a re-arm before
+/// that would make it fault once more. The worker runs at real-time priority and preempts
+/// that task on its way back to user space, so without this wait it could re-arm in that
+/// window every time. A task kept off the CPU for longer just faults (and rings) again.
+const TRAP_SETTLE: Delta = Delta::from_micros(50);
 
 /// The [`TrapHandler`] of a simulated function's UAR page: a store of user space to the page
 /// queues it for the worker, which re-arms the trap and then reads the doorbells it holds.
@@ -79,6 +94,10 @@ impl TrapHandler for UarBell {
 
 /// WQEs per engine pass; a pass that runs out is followed by another at once.
 const BUDGET: u32 = 256;
+
+/// WQEs of a pass run by a faulting task ([`Fabric::serve_inline`]): a ping-pong's message
+/// or two; a longer queue is left to the worker.
+const INLINE_BUDGET: u32 = 16;
 
 /// Events taken from one function per lock hold.
 const EVENT_BATCH: usize = 32;
@@ -204,12 +223,40 @@ impl Fabric {
                         page: page.clone(),
                         func,
                         uar,
+                        at: Instant::now(),
                     });
                 }
             }
             w.kicked = true;
         }
         self.cv.notify_one();
+        self.serve_inline();
+    }
+
+    /// Runs one short engine pass in the faulting task's context, unless the worker (or
+    /// another faulting task) holds the fabric: the doorbell records, which libmlx5 writes
+    /// before its UAR store, already say what the store announces (a send doorbell's
+    /// producer index, a CQ arm request), so the WQE runs and its CQEs and events arrive
+    /// before the storing task even returns to user space. The worker still re-arms the page
+    /// (that takes the `mmap_lock` this fault holds) and passes again; a pass that finds the
+    /// work done does nothing. In the page-fault handler, which may sleep; the fabric lock
+    /// is not held by this task (the engine never touches user page tables).
+    fn serve_inline(&self) {
+        let Some(mut fws) = self.fws.try_lock() else {
+            return;
+        };
+        let now = self.now_ns();
+        let outcome = super::engine_glue::run(&mut fws, &self.iommus, now, INLINE_BUDGET);
+        drop(fws);
+        self.deliver();
+        if outcome.more {
+            self.kick();
+        }
+    }
+
+    /// Nanoseconds since the fabric was made (the engine's clock).
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(0)
     }
 
     /// Re-arms the trap pages that were written to, then turns what they hold into doorbell
@@ -223,6 +270,13 @@ impl Fabric {
             let mut w = self.wake.lock();
             for (dst, src) in traps.iter_mut().zip(w.traps.iter_mut()) {
                 *dst = src.take();
+            }
+        }
+        // Let the youngest fault's store land first (`TRAP_SETTLE`).
+        let youngest = traps.iter().flatten().map(|t| t.at.elapsed()).min();
+        if let Some(age) = youngest {
+            if age < TRAP_SETTLE {
+                kernel::time::delay::fsleep(TRAP_SETTLE - age);
             }
         }
         for t in traps.iter().flatten() {
@@ -282,7 +336,7 @@ impl Fabric {
     /// events it queued go to the handlers afterwards. Returns whether to pass again at once
     /// and when to rescan otherwise.
     fn pass(&self, dbs: &[Option<PendingDb>]) -> (bool, Option<kernel::time::Jiffies>) {
-        let now = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(0);
+        let now = self.now_ns();
         let (outcome, any_qp) = {
             let mut fws = self.fws.lock();
             for d in dbs.iter().flatten() {
@@ -411,7 +465,11 @@ impl FabricWorker {
             LinkLayer::Ib => "ib",
             LinkLayer::Ethernet => "eth",
         };
-        let thread = Registered::new(KThread::spawn(fabric.clone(), fmt!("mlx5_fwsim_{}", name))?)?;
+        let thread = KThread::spawn(fabric.clone(), fmt!("mlx5_fwsim_{}", name))?;
+        // The device's silicon never waits for a CPU: a woken worker preempts the programs
+        // that busy-poll for its completions.
+        thread.set_fifo_low();
+        let thread = Registered::new(thread)?;
         Arc::pin_init(
             try_pin_init!(FabricWorker {
                 fabric,
