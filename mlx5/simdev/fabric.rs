@@ -9,19 +9,22 @@
 //! at once: they live in one `Mutex<KVec<KVBox<Fw>>>`, which commands of any of them take too
 //! (a command is short; it is what serializes a function's command queue as well).
 //!
-//! A user process's UAR store faults on the trap page; the fault handler runs a short pass
-//! itself when the fabric lock is free ([`Fabric::serve_inline`]: the doorbell records
-//! already hold what the store announces), so a ping-pong's message is delivered before
-//! the storing task returns to user space.
+//! A user process's UAR store faults on the trap page ([`TrapPage`]). The fault handler runs
+//! a pass over the queues that ring that page itself, when the fabric lock is free
+//! ([`Fabric::serve_inline`]: the doorbell records already hold what the store announces),
+//! so a ping-pong's message is delivered before the storing task returns to user space.
 //!
 //! The worker is a kernel thread per fabric ([`crate::kthread`]), at the lowest real-time
-//! priority (busy-polling programs cannot keep it from the CPU). It sleeps until kicked
-//! ([`Fabric::kick`]: a doorbell of a kernel queue, the UAR page trap of a user process),
-//! then runs passes of the engine while there is work, and rescans every jiffy while any QP
-//! exists (doorbell records are the truth, the UAR stores only wake-ups: receives have no
-//! store at all) or at the engine's next RNR/ACK-timeout deadline. With no QP it sleeps
-//! until kicked: an idle fabric costs no CPU. After each pass it delivers the events the
-//! engine queued, without the fabric lock, to each function's handler ([`Mlx5Events`]).
+//! priority (busy-polling programs cannot keep it from the CPU until the next tick). A trap
+//! wakes it to re-arm the page once the faulting store has landed ([`TRAP_SETTLE`]) and to
+//! serve that page's queues again; a kick ([`Fabric::kick`], [`Fabric::ring`]: a doorbell of
+//! a kernel queue) runs full passes over every queue while there is work. While any QP
+//! exists it also rescans everything, every jiffy after a pass that did work and less often
+//! the longer nothing happens (up to [`IDLE_RESCAN_MAX`]), and at the engine's next
+//! RNR/ACK-timeout deadline: the doorbell records are the truth and a dropped trap's page
+//! is still read. With no QP it sleeps until kicked: an idle fabric costs no CPU. After each
+//! pass it delivers the events the engine queued, without the fabric lock, to each
+//! function's handler ([`Mlx5Events`]).
 //!
 //! Lock order: `fws` (the fabric lock), then an IOMMU's table (the engine's memory accesses);
 //! `handlers`, then the driver's event locks; `wake` is a leaf (a spinlock: rings come from
@@ -43,13 +46,9 @@ use kernel::{new_condvar, new_mutex, new_spinlock_irq};
 const PENDING: usize = 32;
 
 /// Rung UAR trap pages kept between passes; more are dropped (the periodic rescan reads the
-/// records; such a page stays installed, so later stores to it are seen by rescans only).
+/// records; such a page stays installed, nothing re-arms it, so its stores are seen by the
+/// rescans only, every jiffy while they find work).
 const PENDING_TRAPS: usize = 16;
-
-/// Offset of the CQ arm doorbell in a UAR page (`MLX5_CQ_DOORBELL`).
-const UAR_CQ_DOORBELL: usize = 0x20;
-/// Offset of blue-flame register 0 (the send doorbell of `bf_reg_size` 0 contexts).
-const UAR_BF0: usize = 0x800;
 
 /// A UAR trap page that was written to, and whose page it is.
 struct PendingTrap {
@@ -60,12 +59,13 @@ struct PendingTrap {
     at: Instant<Monotonic>,
 }
 
-/// How long a trap page stays installed after its fault before the worker re-arms it: the
-/// store that faulted completes only when the faulting task runs again, and a re-arm before
-/// that would make it fault once more. The worker runs at real-time priority and preempts
-/// that task on its way back to user space, so without this wait it could re-arm in that
-/// window every time. A task kept off the CPU for longer just faults (and rings) again.
-const TRAP_SETTLE: Delta = Delta::from_micros(50);
+/// How long a trap page stays installed after its fault returned before the worker re-arms
+/// it: the store that faulted completes only when the faulting task runs again, and a re-arm
+/// before that would make it fault once more. The worker runs at real-time priority and
+/// preempts that task on its way back to user space, so without this wait it would re-arm in
+/// that window every time (a fault loop). A task kept off the CPU for longer just faults (and
+/// rings) again. A store that lands meanwhile is seen by the pass after the re-arm.
+const TRAP_SETTLE: Delta = Delta::from_micros(200);
 
 /// The [`TrapHandler`] of a simulated function's UAR page: a store of user space to the page
 /// queues it for the worker, which re-arms the trap and then reads the doorbells it holds.
@@ -91,6 +91,10 @@ impl TrapHandler for UarBell {
         self.fabric.trap_rung(page, self.func, self.uar);
     }
 }
+
+/// The longest rescan interval while QPs exist and nothing happens (jiffies): the rescan
+/// is the safety net for stores whose trap was dropped (a full queue) and for retries.
+const IDLE_RESCAN_MAX: kernel::time::Jiffies = 16;
 
 /// WQEs per engine pass; a pass that runs out is followed by another at once.
 const BUDGET: u32 = 256;
@@ -118,13 +122,43 @@ struct PendingDb {
 
 /// What wakes the worker.
 struct Wake {
+    /// A full pass is wanted (a kernel queue's doorbell, a pass that ran out of budget).
     kicked: bool,
+    /// Trap pages are queued (`traps`): re-arm them and serve their queues.
+    trapped: bool,
     stop: bool,
+    /// The rescan interval while QPs exist and passes find nothing: doubles per idle rescan
+    /// up to [`IDLE_RESCAN_MAX`], back to 1 jiffy when a pass does work.
+    idle: kernel::time::Jiffies,
     /// Sleep this many jiffies at most before rescanning (`None`: until kicked).
     rescan: Option<kernel::time::Jiffies>,
     dbs: [Option<PendingDb>; PENDING],
     n: usize,
     traps: [Option<PendingTrap>; PENDING_TRAPS],
+}
+
+/// How a fabric's engine passes ran (debugfs `stats`): by the worker or in a faulting task,
+/// the nanoseconds they took, and the faults that found the fabric busy.
+pub(crate) struct Served {
+    pub(crate) worker_passes: Atomic<u64>,
+    pub(crate) worker_ns: Atomic<u64>,
+    pub(crate) inline_passes: Atomic<u64>,
+    pub(crate) inline_ns: Atomic<u64>,
+    pub(crate) inline_busy: Atomic<u64>,
+    pub(crate) settle_waits: Atomic<u64>,
+}
+
+impl Served {
+    fn new() -> Self {
+        Served {
+            worker_passes: Atomic::new(0),
+            worker_ns: Atomic::new(0),
+            inline_passes: Atomic::new(0),
+            inline_ns: Atomic::new(0),
+            inline_busy: Atomic::new(0),
+            settle_waits: Atomic::new(0),
+        }
+    }
 }
 
 /// The functions of one link layer.
@@ -137,6 +171,8 @@ pub(crate) struct Fabric {
     iommus: KVec<Arc<Iommu>>,
     /// Per function: UAR stores that arrived as trap faults (debugfs `stats`, `uar_traps`).
     traps: KVec<Atomic<u64>>,
+    /// How the data path was served (debugfs `stats`, the `fabric_*` lines).
+    served: Served,
     /// Each function's event handler, by index; deliveries hold the lock.
     #[pin]
     handlers: Mutex<KVec<Option<Arc<dyn Mlx5Events>>>>,
@@ -168,6 +204,11 @@ impl Fabric {
     /// fabric does not have).
     pub(crate) fn uar_traps(&self, index: usize) -> u64 {
         self.traps.get(index).map_or(0, |t| t.load(Relaxed))
+    }
+
+    /// How the fabric's passes ran so far.
+    pub(crate) fn served(&self) -> &Served {
+        &self.served
     }
 
     /// Installs (or removes) function `index`'s event handler; when a removal returns, no
@@ -214,40 +255,58 @@ impl Fabric {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
+        // First the work, then the worker: the page's settle time starts when this fault is
+        // about to return, so that the store can land before the re-arm.
+        self.serve_inline(func, uar);
         {
             let mut w = self.wake.lock();
-            let queued = w.traps.iter().flatten().any(|t| Arc::ptr_eq(&t.page, page));
-            if !queued {
-                if let Some(slot) = w.traps.iter_mut().find(|t| t.is_none()) {
-                    *slot = Some(PendingTrap {
-                        page: page.clone(),
-                        func,
-                        uar,
-                        at: Instant::now(),
-                    });
+            let now = Instant::now();
+            match w
+                .traps
+                .iter_mut()
+                .flatten()
+                .find(|t| Arc::ptr_eq(&t.page, page))
+            {
+                // Already queued: its store is the one pending now.
+                Some(t) => t.at = now,
+                None => {
+                    if let Some(slot) = w.traps.iter_mut().find(|t| t.is_none()) {
+                        *slot = Some(PendingTrap {
+                            page: page.clone(),
+                            func,
+                            uar,
+                            at: now,
+                        });
+                    }
                 }
             }
-            w.kicked = true;
+            w.trapped = true;
         }
         self.cv.notify_one();
-        self.serve_inline();
     }
 
-    /// Runs one short engine pass in the faulting task's context, unless the worker (or
-    /// another faulting task) holds the fabric: the doorbell records, which libmlx5 writes
+    /// Runs a short engine pass over the queues that ring UAR page `uar` of function `func`
+    /// (`engine::run_uar`) in the faulting task's context, unless the worker (or another
+    /// faulting task) holds the fabric: the doorbell records, which libmlx5 writes
     /// before its UAR store, already say what the store announces (a send doorbell's
     /// producer index, a CQ arm request), so the WQE runs and its CQEs and events arrive
     /// before the storing task even returns to user space. The worker still re-arms the page
     /// (that takes the `mmap_lock` this fault holds) and passes again; a pass that finds the
     /// work done does nothing. In the page-fault handler, which may sleep; the fabric lock
     /// is not held by this task (the engine never touches user page tables).
-    fn serve_inline(&self) {
+    fn serve_inline(&self, func: usize, uar: u32) {
         let Some(mut fws) = self.fws.try_lock() else {
+            self.served.inline_busy.fetch_add(1, Relaxed);
             return;
         };
         let now = self.now_ns();
-        let outcome = super::engine_glue::run(&mut fws, &self.iommus, now, INLINE_BUDGET);
+        let outcome =
+            super::engine_glue::run_uar(&mut fws, &self.iommus, func, uar, now, INLINE_BUDGET);
         drop(fws);
+        self.served.inline_passes.fetch_add(1, Relaxed);
+        self.served
+            .inline_ns
+            .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
         self.deliver();
         if outcome.more {
             self.kick();
@@ -259,15 +318,15 @@ impl Fabric {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(0)
     }
 
-    /// Re-arms the trap pages that were written to, then turns what they hold into doorbell
-    /// values for the coming pass (the CQ arm at 0x20 and the send doorbell at 0x800, as
-    /// big-endian 64-bit stores). A store that lands after the re-arm faults and rings again;
-    /// one that landed before is in the page now. Sleeps (the re-arm takes `mmap_lock`s): no
-    /// lock is held.
-    fn take_traps(&self, dbs: &mut [Option<PendingDb>; PENDING], mut n: usize) -> usize {
+    /// Re-arms the trap pages that were written to (after their settle time) and returns
+    /// which (function, UAR) each was, for the passes over their queues. A store that lands
+    /// after the re-arm faults and rings again; one that landed before is in the doorbell
+    /// records now. Sleeps (the re-arm takes `mmap_lock`s): no lock is held.
+    fn take_traps(&self, pages: &mut [Option<(usize, u32)>; PENDING_TRAPS]) -> usize {
         let mut traps: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         {
             let mut w = self.wake.lock();
+            w.trapped = false;
             for (dst, src) in traps.iter_mut().zip(w.traps.iter_mut()) {
                 *dst = src.take();
             }
@@ -276,25 +335,16 @@ impl Fabric {
         let youngest = traps.iter().flatten().map(|t| t.at.elapsed()).min();
         if let Some(age) = youngest {
             if age < TRAP_SETTLE {
+                self.served.settle_waits.fetch_add(1, Relaxed);
                 kernel::time::delay::fsleep(TRAP_SETTLE - age);
             }
         }
+        let mut n = 0;
         for t in traps.iter().flatten() {
             t.page.rearm();
-            for (off, db) in [(UAR_CQ_DOORBELL, Doorbell::CqArm), (UAR_BF0, Doorbell::Sq)] {
-                let mut v = [0u8; 8];
-                if t.page.page().read(off, &mut v).is_err() {
-                    continue;
-                }
-                if let Some(slot) = dbs.get_mut(n) {
-                    *slot = Some(PendingDb {
-                        func: t.func,
-                        uar: t.uar,
-                        db,
-                        value: u64::from_be_bytes(v),
-                    });
-                    n += 1;
-                }
+            if let Some(slot) = pages.get_mut(n) {
+                *slot = Some((t.func, t.uar));
+                n += 1;
             }
         }
         // The references go here, outside every lock.
@@ -302,40 +352,51 @@ impl Fabric {
         n
     }
 
-    /// Waits for a kick, a rescan or a stop; returns the queued doorbells, or `None` to stop.
-    fn wait(&self, dbs: &mut [Option<PendingDb>; PENDING]) -> Option<usize> {
+    /// Waits for a kick, a trap, a rescan or a stop; returns the queued doorbells and whether
+    /// a full pass is due (a kick or a rescan; a trap alone serves its pages), or `None` to
+    /// stop.
+    fn wait(&self, dbs: &mut [Option<PendingDb>; PENDING]) -> Option<(usize, bool)> {
         let mut w = self.wake.lock();
-        loop {
+        let full = loop {
             if w.stop || kthread::should_stop() {
                 return None;
             }
             if w.kicked {
-                break;
+                break true;
+            }
+            if w.trapped {
+                break false;
             }
             match w.rescan {
                 Some(j) => {
-                    // Woken, timed out or (kthreads take no signals) anything else: rescan.
+                    // Woken, timed out or (kthreads take no signals) anything else: a kick or
+                    // a trap is served as such, anything else rescans.
                     let _ = self.cv.wait_interruptible_timeout(&mut w, j);
-                    break;
+                    break w.kicked || !w.trapped;
                 }
                 None => {
                     let _ = self.cv.wait_interruptible(&mut w);
                 }
             }
-        }
+        };
         w.kicked = false;
         let n = w.n;
         for (dst, src) in dbs.iter_mut().zip(w.dbs.iter_mut()).take(n) {
             *dst = src.take();
         }
         w.n = 0;
-        Some(n)
+        Some((n, full))
     }
 
-    /// One engine pass: the queued doorbells, then the engine over every function; the
-    /// events it queued go to the handlers afterwards. Returns whether to pass again at once
-    /// and when to rescan otherwise.
-    fn pass(&self, dbs: &[Option<PendingDb>]) -> (bool, Option<kernel::time::Jiffies>) {
+    /// One engine pass: the queued doorbells, then the engine over every function (`full`)
+    /// or over the queues of the trapped pages only; the events it queued go to the handlers
+    /// afterwards. Returns whether to pass again at once, and when to rescan otherwise.
+    fn pass(
+        &self,
+        dbs: &[Option<PendingDb>],
+        pages: &[Option<(usize, u32)>],
+        full: bool,
+    ) -> (bool, Option<kernel::time::Jiffies>) {
         let now = self.now_ns();
         let (outcome, any_qp) = {
             let mut fws = self.fws.lock();
@@ -344,12 +405,36 @@ impl Fabric {
                     super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
                 }
             }
-            let outcome = super::engine_glue::run(&mut fws, &self.iommus, now, BUDGET);
+            let mut outcome = super::engine_glue::RunOutcome::default();
+            if full {
+                outcome = super::engine_glue::run(&mut fws, &self.iommus, now, BUDGET);
+            } else {
+                for &(func, uar) in pages.iter().flatten() {
+                    let o =
+                        super::engine_glue::run_uar(&mut fws, &self.iommus, func, uar, now, BUDGET);
+                    outcome.merge(o);
+                }
+            }
             let any_qp = fws.iter().any(|f| f.counts().qp != 0);
             (outcome, any_qp)
         };
+        self.served.worker_passes.fetch_add(1, Relaxed);
+        self.served
+            .worker_ns
+            .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
         self.deliver();
-        let mut rescan = any_qp.then_some(1);
+        let rescan = if any_qp {
+            let mut w = self.wake.lock();
+            w.idle = if outcome.wqes != 0 || !full {
+                1
+            } else {
+                (w.idle * 2).min(IDLE_RESCAN_MAX)
+            };
+            Some(w.idle)
+        } else {
+            None
+        };
+        let mut rescan = rescan;
         if let Some(d) = outcome.next_deadline_ns {
             let j = d.saturating_sub(now).div_ceil(ns_per_jiffy()).max(1);
             let j = kernel::time::Jiffies::try_from(j).unwrap_or(kernel::time::Jiffies::MAX);
@@ -396,9 +481,14 @@ impl Fabric {
 impl ThreadBody for Fabric {
     fn run(&self) {
         let mut dbs = [None; PENDING];
-        while let Some(n) = self.wait(&mut dbs) {
-            let n = self.take_traps(&mut dbs, n);
-            let (more, rescan) = self.pass(dbs.get(..n).unwrap_or(&[]));
+        let mut pages = [None; PENDING_TRAPS];
+        while let Some((n, full)) = self.wait(&mut dbs) {
+            let np = self.take_traps(&mut pages);
+            let (more, rescan) = self.pass(
+                dbs.get(..n).unwrap_or(&[]),
+                pages.get(..np).unwrap_or(&[]),
+                full,
+            );
             let mut w = self.wake.lock();
             w.rescan = rescan;
             if more {
@@ -447,10 +537,13 @@ impl FabricWorker {
                 fws <- new_mutex!(fws),
                 iommus,
                 traps,
+                served: Served::new(),
                 handlers <- new_mutex!(handlers),
                 wake <- new_spinlock_irq!(Wake {
                     kicked: false,
+                    trapped: false,
                     stop: false,
+                    idle: 1,
                     rescan: None,
                     dbs: [None; PENDING],
                     n: 0,
