@@ -96,6 +96,11 @@ impl TrapHandler for UarBell {
 /// is the safety net for stores whose trap was dropped (a full queue) and for retries.
 const IDLE_RESCAN_MAX: kernel::time::Jiffies = 16;
 
+/// Offset of the CQ arm doorbell in a UAR page (`MLX5_CQ_DOORBELL`).
+const UAR_CQ_DOORBELL: usize = 0x20;
+/// Offset of blue-flame register 0 (the send doorbell of `bf_reg_size` 0 contexts).
+const UAR_BF0: usize = 0x800;
+
 /// WQEs per engine pass; a pass that runs out is followed by another at once.
 const BUDGET: u32 = 256;
 
@@ -318,11 +323,19 @@ impl Fabric {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(0)
     }
 
-    /// Re-arms the trap pages that were written to (after their settle time) and returns
-    /// which (function, UAR) each was, for the passes over their queues. A store that lands
-    /// after the re-arm faults and rings again; one that landed before is in the doorbell
-    /// records now. Sleeps (the re-arm takes `mmap_lock`s): no lock is held.
-    fn take_traps(&self, pages: &mut [Option<(usize, u32)>; PENDING_TRAPS]) -> usize {
+    /// Re-arms the trap pages that were written to (after their settle time), returns which
+    /// (function, UAR) each was, for the passes over their queues, and turns what they hold
+    /// into doorbell values for the pass (the CQ arm at 0x20 and the send doorbell at 0x800,
+    /// as big-endian 64-bit stores: a first CQ arm, `sn` 0 and `ci` 0, looks like the zeroed
+    /// arm record, so only the store shows it). A store that lands after the re-arm faults
+    /// and rings again; one that landed before is in the page and the records now. Sleeps
+    /// (the re-arm takes `mmap_lock`s): no lock is held.
+    fn take_traps(
+        &self,
+        pages: &mut [Option<(usize, u32)>; PENDING_TRAPS],
+        dbs: &mut [Option<PendingDb>; PENDING],
+        mut ndb: usize,
+    ) -> (usize, usize) {
         let mut traps: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         {
             let mut w = self.wake.lock();
@@ -346,10 +359,25 @@ impl Fabric {
                 *slot = Some((t.func, t.uar));
                 n += 1;
             }
+            for (off, db) in [(UAR_CQ_DOORBELL, Doorbell::CqArm), (UAR_BF0, Doorbell::Sq)] {
+                let mut v = [0u8; 8];
+                if t.page.page().read(off, &mut v).is_err() {
+                    continue;
+                }
+                if let Some(slot) = dbs.get_mut(ndb) {
+                    *slot = Some(PendingDb {
+                        func: t.func,
+                        uar: t.uar,
+                        db,
+                        value: u64::from_be_bytes(v),
+                    });
+                    ndb += 1;
+                }
+            }
         }
         // The references go here, outside every lock.
         drop(traps);
-        n
+        (n, ndb)
     }
 
     /// Waits for a kick, a trap, a rescan or a stop; returns the queued doorbells and whether
@@ -483,7 +511,7 @@ impl ThreadBody for Fabric {
         let mut dbs = [None; PENDING];
         let mut pages = [None; PENDING_TRAPS];
         while let Some((n, full)) = self.wait(&mut dbs) {
-            let np = self.take_traps(&mut pages);
+            let (np, n) = self.take_traps(&mut pages, &mut dbs, n);
             let (more, rescan) = self.pass(
                 dbs.get(..n).unwrap_or(&[]),
                 pages.get(..np).unwrap_or(&[]),
