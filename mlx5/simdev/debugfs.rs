@@ -142,7 +142,7 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         ("fabric_inline_passes", &v.inline_passes),
         ("fabric_inline_ns", &v.inline_ns),
         ("fabric_inline_busy", &v.inline_busy),
-        ("fabric_settle_waits", &v.settle_waits),
+        ("fabric_rearms_deferred", &v.rearms_deferred),
     ] {
         writeln!(out, "{} {}", name, a.load(kernel::sync::atomic::Relaxed))?;
     }

@@ -15,9 +15,10 @@
 //! so a ping-pong's message is delivered before the storing task returns to user space.
 //!
 //! The worker is a kernel thread per fabric ([`crate::kthread`]), at the lowest real-time
-//! priority (busy-polling programs cannot keep it from the CPU until the next tick). A trap
-//! wakes it to re-arm the page once the faulting store has landed ([`TRAP_SETTLE`]) and to
-//! serve that page's queues again; a kick ([`Fabric::kick`], [`Fabric::ring`]: a doorbell of
+//! priority (a normal one is woken lazily: it waited for the next tick behind busy-polling
+//! programs). A page's fault has it re-arm the pages that rang before, whose stores have
+//! landed (the page that rang last waits for the next fault of another page, or the rescan,
+//! since its store only lands after the fault returns), and serve their queues again; a kick ([`Fabric::kick`], [`Fabric::ring`]: a doorbell of
 //! a kernel queue) runs full passes over every queue while there is work. While any QP
 //! exists it also rescans everything, every jiffy after a pass that did work and less often
 //! the longer nothing happens (up to [`IDLE_RESCAN_MAX`]), and at the engine's next
@@ -39,7 +40,7 @@ use ib_core_rs::mm::{TrapHandler, TrapPage};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, CondVar, Mutex, SpinLockIrq};
-use kernel::time::{Delta, Instant, Monotonic};
+use kernel::time::{Instant, Monotonic};
 use kernel::{new_condvar, new_mutex, new_spinlock_irq};
 
 /// Doorbell values kept between passes; more are dropped (the records are the truth).
@@ -55,17 +56,9 @@ struct PendingTrap {
     page: Arc<TrapPage>,
     func: usize,
     uar: u32,
-    /// When the fault installed the page.
-    at: Instant<Monotonic>,
+    /// The order of the faults: the page that rang last has the highest.
+    seq: u64,
 }
-
-/// How long a trap page stays installed after its fault returned before the worker re-arms
-/// it: the store that faulted completes only when the faulting task runs again, and a re-arm
-/// before that would make it fault once more. The worker runs at real-time priority and
-/// preempts that task on its way back to user space, so without this wait it would re-arm in
-/// that window every time (a fault loop). A task kept off the CPU for longer just faults (and
-/// rings) again. A store that lands meanwhile is seen by the pass after the re-arm.
-const TRAP_SETTLE: Delta = Delta::from_micros(200);
 
 /// The [`TrapHandler`] of a simulated function's UAR page: a store of user space to the page
 /// queues it for the worker, which re-arms the trap and then reads the doorbells it holds.
@@ -129,8 +122,11 @@ struct PendingDb {
 struct Wake {
     /// A full pass is wanted (a kernel queue's doorbell, a pass that ran out of budget).
     kicked: bool,
-    /// Trap pages are queued (`traps`): re-arm them and serve their queues.
+    /// Trap pages other than the last one rung are queued (`traps`): re-arm them and serve
+    /// their queues.
     trapped: bool,
+    /// The next [`PendingTrap::seq`].
+    next_seq: u64,
     stop: bool,
     /// The rescan interval while QPs exist and passes find nothing: doubles per idle rescan
     /// up to [`IDLE_RESCAN_MAX`], back to 1 jiffy when a pass does work.
@@ -150,7 +146,7 @@ pub(crate) struct Served {
     pub(crate) inline_passes: Atomic<u64>,
     pub(crate) inline_ns: Atomic<u64>,
     pub(crate) inline_busy: Atomic<u64>,
-    pub(crate) settle_waits: Atomic<u64>,
+    pub(crate) rearms_deferred: Atomic<u64>,
 }
 
 impl Served {
@@ -161,7 +157,7 @@ impl Served {
             inline_passes: Atomic::new(0),
             inline_ns: Atomic::new(0),
             inline_busy: Atomic::new(0),
-            settle_waits: Atomic::new(0),
+            rearms_deferred: Atomic::new(0),
         }
     }
 }
@@ -260,12 +256,15 @@ impl Fabric {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
-        // First the work, then the worker: the page's settle time starts when this fault is
-        // about to return, so that the store can land before the re-arm.
         self.serve_inline(func, uar);
-        {
+        // The page is re-armed once its store has landed, which is only after this fault
+        // returns: not by a wake-up from here (the worker preempts this task before it
+        // stores, and a re-arm then would fault the store again, in a loop), but when another
+        // page rings (a ping-pong's peer: by then this store is long done) or at the rescan.
+        let others = {
             let mut w = self.wake.lock();
-            let now = Instant::now();
+            let seq = w.next_seq;
+            w.next_seq = seq.wrapping_add(1);
             match w
                 .traps
                 .iter_mut()
@@ -273,21 +272,29 @@ impl Fabric {
                 .find(|t| Arc::ptr_eq(&t.page, page))
             {
                 // Already queued: its store is the one pending now.
-                Some(t) => t.at = now,
+                Some(t) => t.seq = seq,
                 None => {
                     if let Some(slot) = w.traps.iter_mut().find(|t| t.is_none()) {
                         *slot = Some(PendingTrap {
                             page: page.clone(),
                             func,
                             uar,
-                            at: now,
+                            seq,
                         });
                     }
                 }
             }
-            w.trapped = true;
+            let others = w
+                .traps
+                .iter()
+                .flatten()
+                .any(|t| !Arc::ptr_eq(&t.page, page));
+            w.trapped |= others;
+            others
+        };
+        if others {
+            self.cv.notify_one();
         }
-        self.cv.notify_one();
     }
 
     /// Runs a short engine pass over the queues that ring UAR page `uar` of function `func`
@@ -323,7 +330,8 @@ impl Fabric {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(0)
     }
 
-    /// Re-arms the trap pages that were written to (after their settle time), returns which
+    /// Re-arms the trap pages that were written to (all of them, or, for a trap's wake-up, all
+    /// but the page that rang last: its store may not have landed yet), returns which
     /// (function, UAR) each was, for the passes over their queues, and turns what they hold
     /// into doorbell values for the pass (the CQ arm at 0x20 and the send doorbell at 0x800,
     /// as big-endian 64-bit stores: a first CQ arm, `sn` 0 and `ci` 0, looks like the zeroed
@@ -335,21 +343,20 @@ impl Fabric {
         pages: &mut [Option<(usize, u32)>; PENDING_TRAPS],
         dbs: &mut [Option<PendingDb>; PENDING],
         mut ndb: usize,
+        all: bool,
     ) -> (usize, usize) {
         let mut traps: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         {
             let mut w = self.wake.lock();
             w.trapped = false;
+            let last = w.traps.iter().flatten().map(|t| t.seq).max();
             for (dst, src) in traps.iter_mut().zip(w.traps.iter_mut()) {
-                *dst = src.take();
+                if all || src.as_ref().map(|t| t.seq) != last {
+                    *dst = src.take();
+                }
             }
-        }
-        // Let the youngest fault's store land first (`TRAP_SETTLE`).
-        let youngest = traps.iter().flatten().map(|t| t.at.elapsed()).min();
-        if let Some(age) = youngest {
-            if age < TRAP_SETTLE {
-                self.served.settle_waits.fetch_add(1, Relaxed);
-                kernel::time::delay::fsleep(TRAP_SETTLE - age);
+            if !all && last.is_some() {
+                self.served.rearms_deferred.fetch_add(1, Relaxed);
             }
         }
         let mut n = 0;
@@ -511,7 +518,7 @@ impl ThreadBody for Fabric {
         let mut dbs = [None; PENDING];
         let mut pages = [None; PENDING_TRAPS];
         while let Some((n, full)) = self.wait(&mut dbs) {
-            let (np, n) = self.take_traps(&mut pages, &mut dbs, n);
+            let (np, n) = self.take_traps(&mut pages, &mut dbs, n, full);
             let (more, rescan) = self.pass(
                 dbs.get(..n).unwrap_or(&[]),
                 pages.get(..np).unwrap_or(&[]),
@@ -570,6 +577,7 @@ impl FabricWorker {
                 wake <- new_spinlock_irq!(Wake {
                     kicked: false,
                     trapped: false,
+                    next_seq: 0,
                     stop: false,
                     idle: 1,
                     rescan: None,
