@@ -118,6 +118,17 @@ struct PendingDb {
     value: u64,
 }
 
+/// Why the worker woke.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Woken {
+    /// [`Fabric::kick`]/[`Fabric::ring`]: a full pass.
+    Kick,
+    /// A trap with other pages queued: serve those pages.
+    Trap,
+    /// The rescan interval passed: a full pass, every queued page re-armed.
+    Rescan,
+}
+
 /// What wakes the worker.
 struct Wake {
     /// A full pass is wanted (a kernel queue's doorbell, a pass that ran out of budget).
@@ -390,24 +401,30 @@ impl Fabric {
     /// Waits for a kick, a trap, a rescan or a stop; returns the queued doorbells and whether
     /// a full pass is due (a kick or a rescan; a trap alone serves its pages), or `None` to
     /// stop.
-    fn wait(&self, dbs: &mut [Option<PendingDb>; PENDING]) -> Option<(usize, bool)> {
+    fn wait(&self, dbs: &mut [Option<PendingDb>; PENDING]) -> Option<(usize, Woken)> {
         let mut w = self.wake.lock();
-        let full = loop {
+        let why = loop {
             if w.stop || kthread::should_stop() {
                 return None;
             }
             if w.kicked {
-                break true;
+                break Woken::Kick;
             }
             if w.trapped {
-                break false;
+                break Woken::Trap;
             }
             match w.rescan {
                 Some(j) => {
                     // Woken, timed out or (kthreads take no signals) anything else: a kick or
                     // a trap is served as such, anything else rescans.
                     let _ = self.cv.wait_interruptible_timeout(&mut w, j);
-                    break w.kicked || !w.trapped;
+                    break if w.kicked {
+                        Woken::Kick
+                    } else if w.trapped {
+                        Woken::Trap
+                    } else {
+                        Woken::Rescan
+                    };
                 }
                 None => {
                     let _ = self.cv.wait_interruptible(&mut w);
@@ -420,7 +437,7 @@ impl Fabric {
             *dst = src.take();
         }
         w.n = 0;
-        Some((n, full))
+        Some((n, why))
     }
 
     /// One engine pass: the queued doorbells, then the engine over every function (`full`)
@@ -517,8 +534,12 @@ impl ThreadBody for Fabric {
     fn run(&self) {
         let mut dbs = [None; PENDING];
         let mut pages = [None; PENDING_TRAPS];
-        while let Some((n, full)) = self.wait(&mut dbs) {
-            let (np, n) = self.take_traps(&mut pages, &mut dbs, n, full);
+        while let Some((n, why)) = self.wait(&mut dbs) {
+            // A rescan re-arms every page: a store that faulted just before it may fault once
+            // more, but the next rescan is a jiffy away, so nothing loops.
+            let all = why == Woken::Rescan;
+            let full = why != Woken::Trap;
+            let (np, n) = self.take_traps(&mut pages, &mut dbs, n, all);
             let (more, rescan) = self.pass(
                 dbs.get(..n).unwrap_or(&[]),
                 pages.get(..np).unwrap_or(&[]),
