@@ -139,6 +139,9 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     for (name, a) in [
         ("fabric_worker_passes", &v.worker_passes),
         ("fabric_worker_ns", &v.worker_ns),
+        ("fabric_inline_passes", &v.inline_passes),
+        ("fabric_inline_ns", &v.inline_ns),
+        ("fabric_inline_busy", &v.inline_busy),
         ("fabric_rearms_deferred", &v.rearms_deferred),
     ] {
         writeln!(out, "{} {}", name, a.load(kernel::sync::atomic::Relaxed))?;

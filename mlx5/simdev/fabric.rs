@@ -9,19 +9,19 @@
 //! at once: they live in one `Mutex<KVec<KVBox<Fw>>>`, which commands of any of them take too
 //! (a command is short; it is what serializes a function's command queue as well).
 //!
+//! A user process's UAR store faults on the trap page ([`TrapPage`]). The fault handler runs
+//! a pass over the queues that ring that page itself, when the fabric lock is free
+//! ([`Fabric::serve_inline`]: the doorbell records already hold what the store announces),
+//! so a ping-pong's message is delivered before the storing task returns to user space.
+//!
 //! The worker is a kernel thread per fabric ([`crate::kthread`]), at the lowest real-time
-//! priority: a normal one is woken lazily (`PREEMPT_LAZY`) and waited for the next tick
-//! behind busy-polling programs. A user process's UAR store faults on the trap page
-//! ([`TrapPage`]) and wakes it. The worker re-arms the pages that rang before that one (their
-//! stores have landed), reads the doorbell values they hold, and serves the queues of all of
-//! them, the faulting page's included (its doorbell records, which libmlx5 writes before
-//! the store, already say what the store announces). The page that rang last stays
-//! installed until another page rings or the rescan: its store lands only after the fault
-//! returns, and the worker preempts the faulting task before that, so re-arming it then
-//! would fault the store again, in a loop. A kick ([`Fabric::kick`], [`Fabric::ring`]: a
-//! doorbell of a kernel queue) runs full passes over every queue while there is work. While
-//! any QP exists it also rescans everything, every jiffy after a pass that did work and less
-//! often the longer nothing happens (up to [`IDLE_RESCAN_MAX`]), and at the engine's next
+//! priority (a normal one is woken lazily: it waited for the next tick behind busy-polling
+//! programs). A page's fault has it re-arm the pages that rang before, whose stores have
+//! landed (the page that rang last waits for the next fault of another page, or the rescan,
+//! since its store only lands after the fault returns), and serve their queues again; a kick ([`Fabric::kick`], [`Fabric::ring`]: a doorbell of
+//! a kernel queue) runs full passes over every queue while there is work. While any QP
+//! exists it also rescans everything, every jiffy after a pass that did work and less often
+//! the longer nothing happens (up to [`IDLE_RESCAN_MAX`]), and at the engine's next
 //! RNR/ACK-timeout deadline: the doorbell records are the truth and a dropped trap's page
 //! is still read. With no QP it sleeps until kicked: an idle fabric costs no CPU. After each
 //! pass it delivers the events the engine queued, without the fabric lock, to each
@@ -97,6 +97,10 @@ const UAR_BF0: usize = 0x800;
 /// WQEs per engine pass; a pass that runs out is followed by another at once.
 const BUDGET: u32 = 256;
 
+/// WQEs of a pass run by a faulting task ([`Fabric::serve_inline`]): a ping-pong's message
+/// or two; a longer queue is left to the worker.
+const INLINE_BUDGET: u32 = 16;
+
 /// Events taken from one function per lock hold.
 const EVENT_BATCH: usize = 32;
 
@@ -145,11 +149,14 @@ struct Wake {
     traps: [Option<PendingTrap>; PENDING_TRAPS],
 }
 
-/// How a fabric's engine passes ran (debugfs `stats`): how many, the nanoseconds they took,
-/// and how often a trap's page was served but left installed (its store still to land).
+/// How a fabric's engine passes ran (debugfs `stats`): by the worker or in a faulting task,
+/// the nanoseconds they took, and the faults that found the fabric busy.
 pub(crate) struct Served {
     pub(crate) worker_passes: Atomic<u64>,
     pub(crate) worker_ns: Atomic<u64>,
+    pub(crate) inline_passes: Atomic<u64>,
+    pub(crate) inline_ns: Atomic<u64>,
+    pub(crate) inline_busy: Atomic<u64>,
     pub(crate) rearms_deferred: Atomic<u64>,
 }
 
@@ -158,6 +165,9 @@ impl Served {
         Served {
             worker_passes: Atomic::new(0),
             worker_ns: Atomic::new(0),
+            inline_passes: Atomic::new(0),
+            inline_ns: Atomic::new(0),
+            inline_busy: Atomic::new(0),
             rearms_deferred: Atomic::new(0),
         }
     }
@@ -257,12 +267,12 @@ impl Fabric {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
-        // The worker serves this page's queues at once, but re-arms it only once its store
-        // has landed, which is after this fault returns: the worker preempts this task before
-        // it stores, and a re-arm then would fault the store again, in a loop. The pages that
-        // rang before it are re-armed first (a ping-pong's peer: its store is long done), so
-        // the peer's answer to what this store announces faults again.
-        {
+        self.serve_inline(func, uar);
+        // The page is re-armed once its store has landed, which is only after this fault
+        // returns: not by a wake-up from here (the worker preempts this task before it
+        // stores, and a re-arm then would fault the store again, in a loop), but when another
+        // page rings (a ping-pong's peer: by then this store is long done) or at the rescan.
+        let others = {
             let mut w = self.wake.lock();
             let seq = w.next_seq;
             w.next_seq = seq.wrapping_add(1);
@@ -285,9 +295,45 @@ impl Fabric {
                     }
                 }
             }
-            w.trapped = true;
+            let others = w
+                .traps
+                .iter()
+                .flatten()
+                .any(|t| !Arc::ptr_eq(&t.page, page));
+            w.trapped |= others;
+            others
+        };
+        if others {
+            self.cv.notify_one();
         }
-        self.cv.notify_one();
+    }
+
+    /// Runs a short engine pass over the queues that ring UAR page `uar` of function `func`
+    /// (`engine::run_uar`) in the faulting task's context, unless the worker (or another
+    /// faulting task) holds the fabric: the doorbell records, which libmlx5 writes
+    /// before its UAR store, already say what the store announces (a send doorbell's
+    /// producer index, a CQ arm request), so the WQE runs and its CQEs and events arrive
+    /// before the storing task even returns to user space. The worker still re-arms the page
+    /// (that takes the `mmap_lock` this fault holds) and passes again; a pass that finds the
+    /// work done does nothing. In the page-fault handler, which may sleep; the fabric lock
+    /// is not held by this task (the engine never touches user page tables).
+    fn serve_inline(&self, func: usize, uar: u32) {
+        let Some(mut fws) = self.fws.try_lock() else {
+            self.served.inline_busy.fetch_add(1, Relaxed);
+            return;
+        };
+        let now = self.now_ns();
+        let outcome =
+            super::engine_glue::run_uar(&mut fws, &self.iommus, func, uar, now, INLINE_BUDGET);
+        drop(fws);
+        self.served.inline_passes.fetch_add(1, Relaxed);
+        self.served
+            .inline_ns
+            .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
+        self.deliver();
+        if outcome.more {
+            self.kick();
+        }
     }
 
     /// Nanoseconds since the fabric was made (the engine's clock).
@@ -311,7 +357,6 @@ impl Fabric {
         all: bool,
     ) -> (usize, usize) {
         let mut traps: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
-        let mut n = 0;
         {
             let mut w = self.wake.lock();
             w.trapped = false;
@@ -319,16 +364,13 @@ impl Fabric {
             for (dst, src) in traps.iter_mut().zip(w.traps.iter_mut()) {
                 if all || src.as_ref().map(|t| t.seq) != last {
                     *dst = src.take();
-                } else if let Some(t) = src {
-                    // Served, not re-armed: it stays queued.
-                    if let Some(slot) = pages.get_mut(n) {
-                        *slot = Some((t.func, t.uar));
-                        n += 1;
-                    }
-                    self.served.rearms_deferred.fetch_add(1, Relaxed);
                 }
             }
+            if !all && last.is_some() {
+                self.served.rearms_deferred.fetch_add(1, Relaxed);
+            }
         }
+        let mut n = 0;
         for t in traps.iter().flatten() {
             t.page.rearm();
             if let Some(slot) = pages.get_mut(n) {
