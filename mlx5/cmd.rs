@@ -76,6 +76,28 @@ pub(crate) trait Command {
     fn reply(&self, outbox: &[u8]) -> Result<Self::Reply>;
 }
 
+/// Writes `addrs` as the array of 64-bit addresses named `name` that starts at bit `start` of
+/// the inbox: the page list after a command's fixed part (`pas[]` of CREATE_CQ, MODIFY_CQ,
+/// CREATE_QP and CREATE_RMP; the MTT entries of CREATE_MKEY). The caller's
+/// [`Command::in_len`] counts them.
+///
+/// # Errors
+///
+/// [`PrmError::OutOfBounds`] when the inbox is too short for them.
+pub(crate) fn set_addrs(
+    inbox: &mut [u8],
+    name: &'static str,
+    start: u32,
+    addrs: &[u64],
+) -> Result<(), PrmError> {
+    let first = Field::new(name, start, 64);
+    for (i, a) in addrs.iter().enumerate() {
+        let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
+        first.nth(i).set64(inbox, *a)?;
+    }
+    Ok(())
+}
+
 /// Mailboxes up to this size live on the stack: every destroy and dealloc command (16-byte
 /// inbox and outbox) then runs without a heap allocation, so a teardown that cannot fail back
 /// (a context's close, a UAR page's last unmap) is never defeated by a failed allocation (the

@@ -253,6 +253,11 @@ impl SimFunction {
         self.fabric.fabric().uar_traps(self.index)
     }
 
+    /// How the engine passes of this function's fabric ran.
+    pub(crate) fn served(&self) -> &fabric::Served {
+        self.fabric.fabric().served()
+    }
+
     /// Nanoseconds spent executing commands so far (see the field).
     pub(crate) fn exec_ns(&self) -> u64 {
         self.exec_ns.load(Relaxed)

@@ -114,6 +114,18 @@ impl<T: ThreadBody> KThread<T> {
         }
     }
 
+    /// Gives the thread the lowest real-time priority (`sched_set_fifo_low()`: `SCHED_FIFO`
+    /// at priority 1, as kernel threads that stand in for hardware use): once woken it
+    /// preempts every normal task, so a task that waits for it by busy-polling cannot keep it
+    /// off the CPU until the next tick. The RT throttle still leaves normal tasks their
+    /// share should it never sleep.
+    pub(crate) fn set_fifo_low(&self) {
+        if let Some(t) = self.task {
+            // SAFETY: `t` is a referenced, not yet stopped task (type invariant).
+            unsafe { bindings::sched_set_fifo_low(t.as_ptr().cast()) };
+        }
+    }
+
     /// Stops the thread: `kthread_should_stop()` becomes true, the thread is woken and this
     /// waits until its body returned. The caller must also wake the body from any wait of its
     /// own that ignores plain wake-ups. Idempotent.

@@ -114,10 +114,13 @@ impl UserPage {
 /// Told when a [`TrapPage`] is touched through one of its user mappings.
 pub trait TrapHandler: Send + Sync {
     /// A user mapping of `page` faulted (a store to a doorbell page is about to land). Called
-    /// from the page-fault handler with no lock of ours held, after the page was installed;
-    /// should only queue work (which calls [`TrapPage::rearm`] and then reads the page). The
-    /// store itself completes after this returns: it lands either before the work's `rearm`
-    /// (and the work reads it) or after it (and faults, and rings, again).
+    /// from the page-fault handler with no lock of ours held, after the page was installed,
+    /// with the faulting mm's `mmap_lock` (or the VMA's lock) held: it may sleep and run
+    /// what the memory the store announces already says, but must not touch that mm's page
+    /// tables; reading the store itself is for later work (which calls [`TrapPage::rearm`]
+    /// and then reads the page). The store completes after this returns: it lands either
+    /// before the work's `rearm` (and the work reads it) or after it (and faults, and rings,
+    /// again).
     fn rung(&self, page: &Arc<TrapPage>);
 }
 

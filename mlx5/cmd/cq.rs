@@ -77,11 +77,7 @@ impl Command for CreateCq<'_> {
             c(cqc::mini_cqe_res_format).set(inbox, u32::from(f))?;
         }
         c(cqc::dbr_addr).set64(inbox, self.dbr_addr)?;
-        let pas0 = Field::new("pas", create_cq_in::SIZE_BITS, 64);
-        for (i, p) in self.pas.iter().enumerate() {
-            let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
-            pas0.nth(i).set64(inbox, *p)?;
-        }
+        super::set_addrs(inbox, "pas", create_cq_in::SIZE_BITS, self.pas)?;
         Ok(())
     }
 
@@ -210,11 +206,7 @@ impl Command for ModifyCq<'_> {
                 c(cqc::cqe_sz).set(inbox, cqe_size as u32)?;
                 c(cqc::log_page_size).set(inbox, u32::from(log_page_size))?;
                 c(cqc::page_offset).set(inbox, u32::from(page_offset))?;
-                let pas0 = Field::new("pas", modify_cq_in::SIZE_BITS, 64);
-                for (i, p) in pas.iter().enumerate() {
-                    let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
-                    pas0.nth(i).set64(inbox, *p)?;
-                }
+                super::set_addrs(inbox, "pas", modify_cq_in::SIZE_BITS, pas)?;
                 Ok(())
             }
         }

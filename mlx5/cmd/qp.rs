@@ -208,11 +208,7 @@ impl Command for CreateQp<'_> {
             }
             RqType::None => c(qpc::rq_type).set(inbox, ZERO_LEN_RQ)?,
         }
-        let pas0 = Field::new("pas", create_qp_in::SIZE_BITS, 64);
-        for (i, p) in self.pas.iter().enumerate() {
-            let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
-            pas0.nth(i).set64(inbox, *p)?;
-        }
+        super::set_addrs(inbox, "pas", create_qp_in::SIZE_BITS, self.pas)?;
         Ok(())
     }
 

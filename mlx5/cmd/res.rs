@@ -295,11 +295,7 @@ impl Command for CreateMkey<'_> {
                     u32::try_from(pages.len().div_ceil(2)).map_err(|_| PrmError::ValueTooWide)?;
                 m(mkc::translations_octword_size).set(inbox, octowords)?;
                 create_mkey_in::translations_octword_actual_size.set(inbox, octowords)?;
-                let mtt0 = Field::new("klm_pas_mtt", create_mkey_in::SIZE_BITS, 64);
-                for (i, p) in pages.iter().enumerate() {
-                    let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
-                    mtt0.nth(i).set64(inbox, *p)?;
-                }
+                super::set_addrs(inbox, "klm_pas_mtt", create_mkey_in::SIZE_BITS, pages)?;
                 Ok(())
             }
         }

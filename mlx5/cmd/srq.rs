@@ -72,11 +72,7 @@ impl Command for CreateRmp<'_> {
         wqf(ctx, wq::lwm).set(inbox, u32::from(self.lwm))?;
         wqf(ctx, wq::pd).set(inbox, self.pd)?;
         wqf(ctx, wq::dbr_addr).set64(inbox, self.dbr_addr)?;
-        let pas0 = Field::new("pas", create_rmp_in::SIZE_BITS, 64);
-        for (i, p) in self.pas.iter().enumerate() {
-            let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
-            pas0.nth(i).set64(inbox, *p)?;
-        }
+        super::set_addrs(inbox, "pas", create_rmp_in::SIZE_BITS, self.pas)?;
         Ok(())
     }
 

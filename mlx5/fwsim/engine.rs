@@ -288,6 +288,59 @@ pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult
     r
 }
 
+/// A pass over only the queues that ring UAR page `uar` of function `nodes[ni]`: the arm
+/// records of its CQs that use that page, then the SQs of its QPs that do (their messages
+/// reach any function of the fabric, as in [`run`]). What a doorbell store to that page can
+/// have announced, at a fraction of a full pass's cost; a store on a page of someone else is
+/// left to the next full pass.
+pub(crate) fn run_uar(
+    nodes: &mut [Node<'_>],
+    ni: usize,
+    uar: u32,
+    now_ns: u64,
+    budget: u32,
+) -> RunResult {
+    let mut r = RunResult::default();
+    if let Some(n) = nodes.get_mut(ni) {
+        n.fw.poll_arms_of(n.mem, Some(uar));
+    }
+    let mut left = budget;
+    'rounds: loop {
+        let mut progress = false;
+        for slot in 0..capacity::QP {
+            let ours = nodes
+                .get(ni)
+                .and_then(|n| n.fw.qps.at_slot(slot))
+                .is_some_and(|(_, q)| q.uar == uar);
+            if !ours {
+                continue;
+            }
+            for _ in 0..QUOTA {
+                if left == 0 {
+                    r.more = true;
+                    break 'rounds;
+                }
+                match step(nodes, ni, slot, now_ns) {
+                    Step::Idle => break,
+                    Step::Done => {
+                        left -= 1;
+                        r.wqes = r.wqes.saturating_add(1);
+                        progress = true;
+                    }
+                    Step::Blocked(d) => {
+                        r.next_deadline_ns = Some(r.next_deadline_ns.map_or(d, |n| n.min(d)));
+                        break;
+                    }
+                }
+            }
+        }
+        if !progress {
+            break;
+        }
+    }
+    r
+}
+
 /// What one step on a QP did.
 enum Step {
     /// Nothing to do.
@@ -1347,6 +1400,23 @@ fn read_wqe(
 
 /// One step of a QP: execute (or flush) one WQE.
 fn step(nodes: &mut [Node<'_>], ni: usize, slot: usize, now: u64) -> Step {
+    // The common cases without parsing the QP context (every pass visits every QP): no QP,
+    // a QP that cannot send, an SQ with nothing new posted.
+    let Some(n) = nodes.get(ni) else {
+        return Step::Idle;
+    };
+    let Some((_, qp)) = n.fw.qps.at_slot(slot) else {
+        return Step::Idle;
+    };
+    if qp.state != QPC_STATE_ERR && (qp.state != QPC_STATE_RTS || !qp.q.has_sq) {
+        return Step::Idle;
+    }
+    if qp.state == QPC_STATE_RTS && matches!(qp.q.wait, Wait::None) {
+        let posted = read_db(n.mem, qp.q.dbr.wrapping_add(4)).map(|pi| (pi & 0xffff) as u16);
+        if posted.is_none_or(|pi| pi == qp.q.sq_ci) {
+            return Step::Idle;
+        }
+    }
     let Some((s, mem)) = nodes.get(ni).and_then(|n| Some((snap(n.fw, slot)?, n.mem))) else {
         return Step::Idle;
     };
@@ -1626,10 +1696,16 @@ impl Fw {
 
     /// Reads every CQ's arm record; a changed one is an arm request.
     fn poll_arms(&mut self, mem: &dyn DmaMem) {
+        self.poll_arms_of(mem, None);
+    }
+
+    /// [`Fw::poll_arms`] for the CQs that use UAR page `uar` only (`None`: every CQ).
+    fn poll_arms_of(&mut self, mem: &dyn DmaMem, uar: Option<u32>) {
         for slot in 0..capacity::CQ {
             let fired = self
                 .cqs
                 .at_slot_mut(slot)
+                .filter(|(_, cq)| uar.is_none_or(|u| cq.uar == u))
                 .is_some_and(|(_, cq)| cq.q.poll_arm(mem));
             if fired {
                 self.events.cq_completion(slot);

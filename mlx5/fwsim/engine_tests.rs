@@ -2870,3 +2870,40 @@ fn rmp_commands_check_their_inputs_and_busy() {
     );
     assert_eq!(h.fw.counts().srq, 0);
 }
+
+// ---------------------------------------------------------------------------------------
+// A pass over one UAR page's queues (what a trapped doorbell store announces).
+
+#[test]
+fn run_uar_serves_only_the_queues_of_that_page() {
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let dst = p.h.mr(4096, ALL);
+    let data = pattern(300, 3);
+    p.h.mem.put(src.bus, &data);
+    let mut b = p.b;
+    p.h.post_recv(&mut b, &[dst.sge(0, 300)]);
+    let mut a = p.a;
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 300)));
+    let uar = p.h.uar;
+    let pass = |h: &mut Host, uar: u32| {
+        let mut nodes = [Node {
+            fw: &mut h.fw,
+            mem: &h.mem,
+        }];
+        engine::run_uar(&mut nodes, 0, uar, 0, 16)
+    };
+    // Another page's store announces nothing of these QPs; nor does another function's.
+    assert_eq!(pass(&mut p.h, uar + 1).wqes, 0);
+    assert!(p.recvs().is_empty());
+    // The page the QPs ring: the send runs, into the peer's receive.
+    let r = pass(&mut p.h, uar);
+    assert_eq!((r.wqes, r.more), (1, false));
+    assert_eq!(p.sends().len(), 1);
+    let rv = p.recvs();
+    assert_eq!((rv.len(), rv[0].byte_cnt), (1, 300));
+    assert_eq!(p.h.mem.get(dst.bus, 300), data);
+    // Nothing left: a second pass is idle, and so is a full one.
+    assert_eq!(pass(&mut p.h, uar).wqes, 0);
+    assert_eq!(p.run(0).wqes, 0);
+}

@@ -134,7 +134,19 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "failed {}", s.failed)?;
     writeln!(out, "injected {}", s.injected)?;
     writeln!(out, "exec_ns {}", f.exec_ns())?;
-    writeln!(out, "uar_traps {}", f.uar_traps())
+    writeln!(out, "uar_traps {}", f.uar_traps())?;
+    let v = f.served();
+    for (name, a) in [
+        ("fabric_worker_passes", &v.worker_passes),
+        ("fabric_worker_ns", &v.worker_ns),
+        ("fabric_inline_passes", &v.inline_passes),
+        ("fabric_inline_ns", &v.inline_ns),
+        ("fabric_inline_busy", &v.inline_busy),
+        ("fabric_rearms_deferred", &v.rearms_deferred),
+    ] {
+        writeln!(out, "{} {}", name, a.load(kernel::sync::atomic::Relaxed))?;
+    }
+    Ok(())
 }
 
 /// Prints an armed fault as it would be written: `<n> <status> <syndrome>` or `<n> timeout`.

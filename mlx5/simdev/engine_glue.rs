@@ -16,10 +16,24 @@ use kernel::sync::Arc;
 /// What a pass did.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct RunOutcome {
+    /// WQEs executed or flushed.
+    pub(super) wqes: u32,
     /// The budget ran out: pass again.
     pub(super) more: bool,
     /// The earliest retry deadline (RNR, ACK timeout).
     pub(super) next_deadline_ns: Option<u64>,
+}
+
+impl RunOutcome {
+    /// Adds what another pass did.
+    pub(super) fn merge(&mut self, o: RunOutcome) {
+        self.wqes = self.wqes.saturating_add(o.wqes);
+        self.more |= o.more;
+        self.next_deadline_ns = match (self.next_deadline_ns, o.next_deadline_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
 }
 
 /// A UAR doorbell store of function `fw`: `value` is the 64-bit store read as a big-endian
@@ -43,6 +57,7 @@ pub(super) fn run(
     let Ok(mut nodes) = KVec::<Node<'_>>::with_capacity(fws.len(), GFP_KERNEL) else {
         // Out of memory: try again at the next rescan.
         return RunOutcome {
+            wqes: 0,
             more: false,
             next_deadline_ns: Some(now_ns),
         };
@@ -54,6 +69,37 @@ pub(super) fn run(
     }
     let r = engine::run(&mut nodes, now_ns, budget);
     RunOutcome {
+        wqes: r.wqes,
+        more: r.more,
+        next_deadline_ns: r.next_deadline_ns,
+    }
+}
+
+/// A pass over the queues of function `func` that ring UAR page `uar` only
+/// (`engine::run_uar`): what a trapped store to that page can have announced.
+pub(super) fn run_uar(
+    fws: &mut KVec<KVBox<Fw>>,
+    iommus: &[Arc<Iommu>],
+    func: usize,
+    uar: u32,
+    now_ns: u64,
+    budget: u32,
+) -> RunOutcome {
+    let Ok(mut nodes) = KVec::<Node<'_>>::with_capacity(fws.len(), GFP_KERNEL) else {
+        return RunOutcome {
+            wqes: 0,
+            more: true,
+            next_deadline_ns: None,
+        };
+    };
+    for (fw, mem) in fws.iter_mut().zip(iommus.iter()) {
+        let mem: &dyn DmaMem = &**mem;
+        // Within the capacity reserved above.
+        let _ = nodes.push_within_capacity(Node { fw, mem });
+    }
+    let r = engine::run_uar(&mut nodes, func, uar, now_ns, budget);
+    RunOutcome {
+        wqes: r.wqes,
         more: r.more,
         next_deadline_ns: r.next_deadline_ns,
     }
