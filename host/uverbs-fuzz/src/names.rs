@@ -61,6 +61,7 @@ pub(crate) fn write_cmd(c: u32, ex: bool) -> String {
         (cmd::CREATE_AH, false) => "CREATE_AH",
         (cmd::DESTROY_AH, false) => "DESTROY_AH",
         (cmd::REG_MR, false) => "REG_MR",
+        (cmd::REREG_MR, false) => "REREG_MR",
         (cmd::DEREG_MR, false) => "DEREG_MR",
         (cmd::CREATE_COMP_CHANNEL, false) => "CREATE_COMP_CHANNEL",
         (cmd::CREATE_CQ, false) => "CREATE_CQ",
