@@ -258,23 +258,9 @@ pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult
             let start = nodes.get(ni).map_or(0, |n| n.fw.scan_start) % capacity::QP;
             let order = (start..capacity::QP).chain(0..start);
             for slot in hint.into_iter().chain(order) {
-                for _ in 0..QUOTA {
-                    if left == 0 {
-                        r.more = true;
-                        break 'rounds;
-                    }
-                    match step(nodes, ni, slot, now_ns) {
-                        Step::Idle => break,
-                        Step::Done => {
-                            left -= 1;
-                            r.wqes = r.wqes.saturating_add(1);
-                            progress = true;
-                        }
-                        Step::Blocked(d) => {
-                            r.next_deadline_ns = Some(r.next_deadline_ns.map_or(d, |n| n.min(d)));
-                            break;
-                        }
-                    }
+                match serve_qp(nodes, ni, slot, now_ns, &mut left, &mut r) {
+                    None => break 'rounds,
+                    Some(p) => progress |= p,
                 }
             }
         }
@@ -315,23 +301,9 @@ pub(crate) fn run_uar(
             if !ours {
                 continue;
             }
-            for _ in 0..QUOTA {
-                if left == 0 {
-                    r.more = true;
-                    break 'rounds;
-                }
-                match step(nodes, ni, slot, now_ns) {
-                    Step::Idle => break,
-                    Step::Done => {
-                        left -= 1;
-                        r.wqes = r.wqes.saturating_add(1);
-                        progress = true;
-                    }
-                    Step::Blocked(d) => {
-                        r.next_deadline_ns = Some(r.next_deadline_ns.map_or(d, |n| n.min(d)));
-                        break;
-                    }
-                }
+            match serve_qp(nodes, ni, slot, now_ns, &mut left, &mut r) {
+                None => break 'rounds,
+                Some(p) => progress |= p,
             }
         }
         if !progress {
@@ -339,6 +311,38 @@ pub(crate) fn run_uar(
         }
     }
     r
+}
+
+/// Steps the QP in `slot` of `nodes[ni]` up to [`QUOTA`] WQEs, counting them in `r` and
+/// against `left`; `Some(progress)`, or `None` when the budget ran out (`r.more` set).
+fn serve_qp(
+    nodes: &mut [Node<'_>],
+    ni: usize,
+    slot: usize,
+    now_ns: u64,
+    left: &mut u32,
+    r: &mut RunResult,
+) -> Option<bool> {
+    let mut progress = false;
+    for _ in 0..QUOTA {
+        if *left == 0 {
+            r.more = true;
+            return None;
+        }
+        match step(nodes, ni, slot, now_ns) {
+            Step::Idle => break,
+            Step::Done => {
+                *left -= 1;
+                r.wqes = r.wqes.saturating_add(1);
+                progress = true;
+            }
+            Step::Blocked(d) => {
+                r.next_deadline_ns = Some(r.next_deadline_ns.map_or(d, |n| n.min(d)));
+                break;
+            }
+        }
+    }
+    Some(progress)
 }
 
 /// What one step on a QP did.

@@ -45,13 +45,13 @@ pub(super) fn doorbell(fw: &mut Fw, uar: u32, db: Doorbell, value: u64) {
     }
 }
 
-/// One engine pass over every function of a fabric (`fws[i]` reaches memory through
+/// Runs `pass` over the fabric's functions as engine nodes (`fws[i]` reaches memory through
 /// `iommus[i]`).
-pub(super) fn run(
+fn with_nodes(
     fws: &mut KVec<KVBox<Fw>>,
     iommus: &[Arc<Iommu>],
     now_ns: u64,
-    budget: u32,
+    pass: impl FnOnce(&mut [Node<'_>]) -> engine::RunResult,
 ) -> RunOutcome {
     // A few functions per fabric: one small allocation per pass, in the worker's context.
     let Ok(mut nodes) = KVec::<Node<'_>>::with_capacity(fws.len(), GFP_KERNEL) else {
@@ -67,12 +67,22 @@ pub(super) fn run(
         // Within the capacity reserved above.
         let _ = nodes.push_within_capacity(Node { fw, mem });
     }
-    let r = engine::run(&mut nodes, now_ns, budget);
+    let r = pass(&mut nodes);
     RunOutcome {
         wqes: r.wqes,
         more: r.more,
         next_deadline_ns: r.next_deadline_ns,
     }
+}
+
+/// One engine pass over every function of a fabric.
+pub(super) fn run(
+    fws: &mut KVec<KVBox<Fw>>,
+    iommus: &[Arc<Iommu>],
+    now_ns: u64,
+    budget: u32,
+) -> RunOutcome {
+    with_nodes(fws, iommus, now_ns, |n| engine::run(n, now_ns, budget))
 }
 
 /// A pass over the queues of function `func` that ring UAR page `uar` only
@@ -85,24 +95,9 @@ pub(super) fn run_uar(
     now_ns: u64,
     budget: u32,
 ) -> RunOutcome {
-    let Ok(mut nodes) = KVec::<Node<'_>>::with_capacity(fws.len(), GFP_KERNEL) else {
-        return RunOutcome {
-            wqes: 0,
-            more: true,
-            next_deadline_ns: None,
-        };
-    };
-    for (fw, mem) in fws.iter_mut().zip(iommus.iter()) {
-        let mem: &dyn DmaMem = &**mem;
-        // Within the capacity reserved above.
-        let _ = nodes.push_within_capacity(Node { fw, mem });
-    }
-    let r = engine::run_uar(&mut nodes, func, uar, now_ns, budget);
-    RunOutcome {
-        wqes: r.wqes,
-        more: r.more,
-        next_deadline_ns: r.next_deadline_ns,
-    }
+    with_nodes(fws, iommus, now_ns, |n| {
+        engine::run_uar(n, func, uar, now_ns, budget)
+    })
 }
 
 /// The next queued event of `fw`, as the driver sees events.
