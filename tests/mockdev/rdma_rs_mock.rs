@@ -12,7 +12,7 @@
 //! verbs check what rxe's check (the QP and SRQ limits and udata rules of
 //! `rxe_create_qp()`/`rxe_qp_chk_init()`, `rxe_create_srq()`/`rxe_srq_chk_*()`,
 //! the CQE count, the QP state machine through the core's
-//! `modify_qp_is_ok()`). The QP keeps its state and port, an SRQ its size,
+//! `modify_qp_is_ok()`, REREG_MR as `rxe_rereg_user_mr()`). The QP keeps its state and port, an SRQ its size,
 //! SGEs and limit, nothing else; a user SRQ's create response offers a page to
 //! `mmap()` at an offset of the context's own (rxe's queue mmap info).
 //!
@@ -42,8 +42,9 @@ use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     modify_qp_is_ok, AccessFlags, Cq, CqInitAttr, DbPages, MmapEntry, MmapRegistry, Mr, MrCreated,
-    Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, QpType, Srq, SrqAttrMask,
-    SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
+    Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, QpType, ReregFlags, Srq,
+    SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb,
+    UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -74,7 +75,9 @@ impl Driver for Mock {
     type CqData = ();
     type QpData = MockQp;
     type SrqData = MockSrq;
-    type MrData = Umem;
+    /// Shared with the MR that a re-registration puts in its place (rxe changes the MR in
+    /// place; the core here always takes a new one, with the same pinned memory).
+    type MrData = Arc<Umem>;
     type AhData = ();
 }
 
@@ -201,6 +204,20 @@ fn pattern(i: usize) -> u8 {
 }
 
 /// The mock's part of a user context.
+/// upstream `RXE_ACCESS_SUPPORTED_MR` (rxe_verbs.h): the remote rights, local write, MW
+/// bind, on-demand, the flush flags and the optional ones; not zero-based or huge pages.
+const RXE_ACCESS_SUPPORTED_MR: AccessFlags = AccessFlags(
+    AccessFlags::REMOTE_READ.0
+        | AccessFlags::REMOTE_WRITE.0
+        | AccessFlags::REMOTE_ATOMIC.0
+        | AccessFlags::LOCAL_WRITE.0
+        | AccessFlags::MW_BIND.0
+        | AccessFlags::ON_DEMAND.0
+        | AccessFlags::FLUSH_GLOBAL.0
+        | AccessFlags::FLUSH_PERSISTENT.0
+        | AccessFlags::OPTIONAL.0,
+);
+
 struct MockCtx {
     page: UserPage,
     _dbs: KVec<UserDb>,
@@ -596,15 +613,49 @@ impl DeviceOps for MockOps {
         pd: &Pd<Mock>,
         req: &UserMrReq,
         _user: &mut UserCtx<'_, '_, Mock>,
-    ) -> Result<MrCreated<Umem>> {
+    ) -> Result<MrCreated<Arc<Umem>>> {
         static NEXT_KEY: Atomic<u32> = Atomic::new(0x100);
         let len = usize::try_from(req.length).map_err(|_| EINVAL)?;
-        let umem = Umem::get(pd.device(), req.start, len, req.access)?;
+        let umem = Arc::new(
+            Umem::get(pd.device(), req.start, len, req.access)?,
+            GFP_KERNEL,
+        )?;
         let key = NEXT_KEY.fetch_add(0x100, Relaxed);
         Ok(MrCreated {
             data: umem,
             lkey: key,
             rkey: key,
+        })
+    }
+
+    // upstream rxe_rereg_user_mr(): only the PD and the access flags change (a new
+    // translation is `EOPNOTSUPP`); ib_umem_check_rereg(): writable access on memory pinned
+    // read-only is `EACCES`; access flags outside `RXE_ACCESS_SUPPORTED_MR` are `EOPNOTSUPP`.
+    // rxe changes the MR in place and keeps its keys: the MR the core puts in the old one's
+    // place shares its pinned memory and has its keys.
+    fn rereg_user_mr(
+        mr: &Mr<Mock>,
+        flags: ReregFlags,
+        req: &UserMrReq,
+        _new_pd: &Pd<Mock>,
+        _user: &mut UserCtx<'_, '_, Mock>,
+    ) -> Result<MrCreated<Arc<Umem>>> {
+        if flags.has(ReregFlags::TRANS) {
+            return Err(EOPNOTSUPP);
+        }
+        let umem = mr.data();
+        if flags.has(ReregFlags::ACCESS) {
+            if req.access.writable() && !umem.writable() {
+                return Err(EACCES);
+            }
+            if req.access.0 & !RXE_ACCESS_SUPPORTED_MR.0 != 0 {
+                return Err(EOPNOTSUPP);
+            }
+        }
+        Ok(MrCreated {
+            data: umem.clone(),
+            lkey: mr.lkey(),
+            rkey: mr.rkey(),
         })
     }
 

@@ -390,6 +390,106 @@ static int dereg_mr(int fd, uint32_t h)
 	return do_write(fd, IB_USER_VERBS_CMD_DEREG_MR, &cmd, sizeof(cmd), 0);
 }
 
+/* enum ib_mr_rereg_flags (kernel rdma/ib_verbs.h; libibverbs: IBV_REREG_MR_CHANGE_*). */
+#define IB_MR_REREG_TRANS (1 << 0)
+#define IB_MR_REREG_PD (1 << 1)
+#define IB_MR_REREG_ACCESS (1 << 2)
+
+/* write REREG_MR (ib_uverbs_rereg_mr()); returns errno or 0, the new keys in lkey, rkey. */
+static int rereg_mr(int fd, uint32_t mr, uint32_t flags, void *start, uint64_t len, uint32_t pd,
+		    uint32_t access, uint32_t *lkey, uint32_t *rkey)
+{
+	struct ib_uverbs_rereg_mr_resp resp = { .lkey = ~0u, .rkey = ~0u };
+	struct ib_uverbs_rereg_mr cmd = { .response = (uintptr_t)&resp, .mr_handle = mr,
+					  .flags = flags, .start = (uintptr_t)start, .length = len,
+					  .hca_va = (uintptr_t)start, .pd_handle = pd,
+					  .access_flags = access };
+	int e = do_write(fd, IB_USER_VERBS_CMD_REREG_MR, &cmd, sizeof(cmd), sizeof(resp) / 4);
+
+	if (lkey)
+		*lkey = resp.lkey;
+	if (rkey)
+		*rkey = resp.rkey;
+	return e;
+}
+
+/*
+ * REREG_MR on an rxe device (rdma_rxe, and the mock that is compared with it):
+ * rxe_rereg_user_mr() changes the PD and the access flags in place (the keys stay)
+ * and answers EOPNOTSUPP for a new translation; ib_umem_check_rereg(): writable
+ * access on memory pinned read-only is EACCES; access bits past
+ * RXE_ACCESS_SUPPORTED_MR (zero-based, huge pages) are EOPNOTSUPP. A PD change
+ * moves the PD's use: the old PD can go, the new one is EBUSY.
+ */
+static void rereg_rxe_test(int fd)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint32_t pd1, pd2, mr, ro, lk = 0, rk = 0, lk2, rk2;
+	struct ib_uverbs_reg_mr_resp resp = {};
+	struct ib_uverbs_reg_mr cmd = { .response = (uintptr_t)&resp };
+	void *buf = NULL;
+
+	if (driver_id != 14 || posix_memalign(&buf, pg, 2 * pg))
+		return;
+	memset(buf, 0, 2 * pg);
+	if (alloc_pd(fd, &pd1) || alloc_pd(fd, &pd2)) {
+		printf("R fail rereg: two PDs\n");
+		failures++;
+		free(buf);
+		return;
+	}
+	cmd.start = cmd.hca_va = (uintptr_t)buf;
+	cmd.length = pg;
+	cmd.pd_handle = pd1;
+	cmd.access_flags = IB_UVERBS_ACCESS_LOCAL_WRITE;
+	expect("write: REG_MR for REREG_MR",
+	       do_write(fd, IB_USER_VERBS_CMD_REG_MR, &cmd, sizeof(cmd), sizeof(resp) / 4), 0);
+	mr = resp.mr_handle;
+	lk = resp.lkey;
+	rk = resp.rkey;
+	expect("write: REG_MR read-only for REREG_MR", reg_mr(fd, pd1, (char *)buf + pg, pg,
+	       (uintptr_t)buf + pg, 0, &ro), 0);
+	expect("write: REREG_MR without a flag is EINVAL",
+	       rereg_mr(fd, mr, 0, NULL, 0, 0, 0, NULL, NULL), EINVAL);
+	expect("write: REREG_MR with an unknown flag is EOPNOTSUPP",
+	       rereg_mr(fd, mr, 1 << 3, NULL, 0, 0, 0, NULL, NULL), EOPNOTSUPP);
+	expect("write: REREG_MR of ACCESS to local write + remote read",
+	       rereg_mr(fd, mr, IB_MR_REREG_ACCESS, NULL, 0, 0,
+			IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_REMOTE_READ, &lk2, &rk2), 0);
+	expect("write: REREG_MR of ACCESS keeps the keys (rxe changes the MR in place)",
+	       lk2 == lk && rk2 == rk ? 0 : EINVAL, 0);
+	expect("write: REREG_MR of ACCESS with ZERO_BASED is EOPNOTSUPP (RXE_ACCESS_SUPPORTED_MR)",
+	       rereg_mr(fd, mr, IB_MR_REREG_ACCESS, NULL, 0, 0,
+			IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_ZERO_BASED, NULL, NULL),
+	       EOPNOTSUPP);
+	expect("write: REREG_MR of ACCESS with HUGETLB is EOPNOTSUPP (RXE_ACCESS_SUPPORTED_MR)",
+	       rereg_mr(fd, mr, IB_MR_REREG_ACCESS, NULL, 0, 0, IB_UVERBS_ACCESS_HUGETLB, NULL,
+			NULL),
+	       EOPNOTSUPP);
+	expect("write: REREG_MR of ACCESS to local write on memory pinned read-only is EACCES",
+	       rereg_mr(fd, ro, IB_MR_REREG_ACCESS, NULL, 0, 0, IB_UVERBS_ACCESS_LOCAL_WRITE,
+			NULL, NULL),
+	       EACCES);
+	expect("write: REREG_MR of a new translation is EOPNOTSUPP (rxe: PD and ACCESS only)",
+	       rereg_mr(fd, mr, IB_MR_REREG_TRANS, buf, pg, 0, 0, NULL, NULL), EOPNOTSUPP);
+	expect("write: REREG_MR of the PD", rereg_mr(fd, mr, IB_MR_REREG_PD, NULL, 0, pd2, 0,
+						       &lk2, &rk2), 0);
+	expect("write: REREG_MR of the PD keeps the keys", lk2 == lk && rk2 == rk ? 0 : EINVAL, 0);
+	expect("write: REREG_MR of ACCESS and PD back at once",
+	       rereg_mr(fd, mr, IB_MR_REREG_ACCESS | IB_MR_REREG_PD, NULL, 0, pd1,
+			IB_UVERBS_ACCESS_LOCAL_WRITE, NULL, NULL), 0);
+	expect("write: REREG_MR of the PD to a second one again",
+	       rereg_mr(fd, mr, IB_MR_REREG_PD, NULL, 0, pd2, 0, NULL, NULL), 0);
+	expect("write: DEREG_MR of the read-only MR", dereg_mr(fd, ro), 0);
+	expect("write: the MR's old PD deallocates after REREG_MR moved it", dealloc_pd(fd, pd1), 0);
+	expect("write: the MR's new PD is EBUSY", dealloc_pd(fd, pd2), EBUSY);
+	expect("write: DEREG_MR of the re-registered MR", dereg_mr(fd, mr), 0);
+	expect("write: REREG_MR of a deregistered MR is ENOENT",
+	       rereg_mr(fd, mr, IB_MR_REREG_ACCESS, NULL, 0, 0, 0, NULL, NULL), ENOENT);
+	expect("write: the new PD deallocates after DEREG_MR", dealloc_pd(fd, pd2), 0);
+	free(buf);
+}
+
 /* UVERBS_METHOD_QUERY_GID_TABLE with entries of esize bytes into buf (len bytes). */
 static int query_gid_table(int fd, uint64_t esize, void *buf, uint16_t len, uint64_t *num)
 {
@@ -1777,6 +1877,7 @@ int main(int argc, char **argv)
 	}
 
 	fuzz_found_test(fd);
+	rereg_rxe_test(fd);
 	isolation_test(fd);
 
 	close(fd);

@@ -59,12 +59,6 @@ pub(crate) const KNOWN: &[(&str, &str, &str, &str)] = &[
         "the mock has no post_srq_recv (rxe has): the command is not in its mask, so any request is EOPNOTSUPP before the header checks (upstream's EINVAL from verify_hdr())",
     ),
     (
-        "write REREG_MR",
-        "EOPNOTSUPP",
-        "*",
-        "the mock has no rereg_user_mr (rxe has): the command is not in its mask, so any request is EOPNOTSUPP before the checks (upstream's EINVAL from ib_uverbs_rereg_mr()'s flag checks)",
-    ),
-    (
         "write RESIZE_CQ",
         "EOPNOTSUPP",
         "*",
