@@ -65,6 +65,17 @@ fn fields(c: u32, ex: bool) -> &'static [(usize, F)] {
             (32, H(obj::PD)),
             (36, U32(1)),
         ],
+        // struct ib_uverbs_rereg_mr: mr_handle, flags (IB_MR_REREG_PD | IB_MR_REREG_ACCESS),
+        // start, length, hca_va (for a TRANS flag a mutation sets), pd_handle, access_flags.
+        (cmd::REREG_MR, false) => &[
+            (8, H(obj::MR)),
+            (12, U32(6)),
+            (16, Mem),
+            (24, U64(4096)),
+            (32, Mem),
+            (40, H(obj::PD)),
+            (44, U32(1)),
+        ],
         (cmd::CREATE_QP, false) => &[
             (16, H(obj::PD)),
             (20, H(obj::CQ)),
