@@ -115,18 +115,30 @@ mlx5_unplug_suite() {
 
 # vm_mlx5_unplug_load: hot unplug under load. UL_N processes (default 100)
 # each hold a context, 4 PDs, a CQ, an RC QP, a 64 KiB MR and libmlx5's UAR
-# and doorbell mappings on mlx5_1 (uverbs_unplug -o hold); the function is
-# unbound while they wait. The removal is timed (/proc/uptime, 10 ms); then
-# every process must see EIO from every call and IB_EVENT_DEVICE_FATAL on
-# its async fd and close cleanly within 60 s (none hangs), the simulator must
-# hold nothing, and the function, bound again, must serve a new process.
+# and doorbell mappings on mlx5_1 (uverbs_unplug -o hold); the last UL_T of
+# them (default 4) also a second RC QP connected to the first and a second
+# MR, and once all hold their objects they post RDMA WRITEs and poll their CQ
+# (traffic in flight) until their async fd reports IB_EVENT_DEVICE_FATAL.
+# The function is unbound meanwhile. The removal is timed (/proc/uptime,
+# 10 ms); then every process must see EIO from every call and
+# IB_EVENT_DEVICE_FATAL on its async fd and close cleanly within 60 s (none
+# hangs), the simulator must hold nothing, and the function, bound again,
+# must serve a new process. The holders sleep on FIFOs until told to go
+# (polling a file ten times a second, a hundred of them took most of the
+# VM's two vCPUs under TCG and slowed the removal).
 mlx5_unplug_load_suite() {
-	local f=mlx5_ib_rs.rdma.1 drv n=${UL_N:-100} i p ready pids rc t0 t1 ms okp failp hung wd
+	local f=mlx5_ib_rs.rdma.1 drv n=${UL_N:-100} t=${UL_T:-4} i p ready pids rc t0 t1 ms sys okp failp hung wd targs tr
 	load_ours sim=ib,eth
-	rm -f /tmp/ul-go /tmp/ul-*.out
+	rm -f /tmp/ul-go /tmp/ul-traffic /tmp/ul-*.out
+	# The go signals are FIFOs: the holders sleep on them (uverbs_unplug opens
+	# them before READY and polls); a write wakes them all.
+	mkfifo /tmp/ul-go /tmp/ul-traffic
 	pids=
 	for i in $(seq 1 $n); do
-		/rdma-rs/uverbs_unplug -d mlx5_1 -o hold /tmp/ul-go >/tmp/ul-$i.out 2>&1 &
+		# RoCE v2 is GID index 1 of the simulated RoCE port.
+		targs=
+		[ $i -gt $((n - t)) ] && targs="-t /tmp/ul-traffic -g 1"
+		/rdma-rs/uverbs_unplug -d mlx5_1 -o $targs hold /tmp/ul-go >/tmp/ul-$i.out 2>&1 &
 		pids="$pids $!"
 	done
 	for i in $(seq 1 1800); do
@@ -141,18 +153,33 @@ mlx5_unplug_load_suite() {
 ' ' '
 	echo
 	if [ "$ready" = "$n" ]; then t_ok "$n processes hold contexts, PDs, CQs, QPs, MRs and mappings on mlx5_1"; else t_fail "$n processes hold contexts, PDs, CQs, QPs, MRs and mappings on mlx5_1" "$ready ready"; fi
+	if [ "$t" -gt 0 ]; then
+		timeout 10 sh -c 'echo go >/tmp/ul-traffic'
+		for i in $(seq 1 300); do
+			tr=$(grep -l '^TRAFFIC' /tmp/ul-*.out 2>/dev/null | wc -l)
+			[ "$tr" -ge "$t" ] && break
+			sleep 0.2
+		done
+		if [ "$tr" = "$t" ]; then t_ok "$t processes have RDMA WRITEs in flight on mlx5_1"; else t_fail "$t processes have RDMA WRITEs in flight on mlx5_1" "$tr of $t"; fi
+	fi
 	drv=$(fwsim_driver_of $f)
+	echo "before the unbind: load $(cat /proc/loadavg); simulator: $(tr '\n' ' ' <$FWSIM_DBG/$f/stats)"
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	rc=0
-	timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
+	# The unbind's wall time, and the CPU time the unbinding task itself spent (sys, 10 ms):
+	# the rest is waiting (for the CPUs the VM shares with the traffic, the simulator's
+	# worker and the host's other VMs, and for the fabric lock).
+	timeout 300 time -f "%e %S" sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" 2>/tmp/ul-time || rc=$?
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	ms=$(echo "$t0 $t1" | awk '{printf "%d", ($2 - $1) * 1000}')
-	echo "unbind $f under $ready processes: exit $rc after $ms ms"
-	if [ $rc = 0 ]; then t_ok "unbind $f completes while $ready processes hold objects ($ms ms)"; else t_fail "unbind $f completes while $ready processes hold objects" "exit $rc"; fi
+	sys=$(tail -n 1 /tmp/ul-time | awk '{printf "%d", $2 * 1000}')
+	echo "unbind $f under $ready processes ($t with traffic): exit $rc after $ms ms (the unbinding task ran $sys ms in the kernel); load $(cat /proc/loadavg)"
+	echo "after the unbind: simulator: $(tr '\n' ' ' <$FWSIM_DBG/$f/stats 2>/dev/null)"
+	if [ $rc = 0 ]; then t_ok "unbind $f completes while $ready processes hold objects ($ms ms, $sys ms of CPU)"; else t_fail "unbind $f completes while $ready processes hold objects" "exit $rc"; fi
 	if [ $rc = 0 ] && [ "$ms" -lt 1000 ]; then t_ok "the removal took under 1 s ($ms ms)"; else t_fail "the removal took under 1 s" "$ms ms"; fi
 	t_check "mlx5_1 unregistered" test ! -e /sys/class/infiniband/mlx5_1
 	t_check "$f: the simulator holds nothing after the remove" fwsim_resources_zero $f
-	touch /tmp/ul-go
+	timeout 10 sh -c 'echo go >/tmp/ul-go'
 	# None may hang: each has 60 s to finish its checks and close.
 	( sleep 90; for i in $pids; do kill -9 $i 2>/dev/null && echo "killed hung process $i"; done ) >/tmp/ul-watchdog.out 2>&1 &
 	wd=$!
@@ -172,6 +199,7 @@ mlx5_unplug_load_suite() {
 	done
 	kill $wd 2>/dev/null
 	wait $wd 2>/dev/null
+	grep -h '^I traffic' /tmp/ul-*.out | sed 's/^/    /'
 	hung=$(grep -c killed /tmp/ul-watchdog.out)
 	echo "after the remove: $okp/$n processes saw EIO and DEVICE_FATAL and closed cleanly, $failp failed, $hung hung"
 	if [ $okp = $n ]; then t_ok "all $n processes got EIO and IB_EVENT_DEVICE_FATAL and closed"; else t_fail "all $n processes got EIO and IB_EVENT_DEVICE_FATAL and closed" "$okp ok, $failp failed, $hung hung"; fi
