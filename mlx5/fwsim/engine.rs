@@ -1698,6 +1698,16 @@ impl Fw {
         None
     }
 
+    /// Whether a pass can find work on a QP of this function: one in RTS with a send queue or
+    /// one in ERR (its WQEs are flushed), the QPs [`step`] serves. Without one no WQE runs and
+    /// no CQE is written, so a periodic rescan has nothing to find (a CQ arm rung meanwhile is
+    /// a trap or a kick of its own).
+    pub(crate) fn has_served_qp(&self) -> bool {
+        self.qps
+            .iter()
+            .any(|(_, q)| q.state == QPC_STATE_ERR || (q.state == QPC_STATE_RTS && q.q.has_sq))
+    }
+
     /// Reads every CQ's arm record; a changed one is an arm request.
     fn poll_arms(&mut self, mem: &dyn DmaMem) {
         self.poll_arms_of(mem, None);

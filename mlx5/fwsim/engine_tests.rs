@@ -1864,6 +1864,26 @@ fn to_err_flushes_everything_and_to_rst_resets() {
     assert_eq!(p.recvs()[0].byte_cnt, 10);
 }
 
+/// What the worker's periodic rescan waits for (`Fw::has_served_qp`): a QP in RTS or ERR.
+/// Idle QPs (RESET, as a hundred user contexts hold them, or back in RESET) keep no rescan
+/// going.
+#[test]
+fn only_rts_and_err_qps_are_served() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let cq = h.cq(6, false);
+    assert!(!h.fw.has_served_qp());
+    let a = h.qp(QPC_ST_RC, &cq, &cq, (6, 6, 2));
+    let b = h.qp(QPC_ST_RC, &cq, &cq, (6, 6, 2));
+    assert!(!h.fw.has_served_qp(), "RESET QPs");
+    let lid = h.lid();
+    h.connect(&a, &Path::to(b.qpn, lid));
+    assert!(h.fw.has_served_qp(), "an RTS QP");
+    h.modify(&a, op::_2RST_QP);
+    assert!(!h.fw.has_served_qp(), "back in RESET");
+    h.modify(&b, op::_2ERR_QP);
+    assert!(h.fw.has_served_qp(), "an ERR QP (flushes)");
+}
+
 #[test]
 fn dma_fault_of_an_unmapped_buffer() {
     let mut p = pair(QPC_ST_RC);

@@ -20,10 +20,12 @@
 //! landed (the page that rang last waits for the next fault of another page, or the rescan,
 //! since its store only lands after the fault returns), and serve their queues again; a kick ([`Fabric::kick`], [`Fabric::ring`]: a doorbell of
 //! a kernel queue) runs full passes over every queue while there is work. While any QP
-//! exists it also rescans everything, every jiffy after a pass that did work and less often
-//! the longer nothing happens (up to [`IDLE_RESCAN_MAX`]), and at the engine's next
-//! RNR/ACK-timeout deadline: the doorbell records are the truth and a dropped trap's page
-//! is still read. With no QP it sleeps until kicked: an idle fabric costs no CPU. After each
+//! can do work (RTS with a send queue, or ERR: what the engine serves) it also rescans
+//! everything, every jiffy after a pass that did work and less often the longer nothing
+//! happens (up to [`IDLE_RESCAN_MAX`]), and at the engine's next RNR/ACK-timeout deadline:
+//! the doorbell records are the truth and a dropped trap's page is still read. With no such
+//! QP it sleeps until kicked (a QP reaching RTS or ERR kicks it): an idle fabric costs no
+//! CPU, however many idle QPs it holds. After each
 //! pass it delivers the events the engine queued, without the fabric lock, to each
 //! function's handler ([`Mlx5Events`]).
 //!
@@ -467,7 +469,10 @@ impl Fabric {
                     outcome.merge(o);
                 }
             }
-            let any_qp = fws.iter().any(|f| f.counts().qp != 0);
+            // Rescans only while a QP can do work: 100 contexts with idle QPs (a hot unplug
+            // under load) had the worker walk every CQ's arm record every 16 jiffies, at
+            // real-time priority and under the fabric lock that the destroy commands wait for.
+            let any_qp = fws.iter().any(|f| f.has_served_qp());
             (outcome, any_qp)
         };
         self.served.worker_passes.fetch_add(1, Relaxed);
