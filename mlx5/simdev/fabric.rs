@@ -158,6 +158,12 @@ pub(crate) struct Served {
     pub(crate) inline_ns: Atomic<u64>,
     pub(crate) inline_busy: Atomic<u64>,
     pub(crate) rearms_deferred: Atomic<u64>,
+    /// WQEs executed (or flushed) by each kind of pass: in a faulting task, by the worker
+    /// for a trap, for a kick, for a rescan. WQEs a rescan finds are stores no trap saw.
+    pub(crate) wqes_inline: Atomic<u64>,
+    pub(crate) wqes_trap: Atomic<u64>,
+    pub(crate) wqes_kick: Atomic<u64>,
+    pub(crate) wqes_rescan: Atomic<u64>,
 }
 
 impl Served {
@@ -169,6 +175,10 @@ impl Served {
             inline_ns: Atomic::new(0),
             inline_busy: Atomic::new(0),
             rearms_deferred: Atomic::new(0),
+            wqes_inline: Atomic::new(0),
+            wqes_trap: Atomic::new(0),
+            wqes_kick: Atomic::new(0),
+            wqes_rescan: Atomic::new(0),
         }
     }
 }
@@ -328,6 +338,9 @@ impl Fabric {
         drop(fws);
         self.served.inline_passes.fetch_add(1, Relaxed);
         self.served
+            .wqes_inline
+            .fetch_add(u64::from(outcome.wqes), Relaxed);
+        self.served
             .inline_ns
             .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
         self.deliver();
@@ -447,8 +460,9 @@ impl Fabric {
         &self,
         dbs: &[Option<PendingDb>],
         pages: &[Option<(usize, u32)>],
-        full: bool,
+        why: Woken,
     ) -> (bool, Option<kernel::time::Jiffies>) {
+        let full = why != Woken::Trap;
         let now = self.now_ns();
         let (outcome, any_qp) = {
             let mut fws = self.fws.lock();
@@ -471,6 +485,12 @@ impl Fabric {
             (outcome, any_qp)
         };
         self.served.worker_passes.fetch_add(1, Relaxed);
+        let by = match why {
+            Woken::Kick => &self.served.wqes_kick,
+            Woken::Trap => &self.served.wqes_trap,
+            Woken::Rescan => &self.served.wqes_rescan,
+        };
+        by.fetch_add(u64::from(outcome.wqes), Relaxed);
         self.served
             .worker_ns
             .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
@@ -538,12 +558,11 @@ impl ThreadBody for Fabric {
             // A rescan re-arms every page: a store that faulted just before it may fault once
             // more, but the next rescan is a jiffy away, so nothing loops.
             let all = why == Woken::Rescan;
-            let full = why != Woken::Trap;
             let (np, n) = self.take_traps(&mut pages, &mut dbs, n, all);
             let (more, rescan) = self.pass(
                 dbs.get(..n).unwrap_or(&[]),
                 pages.get(..np).unwrap_or(&[]),
-                full,
+                why,
             );
             let mut w = self.wake.lock();
             w.rescan = rescan;

@@ -58,8 +58,13 @@ bench_table() {
 bu_run() {
 	local stack=$1 run=$2 dev=$3 figs=$4
 	shift 4
-	/rdma-rs/uverbs_bench -d "$dev" -f "$figs" "$@" >/tmp/bu-out 2>&1
+	local rc=0
+	/rdma-rs/uverbs_bench -d "$dev" -f "$figs" "$@" >/tmp/bu-out 2>&1 || rc=$?
 	sed "s/^/    $stack-$run| /" /tmp/bu-out
+	# A run that printed no figure (a usage error, a failed verb) is a failure, not a gap.
+	if [ $rc != 0 ] || ! grep -q '^fig ' /tmp/bu-out; then
+		t_fail "uverbs_bench $figs on $dev (run $run) exit $rc with figures"
+	fi
 	awk -v s="$stack" -v r="$run" '$1 == "fig" { print s, r, $3, $4 }' /tmp/bu-out >>/tmp/bu-figs
 }
 
