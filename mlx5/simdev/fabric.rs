@@ -153,7 +153,7 @@ struct PendingDb {
 enum Woken {
     /// [`Fabric::kick`]/[`Fabric::ring`]: a full pass.
     Kick,
-    /// A trap with other pages queued: serve those pages.
+    /// A trap: serve the queued pages, re-arm those whose store landed.
     Trap,
     /// The rescan interval passed: a full pass, every queued page re-armed.
     Rescan,
