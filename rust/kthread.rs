@@ -17,7 +17,8 @@
 use core::ptr::NonNull;
 use kernel::{
     bindings,
-    ffi::{c_char, c_int, c_void},
+    error::to_result,
+    ffi::{c_char, c_int, c_uint, c_void},
     prelude::*,
     str::CString,
     sync::Arc,
@@ -33,6 +34,7 @@ extern "C" {
     ) -> *mut c_void;
     fn rdma_rs_kthread_stop(task: *mut c_void) -> c_int;
     fn rdma_rs_cond_resched();
+    fn rdma_rs_move_off_cpu(cpu: c_uint) -> c_int;
 }
 
 /// The body of a kernel thread.
@@ -153,6 +155,25 @@ impl<T: ThreadBody> Drop for KThread<T> {
 pub(crate) fn cond_resched() {
     // SAFETY: no preconditions; called from a kernel thread in process context.
     unsafe { rdma_rs_cond_resched() };
+}
+
+/// Restricts the calling kernel thread to the online CPUs other than `cpu` (migrating it now
+/// if it runs there), so that it can wait for a task on `cpu` without taking that task's CPU.
+/// The restriction stays until the next call.
+///
+/// # Errors
+///
+/// `ENODEV` when no other CPU is online, `EINVAL` for a CPU number out of range, `ENOMEM`,
+/// and `set_cpus_allowed_ptr()`'s errors.
+pub(crate) fn move_off_cpu(cpu: u32) -> Result {
+    // SAFETY: no preconditions; the C side validates `cpu` and changes only the caller's
+    // affinity (a kernel thread in process context, which may sleep).
+    to_result(unsafe { rdma_rs_move_off_cpu(cpu) })
+}
+
+/// The CPU the caller runs on now (it may move at once unless preemption is off: a hint).
+pub(crate) fn current_cpu() -> u32 {
+    kernel::cpu::CpuId::current().as_u32()
 }
 
 /// A running thread of any body, for the registry.

@@ -6,13 +6,16 @@
  * not the thread function has started or returned.
  */
 
+#include <linux/cpumask.h>
 #include <linux/err.h>
 #include <linux/kthread.h>
+#include <linux/sched.h>
 #include <linux/sched/task.h>
 
 struct task_struct *rdma_rs_kthread_run(int (*fn)(void *), void *data, const char *name);
 int rdma_rs_kthread_stop(struct task_struct *task);
 void rdma_rs_cond_resched(void);
+int rdma_rs_move_off_cpu(unsigned int cpu);
 
 struct task_struct *rdma_rs_kthread_run(int (*fn)(void *), void *data, const char *name)
 {
@@ -33,4 +36,23 @@ int rdma_rs_kthread_stop(struct task_struct *task)
 void rdma_rs_cond_resched(void)
 {
 	cond_resched();
+}
+
+/*
+ * Restricts the calling task to the online CPUs other than @cpu, which
+ * migrates it at once if it runs there. -ENODEV when no other CPU is online.
+ */
+int rdma_rs_move_off_cpu(unsigned int cpu)
+{
+	cpumask_var_t m;
+	int ret;
+
+	if (cpu >= nr_cpu_ids)
+		return -EINVAL;
+	if (!zalloc_cpumask_var(&m, GFP_KERNEL))
+		return -ENOMEM;
+	cpumask_andnot(m, cpu_online_mask, cpumask_of(cpu));
+	ret = cpumask_empty(m) ? -ENODEV : set_cpus_allowed_ptr(current, m);
+	free_cpumask_var(m);
+	return ret;
 }

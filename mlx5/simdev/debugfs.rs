@@ -143,6 +143,13 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         ("fabric_inline_ns", &v.inline_ns),
         ("fabric_inline_busy", &v.inline_busy),
         ("fabric_rearms_deferred", &v.rearms_deferred),
+        ("fabric_land_waits", &v.land_waits),
+        ("fabric_land_timeouts", &v.land_timeouts),
+        ("fabric_worker_moves", &v.worker_moves),
+        ("fabric_wqes_inline", &v.wqes_inline),
+        ("fabric_wqes_trap", &v.wqes_trap),
+        ("fabric_wqes_kick", &v.wqes_kick),
+        ("fabric_wqes_rescan", &v.wqes_rescan),
     ] {
         writeln!(out, "{} {}", name, a.load(kernel::sync::atomic::Relaxed))?;
     }

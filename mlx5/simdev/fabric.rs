@@ -16,16 +16,16 @@
 //!
 //! The worker is a kernel thread per fabric ([`crate::kthread`]), at the lowest real-time
 //! priority (a normal one is woken lazily: it waited for the next tick behind busy-polling
-//! programs). A page's fault has it re-arm the pages that rang before, whose stores have
-//! landed (the page that rang last waits for the next fault of another page, or the rescan,
-//! since its store only lands after the fault returns), and serve their queues again; a kick ([`Fabric::kick`], [`Fabric::ring`]: a doorbell of
-//! a kernel queue) runs full passes over every queue while there is work. While any QP
-//! can do work (RTS with a send queue, or ERR: what the engine serves) it also rescans
-//! everything, every jiffy after a pass that did work and less often the longer nothing
-//! happens (up to [`IDLE_RESCAN_MAX`]), and at the engine's next RNR/ACK-timeout deadline:
-//! the doorbell records are the truth and a dropped trap's page is still read. With no such
-//! QP it sleeps until kicked (a QP reaching RTS or ERR kicks it): an idle fabric costs no
-//! CPU, however many idle QPs it holds. After each
+//! programs). A page's fault has it serve the page's queues again and re-arm the page once
+//! the faulting store has landed (it lands only after the fault returns: the worker waits
+//! for the page to change, from another CPU than the storing task's); a kick
+//! ([`Fabric::kick`], [`Fabric::ring`]: a doorbell of a kernel queue) runs full passes over
+//! every queue while there is work. While any QP can do work (RTS with a send queue, or ERR:
+//! what the engine serves) it also rescans everything, every jiffy after a pass that did
+//! work and less often the longer nothing happens (up to [`IDLE_RESCAN_MAX`]), and at the
+//! engine's next RNR/ACK-timeout deadline: the doorbell records are the truth and a dropped
+//! trap's page is still read. With no such QP it sleeps until kicked (a QP reaching RTS or
+//! ERR kicks it): an idle fabric costs no CPU, however many idle QPs it holds. After each
 //! pass it delivers the events the engine queued, without the fabric lock, to each
 //! function's handler ([`Mlx5Events`]).
 //!
@@ -53,13 +53,42 @@ const PENDING: usize = 32;
 /// rescans only, every jiffy while they find work).
 const PENDING_TRAPS: usize = 16;
 
+/// The offsets of a UAR page whose stores announce work: the CQ arm doorbell and the
+/// blue-flame registers (four of `bf_reg_size` 512 per page, each two 256-byte halves that
+/// libmlx5 alternates between).
+const UAR_WATCHED: [usize; 9] = [0x20, 0x800, 0x900, 0xa00, 0xb00, 0xc00, 0xd00, 0xe00, 0xf00];
+
+/// What a UAR page holds at [`UAR_WATCHED`].
+type Snapshot = [u64; UAR_WATCHED.len()];
+
+/// Reads `page` at [`UAR_WATCHED`].
+fn snapshot(page: &TrapPage) -> Snapshot {
+    let mut snap = [0u64; UAR_WATCHED.len()];
+    for (v, &off) in snap.iter_mut().zip(UAR_WATCHED.iter()) {
+        let mut b = [0u8; 8];
+        if page.page().read(off, &mut b).is_ok() {
+            *v = u64::from_ne_bytes(b);
+        }
+    }
+    snap
+}
+
+/// How long the worker waits, from another CPU, for a faulting store to land before it
+/// leaves the page installed until a later wake (nanoseconds): the storing task only has to
+/// return from its fault.
+const LAND_WAIT_NS: u64 = 100_000;
+
 /// A UAR trap page that was written to, and whose page it is.
 struct PendingTrap {
     page: Arc<TrapPage>,
     func: usize,
     uar: u32,
-    /// The order of the faults: the page that rang last has the highest.
-    seq: u64,
+    /// What the page held when it faulted last, before that store landed (it lands when the
+    /// fault returns): once the page differs, the store is done and the page can be re-armed
+    /// without faulting the same store again.
+    before: Snapshot,
+    /// The CPU of that fault: where the storing task runs.
+    cpu: u32,
 }
 
 /// The [`TrapHandler`] of a simulated function's UAR page: a store of user space to the page
@@ -125,7 +154,7 @@ struct PendingDb {
 enum Woken {
     /// [`Fabric::kick`]/[`Fabric::ring`]: a full pass.
     Kick,
-    /// A trap with other pages queued: serve those pages.
+    /// A trap: serve the queued pages, re-arm those whose store landed.
     Trap,
     /// The rescan interval passed: a full pass, every queued page re-armed.
     Rescan,
@@ -135,11 +164,8 @@ enum Woken {
 struct Wake {
     /// A full pass is wanted (a kernel queue's doorbell, a pass that ran out of budget).
     kicked: bool,
-    /// Trap pages other than the last one rung are queued (`traps`): re-arm them and serve
-    /// their queues.
+    /// Trap pages are queued (`traps`): serve their queues, re-arm those whose store landed.
     trapped: bool,
-    /// The next [`PendingTrap::seq`].
-    next_seq: u64,
     stop: bool,
     /// The rescan interval while QPs exist and passes find nothing: doubles per idle rescan
     /// up to [`IDLE_RESCAN_MAX`], back to 1 jiffy when a pass does work.
@@ -160,6 +186,17 @@ pub(crate) struct Served {
     pub(crate) inline_ns: Atomic<u64>,
     pub(crate) inline_busy: Atomic<u64>,
     pub(crate) rearms_deferred: Atomic<u64>,
+    /// Faulting stores the worker waited for (from another CPU) and saw land, the waits that
+    /// timed out, and the times it moved off the storing task's CPU to wait.
+    pub(crate) land_waits: Atomic<u64>,
+    pub(crate) land_timeouts: Atomic<u64>,
+    pub(crate) worker_moves: Atomic<u64>,
+    /// WQEs executed (or flushed) by each kind of pass: in a faulting task, by the worker
+    /// for a trap, for a kick, for a rescan. WQEs a rescan finds are stores no trap saw.
+    pub(crate) wqes_inline: Atomic<u64>,
+    pub(crate) wqes_trap: Atomic<u64>,
+    pub(crate) wqes_kick: Atomic<u64>,
+    pub(crate) wqes_rescan: Atomic<u64>,
 }
 
 impl Served {
@@ -171,6 +208,13 @@ impl Served {
             inline_ns: Atomic::new(0),
             inline_busy: Atomic::new(0),
             rearms_deferred: Atomic::new(0),
+            land_waits: Atomic::new(0),
+            land_timeouts: Atomic::new(0),
+            worker_moves: Atomic::new(0),
+            wqes_inline: Atomic::new(0),
+            wqes_trap: Atomic::new(0),
+            wqes_kick: Atomic::new(0),
+            wqes_rescan: Atomic::new(0),
         }
     }
 }
@@ -263,21 +307,25 @@ impl Fabric {
         self.cv.notify_one();
     }
 
-    /// A UAR trap page of function `func` was written to (from the page-fault handler):
-    /// queues it once for the worker and kicks. Never sleeps.
+    /// A UAR trap page of function `func` was written to (from the page-fault handler): runs
+    /// the page's queues here, then queues the page for the worker and wakes it. Never sleeps
+    /// but in the inline pass's fabric lock.
+    ///
+    /// The worker re-arms the page once its store has landed, which is only after this fault
+    /// returns: a real-time worker that re-armed it at once, on this CPU, would preempt this
+    /// task before its store and fault the same store again, in a loop. So the page's contents
+    /// before the store are kept, and the worker waits, from another CPU, until they change.
+    /// Meanwhile later stores land without a fault; the worker serves the page's queues after
+    /// the re-arm, so what they announced is seen.
     fn trap_rung(&self, page: &Arc<TrapPage>, func: usize, uar: u32) {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
+        let before = snapshot(page);
+        let cpu = kthread::current_cpu();
         self.serve_inline(func, uar);
-        // The page is re-armed once its store has landed, which is only after this fault
-        // returns: not by a wake-up from here (the worker preempts this task before it
-        // stores, and a re-arm then would fault the store again, in a loop), but when another
-        // page rings (a ping-pong's peer: by then this store is long done) or at the rescan.
-        let others = {
+        {
             let mut w = self.wake.lock();
-            let seq = w.next_seq;
-            w.next_seq = seq.wrapping_add(1);
             match w
                 .traps
                 .iter_mut()
@@ -285,29 +333,25 @@ impl Fabric {
                 .find(|t| Arc::ptr_eq(&t.page, page))
             {
                 // Already queued: its store is the one pending now.
-                Some(t) => t.seq = seq,
+                Some(t) => {
+                    t.before = before;
+                    t.cpu = cpu;
+                }
                 None => {
                     if let Some(slot) = w.traps.iter_mut().find(|t| t.is_none()) {
                         *slot = Some(PendingTrap {
                             page: page.clone(),
                             func,
                             uar,
-                            seq,
+                            before,
+                            cpu,
                         });
                     }
                 }
             }
-            let others = w
-                .traps
-                .iter()
-                .flatten()
-                .any(|t| !Arc::ptr_eq(&t.page, page));
-            w.trapped |= others;
-            others
-        };
-        if others {
-            self.cv.notify_one();
+            w.trapped = true;
         }
+        self.cv.notify_one();
     }
 
     /// Runs a short engine pass over the queues that ring UAR page `uar` of function `func`
@@ -330,6 +374,9 @@ impl Fabric {
         drop(fws);
         self.served.inline_passes.fetch_add(1, Relaxed);
         self.served
+            .wqes_inline
+            .fetch_add(u64::from(outcome.wqes), Relaxed);
+        self.served
             .inline_ns
             .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
         self.deliver();
@@ -343,14 +390,14 @@ impl Fabric {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(0)
     }
 
-    /// Re-arms the trap pages that were written to (all of them, or, for a trap's wake-up, all
-    /// but the page that rang last: its store may not have landed yet), returns which
-    /// (function, UAR) each was, for the passes over their queues, and turns what they hold
-    /// into doorbell values for the pass (the CQ arm at 0x20 and the send doorbell at 0x800,
-    /// as big-endian 64-bit stores: a first CQ arm, `sn` 0 and `ci` 0, looks like the zeroed
-    /// arm record, so only the store shows it). A store that lands after the re-arm faults
-    /// and rings again; one that landed before is in the page and the records now. Sleeps
-    /// (the re-arm takes `mmap_lock`s): no lock is held.
+    /// Takes the trap pages that were written to, returns which (function, UAR) each was, for
+    /// the pass over their queues, and re-arms those whose store has landed (all of them for a
+    /// rescan), turning what they hold into doorbell values for the pass (the CQ arm at 0x20
+    /// and the send doorbell at 0x800, as big-endian 64-bit stores: a first CQ arm, `sn` 0 and
+    /// `ci` 0, looks like the zeroed arm record, so only the store shows it). A store that
+    /// lands after the re-arm faults and rings again; one that landed before is in the page
+    /// and the records now. A page whose store did not land goes back to the queue. Sleeps
+    /// (the re-arm takes `mmap_lock`s, the wait may move this thread): no lock is held.
     fn take_traps(
         &self,
         pages: &mut [Option<(usize, u32)>; PENDING_TRAPS],
@@ -362,30 +409,30 @@ impl Fabric {
         {
             let mut w = self.wake.lock();
             w.trapped = false;
-            let last = w.traps.iter().flatten().map(|t| t.seq).max();
             for (dst, src) in traps.iter_mut().zip(w.traps.iter_mut()) {
-                if all || src.as_ref().map(|t| t.seq) != last {
-                    *dst = src.take();
-                }
-            }
-            if !all && last.is_some() {
-                self.served.rearms_deferred.fetch_add(1, Relaxed);
+                *dst = src.take();
             }
         }
+        let mut rearmed: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         let mut n = 0;
-        for t in traps.iter().flatten() {
-            t.page.rearm();
-            if let Some(slot) = pages.get_mut(n) {
-                *slot = Some((t.func, t.uar));
+        for (slot, done) in traps.iter_mut().zip(rearmed.iter_mut()) {
+            let Some(t) = slot.as_ref() else { continue };
+            if let Some(p) = pages.get_mut(n) {
+                *p = Some((t.func, t.uar));
                 n += 1;
             }
+            if !all && !self.landed(t) {
+                self.served.rearms_deferred.fetch_add(1, Relaxed);
+                continue;
+            }
+            t.page.rearm();
             for (off, db) in [(UAR_CQ_DOORBELL, Doorbell::CqArm), (UAR_BF0, Doorbell::Sq)] {
                 let mut v = [0u8; 8];
                 if t.page.page().read(off, &mut v).is_err() {
                     continue;
                 }
-                if let Some(slot) = dbs.get_mut(ndb) {
-                    *slot = Some(PendingDb {
+                if let Some(d) = dbs.get_mut(ndb) {
+                    *d = Some(PendingDb {
                         func: t.func,
                         uar: t.uar,
                         db,
@@ -394,10 +441,59 @@ impl Fabric {
                     ndb += 1;
                 }
             }
+            // Re-armed: its reference goes below, outside every lock.
+            *done = slot.take();
+        }
+        {
+            // The pages left installed wait for a later wake, unless the page faulted again
+            // meanwhile (its newer entry is queued) or the queue is full (the rescans re-arm
+            // every page).
+            let mut w = self.wake.lock();
+            for slot in traps.iter_mut() {
+                let Some(t) = slot.as_ref() else { continue };
+                if w.traps
+                    .iter()
+                    .flatten()
+                    .any(|q| Arc::ptr_eq(&q.page, &t.page))
+                {
+                    continue;
+                }
+                if let Some(free) = w.traps.iter_mut().find(|q| q.is_none()) {
+                    *free = slot.take();
+                }
+            }
         }
         // The references go here, outside every lock.
         drop(traps);
+        drop(rearmed);
         (n, ndb)
+    }
+
+    /// Whether the store of `t`'s last fault has landed: at once if the page differs from
+    /// before it, or after waiting for the storing task for up to [`LAND_WAIT_NS`] from another
+    /// CPU (this thread moves off the task's CPU first if it runs there: a real-time thread
+    /// would keep the task from storing). Sleeps (a move).
+    fn landed(&self, t: &PendingTrap) -> bool {
+        if snapshot(&t.page) != t.before {
+            return true;
+        }
+        if kthread::current_cpu() == t.cpu {
+            // One CPU only: the rescans re-arm the page.
+            if kthread::move_off_cpu(t.cpu).is_err() {
+                return false;
+            }
+            self.served.worker_moves.fetch_add(1, Relaxed);
+        }
+        let start = self.now_ns();
+        while self.now_ns().saturating_sub(start) < LAND_WAIT_NS {
+            if snapshot(&t.page) != t.before {
+                self.served.land_waits.fetch_add(1, Relaxed);
+                return true;
+            }
+            kernel::processor::cpu_relax();
+        }
+        self.served.land_timeouts.fetch_add(1, Relaxed);
+        false
     }
 
     /// Waits for a kick, a trap, a rescan or a stop; returns the queued doorbells and whether
@@ -449,8 +545,9 @@ impl Fabric {
         &self,
         dbs: &[Option<PendingDb>],
         pages: &[Option<(usize, u32)>],
-        full: bool,
+        why: Woken,
     ) -> (bool, Option<kernel::time::Jiffies>) {
+        let full = why != Woken::Trap;
         let now = self.now_ns();
         let (outcome, any_qp) = {
             let mut fws = self.fws.lock();
@@ -476,6 +573,12 @@ impl Fabric {
             (outcome, any_qp)
         };
         self.served.worker_passes.fetch_add(1, Relaxed);
+        let by = match why {
+            Woken::Kick => &self.served.wqes_kick,
+            Woken::Trap => &self.served.wqes_trap,
+            Woken::Rescan => &self.served.wqes_rescan,
+        };
+        by.fetch_add(u64::from(outcome.wqes), Relaxed);
         self.served
             .worker_ns
             .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
@@ -543,12 +646,11 @@ impl ThreadBody for Fabric {
             // A rescan re-arms every page: a store that faulted just before it may fault once
             // more, but the next rescan is a jiffy away, so nothing loops.
             let all = why == Woken::Rescan;
-            let full = why != Woken::Trap;
             let (np, n) = self.take_traps(&mut pages, &mut dbs, n, all);
             let (more, rescan) = self.pass(
                 dbs.get(..n).unwrap_or(&[]),
                 pages.get(..np).unwrap_or(&[]),
-                full,
+                why,
             );
             let mut w = self.wake.lock();
             w.rescan = rescan;
@@ -603,7 +705,6 @@ impl FabricWorker {
                 wake <- new_spinlock_irq!(Wake {
                     kicked: false,
                     trapped: false,
-                    next_seq: 0,
                     stop: false,
                     idle: 1,
                     rescan: None,

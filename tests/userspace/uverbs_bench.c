@@ -539,7 +539,8 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'n': n = atol(optarg); break;
-		case 'c': n_slab = atol(optarg); break;
+		case 'c': n_obj = atol(optarg); break;
+		case 's': n_slab = atol(optarg); break;
 		case 'm': mr_max_mib = atol(optarg); break;
 		case 'k': scale_max = atol(optarg); break;
 		case 'f': figs = optarg; break;
@@ -548,7 +549,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (n < 1 || n_slab < 1 || mr_max_mib < 1 || scale_max < 10) {
+	if (n < 1 || n_obj < 1 || n_slab < 1 || mr_max_mib < 1 || scale_max < 10) {
 		fprintf(stderr, "uverbs_bench: counts must be positive (SCALE_MAX >= 10)\n");
 		return 2;
 	}
