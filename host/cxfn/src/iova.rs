@@ -17,7 +17,7 @@ use crate::mem::{GuestMemory, MemError};
 use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in};
 use crate::prm::consts::MKC_ACCESS_MODE_MTT;
 use crate::prm::ctx::{cqc, mkc, qpc};
-use crate::prm::layout::Field;
+use crate::prm::layout::AnyField;
 use crate::prm::opcode as op;
 
 /// First device address of the window: above any guest-physical address.
@@ -100,7 +100,7 @@ impl DeviceMap {
                 )
             }
             op::CREATE_MKEY => {
-                let m = |f: Field| get(inbox, create_mkey_in::memory_key_mkey_entry.inner(f));
+                let m = |f| get(inbox, create_mkey_in::memory_key_mkey_entry.inner(f));
                 let mode = (m(mkc::access_mode_4_2)? << 2) | m(mkc::access_mode_1_0)?;
                 if mode != MKC_ACCESS_MODE_MTT {
                     return None;
@@ -184,8 +184,8 @@ impl DeviceMap {
     }
 }
 
-fn get(b: &[u8], f: Field) -> Option<u32> {
-    f.get(b).ok()
+fn get(b: &[u8], f: impl AnyField) -> Option<u32> {
+    f.any_field().get(b).ok()
 }
 
 /// Guest memory as the model sees it: guest-physical addresses below [`WINDOW`], the
