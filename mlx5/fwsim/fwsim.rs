@@ -447,6 +447,9 @@ impl<C: PrmCommand> Cmd<'_, C> {
     }
 }
 
+/// What a command's method returns: `Ok` (the outbox is filled) or the status and syndrome.
+type Done = Result<(), CmdError>;
+
 /// Shorthand for a failed check.
 fn fail<T>(status: Status, syndrome: u32) -> Result<T, CmdError> {
     Err(CmdError::new(status, syndrome))

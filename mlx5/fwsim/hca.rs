@@ -21,9 +21,9 @@
 use super::dma::DmaMem;
 use super::syndrome::{self as syn, CmdError};
 use super::table::ResTable;
-use super::{fail, Cmd, Fw};
+use super::{fail, Cmd, Done, Fw};
 use crate::prm::cmd::*;
-use crate::prm::command::{self, PrmCommand};
+use crate::prm::command::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::{atomic_caps, cmd_hca_cap, eqc, roce_cap};
 use crate::prm::layout::{Member, PrmLayout};
@@ -267,10 +267,7 @@ impl Fw {
     }
 
     /// ENABLE_HCA: function 0 of this PCI function (no embedded CPU, no other functions).
-    pub(super) fn enable_hca(
-        &mut self,
-        c: &mut Cmd<'_, command::EnableHca>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn enable_hca(&mut self, c: &mut Cmd<'_, EnableHca>) -> Done {
         Self::own_function(
             c,
             enable_hca_in::function_id,
@@ -281,10 +278,7 @@ impl Fw {
     }
 
     /// DISABLE_HCA: back to Disabled; after TEARDOWN_HCA (or before INIT_HCA).
-    pub(super) fn disable_hca(
-        &mut self,
-        c: &mut Cmd<'_, command::DisableHca>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn disable_hca(&mut self, c: &mut Cmd<'_, DisableHca>) -> Done {
         Self::own_function(
             c,
             disable_hca_in::function_id,
@@ -309,16 +303,13 @@ impl Fw {
     }
 
     /// QUERY_ISSI: ISSI 0 and 1 supported, the current one.
-    pub(super) fn query_issi(
-        &mut self,
-        c: &mut Cmd<'_, command::QueryIssi>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn query_issi(&mut self, c: &mut Cmd<'_, QueryIssi>) -> Done {
         c.set(query_issi_out::current_issi, self.hca.issi)?;
         c.set(query_issi_out::supported_issi_dw0, SUPPORTED_ISSI)
     }
 
     /// SET_ISSI: one of the supported ISSIs.
-    pub(super) fn set_issi(&mut self, c: &mut Cmd<'_, command::SetIssi>) -> Result<(), CmdError> {
+    pub(super) fn set_issi(&mut self, c: &mut Cmd<'_, SetIssi>) -> Done {
         let issi = c.get(set_issi_in::current_issi);
         if issi >= 32 || SUPPORTED_ISSI & (1 << issi) == 0 {
             return fail(Status::BAD_PARAM_ERR, syn::ISSI_UNSUPPORTED);
@@ -329,10 +320,7 @@ impl Fw {
 
     /// QUERY_PAGES: the model needs no host memory, so every answer is 0 pages (mlx5_core then
     /// never sends MANAGE_PAGES: `mlx5_satisfy_startup_pages()` returns on `!npages`).
-    pub(super) fn query_pages(
-        &mut self,
-        c: &mut Cmd<'_, command::QueryPages>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn query_pages(&mut self, c: &mut Cmd<'_, QueryPages>) -> Done {
         if !(QUERY_PAGES_BOOT..=QUERY_PAGES_REGULAR).contains(&c.op_mod) {
             return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD);
         }
@@ -348,10 +336,7 @@ impl Fw {
     /// SET_HCA_CAP: general, atomic and RoCE groups. The writable members are checked and
     /// kept (reported by QUERY_HCA_CAP cur); the rest of the page is what the driver copied
     /// from cur and is ignored, as the firmware ignores read-only members.
-    pub(super) fn set_hca_cap(
-        &mut self,
-        c: &mut Cmd<'_, command::SetHcaCap>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn set_hca_cap(&mut self, c: &mut Cmd<'_, SetHcaCap>) -> Done {
         if c.get(set_hca_cap_in::other_function) != 0 || c.get(set_hca_cap_in::function_id) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
         }
@@ -402,7 +387,7 @@ impl Fw {
     }
 
     /// INIT_HCA: Enabled -> Initialized. `sw_owner_id` is not advertised and must be zero.
-    pub(super) fn init_hca(&mut self, c: &mut Cmd<'_, command::InitHca>) -> Result<(), CmdError> {
+    pub(super) fn init_hca(&mut self, c: &mut Cmd<'_, InitHca>) -> Done {
         if c.in_bytes(init_hca_in::sw_owner_id).iter().any(|&b| b != 0)
             || c.get(init_hca_in::sw_vhca_id) != 0
         {
@@ -414,10 +399,7 @@ impl Fw {
 
     /// TEARDOWN_HCA, graceful profile: every object is released (the firmware frees what the
     /// driver left), Initialized -> Enabled. Force close is not advertised (`force_teardown`).
-    pub(super) fn teardown_hca(
-        &mut self,
-        c: &mut Cmd<'_, command::TeardownHca>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn teardown_hca(&mut self, c: &mut Cmd<'_, TeardownHca>) -> Done {
         if c.get(teardown_hca_in::profile) != TEARDOWN_GRACEFUL_CLOSE {
             return fail(Status::BAD_PARAM_ERR, syn::TEARDOWN_PROFILE);
         }
@@ -427,10 +409,7 @@ impl Fw {
     }
 
     /// SET_DRIVER_VERSION: keeps the string (`"Linux,mlx5_core,<version>"`).
-    pub(super) fn set_driver_version(
-        &mut self,
-        c: &mut Cmd<'_, command::SetDriverVersion>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn set_driver_version(&mut self, c: &mut Cmd<'_, SetDriverVersion>) -> Done {
         let s = c.in_bytes(set_driver_version_in::driver_version);
         let n = s.len().min(self.hca.driver_version.len());
         self.hca.driver_version.fill(0);
@@ -449,10 +428,7 @@ impl Fw {
     }
 
     /// ACCESS_REG HOST_ENDIANNESS (16 bytes, `he` in byte 0): write stores, read returns it.
-    pub(super) fn host_endianness_reg(
-        &mut self,
-        c: &mut Cmd<'_, command::AccessReg>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn host_endianness_reg(&mut self, c: &mut Cmd<'_, AccessReg>) -> Done {
         let off = access_register_in::SIZE_BYTES;
         let (Some(inb), true) = (c.inbox_raw().get(off), c.inbox_raw().len() >= off + 16) else {
             return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
@@ -481,7 +457,7 @@ impl Fw {
     /// The "cur" overrides on top of the profile's general caps (QUERY_HCA_CAP GET_CUR).
     pub(super) fn apply_cur_general(
         &self,
-        c: &mut Cmd<'_, command::QueryHcaCap>,
+        c: &mut Cmd<'_, QueryHcaCap>,
         cap: Member<query_hca_cap_out::Bits>,
     ) -> Result<(), CmdError> {
         if let Some(q) = self.hca.cur.log_max_qp {
@@ -495,7 +471,7 @@ impl Fw {
 
     /// CREATE_EQ: context, page list, event mask. The UAR must be allocated; the EQ starts
     /// unarmed (mlx5_core arms it right after, `mlx5_eq_enable()`).
-    pub(super) fn create_eq(&mut self, c: &mut Cmd<'_, command::CreateEq>) -> Result<(), CmdError> {
+    pub(super) fn create_eq(&mut self, c: &mut Cmd<'_, CreateEq>) -> Done {
         let ctx = |f| create_eq_in::eq_context_entry.inner(f);
         for f in [eqc::status, eqc::st, eqc::page_offset] {
             if c.get(ctx(f)) != 0 {
@@ -561,10 +537,7 @@ impl Fw {
     }
 
     /// DESTROY_EQ.
-    pub(super) fn destroy_eq(
-        &mut self,
-        c: &mut Cmd<'_, command::DestroyEq>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn destroy_eq(&mut self, c: &mut Cmd<'_, DestroyEq>) -> Done {
         let eqn = c.get(destroy_eq_in::eq_number);
         if self.hca.eqs.free(eqn).is_none() {
             return fail(Status::BAD_RES_ERR, syn::EQ_UNKNOWN);

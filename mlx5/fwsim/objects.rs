@@ -11,9 +11,11 @@
 use super::cqe::CqState;
 use super::syndrome::{self as syn, CmdError};
 use super::xlat::{Fragmented, MkeyInfo};
-use super::{fail, Cmd, Cq, Fw, Mkey, Owned, QCnt, QCounter, Uctx, CQC_BYTES, MKC_BYTES, QCNT_N};
+use super::{
+    fail, Cmd, Cq, Done, Fw, Mkey, Owned, QCnt, QCounter, Uctx, CQC_BYTES, MKC_BYTES, QCNT_N,
+};
 use crate::prm::cmd::*;
-use crate::prm::command;
+use crate::prm::command::*;
 use crate::prm::consts;
 use crate::prm::ctx::{cqc, mkc};
 use crate::prm::status::Status;
@@ -28,16 +30,13 @@ pub(super) fn fragmented(_: Fragmented) -> CmdError {
 
 impl Fw {
     /// ALLOC_PD: a protection domain for the command's uid.
-    pub(super) fn alloc_pd(&mut self, c: &mut Cmd<'_, command::AllocPd>) -> Result<(), CmdError> {
+    pub(super) fn alloc_pd(&mut self, c: &mut Cmd<'_, AllocPd>) -> Done {
         let pd = self.pds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
         c.set(alloc_pd_out::pd, pd)
     }
 
     /// DEALLOC_PD: refused while a QP or an mkey uses the PD.
-    pub(super) fn dealloc_pd(
-        &mut self,
-        c: &mut Cmd<'_, command::DeallocPd>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn dealloc_pd(&mut self, c: &mut Cmd<'_, DeallocPd>) -> Done {
         let pd = c.get(dealloc_pd_in::pd);
         self.pd_usable(c.uid, pd)?;
         if self.qps.iter().any(|(_, q)| q.pd == pd) || self.mkeys.iter().any(|(_, m)| m.pd == pd) {
@@ -60,16 +59,13 @@ impl Fw {
     }
 
     /// ALLOC_UAR: a doorbell page.
-    pub(super) fn alloc_uar(&mut self, c: &mut Cmd<'_, command::AllocUar>) -> Result<(), CmdError> {
+    pub(super) fn alloc_uar(&mut self, c: &mut Cmd<'_, AllocUar>) -> Done {
         let uar = self.uars.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
         c.set(alloc_uar_out::uar, uar)
     }
 
     /// DEALLOC_UAR: refused while a CQ or a QP rings doorbells through it.
-    pub(super) fn dealloc_uar(
-        &mut self,
-        c: &mut Cmd<'_, command::DeallocUar>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn dealloc_uar(&mut self, c: &mut Cmd<'_, DeallocUar>) -> Done {
         let uar = c.get(dealloc_uar_in::uar);
         let o = self
             .uars
@@ -98,19 +94,13 @@ impl Fw {
     }
 
     /// ALLOC_TRANSPORT_DOMAIN.
-    pub(super) fn alloc_td(
-        &mut self,
-        c: &mut Cmd<'_, command::AllocTransportDomain>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn alloc_td(&mut self, c: &mut Cmd<'_, AllocTransportDomain>) -> Done {
         let td = self.tds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
         c.set(alloc_transport_domain_out::transport_domain, td)
     }
 
     /// DEALLOC_TRANSPORT_DOMAIN (TIRs and TISes, its users, are not modeled).
-    pub(super) fn dealloc_td(
-        &mut self,
-        c: &mut Cmd<'_, command::DeallocTransportDomain>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn dealloc_td(&mut self, c: &mut Cmd<'_, DeallocTransportDomain>) -> Done {
         let td = c.get(dealloc_transport_domain_in::transport_domain);
         let o = self
             .tds
@@ -123,10 +113,7 @@ impl Fw {
 
     /// ALLOC_Q_COUNTER: a counter set, all zero (upstream `mlx5_ib_alloc_counters()` takes one
     /// per port; a QP counts into the set its QPC's `counter_set_id` names).
-    pub(super) fn alloc_q_counter(
-        &mut self,
-        c: &mut Cmd<'_, command::AllocQCounter>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn alloc_q_counter(&mut self, c: &mut Cmd<'_, AllocQCounter>) -> Done {
         let id = self
             .qcounters
             .alloc(QCounter {
@@ -146,10 +133,7 @@ impl Fw {
     }
 
     /// DEALLOC_Q_COUNTER. QPs still naming the set count nowhere afterwards.
-    pub(super) fn dealloc_q_counter(
-        &mut self,
-        c: &mut Cmd<'_, command::DeallocQCounter>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn dealloc_q_counter(&mut self, c: &mut Cmd<'_, DeallocQCounter>) -> Done {
         let id = c.get(dealloc_q_counter_in::counter_set_id);
         self.q_counter_usable(c.uid, id)?;
         self.qcounters.free(id);
@@ -158,10 +142,7 @@ impl Fw {
 
     /// QUERY_Q_COUNTER of this function's set (`other_vport` is `BAD_PARAM_ERR`: no eswitch),
     /// zeroed afterwards with `clear`.
-    pub(super) fn query_q_counter(
-        &mut self,
-        c: &mut Cmd<'_, command::QueryQCounter>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn query_q_counter(&mut self, c: &mut Cmd<'_, QueryQCounter>) -> Done {
         if c.get(query_q_counter_in::other_vport) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN);
         }
@@ -203,10 +184,7 @@ impl Fw {
     }
 
     /// CREATE_UCTX: a DEVX user context; its number is the uid later commands carry.
-    pub(super) fn create_uctx(
-        &mut self,
-        c: &mut Cmd<'_, command::CreateUctx>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn create_uctx(&mut self, c: &mut Cmd<'_, CreateUctx>) -> Done {
         if c.uid != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::UCTX_NESTED);
         }
@@ -220,10 +198,7 @@ impl Fw {
     }
 
     /// DESTROY_UCTX: refused while any object still belongs to the uid.
-    pub(super) fn destroy_uctx(
-        &mut self,
-        c: &mut Cmd<'_, command::DestroyUctx>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn destroy_uctx(&mut self, c: &mut Cmd<'_, DestroyUctx>) -> Done {
         let uid = c.get(destroy_uctx_in::uid);
         if self.uctxs.get(uid).is_none() || c.uid != 0 {
             return fail(Status::BAD_RES_ERR, syn::UCTX_UNKNOWN);
@@ -254,7 +229,7 @@ impl Fw {
     }
 
     /// CREATE_CQ: validates the context a driver fills (`mlx5_ib_create_cq()`) and stores it.
-    pub(super) fn create_cq(&mut self, c: &mut Cmd<'_, command::CreateCq>) -> Result<(), CmdError> {
+    pub(super) fn create_cq(&mut self, c: &mut Cmd<'_, CreateCq>) -> Done {
         let ctx = create_cq_in::cq_context;
         if c.get(ctx.inner(cqc::status)) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::CQ_STATUS);
@@ -286,10 +261,7 @@ impl Fw {
     }
 
     /// DESTROY_CQ: refused while a QP sends or receives through it.
-    pub(super) fn destroy_cq(
-        &mut self,
-        c: &mut Cmd<'_, command::DestroyCq>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn destroy_cq(&mut self, c: &mut Cmd<'_, DestroyCq>) -> Done {
         let cqn = c.get(destroy_cq_in::cqn);
         self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
         if self
@@ -312,7 +284,7 @@ impl Fw {
     /// QUERY_CQ: the stored context with the data path's live state: `status`
     /// `MLX5_CQC_STATUS_CQ_OVERFLOW` (0x9) after an overrun or a failed CQE write, and the
     /// `producer_counter`.
-    pub(super) fn query_cq(&mut self, c: &mut Cmd<'_, command::QueryCq>) -> Result<(), CmdError> {
+    pub(super) fn query_cq(&mut self, c: &mut Cmd<'_, QueryCq>) -> Done {
         let cqn = c.get(query_cq_in::cqn);
         self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
         let cq = self
@@ -329,7 +301,7 @@ impl Fw {
     }
 
     /// MODIFY_CQ: moderation (op_mod 0: period/count) or resize (op_mod 1: log size).
-    pub(super) fn modify_cq(&mut self, c: &mut Cmd<'_, command::ModifyCq>) -> Result<(), CmdError> {
+    pub(super) fn modify_cq(&mut self, c: &mut Cmd<'_, ModifyCq>) -> Done {
         let cqn = c.get(modify_cq_in::cqn);
         self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
         let select = c.get(modify_cq_in::modify_field_select_resize_field_select);
@@ -391,10 +363,7 @@ impl Fw {
 
     /// CREATE_MKEY: checks the PD, the access mode and that the inbox carries the translation
     /// entries it announces; returns the index (the driver ORs in its `mkey_7_0` byte).
-    pub(super) fn create_mkey(
-        &mut self,
-        c: &mut Cmd<'_, command::CreateMkey>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn create_mkey(&mut self, c: &mut Cmd<'_, CreateMkey>) -> Done {
         let ctx = create_mkey_in::memory_key_mkey_entry;
         let pd = c.get(ctx.inner(mkc::pd));
         self.pd_usable(c.uid, pd)?;
@@ -445,10 +414,7 @@ impl Fw {
     }
 
     /// DESTROY_MKEY.
-    pub(super) fn destroy_mkey(
-        &mut self,
-        c: &mut Cmd<'_, command::DestroyMkey>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn destroy_mkey(&mut self, c: &mut Cmd<'_, DestroyMkey>) -> Done {
         let index = c.get(destroy_mkey_in::mkey_index);
         self.mkey_usable(c.uid, index)?;
         self.mkeys.free(index);
@@ -456,10 +422,7 @@ impl Fw {
     }
 
     /// QUERY_MKEY: the stored `mkc`.
-    pub(super) fn query_mkey(
-        &mut self,
-        c: &mut Cmd<'_, command::QueryMkey>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn query_mkey(&mut self, c: &mut Cmd<'_, QueryMkey>) -> Done {
         let index = c.get(query_mkey_in::mkey_index);
         self.mkey_usable(c.uid, index)?;
         let m = self

@@ -11,9 +11,9 @@
 
 use super::engine::QpState;
 use super::syndrome::{self as syn, CmdError};
-use super::{fail, Cmd, Fw, Qp, QPC_BYTES};
+use super::{fail, Cmd, Done, Fw, Qp, QPC_BYTES};
 use crate::prm::cmd::*;
-use crate::prm::command::{self, QpTransition, TransitionCtx};
+use crate::prm::command::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::{ads, qpc};
 use crate::prm::layout::Member;
@@ -91,9 +91,9 @@ fn copy_member(dst: &mut [u8], src: &[u8], f: Member<qpc::Bits>) -> Result<(), C
 
 impl Fw {
     /// CREATE_QP: validates what `create_qp()` in mlx5_ib fills and stores the QP in RESET.
-    pub(super) fn create_qp(&mut self, c: &mut Cmd<'_, command::CreateQp>) -> Result<(), CmdError> {
+    pub(super) fn create_qp(&mut self, c: &mut Cmd<'_, CreateQp>) -> Done {
         let ctx = create_qp_in::qpc;
-        let get = |c: &Cmd<'_, command::CreateQp>, f| c.get(ctx.inner(f));
+        let get = |c: &Cmd<'_, CreateQp>, f| c.get(ctx.inner(f));
         if c.get(create_qp_in::input_qpn) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::QP_INPUT_QPN);
         }
@@ -169,10 +169,7 @@ impl Fw {
     }
 
     /// DESTROY_QP: legal in every state; releases the QP's hold on its PD, CQs and UAR.
-    pub(super) fn destroy_qp(
-        &mut self,
-        c: &mut Cmd<'_, command::DestroyQp>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn destroy_qp(&mut self, c: &mut Cmd<'_, DestroyQp>) -> Done {
         let qpn = c.get(destroy_qp_in::qpn);
         self.qp_usable(c.uid, qpn)?;
         if let Some(slot) = self.qps.slot_of(qpn) {
@@ -187,7 +184,7 @@ impl Fw {
 
     /// QUERY_QP: the stored context (with the data path's live PSNs) and the current state,
     /// plus the data path's consumer counters (`hw_sq_wqebb_counter`, `hw_rq_counter`).
-    pub(super) fn query_qp(&mut self, c: &mut Cmd<'_, command::QueryQp>) -> Result<(), CmdError> {
+    pub(super) fn query_qp(&mut self, c: &mut Cmd<'_, QueryQp>) -> Done {
         let qpn = c.get(query_qp_in::qpn);
         self.qp_usable(c.uid, qpn)?;
         let q = self
@@ -206,10 +203,7 @@ impl Fw {
 
     /// The seven transition commands. All of them have `qpn` at the same place (checked by
     /// the layout table: `rst2init_qp_in.qpn` and the others are all at 0x48).
-    pub(super) fn modify_qp<C: QpTransitionModel>(
-        &mut self,
-        c: &mut Cmd<'_, C>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn modify_qp<C: QpTransitionModel>(&mut self, c: &mut Cmd<'_, C>) -> Done {
         let qpn = c.get(C::QPN);
         self.qp_usable(c.uid, qpn)?;
         let (state, st) = self
@@ -287,7 +281,7 @@ pub(super) trait QpTransitionModel: QpTransition {
 macro_rules! qp_model {
     ($($ty:ident: $from:expr => $to:expr, $fields:expr;)*) => {
         $(
-            impl QpTransitionModel for command::$ty {
+            impl QpTransitionModel for $ty {
                 const FROM: Option<u32> = $from;
                 const TO: u32 = $to;
                 const FIELDS: &'static [Member<qpc::Bits>] = $fields;

@@ -6,9 +6,9 @@
 
 use super::profile::LinkLayer;
 use super::syndrome::{self as syn, CmdError};
-use super::{fail, Cmd, Fw, RoceAddr};
+use super::{fail, Cmd, Done, Fw, RoceAddr};
 use crate::prm::cmd::*;
-use crate::prm::command::{self, PrmCommand};
+use crate::prm::command::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::{
     atomic_caps, cmd_hca_cap, hca_vport_context, mac_address_layout, nic_vport_context, paos_reg,
@@ -45,10 +45,7 @@ const IB_WIDTH_4X: u32 = 1 << 2;
 
 impl Fw {
     /// QUERY_HCA_CAP: general, atomic and RoCE capabilities; max and current are the same.
-    pub(super) fn query_hca_cap(
-        &mut self,
-        c: &mut Cmd<'_, command::QueryHcaCap>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn query_hca_cap(&mut self, c: &mut Cmd<'_, QueryHcaCap>) -> Done {
         if c.get(query_hca_cap_in::other_function) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
         }
@@ -98,7 +95,7 @@ impl Fw {
 
     fn fill_general_caps(
         &self,
-        c: &mut Cmd<'_, command::QueryHcaCap>,
+        c: &mut Cmd<'_, QueryHcaCap>,
         cap: Member<query_hca_cap_out::Bits>,
     ) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
@@ -164,10 +161,7 @@ impl Fw {
     }
 
     /// QUERY_ADAPTER: vendor ids and the PSID (sysfs `board_id`).
-    pub(super) fn query_adapter(
-        &mut self,
-        c: &mut Cmd<'_, command::QueryAdapter>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn query_adapter(&mut self, c: &mut Cmd<'_, QueryAdapter>) -> Done {
         let b = |f| query_adapter_out::query_adapter_struct.inner(f);
         c.set(b(query_adapter_param_block::ieee_vendor_id), 0x02c9)?;
         c.set(b(query_adapter_param_block::vsd_vendor_id), 0x15b3)?;
@@ -176,10 +170,7 @@ impl Fw {
     }
 
     /// QUERY_SPECIAL_CONTEXTS: the reserved lkey and friends.
-    pub(super) fn query_special_contexts(
-        &mut self,
-        c: &mut Cmd<'_, command::QuerySpecialContexts>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn query_special_contexts(&mut self, c: &mut Cmd<'_, QuerySpecialContexts>) -> Done {
         for (f, v) in SPECIAL_MKEYS {
             c.set(f, v)?;
         }
@@ -189,8 +180,8 @@ impl Fw {
     /// QUERY_NIC_VPORT_CONTEXT of the function's own vport.
     pub(super) fn query_nic_vport_context(
         &mut self,
-        c: &mut Cmd<'_, command::QueryNicVportContext>,
-    ) -> Result<(), CmdError> {
+        c: &mut Cmd<'_, QueryNicVportContext>,
+    ) -> Done {
         if c.get(query_nic_vport_context_in::other_vport) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
         }
@@ -218,8 +209,8 @@ impl Fw {
     /// QUERY_HCA_VPORT_CONTEXT: port state, GUIDs, LIDs.
     pub(super) fn query_hca_vport_context(
         &mut self,
-        c: &mut Cmd<'_, command::QueryHcaVportContext>,
-    ) -> Result<(), CmdError> {
+        c: &mut Cmd<'_, QueryHcaVportContext>,
+    ) -> Done {
         if c.get(query_hca_vport_context_in::other_vport) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
         }
@@ -279,10 +270,7 @@ impl Fw {
     }
 
     /// QUERY_HCA_VPORT_GID: GID 0 is the link-local GID of the port GUID; the rest are empty.
-    pub(super) fn query_hca_vport_gid(
-        &mut self,
-        c: &mut Cmd<'_, command::QueryHcaVportGid>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn query_hca_vport_gid(&mut self, c: &mut Cmd<'_, QueryHcaVportGid>) -> Done {
         if c.get(query_hca_vport_gid_in::other_vport) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
         }
@@ -305,10 +293,7 @@ impl Fw {
     }
 
     /// QUERY_HCA_VPORT_PKEY: PKey 0 is the default full-membership 0xffff.
-    pub(super) fn query_hca_vport_pkey(
-        &mut self,
-        c: &mut Cmd<'_, command::QueryHcaVportPkey>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn query_hca_vport_pkey(&mut self, c: &mut Cmd<'_, QueryHcaVportPkey>) -> Done {
         if c.get(query_hca_vport_pkey_in::other_vport) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
         }
@@ -325,10 +310,7 @@ impl Fw {
     }
 
     /// ACCESS_REG: PTYS, PMTU, PVLC, PAOS reads; PMTU and PAOS writes.
-    pub(super) fn access_reg(
-        &mut self,
-        c: &mut Cmd<'_, command::AccessReg>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn access_reg(&mut self, c: &mut Cmd<'_, AccessReg>) -> Done {
         let id = c.get(access_register_in::register_id);
         if id == REG_HOST_ENDIANNESS {
             return self.host_endianness_reg(c);
@@ -453,10 +435,7 @@ impl Fw {
     }
 
     /// SET_ROCE_ADDRESS: programs (or, with an all-zero GID, clears) one RoCE GID entry.
-    pub(super) fn set_roce_address(
-        &mut self,
-        c: &mut Cmd<'_, command::SetRoceAddress>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn set_roce_address(&mut self, c: &mut Cmd<'_, SetRoceAddress>) -> Done {
         if self.cfg.link_layer != LinkLayer::Ethernet {
             return fail(Status::BAD_PARAM_ERR, syn::ROCE_ON_IB);
         }

@@ -15,9 +15,9 @@
 
 use super::syndrome::{self as syn, CmdError};
 use super::xlat::Xlat;
-use super::{fail, Cmd, Fw, Rmp, RMPC_BYTES};
+use super::{fail, Cmd, Done, Fw, Rmp, RMPC_BYTES};
 use crate::prm::cmd::*;
-use crate::prm::command;
+use crate::prm::command::*;
 use crate::prm::consts::{RMPC_STATE_RDY, WQ_TYPE_LINKED_LIST};
 use crate::prm::ctx::{rmp_bitmask, rmpc, wq};
 use crate::prm::layout::Member;
@@ -117,10 +117,7 @@ impl Fw {
     }
 
     /// CREATE_RMP: validates the context `create_rmp_cmd()` fills and stores the RMP.
-    pub(super) fn create_rmp(
-        &mut self,
-        c: &mut Cmd<'_, command::CreateRmp>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn create_rmp(&mut self, c: &mut Cmd<'_, CreateRmp>) -> Done {
         let ctx = create_rmp_in::ctx;
         let w = |f| ctx.inner(rmpc::wq.inner(f));
         if c.get(ctx.inner(rmpc::state)) != RMPC_STATE_RDY {
@@ -159,10 +156,7 @@ impl Fw {
     }
 
     /// MODIFY_RMP: only the limit (`bitmask.lwm`, upstream `arm_rmp_cmd()`), in RDY.
-    pub(super) fn modify_rmp(
-        &mut self,
-        c: &mut Cmd<'_, command::ModifyRmp>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn modify_rmp(&mut self, c: &mut Cmd<'_, ModifyRmp>) -> Done {
         let rmpn = c.get(modify_rmp_in::rmpn);
         self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
         if c.get(modify_rmp_in::rmp_state) != RMPC_STATE_RDY
@@ -189,7 +183,7 @@ impl Fw {
 
     /// QUERY_RMP: the stored context with the live limit (0 once it fired) and the device's
     /// consumer counter (`wq.hw_counter`).
-    pub(super) fn query_rmp(&mut self, c: &mut Cmd<'_, command::QueryRmp>) -> Result<(), CmdError> {
+    pub(super) fn query_rmp(&mut self, c: &mut Cmd<'_, QueryRmp>) -> Done {
         let rmpn = c.get(query_rmp_in::rmpn);
         self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
         let r = self
@@ -205,10 +199,7 @@ impl Fw {
     }
 
     /// DESTROY_RMP: refused while a QP receives from it.
-    pub(super) fn destroy_rmp(
-        &mut self,
-        c: &mut Cmd<'_, command::DestroyRmp>,
-    ) -> Result<(), CmdError> {
+    pub(super) fn destroy_rmp(&mut self, c: &mut Cmd<'_, DestroyRmp>) -> Done {
         let rmpn = c.get(destroy_rmp_in::rmpn);
         self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
         if self.qps.iter().any(|(_, q)| q.q.srq == Some(rmpn)) {
