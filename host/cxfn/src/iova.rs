@@ -14,10 +14,10 @@
 //! object is destroyed (or its create failed).
 
 use crate::mem::{GuestMemory, MemError};
-use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in};
+use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in, mbox_in};
 use crate::prm::consts::MKC_ACCESS_MODE_MTT;
 use crate::prm::ctx::{cqc, mkc, qpc};
-use crate::prm::layout::AnyField;
+use crate::prm::layout::Buf;
 use crate::prm::opcode as op;
 
 /// First device address of the window: above any guest-physical address.
@@ -79,10 +79,12 @@ impl DeviceMap {
     /// Rewrites the page list of a create command whose pages are not one run. `None`: the
     /// command goes to the model as it is.
     pub(crate) fn rewrite(&mut self, inbox: &mut [u8]) -> Option<Pending> {
-        let opcode = u16::try_from(get(inbox, crate::prm::cmd::mbox_in::opcode)?).ok()?;
+        let opcode =
+            u16::try_from(Buf::<mbox_in::Bits>::new(inbox).ok()?.get(mbox_in::opcode)).ok()?;
         let (kind, first, page, mask) = match opcode {
             op::CREATE_CQ => {
-                let s = get(inbox, create_cq_in::cq_context.inner(cqc::log_page_size))?;
+                let b = Buf::<create_cq_in::Bits>::new(inbox).ok()?;
+                let s = b.get(create_cq_in::cq_context.inner(cqc::log_page_size));
                 (
                     Kind::Cq,
                     create_cq_in::SIZE_BYTES,
@@ -91,7 +93,8 @@ impl DeviceMap {
                 )
             }
             op::CREATE_QP => {
-                let s = get(inbox, create_qp_in::qpc.inner(qpc::log_page_size))?;
+                let b = Buf::<create_qp_in::Bits>::new(inbox).ok()?;
+                let s = b.get(create_qp_in::qpc.inner(qpc::log_page_size));
                 (
                     Kind::Qp,
                     create_qp_in::SIZE_BYTES,
@@ -100,12 +103,13 @@ impl DeviceMap {
                 )
             }
             op::CREATE_MKEY => {
-                let m = |f| get(inbox, create_mkey_in::memory_key_mkey_entry.inner(f));
-                let mode = (m(mkc::access_mode_4_2)? << 2) | m(mkc::access_mode_1_0)?;
+                let b = Buf::<create_mkey_in::Bits>::new(inbox).ok()?;
+                let m = |f| b.get(create_mkey_in::memory_key_mkey_entry.inner(f));
+                let mode = (m(mkc::access_mode_4_2) << 2) | m(mkc::access_mode_1_0);
                 if mode != MKC_ACCESS_MODE_MTT {
                     return None;
                 }
-                let page = 1u64.checked_shl(m(mkc::log_page_size)?)?;
+                let page = 1u64.checked_shl(m(mkc::log_page_size))?;
                 // MTT entries carry flag bits below the page size (read/write enable).
                 (Kind::Mkey, create_mkey_in::SIZE_BYTES, page, page - 1)
             }
@@ -182,10 +186,6 @@ impl DeviceMap {
         let into = off % r.page;
         Some((r.pages.get(idx)? + into, r.page - into))
     }
-}
-
-fn get(b: &[u8], f: impl AnyField) -> Option<u32> {
-    f.any_field().get(b).ok()
 }
 
 /// Guest memory as the model sees it: guest-physical addresses below [`WINDOW`], the
