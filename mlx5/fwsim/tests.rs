@@ -1185,3 +1185,63 @@ fn uar_pages_per_uid() {
     );
     assert!(f.counts().is_zero());
 }
+
+/// The dispatch and the decoder's checks come from the command table: every row is a command
+/// the simulator executes (a zeroed mailbox of the row's sizes is never `BAD_OP_ERR`), a row
+/// whose `op_mod` is reserved refuses any other value before its method runs, and one byte
+/// less than either layout is a length error.
+#[test]
+fn every_row_of_the_command_table_is_decoded_by_its_rules() {
+    use crate::prm::command::{OpMod, ALL as ROWS};
+    // A function in the life-cycle state that accepts `opcode` (`hca.rs`): the init commands
+    // after ENABLE_HCA, ENABLE_HCA after reset, everything else initialized.
+    let accepting = |opcode: u16| {
+        let mut f = fw(CONNECTX7, LinkLayer::Ib);
+        if matches!(
+            opcode,
+            op::ENABLE_HCA | op::SET_ISSI | op::SET_HCA_CAP | op::INIT_HCA
+        ) {
+            f.cold_boot();
+            if opcode != op::ENABLE_HCA {
+                ok(
+                    &mut f,
+                    &inbox(op::ENABLE_HCA, 0, 0, enable_hca_in::SIZE_BYTES),
+                    16,
+                );
+            }
+        }
+        f
+    };
+    for row in ROWS {
+        let (inb, outb) = (row.in_bytes(), row.out_bytes().max(16));
+        let mut f = accepting(row.opcode);
+        let (c, _) = run(&mut f, &inbox(row.opcode, 0, 0, inb), outb);
+        assert_ne!(c.status, Status::BAD_OP_ERR, "{}", row.name);
+        if row.op_mod == OpMod::Zero {
+            let mut f = accepting(row.opcode);
+            let e = err(&mut f, &inbox(row.opcode, 0, 1, inb), outb);
+            assert_eq!(e, (Status::BAD_PARAM_ERR, syn::BAD_OP_MOD), "{}", row.name);
+        }
+        if inb > 16 {
+            let e = err(&mut f, &inbox(row.opcode, 0, 0, inb - 4), outb);
+            assert_eq!(
+                e,
+                (Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT),
+                "{}",
+                row.name
+            );
+        }
+        if row.out_bytes() > 16 {
+            let e = err(&mut f, &inbox(row.opcode, 0, 0, inb), row.out_bytes() - 4);
+            assert_eq!(
+                e,
+                (Status::BAD_OUTP_LEN_ERR, syn::OUTBOX_SHORT),
+                "{}",
+                row.name
+            );
+        }
+    }
+    let mut f = fw(CONNECTX7, LinkLayer::Ib);
+    let e = err(&mut f, &inbox(op::MANAGE_PAGES, 0, 0, 16), 16);
+    assert_eq!(e, (Status::BAD_OP_ERR, syn::BAD_OPCODE));
+}
