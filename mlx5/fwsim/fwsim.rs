@@ -411,6 +411,15 @@ impl<C: PrmCommand> Cmd<'_, C> {
         self.inbox.bytes(m)
     }
 
+    /// Refuses a command about another function or vport (`other_function`, `other_vport`,
+    /// a `function_id`: any of `members` non-zero): a function here has no others to manage.
+    fn own_function(&self, members: &[Member<C::In>]) -> Done {
+        if members.iter().any(|m| self.get(*m) != 0) {
+            return fail(Status::BAD_PARAM_ERR, syndrome::OTHER_FUNCTION);
+        }
+        Ok(())
+    }
+
     /// `MLX5_SET` on the outbox.
     fn set(&mut self, m: Member<C::Out>, v: u32) -> Result<(), CmdError> {
         self.out.set(m, v).map_err(|_| OUT_SHORT)

@@ -268,37 +268,24 @@ impl Fw {
 
     /// ENABLE_HCA: function 0 of this PCI function (no embedded CPU, no other functions).
     pub(super) fn enable_hca(&mut self, c: &mut Cmd<'_, EnableHca>) -> Done {
-        Self::own_function(
-            c,
+        c.own_function(&[
             enable_hca_in::function_id,
             enable_hca_in::embedded_cpu_function,
-        )?;
+        ])?;
         self.hca.life = Lifecycle::Enabled;
         Ok(())
     }
 
     /// DISABLE_HCA: back to Disabled; after TEARDOWN_HCA (or before INIT_HCA).
     pub(super) fn disable_hca(&mut self, c: &mut Cmd<'_, DisableHca>) -> Done {
-        Self::own_function(
-            c,
+        c.own_function(&[
             disable_hca_in::function_id,
             disable_hca_in::embedded_cpu_function,
-        )?;
+        ])?;
         if self.hca.life != Lifecycle::Enabled {
             return fail(Status::BAD_SYS_STATE_ERR, syn::HCA_STATE);
         }
         self.hca.reset(Lifecycle::Disabled);
-        Ok(())
-    }
-
-    fn own_function<C: PrmCommand>(
-        c: &Cmd<'_, C>,
-        id: Member<C::In>,
-        ecpu: Member<C::In>,
-    ) -> Result<(), CmdError> {
-        if c.get(id) != 0 || c.get(ecpu) != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
         Ok(())
     }
 
@@ -324,11 +311,10 @@ impl Fw {
         if !(QUERY_PAGES_BOOT..=QUERY_PAGES_REGULAR).contains(&c.op_mod) {
             return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD);
         }
-        Self::own_function(
-            c,
+        c.own_function(&[
             query_pages_in::function_id,
             query_pages_in::embedded_cpu_function,
-        )?;
+        ])?;
         c.set(query_pages_out::function_id, 0)?;
         c.set(query_pages_out::num_pages, 0)
     }
@@ -337,9 +323,7 @@ impl Fw {
     /// kept (reported by QUERY_HCA_CAP cur); the rest of the page is what the driver copied
     /// from cur and is ignored, as the firmware ignores read-only members.
     pub(super) fn set_hca_cap(&mut self, c: &mut Cmd<'_, SetHcaCap>) -> Done {
-        if c.get(set_hca_cap_in::other_function) != 0 || c.get(set_hca_cap_in::function_id) != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
+        c.own_function(&[set_hca_cap_in::other_function, set_hca_cap_in::function_id])?;
         if c.op_mod & 1 != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD);
         }

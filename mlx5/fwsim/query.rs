@@ -46,9 +46,7 @@ const IB_WIDTH_4X: u32 = 1 << 2;
 impl Fw {
     /// QUERY_HCA_CAP: general, atomic and RoCE capabilities; max and current are the same.
     pub(super) fn query_hca_cap(&mut self, c: &mut Cmd<'_, QueryHcaCap>) -> Done {
-        if c.get(query_hca_cap_in::other_function) != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
+        c.own_function(&[query_hca_cap_in::other_function])?;
         let cap = query_hca_cap_out::capability;
         match c.op_mod >> 1 {
             CAP_GENERAL => {
@@ -182,9 +180,7 @@ impl Fw {
         &mut self,
         c: &mut Cmd<'_, QueryNicVportContext>,
     ) -> Done {
-        if c.get(query_nic_vport_context_in::other_vport) != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
+        c.own_function(&[query_nic_vport_context_in::other_vport])?;
         let v = |f| query_nic_vport_context_out::nic_vport_context.inner(f);
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
         c.set(v(nic_vport_context::roce_en), u32::from(eth))?;
@@ -211,9 +207,7 @@ impl Fw {
         &mut self,
         c: &mut Cmd<'_, QueryHcaVportContext>,
     ) -> Done {
-        if c.get(query_hca_vport_context_in::other_vport) != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
+        c.own_function(&[query_hca_vport_context_in::other_vport])?;
         let port_num = c.get(query_hca_vport_context_in::port_num);
         let port = self.port(port_num)?;
         let up = self.ports.get(port).is_some_and(|p| p.admin_status == 1);
@@ -271,9 +265,7 @@ impl Fw {
 
     /// QUERY_HCA_VPORT_GID: GID 0 is the link-local GID of the port GUID; the rest are empty.
     pub(super) fn query_hca_vport_gid(&mut self, c: &mut Cmd<'_, QueryHcaVportGid>) -> Done {
-        if c.get(query_hca_vport_gid_in::other_vport) != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
+        c.own_function(&[query_hca_vport_gid_in::other_vport])?;
         let port_num = c.get(query_hca_vport_gid_in::port_num);
         self.port(port_num)?;
         let index = c.get(query_hca_vport_gid_in::gid_index);
@@ -294,9 +286,7 @@ impl Fw {
 
     /// QUERY_HCA_VPORT_PKEY: PKey 0 is the default full-membership 0xffff.
     pub(super) fn query_hca_vport_pkey(&mut self, c: &mut Cmd<'_, QueryHcaVportPkey>) -> Done {
-        if c.get(query_hca_vport_pkey_in::other_vport) != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
+        c.own_function(&[query_hca_vport_pkey_in::other_vport])?;
         self.port(c.get(query_hca_vport_pkey_in::port_num))?;
         let index = c.get(query_hca_vport_pkey_in::pkey_index);
         let (first, n) = Self::table_query(c, index, PKEYS, 4)?;

@@ -17,7 +17,7 @@ use crate::mem::{GuestMemory, MemError};
 use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in, mbox_in};
 use crate::prm::consts::MKC_ACCESS_MODE_MTT;
 use crate::prm::ctx::{cqc, mkc, qpc};
-use crate::prm::layout::Buf;
+use crate::prm::layout::{Buf, Member, PrmLayout};
 use crate::prm::opcode as op;
 
 /// First device address of the window: above any guest-physical address.
@@ -83,24 +83,12 @@ impl DeviceMap {
             u16::try_from(Buf::<mbox_in::Bits>::new(inbox).ok()?.get(mbox_in::opcode)).ok()?;
         let (kind, first, page, mask) = match opcode {
             op::CREATE_CQ => {
-                let b = Buf::<create_cq_in::Bits>::new(inbox).ok()?;
-                let s = b.get(create_cq_in::cq_context.inner(cqc::log_page_size));
-                (
-                    Kind::Cq,
-                    create_cq_in::SIZE_BYTES,
-                    4096u64.checked_shl(s)?,
-                    0,
-                )
+                let s = create_cq_in::cq_context.inner(cqc::log_page_size);
+                (Kind::Cq, create_cq_in::SIZE_BYTES, page_of(inbox, s)?, 0)
             }
             op::CREATE_QP => {
-                let b = Buf::<create_qp_in::Bits>::new(inbox).ok()?;
-                let s = b.get(create_qp_in::qpc.inner(qpc::log_page_size));
-                (
-                    Kind::Qp,
-                    create_qp_in::SIZE_BYTES,
-                    4096u64.checked_shl(s)?,
-                    0,
-                )
+                let s = create_qp_in::qpc.inner(qpc::log_page_size);
+                (Kind::Qp, create_qp_in::SIZE_BYTES, page_of(inbox, s)?, 0)
             }
             op::CREATE_MKEY => {
                 let b = Buf::<create_mkey_in::Bits>::new(inbox).ok()?;
@@ -237,4 +225,9 @@ impl GuestMemory for Remapped<'_> {
             self.mem.write(g, &data[off..off + n])
         })
     }
+}
+
+/// `4096 << log_page_size` of a CQ or QP context, read through the create command's layout `L`.
+fn page_of<L: PrmLayout>(inbox: &[u8], log_page_size: Member<L>) -> Option<u64> {
+    4096u64.checked_shl(Buf::<L>::new(inbox).ok()?.get(log_page_size))
 }
