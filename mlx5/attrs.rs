@@ -11,8 +11,9 @@
 
 use crate::cmd::query::{HcaVport, NicVport};
 use crate::cmd::reg::{PmtuValue, PtysValue};
-use crate::prm::ctx::{cmd_hca_cap, roce_cap};
-use crate::prm::layout::Field;
+use crate::hw::{CapType, Mlx5Hw};
+use crate::prm::ctx::{atomic_caps, cmd_hca_cap, roce_cap};
+use crate::prm::layout::{Buf, Member, PrmLayout};
 use kernel::prelude::*;
 
 /// `IB_UVERBS_DEVICE_*` (include/uapi/rdma/ib_user_verbs.h) bits mlx5_ib sets.
@@ -120,19 +121,45 @@ pub(crate) fn pow2(log: u32) -> u32 {
     }
 }
 
-/// A reader of a capability page (`MLX5_CAP_GEN()`, `MLX5_CAP_ROCE()`).
+/// A cached capability page of layout `L` (`mdev->caps.hca[type]->cur`), length-checked once
+/// when it is taken from the cache ([`Caps::new`]), so that reading a capability cannot fail,
+/// as `MLX5_CAP_GEN()` cannot: every member of `L` lies inside the page.
 #[derive(Clone, Copy)]
-pub(crate) struct Caps<'a>(pub(crate) &'a [u8]);
+pub(crate) struct Caps<'a, L>(Buf<'a, L>);
 
-impl Caps<'_> {
-    /// One member; the page is a full 4 KiB page, so only a broken layout table could fail,
-    /// which reads as `EIO`.
-    pub(crate) fn get(&self, f: Field) -> Result<u32> {
-        f.get(self.0).map_err(|_| EIO)
+/// The general capabilities (`MLX5_CAP_GEN`).
+pub(crate) type GenCaps<'a> = Caps<'a, cmd_hca_cap::Bits>;
+/// The RoCE capabilities (`MLX5_CAP_ROCE`).
+pub(crate) type RoceCaps<'a> = Caps<'a, roce_cap::Bits>;
+/// The atomic capabilities (`MLX5_CAP_ATOMIC`).
+pub(crate) type AtomicCaps<'a> = Caps<'a, atomic_caps::Bits>;
+
+impl<'a, L: PrmLayout> Caps<'a, L> {
+    /// Views a cached page as `L`; `None` if it is too short (it never is: the backend caches
+    /// whole 4 KiB pages).
+    pub(crate) fn new(page: &'a [u8]) -> Option<Self> {
+        Buf::new(page).ok().map(Self)
     }
 
-    fn flag(&self, f: Field) -> Result<bool> {
-        Ok(self.get(f)? != 0)
+    /// One capability (`MLX5_CAP_GEN(mdev, name)`).
+    pub(crate) fn get(&self, m: Member<L>) -> u32 {
+        self.0.get(m)
+    }
+
+    /// A one-bit capability.
+    pub(crate) fn flag(&self, m: Member<L>) -> bool {
+        self.get(m) != 0
+    }
+}
+
+impl<'a> GenCaps<'a> {
+    /// The general capabilities `hw` cached at init.
+    ///
+    /// # Errors
+    ///
+    /// `EIO` if the backend has none (it always has).
+    pub(crate) fn of(hw: &'a dyn Mlx5Hw) -> Result<Self> {
+        hw.caps(CapType::General).and_then(Caps::new).ok_or(EIO)
     }
 }
 
@@ -231,51 +258,51 @@ pub(crate) struct DeviceIds {
 }
 
 /// upstream `mlx5_ib_query_device()`, without udata.
-pub(crate) fn device_attrs(gen: Caps<'_>, ids: &DeviceIds) -> Result<DeviceAttrs> {
+pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAttrs> {
     use cap_flags::*;
-    let g = |f: Field| gen.get(f);
+    let g = |f| gen.get(f);
     let mut flags = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN;
-    if gen.flag(cmd_hca_cap::pkv)? {
+    if gen.flag(cmd_hca_cap::pkv) {
         flags |= BAD_PKEY_CNTR;
     }
-    if gen.flag(cmd_hca_cap::qkv)? {
+    if gen.flag(cmd_hca_cap::qkv) {
         flags |= BAD_QKEY_CNTR;
     }
-    if gen.flag(cmd_hca_cap::apm)? {
+    if gen.flag(cmd_hca_cap::apm) {
         flags |= AUTO_PATH_MIG;
     }
-    if gen.flag(cmd_hca_cap::xrc)? {
+    if gen.flag(cmd_hca_cap::xrc) {
         flags |= XRC;
     }
     let mut max_mw = 0;
-    if gen.flag(cmd_hca_cap::imaicl)? {
+    if gen.flag(cmd_hca_cap::imaicl) {
         flags |= MEM_WINDOW | MEM_WINDOW_TYPE_2B;
-        max_mw = pow2(g(cmd_hca_cap::log_max_mkey)?);
+        max_mw = pow2(g(cmd_hca_cap::log_max_mkey));
     }
-    if !gen.flag(cmd_hca_cap::umr_modify_entity_size_disabled)? {
+    if !gen.flag(cmd_hca_cap::umr_modify_entity_size_disabled) {
         flags |= MEM_MGT_EXTENSIONS;
     }
-    if gen.flag(cmd_hca_cap::ipoib_basic_offloads)? {
+    if gen.flag(cmd_hca_cap::ipoib_basic_offloads) {
         flags |= UD_IP_CSUM;
     }
-    if gen.flag(cmd_hca_cap::end_pad)? {
+    if gen.flag(cmd_hca_cap::end_pad) {
         flags |= PCI_WRITE_END_PADDING;
     }
-    let min_page_size = 1u64.checked_shl(g(cmd_hca_cap::log_pg_sz)?).unwrap_or(0);
+    let min_page_size = 1u64.checked_shl(g(cmd_hca_cap::log_pg_sz)).unwrap_or(0);
 
     // mlx5_ib_calc_max_qp_wr(): the largest WQE with one SGE, rounded to a power of two.
     let max_wqe_size = (MAX_SQ_OVERHEAD + WQE_SEG).next_power_of_two();
-    let max_qp_wr = u64::from(pow2(g(cmd_hca_cap::log_max_qp_sz)?)) * u64::from(SEND_WQE_BB)
+    let max_qp_wr = u64::from(pow2(g(cmd_hca_cap::log_max_qp_sz))) * u64::from(SEND_WQE_BB)
         / u64::from(max_wqe_size);
-    let max_rq_sg = g(cmd_hca_cap::max_wqe_sz_rq)? / WQE_SEG;
-    let max_sq_desc = g(cmd_hca_cap::max_wqe_sz_sq)?.min(512);
+    let max_rq_sg = g(cmd_hca_cap::max_wqe_sz_rq) / WQE_SEG;
+    let max_sq_desc = g(cmd_hca_cap::max_wqe_sz_sq).min(512);
     let max_sq_sg = max_sq_desc.saturating_sub(2 * WQE_SEG) / WQE_SEG;
-    let max_qp = pow2(g(cmd_hca_cap::log_max_qp)?);
-    let max_qp_rd_atom = pow2(g(cmd_hca_cap::log_max_ra_req_qp)?);
-    let max_fast_reg = pow2(g(cmd_hca_cap::log_max_klm_list_size)?);
-    let max_mcast_grp = pow2(g(cmd_hca_cap::log_max_mcg)?);
-    let max_mcast_qp_attach = g(cmd_hca_cap::max_qp_mcg)?;
-    let pkey_table_size = g(cmd_hca_cap::pkey_table_size)?;
+    let max_qp = pow2(g(cmd_hca_cap::log_max_qp));
+    let max_qp_rd_atom = pow2(g(cmd_hca_cap::log_max_ra_req_qp));
+    let max_fast_reg = pow2(g(cmd_hca_cap::log_max_klm_list_size));
+    let max_mcast_grp = pow2(g(cmd_hca_cap::log_max_mcg));
+    let max_mcast_qp_attach = g(cmd_hca_cap::max_qp_mcg);
+    let pkey_table_size = g(cmd_hca_cap::pkey_table_size);
     Ok(DeviceAttrs {
         fw_ver: u64::from(ids.fw_rev.0) << 32
             | u64::from(ids.fw_rev.1) << 16
@@ -293,29 +320,29 @@ pub(crate) fn device_attrs(gen: Caps<'_>, ids: &DeviceIds) -> Result<DeviceAttrs
         max_send_sge: max_sq_sg,
         max_recv_sge: max_rq_sg,
         max_sge_rd: MLX5_MAX_SGE_RD,
-        max_cq: pow2(g(cmd_hca_cap::log_max_cq)?),
-        max_cqe: pow2(g(cmd_hca_cap::log_max_cq_sz)?) - 1,
-        max_mr: pow2(g(cmd_hca_cap::log_max_mkey)?),
-        max_pd: pow2(g(cmd_hca_cap::log_max_pd)?),
+        max_cq: pow2(g(cmd_hca_cap::log_max_cq)),
+        max_cqe: pow2(g(cmd_hca_cap::log_max_cq_sz)) - 1,
+        max_mr: pow2(g(cmd_hca_cap::log_max_mkey)),
+        max_pd: pow2(g(cmd_hca_cap::log_max_pd)),
         max_qp_rd_atom,
-        max_qp_init_rd_atom: pow2(g(cmd_hca_cap::log_max_ra_res_qp)?),
+        max_qp_init_rd_atom: pow2(g(cmd_hca_cap::log_max_ra_res_qp)),
         max_res_rd_atom: max_qp_rd_atom.saturating_mul(max_qp),
         // From the atomic capability page ([`atomic_cap`]), which the caller has.
         atomic_cap: 0,
-        max_srq: pow2(g(cmd_hca_cap::log_max_srq)?),
-        max_srq_wr: pow2(g(cmd_hca_cap::log_max_srq_sz)?) - 1,
+        max_srq: pow2(g(cmd_hca_cap::log_max_srq)),
+        max_srq_wr: pow2(g(cmd_hca_cap::log_max_srq_sz)) - 1,
         max_srq_sge: max_rq_sg.saturating_sub(1),
         max_fast_reg_page_list_len: max_fast_reg,
         max_pi_fast_reg_page_list_len: max_fast_reg / 2,
-        max_sgl_rd: g(cmd_hca_cap::max_sgl_for_optimized_performance)?,
-        local_ca_ack_delay: g(cmd_hca_cap::local_ca_ack_delay)? as u8,
+        max_sgl_rd: g(cmd_hca_cap::max_sgl_for_optimized_performance),
+        local_ca_ack_delay: g(cmd_hca_cap::local_ca_ack_delay) as u8,
         max_mw,
         max_mcast_grp,
         max_mcast_qp_attach,
         max_total_mcast_qp_attach: max_mcast_qp_attach.saturating_mul(max_mcast_grp),
         max_ah: i32::MAX as u32,
         max_pkeys: sw_pkey_sz(pkey_table_size),
-        hca_core_clock: u64::from(g(cmd_hca_cap::device_frequency_khz)?),
+        hca_core_clock: u64::from(g(cmd_hca_cap::device_frequency_khz)),
         timestamp_mask: 0x7FFF_FFFF_FFFF_FFFF,
         phys_port_cnt: ids.num_ports,
     })
@@ -331,15 +358,15 @@ pub(crate) const IB_ATOMIC_HCA: u32 = 1;
 /// upstream `get_atomic_caps_qp()` (main.c): `IB_ATOMIC_HCA` when the atomic capability page
 /// offers 8-byte compare-and-swap and fetch-and-add on QPs with host-endian responses, else
 /// `IB_ATOMIC_NONE` (0; also without the page).
-pub(crate) fn atomic_cap(page: Option<Caps<'_>>) -> Result<u32> {
+pub(crate) fn atomic_cap(page: Option<AtomicCaps<'_>>) -> Result<u32> {
     use crate::prm::ctx::atomic_caps;
     let Some(c) = page else {
         return Ok(0);
     };
-    let ops = c.get(atomic_caps::atomic_operations)?;
+    let ops = c.get(atomic_caps::atomic_operations);
     let ok = ops & ATOMIC_OPS_CS_FA == ATOMIC_OPS_CS_FA
-        && c.get(atomic_caps::atomic_size_qp)? & ATOMIC_SIZE_QP_8BYTES != 0
-        && c.get(atomic_caps::atomic_req_8B_endianness_mode)? != 0;
+        && c.get(atomic_caps::atomic_size_qp) & ATOMIC_SIZE_QP_8BYTES != 0
+        && c.get(atomic_caps::atomic_req_8B_endianness_mode) != 0;
     Ok(if ok { IB_ATOMIC_HCA } else { 0 })
 }
 
@@ -411,7 +438,7 @@ pub(crate) fn max_vl_num(vl_hw_cap: u8) -> Result<u8> {
 /// upstream `mlx5_query_hca_port()`: an InfiniBand port, from the HCA vport context and the
 /// PTYS/PMTU/PVLC registers.
 pub(crate) fn ib_port_attrs(
-    gen: Caps<'_>,
+    gen: GenCaps<'_>,
     vport: &HcaVport,
     ptys: &PtysValue,
     pmtu: &PmtuValue,
@@ -425,9 +452,9 @@ pub(crate) fn ib_port_attrs(
         state: vport.vport_state,
         phys_state: vport.port_physical_state,
         port_cap_flags: vport.cap_mask1,
-        gid_tbl_len: gid_table_len(gen.get(cmd_hca_cap::gid_table_size)?),
-        max_msg_sz: pow2(gen.get(cmd_hca_cap::log_max_msg)?),
-        pkey_tbl_len: sw_pkey_sz(gen.get(cmd_hca_cap::pkey_table_size)?),
+        gid_tbl_len: gid_table_len(gen.get(cmd_hca_cap::gid_table_size)),
+        max_msg_sz: pow2(gen.get(cmd_hca_cap::log_max_msg)),
+        pkey_tbl_len: sw_pkey_sz(gen.get(cmd_hca_cap::pkey_table_size)),
         bad_pkey_cntr: u32::from(vport.pkey_violation_counter),
         qkey_viol_cntr: u32::from(vport.qkey_violation_counter),
         subnet_timeout: vport.subnet_timeout,
@@ -521,8 +548,8 @@ pub(crate) fn iboe_get_mtu(mtu: u32) -> u8 {
 
 /// upstream `mlx5_query_port_roce()` for a function's own port.
 pub(crate) fn roce_port_attrs(
-    gen: Caps<'_>,
-    roce: Option<Caps<'_>>,
+    gen: GenCaps<'_>,
+    roce: Option<RoceCaps<'_>>,
     nic: &NicVport,
     ptys: &PtysValue,
     link: EthLink,
@@ -543,7 +570,7 @@ pub(crate) fn roce_port_attrs(
         active_width: w,
         active_speed: s,
         max_mtu: 5,
-        max_msg_sz: pow2(gen.get(cmd_hca_cap::log_max_msg)?),
+        max_msg_sz: pow2(gen.get(cmd_hca_cap::log_max_msg)),
         pkey_tbl_len: 1,
         state: 1,
         phys_state: 3,
@@ -553,7 +580,7 @@ pub(crate) fn roce_port_attrs(
         a.port_cap_flags |= IB_PORT_CM_SUP;
         a.ip_gids = true;
         a.gid_tbl_len = match roce {
-            Some(r) => r.get(roce_cap::roce_address_table_size)?,
+            Some(r) => r.get(roce_cap::roce_address_table_size),
             None => 0,
         };
         a.qkey_viol_cntr = u32::from(nic.qkey_violation_counter);
@@ -580,7 +607,7 @@ pub(crate) struct PortImmutable {
 pub(crate) fn port_immutable(
     attrs: &PortAttrs,
     ib: Option<&HcaVport>,
-    roce: Option<Caps<'_>>,
+    roce: Option<RoceCaps<'_>>,
 ) -> Result<PortImmutable> {
     let mut flags = 0;
     if ib.is_some_and(|v| v.grh_required) {
@@ -591,7 +618,7 @@ pub(crate) fn port_immutable(
     } else {
         flags |= core_cap::PORT_RAW_PACKET;
         let (l3, ver) = match roce {
-            Some(r) => (r.get(roce_cap::l3_type)?, r.get(roce_cap::roce_version)?),
+            Some(r) => (r.get(roce_cap::l3_type), r.get(roce_cap::roce_version)),
             None => (0, 0),
         };
         // MLX5_ROCE_L3_TYPE_IPV4_CAP | _IPV6_CAP both needed; then the RoCE versions.

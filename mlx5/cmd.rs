@@ -2,13 +2,16 @@
 
 //! Typed firmware commands.
 //!
-//! Each PRM command the driver sends is a type implementing [`Command`]: its opcode, the
-//! `*_in`/`*_out` layouts from [`crate::prm`], a method that fills the inbox from typed fields and
-//! one that turns the outbox into a typed reply (`nova-core`'s `CommandToGsp` is the model).
+//! Each PRM command the driver sends is a type implementing [`Command`]: its row of the command
+//! table (`Command::Prm`, which gives the opcode and the `*_in`/`*_out` layouts), a method that
+//! fills the inbox and one that turns the outbox into a typed reply (`nova-core`'s
+//! `CommandToGsp` is the model). The mailboxes are typed by the row's layouts ([`InBox`],
+//! [`OutBox`]): filling a member of another command's layout does not compile, and reading a
+//! member of the length-checked reply cannot fail.
 //! [`exec`] runs one through [`Mlx5Hw::exec`], which maps a status that is not OK to an errno and
 //! logs one line naming the command, the status and the syndrome (upstream `mlx5_cmd_exec()` +
-//! `mlx5_cmd_check()`). Nothing here panics on what firmware returns: values are read with the
-//! checked PRM accessors and converted with `TryFrom`, and a reply that cannot be read is `EIO`.
+//! `mlx5_cmd_check()`). Nothing here panics on what firmware returns: an outbox shorter than its
+//! layout is `EIO`, values are converted with `TryFrom`.
 
 // Probe uses the queries, registers, PD and UAR; the CQ, QP, mkey, transport domain and RoCE
 // address commands are there for the verbs ops (mlx5 driver issue) and are exercised by the
@@ -35,19 +38,26 @@ mod tests;
 
 use crate::hw::{opcode_name, Mlx5Hw};
 use crate::prm::cmd::mbox_in;
-use crate::prm::layout::{Field, PrmError};
+use crate::prm::command::PrmCommand;
+use crate::prm::layout::{Buf, BufMut, PrmError, PrmLayout};
 use kernel::prelude::*;
 
-/// A PRM command.
+/// The inbox of command `C`: typed by its row's `*_in` layout.
+pub(crate) type InBox<'a, C> = BufMut<'a, <<C as Command>::Prm as PrmCommand>::In>;
+/// The outbox of command `C`: typed by its row's `*_out` layout, length-checked, so reading a
+/// member of the reply needs no `?`.
+pub(crate) type OutBox<'a, C> = Buf<'a, <<C as Command>::Prm as PrmCommand>::Out>;
+
+/// A PRM command the driver sends.
 pub(crate) trait Command {
-    /// `MLX5_CMD_OP_*`.
-    const OPCODE: u16;
-    /// `MLX5_ST_SZ_BYTES(<cmd>_in)`: the fixed part of the inbox.
-    const IN_SIZE: usize;
-    /// `MLX5_ST_SZ_BYTES(<cmd>_out)`: the fixed part of the outbox.
-    const OUT_SIZE: usize;
+    /// Its row in the command table (`crate::prm::command`): opcode and mailbox layouts.
+    type Prm: PrmCommand;
     /// What a successful command returns.
     type Reply;
+    /// `MLX5_ST_SZ_BYTES` of the inbox layout: the fixed part.
+    const IN_SIZE: usize = <<Self::Prm as PrmCommand>::In as PrmLayout>::SIZE_BYTES;
+    /// `MLX5_ST_SZ_BYTES` of the outbox layout: the fixed part.
+    const OUT_SIZE: usize = <<Self::Prm as PrmCommand>::Out as PrmLayout>::SIZE_BYTES;
 
     /// `mbox_in.op_mod`.
     fn op_mod(&self) -> u32 {
@@ -70,30 +80,25 @@ pub(crate) trait Command {
     }
 
     /// Writes the command's fields (the header is already set).
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError>;
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError>;
 
     /// Reads the reply from a successful command's outbox.
-    fn reply(&self, outbox: &[u8]) -> Result<Self::Reply>;
+    fn reply(&self, outbox: OutBox<'_, Self>) -> Result<Self::Reply>;
 }
 
-/// Writes `addrs` as the array of 64-bit addresses named `name` that starts at bit `start` of
-/// the inbox: the page list after a command's fixed part (`pas[]` of CREATE_CQ, MODIFY_CQ,
-/// CREATE_QP and CREATE_RMP; the MTT entries of CREATE_MKEY). The caller's
-/// [`Command::in_len`] counts them.
+/// Writes `addrs` as the array of 64-bit addresses after the inbox's fixed part: the page list
+/// of CREATE_CQ, MODIFY_CQ, CREATE_QP and CREATE_RMP (`pas[]`), the MTT entries of CREATE_MKEY.
+/// The caller's [`Command::in_len`] counts them.
 ///
 /// # Errors
 ///
 /// [`PrmError::OutOfBounds`] when the inbox is too short for them.
-pub(crate) fn set_addrs(
-    inbox: &mut [u8],
-    name: &'static str,
-    start: u32,
+pub(crate) fn set_addrs<L: PrmLayout>(
+    inbox: &mut BufMut<'_, L>,
     addrs: &[u64],
 ) -> Result<(), PrmError> {
-    let first = Field::new(name, start, 64);
     for (i, a) in addrs.iter().enumerate() {
-        let i = u32::try_from(i).map_err(|_| PrmError::OutOfBounds)?;
-        first.nth(i).set64(inbox, *a)?;
+        inbox.set_tail64(i, *a)?;
     }
     Ok(())
 }
@@ -113,6 +118,7 @@ const MBOX_ON_STACK: usize = 64;
 /// built (a value too wide for its field: a driver bug, logged), `EIO` if the reply cannot be
 /// read.
 pub(crate) fn exec<C: Command>(hw: &dyn Mlx5Hw, cmd: &C) -> Result<C::Reply> {
+    let opcode = C::Prm::OPCODE;
     let in_len = cmd.in_len().max(C::IN_SIZE);
     let out_len = cmd.out_len().max(C::OUT_SIZE);
     let mut in_stack = [0u8; MBOX_ON_STACK];
@@ -127,16 +133,17 @@ pub(crate) fn exec<C: Command>(hw: &dyn Mlx5Hw, cmd: &C) -> Result<C::Reply> {
         }
     };
     let built = mbox_in::opcode
-        .set(inbox, u32::from(C::OPCODE))
+        .set(inbox, u32::from(opcode))
         .and_then(|()| mbox_in::uid.set(inbox, u32::from(cmd.uid())))
         .and_then(|()| mbox_in::op_mod.set(inbox, cmd.op_mod()))
-        .and_then(|()| cmd.fill(inbox));
+        .and_then(|()| BufMut::new(&mut *inbox))
+        .and_then(|mut b| cmd.fill(&mut b));
     if let Err(e) = built {
         pr_err!(
             "{}: {}(0x{:x}): cannot build the inbox: {:?}\n",
             hw.name(),
-            opcode_name(C::OPCODE),
-            C::OPCODE,
+            opcode_name(opcode),
+            opcode,
             e
         );
         return Err(EINVAL);
@@ -149,31 +156,14 @@ pub(crate) fn exec<C: Command>(hw: &dyn Mlx5Hw, cmd: &C) -> Result<C::Reply> {
         }
     };
     hw.exec(inbox, outbox)?;
-    cmd.reply(outbox)
-}
-
-/// A read of a reply field: a layout error means the outbox is not what the layout says, which
-/// is `EIO` (never a panic).
-pub(crate) fn rd(f: Field, out: &[u8]) -> Result<u32> {
-    f.get(out).map_err(|_| EIO)
-}
-
-/// [`rd`] for 64-bit fields.
-pub(crate) fn rd64(f: Field, out: &[u8]) -> Result<u64> {
-    f.get64(out).map_err(|_| EIO)
-}
-
-/// [`rd`] for byte arrays.
-pub(crate) fn rd_bytes<const N: usize>(f: Field, out: &[u8]) -> Result<[u8; N]> {
-    let b = f.bytes(out).map_err(|_| EIO)?;
-    b.try_into().map_err(|_| EIO)
+    cmd.reply(Buf::new(outbox).map_err(|_| EIO)?)
 }
 
 /// Commands that create an object answer with its 24-bit number; this is the common reply.
 macro_rules! number_reply {
     ($field:expr) => {
-        fn reply(&self, out: &[u8]) -> Result<u32> {
-            crate::cmd::rd($field, out)
+        fn reply(&self, out: crate::cmd::OutBox<'_, Self>) -> Result<u32> {
+            Ok(out.get($field))
         }
     };
 }
@@ -182,7 +172,7 @@ pub(crate) use number_reply;
 /// Commands that answer nothing but their status.
 macro_rules! empty_reply {
     () => {
-        fn reply(&self, _out: &[u8]) -> Result<()> {
+        fn reply(&self, _out: crate::cmd::OutBox<'_, Self>) -> Result<()> {
             Ok(())
         }
     };

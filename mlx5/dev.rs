@@ -13,7 +13,7 @@
 
 use crate::attrs::{
     device_attrs, ib_port_attrs, port_immutable, roce_port_attrs, Caps, DeviceAttrs, DeviceIds,
-    EthLink, PortAttrs, PortImmutable,
+    EthLink, GenCaps, PortAttrs, PortImmutable,
 };
 use crate::cmd::query::{
     HcaVport, NicVport, QueryAdapter, QueryHcaVportContext, QueryHcaVportGid, QueryHcaVportPkey,
@@ -152,8 +152,8 @@ impl Mlx5Dev {
         exec(self.hw(), cmd)
     }
 
-    fn gen_caps(&self) -> Result<Caps<'_>> {
-        self.hw().caps(CapType::General).map(Caps).ok_or(EIO)
+    fn gen_caps(&self) -> Result<GenCaps<'_>> {
+        GenCaps::of(self.hw())
     }
 
     /// sysfs `hw_rev` (upstream `hw_rev_show()`: `%x` of the PCI revision).
@@ -294,7 +294,8 @@ fn stage_caps(d: &mut Mlx5Dev) -> Result {
         num_ports: id.num_ports,
     };
     d.attrs = device_attrs(d.gen_caps()?, &ids)?;
-    d.attrs.atomic_cap = crate::attrs::atomic_cap(d.hw().caps(CapType::Atomic).map(Caps))?;
+    d.attrs.atomic_cap =
+        crate::attrs::atomic_cap(d.hw().caps(CapType::Atomic).and_then(Caps::new))?;
     Ok(())
 }
 
@@ -302,8 +303,8 @@ fn stage_caps(d: &mut Mlx5Dev) -> Result {
 fn stage_non_default_cb(d: &mut Mlx5Dev) -> Result {
     let gen = d.gen_caps()?;
     d.ops = OpGroups {
-        xrc: gen.get(cmd_hca_cap::xrc)? != 0,
-        mw: gen.get(cmd_hca_cap::imaicl)? != 0,
+        xrc: gen.get(cmd_hca_cap::xrc) != 0,
+        mw: gen.get(cmd_hca_cap::imaicl) != 0,
         roce: d.hw().identity().link_layer == LinkLayer::Ethernet,
         ipoib: false,
     };
@@ -318,7 +319,7 @@ fn stage_roce(d: &mut Mlx5Dev) -> Result {
     if d.hw().identity().link_layer != LinkLayer::Ethernet {
         return Ok(());
     }
-    if d.gen_caps()?.get(cmd_hca_cap::roce)? == 0 || d.hw().caps(CapType::Roce).is_none() {
+    if d.gen_caps()?.get(cmd_hca_cap::roce) == 0 || d.hw().caps(CapType::Roce).is_none() {
         pr_err!(
             "{}: Ethernet function without RoCE capability\n",
             d.hw().name()
@@ -348,7 +349,7 @@ pub(crate) fn port_attrs(
     num: u8,
     ll: LinkLayer,
 ) -> Result<(PortAttrs, PortImmutable, Option<[u8; 6]>)> {
-    let gen = hw.caps(CapType::General).map(Caps).ok_or(EIO)?;
+    let gen = hw.caps(CapType::General).and_then(Caps::new).ok_or(EIO)?;
     match ll {
         LinkLayer::Ib => {
             let vport = exec(hw, &QueryHcaVportContext { port: num })?;
@@ -385,7 +386,7 @@ pub(crate) fn port_attrs(
                 up: paos.admin == PortStatus::Up && paos.oper == 1,
                 hw_mtu: nic.mtu,
             };
-            let roce = hw.caps(CapType::Roce).map(Caps);
+            let roce = hw.caps(CapType::Roce).and_then(Caps::new);
             let attrs = roce_port_attrs(gen, roce, &nic, &ptys, link)?;
             let immutable = port_immutable(&attrs, None, roce)?;
             Ok((attrs, immutable, Some(nic.mac)))
@@ -446,7 +447,7 @@ fn stage_dev_res_cleanup(d: &mut Mlx5Dev) {
 /// ALLOC_Q_COUNTER (uid 0: no DEVX here) for the function's port; QPs count into it from
 /// RESET->INIT on, and `get_hw_stats` reads it.
 fn stage_counters(d: &mut Mlx5Dev) -> Result {
-    if d.gen_caps()?.get(cmd_hca_cap::max_qp_cnt)? == 0 {
+    if d.gen_caps()?.get(cmd_hca_cap::max_qp_cnt) == 0 {
         return Ok(());
     }
     d.qcnt = Some(d.exec(&AllocQCounter { uid: 0 })?);

@@ -461,10 +461,7 @@ pub(crate) fn status_to_errno(s: Status) -> Result {
 
 /// The `MLX5_CMD_OP_*` name of an opcode, for log lines (upstream `mlx5_command_str()`).
 pub(crate) fn opcode_name(op: u16) -> &'static str {
-    opcode::ALL
-        .iter()
-        .find(|(_, v)| *v == op)
-        .map_or("unknown command opcode", |(n, _)| n)
+    opcode::name(op).unwrap_or("unknown command opcode")
 }
 
 /// The `MLX5_CMD_STAT_*` name of a status (upstream `cmd_status_str()`).

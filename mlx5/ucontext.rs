@@ -21,12 +21,11 @@
 //! * No `dump_fill_mkey` (needs QUERY_SPECIAL_CONTEXTS) and no loopback enabling at
 //!   transport-domain allocation (needs MODIFY_NIC_VPORT_CONTEXT).
 
-use crate::attrs::Caps;
+use crate::attrs::GenCaps;
 use crate::cmd::exec;
 use crate::cmd::query::QueryNicVportContext;
 use crate::cmd::res::{AllocTransportDomain, DeallocTransportDomain};
 use crate::fwsim::profile::LinkLayer;
-use crate::hw::CapType;
 use crate::ib::Mlx5Ib;
 use crate::prm::ctx::cmd_hca_cap;
 use crate::user_mem::DbPages;
@@ -151,8 +150,8 @@ impl<const N: usize> Resp<N> {
     }
 }
 
-fn gen(dev: &Device<Mlx5Ib>) -> Result<Caps<'_>> {
-    dev.data().hw.caps(CapType::General).map(Caps).ok_or(EIO)
+fn gen(dev: &Device<Mlx5Ib>) -> Result<GenCaps<'_>> {
+    GenCaps::of(&*dev.data().hw)
 }
 
 fn pow2(log: u32) -> u32 {
@@ -182,7 +181,7 @@ pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Res
     let caps = gen(dev)?;
     if req.flags & ALLOC_UCTX_DEVX != 0 {
         // upstream mlx5_ib_devx_create(): "0 means not supported".
-        if caps.get(cmd_hca_cap::log_max_uctx)? == 0 {
+        if caps.get(cmd_hca_cap::log_max_uctx) == 0 {
             return Err(EINVAL);
         }
         return Err(EOPNOTSUPP);
@@ -196,7 +195,7 @@ pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Res
     let free_td = || {
         let _ = exec(&*d.hw, &DeallocTransportDomain { id: tdn, uid: 0 });
     };
-    let cqe_version = (caps.get(cmd_hca_cap::cqe_version)? as u8).min(req.max_cqe_version);
+    let cqe_version = (caps.get(cmd_hca_cap::cqe_version) as u8).min(req.max_cqe_version);
     let resp = ucontext_resp(dev, cqe_version, udata.outlen()).inspect_err(|_| free_td())?;
     let db_pages = DbPages::new().inspect_err(|_| free_td())?;
     udata.copy_to(&resp.0);
@@ -223,18 +222,18 @@ fn ucontext_resp(
     let d = dev.data();
     let c = gen(dev)?;
     let mut r = Resp::<UCONTEXT_RESP_LEN>::new();
-    r.u32(0, pow2(c.get(cmd_hca_cap::log_max_qp)?)); // qp_tab_size
+    r.u32(0, pow2(c.get(cmd_hca_cap::log_max_qp))); // qp_tab_size
     r.u32(4, 0); // bf_reg_size: no write-combining check (see the module doc)
     r.u32(8, 0); // tot_bfregs: dynamic UARs
     r.u32(12, CACHE_LINE_SIZE);
-    r.u16(16, c.get(cmd_hca_cap::max_wqe_sz_sq)? as u16);
-    r.u16(18, c.get(cmd_hca_cap::max_wqe_sz_rq)? as u16);
-    r.u32(20, pow2(c.get(cmd_hca_cap::log_max_qp_sz)?)); // max_send_wqebb
-    r.u32(24, pow2(c.get(cmd_hca_cap::log_max_qp_sz)?)); // max_recv_wr
-    r.u32(28, pow2(c.get(cmd_hca_cap::log_max_srq_sz)?)); // max_srq_recv_wr
+    r.u16(16, c.get(cmd_hca_cap::max_wqe_sz_sq) as u16);
+    r.u16(18, c.get(cmd_hca_cap::max_wqe_sz_rq) as u16);
+    r.u32(20, pow2(c.get(cmd_hca_cap::log_max_qp_sz))); // max_send_wqebb
+    r.u32(24, pow2(c.get(cmd_hca_cap::log_max_qp_sz))); // max_recv_wr
+    r.u32(28, pow2(c.get(cmd_hca_cap::log_max_srq_sz))); // max_srq_recv_wr
     r.u16(32, u16::try_from(d.ports.len()).map_err(|_| EINVAL)?); // num_ports
     let mut comp_mask = RESP_MASK_MKEY_UPDATE_TAG;
-    if c.get(cmd_hca_cap::ece_support)? != 0 {
+    if c.get(cmd_hca_cap::ece_support) != 0 {
         comp_mask |= RESP_MASK_ECE;
     }
     // drain_sigerr lives in cmd_hca_cap_2, which is not cached: SQD2RTS not offered.
@@ -250,7 +249,7 @@ fn ucontext_resp(
         r.u8(46, v.min_wqe_inline_mode.saturating_add(1));
     }
     // clock_info_versions 0, hca_core_clock_offset 0: no clock pages (see the module doc).
-    let uar_4k = c.get(cmd_hca_cap::uar_4k)? != 0;
+    let uar_4k = c.get(cmd_hca_cap::uar_4k) != 0;
     r.u32(
         56,
         if uar_4k {
@@ -262,7 +261,7 @@ fn ucontext_resp(
     r.u32(
         60,
         if uar_4k {
-            c.get(cmd_hca_cap::num_of_uars_per_page)?
+            c.get(cmd_hca_cap::num_of_uars_per_page)
         } else {
             1
         },
@@ -315,10 +314,10 @@ pub(crate) fn query_device_udata(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) ->
     }
     if 40 <= outlen {
         len += 8;
-        if c.get(cmd_hca_cap::cqe_compression)? != 0 {
-            r.u32(32, c.get(cmd_hca_cap::cqe_compression_max_num)?);
+        if c.get(cmd_hca_cap::cqe_compression) != 0 {
+            r.u32(32, c.get(cmd_hca_cap::cqe_compression_max_num));
             let mut fmt = 1 | 2; // MLX5_IB_CQE_RES_FORMAT_HASH | _CSUM
-            if c.get(cmd_hca_cap::mini_cqe_resp_stride_index)? != 0 {
+            if c.get(cmd_hca_cap::mini_cqe_resp_stride_index) != 0 {
                 fmt |= 4;
             }
             r.u32(36, fmt);
@@ -333,13 +332,13 @@ pub(crate) fn query_device_udata(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) ->
     if 64 <= outlen {
         len += 4;
         let mut flags = 1 << 3; // MLX5_IB_QUERY_DEV_RESP_FLAGS_SCAT2CQE_DCT
-        if c.get(cmd_hca_cap::cqe_compression_128)? != 0 {
+        if c.get(cmd_hca_cap::cqe_compression_128) != 0 {
             flags |= 1 << 0;
         }
-        if c.get(cmd_hca_cap::cqe_128_always)? != 0 {
+        if c.get(cmd_hca_cap::cqe_128_always) != 0 {
             flags |= 1 << 1;
         }
-        if c.get(cmd_hca_cap::qp_packet_based)? != 0 {
+        if c.get(cmd_hca_cap::qp_packet_based) != 0 {
             flags |= 1 << 2;
         }
         r.u32(60, flags);

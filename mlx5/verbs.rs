@@ -21,7 +21,7 @@
 //! simulator). Every CQ and QP is registered in the device's event table
 //! ([`crate::events`]) after its create command and detached before its destroy command.
 
-use crate::attrs::Caps;
+use crate::attrs::GenCaps;
 use crate::cmd::cq::{CqeSize, CreateCq, DestroyCq};
 use crate::cmd::exec;
 use crate::cmd::qp::{
@@ -206,8 +206,8 @@ pub(crate) fn ilog2_ceil(n: u32) -> Result<u8> {
     Ok(p.trailing_zeros() as u8)
 }
 
-pub(crate) fn gen(d: &Mlx5IbDev) -> Result<Caps<'_>> {
-    d.hw.caps(CapType::General).map(Caps).ok_or(EIO)
+pub(crate) fn gen(d: &Mlx5IbDev) -> Result<GenCaps<'_>> {
+    GenCaps::of(&*d.hw)
 }
 
 // ---- PD ----
@@ -249,7 +249,7 @@ pub(crate) fn create_cq(
 ) -> Result<Mlx5Cq> {
     let d = dev.data();
     let eqn = d.hw.comp_eqn(attr.comp_vector)?;
-    let log_max = gen(d)?.get(cmd_hca_cap::log_max_cq_sz)?;
+    let log_max = gen(d)?.get(cmd_hca_cap::log_max_cq_sz);
     let entries = attr.cqe.checked_add(1).ok_or(EINVAL)?;
     let log_size = ilog2_ceil(entries)?;
     if u32::from(log_size) > log_max {
@@ -351,7 +351,7 @@ pub(crate) fn create_qp(
     if attr.srq.is_some() {
         return Err(EOPNOTSUPP);
     }
-    let log_max_qp_sz = g.get(cmd_hca_cap::log_max_qp_sz)?;
+    let log_max_qp_sz = g.get(cmd_hca_cap::log_max_qp_sz);
     let cap = attr.cap;
     // set_rq_size(): max_recv_sge data segments, a power of two of at least 16 bytes.
     let (log_rq_size, rq_shift) = if cap.max_recv_wr == 0 {
@@ -363,7 +363,7 @@ pub(crate) fn create_qp(
             .checked_mul(DATA_SEG)
             .ok_or(EINVAL)?;
         let shift = ilog2_ceil(wqe)?.max(4);
-        if (1u32 << shift) > g.get(cmd_hca_cap::max_wqe_sz_rq)? {
+        if (1u32 << shift) > g.get(cmd_hca_cap::max_wqe_sz_rq) {
             return Err(EINVAL);
         }
         let log = ilog2_ceil(cap.max_recv_wr)?;
@@ -374,7 +374,7 @@ pub(crate) fn create_qp(
     };
     // calc_sq_size()
     let wqe = send_wqe_size(attr.qp_type, cap.max_send_sge, cap.max_inline_data)?;
-    if wqe > g.get(cmd_hca_cap::max_wqe_sz_sq)? {
+    if wqe > g.get(cmd_hca_cap::max_wqe_sz_sq) {
         return Err(EINVAL);
     }
     let sq_bytes = cap
@@ -673,7 +673,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
         }
         (QpState::Init, QpState::Rtr) => {
             set_path(d, &next, rc, &mut c)?;
-            let log_max_msg = gen(d)?.get(cmd_hca_cap::log_max_msg)?;
+            let log_max_msg = gen(d)?.get(cmd_hca_cap::log_max_msg);
             c.log_msg_max = Some(u8::try_from(log_max_msg).map_err(|_| EIO)?);
             if rc {
                 if !(1..=5).contains(&next.path_mtu) {

@@ -3,15 +3,14 @@
 //! CQ commands (upstream `mlx5_core_create_cq()`, `mlx5_core_destroy_cq()`,
 //! `mlx5_core_query_cq()`; the `cqc` fields mlx5_ib `create_cq_user()`/`create_cq_kernel()` set).
 
-use super::{empty_reply, rd, Command};
+use super::{empty_reply, Command, InBox, OutBox};
 use crate::prm::cmd::{
-    create_cq_in, create_cq_out, destroy_cq_in, destroy_cq_out, modify_cq_in, modify_cq_out,
-    query_cq_in, query_cq_out,
+    create_cq_in, create_cq_out, destroy_cq_in, modify_cq_in, query_cq_in, query_cq_out,
 };
+use crate::prm::command as pc;
 use crate::prm::consts;
 use crate::prm::ctx::cqc;
-use crate::prm::layout::{Field, PrmError};
-use crate::prm::opcode;
+use crate::prm::layout::PrmError;
 use kernel::prelude::*;
 
 /// CQE size (`cqc.cqe_sz`).
@@ -50,9 +49,7 @@ pub(crate) struct CreateCq<'a> {
 }
 
 impl Command for CreateCq<'_> {
-    const OPCODE: u16 = opcode::CREATE_CQ;
-    const IN_SIZE: usize = create_cq_in::SIZE_BYTES;
-    const OUT_SIZE: usize = create_cq_out::SIZE_BYTES;
+    type Prm = pc::CreateCq;
     /// The CQ number.
     type Reply = u32;
 
@@ -64,25 +61,25 @@ impl Command for CreateCq<'_> {
         Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        let c = |f: Field| create_cq_in::cq_context.inner(f);
-        c(cqc::log_cq_size).set(inbox, u32::from(self.log_cq_size))?;
-        c(cqc::cqe_sz).set(inbox, self.cqe_size as u32)?;
-        c(cqc::uar_page).set(inbox, self.uar_page)?;
-        c(cqc::c_eqn_or_apu_element).set(inbox, self.eqn)?;
-        c(cqc::log_page_size).set(inbox, u32::from(self.log_page_size))?;
-        c(cqc::page_offset).set(inbox, u32::from(self.page_offset))?;
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        let c = |f| create_cq_in::cq_context.inner(f);
+        inbox.set(c(cqc::log_cq_size), u32::from(self.log_cq_size))?;
+        inbox.set(c(cqc::cqe_sz), self.cqe_size as u32)?;
+        inbox.set(c(cqc::uar_page), self.uar_page)?;
+        inbox.set(c(cqc::c_eqn_or_apu_element), self.eqn)?;
+        inbox.set(c(cqc::log_page_size), u32::from(self.log_page_size))?;
+        inbox.set(c(cqc::page_offset), u32::from(self.page_offset))?;
         if let Some(f) = self.compression {
-            c(cqc::cqe_comp_en).set(inbox, 1)?;
-            c(cqc::mini_cqe_res_format).set(inbox, u32::from(f))?;
+            inbox.set(c(cqc::cqe_comp_en), 1)?;
+            inbox.set(c(cqc::mini_cqe_res_format), u32::from(f))?;
         }
-        c(cqc::dbr_addr).set64(inbox, self.dbr_addr)?;
-        super::set_addrs(inbox, "pas", create_cq_in::SIZE_BITS, self.pas)?;
+        inbox.set64(c(cqc::dbr_addr), self.dbr_addr)?;
+        super::set_addrs(inbox, self.pas)?;
         Ok(())
     }
 
-    fn reply(&self, out: &[u8]) -> Result<u32> {
-        rd(create_cq_out::cqn, out)
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<u32> {
+        Ok(out.get(create_cq_out::cqn))
     }
 }
 
@@ -95,17 +92,15 @@ pub(crate) struct DestroyCq {
 }
 
 impl Command for DestroyCq {
-    const OPCODE: u16 = opcode::DESTROY_CQ;
-    const IN_SIZE: usize = destroy_cq_in::SIZE_BYTES;
-    const OUT_SIZE: usize = destroy_cq_out::SIZE_BYTES;
+    type Prm = pc::DestroyCq;
     type Reply = ();
 
     fn uid(&self) -> u16 {
         self.uid
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        destroy_cq_in::cqn.set(inbox, self.cqn)
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(destroy_cq_in::cqn, self.cqn)
     }
 
     empty_reply!();
@@ -154,9 +149,7 @@ const MODIFY_CQ_MASK_PG_OFFSET: u32 = 1 << 1;
 const MODIFY_CQ_MASK_PG_SIZE: u32 = 1 << 2;
 
 impl Command for ModifyCq<'_> {
-    const OPCODE: u16 = opcode::MODIFY_CQ;
-    const IN_SIZE: usize = modify_cq_in::SIZE_BYTES;
-    const OUT_SIZE: usize = modify_cq_out::SIZE_BYTES;
+    type Prm = pc::ModifyCq;
     type Reply = ();
 
     fn uid(&self) -> u16 {
@@ -179,15 +172,15 @@ impl Command for ModifyCq<'_> {
         }
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        let c = |f: Field| modify_cq_in::cq_context.inner(f);
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        let c = |f| modify_cq_in::cq_context.inner(f);
         let select = modify_cq_in::modify_field_select_resize_field_select;
-        modify_cq_in::cqn.set(inbox, self.cqn)?;
+        inbox.set(modify_cq_in::cqn, self.cqn)?;
         match self.what {
             CqModify::Moderation { period, count } => {
-                select.set(inbox, consts::CQ_MODIFY_PERIOD | consts::CQ_MODIFY_COUNT)?;
-                c(cqc::cq_period).set(inbox, u32::from(period))?;
-                c(cqc::cq_max_count).set(inbox, u32::from(count))
+                inbox.set(select, consts::CQ_MODIFY_PERIOD | consts::CQ_MODIFY_COUNT)?;
+                inbox.set(c(cqc::cq_period), u32::from(period))?;
+                inbox.set(c(cqc::cq_max_count), u32::from(count))
             }
             CqModify::Resize {
                 log_cq_size,
@@ -196,17 +189,17 @@ impl Command for ModifyCq<'_> {
                 page_offset,
                 pas,
             } => {
-                select.set(
-                    inbox,
+                inbox.set(
+                    select,
                     consts::MODIFY_CQ_MASK_LOG_SIZE
                         | MODIFY_CQ_MASK_PG_OFFSET
                         | MODIFY_CQ_MASK_PG_SIZE,
                 )?;
-                c(cqc::log_cq_size).set(inbox, u32::from(log_cq_size))?;
-                c(cqc::cqe_sz).set(inbox, cqe_size as u32)?;
-                c(cqc::log_page_size).set(inbox, u32::from(log_page_size))?;
-                c(cqc::page_offset).set(inbox, u32::from(page_offset))?;
-                super::set_addrs(inbox, "pas", modify_cq_in::SIZE_BITS, pas)?;
+                inbox.set(c(cqc::log_cq_size), u32::from(log_cq_size))?;
+                inbox.set(c(cqc::cqe_sz), cqe_size as u32)?;
+                inbox.set(c(cqc::log_page_size), u32::from(log_page_size))?;
+                inbox.set(c(cqc::page_offset), u32::from(page_offset))?;
+                super::set_addrs(inbox, pas)?;
                 Ok(())
             }
         }
@@ -239,24 +232,22 @@ pub(crate) struct CqContext {
 }
 
 impl Command for QueryCq {
-    const OPCODE: u16 = opcode::QUERY_CQ;
-    const IN_SIZE: usize = query_cq_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_cq_out::SIZE_BYTES;
+    type Prm = pc::QueryCq;
     type Reply = CqContext;
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        query_cq_in::cqn.set(inbox, self.cqn)
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(query_cq_in::cqn, self.cqn)
     }
 
-    fn reply(&self, out: &[u8]) -> Result<CqContext> {
-        let c = |f: Field| rd(query_cq_out::cq_context.inner(f), out);
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<CqContext> {
+        let c = |f| out.get(query_cq_out::cq_context.inner(f));
         Ok(CqContext {
-            status: c(cqc::status)? as u8,
-            log_cq_size: c(cqc::log_cq_size)? as u8,
-            uar_page: c(cqc::uar_page)?,
-            eqn: c(cqc::c_eqn_or_apu_element)?,
-            consumer_counter: c(cqc::consumer_counter)?,
-            producer_counter: c(cqc::producer_counter)?,
+            status: c(cqc::status) as u8,
+            log_cq_size: c(cqc::log_cq_size) as u8,
+            uar_page: c(cqc::uar_page),
+            eqn: c(cqc::c_eqn_or_apu_element),
+            consumer_counter: c(cqc::consumer_counter),
+            producer_counter: c(cqc::producer_counter),
         })
     }
 }

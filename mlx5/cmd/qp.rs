@@ -4,21 +4,16 @@
 //! `mlx5_qpc_create_qp()`, `mlx5_core_qp_modify()` with `modify_qp_mbox_alloc()`'s
 //! per-opcode layouts, `mlx5_core_qp_query()`).
 
-use super::{empty_reply, rd, rd_bytes, Command};
-use crate::prm::cmd::{
-    create_qp_in, create_qp_out, destroy_qp_in, destroy_qp_out, init2init_qp_in, init2init_qp_out,
-    init2rtr_qp_in, init2rtr_qp_out, qp_2err_in, qp_2err_out, qp_2rst_in, qp_2rst_out, query_qp_in,
-    query_qp_out, rst2init_qp_in, rst2init_qp_out, rtr2rts_qp_in, rtr2rts_qp_out, rts2rts_qp_in,
-    rts2rts_qp_out,
-};
+use super::{empty_reply, Command, InBox, OutBox};
+use crate::prm::cmd::{create_qp_in, create_qp_out, destroy_qp_in, query_qp_in, query_qp_out};
+use crate::prm::command::{self as pc, QpTransition, TransitionCtx};
 use crate::prm::consts::{
     NON_ZERO_RQ, QPC_STATE_ERR, QPC_STATE_INIT, QPC_STATE_RST, QPC_STATE_RTR, QPC_STATE_RTS,
     QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD, QPC_ST_XRC, SRQ_RQ,
     ZERO_LEN_RQ,
 };
 use crate::prm::ctx::{ads, qpc};
-use crate::prm::layout::{Field, PrmError};
-use crate::prm::opcode;
+use crate::prm::layout::{BufMut, Member, PrmError, PrmLayout};
 use kernel::prelude::*;
 
 /// `qpc.st`: the service type.
@@ -155,9 +150,7 @@ pub(crate) struct CreateQp<'a> {
 }
 
 impl Command for CreateQp<'_> {
-    const OPCODE: u16 = opcode::CREATE_QP;
-    const IN_SIZE: usize = create_qp_in::SIZE_BYTES;
-    const OUT_SIZE: usize = create_qp_out::SIZE_BYTES;
+    type Prm = pc::CreateQp;
     /// The QP number and `create_qp_out.ece`.
     type Reply = (u32, u32);
 
@@ -169,26 +162,26 @@ impl Command for CreateQp<'_> {
         Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        let c = |f: Field| create_qp_in::qpc.inner(f);
-        c(qpc::st).set(inbox, self.st.raw())?;
-        c(qpc::pd).set(inbox, self.pd)?;
-        c(qpc::uar_page).set(inbox, self.uar_page)?;
-        c(qpc::log_page_size).set(inbox, u32::from(self.log_page_size))?;
-        c(qpc::page_offset).set(inbox, u32::from(self.page_offset))?;
-        c(qpc::user_index).set(inbox, self.user_index)?;
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        let c = |f| create_qp_in::qpc.inner(f);
+        inbox.set(c(qpc::st), self.st.raw())?;
+        inbox.set(c(qpc::pd), self.pd)?;
+        inbox.set(c(qpc::uar_page), self.uar_page)?;
+        inbox.set(c(qpc::log_page_size), u32::from(self.log_page_size))?;
+        inbox.set(c(qpc::page_offset), u32::from(self.page_offset))?;
+        inbox.set(c(qpc::user_index), self.user_index)?;
         // MLX5_QP_PM_MIGRATED, as upstream create_user_qp()/create_kernel_qp() set.
-        c(qpc::pm_state).set(inbox, 3)?;
-        c(qpc::wq_signature).set(inbox, u32::from(self.wq_signature))?;
-        create_qp_in::ece.set(inbox, self.ece)?;
-        c(qpc::ts_format).set(inbox, u32::from(self.ts_format))?;
-        c(qpc::dbr_addr).set64(inbox, self.dbr_addr)?;
+        inbox.set(c(qpc::pm_state), 3)?;
+        inbox.set(c(qpc::wq_signature), u32::from(self.wq_signature))?;
+        inbox.set(create_qp_in::ece, self.ece)?;
+        inbox.set(c(qpc::ts_format), u32::from(self.ts_format))?;
+        inbox.set64(c(qpc::dbr_addr), self.dbr_addr)?;
         match self.sq {
             Some((cqn, log_size)) => {
-                c(qpc::cqn_snd).set(inbox, cqn)?;
-                c(qpc::log_sq_size).set(inbox, u32::from(log_size))?;
+                inbox.set(c(qpc::cqn_snd), cqn)?;
+                inbox.set(c(qpc::log_sq_size), u32::from(log_size))?;
             }
-            None => c(qpc::no_sq).set(inbox, 1)?,
+            None => inbox.set(c(qpc::no_sq), 1)?,
         }
         match self.rq {
             RqType::Regular {
@@ -196,25 +189,25 @@ impl Command for CreateQp<'_> {
                 log_size,
                 log_stride,
             } => {
-                c(qpc::rq_type).set(inbox, NON_ZERO_RQ)?;
-                c(qpc::cqn_rcv).set(inbox, cqn)?;
-                c(qpc::log_rq_size).set(inbox, u32::from(log_size))?;
-                c(qpc::log_rq_stride).set(inbox, u32::from(log_stride))?;
+                inbox.set(c(qpc::rq_type), NON_ZERO_RQ)?;
+                inbox.set(c(qpc::cqn_rcv), cqn)?;
+                inbox.set(c(qpc::log_rq_size), u32::from(log_size))?;
+                inbox.set(c(qpc::log_rq_stride), u32::from(log_stride))?;
             }
             RqType::Srq { srqn, cqn } => {
-                c(qpc::rq_type).set(inbox, SRQ_RQ)?;
-                c(qpc::srqn_rmpn_xrqn).set(inbox, srqn)?;
-                c(qpc::cqn_rcv).set(inbox, cqn)?;
+                inbox.set(c(qpc::rq_type), SRQ_RQ)?;
+                inbox.set(c(qpc::srqn_rmpn_xrqn), srqn)?;
+                inbox.set(c(qpc::cqn_rcv), cqn)?;
             }
-            RqType::None => c(qpc::rq_type).set(inbox, ZERO_LEN_RQ)?,
+            RqType::None => inbox.set(c(qpc::rq_type), ZERO_LEN_RQ)?,
         }
-        super::set_addrs(inbox, "pas", create_qp_in::SIZE_BITS, self.pas)?;
+        super::set_addrs(inbox, self.pas)?;
         Ok(())
     }
 
     /// The QP number and the firmware's ECE options.
-    fn reply(&self, out: &[u8]) -> Result<(u32, u32)> {
-        Ok((rd(create_qp_out::qpn, out)?, rd(create_qp_out::ece, out)?))
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<(u32, u32)> {
+        Ok((out.get(create_qp_out::qpn), out.get(create_qp_out::ece)))
     }
 }
 
@@ -227,17 +220,15 @@ pub(crate) struct DestroyQp {
 }
 
 impl Command for DestroyQp {
-    const OPCODE: u16 = opcode::DESTROY_QP;
-    const IN_SIZE: usize = destroy_qp_in::SIZE_BYTES;
-    const OUT_SIZE: usize = destroy_qp_out::SIZE_BYTES;
+    type Prm = pc::DestroyQp;
     type Reply = ();
 
     fn uid(&self) -> u16 {
         self.uid
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        destroy_qp_in::qpn.set(inbox, self.qpn)
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(destroy_qp_in::qpn, self.qpn)
     }
 
     empty_reply!();
@@ -297,53 +288,51 @@ pub(crate) struct QpInfo {
 }
 
 impl Command for QueryQp {
-    const OPCODE: u16 = opcode::QUERY_QP;
-    const IN_SIZE: usize = query_qp_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_qp_out::SIZE_BYTES;
+    type Prm = pc::QueryQp;
     type Reply = QpInfo;
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        query_qp_in::qpn.set(inbox, self.qpn)
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(query_qp_in::qpn, self.qpn)
     }
 
-    fn reply(&self, out: &[u8]) -> Result<QpInfo> {
-        let c = |f: Field| rd(query_qp_out::qpc.inner(f), out);
-        let p = |f: Field| c(qpc::primary_address_path.inner(f));
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<QpInfo> {
+        let c = |f| out.get(query_qp_out::qpc.inner(f));
+        let p = |f| c(qpc::primary_address_path.inner(f));
         Ok(QpInfo {
-            state: QpState::try_from(c(qpc::state)?)?,
-            st: QpServiceType::try_from(c(qpc::st)?)?,
-            pd: c(qpc::pd)?,
-            mtu: c(qpc::mtu)? as u8,
-            remote_qpn: c(qpc::remote_qpn)?,
-            q_key: c(qpc::q_key)?,
-            next_send_psn: c(qpc::next_send_psn)?,
-            next_rcv_psn: c(qpc::next_rcv_psn)?,
-            port: p(ads::vhca_port_num)? as u8,
-            pkey_index: p(ads::pkey_index)? as u16,
-            rre_rwe_rae: (c(qpc::rre)? != 0, c(qpc::rwe)? != 0, c(qpc::rae)? != 0),
-            log_sra_max: c(qpc::log_sra_max)? as u8,
-            log_rra_max: c(qpc::log_rra_max)? as u8,
-            min_rnr_nak: c(qpc::min_rnr_nak)? as u8,
-            retry_count: c(qpc::retry_count)? as u8,
-            rnr_retry: c(qpc::rnr_retry)? as u8,
-            ack_timeout: p(ads::ack_timeout)? as u8,
-            rlid: p(ads::rlid)? as u16,
-            sl: p(ads::sl)? as u8,
-            grh: if p(ads::grh)? != 0 {
-                let path = |f: Field| query_qp_out::qpc.inner(qpc::primary_address_path).inner(f);
+            state: QpState::try_from(c(qpc::state))?,
+            st: QpServiceType::try_from(c(qpc::st))?,
+            pd: c(qpc::pd),
+            mtu: c(qpc::mtu) as u8,
+            remote_qpn: c(qpc::remote_qpn),
+            q_key: c(qpc::q_key),
+            next_send_psn: c(qpc::next_send_psn),
+            next_rcv_psn: c(qpc::next_rcv_psn),
+            port: p(ads::vhca_port_num) as u8,
+            pkey_index: p(ads::pkey_index) as u16,
+            rre_rwe_rae: (c(qpc::rre) != 0, c(qpc::rwe) != 0, c(qpc::rae) != 0),
+            log_sra_max: c(qpc::log_sra_max) as u8,
+            log_rra_max: c(qpc::log_rra_max) as u8,
+            min_rnr_nak: c(qpc::min_rnr_nak) as u8,
+            retry_count: c(qpc::retry_count) as u8,
+            rnr_retry: c(qpc::rnr_retry) as u8,
+            ack_timeout: p(ads::ack_timeout) as u8,
+            rlid: p(ads::rlid) as u16,
+            sl: p(ads::sl) as u8,
+            grh: if p(ads::grh) != 0 {
+                let path = |f| query_qp_out::qpc.inner(qpc::primary_address_path).inner(f);
                 Some(Grh {
-                    dgid: rd_bytes(path(ads::rgid_rip), out)?,
-                    sgid_index: p(ads::src_addr_index)? as u8,
-                    hop_limit: p(ads::hop_limit)? as u8,
-                    tclass: p(ads::tclass)? as u8,
-                    flow_label: p(ads::flow_label)?,
+                    dgid: out.array(path(ads::rgid_rip)),
+                    sgid_index: p(ads::src_addr_index) as u8,
+                    hop_limit: p(ads::hop_limit) as u8,
+                    tclass: p(ads::tclass) as u8,
+                    flow_label: p(ads::flow_label),
                 })
             } else {
                 None
             },
             rmac: {
-                let hi = (p(ads::rmac_47_32)? as u16).to_be_bytes();
-                let lo = p(ads::rmac_31_0)?.to_be_bytes();
+                let hi = (p(ads::rmac_47_32) as u16).to_be_bytes();
+                let lo = p(ads::rmac_31_0).to_be_bytes();
                 [hi[0], hi[1], lo[0], lo[1], lo[2], lo[3]]
             },
         })
@@ -416,20 +405,24 @@ pub(crate) struct Grh {
 
 impl QpcAttrs {
     /// Writes the set members into the `qpc` at `ctx`.
-    fn fill(&self, ctx: Field, inbox: &mut [u8]) -> Result<(), PrmError> {
-        let c = |f: Field| ctx.inner(f);
-        let p = |f: Field| ctx.inner(qpc::primary_address_path).inner(f);
-        let opt = |buf: &mut [u8], f: Field, v: Option<u32>| -> Result<(), PrmError> {
-            v.map_or(Ok(()), |v| f.set(buf, v))
+    fn fill<L: PrmLayout>(
+        &self,
+        ctx: Member<L>,
+        inbox: &mut BufMut<'_, L>,
+    ) -> Result<(), PrmError> {
+        let c = |f| ctx.inner(f);
+        let p = |f| ctx.inner(qpc::primary_address_path).inner(f);
+        let opt = |buf: &mut BufMut<'_, L>, f: Member<L>, v: Option<u32>| -> Result<(), PrmError> {
+            v.map_or(Ok(()), |v| buf.set(f, v))
         };
         opt(inbox, c(qpc::mtu), self.mtu.map(u32::from))?;
         opt(inbox, c(qpc::log_msg_max), self.log_msg_max.map(u32::from))?;
         opt(inbox, c(qpc::remote_qpn), self.remote_qpn)?;
         opt(inbox, c(qpc::q_key), self.q_key)?;
         if let Some((r, w, a)) = self.rre_rwe_rae {
-            c(qpc::rre).set(inbox, u32::from(r))?;
-            c(qpc::rwe).set(inbox, u32::from(w))?;
-            c(qpc::rae).set(inbox, u32::from(a))?;
+            inbox.set(c(qpc::rre), u32::from(r))?;
+            inbox.set(c(qpc::rwe), u32::from(w))?;
+            inbox.set(c(qpc::rae), u32::from(a))?;
         }
         opt(inbox, c(qpc::log_rra_max), self.log_rra_max.map(u32::from))?;
         opt(inbox, c(qpc::log_sra_max), self.log_sra_max.map(u32::from))?;
@@ -450,87 +443,44 @@ impl QpcAttrs {
             self.counter_set_id.map(u32::from),
         )?;
         if let Some(g) = self.grh {
-            p(ads::grh).set(inbox, 1)?;
-            p(ads::rgid_rip).set_bytes(inbox, &g.dgid)?;
-            p(ads::src_addr_index).set(inbox, u32::from(g.sgid_index))?;
-            p(ads::hop_limit).set(inbox, u32::from(g.hop_limit))?;
-            p(ads::tclass).set(inbox, u32::from(g.tclass))?;
-            p(ads::flow_label).set(inbox, g.flow_label)?;
+            inbox.set(p(ads::grh), 1)?;
+            inbox.set_bytes(p(ads::rgid_rip), &g.dgid)?;
+            inbox.set(p(ads::src_addr_index), u32::from(g.sgid_index))?;
+            inbox.set(p(ads::hop_limit), u32::from(g.hop_limit))?;
+            inbox.set(p(ads::tclass), u32::from(g.tclass))?;
+            inbox.set(p(ads::flow_label), g.flow_label)?;
         }
         if let Some(m) = self.rmac {
-            p(ads::rmac_47_32).set(inbox, u32::from(u16::from_be_bytes([m[0], m[1]])))?;
-            p(ads::rmac_31_0).set(inbox, u32::from_be_bytes([m[2], m[3], m[4], m[5]]))?;
+            inbox.set(
+                p(ads::rmac_47_32),
+                u32::from(u16::from_be_bytes([m[0], m[1]])),
+            )?;
+            inbox.set(
+                p(ads::rmac_31_0),
+                u32::from_be_bytes([m[2], m[3], m[4], m[5]]),
+            )?;
         }
         Ok(())
     }
 }
 
-/// A QP state transition command (`MLX5_CMD_OP_*2*_QP`); marker types below.
-pub(crate) trait Transition {
-    /// The command's opcode.
-    const OPCODE: u16;
-    /// Its inbox size.
-    const IN_SIZE: usize;
-    /// Its outbox size.
-    const OUT_SIZE: usize;
-    /// `qpn` of the inbox.
-    const QPN: Field;
-    /// `opt_param_mask` and `qpc` of the inbox; `None` for 2ERR and 2RST, which carry neither.
-    const CTX: Option<(Field, Field)>;
-}
-
-macro_rules! transition {
-    ($(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident, ctx) => {
-        transition!(@ $(#[$doc])* $name, $op, $in, $out,
-            Some(($in::opt_param_mask, $in::qpc)));
-    };
-    ($(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident) => {
-        transition!(@ $(#[$doc])* $name, $op, $in, $out, None);
-    };
-    (@ $(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident, $ctx:expr) => {
-        $(#[$doc])*
-        pub(crate) struct $name;
-        impl Transition for $name {
-            const OPCODE: u16 = opcode::$op;
-            const IN_SIZE: usize = $in::SIZE_BYTES;
-            const OUT_SIZE: usize = $out::SIZE_BYTES;
-            const QPN: Field = $in::qpn;
-            const CTX: Option<(Field, Field)> = $ctx;
-        }
-    };
-}
-
-transition!(
-    /// RST2INIT_QP.
-    Rst2Init, RST2INIT_QP, rst2init_qp_in, rst2init_qp_out, ctx
-);
-transition!(
-    /// INIT2INIT_QP.
-    Init2Init, INIT2INIT_QP, init2init_qp_in, init2init_qp_out, ctx
-);
-transition!(
-    /// INIT2RTR_QP.
-    Init2Rtr, INIT2RTR_QP, init2rtr_qp_in, init2rtr_qp_out, ctx
-);
-transition!(
-    /// RTR2RTS_QP.
-    Rtr2Rts, RTR2RTS_QP, rtr2rts_qp_in, rtr2rts_qp_out, ctx
-);
-transition!(
-    /// RTS2RTS_QP.
-    Rts2Rts, RTS2RTS_QP, rts2rts_qp_in, rts2rts_qp_out, ctx
-);
-transition!(
-    /// 2ERR_QP.
-    ToErr, _2ERR_QP, qp_2err_in, qp_2err_out
-);
-transition!(
-    /// 2RST_QP.
-    ToRst, _2RST_QP, qp_2rst_in, qp_2rst_out
-);
+/// RST2INIT_QP.
+pub(crate) type Rst2Init = pc::Rst2InitQp;
+/// INIT2INIT_QP.
+pub(crate) type Init2Init = pc::Init2InitQp;
+/// INIT2RTR_QP.
+pub(crate) type Init2Rtr = pc::Init2RtrQp;
+/// RTR2RTS_QP.
+pub(crate) type Rtr2Rts = pc::Rtr2RtsQp;
+/// RTS2RTS_QP.
+pub(crate) type Rts2Rts = pc::Rts2RtsQp;
+/// 2ERR_QP.
+pub(crate) type ToErr = pc::Qp2Err;
+/// 2RST_QP.
+pub(crate) type ToRst = pc::Qp2Rst;
 
 /// A QP state transition.
-pub(crate) struct ModifyQp<T: Transition> {
+pub(crate) struct ModifyQp<T: QpTransition> {
     /// QP number.
     pub(crate) qpn: u32,
     /// Owner uid.
@@ -543,7 +493,7 @@ pub(crate) struct ModifyQp<T: Transition> {
     pub(crate) _t: core::marker::PhantomData<T>,
 }
 
-impl<T: Transition> ModifyQp<T> {
+impl<T: QpTransition> ModifyQp<T> {
     /// A transition of `qpn` (uid 0) with `attrs` and no optional parameters.
     pub(crate) fn new(qpn: u32, attrs: QpcAttrs) -> Self {
         Self {
@@ -564,20 +514,22 @@ impl<T: Transition> ModifyQp<T> {
     }
 }
 
-impl<T: Transition> Command for ModifyQp<T> {
-    const OPCODE: u16 = T::OPCODE;
-    const IN_SIZE: usize = T::IN_SIZE;
-    const OUT_SIZE: usize = T::OUT_SIZE;
+impl<T: QpTransition> Command for ModifyQp<T> {
+    type Prm = T;
     type Reply = ();
 
     fn uid(&self) -> u16 {
         self.uid
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        T::QPN.set(inbox, self.qpn)?;
-        if let Some((mask, ctx)) = T::CTX {
-            mask.set(inbox, self.opt_param_mask)?;
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(T::QPN, self.qpn)?;
+        if let Some(TransitionCtx {
+            opt_param_mask: mask,
+            qpc: ctx,
+        }) = T::CTX
+        {
+            inbox.set(mask, self.opt_param_mask)?;
             self.attrs.fill(ctx, inbox)?;
         }
         Ok(())

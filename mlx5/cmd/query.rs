@@ -5,28 +5,25 @@
 //! vport.c `mlx5_query_nic_vport_context()`, `mlx5_query_hca_vport_context()`,
 //! `mlx5_query_hca_vport_gid()`, `mlx5_query_hca_vport_pkey()`).
 
-use super::{rd, rd64, rd_bytes, Command};
+use super::{Command, InBox, OutBox};
 use crate::hw::{CapType, CAP_BYTES};
 use crate::prm::cmd::{
-    query_adapter_in, query_adapter_out, query_hca_cap_in, query_hca_cap_out,
-    query_hca_vport_context_in, query_hca_vport_context_out, query_hca_vport_gid_in,
-    query_hca_vport_gid_out, query_hca_vport_pkey_in, query_hca_vport_pkey_out,
-    query_nic_vport_context_in, query_nic_vport_context_out,
+    query_adapter_out, query_hca_cap_out, query_hca_vport_context_in, query_hca_vport_context_out,
+    query_hca_vport_gid_in, query_hca_vport_gid_out, query_hca_vport_pkey_in,
+    query_hca_vport_pkey_out, query_nic_vport_context_out,
 };
+use crate::prm::command as pc;
 use crate::prm::ctx::{
     hca_vport_context, mac_address_layout, nic_vport_context, pkey, query_adapter_param_block,
 };
-use crate::prm::layout::{Field, PrmError};
-use crate::prm::opcode;
+use crate::prm::layout::{Member, PrmError};
 use kernel::prelude::*;
 
 /// QUERY_HCA_CAP of the current values of one capability type.
 pub(crate) struct QueryHcaCap(pub(crate) CapType);
 
 impl Command for QueryHcaCap {
-    const OPCODE: u16 = opcode::QUERY_HCA_CAP;
-    const IN_SIZE: usize = query_hca_cap_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_hca_cap_out::SIZE_BYTES;
+    type Prm = pc::QueryHcaCap;
     /// The 4 KiB capability page.
     type Reply = KVec<u8>;
 
@@ -34,12 +31,12 @@ impl Command for QueryHcaCap {
         self.0.op_mod_cur()
     }
 
-    fn fill(&self, _inbox: &mut [u8]) -> Result<(), PrmError> {
+    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         Ok(())
     }
 
-    fn reply(&self, out: &[u8]) -> Result<KVec<u8>> {
-        let page = query_hca_cap_out::capability.bytes(out).map_err(|_| EIO)?;
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<KVec<u8>> {
+        let page = out.bytes(query_hca_cap_out::capability);
         let mut v = KVec::with_capacity(CAP_BYTES, GFP_KERNEL)?;
         v.extend_from_slice(page, GFP_KERNEL)?;
         Ok(v)
@@ -71,20 +68,18 @@ impl AdapterInfo {
 }
 
 impl Command for QueryAdapter {
-    const OPCODE: u16 = opcode::QUERY_ADAPTER;
-    const IN_SIZE: usize = query_adapter_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_adapter_out::SIZE_BYTES;
+    type Prm = pc::QueryAdapter;
     type Reply = AdapterInfo;
 
-    fn fill(&self, _inbox: &mut [u8]) -> Result<(), PrmError> {
+    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         Ok(())
     }
 
-    fn reply(&self, out: &[u8]) -> Result<AdapterInfo> {
-        let b = |f: Field| query_adapter_out::query_adapter_struct.inner(f);
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<AdapterInfo> {
+        let b = |f| query_adapter_out::query_adapter_struct.inner(f);
         Ok(AdapterInfo {
-            ieee_vendor_id: rd(b(query_adapter_param_block::ieee_vendor_id), out)?,
-            psid: rd_bytes(b(query_adapter_param_block::vsd_contd_psid), out)?,
+            ieee_vendor_id: out.get(b(query_adapter_param_block::ieee_vendor_id)),
+            psid: out.array(b(query_adapter_param_block::vsd_contd_psid)),
         })
     }
 }
@@ -114,32 +109,30 @@ pub(crate) struct NicVport {
 }
 
 impl Command for QueryNicVportContext {
-    const OPCODE: u16 = opcode::QUERY_NIC_VPORT_CONTEXT;
-    const IN_SIZE: usize = query_nic_vport_context_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_nic_vport_context_out::SIZE_BYTES;
+    type Prm = pc::QueryNicVportContext;
     type Reply = NicVport;
 
-    fn fill(&self, _inbox: &mut [u8]) -> Result<(), PrmError> {
+    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         Ok(())
     }
 
-    fn reply(&self, out: &[u8]) -> Result<NicVport> {
-        let v = |f: Field| query_nic_vport_context_out::nic_vport_context.inner(f);
-        let m = |f: Field| v(nic_vport_context::permanent_address).inner(f);
-        let hi = rd(m(mac_address_layout::mac_addr_47_32), out)?;
-        let lo = rd(m(mac_address_layout::mac_addr_31_0), out)?;
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<NicVport> {
+        let v = |f| query_nic_vport_context_out::nic_vport_context.inner(f);
+        let m = |f| v(nic_vport_context::permanent_address).inner(f);
+        let hi = out.get(m(mac_address_layout::mac_addr_47_32));
+        let lo = out.get(m(mac_address_layout::mac_addr_31_0));
         let mut mac = [0u8; 6];
         mac[..2].copy_from_slice(&hi.to_be_bytes()[2..]);
         mac[2..].copy_from_slice(&lo.to_be_bytes());
         Ok(NicVport {
-            roce_en: rd(v(nic_vport_context::roce_en), out)? != 0,
-            mtu: rd(v(nic_vport_context::mtu), out)?,
-            system_image_guid: rd64(v(nic_vport_context::system_image_guid), out)?,
-            node_guid: rd64(v(nic_vport_context::node_guid), out)?,
-            port_guid: rd64(v(nic_vport_context::port_guid), out)?,
+            roce_en: out.get(v(nic_vport_context::roce_en)) != 0,
+            mtu: out.get(v(nic_vport_context::mtu)),
+            system_image_guid: out.get64(v(nic_vport_context::system_image_guid)),
+            node_guid: out.get64(v(nic_vport_context::node_guid)),
+            port_guid: out.get64(v(nic_vport_context::port_guid)),
             mac,
-            qkey_violation_counter: rd(v(nic_vport_context::qkey_violation_counter), out)? as u16,
-            min_wqe_inline_mode: rd(v(nic_vport_context::min_wqe_inline_mode), out)? as u8,
+            qkey_violation_counter: out.get(v(nic_vport_context::qkey_violation_counter)) as u16,
+            min_wqe_inline_mode: out.get(v(nic_vport_context::min_wqe_inline_mode)) as u8,
         })
     }
 }
@@ -192,40 +185,38 @@ pub(crate) struct HcaVport {
 }
 
 impl Command for QueryHcaVportContext {
-    const OPCODE: u16 = opcode::QUERY_HCA_VPORT_CONTEXT;
-    const IN_SIZE: usize = query_hca_vport_context_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_hca_vport_context_out::SIZE_BYTES;
+    type Prm = pc::QueryHcaVportContext;
     type Reply = HcaVport;
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         // upstream: port_num is set only when the device has more than one port
         // (`MLX5_CAP_GEN(dev, num_ports) == 2`); setting it always is equivalent for port 1.
-        query_hca_vport_context_in::port_num.set(inbox, u32::from(self.port))
+        inbox.set(query_hca_vport_context_in::port_num, u32::from(self.port))
     }
 
-    fn reply(&self, out: &[u8]) -> Result<HcaVport> {
-        let v = |f: Field| query_hca_vport_context_out::hca_vport_context.inner(f);
-        let g = |f: Field| rd(v(f), out);
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<HcaVport> {
+        let v = |f| query_hca_vport_context_out::hca_vport_context.inner(f);
+        let g = |f| out.get(v(f));
         // Every value is at most as wide as its target type (the field widths are 1..16 bits).
         Ok(HcaVport {
-            has_smi: g(hca_vport_context::has_smi)? != 0,
-            grh_required: g(hca_vport_context::grh_required)? != 0,
-            port_physical_state: g(hca_vport_context::port_physical_state)? as u8,
-            port_state: g(hca_vport_context::port_state)? as u8,
-            vport_state: g(hca_vport_context::vport_state)? as u8,
-            sys_image_guid: rd64(v(hca_vport_context::system_image_guid), out)?,
-            node_guid: rd64(v(hca_vport_context::node_guid), out)?,
-            port_guid: rd64(v(hca_vport_context::port_guid), out)?,
-            cap_mask1: g(hca_vport_context::cap_mask1)?,
-            cap_mask2: g(hca_vport_context::cap_mask2)?,
-            lid: g(hca_vport_context::lid)? as u16,
-            init_type_reply: g(hca_vport_context::init_type_reply)? as u8,
-            lmc: g(hca_vport_context::lmc)? as u8,
-            subnet_timeout: g(hca_vport_context::subnet_timeout)? as u8,
-            sm_lid: g(hca_vport_context::sm_lid)? as u16,
-            sm_sl: g(hca_vport_context::sm_sl)? as u8,
-            qkey_violation_counter: g(hca_vport_context::qkey_violation_counter)? as u16,
-            pkey_violation_counter: g(hca_vport_context::pkey_violation_counter)? as u16,
+            has_smi: g(hca_vport_context::has_smi) != 0,
+            grh_required: g(hca_vport_context::grh_required) != 0,
+            port_physical_state: g(hca_vport_context::port_physical_state) as u8,
+            port_state: g(hca_vport_context::port_state) as u8,
+            vport_state: g(hca_vport_context::vport_state) as u8,
+            sys_image_guid: out.get64(v(hca_vport_context::system_image_guid)),
+            node_guid: out.get64(v(hca_vport_context::node_guid)),
+            port_guid: out.get64(v(hca_vport_context::port_guid)),
+            cap_mask1: g(hca_vport_context::cap_mask1),
+            cap_mask2: g(hca_vport_context::cap_mask2),
+            lid: g(hca_vport_context::lid) as u16,
+            init_type_reply: g(hca_vport_context::init_type_reply) as u8,
+            lmc: g(hca_vport_context::lmc) as u8,
+            subnet_timeout: g(hca_vport_context::subnet_timeout) as u8,
+            sm_lid: g(hca_vport_context::sm_lid) as u16,
+            sm_sl: g(hca_vport_context::sm_sl) as u8,
+            qkey_violation_counter: g(hca_vport_context::qkey_violation_counter) as u16,
+            pkey_violation_counter: g(hca_vport_context::pkey_violation_counter) as u16,
         })
     }
 }
@@ -267,9 +258,7 @@ pub(crate) struct QueryHcaVportGid {
 }
 
 impl Command for QueryHcaVportGid {
-    const OPCODE: u16 = opcode::QUERY_HCA_VPORT_GID;
-    const IN_SIZE: usize = query_hca_vport_gid_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_hca_vport_gid_out::SIZE_BYTES;
+    type Prm = pc::QueryHcaVportGid;
     /// The GIDs, in table order.
     type Reply = KVec<[u8; 16]>;
 
@@ -277,19 +266,23 @@ impl Command for QueryHcaVportGid {
         Self::OUT_SIZE.saturating_add(self.index.count().saturating_mul(16))
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        query_hca_vport_gid_in::port_num.set(inbox, u32::from(self.port))?;
-        query_hca_vport_gid_in::gid_index.set(inbox, self.index.raw())
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(query_hca_vport_gid_in::port_num, u32::from(self.port))?;
+        inbox.set(query_hca_vport_gid_in::gid_index, self.index.raw())
     }
 
-    fn reply(&self, out: &[u8]) -> Result<KVec<[u8; 16]>> {
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<KVec<[u8; 16]>> {
         // `gids_num` says how many entries firmware wrote; never read past what was asked.
-        let n = (rd(query_hca_vport_gid_out::gids_num, out)? as usize).min(self.index.count());
-        let slot0 = Field::new("gid", query_hca_vport_gid_out::SIZE_BITS, 128);
+        let n = (out.get(query_hca_vport_gid_out::gids_num) as usize).min(self.index.count());
+        let slot0 = Member::<query_hca_vport_gid_out::Bits>::new(
+            "gid",
+            query_hca_vport_gid_out::SIZE_BITS,
+            128,
+        );
         let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
         for i in 0..n {
             let f = slot0.nth(u32::try_from(i).map_err(|_| EIO)?);
-            v.push(rd_bytes(f, out)?, GFP_KERNEL)?;
+            v.push(out.array(f), GFP_KERNEL)?;
         }
         Ok(v)
     }
@@ -304,9 +297,7 @@ pub(crate) struct QueryHcaVportPkey {
 }
 
 impl Command for QueryHcaVportPkey {
-    const OPCODE: u16 = opcode::QUERY_HCA_VPORT_PKEY;
-    const IN_SIZE: usize = query_hca_vport_pkey_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_hca_vport_pkey_out::SIZE_BYTES;
+    type Prm = pc::QueryHcaVportPkey;
     /// The P_Keys, in table order.
     type Reply = KVec<u16>;
 
@@ -314,20 +305,24 @@ impl Command for QueryHcaVportPkey {
         Self::OUT_SIZE.saturating_add(self.index.count().saturating_mul(4))
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        query_hca_vport_pkey_in::port_num.set(inbox, u32::from(self.port))?;
-        query_hca_vport_pkey_in::pkey_index.set(inbox, self.index.raw())
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(query_hca_vport_pkey_in::port_num, u32::from(self.port))?;
+        inbox.set(query_hca_vport_pkey_in::pkey_index, self.index.raw())
     }
 
-    fn reply(&self, out: &[u8]) -> Result<KVec<u16>> {
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<KVec<u16>> {
         let n = self.index.count();
-        let slot0 = Field::new("pkey", query_hca_vport_pkey_out::SIZE_BITS, 32);
+        let slot0 = Member::<query_hca_vport_pkey_out::Bits>::new(
+            "pkey",
+            query_hca_vport_pkey_out::SIZE_BITS,
+            32,
+        );
         let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
         for i in 0..n {
             let f = slot0
                 .nth(u32::try_from(i).map_err(|_| EIO)?)
                 .inner(pkey::pkey);
-            v.push(rd(f, out)? as u16, GFP_KERNEL)?;
+            v.push(out.get(f) as u16, GFP_KERNEL)?;
         }
         Ok(v)
     }

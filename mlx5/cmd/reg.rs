@@ -4,28 +4,30 @@
 //! port.c `mlx5_query_port_ptys()`, `mlx5_query_port_max_mtu()`/`oper_mtu()`,
 //! `mlx5_query_port_vl_hw_cap()`, `mlx5_query_port_admin_status()`/`set_port_admin_status()`).
 
-use super::{rd, Command};
-use crate::prm::cmd::{access_register_in, access_register_out};
+use super::{Command, InBox, OutBox};
+use crate::prm::cmd::access_register_in;
+use crate::prm::command as pc;
 use crate::prm::consts::{
     ACCESS_REG_READ, ACCESS_REG_WRITE, PTYS_EN, PTYS_IB, REG_PAOS, REG_PMTU, REG_PTYS, REG_PVLC,
 };
 use crate::prm::ctx::{paos_reg, pmtu_reg, ptys_reg, pvlc_reg};
-use crate::prm::layout::{Field, PrmError};
-use crate::prm::opcode;
+use crate::prm::layout::{Buf, BufMut, PrmError, PrmLayout};
 use kernel::prelude::*;
 
-/// A register behind ACCESS_REG.
+/// A register behind ACCESS_REG: its `register_data[]` is typed by the register's layout.
 pub(crate) trait Register {
     /// `MLX5_REG_*`.
     const ID: u32;
+    /// `struct mlx5_ifc_<reg>_bits`.
+    type Layout: PrmLayout;
     /// `MLX5_ST_SZ_BYTES(<reg>)`.
-    const SIZE: usize;
+    const SIZE: usize = <Self::Layout as PrmLayout>::SIZE_BYTES;
     /// The register's decoded value.
     type Value;
     /// Fills the register data of the request (`local_port`, selectors, values to write).
-    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError>;
+    fn fill(&self, r: &mut BufMut<'_, Self::Layout>) -> Result<(), PrmError>;
     /// Decodes the register data of the reply.
-    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<Self::Value>;
+    fn value(&self, r: Buf<'_, Self::Layout>) -> Result<Self::Value>;
 }
 
 /// ACCESS_REG: read or write one register.
@@ -48,15 +50,8 @@ impl<R: Register> AccessReg<R> {
     }
 }
 
-/// `register_data[]` starts right after the 16-byte header of both mailboxes.
-const fn data(f: Field) -> Field {
-    Field::new(f.name, access_register_in::SIZE_BITS, 0).inner(f)
-}
-
 impl<R: Register> Command for AccessReg<R> {
-    const OPCODE: u16 = opcode::ACCESS_REG;
-    const IN_SIZE: usize = access_register_in::SIZE_BYTES;
-    const OUT_SIZE: usize = access_register_out::SIZE_BYTES;
+    type Prm = pc::AccessReg;
     type Reply = R::Value;
 
     fn op_mod(&self) -> u32 {
@@ -75,13 +70,14 @@ impl<R: Register> Command for AccessReg<R> {
         Self::OUT_SIZE + R::SIZE
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        access_register_in::register_id.set(inbox, R::ID)?;
-        self.reg.fill(&mut |f, v| data(f).set(inbox, v))
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(access_register_in::register_id, R::ID)?;
+        // `register_data[]` starts right after the 16-byte header of both mailboxes.
+        self.reg.fill(&mut BufMut::new(inbox.tail_mut())?)
     }
 
-    fn reply(&self, out: &[u8]) -> Result<R::Value> {
-        self.reg.value(&|f| rd(data(f), out))
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<R::Value> {
+        self.reg.value(Buf::new(out.tail()).map_err(|_| EIO)?)
     }
 }
 
@@ -121,12 +117,12 @@ pub(crate) struct PtysValue {
 
 impl Register for Ptys {
     const ID: u32 = REG_PTYS;
-    const SIZE: usize = ptys_reg::SIZE_BYTES;
+    type Layout = ptys_reg::Bits;
     type Value = PtysValue;
 
-    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError> {
-        f(ptys_reg::local_port, u32::from(self.port))?;
-        f(
+    fn fill(&self, r: &mut BufMut<'_, Self::Layout>) -> Result<(), PrmError> {
+        r.set(ptys_reg::local_port, u32::from(self.port))?;
+        r.set(
             ptys_reg::proto_mask,
             match self.proto {
                 PtysProto::Ib => PTYS_IB,
@@ -135,14 +131,14 @@ impl Register for Ptys {
         )
     }
 
-    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<PtysValue> {
+    fn value(&self, r: Buf<'_, Self::Layout>) -> Result<PtysValue> {
         Ok(PtysValue {
-            ib_link_width_oper: g(ptys_reg::ib_link_width_oper)? as u16,
-            ib_proto_oper: g(ptys_reg::ib_proto_oper)? as u16,
-            eth_proto_capability: g(ptys_reg::eth_proto_capability)?,
-            ext_eth_proto_capability: g(ptys_reg::ext_eth_proto_capability)?,
-            eth_proto_oper: g(ptys_reg::eth_proto_oper)?,
-            ext_eth_proto_oper: g(ptys_reg::ext_eth_proto_oper)?,
+            ib_link_width_oper: r.get(ptys_reg::ib_link_width_oper) as u16,
+            ib_proto_oper: r.get(ptys_reg::ib_proto_oper) as u16,
+            eth_proto_capability: r.get(ptys_reg::eth_proto_capability),
+            ext_eth_proto_capability: r.get(ptys_reg::ext_eth_proto_capability),
+            eth_proto_oper: r.get(ptys_reg::eth_proto_oper),
+            ext_eth_proto_oper: r.get(ptys_reg::ext_eth_proto_oper),
         })
     }
 }
@@ -166,18 +162,18 @@ pub(crate) struct PmtuValue {
 
 impl Register for Pmtu {
     const ID: u32 = REG_PMTU;
-    const SIZE: usize = pmtu_reg::SIZE_BYTES;
+    type Layout = pmtu_reg::Bits;
     type Value = PmtuValue;
 
-    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError> {
-        f(pmtu_reg::local_port, u32::from(self.port))
+    fn fill(&self, r: &mut BufMut<'_, Self::Layout>) -> Result<(), PrmError> {
+        r.set(pmtu_reg::local_port, u32::from(self.port))
     }
 
-    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<PmtuValue> {
+    fn value(&self, r: Buf<'_, Self::Layout>) -> Result<PmtuValue> {
         Ok(PmtuValue {
-            max_mtu: g(pmtu_reg::max_mtu)? as u16,
-            admin_mtu: g(pmtu_reg::admin_mtu)? as u16,
-            oper_mtu: g(pmtu_reg::oper_mtu)? as u16,
+            max_mtu: r.get(pmtu_reg::max_mtu) as u16,
+            admin_mtu: r.get(pmtu_reg::admin_mtu) as u16,
+            oper_mtu: r.get(pmtu_reg::oper_mtu) as u16,
         })
     }
 }
@@ -190,16 +186,16 @@ pub(crate) struct Pvlc {
 
 impl Register for Pvlc {
     const ID: u32 = REG_PVLC;
-    const SIZE: usize = pvlc_reg::SIZE_BYTES;
+    type Layout = pvlc_reg::Bits;
     /// `vl_hw_cap` (`MLX5_VL_HW_*` encoding).
     type Value = u8;
 
-    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError> {
-        f(pvlc_reg::local_port, u32::from(self.port))
+    fn fill(&self, r: &mut BufMut<'_, Self::Layout>) -> Result<(), PrmError> {
+        r.set(pvlc_reg::local_port, u32::from(self.port))
     }
 
-    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<u8> {
-        Ok(g(pvlc_reg::vl_hw_cap)? as u8)
+    fn value(&self, r: Buf<'_, Self::Layout>) -> Result<u8> {
+        Ok(r.get(pvlc_reg::vl_hw_cap) as u8)
     }
 }
 
@@ -244,22 +240,22 @@ pub(crate) struct PaosValue {
 
 impl Register for Paos {
     const ID: u32 = REG_PAOS;
-    const SIZE: usize = paos_reg::SIZE_BYTES;
+    type Layout = paos_reg::Bits;
     type Value = PaosValue;
 
-    fn fill(&self, f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError> {
-        f(paos_reg::local_port, u32::from(self.port))?;
+    fn fill(&self, r: &mut BufMut<'_, Self::Layout>) -> Result<(), PrmError> {
+        r.set(paos_reg::local_port, u32::from(self.port))?;
         if let Some(s) = self.admin_status {
-            f(paos_reg::admin_status, s as u32)?;
-            f(paos_reg::ase, 1)?;
+            r.set(paos_reg::admin_status, s as u32)?;
+            r.set(paos_reg::ase, 1)?;
         }
         Ok(())
     }
 
-    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<PaosValue> {
+    fn value(&self, r: Buf<'_, Self::Layout>) -> Result<PaosValue> {
         Ok(PaosValue {
-            admin: PortStatus::try_from(g(paos_reg::admin_status)?)?,
-            oper: g(paos_reg::oper_status)? as u8,
+            admin: PortStatus::try_from(r.get(paos_reg::admin_status))?,
+            oper: r.get(paos_reg::oper_status) as u8,
         })
     }
 }

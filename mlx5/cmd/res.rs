@@ -4,21 +4,19 @@
 //! `mlx5_cmd_alloc_pd()`, `mlx5_cmd_alloc_uar()`, `mlx5_cmd_alloc_transport_domain()`,
 //! `mlx5_core_create_mkey()`, `mlx5_core_roce_gid_set()`).
 
-use super::{empty_reply, number_reply, rd, Command};
+use super::{empty_reply, number_reply, Command, InBox, OutBox};
 use crate::prm::cmd::{
-    alloc_pd_in, alloc_pd_out, alloc_transport_domain_in, alloc_transport_domain_out, alloc_uar_in,
-    alloc_uar_out, create_mkey_in, create_mkey_out, dealloc_pd_in, dealloc_pd_out,
-    dealloc_transport_domain_in, dealloc_transport_domain_out, dealloc_uar_in, dealloc_uar_out,
-    destroy_mkey_in, destroy_mkey_out, set_roce_address_in, set_roce_address_out,
+    alloc_pd_out, alloc_transport_domain_out, alloc_uar_out, create_mkey_in, create_mkey_out,
+    dealloc_pd_in, dealloc_transport_domain_in, dealloc_uar_in, destroy_mkey_in,
+    set_roce_address_in,
 };
 use crate::prm::cmd::{
-    alloc_q_counter_in, alloc_q_counter_out, dealloc_q_counter_in, dealloc_q_counter_out,
-    query_q_counter_in, query_q_counter_out,
+    alloc_q_counter_out, dealloc_q_counter_in, query_q_counter_in, query_q_counter_out,
 };
+use crate::prm::command as pc;
 use crate::prm::consts::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
 use crate::prm::ctx::{mkc, roce_addr_layout};
-use crate::prm::layout::{Field, PrmError};
-use crate::prm::opcode;
+use crate::prm::layout::{Member, PrmError};
 use kernel::prelude::*;
 
 /// Declares a command that allocates a numbered object with no parameters but the uid.
@@ -31,9 +29,7 @@ macro_rules! alloc_cmd {
         }
 
         impl Command for $name {
-            const OPCODE: u16 = opcode::$op;
-            const IN_SIZE: usize = $in::SIZE_BYTES;
-            const OUT_SIZE: usize = $out::SIZE_BYTES;
+            type Prm = pc::$name;
             /// The object's number.
             type Reply = u32;
 
@@ -41,7 +37,7 @@ macro_rules! alloc_cmd {
                 self.uid
             }
 
-            fn fill(&self, _inbox: &mut [u8]) -> Result<(), PrmError> {
+            fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
                 Ok(())
             }
 
@@ -62,17 +58,15 @@ macro_rules! free_cmd {
         }
 
         impl Command for $name {
-            const OPCODE: u16 = opcode::$op;
-            const IN_SIZE: usize = $in::SIZE_BYTES;
-            const OUT_SIZE: usize = $out::SIZE_BYTES;
+            type Prm = pc::$name;
             type Reply = ();
 
             fn uid(&self) -> u16 {
                 self.uid
             }
 
-            fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-                $in::$field.set(inbox, self.id)
+            fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+                inbox.set($in::$field, self.id)
             }
 
             empty_reply!();
@@ -127,7 +121,7 @@ free_cmd!(
 /// `cc_query_allowed`, PCAM): `basic_q_cnts` then `roce_accl_cnts`, which upstream adds
 /// unconditionally (counters.c, `mlx5_ib_fill_counters()`), with their `query_q_counter_out`
 /// members.
-pub(crate) const Q_COUNTERS: [(&CStr, Field); 10] = [
+pub(crate) const Q_COUNTERS: [(&CStr, Member<query_q_counter_out::Bits>); 10] = [
     (c"rx_write_requests", query_q_counter_out::rx_write_requests),
     (c"rx_read_requests", query_q_counter_out::rx_read_requests),
     (
@@ -160,19 +154,17 @@ pub(crate) struct QueryQCounter {
 }
 
 impl Command for QueryQCounter {
-    const OPCODE: u16 = opcode::QUERY_Q_COUNTER;
-    const IN_SIZE: usize = query_q_counter_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_q_counter_out::SIZE_BYTES;
+    type Prm = pc::QueryQCounter;
     type Reply = [u32; 10];
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        query_q_counter_in::counter_set_id.set(inbox, self.id)
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(query_q_counter_in::counter_set_id, self.id)
     }
 
-    fn reply(&self, out: &[u8]) -> Result<[u32; 10]> {
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<[u32; 10]> {
         let mut v = [0u32; 10];
         for (x, (_, f)) in v.iter_mut().zip(Q_COUNTERS.iter()) {
-            *x = rd(*f, out)?;
+            *x = out.get(*f);
         }
         Ok(v)
     }
@@ -249,9 +241,7 @@ impl CreateMkey<'_> {
 }
 
 impl Command for CreateMkey<'_> {
-    const OPCODE: u16 = opcode::CREATE_MKEY;
-    const IN_SIZE: usize = create_mkey_in::SIZE_BYTES;
-    const OUT_SIZE: usize = create_mkey_out::SIZE_BYTES;
+    type Prm = pc::CreateMkey;
     type Reply = Mkey;
 
     fn uid(&self) -> u16 {
@@ -264,22 +254,22 @@ impl Command for CreateMkey<'_> {
         Self::IN_SIZE.saturating_add(n.saturating_mul(8))
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        let m = |f: Field| create_mkey_in::memory_key_mkey_entry.inner(f);
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
         let a = self.access;
-        m(mkc::a).set(inbox, u32::from(a.remote_atomic))?;
-        m(mkc::rw).set(inbox, u32::from(a.remote_write))?;
-        m(mkc::rr).set(inbox, u32::from(a.remote_read))?;
-        m(mkc::lw).set(inbox, u32::from(a.local_write))?;
-        m(mkc::lr).set(inbox, 1)?;
+        inbox.set(m(mkc::a), u32::from(a.remote_atomic))?;
+        inbox.set(m(mkc::rw), u32::from(a.remote_write))?;
+        inbox.set(m(mkc::rr), u32::from(a.remote_read))?;
+        inbox.set(m(mkc::lw), u32::from(a.local_write))?;
+        inbox.set(m(mkc::lr), 1)?;
         // Not bound to a QP (memory windows are).
-        m(mkc::qpn).set(inbox, 0xff_ffff)?;
-        m(mkc::mkey_7_0).set(inbox, u32::from(self.key_byte))?;
-        m(mkc::pd).set(inbox, self.pd)?;
+        inbox.set(m(mkc::qpn), 0xff_ffff)?;
+        inbox.set(m(mkc::mkey_7_0), u32::from(self.key_byte))?;
+        inbox.set(m(mkc::pd), self.pd)?;
         match self.translation {
             MkeyTranslation::Pa => {
-                m(mkc::access_mode_1_0).set(inbox, MKC_ACCESS_MODE_PA)?;
-                m(mkc::length64).set(inbox, 1)
+                inbox.set(m(mkc::access_mode_1_0), MKC_ACCESS_MODE_PA)?;
+                inbox.set(m(mkc::length64), 1)
             }
             MkeyTranslation::Mtt {
                 start,
@@ -287,22 +277,22 @@ impl Command for CreateMkey<'_> {
                 log_page_size,
                 pages,
             } => {
-                m(mkc::access_mode_1_0).set(inbox, MKC_ACCESS_MODE_MTT)?;
-                m(mkc::start_addr).set64(inbox, start)?;
-                m(mkc::len).set64(inbox, len)?;
-                m(mkc::log_page_size).set(inbox, u32::from(log_page_size))?;
+                inbox.set(m(mkc::access_mode_1_0), MKC_ACCESS_MODE_MTT)?;
+                inbox.set64(m(mkc::start_addr), start)?;
+                inbox.set64(m(mkc::len), len)?;
+                inbox.set(m(mkc::log_page_size), u32::from(log_page_size))?;
                 let octowords =
                     u32::try_from(pages.len().div_ceil(2)).map_err(|_| PrmError::ValueTooWide)?;
-                m(mkc::translations_octword_size).set(inbox, octowords)?;
-                create_mkey_in::translations_octword_actual_size.set(inbox, octowords)?;
-                super::set_addrs(inbox, "klm_pas_mtt", create_mkey_in::SIZE_BITS, pages)?;
+                inbox.set(m(mkc::translations_octword_size), octowords)?;
+                inbox.set(create_mkey_in::translations_octword_actual_size, octowords)?;
+                super::set_addrs(inbox, pages)?;
                 Ok(())
             }
         }
     }
 
-    fn reply(&self, out: &[u8]) -> Result<Mkey> {
-        let index = rd(create_mkey_out::mkey_index, out)?;
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<Mkey> {
+        let index = out.get(create_mkey_out::mkey_index);
         Ok(Mkey {
             index,
             key: index << 8 | u32::from(self.key_byte),
@@ -354,30 +344,34 @@ pub(crate) struct SetRoceAddress {
 }
 
 impl Command for SetRoceAddress {
-    const OPCODE: u16 = opcode::SET_ROCE_ADDRESS;
-    const IN_SIZE: usize = set_roce_address_in::SIZE_BYTES;
-    const OUT_SIZE: usize = set_roce_address_out::SIZE_BYTES;
+    type Prm = pc::SetRoceAddress;
     type Reply = ();
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        set_roce_address_in::roce_address_index.set(inbox, u32::from(self.index))?;
-        set_roce_address_in::vhca_port_num.set(inbox, u32::from(self.vhca_port))?;
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(
+            set_roce_address_in::roce_address_index,
+            u32::from(self.index),
+        )?;
+        inbox.set(
+            set_roce_address_in::vhca_port_num,
+            u32::from(self.vhca_port),
+        )?;
         let Some(e) = self.entry else {
             return Ok(());
         };
-        let a = |f: Field| set_roce_address_in::roce_address.inner(f);
-        a(roce_addr_layout::source_l3_address).set_bytes(inbox, &e.gid)?;
+        let a = |f| set_roce_address_in::roce_address.inner(f);
+        inbox.set_bytes(a(roce_addr_layout::source_l3_address), &e.gid)?;
         let mac_hi = u32::from(u16::from_be_bytes([e.mac[0], e.mac[1]]));
         let mac_lo = u32::from_be_bytes([e.mac[2], e.mac[3], e.mac[4], e.mac[5]]);
-        a(roce_addr_layout::source_mac_47_32).set(inbox, mac_hi)?;
-        a(roce_addr_layout::source_mac_31_0).set(inbox, mac_lo)?;
+        inbox.set(a(roce_addr_layout::source_mac_47_32), mac_hi)?;
+        inbox.set(a(roce_addr_layout::source_mac_31_0), mac_lo)?;
         if let Some(vlan) = e.vlan {
-            a(roce_addr_layout::vlan_valid).set(inbox, 1)?;
-            a(roce_addr_layout::vlan_id).set(inbox, u32::from(vlan))?;
+            inbox.set(a(roce_addr_layout::vlan_valid), 1)?;
+            inbox.set(a(roce_addr_layout::vlan_id), u32::from(vlan))?;
         }
-        a(roce_addr_layout::roce_version).set(inbox, e.version as u32)?;
+        inbox.set(a(roce_addr_layout::roce_version), e.version as u32)?;
         if e.version == RoceVersion::V2 {
-            a(roce_addr_layout::roce_l3_type).set(inbox, e.l3_type as u32)?;
+            inbox.set(a(roce_addr_layout::roce_l3_type), e.l3_type as u32)?;
         }
         Ok(())
     }

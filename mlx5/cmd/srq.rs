@@ -5,15 +5,14 @@
 //! `arm_rmp_cmd()`, `query_rmp_cmd()`, `destroy_rmp_cmd()` in `srq_cmd.c`, chosen by
 //! `create_srq_split()` when `mdev->issi` is not 0).
 
-use super::{empty_reply, rd, Command};
+use super::{empty_reply, Command, InBox, OutBox};
 use crate::prm::cmd::{
-    create_rmp_in, create_rmp_out, destroy_rmp_in, destroy_rmp_out, modify_rmp_in, modify_rmp_out,
-    query_rmp_in, query_rmp_out,
+    create_rmp_in, create_rmp_out, destroy_rmp_in, modify_rmp_in, query_rmp_in, query_rmp_out,
 };
+use crate::prm::command as pc;
 use crate::prm::consts::{RMPC_STATE_RDY, WQ_TYPE_LINKED_LIST};
 use crate::prm::ctx::{rmp_bitmask, rmpc, wq};
-use crate::prm::layout::{Field, PrmError};
-use crate::prm::opcode;
+use crate::prm::layout::{Member, PrmError, PrmLayout};
 use kernel::prelude::*;
 
 /// CREATE_RMP (upstream `create_rmp_cmd()` with `set_wq()`).
@@ -41,14 +40,12 @@ pub(crate) struct CreateRmp<'a> {
 }
 
 /// A `wq` member of the RMP context at `ctx`.
-fn wqf(ctx: Field, f: Field) -> Field {
+fn wqf<L: PrmLayout>(ctx: Member<L>, f: Member<wq::Bits>) -> Member<L> {
     ctx.inner(rmpc::wq.inner(f))
 }
 
 impl Command for CreateRmp<'_> {
-    const OPCODE: u16 = opcode::CREATE_RMP;
-    const IN_SIZE: usize = create_rmp_in::SIZE_BYTES;
-    const OUT_SIZE: usize = create_rmp_out::SIZE_BYTES;
+    type Prm = pc::CreateRmp;
     /// The RMP number (the SRQ number libmlx5 sees).
     type Reply = u32;
 
@@ -60,24 +57,24 @@ impl Command for CreateRmp<'_> {
         Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let ctx = create_rmp_in::ctx;
-        ctx.inner(rmpc::state).set(inbox, RMPC_STATE_RDY)?;
-        wqf(ctx, wq::wq_type).set(inbox, WQ_TYPE_LINKED_LIST)?;
-        wqf(ctx, wq::wq_signature).set(inbox, u32::from(self.wq_signature))?;
-        wqf(ctx, wq::log_wq_pg_sz).set(inbox, u32::from(self.log_page_size))?;
-        wqf(ctx, wq::log_wq_stride).set(inbox, u32::from(self.log_stride))?;
-        wqf(ctx, wq::log_wq_sz).set(inbox, u32::from(self.log_size))?;
-        wqf(ctx, wq::page_offset).set(inbox, u32::from(self.page_offset))?;
-        wqf(ctx, wq::lwm).set(inbox, u32::from(self.lwm))?;
-        wqf(ctx, wq::pd).set(inbox, self.pd)?;
-        wqf(ctx, wq::dbr_addr).set64(inbox, self.dbr_addr)?;
-        super::set_addrs(inbox, "pas", create_rmp_in::SIZE_BITS, self.pas)?;
+        inbox.set(ctx.inner(rmpc::state), RMPC_STATE_RDY)?;
+        inbox.set(wqf(ctx, wq::wq_type), WQ_TYPE_LINKED_LIST)?;
+        inbox.set(wqf(ctx, wq::wq_signature), u32::from(self.wq_signature))?;
+        inbox.set(wqf(ctx, wq::log_wq_pg_sz), u32::from(self.log_page_size))?;
+        inbox.set(wqf(ctx, wq::log_wq_stride), u32::from(self.log_stride))?;
+        inbox.set(wqf(ctx, wq::log_wq_sz), u32::from(self.log_size))?;
+        inbox.set(wqf(ctx, wq::page_offset), u32::from(self.page_offset))?;
+        inbox.set(wqf(ctx, wq::lwm), u32::from(self.lwm))?;
+        inbox.set(wqf(ctx, wq::pd), self.pd)?;
+        inbox.set64(wqf(ctx, wq::dbr_addr), self.dbr_addr)?;
+        super::set_addrs(inbox, self.pas)?;
         Ok(())
     }
 
-    fn reply(&self, out: &[u8]) -> Result<u32> {
-        rd(create_rmp_out::rmpn, out)
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<u32> {
+        Ok(out.get(create_rmp_out::rmpn))
     }
 }
 
@@ -92,24 +89,20 @@ pub(crate) struct ArmRmp {
 }
 
 impl Command for ArmRmp {
-    const OPCODE: u16 = opcode::MODIFY_RMP;
-    const IN_SIZE: usize = modify_rmp_in::SIZE_BYTES;
-    const OUT_SIZE: usize = modify_rmp_out::SIZE_BYTES;
+    type Prm = pc::ModifyRmp;
     type Reply = ();
 
     fn uid(&self) -> u16 {
         self.uid
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        modify_rmp_in::rmp_state.set(inbox, RMPC_STATE_RDY)?;
-        modify_rmp_in::rmpn.set(inbox, self.rmpn)?;
-        modify_rmp_in::bitmask
-            .inner(rmp_bitmask::lwm)
-            .set(inbox, 1)?;
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(modify_rmp_in::rmp_state, RMPC_STATE_RDY)?;
+        inbox.set(modify_rmp_in::rmpn, self.rmpn)?;
+        inbox.set(modify_rmp_in::bitmask.inner(rmp_bitmask::lwm), 1)?;
         let ctx = modify_rmp_in::ctx;
-        ctx.inner(rmpc::state).set(inbox, RMPC_STATE_RDY)?;
-        wqf(ctx, wq::lwm).set(inbox, u32::from(self.lwm))
+        inbox.set(ctx.inner(rmpc::state), RMPC_STATE_RDY)?;
+        inbox.set(wqf(ctx, wq::lwm), u32::from(self.lwm))
     }
 
     empty_reply!();
@@ -131,20 +124,18 @@ pub(crate) struct RmpContext {
 }
 
 impl Command for QueryRmp {
-    const OPCODE: u16 = opcode::QUERY_RMP;
-    const IN_SIZE: usize = query_rmp_in::SIZE_BYTES;
-    const OUT_SIZE: usize = query_rmp_out::SIZE_BYTES;
+    type Prm = pc::QueryRmp;
     type Reply = RmpContext;
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        query_rmp_in::rmpn.set(inbox, self.rmpn)
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(query_rmp_in::rmpn, self.rmpn)
     }
 
-    fn reply(&self, out: &[u8]) -> Result<RmpContext> {
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<RmpContext> {
         let ctx = query_rmp_out::rmp_context;
         Ok(RmpContext {
-            lwm: u16::try_from(rd(wqf(ctx, wq::lwm), out)?).map_err(|_| EIO)?,
-            error: rd(ctx.inner(rmpc::state), out)? != RMPC_STATE_RDY,
+            lwm: u16::try_from(out.get(wqf(ctx, wq::lwm))).map_err(|_| EIO)?,
+            error: out.get(ctx.inner(rmpc::state)) != RMPC_STATE_RDY,
         })
     }
 }
@@ -158,17 +149,15 @@ pub(crate) struct DestroyRmp {
 }
 
 impl Command for DestroyRmp {
-    const OPCODE: u16 = opcode::DESTROY_RMP;
-    const IN_SIZE: usize = destroy_rmp_in::SIZE_BYTES;
-    const OUT_SIZE: usize = destroy_rmp_out::SIZE_BYTES;
+    type Prm = pc::DestroyRmp;
     type Reply = ();
 
     fn uid(&self) -> u16 {
         self.uid
     }
 
-    fn fill(&self, inbox: &mut [u8]) -> Result<(), PrmError> {
-        destroy_rmp_in::rmpn.set(inbox, self.rmpn)
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(destroy_rmp_in::rmpn, self.rmpn)
     }
 
     empty_reply!();

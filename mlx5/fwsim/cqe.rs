@@ -14,7 +14,7 @@
 use super::dma::DmaMem;
 use super::xlat::{Fragmented, Xlat};
 use crate::prm::ctx::cqc;
-use crate::prm::layout::Field;
+use crate::prm::layout::Member;
 
 /// CQE opcodes (`op_own >> 4`, device.h `MLX5_CQE_*`).
 pub(crate) mod op {
@@ -191,7 +191,7 @@ const ARM_SOLICITED: u32 = 1 << 24;
 impl CqState {
     /// Decodes a `cqc` plus the `pas[]` at byte `pas` of the inbox.
     pub(crate) fn parse(ctx: &[u8], inbox: &[u8], pas: usize) -> Result<CqState, Fragmented> {
-        let g = |f: Field| f.get(ctx).unwrap_or(0);
+        let g = |f: Member<cqc::Bits>| f.get(ctx).unwrap_or(0);
         let log_size = u8::try_from(g(cqc::log_cq_size)).unwrap_or(0);
         let cqe128 = g(cqc::cqe_sz) == 1;
         let page = 4096u64.checked_shl(g(cqc::log_page_size)).unwrap_or(0);

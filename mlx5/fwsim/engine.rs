@@ -29,7 +29,7 @@ use super::xlat::{Access, Fragmented, MkeyInfo, Xlat};
 use super::{capacity, Fw, QCnt};
 use crate::prm::consts::*;
 use crate::prm::ctx::{ads, qpc};
-use crate::prm::layout::Field;
+use crate::prm::layout::Member;
 
 /// SQ WQE opcodes (`MLX5_OPCODE_*`, mlx5dv.h / include/linux/mlx5/qp.h).
 pub(crate) mod wqe_op {
@@ -156,7 +156,7 @@ pub(crate) struct QpState {
 impl QpState {
     /// Decodes a `qpc` plus the `pas[]` at byte `pas` of the inbox.
     pub(crate) fn parse(ctx: &[u8], inbox: &[u8], pas: usize) -> Result<QpState, Fragmented> {
-        let g = |f: Field| f.get(ctx).unwrap_or(0);
+        let g = |f: Member<qpc::Bits>| f.get(ctx).unwrap_or(0);
         let has_rq = g(qpc::rq_type) == NON_ZERO_RQ;
         let has_sq = g(qpc::no_sq) == 0;
         let log_rq = u8::try_from(g(qpc::log_rq_size)).unwrap_or(0);
@@ -400,15 +400,15 @@ fn q_count(nodes: &mut [Node<'_>], i: usize, set: u32, k: QCnt) {
 }
 
 /// The primary path member `f` inside a `qpc`.
-const fn pri(f: Field) -> Field {
+const fn pri(f: Member<ads::Bits>) -> Member<qpc::Bits> {
     qpc::primary_address_path.inner(f)
 }
 
 fn snap(fw: &Fw, slot: usize) -> Option<Snap> {
     let (qpn, qp) = fw.qps.at_slot(slot)?;
     let c = &qp.qpc;
-    let g = |f: Field| f.get(c).unwrap_or(0);
-    let g8 = |f: Field| u8::try_from(g(f)).unwrap_or(0);
+    let g = |f: Member<qpc::Bits>| f.get(c).unwrap_or(0);
+    let g8 = |f| u8::try_from(g(f)).unwrap_or(0);
     let mut rgid = [0u8; 16];
     if let Ok(b) = pri(ads::rgid_rip).bytes(c) {
         rgid.copy_from_slice(b);
@@ -838,7 +838,7 @@ fn packets(len: u64, mtu: u32) -> u32 {
 }
 
 /// Advances a 24-bit PSN member of a QP's context.
-fn bump_psn(fw: &mut Fw, slot: usize, f: Field, n: u32) {
+fn bump_psn(fw: &mut Fw, slot: usize, f: Member<qpc::Bits>, n: u32) {
     if let Some(q) = qp_mut(fw, slot) {
         let v = f.get(&q.qpc).unwrap_or(0).wrapping_add(n) & 0x00ff_ffff;
         let _ = f.set(&mut q.qpc, v);

@@ -22,7 +22,7 @@ use super::*;
 use crate::prm::cmd::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::*;
-use crate::prm::layout::Field;
+use crate::prm::layout::Member;
 use crate::prm::status::Status;
 
 // ---------------------------------------------------------------------------------------
@@ -205,7 +205,7 @@ impl Host {
     /// IPv4-mapped).
     pub(super) fn set_gid(&mut self, index: u32, gid: [u8; 16], v1: bool) {
         let mut b = inbox(op::SET_ROCE_ADDRESS, 0, 0, set_roce_address_in::SIZE_BYTES);
-        let a = |m: Field| set_roce_address_in::roce_address.inner(m);
+        let a = |m| set_roce_address_in::roce_address.inner(m);
         set_roce_address_in::roce_address_index
             .set(&mut b, index)
             .unwrap();
@@ -235,7 +235,7 @@ impl Host {
         let dbr = self.mem.map(8, true);
         let pages = len.div_ceil(4096);
         let mut b = inbox(op::CREATE_CQ, 0, 0, create_cq_in::SIZE_BYTES + 8 * pages);
-        let c = |f: Field| create_cq_in::cq_context.inner(f);
+        let c = |f| create_cq_in::cq_context.inner(f);
         c(cqc::log_cq_size).set(&mut b, log).unwrap();
         c(cqc::cqe_sz).set(&mut b, u32::from(big)).unwrap();
         c(cqc::uar_page).set(&mut b, self.uar).unwrap();
@@ -266,7 +266,7 @@ impl Host {
         let dbr = self.mem.map(8, true);
         let pages = len.div_ceil(4096);
         let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES + 8 * pages);
-        let q = |f: Field| create_qp_in::qpc.inner(f);
+        let q = |f| create_qp_in::qpc.inner(f);
         q(qpc::st).set(&mut b, st).unwrap();
         q(qpc::pd).set(&mut b, self.pd).unwrap();
         q(qpc::uar_page).set(&mut b, self.uar).unwrap();
@@ -318,7 +318,7 @@ impl Host {
             0,
             create_mkey_in::SIZE_BYTES + 16 * octwords,
         );
-        let m = |f: Field| create_mkey_in::memory_key_mkey_entry.inner(f);
+        let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
         m(mkc::pd).set(&mut b, self.pd).unwrap();
         m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
         m(mkc::access_mode_1_0)
@@ -359,8 +359,8 @@ impl Host {
             rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
             b
         };
-        let q = |f: Field| rst2init_qp_in::qpc.inner(f);
-        let p = |f: Field| q(qpc::primary_address_path).inner(f);
+        let q = |f| rst2init_qp_in::qpc.inner(f);
+        let p = |f| q(qpc::primary_address_path).inner(f);
         let mut b = m(op::RST2INIT_QP);
         p(ads::vhca_port_num).set(&mut b, 1).unwrap();
         q(qpc::q_key).set(&mut b, dest.own_qkey).unwrap();
@@ -417,7 +417,7 @@ impl Host {
 
     pub(super) fn psns(&mut self, qp: &QpH) -> (u32, u32) {
         let out = query_qp(&mut self.fw, 0, qp.qpn);
-        let g = |f: Field| query_qp_out::qpc.inner(f).get(&out).unwrap();
+        let g = |f| query_qp_out::qpc.inner(f).get(&out).unwrap();
         (g(qpc::next_send_psn), g(qpc::next_rcv_psn))
     }
 
@@ -522,7 +522,7 @@ impl Host {
         modify_cq_in::modify_field_select_resize_field_select
             .set(&mut b, 0x7)
             .unwrap();
-        let c = |f: Field| modify_cq_in::cq_context.inner(f);
+        let c = |f| modify_cq_in::cq_context.inner(f);
         c(cqc::log_cq_size).set(&mut b, log).unwrap();
         for p in 0..pages {
             let at = modify_cq_in::SIZE_BYTES + 8 * p;
@@ -898,10 +898,10 @@ fn rc_send_multi_sge_byte_exact() {
     assert_eq!(p.h.psns(&b).1, 0x100 + 5);
     // QUERY_QP also reports the consumer counters.
     let out = query_qp(&mut p.h.fw, 0, a.qpn);
-    let g = |f: Field| query_qp_out::qpc.inner(f).get(&out).unwrap();
+    let g = |f| query_qp_out::qpc.inner(f).get(&out).unwrap();
     assert_eq!(g(qpc::hw_sq_wqebb_counter), 1);
     let out = query_qp(&mut p.h.fw, 0, b.qpn);
-    let g = |f: Field| query_qp_out::qpc.inner(f).get(&out).unwrap();
+    let g = |f| query_qp_out::qpc.inner(f).get(&out).unwrap();
     assert_eq!(g(qpc::hw_rq_counter), 1);
 }
 
@@ -1543,7 +1543,7 @@ fn q_query(h: &mut Host, id: u32, clear: bool) -> [u32; 6] {
         .set(&mut b, u32::from(clear))
         .unwrap();
     let out = ok(&mut h.fw, &b, query_q_counter_out::SIZE_BYTES);
-    let g = |f: Field| f.get(&out).unwrap();
+    let g = |f: Member<query_q_counter_out::Bits>| f.get(&out).unwrap();
     [
         g(query_q_counter_out::rx_write_requests),
         g(query_q_counter_out::rx_read_requests),
@@ -2024,7 +2024,7 @@ fn cq_overrun_is_a_cq_error_and_drops() {
         &destroy_in(op::QUERY_CQ, 0, query_cq_in::cqn, cq.cqn),
         query_cq_out::SIZE_BYTES,
     );
-    let g = |f: Field| query_cq_out::cq_context.inner(f).get(&out).unwrap();
+    let g = |f| query_cq_out::cq_context.inner(f).get(&out).unwrap();
     assert_eq!((g(cqc::status), g(cqc::producer_counter)), (0x9, 4));
 }
 
@@ -2083,7 +2083,7 @@ fn comm_est_on_rtr_and_psns_in_query_qp() {
         rst2init_qp_in::qpn.set(&mut x, qpn).unwrap();
         x
     };
-    let q = |f: Field| rst2init_qp_in::qpc.inner(f);
+    let q = |f| rst2init_qp_in::qpc.inner(f);
     let mut x = m(op::RST2INIT_QP, b.qpn);
     q(qpc::primary_address_path.inner(ads::vhca_port_num))
         .set(&mut x, 1)
@@ -2132,7 +2132,7 @@ fn fragmented_translations_are_refused_and_lids_are_unique() {
     let mut h = Host::new(LinkLayer::Ib, 1);
     // A CQ of 16 pages, all discontiguous.
     let mut b = inbox(op::CREATE_CQ, 0, 0, create_cq_in::SIZE_BYTES + 8 * 16);
-    let c = |f: Field| create_cq_in::cq_context.inner(f);
+    let c = |f| create_cq_in::cq_context.inner(f);
     c(cqc::log_cq_size).set(&mut b, 10).unwrap();
     c(cqc::uar_page).set(&mut b, h.uar).unwrap();
     for p in 0..16 {
@@ -2249,7 +2249,7 @@ fn atomic_caps_page_gives_ib_atomic_hca() {
         &inbox(op::QUERY_HCA_CAP, 0, op_mod, 16),
         query_hca_cap_out::SIZE_BYTES,
     );
-    let g = |f: Field| query_hca_cap_out::capability.inner(f).get(&out).unwrap();
+    let g = |f| query_hca_cap_out::capability.inner(f).get(&out).unwrap();
     // upstream get_atomic_caps(): CMP_SWAP | FETCH_ADD, 8-byte QP atomics, host endianness.
     assert_eq!(g(atomic_caps::atomic_operations) & 3, 3);
     assert_ne!(g(atomic_caps::atomic_size_qp) & (1 << 3), 0);
@@ -2628,7 +2628,7 @@ impl Host {
         let dbr = self.mem.map(8, true);
         let pages = len.div_ceil(4096);
         let mut b = inbox(op::CREATE_RMP, 0, 0, create_rmp_in::SIZE_BYTES + 8 * pages);
-        let w = |f: Field| create_rmp_in::ctx.inner(rmpc::wq.inner(f));
+        let w = |f| create_rmp_in::ctx.inner(rmpc::wq.inner(f));
         create_rmp_in::ctx
             .inner(rmpc::state)
             .set(&mut b, RMPC_STATE_RDY)
@@ -2662,7 +2662,7 @@ impl Host {
         let dbr = self.mem.map(8, true);
         let pages = len.div_ceil(4096);
         let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES + 8 * pages);
-        let q = |f: Field| create_qp_in::qpc.inner(f);
+        let q = |f| create_qp_in::qpc.inner(f);
         q(qpc::st).set(&mut b, st).unwrap();
         q(qpc::pd).set(&mut b, self.pd).unwrap();
         q(qpc::uar_page).set(&mut b, self.uar).unwrap();
@@ -2744,7 +2744,7 @@ impl Host {
         let mut b = inbox(op::QUERY_RMP, 0, 0, query_rmp_in::SIZE_BYTES);
         query_rmp_in::rmpn.set(&mut b, s.rmpn).unwrap();
         let out = ok(&mut self.fw, &b, query_rmp_out::SIZE_BYTES);
-        let w = |f: Field| query_rmp_out::rmp_context.inner(rmpc::wq.inner(f));
+        let w = |f| query_rmp_out::rmp_context.inner(rmpc::wq.inner(f));
         (
             w(wq::lwm).get(&out).unwrap(),
             w(wq::hw_counter).get(&out).unwrap(),
@@ -2853,7 +2853,7 @@ fn rmp_commands_check_their_inputs_and_busy() {
     assert_eq!(h.arm_srq(&bad, 1).1, syn::RMP_UNKNOWN);
     // A QP on a missing RMP.
     let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES);
-    let q = |f: Field| create_qp_in::qpc.inner(f);
+    let q = |f| create_qp_in::qpc.inner(f);
     q(qpc::st).set(&mut b, QPC_ST_RC).unwrap();
     q(qpc::pd).set(&mut b, h.pd).unwrap();
     q(qpc::uar_page).set(&mut b, h.uar).unwrap();

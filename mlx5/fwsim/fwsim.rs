@@ -68,7 +68,8 @@ mod engine_tests;
 mod hca_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
-use crate::prm::layout::Field;
+use crate::prm::command::{OpMod, PrmCommand};
+use crate::prm::layout::{Buf, BufMut, Field, Member};
 use crate::prm::opcode as op;
 use crate::prm::status::Status;
 use fault::{FaultAction, FaultPlan};
@@ -360,136 +361,125 @@ pub(crate) struct Fw {
     hca: hca::Hca,
 }
 
-/// The decoded common header of a command, plus its mailboxes.
-struct Cmd<'a> {
+/// The decoded common header of a command, plus its mailboxes, before the command's row is
+/// known: [`RawCmd::typed`] turns it into the [`Cmd`] of one command.
+struct RawCmd<'a> {
     inbox: &'a [u8],
     out: &'a mut [u8],
     uid: u16,
     op_mod: u32,
 }
 
-impl Cmd<'_> {
-    /// `MLX5_GET` on the inbox. Lengths are checked before a handler runs, so a failure here is
-    /// a short inbox for a field past the fixed layout.
-    fn get(&self, f: Field) -> Result<u32, CmdError> {
-        f.get(self.inbox)
-            .map_err(|_| CmdError::new(Status::BAD_INP_LEN_ERR, syndrome::INBOX_SHORT))
+impl<'a> RawCmd<'a> {
+    /// The mailboxes as command `C`'s layouts. The decoder checked both lengths against the
+    /// row ([`crate::prm::command::spec`]), so this cannot fail in practice.
+    fn typed<C: PrmCommand>(self) -> Result<Cmd<'a, C>, CmdError> {
+        Ok(Cmd {
+            inbox: Buf::new(self.inbox)
+                .map_err(|_| CmdError::new(Status::BAD_INP_LEN_ERR, syndrome::INBOX_SHORT))?,
+            out: BufMut::new(self.out)
+                .map_err(|_| CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT))?,
+            uid: self.uid,
+            op_mod: self.op_mod,
+            _cmd: core::marker::PhantomData,
+        })
     }
+}
 
-    /// `MLX5_SET` on the outbox.
-    fn set(&mut self, f: Field, v: u32) -> Result<(), CmdError> {
-        f.set(self.out, v)
-            .map_err(|_| CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT))
-    }
+/// One command as its simulator method sees it: the inbox typed by the row's `*_in` layout,
+/// the outbox by its `*_out` layout (so a method can only read members of its own inbox and
+/// write members of its own outbox), and the header's `uid` and `op_mod`.
+struct Cmd<'a, C: PrmCommand> {
+    inbox: Buf<'a, C::In>,
+    out: BufMut<'a, C::Out>,
+    uid: u16,
+    op_mod: u32,
+    _cmd: core::marker::PhantomData<C>,
+}
 
-    /// `MLX5_SET64` on the outbox.
-    fn set64(&mut self, f: Field, v: u64) -> Result<(), CmdError> {
-        f.set64(self.out, v)
-            .map_err(|_| CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT))
+/// An outbox write that did not fit: the outbox is too short for a trailing array, or (a
+/// simulator bug) a value is wider than its member.
+const OUT_SHORT: CmdError = CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT);
+impl<C: PrmCommand> Cmd<'_, C> {
+    /// `MLX5_GET` on the inbox (its fixed part was length-checked before the method runs).
+    fn get(&self, m: Member<C::In>) -> u32 {
+        self.inbox.get(m)
     }
 
     /// A byte range of the inbox (a context or an address).
-    fn in_bytes(&self, f: Field) -> Result<&[u8], CmdError> {
-        f.bytes(self.inbox)
-            .map_err(|_| CmdError::new(Status::BAD_INP_LEN_ERR, syndrome::INBOX_SHORT))
+    fn in_bytes(&self, m: Member<C::In>) -> &[u8] {
+        self.inbox.bytes(m)
     }
 
-    /// Copies `src` to a byte range of the outbox.
-    fn set_bytes(&mut self, f: Field, src: &[u8]) -> Result<(), CmdError> {
-        f.set_bytes(self.out, src)
-            .map_err(|_| CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT))
-    }
-
-    /// Refuses a non-zero `op_mod` on commands where it is reserved.
-    fn op_mod_zero(&self) -> Result<(), CmdError> {
-        if self.op_mod != 0 {
-            return Err(CmdError::new(Status::BAD_PARAM_ERR, syndrome::BAD_OP_MOD));
+    /// Refuses a command about another function or vport (`other_function`, `other_vport`,
+    /// a `function_id`: any of `members` non-zero): a function here has no others to manage.
+    fn own_function(&self, members: &[Member<C::In>]) -> Done {
+        if members.iter().any(|m| self.get(*m) != 0) {
+            return fail(Status::BAD_PARAM_ERR, syndrome::OTHER_FUNCTION);
         }
         Ok(())
     }
+
+    /// `MLX5_SET` on the outbox.
+    fn set(&mut self, m: Member<C::Out>, v: u32) -> Result<(), CmdError> {
+        self.out.set(m, v).map_err(|_| OUT_SHORT)
+    }
+
+    /// `MLX5_SET64` on the outbox.
+    fn set64(&mut self, m: Member<C::Out>, v: u64) -> Result<(), CmdError> {
+        self.out.set64(m, v).map_err(|_| OUT_SHORT)
+    }
+
+    /// Copies `src` to a byte range of the outbox.
+    fn set_bytes(&mut self, m: Member<C::Out>, src: &[u8]) -> Result<(), CmdError> {
+        self.out.set_bytes(m, src).map_err(|_| OUT_SHORT)
+    }
+
+    /// `MLX5_SET` of an entry of a trailing array of the outbox.
+    fn set_tail(&mut self, f: Field, v: u32) -> Result<(), CmdError> {
+        f.set(self.out.raw_mut(), v).map_err(|_| OUT_SHORT)
+    }
+
+    /// Copies `src` to an entry of a trailing array of the outbox.
+    fn set_tail_bytes(&mut self, f: Field, src: &[u8]) -> Result<(), CmdError> {
+        f.set_bytes(self.out.raw_mut(), src).map_err(|_| OUT_SHORT)
+    }
+
+    /// The whole inbox, fixed part and trailing arrays (`pas[]`, MTT entries).
+    fn inbox_raw(&self) -> &[u8] {
+        self.inbox.raw()
+    }
+
+    /// Length of the outbox, fixed part and room for trailing arrays.
+    fn out_len(&self) -> usize {
+        self.out.len()
+    }
 }
+
+/// What a command's method returns: `Ok` (the outbox is filled) or the status and syndrome.
+type Done = Result<(), CmdError>;
 
 /// Shorthand for a failed check.
 fn fail<T>(status: Status, syndrome: u32) -> Result<T, CmdError> {
     Err(CmdError::new(status, syndrome))
 }
 
-/// Fixed mailbox sizes of a command: the `*_in` and `*_out` layouts.
-struct CmdSpec {
-    in_bytes: usize,
-    out_bytes: usize,
+/// The dispatch, generated from the command table (`prm_commands!`): each opcode runs the
+/// method its row names, with a [`Cmd`] typed by the row's layouts.
+macro_rules! fw_dispatch {
+    ($($ty:ident: $op:ident = $val:literal, $in:ident => $out:ident, $rule:ident, $method:ident;)*) => {
+        impl Fw {
+            fn dispatch(&mut self, opcode: u16, c: RawCmd<'_>) -> Result<(), CmdError> {
+                match opcode {
+                    $($val => self.$method(&mut c.typed::<crate::prm::command::$ty>()?),)*
+                    _ => fail(Status::BAD_OP_ERR, syndrome::BAD_OPCODE),
+                }
+            }
+        }
+    };
 }
 
-/// The decoder's opcode table: every implemented opcode and its layouts' sizes. Commands with
-/// trailing arrays (`pas[]`, GIDs, register data) check the rest in their handler.
-fn spec(opcode: u16) -> Option<CmdSpec> {
-    use crate::prm::cmd::*;
-    macro_rules! s {
-        ($i:ident, $o:ident) => {
-            CmdSpec {
-                in_bytes: $i::SIZE_BYTES,
-                out_bytes: $o::SIZE_BYTES,
-            }
-        };
-    }
-    Some(match opcode {
-        op::QUERY_HCA_CAP => s!(query_hca_cap_in, query_hca_cap_out),
-        op::QUERY_ADAPTER => s!(query_adapter_in, query_adapter_out),
-        op::ENABLE_HCA => s!(enable_hca_in, enable_hca_out),
-        op::DISABLE_HCA => s!(disable_hca_in, disable_hca_out),
-        op::QUERY_ISSI => s!(query_issi_in, query_issi_out),
-        op::SET_ISSI => s!(set_issi_in, set_issi_out),
-        op::QUERY_PAGES => s!(query_pages_in, query_pages_out),
-        op::SET_HCA_CAP => s!(set_hca_cap_in, set_hca_cap_out),
-        op::INIT_HCA => s!(init_hca_in, init_hca_out),
-        op::TEARDOWN_HCA => s!(teardown_hca_in, teardown_hca_out),
-        op::SET_DRIVER_VERSION => s!(set_driver_version_in, set_driver_version_out),
-        op::CREATE_EQ => s!(create_eq_in, create_eq_out),
-        op::DESTROY_EQ => s!(destroy_eq_in, destroy_eq_out),
-        op::QUERY_SPECIAL_CONTEXTS => s!(query_special_contexts_in, query_special_contexts_out),
-        op::QUERY_NIC_VPORT_CONTEXT => s!(query_nic_vport_context_in, query_nic_vport_context_out),
-        op::QUERY_HCA_VPORT_CONTEXT => s!(query_hca_vport_context_in, query_hca_vport_context_out),
-        op::QUERY_HCA_VPORT_GID => s!(query_hca_vport_gid_in, query_hca_vport_gid_out),
-        op::QUERY_HCA_VPORT_PKEY => s!(query_hca_vport_pkey_in, query_hca_vport_pkey_out),
-        op::ACCESS_REG => s!(access_register_in, access_register_out),
-        op::SET_ROCE_ADDRESS => s!(set_roce_address_in, set_roce_address_out),
-        op::ALLOC_PD => s!(alloc_pd_in, alloc_pd_out),
-        op::ALLOC_Q_COUNTER => s!(alloc_q_counter_in, alloc_q_counter_out),
-        op::DEALLOC_Q_COUNTER => s!(dealloc_q_counter_in, dealloc_q_counter_out),
-        op::QUERY_Q_COUNTER => s!(query_q_counter_in, query_q_counter_out),
-        op::DEALLOC_PD => s!(dealloc_pd_in, dealloc_pd_out),
-        op::ALLOC_UAR => s!(alloc_uar_in, alloc_uar_out),
-        op::DEALLOC_UAR => s!(dealloc_uar_in, dealloc_uar_out),
-        op::ALLOC_TRANSPORT_DOMAIN => s!(alloc_transport_domain_in, alloc_transport_domain_out),
-        op::DEALLOC_TRANSPORT_DOMAIN => {
-            s!(dealloc_transport_domain_in, dealloc_transport_domain_out)
-        }
-        op::CREATE_UCTX => s!(create_uctx_in, create_uctx_out),
-        op::DESTROY_UCTX => s!(destroy_uctx_in, destroy_uctx_out),
-        op::CREATE_CQ => s!(create_cq_in, create_cq_out),
-        op::DESTROY_CQ => s!(destroy_cq_in, destroy_cq_out),
-        op::QUERY_CQ => s!(query_cq_in, query_cq_out),
-        op::MODIFY_CQ => s!(modify_cq_in, modify_cq_out),
-        op::CREATE_QP => s!(create_qp_in, create_qp_out),
-        op::DESTROY_QP => s!(destroy_qp_in, destroy_qp_out),
-        op::QUERY_QP => s!(query_qp_in, query_qp_out),
-        op::RST2INIT_QP => s!(rst2init_qp_in, rst2init_qp_out),
-        op::INIT2INIT_QP => s!(init2init_qp_in, init2init_qp_out),
-        op::INIT2RTR_QP => s!(init2rtr_qp_in, init2rtr_qp_out),
-        op::RTR2RTS_QP => s!(rtr2rts_qp_in, rtr2rts_qp_out),
-        op::RTS2RTS_QP => s!(rts2rts_qp_in, rts2rts_qp_out),
-        op::_2ERR_QP => s!(qp_2err_in, qp_2err_out),
-        op::_2RST_QP => s!(qp_2rst_in, qp_2rst_out),
-        op::CREATE_MKEY => s!(create_mkey_in, create_mkey_out),
-        op::DESTROY_MKEY => s!(destroy_mkey_in, destroy_mkey_out),
-        op::QUERY_MKEY => s!(query_mkey_in, query_mkey_out),
-        op::CREATE_RMP => s!(create_rmp_in, create_rmp_out),
-        op::MODIFY_RMP => s!(modify_rmp_in, modify_rmp_out),
-        op::QUERY_RMP => s!(query_rmp_in, query_rmp_out),
-        op::DESTROY_RMP => s!(destroy_rmp_in, destroy_rmp_out),
-        _ => return None,
-    })
-}
+crate::prm::command::prm_commands!(fw_dispatch);
 
 const EMPTY_PORT: Port = Port {
     admin_status: 1,
@@ -753,7 +743,7 @@ impl Fw {
                 syndrome::INBOX_HEADER_SHORT,
             )));
         }
-        let hdr = |f: Field| {
+        let hdr = |f: Member<mbox_in::Bits>| {
             f.get(inbox).map_err(|_| {
                 Decoded::Failed(CmdError::new(
                     Status::BAD_INP_LEN_ERR,
@@ -768,19 +758,19 @@ impl Fw {
         if let Some(action) = self.faults.check(opcode) {
             return Err(Decoded::Injected(action));
         }
-        let Some(spec) = spec(opcode) else {
+        let Some(spec) = crate::prm::command::spec(opcode) else {
             return Err(Decoded::Failed(CmdError::new(
                 Status::BAD_OP_ERR,
                 syndrome::BAD_OPCODE,
             )));
         };
-        if inbox.len() < spec.in_bytes {
+        if inbox.len() < spec.in_bytes() {
             return Err(Decoded::Failed(CmdError::new(
                 Status::BAD_INP_LEN_ERR,
                 syndrome::INBOX_SHORT,
             )));
         }
-        if outbox.len() < spec.out_bytes {
+        if outbox.len() < spec.out_bytes() {
             return Err(Decoded::Failed(CmdError::new(
                 Status::BAD_OUTP_LEN_ERR,
                 syndrome::OUTBOX_SHORT,
@@ -800,71 +790,20 @@ impl Fw {
                 syndrome::UID_UNKNOWN,
             )));
         }
-        let mut cmd = Cmd {
+        // A reserved op_mod (the row says `zero`) is refused before the method runs.
+        if spec.op_mod == OpMod::Zero && op_mod != 0 {
+            return Err(Decoded::Failed(CmdError::new(
+                Status::BAD_PARAM_ERR,
+                syndrome::BAD_OP_MOD,
+            )));
+        }
+        let cmd = RawCmd {
             inbox,
             out: outbox,
             uid,
             op_mod,
         };
-        self.dispatch(opcode, &mut cmd).map_err(Decoded::Failed)
-    }
-
-    fn dispatch(&mut self, opcode: u16, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        match opcode {
-            op::QUERY_HCA_CAP => self.query_hca_cap(c),
-            op::QUERY_ADAPTER => self.query_adapter(c),
-            op::ENABLE_HCA => self.enable_hca(c),
-            op::DISABLE_HCA => self.disable_hca(c),
-            op::QUERY_ISSI => self.query_issi(c),
-            op::SET_ISSI => self.set_issi(c),
-            op::QUERY_PAGES => self.query_pages(c),
-            op::SET_HCA_CAP => self.set_hca_cap(c),
-            op::INIT_HCA => self.init_hca(c),
-            op::TEARDOWN_HCA => self.teardown_hca(c),
-            op::SET_DRIVER_VERSION => self.set_driver_version(c),
-            op::CREATE_EQ => self.create_eq(c),
-            op::DESTROY_EQ => self.destroy_eq(c),
-            op::QUERY_SPECIAL_CONTEXTS => self.query_special_contexts(c),
-            op::QUERY_NIC_VPORT_CONTEXT => self.query_nic_vport_context(c),
-            op::QUERY_HCA_VPORT_CONTEXT => self.query_hca_vport_context(c),
-            op::QUERY_HCA_VPORT_GID => self.query_hca_vport_gid(c),
-            op::QUERY_HCA_VPORT_PKEY => self.query_hca_vport_pkey(c),
-            op::ACCESS_REG => self.access_reg(c),
-            op::SET_ROCE_ADDRESS => self.set_roce_address(c),
-            op::ALLOC_PD => self.alloc_pd(c),
-            op::ALLOC_Q_COUNTER => self.alloc_q_counter(c),
-            op::DEALLOC_Q_COUNTER => self.dealloc_q_counter(c),
-            op::QUERY_Q_COUNTER => self.query_q_counter(c),
-            op::DEALLOC_PD => self.dealloc_pd(c),
-            op::ALLOC_UAR => self.alloc_uar(c),
-            op::DEALLOC_UAR => self.dealloc_uar(c),
-            op::ALLOC_TRANSPORT_DOMAIN => self.alloc_td(c),
-            op::DEALLOC_TRANSPORT_DOMAIN => self.dealloc_td(c),
-            op::CREATE_UCTX => self.create_uctx(c),
-            op::DESTROY_UCTX => self.destroy_uctx(c),
-            op::CREATE_CQ => self.create_cq(c),
-            op::DESTROY_CQ => self.destroy_cq(c),
-            op::QUERY_CQ => self.query_cq(c),
-            op::MODIFY_CQ => self.modify_cq(c),
-            op::CREATE_QP => self.create_qp(c),
-            op::DESTROY_QP => self.destroy_qp(c),
-            op::QUERY_QP => self.query_qp(c),
-            op::RST2INIT_QP
-            | op::INIT2INIT_QP
-            | op::INIT2RTR_QP
-            | op::RTR2RTS_QP
-            | op::RTS2RTS_QP
-            | op::_2ERR_QP
-            | op::_2RST_QP => self.modify_qp(opcode, c),
-            op::CREATE_MKEY => self.create_mkey(c),
-            op::DESTROY_MKEY => self.destroy_mkey(c),
-            op::QUERY_MKEY => self.query_mkey(c),
-            op::CREATE_RMP => self.create_rmp(c),
-            op::MODIFY_RMP => self.modify_rmp(c),
-            op::QUERY_RMP => self.query_rmp(c),
-            op::DESTROY_RMP => self.destroy_rmp(c),
-            _ => fail(Status::BAD_OP_ERR, syndrome::BAD_OPCODE),
-        }
+        self.dispatch(opcode, cmd).map_err(Decoded::Failed)
     }
 
     /// Checks that an object owned by `owner` may be used by a command from `uid`. Objects of

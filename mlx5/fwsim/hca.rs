@@ -21,11 +21,12 @@
 use super::dma::DmaMem;
 use super::syndrome::{self as syn, CmdError};
 use super::table::ResTable;
-use super::{fail, Cmd, Fw};
+use super::{fail, Cmd, Done, Fw};
 use crate::prm::cmd::*;
+use crate::prm::command::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::{atomic_caps, cmd_hca_cap, eqc, roce_cap};
-use crate::prm::layout::Field;
+use crate::prm::layout::{Member, PrmLayout};
 use crate::prm::status::Status;
 
 /// EQs per function: command, async and page-request EQs plus completion EQs.
@@ -266,25 +267,21 @@ impl Fw {
     }
 
     /// ENABLE_HCA: function 0 of this PCI function (no embedded CPU, no other functions).
-    pub(super) fn enable_hca(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        Self::own_function(
-            c,
+    pub(super) fn enable_hca(&mut self, c: &mut Cmd<'_, EnableHca>) -> Done {
+        c.own_function(&[
             enable_hca_in::function_id,
             enable_hca_in::embedded_cpu_function,
-        )?;
+        ])?;
         self.hca.life = Lifecycle::Enabled;
         Ok(())
     }
 
     /// DISABLE_HCA: back to Disabled; after TEARDOWN_HCA (or before INIT_HCA).
-    pub(super) fn disable_hca(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        Self::own_function(
-            c,
+    pub(super) fn disable_hca(&mut self, c: &mut Cmd<'_, DisableHca>) -> Done {
+        c.own_function(&[
             disable_hca_in::function_id,
             disable_hca_in::embedded_cpu_function,
-        )?;
+        ])?;
         if self.hca.life != Lifecycle::Enabled {
             return fail(Status::BAD_SYS_STATE_ERR, syn::HCA_STATE);
         }
@@ -292,24 +289,15 @@ impl Fw {
         Ok(())
     }
 
-    fn own_function(c: &Cmd<'_>, id: Field, ecpu: Field) -> Result<(), CmdError> {
-        if c.get(id)? != 0 || c.get(ecpu)? != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
-        Ok(())
-    }
-
     /// QUERY_ISSI: ISSI 0 and 1 supported, the current one.
-    pub(super) fn query_issi(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn query_issi(&mut self, c: &mut Cmd<'_, QueryIssi>) -> Done {
         c.set(query_issi_out::current_issi, self.hca.issi)?;
         c.set(query_issi_out::supported_issi_dw0, SUPPORTED_ISSI)
     }
 
     /// SET_ISSI: one of the supported ISSIs.
-    pub(super) fn set_issi(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let issi = c.get(set_issi_in::current_issi)?;
+    pub(super) fn set_issi(&mut self, c: &mut Cmd<'_, SetIssi>) -> Done {
+        let issi = c.get(set_issi_in::current_issi);
         if issi >= 32 || SUPPORTED_ISSI & (1 << issi) == 0 {
             return fail(Status::BAD_PARAM_ERR, syn::ISSI_UNSUPPORTED);
         }
@@ -319,15 +307,14 @@ impl Fw {
 
     /// QUERY_PAGES: the model needs no host memory, so every answer is 0 pages (mlx5_core then
     /// never sends MANAGE_PAGES: `mlx5_satisfy_startup_pages()` returns on `!npages`).
-    pub(super) fn query_pages(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+    pub(super) fn query_pages(&mut self, c: &mut Cmd<'_, QueryPages>) -> Done {
         if !(QUERY_PAGES_BOOT..=QUERY_PAGES_REGULAR).contains(&c.op_mod) {
             return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD);
         }
-        Self::own_function(
-            c,
+        c.own_function(&[
             query_pages_in::function_id,
             query_pages_in::embedded_cpu_function,
-        )?;
+        ])?;
         c.set(query_pages_out::function_id, 0)?;
         c.set(query_pages_out::num_pages, 0)
     }
@@ -335,27 +322,27 @@ impl Fw {
     /// SET_HCA_CAP: general, atomic and RoCE groups. The writable members are checked and
     /// kept (reported by QUERY_HCA_CAP cur); the rest of the page is what the driver copied
     /// from cur and is ignored, as the firmware ignores read-only members.
-    pub(super) fn set_hca_cap(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        if c.get(set_hca_cap_in::other_function)? != 0 || c.get(set_hca_cap_in::function_id)? != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
+    pub(super) fn set_hca_cap(&mut self, c: &mut Cmd<'_, SetHcaCap>) -> Done {
+        c.own_function(&[set_hca_cap_in::other_function, set_hca_cap_in::function_id])?;
         if c.op_mod & 1 != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD);
         }
-        let cap = |f: Field| set_hca_cap_in::capability.inner(f);
+        fn cap<A: PrmLayout>(f: Member<A>) -> Member<set_hca_cap_in::Bits> {
+            set_hca_cap_in::capability.inner(f)
+        }
         match c.op_mod >> 1 {
             CAP_GENERAL => {
-                let log_max_qp = c.get(cap(cmd_hca_cap::log_max_qp))?;
+                let log_max_qp = c.get(cap(cmd_hca_cap::log_max_qp));
                 if log_max_qp == 0 || log_max_qp > self.cfg.profile.log_max_qp {
                     return fail(Status::BAD_PARAM_ERR, syn::CAP_NOT_WRITABLE);
                 }
                 // Only 128 PKeys (encoding 0) are offered.
-                let pkey = c.get(cap(cmd_hca_cap::pkey_table_size))?;
+                let pkey = c.get(cap(cmd_hca_cap::pkey_table_size));
                 // No command checksums; 4 KiB UAR pages (log 0 above 4 KiB), no `uar_4k`
                 // mode (it is not advertised).
-                let checksum = c.get(cap(cmd_hca_cap::cmdif_checksum))?;
-                let uar_page = c.get(cap(cmd_hca_cap::log_uar_page_sz))?;
-                let uar_4k = c.get(cap(cmd_hca_cap::uar_4k))?;
+                let checksum = c.get(cap(cmd_hca_cap::cmdif_checksum));
+                let uar_page = c.get(cap(cmd_hca_cap::log_uar_page_sz));
+                let uar_4k = c.get(cap(cmd_hca_cap::uar_4k));
                 if pkey != 0 || checksum != 0 || uar_page != 0 || uar_4k != 0 {
                     return fail(Status::BAD_PARAM_ERR, syn::CAP_NOT_WRITABLE);
                 }
@@ -364,7 +351,7 @@ impl Fw {
                 Ok(())
             }
             CAP_ATOMIC => {
-                let mode = c.get(cap(atomic_caps::atomic_req_8B_endianness_mode))?;
+                let mode = c.get(cap(atomic_caps::atomic_req_8B_endianness_mode));
                 // Only host endianness (1) is implemented by the data path.
                 if mode != 1 {
                     return fail(Status::BAD_PARAM_ERR, syn::CAP_NOT_WRITABLE);
@@ -374,7 +361,7 @@ impl Fw {
             }
             CAP_ROCE if self.cfg.link_layer == super::profile::LinkLayer::Ethernet => {
                 // The source UDP port is always software-chosen here (cur already says 1).
-                if c.get(cap(roce_cap::sw_r_roce_src_udp_port))? != 1 {
+                if c.get(cap(roce_cap::sw_r_roce_src_udp_port)) != 1 {
                     return fail(Status::BAD_PARAM_ERR, syn::CAP_NOT_WRITABLE);
                 }
                 Ok(())
@@ -384,12 +371,9 @@ impl Fw {
     }
 
     /// INIT_HCA: Enabled -> Initialized. `sw_owner_id` is not advertised and must be zero.
-    pub(super) fn init_hca(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        if c.in_bytes(init_hca_in::sw_owner_id)?
-            .iter()
-            .any(|&b| b != 0)
-            || c.get(init_hca_in::sw_vhca_id)? != 0
+    pub(super) fn init_hca(&mut self, c: &mut Cmd<'_, InitHca>) -> Done {
+        if c.in_bytes(init_hca_in::sw_owner_id).iter().any(|&b| b != 0)
+            || c.get(init_hca_in::sw_vhca_id) != 0
         {
             return fail(Status::BAD_PARAM_ERR, syn::RESERVED_NOT_ZERO);
         }
@@ -399,9 +383,8 @@ impl Fw {
 
     /// TEARDOWN_HCA, graceful profile: every object is released (the firmware frees what the
     /// driver left), Initialized -> Enabled. Force close is not advertised (`force_teardown`).
-    pub(super) fn teardown_hca(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        if c.get(teardown_hca_in::profile)? != TEARDOWN_GRACEFUL_CLOSE {
+    pub(super) fn teardown_hca(&mut self, c: &mut Cmd<'_, TeardownHca>) -> Done {
+        if c.get(teardown_hca_in::profile) != TEARDOWN_GRACEFUL_CLOSE {
             return fail(Status::BAD_PARAM_ERR, syn::TEARDOWN_PROFILE);
         }
         self.clear_objects();
@@ -410,9 +393,8 @@ impl Fw {
     }
 
     /// SET_DRIVER_VERSION: keeps the string (`"Linux,mlx5_core,<version>"`).
-    pub(super) fn set_driver_version(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let s = c.in_bytes(set_driver_version_in::driver_version)?;
+    pub(super) fn set_driver_version(&mut self, c: &mut Cmd<'_, SetDriverVersion>) -> Done {
+        let s = c.in_bytes(set_driver_version_in::driver_version);
         let n = s.len().min(self.hca.driver_version.len());
         self.hca.driver_version.fill(0);
         if let (Some(d), Some(s)) = (self.hca.driver_version.get_mut(..n), s.get(..n)) {
@@ -430,13 +412,13 @@ impl Fw {
     }
 
     /// ACCESS_REG HOST_ENDIANNESS (16 bytes, `he` in byte 0): write stores, read returns it.
-    pub(super) fn host_endianness_reg(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
+    pub(super) fn host_endianness_reg(&mut self, c: &mut Cmd<'_, AccessReg>) -> Done {
         let off = access_register_in::SIZE_BYTES;
-        let (Some(inb), true) = (c.inbox.get(off), c.inbox.len() >= off + 16) else {
+        let (Some(inb), true) = (c.inbox_raw().get(off), c.inbox_raw().len() >= off + 16) else {
             return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
         };
         let he = *inb;
-        if c.out.len() < access_register_out::SIZE_BYTES + 16 {
+        if c.out_len() < access_register_out::SIZE_BYTES + 16 {
             return fail(Status::BAD_OUTP_LEN_ERR, syn::OUTBOX_SHORT);
         }
         match c.op_mod {
@@ -450,14 +432,18 @@ impl Fw {
             _ => return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD),
         }
         let v = self.hca.host_endianness.unwrap_or(0);
-        if let Some(b) = c.out.get_mut(access_register_out::SIZE_BYTES) {
+        if let Some(b) = c.out.raw_mut().get_mut(access_register_out::SIZE_BYTES) {
             *b = v;
         }
         Ok(())
     }
 
     /// The "cur" overrides on top of the profile's general caps (QUERY_HCA_CAP GET_CUR).
-    pub(super) fn apply_cur_general(&self, c: &mut Cmd<'_>, cap: Field) -> Result<(), CmdError> {
+    pub(super) fn apply_cur_general(
+        &self,
+        c: &mut Cmd<'_, QueryHcaCap>,
+        cap: Member<query_hca_cap_out::Bits>,
+    ) -> Result<(), CmdError> {
         if let Some(q) = self.hca.cur.log_max_qp {
             c.set(cap.inner(cmd_hca_cap::log_max_qp), q)?;
         }
@@ -469,16 +455,15 @@ impl Fw {
 
     /// CREATE_EQ: context, page list, event mask. The UAR must be allocated; the EQ starts
     /// unarmed (mlx5_core arms it right after, `mlx5_eq_enable()`).
-    pub(super) fn create_eq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let ctx = |f: Field| create_eq_in::eq_context_entry.inner(f);
+    pub(super) fn create_eq(&mut self, c: &mut Cmd<'_, CreateEq>) -> Done {
+        let ctx = |f| create_eq_in::eq_context_entry.inner(f);
         for f in [eqc::status, eqc::st, eqc::page_offset] {
-            if c.get(ctx(f))? != 0 {
+            if c.get(ctx(f)) != 0 {
                 return fail(Status::BAD_PARAM_ERR, syn::RESERVED_NOT_ZERO);
             }
         }
-        let log_size = c.get(ctx(eqc::log_eq_size))?;
-        let log_page = c.get(ctx(eqc::log_page_size))?;
+        let log_size = c.get(ctx(eqc::log_eq_size));
+        let log_page = c.get(ctx(eqc::log_page_size));
         if log_page > 8 {
             return fail(Status::BAD_PARAM_ERR, syn::EQ_BAD_SIZE);
         }
@@ -488,18 +473,18 @@ impl Fw {
         if log_size == 0 || log_size > 22 || npages > EQ_MAX_PAGES as u64 {
             return fail(Status::BAD_PARAM_ERR, syn::EQ_BAD_SIZE);
         }
-        let uar = c.get(ctx(eqc::uar_page))?;
+        let uar = c.get(ctx(eqc::uar_page));
         if self.uars.get(uar).is_none() {
             return fail(Status::BAD_RES_ERR, syn::EQ_BAD_UAR);
         }
-        let intr = c.get(ctx(eqc::intr))?;
+        let intr = c.get(ctx(eqc::intr));
         // pas[] follows the fixed layout.
         let first = create_eq_in::SIZE_BYTES;
         let need = usize::try_from(npages)
             .ok()
             .and_then(|n| n.checked_mul(8))
             .and_then(|b| b.checked_add(first));
-        if !matches!(need, Some(n) if c.inbox.len() >= n) {
+        if !matches!(need, Some(n) if c.inbox_raw().len() >= n) {
             return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
         }
         let mut eq = Eq {
@@ -517,17 +502,14 @@ impl Fw {
             overruns: 0,
         };
         for (i, w) in eq.mask.iter_mut().enumerate() {
-            let f =
-                Field::new("event_bitmask", create_eq_in::event_bitmask.bit_off, 64).nth(i as u32);
-            let b = c.in_bytes(f)?;
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            *w = u64::from_be_bytes(a);
+            let f: Member<create_eq_in::Bits> =
+                Member::new("event_bitmask", create_eq_in::event_bitmask.bit_off, 64).nth(i as u32);
+            *w = u64::from_be_bytes(c.inbox.array(f));
         }
         for (i, p) in eq.pages.iter_mut().take(npages as usize).enumerate() {
             let o = first + i * 8;
             let mut a = [0u8; 8];
-            if let Some(b) = c.inbox.get(o..o + 8) {
+            if let Some(b) = c.inbox_raw().get(o..o + 8) {
                 a.copy_from_slice(b);
             }
             *p = u64::from_be_bytes(a) & !(page_bytes - 1);
@@ -539,9 +521,8 @@ impl Fw {
     }
 
     /// DESTROY_EQ.
-    pub(super) fn destroy_eq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let eqn = c.get(destroy_eq_in::eq_number)?;
+    pub(super) fn destroy_eq(&mut self, c: &mut Cmd<'_, DestroyEq>) -> Done {
+        let eqn = c.get(destroy_eq_in::eq_number);
         if self.hca.eqs.free(eqn).is_none() {
             return fail(Status::BAD_RES_ERR, syn::EQ_UNKNOWN);
         }

@@ -15,7 +15,7 @@ use super::*;
 use crate::prm::cmd::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::*;
-use crate::prm::layout::Field;
+use crate::prm::layout::{AnyField, Field};
 
 /// `MLX5_ST_SZ_BYTES` of a layout.
 macro_rules! sz {
@@ -40,8 +40,12 @@ fn query_cap(fw: &mut Fw, cap_type: u32, mode: u32) -> Vec<u8> {
     )
 }
 
-fn cap_get(out: &[u8], f: Field) -> u32 {
-    query_hca_cap_out::capability.inner(f).get(out).unwrap()
+fn cap_get(out: &[u8], f: impl AnyField) -> u32 {
+    query_hca_cap_out::capability
+        .field()
+        .inner(f.any_field())
+        .get(out)
+        .unwrap()
 }
 
 fn set_cap_in(cap_page: &[u8], cap_type: u32) -> Vec<u8> {
@@ -58,7 +62,7 @@ fn general_set_in(fw: &mut Fw) -> Vec<u8> {
     let max = query_cap(fw, CAP_GENERAL, HCA_CAP_OPMOD_GET_MAX);
     let off = query_hca_cap_out::capability.bit_off as usize / 8;
     let mut inb = set_cap_in(&cur[off..off + cmd_hca_cap::SIZE_BYTES], CAP_GENERAL);
-    let cap = |f: Field| set_hca_cap_in::capability.inner(f);
+    let cap = |f| set_hca_cap_in::capability.inner(f);
     cap(cmd_hca_cap::pkey_table_size).set(&mut inb, 0).unwrap();
     let log_max_qp = cap_get(&max, cmd_hca_cap::log_max_qp).min(18);
     cap(cmd_hca_cap::log_max_qp)
@@ -85,7 +89,7 @@ fn create_eq_in(nent: u32, uar: u32, intr: u32, mask: [u64; 4], buf: u64, uid: u
     let npages = ((64u64 << log) / 4096).max(1) as usize;
     let base = sz!(create_eq_in);
     let mut inb = inbox(op::CREATE_EQ, uid, 0, base + npages * 8);
-    let ctx = |f: Field| create_eq_in::eq_context_entry.inner(f);
+    let ctx = |f| create_eq_in::eq_context_entry.inner(f);
     ctx(eqc::log_eq_size).set(&mut inb, log).unwrap();
     ctx(eqc::uar_page).set(&mut inb, uar).unwrap();
     ctx(eqc::intr).set(&mut inb, intr).unwrap();
@@ -453,7 +457,7 @@ fn init_commands_refuse_bad_values() {
     }
     // SET_HCA_CAP: log_max_qp above max, checksums, 64 KiB UAR pages, a GET op_mod bit.
     let good = general_set_in(&mut f);
-    let cap = |fl: Field| set_hca_cap_in::capability.inner(fl);
+    let cap = |fl| set_hca_cap_in::capability.inner(fl);
     for (fl, v) in [
         (cmd_hca_cap::log_max_qp, 31),
         (cmd_hca_cap::log_max_qp, 0),

@@ -11,8 +11,11 @@
 use super::cqe::CqState;
 use super::syndrome::{self as syn, CmdError};
 use super::xlat::{Fragmented, MkeyInfo};
-use super::{fail, Cmd, Cq, Fw, Mkey, Owned, QCnt, QCounter, Uctx, CQC_BYTES, MKC_BYTES, QCNT_N};
+use super::{
+    fail, Cmd, Cq, Done, Fw, Mkey, Owned, QCnt, QCounter, Uctx, CQC_BYTES, MKC_BYTES, QCNT_N,
+};
 use crate::prm::cmd::*;
+use crate::prm::command::*;
 use crate::prm::consts;
 use crate::prm::ctx::{cqc, mkc};
 use crate::prm::status::Status;
@@ -27,16 +30,14 @@ pub(super) fn fragmented(_: Fragmented) -> CmdError {
 
 impl Fw {
     /// ALLOC_PD: a protection domain for the command's uid.
-    pub(super) fn alloc_pd(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn alloc_pd(&mut self, c: &mut Cmd<'_, AllocPd>) -> Done {
         let pd = self.pds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
         c.set(alloc_pd_out::pd, pd)
     }
 
     /// DEALLOC_PD: refused while a QP or an mkey uses the PD.
-    pub(super) fn dealloc_pd(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let pd = c.get(dealloc_pd_in::pd)?;
+    pub(super) fn dealloc_pd(&mut self, c: &mut Cmd<'_, DeallocPd>) -> Done {
+        let pd = c.get(dealloc_pd_in::pd);
         self.pd_usable(c.uid, pd)?;
         if self.qps.iter().any(|(_, q)| q.pd == pd) || self.mkeys.iter().any(|(_, m)| m.pd == pd) {
             return fail(Status::RES_BUSY, syn::PD_BUSY);
@@ -58,16 +59,14 @@ impl Fw {
     }
 
     /// ALLOC_UAR: a doorbell page.
-    pub(super) fn alloc_uar(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn alloc_uar(&mut self, c: &mut Cmd<'_, AllocUar>) -> Done {
         let uar = self.uars.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
         c.set(alloc_uar_out::uar, uar)
     }
 
     /// DEALLOC_UAR: refused while a CQ or a QP rings doorbells through it.
-    pub(super) fn dealloc_uar(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let uar = c.get(dealloc_uar_in::uar)?;
+    pub(super) fn dealloc_uar(&mut self, c: &mut Cmd<'_, DeallocUar>) -> Done {
+        let uar = c.get(dealloc_uar_in::uar);
         let o = self
             .uars
             .get(uar)
@@ -95,16 +94,14 @@ impl Fw {
     }
 
     /// ALLOC_TRANSPORT_DOMAIN.
-    pub(super) fn alloc_td(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn alloc_td(&mut self, c: &mut Cmd<'_, AllocTransportDomain>) -> Done {
         let td = self.tds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
         c.set(alloc_transport_domain_out::transport_domain, td)
     }
 
     /// DEALLOC_TRANSPORT_DOMAIN (TIRs and TISes, its users, are not modeled).
-    pub(super) fn dealloc_td(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let td = c.get(dealloc_transport_domain_in::transport_domain)?;
+    pub(super) fn dealloc_td(&mut self, c: &mut Cmd<'_, DeallocTransportDomain>) -> Done {
+        let td = c.get(dealloc_transport_domain_in::transport_domain);
         let o = self
             .tds
             .get(td)
@@ -116,8 +113,7 @@ impl Fw {
 
     /// ALLOC_Q_COUNTER: a counter set, all zero (upstream `mlx5_ib_alloc_counters()` takes one
     /// per port; a QP counts into the set its QPC's `counter_set_id` names).
-    pub(super) fn alloc_q_counter(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn alloc_q_counter(&mut self, c: &mut Cmd<'_, AllocQCounter>) -> Done {
         let id = self
             .qcounters
             .alloc(QCounter {
@@ -137,9 +133,8 @@ impl Fw {
     }
 
     /// DEALLOC_Q_COUNTER. QPs still naming the set count nowhere afterwards.
-    pub(super) fn dealloc_q_counter(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let id = c.get(dealloc_q_counter_in::counter_set_id)?;
+    pub(super) fn dealloc_q_counter(&mut self, c: &mut Cmd<'_, DeallocQCounter>) -> Done {
+        let id = c.get(dealloc_q_counter_in::counter_set_id);
         self.q_counter_usable(c.uid, id)?;
         self.qcounters.free(id);
         Ok(())
@@ -147,14 +142,13 @@ impl Fw {
 
     /// QUERY_Q_COUNTER of this function's set (`other_vport` is `BAD_PARAM_ERR`: no eswitch),
     /// zeroed afterwards with `clear`.
-    pub(super) fn query_q_counter(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        if c.get(query_q_counter_in::other_vport)? != 0 {
+    pub(super) fn query_q_counter(&mut self, c: &mut Cmd<'_, QueryQCounter>) -> Done {
+        if c.get(query_q_counter_in::other_vport) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN);
         }
-        let id = c.get(query_q_counter_in::counter_set_id)?;
+        let id = c.get(query_q_counter_in::counter_set_id);
         self.q_counter_usable(c.uid, id)?;
-        let clear = c.get(query_q_counter_in::clear)? != 0;
+        let clear = c.get(query_q_counter_in::clear) != 0;
         let v = self.qcounters.get(id).map(|q| q.v).unwrap_or([0; QCNT_N]);
         let g = |k: QCnt| v.get(k as usize).copied().unwrap_or(0);
         c.set(query_q_counter_out::rx_write_requests, g(QCnt::RxWrite))?;
@@ -190,12 +184,11 @@ impl Fw {
     }
 
     /// CREATE_UCTX: a DEVX user context; its number is the uid later commands carry.
-    pub(super) fn create_uctx(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn create_uctx(&mut self, c: &mut Cmd<'_, CreateUctx>) -> Done {
         if c.uid != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::UCTX_NESTED);
         }
-        let cap = c.get(create_uctx_in::uctx.inner(crate::prm::ctx::uctx::cap))?;
+        let cap = c.get(create_uctx_in::uctx.inner(crate::prm::ctx::uctx::cap));
         if cap & !self.cfg.profile.uctx_cap != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::UCTX_CAP);
         }
@@ -205,9 +198,8 @@ impl Fw {
     }
 
     /// DESTROY_UCTX: refused while any object still belongs to the uid.
-    pub(super) fn destroy_uctx(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let uid = c.get(destroy_uctx_in::uid)?;
+    pub(super) fn destroy_uctx(&mut self, c: &mut Cmd<'_, DestroyUctx>) -> Done {
+        let uid = c.get(destroy_uctx_in::uid);
         if self.uctxs.get(uid).is_none() || c.uid != 0 {
             return fail(Status::BAD_RES_ERR, syn::UCTX_UNKNOWN);
         }
@@ -237,28 +229,27 @@ impl Fw {
     }
 
     /// CREATE_CQ: validates the context a driver fills (`mlx5_ib_create_cq()`) and stores it.
-    pub(super) fn create_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn create_cq(&mut self, c: &mut Cmd<'_, CreateCq>) -> Done {
         let ctx = create_cq_in::cq_context;
-        if c.get(ctx.inner(cqc::status))? != 0 {
+        if c.get(ctx.inner(cqc::status)) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::CQ_STATUS);
         }
-        if c.get(ctx.inner(cqc::log_cq_size))? > self.cfg.profile.log_max_cq_sz {
+        if c.get(ctx.inner(cqc::log_cq_size)) > self.cfg.profile.log_max_cq_sz {
             return fail(Status::LIM_ERR, syn::CQ_TOO_BIG);
         }
         // cqe_sz: 0 = 64 bytes, 1 = 128 bytes.
-        if c.get(ctx.inner(cqc::cqe_sz))? > 1 {
+        if c.get(ctx.inner(cqc::cqe_sz)) > 1 {
             return fail(Status::BAD_PARAM_ERR, syn::CQ_CQE_SZ);
         }
-        if c.get(ctx.inner(cqc::c_eqn_or_apu_element))? >> self.cfg.profile.log_max_eq != 0 {
+        if c.get(ctx.inner(cqc::c_eqn_or_apu_element)) >> self.cfg.profile.log_max_eq != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::CQ_EQN);
         }
-        let uar = c.get(ctx.inner(cqc::uar_page))?;
+        let uar = c.get(ctx.inner(cqc::uar_page));
         self.uar_usable(c.uid, uar)?;
-        let mut cqc = [0; CQC_BYTES];
-        cqc.copy_from_slice(c.in_bytes(ctx)?);
+        let cqc: [u8; CQC_BYTES] = c.inbox.array(ctx);
         // pas[] follows the fixed layout.
-        let q = CqState::parse(&cqc, c.inbox, create_cq_in::SIZE_BYTES).map_err(fragmented)?;
+        let q =
+            CqState::parse(&cqc, c.inbox_raw(), create_cq_in::SIZE_BYTES).map_err(fragmented)?;
         let cq = Cq {
             uid: c.uid,
             uar,
@@ -270,9 +261,8 @@ impl Fw {
     }
 
     /// DESTROY_CQ: refused while a QP sends or receives through it.
-    pub(super) fn destroy_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let cqn = c.get(destroy_cq_in::cqn)?;
+    pub(super) fn destroy_cq(&mut self, c: &mut Cmd<'_, DestroyCq>) -> Done {
+        let cqn = c.get(destroy_cq_in::cqn);
         self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
         if self
             .qps
@@ -294,9 +284,8 @@ impl Fw {
     /// QUERY_CQ: the stored context with the data path's live state: `status`
     /// `MLX5_CQC_STATUS_CQ_OVERFLOW` (0x9) after an overrun or a failed CQE write, and the
     /// `producer_counter`.
-    pub(super) fn query_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let cqn = c.get(query_cq_in::cqn)?;
+    pub(super) fn query_cq(&mut self, c: &mut Cmd<'_, QueryCq>) -> Done {
+        let cqn = c.get(query_cq_in::cqn);
         self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
         let cq = self
             .cqs
@@ -312,14 +301,14 @@ impl Fw {
     }
 
     /// MODIFY_CQ: moderation (op_mod 0: period/count) or resize (op_mod 1: log size).
-    pub(super) fn modify_cq(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        let cqn = c.get(modify_cq_in::cqn)?;
+    pub(super) fn modify_cq(&mut self, c: &mut Cmd<'_, ModifyCq>) -> Done {
+        let cqn = c.get(modify_cq_in::cqn);
         self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
-        let select = c.get(modify_cq_in::modify_field_select_resize_field_select)?;
+        let select = c.get(modify_cq_in::modify_field_select_resize_field_select);
         let ctx = modify_cq_in::cq_context;
         let max_sz = self.cfg.profile.log_max_cq_sz;
         // Collect the new values first so a refused command changes nothing.
-        let mut updates: [Option<(crate::prm::layout::Field, u32)>; 2] = [None, None];
+        let mut updates: [Option<(crate::prm::layout::Member<cqc::Bits>, u32)>; 2] = [None, None];
         let mut resize = None;
         match c.op_mod {
             0 => {
@@ -328,21 +317,21 @@ impl Fw {
                     return fail(Status::BAD_PARAM_ERR, syn::CQ_MODIFY_SELECT);
                 }
                 if select & consts::CQ_MODIFY_PERIOD != 0 {
-                    updates[0] = Some((cqc::cq_period, c.get(ctx.inner(cqc::cq_period))?));
+                    updates[0] = Some((cqc::cq_period, c.get(ctx.inner(cqc::cq_period))));
                 }
                 if select & consts::CQ_MODIFY_COUNT != 0 {
-                    updates[1] = Some((cqc::cq_max_count, c.get(ctx.inner(cqc::cq_max_count))?));
+                    updates[1] = Some((cqc::cq_max_count, c.get(ctx.inner(cqc::cq_max_count))));
                 }
             }
             consts::CQ_OPMOD_RESIZE => {
                 if select & consts::MODIFY_CQ_MASK_LOG_SIZE == 0 {
                     return fail(Status::BAD_PARAM_ERR, syn::CQ_MODIFY_SELECT);
                 }
-                let log = c.get(ctx.inner(cqc::log_cq_size))?;
+                let log = c.get(ctx.inner(cqc::log_cq_size));
                 if log > max_sz {
                     return fail(Status::LIM_ERR, syn::CQ_TOO_BIG);
                 }
-                if c.get(ctx.inner(cqc::cqe_sz))? > 1 {
+                if c.get(ctx.inner(cqc::cqe_sz)) > 1 {
                     return fail(Status::BAD_PARAM_ERR, syn::CQ_CQE_SZ);
                 }
                 if self.resize.is_some() {
@@ -350,10 +339,9 @@ impl Fw {
                 }
                 // The new buffer (its pas[] after the fixed layout) takes over once the RESIZE
                 // CQE is in the old one (`Fw::complete_commands`).
-                let mut new = [0; CQC_BYTES];
-                new.copy_from_slice(c.in_bytes(ctx)?);
-                let q =
-                    CqState::parse(&new, c.inbox, modify_cq_in::SIZE_BYTES).map_err(fragmented)?;
+                let new: [u8; CQC_BYTES] = c.inbox.array(ctx);
+                let q = CqState::parse(&new, c.inbox_raw(), modify_cq_in::SIZE_BYTES)
+                    .map_err(fragmented)?;
                 resize = Some(q);
                 updates[0] = Some((cqc::log_cq_size, log));
             }
@@ -375,16 +363,15 @@ impl Fw {
 
     /// CREATE_MKEY: checks the PD, the access mode and that the inbox carries the translation
     /// entries it announces; returns the index (the driver ORs in its `mkey_7_0` byte).
-    pub(super) fn create_mkey(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn create_mkey(&mut self, c: &mut Cmd<'_, CreateMkey>) -> Done {
         let ctx = create_mkey_in::memory_key_mkey_entry;
-        let pd = c.get(ctx.inner(mkc::pd))?;
+        let pd = c.get(ctx.inner(mkc::pd));
         self.pd_usable(c.uid, pd)?;
-        if c.get(ctx.inner(mkc::qpn))? != 0x00ff_ffff {
+        if c.get(ctx.inner(mkc::qpn)) != 0x00ff_ffff {
             return fail(Status::BAD_PARAM_ERR, syn::MKEY_QPN);
         }
-        let mode = (c.get(ctx.inner(mkc::access_mode_4_2))? << 2)
-            | c.get(ctx.inner(mkc::access_mode_1_0))?;
+        let mode =
+            (c.get(ctx.inner(mkc::access_mode_4_2)) << 2) | c.get(ctx.inner(mkc::access_mode_1_0));
         if !matches!(
             mode,
             consts::MKC_ACCESS_MODE_PA
@@ -395,19 +382,18 @@ impl Fw {
             return fail(Status::BAD_PARAM_ERR, syn::MKEY_ACCESS_MODE);
         }
         // The translation entries (16-byte octwords) follow the fixed layout.
-        let octwords = c.get(create_mkey_in::translations_octword_actual_size)?;
+        let octwords = c.get(create_mkey_in::translations_octword_actual_size);
         let needed = usize::try_from(octwords)
             .ok()
             .and_then(|o| o.checked_mul(16))
             .and_then(|b| b.checked_add(create_mkey_in::SIZE_BYTES));
-        if !matches!(needed, Some(n) if c.inbox.len() >= n) {
+        if !matches!(needed, Some(n) if c.inbox_raw().len() >= n) {
             return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
         }
-        let mut mkc = [0; MKC_BYTES];
-        mkc.copy_from_slice(c.in_bytes(ctx)?);
+        let mkc: [u8; MKC_BYTES] = c.inbox.array(ctx);
         // The MTT entries follow the fixed layout.
         let info =
-            MkeyInfo::parse(&mkc, c.inbox, create_mkey_in::SIZE_BYTES).map_err(fragmented)?;
+            MkeyInfo::parse(&mkc, c.inbox_raw(), create_mkey_in::SIZE_BYTES).map_err(fragmented)?;
         let m = Mkey {
             uid: c.uid,
             pd,
@@ -428,18 +414,16 @@ impl Fw {
     }
 
     /// DESTROY_MKEY.
-    pub(super) fn destroy_mkey(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let index = c.get(destroy_mkey_in::mkey_index)?;
+    pub(super) fn destroy_mkey(&mut self, c: &mut Cmd<'_, DestroyMkey>) -> Done {
+        let index = c.get(destroy_mkey_in::mkey_index);
         self.mkey_usable(c.uid, index)?;
         self.mkeys.free(index);
         Ok(())
     }
 
     /// QUERY_MKEY: the stored `mkc`.
-    pub(super) fn query_mkey(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let index = c.get(query_mkey_in::mkey_index)?;
+    pub(super) fn query_mkey(&mut self, c: &mut Cmd<'_, QueryMkey>) -> Done {
+        let index = c.get(query_mkey_in::mkey_index);
         self.mkey_usable(c.uid, index)?;
         let m = self
             .mkeys

@@ -11,21 +11,22 @@
 
 use super::engine::QpState;
 use super::syndrome::{self as syn, CmdError};
-use super::{fail, Cmd, Fw, Qp, QPC_BYTES};
+use super::{fail, Cmd, Done, Fw, Qp, QPC_BYTES};
 use crate::prm::cmd::*;
+use crate::prm::command::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::{ads, qpc};
-use crate::prm::layout::Field;
+use crate::prm::layout::Member;
 use crate::prm::opcode as op;
 use crate::prm::status::Status;
 
 /// The primary path member `f` as addressed inside a `qpc`.
-const fn pri(f: Field) -> Field {
+const fn pri(f: Member<ads::Bits>) -> Member<qpc::Bits> {
     qpc::primary_address_path.inner(f)
 }
 
 /// Members RST2INIT and INIT2INIT take: port, PKey index, Q_Key, remote access.
-const INIT_FIELDS: &[Field] = &[
+const INIT_FIELDS: &[Member<qpc::Bits>] = &[
     pri(ads::vhca_port_num),
     pri(ads::pkey_index),
     qpc::q_key,
@@ -36,7 +37,7 @@ const INIT_FIELDS: &[Field] = &[
 ];
 
 /// Members INIT2RTR takes: the responder side and the whole primary path.
-const RTR_FIELDS: &[Field] = &[
+const RTR_FIELDS: &[Member<qpc::Bits>] = &[
     qpc::mtu,
     qpc::log_msg_max,
     qpc::remote_qpn,
@@ -53,7 +54,7 @@ const RTR_FIELDS: &[Field] = &[
 ];
 
 /// Members RTR2RTS takes: the requester side.
-const RTS_FIELDS: &[Field] = &[
+const RTS_FIELDS: &[Member<qpc::Bits>] = &[
     qpc::next_send_psn,
     qpc::retry_count,
     qpc::rnr_retry,
@@ -67,7 +68,7 @@ const RTS_FIELDS: &[Field] = &[
 ];
 
 /// Members RTS2RTS may change.
-const RTS2RTS_FIELDS: &[Field] = &[
+const RTS2RTS_FIELDS: &[Member<qpc::Bits>] = &[
     pri(ads::ack_timeout),
     qpc::min_rnr_nak,
     qpc::rre,
@@ -78,7 +79,7 @@ const RTS2RTS_FIELDS: &[Field] = &[
 
 /// Copies member `f` (relative to a `qpc`) from `src` to `dst`: bytes for byte-aligned
 /// members (a whole address path), read-modify-write otherwise.
-fn copy_member(dst: &mut [u8], src: &[u8], f: Field) -> Result<(), CmdError> {
+fn copy_member(dst: &mut [u8], src: &[u8], f: Member<qpc::Bits>) -> Result<(), CmdError> {
     let internal = |_| CmdError::new(Status::INT_ERR, syn::RESERVED_NOT_ZERO);
     if f.bit_width > 32 {
         let from = f.bytes(src).map_err(internal)?;
@@ -90,59 +91,56 @@ fn copy_member(dst: &mut [u8], src: &[u8], f: Field) -> Result<(), CmdError> {
 
 impl Fw {
     /// CREATE_QP: validates what `create_qp()` in mlx5_ib fills and stores the QP in RESET.
-    pub(super) fn create_qp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn create_qp(&mut self, c: &mut Cmd<'_, CreateQp>) -> Done {
         let ctx = create_qp_in::qpc;
-        let get = |c: &Cmd<'_>, f: Field| c.get(ctx.inner(f));
-        if c.get(create_qp_in::input_qpn)? != 0 {
+        let get = |c: &Cmd<'_, CreateQp>, f| c.get(ctx.inner(f));
+        if c.get(create_qp_in::input_qpn) != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::QP_INPUT_QPN);
         }
-        if get(c, qpc::state)? != QPC_STATE_RST {
+        if get(c, qpc::state) != QPC_STATE_RST {
             return fail(Status::BAD_PARAM_ERR, syn::QP_CREATE_STATE);
         }
-        let st = get(c, qpc::st)?;
+        let st = get(c, qpc::st);
         if !matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_UD | QPC_ST_QP1) {
             return fail(Status::BAD_PARAM_ERR, syn::QP_ST);
         }
         let p = &self.cfg.profile;
-        if get(c, qpc::log_sq_size)? > p.log_max_qp_sz
-            || get(c, qpc::log_rq_size)? > p.log_max_qp_sz
+        if get(c, qpc::log_sq_size) > p.log_max_qp_sz || get(c, qpc::log_rq_size) > p.log_max_qp_sz
         {
             return fail(Status::LIM_ERR, syn::QP_TOO_BIG);
         }
-        if get(c, qpc::log_msg_max)? > p.log_max_msg {
+        if get(c, qpc::log_msg_max) > p.log_max_msg {
             return fail(Status::LIM_ERR, syn::QP_MSG_MAX);
         }
-        let pd = get(c, qpc::pd)?;
+        let pd = get(c, qpc::pd);
         self.pd_usable(c.uid, pd)?;
-        let uar = get(c, qpc::uar_page)?;
+        let uar = get(c, qpc::uar_page);
         self.uar_usable(c.uid, uar)?;
-        let send_cq = if get(c, qpc::no_sq)? == 0 {
-            let cqn = get(c, qpc::cqn_snd)?;
+        let send_cq = if get(c, qpc::no_sq) == 0 {
+            let cqn = get(c, qpc::cqn_snd);
             self.cq_usable(c.uid, cqn, syn::QP_SEND_CQ)?;
             Some(cqn)
         } else {
             None
         };
-        let recv_cq = match get(c, qpc::rq_type)? {
+        let recv_cq = match get(c, qpc::rq_type) {
             NON_ZERO_RQ => {
-                let cqn = get(c, qpc::cqn_rcv)?;
+                let cqn = get(c, qpc::cqn_rcv);
                 self.cq_usable(c.uid, cqn, syn::QP_RECV_CQ)?;
                 Some(cqn)
             }
             ZERO_LEN_RQ => None,
             SRQ_RQ => {
-                let cqn = get(c, qpc::cqn_rcv)?;
+                let cqn = get(c, qpc::cqn_rcv);
                 self.cq_usable(c.uid, cqn, syn::QP_RECV_CQ)?;
-                self.rmp_usable(c.uid, get(c, qpc::srqn_rmpn_xrqn)?, syn::QP_SRQ)?;
+                self.rmp_usable(c.uid, get(c, qpc::srqn_rmpn_xrqn), syn::QP_SRQ)?;
                 Some(cqn)
             }
             _ => return fail(Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE),
         };
-        let mut qpc_bytes = [0; QPC_BYTES];
-        qpc_bytes.copy_from_slice(c.in_bytes(ctx)?);
+        let qpc_bytes: [u8; QPC_BYTES] = c.inbox.array(ctx);
         // pas[] follows the fixed layout.
-        let q = QpState::parse(&qpc_bytes, c.inbox, create_qp_in::SIZE_BYTES)
+        let q = QpState::parse(&qpc_bytes, c.inbox_raw(), create_qp_in::SIZE_BYTES)
             .map_err(super::objects::fragmented)?;
         let qp = Qp {
             uid: c.uid,
@@ -171,9 +169,8 @@ impl Fw {
     }
 
     /// DESTROY_QP: legal in every state; releases the QP's hold on its PD, CQs and UAR.
-    pub(super) fn destroy_qp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let qpn = c.get(destroy_qp_in::qpn)?;
+    pub(super) fn destroy_qp(&mut self, c: &mut Cmd<'_, DestroyQp>) -> Done {
+        let qpn = c.get(destroy_qp_in::qpn);
         self.qp_usable(c.uid, qpn)?;
         if let Some(slot) = self.qps.slot_of(qpn) {
             self.events.forget_qp(slot);
@@ -187,9 +184,8 @@ impl Fw {
 
     /// QUERY_QP: the stored context (with the data path's live PSNs) and the current state,
     /// plus the data path's consumer counters (`hw_sq_wqebb_counter`, `hw_rq_counter`).
-    pub(super) fn query_qp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let qpn = c.get(query_qp_in::qpn)?;
+    pub(super) fn query_qp(&mut self, c: &mut Cmd<'_, QueryQp>) -> Done {
+        let qpn = c.get(query_qp_in::qpn);
         self.qp_usable(c.uid, qpn)?;
         let q = self
             .qps
@@ -207,48 +203,37 @@ impl Fw {
 
     /// The seven transition commands. All of them have `qpn` at the same place (checked by
     /// the layout table: `rst2init_qp_in.qpn` and the others are all at 0x48).
-    pub(super) fn modify_qp(&mut self, opcode: u16, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let qpn = c.get(rst2init_qp_in::qpn)?;
+    pub(super) fn modify_qp<C: QpTransitionModel>(&mut self, c: &mut Cmd<'_, C>) -> Done {
+        let qpn = c.get(C::QPN);
         self.qp_usable(c.uid, qpn)?;
         let (state, st) = self
             .qps
             .get(qpn)
             .map(|q| (q.state, qpc::st.get(&q.qpc).unwrap_or(QPC_ST_RC)))
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
-        let (from, to, fields): (Option<u32>, u32, &[Field]) = match opcode {
-            op::RST2INIT_QP => (Some(QPC_STATE_RST), QPC_STATE_INIT, INIT_FIELDS),
-            op::INIT2INIT_QP => (Some(QPC_STATE_INIT), QPC_STATE_INIT, INIT_FIELDS),
-            op::INIT2RTR_QP => (Some(QPC_STATE_INIT), QPC_STATE_RTR, RTR_FIELDS),
-            op::RTR2RTS_QP => (Some(QPC_STATE_RTR), QPC_STATE_RTS, RTS_FIELDS),
-            op::RTS2RTS_QP => (Some(QPC_STATE_RTS), QPC_STATE_RTS, RTS2RTS_FIELDS),
-            op::_2ERR_QP => (None, QPC_STATE_ERR, &[]),
-            _ => (None, QPC_STATE_RST, &[]),
-        };
-        if from.is_some_and(|f| f != state) {
+        if C::FROM.is_some_and(|f| f != state) {
             return fail(Status::BAD_RES_STATE_ERR, syn::QP_BAD_STATE);
         }
         let mut qpc_bytes = [0u8; QPC_BYTES];
-        if !fields.is_empty() {
-            // rst2init_qp_in.qpc and the other transitions' qpc are all at 0xc0.
-            qpc_bytes.copy_from_slice(c.in_bytes(rst2init_qp_in::qpc)?);
-            self.check_transition(opcode, st, &qpc_bytes)?;
+        if let (Some(TransitionCtx { qpc: m, .. }), false) = (C::CTX, C::FIELDS.is_empty()) {
+            qpc_bytes = c.inbox.array(m);
+            self.check_transition(C::OPCODE, st, &qpc_bytes)?;
         }
         let q = self
             .qps
             .get_mut(qpn)
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
         let mut next = q.qpc;
-        for f in fields {
+        for f in C::FIELDS {
             copy_member(&mut next, &qpc_bytes, *f)?;
         }
         q.qpc = next;
-        q.state = to;
-        if to == QPC_STATE_RST {
+        q.state = C::TO;
+        if C::TO == QPC_STATE_RST {
             // Consumer counters back to 0, no CQEs (libmlx5 zeroes its doorbell records too).
             q.q.reset();
         }
-        if to == QPC_STATE_ERR {
+        if C::TO == QPC_STATE_ERR {
             // Hardware flushes on the transition; the flush CQEs need memory.
             self.flush = Some(qpn);
         }
@@ -257,7 +242,7 @@ impl Fw {
 
     /// Per-transition parameter checks, before anything is changed.
     fn check_transition(&self, opcode: u16, st: u32, ctx: &[u8]) -> Result<(), CmdError> {
-        let get = |f: Field| {
+        let get = |f: Member<qpc::Bits>| {
             f.get(ctx)
                 .map_err(|_| CmdError::new(Status::INT_ERR, syn::RESERVED_NOT_ZERO))
         };
@@ -281,13 +266,36 @@ impl Fw {
     }
 }
 
-// The decoder reads `qpn` and `qpc` of every transition through rst2init_qp_in's members.
-const _: () = {
-    let q = rst2init_qp_in::qpn.bit_off;
-    assert!(init2init_qp_in::qpn.bit_off == q && init2rtr_qp_in::qpn.bit_off == q);
-    assert!(rtr2rts_qp_in::qpn.bit_off == q && rts2rts_qp_in::qpn.bit_off == q);
-    assert!(qp_2err_in::qpn.bit_off == q && qp_2rst_in::qpn.bit_off == q);
-    let c = rst2init_qp_in::qpc.bit_off;
-    assert!(init2init_qp_in::qpc.bit_off == c && init2rtr_qp_in::qpc.bit_off == c);
-    assert!(rtr2rts_qp_in::qpc.bit_off == c && rts2rts_qp_in::qpc.bit_off == c);
-};
+/// What the model does on a QP state transition (each is one row of the command table, all
+/// executed by [`Fw::modify_qp`]; where the inbox keeps `qpn` and `qpc` is the shared
+/// [`QpTransition`]): the source and target state and the `qpc` members the transition takes.
+pub(super) trait QpTransitionModel: QpTransition {
+    /// The state the QP must be in (`None`: any state, for 2ERR and 2RST).
+    const FROM: Option<u32>;
+    /// The state afterwards.
+    const TO: u32;
+    /// The `qpc` members copied into the stored context.
+    const FIELDS: &'static [Member<qpc::Bits>];
+}
+
+macro_rules! qp_model {
+    ($($ty:ident: $from:expr => $to:expr, $fields:expr;)*) => {
+        $(
+            impl QpTransitionModel for $ty {
+                const FROM: Option<u32> = $from;
+                const TO: u32 = $to;
+                const FIELDS: &'static [Member<qpc::Bits>] = $fields;
+            }
+        )*
+    };
+}
+
+qp_model! {
+    Rst2InitQp: Some(QPC_STATE_RST) => QPC_STATE_INIT, INIT_FIELDS;
+    Init2InitQp: Some(QPC_STATE_INIT) => QPC_STATE_INIT, INIT_FIELDS;
+    Init2RtrQp: Some(QPC_STATE_INIT) => QPC_STATE_RTR, RTR_FIELDS;
+    Rtr2RtsQp: Some(QPC_STATE_RTR) => QPC_STATE_RTS, RTS_FIELDS;
+    Rts2RtsQp: Some(QPC_STATE_RTS) => QPC_STATE_RTS, RTS2RTS_FIELDS;
+    Qp2Err: None => QPC_STATE_ERR, &[];
+    Qp2Rst: None => QPC_STATE_RST, &[];
+}

@@ -6,19 +6,20 @@
 
 use super::profile::LinkLayer;
 use super::syndrome::{self as syn, CmdError};
-use super::{fail, Cmd, Fw, RoceAddr};
+use super::{fail, Cmd, Done, Fw, RoceAddr};
 use crate::prm::cmd::*;
+use crate::prm::command::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::{
     atomic_caps, cmd_hca_cap, hca_vport_context, mac_address_layout, nic_vport_context, paos_reg,
     pkey, pmtu_reg, ptys_reg, pvlc_reg, query_adapter_param_block, roce_addr_layout, roce_cap,
 };
-use crate::prm::layout::Field;
+use crate::prm::layout::{Field, Member, PrmLayout};
 use crate::prm::status::Status;
 
 /// Special mkeys of QUERY_SPECIAL_CONTEXTS: indices 1..=5 with key byte 0, all below the first
 /// index CREATE_MKEY hands out, so they never collide with a created mkey.
-const SPECIAL_MKEYS: [(Field, u32); 5] = [
+const SPECIAL_MKEYS: [(Member<query_special_contexts_out::Bits>, u32); 5] = [
     (query_special_contexts_out::resd_lkey, 0x100),
     (query_special_contexts_out::null_mkey, 0x200),
     (
@@ -44,10 +45,8 @@ const IB_WIDTH_4X: u32 = 1 << 2;
 
 impl Fw {
     /// QUERY_HCA_CAP: general, atomic and RoCE capabilities; max and current are the same.
-    pub(super) fn query_hca_cap(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        if c.get(query_hca_cap_in::other_function)? != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
+    pub(super) fn query_hca_cap(&mut self, c: &mut Cmd<'_, QueryHcaCap>) -> Done {
+        c.own_function(&[query_hca_cap_in::other_function])?;
         let cap = query_hca_cap_out::capability;
         match c.op_mod >> 1 {
             CAP_GENERAL => {
@@ -59,7 +58,7 @@ impl Fw {
                 Ok(())
             }
             CAP_ROCE if self.cfg.link_layer == LinkLayer::Ethernet => {
-                let f = |m: Field| cap.inner(m);
+                let f = |m| cap.inner(m);
                 c.set(f(roce_cap::roce_apm), 0)?;
                 c.set(f(roce_cap::sw_r_roce_src_udp_port), 1)?;
                 // Bits of the supported RoCE versions and L3 types (device.h): v1 and v2
@@ -81,7 +80,7 @@ impl Fw {
             // mlx5_core's `handle_hca_cap_atomic()` selects when it is supported). The data
             // path implements exactly that (`DmaMem::cmp_swap64`/`fetch_add64`).
             CAP_ATOMIC => {
-                let f = |m: Field| cap.inner(m);
+                let f = |m| cap.inner(m);
                 c.set(f(atomic_caps::atomic_req_8B_endianness_mode), 1)?;
                 c.set(f(atomic_caps::supported_atomic_req_8B_endianness_mode_1), 1)?;
                 c.set(f(atomic_caps::atomic_operations), 0x3)?;
@@ -92,10 +91,14 @@ impl Fw {
         }
     }
 
-    fn fill_general_caps(&self, c: &mut Cmd<'_>, cap: Field) -> Result<(), CmdError> {
+    fn fill_general_caps(
+        &self,
+        c: &mut Cmd<'_, QueryHcaCap>,
+        cap: Member<query_hca_cap_out::Bits>,
+    ) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Field, u32); 37] = [
+        let values: [(Member<cmd_hca_cap::Bits>, u32); 37] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // Q counter sets: the simulator's table.
             (cmd_hca_cap::max_qp_cnt, super::capacity::Q_COUNTER as u32),
@@ -156,9 +159,8 @@ impl Fw {
     }
 
     /// QUERY_ADAPTER: vendor ids and the PSID (sysfs `board_id`).
-    pub(super) fn query_adapter(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let b = |f: Field| query_adapter_out::query_adapter_struct.inner(f);
+    pub(super) fn query_adapter(&mut self, c: &mut Cmd<'_, QueryAdapter>) -> Done {
+        let b = |f| query_adapter_out::query_adapter_struct.inner(f);
         c.set(b(query_adapter_param_block::ieee_vendor_id), 0x02c9)?;
         c.set(b(query_adapter_param_block::vsd_vendor_id), 0x15b3)?;
         let psid = self.cfg.profile.psid;
@@ -166,8 +168,7 @@ impl Fw {
     }
 
     /// QUERY_SPECIAL_CONTEXTS: the reserved lkey and friends.
-    pub(super) fn query_special_contexts(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn query_special_contexts(&mut self, c: &mut Cmd<'_, QuerySpecialContexts>) -> Done {
         for (f, v) in SPECIAL_MKEYS {
             c.set(f, v)?;
         }
@@ -175,12 +176,12 @@ impl Fw {
     }
 
     /// QUERY_NIC_VPORT_CONTEXT of the function's own vport.
-    pub(super) fn query_nic_vport_context(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        if c.get(query_nic_vport_context_in::other_vport)? != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
-        let v = |f: Field| query_nic_vport_context_out::nic_vport_context.inner(f);
+    pub(super) fn query_nic_vport_context(
+        &mut self,
+        c: &mut Cmd<'_, QueryNicVportContext>,
+    ) -> Done {
+        c.own_function(&[query_nic_vport_context_in::other_vport])?;
+        let v = |f| query_nic_vport_context_out::nic_vport_context.inner(f);
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
         c.set(v(nic_vport_context::roce_en), u32::from(eth))?;
         let mtu = self.ports.first().map_or(0, |p| p.admin_mtu);
@@ -189,7 +190,11 @@ impl Fw {
         c.set64(v(nic_vport_context::node_guid), self.node_guid())?;
         c.set64(v(nic_vport_context::port_guid), self.port_guid(1))?;
         let mac = self.mac(0);
-        let m = |f: Field| v(nic_vport_context::permanent_address).inner(f);
+        let m = |f| {
+            query_nic_vport_context_out::nic_vport_context
+                .inner(nic_vport_context::permanent_address)
+                .inner(f)
+        };
         c.set(
             m(mac_address_layout::mac_addr_47_32),
             (mac >> 32) as u32 & 0xffff,
@@ -198,16 +203,16 @@ impl Fw {
     }
 
     /// QUERY_HCA_VPORT_CONTEXT: port state, GUIDs, LIDs.
-    pub(super) fn query_hca_vport_context(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        if c.get(query_hca_vport_context_in::other_vport)? != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
-        let port_num = c.get(query_hca_vport_context_in::port_num)?;
+    pub(super) fn query_hca_vport_context(
+        &mut self,
+        c: &mut Cmd<'_, QueryHcaVportContext>,
+    ) -> Done {
+        c.own_function(&[query_hca_vport_context_in::other_vport])?;
+        let port_num = c.get(query_hca_vport_context_in::port_num);
         let port = self.port(port_num)?;
         let up = self.ports.get(port).is_some_and(|p| p.admin_status == 1);
         let ib = self.cfg.link_layer == LinkLayer::Ib;
-        let v = |f: Field| query_hca_vport_context_out::hca_vport_context.inner(f);
+        let v = |f| query_hca_vport_context_out::hca_vport_context.inner(f);
         c.set(v(hca_vport_context::has_smi), u32::from(ib))?;
         c.set(v(hca_vport_context::has_raw), 1)?;
         // Physical state 5 LinkUp / 3 Disabled; logical state 4 Active / 1 Down.
@@ -235,8 +240,8 @@ impl Fw {
     }
 
     /// Parses the index of a GID/PKey query: one entry, or all of them with 0xffff.
-    fn table_query(
-        c: &Cmd<'_>,
+    fn table_query<C: PrmCommand>(
+        c: &Cmd<'_, C>,
         index: u32,
         len: u32,
         entry_bytes: usize,
@@ -252,21 +257,18 @@ impl Fw {
             .ok()
             .and_then(|n| n.checked_mul(entry_bytes))
             .and_then(|b| b.checked_add(query_hca_vport_gid_out::SIZE_BYTES));
-        if !matches!(needed, Some(b) if c.out.len() >= b) {
+        if !matches!(needed, Some(b) if c.out_len() >= b) {
             return fail(Status::BAD_OUTP_LEN_ERR, syn::OUTBOX_SHORT);
         }
         Ok((first, n))
     }
 
     /// QUERY_HCA_VPORT_GID: GID 0 is the link-local GID of the port GUID; the rest are empty.
-    pub(super) fn query_hca_vport_gid(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        if c.get(query_hca_vport_gid_in::other_vport)? != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
-        let port_num = c.get(query_hca_vport_gid_in::port_num)?;
+    pub(super) fn query_hca_vport_gid(&mut self, c: &mut Cmd<'_, QueryHcaVportGid>) -> Done {
+        c.own_function(&[query_hca_vport_gid_in::other_vport])?;
+        let port_num = c.get(query_hca_vport_gid_in::port_num);
         self.port(port_num)?;
-        let index = c.get(query_hca_vport_gid_in::gid_index)?;
+        let index = c.get(query_hca_vport_gid_in::gid_index);
         let (first, n) = Self::table_query(c, index, IB_GIDS, 16)?;
         c.set(query_hca_vport_gid_out::gids_num, n)?;
         // gid[] starts right after the fixed layout.
@@ -276,33 +278,30 @@ impl Fw {
                 let mut gid = [0u8; 16];
                 gid[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
                 gid[8..].copy_from_slice(&self.port_guid(port_num as usize).to_be_bytes());
-                c.set_bytes(slot0.nth(i), &gid)?;
+                c.set_tail_bytes(slot0.nth(i), &gid)?;
             }
         }
         Ok(())
     }
 
     /// QUERY_HCA_VPORT_PKEY: PKey 0 is the default full-membership 0xffff.
-    pub(super) fn query_hca_vport_pkey(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        if c.get(query_hca_vport_pkey_in::other_vport)? != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
-        }
-        self.port(c.get(query_hca_vport_pkey_in::port_num)?)?;
-        let index = c.get(query_hca_vport_pkey_in::pkey_index)?;
+    pub(super) fn query_hca_vport_pkey(&mut self, c: &mut Cmd<'_, QueryHcaVportPkey>) -> Done {
+        c.own_function(&[query_hca_vport_pkey_in::other_vport])?;
+        self.port(c.get(query_hca_vport_pkey_in::port_num))?;
+        let index = c.get(query_hca_vport_pkey_in::pkey_index);
         let (first, n) = Self::table_query(c, index, PKEYS, 4)?;
         let slot0 = Field::new("pkey", query_hca_vport_pkey_out::SIZE_BITS, 32);
         for i in 0..n {
             if first + i == 0 {
-                c.set(slot0.nth(i).inner(pkey::pkey), 0xffff)?;
+                c.set_tail(slot0.nth(i).inner(pkey::pkey.field()), 0xffff)?;
             }
         }
         Ok(())
     }
 
     /// ACCESS_REG: PTYS, PMTU, PVLC, PAOS reads; PMTU and PAOS writes.
-    pub(super) fn access_reg(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        let id = c.get(access_register_in::register_id)?;
+    pub(super) fn access_reg(&mut self, c: &mut Cmd<'_, AccessReg>) -> Done {
+        let id = c.get(access_register_in::register_id);
         if id == REG_HOST_ENDIANNESS {
             return self.host_endianness_reg(c);
         }
@@ -316,14 +315,30 @@ impl Fw {
         // register_data[] follows the 16-byte header in both mailboxes.
         let data_off = access_register_in::SIZE_BYTES;
         let needed = data_off.saturating_add(size);
-        if c.inbox.len() < needed {
+        if c.inbox_raw().len() < needed {
             return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
         }
-        if c.out.len() < needed {
+        if c.out_len() < needed {
             return fail(Status::BAD_OUTP_LEN_ERR, syn::OUTBOX_SHORT);
         }
-        let reg = |f: Field| Field::new(f.name, access_register_in::SIZE_BITS, 0).inner(f);
-        let port = self.port(c.get(reg(paos_reg::local_port))?)?;
+        // register_data[] as the register's layout, in the inbox and in the outbox.
+        fn reg<R: PrmLayout>(f: Member<R>) -> Member<access_register_in::Bits> {
+            Member::<access_register_in::Bits>::new(
+                "register_data",
+                access_register_in::SIZE_BITS,
+                0,
+            )
+            .inner(f)
+        }
+        fn out<R: PrmLayout>(f: Member<R>) -> Member<access_register_out::Bits> {
+            Member::<access_register_out::Bits>::new(
+                "register_data",
+                access_register_out::SIZE_BITS,
+                0,
+            )
+            .inner(f)
+        }
+        let port = self.port(c.get(reg(paos_reg::local_port)))?;
         let write = match c.op_mod {
             ACCESS_REG_READ => false,
             ACCESS_REG_WRITE => true,
@@ -339,8 +354,8 @@ impl Fw {
             match id {
                 REG_PAOS => {
                     // admin_status changes only with the "admin status enable" bit.
-                    if c.get(reg(paos_reg::ase))? != 0 {
-                        let admin = c.get(reg(paos_reg::admin_status))?;
+                    if c.get(reg(paos_reg::ase)) != 0 {
+                        let admin = c.get(reg(paos_reg::admin_status));
                         if !matches!(admin, 1 | 2) {
                             return fail(Status::BAD_PARAM_ERR, syn::REG_BAD_WRITE);
                         }
@@ -348,7 +363,7 @@ impl Fw {
                     }
                 }
                 REG_PMTU => {
-                    let mtu = c.get(reg(pmtu_reg::admin_mtu))?;
+                    let mtu = c.get(reg(pmtu_reg::admin_mtu));
                     if mtu == 0 || mtu > max_mtu {
                         return fail(Status::BAD_PARAM_ERR, syn::REG_BAD_WRITE);
                     }
@@ -363,12 +378,11 @@ impl Fw {
             .map(|p| (p.admin_status, p.admin_mtu))
             .ok_or(CmdError::new(Status::BAD_PARAM_ERR, syn::BAD_PORT))?;
         let up = admin_status == 1;
-        let out = |f: Field| Field::new(f.name, access_register_out::SIZE_BITS, 0).inner(f);
         // Registers echo the port they describe.
         c.set(out(paos_reg::local_port), port as u32 + 1)?;
         match id {
             REG_PTYS => {
-                let mask = c.get(reg(ptys_reg::proto_mask))?;
+                let mask = c.get(reg(ptys_reg::proto_mask));
                 c.set(out(ptys_reg::proto_mask), mask)?;
                 if mask & PTYS_IB != 0 && ib {
                     let proto = self.cfg.profile.ib_proto;
@@ -411,39 +425,37 @@ impl Fw {
     }
 
     /// SET_ROCE_ADDRESS: programs (or, with an all-zero GID, clears) one RoCE GID entry.
-    pub(super) fn set_roce_address(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn set_roce_address(&mut self, c: &mut Cmd<'_, SetRoceAddress>) -> Done {
         if self.cfg.link_layer != LinkLayer::Ethernet {
             return fail(Status::BAD_PARAM_ERR, syn::ROCE_ON_IB);
         }
-        let index = c.get(set_roce_address_in::roce_address_index)?;
+        let index = c.get(set_roce_address_in::roce_address_index);
         if index >= self.cfg.profile.roce_address_table_size {
             return fail(Status::BAD_PARAM_ERR, syn::TABLE_INDEX);
         }
         // 0 means the function's own (first) port: mlx5_ib sets vhca_port_num only on
         // multi-port vHCAs.
-        let port = match c.get(set_roce_address_in::vhca_port_num)? {
+        let port = match c.get(set_roce_address_in::vhca_port_num) {
             0 => 0,
             n => self.port(n)?,
         };
-        let a = |f: Field| set_roce_address_in::roce_address.inner(f);
-        let mut gid = [0u8; 16];
-        gid.copy_from_slice(c.in_bytes(a(roce_addr_layout::source_l3_address))?);
-        let version = c.get(a(roce_addr_layout::roce_version))?;
-        let l3_type = c.get(a(roce_addr_layout::roce_l3_type))?;
+        let a = |f| set_roce_address_in::roce_address.inner(f);
+        let gid: [u8; 16] = c.inbox.array(a(roce_addr_layout::source_l3_address));
+        let version = c.get(a(roce_addr_layout::roce_version));
+        let l3_type = c.get(a(roce_addr_layout::roce_l3_type));
         let entry = if gid == [0u8; 16] {
             None
         } else {
             if !matches!(version, 0 | ROCE_VERSION_2) || l3_type > 1 {
                 return fail(Status::BAD_PARAM_ERR, syn::ROCE_BAD_TYPE);
             }
-            let hi = c.get(a(roce_addr_layout::source_mac_47_32))?;
-            let lo = c.get(a(roce_addr_layout::source_mac_31_0))?;
+            let hi = c.get(a(roce_addr_layout::source_mac_47_32));
+            let lo = c.get(a(roce_addr_layout::source_mac_31_0));
             let mut mac = [0u8; 6];
             mac[..2].copy_from_slice(&hi.to_be_bytes()[2..]);
             mac[2..].copy_from_slice(&lo.to_be_bytes());
-            let vlan = if c.get(a(roce_addr_layout::vlan_valid))? != 0 {
-                Some(c.get(a(roce_addr_layout::vlan_id))? as u16)
+            let vlan = if c.get(a(roce_addr_layout::vlan_valid)) != 0 {
+                Some(c.get(a(roce_addr_layout::vlan_id)) as u16)
             } else {
                 None
             };

@@ -15,11 +15,12 @@
 
 use super::syndrome::{self as syn, CmdError};
 use super::xlat::Xlat;
-use super::{fail, Cmd, Fw, Rmp, RMPC_BYTES};
+use super::{fail, Cmd, Done, Fw, Rmp, RMPC_BYTES};
 use crate::prm::cmd::*;
+use crate::prm::command::*;
 use crate::prm::consts::{RMPC_STATE_RDY, WQ_TYPE_LINKED_LIST};
 use crate::prm::ctx::{rmp_bitmask, rmpc, wq};
-use crate::prm::layout::Field;
+use crate::prm::layout::Member;
 use crate::prm::status::Status;
 
 /// Bytes of the `mlx5_wqe_srq_next_seg` each SRQ WQE starts with.
@@ -62,7 +63,7 @@ pub(crate) struct SrqWqe {
 impl SrqState {
     /// Decodes a `wq` plus the `pas[]` at byte `pas` of the inbox.
     fn parse(w: &[u8], inbox: &[u8], pas: usize) -> Result<SrqState, CmdError> {
-        let g = |f: Field| f.get(w).unwrap_or(0);
+        let g = |f: Member<wq::Bits>| f.get(w).unwrap_or(0);
         let log_sz = u8::try_from(g(wq::log_wq_sz)).unwrap_or(0);
         let shift = u8::try_from(g(wq::log_wq_stride)).unwrap_or(4);
         let page = 4096u64.checked_shl(g(wq::log_wq_pg_sz)).unwrap_or(0);
@@ -116,36 +117,34 @@ impl Fw {
     }
 
     /// CREATE_RMP: validates the context `create_rmp_cmd()` fills and stores the RMP.
-    pub(super) fn create_rmp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
+    pub(super) fn create_rmp(&mut self, c: &mut Cmd<'_, CreateRmp>) -> Done {
         let ctx = create_rmp_in::ctx;
-        let w = |f: Field| ctx.inner(rmpc::wq.inner(f));
-        if c.get(ctx.inner(rmpc::state))? != RMPC_STATE_RDY {
+        let w = |f| ctx.inner(rmpc::wq.inner(f));
+        if c.get(ctx.inner(rmpc::state)) != RMPC_STATE_RDY {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_STATE);
         }
-        if c.get(w(wq::wq_type))? != WQ_TYPE_LINKED_LIST {
+        if c.get(w(wq::wq_type)) != WQ_TYPE_LINKED_LIST {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_WQ_TYPE);
         }
-        let log_sz = c.get(w(wq::log_wq_sz))?;
+        let log_sz = c.get(w(wq::log_wq_sz));
         if log_sz > self.cfg.profile.log_max_srq_sz {
             return fail(Status::LIM_ERR, syn::RMP_TOO_BIG);
         }
         // 16 bytes (the next segment alone) up to max_wqe_sz_rq (512).
-        if !(4..=9).contains(&c.get(w(wq::log_wq_stride))?) {
+        if !(4..=9).contains(&c.get(w(wq::log_wq_stride))) {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_STRIDE);
         }
-        if c.get(w(wq::lwm))? >= 1 << log_sz {
+        if c.get(w(wq::lwm)) >= 1 << log_sz {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_LWM);
         }
-        let pd = c.get(w(wq::pd))?;
+        let pd = c.get(w(wq::pd));
         self.pd_usable(c.uid, pd)?;
-        let mut bytes = [0; RMPC_BYTES];
-        bytes.copy_from_slice(c.in_bytes(ctx)?);
+        let bytes: [u8; RMPC_BYTES] = c.inbox.array(ctx);
         let wbytes = rmpc::wq
             .bytes(&bytes)
             .map_err(|_| CmdError::new(Status::INT_ERR, 0))?;
         // pas[] follows the fixed layout.
-        let q = SrqState::parse(wbytes, c.inbox, create_rmp_in::SIZE_BYTES)?;
+        let q = SrqState::parse(wbytes, c.inbox_raw(), create_rmp_in::SIZE_BYTES)?;
         let rmp = Rmp {
             uid: c.uid,
             pd,
@@ -157,21 +156,20 @@ impl Fw {
     }
 
     /// MODIFY_RMP: only the limit (`bitmask.lwm`, upstream `arm_rmp_cmd()`), in RDY.
-    pub(super) fn modify_rmp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let rmpn = c.get(modify_rmp_in::rmpn)?;
+    pub(super) fn modify_rmp(&mut self, c: &mut Cmd<'_, ModifyRmp>) -> Done {
+        let rmpn = c.get(modify_rmp_in::rmpn);
         self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
-        if c.get(modify_rmp_in::rmp_state)? != RMPC_STATE_RDY
-            || c.get(modify_rmp_in::ctx.inner(rmpc::state))? != RMPC_STATE_RDY
+        if c.get(modify_rmp_in::rmp_state) != RMPC_STATE_RDY
+            || c.get(modify_rmp_in::ctx.inner(rmpc::state)) != RMPC_STATE_RDY
         {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_STATE);
         }
-        let mask = c.in_bytes(modify_rmp_in::bitmask)?;
+        let mask = c.in_bytes(modify_rmp_in::bitmask);
         let lwm_bit = rmp_bitmask::lwm.get(mask).unwrap_or(0);
         if lwm_bit == 0 || mask.iter().map(|b| b.count_ones()).sum::<u32>() != 1 {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_BITMASK);
         }
-        let lwm = c.get(modify_rmp_in::ctx.inner(rmpc::wq.inner(wq::lwm)))?;
+        let lwm = c.get(modify_rmp_in::ctx.inner(rmpc::wq.inner(wq::lwm)));
         let r = self
             .rmps
             .get_mut(rmpn)
@@ -185,9 +183,8 @@ impl Fw {
 
     /// QUERY_RMP: the stored context with the live limit (0 once it fired) and the device's
     /// consumer counter (`wq.hw_counter`).
-    pub(super) fn query_rmp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let rmpn = c.get(query_rmp_in::rmpn)?;
+    pub(super) fn query_rmp(&mut self, c: &mut Cmd<'_, QueryRmp>) -> Done {
+        let rmpn = c.get(query_rmp_in::rmpn);
         self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
         let r = self
             .rmps
@@ -202,9 +199,8 @@ impl Fw {
     }
 
     /// DESTROY_RMP: refused while a QP receives from it.
-    pub(super) fn destroy_rmp(&mut self, c: &mut Cmd<'_>) -> Result<(), CmdError> {
-        c.op_mod_zero()?;
-        let rmpn = c.get(destroy_rmp_in::rmpn)?;
+    pub(super) fn destroy_rmp(&mut self, c: &mut Cmd<'_, DestroyRmp>) -> Done {
+        let rmpn = c.get(destroy_rmp_in::rmpn);
         self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
         if self.qps.iter().any(|(_, q)| q.q.srq == Some(rmpn)) {
             return fail(Status::RES_BUSY, syn::RMP_BUSY);

@@ -13,7 +13,7 @@ use super::*;
 use crate::prm::cmd::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::*;
-use crate::prm::layout::Field;
+use crate::prm::layout::{AnyField, Field, Member};
 
 pub(super) fn fw(profile: Profile, link_layer: LinkLayer) -> Fw {
     Fw::new(Config {
@@ -62,11 +62,11 @@ pub(super) fn err(fw: &mut Fw, inb: &[u8], out_len: usize) -> (Status, u32) {
     (c.status, c.syndrome)
 }
 
-fn get(b: &[u8], f: Field) -> u32 {
-    f.get(b).unwrap()
+fn get(b: &[u8], f: impl AnyField) -> u32 {
+    f.any_field().get(b).unwrap()
 }
 
-pub(super) fn alloc(fw: &mut Fw, opcode: u16, uid: u16, out_field: Field) -> u32 {
+pub(super) fn alloc(fw: &mut Fw, opcode: u16, uid: u16, out_field: impl AnyField) -> u32 {
     let out = ok(
         fw,
         &inbox(opcode, uid, 0, alloc_pd_in::SIZE_BYTES),
@@ -84,9 +84,9 @@ pub(super) fn alloc_uar(fw: &mut Fw, uid: u16) -> u32 {
 }
 
 /// A destroy-style command: header plus one number field.
-pub(super) fn destroy_in(opcode: u16, uid: u16, f: Field, n: u32) -> Vec<u8> {
+pub(super) fn destroy_in(opcode: u16, uid: u16, f: impl AnyField, n: u32) -> Vec<u8> {
     let mut b = inbox(opcode, uid, 0, 16);
-    f.set(&mut b, n).unwrap();
+    f.any_field().set(&mut b, n).unwrap();
     b
 }
 
@@ -107,7 +107,7 @@ pub(super) fn create_cq(fw: &mut Fw, uid: u16, uar: u32) -> u32 {
 
 pub(super) fn qp_in(uid: u16, st: u32, pd: u32, uar: u32, scq: u32, rcq: u32) -> Vec<u8> {
     let mut b = inbox(op::CREATE_QP, uid, 0, create_qp_in::SIZE_BYTES + 64);
-    let q = |f: Field| create_qp_in::qpc.inner(f);
+    let q = |f| create_qp_in::qpc.inner(f);
     q(qpc::st).set(&mut b, st).unwrap();
     q(qpc::pd).set(&mut b, pd).unwrap();
     q(qpc::uar_page).set(&mut b, uar).unwrap();
@@ -134,8 +134,8 @@ pub(super) fn create_qp(fw: &mut Fw, uid: u16, pd: u32, uar: u32, cq: u32) -> u3
 pub(super) fn modify_in(opcode: u16, uid: u16, qpn: u32) -> Vec<u8> {
     let mut b = inbox(opcode, uid, 0, rst2init_qp_in::SIZE_BYTES);
     rst2init_qp_in::qpn.set(&mut b, qpn).unwrap();
-    let q = |f: Field| rst2init_qp_in::qpc.inner(f);
-    let p = |f: Field| q(qpc::primary_address_path).inner(f);
+    let q = |f| rst2init_qp_in::qpc.inner(f);
+    let p = |f| q(qpc::primary_address_path).inner(f);
     match opcode {
         op::RST2INIT_QP | op::INIT2INIT_QP => {
             p(ads::vhca_port_num).set(&mut b, 1).unwrap();
@@ -168,7 +168,7 @@ pub(super) fn query_qp(fw: &mut Fw, uid: u16, qpn: u32) -> Vec<u8> {
 
 pub(super) fn mkey_in(uid: u16, pd: u32, octwords: u32, extra: usize) -> Vec<u8> {
     let mut b = inbox(op::CREATE_MKEY, uid, 0, create_mkey_in::SIZE_BYTES + extra);
-    let m = |f: Field| create_mkey_in::memory_key_mkey_entry.inner(f);
+    let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
     m(mkc::pd).set(&mut b, pd).unwrap();
     m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
     m(mkc::access_mode_1_0)
@@ -282,7 +282,7 @@ fn hca_caps_general_and_roce() {
         &inbox(op::QUERY_HCA_CAP, 0, cur, 16),
         query_hca_cap_out::SIZE_BYTES,
     );
-    let c = |m: Field| get(&out, query_hca_cap_out::capability.inner(m));
+    let c = |m| get(&out, query_hca_cap_out::capability.inner(m));
     assert_eq!(c(cmd_hca_cap::log_max_qp), 18);
     assert_eq!(c(cmd_hca_cap::log_max_qp_sz), 15);
     assert_eq!(c(cmd_hca_cap::log_max_cq), 24);
@@ -315,7 +315,7 @@ fn hca_caps_general_and_roce() {
         &inbox(op::QUERY_HCA_CAP, 0, roce, 16),
         query_hca_cap_out::SIZE_BYTES,
     );
-    let r = |m: Field| get(&out, query_hca_cap_out::capability.inner(m));
+    let r = |m| get(&out, query_hca_cap_out::capability.inner(m));
     assert_eq!(r(roce_cap::roce_address_table_size), 256);
     assert_eq!(r(roce_cap::r_roce_dest_udp_port), 4791);
     let out = ok(
@@ -351,7 +351,7 @@ fn adapter_special_contexts_and_vports() {
         &inbox(op::QUERY_ADAPTER, 0, 0, 16),
         query_adapter_out::SIZE_BYTES,
     );
-    let b = |m: Field| query_adapter_out::query_adapter_struct.inner(m);
+    let b = |m| query_adapter_out::query_adapter_struct.inner(m);
     assert_eq!(
         get(&out, b(query_adapter_param_block::ieee_vendor_id)),
         0x02c9
@@ -375,7 +375,7 @@ fn adapter_special_contexts_and_vports() {
     let mut b = inbox(op::QUERY_HCA_VPORT_CONTEXT, 0, 0, 16);
     query_hca_vport_context_in::port_num.set(&mut b, 1).unwrap();
     let out = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
-    let v = |m: Field| query_hca_vport_context_out::hca_vport_context.inner(m);
+    let v = |m| query_hca_vport_context_out::hca_vport_context.inner(m);
     assert_eq!(get(&out, v(hca_vport_context::port_state)), 4);
     assert_eq!(get(&out, v(hca_vport_context::port_physical_state)), 5);
     // 0x100 + serial (0x42) * 2 + port index 0: unique per function on a fabric.
@@ -397,7 +397,7 @@ fn adapter_special_contexts_and_vports() {
         &inbox(op::QUERY_NIC_VPORT_CONTEXT, 0, 0, 16),
         query_nic_vport_context_out::SIZE_BYTES,
     );
-    let n = |m: Field| query_nic_vport_context_out::nic_vport_context.inner(m);
+    let n = |m| query_nic_vport_context_out::nic_vport_context.inner(m);
     assert_eq!(
         n(nic_vport_context::system_image_guid).get64(&out).unwrap(),
         0x0c42_a103_0000_4200
@@ -453,7 +453,8 @@ fn reg_in(id: u32, op_mod: u32, size: usize) -> Vec<u8> {
     b
 }
 
-fn reg(f: Field) -> Field {
+fn reg(f: impl AnyField) -> Field {
+    let f = f.any_field();
     Field::new(f.name, 128, 0).inner(f)
 }
 
@@ -521,7 +522,7 @@ fn port_registers() {
 fn roce_addresses() {
     let mut e = fw(CONNECTX6_DX, LinkLayer::Ethernet);
     let mut b = inbox(op::SET_ROCE_ADDRESS, 0, 0, set_roce_address_in::SIZE_BYTES);
-    let a = |m: Field| set_roce_address_in::roce_address.inner(m);
+    let a = |m| set_roce_address_in::roce_address.inner(m);
     set_roce_address_in::roce_address_index
         .set(&mut b, 3)
         .unwrap();
@@ -749,7 +750,7 @@ fn cq_create_query_modify_destroy() {
     assert_eq!(cqn, 0x40);
     let q = destroy_in(op::QUERY_CQ, 0, query_cq_in::cqn, cqn);
     let out = ok(&mut f, &q, query_cq_out::SIZE_BYTES);
-    let c = |m: Field| query_cq_out::cq_context.inner(m);
+    let c = |m| query_cq_out::cq_context.inner(m);
     assert_eq!(get(&out, c(cqc::log_cq_size)), 10);
     assert_eq!(get(&out, c(cqc::uar_page)), uar);
     assert_eq!(get(&out, c(cqc::cq_period)), 16);
@@ -827,7 +828,7 @@ fn qp_state_machine_and_context() {
     let cq = create_cq(&mut f, 0, uar);
     let qpn = create_qp(&mut f, 0, pd, uar, cq);
     assert_eq!(qpn, 0x100);
-    let qc = |out: &[u8], m: Field| get(out, query_qp_out::qpc.inner(m));
+    let qc = |out: &[u8], m: Member<qpc::Bits>| get(out, query_qp_out::qpc.inner(m));
     let out = query_qp(&mut f, 0, qpn);
     assert_eq!(qc(&out, qpc::state), QPC_STATE_RST);
     assert_eq!(qc(&out, qpc::user_index), 0x77);
@@ -959,8 +960,8 @@ fn qp_create_checks() {
     let pd = alloc_pd(&mut f, 0);
     let uar = alloc_uar(&mut f, 0);
     let cq = create_cq(&mut f, 0, uar);
-    let q = |f: Field| create_qp_in::qpc.inner(f);
-    let cases: [(Field, u32, Status, u32); 7] = [
+    let q = |f| create_qp_in::qpc.inner(f);
+    let cases: [(Member<create_qp_in::Bits>, u32, Status, u32); 7] = [
         (q(qpc::st), 0xc, Status::BAD_PARAM_ERR, syn::QP_ST),
         (
             q(qpc::state),
@@ -1035,7 +1036,7 @@ fn mkey_lifecycle() {
     assert_eq!(index, 0x10);
     let q = destroy_in(op::QUERY_MKEY, 0, query_mkey_in::mkey_index, index);
     let out = ok(&mut f, &q, query_mkey_out::SIZE_BYTES);
-    let m = |x: Field| query_mkey_out::memory_key_mkey_entry.inner(x);
+    let m = |x| query_mkey_out::memory_key_mkey_entry.inner(x);
     assert_eq!(get(&out, m(mkc::mkey_7_0)), 0x5a);
     assert_eq!(get(&out, m(mkc::pd)), pd);
     assert_eq!(m(mkc::len).get64(&out).unwrap(), 0x10000);
@@ -1183,4 +1184,64 @@ fn uar_pages_per_uid() {
         16,
     );
     assert!(f.counts().is_zero());
+}
+
+/// The dispatch and the decoder's checks come from the command table: every row is a command
+/// the simulator executes (a zeroed mailbox of the row's sizes is never `BAD_OP_ERR`), a row
+/// whose `op_mod` is reserved refuses any other value before its method runs, and one byte
+/// less than either layout is a length error.
+#[test]
+fn every_row_of_the_command_table_is_decoded_by_its_rules() {
+    use crate::prm::command::{OpMod, ALL as ROWS};
+    // A function in the life-cycle state that accepts `opcode` (`hca.rs`): the init commands
+    // after ENABLE_HCA, ENABLE_HCA after reset, everything else initialized.
+    let accepting = |opcode: u16| {
+        let mut f = fw(CONNECTX7, LinkLayer::Ib);
+        if matches!(
+            opcode,
+            op::ENABLE_HCA | op::SET_ISSI | op::SET_HCA_CAP | op::INIT_HCA
+        ) {
+            f.cold_boot();
+            if opcode != op::ENABLE_HCA {
+                ok(
+                    &mut f,
+                    &inbox(op::ENABLE_HCA, 0, 0, enable_hca_in::SIZE_BYTES),
+                    16,
+                );
+            }
+        }
+        f
+    };
+    for row in ROWS {
+        let (inb, outb) = (row.in_bytes(), row.out_bytes().max(16));
+        let mut f = accepting(row.opcode);
+        let (c, _) = run(&mut f, &inbox(row.opcode, 0, 0, inb), outb);
+        assert_ne!(c.status, Status::BAD_OP_ERR, "{}", row.name);
+        if row.op_mod == OpMod::Zero {
+            let mut f = accepting(row.opcode);
+            let e = err(&mut f, &inbox(row.opcode, 0, 1, inb), outb);
+            assert_eq!(e, (Status::BAD_PARAM_ERR, syn::BAD_OP_MOD), "{}", row.name);
+        }
+        if inb > 16 {
+            let e = err(&mut f, &inbox(row.opcode, 0, 0, inb - 4), outb);
+            assert_eq!(
+                e,
+                (Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT),
+                "{}",
+                row.name
+            );
+        }
+        if row.out_bytes() > 16 {
+            let e = err(&mut f, &inbox(row.opcode, 0, 0, inb), row.out_bytes() - 4);
+            assert_eq!(
+                e,
+                (Status::BAD_OUTP_LEN_ERR, syn::OUTBOX_SHORT),
+                "{}",
+                row.name
+            );
+        }
+    }
+    let mut f = fw(CONNECTX7, LinkLayer::Ib);
+    let e = err(&mut f, &inbox(op::MANAGE_PAGES, 0, 0, 16), 16);
+    assert_eq!(e, (Status::BAD_OP_ERR, syn::BAD_OPCODE));
 }

@@ -185,8 +185,8 @@ pub(crate) struct MkeyInfo {
 impl MkeyInfo {
     /// Decodes a stored `mkc` plus the translation entries at byte `mtt` of the inbox.
     pub(crate) fn parse(ctx: &[u8], inbox: &[u8], mtt: usize) -> Result<MkeyInfo, Fragmented> {
-        let g = |f: crate::prm::layout::Field| f.get(ctx).unwrap_or(0);
-        let g64 = |f: crate::prm::layout::Field| f.get64(ctx).unwrap_or(0);
+        let g = |f: crate::prm::layout::Member<mkc::Bits>| f.get(ctx).unwrap_or(0);
+        let g64 = |f: crate::prm::layout::Member<mkc::Bits>| f.get64(ctx).unwrap_or(0);
         let mut access = 0u8;
         for (f, bit) in [
             (mkc::lr, Access::LOCAL_READ),

@@ -5,995 +5,854 @@
 //! against it by `tools/prm-check`; a flexible array member (`pas[]`, `gid[]`, `pkey[]`,
 //! `register_data[]`) is not declared, it starts at the layout's `SIZE_BITS`.
 
-prm_layout! {
+prm_layouts! {
     /// `struct mlx5_ifc_mbox_in_bits` (drivers/net/ethernet/mellanox/mlx5/core/cmd.c).
-    mbox_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-}
+    mbox_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_mbox_out_bits` (drivers/net/ethernet/mellanox/mlx5/core/cmd.c).
-    mbox_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    mbox_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_hca_cap_in_bits` (mlx5_ifc.h).
-    query_hca_cap_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    other_function @ 0x40, 0x1;
-    ec_vf_function @ 0x41, 0x1;
-    function_id_type @ 0x43, 0x1;
-    function_id @ 0x50, 0x10;
-}
+    query_hca_cap_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        other_function @ 0x40, 0x1;
+        ec_vf_function @ 0x41, 0x1;
+        function_id_type @ 0x43, 0x1;
+        function_id @ 0x50, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_hca_cap_out_bits` (mlx5_ifc.h).
-    query_hca_cap_out, 0x8080;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    capability @ 0x80, 0x8000;
-}
+    query_hca_cap_out, 0x8080 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        capability @ 0x80, 0x8000;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_adapter_in_bits` (mlx5_ifc.h).
-    query_adapter_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-}
+    query_adapter_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_adapter_out_bits` (mlx5_ifc.h).
-    query_adapter_out, 0x880;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    query_adapter_struct @ 0x80, 0x800;
-}
+    query_adapter_out, 0x880 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        query_adapter_struct @ 0x80, 0x800 => crate::prm::ctx::query_adapter_param_block;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_special_contexts_in_bits` (mlx5_ifc.h).
-    query_special_contexts_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-}
+    query_special_contexts_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_special_contexts_out_bits` (mlx5_ifc.h).
-    query_special_contexts_out, 0x100;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    dump_fill_mkey @ 0x40, 0x20;
-    resd_lkey @ 0x60, 0x20;
-    null_mkey @ 0x80, 0x20;
-    terminate_scatter_list_mkey @ 0xa0, 0x20;
-    repeated_mkey @ 0xc0, 0x20;
-}
+    query_special_contexts_out, 0x100 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        dump_fill_mkey @ 0x40, 0x20;
+        resd_lkey @ 0x60, 0x20;
+        null_mkey @ 0x80, 0x20;
+        terminate_scatter_list_mkey @ 0xa0, 0x20;
+        repeated_mkey @ 0xc0, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_nic_vport_context_in_bits` (mlx5_ifc.h).
-    query_nic_vport_context_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    other_vport @ 0x40, 0x1;
-    vport_number @ 0x50, 0x10;
-    allowed_list_type @ 0x65, 0x3;
-}
+    query_nic_vport_context_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        other_vport @ 0x40, 0x1;
+        vport_number @ 0x50, 0x10;
+        allowed_list_type @ 0x65, 0x3;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_nic_vport_context_out_bits` (mlx5_ifc.h).
-    query_nic_vport_context_out, 0x880;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    nic_vport_context @ 0x80, 0x800;
-}
+    query_nic_vport_context_out, 0x880 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        nic_vport_context @ 0x80, 0x800 => crate::prm::ctx::nic_vport_context;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_hca_vport_context_in_bits` (mlx5_ifc.h).
-    query_hca_vport_context_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    other_vport @ 0x40, 0x1;
-    port_num @ 0x4c, 0x4;
-    vport_number @ 0x50, 0x10;
-}
+    query_hca_vport_context_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        other_vport @ 0x40, 0x1;
+        port_num @ 0x4c, 0x4;
+        vport_number @ 0x50, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_hca_vport_context_out_bits` (mlx5_ifc.h).
-    query_hca_vport_context_out, 0x1080;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    hca_vport_context @ 0x80, 0x1000;
-}
+    query_hca_vport_context_out, 0x1080 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        hca_vport_context @ 0x80, 0x1000 => crate::prm::ctx::hca_vport_context;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_hca_vport_gid_in_bits` (mlx5_ifc.h).
-    query_hca_vport_gid_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    other_vport @ 0x40, 0x1;
-    port_num @ 0x4c, 0x4;
-    vport_number @ 0x50, 0x10;
-    gid_index @ 0x70, 0x10;
-}
+    query_hca_vport_gid_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        other_vport @ 0x40, 0x1;
+        port_num @ 0x4c, 0x4;
+        vport_number @ 0x50, 0x10;
+        gid_index @ 0x70, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_hca_vport_gid_out_bits` (mlx5_ifc.h).
-    query_hca_vport_gid_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    gids_num @ 0x60, 0x10;
-}
+    query_hca_vport_gid_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        gids_num @ 0x60, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_hca_vport_pkey_in_bits` (mlx5_ifc.h).
-    query_hca_vport_pkey_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    other_vport @ 0x40, 0x1;
-    port_num @ 0x4c, 0x4;
-    vport_number @ 0x50, 0x10;
-    pkey_index @ 0x70, 0x10;
-}
+    query_hca_vport_pkey_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        other_vport @ 0x40, 0x1;
+        port_num @ 0x4c, 0x4;
+        vport_number @ 0x50, 0x10;
+        pkey_index @ 0x70, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_hca_vport_pkey_out_bits` (mlx5_ifc.h).
-    query_hca_vport_pkey_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    query_hca_vport_pkey_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_access_register_in_bits` (mlx5_ifc.h).
-    access_register_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    register_id @ 0x50, 0x10;
-    argument @ 0x60, 0x20;
-}
+    access_register_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        register_id @ 0x50, 0x10;
+        argument @ 0x60, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_access_register_out_bits` (mlx5_ifc.h).
-    access_register_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    access_register_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_alloc_pd_in_bits` (mlx5_ifc.h).
-    alloc_pd_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-}
+    alloc_pd_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_alloc_pd_out_bits` (mlx5_ifc.h).
-    alloc_pd_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    pd @ 0x48, 0x18;
-}
+    alloc_pd_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        pd @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_dealloc_pd_in_bits` (mlx5_ifc.h).
-    dealloc_pd_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    pd @ 0x48, 0x18;
-}
+    dealloc_pd_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        pd @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_dealloc_pd_out_bits` (mlx5_ifc.h).
-    dealloc_pd_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    dealloc_pd_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_alloc_uar_in_bits` (mlx5_ifc.h).
-    alloc_uar_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-}
+    alloc_uar_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_alloc_uar_out_bits` (mlx5_ifc.h).
-    alloc_uar_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    uar @ 0x48, 0x18;
-}
+    alloc_uar_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        uar @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_dealloc_uar_in_bits` (mlx5_ifc.h).
-    dealloc_uar_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    uar @ 0x48, 0x18;
-}
+    dealloc_uar_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        uar @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_dealloc_uar_out_bits` (mlx5_ifc.h).
-    dealloc_uar_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    dealloc_uar_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_alloc_transport_domain_in_bits` (mlx5_ifc.h).
-    alloc_transport_domain_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-}
+    alloc_transport_domain_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_alloc_transport_domain_out_bits` (mlx5_ifc.h).
-    alloc_transport_domain_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    transport_domain @ 0x48, 0x18;
-}
+    alloc_transport_domain_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        transport_domain @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_dealloc_transport_domain_in_bits` (mlx5_ifc.h).
-    dealloc_transport_domain_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    transport_domain @ 0x48, 0x18;
-}
+    dealloc_transport_domain_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        transport_domain @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_dealloc_transport_domain_out_bits` (mlx5_ifc.h).
-    dealloc_transport_domain_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    dealloc_transport_domain_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_cq_in_bits` (mlx5_ifc.h).
-    create_cq_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    cq_context @ 0x80, 0x200;
-    cq_umem_valid @ 0x2e0, 0x1;
-}
+    create_cq_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        cq_context @ 0x80, 0x200 => crate::prm::ctx::cqc;
+        cq_umem_valid @ 0x2e0, 0x1;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_cq_out_bits` (mlx5_ifc.h).
-    create_cq_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    cqn @ 0x48, 0x18;
-}
+    create_cq_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        cqn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_cq_in_bits` (mlx5_ifc.h).
-    destroy_cq_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    cqn @ 0x48, 0x18;
-}
+    destroy_cq_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        cqn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_cq_out_bits` (mlx5_ifc.h).
-    destroy_cq_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    destroy_cq_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_cq_in_bits` (mlx5_ifc.h).
-    query_cq_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    cqn @ 0x48, 0x18;
-}
+    query_cq_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        cqn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_cq_out_bits` (mlx5_ifc.h).
-    query_cq_out, 0x880;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    cq_context @ 0x80, 0x200;
-}
+    query_cq_out, 0x880 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        cq_context @ 0x80, 0x200 => crate::prm::ctx::cqc;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_modify_cq_in_bits` (mlx5_ifc.h).
-    modify_cq_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    cqn @ 0x48, 0x18;
-    modify_field_select_resize_field_select @ 0x60, 0x20;
-    cq_context @ 0x80, 0x200;
-    cq_umem_valid @ 0x2e0, 0x1;
-}
+    modify_cq_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        cqn @ 0x48, 0x18;
+        modify_field_select_resize_field_select @ 0x60, 0x20;
+        cq_context @ 0x80, 0x200 => crate::prm::ctx::cqc;
+        cq_umem_valid @ 0x2e0, 0x1;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_modify_cq_out_bits` (mlx5_ifc.h).
-    modify_cq_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    modify_cq_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_qp_in_bits` (mlx5_ifc.h).
-    create_qp_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpc_ext @ 0x40, 0x1;
-    input_qpn @ 0x48, 0x18;
-    opt_param_mask @ 0x80, 0x20;
-    ece @ 0xa0, 0x20;
-    qpc @ 0xc0, 0x740;
-    wq_umem_offset @ 0x800, 0x40;
-    wq_umem_id @ 0x840, 0x20;
-    wq_umem_valid @ 0x860, 0x1;
-}
+    create_qp_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpc_ext @ 0x40, 0x1;
+        input_qpn @ 0x48, 0x18;
+        opt_param_mask @ 0x80, 0x20;
+        ece @ 0xa0, 0x20;
+        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
+        wq_umem_offset @ 0x800, 0x40;
+        wq_umem_id @ 0x840, 0x20;
+        wq_umem_valid @ 0x860, 0x1;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_qp_out_bits` (mlx5_ifc.h).
-    create_qp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    qpn @ 0x48, 0x18;
-    ece @ 0x60, 0x20;
-}
+    create_qp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        qpn @ 0x48, 0x18;
+        ece @ 0x60, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_qp_in_bits` (mlx5_ifc.h).
-    destroy_qp_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpn @ 0x48, 0x18;
-}
+    destroy_qp_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_qp_out_bits` (mlx5_ifc.h).
-    destroy_qp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    destroy_qp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_qp_in_bits` (mlx5_ifc.h).
-    query_qp_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpc_ext @ 0x40, 0x1;
-    qpn @ 0x48, 0x18;
-}
+    query_qp_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpc_ext @ 0x40, 0x1;
+        qpn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_qp_out_bits` (mlx5_ifc.h).
-    query_qp_out, 0xe80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    opt_param_mask @ 0x80, 0x20;
-    ece @ 0xa0, 0x20;
-    qpc @ 0xc0, 0x740;
-    qp_pas_or_qpc_ext_and_pas @ 0x880, 0x600;
-}
+    query_qp_out, 0xe80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        opt_param_mask @ 0x80, 0x20;
+        ece @ 0xa0, 0x20;
+        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
+        qp_pas_or_qpc_ext_and_pas @ 0x880, 0x600;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_rst2init_qp_in_bits` (mlx5_ifc.h).
-    rst2init_qp_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpn @ 0x48, 0x18;
-    opt_param_mask @ 0x80, 0x20;
-    ece @ 0xa0, 0x20;
-    qpc @ 0xc0, 0x740;
-}
+    rst2init_qp_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+        opt_param_mask @ 0x80, 0x20;
+        ece @ 0xa0, 0x20;
+        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_rst2init_qp_out_bits` (mlx5_ifc.h).
-    rst2init_qp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    ece @ 0x60, 0x20;
-}
+    rst2init_qp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        ece @ 0x60, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_init2init_qp_in_bits` (mlx5_ifc.h).
-    init2init_qp_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpn @ 0x48, 0x18;
-    opt_param_mask @ 0x80, 0x20;
-    ece @ 0xa0, 0x20;
-    qpc @ 0xc0, 0x740;
-}
+    init2init_qp_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+        opt_param_mask @ 0x80, 0x20;
+        ece @ 0xa0, 0x20;
+        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_init2init_qp_out_bits` (mlx5_ifc.h).
-    init2init_qp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    ece @ 0x60, 0x20;
-}
+    init2init_qp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        ece @ 0x60, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_init2rtr_qp_in_bits` (mlx5_ifc.h).
-    init2rtr_qp_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpn @ 0x48, 0x18;
-    opt_param_mask @ 0x80, 0x20;
-    ece @ 0xa0, 0x20;
-    qpc @ 0xc0, 0x740;
-}
+    init2rtr_qp_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+        opt_param_mask @ 0x80, 0x20;
+        ece @ 0xa0, 0x20;
+        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_init2rtr_qp_out_bits` (mlx5_ifc.h).
-    init2rtr_qp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    ece @ 0x60, 0x20;
-}
+    init2rtr_qp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        ece @ 0x60, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_rtr2rts_qp_in_bits` (mlx5_ifc.h).
-    rtr2rts_qp_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpn @ 0x48, 0x18;
-    opt_param_mask @ 0x80, 0x20;
-    ece @ 0xa0, 0x20;
-    qpc @ 0xc0, 0x740;
-}
+    rtr2rts_qp_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+        opt_param_mask @ 0x80, 0x20;
+        ece @ 0xa0, 0x20;
+        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_rtr2rts_qp_out_bits` (mlx5_ifc.h).
-    rtr2rts_qp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    ece @ 0x60, 0x20;
-}
+    rtr2rts_qp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        ece @ 0x60, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_rts2rts_qp_in_bits` (mlx5_ifc.h).
-    rts2rts_qp_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpn @ 0x48, 0x18;
-    opt_param_mask @ 0x80, 0x20;
-    ece @ 0xa0, 0x20;
-    qpc @ 0xc0, 0x740;
-}
+    rts2rts_qp_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+        opt_param_mask @ 0x80, 0x20;
+        ece @ 0xa0, 0x20;
+        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_rts2rts_qp_out_bits` (mlx5_ifc.h).
-    rts2rts_qp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    ece @ 0x60, 0x20;
-}
+    rts2rts_qp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        ece @ 0x60, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_qp_2err_in_bits` (mlx5_ifc.h).
-    qp_2err_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpn @ 0x48, 0x18;
-}
+    qp_2err_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_qp_2err_out_bits` (mlx5_ifc.h).
-    qp_2err_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    qp_2err_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_qp_2rst_in_bits` (mlx5_ifc.h).
-    qp_2rst_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    qpn @ 0x48, 0x18;
-}
+    qp_2rst_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_qp_2rst_out_bits` (mlx5_ifc.h).
-    qp_2rst_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    qp_2rst_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_mkey_in_bits` (mlx5_ifc.h).
-    create_mkey_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    pg_access @ 0x60, 0x1;
-    mkey_umem_valid @ 0x61, 0x1;
-    data_direct @ 0x62, 0x1;
-    memory_key_mkey_entry @ 0x80, 0x200;
-    translations_octword_actual_size @ 0x300, 0x20;
-}
+    create_mkey_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        pg_access @ 0x60, 0x1;
+        mkey_umem_valid @ 0x61, 0x1;
+        data_direct @ 0x62, 0x1;
+        memory_key_mkey_entry @ 0x80, 0x200 => crate::prm::ctx::mkc;
+        translations_octword_actual_size @ 0x300, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_mkey_out_bits` (mlx5_ifc.h).
-    create_mkey_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    mkey_index @ 0x48, 0x18;
-}
+    create_mkey_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        mkey_index @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_mkey_in_bits` (mlx5_ifc.h).
-    destroy_mkey_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    mkey_index @ 0x48, 0x18;
-}
+    destroy_mkey_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        mkey_index @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_mkey_out_bits` (mlx5_ifc.h).
-    destroy_mkey_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    destroy_mkey_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_mkey_in_bits` (mlx5_ifc.h).
-    query_mkey_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    mkey_index @ 0x48, 0x18;
-    pg_access @ 0x60, 0x1;
-}
+    query_mkey_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        mkey_index @ 0x48, 0x18;
+        pg_access @ 0x60, 0x1;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_mkey_out_bits` (mlx5_ifc.h).
-    query_mkey_out, 0x980;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    memory_key_mkey_entry @ 0x80, 0x200;
-    bsf0_klm0_pas_mtt0_1 @ 0x880, 0x80;
-    bsf1_klm1_pas_mtt2_3 @ 0x900, 0x80;
-}
+    query_mkey_out, 0x980 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        memory_key_mkey_entry @ 0x80, 0x200 => crate::prm::ctx::mkc;
+        bsf0_klm0_pas_mtt0_1 @ 0x880, 0x80;
+        bsf1_klm1_pas_mtt2_3 @ 0x900, 0x80;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_set_roce_address_in_bits` (mlx5_ifc.h).
-    set_roce_address_in, 0x180;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    roce_address_index @ 0x40, 0x10;
-    vhca_port_num @ 0x5c, 0x4;
-    roce_address @ 0x80, 0x100;
-}
+    set_roce_address_in, 0x180 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        roce_address_index @ 0x40, 0x10;
+        vhca_port_num @ 0x5c, 0x4;
+        roce_address @ 0x80, 0x100 => crate::prm::ctx::roce_addr_layout;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_set_roce_address_out_bits` (mlx5_ifc.h).
-    set_roce_address_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    set_roce_address_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_uctx_in_bits` (mlx5_ifc.h).
-    create_uctx_in, 0x200;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    uctx @ 0x80, 0x180;
-}
+    create_uctx_in, 0x200 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        uctx @ 0x80, 0x180 => crate::prm::ctx::uctx;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_uctx_out_bits` (mlx5_ifc.h).
-    create_uctx_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    uid @ 0x50, 0x10;
-}
+    create_uctx_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        uid @ 0x50, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_uctx_in_bits` (mlx5_ifc.h).
-    destroy_uctx_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    uid @ 0x50, 0x10;
-}
+    destroy_uctx_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        uid @ 0x50, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_uctx_out_bits` (mlx5_ifc.h).
-    destroy_uctx_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    destroy_uctx_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-// Nested layouts must be exactly as wide as the member that embeds them.
-const _: () = assert!(
-    query_adapter_out::query_adapter_struct.bit_width
-        == crate::prm::ctx::query_adapter_param_block::SIZE_BITS
-);
-const _: () = assert!(
-    query_nic_vport_context_out::nic_vport_context.bit_width
-        == crate::prm::ctx::nic_vport_context::SIZE_BITS
-);
-const _: () = assert!(
-    query_hca_vport_context_out::hca_vport_context.bit_width
-        == crate::prm::ctx::hca_vport_context::SIZE_BITS
-);
-const _: () = assert!(create_cq_in::cq_context.bit_width == crate::prm::ctx::cqc::SIZE_BITS);
-const _: () = assert!(query_cq_out::cq_context.bit_width == crate::prm::ctx::cqc::SIZE_BITS);
-const _: () = assert!(modify_cq_in::cq_context.bit_width == crate::prm::ctx::cqc::SIZE_BITS);
-const _: () = assert!(create_qp_in::qpc.bit_width == crate::prm::ctx::qpc::SIZE_BITS);
-const _: () = assert!(query_qp_out::qpc.bit_width == crate::prm::ctx::qpc::SIZE_BITS);
-const _: () = assert!(rst2init_qp_in::qpc.bit_width == crate::prm::ctx::qpc::SIZE_BITS);
-const _: () = assert!(init2init_qp_in::qpc.bit_width == crate::prm::ctx::qpc::SIZE_BITS);
-const _: () = assert!(init2rtr_qp_in::qpc.bit_width == crate::prm::ctx::qpc::SIZE_BITS);
-const _: () = assert!(rtr2rts_qp_in::qpc.bit_width == crate::prm::ctx::qpc::SIZE_BITS);
-const _: () = assert!(rts2rts_qp_in::qpc.bit_width == crate::prm::ctx::qpc::SIZE_BITS);
-const _: () =
-    assert!(create_mkey_in::memory_key_mkey_entry.bit_width == crate::prm::ctx::mkc::SIZE_BITS);
-const _: () =
-    assert!(query_mkey_out::memory_key_mkey_entry.bit_width == crate::prm::ctx::mkc::SIZE_BITS);
-const _: () = assert!(
-    set_roce_address_in::roce_address.bit_width == crate::prm::ctx::roce_addr_layout::SIZE_BITS
-);
-const _: () = assert!(create_uctx_in::uctx.bit_width == crate::prm::ctx::uctx::SIZE_BITS);
-
-prm_layout! {
     /// `struct mlx5_ifc_enable_hca_in_bits` (mlx5_ifc.h).
-    enable_hca_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    embedded_cpu_function @ 0x40, 0x1;
-    function_id_type @ 0x43, 0x1;
-    function_id @ 0x50, 0x10;
-}
+    enable_hca_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        embedded_cpu_function @ 0x40, 0x1;
+        function_id_type @ 0x43, 0x1;
+        function_id @ 0x50, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_enable_hca_out_bits` (mlx5_ifc.h).
-    enable_hca_out, 0x60;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    enable_hca_out, 0x60 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_disable_hca_in_bits` (mlx5_ifc.h).
-    disable_hca_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    embedded_cpu_function @ 0x40, 0x1;
-    function_id_type @ 0x43, 0x1;
-    function_id @ 0x50, 0x10;
-}
+    disable_hca_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        embedded_cpu_function @ 0x40, 0x1;
+        function_id_type @ 0x43, 0x1;
+        function_id @ 0x50, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_disable_hca_out_bits` (mlx5_ifc.h).
-    disable_hca_out, 0x60;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    disable_hca_out, 0x60 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_issi_in_bits` (mlx5_ifc.h).
-    query_issi_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-}
+    query_issi_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_issi_out_bits` (mlx5_ifc.h).
-    query_issi_out, 0x380;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    current_issi @ 0x50, 0x10;
-    supported_issi_dw0 @ 0x360, 0x20;
-}
+    query_issi_out, 0x380 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        current_issi @ 0x50, 0x10;
+        supported_issi_dw0 @ 0x360, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_set_issi_in_bits` (mlx5_ifc.h).
-    set_issi_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    current_issi @ 0x50, 0x10;
-}
+    set_issi_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        current_issi @ 0x50, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_set_issi_out_bits` (mlx5_ifc.h).
-    set_issi_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    set_issi_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_pages_in_bits` (mlx5_ifc.h).
-    query_pages_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    embedded_cpu_function @ 0x40, 0x1;
-    function_id @ 0x50, 0x10;
-}
+    query_pages_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        embedded_cpu_function @ 0x40, 0x1;
+        function_id @ 0x50, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_pages_out_bits` (mlx5_ifc.h).
-    query_pages_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    embedded_cpu_function @ 0x40, 0x1;
-    function_id @ 0x50, 0x10;
-    num_pages @ 0x60, 0x20;
-}
+    query_pages_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        embedded_cpu_function @ 0x40, 0x1;
+        function_id @ 0x50, 0x10;
+        num_pages @ 0x60, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_set_hca_cap_out_bits` (mlx5_ifc.h).
-    set_hca_cap_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    set_hca_cap_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_init_hca_in_bits` (mlx5_ifc.h).
-    init_hca_in, 0x100;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    sw_vhca_id @ 0x62, 0xe;
-    sw_owner_id @ 0x80, 0x80;
-}
+    init_hca_in, 0x100 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        sw_vhca_id @ 0x62, 0xe;
+        sw_owner_id @ 0x80, 0x80;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_init_hca_out_bits` (mlx5_ifc.h).
-    init_hca_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    init_hca_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_teardown_hca_in_bits` (mlx5_ifc.h).
-    teardown_hca_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    profile @ 0x50, 0x10;
-}
+    teardown_hca_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        profile @ 0x50, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_teardown_hca_out_bits` (mlx5_ifc.h).
-    teardown_hca_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    state @ 0x7f, 0x1;
-}
+    teardown_hca_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        state @ 0x7f, 0x1;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_eq_in_bits` (mlx5_ifc.h).
-    create_eq_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    eq_context_entry @ 0x80, 0x200;
-    event_bitmask @ 0x2c0, 0x100;
-}
+    create_eq_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        eq_context_entry @ 0x80, 0x200 => crate::prm::ctx::eqc;
+        event_bitmask @ 0x2c0, 0x100;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_eq_out_bits` (mlx5_ifc.h).
-    create_eq_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    eq_number @ 0x58, 0x8;
-}
+    create_eq_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        eq_number @ 0x58, 0x8;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_eq_in_bits` (mlx5_ifc.h).
-    destroy_eq_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    eq_number @ 0x58, 0x8;
-}
+    destroy_eq_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        eq_number @ 0x58, 0x8;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_eq_out_bits` (mlx5_ifc.h).
-    destroy_eq_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    destroy_eq_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_set_driver_version_in_bits` (mlx5_ifc.h).
-    set_driver_version_in, 0x280;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    driver_version @ 0x80, 0x200;
-}
+    set_driver_version_in, 0x280 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        driver_version @ 0x80, 0x200;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_set_driver_version_out_bits` (mlx5_ifc.h).
-    set_driver_version_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    set_driver_version_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_set_hca_cap_in_bits` (mlx5_ifc.h).
-    set_hca_cap_in, 0x8080;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    other_function @ 0x40, 0x1;
-    ec_vf_function @ 0x41, 0x1;
-    function_id_type @ 0x43, 0x1;
-    function_id @ 0x50, 0x10;
-    capability @ 0x80, 0x8000;
-}
+    set_hca_cap_in, 0x8080 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        other_function @ 0x40, 0x1;
+        ec_vf_function @ 0x41, 0x1;
+        function_id_type @ 0x43, 0x1;
+        function_id @ 0x50, 0x10;
+        capability @ 0x80, 0x8000;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_rmp_in_bits` (mlx5_ifc.h).
-    create_rmp_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    ctx @ 0x100, 0x780;
-}
+    create_rmp_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        ctx @ 0x100, 0x780 => crate::prm::ctx::rmpc;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_create_rmp_out_bits` (mlx5_ifc.h).
-    create_rmp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    rmpn @ 0x48, 0x18;
-}
+    create_rmp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        rmpn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_modify_rmp_in_bits` (mlx5_ifc.h).
-    modify_rmp_in, 0x880;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    rmp_state @ 0x40, 0x4;
-    rmpn @ 0x48, 0x18;
-    bitmask @ 0x80, 0x40;
-    ctx @ 0x100, 0x780;
-}
+    modify_rmp_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        rmp_state @ 0x40, 0x4;
+        rmpn @ 0x48, 0x18;
+        bitmask @ 0x80, 0x40 => crate::prm::ctx::rmp_bitmask;
+        ctx @ 0x100, 0x780 => crate::prm::ctx::rmpc;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_modify_rmp_out_bits` (mlx5_ifc.h).
-    modify_rmp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    modify_rmp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_rmp_in_bits` (mlx5_ifc.h).
-    query_rmp_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    rmpn @ 0x48, 0x18;
-}
+    query_rmp_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        rmpn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_rmp_out_bits` (mlx5_ifc.h).
-    query_rmp_out, 0x880;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    rmp_context @ 0x100, 0x780;
-}
+    query_rmp_out, 0x880 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        rmp_context @ 0x100, 0x780 => crate::prm::ctx::rmpc;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_rmp_in_bits` (mlx5_ifc.h).
-    destroy_rmp_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-    rmpn @ 0x48, 0x18;
-}
+    destroy_rmp_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        rmpn @ 0x48, 0x18;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_destroy_rmp_out_bits` (mlx5_ifc.h).
-    destroy_rmp_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    destroy_rmp_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-const _: () = assert!(create_rmp_in::ctx.bit_width == crate::prm::ctx::rmpc::SIZE_BITS);
-const _: () = assert!(modify_rmp_in::ctx.bit_width == crate::prm::ctx::rmpc::SIZE_BITS);
-const _: () = assert!(modify_rmp_in::bitmask.bit_width == crate::prm::ctx::rmp_bitmask::SIZE_BITS);
-const _: () = assert!(query_rmp_out::rmp_context.bit_width == crate::prm::ctx::rmpc::SIZE_BITS);
-
-prm_layout! {
     /// `struct mlx5_ifc_alloc_q_counter_in_bits` (mlx5_ifc.h).
-    alloc_q_counter_in, 0x80;
-    opcode @ 0x0, 0x10;
-    uid @ 0x10, 0x10;
-    op_mod @ 0x30, 0x10;
-}
+    alloc_q_counter_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_alloc_q_counter_out_bits` (mlx5_ifc.h).
-    alloc_q_counter_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    counter_set_id @ 0x58, 0x8;
-}
+    alloc_q_counter_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        counter_set_id @ 0x58, 0x8;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_dealloc_q_counter_in_bits` (mlx5_ifc.h).
-    dealloc_q_counter_in, 0x80;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    counter_set_id @ 0x58, 0x8;
-}
+    dealloc_q_counter_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        counter_set_id @ 0x58, 0x8;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_dealloc_q_counter_out_bits` (mlx5_ifc.h).
-    dealloc_q_counter_out, 0x80;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-}
+    dealloc_q_counter_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_q_counter_in_bits` (mlx5_ifc.h).
-    query_q_counter_in, 0x100;
-    opcode @ 0x0, 0x10;
-    op_mod @ 0x30, 0x10;
-    other_vport @ 0x40, 0x1;
-    vport_number @ 0x50, 0x10;
-    clear @ 0xc0, 0x1;
-    aggregate @ 0xc1, 0x1;
-    counter_set_id @ 0xf8, 0x8;
-}
+    query_q_counter_in, 0x100 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        other_vport @ 0x40, 0x1;
+        vport_number @ 0x50, 0x10;
+        clear @ 0xc0, 0x1;
+        aggregate @ 0xc1, 0x1;
+        counter_set_id @ 0xf8, 0x8;
+    }
 
-prm_layout! {
     /// `struct mlx5_ifc_query_q_counter_out_bits` (mlx5_ifc.h).
-    query_q_counter_out, 0x800;
-    status @ 0x0, 0x8;
-    syndrome @ 0x20, 0x20;
-    rx_write_requests @ 0x80, 0x20;
-    rx_read_requests @ 0xc0, 0x20;
-    rx_atomic_requests @ 0x100, 0x20;
-    rx_dct_connect @ 0x140, 0x20;
-    out_of_buffer @ 0x180, 0x20;
-    out_of_sequence @ 0x1c0, 0x20;
-    duplicate_request @ 0x200, 0x20;
-    rnr_nak_retry_err @ 0x240, 0x20;
-    packet_seq_err @ 0x280, 0x20;
-    implied_nak_seq_err @ 0x2c0, 0x20;
-    local_ack_timeout_err @ 0x300, 0x20;
-    req_rnr_retries_exceeded @ 0x380, 0x20;
-    resp_local_length_error @ 0x3c0, 0x20;
-    req_local_length_error @ 0x3e0, 0x20;
-    resp_local_qp_error @ 0x400, 0x20;
-    local_operation_error @ 0x420, 0x20;
-    resp_local_protection @ 0x440, 0x20;
-    req_local_protection @ 0x460, 0x20;
-    resp_cqe_error @ 0x480, 0x20;
-    req_cqe_error @ 0x4a0, 0x20;
-    req_mw_binding @ 0x4c0, 0x20;
-    req_bad_response @ 0x4e0, 0x20;
-    req_remote_invalid_request @ 0x500, 0x20;
-    resp_remote_invalid_request @ 0x520, 0x20;
-    req_remote_access_errors @ 0x540, 0x20;
-    resp_remote_access_errors @ 0x560, 0x20;
-    req_remote_operation_errors @ 0x580, 0x20;
-    req_transport_retries_exceeded @ 0x5a0, 0x20;
-    cq_overflow @ 0x5c0, 0x20;
-    resp_cqe_flush_error @ 0x5e0, 0x20;
-    req_cqe_flush_error @ 0x600, 0x20;
-    roce_adp_retrans @ 0x640, 0x20;
-    roce_adp_retrans_to @ 0x660, 0x20;
-    roce_slow_restart @ 0x680, 0x20;
-    roce_slow_restart_cnps @ 0x6a0, 0x20;
-    roce_slow_restart_trans @ 0x6c0, 0x20;
+    query_q_counter_out, 0x800 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        rx_write_requests @ 0x80, 0x20;
+        rx_read_requests @ 0xc0, 0x20;
+        rx_atomic_requests @ 0x100, 0x20;
+        rx_dct_connect @ 0x140, 0x20;
+        out_of_buffer @ 0x180, 0x20;
+        out_of_sequence @ 0x1c0, 0x20;
+        duplicate_request @ 0x200, 0x20;
+        rnr_nak_retry_err @ 0x240, 0x20;
+        packet_seq_err @ 0x280, 0x20;
+        implied_nak_seq_err @ 0x2c0, 0x20;
+        local_ack_timeout_err @ 0x300, 0x20;
+        req_rnr_retries_exceeded @ 0x380, 0x20;
+        resp_local_length_error @ 0x3c0, 0x20;
+        req_local_length_error @ 0x3e0, 0x20;
+        resp_local_qp_error @ 0x400, 0x20;
+        local_operation_error @ 0x420, 0x20;
+        resp_local_protection @ 0x440, 0x20;
+        req_local_protection @ 0x460, 0x20;
+        resp_cqe_error @ 0x480, 0x20;
+        req_cqe_error @ 0x4a0, 0x20;
+        req_mw_binding @ 0x4c0, 0x20;
+        req_bad_response @ 0x4e0, 0x20;
+        req_remote_invalid_request @ 0x500, 0x20;
+        resp_remote_invalid_request @ 0x520, 0x20;
+        req_remote_access_errors @ 0x540, 0x20;
+        resp_remote_access_errors @ 0x560, 0x20;
+        req_remote_operation_errors @ 0x580, 0x20;
+        req_transport_retries_exceeded @ 0x5a0, 0x20;
+        cq_overflow @ 0x5c0, 0x20;
+        resp_cqe_flush_error @ 0x5e0, 0x20;
+        req_cqe_flush_error @ 0x600, 0x20;
+        roce_adp_retrans @ 0x640, 0x20;
+        roce_adp_retrans_to @ 0x660, 0x20;
+        roce_slow_restart @ 0x680, 0x20;
+        roce_slow_restart_cnps @ 0x6a0, 0x20;
+        roce_slow_restart_trans @ 0x6c0, 0x20;
+    }
 }

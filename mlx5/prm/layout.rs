@@ -203,36 +203,347 @@ impl Field {
     }
 }
 
-/// Declares one `mlx5_ifc.h` layout as a module of [`Field`] constants named exactly like the C
-/// members, so that `MLX5_GET(qpc, c, state)` reads `qpc::state.get(c)`. The module also gets
-/// `SIZE_BITS`, `SIZE_BYTES` and a `LAYOUT` value listing every declared member for the
-/// `tools/prm-check` comparison with the C header.
-macro_rules! prm_layout {
-    (
-        $(#[$doc:meta])*
-        $name:ident, $size:expr;
-        $($field:ident @ $off:expr, $width:expr;)*
-    ) => {
-        $(#[$doc])*
-        #[allow(non_upper_case_globals)]
-        pub(crate) mod $name {
-            use crate::prm::layout::{Field, Layout};
+/// The `struct mlx5_ifc_<name>_bits` a layout module stands for: implemented by the module's
+/// `Bits` type, so that a [`Member`], a [`Buf`] or a [`BufMut`] names its layout in its type.
+pub(crate) trait PrmLayout {
+    /// `MLX5_ST_SZ_BYTES`: the fixed part; a flexible array member starts here.
+    const SIZE_BYTES: usize;
+}
 
-            /// `MLX5_ST_SZ_BITS`; a trailing flexible array member starts here.
-            pub(crate) const SIZE_BITS: u32 = $size;
-            /// `MLX5_ST_SZ_BYTES`: the minimum mailbox length for this layout.
-            pub(crate) const SIZE_BYTES: usize = ($size / 8) as usize;
-            $(
-                #[doc = concat!("`", stringify!($name), ".", stringify!($field), "` from mlx5_ifc.h.")]
-                pub(crate) const $field: Field = Field::new(stringify!($field), $off, $width);
-            )*
-            /// Every declared member, for the `tools/prm-check` comparison with mlx5_ifc.h.
-            pub(crate) const LAYOUT: Layout = Layout {
-                name: stringify!($name),
-                size_bits: SIZE_BITS,
-                fields: &[$($field),*],
-            };
+/// A member of layout `L`.
+///
+/// The type is what makes the accessors safe to call without a `?`: a [`Buf<L>`] or
+/// [`BufMut<L>`] was length-checked against `L::SIZE_BYTES` once, and `prm_layouts!` asserts
+/// at compile time that every member lies inside its layout, has a shape some accessor accepts
+/// and, if it embeds a layout, is exactly that layout's width; so a typed access cannot leave
+/// the buffer. Reading or setting a member of another layout does not compile.
+pub(crate) struct Member<L> {
+    /// The member name exactly as in `mlx5_ifc.h`.
+    pub(crate) name: &'static str,
+    /// Bit offset from the start of `L`.
+    pub(crate) bit_off: u32,
+    /// Width in bits.
+    pub(crate) bit_width: u32,
+    _layout: core::marker::PhantomData<fn() -> L>,
+}
+
+impl<L> Clone for Member<L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<L> Copy for Member<L> {}
+
+impl<L> core::fmt::Debug for Member<L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.field().fmt(f)
+    }
+}
+
+impl<L> Member<L> {
+    /// Declares a member; used by the [`prm_layouts!`] tables.
+    pub(crate) const fn new(name: &'static str, bit_off: u32, bit_width: u32) -> Self {
+        Self {
+            name,
+            bit_off,
+            bit_width,
+            _layout: core::marker::PhantomData,
         }
+    }
+
+    /// The untyped field, for raw accesses (host tests, the ifc check).
+    pub(crate) const fn field(self) -> Field {
+        Field::new(self.name, self.bit_off, self.bit_width)
+    }
+
+    /// The same member `n` elements further on (arrays of equal-sized entries).
+    pub(crate) const fn nth(self, n: u32) -> Self {
+        let f = self.field().nth(n);
+        Self::new(f.name, f.bit_off, f.bit_width)
+    }
+
+    /// A member of a layout nested in this one, addressed from the outer layout: for example
+    /// `create_qp_in::qpc.inner(qpc::state)` is `MLX5_ADDR_OF(create_qp_in, in, qpc)` followed
+    /// by `MLX5_GET(qpc, qpc, state)`; also one arm of a union (`capability` holds the
+    /// `hca_cap_union`). The result is a member of the outer layout. Which inner layout is
+    /// meant is the caller's word (the table asserts each embedded layout's width).
+    /// Saturates instead of overflowing, so a nonsense offset fails the access's bounds check.
+    pub(crate) const fn inner<M: PrmLayout>(self, member: Member<M>) -> Member<L> {
+        Member::new(
+            member.name,
+            self.bit_off.saturating_add(member.bit_off),
+            member.bit_width,
+        )
+    }
+
+    /// `MLX5_GET` on raw bytes.
+    pub(crate) fn get(self, buf: &[u8]) -> Result<u32, PrmError> {
+        self.field().get(buf)
+    }
+
+    /// `MLX5_SET` on raw bytes.
+    pub(crate) fn set(self, buf: &mut [u8], v: u32) -> Result<(), PrmError> {
+        self.field().set(buf, v)
+    }
+
+    /// `MLX5_GET64` on raw bytes.
+    #[cfg_attr(MODULE, allow(dead_code))]
+    pub(crate) fn get64(self, buf: &[u8]) -> Result<u64, PrmError> {
+        self.field().get64(buf)
+    }
+
+    /// `MLX5_SET64` on raw bytes.
+    pub(crate) fn set64(self, buf: &mut [u8], v: u64) -> Result<(), PrmError> {
+        self.field().set64(buf, v)
+    }
+
+    /// `MLX5_ADDR_OF` on raw bytes.
+    pub(crate) fn bytes(self, buf: &[u8]) -> Result<&[u8], PrmError> {
+        self.field().bytes(buf)
+    }
+
+    /// Mutable [`Member::bytes`].
+    pub(crate) fn bytes_mut(self, buf: &mut [u8]) -> Result<&mut [u8], PrmError> {
+        self.field().bytes_mut(buf)
+    }
+
+    /// Copies `src` into a byte-array member of raw bytes.
+    pub(crate) fn set_bytes(self, buf: &mut [u8], src: &[u8]) -> Result<(), PrmError> {
+        self.field().set_bytes(buf, src)
+    }
+}
+
+/// A [`Field`] or a [`Member`] of any layout: for raw helpers (host tests) that take either.
+#[cfg_attr(MODULE, allow(dead_code))]
+pub(crate) trait AnyField: Copy {
+    /// The untyped field.
+    fn any_field(self) -> Field;
+}
+
+impl AnyField for Field {
+    fn any_field(self) -> Field {
+        self
+    }
+}
+
+impl<L> AnyField for Member<L> {
+    fn any_field(self) -> Field {
+        self.field()
+    }
+}
+
+/// Whether a member's shape suits one of the accessors (`prm_layouts!` asserts it for every
+/// member): inside one dword, a 64-bit aligned qword, or whole aligned bytes.
+pub(crate) const fn member_ok(off: u32, width: u32, size: u32) -> bool {
+    let inside = width > 0 && off <= size && width <= size - off;
+    let dword = width <= 32 && off % 32 + width <= 32;
+    let qword = width == 64 && off.is_multiple_of(64);
+    let bytes = off.is_multiple_of(8) && width.is_multiple_of(8);
+    inside && (dword || qword || bytes)
+}
+
+/// Bytes of layout `L`, length-checked once ([`Buf::new`]), so reading a member cannot fail.
+pub(crate) struct Buf<'a, L> {
+    b: &'a [u8],
+    _layout: core::marker::PhantomData<fn() -> L>,
+}
+
+impl<L> Clone for Buf<'_, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<L> Copy for Buf<'_, L> {}
+
+impl<'a, L: PrmLayout> Buf<'a, L> {
+    /// Views `b` as an `L`.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if `b` is shorter than `L`'s fixed part.
+    pub(crate) fn new(b: &'a [u8]) -> Result<Self, PrmError> {
+        if b.len() < L::SIZE_BYTES {
+            return Err(PrmError::OutOfBounds);
+        }
+        Ok(Self {
+            b,
+            _layout: core::marker::PhantomData,
+        })
+    }
+
+    /// `MLX5_GET`. A member wider than 32 bits reads with [`Buf::get64`] or [`Buf::bytes`];
+    /// `get` of one is a program bug and reads 0 (never a panic).
+    pub(crate) fn get(&self, m: Member<L>) -> u32 {
+        m.get(self.b).unwrap_or(0)
+    }
+
+    /// `MLX5_GET64` (a 64-bit aligned 64-bit member; anything else reads 0).
+    // The driver reads 64-bit members (GUIDs); the simulator only writes them.
+    #[cfg_attr(not(MODULE), allow(dead_code))]
+    pub(crate) fn get64(&self, m: Member<L>) -> u64 {
+        m.get64(self.b).unwrap_or(0)
+    }
+
+    /// `MLX5_ADDR_OF` of a byte-aligned member (empty for one that is not).
+    pub(crate) fn bytes(&self, m: Member<L>) -> &'a [u8] {
+        m.bytes(self.b).unwrap_or(&[])
+    }
+
+    /// A byte-array member as an array (zeros if `N` is not its size).
+    pub(crate) fn array<const N: usize>(&self, m: Member<L>) -> [u8; N] {
+        self.bytes(m).try_into().unwrap_or([0; N])
+    }
+
+    /// Everything past the fixed part: a flexible array member (`register_data[]`, ...).
+    #[cfg_attr(not(MODULE), allow(dead_code))]
+    pub(crate) fn tail(&self) -> &'a [u8] {
+        self.b.get(L::SIZE_BYTES..).unwrap_or(&[])
+    }
+
+    /// The whole buffer, fixed part and tail.
+    pub(crate) fn raw(&self) -> &'a [u8] {
+        self.b
+    }
+}
+
+/// Mutable bytes of layout `L`, length-checked once ([`BufMut::new`]).
+pub(crate) struct BufMut<'a, L> {
+    b: &'a mut [u8],
+    _layout: core::marker::PhantomData<fn() -> L>,
+}
+
+impl<'a, L: PrmLayout> BufMut<'a, L> {
+    /// Views `b` as an `L`.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if `b` is shorter than `L`'s fixed part.
+    pub(crate) fn new(b: &'a mut [u8]) -> Result<Self, PrmError> {
+        if b.len() < L::SIZE_BYTES {
+            return Err(PrmError::OutOfBounds);
+        }
+        Ok(Self {
+            b,
+            _layout: core::marker::PhantomData,
+        })
+    }
+
+    /// `MLX5_SET`.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::ValueTooWide`] if `v` does not fit the member ([`PrmError::Shape`] for a
+    /// member wider than 32 bits, a program bug).
+    pub(crate) fn set(&mut self, m: Member<L>, v: u32) -> Result<(), PrmError> {
+        m.set(self.b, v)
+    }
+
+    /// `MLX5_SET64`.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::Shape`] if the member is not a 64-bit aligned 64-bit member.
+    pub(crate) fn set64(&mut self, m: Member<L>, v: u64) -> Result<(), PrmError> {
+        m.set64(self.b, v)
+    }
+
+    /// Copies `src` into a byte-array member.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::LengthMismatch`] if `src` is not the member's size.
+    pub(crate) fn set_bytes(&mut self, m: Member<L>, src: &[u8]) -> Result<(), PrmError> {
+        m.set_bytes(self.b, src)
+    }
+
+    // The driver writes page lists; the simulator only reads them.
+    #[cfg_attr(not(MODULE), allow(dead_code))]
+    /// Writes `v` as the `n`-th 64-bit big-endian entry of the flexible array after the fixed
+    /// part (`pas[]`, MTT entries).
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the buffer is too short for it.
+    pub(crate) fn set_tail64(&mut self, n: usize, v: u64) -> Result<(), PrmError> {
+        let start = n
+            .checked_mul(8)
+            .and_then(|o| o.checked_add(L::SIZE_BYTES))
+            .ok_or(PrmError::OutOfBounds)?;
+        let end = start.checked_add(8).ok_or(PrmError::OutOfBounds)?;
+        let dst = self.b.get_mut(start..end).ok_or(PrmError::OutOfBounds)?;
+        dst.copy_from_slice(&v.to_be_bytes());
+        Ok(())
+    }
+
+    /// Everything past the fixed part.
+    #[cfg_attr(not(MODULE), allow(dead_code))]
+    pub(crate) fn tail_mut(&mut self) -> &mut [u8] {
+        self.b.get_mut(L::SIZE_BYTES..).unwrap_or(&mut [])
+    }
+
+    /// Length of the whole buffer, fixed part and tail.
+    pub(crate) fn len(&self) -> usize {
+        self.b.len()
+    }
+
+    /// The whole buffer, for trailing arrays addressed by an untyped [`Field`].
+    pub(crate) fn raw_mut(&mut self) -> &mut [u8] {
+        self.b
+    }
+}
+
+/// Declares `mlx5_ifc.h` layouts, each as a module of [`Member`] constants named exactly like
+/// the C members, so that `MLX5_GET(qpc, c, state)` reads `qpc::state.get(c)`. Each module gets
+/// `Bits` (its [`PrmLayout`] type), `SIZE_BITS`, `SIZE_BYTES` and `LAYOUT`; the invocation gets
+/// `ALL`, every layout it declared, which is what `tools/prm-check` compares with the C header
+/// (so a declared layout is a checked layout, with no list to keep). A member that embeds a
+/// layout says which (`qpc @ 0xc0, 0x800 => crate::prm::ctx::qpc;`), and must be exactly that
+/// layout's width.
+macro_rules! prm_layouts {
+    (
+        $(
+            $(#[$doc:meta])*
+            $name:ident, $size:literal {
+                $($field:ident @ $off:expr, $width:expr $(=> $($nest:ident)::+)?;)*
+            }
+        )*
+    ) => {
+        $(
+            $(#[$doc])*
+            #[allow(non_upper_case_globals)]
+            pub(crate) mod $name {
+                use crate::prm::layout::{Layout, Member, PrmLayout};
+
+                /// `MLX5_ST_SZ_BITS`; a trailing flexible array member starts here.
+                pub(crate) const SIZE_BITS: u32 = $size;
+                /// `MLX5_ST_SZ_BYTES`: the minimum mailbox length for this layout.
+                pub(crate) const SIZE_BYTES: usize = ($size / 8) as usize;
+                #[doc = concat!("`struct mlx5_ifc_", stringify!($name), "_bits`.")]
+                #[derive(Clone, Copy, Debug)]
+                pub(crate) enum Bits {}
+                impl PrmLayout for Bits {
+                    const SIZE_BYTES: usize = SIZE_BYTES;
+                }
+                $(
+                    #[doc = concat!("`", stringify!($name), ".", stringify!($field), "` from mlx5_ifc.h.")]
+                    pub(crate) const $field: Member<Bits> =
+                        Member::new(stringify!($field), $off, $width);
+                    const _: () = assert!(crate::prm::layout::member_ok($off, $width, $size));
+                    $(const _: () = assert!($width == $($nest)::+::SIZE_BITS);)?
+                )*
+                /// Every declared member, for the `tools/prm-check` comparison with mlx5_ifc.h.
+                pub(crate) const LAYOUT: Layout = Layout {
+                    name: stringify!($name),
+                    size_bits: SIZE_BITS,
+                    fields: &[$($field.field()),*],
+                };
+            }
+        )*
+
+        /// Every layout declared in this file, for `tools/prm-check` and the table tests.
+        pub(crate) const ALL: &[crate::prm::layout::Layout] = &[$($name::LAYOUT),*];
     };
 }
 

@@ -14,10 +14,10 @@
 //! object is destroyed (or its create failed).
 
 use crate::mem::{GuestMemory, MemError};
-use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in};
+use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in, mbox_in};
 use crate::prm::consts::MKC_ACCESS_MODE_MTT;
 use crate::prm::ctx::{cqc, mkc, qpc};
-use crate::prm::layout::Field;
+use crate::prm::layout::{Buf, Member, PrmLayout};
 use crate::prm::opcode as op;
 
 /// First device address of the window: above any guest-physical address.
@@ -79,33 +79,25 @@ impl DeviceMap {
     /// Rewrites the page list of a create command whose pages are not one run. `None`: the
     /// command goes to the model as it is.
     pub(crate) fn rewrite(&mut self, inbox: &mut [u8]) -> Option<Pending> {
-        let opcode = u16::try_from(get(inbox, crate::prm::cmd::mbox_in::opcode)?).ok()?;
+        let opcode =
+            u16::try_from(Buf::<mbox_in::Bits>::new(inbox).ok()?.get(mbox_in::opcode)).ok()?;
         let (kind, first, page, mask) = match opcode {
             op::CREATE_CQ => {
-                let s = get(inbox, create_cq_in::cq_context.inner(cqc::log_page_size))?;
-                (
-                    Kind::Cq,
-                    create_cq_in::SIZE_BYTES,
-                    4096u64.checked_shl(s)?,
-                    0,
-                )
+                let s = create_cq_in::cq_context.inner(cqc::log_page_size);
+                (Kind::Cq, create_cq_in::SIZE_BYTES, page_of(inbox, s)?, 0)
             }
             op::CREATE_QP => {
-                let s = get(inbox, create_qp_in::qpc.inner(qpc::log_page_size))?;
-                (
-                    Kind::Qp,
-                    create_qp_in::SIZE_BYTES,
-                    4096u64.checked_shl(s)?,
-                    0,
-                )
+                let s = create_qp_in::qpc.inner(qpc::log_page_size);
+                (Kind::Qp, create_qp_in::SIZE_BYTES, page_of(inbox, s)?, 0)
             }
             op::CREATE_MKEY => {
-                let m = |f: Field| get(inbox, create_mkey_in::memory_key_mkey_entry.inner(f));
-                let mode = (m(mkc::access_mode_4_2)? << 2) | m(mkc::access_mode_1_0)?;
+                let b = Buf::<create_mkey_in::Bits>::new(inbox).ok()?;
+                let m = |f| b.get(create_mkey_in::memory_key_mkey_entry.inner(f));
+                let mode = (m(mkc::access_mode_4_2) << 2) | m(mkc::access_mode_1_0);
                 if mode != MKC_ACCESS_MODE_MTT {
                     return None;
                 }
-                let page = 1u64.checked_shl(m(mkc::log_page_size)?)?;
+                let page = 1u64.checked_shl(m(mkc::log_page_size))?;
                 // MTT entries carry flag bits below the page size (read/write enable).
                 (Kind::Mkey, create_mkey_in::SIZE_BYTES, page, page - 1)
             }
@@ -184,10 +176,6 @@ impl DeviceMap {
     }
 }
 
-fn get(b: &[u8], f: Field) -> Option<u32> {
-    f.get(b).ok()
-}
-
 /// Guest memory as the model sees it: guest-physical addresses below [`WINDOW`], the
 /// function's own ranges above.
 pub(crate) struct Remapped<'a> {
@@ -237,4 +225,9 @@ impl GuestMemory for Remapped<'_> {
             self.mem.write(g, &data[off..off + n])
         })
     }
+}
+
+/// `4096 << log_page_size` of a CQ or QP context, read through the create command's layout `L`.
+fn page_of<L: PrmLayout>(inbox: &[u8], log_page_size: Member<L>) -> Option<u64> {
+    4096u64.checked_shl(Buf::<L>::new(inbox).ok()?.get(log_page_size))
 }

@@ -4,11 +4,13 @@
 //!
 //! * `layout NAME SIZE_BITS`
 //! * `field LAYOUT.MEMBER BIT_OFF BIT_WIDTH`
-//! * `opcode NAME VALUE` (mlx5_ifc.h `MLX5_CMD_OP_NAME`)
+//! * `opcode NAME VALUE` (mlx5_ifc.h `MLX5_CMD_OP_NAME`): every row of the command table
+//!   (`mlx5/prm/command.rs`), then the few opcodes named without a command
 //! * `status NAME VALUE` (device.h `MLX5_CMD_STAT_NAME`)
 //!
 //! The script turns the same list into the C program that prints the header's values, so the
-//! names are listed once, in the Rust table.
+//! names are listed once, in the Rust table. The layouts are every layout the PRM files declare
+//! (`prm_layouts!` collects them), so nothing the code can name escapes the check.
 
 // The binary compiles the table module on its own and reads only part of it.
 #![allow(dead_code)]
@@ -17,13 +19,14 @@
 mod prm;
 
 fn main() {
-    for l in prm::ALL_LAYOUTS {
+    for l in prm::all_layouts() {
         println!("layout {} {}", l.name, l.size_bits);
         for f in l.fields {
             println!("field {}.{} {} {}", l.name, f.name, f.bit_off, f.bit_width);
         }
     }
-    for (name, v) in prm::opcode::ALL {
+    let table = prm::command::ALL.iter().map(|c| (c.name, c.opcode));
+    for (name, v) in table.chain(prm::opcode::OTHERS.iter().copied()) {
         println!("opcode {} {}", name.trim_start_matches('_'), v);
     }
     for (name, s) in prm::status::ALL {
