@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The MR commands (upstream `ib_uverbs_reg_mr()`, `ib_uverbs_rereg_mr()`).
+
+use crate::driver::Driver;
+use crate::restrack::Owner;
+use crate::uverbs::abi::ids::obj;
+use crate::uverbs::file::cmd::{rd32, rd64, request, with_udata, WriteBufs};
+use crate::uverbs::file::uobject::{Inner, ObjKind, UObject};
+use crate::uverbs::file::{copy_out_or_zero, UFile};
+use crate::uverbs::resp::Out;
+use crate::verbs::{AccessFlags, Mr, ReregFlags, UserCtx, UserMrReq};
+use kernel::prelude::*;
+
+impl<D: Driver> UFile<D> {
+    /// `IB_USER_VERBS_CMD_REG_MR` (upstream `ib_uverbs_reg_mr()`).
+    pub(in crate::uverbs::file) fn reg_mr(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        let r = request::<40>(&b.core_in)?;
+        let req = UserMrReq {
+            start: rd64(&r, 8),
+            length: rd64(&r, 16),
+            iova: rd64(&r, 24),
+            access: AccessFlags(rd32(&r, 36)),
+        };
+        let page_mask = (kernel::page::PAGE_SIZE as u64) - 1;
+        if req.start & page_mask != req.iova & page_mask {
+            return Err(EINVAL);
+        }
+        let ctx = inner.ctx()?.clone();
+        req.access.check()?;
+        let pd = Self::pd_by_handle(inner, rd32(&r, 32))?;
+        let mr = with_udata(b, |ud| {
+            Mr::reg_user(
+                &pd,
+                &req,
+                Owner::current_task(),
+                &mut UserCtx::new(&ctx, ud),
+            )
+        })?;
+        let id = inner.free_id(None);
+        let mut o = Out::<12>::new();
+        o.u32(0, id);
+        o.u32(4, mr.lkey());
+        o.u32(8, mr.rkey());
+        let out = b.core_out;
+        Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {
+            copy_out_or_zero(out.0, out.1, &o.0)
+        })
+    }
+
+    /// `IB_USER_VERBS_CMD_REREG_MR` (upstream `ib_uverbs_rereg_mr()`): `struct
+    /// ib_uverbs_rereg_mr` (48 bytes), checks in upstream's order: the flags and the
+    /// translation's page offsets ([`ReregFlags::check_request`]), the MR handle (`ENOENT`,
+    /// another type `EINVAL`), the access flags when they change, the new PD's handle when the
+    /// PD changes, then [`Mr::rereg_user`]. The new MR takes the old one's handle and goes to
+    /// the newest end of the file's objects (upstream `rdma_assign_uobject()` then
+    /// `rdma_alloc_commit_uobject()`), and the old MR is deregistered
+    /// (`uobj_put_destroy()`); the response is `{ lkey, rkey }` of the new MR.
+    pub(in crate::uverbs::file) fn rereg_mr(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        let r = request::<48>(&b.core_in)?;
+        let handle = rd32(&r, 8);
+        let flags = ReregFlags(rd32(&r, 12));
+        let req = UserMrReq {
+            start: rd64(&r, 16),
+            length: rd64(&r, 24),
+            iova: rd64(&r, 32),
+            access: AccessFlags(rd32(&r, 44)),
+        };
+        flags.check_request(req.start, req.iova)?;
+        let ctx = inner.ctx()?.clone();
+        let pos = inner.find(obj::MR, i64::from(handle))?;
+        let mr = match Self::obj_at(inner, pos)? {
+            ObjKind::Mr(m) => m.clone(),
+            _ => return Err(EINVAL),
+        };
+        if flags.has(ReregFlags::ACCESS) {
+            req.access.check()?;
+        }
+        let new_pd = if flags.has(ReregFlags::PD) {
+            Some(Self::pd_by_handle(inner, rd32(&r, 40))?)
+        } else {
+            None
+        };
+        let new = with_udata(b, |ud| {
+            Mr::rereg_user(
+                &mr,
+                flags,
+                &req,
+                new_pd.as_ref(),
+                Owner::current_task(),
+                &mut UserCtx::new(&ctx, ud),
+            )
+        })?;
+        drop(mr);
+        let mut o = Out::<8>::new();
+        o.u32(0, new.lkey());
+        o.u32(4, new.rkey());
+        let old = inner.objs.remove(pos).map_err(|_| EINVAL)?;
+        // One entry was just removed: there is room for the new one.
+        if let Err(e) = inner.objs.push_within_capacity(UObject {
+            id: handle,
+            obj_type: obj::MR,
+            kind: ObjKind::Mr(new),
+        }) {
+            drop(e);
+            return Err(ENOMEM);
+        }
+        if let ObjKind::Mr(m) = old.kind {
+            if let Err(e) = Mr::dereg(m) {
+                pr_warn!(
+                    "uverbs: rereg_mr: the old MR's dereg failed ({:?})\n",
+                    e.err
+                );
+            }
+        }
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)
+    }
+}
