@@ -37,6 +37,8 @@ use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{
     ids::{cmd, obj},
+    layout::AbiField,
+    structs as s,
     write::{self as w, Response, WriteMethod},
     Errno,
 };
@@ -90,40 +92,14 @@ pub(super) fn with_udata<T>(
     Ok(r)
 }
 
-pub(super) fn rd8(b: &[u8], off: usize) -> u8 {
-    b.get(off).copied().unwrap_or(0)
-}
-
-/// The `N` bytes at `off` of `b`; zeros if `b` ends before them.
-pub(super) fn rd_bytes<const N: usize>(b: &[u8], off: usize) -> [u8; N] {
-    let mut a = [0u8; N];
-    if let Some(s) = b.get(off..off + N) {
-        a.copy_from_slice(s);
-    }
-    a
-}
-
-pub(super) fn rd16(b: &[u8], off: usize) -> u16 {
-    u16::from_ne_bytes(rd_bytes(b, off))
-}
-
-pub(super) fn rd32(b: &[u8], off: usize) -> u32 {
-    u32::from_ne_bytes(rd_bytes(b, off))
-}
-
-pub(super) fn rd64(b: &[u8], off: usize) -> u64 {
-    u64::from_ne_bytes(rd_bytes(b, off))
-}
-
-/// `uverbs_request()` into a fixed buffer.
-pub(super) fn request<const N: usize>(core_in: &[u8]) -> Result<[u8; N]> {
-    let mut r = [0u8; N];
-    w::uverbs_request(&mut r, core_in).map_err(kerr)?;
-    Ok(r)
+/// `uverbs_request()` of the typed request `T` (upstream: `uverbs_request(attrs, &cmd,
+/// sizeof(cmd))`).
+pub(super) fn request<T: AbiField>(core_in: &[u8]) -> Result<T> {
+    w::request(core_in).map_err(kerr)
 }
 
 impl<D: Driver> UFile<D> {
-    pub(super) fn query_device_resp(&self) -> resp::Out<{ resp::QUERY_DEVICE_RESP }> {
+    pub(super) fn query_device_resp(&self) -> s::QueryDeviceResp {
         let imm = self.dev.port_immutable(1).unwrap_or_default();
         resp::query_device_resp(
             &self.dev.attrs(),
@@ -132,7 +108,7 @@ impl<D: Driver> UFile<D> {
         )
     }
 
-    pub(super) fn port_resp(&self, port: u32) -> Result<resp::Out<{ resp::QUERY_PORT_RESP_EX }>> {
+    pub(super) fn port_resp(&self, port: u32) -> Result<s::QueryPortRespEx> {
         // upstream: rdma_is_port_valid() -> EINVAL, then ib_query_port().
         if port == 0 || port > self.dev.phys_port_cnt() {
             return Err(EINVAL);
@@ -187,8 +163,11 @@ impl<D: Driver> UFile<D> {
             Response::None => 0,
             Response::Addr(a) => a,
             Response::InRequest => {
-                let h = core_in.get(..8).ok_or(EFAULT)?;
-                u64::from_ne_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]])
+                // Every legacy command with a response starts with `__aligned_u64 response`.
+                if core_in.len() < 8 {
+                    return Err(EFAULT);
+                }
+                u64::read(&core_in)
             }
         };
         let at = |r: (usize, usize)| {
@@ -227,7 +206,6 @@ impl<D: Driver> UFile<D> {
         command: u32,
         b: &mut WriteBufs,
     ) -> Result {
-        let mut req = [0u8; 128];
         match command {
             // upstream: ib_uverbs_get_context()
             // In upstream's order: the async fd is reserved and the response
@@ -235,12 +213,13 @@ impl<D: Driver> UFile<D> {
             // (so a bad response pointer is EFAULT even then), and the
             // driver's alloc_ucontext comes last.
             cmd::GET_CONTEXT => {
-                w::uverbs_request(req.get_mut(..8).ok_or(EINVAL)?, &b.core_in).map_err(kerr)?;
+                request::<s::GetContext>(&b.core_in)?;
                 let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)?;
-                let mut o = resp::Out::<8>::new();
-                o.u32(0, fd.reserved_fd());
-                o.u32(4, 1);
-                copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)?;
+                let o = s::GetContextResp {
+                    async_fd: fd.reserved_fd(),
+                    num_comp_vectors: 1,
+                };
+                copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
                 if inner.ucontext.is_some() {
                     return Err(EINVAL);
                 }
@@ -255,14 +234,13 @@ impl<D: Driver> UFile<D> {
             cmd::QUERY_DEVICE => {
                 inner.ctx()?;
                 let r = self.query_device_resp();
-                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.0)
+                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.to_bytes())
             }
             // upstream: ib_uverbs_ex_query_device()
             EX_QUERY_DEVICE => {
                 inner.ctx()?;
-                w::uverbs_request(req.get_mut(..8).ok_or(EINVAL)?, &b.core_in).map_err(kerr)?;
-                // comp_mask and reserved must be zero.
-                if req[..8].iter().any(|x| *x != 0) {
+                let req = request::<s::ExQueryDevice>(&b.core_in)?;
+                if req.comp_mask != 0 || req.reserved != 0 {
                     return Err(EINVAL);
                 }
                 // upstream: ops.query_device(ib_dev, &attr, &attrs->driver_udata); the
@@ -277,24 +255,22 @@ impl<D: Driver> UFile<D> {
                         copy_out(b.udata_out.0, dresp.get(..n).unwrap_or(&[]))?;
                     }
                 }
-                let mut r = resp::Out::<{ resp::EX_QUERY_DEVICE_RESP }>::new();
-                r.bytes(0, &self.query_device_resp().0);
-                let len = w::uverbs_response_length(b.core_out.1, resp::EX_QUERY_DEVICE_RESP);
-                r.u32(180, len as u32);
-                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.0)
+                let r = s::ExQueryDeviceResp {
+                    base: self.query_device_resp(),
+                    response_length: w::uverbs_response_length(
+                        b.core_out.1,
+                        s::ExQueryDeviceResp::SIZE,
+                    ) as u32,
+                    ..Default::default()
+                };
+                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.to_bytes())
             }
             // upstream: ib_uverbs_query_port()
             cmd::QUERY_PORT => {
                 inner.ctx()?;
-                // struct ib_uverbs_query_port { u64 response; u8 port_num; u8 reserved[7]; }
-                w::uverbs_request(req.get_mut(..16).ok_or(EINVAL)?, &b.core_in).map_err(kerr)?;
-                let port = b.core_in.get(8).copied().ok_or(EINVAL)?;
-                let r = self.port_resp(u32::from(port))?;
-                copy_out_or_zero(
-                    b.core_out.0,
-                    b.core_out.1,
-                    r.0.get(..resp::QUERY_PORT_RESP).unwrap_or(&[]),
-                )
+                let req = request::<s::QueryPort>(&b.core_in)?;
+                let r = self.port_resp(u32::from(req.port_num))?;
+                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.legacy_resp.to_bytes())
             }
             // upstream: ib_uverbs_alloc_pd()
             cmd::ALLOC_PD => {
@@ -307,7 +283,8 @@ impl<D: Driver> UFile<D> {
                     )
                 })?;
                 let id = inner.free_id(None);
-                copy_out_or_zero(b.core_out.0, b.core_out.1, &id.to_ne_bytes())?;
+                let o = s::AllocPdResp { pd_handle: id };
+                copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
                 inner.objs.push(
                     UObject {
                         id,
@@ -318,7 +295,6 @@ impl<D: Driver> UFile<D> {
                 )?;
                 Ok(())
             }
-            // upstream: ib_uverbs_dealloc_pd() -> uobj_perform_destroy()
             cmd::CREATE_COMP_CHANNEL => self.create_comp_channel(inner, b),
             cmd::CREATE_CQ => self.create_cq(inner, b, false),
             EX_CREATE_CQ => self.create_cq(inner, b, true),
@@ -339,18 +315,18 @@ impl<D: Driver> UFile<D> {
             cmd::DESTROY_SRQ => self.destroy_srq(inner, b),
             cmd::CREATE_AH => self.create_ah(inner, b),
             cmd::DESTROY_AH => self.destroy_ah(inner, b),
+            // upstream: ib_uverbs_dereg_mr() -> uobj_perform_destroy()
             cmd::DEREG_MR => {
                 inner.ctx()?;
-                let h = b.core_in.get(..4).ok_or(EINVAL)?;
-                let id = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
-                let pos = inner.find(obj::MR, i64::from(id))?;
+                let req = request::<s::DeregMr>(&b.core_in)?;
+                let pos = inner.find(obj::MR, i64::from(req.mr_handle))?;
                 Self::destroy_at(inner, pos).map(|_| ())
             }
+            // upstream: ib_uverbs_dealloc_pd() -> uobj_perform_destroy()
             cmd::DEALLOC_PD => {
                 inner.ctx()?;
-                let h = b.core_in.get(..4).ok_or(EINVAL)?;
-                let id = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
-                let pos = inner.find(obj::PD, i64::from(id))?;
+                let req = request::<s::DeallocPd>(&b.core_in)?;
+                let pos = inner.find(obj::PD, i64::from(req.pd_handle))?;
                 Self::destroy_at(inner, pos).map(|_| ())
             }
             _ => Err(EOPNOTSUPP),

@@ -9,6 +9,7 @@ use crate::driver::Driver;
 use crate::uverbs::abi::{
     ids::{attr, cmd, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT},
     ioctl::{IoctlHdr, UAttr},
+    layout::AbiField,
     parse::{self, AttrEnv, Bundle, FlagsWriteBack, UdataIn},
     spec::{Access, CoreHandler, Handler},
     write::{self as w, WriteMethod},
@@ -396,7 +397,7 @@ impl<D: Driver> UFile<D> {
                     .get_const_unsigned(attr::QUERY_PORT_PORT_NUM, u8::MAX.into(), None)
                     .map_err(kerr)?;
                 let r = self.port_resp(port as u32)?;
-                out.put(b, attr::QUERY_PORT_RESP, &r.0)
+                out.put(b, attr::QUERY_PORT_RESP, &r.to_bytes())
             }
             CoreHandler::QueryGidEntry => {
                 inner.ctx()?;
@@ -421,13 +422,9 @@ impl<D: Driver> UFile<D> {
                         e
                     }
                 })?;
-                let mut e = resp::Out::<{ resp::GID_ENTRY }>::new();
-                e.bytes(0, &gid.0);
-                e.u32(16, index);
-                e.u32(20, port);
                 let t = self.dev.query_gid_type(port, index).unwrap_or_default();
-                e.u32(24, t as u32); // IB_UVERBS_GID_TYPE_*
-                out.put(b, attr::QUERY_GID_ENTRY_RESP_ENTRY, &e.0)
+                let e = resp::gid_entry(&gid, index, port, t);
+                out.put(b, attr::QUERY_GID_ENTRY_RESP_ENTRY, &e.to_bytes())
             }
             CoreHandler::AsyncEventAlloc => {
                 inner.ctx()?;
@@ -498,21 +495,10 @@ impl<D: Driver> UFile<D> {
         }
     }
 }
-/// The value of a small PTR_IN attribute (its first `N` bytes, zero-filled).
-pub(super) fn ptr_bytes<const N: usize>(bd: &Bundle<'_>, id: u16) -> Result<[u8; N]> {
-    let b = ptr_in(&bd.ptr(id).map_err(kerr)?)?;
-    let mut v = [0u8; N];
-    let n = b.len().min(N);
-    v[..n].copy_from_slice(&b[..n]);
-    Ok(v)
-}
-
-pub(super) fn ptr_u32(bd: &Bundle<'_>, id: u16) -> Result<u32> {
-    Ok(u32::from_ne_bytes(ptr_bytes::<4>(bd, id)?))
-}
-
-pub(super) fn ptr_u64(bd: &Bundle<'_>, id: u16) -> Result<u64> {
-    Ok(u64::from_ne_bytes(ptr_bytes::<8>(bd, id)?))
+/// The value of a small PTR_IN attribute: its first `sizeof(T)` bytes, zero-extended
+/// (upstream `uverbs_copy_from()` after the spec checked the length).
+pub(super) fn ptr_value<T: AbiField>(bd: &Bundle<'_>, id: u16) -> Result<T> {
+    Ok(T::read(&ptr_in(&bd.ptr(id).map_err(kerr)?)?))
 }
 
 /// The driver data of an ioctl method as write-command buffers.

@@ -10,18 +10,16 @@ use crate::restrack::Owner;
 use crate::uverbs::abi::{
     ids::{attr, obj, UVERBS_IDR_ANY_OBJECT},
     parse::{AttrValue, Bundle},
+    structs as s,
 };
-use crate::uverbs::file::cmd::cq::CreateCq;
-use crate::uverbs::file::cmd::qp::{
-    encode_cap, CreateQp, CREATE_QP_SUP_COMP_MASK, QP_CREATE_ALLOWED,
-};
+use crate::uverbs::file::cmd::qp::{cap_resp, CREATE_QP_SUP_COMP_MASK, QP_CREATE_ALLOWED};
 use crate::uverbs::file::cmd::srq::CreateSrq;
-use crate::uverbs::file::cmd::{rd32, with_udata};
-use crate::uverbs::file::ioctl::{ioctl_bufs, ptr_bytes, ptr_u32, ptr_u64, NewObj, Outputs};
+use crate::uverbs::file::cmd::with_udata;
+use crate::uverbs::file::ioctl::{ioctl_bufs, ptr_value, NewObj, Outputs};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{kerr, UFile};
-use crate::uverbs::resp::Out;
-use crate::verbs::{AccessFlags, Mr, QpCap, SrqInitAttr, UserCtx, UserMrReq};
+use crate::uverbs::resp;
+use crate::verbs::{AccessFlags, Mr, SrqInitAttr, UserCtx, UserMrReq};
 use kernel::prelude::*;
 
 impl<D: Driver> UFile<D> {
@@ -119,12 +117,8 @@ impl<D: Driver> UFile<D> {
                     return Err(EINVAL);
                 }
                 let t = self.dev.query_gid_type(port, index).unwrap_or_default();
-                let mut e = Out::<ENTRY>::new();
-                e.bytes(0, &gid.0);
-                e.u32(16, index);
-                e.u32(20, port);
-                e.u32(24, t as u32);
-                buf.extend_from_slice(e.0.get(..esize.min(ENTRY)).unwrap_or(&[]), GFP_KERNEL)?;
+                let e = resp::gid_entry(&gid, index, port, t).to_bytes();
+                buf.extend_from_slice(e.get(..esize.min(ENTRY)).unwrap_or(&[]), GFP_KERNEL)?;
                 for _ in ENTRY..esize {
                     buf.push(0u8, GFP_KERNEL)?;
                 }
@@ -155,10 +149,10 @@ impl<D: Driver> UFile<D> {
         // BUF_UMEM) is the driver's to take: upstream's handler never looks
         // at it and passes it to `create_user_cq`, which no driver of ours
         // has; with `create_cq` (rxe, mlx5) it is ignored, so it is here.
-        let c = CreateCq {
-            cqe: ptr_u32(bd, attr::CREATE_CQ_CQE)?,
-            user_handle: ptr_u64(bd, attr::CREATE_CQ_USER_HANDLE)?,
-            comp_vector: ptr_u32(bd, attr::CREATE_CQ_COMP_VECTOR)?,
+        let c = s::ExCreateCq {
+            cqe: ptr_value::<u32>(bd, attr::CREATE_CQ_CQE)?,
+            user_handle: ptr_value::<u64>(bd, attr::CREATE_CQ_USER_HANDLE)?,
+            comp_vector: ptr_value::<u32>(bd, attr::CREATE_CQ_COMP_VECTOR)?,
             // The parser checked that the fd is one of this file's
             // completion channels.
             comp_channel: match bd.get(attr::CREATE_CQ_COMP_CHANNEL) {
@@ -166,6 +160,7 @@ impl<D: Driver> UFile<D> {
                 _ => -1,
             },
             flags: bd.get_flags32(attr::CREATE_CQ_FLAGS, 0x3).map_err(kerr)?,
+            ..Default::default()
         };
         let bufs = ioctl_bufs(bd, uattrs)?;
         let (cq, ev) = self.cq_create_common(inner, &c, &bufs)?;
@@ -190,8 +185,8 @@ impl<D: Driver> UFile<D> {
         // upstream UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE) (uverbs_std_types_qp.c), in its
         // order: CAP, USER_HANDLE, TYPE; then by type the handles, an absent one ENOENT
         // (uverbs_attr_get_obj()); then the flags.
-        let capb = ptr_bytes::<20>(bd, attr::CREATE_QP_CAP)?;
-        let user_handle = ptr_u64(bd, attr::CREATE_QP_USER_HANDLE)?;
+        let cap = ptr_value::<s::QpCap>(bd, attr::CREATE_QP_CAP)?;
+        let user_handle = ptr_value::<u64>(bd, attr::CREATE_QP_USER_HANDLE)?;
         let t = bd
             .get_const_unsigned(attr::CREATE_QP_TYPE, u8::MAX.into(), None)
             .map_err(kerr)? as u8;
@@ -200,13 +195,6 @@ impl<D: Driver> UFile<D> {
                 Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| ENOENT),
                 _ => Err(ENOENT),
             }
-        };
-        let cap = QpCap {
-            max_send_wr: rd32(&capb, 0),
-            max_recv_wr: rd32(&capb, 4),
-            max_send_sge: rd32(&capb, 8),
-            max_recv_sge: rd32(&capb, 12),
-            max_inline_data: rd32(&capb, 16),
         };
         const XRC_TGT: u8 = 10;
         const XRC_INI: u8 = 9;
@@ -257,16 +245,20 @@ impl<D: Driver> UFile<D> {
             }
             _ => return Err(EINVAL),
         };
-        let mut c = CreateQp {
+        let mut c = s::ExCreateQp {
             user_handle,
             pd_handle,
             send_cq_handle,
             recv_cq_handle,
             srq_handle: idr(attr::CREATE_QP_SRQ_HANDLE).unwrap_or(0),
-            cap,
-            sq_sig_all: false,
+            max_send_wr: cap.max_send_wr,
+            max_recv_wr: cap.max_recv_wr,
+            max_send_sge: cap.max_send_sge,
+            max_recv_sge: cap.max_recv_sge,
+            max_inline_data: cap.max_inline_data,
+            sq_sig_all: 0,
             qp_type: t,
-            is_srq: bd.is_valid(attr::CREATE_QP_SRQ_HANDLE),
+            is_srq: u8::from(bd.is_valid(attr::CREATE_QP_SRQ_HANDLE)),
             comp_mask: if bd.is_valid(attr::CREATE_QP_IND_TABLE_HANDLE) {
                 CREATE_QP_SUP_COMP_MASK
             } else {
@@ -278,27 +270,26 @@ impl<D: Driver> UFile<D> {
                     u64::from(QP_CREATE_ALLOWED) | 1 << 12,
                 )
                 .map_err(kerr)?,
+            ..Default::default()
         };
         // IB_UVERBS_QP_CREATE_SQ_SIG_ALL is a flag of the ioctl method.
         if c.create_flags & (1 << 12) != 0 {
-            c.sq_sig_all = true;
+            c.sq_sig_all = 1;
             c.create_flags &= !(1 << 12);
         }
         // upstream: a SOURCE_QPN attribute is read (u32) and adds
         // IB_QP_CREATE_SOURCE_QPN to the flags, which the driver then judges
         // (rxe: any create flag is EOPNOTSUPP; so here).
         if bd.is_valid(attr::CREATE_QP_SOURCE_QPN) {
-            ptr_u32(bd, attr::CREATE_QP_SOURCE_QPN)?;
+            ptr_value::<u32>(bd, attr::CREATE_QP_SOURCE_QPN)?;
             c.create_flags |= 1 << 10;
         }
         let bufs = ioctl_bufs(bd, uattrs)?;
         let (qp, ev) = self.qp_create_common(inner, &c, &bufs)?;
-        let cap = qp.cap();
+        let cap = cap_resp(&qp.cap());
         let qpn = qp.qp_num();
-        let mut o = Out::<20>::new();
-        encode_cap(&mut o, 0, &cap);
         Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp, ev), || {
-            out.put(bd, attr::CREATE_QP_RESP_CAP, &o.0)?;
+            out.put(bd, attr::CREATE_QP_RESP_CAP, &cap.to_bytes())?;
             out.put(bd, attr::CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes())
         })
     }
@@ -349,10 +340,10 @@ impl<D: Driver> UFile<D> {
             Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| EINVAL)?,
             _ => return Err(EINVAL),
         };
-        let max_sge = ptr_u32(bd, attr::CREATE_SRQ_MAX_SGE)?;
-        let max_wr = ptr_u32(bd, attr::CREATE_SRQ_MAX_WR)?;
-        let srq_limit = ptr_u32(bd, attr::CREATE_SRQ_LIMIT)?;
-        let user_handle = ptr_u64(bd, attr::CREATE_SRQ_USER_HANDLE)?;
+        let max_sge = ptr_value::<u32>(bd, attr::CREATE_SRQ_MAX_SGE)?;
+        let max_wr = ptr_value::<u32>(bd, attr::CREATE_SRQ_MAX_WR)?;
+        let srq_limit = ptr_value::<u32>(bd, attr::CREATE_SRQ_LIMIT)?;
+        let user_handle = ptr_value::<u64>(bd, attr::CREATE_SRQ_USER_HANDLE)?;
         let t = bd
             .get_const_unsigned(attr::CREATE_SRQ_TYPE, u32::MAX.into(), None)
             .map_err(kerr)?;
@@ -413,16 +404,16 @@ impl<D: Driver> UFile<D> {
         let NewObj::Idr { id, .. } = new else {
             return Err(EINVAL);
         };
-        let iova = ptr_u64(bd, attr::REG_MR_IOVA)?;
-        let length = ptr_u64(bd, attr::REG_MR_LENGTH)?;
+        let iova = ptr_value::<u64>(bd, attr::REG_MR_IOVA)?;
+        let length = ptr_value::<u64>(bd, attr::REG_MR_LENGTH)?;
         let addr = if bd.is_valid(attr::REG_MR_ADDR) {
-            Some(ptr_u64(bd, attr::REG_MR_ADDR)?)
+            Some(ptr_value::<u64>(bd, attr::REG_MR_ADDR)?)
         } else {
             None
         };
         let has_fd_offset = bd.is_valid(attr::REG_MR_FD_OFFSET);
         if has_fd_offset {
-            ptr_u64(bd, attr::REG_MR_FD_OFFSET)?;
+            ptr_value::<u64>(bd, attr::REG_MR_FD_OFFSET)?;
         }
         if bd.is_valid(attr::REG_MR_FD) {
             return Err(EOPNOTSUPP);

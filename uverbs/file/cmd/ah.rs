@@ -4,8 +4,8 @@
 
 use crate::attr::{Gid, LinkLayer};
 use crate::driver::Driver;
-use crate::uverbs::abi::ids::obj;
-use crate::uverbs::file::cmd::{rd16, rd32, rd8, rd_bytes, request, with_udata, WriteBufs};
+use crate::uverbs::abi::{ids::obj, structs as s};
+use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_out_or_zero, UFile};
 use crate::verbs::{Ah, AhAttr, GlobalRoute, UserCtx};
@@ -31,29 +31,30 @@ impl<D: Driver> UFile<D> {
         inner: &mut Inner<D>,
         b: &mut WriteBufs,
     ) -> Result {
-        let r = request::<56>(&b.core_in)?;
+        let r = request::<s::CreateAh>(&b.core_in)?;
         let ctx = inner.ctx()?.clone();
-        let port = rd8(&r, 54);
+        let port = r.attr.port_num;
         let imm = self
             .dev
             .port_immutable(u32::from(port))
             .map_err(|_| EINVAL)?;
         // upstream: uobj_get_obj_read() failing is EINVAL here.
-        let pd = Self::pd_by_handle(inner, rd32(&r, 16)).map_err(|_| EINVAL)?;
+        let pd = Self::pd_by_handle(inner, r.pd_handle).map_err(|_| EINVAL)?;
         let mut ah = AhAttr {
-            dlid: rd16(&r, 48),
-            sl: rd8(&r, 50),
+            dlid: r.attr.dlid,
+            sl: r.attr.sl,
             port_num: u32::from(port),
             ..AhAttr::default()
         };
-        if rd8(&r, 53) != 0 {
-            let dgid = rd_bytes::<16>(&r, 24);
+        if r.attr.is_global != 0 {
+            let g = &r.attr.grh;
+            let dgid = g.dgid;
             ah.grh = Some(GlobalRoute {
                 dgid: Gid(dgid),
-                flow_label: rd32(&r, 40),
-                sgid_index: rd8(&r, 44),
-                hop_limit: rd8(&r, 45),
-                traffic_class: rd8(&r, 46),
+                flow_label: g.flow_label,
+                sgid_index: g.sgid_index,
+                hop_limit: g.hop_limit,
+                traffic_class: g.traffic_class,
             });
             if imm.link_layer == LinkLayer::Ethernet {
                 if let Some(mac) = ll_mac(&dgid) {
@@ -67,7 +68,7 @@ impl<D: Driver> UFile<D> {
         let id = inner.free_id(None);
         let out = b.core_out;
         Self::commit_and_respond(inner, id, obj::AH, ObjKind::Ah(ah), || {
-            copy_out_or_zero(out.0, out.1, &id.to_ne_bytes())
+            copy_out_or_zero(out.0, out.1, &s::CreateAhResp { ah_handle: id }.to_bytes())
         })
     }
 
@@ -78,8 +79,8 @@ impl<D: Driver> UFile<D> {
         b: &mut WriteBufs,
     ) -> Result {
         inner.ctx()?;
-        let r = request::<4>(&b.core_in)?;
-        let pos = inner.find(obj::AH, i64::from(rd32(&r, 0)))?;
+        let r = request::<s::DestroyAh>(&b.core_in)?;
+        let pos = inner.find(obj::AH, i64::from(r.ah_handle))?;
         Self::destroy_at(inner, pos).map(|_| ())
     }
 }

@@ -5,42 +5,33 @@
 
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::uverbs::abi::{ids::obj, write as w};
+use crate::uverbs::abi::{ids::obj, structs as s, write as w};
 use crate::uverbs::async_event::AsyncEventFile;
-use crate::uverbs::file::cmd::{rd16, rd32, rd64, request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_out_or_zero, UFile};
-use crate::uverbs::resp::Out;
 use crate::verbs::{Cq, CqHandler, CqInitAttr, UserCtx};
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// The fields of `struct ib_uverbs_ex_create_cq` (the legacy command is
-/// converted into it, as upstream).
-pub(in crate::uverbs::file) struct CreateCq {
-    pub(in crate::uverbs::file) user_handle: u64,
-    pub(in crate::uverbs::file) cqe: u32,
-    pub(in crate::uverbs::file) comp_vector: u32,
-    pub(in crate::uverbs::file) comp_channel: i32,
-    pub(in crate::uverbs::file) flags: u32,
-}
-
 /// `struct ib_uverbs_destroy_cq_resp`.
-pub(in crate::uverbs::file) fn destroy_cq_resp(r: Reported) -> [u8; 8] {
-    let mut o = [0u8; 8];
-    o[..4].copy_from_slice(&r.comp.to_ne_bytes());
-    o[4..].copy_from_slice(&r.events.to_ne_bytes());
-    o
+pub(in crate::uverbs::file) fn destroy_cq_resp(r: Reported) -> [u8; s::DestroyCqResp::SIZE] {
+    s::DestroyCqResp {
+        comp_events_reported: r.comp,
+        async_events_reported: r.events,
+    }
+    .to_bytes()
 }
 
 impl<D: Driver> UFile<D> {
-    /// upstream `create_cq()` up to the driver.
+    /// upstream `create_cq()` up to the driver; every form of the command (legacy, extended,
+    /// ioctl) is converted into `struct ib_uverbs_ex_create_cq`, as upstream.
     pub(in crate::uverbs::file) fn cq_create_common(
         &self,
         inner: &Inner<D>,
-        c: &CreateCq,
+        c: &s::ExCreateCq,
         b: &WriteBufs,
     ) -> Result<(Arc<Cq<D>>, Arc<UEvents>)> {
         let ctx = inner.ctx()?.clone();
@@ -92,12 +83,15 @@ impl<D: Driver> UFile<D> {
         inner: &mut Inner<D>,
         b: &mut WriteBufs,
     ) -> Result {
-        request::<8>(&b.core_in)?;
+        request::<s::CreateCompChannel>(&b.core_in)?;
         inner.ctx()?;
         let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)?;
         let chan = AsyncEventFile::new_comp_channel()?;
         let file = AsyncEventFile::file(&chan)?;
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &fd.reserved_fd().to_ne_bytes())?;
+        let o = s::CreateCompChannelResp {
+            fd: fd.reserved_fd(),
+        };
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
         inner.comp_channels.push(chan, GFP_KERNEL)?;
         fd.fd_install(file);
         Ok(())
@@ -111,40 +105,39 @@ impl<D: Driver> UFile<D> {
         ex: bool,
     ) -> Result {
         let c = if ex {
-            let r = request::<32>(&b.core_in)?;
-            // comp_mask, reserved
-            if rd32(&r, 20) != 0 || rd32(&r, 28) != 0 {
+            let c = request::<s::ExCreateCq>(&b.core_in)?;
+            if c.comp_mask != 0 || c.reserved != 0 {
                 return Err(EINVAL);
             }
-            CreateCq {
-                user_handle: rd64(&r, 0),
-                cqe: rd32(&r, 8),
-                comp_vector: rd32(&r, 12),
-                comp_channel: rd32(&r, 16) as i32,
-                flags: rd32(&r, 24),
-            }
+            c
         } else {
-            let r = request::<32>(&b.core_in)?;
-            CreateCq {
-                user_handle: rd64(&r, 8),
-                cqe: rd32(&r, 16),
-                comp_vector: rd32(&r, 20),
-                comp_channel: rd32(&r, 24) as i32,
-                flags: 0,
+            let r = request::<s::CreateCq>(&b.core_in)?;
+            s::ExCreateCq {
+                user_handle: r.user_handle,
+                cqe: r.cqe,
+                comp_vector: r.comp_vector,
+                comp_channel: r.comp_channel,
+                ..Default::default()
             }
         };
         let (cq, ev) = self.cq_create_common(inner, &c, b)?;
         let id = inner.free_id(None);
-        let mut o = Out::<16>::new();
-        o.u32(0, id);
-        o.u32(4, cq.cqe());
+        let base = s::CreateCqResp {
+            cq_handle: id,
+            cqe: cq.cqe(),
+        };
         let out = b.core_out;
         Self::commit_and_respond(inner, id, obj::CQ, ObjKind::Cq(cq, ev), || {
             if ex {
-                o.u32(12, w::uverbs_response_length(out.1, 16) as u32);
-                copy_out_or_zero(out.0, out.1, &o.0)
+                let o = s::ExCreateCqResp {
+                    base,
+                    comp_mask: 0,
+                    response_length: w::uverbs_response_length(out.1, s::ExCreateCqResp::SIZE)
+                        as u32,
+                };
+                copy_out_or_zero(out.0, out.1, &o.to_bytes())
             } else {
-                copy_out_or_zero(out.0, out.1, o.0.get(..8).unwrap_or(&[]))
+                copy_out_or_zero(out.0, out.1, &base.to_bytes())
             }
         })
     }
@@ -157,8 +150,8 @@ impl<D: Driver> UFile<D> {
         b: &mut WriteBufs,
     ) -> Result {
         inner.ctx()?;
-        let r = request::<16>(&b.core_in)?;
-        let pos = inner.find(obj::CQ, i64::from(rd32(&r, 8)))?;
+        let r = request::<s::DestroyCq>(&b.core_in)?;
+        let pos = inner.find(obj::CQ, i64::from(r.cq_handle))?;
         let rep = Self::destroy_at(inner, pos)?;
         copy_out_or_zero(b.core_out.0, b.core_out.1, &destroy_cq_resp(rep))
     }
@@ -172,16 +165,17 @@ impl<D: Driver> UFile<D> {
         b: &mut WriteBufs,
     ) -> Result {
         let ctx = inner.ctx()?.clone();
-        let r = request::<16>(&b.core_in)?;
-        let cqe = rd32(&r, 12);
-        if cqe == 0 {
+        let r = request::<s::ResizeCq>(&b.core_in)?;
+        if r.cqe == 0 {
             return Err(EINVAL);
         }
-        let cq = Self::cq_by_handle(inner, rd32(&r, 8))?;
-        with_udata(b, |ud| cq.resize_user(cqe, &mut UserCtx::new(&ctx, ud)))?;
-        let mut o = Out::<8>::new();
-        o.u32(0, cq.cqe());
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)
+        let cq = Self::cq_by_handle(inner, r.cq_handle)?;
+        with_udata(b, |ud| cq.resize_user(r.cqe, &mut UserCtx::new(&ctx, ud)))?;
+        let o = s::ResizeCqResp {
+            cqe: cq.cqe(),
+            reserved: 0,
+        };
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
     }
 
     /// `IB_USER_VERBS_EX_CMD_MODIFY_CQ` (upstream `ib_uverbs_ex_modify_cq()`): `struct
@@ -194,16 +188,15 @@ impl<D: Driver> UFile<D> {
     ) -> Result {
         /// `IB_CQ_MODERATE`.
         const CQ_MODERATE: u32 = 1;
-        let r = request::<16>(&b.core_in)?;
-        let mask = rd32(&r, 4);
-        if mask == 0 || rd32(&r, 12) != 0 {
+        let r = request::<s::ExModifyCq>(&b.core_in)?;
+        if r.attr_mask == 0 || r.reserved != 0 {
             return Err(EINVAL);
         }
-        if mask > CQ_MODERATE {
+        if r.attr_mask > CQ_MODERATE {
             return Err(EOPNOTSUPP);
         }
         inner.ctx()?;
-        let cq = Self::cq_by_handle(inner, rd32(&r, 0))?;
-        cq.set_moderation(rd16(&r, 8), rd16(&r, 10))
+        let cq = Self::cq_by_handle(inner, r.cq_handle)?;
+        cq.set_moderation(r.attr.cq_count, r.attr.cq_period)
     }
 }

@@ -4,11 +4,10 @@
 
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::uverbs::abi::ids::obj;
-use crate::uverbs::file::cmd::{rd32, rd64, request, with_udata, WriteBufs};
+use crate::uverbs::abi::{ids::obj, structs as s};
+use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
 use crate::uverbs::file::uobject::{Inner, ObjKind, UObject};
 use crate::uverbs::file::{copy_out_or_zero, UFile};
-use crate::uverbs::resp::Out;
 use crate::verbs::{AccessFlags, Mr, ReregFlags, UserCtx, UserMrReq};
 use kernel::prelude::*;
 
@@ -19,12 +18,12 @@ impl<D: Driver> UFile<D> {
         inner: &mut Inner<D>,
         b: &mut WriteBufs,
     ) -> Result {
-        let r = request::<40>(&b.core_in)?;
+        let r = request::<s::RegMr>(&b.core_in)?;
         let req = UserMrReq {
-            start: rd64(&r, 8),
-            length: rd64(&r, 16),
-            iova: rd64(&r, 24),
-            access: AccessFlags(rd32(&r, 36)),
+            start: r.start,
+            length: r.length,
+            iova: r.hca_va,
+            access: AccessFlags(r.access_flags),
         };
         let page_mask = (kernel::page::PAGE_SIZE as u64) - 1;
         if req.start & page_mask != req.iova & page_mask {
@@ -32,7 +31,7 @@ impl<D: Driver> UFile<D> {
         }
         let ctx = inner.ctx()?.clone();
         req.access.check()?;
-        let pd = Self::pd_by_handle(inner, rd32(&r, 32))?;
+        let pd = Self::pd_by_handle(inner, r.pd_handle)?;
         let mr = with_udata(b, |ud| {
             Mr::reg_user(
                 &pd,
@@ -42,13 +41,14 @@ impl<D: Driver> UFile<D> {
             )
         })?;
         let id = inner.free_id(None);
-        let mut o = Out::<12>::new();
-        o.u32(0, id);
-        o.u32(4, mr.lkey());
-        o.u32(8, mr.rkey());
+        let o = s::RegMrResp {
+            mr_handle: id,
+            lkey: mr.lkey(),
+            rkey: mr.rkey(),
+        };
         let out = b.core_out;
         Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {
-            copy_out_or_zero(out.0, out.1, &o.0)
+            copy_out_or_zero(out.0, out.1, &o.to_bytes())
         })
     }
 
@@ -65,14 +65,14 @@ impl<D: Driver> UFile<D> {
         inner: &mut Inner<D>,
         b: &mut WriteBufs,
     ) -> Result {
-        let r = request::<48>(&b.core_in)?;
-        let handle = rd32(&r, 8);
-        let flags = ReregFlags(rd32(&r, 12));
+        let r = request::<s::ReregMr>(&b.core_in)?;
+        let handle = r.mr_handle;
+        let flags = ReregFlags(r.flags);
         let req = UserMrReq {
-            start: rd64(&r, 16),
-            length: rd64(&r, 24),
-            iova: rd64(&r, 32),
-            access: AccessFlags(rd32(&r, 44)),
+            start: r.start,
+            length: r.length,
+            iova: r.hca_va,
+            access: AccessFlags(r.access_flags),
         };
         flags.check_request(req.start, req.iova)?;
         let ctx = inner.ctx()?.clone();
@@ -85,7 +85,7 @@ impl<D: Driver> UFile<D> {
             req.access.check()?;
         }
         let new_pd = if flags.has(ReregFlags::PD) {
-            Some(Self::pd_by_handle(inner, rd32(&r, 40))?)
+            Some(Self::pd_by_handle(inner, r.pd_handle)?)
         } else {
             None
         };
@@ -100,9 +100,10 @@ impl<D: Driver> UFile<D> {
             )
         })?;
         drop(mr);
-        let mut o = Out::<8>::new();
-        o.u32(0, new.lkey());
-        o.u32(4, new.rkey());
+        let o = s::ReregMrResp {
+            lkey: new.lkey(),
+            rkey: new.rkey(),
+        };
         let old = inner.objs.remove(pos).map_err(|_| EINVAL)?;
         // One entry was just removed: there is room for the new one.
         if let Err(e) = inner.objs.push_within_capacity(UObject {
@@ -121,6 +122,6 @@ impl<D: Driver> UFile<D> {
                 );
             }
         }
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
     }
 }

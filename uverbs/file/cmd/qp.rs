@@ -6,13 +6,12 @@
 use crate::attr::{Gid, LinkLayer};
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::uverbs::abi::{ids::obj, write as w};
+use crate::uverbs::abi::{ids::obj, structs as s, write as w};
 use crate::uverbs::file::cmd::ah::ll_mac;
-use crate::uverbs::file::cmd::{rd16, rd32, rd64, rd8, request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
-use crate::uverbs::file::{copy_out_or_zero, kerr, UFile};
-use crate::uverbs::resp::Out;
+use crate::uverbs::file::{copy_out_or_zero, UFile};
 use crate::verbs::{
     AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpHandler, QpInitAttr, QpState, QpType,
     UserCtx,
@@ -46,105 +45,34 @@ pub(in crate::uverbs::file) const QP_CREATE_ALLOWED: u32 = (1 << 1) // BLOCK_MUL
 /// `IB_UVERBS_CREATE_QP_SUP_COMP_MASK` (= `IB_UVERBS_CREATE_QP_MASK_IND_TABLE`).
 pub(in crate::uverbs::file) const CREATE_QP_SUP_COMP_MASK: u32 = 1;
 
-/// The fields of `struct ib_uverbs_ex_create_qp`.
-pub(in crate::uverbs::file) struct CreateQp {
-    pub(in crate::uverbs::file) user_handle: u64,
-    pub(in crate::uverbs::file) pd_handle: u32,
-    pub(in crate::uverbs::file) send_cq_handle: u32,
-    pub(in crate::uverbs::file) recv_cq_handle: u32,
-    pub(in crate::uverbs::file) srq_handle: u32,
-    pub(in crate::uverbs::file) cap: QpCap,
-    pub(in crate::uverbs::file) sq_sig_all: bool,
-    pub(in crate::uverbs::file) qp_type: u8,
-    pub(in crate::uverbs::file) is_srq: bool,
-    pub(in crate::uverbs::file) comp_mask: u32,
-    pub(in crate::uverbs::file) create_flags: u32,
-}
-
-impl CreateQp {
-    /// Decodes from the `user_handle` member on (offset 8 in the legacy
-    /// command, 0 in the extended one).
-    pub(in crate::uverbs::file) fn decode(r: &[u8], o: usize) -> Self {
-        CreateQp {
-            user_handle: rd64(r, o),
-            pd_handle: rd32(r, o + 8),
-            send_cq_handle: rd32(r, o + 12),
-            recv_cq_handle: rd32(r, o + 16),
-            srq_handle: rd32(r, o + 20),
-            cap: QpCap {
-                max_send_wr: rd32(r, o + 24),
-                max_recv_wr: rd32(r, o + 28),
-                max_send_sge: rd32(r, o + 32),
-                max_recv_sge: rd32(r, o + 36),
-                max_inline_data: rd32(r, o + 40),
-            },
-            sq_sig_all: rd8(r, o + 44) != 0,
-            qp_type: rd8(r, o + 45),
-            is_srq: rd8(r, o + 46) != 0,
-            comp_mask: 0,
-            create_flags: 0,
-        }
+/// `struct ib_uverbs_qp_cap` of a QP's capabilities.
+pub(in crate::uverbs::file) fn cap_resp(cap: &QpCap) -> s::QpCap {
+    s::QpCap {
+        max_send_wr: cap.max_send_wr,
+        max_recv_wr: cap.max_recv_wr,
+        max_send_sge: cap.max_send_sge,
+        max_recv_sge: cap.max_recv_sge,
+        max_inline_data: cap.max_inline_data,
     }
-}
-/// `struct ib_uverbs_qp_dest` (32 bytes).
-pub(in crate::uverbs::file) struct QpDest {
-    pub(in crate::uverbs::file) dgid: [u8; 16],
-    pub(in crate::uverbs::file) flow_label: u32,
-    pub(in crate::uverbs::file) dlid: u16,
-    pub(in crate::uverbs::file) sgid_index: u8,
-    pub(in crate::uverbs::file) hop_limit: u8,
-    pub(in crate::uverbs::file) traffic_class: u8,
-    pub(in crate::uverbs::file) sl: u8,
-    pub(in crate::uverbs::file) is_global: bool,
-    pub(in crate::uverbs::file) port_num: u8,
-}
-
-impl QpDest {
-    pub(in crate::uverbs::file) fn decode(r: &[u8], o: usize) -> Self {
-        let mut dgid = [0u8; 16];
-        if let Some(s) = r.get(o..o + 16) {
-            dgid.copy_from_slice(s);
-        }
-        QpDest {
-            dgid,
-            flow_label: rd32(r, o + 16),
-            dlid: rd16(r, o + 20),
-            sgid_index: rd8(r, o + 24),
-            hop_limit: rd8(r, o + 25),
-            traffic_class: rd8(r, o + 26),
-            sl: rd8(r, o + 27),
-            is_global: rd8(r, o + 30) != 0,
-            port_num: rd8(r, o + 31),
-        }
-    }
-}
-/// `struct ib_uverbs_qp_cap` (or the same five fields of a create
-/// response) at `off`.
-pub(in crate::uverbs::file) fn encode_cap<const N: usize>(o: &mut Out<N>, off: usize, cap: &QpCap) {
-    o.u32(off, cap.max_send_wr);
-    o.u32(off + 4, cap.max_recv_wr);
-    o.u32(off + 8, cap.max_send_sge);
-    o.u32(off + 12, cap.max_recv_sge);
-    o.u32(off + 16, cap.max_inline_data);
 }
 
 /// upstream `copy_ah_attr_to_uverbs()`.
-pub(in crate::uverbs::file) fn encode_dest<const N: usize>(
-    o: &mut Out<N>,
-    off: usize,
-    ah: &AhAttr,
-) {
+fn dest_resp(ah: &AhAttr) -> s::QpDest {
+    let mut d = s::QpDest {
+        dlid: ah.dlid,
+        sl: ah.sl,
+        port_num: ah.port_num as u8,
+        ..Default::default()
+    };
     if let Some(g) = &ah.grh {
-        o.bytes(off, &g.dgid.0);
-        o.u32(off + 16, g.flow_label);
-        o.u8(off + 24, g.sgid_index);
-        o.u8(off + 25, g.hop_limit);
-        o.u8(off + 26, g.traffic_class);
-        o.u8(off + 30, 1);
+        d.dgid = g.dgid.0;
+        d.flow_label = g.flow_label;
+        d.sgid_index = g.sgid_index;
+        d.hop_limit = g.hop_limit;
+        d.traffic_class = g.traffic_class;
+        d.is_global = 1;
     }
-    o.u16(off + 20, ah.dlid);
-    o.u8(off + 27, ah.sl);
-    o.u8(off + 31, ah.port_num as u8);
+    d
 }
 
 /// upstream `create_qp()`'s QP type switch: the types it knows but this
@@ -161,11 +89,12 @@ pub(in crate::uverbs::file) fn qp_type(v: u8) -> Result<QpType> {
 }
 
 impl<D: Driver> UFile<D> {
-    /// upstream `create_qp()` for RC/UC/UD QPs on a PD.
+    /// upstream `create_qp()` for RC/UC/UD QPs on a PD; every form of the command (legacy,
+    /// extended, ioctl) is converted into `struct ib_uverbs_ex_create_qp`, as upstream.
     pub(in crate::uverbs::file) fn qp_create_common(
         &self,
         inner: &Inner<D>,
-        c: &CreateQp,
+        c: &s::ExCreateQp,
         b: &WriteBufs,
     ) -> Result<(Arc<Qp<D>>, Arc<UEvents>)> {
         let ctx = inner.ctx()?.clone();
@@ -177,7 +106,7 @@ impl<D: Driver> UFile<D> {
             // object type the device lacks is EINVAL (rdma_lookup_get_uobject()).
             return Err(EINVAL);
         }
-        let srq = if c.is_srq {
+        let srq = if c.is_srq != 0 {
             Some(Self::srq_by_handle(inner, c.srq_handle)?)
         } else {
             None
@@ -203,8 +132,14 @@ impl<D: Driver> UFile<D> {
             recv_cq: &rcq,
             srq: srq.as_ref(),
             qp_type: t,
-            cap: c.cap,
-            sq_sig_all: c.sq_sig_all,
+            cap: QpCap {
+                max_send_wr: c.max_send_wr,
+                max_recv_wr: c.max_recv_wr,
+                max_send_sge: c.max_send_sge,
+                max_recv_sge: c.max_recv_sge,
+                max_inline_data: c.max_inline_data,
+            },
+            sq_sig_all: c.sq_sig_all != 0,
             event_handler: Some(handler),
         };
         let qp = with_udata(b, |ud| {
@@ -226,33 +161,56 @@ impl<D: Driver> UFile<D> {
         ex: bool,
     ) -> Result {
         let c = if ex {
-            let r = request::<64>(&b.core_in)?;
-            let mut c = CreateQp::decode(&r, 0);
-            c.comp_mask = rd32(&r, 48);
-            c.create_flags = rd32(&r, 52);
+            let c = request::<s::ExCreateQp>(&b.core_in)?;
             // upstream ib_uverbs_ex_create_qp(): comp_mask, reserved
-            if c.comp_mask & !CREATE_QP_SUP_COMP_MASK != 0 || rd8(&r, 47) != 0 {
+            if c.comp_mask & !CREATE_QP_SUP_COMP_MASK != 0 || c.reserved != 0 {
                 return Err(EINVAL);
             }
             c
         } else {
-            let r = request::<56>(&b.core_in)?;
-            CreateQp::decode(&r, 8)
+            let r = request::<s::CreateQp>(&b.core_in)?;
+            s::ExCreateQp {
+                user_handle: r.user_handle,
+                pd_handle: r.pd_handle,
+                send_cq_handle: r.send_cq_handle,
+                recv_cq_handle: r.recv_cq_handle,
+                srq_handle: r.srq_handle,
+                max_send_wr: r.max_send_wr,
+                max_recv_wr: r.max_recv_wr,
+                max_send_sge: r.max_send_sge,
+                max_recv_sge: r.max_recv_sge,
+                max_inline_data: r.max_inline_data,
+                sq_sig_all: r.sq_sig_all,
+                qp_type: r.qp_type,
+                is_srq: r.is_srq,
+                ..Default::default()
+            }
         };
         let (qp, ev) = self.qp_create_common(inner, &c, b)?;
         let id = inner.free_id(None);
-        let cap = qp.cap();
-        let mut o = Out::<40>::new();
-        o.u32(0, id);
-        o.u32(4, qp.qp_num());
-        encode_cap(&mut o, 8, &cap);
+        let cap = cap_resp(&qp.cap());
+        let base = s::CreateQpResp {
+            qp_handle: id,
+            qpn: qp.qp_num(),
+            max_send_wr: cap.max_send_wr,
+            max_recv_wr: cap.max_recv_wr,
+            max_send_sge: cap.max_send_sge,
+            max_recv_sge: cap.max_recv_sge,
+            max_inline_data: cap.max_inline_data,
+            reserved: 0,
+        };
         let out = b.core_out;
         Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp, ev), || {
             if ex {
-                o.u32(36, w::uverbs_response_length(out.1, 40) as u32);
-                copy_out_or_zero(out.0, out.1, &o.0)
+                let o = s::ExCreateQpResp {
+                    base,
+                    comp_mask: 0,
+                    response_length: w::uverbs_response_length(out.1, s::ExCreateQpResp::SIZE)
+                        as u32,
+                };
+                copy_out_or_zero(out.0, out.1, &o.to_bytes())
             } else {
-                copy_out_or_zero(out.0, out.1, o.0.get(..32).unwrap_or(&[]))
+                copy_out_or_zero(out.0, out.1, &base.to_bytes())
             }
         })
     }
@@ -267,39 +225,43 @@ impl<D: Driver> UFile<D> {
     ) -> Result {
         inner.ctx()?;
         let r = if ex {
-            let r = request::<120>(&b.core_in)?;
-            if rd32(&r, 68) & !(IB_QP_ATTR_STANDARD_BITS | IB_QP_RATE_LIMIT) != 0 {
+            let r = request::<s::ExModifyQp>(&b.core_in)?;
+            if r.base.attr_mask & !(IB_QP_ATTR_STANDARD_BITS | IB_QP_RATE_LIMIT) != 0 {
                 return Err(EOPNOTSUPP);
             }
-            r
+            r.base
         } else {
-            let mut r = [0u8; 120];
-            w::uverbs_request(&mut r[..112], &b.core_in).map_err(kerr)?;
-            if rd32(&r, 68) & !IB_QP_ATTR_STANDARD_BITS != 0 {
+            let r = request::<s::ModifyQp>(&b.core_in)?;
+            if r.attr_mask & !IB_QP_ATTR_STANDARD_BITS != 0 {
                 return Err(EOPNOTSUPP);
             }
             r
         };
-        let qp = Self::qp_by_handle(inner, rd32(&r, 64))?;
+        let qp = Self::qp_by_handle(inner, r.qp_handle)?;
         self.modify_qp_with(&qp, &r)?;
         if ex {
-            let mut o = Out::<8>::new();
-            o.u32(4, w::uverbs_response_length(b.core_out.1, 8) as u32);
-            copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)?;
+            let o = s::ExModifyQpResp {
+                comp_mask: 0,
+                response_length: w::uverbs_response_length(b.core_out.1, s::ExModifyQpResp::SIZE)
+                    as u32,
+            };
+            copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
         }
         Ok(())
     }
 
-    pub(in crate::uverbs::file) fn modify_qp_with(&self, qp: &Arc<Qp<D>>, r: &[u8; 120]) -> Result {
+    /// upstream `modify_qp()` after the request checks: the port and state checks of
+    /// `ib_modify_qp_with_udata()` / `_ib_modify_qp()` in upstream's order, then the verb.
+    pub(in crate::uverbs::file) fn modify_qp_with(
+        &self,
+        qp: &Arc<Qp<D>>,
+        r: &s::ModifyQp,
+    ) -> Result {
         let dev = &self.dev;
         let port_ok = |p: u8| p != 0 && u32::from(p) <= dev.phys_port_cnt();
-        let mut mask = rd32(r, 68);
-        let qkey = rd32(r, 72);
-        let state = rd8(r, 96);
-        let cur_state = rd8(r, 97);
-        let port_num = rd8(r, 104);
-        let dest = QpDest::decode(r, 0);
-        let alt_dest = QpDest::decode(r, 32);
+        let mut mask = r.attr_mask;
+        let (qkey, state, cur_state, port_num) = (r.qkey, r.qp_state, r.cur_qp_state, r.port_num);
+        let (dest, alt_dest) = (&r.dest, &r.alt_dest);
         if mask & QpAttrMask::PORT.0 != 0 && !port_ok(port_num) {
             return Err(EINVAL);
         }
@@ -325,9 +287,9 @@ impl<D: Driver> UFile<D> {
             }
         }
         if mask & IB_QP_ALT_PATH != 0
-            && (!port_ok(rd8(r, 108))
+            && (!port_ok(r.alt_port_num)
                 || !port_ok(alt_dest.port_num)
-                || rd8(r, 108) != alt_dest.port_num)
+                || r.alt_port_num != alt_dest.port_num)
         {
             return Err(EINVAL);
         }
@@ -342,27 +304,27 @@ impl<D: Driver> UFile<D> {
             return Err(EPERM);
         }
         let mut a = QpAttr {
-            qp_access_flags: rd32(r, 88),
+            qp_access_flags: r.qp_access_flags,
             qkey,
-            rq_psn: rd32(r, 76),
-            sq_psn: rd32(r, 80),
-            dest_qp_num: rd32(r, 84),
-            pkey_index: rd16(r, 92),
-            path_mtu: rd8(r, 98),
-            max_rd_atomic: rd8(r, 101),
-            max_dest_rd_atomic: rd8(r, 102),
-            min_rnr_timer: rd8(r, 103),
+            rq_psn: r.rq_psn,
+            sq_psn: r.sq_psn,
+            dest_qp_num: r.dest_qp_num,
+            pkey_index: r.pkey_index,
+            path_mtu: r.path_mtu,
+            max_rd_atomic: r.max_rd_atomic,
+            max_dest_rd_atomic: r.max_dest_rd_atomic,
+            min_rnr_timer: r.min_rnr_timer,
             port_num: u32::from(port),
-            timeout: rd8(r, 105),
-            retry_cnt: rd8(r, 106),
-            rnr_retry: rd8(r, 107),
+            timeout: r.timeout,
+            retry_cnt: r.retry_cnt,
+            rnr_retry: r.rnr_retry,
             ..QpAttr::default()
         };
         if mask & QpAttrMask::STATE.0 != 0 {
             a.qp_state = QpState::try_from(state)?;
         }
         if mask & QpAttrMask::AV.0 != 0 {
-            a.ah_attr = self.ah_from_dest(&dest)?;
+            a.ah_attr = self.ah_from_dest(dest)?;
         }
         qp.modify(&a, QpAttrMask(mask))
     }
@@ -371,14 +333,14 @@ impl<D: Driver> UFile<D> {
     /// destination MAC of a link-local GID is derived from it (upstream
     /// `ib_resolve_eth_dmac()`); other GIDs would need a neighbour lookup,
     /// which is not done (the MAC stays zero).
-    pub(in crate::uverbs::file) fn ah_from_dest(&self, d: &QpDest) -> Result<AhAttr> {
+    pub(in crate::uverbs::file) fn ah_from_dest(&self, d: &s::QpDest) -> Result<AhAttr> {
         let mut ah = AhAttr {
             dlid: d.dlid,
             sl: d.sl,
             port_num: u32::from(d.port_num),
             ..AhAttr::default()
         };
-        if d.is_global {
+        if d.is_global != 0 {
             ah.grh = Some(GlobalRoute {
                 dgid: Gid(d.dgid),
                 flow_label: d.flow_label,
@@ -407,31 +369,37 @@ impl<D: Driver> UFile<D> {
         b: &mut WriteBufs,
     ) -> Result {
         inner.ctx()?;
-        let r = request::<16>(&b.core_in)?;
-        let qp = Self::qp_by_handle(inner, rd32(&r, 8))?;
+        let r = request::<s::QueryQp>(&b.core_in)?;
+        let qp = Self::qp_by_handle(inner, r.qp_handle)?;
         let a = qp.query()?;
-        let cap = qp.cap();
-        let mut o = Out::<128>::new();
-        encode_dest(&mut o, 0, &a.ah_attr);
-        encode_cap(&mut o, 64, &cap);
-        o.u32(84, a.qkey);
-        o.u32(88, a.rq_psn);
-        o.u32(92, a.sq_psn);
-        o.u32(96, a.dest_qp_num);
-        o.u32(100, a.qp_access_flags);
-        o.u16(104, a.pkey_index);
-        o.u8(108, a.qp_state as u8);
-        o.u8(109, a.qp_state as u8);
-        o.u8(110, a.path_mtu);
-        o.u8(113, a.max_rd_atomic);
-        o.u8(114, a.max_dest_rd_atomic);
-        o.u8(115, a.min_rnr_timer);
-        o.u8(116, a.port_num as u8);
-        o.u8(117, a.timeout);
-        o.u8(118, a.retry_cnt);
-        o.u8(119, a.rnr_retry);
-        o.u8(122, u8::from(qp.sq_sig_all()));
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)
+        let cap = cap_resp(&qp.cap());
+        let o = s::QueryQpResp {
+            dest: dest_resp(&a.ah_attr),
+            max_send_wr: cap.max_send_wr,
+            max_recv_wr: cap.max_recv_wr,
+            max_send_sge: cap.max_send_sge,
+            max_recv_sge: cap.max_recv_sge,
+            max_inline_data: cap.max_inline_data,
+            qkey: a.qkey,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            dest_qp_num: a.dest_qp_num,
+            qp_access_flags: a.qp_access_flags,
+            pkey_index: a.pkey_index,
+            qp_state: a.qp_state as u8,
+            cur_qp_state: a.qp_state as u8,
+            path_mtu: a.path_mtu,
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            min_rnr_timer: a.min_rnr_timer,
+            port_num: a.port_num as u8,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            sq_sig_all: u8::from(qp.sq_sig_all()),
+            ..Default::default()
+        };
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
     }
 
     /// `IB_USER_VERBS_CMD_DESTROY_QP`.
@@ -441,9 +409,12 @@ impl<D: Driver> UFile<D> {
         b: &mut WriteBufs,
     ) -> Result {
         inner.ctx()?;
-        let r = request::<16>(&b.core_in)?;
-        let pos = inner.find(obj::QP, i64::from(rd32(&r, 8)))?;
+        let r = request::<s::DestroyQp>(&b.core_in)?;
+        let pos = inner.find(obj::QP, i64::from(r.qp_handle))?;
         let rep = Self::destroy_at(inner, pos)?;
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &rep.events.to_ne_bytes())
+        let o = s::DestroyQpResp {
+            events_reported: rep.events,
+        };
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
     }
 }

@@ -5,12 +5,11 @@
 
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::uverbs::abi::ids::obj;
-use crate::uverbs::file::cmd::{rd32, rd64, request, with_udata, WriteBufs};
+use crate::uverbs::abi::{ids::obj, structs as s};
+use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_out_or_zero, UFile};
-use crate::uverbs::resp::Out;
 use crate::verbs::{Srq, SrqAttrMask, SrqHandler, SrqInitAttr, UserCtx};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -53,26 +52,28 @@ impl<D: Driver> UFile<D> {
         inner: &mut Inner<D>,
         b: &mut WriteBufs,
     ) -> Result {
-        let r = request::<32>(&b.core_in)?;
+        let r = request::<s::CreateSrq>(&b.core_in)?;
         let c = CreateSrq {
-            user_handle: rd64(&r, 8),
-            pd_handle: rd32(&r, 16),
+            user_handle: r.user_handle,
+            pd_handle: r.pd_handle,
             attr: SrqInitAttr {
-                max_wr: rd32(&r, 20),
-                max_sge: rd32(&r, 24),
-                srq_limit: rd32(&r, 28),
+                max_wr: r.max_wr,
+                max_sge: r.max_sge,
+                srq_limit: r.srq_limit,
             },
         };
         let (srq, ev) = self.srq_create_common(inner, &c, b)?;
         let id = inner.free_id(None);
         let a = srq.attr();
-        let mut o = Out::<16>::new();
-        o.u32(0, id);
-        o.u32(4, a.max_wr);
-        o.u32(8, a.max_sge);
+        let o = s::CreateSrqResp {
+            srq_handle: id,
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srqn: 0,
+        };
         let out = b.core_out;
         Self::commit_and_respond(inner, id, obj::SRQ, ObjKind::Srq(srq, ev), || {
-            copy_out_or_zero(out.0, out.1, &o.0)
+            copy_out_or_zero(out.0, out.1, &o.to_bytes())
         })
     }
 
@@ -83,14 +84,14 @@ impl<D: Driver> UFile<D> {
         b: &mut WriteBufs,
     ) -> Result {
         inner.ctx()?;
-        let r = request::<16>(&b.core_in)?;
-        let srq = Self::srq_by_handle(inner, rd32(&r, 0))?;
+        let r = request::<s::ModifySrq>(&b.core_in)?;
+        let srq = Self::srq_by_handle(inner, r.srq_handle)?;
         let attr = SrqInitAttr {
-            max_wr: rd32(&r, 8),
+            max_wr: r.max_wr,
             max_sge: 0,
-            srq_limit: rd32(&r, 12),
+            srq_limit: r.srq_limit,
         };
-        with_udata(b, |ud| srq.modify_user(&attr, SrqAttrMask(rd32(&r, 4)), ud))
+        with_udata(b, |ud| srq.modify_user(&attr, SrqAttrMask(r.attr_mask), ud))
     }
 
     /// `IB_USER_VERBS_CMD_QUERY_SRQ`.
@@ -100,14 +101,16 @@ impl<D: Driver> UFile<D> {
         b: &mut WriteBufs,
     ) -> Result {
         inner.ctx()?;
-        let r = request::<16>(&b.core_in)?;
-        let srq = Self::srq_by_handle(inner, rd32(&r, 8))?;
+        let r = request::<s::QuerySrq>(&b.core_in)?;
+        let srq = Self::srq_by_handle(inner, r.srq_handle)?;
         let a = srq.query()?;
-        let mut o = Out::<16>::new();
-        o.u32(0, a.max_wr);
-        o.u32(4, a.max_sge);
-        o.u32(8, a.srq_limit);
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.0)
+        let o = s::QuerySrqResp {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srq_limit: a.srq_limit,
+            reserved: 0,
+        };
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
     }
 
     /// `IB_USER_VERBS_CMD_DESTROY_SRQ`: the response counts the events the process read;
@@ -118,9 +121,12 @@ impl<D: Driver> UFile<D> {
         b: &mut WriteBufs,
     ) -> Result {
         inner.ctx()?;
-        let r = request::<16>(&b.core_in)?;
-        let pos = inner.find(obj::SRQ, i64::from(rd32(&r, 8)))?;
+        let r = request::<s::DestroySrq>(&b.core_in)?;
+        let pos = inner.find(obj::SRQ, i64::from(r.srq_handle))?;
         let rep = Self::destroy_at(inner, pos)?;
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &rep.events.to_ne_bytes())
+        let o = s::DestroySrqResp {
+            events_reported: rep.events,
+        };
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
     }
 }
