@@ -37,6 +37,7 @@ use crate::uverbs::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
 use crate::uverbs::device::{UFileOps, UverbsDevice};
 use crate::uverbs::file::uobject::Inner;
 use crate::uverbs::mmap::FileMmap;
+use crate::uverbs::uobject_table::HandleTable;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 use kernel::uaccess::{UserPtr, UserSlice, UserSliceReader};
@@ -110,7 +111,7 @@ impl<D: Driver> UFile<D> {
                     Inner {
                         dead: false,
                         ucontext: None,
-                        objs: KVec::new(),
+                        objs: HandleTable::new(),
                         async_file: None,
                         comp_channels: KVec::new(),
                     },
@@ -149,10 +150,10 @@ impl<D: Driver> UFileOps for UFile<D> {
         // until a pass destroys nothing (upstream __uverbs_cleanup_ufile()).
         loop {
             let mut progress = false;
-            let mut i = inner.objs.len();
-            while i > 0 {
-                i -= 1;
-                if Self::destroy_at(&mut inner, i).is_ok() {
+            let mut next = inner.objs.newest_handle();
+            while let Some(id) = next {
+                next = inner.objs.handle_before(id);
+                if Self::destroy_at(&mut inner, id).is_ok() {
                     progress = true;
                 }
             }
@@ -162,8 +163,8 @@ impl<D: Driver> UFileOps for UFile<D> {
         }
         // Leftovers (RDMA_REMOVE_DRIVER_FAILURE): dropping the last
         // reference destroys them in the core.
-        while let Some(o) = inner.objs.pop() {
-            drop(o);
+        while let Some(id) = inner.objs.newest_handle() {
+            drop(inner.objs.remove(id));
         }
         if let Some(ctx) = inner.ucontext.take() {
             if driver_remove {

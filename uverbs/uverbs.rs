@@ -27,6 +27,7 @@ pub mod driver_api;
 mod file;
 mod mmap;
 mod resp;
+pub mod uobject_table;
 
 pub(crate) use device::{driver_handle, UverbsDriver};
 

@@ -660,3 +660,62 @@ uapi_structs! {
         reserved: u32,
     }
 }
+
+/// The layout macro's decode and encode (host tests).
+#[cfg(test)]
+mod tests {
+    use super::super::layout::AbiField;
+    use super::super::write::request;
+    use super::super::Errno;
+    use super::{CreateCqResp, ExCreateCqResp, ModifyQp, QpDest};
+
+    #[test]
+    fn decode_is_zero_extended_like_copy_struct_from_user() {
+        // A request that ends inside a member keeps the bytes it has.
+        let r = QpDest::from_bytes(&[0xaa; 18]);
+        assert_eq!(r.dgid, [0xaa; 16]);
+        assert_eq!(r.flow_label, u32::from_ne_bytes([0xaa, 0xaa, 0, 0]));
+        assert_eq!((r.dlid, r.port_num), (0, 0));
+        assert_eq!(QpDest::from_bytes(&[]), QpDest::default());
+        // Nested members: ib_uverbs_modify_qp's dest then alt_dest.
+        let mut b = [0u8; ModifyQp::SIZE];
+        b[31] = 1; // dest.port_num
+        b[63] = 2; // alt_dest.port_num
+        b[104] = 3; // port_num
+        let m = ModifyQp::from_bytes(&b);
+        assert_eq!(
+            (m.dest.port_num, m.alt_dest.port_num, m.port_num),
+            (1, 2, 3)
+        );
+        assert_eq!(m.to_bytes(), b);
+    }
+
+    #[test]
+    fn encode_puts_members_at_their_offsets() {
+        let r = ExCreateCqResp {
+            base: CreateCqResp {
+                cq_handle: 7,
+                cqe: 64,
+            },
+            comp_mask: 0,
+            response_length: 16,
+        };
+        let b = r.to_bytes();
+        assert_eq!(&b[0..4], &7u32.to_ne_bytes());
+        assert_eq!(&b[4..8], &64u32.to_ne_bytes());
+        assert_eq!(&b[12..16], &16u32.to_ne_bytes());
+        assert_eq!(ExCreateCqResp::read(&b), r);
+    }
+
+    #[test]
+    fn request_refuses_non_zero_bytes_past_the_struct() {
+        let mut b = [0u8; 24];
+        b[0..4].copy_from_slice(&5u32.to_ne_bytes());
+        let r: CreateCqResp = request(&b).unwrap();
+        assert_eq!(r.cq_handle, 5);
+        b[20] = 1;
+        assert_eq!(request::<CreateCqResp>(&b), Err(Errno::EOPNOTSUPP));
+        // Shorter is zero-extended.
+        assert_eq!(request::<CreateCqResp>(&b[..2]).map(|r| r.cqe), Ok(0));
+    }
+}

@@ -42,7 +42,7 @@ use crate::uverbs::abi::{
     write::{self as w, Response, WriteMethod},
     Errno,
 };
-use crate::uverbs::file::uobject::{Inner, ObjKind, UObject};
+use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_out, copy_out_or_zero, kerr, UFile};
 use crate::uverbs::resp;
 use crate::verbs::{Pd, Ucontext, Udata, UserCtx};
@@ -285,15 +285,7 @@ impl<D: Driver> UFile<D> {
                 let id = inner.free_id(None);
                 let o = s::AllocPdResp { pd_handle: id };
                 copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
-                inner.objs.push(
-                    UObject {
-                        id,
-                        obj_type: obj::PD,
-                        kind: ObjKind::Pd(pd),
-                    },
-                    GFP_KERNEL,
-                )?;
-                Ok(())
+                Self::commit(inner, id, obj::PD, ObjKind::Pd(pd))
             }
             cmd::CREATE_COMP_CHANNEL => self.create_comp_channel(inner, b),
             cmd::CREATE_CQ => self.create_cq(inner, b, false),
@@ -319,15 +311,15 @@ impl<D: Driver> UFile<D> {
             cmd::DEREG_MR => {
                 inner.ctx()?;
                 let req = request::<s::DeregMr>(&b.core_in)?;
-                let pos = inner.find(obj::MR, i64::from(req.mr_handle))?;
-                Self::destroy_at(inner, pos).map(|_| ())
+                let h = inner.find(obj::MR, i64::from(req.mr_handle))?;
+                Self::destroy_at(inner, h).map(|_| ())
             }
             // upstream: ib_uverbs_dealloc_pd() -> uobj_perform_destroy()
             cmd::DEALLOC_PD => {
                 inner.ctx()?;
                 let req = request::<s::DeallocPd>(&b.core_in)?;
-                let pos = inner.find(obj::PD, i64::from(req.pd_handle))?;
-                Self::destroy_at(inner, pos).map(|_| ())
+                let h = inner.find(obj::PD, i64::from(req.pd_handle))?;
+                Self::destroy_at(inner, h).map(|_| ())
             }
             _ => Err(EOPNOTSUPP),
         }

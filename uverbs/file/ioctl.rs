@@ -20,7 +20,7 @@ use crate::uverbs::driver_api::DriverCall;
 use crate::uverbs::file::cmd::cq::destroy_cq_resp;
 use crate::uverbs::file::cmd::WriteBufs;
 use crate::uverbs::file::events::Reported;
-use crate::uverbs::file::uobject::{Inner, ObjKind, UObject};
+use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_in, copy_in_to, copy_out, kerr, UFile};
 use crate::uverbs::resp;
 use kernel::fs::file::{flags, FileDescriptorReservation};
@@ -56,12 +56,12 @@ pub(super) struct Env<'a, D: Driver> {
     pub(super) events: &'a [Arc<AsyncEventFile>],
     /// User address of the attribute array.
     pub(super) uattrs: u64,
-    /// IDR attributes looked up: (attribute index, position in `objs`). At
+    /// IDR attributes looked up: (attribute index, handle). At
     /// most one per attribute: a fixed array, not a `KVec`, so that a destroy
     /// makes no allocation before the object goes (upstream's on-stack bundle:
     /// a destroy never fails for lack of memory there; the fault sweep,
     /// tests/vm/faults.sh, found this one).
-    pub(super) looked_up: [(usize, usize); crate::uverbs::abi::uapi::MAX_METHOD_ATTRS],
+    pub(super) looked_up: [(usize, u32); crate::uverbs::abi::uapi::MAX_METHOD_ATTRS],
     pub(super) n_looked_up: usize,
     pub(super) new: NewObj,
 }
@@ -134,7 +134,7 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                 }
             }
             Access::Read | Access::Write | Access::Destroy => {
-                let pos = self.inner.find(obj_type, id).map_err(|e| {
+                let h = self.inner.find(obj_type, id).map_err(|e| {
                     if e == ENOENT {
                         Errno::ENOENT
                     } else {
@@ -144,7 +144,7 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                 *self
                     .looked_up
                     .get_mut(self.n_looked_up)
-                    .ok_or(Errno::EINVAL)? = (idx, pos);
+                    .ok_or(Errno::EINVAL)? = (idx, h);
                 self.n_looked_up += 1;
                 Ok(())
             }
@@ -296,12 +296,12 @@ impl<D: Driver> UFile<D> {
         // upstream: the DESTROY attribute is destroyed before the handler.
         let mut reported = Reported::default();
         if let Some(di) = method.destroy_idx {
-            let pos = looked_up
+            let h = looked_up
                 .iter()
                 .find(|(i, _)| *i == usize::from(di))
                 .map(|(_, p)| *p)
                 .ok_or(EINVAL)?;
-            reported = Self::destroy_at(inner, pos)?;
+            reported = Self::destroy_at(inner, h)?;
         }
         let r = self.run_method(inner, &bundle, uattrs, &mut out, new, reported);
         // upstream: the end of ib_uverbs_run_method() (parse::finish_method()).
@@ -479,15 +479,7 @@ impl<D: Driver> UFile<D> {
         let obj = call.new_obj.take();
         match (new, obj) {
             (NewObj::Idr { id, obj_type }, Some(o)) => {
-                inner.objs.push(
-                    UObject {
-                        id,
-                        obj_type,
-                        kind: ObjKind::Driver(o),
-                    },
-                    GFP_KERNEL,
-                )?;
-                Ok(())
+                Self::commit(inner, id, obj_type, ObjKind::Driver(o))
             }
             // A NEW handle the driver did not fill: nothing to commit.
             (NewObj::Idr { .. }, None) => Err(EINVAL),

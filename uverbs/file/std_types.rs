@@ -63,14 +63,13 @@ impl<D: Driver> UFile<D> {
             return Err(ENOENT);
         }
         let mut list = KVec::new();
-        for o in inner
+        for (h, _) in inner
             .objs
-            .iter()
-            .rev()
-            .filter(|o| o.obj_type == id)
+            .newest_first()
+            .filter(|(_, t)| *t == id)
             .take(out_len / 4)
         {
-            list.extend_from_slice(&o.id.to_ne_bytes(), GFP_KERNEL)?;
+            list.extend_from_slice(&h.to_ne_bytes(), GFP_KERNEL)?;
         }
         let total = (list.len() / 4) as u64;
         out.put(b, attr::INFO_HANDLES_LIST, &list)?;

@@ -10,6 +10,7 @@ use crate::uverbs::async_event::AsyncEventFile;
 use crate::uverbs::driver_api::DriverObject;
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::UFile;
+use crate::uverbs::uobject_table::HandleTable;
 use crate::verbs::{Ah, Cq, Mr, Pd, Qp, Srq, Ucontext};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -26,19 +27,13 @@ pub(super) enum ObjKind<D: Driver> {
     Driver(DriverObject),
 }
 
-pub(super) struct UObject<D: Driver> {
-    pub(super) id: u32,
-    pub(super) obj_type: u16,
-    pub(super) kind: ObjKind<D>,
-}
-
 pub(super) struct Inner<D: Driver> {
     /// Disassociated or closed: every call is `EIO`.
     pub(super) dead: bool,
     pub(super) ucontext: Option<Arc<Ucontext<D>>>,
-    /// Committed objects, oldest first (upstream `uobjects` list, where
-    /// commit adds at the head: cleanup walks this from the end).
-    pub(super) objs: KVec<UObject<D>>,
+    /// Committed objects by handle and in commit order (upstream `ufile->idr` and the
+    /// `uobjects` list, where commit adds at the head: cleanup walks it newest first).
+    pub(super) objs: HandleTable<ObjKind<D>>,
     pub(super) async_file: Option<Arc<AsyncEventFile>>,
     /// The completion channels created on this file (upstream: FD uobjects
     /// of `UVERBS_OBJECT_COMP_CHANNEL`); a channel's queue lives while its
@@ -47,13 +42,10 @@ pub(super) struct Inner<D: Driver> {
 }
 
 impl<D: Driver> Inner<D> {
-    /// The lowest free handle (upstream `xa_alloc()` with `xa_limit_32b`).
+    /// The lowest free handle (upstream `xa_alloc()` with `xa_limit_32b`), other than
+    /// `also_taken` (a NEW handle of the method in progress).
     pub(super) fn free_id(&self, also_taken: Option<u32>) -> u32 {
-        let mut id = 0u32;
-        while self.objs.iter().any(|o| o.id == id) || also_taken == Some(id) {
-            id += 1;
-        }
-        id
+        self.objs.free_id(also_taken)
     }
 
     pub(super) fn ctx(&self) -> Result<&Arc<Ucontext<D>>> {
@@ -61,29 +53,21 @@ impl<D: Driver> Inner<D> {
         self.ucontext.as_ref().ok_or(EINVAL)
     }
 
-    pub(super) fn find(&self, obj_type: u16, id: i64) -> Result<usize> {
-        // upstream lookup_get_idr_uobject(): a negative id is EINVAL; ids
-        // are allocated below 2^32 (xa_limit_32b), so a larger one finds
-        // nothing (xa_load(): ENOENT).
-        if id < 0 {
-            return Err(EINVAL);
-        }
-        let id = u32::try_from(id).map_err(|_| ENOENT)?;
-        let pos = self.objs.iter().position(|o| o.id == id).ok_or(ENOENT)?;
-        // upstream rdma_lookup_get_uobject(): another type is EINVAL.
-        match self.objs.get(pos) {
-            Some(o) if o.obj_type == obj_type => Ok(pos),
-            _ => Err(EINVAL),
-        }
+    /// The handle `id` of an object of type `obj_type` (upstream `lookup_get_idr_uobject()`:
+    /// a negative id is `EINVAL`, an unknown one `ENOENT`; `rdma_lookup_get_uobject()`:
+    /// another type is `EINVAL`).
+    pub(super) fn find(&self, obj_type: u16, id: i64) -> Result<u32> {
+        self.objs.lookup(obj_type, id)
     }
 }
+
 impl<D: Driver> UFile<D> {
-    /// Destroys the object at `pos` (upstream `uverbs_destroy_uobject()`
-    /// with `RDMA_REMOVE_DESTROY`): `EBUSY` leaves it in place.
-    pub(super) fn destroy_at(inner: &mut Inner<D>, pos: usize) -> Result<Reported> {
-        let o = inner.objs.remove(pos).map_err(|_| EINVAL)?;
+    /// Destroys the object under the handle `id` (upstream `uverbs_destroy_uobject()`
+    /// with `RDMA_REMOVE_DESTROY`): `EBUSY` leaves it in place. Allocates nothing.
+    pub(super) fn destroy_at(inner: &mut Inner<D>, id: u32) -> Result<Reported> {
+        let kind = inner.objs.take(id).ok_or(EINVAL)?;
         let none = Reported::default();
-        let r = match o.kind {
+        let r = match kind {
             ObjKind::Pd(pd) => Pd::dealloc(pd)
                 .map(|()| none)
                 .map_err(|e| (e.err, ObjKind::Pd(e.obj))),
@@ -111,19 +95,19 @@ impl<D: Driver> UFile<D> {
             }
         };
         match r {
-            Ok(rep) => Ok(rep),
+            Ok(rep) => {
+                inner.objs.remove(id);
+                Ok(rep)
+            }
             Err((err, kind)) => {
-                inner
-                    .objs
-                    .insert_within_capacity(pos, UObject { kind, ..o })
-                    .ok();
+                inner.objs.put_back(id, kind);
                 Err(err)
             }
         }
     }
 
-    pub(super) fn obj_at(inner: &Inner<D>, pos: usize) -> Result<&ObjKind<D>> {
-        inner.objs.get(pos).map(|o| &o.kind).ok_or(EINVAL)
+    pub(super) fn obj_at(inner: &Inner<D>, id: u32) -> Result<&ObjKind<D>> {
+        inner.objs.get(id).ok_or(EINVAL)
     }
 
     pub(super) fn cq_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Cq<D>>> {
@@ -156,10 +140,7 @@ impl<D: Driver> UFile<D> {
 
     /// Commits a new object under `id` (upstream `rdma_alloc_commit_uobject()`).
     pub(super) fn commit(inner: &mut Inner<D>, id: u32, obj_type: u16, kind: ObjKind<D>) -> Result {
-        inner
-            .objs
-            .push(UObject { id, obj_type, kind }, GFP_KERNEL)?;
-        Ok(())
+        inner.objs.insert(id, obj_type, kind)
     }
 
     /// Commits, then writes the response; a failed write destroys the
@@ -173,8 +154,8 @@ impl<D: Driver> UFile<D> {
     ) -> Result {
         Self::commit(inner, id, obj_type, kind)?;
         if let Err(e) = respond() {
-            if let Ok(pos) = inner.find(obj_type, i64::from(id)) {
-                let _ = Self::destroy_at(inner, pos);
+            if inner.find(obj_type, i64::from(id)).is_ok() {
+                let _ = Self::destroy_at(inner, id);
             }
             return Err(e);
         }

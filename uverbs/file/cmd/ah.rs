@@ -80,7 +80,7 @@ impl<D: Driver> UFile<D> {
     ) -> Result {
         inner.ctx()?;
         let r = request::<s::DestroyAh>(&b.core_in)?;
-        let pos = inner.find(obj::AH, i64::from(r.ah_handle))?;
-        Self::destroy_at(inner, pos).map(|_| ())
+        let h = inner.find(obj::AH, i64::from(r.ah_handle))?;
+        Self::destroy_at(inner, h).map(|_| ())
     }
 }

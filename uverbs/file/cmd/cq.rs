@@ -151,8 +151,8 @@ impl<D: Driver> UFile<D> {
     ) -> Result {
         inner.ctx()?;
         let r = request::<s::DestroyCq>(&b.core_in)?;
-        let pos = inner.find(obj::CQ, i64::from(r.cq_handle))?;
-        let rep = Self::destroy_at(inner, pos)?;
+        let h = inner.find(obj::CQ, i64::from(r.cq_handle))?;
+        let rep = Self::destroy_at(inner, h)?;
         copy_out_or_zero(b.core_out.0, b.core_out.1, &destroy_cq_resp(rep))
     }
 

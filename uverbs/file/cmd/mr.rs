@@ -6,7 +6,7 @@ use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s};
 use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
-use crate::uverbs::file::uobject::{Inner, ObjKind, UObject};
+use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_out_or_zero, UFile};
 use crate::verbs::{AccessFlags, Mr, ReregFlags, UserCtx, UserMrReq};
 use kernel::prelude::*;
@@ -76,8 +76,8 @@ impl<D: Driver> UFile<D> {
         };
         flags.check_request(req.start, req.iova)?;
         let ctx = inner.ctx()?.clone();
-        let pos = inner.find(obj::MR, i64::from(handle))?;
-        let mr = match Self::obj_at(inner, pos)? {
+        let h = inner.find(obj::MR, i64::from(handle))?;
+        let mr = match Self::obj_at(inner, h)? {
             ObjKind::Mr(m) => m.clone(),
             _ => return Err(EINVAL),
         };
@@ -104,17 +104,9 @@ impl<D: Driver> UFile<D> {
             lkey: new.lkey(),
             rkey: new.rkey(),
         };
-        let old = inner.objs.remove(pos).map_err(|_| EINVAL)?;
-        // One entry was just removed: there is room for the new one.
-        if let Err(e) = inner.objs.push_within_capacity(UObject {
-            id: handle,
-            obj_type: obj::MR,
-            kind: ObjKind::Mr(new),
-        }) {
-            drop(e);
-            return Err(ENOMEM);
-        }
-        if let ObjKind::Mr(m) = old.kind {
+        // The new MR takes the handle and becomes the newest object.
+        let old = inner.objs.renew(handle, ObjKind::Mr(new))?;
+        if let Some(ObjKind::Mr(m)) = old {
             if let Err(e) = Mr::dereg(m) {
                 pr_warn!(
                     "uverbs: rereg_mr: the old MR's dereg failed ({:?})\n",

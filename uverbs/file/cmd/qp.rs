@@ -410,8 +410,8 @@ impl<D: Driver> UFile<D> {
     ) -> Result {
         inner.ctx()?;
         let r = request::<s::DestroyQp>(&b.core_in)?;
-        let pos = inner.find(obj::QP, i64::from(r.qp_handle))?;
-        let rep = Self::destroy_at(inner, pos)?;
+        let h = inner.find(obj::QP, i64::from(r.qp_handle))?;
+        let rep = Self::destroy_at(inner, h)?;
         let o = s::DestroyQpResp {
             events_reported: rep.events,
         };

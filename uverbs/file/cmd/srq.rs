@@ -122,8 +122,8 @@ impl<D: Driver> UFile<D> {
     ) -> Result {
         inner.ctx()?;
         let r = request::<s::DestroySrq>(&b.core_in)?;
-        let pos = inner.find(obj::SRQ, i64::from(r.srq_handle))?;
-        let rep = Self::destroy_at(inner, pos)?;
+        let h = inner.find(obj::SRQ, i64::from(r.srq_handle))?;
+        let rep = Self::destroy_at(inner, h)?;
         let o = s::DestroySrqResp {
             events_reported: rep.events,
         };
