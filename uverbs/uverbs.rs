@@ -17,7 +17,6 @@ use core::fmt::Write;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-#[allow(dead_code)]
 #[path = "abi.rs"]
 pub(crate) mod abi;
 mod abi_kunit;

@@ -202,4 +202,3 @@ macro_rules! uapi_structs {
     };
 }
 pub(crate) use uapi_structs;
-

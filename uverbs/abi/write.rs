@@ -388,6 +388,7 @@ pub(crate) fn invoke_write_method(
 /// # Errors
 ///
 /// `EOPNOTSUPP` if a byte past `dst.len()` is non-zero.
+#[cfg_attr(MODULE, expect(dead_code, reason = "used by the host tests only"))]
 pub(crate) fn uverbs_request(dst: &mut [u8], src: &[u8]) -> Result<(), Errno> {
     let n = dst.len().min(src.len());
     if let Some(extra) = src.get(n..) {
