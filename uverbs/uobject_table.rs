@@ -22,7 +22,7 @@
 
 use kernel::bitmap::BitmapVec;
 use kernel::prelude::*;
-use kernel::rbtree::RBTree;
+use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 
 /// One committed object.
 struct Slot<V> {
@@ -40,6 +40,10 @@ pub struct HandleTable<V> {
     ids: BitmapVec,
     next_seq: u64,
     len: usize,
+    /// The nodes of the last destroyed object, kept for the next commit: a destroy followed
+    /// by a create (the common churn) allocates nothing.
+    spare_id: Option<RBTreeNodeReservation<u32, Slot<V>>>,
+    spare_seq: Option<RBTreeNodeReservation<u64, u32>>,
 }
 
 impl<V> Default for HandleTable<V> {
@@ -57,6 +61,8 @@ impl<V> HandleTable<V> {
             ids: BitmapVec::new_inline(),
             next_seq: 0,
             len: 0,
+            spare_id: None,
+            spare_seq: None,
         }
     }
 
@@ -109,17 +115,28 @@ impl<V> HandleTable<V> {
             bigger.copy_and_extend(&self.ids);
             self.ids = bigger;
         }
+        let seq_node = match self.spare_seq.take() {
+            Some(r) => r,
+            None => RBTreeNodeReservation::new(GFP_KERNEL)?,
+        };
+        let id_node = match self.spare_id.take() {
+            Some(r) => r,
+            None => match RBTreeNodeReservation::new(GFP_KERNEL) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.spare_seq = Some(seq_node);
+                    return Err(e);
+                }
+            },
+        };
         let seq = self.next_seq;
-        self.by_seq.try_create_and_insert(seq, id, GFP_KERNEL)?;
+        self.by_seq.insert(seq_node.into_node(seq, id));
         let slot = Slot {
             obj_type,
             seq,
             value: Some(value),
         };
-        if let Err(e) = self.by_id.try_create_and_insert(id, slot, GFP_KERNEL) {
-            self.by_seq.remove(&seq);
-            return Err(e);
-        }
+        self.by_id.insert(id_node.into_node(id, slot));
         self.next_seq += 1;
         self.ids.set_bit(idx);
         self.len += 1;
@@ -168,13 +185,21 @@ impl<V> HandleTable<V> {
         }
     }
 
-    /// Frees the handle `id` (its object was destroyed or taken). Allocates nothing.
+    /// Frees the handle `id` (its object was destroyed or taken) and returns what was left
+    /// in it. Allocates nothing; its nodes are kept for the next [`Self::insert`].
     pub fn remove(&mut self, id: u32) -> Option<V> {
-        let slot = self.by_id.remove(&id)?;
-        self.by_seq.remove(&slot.seq);
+        let slot = self.by_id.get_mut(&id)?;
+        let value = slot.value.take();
+        let seq = slot.seq;
+        if let Some(n) = self.by_id.remove_node(&id) {
+            self.spare_id = Some(n.into_reservation());
+        }
+        if let Some(n) = self.by_seq.remove_node(&seq) {
+            self.spare_seq = Some(n.into_reservation());
+        }
         self.ids.clear_bit(id as usize);
         self.len -= 1;
-        slot.value
+        value
     }
 
     /// Replaces the object under `id` by `value`, which becomes the newest object
