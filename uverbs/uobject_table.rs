@@ -7,8 +7,9 @@
 //! The shape is rust_binder's (`process.rs`: handles in an `RBTree`, ids from an id pool):
 //!
 //! * `by_id`: handle -> object, an [`RBTree`]: a lookup is `O(log n)`;
-//! * `ids`: a [`BitmapVec`] of the handles in use: the lowest free one is a
-//!   `find_next_zero_bit()` (64 handles a word, so 1,600 words at 100k objects);
+//! * `ids`: a [`BitmapVec`] of the handles in use, and `full`, one bit per 64 handles that
+//!   are all in use: the lowest free handle is a `find_next_zero_bit()` in `full` (one word
+//!   per 4,096 handles), then one in the word of `ids` it names;
 //! * `by_seq`: commit sequence number -> handle, an [`RBTree`]: newest first for close
 //!   cleanup and `INFO_HANDLES`, and an object whose destroy failed keeps its place.
 //!
@@ -38,6 +39,8 @@ pub struct HandleTable<V> {
     by_seq: RBTree<u64, u32>,
     /// Bit `id` is set while handle `id` is in `by_id`.
     ids: BitmapVec,
+    /// Bit `w` is set while handles `64 * w .. 64 * w + 63` are all in use.
+    full: BitmapVec,
     next_seq: u64,
     len: usize,
     /// The nodes of the last destroyed object, kept for the next commit: a destroy followed
@@ -59,6 +62,7 @@ impl<V> HandleTable<V> {
             by_id: RBTree::new(),
             by_seq: RBTree::new(),
             ids: BitmapVec::new_inline(),
+            full: BitmapVec::new_inline(),
             next_seq: 0,
             len: 0,
             spare_id: None,
@@ -76,11 +80,31 @@ impl<V> HandleTable<V> {
         self.len == 0
     }
 
+    /// The lowest free handle at or above `from` (`ids.len()` or more: past the bitmap).
     fn next_free(&self, from: usize) -> usize {
-        if from >= self.ids.len() {
+        const W: usize = 64;
+        let len = self.ids.len();
+        if from >= len {
             return from;
         }
-        self.ids.next_zero_bit(from).unwrap_or(self.ids.len())
+        let w = from / W;
+        // The first word at or after `from`'s that is not full (`full` has a bit for every
+        // word of `ids`, and more, clear, past them).
+        let first = match self.full.next_zero_bit(w) {
+            Some(c) if c < len / W => c,
+            _ => return len,
+        };
+        // That word has a free handle: the search ends in it, unless it is `from`'s own
+        // word and its free handles are below `from` (a NEW handle reserved by the method
+        // in progress, rare): then the search goes on past it.
+        let start = if first == w { from } else { first * W };
+        self.ids.next_zero_bit(start).unwrap_or(len)
+    }
+
+    /// Whether the 64 handles of word `w` are all in use.
+    fn word_full(&self, w: usize) -> bool {
+        let end = (w + 1) * 64;
+        end <= self.ids.len() && self.ids.next_zero_bit(w * 64).is_none_or(|z| z >= end)
     }
 
     /// The lowest free handle, other than `also_taken` (a handle a method in progress
@@ -112,8 +136,11 @@ impl<V> HandleTable<V> {
                 n = n.checked_mul(2).ok_or(ENOMEM)?;
             }
             let mut bigger = BitmapVec::new(n, GFP_KERNEL)?;
+            let mut bigger_full = BitmapVec::new(n / 64, GFP_KERNEL)?;
             bigger.copy_and_extend(&self.ids);
+            bigger_full.copy_and_extend(&self.full);
             self.ids = bigger;
+            self.full = bigger_full;
         }
         let seq_node = match self.spare_seq.take() {
             Some(r) => r,
@@ -139,6 +166,9 @@ impl<V> HandleTable<V> {
         self.by_id.insert(id_node.into_node(id, slot));
         self.next_seq += 1;
         self.ids.set_bit(idx);
+        if self.word_full(idx / 64) {
+            self.full.set_bit(idx / 64);
+        }
         self.len += 1;
         Ok(())
     }
@@ -198,6 +228,9 @@ impl<V> HandleTable<V> {
             self.spare_seq = Some(n.into_reservation());
         }
         self.ids.clear_bit(id as usize);
+        if (id as usize / 64) < self.full.len() {
+            self.full.clear_bit(id as usize / 64);
+        }
         self.len -= 1;
         value
     }
@@ -345,6 +378,12 @@ mod tests {
     fn handles_past_the_inline_bitmap() -> Result {
         // 64 handles fit the inline bitmap; the 65th and later grow it.
         let mut t = table(300)?;
+        assert_eq!(t.free_id(None), 300);
+        // A hole in a full word, past a full word (the summary bitmap), then refilled.
+        t.remove(200);
+        assert_eq!(t.free_id(None), 200);
+        assert_eq!(t.free_id(Some(200)), 300);
+        t.insert(200, 0, 0)?;
         assert_eq!(t.free_id(None), 300);
         for id in (0..300).step_by(2) {
             t.remove(id);
