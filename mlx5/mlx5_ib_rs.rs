@@ -38,6 +38,9 @@ mod simdev;
 mod stages;
 mod sysfs;
 mod uabi;
+/// Typed user-ABI structs (`uapi_structs!`), shared with uverbs.
+#[path = "../uverbs/abi/layout.rs"]
+pub(crate) mod uapi_layout;
 mod uar;
 mod ucontext;
 mod user_mem;

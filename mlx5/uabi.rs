@@ -14,6 +14,223 @@
 //! the doorbell) are the driver's ([`crate::verbs_user`]); the functions here are split at those
 //! points.
 
+use crate::uapi_layout::{uapi_c_member, uapi_structs, AbiField, Layout};
+
+// The structs of `include/uapi/rdma/mlx5-abi.h` (and `mlx5_ib_uapi_reg` of
+// `mlx5_user_ioctl_verbs.h`) this driver reads or writes, members named as in C;
+// `tools/uabi-check` compares each layout with the kernel's header.
+uapi_structs! {
+    /// `struct mlx5_ib_alloc_ucontext_req` (the v0 request).
+    mlx5_ib_alloc_ucontext_req => pub(crate) struct AllocUcontextReqV0(8) {
+        total_num_bfregs: u32,
+        num_low_latency_bfregs: u32,
+    }
+
+    /// `struct mlx5_ib_create_qp_dci_streams`.
+    mlx5_ib_create_qp_dci_streams => pub(crate) struct CreateQpDciStreams(2) {
+        log_num_concurent: u8,
+        log_num_errored: u8,
+    }
+
+    /// `struct mlx5_ib_uapi_reg`.
+    mlx5_ib_uapi_reg => pub(crate) struct UapiReg(8) {
+        value: u32,
+        mask: u32,
+    }
+
+    /// `struct mlx5_ib_alloc_ucontext_req_v2`.
+    mlx5_ib_alloc_ucontext_req_v2 => pub(crate) struct AllocUcontextReqV2(32) {
+        total_num_bfregs: u32,
+        num_low_latency_bfregs: u32,
+        flags: u32,
+        comp_mask: u32,
+        max_cqe_version: u8,
+        reserved0: u8,
+        reserved1: u16,
+        reserved2: u32,
+        lib_caps: u64,
+    }
+
+    /// `struct mlx5_ib_alloc_ucontext_resp`.
+    mlx5_ib_alloc_ucontext_resp => pub(crate) struct AllocUcontextResp(72) {
+        qp_tab_size: u32,
+        bf_reg_size: u32,
+        tot_bfregs: u32,
+        cache_line_size: u32,
+        max_sq_desc_sz: u16,
+        max_rq_desc_sz: u16,
+        max_send_wqebb: u32,
+        max_recv_wr: u32,
+        max_srq_recv_wr: u32,
+        num_ports: u16,
+        flow_action_flags: u16,
+        comp_mask: u32,
+        response_length: u32,
+        cqe_version: u8,
+        cmds_supp_uhw: u8,
+        eth_min_inline: u8,
+        clock_info_versions: u8,
+        hca_core_clock_offset: u64,
+        log_uar_size: u32,
+        num_uars_per_page: u32,
+        num_dyn_bfregs: u32,
+        dump_fill_mkey: u32,
+    }
+
+    /// `struct mlx5_ib_alloc_pd_resp`.
+    mlx5_ib_alloc_pd_resp => pub(crate) struct AllocPdResp(4) {
+        pdn: u32,
+    }
+
+    /// `struct mlx5_ib_create_cq`.
+    mlx5_ib_create_cq => pub(crate) struct CreateCq(32) {
+        buf_addr: u64,
+        db_addr: u64,
+        cqe_size: u32,
+        cqe_comp_en: u8,
+        cqe_comp_res_format: u8,
+        flags: u16,
+        uar_page_index: u16,
+        reserved0: u16,
+        reserved1: u32,
+    }
+
+    /// `struct mlx5_ib_create_cq_resp`.
+    mlx5_ib_create_cq_resp => pub(crate) struct CreateCqResp(8) {
+        cqn: u32,
+        reserved: u32,
+    }
+
+    /// `struct mlx5_ib_resize_cq`.
+    mlx5_ib_resize_cq => pub(crate) struct ResizeCq(16) {
+        buf_addr: u64,
+        cqe_size: u16,
+        reserved0: u16,
+        reserved1: u32,
+    }
+
+    /// `struct mlx5_ib_create_qp`.
+    mlx5_ib_create_qp => pub(crate) struct CreateQp(56) {
+        buf_addr: u64,
+        db_addr: u64,
+        sq_wqe_count: u32,
+        rq_wqe_count: u32,
+        rq_wqe_shift: u32,
+        flags: u32,
+        uidx: u32,
+        bfreg_index: u32,
+        /// The union of `sq_buf_addr` and `access_key` (DCT).
+        sq_buf_addr: u64,
+        ece_options: u32,
+        dci_streams: CreateQpDciStreams,
+        reserved: u16,
+    }
+
+    /// `struct mlx5_ib_create_qp_resp`.
+    mlx5_ib_create_qp_resp => pub(crate) struct CreateQpResp(40) {
+        bfreg_index: u32,
+        ece_options: u32,
+        comp_mask: u32,
+        tirn: u32,
+        tisn: u32,
+        rqn: u32,
+        sqn: u32,
+        reserved1: u32,
+        tir_icm_addr: u64,
+    }
+
+    /// `struct mlx5_ib_create_srq`.
+    mlx5_ib_create_srq => pub(crate) struct CreateSrq(32) {
+        buf_addr: u64,
+        db_addr: u64,
+        flags: u32,
+        reserved0: u32,
+        uidx: u32,
+        reserved1: u32,
+    }
+
+    /// `struct mlx5_ib_create_srq_resp`.
+    mlx5_ib_create_srq_resp => pub(crate) struct CreateSrqResp(8) {
+        srqn: u32,
+        reserved: u32,
+    }
+
+    /// `struct mlx5_ib_tso_caps`.
+    mlx5_ib_tso_caps => pub(crate) struct TsoCaps(8) {
+        max_tso: u32,
+        supported_qpts: u32,
+    }
+
+    /// `struct mlx5_ib_rss_caps`.
+    mlx5_ib_rss_caps => pub(crate) struct RssCaps(16) {
+        rx_hash_fields_mask: u64,
+        rx_hash_function: u8,
+        reserved: [u8; 7],
+    }
+
+    /// `struct mlx5_ib_cqe_comp_caps`.
+    mlx5_ib_cqe_comp_caps => pub(crate) struct CqeCompCaps(8) {
+        max_num: u32,
+        supported_format: u32,
+    }
+
+    /// `struct mlx5_packet_pacing_caps`.
+    mlx5_packet_pacing_caps => pub(crate) struct PacketPacingCaps(16) {
+        qp_rate_limit_min: u32,
+        qp_rate_limit_max: u32,
+        supported_qpts: u32,
+        cap_flags: u8,
+        reserved: [u8; 3],
+    }
+
+    /// `struct mlx5_ib_sw_parsing_caps`.
+    mlx5_ib_sw_parsing_caps => pub(crate) struct SwParsingCaps(8) {
+        sw_parsing_offloads: u32,
+        supported_qpts: u32,
+    }
+
+    /// `struct mlx5_ib_striding_rq_caps`.
+    mlx5_ib_striding_rq_caps => pub(crate) struct StridingRqCaps(24) {
+        min_single_stride_log_num_of_bytes: u32,
+        max_single_stride_log_num_of_bytes: u32,
+        min_single_wqe_log_num_of_strides: u32,
+        max_single_wqe_log_num_of_strides: u32,
+        supported_qpts: u32,
+        reserved: u32,
+    }
+
+    /// `struct mlx5_ib_dci_streams_caps`.
+    mlx5_ib_dci_streams_caps => pub(crate) struct DciStreamsCaps(2) {
+        max_log_num_concurent: u8,
+        max_log_num_errored: u8,
+    }
+
+    /// `struct mlx5_ib_query_device_resp`.
+    mlx5_ib_query_device_resp => pub(crate) struct QueryDeviceResp(112) {
+        comp_mask: u32,
+        response_length: u32,
+        tso_caps: TsoCaps,
+        rss_caps: RssCaps,
+        cqe_comp_caps: CqeCompCaps,
+        packet_pacing_caps: PacketPacingCaps,
+        mlx5_ib_support_multi_pkt_send_wqes: u32,
+        flags: u32,
+        sw_parsing_caps: SwParsingCaps,
+        striding_rq_caps: StridingRqCaps,
+        tunnel_offloads_caps: u32,
+        dci_streams_caps: DciStreamsCaps,
+        reserved: u16,
+        reg_c0: UapiReg,
+    }
+
+    /// `struct mlx5_ib_create_ah_resp`.
+    mlx5_ib_create_ah_resp => pub(crate) struct CreateAhResp(16) {
+        response_length: u32,
+        dmac: [u8; 6],
+        reserved: [u8; 6],
+    }
+}
+
 /// The errno a malformed request gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AbiError {
@@ -25,66 +242,35 @@ pub(crate) enum AbiError {
 
 type Result<T> = core::result::Result<T, AbiError>;
 
-fn u16_at(b: &[u8], off: usize) -> u16 {
-    let mut v = [0u8; 2];
-    if let Some(s) = b.get(off..off + 2) {
-        v.copy_from_slice(s);
-    }
-    u16::from_ne_bytes(v)
-}
-
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    let mut v = [0u8; 4];
-    if let Some(s) = b.get(off..off + 4) {
-        v.copy_from_slice(s);
-    }
-    u32::from_ne_bytes(v)
-}
-
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    let mut v = [0u8; 8];
-    if let Some(s) = b.get(off..off + 8) {
-        v.copy_from_slice(s);
-    }
-    u64::from_ne_bytes(v)
-}
-
 /// upstream `_ib_copy_validate_udata_in()`: `EINVAL` below the struct's first version
 /// (`min`), `EOPNOTSUPP` for non-zero bytes beyond the kernel's struct (`copy_struct_from_user()`
-/// `E2BIG`); the copy is zero-extended to `N` bytes.
-fn copy_validate<const N: usize>(input: &[u8], min: usize) -> Result<[u8; N]> {
+/// `E2BIG`); the copy is zero-extended.
+fn copy_validate<T: AbiField>(input: &[u8], min: usize) -> Result<T> {
     if input.len() < min {
         return Err(AbiError::Inval);
     }
-    if input.iter().skip(N).any(|b| *b != 0) {
+    if input.iter().skip(T::SIZE).any(|b| *b != 0) {
         return Err(AbiError::NotSupp);
     }
-    let mut b = [0u8; N];
-    let n = input.len().min(N);
-    if let (Some(d), Some(s)) = (b.get_mut(..n), input.get(..n)) {
-        d.copy_from_slice(s);
-    }
-    Ok(b)
+    Ok(T::read(input))
 }
 
 // ---- ALLOC_PD ----
 
 /// `sizeof(struct mlx5_ib_alloc_pd_resp)`.
-pub(crate) const ALLOC_PD_RESP_LEN: usize = 4;
+pub(crate) const ALLOC_PD_RESP_LEN: usize = AllocPdResp::SIZE;
 
 /// `struct mlx5_ib_alloc_pd_resp { __u32 pdn; }`.
 pub(crate) fn alloc_pd_resp(pdn: u32) -> [u8; ALLOC_PD_RESP_LEN] {
-    pdn.to_ne_bytes()
+    AllocPdResp { pdn }.to_bytes()
 }
 
 // ---- CREATE_CQ ----
 
-/// `sizeof(struct mlx5_ib_create_cq)`.
-pub(crate) const CREATE_CQ_LEN: usize = 32;
 /// `offsetofend(struct mlx5_ib_create_cq, cqe_comp_res_format)`: the first version's end.
 pub(crate) const CREATE_CQ_MIN: usize = 22;
 /// `sizeof(struct mlx5_ib_create_cq_resp)`.
-pub(crate) const CREATE_CQ_RESP_LEN: usize = 8;
+pub(crate) const CREATE_CQ_RESP_LEN: usize = CreateCqResp::SIZE;
 
 /// `MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD`.
 pub(crate) const CQ_FLAGS_CQE_128B_PAD: u16 = 1 << 0;
@@ -117,18 +303,17 @@ pub(crate) struct CreateCqReq {
 /// `EOPNOTSUPP` for non-zero bytes past 32), unknown flags `EINVAL`, a CQE size other than 64
 /// or 128 or non-zero reserved members `EINVAL`.
 pub(crate) fn parse_create_cq(input: &[u8]) -> Result<CreateCqReq> {
-    let b = copy_validate::<CREATE_CQ_LEN>(input, CREATE_CQ_MIN)?;
+    let b = copy_validate::<CreateCq>(input, CREATE_CQ_MIN)?;
     let r = CreateCqReq {
-        buf_addr: u64_at(&b, 0),
-        db_addr: u64_at(&b, 8),
-        cqe_size: u32_at(&b, 16),
-        cqe_comp_en: b[20],
-        cqe_comp_res_format: b[21],
-        flags: u16_at(&b, 22),
-        uar_page_index: u16_at(&b, 24),
+        buf_addr: b.buf_addr,
+        db_addr: b.db_addr,
+        cqe_size: b.cqe_size,
+        cqe_comp_en: b.cqe_comp_en,
+        cqe_comp_res_format: b.cqe_comp_res_format,
+        flags: b.flags,
+        uar_page_index: b.uar_page_index,
     };
-    let reserved0 = u16_at(&b, 26);
-    let reserved1 = u32_at(&b, 28);
+    let (reserved0, reserved1) = (b.reserved0, b.reserved1);
     if r.flags & !(CQ_FLAGS_CQE_128B_PAD | CQ_FLAGS_UAR_PAGE_INDEX | CQ_FLAGS_REAL_TIME_TS) != 0 {
         return Err(AbiError::Inval);
     }
@@ -231,15 +416,13 @@ pub(crate) fn user_cq_params(req: &CreateCqReq, caps: &CqCaps) -> Result<UserCqP
 
 /// `struct mlx5_ib_create_cq_resp { __u32 cqn; __u32 reserved; }`.
 pub(crate) fn create_cq_resp(cqn: u32) -> [u8; CREATE_CQ_RESP_LEN] {
-    let mut r = [0u8; CREATE_CQ_RESP_LEN];
-    r[..4].copy_from_slice(&cqn.to_ne_bytes());
-    r
+    CreateCqResp { cqn, reserved: 0 }.to_bytes()
 }
 
 // ---- RESIZE_CQ ----
 
 /// `sizeof(struct mlx5_ib_resize_cq)`, also its first version's end (`reserved1`).
-pub(crate) const RESIZE_CQ_LEN: usize = 16;
+pub(crate) const RESIZE_CQ_LEN: usize = ResizeCq::SIZE;
 
 /// `struct mlx5_ib_resize_cq { __aligned_u64 buf_addr; __u16 cqe_size; __u16 reserved0;
 /// __u32 reserved1; }`.
@@ -256,12 +439,12 @@ pub(crate) struct ResizeCqReq {
 /// `EINVAL`. Deviation: a CQE size other than 64 or 128 is `EINVAL` (upstream passes any size
 /// to `ib_umem_get_va()` and maps everything but 64 to 128-byte CQEs).
 pub(crate) fn parse_resize_cq(input: &[u8]) -> Result<ResizeCqReq> {
-    let b = copy_validate::<RESIZE_CQ_LEN>(input, RESIZE_CQ_LEN)?;
+    let b = copy_validate::<ResizeCq>(input, RESIZE_CQ_LEN)?;
     let r = ResizeCqReq {
-        buf_addr: u64_at(&b, 0),
-        cqe_size: u16_at(&b, 8),
+        buf_addr: b.buf_addr,
+        cqe_size: b.cqe_size,
     };
-    if u16_at(&b, 10) != 0 || u32_at(&b, 12) != 0 {
+    if b.reserved0 != 0 || b.reserved1 != 0 {
         return Err(AbiError::Inval);
     }
     if r.cqe_size != 64 && r.cqe_size != 128 {
@@ -272,14 +455,12 @@ pub(crate) fn parse_resize_cq(input: &[u8]) -> Result<ResizeCqReq> {
 
 // ---- CREATE_QP ----
 
-/// `sizeof(struct mlx5_ib_create_qp)`.
-pub(crate) const CREATE_QP_LEN: usize = 56;
 /// `offsetof(struct mlx5_ib_create_qp, ece_options)`: what rdma-core before ECE sends.
-pub(crate) const CREATE_QP_MIN: usize = 48;
+pub(crate) const CREATE_QP_MIN: usize = core::mem::offset_of!(CreateQp, ece_options);
 /// `offsetof(struct mlx5_ib_create_qp, reserved)`: bytes from here on must be zero.
-const CREATE_QP_RESERVED: usize = 54;
+const CREATE_QP_RESERVED: usize = core::mem::offset_of!(CreateQp, reserved);
 /// `sizeof(struct mlx5_ib_create_qp_resp)`.
-pub(crate) const CREATE_QP_RESP_LEN: usize = 40;
+pub(crate) const CREATE_QP_RESP_LEN: usize = CreateQpResp::SIZE;
 
 /// `MLX5_QP_FLAG_*` (mlx5-abi.h).
 pub(crate) mod qp_flag {
@@ -344,22 +525,18 @@ pub(crate) fn parse_create_qp(input: &[u8]) -> Result<CreateQpReq> {
     if input.iter().skip(CREATE_QP_RESERVED).any(|b| *b != 0) {
         return Err(AbiError::Inval);
     }
-    let mut b = [0u8; CREATE_QP_LEN];
-    let n = input.len().min(CREATE_QP_LEN);
-    if let (Some(d), Some(s)) = (b.get_mut(..n), input.get(..n)) {
-        d.copy_from_slice(s);
-    }
+    let b = CreateQp::from_bytes(input);
     Ok(CreateQpReq {
-        buf_addr: u64_at(&b, 0),
-        db_addr: u64_at(&b, 8),
-        sq_wqe_count: u32_at(&b, 16),
-        rq_wqe_count: u32_at(&b, 20),
-        rq_wqe_shift: u32_at(&b, 24),
-        flags: u32_at(&b, 28),
-        uidx: u32_at(&b, 32),
-        bfreg_index: u32_at(&b, 36),
-        sq_buf_addr: u64_at(&b, 40),
-        ece_options: u32_at(&b, 48),
+        buf_addr: b.buf_addr,
+        db_addr: b.db_addr,
+        sq_wqe_count: b.sq_wqe_count,
+        rq_wqe_count: b.rq_wqe_count,
+        rq_wqe_shift: b.rq_wqe_shift,
+        flags: b.flags,
+        uidx: b.uidx,
+        bfreg_index: b.bfreg_index,
+        sq_buf_addr: b.sq_buf_addr,
+        ece_options: b.ece_options,
     })
 }
 
@@ -564,10 +741,12 @@ pub(crate) fn qp_ts_format(ts_cap: u32, send_rt: bool, recv_rt: bool) -> Result<
 /// for a QP that named its UAR page), `ece_options`, no `comp_mask` sections (TIR/TIS/RQ/SQ
 /// numbers are raw packet and RSS QPs').
 pub(crate) fn create_qp_resp(bfreg_index: u32, ece_options: u32) -> [u8; CREATE_QP_RESP_LEN] {
-    let mut r = [0u8; CREATE_QP_RESP_LEN];
-    r[..4].copy_from_slice(&bfreg_index.to_ne_bytes());
-    r[4..8].copy_from_slice(&ece_options.to_ne_bytes());
-    r
+    CreateQpResp {
+        bfreg_index,
+        ece_options,
+        ..Default::default()
+    }
+    .to_bytes()
 }
 
 // ---- UAR objects (MLX5_IB_OBJECT_UAR) ----

@@ -28,6 +28,7 @@ use crate::cmd::res::{AllocTransportDomain, DeallocTransportDomain};
 use crate::fwsim::profile::LinkLayer;
 use crate::ib::Mlx5Ib;
 use crate::prm::ctx::cmd_hca_cap;
+use crate::uabi;
 use crate::user_mem::DbPages;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{Ucontext, UcontextPriv, Udata};
@@ -35,15 +36,11 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 /// `sizeof(struct mlx5_ib_alloc_ucontext_req)` (the v0 request).
-const REQ_V0_LEN: usize = 8;
+const REQ_V0_LEN: usize = uabi::AllocUcontextReqV0::SIZE;
 /// `offsetof(struct mlx5_ib_alloc_ucontext_req_v2, max_cqe_version)`: the shortest v2.
-const REQ_V2_MIN_LEN: usize = 16;
-/// `sizeof(struct mlx5_ib_alloc_ucontext_req_v2)`.
-const REQ_V2_LEN: usize = 32;
+const REQ_V2_MIN_LEN: usize = core::mem::offset_of!(uabi::AllocUcontextReqV2, max_cqe_version);
 /// `sizeof(struct mlx5_ib_alloc_ucontext_resp)`.
-pub(crate) const UCONTEXT_RESP_LEN: usize = 72;
-/// `sizeof(struct mlx5_ib_query_device_resp)`.
-pub(crate) const QUERY_DEVICE_RESP_LEN: usize = 112;
+pub(crate) const UCONTEXT_RESP_LEN: usize = uabi::AllocUcontextResp::SIZE;
 
 /// `MLX5_IB_ALLOC_UCTX_DEVX`.
 const ALLOC_UCTX_DEVX: u32 = 1 << 0;
@@ -77,77 +74,13 @@ pub(crate) struct Mlx5Ucontext {
     pub(crate) db_pages: Arc<DbPages>,
 }
 
-/// `mlx5_ib_alloc_ucontext_req_v2`, the members read.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct AllocUcontextReq {
-    total_num_bfregs: u32,
-    num_low_latency_bfregs: u32,
-    flags: u32,
-    comp_mask: u32,
-    max_cqe_version: u8,
-    reserved0: u8,
-    reserved1: u16,
-    reserved2: u32,
-    lib_caps: u64,
-}
-
-fn rd_u32(b: &[u8], off: usize) -> u32 {
-    let mut v = [0u8; 4];
-    if let Some(s) = b.get(off..off + 4) {
-        v.copy_from_slice(s);
+/// upstream: v0 if `inlen == sizeof(req)`, v2 if at least `offsetof(max_cqe_version)`, else
+/// `EINVAL`; `ib_copy_from_udata(&req, udata, min(inlen, sizeof(req)))` (the rest stays zero).
+fn parse_req(input: &[u8]) -> Result<uabi::AllocUcontextReqV2> {
+    if input.len() != REQ_V0_LEN && input.len() < REQ_V2_MIN_LEN {
+        return Err(EINVAL);
     }
-    u32::from_ne_bytes(v)
-}
-
-impl AllocUcontextReq {
-    /// upstream: v0 if `inlen == sizeof(req)`, v2 if at least `offsetof(max_cqe_version)`,
-    /// else `EINVAL`; `ib_copy_from_udata(&req, udata, min(inlen, sizeof(req)))` (the rest
-    /// stays zero).
-    fn parse(input: &[u8]) -> Result<Self> {
-        if input.len() != REQ_V0_LEN && input.len() < REQ_V2_MIN_LEN {
-            return Err(EINVAL);
-        }
-        let mut b = [0u8; REQ_V2_LEN];
-        let n = input.len().min(REQ_V2_LEN);
-        b[..n].copy_from_slice(input.get(..n).ok_or(EINVAL)?);
-        let mut lc = [0u8; 8];
-        lc.copy_from_slice(&b[24..32]);
-        let lib_caps = u64::from_ne_bytes(lc);
-        Ok(AllocUcontextReq {
-            total_num_bfregs: rd_u32(&b, 0),
-            num_low_latency_bfregs: rd_u32(&b, 4),
-            flags: rd_u32(&b, 8),
-            comp_mask: rd_u32(&b, 12),
-            max_cqe_version: b[16],
-            reserved0: b[17],
-            reserved1: u16::from_ne_bytes([b[18], b[19]]),
-            reserved2: rd_u32(&b, 20),
-            lib_caps,
-        })
-    }
-}
-
-/// A native-endian response buffer (user-space ABI structs are host-endian).
-struct Resp<const N: usize>([u8; N]);
-
-impl<const N: usize> Resp<N> {
-    fn new() -> Self {
-        Resp([0u8; N])
-    }
-    fn put(&mut self, off: usize, v: &[u8]) {
-        if let Some(d) = self.0.get_mut(off..off + v.len()) {
-            d.copy_from_slice(v);
-        }
-    }
-    fn u8(&mut self, off: usize, v: u8) {
-        self.put(off, &[v]);
-    }
-    fn u16(&mut self, off: usize, v: u16) {
-        self.put(off, &v.to_ne_bytes());
-    }
-    fn u32(&mut self, off: usize, v: u32) {
-        self.put(off, &v.to_ne_bytes());
-    }
+    Ok(uabi::AllocUcontextReqV2::from_bytes(input))
 }
 
 fn gen(dev: &Device<Mlx5Ib>) -> Result<GenCaps<'_>> {
@@ -161,7 +94,7 @@ fn pow2(log: u32) -> u32 {
 /// upstream `mlx5_ib_alloc_ucontext()`.
 pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Result<UcontextPriv> {
     let d = dev.data();
-    let mut req = AllocUcontextReq::parse(udata.input())?;
+    let mut req = parse_req(udata.input())?;
     if req.flags & !ALLOC_UCTX_DEVX != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -198,7 +131,7 @@ pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Res
     let cqe_version = (caps.get(cmd_hca_cap::cqe_version) as u8).min(req.max_cqe_version);
     let resp = ucontext_resp(dev, cqe_version, udata.outlen()).inspect_err(|_| free_td())?;
     let db_pages = DbPages::new().inspect_err(|_| free_td())?;
-    udata.copy_to(&resp.0);
+    udata.copy_to(&resp.to_bytes());
     KBox::new(
         Mlx5Ucontext {
             tdn,
@@ -218,56 +151,57 @@ fn ucontext_resp(
     dev: &Device<Mlx5Ib>,
     cqe_version: u8,
     outlen: usize,
-) -> Result<Resp<UCONTEXT_RESP_LEN>> {
+) -> Result<uabi::AllocUcontextResp> {
     let d = dev.data();
     let c = gen(dev)?;
-    let mut r = Resp::<UCONTEXT_RESP_LEN>::new();
-    r.u32(0, pow2(c.get(cmd_hca_cap::log_max_qp))); // qp_tab_size
-    r.u32(4, 0); // bf_reg_size: no write-combining check (see the module doc)
-    r.u32(8, 0); // tot_bfregs: dynamic UARs
-    r.u32(12, CACHE_LINE_SIZE);
-    r.u16(16, c.get(cmd_hca_cap::max_wqe_sz_sq) as u16);
-    r.u16(18, c.get(cmd_hca_cap::max_wqe_sz_rq) as u16);
-    r.u32(20, pow2(c.get(cmd_hca_cap::log_max_qp_sz))); // max_send_wqebb
-    r.u32(24, pow2(c.get(cmd_hca_cap::log_max_qp_sz))); // max_recv_wr
-    r.u32(28, pow2(c.get(cmd_hca_cap::log_max_srq_sz))); // max_srq_recv_wr
-    r.u16(32, u16::try_from(d.ports.len()).map_err(|_| EINVAL)?); // num_ports
     let mut comp_mask = RESP_MASK_MKEY_UPDATE_TAG;
     if c.get(cmd_hca_cap::ece_support) != 0 {
         comp_mask |= RESP_MASK_ECE;
     }
     // drain_sigerr lives in cmd_hca_cap_2, which is not cached: SQD2RTS not offered.
     let _ = RESP_MASK_SQD2RTS;
-    r.u32(36, comp_mask);
-    r.u32(40, outlen.min(UCONTEXT_RESP_LEN) as u32); // response_length
-    r.u8(44, cqe_version);
-    r.u8(45, CMDS_SUPP_UHW);
-    if d.ports.first().map(|p| p.link_layer) == Some(LinkLayer::Ethernet) {
+    let eth_min_inline = if d.ports.first().map(|p| p.link_layer) == Some(LinkLayer::Ethernet) {
         // mlx5_query_min_inline(): the vport-context case (the ETH cap page that says which
         // case applies is not cached), then `+ 1` (MLX5_USER_INLINE_MODE_*).
         let v = exec(&*d.hw, &QueryNicVportContext)?;
-        r.u8(46, v.min_wqe_inline_mode.saturating_add(1));
-    }
-    // clock_info_versions 0, hca_core_clock_offset 0: no clock pages (see the module doc).
+        v.min_wqe_inline_mode.saturating_add(1)
+    } else {
+        0
+    };
     let uar_4k = c.get(cmd_hca_cap::uar_4k) != 0;
-    r.u32(
-        56,
-        if uar_4k {
+    Ok(uabi::AllocUcontextResp {
+        qp_tab_size: pow2(c.get(cmd_hca_cap::log_max_qp)),
+        // No write-combining check (see the module doc).
+        bf_reg_size: 0,
+        // Dynamic UARs.
+        tot_bfregs: 0,
+        cache_line_size: CACHE_LINE_SIZE,
+        max_sq_desc_sz: c.get(cmd_hca_cap::max_wqe_sz_sq) as u16,
+        max_rq_desc_sz: c.get(cmd_hca_cap::max_wqe_sz_rq) as u16,
+        max_send_wqebb: pow2(c.get(cmd_hca_cap::log_max_qp_sz)),
+        max_recv_wr: pow2(c.get(cmd_hca_cap::log_max_qp_sz)),
+        max_srq_recv_wr: pow2(c.get(cmd_hca_cap::log_max_srq_sz)),
+        num_ports: u16::try_from(d.ports.len()).map_err(|_| EINVAL)?,
+        comp_mask,
+        response_length: outlen.min(UCONTEXT_RESP_LEN) as u32,
+        cqe_version,
+        cmds_supp_uhw: CMDS_SUPP_UHW,
+        eth_min_inline,
+        // clock_info_versions 0, hca_core_clock_offset 0: no clock pages (see the module doc).
+        log_uar_size: if uar_4k {
             ADAPTER_PAGE_SHIFT
         } else {
             kernel::page::PAGE_SHIFT as u32
         },
-    );
-    r.u32(
-        60,
-        if uar_4k {
+        num_uars_per_page: if uar_4k {
             c.get(cmd_hca_cap::num_of_uars_per_page)
         } else {
             1
         },
-    );
-    r.u32(64, 0); // num_dyn_bfregs: none with lib_uar_dyn
-    Ok(r)
+        // None with lib_uar_dyn.
+        num_dyn_bfregs: 0,
+        ..Default::default()
+    })
 }
 
 /// upstream `mlx5_ib_dealloc_ucontext()`: the transport domain.
@@ -303,34 +237,40 @@ pub(crate) fn query_device_udata(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) ->
         return Err(EINVAL);
     }
     let c = gen(dev)?;
-    let mut r = Resp::<QUERY_DEVICE_RESP_LEN>::new();
-    let mut len: u32 = 8;
-    // (end offset, size) of each section in struct order; eth_net_offloads absent reads as
-    // upstream's else branch: tso_caps and rss_caps counted, zero.
-    for (end, size) in [(16u32, 8u32), (32, 16)] {
-        if end as usize <= outlen {
-            len += size;
-        }
+    let mut r = uabi::QueryDeviceResp::default();
+    // upstream field_avail(): the user's buffer holds the member; then it counts in
+    // response_length.
+    macro_rules! avail {
+        ($f:ident) => {
+            core::mem::offset_of!(uabi::QueryDeviceResp, $f) + core::mem::size_of_val(&r.$f)
+                <= outlen
+        };
     }
-    if 40 <= outlen {
-        len += 8;
-        if c.get(cmd_hca_cap::cqe_compression) != 0 {
-            r.u32(32, c.get(cmd_hca_cap::cqe_compression_max_num));
-            let mut fmt = 1 | 2; // MLX5_IB_CQE_RES_FORMAT_HASH | _CSUM
-            if c.get(cmd_hca_cap::mini_cqe_resp_stride_index) != 0 {
-                fmt |= 4;
+    let mut len = 0usize;
+    macro_rules! count {
+        ($($f:ident),*) => {$(
+            if avail!($f) {
+                len += core::mem::size_of_val(&r.$f);
             }
-            r.u32(36, fmt);
+        )*};
+    }
+    // eth_net_offloads absent reads as upstream's else branch: tso_caps and rss_caps
+    // counted, zero.
+    count!(comp_mask, response_length, tso_caps, rss_caps);
+    if avail!(cqe_comp_caps) && c.get(cmd_hca_cap::cqe_compression) != 0 {
+        r.cqe_comp_caps.max_num = c.get(cmd_hca_cap::cqe_compression_max_num);
+        let mut fmt = 1 | 2; // MLX5_IB_CQE_RES_FORMAT_HASH | _CSUM
+        if c.get(cmd_hca_cap::mini_cqe_resp_stride_index) != 0 {
+            fmt |= 4;
         }
+        r.cqe_comp_caps.supported_format = fmt;
     }
-    if 56 <= outlen {
-        len += 16; // packet_pacing_caps
-    }
-    if 60 <= outlen {
-        len += 4; // mlx5_ib_support_multi_pkt_send_wqes
-    }
-    if 64 <= outlen {
-        len += 4;
+    count!(
+        cqe_comp_caps,
+        packet_pacing_caps,
+        mlx5_ib_support_multi_pkt_send_wqes
+    );
+    if avail!(flags) {
         let mut flags = 1 << 3; // MLX5_IB_QUERY_DEV_RESP_FLAGS_SCAT2CQE_DCT
         if c.get(cmd_hca_cap::cqe_compression_128) != 0 {
             flags |= 1 << 0;
@@ -341,24 +281,21 @@ pub(crate) fn query_device_udata(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) ->
         if c.get(cmd_hca_cap::qp_packet_based) != 0 {
             flags |= 1 << 2;
         }
-        r.u32(60, flags);
+        r.flags = flags;
     }
-    // sw_parsing_caps, striding_rq_caps (raw_support: no multi-port), tunnel_offloads_caps,
-    // dci_streams_caps, reserved, reg_c0.
-    for (end, size) in [
-        (72u32, 8u32),
-        (96, 24),
-        (100, 4),
-        (102, 2),
-        (104, 2),
-        (112, 8),
-    ] {
-        if end as usize <= outlen {
-            len += size;
-        }
-    }
-    r.u32(4, len);
-    udata.copy_to(&r.0);
+    // striding_rq_caps: raw_support, no multi-port.
+    count!(
+        flags,
+        sw_parsing_caps,
+        striding_rq_caps,
+        tunnel_offloads_caps,
+        dci_streams_caps,
+        reserved,
+        reg_c0
+    );
+    let len = len as u32;
+    r.response_length = len;
+    udata.copy_to(&r.to_bytes());
     Ok(())
 }
 
@@ -368,19 +305,19 @@ mod tests {
 
     #[test]
     fn request_lengths() -> Result {
-        assert_eq!(AllocUcontextReq::parse(&[0; 4]), Err(EINVAL));
-        assert_eq!(AllocUcontextReq::parse(&[0; 12]), Err(EINVAL));
-        assert!(AllocUcontextReq::parse(&[0; 8]).is_ok());
-        assert!(AllocUcontextReq::parse(&[0; 16]).is_ok());
-        assert!(AllocUcontextReq::parse(&[0; 64]).is_ok());
+        assert_eq!(parse_req(&[0; 4]), Err(EINVAL));
+        assert_eq!(parse_req(&[0; 12]), Err(EINVAL));
+        assert!(parse_req(&[0; 8]).is_ok());
+        assert!(parse_req(&[0; 16]).is_ok());
+        assert!(parse_req(&[0; 64]).is_ok());
         let mut b = [0u8; 32];
         b[16] = 1;
         b[24] = 3;
-        let r = AllocUcontextReq::parse(&b)?;
+        let r = parse_req(&b)?;
         assert_eq!(r.max_cqe_version, 1);
         assert_eq!(r.lib_caps, 3);
         // The shorter lengths libmlx5 retries with leave lib_caps / max_cqe_version zero.
-        let r = AllocUcontextReq::parse(&b[..24])?;
+        let r = parse_req(&b[..24])?;
         assert_eq!(r.lib_caps, 0);
         assert_eq!(r.max_cqe_version, 1);
         Ok(())

@@ -589,22 +589,16 @@ pub(crate) fn create_srq(
     // ib_copy_validate_udata_in(udata, ucmd, flags): the request up to `flags`.
     let (buf_addr, db_addr, flags) = {
         let i = user.udata().input();
-        if i.len() < 20 {
+        // offsetofend(struct mlx5_ib_create_srq, flags)
+        if i.len() < core::mem::offset_of!(uabi::CreateSrq, reserved0) {
             return Err(EINVAL);
         }
-        let w = |o: usize| -> u32 {
-            let mut b = [0u8; 4];
-            if let Some(s) = i.get(o..o + 4) {
-                b.copy_from_slice(s);
-            }
-            u32::from_ne_bytes(b)
-        };
+        let r = uabi::CreateSrq::from_bytes(i);
         // reserved0, reserved1 (uidx is read only for XRC and TM SRQs).
-        if w(20) != 0 || w(28) != 0 {
+        if r.reserved0 != 0 || r.reserved1 != 0 {
             return Err(EINVAL);
         }
-        let q = |o: usize| u64::from(w(o)) | (u64::from(w(o + 4)) << 32);
-        (q(0), q(8), w(16))
+        (r.buf_addr, r.db_addr, r.flags)
     };
     let ctx = user.ctx().clone();
     let buf = UserBuf::pin(&ctx, buf_addr, buf_size, AccessFlags(0))?;

@@ -15,9 +15,10 @@
 //! reference on the device, and `T` is dropped only by the device's release. The cdev's owner
 //! is the registering module, so the module cannot be unloaded while a file is open.
 //!
-//! Not done yet: `poll`/`read` (the async event and completion channel files are anonymous inodes, not this
-//! cdev), `compat_ioctl` (uverbs' ABI is layout-identical on 32-bit, upstream uses the same
-//! handler).
+//! `compat_ioctl` is `compat_ptr_ioctl()` where the kernel has `CONFIG_COMPAT` (upstream's
+//! `uverbs_fops`); the test kernel has no 32-bit emulation, so that branch is built only on
+//! such kernels. Not done yet: `poll`/`read` (the async event and completion channel files are
+//! anonymous inodes, not this cdev).
 
 use core::marker::PhantomData;
 use kernel::{
@@ -260,6 +261,16 @@ impl<T: CharDevice> VTable<T> {
         release: Some(Self::release),
         unlocked_ioctl: if T::HAS_IOCTL {
             Some(Self::ioctl)
+        } else {
+            None
+        },
+        // upstream uverbs_fops: `.compat_ioctl = compat_ptr_ioctl` (the ABI is
+        // layout-identical for 32-bit processes; the argument is a pointer). Without
+        // CONFIG_COMPAT (the test kernel) the member does not exist, as upstream's macro
+        // makes it NULL.
+        #[cfg(CONFIG_COMPAT)]
+        compat_ioctl: if T::HAS_IOCTL {
+            Some(bindings::compat_ptr_ioctl)
         } else {
             None
         },

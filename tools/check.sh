@@ -62,6 +62,13 @@ if [ -x "$here/tools/prm-check/run.sh" ]; then
 	result "PRM layouts match mlx5_ifc.h" $rc
 fi
 
+# The user-ABI structs against the kernel's include/uapi/rdma headers.
+if [ -x "$here/tools/uabi-check/run.sh" ]; then
+	rc=0
+	"$here/tools/uabi-check/run.sh" "$KSRC" >"$logs/uabi-check.log" 2>&1 || rc=$?
+	result "user ABI structs match include/uapi/rdma" $rc
+fi
+
 step "check: kernel (built once into $CACHE, then reused)"
 kb=$(timed "check: kernel" "$here/tools/kernel.sh" 2> >(tee "$logs/kernel.log" | grep '^==>' >&2)) ||
 	fail_out "kernel build failed"

@@ -25,6 +25,12 @@ pub(crate) mod errno;
 #[path = "abi/ids.rs"]
 pub(crate) mod ids;
 
+#[path = "abi/layout.rs"]
+pub(crate) mod layout;
+
+#[path = "abi/structs.rs"]
+pub(crate) mod structs;
+
 #[path = "abi/ioctl.rs"]
 pub(crate) mod ioctl;
 

@@ -10,6 +10,7 @@
 //! the file is open.
 
 use crate::anon_file::{AnonFile, AnonFileOps};
+use crate::uverbs::abi::structs as s;
 use kernel::fs::{file::flags, File};
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
@@ -22,7 +23,7 @@ const EPOLLIN: u32 = 0x1;
 const EPOLLRDNORM: u32 = 0x40;
 
 /// `sizeof(struct ib_uverbs_async_event_desc)`.
-pub(crate) const EVENT_DESC_SIZE: usize = 16;
+pub(crate) const EVENT_DESC_SIZE: usize = s::AsyncEventDesc::SIZE;
 
 /// `IB_EVENT_DEVICE_FATAL` (queued on disassociate, as upstream
 /// `ib_uverbs_free_hw_resources()` does).
@@ -146,7 +147,8 @@ impl AsyncEventFile {
     /// Callable from interrupt context.
     pub(crate) fn queue_comp(&self, cq_handle: u64, count: &Arc<EventCount>) {
         let mut d = [0u8; EVENT_DESC_SIZE];
-        d[..8].copy_from_slice(&cq_handle.to_ne_bytes());
+        let c = s::CompEventDesc { cq_handle }.to_bytes();
+        d[..c.len()].copy_from_slice(&c);
         self.push(d, Some(count.clone()));
     }
 
@@ -164,10 +166,12 @@ impl AsyncEventFile {
     }
 
     fn event_desc(element: u64, event_type: u32) -> [u8; EVENT_DESC_SIZE] {
-        let mut d = [0u8; EVENT_DESC_SIZE];
-        d[..8].copy_from_slice(&element.to_ne_bytes());
-        d[8..12].copy_from_slice(&event_type.to_ne_bytes());
-        d
+        s::AsyncEventDesc {
+            element,
+            event_type,
+            reserved: 0,
+        }
+        .to_bytes()
     }
 
     /// Drops the unread events counted in `count` (upstream

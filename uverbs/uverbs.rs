@@ -17,7 +17,6 @@ use core::fmt::Write;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-#[allow(dead_code)]
 #[path = "abi.rs"]
 pub(crate) mod abi;
 mod abi_kunit;
@@ -27,6 +26,7 @@ pub mod driver_api;
 mod file;
 mod mmap;
 mod resp;
+pub mod uobject_table;
 
 pub(crate) use device::{driver_handle, UverbsDriver};
 

@@ -32,6 +32,10 @@ module! {
             default: 0,
             description: "Run the data-path dispatch benchmark with this many calls per figure (0: no)",
         },
+        uobj_bench: u32 {
+            default: 0,
+            description: "Time uverbs handle lookups and destroy+create at 10..100k objects, up to this many (0: no)",
+        },
     },
 }
 
@@ -42,6 +46,10 @@ impl kernel::Module for IbCoreRsTest {
         let iters = module_parameters::bench.value();
         if iters > 0 {
             bench::run(iters)?;
+        }
+        let objs = module_parameters::uobj_bench.value();
+        if objs > 0 {
+            uobj_bench::run(objs)?;
         }
         Ok(IbCoreRsTest)
     }
@@ -456,5 +464,7 @@ mod clients;
 mod device;
 #[path = "ib_core_rs_test/ops.rs"]
 mod ops;
+#[path = "ib_core_rs_test/uobj_bench.rs"]
+mod uobj_bench;
 #[path = "ib_core_rs_test/verbs.rs"]
 mod verbs;

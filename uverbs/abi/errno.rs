@@ -11,6 +11,10 @@
 #[allow(clippy::upper_case_acronyms)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(i32)]
+#[cfg_attr(
+    MODULE,
+    expect(dead_code, reason = "used by the host tests and the fuzzer only")
+)]
 pub(crate) enum Errno {
     /// An attribute the handler asked for is not present.
     ENOENT = 2,
@@ -51,6 +55,10 @@ impl Errno {
     }
 
     /// The positive errno value (`EINVAL` is `22`).
+    #[cfg_attr(
+        MODULE,
+        expect(dead_code, reason = "used by the host tests and the fuzzer only")
+    )]
     pub(crate) const fn value(self) -> i32 {
         self as i32
     }

@@ -4,8 +4,9 @@
 //! rdma_user_ioctl_cmds.h`): the 24-byte header, the 16-byte attributes, and
 //! the header checks of `ib_uverbs_ioctl()`.
 //!
-//! Decoding is native-endian (`from_ne_bytes`), as the C structs are: the
-//! user and the kernel share the CPU.
+//! The structs themselves are declared in [`super::structs`] (decoded and
+//! encoded member by member in the CPU's byte order: the user and the kernel
+//! share the CPU).
 
 use super::Errno;
 
@@ -34,70 +35,17 @@ pub(crate) const PAGE_SIZE: usize = 4096;
 /// check: `(PAGE_SIZE - 24) / 16` = 254.
 pub(crate) const MAX_IOCTL_ATTRS: usize = (PAGE_SIZE - IoctlHdr::SIZE) / UAttr::SIZE;
 
-/// upstream: `struct ib_uverbs_ioctl_hdr` (without the flexible `attrs[]`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub(crate) struct IoctlHdr {
-    /// Total length of the header plus the attribute array, in bytes.
-    pub(crate) length: u16,
-    pub(crate) object_id: u16,
-    pub(crate) method_id: u16,
-    pub(crate) num_attrs: u16,
-    pub(crate) reserved1: u64,
-    /// `enum rdma_driver_id` the user expects (rdma-core sends its
-    /// provider's id, RDMA_DRIVER_MLX5 = 1).
-    pub(crate) driver_id: u32,
-    pub(crate) reserved2: u32,
-}
+pub(crate) use super::structs::{IoctlHdr, UAttr};
 
-const _: () = assert!(core::mem::size_of::<IoctlHdr>() == 24);
 const _: () = assert!(core::mem::align_of::<IoctlHdr>() == 8);
 
 impl IoctlHdr {
-    /// `sizeof(struct ib_uverbs_ioctl_hdr)`.
-    pub(crate) const SIZE: usize = 24;
-
-    /// Decodes the header from the bytes copied from user space.
-    pub(crate) fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
-        let [l0, l1, o0, o1, m0, m1, n0, n1, r0, r1, r2, r3, r4, r5, r6, r7, d0, d1, d2, d3, s0, s1, s2, s3] =
-            *b;
-        Self {
-            length: u16::from_ne_bytes([l0, l1]),
-            object_id: u16::from_ne_bytes([o0, o1]),
-            method_id: u16::from_ne_bytes([m0, m1]),
-            num_attrs: u16::from_ne_bytes([n0, n1]),
-            reserved1: u64::from_ne_bytes([r0, r1, r2, r3, r4, r5, r6, r7]),
-            driver_id: u32::from_ne_bytes([d0, d1, d2, d3]),
-            reserved2: u32::from_ne_bytes([s0, s1, s2, s3]),
-        }
-    }
-
     /// Decodes the header from the start of `b`; `None` if `b` is shorter
     /// than 24 bytes (the kernel side copies exactly 24, `EFAULT` on fault).
     pub(crate) fn from_prefix(b: &[u8]) -> Option<Self> {
         let head = b.get(..Self::SIZE)?;
         let arr: &[u8; Self::SIZE] = head.try_into().ok()?;
         Some(Self::from_bytes(arr))
-    }
-
-    /// Encodes the header (tests, and user-space style request builders).
-    pub(crate) fn to_bytes(self) -> [u8; Self::SIZE] {
-        let mut out = [0u8; Self::SIZE];
-        let fields: [(usize, &[u8]); 7] = [
-            (0, &self.length.to_ne_bytes()),
-            (2, &self.object_id.to_ne_bytes()),
-            (4, &self.method_id.to_ne_bytes()),
-            (6, &self.num_attrs.to_ne_bytes()),
-            (8, &self.reserved1.to_ne_bytes()),
-            (16, &self.driver_id.to_ne_bytes()),
-            (20, &self.reserved2.to_ne_bytes()),
-        ];
-        for (off, src) in fields {
-            if let Some(dst) = out.get_mut(off..off + src.len()) {
-                dst.copy_from_slice(src);
-            }
-        }
-        out
     }
 
     /// The number of bytes of the attribute array that follows the header
@@ -107,79 +55,14 @@ impl IoctlHdr {
     }
 }
 
-/// upstream: `struct ib_uverbs_attr`.
-///
-/// `attr_data` is a union of `{u8 elem_id; u8 reserved}` (ENUM_IN) and
-/// `u16 reserved` (everything else); it is kept as its two bytes, which makes
-/// both views endian-independent. `data` is a union of `u64 data` and `s64
-/// data_s64` (FD and RAW_FD attributes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub(crate) struct UAttr {
-    pub(crate) attr_id: u16,
-    /// Length of the pointed-to (or inline, when <= 8) data.
-    pub(crate) len: u16,
-    /// `UVERBS_ATTR_F_*`.
-    pub(crate) flags: u16,
-    /// `attr_data.enum_data.elem_id`.
-    pub(crate) elem_id: u8,
-    /// `attr_data.enum_data.reserved`.
-    pub(crate) elem_reserved: u8,
-    /// Pointer to the data, the data itself when `len <= 8`, an IDR handle
-    /// or an fd.
-    pub(crate) data: u64,
-}
-
-const _: () = assert!(core::mem::size_of::<UAttr>() == 16);
 const _: () = assert!(core::mem::align_of::<UAttr>() == 8);
 
 impl UAttr {
-    /// `sizeof(struct ib_uverbs_attr)`.
-    pub(crate) const SIZE: usize = 16;
     /// Byte offset of `flags` in the user's attribute (for the
     /// `VALID_OUTPUT` write-back, upstream `uverbs_set_output()`).
     pub(crate) const FLAGS_OFFSET: usize = 4;
     /// Byte offset of `data` (for writing back a NEW object's id).
     pub(crate) const DATA_OFFSET: usize = 8;
-
-    /// Decodes one attribute.
-    pub(crate) fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
-        let [a0, a1, l0, l1, f0, f1, e, r, d0, d1, d2, d3, d4, d5, d6, d7] = *b;
-        Self {
-            attr_id: u16::from_ne_bytes([a0, a1]),
-            len: u16::from_ne_bytes([l0, l1]),
-            flags: u16::from_ne_bytes([f0, f1]),
-            elem_id: e,
-            elem_reserved: r,
-            data: u64::from_ne_bytes([d0, d1, d2, d3, d4, d5, d6, d7]),
-        }
-    }
-
-    /// Encodes one attribute.
-    pub(crate) fn to_bytes(self) -> [u8; Self::SIZE] {
-        let [a0, a1] = self.attr_id.to_ne_bytes();
-        let [l0, l1] = self.len.to_ne_bytes();
-        let [f0, f1] = self.flags.to_ne_bytes();
-        let [d0, d1, d2, d3, d4, d5, d6, d7] = self.data.to_ne_bytes();
-        [
-            a0,
-            a1,
-            l0,
-            l1,
-            f0,
-            f1,
-            self.elem_id,
-            self.elem_reserved,
-            d0,
-            d1,
-            d2,
-            d3,
-            d4,
-            d5,
-            d6,
-            d7,
-        ]
-    }
 
     /// `attr_data.reserved` (the u16 view of the union) is non-zero.
     pub(crate) fn attr_data_reserved(&self) -> bool {

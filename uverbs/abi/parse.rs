@@ -444,6 +444,7 @@ impl Bundle<'_> {
     }
 
     /// upstream: `uverbs_attr_get_enum_id()`.
+    #[cfg_attr(MODULE, expect(dead_code, reason = "used by the host tests only"))]
     pub(crate) fn enum_id(&self, id: u16) -> Result<u8, Errno> {
         self.ptr(id).map(|p| p.enum_id)
     }
@@ -494,6 +495,7 @@ impl Bundle<'_> {
     /// # Errors
     ///
     /// `ENOENT` if absent without default, `EINVAL` if out of range.
+    #[cfg_attr(MODULE, expect(dead_code, reason = "used by the host tests only"))]
     pub(crate) fn get_const_signed(
         &self,
         id: u16,
@@ -592,6 +594,7 @@ impl Bundle<'_> {
     /// value into attribute `id`: `min(len, size)`.
     ///
     /// upstream: `uverbs_copy_to()`.
+    #[cfg_attr(MODULE, expect(dead_code, reason = "used by the host tests only"))]
     pub(crate) fn copy_to_len(&self, id: u16, size: usize) -> Result<usize, Errno> {
         self.len(id).map(|l| l.min(size))
     }

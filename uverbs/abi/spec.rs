@@ -188,6 +188,13 @@ impl AttrSpec {
     }
 
     /// upstream: `UVERBS_ATTR_ENUM_IN()`.
+    #[cfg_attr(
+        MODULE,
+        expect(
+            dead_code,
+            reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+        )
+    )]
     pub(crate) const fn enum_in(id: u16, elems: &'static [AttrKind], mandatory: bool) -> Self {
         Self::new(id, AttrKind::EnumIn(elems), mandatory)
     }
@@ -208,6 +215,13 @@ impl AttrSpec {
     }
 
     /// upstream: `UVERBS_ATTR_IDRS_ARR()`.
+    #[cfg_attr(
+        MODULE,
+        expect(
+            dead_code,
+            reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+        )
+    )]
     pub(crate) const fn idrs_arr(
         id: u16,
         obj_type: u16,
@@ -254,6 +268,13 @@ impl AttrSpec {
 /// driver trait's `HAS_*` constants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
+#[cfg_attr(
+    MODULE,
+    expect(
+        dead_code,
+        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+    )
+)]
 pub(crate) enum DriverOp {
     AllocUcontext,
     DeallocUcontext,
@@ -444,8 +465,22 @@ pub(crate) const UVERBS_API_NS_FLAG: u16 = ids::UVERBS_ID_DRIVER_NS;
 /// upstream: `UVERBS_API_ATTR_KEY_BITS`.
 pub(crate) const UVERBS_API_ATTR_KEY_BITS: u32 = 6;
 /// upstream: `UVERBS_API_ATTR_KEY_MASK`.
+#[cfg_attr(
+    MODULE,
+    expect(
+        dead_code,
+        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+    )
+)]
 pub(crate) const UVERBS_API_ATTR_KEY_MASK: u32 = (1 << UVERBS_API_ATTR_KEY_BITS) - 1;
 /// upstream: `UVERBS_API_ATTR_BKEY_LEN`: attribute slots per method (63).
+#[cfg_attr(
+    MODULE,
+    expect(
+        dead_code,
+        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+    )
+)]
 pub(crate) const UVERBS_API_ATTR_BKEY_LEN: u32 = (1 << UVERBS_API_ATTR_KEY_BITS) - 1;
 /// upstream: `UVERBS_API_WRITE_KEY_NUM`.
 pub(crate) const UVERBS_API_WRITE_KEY_NUM: u32 = 1 << UVERBS_API_ATTR_KEY_BITS;
@@ -463,6 +498,13 @@ pub(crate) const UVERBS_API_METHOD_IS_WRITE_EX: u32 = 31 << UVERBS_API_METHOD_KE
 pub(crate) const UVERBS_API_METHOD_KEY_NUM_DRIVER: u32 =
     (UVERBS_API_METHOD_IS_WRITE >> UVERBS_API_METHOD_KEY_SHIFT) - UVERBS_API_METHOD_KEY_NUM_CORE;
 /// upstream: `UVERBS_API_METHOD_KEY_MASK`.
+#[cfg_attr(
+    MODULE,
+    expect(
+        dead_code,
+        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+    )
+)]
 pub(crate) const UVERBS_API_METHOD_KEY_MASK: u32 =
     ((1 << UVERBS_API_METHOD_KEY_BITS) - 1) << UVERBS_API_METHOD_KEY_SHIFT;
 /// upstream: `UVERBS_API_OBJ_KEY_BITS`.
@@ -545,11 +587,25 @@ pub(crate) const fn uapi_key_attr(id: u16) -> Option<u32> {
 /// (0..63); `attr_key` is a non-zero output of [`uapi_key_attr`].
 ///
 /// upstream: `uapi_bkey_attr()`.
+#[cfg_attr(
+    MODULE,
+    expect(
+        dead_code,
+        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+    )
+)]
 pub(crate) const fn uapi_bkey_attr(attr_key: u32) -> u32 {
     attr_key.wrapping_sub(1)
 }
 
 /// upstream: `uapi_key_write_method()`.
+#[cfg_attr(
+    MODULE,
+    expect(
+        dead_code,
+        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+    )
+)]
 pub(crate) const fn uapi_key_write_method(cmd: u32) -> Option<u32> {
     if cmd >= UVERBS_API_WRITE_KEY_NUM {
         return None;
@@ -558,6 +614,13 @@ pub(crate) const fn uapi_key_write_method(cmd: u32) -> Option<u32> {
 }
 
 /// upstream: `uapi_key_write_ex_method()`.
+#[cfg_attr(
+    MODULE,
+    expect(
+        dead_code,
+        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+    )
+)]
 pub(crate) const fn uapi_key_write_ex_method(cmd: u32) -> Option<u32> {
     if cmd >= UVERBS_API_WRITE_KEY_NUM {
         return None;
@@ -566,6 +629,13 @@ pub(crate) const fn uapi_key_write_ex_method(cmd: u32) -> Option<u32> {
 }
 
 /// The key of an ioctl method: object key | method key.
+#[cfg_attr(
+    MODULE,
+    expect(
+        dead_code,
+        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
+    )
+)]
 pub(crate) const fn uapi_key_method(object_id: u16, method_id: u16) -> Option<u32> {
     match (uapi_key_obj(object_id), uapi_key_ioctl_method(method_id)) {
         (Some(o), Some(m)) => Some(o | m),

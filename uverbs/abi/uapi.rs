@@ -45,6 +45,7 @@ const WRITE_SLOTS: usize = UVERBS_API_WRITE_KEY_NUM as usize;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ObjectEntry {
     pub(crate) key: u32,
+    #[cfg_attr(MODULE, expect(dead_code, reason = "used by the host tests only"))]
     pub(crate) id: u16,
     pub(crate) type_class: Option<TypeClass>,
     disabled: bool,
@@ -162,6 +163,7 @@ impl UapiTree {
 
     /// Builds a tree by value (host tests; the kernel uses
     /// [`Self::build_in`] on a heap allocation).
+    #[cfg_attr(MODULE, expect(dead_code, reason = "used by the host tests only"))]
     pub(crate) fn build(
         core: &[&'static [ObjectSpec]],
         driver: &[&'static [ObjectSpec]],
@@ -217,6 +219,7 @@ impl UapiTree {
     /// Marks the device disassociated: driver methods lose their handler.
     ///
     /// upstream: `uverbs_disassociate_api_pre()`.
+    #[cfg_attr(MODULE, expect(dead_code, reason = "used by the host tests only"))]
     pub(crate) fn disassociate(&mut self) {
         self.disassociated = true;
     }

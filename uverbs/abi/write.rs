@@ -6,87 +6,12 @@
 //! the request copy rule of `uverbs_request()`.
 
 use super::ids::cmd;
+use super::layout::AbiField;
 use super::spec::DriverOp;
 use super::uapi::UapiTree;
 use super::Errno;
 
-/// upstream: `struct ib_uverbs_cmd_hdr`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub(crate) struct CmdHdr {
-    /// Command number, `| IB_USER_VERBS_CMD_FLAG_EXTENDED` for write_ex.
-    pub(crate) command: u32,
-    /// Non-ex: length of the whole write in 4-byte words, header included.
-    /// Ex: length of the core request in 8-byte words, headers excluded.
-    pub(crate) in_words: u16,
-    /// Non-ex: response length in 4-byte words. Ex: in 8-byte words.
-    pub(crate) out_words: u16,
-}
-
-const _: () = assert!(core::mem::size_of::<CmdHdr>() == CmdHdr::SIZE);
-
-impl CmdHdr {
-    /// `sizeof(struct ib_uverbs_cmd_hdr)`.
-    pub(crate) const SIZE: usize = 8;
-
-    /// Decodes the header copied from the start of the write buffer.
-    pub(crate) fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
-        let [c0, c1, c2, c3, i0, i1, o0, o1] = *b;
-        Self {
-            command: u32::from_ne_bytes([c0, c1, c2, c3]),
-            in_words: u16::from_ne_bytes([i0, i1]),
-            out_words: u16::from_ne_bytes([o0, o1]),
-        }
-    }
-
-    /// Encodes the header.
-    pub(crate) fn to_bytes(self) -> [u8; Self::SIZE] {
-        let [c0, c1, c2, c3] = self.command.to_ne_bytes();
-        let [i0, i1] = self.in_words.to_ne_bytes();
-        let [o0, o1] = self.out_words.to_ne_bytes();
-        [c0, c1, c2, c3, i0, i1, o0, o1]
-    }
-}
-
-/// upstream: `struct ib_uverbs_ex_cmd_hdr`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub(crate) struct ExCmdHdr {
-    /// User address of the response buffer (core response, then driver's).
-    pub(crate) response: u64,
-    pub(crate) provider_in_words: u16,
-    pub(crate) provider_out_words: u16,
-    pub(crate) cmd_hdr_reserved: u32,
-}
-
-const _: () = assert!(core::mem::size_of::<ExCmdHdr>() == ExCmdHdr::SIZE);
-
-impl ExCmdHdr {
-    /// `sizeof(struct ib_uverbs_ex_cmd_hdr)`.
-    pub(crate) const SIZE: usize = 16;
-
-    /// Decodes the extended header that follows [`CmdHdr`].
-    pub(crate) fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
-        let [r0, r1, r2, r3, r4, r5, r6, r7, i0, i1, o0, o1, s0, s1, s2, s3] = *b;
-        Self {
-            response: u64::from_ne_bytes([r0, r1, r2, r3, r4, r5, r6, r7]),
-            provider_in_words: u16::from_ne_bytes([i0, i1]),
-            provider_out_words: u16::from_ne_bytes([o0, o1]),
-            cmd_hdr_reserved: u32::from_ne_bytes([s0, s1, s2, s3]),
-        }
-    }
-
-    /// Encodes the extended header.
-    pub(crate) fn to_bytes(self) -> [u8; Self::SIZE] {
-        let [r0, r1, r2, r3, r4, r5, r6, r7] = self.response.to_ne_bytes();
-        let [i0, i1] = self.provider_in_words.to_ne_bytes();
-        let [o0, o1] = self.provider_out_words.to_ne_bytes();
-        let [s0, s1, s2, s3] = self.cmd_hdr_reserved.to_ne_bytes();
-        [
-            r0, r1, r2, r3, r4, r5, r6, r7, i0, i1, o0, o1, s0, s1, s2, s3,
-        ]
-    }
-}
+pub(crate) use super::structs::{CmdHdr, ExCmdHdr};
 
 /// One write command (upstream `DECLARE_UVERBS_WRITE{,_EX}` with its
 /// `UAPI_DEF_WRITE_*` size description and `UAPI_DEF_METHOD_NEEDS_FN`).
@@ -463,6 +388,7 @@ pub(crate) fn invoke_write_method(
 /// # Errors
 ///
 /// `EOPNOTSUPP` if a byte past `dst.len()` is non-zero.
+#[cfg_attr(MODULE, expect(dead_code, reason = "used by the host tests only"))]
 pub(crate) fn uverbs_request(dst: &mut [u8], src: &[u8]) -> Result<(), Errno> {
     let n = dst.len().min(src.len());
     if let Some(extra) = src.get(n..) {
@@ -476,6 +402,18 @@ pub(crate) fn uverbs_request(dst: &mut [u8], src: &[u8]) -> Result<(), Errno> {
     }
     tail.fill(0);
     Ok(())
+}
+
+/// [`uverbs_request()`] into the typed request `T`.
+///
+/// # Errors
+///
+/// `EOPNOTSUPP` if a byte past `sizeof(T)` is non-zero.
+pub(crate) fn request<T: AbiField>(src: &[u8]) -> Result<T, Errno> {
+    if src.iter().skip(T::SIZE).any(|b| *b != 0) {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    Ok(T::read(src))
 }
 
 /// The write_ex `response_length` protocol: the number of response bytes

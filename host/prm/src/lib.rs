@@ -22,3 +22,6 @@ pub(crate) mod fwsim;
 
 #[path = "../../../mlx5/uabi.rs"]
 pub(crate) mod uabi;
+/// Typed user-ABI structs (`uapi_structs!`), shared with uverbs.
+#[path = "../../../uverbs/abi/layout.rs"]
+pub(crate) mod uapi_layout;

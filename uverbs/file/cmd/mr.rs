@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The MR commands (upstream `ib_uverbs_reg_mr()`, `ib_uverbs_rereg_mr()`).
+
+use crate::driver::Driver;
+use crate::restrack::Owner;
+use crate::uverbs::abi::{ids::obj, structs as s};
+use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::uobject::{Inner, ObjKind};
+use crate::uverbs::file::{copy_out_or_zero, UFile};
+use crate::verbs::{AccessFlags, Mr, ReregFlags, UserCtx, UserMrReq};
+use kernel::prelude::*;
+
+impl<D: Driver> UFile<D> {
+    /// `IB_USER_VERBS_CMD_REG_MR` (upstream `ib_uverbs_reg_mr()`).
+    pub(in crate::uverbs::file) fn reg_mr(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        let r = request::<s::RegMr>(&b.core_in)?;
+        let req = UserMrReq {
+            start: r.start,
+            length: r.length,
+            iova: r.hca_va,
+            access: AccessFlags(r.access_flags),
+        };
+        let page_mask = (kernel::page::PAGE_SIZE as u64) - 1;
+        if req.start & page_mask != req.iova & page_mask {
+            return Err(EINVAL);
+        }
+        let ctx = inner.ctx()?.clone();
+        req.access.check()?;
+        let pd = Self::pd_by_handle(inner, r.pd_handle)?;
+        let mr = with_udata(b, |ud| {
+            Mr::reg_user(
+                &pd,
+                &req,
+                Owner::current_task(),
+                &mut UserCtx::new(&ctx, ud),
+            )
+        })?;
+        let id = inner.free_id(None);
+        let o = s::RegMrResp {
+            mr_handle: id,
+            lkey: mr.lkey(),
+            rkey: mr.rkey(),
+        };
+        let out = b.core_out;
+        Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {
+            copy_out_or_zero(out.0, out.1, &o.to_bytes())
+        })
+    }
+
+    /// `IB_USER_VERBS_CMD_REREG_MR` (upstream `ib_uverbs_rereg_mr()`): `struct
+    /// ib_uverbs_rereg_mr` (48 bytes), checks in upstream's order: the flags and the
+    /// translation's page offsets ([`ReregFlags::check_request`]), the MR handle (`ENOENT`,
+    /// another type `EINVAL`), the access flags when they change, the new PD's handle when the
+    /// PD changes, then [`Mr::rereg_user`]. The new MR takes the old one's handle and goes to
+    /// the newest end of the file's objects (upstream `rdma_assign_uobject()` then
+    /// `rdma_alloc_commit_uobject()`), and the old MR is deregistered
+    /// (`uobj_put_destroy()`); the response is `{ lkey, rkey }` of the new MR.
+    pub(in crate::uverbs::file) fn rereg_mr(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        let r = request::<s::ReregMr>(&b.core_in)?;
+        let handle = r.mr_handle;
+        let flags = ReregFlags(r.flags);
+        let req = UserMrReq {
+            start: r.start,
+            length: r.length,
+            iova: r.hca_va,
+            access: AccessFlags(r.access_flags),
+        };
+        flags.check_request(req.start, req.iova)?;
+        let ctx = inner.ctx()?.clone();
+        let h = inner.find(obj::MR, i64::from(handle))?;
+        let mr = match Self::obj_at(inner, h)? {
+            ObjKind::Mr(m) => m.clone(),
+            _ => return Err(EINVAL),
+        };
+        if flags.has(ReregFlags::ACCESS) {
+            req.access.check()?;
+        }
+        let new_pd = if flags.has(ReregFlags::PD) {
+            Some(Self::pd_by_handle(inner, r.pd_handle)?)
+        } else {
+            None
+        };
+        let new = with_udata(b, |ud| {
+            Mr::rereg_user(
+                &mr,
+                flags,
+                &req,
+                new_pd.as_ref(),
+                Owner::current_task(),
+                &mut UserCtx::new(&ctx, ud),
+            )
+        })?;
+        drop(mr);
+        let o = s::ReregMrResp {
+            lkey: new.lkey(),
+            rkey: new.rkey(),
+        };
+        // The new MR takes the handle and becomes the newest object.
+        let old = inner.objs.renew(handle, ObjKind::Mr(new))?;
+        if let Some(ObjKind::Mr(m)) = old {
+            if let Err(e) = Mr::dereg(m) {
+                pr_warn!(
+                    "uverbs: rereg_mr: the old MR's dereg failed ({:?})\n",
+                    e.err
+                );
+            }
+        }
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
+    }
+}

@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The QP commands (upstream `create_qp()`, `modify_qp()`, `ib_uverbs_query_qp()`,
+//! `ib_uverbs_destroy_qp()`).
+
+use crate::attr::{Gid, LinkLayer};
+use crate::driver::Driver;
+use crate::restrack::Owner;
+use crate::uverbs::abi::{ids::obj, structs as s, write as w};
+use crate::uverbs::file::cmd::ah::ll_mac;
+use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::events::UEvents;
+use crate::uverbs::file::uobject::{Inner, ObjKind};
+use crate::uverbs::file::{copy_out_or_zero, UFile};
+use crate::verbs::{
+    AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpHandler, QpInitAttr, QpState, QpType,
+    UserCtx,
+};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// `IB_QP_*` bits of `enum ib_qp_attr_mask` used here.
+pub(in crate::uverbs::file) const IB_QP_CUR_STATE: u32 = 1 << 1;
+
+pub(in crate::uverbs::file) const IB_QP_ALT_PATH: u32 = 1 << 14;
+
+pub(in crate::uverbs::file) const IB_QP_RATE_LIMIT: u32 = 1 << 25;
+
+/// `IB_QP_ATTR_STANDARD_BITS` = `GENMASK(20, 0)`.
+pub(in crate::uverbs::file) const IB_QP_ATTR_STANDARD_BITS: u32 = (1 << 21) - 1;
+
+/// `IB_QP_SET_QKEY`: a privileged Q_Key.
+pub(in crate::uverbs::file) const IB_QP_SET_QKEY: u32 = 0x8000_0000;
+
+/// `IB_QP_CREATE_*` flags upstream's `create_qp()` lets through to the driver.
+pub(in crate::uverbs::file) const QP_CREATE_ALLOWED: u32 = (1 << 1) // BLOCK_MULTICAST_LOOPBACK
+    | (1 << 3) // CROSS_CHANNEL
+    | (1 << 4) // MANAGED_SEND
+    | (1 << 5) // MANAGED_RECV
+    | (1 << 8) // SCATTER_FCS
+    | (1 << 9) // CVLAN_STRIPPING
+    | (1 << 10) // SOURCE_QPN
+    | (1 << 11); // PCI_WRITE_END_PADDING
+
+/// `IB_UVERBS_CREATE_QP_SUP_COMP_MASK` (= `IB_UVERBS_CREATE_QP_MASK_IND_TABLE`).
+pub(in crate::uverbs::file) const CREATE_QP_SUP_COMP_MASK: u32 = 1;
+
+/// `struct ib_uverbs_qp_cap` of a QP's capabilities.
+pub(in crate::uverbs::file) fn cap_resp(cap: &QpCap) -> s::QpCap {
+    s::QpCap {
+        max_send_wr: cap.max_send_wr,
+        max_recv_wr: cap.max_recv_wr,
+        max_send_sge: cap.max_send_sge,
+        max_recv_sge: cap.max_recv_sge,
+        max_inline_data: cap.max_inline_data,
+    }
+}
+
+/// upstream `copy_ah_attr_to_uverbs()`.
+fn dest_resp(ah: &AhAttr) -> s::QpDest {
+    let mut d = s::QpDest {
+        dlid: ah.dlid,
+        sl: ah.sl,
+        port_num: ah.port_num as u8,
+        ..Default::default()
+    };
+    if let Some(g) = &ah.grh {
+        d.dgid = g.dgid.0;
+        d.flow_label = g.flow_label;
+        d.sgid_index = g.sgid_index;
+        d.hop_limit = g.hop_limit;
+        d.traffic_class = g.traffic_class;
+        d.is_global = 1;
+    }
+    d
+}
+
+/// upstream `create_qp()`'s QP type switch: the types it knows but this
+/// stack does not implement are `EOPNOTSUPP`, unknown ones `EINVAL`.
+pub(in crate::uverbs::file) fn qp_type(v: u8) -> Result<QpType> {
+    match v {
+        2 => Ok(QpType::Rc),
+        3 => Ok(QpType::Uc),
+        4 => Ok(QpType::Ud),
+        // RAW_PACKET, XRC_INI, XRC_TGT, DRIVER
+        8 | 9 | 10 | 0xff => Err(EOPNOTSUPP),
+        _ => Err(EINVAL),
+    }
+}
+
+impl<D: Driver> UFile<D> {
+    /// upstream `create_qp()` for RC/UC/UD QPs on a PD; every form of the command (legacy,
+    /// extended, ioctl) is converted into `struct ib_uverbs_ex_create_qp`, as upstream.
+    pub(in crate::uverbs::file) fn qp_create_common(
+        &self,
+        inner: &Inner<D>,
+        c: &s::ExCreateQp,
+        b: &WriteBufs,
+    ) -> Result<(Arc<Qp<D>>, Arc<UEvents>)> {
+        let ctx = inner.ctx()?.clone();
+        let t = qp_type(c.qp_type)?;
+        if c.comp_mask & CREATE_QP_SUP_COMP_MASK != 0 {
+            // An RSS indirection table: upstream looks the handle up, but no
+            // device here has the RWQ_IND_TBL object (no
+            // destroy_rwq_ind_table: the uapi drops it), and a lookup of an
+            // object type the device lacks is EINVAL (rdma_lookup_get_uobject()).
+            return Err(EINVAL);
+        }
+        let srq = if c.is_srq != 0 {
+            Some(Self::srq_by_handle(inner, c.srq_handle)?)
+        } else {
+            None
+        };
+        let rcq = if c.recv_cq_handle != c.send_cq_handle {
+            Some(Self::cq_by_handle(inner, c.recv_cq_handle)?)
+        } else {
+            None
+        };
+        let scq = Self::cq_by_handle(inner, c.send_cq_handle)?;
+        let rcq = rcq.unwrap_or_else(|| scq.clone());
+        let pd = Self::pd_by_handle(inner, c.pd_handle)?;
+        if c.create_flags & !QP_CREATE_ALLOWED != 0 {
+            return Err(EINVAL);
+        }
+        if c.create_flags != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let ev = UEvents::new(None, inner.async_file.clone(), c.user_handle)?;
+        let handler: Arc<dyn QpHandler> = ev.clone();
+        let attr = QpInitAttr {
+            send_cq: &scq,
+            recv_cq: &rcq,
+            srq: srq.as_ref(),
+            qp_type: t,
+            cap: QpCap {
+                max_send_wr: c.max_send_wr,
+                max_recv_wr: c.max_recv_wr,
+                max_send_sge: c.max_send_sge,
+                max_recv_sge: c.max_recv_sge,
+                max_inline_data: c.max_inline_data,
+            },
+            sq_sig_all: c.sq_sig_all != 0,
+            event_handler: Some(handler),
+        };
+        let qp = with_udata(b, |ud| {
+            Qp::create_user(
+                &pd,
+                &attr,
+                Owner::current_task(),
+                &mut UserCtx::new(&ctx, ud),
+            )
+        })?;
+        Ok((qp, ev))
+    }
+
+    /// `IB_USER_VERBS_CMD_CREATE_QP` / `IB_USER_VERBS_EX_CMD_CREATE_QP`.
+    pub(in crate::uverbs::file) fn create_qp(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+        ex: bool,
+    ) -> Result {
+        let c = if ex {
+            let c = request::<s::ExCreateQp>(&b.core_in)?;
+            // upstream ib_uverbs_ex_create_qp(): comp_mask, reserved
+            if c.comp_mask & !CREATE_QP_SUP_COMP_MASK != 0 || c.reserved != 0 {
+                return Err(EINVAL);
+            }
+            c
+        } else {
+            let r = request::<s::CreateQp>(&b.core_in)?;
+            s::ExCreateQp {
+                user_handle: r.user_handle,
+                pd_handle: r.pd_handle,
+                send_cq_handle: r.send_cq_handle,
+                recv_cq_handle: r.recv_cq_handle,
+                srq_handle: r.srq_handle,
+                max_send_wr: r.max_send_wr,
+                max_recv_wr: r.max_recv_wr,
+                max_send_sge: r.max_send_sge,
+                max_recv_sge: r.max_recv_sge,
+                max_inline_data: r.max_inline_data,
+                sq_sig_all: r.sq_sig_all,
+                qp_type: r.qp_type,
+                is_srq: r.is_srq,
+                ..Default::default()
+            }
+        };
+        let (qp, ev) = self.qp_create_common(inner, &c, b)?;
+        let id = inner.free_id(None);
+        let cap = cap_resp(&qp.cap());
+        let base = s::CreateQpResp {
+            qp_handle: id,
+            qpn: qp.qp_num(),
+            max_send_wr: cap.max_send_wr,
+            max_recv_wr: cap.max_recv_wr,
+            max_send_sge: cap.max_send_sge,
+            max_recv_sge: cap.max_recv_sge,
+            max_inline_data: cap.max_inline_data,
+            reserved: 0,
+        };
+        let out = b.core_out;
+        Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp, ev), || {
+            if ex {
+                let o = s::ExCreateQpResp {
+                    base,
+                    comp_mask: 0,
+                    response_length: w::uverbs_response_length(out.1, s::ExCreateQpResp::SIZE)
+                        as u32,
+                };
+                copy_out_or_zero(out.0, out.1, &o.to_bytes())
+            } else {
+                copy_out_or_zero(out.0, out.1, &base.to_bytes())
+            }
+        })
+    }
+
+    /// `IB_USER_VERBS_CMD_MODIFY_QP` / `IB_USER_VERBS_EX_CMD_MODIFY_QP`
+    /// (upstream `modify_qp()`).
+    pub(in crate::uverbs::file) fn modify_qp(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+        ex: bool,
+    ) -> Result {
+        inner.ctx()?;
+        let r = if ex {
+            let r = request::<s::ExModifyQp>(&b.core_in)?;
+            if r.base.attr_mask & !(IB_QP_ATTR_STANDARD_BITS | IB_QP_RATE_LIMIT) != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            r.base
+        } else {
+            let r = request::<s::ModifyQp>(&b.core_in)?;
+            if r.attr_mask & !IB_QP_ATTR_STANDARD_BITS != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            r
+        };
+        let qp = Self::qp_by_handle(inner, r.qp_handle)?;
+        self.modify_qp_with(&qp, &r)?;
+        if ex {
+            let o = s::ExModifyQpResp {
+                comp_mask: 0,
+                response_length: w::uverbs_response_length(b.core_out.1, s::ExModifyQpResp::SIZE)
+                    as u32,
+            };
+            copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// upstream `modify_qp()` after the request checks: the port and state checks of
+    /// `ib_modify_qp_with_udata()` / `_ib_modify_qp()` in upstream's order, then the verb.
+    pub(in crate::uverbs::file) fn modify_qp_with(
+        &self,
+        qp: &Arc<Qp<D>>,
+        r: &s::ModifyQp,
+    ) -> Result {
+        let dev = &self.dev;
+        let port_ok = |p: u8| p != 0 && u32::from(p) <= dev.phys_port_cnt();
+        let mut mask = r.attr_mask;
+        let (qkey, state, cur_state, port_num) = (r.qkey, r.qp_state, r.cur_qp_state, r.port_num);
+        let (dest, alt_dest) = (&r.dest, &r.alt_dest);
+        if mask & QpAttrMask::PORT.0 != 0 && !port_ok(port_num) {
+            return Err(EINVAL);
+        }
+        let mut port = port_num;
+        if mask & QpAttrMask::AV.0 != 0 {
+            if !port_ok(dest.port_num) {
+                return Err(EINVAL);
+            }
+            if mask & QpAttrMask::STATE.0 != 0 && state == QpState::Rtr as u8 {
+                // INIT->RTR: the AV's port must be the QP's.
+                if u32::from(dest.port_num) != qp.port() {
+                    return Err(EINVAL);
+                }
+            } else {
+                let both = QpAttrMask::AV.0 | QpAttrMask::PORT.0;
+                if mask & both == both && port_num != dest.port_num {
+                    return Err(EINVAL);
+                }
+                if mask & both == QpAttrMask::AV.0 {
+                    mask |= QpAttrMask::PORT.0;
+                    port = dest.port_num;
+                }
+            }
+        }
+        if mask & IB_QP_ALT_PATH != 0
+            && (!port_ok(r.alt_port_num)
+                || !port_ok(alt_dest.port_num)
+                || r.alt_port_num != alt_dest.port_num)
+        {
+            return Err(EINVAL);
+        }
+        let err = QpState::Err as u8;
+        if (mask & IB_QP_CUR_STATE != 0 && cur_state > err)
+            || (mask & QpAttrMask::STATE.0 != 0 && state > err)
+        {
+            return Err(EINVAL);
+        }
+        if mask & QpAttrMask::QKEY.0 != 0 && qkey & IB_QP_SET_QKEY != 0 {
+            // upstream: needs rdma_nl_get_privileged_qkey() or CAP_NET_RAW.
+            return Err(EPERM);
+        }
+        let mut a = QpAttr {
+            qp_access_flags: r.qp_access_flags,
+            qkey,
+            rq_psn: r.rq_psn,
+            sq_psn: r.sq_psn,
+            dest_qp_num: r.dest_qp_num,
+            pkey_index: r.pkey_index,
+            path_mtu: r.path_mtu,
+            max_rd_atomic: r.max_rd_atomic,
+            max_dest_rd_atomic: r.max_dest_rd_atomic,
+            min_rnr_timer: r.min_rnr_timer,
+            port_num: u32::from(port),
+            timeout: r.timeout,
+            retry_cnt: r.retry_cnt,
+            rnr_retry: r.rnr_retry,
+            ..QpAttr::default()
+        };
+        if mask & QpAttrMask::STATE.0 != 0 {
+            a.qp_state = QpState::try_from(state)?;
+        }
+        if mask & QpAttrMask::AV.0 != 0 {
+            a.ah_attr = self.ah_from_dest(dest)?;
+        }
+        qp.modify(&a, QpAttrMask(mask))
+    }
+
+    /// upstream `copy_ah_attr_from_uverbs()`; on an Ethernet port the
+    /// destination MAC of a link-local GID is derived from it (upstream
+    /// `ib_resolve_eth_dmac()`); other GIDs would need a neighbour lookup,
+    /// which is not done (the MAC stays zero).
+    pub(in crate::uverbs::file) fn ah_from_dest(&self, d: &s::QpDest) -> Result<AhAttr> {
+        let mut ah = AhAttr {
+            dlid: d.dlid,
+            sl: d.sl,
+            port_num: u32::from(d.port_num),
+            ..AhAttr::default()
+        };
+        if d.is_global != 0 {
+            ah.grh = Some(GlobalRoute {
+                dgid: Gid(d.dgid),
+                flow_label: d.flow_label,
+                sgid_index: d.sgid_index,
+                hop_limit: d.hop_limit,
+                traffic_class: d.traffic_class,
+            });
+            let eth = self
+                .dev
+                .port_immutable(u32::from(d.port_num))
+                .map(|i| i.link_layer == LinkLayer::Ethernet)
+                .unwrap_or(false);
+            if eth {
+                if let Some(mac) = ll_mac(&d.dgid) {
+                    ah.dmac = mac;
+                }
+            }
+        }
+        Ok(ah)
+    }
+
+    /// `IB_USER_VERBS_CMD_QUERY_QP` (upstream `ib_uverbs_query_qp()`).
+    pub(in crate::uverbs::file) fn query_qp(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        inner.ctx()?;
+        let r = request::<s::QueryQp>(&b.core_in)?;
+        let qp = Self::qp_by_handle(inner, r.qp_handle)?;
+        let a = qp.query()?;
+        let cap = cap_resp(&qp.cap());
+        let o = s::QueryQpResp {
+            dest: dest_resp(&a.ah_attr),
+            max_send_wr: cap.max_send_wr,
+            max_recv_wr: cap.max_recv_wr,
+            max_send_sge: cap.max_send_sge,
+            max_recv_sge: cap.max_recv_sge,
+            max_inline_data: cap.max_inline_data,
+            qkey: a.qkey,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            dest_qp_num: a.dest_qp_num,
+            qp_access_flags: a.qp_access_flags,
+            pkey_index: a.pkey_index,
+            qp_state: a.qp_state as u8,
+            cur_qp_state: a.qp_state as u8,
+            path_mtu: a.path_mtu,
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            min_rnr_timer: a.min_rnr_timer,
+            port_num: a.port_num as u8,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            sq_sig_all: u8::from(qp.sq_sig_all()),
+            ..Default::default()
+        };
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
+    }
+
+    /// `IB_USER_VERBS_CMD_DESTROY_QP`.
+    pub(in crate::uverbs::file) fn destroy_qp(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        inner.ctx()?;
+        let r = request::<s::DestroyQp>(&b.core_in)?;
+        let h = inner.find(obj::QP, i64::from(r.qp_handle))?;
+        let rep = Self::destroy_at(inner, h)?;
+        let o = s::DestroyQpResp {
+            events_reported: rep.events,
+        };
+        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
+    }
+}

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The file's user objects (upstream `rdma_core.c`): the handle table, lookup by
+//! handle and type (`rdma_lookup_get_uobject()`), commit (`rdma_alloc_commit_uobject()`)
+//! and destroy (`uverbs_destroy_uobject()`).
+
+use crate::driver::Driver;
+use crate::uverbs::abi::ids::obj;
+use crate::uverbs::async_event::AsyncEventFile;
+use crate::uverbs::driver_api::DriverObject;
+use crate::uverbs::file::events::{Reported, UEvents};
+use crate::uverbs::file::UFile;
+use crate::uverbs::uobject_table::HandleTable;
+use crate::verbs::{Ah, Cq, Mr, Pd, Qp, Srq, Ucontext};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// A committed user object (upstream `struct ib_uobject` of an IDR type).
+pub(super) enum ObjKind<D: Driver> {
+    Pd(Arc<Pd<D>>),
+    Cq(Arc<Cq<D>>, Arc<UEvents>),
+    Qp(Arc<Qp<D>>, Arc<UEvents>),
+    Srq(Arc<Srq<D>>, Arc<UEvents>),
+    Mr(Arc<Mr<D>>),
+    Ah(Arc<Ah<D>>),
+    /// An object of a driver's object type (destroyed by dropping it).
+    Driver(DriverObject),
+}
+
+pub(super) struct Inner<D: Driver> {
+    /// Disassociated or closed: every call is `EIO`.
+    pub(super) dead: bool,
+    pub(super) ucontext: Option<Arc<Ucontext<D>>>,
+    /// Committed objects by handle and in commit order (upstream `ufile->idr` and the
+    /// `uobjects` list, where commit adds at the head: cleanup walks it newest first).
+    pub(super) objs: HandleTable<ObjKind<D>>,
+    pub(super) async_file: Option<Arc<AsyncEventFile>>,
+    /// The completion channels created on this file (upstream: FD uobjects
+    /// of `UVERBS_OBJECT_COMP_CHANNEL`); a channel's queue lives while its
+    /// fd or a CQ using it does.
+    pub(super) comp_channels: KVec<Arc<AsyncEventFile>>,
+}
+
+impl<D: Driver> Inner<D> {
+    /// The lowest free handle (upstream `xa_alloc()` with `xa_limit_32b`), other than
+    /// `also_taken` (a NEW handle of the method in progress).
+    pub(super) fn free_id(&self, also_taken: Option<u32>) -> u32 {
+        self.objs.free_id(also_taken)
+    }
+
+    pub(super) fn ctx(&self) -> Result<&Arc<Ucontext<D>>> {
+        // upstream: ib_uverbs_get_ucontext_file(): EINVAL before GET_CONTEXT.
+        self.ucontext.as_ref().ok_or(EINVAL)
+    }
+
+    /// The handle `id` of an object of type `obj_type` (upstream `lookup_get_idr_uobject()`:
+    /// a negative id is `EINVAL`, an unknown one `ENOENT`; `rdma_lookup_get_uobject()`:
+    /// another type is `EINVAL`).
+    pub(super) fn find(&self, obj_type: u16, id: i64) -> Result<u32> {
+        self.objs.lookup(obj_type, id)
+    }
+}
+
+impl<D: Driver> UFile<D> {
+    /// Destroys the object under the handle `id` (upstream `uverbs_destroy_uobject()`
+    /// with `RDMA_REMOVE_DESTROY`): `EBUSY` leaves it in place. Allocates nothing.
+    pub(super) fn destroy_at(inner: &mut Inner<D>, id: u32) -> Result<Reported> {
+        let kind = inner.objs.take(id).ok_or(EINVAL)?;
+        let none = Reported::default();
+        let r = match kind {
+            ObjKind::Pd(pd) => Pd::dealloc(pd)
+                .map(|()| none)
+                .map_err(|e| (e.err, ObjKind::Pd(e.obj))),
+            ObjKind::Cq(cq, ev) => match Cq::destroy(cq) {
+                Ok(()) => Ok(ev.release()),
+                Err(e) => Err((e.err, ObjKind::Cq(e.obj, ev))),
+            },
+            ObjKind::Qp(qp, ev) => match Qp::destroy(qp) {
+                Ok(()) => Ok(ev.release()),
+                Err(e) => Err((e.err, ObjKind::Qp(e.obj, ev))),
+            },
+            ObjKind::Srq(srq, ev) => match Srq::destroy(srq) {
+                Ok(()) => Ok(ev.release()),
+                Err(e) => Err((e.err, ObjKind::Srq(e.obj, ev))),
+            },
+            ObjKind::Mr(mr) => Mr::dereg(mr)
+                .map(|()| none)
+                .map_err(|e| (e.err, ObjKind::Mr(e.obj))),
+            ObjKind::Ah(ah) => Ah::destroy(ah)
+                .map(|()| none)
+                .map_err(|e| (e.err, ObjKind::Ah(e.obj))),
+            ObjKind::Driver(o) => {
+                drop(o);
+                Ok(none)
+            }
+        };
+        match r {
+            Ok(rep) => {
+                inner.objs.remove(id);
+                Ok(rep)
+            }
+            Err((err, kind)) => {
+                inner.objs.put_back(id, kind);
+                Err(err)
+            }
+        }
+    }
+
+    pub(super) fn obj_at(inner: &Inner<D>, id: u32) -> Result<&ObjKind<D>> {
+        inner.objs.get(id).ok_or(EINVAL)
+    }
+
+    pub(super) fn cq_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Cq<D>>> {
+        match Self::obj_at(inner, inner.find(obj::CQ, i64::from(h))?)? {
+            ObjKind::Cq(c, _) => Ok(c.clone()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    pub(super) fn pd_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<crate::verbs::Pd<D>>> {
+        match Self::obj_at(inner, inner.find(obj::PD, i64::from(h))?)? {
+            ObjKind::Pd(p) => Ok(p.clone()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    pub(super) fn srq_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Srq<D>>> {
+        match Self::obj_at(inner, inner.find(obj::SRQ, i64::from(h))?)? {
+            ObjKind::Srq(s, _) => Ok(s.clone()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    pub(super) fn qp_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Qp<D>>> {
+        match Self::obj_at(inner, inner.find(obj::QP, i64::from(h))?)? {
+            ObjKind::Qp(q, _) => Ok(q.clone()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Commits a new object under `id` (upstream `rdma_alloc_commit_uobject()`).
+    pub(super) fn commit(inner: &mut Inner<D>, id: u32, obj_type: u16, kind: ObjKind<D>) -> Result {
+        inner.objs.insert(id, obj_type, kind)
+    }
+
+    /// Commits, then writes the response; a failed write destroys the
+    /// object again (upstream: the method fails, its NEW object is aborted).
+    pub(super) fn commit_and_respond(
+        inner: &mut Inner<D>,
+        id: u32,
+        obj_type: u16,
+        kind: ObjKind<D>,
+        respond: impl FnOnce() -> Result,
+    ) -> Result {
+        Self::commit(inner, id, obj_type, kind)?;
+        if let Err(e) = respond() {
+            if inner.find(obj_type, i64::from(id)).is_ok() {
+                let _ = Self::destroy_at(inner, id);
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+}
