@@ -95,7 +95,7 @@ impl Fw {
     fn fill_general_caps(&self, c: &mut Cmd<'_>, cap: Field) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Field, u32); 37] = [
+        let values: [(Field, u32); 38] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // Q counter sets: the simulator's table.
             (cmd_hca_cap::max_qp_cnt, super::capacity::Q_COUNTER as u32),
@@ -122,6 +122,12 @@ impl Fw {
                 },
             ),
             (cmd_hca_cap::num_ports, u32::from(self.cfg.num_ports)),
+            // InfiniBand: the port is reached through the HCA vport commands
+            // (QUERY_HCA_VPORT_CONTEXT/GID/PKEY), as on a ConnectX whose firmware has
+            // virtualization enabled; without it upstream mlx5_ib queries the port with
+            // MAD_IFC (SubnGet NodeInfo/PortInfo/...), which this model does not implement
+            // (Documentation/pcifn.md, "Upstream mlx5_ib on the function").
+            (cmd_hca_cap::ib_virt, u32::from(!eth)),
             (cmd_hca_cap::log_max_msg, p.log_max_msg),
             (cmd_hca_cap::max_tc, 8),
             (cmd_hca_cap::cqe_version, 1),
@@ -203,7 +209,7 @@ impl Fw {
         if c.get(query_hca_vport_context_in::other_vport)? != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
         }
-        let port_num = c.get(query_hca_vport_context_in::port_num)?;
+        let port_num = self.vport_port_num(c.get(query_hca_vport_context_in::port_num)?);
         let port = self.port(port_num)?;
         let up = self.ports.get(port).is_some_and(|p| p.admin_status == 1);
         let ib = self.cfg.link_layer == LinkLayer::Ib;
@@ -232,6 +238,17 @@ impl Fw {
             c.set(v(hca_vport_context::subnet_timeout), 18)?;
         }
         Ok(())
+    }
+
+    /// The port an HCA vport command names: `port_num` is meaningful on a dual-port function
+    /// only; upstream mlx5_core (`vport.c`) sets it only when `num_ports` is 2 and leaves 0
+    /// otherwise, which names the function's own port. Our driver sends 1; both are port 1.
+    fn vport_port_num(&self, port_num: u32) -> u32 {
+        if port_num == 0 && self.cfg.num_ports == 1 {
+            1
+        } else {
+            port_num
+        }
     }
 
     /// Parses the index of a GID/PKey query: one entry, or all of them with 0xffff.
@@ -264,7 +281,7 @@ impl Fw {
         if c.get(query_hca_vport_gid_in::other_vport)? != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
         }
-        let port_num = c.get(query_hca_vport_gid_in::port_num)?;
+        let port_num = self.vport_port_num(c.get(query_hca_vport_gid_in::port_num)?);
         self.port(port_num)?;
         let index = c.get(query_hca_vport_gid_in::gid_index)?;
         let (first, n) = Self::table_query(c, index, IB_GIDS, 16)?;
@@ -288,7 +305,7 @@ impl Fw {
         if c.get(query_hca_vport_pkey_in::other_vport)? != 0 {
             return fail(Status::BAD_PARAM_ERR, syn::OTHER_FUNCTION);
         }
-        self.port(c.get(query_hca_vport_pkey_in::port_num)?)?;
+        self.port(self.vport_port_num(c.get(query_hca_vport_pkey_in::port_num)?))?;
         let index = c.get(query_hca_vport_pkey_in::pkey_index)?;
         let (first, n) = Self::table_query(c, index, PKEYS, 4)?;
         let slot0 = Field::new("pkey", query_hca_vport_pkey_out::SIZE_BITS, 32);

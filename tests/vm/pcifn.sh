@@ -102,6 +102,8 @@ pcifn_ib() {
 	t_check "mlx5_0 is registered" test -e /sys/class/infiniband/mlx5_0
 	t_check "mlx5_0's parent is the PCI function" \
 		sh -c 'readlink /sys/class/infiniband/mlx5_0/device | grep -q 0000:00:02.0'
+	# First, as in mode pcifn_c right after upstream mlx5_ib's probe: the comparison dump.
+	pcifn_cmp_dump
 	ibv_devinfo -v -d mlx5_0 >/tmp/pcifn-devinfo 2>&1
 	sed 's/^/    ibv_devinfo| /' /tmp/pcifn-devinfo | head -n 80
 	t_check "ibv_devinfo -v: mlx5_0 with fw_ver 28.43.1014" grep -q 'fw_ver:.*28.43.1014' /tmp/pcifn-devinfo
