@@ -32,6 +32,8 @@ pub(crate) mod fault;
 #[cfg_attr(MODULE, allow(dead_code))]
 #[path = "hca.rs"]
 pub(crate) mod hca;
+#[path = "node_desc.rs"]
+pub(crate) mod node_desc;
 #[path = "objects.rs"]
 mod objects;
 #[path = "profile.rs"]

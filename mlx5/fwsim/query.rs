@@ -323,6 +323,9 @@ impl Fw {
         if id == REG_HOST_ENDIANNESS {
             return self.host_endianness_reg(c);
         }
+        if id == REG_NODE_DESC {
+            return self.node_desc_reg(c);
+        }
         let size = match id {
             REG_PTYS => ptys_reg::SIZE_BYTES,
             REG_PMTU => pmtu_reg::SIZE_BYTES,

@@ -97,6 +97,8 @@ pub(crate) const MODIFY_CQ_MASK_LOG_SIZE: u32 = 1 << 0;
 /// `MLX5_ROCE_VERSION_2` (mlx5_ifc.h), `roce_addr_layout.roce_version`.
 pub(crate) const ROCE_VERSION_2: u32 = 2;
 
+/// `MLX5_REG_NODE_DESC` (driver.h): the node description (fwsim `node_desc.rs`).
+pub(crate) const REG_NODE_DESC: u32 = 0x6001;
 /// `MLX5_REG_HOST_ENDIANNESS` (driver.h): the register `set_hca_ctrl()` writes at init.
 pub(crate) const REG_HOST_ENDIANNESS: u32 = 0x7004;
 /// `MLX5_SET_HOST_ENDIANNESS` on a little-endian host (device.h): `he` byte of that register.
