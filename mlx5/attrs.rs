@@ -36,6 +36,7 @@ pub(crate) mod cap_flags {
     /// `IB_DEVICE_UD_IP_CSUM`.
     pub(crate) const UD_IP_CSUM: u64 = 1 << 18;
     /// `IB_DEVICE_XRC`.
+    #[expect(dead_code, reason = "no XRC verbs: not claimed (device_attrs())")]
     pub(crate) const XRC: u64 = 1 << 20;
     /// `IB_DEVICE_MEM_MGT_EXTENSIONS`.
     pub(crate) const MEM_MGT_EXTENSIONS: u64 = 1 << 21;
@@ -244,9 +245,10 @@ pub(crate) fn device_attrs(gen: Caps<'_>, ids: &DeviceIds) -> Result<DeviceAttrs
     if gen.flag(cmd_hca_cap::apm)? {
         flags |= AUTO_PATH_MIG;
     }
-    if gen.flag(cmd_hca_cap::xrc)? {
-        flags |= XRC;
-    }
+    // Upstream sets IB_DEVICE_XRC with `cmd_hca_cap.xrc` and has the XRC verbs
+    // (`mlx5_ib_dev_xrc_ops`); this driver has no alloc_xrcd/XRC SRQ/XRC QP verbs, so it does
+    // not claim XRC (IB_DEVICE_XRC) on a device that has it (Documentation/pcifn.md, the
+    // comparison).
     let mut max_mw = 0;
     if gen.flag(cmd_hca_cap::imaicl)? {
         flags |= MEM_WINDOW | MEM_WINDOW_TYPE_2B;

@@ -52,6 +52,8 @@ pub(crate) mod syndrome;
 pub(crate) mod table;
 #[path = "xlat.rs"]
 pub(crate) mod xlat;
+#[path = "xrc.rs"]
+pub(crate) mod xrc;
 
 #[cfg(test)]
 #[path = "tests.rs"]
@@ -185,6 +187,8 @@ pub(crate) struct Counts {
     pub(crate) mkey: usize,
     /// Shared receive queues (RMPs).
     pub(crate) srq: usize,
+    /// XRC domains and XRC SRQs (`xrc.rs`; not in the simulator's debugfs `resources`).
+    pub(crate) xrc: usize,
 }
 
 impl Counts {
@@ -360,6 +364,8 @@ pub(crate) struct Fw {
     scan_start: usize,
     /// Life cycle, negotiated settings and EQs (`hca.rs`).
     hca: hca::Hca,
+    /// XRC domains and XRC SRQs (`xrc.rs`).
+    xrc: xrc::Xrc,
 }
 
 /// The decoded common header of a command, plus its mailboxes.
@@ -460,6 +466,10 @@ fn spec(opcode: u16) -> Option<CmdSpec> {
         op::DEALLOC_Q_COUNTER => s!(dealloc_q_counter_in, dealloc_q_counter_out),
         op::QUERY_Q_COUNTER => s!(query_q_counter_in, query_q_counter_out),
         op::DEALLOC_PD => s!(dealloc_pd_in, dealloc_pd_out),
+        op::ALLOC_XRCD => s!(alloc_xrcd_in, alloc_xrcd_out),
+        op::DEALLOC_XRCD => s!(dealloc_xrcd_in, dealloc_xrcd_out),
+        op::CREATE_XRC_SRQ => s!(create_xrc_srq_in, create_xrc_srq_out),
+        op::DESTROY_XRC_SRQ => s!(destroy_xrc_srq_in, destroy_xrc_srq_out),
         op::ALLOC_UAR => s!(alloc_uar_in, alloc_uar_out),
         op::DEALLOC_UAR => s!(dealloc_uar_in, dealloc_uar_out),
         op::ALLOC_TRANSPORT_DOMAIN => s!(alloc_transport_domain_in, alloc_transport_domain_out),
@@ -529,6 +539,7 @@ impl Fw {
             flush: None,
             scan_start: 0,
             hca: hca::Hca::new(),
+            xrc: xrc::Xrc::new(),
         };
         fw.reset_ports();
         Ok(fw)
@@ -571,6 +582,7 @@ impl Fw {
             flush: None,
             scan_start: 0,
             hca <- hca::Hca::new_in_place(),
+            xrc: xrc::Xrc::new(),
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -625,6 +637,7 @@ impl Fw {
         self.mkeys.clear();
         self.rmps.clear();
         self.qcounters.clear();
+        self.xrc.clear();
         self.faults = FaultPlan::new();
         self.stats = Stats::default();
         self.events.clear();
@@ -655,6 +668,7 @@ impl Fw {
             qp: self.qps.count(),
             mkey: self.mkeys.count(),
             srq: self.rmps.count(),
+            xrc: self.xrc.count(),
         }
     }
 
@@ -838,6 +852,10 @@ impl Fw {
             op::DEALLOC_Q_COUNTER => self.dealloc_q_counter(c),
             op::QUERY_Q_COUNTER => self.query_q_counter(c),
             op::DEALLOC_PD => self.dealloc_pd(c),
+            op::ALLOC_XRCD => self.alloc_xrcd(c),
+            op::DEALLOC_XRCD => self.dealloc_xrcd(c),
+            op::CREATE_XRC_SRQ => self.create_xrc_srq(c),
+            op::DESTROY_XRC_SRQ => self.destroy_xrc_srq(c),
             op::ALLOC_UAR => self.alloc_uar(c),
             op::DEALLOC_UAR => self.dealloc_uar(c),
             op::ALLOC_TRANSPORT_DOMAIN => self.alloc_td(c),

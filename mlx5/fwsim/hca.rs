@@ -261,6 +261,7 @@ impl Fw {
         self.qps.clear();
         self.mkeys.clear();
         self.qcounters.clear();
+        self.xrc.clear();
         self.events.clear();
         self.sq_hint = None;
         self.resize = None;

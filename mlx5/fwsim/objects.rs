@@ -44,6 +44,9 @@ impl Fw {
         if self.rmps.iter().any(|(_, r)| r.pd == pd) {
             return fail(Status::RES_BUSY, syn::PD_BUSY_RMP);
         }
+        if self.xrc.uses_pd(pd) {
+            return fail(Status::RES_BUSY, syn::PD_BUSY_XRC_SRQ);
+        }
         self.pds.free(pd);
         Ok(())
     }
@@ -279,6 +282,9 @@ impl Fw {
             .iter()
             .any(|(_, q)| q.send_cq == Some(cqn) || q.recv_cq == Some(cqn))
         {
+            return fail(Status::RES_BUSY, syn::CQ_BUSY);
+        }
+        if self.xrc.uses_cq(cqn) {
             return fail(Status::RES_BUSY, syn::CQ_BUSY);
         }
         if let Some(slot) = self.cqs.slot_of(cqn) {

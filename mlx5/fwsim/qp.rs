@@ -101,7 +101,13 @@ impl Fw {
             return fail(Status::BAD_PARAM_ERR, syn::QP_CREATE_STATE);
         }
         let st = get(c, qpc::st)?;
-        if !matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_UD | QPC_ST_QP1) {
+        // QP0 (SMI) is accepted for upstream ib_core's MAD layer, which creates it at
+        // registration on an IB port with `has_smi`; the engine carries no SMP (no subnet
+        // manager runs against this model), so it only ever holds posted receives.
+        if !matches!(
+            st,
+            QPC_ST_RC | QPC_ST_UC | QPC_ST_UD | QPC_ST_QP0 | QPC_ST_QP1
+        ) {
             return fail(Status::BAD_PARAM_ERR, syn::QP_ST);
         }
         let p = &self.cfg.profile;

@@ -95,7 +95,7 @@ impl Fw {
     fn fill_general_caps(&self, c: &mut Cmd<'_>, cap: Field) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Field, u32); 38] = [
+        let values: [(Field, u32); 39] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // Q counter sets: the simulator's table.
             (cmd_hca_cap::max_qp_cnt, super::capacity::Q_COUNTER as u32),
@@ -133,6 +133,8 @@ impl Fw {
             (cmd_hca_cap::cqe_version, 1),
             (cmd_hca_cap::roce, u32::from(eth)),
             (cmd_hca_cap::atomic, 1),
+            // XRC domains and XRC SRQs (`xrc.rs`): upstream mlx5_ib does not probe without.
+            (cmd_hca_cap::xrc, 1),
             (cmd_hca_cap::cq_oi, 1),
             (cmd_hca_cap::cq_resize, 1),
             (cmd_hca_cap::cq_moderation, 1),

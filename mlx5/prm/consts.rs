@@ -27,6 +27,9 @@ pub(crate) const QPC_ST_UC: u32 = 0x1;
 pub(crate) const QPC_ST_UD: u32 = 0x2;
 /// `MLX5_QPC_ST_XRC`.
 pub(crate) const QPC_ST_XRC: u32 = 0x3;
+/// `MLX5_QPC_ST_QP0` (SMI): upstream ib_core's MAD layer creates it on an IB port whose
+/// vport context has `has_smi`.
+pub(crate) const QPC_ST_QP0: u32 = 0x7;
 /// `MLX5_QPC_ST_QP1` (GSI).
 pub(crate) const QPC_ST_QP1: u32 = 0x8;
 
