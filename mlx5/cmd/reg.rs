@@ -7,7 +7,8 @@
 use super::{rd, Command};
 use crate::prm::cmd::{access_register_in, access_register_out};
 use crate::prm::consts::{
-    ACCESS_REG_READ, ACCESS_REG_WRITE, PTYS_EN, PTYS_IB, REG_PAOS, REG_PMTU, REG_PTYS, REG_PVLC,
+    ACCESS_REG_READ, ACCESS_REG_WRITE, PTYS_EN, PTYS_IB, REG_NODE_DESC, REG_PAOS, REG_PMTU,
+    REG_PTYS, REG_PVLC,
 };
 use crate::prm::ctx::{paos_reg, pmtu_reg, ptys_reg, pvlc_reg};
 use crate::prm::layout::{Field, PrmError};
@@ -261,5 +262,31 @@ impl Register for Paos {
             admin: PortStatus::try_from(g(paos_reg::admin_status)?)?,
             oper: g(paos_reg::oper_status)? as u8,
         })
+    }
+}
+
+/// NODE_DESC: the node description (upstream `mlx5_query_node_desc()` on a function that does
+/// not use MAD_IFC: `struct mlx5_reg_node_desc`, 64 bytes of text, NUL padded).
+pub(crate) struct NodeDesc;
+
+/// `IB_DEVICE_NODE_DESC_MAX`.
+pub(crate) const NODE_DESC_BYTES: usize = 64;
+
+impl Register for NodeDesc {
+    const ID: u32 = REG_NODE_DESC;
+    const SIZE: usize = NODE_DESC_BYTES;
+    type Value = [u8; NODE_DESC_BYTES];
+
+    fn fill(&self, _f: &mut dyn FnMut(Field, u32) -> Result<(), PrmError>) -> Result<(), PrmError> {
+        Ok(())
+    }
+
+    fn value(&self, g: &dyn Fn(Field) -> Result<u32>) -> Result<[u8; NODE_DESC_BYTES]> {
+        let mut d = [0u8; NODE_DESC_BYTES];
+        for (i, chunk) in d.chunks_exact_mut(4).enumerate() {
+            let off = u32::try_from(i * 32).map_err(|_| EINVAL)?;
+            chunk.copy_from_slice(&g(Field::new("node_desc", off, 32))?.to_be_bytes());
+        }
+        Ok(d)
     }
 }

@@ -71,6 +71,10 @@ mod engine_tests;
 #[path = "hca_tests.rs"]
 mod hca_tests;
 
+#[cfg(test)]
+#[path = "upstream_ib_tests.rs"]
+mod upstream_ib_tests;
+
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::layout::Field;
 use crate::prm::opcode as op;
@@ -808,8 +812,11 @@ impl Fw {
         }
         // Every command but CREATE_UCTX runs on behalf of a uid, which must be live; DESTROY_UCTX
         // names its uid in the body and is issued by the kernel (uid 0). Completion EQs are
-        // created with the shared-resource uid (`create_map_eq()`).
-        let shared = opcode == op::CREATE_EQ && uid == crate::prm::consts::SHARED_RESOURCE_UID;
+        // created with the shared-resource uid (`create_map_eq()`), and so are upstream
+        // mlx5_ib's Q counter sets on a function with user contexts
+        // (`mlx5_ib_alloc_counters()`: `is_shared`, `log_max_uctx` != 0).
+        let shared = matches!(opcode, op::CREATE_EQ | op::ALLOC_Q_COUNTER)
+            && uid == crate::prm::consts::SHARED_RESOURCE_UID;
         if uid != 0 && !shared && self.uctxs.get(u32::from(uid)).is_none() {
             return Err(Decoded::Failed(CmdError::new(
                 Status::BAD_PARAM_ERR,

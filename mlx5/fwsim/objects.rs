@@ -136,6 +136,10 @@ impl Fw {
             .qcounters
             .get(id)
             .ok_or(CmdError::new(Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN))?;
+        // A set allocated with the shared-resource uid belongs to every context.
+        if o.uid == crate::prm::consts::SHARED_RESOURCE_UID {
+            return Ok(());
+        }
         Self::owned(uid, o.uid)
     }
 

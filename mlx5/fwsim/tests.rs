@@ -188,7 +188,7 @@ pub(super) fn mkey_in(uid: u16, pd: u32, octwords: u32, extra: usize) -> Vec<u8>
     b
 }
 
-fn create_uctx(fw: &mut Fw, cap: u32) -> u16 {
+pub(super) fn create_uctx(fw: &mut Fw, cap: u32) -> u16 {
     let mut b = inbox(op::CREATE_UCTX, 0, 0, create_uctx_in::SIZE_BYTES);
     create_uctx_in::uctx
         .inner(uctx::cap)
