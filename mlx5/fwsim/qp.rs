@@ -76,6 +76,48 @@ const RTS2RTS_FIELDS: &[Field] = &[
     qpc::q_key,
 ];
 
+/// `MLX5_QP_OPTPAR_*` (qp.h): the optional parameters a transition applies only when their bit
+/// is set in `opt_param_mask`.
+const OPTPAR_RRE: u32 = 1 << 1;
+const OPTPAR_RAE: u32 = 1 << 2;
+const OPTPAR_RWE: u32 = 1 << 3;
+const OPTPAR_PKEY_INDEX: u32 = 1 << 4;
+const OPTPAR_Q_KEY: u32 = 1 << 5;
+const OPTPAR_RNR_TIMEOUT: u32 = 1 << 6;
+
+/// Whether transition `opcode` of a QP of service type `st` takes member `f` given the
+/// `opt_param_mask` `opt`. RST2INIT and INIT2INIT take every member of their list (upstream
+/// mlx5_ib sends them all there). From INIT2RTR on, Q_Key, the remote access bits and (at
+/// RTR2RTS/RTS2RTS) the RNR timer are optional parameters, applied only with their bit, and a
+/// UD-like QP (UD, QP0, QP1, UMR) takes no primary path at INIT2RTR (only its P_Key index,
+/// with `PKEY_INDEX`): upstream mlx5_ib sends those members zeroed when the verbs mask lacks
+/// them, and our driver sends the values it keeps, so both leave the context as it was.
+fn optional_taken(opcode: u16, st: u32, f: Field, opt: u32) -> bool {
+    if matches!(opcode, op::RST2INIT_QP | op::INIT2INIT_QP) {
+        return true;
+    }
+    let same = |g: Field| g.bit_off == f.bit_off && g.bit_width == f.bit_width;
+    let bit = if same(qpc::q_key) {
+        OPTPAR_Q_KEY
+    } else if same(qpc::rre) {
+        OPTPAR_RRE
+    } else if same(qpc::rwe) {
+        OPTPAR_RWE
+    } else if same(qpc::rae) {
+        OPTPAR_RAE
+    } else if same(qpc::min_rnr_nak) && opcode != op::INIT2RTR_QP {
+        OPTPAR_RNR_TIMEOUT
+    } else if same(qpc::primary_address_path)
+        && opcode == op::INIT2RTR_QP
+        && !matches!(st, QPC_ST_RC | QPC_ST_UC)
+    {
+        return false;
+    } else {
+        return true;
+    };
+    opt & bit != 0
+}
+
 /// Copies member `f` (relative to a `qpc`) from `src` to `dst`: bytes for byte-aligned
 /// members (a whole address path), read-modify-write otherwise.
 fn copy_member(dst: &mut [u8], src: &[u8], f: Field) -> Result<(), CmdError> {
@@ -103,10 +145,12 @@ impl Fw {
         let st = get(c, qpc::st)?;
         // QP0 (SMI) is accepted for upstream ib_core's MAD layer, which creates it at
         // registration on an IB port with `has_smi`; the engine carries no SMP (no subnet
-        // manager runs against this model), so it only ever holds posted receives.
+        // manager runs against this model), so it only ever holds posted receives. REG_UMR is
+        // upstream mlx5_ib's UMR QP, created and moved to RTS at the first user MR; with
+        // `umr_modify_entity_size_disabled` nothing is posted on it (the engine has no UMR).
         if !matches!(
             st,
-            QPC_ST_RC | QPC_ST_UC | QPC_ST_UD | QPC_ST_QP0 | QPC_ST_QP1
+            QPC_ST_RC | QPC_ST_UC | QPC_ST_UD | QPC_ST_QP0 | QPC_ST_QP1 | QPC_ST_REG_UMR
         ) {
             return fail(Status::BAD_PARAM_ERR, syn::QP_ST);
         }
@@ -245,8 +289,22 @@ impl Fw {
             .get_mut(qpn)
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
         let mut next = q.qpc;
+        let opt = if fields.is_empty() {
+            0
+        } else {
+            c.get(rst2init_qp_in::opt_param_mask)?
+        };
         for f in fields {
+            if !optional_taken(opcode, st, *f, opt) {
+                continue;
+            }
             copy_member(&mut next, &qpc_bytes, *f)?;
+        }
+        if opcode == op::INIT2RTR_QP
+            && !matches!(st, QPC_ST_RC | QPC_ST_UC)
+            && opt & OPTPAR_PKEY_INDEX != 0
+        {
+            copy_member(&mut next, &qpc_bytes, pri(ads::pkey_index))?;
         }
         q.qpc = next;
         q.state = to;

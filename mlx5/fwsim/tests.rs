@@ -994,7 +994,7 @@ fn qp_create_checks() {
     let cq = create_cq(&mut f, 0, uar);
     let q = |f: Field| create_qp_in::qpc.inner(f);
     let cases: [(Field, u32, Status, u32); 7] = [
-        (q(qpc::st), 0xc, Status::BAD_PARAM_ERR, syn::QP_ST),
+        (q(qpc::st), QPC_ST_XRC, Status::BAD_PARAM_ERR, syn::QP_ST),
         (
             q(qpc::state),
             1,

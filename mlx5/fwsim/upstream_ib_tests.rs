@@ -6,9 +6,15 @@
 
 use super::profile::{LinkLayer, CONNECTX7};
 use super::syndrome as syn;
-use super::tests::{create_uctx, destroy_in, err, fw, inbox, ok};
+use super::tests::{
+    alloc_pd, alloc_uar, create_cq, create_uctx, destroy_in, err, fw, inbox, modify_in, ok, qp_in,
+    query_qp,
+};
+use super::Fw;
 use crate::prm::cmd::*;
-use crate::prm::consts::SHARED_RESOURCE_UID;
+use crate::prm::consts::{QPC_ST_QP0, QPC_ST_REG_UMR, QPC_ST_UD, SHARED_RESOURCE_UID};
+use crate::prm::ctx::{ads, qpc};
+use crate::prm::layout::Field;
 use crate::prm::opcode as op;
 use crate::prm::status::Status;
 
@@ -60,4 +66,81 @@ fn q_counter_with_the_shared_resource_uid() {
         err(&mut f, &d, dealloc_q_counter_out::SIZE_BYTES),
         (Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN)
     );
+}
+
+/// ib_core's QP0 and mlx5_ib's UMR QP (`mlx5r_umr_resource_init()`): created and moved to
+/// RTS as upstream does; XRC is still refused.
+#[test]
+fn special_and_umr_qps_reach_rts() {
+    let mut f = fw(CONNECTX7, LinkLayer::Ib);
+    let pd = alloc_pd(&mut f, 0);
+    let uar = alloc_uar(&mut f, 0);
+    let cq = create_cq(&mut f, 0, uar);
+    for st in [QPC_ST_QP0, QPC_ST_REG_UMR] {
+        let out = ok(
+            &mut f,
+            &qp_in(0, st, pd, uar, cq, cq),
+            create_qp_out::SIZE_BYTES,
+        );
+        let qpn = create_qp_out::qpn.get(&out).unwrap();
+        for o in [op::RST2INIT_QP, op::INIT2RTR_QP, op::RTR2RTS_QP] {
+            ok(&mut f, &modify_in(o, 0, qpn), 16);
+        }
+        let q = query_qp(&mut f, 0, qpn);
+        assert_eq!(
+            query_qp_out::qpc.inner(qpc::state).get(&q).unwrap(),
+            crate::prm::consts::QPC_STATE_RTS
+        );
+    }
+}
+
+/// A UD QP moved as upstream mlx5_ib moves it for libmlx5 (`ibv_modify_qp()` with
+/// `IBV_QP_STATE` only at INIT->RTR, `STATE | SQ_PSN` at RTR->RTS): the transitions carry a
+/// zeroed Q_Key and primary path without their `opt_param_mask` bits, and the context keeps
+/// what RST2INIT set, as on a ConnectX; with `MLX5_QP_OPTPAR_Q_KEY` the new Q_Key is taken.
+#[test]
+fn optional_parameters_need_their_opt_param_bit() {
+    let mut f = fw(CONNECTX7, LinkLayer::Ib);
+    let pd = alloc_pd(&mut f, 0);
+    let uar = alloc_uar(&mut f, 0);
+    let cq = create_cq(&mut f, 0, uar);
+    let out = ok(
+        &mut f,
+        &qp_in(0, QPC_ST_UD, pd, uar, cq, cq),
+        create_qp_out::SIZE_BYTES,
+    );
+    let qpn = create_qp_out::qpn.get(&out).unwrap();
+    let q = |f: Field| rst2init_qp_in::qpc.inner(f);
+    let mut b = inbox(op::RST2INIT_QP, 0, 0, rst2init_qp_in::SIZE_BYTES);
+    rst2init_qp_in::qpn.set(&mut b, qpn).unwrap();
+    q(qpc::primary_address_path.inner(ads::vhca_port_num))
+        .set(&mut b, 1)
+        .unwrap();
+    q(qpc::q_key).set(&mut b, 0x1111_1111).unwrap();
+    ok(&mut f, &b, 16);
+    let blank = |o: u16, opt: u32| {
+        let mut b = inbox(o, 0, 0, rst2init_qp_in::SIZE_BYTES);
+        rst2init_qp_in::qpn.set(&mut b, qpn).unwrap();
+        rst2init_qp_in::opt_param_mask.set(&mut b, opt).unwrap();
+        b
+    };
+    ok(&mut f, &blank(op::INIT2RTR_QP, 0), 16);
+    ok(&mut f, &blank(op::RTR2RTS_QP, 0), 16);
+    let ctx = |f: &mut Fw, m: Field| {
+        let out = query_qp(f, 0, qpn);
+        query_qp_out::qpc.inner(m).get(&out).unwrap()
+    };
+    assert_eq!(ctx(&mut f, qpc::q_key), 0x1111_1111);
+    assert_eq!(
+        ctx(&mut f, qpc::primary_address_path.inner(ads::vhca_port_num)),
+        1
+    );
+    // RTS2RTS with MLX5_QP_OPTPAR_Q_KEY (1 << 5) takes the new one.
+    let mut b = blank(op::RTS2RTS_QP, 1 << 5);
+    q(qpc::q_key).set(&mut b, 0x2222_2222).unwrap();
+    ok(&mut f, &b, 16);
+    assert_eq!(ctx(&mut f, qpc::q_key), 0x2222_2222);
+    // Without it, a zeroed Q_Key changes nothing.
+    ok(&mut f, &blank(op::RTS2RTS_QP, 0), 16);
+    assert_eq!(ctx(&mut f, qpc::q_key), 0x2222_2222);
 }

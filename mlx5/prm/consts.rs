@@ -30,6 +30,9 @@ pub(crate) const QPC_ST_XRC: u32 = 0x3;
 /// `MLX5_QPC_ST_QP0` (SMI): upstream ib_core's MAD layer creates it on an IB port whose
 /// vport context has `has_smi`.
 pub(crate) const QPC_ST_QP0: u32 = 0x7;
+/// `MLX5_QP_ST_REG_UMR` (qp.h): upstream mlx5_ib's UMR QP, created at the first user MR
+/// (`mlx5r_umr_resource_init()`) whether or not UMR is then used.
+pub(crate) const QPC_ST_REG_UMR: u32 = 0xc;
 /// `MLX5_QPC_ST_QP1` (GSI).
 pub(crate) const QPC_ST_QP1: u32 = 0x8;
 

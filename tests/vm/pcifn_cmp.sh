@@ -45,10 +45,17 @@ pcifn_cmp_sysfs() {
 pcifn_cmp_pair() {
 	local prog=$1 args=$2 s src crc
 	_tr_port=$((_tr_port + 1))
-	timeout 120 $prog $args -p $_tr_port >/tmp/cmpp-s.out 2>&1 &
+	timeout 60 $prog $args -p $_tr_port >/tmp/cmpp-s.out 2>&1 &
 	s=$!
-	tr_wait_listen $_tr_port || echo "$prog: server never listened"
-	timeout 120 $prog $args -p $_tr_port 127.0.0.1 >/tmp/cmpp-c.out 2>&1
+	if ! tr_wait_listen $_tr_port; then
+		# A server that failed before listening; a client would only retry to connect.
+		kill $s 2>/dev/null
+		wait $s
+		src=$?
+		echo "$prog $args: server exit $src before listening: $(grep -v '^ *$' /tmp/cmpp-s.out | head -n 2 | tr '\n' ' ')"
+		return
+	fi
+	timeout 60 $prog $args -p $_tr_port 127.0.0.1 >/tmp/cmpp-c.out 2>&1
 	crc=$?
 	wait $s
 	src=$?
