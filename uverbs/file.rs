@@ -531,6 +531,15 @@ impl<D: Driver> UFile<D> {
                 }
                 let mut r = resp::Out::<{ resp::EX_QUERY_DEVICE_RESP }>::new();
                 r.bytes(0, &self.query_device_resp().0);
+                // upstream ib_uverbs_ex_query_device(): timestamp_mask, hca_core_clock,
+                // device_cap_flags_ex (the device's cap flags) and the CQ moderation caps
+                // (struct ib_uverbs_ex_query_device_resp offsets); ODP, RSS, TM, DM: none.
+                let a = self.dev.attrs();
+                r.u64(208, a.timestamp_mask);
+                r.u64(216, a.hca_core_clock);
+                r.u64(224, a.device_cap_flags);
+                r.u16(280, a.max_cq_moderation_count);
+                r.u16(282, a.max_cq_moderation_period);
                 let len = w::uverbs_response_length(b.core_out.1, resp::EX_QUERY_DEVICE_RESP);
                 r.u32(180, len as u32);
                 copy_out_or_zero(b.core_out.0, b.core_out.1, &r.0)
