@@ -97,6 +97,9 @@ fn optional_taken(opcode: u16, st: u32, f: Field, opt: u32) -> bool {
         return true;
     }
     let same = |g: Field| g.bit_off == f.bit_off && g.bit_width == f.bit_width;
+    if same(qpc::primary_address_path) && opcode == op::INIT2RTR_QP {
+        return matches!(st, QPC_ST_RC | QPC_ST_UC);
+    }
     let bit = if same(qpc::q_key) {
         OPTPAR_Q_KEY
     } else if same(qpc::rre) {
@@ -107,11 +110,6 @@ fn optional_taken(opcode: u16, st: u32, f: Field, opt: u32) -> bool {
         OPTPAR_RAE
     } else if same(qpc::min_rnr_nak) && opcode != op::INIT2RTR_QP {
         OPTPAR_RNR_TIMEOUT
-    } else if same(qpc::primary_address_path)
-        && opcode == op::INIT2RTR_QP
-        && !matches!(st, QPC_ST_RC | QPC_ST_UC)
-    {
-        return false;
     } else {
         return true;
     };
