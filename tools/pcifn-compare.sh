@@ -6,6 +6,8 @@
 # `pcifn_c` boot (upstream), diffed line by line. Every line that is only in one of them must
 # match an entry of the known-differences list (tests/vm/pcifn_cmp.known); the rest fails.
 #   tools/pcifn-compare.sh OURS_LOG UPSTREAM_LOG [KNOWN]
+# With the same log twice (a pcifn_c boot, whose vm_pcifn_c_ours suite dumps our stack too)
+# our dump is the `cmpours| ` lines.
 # Prints the diff, then `ok`/`not ok` lines (pcifn_compare_*) and exits 0 if all are ok.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,9 +18,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The dump of one log: the `cmp| ` lines without the prefix and the console's CRs.
-dump() { tr -d '\r' <"$1" | sed -n 's/^cmp| //p'; }
-dump "$ours_log" >"$tmp/ours"
-dump "$c_log" >"$tmp/c"
+dump() { tr -d '\r' <"$1" | sed -n "s/^$2| //p"; }
+ours_tag=cmp
+[ "$ours_log" -ef "$c_log" ] && ours_tag=cmpours
+dump "$ours_log" $ours_tag >"$tmp/ours"
+dump "$c_log" cmp >"$tmp/c"
 # The entries: SIDE<TAB>ERE (comments and blank lines dropped).
 sed 's/[[:space:]]*#.*//; /^[[:space:]]*$/d' "$known" >"$tmp/known"
 

@@ -36,5 +36,25 @@ pcifn_c_suite() {
 	pcifn_no_bad_lines /tmp/pcifn-c.kmsg "upstream mlx5_ib on the function"
 }
 
+# vm_pcifn_c_ours: the same boot, after upstream is gone: mlx5_core probes the function again
+# and our stack registers mlx5_0; the dump is tagged `cmpours` (tools/pcifn-compare.sh
+# compares it with upstream's when given the same log twice). The separate-boot comparison
+# is mode pcifn's dump (make pcifn-compare); this one costs one boot less.
+pcifn_c_ours_suite() {
+	local n0
+	n0=$(dmesg | wc -l)
+	load_ours
+	sleep 1
+	t_check "mlx5_ib_rs is bound to mlx5_core.rdma.0" \
+		test "$(fwsim_driver_of mlx5_core.rdma.0)" = mlx5_ib_rs.mlx5_ib_rs
+	if [ -e /sys/class/infiniband/mlx5_0 ]; then
+		PCIFN_CMP_TAG=cmpours pcifn_cmp_dump
+		t_check "libmlx5 workload on our mlx5_0 passes" grep -q '^exit 0' /tmp/cmp-wl.out
+	fi
+	unload_ours
+	pcifn_kmsg_since "$n0" >/tmp/pcifn-c-ours.kmsg
+	pcifn_no_bad_lines /tmp/pcifn-c-ours.kmsg "our stack after upstream on the function"
+}
+
 # Standalone: the VM mode `pcifn_c` (its suites are in suites.list).
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode pcifn_c

@@ -20,9 +20,11 @@
 #             and the figures that do not depend on time
 
 PCIFN_CMP_DEV=mlx5_0
+# The line tag: `cmp`; `cmpours` for our stack's dump in a pcifn_c boot (vm_pcifn_c_ours).
+PCIFN_CMP_TAG=cmp
 
 # pcifn_cmp_out SECTION: prefixes stdin.
-pcifn_cmp_out() { sed "s/^/cmp| $1| /"; }
+pcifn_cmp_out() { sed "s/^/$PCIFN_CMP_TAG| $1| /"; }
 
 pcifn_cmp_sysfs() {
 	local d=/sys/class/infiniband/$PCIFN_CMP_DEV f
