@@ -162,7 +162,11 @@ impl Fw {
             return fail(Status::LIM_ERR, syn::QP_MSG_MAX);
         }
         let pd = get(c, qpc::pd)?;
-        self.pd_usable(c.uid, pd)?;
+        // The UMR QP has no PD (`create_qp_common()` sets none for REG_UMR): its WQEs name
+        // the mkeys they change.
+        if !(st == QPC_ST_REG_UMR && pd == 0) {
+            self.pd_usable(c.uid, pd)?;
+        }
         let uar = get(c, qpc::uar_page)?;
         self.uar_usable(c.uid, uar)?;
         let send_cq = if get(c, qpc::no_sq)? == 0 {

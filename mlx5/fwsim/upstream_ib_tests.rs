@@ -77,9 +77,11 @@ fn special_and_umr_qps_reach_rts() {
     let uar = alloc_uar(&mut f, 0);
     let cq = create_cq(&mut f, 0, uar);
     for st in [QPC_ST_QP0, QPC_ST_REG_UMR] {
+        // upstream sets no PD in the UMR QP's context.
+        let qpd = if st == QPC_ST_REG_UMR { 0 } else { pd };
         let out = ok(
             &mut f,
-            &qp_in(0, st, pd, uar, cq, cq),
+            &qp_in(0, st, qpd, uar, cq, cq),
             create_qp_out::SIZE_BYTES,
         );
         let qpn = create_qp_out::qpn.get(&out).unwrap();
@@ -92,6 +94,16 @@ fn special_and_umr_qps_reach_rts() {
             crate::prm::consts::QPC_STATE_RTS
         );
     }
+    // Any other QP still needs a live PD.
+    assert_eq!(
+        err(
+            &mut f,
+            &qp_in(0, QPC_ST_QP0, 0, uar, cq, cq),
+            create_qp_out::SIZE_BYTES
+        )
+        .1,
+        syn::PD_UNKNOWN
+    );
 }
 
 /// A UD QP moved as upstream mlx5_ib moves it for libmlx5 (`ibv_modify_qp()` with
