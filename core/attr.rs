@@ -130,6 +130,8 @@ pub struct PortAttr {
     pub max_msg_sz: u32,
     /// `max_vl_num` (`__IB_MAX_VL_*`); 0: not reported (uverbs answers 1).
     pub max_vl_num: u8,
+    /// `subnet_timeout` (the SM's, 4.096 us * 2^n).
+    pub subnet_timeout: u8,
 }
 
 /// Link layer of a port (upstream `IB_LINK_LAYER_*`).

@@ -210,6 +210,7 @@ fn port_attr(a: &PortAttrs, subnet_prefix: u64) -> PortAttr {
         active_mtu: a.active_mtu,
         max_msg_sz: a.max_msg_sz,
         max_vl_num: a.max_vl_num,
+        subnet_timeout: a.subnet_timeout,
     }
 }
 

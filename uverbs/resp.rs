@@ -109,7 +109,16 @@ pub(crate) fn query_device_resp(
 /// `struct ib_uverbs_query_port_resp` (upstream `copy_port_attr_to_resp()`).
 pub(crate) fn query_port_resp(p: &PortAttr, imm: &PortImmutable) -> Out<QUERY_PORT_RESP_EX> {
     let mut o = Out::new();
-    o.u32(0, p.port_cap_flags);
+    // upstream make_port_cap_flags(): bit 26 is not the IBA bit there but
+    // IB_UVERBS_PCF_IP_BASED_GIDS, set for ports whose GIDs are IP based (RoCE: mlx5 and rxe
+    // set `ip_gids`).
+    const IP_BASED_GIDS: u32 = 1 << 26;
+    let ip_gids = if imm.link_layer == LinkLayer::Ethernet {
+        IP_BASED_GIDS
+    } else {
+        0
+    };
+    o.u32(0, (p.port_cap_flags & !IP_BASED_GIDS) | ip_gids);
     // A driver that does not report a value gets what this layer always answered.
     let or = |v: u32, d: u32| if v == 0 { d } else { v };
     o.u32(4, or(p.max_msg_sz, 1 << 31));
@@ -123,6 +132,7 @@ pub(crate) fn query_port_resp(p: &PortAttr, imm: &PortImmutable) -> Out<QUERY_PO
     o.u8(29, p.lmc);
     o.u8(30, or(p.max_vl_num.into(), 1) as u8);
     o.u8(31, p.sm_sl);
+    o.u8(32, p.subnet_timeout);
     o.u8(34, p.active_width);
     o.u8(35, p.active_speed.min(u8::MAX.into()) as u8);
     o.u8(36, p.phys_state);
