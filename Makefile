@@ -86,9 +86,12 @@ pcifn: modules
 	grep -E 'pcifn:|mlx5_core|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode pcifn out/logs/pcifn.log
 
-# Both boots, one after the other (tools/pcifn.sh takes the VM lock), then the host-side diff.
-pcifn-compare: pcifn
-	@kb=$(KDIR_CMD) && $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn_c.log ib pcifn_c && \
+# Both boots, one after the other (tools/pcifn.sh takes the VM lock), then the host-side diff:
+# mode pcifn with the comparison dump (rdmars.pcifn_cmp=1), then mode pcifn_c.
+pcifn-compare: modules
+	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS=rdmars.pcifn_cmp=1 $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn.log && \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode pcifn out/logs/pcifn.log; \
+	kb=$(KDIR_CMD) && $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn_c.log ib pcifn_c && \
 	grep -E 'pcifn:|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn_c.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode pcifn_c out/logs/pcifn_c.log; \
 	$(TOP)/tools/pcifn-compare.sh $(TOP)/out/logs/pcifn.log $(TOP)/out/logs/pcifn_c.log
