@@ -16,6 +16,8 @@
 #                      upstream rxe with the same seed, compared; removal raced (VERBOSE=1: every call)
 #   make faults        every verb under allocation and firmware fault injection, point by point
 #   make pcifn   upstream mlx5_core on the emulated ConnectX PCI function (vfio-user)
+#   make pcifn-compare  the same function under upstream C mlx5_ib (a second boot, mode
+#                pcifn_c) and under ours (make pcifn), dumps diffed against the known differences
 #   make qemu-vfio-user  trixie's QEMU 11.1 with the vfio-user client, cached (Documentation/pcifn.md)
 #   make install the modules into /lib/modules/<release>/updates/rdma-rs of the running kernel
 #                (or KDIR=...), depmod, /etc/modprobe.d/rdma-rs.conf (README, "On a real host")
@@ -58,7 +60,7 @@ kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/src-$$(basename "$$kb") && rm -rf "$$mo" &
 	RDMARS_MODDIR="$$mo" RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-3600} $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
 endef
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic breadth fuzz faults qemu-vfio-user pcifn install clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic breadth fuzz faults qemu-vfio-user pcifn pcifn-compare install clean
 
 all: modules
 
@@ -83,6 +85,16 @@ pcifn: modules
 	@kb=$(KDIR_CMD) && $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn.log && \
 	grep -E 'pcifn:|mlx5_core|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode pcifn out/logs/pcifn.log
+
+# Both boots, one after the other (tools/pcifn.sh takes the VM lock), then the host-side diff:
+# mode pcifn with the comparison dump (rdmars.pcifn_cmp=1), then mode pcifn_c.
+pcifn-compare: modules
+	@kb=$(KDIR_CMD) && RDMARS_VM_ARGS=rdmars.pcifn_cmp=1 $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn.log && \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode pcifn out/logs/pcifn.log; \
+	kb=$(KDIR_CMD) && $(TOP)/tools/pcifn.sh "$$kb" $(TOP)/out/logs/pcifn_c.log ib pcifn_c && \
+	grep -E 'pcifn:|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn_c.log; \
+	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode pcifn_c out/logs/pcifn_c.log; \
+	$(TOP)/tools/pcifn-compare.sh $(TOP)/out/logs/pcifn.log $(TOP)/out/logs/pcifn_c.log
 
 # make install [KDIR=<build tree>] [INSTALL_MOD_PATH=<staging root>]: for a real host with a
 # CONFIG_RUST kernel (default: the running kernel's /lib/modules/<release>/build). The test

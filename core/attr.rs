@@ -70,6 +70,14 @@ pub struct DeviceAttr {
     pub max_ah: u32,
     /// Local CA ack delay.
     pub local_ca_ack_delay: u8,
+    /// Mask of the completion timestamp's valid bits (`timestamp_mask`).
+    pub timestamp_mask: u64,
+    /// The device clock in kHz (`hca_core_clock`; 0: no clock).
+    pub hca_core_clock: u64,
+    /// Largest CQ moderation count (`cq_caps.max_cq_moderation_count`).
+    pub max_cq_moderation_count: u16,
+    /// Largest CQ moderation period in microseconds (`cq_caps.max_cq_moderation_period`).
+    pub max_cq_moderation_period: u16,
 }
 
 /// Logical port state (upstream `enum ib_port_state`).
@@ -122,6 +130,8 @@ pub struct PortAttr {
     pub max_msg_sz: u32,
     /// `max_vl_num` (`__IB_MAX_VL_*`); 0: not reported (uverbs answers 1).
     pub max_vl_num: u8,
+    /// `subnet_timeout` (the SM's, 4.096 us * 2^n).
+    pub subnet_timeout: u8,
 }
 
 /// Link layer of a port (upstream `IB_LINK_LAYER_*`).

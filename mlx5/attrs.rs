@@ -37,6 +37,7 @@ pub(crate) mod cap_flags {
     /// `IB_DEVICE_UD_IP_CSUM`.
     pub(crate) const UD_IP_CSUM: u64 = 1 << 18;
     /// `IB_DEVICE_XRC`.
+    #[expect(dead_code, reason = "no XRC verbs: not claimed (device_attrs())")]
     pub(crate) const XRC: u64 = 1 << 20;
     /// `IB_DEVICE_MEM_MGT_EXTENSIONS`.
     pub(crate) const MEM_MGT_EXTENSIONS: u64 = 1 << 21;
@@ -236,6 +237,10 @@ pub(crate) struct DeviceAttrs {
     pub(crate) max_pkeys: u16,
     pub(crate) hca_core_clock: u64,
     pub(crate) timestamp_mask: u64,
+    /// `cq_caps.max_cq_moderation_count`/`_period` (`MLX5_MAX_CQ_COUNT`/`_PERIOD` with
+    /// `cmd_hca_cap.cq_moderation`).
+    pub(crate) max_cq_moderation_count: u16,
+    pub(crate) max_cq_moderation_period: u16,
     pub(crate) phys_port_cnt: u8,
 }
 
@@ -271,9 +276,11 @@ pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAt
     if gen.flag(cmd_hca_cap::apm) {
         flags |= AUTO_PATH_MIG;
     }
-    if gen.flag(cmd_hca_cap::xrc) {
-        flags |= XRC;
-    }
+    // Upstream sets IB_DEVICE_XRC with `cmd_hca_cap.xrc` and has the XRC verbs
+    // (`mlx5_ib_dev_xrc_ops`); this driver has no alloc_xrcd/XRC SRQ/XRC QP verbs, so it does
+    // not claim XRC (IB_DEVICE_XRC) on a device that has it (Documentation/pcifn.md, the
+    // comparison).
+    let cq_moderation = gen.flag(cmd_hca_cap::cq_moderation);
     let mut max_mw = 0;
     if gen.flag(cmd_hca_cap::imaicl) {
         flags |= MEM_WINDOW | MEM_WINDOW_TYPE_2B;
@@ -344,6 +351,8 @@ pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAt
         max_pkeys: sw_pkey_sz(pkey_table_size),
         hca_core_clock: u64::from(g(cmd_hca_cap::device_frequency_khz)),
         timestamp_mask: 0x7FFF_FFFF_FFFF_FFFF,
+        max_cq_moderation_count: if cq_moderation { 0xffff } else { 0 },
+        max_cq_moderation_period: if cq_moderation { 0xfff } else { 0 },
         phys_port_cnt: ids.num_ports,
     })
 }

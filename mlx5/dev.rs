@@ -19,7 +19,7 @@ use crate::cmd::query::{
     HcaVport, NicVport, QueryAdapter, QueryHcaVportContext, QueryHcaVportGid, QueryHcaVportPkey,
     QueryNicVportContext, TableIndex,
 };
-use crate::cmd::reg::{AccessReg, Paos, Pmtu, PortStatus, Ptys, PtysProto, Pvlc};
+use crate::cmd::reg::{AccessReg, NodeDesc, Paos, Pmtu, PortStatus, Ptys, PtysProto, Pvlc};
 use crate::cmd::res::{AllocPd, AllocQCounter, AllocUar, DeallocPd, DeallocQCounter, DeallocUar};
 use crate::cmd::{exec, Command};
 use crate::fwsim::profile::LinkLayer;
@@ -80,6 +80,8 @@ pub(crate) struct Mlx5Dev {
     pub(crate) node_guid: u64,
     /// System image GUID.
     pub(crate) sys_image_guid: u64,
+    /// Node description (`ib_device.node_desc`, the NODE_DESC register), NUL padded.
+    pub(crate) node_desc: [u8; 64],
     /// `query_device`.
     pub(crate) attrs: DeviceAttrs,
     /// Optional op groups.
@@ -127,6 +129,7 @@ impl Mlx5Dev {
             board_id: KVec::new(),
             node_guid: 0,
             sys_image_guid: 0,
+            node_desc: [0; 64],
             attrs: DeviceAttrs::default(),
             ops: OpGroups::default(),
             ports: KVec::new(),
@@ -277,6 +280,9 @@ fn stage_init(d: &mut Mlx5Dev) -> Result {
     };
     d.node_guid = node;
     d.sys_image_guid = sys;
+    // upstream init_node_data(): the node description from the firmware (NODE_DESC; MAD_IFC
+    // NodeDescription when it uses MAD_IFC, which this driver does not).
+    d.node_desc = d.exec(&AccessReg::read(NodeDesc))?;
     Ok(())
 }
 
@@ -547,6 +553,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
         }
     };
     dev.set_sysfs_group(&crate::sysfs::MLX5_GROUP);
+    dev.set_node_desc(&d.node_desc);
     if let Some(parent) = &d.parent {
         dev.set_parent(parent);
     }
@@ -689,7 +696,8 @@ mod tests {
         assert_ne!(a.node_guid, 0);
         use crate::attrs::cap_flags::*;
         let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN;
-        assert_eq!(a.device_cap_flags, base | MEM_MGT_EXTENSIONS);
+        // The model sets `umr_modify_entity_size_disabled` (no UMR WQEs in its engine).
+        assert_eq!(a.device_cap_flags, base);
         assert_eq!(d.hca_type()?.to_bytes(), b"MT4129");
         assert_eq!(d.fw_ver()?.to_bytes(), b"28.43.1014");
         assert_eq!(d.board_id()?.to_bytes(), b"RDMARS_CX7");

@@ -157,6 +157,10 @@ fn device_attr(a: &DeviceAttrs) -> DeviceAttr {
         max_mr: a.max_mr,
         max_pd: a.max_pd,
         device_cap_flags: a.device_cap_flags,
+        timestamp_mask: a.timestamp_mask,
+        hca_core_clock: a.hca_core_clock,
+        max_cq_moderation_count: a.max_cq_moderation_count,
+        max_cq_moderation_period: a.max_cq_moderation_period,
         max_mr_size: a.max_mr_size,
         page_size_cap: a.page_size_cap,
         max_send_sge: a.max_send_sge,
@@ -206,6 +210,7 @@ fn port_attr(a: &PortAttrs, subnet_prefix: u64) -> PortAttr {
         active_mtu: a.active_mtu,
         max_msg_sz: a.max_msg_sz,
         max_vl_num: a.max_vl_num,
+        subnet_timeout: a.subnet_timeout,
     }
 }
 

@@ -496,7 +496,9 @@ mod optpar {
 /// upstream `ib_mask_to_mlx5_opt()` (the members this driver handles).
 fn mask_to_opt(m: QpAttrMask) -> u32 {
     let mut o = 0;
-    if m.contains(QpAttrMask::ACCESS_FLAGS) {
+    // IB_QP_MAX_DEST_RD_ATOMIC as IB_QP_ACCESS_FLAGS: remote read and atomics are enabled only
+    // with responder resources (`to_mlx5_access_flags()`), so the access bits change with it.
+    if m.contains(QpAttrMask::ACCESS_FLAGS) || m.contains(QpAttrMask::MAX_DEST_RD_ATOMIC) {
         o |= optpar::RRE | optpar::RAE | optpar::RWE;
     }
     if m.contains(QpAttrMask::PKEY_INDEX) {

@@ -3,18 +3,21 @@
 # make pcifn: boots the test VM with the emulated ConnectX PCI function attached over
 # vfio-user (Documentation/pcifn.md): the host/cxfn server on a UNIX socket, trixie's QEMU
 # (tools/qemu-vfio-user.sh) with guest RAM in a shared memfd, mode `pcifn` in the guest.
-#   tools/pcifn.sh KBUILD LOG [ib|eth|cx6dx]
+#   tools/pcifn.sh KBUILD LOG [ib|eth|cx6dx] [MODE]
+# MODE: the VM mode, `pcifn` (our stack; the default) or `pcifn_c` (upstream mlx5_ib, ib_core
+# and ib_uverbs on the same function, for tools/pcifn-compare.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"
 kb=$1
 log=$2
 model=${3:-ib}
+vmmode=${4:-pcifn}
 qemu=$("$here/tools/qemu-vfio-user.sh")
 (cd "$here" && cargo build --quiet --release -p rdma-rs-cxfn --bin cxfn-server)
 mkdir -p "$here/out/pcifn"
-sock="$here/out/pcifn/cxfn.sock"
-slog="$here/out/pcifn/server.log"
+sock="$here/out/pcifn/cxfn-$vmmode.sock"
+slog="$here/out/pcifn/server-$vmmode.log"
 mem=${RDMARS_VM_MEM:-3G}
 # One VM at a time for the whole team.
 exec 9>/tmp/rdma-vm.lock
@@ -27,7 +30,7 @@ for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 # business; here they would take most of the run under TCG.
 RDMARS_VM_ARGS="kunit.enable=0 ${RDMARS_VM_ARGS:-}" RDMARS_QEMU="$qemu" RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-600} \
 	RDMARS_QEMU_ARGS="-object memory-backend-memfd,id=mem,size=$mem,share=on -machine q35,memory-backend=mem -device {\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$sock\"}}" \
-	"$here/tools/vm.sh" pcifn "$kb" "$log"
+	"$here/tools/vm.sh" "$vmmode" "$kb" "$log"
 wait $server 2>/dev/null || true
 step "pcifn: server log $slog"
 # The device's side: what the firmware model executed, and where it was left.

@@ -57,9 +57,18 @@ pub(crate) fn query_device_resp(
 pub(crate) fn query_port_resp(p: &PortAttr, imm: &PortImmutable) -> s::QueryPortRespEx {
     // A driver that does not report a value gets what this layer always answered.
     let or = |v: u32, d: u32| if v == 0 { d } else { v };
+    // upstream make_port_cap_flags(): bit 26 is not the IBA bit there but
+    // IB_UVERBS_PCF_IP_BASED_GIDS, set for ports whose GIDs are IP based (RoCE: mlx5 and rxe
+    // set `ip_gids`).
+    const IP_BASED_GIDS: u32 = 1 << 26;
+    let ip_gids = if imm.link_layer == LinkLayer::Ethernet {
+        IP_BASED_GIDS
+    } else {
+        0
+    };
     s::QueryPortRespEx {
         legacy_resp: s::QueryPortResp {
-            port_cap_flags: p.port_cap_flags,
+            port_cap_flags: (p.port_cap_flags & !IP_BASED_GIDS) | ip_gids,
             max_msg_sz: or(p.max_msg_sz, 1 << 31),
             gid_tbl_len: imm.gid_tbl_len,
             pkey_tbl_len: imm.pkey_tbl_len.min(u16::MAX.into()) as u16,
@@ -71,6 +80,7 @@ pub(crate) fn query_port_resp(p: &PortAttr, imm: &PortImmutable) -> s::QueryPort
             lmc: p.lmc,
             max_vl_num: or(p.max_vl_num.into(), 1) as u8,
             sm_sl: p.sm_sl,
+            subnet_timeout: p.subnet_timeout,
             active_width: p.active_width,
             active_speed: p.active_speed.min(u8::MAX.into()) as u8,
             phys_state: p.phys_state,

@@ -8,10 +8,11 @@ use super::{Command, InBox, OutBox};
 use crate::prm::cmd::access_register_in;
 use crate::prm::command as pc;
 use crate::prm::consts::{
-    ACCESS_REG_READ, ACCESS_REG_WRITE, PTYS_EN, PTYS_IB, REG_PAOS, REG_PMTU, REG_PTYS, REG_PVLC,
+    ACCESS_REG_READ, ACCESS_REG_WRITE, PTYS_EN, PTYS_IB, REG_NODE_DESC, REG_PAOS, REG_PMTU,
+    REG_PTYS, REG_PVLC,
 };
 use crate::prm::ctx::{paos_reg, pmtu_reg, ptys_reg, pvlc_reg};
-use crate::prm::layout::{Buf, BufMut, PrmError, PrmLayout};
+use crate::prm::layout::{Buf, BufMut, Member, PrmError, PrmLayout};
 use kernel::prelude::*;
 
 /// A register behind ACCESS_REG: its `register_data[]` is typed by the register's layout.
@@ -257,5 +258,37 @@ impl Register for Paos {
             admin: PortStatus::try_from(r.get(paos_reg::admin_status))?,
             oper: r.get(paos_reg::oper_status) as u8,
         })
+    }
+}
+
+/// NODE_DESC: the node description (upstream `mlx5_query_node_desc()` on a function that does
+/// not use MAD_IFC: `struct mlx5_reg_node_desc`, 64 bytes of text, NUL padded).
+pub(crate) struct NodeDesc;
+
+/// `IB_DEVICE_NODE_DESC_MAX`.
+pub(crate) const NODE_DESC_BYTES: usize = 64;
+
+/// `struct mlx5_reg_node_desc` (driver.h, not mlx5_ifc.h: outside the PRM check's tables):
+/// 64 bytes of text.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum NodeDescBits {}
+
+impl PrmLayout for NodeDescBits {
+    const SIZE_BYTES: usize = NODE_DESC_BYTES;
+}
+
+impl Register for NodeDesc {
+    const ID: u32 = REG_NODE_DESC;
+    type Layout = NodeDescBits;
+    type Value = [u8; NODE_DESC_BYTES];
+
+    fn fill(&self, _r: &mut BufMut<'_, Self::Layout>) -> Result<(), PrmError> {
+        Ok(())
+    }
+
+    fn value(&self, r: Buf<'_, Self::Layout>) -> Result<[u8; NODE_DESC_BYTES]> {
+        const DESC: Member<NodeDescBits> =
+            Member::new("node_desc", 0, (NODE_DESC_BYTES * 8) as u32);
+        Ok(r.array(DESC))
     }
 }

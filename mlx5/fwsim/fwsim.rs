@@ -32,6 +32,8 @@ pub(crate) mod fault;
 #[cfg_attr(MODULE, allow(dead_code))]
 #[path = "hca.rs"]
 pub(crate) mod hca;
+#[path = "node_desc.rs"]
+pub(crate) mod node_desc;
 #[path = "objects.rs"]
 mod objects;
 #[path = "profile.rs"]
@@ -50,6 +52,8 @@ pub(crate) mod syndrome;
 pub(crate) mod table;
 #[path = "xlat.rs"]
 pub(crate) mod xlat;
+#[path = "xrc.rs"]
+pub(crate) mod xrc;
 
 #[cfg(test)]
 #[path = "tests.rs"]
@@ -66,6 +70,10 @@ mod engine_tests;
 #[cfg(test)]
 #[path = "hca_tests.rs"]
 mod hca_tests;
+
+#[cfg(test)]
+#[path = "upstream_ib_tests.rs"]
+mod upstream_ib_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::command::{OpMod, PrmCommand};
@@ -184,6 +192,8 @@ pub(crate) struct Counts {
     pub(crate) mkey: usize,
     /// Shared receive queues (RMPs).
     pub(crate) srq: usize,
+    /// XRC domains and XRC SRQs (`xrc.rs`; not in the simulator's debugfs `resources`).
+    pub(crate) xrc: usize,
 }
 
 impl Counts {
@@ -359,6 +369,8 @@ pub(crate) struct Fw {
     scan_start: usize,
     /// Life cycle, negotiated settings and EQs (`hca.rs`).
     hca: hca::Hca,
+    /// XRC domains and XRC SRQs (`xrc.rs`).
+    xrc: xrc::Xrc,
 }
 
 /// The decoded common header of a command, plus its mailboxes, before the command's row is
@@ -517,6 +529,7 @@ impl Fw {
             flush: None,
             scan_start: 0,
             hca: hca::Hca::new(),
+            xrc: xrc::Xrc::new(),
         };
         fw.reset_ports();
         Ok(fw)
@@ -559,6 +572,7 @@ impl Fw {
             flush: None,
             scan_start: 0,
             hca <- hca::Hca::new_in_place(),
+            xrc: xrc::Xrc::new(),
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -613,6 +627,7 @@ impl Fw {
         self.mkeys.clear();
         self.rmps.clear();
         self.qcounters.clear();
+        self.xrc.clear();
         self.faults = FaultPlan::new();
         self.stats = Stats::default();
         self.events.clear();
@@ -643,6 +658,7 @@ impl Fw {
             qp: self.qps.count(),
             mkey: self.mkeys.count(),
             srq: self.rmps.count(),
+            xrc: self.xrc.count(),
         }
     }
 
@@ -782,8 +798,11 @@ impl Fw {
         }
         // Every command but CREATE_UCTX runs on behalf of a uid, which must be live; DESTROY_UCTX
         // names its uid in the body and is issued by the kernel (uid 0). Completion EQs are
-        // created with the shared-resource uid (`create_map_eq()`).
-        let shared = opcode == op::CREATE_EQ && uid == crate::prm::consts::SHARED_RESOURCE_UID;
+        // created with the shared-resource uid (`create_map_eq()`), and so are upstream
+        // mlx5_ib's Q counter sets on a function with user contexts
+        // (`mlx5_ib_alloc_counters()`: `is_shared`, `log_max_uctx` != 0).
+        let shared = matches!(opcode, op::CREATE_EQ | op::ALLOC_Q_COUNTER)
+            && uid == crate::prm::consts::SHARED_RESOURCE_UID;
         if uid != 0 && !shared && self.uctxs.get(u32::from(uid)).is_none() {
             return Err(Decoded::Failed(CmdError::new(
                 Status::BAD_PARAM_ERR,

@@ -131,6 +131,8 @@ pub(crate) struct Hca {
     pub(crate) cur: CurCaps,
     /// SET_DRIVER_VERSION's string (NUL padded).
     pub(crate) driver_version: [u8; 64],
+    /// The NODE_DESC register once written (`node_desc.rs`); `None`: the firmware's default.
+    pub(crate) node_desc: Option<[u8; 64]>,
     pub(crate) eqs: ResTable<Eq, MAX_EQS>,
 }
 
@@ -171,6 +173,7 @@ impl Hca {
             host_endianness: None,
             cur: CUR_DEFAULT,
             driver_version: [0; 64],
+            node_desc: None,
             eqs: ResTable::new(EQ_BASE),
         }
     }
@@ -184,6 +187,7 @@ impl Hca {
             host_endianness: None,
             cur: CUR_DEFAULT,
             driver_version: [0; 64],
+            node_desc: None,
             eqs <- ResTable::new_in_place(EQ_BASE),
         })
     }
@@ -195,6 +199,7 @@ impl Hca {
         self.host_endianness = None;
         self.cur = CUR_DEFAULT;
         self.driver_version = [0; 64];
+        self.node_desc = None;
         self.eqs.clear();
     }
 }
@@ -257,6 +262,7 @@ impl Fw {
         self.qps.clear();
         self.mkeys.clear();
         self.qcounters.clear();
+        self.xrc.clear();
         self.events.clear();
         self.sq_hint = None;
         self.resize = None;

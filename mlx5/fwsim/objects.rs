@@ -45,6 +45,9 @@ impl Fw {
         if self.rmps.iter().any(|(_, r)| r.pd == pd) {
             return fail(Status::RES_BUSY, syn::PD_BUSY_RMP);
         }
+        if self.xrc.uses_pd(pd) {
+            return fail(Status::RES_BUSY, syn::PD_BUSY_XRC_SRQ);
+        }
         self.pds.free(pd);
         Ok(())
     }
@@ -129,6 +132,10 @@ impl Fw {
             .qcounters
             .get(id)
             .ok_or(CmdError::new(Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN))?;
+        // A set allocated with the shared-resource uid belongs to every context.
+        if o.uid == crate::prm::consts::SHARED_RESOURCE_UID {
+            return Ok(());
+        }
         Self::owned(uid, o.uid)
     }
 
@@ -269,6 +276,9 @@ impl Fw {
             .iter()
             .any(|(_, q)| q.send_cq == Some(cqn) || q.recv_cq == Some(cqn))
         {
+            return fail(Status::RES_BUSY, syn::CQ_BUSY);
+        }
+        if self.xrc.uses_cq(cqn) {
             return fail(Status::RES_BUSY, syn::CQ_BUSY);
         }
         if let Some(slot) = self.cqs.slot_of(cqn) {

@@ -77,6 +77,46 @@ const RTS2RTS_FIELDS: &[Member<qpc::Bits>] = &[
     qpc::q_key,
 ];
 
+/// `MLX5_QP_OPTPAR_*` (qp.h): the optional parameters a transition applies only when their bit
+/// is set in `opt_param_mask`.
+const OPTPAR_RRE: u32 = 1 << 1;
+const OPTPAR_RAE: u32 = 1 << 2;
+const OPTPAR_RWE: u32 = 1 << 3;
+const OPTPAR_PKEY_INDEX: u32 = 1 << 4;
+const OPTPAR_Q_KEY: u32 = 1 << 5;
+const OPTPAR_RNR_TIMEOUT: u32 = 1 << 6;
+
+/// Whether transition `opcode` of a QP of service type `st` takes member `f` given the
+/// `opt_param_mask` `opt`. RST2INIT and INIT2INIT take every member of their list (upstream
+/// mlx5_ib sends them all there). From INIT2RTR on, Q_Key, the remote access bits and (at
+/// RTR2RTS/RTS2RTS) the RNR timer are optional parameters, applied only with their bit, and a
+/// UD-like QP (UD, QP0, QP1, UMR) takes no primary path at INIT2RTR (only its P_Key index,
+/// with `PKEY_INDEX`): upstream mlx5_ib sends those members zeroed when the verbs mask lacks
+/// them, and our driver sends the values it keeps, so both leave the context as it was.
+fn optional_taken(opcode: u16, st: u32, f: Member<qpc::Bits>, opt: u32) -> bool {
+    if matches!(opcode, op::RST2INIT_QP | op::INIT2INIT_QP) {
+        return true;
+    }
+    let same = |g: Member<qpc::Bits>| g.bit_off == f.bit_off && g.bit_width == f.bit_width;
+    if same(qpc::primary_address_path) && opcode == op::INIT2RTR_QP {
+        return matches!(st, QPC_ST_RC | QPC_ST_UC);
+    }
+    let bit = if same(qpc::q_key) {
+        OPTPAR_Q_KEY
+    } else if same(qpc::rre) {
+        OPTPAR_RRE
+    } else if same(qpc::rwe) {
+        OPTPAR_RWE
+    } else if same(qpc::rae) {
+        OPTPAR_RAE
+    } else if same(qpc::min_rnr_nak) && opcode != op::INIT2RTR_QP {
+        OPTPAR_RNR_TIMEOUT
+    } else {
+        return true;
+    };
+    opt & bit != 0
+}
+
 /// Copies member `f` (relative to a `qpc`) from `src` to `dst`: bytes for byte-aligned
 /// members (a whole address path), read-modify-write otherwise.
 fn copy_member(dst: &mut [u8], src: &[u8], f: Member<qpc::Bits>) -> Result<(), CmdError> {
@@ -101,7 +141,15 @@ impl Fw {
             return fail(Status::BAD_PARAM_ERR, syn::QP_CREATE_STATE);
         }
         let st = get(c, qpc::st);
-        if !matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_UD | QPC_ST_QP1) {
+        // QP0 (SMI) is accepted for upstream ib_core's MAD layer, which creates it at
+        // registration on an IB port with `has_smi`; the engine carries no SMP (no subnet
+        // manager runs against this model), so it only ever holds posted receives. REG_UMR is
+        // upstream mlx5_ib's UMR QP, created and moved to RTS at the first user MR; with
+        // `umr_modify_entity_size_disabled` nothing is posted on it (the engine has no UMR).
+        if !matches!(
+            st,
+            QPC_ST_RC | QPC_ST_UC | QPC_ST_UD | QPC_ST_QP0 | QPC_ST_QP1 | QPC_ST_REG_UMR
+        ) {
             return fail(Status::BAD_PARAM_ERR, syn::QP_ST);
         }
         let p = &self.cfg.profile;
@@ -113,7 +161,11 @@ impl Fw {
             return fail(Status::LIM_ERR, syn::QP_MSG_MAX);
         }
         let pd = get(c, qpc::pd);
-        self.pd_usable(c.uid, pd)?;
+        // The UMR QP has no PD (`create_qp_common()` sets none for REG_UMR): its WQEs name
+        // the mkeys they change.
+        if !(st == QPC_ST_REG_UMR && pd == 0) {
+            self.pd_usable(c.uid, pd)?;
+        }
         let uar = get(c, qpc::uar_page);
         self.uar_usable(c.uid, uar)?;
         let send_cq = if get(c, qpc::no_sq) == 0 {
@@ -224,8 +276,23 @@ impl Fw {
             .get_mut(qpn)
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
         let mut next = q.qpc;
+        let opt = match C::CTX {
+            Some(TransitionCtx { opt_param_mask, .. }) if !C::FIELDS.is_empty() => {
+                c.get(opt_param_mask)
+            }
+            _ => 0,
+        };
         for f in C::FIELDS {
+            if !optional_taken(C::OPCODE, st, *f, opt) {
+                continue;
+            }
             copy_member(&mut next, &qpc_bytes, *f)?;
+        }
+        if C::OPCODE == op::INIT2RTR_QP
+            && !matches!(st, QPC_ST_RC | QPC_ST_UC)
+            && opt & OPTPAR_PKEY_INDEX != 0
+        {
+            copy_member(&mut next, &qpc_bytes, pri(ads::pkey_index))?;
         }
         q.qpc = next;
         q.state = C::TO;

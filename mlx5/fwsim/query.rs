@@ -98,7 +98,7 @@ impl Fw {
     ) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Member<cmd_hca_cap::Bits>, u32); 37] = [
+        let values: [(Member<cmd_hca_cap::Bits>, u32); 40] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // Q counter sets: the simulator's table.
             (cmd_hca_cap::max_qp_cnt, super::capacity::Q_COUNTER as u32),
@@ -125,11 +125,24 @@ impl Fw {
                 },
             ),
             (cmd_hca_cap::num_ports, u32::from(self.cfg.num_ports)),
+            // InfiniBand: the port is reached through the HCA vport commands
+            // (QUERY_HCA_VPORT_CONTEXT/GID/PKEY), as on a ConnectX whose firmware has
+            // virtualization enabled; without it upstream mlx5_ib queries the port with
+            // MAD_IFC (SubnGet NodeInfo/PortInfo/...), which this model does not implement
+            // (Documentation/pcifn.md, "Upstream mlx5_ib on the function").
+            (cmd_hca_cap::ib_virt, u32::from(!eth)),
             (cmd_hca_cap::log_max_msg, p.log_max_msg),
             (cmd_hca_cap::max_tc, 8),
             (cmd_hca_cap::cqe_version, 1),
             (cmd_hca_cap::roce, u32::from(eth)),
             (cmd_hca_cap::atomic, 1),
+            // XRC domains and XRC SRQs (`xrc.rs`): upstream mlx5_ib does not probe without.
+            (cmd_hca_cap::xrc, 1),
+            // UMR cannot change an mkey's translation (as on early ConnectX-4 firmware): the
+            // engine executes no UMR WQE, so upstream mlx5_ib must register user MRs with
+            // CREATE_MKEY and their MTTs inline (`mlx5r_umr_can_load_pas()` false), as our
+            // driver does; both then leave IB_DEVICE_MEM_MGT_EXTENSIONS out.
+            (cmd_hca_cap::umr_modify_entity_size_disabled, 1),
             (cmd_hca_cap::cq_oi, 1),
             (cmd_hca_cap::cq_resize, 1),
             (cmd_hca_cap::cq_moderation, 1),
@@ -208,7 +221,7 @@ impl Fw {
         c: &mut Cmd<'_, QueryHcaVportContext>,
     ) -> Done {
         c.own_function(&[query_hca_vport_context_in::other_vport])?;
-        let port_num = c.get(query_hca_vport_context_in::port_num);
+        let port_num = self.vport_port_num(c.get(query_hca_vport_context_in::port_num));
         let port = self.port(port_num)?;
         let up = self.ports.get(port).is_some_and(|p| p.admin_status == 1);
         let ib = self.cfg.link_layer == LinkLayer::Ib;
@@ -239,6 +252,17 @@ impl Fw {
         Ok(())
     }
 
+    /// The port an HCA vport command names: `port_num` is meaningful on a dual-port function
+    /// only; upstream mlx5_core (`vport.c`) sets it only when `num_ports` is 2 and leaves 0
+    /// otherwise, which names the function's own port. Our driver sends 1; both are port 1.
+    fn vport_port_num(&self, port_num: u32) -> u32 {
+        if port_num == 0 && self.cfg.num_ports == 1 {
+            1
+        } else {
+            port_num
+        }
+    }
+
     /// Parses the index of a GID/PKey query: one entry, or all of them with 0xffff.
     fn table_query<C: PrmCommand>(
         c: &Cmd<'_, C>,
@@ -266,7 +290,7 @@ impl Fw {
     /// QUERY_HCA_VPORT_GID: GID 0 is the link-local GID of the port GUID; the rest are empty.
     pub(super) fn query_hca_vport_gid(&mut self, c: &mut Cmd<'_, QueryHcaVportGid>) -> Done {
         c.own_function(&[query_hca_vport_gid_in::other_vport])?;
-        let port_num = c.get(query_hca_vport_gid_in::port_num);
+        let port_num = self.vport_port_num(c.get(query_hca_vport_gid_in::port_num));
         self.port(port_num)?;
         let index = c.get(query_hca_vport_gid_in::gid_index);
         let (first, n) = Self::table_query(c, index, IB_GIDS, 16)?;
@@ -287,7 +311,7 @@ impl Fw {
     /// QUERY_HCA_VPORT_PKEY: PKey 0 is the default full-membership 0xffff.
     pub(super) fn query_hca_vport_pkey(&mut self, c: &mut Cmd<'_, QueryHcaVportPkey>) -> Done {
         c.own_function(&[query_hca_vport_pkey_in::other_vport])?;
-        self.port(c.get(query_hca_vport_pkey_in::port_num))?;
+        self.port(self.vport_port_num(c.get(query_hca_vport_pkey_in::port_num)))?;
         let index = c.get(query_hca_vport_pkey_in::pkey_index);
         let (first, n) = Self::table_query(c, index, PKEYS, 4)?;
         let slot0 = Field::new("pkey", query_hca_vport_pkey_out::SIZE_BITS, 32);
@@ -304,6 +328,9 @@ impl Fw {
         let id = c.get(access_register_in::register_id);
         if id == REG_HOST_ENDIANNESS {
             return self.host_endianness_reg(c);
+        }
+        if id == REG_NODE_DESC {
+            return self.node_desc_reg(c);
         }
         let size = match id {
             REG_PTYS => ptys_reg::SIZE_BYTES,

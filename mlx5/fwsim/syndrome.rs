@@ -194,6 +194,23 @@ syndromes! {
     RMP_LWM = 0x5f07_0008,
     /// PD still used by an RMP.
     PD_BUSY_RMP = 0x5f07_0009,
+
+    // 0x5f08xxxx: XRC domains and XRC SRQs (`xrc.rs`).
+    /// No such XRC domain.
+    XRCD_UNKNOWN = 0x5f08_0001,
+    /// XRC domain still used by an XRC SRQ.
+    XRCD_BUSY = 0x5f08_0002,
+    /// No such XRC SRQ.
+    XRC_SRQ_UNKNOWN = 0x5f08_0003,
+    /// `xrc_srqc.state` other than GOOD, or a umem (DEVX) buffer or doorbell: not modeled.
+    XRC_SRQ_CTX = 0x5f08_0004,
+    /// `log_xrc_srq_size` above `log_max_srq_sz`, or `log_rq_stride` outside 16 bytes to
+    /// `max_wqe_sz_rq`.
+    XRC_SRQ_SIZE = 0x5f08_0005,
+    /// No `pas[]` entry for the buffer.
+    XRC_SRQ_NO_PAS = 0x5f08_0006,
+    /// PD still used by an XRC SRQ.
+    PD_BUSY_XRC_SRQ = 0x5f08_0007,
 }
 
 #[cfg(test)]

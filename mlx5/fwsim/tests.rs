@@ -188,7 +188,7 @@ pub(super) fn mkey_in(uid: u16, pd: u32, octwords: u32, extra: usize) -> Vec<u8>
     b
 }
 
-fn create_uctx(fw: &mut Fw, cap: u32) -> u16 {
+pub(super) fn create_uctx(fw: &mut Fw, cap: u32) -> u16 {
     let mut b = inbox(op::CREATE_UCTX, 0, 0, create_uctx_in::SIZE_BYTES);
     create_uctx_in::uctx
         .inner(uctx::cap)
@@ -296,6 +296,9 @@ fn hca_caps_general_and_roce() {
     assert_eq!(c(cmd_hca_cap::port_type), CAP_PORT_TYPE_IB);
     assert_eq!(c(cmd_hca_cap::cqe_version), 1);
     assert_eq!(c(cmd_hca_cap::roce), 0);
+    // The HCA vport commands answer for the IB port, so upstream mlx5_ib does not use
+    // MAD_IFC (mlx5_use_mad_ifc()).
+    assert_eq!(c(cmd_hca_cap::ib_virt), 1);
     assert_eq!(c(cmd_hca_cap::log_max_uctx), 16);
     // The whole 4 KiB capability page is in the outbox: byte 16.. 4112.
     assert_eq!(out.len(), 16 + 4096);
@@ -333,6 +336,13 @@ fn hca_caps_general_and_roce() {
     assert_eq!(
         get(&out, query_hca_cap_out::capability.inner(cmd_hca_cap::roce)),
         1
+    );
+    assert_eq!(
+        get(
+            &out,
+            query_hca_cap_out::capability.inner(cmd_hca_cap::ib_virt)
+        ),
+        0
     );
     // other_function is not modeled.
     let mut b = inbox(op::QUERY_HCA_CAP, 0, cur, 16);
@@ -384,6 +394,34 @@ fn adapter_special_contexts_and_vports() {
     assert_eq!(
         v(hca_vport_context::node_guid).get64(&out).unwrap(),
         0x0c42_a103_0000_4200
+    );
+    // port_num 0 (what mlx5_core's vport.c sends on a single-port function) is the port.
+    query_hca_vport_context_in::port_num.set(&mut b, 0).unwrap();
+    let out0 = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
+    assert_eq!(get(&out0, v(hca_vport_context::lid)), 0x184);
+    assert_eq!(get(&out0, v(hca_vport_context::port_state)), 4);
+    let mut g = inbox(op::QUERY_HCA_VPORT_GID, 0, 0, 16);
+    query_hca_vport_gid_in::gid_index.set(&mut g, 0).unwrap();
+    let gout = ok(&mut f, &g, query_hca_vport_gid_out::SIZE_BYTES + 16);
+    assert_eq!(get(&gout, query_hca_vport_gid_out::gids_num), 1);
+    assert_eq!(
+        gout[query_hca_vport_gid_out::SIZE_BYTES..][..8],
+        0xfe80_0000_0000_0000u64.to_be_bytes()
+    );
+    let mut k = inbox(op::QUERY_HCA_VPORT_PKEY, 0, 0, 16);
+    query_hca_vport_pkey_in::pkey_index.set(&mut k, 0).unwrap();
+    let kout = ok(&mut f, &k, query_hca_vport_pkey_out::SIZE_BYTES + 4);
+    assert_eq!(
+        get(
+            &kout,
+            Member::<query_hca_vport_pkey_out::Bits>::new(
+                "pkey",
+                query_hca_vport_pkey_out::SIZE_BITS,
+                32
+            )
+            .inner(pkey::pkey)
+        ),
+        0xffff
     );
     // Port 2 of a single-port function.
     query_hca_vport_context_in::port_num.set(&mut b, 2).unwrap();
@@ -962,7 +1000,7 @@ fn qp_create_checks() {
     let cq = create_cq(&mut f, 0, uar);
     let q = |f| create_qp_in::qpc.inner(f);
     let cases: [(Member<create_qp_in::Bits>, u32, Status, u32); 7] = [
-        (q(qpc::st), 0xc, Status::BAD_PARAM_ERR, syn::QP_ST),
+        (q(qpc::st), QPC_ST_XRC, Status::BAD_PARAM_ERR, syn::QP_ST),
         (
             q(qpc::state),
             1,

@@ -855,4 +855,54 @@ prm_layouts! {
         roce_slow_restart_cnps @ 0x6a0, 0x20;
         roce_slow_restart_trans @ 0x6c0, 0x20;
     }
+    /// `struct mlx5_ifc_alloc_xrcd_in_bits` (mlx5_ifc.h).
+    alloc_xrcd_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+    }
+    /// `struct mlx5_ifc_alloc_xrcd_out_bits` (mlx5_ifc.h).
+    alloc_xrcd_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        xrcd @ 0x48, 0x18;
+    }
+    /// `struct mlx5_ifc_dealloc_xrcd_in_bits` (mlx5_ifc.h).
+    dealloc_xrcd_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        xrcd @ 0x48, 0x18;
+    }
+    /// `struct mlx5_ifc_dealloc_xrcd_out_bits` (mlx5_ifc.h).
+    dealloc_xrcd_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
+    /// `struct mlx5_ifc_create_xrc_srq_in_bits` (mlx5_ifc.h); `pas[]` follows.
+    create_xrc_srq_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        xrc_srq_context_entry @ 0x80, 0x200 => crate::prm::ctx::xrc_srqc;
+        xrc_srq_umem_valid @ 0x2e0, 0x1;
+    }
+    /// `struct mlx5_ifc_create_xrc_srq_out_bits` (mlx5_ifc.h).
+    create_xrc_srq_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        xrc_srqn @ 0x48, 0x18;
+    }
+    /// `struct mlx5_ifc_destroy_xrc_srq_in_bits` (mlx5_ifc.h).
+    destroy_xrc_srq_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        xrc_srqn @ 0x48, 0x18;
+    }
+    /// `struct mlx5_ifc_destroy_xrc_srq_out_bits` (mlx5_ifc.h).
+    destroy_xrc_srq_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
 }

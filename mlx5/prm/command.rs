@@ -66,6 +66,10 @@ macro_rules! prm_commands {
             QueryQp: QUERY_QP = 0x50b, query_qp_in => query_qp_out, zero, query_qp;
             Init2InitQp: INIT2INIT_QP = 0x50e, init2init_qp_in => init2init_qp_out, zero, modify_qp;
             // Vports, RoCE addresses, counters.
+            // XRC SRQs and domains (`fwsim/xrc.rs`): upstream mlx5_ib creates two XRCDs and an
+            // XRC SRQ for its device resources at probe.
+            CreateXrcSrq: CREATE_XRC_SRQ = 0x705, create_xrc_srq_in => create_xrc_srq_out, zero, create_xrc_srq;
+            DestroyXrcSrq: DESTROY_XRC_SRQ = 0x706, destroy_xrc_srq_in => destroy_xrc_srq_out, zero, destroy_xrc_srq;
             QueryNicVportContext: QUERY_NIC_VPORT_CONTEXT = 0x754, query_nic_vport_context_in => query_nic_vport_context_out, zero, query_nic_vport_context;
             SetRoceAddress: SET_ROCE_ADDRESS = 0x761, set_roce_address_in => set_roce_address_out, zero, set_roce_address;
             QueryHcaVportContext: QUERY_HCA_VPORT_CONTEXT = 0x762, query_hca_vport_context_in => query_hca_vport_context_out, zero, query_hca_vport_context;
@@ -80,6 +84,8 @@ macro_rules! prm_commands {
             AllocUar: ALLOC_UAR = 0x802, alloc_uar_in => alloc_uar_out, zero, alloc_uar;
             DeallocUar: DEALLOC_UAR = 0x803, dealloc_uar_in => dealloc_uar_out, zero, dealloc_uar;
             AccessReg: ACCESS_REG = 0x805, access_register_in => access_register_out, any, access_reg;
+            AllocXrcd: ALLOC_XRCD = 0x80e, alloc_xrcd_in => alloc_xrcd_out, zero, alloc_xrcd;
+            DeallocXrcd: DEALLOC_XRCD = 0x80f, dealloc_xrcd_in => dealloc_xrcd_out, zero, dealloc_xrcd;
             AllocTransportDomain: ALLOC_TRANSPORT_DOMAIN = 0x816, alloc_transport_domain_in => alloc_transport_domain_out, zero, alloc_td;
             DeallocTransportDomain: DEALLOC_TRANSPORT_DOMAIN = 0x817, dealloc_transport_domain_in => dealloc_transport_domain_out, zero, dealloc_td;
             // Shared receive queues (RMPs).
@@ -158,7 +164,8 @@ pub(crate) trait QpTransition: PrmCommand {
 
 /// Where a transition's inbox `L` keeps its optional parameters and its context.
 pub(crate) struct TransitionCtx<L> {
-    /// `opt_param_mask` (`MLX5_QP_OPTPAR_*`): the driver writes it, the simulator ignores it.
+    /// `opt_param_mask` (`MLX5_QP_OPTPAR_*`): the optional members the command sets (the
+    /// simulator applies only those, `fwsim/qp.rs` `optional_taken()`).
     #[cfg_attr(not(MODULE), allow(dead_code))]
     pub(crate) opt_param_mask: Member<L>,
     /// `qpc`.

@@ -27,6 +27,12 @@ pub(crate) const QPC_ST_UC: u32 = 0x1;
 pub(crate) const QPC_ST_UD: u32 = 0x2;
 /// `MLX5_QPC_ST_XRC`.
 pub(crate) const QPC_ST_XRC: u32 = 0x3;
+/// `MLX5_QPC_ST_QP0` (SMI): upstream ib_core's MAD layer creates it on an IB port whose
+/// vport context has `has_smi`.
+pub(crate) const QPC_ST_QP0: u32 = 0x7;
+/// `MLX5_QP_ST_REG_UMR` (qp.h): upstream mlx5_ib's UMR QP, created at the first user MR
+/// (`mlx5r_umr_resource_init()`) whether or not UMR is then used.
+pub(crate) const QPC_ST_REG_UMR: u32 = 0xc;
 /// `MLX5_QPC_ST_QP1` (GSI).
 pub(crate) const QPC_ST_QP1: u32 = 0x8;
 
@@ -97,6 +103,8 @@ pub(crate) const MODIFY_CQ_MASK_LOG_SIZE: u32 = 1 << 0;
 /// `MLX5_ROCE_VERSION_2` (mlx5_ifc.h), `roce_addr_layout.roce_version`.
 pub(crate) const ROCE_VERSION_2: u32 = 2;
 
+/// `MLX5_REG_NODE_DESC` (driver.h): the node description (fwsim `node_desc.rs`).
+pub(crate) const REG_NODE_DESC: u32 = 0x6001;
 /// `MLX5_REG_HOST_ENDIANNESS` (driver.h): the register `set_hca_ctrl()` writes at init.
 pub(crate) const REG_HOST_ENDIANNESS: u32 = 0x7004;
 /// `MLX5_SET_HOST_ENDIANNESS` on a little-endian host (device.h): `he` byte of that register.

@@ -464,4 +464,20 @@ prm_layouts! {
     rmp_bitmask, 0x40 {
         lwm @ 0x3f, 0x1;
     }
+    /// `struct mlx5_ifc_xrc_srqc_bits` (mlx5_ifc.h).
+    xrc_srqc, 0x200 {
+        state @ 0x0, 0x4;
+        log_xrc_srq_size @ 0x4, 0x4;
+        wq_signature @ 0x20, 0x1;
+        log_rq_stride @ 0x25, 0x3;
+        xrcd @ 0x28, 0x18;
+        page_offset @ 0x40, 0x6;
+        dbr_umem_valid @ 0x47, 0x1;
+        cqn @ 0x48, 0x18;
+        log_page_size @ 0x82, 0x6;
+        user_index @ 0x88, 0x18;
+        pd @ 0xc8, 0x18;
+        db_record_addr_h @ 0x140, 0x20;
+        db_record_addr_l @ 0x160, 0x1e;
+    }
 }

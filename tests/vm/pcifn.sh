@@ -102,6 +102,9 @@ pcifn_ib() {
 	t_check "mlx5_0 is registered" test -e /sys/class/infiniband/mlx5_0
 	t_check "mlx5_0's parent is the PCI function" \
 		sh -c 'readlink /sys/class/infiniband/mlx5_0/device | grep -q 0000:00:02.0'
+	# First, as in mode pcifn_c right after upstream mlx5_ib's probe: the comparison dump
+	# (make pcifn-compare only).
+	if pcifn_cmp_wanted; then pcifn_cmp_dump; fi
 	ibv_devinfo -v -d mlx5_0 >/tmp/pcifn-devinfo 2>&1
 	sed 's/^/    ibv_devinfo| /' /tmp/pcifn-devinfo | head -n 80
 	t_check "ibv_devinfo -v: mlx5_0 with fw_ver 28.43.1014" grep -q 'fw_ver:.*28.43.1014' /tmp/pcifn-devinfo
@@ -122,7 +125,7 @@ pcifn_ib() {
 	pcifn_traffic
 	t_check "rdma res: no pd, cq, qp or mr left" sh -c "rdma res | grep -v ' pd 0 cq 0 qp 0 .*mr 0' | grep -q . && exit 1 || exit 0"
 	unload_ours
-	pcifn_kmsg_since "$n0" >/tmp/pcifn-ib.kmsg
+	pcifn_kmsg_since "$n0" | pcifn_cmp_kmsg_filter >/tmp/pcifn-ib.kmsg
 	grep -E 'mlx5_ib_rs|mlx5_core\.rdma' /tmp/pcifn-ib.kmsg | sed 's/^/    kmsg| /' | head -n 20
 	pcifn_no_bad_lines /tmp/pcifn-ib.kmsg "mlx5_ib_rs on the function"
 }

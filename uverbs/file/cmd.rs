@@ -255,12 +255,24 @@ impl<D: Driver> UFile<D> {
                         copy_out(b.udata_out.0, dresp.get(..n).unwrap_or(&[]))?;
                     }
                 }
+                // upstream ib_uverbs_ex_query_device(): timestamp_mask, hca_core_clock,
+                // device_cap_flags_ex (the device's cap flags) and the CQ moderation caps;
+                // ODP, RSS, TM, DM: none.
+                let a = self.dev.attrs();
                 let r = s::ExQueryDeviceResp {
                     base: self.query_device_resp(),
                     response_length: w::uverbs_response_length(
                         b.core_out.1,
                         s::ExQueryDeviceResp::SIZE,
                     ) as u32,
+                    timestamp_mask: a.timestamp_mask,
+                    hca_core_clock: a.hca_core_clock,
+                    device_cap_flags_ex: a.device_cap_flags,
+                    cq_moderation_caps: s::CqModerationCaps {
+                        max_cq_moderation_count: a.max_cq_moderation_count,
+                        max_cq_moderation_period: a.max_cq_moderation_period,
+                        ..Default::default()
+                    },
                     ..Default::default()
                 };
                 copy_out_or_zero(b.core_out.0, b.core_out.1, &r.to_bytes())
