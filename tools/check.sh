@@ -2,8 +2,8 @@
 # `make check`: every test of rdma-rs, ending with one line `N passed, N failed`.
 # Steps: setup, rustfmt, host cargo tests, kernel (cached), module build, the
 # VM (KUnit suites, user-space tests, the upstream peer, kmemleak) and, beside
-# it, the VM of the emulated PCI function (tools/pcifn.sh); the log judge on
-# both. Full logs go to out/logs/.
+# it, the VM of the emulated PCI function (tools/pcifn.sh) followed by the
+# second test VM (mode check2); the log judge on all three. Full logs go to out/logs/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"
@@ -91,21 +91,29 @@ judge() {
 # mlx5_ib_rs on it, in a VM of its own (trixie's QEMU with the vfio-user client, the
 # host/cxfn server), booted beside the main VM (two VMs: the machine's limit). The server's
 # own checks (`ok`/`not ok` lines of tools/pcifn.sh) count as tests too.
-pcifn_vm() {
+# After it, in the same slot, the second VM of `make check` (mode check2: the data-path
+# programs and the fuzzer's slice; its KUnit suites are the first VM's, so KUnit is off).
+# The first VM (mode check) runs the rest meanwhile; both take about 8 minutes.
+second_slot() {
+	local rc=0
 	timed "check: VM pcifn (the emulated PCI function, beside the main VM)" \
-		"$here/tools/pcifn.sh" "$kb" "$logs/pcifn.log" >"$logs/pcifn-host.log" 2>&1
+		"$here/tools/pcifn.sh" "$kb" "$logs/pcifn.log" >"$logs/pcifn-host.log" 2>&1 || rc=$?
+	RDMARS_VM_ARGS="kunit.enable=0" RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-2400} \
+		timed "check: VM check2 (after pcifn)" "$here/tools/vm.sh" check2 "$kb" "$logs/console2.log" \
+		>"$logs/check2-host.log" 2>&1
+	return $rc
 }
-pcifn_vm &
-pcifn_pid=$!
+second_slot &
+second_pid=$!
 
-# The VM runs every suite (about 10 minutes under TCG on this machine): kill it
-# only well past that.
+# The first VM: kill it only well past its usual time.
 RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-2400} timed "check: VM" "$here/tools/vm.sh" check "$kb" "$logs/console.log"
 judge check "$logs/console.log" "$logs/verdict.txt"
 
 pcrc=0
-wait $pcifn_pid || pcrc=$?
-grep '^==>' "$logs/pcifn-host.log" >&2 || true
+wait $second_pid || pcrc=$?
+grep -h '^==>' "$logs/pcifn-host.log" "$logs/check2-host.log" >&2 || true
+judge check2 "$logs/console2.log" "$logs/verdict2.txt"
 result "pcifn VM (tools/pcifn.sh, see pcifn-host.log)" $pcrc
 judge pcifn "$logs/pcifn.log" "$logs/verdict-pcifn.txt"
 while read -r line; do
