@@ -170,7 +170,7 @@ source_all() {
 	local _sa_f
 	RDMARS_SOURCED=1
 	for _sa_f in "$RDMARS_DIR"/*.sh; do
-		case "${_sa_f##*/}" in lib.sh | check.sh) continue ;; esac
+		case "${_sa_f##*/}" in lib.sh | check.sh | check2.sh) continue ;; esac
 		. "$_sa_f"
 	done
 }
