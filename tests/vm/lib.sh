@@ -165,7 +165,7 @@ run_suites() {
 }
 
 # source_all: defines every suite function: sources each script of
-# RDMARS_DIR but lib.sh and check.sh with their standalone parts off.
+# RDMARS_DIR but lib.sh and the make-check mode scripts, with their standalone parts off.
 source_all() {
 	local _sa_f
 	RDMARS_SOURCED=1
