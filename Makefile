@@ -11,6 +11,7 @@
 #   make bench   the core's data-path dispatch cost next to a direct call
 #   make bench-uverbs  uverbs round trips (QUERY_PORT, PD alloc+dealloc), ours vs upstream
 #   make bench-traffic ib_send_lat and ib_write_bw through libmlx5 (ours) vs rdma_rxe
+#   make bench-unplug  hot-unplug removal time under 100 processes (with and without traffic)
 #   make traffic       the data-path suites alone (pingpong, perftest, traffic test)
 #   make fuzz N=... SEED=...  the uverbs fuzzer: ours (mock, both mlx5 functions) and
 #                      upstream rxe with the same seed, compared; removal raced (VERBOSE=1: every call)
@@ -60,7 +61,7 @@ kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/src-$$(basename "$$kb") && rm -rf "$$mo" &
 	RDMARS_MODDIR="$$mo" RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-3600} $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
 endef
 
-.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic traffic breadth fuzz faults qemu-vfio-user pcifn pcifn-compare install clean
+.PHONY: all modules setup kernel check demo vm peer soak bench bench-uverbs bench-traffic bench-unplug traffic breadth fuzz faults qemu-vfio-user pcifn pcifn-compare install clean
 
 all: modules
 
@@ -149,6 +150,14 @@ bench-traffic: setup
 	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),2000) rdmars.runs=$(or $(RUNS),3) $(BENCH_ARGS)" && \
 	$(call bench_vm,bench_traffic,$(TOP)/out/logs/bench-traffic.log) && \
 	sed -n '/^=* rdma-rs traffic benchmark/,/^=====/p' $(TOP)/out/logs/bench-traffic.log
+
+# make bench-unplug N_BENCH=100 T=4: the hot-unplug removal time on the benchmark kernel
+# (tests/vm/bench_unplug.sh), N_BENCH processes holding objects, without and with T of them
+# posting RDMA WRITEs.
+bench-unplug: setup
+	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),100) rdmars.t=$(or $(T),4) rdmars.runs=$(or $(RUNS),1) $(BENCH_ARGS)" && \
+	$(call bench_vm,bench_unplug,$(TOP)/out/logs/bench-unplug.log) && \
+	sed -n '/^=* rdma-rs unplug benchmark/,/^=====/p' $(TOP)/out/logs/bench-unplug.log
 
 # make traffic: the data-path suites (tests/vm/traffic.sh) without the rest.
 traffic: modules

@@ -113,21 +113,23 @@ mlx5_unplug_suite() {
 	unload_ours
 }
 
-# vm_mlx5_unplug_load: hot unplug under load. UL_N processes (default 100)
-# each hold a context, 4 PDs, a CQ, an RC QP, a 64 KiB MR and libmlx5's UAR
-# and doorbell mappings on mlx5_1 (uverbs_unplug -o hold); the last UL_T of
-# them (default 4) also a second RC QP connected to the first and a second
-# MR, and once all hold their objects they post RDMA WRITEs and poll their CQ
-# (traffic in flight) until their async fd reports IB_EVENT_DEVICE_FATAL.
-# The function is unbound meanwhile. The removal is timed (/proc/uptime,
-# 10 ms); then every process must see EIO from every call and
+# vm_mlx5_unplug_load [N [T]]: hot unplug under load. N processes (default
+# UL_N, else 100) each hold a context, 4 PDs, a CQ, an RC QP, a 64 KiB MR and
+# libmlx5's UAR and doorbell mappings on mlx5_1 (uverbs_unplug -o hold); the
+# last T of them (default UL_T, else 4) also a second RC QP connected to the
+# first and a second MR, and once all hold their objects they post RDMA
+# WRITEs and poll their CQ (traffic in flight) until their async fd reports
+# IB_EVENT_DEVICE_FATAL. The function is unbound meanwhile. The removal is
+# timed (/proc/uptime, 10 ms) and printed as a figure (`unplug figure:`, also
+# appended to /tmp/ul-figs), not checked: speed is measured by `make
+# bench-unplug` on the benchmark kernel; then every process must see EIO from every call and
 # IB_EVENT_DEVICE_FATAL on its async fd and close cleanly within 60 s (none
 # hangs), the simulator must hold nothing, and the function, bound again,
 # must serve a new process. The holders sleep on FIFOs until told to go
 # (polling a file ten times a second, a hundred of them took most of the
 # VM's two vCPUs under TCG and slowed the removal).
 mlx5_unplug_load_suite() {
-	local f=mlx5_ib_rs.rdma.1 drv n=${UL_N:-100} t=${UL_T:-4} i p ready pids rc t0 t1 ms sys okp failp hung wd targs tr
+	local f=mlx5_ib_rs.rdma.1 drv n=${1:-${UL_N:-100}} t=${2:-${UL_T:-4}} i p ready pids rc t0 t1 ms sys okp failp hung wd targs tr
 	load_ours sim=ib,eth
 	rm -f /tmp/ul-go /tmp/ul-traffic /tmp/ul-*.out
 	# The go signals are FIFOs: the holders sleep on them (uverbs_unplug opens
@@ -176,7 +178,8 @@ mlx5_unplug_load_suite() {
 	echo "unbind $f under $ready processes ($t with traffic): exit $rc after $ms ms (the unbinding task ran $sys ms in the kernel); load $(cat /proc/loadavg)"
 	echo "after the unbind: simulator: $(tr '\n' ' ' <$FWSIM_DBG/$f/stats 2>/dev/null)"
 	if [ $rc = 0 ]; then t_ok "unbind $f completes while $ready processes hold objects ($ms ms, $sys ms of CPU)"; else t_fail "unbind $f completes while $ready processes hold objects" "exit $rc"; fi
-	if [ $rc = 0 ] && [ "$ms" -lt 1000 ]; then t_ok "the removal took under 1 s ($ms ms)"; else t_fail "the removal took under 1 s" "$ms ms"; fi
+	echo "unplug figure: processes=$ready traffic=$t removal_ms=$ms unbind_sys_ms=$sys"
+	echo "$ready $t $ms $sys" >>/tmp/ul-figs
 	t_check "mlx5_1 unregistered" test ! -e /sys/class/infiniband/mlx5_1
 	t_check "$f: the simulator holds nothing after the remove" fwsim_resources_zero $f
 	timeout 10 sh -c 'echo go >/tmp/ul-go'
@@ -211,6 +214,12 @@ mlx5_unplug_load_suite() {
 	if [ $rc = 0 ] && grep -q READY /tmp/ul-new.out; then t_ok "the new function serves a new process"; else t_fail "the new function serves a new process" "exit $rc: $(cat /tmp/ul-new.out)"; fi
 	t_check "$f: the new function back to its kernel PD and UAR" fwsim_resources_probed $f
 	unload_ours
+}
+
+# vm_mlx5_unplug_traffic: the make-check size of vm_mlx5_unplug_load: 10
+# processes, 2 of them with RDMA WRITEs in flight.
+mlx5_unplug_traffic_suite() {
+	mlx5_unplug_load_suite 10 2
 }
 
 # The same workload on the upstream stack (rdma_rxe) and on ours (mlx5_1,
