@@ -54,6 +54,13 @@ ldconfig -r "$st" 2>/dev/null || true
 # Our modules: built in the tree, or (RDMARS_MODDIR, the bench targets) in a
 # directory of their own for another kernel.
 for m in "${RDMARS_MODDIR:-$here}"/*.ko; do cp "$m" "$st/lib/modules/rdma-rs/"; done
+# RDMARS_MODDIR_B: a second build of them (another commit, the same kernel) in
+# /lib/modules/rdma-rs-b, for before/after figures taken alternately in one VM
+# (RDMARS_MODS=/lib/modules/rdma-rs-b in a suite loads them).
+if [ -n "${RDMARS_MODDIR_B:-}" ]; then
+	mkdir -p "$st/lib/modules/rdma-rs-b"
+	for m in "$RDMARS_MODDIR_B"/*.ko; do cp "$m" "$st/lib/modules/rdma-rs-b/"; done
+fi
 
 # Upstream modules the peer and the link check need, with their dependencies.
 mroot="$kb/modroot/lib/modules/$kver"

@@ -25,7 +25,7 @@ use crate::uverbs::file::{copy_in, copy_in_to, copy_out, kerr, UFile};
 use crate::uverbs::resp;
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, Mutex};
 
 /// Attribute arrays up to this size are copied to the stack (upstream:
 /// the on-stack bundle of `ib_uverbs_cmd_verbs()`, `UVERBS_OPTIMIZE_USING_STACK_SZ`).
@@ -52,17 +52,17 @@ pub(super) enum NewObj {
 /// memory effects inside `uverbs_process_attr()`).
 pub(super) struct Env<'a, D: Driver> {
     pub(super) inner: &'a Inner<D>,
-    /// The file's async event files, for FD attributes of that type.
-    pub(super) events: &'a [Arc<AsyncEventFile>],
+    /// The file's async event files, for FD attributes of that type (locked only by an
+    /// attribute that names one: most ioctls take no second lock).
+    pub(super) events: &'a Mutex<KVec<Arc<AsyncEventFile>>>,
     /// User address of the attribute array.
     pub(super) uattrs: u64,
-    /// IDR attributes looked up: (attribute index, handle). At
-    /// most one per attribute: a fixed array, not a `KVec`, so that a destroy
-    /// makes no allocation before the object goes (upstream's on-stack bundle:
-    /// a destroy never fails for lack of memory there; the fault sweep,
-    /// tests/vm/faults.sh, found this one).
-    pub(super) looked_up: [(usize, u32); crate::uverbs::abi::uapi::MAX_METHOD_ATTRS],
-    pub(super) n_looked_up: usize,
+    /// The method's DESTROY attribute (its index), and the handle it names once
+    /// looked up: no allocation, so that a destroy cannot fail for lack of memory before
+    /// the object goes (upstream's on-stack bundle; the fault sweep, tests/vm/faults.sh,
+    /// found the `KVec` this replaced).
+    pub(super) destroy_idx: Option<u8>,
+    pub(super) destroy_handle: Option<u32>,
     pub(super) new: NewObj,
 }
 
@@ -122,12 +122,12 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                 if i32::try_from(id).is_err() {
                     return Err(Errno::EINVAL);
                 }
-                let list: &[Arc<AsyncEventFile>] = if obj_type == obj::ASYNC_EVENT {
-                    self.events
+                let found = if obj_type == obj::ASYNC_EVENT {
+                    self.events.lock().iter().any(|e| AsyncEventFile::fd_is(e, id))
                 } else {
-                    &self.inner.comp_channels
+                    self.inner.comp_channels.iter().any(|e| AsyncEventFile::fd_is(e, id))
                 };
-                if list.iter().any(|e| AsyncEventFile::fd_is(e, id)) {
+                if found {
                     Ok(())
                 } else {
                     Err(Errno::EBADF)
@@ -141,11 +141,9 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                         Errno::EINVAL
                     }
                 })?;
-                *self
-                    .looked_up
-                    .get_mut(self.n_looked_up)
-                    .ok_or(Errno::EINVAL)? = (idx, h);
-                self.n_looked_up += 1;
+                if self.destroy_idx.is_some_and(|d| usize::from(d) == idx) {
+                    self.destroy_handle = Some(h);
+                }
                 Ok(())
             }
         }
@@ -274,34 +272,27 @@ impl<D: Driver> UFile<D> {
         if inner.dead {
             return Err(EIO);
         }
-        let events = self.events.lock();
         let mut env = Env {
             inner,
-            events: &events,
+            events: &self.events,
             uattrs: uattrs_addr,
-            looked_up: [(0, 0); crate::uverbs::abi::uapi::MAX_METHOD_ATTRS],
-            n_looked_up: 0,
+            destroy_idx: method.destroy_idx,
+            destroy_handle: None,
             new: NewObj::None,
         };
-        let bundle = parse::parse_attrs(method, uattrs, &mut env).map_err(kerr)?;
+        // Parsed in place: the bundle is not moved after this (see parse_attrs_into()).
+        let mut bundle = Bundle::new(method);
+        parse::parse_attrs_into(&mut bundle, uattrs, &mut env).map_err(kerr)?;
         let Env {
-            looked_up,
-            n_looked_up,
+            destroy_handle,
             new,
             ..
         } = env;
-        let looked_up = looked_up.get(..n_looked_up).unwrap_or(&[]);
-        drop(events);
         let mut out = Outputs::new(uattrs_addr);
         // upstream: the DESTROY attribute is destroyed before the handler.
         let mut reported = Reported::default();
-        if let Some(di) = method.destroy_idx {
-            let h = looked_up
-                .iter()
-                .find(|(i, _)| *i == usize::from(di))
-                .map(|(_, p)| *p)
-                .ok_or(EINVAL)?;
-            reported = Self::destroy_at(inner, h)?;
+        if method.destroy_idx.is_some() {
+            reported = Self::destroy_at(inner, destroy_handle.ok_or(EINVAL)?)?;
         }
         let r = self.run_method(inner, &bundle, uattrs, &mut out, new, reported);
         // upstream: the end of ib_uverbs_run_method() (parse::finish_method()).
