@@ -123,9 +123,15 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                     return Err(Errno::EINVAL);
                 }
                 let found = if obj_type == obj::ASYNC_EVENT {
-                    self.events.lock().iter().any(|e| AsyncEventFile::fd_is(e, id))
+                    self.events
+                        .lock()
+                        .iter()
+                        .any(|e| AsyncEventFile::fd_is(e, id))
                 } else {
-                    self.inner.comp_channels.iter().any(|e| AsyncEventFile::fd_is(e, id))
+                    self.inner
+                        .comp_channels
+                        .iter()
+                        .any(|e| AsyncEventFile::fd_is(e, id))
                 };
                 if found {
                     Ok(())
