@@ -492,7 +492,12 @@ fn stage_bfreg_cleanup(d: &mut Mlx5Dev) {
 fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     let hw = d.hw.clone();
     let id = *hw.identity();
-    let ops = assemble_ops(id.link_layer)?;
+    let mut ops = assemble_ops(id.link_layer)?;
+    // upstream mlx5_ib_stage_caps_init(): `if (MLX5_CAP_GEN(mdev, imaicl))
+    // ib_set_device_ops(&dev->ib_dev, &mlx5_ib_dev_mw_ops)`.
+    if d.ops.mw {
+        ops.set(&crate::ib::MW_OPS)?;
+    }
     let mut ports = KVec::with_capacity(d.ports.len(), GFP_KERNEL)?;
     for p in d.ports.iter() {
         ports.push(

@@ -79,6 +79,7 @@ impl Driver for Mock {
     /// place; the core here always takes a new one, with the same pinned memory).
     type MrData = Arc<Umem>;
     type AhData = ();
+    type MwData = ();
 }
 
 /// A mock QP: its state and port, for QUERY_QP.
