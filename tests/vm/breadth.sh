@@ -1,6 +1,12 @@
 #!/bin/sh
 # Verbs breadth (issue 16): REREG_MR, hardware counters, device rename and
-# `rdma monitor`. Runs as its own mode (`make breadth`), not inside check.
+# `rdma monitor`, memory windows. Runs as its own mode (`make breadth`); vm_mw
+# also runs inside check.
+#  - vm_mw: tests/userspace/mw_test.c (ALLOC_MW/DEALLOC_MW errnos, type 1 and
+#    type 2 binds through Debian's libmlx5, RDMA through window rkeys, local
+#    and remote invalidation, bind errors) on both link layers of ours and on
+#    upstream rdma_rxe, the facts compared line by line; ibv_devinfo -v's
+#    max_mw.
 #  - vm_rereg: tests/userspace/rereg_test.c on both link layers of ours
 #    (raw write() and libibverbs' ibv_rereg_mr() through Debian's libmlx5)
 #    and on upstream rdma_rxe; the errno and data-path facts compared line
@@ -42,6 +48,35 @@ rereg_suite() {
 		else
 			sed 's/^/    diff| /' /tmp/rereg-diff | head -n 40
 			t_fail "rereg_test: $d's facts equal rxe0's"
+		fi
+	done
+}
+
+mw_suite() {
+	local d
+	load_ours $BREADTH_SIM
+	t_check "mlx5_0: ibv_devinfo -v shows a non-zero max_mw" sh -c \
+		"ibv_devinfo -v -d mlx5_0 | grep -Eq 'max_mw:[[:space:]]+[1-9]'"
+	t_import "mw_test mlx5_0 (IB)" /rdma-rs/mw_test -d mlx5_0
+	grep '^C ' /tmp/import.out >/tmp/mw-mlx5_0.c
+	t_check "mlx5_0: a bind over an MR without IBV_ACCESS_MW_BIND succeeds (no such mkey right)" \
+		grep -qx "I bind_without_mw_bind 0" /tmp/import.out
+	t_check "mlx5_0: deregistering an MR under a bound window is accepted (upstream mlx5_ib)" \
+		grep -qx "I dereg_bound_mr 0" /tmp/import.out
+	t_import "mw_test mlx5_1 (RoCE)" /rdma-rs/mw_test -d mlx5_1 -g $BREADTH_ROCE_GID
+	grep '^C ' /tmp/import.out >/tmp/mw-mlx5_1.c
+	breadth_baseline "the mw test"
+	unload_ours
+	peer_up
+	t_import "mw_test rxe0 (upstream)" /rdma-rs/mw_test -d rxe0 -g 0
+	grep '^C ' /tmp/import.out >/tmp/mw-rxe0.c
+	peer_down
+	for d in mlx5_0 mlx5_1; do
+		if [ -s /tmp/mw-$d.c ] && diff /tmp/mw-rxe0.c /tmp/mw-$d.c >/tmp/mw-diff; then
+			t_ok "mw_test: $d's $(wc -l </tmp/mw-$d.c) facts equal rxe0's"
+		else
+			sed 's/^/    diff| /' /tmp/mw-diff | head -n 40
+			t_fail "mw_test: $d's facts equal rxe0's"
 		fi
 	done
 }
