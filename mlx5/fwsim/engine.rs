@@ -612,7 +612,7 @@ fn remote_key(fw: &Fw, key: u32, d: &Snap) -> Option<MkeyInfo> {
 /// with `CHECK_QPN` (type 2) must come from the QP the window is bound to. The MR's
 /// `IBV_ACCESS_MW_BIND` is not checked: the mkey context has no such right (upstream mlx5_ib
 /// does not pass it to the device). The key's low byte becomes the context's
-/// (`MASK_MKEY`). Only RC and UC QPs post these (`LOCAL_QP_OP_ERR` otherwise).
+/// (`MASK_MKEY`), except on a type 2 invalidation. Only RC and UC QPs post these (`LOCAL_QP_OP_ERR` otherwise).
 fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
     if !matches!(s.st, QPC_ST_RC | QPC_ST_UC) || w.len < umr::KLM {
         return ReqRes::Err(syn::LOCAL_QP_OP);
@@ -633,7 +633,8 @@ fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
     if m.info.key_byte != (key & 0xff) as u8 || m.pd != s.pd {
         return bind_err;
     }
-    let bound = if mask & umr::MASK_FREE != 0 && ctx_free {
+    let invalidate = mask & umr::MASK_FREE != 0 && ctx_free;
+    let bound = if invalidate {
         if flags & umr::CHECK_QPN != 0 && win.bound.is_some_and(|b| b.qpn != s.qpn) {
             return bind_err;
         }
@@ -694,7 +695,10 @@ fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
         })
     };
     if let Some(m) = fw.mkeys.get_mut(key >> 8) {
-        if mask & umr::MASK_MKEY != 0 {
+        // libmlx5's IBV_WR_LOCAL_INV carries key byte 0 and keeps `mw->rkey`, whose next
+        // bind names it: an invalidation with CHECK_QPN keeps the key (a type 1 unbind by
+        // ibv_bind_mw() takes the new one the library also takes).
+        if mask & umr::MASK_MKEY != 0 && !(invalidate && flags & umr::CHECK_QPN != 0) {
             m.info.key_byte = (qpn_mkey & 0xff) as u8;
         }
         if let Some(w) = m.win.as_mut() {

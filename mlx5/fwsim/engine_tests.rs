@@ -3107,13 +3107,29 @@ fn type2_window_bind_write_read_range_access_and_local_invalidate() {
     // first invalidate locally on b, then the key gives no access.
     let mut b = p.b;
     {
-        let w = umr_wqe(&b, rkey, 0x52, true, None);
+        // libmlx5's IBV_WR_LOCAL_INV carries key byte 0: the key is kept.
+        let w = umr_wqe(&b, rkey, 0, true, None);
         p.h.post_bytes(&mut b, &w);
     }
     p.b = b;
     p.run(0);
     assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
-    let c = write_via(&mut p, &src, mr.va + 1024, rkey, 16);
+    // Free again: a bind naming the kept key works; invalidate it once more.
+    let k2 = (key & !0xff) | 0x54;
+    let mut b = p.b;
+    let w = umr_wqe(&b, rkey, 0x54, true, Some(bind));
+    p.h.post_bytes(&mut b, &w);
+    let w = umr_wqe(&b, k2, 0, true, None);
+    p.h.post_bytes(&mut b, &w);
+    p.b = b;
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(
+        s.iter().map(|c| c.opcode).collect::<Vec<_>>(),
+        vec![cqe_op::REQ, cqe_op::REQ],
+        "{s:x?}"
+    );
+    let c = write_via(&mut p, &src, mr.va + 1024, k2, 16);
     assert_eq!(
         (c.opcode, c.syndrome),
         (cqe_op::REQ_ERR, csyn::REMOTE_ACCESS)
