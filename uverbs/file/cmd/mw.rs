@@ -13,8 +13,9 @@ use kernel::prelude::*;
 impl<D: Driver> UFile<D> {
     /// `IB_USER_VERBS_CMD_ALLOC_MW` (upstream `ib_uverbs_alloc_mw()`): `struct
     /// ib_uverbs_alloc_mw` (16 bytes, the driver's request after it). Checks in upstream's
-    /// order: the PD handle (`uobj_get_obj_read()`: `EINVAL`), the type (1 or 2, else
-    /// `EINVAL`), then the driver. Upstream checks no device capability here (a driver without
+    /// order: the PD handle (`uobj_get_obj_read()` passes the lookup's error on: an unknown
+    /// handle `ENOENT`, another type `EINVAL`; rdma_rxe in the same VM answers `ENOENT`), the
+    /// type (1 or 2, else `EINVAL`), then the driver. Upstream checks no device capability here (a driver without
     /// `alloc_mw` has no ALLOC_MW command: `EOPNOTSUPP`). The response is `mw_handle` and the
     /// rkey.
     pub(in crate::uverbs::file) fn alloc_mw(
@@ -24,7 +25,7 @@ impl<D: Driver> UFile<D> {
     ) -> Result {
         let r = request::<s::AllocMw>(&b.core_in)?;
         let ctx = inner.ctx()?.clone();
-        let pd = Self::pd_by_handle(inner, r.pd_handle).map_err(|_| EINVAL)?;
+        let pd = Self::pd_by_handle(inner, r.pd_handle)?;
         let mw_type = MwType::from_abi(r.mw_type).ok_or(EINVAL)?;
         let mw = with_udata(b, |ud| {
             Mw::alloc_user(&pd, mw_type, &mut UserCtx::new(&ctx, ud))
