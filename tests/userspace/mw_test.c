@@ -6,7 +6,7 @@
  *
  * The errno cases go through the raw write() commands on the context's
  * command fd, in upstream ib_uverbs_alloc_mw()'s order: an unknown PD handle
- * EINVAL, a type other than 1 or 2 EINVAL; DEALLOC_MW of an unknown handle
+ * ENOENT, a type other than 1 or 2 EINVAL; DEALLOC_MW of an unknown handle
  * ENOENT; DEALLOC_PD of a PD with a window EBUSY.
  *
  * The data path, through libibverbs and the provider (libmlx5 for mlx5), on
@@ -22,10 +22,14 @@
  *    IBV_WC_WITH_INV and the rkey), then the rkey fails;
  *  - bind errors (IBV_WC_MW_BIND_ERR): a window with remote write over an MR
  *    without local write, a range past the MR's end;
- *  - informational (I lines, where rxe and mlx5 differ by design): a bind
- *    over an MR without IBV_ACCESS_MW_BIND (rxe checks it, an mlx5 mkey has
- *    no such right), deregistering an MR a window is bound to (rxe: EINVAL;
- *    mlx5 leaves it to the device, whose window then fails).
+ *  - I lines, where rxe and mlx5 differ (tests/vm/breadth.sh checks mlx5's
+ *    values): a READ across a window's end inside its MR, the status of a
+ *    failing bind (a second type 2 bind, a writable window over an MR without
+ *    local write, a window past the MR: MW_BIND_ERR on mlx5, a flush on rxe),
+ *    IBV_WC_WITH_INV, a bind over an MR without IBV_ACCESS_MW_BIND (rxe
+ *    checks it, an mlx5 mkey has no such right), deregistering an MR a window
+ *    is bound to (rxe: EINVAL; mlx5 leaves it to the device, whose window
+ *    then fails).
  *
  * Output, one line each (tests/vm/lib.sh t_import):
  *   R ok|fail <description>       a check
