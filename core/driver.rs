@@ -49,4 +49,6 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type MrData: Send + Sync;
     /// The driver part of an address handle.
     type AhData: Send + Sync;
+    /// The driver part of a memory window (upstream `struct mlx5_ib_mw`).
+    type MwData: Send + Sync;
 }

@@ -834,6 +834,7 @@ mod tests {
         type SrqData = ();
         type MrData = ();
         type AhData = ();
+        type MwData = ();
     }
 
     struct TOps;

@@ -16,9 +16,10 @@ use crate::driver::{Driver, DriverId};
 use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
-    AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
-    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask,
-    SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
+    AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Mw,
+    MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags,
+    SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx,
+    UserMrReq, Wc,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -350,6 +351,21 @@ pub trait DeviceOps: 'static {
     fn destroy_ah(_ah: &Ah<Self::Driver>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Creates the driver part of a memory window of a user context (upstream
+    /// `ops.alloc_mw`): its rkey and data.
+    fn alloc_mw(
+        _pd: &Pd<Self::Driver>,
+        _mw_type: MwType,
+        _user: &mut UserCtx<'_, '_, Self::Driver>,
+    ) -> Result<MwCreated<<Self::Driver as Driver>::MwData>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys the driver part of a memory window (upstream `ops.dealloc_mw`).
+    fn dealloc_mw(_mw: &Mw<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// Declares [`Ops`], [`Op`] and the per-slot code from one list, so that a
@@ -490,6 +506,8 @@ ops_table! {
     uverbs_method: UverbsMethod: fn(u16, &mut DriverCall<'_, '_, D>) -> Result,
     create_ah: CreateAh: fn(&Pd<D>, &AhAttr, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::AhData>,
     destroy_ah: DestroyAh: fn(&Ah<D>) -> Result,
+    alloc_mw: AllocMw: fn(&Pd<D>, MwType, &mut UserCtx<'_, '_, D>) -> Result<MwCreated<D::MwData>>,
+    dealloc_mw: DeallocMw: fn(&Mw<D>) -> Result,
 }
 
 impl<D: Driver> Clone for Ops<D> {

@@ -30,6 +30,7 @@ mod ah;
 mod cq;
 mod mmap;
 mod mr;
+mod mw;
 mod pd;
 mod qp;
 mod srq;
@@ -41,6 +42,7 @@ pub use ah::Ah;
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
 pub use mmap::{MmapEntry, MmapEntryRef, MmapRegistry};
 pub use mr::{AccessFlags, Mr, MrCreated, MrType, ReregFlags, UserMrReq};
+pub use mw::{Mw, MwCreated, MwType};
 pub use pd::Pd;
 pub use qp::{
     modify_qp_is_ok, AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpEvent,

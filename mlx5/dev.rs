@@ -492,7 +492,12 @@ fn stage_bfreg_cleanup(d: &mut Mlx5Dev) {
 fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     let hw = d.hw.clone();
     let id = *hw.identity();
-    let ops = assemble_ops(id.link_layer)?;
+    let mut ops = assemble_ops(id.link_layer)?;
+    // upstream mlx5_ib_stage_caps_init(): `if (MLX5_CAP_GEN(mdev, imaicl))
+    // ib_set_device_ops(&dev->ib_dev, &mlx5_ib_dev_mw_ops)`.
+    if d.ops.mw {
+        ops.set(&crate::ib::MW_OPS)?;
+    }
     let mut ports = KVec::with_capacity(d.ports.len(), GFP_KERNEL)?;
     for p in d.ports.iter() {
         ports.push(
@@ -696,8 +701,11 @@ mod tests {
         assert_ne!(a.node_guid, 0);
         use crate::attrs::cap_flags::*;
         let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN;
-        // The model sets `umr_modify_entity_size_disabled` (no UMR WQEs in its engine).
-        assert_eq!(a.device_cap_flags, base);
+        // The model sets `umr_modify_entity_size_disabled` (UMR WQEs only bind windows), and
+        // `imaicl`: memory windows, type 2B, 2^log_max_mkey of them (mlx5_ib_query_device()).
+        assert_eq!(a.device_cap_flags, base | MEM_WINDOW | MEM_WINDOW_TYPE_2B);
+        assert_eq!(a.max_mw, 1 << p.log_max_mkey);
+        assert!(d.ops.mw);
         assert_eq!(d.hca_type()?.to_bytes(), b"MT4129");
         assert_eq!(d.fw_ver()?.to_bytes(), b"28.43.1014");
         assert_eq!(d.board_id()?.to_bytes(), b"RDMARS_CX7");

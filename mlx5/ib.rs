@@ -32,9 +32,9 @@ use ib_core_rs::mm::UserVma;
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
-    AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp,
-    QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask,
-    SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
+    AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Mw, MwCreated,
+    MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq,
+    SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -52,6 +52,7 @@ impl Driver for Mlx5Ib {
     type SrqData = crate::verbs_user::Mlx5Srq;
     type MrData = Mlx5Mr;
     type AhData = Mlx5Ah;
+    type MwData = crate::verbs_user::Mlx5Mw;
 }
 
 /// One port as the device data keeps it.
@@ -526,6 +527,27 @@ impl DeviceOps for Mlx5RocePortOps {
     }
 }
 
+/// upstream `mlx5_ib_dev_mw_ops`, added when the device has `imaicl` (memory windows).
+pub(crate) struct Mlx5MwOps;
+
+#[vtable]
+impl DeviceOps for Mlx5MwOps {
+    type Driver = Mlx5Ib;
+
+    fn alloc_mw(
+        pd: &Pd<Mlx5Ib>,
+        mw_type: MwType,
+        user: &mut UserCtx<'_, '_, Mlx5Ib>,
+    ) -> Result<MwCreated<crate::verbs_user::Mlx5Mw>> {
+        crate::verbs_user::alloc_mw(pd, mw_type, user)
+    }
+
+    fn dealloc_mw(mw: &Mw<Mlx5Ib>) -> Result {
+        crate::verbs_user::dealloc_mw(mw)
+    }
+}
+
+pub(crate) const MW_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5MwOps>();
 pub(crate) const DEV_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5DevOps>();
 pub(crate) const IB_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5IbPortOps>();
 pub(crate) const ROCE_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5RocePortOps>();

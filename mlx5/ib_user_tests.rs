@@ -22,7 +22,8 @@ use crate::user_mem::{UserBuf, PAGE};
 use crate::verbs_user::{self, CqMem, QpMem};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, Cq, CqInitAttr, Pd, QpCap, QpInitAttr, QpType, Ucontext, Udata, UserCtx, UserMrReq,
+    AccessFlags, Cq, CqInitAttr, Mw, MwType, Pd, QpCap, QpInitAttr, QpType, Ucontext, Udata,
+    UserCtx, UserMrReq,
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -357,6 +358,62 @@ mod tests {
         assert_eq!(m.db_pages.map(&ctx, 0x1000).err(), Some(EFAULT));
         drop(b);
         assert_eq!(m.db_pages.count(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn memory_windows_alloc_and_dealloc() -> Result {
+        let f = sim(false)?;
+        let d = Mlx5Dev::probe(f.clone())?;
+        let ib = d.ib.as_ref().ok_or(ENODEV)?;
+        // imaicl: mlx5_ib_dev_mw_ops are installed.
+        use ib_core_rs::ops::Op;
+        assert!(ib.ops().has(Op::AllocMw) && ib.ops().has(Op::DeallocMw));
+        let ctx = ucontext(ib)?;
+        let owner = || ib_core_rs::kernel_owner!();
+        let pd = {
+            let mut resp = [0u8; 4];
+            let mut ud = Udata::new(&[], &mut resp);
+            Pd::alloc_user(ib, owner(), &mut UserCtx::new(&ctx, &mut ud))?
+        };
+        let base = f.counts();
+        let alloc = |t: MwType, req: &[u8]| {
+            let mut resp = [0u8; 0];
+            let mut ud = Udata::new(req, &mut resp);
+            Mw::alloc_user(&pd, t, &mut UserCtx::new(&ctx, &mut ud))
+        };
+        // mlx5_ib_alloc_mw()'s request: short EINVAL, comp_mask or reserved EOPNOTSUPP.
+        assert_eq!(alloc(MwType::Type1, &[0u8; 4]).err(), Some(EINVAL));
+        assert_eq!(
+            alloc(MwType::Type1, &[1, 0, 0, 0, 0, 0, 0, 0]).err(),
+            Some(EOPNOTSUPP)
+        );
+        assert_eq!(
+            alloc(MwType::Type1, &[0, 0, 0, 0, 0, 1, 0, 0]).err(),
+            Some(EOPNOTSUPP)
+        );
+        // The command's failure leaves nothing.
+        fail(&f, opcode::CREATE_MKEY);
+        assert!(alloc(MwType::Type2, &[]).is_err());
+        f.with_faults(|p| p.clear());
+        assert_eq!(f.counts().mkey, base.mkey);
+        let w1 = alloc(MwType::Type1, &[])?;
+        let w2 = alloc(MwType::Type2, &[0, 0, 0, 0, 5, 0, 0, 0])?;
+        assert_eq!(f.counts().mkey, base.mkey + 2);
+        assert_ne!(w1.rkey() >> 8, w2.rkey() >> 8);
+        assert_eq!((w1.mw_type(), w2.mw_type()), (MwType::Type1, MwType::Type2));
+        // The PD is in use while a window is.
+        let pd = match Pd::dealloc(pd) {
+            Err(e) => {
+                assert_eq!(e.err, EBUSY);
+                e.obj
+            }
+            Ok(()) => return Err(EINVAL),
+        };
+        assert!(Mw::dealloc(w1).is_ok());
+        assert!(Mw::dealloc(w2).is_ok());
+        assert_eq!(f.counts().mkey, base.mkey);
+        assert!(Pd::dealloc(pd).is_ok());
         Ok(())
     }
 }

@@ -32,6 +32,14 @@ uapi_structs! {
         log_num_errored: u8,
     }
 
+    /// `struct mlx5_ib_alloc_mw`.
+    mlx5_ib_alloc_mw => pub(crate) struct AllocMw(8) {
+        comp_mask: u32,
+        num_klms: u8,
+        reserved1: u8,
+        reserved2: u16,
+    }
+
     /// `struct mlx5_ib_uapi_reg`.
     mlx5_ib_uapi_reg => pub(crate) struct UapiReg(8) {
         value: u32,
@@ -749,6 +757,35 @@ pub(crate) fn create_qp_resp(bfreg_index: u32, ece_options: u32) -> [u8; CREATE_
     .to_bytes()
 }
 
+// ---- ALLOC_MW ----
+
+/// upstream `mlx5_ib_alloc_mw()`'s request: no driver data is a request of zeros; otherwise
+/// `ib_copy_validate_udata_in_cm(udata, req, reserved2, 0)` (`EINVAL` below 8 bytes,
+/// `EOPNOTSUPP` for non-zero bytes past them or any `comp_mask` bit), then non-zero reserved
+/// members `EOPNOTSUPP`. Returns the descriptors the window's mkey gets
+/// (`translations_octword_size`): `num_klms` (at least 1) rounded up to 4.
+pub(crate) fn parse_alloc_mw(input: &[u8]) -> Result<u32> {
+    let req = if input.is_empty() {
+        AllocMw::default()
+    } else {
+        copy_validate::<AllocMw>(input, AllocMw::SIZE)?
+    };
+    if req.comp_mask != 0 || req.reserved1 != 0 || req.reserved2 != 0 {
+        return Err(AbiError::NotSupp);
+    }
+    Ok(u32::from(req.num_klms.max(1)).next_multiple_of(4))
+}
+
+/// upstream `mlx5_ib_alloc_mw()`'s response, `struct { __u32 comp_mask; __u32
+/// response_length; }` with `response_length = min(8, outlen)`: the bytes to copy (none when
+/// the library asked for no driver response, as libmlx5 44 does).
+pub(crate) fn alloc_mw_resp(outlen: usize) -> ([u8; 8], usize) {
+    let n = outlen.min(8);
+    let mut b = [0u8; 8];
+    b[4..].copy_from_slice(&(n as u32).to_ne_bytes());
+    (b, n)
+}
+
 // ---- UAR objects (MLX5_IB_OBJECT_UAR) ----
 
 /// `MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF`.
@@ -788,6 +825,30 @@ pub(crate) const MMAP_OFFSET_END: u64 = 255;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alloc_mw_request_as_upstream() {
+        assert_eq!(parse_alloc_mw(&[]), Ok(4));
+        let mut b = [0u8; 8];
+        assert_eq!(parse_alloc_mw(&b), Ok(4));
+        b[4] = 5;
+        assert_eq!(parse_alloc_mw(&b), Ok(8));
+        assert_eq!(parse_alloc_mw(&b[..7]), Err(AbiError::Inval));
+        b[0] = 1;
+        assert_eq!(parse_alloc_mw(&b), Err(AbiError::NotSupp));
+        b[0] = 0;
+        b[5] = 1;
+        assert_eq!(parse_alloc_mw(&b), Err(AbiError::NotSupp));
+        b[5] = 0;
+        let mut long = [0u8; 12];
+        long[..8].copy_from_slice(&b);
+        assert_eq!(parse_alloc_mw(&long), Ok(8));
+        long[11] = 1;
+        assert_eq!(parse_alloc_mw(&long), Err(AbiError::NotSupp));
+        assert_eq!(alloc_mw_resp(0).1, 0);
+        let (r, n) = alloc_mw_resp(64);
+        assert_eq!((n, &r[4..]), (8, &8u32.to_ne_bytes()[..]));
+    }
 
     fn cq_req(f: impl FnOnce(&mut [u8; 32])) -> [u8; 32] {
         let mut b = [0u8; 32];

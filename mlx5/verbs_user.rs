@@ -35,8 +35,9 @@ use crate::verbs::{
 };
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, Cq, CqHandler, CqInitAttr, Mr, MrCreated, Pd, QpCreated, QpInitAttr, QpType,
-    ReregFlags, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UserCtx, UserMrReq,
+    AccessFlags, Cq, CqHandler, CqInitAttr, Mr, MrCreated, Mw, MwCreated, MwType, Pd, QpCreated,
+    QpInitAttr, QpType, ReregFlags, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UserCtx,
+    UserMrReq,
 };
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -702,4 +703,59 @@ pub(crate) fn destroy_srq(srq: &Srq<Mlx5Ib>) -> Result {
         d.events.reattach_srq(&s.events, detached);
     }
     r
+}
+
+// ---- MW ----
+
+/// The driver part of a memory window (upstream `struct mlx5_ib_mw`): its mkey.
+pub(crate) struct Mlx5Mw {
+    /// The mkey index (`rkey >> 8`).
+    pub(crate) index: u32,
+}
+
+/// upstream `mlx5_ib_alloc_mw()` (mr.c): the request ([`uabi::parse_alloc_mw`]), then
+/// CREATE_MKEY of a free KLM mkey with UMR enabled, local read, `qpn` 0xffffff, `en_rinval` for
+/// a type 2 window and room for the descriptors; the rkey is the mkey. The response
+/// (`comp_mask`, `response_length`) only as far as the library asked for one. The window is
+/// bound and invalidated by WQEs the provider posts (UMR), which the device executes.
+pub(crate) fn alloc_mw(
+    pd: &Pd<Mlx5Ib>,
+    mw_type: MwType,
+    user: &mut UserCtx<'_, '_, Mlx5Ib>,
+) -> Result<MwCreated<Mlx5Mw>> {
+    let d = pd.device().data();
+    let ndescs = uabi::parse_alloc_mw(user.udata().input()).map_err(abi_err)?;
+    let m = exec(
+        &*d.hw,
+        &crate::cmd::res::CreateMkey {
+            uid: 0,
+            pd: pd.data().pdn,
+            access: crate::cmd::res::MkeyAccess::default(),
+            key_byte: d.next_mkey_variant(),
+            translation: MkeyTranslation::Window {
+                ndescs,
+                remote_inval: mw_type == MwType::Type2,
+            },
+        },
+    )?;
+    let (resp, n) = uabi::alloc_mw_resp(user.udata().outlen());
+    if n > 0 {
+        user.udata().copy_to(resp.get(..n).unwrap_or(&[]));
+    }
+    Ok(MwCreated {
+        rkey: m.key,
+        data: Mlx5Mw { index: m.index },
+    })
+}
+
+/// upstream `mlx5_ib_dealloc_mw()`: DESTROY_MKEY (no on-demand paging here, so nothing to wait
+/// for).
+pub(crate) fn dealloc_mw(mw: &Mw<Mlx5Ib>) -> Result {
+    exec(
+        &*mw.pd().device().data().hw,
+        &crate::cmd::res::DestroyMkey {
+            id: mw.data().index,
+            uid: 0,
+        },
+    )
 }

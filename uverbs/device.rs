@@ -110,6 +110,8 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         add(ops.rereg_user_mr.is_some(), O::ReregUserMr);
         add(ops.create_ah.is_some(), O::CreateUserAh);
         add(ops.create_ah.is_some(), O::DestroyAh);
+        add(ops.alloc_mw.is_some(), O::AllocMw);
+        add(ops.dealloc_mw.is_some(), O::DeallocMw);
         DeviceDesc {
             driver_id: ops.driver_id() as u32,
             ops: set,

@@ -14,7 +14,7 @@ use crate::prm::cmd::{
     alloc_q_counter_out, dealloc_q_counter_in, query_q_counter_in, query_q_counter_out,
 };
 use crate::prm::command as pc;
-use crate::prm::consts::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
+use crate::prm::consts::{MKC_ACCESS_MODE_KLMS, MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
 use crate::prm::ctx::{mkc, roce_addr_layout};
 use crate::prm::layout::{Member, PrmError};
 use kernel::prelude::*;
@@ -206,6 +206,14 @@ pub(crate) enum MkeyTranslation<'a> {
         /// The pages' DMA addresses.
         pages: &'a [u64],
     },
+    /// A memory window (upstream `mlx5_ib_alloc_mw()`): a free KLM mkey with UMR enabled and
+    /// room for `ndescs` descriptors, filled by the bind WQEs the provider posts.
+    Window {
+        /// `translations_octword_size`.
+        ndescs: u32,
+        /// `en_rinval`: a type 2 window may be invalidated by a remote SEND with invalidate.
+        remote_inval: bool,
+    },
 }
 
 /// CREATE_MKEY.
@@ -234,7 +242,7 @@ pub(crate) struct Mkey {
 impl CreateMkey<'_> {
     fn pages(&self) -> &[u64] {
         match self.translation {
-            MkeyTranslation::Pa => &[],
+            MkeyTranslation::Pa | MkeyTranslation::Window { .. } => &[],
             MkeyTranslation::Mtt { pages, .. } => pages,
         }
     }
@@ -270,6 +278,16 @@ impl Command for CreateMkey<'_> {
             MkeyTranslation::Pa => {
                 inbox.set(m(mkc::access_mode_1_0), MKC_ACCESS_MODE_PA)?;
                 inbox.set(m(mkc::length64), 1)
+            }
+            MkeyTranslation::Window {
+                ndescs,
+                remote_inval,
+            } => {
+                inbox.set(m(mkc::free), 1)?;
+                inbox.set(m(mkc::umr_en), 1)?;
+                inbox.set(m(mkc::access_mode_1_0), MKC_ACCESS_MODE_KLMS)?;
+                inbox.set(m(mkc::en_rinval), u32::from(remote_inval))?;
+                inbox.set(m(mkc::translations_octword_size), ndescs)
             }
             MkeyTranslation::Mtt {
                 start,

@@ -26,6 +26,8 @@ pub(crate) mod op {
     pub(crate) const RESP_SEND: u8 = 2;
     /// `MLX5_CQE_RESP_SEND_IMM`.
     pub(crate) const RESP_SEND_IMM: u8 = 3;
+    /// `MLX5_CQE_RESP_SEND_INV`: a SEND with invalidate (`imm_inval_pkey` is the rkey).
+    pub(crate) const RESP_SEND_INV: u8 = 4;
     /// `MLX5_CQE_RESIZE_CQ`: the last entry of the old buffer of a resized CQ.
     pub(crate) const RESIZE_CQ: u8 = 5;
     /// `MLX5_CQE_REQ_ERR`.
@@ -48,6 +50,8 @@ pub(crate) mod syndrome {
     pub(crate) const LOCAL_PROT: u8 = 0x04;
     /// `WR_FLUSH_ERR`.
     pub(crate) const FLUSH: u8 = 0x05;
+    /// `MW_BIND_ERR`.
+    pub(crate) const MW_BIND: u8 = 0x06;
     /// `REMOTE_INVAL_REQ_ERR`.
     pub(crate) const REMOTE_INVAL_REQ: u8 = 0x12;
     /// `REMOTE_ACCESS_ERR`.

@@ -25,7 +25,7 @@ use super::dma::DmaMem;
 use super::events::{Event, Popped, QpEvent, SrqEvent};
 use super::profile::LinkLayer;
 use super::srq::{SrqWqe, NEXT_SEG};
-use super::xlat::{Access, Fragmented, MkeyInfo, Xlat};
+use super::xlat::{Access, Binding, Fragmented, MkeyInfo, Xlat, NO_QPN};
 use super::{capacity, Fw, QCnt};
 use crate::prm::consts::*;
 use crate::prm::ctx::{ads, qpc};
@@ -35,6 +35,8 @@ use crate::prm::layout::Member;
 pub(crate) mod wqe_op {
     /// `MLX5_OPCODE_NOP`.
     pub(crate) const NOP: u8 = 0x00;
+    /// `MLX5_OPCODE_SEND_INVAL`: a SEND whose immediate is an rkey the responder invalidates.
+    pub(crate) const SEND_INVAL: u8 = 0x01;
     /// `MLX5_OPCODE_RDMA_WRITE`.
     pub(crate) const RDMA_WRITE: u8 = 0x08;
     /// `MLX5_OPCODE_RDMA_WRITE_IMM`.
@@ -49,6 +51,47 @@ pub(crate) mod wqe_op {
     pub(crate) const ATOMIC_CS: u8 = 0x11;
     /// `MLX5_OPCODE_ATOMIC_FA`.
     pub(crate) const ATOMIC_FA: u8 = 0x12;
+    /// `MLX5_OPCODE_UMR`: here only a memory window's bind or invalidation.
+    pub(crate) const UMR: u8 = 0x25;
+}
+
+/// A UMR WQE as libmlx5 44 builds a window bind (`set_bind_wr()`, qp.c): after the control
+/// segment `struct mlx5_wqe_umr_ctrl_seg` (48 bytes), `struct mlx5_wqe_mkey_context_seg` (64),
+/// then, for a bind, one `struct mlx5_wqe_umr_klm_seg` padded to 64 bytes. The control
+/// segment's immediate is the window's current key.
+pub(crate) mod umr {
+    /// `flags` (u8) of the UMR control segment.
+    pub(crate) const FLAGS: usize = 16;
+    /// `mkey_mask` (be64).
+    pub(crate) const MKEY_MASK: usize = 24;
+    /// The mkey context segment.
+    pub(crate) const MKC: usize = 64;
+    /// The KLM.
+    pub(crate) const KLM: usize = 128;
+    /// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE`: a type 2 bind needs a free window.
+    pub(crate) const CHECK_FREE: u8 = 1 << 5;
+    /// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN`: a type 2 invalidation must come from the bound QP.
+    pub(crate) const CHECK_QPN: u8 = 1 << 3;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN`.
+    pub(crate) const MASK_LEN: u64 = 1 << 0;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR`.
+    pub(crate) const MASK_START_ADDR: u64 = 1 << 6;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY`: the key's low byte.
+    pub(crate) const MASK_MKEY: u64 = 1 << 13;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_QPN`.
+    pub(crate) const MASK_QPN: u64 = 1 << 14;
+    /// `MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE`.
+    pub(crate) const MASK_FREE: u64 = 1 << 29;
+    /// `MLX5_WQE_MKEY_CONTEXT_FREE` (the context's `free` byte).
+    pub(crate) const CTX_FREE: u8 = 1 << 6;
+    /// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_*`: atomic, remote write, remote read, local write.
+    pub(crate) const ACC_ATOMIC: u8 = 1 << 6;
+    /// Remote write.
+    pub(crate) const ACC_REMOTE_WRITE: u8 = 1 << 5;
+    /// Remote read.
+    pub(crate) const ACC_REMOTE_READ: u8 = 1 << 4;
+    /// Local write.
+    pub(crate) const ACC_LOCAL_WRITE: u8 = 1 << 3;
 }
 
 /// `fm_ce_se` bits (`MLX5_WQE_CTRL_*`).
@@ -531,9 +574,157 @@ fn next_seg(segs: &[u8], pos: &mut usize, rq: bool) -> Result<Option<Seg>, ()> {
 
 /// Looks up a local or remote key: the index must name a live mkey whose `mkey_7_0` is the
 /// key's low byte and whose PD is the QP's.
+/// A memory window is never a local key.
 fn mkey(fw: &Fw, key: u32, pd: u32) -> Option<MkeyInfo> {
     let m = fw.mkeys.get(key >> 8)?;
-    (m.info.key_byte == (key & 0xff) as u8 && m.pd == pd).then_some(m.info)
+    (m.info.key_byte == (key & 0xff) as u8 && m.pd == pd && m.win.is_none()).then_some(m.info)
+}
+
+/// Looks up an rkey for responder `d`: an MR's mkey as [`mkey`], or a bound memory window of
+/// `d`'s PD, bound to `d` if it is a type 2 window (IB spec o10-37.2.x), over an MR that still
+/// lives with the key it was bound with (an MR deregistered under a window ends its access).
+fn remote_key(fw: &Fw, key: u32, d: &Snap) -> Option<MkeyInfo> {
+    let m = fw.mkeys.get(key >> 8)?;
+    if m.info.key_byte != (key & 0xff) as u8 || m.pd != d.pd {
+        return None;
+    }
+    let Some(w) = m.win else {
+        return Some(m.info);
+    };
+    let b = w.bound?;
+    if b.qpn != NO_QPN && b.qpn != d.qpn {
+        return None;
+    }
+    let mr = fw.mkeys.get(b.mr_key >> 8)?;
+    if mr.win.is_some() || mr.info.key_byte != (b.mr_key & 0xff) as u8 {
+        return None;
+    }
+    Some(mr.info.window(&b, m.info.key_byte))
+}
+
+/// Executes a UMR WQE of requester `s` (a memory window's bind or local invalidation, as
+/// libmlx5 44 posts them for `ibv_bind_mw()`, `IBV_WR_BIND_MW` and `IBV_WR_LOCAL_INV`). The
+/// checks are the IB spec's that the device can make (`MW_BIND_ERR` otherwise): the window
+/// exists with the key in the immediate and is of the QP's PD (C10-72); a bind with
+/// `CHECK_FREE` (type 2) needs a free window; the MR's key names a live MR (not a window) of
+/// the QP's PD; the range lies inside the MR, is not empty and is not zero-based (not
+/// modeled); remote write or atomic rights need the MR's local write (C10-74); an invalidation
+/// with `CHECK_QPN` (type 2) must come from the QP the window is bound to. The MR's
+/// `IBV_ACCESS_MW_BIND` is not checked: the mkey context has no such right (upstream mlx5_ib
+/// does not pass it to the device). The key's low byte becomes the context's
+/// (`MASK_MKEY`), except on a type 2 invalidation. Only RC and UC QPs post these (`LOCAL_QP_OP_ERR` otherwise).
+fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
+    if !matches!(s.st, QPC_ST_RC | QPC_ST_UC) || w.len < umr::KLM {
+        return ReqRes::Err(syn::LOCAL_QP_OP);
+    }
+    let bind_err = ReqRes::Err(syn::MW_BIND);
+    let key = u32::from_be_bytes(w.imm);
+    let flags = buf.get(umr::FLAGS).copied().unwrap_or(0);
+    let mask = be64(buf, umr::MKEY_MASK);
+    let ctx_free = buf.get(umr::MKC).copied().unwrap_or(0) & umr::CTX_FREE != 0;
+    let acc = buf.get(umr::MKC + 2).copied().unwrap_or(0);
+    let qpn_mkey = be32(buf, umr::MKC + 4);
+    let Some(m) = fw.mkeys.get(key >> 8) else {
+        return bind_err;
+    };
+    let Some(win) = m.win else {
+        return bind_err;
+    };
+    if m.info.key_byte != (key & 0xff) as u8 || m.pd != s.pd {
+        return bind_err;
+    }
+    let invalidate = mask & umr::MASK_FREE != 0 && ctx_free;
+    let bound = if invalidate {
+        if flags & umr::CHECK_QPN != 0 && win.bound.is_some_and(|b| b.qpn != s.qpn) {
+            return bind_err;
+        }
+        None
+    } else {
+        if w.len < umr::KLM + 16 {
+            return ReqRes::Err(syn::LOCAL_QP_OP);
+        }
+        if flags & umr::CHECK_FREE != 0 && win.bound.is_some() {
+            return bind_err;
+        }
+        let count = u64::from(be32(buf, umr::KLM));
+        let mr_key = be32(buf, umr::KLM + 4);
+        let addr = be64(buf, umr::KLM + 8);
+        let start = if mask & umr::MASK_START_ADDR != 0 {
+            be64(buf, umr::MKC + 16)
+        } else {
+            addr
+        };
+        let len = if mask & umr::MASK_LEN != 0 {
+            be64(buf, umr::MKC + 24)
+        } else {
+            count
+        };
+        let Some(mr) = mkey(fw, mr_key, s.pd) else {
+            return bind_err;
+        };
+        let mut a = Access::LOCAL_READ.0;
+        for (bit, right) in [
+            (umr::ACC_LOCAL_WRITE, Access::LOCAL_WRITE),
+            (umr::ACC_REMOTE_READ, Access::REMOTE_READ),
+            (umr::ACC_REMOTE_WRITE, Access::REMOTE_WRITE),
+            (umr::ACC_ATOMIC, Access::ATOMIC),
+        ] {
+            if acc & bit != 0 {
+                a |= right.0;
+            }
+        }
+        let writes = Access(Access::REMOTE_WRITE.0 | Access::ATOMIC.0);
+        if start != addr
+            || len != count
+            || len == 0
+            || !mr.covers(start, len)
+            || (a & writes.0 != 0 && !mr.access.allows(Access::LOCAL_WRITE))
+        {
+            return bind_err;
+        }
+        Some(Binding {
+            mr_key,
+            start,
+            len,
+            access: Access(a),
+            qpn: if mask & umr::MASK_QPN != 0 {
+                qpn_mkey >> 8
+            } else {
+                NO_QPN
+            },
+        })
+    };
+    if let Some(m) = fw.mkeys.get_mut(key >> 8) {
+        // libmlx5's IBV_WR_LOCAL_INV carries key byte 0 and keeps `mw->rkey`, whose next
+        // bind names it: an invalidation with CHECK_QPN keeps the key (a type 1 unbind by
+        // ibv_bind_mw() takes the new one the library also takes).
+        if mask & umr::MASK_MKEY != 0 && !(invalidate && flags & umr::CHECK_QPN != 0) {
+            m.info.key_byte = (qpn_mkey & 0xff) as u8;
+        }
+        if let Some(w) = m.win.as_mut() {
+            w.bound = bound;
+        }
+    }
+    ReqRes::Ok { byte_cnt: 0 }
+}
+
+/// A SEND with invalidate's invalidation at responder `d` (IB spec 10.6.7.2.x): the rkey must
+/// name a bound window of `d`'s PD created with `en_rinval` (type 2) and bound to `d`. False
+/// when it may not be invalidated.
+fn remote_invalidate(fw: &mut Fw, key: u32, d: &Snap) -> bool {
+    let Some(m) = fw.mkeys.get_mut(key >> 8) else {
+        return false;
+    };
+    if m.info.key_byte != (key & 0xff) as u8 || m.pd != d.pd {
+        return false;
+    }
+    match m.win.as_mut() {
+        Some(w) if w.remote_inval && w.bound.is_some_and(|b| b.qpn == d.qpn) => {
+            w.bound = None;
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Checks a scatter/gather list against the keys (`need` rights, ranges); its byte total.
@@ -987,6 +1178,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         (NOP, _) => return ReqRes::Ok { byte_cnt: 0 },
         (SEND | SEND_IMM, QPC_ST_UD | QPC_ST_QP1) => (16 + 48, Access::LOCAL_READ),
         (SEND | SEND_IMM, QPC_ST_RC | QPC_ST_UC) => (16, Access::LOCAL_READ),
+        (SEND_INVAL, QPC_ST_RC) => (16, Access::LOCAL_READ),
         (RDMA_WRITE | RDMA_WRITE_IMM, QPC_ST_RC | QPC_ST_UC) => (32, Access::LOCAL_READ),
         (RDMA_READ, QPC_ST_RC) => (32, Access::LOCAL_WRITE),
         (ATOMIC_CS | ATOMIC_FA, QPC_ST_RC) => (48, Access::LOCAL_WRITE),
@@ -1071,7 +1263,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     let remote = (be64(buf, 16), be32(buf, 24));
 
     match w.opcode {
-        SEND | SEND_IMM | RDMA_WRITE_IMM => {
+        SEND | SEND_IMM | SEND_INVAL | RDMA_WRITE_IMM => {
             // These consume a receive WQE.
             let mut rbuf = [0u8; MAX_RQ_WQE];
             let (dmem, dfw): (&dyn DmaMem, &Fw) = match nodes.get(di) {
@@ -1149,12 +1341,22 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
                 }
                 ok.and_then(|()| transfer(&mut src, rn.mem, &mut dst, dn.mem, len))
             };
+            if moved.is_ok() && w.opcode == SEND_INVAL {
+                let key = u32::from_be_bytes(w.imm);
+                let ok = nodes
+                    .get_mut(di)
+                    .is_some_and(|n| remote_invalidate(n.fw, key, &d));
+                if !ok {
+                    resp_fail(nodes, di, &d, Some(syn::REMOTE_INVAL_REQ), None);
+                    return ReqRes::Err(syn::REMOTE_INVAL_REQ);
+                }
+            }
             match moved {
                 Ok(()) => {
-                    let (opc, imm) = if w.opcode == SEND_IMM {
-                        (cqe_op::RESP_SEND_IMM, Some(w.imm))
-                    } else {
-                        (cqe_op::RESP_SEND, None)
+                    let (opc, imm) = match w.opcode {
+                        SEND_IMM => (cqe_op::RESP_SEND_IMM, Some(w.imm)),
+                        SEND_INVAL => (cqe_op::RESP_SEND_INV, Some(w.imm)),
+                        _ => (cqe_op::RESP_SEND, None),
                     };
                     let bc = byte_cnt.saturating_add(if ud { GRH_BYTES } else { 0 });
                     let mut c = resp_cqe(&d, s, opc, bc, imm);
@@ -1194,7 +1396,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
             let (Some(rn), Some(dn)) = (nodes.get(ni), nodes.get(di)) else {
                 return dropped;
             };
-            let info = match mkey(dn.fw, rkey, d.pd) {
+            let info = match remote_key(dn.fw, rkey, &d) {
                 Some(m) if d.rre && m.access.allows(Access::REMOTE_READ) => m,
                 _ if len == 0 && d.rre => {
                     resp_ok(nodes, di, &d, None, pkts);
@@ -1235,7 +1437,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
                 resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
                 return ReqRes::Err(syn::REMOTE_INVAL_REQ);
             }
-            let bus = match mkey(dn.fw, rkey, d.pd) {
+            let bus = match remote_key(dn.fw, rkey, &d) {
                 Some(m) if d.rae && m.access.allows(Access::ATOMIC) && m.covers(raddr, 8) => {
                     m.translate(raddr).map(|(b, _)| b)
                 }
@@ -1327,7 +1529,7 @@ fn write(
         }
         Ok(())
     } else {
-        let info = match mkey(dn.fw, rkey, d.pd) {
+        let info = match remote_key(dn.fw, rkey, d) {
             Some(m) if d.rwe && m.access.allows(Access::REMOTE_WRITE) && m.covers(raddr, len) => m,
             _ => return bad(nodes),
         };
@@ -1474,7 +1676,14 @@ fn step(nodes: &mut [Node<'_>], ni: usize, slot: usize, now: u64) -> Step {
             _ => {}
         }
     }
-    let res = exec_message(nodes, ni, &s, &w, &buf);
+    let res = if w.opcode == wqe_op::UMR {
+        match nodes.get_mut(ni) {
+            Some(n) => exec_umr(n.fw, &s, &w, &buf),
+            None => return Step::Idle,
+        }
+    } else {
+        exec_message(nodes, ni, &s, &w, &buf)
+    };
     if matches!(res, ReqRes::Err(e) if e == syn::REMOTE_ACCESS) {
         q_count(nodes, ni, s.cnt_set, QCnt::ReqRemoteAccess);
     }
@@ -1533,7 +1742,7 @@ fn finish(nodes: &mut [Node<'_>], ni: usize, slot: usize, w: &Wqe, res: ReqRes, 
     match res {
         ReqRes::Ok { byte_cnt } => {
             let pkts = match w.opcode {
-                wqe_op::NOP => 0,
+                wqe_op::NOP | wqe_op::UMR => 0,
                 wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA => 1,
                 _ => packets(u64::from(byte_cnt), s.mtu),
             };

@@ -424,6 +424,11 @@ impl Host {
     /// Posts a send WR as libmlx5's `mlx5_post_send()` lays it out, and rings the record.
     pub(super) fn post(&mut self, qp: &mut QpH, wr: &Wr) {
         let w = encode(qp, wr);
+        self.post_bytes(qp, &w);
+    }
+
+    /// Posts a WQE given as its bytes (the control segment's index and QPN are the caller's).
+    pub(super) fn post_bytes(&mut self, qp: &mut QpH, w: &[u8]) {
         let sq_bytes = 64u64 << qp.log_sq;
         let start = u64::from(qp.cur_post) * 64;
         for (i, b) in w.iter().enumerate() {
@@ -2926,4 +2931,389 @@ fn run_uar_serves_only_the_queues_of_that_page() {
     // Nothing left: a second pass is idle, and so is a full one.
     assert_eq!(pass(&mut p.h, uar).wqes, 0);
     assert_eq!(p.run(0).wqes, 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory windows: CREATE_MKEY of a window, UMR bind/invalidate WQEs, SEND with invalidate.
+
+/// A window's mkey as upstream `mlx5_ib_alloc_mw()` creates it; returns its key.
+fn alloc_mw(h: &mut Host, type2: bool) -> u32 {
+    let mut b = inbox(op::CREATE_MKEY, 0, 0, create_mkey_in::SIZE_BYTES);
+    let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
+    m(mkc::free).set(&mut b, 1).unwrap();
+    m(mkc::umr_en).set(&mut b, 1).unwrap();
+    m(mkc::lr).set(&mut b, 1).unwrap();
+    m(mkc::access_mode_1_0)
+        .set(&mut b, MKC_ACCESS_MODE_KLMS)
+        .unwrap();
+    m(mkc::en_rinval).set(&mut b, u32::from(type2)).unwrap();
+    m(mkc::translations_octword_size).set(&mut b, 4).unwrap();
+    m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
+    m(mkc::pd).set(&mut b, h.pd).unwrap();
+    m(mkc::mkey_7_0).set(&mut b, 0x51).unwrap();
+    let out = ok(&mut h.fw, &b, create_mkey_out::SIZE_BYTES);
+    (create_mkey_out::mkey_index.get(&out).unwrap() << 8) | 0x51
+}
+
+/// What a bind names (libmlx5's `struct ibv_mw_bind_info`; `None`: an invalidation).
+#[derive(Clone, Copy)]
+struct Bind {
+    mr: u32,
+    addr: u64,
+    len: u64,
+    /// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_*`.
+    access: u8,
+}
+
+/// A UMR WQE as libmlx5 44's `set_bind_wr()` lays it out: `key` is the window's current key,
+/// `new_byte` the new key's low byte; `type2` binds to `qp`.
+fn umr_wqe(qp: &QpH, key: u32, new_byte: u8, type2: bool, bind: Option<Bind>) -> Vec<u8> {
+    use engine::umr;
+    let size = if bind.is_some() { 192 } else { 128 };
+    let mut w = vec![0u8; size];
+    let idx = u32::from(qp.cur_post);
+    w[0..4].copy_from_slice(&((idx << 8) | u32::from(wqe_op::UMR)).to_be_bytes());
+    w[4..8].copy_from_slice(&((qp.qpn << 8) | (size / 16) as u32).to_be_bytes());
+    w[11] = ctrl::CQ_UPDATE;
+    w[12..16].copy_from_slice(&key.to_be_bytes());
+    let mut flags = 0x80 | 0x10; // INLINE | TRNSLATION_OFFSET
+    let mut mask = umr::MASK_FREE | umr::MASK_MKEY;
+    if type2 {
+        mask |= umr::MASK_QPN;
+    }
+    let qpn_field = if type2 && bind.is_some() {
+        qp.qpn << 8
+    } else {
+        0xffff_ff00
+    };
+    w[umr::MKC + 4..umr::MKC + 8].copy_from_slice(&(qpn_field | u32::from(new_byte)).to_be_bytes());
+    match bind {
+        Some(b) => {
+            if type2 {
+                flags |= umr::CHECK_FREE;
+            }
+            mask |= umr::MASK_LEN | umr::MASK_START_ADDR | (0xf << 18);
+            w[umr::MKC + 2] = b.access;
+            w[umr::MKC + 16..umr::MKC + 24].copy_from_slice(&b.addr.to_be_bytes());
+            w[umr::MKC + 24..umr::MKC + 32].copy_from_slice(&b.len.to_be_bytes());
+            w[umr::KLM..umr::KLM + 4].copy_from_slice(&(b.len as u32).to_be_bytes());
+            w[umr::KLM + 4..umr::KLM + 8].copy_from_slice(&b.mr.to_be_bytes());
+            w[umr::KLM + 8..umr::KLM + 16].copy_from_slice(&b.addr.to_be_bytes());
+        }
+        None => {
+            w[umr::MKC] = umr::CTX_FREE;
+            if type2 {
+                flags |= umr::CHECK_QPN;
+            }
+        }
+    }
+    w[umr::FLAGS] = flags;
+    w[umr::MKEY_MASK..umr::MKEY_MASK + 8].copy_from_slice(&mask.to_be_bytes());
+    w
+}
+
+const RW: u8 = engine::umr::ACC_REMOTE_WRITE | engine::umr::ACC_REMOTE_READ;
+
+fn write_via(p: &mut Pair, src: &Mr, addr: u64, rkey: u32, len: u32) -> Polled {
+    let mut a = p.a;
+    let mut w = Wr::new(wqe_op::RDMA_WRITE).sge(src.sge(0, len));
+    w.remote = Some((addr, rkey));
+    p.h.post(&mut a, &w);
+    p.a = a;
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(s.len(), 1, "{s:x?}");
+    s[0]
+}
+
+#[test]
+fn type2_window_bind_write_read_range_access_and_local_invalidate() {
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let mr = p.h.mr(8192, ALL);
+    let key = alloc_mw(&mut p.h, true);
+    // Before any bind the window gives no access.
+    let c = write_via(&mut p, &src, mr.va, key, 16);
+    assert_eq!(
+        (c.opcode, c.syndrome),
+        (cqe_op::REQ_ERR, csyn::REMOTE_ACCESS)
+    );
+
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let mr = p.h.mr(8192, ALL);
+    let key = alloc_mw(&mut p.h, true);
+    let data = pattern(256, 3);
+    p.h.mem.put(src.bus, &data);
+    // The responder b binds [va + 1024, +2048) with remote write and read, new key byte 0x52.
+    let mut b = p.b;
+    let bind = Bind {
+        mr: mr.key,
+        addr: mr.va + 1024,
+        len: 2048,
+        access: RW,
+    };
+    {
+        let w = umr_wqe(&b, key, 0x52, true, Some(bind));
+        p.h.post_bytes(&mut b, &w);
+    }
+    p.b = b;
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(
+        (s[0].opcode, s[0].wqe_opcode, s[0].qpn),
+        (cqe_op::REQ, wqe_op::UMR, b.qpn)
+    );
+    let rkey = (key & !0xff) | 0x52;
+    // The old key is gone.
+    let c = write_via(&mut p, &src, mr.va + 1024, key, 16);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+    // New pair state: a and b went to ERR; start again with a fresh pair for the good path.
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let mr = p.h.mr(8192, ALL);
+    let key = alloc_mw(&mut p.h, true);
+    p.h.mem.put(src.bus, &data);
+    let mut b = p.b;
+    let bind = Bind {
+        mr: mr.key,
+        addr: mr.va + 1024,
+        len: 2048,
+        access: RW,
+    };
+    {
+        let w = umr_wqe(&b, key, 0x52, true, Some(bind));
+        p.h.post_bytes(&mut b, &w);
+    }
+    p.b = b;
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    let c = write_via(&mut p, &src, mr.va + 1024 + 100, rkey, 256);
+    assert_eq!(c.opcode, cqe_op::REQ);
+    assert_eq!(p.h.mem.get(mr.bus + 1124, 256), data);
+    // READ back through the window.
+    let mut a = p.a;
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(src.sge(1024, 256))
+            .remote(&Mr { key: rkey, ..mr }, 1124),
+    );
+    p.a = a;
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    assert_eq!(p.h.mem.get(src.bus + 1024, 256), data);
+    // A type 2 window is bound to b: a second bind (CHECK_FREE) is an MW bind error... later;
+    // first invalidate locally on b, then the key gives no access.
+    let mut b = p.b;
+    {
+        // libmlx5's IBV_WR_LOCAL_INV carries key byte 0: the key is kept.
+        let w = umr_wqe(&b, rkey, 0, true, None);
+        p.h.post_bytes(&mut b, &w);
+    }
+    p.b = b;
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    // Free again: a bind naming the kept key works; invalidate it once more.
+    let k2 = (key & !0xff) | 0x54;
+    let mut b = p.b;
+    let w = umr_wqe(&b, rkey, 0x54, true, Some(bind));
+    p.h.post_bytes(&mut b, &w);
+    let w = umr_wqe(&b, k2, 0, true, None);
+    p.h.post_bytes(&mut b, &w);
+    p.b = b;
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(
+        s.iter().map(|c| c.opcode).collect::<Vec<_>>(),
+        vec![cqe_op::REQ, cqe_op::REQ],
+        "{s:x?}"
+    );
+    let c = write_via(&mut p, &src, mr.va + 1024, k2, 16);
+    assert_eq!(
+        (c.opcode, c.syndrome),
+        (cqe_op::REQ_ERR, csyn::REMOTE_ACCESS)
+    );
+}
+
+#[test]
+fn window_range_and_rights_are_checked() {
+    for (off, len, read) in [
+        (1023u64, 16u32, false),
+        (1024 + 2040, 16, false),
+        (1024, 16, true),
+    ] {
+        let mut p = pair(QPC_ST_RC);
+        let src = p.h.mr(4096, ALL);
+        let mr = p.h.mr(8192, ALL);
+        let key = alloc_mw(&mut p.h, true);
+        let mut b = p.b;
+        let bind = Bind {
+            mr: mr.key,
+            addr: mr.va + 1024,
+            len: 2048,
+            // Write only: a READ is outside the window's rights.
+            access: engine::umr::ACC_REMOTE_WRITE,
+        };
+        {
+            let w = umr_wqe(&b, key, 0x60, true, Some(bind));
+            p.h.post_bytes(&mut b, &w);
+        }
+        p.b = b;
+        p.run(0);
+        assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+        let rkey = (key & !0xff) | 0x60;
+        let c = if read {
+            let mut a = p.a;
+            let mut w = Wr::new(wqe_op::RDMA_READ).sge(src.sge(0, len));
+            w.remote = Some((mr.va + off, rkey));
+            p.h.post(&mut a, &w);
+            p.run(0);
+            p.sends()[0]
+        } else {
+            write_via(&mut p, &src, mr.va + off, rkey, len)
+        };
+        assert_eq!(
+            (c.opcode, c.syndrome),
+            (cqe_op::REQ_ERR, csyn::REMOTE_ACCESS),
+            "off {off} len {len} read {read}"
+        );
+    }
+}
+
+#[test]
+fn type1_window_any_qp_of_the_pd_and_rebind() {
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let mr = p.h.mr(8192, ALL);
+    let key = alloc_mw(&mut p.h, false);
+    // Type 1: bound through a's own SQ (no QPN), used by a's RDMA to b.
+    let mut a = p.a;
+    let bind = Bind {
+        mr: mr.key,
+        addr: mr.va,
+        len: 4096,
+        access: RW,
+    };
+    {
+        let w = umr_wqe(&a, key, 0x61, false, Some(bind));
+        p.h.post_bytes(&mut a, &w);
+    }
+    p.a = a;
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    let k1 = (key & !0xff) | 0x61;
+    assert_eq!(write_via(&mut p, &src, mr.va, k1, 64).opcode, cqe_op::REQ);
+    // Rebind (type 1 needs no invalidation first) with key byte 0x62: the old key stops.
+    let mut a = p.a;
+    {
+        let w = umr_wqe(&a, k1, 0x62, false, Some(bind));
+        p.h.post_bytes(&mut a, &w);
+    }
+    p.a = a;
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    let k2 = (key & !0xff) | 0x62;
+    assert_eq!(write_via(&mut p, &src, mr.va, k2, 64).opcode, cqe_op::REQ);
+    // Deregistering the MR ends the window's access.
+    ok(
+        &mut p.h.fw,
+        &destroy_in(
+            op::DESTROY_MKEY,
+            0,
+            destroy_mkey_in::mkey_index,
+            mr.key >> 8,
+        ),
+        destroy_mkey_out::SIZE_BYTES,
+    );
+    let c = write_via(&mut p, &src, mr.va, k2, 64);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+}
+
+#[test]
+fn bind_errors_are_mw_bind_err() {
+    let no_lw = MrAccess {
+        lw: false,
+        rr: true,
+        rw: true,
+        a: false,
+    };
+    // (MR rights, offset, length, second bind of a bound type 2 window)
+    for (acc, off, len, twice) in [
+        (no_lw, 0u64, 64u64, false),
+        (ALL, 4000, 200, false),
+        (ALL, 0, 0, false),
+        (ALL, 0, 64, true),
+    ] {
+        let mut p = pair(QPC_ST_RC);
+        let mr = p.h.mr(4096, acc);
+        let key = alloc_mw(&mut p.h, true);
+        let mut b = p.b;
+        let bind = Bind {
+            mr: mr.key,
+            addr: mr.va + off,
+            len,
+            access: RW,
+        };
+        let mut k = key;
+        if twice {
+            {
+                let w = umr_wqe(&b, key, 0x70, true, Some(bind));
+                p.h.post_bytes(&mut b, &w);
+            }
+            k = (key & !0xff) | 0x70;
+        }
+        {
+            let w = umr_wqe(&b, k, 0x71, true, Some(bind));
+            p.h.post_bytes(&mut b, &w);
+        }
+        p.b = b;
+        p.run(0);
+        let s = p.sends();
+        let last = s.last().copied().unwrap();
+        assert_eq!(
+            (last.opcode, last.syndrome),
+            (cqe_op::REQ_ERR, csyn::MW_BIND),
+            "{off} {len} {twice}"
+        );
+        assert_eq!(p.h.state(&b), QPC_STATE_ERR);
+    }
+}
+
+#[test]
+fn send_with_invalidate_frees_a_type2_window() {
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let mr = p.h.mr(8192, ALL);
+    let key = alloc_mw(&mut p.h, true);
+    let mut b = p.b;
+    let bind = Bind {
+        mr: mr.key,
+        addr: mr.va,
+        len: 4096,
+        access: RW,
+    };
+    {
+        let w = umr_wqe(&b, key, 0x53, true, Some(bind));
+        p.h.post_bytes(&mut b, &w);
+    }
+    p.h.post_recv(&mut b, &[mr.sge(4096, 64)]);
+    p.b = b;
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    let rkey = (key & !0xff) | 0x53;
+    let mut a = p.a;
+    let mut w = Wr::new(wqe_op::SEND_INVAL).sge(src.sge(0, 32));
+    w.imm = rkey;
+    p.h.post(&mut a, &w);
+    p.a = a;
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    let r = p.recvs();
+    assert_eq!(
+        (r[0].opcode, r[0].imm, r[0].byte_cnt),
+        (cqe_op::RESP_SEND_INV, rkey, 32)
+    );
+    let c = write_via(&mut p, &src, mr.va, rkey, 16);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
 }

@@ -308,6 +308,8 @@ struct Mkey {
     pd: u32,
     mkc: [u8; MKC_BYTES],
     info: xlat::MkeyInfo,
+    /// A memory window (`free`, `umr_en`, KLM access mode at CREATE_MKEY): its binding.
+    win: Option<xlat::Window>,
 }
 
 /// One RoCE address table entry (SET_ROCE_ADDRESS).

@@ -10,7 +10,7 @@
 
 use super::cqe::CqState;
 use super::syndrome::{self as syn, CmdError};
-use super::xlat::{Fragmented, MkeyInfo};
+use super::xlat::{self, Fragmented, MkeyInfo};
 use super::{
     fail, Cmd, Cq, Done, Fw, Mkey, Owned, QCnt, QCounter, Uctx, CQC_BYTES, MKC_BYTES, QCNT_N,
 };
@@ -404,11 +404,20 @@ impl Fw {
         // The MTT entries follow the fixed layout.
         let info =
             MkeyInfo::parse(&mkc, c.inbox_raw(), create_mkey_in::SIZE_BYTES).map_err(fragmented)?;
+        // upstream mlx5_ib_alloc_mw(): a free KLM mkey that UMR WQEs may bind.
+        let win = (mode == consts::MKC_ACCESS_MODE_KLMS
+            && c.get(ctx.inner(mkc::free)) != 0
+            && c.get(ctx.inner(mkc::umr_en)) != 0)
+            .then(|| xlat::Window {
+                remote_inval: c.get(ctx.inner(mkc::en_rinval)) != 0,
+                bound: None,
+            });
         let m = Mkey {
             uid: c.uid,
             pd,
             mkc,
             info,
+            win,
         };
         let index = self.mkeys.alloc(m).ok_or(FULL)?;
         c.set(create_mkey_out::mkey_index, index)

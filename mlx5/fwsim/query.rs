@@ -98,7 +98,7 @@ impl Fw {
     ) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Member<cmd_hca_cap::Bits>, u32); 40] = [
+        let values: [(Member<cmd_hca_cap::Bits>, u32); 41] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // Q counter sets: the simulator's table.
             (cmd_hca_cap::max_qp_cnt, super::capacity::Q_COUNTER as u32),
@@ -138,8 +138,10 @@ impl Fw {
             (cmd_hca_cap::atomic, 1),
             // XRC domains and XRC SRQs (`xrc.rs`): upstream mlx5_ib does not probe without.
             (cmd_hca_cap::xrc, 1),
+            // Memory windows (`engine.rs`: UMR bind and invalidate WQEs on RC/UC QPs).
+            (cmd_hca_cap::imaicl, 1),
             // UMR cannot change an mkey's translation (as on early ConnectX-4 firmware): the
-            // engine executes no UMR WQE, so upstream mlx5_ib must register user MRs with
+            // engine executes UMR WQEs only to bind and invalidate windows, so upstream mlx5_ib must register user MRs with
             // CREATE_MKEY and their MTTs inline (`mlx5r_umr_can_load_pas()` false), as our
             // driver does; both then leave IB_DEVICE_MEM_MGT_EXTENSIONS out.
             (cmd_hca_cap::umr_modify_entity_size_disabled, 1),

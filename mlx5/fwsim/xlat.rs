@@ -272,12 +272,96 @@ impl MkeyInfo {
     }
 }
 
+/// QPN of a window bound to no QP (a type 1 window; `mkc.qpn` 0xffffff).
+pub(crate) const NO_QPN: u32 = 0x00ff_ffff;
+
+/// A memory window's state (an mkey created free, with `umr_en` and the KLM access mode, as
+/// upstream `mlx5_ib_alloc_mw()` makes it). Binding and invalidation are UMR WQEs
+/// (`engine.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    /// `en_rinval`: a SEND with invalidate may free it (type 2).
+    pub(crate) remote_inval: bool,
+    /// `None` while free.
+    pub(crate) bound: Option<Binding>,
+}
+
+/// What a bind WQE set (`mlx5_wqe_mkey_context_seg` and its one KLM).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Binding {
+    /// The MR's key (`klm.mkey`); the window works while that mkey lives with this key.
+    pub(crate) mr_key: u32,
+    /// `start_addr` (= `klm.address`: zero-based windows are not modeled).
+    pub(crate) start: u64,
+    /// `len`.
+    pub(crate) len: u64,
+    /// The window's rights.
+    pub(crate) access: Access,
+    /// The QP a type 2 window is bound to ([`NO_QPN`] for type 1).
+    pub(crate) qpn: u32,
+}
+
+impl MkeyInfo {
+    /// The view of a bound window over its MR `mr`: the MR's translation, limited to the
+    /// window's range and rights.
+    pub(crate) fn window(&self, b: &Binding, key_byte: u8) -> MkeyInfo {
+        let map = match self.map {
+            MkeyMap::Pa { .. } => MkeyMap::Pa {
+                start: b.start,
+                len: Some(b.len),
+            },
+            MkeyMap::Mtt { base, xlat, .. } => MkeyMap::Mtt {
+                start: b.start,
+                len: b.len,
+                base,
+                xlat,
+            },
+            MkeyMap::Indirect => MkeyMap::Indirect,
+        };
+        MkeyInfo {
+            map,
+            access: b.access,
+            key_byte,
+        }
+    }
+}
+
 /// `MKC_ACCESS_MODE_MTT` is 1 and PA 0 in every PRM revision the model knows.
 const _: () = assert!(MKC_ACCESS_MODE_PA == 0 && MKC_ACCESS_MODE_MTT == 1);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_is_its_range_of_the_mr() {
+        let b = pages(&[0x10000, 0x11000]);
+        let mr = MkeyInfo {
+            map: MkeyMap::Mtt {
+                start: 0x4000_0100,
+                len: 0x1f00,
+                base: 0x4000_0000,
+                xlat: Xlat::from_pages(&b, 0, 2, 4096).unwrap(),
+            },
+            access: Access(0x1f),
+            key_byte: 7,
+        };
+        let bind = Binding {
+            mr_key: 0x107,
+            start: 0x4000_0800,
+            len: 0x1000,
+            access: Access::REMOTE_READ,
+            qpn: NO_QPN,
+        };
+        let w = mr.window(&bind, 9);
+        assert!(w.covers(0x4000_0800, 0x1000));
+        assert!(!w.covers(0x4000_07ff, 2));
+        assert!(!w.covers(0x4000_1000, 0x801));
+        assert_eq!(w.translate(0x4000_1000), Some((0x11000, 0x1000)));
+        assert!(w.access.allows(Access::REMOTE_READ));
+        assert!(!w.access.allows(Access::REMOTE_WRITE));
+        assert_eq!(w.key_byte, 9);
+    }
 
     fn pages(addrs: &[u64]) -> std::vec::Vec<u8> {
         addrs.iter().flat_map(|a| a.to_be_bytes()).collect()

@@ -40,6 +40,7 @@ impl Driver for Mock {
     type SrqData = ();
     type MrData = ();
     type AhData = ();
+    type MwData = ();
 }
 
 const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;

@@ -149,6 +149,7 @@ impl Driver for Mock {
     type SrqData = ();
     type MrData = u32;
     type AhData = ();
+    type MwData = ();
 }
 
 const GID_TBL_LEN: u32 = 4;

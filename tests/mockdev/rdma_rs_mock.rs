@@ -42,9 +42,9 @@ use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     modify_qp_is_ok, AccessFlags, Cq, CqInitAttr, DbPages, MmapEntry, MmapRegistry, Mr, MrCreated,
-    Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState, QpType, ReregFlags, Srq,
-    SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, Umem, UserCtx, UserDb,
-    UserMrReq,
+    Mw, MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState,
+    QpType, ReregFlags, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata,
+    Umem, UserCtx, UserDb, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -79,6 +79,7 @@ impl Driver for Mock {
     /// place; the core here always takes a new one, with the same pinned memory).
     type MrData = Arc<Umem>;
     type AhData = ();
+    type MwData = ();
 }
 
 /// A mock QP: its state and port, for QUERY_QP.
@@ -660,6 +661,23 @@ impl DeviceOps for MockOps {
     }
 
     fn dereg_mr(_mr: &Mr<Mock>) -> Result {
+        Ok(())
+    }
+
+    // upstream rxe_alloc_mw(): no driver data, the rkey from the pool index and a key byte.
+    fn alloc_mw(
+        _pd: &Pd<Mock>,
+        _mw_type: MwType,
+        _user: &mut UserCtx<'_, '_, Mock>,
+    ) -> Result<MwCreated<()>> {
+        static NEXT_MW: Atomic<u32> = Atomic::new(0x100);
+        Ok(MwCreated {
+            rkey: NEXT_MW.fetch_add(0x100, Relaxed),
+            data: (),
+        })
+    }
+
+    fn dealloc_mw(_mw: &Mw<Mock>) -> Result {
         Ok(())
     }
 }

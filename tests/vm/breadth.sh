@@ -1,6 +1,12 @@
 #!/bin/sh
 # Verbs breadth (issue 16): REREG_MR, hardware counters, device rename and
-# `rdma monitor`. Runs as its own mode (`make breadth`), not inside check.
+# `rdma monitor`, memory windows. Runs as its own mode (`make breadth`); vm_mw
+# also runs inside check.
+#  - vm_mw: tests/userspace/mw_test.c (ALLOC_MW/DEALLOC_MW errnos, type 1 and
+#    type 2 binds through Debian's libmlx5, RDMA through window rkeys, local
+#    and remote invalidation, bind errors) on both link layers of ours and on
+#    upstream rdma_rxe, the facts compared line by line; ibv_devinfo -v's
+#    max_mw.
 #  - vm_rereg: tests/userspace/rereg_test.c on both link layers of ours
 #    (raw write() and libibverbs' ibv_rereg_mr() through Debian's libmlx5)
 #    and on upstream rdma_rxe; the errno and data-path facts compared line
@@ -42,6 +48,44 @@ rereg_suite() {
 		else
 			sed 's/^/    diff| /' /tmp/rereg-diff | head -n 40
 			t_fail "rereg_test: $d's facts equal rxe0's"
+		fi
+	done
+}
+
+# The facts of mw_test's last run (/tmp/import.out) where mlx5 and rdma_rxe differ by
+# design (Documentation/datapath.md, "Memory windows"), checked on ours ($1).
+mw_mlx5_facts() {
+	local f
+	for f in "t1_read_past_end 10" "t2_bind_bound 6" "bind_write_without_local_write 6" \
+		"bind_past_mr_end 6" "t2_send_inv_with_inv 1" "bind_without_mw_bind 0" \
+		"dereg_bound_mr 0" "read_after_dereg 10"; do
+		t_check "$1: mw_test I $f (mlx5's behaviour)" grep -qx "I $f" /tmp/import.out
+	done
+}
+
+mw_suite() {
+	local d
+	load_ours $BREADTH_SIM
+	t_check "mlx5_0: ibv_devinfo -v shows a non-zero max_mw" sh -c \
+		"ibv_devinfo -v -d mlx5_0 | grep -Eq 'max_mw:[[:space:]]+[1-9]'"
+	t_import "mw_test mlx5_0 (IB)" /rdma-rs/mw_test -d mlx5_0
+	grep '^C ' /tmp/import.out >/tmp/mw-mlx5_0.c
+	mw_mlx5_facts mlx5_0
+	t_import "mw_test mlx5_1 (RoCE)" /rdma-rs/mw_test -d mlx5_1 -g $BREADTH_ROCE_GID
+	grep '^C ' /tmp/import.out >/tmp/mw-mlx5_1.c
+	mw_mlx5_facts mlx5_1
+	breadth_baseline "the mw test"
+	unload_ours
+	peer_up
+	t_import "mw_test rxe0 (upstream)" /rdma-rs/mw_test -d rxe0 -g 0
+	grep '^C ' /tmp/import.out >/tmp/mw-rxe0.c
+	peer_down
+	for d in mlx5_0 mlx5_1; do
+		if [ -s /tmp/mw-$d.c ] && diff /tmp/mw-rxe0.c /tmp/mw-$d.c >/tmp/mw-diff; then
+			t_ok "mw_test: $d's $(wc -l </tmp/mw-$d.c) facts equal rxe0's"
+		else
+			sed 's/^/    diff| /' /tmp/mw-diff | head -n 40
+			t_fail "mw_test: $d's facts equal rxe0's"
 		fi
 	done
 }

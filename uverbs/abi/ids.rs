@@ -42,13 +42,6 @@ pub(crate) mod obj {
     pub(crate) const SRQ: u16 = 5;
     pub(crate) const AH: u16 = 6;
     pub(crate) const MR: u16 = 7;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
     pub(crate) const MW: u16 = 8;
     #[cfg_attr(
         MODULE,
@@ -134,6 +127,9 @@ pub(crate) mod method {
 
     /// upstream: `enum uverbs_methods_pd`.
     pub(crate) const PD_DESTROY: u16 = 0;
+
+    /// upstream: `enum uverbs_methods_mw`.
+    pub(crate) const MW_DESTROY: u16 = 0;
 
     /// upstream: `enum uverbs_methods_cq`.
     pub(crate) const CQ_CREATE: u16 = 0;
@@ -291,6 +287,9 @@ pub(crate) mod attr {
     // upstream: enum uverbs_attrs_destroy_srq_cmd_attr_ids
     pub(crate) const DESTROY_SRQ_HANDLE: u16 = 0;
     pub(crate) const DESTROY_SRQ_RESP: u16 = 1;
+
+    // upstream: enum uverbs_attrs_mw_destroy_ids
+    pub(crate) const DESTROY_MW_HANDLE: u16 = 0;
 
     // upstream: enum uverbs_attrs_mr_destroy_ids
     pub(crate) const DESTROY_MR_HANDLE: u16 = 0;

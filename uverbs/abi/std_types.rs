@@ -320,6 +320,14 @@ const SRQ_DESTROY: &[AttrSpec] = &[
     A::ptr_out(attr::DESTROY_SRQ_RESP, PtrSpec::ty(4), UA_MANDATORY),
 ];
 
+// upstream: uverbs_std_types.c, `UVERBS_METHOD_MW_DESTROY`
+const MW_DESTROY: &[AttrSpec] = &[A::idr(
+    attr::DESTROY_MW_HANDLE,
+    obj::MW,
+    Access::Destroy,
+    UA_MANDATORY,
+)];
+
 // upstream: uverbs_std_types_mr.c
 const MR_DESTROY: &[AttrSpec] = &[A::idr(
     attr::DESTROY_MR_HANDLE,
@@ -438,6 +446,19 @@ pub(crate) const CORE_OBJECTS: &[ObjectSpec] = &[
         writes: &[],
         needs: &[DriverOp::DestroyAh],
     },
+    // upstream: uverbs_std_types.c, `UVERBS_OBJECT_MW` (libibverbs 44 frees a window with
+    // MW_DESTROY and falls back to DEALLOC_MW; it allocates with the write command only).
+    ObjectSpec {
+        id: obj::MW,
+        type_class: Some(TypeClass::Idr),
+        methods: &[m(
+            method::MW_DESTROY,
+            MW_DESTROY,
+            CoreHandler::DestroyDefault,
+        )],
+        writes: &[],
+        needs: &[DriverOp::DeallocMw],
+    },
     ObjectSpec {
         id: obj::COMP_CHANNEL,
         type_class: Some(TypeClass::Fd),
@@ -508,6 +529,16 @@ pub(crate) const WRITE_OBJECTS: &[ObjectSpec] = &[
             W::i(cmd::DEREG_MR, 4, &[Op::DeregMr]),
             W::udata_io(cmd::REG_MR, 40, 12, &[Op::RegUserMr]),
             W::udata_io(cmd::REREG_MR, 48, 8, &[Op::ReregUserMr]),
+        ],
+        needs: &[],
+    },
+    ObjectSpec {
+        id: obj::MW,
+        type_class: None,
+        methods: &[],
+        writes: &[
+            W::udata_io(cmd::ALLOC_MW, 16, 8, &[Op::AllocMw]),
+            W::i(cmd::DEALLOC_MW, 4, &[Op::DeallocMw]),
         ],
         needs: &[],
     },

@@ -289,6 +289,25 @@ uapi_structs! {
         mr_handle: u32,
     }
 
+    /// `struct ib_uverbs_alloc_mw` (`driver_data[]` follows).
+    ib_uverbs_alloc_mw => pub(crate) struct AllocMw(16) {
+        response: u64,
+        pd_handle: u32,
+        mw_type: u8,
+        reserved: [u8; 3],
+    }
+
+    /// `struct ib_uverbs_alloc_mw_resp`.
+    ib_uverbs_alloc_mw_resp => pub(crate) struct AllocMwResp(8) {
+        mw_handle: u32,
+        rkey: u32,
+    }
+
+    /// `struct ib_uverbs_dealloc_mw`.
+    ib_uverbs_dealloc_mw => pub(crate) struct DeallocMw(4) {
+        mw_handle: u32,
+    }
+
     /// `struct ib_uverbs_create_comp_channel`.
     ib_uverbs_create_comp_channel => pub(crate) struct CreateCompChannel(8) {
         response: u64,

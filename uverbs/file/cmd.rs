@@ -29,6 +29,7 @@
 pub(super) mod ah;
 pub(super) mod cq;
 pub(super) mod mr;
+pub(super) mod mw;
 pub(super) mod qp;
 pub(super) mod srq;
 
@@ -319,6 +320,8 @@ impl<D: Driver> UFile<D> {
             cmd::DESTROY_SRQ => self.destroy_srq(inner, b),
             cmd::CREATE_AH => self.create_ah(inner, b),
             cmd::DESTROY_AH => self.destroy_ah(inner, b),
+            cmd::ALLOC_MW => self.alloc_mw(inner, b),
+            cmd::DEALLOC_MW => self.dealloc_mw(inner, b),
             // upstream: ib_uverbs_dereg_mr() -> uobj_perform_destroy()
             cmd::DEREG_MR => {
                 inner.ctx()?;

@@ -11,7 +11,7 @@ use crate::uverbs::driver_api::DriverObject;
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::UFile;
 use crate::uverbs::uobject_table::HandleTable;
-use crate::verbs::{Ah, Cq, Mr, Pd, Qp, Srq, Ucontext};
+use crate::verbs::{Ah, Cq, Mr, Mw, Pd, Qp, Srq, Ucontext};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -23,6 +23,7 @@ pub(super) enum ObjKind<D: Driver> {
     Srq(Arc<Srq<D>>, Arc<UEvents>),
     Mr(Arc<Mr<D>>),
     Ah(Arc<Ah<D>>),
+    Mw(Arc<Mw<D>>),
     /// An object of a driver's object type (destroyed by dropping it).
     Driver(DriverObject),
 }
@@ -89,6 +90,9 @@ impl<D: Driver> UFile<D> {
             ObjKind::Ah(ah) => Ah::destroy(ah)
                 .map(|()| none)
                 .map_err(|e| (e.err, ObjKind::Ah(e.obj))),
+            ObjKind::Mw(mw) => Mw::dealloc(mw)
+                .map(|()| none)
+                .map_err(|e| (e.err, ObjKind::Mw(e.obj))),
             ObjKind::Driver(o) => {
                 drop(o);
                 Ok(none)
