@@ -572,7 +572,7 @@ impl Fw {
             flush: None,
             scan_start: 0,
             hca <- hca::Hca::new_in_place(),
-            xrc: xrc::Xrc::new(),
+            xrc <- xrc::Xrc::new_in_place(),
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
