@@ -1084,8 +1084,11 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         // initiator, with a send queue, is no target). Otherwise an Invalid Request NAK.
         let srqn = be32(buf, 16) & 0x00ff_ffff;
         let x = nodes.get(di).and_then(|n| {
-            let tgt = n.fw.qps.at_slot(d.slot)?.1.q.has_sq;
-            n.fw.xrc.srq(srqn).filter(|x| !tgt && x.xrcd == d.xrcd).copied()
+            let ini = n.fw.qps.at_slot(d.slot)?.1.q.has_sq;
+            n.fw.xrc
+                .srq(srqn)
+                .filter(|x| !ini && x.xrcd == d.xrcd)
+                .copied()
         });
         let Some(x) = x else {
             resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));

@@ -3043,7 +3043,13 @@ fn xrc_send_lands_in_the_named_srq_of_the_targets_domain() {
     let rv = h.poll_all(&mut rcq);
     assert_eq!(rv.len(), 1);
     assert_eq!(
-        (rv[0].opcode, rv[0].qpn, rv[0].uidx, rv[0].byte_cnt, rv[0].wqe_counter),
+        (
+            rv[0].opcode,
+            rv[0].qpn,
+            rv[0].uidx,
+            rv[0].byte_cnt,
+            rv[0].wqe_counter
+        ),
         (cqe_op::RESP_SEND, tgt.qpn, 0x7001, 300, 0)
     );
     assert_eq!(h.mem.get(dst.bus, 300), pattern(300, 7));
@@ -3112,7 +3118,12 @@ fn xrc_send_lands_in_the_named_srq_of_the_targets_domain() {
         );
     }
     ok(&mut h.fw, &dx(x1), 16);
-    let d = destroy_in(op::DESTROY_XRC_SRQ, 0, destroy_xrc_srq_in::xrc_srqn, s2.rmpn);
+    let d = destroy_in(
+        op::DESTROY_XRC_SRQ,
+        0,
+        destroy_xrc_srq_in::xrc_srqn,
+        s2.rmpn,
+    );
     ok(&mut h.fw, &d, 16);
     ok(&mut h.fw, &dx(x2), 16);
     assert_eq!(h.fw.counts().xrc, 0);
@@ -3128,15 +3139,24 @@ fn xrc_target_qp_needs_a_domain() {
     q(qpc::no_sq).set(&mut b, 1).unwrap();
     q(qpc::rq_type).set(&mut b, SRQ_RQ).unwrap();
     let (c, _) = super::tests::run(&mut h.fw, &b, create_qp_out::SIZE_BYTES);
-    assert_eq!((c.status, c.syndrome), (Status::BAD_PARAM_ERR, syn::XRC_QP_XRCD));
+    assert_eq!(
+        (c.status, c.syndrome),
+        (Status::BAD_PARAM_ERR, syn::XRC_QP_XRCD)
+    );
     q(qpc::xrcd).set(&mut b, 0x77).unwrap();
     let (c, _) = super::tests::run(&mut h.fw, &b, create_qp_out::SIZE_BYTES);
-    assert_eq!((c.status, c.syndrome), (Status::BAD_RES_ERR, syn::XRCD_UNKNOWN));
+    assert_eq!(
+        (c.status, c.syndrome),
+        (Status::BAD_RES_ERR, syn::XRCD_UNKNOWN)
+    );
     let x = h.xrcd();
     q(qpc::xrcd).set(&mut b, x).unwrap();
     q(qpc::rq_type).set(&mut b, ZERO_LEN_RQ).unwrap();
     let (c, _) = super::tests::run(&mut h.fw, &b, create_qp_out::SIZE_BYTES);
-    assert_eq!((c.status, c.syndrome), (Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE));
+    assert_eq!(
+        (c.status, c.syndrome),
+        (Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE)
+    );
     assert_eq!(h.fw.counts().qp, 0);
 }
 
