@@ -492,7 +492,10 @@ fn stage_bfreg_cleanup(d: &mut Mlx5Dev) {
 fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     let hw = d.hw.clone();
     let id = *hw.identity();
-    let ops = assemble_ops(id.link_layer)?;
+    let mut ops = assemble_ops(id.link_layer)?;
+    if d.ops.xrc {
+        ops.set(&crate::ib::XRC_OPS)?;
+    }
     let mut ports = KVec::with_capacity(d.ports.len(), GFP_KERNEL)?;
     for p in d.ports.iter() {
         ports.push(

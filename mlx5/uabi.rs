@@ -549,6 +549,8 @@ pub(crate) enum UserQpType {
     Uc,
     /// `IB_QPT_UD`.
     Ud,
+    /// `IB_QPT_XRC_INI`.
+    XrcIni,
 }
 
 /// The general capabilities the user QP path reads.
