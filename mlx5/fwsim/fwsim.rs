@@ -192,7 +192,7 @@ pub(crate) struct Counts {
     pub(crate) mkey: usize,
     /// Shared receive queues (RMPs).
     pub(crate) srq: usize,
-    /// XRC domains and XRC SRQs (`xrc.rs`; not in the simulator's debugfs `resources`).
+    /// XRC domains and XRC SRQs (`xrc.rs`; debugfs `resources` line `xrc`).
     pub(crate) xrc: usize,
 }
 
