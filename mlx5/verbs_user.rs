@@ -663,9 +663,9 @@ impl SrqQueue {
             if r.reserved0 != 0 || r.reserved1 != 0 {
                 return Err(EINVAL);
             }
-            let uidx = if !xrc {
-                0
-            } else if has_uidx && mctx.cqe_version == 0 && r.uidx == 0xff_ffff {
+            // A basic SRQ reads no uidx; CQE version 0 with the default one keeps 0.
+            let default_v0 = has_uidx && mctx.cqe_version == 0 && r.uidx == 0xff_ffff;
+            let uidx = if !xrc || default_v0 {
                 0
             } else if has_uidx != (mctx.cqe_version != 0) {
                 return Err(EINVAL);

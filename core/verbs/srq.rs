@@ -76,11 +76,14 @@ pub struct XrcSrqCreated<T> {
     pub srq_num: u32,
 }
 
+/// An XRC SRQ's uses of its domain and its CQ.
+type XrcUses<D> = (Uses<Xrcd<D>>, Uses<Cq<D>>);
+
 /// A shared receive queue (upstream `struct ib_srq`); it uses its PD, and an XRC SRQ its
 /// XRC domain and its CQ (upstream `srq->ext.xrc.xrcd`, `srq->ext.cq`).
 pub struct Srq<D: Driver> {
     pd: Uses<Pd<D>>,
-    xrc: Option<(Uses<Xrcd<D>>, Uses<Cq<D>>)>,
+    xrc: Option<XrcUses<D>>,
     srq_num: u32,
     res: Arc<ResEntry>,
     res_id: u32,

@@ -67,7 +67,10 @@ impl QpHandler for SharedQpEvents {
 
 /// The same handler object (compared by address, not by vtable).
 fn same_handler(a: &Arc<dyn QpHandler>, b: &Arc<dyn QpHandler>) -> bool {
-    core::ptr::addr_eq(&**a as *const dyn QpHandler, &**b as *const dyn QpHandler)
+    core::ptr::addr_eq(
+        core::ptr::from_ref::<dyn QpHandler>(&**a),
+        core::ptr::from_ref::<dyn QpHandler>(&**b),
+    )
 }
 
 struct Tgt<D: Driver> {
