@@ -1005,6 +1005,16 @@ mod tests {
             qp_vendor_flags(PACKET_BASED_CREDIT_MODE, UserQpType::Uc, &pb),
             Err(AbiError::Inval)
         );
+        // upstream process_vendor_flags(): packet-based credits are an RC flag only, an XRC
+        // initiator's too is EINVAL.
+        assert_eq!(
+            qp_vendor_flags(PACKET_BASED_CREDIT_MODE, UserQpType::XrcIni, &pb),
+            Err(AbiError::Inval)
+        );
+        assert_eq!(
+            qp_vendor_flags(SIGNATURE, UserQpType::XrcIni, &pb),
+            Ok(SIGNATURE)
+        );
         assert_eq!(qp_vendor_flags(DCI_STREAM, t, &CAPS), Err(AbiError::Inval));
         assert_eq!(qp_vendor_flags(TYPE_DCI, t, &CAPS), Err(AbiError::NotSupp));
         assert_eq!(qp_vendor_flags(1 << 20, t, &CAPS), Err(AbiError::Inval));
