@@ -698,7 +698,8 @@ mod tests {
         assert_eq!(a.node_guid, a.sys_image_guid);
         assert_ne!(a.node_guid, 0);
         use crate::attrs::cap_flags::*;
-        let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN;
+        // The model has `cmd_hca_cap.xrc`: IB_DEVICE_XRC, as upstream.
+        let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN | XRC;
         // The model sets `umr_modify_entity_size_disabled` (no UMR WQEs in its engine).
         assert_eq!(a.device_cap_flags, base);
         assert_eq!(d.hca_type()?.to_bytes(), b"MT4129");
