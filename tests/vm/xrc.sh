@@ -15,13 +15,13 @@
 xrc_pingpongs() {
 	rm -f /tmp/xrc_domain
 	tr_pair "ibv_xsrq_pingpong on mlx5_0 (IB, one shared XRC domain)" ibv_xsrq_pingpong \
-		"-d mlx5_0 -n 50" "-d mlx5_0 -n 50" '^success$'
+		"-d mlx5_0 -n 20" "-d mlx5_0 -n 20" '^success$'
 	tr_pair "ibv_xsrq_pingpong -e on mlx5_0 (completion events)" ibv_xsrq_pingpong \
-		"-d mlx5_0 -e -n 20" "-d mlx5_0 -e -n 20" '^success$'
+		"-d mlx5_0 -e -n 10" "-d mlx5_0 -e -n 10" '^success$'
 	tr_pair "ibv_xsrq_pingpong on mlx5_2 (RoCE)" ibv_xsrq_pingpong \
-		"-d mlx5_2 -g $ROCE_GID -n 50" "-d mlx5_2 -g $ROCE_GID -n 50" '^success$'
+		"-d mlx5_2 -g $ROCE_GID -n 20" "-d mlx5_2 -g $ROCE_GID -n 20" '^success$'
 	tr_pair "ibv_xsrq_pingpong mlx5_0 <-> mlx5_1 (IB fabric, a domain each)" ibv_xsrq_pingpong \
-		"-d mlx5_0 -n 20" "-d mlx5_1 -n 20" '^success$'
+		"-d mlx5_0 -n 10" "-d mlx5_1 -n 10" '^success$'
 }
 
 xrc_suite() {
