@@ -222,7 +222,8 @@ impl<D: Driver> UFile<D> {
     ) -> Result {
         inner.ctx()?;
         let r = request::<s::OpenQp>(&b.core_in)?;
-        let ux = Self::xrcd_by_handle(inner, r.pd_handle)?;
+        // upstream: a failed uobj_get_read() of the XRCD is EINVAL here.
+        let ux = Self::xrcd_by_handle(inner, r.pd_handle).map_err(|_| EINVAL)?;
         if r.qp_type != 10 {
             return Err(EINVAL);
         }
