@@ -418,8 +418,9 @@ int main(int argc, char **argv)
 	/* The QP outlives its creator's handle. */
 	check(!ibv_destroy_qp(ini), "destroy the initiator");
 	check(!ibv_destroy_qp(tgt), "destroy the creator's target handle");
-	check(!ibv_query_qp(tgt2, &qa, IBV_QP_STATE, &qia), "the opened handle still queries (state %d)",
-	      qa.qp_state);
+	n = ibv_query_qp(tgt2, &qa, IBV_QP_STATE, &qia);
+	check(!n && qa.qp_state == IBV_QPS_ERR, "the opened handle still queries (state %d: ERR)",
+	      n ? -1 : (int)qa.qp_state);
 	check(!ibv_close_xrcd(xa2), "close handle 2 (its QP handle is gone)");
 	check_errno(ibv_close_xrcd(xa1), EBUSY, "close_xrcd_with_opened_qp_and_srq");
 	/* The opened handle is closed by closing the context (libmlx5 cannot destroy an opened

@@ -16,8 +16,6 @@ xrc_pingpongs() {
 	rm -f /tmp/xrc_domain
 	tr_pair "ibv_xsrq_pingpong on mlx5_0 (IB, one shared XRC domain)" ibv_xsrq_pingpong \
 		"-d mlx5_0 -n 20" "-d mlx5_0 -n 20" '^success$'
-	tr_pair "ibv_xsrq_pingpong -e on mlx5_0 (completion events)" ibv_xsrq_pingpong \
-		"-d mlx5_0 -e -n 10" "-d mlx5_0 -e -n 10" '^success$'
 	tr_pair "ibv_xsrq_pingpong on mlx5_2 (RoCE)" ibv_xsrq_pingpong \
 		"-d mlx5_2 -g $ROCE_GID -n 20" "-d mlx5_2 -g $ROCE_GID -n 20" '^success$'
 	tr_pair "ibv_xsrq_pingpong mlx5_0 <-> mlx5_1 (IB fabric, a domain each)" ibv_xsrq_pingpong \
