@@ -141,6 +141,12 @@ const PD_DESTROY: &[AttrSpec] = &[A::idr(
     Access::Destroy,
     UA_MANDATORY,
 )];
+const XRCD_DESTROY: &[AttrSpec] = &[A::idr(
+    attr::DESTROY_XRCD_HANDLE,
+    obj::XRCD,
+    Access::Destroy,
+    UA_MANDATORY,
+)];
 const ASYNC_EVENT_ALLOC: &[AttrSpec] = &[A::fd(
     attr::ASYNC_EVENT_ALLOC_FD_HANDLE,
     obj::ASYNC_EVENT,
@@ -417,11 +423,16 @@ pub(crate) const CORE_OBJECTS: &[ObjectSpec] = &[
         writes: &[],
         needs: &[DriverOp::DestroySrq],
     },
-    // upstream: uverbs_std_types.c, `UVERBS_OBJECT_XRCD` (no ioctl methods).
+    // upstream: uverbs_std_types.c, `UVERBS_OBJECT_XRCD` with UVERBS_METHOD_XRCD_DESTROY
+    // (libibverbs 44's ibv_cmd_close_xrcd() tries it first).
     ObjectSpec {
         id: obj::XRCD,
         type_class: Some(TypeClass::Idr),
-        methods: &[],
+        methods: &[m(
+            method::XRCD_DESTROY,
+            XRCD_DESTROY,
+            CoreHandler::DestroyDefault,
+        )],
         writes: &[],
         needs: &[DriverOp::AllocXrcd, DriverOp::DeallocXrcd],
     },
