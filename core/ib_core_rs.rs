@@ -39,6 +39,8 @@ pub mod driver;
 pub mod event;
 #[path = "../rust/global.rs"]
 mod global;
+#[path = "../rust/inode.rs"]
+pub(crate) mod inode;
 #[path = "../rust/mm.rs"]
 pub mod mm;
 #[path = "../rust/netlink.rs"]

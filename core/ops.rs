@@ -17,9 +17,9 @@ use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Mw,
-    MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags,
-    SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx,
-    UserMrReq, Wc,
+    MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler, QpInitAttr, RecvWr,
+    ReregFlags, SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata,
+    UserCtx, UserMrReq, Wc, XrcSrqCreated, Xrcd,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -228,6 +228,41 @@ pub trait DeviceOps: 'static {
 
     /// Destroys the driver part of an SRQ (upstream `ops.destroy_srq`).
     fn destroy_srq(_srq: &Srq<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Allocates the driver part of an XRC domain (upstream `ops.alloc_xrcd`): its number.
+    fn alloc_xrcd(
+        _dev: &Device<Self::Driver>,
+        _user: Option<&mut UserCtx<'_, '_, Self::Driver>>,
+    ) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Deallocates XRC domain `xrcdn` (upstream `ops.dealloc_xrcd`).
+    fn dealloc_xrcd(_dev: &Device<Self::Driver>, _xrcdn: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver part of an XRC SRQ of a user context in `xrcd`, completing on
+    /// `cq` (upstream `ops.create_srq` with `IB_SRQT_XRC`); as [`DeviceOps::create_srq`].
+    fn create_xrc_srq(
+        _pd: &Pd<Self::Driver>,
+        _xrcd: &Xrcd<Self::Driver>,
+        _cq: &Cq<Self::Driver>,
+        _attr: &mut SrqInitAttr,
+        _handler: Option<&Arc<dyn SrqHandler>>,
+        _user: &mut UserCtx<'_, '_, Self::Driver>,
+    ) -> Result<XrcSrqCreated<<Self::Driver as Driver>::SrqData>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver part of an XRC target QP in `xrcd` (upstream `ops.create_qp` with
+    /// `IB_QPT_XRC_TGT`, no udata); `handler` gets the QP's events.
+    fn create_xrc_tgt_qp(
+        _xrcd: &Xrcd<Self::Driver>,
+        _handler: &Arc<dyn QpHandler>,
+    ) -> Result<QpCreated<<Self::Driver as Driver>::QpData>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -479,6 +514,18 @@ ops_table! {
     modify_srq: ModifySrq: fn(&Srq<D>, &SrqInitAttr, SrqAttrMask, Option<&mut Udata<'_>>) -> Result,
     query_srq: QuerySrq: fn(&Srq<D>) -> Result<SrqInitAttr>,
     destroy_srq: DestroySrq: fn(&Srq<D>) -> Result,
+    alloc_xrcd: AllocXrcd: fn(&Device<D>, Option<&mut UserCtx<'_, '_, D>>) -> Result<u32>,
+    dealloc_xrcd: DeallocXrcd: fn(&Device<D>, u32) -> Result,
+    create_xrc_srq: CreateXrcSrq: fn(
+        &Pd<D>,
+        &Xrcd<D>,
+        &Cq<D>,
+        &mut SrqInitAttr,
+        Option<&Arc<dyn SrqHandler>>,
+        &mut UserCtx<'_, '_, D>,
+    ) -> Result<XrcSrqCreated<D::SrqData>>,
+    create_xrc_tgt_qp: CreateXrcTgtQp:
+        fn(&Xrcd<D>, &Arc<dyn QpHandler>) -> Result<QpCreated<D::QpData>>,
     create_qp: CreateQp: fn(
         &Pd<D>,
         &QpInitAttr<'_, D>,

@@ -37,6 +37,7 @@ mod srq;
 mod types;
 mod ucontext;
 mod umem;
+mod xrcd;
 
 pub use ah::Ah;
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
@@ -48,10 +49,11 @@ pub use qp::{
     modify_qp_is_ok, AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpEvent,
     QpHandler, QpInitAttr, QpState, QpType,
 };
-pub use srq::{Srq, SrqAttrMask, SrqEvent, SrqHandler, SrqInitAttr};
+pub use srq::{Srq, SrqAttrMask, SrqEvent, SrqHandler, SrqInitAttr, XrcSrqCreated};
 pub use types::{send_flags, wc_flags, RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
 pub use ucontext::{Ucontext, UcontextPriv, Udata, UserCtx};
 pub use umem::{DbPages, DmaBlocks, Umem, UserDb};
+pub use xrcd::{SharedQpEvents, Xrcd};
 
 /// A destroy that did not happen: the error and the object, still alive.
 pub struct DestroyError<T> {

@@ -37,7 +37,6 @@ pub(crate) mod cap_flags {
     /// `IB_DEVICE_UD_IP_CSUM`.
     pub(crate) const UD_IP_CSUM: u64 = 1 << 18;
     /// `IB_DEVICE_XRC`.
-    #[expect(dead_code, reason = "no XRC verbs: not claimed (device_attrs())")]
     pub(crate) const XRC: u64 = 1 << 20;
     /// `IB_DEVICE_MEM_MGT_EXTENSIONS`.
     pub(crate) const MEM_MGT_EXTENSIONS: u64 = 1 << 21;
@@ -276,10 +275,11 @@ pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAt
     if gen.flag(cmd_hca_cap::apm) {
         flags |= AUTO_PATH_MIG;
     }
-    // Upstream sets IB_DEVICE_XRC with `cmd_hca_cap.xrc` and has the XRC verbs
-    // (`mlx5_ib_dev_xrc_ops`); this driver has no alloc_xrcd/XRC SRQ/XRC QP verbs, so it does
-    // not claim XRC (IB_DEVICE_XRC) on a device that has it (Documentation/pcifn.md, the
-    // comparison).
+    // upstream: IB_DEVICE_XRC with `cmd_hca_cap.xrc`, with the XRC verbs
+    // (`mlx5_ib_dev_xrc_ops`, ib.rs `XRC_OPS`, set on the same capability).
+    if gen.flag(cmd_hca_cap::xrc) {
+        flags |= XRC;
+    }
     let cq_moderation = gen.flag(cmd_hca_cap::cq_moderation);
     let mut max_mw = 0;
     if gen.flag(cmd_hca_cap::imaicl) {

@@ -325,7 +325,7 @@ pub(crate) fn post_send(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>]) -> Result {
     if qp.qp_type() == QpType::Ud {
         return Err(EOPNOTSUPP);
     }
-    let d = qp.pd().device().data();
+    let d = qp.device().data();
     let qpn = qp.data().qpn;
     let mem = buf.mem();
     let mut sq = k.sq.lock();

@@ -498,6 +498,9 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     if d.ops.mw {
         ops.set(&crate::ib::MW_OPS)?;
     }
+    if d.ops.xrc {
+        ops.set(&crate::ib::XRC_OPS)?;
+    }
     let mut ports = KVec::with_capacity(d.ports.len(), GFP_KERNEL)?;
     for p in d.ports.iter() {
         ports.push(
@@ -700,7 +703,8 @@ mod tests {
         assert_eq!(a.node_guid, a.sys_image_guid);
         assert_ne!(a.node_guid, 0);
         use crate::attrs::cap_flags::*;
-        let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN;
+        // The model has `cmd_hca_cap.xrc`: IB_DEVICE_XRC, as upstream.
+        let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN | XRC;
         // The model sets `umr_modify_entity_size_disabled` (UMR WQEs only bind windows), and
         // `imaicl`: memory windows, type 2B, 2^log_max_mkey of them (mlx5_ib_query_device()).
         assert_eq!(a.device_cap_flags, base | MEM_WINDOW | MEM_WINDOW_TYPE_2B);

@@ -36,6 +36,7 @@ use ib_core_rs::verbs::{
     MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq,
     SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
+use ib_core_rs::verbs::{QpHandler, XrcSrqCreated, Xrcd};
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -548,6 +549,45 @@ impl DeviceOps for Mlx5MwOps {
 }
 
 pub(crate) const MW_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5MwOps>();
+/// upstream `mlx5_ib_dev_xrc_ops` (set with `MLX5_CAP_GEN(xrc)`): XRC domains, XRC SRQs and
+/// XRC target QPs.
+pub(crate) struct Mlx5XrcOps;
+
+#[vtable]
+impl DeviceOps for Mlx5XrcOps {
+    type Driver = Mlx5Ib;
+
+    fn alloc_xrcd(
+        dev: &Device<Mlx5Ib>,
+        _user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
+    ) -> Result<u32> {
+        crate::verbs::alloc_xrcd(dev)
+    }
+
+    fn dealloc_xrcd(dev: &Device<Mlx5Ib>, xrcdn: u32) -> Result {
+        crate::verbs::dealloc_xrcd(dev, xrcdn)
+    }
+
+    fn create_xrc_srq(
+        pd: &Pd<Mlx5Ib>,
+        xrcd: &Xrcd<Mlx5Ib>,
+        cq: &Cq<Mlx5Ib>,
+        attr: &mut SrqInitAttr,
+        handler: Option<&Arc<dyn SrqHandler>>,
+        user: &mut UserCtx<'_, '_, Mlx5Ib>,
+    ) -> Result<XrcSrqCreated<crate::verbs_user::Mlx5Srq>> {
+        crate::verbs_user::create_xrc_srq(pd, xrcd, cq, attr, handler, user)
+    }
+
+    fn create_xrc_tgt_qp(
+        xrcd: &Xrcd<Mlx5Ib>,
+        handler: &Arc<dyn QpHandler>,
+    ) -> Result<QpCreated<Mlx5Qp>> {
+        crate::verbs::create_xrc_tgt_qp(xrcd, handler)
+    }
+}
+
+pub(crate) const XRC_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5XrcOps>();
 pub(crate) const DEV_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5DevOps>();
 pub(crate) const IB_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5IbPortOps>();
 pub(crate) const ROCE_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5RocePortOps>();

@@ -557,6 +557,8 @@ pub(crate) enum UserQpType {
     Uc,
     /// `IB_QPT_UD`.
     Ud,
+    /// `IB_QPT_XRC_INI`.
+    XrcIni,
 }
 
 /// The general capabilities the user QP path reads.
@@ -1063,6 +1065,16 @@ mod tests {
         assert_eq!(
             qp_vendor_flags(PACKET_BASED_CREDIT_MODE, UserQpType::Uc, &pb),
             Err(AbiError::Inval)
+        );
+        // upstream process_vendor_flags(): packet-based credits are an RC flag only, an XRC
+        // initiator's too is EINVAL.
+        assert_eq!(
+            qp_vendor_flags(PACKET_BASED_CREDIT_MODE, UserQpType::XrcIni, &pb),
+            Err(AbiError::Inval)
+        );
+        assert_eq!(
+            qp_vendor_flags(SIGNATURE, UserQpType::XrcIni, &pb),
+            Ok(SIGNATURE)
         );
         assert_eq!(qp_vendor_flags(DCI_STREAM, t, &CAPS), Err(AbiError::Inval));
         assert_eq!(qp_vendor_flags(TYPE_DCI, t, &CAPS), Err(AbiError::NotSupp));

@@ -29,6 +29,7 @@ use crate::cmd::qp::{
     RqType, Rst2Init, Rtr2Rts, Rts2Rts, ToErr, ToRst,
 };
 use crate::cmd::res::{AllocPd, CreateMkey, DeallocPd, DestroyMkey, MkeyAccess, MkeyTranslation};
+use crate::cmd::res::{AllocXrcd, DeallocXrcd};
 use crate::events::{CqTarget, QpTarget};
 use crate::fwsim::profile::LinkLayer;
 
@@ -42,6 +43,7 @@ use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, MrCreated, MrType, Pd, Qp,
     QpAttr, QpAttrMask, QpCreated, QpInitAttr, QpState, QpType, UserCtx,
 };
+use ib_core_rs::verbs::{QpHandler, Xrcd};
 use kernel::prelude::*;
 use kernel::{new_mutex, sync::Arc, sync::Mutex};
 
@@ -319,6 +321,10 @@ fn sq_overhead(t: QpType) -> u32 {
         QpType::Uc => 16 + 112,
         // ctrl + datagram seg
         QpType::Ud => 16 + 48,
+        // the XRC segment, then as RC
+        QpType::XrcIni => 16 + 16 + 120,
+        // no send queue
+        QpType::XrcTgt => 0,
     }
 }
 
@@ -348,7 +354,9 @@ pub(crate) fn create_qp(
 ) -> Result<QpCreated<Mlx5Qp>> {
     let d = pd.device().data();
     let g = gen(d)?;
-    if attr.srq.is_some() {
+    // Kernel XRC QPs: no kernel consumer here needs them (the kernel data path has no XRC
+    // segment); user XRC QPs are verbs_user.rs's, target QPs create_xrc_tgt_qp()'s.
+    if attr.srq.is_some() || matches!(attr.qp_type, QpType::XrcIni | QpType::XrcTgt) {
         return Err(EOPNOTSUPP);
     }
     let log_max_qp_sz = g.get(cmd_hca_cap::log_max_qp_sz);
@@ -408,6 +416,7 @@ pub(crate) fn create_qp(
         QpType::Rc => QpServiceType::Rc,
         QpType::Uc => QpServiceType::Uc,
         QpType::Ud => QpServiceType::Ud,
+        QpType::XrcIni | QpType::XrcTgt => return Err(EOPNOTSUPP),
     };
     let state = Mlx5Qp::new_state()?;
     let rq = if cap.max_recv_wr == 0 {
@@ -452,6 +461,69 @@ pub(crate) fn create_qp(
     })
 }
 
+/// upstream `create_xrc_tgt_qp()` (`create_qp()` for `IB_QPT_XRC_TGT`, a QP without udata
+/// even for a user): service type XRC, no send queue, `rq_type` SRQ, the XRC domain, a
+/// doorbell record of its own. Upstream also names its device resources (PD p0, CQ c0, SRQ
+/// s0), which this driver does not have: the PD and CQs are 0 and no SRQ is named (the
+/// device takes the SRQ from each message). Its events go to `handler` (the domain's
+/// fan-out to every opener).
+///
+/// # Errors
+///
+/// `ENOMEM`; CREATE_QP's errno.
+pub(crate) fn create_xrc_tgt_qp(
+    xrcd: &Xrcd<Mlx5Ib>,
+    handler: &Arc<dyn QpHandler>,
+) -> Result<QpCreated<Mlx5Qp>> {
+    let d = xrcd.device().data();
+    let buf = KernBuf::new(&*d.hw, 0)?;
+    let state = Mlx5Qp::new_state()?;
+    let target = QpTarget::new(Some(handler), None)?;
+    let slot = d.events.reserve_qp()?;
+    let (qpn, _) = exec(
+        &*d.hw,
+        &CreateQp {
+            uid: 0,
+            st: QpServiceType::Xrc,
+            pd: 0,
+            sq: None,
+            rq: RqType::XrcTgt { xrcd: xrcd.xrcdn() },
+            uar_page: d.uar,
+            log_page_size: 0,
+            page_offset: 0,
+            dbr_addr: buf.dbr_addr(),
+            user_index: 0xff_ffff,
+            wq_signature: false,
+            ece: 0,
+            ts_format: kernel_ts_format(d)?,
+            pas: &[],
+        },
+    )?;
+    d.events.attach_qp(slot, &target, qpn);
+    Ok(QpCreated {
+        data: Mlx5Qp::new(qpn, 0, 0, state, QueueMem::Kernel { buf }, target),
+        qp_num: qpn,
+    })
+}
+
+/// upstream `mlx5_ib_alloc_xrcd()`: ALLOC_XRCD with uid 0.
+///
+/// # Errors
+///
+/// ALLOC_XRCD's errno.
+pub(crate) fn alloc_xrcd(dev: &Device<Mlx5Ib>) -> Result<u32> {
+    exec(&*dev.data().hw, &AllocXrcd { uid: 0 })
+}
+
+/// upstream `mlx5_ib_dealloc_xrcd()`.
+///
+/// # Errors
+///
+/// DEALLOC_XRCD's errno.
+pub(crate) fn dealloc_xrcd(dev: &Device<Mlx5Ib>, xrcdn: u32) -> Result {
+    exec(&*dev.data().hw, &DeallocXrcd { id: xrcdn, uid: 0 })
+}
+
 /// upstream `get_qp_ts_format()` for a kernel QP (its CQs never ask for real-time
 /// timestamps): free running where the RoCE capability allows it, else the default.
 pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
@@ -469,7 +541,7 @@ pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
 /// after this returns), then DESTROY_QP (legal in every state); a refused command puts it
 /// back.
 pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
-    let d = qp.pd().device().data();
+    let d = qp.device().data();
     let q = qp.data();
     let detached = d.events.detach_qp(&q.events);
     let r = exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 });
@@ -627,7 +699,7 @@ fn log2_rd(n: u8) -> Result<u8> {
 /// an illegal transition, a missing required or a disallowed attribute), the context members of the
 /// transition and the optional-parameter mask (`opt_mask`), then the command.
 pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Result {
-    let d = qp.pd().device().data();
+    let d = qp.device().data();
     let t = qp.qp_type();
     let mut st = qp.data().state.lock();
     let cur = st.qp_state;
@@ -742,7 +814,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
 /// upstream `mlx5_ib_query_qp()` → `query_qp_attr()`: QUERY_QP, the context back to
 /// `ib_qp_attr`.
 pub(crate) fn query_qp(qp: &Qp<Mlx5Ib>) -> Result<QpAttr> {
-    let d = qp.pd().device().data();
+    let d = qp.device().data();
     let _st = qp.data().state.lock();
     let q = exec(&*d.hw, &QueryQp { qpn: qp.data().qpn })?;
     use crate::cmd::qp::QpState as S;

@@ -419,8 +419,9 @@ mod tests {
             Ok((obj::DEVICE, method::QUERY_CONTEXT))
         );
         assert_eq!(look(DRV_OBJ, DRV_METHOD), Ok((DRV_OBJ, DRV_METHOD)));
-        // A core object with no ioctl methods here, and one outside the key space.
-        assert_eq!(look(obj::XRCD, 0), Err(Errno::EPROTONOSUPPORT));
+        // A core object's unknown method (XRCD has only XRCD_DESTROY, 0), and an object
+        // outside the key space.
+        assert_eq!(look(obj::XRCD, 1), Err(Errno::EPROTONOSUPPORT));
         assert_eq!(look(0x0800, 0), Err(Errno::EPROTONOSUPPORT));
         // A core method id outside the key space, a core method we do not implement, a
         // driver method the driver did not declare, a driver object nobody declared.

@@ -17,7 +17,7 @@
 //! touches nothing of the driver.
 
 use super::abi::{spec::ObjectSpec, std_types, uapi::DeviceDesc, uapi::UapiTree};
-use super::file::UFile;
+use super::file::{UFile, XrcdTree};
 use super::UverbsShared;
 use crate::chrdev::CharDevice;
 use crate::class::{AttrGroup, ClassDevice, DevAttr, DeviceSpec, SysfsBuf};
@@ -61,6 +61,8 @@ pub(crate) trait UverbsDriver: Send + Sync {
 
 struct DriverHandle<D: Driver> {
     dev: Arc<Device<D>>,
+    /// upstream `ib_uverbs_device.xrcd_tree`: shared by every file of the device.
+    xrcds: Arc<XrcdTree<D>>,
 }
 
 /// Makes the typed handle of `dev` (called by `Device::register`).
@@ -69,7 +71,13 @@ struct DriverHandle<D: Driver> {
 ///
 /// `ENOMEM`.
 pub(crate) fn driver_handle<D: Driver>(dev: &Arc<Device<D>>) -> Result<Arc<dyn UverbsDriver>> {
-    let h: Arc<dyn UverbsDriver> = Arc::new(DriverHandle { dev: dev.clone() }, GFP_KERNEL)?;
+    let h: Arc<dyn UverbsDriver> = Arc::new(
+        DriverHandle {
+            dev: dev.clone(),
+            xrcds: XrcdTree::new()?,
+        },
+        GFP_KERNEL,
+    )?;
     Ok(h)
 }
 
@@ -112,6 +120,8 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         add(ops.create_ah.is_some(), O::DestroyAh);
         add(ops.alloc_mw.is_some(), O::AllocMw);
         add(ops.dealloc_mw.is_some(), O::DeallocMw);
+        add(ops.alloc_xrcd.is_some(), O::AllocXrcd);
+        add(ops.dealloc_xrcd.is_some(), O::DeallocXrcd);
         DeviceDesc {
             driver_id: ops.driver_id() as u32,
             ops: set,
@@ -128,7 +138,7 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
     }
 
     fn open(&self, udev: &Arc<UverbsDevice>) -> Result<Arc<dyn UFileOps>> {
-        let f: Arc<dyn UFileOps> = UFile::new(self.dev.clone(), udev.clone())?;
+        let f: Arc<dyn UFileOps> = UFile::new(self.dev.clone(), udev.clone(), self.xrcds.clone())?;
         Ok(f)
     }
 }

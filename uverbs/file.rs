@@ -28,6 +28,8 @@ mod ioctl;
 mod std_types;
 mod uobject;
 
+pub(crate) use cmd::xrcd::XrcdTree;
+
 pub(crate) use ioctl::Outputs;
 
 use crate::device::Device;
@@ -88,6 +90,8 @@ fn copy_out_or_zero(addr: u64, len: usize, resp: &[u8]) -> Result {
 pub(crate) struct UFile<D: Driver> {
     dev: Arc<Device<D>>,
     udev: Arc<UverbsDevice>,
+    /// The device's XRC domains shared by inode.
+    xrcds: Arc<cmd::xrcd::XrcdTree<D>>,
     #[pin]
     inner: Mutex<Inner<D>>,
     /// Every async event file of the file (upstream: each registers its own
@@ -101,12 +105,17 @@ pub(crate) struct UFile<D: Driver> {
 }
 
 impl<D: Driver> UFile<D> {
-    pub(crate) fn new(dev: Arc<Device<D>>, udev: Arc<UverbsDevice>) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        dev: Arc<Device<D>>,
+        udev: Arc<UverbsDevice>,
+        xrcds: Arc<cmd::xrcd::XrcdTree<D>>,
+    ) -> Result<Arc<Self>> {
         let umaps = crate::mm::Umaps::new()?;
         Arc::pin_init(
             pin_init!(UFile {
                 dev,
                 udev,
+                xrcds,
                 inner <- kernel::new_mutex!(
                     Inner {
                         dead: false,

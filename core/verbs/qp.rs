@@ -7,9 +7,10 @@
 
 use super::{
     destroy, destroy_at_drop, Counted, Cq, DestroyError, Destroyable, Liveness, Pd, RecvWr, SendWr,
-    Srq, Ucontext, UserCtx, Uses,
+    Srq, Ucontext, UserCtx, Uses, Xrcd,
 };
 use crate::attr::Gid;
+use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
 use kernel::prelude::*;
@@ -30,6 +31,10 @@ pub enum QpType {
     Uc = 3,
     /// `IB_QPT_UD`.
     Ud = 4,
+    /// `IB_QPT_XRC_INI`: an XRC initiator (a send queue only).
+    XrcIni = 9,
+    /// `IB_QPT_XRC_TGT`: an XRC target (receives into the XRC SRQs of its domain).
+    XrcTgt = 10,
 }
 
 /// QP states (upstream `enum ib_qp_state`).
@@ -80,20 +85,26 @@ pub fn modify_qp_is_ok(cur: QpState, next: QpState, t: QpType, mask: QpAttrMask)
     use QpAttrMask as M;
     use QpState::*;
     const NONE: M = M(0);
+    // The XRC columns are RC's but for INIT->RTR and RTR->RTS (below).
     let by_type = |ud: M, uc: M, rc: M| match t {
         QpType::Ud => ud,
         QpType::Uc => uc,
-        QpType::Rc => rc,
+        QpType::Rc | QpType::XrcIni | QpType::XrcTgt => rc,
     };
     if mask.contains(M::CUR_STATE) && !matches!(cur, Rtr | Rts | Sqd | Sqe) {
         return false;
     }
     // Optional attributes of the transitions into RTS (from RTR, RTS, SQD).
-    let to_rts_opt = by_type(
-        M::CUR_STATE | M::QKEY,
-        M::CUR_STATE | M::ALT_PATH | M::ACCESS_FLAGS | M::PATH_MIG_STATE,
-        M::CUR_STATE | M::ALT_PATH | M::ACCESS_FLAGS | M::MIN_RNR_TIMER | M::PATH_MIG_STATE,
-    );
+    let uc_to_rts_opt = M::CUR_STATE | M::ALT_PATH | M::ACCESS_FLAGS | M::PATH_MIG_STATE;
+    let to_rts_opt = match t {
+        // upstream: XRC_INI takes UC's optional set (no MIN_RNR_TIMER: it never receives).
+        QpType::XrcIni => uc_to_rts_opt,
+        _ => by_type(
+            M::CUR_STATE | M::QKEY,
+            uc_to_rts_opt,
+            M::CUR_STATE | M::ALT_PATH | M::ACCESS_FLAGS | M::MIN_RNR_TIMER | M::PATH_MIG_STATE,
+        ),
+    };
     let (req, opt) = match (cur, next) {
         (Reset, Reset) => (NONE, NONE),
         (Reset, Init) => (
@@ -117,7 +128,10 @@ pub fn modify_qp_is_ok(cur: QpState, next: QpState, t: QpType, mask: QpAttrMask)
         (Init, Rtr) => {
             let uc = M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN;
             (
-                by_type(NONE, uc, uc | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER),
+                match t {
+                    QpType::XrcIni => uc,
+                    _ => by_type(NONE, uc, uc | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER),
+                },
                 by_type(
                     M::PKEY_INDEX | M::QKEY,
                     M::ALT_PATH | M::ACCESS_FLAGS | M::PKEY_INDEX,
@@ -126,11 +140,14 @@ pub fn modify_qp_is_ok(cur: QpState, next: QpState, t: QpType, mask: QpAttrMask)
             )
         }
         (Rtr, Rts) => (
-            by_type(
-                M::SQ_PSN,
-                M::SQ_PSN,
-                M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::SQ_PSN | M::MAX_QP_RD_ATOMIC,
-            ),
+            match t {
+                QpType::XrcTgt => M::TIMEOUT | M::SQ_PSN,
+                _ => by_type(
+                    M::SQ_PSN,
+                    M::SQ_PSN,
+                    M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::SQ_PSN | M::MAX_QP_RD_ATOMIC,
+                ),
+            },
             to_rts_opt,
         ),
         (Rts, Rts) | (Sqd, Rts) => (NONE, to_rts_opt),
@@ -382,10 +399,16 @@ pub struct QpAttr {
 /// A queue pair (upstream `struct ib_qp` with the driver's `D::QpData`):
 /// it uses its PD, its CQs and its SRQ.
 pub struct Qp<D: Driver> {
-    pd: Uses<Pd<D>>,
-    send_cq: Uses<Cq<D>>,
-    recv_cq: Uses<Cq<D>>,
+    dev: Arc<Device<D>>,
+    /// `None` for an XRC target QP (upstream `create_xrc_qp_user()` clears it).
+    pd: Option<Uses<Pd<D>>>,
+    /// `None` for an XRC target QP.
+    send_cq: Option<Uses<Cq<D>>>,
+    /// `None` for XRC QPs (upstream: an initiator has no receive CQ).
+    recv_cq: Option<Uses<Cq<D>>>,
     srq: Option<Uses<Srq<D>>>,
+    /// The domain of an XRC target QP (upstream `qp->xrcd`, counted in its `usecnt`).
+    xrcd: Option<Uses<Xrcd<D>>>,
     res: Arc<ResEntry>,
     qp_num: u32,
     qp_type: QpType,
@@ -454,6 +477,10 @@ impl<D: Driver> Qp<D> {
         let uctx = user.as_ref().map(|u| u.ctx().clone());
         let op = dev.ops().create_qp.ok_or(EOPNOTSUPP)?;
         pd.check_alive()?;
+        // A target QP is created in its XRC domain (Xrcd::create_tgt_qp).
+        if attr.qp_type == QpType::XrcTgt {
+            return Err(EINVAL);
+        }
         let same_dev = |d: &Arc<crate::device::Device<D>>| Arc::ptr_eq(d, dev);
         if !same_dev(attr.send_cq.device())
             || !same_dev(attr.recv_cq.device())
@@ -474,12 +501,15 @@ impl<D: Driver> Qp<D> {
         let created =
             op(pd, attr, user).inspect_err(|_| dev.restrack().del(ResType::Qp, res_id))?;
         res.num.store(created.qp_num, Relaxed);
+        let xrc_ini = attr.qp_type == QpType::XrcIni;
         Ok(slot
             .write(Qp {
-                pd: Uses::new(pd.clone()),
-                send_cq: Uses::new(attr.send_cq.clone()),
-                recv_cq: Uses::new(attr.recv_cq.clone()),
+                dev: dev.clone(),
+                pd: Some(Uses::new(pd.clone())),
+                send_cq: Some(Uses::new(attr.send_cq.clone())),
+                recv_cq: (!xrc_ini).then(|| Uses::new(attr.recv_cq.clone())),
                 srq: attr.srq.map(|s| Uses::new(s.clone())),
+                xrcd: None,
                 res,
                 qp_num: created.qp_num,
                 qp_type: attr.qp_type,
@@ -492,6 +522,54 @@ impl<D: Driver> Qp<D> {
                 post_send_op: dev.ops().post_send,
                 post_recv_op: dev.ops().post_recv,
                 handler: attr.event_handler.clone(),
+                drv: created.data,
+            })
+            .into())
+    }
+
+    /// Creates the target QP of XRC domain `xrcd` (upstream `create_qp()` for
+    /// `IB_QPT_XRC_TGT`, without udata); [`Xrcd::create_tgt_qp`] keeps it in the domain.
+    pub(super) fn create_xrc_tgt(
+        xrcd: &Arc<Xrcd<D>>,
+        cap: QpCap,
+        handler: Arc<dyn QpHandler>,
+        owner: Owner,
+    ) -> Result<Arc<Self>> {
+        let dev = xrcd.device();
+        let op = dev.ops().create_xrc_tgt_qp.ok_or(EOPNOTSUPP)?;
+        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let res = dev.restrack().add_entry(
+            ResType::Qp,
+            owner,
+            ResDetails::Qp {
+                qp_type: QpType::XrcTgt as u8,
+                srq: 0,
+            },
+        )?;
+        let res_id = res.id;
+        let created =
+            op(xrcd, &handler).inspect_err(|_| dev.restrack().del(ResType::Qp, res_id))?;
+        res.num.store(created.qp_num, Relaxed);
+        Ok(slot
+            .write(Qp {
+                dev: dev.clone(),
+                pd: None,
+                send_cq: None,
+                recv_cq: None,
+                srq: None,
+                xrcd: Some(Uses::new(xrcd.clone())),
+                res,
+                qp_num: created.qp_num,
+                qp_type: QpType::XrcTgt,
+                res_id,
+                live: Liveness::new(),
+                uctx: None,
+                cap,
+                sq_sig_all: false,
+                port: Atomic::new(0),
+                post_send_op: None,
+                post_recv_op: None,
+                handler: Some(handler),
                 drv: created.data,
             })
             .into())
@@ -515,7 +593,7 @@ impl<D: Driver> Qp<D> {
     /// `EINVAL` for a port the device does not have or a destroyed QP,
     /// `EOPNOTSUPP` without `modify_qp`, the driver's error.
     pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        let dev = self.pd.get().device();
+        let dev = &self.dev;
         let op = dev.ops().modify_qp.ok_or(EOPNOTSUPP)?;
         if self.live.is_dead() {
             return Err(EINVAL);
@@ -555,7 +633,7 @@ impl<D: Driver> Qp<D> {
     ///
     /// `EOPNOTSUPP` without `query_qp`, the driver's error.
     pub fn query(&self) -> Result<QpAttr> {
-        (self.pd.get().device().ops().query_qp.ok_or(EOPNOTSUPP)?)(self)
+        (self.dev.ops().query_qp.ok_or(EOPNOTSUPP)?)(self)
     }
 
     /// Posts send work requests (upstream `ib_post_send()`: straight to
@@ -606,9 +684,24 @@ impl<D: Driver> Qp<D> {
         self.uctx.as_ref()
     }
 
-    /// The PD.
-    pub fn pd(&self) -> &Arc<Pd<D>> {
-        self.pd.get()
+    /// The PD (`None` for an XRC target QP).
+    pub fn pd(&self) -> Option<&Arc<Pd<D>>> {
+        self.pd.as_ref().map(|u| u.get())
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device<D>> {
+        &self.dev
+    }
+
+    /// The XRC domain of an XRC target QP.
+    pub fn xrcd(&self) -> Option<&Arc<Xrcd<D>>> {
+        self.xrcd.as_ref().map(|u| u.get())
+    }
+
+    /// The SRQ the QP receives from.
+    pub fn srq(&self) -> Option<&Arc<Srq<D>>> {
+        self.srq.as_ref().map(|u| u.get())
     }
 
     /// Called by the driver on an asynchronous event of the QP (upstream
@@ -619,14 +712,14 @@ impl<D: Driver> Qp<D> {
         }
     }
 
-    /// The send CQ.
-    pub fn send_cq(&self) -> &Arc<Cq<D>> {
-        self.send_cq.get()
+    /// The send CQ (`None` for an XRC target QP).
+    pub fn send_cq(&self) -> Option<&Arc<Cq<D>>> {
+        self.send_cq.as_ref().map(|u| u.get())
     }
 
-    /// The receive CQ.
-    pub fn recv_cq(&self) -> &Arc<Cq<D>> {
-        self.recv_cq.get()
+    /// The receive CQ (`None` for XRC QPs).
+    pub fn recv_cq(&self) -> Option<&Arc<Cq<D>>> {
+        self.recv_cq.as_ref().map(|u| u.get())
     }
 
     /// The QP number.
@@ -657,17 +750,25 @@ impl<D: Driver> Destroyable for Qp<D> {
     }
 
     fn driver_destroy(&self) -> Result {
-        let op = self.pd.get().device().ops().destroy_qp;
+        let op = self.dev.ops().destroy_qp;
         op.map_or(Ok(()), |f| f(self))
     }
 
-    // upstream: ib_qp_usecnt_dec() and rdma_restrack_del().
+    // upstream: ib_qp_usecnt_dec() and rdma_restrack_del(); a target QP's use of its
+    // domain (`__ib_destroy_shared_qp()`).
     fn release(&self) {
-        self.pd.release_child(ResType::Qp, self.res_id);
-        self.send_cq.release();
-        self.recv_cq.release();
+        match &self.pd {
+            Some(pd) => pd.release_child(ResType::Qp, self.res_id),
+            None => self.dev.restrack().del(ResType::Qp, self.res_id),
+        }
+        for c in [&self.send_cq, &self.recv_cq].into_iter().flatten() {
+            c.release();
+        }
         if let Some(s) = &self.srq {
             s.release();
+        }
+        if let Some(x) = &self.xrcd {
+            x.release();
         }
     }
 }

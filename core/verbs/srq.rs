@@ -4,8 +4,8 @@
 //! `ib_query_srq()`, `ib_destroy_srq_user()`, and the SRQ's `event_handler`).
 
 use super::{
-    destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Pd, Ucontext, Udata,
-    UserCtx, Uses,
+    destroy, destroy_at_drop, Counted, Cq, DestroyError, Destroyable, Liveness, Pd, Ucontext,
+    Udata, UserCtx, Uses, Xrcd,
 };
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
@@ -67,9 +67,24 @@ pub trait SrqHandler: Send + Sync {
     fn event(&self, event: SrqEvent);
 }
 
-/// A shared receive queue (upstream `struct ib_srq`); it uses its PD.
+/// What the driver's `create_xrc_srq` returns: its data and the SRQ number (upstream
+/// `srq->ext.xrc.srq_num`, what XRC senders name).
+pub struct XrcSrqCreated<T> {
+    /// The driver's private data.
+    pub data: T,
+    /// The XRC SRQ number.
+    pub srq_num: u32,
+}
+
+/// An XRC SRQ's uses of its domain and its CQ.
+type XrcUses<D> = (Uses<Xrcd<D>>, Uses<Cq<D>>);
+
+/// A shared receive queue (upstream `struct ib_srq`); it uses its PD, and an XRC SRQ its
+/// XRC domain and its CQ (upstream `srq->ext.xrc.xrcd`, `srq->ext.cq`).
 pub struct Srq<D: Driver> {
     pd: Uses<Pd<D>>,
+    xrc: Option<XrcUses<D>>,
+    srq_num: u32,
     res: Arc<ResEntry>,
     res_id: u32,
     live: Liveness,
@@ -147,6 +162,8 @@ impl<D: Driver> Srq<D> {
         Ok(slot
             .write(Srq {
                 pd: Uses::new(pd.clone()),
+                xrc: None,
+                srq_num: 0,
                 res,
                 res_id,
                 live: Liveness::new(),
@@ -156,6 +173,81 @@ impl<D: Driver> Srq<D> {
                 drv,
             })
             .into())
+    }
+
+    /// Creates an XRC SRQ of a user context in `xrcd`, completing on `cq` (upstream
+    /// `ib_create_srq_user()` with `IB_SRQT_XRC`): the PD, the domain and the CQ each gain a
+    /// use.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `create_xrc_srq`, `EINVAL` for a dead PD or domain or objects
+    /// of another device, `ENOMEM`, the driver's error.
+    pub fn create_xrc_user(
+        pd: &Arc<Pd<D>>,
+        xrcd: &Arc<Xrcd<D>>,
+        cq: &Arc<Cq<D>>,
+        attr: &SrqInitAttr,
+        handler: Option<Arc<dyn SrqHandler>>,
+        owner: Owner,
+        user: &mut UserCtx<'_, '_, D>,
+    ) -> Result<Arc<Self>> {
+        let dev = pd.device();
+        let op = dev.ops().create_xrc_srq.ok_or(EOPNOTSUPP)?;
+        pd.check_alive()?;
+        xrcd.check_alive()?;
+        if !Arc::ptr_eq(xrcd.device(), dev) || !Arc::ptr_eq(cq.device(), dev) {
+            return Err(EINVAL);
+        }
+        let uctx = user.ctx().clone();
+        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let res = dev.restrack().add_entry(
+            ResType::Srq,
+            owner,
+            ResDetails::Srq {
+                // IB_SRQT_XRC
+                srq_type: 1,
+                pdn: pd.res_id(),
+            },
+        )?;
+        let res_id = res.id;
+        let mut attr = *attr;
+        let created = op(pd, xrcd, cq, &mut attr, handler.as_ref(), user)
+            .inspect_err(|_| dev.restrack().del(ResType::Srq, res_id))?;
+        Ok(slot
+            .write(Srq {
+                pd: Uses::new(pd.clone()),
+                xrc: Some((Uses::new(xrcd.clone()), Uses::new(cq.clone()))),
+                srq_num: created.srq_num,
+                res,
+                res_id,
+                live: Liveness::new(),
+                attr,
+                uctx: Some(uctx),
+                handler,
+                drv: created.data,
+            })
+            .into())
+    }
+
+    /// Whether this is an XRC SRQ (`IB_SRQT_XRC`).
+    pub fn is_xrc(&self) -> bool {
+        self.xrc.is_some()
+    }
+
+    /// The XRC domain of an XRC SRQ.
+    pub fn xrcd(&self) -> Option<&Arc<Xrcd<D>>> {
+        self.xrc.as_ref().map(|(x, _)| x.get())
+    }
+
+    /// The CQ of an XRC SRQ.
+    pub fn cq(&self) -> Option<&Arc<Cq<D>>> {
+        self.xrc.as_ref().map(|(_, c)| c.get())
+    }
+
+    /// The XRC SRQ number (0 for a basic SRQ).
+    pub fn srq_num(&self) -> u32 {
+        self.srq_num
     }
 
     /// Changes the limit or the size (upstream `ib_modify_srq()`).
@@ -276,6 +368,10 @@ impl<D: Driver> Destroyable for Srq<D> {
 
     fn release(&self) {
         self.pd.release_child(ResType::Srq, self.res_id);
+        if let Some((x, c)) = &self.xrc {
+            x.release();
+            c.release();
+        }
     }
 }
 

@@ -115,6 +115,12 @@ pub(crate) enum RqType {
     },
     /// No receive queue.
     None,
+    /// An XRC target's: receives into the XRC SRQ each message names (`rq_type` SRQ), in
+    /// XRC domain `xrcd`.
+    XrcTgt {
+        /// XRC domain.
+        xrcd: u32,
+    },
 }
 
 /// CREATE_QP.
@@ -200,6 +206,10 @@ impl Command for CreateQp<'_> {
                 inbox.set(c(qpc::cqn_rcv), cqn)?;
             }
             RqType::None => inbox.set(c(qpc::rq_type), ZERO_LEN_RQ)?,
+            RqType::XrcTgt { xrcd } => {
+                inbox.set(c(qpc::rq_type), SRQ_RQ)?;
+                inbox.set(c(qpc::xrcd), xrcd)?;
+            }
         }
         super::set_addrs(inbox, self.pas)?;
         Ok(())

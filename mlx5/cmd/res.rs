@@ -13,6 +13,7 @@ use crate::prm::cmd::{
 use crate::prm::cmd::{
     alloc_q_counter_out, dealloc_q_counter_in, query_q_counter_in, query_q_counter_out,
 };
+use crate::prm::cmd::{alloc_xrcd_out, dealloc_xrcd_in};
 use crate::prm::command as pc;
 use crate::prm::consts::{MKC_ACCESS_MODE_KLMS, MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
 use crate::prm::ctx::{mkc, roce_addr_layout};
@@ -74,6 +75,14 @@ macro_rules! free_cmd {
     };
 }
 
+alloc_cmd!(
+    /// ALLOC_XRCD (upstream `mlx5_cmd_xrcd_alloc()`).
+    AllocXrcd, ALLOC_XRCD, alloc_xrcd_in, alloc_xrcd_out, xrcd
+);
+free_cmd!(
+    /// DEALLOC_XRCD (upstream `mlx5_cmd_xrcd_dealloc()`).
+    DeallocXrcd, DEALLOC_XRCD, dealloc_xrcd_in, dealloc_xrcd_out, xrcd
+);
 alloc_cmd!(
     /// ALLOC_PD.
     AllocPd, ALLOC_PD, alloc_pd_in, alloc_pd_out, pd

@@ -9,8 +9,10 @@ use super::{empty_reply, Command, InBox, OutBox};
 use crate::prm::cmd::{
     create_rmp_in, create_rmp_out, destroy_rmp_in, modify_rmp_in, query_rmp_in, query_rmp_out,
 };
+use crate::prm::cmd::{create_xrc_srq_in, create_xrc_srq_out, destroy_xrc_srq_in};
 use crate::prm::command as pc;
 use crate::prm::consts::{RMPC_STATE_RDY, WQ_TYPE_LINKED_LIST};
+use crate::prm::ctx::xrc_srqc;
 use crate::prm::ctx::{rmp_bitmask, rmpc, wq};
 use crate::prm::layout::{Member, PrmError, PrmLayout};
 use kernel::prelude::*;
@@ -158,6 +160,97 @@ impl Command for DestroyRmp {
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         inbox.set(destroy_rmp_in::rmpn, self.rmpn)
+    }
+
+    empty_reply!();
+}
+
+/// CREATE_XRC_SRQ (upstream `create_xrc_srq_cmd()`).
+pub(crate) struct CreateXrcSrq<'a> {
+    /// Owner uid.
+    pub(crate) uid: u16,
+    /// XRC domain.
+    pub(crate) xrcd: u32,
+    /// PD number.
+    pub(crate) pd: u32,
+    /// The CQ its receives complete on.
+    pub(crate) cqn: u32,
+    /// `user_index` (CQE version 1).
+    pub(crate) user_index: u32,
+    /// log2 of the number of WQEs.
+    pub(crate) log_size: u8,
+    /// log2 of the WQE stride in bytes minus 4 (upstream `wqe_shift`).
+    pub(crate) wqe_shift: u8,
+    /// log2 of the buffer page size minus 12.
+    pub(crate) log_page_size: u8,
+    /// Offset of the buffer in its first page (quantized, 64-byte units of a 4 KiB page).
+    pub(crate) page_offset: u8,
+    /// WQE signature.
+    pub(crate) wq_signature: bool,
+    /// Doorbell record DMA address.
+    pub(crate) dbr_addr: u64,
+    /// DMA addresses of the buffer's pages (`pas[]`).
+    pub(crate) pas: &'a [u64],
+}
+
+impl Command for CreateXrcSrq<'_> {
+    type Prm = pc::CreateXrcSrq;
+    /// The XRC SRQ number.
+    type Reply = u32;
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn in_len(&self) -> usize {
+        Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
+    }
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        let x = |f| create_xrc_srq_in::xrc_srq_context_entry.inner(f);
+        // MLX5_XRC_SRQC_STATE_GOOD is 0.
+        inbox.set(x(xrc_srqc::log_xrc_srq_size), u32::from(self.log_size))?;
+        inbox.set(x(xrc_srqc::log_rq_stride), u32::from(self.wqe_shift))?;
+        inbox.set(x(xrc_srqc::page_offset), u32::from(self.page_offset))?;
+        inbox.set(x(xrc_srqc::log_page_size), u32::from(self.log_page_size))?;
+        inbox.set(x(xrc_srqc::user_index), self.user_index)?;
+        inbox.set(x(xrc_srqc::xrcd), self.xrcd)?;
+        inbox.set(x(xrc_srqc::pd), self.pd)?;
+        inbox.set(x(xrc_srqc::cqn), self.cqn)?;
+        inbox.set(x(xrc_srqc::wq_signature), u32::from(self.wq_signature))?;
+        // MLX5_SET64(xrc_srqc, db_record_addr): the high word, then bits 31:2.
+        inbox.set(x(xrc_srqc::db_record_addr_h), (self.dbr_addr >> 32) as u32)?;
+        inbox.set(
+            x(xrc_srqc::db_record_addr_l),
+            ((self.dbr_addr & 0xffff_ffff) >> 2) as u32,
+        )?;
+        super::set_addrs(inbox, self.pas)?;
+        Ok(())
+    }
+
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<u32> {
+        Ok(out.get(create_xrc_srq_out::xrc_srqn))
+    }
+}
+
+/// DESTROY_XRC_SRQ (upstream `destroy_xrc_srq_cmd()`).
+pub(crate) struct DestroyXrcSrq {
+    /// XRC SRQ number.
+    pub(crate) srqn: u32,
+    /// Owner uid.
+    pub(crate) uid: u16,
+}
+
+impl Command for DestroyXrcSrq {
+    type Prm = pc::DestroyXrcSrq;
+    type Reply = ();
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(destroy_xrc_srq_in::xrc_srqn, self.srqn)
     }
 
     empty_reply!();

@@ -112,6 +112,8 @@ pub(crate) const WQEBB: u64 = 64;
 const MAX_SQ_WQE: usize = 1024;
 /// Largest RQ WQE read (`cmd_hca_cap.max_wqe_sz_rq`); a larger stride is read in part.
 const MAX_RQ_WQE: usize = 512;
+/// Bytes of `struct mlx5_wqe_xrc_seg` (an XRC initiator's WQEs).
+const XRC_SEG: usize = 16;
 /// Bytes of the GRH a UD receive buffer starts with.
 pub(crate) const GRH_BYTES: u32 = 40;
 /// WQEs one QP may execute before the pass moves on to the next QP.
@@ -433,6 +435,8 @@ struct Snap {
     rae: bool,
     /// The Q counter set the QP counts into (`counter_set_id`; 0: none).
     cnt_set: u32,
+    /// The XRC domain of an XRC target QP (`qpc.xrcd`).
+    xrcd: u32,
 }
 
 /// Counts `k` in counter set `set` of node `i`.
@@ -487,6 +491,7 @@ fn snap(fw: &Fw, slot: usize) -> Option<Snap> {
         rwe: g(qpc::rwe) != 0,
         rae: g(qpc::rae) != 0,
         cnt_set: g(qpc::counter_set_id),
+        xrcd: g(qpc::xrcd),
     })
 }
 
@@ -1046,7 +1051,10 @@ fn rq_wqe(
     buf: &mut [u8; MAX_RQ_WQE],
 ) -> Result<Option<usize>, ()> {
     if let Some(srqn) = d.q.srq {
-        let r = &fw.rmps.get(srqn).ok_or(())?.q;
+        let r = match fw.rmps.get(srqn) {
+            Some(r) => &r.q,
+            None => &fw.xrc.srq(srqn).ok_or(())?.q,
+        };
         let posted = (read_db(mem, r.dbr).ok_or(())? & 0xffff) as u16;
         if posted == r.ci {
             return Ok(None);
@@ -1086,6 +1094,13 @@ fn rq_wqe(
 fn consume_rq(fw: &mut Fw, d: &Snap) {
     if let (Some(srqn), Some((w, posted))) = (d.q.srq, d.srq_wqe) {
         let slot = fw.rmps.slot_of(srqn);
+        if slot.is_none() {
+            // An XRC SRQ (no limit is ever armed on one: no ARM_XRC_SRQ in the model).
+            if let Some(x) = fw.xrc.srq_mut(srqn) {
+                x.q.consume(w, posted);
+            }
+            return;
+        }
         let fired = fw
             .rmps
             .get_mut(srqn)
@@ -1124,7 +1139,7 @@ fn resp_ok(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<(Cqe, bool)>
     let Some(n) = nodes.get_mut(di) else {
         return;
     };
-    if matches!(d.st, QPC_ST_RC | QPC_ST_UC) {
+    if matches!(d.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) {
         bump_psn(n.fw, d.slot, qpc::next_rcv_psn, pkts);
     }
     if d.state == QPC_STATE_RTR && !d.q.comm_est {
@@ -1172,18 +1187,27 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     let eth = ll == LinkLayer::Ethernet;
     // The GSI QP (QP1) is a UD QP to the data path.
     let ud = matches!(s.st, QPC_ST_UD | QPC_ST_QP1);
-    let rc = s.st == QPC_ST_RC;
+    // XRC is a reliable connected service: RC's rules, plus the XRC segment.
+    let xrc = s.st == QPC_ST_XRC;
+    let rc = s.st == QPC_ST_RC || xrc;
     use wqe_op::*;
+    // An XRC initiator's WQE has `struct mlx5_wqe_xrc_seg` (16 bytes: the remote XRC SRQ
+    // number, big-endian, then reserved) right after the control segment.
+    let x = if xrc { XRC_SEG } else { 0 };
     let (seg_start, need) = match (w.opcode, s.st) {
         (NOP, _) => return ReqRes::Ok { byte_cnt: 0 },
         (SEND | SEND_IMM, QPC_ST_UD | QPC_ST_QP1) => (16 + 48, Access::LOCAL_READ),
-        (SEND | SEND_IMM, QPC_ST_RC | QPC_ST_UC) => (16, Access::LOCAL_READ),
-        (SEND_INVAL, QPC_ST_RC) => (16, Access::LOCAL_READ),
-        (RDMA_WRITE | RDMA_WRITE_IMM, QPC_ST_RC | QPC_ST_UC) => (32, Access::LOCAL_READ),
-        (RDMA_READ, QPC_ST_RC) => (32, Access::LOCAL_WRITE),
-        (ATOMIC_CS | ATOMIC_FA, QPC_ST_RC) => (48, Access::LOCAL_WRITE),
+        (SEND | SEND_IMM, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) => (16 + x, Access::LOCAL_READ),
+        (SEND_INVAL, QPC_ST_RC | QPC_ST_XRC) => (16 + x, Access::LOCAL_READ),
+        (RDMA_WRITE | RDMA_WRITE_IMM, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) => {
+            (32 + x, Access::LOCAL_READ)
+        }
+        (RDMA_READ, QPC_ST_RC | QPC_ST_XRC) => (32 + x, Access::LOCAL_WRITE),
+        (ATOMIC_CS | ATOMIC_FA, QPC_ST_RC | QPC_ST_XRC) => (48 + x, Access::LOCAL_WRITE),
         _ => return ReqRes::Err(syn::LOCAL_QP_OP),
     };
+    // What follows the control (and XRC) segment.
+    let body = buf.get(x..).unwrap_or(&[]);
     let Some(segs) = buf.get(seg_start..w.len) else {
         return ReqRes::Err(syn::LOCAL_QP_OP);
     };
@@ -1247,6 +1271,26 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     if !same || !matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS) {
         return dropped;
     }
+    if xrc {
+        // The XRCETH: the XRC SRQ must exist and be in the target QP's XRC domain (an
+        // initiator, with a send queue, is no target). Otherwise an Invalid Request NAK.
+        let srqn = be32(buf, 16) & 0x00ff_ffff;
+        let x = nodes.get(di).and_then(|n| {
+            let ini = n.fw.qps.at_slot(d.slot)?.1.q.has_sq;
+            n.fw.xrc
+                .srq(srqn)
+                .filter(|x| !ini && x.xrcd == d.xrcd)
+                .copied()
+        });
+        let Some(x) = x else {
+            resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+            return ReqRes::Err(syn::REMOTE_INVAL_REQ);
+        };
+        d.q.srq = Some(srqn);
+        d.pd = x.pd;
+        d.recv_cq = Some(x.cqn);
+        d.q.user_index = x.user_index;
+    }
     if let Some(a) = av {
         // A Q_Key with the high bit set means "use the QP's own" (IB spec 10.2.5).
         let qkey = if a.qkey & 0x8000_0000 != 0 {
@@ -1260,7 +1304,7 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     }
     let pkts = if ud { 1 } else { packets(len, s.mtu) };
     // The remote address segment of RDMA and atomic WQEs.
-    let remote = (be64(buf, 16), be32(buf, 24));
+    let remote = (be64(body, 16), be32(body, 24));
 
     match w.opcode {
         SEND | SEND_IMM | SEND_INVAL | RDMA_WRITE_IMM => {
@@ -1428,8 +1472,8 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         }
         ATOMIC_CS | ATOMIC_FA => {
             let (raddr, rkey) = remote;
-            let swap_add = be64(buf, 32);
-            let compare = be64(buf, 40);
+            let swap_add = be64(body, 32);
+            let compare = be64(body, 40);
             let (Some(rn), Some(dn)) = (nodes.get(ni), nodes.get(di)) else {
                 return dropped;
             };
@@ -1509,7 +1553,7 @@ fn write(
     len: u64,
     imm: bool,
 ) -> ReqRes {
-    let rc = s.st == QPC_ST_RC;
+    let rc = matches!(s.st, QPC_ST_RC | QPC_ST_XRC);
     let byte_cnt = u32::try_from(len).unwrap_or(u32::MAX);
     let bad = |nodes: &mut [Node<'_>]| {
         if rc {
@@ -1746,7 +1790,7 @@ fn finish(nodes: &mut [Node<'_>], ni: usize, slot: usize, w: &Wqe, res: ReqRes, 
                 wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA => 1,
                 _ => packets(u64::from(byte_cnt), s.mtu),
             };
-            if matches!(s.st, QPC_ST_RC | QPC_ST_UC) && pkts > 0 {
+            if matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) && pkts > 0 {
                 bump_psn(n.fw, slot, qpc::next_send_psn, pkts);
             }
             if w.flags & ctrl::CQ_UPDATE != 0 {

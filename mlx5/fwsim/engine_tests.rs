@@ -706,6 +706,8 @@ pub(super) struct Wr {
     pub(super) ah: Option<Ah>,
     /// Overrides the control segment's ds (fuzzing bad WQEs).
     pub(super) ds: Option<u8>,
+    /// The remote XRC SRQ of an XRC initiator's WQE (`struct mlx5_wqe_xrc_seg`).
+    pub(super) xrc_srqn: Option<u32>,
 }
 
 impl Wr {
@@ -735,6 +737,13 @@ fn data_seg(b: &mut [u8], lkey: u32, addr: u64, len: u32) {
 /// Lays out a WQE as libmlx5's `_mlx5_post_send()` does.
 fn encode(qp: &QpH, wr: &Wr) -> Vec<u8> {
     let mut w = vec![0u8; 16];
+    if let Some(srqn) = wr.xrc_srqn {
+        // libmlx5 mlx5_post_send(): IBV_QPT_XRC_SEND puts the XRC segment right after the
+        // control segment.
+        let mut x = [0u8; 16];
+        x[0..4].copy_from_slice(&srqn.to_be_bytes());
+        w.extend_from_slice(&x);
+    }
     if let Some(ah) = wr.ah {
         let mut av = [0u8; 48];
         av[0..4].copy_from_slice(&ah.qkey.to_be_bytes());
@@ -2894,6 +2903,266 @@ fn rmp_commands_check_their_inputs_and_busy() {
         16,
     );
     assert_eq!(h.fw.counts().srq, 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// XRC: initiator QPs send to a target QP, which receives into the XRC SRQ each message names.
+
+impl Host {
+    /// ALLOC_XRCD.
+    fn xrcd(&mut self) -> u32 {
+        let b = inbox(op::ALLOC_XRCD, 0, 0, alloc_xrcd_in::SIZE_BYTES);
+        let out = ok(&mut self.fw, &b, alloc_xrcd_out::SIZE_BYTES);
+        alloc_xrcd_out::xrcd.get(&out).unwrap()
+    }
+
+    /// CREATE_XRC_SRQ of `2^log` WQEs of `2^shift` bytes in `xrcd`, completing on `cq`, as
+    /// `create_xrc_srq_cmd()` fills it (the list linked as libmlx5 links it).
+    fn xrc_srq(&mut self, xrcd: u32, cq: &CqH, log: u32, shift: u32, uidx: u32) -> SrqH {
+        let len = 1usize << (log + shift);
+        let buf = self.mem.map(len, false);
+        let n = 1u16 << log;
+        for i in 0..n {
+            let at = buf + (u64::from(i) << shift) + 2;
+            self.mem
+                .put(at, &(i.wrapping_add(1) & (n - 1)).to_be_bytes());
+        }
+        let dbr = self.mem.map(8, true);
+        let pages = len.div_ceil(4096);
+        let mut b = inbox(
+            op::CREATE_XRC_SRQ,
+            0,
+            0,
+            create_xrc_srq_in::SIZE_BYTES + 8 * pages,
+        );
+        let x = |f| create_xrc_srq_in::xrc_srq_context_entry.inner(f);
+        x(xrc_srqc::log_xrc_srq_size).set(&mut b, log).unwrap();
+        x(xrc_srqc::log_rq_stride).set(&mut b, shift - 4).unwrap();
+        x(xrc_srqc::xrcd).set(&mut b, xrcd).unwrap();
+        x(xrc_srqc::pd).set(&mut b, self.pd).unwrap();
+        x(xrc_srqc::cqn).set(&mut b, cq.cqn).unwrap();
+        x(xrc_srqc::user_index).set(&mut b, uidx).unwrap();
+        x(xrc_srqc::db_record_addr_h)
+            .set(&mut b, (dbr >> 32) as u32)
+            .unwrap();
+        x(xrc_srqc::db_record_addr_l)
+            .set(&mut b, (dbr as u32) >> 2)
+            .unwrap();
+        for p in 0..pages {
+            let at = create_xrc_srq_in::SIZE_BYTES + 8 * p;
+            b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
+        }
+        let out = ok(&mut self.fw, &b, create_xrc_srq_out::SIZE_BYTES);
+        SrqH {
+            rmpn: create_xrc_srq_out::xrc_srqn.get(&out).unwrap(),
+            buf,
+            dbr,
+            shift,
+            max_gs: (1 << shift) / 16 - 1,
+            head: 0,
+            tail: n - 1,
+            counter: 0,
+        }
+    }
+
+    /// An XRC initiator (`Some(scq)`: send queue, no receive queue) or target (`None`: no
+    /// send queue, `rq_type` SRQ, no PD or CQ of its own, in `xrcd`) as our driver creates
+    /// them.
+    fn xrc_qp(&mut self, scq: Option<&CqH>, xrcd: u32, log_sq: u32) -> QpH {
+        let len = if scq.is_some() { 64usize << log_sq } else { 0 };
+        let buf = self.mem.map(len.max(64), true);
+        let dbr = self.mem.map(8, true);
+        let pages = len.div_ceil(4096);
+        let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES + 8 * pages);
+        let q = |f| create_qp_in::qpc.inner(f);
+        q(qpc::st).set(&mut b, QPC_ST_XRC).unwrap();
+        q(qpc::uar_page).set(&mut b, self.uar).unwrap();
+        q(qpc::log_msg_max).set(&mut b, 30).unwrap();
+        q(qpc::dbr_addr).set64(&mut b, dbr).unwrap();
+        match scq {
+            Some(cq) => {
+                q(qpc::pd).set(&mut b, self.pd).unwrap();
+                q(qpc::cqn_snd).set(&mut b, cq.cqn).unwrap();
+                q(qpc::log_sq_size).set(&mut b, log_sq).unwrap();
+                q(qpc::rq_type).set(&mut b, ZERO_LEN_RQ).unwrap();
+                q(qpc::user_index).set(&mut b, 0x6000).unwrap();
+            }
+            None => {
+                q(qpc::no_sq).set(&mut b, 1).unwrap();
+                q(qpc::rq_type).set(&mut b, SRQ_RQ).unwrap();
+                q(qpc::xrcd).set(&mut b, xrcd).unwrap();
+            }
+        }
+        for p in 0..pages {
+            let at = create_qp_in::SIZE_BYTES + 8 * p;
+            b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
+        }
+        let out = ok(&mut self.fw, &b, create_qp_out::SIZE_BYTES);
+        QpH {
+            qpn: create_qp_out::qpn.get(&out).unwrap(),
+            st: QPC_ST_XRC,
+            uidx: 0x6000,
+            buf,
+            dbr,
+            sq_off: 0,
+            log_sq,
+            log_rq: 0,
+            rq_stride: 16,
+            cur_post: 0,
+            rq_head: 0,
+        }
+    }
+}
+
+#[test]
+fn xrc_send_lands_in_the_named_srq_of_the_targets_domain() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut scq = h.cq(5, false);
+    let mut rcq = h.cq(5, false);
+    let mut rcq2 = h.cq(5, false);
+    let (x1, x2) = (h.xrcd(), h.xrcd());
+    // Two SRQs in x1 (on different CQs), one in x2.
+    let mut s1 = h.xrc_srq(x1, &rcq, 2, 5, 0x7001);
+    let mut s1b = h.xrc_srq(x1, &rcq2, 2, 5, 0x7002);
+    let mut s2 = h.xrc_srq(x2, &rcq, 2, 5, 0x7003);
+    let mut ini = h.xrc_qp(Some(&scq), 0, 5);
+    let tgt = h.xrc_qp(None, x1, 0);
+    let lid = h.lid();
+    h.connect(&ini, &Path::to(tgt.qpn, lid));
+    h.connect(&tgt, &Path::to(ini.qpn, lid));
+    let src = h.mr(4096, ALL);
+    let dst = h.mr(4096, ALL);
+    h.mem.put(src.bus, &pattern(300, 7));
+    h.post_srq(&mut s1, &[dst.sge(0, 512)]).unwrap();
+    h.post_srq(&mut s1b, &[dst.sge(1024, 512)]).unwrap();
+    h.post_srq(&mut s2, &[dst.sge(2048, 512)]).unwrap();
+    // A send naming s1: s1's WQE, s1's CQ, the target's QPN, s1's user index.
+    let wr = |srqn: u32, off: u64, len: u32| Wr {
+        xrc_srqn: Some(srqn),
+        ..Wr::new(wqe_op::SEND).sge(src.sge(off, len))
+    };
+    h.post(&mut ini, &wr(s1.rmpn, 0, 300));
+    run(&mut [&mut h], 0);
+    let sc = h.poll_all(&mut scq);
+    assert_eq!((sc.len(), sc[0].opcode), (1, cqe_op::REQ));
+    let rv = h.poll_all(&mut rcq);
+    assert_eq!(rv.len(), 1);
+    assert_eq!(
+        (
+            rv[0].opcode,
+            rv[0].qpn,
+            rv[0].uidx,
+            rv[0].byte_cnt,
+            rv[0].wqe_counter
+        ),
+        (cqe_op::RESP_SEND, tgt.qpn, 0x7001, 300, 0)
+    );
+    assert_eq!(h.mem.get(dst.bus, 300), pattern(300, 7));
+    assert!(h.poll_all(&mut rcq2).is_empty());
+    // The other SRQ of the domain, on the other CQ.
+    h.post(&mut ini, &wr(s1b.rmpn, 0, 40));
+    run(&mut [&mut h], 0);
+    assert_eq!(h.poll_all(&mut scq).len(), 1);
+    let rv = h.poll_all(&mut rcq2);
+    assert_eq!((rv.len(), rv[0].uidx, rv[0].qpn), (1, 0x7002, tgt.qpn));
+    assert_eq!(h.mem.get(dst.bus + 1024, 40), pattern(40, 7));
+    // An empty SRQ: RNR (the WQE stays, the send waits).
+    h.post(&mut ini, &wr(s1.rmpn, 0, 10));
+    let r = run(&mut [&mut h], 1000);
+    assert!(r.next_deadline_ns.is_some());
+    assert!(h.poll_all(&mut rcq).is_empty());
+    h.free_srq(&mut s1, 0);
+    h.post_srq(&mut s1, &[dst.sge(0, 512)]).unwrap();
+    run(&mut [&mut h], 1_000_000_000);
+    assert_eq!(h.poll_all(&mut rcq).len(), 1);
+    assert_eq!(h.poll_all(&mut scq).len(), 1);
+    assert!(h.events().iter().all(|e| matches!(
+        e,
+        Event::Qp {
+            kind: QpEvent::CommEst,
+            ..
+        }
+    )));
+    // An SRQ of another domain: Invalid Request NAK, the target to ERR with an event, s2's
+    // WQE untouched.
+    h.post(&mut ini, &wr(s2.rmpn, 0, 10));
+    run(&mut [&mut h], 2_000_000_000);
+    let sc = h.poll_all(&mut scq);
+    assert_eq!(sc.len(), 1);
+    assert_eq!(
+        (sc[0].opcode, sc[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::REMOTE_INVAL_REQ)
+    );
+    assert!(h.poll_all(&mut rcq).is_empty());
+    assert_eq!(h.state(&tgt), QPC_STATE_ERR);
+    assert_eq!(
+        h.events(),
+        [Event::Qp {
+            qpn: tgt.qpn,
+            kind: QpEvent::WqInvalReq
+        }]
+    );
+    assert_eq!(h.mem.faults(), 0);
+    // DEALLOC_XRCD is busy while an XRC SRQ or an XRC target QP lives in the domain.
+    let dx = |x: u32| destroy_in(op::DEALLOC_XRCD, 0, dealloc_xrcd_in::xrcd, x);
+    let busy = |h: &mut Host, b: &[u8]| {
+        let (c, _) = super::tests::run(&mut h.fw, b, 16);
+        (c.status, c.syndrome)
+    };
+    assert_eq!(busy(&mut h, &dx(x1)), (Status::RES_BUSY, syn::XRCD_BUSY));
+    for s in [&s1, &s1b] {
+        let d = destroy_in(op::DESTROY_XRC_SRQ, 0, destroy_xrc_srq_in::xrc_srqn, s.rmpn);
+        ok(&mut h.fw, &d, 16);
+    }
+    assert_eq!(busy(&mut h, &dx(x1)), (Status::RES_BUSY, syn::XRCD_BUSY_QP));
+    for q in [&ini, &tgt] {
+        ok(
+            &mut h.fw,
+            &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, q.qpn),
+            16,
+        );
+    }
+    ok(&mut h.fw, &dx(x1), 16);
+    let d = destroy_in(
+        op::DESTROY_XRC_SRQ,
+        0,
+        destroy_xrc_srq_in::xrc_srqn,
+        s2.rmpn,
+    );
+    ok(&mut h.fw, &d, 16);
+    ok(&mut h.fw, &dx(x2), 16);
+    assert_eq!(h.fw.counts().xrc, 0);
+}
+
+#[test]
+fn xrc_target_qp_needs_a_domain() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES);
+    let q = |f| create_qp_in::qpc.inner(f);
+    q(qpc::st).set(&mut b, QPC_ST_XRC).unwrap();
+    q(qpc::uar_page).set(&mut b, h.uar).unwrap();
+    q(qpc::no_sq).set(&mut b, 1).unwrap();
+    q(qpc::rq_type).set(&mut b, SRQ_RQ).unwrap();
+    let (c, _) = super::tests::run(&mut h.fw, &b, create_qp_out::SIZE_BYTES);
+    assert_eq!(
+        (c.status, c.syndrome),
+        (Status::BAD_PARAM_ERR, syn::XRC_QP_XRCD)
+    );
+    q(qpc::xrcd).set(&mut b, 0x77).unwrap();
+    let (c, _) = super::tests::run(&mut h.fw, &b, create_qp_out::SIZE_BYTES);
+    assert_eq!(
+        (c.status, c.syndrome),
+        (Status::BAD_RES_ERR, syn::XRCD_UNKNOWN)
+    );
+    let x = h.xrcd();
+    q(qpc::xrcd).set(&mut b, x).unwrap();
+    q(qpc::rq_type).set(&mut b, ZERO_LEN_RQ).unwrap();
+    let (c, _) = super::tests::run(&mut h.fw, &b, create_qp_out::SIZE_BYTES);
+    assert_eq!(
+        (c.status, c.syndrome),
+        (Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE)
+    );
+    assert_eq!(h.fw.counts().qp, 0);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -192,7 +192,7 @@ pub(crate) struct Counts {
     pub(crate) mkey: usize,
     /// Shared receive queues (RMPs).
     pub(crate) srq: usize,
-    /// XRC domains and XRC SRQs (`xrc.rs`; not in the simulator's debugfs `resources`).
+    /// XRC domains and XRC SRQs (`xrc.rs`; debugfs `resources` line `xrc`).
     pub(crate) xrc: usize,
 }
 
@@ -574,7 +574,7 @@ impl Fw {
             flush: None,
             scan_start: 0,
             hca <- hca::Hca::new_in_place(),
-            xrc: xrc::Xrc::new(),
+            xrc <- xrc::Xrc::new_in_place(),
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();

@@ -99,7 +99,7 @@ fn optional_taken(opcode: u16, st: u32, f: Member<qpc::Bits>, opt: u32) -> bool 
     }
     let same = |g: Member<qpc::Bits>| g.bit_off == f.bit_off && g.bit_width == f.bit_width;
     if same(qpc::primary_address_path) && opcode == op::INIT2RTR_QP {
-        return matches!(st, QPC_ST_RC | QPC_ST_UC);
+        return matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC);
     }
     let bit = if same(qpc::q_key) {
         OPTPAR_Q_KEY
@@ -148,9 +148,29 @@ impl Fw {
         // `umr_modify_entity_size_disabled` nothing is posted on it (the engine has no UMR).
         if !matches!(
             st,
-            QPC_ST_RC | QPC_ST_UC | QPC_ST_UD | QPC_ST_QP0 | QPC_ST_QP1 | QPC_ST_REG_UMR
+            QPC_ST_RC
+                | QPC_ST_UC
+                | QPC_ST_UD
+                | QPC_ST_XRC
+                | QPC_ST_QP0
+                | QPC_ST_QP1
+                | QPC_ST_REG_UMR
         ) {
             return fail(Status::BAD_PARAM_ERR, syn::QP_ST);
+        }
+        // An XRC target QP (XRC without a send queue, `create_xrc_tgt_qp()`): it lives in an
+        // XRC domain and receives into the XRC SRQ each message names, so its own `cqn_rcv`,
+        // `srqn_rmpn_xrqn` and PD (upstream's device resources c0, s0, p0) are not used.
+        let xrc_tgt = st == QPC_ST_XRC && get(c, qpc::no_sq) != 0;
+        if xrc_tgt {
+            let xrcd = get(c, qpc::xrcd);
+            if xrcd == 0 {
+                return fail(Status::BAD_PARAM_ERR, syn::XRC_QP_XRCD);
+            }
+            self.xrcd_usable(c.uid, xrcd)?;
+            if get(c, qpc::rq_type) != SRQ_RQ {
+                return fail(Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE);
+            }
         }
         let p = &self.cfg.profile;
         if get(c, qpc::log_sq_size) > p.log_max_qp_sz || get(c, qpc::log_rq_size) > p.log_max_qp_sz
@@ -163,7 +183,7 @@ impl Fw {
         let pd = get(c, qpc::pd);
         // The UMR QP has no PD (`create_qp_common()` sets none for REG_UMR): its WQEs name
         // the mkeys they change.
-        if !(st == QPC_ST_REG_UMR && pd == 0) {
+        if !((st == QPC_ST_REG_UMR || xrc_tgt) && pd == 0) {
             self.pd_usable(c.uid, pd)?;
         }
         let uar = get(c, qpc::uar_page);
@@ -182,18 +202,28 @@ impl Fw {
                 Some(cqn)
             }
             ZERO_LEN_RQ => None,
+            SRQ_RQ if xrc_tgt => None,
             SRQ_RQ => {
                 let cqn = get(c, qpc::cqn_rcv);
                 self.cq_usable(c.uid, cqn, syn::QP_RECV_CQ)?;
-                self.rmp_usable(c.uid, get(c, qpc::srqn_rmpn_xrqn), syn::QP_SRQ)?;
+                let srqn = get(c, qpc::srqn_rmpn_xrqn);
+                // An XRC initiator of upstream mlx5_ib names its device resource s0, an
+                // XRC SRQ; it never receives.
+                if !(st == QPC_ST_XRC && self.xrc.srq(srqn).is_some()) {
+                    self.rmp_usable(c.uid, srqn, syn::QP_SRQ)?;
+                }
                 Some(cqn)
             }
             _ => return fail(Status::BAD_PARAM_ERR, syn::QP_RQ_TYPE),
         };
         let qpc_bytes: [u8; QPC_BYTES] = c.inbox.array(ctx);
         // pas[] follows the fixed layout.
-        let q = QpState::parse(&qpc_bytes, c.inbox_raw(), create_qp_in::SIZE_BYTES)
+        let mut q = QpState::parse(&qpc_bytes, c.inbox_raw(), create_qp_in::SIZE_BYTES)
             .map_err(super::objects::fragmented)?;
+        if st == QPC_ST_XRC {
+            // No receive of its own: a target's come from the SRQ each message names.
+            q.srq = None;
+        }
         let qp = Qp {
             uid: c.uid,
             state: QPC_STATE_RST,
@@ -209,6 +239,15 @@ impl Fw {
             .alloc(qp)
             .ok_or(CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL))?;
         c.set(create_qp_out::qpn, qpn)
+    }
+
+    /// Whether an XRC target QP lives in XRC domain `xrcd` (DEALLOC_XRCD is then busy).
+    pub(super) fn xrcd_has_qp(&self, xrcd: u32) -> bool {
+        self.qps.iter().any(|(_, q)| {
+            qpc::st.get(&q.qpc) == Ok(QPC_ST_XRC)
+                && qpc::no_sq.get(&q.qpc) == Ok(1)
+                && qpc::xrcd.get(&q.qpc) == Ok(xrcd)
+        })
     }
 
     /// Checks that `qpn` names a QP `uid` may use.
@@ -289,7 +328,7 @@ impl Fw {
             copy_member(&mut next, &qpc_bytes, *f)?;
         }
         if C::OPCODE == op::INIT2RTR_QP
-            && !matches!(st, QPC_ST_RC | QPC_ST_UC)
+            && !matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC)
             && opt & OPTPAR_PKEY_INDEX != 0
         {
             copy_member(&mut next, &qpc_bytes, pri(ads::pkey_index))?;
@@ -318,7 +357,7 @@ impl Fw {
                 self.port(get(pri(ads::vhca_port_num))?)?;
             }
             // The path MTU is a connected-service attribute; UD QPs leave it 0.
-            op::INIT2RTR_QP if matches!(st, QPC_ST_RC | QPC_ST_UC) => {
+            op::INIT2RTR_QP if matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) => {
                 let mtu = get(qpc::mtu)?;
                 if !(QPC_MTU_256_BYTES..=QPC_MTU_4K_BYTES).contains(&mtu) {
                     return fail(Status::BAD_PARAM_ERR, syn::QP_MTU);

@@ -61,6 +61,21 @@ pub(crate) struct SrqWqe {
 }
 
 impl SrqState {
+    /// A linked-list SRQ of `2^log_sz` WQEs of `2^shift` bytes at `buf_off` of `xlat`, with
+    /// its doorbell record at `dbr`, nothing consumed, no limit armed (an XRC SRQ: `xrc.rs`).
+    pub(crate) fn new(xlat: Xlat, buf_off: u64, log_sz: u8, shift: u8, dbr: u64) -> SrqState {
+        SrqState {
+            xlat,
+            buf_off,
+            log_sz,
+            shift,
+            dbr,
+            head: 0,
+            ci: 0,
+            lwm: 0,
+        }
+    }
+
     /// Decodes a `wq` plus the `pas[]` at byte `pas` of the inbox.
     fn parse(w: &[u8], inbox: &[u8], pas: usize) -> Result<SrqState, CmdError> {
         let g = |f: Member<wq::Bits>| f.get(w).unwrap_or(0);

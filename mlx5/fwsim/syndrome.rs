@@ -211,6 +211,10 @@ syndromes! {
     XRC_SRQ_NO_PAS = 0x5f08_0006,
     /// PD still used by an XRC SRQ.
     PD_BUSY_XRC_SRQ = 0x5f08_0007,
+    /// An XRC QP without an XRC domain (`qpc.xrcd`), or an XRC target QP with a send queue.
+    XRC_QP_XRCD = 0x5f08_0008,
+    /// XRC domain still used by an XRC target QP.
+    XRCD_BUSY_QP = 0x5f08_0009,
 }
 
 #[cfg(test)]

@@ -7,12 +7,22 @@
 //! QP of the device (ib_core's GSI QP at registration) runs `mlx5_ib_dev_res_srq_init()`,
 //! which creates an XRC SRQ on XRCD 0 (`create_xrc_srq_cmd()`) and a basic SRQ (an RMP,
 //! `srq.rs`). The model keeps the objects and checks what a ConnectX checks when they are
-//! created and destroyed (owner, PD, CQ, XRCD, sizes; an XRCD or PD in use is busy). No XRC
-//! QP exists in this model (CREATE_QP takes RC, UC, UD and the special QPs), so nothing ever
-//! receives into an XRC SRQ: its buffer and doorbell record are not read.
+//! created and destroyed (owner, PD, CQ, XRCD, sizes; an XRCD or PD in use is busy).
+//!
+//! An XRC SRQ keeps the same linked-list queue state as an RMP (`srq.rs`): an XRC send
+//! (`qpc.st` XRC, an initiator QP) names the SRQ in the XRC segment after its control segment
+//! (`struct mlx5_wqe_xrc_seg`, big-endian `xrc_srqn`); the responder's XRC target QP (the QP
+//! the message is addressed to, `no_sq`, its `qpc.xrcd`) takes the WQE at that SRQ's head
+//! when the SRQ belongs to the target's XRC domain, checks the scatter list against the SRQ's
+//! PD, and completes on the SRQ's CQ with the SRQ's `user_index` (`engine.rs`). An SRQ of
+//! another domain, or none, is an Invalid Request NAK (`REMOTE_INVAL_REQ` at the requester)
+//! and the target QP goes to ERR with a WQ invalid-request event, as for other malformed
+//! requests.
 
+use super::srq::SrqState;
 use super::syndrome::{self as syn, CmdError};
 use super::table::ResTable;
+use super::xlat::Xlat;
 use super::{fail, Cmd, Done, Fw, Owned};
 use crate::prm::cmd::*;
 use crate::prm::command::*;
@@ -36,9 +46,16 @@ const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct XrcSrq {
     uid: u16,
-    xrcd: u32,
-    pd: u32,
-    cqn: u32,
+    /// Its XRC domain.
+    pub(crate) xrcd: u32,
+    /// The PD the receive buffers are checked against.
+    pub(crate) pd: u32,
+    /// The CQ its receives complete on.
+    pub(crate) cqn: u32,
+    /// `user_index` (the CQE's `srqn_uidx` with CQE version 1).
+    pub(crate) user_index: u32,
+    /// The queue the data path consumes.
+    pub(crate) q: SrqState,
 }
 
 /// The XRC objects of one function.
@@ -48,12 +65,32 @@ pub(crate) struct Xrc {
 }
 
 impl Xrc {
-    /// No object (small enough to build by value on a kernel stack: about 300 bytes).
+    /// No object.
     pub(crate) const fn new() -> Self {
         Self {
             xrcds: ResTable::new(XRCD_BASE),
             srqs: ResTable::new(XRC_SRQ_BASE),
         }
+    }
+
+    /// [`Xrc::new`] as an in-place initializer, for the kernel (the SRQ table keeps each
+    /// SRQ's translation: a few KiB).
+    #[cfg(MODULE)]
+    pub(crate) fn new_in_place() -> impl pin_init::Init<Self> {
+        pin_init::init!(Self {
+            xrcds <- ResTable::new_in_place(XRCD_BASE),
+            srqs <- ResTable::new_in_place(XRC_SRQ_BASE),
+        })
+    }
+
+    /// XRC SRQ `srqn`.
+    pub(crate) fn srq(&self, srqn: u32) -> Option<&XrcSrq> {
+        self.srqs.get(srqn)
+    }
+
+    /// XRC SRQ `srqn`, to consume from.
+    pub(crate) fn srq_mut(&mut self, srqn: u32) -> Option<&mut XrcSrq> {
+        self.srqs.get_mut(srqn)
     }
 
     /// Forgets every object (TEARDOWN_HCA, cold boot, reset).
@@ -92,11 +129,15 @@ impl Fw {
         if self.xrc.srqs.iter().any(|(_, s)| s.xrcd == xrcd) {
             return fail(Status::RES_BUSY, syn::XRCD_BUSY);
         }
+        if self.xrcd_has_qp(xrcd) {
+            return fail(Status::RES_BUSY, syn::XRCD_BUSY_QP);
+        }
         self.xrc.xrcds.free(xrcd);
         Ok(())
     }
 
-    fn xrcd_usable(&self, uid: u16, xrcd: u32) -> Result<(), CmdError> {
+    /// Checks that `xrcd` names an XRC domain `uid` may use.
+    pub(super) fn xrcd_usable(&self, uid: u16, xrcd: u32) -> Result<(), CmdError> {
         let o = self
             .xrc
             .xrcds
@@ -134,6 +175,29 @@ impl Fw {
         self.pd_usable(c.uid, pd)?;
         let cqn = c.get(x(xrc_srqc::cqn));
         self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
+        // The queue as `create_xrc_srq_cmd()` describes it: 2^log_xrc_srq_size WQEs of
+        // 16 << log_rq_stride bytes, pages of 4096 << log_page_size, the first WQE at
+        // page_offset 64-byte units into the first page.
+        let log_sz = c.get(x(xrc_srqc::log_xrc_srq_size));
+        let shift = c.get(x(xrc_srqc::log_rq_stride)) + 4;
+        let page = 4096u64
+            .checked_shl(c.get(x(xrc_srqc::log_page_size)))
+            .unwrap_or(0);
+        let buf_off = u64::from(c.get(x(xrc_srqc::page_offset))).saturating_mul(page >> 6);
+        let bytes = buf_off.saturating_add(1u64 << (log_sz + shift));
+        let count = if page == 0 { 0 } else { bytes.div_ceil(page) };
+        let xlat = Xlat::from_pages(c.inbox_raw(), create_xrc_srq_in::SIZE_BYTES, count, page)
+            .map_err(super::objects::fragmented)?;
+        let dbr = (u64::from(c.get(x(xrc_srqc::db_record_addr_h))) << 32)
+            | (u64::from(c.get(x(xrc_srqc::db_record_addr_l))) << 2);
+        let q = SrqState::new(
+            xlat,
+            buf_off,
+            u8::try_from(log_sz).unwrap_or(0),
+            u8::try_from(shift).unwrap_or(4),
+            dbr,
+        );
+        let user_index = c.get(x(xrc_srqc::user_index));
         let srqn = self
             .xrc
             .srqs
@@ -142,6 +206,8 @@ impl Fw {
                 xrcd,
                 pd,
                 cqn,
+                user_index,
+                q,
             })
             .ok_or(FULL)?;
         c.set(create_xrc_srq_out::xrc_srqn, srqn)

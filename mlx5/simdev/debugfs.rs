@@ -60,6 +60,7 @@ fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "qp {}", c.qp)?;
     writeln!(out, "mkey {}", c.mkey)?;
     writeln!(out, "srq {}", c.srq)?;
+    writeln!(out, "xrc {}", c.xrc)?;
     writeln!(out, "uctx {}", c.uctx)
 }
 

@@ -332,15 +332,15 @@ impl DeviceOps for MockOps {
     }
 
     fn destroy_qp(qp: &Qp<Mock>) -> Result {
-        qp.pd().device().data().destroyed.fetch_add(1, Relaxed);
+        qp.device().data().destroyed.fetch_add(1, Relaxed);
         Ok(())
     }
 
     fn post_send(qp: &Qp<Mock>, wr: &[SendWr<'_>]) -> Result {
-        let d = qp.pd().device().data();
+        let d = qp.device().data();
         d.posted_send.fetch_add(wr.len() as i32, Relaxed);
         d.pending.fetch_add(wr.len() as i32, Relaxed);
-        let cq = qp.send_cq();
+        let cq = qp.send_cq().ok_or(EINVAL)?;
         if cq.data().armed.xchg(false, Relaxed) {
             cq.completion_event();
         }
@@ -348,8 +348,7 @@ impl DeviceOps for MockOps {
     }
 
     fn post_recv(qp: &Qp<Mock>, wr: &[RecvWr<'_>]) -> Result {
-        qp.pd()
-            .device()
+        qp.device()
             .data()
             .posted_recv
             .fetch_add(wr.len() as i32, Relaxed);

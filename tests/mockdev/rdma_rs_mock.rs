@@ -585,10 +585,11 @@ impl DeviceOps for MockOps {
         if mask.contains(QpAttrMask::STATE) {
             qp.data().state.store(attr.qp_state as u32, Relaxed);
             if attr.qp_state == QpState::Err {
-                let _irq = qp.pd().device().data().irq.lock();
-                let cq = qp.send_cq();
-                cq.completion_event();
-                cq.async_event();
+                let _irq = qp.device().data().irq.lock();
+                if let Some(cq) = qp.send_cq() {
+                    cq.completion_event();
+                    cq.async_event();
+                }
                 qp.async_event(QpEvent::Fatal);
             }
         }

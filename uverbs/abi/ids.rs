@@ -130,6 +130,8 @@ pub(crate) mod method {
 
     /// upstream: `enum uverbs_methods_mw`.
     pub(crate) const MW_DESTROY: u16 = 0;
+    /// upstream: `enum uverbs_methods_xrcd`.
+    pub(crate) const XRCD_DESTROY: u16 = 0;
 
     /// upstream: `enum uverbs_methods_cq`.
     pub(crate) const CQ_CREATE: u16 = 0;
@@ -223,6 +225,8 @@ pub(crate) mod attr {
 
     // upstream: enum uverbs_attrs_pd_destroy_ids
     pub(crate) const DESTROY_PD_HANDLE: u16 = 0;
+    /// upstream: `enum uverbs_attrs_destroy_xrcd_cmd`.
+    pub(crate) const DESTROY_XRCD_HANDLE: u16 = 0;
 
     // upstream: enum uverbs_attrs_create_cq_cmd_attr_ids
     pub(crate) const CREATE_CQ_HANDLE: u16 = 0;

@@ -316,6 +316,7 @@ pub(crate) enum DriverOp {
     ModifyWq,
     CreateRwqIndTable,
     DestroyRwqIndTable,
+    AllocXrcd,
 }
 
 /// The set of [`DriverOp`]s a device implements.

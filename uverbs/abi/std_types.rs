@@ -141,6 +141,12 @@ const PD_DESTROY: &[AttrSpec] = &[A::idr(
     Access::Destroy,
     UA_MANDATORY,
 )];
+const XRCD_DESTROY: &[AttrSpec] = &[A::idr(
+    attr::DESTROY_XRCD_HANDLE,
+    obj::XRCD,
+    Access::Destroy,
+    UA_MANDATORY,
+)];
 const ASYNC_EVENT_ALLOC: &[AttrSpec] = &[A::fd(
     attr::ASYNC_EVENT_ALLOC_FD_HANDLE,
     obj::ASYNC_EVENT,
@@ -425,6 +431,19 @@ pub(crate) const CORE_OBJECTS: &[ObjectSpec] = &[
         writes: &[],
         needs: &[DriverOp::DestroySrq],
     },
+    // upstream: uverbs_std_types.c, `UVERBS_OBJECT_XRCD` with UVERBS_METHOD_XRCD_DESTROY
+    // (libibverbs 44's ibv_cmd_close_xrcd() tries it first).
+    ObjectSpec {
+        id: obj::XRCD,
+        type_class: Some(TypeClass::Idr),
+        methods: &[m(
+            method::XRCD_DESTROY,
+            XRCD_DESTROY,
+            CoreHandler::DestroyDefault,
+        )],
+        writes: &[],
+        needs: &[DriverOp::AllocXrcd, DriverOp::DeallocXrcd],
+    },
     // upstream: uverbs_def_obj_intf
     ObjectSpec {
         id: obj::PD,
@@ -532,6 +551,19 @@ pub(crate) const WRITE_OBJECTS: &[ObjectSpec] = &[
         ],
         needs: &[],
     },
+    // upstream: uverbs_cmd.c, `UVERBS_OBJECT_XRCD`'s write commands, with
+    // UAPI_DEF_OBJ_NEEDS_FN(alloc_xrcd) and (dealloc_xrcd).
+    ObjectSpec {
+        id: obj::XRCD,
+        type_class: None,
+        methods: &[],
+        writes: &[
+            W::i(cmd::CLOSE_XRCD, 4, &[]),
+            W::udata_io(cmd::OPEN_QP, 32, 32, &[]),
+            W::udata_io(cmd::OPEN_XRCD, 16, 4, &[]),
+        ],
+        needs: &[Op::AllocXrcd, Op::DeallocXrcd],
+    },
     ObjectSpec {
         id: obj::MW,
         type_class: None,
@@ -568,14 +600,15 @@ pub(crate) const WRITE_OBJECTS: &[ObjectSpec] = &[
         ],
         needs: &[],
     },
-    // upstream: uverbs_cmd.c, `UVERBS_OBJECT_SRQ`'s write commands (no XRC SRQs, no
-    // POST_SRQ_RECV: libmlx5 posts to the SRQ's memory).
+    // upstream: uverbs_cmd.c, `UVERBS_OBJECT_SRQ`'s write commands (no POST_SRQ_RECV:
+    // libmlx5 posts to the SRQ's memory).
     ObjectSpec {
         id: obj::SRQ,
         type_class: None,
         methods: &[],
         writes: &[
             W::udata_io(cmd::CREATE_SRQ, 32, 16, &[Op::CreateSrq]),
+            W::udata_io(cmd::CREATE_XSRQ, 48, 16, &[Op::CreateSrq]),
             W::io(cmd::DESTROY_SRQ, 16, 4, &[Op::DestroySrq]),
             W::udata_i(cmd::MODIFY_SRQ, 16, &[Op::ModifySrq]),
             W::io(cmd::POST_SRQ_RECV, 24, 4, &[Op::PostSrqRecv]),

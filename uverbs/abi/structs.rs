@@ -591,6 +591,47 @@ uapi_structs! {
         srqn: u32,
     }
 
+    /// `struct ib_uverbs_create_xsrq`.
+    ib_uverbs_create_xsrq => pub(crate) struct CreateXsrq(48) {
+        response: u64,
+        user_handle: u64,
+        srq_type: u32,
+        pd_handle: u32,
+        max_wr: u32,
+        max_sge: u32,
+        srq_limit: u32,
+        max_num_tags: u32,
+        xrcd_handle: u32,
+        cq_handle: u32,
+    }
+
+    /// `struct ib_uverbs_open_xrcd`.
+    ib_uverbs_open_xrcd => pub(crate) struct OpenXrcd(16) {
+        response: u64,
+        fd: u32,
+        oflags: u32,
+    }
+
+    /// `struct ib_uverbs_open_xrcd_resp`.
+    ib_uverbs_open_xrcd_resp => pub(crate) struct OpenXrcdResp(4) {
+        xrcd_handle: u32,
+    }
+
+    /// `struct ib_uverbs_close_xrcd`.
+    ib_uverbs_close_xrcd => pub(crate) struct CloseXrcd(4) {
+        xrcd_handle: u32,
+    }
+
+    /// `struct ib_uverbs_open_qp`.
+    ib_uverbs_open_qp => pub(crate) struct OpenQp(32) {
+        response: u64,
+        user_handle: u64,
+        pd_handle: u32,
+        qpn: u32,
+        qp_type: u8,
+        reserved: [u8; 7],
+    }
+
     /// `struct ib_uverbs_modify_srq`.
     ib_uverbs_modify_srq => pub(crate) struct ModifySrq(16) {
         srq_handle: u32,

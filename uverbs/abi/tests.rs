@@ -214,9 +214,9 @@ fn driver_id_mismatch_is_einval() {
 fn unknown_object_or_method_is_eprotonosupport() {
     let t = tree();
     let mut env = Env::default();
-    // XRCD is a valid core id with no ioctl methods here.
+    // XRCD has one method (XRCD_DESTROY, 0); method 1 is unknown.
     assert_eq!(
-        run(&t, &req(obj::XRCD, 0, &[]), &mut env),
+        run(&t, &req(obj::XRCD, 1, &[]), &mut env),
         Err(Errno::EPROTONOSUPPORT)
     );
     // Outside the key space.
@@ -762,6 +762,42 @@ fn missing_driver_op_hides_objects_and_dependent_methods() {
         t.write_method(cmd::FLAG_EXTENDED | cmd::EX_QUERY_DEVICE),
         Ok(WriteMethod::NotSupp)
     );
+}
+
+// upstream uverbs_cmd.c: UVERBS_OBJECT_XRCD with UAPI_DEF_OBJ_NEEDS_FN(alloc_xrcd) and
+// (dealloc_xrcd); CREATE_XSRQ in the SRQ object (needs create_srq).
+#[test]
+fn xrc_writes_need_the_xrcd_ops() {
+    let t = tree();
+    for c in [
+        cmd::OPEN_XRCD,
+        cmd::CLOSE_XRCD,
+        cmd::OPEN_QP,
+        cmd::CREATE_XSRQ,
+    ] {
+        assert!(
+            matches!(t.write_method(c), Ok(WriteMethod::Cmd(s)) if s.cmd == c),
+            "{c}"
+        );
+    }
+    assert!(t.object(obj::XRCD).is_some());
+    let t = UapiTree::build(
+        CORE_API,
+        &[DRIVER],
+        &dev(DriverOps::ALL.without(DriverOp::AllocXrcd)),
+    )
+    .expect("tree");
+    assert!(t.object(obj::XRCD).is_none());
+    for c in [cmd::OPEN_XRCD, cmd::CLOSE_XRCD] {
+        assert_eq!(t.write_method(c), Ok(WriteMethod::NotSupp), "{c}");
+    }
+    // OPEN_QP was the highest write command: past the highest left (CREATE_XSRQ).
+    assert_eq!(t.write_method(cmd::OPEN_QP).err(), Some(Errno::EOPNOTSUPP));
+    // An XRC SRQ needs an XRCD, but CREATE_XSRQ also makes basic SRQs: it stays.
+    assert!(matches!(
+        t.write_method(cmd::CREATE_XSRQ),
+        Ok(WriteMethod::Cmd(_))
+    ));
 }
 
 #[test]

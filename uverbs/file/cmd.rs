@@ -32,6 +32,7 @@ pub(super) mod mr;
 pub(super) mod mw;
 pub(super) mod qp;
 pub(super) mod srq;
+pub(super) mod xrcd;
 
 use crate::device::Device;
 use crate::driver::Driver;
@@ -318,6 +319,10 @@ impl<D: Driver> UFile<D> {
             cmd::MODIFY_SRQ => self.modify_srq(inner, b),
             cmd::QUERY_SRQ => self.query_srq(inner, b),
             cmd::DESTROY_SRQ => self.destroy_srq(inner, b),
+            cmd::CREATE_XSRQ => self.create_xsrq(inner, b),
+            cmd::OPEN_XRCD => self.open_xrcd(inner, b),
+            cmd::CLOSE_XRCD => self.close_xrcd(inner, b),
+            cmd::OPEN_QP => self.open_qp(inner, b),
             cmd::CREATE_AH => self.create_ah(inner, b),
             cmd::DESTROY_AH => self.destroy_ah(inner, b),
             cmd::ALLOC_MW => self.alloc_mw(inner, b),

@@ -15,6 +15,7 @@ use crate::uverbs::abi::{
 use crate::uverbs::file::cmd::qp::{cap_resp, CREATE_QP_SUP_COMP_MASK, QP_CREATE_ALLOWED};
 use crate::uverbs::file::cmd::srq::CreateSrq;
 use crate::uverbs::file::cmd::with_udata;
+use crate::uverbs::file::cmd::xrcd::XsrqReq;
 use crate::uverbs::file::ioctl::{ioctl_bufs, ptr_value, NewObj, Outputs};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{kerr, UFile};
@@ -198,7 +199,7 @@ impl<D: Driver> UFile<D> {
         const XRC_TGT: u8 = 10;
         const XRC_INI: u8 = 9;
         let (pd_handle, send_cq_handle, recv_cq_handle) = match t {
-            // No XRC domain exists here: its handle finds nothing.
+            // The XRCD handle travels in pd_handle, as the write command has it.
             XRC_TGT => {
                 if bd.is_valid(attr::CREATE_QP_RECV_CQ_HANDLE)
                     || bd.is_valid(attr::CREATE_QP_SEND_CQ_HANDLE)
@@ -207,7 +208,7 @@ impl<D: Driver> UFile<D> {
                 {
                     return Err(EINVAL);
                 }
-                return Err(ENOENT);
+                (idr(attr::CREATE_QP_XRCD_HANDLE)?, 0, 0)
             }
             // RAW_PACKET (CAP_NET_RAW is the driver's to refuse here), RC, UC, UD,
             // XRC_INI, DRIVER.
@@ -283,11 +284,22 @@ impl<D: Driver> UFile<D> {
             ptr_value::<u32>(bd, attr::CREATE_QP_SOURCE_QPN)?;
             c.create_flags |= 1 << 10;
         }
+        // upstream: an SRQ must be an XRC SRQ exactly for a target QP (EINVAL).
+        if bd.is_valid(attr::CREATE_QP_SRQ_HANDLE) {
+            let srq = Self::srq_by_handle(inner, c.srq_handle)?;
+            if srq.is_xrc() != (t == XRC_TGT) {
+                return Err(EINVAL);
+            }
+        }
         let bufs = ioctl_bufs(bd, uattrs)?;
-        let (qp, ev) = self.qp_create_common(inner, &c, &bufs)?;
+        let kind = self.qp_create_common(inner, &c, &bufs)?;
+        let qp = match &kind {
+            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _, _, _) => q.clone(),
+            _ => return Err(EINVAL),
+        };
         let cap = cap_resp(&qp.cap());
         let qpn = qp.qp_num();
-        Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp, ev), || {
+        Self::commit_and_respond(inner, id, obj::QP, kind, || {
             out.put(bd, attr::CREATE_QP_RESP_CAP, &cap.to_bytes())?;
             out.put(bd, attr::CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes())
         })
@@ -350,9 +362,41 @@ impl<D: Driver> UFile<D> {
         if (t == 1 || t == 2) && !bd.is_valid(attr::CREATE_SRQ_CQ_HANDLE) {
             return Err(ENOENT);
         }
+        let obj_id = |a: u16| -> Result<u32> {
+            match bd.get(a) {
+                Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| ENOENT),
+                _ => Err(ENOENT),
+            }
+        };
         match t {
             0 => {}
-            1 => return Err(ENOENT),
+            1 => {
+                let c = XsrqReq {
+                    user_handle,
+                    pd_handle,
+                    xrcd_handle: obj_id(attr::CREATE_SRQ_XRCD_HANDLE)?,
+                    cq_handle: obj_id(attr::CREATE_SRQ_CQ_HANDLE)?,
+                    attr: SrqInitAttr {
+                        max_wr,
+                        max_sge,
+                        srq_limit,
+                    },
+                };
+                let bufs = ioctl_bufs(bd, uattrs)?;
+                let kind = self.xsrq_create_common(inner, &c, &bufs)?;
+                let (a, srqn) = match &kind {
+                    ObjKind::XSrq(s, _, _) => (s.attr(), s.srq_num()),
+                    _ => return Err(EINVAL),
+                };
+                return Self::commit_and_respond(inner, id, obj::SRQ, kind, || {
+                    out.put(bd, attr::CREATE_SRQ_RESP_MAX_WR, &a.max_wr.to_ne_bytes())?;
+                    out.put(bd, attr::CREATE_SRQ_RESP_MAX_SGE, &a.max_sge.to_ne_bytes())?;
+                    if bd.is_valid(attr::CREATE_SRQ_RESP_SRQ_NUM) {
+                        out.put(bd, attr::CREATE_SRQ_RESP_SRQ_NUM, &srqn.to_ne_bytes())?;
+                    }
+                    Ok(())
+                });
+            }
             2 => {
                 if !bd.is_valid(attr::CREATE_SRQ_MAX_NUM_TAGS) {
                     return Err(ENOENT);

@@ -8,10 +8,11 @@ use crate::driver::Driver;
 use crate::uverbs::abi::ids::obj;
 use crate::uverbs::async_event::AsyncEventFile;
 use crate::uverbs::driver_api::DriverObject;
+use crate::uverbs::file::cmd::xrcd::UXrcd;
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::UFile;
 use crate::uverbs::uobject_table::HandleTable;
-use crate::verbs::{Ah, Cq, Mr, Mw, Pd, Qp, Srq, Ucontext};
+use crate::verbs::{Ah, Cq, Mr, Mw, Pd, Qp, QpHandler, Srq, Ucontext};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -21,6 +22,13 @@ pub(super) enum ObjKind<D: Driver> {
     Cq(Arc<Cq<D>>, Arc<UEvents>),
     Qp(Arc<Qp<D>>, Arc<UEvents>),
     Srq(Arc<Srq<D>>, Arc<UEvents>),
+    /// An XRC SRQ and the XRCD handle it counts in (upstream `us->uxrcd`).
+    XSrq(Arc<Srq<D>>, Arc<UEvents>, Arc<UXrcd<D>>),
+    /// An XRCD handle (upstream `struct ib_uxrcd_object`).
+    Xrcd(Arc<UXrcd<D>>),
+    /// An opened handle of an XRC target QP (the QP belongs to its domain): the XRCD handle
+    /// it was created or opened through, and this handle's event handler.
+    TgtQp(Arc<Qp<D>>, Arc<UEvents>, Arc<UXrcd<D>>, Arc<dyn QpHandler>),
     Mr(Arc<Mr<D>>),
     Ah(Arc<Ah<D>>),
     Mw(Arc<Mw<D>>),
@@ -84,6 +92,29 @@ impl<D: Driver> UFile<D> {
                 Ok(()) => Ok(ev.release()),
                 Err(e) => Err((e.err, ObjKind::Srq(e.obj, ev))),
             },
+            ObjKind::XSrq(srq, ev, ux) => match Srq::destroy(srq) {
+                Ok(()) => {
+                    ux.put();
+                    Ok(ev.release())
+                }
+                Err(e) => Err((e.err, ObjKind::XSrq(e.obj, ev, ux))),
+            },
+            // upstream uverbs_free_xrcd(): ib_destroy_usecnt() on the handle's refcnt,
+            // then ib_uverbs_dealloc_xrcd().
+            ObjKind::Xrcd(ux) => {
+                if ux.users() != 0 {
+                    Err((EBUSY, ObjKind::Xrcd(ux)))
+                } else {
+                    match ux.close() {
+                        Ok(()) => Ok(none),
+                        Err(e) => Err((e, ObjKind::Xrcd(ux))),
+                    }
+                }
+            }
+            ObjKind::TgtQp(qp, ev, ux, h) => match Self::tgt_qp_close(&qp, &ux, &h) {
+                Ok(()) => Ok(ev.release()),
+                Err(e) => Err((e, ObjKind::TgtQp(qp, ev, ux, h))),
+            },
             ObjKind::Mr(mr) => Mr::dereg(mr)
                 .map(|()| none)
                 .map_err(|e| (e.err, ObjKind::Mr(e.obj))),
@@ -130,14 +161,14 @@ impl<D: Driver> UFile<D> {
 
     pub(super) fn srq_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Srq<D>>> {
         match Self::obj_at(inner, inner.find(obj::SRQ, i64::from(h))?)? {
-            ObjKind::Srq(s, _) => Ok(s.clone()),
+            ObjKind::Srq(s, _) | ObjKind::XSrq(s, _, _) => Ok(s.clone()),
             _ => Err(EINVAL),
         }
     }
 
     pub(super) fn qp_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Qp<D>>> {
         match Self::obj_at(inner, inner.find(obj::QP, i64::from(h))?)? {
-            ObjKind::Qp(q, _) => Ok(q.clone()),
+            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _, _, _) => Ok(q.clone()),
             _ => Err(EINVAL),
         }
     }

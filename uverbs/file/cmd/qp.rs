@@ -82,23 +82,48 @@ pub(in crate::uverbs::file) fn qp_type(v: u8) -> Result<QpType> {
         2 => Ok(QpType::Rc),
         3 => Ok(QpType::Uc),
         4 => Ok(QpType::Ud),
-        // RAW_PACKET, XRC_INI, XRC_TGT, DRIVER
-        8 | 9 | 10 | 0xff => Err(EOPNOTSUPP),
+        9 => Ok(QpType::XrcIni),
+        10 => Ok(QpType::XrcTgt),
+        // RAW_PACKET, DRIVER
+        8 | 0xff => Err(EOPNOTSUPP),
         _ => Err(EINVAL),
     }
 }
 
 impl<D: Driver> UFile<D> {
-    /// upstream `create_qp()` for RC/UC/UD QPs on a PD; every form of the command (legacy,
-    /// extended, ioctl) is converted into `struct ib_uverbs_ex_create_qp`, as upstream.
+    /// upstream `create_qp()` for RC/UC/UD and XRC QPs; every form of the command (legacy,
+    /// extended, ioctl) is converted into `struct ib_uverbs_ex_create_qp`, as upstream. An
+    /// XRC target QP is created in the domain of the XRCD handle in `pd_handle` (no CQs,
+    /// SRQ or driver data); an XRC initiator has no receive side (no receive CQ, no SRQ,
+    /// `max_recv_wr` and `max_recv_sge` 0).
     pub(in crate::uverbs::file) fn qp_create_common(
         &self,
         inner: &Inner<D>,
         c: &s::ExCreateQp,
         b: &WriteBufs,
-    ) -> Result<(Arc<Qp<D>>, Arc<UEvents>)> {
+    ) -> Result<ObjKind<D>> {
         let ctx = inner.ctx()?.clone();
         let t = qp_type(c.qp_type)?;
+        if t == QpType::XrcTgt {
+            if c.comp_mask & CREATE_QP_SUP_COMP_MASK != 0 {
+                return Err(EINVAL);
+            }
+            let cap = QpCap {
+                max_send_wr: c.max_send_wr,
+                max_recv_wr: c.max_recv_wr,
+                max_send_sge: c.max_send_sge,
+                max_recv_sge: c.max_recv_sge,
+                max_inline_data: c.max_inline_data,
+            };
+            if c.create_flags & !QP_CREATE_ALLOWED != 0 {
+                return Err(EINVAL);
+            }
+            if c.create_flags != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            return self.tgt_qp_create(inner, c.pd_handle, c.user_handle, cap);
+        }
+        let ini = t == QpType::XrcIni;
         if c.comp_mask & CREATE_QP_SUP_COMP_MASK != 0 {
             // An RSS indirection table: upstream looks the handle up, but no
             // device here has the RWQ_IND_TBL object (no
@@ -106,12 +131,17 @@ impl<D: Driver> UFile<D> {
             // object type the device lacks is EINVAL (rdma_lookup_get_uobject()).
             return Err(EINVAL);
         }
-        let srq = if c.is_srq != 0 {
-            Some(Self::srq_by_handle(inner, c.srq_handle)?)
+        let srq = if c.is_srq != 0 && !ini {
+            let s = Self::srq_by_handle(inner, c.srq_handle)?;
+            // upstream: an XRC SRQ serves only XRC target QPs.
+            if s.is_xrc() {
+                return Err(EINVAL);
+            }
+            Some(s)
         } else {
             None
         };
-        let rcq = if c.recv_cq_handle != c.send_cq_handle {
+        let rcq = if c.recv_cq_handle != c.send_cq_handle && !ini {
             Some(Self::cq_by_handle(inner, c.recv_cq_handle)?)
         } else {
             None
@@ -134,9 +164,9 @@ impl<D: Driver> UFile<D> {
             qp_type: t,
             cap: QpCap {
                 max_send_wr: c.max_send_wr,
-                max_recv_wr: c.max_recv_wr,
+                max_recv_wr: if ini { 0 } else { c.max_recv_wr },
                 max_send_sge: c.max_send_sge,
-                max_recv_sge: c.max_recv_sge,
+                max_recv_sge: if ini { 0 } else { c.max_recv_sge },
                 max_inline_data: c.max_inline_data,
             },
             sq_sig_all: c.sq_sig_all != 0,
@@ -150,7 +180,7 @@ impl<D: Driver> UFile<D> {
                 &mut UserCtx::new(&ctx, ud),
             )
         })?;
-        Ok((qp, ev))
+        Ok(ObjKind::Qp(qp, ev))
     }
 
     /// `IB_USER_VERBS_CMD_CREATE_QP` / `IB_USER_VERBS_EX_CMD_CREATE_QP`.
@@ -186,7 +216,11 @@ impl<D: Driver> UFile<D> {
                 ..Default::default()
             }
         };
-        let (qp, ev) = self.qp_create_common(inner, &c, b)?;
+        let kind = self.qp_create_common(inner, &c, b)?;
+        let qp = match &kind {
+            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _, _, _) => q.clone(),
+            _ => return Err(EINVAL),
+        };
         let id = inner.free_id(None);
         let cap = cap_resp(&qp.cap());
         let base = s::CreateQpResp {
@@ -200,7 +234,7 @@ impl<D: Driver> UFile<D> {
             reserved: 0,
         };
         let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp, ev), || {
+        Self::commit_and_respond(inner, id, obj::QP, kind, || {
             if ex {
                 let o = s::ExCreateQpResp {
                     base,

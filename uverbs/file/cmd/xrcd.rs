@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The XRC commands (upstream `ib_uverbs_open_xrcd()`, `ib_uverbs_close_xrcd()` with
+//! `uverbs_free_xrcd()` and `ib_uverbs_dealloc_xrcd()`, `ib_uverbs_open_qp()`, and
+//! `__uverbs_create_xsrq()` for XRC SRQs).
+//!
+//! An XRC domain opened with a file descriptor is shared by inode: the device keeps a table
+//! of (inode, domain) (upstream `ib_uverbs_device.xrcd_tree`), every OPEN_XRCD of the same
+//! inode on the device gets the same domain, and the domain is deallocated when its last
+//! handle is closed. A handle cannot be closed while XRC SRQs or target QPs created (or
+//! opened) through it live (upstream `uxrcd->refcnt`: `EBUSY`).
+
+use crate::driver::Driver;
+use crate::inode::InodeRef;
+use crate::restrack::Owner;
+use crate::uverbs::abi::{ids::obj, structs as s};
+use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::events::UEvents;
+use crate::uverbs::file::uobject::{Inner, ObjKind};
+use crate::uverbs::file::{copy_out_or_zero, UFile};
+use crate::verbs::{Qp, QpCap, QpHandler, Srq, SrqHandler, SrqInitAttr, UserCtx, Xrcd};
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Full, Relaxed};
+use kernel::sync::{Arc, Mutex};
+
+/// `O_CREAT`.
+const O_CREAT: u32 = 0o100;
+/// `O_EXCL`.
+const O_EXCL: u32 = 0o200;
+
+struct Node<D: Driver> {
+    inode: InodeRef,
+    xrcd: Arc<Xrcd<D>>,
+    /// Open handles of the domain (upstream: their share of `xrcd->usecnt`).
+    opens: u32,
+}
+
+/// The device's XRC domains opened by inode (upstream `xrcd_tree` with
+/// `xrcd_tree_mutex`).
+#[pin_data]
+pub(crate) struct XrcdTree<D: Driver> {
+    #[pin]
+    nodes: Mutex<KVec<Node<D>>>,
+}
+
+impl<D: Driver> XrcdTree<D> {
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(XrcdTree {
+                nodes <- kernel::new_mutex!(KVec::new(), "uverbs_xrcd_tree"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
+/// One XRCD handle (upstream `struct ib_uxrcd_object`).
+pub(in crate::uverbs::file) struct UXrcd<D: Driver> {
+    pub(in crate::uverbs::file) xrcd: Arc<Xrcd<D>>,
+    tree: Arc<XrcdTree<D>>,
+    /// The inode of a shared domain (`None`: opened with fd -1).
+    inode_key: Option<usize>,
+    /// XRC SRQs and target QPs using this handle (upstream `uxrcd->refcnt`).
+    refcnt: Atomic<i32>,
+    closed: Atomic<bool>,
+}
+
+impl<D: Driver> UXrcd<D> {
+    pub(in crate::uverbs::file) fn get(&self) {
+        self.refcnt.fetch_add(1, Full);
+    }
+
+    pub(in crate::uverbs::file) fn put(&self) {
+        self.refcnt.fetch_sub(1, Full);
+    }
+
+    pub(in crate::uverbs::file) fn users(&self) -> i32 {
+        self.refcnt.load(Relaxed)
+    }
+
+    /// Closes the handle (upstream `ib_uverbs_dealloc_xrcd()`): a shared domain loses one
+    /// open and is deallocated with its last one (then it leaves the table); a domain of
+    /// its own is deallocated. On an error the handle stays open.
+    pub(in crate::uverbs::file) fn close(&self) -> Result {
+        if self.closed.load(Relaxed) {
+            return Ok(());
+        }
+        let mut nodes = self.tree.nodes.lock();
+        let Some(key) = self.inode_key else {
+            Xrcd::dealloc(self.xrcd.clone()).map_err(|e| e.err)?;
+            self.closed.store(true, Relaxed);
+            return Ok(());
+        };
+        let i = nodes
+            .iter()
+            .position(|n| n.inode.key() == key)
+            .ok_or(EINVAL)?;
+        let n = nodes.get_mut(i).ok_or(EINVAL)?;
+        // upstream: `!atomic_dec_and_test(&xrcd->usecnt)`, the opens and the users together.
+        if n.opens > 1 || n.xrcd.usecnt() != 0 {
+            n.opens = n.opens.saturating_sub(1);
+            self.closed.store(true, Relaxed);
+            return Ok(());
+        }
+        Xrcd::dealloc(self.xrcd.clone()).map_err(|e| e.err)?;
+        let _ = nodes.remove(i);
+        self.closed.store(true, Relaxed);
+        Ok(())
+    }
+}
+
+impl<D: Driver> Drop for UXrcd<D> {
+    fn drop(&mut self) {
+        // A handle dropped without a close (a file torn down past its EBUSY passes).
+        let _ = self.close();
+    }
+}
+
+impl<D: Driver> UFile<D> {
+    pub(in crate::uverbs::file) fn xrcd_by_handle(
+        inner: &Inner<D>,
+        h: u32,
+    ) -> Result<Arc<UXrcd<D>>> {
+        match Self::obj_at(inner, inner.find(obj::XRCD, i64::from(h))?)? {
+            ObjKind::Xrcd(x) => Ok(x.clone()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// `IB_USER_VERBS_CMD_OPEN_XRCD`, in upstream's order: the fd's inode (`EBADF`), an
+    /// unknown inode without `O_CREAT` (`EAGAIN`), a known one with `O_EXCL` (`EINVAL`),
+    /// then the handle and, for a new domain, `alloc_xrcd`.
+    pub(in crate::uverbs::file) fn open_xrcd(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        let r = request::<s::OpenXrcd>(&b.core_in)?;
+        let ctx = inner.ctx()?.clone();
+        let mut nodes = self.xrcds.nodes.lock();
+        let inode = if r.fd != u32::MAX {
+            Some(InodeRef::of_fd(r.fd)?)
+        } else {
+            None
+        };
+        let key = inode.as_ref().map(|i| i.key());
+        let found = key.and_then(|k| nodes.iter().position(|n| n.inode.key() == k));
+        if inode.is_some() {
+            if found.is_none() && r.oflags & O_CREAT == 0 {
+                return Err(EAGAIN);
+            }
+            if found.is_some() && r.oflags & O_EXCL != 0 {
+                return Err(EINVAL);
+            }
+        }
+        let id = inner.free_id(None);
+        let xrcd = match found.and_then(|i| nodes.get(i)) {
+            Some(n) => n.xrcd.clone(),
+            None => with_udata(b, |ud| {
+                Xrcd::alloc_user(&self.dev, &mut UserCtx::new(&ctx, ud))
+            })?,
+        };
+        match (found, inode) {
+            (Some(i), _) => {
+                if let Some(n) = nodes.get_mut(i) {
+                    n.opens += 1;
+                }
+            }
+            (None, Some(inode)) => {
+                if let Err(e) = nodes.push(
+                    Node {
+                        inode,
+                        xrcd: xrcd.clone(),
+                        opens: 1,
+                    },
+                    GFP_KERNEL,
+                ) {
+                    let _ = Xrcd::dealloc(xrcd);
+                    return Err(e.into());
+                }
+            }
+            (None, None) => {}
+        }
+        drop(nodes);
+        let ux = Arc::new(
+            UXrcd {
+                xrcd,
+                tree: self.xrcds.clone(),
+                inode_key: key,
+                refcnt: Atomic::new(0),
+                closed: Atomic::new(false),
+            },
+            GFP_KERNEL,
+        )?;
+        let o = s::OpenXrcdResp { xrcd_handle: id };
+        let out = b.core_out;
+        Self::commit_and_respond(inner, id, obj::XRCD, ObjKind::Xrcd(ux), || {
+            copy_out_or_zero(out.0, out.1, &o.to_bytes())
+        })
+    }
+
+    /// `IB_USER_VERBS_CMD_CLOSE_XRCD`: `EBUSY` while SRQs or target QPs of this handle live.
+    pub(in crate::uverbs::file) fn close_xrcd(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        inner.ctx()?;
+        let r = request::<s::CloseXrcd>(&b.core_in)?;
+        let h = inner.find(obj::XRCD, i64::from(r.xrcd_handle))?;
+        Self::destroy_at(inner, h).map(|_| ())
+    }
+
+    /// `IB_USER_VERBS_CMD_OPEN_QP` (upstream `ib_uverbs_open_qp()`): the XRCD handle is
+    /// `pd_handle`; only `IB_QPT_XRC_TGT` (else `EINVAL`), a QP number the domain has (else
+    /// `EINVAL`, `ib_open_qp()`); the response is `ib_uverbs_create_qp_resp` with the handle
+    /// and the number.
+    pub(in crate::uverbs::file) fn open_qp(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        inner.ctx()?;
+        let r = request::<s::OpenQp>(&b.core_in)?;
+        // upstream: a failed uobj_get_read() of the XRCD is EINVAL here.
+        let ux = Self::xrcd_by_handle(inner, r.pd_handle).map_err(|_| EINVAL)?;
+        if r.qp_type != 10 {
+            return Err(EINVAL);
+        }
+        let ev = UEvents::new(None, inner.async_file.clone(), r.user_handle)?;
+        let handler: Arc<dyn QpHandler> = ev.clone();
+        let qp = ux.xrcd.open_qp(r.qpn, handler.clone())?;
+        let id = inner.free_id(None);
+        let o = s::CreateQpResp {
+            qp_handle: id,
+            qpn: qp.qp_num(),
+            ..Default::default()
+        };
+        ux.get();
+        let out = b.core_out;
+        Self::commit_and_respond(
+            inner,
+            id,
+            obj::QP,
+            ObjKind::TgtQp(qp, ev, ux, handler),
+            || copy_out_or_zero(out.0, out.1, &o.to_bytes()),
+        )
+    }
+
+    /// upstream `create_qp()` for `IB_QPT_XRC_TGT`: the QP is created in the domain of
+    /// `xrcd_handle` with no PD, CQs or driver data, and this handle opens it.
+    pub(in crate::uverbs::file) fn tgt_qp_create(
+        &self,
+        inner: &Inner<D>,
+        xrcd_handle: u32,
+        user_handle: u64,
+        cap: QpCap,
+    ) -> Result<ObjKind<D>> {
+        let ux = Self::xrcd_by_handle(inner, xrcd_handle)?;
+        let ev = UEvents::new(None, inner.async_file.clone(), user_handle)?;
+        let handler: Arc<dyn QpHandler> = ev.clone();
+        let qp = Xrcd::create_tgt_qp(&ux.xrcd, cap, handler.clone(), Owner::current_task())?;
+        ux.get();
+        Ok(ObjKind::TgtQp(qp, ev, ux, handler))
+    }
+
+    /// Closes a target QP handle (upstream `ib_destroy_qp_user()` → `__ib_destroy_shared_qp()`).
+    pub(in crate::uverbs::file) fn tgt_qp_close(
+        qp: &Arc<Qp<D>>,
+        ux: &UXrcd<D>,
+        handler: &Arc<dyn QpHandler>,
+    ) -> Result {
+        ux.xrcd.close_qp(qp, handler)?;
+        ux.put();
+        Ok(())
+    }
+
+    /// upstream `__uverbs_create_xsrq()` for `IB_SRQT_XRC`, up to the driver: the PD, the
+    /// XRCD (its handle's refcnt) and the CQ.
+    pub(in crate::uverbs::file) fn xsrq_create_common(
+        &self,
+        inner: &Inner<D>,
+        c: &XsrqReq,
+        b: &WriteBufs,
+    ) -> Result<ObjKind<D>> {
+        let ctx = inner.ctx()?.clone();
+        let ux = Self::xrcd_by_handle(inner, c.xrcd_handle)?;
+        let cq = Self::cq_by_handle(inner, c.cq_handle)?;
+        let pd = Self::pd_by_handle(inner, c.pd_handle)?;
+        let ev = UEvents::new(None, inner.async_file.clone(), c.user_handle)?;
+        let handler: Arc<dyn SrqHandler> = ev.clone();
+        let srq = with_udata(b, |ud| {
+            Srq::create_xrc_user(
+                &pd,
+                &ux.xrcd,
+                &cq,
+                &c.attr,
+                Some(handler),
+                Owner::current_task(),
+                &mut UserCtx::new(&ctx, ud),
+            )
+        })?;
+        ux.get();
+        Ok(ObjKind::XSrq(srq, ev, ux))
+    }
+
+    /// `IB_USER_VERBS_CMD_CREATE_XSRQ`: a basic SRQ as CREATE_SRQ, an XRC SRQ in an XRCD
+    /// with its CQ (the response's `srqn` is its number); tag matching is `EOPNOTSUPP` (no
+    /// driver here has it); another type `EINVAL`.
+    pub(in crate::uverbs::file) fn create_xsrq(
+        &self,
+        inner: &mut Inner<D>,
+        b: &mut WriteBufs,
+    ) -> Result {
+        let r = request::<s::CreateXsrq>(&b.core_in)?;
+        let attr = SrqInitAttr {
+            max_wr: r.max_wr,
+            max_sge: r.max_sge,
+            srq_limit: r.srq_limit,
+        };
+        let kind = match r.srq_type {
+            0 => {
+                let c = super::srq::CreateSrq {
+                    user_handle: r.user_handle,
+                    pd_handle: r.pd_handle,
+                    attr,
+                };
+                let (srq, ev) = self.srq_create_common(inner, &c, b)?;
+                ObjKind::Srq(srq, ev)
+            }
+            1 => {
+                let c = XsrqReq {
+                    user_handle: r.user_handle,
+                    pd_handle: r.pd_handle,
+                    xrcd_handle: r.xrcd_handle,
+                    cq_handle: r.cq_handle,
+                    attr,
+                };
+                self.xsrq_create_common(inner, &c, b)?
+            }
+            2 => {
+                // upstream looks the CQ up first: a bad handle is its errno.
+                Self::cq_by_handle(inner, r.cq_handle)?;
+                return Err(EOPNOTSUPP);
+            }
+            _ => return Err(EINVAL),
+        };
+        let (a, srqn) = match &kind {
+            ObjKind::Srq(s, _) | ObjKind::XSrq(s, _, _) => (s.attr(), s.srq_num()),
+            _ => return Err(EINVAL),
+        };
+        let id = inner.free_id(None);
+        let o = s::CreateSrqResp {
+            srq_handle: id,
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srqn,
+        };
+        let out = b.core_out;
+        Self::commit_and_respond(inner, id, obj::SRQ, kind, || {
+            copy_out_or_zero(out.0, out.1, &o.to_bytes())
+        })
+    }
+}
+
+/// The fields of an XRC SRQ create (the write command and the ioctl method).
+pub(in crate::uverbs::file) struct XsrqReq {
+    pub(in crate::uverbs::file) user_handle: u64,
+    pub(in crate::uverbs::file) pd_handle: u32,
+    pub(in crate::uverbs::file) xrcd_handle: u32,
+    pub(in crate::uverbs::file) cq_handle: u32,
+    pub(in crate::uverbs::file) attr: SrqInitAttr,
+}
