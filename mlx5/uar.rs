@@ -173,6 +173,8 @@ pub(crate) struct UarObj {
     registry: Arc<MmapRegistry>,
 }
 
+impl ib_core_rs::uverbs::driver_api::DriverUobject for UarObj {}
+
 impl Drop for UarObj {
     fn drop(&mut self) {
         // upstream mmap_obj_cleanup() -> rdma_user_mmap_entry_remove().
@@ -322,7 +324,7 @@ const UAR_METHODS: &[MethodSpec] = &[
 
 /// The driver's uverbs objects (upstream `DECLARE_UVERBS_NAMED_OBJECT(MLX5_IB_OBJECT_UAR, ..)`
 /// in `mlx5_ib_defs`): the UAR object, destroyed by dropping its [`UarObj`].
-pub(crate) const UVERBS_OBJECTS: &[ObjectSpec] = &[ObjectSpec::driver_idr(OBJECT_UAR, UAR_METHODS)];
+pub(crate) const UAR_OBJECT: ObjectSpec = ObjectSpec::driver_idr(OBJECT_UAR, UAR_METHODS);
 
 /// The driver's uverbs methods (upstream `UVERBS_HANDLER(MLX5_IB_METHOD_UAR_OBJ_ALLOC)`): the
 /// type (`uverbs_get_const()` of an `enum`, at most `u32::MAX`), [`uar_obj_alloc`], the object

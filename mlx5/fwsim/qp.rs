@@ -192,8 +192,22 @@ impl Fw {
         };
         let qpc_bytes: [u8; QPC_BYTES] = c.inbox.array(ctx);
         // pas[] follows the fixed layout.
-        let q = QpState::parse(&qpc_bytes, c.inbox_raw(), create_qp_in::SIZE_BYTES)
+        let mut q = QpState::parse(&qpc_bytes, c.inbox_raw(), create_qp_in::SIZE_BYTES)
             .map_err(super::objects::fragmented)?;
+        // DEVX: the work queue buffer and the doorbell record in umems (`umem.rs`).
+        let mut umems = [0u32; 2];
+        if c.get(create_qp_in::wq_umem_valid) != 0 {
+            let id = c.get(create_qp_in::wq_umem_id);
+            let off = c.inbox.get64(create_qp_in::wq_umem_offset);
+            q.xlat = self.umem_range(c.uid, id, off, q.buf_bytes())?;
+            q.buf_off = 0;
+            umems[0] = id;
+        }
+        if get(c, qpc::dbr_umem_valid) != 0 {
+            let id = get(c, crate::prm::cmd::umem_refs::QPC_DBR_UMEM_ID);
+            q.dbr = self.umem_dbr(c.uid, id, q.dbr)?;
+            umems[1] = id;
+        }
         let qp = Qp {
             uid: c.uid,
             state: QPC_STATE_RST,
@@ -203,6 +217,7 @@ impl Fw {
             recv_cq,
             qpc: qpc_bytes,
             q,
+            umems,
         };
         let qpn = self
             .qps

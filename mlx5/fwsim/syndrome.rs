@@ -211,6 +211,20 @@ syndromes! {
     XRC_SRQ_NO_PAS = 0x5f08_0006,
     /// PD still used by an XRC SRQ.
     PD_BUSY_XRC_SRQ = 0x5f08_0007,
+    // 09: DEVX umems (`umem.rs`).
+    /// No such umem, or a umem of another uid.
+    UMEM_UNKNOWN = 0x5f09_0001,
+    /// CREATE_UMEM without a uid (umems belong to DEVX user contexts).
+    UMEM_NO_UID = 0x5f09_0002,
+    /// CREATE_UMEM: `log_page_size` too big, `page_offset` not inside the first page, no MTT
+    /// entry, or fewer entries in the inbox than `num_of_mtt`.
+    UMEM_BAD_MTT = 0x5f09_0003,
+    /// A buffer or doorbell record at a umem offset past the umem's end.
+    UMEM_RANGE = 0x5f09_0004,
+    /// DESTROY_UMEM of a umem a CQ or QP still uses.
+    UMEM_BUSY = 0x5f09_0005,
+    /// A umem where the model does not take one (MODIFY_CQ resize into a umem, an RMP).
+    UMEM_NOT_MODELED = 0x5f09_0006,
 }
 
 #[cfg(test)]

@@ -60,7 +60,8 @@ fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "qp {}", c.qp)?;
     writeln!(out, "mkey {}", c.mkey)?;
     writeln!(out, "srq {}", c.srq)?;
-    writeln!(out, "uctx {}", c.uctx)
+    writeln!(out, "uctx {}", c.uctx)?;
+    writeln!(out, "umem {}", c.umem)
 }
 
 fn show_iommu(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
