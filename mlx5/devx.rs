@@ -134,7 +134,12 @@ const OBJ_USE_ATTRS: &[AttrSpec] = &[
     CMD_ATTRS[1],
 ];
 const UMEM_REG_ATTRS: &[AttrSpec] = &[
-    AttrSpec::idr(ATTR_UMEM_HANDLE, OBJECT_DEVX_UMEM, Access::New, UA_MANDATORY),
+    AttrSpec::idr(
+        ATTR_UMEM_HANDLE,
+        OBJECT_DEVX_UMEM,
+        Access::New,
+        UA_MANDATORY,
+    ),
     AttrSpec::ptr_in(ATTR_UMEM_ADDR, PtrSpec::ty(8), UA_MANDATORY),
     AttrSpec::ptr_in(ATTR_UMEM_LEN, PtrSpec::ty(8), UA_MANDATORY),
     AttrSpec::flags_in(ATTR_UMEM_ACCESS, UA_OPTIONAL),
@@ -486,11 +491,17 @@ pub(crate) fn build_destroy_cmd(cmd: &[u8], out: &[u8]) -> Result<([u8; 16], u64
 /// upstream `devx_set_umem_valid()`: a DEVX CQ, QP, RMP, XRC SRQ (and SQ, RQ, XRQ) takes its
 /// buffer and doorbell from umems; the kernel sets the `*_umem_valid` bits.
 fn set_umem_valid(cmd: &mut [u8]) -> Result {
-    use crate::prm::cmd::{create_cq_in, create_qp_in, create_rmp_in, create_xrc_srq_in, modify_cq_in};
+    use crate::prm::cmd::{
+        create_cq_in, create_qp_in, create_rmp_in, create_xrc_srq_in, modify_cq_in,
+    };
     match opcode(cmd) {
         op::CREATE_CQ => {
             set(cmd, create_cq_in::cq_umem_valid.field(), 1)?;
-            set(cmd, create_cq_in::cq_context.inner(cqc::dbr_umem_valid).field(), 1)
+            set(
+                cmd,
+                create_cq_in::cq_context.inner(cqc::dbr_umem_valid).field(),
+                1,
+            )
         }
         op::CREATE_QP => {
             set(cmd, create_qp_in::qpc.inner(qpc::dbr_umem_valid).field(), 1)?;
@@ -528,7 +539,9 @@ fn handle_mkey_create(cmd: &mut [u8]) -> Result {
     }
     let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f).field();
     let mode = (get(cmd, m(mkc::access_mode_4_2)) << 2) | get(cmd, m(mkc::access_mode_1_0));
-    if mode == crate::prm::consts::MKC_ACCESS_MODE_KLMS || mode == crate::prm::consts::MKC_ACCESS_MODE_KSM {
+    if mode == crate::prm::consts::MKC_ACCESS_MODE_KLMS
+        || mode == crate::prm::consts::MKC_ACCESS_MODE_KSM
+    {
         return Ok(());
     }
     set(cmd, create_mkey_in::mkey_umem_valid.field(), 1)
@@ -589,7 +602,12 @@ fn query_eqn(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
     let v = call.ptr_in(ATTR_QUERY_IN)?;
     let mut b = [0u8; 4];
     b.copy_from_slice(v.get(..4).ok_or(EINVAL)?);
-    let eqn = call.ctx().device().data().hw.comp_eqn(u32::from_ne_bytes(b))?;
+    let eqn = call
+        .ctx()
+        .device()
+        .data()
+        .hw
+        .comp_eqn(u32::from_ne_bytes(b))?;
     call.put(ATTR_QUERY_OUT, &eqn.to_ne_bytes())
 }
 
@@ -695,9 +713,17 @@ fn umem_reg(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
     let inlen = create_umem_in::SIZE_BYTES + 8 * n;
     let mut cmd = KVec::from_elem(0u8, inlen, GFP_KERNEL)?;
     let u = |f| create_umem_in::umem.inner(f).field();
-    set(&mut cmd, create_umem_in::opcode.field(), op::CREATE_UMEM.into())?;
+    set(
+        &mut cmd,
+        create_umem_in::opcode.field(),
+        op::CREATE_UMEM.into(),
+    )?;
     set(&mut cmd, create_umem_in::uid.field(), uid.into())?;
-    set(&mut cmd, u(umemc::log_page_size), page_shift - ADAPTER_PAGE_SHIFT)?;
+    set(
+        &mut cmd,
+        u(umemc::log_page_size),
+        page_shift - ADAPTER_PAGE_SHIFT,
+    )?;
     set(&mut cmd, u(umemc::page_offset), buf.page_offset() as u32)?;
     u(umemc::num_of_mtt)
         .set64(&mut cmd, n as u64)
@@ -823,7 +849,10 @@ mod tests {
         let mut m = cmd(op::RTR2RTS_QP);
         m[9..12].copy_from_slice(&[0, 1, 0x23]);
         assert_eq!(obj_id_of(&m), id);
-        assert_eq!(build_destroy_cmd(&cmd(op::CREATE_FLOW_TABLE), &out), Err(EOPNOTSUPP));
+        assert_eq!(
+            build_destroy_cmd(&cmd(op::CREATE_FLOW_TABLE), &out),
+            Err(EOPNOTSUPP)
+        );
         Ok(())
     }
 }

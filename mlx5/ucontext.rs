@@ -137,7 +137,8 @@ pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Res
     };
 
     // upstream mlx5_ib_alloc_transport_domain() with the context's uid.
-    let tdn = exec(&*d.hw, &AllocTransportDomain { uid: devx_uid }).inspect_err(|_| destroy_uctx())?;
+    let tdn =
+        exec(&*d.hw, &AllocTransportDomain { uid: devx_uid }).inspect_err(|_| destroy_uctx())?;
     let free_td = || {
         let _ = exec(
             &*d.hw,
@@ -244,10 +245,12 @@ pub(crate) fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
             d.deferred_deallocs.defer(crate::uar::Deferred::Td(u.tdn));
         }
         // upstream: mlx5_ib_devx_destroy() last. Every object of the context is gone by now
-        // (uverbs destroyed them before the context); a refusal (the device still holds an
-        // object of the uid) is logged by exec and leaves the UCTX.
-        if u.devx_uid != 0 {
-            let _ = exec(&*d.hw, &DestroyUctx { uid: u.devx_uid });
+        // (uverbs destroyed them before the context); a refusal (an injected fault, or the
+        // transport domain above was refused) is retried like the domain (upstream ignores
+        // it).
+        if u.devx_uid != 0 && exec(&*d.hw, &DestroyUctx { uid: u.devx_uid }).is_err() {
+            d.deferred_deallocs
+                .defer(crate::uar::Deferred::Uctx(u.devx_uid));
         }
     }
     // What the device refused before (a UAR page of this context whose last unmap came

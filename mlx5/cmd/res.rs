@@ -392,7 +392,10 @@ impl Command for CreateUctx {
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         use crate::prm::cmd::create_uctx_in;
-        inbox.set(create_uctx_in::uctx.inner(crate::prm::ctx::uctx::cap), self.cap)
+        inbox.set(
+            create_uctx_in::uctx.inner(crate::prm::ctx::uctx::cap),
+            self.cap,
+        )
     }
 
     fn reply(&self, out: OutBox<'_, Self>) -> Result<u16> {

@@ -77,6 +77,10 @@ mod hca_tests;
 #[path = "upstream_ib_tests.rs"]
 mod upstream_ib_tests;
 
+#[cfg(test)]
+#[path = "umem_tests.rs"]
+mod umem_tests;
+
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::command::{OpMod, PrmCommand};
 use crate::prm::layout::{Buf, BufMut, Field, Member};

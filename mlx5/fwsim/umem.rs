@@ -100,12 +100,19 @@ impl Fw {
             .umems
             .get(id)
             .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))?;
-        Self::owned(uid, m.uid).map_err(|_| CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))?;
+        Self::owned(uid, m.uid)
+            .map_err(|_| CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))?;
         Ok(m)
     }
 
     /// The translation of `len` bytes at offset `off` of umem `id` (a queue buffer).
-    pub(super) fn umem_range(&self, uid: u16, id: u32, off: u64, len: u64) -> Result<Xlat, CmdError> {
+    pub(super) fn umem_range(
+        &self,
+        uid: u16,
+        id: u32,
+        off: u64,
+        len: u64,
+    ) -> Result<Xlat, CmdError> {
         let m = self.umem(uid, id)?;
         if off.checked_add(len).is_none_or(|end| end > m.len) {
             return fail(Status::BAD_PARAM_ERR, syn::UMEM_RANGE);

@@ -27,7 +27,10 @@ fn main() {
         }
     }
     let table = prm::command::ALL.iter().map(|c| (c.name, c.opcode));
-    let others = prm::opcode::OTHERS.iter().chain(prm::devx_ops::ALL).copied();
+    let others = prm::opcode::OTHERS
+        .iter()
+        .chain(prm::devx_ops::ALL)
+        .copied();
     for (name, v) in table.chain(others) {
         println!("opcode {} {}", name.trim_start_matches('_'), v);
     }
