@@ -395,6 +395,10 @@ impl Fw {
     /// entries it announces; returns the index (the driver ORs in its `mkey_7_0` byte).
     pub(super) fn create_mkey(&mut self, c: &mut Cmd<'_, CreateMkey>) -> Done {
         let ctx = create_mkey_in::memory_key_mkey_entry;
+        // A DEVX mkey over a umem (`mkey_umem_valid`) is not modeled.
+        if c.get(create_mkey_in::mkey_umem_valid) != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::UMEM_NOT_MODELED);
+        }
         let pd = c.get(ctx.inner(mkc::pd));
         self.pd_usable(c.uid, pd)?;
         if c.get(ctx.inner(mkc::qpn)) != 0x00ff_ffff {
