@@ -10,8 +10,9 @@
  * context without DEVX, a second DEVX context naming the first one's CQ, umem and QP,
  * and the destroy order (a umem or CQ still in use is EBUSY).
  *
- *   devx_test -d mlx5_0 [-x | -w FILE]
+ *   devx_test -d mlx5_0 [-g GID_INDEX] [-x | -w FILE]
  *
+ * -g: RoCE, the path's GRH from that GID index to the port's GID there (else IB, by LID).
  * -x: create the objects, then exit without destroying anything (the kernel's cleanup at
  * close must free them in order: DEVX objects, umems, the UCTX last).
  * -w FILE: create the objects and pass the traffic, print "I holding", wait until FILE
@@ -129,6 +130,10 @@ enum {
 #define ADS_RLID 48, 16
 #define ADS_ACK_TIMEOUT 64, 5
 #define ADS_VHCA_PORT 296, 8
+#define ADS_GRH 40, 1
+#define ADS_SRC_ADDR_INDEX 72, 8
+#define ADS_HOP_LIMIT 88, 8
+#define ADS_RGID 128 /* 16 bytes */
 #define QPC_LOG_SRA_MAX 904, 3
 #define QPC_RETRY_COUNT 909, 3
 #define QPC_RNR_RETRY 912, 3
@@ -255,6 +260,10 @@ static struct mlx5dv_devx_obj *create_qp(struct devx_ctx *c, int i, uint32_t cqn
 	return o;
 }
 
+/* RoCE: the GID index of the path (-g), and the port's GID there (the loopback destination). */
+static int gid_index = -1;
+static union ibv_gid port_gid;
+
 /* A QP transition through DEVX modify; returns errno. */
 static int modify(struct mlx5dv_devx_obj *o, uint16_t opcode, uint32_t qpn, uint32_t remote, uint16_t lid)
 {
@@ -276,6 +285,12 @@ static int modify(struct mlx5dv_devx_obj *o, uint16_t opcode, uint32_t qpn, uint
 		SETF(in, QPC, QPC_REMOTE_QPN, remote);
 		SETF(in, QPC + QPC_PATH, ADS_RLID, lid);
 		SETF(in, QPC + QPC_PATH, ADS_VHCA_PORT, 1);
+		if (gid_index >= 0) { /* RoCE: a GRH to the port's own GID */
+			SETF(in, QPC + QPC_PATH, ADS_GRH, 1);
+			SETF(in, QPC + QPC_PATH, ADS_SRC_ADDR_INDEX, gid_index);
+			SETF(in, QPC + QPC_PATH, ADS_HOP_LIMIT, 64);
+			memcpy((char *)in + (QPC + QPC_PATH + ADS_RGID) / 8, port_gid.raw, 16);
+		}
 		SETF(in, QPC, QPC_NEXT_RCV_PSN, 0);
 		SETF(in, QPC, QPC_LOG_RRA_MAX, 0);
 		SETF(in, QPC, QPC_MIN_RNR_NAK, 12);
@@ -454,6 +469,8 @@ static void traffic(struct devx_ctx *c)
 	int op, err, ok;
 
 	CHECK(!ibv_query_port(c->ctx, 1, &pa), "ibv_query_port (the loopback LID)");
+	if (gid_index >= 0)
+		CHECK(!ibv_query_gid(c->ctx, 1, gid_index, &port_gid), "ibv_query_gid (the loopback GID)");
 	for (int i = 0; i < MSG; i++)
 		src[i] = (char)(i * 7 + 3);
 	smr = ibv_reg_mr(c->pd, src, MSG, IBV_ACCESS_LOCAL_WRITE);
@@ -620,9 +637,11 @@ int main(int argc, char **argv)
 	const char *hold = NULL;
 	int leave = 0, opt;
 
-	while ((opt = getopt(argc, argv, "d:xw:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:xw:")) != -1) {
 		if (opt == 'd')
 			name = optarg;
+		else if (opt == 'g')
+			gid_index = atoi(optarg);
 		else if (opt == 'x')
 			leave = 1;
 		else if (opt == 'w')

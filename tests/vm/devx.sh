@@ -1,5 +1,6 @@
 # DEVX (mlx5dv_devx_*) on the firmware simulator. Sourced by the mode scripts.
-#  - vm_devx: tests/userspace/devx_test.c on mlx5_0 (IB): a CQ and two RC QPs
+#  - vm_devx: tests/userspace/devx_test.c on mlx5_0 (IB) and mlx5_1 (RoCE v2,
+#    GRH to the port's own GID): a CQ and two RC QPs
 #    made entirely through DEVX (umems, the DEVX UAR and EQN), moved to RTS by
 #    DEVX modify commands, SEND and RDMA WRITE posted and polled by the program
 #    (bytes and CQE status checked), the errnos (allow-lists, no DEVX uid,
@@ -12,9 +13,11 @@
 
 devx_suite() {
 	local f=mlx5_ib_rs.rdma.0 drv pid rc
-	load_ours sim=ib
+	load_ours sim=ib,eth
 	t_import "devx mlx5_0" /rdma-rs/devx_test -d mlx5_0
 	t_check "$f: only the kernel PD and UAR left after the DEVX run" fwsim_resources_probed $f
+	t_import "devx mlx5_1 (RoCE v2)" /rdma-rs/devx_test -d mlx5_1 -g 1
+	t_check "mlx5_ib_rs.rdma.1: only the kernel PD and UAR left after the DEVX run" fwsim_resources_probed mlx5_ib_rs.rdma.1
 	t_import "devx mlx5_0 exit without destroy" /rdma-rs/devx_test -d mlx5_0 -x
 	t_check "$f: the close cleanup freed every DEVX object, umem and the UCTX" fwsim_resources_probed $f
 	# Unplug while a process holds DEVX objects, umems and its UCTX.
