@@ -10,8 +10,10 @@
  * context without DEVX, a second DEVX context naming the first one's CQ, umem and QP,
  * and the destroy order (a umem or CQ still in use is EBUSY).
  *
- *   devx_test -d mlx5_0 [-g GID_INDEX] [-x | -w FILE]
+ *   devx_test -d mlx5_0 [-g GID_INDEX] [-f FWSIM_DIR] [-x | -w FILE]
  *
+ * -f: the function's simulator debugfs directory: its fail_opcode knob makes libmlx5 open a
+ * context without DEVX (CREATE_UCTX refused, libmlx5 falls back), whose DEVX calls must fail.
  * -g: RoCE, the path's GRH from that GID index to the port's GID there (else IB, by LID).
  * -x: create the objects, then exit without destroying anything (the kernel's cleanup at
  * close must free them in order: DEVX objects, umems, the UCTX last).
@@ -529,6 +531,24 @@ static void traffic(struct devx_ctx *c)
 	free(wdst);
 }
 
+/* Writes VAL to the simulator's fail_opcode knob of the function; 0 if there is none. */
+static const char *fwsim_dir;
+
+static int fwsim_knob(const char *dir, const char *val)
+{
+	char path[512];
+	FILE *f;
+
+	if (!dir)
+		return 0;
+	snprintf(path, sizeof(path), "%s/fail_opcode", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return 0;
+	fprintf(f, "%s\n", val);
+	return fclose(f) == 0;
+}
+
 static void errnos(struct devx_ctx *c, struct ibv_device *d)
 {
 	uint32_t in[0x880 / 32] = { 0 }, out[0x1100 / 4] = { 0 };
@@ -565,8 +585,17 @@ static void errnos(struct devx_ctx *c, struct ibv_device *d)
 	SETF(in, 0, QPN_IN, c->cqn);
 	err = mlx5dv_devx_obj_query(c->cq, in, 16, out, 0x880 / 8) ? errno : 0;
 	EXPECT_ERRNO((long)err, 0L, "DEVX QUERY_CQ of the CQ's own handle");
-	/* A context without DEVX: every DEVX method is EINVAL (devx_get_uid()). */
+	/*
+	 * A context without DEVX: every DEVX method is EINVAL (devx_get_uid()). libmlx5 asks
+	 * every context for DEVX and falls back without it when that fails: the simulator's
+	 * fail_opcode knob refuses CREATE_UCTX (0xa04) while this one opens.
+	 */
+	if (!fwsim_knob(fwsim_dir, "0xa04")) {
+		printf("I no simulator directory (-f): the context without DEVX is not tested\n");
+		goto second;
+	}
 	plain = ibv_open_device(d);
+	fwsim_knob(fwsim_dir, "0");
 	memset(in, 0, sizeof(in));
 	SETF(in, 0, HDR_OPCODE, OP_ALLOC_PD);
 	errno = 0;
@@ -577,6 +606,7 @@ static void errnos(struct devx_ctx *c, struct ibv_device *d)
 	      "no DEVX uid: UMEM_REG is EINVAL");
 	if (plain)
 		ibv_close_device(plain);
+second:
 	/* A second DEVX context naming the first one's objects: the firmware's uid check. */
 	memset(&c2, 0, sizeof(c2));
 	c2.ctx = open_devx(d);
@@ -637,9 +667,11 @@ int main(int argc, char **argv)
 	const char *hold = NULL;
 	int leave = 0, opt;
 
-	while ((opt = getopt(argc, argv, "d:g:xw:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:f:xw:")) != -1) {
 		if (opt == 'd')
 			name = optarg;
+		else if (opt == 'f')
+			fwsim_dir = optarg;
 		else if (opt == 'g')
 			gid_index = atoi(optarg);
 		else if (opt == 'x')

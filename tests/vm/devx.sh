@@ -14,9 +14,9 @@
 devx_suite() {
 	local f=mlx5_ib_rs.rdma.0 drv pid rc
 	load_ours sim=ib,eth
-	t_import "devx mlx5_0" /rdma-rs/devx_test -d mlx5_0
+	t_import "devx mlx5_0" /rdma-rs/devx_test -d mlx5_0 -f $FWSIM_DBG/$f
 	t_check "$f: only the kernel PD and UAR left after the DEVX run" fwsim_resources_probed $f
-	t_import "devx mlx5_1 (RoCE v2)" /rdma-rs/devx_test -d mlx5_1 -g 1
+	t_import "devx mlx5_1 (RoCE v2)" /rdma-rs/devx_test -d mlx5_1 -g 1 -f $FWSIM_DBG/mlx5_ib_rs.rdma.1
 	t_check "mlx5_ib_rs.rdma.1: only the kernel PD and UAR left after the DEVX run" fwsim_resources_probed mlx5_ib_rs.rdma.1
 	t_import "devx mlx5_0 exit without destroy" /rdma-rs/devx_test -d mlx5_0 -x
 	t_check "$f: the close cleanup freed every DEVX object, umem and the UCTX" fwsim_resources_probed $f
