@@ -37,7 +37,7 @@
 
 use crate::hw::Mlx5Hw;
 use crate::ib::Mlx5Ib;
-use crate::prm::cmd::{create_mkey_in, create_umem_in, general_obj_in_cmd_hdr as hdr};
+use crate::prm::cmd::{create_mkey_in, create_umem_in, general_obj_in_cmd_hdr as hdr, mbox_in};
 use crate::prm::ctx::{cqc, mkc, qpc, umem as umemc};
 use crate::prm::devx_ops as op;
 use crate::prm::layout::Field;
@@ -281,7 +281,7 @@ pub(crate) fn is_obj_create_cmd(cmd: &[u8]) -> bool {
         | op::ATTACH_TO_MCG
         | op::ALLOC_XRCD => true,
         // set_fte_in.op_mod 0 (create), create_psv_in.num_psv 1.
-        op::SET_FLOW_TABLE_ENTRY => get(cmd, hdr::obj_type.field()) == 0,
+        op::SET_FLOW_TABLE_ENTRY => get(cmd, mbox_in::op_mod.field()) == 0,
         op::CREATE_PSV => get(cmd, at(0x40, 0x4)) == 1,
         _ => false,
     }
@@ -318,7 +318,7 @@ pub(crate) fn is_obj_modify_cmd(cmd: &[u8]) -> bool {
         | op::RELEASE_XRQ_ERROR
         | op::MODIFY_XRQ => true,
         // set_fte_in.op_mod 1 (modify).
-        op::SET_FLOW_TABLE_ENTRY => get(cmd, hdr::obj_type.field()) == 1,
+        op::SET_FLOW_TABLE_ENTRY => get(cmd, mbox_in::op_mod.field()) == 1,
         _ => false,
     }
 }
