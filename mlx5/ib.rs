@@ -238,8 +238,14 @@ impl DeviceOps for Mlx5DevOps {
     const DRIVER_ID: DriverId = DriverId::Mlx5;
     // upstream: MLX5_IB_UVERBS_ABI_VERSION
     const UVERBS_ABI_VER: u32 = 1;
-    // upstream: mlx5_ib_defs, the UAR object (DEVX, flow steering, VAR, PP: not done).
-    const UVERBS_OBJECTS: &'static [ObjectSpec] = crate::uar::UVERBS_OBJECTS;
+    // upstream: mlx5_ib_defs, the UAR object and DEVX (`mlx5_ib_devx_defs`; flow steering,
+    // VAR, PP: not done).
+    const UVERBS_OBJECTS: &'static [ObjectSpec] = &[
+        crate::uar::UAR_OBJECT,
+        crate::devx::DEVX_OBJECT,
+        crate::devx::DEVX_OBJ_OBJECT,
+        crate::devx::DEVX_UMEM_OBJECT,
+    ];
 
     fn query_device(dev: &Device<Mlx5Ib>) -> Result<DeviceAttr> {
         Ok(device_attr(&dev.data().attrs))
@@ -292,6 +298,9 @@ impl DeviceOps for Mlx5DevOps {
     }
 
     fn uverbs_method(handler: u16, call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
+        if crate::devx::owns(handler) {
+            return crate::devx::uverbs_method(handler, call);
+        }
         crate::uar::uverbs_method(handler, call)
     }
 

@@ -30,6 +30,7 @@ mod cmd;
 mod corehw;
 mod datapath;
 mod dev;
+mod devx;
 mod events;
 mod hw;
 mod ib;

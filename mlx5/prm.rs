@@ -26,6 +26,9 @@ pub(crate) mod consts;
 #[path = "prm/ctx.rs"]
 pub(crate) mod ctx;
 #[allow(dead_code)]
+#[path = "prm/devx_ops.rs"]
+pub(crate) mod devx_ops;
+#[allow(dead_code)]
 #[path = "prm/opcode.rs"]
 pub(crate) mod opcode;
 #[allow(dead_code)]

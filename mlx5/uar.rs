@@ -19,7 +19,7 @@
 //! page-offset range.
 
 use crate::cmd::exec;
-use crate::cmd::res::{AllocUar, DeallocTransportDomain, DeallocUar};
+use crate::cmd::res::{AllocUar, DeallocTransportDomain, DeallocUar, DestroyUctx};
 use crate::hw::{Mlx5Hw, UarMem};
 use crate::ib::Mlx5Ib;
 use crate::uabi;
@@ -88,6 +88,8 @@ pub(crate) enum Deferred {
     Uar(u32),
     /// DEALLOC_TRANSPORT_DOMAIN of this number (a context's, at its close).
     Td(u32),
+    /// DESTROY_UCTX of this uid (a DEVX context's, at its close).
+    Uctx(u16),
 }
 
 /// UARs and transport domains whose deallocation the device refused (for a UAR: RES_BUSY,
@@ -120,6 +122,7 @@ impl DeferredDeallocs {
             let (what, n) = match d {
                 Deferred::Uar(n) => ("UAR", n),
                 Deferred::Td(n) => ("transport domain", n),
+                Deferred::Uctx(n) => ("user context", u32::from(n)),
             };
             pr_err!(
                 "mlx5_ib_rs: {} 0x{:x} left allocated (no memory to defer it)\n",
@@ -129,19 +132,37 @@ impl DeferredDeallocs {
         }
     }
 
-    /// Deallocates the deferred objects that nothing uses any more.
+    /// Deallocates the deferred objects that nothing uses any more: passes over the list until
+    /// one frees nothing (a UCTX is busy until its context's transport domain went).
     pub(crate) fn retry(&self) {
         loop {
-            let Some(d) = self.list.lock().pop() else {
-                return;
-            };
-            let r = match d {
-                Deferred::Uar(id) => exec(&*self.hw, &DeallocUar { id, uid: 0 }),
-                Deferred::Td(id) => exec(&*self.hw, &DeallocTransportDomain { id, uid: 0 }),
-            };
-            if r == Err(EBUSY) {
-                // Still used: back on the list, try again after the next destroy.
-                let _ = self.list.lock().push(d, GFP_ATOMIC);
+            let mut busy = KVec::new();
+            let mut progress = false;
+            loop {
+                let Some(d) = self.list.lock().pop() else {
+                    break;
+                };
+                let r = match d {
+                    Deferred::Uar(id) => exec(&*self.hw, &DeallocUar { id, uid: 0 }),
+                    Deferred::Td(id) => exec(&*self.hw, &DeallocTransportDomain { id, uid: 0 }),
+                    Deferred::Uctx(uid) => exec(&*self.hw, &DestroyUctx { uid }),
+                };
+                if r == Err(EBUSY) {
+                    // Still used: back on the list, tried again after the next destroy.
+                    // Without memory it stays allocated until the function goes.
+                    if busy.push(d, GFP_ATOMIC).is_err() {
+                        break;
+                    }
+                } else {
+                    progress = true;
+                }
+            }
+            let none_busy = busy.is_empty();
+            let mut l = self.list.lock();
+            for d in busy {
+                let _ = l.push(d, GFP_ATOMIC);
+            }
+            if !progress || none_busy {
                 return;
             }
         }
@@ -172,6 +193,8 @@ pub(crate) struct UarObj {
     entry: Arc<MmapEntry>,
     registry: Arc<MmapRegistry>,
 }
+
+impl ib_core_rs::uverbs::driver_api::DriverUobject for UarObj {}
 
 impl Drop for UarObj {
     fn drop(&mut self) {
@@ -322,7 +345,7 @@ const UAR_METHODS: &[MethodSpec] = &[
 
 /// The driver's uverbs objects (upstream `DECLARE_UVERBS_NAMED_OBJECT(MLX5_IB_OBJECT_UAR, ..)`
 /// in `mlx5_ib_defs`): the UAR object, destroyed by dropping its [`UarObj`].
-pub(crate) const UVERBS_OBJECTS: &[ObjectSpec] = &[ObjectSpec::driver_idr(OBJECT_UAR, UAR_METHODS)];
+pub(crate) const UAR_OBJECT: ObjectSpec = ObjectSpec::driver_idr(OBJECT_UAR, UAR_METHODS);
 
 /// The driver's uverbs methods (upstream `UVERBS_HANDLER(MLX5_IB_METHOD_UAR_OBJ_ALLOC)`): the
 /// type (`uverbs_get_const()` of an `enum`, at most `u32::MAX`), [`uar_obj_alloc`], the object

@@ -9,9 +9,14 @@
 //! without, each at three lengths (full, `offsetof(lib_caps)`, `offsetof(max_cqe_version)`).
 //!
 //! Deviations, each honest about what is missing rather than faking it:
-//! * DEVX (`MLX5_IB_ALLOC_UCTX_DEVX`, CREATE_UCTX) is not implemented: `EINVAL` when the
-//!   function has no `log_max_uctx` (as upstream `mlx5_ib_devx_create()`), else `EOPNOTSUPP`.
-//!   libmlx5 then retries without the flag.
+//! * DEVX (`MLX5_IB_ALLOC_UCTX_DEVX`): CREATE_UCTX gives the context its uid (`EINVAL` when
+//!   the function has no `log_max_uctx`, as upstream `mlx5_ib_devx_create()`), which the
+//!   context's transport domain and PDs carry, and DEVX commands ([`crate::devx`]); the UCTX
+//!   is destroyed last at dealloc. Its `cap` is 0: `MLX5_UCTX_CAP_RAW_TX` needs a raw packet
+//!   QP (none here) and `_INTERNAL_DEV_RES` `CAP_SYS_RAWIO` plus the whitelist uid (not done);
+//!   no `ucaps` (`RDMA_UCAP_MLX5_CTRL_*`). UAR pages are allocated with uid 0 (upstream: the
+//!   context's uid): a UAR can outlive its context (the last mapping goes after the close),
+//!   and the UCTX cannot be destroyed while it owns one.
 //! * Only dynamic UARs (`MLX5_LIB_CAP_DYN_UAR`, `tot_bfregs` 0): the legacy static UAR pages
 //!   need `mmap`, which uverbs does not have yet; a request without `DYN_UAR` is `EOPNOTSUPP`.
 //! * No core clock / clock info page (`MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET`,
@@ -24,7 +29,7 @@
 use crate::attrs::GenCaps;
 use crate::cmd::exec;
 use crate::cmd::query::QueryNicVportContext;
-use crate::cmd::res::{AllocTransportDomain, DeallocTransportDomain};
+use crate::cmd::res::{AllocTransportDomain, CreateUctx, DeallocTransportDomain, DestroyUctx};
 use crate::fwsim::profile::LinkLayer;
 use crate::ib::Mlx5Ib;
 use crate::prm::ctx::cmd_hca_cap;
@@ -72,6 +77,8 @@ pub(crate) struct Mlx5Ucontext {
     pub(crate) lib_caps: u64,
     /// The pinned doorbell pages of the context's CQs and QPs (`db_page_list`).
     pub(crate) db_pages: Arc<DbPages>,
+    /// `context->devx_uid`: the firmware user context's uid, 0 without DEVX.
+    pub(crate) devx_uid: u16,
 }
 
 /// upstream: v0 if `inlen == sizeof(req)`, v2 if at least `offsetof(max_cqe_version)`, else
@@ -112,21 +119,35 @@ pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Res
         return Err(EINVAL);
     }
     let caps = gen(dev)?;
+    if req.lib_caps & LIB_CAP_DYN_UAR == 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let mut devx_uid = 0;
     if req.flags & ALLOC_UCTX_DEVX != 0 {
         // upstream mlx5_ib_devx_create(): "0 means not supported".
         if caps.get(cmd_hca_cap::log_max_uctx) == 0 {
             return Err(EINVAL);
         }
-        return Err(EOPNOTSUPP);
+        devx_uid = exec(&*d.hw, &CreateUctx { cap: 0 })?;
     }
-    if req.lib_caps & LIB_CAP_DYN_UAR == 0 {
-        return Err(EOPNOTSUPP);
-    }
+    let destroy_uctx = || {
+        if devx_uid != 0 {
+            let _ = exec(&*d.hw, &DestroyUctx { uid: devx_uid });
+        }
+    };
 
-    // upstream mlx5_ib_alloc_transport_domain() (uid 0 without DEVX).
-    let tdn = exec(&*d.hw, &AllocTransportDomain { uid: 0 })?;
+    // upstream mlx5_ib_alloc_transport_domain() with the context's uid.
+    let tdn =
+        exec(&*d.hw, &AllocTransportDomain { uid: devx_uid }).inspect_err(|_| destroy_uctx())?;
     let free_td = || {
-        let _ = exec(&*d.hw, &DeallocTransportDomain { id: tdn, uid: 0 });
+        let _ = exec(
+            &*d.hw,
+            &DeallocTransportDomain {
+                id: tdn,
+                uid: devx_uid,
+            },
+        );
+        destroy_uctx();
     };
     let cqe_version = (caps.get(cmd_hca_cap::cqe_version) as u8).min(req.max_cqe_version);
     let resp = ucontext_resp(dev, cqe_version, udata.outlen()).inspect_err(|_| free_td())?;
@@ -138,6 +159,7 @@ pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Res
             cqe_version,
             lib_caps: req.lib_caps,
             db_pages,
+            devx_uid,
         },
         GFP_KERNEL,
     )
@@ -209,9 +231,26 @@ pub(crate) fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
     let d = ctx.device().data();
     if let Some(u) = ctx.data::<Mlx5Ucontext>() {
         // A refusal cannot be handed back (dealloc cannot fail; exec logged it): retried
-        // later (upstream drops it, leaving the domain in the device).
-        if exec(&*d.hw, &DeallocTransportDomain { id: u.tdn, uid: 0 }).is_err() {
+        // later (upstream drops it, leaving the domain in the device). The kernel (uid 0) may
+        // free an object of any uid, so a retry does not need the UCTX.
+        if exec(
+            &*d.hw,
+            &DeallocTransportDomain {
+                id: u.tdn,
+                uid: u.devx_uid,
+            },
+        )
+        .is_err()
+        {
             d.deferred_deallocs.defer(crate::uar::Deferred::Td(u.tdn));
+        }
+        // upstream: mlx5_ib_devx_destroy() last. Every object of the context is gone by now
+        // (uverbs destroyed them before the context); a refusal (an injected fault, or the
+        // transport domain above was refused) is retried like the domain (upstream ignores
+        // it).
+        if u.devx_uid != 0 && exec(&*d.hw, &DestroyUctx { uid: u.devx_uid }).is_err() {
+            d.deferred_deallocs
+                .defer(crate::uar::Deferred::Uctx(u.devx_uid));
         }
     }
     // What the device refused before (a UAR page of this context whose last unmap came

@@ -62,6 +62,8 @@ const CQE_INVALID_OWN: u8 = 0xf0;
 pub(crate) struct Mlx5Pd {
     /// The PD number.
     pub(crate) pdn: u32,
+    /// `pd->uid`: the DEVX uid of its context (0: kernel, or a context without DEVX).
+    pub(crate) uid: u16,
 }
 
 /// A kernel queue buffer the device is told about by page (upstream `struct mlx5_frag_buf`),
@@ -214,18 +216,23 @@ pub(crate) fn gen(d: &Mlx5IbDev) -> Result<GenCaps<'_>> {
 
 // ---- PD ----
 
-/// upstream `mlx5_ib_alloc_pd()`: ALLOC_PD (uid 0: kernel PDs, and user PDs of contexts
-/// without DEVX, the only ones there are); a user PD answers `struct mlx5_ib_alloc_pd_resp
-/// { __u32 pdn; }` in its udata.
+/// upstream `mlx5_ib_alloc_pd()`: ALLOC_PD with the context's DEVX uid (0 for kernel PDs and
+/// contexts without DEVX), so that the context's DEVX objects may name it; a user PD answers
+/// `struct mlx5_ib_alloc_pd_resp { __u32 pdn; }` in its udata.
 pub(crate) fn alloc_pd(
     dev: &Device<Mlx5Ib>,
     user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
 ) -> Result<Mlx5Pd> {
-    let pdn = exec(&*dev.data().hw, &AllocPd { uid: 0 })?;
+    let uid = user.as_ref().map_or(0, |u| {
+        u.ctx()
+            .data::<crate::ucontext::Mlx5Ucontext>()
+            .map_or(0, |c| c.devx_uid)
+    });
+    let pdn = exec(&*dev.data().hw, &AllocPd { uid })?;
     if let Some(u) = user {
         u.udata().copy_to(&crate::uabi::alloc_pd_resp(pdn));
     }
-    Ok(Mlx5Pd { pdn })
+    Ok(Mlx5Pd { pdn, uid })
 }
 
 /// upstream `mlx5_ib_dealloc_pd()`: DEALLOC_PD.
@@ -234,7 +241,7 @@ pub(crate) fn dealloc_pd(pd: &Pd<Mlx5Ib>) -> Result {
         &*pd.device().data().hw,
         &DeallocPd {
             id: pd.data().pdn,
-            uid: 0,
+            uid: pd.data().uid,
         },
     )
 }

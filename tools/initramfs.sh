@@ -47,6 +47,9 @@ for p in mlx5 rxe; do
 	copy "/usr/lib/x86_64-linux-gnu/libibverbs/lib$p-rdmav34.so"
 	cp "/etc/libibverbs.d/$p.driver" "$st/etc/libibverbs.d/"
 done
+# libmlx5.so.1 (mlx5dv_*, tests/userspace/devx_test.c) is the mlx5 provider itself: a link to
+# the same file, so that the program and libibverbs load one copy of it.
+ln -sf libibverbs/libmlx5-rdmav34.so "$st/usr/lib/x86_64-linux-gnu/libmlx5.so.1"
 for t in insmod rmmod modprobe lsmod modinfo depmod; do ln -sf ../bin/kmod "$st/usr/sbin/$t"; done
 printf '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n' >"$st/etc/ld.so.conf"
 ldconfig -r "$st" 2>/dev/null || true

@@ -23,7 +23,10 @@ mkdir -p "$here/out/vm-bin"
 for src in "$here"/tests/userspace/*.c; do
 	bin="$here/out/vm-bin/$(basename "$src" .c)"
 	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
-		gcc -O2 -Wall -Wextra -Werror -o "$bin" "$src" -libverbs || die "building $src failed"
+		# A program names extra libraries in a " * LDLIBS: ..." comment line (devx_test: -lmlx5).
+		libs=$(sed -n 's/^ \* LDLIBS: //p' "$src")
+		# shellcheck disable=SC2086
+		gcc -O2 -Wall -Wextra -Werror -o "$bin" "$src" -libverbs $libs || die "building $src failed"
 	fi
 done
 # The uverbs fuzzer (host/uverbs-fuzz), linked statically: it needs no

@@ -21,21 +21,57 @@ pub use super::abi::spec::{
     Access, AttrSpec, MethodSpec, ObjectSpec, PtrSpec, UA_MANDATORY, UA_OPTIONAL,
 };
 
-use super::abi::parse::Bundle;
-use super::file::Outputs;
+use super::abi::parse::{AttrValue, Bundle};
+use super::file::{Inner, Outputs};
 use crate::driver::Driver;
-use crate::verbs::Ucontext;
+use crate::verbs::{Cq, Qp, Srq, Ucontext};
 use core::any::Any;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+/// An object of a driver's object type (upstream `uobj->object` of a type declared with
+/// `UVERBS_TYPE_ALLOC_IDR(destroy_object)`).
+pub trait DriverUobject: Any + Send + Sync {
+    /// upstream the type's `destroy_object` callback: frees what the object holds in the
+    /// hardware. An error leaves the object in the file's table (a DESTROY method returns
+    /// the errno; at close the next cleanup pass retries it, upstream
+    /// `__uverbs_cleanup_ufile()`); after `Ok` the core drops the object. An object the
+    /// cleanup could not destroy is dropped anyway at the end (`RDMA_REMOVE_DRIVER_FAILURE`),
+    /// so its `Drop` must free whatever `destroy_hw` did not.
+    ///
+    /// # Errors
+    ///
+    /// The driver's (the firmware's refusal, `EBUSY` for an object still in use).
+    fn destroy_hw(&self) -> Result {
+        Ok(())
+    }
+}
+
 /// A driver object in a file's handle table.
-pub type DriverObject = KBox<dyn Any + Send + Sync>;
+pub type DriverObject = KBox<dyn DriverUobject>;
+
+/// The object an IDR attribute names, whatever its type (upstream
+/// `uverbs_attr_get_uobject()` of a `UVERBS_IDR_ANY_OBJECT` attribute and
+/// `uobj_get_object_id()`).
+pub enum AnyObject<'a, D: Driver> {
+    /// A CQ.
+    Cq(&'a Arc<Cq<D>>),
+    /// A QP.
+    Qp(&'a Arc<Qp<D>>),
+    /// An SRQ.
+    Srq(&'a Arc<Srq<D>>),
+    /// An object of a driver type.
+    Driver(&'a dyn Any),
+    /// Any other core object.
+    Other,
+}
 
 /// One call of a driver method (upstream `struct uverbs_attr_bundle` as a
 /// driver handler sees it).
 pub struct DriverCall<'a, 'b, D: Driver> {
     pub(crate) ctx: &'a Arc<Ucontext<D>>,
+    /// The file's objects (the file's lock is held for the whole method).
+    pub(crate) inner: &'a Inner<D>,
     pub(crate) bundle: &'a Bundle<'b>,
     pub(crate) out: &'a mut Outputs,
     pub(crate) new_obj: Option<DriverObject>,
@@ -89,5 +125,61 @@ impl<D: Driver> DriverCall<'_, '_, D> {
         }
         self.new_obj = Some(obj);
         Ok(())
+    }
+
+    /// The bytes of a PTR_IN attribute (upstream `uverbs_attr_get_alloced_ptr()` /
+    /// `uverbs_copy_from()`; the spec checked the length).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an attribute the user did not pass, `EFAULT`, `ENOMEM`.
+    pub fn ptr_in(&self, id: u16) -> Result<KVec<u8>> {
+        let p = self
+            .bundle
+            .ptr(id)
+            .map_err(|e| Error::from_errno(e.to_errno()))?;
+        super::file::ptr_in(&p)
+    }
+
+    /// The user's length of a PTR_IN or PTR_OUT attribute (upstream
+    /// `uverbs_attr_get_len()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an attribute the user did not pass.
+    pub fn len(&self, id: u16) -> Result<usize> {
+        self.bundle
+            .len(id)
+            .map_err(|e| Error::from_errno(e.to_errno()))
+    }
+
+    /// A FLAGS_IN attribute (upstream `uverbs_get_flags32()`): 0 when absent, `EINVAL` for
+    /// a bit outside `allowed`.
+    ///
+    /// # Errors
+    ///
+    /// As above.
+    pub fn flags32(&self, id: u16, allowed: u64) -> Result<u32> {
+        self.bundle
+            .get_flags32(id, allowed)
+            .map_err(|e| Error::from_errno(e.to_errno()))
+    }
+
+    /// The object of an IDR attribute with READ or WRITE access (upstream
+    /// `uverbs_attr_get_uobject()`), of whatever type it is.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an attribute that is no object or was not passed.
+    pub fn object(&self, id: u16) -> Result<AnyObject<'_, D>> {
+        let AttrValue::Obj { id: h, .. } = self
+            .bundle
+            .get(id)
+            .map_err(|e| Error::from_errno(e.to_errno()))?
+        else {
+            return Err(EINVAL);
+        };
+        let h = u32::try_from(h).map_err(|_| EINVAL)?;
+        self.inner.any_object(h).ok_or(EINVAL)
     }
 }

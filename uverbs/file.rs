@@ -30,14 +30,14 @@ mod uobject;
 
 pub(crate) use cmd::xrcd::XrcdTree;
 
-pub(crate) use ioctl::Outputs;
+pub(crate) use ioctl::{ptr_in, Outputs};
+pub(crate) use uobject::Inner;
 
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::uverbs::abi::Errno;
 use crate::uverbs::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
 use crate::uverbs::device::{UFileOps, UverbsDevice};
-use crate::uverbs::file::uobject::Inner;
 use crate::uverbs::mmap::FileMmap;
 use crate::uverbs::uobject_table::HandleTable;
 use kernel::prelude::*;

@@ -33,6 +33,9 @@ struct Slot<V> {
     value: Option<V>,
 }
 
+/// upstream `UVERBS_IDR_ANY_OBJECT`: a lookup that accepts any type.
+const ANY_OBJECT: u16 = 0xFFFF;
+
 /// The objects of one file, by handle and in commit order.
 pub struct HandleTable<V> {
     by_id: RBTree<u32, Slot<V>>,
@@ -187,7 +190,8 @@ impl<V> HandleTable<V> {
         let id = u32::try_from(id).map_err(|_| ENOENT)?;
         match self.by_id.get(&id) {
             None => Err(ENOENT),
-            Some(s) if s.obj_type == obj_type => Ok(id),
+            // upstream: an attribute of UVERBS_IDR_ANY_OBJECT takes any type.
+            Some(s) if s.obj_type == obj_type || obj_type == ANY_OBJECT => Ok(id),
             Some(_) => Err(EINVAL),
         }
     }

@@ -405,3 +405,45 @@ impl Command for SetRoceAddress {
 
     empty_reply!();
 }
+
+/// CREATE_UCTX (upstream `mlx5_ib_devx_create()`): a DEVX user context with capability bits
+/// `cap` (`MLX5_UCTX_CAP_*`); the reply is its uid.
+pub(crate) struct CreateUctx {
+    /// `uctx.cap`.
+    pub(crate) cap: u32,
+}
+
+impl Command for CreateUctx {
+    type Prm = pc::CreateUctx;
+    type Reply = u16;
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        use crate::prm::cmd::create_uctx_in;
+        inbox.set(
+            create_uctx_in::uctx.inner(crate::prm::ctx::uctx::cap),
+            self.cap,
+        )
+    }
+
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<u16> {
+        u16::try_from(out.get(crate::prm::cmd::create_uctx_out::uid)).map_err(|_| EIO)
+    }
+}
+
+/// DESTROY_UCTX (upstream `mlx5_ib_devx_destroy()`): issued by the kernel (uid 0) with the
+/// uid in the body.
+pub(crate) struct DestroyUctx {
+    /// The user context's uid.
+    pub(crate) uid: u16,
+}
+
+impl Command for DestroyUctx {
+    type Prm = pc::DestroyUctx;
+    type Reply = ();
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(crate::prm::cmd::destroy_uctx_in::uid, self.uid.into())
+    }
+
+    empty_reply!();
+}

@@ -218,6 +218,12 @@ impl CqState {
         })
     }
 
+    /// Bytes of the CQ buffer (all entries, from the first).
+    pub(crate) fn buf_bytes(&self) -> u64 {
+        let stride: u64 = if self.cqe128 { 128 } else { 64 };
+        stride << self.log_size
+    }
+
     fn size(&self) -> u32 {
         1u32.checked_shl(u32::from(self.log_size)).unwrap_or(0)
     }

@@ -247,6 +247,12 @@ impl QpState {
         self.comm_est = false;
     }
 
+    /// Bytes of the work queue buffer (the RQ, then the SQ), from the first.
+    pub(crate) fn buf_bytes(&self) -> u64 {
+        let sq = if self.has_sq { WQEBB << self.log_sq } else { 0 };
+        self.rq_bytes().saturating_add(sq)
+    }
+
     fn rq_bytes(&self) -> u64 {
         if self.has_rq {
             1u64 << (u32::from(self.log_rq) + u32::from(self.rq_shift))

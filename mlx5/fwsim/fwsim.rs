@@ -50,6 +50,8 @@ pub(crate) mod srq;
 pub(crate) mod syndrome;
 #[path = "table.rs"]
 pub(crate) mod table;
+#[path = "umem.rs"]
+mod umem;
 #[path = "xlat.rs"]
 pub(crate) mod xlat;
 #[path = "xrc.rs"]
@@ -74,6 +76,10 @@ mod hca_tests;
 #[cfg(test)]
 #[path = "upstream_ib_tests.rs"]
 mod upstream_ib_tests;
+
+#[cfg(test)]
+#[path = "umem_tests.rs"]
+mod umem_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::command::{OpMod, PrmCommand};
@@ -105,6 +111,8 @@ pub(crate) mod capacity {
     pub(crate) const MKEY: usize = 256;
     /// Shared receive queues (RMPs).
     pub(crate) const SRQ: usize = 32;
+    /// DEVX umems (`log_max_umem` is the adapter's).
+    pub(crate) const UMEM: usize = 64;
     /// Q counter sets (`max_qp_cnt`; their ids are 8 bits).
     pub(crate) const Q_COUNTER: usize = 16;
     /// Ports per function. A ConnectX function has one port (a dual-port card is two PCI
@@ -127,6 +135,7 @@ mod base {
     pub(super) const QP: u32 = 0x100;
     pub(super) const MKEY: u32 = 0x10;
     pub(super) const RMP: u32 = 0x300;
+    pub(super) const UMEM: u32 = 0x20;
 }
 
 /// Construction parameters.
@@ -194,6 +203,8 @@ pub(crate) struct Counts {
     pub(crate) srq: usize,
     /// XRC domains and XRC SRQs (`xrc.rs`; debugfs `resources` line `xrc`).
     pub(crate) xrc: usize,
+    /// DEVX umems (`umem.rs`).
+    pub(crate) umem: usize,
 }
 
 impl Counts {
@@ -273,6 +284,8 @@ struct Cq {
     uar: u32,
     cqc: [u8; CQC_BYTES],
     q: cqe::CqState,
+    /// The umems of a DEVX CQ's buffer and doorbell record (0: none).
+    umems: [u32; 2],
 }
 
 /// A queue pair: its context as the transitions left it.
@@ -286,6 +299,8 @@ struct Qp {
     recv_cq: Option<u32>,
     qpc: [u8; QPC_BYTES],
     q: engine::QpState,
+    /// The umems of a DEVX QP's work queue buffer and doorbell record (0: none).
+    umems: [u32; 2],
 }
 
 /// Bytes of a stored `rmpc`.
@@ -355,6 +370,7 @@ pub(crate) struct Fw {
     mkeys: ResTable<Mkey, { capacity::MKEY }>,
     rmps: ResTable<Rmp, { capacity::SRQ }>,
     qcounters: ResTable<QCounter, { capacity::Q_COUNTER }>,
+    umems: ResTable<umem::Umem, { capacity::UMEM }>,
     ports: [Port; capacity::PORTS],
     faults: FaultPlan,
     stats: Stats,
@@ -522,6 +538,7 @@ impl Fw {
             mkeys: ResTable::new(base::MKEY),
             rmps: ResTable::new(base::RMP),
             qcounters: ResTable::new(base::Q_COUNTER),
+            umems: ResTable::new(base::UMEM),
             ports: [EMPTY_PORT; capacity::PORTS],
             faults: FaultPlan::new(),
             stats: Stats::default(),
@@ -565,6 +582,7 @@ impl Fw {
             mkeys <- ResTable::new_in_place(base::MKEY),
             qcounters <- ResTable::new_in_place(base::Q_COUNTER),
             rmps <- ResTable::new_in_place(base::RMP),
+            umems <- ResTable::new_in_place(base::UMEM),
             ports <- pin_init::init_array_from_fn(|_| port()),
             faults: FaultPlan::new(),
             stats: Stats::default(),
@@ -661,6 +679,7 @@ impl Fw {
             mkey: self.mkeys.count(),
             srq: self.rmps.count(),
             xrc: self.xrc.count(),
+            umem: self.umems.count(),
         }
     }
 

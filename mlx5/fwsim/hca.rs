@@ -262,6 +262,7 @@ impl Fw {
         self.qps.clear();
         self.mkeys.clear();
         self.qcounters.clear();
+        self.umems.clear();
         self.xrc.clear();
         self.events.clear();
         self.sq_hint = None;

@@ -218,7 +218,8 @@ impl Fw {
             || self.qps.iter().any(|(_, o)| owns(o.uid))
             || self.mkeys.iter().any(|(_, o)| owns(o.uid))
             || self.rmps.iter().any(|(_, o)| owns(o.uid))
-            || self.qcounters.iter().any(|(_, o)| owns(o.uid));
+            || self.qcounters.iter().any(|(_, o)| owns(o.uid))
+            || self.uid_owns_umem(uid);
         if busy {
             return fail(Status::RES_BUSY, syn::UCTX_BUSY);
         }
@@ -255,13 +256,28 @@ impl Fw {
         self.uar_usable(c.uid, uar)?;
         let cqc: [u8; CQC_BYTES] = c.inbox.array(ctx);
         // pas[] follows the fixed layout.
-        let q =
+        let mut q =
             CqState::parse(&cqc, c.inbox_raw(), create_cq_in::SIZE_BYTES).map_err(fragmented)?;
+        // DEVX: the buffer and the doorbell record in umems (`umem.rs`).
+        let mut umems = [0u32; 2];
+        if c.get(create_cq_in::cq_umem_valid) != 0 {
+            let id = c.get(umem_refs::CQ_UMEM_ID);
+            let off = c.inbox.get64(umem_refs::CQ_UMEM_OFFSET);
+            q.xlat = self.umem_range(c.uid, id, off, q.buf_bytes())?;
+            q.buf_off = 0;
+            umems[0] = id;
+        }
+        if c.get(ctx.inner(cqc::dbr_umem_valid)) != 0 {
+            let id = c.get(ctx.inner(umem_refs::CQC_DBR_UMEM_ID));
+            q.dbr = self.umem_dbr(c.uid, id, q.dbr)?;
+            umems[1] = id;
+        }
         let cq = Cq {
             uid: c.uid,
             uar,
             cqc,
             q,
+            umems,
         };
         let cqn = self.cqs.alloc(cq).ok_or(FULL)?;
         c.set(create_cq_out::cqn, cqn)
@@ -334,6 +350,10 @@ impl Fw {
                 }
             }
             consts::CQ_OPMOD_RESIZE => {
+                // A new buffer in a umem is not modeled.
+                if c.get(modify_cq_in::cq_umem_valid) != 0 {
+                    return fail(Status::BAD_PARAM_ERR, syn::UMEM_NOT_MODELED);
+                }
                 if select & consts::MODIFY_CQ_MASK_LOG_SIZE == 0 {
                     return fail(Status::BAD_PARAM_ERR, syn::CQ_MODIFY_SELECT);
                 }
@@ -375,6 +395,10 @@ impl Fw {
     /// entries it announces; returns the index (the driver ORs in its `mkey_7_0` byte).
     pub(super) fn create_mkey(&mut self, c: &mut Cmd<'_, CreateMkey>) -> Done {
         let ctx = create_mkey_in::memory_key_mkey_entry;
+        // A DEVX mkey over a umem (`mkey_umem_valid`) is not modeled.
+        if c.get(create_mkey_in::mkey_umem_valid) != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::UMEM_NOT_MODELED);
+        }
         let pd = c.get(ctx.inner(mkc::pd));
         self.pd_usable(c.uid, pd)?;
         if c.get(ctx.inner(mkc::qpn)) != 0x00ff_ffff {

@@ -138,6 +138,10 @@ impl Fw {
         if c.get(ctx.inner(rmpc::state)) != RMPC_STATE_RDY {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_STATE);
         }
+        // A DEVX RMP in umems is not modeled.
+        if c.get(w(wq::dbr_umem_valid)) != 0 || c.get(w(wq::wq_umem_valid)) != 0 {
+            return fail(Status::BAD_PARAM_ERR, syn::UMEM_NOT_MODELED);
+        }
         if c.get(w(wq::wq_type)) != WQ_TYPE_LINKED_LIST {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_WQ_TYPE);
         }

@@ -215,6 +215,20 @@ syndromes! {
     XRC_QP_XRCD = 0x5f08_0008,
     /// XRC domain still used by an XRC target QP.
     XRCD_BUSY_QP = 0x5f08_0009,
+    // 09: DEVX umems (`umem.rs`).
+    /// No such umem, or a umem of another uid.
+    UMEM_UNKNOWN = 0x5f09_0001,
+    /// CREATE_UMEM without a uid (umems belong to DEVX user contexts).
+    UMEM_NO_UID = 0x5f09_0002,
+    /// CREATE_UMEM: `log_page_size` too big, `page_offset` not inside the first page, no MTT
+    /// entry, or fewer entries in the inbox than `num_of_mtt`.
+    UMEM_BAD_MTT = 0x5f09_0003,
+    /// A buffer or doorbell record at a umem offset past the umem's end.
+    UMEM_RANGE = 0x5f09_0004,
+    /// DESTROY_UMEM of a umem a CQ or QP still uses.
+    UMEM_BUSY = 0x5f09_0005,
+    /// A umem where the model does not take one (MODIFY_CQ resize into a umem, an RMP).
+    UMEM_NOT_MODELED = 0x5f09_0006,
 }
 
 #[cfg(test)]

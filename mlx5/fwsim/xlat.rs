@@ -95,6 +95,24 @@ impl Xlat {
         Ok(())
     }
 
+    /// `len` bytes of this translation from object offset `off`, as a translation of their
+    /// own (a queue inside a DEVX umem). Bytes past the translated range are left out (the
+    /// tail stays untranslated, as for a short `pas[]`).
+    pub(crate) fn slice(&self, off: u64, len: u64) -> Result<Xlat, Fragmented> {
+        let mut x = Xlat::EMPTY;
+        let (mut at, mut left) = (off, len);
+        while left > 0 {
+            let Some((bus, n)) = self.at(at) else {
+                break;
+            };
+            let take = n.min(left);
+            x.push(bus, take)?;
+            at = at.saturating_add(take);
+            left -= take;
+        }
+        Ok(x)
+    }
+
     /// The runs.
     pub(crate) fn runs(&self) -> &[Run] {
         self.runs.get(..usize::from(self.n)).unwrap_or(&[])

@@ -555,6 +555,54 @@ prm_layouts! {
         syndrome @ 0x20, 0x20;
     }
 
+    /// `struct mlx5_ifc_create_umem_in_bits` (mlx5_ifc.h); the MTT entries (`mtt[]`, 64 bits
+    /// each, `struct mlx5_ifc_mtt_bits`) follow.
+    create_umem_in, 0x180 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        umem @ 0x80, 0x100 => crate::prm::ctx::umem;
+    }
+
+    /// `struct mlx5_ifc_create_umem_out_bits` (mlx5_ifc.h).
+    create_umem_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        umem_id @ 0x48, 0x18;
+    }
+
+    /// `struct mlx5_ifc_destroy_umem_in_bits` (mlx5_ifc.h).
+    destroy_umem_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        umem_id @ 0x48, 0x18;
+    }
+
+    /// `struct mlx5_ifc_destroy_umem_out_bits` (mlx5_ifc.h).
+    destroy_umem_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
+
+    /// `struct mlx5_ifc_general_obj_in_cmd_hdr_bits` (mlx5_ifc.h): the header DEVX reads
+    /// from any command a user passes (opcode, uid, `vhca_tunnel_id`, general object type
+    /// and id).
+    general_obj_in_cmd_hdr, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        vhca_tunnel_id @ 0x20, 0x10;
+        obj_type @ 0x30, 0x10;
+        obj_id @ 0x40, 0x20;
+    }
+
+    /// `struct mlx5_ifc_general_obj_out_cmd_hdr_bits` (mlx5_ifc.h).
+    general_obj_out_cmd_hdr, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        obj_id @ 0x40, 0x20;
+    }
+
     /// `struct mlx5_ifc_enable_hca_in_bits` (mlx5_ifc.h).
     enable_hca_in, 0x80 {
         opcode @ 0x0, 0x10;
@@ -905,4 +953,28 @@ prm_layouts! {
         status @ 0x0, 0x8;
         syndrome @ 0x20, 0x20;
     }
+}
+
+/// Members that name a umem in a CQ or QP context. The PRM defines them (rdma-core's and
+/// DPDK's copies of the PRM header name them; a DEVX user fills them), but Linux 7.3's
+/// mlx5_ifc.h leaves those bits reserved because the kernel never sets them (upstream
+/// `devx_set_umem_valid()` sets only the `*_umem_valid` bits), so they are declared here,
+/// outside [`prm_layouts!`], and `tools/prm-check` (which diffs against mlx5_ifc.h) does not
+/// see them. Offsets: DPDK `drivers/common/mlx5/mlx5_prm.h` (`create_cq_in`, `cqc`, `qpc`).
+pub(crate) mod umem_refs {
+    use crate::prm::layout::Member;
+
+    /// `create_cq_in.cq_umem_offset`: where the CQ buffer starts in its umem.
+    pub(crate) const CQ_UMEM_OFFSET: Member<super::create_cq_in::Bits> =
+        Member::new("cq_umem_offset", 0x280, 0x40);
+    /// `create_cq_in.cq_umem_id`: the umem holding the CQ buffer (with `cq_umem_valid`).
+    pub(crate) const CQ_UMEM_ID: Member<super::create_cq_in::Bits> =
+        Member::new("cq_umem_id", 0x2c0, 0x20);
+    /// `cqc.dbr_umem_id`: the umem holding the doorbell record (with `cqc.dbr_umem_valid`;
+    /// `cqc.dbr_addr` is then an offset in it).
+    pub(crate) const CQC_DBR_UMEM_ID: Member<crate::prm::ctx::cqc::Bits> =
+        Member::new("dbr_umem_id", 0x20, 0x20);
+    /// `qpc.dbr_umem_id` (with `qpc.dbr_umem_valid`).
+    pub(crate) const QPC_DBR_UMEM_ID: Member<crate::prm::ctx::qpc::Bits> =
+        Member::new("dbr_umem_id", 0x720, 0x20);
 }

@@ -96,6 +96,9 @@ macro_rules! prm_commands {
             // DEVX user contexts.
             CreateUctx: CREATE_UCTX = 0xa04, create_uctx_in => create_uctx_out, zero, create_uctx;
             DestroyUctx: DESTROY_UCTX = 0xa06, destroy_uctx_in => destroy_uctx_out, zero, destroy_uctx;
+            // DEVX user memory (`fwsim/umem.rs`).
+            CreateUmem: CREATE_UMEM = 0xa08, create_umem_in => create_umem_out, zero, create_umem;
+            DestroyUmem: DESTROY_UMEM = 0xa0a, destroy_umem_in => destroy_umem_out, zero, destroy_umem;
         }
     };
 }

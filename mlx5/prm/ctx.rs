@@ -409,6 +409,22 @@ prm_layouts! {
         cap @ 0x0, 0x20;
     }
 
+    /// `struct mlx5_ifc_umem_bits` (mlx5_ifc.h); `mtt[]` follows.
+    umem, 0x100 {
+        ats @ 0x80, 0x1;
+        log_page_size @ 0x9b, 0x5;
+        page_offset @ 0xa0, 0x20;
+        num_of_mtt @ 0xc0, 0x40;
+    }
+
+    /// `struct mlx5_ifc_mtt_bits` (mlx5_ifc.h): one entry of a umem's or an mkey's MTT.
+    mtt, 0x40 {
+        ptag_63_32 @ 0x0, 0x20;
+        ptag_31_8 @ 0x20, 0x18;
+        wr_en @ 0x3e, 0x1;
+        rd_en @ 0x3f, 0x1;
+    }
+
     /// `struct mlx5_ifc_mac_address_layout_bits` (mlx5_ifc.h).
     mac_address_layout, 0x40 {
         mac_addr_47_32 @ 0x10, 0x10;

@@ -61,7 +61,8 @@ fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "mkey {}", c.mkey)?;
     writeln!(out, "srq {}", c.srq)?;
     writeln!(out, "xrc {}", c.xrc)?;
-    writeln!(out, "uctx {}", c.uctx)
+    writeln!(out, "uctx {}", c.uctx)?;
+    writeln!(out, "umem {}", c.umem)
 }
 
 fn show_iommu(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -183,7 +183,7 @@ impl AttrSpec {
     }
 
     /// upstream: `UVERBS_ATTR_FLAGS_IN()`.
-    pub(crate) const fn flags_in(id: u16, mandatory: bool) -> Self {
+    pub const fn flags_in(id: u16, mandatory: bool) -> Self {
         Self::new(id, AttrKind::FlagsIn, mandatory)
     }
 
@@ -421,6 +421,18 @@ impl MethodSpec {
 }
 
 impl ObjectSpec {
+    /// A driver's object of global methods, with no objects of its own (upstream
+    /// `DECLARE_UVERBS_GLOBAL_METHODS`).
+    pub const fn driver_global(id: u16, methods: &'static [MethodSpec]) -> Self {
+        ObjectSpec {
+            id,
+            type_class: None,
+            methods,
+            writes: &[],
+            needs: &[],
+        }
+    }
+
     /// A driver's IDR object type with its methods (upstream
     /// `DECLARE_UVERBS_NAMED_OBJECT(.., UVERBS_IDR_TYPE(..))`); its objects are
     /// what the driver's methods commit, destroyed by dropping them.

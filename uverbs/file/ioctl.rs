@@ -226,7 +226,7 @@ impl Outputs {
 }
 /// The bytes of a PTR_IN attribute (inline in the attribute or copied from
 /// its user pointer).
-pub(super) fn ptr_in(p: &parse::PtrAttr) -> Result<KVec<u8>> {
+pub(crate) fn ptr_in(p: &parse::PtrAttr) -> Result<KVec<u8>> {
     match p.inline_bytes() {
         Some(ib) => {
             let mut v = KVec::new();
@@ -467,6 +467,7 @@ impl<D: Driver> UFile<D> {
         let ctx = inner.ctx()?.clone();
         let mut call = DriverCall {
             ctx: &ctx,
+            inner: &*inner,
             bundle: b,
             out,
             new_obj: None,

@@ -7,7 +7,7 @@
 use crate::driver::Driver;
 use crate::uverbs::abi::ids::obj;
 use crate::uverbs::async_event::AsyncEventFile;
-use crate::uverbs::driver_api::DriverObject;
+use crate::uverbs::driver_api::{AnyObject, DriverObject, DriverUobject};
 use crate::uverbs::file::cmd::xrcd::UXrcd;
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::UFile;
@@ -36,7 +36,7 @@ pub(super) enum ObjKind<D: Driver> {
     Driver(DriverObject),
 }
 
-pub(super) struct Inner<D: Driver> {
+pub(crate) struct Inner<D: Driver> {
     /// Disassociated or closed: every call is `EIO`.
     pub(super) dead: bool,
     pub(super) ucontext: Option<Arc<Ucontext<D>>>,
@@ -51,6 +51,21 @@ pub(super) struct Inner<D: Driver> {
 }
 
 impl<D: Driver> Inner<D> {
+    /// The object under handle `h`, whatever its type (a driver method's READ/WRITE
+    /// attribute, already looked up by the parser).
+    pub(crate) fn any_object(&self, h: u32) -> Option<AnyObject<'_, D>> {
+        Some(match self.objs.get(h)? {
+            ObjKind::Cq(c, _) => AnyObject::Cq(c),
+            ObjKind::Qp(q, _) => AnyObject::Qp(q),
+            ObjKind::Srq(s, _) => AnyObject::Srq(s),
+            ObjKind::Driver(o) => {
+                let o: &dyn DriverUobject = &**o;
+                AnyObject::Driver(o as &dyn core::any::Any)
+            }
+            _ => AnyObject::Other,
+        })
+    }
+
     /// The lowest free handle (upstream `xa_alloc()` with `xa_limit_32b`), other than
     /// `also_taken` (a NEW handle of the method in progress).
     pub(super) fn free_id(&self, also_taken: Option<u32>) -> u32 {
@@ -124,10 +139,14 @@ impl<D: Driver> UFile<D> {
             ObjKind::Mw(mw) => Mw::dealloc(mw)
                 .map(|()| none)
                 .map_err(|e| (e.err, ObjKind::Mw(e.obj))),
-            ObjKind::Driver(o) => {
-                drop(o);
-                Ok(none)
-            }
+            // upstream: the type's destroy_object; a refusal keeps the object.
+            ObjKind::Driver(o) => match o.destroy_hw() {
+                Ok(()) => {
+                    drop(o);
+                    Ok(none)
+                }
+                Err(e) => Err((e, ObjKind::Driver(o))),
+            },
         };
         match r {
             Ok(rep) => {

@@ -5,7 +5,8 @@
 //! * `layout NAME SIZE_BITS`
 //! * `field LAYOUT.MEMBER BIT_OFF BIT_WIDTH`
 //! * `opcode NAME VALUE` (mlx5_ifc.h `MLX5_CMD_OP_NAME`): every row of the command table
-//!   (`mlx5/prm/command.rs`), then the few opcodes named without a command
+//!   (`mlx5/prm/command.rs`), then the few opcodes named without a command and those of
+//!   DEVX's allow-lists (`mlx5/prm/devx_ops.rs`)
 //! * `status NAME VALUE` (device.h `MLX5_CMD_STAT_NAME`)
 //!
 //! The script turns the same list into the C program that prints the header's values, so the
@@ -26,7 +27,11 @@ fn main() {
         }
     }
     let table = prm::command::ALL.iter().map(|c| (c.name, c.opcode));
-    for (name, v) in table.chain(prm::opcode::OTHERS.iter().copied()) {
+    let others = prm::opcode::OTHERS
+        .iter()
+        .chain(prm::devx_ops::ALL)
+        .copied();
+    for (name, v) in table.chain(others) {
         println!("opcode {} {}", name.trim_start_matches('_'), v);
     }
     for (name, s) in prm::status::ALL {

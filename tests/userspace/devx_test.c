@@ -1,0 +1,709 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A CQ and two RC QPs made entirely through DEVX (libmlx5's mlx5dv_devx_*, Debian's
+ * rdma-core 44 mlx5dv.h): umems for their buffers and doorbell records, the UAR of
+ * mlx5dv_devx_alloc_uar(), the EQ of mlx5dv_devx_query_eqn(), CREATE_CQ/CREATE_QP with
+ * the umem ids, RST2INIT/INIT2RTR/RTR2RTS as DEVX modify commands on a loopback pair of
+ * the same function (IB: the port's LID), then WQEs written by this program (SEND and
+ * RDMA WRITE: the WQE, the doorbell record, the UAR doorbell) and CQEs polled by it, the
+ * bytes and the CQE status checked. Then the errnos: a command no allow-list takes, a
+ * context without DEVX, a second DEVX context naming the first one's CQ, umem and QP,
+ * and the destroy order (a umem or CQ still in use is EBUSY).
+ *
+ *   devx_test -d mlx5_0 [-g GID_INDEX] [-f FWSIM_DIR] [-x | -w FILE]
+ *
+ * -f: the function's simulator debugfs directory: its fail_opcode knob makes libmlx5 open a
+ * context without DEVX (CREATE_UCTX refused, libmlx5 falls back), whose DEVX calls must fail.
+ * -g: RoCE, the path's GRH from that GID index to the port's GID there (else IB, by LID).
+ * -x: create the objects, then exit without destroying anything (the kernel's cleanup at
+ * close must free them in order: DEVX objects, umems, the UCTX last).
+ * -w FILE: create the objects and pass the traffic, print "I holding", wait until FILE
+ * exists (the harness unbinds the function meanwhile), then exit without destroying.
+ * Prints one line per check: "R ok <what>" or "R fail <what>: <why>"; exit status 1 on
+ * any failure.
+ *
+ * PRM offsets are mlx5_ifc.h's (bit offsets, MLX5_SET semantics); the umem ids in
+ * create_cq_in, cqc and qpc are the PRM's (DPDK's mlx5_prm.h), bits mlx5_ifc.h leaves
+ * reserved.
+ *
+ * LDLIBS: -lmlx5
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+static int failures;
+
+static void check(int ok, const char *what, const char *fmt, long a, long b)
+{
+	if (ok) {
+		printf("R ok %s\n", what);
+	} else {
+		printf("R fail %s: ", what);
+		printf(fmt, a, b);
+		printf("\n");
+		failures++;
+	}
+}
+
+#define CHECK(c, what) check(!!(c), what, "(%ld %ld)", 0, 0)
+#define EXPECT_ERRNO(got, want, what) check((got) == (want), what, "errno %ld, want %ld", (got), (want))
+
+/* MLX5_SET / MLX5_GET on a big-endian PRM mailbox. */
+static void set(void *buf, unsigned int off, unsigned int width, uint64_t v)
+{
+	if (width == 64) {
+		uint64_t be = htobe64(v);
+
+		memcpy((char *)buf + off / 8, &be, 8);
+		return;
+	}
+	uint32_t *dw = (uint32_t *)buf + off / 32;
+	unsigned int shift = 32 - width - (off & 31);
+	uint32_t mask = (width == 32 ? 0xffffffffu : ((1u << width) - 1)) << shift;
+	uint32_t x = be32toh(*dw);
+
+	x = (x & ~mask) | (((uint32_t)v << shift) & mask);
+	*dw = htobe32(x);
+}
+
+static uint32_t get(const void *buf, unsigned int off, unsigned int width)
+{
+	uint32_t x = be32toh(((const uint32_t *)buf)[off / 32]);
+	unsigned int shift = 32 - width - (off & 31);
+
+	return width == 32 ? x : (x >> shift) & ((1u << width) - 1);
+}
+
+/* Opcodes and statuses (mlx5_ifc.h, device.h). */
+enum {
+	OP_QUERY_HCA_CAP = 0x100,
+	OP_CREATE_CQ = 0x400,
+	OP_QUERY_CQ = 0x402,
+	OP_CREATE_QP = 0x500,
+	OP_RST2INIT = 0x502,
+	OP_INIT2RTR = 0x503,
+	OP_RTR2RTS = 0x504,
+	OP_2ERR = 0x507,
+	OP_QUERY_QP = 0x50b,
+	OP_ALLOC_PD = 0x800,
+	STAT_BAD_RES = 0x5,
+};
+
+/* Header: opcode @0/16, uid @16/16, op_mod @48/16; out: status @0/8, syndrome @32/32. */
+#define HDR_OPCODE 0, 16
+#define OUT_STATUS 0, 8
+#define OUT_SYNDROME 32, 32
+#define OUT_ID24 72, 24 /* cqn, qpn, pd */
+/* create_cq_in: cq_context @0x80; the umem of the buffer. */
+#define CQC 0x80
+#define CQ_UMEM_OFFSET 0x280, 64
+#define CQ_UMEM_ID 0x2c0, 32
+/* cqc members. */
+#define CQC_DBR_UMEM_ID 0x20, 32
+#define CQC_LOG_CQ_SIZE 99, 5
+#define CQC_UAR_PAGE 104, 24
+#define CQC_C_EQN 160, 32
+#define CQC_DBR_ADDR 448, 64
+/* create_qp_in: qpc @0xc0, the umem of the work queue; modify: qpn @0x48. */
+#define QPC 0xc0
+#define WQ_UMEM_OFFSET 0x800, 64
+#define WQ_UMEM_ID 0x840, 32
+#define QPN_IN 72, 24
+/* qpc members. */
+#define QPC_ST 8, 8
+#define QPC_PM_STATE 19, 2
+#define QPC_PD 40, 24
+#define QPC_MTU 64, 3
+#define QPC_LOG_MSG_MAX 67, 5
+#define QPC_LOG_RQ_SIZE 73, 4
+#define QPC_LOG_RQ_STRIDE 77, 3
+#define QPC_LOG_SQ_SIZE 81, 4
+#define QPC_UAR_PAGE 104, 24
+#define QPC_REMOTE_QPN 168, 24
+#define QPC_PATH 192 /* ads */
+#define ADS_PKEY_INDEX 16, 16
+#define ADS_RLID 48, 16
+#define ADS_ACK_TIMEOUT 64, 5
+#define ADS_VHCA_PORT 296, 8
+#define ADS_GRH 40, 1
+#define ADS_SRC_ADDR_INDEX 72, 8
+#define ADS_HOP_LIMIT 88, 8
+#define ADS_RGID 128 /* 16 bytes */
+#define QPC_LOG_SRA_MAX 904, 3
+#define QPC_RETRY_COUNT 909, 3
+#define QPC_RNR_RETRY 912, 3
+#define QPC_NEXT_SEND_PSN 968, 24
+#define QPC_CQN_SND 1000, 24
+#define QPC_LOG_RRA_MAX 1160, 3
+#define QPC_RRE 1168, 1
+#define QPC_RWE 1169, 1
+#define QPC_RAE 1170, 1
+#define QPC_MIN_RNR_NAK 1187, 5
+#define QPC_NEXT_RCV_PSN 1192, 24
+#define QPC_CQN_RCV 1256, 24
+#define QPC_DBR_ADDR 1280, 64
+#define QPC_STATE 0, 4
+#define QPC_DBR_UMEM_ID 0x720, 32
+
+/* A field is "offset, width": SETF/GETF pass it on expanded, as two arguments. */
+#define SETF_(buf, base, o, w, v) set((buf), (base) + (o), (w), (v))
+#define GETF_(buf, base, o, w) get((buf), (base) + (o), (w))
+#define SETF(buf, base, f, v) SETF_(buf, base, f, v)
+#define GETF(buf, base, f) GETF_(buf, base, f)
+
+enum { CQ_LOG = 6, RQ_LOG = 4, SQ_LOG = 4, PAGE = 4096, MSG = 3000 };
+
+struct devx_ctx {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	uint32_t pdn;
+	struct mlx5dv_devx_uar *uar;
+	uint32_t eqn;
+	void *dbr; /* one page: CQ record at 0, QP i's at 64 * (i + 1) */
+	struct mlx5dv_devx_umem *dbr_umem;
+	void *cqbuf;
+	struct mlx5dv_devx_umem *cq_umem;
+	struct mlx5dv_devx_obj *cq;
+	uint32_t cqn;
+	uint32_t ci;
+	void *qbuf[2];
+	struct mlx5dv_devx_umem *q_umem[2];
+	struct mlx5dv_devx_obj *qp[2];
+	uint32_t qpn[2];
+	uint32_t sq_pi[2], rq_pi[2];
+};
+
+static struct ibv_device *find_dev(const char *name)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+
+	for (int i = 0; l && l[i]; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), name))
+			return l[i];
+	return NULL;
+}
+
+static struct ibv_context *open_devx(struct ibv_device *d)
+{
+	struct mlx5dv_context_attr a = { .flags = MLX5DV_CONTEXT_FLAGS_DEVX };
+
+	return mlx5dv_open_device(d, &a);
+}
+
+static void *page_alloc(void)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, PAGE, PAGE))
+		return NULL;
+	memset(p, 0, PAGE);
+	return p;
+}
+
+/* CREATE_CQ with its buffer and doorbell record in umems. Returns errno. */
+static int create_cq(struct devx_ctx *c, uint32_t buf_umem, uint32_t dbr_umem, uint32_t *out_status)
+{
+	uint32_t in[0x880 / 32] = { 0 }, out[4] = { 0 };
+
+	SETF(in, 0, HDR_OPCODE, OP_CREATE_CQ);
+	SETF(in, CQC, CQC_LOG_CQ_SIZE, CQ_LOG);
+	SETF(in, CQC, CQC_UAR_PAGE, c->uar->page_id);
+	SETF(in, CQC, CQC_C_EQN, c->eqn);
+	SETF(in, CQC, CQC_DBR_ADDR, 0);
+	SETF(in, CQC, CQC_DBR_UMEM_ID, dbr_umem);
+	SETF(in, 0, CQ_UMEM_ID, buf_umem);
+	SETF(in, 0, CQ_UMEM_OFFSET, 0);
+	errno = 0;
+	c->cq = mlx5dv_devx_obj_create(c->ctx, in, sizeof(in), out, sizeof(out));
+	if (out_status)
+		*out_status = GETF(out, 0, OUT_STATUS);
+	if (!c->cq)
+		return errno;
+	c->cqn = GETF(out, 0, OUT_ID24);
+	return 0;
+}
+
+/* CREATE_QP (RC) on CQ cqn, its work queue and doorbell record in umems. */
+static struct mlx5dv_devx_obj *create_qp(struct devx_ctx *c, int i, uint32_t cqn, uint32_t wq_umem,
+					 uint32_t *qpn, uint32_t *out_status, int *err)
+{
+	uint32_t in[0x880 / 32] = { 0 }, out[4] = { 0 };
+	struct mlx5dv_devx_obj *o;
+
+	SETF(in, 0, HDR_OPCODE, OP_CREATE_QP);
+	SETF(in, QPC, QPC_ST, 0); /* RC */
+	SETF(in, QPC, QPC_PM_STATE, 3); /* migrated */
+	SETF(in, QPC, QPC_PD, c->pdn);
+	SETF(in, QPC, QPC_LOG_MSG_MAX, 30);
+	SETF(in, QPC, QPC_LOG_RQ_SIZE, RQ_LOG);
+	SETF(in, QPC, QPC_LOG_RQ_STRIDE, 0); /* 16 bytes: one data segment */
+	SETF(in, QPC, QPC_LOG_SQ_SIZE, SQ_LOG);
+	SETF(in, QPC, QPC_UAR_PAGE, c->uar->page_id);
+	SETF(in, QPC, QPC_CQN_SND, cqn);
+	SETF(in, QPC, QPC_CQN_RCV, cqn);
+	SETF(in, QPC, QPC_DBR_ADDR, 64 * (i + 1));
+	SETF(in, QPC, QPC_DBR_UMEM_ID, c->dbr_umem->umem_id);
+	SETF(in, 0, WQ_UMEM_ID, wq_umem);
+	SETF(in, 0, WQ_UMEM_OFFSET, 0);
+	errno = 0;
+	o = mlx5dv_devx_obj_create(c->ctx, in, sizeof(in), out, sizeof(out));
+	*err = o ? 0 : errno;
+	if (out_status)
+		*out_status = GETF(out, 0, OUT_STATUS);
+	if (o)
+		*qpn = GETF(out, 0, OUT_ID24);
+	return o;
+}
+
+/* RoCE: the GID index of the path (-g), and the port's GID there (the loopback destination). */
+static int gid_index = -1;
+static union ibv_gid port_gid;
+
+/* A QP transition through DEVX modify; returns errno. */
+static int modify(struct mlx5dv_devx_obj *o, uint16_t opcode, uint32_t qpn, uint32_t remote, uint16_t lid)
+{
+	uint32_t in[0x880 / 32] = { 0 }, out[4] = { 0 };
+
+	SETF(in, 0, HDR_OPCODE, opcode);
+	SETF(in, 0, QPN_IN, qpn);
+	switch (opcode) {
+	case OP_RST2INIT:
+		SETF(in, QPC + QPC_PATH, ADS_VHCA_PORT, 1);
+		SETF(in, QPC + QPC_PATH, ADS_PKEY_INDEX, 0);
+		SETF(in, QPC, QPC_RRE, 1);
+		SETF(in, QPC, QPC_RWE, 1);
+		SETF(in, QPC, QPC_RAE, 1);
+		break;
+	case OP_INIT2RTR:
+		SETF(in, QPC, QPC_MTU, 3); /* 1024 */
+		SETF(in, QPC, QPC_LOG_MSG_MAX, 30);
+		SETF(in, QPC, QPC_REMOTE_QPN, remote);
+		SETF(in, QPC + QPC_PATH, ADS_RLID, lid);
+		SETF(in, QPC + QPC_PATH, ADS_VHCA_PORT, 1);
+		if (gid_index >= 0) { /* RoCE: a GRH to the port's own GID */
+			SETF(in, QPC + QPC_PATH, ADS_GRH, 1);
+			SETF(in, QPC + QPC_PATH, ADS_SRC_ADDR_INDEX, gid_index);
+			SETF(in, QPC + QPC_PATH, ADS_HOP_LIMIT, 64);
+			memcpy((char *)in + (QPC + QPC_PATH + ADS_RGID) / 8, port_gid.raw, 16);
+		}
+		SETF(in, QPC, QPC_NEXT_RCV_PSN, 0);
+		SETF(in, QPC, QPC_LOG_RRA_MAX, 0);
+		SETF(in, QPC, QPC_MIN_RNR_NAK, 12);
+		break;
+	case OP_RTR2RTS:
+		SETF(in, QPC, QPC_NEXT_SEND_PSN, 0);
+		SETF(in, QPC, QPC_RETRY_COUNT, 7);
+		SETF(in, QPC, QPC_RNR_RETRY, 7);
+		SETF(in, QPC, QPC_LOG_SRA_MAX, 0);
+		SETF(in, QPC + QPC_PATH, ADS_ACK_TIMEOUT, 14);
+		break;
+	}
+	return mlx5dv_devx_obj_modify(o, in, sizeof(in), out, sizeof(out)) ? errno : 0;
+}
+
+static int qp_state(struct mlx5dv_devx_obj *o, uint32_t qpn)
+{
+	uint32_t in[4] = { 0 }, out[(0xc0 + 0x740 + 0x80) / 32 + 64] = { 0 };
+
+	SETF(in, 0, HDR_OPCODE, OP_QUERY_QP);
+	SETF(in, 0, QPN_IN, qpn);
+	if (mlx5dv_devx_obj_query(o, in, sizeof(in), out, sizeof(out)))
+		return -errno;
+	/* query_qp_out: qpc at 0xc0. */
+	return GETF(out, 0xc0, QPC_STATE);
+}
+
+/* The WQEs (libmlx5's formats): control segment, [remote address], data segment. */
+static void post_send(struct devx_ctx *c, int i, uint8_t opcode, void *buf, uint32_t len, uint32_t lkey,
+		      uint64_t raddr, uint32_t rkey)
+{
+	uint32_t idx = c->sq_pi[i] & ((1 << SQ_LOG) - 1);
+	uint8_t *wqe = (uint8_t *)c->qbuf[i] + (16 << RQ_LOG) + 64 * idx;
+	uint32_t *ctrl = (uint32_t *)wqe;
+	uint8_t *seg = wqe + 16;
+	int ds = 2;
+
+	memset(wqe, 0, 64);
+	if (opcode == 0x08) { /* RDMA_WRITE: remote address segment */
+		uint64_t ra = htobe64(raddr);
+
+		memcpy(seg, &ra, 8);
+		*(uint32_t *)(seg + 8) = htobe32(rkey);
+		seg += 16;
+		ds = 3;
+	}
+	*(uint32_t *)seg = htobe32(len);
+	*(uint32_t *)(seg + 4) = htobe32(lkey);
+	uint64_t a = htobe64((uintptr_t)buf);
+
+	memcpy(seg + 8, &a, 8);
+	ctrl[0] = htobe32(((c->sq_pi[i] & 0xffff) << 8) | opcode);
+	ctrl[1] = htobe32((c->qpn[i] << 8) | ds);
+	wqe[11] = 0x08; /* fm_ce_se: MLX5_WQE_CTRL_CQ_UPDATE */
+	c->sq_pi[i]++;
+	__sync_synchronize();
+	((volatile uint32_t *)c->dbr)[16 * (i + 1) + 1] = htobe32(c->sq_pi[i] & 0xffff);
+	__sync_synchronize();
+	/* The UAR doorbell: the first 8 bytes of the control segment. */
+	*(volatile uint64_t *)c->uar->reg_addr = *(uint64_t *)ctrl;
+	__sync_synchronize();
+}
+
+static void post_recv(struct devx_ctx *c, int i, void *buf, uint32_t len, uint32_t lkey)
+{
+	uint32_t idx = c->rq_pi[i] & ((1 << RQ_LOG) - 1);
+	uint8_t *seg = (uint8_t *)c->qbuf[i] + 16 * idx;
+	uint64_t a = htobe64((uintptr_t)buf);
+
+	*(uint32_t *)seg = htobe32(len);
+	*(uint32_t *)(seg + 4) = htobe32(lkey);
+	memcpy(seg + 8, &a, 8);
+	c->rq_pi[i]++;
+	__sync_synchronize();
+	((volatile uint32_t *)c->dbr)[16 * (i + 1)] = htobe32(c->rq_pi[i] & 0xffff);
+}
+
+/* Polls one CQE (up to 5 s); returns its opcode, or -1. */
+static int poll_cqe(struct devx_ctx *c, uint32_t *qpn, uint32_t *bytes, uint8_t *syndrome)
+{
+	for (int t = 0; t < 50000; t++) {
+		uint8_t *cqe = (uint8_t *)c->cqbuf + 64 * (c->ci & ((1 << CQ_LOG) - 1));
+		uint8_t op_own = ((volatile uint8_t *)cqe)[63];
+
+		if ((op_own >> 4) != 0xf && (op_own & 1) == ((c->ci >> CQ_LOG) & 1)) {
+			__sync_synchronize();
+			*qpn = be32toh(*(uint32_t *)(cqe + 0x38)) & 0xffffff;
+			*bytes = be32toh(*(uint32_t *)(cqe + 0x2c));
+			*syndrome = cqe[0x37];
+			c->ci++;
+			((volatile uint32_t *)c->dbr)[0] = htobe32(c->ci & 0xffffff);
+			return op_own >> 4;
+		}
+		usleep(100);
+	}
+	return -1;
+}
+
+static int setup(struct devx_ctx *c, struct ibv_device *d)
+{
+	struct mlx5dv_obj o = { 0 };
+	struct mlx5dv_pd dpd;
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	c->ctx = open_devx(d);
+	CHECK(c->ctx, "mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX");
+	if (!c->ctx)
+		return -1;
+	c->pd = ibv_alloc_pd(c->ctx);
+	o.pd.in = c->pd;
+	o.pd.out = &dpd;
+	CHECK(c->pd && !mlx5dv_init_obj(&o, MLX5DV_OBJ_PD), "PD and its pdn (mlx5dv_init_obj)");
+	if (!c->pd)
+		return -1;
+	c->pdn = dpd.pdn;
+	c->uar = mlx5dv_devx_alloc_uar(c->ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	CHECK(c->uar, "mlx5dv_devx_alloc_uar (NC)");
+	err = mlx5dv_devx_query_eqn(c->ctx, 0, &c->eqn);
+	EXPECT_ERRNO((long)err, 0L, "mlx5dv_devx_query_eqn(0)");
+	c->dbr = page_alloc();
+	c->cqbuf = page_alloc();
+	for (int i = 0; i < 2; i++)
+		c->qbuf[i] = page_alloc();
+	for (int i = 0; i < (1 << CQ_LOG); i++)
+		((uint8_t *)c->cqbuf)[64 * i + 63] = 0xf0; /* MLX5_CQE_INVALID << 4 */
+	c->dbr_umem = mlx5dv_devx_umem_reg(c->ctx, c->dbr, PAGE, IBV_ACCESS_LOCAL_WRITE);
+	c->cq_umem = mlx5dv_devx_umem_reg(c->ctx, c->cqbuf, PAGE, IBV_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < 2; i++)
+		c->q_umem[i] = mlx5dv_devx_umem_reg(c->ctx, c->qbuf[i], PAGE, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(c->dbr_umem && c->cq_umem && c->q_umem[0] && c->q_umem[1], "mlx5dv_devx_umem_reg x4");
+	if (!c->uar || !c->dbr_umem || !c->cq_umem || !c->q_umem[0] || !c->q_umem[1])
+		return -1;
+	err = create_cq(c, c->cq_umem->umem_id, c->dbr_umem->umem_id, NULL);
+	EXPECT_ERRNO((long)err, 0L, "DEVX CREATE_CQ over umems");
+	if (err)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		c->qp[i] = create_qp(c, i, c->cqn, c->q_umem[i]->umem_id, &c->qpn[i], NULL, &err);
+		EXPECT_ERRNO((long)err, 0L, i ? "DEVX CREATE_QP B over umems" : "DEVX CREATE_QP A over umems");
+		if (err)
+			return -1;
+	}
+	return 0;
+}
+
+static void teardown(struct devx_ctx *c)
+{
+	for (int i = 0; i < 2; i++)
+		if (c->qp[i])
+			mlx5dv_devx_obj_destroy(c->qp[i]);
+	if (c->cq)
+		mlx5dv_devx_obj_destroy(c->cq);
+	for (int i = 0; i < 2; i++)
+		if (c->q_umem[i])
+			mlx5dv_devx_umem_dereg(c->q_umem[i]);
+	if (c->cq_umem)
+		mlx5dv_devx_umem_dereg(c->cq_umem);
+	if (c->dbr_umem)
+		mlx5dv_devx_umem_dereg(c->dbr_umem);
+	if (c->uar)
+		mlx5dv_devx_free_uar(c->uar);
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->ctx)
+		ibv_close_device(c->ctx);
+}
+
+static void traffic(struct devx_ctx *c)
+{
+	struct ibv_port_attr pa;
+	char *src = malloc(MSG), *dst = calloc(1, MSG), *wdst = calloc(1, MSG);
+	struct ibv_mr *smr, *dmr, *wmr;
+	uint32_t qpn, bytes;
+	uint8_t syn;
+	int op, err, ok;
+
+	CHECK(!ibv_query_port(c->ctx, 1, &pa), "ibv_query_port (the loopback LID)");
+	if (gid_index >= 0)
+		CHECK(!ibv_query_gid(c->ctx, 1, gid_index, &port_gid), "ibv_query_gid (the loopback GID)");
+	for (int i = 0; i < MSG; i++)
+		src[i] = (char)(i * 7 + 3);
+	smr = ibv_reg_mr(c->pd, src, MSG, IBV_ACCESS_LOCAL_WRITE);
+	dmr = ibv_reg_mr(c->pd, dst, MSG, IBV_ACCESS_LOCAL_WRITE);
+	wmr = ibv_reg_mr(c->pd, wdst, MSG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(smr && dmr && wmr, "MRs (verbs) in the DEVX context's PD");
+	if (!smr || !dmr || !wmr)
+		return;
+	for (int i = 0; i < 2; i++) {
+		char what[64];
+
+		err = modify(c->qp[i], OP_RST2INIT, c->qpn[i], 0, 0);
+		if (!err)
+			err = modify(c->qp[i], OP_INIT2RTR, c->qpn[i], c->qpn[!i], pa.lid);
+		if (!err)
+			err = modify(c->qp[i], OP_RTR2RTS, c->qpn[i], 0, 0);
+		snprintf(what, sizeof(what), "QP %c: RST2INIT, INIT2RTR, RTR2RTS by DEVX modify", 'A' + i);
+		EXPECT_ERRNO((long)err, 0L, what);
+		snprintf(what, sizeof(what), "QP %c: DEVX QUERY_QP says RTS", 'A' + i);
+		ok = qp_state(c->qp[i], c->qpn[i]);
+		check(ok == 3, what, "state %ld, want %ld", ok, 3);
+	}
+	/* SEND from A into a receive of B. */
+	post_recv(c, 1, dst, MSG, dmr->lkey);
+	post_send(c, 0, 0x0a, src, MSG, smr->lkey, 0, 0);
+	int got_req = 0, got_resp = 0;
+
+	for (int n = 0; n < 2; n++) {
+		op = poll_cqe(c, &qpn, &bytes, &syn);
+		if (op == 0 && qpn == c->qpn[0])
+			got_req = 1;
+		else if (op == 2 && qpn == c->qpn[1] && bytes == MSG)
+			got_resp = 1;
+		else
+			check(0, "SEND: an unexpected CQE", "opcode %ld syndrome %ld", op, syn);
+	}
+	CHECK(got_req, "SEND: requester CQE (opcode REQ) on A's QPN, polled from the umem CQ");
+	CHECK(got_resp, "SEND: responder CQE (RESP_SEND) on B's QPN with byte_cnt 3000");
+	CHECK(!memcmp(src, dst, MSG), "SEND: the 3000 bytes arrived intact");
+	/* RDMA WRITE from B into A's memory. */
+	post_send(c, 1, 0x08, src, MSG, smr->lkey, (uintptr_t)wdst, wmr->rkey);
+	op = poll_cqe(c, &qpn, &bytes, &syn);
+	check(op == 0 && qpn == c->qpn[1], "RDMA WRITE: requester CQE on B's QPN", "opcode %ld syndrome %ld", op, syn);
+	CHECK(!memcmp(src, wdst, MSG), "RDMA WRITE: the 3000 bytes arrived intact");
+	/* A bad lkey: an error CQE (opcode REQ_ERR 0xd) with the local protection syndrome. */
+	post_send(c, 0, 0x0a, src, MSG, smr->lkey ^ 0x5500, 0, 0);
+	post_recv(c, 1, dst, MSG, dmr->lkey);
+	op = poll_cqe(c, &qpn, &bytes, &syn);
+	check(op == 0xd && syn == 0x04, "bad lkey: REQ_ERR CQE with syndrome LOCAL_PROT_ERR (0x4)",
+	      "opcode %ld syndrome %ld", op, syn);
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	ibv_dereg_mr(wmr);
+	free(src);
+	free(dst);
+	free(wdst);
+}
+
+/* Writes VAL to the simulator's fail_opcode knob of the function; 0 if there is none. */
+static const char *fwsim_dir;
+
+static int fwsim_knob(const char *dir, const char *val)
+{
+	char path[512];
+	FILE *f;
+
+	if (!dir)
+		return 0;
+	snprintf(path, sizeof(path), "%s/fail_opcode", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return 0;
+	fprintf(f, "%s\n", val);
+	return fclose(f) == 0;
+}
+
+static void errnos(struct devx_ctx *c, struct ibv_device *d)
+{
+	uint32_t in[0x880 / 32] = { 0 }, out[0x1100 / 4] = { 0 };
+	struct ibv_context *plain;
+	struct devx_ctx c2;
+	uint32_t st = 0, qpn;
+	int err;
+
+	/* A general command: QUERY_HCA_CAP (general, current) answers log_max_uctx. */
+	SETF(in, 0, HDR_OPCODE, OP_QUERY_HCA_CAP);
+	set(in, 48, 16, 1); /* op_mod: HCA_CAP_OPMOD_GET_CUR | general */
+	err = mlx5dv_devx_general_cmd(c->ctx, in, 16, out, sizeof(out)) ? errno : 0;
+	EXPECT_ERRNO((long)err, 0L, "DEVX_OTHER QUERY_HCA_CAP");
+	check(get(out, 0x80 + 1123, 5) != 0, "QUERY_HCA_CAP: log_max_uctx is set", "%ld %ld", 0, 0);
+	/* Commands no allow-list takes: EINVAL (upstream devx.c). */
+	memset(in, 0, sizeof(in));
+	SETF(in, 0, HDR_OPCODE, OP_CREATE_CQ);
+	err = mlx5dv_devx_general_cmd(c->ctx, in, sizeof(in), out, 16) ? errno : 0;
+	EXPECT_ERRNO((long)err, (long)EINVAL, "DEVX_OTHER with CREATE_CQ (not a general command)");
+	SETF(in, 0, HDR_OPCODE, OP_QUERY_HCA_CAP);
+	errno = 0;
+	CHECK(!mlx5dv_devx_obj_create(c->ctx, in, 16, out, 16) && errno == EINVAL,
+	      "DEVX_OBJ_CREATE with QUERY_HCA_CAP: EINVAL");
+	SETF(in, 0, HDR_OPCODE, 0x401); /* DESTROY_CQ: not a modify command */
+	SETF(in, 0, QPN_IN, c->cqn);
+	err = mlx5dv_devx_obj_modify(c->cq, in, 16, out, 16) ? errno : 0;
+	EXPECT_ERRNO((long)err, (long)EINVAL, "DEVX_OBJ_MODIFY with DESTROY_CQ: EINVAL");
+	/* A modify naming another object than the handle's. */
+	SETF(in, 0, HDR_OPCODE, OP_2ERR);
+	SETF(in, 0, QPN_IN, c->qpn[1]);
+	err = mlx5dv_devx_obj_modify(c->qp[0], in, 16, out, 16) ? errno : 0;
+	EXPECT_ERRNO((long)err, (long)EINVAL, "2ERR of QP B through QP A's handle: EINVAL");
+	SETF(in, 0, HDR_OPCODE, OP_QUERY_CQ);
+	SETF(in, 0, QPN_IN, c->cqn);
+	err = mlx5dv_devx_obj_query(c->cq, in, 16, out, 0x880 / 8) ? errno : 0;
+	EXPECT_ERRNO((long)err, 0L, "DEVX QUERY_CQ of the CQ's own handle");
+	/*
+	 * A context without DEVX: every DEVX method is EINVAL (devx_get_uid()). libmlx5 asks
+	 * every context for DEVX and falls back without it when that fails: the simulator's
+	 * fail_opcode knob refuses CREATE_UCTX (0xa04) while this one opens.
+	 */
+	if (!fwsim_knob(fwsim_dir, "0xa04")) {
+		printf("I no simulator directory (-f): the context without DEVX is not tested\n");
+		goto second;
+	}
+	plain = ibv_open_device(d);
+	fwsim_knob(fwsim_dir, "0");
+	memset(in, 0, sizeof(in));
+	SETF(in, 0, HDR_OPCODE, OP_ALLOC_PD);
+	errno = 0;
+	CHECK(plain && !mlx5dv_devx_obj_create(plain, in, 16, out, 16) && errno == EINVAL,
+	      "no DEVX uid: DEVX_OBJ_CREATE ALLOC_PD is EINVAL");
+	errno = 0;
+	CHECK(plain && !mlx5dv_devx_umem_reg(plain, c->dbr, PAGE, 0) && errno == EINVAL,
+	      "no DEVX uid: UMEM_REG is EINVAL");
+	if (plain)
+		ibv_close_device(plain);
+second:
+	/* A second DEVX context naming the first one's objects: the firmware's uid check. */
+	memset(&c2, 0, sizeof(c2));
+	c2.ctx = open_devx(d);
+	c2.pd = c2.ctx ? ibv_alloc_pd(c2.ctx) : NULL;
+	if (c2.pd) {
+		struct mlx5dv_obj o = { 0 };
+		struct mlx5dv_pd dpd;
+
+		o.pd.in = c2.pd;
+		o.pd.out = &dpd;
+		mlx5dv_init_obj(&o, MLX5DV_OBJ_PD);
+		c2.pdn = dpd.pdn;
+		c2.uar = mlx5dv_devx_alloc_uar(c2.ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+		mlx5dv_devx_query_eqn(c2.ctx, 0, &c2.eqn);
+		c2.dbr = page_alloc();
+		c2.dbr_umem = mlx5dv_devx_umem_reg(c2.ctx, c2.dbr, PAGE, IBV_ACCESS_LOCAL_WRITE);
+	}
+	CHECK(c2.uar && c2.dbr_umem, "second DEVX context with a PD, a UAR and a umem");
+	if (c2.uar && c2.dbr_umem) {
+		err = create_cq(&c2, c->cq_umem->umem_id, c2.dbr_umem->umem_id, &st);
+		check(err == EREMOTEIO && st == STAT_BAD_RES, "CREATE_CQ on the first context's umem: EREMOTEIO, BAD_RES",
+		      "errno %ld status %ld", err, st);
+		c2.cq = NULL;
+		/* Its own QP on the first context's CQ. */
+		c2.qp[0] = create_qp(&c2, 0, c->cqn, c2.dbr_umem->umem_id, &qpn, &st, &err);
+		check(!c2.qp[0] && err == EREMOTEIO && st == STAT_BAD_RES,
+		      "CREATE_QP on the first context's CQ: EREMOTEIO, BAD_RES", "errno %ld status %ld", err, st);
+	}
+	teardown(&c2);
+}
+
+static void destroy_order(struct devx_ctx *c)
+{
+	int err;
+
+	err = mlx5dv_devx_umem_dereg(c->cq_umem) ? errno : 0;
+	EXPECT_ERRNO((long)err, (long)EBUSY, "dereg of the CQ's umem while the CQ lives: EBUSY");
+	err = mlx5dv_devx_obj_destroy(c->cq) ? errno : 0;
+	EXPECT_ERRNO((long)err, (long)EBUSY, "destroy of the CQ while QPs use it: EBUSY");
+	for (int i = 0; i < 2; i++) {
+		err = mlx5dv_devx_obj_destroy(c->qp[i]) ? errno : 0;
+		c->qp[i] = NULL;
+		EXPECT_ERRNO((long)err, 0L, i ? "destroy QP B" : "destroy QP A");
+	}
+	err = mlx5dv_devx_obj_destroy(c->cq) ? errno : 0;
+	c->cq = NULL;
+	EXPECT_ERRNO((long)err, 0L, "destroy the CQ after its QPs");
+	err = mlx5dv_devx_umem_dereg(c->cq_umem) ? errno : 0;
+	c->cq_umem = NULL;
+	EXPECT_ERRNO((long)err, 0L, "dereg the CQ's umem after the CQ");
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = "mlx5_0";
+	struct ibv_device *d;
+	struct devx_ctx c;
+	const char *hold = NULL;
+	int leave = 0, opt;
+
+	while ((opt = getopt(argc, argv, "d:g:f:xw:")) != -1) {
+		if (opt == 'd')
+			name = optarg;
+		else if (opt == 'f')
+			fwsim_dir = optarg;
+		else if (opt == 'g')
+			gid_index = atoi(optarg);
+		else if (opt == 'x')
+			leave = 1;
+		else if (opt == 'w')
+			hold = optarg;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	d = find_dev(name);
+	if (!d) {
+		printf("R fail no device %s\n", name);
+		return 1;
+	}
+	if (setup(&c, d)) {
+		teardown(&c);
+		return 1;
+	}
+	if (leave) {
+		printf("R ok objects created; exiting without destroying them\n");
+		_exit(failures ? 1 : 0);
+	}
+	traffic(&c);
+	if (hold) {
+		printf("I holding\n");
+		while (access(hold, F_OK))
+			usleep(100000);
+		printf("I released\n");
+		_exit(failures ? 1 : 0);
+	}
+	errnos(&c, d);
+	destroy_order(&c);
+	teardown(&c);
+	printf("I %s: %d failures\n", failures ? "FAILED" : "passed", failures);
+	return failures ? 1 : 0;
+}
