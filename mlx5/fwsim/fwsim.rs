@@ -357,7 +357,7 @@ struct Port {
 
 /// The simulated device.
 ///
-/// About 200 KiB: the kernel side must build it in place (a zeroing allocation plus
+/// About 230 KiB: the kernel side must build it in place (a zeroing allocation plus
 /// [`Fw::reset`] reinitializes it without moving), not on the stack.
 pub(crate) struct Fw {
     cfg: Config,
@@ -523,7 +523,7 @@ impl Fw {
     /// # Errors
     ///
     /// [`ConfigError`] if the port count or the link layer does not fit the profile.
-    // Host only: returns 200 KiB by value. The kernel uses `Fw::new_in_place`.
+    // Host only: returns 230 KiB by value. The kernel uses `Fw::new_in_place`.
     #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn new(cfg: Config) -> Result<Self, ConfigError> {
         Self::check(&cfg)?;
@@ -555,7 +555,7 @@ impl Fw {
     }
 
     /// The kernel's constructor: an initializer that builds the device in place (in a `KVBox`),
-    /// because `Fw` is about 200 KiB and [`Fw::new`] returns it by value, which only a host
+    /// because `Fw` is about 230 KiB and [`Fw::new`] returns it by value, which only a host
     /// thread's stack can take. Same result as [`Fw::new`].
     ///
     /// # Errors

@@ -15,7 +15,7 @@ use super::profile::{LinkLayer, Profile, CONNECTX6_DX, CONNECTX7};
 use super::Config;
 
 /// Most functions one `sim=` list may create: enough for multi-device tests, small enough that
-/// a typo (`sim=ib,ib,ib,...`) cannot eat memory (each function is about 200 KiB).
+/// a typo (`sim=ib,ib,ib,...`) cannot eat memory (each function is about 230 KiB).
 pub(crate) const MAX_FUNCTIONS: usize = 8;
 
 /// Why a `sim=` list was refused.

@@ -1162,10 +1162,10 @@ fn fault_injection() {
 
 #[test]
 fn device_fits_the_documented_footprint() {
-    // Documentation/fwsim.md promises "about 200 KiB" (the data path's translations and
+    // Documentation/fwsim.md promises "about 230 KiB" (the data path's translations and
     // queue state included): the kernel side allocates it in place.
     let size = core::mem::size_of::<Fw>();
-    assert!(size > 160 * 1024 && size < 224 * 1024, "{size}");
+    assert!(size > 192 * 1024 && size < 256 * 1024, "{size}");
 }
 
 #[test]

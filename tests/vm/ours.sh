@@ -71,7 +71,7 @@ fwsim_resources_zero() {
 	local f=$FWSIM_DBG/$1/resources
 	cat "$f" "$FWSIM_DBG/$1/iommu" | tr '\n' ' '
 	echo
-	[ "$(wc -l <"$f")" = 9 ] && [ -z "$(awk '$2 != 0' "$f")" ] &&
+	[ "$(wc -l <"$f")" = 10 ] && [ -z "$(awk '$2 != 0' "$f")" ] &&
 		grep -qx 'mappings 0' "$FWSIM_DBG/$1/iommu"
 }
 
