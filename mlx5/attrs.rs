@@ -16,37 +16,6 @@ use crate::prm::ctx::{atomic_caps, cmd_hca_cap, roce_cap};
 use crate::prm::layout::{Buf, Member, PrmLayout};
 use kernel::prelude::*;
 
-/// `IB_UVERBS_DEVICE_*` (include/uapi/rdma/ib_user_verbs.h) bits mlx5_ib sets.
-pub(crate) mod cap_flags {
-    /// `IB_DEVICE_BAD_PKEY_CNTR`.
-    pub(crate) const BAD_PKEY_CNTR: u64 = 1 << 1;
-    /// `IB_DEVICE_BAD_QKEY_CNTR`.
-    pub(crate) const BAD_QKEY_CNTR: u64 = 1 << 2;
-    /// `IB_DEVICE_AUTO_PATH_MIG`.
-    pub(crate) const AUTO_PATH_MIG: u64 = 1 << 4;
-    /// `IB_DEVICE_CHANGE_PHY_PORT`.
-    pub(crate) const CHANGE_PHY_PORT: u64 = 1 << 5;
-    /// `IB_DEVICE_PORT_ACTIVE_EVENT`.
-    pub(crate) const PORT_ACTIVE_EVENT: u64 = 1 << 10;
-    /// `IB_DEVICE_SYS_IMAGE_GUID`.
-    pub(crate) const SYS_IMAGE_GUID: u64 = 1 << 11;
-    /// `IB_DEVICE_RC_RNR_NAK_GEN`.
-    pub(crate) const RC_RNR_NAK_GEN: u64 = 1 << 12;
-    /// `IB_DEVICE_MEM_WINDOW`.
-    pub(crate) const MEM_WINDOW: u64 = 1 << 17;
-    /// `IB_DEVICE_UD_IP_CSUM`.
-    pub(crate) const UD_IP_CSUM: u64 = 1 << 18;
-    /// `IB_DEVICE_XRC`.
-    #[expect(dead_code, reason = "no XRC verbs: not claimed (device_attrs())")]
-    pub(crate) const XRC: u64 = 1 << 20;
-    /// `IB_DEVICE_MEM_MGT_EXTENSIONS`.
-    pub(crate) const MEM_MGT_EXTENSIONS: u64 = 1 << 21;
-    /// `IB_DEVICE_MEM_WINDOW_TYPE_2B`.
-    pub(crate) const MEM_WINDOW_TYPE_2B: u64 = 1 << 24;
-    /// `IB_DEVICE_PCI_WRITE_END_PADDING`.
-    pub(crate) const PCI_WRITE_END_PADDING: u64 = 1 << 36;
-}
-
 /// `RDMA_CORE_*` port capability flags (include/rdma/ib_verbs.h).
 pub(crate) mod core_cap {
     /// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.
@@ -264,7 +233,7 @@ pub(crate) struct DeviceIds {
 
 /// upstream `mlx5_ib_query_device()`, without udata.
 pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAttrs> {
-    use cap_flags::*;
+    use ib_core_rs::attr::device_cap::*;
     let g = |f| gen.get(f);
     let mut flags = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN;
     if gen.flag(cmd_hca_cap::pkv) {

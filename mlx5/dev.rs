@@ -694,7 +694,7 @@ mod tests {
         assert_eq!(a.max_ah, i32::MAX as u32);
         assert_eq!(a.node_guid, a.sys_image_guid);
         assert_ne!(a.node_guid, 0);
-        use crate::attrs::cap_flags::*;
+        use ib_core_rs::attr::device_cap::*;
         let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN;
         // The model sets `umr_modify_entity_size_disabled` (no UMR WQEs in its engine).
         assert_eq!(a.device_cap_flags, base);

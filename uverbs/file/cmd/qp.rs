@@ -293,12 +293,15 @@ impl<D: Driver> UFile<D> {
         {
             return Err(EINVAL);
         }
-        let err = QpState::Err as u8;
-        if (mask & IB_QP_CUR_STATE != 0 && cur_state > err)
-            || (mask & QpAttrMask::STATE.0 != 0 && state > err)
-        {
-            return Err(EINVAL);
+        // upstream: a state above IB_QPS_ERR is EINVAL; QpState::try_from is that check.
+        if mask & IB_QP_CUR_STATE != 0 {
+            QpState::try_from(cur_state)?;
         }
+        let next = if mask & QpAttrMask::STATE.0 != 0 {
+            Some(QpState::try_from(state)?)
+        } else {
+            None
+        };
         if mask & QpAttrMask::QKEY.0 != 0 && qkey & IB_QP_SET_QKEY != 0 {
             // upstream: needs rdma_nl_get_privileged_qkey() or CAP_NET_RAW.
             return Err(EPERM);
@@ -320,8 +323,8 @@ impl<D: Driver> UFile<D> {
             rnr_retry: r.rnr_retry,
             ..QpAttr::default()
         };
-        if mask & QpAttrMask::STATE.0 != 0 {
-            a.qp_state = QpState::try_from(state)?;
+        if let Some(next) = next {
+            a.qp_state = next;
         }
         if mask & QpAttrMask::AV.0 != 0 {
             a.ah_attr = self.ah_from_dest(dest)?;
