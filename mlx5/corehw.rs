@@ -16,7 +16,6 @@
 //! Documentation/pcifn.md); its refusal of auxiliary devices that are not mlx5_core's is a
 //! KUnit test.
 
-use crate::fwsim::profile::LinkLayer;
 use crate::hw::{
     CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
 };
@@ -26,6 +25,7 @@ use crate::prm::cmd::{destroy_cq_in, mbox_in};
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
 use crate::prm::opcode as op;
+use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::page_ref::PageRef;
 use kernel::sync::Arc;
 use kernel::{auxiliary, device, prelude::*, str::CString};
@@ -96,7 +96,7 @@ impl CoreFunction {
         let link_layer = if port_type == CAP_PORT_TYPE_ETH {
             LinkLayer::Ethernet
         } else {
-            LinkLayer::Ib
+            LinkLayer::Infiniband
         };
         let page = |t: u32| -> Result<Option<KVec<u8>>> {
             Ok(dev.caps_cur(t)?.filter(|p| p.len() >= CAP_BYTES))

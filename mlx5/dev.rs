@@ -22,13 +22,13 @@ use crate::cmd::query::{
 use crate::cmd::reg::{AccessReg, NodeDesc, Paos, Pmtu, PortStatus, Ptys, PtysProto, Pvlc};
 use crate::cmd::res::{AllocPd, AllocQCounter, AllocUar, DeallocPd, DeallocQCounter, DeallocUar};
 use crate::cmd::{exec, Command};
-use crate::fwsim::profile::LinkLayer;
 use crate::hw::{CapType, Mlx5Hw};
 use crate::ib::{
     assemble_ops, clear_gids, program_default_gids, programmed_gids, IbPort, Mlx5Ib, Mlx5IbDev,
 };
 use crate::prm::ctx::cmd_hca_cap;
 use crate::stages::{self, Stage};
+use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::device::Device;
 use kernel::sync::atomic::Atomic;
 use kernel::{device, prelude::*, str::CString, sync::aref::ARef, sync::Arc};
@@ -273,7 +273,7 @@ fn stage_init(d: &mut Mlx5Dev) -> Result {
             let v: NicVport = d.exec(&QueryNicVportContext)?;
             (v.node_guid, v.system_image_guid)
         }
-        LinkLayer::Ib => {
+        LinkLayer::Infiniband => {
             let v: HcaVport = d.exec(&QueryHcaVportContext { port: 1 })?;
             (v.node_guid, v.sys_image_guid)
         }
@@ -357,7 +357,7 @@ pub(crate) fn port_attrs(
 ) -> Result<(PortAttrs, PortImmutable, Option<[u8; 6]>)> {
     let gen = hw.caps(CapType::General).and_then(Caps::new).ok_or(EIO)?;
     match ll {
-        LinkLayer::Ib => {
+        LinkLayer::Infiniband => {
             let vport = exec(hw, &QueryHcaVportContext { port: num })?;
             let ptys = exec(
                 hw,
@@ -404,7 +404,7 @@ pub(crate) fn port_attrs(
 fn query_port(d: &Mlx5Dev, num: u8, ll: LinkLayer) -> Result<PortInfo> {
     let (attrs, immutable, mac) = port_attrs(d.hw(), num, ll)?;
     let (gids, pkeys) = match ll {
-        LinkLayer::Ib => {
+        LinkLayer::Infiniband => {
             let n_gids = u16::try_from(attrs.gid_tbl_len).map_err(|_| EIO)?;
             let gids = d.exec(&QueryHcaVportGid {
                 port: num,
@@ -711,7 +711,7 @@ mod tests {
         let d = Mlx5Dev::probe(f.clone())?;
         assert_eq!(d.ports.len(), 1);
         let p = &d.ports[0];
-        assert_eq!((p.num, p.link_layer), (1, LinkLayer::Ib));
+        assert_eq!((p.num, p.link_layer), (1, LinkLayer::Infiniband));
         let a = &p.attrs;
         assert_eq!((a.state, a.phys_state), (4, 5));
         // Each function has a LID of its own on the fabric (Fw::port_lid), the SM is LID 1.

@@ -19,13 +19,10 @@ use crate::cmd::exec;
 use crate::cmd::query::{QueryHcaVportGid, QueryHcaVportPkey, TableIndex};
 use crate::cmd::res::{RoceAddr, RoceL3Type, RoceVersion, SetRoceAddress};
 use crate::dev::port_attrs;
-use crate::fwsim::profile::LinkLayer;
 use crate::hw::Mlx5Hw;
 use crate::verbs::{Mlx5Ah, Mlx5Cq, Mlx5Mr, Mlx5Pd, Mlx5Qp};
 use crate::verbs_user::{CqMem, QpMem};
-use ib_core_rs::attr::{
-    DeviceAttr, Gid, GidType, LinkLayer as IbLinkLayer, PortAttr, PortImmutable, PortState,
-};
+use ib_core_rs::attr::{DeviceAttr, Gid, GidType, LinkLayer, PortAttr, PortImmutable, PortState};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::mm::UserVma;
@@ -220,10 +217,7 @@ fn immutable(p: &IbPort) -> PortImmutable {
         gid_tbl_len: p.immutable.gid_tbl_len,
         core_cap_flags: p.immutable.core_cap_flags,
         max_mad_size: p.immutable.max_mad_size,
-        link_layer: match p.link_layer {
-            LinkLayer::Ib => IbLinkLayer::Infiniband,
-            LinkLayer::Ethernet => IbLinkLayer::Ethernet,
-        },
+        link_layer: p.link_layer,
     }
 }
 
@@ -259,7 +253,7 @@ impl DeviceOps for Mlx5DevOps {
         }
         match p.link_layer {
             LinkLayer::Ethernet => Ok(0xffff),
-            LinkLayer::Ib => {
+            LinkLayer::Infiniband => {
                 let idx = u16::try_from(index).map_err(|_| EINVAL)?;
                 let v = exec(
                     &*d.hw,
@@ -534,7 +528,7 @@ pub(crate) const ROCE_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5RocePortOps>();
 /// table, then the port table of the link layer.
 pub(crate) fn assemble_ops(ll: LinkLayer) -> Result<Ops<Mlx5Ib>> {
     let port = match ll {
-        LinkLayer::Ib => &IB_PORT_OPS,
+        LinkLayer::Infiniband => &IB_PORT_OPS,
         LinkLayer::Ethernet => &ROCE_PORT_OPS,
     };
     Ops::assemble(&[&DEV_OPS, port])

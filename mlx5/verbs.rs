@@ -30,13 +30,12 @@ use crate::cmd::qp::{
 };
 use crate::cmd::res::{AllocPd, CreateMkey, DeallocPd, DestroyMkey, MkeyAccess, MkeyTranslation};
 use crate::events::{CqTarget, QpTarget};
-use crate::fwsim::profile::LinkLayer;
 
 use crate::hw::{CapType, DmaBuf, Mlx5Hw};
 use crate::ib::{Mlx5Ib, Mlx5IbDev};
 use crate::prm::ctx::cmd_hca_cap;
 use crate::user_mem::{DbRecord, UserBuf};
-use ib_core_rs::attr::Gid;
+use ib_core_rs::attr::{Gid, LinkLayer};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, MrCreated, MrType, Pd, Qp,
@@ -607,7 +606,7 @@ fn set_path(d: &Mlx5IbDev, a: &QpAttr, with_av: bool, c: &mut QpcAttrs) -> Resul
         });
     }
     match p.link_layer {
-        LinkLayer::Ib => c.rlid = Some(ah.dlid),
+        LinkLayer::Infiniband => c.rlid = Some(ah.dlid),
         LinkLayer::Ethernet => {
             if ah.grh.is_none() {
                 return Err(EINVAL);

@@ -84,10 +84,8 @@ pub(crate) fn query_port_resp(p: &PortAttr, imm: &PortImmutable) -> s::QueryPort
             active_width: p.active_width,
             active_speed: p.active_speed.min(u8::MAX.into()) as u8,
             phys_state: p.phys_state,
-            link_layer: match imm.link_layer {
-                LinkLayer::Infiniband => 1,
-                LinkLayer::Ethernet => 2,
-            },
+            // `enum rdma_link_layer`'s value.
+            link_layer: imm.link_layer as u8,
             ..Default::default()
         },
         ..Default::default()
