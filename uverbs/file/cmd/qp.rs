@@ -8,7 +8,7 @@ use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s, write as w};
 use crate::uverbs::file::cmd::ah::ll_mac;
-use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{create_response, request, with_udata, WriteBufs};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_out_or_zero, UFile};
@@ -201,17 +201,7 @@ impl<D: Driver> UFile<D> {
         };
         let out = b.core_out;
         Self::commit_and_respond(inner, id, obj::QP, ObjKind::Qp(qp, ev), || {
-            if ex {
-                let o = s::ExCreateQpResp {
-                    base,
-                    comp_mask: 0,
-                    response_length: w::uverbs_response_length(out.1, s::ExCreateQpResp::SIZE)
-                        as u32,
-                };
-                copy_out_or_zero(out.0, out.1, &o.to_bytes())
-            } else {
-                copy_out_or_zero(out.0, out.1, &base.to_bytes())
-            }
+            create_response::<s::ExCreateQpResp>(out, ex, base)
         })
     }
 
