@@ -27,7 +27,10 @@ pub(crate) struct Field {
 #[derive(Clone, Copy, Debug)]
 // The kernel crate only declares layouts; their names and member lists are read by
 // `tools/prm-check` and the host table tests.
-#[cfg_attr(MODULE, allow(dead_code))]
+#[cfg_attr(
+    MODULE,
+    expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
+)]
 pub(crate) struct Layout {
     /// The layout name without the `mlx5_ifc_` prefix and `_bits` suffix.
     pub(crate) name: &'static str,
@@ -152,8 +155,6 @@ impl Field {
     }
 
     /// `MLX5_GET64`.
-    // No kernel caller yet (the driver will read 64-bit GUIDs with it); host-tested.
-    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn get64(self, buf: &[u8]) -> Result<u64, PrmError> {
         let byte = self.qword()?;
         let hi = Self::load(buf, byte)?;
@@ -288,7 +289,6 @@ impl<L> Member<L> {
     }
 
     /// `MLX5_GET64` on raw bytes.
-    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn get64(self, buf: &[u8]) -> Result<u64, PrmError> {
         self.field().get64(buf)
     }
@@ -315,7 +315,10 @@ impl<L> Member<L> {
 }
 
 /// A [`Field`] or a [`Member`] of any layout: for raw helpers (host tests) that take either.
-#[cfg_attr(MODULE, allow(dead_code))]
+#[cfg_attr(
+    MODULE,
+    expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
+)]
 pub(crate) trait AnyField: Copy {
     /// The untyped field.
     fn any_field(self) -> Field;
