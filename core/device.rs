@@ -68,6 +68,10 @@ impl DevName {
     }
 
     /// `prefix` `n` `suffix`, as `%d` formats it.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the name would not fit `IB_DEVICE_NAME_MAX` with its NUL.
     pub(crate) fn format(prefix: &[u8], n: u32, suffix: &[u8]) -> Result<DevName> {
         let mut digits = [0u8; 10];
         let mut i = digits.len();
