@@ -68,7 +68,10 @@ pub(crate) struct Mlx5Ucontext {
     /// `context->cqe_version`: CREATE_QP's user index rules.
     pub(crate) cqe_version: u8,
     /// `context->lib_caps` (always with `MLX5_LIB_CAP_DYN_UAR`).
-    #[expect(dead_code, reason = "kept as upstream keeps it; no reader until DEVX/UAR flags")]
+    #[expect(
+        dead_code,
+        reason = "kept as upstream keeps it; no reader until DEVX/UAR flags"
+    )]
     pub(crate) lib_caps: u64,
     /// The pinned doorbell pages of the context's CQs and QPs (`db_page_list`).
     pub(crate) db_pages: Arc<DbPages>,
