@@ -107,27 +107,18 @@ pub(super) trait ExCreateResp: AbiField {
     fn extend(base: Self::Base, comp_mask: u32, response_length: u32) -> Self;
 }
 
-impl ExCreateResp for s::ExCreateCqResp {
-    type Base = s::CreateCqResp;
-    fn extend(base: s::CreateCqResp, comp_mask: u32, response_length: u32) -> Self {
-        Self {
-            base,
-            comp_mask,
-            response_length,
+macro_rules! ex_create_resp {
+    ($($ex:ty => $base:ty),*) => {$(
+        impl ExCreateResp for $ex {
+            type Base = $base;
+            fn extend(base: $base, comp_mask: u32, response_length: u32) -> Self {
+                Self { base, comp_mask, response_length }
+            }
         }
-    }
+    )*};
 }
 
-impl ExCreateResp for s::ExCreateQpResp {
-    type Base = s::CreateQpResp;
-    fn extend(base: s::CreateQpResp, comp_mask: u32, response_length: u32) -> Self {
-        Self {
-            base,
-            comp_mask,
-            response_length,
-        }
-    }
-}
+ex_create_resp!(s::ExCreateCqResp => s::CreateCqResp, s::ExCreateQpResp => s::CreateQpResp);
 
 /// Writes a create command's response to `out` (the write command's response buffer, address
 /// and length): for the extended command (`ex`) the extended response `E` with `comp_mask` 0
