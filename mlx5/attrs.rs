@@ -232,6 +232,11 @@ pub(crate) struct DeviceIds {
 }
 
 /// upstream `mlx5_ib_query_device()`, without udata.
+///
+/// # Errors
+///
+/// None today: every attribute is computed from the page (the `Result` is the shape of the
+/// other attribute functions).
 pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAttrs> {
     use ib_core_rs::attr::device_cap::*;
     let g = |f| gen.get(f);
@@ -336,6 +341,10 @@ pub(crate) const IB_ATOMIC_HCA: u32 = 1;
 /// upstream `get_atomic_caps_qp()` (main.c): `IB_ATOMIC_HCA` when the atomic capability page
 /// offers 8-byte compare-and-swap and fetch-and-add on QPs with host-endian responses, else
 /// `IB_ATOMIC_NONE` (0; also without the page).
+///
+/// # Errors
+///
+/// None today: a missing page is no atomics (0).
 pub(crate) fn atomic_cap(page: Option<AtomicCaps<'_>>) -> Result<u32> {
     use crate::prm::ctx::atomic_caps;
     let Some(c) = page else {
@@ -415,6 +424,10 @@ pub(crate) fn max_vl_num(vl_hw_cap: u8) -> Result<u8> {
 
 /// upstream `mlx5_query_hca_port()`: an InfiniBand port, from the HCA vport context and the
 /// PTYS/PMTU/PVLC registers.
+///
+/// # Errors
+///
+/// `EINVAL` for a PVLC `vl_hw_cap` upstream's `translate_max_vl_num()` refuses.
 pub(crate) fn ib_port_attrs(
     gen: GenCaps<'_>,
     vport: &HcaVport,
@@ -525,6 +538,10 @@ pub(crate) fn iboe_get_mtu(mtu: u32) -> u8 {
 }
 
 /// upstream `mlx5_query_port_roce()` for a function's own port.
+///
+/// # Errors
+///
+/// None today: the replies are already checked by their commands.
 pub(crate) fn roce_port_attrs(
     gen: GenCaps<'_>,
     roce: Option<RoceCaps<'_>>,
@@ -582,6 +599,10 @@ pub(crate) struct PortImmutable {
 
 /// upstream `mlx5_port_immutable()` + `get_core_cap_flags()` (not multi-plane, not an SMI
 /// device, raw packet supported: no multi-port affiliation).
+///
+/// # Errors
+///
+/// None today.
 pub(crate) fn port_immutable(
     attrs: &PortAttrs,
     ib: Option<&HcaVport>,

@@ -160,22 +160,38 @@ impl Mlx5Dev {
     }
 
     /// sysfs `hw_rev` (upstream `hw_rev_show()`: `%x` of the PCI revision).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn hw_rev(&self) -> Result<CString> {
         CString::try_from_fmt(fmt!("{:x}", self.hw().identity().pci_revision))
     }
 
     /// sysfs `hca_type` (upstream `hca_type_show()`: `MT%d` of the PCI device id).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn hca_type(&self) -> Result<CString> {
         CString::try_from_fmt(fmt!("MT{}", self.hw().identity().pci_device))
     }
 
     /// sysfs `board_id`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the board id is not UTF-8, `ENOMEM`.
     pub(crate) fn board_id(&self) -> Result<CString> {
         let s = core::str::from_utf8(&self.board_id).map_err(|_| EINVAL)?;
         CString::try_from_fmt(fmt!("{}", s))
     }
 
     /// `fw_ver` (upstream `get_dev_fw_str()`: `%d.%d.%04d`).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn fw_ver(&self) -> Result<CString> {
         let (a, b, c) = self.hw().identity().fw_rev;
         CString::try_from_fmt(fmt!("{}.{}.{:04}", a, b, c))
@@ -350,6 +366,11 @@ fn stage_ports(d: &mut Mlx5Dev) -> Result {
 /// (Ethernet). upstream `mlx5_ib_query_port()` (`mlx5_query_hca_port()` /
 /// `mlx5_query_port_roce()`) + `mlx5_port_immutable()`: the commands run on every call, as
 /// upstream's do, so the IB device's `query_port` op uses this too.
+///
+/// # Errors
+///
+/// `EIO` without a cached capability page, the errno of a failing query (HCA/NIC vport context,
+/// PTYS, PMTU, PVLC, PAOS: `Mlx5Hw::exec`), `EINVAL` for a reply upstream refuses, `ENOMEM`.
 pub(crate) fn port_attrs(
     hw: &dyn Mlx5Hw,
     num: u8,

@@ -437,6 +437,11 @@ pub(crate) trait Mlx5Hw: Send + Sync {
 }
 
 /// Upstream `cmd_status_to_err()` (cmd.c): the errno a firmware status becomes.
+///
+/// # Errors
+///
+/// The errno of a non-OK status (upstream's table: `EIO`, `EINVAL`, `EBUSY`, `EAGAIN`,
+/// `ENOMEM`, `ENOSPC`, `EFAULT`, ...).
 pub(crate) fn status_to_errno(s: Status) -> Result {
     match s {
         Status::OK => Ok(()),

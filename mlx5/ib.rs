@@ -101,6 +101,10 @@ pub(crate) struct Mlx5IbDev {
 
 impl Mlx5IbDev {
     /// The port `num` (1-based).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for port 0 or a port the function does not have.
     pub(crate) fn port(&self, num: u32) -> Result<&IbPort> {
         let i = usize::try_from(num).map_err(|_| EINVAL)?;
         self.ports
@@ -109,16 +113,28 @@ impl Mlx5IbDev {
     }
 
     /// sysfs `hw_rev` (upstream `hw_rev_show()`: `%x` of the PCI revision).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn hw_rev(&self) -> Result<CString> {
         CString::try_from_fmt(fmt!("{:x}", self.hw.identity().pci_revision))
     }
 
     /// sysfs `hca_type` (upstream `hca_type_show()`: `MT%d` of the PCI device id).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn hca_type(&self) -> Result<CString> {
         CString::try_from_fmt(fmt!("MT{}", self.hw.identity().pci_device))
     }
 
     /// sysfs `board_id` (upstream `board_id_show()`: the PSID).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the board id is not UTF-8, `ENOMEM`.
     pub(crate) fn board_id(&self) -> Result<CString> {
         let s = core::str::from_utf8(&self.board_id).map_err(|_| EINVAL)?;
         CString::try_from_fmt(fmt!("{}", s))
@@ -526,6 +542,10 @@ pub(crate) const ROCE_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5RocePortOps>();
 
 /// The device's table, assembled in upstream's stage order (first setter wins): the main
 /// table, then the port table of the link layer.
+///
+/// # Errors
+///
+/// `EINVAL` if the core refuses the assembly (a missing mandatory op).
 pub(crate) fn assemble_ops(ll: LinkLayer) -> Result<Ops<Mlx5Ib>> {
     let port = match ll {
         LinkLayer::Infiniband => &IB_PORT_OPS,
@@ -558,6 +578,11 @@ pub(crate) fn default_gid(mac: &[u8; 6]) -> [u8; 16] {
 /// supported GID type) and mlx5's `add_gid` (`set_roce_addr()`) programs them. There is no
 /// netdev here, so the driver does it at `IB_REG`, with the MAC of the NIC vport context.
 /// Returns the software table (`gid_tbl_len` entries). On failure nothing stays programmed.
+///
+/// # Errors
+///
+/// `EINVAL` for a GID table length that does not fit, `ENOMEM`, or the errno of
+/// SET_ROCE_ADDRESS (`Mlx5Hw::exec`); the entries written before are cleared then.
 pub(crate) fn program_default_gids(hw: &dyn Mlx5Hw, p: &IbPort) -> Result<KVec<[u8; 16]>> {
     let len = usize::try_from(p.immutable.gid_tbl_len).map_err(|_| EINVAL)?;
     let mut table = KVec::from_elem([0u8; 16], len, GFP_KERNEL)?;

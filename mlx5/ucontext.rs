@@ -95,6 +95,12 @@ fn pow2(log: u32) -> u32 {
 }
 
 /// upstream `mlx5_ib_alloc_ucontext()`.
+///
+/// # Errors
+///
+/// `EINVAL` for a malformed request, `EOPNOTSUPP` for a version, flag or feature this driver
+/// does not offer, `ENOMEM`, or the errno of ALLOC_TRANSPORT_DOMAIN / the UAR allocation
+/// (`Mlx5Hw::exec`); everything allocated before is released then.
 pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Result<UcontextPriv> {
     let d = dev.data();
     let mut req = parse_req(udata.input())?;
@@ -228,6 +234,11 @@ pub(crate) fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
 /// buffer holds it. Sections computed from capability pages that are not cached (ETH
 /// offloads: TSO, RSS, multi-packet WQEs, SW parsing, tunnels; QoS: packet pacing; the
 /// e-switch `reg_c0`) are zero, as upstream reports for a device without those capabilities.
+///
+/// # Errors
+///
+/// `EINVAL` for a malformed request (short, non-zero comp_mask or reserved bytes), `EIO`
+/// without a capability page.
 pub(crate) fn query_device_udata(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Result {
     let outlen = udata.outlen();
     if outlen == 0 {
