@@ -146,20 +146,28 @@ struct CoreSink(Arc<dyn Mlx5Events>);
 
 impl CoreEvents for CoreSink {
     fn event(&self, event_type: u32, num: u32) {
+        use crate::prm::consts as c;
         let qp = |kind| HwEvent::Qp { qpn: num, kind };
-        let ev = match event_type {
-            EVENT_COMP => HwEvent::Completion { cqn: num },
-            0x04 => HwEvent::CqError { cqn: num },
-            0x02 => qp(QpEventKind::CommEst),
-            0x05 => qp(QpEventKind::Fatal),
-            0x10 => qp(QpEventKind::ReqErr),
-            0x11 => qp(QpEventKind::AccessErr),
-            0x13 => qp(QpEventKind::LastWqeReached),
-            0x14 => HwEvent::Srq {
+        if event_type == EVENT_COMP {
+            self.0.event(HwEvent::Completion { cqn: num });
+            return;
+        }
+        // `enum mlx5_event` numbers are below 0x100.
+        let Ok(t) = u8::try_from(event_type) else {
+            return;
+        };
+        let ev = match t {
+            c::EVENT_TYPE_CQ_ERROR => HwEvent::CqError { cqn: num },
+            c::EVENT_TYPE_COMM_EST => qp(QpEventKind::CommEst),
+            c::EVENT_TYPE_WQ_CATAS_ERROR => qp(QpEventKind::Fatal),
+            c::EVENT_TYPE_WQ_INVAL_REQ_ERROR => qp(QpEventKind::ReqErr),
+            c::EVENT_TYPE_WQ_ACCESS_ERROR => qp(QpEventKind::AccessErr),
+            c::EVENT_TYPE_SRQ_LAST_WQE => qp(QpEventKind::LastWqeReached),
+            c::EVENT_TYPE_SRQ_RQ_LIMIT => HwEvent::Srq {
                 srqn: num,
                 limit: true,
             },
-            0x12 => HwEvent::Srq {
+            c::EVENT_TYPE_SRQ_CATAS_ERROR => HwEvent::Srq {
                 srqn: num,
                 limit: false,
             },

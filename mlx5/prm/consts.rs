@@ -135,6 +135,18 @@ pub(crate) const EVENT_TYPE_PAGE_REQUEST: u8 = 0x0b;
 pub(crate) const EVENT_TYPE_COMP: u8 = 0x00;
 /// `MLX5_EVENT_TYPE_CQ_ERROR` (device.h).
 pub(crate) const EVENT_TYPE_CQ_ERROR: u8 = 0x04;
+/// `MLX5_EVENT_TYPE_COMM_EST` (device.h).
+pub(crate) const EVENT_TYPE_COMM_EST: u8 = 0x02;
+/// `MLX5_EVENT_TYPE_SQ_DRAINED` (device.h).
+pub(crate) const EVENT_TYPE_SQ_DRAINED: u8 = 0x03;
+/// `MLX5_EVENT_TYPE_WQ_CATAS_ERROR` (device.h).
+pub(crate) const EVENT_TYPE_WQ_CATAS_ERROR: u8 = 0x05;
+/// `MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR` (device.h).
+pub(crate) const EVENT_TYPE_WQ_INVAL_REQ_ERROR: u8 = 0x10;
+/// `MLX5_EVENT_TYPE_WQ_ACCESS_ERROR` (device.h).
+pub(crate) const EVENT_TYPE_WQ_ACCESS_ERROR: u8 = 0x11;
+/// `MLX5_EVENT_TYPE_SRQ_LAST_WQE` (device.h).
+pub(crate) const EVENT_TYPE_SRQ_LAST_WQE: u8 = 0x13;
 /// `MLX5_SHARED_RESOURCE_UID` (mlx5_ifc.h): completion EQs are created with it.
 pub(crate) const SHARED_RESOURCE_UID: u16 = 0xffff;
 /// `MLX5_QUERY_PAGES_IN_OP_MOD_BOOT_PAGES` (mlx5_ifc.h).
@@ -153,8 +165,6 @@ pub(crate) const RMPC_STATE_ERR: u32 = 0x3;
 /// `next_wqe_index`.
 pub(crate) const WQ_TYPE_LINKED_LIST: u32 = 0x0;
 /// `MLX5_EVENT_TYPE_SRQ_CATAS_ERROR` (device.h).
-#[expect(dead_code, reason = "SRQ events are not raised yet")]
 pub(crate) const EVENT_TYPE_SRQ_CATAS_ERROR: u8 = 0x12;
 /// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` (device.h).
-#[expect(dead_code, reason = "SRQ events are not raised yet")]
 pub(crate) const EVENT_TYPE_SRQ_RQ_LIMIT: u8 = 0x14;
