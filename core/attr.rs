@@ -197,18 +197,26 @@ pub struct PortAttr {
     pub subnet_timeout: u8,
 }
 
-/// Link layer of a port (upstream `enum rdma_link_layer`, `IB_LINK_LAYER_*`; the values are
-/// the ones `QUERY_PORT` reports). Drivers report it in [`PortImmutable`]; the mlx5 driver
-/// derives it from the function's `port_type` capability on either backend.
-/// `IB_LINK_LAYER_UNSPECIFIED` (0) is not a value a port here has.
+/// Link layer of a port (upstream `enum rdma_link_layer`, `IB_LINK_LAYER_*`). Drivers report
+/// it in [`PortImmutable`]; the mlx5 driver derives it from the function's `port_type`
+/// capability on either backend. `IB_LINK_LAYER_UNSPECIFIED` is not a value a port here has.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(u8)]
 pub enum LinkLayer {
     /// `IB_LINK_LAYER_INFINIBAND`.
     #[default]
-    Infiniband = 1,
+    Infiniband,
     /// `IB_LINK_LAYER_ETHERNET` (RoCE).
-    Ethernet = 2,
+    Ethernet,
+}
+
+impl LinkLayer {
+    /// The `enum rdma_link_layer` value, as `QUERY_PORT` reports it.
+    pub const fn value(self) -> u8 {
+        match self {
+            LinkLayer::Infiniband => 1,
+            LinkLayer::Ethernet => 2,
+        }
+    }
 }
 
 /// Data of a port that does not change while the device is registered
