@@ -34,10 +34,7 @@ use layout::Layout;
 /// Every declared layout (each file's `prm_layouts!` lists what it declares), for
 /// `tools/prm-check` and the table tests: a layout the code can name is a layout the check
 /// compares with mlx5_ifc.h.
-#[cfg_attr(
-    MODULE,
-    expect(dead_code, reason = "read by tools/prm-check and host tests")
-)]
+#[cfg_attr(MODULE, expect(dead_code, reason = "prm-check and host tests"))]
 pub(crate) fn all_layouts() -> impl Iterator<Item = &'static Layout> {
     cmd::ALL.iter().chain(ctx::ALL.iter())
 }

@@ -23,10 +23,7 @@ pub(crate) mod events;
 pub(crate) mod fault;
 // The kernel simulator is built initialized and never sends the init commands nor creates EQs;
 // their caller is the emulated PCI function (host/cxfn).
-#[cfg_attr(
-    MODULE,
-    expect(dead_code, reason = "the life cycle's caller is host/cxfn")
-)]
+#[cfg_attr(MODULE, expect(dead_code, reason = "its caller is host/cxfn"))]
 #[path = "hca.rs"]
 pub(crate) mod hca;
 #[path = "node_desc.rs"]
@@ -501,10 +498,7 @@ impl Fw {
     ///
     /// [`ConfigError`] if the port count or the link layer does not fit the profile.
     // Host only: returns 200 KiB by value. The kernel uses `Fw::new_in_place`.
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn new(cfg: Config) -> Result<Self, ConfigError> {
         Self::check(&cfg)?;
         let mut fw = Fw {
@@ -612,10 +606,7 @@ impl Fw {
     ///
     /// [`ConfigError`] as for [`Fw::new`]; the device is then left unchanged.
     // A firmware reset; no kernel caller until the driver models device recovery.
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn reset(&mut self, cfg: Config) -> Result<(), ConfigError> {
         Self::check(&cfg)?;
         self.cfg = cfg;
@@ -678,10 +669,7 @@ impl Fw {
     }
 
     /// The capability bits a live user context was created with (`uctx.cap`).
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn uctx_cap(&self, uid: u16) -> Option<u32> {
         self.uctxs.get(u32::from(uid)).map(|u| u.cap)
     }

@@ -223,10 +223,7 @@ pub(super) fn allowed_before_init(opcode: u16) -> bool {
 impl Fw {
     /// The device as a PCI function presents it after reset: disabled, waiting for
     /// ENABLE_HCA. (`Fw::new` builds one already initialized, for the kernel simulator.)
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn cold_boot(&mut self) {
         self.clear_objects();
         self.uars = ResTable::new(PCI_FIRST_UAR);
@@ -234,10 +231,7 @@ impl Fw {
     }
 
     /// Where the function is in its life cycle.
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn lifecycle(&self) -> Lifecycle {
         self.hca.life
     }
@@ -414,10 +408,7 @@ impl Fw {
     }
 
     /// The driver version string SET_DRIVER_VERSION stored (up to the first NUL).
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn driver_version(&self) -> &[u8] {
         let v = &self.hca.driver_version;
         let end = v.iter().position(|&b| b == 0).unwrap_or(v.len());
@@ -543,10 +534,7 @@ impl Fw {
     }
 
     /// A live EQ.
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn eq(&self, eqn: u32) -> Option<&Eq> {
         self.hca.eqs.get(eqn)
     }
@@ -618,10 +606,7 @@ impl Fw {
     /// # Errors
     ///
     /// As [`Fw::post_eqe`]; [`EqeError::NoEq`] before the command EQ exists (polling mode).
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn post_cmd_eqe(
         &mut self,
         mem: &dyn DmaMem,
@@ -642,10 +627,7 @@ impl Fw {
     /// # Errors
     ///
     /// [`EqeError`]; nothing is written then.
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn post_event(
         &mut self,
         mem: &dyn DmaMem,
@@ -687,10 +669,7 @@ impl Fw {
     /// A write of `value` (big-endian on the bus, given here as the number) to UAR page `uar`
     /// at `offset`: the EQ doorbell (`eqn << 24 | consumer`). Returns the vector to raise
     /// when arming an EQ that has unconsumed EQEs. Anything else is ignored (`None`).
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-    )]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn eq_doorbell(&mut self, uar: u32, offset: u64, value: u32) -> Option<u16> {
         let arm = match offset {
             EQ_DB_ARM => true,

@@ -223,7 +223,7 @@ macro_rules! declare_commands {
         )*
 
         /// Every row, in opcode order.
-        #[cfg_attr(MODULE, expect(dead_code, reason = "no kernel caller: host tests and host/cxfn"))]
+        #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
         pub(crate) const ALL: &[CmdSpec] = &[$(<$ty as PrmCommand>::SPEC),*];
 
         /// The row of `opcode`, if the project knows the command.

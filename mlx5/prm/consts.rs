@@ -68,13 +68,7 @@ pub(crate) const CAP_ATOMIC: u32 = 3;
 /// `enum mlx5_cap_type` `MLX5_CAP_ROCE` (device.h).
 pub(crate) const CAP_ROCE: u32 = 4;
 /// `HCA_CAP_OPMOD_GET_MAX` (device.h): bit 0 of `query_hca_cap_in.op_mod`.
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "the driver reads the current caps; host tests the maximum"
-    )
-)]
+#[cfg_attr(MODULE, expect(dead_code, reason = "host tests read the maximum"))]
 pub(crate) const HCA_CAP_OPMOD_GET_MAX: u32 = 0;
 /// `HCA_CAP_OPMOD_GET_CUR` (device.h).
 pub(crate) const HCA_CAP_OPMOD_GET_CUR: u32 = 1;
@@ -123,13 +117,7 @@ pub(crate) const SET_HOST_ENDIANNESS_LE: u8 = 0x80;
 /// `MLX5_EVENT_TYPE_CMD` (device.h): command completion EQE.
 pub(crate) const EVENT_TYPE_CMD: u8 = 0x0a;
 /// `MLX5_EVENT_TYPE_PAGE_REQUEST` (device.h).
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "the simulator asks for no pages; host tests post it"
-    )
-)]
+#[cfg_attr(MODULE, expect(dead_code, reason = "no page requests; host tests"))]
 pub(crate) const EVENT_TYPE_PAGE_REQUEST: u8 = 0x0b;
 /// `MLX5_EVENT_TYPE_COMP` (device.h): a CQ completion EQE.
 pub(crate) const EVENT_TYPE_COMP: u8 = 0x00;

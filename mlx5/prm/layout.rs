@@ -27,10 +27,7 @@ pub(crate) struct Field {
 #[derive(Clone, Copy, Debug)]
 // The kernel crate only declares layouts; their names and member lists are read by
 // `tools/prm-check` and the host table tests.
-#[cfg_attr(
-    MODULE,
-    expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-)]
+#[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
 pub(crate) struct Layout {
     /// The layout name without the `mlx5_ifc_` prefix and `_bits` suffix.
     pub(crate) name: &'static str,
@@ -385,10 +382,7 @@ impl<L> Member<L> {
 }
 
 /// A [`Field`] or a [`Member`] of any layout: for raw helpers (host tests) that take either.
-#[cfg_attr(
-    MODULE,
-    expect(dead_code, reason = "no kernel caller: host tests and host/cxfn")
-)]
+#[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
 pub(crate) trait AnyField: Copy {
     /// The untyped field.
     fn any_field(self) -> Field;
