@@ -527,16 +527,8 @@ pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
     r
 }
 
-/// `MLX5_QP_OPTPAR_*`.
-mod optpar {
-    pub(super) const RRE: u32 = 1 << 1;
-    pub(super) const RAE: u32 = 1 << 2;
-    pub(super) const RWE: u32 = 1 << 3;
-    pub(super) const PKEY_INDEX: u32 = 1 << 4;
-    pub(super) const Q_KEY: u32 = 1 << 5;
-    pub(super) const RNR_TIMEOUT: u32 = 1 << 6;
-    pub(super) const PRI_PORT: u32 = 1 << 16;
-}
+/// `MLX5_QP_OPTPAR_*`, shared with the simulator.
+use crate::prm::consts::qp_optpar as optpar;
 
 /// upstream `ib_mask_to_mlx5_opt()` (the members this driver handles).
 fn mask_to_opt(m: QpAttrMask) -> u32 {

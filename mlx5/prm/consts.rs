@@ -156,3 +156,24 @@ pub(crate) const WQ_TYPE_LINKED_LIST: u32 = 0x0;
 pub(crate) const EVENT_TYPE_SRQ_CATAS_ERROR: u8 = 0x12;
 /// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` (device.h).
 pub(crate) const EVENT_TYPE_SRQ_RQ_LIMIT: u8 = 0x14;
+
+/// `MLX5_QP_OPTPAR_*` (qp.h): the bits of a QP transition's `opt_param_mask`, which the driver
+/// sets and the simulator applies (only the members whose bit is set).
+pub(crate) mod qp_optpar {
+    /// `MLX5_QP_OPTPAR_RRE`.
+    pub(crate) const RRE: u32 = 1 << 1;
+    /// `MLX5_QP_OPTPAR_RAE`.
+    pub(crate) const RAE: u32 = 1 << 2;
+    /// `MLX5_QP_OPTPAR_RWE`.
+    pub(crate) const RWE: u32 = 1 << 3;
+    /// `MLX5_QP_OPTPAR_PKEY_INDEX`.
+    pub(crate) const PKEY_INDEX: u32 = 1 << 4;
+    /// `MLX5_QP_OPTPAR_Q_KEY`.
+    pub(crate) const Q_KEY: u32 = 1 << 5;
+    /// `MLX5_QP_OPTPAR_RNR_TIMEOUT`.
+    pub(crate) const RNR_TIMEOUT: u32 = 1 << 6;
+    /// `MLX5_QP_OPTPAR_PRI_PORT`.
+    // The driver sets it; the simulator ignores the port (one per function).
+    #[cfg_attr(not(MODULE), allow(dead_code))]
+    pub(crate) const PRI_PORT: u32 = 1 << 16;
+}
