@@ -62,4 +62,26 @@ mod tests {
             }
         }
     }
+
+    /// The `qpc.state` values (`MLX5_QPC_STATE_*`) are distinct and fit the 4-bit field (the
+    /// driver's `QpState` decodes all seven).
+    #[test]
+    fn qpc_states_fit_the_state_field() {
+        use consts::*;
+        let states = [
+            QPC_STATE_RST,
+            QPC_STATE_INIT,
+            QPC_STATE_RTR,
+            QPC_STATE_RTS,
+            QPC_STATE_SQER,
+            QPC_STATE_ERR,
+            QPC_STATE_SQD,
+        ];
+        let mut b = [0u8; ctx::qpc::SIZE_BYTES];
+        for (i, v) in states.iter().enumerate() {
+            assert!(!states[..i].contains(v));
+            assert_eq!(ctx::qpc::state.set(&mut b, *v), Ok(()));
+            assert_eq!(ctx::qpc::state.get(&b), Ok(*v));
+        }
+    }
 }

@@ -13,14 +13,10 @@ pub(crate) const QPC_STATE_RTR: u32 = 0x2;
 /// `MLX5_QPC_STATE_RTS`.
 pub(crate) const QPC_STATE_RTS: u32 = 0x3;
 /// `MLX5_QPC_STATE_SQER`.
-// The driver reads it; of the host crates only some do, so no `expect` fits every build.
-#[cfg_attr(not(MODULE), allow(dead_code))]
 pub(crate) const QPC_STATE_SQER: u32 = 0x4;
 /// `MLX5_QPC_STATE_ERR`.
 pub(crate) const QPC_STATE_ERR: u32 = 0x6;
 /// `MLX5_QPC_STATE_SQD`.
-// The driver reads it; of the host crates only some do, so no `expect` fits every build.
-#[cfg_attr(not(MODULE), allow(dead_code))]
 pub(crate) const QPC_STATE_SQD: u32 = 0x7;
 
 /// `MLX5_QPC_ST_RC`.
