@@ -4,6 +4,69 @@
 //! `struct ib_device_attr`, `struct ib_port_attr`,
 //! `struct ib_port_immutable`, `union ib_gid` in `include/rdma/ib_verbs.h`).
 
+/// The device capability flags of [`DeviceAttr::device_cap_flags`] (upstream
+/// `enum ib_device_cap_flags`, include/rdma/ib_verbs.h, whose values are the uverbs ABI's
+/// `IB_UVERBS_DEVICE_*`, include/uapi/rdma/ib_user_verbs.h). Drivers set them; uverbs reports
+/// them in `QUERY_DEVICE` (the low 32 bits) and `EX_QUERY_DEVICE`, nldev in `CAP_FLAGS`.
+pub mod device_cap {
+    /// `IB_DEVICE_RESIZE_MAX_WR`.
+    pub const RESIZE_MAX_WR: u64 = 1 << 0;
+    /// `IB_DEVICE_BAD_PKEY_CNTR`.
+    pub const BAD_PKEY_CNTR: u64 = 1 << 1;
+    /// `IB_DEVICE_BAD_QKEY_CNTR`.
+    pub const BAD_QKEY_CNTR: u64 = 1 << 2;
+    /// `IB_DEVICE_RAW_MULTI`.
+    pub const RAW_MULTI: u64 = 1 << 3;
+    /// `IB_DEVICE_AUTO_PATH_MIG`.
+    pub const AUTO_PATH_MIG: u64 = 1 << 4;
+    /// `IB_DEVICE_CHANGE_PHY_PORT`.
+    pub const CHANGE_PHY_PORT: u64 = 1 << 5;
+    /// `IB_DEVICE_UD_AV_PORT_ENFORCE`.
+    pub const UD_AV_PORT_ENFORCE: u64 = 1 << 6;
+    /// `IB_DEVICE_CURR_QP_STATE_MOD`.
+    pub const CURR_QP_STATE_MOD: u64 = 1 << 7;
+    /// `IB_DEVICE_SHUTDOWN_PORT`.
+    pub const SHUTDOWN_PORT: u64 = 1 << 8;
+    /// `IB_DEVICE_PORT_ACTIVE_EVENT`.
+    pub const PORT_ACTIVE_EVENT: u64 = 1 << 10;
+    /// `IB_DEVICE_SYS_IMAGE_GUID`.
+    pub const SYS_IMAGE_GUID: u64 = 1 << 11;
+    /// `IB_DEVICE_RC_RNR_NAK_GEN`.
+    pub const RC_RNR_NAK_GEN: u64 = 1 << 12;
+    /// `IB_DEVICE_SRQ_RESIZE`.
+    pub const SRQ_RESIZE: u64 = 1 << 13;
+    /// `IB_DEVICE_N_NOTIFY_CQ`.
+    pub const N_NOTIFY_CQ: u64 = 1 << 14;
+    /// `IB_DEVICE_MEM_WINDOW`.
+    pub const MEM_WINDOW: u64 = 1 << 17;
+    /// `IB_DEVICE_UD_IP_CSUM`.
+    pub const UD_IP_CSUM: u64 = 1 << 18;
+    /// `IB_DEVICE_XRC`.
+    pub const XRC: u64 = 1 << 20;
+    /// `IB_DEVICE_MEM_MGT_EXTENSIONS`.
+    pub const MEM_MGT_EXTENSIONS: u64 = 1 << 21;
+    /// `IB_DEVICE_MEM_WINDOW_TYPE_2A`.
+    pub const MEM_WINDOW_TYPE_2A: u64 = 1 << 23;
+    /// `IB_DEVICE_MEM_WINDOW_TYPE_2B`.
+    pub const MEM_WINDOW_TYPE_2B: u64 = 1 << 24;
+    /// `IB_DEVICE_RC_IP_CSUM`.
+    pub const RC_IP_CSUM: u64 = 1 << 25;
+    /// `IB_DEVICE_RAW_IP_CSUM`.
+    pub const RAW_IP_CSUM: u64 = 1 << 26;
+    /// `IB_DEVICE_MANAGED_FLOW_STEERING`.
+    pub const MANAGED_FLOW_STEERING: u64 = 1 << 29;
+    /// `IB_DEVICE_RAW_SCATTER_FCS`.
+    pub const RAW_SCATTER_FCS: u64 = 1 << 34;
+    /// `IB_DEVICE_PCI_WRITE_END_PADDING`.
+    pub const PCI_WRITE_END_PADDING: u64 = 1 << 36;
+    /// `IB_DEVICE_FLUSH_GLOBAL`.
+    pub const FLUSH_GLOBAL: u64 = 1 << 38;
+    /// `IB_DEVICE_FLUSH_PERSISTENT`.
+    pub const FLUSH_PERSISTENT: u64 = 1 << 39;
+    /// `IB_DEVICE_ATOMIC_WRITE`.
+    pub const ATOMIC_WRITE: u64 = 1 << 40;
+}
+
 /// Device attributes (upstream `struct ib_device_attr`, the fields used so far).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceAttr {
@@ -31,7 +94,7 @@ pub struct DeviceAttr {
     pub max_mr: u32,
     /// Maximum number of PDs.
     pub max_pd: u32,
-    /// `IB_DEVICE_*` capability flags (nldev `CAP_FLAGS`).
+    /// [`device_cap`] flags (nldev `CAP_FLAGS`).
     pub device_cap_flags: u64,
     /// Largest MR in bytes; 0: not reported (uverbs answers `u64::MAX`).
     pub max_mr_size: u64,
@@ -134,14 +197,26 @@ pub struct PortAttr {
     pub subnet_timeout: u8,
 }
 
-/// Link layer of a port (upstream `IB_LINK_LAYER_*`).
+/// Link layer of a port (upstream `enum rdma_link_layer`, `IB_LINK_LAYER_*`). Drivers report
+/// it in [`PortImmutable`]; the mlx5 driver derives it from the function's `port_type`
+/// capability on either backend. `IB_LINK_LAYER_UNSPECIFIED` is not a value a port here has.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LinkLayer {
-    /// InfiniBand.
+    /// `IB_LINK_LAYER_INFINIBAND`.
     #[default]
     Infiniband,
-    /// Ethernet (RoCE).
+    /// `IB_LINK_LAYER_ETHERNET` (RoCE).
     Ethernet,
+}
+
+impl LinkLayer {
+    /// The `enum rdma_link_layer` value, as `QUERY_PORT` reports it.
+    pub const fn value(self) -> u8 {
+        match self {
+            LinkLayer::Infiniband => 1,
+            LinkLayer::Ethernet => 2,
+        }
+    }
 }
 
 /// Data of a port that does not change while the device is registered

@@ -40,6 +40,10 @@ impl PortCache {
 }
 
 /// The data of `port`, checking it (upstream `rdma_is_port_valid()`).
+///
+/// # Errors
+///
+/// `EINVAL` for port 0 or a port beyond the device's.
 pub(crate) fn port(info: &Info, port: u32) -> Result<&PortData> {
     if port == 0 {
         return Err(EINVAL);
@@ -49,6 +53,11 @@ pub(crate) fn port(info: &Info, port: u32) -> Result<&PortData> {
 
 /// Re-reads one port from the driver and replaces its cache (upstream
 /// `ib_cache_update()`). The driver is called without the cache lock held.
+///
+/// # Errors
+///
+/// `EINVAL` for a bad port, `EOPNOTSUPP` if the driver has no `query_port`, `ENOMEM`, or the
+/// error of the driver's `query_port`, `query_gid` or `query_pkey`; the old cache stays then.
 pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
     let imm = dev.port_immutable(port_num)?;
     let ops = dev.ops();

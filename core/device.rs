@@ -68,6 +68,10 @@ impl DevName {
     }
 
     /// `prefix` `n` `suffix`, as `%d` formats it.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the name would not fit `IB_DEVICE_NAME_MAX` with its NUL.
     pub(crate) fn format(prefix: &[u8], n: u32, suffix: &[u8]) -> Result<DevName> {
         let mut digits = [0u8; 10];
         let mut i = digits.len();
@@ -174,6 +178,20 @@ pub struct DeviceCore {
     /// The driver-typed entry points of the uverbs layer (set at
     /// registration when the driver has `alloc_ucontext`, cleared at
     /// unregistration; it holds the device, so it must not outlive it).
+    ///
+    /// The one client hook in the core, and why it is not a general
+    /// extension point: clients see the device as the untyped [`DeviceCore`]
+    /// (upstream: `struct ib_device` with its `ops` table of erased
+    /// function pointers), and every client but uverbs needs nothing more
+    /// (sysfs, nldev, the cache, the kernel consumers' clients read the
+    /// core's data or call `Device<D>` themselves). uverbs alone creates
+    /// objects of the driver for a file it does not know the driver of, so
+    /// it needs code instantiated for the driver type `D` (`UFile<D>`), and
+    /// only the generic [`Device::register`] sees `D`: a client-data slot
+    /// filled by the client's `add` (upstream `ib_set_client_data()`) would
+    /// be filled from non-generic code and cannot make that instantiation.
+    /// A second client needing typed code would turn this into a list of
+    /// typed handles, one per such client, made here the same way.
     #[pin]
     pub(crate) uverbs: Mutex<Option<Arc<dyn crate::uverbs::UverbsDriver>>>,
 }

@@ -128,6 +128,10 @@ fn fill_handle(w_: &mut MsgWriter<'_>, dev: &DeviceCore) -> Result {
 }
 
 /// upstream `fill_dev_info()`.
+///
+/// # Errors
+///
+/// `EMSGSIZE` when the message is full.
 pub(crate) fn fill_dev_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Result {
     let core = dev.core();
     let attrs = core.attrs();
@@ -156,6 +160,11 @@ pub(crate) fn fill_dev_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Resul
 }
 
 /// upstream `fill_port_info()`.
+///
+/// # Errors
+///
+/// `EINVAL` for a bad port, the driver's `query_port` error, `EMSGSIZE` when the message is
+/// full.
 pub(crate) fn fill_port_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice, port: u32) -> Result {
     let core = dev.core();
     fill_handle(wr, core)?;
@@ -277,6 +286,10 @@ pub(crate) fn huge_encode_dev(dev: u32) -> u64 {
 }
 
 /// Builds the `GET_CHARDEV` reply from a client's answer.
+///
+/// # Errors
+///
+/// `EMSGSIZE` when the message is full.
 pub(crate) fn chardev_reply(
     wr: &mut MsgWriter<'_>,
     seq: u32,
@@ -322,6 +335,10 @@ fn get_chardev_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Res
 }
 
 /// upstream `fill_res_info()`: every restrack type with its count and the device's limit.
+///
+/// # Errors
+///
+/// `EMSGSIZE` when the message is full.
 pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Result {
     let core = dev.core();
     let attrs = core.attrs();
@@ -690,6 +707,11 @@ fn res_message(
 /// Builds one step of a `RES_*_GET` dump of `dev` (upstream `res_get_common_dumpit()`): a
 /// message with the device handle and a table of the entries from `start` on; returns the
 /// index to resume from, or `None` when there was nothing left (the dump ends).
+///
+/// # Errors
+///
+/// `EINVAL` for a restrack type nldev does not dump, `EMSGSIZE` when not even one entry fits
+/// the message, `ENOMEM`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn res_dump_step(
     wr: &mut MsgWriter<'_>,
@@ -798,6 +820,10 @@ fn res_dump(
 
 /// Builds the `SYS_GET` reply (upstream `nldev_sys_get_doit()`): netns mode shared (1),
 /// privileged Q_Key mode off (0), monitor supported (1), copy-on-fork supported (1).
+///
+/// # Errors
+///
+/// `EMSGSIZE` when the message is full.
 pub(crate) fn sys_get_reply(wr: &mut MsgWriter<'_>, seq: u32, portid: u32) -> Result {
     w(wr.begin(ty(RDMA_NLDEV_CMD_SYS_GET), 0, seq, portid))?;
     w(wr.put_u8(RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1))?;

@@ -242,7 +242,6 @@ impl Restrack {
     ///
     /// `ENOMEM` when the table cannot grow.
     // For objects without details (uverbs' ucontext).
-    #[allow(dead_code)]
     pub(crate) fn add(&self, kind: ResType, owner: Owner) -> Result<u32> {
         Ok(self.add_entry(kind, owner, ResDetails::None)?.id)
     }

@@ -304,6 +304,11 @@ pub mod show {
     use super::*;
 
     /// A device attribute by name (`node_type`, `node_guid`, ...).
+    ///
+    /// # Errors
+    ///
+    /// `ENOENT` for a name the device directory does not have; the attribute's own errors (a
+    /// driver query).
     pub fn dev(d: &IbSysfs, name: &str, b: &mut SysfsBuf<'_>) -> Result {
         let f = match name {
             "node_type" => node_type_show,
@@ -318,6 +323,11 @@ pub mod show {
 
     /// A file of `ports/N/` by its path below it (`state`, `gids/0`, `pkeys/1`,
     /// `gid_attrs/types/0`, ...).
+    ///
+    /// # Errors
+    ///
+    /// `ENOENT` for a path the port directory does not have (or a bad index), `EINVAL` for a
+    /// bad port; the attribute's own errors (a driver query).
     pub fn port(d: &IbSysfs, port: u32, path: &str, b: &mut SysfsBuf<'_>) -> Result {
         let f = match path {
             "state" => state_show,

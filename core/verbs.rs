@@ -157,6 +157,11 @@ pub(crate) trait Destroyable {
 /// Runs the shared destroy protocol: `EBUSY` while the object has users,
 /// `EINVAL` if already destroyed, else the driver op; on success the core
 /// side is released.
+///
+/// # Errors
+///
+/// `EBUSY` while the object has users, `EINVAL` if it is already destroyed,
+/// or the driver op's error; each hands the object back in [`DestroyError`].
 pub(crate) fn destroy<T: Destroyable>(
     this: Arc<T>,
 ) -> core::result::Result<(), DestroyError<Arc<T>>> {

@@ -16,36 +16,6 @@ use crate::prm::ctx::{atomic_caps, cmd_hca_cap, roce_cap};
 use crate::prm::layout::{Buf, Member, PrmLayout};
 use kernel::prelude::*;
 
-/// `IB_UVERBS_DEVICE_*` (include/uapi/rdma/ib_user_verbs.h) bits mlx5_ib sets.
-pub(crate) mod cap_flags {
-    /// `IB_DEVICE_BAD_PKEY_CNTR`.
-    pub(crate) const BAD_PKEY_CNTR: u64 = 1 << 1;
-    /// `IB_DEVICE_BAD_QKEY_CNTR`.
-    pub(crate) const BAD_QKEY_CNTR: u64 = 1 << 2;
-    /// `IB_DEVICE_AUTO_PATH_MIG`.
-    pub(crate) const AUTO_PATH_MIG: u64 = 1 << 4;
-    /// `IB_DEVICE_CHANGE_PHY_PORT`.
-    pub(crate) const CHANGE_PHY_PORT: u64 = 1 << 5;
-    /// `IB_DEVICE_PORT_ACTIVE_EVENT`.
-    pub(crate) const PORT_ACTIVE_EVENT: u64 = 1 << 10;
-    /// `IB_DEVICE_SYS_IMAGE_GUID`.
-    pub(crate) const SYS_IMAGE_GUID: u64 = 1 << 11;
-    /// `IB_DEVICE_RC_RNR_NAK_GEN`.
-    pub(crate) const RC_RNR_NAK_GEN: u64 = 1 << 12;
-    /// `IB_DEVICE_MEM_WINDOW`.
-    pub(crate) const MEM_WINDOW: u64 = 1 << 17;
-    /// `IB_DEVICE_UD_IP_CSUM`.
-    pub(crate) const UD_IP_CSUM: u64 = 1 << 18;
-    /// `IB_DEVICE_XRC`.
-    pub(crate) const XRC: u64 = 1 << 20;
-    /// `IB_DEVICE_MEM_MGT_EXTENSIONS`.
-    pub(crate) const MEM_MGT_EXTENSIONS: u64 = 1 << 21;
-    /// `IB_DEVICE_MEM_WINDOW_TYPE_2B`.
-    pub(crate) const MEM_WINDOW_TYPE_2B: u64 = 1 << 24;
-    /// `IB_DEVICE_PCI_WRITE_END_PADDING`.
-    pub(crate) const PCI_WRITE_END_PADDING: u64 = 1 << 36;
-}
-
 /// `RDMA_CORE_*` port capability flags (include/rdma/ib_verbs.h).
 pub(crate) mod core_cap {
     /// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.
@@ -262,8 +232,13 @@ pub(crate) struct DeviceIds {
 }
 
 /// upstream `mlx5_ib_query_device()`, without udata.
+///
+/// # Errors
+///
+/// None today: every attribute is computed from the page (the `Result` is the shape of the
+/// other attribute functions).
 pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAttrs> {
-    use cap_flags::*;
+    use ib_core_rs::attr::device_cap::*;
     let g = |f| gen.get(f);
     let mut flags = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN;
     if gen.flag(cmd_hca_cap::pkv) {
@@ -367,6 +342,10 @@ pub(crate) const IB_ATOMIC_HCA: u32 = 1;
 /// upstream `get_atomic_caps_qp()` (main.c): `IB_ATOMIC_HCA` when the atomic capability page
 /// offers 8-byte compare-and-swap and fetch-and-add on QPs with host-endian responses, else
 /// `IB_ATOMIC_NONE` (0; also without the page).
+///
+/// # Errors
+///
+/// None today: a missing page is no atomics (0).
 pub(crate) fn atomic_cap(page: Option<AtomicCaps<'_>>) -> Result<u32> {
     use crate::prm::ctx::atomic_caps;
     let Some(c) = page else {
@@ -446,6 +425,10 @@ pub(crate) fn max_vl_num(vl_hw_cap: u8) -> Result<u8> {
 
 /// upstream `mlx5_query_hca_port()`: an InfiniBand port, from the HCA vport context and the
 /// PTYS/PMTU/PVLC registers.
+///
+/// # Errors
+///
+/// `EINVAL` for a PVLC `vl_hw_cap` upstream's `translate_max_vl_num()` refuses.
 pub(crate) fn ib_port_attrs(
     gen: GenCaps<'_>,
     vport: &HcaVport,
@@ -556,6 +539,10 @@ pub(crate) fn iboe_get_mtu(mtu: u32) -> u8 {
 }
 
 /// upstream `mlx5_query_port_roce()` for a function's own port.
+///
+/// # Errors
+///
+/// None today: the replies are already checked by their commands.
 pub(crate) fn roce_port_attrs(
     gen: GenCaps<'_>,
     roce: Option<RoceCaps<'_>>,
@@ -613,6 +600,10 @@ pub(crate) struct PortImmutable {
 
 /// upstream `mlx5_port_immutable()` + `get_core_cap_flags()` (not multi-plane, not an SMI
 /// device, raw packet supported: no multi-port affiliation).
+///
+/// # Errors
+///
+/// None today.
 pub(crate) fn port_immutable(
     attrs: &PortAttrs,
     ib: Option<&HcaVport>,

@@ -13,22 +13,14 @@
 //! `mlx5_cmd_check()`). Nothing here panics on what firmware returns: an outbox shorter than its
 //! layout is `EIO`, values are converted with `TryFrom`.
 
-// Probe uses the queries, registers, PD and UAR; the CQ, QP, mkey, transport domain and RoCE
-// address commands are there for the verbs ops (mlx5 driver issue) and are exercised by the
-// KUnit suite `mlx5_ib_rs_cmd` meanwhile, so some variants and fields have no reader yet.
-#[allow(dead_code)]
 #[path = "cmd/cq.rs"]
 pub(crate) mod cq;
-#[allow(dead_code)]
 #[path = "cmd/qp.rs"]
 pub(crate) mod qp;
-#[allow(dead_code)]
 #[path = "cmd/query.rs"]
 pub(crate) mod query;
-#[allow(dead_code)]
 #[path = "cmd/reg.rs"]
 pub(crate) mod reg;
-#[allow(dead_code)]
 #[path = "cmd/res.rs"]
 pub(crate) mod res;
 #[path = "cmd/srq.rs"]

@@ -16,7 +16,6 @@
 //! Documentation/pcifn.md); its refusal of auxiliary devices that are not mlx5_core's is a
 //! KUnit test.
 
-use crate::fwsim::profile::LinkLayer;
 use crate::hw::{
     CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
 };
@@ -26,6 +25,7 @@ use crate::prm::cmd::{destroy_cq_in, mbox_in};
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
 use crate::prm::opcode as op;
+use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::page_ref::PageRef;
 use kernel::sync::Arc;
 use kernel::{auxiliary, device, prelude::*, str::CString};
@@ -96,7 +96,7 @@ impl CoreFunction {
         let link_layer = if port_type == CAP_PORT_TYPE_ETH {
             LinkLayer::Ethernet
         } else {
-            LinkLayer::Ib
+            LinkLayer::Infiniband
         };
         let page = |t: u32| -> Result<Option<KVec<u8>>> {
             Ok(dev.caps_cur(t)?.filter(|p| p.len() >= CAP_BYTES))
@@ -146,20 +146,28 @@ struct CoreSink(Arc<dyn Mlx5Events>);
 
 impl CoreEvents for CoreSink {
     fn event(&self, event_type: u32, num: u32) {
+        use crate::prm::consts as c;
         let qp = |kind| HwEvent::Qp { qpn: num, kind };
-        let ev = match event_type {
-            EVENT_COMP => HwEvent::Completion { cqn: num },
-            0x04 => HwEvent::CqError { cqn: num },
-            0x02 => qp(QpEventKind::CommEst),
-            0x05 => qp(QpEventKind::Fatal),
-            0x10 => qp(QpEventKind::ReqErr),
-            0x11 => qp(QpEventKind::AccessErr),
-            0x13 => qp(QpEventKind::LastWqeReached),
-            0x14 => HwEvent::Srq {
+        if event_type == EVENT_COMP {
+            self.0.event(HwEvent::Completion { cqn: num });
+            return;
+        }
+        // `enum mlx5_event` numbers are below 0x100.
+        let Ok(t) = u8::try_from(event_type) else {
+            return;
+        };
+        let ev = match t {
+            c::EVENT_TYPE_CQ_ERROR => HwEvent::CqError { cqn: num },
+            c::EVENT_TYPE_COMM_EST => qp(QpEventKind::CommEst),
+            c::EVENT_TYPE_WQ_CATAS_ERROR => qp(QpEventKind::Fatal),
+            c::EVENT_TYPE_WQ_INVAL_REQ_ERROR => qp(QpEventKind::ReqErr),
+            c::EVENT_TYPE_WQ_ACCESS_ERROR => qp(QpEventKind::AccessErr),
+            c::EVENT_TYPE_SRQ_LAST_WQE => qp(QpEventKind::LastWqeReached),
+            c::EVENT_TYPE_SRQ_RQ_LIMIT => HwEvent::Srq {
                 srqn: num,
                 limit: true,
             },
-            0x12 => HwEvent::Srq {
+            c::EVENT_TYPE_SRQ_CATAS_ERROR => HwEvent::Srq {
                 srqn: num,
                 limit: false,
             },

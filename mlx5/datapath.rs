@@ -124,6 +124,10 @@ pub(crate) struct KernCq {
 
 impl KernCq {
     /// A CQ nothing was polled from.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn new() -> Result<Self> {
         Ok(KernCq {
             cons: KBox::pin_init(new_spinlock_irq!(0u32), GFP_KERNEL)?,
@@ -180,6 +184,10 @@ pub(crate) struct KernQp {
 impl KernQp {
     /// The queues of a kernel QP being created: `log_sq_size` WQEBBs of WQEs up to
     /// `wqe_size` bytes after `rq` (log2 WQEs, log2 stride) at offset 0.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, or `EINVAL` for sizes that do not fit `usize`.
     pub(crate) fn new(
         attr: &QpInitAttr<'_, Mlx5Ib>,
         log_sq_size: u8,
@@ -227,6 +235,10 @@ impl KernQp {
 
     /// upstream `__mlx5_ib_modify_qp()` to RESET for a kernel QP: the queues start over, the
     /// doorbell records are zeroed.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the doorbell record lies outside the buffer (a driver bug).
     pub(crate) fn reset(&self, buf: &KernBuf) -> Result {
         {
             let mut sq = self.sq.lock();
@@ -320,6 +332,12 @@ fn build_wqe(k: &KernQp, wr: &SendWr<'_>, w: &mut [u8]) -> Result<(usize, u8)> {
 }
 
 /// upstream `mlx5_ib_post_send()` for a kernel RC or UC QP.
+///
+/// # Errors
+///
+/// `EINVAL` for a user QP or a malformed work request (too many SGEs, an unknown opcode, inline
+/// data too long), `EOPNOTSUPP` on a UD QP, `ENOMEM` when the send queue is full (upstream
+/// `-ENOMEM` with `bad_wr`); the requests before the failing one are posted.
 pub(crate) fn post_send(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>]) -> Result {
     let (k, buf) = kern_qp(qp)?;
     if qp.qp_type() == QpType::Ud {
@@ -402,6 +420,11 @@ pub(crate) fn post_send(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>]) -> Result {
 }
 
 /// upstream `mlx5_ib_post_recv()` for a kernel QP with a receive queue.
+///
+/// # Errors
+///
+/// `EINVAL` for a user QP, a QP without a receive queue or too many SGEs, `ENOMEM` when the
+/// receive queue is full; the requests before the failing one are posted.
 pub(crate) fn post_recv(qp: &Qp<Mlx5Ib>, wrs: &[RecvWr<'_>]) -> Result {
     let (k, buf) = kern_qp(qp)?;
     if k.rq_wqes == 0 {
@@ -541,6 +564,10 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
 }
 
 /// upstream `mlx5_ib_poll_cq()` for a kernel CQ.
+///
+/// # Errors
+///
+/// `EINVAL` for a user CQ (or a CQE outside the buffer, a driver bug).
 pub(crate) fn poll_cq(cq: &Cq<Mlx5Ib>, wc: &mut [Wc]) -> Result<usize> {
     let (k, buf) = kern_cq(cq)?;
     let c = cq.data();
@@ -583,6 +610,10 @@ pub(crate) fn poll_cq(cq: &Cq<Mlx5Ib>, wc: &mut [Wc]) -> Result<usize> {
 }
 
 /// upstream `mlx5_ib_arm_cq()` → `mlx5_cq_arm()` for a kernel CQ.
+///
+/// # Errors
+///
+/// `EINVAL` for a user CQ.
 pub(crate) fn req_notify_cq(cq: &Cq<Mlx5Ib>, flags: CqNotify) -> Result {
     let (k, buf) = kern_cq(cq)?;
     let c = cq.data();
@@ -606,6 +637,10 @@ pub(crate) fn req_notify_cq(cq: &Cq<Mlx5Ib>, flags: CqNotify) -> Result {
 }
 
 /// The QP table entry of a kernel QP being created (see [`KernQp`]).
+///
+/// # Errors
+///
+/// `ENOMEM`.
 pub(crate) fn qp_target(attr: &QpInitAttr<'_, Mlx5Ib>, kern: Arc<KernQp>) -> Result<Arc<QpTarget>> {
     QpTarget::new(attr.event_handler.as_ref(), Some(kern))
 }

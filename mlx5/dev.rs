@@ -22,13 +22,13 @@ use crate::cmd::query::{
 use crate::cmd::reg::{AccessReg, NodeDesc, Paos, Pmtu, PortStatus, Ptys, PtysProto, Pvlc};
 use crate::cmd::res::{AllocPd, AllocQCounter, AllocUar, DeallocPd, DeallocQCounter, DeallocUar};
 use crate::cmd::{exec, Command};
-use crate::fwsim::profile::LinkLayer;
 use crate::hw::{CapType, Mlx5Hw};
 use crate::ib::{
     assemble_ops, clear_gids, program_default_gids, programmed_gids, IbPort, Mlx5Ib, Mlx5IbDev,
 };
 use crate::prm::ctx::cmd_hca_cap;
 use crate::stages::{self, Stage};
+use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::device::Device;
 use kernel::sync::atomic::Atomic;
 use kernel::{device, prelude::*, str::CString, sync::aref::ARef, sync::Arc};
@@ -160,22 +160,38 @@ impl Mlx5Dev {
     }
 
     /// sysfs `hw_rev` (upstream `hw_rev_show()`: `%x` of the PCI revision).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn hw_rev(&self) -> Result<CString> {
         CString::try_from_fmt(fmt!("{:x}", self.hw().identity().pci_revision))
     }
 
     /// sysfs `hca_type` (upstream `hca_type_show()`: `MT%d` of the PCI device id).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn hca_type(&self) -> Result<CString> {
         CString::try_from_fmt(fmt!("MT{}", self.hw().identity().pci_device))
     }
 
     /// sysfs `board_id`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the board id is not UTF-8, `ENOMEM`.
     pub(crate) fn board_id(&self) -> Result<CString> {
         let s = core::str::from_utf8(&self.board_id).map_err(|_| EINVAL)?;
         CString::try_from_fmt(fmt!("{}", s))
     }
 
     /// `fw_ver` (upstream `get_dev_fw_str()`: `%d.%d.%04d`).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn fw_ver(&self) -> Result<CString> {
         let (a, b, c) = self.hw().identity().fw_rev;
         CString::try_from_fmt(fmt!("{}.{}.{:04}", a, b, c))
@@ -273,7 +289,7 @@ fn stage_init(d: &mut Mlx5Dev) -> Result {
             let v: NicVport = d.exec(&QueryNicVportContext)?;
             (v.node_guid, v.system_image_guid)
         }
-        LinkLayer::Ib => {
+        LinkLayer::Infiniband => {
             let v: HcaVport = d.exec(&QueryHcaVportContext { port: 1 })?;
             (v.node_guid, v.sys_image_guid)
         }
@@ -350,6 +366,11 @@ fn stage_ports(d: &mut Mlx5Dev) -> Result {
 /// (Ethernet). upstream `mlx5_ib_query_port()` (`mlx5_query_hca_port()` /
 /// `mlx5_query_port_roce()`) + `mlx5_port_immutable()`: the commands run on every call, as
 /// upstream's do, so the IB device's `query_port` op uses this too.
+///
+/// # Errors
+///
+/// `EIO` without a cached capability page, the errno of a failing query (HCA/NIC vport context,
+/// PTYS, PMTU, PVLC, PAOS: `Mlx5Hw::exec`), `EINVAL` for a reply upstream refuses, `ENOMEM`.
 pub(crate) fn port_attrs(
     hw: &dyn Mlx5Hw,
     num: u8,
@@ -357,7 +378,7 @@ pub(crate) fn port_attrs(
 ) -> Result<(PortAttrs, PortImmutable, Option<[u8; 6]>)> {
     let gen = hw.caps(CapType::General).and_then(Caps::new).ok_or(EIO)?;
     match ll {
-        LinkLayer::Ib => {
+        LinkLayer::Infiniband => {
             let vport = exec(hw, &QueryHcaVportContext { port: num })?;
             let ptys = exec(
                 hw,
@@ -404,7 +425,7 @@ pub(crate) fn port_attrs(
 fn query_port(d: &Mlx5Dev, num: u8, ll: LinkLayer) -> Result<PortInfo> {
     let (attrs, immutable, mac) = port_attrs(d.hw(), num, ll)?;
     let (gids, pkeys) = match ll {
-        LinkLayer::Ib => {
+        LinkLayer::Infiniband => {
             let n_gids = u16::try_from(attrs.gid_tbl_len).map_err(|_| EIO)?;
             let gids = d.exec(&QueryHcaVportGid {
                 port: num,
@@ -702,7 +723,7 @@ mod tests {
         assert_eq!(a.max_ah, i32::MAX as u32);
         assert_eq!(a.node_guid, a.sys_image_guid);
         assert_ne!(a.node_guid, 0);
-        use crate::attrs::cap_flags::*;
+        use ib_core_rs::attr::device_cap::*;
         // The model has `cmd_hca_cap.xrc`: IB_DEVICE_XRC, as upstream.
         let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN | XRC;
         // The model sets `umr_modify_entity_size_disabled` (UMR WQEs only bind windows), and
@@ -723,7 +744,7 @@ mod tests {
         let d = Mlx5Dev::probe(f.clone())?;
         assert_eq!(d.ports.len(), 1);
         let p = &d.ports[0];
-        assert_eq!((p.num, p.link_layer), (1, LinkLayer::Ib));
+        assert_eq!((p.num, p.link_layer), (1, LinkLayer::Infiniband));
         let a = &p.attrs;
         assert_eq!((a.state, a.phys_state), (4, 5));
         // Each function has a LID of its own on the fabric (Fw::port_lid), the SM is LID 1.

@@ -59,6 +59,10 @@ pub(crate) struct SrqTarget {
 
 impl SrqTarget {
     /// A target for an SRQ being created.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn new(handler: Option<&Arc<dyn SrqHandler>>) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(SrqTarget {
@@ -91,6 +95,10 @@ impl Target for SrqTarget {
 
 impl CqTarget {
     /// A target for a CQ being created (its number comes with the attach).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn new(handler: Option<&Arc<dyn CqHandler>>) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(CqTarget {
@@ -121,6 +129,10 @@ impl CqTarget {
 
 impl QpTarget {
     /// A target for a QP being created.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn new(
         handler: Option<&Arc<dyn QpHandler>>,
         kern: Option<Arc<KernQp>>,
@@ -258,6 +270,10 @@ pub(crate) struct Detached<H: ?Sized> {
 
 impl EventTable {
     /// Empty tables.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(EventTable {
@@ -270,16 +286,28 @@ impl EventTable {
     }
 
     /// Room for a CQ about to be created.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` when the table cannot grow.
     pub(crate) fn reserve_cq(&self) -> Result<Reservation<'_, CqTarget>> {
         reserve(&self.cqs)
     }
 
     /// Room for a QP about to be created.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` when the table cannot grow.
     pub(crate) fn reserve_qp(&self) -> Result<Reservation<'_, QpTarget>> {
         reserve(&self.qps)
     }
 
     /// Room for an SRQ about to be created.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` when the table cannot grow.
     pub(crate) fn reserve_srq(&self) -> Result<Reservation<'_, SrqTarget>> {
         reserve(&self.srqs)
     }

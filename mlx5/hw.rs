@@ -14,10 +14,10 @@
 //! device are bus addresses from here), doorbells of kernel queues, and the event hook
 //! ([`Mlx5Events`]: completions and asynchronous CQ/QP events, upstream's EQ handlers).
 
-use crate::fwsim::profile::LinkLayer;
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::opcode;
 use crate::prm::status::{self, Status};
+use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::mm::TrapPage;
 use ib_core_rs::page_ref::PageRef;
 use kernel::page::PAGE_SIZE;
@@ -68,7 +68,8 @@ pub(crate) struct Identity {
     pub(crate) pci_revision: u8,
     /// Firmware major.minor.subminor (`fw_rev_maj/min/sub`).
     pub(crate) fw_rev: (u16, u16, u16),
-    /// Link layer of the function's port(s) (`MLX5_CAP_GEN(port_type)`).
+    /// Link layer of the function's port(s) (`MLX5_CAP_GEN(port_type)`, upstream
+    /// `mlx5_port_type_cap_to_rdma_ll()`), as the core names it.
     pub(crate) link_layer: LinkLayer,
     /// Ports of the function.
     pub(crate) num_ports: u8,
@@ -436,6 +437,11 @@ pub(crate) trait Mlx5Hw: Send + Sync {
 }
 
 /// Upstream `cmd_status_to_err()` (cmd.c): the errno a firmware status becomes.
+///
+/// # Errors
+///
+/// The errno of a non-OK status (upstream's table: `EIO`, `EINVAL`, `EBUSY`, `EAGAIN`,
+/// `ENOMEM`, `ENOSPC`, `EFAULT`, ...).
 pub(crate) fn status_to_errno(s: Status) -> Result {
     match s {
         Status::OK => Ok(()),

@@ -19,13 +19,10 @@ use crate::cmd::exec;
 use crate::cmd::query::{QueryHcaVportGid, QueryHcaVportPkey, TableIndex};
 use crate::cmd::res::{RoceAddr, RoceL3Type, RoceVersion, SetRoceAddress};
 use crate::dev::port_attrs;
-use crate::fwsim::profile::LinkLayer;
 use crate::hw::Mlx5Hw;
 use crate::verbs::{Mlx5Ah, Mlx5Cq, Mlx5Mr, Mlx5Pd, Mlx5Qp};
 use crate::verbs_user::{CqMem, QpMem};
-use ib_core_rs::attr::{
-    DeviceAttr, Gid, GidType, LinkLayer as IbLinkLayer, PortAttr, PortImmutable, PortState,
-};
+use ib_core_rs::attr::{DeviceAttr, Gid, GidType, LinkLayer, PortAttr, PortImmutable, PortState};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::mm::UserVma;
@@ -106,6 +103,10 @@ pub(crate) struct Mlx5IbDev {
 
 impl Mlx5IbDev {
     /// The port `num` (1-based).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for port 0 or a port the function does not have.
     pub(crate) fn port(&self, num: u32) -> Result<&IbPort> {
         let i = usize::try_from(num).map_err(|_| EINVAL)?;
         self.ports
@@ -114,16 +115,28 @@ impl Mlx5IbDev {
     }
 
     /// sysfs `hw_rev` (upstream `hw_rev_show()`: `%x` of the PCI revision).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn hw_rev(&self) -> Result<CString> {
         CString::try_from_fmt(fmt!("{:x}", self.hw.identity().pci_revision))
     }
 
     /// sysfs `hca_type` (upstream `hca_type_show()`: `MT%d` of the PCI device id).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn hca_type(&self) -> Result<CString> {
         CString::try_from_fmt(fmt!("MT{}", self.hw.identity().pci_device))
     }
 
     /// sysfs `board_id` (upstream `board_id_show()`: the PSID).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the board id is not UTF-8, `ENOMEM`.
     pub(crate) fn board_id(&self) -> Result<CString> {
         let s = core::str::from_utf8(&self.board_id).map_err(|_| EINVAL)?;
         CString::try_from_fmt(fmt!("{}", s))
@@ -222,10 +235,7 @@ fn immutable(p: &IbPort) -> PortImmutable {
         gid_tbl_len: p.immutable.gid_tbl_len,
         core_cap_flags: p.immutable.core_cap_flags,
         max_mad_size: p.immutable.max_mad_size,
-        link_layer: match p.link_layer {
-            LinkLayer::Ib => IbLinkLayer::Infiniband,
-            LinkLayer::Ethernet => IbLinkLayer::Ethernet,
-        },
+        link_layer: p.link_layer,
     }
 }
 
@@ -267,7 +277,7 @@ impl DeviceOps for Mlx5DevOps {
         }
         match p.link_layer {
             LinkLayer::Ethernet => Ok(0xffff),
-            LinkLayer::Ib => {
+            LinkLayer::Infiniband => {
                 let idx = u16::try_from(index).map_err(|_| EINVAL)?;
                 let v = exec(
                     &*d.hw,
@@ -603,9 +613,13 @@ pub(crate) const ROCE_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5RocePortOps>();
 
 /// The device's table, assembled in upstream's stage order (first setter wins): the main
 /// table, then the port table of the link layer.
+///
+/// # Errors
+///
+/// `EINVAL` if the core refuses the assembly (a missing mandatory op).
 pub(crate) fn assemble_ops(ll: LinkLayer) -> Result<Ops<Mlx5Ib>> {
     let port = match ll {
-        LinkLayer::Ib => &IB_PORT_OPS,
+        LinkLayer::Infiniband => &IB_PORT_OPS,
         LinkLayer::Ethernet => &ROCE_PORT_OPS,
     };
     Ops::assemble(&[&DEV_OPS, port])
@@ -635,6 +649,11 @@ pub(crate) fn default_gid(mac: &[u8; 6]) -> [u8; 16] {
 /// supported GID type) and mlx5's `add_gid` (`set_roce_addr()`) programs them. There is no
 /// netdev here, so the driver does it at `IB_REG`, with the MAC of the NIC vport context.
 /// Returns the software table (`gid_tbl_len` entries). On failure nothing stays programmed.
+///
+/// # Errors
+///
+/// `EINVAL` for a GID table length that does not fit, `ENOMEM`, or the errno of
+/// SET_ROCE_ADDRESS (`Mlx5Hw::exec`); the entries written before are cleared then.
 pub(crate) fn program_default_gids(hw: &dyn Mlx5Hw, p: &IbPort) -> Result<KVec<[u8; 16]>> {
     let len = usize::try_from(p.immutable.gid_tbl_len).map_err(|_| EINVAL)?;
     let mut table = KVec::from_elem([0u8; 16], len, GFP_KERNEL)?;

@@ -6,7 +6,7 @@
 
 use crate::dev::Mlx5Dev;
 use crate::fwsim::fault::FaultAction;
-use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
+use crate::fwsim::profile::{CONNECTX6_DX, CONNECTX7};
 use crate::ib::{default_gid, Mlx5Ib, DEV_OPS, IB_PORT_OPS, ROCE_PORT_OPS};
 use crate::prm::opcode;
 use crate::prm::status::Status;
@@ -38,8 +38,8 @@ mod tests {
     #[test]
     fn ops_assembled_first_setter_wins() -> Result {
         for (ll, port) in [
-            (LinkLayer::Ib, &IB_PORT_OPS),
-            (LinkLayer::Ethernet, &ROCE_PORT_OPS),
+            (IbLinkLayer::Infiniband, &IB_PORT_OPS),
+            (IbLinkLayer::Ethernet, &ROCE_PORT_OPS),
         ] {
             let ops = crate::ib::assemble_ops(ll)?;
             assert_eq!(ops.check_mandatory(), Ok(()));

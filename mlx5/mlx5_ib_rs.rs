@@ -48,7 +48,7 @@ mod user_mem;
 mod verbs;
 mod verbs_user;
 
-use crate::fwsim::profile::LinkLayer;
+use ib_core_rs::attr::LinkLayer;
 use kernel::{auxiliary, driver, prelude::*, InPlaceModule};
 
 /// The module's name (`KBUILD_MODNAME`): the prefix of the simulated auxiliary devices.
@@ -77,7 +77,7 @@ struct Mlx5IbRs {
 
 /// The core's registration check of both assemblies, across the module boundary.
 fn check_ops() -> Result {
-    for ll in [LinkLayer::Ib, LinkLayer::Ethernet] {
+    for ll in [LinkLayer::Infiniband, LinkLayer::Ethernet] {
         ib::assemble_ops(ll)?.check_mandatory().map_err(|op| {
             pr_err!("mlx5_ib_rs: driver lacks mandatory op {}\n", op.name());
             EINVAL

@@ -10,9 +10,9 @@
 
 use crate::corehw::CoreFunction;
 use crate::dev::Mlx5Dev;
-use crate::fwsim::profile::LinkLayer;
 use crate::hw::Mlx5Hw;
 use crate::simdev::{SimRegData, AUX_NAME};
+use ib_core_rs::attr::LinkLayer;
 use kernel::{auxiliary, device, prelude::*, sync::Arc};
 
 /// Which backend an auxiliary device belongs to (the id table's per-entry data).
@@ -100,7 +100,7 @@ fn log_probed(dev: &device::Device, d: &Mlx5Dev) {
         id.fw_rev.2,
         board,
         match id.link_layer {
-            LinkLayer::Ib => "InfiniBand",
+            LinkLayer::Infiniband => "InfiniBand",
             LinkLayer::Ethernet => "Ethernet",
         },
         a.max_qp,

@@ -22,7 +22,7 @@ pub(crate) mod iommu;
 
 use crate::aux_parent::AuxParent;
 use crate::fwsim::fault::FaultPlan;
-use crate::fwsim::profile::LinkLayer;
+use crate::fwsim::profile::LinkLayer as SimLinkLayer;
 use crate::fwsim::{spec, Config, Counts, ExecError, Fw, Stats};
 use crate::hw::{
     CapType, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES, PCI_VENDOR_MELLANOX,
@@ -31,6 +31,7 @@ use crate::prm::cmd::{dealloc_uar_in, mbox_in, query_hca_cap_in, query_hca_cap_o
 use crate::prm::opcode;
 use crate::prm::status::Status;
 use fabric::FabricWorker;
+use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::mm::{TrapHandler, TrapPage};
 use ib_core_rs::page_ref::PageRef;
 use iommu::Iommu;
@@ -84,6 +85,15 @@ pub(crate) struct SimFunction {
     exec_ns: Atomic<u64>,
 }
 
+/// The core's link layer for a simulated function's port type (the simulator's profile keeps
+/// its own enum: it is pure code, built on the host without the core).
+fn link_layer_of(ll: SimLinkLayer) -> LinkLayer {
+    match ll {
+        SimLinkLayer::Ib => LinkLayer::Infiniband,
+        SimLinkLayer::Ethernet => LinkLayer::Ethernet,
+    }
+}
+
 /// Runs QUERY_HCA_CAP (current values) on a device that is not shared yet and returns the
 /// capability page (upstream mlx5_core `mlx5_core_get_caps_mode()` at function init).
 fn query_caps(fw: &mut Fw, cap: CapType) -> Result<KVec<u8>> {
@@ -123,9 +133,9 @@ impl SimFunction {
     ) -> Result<Arc<Self>> {
         use crate::fwsim::profile::{CONNECTX6_DX, CONNECTX7};
         let (profile, link_layer) = if eth {
-            (CONNECTX6_DX, LinkLayer::Ethernet)
+            (CONNECTX6_DX, SimLinkLayer::Ethernet)
         } else {
-            (CONNECTX7, LinkLayer::Ib)
+            (CONNECTX7, SimLinkLayer::Ib)
         };
         Self::new(
             CString::try_from_fmt(name)?,
@@ -170,8 +180,8 @@ impl SimFunction {
             let mut fw = KVBox::init(init, GFP_KERNEL)?;
             let general = query_caps(&mut fw, CapType::General)?;
             let roce = match cfg.link_layer {
-                LinkLayer::Ethernet => Some(query_caps(&mut fw, CapType::Roce)?),
-                LinkLayer::Ib => None,
+                SimLinkLayer::Ethernet => Some(query_caps(&mut fw, CapType::Roce)?),
+                SimLinkLayer::Ib => None,
             };
             // upstream handle_hca_cap_atomic(): the atomic page only with `MLX5_CAP_GEN(atomic)`.
             let atomic = if crate::prm::ctx::cmd_hca_cap::atomic.get(&general) == Ok(1) {
@@ -194,7 +204,7 @@ impl SimFunction {
                 // Revision 0, as the first silicon steps report.
                 pci_revision: 0,
                 fw_rev: cfg.profile.fw_rev,
-                link_layer: cfg.link_layer,
+                link_layer: link_layer_of(cfg.link_layer),
                 num_ports: cfg.num_ports,
             };
             let iommu = worker.fabric().iommu(index).ok_or(EINVAL)?.clone();
@@ -461,8 +471,8 @@ impl SimDevices {
             let id = u32::try_from(i)?;
             let name = CString::try_from_fmt(fmt!("{}.{}.{}", modname, AUX_NAME, id))?;
             let k = match cfg.link_layer {
-                LinkLayer::Ib => 0,
-                LinkLayer::Ethernet => 1,
+                SimLinkLayer::Ib => 0,
+                SimLinkLayer::Ethernet => 1,
             };
             per_ll[k].push((i, name, cfg), GFP_KERNEL)?;
             Ok(())
@@ -499,7 +509,7 @@ impl SimDevices {
                 &*f.name,
                 f.identity.model,
                 match f.identity.link_layer {
-                    LinkLayer::Ib => "InfiniBand",
+                    LinkLayer::Infiniband => "InfiniBand",
                     LinkLayer::Ethernet => "Ethernet/RoCE",
                 },
                 f.identity.pci_vendor,
@@ -508,7 +518,7 @@ impl SimDevices {
                 f.identity.fw_rev.1,
                 f.identity.fw_rev.2,
                 match f.identity.link_layer {
-                    LinkLayer::Ib => "ib",
+                    LinkLayer::Infiniband => "ib",
                     LinkLayer::Ethernet => "eth",
                 },
             );

@@ -310,6 +310,11 @@ pub(crate) struct CreateCqReq {
 /// `ib_copy_validate_udata_in(udata, ucmd, cqe_comp_res_format)` (`EINVAL` below 22 bytes,
 /// `EOPNOTSUPP` for non-zero bytes past 32), unknown flags `EINVAL`, a CQE size other than 64
 /// or 128 or non-zero reserved members `EINVAL`.
+///
+/// # Errors
+///
+/// `AbiError::Inval` for a short or malformed request (non-zero reserved members, unknown
+/// flags, a CQE size other than 64 or 128).
 pub(crate) fn parse_create_cq(input: &[u8]) -> Result<CreateCqReq> {
     let b = copy_validate::<CreateCq>(input, CREATE_CQ_MIN)?;
     let r = CreateCqReq {
@@ -390,6 +395,11 @@ fn mini_cqe_format(caps: &CqCaps, f: u8) -> Result<u8> {
 /// format as `mini_cqe_res_format_to_hw()`), 128-byte padding (`EOPNOTSUPP` unless 128-byte
 /// CQEs and `cqe_128_always`). Contexts with static UARs do not exist in this driver
 /// (`lib_uar_dyn` is always set), so there is no `sys_pages[0]` fallback.
+///
+/// # Errors
+///
+/// `AbiError::Inval` for values upstream refuses, `AbiError::NotSupp` for CQE compression or a
+/// feature the capabilities do not offer.
 pub(crate) fn user_cq_params(req: &CreateCqReq, caps: &CqCaps) -> Result<UserCqParams> {
     if req.flags & CQ_FLAGS_UAR_PAGE_INDEX == 0 {
         return Err(AbiError::Inval);
@@ -446,6 +456,10 @@ pub(crate) struct ResizeCqReq {
 /// below 16 bytes, `EOPNOTSUPP` for non-zero bytes past them), non-zero reserved members
 /// `EINVAL`. Deviation: a CQE size other than 64 or 128 is `EINVAL` (upstream passes any size
 /// to `ib_umem_get_va()` and maps everything but 64 to 128-byte CQEs).
+///
+/// # Errors
+///
+/// `AbiError::Inval` for a short or malformed request.
 pub(crate) fn parse_resize_cq(input: &[u8]) -> Result<ResizeCqReq> {
     let b = copy_validate::<ResizeCq>(input, RESIZE_CQ_LEN)?;
     let r = ResizeCqReq {
@@ -526,6 +540,10 @@ pub(crate) struct CreateQpReq {
 /// upstream `process_udata_size()` + `check_ucmd_data()` + the copy in `mlx5_ib_create_qp()`
 /// for a non-RSS QP: `EINVAL` below `offsetof(ece_options)` (48 bytes) and for non-zero
 /// bytes from `reserved` (offset 54) on; the copy is zero-extended.
+///
+/// # Errors
+///
+/// `AbiError::Inval` for a short or malformed request.
 pub(crate) fn parse_create_qp(input: &[u8]) -> Result<CreateQpReq> {
     if input.len() < CREATE_QP_MIN {
         return Err(AbiError::Inval);
@@ -580,6 +598,11 @@ pub(crate) struct QpCaps {
 /// (`qp->flags_en`). DCI/DCT types are a deviation: upstream turns the QP into a DC QP, which
 /// this driver does not implement (`EOPNOTSUPP`). Scatter-to-CQE flags the device cannot honour
 /// are dropped silently, as upstream; any other flag left over is `EINVAL`.
+///
+/// # Errors
+///
+/// `AbiError::NotSupp` for a flag this driver or the device does not offer, `AbiError::Inval`
+/// for a contradictory combination.
 pub(crate) fn qp_vendor_flags(flags: u32, t: UserQpType, caps: &QpCaps) -> Result<u32> {
     use qp_flag::*;
     if flags & (TYPE_DCT | TYPE_DCI) != 0 {
@@ -616,6 +639,10 @@ pub(crate) fn qp_vendor_flags(flags: u32, t: UserQpType, caps: &QpCaps) -> Resul
 /// upstream `get_qp_user_index()` + `verify_assign_uidx()` (the request always holds `uidx`:
 /// it is at least 48 bytes): with CQE version 0 only `MLX5_IB_DEFAULT_UIDX` is accepted; with
 /// version 1 the index must be a 24-bit value other than the default.
+///
+/// # Errors
+///
+/// `AbiError::Inval` for a user index the context's CQE version does not allow.
 pub(crate) fn qp_user_index(cqe_version: u8, uidx: u32) -> Result<u32> {
     if cqe_version == 0 {
         return if uidx == DEFAULT_UIDX {
@@ -657,6 +684,11 @@ const SEND_WQE_SHIFT: u32 = 6;
 /// `UAR_PAGE_INDEX` is possible with dynamic UARs: `BFREG_INDEX`, both flags, or neither are
 /// `EINVAL` as upstream's `bfregn_to_uar_index()`/`alloc_bfreg()` answer for `lib_uar_dyn`),
 /// and `set_user_buf_size()` (SQ count a power of two, sizes without overflow, `EINVAL`).
+///
+/// # Errors
+///
+/// `AbiError::Inval` for queue sizes or a WQE shift upstream refuses, or a layout that
+/// overflows.
 pub(crate) fn user_qp_layout(
     req: &CreateQpReq,
     flags_en: u32,
@@ -728,6 +760,10 @@ pub(crate) fn user_qp_layout(
 /// the device has no RoCE page) and whether its send and receive CQs asked for real-time
 /// timestamps (`MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS`): `EOPNOTSUPP` if real time is asked
 /// and not supported, or the two CQs want different formats.
+///
+/// # Errors
+///
+/// `AbiError::NotSupp` for a timestamp format the device does not offer.
 pub(crate) fn qp_ts_format(ts_cap: u32, send_rt: bool, recv_rt: bool) -> Result<u32> {
     // MLX5_TIMESTAMP_FORMAT_FREE_RUNNING 0, _DEFAULT 1, _REAL_TIME 2.
     let fr_sup = ts_cap == 0 || ts_cap == 2;
@@ -798,6 +834,10 @@ pub(crate) const UAR_ALLOC_TYPE_NC: u32 = 1;
 /// upstream `MLX5_IB_METHOD_UAR_OBJ_ALLOC`'s type check: unknown types `EOPNOTSUPP`, and a
 /// blue-flame (write-combining) page `EOPNOTSUPP` unless write-combining works. Returns
 /// whether the page is mapped write-combining.
+///
+/// # Errors
+///
+/// `AbiError::NotSupp` for an unknown allocation type.
 pub(crate) fn uar_alloc_type(alloc_type: u32, wc_supported: bool) -> Result<bool> {
     match alloc_type {
         UAR_ALLOC_TYPE_BF if wc_supported => Ok(true),

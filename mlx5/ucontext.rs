@@ -30,11 +30,11 @@ use crate::attrs::GenCaps;
 use crate::cmd::exec;
 use crate::cmd::query::QueryNicVportContext;
 use crate::cmd::res::{AllocTransportDomain, CreateUctx, DeallocTransportDomain, DestroyUctx};
-use crate::fwsim::profile::LinkLayer;
 use crate::ib::Mlx5Ib;
 use crate::prm::ctx::cmd_hca_cap;
 use crate::uabi;
 use crate::user_mem::DbPages;
+use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{Ucontext, UcontextPriv, Udata};
 use kernel::prelude::*;
@@ -73,7 +73,10 @@ pub(crate) struct Mlx5Ucontext {
     /// `context->cqe_version`: CREATE_QP's user index rules.
     pub(crate) cqe_version: u8,
     /// `context->lib_caps` (always with `MLX5_LIB_CAP_DYN_UAR`).
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "kept as upstream keeps it; no reader until DEVX/UAR flags"
+    )]
     pub(crate) lib_caps: u64,
     /// The pinned doorbell pages of the context's CQs and QPs (`db_page_list`).
     pub(crate) db_pages: Arc<DbPages>,
@@ -99,6 +102,12 @@ fn pow2(log: u32) -> u32 {
 }
 
 /// upstream `mlx5_ib_alloc_ucontext()`.
+///
+/// # Errors
+///
+/// `EINVAL` for a malformed request, `EOPNOTSUPP` for a version, flag or feature this driver
+/// does not offer, `ENOMEM`, or the errno of ALLOC_TRANSPORT_DOMAIN / the UAR allocation
+/// (`Mlx5Hw::exec`); everything allocated before is released then.
 pub(crate) fn alloc_ucontext(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Result<UcontextPriv> {
     let d = dev.data();
     let mut req = parse_req(udata.input())?;
@@ -264,6 +273,11 @@ pub(crate) fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
 /// buffer holds it. Sections computed from capability pages that are not cached (ETH
 /// offloads: TSO, RSS, multi-packet WQEs, SW parsing, tunnels; QoS: packet pacing; the
 /// e-switch `reg_c0`) are zero, as upstream reports for a device without those capabilities.
+///
+/// # Errors
+///
+/// `EINVAL` for a malformed request (short, non-zero comp_mask or reserved bytes), `EIO`
+/// without a capability page.
 pub(crate) fn query_device_udata(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) -> Result {
     let outlen = udata.outlen();
     if outlen == 0 {

@@ -85,6 +85,10 @@ impl UserBuf {
     /// KUnit: `len` bytes of kernel pages at a page offset `offset`, posing as a pinned user
     /// buffer, mapped for `hw`'s device (writable). Its "user address" is its bus address, so
     /// that every such buffer has an address of its own.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a length that overflows, `ENOMEM`, or the backend's mapping error.
     #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn kernel(hw: &dyn Mlx5Hw, len: u64, offset: u64) -> Result<Self> {
         let total = usize::try_from(len.checked_add(offset).ok_or(EINVAL)?)?;
@@ -175,6 +179,10 @@ pub(crate) struct DbPages {
 
 impl DbPages {
     /// An empty list.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(DbPages {
@@ -228,6 +236,10 @@ impl DbPages {
     /// KUnit: maps the doorbell record at `addr` of a kernel page posing as a user page: `buf`
     /// is that page, pinned, when the context does not hold it yet (the shared-page
     /// bookkeeping is the same as for user pages).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a missing or short buffer, `ENOMEM`, or the backend's mapping error.
     #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn map_kernel(
         self: &Arc<Self>,

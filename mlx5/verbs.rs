@@ -31,13 +31,12 @@ use crate::cmd::qp::{
 use crate::cmd::res::{AllocPd, CreateMkey, DeallocPd, DestroyMkey, MkeyAccess, MkeyTranslation};
 use crate::cmd::res::{AllocXrcd, DeallocXrcd};
 use crate::events::{CqTarget, QpTarget};
-use crate::fwsim::profile::LinkLayer;
 
 use crate::hw::{CapType, DmaBuf, Mlx5Hw};
 use crate::ib::{Mlx5Ib, Mlx5IbDev};
 use crate::prm::ctx::cmd_hca_cap;
 use crate::user_mem::{DbRecord, UserBuf};
-use ib_core_rs::attr::Gid;
+use ib_core_rs::attr::{Gid, LinkLayer};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, GlobalRoute, Mr, MrCreated, MrType, Pd, Qp,
@@ -167,6 +166,10 @@ pub(crate) type QpStateBox = Pin<KBox<Mutex<QpAttr>>>;
 
 impl Mlx5Qp {
     /// The state of a new QP.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn new_state() -> Result<QpStateBox> {
         KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)
     }
@@ -205,11 +208,21 @@ pub(crate) struct Mlx5Mr {
     pub(crate) umem: Option<Pin<KBox<Mutex<Option<UserBuf>>>>>,
 }
 
+/// `ceil(log2(n))`.
+///
+/// # Errors
+///
+/// `EINVAL` if `n` rounded up to a power of two overflows.
 pub(crate) fn ilog2_ceil(n: u32) -> Result<u8> {
     let p = n.max(1).checked_next_power_of_two().ok_or(EINVAL)?;
     Ok(p.trailing_zeros() as u8)
 }
 
+/// The general capability page.
+///
+/// # Errors
+///
+/// `EIO` if the function has no general capability page.
 pub(crate) fn gen(d: &Mlx5IbDev) -> Result<GenCaps<'_>> {
     GenCaps::of(&*d.hw)
 }
@@ -219,6 +232,10 @@ pub(crate) fn gen(d: &Mlx5IbDev) -> Result<GenCaps<'_>> {
 /// upstream `mlx5_ib_alloc_pd()`: ALLOC_PD with the context's DEVX uid (0 for kernel PDs and
 /// contexts without DEVX), so that the context's DEVX objects may name it; a user PD answers
 /// `struct mlx5_ib_alloc_pd_resp { __u32 pdn; }` in its udata.
+///
+/// # Errors
+///
+/// The errno of ALLOC_PD (`Mlx5Hw::exec`).
 pub(crate) fn alloc_pd(
     dev: &Device<Mlx5Ib>,
     user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
@@ -236,6 +253,10 @@ pub(crate) fn alloc_pd(
 }
 
 /// upstream `mlx5_ib_dealloc_pd()`: DEALLOC_PD.
+///
+/// # Errors
+///
+/// The errno of DEALLOC_PD (`Mlx5Hw::exec`).
 pub(crate) fn dealloc_pd(pd: &Pd<Mlx5Ib>) -> Result {
     exec(
         &*pd.device().data().hw,
@@ -251,6 +272,11 @@ pub(crate) fn dealloc_pd(pd: &Pd<Mlx5Ib>) -> Result {
 /// upstream `mlx5_ib_create_cq()` for a kernel consumer: `entries + 1` rounded up to a power
 /// of two, at most `2^log_max_cq_sz` (`EINVAL`), 64-byte CQEs in a kernel buffer initialised
 /// as `init_cq_frag_buf()` does, CREATE_CQ with the kernel UAR page.
+///
+/// # Errors
+///
+/// `EINVAL` for more CQEs than `log_max_cq_sz` allows or a bad completion vector, `ENOMEM`, the
+/// errno of CREATE_CQ (`Mlx5Hw::exec`); everything allocated is released then.
 pub(crate) fn create_cq(
     dev: &Device<Mlx5Ib>,
     attr: &CqInitAttr,
@@ -303,6 +329,10 @@ pub(crate) fn create_cq(
 /// upstream `mlx5_ib_destroy_cq()` → `mlx5_core_destroy_cq()`: the CQ leaves the event table
 /// (no completion handler runs after this returns), then DESTROY_CQ; a refused command puts
 /// it back.
+///
+/// # Errors
+///
+/// The errno of DESTROY_CQ (`Mlx5Hw::exec`); the CQ stays then.
 pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
     let d = cq.device().data();
     let c = cq.data();
@@ -355,6 +385,12 @@ fn send_wqe_size(t: QpType, max_send_sge: u32, max_inline: u32) -> Result<u32> {
 /// upstream `create_qp()` → `create_kernel_qp()` for RC and UD (and UC): `set_rq_size()` and
 /// `calc_sq_size()` with their limits, the buffer (RQ at offset 0, SQ after it), CREATE_QP
 /// with the PD, the CQs and the kernel UAR page. SRQs are not supported by this driver yet.
+///
+/// # Errors
+///
+/// `EOPNOTSUPP` for a QP type or creation flag this driver does not offer, `EINVAL` for
+/// capabilities beyond the device's, `ENOMEM`, the errno of CREATE_QP (`Mlx5Hw::exec`);
+/// everything allocated is released then.
 pub(crate) fn create_qp(
     pd: &Pd<Mlx5Ib>,
     attr: &QpInitAttr<'_, Mlx5Ib>,
@@ -533,6 +569,11 @@ pub(crate) fn dealloc_xrcd(dev: &Device<Mlx5Ib>, xrcdn: u32) -> Result {
 
 /// upstream `get_qp_ts_format()` for a kernel QP (its CQs never ask for real-time
 /// timestamps): free running where the RoCE capability allows it, else the default.
+///
+/// # Errors
+///
+/// `EIO` if the RoCE page cannot be read, `EOPNOTSUPP` if the device offers no format a kernel
+/// QP can use.
 pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
     let ts_cap = match d.hw.caps(CapType::Roce) {
         Some(r) => crate::prm::ctx::roce_cap::qp_ts_format
@@ -547,6 +588,10 @@ pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
 /// upstream `mlx5_ib_destroy_qp()`: the QP leaves the event table (no event handler runs
 /// after this returns), then DESTROY_QP (legal in every state); a refused command puts it
 /// back.
+///
+/// # Errors
+///
+/// The errno of DESTROY_QP (`Mlx5Hw::exec`); the QP stays then.
 pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
     let d = qp.device().data();
     let q = qp.data();
@@ -561,16 +606,8 @@ pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
     r
 }
 
-/// `MLX5_QP_OPTPAR_*`.
-mod optpar {
-    pub(super) const RRE: u32 = 1 << 1;
-    pub(super) const RAE: u32 = 1 << 2;
-    pub(super) const RWE: u32 = 1 << 3;
-    pub(super) const PKEY_INDEX: u32 = 1 << 4;
-    pub(super) const Q_KEY: u32 = 1 << 5;
-    pub(super) const RNR_TIMEOUT: u32 = 1 << 6;
-    pub(super) const PRI_PORT: u32 = 1 << 16;
-}
+/// `MLX5_QP_OPTPAR_*`, shared with the simulator.
+use crate::prm::consts::qp_optpar as optpar;
 
 /// upstream `ib_mask_to_mlx5_opt()` (the members this driver handles).
 fn mask_to_opt(m: QpAttrMask) -> u32 {
@@ -686,7 +723,7 @@ fn set_path(d: &Mlx5IbDev, a: &QpAttr, with_av: bool, c: &mut QpcAttrs) -> Resul
         });
     }
     match p.link_layer {
-        LinkLayer::Ib => c.rlid = Some(ah.dlid),
+        LinkLayer::Infiniband => c.rlid = Some(ah.dlid),
         LinkLayer::Ethernet => {
             if ah.grh.is_none() {
                 return Err(EINVAL);
@@ -705,6 +742,11 @@ fn log2_rd(n: u8) -> Result<u8> {
 /// state and the target state (`optab`), the core's `ib_modify_qp_is_ok()` check (`EINVAL` for
 /// an illegal transition, a missing required or a disallowed attribute), the context members of the
 /// transition and the optional-parameter mask (`opt_mask`), then the command.
+///
+/// # Errors
+///
+/// `EINVAL` for a transition or attribute upstream refuses (`ib_modify_qp_is_ok()`, a bad port,
+/// path or MTU), the errno of the transition command (`Mlx5Hw::exec`).
 pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Result {
     let d = qp.device().data();
     let t = qp.qp_type();
@@ -820,6 +862,11 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
 
 /// upstream `mlx5_ib_query_qp()` → `query_qp_attr()`: QUERY_QP, the context back to
 /// `ib_qp_attr`.
+///
+/// # Errors
+///
+/// The errno of QUERY_QP (`Mlx5Hw::exec`), `EIO` for a state or value the firmware should not
+/// report.
 pub(crate) fn query_qp(qp: &Qp<Mlx5Ib>) -> Result<QpAttr> {
     let d = qp.device().data();
     let _st = qp.data().state.lock();
@@ -894,6 +941,10 @@ pub(crate) fn mkey_access(a: AccessFlags) -> MkeyAccess {
 }
 
 /// upstream `mlx5_ib_get_dma_mr()`: CREATE_MKEY, PA access mode, `length64`.
+///
+/// # Errors
+///
+/// As [`create_mr_keep`].
 pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
     create_mr(pd, access, 0, MkeyTranslation::Pa, None)
 }
@@ -902,6 +953,10 @@ pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreat
 /// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`). The
 /// memory is taken from `umem` only on success (a failed re-registration puts it back into
 /// the old MR).
+///
+/// # Errors
+///
+/// `ENOMEM`, the errno of CREATE_MKEY (`Mlx5Hw::exec`).
 pub(crate) fn create_mr_keep(
     pd: &Pd<Mlx5Ib>,
     access: AccessFlags,
@@ -940,6 +995,10 @@ pub(crate) fn create_mr_keep(
 }
 
 /// [`create_mr_keep`], dropping the memory on failure.
+///
+/// # Errors
+///
+/// As [`create_mr_keep`].
 pub(crate) fn create_mr(
     pd: &Pd<Mlx5Ib>,
     access: AccessFlags,
@@ -975,6 +1034,11 @@ pub(crate) fn get_hw_stats(dev: &Device<Mlx5Ib>, out: &mut [u64]) -> Result<usiz
 /// upstream `mlx5_ib_alloc_mr()` → `mlx5_alloc_mem_reg_descs()`: a free MTT mkey with room for
 /// `ALIGN(max_num_sg, 4)` descriptors (filled later by a fast-register WQE). Only
 /// `IB_MR_TYPE_MEM_REG`; SG_GAPS (KLM) and integrity MRs are `EOPNOTSUPP` here.
+///
+/// # Errors
+///
+/// `EOPNOTSUPP` for an MR type other than `IB_MR_TYPE_MEM_REG`, `EINVAL` for `max_num_sg` 0 or
+/// beyond `max_fast_reg_page_list_len`, `ENOMEM`, the errno of CREATE_MKEY.
 pub(crate) fn alloc_mr(
     pd: &Pd<Mlx5Ib>,
     mr_type: MrType,
@@ -1004,6 +1068,10 @@ pub(crate) fn alloc_mr(
 }
 
 /// upstream `mlx5_ib_dereg_mr()` → `destroy_mkey()`: DESTROY_MKEY.
+///
+/// # Errors
+///
+/// The errno of DESTROY_MKEY (`Mlx5Hw::exec`); the MR stays then.
 pub(crate) fn dereg_mr(mr: &Mr<Mlx5Ib>) -> Result {
     exec(
         &*mr.pd().device().data().hw,
@@ -1026,6 +1094,10 @@ const CREATE_AH_RESP_MIN: usize = 4 + 6;
 /// first); a user RoCE AH answers `struct mlx5_ib_create_ah_resp` with the destination MAC the
 /// core resolved (libmlx5 puts it into the AV's `rmac`), `EINVAL` if the response cannot hold
 /// it. No firmware command: an mlx5 AH is the address vector in the WQE.
+///
+/// # Errors
+///
+/// `EINVAL` for a RoCE AH without a GRH, or a user response too short for the MAC.
 pub(crate) fn create_ah(
     pd: &Pd<Mlx5Ib>,
     attr: &AhAttr,

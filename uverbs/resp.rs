@@ -84,10 +84,7 @@ pub(crate) fn query_port_resp(p: &PortAttr, imm: &PortImmutable) -> s::QueryPort
             active_width: p.active_width,
             active_speed: p.active_speed.min(u8::MAX.into()) as u8,
             phys_state: p.phys_state,
-            link_layer: match imm.link_layer {
-                LinkLayer::Infiniband => 1,
-                LinkLayer::Ethernet => 2,
-            },
+            link_layer: imm.link_layer.value(),
             ..Default::default()
         },
         ..Default::default()

@@ -85,6 +85,11 @@ pub struct MmapRegistry {
 }
 
 impl MmapRegistry {
+    /// An empty registry.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(MmapRegistry {

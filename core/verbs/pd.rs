@@ -123,6 +123,11 @@ impl<D: Driver> Pd<D> {
         self.res_id
     }
 
+    /// Whether the PD is still live (not destroyed).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` once the PD is destroyed.
     pub(crate) fn check_alive(&self) -> Result {
         if self.live.is_dead() {
             Err(EINVAL)

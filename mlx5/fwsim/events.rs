@@ -11,24 +11,25 @@
 //! anyway), and the ring cannot overflow.
 
 use super::capacity;
+use crate::prm::consts as c;
 
 /// The QP event kinds: `enum mlx5_event` numbers (include/linux/mlx5/device.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum QpEvent {
     /// `MLX5_EVENT_TYPE_COMM_EST`: the first message arrived on a QP in RTR.
-    CommEst = 0x02,
+    CommEst = c::EVENT_TYPE_COMM_EST,
     /// `MLX5_EVENT_TYPE_SQ_DRAINED` (SQD is not modeled yet: never raised).
-    SqDrained = 0x03,
+    SqDrained = c::EVENT_TYPE_SQ_DRAINED,
     /// `MLX5_EVENT_TYPE_WQ_CATAS_ERROR`: the QP hit a fatal error without a CQE to report it
     /// (its work queue could not be read).
-    WqCatas = 0x05,
+    WqCatas = c::EVENT_TYPE_WQ_CATAS_ERROR,
     /// `MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR`: the responder got an invalid request.
-    WqInvalReq = 0x10,
+    WqInvalReq = c::EVENT_TYPE_WQ_INVAL_REQ_ERROR,
     /// `MLX5_EVENT_TYPE_WQ_ACCESS_ERROR`: the responder detected an access violation.
-    WqAccess = 0x11,
+    WqAccess = c::EVENT_TYPE_WQ_ACCESS_ERROR,
     /// `MLX5_EVENT_TYPE_SRQ_LAST_WQE` (for SRQs, not modeled yet: never raised).
-    LastWqeReached = 0x13,
+    LastWqeReached = c::EVENT_TYPE_SRQ_LAST_WQE,
 }
 
 impl QpEvent {
@@ -59,9 +60,9 @@ impl QpEvent {
 #[repr(u8)]
 pub(crate) enum SrqEvent {
     /// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT`: the armed limit was crossed (the SRQ is disarmed).
-    Limit = 0x14,
+    Limit = c::EVENT_TYPE_SRQ_RQ_LIMIT,
     /// `MLX5_EVENT_TYPE_SRQ_CATAS_ERROR`: the SRQ's WQEs could not be read.
-    Catas = 0x12,
+    Catas = c::EVENT_TYPE_SRQ_CATAS_ERROR,
 }
 
 impl SrqEvent {

@@ -11,16 +11,10 @@
 //! wraps it in a lock, maps statuses with `cmd_status_to_err()` semantics, and exposes
 //! [`Fw::counts`] in debugfs. What is modeled and why is in `Documentation/fwsim.md`.
 
-// Layout constants and fields kept for host tests and the kernel side to read.
-#[cfg_attr(MODULE, allow(dead_code))]
 #[path = "cqe.rs"]
 pub(crate) mod cqe;
 #[path = "dma.rs"]
 pub(crate) mod dma;
-// The kernel side (simulated IOMMU, doorbell traps, the engine thread) is the caller of the
-// data path; until it lands only host tests call `engine::run`, `Fw::next_event` and the
-// doorbell entry points.
-#[cfg_attr(MODULE, allow(dead_code))]
 #[path = "engine.rs"]
 pub(crate) mod engine;
 #[path = "events.rs"]
@@ -29,7 +23,7 @@ pub(crate) mod events;
 pub(crate) mod fault;
 // The kernel simulator is built initialized and never sends the init commands nor creates EQs;
 // their caller is the emulated PCI function (host/cxfn).
-#[cfg_attr(MODULE, allow(dead_code))]
+#[cfg_attr(MODULE, expect(dead_code, reason = "its caller is host/cxfn"))]
 #[path = "hca.rs"]
 pub(crate) mod hca;
 #[path = "node_desc.rs"]
@@ -264,8 +258,6 @@ struct QCounter {
 
 /// A user context (DEVX uid).
 #[derive(Clone, Copy, Debug)]
-// `cap` is read by `Fw::uctx_cap`, which only host tests call so far.
-#[cfg_attr(MODULE, allow(dead_code))]
 struct Uctx {
     cap: u32,
 }
@@ -524,7 +516,7 @@ impl Fw {
     ///
     /// [`ConfigError`] if the port count or the link layer does not fit the profile.
     // Host only: returns 230 KiB by value. The kernel uses `Fw::new_in_place`.
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn new(cfg: Config) -> Result<Self, ConfigError> {
         Self::check(&cfg)?;
         let mut fw = Fw {
@@ -634,7 +626,7 @@ impl Fw {
     ///
     /// [`ConfigError`] as for [`Fw::new`]; the device is then left unchanged.
     // A firmware reset; no kernel caller until the driver models device recovery.
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn reset(&mut self, cfg: Config) -> Result<(), ConfigError> {
         Self::check(&cfg)?;
         self.cfg = cfg;
@@ -661,8 +653,6 @@ impl Fw {
     }
 
     /// The configuration the device was built with.
-    // State accessors for host tests; the kernel side keeps its own `Identity`.
-    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn config(&self) -> &Config {
         &self.cfg
     }
@@ -700,13 +690,12 @@ impl Fw {
     }
 
     /// The capability bits a live user context was created with (`uctx.cap`).
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn uctx_cap(&self, uid: u16) -> Option<u32> {
         self.uctxs.get(u32::from(uid)).map(|u| u.cap)
     }
 
     /// A RoCE address table entry, as SET_ROCE_ADDRESS left it (`port` is 1-based).
-    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn roce_addr(&self, port: u8, index: usize) -> Option<RoceAddr> {
         let p = self.ports.get(usize::from(port).checked_sub(1)?)?;
         *p.roce.get(index)?

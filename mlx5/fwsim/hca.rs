@@ -164,8 +164,6 @@ const CUR_DEFAULT: CurCaps = CurCaps {
 
 impl Hca {
     /// An initialized function (what the kernel simulator models: mlx5_core's part is done).
-    // By value for the host; the kernel uses `new_in_place`.
-    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn new() -> Self {
         Hca {
             life: Lifecycle::Initialized,
@@ -225,7 +223,7 @@ pub(super) fn allowed_before_init(opcode: u16) -> bool {
 impl Fw {
     /// The device as a PCI function presents it after reset: disabled, waiting for
     /// ENABLE_HCA. (`Fw::new` builds one already initialized, for the kernel simulator.)
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn cold_boot(&mut self) {
         self.clear_objects();
         self.uars = ResTable::new(PCI_FIRST_UAR);
@@ -233,7 +231,7 @@ impl Fw {
     }
 
     /// Where the function is in its life cycle.
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn lifecycle(&self) -> Lifecycle {
         self.hca.life
     }
@@ -411,7 +409,7 @@ impl Fw {
     }
 
     /// The driver version string SET_DRIVER_VERSION stored (up to the first NUL).
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn driver_version(&self) -> &[u8] {
         let v = &self.hca.driver_version;
         let end = v.iter().position(|&b| b == 0).unwrap_or(v.len());
@@ -537,7 +535,7 @@ impl Fw {
     }
 
     /// A live EQ.
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn eq(&self, eqn: u32) -> Option<&Eq> {
         self.hca.eqs.get(eqn)
     }
@@ -548,7 +546,6 @@ impl Fw {
     /// # Errors
     ///
     /// [`EqeError`]; nothing is written then.
-    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn post_eqe(
         &mut self,
         mem: &dyn DmaMem,
@@ -574,7 +571,6 @@ impl Fw {
     /// # Errors
     ///
     /// [`EqeError`]; nothing is written then.
-    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn post_eqe_to(
         &mut self,
         mem: &dyn DmaMem,
@@ -611,7 +607,7 @@ impl Fw {
     /// # Errors
     ///
     /// As [`Fw::post_eqe`]; [`EqeError::NoEq`] before the command EQ exists (polling mode).
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn post_cmd_eqe(
         &mut self,
         mem: &dyn DmaMem,
@@ -632,7 +628,7 @@ impl Fw {
     /// # Errors
     ///
     /// [`EqeError`]; nothing is written then.
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn post_event(
         &mut self,
         mem: &dyn DmaMem,
@@ -674,7 +670,7 @@ impl Fw {
     /// A write of `value` (big-endian on the bus, given here as the number) to UAR page `uar`
     /// at `offset`: the EQ doorbell (`eqn << 24 | consumer`). Returns the vector to raise
     /// when arming an EQ that has unconsumed EQEs. Anything else is ignored (`None`).
-    #[cfg_attr(MODULE, allow(dead_code))]
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn eq_doorbell(&mut self, uar: u32, offset: u64, value: u32) -> Option<u16> {
         let arm = match offset {
             EQ_DB_ARM => true,

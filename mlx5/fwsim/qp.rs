@@ -77,15 +77,6 @@ const RTS2RTS_FIELDS: &[Member<qpc::Bits>] = &[
     qpc::q_key,
 ];
 
-/// `MLX5_QP_OPTPAR_*` (qp.h): the optional parameters a transition applies only when their bit
-/// is set in `opt_param_mask`.
-const OPTPAR_RRE: u32 = 1 << 1;
-const OPTPAR_RAE: u32 = 1 << 2;
-const OPTPAR_RWE: u32 = 1 << 3;
-const OPTPAR_PKEY_INDEX: u32 = 1 << 4;
-const OPTPAR_Q_KEY: u32 = 1 << 5;
-const OPTPAR_RNR_TIMEOUT: u32 = 1 << 6;
-
 /// Whether transition `opcode` of a QP of service type `st` takes member `f` given the
 /// `opt_param_mask` `opt`. RST2INIT and INIT2INIT take every member of their list (upstream
 /// mlx5_ib sends them all there). From INIT2RTR on, Q_Key, the remote access bits and (at
@@ -102,15 +93,15 @@ fn optional_taken(opcode: u16, st: u32, f: Member<qpc::Bits>, opt: u32) -> bool 
         return matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC);
     }
     let bit = if same(qpc::q_key) {
-        OPTPAR_Q_KEY
+        qp_optpar::Q_KEY
     } else if same(qpc::rre) {
-        OPTPAR_RRE
+        qp_optpar::RRE
     } else if same(qpc::rwe) {
-        OPTPAR_RWE
+        qp_optpar::RWE
     } else if same(qpc::rae) {
-        OPTPAR_RAE
+        qp_optpar::RAE
     } else if same(qpc::min_rnr_nak) && opcode != op::INIT2RTR_QP {
-        OPTPAR_RNR_TIMEOUT
+        qp_optpar::RNR_TIMEOUT
     } else {
         return true;
     };
@@ -344,7 +335,7 @@ impl Fw {
         }
         if C::OPCODE == op::INIT2RTR_QP
             && !matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC)
-            && opt & OPTPAR_PKEY_INDEX != 0
+            && opt & qp_optpar::PKEY_INDEX != 0
         {
             copy_member(&mut next, &qpc_bytes, pri(ads::pkey_index))?;
         }

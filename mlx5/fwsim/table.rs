@@ -21,8 +21,6 @@ impl<T: Copy, const N: usize> ResTable<T, N> {
 
     /// An empty table whose first object gets number `base` (never 0: a zeroed inbox field must
     /// not name a live object).
-    // By value for the host; the kernel builds tables with `new_in_place`.
-    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) const fn new(base: u32) -> Self {
         Self {
             slots: [None; N],
@@ -43,8 +41,6 @@ impl<T: Copy, const N: usize> ResTable<T, N> {
     }
 
     /// Forgets every object in place (device reset), without moving the table.
-    // Used by `Fw::reset` (host only so far).
-    #[cfg_attr(MODULE, allow(dead_code))]
     pub(crate) fn clear(&mut self) {
         for s in self.slots.iter_mut() {
             *s = None;

@@ -115,8 +115,6 @@ pub(crate) enum OpMod {
 
 /// One row of the table, as data.
 #[derive(Clone, Copy, Debug)]
-// The simulator reads the sizes, the driver the name and opcode; prm-check everything.
-#[cfg_attr(MODULE, allow(dead_code))]
 pub(crate) struct CmdSpec {
     /// The `MLX5_CMD_OP_*` name without the prefix.
     pub(crate) name: &'static str,
@@ -228,7 +226,7 @@ macro_rules! declare_commands {
         )*
 
         /// Every row, in opcode order.
-        #[cfg_attr(MODULE, allow(dead_code))]
+        #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
         pub(crate) const ALL: &[CmdSpec] = &[$(<$ty as PrmCommand>::SPEC),*];
 
         /// The row of `opcode`, if the project knows the command.

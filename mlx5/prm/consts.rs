@@ -64,6 +64,7 @@ pub(crate) const CAP_ATOMIC: u32 = 3;
 /// `enum mlx5_cap_type` `MLX5_CAP_ROCE` (device.h).
 pub(crate) const CAP_ROCE: u32 = 4;
 /// `HCA_CAP_OPMOD_GET_MAX` (device.h): bit 0 of `query_hca_cap_in.op_mod`.
+#[cfg_attr(MODULE, expect(dead_code, reason = "host tests read the maximum"))]
 pub(crate) const HCA_CAP_OPMOD_GET_MAX: u32 = 0;
 /// `HCA_CAP_OPMOD_GET_CUR` (device.h).
 pub(crate) const HCA_CAP_OPMOD_GET_CUR: u32 = 1;
@@ -112,11 +113,24 @@ pub(crate) const SET_HOST_ENDIANNESS_LE: u8 = 0x80;
 /// `MLX5_EVENT_TYPE_CMD` (device.h): command completion EQE.
 pub(crate) const EVENT_TYPE_CMD: u8 = 0x0a;
 /// `MLX5_EVENT_TYPE_PAGE_REQUEST` (device.h).
+#[cfg_attr(MODULE, expect(dead_code, reason = "no page requests; host tests"))]
 pub(crate) const EVENT_TYPE_PAGE_REQUEST: u8 = 0x0b;
 /// `MLX5_EVENT_TYPE_COMP` (device.h): a CQ completion EQE.
 pub(crate) const EVENT_TYPE_COMP: u8 = 0x00;
 /// `MLX5_EVENT_TYPE_CQ_ERROR` (device.h).
 pub(crate) const EVENT_TYPE_CQ_ERROR: u8 = 0x04;
+/// `MLX5_EVENT_TYPE_COMM_EST` (device.h).
+pub(crate) const EVENT_TYPE_COMM_EST: u8 = 0x02;
+/// `MLX5_EVENT_TYPE_SQ_DRAINED` (device.h).
+pub(crate) const EVENT_TYPE_SQ_DRAINED: u8 = 0x03;
+/// `MLX5_EVENT_TYPE_WQ_CATAS_ERROR` (device.h).
+pub(crate) const EVENT_TYPE_WQ_CATAS_ERROR: u8 = 0x05;
+/// `MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR` (device.h).
+pub(crate) const EVENT_TYPE_WQ_INVAL_REQ_ERROR: u8 = 0x10;
+/// `MLX5_EVENT_TYPE_WQ_ACCESS_ERROR` (device.h).
+pub(crate) const EVENT_TYPE_WQ_ACCESS_ERROR: u8 = 0x11;
+/// `MLX5_EVENT_TYPE_SRQ_LAST_WQE` (device.h).
+pub(crate) const EVENT_TYPE_SRQ_LAST_WQE: u8 = 0x13;
 /// `MLX5_SHARED_RESOURCE_UID` (mlx5_ifc.h): completion EQs are created with it.
 pub(crate) const SHARED_RESOURCE_UID: u16 = 0xffff;
 /// `MLX5_QUERY_PAGES_IN_OP_MOD_BOOT_PAGES` (mlx5_ifc.h).
@@ -125,12 +139,11 @@ pub(crate) const QUERY_PAGES_BOOT: u32 = 0x1;
 pub(crate) const QUERY_PAGES_REGULAR: u32 = 0x3;
 /// `MLX5_TEARDOWN_HCA_IN_PROFILE_GRACEFUL_CLOSE` (mlx5_ifc.h).
 pub(crate) const TEARDOWN_GRACEFUL_CLOSE: u32 = 0x0;
-/// `CMD_IF_REV` (cmd.c): the command interface revision the driver requires.
-pub(crate) const CMD_IF_REV: u32 = 5;
 
 /// `MLX5_RMPC_STATE_RDY` (mlx5_ifc.h).
 pub(crate) const RMPC_STATE_RDY: u32 = 0x1;
 /// `MLX5_RMPC_STATE_ERR` (mlx5_ifc.h).
+#[expect(dead_code, reason = "the simulator's RMPs never fail")]
 pub(crate) const RMPC_STATE_ERR: u32 = 0x3;
 /// `MLX5_WQ_TYPE_LINKED_LIST` (mlx5_ifc.h): the receive WQEs of an RMP/SRQ, chained by
 /// `next_wqe_index`.
@@ -139,3 +152,24 @@ pub(crate) const WQ_TYPE_LINKED_LIST: u32 = 0x0;
 pub(crate) const EVENT_TYPE_SRQ_CATAS_ERROR: u8 = 0x12;
 /// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` (device.h).
 pub(crate) const EVENT_TYPE_SRQ_RQ_LIMIT: u8 = 0x14;
+
+/// `MLX5_QP_OPTPAR_*` (qp.h): the bits of a QP transition's `opt_param_mask`, which the driver
+/// sets and the simulator applies (only the members whose bit is set).
+pub(crate) mod qp_optpar {
+    /// `MLX5_QP_OPTPAR_RRE`.
+    pub(crate) const RRE: u32 = 1 << 1;
+    /// `MLX5_QP_OPTPAR_RAE`.
+    pub(crate) const RAE: u32 = 1 << 2;
+    /// `MLX5_QP_OPTPAR_RWE`.
+    pub(crate) const RWE: u32 = 1 << 3;
+    /// `MLX5_QP_OPTPAR_PKEY_INDEX`.
+    pub(crate) const PKEY_INDEX: u32 = 1 << 4;
+    /// `MLX5_QP_OPTPAR_Q_KEY`.
+    pub(crate) const Q_KEY: u32 = 1 << 5;
+    /// `MLX5_QP_OPTPAR_RNR_TIMEOUT`.
+    pub(crate) const RNR_TIMEOUT: u32 = 1 << 6;
+    /// `MLX5_QP_OPTPAR_PRI_PORT`.
+    // The driver sets it; the simulator ignores the port (one per function).
+    #[cfg_attr(not(MODULE), allow(dead_code))]
+    pub(crate) const PRI_PORT: u32 = 1 << 16;
+}

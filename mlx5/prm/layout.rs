@@ -27,7 +27,7 @@ pub(crate) struct Field {
 #[derive(Clone, Copy, Debug)]
 // The kernel crate only declares layouts; their names and member lists are read by
 // `tools/prm-check` and the host table tests.
-#[cfg_attr(MODULE, allow(dead_code))]
+#[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
 pub(crate) struct Layout {
     /// The layout name without the `mlx5_ifc_` prefix and `_bits` suffix.
     pub(crate) name: &'static str,
@@ -127,12 +127,23 @@ impl Field {
     }
 
     /// `MLX5_GET`: a field of at most 32 bits that does not cross a dword boundary.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] for a
+    /// field wider than 32 bits or crossing a dword.
     pub(crate) fn get(self, buf: &[u8]) -> Result<u32, PrmError> {
         let (byte, shift) = self.dword()?;
         Ok((Self::load(buf, byte)? >> shift) & self.mask32())
     }
 
     /// `MLX5_SET`: read-modify-write of the field's bits inside its dword.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] for a
+    /// field wider than 32 bits or crossing a dword, [`PrmError::ValueTooWide`] if `v` does not
+    /// fit the field.
     pub(crate) fn set(self, buf: &mut [u8], v: u32) -> Result<(), PrmError> {
         let (byte, shift) = self.dword()?;
         let mask = self.mask32();
@@ -152,8 +163,11 @@ impl Field {
     }
 
     /// `MLX5_GET64`.
-    // No kernel caller yet (the driver will read 64-bit GUIDs with it); host-tested.
-    #[cfg_attr(MODULE, allow(dead_code))]
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] unless
+    /// it is a 64-bit aligned 64-bit field.
     pub(crate) fn get64(self, buf: &[u8]) -> Result<u64, PrmError> {
         let byte = self.qword()?;
         let hi = Self::load(buf, byte)?;
@@ -162,6 +176,11 @@ impl Field {
     }
 
     /// `MLX5_SET64`.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] unless
+    /// it is a 64-bit aligned 64-bit field.
     pub(crate) fn set64(self, buf: &mut [u8], v: u64) -> Result<(), PrmError> {
         let byte = self.qword()?;
         // Check the whole range first so a short buffer is not left half written.
@@ -183,16 +202,30 @@ impl Field {
     }
 
     /// `MLX5_ADDR_OF` for byte arrays and nested layouts (GIDs, MACs, a whole `qpc`).
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] unless
+    /// it is byte aligned and whole bytes wide.
     pub(crate) fn bytes(self, buf: &[u8]) -> Result<&[u8], PrmError> {
         buf.get(self.byte_range()?).ok_or(PrmError::OutOfBounds)
     }
 
     /// Mutable [`Field::bytes`].
+    ///
+    /// # Errors
+    ///
+    /// As for `bytes`.
     pub(crate) fn bytes_mut(self, buf: &mut [u8]) -> Result<&mut [u8], PrmError> {
         buf.get_mut(self.byte_range()?).ok_or(PrmError::OutOfBounds)
     }
 
     /// Copies `src` into a byte-array field; `src` must be exactly the field's size.
+    ///
+    /// # Errors
+    ///
+    /// As for `bytes`, and [`PrmError::LengthMismatch`] if `src` is not exactly the field's
+    /// size.
     pub(crate) fn set_bytes(self, buf: &mut [u8], src: &[u8]) -> Result<(), PrmError> {
         let dst = self.bytes_mut(buf)?;
         if dst.len() != src.len() {
@@ -278,44 +311,78 @@ impl<L> Member<L> {
     }
 
     /// `MLX5_GET` on raw bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] for a
+    /// field wider than 32 bits or crossing a dword.
     pub(crate) fn get(self, buf: &[u8]) -> Result<u32, PrmError> {
         self.field().get(buf)
     }
 
     /// `MLX5_SET` on raw bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] for a
+    /// field wider than 32 bits or crossing a dword, [`PrmError::ValueTooWide`] if `v` does not
+    /// fit the field.
     pub(crate) fn set(self, buf: &mut [u8], v: u32) -> Result<(), PrmError> {
         self.field().set(buf, v)
     }
 
     /// `MLX5_GET64` on raw bytes.
-    #[cfg_attr(MODULE, allow(dead_code))]
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] unless
+    /// it is a 64-bit aligned 64-bit field.
     pub(crate) fn get64(self, buf: &[u8]) -> Result<u64, PrmError> {
         self.field().get64(buf)
     }
 
     /// `MLX5_SET64` on raw bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] unless
+    /// it is a 64-bit aligned 64-bit field.
     pub(crate) fn set64(self, buf: &mut [u8], v: u64) -> Result<(), PrmError> {
         self.field().set64(buf, v)
     }
 
     /// `MLX5_ADDR_OF` on raw bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`PrmError::OutOfBounds`] if the field is not inside `buf`, [`PrmError::Shape`] unless
+    /// it is byte aligned and whole bytes wide.
     pub(crate) fn bytes(self, buf: &[u8]) -> Result<&[u8], PrmError> {
         self.field().bytes(buf)
     }
 
     /// Mutable [`Member::bytes`].
+    ///
+    /// # Errors
+    ///
+    /// As for `bytes`.
     pub(crate) fn bytes_mut(self, buf: &mut [u8]) -> Result<&mut [u8], PrmError> {
         self.field().bytes_mut(buf)
     }
 
     /// Copies `src` into a byte-array member of raw bytes.
+    ///
+    /// # Errors
+    ///
+    /// As for `bytes`, and [`PrmError::LengthMismatch`] if `src` is not exactly the field's
+    /// size.
     pub(crate) fn set_bytes(self, buf: &mut [u8], src: &[u8]) -> Result<(), PrmError> {
         self.field().set_bytes(buf, src)
     }
 }
 
 /// A [`Field`] or a [`Member`] of any layout: for raw helpers (host tests) that take either.
-#[cfg_attr(MODULE, allow(dead_code))]
+#[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
 pub(crate) trait AnyField: Copy {
     /// The untyped field.
     fn any_field(self) -> Field;

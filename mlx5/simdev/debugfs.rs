@@ -25,7 +25,7 @@
 
 use super::SimFunction;
 use crate::fwsim::fault::{parse_knob, parse_number, FaultAction};
-use crate::fwsim::profile::LinkLayer;
+use crate::fwsim::profile::LinkLayer as SimLinkLayer;
 use core::fmt;
 use kernel::{
     debugfs::{Dir, Scope},
@@ -76,8 +76,8 @@ fn show_identity(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "pci {:04x}:{:04x}", id.pci_vendor, id.pci_device)?;
     writeln!(out, "fw {}.{}.{:04}", id.fw_rev.0, id.fw_rev.1, id.fw_rev.2)?;
     let ll = match id.link_layer {
-        LinkLayer::Ib => "InfiniBand",
-        LinkLayer::Ethernet => "Ethernet",
+        ib_core_rs::attr::LinkLayer::Infiniband => "InfiniBand",
+        ib_core_rs::attr::LinkLayer::Ethernet => "Ethernet",
     };
     writeln!(out, "link_layer {}", ll)?;
     writeln!(out, "ports {}", id.num_ports)?;
@@ -106,8 +106,8 @@ fn show_caps(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         // `Fw::port_lid`: unique per function (from the serial); PMTU max_mtu is 4096 on IB.
         let lid = lids.get(usize::from(port) - 1).copied().unwrap_or(0);
         match cfg.link_layer {
-            LinkLayer::Ib => writeln!(out, "port{} lid {} max_mtu 4096", port, lid)?,
-            LinkLayer::Ethernet => writeln!(out, "port{} lid 0", port)?,
+            SimLinkLayer::Ib => writeln!(out, "port{} lid {} max_mtu 4096", port, lid)?,
+            SimLinkLayer::Ethernet => writeln!(out, "port{} lid 0", port)?,
         }
         match f.roce_addr(port, 0) {
             Some(a) => {

@@ -63,6 +63,10 @@ pub(crate) struct Iommu {
 
 impl Iommu {
     /// An IOMMU with nothing mapped.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Iommu {

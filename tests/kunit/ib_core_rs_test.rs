@@ -318,13 +318,10 @@ impl DeviceOps for MockOps {
     }
 
     fn query_qp(qp: &Qp<Mock>) -> Result<QpAttr> {
-        let state = match qp.data().state.load(Relaxed) {
-            0 => QpState::Reset,
-            1 => QpState::Init,
-            2 => QpState::Rtr,
-            3 => QpState::Rts,
-            _ => QpState::Err,
-        };
+        let state = u8::try_from(qp.data().state.load(Relaxed))
+            .ok()
+            .and_then(|v| QpState::try_from(v).ok())
+            .unwrap_or(QpState::Err);
         Ok(QpAttr {
             qp_state: state,
             ..QpAttr::default()

@@ -227,15 +227,10 @@ struct MockCtx {
 
 /// The QP state the mock keeps (`QpState as u32`).
 fn state_of(v: u32) -> QpState {
-    match v {
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        4 => QpState::Sqd,
-        5 => QpState::Sqe,
-        6 => QpState::Err,
-        _ => QpState::Reset,
-    }
+    u8::try_from(v)
+        .ok()
+        .and_then(|v| QpState::try_from(v).ok())
+        .unwrap_or(QpState::Reset)
 }
 
 /// The mock's `max_cqe`.

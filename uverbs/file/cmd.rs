@@ -100,6 +100,54 @@ pub(super) fn request<T: AbiField>(core_in: &[u8]) -> Result<T> {
     w::request(core_in).map_err(kerr)
 }
 
+/// An extended create response (`struct ib_uverbs_ex_create_cq_resp`, `_ex_create_qp_resp`):
+/// the command's base response, then `comp_mask` and `response_length`.
+pub(super) trait ExCreateResp: AbiField {
+    /// The base response (`struct ib_uverbs_create_cq_resp`, `_create_qp_resp`).
+    type Base: AbiField;
+    /// The extended response around `base`.
+    fn extend(base: Self::Base, comp_mask: u32, response_length: u32) -> Self;
+}
+
+macro_rules! ex_create_resp {
+    ($($ex:ty => $base:ty),*) => {$(
+        impl ExCreateResp for $ex {
+            type Base = $base;
+            fn extend(base: $base, comp_mask: u32, response_length: u32) -> Self {
+                Self { base, comp_mask, response_length }
+            }
+        }
+    )*};
+}
+
+ex_create_resp!(s::ExCreateCqResp => s::CreateCqResp, s::ExCreateQpResp => s::CreateQpResp);
+
+/// Writes a create command's response to `out` (the write command's response buffer, address
+/// and length): for the extended command (`ex`) the extended response `E` with `comp_mask` 0
+/// and the `response_length` upstream's `uverbs_response_length()` gives, else `base` alone;
+/// either cut to what the buffer holds (upstream `uverbs_response()`).
+///
+/// # Errors
+///
+/// `EFAULT` if the user buffer cannot be written.
+pub(super) fn create_response<E: ExCreateResp>(
+    out: (u64, usize),
+    ex: bool,
+    base: E::Base,
+) -> Result {
+    // The largest extended response (`ib_uverbs_ex_create_qp_resp`) is 40 bytes.
+    let mut buf = [0u8; 64];
+    let len = if ex {
+        let len = w::uverbs_response_length(out.1, E::SIZE) as u32;
+        E::extend(base, 0, len).write(&mut buf);
+        E::SIZE
+    } else {
+        base.write(&mut buf);
+        E::Base::SIZE
+    };
+    copy_out_or_zero(out.0, out.1, buf.get(..len).ok_or(EINVAL)?)
+}
+
 impl<D: Driver> UFile<D> {
     pub(super) fn query_device_resp(&self) -> s::QueryDeviceResp {
         let imm = self.dev.port_immutable(1).unwrap_or_default();

@@ -62,6 +62,10 @@ pub struct Stats {
     pub eqe_errors: u64,
 }
 
+/// `CMD_IF_REV` (mlx5_core's cmd.c): the command interface revision mlx5_core requires in
+/// the init segment (the kernel simulator has no init segment).
+const CMD_IF_REV: u32 = 5;
+
 /// Ticks of the health counter: one per 100 ms (mlx5_core polls every 2 s).
 const HEALTH_TICK: Duration = Duration::from_millis(100);
 /// Reads of `initializing` that still see the bit set after reset (the driver's wait loop is
@@ -287,7 +291,7 @@ impl CxFunction {
         let t = self.elapsed().as_nanos() as u64;
         Some(match off {
             FW_REV => (u32::from(min) << 16) | u32::from(maj),
-            CMDIF_REV_FW_SUB => (crate::prm::consts::CMD_IF_REV << 16) | u32::from(sub),
+            CMDIF_REV_FW_SUB => (CMD_IF_REV << 16) | u32::from(sub),
             CMDQ_ADDR_H => self.cmdq_h,
             CMDQ_ADDR_L_SZ => {
                 (self.cmdq_l & !0xfff)

@@ -5,9 +5,9 @@
 
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::uverbs::abi::{ids::obj, structs as s, write as w};
+use crate::uverbs::abi::{ids::obj, structs as s};
 use crate::uverbs::async_event::AsyncEventFile;
-use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{create_response, request, with_udata, WriteBufs};
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_out_or_zero, UFile};
@@ -128,17 +128,7 @@ impl<D: Driver> UFile<D> {
         };
         let out = b.core_out;
         Self::commit_and_respond(inner, id, obj::CQ, ObjKind::Cq(cq, ev), || {
-            if ex {
-                let o = s::ExCreateCqResp {
-                    base,
-                    comp_mask: 0,
-                    response_length: w::uverbs_response_length(out.1, s::ExCreateCqResp::SIZE)
-                        as u32,
-                };
-                copy_out_or_zero(out.0, out.1, &o.to_bytes())
-            } else {
-                copy_out_or_zero(out.0, out.1, &base.to_bytes())
-            }
+            create_response::<s::ExCreateCqResp>(out, ex, base)
         })
     }
 

@@ -8,7 +8,7 @@ use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s, write as w};
 use crate::uverbs::file::cmd::ah::ll_mac;
-use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{create_response, request, with_udata, WriteBufs};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_out_or_zero, UFile};
@@ -235,17 +235,7 @@ impl<D: Driver> UFile<D> {
         };
         let out = b.core_out;
         Self::commit_and_respond(inner, id, obj::QP, kind, || {
-            if ex {
-                let o = s::ExCreateQpResp {
-                    base,
-                    comp_mask: 0,
-                    response_length: w::uverbs_response_length(out.1, s::ExCreateQpResp::SIZE)
-                        as u32,
-                };
-                copy_out_or_zero(out.0, out.1, &o.to_bytes())
-            } else {
-                copy_out_or_zero(out.0, out.1, &base.to_bytes())
-            }
+            create_response::<s::ExCreateQpResp>(out, ex, base)
         })
     }
 
@@ -327,12 +317,15 @@ impl<D: Driver> UFile<D> {
         {
             return Err(EINVAL);
         }
-        let err = QpState::Err as u8;
-        if (mask & IB_QP_CUR_STATE != 0 && cur_state > err)
-            || (mask & QpAttrMask::STATE.0 != 0 && state > err)
-        {
-            return Err(EINVAL);
+        // upstream: a state above IB_QPS_ERR is EINVAL; QpState::try_from is that check.
+        if mask & IB_QP_CUR_STATE != 0 {
+            QpState::try_from(cur_state)?;
         }
+        let next = if mask & QpAttrMask::STATE.0 != 0 {
+            Some(QpState::try_from(state)?)
+        } else {
+            None
+        };
         if mask & QpAttrMask::QKEY.0 != 0 && qkey & IB_QP_SET_QKEY != 0 {
             // upstream: needs rdma_nl_get_privileged_qkey() or CAP_NET_RAW.
             return Err(EPERM);
@@ -354,8 +347,8 @@ impl<D: Driver> UFile<D> {
             rnr_retry: r.rnr_retry,
             ..QpAttr::default()
         };
-        if mask & QpAttrMask::STATE.0 != 0 {
-            a.qp_state = QpState::try_from(state)?;
+        if let Some(next) = next {
+            a.qp_state = next;
         }
         if mask & QpAttrMask::AV.0 != 0 {
             a.ah_attr = self.ah_from_dest(dest)?;
