@@ -92,7 +92,7 @@ judge() {
 # host/cxfn server), booted beside the main VM (two VMs: the machine's limit). The server's
 # own checks (`ok`/`not ok` lines of tools/pcifn.sh) count as tests too.
 # After it, in the same slot, the second VM of `make check` (mode check2: the data-path
-# programs and the fuzzer's mlx5 and differential slices; its KUnit suites are the first VM's, so KUnit is off).
+# programs and the fuzzer's slice; its KUnit suites are the first VM's, so KUnit is off).
 # The first VM (mode check) runs the rest meanwhile; both take about 8 minutes.
 second_slot() {
 	local rc=0
