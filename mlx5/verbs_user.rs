@@ -530,6 +530,10 @@ pub(crate) fn rereg_user_mr(
     };
     let len = umem.len();
     let mut umem = Some(umem);
+    // Not held across the new MR's creation: that takes the new MR's slot, a mutex of the
+    // same class (lockdep: possible recursive locking). The file's lock serializes this
+    // MR's rereg and dereg, so the empty slot is seen by nobody meanwhile.
+    drop(guard);
     let r = create_mr_keep(
         new_pd,
         access,
@@ -543,7 +547,7 @@ pub(crate) fn rereg_user_mr(
         &mut umem,
     );
     if r.is_err() {
-        *guard = umem;
+        *slot.lock() = umem;
     }
     r
 }

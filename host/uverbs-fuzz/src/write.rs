@@ -107,6 +107,10 @@ fn fields(c: u32, ex: bool) -> &'static [(usize, F)] {
         (cmd::MODIFY_SRQ, false) => &[(0, H(obj::SRQ)), (4, U32(2)), (8, U32(16)), (12, U32(4))],
         (cmd::QUERY_SRQ, false) => &[(8, H(obj::SRQ))],
         (cmd::DESTROY_SRQ, false) => &[(8, D(obj::SRQ))],
+        // struct ib_uverbs_alloc_mw: response, pd_handle, mw_type (IB_MW_TYPE_1).
+        (cmd::ALLOC_MW, false) => &[(8, H(obj::PD)), (12, U8(1))],
+        // struct ib_uverbs_dealloc_mw: mw_handle.
+        (cmd::DEALLOC_MW, false) => &[(0, D(obj::MW))],
         _ => &[],
     }
 }
@@ -121,6 +125,7 @@ fn creates(c: u32, ex: bool) -> Option<u16> {
         (cmd::REG_MR, false) => obj::MR,
         (cmd::CREATE_QP, false) | (cmd::EX_CREATE_QP, true) => obj::QP,
         (cmd::CREATE_SRQ, false) => obj::SRQ,
+        (cmd::ALLOC_MW, false) => obj::MW,
         (cmd::GET_CONTEXT, false) => obj::ASYNC_EVENT,
         _ => return None,
     })
