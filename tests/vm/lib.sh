@@ -165,12 +165,14 @@ run_suites() {
 }
 
 # source_all: defines every suite function: sources each script of
-# RDMARS_DIR but lib.sh and the make-check mode scripts, with their standalone parts off.
+# RDMARS_DIR but lib.sh, the make-check mode scripts and a developer's scratch scripts
+# (tests/vm/scratch*.sh, untracked: `tools/vm.sh scratchX` boots one), with their
+# standalone parts off.
 source_all() {
 	local _sa_f
 	RDMARS_SOURCED=1
 	for _sa_f in "$RDMARS_DIR"/*.sh; do
-		case "${_sa_f##*/}" in lib.sh | check.sh | check2.sh) continue ;; esac
+		case "${_sa_f##*/}" in lib.sh | check.sh | check2.sh | scratch*.sh) continue ;; esac
 		. "$_sa_f"
 	done
 }
