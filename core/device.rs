@@ -164,6 +164,8 @@ pub struct DeviceCore {
     registered: Atomic<bool>,
     unreg_queued: Atomic<bool>,
     phys_port_cnt: u32,
+    /// Completion vectors (upstream `ib_device.num_comp_vectors`; 1 until the driver says).
+    num_comp_vectors: Atomic<u32>,
     #[pin]
     pub(crate) info: Mutex<Info>,
     #[pin]
@@ -214,6 +216,7 @@ impl DeviceCore {
             registered: Atomic::new(false),
             unreg_queued: Atomic::new(false),
             phys_port_cnt,
+            num_comp_vectors: Atomic::new(1),
             info <- core_mutex!(
                 Info {
                     attrs: DeviceAttr::default(),
@@ -236,6 +239,18 @@ impl DeviceCore {
     /// The node description (upstream `ib_device.node_desc`), NUL-padded.
     pub fn node_desc(&self) -> [u8; 64] {
         self.info.lock().node_desc
+    }
+
+    /// Completion vectors (upstream `ib_device.num_comp_vectors`): a CQ names one of
+    /// `0..num_comp_vectors()`; what uverbs GET_CONTEXT reports.
+    pub fn num_comp_vectors(&self) -> u32 {
+        self.num_comp_vectors.load(Relaxed)
+    }
+
+    /// Sets the number of completion vectors (at least 1), before registration (upstream
+    /// drivers set `ib_dev.num_comp_vectors` before `ib_register_device()`).
+    pub fn set_num_comp_vectors(&self, n: u32) {
+        self.num_comp_vectors.store(n.max(1), Relaxed);
     }
 
     /// Sets the node description (at most 64 bytes are kept).

@@ -59,6 +59,24 @@ u64 rdma_rs_mlx5_uar_paddr(struct mlx5_core_dev *mdev, u32 index);
 /* mlx5_wc_support_get(): whether write-combining UAR mappings work. */
 bool rdma_rs_mlx5_wc_support(struct mlx5_core_dev *mdev);
 
+/*
+ * The kernel UAR page @index (allocated by ALLOC_UAR), ioremap()ed uncached as
+ * upstream mlx5_get_uars_page() maps mdev->priv.uar: the address of the UAR
+ * within the mapping, or NULL. Process context. Undone by
+ * rdma_rs_mlx5_uar_unmap() with the same address.
+ */
+void __iomem *rdma_rs_mlx5_uar_map(struct mlx5_core_dev *mdev, u32 index);
+void rdma_rs_mlx5_uar_unmap(void __iomem *uar);
+
+/*
+ * mlx5_write64(): stores the 8 bytes @be_value (the doorbell as a big-endian
+ * number) at @offset of a mapped UAR in one 64-bit MMIO write. Any context.
+ */
+void rdma_rs_mlx5_uar_write64(void __iomem *uar, u32 offset, u64 be_value);
+
+/* mlx5_comp_vectors_max(): the function's completion vectors. */
+unsigned int rdma_rs_mlx5_comp_vectors(struct mlx5_core_dev *mdev);
+
 /* mlx5_comp_eqn_get(): the completion EQ of @vector, created on first use. */
 int rdma_rs_mlx5_comp_eqn(struct mlx5_core_dev *mdev, u16 vector, u32 *eqn);
 

@@ -67,6 +67,8 @@ pub(crate) struct CoreFunction {
     identity: Identity,
     name: CString,
     general: KVec<u8>,
+    /// `mlx5_comp_vectors_max()` at bind time.
+    comp_vectors: u32,
     roce: Option<KVec<u8>>,
     atomic: Option<KVec<u8>>,
 }
@@ -125,12 +127,14 @@ impl CoreFunction {
             num_ports: u8::try_from(num_ports).map_err(|_| EIO)?,
         };
         let name = CString::try_from_fmt(fmt!("{}", adev.as_ref().name()))?;
+        let comp_vectors = dev.comp_vectors()?.max(1);
         Ok(Arc::new(
             Self {
                 dev,
                 identity,
                 name,
                 general,
+                comp_vectors,
                 roce,
                 atomic,
             },
@@ -238,14 +242,28 @@ impl Mlx5Hw for CoreFunction {
         Ok(DmaMap::scattered(addrs, domain))
     }
 
+    fn num_comp_vectors(&self) -> u32 {
+        self.comp_vectors
+    }
+
     fn comp_eqn(&self, vector: u32) -> Result<u32> {
         self.dev.comp_eqn(vector)
     }
 
-    // Not done: the kernel UAR page would be `ioremap()`ed at BFREG (upstream
-    // `mlx5_get_uars_page()`), and a kernel queue rings with `mlx5_write64()` into it.
-    fn ring(&self, _uar: u32, _db: Doorbell, _value: u64) -> Result {
-        Err(EOPNOTSUPP)
+    // The kernel UAR page is `ioremap()`ed (upstream `mlx5_get_uars_page()`), and a kernel
+    // queue rings with `mlx5_write64()` into it: 0x20 for a CQ arm, 0x800 for the send queue
+    // (upstream alternates 0x800/0x900 for blue-flame copies of the WQE, which kernel queues
+    // here do not write; a doorbell-only store is the same at either).
+    fn map_kernel_uar(&self, index: u32) -> Result {
+        self.dev.map_kernel_uar(index)
+    }
+
+    fn unmap_kernel_uar(&self, _index: u32) {
+        self.dev.unmap_kernel_uar();
+    }
+
+    fn ring(&self, uar: u32, db: Doorbell, value: u64) -> Result {
+        self.dev.kernel_uar_write64(uar, db.offset(), value)
     }
 
     // Completions through each CQ's `mlx5_core_cq.comp` (CQs are created through mlx5_core,

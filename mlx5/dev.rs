@@ -489,15 +489,21 @@ fn stage_counters_cleanup(d: &mut Mlx5Dev) {
 
 /// upstream `mlx5_ib_stage_bfreg_init()`: the UAR page kernel consumers ring doorbells
 /// through. Upstream takes it from mlx5_core's shared pool (`mlx5_get_uars_page()`), which
-/// issues ALLOC_UAR and maps it; here it is ALLOC_UAR directly (mapping comes with the kernel
-/// data path).
+/// issues ALLOC_UAR and maps it; here it is ALLOC_UAR directly, then mapped by the backend
+/// ([`Mlx5Hw::map_kernel_uar`]: `ioremap()` on an mlx5_core function).
 fn stage_bfreg(d: &mut Mlx5Dev) -> Result {
-    d.uar = Some(d.exec(&AllocUar { uid: 0 })?);
+    let uar = d.exec(&AllocUar { uid: 0 })?;
+    if let Err(e) = d.hw.map_kernel_uar(uar) {
+        let _ = d.exec(&DeallocUar { id: uar, uid: 0 });
+        return Err(e);
+    }
+    d.uar = Some(uar);
     Ok(())
 }
 
 fn stage_bfreg_cleanup(d: &mut Mlx5Dev) {
     if let Some(uar) = d.uar.take() {
+        d.hw.unmap_kernel_uar(uar);
         let _ = d.exec(&DeallocUar { id: uar, uid: 0 });
     }
 }
@@ -583,6 +589,8 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     };
     dev.set_sysfs_group(&crate::sysfs::MLX5_GROUP);
     dev.set_node_desc(&d.node_desc);
+    // upstream: `ib_dev.num_comp_vectors = mlx5_comp_vectors_max(mdev)`.
+    dev.set_num_comp_vectors(hw.num_comp_vectors());
     if let Some(parent) = &d.parent {
         dev.set_parent(parent);
     }

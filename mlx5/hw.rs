@@ -326,6 +326,16 @@ pub(crate) enum Doorbell {
     Sq,
 }
 
+impl Doorbell {
+    /// The doorbell's offset in the UAR page (upstream `MLX5_CQ_DOORBELL`, `MLX5_BF_OFFSET`).
+    pub(crate) const fn offset(self) -> u32 {
+        match self {
+            Doorbell::CqArm => 0x20,
+            Doorbell::Sq => 0x800,
+        }
+    }
+}
+
 /// A device that executes mlx5 firmware commands.
 pub(crate) trait Mlx5Hw: Send + Sync {
     /// Executes one command: `inbox` is the `*_in` layout, `outbox` receives the `*_out`
@@ -388,6 +398,12 @@ pub(crate) trait Mlx5Hw: Send + Sync {
         Ok(DmaBuf { map, pages })
     }
 
+    /// The function's completion vectors (upstream `mlx5_comp_vectors_max()`, the device's
+    /// `num_comp_vectors`): CQs name one of `0..n`. The simulator has one.
+    fn num_comp_vectors(&self) -> u32 {
+        1
+    }
+
     /// The completion EQ for `vector` (upstream `mlx5_comp_eqn_get()`, which creates the EQ on
     /// first use). The simulator delivers completions without EQs: vector 0 is EQ 0.
     ///
@@ -401,12 +417,28 @@ pub(crate) trait Mlx5Hw: Send + Sync {
         Ok(0)
     }
 
+    /// Makes the kernel UAR page `index` (ALLOC_UAR's number) ringable by [`Mlx5Hw::ring`]
+    /// (upstream `mlx5_get_uars_page()` maps `mdev->priv.uar`): mlx5_core functions
+    /// `ioremap()` it; the simulator needs nothing. Process context.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` when the mapping fails, `EBUSY` if a kernel UAR is mapped already, `ENODEV`
+    /// once an mlx5_core function is gone.
+    fn map_kernel_uar(&self, _index: u32) -> Result {
+        Ok(())
+    }
+
+    /// Undoes [`Mlx5Hw::map_kernel_uar`]; no [`Mlx5Hw::ring`] of `index` afterwards.
+    fn unmap_kernel_uar(&self, _index: u32) {}
+
     /// Rings a doorbell of a kernel queue on UAR page `uar` (upstream `mlx5_write64()` to the
     /// UAR, after the doorbell record was written). May be called in atomic context.
     ///
     /// # Errors
     ///
-    /// `EOPNOTSUPP` where the backend cannot ring (mlx5_core: kernel UARs are not mapped).
+    /// `EINVAL` for a UAR that [`Mlx5Hw::map_kernel_uar`] did not map (mlx5_core functions),
+    /// `ENODEV` once an mlx5_core function is gone.
     fn ring(&self, uar: u32, db: Doorbell, value: u64) -> Result;
 
     /// A CPU store of `value` (the 8 bytes stored, read as a big-endian number) at `offset` of

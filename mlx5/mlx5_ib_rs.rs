@@ -22,6 +22,9 @@ mod aux_parent;
 mod fwsim_param;
 #[path = "../rust/kthread.rs"]
 mod kthread;
+#[cfg(CONFIG_KUNIT)]
+#[path = "../rust/mlx5_bound.rs"]
+mod mlx5_bound;
 #[path = "../rust/mlx5_core.rs"]
 mod mlx5_core;
 
@@ -93,6 +96,8 @@ impl InPlaceModule for Mlx5IbRs {
             // which then probes them (and any mlx5_core.rdma.N already present).
             _sim: {
                 kthread::init();
+                #[cfg(CONFIG_KUNIT)]
+                mlx5_bound::init();
                 check_ops()?;
                 fwsim_param::with_sim_param(|list| simdev::SimDevices::from_list(list, MODULE_NAME))?
             },

@@ -50,6 +50,16 @@ pub(crate) struct Mlx5Function {
     _dev: Mlx5Dev,
 }
 
+#[cfg(CONFIG_KUNIT)]
+impl Drop for Mlx5Function {
+    // Before the stages' cleanups (the fields drop after this).
+    fn drop(&mut self) {
+        if let Some(ib) = &self._dev.ib {
+            crate::mlx5_bound::remove(ib);
+        }
+    }
+}
+
 impl auxiliary::Driver for Mlx5AuxDriver {
     type IdInfo = Backend;
     type Data<'bound> = Mlx5Function;
@@ -79,6 +89,10 @@ impl auxiliary::Driver for Mlx5AuxDriver {
         };
         let d = Mlx5Dev::probe_under(hw, Some(parent))?;
         log_probed(adev.as_ref(), &d);
+        #[cfg(CONFIG_KUNIT)]
+        if let (Backend::Mlx5Core, Some(ib)) = (info, &d.ib) {
+            crate::mlx5_bound::add(ib)?;
+        }
         Ok(Mlx5Function { _dev: d })
     }
 }

@@ -10,6 +10,7 @@
  */
 #include <linux/auxiliary_bus.h>
 #include <linux/dma-mapping.h>
+#include <linux/io.h>
 #include <linux/mlx5/cq.h>
 #include <linux/mlx5/driver.h>
 #include <linux/slab.h>
@@ -99,6 +100,37 @@ u64 rdma_rs_mlx5_uar_paddr(struct mlx5_core_dev *mdev, u32 index)
 bool rdma_rs_mlx5_wc_support(struct mlx5_core_dev *mdev)
 {
 	return mlx5_wc_support_get(mdev);
+}
+
+void __iomem *rdma_rs_mlx5_uar_map(struct mlx5_core_dev *mdev, u32 index)
+{
+	unsigned int fw_uars_per_page =
+		MLX5_CAP_GEN(mdev, uar_4k) ? MLX5_UARS_IN_PAGE : 1;
+	void __iomem *page;
+
+	/* upstream alloc_uars_page(): ioremap() of the system page, not WC */
+	page = ioremap(rdma_rs_mlx5_uar_paddr(mdev, index), PAGE_SIZE);
+	if (!page)
+		return NULL;
+	return page + (index % fw_uars_per_page) * MLX5_ADAPTER_PAGE_SIZE;
+}
+
+void rdma_rs_mlx5_uar_unmap(void __iomem *uar)
+{
+	iounmap((void __iomem *)((unsigned long)uar & PAGE_MASK));
+}
+
+void rdma_rs_mlx5_uar_write64(void __iomem *uar, u32 offset, u64 be_value)
+{
+	__be64 v = cpu_to_be64(be_value);
+
+	/* mlx5_write64(): the doorbell's bytes in memory order, one store */
+	__raw_writeq(*(u64 *)&v, uar + offset);
+}
+
+unsigned int rdma_rs_mlx5_comp_vectors(struct mlx5_core_dev *mdev)
+{
+	return mlx5_comp_vectors_max(mdev);
 }
 
 int rdma_rs_mlx5_comp_eqn(struct mlx5_core_dev *mdev, u16 vector, u32 *eqn)

@@ -18,7 +18,7 @@ use kernel::{
     ffi::{c_int, c_void},
     new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::atomic::{Acquire, Atomic, Release},
+    sync::atomic::{Acquire, Atomic, Full, Relaxed, Release},
     sync::{aref::ARef, Arc, Mutex, SpinLockIrq, Srcu},
 };
 
@@ -50,6 +50,10 @@ extern "C" {
     fn rdma_rs_mlx5_ident(mdev: *mut c_void, out: *mut RawIdent);
     fn rdma_rs_mlx5_uar_paddr(mdev: *mut c_void, index: u32) -> u64;
     fn rdma_rs_mlx5_wc_support(mdev: *mut c_void) -> bool;
+    fn rdma_rs_mlx5_uar_map(mdev: *mut c_void, index: u32) -> *mut c_void;
+    fn rdma_rs_mlx5_uar_unmap(uar: *mut c_void);
+    fn rdma_rs_mlx5_uar_write64(uar: *mut c_void, offset: u32, be_value: u64);
+    fn rdma_rs_mlx5_comp_vectors(mdev: *mut c_void) -> u32;
     fn rdma_rs_mlx5_comp_eqn(mdev: *mut c_void, vector: u16, eqn: *mut u32) -> c_int;
     fn rdma_rs_mlx5_dma_map_pages(
         dev: *mut c_void,
@@ -157,6 +161,11 @@ pub(crate) struct CoreDev {
     /// The C objects that call back.
     #[pin]
     bound: Mutex<Bound>,
+    /// The kernel UAR page as `ioremap()`ed by [`CoreDev::map_kernel_uar`] (null: none), and
+    /// its index. Stores through it happen inside an SRCU read-side section; the unmapping
+    /// clears the pointer and waits for the sections in progress first.
+    kuar: Atomic<*mut c_void>,
+    kuar_index: Atomic<u32>,
 }
 
 // SAFETY: `mlx5_cmd_do()` may be called from any task, concurrently (mlx5_core serializes on
@@ -203,6 +212,8 @@ impl CoreDev {
                 dma_dev: ARef::from(adev.parent()),
                 sink <- new_spinlock_irq!(None),
                 bound <- new_mutex!(Bound { cqs: KVec::new(), notifier: 0 }),
+                kuar: Atomic::new(core::ptr::null_mut()),
+                kuar_index: Atomic::new(0),
             }),
             GFP_KERNEL,
         )?;
@@ -217,6 +228,8 @@ impl CoreDev {
     pub(crate) fn revoke(&self) {
         self.live.store(false, Release);
         self.srcu.synchronize();
+        // No doorbell store after the binding: the BAR goes with mlx5_core's teardown.
+        self.unmap_kernel_uar();
         // Whatever the driver did not destroy (it destroys everything before unbinding
         // ends) must not call back into a CoreDev that may go away: freed here, where `mdev`
         // is still valid (the devres action runs before unbinding completes).
@@ -414,6 +427,80 @@ impl CoreDev {
         // SAFETY: `mdev` is live (`with`); the shim only reads `mdev->bar_addr` and the cached
         // general capabilities.
         self.with(|mdev| unsafe { rdma_rs_mlx5_uar_paddr(mdev, index) })
+    }
+
+    /// `mlx5_comp_vectors_max()`: the function's completion vectors (upstream
+    /// `ib_dev.num_comp_vectors`).
+    ///
+    /// # Errors
+    ///
+    /// `ENODEV` once revoked.
+    pub(crate) fn comp_vectors(&self) -> Result<u32> {
+        // SAFETY: `mdev` is live (`with`); the function reads mlx5_core's IRQ table size.
+        self.with(|mdev| unsafe { rdma_rs_mlx5_comp_vectors(mdev) })
+    }
+
+    /// Maps the kernel UAR page `index` (ALLOC_UAR's number, upstream `mdev->priv.uar` as
+    /// `mlx5_get_uars_page()` maps it: uncached) for [`CoreDev::kernel_uar_write64`]. One
+    /// kernel UAR per function.
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` if one is mapped already, `ENOMEM` when `ioremap()` fails, `ENODEV` once
+    /// revoked.
+    pub(crate) fn map_kernel_uar(&self, index: u32) -> Result {
+        if !self.kuar.load(Acquire).is_null() {
+            return Err(EBUSY);
+        }
+        // SAFETY: `mdev` is live (`with`); the shim reads the BAR address and the general
+        // capabilities and calls ioremap(), which may sleep (process context, allowed in the
+        // section).
+        let p = self.with(|mdev| unsafe { rdma_rs_mlx5_uar_map(mdev, index) })?;
+        if p.is_null() {
+            return Err(ENOMEM);
+        }
+        self.kuar_index.store(index, Relaxed);
+        self.kuar.store(p, Release);
+        Ok(())
+    }
+
+    /// Undoes [`CoreDev::map_kernel_uar`] (nothing if none is mapped); returns once no store
+    /// through the mapping is in progress. Process context.
+    pub(crate) fn unmap_kernel_uar(&self) {
+        let p = self.kuar.xchg(core::ptr::null_mut(), Full);
+        if p.is_null() {
+            return;
+        }
+        // A store that loaded the pointer before the exchange is inside a read-side section.
+        self.srcu.synchronize();
+        // SAFETY: `p` came from rdma_rs_mlx5_uar_map() (stored by `map_kernel_uar`), the
+        // exchange above made this the only caller to see it, and no store uses it any more.
+        unsafe { rdma_rs_mlx5_uar_unmap(p) };
+    }
+
+    /// `mlx5_write64()`: the doorbell `be_value` (its 8 bytes read as a big-endian number)
+    /// stored at `offset` of the kernel UAR `index` in one MMIO write. Never sleeps.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if `index` is not the mapped kernel UAR or `offset` is not an aligned doorbell
+    /// inside the 4 KiB UAR; `ENODEV` once revoked.
+    pub(crate) fn kernel_uar_write64(&self, index: u32, offset: u32, be_value: u64) -> Result {
+        if offset % 8 != 0 || offset > 4096 - 8 {
+            return Err(EINVAL);
+        }
+        let _guard = self.srcu.read_lock();
+        if !self.live.load(Acquire) {
+            return Err(ENODEV);
+        }
+        let p = self.kuar.load(Acquire);
+        if p.is_null() || self.kuar_index.load(Relaxed) != index {
+            return Err(EINVAL);
+        }
+        // SAFETY: `p` is a live mapping of a 4 KiB UAR (it is unmapped only after the pointer
+        // was cleared and this section ended), `offset` + 8 is inside it and 8-aligned.
+        unsafe { rdma_rs_mlx5_uar_write64(p, offset, be_value) };
+        Ok(())
     }
 
     /// `mlx5_wc_support_get()`: whether write-combining mappings of UAR pages work (mlx5_core

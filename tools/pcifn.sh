@@ -26,9 +26,15 @@ CXFN_TRACE=${CXFN_TRACE:-} "$here/target/release/cxfn-server" "$sock" "$model" 2
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
-# kunit.enable=0: the modules' KUnit suites (which run at every insmod) are make check's
-# business; here they would take most of the run under TCG.
-RDMARS_VM_ARGS="kunit.enable=0 ${RDMARS_VM_ARGS:-}" RDMARS_QEMU="$qemu" RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-600} \
+# The modules' KUnit suites (which run at every insmod) are make check's business; here they
+# would take most of the run under TCG. Mode pcifn runs one, mlx5_ib_rs_fn_kverbs (kernel
+# queues on the function), and filters out the rest; mode pcifn_c runs none.
+if [ "$vmmode" = pcifn ]; then
+	kunit_args="kunit.filter_glob=mlx5_ib_rs_fn_kverbs"
+else
+	kunit_args="kunit.enable=0"
+fi
+RDMARS_VM_ARGS="$kunit_args ${RDMARS_VM_ARGS:-}" RDMARS_QEMU="$qemu" RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-600} \
 	RDMARS_QEMU_ARGS="-object memory-backend-memfd,id=mem,size=$mem,share=on -machine q35,memory-backend=mem -device {\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$sock\"}}" \
 	"$here/tools/vm.sh" "$vmmode" "$kb" "$log"
 wait $server 2>/dev/null || true

@@ -13,7 +13,8 @@ load_mlx5_core() {
 # run at its first insmod in this boot only (later ones filter every suite out through
 # kunit.filter_glob): the judge needs each suite's report once, and under KASAN the
 # suites cost more than the suite that loads the module. RDMARS_KUNIT_EVERY_LOAD=1 runs them
-# at every load.
+# at every load. RDMARS_KUNIT_GLOB (default every suite) is the filter a first load uses
+# (mode pcifn: the one suite that runs on the emulated function).
 kunit_insmod() {
 	local d=$1 ko=$2 glob=/sys/module/kunit/parameters/filter_glob
 	shift 2
@@ -22,7 +23,7 @@ kunit_insmod() {
 		printf rdmars-no-suite >$glob
 	fi
 	t_check "$d" insmod "$ko" "$@"
-	[ -w $glob ] && printf '*.*' >$glob
+	[ -w $glob ] && printf '%s' "${RDMARS_KUNIT_GLOB:-*.*}" >$glob
 	touch "$stamp"
 }
 

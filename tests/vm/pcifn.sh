@@ -82,7 +82,48 @@ pcifn_traffic() {
 		"-d mlx5_0 -F -n 200" "-d mlx5_0 -F -n 200" "$PERF_WANT"
 	tr_pair "ib_send_lat on the function (-n 200)" ib_send_lat \
 		"-d mlx5_0 -F -n 200" "-d mlx5_0 -F -n 200" "$PERF_WANT"
+	tr_pair "ib_atomic_bw on the function (fetch-and-add, -n 200)" ib_atomic_bw \
+		"-d mlx5_0 -F -n 200" "-d mlx5_0 -F -n 200" "$PERF_WANT"
 	t_check "rdma res shows no QP after the traffic" sh -c '! rdma res show qp | grep -q .'
+}
+
+# Hot unplug on the function: two processes hold a context, PDs, a CQ, an RC QP, an MR and
+# libmlx5's mappings on mlx5_0, one of them with RDMA WRITEs in flight, while mlx5_core.rdma.0
+# is unbound from mlx5_ib_rs: the removal completes, both processes get EIO from every call
+# and IB_EVENT_DEVICE_FATAL and close (the handle is revoked: nothing reaches mlx5_core after
+# the unbind), and the function bound again registers mlx5_0 and serves the workload. The
+# server's firmware state at the end (tools/pcifn.sh) shows nothing left.
+pcifn_unplug() {
+	local f=mlx5_core.rdma.0 drv=mlx5_ib_rs.mlx5_ib_rs p1 p2 rc i
+	rm -f /tmp/fu-go /tmp/fu-traffic /tmp/fu-*.out
+	mkfifo /tmp/fu-go /tmp/fu-traffic
+	/rdma-rs/uverbs_unplug -d mlx5_0 -o hold /tmp/fu-go >/tmp/fu-1.out 2>&1 &
+	p1=$!
+	/rdma-rs/uverbs_unplug -d mlx5_0 -o -t /tmp/fu-traffic hold /tmp/fu-go >/tmp/fu-2.out 2>&1 &
+	p2=$!
+	for i in $(seq 1 600); do
+		[ "$(grep -l READY /tmp/fu-1.out /tmp/fu-2.out 2>/dev/null | wc -l)" = 2 ] && break
+		sleep 0.2
+	done
+	echo "restrack while held: $(rdma res | grep mlx5_0)"
+	timeout 10 sh -c 'echo go >/tmp/fu-traffic'
+	for i in $(seq 1 300); do grep -q '^TRAFFIC' /tmp/fu-2.out && break; sleep 0.2; done
+	t_check "a process has RDMA WRITEs in flight on the function" grep -q '^TRAFFIC' /tmp/fu-2.out
+	rc=0
+	timeout 120 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
+	t_check "unbind $f completes while two processes hold objects (exit $rc)" test $rc = 0
+	t_check "mlx5_0 unregistered" test ! -e /sys/class/infiniband/mlx5_0
+	timeout 10 sh -c 'echo go >/tmp/fu-go'
+	rc=0
+	wait $p1 || rc=$?
+	t_import_file "hot unplug on the function, holder" /tmp/fu-1.out $rc
+	rc=0
+	wait $p2 || rc=$?
+	t_import_file "hot unplug on the function, traffic" /tmp/fu-2.out $rc
+	t_check "the traffic process saw IB_EVENT_DEVICE_FATAL" grep -q IB_EVENT_DEVICE_FATAL /tmp/fu-2.out
+	echo $f >/sys/bus/auxiliary/drivers/$drv/bind
+	t_check "bind $f again: mlx5_0 registered" test -e /sys/class/infiniband/mlx5_0
+	t_import "libmlx5 workload on mlx5_0 after the rebind" /rdma-rs/verbs_workload -d mlx5_0 -o 0
 }
 
 # The interrupts of mlx5_core's first completion vector so far (all CPUs).
@@ -93,8 +134,13 @@ pcifn_comp_irqs() {
 pcifn_ib() {
 	local n0 uv
 	n0=$(dmesg | wc -l)
-	load_ours
+	# The one KUnit suite of this mode (tools/pcifn.sh filters out the others at boot):
+	# mlx5_ib_rs_fn_kverbs runs kernel RC queues on the function at mlx5_ib_rs's insmod.
+	RDMARS_KUNIT_GLOB=mlx5_ib_rs_fn_kverbs load_ours
 	sleep 1
+	pcifn_kmsg_since "$n0" | grep 'mlx5_ib_rs_fn_kverbs' | sed 's/^/    kverbs| /'
+	t_check "kernel RC queues on mlx5_0 of the function (KUnit mlx5_ib_rs_fn_kverbs: SEND, WRITE, READ, atomics, events)" \
+		sh -c "dmesg | tail -n +$((n0 + 1)) | grep -q 'mlx5_ib_rs_fn_kverbs: mlx5_0: kernel RC loopback passed'"
 	# The auxiliary bus names a driver "<module>.<driver name>".
 	echo "pcifn: mlx5_core.rdma.0 driver: $(fwsim_driver_of mlx5_core.rdma.0)"
 	t_check "mlx5_ib_rs is bound to mlx5_core.rdma.0" \
@@ -110,6 +156,9 @@ pcifn_ib() {
 	t_check "ibv_devinfo -v: mlx5_0 with fw_ver 28.43.1014" grep -q 'fw_ver:.*28.43.1014' /tmp/pcifn-devinfo
 	t_check "ibv_devinfo -v: vendor_part_id 4129 (ConnectX-7)" grep -q 'vendor_part_id:.*4129' /tmp/pcifn-devinfo
 	t_check "ibv_devinfo -v: board_id RDMARS_CX7" grep -q 'board_id:.*RDMARS_CX7' /tmp/pcifn-devinfo
+	# upstream: ib_dev.num_comp_vectors = mlx5_comp_vectors_max(), one per CPU here.
+	t_check "ibv_devinfo -v: num_comp_vectors $(nproc) (one completion EQ per CPU)" \
+		grep -q "num_comp_vectors:[[:space:]]*$(nproc)\$" /tmp/pcifn-devinfo
 	t_check "ibv_devinfo -v: port 1 PORT_ACTIVE, link layer InfiniBand" \
 		sh -c 'grep -q "state:.*PORT_ACTIVE" /tmp/pcifn-devinfo && grep -q "link_layer:.*InfiniBand" /tmp/pcifn-devinfo'
 	rdma dev >/tmp/pcifn-rdma-dev 2>&1
@@ -123,6 +172,7 @@ pcifn_ib() {
 	t_import "libmlx5 workload on mlx5_0, exit without destroy" /rdma-rs/verbs_workload -d mlx5_0 -x
 	mlx5_res_while_held mlx5_0
 	pcifn_traffic
+	pcifn_unplug
 	t_check "rdma res: no pd, cq, qp or mr left" sh -c "rdma res | grep -v ' pd 0 cq 0 qp 0 .*mr 0' | grep -q . && exit 1 || exit 0"
 	unload_ours
 	pcifn_kmsg_since "$n0" | pcifn_cmp_kmsg_filter >/tmp/pcifn-ib.kmsg

@@ -267,7 +267,7 @@ impl<D: Driver> UFile<D> {
                 let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)?;
                 let o = s::GetContextResp {
                     async_fd: fd.reserved_fd(),
-                    num_comp_vectors: 1,
+                    num_comp_vectors: self.dev.num_comp_vectors(),
                 };
                 copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
                 if inner.ucontext.is_some() {

@@ -375,7 +375,11 @@ impl<D: Driver> UFile<D> {
                 let ud = b.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
                 let input = udata_in(&ud, uattrs)?;
                 let ctx = self.alloc_ctx(&input, (ud.outbuf, ud.outlen))?;
-                out.put_opt(b, attr::GET_CONTEXT_NUM_COMP_VECTORS, &1u32.to_ne_bytes())?;
+                out.put_opt(
+                    b,
+                    attr::GET_CONTEXT_NUM_COMP_VECTORS,
+                    &self.dev.num_comp_vectors().to_ne_bytes(),
+                )?;
                 // IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS
                 out.put_opt(b, attr::GET_CONTEXT_CORE_SUPPORT, &1u64.to_ne_bytes())?;
                 self.mmap.set_ucontext(&ctx);

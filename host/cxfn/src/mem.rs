@@ -89,15 +89,63 @@ impl crate::fwsim::dma::DmaMem for Dma<'_> {
             .map_err(|e| crate::fwsim::dma::DmaFault { addr: e.addr })
     }
 
-    // The data path's 64-bit atomics (ATOMIC_CS, ATOMIC_FA) are refused over guest memory:
-    // a read-modify-write through positioned file I/O is not atomic against the guest's CPUs
-    // (that needs an atomic on a shared mapping of the memfd, i.e. `mmap` and `unsafe`, which
-    // this crate forbids). The engine completes such a WQE with an error CQE.
-    fn cmp_swap64(&self, addr: u64, _: u64, _: u64) -> Result<u64, crate::fwsim::dma::DmaFault> {
-        Err(crate::fwsim::dma::DmaFault { addr })
+    // The data path's 64-bit atomics (ATOMIC_CS, ATOMIC_FA) as a read-modify-write of the
+    // guest's memory. The function reports `IB_ATOMIC_HCA` (the atomic caps page): an atomic
+    // is atomic against the other atomics of this device, not against the guest's CPUs, as
+    // on a ConnectX. The server executes every WQE on its one thread, between the read and
+    // the write no other access of the device can happen.
+    fn cmp_swap64(
+        &self,
+        addr: u64,
+        compare: u64,
+        swap: u64,
+    ) -> Result<u64, crate::fwsim::dma::DmaFault> {
+        let old = self.word(addr)?;
+        if old == compare {
+            self.write(addr, &swap.to_ne_bytes())?;
+        }
+        Ok(old)
     }
 
-    fn fetch_add64(&self, addr: u64, _: u64) -> Result<u64, crate::fwsim::dma::DmaFault> {
-        Err(crate::fwsim::dma::DmaFault { addr })
+    fn fetch_add64(&self, addr: u64, add: u64) -> Result<u64, crate::fwsim::dma::DmaFault> {
+        let old = self.word(addr)?;
+        crate::fwsim::dma::DmaMem::write(self, addr, &old.wrapping_add(add).to_ne_bytes())?;
+        Ok(old)
+    }
+}
+
+impl Dma<'_> {
+    /// The host-endian 64-bit word at the 8-byte aligned `addr` (an atomic's target).
+    fn word(&self, addr: u64) -> Result<u64, crate::fwsim::dma::DmaFault> {
+        if addr % 8 != 0 {
+            return Err(crate::fwsim::dma::DmaFault { addr });
+        }
+        let mut b = [0u8; 8];
+        crate::fwsim::dma::DmaMem::read(self, addr, &mut b)?;
+        Ok(u64::from_ne_bytes(b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fwsim::dma::DmaMem;
+
+    #[test]
+    fn atomics_over_guest_memory() {
+        let m = VecMemory::new(0x1000, 4096);
+        m.write(0x1008, &40u64.to_ne_bytes()).unwrap();
+        let d = Dma(&m);
+        assert_eq!(d.fetch_add64(0x1008, 2), Ok(40));
+        assert_eq!(d.cmp_swap64(0x1008, 41, 7), Ok(42));
+        assert_eq!(d.cmp_swap64(0x1008, 42, 7), Ok(42));
+        let mut b = [0u8; 8];
+        m.read(0x1008, &mut b).unwrap();
+        assert_eq!(u64::from_ne_bytes(b), 7);
+        // Unaligned, or outside the guest's memory: a DMA fault, nothing written.
+        assert!(d.fetch_add64(0x100c, 1).is_err());
+        assert!(d.cmp_swap64(0x3000, 0, 1).is_err());
+        m.read(0x1008, &mut b).unwrap();
+        assert_eq!(u64::from_ne_bytes(b), 7);
     }
 }

@@ -64,6 +64,7 @@ fn setup(d: &mut Driver) -> Objs {
     // A PA mkey over everything, all access rights (a kernel's DMA mkey).
     let mut inb = hdr(0x110, 0x200, 0);
     let mkc = 0x80;
+    set(&mut inb, mkc + 0x11, 1, 1);
     set(&mut inb, mkc + 0x12, 1, 1);
     set(&mut inb, mkc + 0x13, 1, 1);
     set(&mut inb, mkc + 0x14, 1, 1);
@@ -117,6 +118,7 @@ fn setup(d: &mut Driver) -> Objs {
     set(&mut inb, ads + 0x128, 8, 1);
     set(&mut inb, qpc + 0x490, 1, 1);
     set(&mut inb, qpc + 0x491, 1, 1);
+    set(&mut inb, qpc + 0x492, 1, 1); // rae
     d.exec(&inb, 16);
     let mut inb = hdr(0x110, 0x503, 0);
     set(&mut inb, 0x48, 24, qpn);
@@ -128,6 +130,7 @@ fn setup(d: &mut Driver) -> Objs {
     set(&mut inb, qpc + 0x4a3, 5, 12);
     set(&mut inb, qpc + 0x490, 1, 1);
     set(&mut inb, qpc + 0x491, 1, 1);
+    set(&mut inb, qpc + 0x492, 1, 1); // rae
     d.exec(&inb, 16);
     let mut inb = hdr(0x110, 0x504, 0);
     set(&mut inb, 0x48, 24, qpn);
@@ -137,6 +140,7 @@ fn setup(d: &mut Driver) -> Objs {
     // RTR2RTS defines the access bits too (the model copies what a transition defines).
     set(&mut inb, qpc + 0x490, 1, 1);
     set(&mut inb, qpc + 0x491, 1, 1);
+    set(&mut inb, qpc + 0x492, 1, 1); // rae
     d.exec(&inb, 16);
     assert!(d.dev.take_interrupts().is_empty());
     Objs {
@@ -268,18 +272,19 @@ fn a_posted_wqe_completes_with_a_cqe_an_eqe_and_an_interrupt() {
         .expect("a poll is due while QPs exist");
     assert!(t <= DATAPATH_POLL);
 
-    // An atomic over guest memory is refused: the WQE completes in error, the QP goes to
-    // ERR (the 64-bit atomics need real atomics on the shared mapping).
+    // A fetch-and-add over guest memory (`IB_ATOMIC_HCA`: a read-modify-write by the
+    // device's one thread): the old value lands in the local buffer, the sum at the target.
+    d.mem.write(dst + 128, &40u64.to_ne_bytes()).unwrap();
     let mut w = [0u8; 64];
     w[0..4].copy_from_slice(&((2u32 << 8) | 0x12).to_be_bytes());
     w[4..8].copy_from_slice(&((o.qpn << 8) | 4).to_be_bytes());
     w[11] = 0x08;
-    w[16..24].copy_from_slice(&dst.to_be_bytes());
+    w[16..24].copy_from_slice(&(dst + 128).to_be_bytes());
     w[24..28].copy_from_slice(&o.key.to_be_bytes());
-    w[32..40].copy_from_slice(&1u64.to_be_bytes());
+    w[32..40].copy_from_slice(&2u64.to_be_bytes());
     w[48..52].copy_from_slice(&8u32.to_be_bytes());
     w[52..56].copy_from_slice(&o.key.to_be_bytes());
-    w[56..64].copy_from_slice(&src.to_be_bytes());
+    w[56..64].copy_from_slice(&(src + 128).to_be_bytes());
     let rq_bytes = (1u64 << LOG_RQ) << RQ_STRIDE_LOG;
     d.mem.write(o.qp_buf + rq_bytes + 2 * 64, &w).unwrap();
     d.mem.write(o.qp_db + 4, &3u32.to_be_bytes()).unwrap();
@@ -288,9 +293,13 @@ fn a_posted_wqe_completes_with_a_cqe_an_eqe_and_an_interrupt() {
         uar + 0x800,
         &u64::from_be_bytes(w[0..8].try_into().unwrap()).to_be_bytes(),
     );
-    let c = cqe(&d, &o, 2).expect("an error CQE at index 2");
-    assert_eq!(c[63] >> 4, 13, "MLX5_CQE_REQ_ERR");
-    assert_ne!(c[55], 0, "with a syndrome");
+    let c = cqe(&d, &o, 2).expect("a CQE at index 2");
+    assert_eq!(c[63] >> 4, 0, "requester CQE (MLX5_CQE_REQ), not an error");
+    let mut v = [0u8; 8];
+    d.mem.read(src + 128, &mut v).unwrap();
+    assert_eq!(u64::from_ne_bytes(v), 40, "the value before the addition");
+    d.mem.read(dst + 128, &mut v).unwrap();
+    assert_eq!(u64::from_ne_bytes(v), 42, "the sum at the target");
     d.dev.take_interrupts();
 
     teardown_objs(&mut d, &o);
@@ -366,6 +375,7 @@ fn scattered_page_lists_beyond_eight_runs_work() {
     let va = 0x7000_0000_0000u64;
     let mut inb = hdr(0x110 + n * 8, 0x200, 0);
     let mkc = 0x80;
+    set(&mut inb, mkc + 0x11, 1, 1);
     set(&mut inb, mkc + 0x12, 1, 1);
     set(&mut inb, mkc + 0x13, 1, 1);
     set(&mut inb, mkc + 0x14, 1, 1);

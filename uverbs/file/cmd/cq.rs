@@ -35,8 +35,8 @@ impl<D: Driver> UFile<D> {
         b: &WriteBufs,
     ) -> Result<(Arc<Cq<D>>, Arc<UEvents>)> {
         let ctx = inner.ctx()?.clone();
-        // One completion vector (GET_CONTEXT answers num_comp_vectors 1).
-        if c.comp_vector >= 1 {
+        // upstream: `comp_vector >= device->num_comp_vectors` is EINVAL.
+        if c.comp_vector >= self.dev.num_comp_vectors() {
             return Err(EINVAL);
         }
         if c.cqe == 0 {

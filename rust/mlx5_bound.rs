@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RDMA devices of the mlx5_core functions the driver has bound (KUnit builds only): the
+//! kernel-verbs suite `mlx5_ib_rs_fn_kverbs` (`mlx5/datapath_tests.rs`) runs on them, which
+//! is how kernel queues on a real (or the emulated) PCI function are tested. The probe adds a
+//! function's device after it registered and removes it when the function is unbound, before
+//! the stages' cleanups; nothing else holds these references.
+//!
+//! `global_lock!` statics must be initialized once before first use, an `unsafe` promise
+//! kept here, in `rust/`, and made once from the module's `init`.
+
+use crate::ib::Mlx5Ib;
+use ib_core_rs::device::Device;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called from the module's `init` before the auxiliary
+    // driver registers (nothing can probe before that).
+    pub(crate) unsafe(uninit) static BOUND: Mutex<KVec<Arc<Device<Mlx5Ib>>>> = KVec::new();
+}
+
+/// Initializes the list. Must be called once, from the module's `init`, before the driver
+/// registers.
+pub(crate) fn init() {
+    // SAFETY: called exactly once, from `Mlx5IbRs::init`, before any use of `BOUND` (the
+    // driver, whose probe is the first user, registers afterwards; KUnit suites run after
+    // `init` returned).
+    unsafe { BOUND.init() };
+}
+
+/// Adds a bound function's device.
+///
+/// # Errors
+///
+/// `ENOMEM`.
+pub(crate) fn add(ib: &Arc<Device<Mlx5Ib>>) -> Result {
+    BOUND.lock().push(ib.clone(), GFP_KERNEL)?;
+    Ok(())
+}
+
+/// Removes a device [`add`] added (nothing if it is not there).
+pub(crate) fn remove(ib: &Arc<Device<Mlx5Ib>>) {
+    let mut l = BOUND.lock();
+    if let Some(i) = l.iter().position(|d| Arc::ptr_eq(d, ib)) {
+        let _ = l.remove(i);
+    }
+}
+
+/// The devices bound now.
+///
+/// # Errors
+///
+/// `ENOMEM`.
+pub(crate) fn snapshot() -> Result<KVec<Arc<Device<Mlx5Ib>>>> {
+    let l = BOUND.lock();
+    let mut v = KVec::with_capacity(l.len(), GFP_KERNEL)?;
+    for d in l.iter() {
+        v.push(d.clone(), GFP_KERNEL)?;
+    }
+    Ok(v)
+}
