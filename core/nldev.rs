@@ -707,7 +707,7 @@ fn stat_set_mode(
         None => d.counter_bind_qpn_alloc(port, qpn)?,
     };
     let r = w(wr.put_u32(RDMA_NLDEV_ATTR_STAT_COUNTER_ID, id))
-        .and_then(|_| w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, qpn)));
+        .and_then(|()| w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, qpn)));
     if r.is_err() {
         let _ = d.counter_unbind_qpn(port, qpn, id);
     }

@@ -107,6 +107,10 @@ fn optional_taken(opcode: u16, st: u32, f: Member<qpc::Bits>, opt: u32) -> bool 
         qp_optpar::RNR_TIMEOUT
     } else if same(qpc::counter_set_id) {
         qp_optpar::COUNTER_SET_ID
+    } else if same(pri(ads::ack_timeout)) && opcode == op::RTS2RTS_QP {
+        // Not in upstream mlx5_ib's RTS2RTS opt_mask: a counter move (RTS2RTS with only
+        // COUNTER_SET_ID) leaves the timeout as it was.
+        qp_optpar::ACK_TIMEOUT
     } else {
         return true;
     };
