@@ -1463,4 +1463,351 @@ mod tests {
         Device::dealloc(dev);
         Ok(())
     }
+
+    /// A device with port statistics and, for `COps`, the counter ops (ids from 7 on; a
+    /// counter's rx value is 10 times its id); `ROps` has the statistics only (rdma_rxe's
+    /// shape: no `counter_bind_qp`).
+    static NEXT_COUNTER: kernel::sync::atomic::Atomic<u32> = kernel::sync::atomic::Atomic::new(7);
+    static STAT_NAMES: [&CStr; 2] = [c"rx_write_requests", c"out_of_buffer"];
+
+    macro_rules! stat_ops {
+        ($name:ident { $($extra:tt)* }) => {
+            struct $name;
+            #[vtable]
+            impl DeviceOps for $name {
+                type Driver = T;
+                fn query_device(d: &Device<T>) -> Result<DeviceAttr> {
+                    TOps::query_device(d)
+                }
+                fn get_port_immutable(d: &Device<T>, p: u32) -> Result<PortImmutable> {
+                    TOps::get_port_immutable(d, p)
+                }
+                fn query_port(d: &Device<T>, p: u32) -> Result<PortAttr> {
+                    TOps::query_port(d, p)
+                }
+                fn query_gid(d: &Device<T>, p: u32, i: u32) -> Result<Gid> {
+                    TOps::query_gid(d, p, i)
+                }
+                fn query_pkey(d: &Device<T>, p: u32, i: u32) -> Result<u16> {
+                    TOps::query_pkey(d, p, i)
+                }
+                fn hw_port_stat_names(_: &Device<T>, _: u32) -> Option<&'static [&'static CStr]> {
+                    Some(&STAT_NAMES[..])
+                }
+                fn get_hw_stats(_: &Device<T>, _: u32, out: &mut [u64]) -> Result<usize> {
+                    for (o, x) in out.iter_mut().zip([100, 0]) {
+                        *o = x;
+                    }
+                    Ok(2)
+                }
+                $($extra)*
+            }
+        };
+    }
+
+    stat_ops!(COps {
+        fn counter_bind_qp(_: &Device<T>, id: u32, qpn: u32, _: u32) -> Result<u32> {
+            if qpn == 0x666 {
+                return Err(EIO);
+            }
+            Ok(if id == 0 {
+                NEXT_COUNTER.fetch_add(1, kernel::sync::atomic::Relaxed)
+            } else {
+                id
+            })
+        }
+        fn counter_unbind_qp(_: &Device<T>, _: u32, _: u32) -> Result {
+            Ok(())
+        }
+        fn counter_dealloc(_: &Device<T>, _: u32) -> Result {
+            Ok(())
+        }
+        fn counter_update_stats(_: &Device<T>, id: u32, _: u32, out: &mut [u64]) -> Result<usize> {
+            for (o, x) in out.iter_mut().zip([u64::from(id) * 10, 0]) {
+                *o = x;
+            }
+            Ok(2)
+        }
+    });
+    stat_ops!(ROps {});
+
+    const C_OPS: Ops<T> = Ops::of::<COps>();
+    const R_OPS: Ops<T> = Ops::of::<ROps>();
+
+    /// A user QP `qpn` on port 1 in restrack (what `Qp::create_user` and a modify to INIT
+    /// leave there), without a driver QP.
+    fn fake_qp(dev: &Device<T>, qpn: u32, pid: i32) -> Result<u32> {
+        let e = dev.restrack().add_entry(
+            ResType::Qp,
+            Owner::User {
+                pid,
+                comm: [0; crate::task::TASK_COMM_LEN],
+            },
+            ResDetails::Qp { qp_type: 2, srq: 0 },
+        )?;
+        e.num.store(qpn, kernel::sync::atomic::Relaxed);
+        e.qp_port.store(1, kernel::sync::atomic::Relaxed);
+        Ok(e.id)
+    }
+
+    /// Runs `f` (a doit) on a request of `op` with `extra` u32 attributes: the reply's
+    /// attributes or the errno.
+    fn stat_req(
+        f: crate::netlink::DoitFn<NlDev>,
+        op: u16,
+        idx: u32,
+        extra: &[(u16, u32)],
+        out: &mut [u8],
+    ) -> Result<KVec<(u16, u32)>> {
+        let mut rb = [0u8; 256];
+        let n = request(&mut rb, op, Some(idx), extra);
+        let mut w = MsgWriter::new(out);
+        f(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (_, tb) = single(w.bytes())?;
+        let mut v = KVec::new();
+        for t in [
+            RDMA_NLDEV_ATTR_STAT_COUNTER_ID,
+            RDMA_NLDEV_ATTR_RES_LQPN,
+            RDMA_NLDEV_ATTR_STAT_MODE,
+        ] {
+            if let Some(x) = a_u32(&tb, t) {
+                v.push((t, x), GFP_KERNEL)?;
+            }
+        }
+        Ok(v)
+    }
+
+    /// upstream counters.c through nldev: manual bind (new counter, named counter), the
+    /// errnos of bind/unbind/mode, the port totals with bound and released counters, auto
+    /// binding by type; a device with statistics but no counter ops answers ENOMEM to a bind
+    /// (rdma_rxe), one without statistics EOPNOTSUPP.
+    #[test]
+    fn stat_counters_follow_upstream() -> Result {
+        use RDMA_NLDEV_ATTR_PORT_INDEX as PORT;
+        use RDMA_NLDEV_ATTR_RES_LQPN as LQPN;
+        use RDMA_NLDEV_ATTR_STAT_COUNTER_ID as CNTN;
+        use RDMA_NLDEV_ATTR_STAT_MODE as MODE;
+        use RDMA_NLDEV_ATTR_STAT_RES as RES;
+        const QP: u32 = RDMA_NLDEV_ATTR_RES_QP as u32;
+        let dev = Device::alloc(&C_OPS, 1, Ok(()))?;
+        Device::register(&dev, c"nlstat_%d")?;
+        let idx = dev.index();
+        let mut out = [0u8; 1024];
+        let q1 = fake_qp(&dev, 0x41, 1000)?;
+        let q2 = fake_qp(&dev, 0x42, 1000)?;
+        let set = |e: &[(u16, u32)], out: &mut [u8]| {
+            stat_req(stat_set_doit, RDMA_NLDEV_CMD_STAT_SET, idx, e, out)
+        };
+        let del = |e: &[(u16, u32)], out: &mut [u8]| {
+            stat_req(stat_del_doit, RDMA_NLDEV_CMD_STAT_DEL, idx, e, out)
+        };
+        let manual = counters::MODE_MANUAL;
+        // Bind to a new counter: its id (the driver's) and the QP answered.
+        let r = set(
+            &[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x42)],
+            &mut out,
+        )?;
+        let id = r.iter().find(|x| x.0 == CNTN).map(|x| x.1).ok_or(EINVAL)?;
+        assert!(id >= 7);
+        assert!(r.contains(&(LQPN, 0x42)));
+        // Errnos: unknown QP ENOENT, unknown counter ENOENT, a bound QP EINVAL to a named
+        // counter and ENOMEM to a new one, a driver failure ENOMEM (alloc_and_bind()), no
+        // STAT_RES QP EINVAL, no LQPN EINVAL, a bad port EINVAL.
+        let b = |e: &[(u16, u32)]| {
+            let mut o = [0u8; 512];
+            set(e, &mut o).map(|_| ())
+        };
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x99)]),
+            Err(ENOENT)
+        );
+        assert_eq!(
+            b(&[
+                (PORT, 1),
+                (RES, QP),
+                (MODE, manual),
+                (LQPN, 0x41),
+                (CNTN, id + 50)
+            ]),
+            Err(ENOENT)
+        );
+        assert_eq!(
+            b(&[
+                (PORT, 1),
+                (RES, QP),
+                (MODE, manual),
+                (LQPN, 0x42),
+                (CNTN, id)
+            ]),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x42)]),
+            Err(ENOMEM)
+        );
+        let q3 = fake_qp(&dev, 0x666, 1000)?;
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x666)]),
+            Err(ENOMEM)
+        );
+        assert_eq!(b(&[(PORT, 1), (MODE, manual), (LQPN, 0x41)]), Err(EINVAL));
+        assert_eq!(b(&[(PORT, 1), (RES, QP), (MODE, manual)]), Err(EINVAL));
+        assert_eq!(
+            b(&[(PORT, 2), (RES, QP), (MODE, manual), (LQPN, 0x41)]),
+            Err(EINVAL)
+        );
+        assert_eq!(b(&[(PORT, 1)]), Err(EINVAL));
+        // Auto mode while a counter exists: EBUSY; a mask beyond type|pid is checked after.
+        let auto = counters::MODE_AUTO;
+        let mask = RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK;
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)]),
+            Err(EBUSY)
+        );
+        // The second QP to the counter; the port totals: 100 + the counter's 10 * id.
+        set(
+            &[
+                (PORT, 1),
+                (RES, QP),
+                (MODE, manual),
+                (LQPN, 0x41),
+                (CNTN, id),
+            ],
+            &mut out,
+        )?;
+        let mut v = [0u64; 4];
+        assert_eq!(dev.hw_stats(1, &mut v)?, 2);
+        assert_eq!(v[0], 100 + u64::from(id) * 10);
+        let list = dev.counter_dump(Some(1), None)?;
+        assert_eq!(list.len(), 1);
+        assert_eq!(&list[0].qps[..], &[0x41, 0x42]);
+        assert_eq!(list[0].mode, manual);
+        // Unbind: another counter EINVAL, unknown QP ENOENT; then both, the counter goes and
+        // its values stay in the port's totals (history).
+        let u = |e: &[(u16, u32)]| {
+            let mut o = [0u8; 512];
+            del(e, &mut o).map(|_| ())
+        };
+        assert_eq!(
+            u(&[(PORT, 1), (RES, QP), (CNTN, id + 1), (LQPN, 0x41)]),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            u(&[(PORT, 1), (RES, QP), (CNTN, id), (LQPN, 0x99)]),
+            Err(ENOENT)
+        );
+        assert_eq!(u(&[(PORT, 1), (RES, QP), (LQPN, 0x41)]), Err(EINVAL));
+        u(&[(PORT, 1), (RES, QP), (CNTN, id), (LQPN, 0x41)])?;
+        u(&[(PORT, 1), (RES, QP), (CNTN, id), (LQPN, 0x42)])?;
+        assert_eq!(dev.counter_dump(None, None)?.len(), 0);
+        assert_eq!(
+            u(&[(PORT, 1), (RES, QP), (CNTN, id), (LQPN, 0x42)]),
+            Err(EINVAL)
+        );
+        assert_eq!(dev.hw_stats(1, &mut v)?, 2);
+        assert_eq!(v[0], 100 + u64::from(id) * 10);
+        assert_eq!(dev.counter_get_mode(1)?.0, counters::MODE_NONE);
+        // Auto by type: two QPs of one type share a counter, a mask bit beyond type|pid is
+        // EINVAL; the mode query answers the mask.
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, auto), (mask, 4)]),
+            Err(EINVAL)
+        );
+        set(&[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)], &mut out)?;
+        let mut rb = [0u8; 128];
+        let n = request(
+            &mut rb,
+            RDMA_NLDEV_CMD_STAT_GET,
+            Some(idx),
+            &[(PORT, 1), (RES, QP), (MODE, 0)],
+        );
+        let mut w = MsgWriter::new(&mut out);
+        stat_get_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (_, tb) = single(w.bytes())?;
+        assert_eq!(a_u32(&tb, MODE), Some(auto));
+        assert_eq!(a_u32(&tb, mask), Some(1));
+        dev.counter_bind_qp_auto(0x41, 1)?;
+        dev.counter_bind_qp_auto(0x42, 1)?;
+        let list = dev.counter_dump(None, None)?;
+        assert_eq!(list.len(), 1);
+        assert_eq!(&list[0].qps[..], &[0x41, 0x42]);
+        assert_eq!((list[0].mode, list[0].qp_type), (auto, 2));
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x666)]),
+            Err(EINVAL)
+        );
+        dev.counter_unbind_qp_destroy(0x41, 1);
+        dev.counter_unbind_qp_destroy(0x42, 1);
+        assert_eq!(dev.counter_dump(None, None)?.len(), 0);
+        for q in [q1, q2, q3] {
+            dev.restrack().del(ResType::Qp, q);
+        }
+        Device::dealloc(dev);
+
+        // rdma_rxe's shape: statistics, no counter ops. Auto mode is accepted, a bind ENOMEM.
+        let dev = Device::alloc(&R_OPS, 1, Ok(()))?;
+        Device::register(&dev, c"nlstat_%d")?;
+        let idx = dev.index();
+        let q = fake_qp(&dev, 0x41, 1000)?;
+        let mut o = [0u8; 512];
+        stat_req(
+            stat_set_doit,
+            RDMA_NLDEV_CMD_STAT_SET,
+            idx,
+            &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)],
+            &mut o,
+        )?;
+        assert_eq!(dev.counter_bind_qp_auto(0x41, 1), Err(ENOMEM));
+        assert_eq!(dev.counter_dump(None, None)?.len(), 0);
+        stat_req(
+            stat_set_doit,
+            RDMA_NLDEV_CMD_STAT_SET,
+            idx,
+            &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 0)],
+            &mut o,
+        )?;
+        assert_eq!(
+            stat_req(
+                stat_set_doit,
+                RDMA_NLDEV_CMD_STAT_SET,
+                idx,
+                &[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x41)],
+                &mut o
+            )
+            .map(|_| ()),
+            Err(ENOMEM)
+        );
+        dev.restrack().del(ResType::Qp, q);
+        Device::dealloc(dev);
+
+        // No statistics (TOps): auto mode and a new counter are EOPNOTSUPP.
+        let dev = device()?;
+        let idx = dev.index();
+        let q = fake_qp(&dev, 0x41, 1000)?;
+        assert_eq!(
+            stat_req(
+                stat_set_doit,
+                RDMA_NLDEV_CMD_STAT_SET,
+                idx,
+                &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)],
+                &mut o
+            )
+            .map(|_| ()),
+            Err(EOPNOTSUPP)
+        );
+        assert_eq!(
+            stat_req(
+                stat_set_doit,
+                RDMA_NLDEV_CMD_STAT_SET,
+                idx,
+                &[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x41)],
+                &mut o
+            )
+            .map(|_| ()),
+            Err(EOPNOTSUPP)
+        );
+        dev.restrack().del(ResType::Qp, q);
+        Device::dealloc(dev);
+        Ok(())
+    }
 }
