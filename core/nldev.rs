@@ -1657,6 +1657,9 @@ mod tests {
             Err(EINVAL)
         );
         assert_eq!(b(&[(PORT, 1)]), Err(EINVAL));
+        // A mode that is neither auto nor manual is a manual bind (upstream), so without
+        // RES_LQPN EINVAL.
+        assert_eq!(b(&[(PORT, 1), (RES, QP), (MODE, 3)]), Err(EINVAL));
         // Auto mode while a counter exists: EBUSY; a mask beyond type|pid is checked after.
         let auto = counters::MODE_AUTO;
         let mask = RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK;

@@ -110,7 +110,7 @@ qpc_rstat_matches() {
 }
 
 qp_counters_suite() {
-	local d=mlx5_0 l=mlx5_0/1 fn=mlx5_ib_rs.rdma.0 s0 c c2 w0 r0 out
+	local d=mlx5_0 l=mlx5_0/1 fn=mlx5_ib_rs.rdma.0 s0 c w0 r0 out r
 	load_ours $QPC_SIM
 	s0=$(qpc_sets $fn)
 	echo "    Q counter sets at load: $s0"
