@@ -11,6 +11,9 @@
 //! * `RES_GET` doit and dump (`rdma res`): per-type counts; `RES_{PD,CQ,QP,MR}_GET` dumps
 //!   (by `DEV_INDEX`; `rdma res show pd|cq|qp|mr`): one message per device with a table of
 //!   entries from restrack, with the owner (`RES_KERN_NAME` or `RES_PID`).
+//! * `STAT_GET` (`rdma statistic show`: the port's totals; with `STAT_RES` QP the port's
+//!   counter mode or one counter, and the counter dump of `rdma statistic qp show`),
+//!   `STAT_SET` (auto mode, bind) and `STAT_DEL` (unbind) over [`crate::counters`].
 //!
 //! Replies are built by pure functions over a [`MsgWriter`] so that KUnit can run them on a
 //! byte buffer and parse the result with the same codec.
