@@ -1715,6 +1715,15 @@ fn rts2rts_moves_a_qp_to_another_counter_set() {
     assert_eq!(g(qpc::counter_set_id), sc);
     assert_eq!(g(qpc::primary_address_path.inner(ads::ack_timeout)), 14);
     assert_eq!(g(qpc::state), QPC_STATE_RTS);
+    // max_qp_cnt sets in all: one more ALLOC_Q_COUNTER is NO_RES_ERR.
+    for _ in 3..capacity::Q_COUNTER {
+        q_alloc(&mut h);
+    }
+    let x = inbox(op::ALLOC_Q_COUNTER, 0, 0, alloc_q_counter_in::SIZE_BYTES);
+    assert_eq!(
+        super::tests::err(&mut h.fw, &x, alloc_q_counter_out::SIZE_BYTES),
+        (Status::NO_RES_ERR, syn::TABLE_FULL as u32)
+    );
 }
 
 #[test]

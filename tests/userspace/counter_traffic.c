@@ -7,6 +7,8 @@
  * then, in steps driven by lines on stdin so that the shell can bind, unbind
  * and read counters while the QPs exist:
  *   "Q <requester qpn> <responder qpn>"  printed once both are in RTS;
+ *   with -x N, N more RC QPs left in RESET (for binding past the device's
+ *   counter sets), "X <qpn> ..." after the Q line;
  *   on each input line "w N" / "r N": N RDMA WRITEs / READs of 64 bytes from
  *   the requester to the responder's MR, each completed with success, then
  *   "D w|r N" (the responder's counters, rx_write_requests and
@@ -113,7 +115,8 @@ int main(int argc, char **argv)
 		.cap = { .max_send_wr = 8, .max_send_sge = 1, .max_recv_wr = 8,
 			 .max_recv_sge = 1 },
 	};
-	struct ibv_qp *req, *resp;
+	struct ibv_qp *req, *resp, *extra[64];
+	int nextra = 0;
 	struct ibv_cq *cq;
 	struct ibv_pd *pd;
 	struct ibv_mr *lmr, *rmr;
@@ -121,10 +124,11 @@ int main(int argc, char **argv)
 	uint8_t *lb, *rb;
 	int opt, i;
 
-	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:x:")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
+		case 'x': nextra = atoi(optarg); break;
 		default: return 2;
 		}
 	}
@@ -162,6 +166,19 @@ int main(int argc, char **argv)
 	if (to_rts(req, resp->qp_num) || to_rts(resp, req->qp_num))
 		die("to rts");
 	printf("Q %u %u\n", req->qp_num, resp->qp_num);
+	if (nextra < 0 || nextra > 64)
+		die("-x");
+	for (i = 0; i < nextra; i++) {
+		extra[i] = ibv_create_qp(pd, &qa);
+		if (!extra[i])
+			die("create extra qp");
+	}
+	if (nextra) {
+		printf("X");
+		for (i = 0; i < nextra; i++)
+			printf(" %u", extra[i]->qp_num);
+		printf("\n");
+	}
 	while (fgets(line, sizeof(line), stdin)) {
 		char k = line[0];
 		int n = atoi(line + 1);
@@ -182,6 +199,9 @@ int main(int argc, char **argv)
 		}
 		printf("D %c %d\n", k, n);
 	}
+	for (i = 0; i < nextra; i++)
+		if (ibv_destroy_qp(extra[i]))
+			die("destroy extra qp");
 	if (ibv_destroy_qp(req) || ibv_destroy_qp(resp) || ibv_dereg_mr(lmr) ||
 	    ibv_dereg_mr(rmr) || ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) ||
 	    ibv_close_device(ctx))

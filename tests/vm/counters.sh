@@ -9,7 +9,8 @@
 #  - manual bind (new counter, then a second QP to it), unbind, errnos (unknown LQPN ENOENT,
 #    unknown counter ENOENT, a bound QP ENOMEM (upstream alloc_and_bind()), a wrong counter
 #    on unbind EINVAL, auto mode while counters exist EBUSY), a QP unbound in RTS counts in
-#    the port's set again (RTS2RTS), a QP destroyed while bound frees its counter;
+#    the port's set again (RTS2RTS), a QP destroyed while bound frees its counter; the
+#    device's 16 Q counter sets (max_qp_cnt) taken by 15 new counters, the 16th ENOMEM;
 #  - the same requests on upstream rdma_rxe, which has port hw_counters but no
 #    counter_bind_qp: auto mode is accepted and binds nothing, a manual bind is ENOMEM.
 
@@ -19,7 +20,7 @@ QPC_SIM=sim=ib,eth
 qpc_start() {
 	rm -f /tmp/qpc.in /tmp/qpc.out
 	mkfifo /tmp/qpc.in
-	/rdma-rs/counter_traffic -d "$1" ${2:+-g $2} </tmp/qpc.in >/tmp/qpc.out 2>&1 &
+	/rdma-rs/counter_traffic -d "$1" ${2:+-g $2} ${QPC_EXTRA:+-x $QPC_EXTRA} </tmp/qpc.in >/tmp/qpc.out 2>&1 &
 	QPC_PID=$!
 	exec 7>/tmp/qpc.in
 	QPC_DONE=0
@@ -110,7 +111,7 @@ qpc_rstat_matches() {
 }
 
 qp_counters_suite() {
-	local d=mlx5_0 l=mlx5_0/1 fn=mlx5_ib_rs.rdma.0 s0 c w0 r0 out r
+	local d=mlx5_0 l=mlx5_0/1 fn=mlx5_ib_rs.rdma.0 s0 c w0 r0 out r n q
 	load_ours $QPC_SIM
 	s0=$(qpc_sets $fn)
 	echo "    Q counter sets at load: $s0"
@@ -217,6 +218,28 @@ qp_counters_suite() {
 		t_check "destroy: the counter went with its QP" test ! -s /tmp/qs
 	else
 		t_fail "counter_traffic on $d started"
+	fi
+	# The device's Q counter sets are limited (max_qp_cnt, 16 in the simulator): QPs bound to
+	# new counters take them until ALLOC_Q_COUNTER fails (NO_RES_ERR), which upstream's
+	# alloc_and_bind() answers ENOMEM.
+	QPC_EXTRA=16
+	if qpc_start $d; then
+		QPC_EXTRA=
+		n=0
+		for q in $(grep '^X ' /tmp/qpc.out | cut -d' ' -f2-); do
+			r=$(qpc_try rdma statistic qp bind link $l lqpn $q)
+			case "$r" in "rc 0"*) n=$((n + 1)) ;; *) break ;; esac
+		done
+		echo "    bound to new counters: $n, then: $r"
+		t_check "limit: 15 QPs bound to new counters (16 sets with the port's)" test $n = 15
+		t_check "limit: the 16th new counter is ENOMEM (ALLOC_Q_COUNTER NO_RES_ERR)" sh -c "echo '$r' | grep -q 'Cannot allocate memory'"
+		t_check "limit: $fn holds all 16 sets" test "$(qpc_sets $fn)" = 16
+		qpc_show $l
+		t_check "limit: rdma statistic qp show lists the 15 counters" test "$(grep -c cntn /tmp/qs)" = 15
+		t_check "counter_traffic ends cleanly" qpc_stop
+	else
+		QPC_EXTRA=
+		t_fail "counter_traffic -x 16 on $d started"
 	fi
 	t_check "$fn is back to its one Q counter set" test "$(qpc_sets $fn)" = 1
 	t_check "mlx5_ib_rs.rdma.1 kept its one Q counter set" test "$(qpc_sets mlx5_ib_rs.rdma.1)" = 1
