@@ -176,6 +176,8 @@ pub struct DeviceCore {
     #[pin]
     restrack: Restrack,
     #[pin]
+    counters: crate::counters::Counters,
+    #[pin]
     sysfs: Mutex<Option<Sysfs>>,
     /// The driver-typed entry points of the uverbs layer (set at
     /// registration when the driver has `alloc_ucontext`, cleared at
@@ -231,6 +233,7 @@ impl DeviceCore {
             handlers <- core_mutex!(KVec::new(), c"ib_device.event_handler_lock"),
             next_handler: Atomic::new(0),
             restrack <- Restrack::new(),
+            counters <- crate::counters::Counters::new(),
             sysfs <- core_mutex!(None, c"ib_device.sysfs"),
             uverbs <- core_mutex!(None, c"ib_device.uverbs"),
         })
@@ -358,6 +361,11 @@ impl DeviceCore {
         &self.restrack
     }
 
+    /// The device's per-QP counters (upstream `port_data[].port_counter`).
+    pub fn counters(&self) -> &crate::counters::Counters {
+        &self.counters
+    }
+
     /// Device attributes read at registration (upstream `ib_device.attrs`).
     pub fn attrs(&self) -> DeviceAttr {
         self.info.lock().attrs
@@ -444,6 +452,57 @@ pub trait IbDevice: Send + Sync + 'static {
     ///
     /// `EOPNOTSUPP` without the ops, `EINVAL` for a bad port, the driver's error.
     fn hw_stats(&self, port: u32, out: &mut [u64]) -> Result<usize>;
+
+    /// upstream `rdma_counter_set_auto_mode()` (`mask` 0: auto off).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without port statistics, `EINVAL` for a mask bit beyond type and pid,
+    /// `EBUSY` for auto mode while counters exist.
+    fn counter_set_auto_mode(&self, port: u32, mask: u32, opcnt: bool) -> Result;
+
+    /// upstream `rdma_counter_get_mode()`: the port's mode, auto mask and op-counter flag.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    fn counter_get_mode(&self, port: u32) -> Result<(u32, u32, bool)>;
+
+    /// upstream `rdma_counter_bind_qpn()`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` in auto mode, for a bound QP or another owner kind or port; `ENOENT` for an
+    /// unknown QP or counter; the driver's error.
+    fn counter_bind_qpn(&self, port: u32, qpn: u32, id: u32) -> Result;
+
+    /// upstream `rdma_counter_bind_qpn_alloc()`: the new counter's id.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port, in auto mode or a QP of another port; `EOPNOTSUPP` without
+    /// port statistics; `ENOENT` for an unknown QP; `ENOMEM` where upstream's
+    /// `alloc_and_bind()` fails (no counter ops, a bound QP, the driver's error).
+    fn counter_bind_qpn_alloc(&self, port: u32, qpn: u32) -> Result<u32>;
+
+    /// upstream `rdma_counter_unbind_qpn()`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port, a QP of another port, not bound to `id` or a port not in
+    /// manual mode; `ENOENT` for an unknown QP; the driver's error.
+    fn counter_unbind_qpn(&self, port: u32, qpn: u32, id: u32) -> Result;
+
+    /// The counters (of `port`, or the one with `id`) with fresh values.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    fn counter_dump(
+        &self,
+        port: Option<u32>,
+        id: Option<u32>,
+    ) -> Result<KVec<crate::counters::CounterInfo>>;
 }
 
 /// A registration reference (upstream `ib_device_try_get()` paired with
@@ -532,7 +591,39 @@ impl<D: Driver> IbDevice for Device<D> {
         if port == 0 || port > self.core.phys_port_cnt() {
             return Err(EINVAL);
         }
-        f(self, port, out)
+        let n = f(self, port, out)?;
+        // upstream print_hw_stat(), stat_get_doit_default_counter(): the port's value plus
+        // rdma_counter_get_hwstat_value() (the bound counters and the released ones).
+        self.counter_add_port_sums(port, out, n);
+        Ok(n)
+    }
+
+    fn counter_set_auto_mode(&self, port: u32, mask: u32, opcnt: bool) -> Result {
+        self.counter_set_auto_mode_impl(port, mask, opcnt)
+    }
+
+    fn counter_get_mode(&self, port: u32) -> Result<(u32, u32, bool)> {
+        self.counter_get_mode_impl(port)
+    }
+
+    fn counter_bind_qpn(&self, port: u32, qpn: u32, id: u32) -> Result {
+        self.counter_bind_qpn_impl(port, qpn, id)
+    }
+
+    fn counter_bind_qpn_alloc(&self, port: u32, qpn: u32) -> Result<u32> {
+        self.counter_bind_qpn_alloc_impl(port, qpn)
+    }
+
+    fn counter_unbind_qpn(&self, port: u32, qpn: u32, id: u32) -> Result {
+        self.counter_unbind_qpn_impl(port, qpn, id)
+    }
+
+    fn counter_dump(
+        &self,
+        port: Option<u32>,
+        id: Option<u32>,
+    ) -> Result<KVec<crate::counters::CounterInfo>> {
+        self.counter_dump_impl(port, id)
     }
 
     fn fw_str(&self, buf: &mut [u8]) -> usize {

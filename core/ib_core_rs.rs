@@ -34,6 +34,7 @@ pub(crate) mod chrdev;
 #[path = "../rust/class.rs"]
 pub(crate) mod class;
 pub mod client;
+pub mod counters;
 pub mod device;
 pub mod driver;
 pub mod event;

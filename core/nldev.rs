@@ -11,12 +11,16 @@
 //! * `RES_GET` doit and dump (`rdma res`): per-type counts; `RES_{PD,CQ,QP,MR}_GET` dumps
 //!   (by `DEV_INDEX`; `rdma res show pd|cq|qp|mr`): one message per device with a table of
 //!   entries from restrack, with the owner (`RES_KERN_NAME` or `RES_PID`).
+//! * `STAT_GET` (`rdma statistic show`: the port's totals; with `STAT_RES` QP the port's
+//!   counter mode or one counter, and the counter dump of `rdma statistic qp show`),
+//!   `STAT_SET` (auto mode, bind) and `STAT_DEL` (unbind) over [`crate::counters`].
 //!
 //! Replies are built by pure functions over a [`MsgWriter`] so that KUnit can run them on a
 //! byte buffer and parse the result with the same codec.
 
 use crate::attr::LinkLayer;
 use crate::client::{self, ClientNlInfo};
+use crate::counters::{self, CounterInfo};
 use crate::device::{DeviceCore, DeviceRef, IbDevice};
 use crate::netlink::{
     codec::{self, Attr, CodecError, MsgWriter, NLM_F_MULTI},
@@ -82,7 +86,19 @@ impl NlHandler for NlDev {
         op(RDMA_NLDEV_CMD_RES_SRQ_GET, None, Some(res_type_dump!(Srq))),
         op(RDMA_NLDEV_CMD_RES_CTX_GET, None, Some(res_type_dump!(Ctx))),
         op(RDMA_NLDEV_CMD_SYS_GET, Some(sys_get_doit), None),
-        op(RDMA_NLDEV_CMD_STAT_GET, Some(stat_get_doit), None),
+        op(
+            RDMA_NLDEV_CMD_STAT_GET,
+            Some(stat_get_doit),
+            Some(stat_get_dump),
+        ),
+        NlOp {
+            admin: true,
+            ..op(RDMA_NLDEV_CMD_STAT_SET, Some(stat_set_doit), None)
+        },
+        NlOp {
+            admin: true,
+            ..op(RDMA_NLDEV_CMD_STAT_DEL, Some(stat_del_doit), None)
+        },
         NlOp {
             admin: true,
             ..op(RDMA_NLDEV_CMD_SET, Some(set_doit), None)
@@ -451,19 +467,34 @@ fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) -> Result {
 /// Most hardware counters a port may have in one reply.
 const MAX_HW_STATS: usize = 64;
 
-/// upstream `nldev_stat_get_doit()` without `STAT_RES` → `stat_get_doit_default_counter()`
-/// (`rdma statistic show` asks it per port): `DEV_INDEX` and `PORT_INDEX` required
-/// (`EINVAL`), a device without hardware counters or a bad port `EINVAL`; the reply (type
-/// `STAT_GET`) carries the handle, the port and a `STAT_HWCOUNTERS` table of `{NAME, VALUE}`
-/// entries (upstream `rdma_nl_stat_hwcounter_entry()`), fresh from the driver. Per-QP
-/// (`STAT_RES` QP/MR: bound counters) is `EOPNOTSUPP`: no `rdma_counter` binding yet.
+/// `STAT_RES` values: the resource attribute of the counted type.
+const STAT_RES_QP: u32 = RDMA_NLDEV_ATTR_RES_QP as u32;
+/// `STAT_RES` of MR counters.
+const STAT_RES_MR: u32 = RDMA_NLDEV_ATTR_RES_MR as u32;
+
+/// upstream `nldev_stat_get_doit()`: without `STAT_RES` the port's totals
+/// ([`stat_get_default`]); `STAT_RES` QP: a counter by `STAT_COUNTER_ID` or the port's mode
+/// ([`stat_get_qp`]); MR (`rdma statistic mr`, per-MR driver counters) `EOPNOTSUPP` here;
+/// anything else `EINVAL`.
 fn stat_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
     let tb = parse(req)?;
-    if get_u32(&tb, RDMA_NLDEV_ATTR_STAT_RES)?.is_some() {
-        return Err(EOPNOTSUPP);
+    match get_u32(&tb, RDMA_NLDEV_ATTR_STAT_RES)? {
+        None => stat_get_default(req, &tb, wr),
+        Some(STAT_RES_QP) => stat_get_qp(req, &tb, wr),
+        Some(STAT_RES_MR) => Err(EOPNOTSUPP),
+        Some(_) => Err(EINVAL),
     }
-    let port = get_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
-    let dev = req_device(&tb)?;
+}
+
+/// upstream `stat_get_doit_default_counter()` (`rdma statistic show` asks it per port):
+/// `DEV_INDEX` and `PORT_INDEX` required (`EINVAL`), a device without hardware counters or a
+/// bad port `EINVAL`; the reply (type `STAT_GET`) carries the handle, the port and a
+/// `STAT_HWCOUNTERS` table of `{NAME, VALUE}` entries (upstream
+/// `rdma_nl_stat_hwcounter_entry()`), fresh from the driver, each the port's value plus the
+/// bound and released counters' (`rdma_counter_get_hwstat_value()`, in `hw_stats`).
+fn stat_get_default(req: &Request<'_>, tb: &[Option<Attr<'_>>], wr: &mut MsgWriter<'_>) -> Result {
+    let port = get_u32(tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
+    let dev = req_device(tb)?;
     let port = port.ok_or(EINVAL)?;
     let d = &**dev.device();
     let names = d.hw_stat_names(port).ok_or(EINVAL)?;
@@ -472,14 +503,247 @@ fn stat_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result
     w(wr.begin(ty(RDMA_NLDEV_CMD_STAT_GET), 0, req.seq(), req.portid))?;
     fill_handle(wr, d.core())?;
     w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port))?;
+    fill_hwcounters(wr, names, v.get(..n).unwrap_or(&[]))?;
+    w(wr.end())
+}
+
+/// A `STAT_HWCOUNTERS` table (upstream `fill_stat_counter_hwcounters()`).
+fn fill_hwcounters(wr: &mut MsgWriter<'_>, names: &[&CStr], v: &[u64]) -> Result {
     let table = w(wr.nest_start(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS))?;
-    for (name, val) in names.iter().zip(v.iter()).take(n) {
+    for (name, val) in names.iter().zip(v.iter()) {
         let e = w(wr.nest_start(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY))?;
         w(wr.put_str(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, name.to_bytes()))?;
         w(wr.put_u64(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE, *val))?;
         w(wr.nest_end(e))?;
     }
+    w(wr.nest_end(table))
+}
+
+/// upstream `fill_res_counter_entry()`: port, id, mode (`fill_stat_counter_mode()`: an auto
+/// counter's QP type and owner as its mask says), the bound QPs (`fill_stat_counter_qps()`)
+/// and the values.
+fn fill_counter(wr: &mut MsgWriter<'_>, d: &dyn IbDevice, c: &CounterInfo) -> Result {
+    w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, c.port))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_STAT_COUNTER_ID, c.id))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_STAT_MODE, c.mode))?;
+    if c.mode == counters::MODE_AUTO {
+        if c.mask & counters::MASK_QP_TYPE != 0 {
+            w(wr.put_u8(RDMA_NLDEV_ATTR_RES_TYPE, c.qp_type))?;
+        }
+        if c.mask & counters::MASK_PID != 0 {
+            fill_owner(wr, &c.owner)?;
+        }
+    }
+    let table = w(wr.nest_start(RDMA_NLDEV_ATTR_RES_QP))?;
+    for &q in c.qps.iter() {
+        let e = w(wr.nest_start(RDMA_NLDEV_ATTR_RES_QP_ENTRY))?;
+        w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, q))?;
+        w(wr.nest_end(e))?;
+    }
     w(wr.nest_end(table))?;
+    let names = d.hw_stat_names(c.port).unwrap_or(&[]);
+    fill_hwcounters(wr, names, &c.values)
+}
+
+/// The port of a request that names one, checked (`EINVAL` for a bad one).
+fn req_port(tb: &[Option<Attr<'_>>], dev: &DeviceCore) -> Result<Option<u32>> {
+    match get_u32(tb, RDMA_NLDEV_ATTR_PORT_INDEX)? {
+        Some(p) if p == 0 || p > dev.phys_port_cnt() => Err(EINVAL),
+        p => Ok(p),
+    }
+}
+
+/// upstream `stat_get_doit_qp()`: with `STAT_COUNTER_ID` the counter
+/// (`nldev_res_get_counter_doit()` → `res_get_common_doit()`: `DEV_INDEX` and `PORT_INDEX`
+/// required (`EINVAL`), an unknown id `ENOENT`, a counter of another port `EAGAIN` as
+/// upstream's filler answers); else the port's mode (`STAT_MODE`, `DEV_INDEX`, `PORT_INDEX`
+/// required): `STAT_MODE`, and in auto mode the mask and `STAT_OPCOUNTER_ENABLED`.
+fn stat_get_qp(req: &Request<'_>, tb: &[Option<Attr<'_>>], wr: &mut MsgWriter<'_>) -> Result {
+    if let Some(id) = get_u32(tb, RDMA_NLDEV_ATTR_STAT_COUNTER_ID)? {
+        let dev = req_device(tb)?;
+        let port = req_port(tb, &dev)?.ok_or(EINVAL)?;
+        let d = &**dev.device();
+        let list = d.counter_dump(None, Some(id))?;
+        let c = list.first().ok_or(ENOENT)?;
+        if c.port != port {
+            return Err(EAGAIN);
+        }
+        w(wr.begin(ty(RDMA_NLDEV_CMD_STAT_GET), 0, req.seq(), req.portid))?;
+        fill_handle(wr, d.core())?;
+        fill_counter(wr, d, c)?;
+        return w(wr.end());
+    }
+    if tb[RDMA_NLDEV_ATTR_STAT_MODE as usize].is_none()
+        || tb[RDMA_NLDEV_ATTR_DEV_INDEX as usize].is_none()
+        || tb[RDMA_NLDEV_ATTR_PORT_INDEX as usize].is_none()
+    {
+        return Err(EINVAL);
+    }
+    let dev = req_device(tb)?;
+    let port = req_port(tb, &dev)?.ok_or(EINVAL)?;
+    let d = &**dev.device();
+    let (mode, mask, opcnt) = d.counter_get_mode(port)?;
+    w(wr.begin(ty(RDMA_NLDEV_CMD_STAT_GET), 0, req.seq(), req.portid))?;
+    fill_handle(wr, d.core())?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_STAT_MODE, mode))?;
+    if mode == counters::MODE_AUTO {
+        w(wr.put_u32(RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, mask))?;
+        w(wr.put_u8(RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED, u8::from(opcnt)))?;
+    }
+    w(wr.end())
+}
+
+/// upstream `nldev_stat_get_dumpit()`: `STAT_RES` required (`EINVAL`); QP: the counters
+/// (`nldev_res_get_counter_dumpit()`, `rdma statistic qp show`: `DEV_INDEX` required, a
+/// `PORT_INDEX` checked and filtering), one counter a message (upstream packs as many as fit;
+/// the entries are the same), nothing at all without counters; MR `EOPNOTSUPP` here.
+fn stat_get_dump(
+    _: &NlDev,
+    req: &Request<'_>,
+    cur: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+) -> Result {
+    let tb = parse(req)?;
+    match get_u32(&tb, RDMA_NLDEV_ATTR_STAT_RES)? {
+        Some(STAT_RES_QP) => {}
+        Some(STAT_RES_MR) => return Err(EOPNOTSUPP),
+        _ => return Err(EINVAL),
+    }
+    let dev = req_device(&tb)?;
+    let port = req_port(&tb, &dev)?;
+    let d = &**dev.device();
+    let list = d.counter_dump(port, None)?;
+    let mut i = cur.get(0) as usize;
+    while let Some(c) = list.get(i) {
+        let mut body = || -> Result {
+            w(wr.begin(
+                ty(RDMA_NLDEV_CMD_STAT_GET),
+                NLM_F_MULTI,
+                req.seq(),
+                req.portid,
+            ))?;
+            fill_handle(wr, d.core())?;
+            let table = w(wr.nest_start_noflag(RDMA_NLDEV_ATTR_STAT_COUNTER))?;
+            let ent = w(wr.nest_start_noflag(RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY))?;
+            fill_counter(wr, d, c)?;
+            w(wr.nest_end(ent))?;
+            w(wr.nest_end(table))?;
+            w(wr.end())
+        };
+        if body().is_err() {
+            wr.cancel();
+            break;
+        }
+        i += 1;
+        cur.set(0, i as u64);
+    }
+    Ok(())
+}
+
+/// upstream `nldev_stat_set_doit()` (admin only): `DEV_INDEX` and `PORT_INDEX` required, a
+/// registered device and a valid port (`EINVAL`), `STAT_MODE` or `STAT_HWCOUNTERS` required
+/// (`EINVAL`); the reply (type `STAT_SET`) carries the handle and the port, and for a bind
+/// the counter id and the QP number ([`stat_set_mode`]). `STAT_HWCOUNTERS` (enabling optional
+/// counters, upstream `nldev_stat_set_counter_dynamic_doit()`): this device has no optional
+/// counters, so every index is `EINVAL` and an empty list changes nothing, as upstream's loop.
+fn stat_set_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    if tb[RDMA_NLDEV_ATTR_DEV_INDEX as usize].is_none()
+        || tb[RDMA_NLDEV_ATTR_PORT_INDEX as usize].is_none()
+    {
+        return Err(EINVAL);
+    }
+    let dev = req_device(&tb)?;
+    let port = req_port(&tb, &dev)?.ok_or(EINVAL)?;
+    let d = &**dev.device();
+    let mode = get_u32(&tb, RDMA_NLDEV_ATTR_STAT_MODE)?;
+    let hwc = tb[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS as usize];
+    if mode.is_none() && hwc.is_none() {
+        return Err(EINVAL);
+    }
+    w(wr.begin(ty(RDMA_NLDEV_CMD_STAT_SET), 0, req.seq(), req.portid))?;
+    fill_handle(wr, d.core())?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port))?;
+    if let Some(mode) = mode {
+        stat_set_mode(wr, &tb, d, port, mode)?;
+    }
+    if let Some(h) = hwc {
+        d.hw_stat_names(port).ok_or(EINVAL)?;
+        // A u32 index each; none is of an optional counter.
+        if let Some(e) = h.nested().next() {
+            e.map_err(|_| EINVAL)?.u32().map_err(|_| EINVAL)?;
+            return Err(EINVAL);
+        }
+    }
+    w(wr.end())
+}
+
+/// upstream `nldev_stat_set_mode_doit()`: `STAT_RES` must be QP (`EINVAL`); auto mode sets
+/// the port's mask (`rdma_counter_set_auto_mode()`); any other mode binds `RES_LQPN`
+/// (required, `EINVAL`) to `STAT_COUNTER_ID` (`rdma_counter_bind_qpn()`) or to a new counter
+/// (`rdma_counter_bind_qpn_alloc()`) and answers both ids.
+fn stat_set_mode(
+    wr: &mut MsgWriter<'_>,
+    tb: &[Option<Attr<'_>>],
+    d: &dyn IbDevice,
+    port: u32,
+    mode: u32,
+) -> Result {
+    if get_u32(tb, RDMA_NLDEV_ATTR_STAT_RES)? != Some(STAT_RES_QP) {
+        return Err(EINVAL);
+    }
+    let opcnt = match tb[RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED as usize] {
+        Some(a) => a.u8().map_err(|_| EINVAL)? != 0,
+        None => false,
+    };
+    if mode == counters::MODE_AUTO {
+        let mask = get_u32(tb, RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK)?.unwrap_or(0);
+        return d.counter_set_auto_mode(port, mask, opcnt);
+    }
+    let qpn = get_u32(tb, RDMA_NLDEV_ATTR_RES_LQPN)?.ok_or(EINVAL)?;
+    let id = match get_u32(tb, RDMA_NLDEV_ATTR_STAT_COUNTER_ID)? {
+        Some(id) => {
+            d.counter_bind_qpn(port, qpn, id)?;
+            id
+        }
+        None => d.counter_bind_qpn_alloc(port, qpn)?,
+    };
+    let r = w(wr.put_u32(RDMA_NLDEV_ATTR_STAT_COUNTER_ID, id))
+        .and_then(|()| w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, qpn)));
+    if r.is_err() {
+        let _ = d.counter_unbind_qpn(port, qpn, id);
+    }
+    r
+}
+
+/// upstream `nldev_stat_del_doit()` (admin only, `rdma statistic qp unbind`): `STAT_RES`,
+/// `DEV_INDEX`, `PORT_INDEX`, `STAT_COUNTER_ID` and `RES_LQPN` required and `STAT_RES` QP
+/// (`EINVAL`), a registered device and a valid port (`EINVAL`), then
+/// `rdma_counter_unbind_qpn()`; the reply (type `STAT_SET`, as upstream's) echoes the ids.
+fn stat_del_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
+    let tb = parse(req)?;
+    let res = get_u32(&tb, RDMA_NLDEV_ATTR_STAT_RES)?;
+    let id = get_u32(&tb, RDMA_NLDEV_ATTR_STAT_COUNTER_ID)?;
+    let qpn = get_u32(&tb, RDMA_NLDEV_ATTR_RES_LQPN)?;
+    let (Some(res), Some(id), Some(qpn)) = (res, id, qpn) else {
+        return Err(EINVAL);
+    };
+    if tb[RDMA_NLDEV_ATTR_DEV_INDEX as usize].is_none()
+        || tb[RDMA_NLDEV_ATTR_PORT_INDEX as usize].is_none()
+        || res != STAT_RES_QP
+    {
+        return Err(EINVAL);
+    }
+    let dev = req_device(&tb)?;
+    let port = req_port(&tb, &dev)?.ok_or(EINVAL)?;
+    let d = &**dev.device();
+    d.counter_unbind_qpn(port, qpn, id)?;
+    w(wr.begin(ty(RDMA_NLDEV_CMD_STAT_SET), 0, req.seq(), req.portid))?;
+    fill_handle(wr, d.core())?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_STAT_COUNTER_ID, id))?;
+    w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, qpn))?;
     w(wr.end())
 }
 
@@ -1199,6 +1463,356 @@ mod tests {
         assert_eq!(p("gid_attrs/ndevs/0").err(), Some(EINVAL));
         assert_eq!(p("pkeys/1").err(), Some(EINVAL));
         drop(s);
+        Device::dealloc(dev);
+        Ok(())
+    }
+
+    /// A device with port statistics and, for `COps`, the counter ops (ids from 7 on; a
+    /// counter's rx value is 10 times its id); `ROps` has the statistics only (rdma_rxe's
+    /// shape: no `counter_bind_qp`).
+    static NEXT_COUNTER: kernel::sync::atomic::Atomic<u32> = kernel::sync::atomic::Atomic::new(7);
+    static STAT_NAMES: [&CStr; 2] = [c"rx_write_requests", c"out_of_buffer"];
+
+    macro_rules! stat_ops {
+        ($name:ident { $($extra:tt)* }) => {
+            struct $name;
+            #[vtable]
+            impl DeviceOps for $name {
+                type Driver = T;
+                fn query_device(d: &Device<T>) -> Result<DeviceAttr> {
+                    TOps::query_device(d)
+                }
+                fn get_port_immutable(d: &Device<T>, p: u32) -> Result<PortImmutable> {
+                    TOps::get_port_immutable(d, p)
+                }
+                fn query_port(d: &Device<T>, p: u32) -> Result<PortAttr> {
+                    TOps::query_port(d, p)
+                }
+                fn query_gid(d: &Device<T>, p: u32, i: u32) -> Result<Gid> {
+                    TOps::query_gid(d, p, i)
+                }
+                fn query_pkey(d: &Device<T>, p: u32, i: u32) -> Result<u16> {
+                    TOps::query_pkey(d, p, i)
+                }
+                fn hw_port_stat_names(_: &Device<T>, _: u32) -> Option<&'static [&'static CStr]> {
+                    Some(&STAT_NAMES[..])
+                }
+                fn get_hw_stats(_: &Device<T>, _: u32, out: &mut [u64]) -> Result<usize> {
+                    for (o, x) in out.iter_mut().zip([100, 0]) {
+                        *o = x;
+                    }
+                    Ok(2)
+                }
+                $($extra)*
+            }
+        };
+    }
+
+    stat_ops!(COps {
+        fn counter_bind_qp(_: &Device<T>, id: u32, qpn: u32, _: u32) -> Result<u32> {
+            if qpn == 0x666 {
+                return Err(EIO);
+            }
+            Ok(if id == 0 {
+                NEXT_COUNTER.fetch_add(1, kernel::sync::atomic::Relaxed)
+            } else {
+                id
+            })
+        }
+        fn counter_unbind_qp(_: &Device<T>, _: u32, _: u32) -> Result {
+            Ok(())
+        }
+        fn counter_dealloc(_: &Device<T>, _: u32) -> Result {
+            Ok(())
+        }
+        fn counter_update_stats(_: &Device<T>, id: u32, _: u32, out: &mut [u64]) -> Result<usize> {
+            for (o, x) in out.iter_mut().zip([u64::from(id) * 10, 0]) {
+                *o = x;
+            }
+            Ok(2)
+        }
+    });
+    stat_ops!(ROps {});
+
+    const C_OPS: Ops<T> = Ops::of::<COps>();
+    const R_OPS: Ops<T> = Ops::of::<ROps>();
+
+    /// A user QP `qpn` on port 1 in restrack (what `Qp::create_user` and a modify to INIT
+    /// leave there), without a driver QP.
+    fn fake_qp(dev: &Device<T>, qpn: u32, pid: i32) -> Result<u32> {
+        let e = dev.restrack().add_entry(
+            ResType::Qp,
+            Owner::User {
+                pid,
+                comm: [0; crate::task::TASK_COMM_LEN],
+            },
+            ResDetails::Qp { qp_type: 2, srq: 0 },
+        )?;
+        e.num.store(qpn, kernel::sync::atomic::Relaxed);
+        e.qp_port.store(1, kernel::sync::atomic::Relaxed);
+        Ok(e.id)
+    }
+
+    /// Runs `f` (a doit) on a request of `op` with `extra` u32 attributes: the reply's
+    /// attributes or the errno.
+    fn stat_req(
+        f: crate::netlink::DoitFn<NlDev>,
+        op: u16,
+        idx: u32,
+        extra: &[(u16, u32)],
+        out: &mut [u8],
+    ) -> Result<KVec<(u16, u32)>> {
+        let mut rb = [0u8; 256];
+        let n = request(&mut rb, op, Some(idx), extra);
+        let mut w = MsgWriter::new(out);
+        f(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (_, tb) = single(w.bytes())?;
+        let mut v = KVec::new();
+        for t in [
+            RDMA_NLDEV_ATTR_STAT_COUNTER_ID,
+            RDMA_NLDEV_ATTR_RES_LQPN,
+            RDMA_NLDEV_ATTR_STAT_MODE,
+        ] {
+            if let Some(x) = a_u32(&tb, t) {
+                v.push((t, x), GFP_KERNEL)?;
+            }
+        }
+        Ok(v)
+    }
+
+    /// upstream counters.c through nldev: manual bind (new counter, named counter), the
+    /// errnos of bind/unbind/mode, the port totals with bound and released counters, auto
+    /// binding by type; a device with statistics but no counter ops answers ENOMEM to a bind
+    /// (rdma_rxe), one without statistics EOPNOTSUPP.
+    #[test]
+    fn stat_counters_follow_upstream() -> Result {
+        use RDMA_NLDEV_ATTR_PORT_INDEX as PORT;
+        use RDMA_NLDEV_ATTR_RES_LQPN as LQPN;
+        use RDMA_NLDEV_ATTR_STAT_COUNTER_ID as CNTN;
+        use RDMA_NLDEV_ATTR_STAT_MODE as MODE;
+        use RDMA_NLDEV_ATTR_STAT_RES as RES;
+        const QP: u32 = RDMA_NLDEV_ATTR_RES_QP as u32;
+        let dev = Device::alloc(&C_OPS, 1, Ok(()))?;
+        Device::register(&dev, c"nlstat_%d")?;
+        let idx = dev.index();
+        let mut out = [0u8; 1024];
+        let q1 = fake_qp(&dev, 0x41, 1000)?;
+        let q2 = fake_qp(&dev, 0x42, 1000)?;
+        let set = |e: &[(u16, u32)], out: &mut [u8]| {
+            stat_req(stat_set_doit, RDMA_NLDEV_CMD_STAT_SET, idx, e, out)
+        };
+        let del = |e: &[(u16, u32)], out: &mut [u8]| {
+            stat_req(stat_del_doit, RDMA_NLDEV_CMD_STAT_DEL, idx, e, out)
+        };
+        let manual = counters::MODE_MANUAL;
+        // Bind to a new counter: its id (the driver's) and the QP answered.
+        let r = set(
+            &[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x42)],
+            &mut out,
+        )?;
+        let id = r.iter().find(|x| x.0 == CNTN).map(|x| x.1).ok_or(EINVAL)?;
+        assert!(id >= 7);
+        assert!(r.contains(&(LQPN, 0x42)));
+        // Errnos: unknown QP ENOENT, unknown counter ENOENT, a bound QP EINVAL to a named
+        // counter and ENOMEM to a new one, a driver failure ENOMEM (alloc_and_bind()), no
+        // STAT_RES QP EINVAL, no LQPN EINVAL, a bad port EINVAL.
+        let b = |e: &[(u16, u32)]| {
+            let mut o = [0u8; 512];
+            set(e, &mut o).map(|_| ())
+        };
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x99)]),
+            Err(ENOENT)
+        );
+        assert_eq!(
+            b(&[
+                (PORT, 1),
+                (RES, QP),
+                (MODE, manual),
+                (LQPN, 0x41),
+                (CNTN, id + 50)
+            ]),
+            Err(ENOENT)
+        );
+        assert_eq!(
+            b(&[
+                (PORT, 1),
+                (RES, QP),
+                (MODE, manual),
+                (LQPN, 0x42),
+                (CNTN, id)
+            ]),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x42)]),
+            Err(ENOMEM)
+        );
+        let q3 = fake_qp(&dev, 0x666, 1000)?;
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x666)]),
+            Err(ENOMEM)
+        );
+        assert_eq!(b(&[(PORT, 1), (MODE, manual), (LQPN, 0x41)]), Err(EINVAL));
+        assert_eq!(b(&[(PORT, 1), (RES, QP), (MODE, manual)]), Err(EINVAL));
+        assert_eq!(
+            b(&[(PORT, 2), (RES, QP), (MODE, manual), (LQPN, 0x41)]),
+            Err(EINVAL)
+        );
+        assert_eq!(b(&[(PORT, 1)]), Err(EINVAL));
+        // A mode that is neither auto nor manual is a manual bind (upstream), so without
+        // RES_LQPN EINVAL.
+        assert_eq!(b(&[(PORT, 1), (RES, QP), (MODE, 3)]), Err(EINVAL));
+        // Auto mode while a counter exists: EBUSY; a mask beyond type|pid is checked after.
+        let auto = counters::MODE_AUTO;
+        let mask = RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK;
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)]),
+            Err(EBUSY)
+        );
+        // The second QP to the counter; the port totals: 100 + the counter's 10 * id.
+        set(
+            &[
+                (PORT, 1),
+                (RES, QP),
+                (MODE, manual),
+                (LQPN, 0x41),
+                (CNTN, id),
+            ],
+            &mut out,
+        )?;
+        let mut v = [0u64; 4];
+        assert_eq!(dev.hw_stats(1, &mut v)?, 2);
+        assert_eq!(v[0], 100 + u64::from(id) * 10);
+        let list = dev.counter_dump(Some(1), None)?;
+        assert_eq!(list.len(), 1);
+        assert_eq!(&list[0].qps[..], &[0x41, 0x42]);
+        assert_eq!(list[0].mode, manual);
+        // Unbind: another counter EINVAL, unknown QP ENOENT; then both, the counter goes and
+        // its values stay in the port's totals (history).
+        let u = |e: &[(u16, u32)]| {
+            let mut o = [0u8; 512];
+            del(e, &mut o).map(|_| ())
+        };
+        assert_eq!(
+            u(&[(PORT, 1), (RES, QP), (CNTN, id + 1), (LQPN, 0x41)]),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            u(&[(PORT, 1), (RES, QP), (CNTN, id), (LQPN, 0x99)]),
+            Err(ENOENT)
+        );
+        assert_eq!(u(&[(PORT, 1), (RES, QP), (LQPN, 0x41)]), Err(EINVAL));
+        u(&[(PORT, 1), (RES, QP), (CNTN, id), (LQPN, 0x41)])?;
+        u(&[(PORT, 1), (RES, QP), (CNTN, id), (LQPN, 0x42)])?;
+        assert_eq!(dev.counter_dump(None, None)?.len(), 0);
+        assert_eq!(
+            u(&[(PORT, 1), (RES, QP), (CNTN, id), (LQPN, 0x42)]),
+            Err(EINVAL)
+        );
+        assert_eq!(dev.hw_stats(1, &mut v)?, 2);
+        assert_eq!(v[0], 100 + u64::from(id) * 10);
+        assert_eq!(dev.counter_get_mode(1)?.0, counters::MODE_NONE);
+        // Auto by type: two QPs of one type share a counter, a mask bit beyond type|pid is
+        // EINVAL; the mode query answers the mask.
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, auto), (mask, 4)]),
+            Err(EINVAL)
+        );
+        set(&[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)], &mut out)?;
+        let mut rb = [0u8; 128];
+        let n = request(
+            &mut rb,
+            RDMA_NLDEV_CMD_STAT_GET,
+            Some(idx),
+            &[(PORT, 1), (RES, QP), (MODE, 0)],
+        );
+        let mut w = MsgWriter::new(&mut out);
+        stat_get_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+        let (_, tb) = single(w.bytes())?;
+        assert_eq!(a_u32(&tb, MODE), Some(auto));
+        assert_eq!(a_u32(&tb, mask), Some(1));
+        dev.counter_bind_qp_auto(0x41, 1)?;
+        dev.counter_bind_qp_auto(0x42, 1)?;
+        let list = dev.counter_dump(None, None)?;
+        assert_eq!(list.len(), 1);
+        assert_eq!(&list[0].qps[..], &[0x41, 0x42]);
+        assert_eq!((list[0].mode, list[0].qp_type), (auto, 2));
+        assert_eq!(
+            b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x666)]),
+            Err(EINVAL)
+        );
+        dev.counter_unbind_qp_destroy(0x41, 1);
+        dev.counter_unbind_qp_destroy(0x42, 1);
+        assert_eq!(dev.counter_dump(None, None)?.len(), 0);
+        for q in [q1, q2, q3] {
+            dev.restrack().del(ResType::Qp, q);
+        }
+        Device::dealloc(dev);
+
+        // rdma_rxe's shape: statistics, no counter ops. Auto mode is accepted, a bind ENOMEM.
+        let dev = Device::alloc(&R_OPS, 1, Ok(()))?;
+        Device::register(&dev, c"nlstat_%d")?;
+        let idx = dev.index();
+        let q = fake_qp(&dev, 0x41, 1000)?;
+        let mut o = [0u8; 512];
+        stat_req(
+            stat_set_doit,
+            RDMA_NLDEV_CMD_STAT_SET,
+            idx,
+            &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)],
+            &mut o,
+        )?;
+        assert_eq!(dev.counter_bind_qp_auto(0x41, 1), Err(ENOMEM));
+        assert_eq!(dev.counter_dump(None, None)?.len(), 0);
+        stat_req(
+            stat_set_doit,
+            RDMA_NLDEV_CMD_STAT_SET,
+            idx,
+            &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 0)],
+            &mut o,
+        )?;
+        assert_eq!(
+            stat_req(
+                stat_set_doit,
+                RDMA_NLDEV_CMD_STAT_SET,
+                idx,
+                &[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x41)],
+                &mut o
+            )
+            .map(|_| ()),
+            Err(ENOMEM)
+        );
+        dev.restrack().del(ResType::Qp, q);
+        Device::dealloc(dev);
+
+        // No statistics (TOps): auto mode and a new counter are EOPNOTSUPP.
+        let dev = device()?;
+        let idx = dev.index();
+        let q = fake_qp(&dev, 0x41, 1000)?;
+        assert_eq!(
+            stat_req(
+                stat_set_doit,
+                RDMA_NLDEV_CMD_STAT_SET,
+                idx,
+                &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)],
+                &mut o
+            )
+            .map(|_| ()),
+            Err(EOPNOTSUPP)
+        );
+        assert_eq!(
+            stat_req(
+                stat_set_doit,
+                RDMA_NLDEV_CMD_STAT_SET,
+                idx,
+                &[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x41)],
+                &mut o
+            )
+            .map(|_| ()),
+            Err(EOPNOTSUPP)
+        );
+        dev.restrack().del(ResType::Qp, q);
         Device::dealloc(dev);
         Ok(())
     }

@@ -351,6 +351,39 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Binds QP `qpn` to counter `id` on `port` (upstream `ops.counter_bind_qp`); `id` 0 is
+    /// a new counter, which the driver allocates and whose id it returns (mlx5: its Q counter
+    /// set). A new counter's values have the port's names (upstream `counter_alloc_stats`).
+    fn counter_bind_qp(
+        _dev: &Device<Self::Driver>,
+        _id: u32,
+        _qpn: u32,
+        _port: u32,
+    ) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Moves QP `qpn` back to the port's default counting (upstream `ops.counter_unbind_qp`).
+    fn counter_unbind_qp(_dev: &Device<Self::Driver>, _qpn: u32, _port: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Frees counter `id` (upstream `ops.counter_dealloc`).
+    fn counter_dealloc(_dev: &Device<Self::Driver>, _id: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reads counter `id` into `out` in the order of the port's names (upstream
+    /// `ops.counter_update_stats`); returns how many were written.
+    fn counter_update_stats(
+        _dev: &Device<Self::Driver>,
+        _id: u32,
+        _port: u32,
+        _out: &mut [u64],
+    ) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates an MR for fast registration (upstream `ops.alloc_mr`).
     fn alloc_mr(
         _pd: &Pd<Self::Driver>,
@@ -549,6 +582,10 @@ ops_table! {
     alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
     hw_port_stat_names: HwPortStatNames: fn(&Device<D>, u32) -> Option<&'static [&'static CStr]>,
     get_hw_stats: GetHwStats: fn(&Device<D>, u32, &mut [u64]) -> Result<usize>,
+    counter_bind_qp: CounterBindQp: fn(&Device<D>, u32, u32, u32) -> Result<u32>,
+    counter_unbind_qp: CounterUnbindQp: fn(&Device<D>, u32, u32) -> Result,
+    counter_dealloc: CounterDealloc: fn(&Device<D>, u32) -> Result,
+    counter_update_stats: CounterUpdateStats: fn(&Device<D>, u32, u32, &mut [u64]) -> Result<usize>,
     dereg_mr: DeregMr: fn(&Mr<D>) -> Result,
     uverbs_method: UverbsMethod: fn(u16, &mut DriverCall<'_, '_, D>) -> Result,
     create_ah: CreateAh: fn(&Pd<D>, &AhAttr, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::AhData>,

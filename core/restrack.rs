@@ -325,6 +325,23 @@ impl Restrack {
         Ok(v)
     }
 
+    /// The resource of a type whose number (`num`: the QP number) is `num`, if any (upstream
+    /// `rdma_restrack_get_byid()` for QPs, whose restrack id is the QP number).
+    ///
+    /// # Errors
+    ///
+    /// `ENOENT` for number 0 (a QP the driver has not created yet).
+    pub fn find_num(&self, kind: ResType, num: u32) -> Result<Option<ResInfo>> {
+        if num == 0 {
+            return Err(ENOENT);
+        }
+        let g = self.inner.lock();
+        Ok(g.entries
+            .iter()
+            .find(|e| e.kind == kind && e.num.load(Relaxed) == num)
+            .map(|e| e.snapshot()))
+    }
+
     /// Reports every resource still tracked, with its owner, and returns how
     /// many there were (upstream `rdma_restrack_clean()` at dealloc, which
     /// prints them and WARNs).

@@ -23,7 +23,7 @@ use crate::hw::{HwEvent, Mlx5Events, QpEventKind};
 use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler, SrqEvent, SrqHandler};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
-use kernel::{new_spinlock_irq, sync::Arc, sync::SpinLockIrq};
+use kernel::{new_mutex, new_spinlock_irq, sync::Arc, sync::Mutex, sync::SpinLockIrq};
 
 /// The consumer's side of a CQ's events (upstream `struct mlx5_core_cq` as the EQ sees it).
 #[pin_data]
@@ -46,6 +46,21 @@ pub(crate) struct QpTarget {
     handler: SpinLockIrq<Option<Arc<dyn QpHandler>>>,
     /// A kernel QP's queues.
     pub(crate) kern: Option<Arc<KernQp>>,
+    /// The QP's counter binding (upstream `qp->counter`, `mqp->counter_pending` under
+    /// `mqp->mutex`): `modify_qp` holds it across its command, so a bind sees a settled state.
+    #[pin]
+    pub(crate) cnt: Mutex<QpCnt>,
+}
+
+/// What the counter ops need of a QP (see [`QpTarget::cnt`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct QpCnt {
+    /// The QP's state after its last successful modify.
+    pub(crate) state: ib_core_rs::verbs::QpState,
+    /// The bound counter's Q counter set (upstream `qp->counter->id`); 0: the port's.
+    pub(crate) set: u32,
+    /// The set is to be applied at the move to RTS (upstream `counter_pending`).
+    pub(crate) pending: bool,
 }
 
 /// The device's view of an SRQ (upstream `struct mlx5_core_srq` in the SRQ table): its event
@@ -142,6 +157,7 @@ impl QpTarget {
                 qpn: Atomic::new(0),
                 handler <- new_spinlock_irq!(handler.cloned()),
                 kern,
+                cnt <- new_mutex!(QpCnt::default()),
             }),
             GFP_KERNEL,
         )
@@ -400,6 +416,11 @@ impl EventTable {
                 target.num()
             );
         }
+    }
+
+    /// A QP's target by number (upstream `__mlx5_qp_lookup()`; the counter ops).
+    pub(crate) fn qp_target(&self, qpn: u32) -> Option<Arc<QpTarget>> {
+        self.qps.lock().find(qpn).cloned()
     }
 
     /// A kernel QP's queues by number (upstream `__mlx5_qp_lookup()` in `mlx5_poll_one()`).

@@ -434,6 +434,27 @@ impl DeviceOps for Mlx5DevOps {
         crate::verbs::get_hw_stats(dev, out)
     }
 
+    fn counter_bind_qp(dev: &Device<Mlx5Ib>, id: u32, qpn: u32, _port: u32) -> Result<u32> {
+        crate::verbs::counter_bind_qp(dev, id, qpn)
+    }
+
+    fn counter_unbind_qp(dev: &Device<Mlx5Ib>, qpn: u32, _port: u32) -> Result {
+        crate::verbs::counter_unbind_qp(dev, qpn)
+    }
+
+    fn counter_dealloc(dev: &Device<Mlx5Ib>, id: u32) -> Result {
+        crate::verbs::counter_dealloc(dev, id)
+    }
+
+    fn counter_update_stats(
+        dev: &Device<Mlx5Ib>,
+        id: u32,
+        _port: u32,
+        out: &mut [u64],
+    ) -> Result<usize> {
+        crate::verbs::counter_update_stats(dev, id, out)
+    }
+
     fn rereg_user_mr(
         mr: &Mr<Mlx5Ib>,
         flags: ReregFlags,

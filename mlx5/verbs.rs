@@ -751,6 +751,8 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
     let d = qp.device().data();
     let t = qp.qp_type();
     let mut st = qp.data().state.lock();
+    // upstream mqp->mutex also covers the counter binding (mlx5_ib_qp_set_counter()).
+    let mut cnt = qp.data().events.cnt.lock();
     let cur = st.qp_state;
     let new = if mask.contains(QpAttrMask::STATE) {
         attr.qp_state
@@ -781,7 +783,9 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
             if cur == QpState::Reset {
                 // upstream __mlx5_ib_modify_qp(): the port's counter set
                 // (mlx5_ib_get_counters_id()) at RESET->INIT.
-                c.counter_set_id = u8::try_from(d.qcnt_set).ok().filter(|&id| id != 0);
+                // A QP bound in RESET counts into its counter's set (`ibqp->counter->id`).
+                let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set };
+                c.counter_set_id = u8::try_from(set).ok().filter(|&id| id != 0);
                 exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
             } else {
                 let opt = opt
@@ -846,6 +850,14 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
             }
         }
         _ => return Err(EINVAL),
+    }
+    cnt.state = new;
+    // upstream __mlx5_ib_modify_qp(): a binding made after INIT is applied at RTS.
+    if new == QpState::Rts && cnt.pending {
+        let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set };
+        if set_counter(d, qpn, set).is_ok() {
+            cnt.pending = false;
+        }
     }
     if new == QpState::Reset {
         // upstream: a kernel QP's queues start over.
@@ -1008,6 +1020,114 @@ pub(crate) fn create_mr(
 ) -> Result<MrCreated<Mlx5Mr>> {
     let mut umem = umem;
     create_mr_keep(pd, access, iova, translation, &mut umem)
+}
+
+/// upstream `__mlx5_ib_qp_set_counter()`: RTS2RTS with only `counter_set_id`
+/// (`MLX5_QP_OPTPAR_COUNTER_SET_ID`).
+fn set_counter(d: &Mlx5IbDev, qpn: u32, set: u32) -> Result {
+    let c = QpcAttrs {
+        counter_set_id: Some(u8::try_from(set).map_err(|_| EINVAL)?),
+        ..QpcAttrs::default()
+    };
+    exec(
+        &*d.hw,
+        &ModifyQp::<Rts2Rts>::with_opt(qpn, c, optpar::COUNTER_SET_ID),
+    )
+}
+
+/// upstream `mlx5_ib_qp_set_counter()`: a QP in RESET takes the set at RESET->INIT, one in RTS
+/// now (RTS2RTS; `EOPNOTSUPP` without `rts2rts_qp_counters_set_id`), one in between at its
+/// move to RTS. `set` 0 is the port's own set (unbind).
+fn qp_set_counter(dev: &Device<Mlx5Ib>, qpn: u32, set: u32) -> Result {
+    let d = dev.data();
+    let t = d.events.qp_target(qpn).ok_or(EINVAL)?;
+    let mut cnt = t.cnt.lock();
+    if cnt.state == QpState::Reset {
+        cnt.set = set;
+        return Ok(());
+    }
+    if gen(d)?.get(cmd_hca_cap::rts2rts_qp_counters_set_id) == 0 {
+        return Err(EOPNOTSUPP);
+    }
+    if cnt.state == QpState::Rts {
+        set_counter(d, qpn, if set != 0 { set } else { d.qcnt_set })?;
+        cnt.set = set;
+        return Ok(());
+    }
+    cnt.pending = true;
+    cnt.set = set;
+    Ok(())
+}
+
+/// upstream `mlx5_ib_counter_bind_qp()`: a new counter (`id` 0) is a Q counter set of its own
+/// (ALLOC_Q_COUNTER, shared-resource uid), freed again when the QP cannot take it.
+///
+/// # Errors
+///
+/// ALLOC_Q_COUNTER's errno (the device's sets are `max_qp_cnt`), `EINVAL` for an unknown QP,
+/// `EOPNOTSUPP` or the RTS2RTS errno from the QP.
+pub(crate) fn counter_bind_qp(dev: &Device<Mlx5Ib>, id: u32, qpn: u32) -> Result<u32> {
+    let d = dev.data();
+    let (set, new) = if id == 0 {
+        let set = exec(&*d.hw, &crate::cmd::res::AllocQCounter { uid: 0 })?;
+        (set, true)
+    } else {
+        (id, false)
+    };
+    if let Err(e) = qp_set_counter(dev, qpn, set) {
+        if new {
+            let _ = exec(
+                &*d.hw,
+                &crate::cmd::res::DeallocQCounter { id: set, uid: 0 },
+            );
+        }
+        return Err(e);
+    }
+    Ok(set)
+}
+
+/// upstream `mlx5_ib_counter_unbind_qp()`: the QP back to the port's set.
+///
+/// # Errors
+///
+/// As [`counter_bind_qp`]'s move.
+pub(crate) fn counter_unbind_qp(dev: &Device<Mlx5Ib>, qpn: u32) -> Result {
+    qp_set_counter(dev, qpn, 0)
+}
+
+/// upstream `mlx5_ib_counter_dealloc()`: DEALLOC_Q_COUNTER.
+///
+/// # Errors
+///
+/// DEALLOC_Q_COUNTER's errno.
+pub(crate) fn counter_dealloc(dev: &Device<Mlx5Ib>, id: u32) -> Result {
+    if id == 0 {
+        return Ok(());
+    }
+    exec(
+        &*dev.data().hw,
+        &crate::cmd::res::DeallocQCounter { id, uid: 0 },
+    )
+}
+
+/// upstream `mlx5_ib_counter_update_stats()` → `mlx5_ib_query_q_counters()` of the counter's
+/// set.
+///
+/// # Errors
+///
+/// QUERY_Q_COUNTER's errno.
+pub(crate) fn counter_update_stats(
+    dev: &Device<Mlx5Ib>,
+    id: u32,
+    out: &mut [u64],
+) -> Result<usize> {
+    let v = exec(&*dev.data().hw, &crate::cmd::res::QueryQCounter { id })?;
+    let mut n = 0;
+    for (o, x) in out.iter_mut().zip(v.iter()) {
+        *o = u64::from(*x);
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// upstream `mlx5_ib_get_hw_stats()` → `do_get_hw_stats()` → `mlx5_ib_query_q_counters()` for

@@ -604,6 +604,14 @@ impl<D: Driver> Qp<D> {
         {
             return Err(EINVAL);
         }
+        // upstream _ib_modify_qp(): bind to a counter by the port's auto rule at the move to
+        // INIT with a port (rdma_counter_bind_qp_auto(), whose result is ignored).
+        if mask.contains(QpAttrMask::STATE)
+            && mask.contains(QpAttrMask::PORT)
+            && attr.qp_state == QpState::Init
+        {
+            let _ = dev.counter_bind_qp_auto(self.qp_num, attr.port_num);
+        }
         op(self, attr, mask)?;
         if mask.contains(QpAttrMask::PORT) {
             self.port.store(attr.port_num, Relaxed);
@@ -750,6 +758,8 @@ impl<D: Driver> Destroyable for Qp<D> {
     }
 
     fn driver_destroy(&self) -> Result {
+        // upstream ib_destroy_qp_user(): rdma_counter_unbind_qp(qp, qp->port, true) first.
+        self.dev.counter_unbind_qp_destroy(self.qp_num, self.port());
         let op = self.dev.ops().destroy_qp;
         op.map_or(Ok(()), |f| f(self))
     }

@@ -1662,6 +1662,70 @@ fn q_counters_count_what_the_responder_served() {
     );
 }
 
+/// RTS2RTS with `MLX5_QP_OPTPAR_COUNTER_SET_ID` (upstream `__mlx5_ib_qp_set_counter()`, what
+/// a counter bind or unbind of a QP in RTS sends: nothing else in the context): the QP counts
+/// into the new set from then on, keeps its ACK timeout (not an optional parameter upstream
+/// passes), and an unknown set is `BAD_PARAM` with nothing changed.
+#[test]
+fn rts2rts_moves_a_qp_to_another_counter_set() {
+    let (mut h, mut a, b, _sa, sb) = counted_pair(0);
+    let sc = q_alloc(&mut h);
+    let m = h.mr(4096, ALL);
+    let write = |h: &mut Host, a: &mut QpH| {
+        h.post(
+            a,
+            &Wr::new(wqe_op::RDMA_WRITE).sge(m.sge(0, 64)).remote(&m, 0),
+        );
+        run(&mut [h], 0);
+    };
+    write(&mut h, &mut a);
+    let move_to = |set: u32| {
+        let mut x = inbox(op::RTS2RTS_QP, 0, 0, rts2rts_qp_in::SIZE_BYTES);
+        rts2rts_qp_in::qpn.set(&mut x, b.qpn).unwrap();
+        rts2rts_qp_in::opt_param_mask
+            .set(&mut x, qp_optpar::COUNTER_SET_ID)
+            .unwrap();
+        rts2rts_qp_in::qpc
+            .inner(qpc::counter_set_id)
+            .set(&mut x, set)
+            .unwrap();
+        x
+    };
+    let x = move_to(200);
+    assert_eq!(
+        super::tests::err(&mut h.fw, &x, 16),
+        (Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN as u32)
+    );
+    let x = move_to(sc);
+    ok(&mut h.fw, &x, 16);
+    write(&mut h, &mut a);
+    write(&mut h, &mut a);
+    assert_eq!(
+        q_query(&mut h, sb, false)[0],
+        1,
+        "the old set keeps what it counted"
+    );
+    assert_eq!(
+        q_query(&mut h, sc, false)[0],
+        2,
+        "the new set counts from the move on"
+    );
+    let out = query_qp(&mut h.fw, 0, b.qpn);
+    let g = |f| query_qp_out::qpc.inner(f).get(&out).unwrap();
+    assert_eq!(g(qpc::counter_set_id), sc);
+    assert_eq!(g(qpc::primary_address_path.inner(ads::ack_timeout)), 14);
+    assert_eq!(g(qpc::state), QPC_STATE_RTS);
+    // max_qp_cnt sets in all: one more ALLOC_Q_COUNTER is NO_RES_ERR.
+    for _ in 3..capacity::Q_COUNTER {
+        q_alloc(&mut h);
+    }
+    let x = inbox(op::ALLOC_Q_COUNTER, 0, 0, alloc_q_counter_in::SIZE_BYTES);
+    assert_eq!(
+        super::tests::err(&mut h.fw, &x, alloc_q_counter_out::SIZE_BYTES),
+        (Status::NO_RES_ERR, syn::TABLE_FULL as u32)
+    );
+}
+
 #[test]
 fn remote_access_error_moves_both_to_err() {
     let mut p = pair(QPC_ST_RC);

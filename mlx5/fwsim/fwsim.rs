@@ -657,6 +657,12 @@ impl Fw {
         &self.cfg
     }
 
+    /// Q counter sets allocated (debugfs `qcounters`).
+    #[cfg_attr(not(MODULE), expect(dead_code))]
+    pub(crate) fn q_counter_sets(&self) -> usize {
+        self.qcounters.count()
+    }
+
     /// Live objects per kind.
     pub(crate) fn counts(&self) -> Counts {
         Counts {

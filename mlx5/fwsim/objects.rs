@@ -127,7 +127,7 @@ impl Fw {
         c.set(alloc_q_counter_out::counter_set_id, id)
     }
 
-    fn q_counter_usable(&self, uid: u16, id: u32) -> Result<(), CmdError> {
+    pub(super) fn q_counter_usable(&self, uid: u16, id: u32) -> Result<(), CmdError> {
         let o = self
             .qcounters
             .get(id)

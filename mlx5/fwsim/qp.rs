@@ -75,6 +75,9 @@ const RTS2RTS_FIELDS: &[Member<qpc::Bits>] = &[
     qpc::rwe,
     qpc::rae,
     qpc::q_key,
+    // With MLX5_QP_OPTPAR_COUNTER_SET_ID (upstream __mlx5_ib_qp_set_counter()): the QP counts
+    // into another set from then on.
+    qpc::counter_set_id,
 ];
 
 /// Whether transition `opcode` of a QP of service type `st` takes member `f` given the
@@ -102,6 +105,12 @@ fn optional_taken(opcode: u16, st: u32, f: Member<qpc::Bits>, opt: u32) -> bool 
         qp_optpar::RAE
     } else if same(qpc::min_rnr_nak) && opcode != op::INIT2RTR_QP {
         qp_optpar::RNR_TIMEOUT
+    } else if same(qpc::counter_set_id) {
+        qp_optpar::COUNTER_SET_ID
+    } else if same(pri(ads::ack_timeout)) && opcode == op::RTS2RTS_QP {
+        // Not in upstream mlx5_ib's RTS2RTS opt_mask: a counter move (RTS2RTS with only
+        // COUNTER_SET_ID) leaves the timeout as it was.
+        qp_optpar::ACK_TIMEOUT
     } else {
         return true;
     };
@@ -316,17 +325,24 @@ impl Fw {
             qpc_bytes = c.inbox.array(m);
             self.check_transition(C::OPCODE, st, &qpc_bytes)?;
         }
-        let q = self
-            .qps
-            .get_mut(qpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
-        let mut next = q.qpc;
         let opt = match C::CTX {
             Some(TransitionCtx { opt_param_mask, .. }) if !C::FIELDS.is_empty() => {
                 c.get(opt_param_mask)
             }
             _ => 0,
         };
+        // A set the QP is moved to must exist (and be the caller's or shared).
+        if C::OPCODE == op::RTS2RTS_QP && opt & qp_optpar::COUNTER_SET_ID != 0 {
+            let set = qpc::counter_set_id.get(&qpc_bytes).unwrap_or(0);
+            if set != 0 {
+                self.q_counter_usable(c.uid, set)?;
+            }
+        }
+        let q = self
+            .qps
+            .get_mut(qpn)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        let mut next = q.qpc;
         for f in C::FIELDS {
             if !optional_taken(C::OPCODE, st, *f, opt) {
                 continue;

@@ -172,4 +172,8 @@ pub(crate) mod qp_optpar {
     // The driver sets it; the simulator ignores the port (one per function).
     #[cfg_attr(not(MODULE), allow(dead_code))]
     pub(crate) const PRI_PORT: u32 = 1 << 16;
+    /// `MLX5_QP_OPTPAR_ACK_TIMEOUT`.
+    pub(crate) const ACK_TIMEOUT: u32 = 1 << 14;
+    /// `MLX5_QP_OPTPAR_COUNTER_SET_ID`.
+    pub(crate) const COUNTER_SET_ID: u32 = 1 << 25;
 }

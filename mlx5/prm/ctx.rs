@@ -31,6 +31,7 @@ prm_layouts! {
         log_max_ra_req_qp @ 0x14a, 0x6;
         log_max_ra_res_qp @ 0x15a, 0x6;
         end_pad @ 0x160, 0x1;
+        rts2rts_qp_counters_set_id @ 0x169, 0x1;
         gid_table_size @ 0x170, 0x10;
         max_qp_cnt @ 0x186, 0xa;
         pkey_table_size @ 0x190, 0x10;

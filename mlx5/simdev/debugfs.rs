@@ -44,6 +44,7 @@ pub(super) fn function_dir<'a>(root: &'a Dir, name: &'a CStr, f: F) -> impl PinI
         d.read_callback_file(c"caps", f, &show_caps);
         d.read_callback_file(c"stats", f, &show_stats);
         d.read_callback_file(c"iommu", f, &show_iommu);
+        d.read_callback_file(c"qcounters", f, &show_qcounters);
         d.read_write_callback_file(c"fail_nth", f, &show_fail_nth, &write_fail_nth);
         d.read_write_callback_file(c"fail_opcode", f, &show_fail_opcode, &write_fail_opcode);
         d.read_write_callback_file(c"delay_us", f, &show_delay, &write_delay);
@@ -63,6 +64,11 @@ fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "xrc {}", c.xrc)?;
     writeln!(out, "uctx {}", c.uctx)?;
     writeln!(out, "umem {}", c.umem)
+}
+
+/// Q counter sets allocated (ALLOC_Q_COUNTER, `max_qp_cnt` of them at most).
+fn show_qcounters(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(out, "sets {}", f.with_fw(|fw| fw.q_counter_sets()))
 }
 
 fn show_iommu(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
