@@ -296,6 +296,7 @@ mod tests {
                 link_layer: LinkLayer::Ib,
                 num_ports: 1,
                 serial: 9,
+                memic: false,
             },
         )?;
         let before = f.stats().commands;

@@ -144,6 +144,7 @@ impl SimFunction {
                 link_layer,
                 num_ports: 1,
                 serial,
+                memic: true,
             },
         )
     }

@@ -184,6 +184,7 @@ impl Host {
                 link_layer: ll,
                 num_ports: 1,
                 serial,
+                memic: true,
             })
             .unwrap(),
         );
