@@ -861,6 +861,7 @@ mod tests {
         type MrData = ();
         type AhData = ();
         type MwData = ();
+        type DmData = ();
     }
 
     struct TOps;

@@ -202,6 +202,9 @@ impl Mlx5Hw for CoreFunction {
             CapType::General => Some(&self.general),
             CapType::Roce => self.roce.as_deref(),
             CapType::Atomic => self.atomic.as_deref(),
+            // Not cached: DM on an mlx5_core function is EOPNOTSUPP (no BAR mapping of the
+            // MEMIC window yet; the emulated function reports no `device_memory` either).
+            CapType::DevMem => None,
         }
     }
 
