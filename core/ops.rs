@@ -17,10 +17,9 @@ use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Dm, DmAllocAttr, DmMrAttr, Mr,
-    MrCreated, MrType, Mw,
-    MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler, QpInitAttr, RecvWr,
-    ReregFlags, SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata,
-    UserCtx, UserMrReq, Wc, XrcSrqCreated, Xrcd,
+    MrCreated, MrType, Mw, MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler,
+    QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext,
+    UcontextPriv, Udata, UserCtx, UserMrReq, Wc, XrcSrqCreated, Xrcd,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;

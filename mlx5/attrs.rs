@@ -110,7 +110,9 @@ pub(crate) type DevMemCaps<'a> = Caps<'a, device_mem_cap::Bits>;
 /// max_memic_size)` when the device has MEMIC; 0 otherwise (and without the page).
 pub(crate) fn max_dm_size(dm: Option<DevMemCaps<'_>>) -> u64 {
     match dm {
-        Some(c) if c.flag(device_mem_cap::memic) => u64::from(c.get(device_mem_cap::max_memic_size)),
+        Some(c) if c.flag(device_mem_cap::memic) => {
+            u64::from(c.get(device_mem_cap::max_memic_size))
+        }
         _ => 0,
     }
 }

@@ -318,7 +318,8 @@ fn stage_caps(d: &mut Mlx5Dev) -> Result {
     d.attrs = device_attrs(d.gen_caps()?, &ids)?;
     d.attrs.atomic_cap =
         crate::attrs::atomic_cap(d.hw().caps(CapType::Atomic).and_then(Caps::new))?;
-    d.attrs.max_dm_size = crate::attrs::max_dm_size(d.hw().caps(CapType::DevMem).and_then(Caps::new));
+    d.attrs.max_dm_size =
+        crate::attrs::max_dm_size(d.hw().caps(CapType::DevMem).and_then(Caps::new));
     Ok(())
 }
 

@@ -118,7 +118,10 @@ impl MemicDb {
             return Ok(None);
         }
         let pages = (u64::from(c.get(device_mem_cap::memic_bar_size)) >> PAGE_SHIFT) as usize;
-        let used = KBox::pin_init(kernel::new_spinlock!([0u64; MAX_MEMIC_PAGES / 64]), GFP_KERNEL)?;
+        let used = KBox::pin_init(
+            kernel::new_spinlock!([0u64; MAX_MEMIC_PAGES / 64]),
+            GFP_KERNEL,
+        )?;
         Ok(Some(Arc::new(
             MemicDb {
                 hw: hw.clone(),
@@ -224,7 +227,10 @@ impl MemicDb {
         {
             return;
         }
-        if let Some(first) = addr.checked_sub(self.bar_start).map(|o| (o / PAGE) as usize) {
+        if let Some(first) = addr
+            .checked_sub(self.bar_start)
+            .map(|o| (o / PAGE) as usize)
+        {
             self.give_back(first, size.div_ceil(PAGE) as usize);
         }
     }
@@ -277,7 +283,11 @@ pub(crate) fn alloc_dm(
     attr: &DmAllocAttr,
     call: &mut DriverCall<'_, '_, Mlx5Ib>,
 ) -> Result<Mlx5Dm> {
-    let ty = call.const_in(ATTR_ALLOC_DM_REQ_TYPE, u64::from(u32::MAX), Some(DM_TYPE_MEMIC))?;
+    let ty = call.const_in(
+        ATTR_ALLOC_DM_REQ_TYPE,
+        u64::from(u32::MAX),
+        Some(DM_TYPE_MEMIC),
+    )?;
     if ty != DM_TYPE_MEMIC {
         return Err(EOPNOTSUPP);
     }
@@ -291,11 +301,7 @@ pub(crate) fn alloc_dm(
     let first = (MMAP_DEVICE_MEM << 16) as u32;
     let last = ((MMAP_DEVICE_MEM << 16) + 0xffff) as u32;
     // From here the entry gives the memory back when dropped (right here if the insert fails).
-    let alloc = MemicAlloc {
-        db,
-        addr,
-        size,
-    };
+    let alloc = MemicAlloc { db, addr, size };
     let len = usize::try_from(size).map_err(|_| EINVAL)?;
     let entry = registry.insert_range(alloc, len, first, last)?;
     let dm = Mlx5Dm {

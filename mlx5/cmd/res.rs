@@ -5,6 +5,7 @@
 //! `mlx5_core_create_mkey()`, `mlx5_core_roce_gid_set()`).
 
 use super::{empty_reply, number_reply, Command, InBox, OutBox};
+use crate::prm::cmd::{alloc_memic_in, alloc_memic_out, dealloc_memic_in};
 use crate::prm::cmd::{
     alloc_pd_out, alloc_transport_domain_out, alloc_uar_out, create_mkey_in, create_mkey_out,
     dealloc_pd_in, dealloc_transport_domain_in, dealloc_uar_in, destroy_mkey_in,
@@ -13,7 +14,6 @@ use crate::prm::cmd::{
 use crate::prm::cmd::{
     alloc_q_counter_out, dealloc_q_counter_in, query_q_counter_in, query_q_counter_out,
 };
-use crate::prm::cmd::{alloc_memic_in, alloc_memic_out, dealloc_memic_in};
 use crate::prm::cmd::{alloc_xrcd_out, dealloc_xrcd_in};
 use crate::prm::command as pc;
 use crate::prm::consts::{
@@ -262,9 +262,9 @@ pub(crate) struct Mkey {
 impl CreateMkey<'_> {
     fn pages(&self) -> &[u64] {
         match self.translation {
-            MkeyTranslation::Pa | MkeyTranslation::Window { .. } | MkeyTranslation::Memic { .. } => {
-                &[]
-            }
+            MkeyTranslation::Pa
+            | MkeyTranslation::Window { .. }
+            | MkeyTranslation::Memic { .. } => &[],
             MkeyTranslation::Mtt { pages, .. } => pages,
         }
     }

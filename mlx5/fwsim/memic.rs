@@ -271,9 +271,23 @@ mod tests {
         bad(&mut m, BAR_START, 4096, 0, 0, syn::MEMIC_SIZE);
         bad(&mut m, BAR_START, 4096, 100, 0, syn::MEMIC_SIZE);
         bad(&mut m, BAR_START, 4096, SIZE + 64, 0, syn::MEMIC_SIZE);
-        bad(&mut m, BAR_START, 4096, 64, LOG_MAX_ALIGN + 1, syn::MEMIC_ALIGN);
+        bad(
+            &mut m,
+            BAR_START,
+            4096,
+            64,
+            LOG_MAX_ALIGN + 1,
+            syn::MEMIC_ALIGN,
+        );
         bad(&mut m, BAR_START - 4096, 4096, 64, 0, syn::MEMIC_RANGE);
-        bad(&mut m, BAR_START + SIZE - 4096, 8192, 64, 0, syn::MEMIC_RANGE);
+        bad(
+            &mut m,
+            BAR_START + SIZE - 4096,
+            8192,
+            64,
+            0,
+            syn::MEMIC_RANGE,
+        );
         bad(&mut m, BAR_START, 64, 128, 0, syn::MEMIC_RANGE);
         bad(&mut m, BAR_START + 1, 4096, 64, 0, syn::MEMIC_RANGE);
         // The whole window in one piece, after everything is freed.
@@ -289,7 +303,8 @@ mod tests {
     fn at_most_one_allocation_per_page_of_the_window_is_kept() {
         let mut m = Memic::new();
         for i in 0..MAX_ALLOCS as u64 {
-            m.alloc(0, BAR_START, SIZE, 64, 0).unwrap_or_else(|e| panic!("{i}: {e:?}"));
+            m.alloc(0, BAR_START, SIZE, 64, 0)
+                .unwrap_or_else(|e| panic!("{i}: {e:?}"));
         }
         assert_eq!(
             m.alloc(0, BAR_START, SIZE, 64, 0),
@@ -299,7 +314,10 @@ mod tests {
 
     #[test]
     fn bus_addresses_cover_only_the_window() {
-        assert_eq!(Memic::bus(BAR_START, 64), Some(crate::fwsim::dma::DEV_MEM_BUS));
+        assert_eq!(
+            Memic::bus(BAR_START, 64),
+            Some(crate::fwsim::dma::DEV_MEM_BUS)
+        );
         assert_eq!(
             Memic::bus(BAR_START + 4096, SIZE - 4096),
             Some(crate::fwsim::dma::DEV_MEM_BUS + 4096)

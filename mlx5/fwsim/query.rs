@@ -11,8 +11,9 @@ use crate::prm::cmd::*;
 use crate::prm::command::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::{
-    atomic_caps, cmd_hca_cap, device_mem_cap, hca_vport_context, mac_address_layout, nic_vport_context, paos_reg,
-    pkey, pmtu_reg, ptys_reg, pvlc_reg, query_adapter_param_block, roce_addr_layout, roce_cap,
+    atomic_caps, cmd_hca_cap, device_mem_cap, hca_vport_context, mac_address_layout,
+    nic_vport_context, paos_reg, pkey, pmtu_reg, ptys_reg, pvlc_reg, query_adapter_param_block,
+    roce_addr_layout, roce_cap,
 };
 use crate::prm::layout::{Field, Member, PrmLayout};
 use crate::prm::status::Status;
@@ -92,7 +93,10 @@ impl Fw {
             CAP_DEV_MEM if self.cfg.memic => {
                 let f = |m| cap.inner(m);
                 c.set(f(device_mem_cap::memic), 1)?;
-                c.set(f(device_mem_cap::log_min_memic_alloc_size), memic::LOG_GRANULE)?;
+                c.set(
+                    f(device_mem_cap::log_min_memic_alloc_size),
+                    memic::LOG_GRANULE,
+                )?;
                 c.set(
                     f(device_mem_cap::log_max_memic_addr_alignment),
                     memic::LOG_MAX_ALIGN,

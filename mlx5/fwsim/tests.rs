@@ -1093,7 +1093,11 @@ fn mkey_lifecycle() {
         err(&mut f, &memic(0x1000, 64), 16),
         (Status::BAD_PARAM_ERR, syn::MEMIC_MKEY)
     );
-    let out = ok(&mut f, &memic(BAR_START + 4096, 64), create_mkey_out::SIZE_BYTES);
+    let out = ok(
+        &mut f,
+        &memic(BAR_START + 4096, 64),
+        create_mkey_out::SIZE_BYTES,
+    );
     let dm_key = get(&out, create_mkey_out::mkey_index);
     let mut d = inbox(op::DESTROY_MKEY, 0, 0, destroy_mkey_in::SIZE_BYTES);
     destroy_mkey_in::mkey_index.set(&mut d, dm_key).unwrap();

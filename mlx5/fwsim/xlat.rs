@@ -280,9 +280,7 @@ impl MkeyInfo {
         match self.map {
             MkeyMap::Pa { .. } => Some((va, (u64::MAX - va).max(1))),
             MkeyMap::Mtt { base, xlat, .. } => xlat.at(va.checked_sub(base)?),
-            MkeyMap::Memic { bus, len } => {
-                (va < len).then_some((bus.checked_add(va)?, len - va))
-            }
+            MkeyMap::Memic { bus, len } => (va < len).then_some((bus.checked_add(va)?, len - va)),
             MkeyMap::Indirect => None,
         }
     }

@@ -172,7 +172,11 @@ impl Iommu {
 
     /// The mapping containing `addr`.
     fn find(t: &Table, addr: u64) -> Option<&Mapping> {
-        if let Some(m) = t.dev_mem.as_ref().filter(|m| addr >= m.iova && addr < m.end()) {
+        if let Some(m) = t
+            .dev_mem
+            .as_ref()
+            .filter(|m| addr >= m.iova && addr < m.end())
+        {
             return Some(m);
         }
         let i = t.maps.partition_point(|m| m.iova <= addr).checked_sub(1)?;

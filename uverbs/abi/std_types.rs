@@ -374,9 +374,19 @@ const DM_MR_REG: &[AttrSpec] = &[
     A::idr(attr::REG_DM_MR_HANDLE, obj::MR, Access::New, UA_MANDATORY),
     A::ptr_in(attr::REG_DM_MR_OFFSET, PtrSpec::ty(8), UA_MANDATORY),
     A::ptr_in(attr::REG_DM_MR_LENGTH, PtrSpec::ty(8), UA_MANDATORY),
-    A::idr(attr::REG_DM_MR_PD_HANDLE, obj::PD, Access::Read, UA_MANDATORY),
+    A::idr(
+        attr::REG_DM_MR_PD_HANDLE,
+        obj::PD,
+        Access::Read,
+        UA_MANDATORY,
+    ),
     A::flags_in(attr::REG_DM_MR_ACCESS_FLAGS, UA_MANDATORY),
-    A::idr(attr::REG_DM_MR_DM_HANDLE, obj::DM, Access::Read, UA_MANDATORY),
+    A::idr(
+        attr::REG_DM_MR_DM_HANDLE,
+        obj::DM,
+        Access::Read,
+        UA_MANDATORY,
+    ),
     A::ptr_out(attr::REG_DM_MR_RESP_LKEY, PtrSpec::ty(4), UA_MANDATORY),
     A::ptr_out(attr::REG_DM_MR_RESP_RKEY, PtrSpec::ty(4), UA_MANDATORY),
 ];

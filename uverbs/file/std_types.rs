@@ -12,6 +12,7 @@ use crate::uverbs::abi::{
     parse::{AttrValue, Bundle},
     structs as s,
 };
+use crate::uverbs::driver_api::DriverCall;
 use crate::uverbs::file::cmd::qp::{cap_resp, CREATE_QP_SUP_COMP_MASK, QP_CREATE_ALLOWED};
 use crate::uverbs::file::cmd::srq::CreateSrq;
 use crate::uverbs::file::cmd::with_udata;
@@ -20,7 +21,6 @@ use crate::uverbs::file::ioctl::{ioctl_bufs, ptr_value, NewObj, Outputs};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{kerr, UFile};
 use crate::uverbs::resp;
-use crate::uverbs::driver_api::DriverCall;
 use crate::verbs::{AccessFlags, Dm, DmAllocAttr, DmMrAttr, Mr, SrqInitAttr, UserCtx, UserMrReq};
 use kernel::prelude::*;
 
