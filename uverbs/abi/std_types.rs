@@ -442,13 +442,9 @@ pub(crate) const CORE_OBJECTS: &[ObjectSpec] = &[
             m(method::MR_DESTROY, MR_DESTROY, CoreHandler::DestroyDefault),
             m(method::QUERY_MR, QUERY_MR, CoreHandler::QueryMr),
             m(method::REG_MR, REG_MR, CoreHandler::RegMr),
-            // upstream: UAPI_DEF_METHOD_NEEDS_FN(reg_dm_mr).
-            MethodSpec {
-                id: method::DM_MR_REG,
-                attrs: DM_MR_REG,
-                handler: core(CoreHandler::DmMrReg),
-                needs: &[DriverOp::RegDmMr],
-            },
+            // No NEEDS_FN upstream: the handler answers EOPNOTSUPP without `reg_dm_mr`; the
+            // method goes with the DM object (its DM attribute names a disabled type).
+            m(method::DM_MR_REG, DM_MR_REG, CoreHandler::DmMrReg),
         ],
         writes: &[],
         needs: &[DriverOp::DeregMr],
