@@ -399,4 +399,29 @@ mod tests {
         assert_eq!(io.mappings(), 0);
         Ok(())
     }
+
+    /// The device's own memory sits at DEV_MEM_BUS beside the driver's mappings (not counted
+    /// as one); the pages handed out for a user mapping are the ones the device accesses, and
+    /// past the memory is a fault.
+    #[test]
+    fn device_memory_is_the_devices_own_pages() -> Result {
+        let io = Iommu::new()?;
+        io.add_dev_mem(4 * PAGE)?;
+        assert_eq!(io.add_dev_mem(PAGE), Err(EBUSY));
+        assert_eq!(io.mappings(), 0);
+        io.write(DEV_MEM_BUS + PAGE - 2, &[1, 2, 3, 4])?;
+        let p = io.dev_mem_pages(0, 2)?;
+        let mut b = [0u8; 2];
+        p[1].read(0, &mut b)?;
+        assert_eq!(b, [3, 4]);
+        p[1].write(100, &[9])?;
+        let mut c = [0u8; 1];
+        io.read(DEV_MEM_BUS + PAGE + 100, &mut c)?;
+        assert_eq!(c, [9]);
+        assert_eq!(io.fetch_add64(DEV_MEM_BUS + 3 * PAGE + 8, 2)?, 0);
+        assert!(io.dev_mem_pages(3, 2).is_err());
+        let end = DEV_MEM_BUS + 4 * PAGE;
+        assert_eq!(io.write(end - 1, &[0, 0]), Err(DmaFault { addr: end }));
+        Ok(())
+    }
 }
