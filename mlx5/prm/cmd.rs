@@ -827,7 +827,6 @@ prm_layouts! {
     /// `struct mlx5_ifc_alloc_memic_in_bits` (mlx5_ifc.h).
     alloc_memic_in, 0x100 {
         opcode @ 0x0, 0x10;
-        uid @ 0x10, 0x10;
         op_mod @ 0x30, 0x10;
         log_memic_addr_alignment @ 0x78, 0x8;
         range_start_addr @ 0x80, 0x40;
@@ -845,7 +844,6 @@ prm_layouts! {
     /// `struct mlx5_ifc_dealloc_memic_in_bits` (mlx5_ifc.h).
     dealloc_memic_in, 0x100 {
         opcode @ 0x0, 0x10;
-        uid @ 0x10, 0x10;
         op_mod @ 0x30, 0x10;
         memic_start_addr @ 0x80, 0x40;
         memic_size @ 0xc0, 0x20;
