@@ -528,16 +528,21 @@ int main(int argc, char **argv)
 
 	word = 100;
 	check(ibv_memcpy_to_dm(dm, 7168, &word, 8) == 0, "a DM word of 100 at 7168");
-	res = 0;
-	r = atomic(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, &res, dst->lkey, 7168, dmr->rkey, 5, 0);
+	/* The original value lands in host memory (the dst MR). */
+	memset(bd, 0, 8);
+	r = atomic(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, (uint64_t *)bd, dst->lkey, 7168, dmr->rkey, 5,
+		   0);
 	expect(r, IBV_WC_SUCCESS, "FETCH_ADD 5 on the DM word");
+	memcpy(&res, bd, 8);
 	word = 0;
 	ibv_memcpy_from_dm(&word, dm, 7168, 8);
 	check(res == 100 && word == 105, "FETCH_ADD returned %llu, the DM word is %llu",
 	      (unsigned long long)res, (unsigned long long)word);
-	res = 0;
-	r = atomic(&p, IBV_WR_ATOMIC_CMP_AND_SWP, &res, dst->lkey, 7168, dmr->rkey, 105, 7);
+	memset(bd, 0, 8);
+	r = atomic(&p, IBV_WR_ATOMIC_CMP_AND_SWP, (uint64_t *)bd, dst->lkey, 7168, dmr->rkey, 105,
+		   7);
 	expect(r, IBV_WC_SUCCESS, "CMP_SWAP 105 -> 7 on the DM word");
+	memcpy(&res, bd, 8);
 	word = 0;
 	ibv_memcpy_from_dm(&word, dm, 7168, 8);
 	check(res == 105 && word == 7, "CMP_SWAP returned %llu, the DM word is %llu",
