@@ -23,7 +23,10 @@
  *    scattered into DM, FETCH_ADD and CMP_SWAP on a DM word, a WRITE past the
  *    DM MR (IBV_WC_REM_ACCESS_ERR);
  *  - the memory comes back: the whole memory in 64 KiB pieces, one more is
- *    ENOMEM, after freeing them the whole memory again in one piece.
+ *    ENOMEM, after freeing them the whole memory again in one piece; a DM
+ *    mapped by hand keeps its memory after DM_FREE until it is unmapped
+ *    (mlx5_ib_dm_memic_free() from mlx5_ib_mmap_free()), an mmap of the wrong
+ *    size is EINVAL (rdma_user_mmap_io()).
  *
  * -x: exit right after the DM MR is registered, holding the DM, the MR and
  * the mapping (the file's close cleanup and the exit's munmap free them).
@@ -45,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,6 +121,8 @@ static int run_ioctl(struct env *e, uint16_t obj, uint16_t method, struct ib_uve
 }
 
 /* UVERBS_METHOD_DM_ALLOC as libmlx5 sends it (type < 0: no REQ_TYPE; no_page: no PAGE_INDEX). */
+static uint16_t last_page_index;
+
 static int raw_dm_alloc(struct env *e, uint64_t len, uint32_t align, int type, int no_page,
 			uint32_t *handle)
 {
@@ -137,6 +143,7 @@ static int raw_dm_alloc(struct env *e, uint64_t len, uint32_t align, int type, i
 	r = run_ioctl(e, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC, a, n);
 	if (!r && handle)
 		*handle = a[0].data;
+	last_page_index = page;
 	return r;
 }
 
@@ -587,6 +594,40 @@ int main(int argc, char **argv)
 	while (i-- > 0)
 		if (ibv_free_dm(pieces[i]))
 			failures++;
+
+	/*
+	 * A DM mapped by hand (libmlx5's dm_mmap() offset: MLX5_IB_MMAP_DEVICE_MEM and the page
+	 * index) outlives its free: upstream gives the memory back at the last unmap
+	 * (mlx5_ib_dm_memic_free() from mlx5_ib_mmap_free()).
+	 */
+	r = raw_dm_alloc(&e, 64 * 1024, 0, -1, 0, &h);
+	expect(r, 0, "DM_ALLOC of 64 KiB for a mapping by hand");
+	if (!r) {
+		long ps = sysconf(_SC_PAGESIZE);
+		off_t off = ((off_t)8 << 8 | (last_page_index & 0xff) |
+			     ((off_t)(last_page_index >> 8) << 16)) * ps;
+		volatile uint32_t *va;
+		uint32_t h2;
+
+		va = mmap(NULL, 2 * 64 * 1024, PROT_READ | PROT_WRITE, MAP_SHARED, e.ctx->cmd_fd, off);
+		expect(va == MAP_FAILED ? errno : 0, EINVAL, "mmap of twice the DM's size: EINVAL");
+		if (va != MAP_FAILED)
+			munmap((void *)va, 2 * 64 * 1024);
+		va = mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE, MAP_SHARED, e.ctx->cmd_fd, off);
+		check(va != MAP_FAILED, "mmap of the DM by its page index");
+		if (va != MAP_FAILED) {
+			va[100] = 0x12345678;
+			expect(raw_dm_free(&e, h), 0, "DM_FREE while it is mapped");
+			check(va[100] == 0x12345678, "the mapping still reaches the memory after the free");
+			expect(raw_dm_alloc(&e, max, 0, -1, 0, &h2), ENOMEM,
+			       "the whole memory while the freed DM is mapped: ENOMEM");
+			munmap((void *)va, 64 * 1024);
+			r = raw_dm_alloc(&e, max, 0, -1, 0, &h2);
+			expect(r, 0, "the whole memory once the mapping is gone");
+			if (!r)
+				raw_dm_free(&e, h2);
+		}
+	}
 	check(ibv_dealloc_pd(e.pd) == 0, "ibv_dealloc_pd");
 	check(ibv_close_device(e.ctx) == 0, "ibv_close_device");
 	ibv_free_device_list(list);
