@@ -30,6 +30,8 @@
  *
  * -x: exit right after the DM MR is registered, holding the DM, the MR and
  * the mapping (the file's close cleanup and the exit's munmap free them).
+ * -H FILE: hold them until FILE exists (tests/vm/dm.sh removes the device
+ * meanwhile), then touch the zapped mapping and free what is left.
  *
  * Output, one line each (tests/vm/lib.sh t_import):
  *   R ok|fail <description>       a check
@@ -382,13 +384,15 @@ int main(int argc, char **argv)
 	uint32_t h, hs[64], blen;
 	uint64_t max, word, res;
 	int opt, n, i, r, np, leave = 0;
+	const char *hold = NULL;
 
-	while ((opt = getopt(argc, argv, "d:g:x")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:xH:")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'g': e.gid_index = atoi(optarg); break;
 		case 'x': leave = 1; break;
-		default: fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-x]\n", argv[0]);
+		case 'H': hold = optarg; break;
+		default: fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-x | -H FILE]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -468,6 +472,25 @@ int main(int argc, char **argv)
 	if (!dmr)
 		return 1;
 	printf("I dm_mr lkey 0x%x rkey 0x%x\n", dmr->lkey, dmr->rkey);
+	if (hold) {
+		/*
+		 * -H FILE: hold the DM, its MR and the mapping until FILE exists (the device is
+		 * removed meanwhile: the mapping is zapped, the objects destroyed); then the
+		 * mapping must not fault and the verbs fail without a crash.
+		 */
+		printf("READY\n");
+		while (access(hold, F_OK))
+			usleep(100000);
+		memset(back, 0xff, 64);
+		check(ibv_memcpy_from_dm(back, dm, 0, 64) == 0,
+		      "ibv_memcpy_from_dm after the remove: the zapped mapping does not fault");
+		printf("I dereg_dm_mr_after_remove %d\n", ibv_dereg_mr(dmr));
+		printf("I free_dm_after_remove %d\n", ibv_free_dm(dm));
+		ibv_dealloc_pd(e.pd);
+		check(ibv_close_device(e.ctx) == 0, "ibv_close_device after the remove");
+		printf("dm_test: %d checks passed, %d failed\n", passes, failures);
+		return failures ? 1 : 0;
+	}
 	if (leave) {
 		/* -x: exit holding the DM, its MR and libmlx5's mapping (the close cleanup's). */
 		printf("dm_test: %d checks passed, %d failed\n", passes, failures);

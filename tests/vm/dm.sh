@@ -37,5 +37,35 @@ dm_suite() {
 	dm_baseline "processes exited holding DMs"
 	t_import "dm_test mlx5_0 again: the memory is all there" /rdma-rs/dm_test -d mlx5_0
 	dm_baseline "the second run"
+	dm_unplug
 	unload_ours
+}
+
+# Hot unplug of mlx5_1 while a process holds a DM, its MR and libmlx5's mapping of it: the
+# removal completes, the simulator holds nothing afterwards (the MEMIC allocation went back
+# with the zapped mapping and the destroyed DM), the process touches the zapped mapping and
+# exits cleanly.
+dm_unplug() {
+	local f=mlx5_ib_rs.rdma.1 drv pid rc i
+	rm -f /tmp/dm-go
+	/rdma-rs/dm_test -d mlx5_1 -g 1 -H /tmp/dm-go >/tmp/dm-unplug.out 2>&1 &
+	pid=$!
+	for i in $(seq 1 300); do grep -q READY /tmp/dm-unplug.out && break; sleep 0.1; done
+	echo "resources while held: $(tr '\n' ' ' <$FWSIM_DBG/$f/resources)"
+	drv=$(fwsim_driver_of $f)
+	rc=0
+	timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
+	if [ $rc = 0 ] && kill -0 $pid 2>/dev/null; then
+		t_ok "unbind $f completes while a process holds a mapped DM with an MR"
+	else
+		t_fail "unbind $f completes while a process holds a mapped DM with an MR" "exit $rc"
+	fi
+	t_check "$f: the simulator holds nothing after the remove (no MEMIC allocation)" \
+		fwsim_resources_zero $f
+	touch /tmp/dm-go
+	rc=0
+	wait $pid || rc=$?
+	t_import_file "dm_test -H mlx5_1 (hot unplug)" /tmp/dm-unplug.out $rc
+	echo $f >/sys/bus/auxiliary/drivers/$drv/bind
+	t_check "bind $f again" test -n "$(fwsim_driver_of $f)"
 }
