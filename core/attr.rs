@@ -141,6 +141,8 @@ pub struct DeviceAttr {
     pub max_cq_moderation_count: u16,
     /// Largest CQ moderation period in microseconds (`cq_caps.max_cq_moderation_period`).
     pub max_cq_moderation_period: u16,
+    /// Bytes of device memory (`max_dm_size`; 0: none).
+    pub max_dm_size: u64,
 }
 
 /// Logical port state (upstream `enum ib_port_state`).

@@ -51,4 +51,6 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type AhData: Send + Sync;
     /// The driver part of a memory window (upstream `struct mlx5_ib_mw`).
     type MwData: Send + Sync;
+    /// The driver part of device memory (upstream `struct mlx5_ib_dm`).
+    type DmData: Send + Sync;
 }

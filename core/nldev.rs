@@ -1125,6 +1125,7 @@ mod tests {
         type MrData = ();
         type AhData = ();
         type MwData = ();
+        type DmData = ();
     }
 
     struct TOps;

@@ -16,10 +16,10 @@ use crate::driver::{Driver, DriverId};
 use crate::mm::UserVma;
 use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
-    AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Mw,
-    MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler, QpInitAttr, RecvWr,
-    ReregFlags, SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata,
-    UserCtx, UserMrReq, Wc, XrcSrqCreated, Xrcd,
+    AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Dm, DmAllocAttr, DmMrAttr, Mr,
+    MrCreated, MrType, Mw, MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler,
+    QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext,
+    UcontextPriv, Udata, UserCtx, UserMrReq, Wc, XrcSrqCreated, Xrcd,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -434,6 +434,32 @@ pub trait DeviceOps: 'static {
     fn dealloc_mw(_mw: &Mw<Self::Driver>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Allocates device memory for a user context (upstream `ops.alloc_dm` with the method's
+    /// attribute bundle): the driver reads its own attributes of `DM_ALLOC` and writes its
+    /// outputs through `call`.
+    fn alloc_dm(
+        _ctx: &Ucontext<Self::Driver>,
+        _attr: &DmAllocAttr,
+        _call: &mut DriverCall<'_, '_, Self::Driver>,
+    ) -> Result<<Self::Driver as Driver>::DmData> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Frees device memory (upstream `ops.dealloc_dm`).
+    fn dealloc_dm(_dm: &Dm<Self::Driver>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Registers an MR on device memory (upstream `ops.reg_dm_mr`); the core checked the range
+    /// and the generic access rules.
+    fn reg_dm_mr(
+        _pd: &Pd<Self::Driver>,
+        _dm: &Dm<Self::Driver>,
+        _attr: &DmMrAttr,
+    ) -> Result<MrCreated<<Self::Driver as Driver>::MrData>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// Declares [`Ops`], [`Op`] and the per-slot code from one list, so that a
@@ -592,6 +618,10 @@ ops_table! {
     destroy_ah: DestroyAh: fn(&Ah<D>) -> Result,
     alloc_mw: AllocMw: fn(&Pd<D>, MwType, &mut UserCtx<'_, '_, D>) -> Result<MwCreated<D::MwData>>,
     dealloc_mw: DeallocMw: fn(&Mw<D>) -> Result,
+    alloc_dm: AllocDm:
+        fn(&Ucontext<D>, &DmAllocAttr, &mut DriverCall<'_, '_, D>) -> Result<D::DmData>,
+    dealloc_dm: DeallocDm: fn(&Dm<D>) -> Result,
+    reg_dm_mr: RegDmMr: fn(&Pd<D>, &Dm<D>, &DmMrAttr) -> Result<MrCreated<D::MrData>>,
 }
 
 impl<D: Driver> Clone for Ops<D> {

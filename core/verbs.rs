@@ -28,6 +28,7 @@ use kernel::sync::Arc;
 
 mod ah;
 mod cq;
+mod dm;
 mod mmap;
 mod mr;
 mod mw;
@@ -41,6 +42,7 @@ mod xrcd;
 
 pub use ah::Ah;
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
+pub use dm::{Dm, DmAllocAttr, DmMrAttr};
 pub use mmap::{MmapEntry, MmapEntryRef, MmapRegistry};
 pub use mr::{AccessFlags, Mr, MrCreated, MrType, ReregFlags, UserMrReq};
 pub use mw::{Mw, MwCreated, MwType};

@@ -12,7 +12,7 @@
 use crate::cmd::query::{HcaVport, NicVport};
 use crate::cmd::reg::{PmtuValue, PtysValue};
 use crate::hw::{CapType, Mlx5Hw};
-use crate::prm::ctx::{atomic_caps, cmd_hca_cap, roce_cap};
+use crate::prm::ctx::{atomic_caps, cmd_hca_cap, device_mem_cap, roce_cap};
 use crate::prm::layout::{Buf, Member, PrmLayout};
 use kernel::prelude::*;
 
@@ -103,6 +103,19 @@ pub(crate) type GenCaps<'a> = Caps<'a, cmd_hca_cap::Bits>;
 pub(crate) type RoceCaps<'a> = Caps<'a, roce_cap::Bits>;
 /// The atomic capabilities (`MLX5_CAP_ATOMIC`).
 pub(crate) type AtomicCaps<'a> = Caps<'a, atomic_caps::Bits>;
+/// The device memory capabilities (`MLX5_CAP_DEV_MEM`).
+pub(crate) type DevMemCaps<'a> = Caps<'a, device_mem_cap::Bits>;
+
+/// upstream `mlx5_ib_query_device()`: `props->max_dm_size = MLX5_CAP_DEV_MEM(mdev,
+/// max_memic_size)` when the device has MEMIC; 0 otherwise (and without the page).
+pub(crate) fn max_dm_size(dm: Option<DevMemCaps<'_>>) -> u64 {
+    match dm {
+        Some(c) if c.flag(device_mem_cap::memic) => {
+            u64::from(c.get(device_mem_cap::max_memic_size))
+        }
+        _ => 0,
+    }
+}
 
 impl<'a, L: PrmLayout> Caps<'a, L> {
     /// Views a cached page as `L`; `None` if it is too short (it never is: the backend caches
@@ -114,6 +127,11 @@ impl<'a, L: PrmLayout> Caps<'a, L> {
     /// One capability (`MLX5_CAP_GEN(mdev, name)`).
     pub(crate) fn get(&self, m: Member<L>) -> u32 {
         self.0.get(m)
+    }
+
+    /// A 64-bit capability (`MLX5_CAP64_*`).
+    pub(crate) fn get64(&self, m: Member<L>) -> u64 {
+        self.0.get64(m)
     }
 
     /// A one-bit capability.
@@ -211,6 +229,8 @@ pub(crate) struct DeviceAttrs {
     pub(crate) max_cq_moderation_count: u16,
     pub(crate) max_cq_moderation_period: u16,
     pub(crate) phys_port_cnt: u8,
+    /// `max_dm_size`: `device_mem_cap.max_memic_size` with `memic` ([`max_dm_size`]).
+    pub(crate) max_dm_size: u64,
 }
 
 /// What [`device_attrs`] needs besides the capability page.
@@ -329,6 +349,7 @@ pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAt
         max_cq_moderation_count: if cq_moderation { 0xffff } else { 0 },
         max_cq_moderation_period: if cq_moderation { 0xfff } else { 0 },
         phys_port_cnt: ids.num_ports,
+        max_dm_size: 0,
     })
 }
 

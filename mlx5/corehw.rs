@@ -206,6 +206,9 @@ impl Mlx5Hw for CoreFunction {
             CapType::General => Some(&self.general),
             CapType::Roce => self.roce.as_deref(),
             CapType::Atomic => self.atomic.as_deref(),
+            // Not cached: DM on an mlx5_core function is EOPNOTSUPP (no BAR mapping of the
+            // MEMIC window yet; the emulated function reports no `device_memory` either).
+            CapType::DevMem => None,
         }
     }
 
@@ -314,6 +317,7 @@ mod tests {
                 link_layer: LinkLayer::Ib,
                 num_ports: 1,
                 serial: 9,
+                memic: false,
             },
         )?;
         let before = f.stats().commands;

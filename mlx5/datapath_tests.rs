@@ -559,6 +559,7 @@ mod tests {
                         link_layer,
                         num_ports: 1,
                         serial: 21 + i,
+                        memic: true,
                     },
                 ),
                 GFP_KERNEL,

@@ -318,6 +318,8 @@ fn stage_caps(d: &mut Mlx5Dev) -> Result {
     d.attrs = device_attrs(d.gen_caps()?, &ids)?;
     d.attrs.atomic_cap =
         crate::attrs::atomic_cap(d.hw().caps(CapType::Atomic).and_then(Caps::new))?;
+    d.attrs.max_dm_size =
+        crate::attrs::max_dm_size(d.hw().caps(CapType::DevMem).and_then(Caps::new));
     Ok(())
 }
 
@@ -528,6 +530,12 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     if d.ops.xrc {
         ops.set(&crate::ib::XRC_OPS)?;
     }
+    // upstream: `if (MLX5_CAP_DEV_MEM(mdev, memic) || ..SW_ICM) ib_set_device_ops(..,
+    // &mlx5_ib_dev_dm_ops)`.
+    let memic = crate::dm::MemicDb::new(&hw)?;
+    if memic.is_some() {
+        ops.set(&crate::ib::DM_OPS)?;
+    }
     let mut ports = KVec::with_capacity(d.ports.len(), GFP_KERNEL)?;
     for p in d.ports.iter() {
         ports.push(
@@ -577,6 +585,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
         events: events.clone(),
         deferred_deallocs: crate::uar::DeferredDeallocs::new(hw.clone())?,
         qcnt_set: d.qcnt.unwrap_or(0),
+        memic,
     };
     // Single-port functions: every port's entries are at vhca_port 0.
     let programmed = data.ports.iter().map(programmed_gids).max().unwrap_or(0);

@@ -18,7 +18,7 @@ use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::opcode;
 use crate::prm::status::{self, Status};
 use ib_core_rs::attr::LinkLayer;
-use ib_core_rs::mm::TrapPage;
+use ib_core_rs::mm::{MapRef, TrapPage, UserVma};
 use ib_core_rs::page_ref::PageRef;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
@@ -33,6 +33,8 @@ pub(crate) enum CapType {
     Roce,
     /// `MLX5_CAP_ATOMIC`: `atomic_caps` (functions with the `atomic` general cap).
     Atomic,
+    /// `MLX5_CAP_DEV_MEM`: `device_mem_cap` (functions with the `device_memory` general cap).
+    DevMem,
 }
 
 impl CapType {
@@ -43,6 +45,7 @@ impl CapType {
             CapType::General => crate::prm::consts::CAP_GENERAL,
             CapType::Roce => crate::prm::consts::CAP_ROCE,
             CapType::Atomic => crate::prm::consts::CAP_ATOMIC,
+            CapType::DevMem => crate::prm::consts::CAP_DEV_MEM,
         };
         ty << 1 | crate::prm::consts::HCA_CAP_OPMOD_GET_CUR
     }
@@ -365,6 +368,24 @@ pub(crate) trait Mlx5Hw: Send + Sync {
     ///
     /// `EINVAL` if the function has no such UAR allocated (simulator), `ENOMEM`.
     fn uar_mem(&self, index: u32) -> Result<UarMem>;
+
+    /// Maps the function's on-chip memory (MEMIC) from BAR offset `bar_off` (page aligned,
+    /// inside the window `device_mem_cap` announces) over the whole of `vma` (upstream
+    /// `mlx5_ib_mmap_offset()` for `MLX5_IB_MMAP_TYPE_MEMIC`: `rdma_user_mmap_io()` of
+    /// `pci_resource_start(0) + bar_off`, write-combining). `entry` stays with the VMA.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` where the backend has no device memory to map; `EINVAL` outside it or for
+    /// a VMA of another shape; the mapping's error.
+    fn map_dev_mem(
+        &self,
+        _vma: &mut UserVma<'_>,
+        _bar_off: u64,
+        _entry: Option<KBox<dyn MapRef>>,
+    ) -> Result {
+        Err(EOPNOTSUPP)
+    }
 
     /// Whether write-combining mappings of UAR pages work (upstream `mlx5_wc_support_get()`):
     /// blue-flame UARs and `bf_reg_size` need it.

@@ -33,7 +33,7 @@ use ib_core_rs::verbs::{
     MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq,
     SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
 };
-use ib_core_rs::verbs::{QpHandler, XrcSrqCreated, Xrcd};
+use ib_core_rs::verbs::{Dm, DmAllocAttr, DmMrAttr, QpHandler, XrcSrqCreated, Xrcd};
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -51,6 +51,7 @@ impl Driver for Mlx5Ib {
     type MrData = Mlx5Mr;
     type AhData = Mlx5Ah;
     type MwData = crate::verbs_user::Mlx5Mw;
+    type DmData = crate::dm::Mlx5Dm;
 }
 
 /// One port as the device data keeps it.
@@ -99,6 +100,8 @@ pub(crate) struct Mlx5IbDev {
     /// The port's Q counter set (upstream `dev->port[0].cnts.set_id`; 0: none, the device
     /// reports no `max_qp_cnt`).
     pub(crate) qcnt_set: u32,
+    /// The MEMIC window and its page bitmap (upstream `dev->dm`), with `device_mem_cap.memic`.
+    pub(crate) memic: Option<Arc<crate::dm::MemicDb>>,
 }
 
 impl Mlx5IbDev {
@@ -176,6 +179,7 @@ fn device_attr(a: &DeviceAttrs) -> DeviceAttr {
         hca_core_clock: a.hca_core_clock,
         max_cq_moderation_count: a.max_cq_moderation_count,
         max_cq_moderation_period: a.max_cq_moderation_period,
+        max_dm_size: a.max_dm_size,
         max_mr_size: a.max_mr_size,
         page_size_cap: a.page_size_cap,
         max_send_sge: a.max_send_sge,
@@ -255,6 +259,7 @@ impl DeviceOps for Mlx5DevOps {
         crate::devx::DEVX_OBJECT,
         crate::devx::DEVX_OBJ_OBJECT,
         crate::devx::DEVX_UMEM_OBJECT,
+        crate::dm::DM_OBJECT,
     ];
 
     fn query_device(dev: &Device<Mlx5Ib>) -> Result<DeviceAttr> {
@@ -628,6 +633,38 @@ impl DeviceOps for Mlx5XrcOps {
 }
 
 pub(crate) const XRC_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5XrcOps>();
+
+/// upstream `mlx5_ib_dev_dm_ops` (set with `MLX5_CAP_DEV_MEM(memic)`; the SW ICM types are not
+/// offered).
+pub(crate) struct Mlx5DmOps;
+
+#[vtable]
+impl DeviceOps for Mlx5DmOps {
+    type Driver = Mlx5Ib;
+
+    fn alloc_dm(
+        ctx: &Ucontext<Mlx5Ib>,
+        attr: &DmAllocAttr,
+        call: &mut DriverCall<'_, '_, Mlx5Ib>,
+    ) -> Result<crate::dm::Mlx5Dm> {
+        crate::dm::alloc_dm(ctx, attr, call)
+    }
+
+    fn dealloc_dm(dm: &Dm<Mlx5Ib>) -> Result {
+        crate::dm::dealloc_dm(dm)
+    }
+
+    fn reg_dm_mr(
+        pd: &Pd<Mlx5Ib>,
+        dm: &Dm<Mlx5Ib>,
+        attr: &DmMrAttr,
+    ) -> Result<MrCreated<crate::verbs::Mlx5Mr>> {
+        crate::dm::reg_dm_mr(pd, dm, attr)
+    }
+}
+
+/// The DM table.
+pub(crate) const DM_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5DmOps>();
 pub(crate) const DEV_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5DevOps>();
 pub(crate) const IB_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5IbPortOps>();
 pub(crate) const ROCE_PORT_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5RocePortOps>();

@@ -34,6 +34,7 @@ mod corehw;
 mod datapath;
 mod dev;
 mod devx;
+mod dm;
 mod events;
 mod hw;
 mod ib;

@@ -66,6 +66,9 @@ pub(crate) struct SimFunction {
     caps_general: KVec<u8>,
     caps_roce: Option<KVec<u8>>,
     caps_atomic: Option<KVec<u8>>,
+    /// `device_mem_cap`, with `device_memory` (the function then owns its on-chip memory:
+    /// [`Iommu::add_dev_mem`]).
+    caps_dev_mem: Option<KVec<u8>>,
     /// The fabric holding the device state ([`fabric::Fabric::with_fw`]; commands are
     /// serialized, as on a ConnectX command queue with one entry in flight; the delay knob
     /// sleeps outside the lock) and its worker.
@@ -144,6 +147,7 @@ impl SimFunction {
                 link_layer,
                 num_ports: 1,
                 serial,
+                memic: true,
             },
         )
     }
@@ -189,12 +193,18 @@ impl SimFunction {
             } else {
                 None
             };
+            // upstream mlx5_query_hca_caps(): the device memory page only with `device_memory`.
+            let dev_mem = if crate::prm::ctx::cmd_hca_cap::device_memory.get(&general) == Ok(1) {
+                Some(query_caps(&mut fw, CapType::DevMem)?)
+            } else {
+                None
+            };
             fws.push(fw, GFP_KERNEL)?;
-            caps.push((general, roce, atomic), GFP_KERNEL)?;
+            caps.push((general, roce, atomic, dev_mem), GFP_KERNEL)?;
         }
         let worker = FabricWorker::new(link_layer, fws)?;
         let mut out = KVec::with_capacity(list.len(), GFP_KERNEL)?;
-        for (index, ((name, cfg), (caps_general, caps_roce, caps_atomic))) in
+        for (index, ((name, cfg), (caps_general, caps_roce, caps_atomic, caps_dev_mem))) in
             list.into_iter().zip(caps).enumerate()
         {
             let identity = Identity {
@@ -208,6 +218,10 @@ impl SimFunction {
                 num_ports: cfg.num_ports,
             };
             let iommu = worker.fabric().iommu(index).ok_or(EINVAL)?.clone();
+            // The on-chip memory the MEMIC page announces: the device's own pages.
+            if caps_dev_mem.is_some() {
+                iommu.add_dev_mem(crate::fwsim::memic::SIZE)?;
+            }
             let fabric = worker.clone();
             let f = Arc::pin_init(
                 try_pin_init!(SimFunction {
@@ -216,6 +230,7 @@ impl SimFunction {
                     caps_general,
                     caps_roce,
                     caps_atomic,
+                    caps_dev_mem,
                     fabric,
                     index,
                     iommu,
@@ -366,7 +381,31 @@ impl Mlx5Hw for SimFunction {
             CapType::General => Some(&self.caps_general),
             CapType::Roce => self.caps_roce.as_deref(),
             CapType::Atomic => self.caps_atomic.as_deref(),
+            CapType::DevMem => self.caps_dev_mem.as_deref(),
         }
+    }
+
+    /// The device's on-chip memory pages, mapped into user space (where a ConnectX has its
+    /// BAR window): the very pages the data path reads and writes at `DEV_MEM_BUS`.
+    fn map_dev_mem(
+        &self,
+        vma: &mut ib_core_rs::mm::UserVma<'_>,
+        bar_off: u64,
+        entry: Option<KBox<dyn ib_core_rs::mm::MapRef>>,
+    ) -> Result {
+        use crate::fwsim::memic::{BAR_START, SIZE};
+        let page = kernel::page::PAGE_SIZE as u64;
+        let n = vma.len().div_ceil(kernel::page::PAGE_SIZE);
+        let end = bar_off.checked_add(n as u64 * page).ok_or(EINVAL)?;
+        if self.caps_dev_mem.is_none() {
+            return Err(EOPNOTSUPP);
+        }
+        if bar_off < BAR_START || end > BAR_START + SIZE || bar_off % page != 0 {
+            return Err(EINVAL);
+        }
+        let first = usize::try_from((bar_off - BAR_START) / page).map_err(|_| EINVAL)?;
+        let pages = self.iommu.dev_mem_pages(first, n)?;
+        vma.map_page_refs(&pages, entry)
     }
 
     fn identity(&self) -> &Identity {

@@ -261,7 +261,8 @@ pub(crate) fn mmap_lookup(ctx: &Ucontext<Mlx5Ib>, vm_pgoff: u64) -> Result<MmapE
     if cmd == 1 {
         return Err(ENOSYS);
     }
-    if cmd < MMAP_CMD_BELOW_ENTRIES {
+    // Entries from MLX5_IB_MMAP_DEVICE_MEM on (upstream mlx5_ib_mmap()'s default case).
+    if cmd < MMAP_CMD_BELOW_ENTRIES && cmd != crate::dm::MMAP_DEVICE_MEM {
         return Err(EINVAL);
     }
     // mlx5_vma_to_pgoff(): command << 16 | extended index.
@@ -280,6 +281,9 @@ pub(crate) fn mmap_lookup(ctx: &Ucontext<Mlx5Ib>, vm_pgoff: u64) -> Result<MmapE
 /// As [`mmap_lookup`]; the mapping's errors.
 pub(crate) fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
     let r = mmap_lookup(ctx, vma.pgoff() as u64)?;
+    if r.data::<crate::dm::MemicAlloc>().is_some() {
+        return crate::dm::mmap(ctx, r, vma);
+    }
     let page = r.data::<UarPage>().ok_or(EINVAL)?;
     match page.mem() {
         UarMem::Trap(t) => {

@@ -319,6 +319,44 @@ impl UserVma<'_> {
         Ok(())
     }
 
+    /// Maps `pages` in order over the whole VMA (`vm_insert_page()` per page; each mapping
+    /// holds its own reference on its page): what the firmware simulator hands out for its
+    /// on-chip memory, where a ConnectX has a BAR window. `entry` is kept by the VMA until it
+    /// is closed or zapped.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` unless the VMA is shared and exactly `pages.len()` pages long, or if something
+    /// is mapped already; the error of `vm_insert_page()` (the VMA is then torn down by the
+    /// failed `mmap()`, with whatever was inserted).
+    pub fn map_page_refs(
+        &mut self,
+        pages: &[crate::page_ref::PageRef],
+        entry: Option<KBox<dyn MapRef>>,
+    ) -> Result {
+        let size = pages.len().checked_mul(PAGE_SIZE).ok_or(EINVAL)?;
+        if size == 0 {
+            return Err(EINVAL);
+        }
+        self.check(size)?;
+        self.vma.set_dontexpand();
+        self.vma.set_dontdump();
+        let _ = self.vma.set_mixedmap();
+        for (i, p) in pages.iter().enumerate() {
+            let addr = self.start() + i * PAGE_SIZE;
+            // SAFETY: the vma is being set up (the caller holds the mmap_lock for writing),
+            // is VM_MIXEDMAP, and `addr` is one of its pages (its size was checked above);
+            // `p` is a referenced page (type invariant of `PageRef`), which
+            // `vm_insert_page()` takes a reference of its own on.
+            let r = unsafe {
+                bindings::vm_insert_page(self.vma.as_ptr(), addr as c_ulong, p.as_ptr().cast_mut())
+            };
+            kernel::error::to_result(r)?;
+        }
+        self.mapped = Some(entry);
+        Ok(())
+    }
+
     /// Maps a [`TrapPage`] over the whole one-page VMA without installing it: the first access
     /// faults, installs the page and rings the trap (see [`TrapPage`]). `entry` is kept by the
     /// VMA until it is closed or zapped.

@@ -122,6 +122,9 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         add(ops.dealloc_mw.is_some(), O::DeallocMw);
         add(ops.alloc_xrcd.is_some(), O::AllocXrcd);
         add(ops.dealloc_xrcd.is_some(), O::DeallocXrcd);
+        add(ops.alloc_dm.is_some(), O::AllocDm);
+        add(ops.dealloc_dm.is_some(), O::DeallocDm);
+        add(ops.reg_dm_mr.is_some(), O::RegDmMr);
         DeviceDesc {
             driver_id: ops.driver_id() as u32,
             ops: set,

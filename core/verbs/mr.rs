@@ -4,6 +4,7 @@
 //! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
 
 use super::{destroy, destroy_at_drop, DestroyError, Destroyable, Liveness, Pd, UserCtx, Uses};
+use super::{Dm, DmMrAttr};
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResType};
 use kernel::prelude::*;
@@ -174,6 +175,8 @@ pub struct MrCreated<T> {
 /// it uses its PD.
 pub struct Mr<D: Driver> {
     pd: Uses<Pd<D>>,
+    /// The device memory of a DM MR (upstream `mr->dm`, counted in `dm->usecnt`).
+    dm: Option<Uses<Dm<D>>>,
     lkey: u32,
     rkey: u32,
     /// upstream `mr->length`, `mr->iova`: what a user registration asked for
@@ -190,6 +193,17 @@ pub struct Mr<D: Driver> {
 impl<D: Driver> Mr<D> {
     fn create(
         pd: &Arc<Pd<D>>,
+        mr_type: MrType,
+        span: (u64, u64),
+        owner: Owner,
+        op: impl FnOnce() -> Result<MrCreated<D::MrData>>,
+    ) -> Result<Arc<Self>> {
+        Self::create_on(pd, None, mr_type, span, owner, op)
+    }
+
+    fn create_on(
+        pd: &Arc<Pd<D>>,
+        dm: Option<&Arc<Dm<D>>>,
         mr_type: MrType,
         (length, iova): (u64, u64),
         owner: Owner,
@@ -208,6 +222,7 @@ impl<D: Driver> Mr<D> {
         Ok(slot
             .write(Mr {
                 pd: Uses::new(pd.clone()),
+                dm: dm.map(|d| Uses::new(d.clone())),
                 lkey: c.lkey,
                 rkey: c.rkey,
                 length,
@@ -278,6 +293,44 @@ impl<D: Driver> Mr<D> {
         Self::create(pd, MrType::User, (req.length, req.iova), owner, || {
             op(pd, req, user)
         })
+    }
+
+    /// Registers an MR on device memory (upstream `UVERBS_HANDLER(UVERBS_METHOD_DM_MR_REG)`,
+    /// after the attribute parser refused access bits past `IB_ACCESS_SUPPORTED`): the MR
+    /// must be zero-based (`IB_ZERO_BASED`, else `EINVAL`), the flags must pass
+    /// `ib_check_mr_access()` ([`AccessFlags::check`]), `[offset, offset + length)` must lie
+    /// inside the DM (`EINVAL`), then the driver's `reg_dm_mr`. The PD and the DM gain a use
+    /// (upstream `atomic_inc(&pd->usecnt)`, `atomic_inc(&dm->usecnt)`); the MR is
+    /// `IB_MR_TYPE_DM` with a restrack entry.
+    ///
+    /// # Errors
+    ///
+    /// As above; `EOPNOTSUPP` without `reg_dm_mr`; `EINVAL` for a dead PD or DM; `ENOMEM`; the
+    /// driver's error.
+    pub fn reg_dm(
+        pd: &Arc<Pd<D>>,
+        dm: &Arc<Dm<D>>,
+        attr: &DmMrAttr,
+        owner: Owner,
+    ) -> Result<Arc<Self>> {
+        let op = pd.device().ops().reg_dm_mr.ok_or(EOPNOTSUPP)?;
+        if !attr.access.any(AccessFlags::ZERO_BASED) {
+            return Err(EINVAL);
+        }
+        attr.access.check()?;
+        let len = dm.length();
+        if attr.offset > len || attr.length > len || attr.length > len - attr.offset {
+            return Err(EINVAL);
+        }
+        dm.check_alive()?;
+        Self::create_on(pd, Some(dm), MrType::Dm, (attr.length, 0), owner, || {
+            op(pd, dm, attr)
+        })
+    }
+
+    /// The device memory of a DM MR.
+    pub fn dm(&self) -> Option<&Arc<Dm<D>>> {
+        self.dm.as_ref().map(|u| u.get())
     }
 
     /// Re-registers a user MR (upstream `ib_uverbs_rereg_mr()` from the MR on, after
@@ -401,6 +454,9 @@ impl<D: Driver> Destroyable for Mr<D> {
     }
 
     fn release(&self) {
+        if let Some(dm) = &self.dm {
+            dm.release();
+        }
         self.pd.release_child(ResType::Mr, self.res_id);
     }
 }

@@ -5,6 +5,7 @@
 //! `mlx5_core_create_mkey()`, `mlx5_core_roce_gid_set()`).
 
 use super::{empty_reply, number_reply, Command, InBox, OutBox};
+use crate::prm::cmd::{alloc_memic_in, alloc_memic_out, dealloc_memic_in};
 use crate::prm::cmd::{
     alloc_pd_out, alloc_transport_domain_out, alloc_uar_out, create_mkey_in, create_mkey_out,
     dealloc_pd_in, dealloc_transport_domain_in, dealloc_uar_in, destroy_mkey_in,
@@ -15,7 +16,9 @@ use crate::prm::cmd::{
 };
 use crate::prm::cmd::{alloc_xrcd_out, dealloc_xrcd_in};
 use crate::prm::command as pc;
-use crate::prm::consts::{MKC_ACCESS_MODE_KLMS, MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
+use crate::prm::consts::{
+    MKC_ACCESS_MODE_KLMS, MKC_ACCESS_MODE_MEMIC, MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA,
+};
 use crate::prm::ctx::{mkc, roce_addr_layout};
 use crate::prm::layout::{Member, PrmError};
 use kernel::prelude::*;
@@ -215,6 +218,14 @@ pub(crate) enum MkeyTranslation<'a> {
         /// The pages' DMA addresses.
         pages: &'a [u64],
     },
+    /// Device memory (upstream `mlx5_ib_get_dm_mr()` with `MLX5_MKC_ACCESS_MODE_MEMIC`): `len`
+    /// bytes of the MEMIC window from BAR offset `start`, addressed zero-based.
+    Memic {
+        /// `start_addr`: the BAR offset of the first byte.
+        start: u64,
+        /// Length in bytes.
+        len: u64,
+    },
     /// A memory window (upstream `mlx5_ib_alloc_mw()`): a free KLM mkey with UMR enabled and
     /// room for `ndescs` descriptors, filled by the bind WQEs the provider posts.
     Window {
@@ -251,7 +262,9 @@ pub(crate) struct Mkey {
 impl CreateMkey<'_> {
     fn pages(&self) -> &[u64] {
         match self.translation {
-            MkeyTranslation::Pa | MkeyTranslation::Window { .. } => &[],
+            MkeyTranslation::Pa
+            | MkeyTranslation::Window { .. }
+            | MkeyTranslation::Memic { .. } => &[],
             MkeyTranslation::Mtt { pages, .. } => pages,
         }
     }
@@ -297,6 +310,12 @@ impl Command for CreateMkey<'_> {
                 inbox.set(m(mkc::access_mode_1_0), MKC_ACCESS_MODE_KLMS)?;
                 inbox.set(m(mkc::en_rinval), u32::from(remote_inval))?;
                 inbox.set(m(mkc::translations_octword_size), ndescs)
+            }
+            MkeyTranslation::Memic { start, len } => {
+                inbox.set(m(mkc::access_mode_1_0), MKC_ACCESS_MODE_MEMIC & 0x3)?;
+                inbox.set(m(mkc::access_mode_4_2), (MKC_ACCESS_MODE_MEMIC >> 2) & 0x7)?;
+                inbox.set64(m(mkc::start_addr), start)?;
+                inbox.set64(m(mkc::len), len)
             }
             MkeyTranslation::Mtt {
                 start,
@@ -443,6 +462,56 @@ impl Command for DestroyUctx {
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         inbox.set(crate::prm::cmd::destroy_uctx_in::uid, self.uid.into())
+    }
+
+    empty_reply!();
+}
+
+/// ALLOC_MEMIC (upstream `mlx5_cmd_alloc_memic()`): `size` bytes of on-chip memory aligned to
+/// `64 << log_align`, somewhere in the window range `[range_start, range_start + range_size)`.
+pub(crate) struct AllocMemic {
+    /// `range_start_addr` (a BAR offset).
+    pub(crate) range_start: u64,
+    /// `range_size`.
+    pub(crate) range_size: u32,
+    /// `memic_size`.
+    pub(crate) size: u32,
+    /// `log_memic_addr_alignment`.
+    pub(crate) log_align: u32,
+}
+
+impl Command for AllocMemic {
+    type Prm = pc::AllocMemic;
+    /// `memic_start_addr`: the BAR offset of the allocation.
+    type Reply = u64;
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(alloc_memic_in::range_size, self.range_size)?;
+        inbox.set(alloc_memic_in::memic_size, self.size)?;
+        inbox.set(alloc_memic_in::log_memic_addr_alignment, self.log_align)?;
+        inbox.set64(alloc_memic_in::range_start_addr, self.range_start)
+    }
+
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<u64> {
+        Ok(out.get64(alloc_memic_out::memic_start_addr))
+    }
+}
+
+/// DEALLOC_MEMIC (upstream `mlx5_cmd_dealloc_memic()`).
+pub(crate) struct DeallocMemic {
+    /// `memic_start_addr` as ALLOC_MEMIC answered it.
+    pub(crate) start: u64,
+    /// `memic_size` as allocated.
+    pub(crate) size: u32,
+}
+
+impl Command for DeallocMemic {
+    type Prm = pc::DeallocMemic;
+    type Reply = ();
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set64(dealloc_memic_in::memic_start_addr, self.start)?;
+        inbox.set(dealloc_memic_in::memic_size, self.size)
     }
 
     empty_reply!();

@@ -16,6 +16,12 @@
 //! values, what ConnectX does with `atomic_req_8B_endianness_mode` = 1 (host endianness), which
 //! mlx5_core sets when the device offers it.
 
+/// The bus address at which the device reaches its own on-chip memory (MEMIC,
+/// `fwsim/memic.rs`): byte `x` of the MEMIC window is `DEV_MEM_BUS + x`. An mkey of access mode
+/// MEMIC translates there; a backend with device memory maps it at this address (the kernel's
+/// simulated IOMMU does, alongside what the driver mapped). Far above any IOVA handed out.
+pub(crate) const DEV_MEM_BUS: u64 = 0x8000_0000_0000_0000;
+
 /// An access to a bus address the device was not given (or not given for writing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DmaFault {

@@ -86,6 +86,16 @@ impl Mem {
         DmaFault { addr }
     }
 
+    /// Maps `len` zeroed bytes at `base` (the device's own memory at
+    /// [`crate::fwsim::dma::DEV_MEM_BUS`], as the kernel backend's IOMMU has it).
+    pub(super) fn map_at(&self, base: u64, len: usize) {
+        self.ranges.borrow_mut().push(Range {
+            base,
+            data: vec![0; len],
+            writable: true,
+        });
+    }
+
     /// Test access: read bytes.
     pub(super) fn get(&self, addr: u64, len: usize) -> Vec<u8> {
         self.with(addr, len, |d, _| d.to_vec()).expect("test read")
@@ -184,6 +194,7 @@ impl Host {
                 link_layer: ll,
                 num_ports: 1,
                 serial,
+                memic: true,
             })
             .unwrap(),
         );
@@ -3649,4 +3660,123 @@ fn send_with_invalidate_frees_a_type2_window() {
     );
     let c = write_via(&mut p, &src, mr.va, rkey, 16);
     assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+}
+
+// ---------------------------------------------------------------------------------------
+// Device memory (MEMIC, `memic.rs`).
+
+/// ALLOC_MEMIC of `size` bytes in the range of `pages` pages from the window's page `page`.
+fn alloc_memic(h: &mut Host, page: u64, pages: u64, size: u32) -> Result<u64, (Status, u32)> {
+    let mut b = inbox(op::ALLOC_MEMIC, 0, 0, alloc_memic_in::SIZE_BYTES);
+    alloc_memic_in::range_start_addr
+        .set64(&mut b, crate::fwsim::memic::BAR_START + page * 4096)
+        .unwrap();
+    alloc_memic_in::range_size
+        .set(&mut b, (pages * 4096) as u32)
+        .unwrap();
+    alloc_memic_in::memic_size.set(&mut b, size).unwrap();
+    let mut out = vec![0u8; alloc_memic_out::SIZE_BYTES];
+    let c = h.fw.exec(&b, &mut out).unwrap();
+    if c.status != Status::OK {
+        return Err((c.status, c.syndrome));
+    }
+    Ok(alloc_memic_out::memic_start_addr.get64(&out).unwrap())
+}
+
+/// A zero-based MEMIC mkey (upstream `mlx5_ib_get_dm_mr()`) over `len` bytes from BAR offset
+/// `start`; its `bus` is where the bytes are in the device's memory.
+fn memic_mr(h: &mut Host, start: u64, len: u64) -> Mr {
+    let mut b = inbox(op::CREATE_MKEY, 0, 0, create_mkey_in::SIZE_BYTES);
+    let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
+    m(mkc::pd).set(&mut b, h.pd).unwrap();
+    m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
+    m(mkc::access_mode_1_0).set(&mut b, 1).unwrap();
+    m(mkc::access_mode_4_2).set(&mut b, 1).unwrap();
+    m(mkc::mkey_7_0).set(&mut b, 0x5d).unwrap();
+    for f in [mkc::lr, mkc::lw, mkc::rr, mkc::rw, mkc::a] {
+        m(f).set(&mut b, 1).unwrap();
+    }
+    m(mkc::start_addr).set64(&mut b, start).unwrap();
+    m(mkc::len).set64(&mut b, len).unwrap();
+    let out = ok(&mut h.fw, &b, create_mkey_out::SIZE_BYTES);
+    let index = create_mkey_out::mkey_index.get(&out).unwrap();
+    Mr {
+        key: (index << 8) | 0x5d,
+        va: 0,
+        bus: crate::fwsim::dma::DEV_MEM_BUS + (start - crate::fwsim::memic::BAR_START),
+    }
+}
+
+#[test]
+fn memic_mkeys_reach_the_devices_memory() {
+    use crate::fwsim::dma::DEV_MEM_BUS;
+    use crate::fwsim::memic::SIZE;
+    let mut p = pair(QPC_ST_RC);
+    p.h.mem.map_at(DEV_MEM_BUS, SIZE as usize);
+    let (mut a, mut b) = (p.a, p.b);
+    // Two allocations in the window's second page: the second follows the first.
+    let first = alloc_memic(&mut p.h, 1, 1, 2048).unwrap();
+    let second = alloc_memic(&mut p.h, 1, 1, 2048).unwrap();
+    assert_eq!(second, first + 2048);
+    assert_eq!(
+        alloc_memic(&mut p.h, 1, 1, 64),
+        Err((Status::NO_RES_ERR, syn::MEMIC_FULL))
+    );
+    let dm = memic_mr(&mut p.h, second, 2048);
+    let host = p.h.mr(4096, ALL);
+    let data = pattern(1024, 9);
+    p.h.mem.put(host.bus, &data);
+    // WRITE from host memory into DM, READ it back elsewhere, a SEND gathered from DM, a
+    // receive scattered into DM, FETCH_ADD on a DM word.
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(host.sge(0, 1024))
+            .remote(&dm, 512),
+    );
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(host.sge(2048, 1024))
+            .remote(&dm, 512),
+    );
+    p.h.post_recv(&mut b, &[host.sge(3072, 256)]);
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(dm.sge(512, 256)));
+    assert_eq!(p.run(0).wqes, 3);
+    assert_eq!(p.h.mem.get(dm.bus + 512, 1024), data);
+    assert_eq!(p.h.mem.get(host.bus + 2048, 1024), data);
+    assert_eq!(p.h.mem.get(host.bus + 3072, 256), data[..256]);
+    p.h.post_recv(&mut b, &[dm.sge(0, 128)]);
+    p.h.post(&mut a, &Wr::new(wqe_op::SEND).sge(host.sge(0, 128)));
+    p.h.mem.put(dm.bus + 1600, &40u64.to_le_bytes());
+    let mut fa = Wr::new(wqe_op::ATOMIC_FA)
+        .sge(host.sge(4000, 8))
+        .remote(&dm, 1600);
+    fa.atomic = Some((2, 0));
+    p.h.post(&mut a, &fa);
+    assert_eq!(p.run(0).wqes, 2);
+    assert_eq!(p.h.mem.get(dm.bus, 128), data[..128]);
+    let le = |b: Vec<u8>| u64::from_le_bytes(b.try_into().unwrap());
+    assert_eq!(le(p.h.mem.get(dm.bus + 1600, 8)), 42);
+    assert_eq!(le(p.h.mem.get(host.bus + 4000, 8)), 40);
+    // The allocation before the mkey's was never touched.
+    assert_eq!(
+        p.h.mem
+            .get(DEV_MEM_BUS + (first - crate::fwsim::memic::BAR_START), 2048),
+        vec![0; 2048]
+    );
+    let s = p.sends();
+    assert!(s.iter().all(|c| c.opcode == cqe_op::REQ), "{s:x?}");
+    assert_eq!(p.h.mem.faults(), 0);
+    // Past the mkey's 2048 bytes: a remote access error, nothing written.
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(host.sge(0, 16))
+            .remote(&dm, 2040),
+    );
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(s.last().map(|c| c.opcode), Some(cqe_op::REQ_ERR), "{s:x?}");
+    assert_eq!(p.h.mem.get(dm.bus + 2040, 8), vec![0; 8]);
 }

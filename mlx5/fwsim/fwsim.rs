@@ -26,6 +26,8 @@ pub(crate) mod fault;
 #[cfg_attr(MODULE, expect(dead_code, reason = "its caller is host/cxfn"))]
 #[path = "hca.rs"]
 pub(crate) mod hca;
+#[path = "memic.rs"]
+pub(crate) mod memic;
 #[path = "node_desc.rs"]
 pub(crate) mod node_desc;
 #[path = "objects.rs"]
@@ -143,6 +145,10 @@ pub(crate) struct Config {
     pub(crate) num_ports: u8,
     /// Distinguishes simulated devices: it goes into the GUIDs and MAC addresses.
     pub(crate) serial: u32,
+    /// On-chip device memory (`cmd_hca_cap.device_memory`, the MEMIC page, ALLOC_MEMIC):
+    /// the backend must then give the data path [`memic::SIZE`] bytes at
+    /// [`dma::DEV_MEM_BUS`]. The emulated PCI function has no BAR window for it and says no.
+    pub(crate) memic: bool,
 }
 
 /// Why a [`Config`] was refused.
@@ -199,6 +205,8 @@ pub(crate) struct Counts {
     pub(crate) xrc: usize,
     /// DEVX umems (`umem.rs`).
     pub(crate) umem: usize,
+    /// On-chip memory allocations (`memic.rs`).
+    pub(crate) memic: usize,
 }
 
 impl Counts {
@@ -381,6 +389,8 @@ pub(crate) struct Fw {
     hca: hca::Hca,
     /// XRC domains and XRC SRQs (`xrc.rs`).
     xrc: xrc::Xrc,
+    /// On-chip memory allocations (`memic.rs`).
+    memic: memic::Memic,
 }
 
 /// The decoded common header of a command, plus its mailboxes, before the command's row is
@@ -541,6 +551,7 @@ impl Fw {
             scan_start: 0,
             hca: hca::Hca::new(),
             xrc: xrc::Xrc::new(),
+            memic: memic::Memic::new(),
         };
         fw.reset_ports();
         Ok(fw)
@@ -585,6 +596,7 @@ impl Fw {
             scan_start: 0,
             hca <- hca::Hca::new_in_place(),
             xrc <- xrc::Xrc::new_in_place(),
+            memic: memic::Memic::new(),
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();
@@ -640,6 +652,7 @@ impl Fw {
         self.rmps.clear();
         self.qcounters.clear();
         self.xrc.clear();
+        self.memic.clear();
         self.faults = FaultPlan::new();
         self.stats = Stats::default();
         self.events.clear();
@@ -676,6 +689,7 @@ impl Fw {
             srq: self.rmps.count(),
             xrc: self.xrc.count(),
             umem: self.umems.count(),
+            memic: self.memic.count(),
         }
     }
 

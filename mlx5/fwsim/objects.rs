@@ -412,8 +412,19 @@ impl Fw {
                 | consts::MKC_ACCESS_MODE_MTT
                 | consts::MKC_ACCESS_MODE_KLMS
                 | consts::MKC_ACCESS_MODE_KSM
+                | consts::MKC_ACCESS_MODE_MEMIC
         ) {
             return fail(Status::BAD_PARAM_ERR, syn::MKEY_ACCESS_MODE);
+        }
+        // MEMIC (upstream mlx5_ib_get_dm_mr()): `start_addr` is a BAR offset inside the
+        // window and `len` fits in it; only on a function with device memory.
+        if mode == consts::MKC_ACCESS_MODE_MEMIC {
+            let start = c.inbox.get64(ctx.inner(mkc::start_addr));
+            let len = c.inbox.get64(ctx.inner(mkc::len));
+            let len64 = c.get(ctx.inner(mkc::length64)) != 0;
+            if !self.has_memic() || len64 || super::memic::Memic::bus(start, len).is_none() {
+                return fail(Status::BAD_PARAM_ERR, syn::MEMIC_MKEY);
+            }
         }
         // The translation entries (16-byte octwords) follow the fixed layout.
         let octwords = c.get(create_mkey_in::translations_octword_actual_size);

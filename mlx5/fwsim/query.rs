@@ -6,13 +6,14 @@
 
 use super::profile::LinkLayer;
 use super::syndrome::{self as syn, CmdError};
-use super::{fail, Cmd, Done, Fw, RoceAddr};
+use super::{fail, memic, Cmd, Done, Fw, RoceAddr};
 use crate::prm::cmd::*;
 use crate::prm::command::*;
 use crate::prm::consts::*;
 use crate::prm::ctx::{
-    atomic_caps, cmd_hca_cap, hca_vport_context, mac_address_layout, nic_vport_context, paos_reg,
-    pkey, pmtu_reg, ptys_reg, pvlc_reg, query_adapter_param_block, roce_addr_layout, roce_cap,
+    atomic_caps, cmd_hca_cap, device_mem_cap, hca_vport_context, mac_address_layout,
+    nic_vport_context, paos_reg, pkey, pmtu_reg, ptys_reg, pvlc_reg, query_adapter_param_block,
+    roce_addr_layout, roce_cap,
 };
 use crate::prm::layout::{Field, Member, PrmLayout};
 use crate::prm::status::Status;
@@ -87,6 +88,23 @@ impl Fw {
                 c.set(f(atomic_caps::atomic_size_qp), 1 << 3)?;
                 c.set(f(atomic_caps::atomic_size_dc), 1 << 3)
             }
+            // The MEMIC members of `device_mem_cap` (upstream mlx5_core queries the page only
+            // with `device_memory`; mlx5_ib's DM reads them). No MEMIC operations, no SW ICM.
+            CAP_DEV_MEM if self.cfg.memic => {
+                let f = |m| cap.inner(m);
+                c.set(f(device_mem_cap::memic), 1)?;
+                c.set(
+                    f(device_mem_cap::log_min_memic_alloc_size),
+                    memic::LOG_GRANULE,
+                )?;
+                c.set(
+                    f(device_mem_cap::log_max_memic_addr_alignment),
+                    memic::LOG_MAX_ALIGN,
+                )?;
+                c.set64(f(device_mem_cap::memic_bar_start_addr), memic::BAR_START)?;
+                c.set(f(device_mem_cap::memic_bar_size), memic::SIZE as u32)?;
+                c.set(f(device_mem_cap::max_memic_size), memic::SIZE as u32)
+            }
             _ => fail(Status::BAD_PARAM_ERR, syn::CAP_TYPE),
         }
     }
@@ -138,6 +156,8 @@ impl Fw {
             (cmd_hca_cap::cqe_version, 1),
             (cmd_hca_cap::roce, u32::from(eth)),
             (cmd_hca_cap::atomic, 1),
+            // On-chip memory (`memic.rs`): the MEMIC capability page and ALLOC_MEMIC.
+            (cmd_hca_cap::device_memory, u32::from(self.cfg.memic)),
             // XRC domains and XRC SRQs (`xrc.rs`): upstream mlx5_ib does not probe without.
             (cmd_hca_cap::xrc, 1),
             // Memory windows (`engine.rs`: UMR bind and invalidate WQEs on RC/UC QPs).

@@ -41,6 +41,8 @@ fn entry(word: &str, serial: u32) -> Option<Config> {
         // A ConnectX function has one port (a dual-port card is two functions).
         num_ports: 1,
         serial,
+        // The simulated function owns its on-chip memory (`SimFunction::new`).
+        memic: true,
     })
 }
 

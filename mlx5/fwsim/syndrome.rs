@@ -229,6 +229,19 @@ syndromes! {
     UMEM_BUSY = 0x5f09_0005,
     /// A umem where the model does not take one (MODIFY_CQ resize into a umem, an RMP).
     UMEM_NOT_MODELED = 0x5f09_0006,
+    // 0x5f0axxxx: on-chip device memory (`memic.rs`).
+    /// `memic_size` zero, not a multiple of the 64-byte granule, or larger than the memory.
+    MEMIC_SIZE = 0x5f0a_0001,
+    /// `log_memic_addr_alignment` above `log_max_memic_addr_alignment`.
+    MEMIC_ALIGN = 0x5f0a_0002,
+    /// The range is not inside the MEMIC window, not granule aligned, or smaller than the size.
+    MEMIC_RANGE = 0x5f0a_0003,
+    /// No free aligned run of that size in the range (the driver tries the next range).
+    MEMIC_FULL = 0x5f0a_0004,
+    /// DEALLOC_MEMIC of a start and size that is no live allocation.
+    MEMIC_UNKNOWN = 0x5f0a_0005,
+    /// A MEMIC mkey outside the window, or on a function without device memory.
+    MEMIC_MKEY = 0x5f0a_0006,
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub(super) fn fw(profile: Profile, link_layer: LinkLayer) -> Fw {
         link_layer,
         num_ports: 1,
         serial: 0x42,
+        memic: true,
     })
     .unwrap()
 }
@@ -205,6 +206,7 @@ fn construction_checks_profile() {
         link_layer,
         num_ports,
         serial: 1,
+        memic: true,
     };
     assert_eq!(
         Fw::new(cfg(CONNECTX6_DX, LinkLayer::Ib, 1)).err(),
@@ -1063,7 +1065,7 @@ fn mkey_lifecycle() {
     let mut b = mkey_in(0, pd, 4, 64);
     create_mkey_in::memory_key_mkey_entry
         .inner(mkc::access_mode_4_2)
-        .set(&mut b, 1)
+        .set(&mut b, 2)
         .unwrap();
     assert_eq!(
         err(&mut f, &b, 16),
@@ -1072,6 +1074,34 @@ fn mkey_lifecycle() {
     let out = ok(&mut f, &mkey_in(0, pd, 4, 64), create_mkey_out::SIZE_BYTES);
     let index = get(&out, create_mkey_out::mkey_index);
     assert_eq!(index, 0x10);
+    // Access mode MEMIC (4_2 = 1, 1_0 = 1 is 5): only inside the MEMIC window.
+    let memic = |start: u64, len: u64| {
+        let mut b = mkey_in(0, pd, 4, 64);
+        let e = create_mkey_in::memory_key_mkey_entry;
+        e.inner(mkc::access_mode_4_2).set(&mut b, 1).unwrap();
+        e.inner(mkc::access_mode_1_0).set(&mut b, 1).unwrap();
+        e.inner(mkc::start_addr).set64(&mut b, start).unwrap();
+        e.inner(mkc::len).set64(&mut b, len).unwrap();
+        b
+    };
+    use crate::fwsim::memic::{BAR_START, SIZE};
+    assert_eq!(
+        err(&mut f, &memic(BAR_START + SIZE - 64, 128), 16),
+        (Status::BAD_PARAM_ERR, syn::MEMIC_MKEY)
+    );
+    assert_eq!(
+        err(&mut f, &memic(0x1000, 64), 16),
+        (Status::BAD_PARAM_ERR, syn::MEMIC_MKEY)
+    );
+    let out = ok(
+        &mut f,
+        &memic(BAR_START + 4096, 64),
+        create_mkey_out::SIZE_BYTES,
+    );
+    let dm_key = get(&out, create_mkey_out::mkey_index);
+    let mut d = inbox(op::DESTROY_MKEY, 0, 0, destroy_mkey_in::SIZE_BYTES);
+    destroy_mkey_in::mkey_index.set(&mut d, dm_key).unwrap();
+    ok(&mut f, &d, destroy_mkey_out::SIZE_BYTES);
     let q = destroy_in(op::QUERY_MKEY, 0, query_mkey_in::mkey_index, index);
     let out = ok(&mut f, &q, query_mkey_out::SIZE_BYTES);
     let m = |x| query_mkey_out::memory_key_mkey_entry.inner(x);

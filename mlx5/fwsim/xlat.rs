@@ -14,7 +14,7 @@
 //! context, an MTT mkey's from `start_addr` and `len`); entries a short inbox does not carry
 //! leave the tail untranslated, which the engine treats like unmapped memory (a DMA fault).
 
-use crate::prm::consts::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
+use crate::prm::consts::{MKC_ACCESS_MODE_MEMIC, MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
 use crate::prm::ctx::mkc;
 
 /// Runs kept per object.
@@ -185,6 +185,15 @@ pub(crate) enum MkeyMap {
         /// The compressed page list.
         xlat: Xlat,
     },
+    /// `access_mode` MEMIC (a DM MR, upstream `mlx5_ib_reg_dm_mr()`): zero-based, addresses
+    /// `[0, len)` are the on-chip memory from `bus` on ([`super::dma::DEV_MEM_BUS`] plus the
+    /// `start_addr` offset into the MEMIC window).
+    Memic {
+        /// The device bus address of the first byte.
+        bus: u64,
+        /// `len`.
+        len: u64,
+    },
     /// KLM/KSM (accepted by CREATE_MKEY, not usable by the data path).
     Indirect,
 }
@@ -251,6 +260,11 @@ impl MkeyInfo {
                     xlat: Xlat::from_pages(inbox, mtt, count, page)?,
                 }
             }
+            // CREATE_MKEY checked the range (`objects.rs`); outside it nothing translates.
+            MKC_ACCESS_MODE_MEMIC => match super::memic::Memic::bus(start, len) {
+                Some(bus) => MkeyMap::Memic { bus, len },
+                None => MkeyMap::Indirect,
+            },
             _ => MkeyMap::Indirect,
         };
         Ok(MkeyInfo {
@@ -266,6 +280,7 @@ impl MkeyInfo {
         match self.map {
             MkeyMap::Pa { .. } => Some((va, (u64::MAX - va).max(1))),
             MkeyMap::Mtt { base, xlat, .. } => xlat.at(va.checked_sub(base)?),
+            MkeyMap::Memic { bus, len } => (va < len).then_some((bus.checked_add(va)?, len - va)),
             MkeyMap::Indirect => None,
         }
     }
@@ -285,6 +300,7 @@ impl MkeyInfo {
             | MkeyMap::Mtt { start, len: l, .. } => {
                 va >= start && start.checked_add(l).is_some_and(|e| end <= e)
             }
+            MkeyMap::Memic { len: l, .. } => end <= l,
             MkeyMap::Indirect => false,
         }
     }
@@ -334,7 +350,8 @@ impl MkeyInfo {
                 base,
                 xlat,
             },
-            MkeyMap::Indirect => MkeyMap::Indirect,
+            // Windows over a DM MR are not modeled: such a window translates nothing.
+            MkeyMap::Memic { .. } | MkeyMap::Indirect => MkeyMap::Indirect,
         };
         MkeyInfo {
             map,

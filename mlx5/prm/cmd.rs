@@ -824,6 +824,37 @@ prm_layouts! {
         syndrome @ 0x20, 0x20;
     }
 
+    /// `struct mlx5_ifc_alloc_memic_in_bits` (mlx5_ifc.h).
+    alloc_memic_in, 0x100 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        log_memic_addr_alignment @ 0x78, 0x8;
+        range_start_addr @ 0x80, 0x40;
+        range_size @ 0xc0, 0x20;
+        memic_size @ 0xe0, 0x20;
+    }
+
+    /// `struct mlx5_ifc_alloc_memic_out_bits` (mlx5_ifc.h).
+    alloc_memic_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        memic_start_addr @ 0x40, 0x40;
+    }
+
+    /// `struct mlx5_ifc_dealloc_memic_in_bits` (mlx5_ifc.h).
+    dealloc_memic_in, 0x100 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        memic_start_addr @ 0x80, 0x40;
+        memic_size @ 0xc0, 0x20;
+    }
+
+    /// `struct mlx5_ifc_dealloc_memic_out_bits` (mlx5_ifc.h).
+    dealloc_memic_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
+
     /// `struct mlx5_ifc_alloc_q_counter_in_bits` (mlx5_ifc.h).
     alloc_q_counter_in, 0x80 {
         opcode @ 0x0, 0x10;

@@ -46,6 +46,9 @@ macro_rules! prm_commands {
             QueryMkey: QUERY_MKEY = 0x201, query_mkey_in => query_mkey_out, zero, query_mkey;
             DestroyMkey: DESTROY_MKEY = 0x202, destroy_mkey_in => destroy_mkey_out, zero, destroy_mkey;
             QuerySpecialContexts: QUERY_SPECIAL_CONTEXTS = 0x203, query_special_contexts_in => query_special_contexts_out, zero, query_special_contexts;
+            // On-chip device memory (`fwsim/memic.rs`).
+            AllocMemic: ALLOC_MEMIC = 0x205, alloc_memic_in => alloc_memic_out, zero, alloc_memic;
+            DeallocMemic: DEALLOC_MEMIC = 0x206, dealloc_memic_in => dealloc_memic_out, zero, dealloc_memic;
             // Event queues.
             CreateEq: CREATE_EQ = 0x301, create_eq_in => create_eq_out, zero, create_eq;
             DestroyEq: DESTROY_EQ = 0x302, destroy_eq_in => destroy_eq_out, zero, destroy_eq;

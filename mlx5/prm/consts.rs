@@ -56,6 +56,8 @@ pub(crate) const MKC_ACCESS_MODE_MTT: u32 = 0x1;
 pub(crate) const MKC_ACCESS_MODE_KLMS: u32 = 0x2;
 /// `MLX5_MKC_ACCESS_MODE_KSM`.
 pub(crate) const MKC_ACCESS_MODE_KSM: u32 = 0x3;
+/// `MLX5_MKC_ACCESS_MODE_MEMIC`: `start_addr` is an address of the device's on-chip memory.
+pub(crate) const MKC_ACCESS_MODE_MEMIC: u32 = 0x5;
 
 /// `enum mlx5_cap_type` `MLX5_CAP_GENERAL` (device.h).
 pub(crate) const CAP_GENERAL: u32 = 0;
@@ -63,6 +65,8 @@ pub(crate) const CAP_GENERAL: u32 = 0;
 pub(crate) const CAP_ATOMIC: u32 = 3;
 /// `enum mlx5_cap_type` `MLX5_CAP_ROCE` (device.h).
 pub(crate) const CAP_ROCE: u32 = 4;
+/// `enum mlx5_cap_type` `MLX5_CAP_DEV_MEM` (device.h).
+pub(crate) const CAP_DEV_MEM: u32 = 0xf;
 /// `HCA_CAP_OPMOD_GET_MAX` (device.h): bit 0 of `query_hca_cap_in.op_mod`.
 #[cfg_attr(MODULE, expect(dead_code, reason = "host tests read the maximum"))]
 pub(crate) const HCA_CAP_OPMOD_GET_MAX: u32 = 0;

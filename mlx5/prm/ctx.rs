@@ -37,6 +37,7 @@ prm_layouts! {
         pkey_table_size @ 0x190, 0x10;
         vport_group_manager @ 0x1a0, 0x1;
         ib_virt @ 0x1a2, 0x1;
+        device_memory @ 0x1a8, 0x1;
         local_ca_ack_delay @ 0x1ab, 0x5;
         port_type @ 0x1b6, 0x2;
         num_ports @ 0x1b8, 0x8;
@@ -104,6 +105,17 @@ prm_layouts! {
         r_roce_max_src_udp_port @ 0xc0, 0x10;
         r_roce_min_src_udp_port @ 0xd0, 0x10;
         roce_address_table_size @ 0xf0, 0x10;
+    }
+
+    /// `struct mlx5_ifc_device_mem_cap_bits` (mlx5_ifc.h): the MEMIC members.
+    device_mem_cap, 0x800 {
+        memic @ 0x0, 0x1;
+        log_min_memic_alloc_size @ 0x2b, 0x5;
+        log_max_memic_addr_alignment @ 0x38, 0x8;
+        memic_bar_start_addr @ 0x40, 0x40;
+        memic_bar_size @ 0x80, 0x20;
+        max_memic_size @ 0xa0, 0x20;
+        memic_operations @ 0x200, 0x20;
     }
 
     /// `struct mlx5_ifc_atomic_caps_bits` (mlx5_ifc.h).

@@ -63,7 +63,8 @@ fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "srq {}", c.srq)?;
     writeln!(out, "xrc {}", c.xrc)?;
     writeln!(out, "uctx {}", c.uctx)?;
-    writeln!(out, "umem {}", c.umem)
+    writeln!(out, "umem {}", c.umem)?;
+    writeln!(out, "memic {}", c.memic)
 }
 
 /// Q counter sets allocated (ALLOC_Q_COUNTER, `max_qp_cnt` of them at most).

@@ -18,7 +18,7 @@
 //!
 //! [`Mlx5Hw::alloc_coherent`]: crate::hw::Mlx5Hw::alloc_coherent
 
-use crate::fwsim::dma::{DmaFault, DmaMem};
+use crate::fwsim::dma::{DmaFault, DmaMem, DEV_MEM_BUS};
 use crate::hw::{DmaDomain, DmaMap};
 use ib_core_rs::page_ref::PageRef;
 use kernel::page::PAGE_SIZE;
@@ -52,6 +52,9 @@ struct Table {
     maps: KVec<Mapping>,
     /// Accesses refused ([`DmaFault`]s), for tests and debugfs.
     faults: u64,
+    /// The function's own on-chip memory (MEMIC) at [`DEV_MEM_BUS`]: not a mapping of the
+    /// driver's (it is not counted in [`Iommu::mappings`]), the device's pages.
+    dev_mem: Option<Mapping>,
 }
 
 /// The IOMMU of one simulated function.
@@ -74,6 +77,7 @@ impl Iommu {
                     next: IOVA_BASE,
                     maps: KVec::new(),
                     faults: 0,
+                    dev_mem: None,
                 }),
             }),
             GFP_KERNEL,
@@ -114,6 +118,48 @@ impl Iommu {
         Ok(DmaMap::new(iova, n, domain))
     }
 
+    /// Gives the device `bytes` (whole pages) of on-chip memory of its own, zeroed, at
+    /// [`DEV_MEM_BUS`] (`fwsim/memic.rs`); the same pages are what user space maps
+    /// ([`Iommu::dev_mem_pages`]).
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` if the device has its memory already, `ENOMEM`.
+    pub(crate) fn add_dev_mem(&self, bytes: u64) -> Result {
+        let n = usize::try_from(bytes.div_ceil(PAGE)).map_err(|_| ENOMEM)?;
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            pages.push(PageRef::alloc_zeroed()?, GFP_KERNEL)?;
+        }
+        let mut t = self.table.lock();
+        if t.dev_mem.is_some() {
+            return Err(EBUSY);
+        }
+        t.dev_mem = Some(Mapping {
+            iova: DEV_MEM_BUS,
+            writable: true,
+            pages,
+        });
+        Ok(())
+    }
+
+    /// References to `count` pages of the on-chip memory from page `first` on (for a user
+    /// mapping of them).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the device has no such pages, `ENOMEM`.
+    pub(crate) fn dev_mem_pages(&self, first: usize, count: usize) -> Result<KVec<PageRef>> {
+        let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
+        let t = self.table.lock();
+        let m = t.dev_mem.as_ref().ok_or(EINVAL)?;
+        let end = first.checked_add(count).ok_or(EINVAL)?;
+        for p in m.pages.get(first..end).ok_or(EINVAL)? {
+            v.push(p.clone(), GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
     /// Live mappings (leak checks: zero when every object is gone).
     pub(crate) fn mappings(&self) -> usize {
         self.table.lock().maps.len()
@@ -126,6 +172,13 @@ impl Iommu {
 
     /// The mapping containing `addr`.
     fn find(t: &Table, addr: u64) -> Option<&Mapping> {
+        if let Some(m) = t
+            .dev_mem
+            .as_ref()
+            .filter(|m| addr >= m.iova && addr < m.end())
+        {
+            return Some(m);
+        }
         let i = t.maps.partition_point(|m| m.iova <= addr).checked_sub(1)?;
         let m = t.maps.get(i)?;
         (addr < m.end()).then_some(m)
@@ -344,6 +397,31 @@ mod tests {
         p[0].read(0, &mut b)?;
         assert_eq!(b, [0xaa]);
         assert_eq!(io.mappings(), 0);
+        Ok(())
+    }
+
+    /// The device's own memory sits at DEV_MEM_BUS beside the driver's mappings (not counted
+    /// as one); the pages handed out for a user mapping are the ones the device accesses, and
+    /// past the memory is a fault.
+    #[test]
+    fn device_memory_is_the_devices_own_pages() -> Result {
+        let io = Iommu::new()?;
+        io.add_dev_mem(4 * PAGE)?;
+        assert_eq!(io.add_dev_mem(PAGE), Err(EBUSY));
+        assert_eq!(io.mappings(), 0);
+        io.write(DEV_MEM_BUS + PAGE - 2, &[1, 2, 3, 4])?;
+        let p = io.dev_mem_pages(0, 2)?;
+        let mut b = [0u8; 2];
+        p[1].read(0, &mut b)?;
+        assert_eq!(b, [3, 4]);
+        p[1].write(100, &[9])?;
+        let mut c = [0u8; 1];
+        io.read(DEV_MEM_BUS + PAGE + 100, &mut c)?;
+        assert_eq!(c, [9]);
+        assert_eq!(io.fetch_add64(DEV_MEM_BUS + 3 * PAGE + 8, 2)?, 0);
+        assert!(io.dev_mem_pages(3, 2).is_err());
+        let end = DEV_MEM_BUS + 4 * PAGE;
+        assert_eq!(io.write(end - 1, &[0, 0]), Err(DmaFault { addr: end }));
         Ok(())
     }
 }

@@ -41,6 +41,7 @@ impl Driver for Mock {
     type MrData = ();
     type AhData = ();
     type MwData = ();
+    type DmData = ();
 }
 
 const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;

@@ -150,6 +150,7 @@ impl Driver for Mock {
     type MrData = u32;
     type AhData = ();
     type MwData = ();
+    type DmData = ();
 }
 
 const GID_TBL_LEN: u32 = 4;

@@ -80,6 +80,7 @@ impl Driver for Mock {
     type MrData = Arc<Umem>;
     type AhData = ();
     type MwData = ();
+    type DmData = ();
 }
 
 /// A mock QP: its state and port, for QUERY_QP.

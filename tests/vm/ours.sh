@@ -66,13 +66,14 @@ fwsim_driver_of() {
 	[ -e "$AUX_DEVS/$1/driver" ] && basename "$(readlink "$AUX_DEVS/$1/driver")"
 }
 
-# fwsim_resources_zero DEV: every resource count in debugfs is 0 (and there are 9 kinds:
-# pd uar td cq qp mkey srq xrc uctx), and the function's simulated IOMMU holds no mapping.
+# fwsim_resources_zero DEV: every resource count in debugfs is 0 (and there are 11 kinds:
+# pd uar td cq qp mkey srq xrc uctx umem memic), and the function's simulated IOMMU holds no
+# mapping.
 fwsim_resources_zero() {
 	local f=$FWSIM_DBG/$1/resources
 	cat "$f" "$FWSIM_DBG/$1/iommu" | tr '\n' ' '
 	echo
-	[ "$(wc -l <"$f")" = 10 ] && [ -z "$(awk '$2 != 0' "$f")" ] &&
+	[ "$(wc -l <"$f")" = 11 ] && [ -z "$(awk '$2 != 0' "$f")" ] &&
 		grep -qx 'mappings 0' "$FWSIM_DBG/$1/iommu"
 }
 

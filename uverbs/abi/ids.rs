@@ -69,13 +69,6 @@ pub(crate) mod obj {
         )
     )]
     pub(crate) const FLOW_ACTION: u16 = 13;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
     pub(crate) const DM: u16 = 14;
     #[cfg_attr(
         MODULE,
@@ -130,6 +123,9 @@ pub(crate) mod method {
 
     /// upstream: `enum uverbs_methods_mw`.
     pub(crate) const MW_DESTROY: u16 = 0;
+    /// upstream: `enum uverbs_methods_dm`.
+    pub(crate) const DM_ALLOC: u16 = 0;
+    pub(crate) const DM_FREE: u16 = 1;
     /// upstream: `enum uverbs_methods_xrcd`.
     pub(crate) const XRCD_DESTROY: u16 = 0;
 
@@ -154,13 +150,6 @@ pub(crate) mod method {
     pub(crate) const SRQ_DESTROY: u16 = 1;
 
     /// upstream: `enum uverbs_methods_mr`.
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
     pub(crate) const DM_MR_REG: u16 = 0;
     pub(crate) const MR_DESTROY: u16 = 1;
     #[cfg_attr(
@@ -294,6 +283,24 @@ pub(crate) mod attr {
 
     // upstream: enum uverbs_attrs_mw_destroy_ids
     pub(crate) const DESTROY_MW_HANDLE: u16 = 0;
+
+    // upstream: enum uverbs_attrs_alloc_dm_cmd_attr_ids
+    pub(crate) const ALLOC_DM_HANDLE: u16 = 0;
+    pub(crate) const ALLOC_DM_LENGTH: u16 = 1;
+    pub(crate) const ALLOC_DM_ALIGNMENT: u16 = 2;
+
+    // upstream: enum uverbs_attrs_free_dm_cmd_attr_ids
+    pub(crate) const FREE_DM_HANDLE: u16 = 0;
+
+    // upstream: enum uverbs_attrs_reg_dm_mr_cmd_attr_ids
+    pub(crate) const REG_DM_MR_HANDLE: u16 = 0;
+    pub(crate) const REG_DM_MR_OFFSET: u16 = 1;
+    pub(crate) const REG_DM_MR_LENGTH: u16 = 2;
+    pub(crate) const REG_DM_MR_PD_HANDLE: u16 = 3;
+    pub(crate) const REG_DM_MR_ACCESS_FLAGS: u16 = 4;
+    pub(crate) const REG_DM_MR_DM_HANDLE: u16 = 5;
+    pub(crate) const REG_DM_MR_RESP_LKEY: u16 = 6;
+    pub(crate) const REG_DM_MR_RESP_RKEY: u16 = 7;
 
     // upstream: enum uverbs_attrs_mr_destroy_ids
     pub(crate) const DESTROY_MR_HANDLE: u16 = 0;

@@ -309,6 +309,9 @@ pub(crate) enum DriverOp {
     QuerySrq,
     PostSrqRecv,
     DeallocXrcd,
+    AllocDm,
+    DeallocDm,
+    RegDmMr,
     CreateFlow,
     DestroyFlow,
     CreateWq,
@@ -368,6 +371,8 @@ pub(crate) enum CoreHandler {
     SrqDestroy,
     QueryMr,
     RegMr,
+    DmMrReg,
+    DmAlloc,
     AsyncEventAlloc,
     /// upstream: `uverbs_destroy_def_handler` (DECLARE_UVERBS_NAMED_METHOD_
     /// DESTROY): the DESTROY attribute does all the work. Never a driver
@@ -408,6 +413,18 @@ impl MethodSpec {
         }
     }
 
+    /// Attributes a driver adds to a method an earlier table defines (upstream
+    /// `ADD_UVERBS_ATTRIBUTES_SIMPLE`, e.g. mlx5's outputs of `UVERBS_METHOD_DM_ALLOC`): the
+    /// core handler runs and the driver's op reads them.
+    pub const fn extend(id: u16, attrs: &'static [AttrSpec]) -> Self {
+        MethodSpec {
+            id,
+            attrs,
+            handler: None,
+            needs: &[],
+        }
+    }
+
     /// A destroy method whose DESTROY attribute does all the work (upstream
     /// `DECLARE_UVERBS_NAMED_METHOD_DESTROY` with `uverbs_destroy_def_handler`).
     pub const fn destroy(id: u16, attrs: &'static [AttrSpec]) -> Self {
@@ -424,6 +441,18 @@ impl ObjectSpec {
     /// A driver's object of global methods, with no objects of its own (upstream
     /// `DECLARE_UVERBS_GLOBAL_METHODS`).
     pub const fn driver_global(id: u16, methods: &'static [MethodSpec]) -> Self {
+        ObjectSpec {
+            id,
+            type_class: None,
+            methods,
+            writes: &[],
+            needs: &[],
+        }
+    }
+
+    /// Methods of a core object a driver extends ([`MethodSpec::extend`]; upstream
+    /// `UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_*, ..)` in a driver's chain).
+    pub const fn extend(id: u16, methods: &'static [MethodSpec]) -> Self {
         ObjectSpec {
             id,
             type_class: None,

@@ -369,6 +369,41 @@ const REG_MR: &[AttrSpec] = &[
     A::uhw_out(),
 ];
 
+// upstream: uverbs_std_types_mr.c, `UVERBS_METHOD_DM_MR_REG`
+const DM_MR_REG: &[AttrSpec] = &[
+    A::idr(attr::REG_DM_MR_HANDLE, obj::MR, Access::New, UA_MANDATORY),
+    A::ptr_in(attr::REG_DM_MR_OFFSET, PtrSpec::ty(8), UA_MANDATORY),
+    A::ptr_in(attr::REG_DM_MR_LENGTH, PtrSpec::ty(8), UA_MANDATORY),
+    A::idr(
+        attr::REG_DM_MR_PD_HANDLE,
+        obj::PD,
+        Access::Read,
+        UA_MANDATORY,
+    ),
+    A::flags_in(attr::REG_DM_MR_ACCESS_FLAGS, UA_MANDATORY),
+    A::idr(
+        attr::REG_DM_MR_DM_HANDLE,
+        obj::DM,
+        Access::Read,
+        UA_MANDATORY,
+    ),
+    A::ptr_out(attr::REG_DM_MR_RESP_LKEY, PtrSpec::ty(4), UA_MANDATORY),
+    A::ptr_out(attr::REG_DM_MR_RESP_RKEY, PtrSpec::ty(4), UA_MANDATORY),
+];
+
+// upstream: uverbs_std_types_dm.c
+const DM_ALLOC: &[AttrSpec] = &[
+    A::idr(attr::ALLOC_DM_HANDLE, obj::DM, Access::New, UA_MANDATORY),
+    A::ptr_in(attr::ALLOC_DM_LENGTH, PtrSpec::ty(8), UA_MANDATORY),
+    A::ptr_in(attr::ALLOC_DM_ALIGNMENT, PtrSpec::ty(4), UA_MANDATORY),
+];
+const DM_FREE: &[AttrSpec] = &[A::idr(
+    attr::FREE_DM_HANDLE,
+    obj::DM,
+    Access::Destroy,
+    UA_MANDATORY,
+)];
+
 /// The core ioctl objects (upstream `uverbs_core_api` chains of object
 /// trees with their `UAPI_DEF_OBJ_NEEDS_FN`).
 pub(crate) const CORE_OBJECTS: &[ObjectSpec] = &[
@@ -407,6 +442,9 @@ pub(crate) const CORE_OBJECTS: &[ObjectSpec] = &[
             m(method::MR_DESTROY, MR_DESTROY, CoreHandler::DestroyDefault),
             m(method::QUERY_MR, QUERY_MR, CoreHandler::QueryMr),
             m(method::REG_MR, REG_MR, CoreHandler::RegMr),
+            // No NEEDS_FN upstream: the handler answers EOPNOTSUPP without `reg_dm_mr`; the
+            // method goes with the DM object (its DM attribute names a disabled type).
+            m(method::DM_MR_REG, DM_MR_REG, CoreHandler::DmMrReg),
         ],
         writes: &[],
         needs: &[DriverOp::DeregMr],
@@ -477,6 +515,18 @@ pub(crate) const CORE_OBJECTS: &[ObjectSpec] = &[
         )],
         writes: &[],
         needs: &[DriverOp::DeallocMw],
+    },
+    // upstream: uverbs_std_types_dm.c, `uverbs_def_obj_dm` (UAPI_DEF_OBJ_NEEDS_FN(dealloc_dm));
+    // the handler answers EOPNOTSUPP without `alloc_dm`.
+    ObjectSpec {
+        id: obj::DM,
+        type_class: Some(TypeClass::Idr),
+        methods: &[
+            m(method::DM_ALLOC, DM_ALLOC, CoreHandler::DmAlloc),
+            m(method::DM_FREE, DM_FREE, CoreHandler::DestroyDefault),
+        ],
+        writes: &[],
+        needs: &[DriverOp::DeallocDm],
     },
     ObjectSpec {
         id: obj::COMP_CHANNEL,

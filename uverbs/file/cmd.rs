@@ -306,8 +306,8 @@ impl<D: Driver> UFile<D> {
                     }
                 }
                 // upstream ib_uverbs_ex_query_device(): timestamp_mask, hca_core_clock,
-                // device_cap_flags_ex (the device's cap flags) and the CQ moderation caps;
-                // ODP, RSS, TM, DM: none.
+                // device_cap_flags_ex (the device's cap flags), the CQ moderation caps and
+                // max_dm_size; ODP, RSS, TM: none.
                 let a = self.dev.attrs();
                 let r = s::ExQueryDeviceResp {
                     base: self.query_device_resp(),
@@ -323,6 +323,7 @@ impl<D: Driver> UFile<D> {
                         max_cq_moderation_period: a.max_cq_moderation_period,
                         ..Default::default()
                     },
+                    max_dm_size: a.max_dm_size,
                     ..Default::default()
                 };
                 copy_out_or_zero(b.core_out.0, b.core_out.1, &r.to_bytes())

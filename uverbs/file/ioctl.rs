@@ -444,6 +444,8 @@ impl<D: Driver> UFile<D> {
             CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
             CoreHandler::RegMr => self.ioctl_reg_mr(inner, b, uattrs, out, new),
             CoreHandler::QueryMr => self.ioctl_query_mr(inner, b, out),
+            CoreHandler::DmAlloc => self.ioctl_dm_alloc(inner, b, out, new),
+            CoreHandler::DmMrReg => self.ioctl_dm_mr_reg(inner, b, out, new),
             CoreHandler::SrqCreate => self.ioctl_srq_create(inner, b, uattrs, out, new),
             CoreHandler::SrqDestroy => {
                 out.put(b, attr::DESTROY_SRQ_RESP, &reported.events.to_ne_bytes())

@@ -12,6 +12,7 @@ use crate::uverbs::abi::{
     parse::{AttrValue, Bundle},
     structs as s,
 };
+use crate::uverbs::driver_api::DriverCall;
 use crate::uverbs::file::cmd::qp::{cap_resp, CREATE_QP_SUP_COMP_MASK, QP_CREATE_ALLOWED};
 use crate::uverbs::file::cmd::srq::CreateSrq;
 use crate::uverbs::file::cmd::with_udata;
@@ -20,7 +21,7 @@ use crate::uverbs::file::ioctl::{ioctl_bufs, ptr_value, NewObj, Outputs};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{kerr, UFile};
 use crate::uverbs::resp;
-use crate::verbs::{AccessFlags, Mr, SrqInitAttr, UserCtx, UserMrReq};
+use crate::verbs::{AccessFlags, Dm, DmAllocAttr, DmMrAttr, Mr, SrqInitAttr, UserCtx, UserMrReq};
 use kernel::prelude::*;
 
 impl<D: Driver> UFile<D> {
@@ -504,6 +505,86 @@ impl<D: Driver> UFile<D> {
         Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {
             out.put(bd, attr::REG_MR_RESP_LKEY, &lkey.to_ne_bytes())?;
             out.put(bd, attr::REG_MR_RESP_RKEY, &rkey.to_ne_bytes())
+        })
+    }
+
+    /// `UVERBS_METHOD_DM_ALLOC` (upstream `uverbs_std_types_dm.c`): `EOPNOTSUPP` without
+    /// `alloc_dm`, the LENGTH and ALIGNMENT, then the driver's `alloc_dm`, which reads the
+    /// driver's attributes of the method and writes its outputs (mlx5: the start offset and the
+    /// mmap page index).
+    pub(super) fn ioctl_dm_alloc(
+        &self,
+        inner: &mut Inner<D>,
+        bd: &Bundle<'_>,
+        out: &mut Outputs,
+        new: NewObj,
+    ) -> Result {
+        let NewObj::Idr { id, .. } = new else {
+            return Err(EINVAL);
+        };
+        if self.dev.ops().alloc_dm.is_none() {
+            return Err(EOPNOTSUPP);
+        }
+        let attr = DmAllocAttr {
+            length: ptr_value::<u64>(bd, attr::ALLOC_DM_LENGTH)?,
+            alignment: ptr_value::<u32>(bd, attr::ALLOC_DM_ALIGNMENT)?,
+        };
+        let ctx = inner.ctx()?.clone();
+        let dm = {
+            let mut call = DriverCall {
+                ctx: &ctx,
+                inner: &*inner,
+                bundle: bd,
+                out,
+                new_obj: None,
+                can_new: false,
+            };
+            Dm::alloc_user(&ctx, &attr, &mut call)?
+        };
+        Self::commit(inner, id, obj::DM, ObjKind::Dm(dm))
+    }
+
+    /// `UVERBS_METHOD_DM_MR_REG` (upstream `uverbs_std_types_mr.c`): `EOPNOTSUPP` without
+    /// `reg_dm_mr`; the OFFSET, LENGTH and ACCESS_FLAGS (`EINVAL` past `IB_ACCESS_SUPPORTED`);
+    /// the rest of upstream's checks in [`Mr::reg_dm`]; the LKEY and RKEY out.
+    pub(super) fn ioctl_dm_mr_reg(
+        &self,
+        inner: &mut Inner<D>,
+        bd: &Bundle<'_>,
+        out: &mut Outputs,
+        new: NewObj,
+    ) -> Result {
+        let NewObj::Idr { id, .. } = new else {
+            return Err(EINVAL);
+        };
+        let handle = |a| match bd.get(a) {
+            Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| EINVAL),
+            _ => Err(EINVAL),
+        };
+        let pd = Self::pd_by_handle(inner, handle(attr::REG_DM_MR_PD_HANDLE)?)?;
+        let dm = Self::dm_by_handle(inner, handle(attr::REG_DM_MR_DM_HANDLE)?)?;
+        if self.dev.ops().reg_dm_mr.is_none() {
+            return Err(EOPNOTSUPP);
+        }
+        let offset = ptr_value::<u64>(bd, attr::REG_DM_MR_OFFSET)?;
+        let length = ptr_value::<u64>(bd, attr::REG_DM_MR_LENGTH)?;
+        let access = AccessFlags(
+            bd.get_flags32(
+                attr::REG_DM_MR_ACCESS_FLAGS,
+                u64::from(AccessFlags::SUPPORTED.0),
+            )
+            .map_err(kerr)?,
+        );
+        let a = DmMrAttr {
+            offset,
+            length,
+            access,
+        };
+        let mr = Mr::reg_dm(&pd, &dm, &a, Owner::current_task())?;
+        let (lkey, rkey) = (mr.lkey(), mr.rkey());
+        Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {
+            out.put(bd, attr::REG_DM_MR_RESP_LKEY, &lkey.to_ne_bytes())?;
+            out.put(bd, attr::REG_DM_MR_RESP_RKEY, &rkey.to_ne_bytes())
         })
     }
 }

@@ -12,7 +12,7 @@ use crate::uverbs::file::cmd::xrcd::UXrcd;
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::UFile;
 use crate::uverbs::uobject_table::HandleTable;
-use crate::verbs::{Ah, Cq, Mr, Mw, Pd, Qp, QpHandler, Srq, Ucontext};
+use crate::verbs::{Ah, Cq, Dm, Mr, Mw, Pd, Qp, QpHandler, Srq, Ucontext};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -32,6 +32,8 @@ pub(super) enum ObjKind<D: Driver> {
     Mr(Arc<Mr<D>>),
     Ah(Arc<Ah<D>>),
     Mw(Arc<Mw<D>>),
+    /// Device memory (upstream `UVERBS_OBJECT_DM`).
+    Dm(Arc<Dm<D>>),
     /// An object of a driver's object type (destroyed by dropping it).
     Driver(DriverObject),
 }
@@ -139,6 +141,10 @@ impl<D: Driver> UFile<D> {
             ObjKind::Mw(mw) => Mw::dealloc(mw)
                 .map(|()| none)
                 .map_err(|e| (e.err, ObjKind::Mw(e.obj))),
+            // upstream uverbs_free_dm(): EBUSY while MRs use it.
+            ObjKind::Dm(dm) => Dm::dealloc(dm)
+                .map(|()| none)
+                .map_err(|e| (e.err, ObjKind::Dm(e.obj))),
             // upstream: the type's destroy_object; a refusal keeps the object.
             ObjKind::Driver(o) => match o.destroy_hw() {
                 Ok(()) => {
@@ -174,6 +180,13 @@ impl<D: Driver> UFile<D> {
     pub(super) fn pd_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<crate::verbs::Pd<D>>> {
         match Self::obj_at(inner, inner.find(obj::PD, i64::from(h))?)? {
             ObjKind::Pd(p) => Ok(p.clone()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    pub(super) fn dm_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Dm<D>>> {
+        match Self::obj_at(inner, inner.find(obj::DM, i64::from(h))?)? {
+            ObjKind::Dm(d) => Ok(d.clone()),
             _ => Err(EINVAL),
         }
     }

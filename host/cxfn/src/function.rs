@@ -140,6 +140,8 @@ impl CxFunction {
             link_layer,
             num_ports: 1,
             serial,
+            // No BAR window for MEMIC (yet): no `device_memory`, DM is EOPNOTSUPP there.
+            memic: false,
         };
         // Every profile above fits its link layer and port count; `Fw::new` cannot refuse.
         let mut fw = match Fw::new(cfg) {

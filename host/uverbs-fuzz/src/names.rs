@@ -45,6 +45,9 @@ pub(crate) fn method(obj: u16, id: u16) -> String {
         ("CQ", 1) | ("QP", 1) | ("SRQ", 1) => "DESTROY",
         ("MR", 3) => "QUERY_MR",
         ("MR", 5) => "REG_MR",
+        ("MR", 0) => "DM_MR_REG",
+        ("DM", 0) => "ALLOC",
+        ("DM", 1) => "FREE",
         ("ASYNC_EVENT", 0) => "ALLOC",
         _ => return format!("{}.{id}", object(obj)),
     };

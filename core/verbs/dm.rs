@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device memory (upstream `drivers/infiniband/core/uverbs_std_types_dm.c`: `struct ib_dm`,
+//! `UVERBS_METHOD_DM_ALLOC`, `uverbs_free_dm()`): memory on the device that user space maps and
+//! registers as MRs (`UVERBS_METHOD_DM_MR_REG`, [`Mr::reg_dm`](super::Mr::reg_dm)).
+//!
+//! A DM belongs to the user context that allocated it, not to a PD. Its MRs count in its
+//! `usecnt`: freeing it while an MR is registered on it is `EBUSY` (upstream
+//! `uverbs_free_dm()`). What the memory is and how user space reaches it (an mmap entry, a
+//! driver attribute with the offset) is the driver's.
+
+use super::{destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Ucontext};
+use crate::device::Device;
+use crate::driver::Driver;
+use crate::uverbs::driver_api::DriverCall;
+use kernel::prelude::*;
+use kernel::sync::atomic::Atomic;
+use kernel::sync::{Arc, UniqueArc};
+
+/// What a DM allocation asks for (upstream `struct ib_dm_alloc_attr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DmAllocAttr {
+    /// `UVERBS_ATTR_ALLOC_DM_LENGTH`: bytes.
+    pub length: u64,
+    /// `UVERBS_ATTR_ALLOC_DM_ALIGNMENT`: log2 of the alignment in bytes.
+    pub alignment: u32,
+}
+
+/// What an MR on device memory covers (upstream `struct ib_dm_mr_attr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DmMrAttr {
+    /// `UVERBS_ATTR_REG_DM_MR_OFFSET`: the first byte, from the DM's start.
+    pub offset: u64,
+    /// `UVERBS_ATTR_REG_DM_MR_LENGTH`.
+    pub length: u64,
+    /// `UVERBS_ATTR_REG_DM_MR_ACCESS_FLAGS`.
+    pub access: super::AccessFlags,
+}
+
+/// Device memory (upstream `struct ib_dm` with the driver's `D::DmData`).
+pub struct Dm<D: Driver> {
+    dev: Arc<Device<D>>,
+    length: u64,
+    usecnt: Atomic<i32>,
+    live: Liveness,
+    drv: D::DmData,
+}
+
+impl<D: Driver> Counted for Dm<D> {
+    fn usecnt_ref(&self) -> &Atomic<i32> {
+        &self.usecnt
+    }
+}
+
+impl<D: Driver> Dm<D> {
+    /// Allocates device memory for user context `ctx` (upstream
+    /// `UVERBS_HANDLER(UVERBS_METHOD_DM_ALLOC)`: `EOPNOTSUPP` without `alloc_dm`, then the
+    /// driver's `alloc_dm` with the method's attributes, which answers the driver's outputs).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `alloc_dm`/`dealloc_dm`; `ENOMEM`; the driver's error.
+    pub fn alloc_user(
+        ctx: &Arc<Ucontext<D>>,
+        attr: &DmAllocAttr,
+        call: &mut DriverCall<'_, '_, D>,
+    ) -> Result<Arc<Self>> {
+        let dev = ctx.device();
+        let op = dev.ops().alloc_dm.ok_or(EOPNOTSUPP)?;
+        if dev.ops().dealloc_dm.is_none() {
+            return Err(EOPNOTSUPP);
+        }
+        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let drv = op(ctx, attr, call)?;
+        Ok(slot
+            .write(Dm {
+                dev: dev.clone(),
+                length: attr.length,
+                usecnt: Atomic::new(0),
+                live: Liveness::new(),
+                drv,
+            })
+            .into())
+    }
+
+    /// Frees the device memory (upstream `uverbs_free_dm()`).
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` while MRs are registered on it, `EINVAL` if already freed, the driver's error;
+    /// the DM is handed back.
+    pub fn dealloc(this: Arc<Self>) -> core::result::Result<(), DestroyError<Arc<Self>>> {
+        destroy(this)
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device<D>> {
+        &self.dev
+    }
+
+    /// The length asked for (upstream `dm->length`).
+    pub fn length(&self) -> u64 {
+        self.length
+    }
+
+    /// The MRs registered on it.
+    pub fn usecnt(&self) -> i32 {
+        self.usecnt.load(kernel::sync::atomic::Relaxed)
+    }
+
+    /// The driver's private data.
+    pub fn data(&self) -> &D::DmData {
+        &self.drv
+    }
+
+    pub(crate) fn check_alive(&self) -> Result {
+        if self.live.is_dead() {
+            Err(EINVAL)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl<D: Driver> Destroyable for Dm<D> {
+    const OP: &'static str = "dealloc_dm";
+
+    fn users(&self) -> i32 {
+        self.usecnt()
+    }
+
+    fn live(&self) -> &Liveness {
+        &self.live
+    }
+
+    fn driver_destroy(&self) -> Result {
+        let op = self.dev.ops().dealloc_dm;
+        op.map_or(Ok(()), |f| f(self))
+    }
+
+    fn release(&self) {}
+}
+
+impl<D: Driver> Drop for Dm<D> {
+    fn drop(&mut self) {
+        destroy_at_drop(self);
+    }
+}
