@@ -31,6 +31,7 @@ mod corehw;
 mod datapath;
 mod dev;
 mod devx;
+mod devx_events;
 mod events;
 mod hw;
 mod ib;

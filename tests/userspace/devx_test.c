@@ -28,8 +28,11 @@
  *
  * LDLIBS: -lmlx5
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -531,6 +534,184 @@ static void traffic(struct devx_ctx *c)
 	free(wdst);
 }
 
+/*
+ * Async commands (mlx5dv_devx_create_cmd_comp, mlx5dv_devx_obj_query_async,
+ * mlx5dv_devx_get_async_cmd_comp; upstream MLX5_IB_METHOD_DEVX_OBJ_ASYNC_QUERY and
+ * devx_async_cmd_event_read()).
+ */
+#define QP_OUT_LEN ((0xc0 + 0x740 + 0x80) / 8 + 256)
+
+static void query_in(uint32_t *in, uint16_t opcode, uint32_t id)
+{
+	memset(in, 0, 16);
+	SETF(in, 0, HDR_OPCODE, opcode);
+	SETF(in, 0, QPN_IN, id); /* cqn and qpn are both at 0x48 */
+}
+
+/* execute_ioctl() answers a positive errno. */
+static int aq(struct mlx5dv_devx_obj *o, uint16_t opcode, uint32_t id, size_t outlen, uint64_t wr_id,
+	      struct mlx5dv_devx_cmd_comp *cc)
+{
+	uint32_t in[4];
+	int r;
+
+	query_in(in, opcode, id);
+	r = mlx5dv_devx_obj_query_async(o, in, sizeof(in), outlen, wr_id, cc);
+	return r < 0 ? errno : r;
+}
+
+static int sync_query(struct mlx5dv_devx_obj *o, uint16_t opcode, uint32_t id, void *out, size_t outlen)
+{
+	uint32_t in[4];
+
+	query_in(in, opcode, id);
+	memset(out, 0, outlen);
+	return mlx5dv_devx_obj_query(o, in, sizeof(in), out, outlen) ? errno : 0;
+}
+
+static short poll_events(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 ? p.revents : 0;
+}
+
+static int read_errno(int fd, size_t len, int nonblock)
+{
+	char *buf = malloc(len ? len : 1);
+	int fl = fcntl(fd, F_GETFL), e;
+	ssize_t n;
+
+	fcntl(fd, F_SETFL, nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+	n = read(fd, buf, len);
+	e = n < 0 ? errno : 0;
+	fcntl(fd, F_SETFL, fl);
+	free(buf);
+	return e;
+}
+
+/* The completions of a closed uverbs file or a removed device: EIO, EAGAIN, RDHUP. */
+static void check_destroyed_fd(int fd, const char *when)
+{
+	char what[160];
+	short ev = poll_events(fd);
+	int e;
+
+	snprintf(what, sizeof(what), "%s: poll of the async cmd fd is POLLIN|POLLRDHUP", when);
+	check((ev & (POLLIN | POLLRDHUP)) == (POLLIN | POLLRDHUP), what, "revents %#lx%.0ld", ev, 0);
+	if (!(ev & POLLRDHUP))
+		return; /* a blocking read would wait */
+	e = read_errno(fd, 4096, 0);
+	snprintf(what, sizeof(what), "%s: a blocking read is EIO (pending completions freed)", when);
+	EXPECT_ERRNO((long)e, (long)EIO, what);
+	e = read_errno(fd, 4096, 1);
+	snprintf(what, sizeof(what), "%s: a non-blocking read is EAGAIN", when);
+	EXPECT_ERRNO((long)e, (long)EAGAIN, what);
+}
+
+static void async_cmds(struct devx_ctx *c)
+{
+	static uint8_t sync_out[3][QP_OUT_LEN];
+	uint8_t *resp = malloc(8 + 65535);
+	struct mlx5dv_devx_async_cmd_hdr *h = (void *)resp;
+	struct mlx5dv_devx_obj *objs[3] = { c->qp[0], c->qp[1], c->cq };
+	uint16_t ops[3] = { OP_QUERY_QP, OP_QUERY_QP, OP_QUERY_CQ };
+	uint32_t ids[3] = { c->qpn[0], c->qpn[1], c->cqn };
+	struct mlx5dv_devx_cmd_comp *cc, *cc2;
+	struct ibv_comp_channel *ch;
+	int err, n, ok;
+
+	cc = mlx5dv_devx_create_cmd_comp(c->ctx);
+	CHECK(cc && cc->fd >= 0, "mlx5dv_devx_create_cmd_comp: an fd");
+	if (!cc)
+		return;
+	CHECK(fcntl(cc->fd, F_GETFD) & FD_CLOEXEC, "the async cmd fd is O_CLOEXEC");
+	for (int i = 0; i < 3; i++) {
+		err = sync_query(objs[i], ops[i], ids[i], sync_out[i], QP_OUT_LEN);
+		EXPECT_ERRNO((long)err, 0L, i == 2 ? "sync QUERY_CQ" : "sync QUERY_QP");
+	}
+	check(poll_events(cc->fd) == 0, "no completion yet: poll 0", "revents %#lx%.0ld", poll_events(cc->fd), 0);
+	EXPECT_ERRNO((long)read_errno(cc->fd, 4096, 1), (long)EAGAIN, "empty fd: non-blocking read EAGAIN");
+	/* One query: the same bytes as the sync query, the wr_id. */
+	err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], QP_OUT_LEN, 0x1122334455667788ull, cc);
+	EXPECT_ERRNO((long)err, 0L, "mlx5dv_devx_obj_query_async QUERY_QP A");
+	check(poll_events(cc->fd) & POLLIN, "a completion: poll POLLIN", "revents %#lx%.0ld", poll_events(cc->fd), 0);
+	err = mlx5dv_devx_get_async_cmd_comp(cc, h, 8 + QP_OUT_LEN);
+	EXPECT_ERRNO((long)err, 0L, "mlx5dv_devx_get_async_cmd_comp");
+	check(!err && h->wr_id == 0x1122334455667788ull, "the completion's wr_id", "%#lx%.0ld", (long)h->wr_id, 0);
+	CHECK(!err && !memcmp(h->out_data, sync_out[0], QP_OUT_LEN), "async QUERY_QP output = sync QUERY_QP output");
+	/* Three in flight, read back in order. */
+	for (int i = 0; i < 3; i++) {
+		err = aq(objs[i], ops[i], ids[i], QP_OUT_LEN, 100 + i, cc);
+		EXPECT_ERRNO((long)err, 0L, "three queries in flight (QP A, QP B, CQ)");
+	}
+	ok = 1;
+	for (int i = 0; i < 3; i++) {
+		err = mlx5dv_devx_get_async_cmd_comp(cc, h, 8 + QP_OUT_LEN);
+		if (err || h->wr_id != (uint64_t)(100 + i) || memcmp(h->out_data, sync_out[i], QP_OUT_LEN))
+			ok = 0;
+	}
+	CHECK(ok, "three completions in order: wr_ids 100..102, each the sync query's bytes");
+	EXPECT_ERRNO((long)read_errno(cc->fd, 4096, 1), (long)EAGAIN, "all read: non-blocking read EAGAIN");
+	/* A read shorter than header + output: ENOSPC, the completion stays. */
+	err = aq(c->qp[1], OP_QUERY_QP, c->qpn[1], QP_OUT_LEN, 7, cc);
+	EXPECT_ERRNO((long)err, 0L, "query for the short read");
+	EXPECT_ERRNO((long)read_errno(cc->fd, 8 + QP_OUT_LEN - 1, 0), (long)ENOSPC,
+		     "read of one byte less than the completion: ENOSPC");
+	n = read(cc->fd, resp, 8 + QP_OUT_LEN + 100);
+	check(n == 8 + QP_OUT_LEN && h->wr_id == 7, "then a long enough read returns it (8 + outlen bytes)",
+	      "n %ld wr_id %ld", n, (long)h->wr_id);
+	/* The errnos of upstream's handler. */
+	err = aq(c->qp[0], OP_RST2INIT, c->qpn[0], QP_OUT_LEN, 1, cc);
+	EXPECT_ERRNO((long)err, (long)EINVAL, "async RST2INIT (not a query command): EINVAL");
+	err = aq(c->qp[0], OP_QUERY_QP, c->qpn[1], QP_OUT_LEN, 1, cc);
+	EXPECT_ERRNO((long)err, (long)EINVAL, "async QUERY_QP of B through A's handle: EINVAL");
+	ch = ibv_create_comp_channel(c->ctx);
+	if (ch) {
+		struct mlx5dv_devx_cmd_comp fake = { .fd = ch->fd };
+
+		err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], QP_OUT_LEN, 1, &fake);
+		EXPECT_ERRNO((long)err, (long)EBADF, "async query with a completion channel's fd: EBADF");
+		ibv_destroy_comp_channel(ch);
+	}
+	{
+		struct mlx5dv_devx_cmd_comp bad = { .fd = 1 };
+
+		err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], QP_OUT_LEN, 1, &bad);
+		EXPECT_ERRNO((long)err, (long)EBADF, "async query with fd 1 (stdout): EBADF");
+	}
+	EXPECT_ERRNO((long)read_errno(cc->fd, 4096, 1), (long)EAGAIN, "refused queries queue nothing");
+	/* The budget: MAX_ASYNC_BYTES_IN_USE (1 MiB) of unread output per fd. */
+	for (n = 0; n < 17; n++) {
+		err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], 65535, 1000 + n, cc);
+		if (err)
+			break;
+	}
+	check(n == 16 && err == EAGAIN, "16 queries of 65535 bytes fit 1 MiB, the 17th is EAGAIN",
+	      "accepted %ld, then errno %ld", n, err);
+	err = mlx5dv_devx_get_async_cmd_comp(cc, h, 8 + 65535);
+	check(!err && h->wr_id == 1000, "read the first of them", "errno %ld wr_id %ld", err, (long)h->wr_id);
+	err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], 65535, 2000, cc);
+	EXPECT_ERRNO((long)err, 0L, "after one read, room for one more");
+	err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], 65535, 2001, cc);
+	EXPECT_ERRNO((long)err, (long)EAGAIN, "and no more");
+	/* A second fd has its own budget. */
+	cc2 = mlx5dv_devx_create_cmd_comp(c->ctx);
+	CHECK(cc2, "a second async cmd fd");
+	if (cc2) {
+		err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], QP_OUT_LEN, 5, cc2);
+		EXPECT_ERRNO((long)err, 0L, "the second fd has its own budget");
+		err = mlx5dv_devx_get_async_cmd_comp(cc2, h, 8 + QP_OUT_LEN);
+		check(!err && h->wr_id == 5, "its completion arrives on it", "errno %ld wr_id %ld", err,
+		      (long)h->wr_id);
+		mlx5dv_devx_destroy_cmd_comp(cc2);
+	}
+	/* Closing the fd with 16 completions (1 MiB) pending frees them (kmemleak). */
+	mlx5dv_devx_destroy_cmd_comp(cc);
+	printf("R ok closed the async cmd fd with 16 completions pending\n");
+	free(resp);
+}
+
 /* Writes VAL to the simulator's fail_opcode knob of the function; 0 if there is none. */
 static const char *fwsim_dir;
 
@@ -690,20 +871,41 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (leave) {
+		struct mlx5dv_devx_cmd_comp *cc = mlx5dv_devx_create_cmd_comp(c.ctx);
+		int e1 = cc ? aq(c.qp[0], OP_QUERY_QP, c.qpn[0], QP_OUT_LEN, 1, cc) : -1;
+		int e2 = cc ? aq(c.cq, OP_QUERY_CQ, c.cqn, QP_OUT_LEN, 2, cc) : -1;
+
+		check(!e1 && !e2, "an async cmd fd with two completions pending, left open", "%ld %ld", e1, e2);
 		printf("R ok objects created; exiting without destroying them\n");
 		_exit(failures ? 1 : 0);
 	}
 	traffic(&c);
 	if (hold) {
+		struct mlx5dv_devx_cmd_comp *cc = mlx5dv_devx_create_cmd_comp(c.ctx);
+		int e1 = cc ? aq(c.qp[0], OP_QUERY_QP, c.qpn[0], QP_OUT_LEN, 1, cc) : -1;
+
+		check(!e1, "an async cmd fd with a completion pending, held across the unplug", "%ld%.0ld", e1, 0);
 		printf("I holding\n");
 		while (access(hold, F_OK))
 			usleep(100000);
 		printf("I released\n");
+		if (cc)
+			check_destroyed_fd(cc->fd, "after the unplug");
 		_exit(failures ? 1 : 0);
 	}
 	errnos(&c, d);
+	async_cmds(&c);
+	/* The uverbs file closes while an async cmd fd with pending completions is open. */
+	struct mlx5dv_devx_cmd_comp *late = mlx5dv_devx_create_cmd_comp(c.ctx);
+	int le = late ? aq(c.qp[1], OP_QUERY_QP, c.qpn[1], QP_OUT_LEN, 9, late) : -1;
+
+	EXPECT_ERRNO((long)le, 0L, "an async cmd fd with a completion pending at the context's close");
 	destroy_order(&c);
 	teardown(&c);
+	if (late) {
+		check_destroyed_fd(late->fd, "after ibv_close_device");
+		mlx5dv_devx_destroy_cmd_comp(late);
+	}
 	printf("I %s: %d failures\n", failures ? "FAILED" : "passed", failures);
 	return failures ? 1 : 0;
 }
