@@ -29,11 +29,17 @@
 //! outbox (status, syndrome) copied to the user. A destroy the firmware refuses (an object in
 //! use: `RES_BUSY`) returns `EBUSY` and keeps the object.
 //!
-//! Not done: the async command fd and `OBJ_ASYNC_QUERY`, event channels and
-//! `SUBSCRIBE_EVENT`, DMA-buf umems, creates whose destroy needs more than the object id
-//! (flow tables, groups, entries, scheduling elements, VXLAN ports, L2 entries, multicast
-//! attach: `EOPNOTSUPP`), the whitelist uid, indirect mkeys with ODP, and DEVX CQs in the
-//! completion EQ tables (`mlx5_create_cq()`: DEVX CQ events are not delivered).
+//! * `MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD` (an fd object: `ASYNC_CMD_FD_ALLOC`, [`DevxCmdFd`])
+//!   and `OBJ_ASYNC_QUERY` (the query runs in the method; its result reaches the user only
+//!   through a read of the fd, as upstream's `mlx5_cmd_exec_cb()` completion).
+//! * `MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD` (`ASYNC_EVENT_FD_ALLOC`) and `SUBSCRIBE_EVENT`:
+//!   [`crate::devx_events`].
+//!
+//! Not done: the eventfd redirect of `SUBSCRIBE_EVENT` (`EOPNOTSUPP`), DMA-buf umems, creates
+//! whose destroy needs more than the object id (flow tables, groups, entries, scheduling
+//! elements, VXLAN ports, L2 entries, multicast attach: `EOPNOTSUPP`), the whitelist uid,
+//! indirect mkeys with ODP, and DEVX CQs in mlx5_core's EQ tables (`mlx5_create_cq()`: on the
+//! mlx5_core backend DEVX CQ events are not delivered; the simulator's are).
 
 use crate::devx_events::{self, DevxEventFd};
 use crate::events::EventTable;

@@ -9,13 +9,21 @@
  * bytes and the CQE status checked. Then the errnos: a command no allow-list takes, a
  * context without DEVX, a second DEVX context naming the first one's CQ, umem and QP,
  * and the destroy order (a umem or CQ still in use is EBUSY).
+ * Async commands: the async query of a QP/CQ returns the sync query's bytes and the wr_id,
+ * several in flight come back in order, a short read is ENOSPC, the 1 MiB budget EAGAIN,
+ * the errnos of MLX5_IB_METHOD_DEVX_OBJ_ASYNC_QUERY, an fd closed with 1 MiB pending.
+ * Events: two channels (with the EQE, OMIT_DATA) subscribed to the DEVX CQ's completions
+ * (armed through the UAR: one event per arm) and to QP B's WQ_ACCESS_ERROR (an RDMA WRITE with
+ * a bad rkey), the subscription errnos, short reads EINVAL. The fds outlive the context's
+ * close and the unplug: POLLRDHUP, a blocking read EIO, a non-blocking one EAGAIN.
  *
  *   devx_test -d mlx5_0 [-g GID_INDEX] [-f FWSIM_DIR] [-x | -w FILE]
  *
  * -f: the function's simulator debugfs directory: its fail_opcode knob makes libmlx5 open a
  * context without DEVX (CREATE_UCTX refused, libmlx5 falls back), whose DEVX calls must fail.
  * -g: RoCE, the path's GRH from that GID index to the port's GID there (else IB, by LID).
- * -x: create the objects, then exit without destroying anything (the kernel's cleanup at
+ * -x: create the objects (and an async cmd fd with two queries pending, an event channel
+ * subscribed to the CQ), then exit without destroying anything (the kernel's cleanup at
  * close must free them in order: DEVX objects, umems, the UCTX last).
  * -w FILE: create the objects and pass the traffic, print "I holding", wait until FILE
  * exists (the harness unbinds the function meanwhile), then exit without destroying.
