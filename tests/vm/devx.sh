@@ -34,6 +34,11 @@ devx_suite() {
 	timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
 	t_check "unbind $f while DEVX objects are held (exit $rc)" test $rc = 0
 	t_check "$f: the simulator holds nothing after the remove" fwsim_resources_zero $f
+	# The process still holds an async cmd fd and two event channels: their files pin
+	# the driver module (upstream: the fops' owner), so it cannot be unloaded yet.
+	echo "mlx5_ib_rs refcnt: $(cat /sys/module/mlx5_ib_rs/refcnt)"
+	t_check "rmmod mlx5_ib_rs refused while DEVX fds are open (the fds pin the module)" \
+		sh -c '! rmmod mlx5_ib_rs 2>/dev/null'
 	touch /tmp/devx-go
 	rc=0
 	wait $pid || rc=$?
