@@ -35,10 +35,10 @@
 //! * `MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD` (`ASYNC_EVENT_FD_ALLOC`) and `SUBSCRIBE_EVENT`:
 //!   [`crate::devx_events`].
 //!
-//! Not done: the eventfd redirect of `SUBSCRIBE_EVENT` (`EOPNOTSUPP`), DMA-buf umems, creates
-//! whose destroy needs more than the object id (flow tables, groups, entries, scheduling
-//! elements, VXLAN ports, L2 entries, multicast attach: `EOPNOTSUPP`), the whitelist uid,
-//! indirect mkeys with ODP, and DEVX CQs in mlx5_core's EQ tables (`mlx5_create_cq()`: on the
+//! Not done: DMA-buf umems, creates whose destroy needs more than the object id (flow tables,
+//! groups, entries, scheduling elements, VXLAN ports, L2 entries, multicast attach:
+//! `EOPNOTSUPP`), the whitelist uid, indirect mkeys with ODP, unaffiliated events (accepted,
+//! never produced), and DEVX CQs in mlx5_core's EQ tables (`mlx5_create_cq()`: on the
 //! mlx5_core backend DEVX CQ events are not delivered; the simulator's are).
 
 use crate::devx_events::{self, DevxEventFd};
@@ -972,12 +972,19 @@ fn subscribe_event(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
         }
     }
     let cookie_given = call.is_present(ATTR_SUB_COOKIE);
-    if call.is_present(ATTR_SUB_FD_NUM) {
-        // upstream: a cookie with a redirect fd is EINVAL. The redirect itself (an eventfd
-        // signalled per event, eventfd_ctx_fdget()) is not done: no eventfd binding.
-        let _ = call.ptr_in(ATTR_SUB_FD_NUM)?;
-        return Err(if cookie_given { EINVAL } else { EOPNOTSUPP });
-    }
+    // upstream: a redirect fd (an eventfd signalled per event instead of a queued event);
+    // with a cookie EINVAL.
+    let redirect = if call.is_present(ATTR_SUB_FD_NUM) {
+        if cookie_given {
+            return Err(EINVAL);
+        }
+        let v = call.ptr_in(ATTR_SUB_FD_NUM)?;
+        let mut b = [0u8; 4];
+        b.copy_from_slice(v.get(..4).ok_or(EINVAL)?);
+        Some(i32::from_ne_bytes(b))
+    } else {
+        None
+    };
     let cookie = if cookie_given {
         let c = call.ptr_in(ATTR_SUB_COOKIE)?;
         let mut b = [0u8; 8];
@@ -1017,8 +1024,13 @@ fn subscribe_event(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
             }
             None => (u32::from(n), None, 0),
         };
+        // upstream eventfd_ctx_fdget() per subscription: EBADF, EINVAL (not an eventfd).
+        let efd = match redirect {
+            Some(fd) => Some(crate::eventfd::EventFd::fdget(fd)?),
+            None => None,
+        };
         subs.push(
-            devx_events::Sub::new(key1, level2, owner, cookie, file.clone())?,
+            devx_events::Sub::new(key1, level2, owner, cookie, file.clone(), efd)?,
             GFP_KERNEL,
         )?;
     }

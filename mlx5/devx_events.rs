@@ -122,6 +122,8 @@ pub(crate) struct Sub {
     /// OMIT_DATA: 1 while the subscription is on its channel's queue (upstream
     /// `!list_empty(&event_sub->event_list)`).
     queued: Atomic<u32>,
+    /// The redirect (upstream `event_sub->eventfd`): signalled instead of queuing.
+    eventfd: Option<crate::eventfd::EventFd>,
 }
 
 impl Sub {
@@ -136,6 +138,7 @@ impl Sub {
         owner: u64,
         cookie: u64,
         file: Arc<dyn DriverFdOps>,
+        eventfd: Option<crate::eventfd::EventFd>,
     ) -> Result<Arc<Self>> {
         Ok(Arc::new(
             Sub {
@@ -145,6 +148,7 @@ impl Sub {
                 cookie,
                 file,
                 queued: Atomic::new(0),
+                eventfd,
             },
             GFP_KERNEL,
         )?)
@@ -260,8 +264,11 @@ pub(crate) fn dispatch(table: &DevxSubs, ev: &HwEvent) {
         return;
     }
     let (eqe, key1, num) = eqe_of(ev);
+    // upstream dispatch_event_fd(): a redirected subscription signals its eventfd.
     for s in t.iter().filter(|s| s.key1 == key1 && s.obj == Some(num)) {
-        if let Some(ch) = s.channel() {
+        if let Some(e) = &s.eventfd {
+            e.signal();
+        } else if let Some(ch) = s.channel() {
             ch.deliver(s, &eqe);
         }
     }

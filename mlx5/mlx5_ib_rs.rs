@@ -18,6 +18,8 @@ mod fwsim;
 
 #[path = "../rust/aux_parent.rs"]
 mod aux_parent;
+#[path = "../rust/eventfd.rs"]
+mod eventfd;
 #[path = "../rust/fwsim_param.rs"]
 mod fwsim_param;
 #[path = "../rust/kthread.rs"]

@@ -503,6 +503,7 @@ static int read_errno(int fd, size_t len, int nonblock)
 enum { EV_COMP = 0x00, EV_PORT_CHANGE = 0x09, EV_WQ_ACCESS_ERROR = 0x11 };
 
 static struct mlx5dv_devx_event_channel *ev_data, *ev_omit;
+static int redirect_fd = -1;
 
 static int subscribe(struct mlx5dv_devx_event_channel *ch, struct mlx5dv_devx_obj *o, uint16_t *evs,
 		     int n, uint64_t cookie)
@@ -603,14 +604,17 @@ static void event_errnos(struct devx_ctx *c)
 		if (cc)
 			mlx5dv_devx_destroy_cmd_comp(cc);
 	}
-	efd = eventfd(0, 0);
-	if (efd >= 0) {
-		err = mlx5dv_devx_subscribe_devx_event_fd(ev_data, efd, c->cq, EV_COMP);
-		err = err < 0 ? errno : err;
-		EXPECT_ERRNO((long)err, (long)EOPNOTSUPP,
-			     "subscribe with an eventfd redirect: EOPNOTSUPP (not done here; upstream signals it)");
-		close(efd);
-	}
+	err = mlx5dv_devx_subscribe_devx_event_fd(ev_data, 1, c->cq, EV_COMP);
+	err = err < 0 ? errno : err;
+	EXPECT_ERRNO((long)err, (long)EINVAL, "a redirect to fd 1 (no eventfd): EINVAL (eventfd_ctx_fdget())");
+	err = mlx5dv_devx_subscribe_devx_event_fd(ev_data, 1000, c->cq, EV_COMP);
+	err = err < 0 ? errno : err;
+	EXPECT_ERRNO((long)err, (long)EBADF, "a redirect to a closed fd: EBADF");
+	efd = eventfd(0, EFD_NONBLOCK);
+	err = efd < 0 ? errno : mlx5dv_devx_subscribe_devx_event_fd(ev_data, efd, c->cq, EV_COMP);
+	err = err < 0 ? errno : err;
+	EXPECT_ERRNO((long)err, 0L, "subscribe the CQ's COMP with an eventfd redirect");
+	redirect_fd = err ? -1 : efd;
 }
 
 /*
@@ -739,6 +743,14 @@ static void traffic(struct devx_ctx *c)
 				expect_eqe("armed CQ + SEND: a COMP event with the cookie and the EQE (type 0, cqn)",
 					   0xc0ffee, EV_COMP, c->cqn, 0);
 				expect_cookie("the same event on the OMIT_DATA channel: 8 bytes, the cookie", 0xbeef);
+				if (redirect_fd >= 0) {
+					uint64_t cnt = 0;
+
+					wait_readable(redirect_fd);
+					check(read(redirect_fd, &cnt, 8) == 8 && cnt == 1,
+					      "the redirect's eventfd was signalled once (counter 1)", "counter %ld%.0ld",
+					      (long)cnt, 0);
+				}
 			} else {
 				wait_readable(ev_data->fd);
 				wait_readable(ev_omit->fd);
