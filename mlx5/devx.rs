@@ -29,12 +29,20 @@
 //! outbox (status, syndrome) copied to the user. A destroy the firmware refuses (an object in
 //! use: `RES_BUSY`) returns `EBUSY` and keeps the object.
 //!
-//! Not done: the async command fd and `OBJ_ASYNC_QUERY`, event channels and
-//! `SUBSCRIBE_EVENT`, DMA-buf umems, creates whose destroy needs more than the object id
-//! (flow tables, groups, entries, scheduling elements, VXLAN ports, L2 entries, multicast
-//! attach: `EOPNOTSUPP`), the whitelist uid, indirect mkeys with ODP, and DEVX CQs in the
-//! completion EQ tables (`mlx5_create_cq()`: DEVX CQ events are not delivered).
+//! * `MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD` (an fd object: `ASYNC_CMD_FD_ALLOC`, [`DevxCmdFd`])
+//!   and `OBJ_ASYNC_QUERY` (the query runs in the method; its result reaches the user only
+//!   through a read of the fd, as upstream's `mlx5_cmd_exec_cb()` completion).
+//! * `MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD` (`ASYNC_EVENT_FD_ALLOC`) and `SUBSCRIBE_EVENT`:
+//!   [`crate::devx_events`].
+//!
+//! Not done: DMA-buf umems, creates whose destroy needs more than the object id (flow tables,
+//! groups, entries, scheduling elements, VXLAN ports, L2 entries, multicast attach:
+//! `EOPNOTSUPP`), the whitelist uid, indirect mkeys with ODP, unaffiliated events (accepted,
+//! never produced), and DEVX CQs in mlx5_core's EQ tables (`mlx5_create_cq()`: on the
+//! mlx5_core backend DEVX CQ events are not delivered; the simulator's are).
 
+use crate::devx_events::{self, DevxEventFd};
+use crate::events::EventTable;
 use crate::hw::Mlx5Hw;
 use crate::ib::Mlx5Ib;
 use crate::prm::cmd::{create_mkey_in, create_umem_in, general_obj_in_cmd_hdr as hdr, mbox_in};
@@ -44,13 +52,16 @@ use crate::prm::layout::Field;
 use crate::ucontext::Mlx5Ucontext;
 use crate::user_mem::UserBuf;
 use ib_core_rs::uverbs::driver_api::{
-    Access, AnyObject, AttrSpec, DriverCall, DriverUobject, MethodSpec, ObjectSpec, PtrSpec,
-    UA_MANDATORY, UA_OPTIONAL,
+    Access, AnyObject, AttrSpec, DriverCall, DriverFdOps, DriverUobject, MethodSpec, ObjectSpec,
+    PtrSpec, RemoveReason, UA_MANDATORY, UA_OPTIONAL,
 };
 use ib_core_rs::verbs::{AccessFlags, Ucontext};
+use kernel::fs::File;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::poll::PollTable;
 use kernel::sync::Arc;
+use kernel::uaccess::UserSliceWriter;
 
 /// `UVERBS_ID_NS_SHIFT`: driver-namespace ids start at `1 << 12`.
 const NS: u16 = 1 << 12;
@@ -58,6 +69,9 @@ const NS: u16 = 1 << 12;
 const OBJECT_DEVX: u16 = NS;
 const OBJECT_DEVX_OBJ: u16 = NS + 1;
 const OBJECT_DEVX_UMEM: u16 = NS + 2;
+/// `MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD`, `_DEVX_ASYNC_EVENT_FD`.
+const OBJECT_DEVX_ASYNC_CMD_FD: u16 = NS + 4;
+const OBJECT_DEVX_ASYNC_EVENT_FD: u16 = NS + 5;
 /// `UVERBS_IDR_ANY_OBJECT`.
 const ANY_OBJECT: u16 = 0xffff;
 
@@ -70,6 +84,12 @@ const METHOD_OBJ_CREATE: u16 = NS;
 const METHOD_OBJ_DESTROY: u16 = NS + 1;
 const METHOD_OBJ_MODIFY: u16 = NS + 2;
 const METHOD_OBJ_QUERY: u16 = NS + 3;
+const METHOD_OBJ_ASYNC_QUERY: u16 = NS + 4;
+/// `MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT` (of `MLX5_IB_OBJECT_DEVX`).
+const METHOD_SUBSCRIBE_EVENT: u16 = NS + 3;
+/// `MLX5_IB_METHOD_DEVX_ASYNC_CMD_FD_ALLOC`, `_ASYNC_EVENT_FD_ALLOC`.
+const METHOD_ASYNC_CMD_FD_ALLOC: u16 = NS;
+const METHOD_ASYNC_EVENT_FD_ALLOC: u16 = NS;
 /// `enum mlx5_ib_devx_umem_methods`.
 const METHOD_UMEM_REG: u16 = NS;
 const METHOD_UMEM_DEREG: u16 = NS + 1;
@@ -91,6 +111,21 @@ const ATTR_UMEM_LEN: u16 = NS + 2;
 const ATTR_UMEM_ACCESS: u16 = NS + 3;
 const ATTR_UMEM_OUT_ID: u16 = NS + 4;
 const ATTR_UMEM_PGSZ_BITMAP: u16 = NS + 5;
+/// `enum mlx5_ib_devx_obj_query_async_attrs`.
+const ATTR_AQ_HANDLE: u16 = NS;
+const ATTR_AQ_CMD_IN: u16 = NS + 1;
+const ATTR_AQ_FD: u16 = NS + 2;
+const ATTR_AQ_WR_ID: u16 = NS + 3;
+const ATTR_AQ_OUT_LEN: u16 = NS + 4;
+/// `MLX5_IB_ATTR_DEVX_ASYNC_CMD_FD_ALLOC_HANDLE`, `_ASYNC_EVENT_FD_ALLOC_HANDLE/_FLAGS`.
+const ATTR_FD_ALLOC_HANDLE: u16 = NS;
+const ATTR_EVENT_FD_ALLOC_FLAGS: u16 = NS + 1;
+/// `enum mlx5_ib_devx_subscribe_event_attrs`.
+const ATTR_SUB_FD_HANDLE: u16 = NS;
+const ATTR_SUB_OBJ_HANDLE: u16 = NS + 1;
+const ATTR_SUB_TYPE_NUM_LIST: u16 = NS + 2;
+const ATTR_SUB_FD_NUM: u16 = NS + 3;
+const ATTR_SUB_COOKIE: u16 = NS + 4;
 
 /// The driver method numbers of this file (`crate::uar` has 1).
 const H_OTHER: u16 = 10;
@@ -100,6 +135,10 @@ const H_OBJ_CREATE: u16 = 13;
 const H_OBJ_MODIFY: u16 = 14;
 const H_OBJ_QUERY: u16 = 15;
 const H_UMEM_REG: u16 = 16;
+const H_OBJ_ASYNC_QUERY: u16 = 17;
+const H_ASYNC_CMD_FD_ALLOC: u16 = 18;
+const H_ASYNC_EVENT_FD_ALLOC: u16 = 19;
+const H_SUBSCRIBE_EVENT: u16 = 20;
 
 /// `MLX5_ST_SZ_BYTES(general_obj_in_cmd_hdr)` / `_out_cmd_hdr`: the shortest mailboxes.
 const HDR: u16 = 16;
@@ -153,17 +192,82 @@ const UMEM_DEREG_ATTRS: &[AttrSpec] = &[AttrSpec::idr(
     UA_MANDATORY,
 )];
 
+const OBJ_ASYNC_QUERY_ATTRS: &[AttrSpec] = &[
+    AttrSpec::idr(ATTR_AQ_HANDLE, ANY_OBJECT, Access::Read, UA_MANDATORY),
+    AttrSpec::ptr_in(ATTR_AQ_CMD_IN, PtrSpec::min_size(HDR), UA_MANDATORY),
+    AttrSpec::const_in(ATTR_AQ_OUT_LEN, UA_MANDATORY),
+    AttrSpec::fd(
+        ATTR_AQ_FD,
+        OBJECT_DEVX_ASYNC_CMD_FD,
+        Access::Read,
+        UA_MANDATORY,
+    ),
+    AttrSpec::ptr_in(ATTR_AQ_WR_ID, PtrSpec::ty(8), UA_MANDATORY),
+];
+const SUBSCRIBE_EVENT_ATTRS: &[AttrSpec] = &[
+    AttrSpec::fd(
+        ATTR_SUB_FD_HANDLE,
+        OBJECT_DEVX_ASYNC_EVENT_FD,
+        Access::Read,
+        UA_MANDATORY,
+    ),
+    AttrSpec::idr(
+        ATTR_SUB_OBJ_HANDLE,
+        OBJECT_DEVX_OBJ,
+        Access::Read,
+        UA_OPTIONAL,
+    ),
+    AttrSpec::ptr_in(ATTR_SUB_TYPE_NUM_LIST, PtrSpec::min_size(2), UA_MANDATORY),
+    AttrSpec::ptr_in(ATTR_SUB_COOKIE, PtrSpec::ty(8), UA_OPTIONAL),
+    AttrSpec::ptr_in(ATTR_SUB_FD_NUM, PtrSpec::ty(4), UA_OPTIONAL),
+];
+const ASYNC_CMD_FD_ALLOC_ATTRS: &[AttrSpec] = &[AttrSpec::fd(
+    ATTR_FD_ALLOC_HANDLE,
+    OBJECT_DEVX_ASYNC_CMD_FD,
+    Access::New,
+    UA_MANDATORY,
+)];
+const ASYNC_EVENT_FD_ALLOC_ATTRS: &[AttrSpec] = &[
+    AttrSpec::fd(
+        ATTR_FD_ALLOC_HANDLE,
+        OBJECT_DEVX_ASYNC_EVENT_FD,
+        Access::New,
+        UA_MANDATORY,
+    ),
+    AttrSpec::flags_in(ATTR_EVENT_FD_ALLOC_FLAGS, UA_MANDATORY),
+];
+
 const DEVX_METHODS: &[MethodSpec] = &[
     MethodSpec::driver(METHOD_OTHER, OTHER_ATTRS, H_OTHER),
     MethodSpec::driver(METHOD_QUERY_UAR, QUERY_ATTRS, H_QUERY_UAR),
     MethodSpec::driver(METHOD_QUERY_EQN, QUERY_ATTRS, H_QUERY_EQN),
+    MethodSpec::driver(
+        METHOD_SUBSCRIBE_EVENT,
+        SUBSCRIBE_EVENT_ATTRS,
+        H_SUBSCRIBE_EVENT,
+    ),
 ];
 const OBJ_METHODS: &[MethodSpec] = &[
     MethodSpec::driver(METHOD_OBJ_CREATE, OBJ_CREATE_ATTRS, H_OBJ_CREATE),
     MethodSpec::destroy(METHOD_OBJ_DESTROY, OBJ_DESTROY_ATTRS),
     MethodSpec::driver(METHOD_OBJ_MODIFY, OBJ_USE_ATTRS, H_OBJ_MODIFY),
     MethodSpec::driver(METHOD_OBJ_QUERY, OBJ_USE_ATTRS, H_OBJ_QUERY),
+    MethodSpec::driver(
+        METHOD_OBJ_ASYNC_QUERY,
+        OBJ_ASYNC_QUERY_ATTRS,
+        H_OBJ_ASYNC_QUERY,
+    ),
 ];
+const ASYNC_CMD_FD_METHODS: &[MethodSpec] = &[MethodSpec::driver(
+    METHOD_ASYNC_CMD_FD_ALLOC,
+    ASYNC_CMD_FD_ALLOC_ATTRS,
+    H_ASYNC_CMD_FD_ALLOC,
+)];
+const ASYNC_EVENT_FD_METHODS: &[MethodSpec] = &[MethodSpec::driver(
+    METHOD_ASYNC_EVENT_FD_ALLOC,
+    ASYNC_EVENT_FD_ALLOC_ATTRS,
+    H_ASYNC_EVENT_FD_ALLOC,
+)];
 const UMEM_METHODS: &[MethodSpec] = &[
     MethodSpec::driver(METHOD_UMEM_REG, UMEM_REG_ATTRS, H_UMEM_REG),
     MethodSpec::destroy(METHOD_UMEM_DEREG, UMEM_DEREG_ATTRS),
@@ -174,10 +278,15 @@ pub(crate) const DEVX_OBJECT: ObjectSpec = ObjectSpec::driver_global(OBJECT_DEVX
 pub(crate) const DEVX_OBJ_OBJECT: ObjectSpec = ObjectSpec::driver_idr(OBJECT_DEVX_OBJ, OBJ_METHODS);
 pub(crate) const DEVX_UMEM_OBJECT: ObjectSpec =
     ObjectSpec::driver_idr(OBJECT_DEVX_UMEM, UMEM_METHODS);
+/// upstream `MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD`, `_ASYNC_EVENT_FD` (`UVERBS_TYPE_ALLOC_FD`).
+pub(crate) const DEVX_ASYNC_CMD_FD_OBJECT: ObjectSpec =
+    ObjectSpec::driver_fd(OBJECT_DEVX_ASYNC_CMD_FD, ASYNC_CMD_FD_METHODS);
+pub(crate) const DEVX_ASYNC_EVENT_FD_OBJECT: ObjectSpec =
+    ObjectSpec::driver_fd(OBJECT_DEVX_ASYNC_EVENT_FD, ASYNC_EVENT_FD_METHODS);
 
 /// Whether `handler` is one of this file's methods.
 pub(crate) fn owns(handler: u16) -> bool {
-    (H_OTHER..=H_UMEM_REG).contains(&handler)
+    (H_OTHER..=H_SUBSCRIBE_EVENT).contains(&handler)
 }
 
 /// Runs one of this file's methods.
@@ -194,6 +303,10 @@ pub(crate) fn uverbs_method(handler: u16, call: &mut DriverCall<'_, '_, Mlx5Ib>)
         H_OBJ_MODIFY => obj_use(call, true),
         H_OBJ_QUERY => obj_use(call, false),
         H_UMEM_REG => umem_reg(call),
+        H_OBJ_ASYNC_QUERY => obj_async_query(call),
+        H_ASYNC_CMD_FD_ALLOC => async_cmd_fd_alloc(call),
+        H_ASYNC_EVENT_FD_ALLOC => async_event_fd_alloc(call),
+        H_SUBSCRIBE_EVENT => subscribe_event(call),
         _ => Err(EINVAL),
     }
 }
@@ -643,6 +756,7 @@ fn obj_create(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
     let (din, obj_id) = build_destroy_cmd(&cmd, &out)?;
     let obj = DevxObj {
         hw: call.ctx().device().data().hw.clone(),
+        events: call.ctx().device().data().events.clone(),
         obj_id,
         din,
         freed: Atomic::new(0),
@@ -744,6 +858,7 @@ fn umem_reg(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
     let obj = DevxUmem {
         obj: DevxObj {
             hw,
+            events: ctx.device().data().events.clone(),
             obj_id,
             din,
             freed: Atomic::new(0),
@@ -754,11 +869,300 @@ fn umem_reg(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
     call.put(ATTR_UMEM_OUT_ID, &id.to_ne_bytes())
 }
 
+/// upstream `MAX_ASYNC_BYTES_IN_USE`: the output bytes of one async command fd's queries
+/// not yet read.
+const MAX_ASYNC_BYTES_IN_USE: u32 = 1024 * 1024;
+
+/// upstream `MLX5_IB_METHOD_DEVX_ASYNC_CMD_FD_ALLOC`: a new `[devx_async_cmd]` fd.
+fn async_cmd_fd_alloc(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
+    let f = DevxCmdFd::new()?;
+    call.set_new_fd(
+        c"[devx_async_cmd]",
+        &<crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE,
+        f,
+    )
+}
+
+/// upstream `MLX5_IB_METHOD_DEVX_OBJ_ASYNC_QUERY`: the checks of `OBJ_QUERY`, the budget of
+/// the fd, then the command. Upstream runs it with `mlx5_cmd_exec_cb()` and queues the result
+/// from the completion (`devx_query_callback()`, whatever the firmware status: the outbox
+/// says it); here the command runs at once and its result is queued before the method
+/// returns, so it reaches the user only through a read of the fd, as upstream's.
+fn obj_async_query(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
+    let mut cmd = call.ptr_in(ATTR_AQ_CMD_IN)?;
+    if get(&cmd, hdr::vhca_tunnel_id.field()) != 0 {
+        return Err(EINVAL);
+    }
+    let uid = uid_for(call.ctx(), &cmd)?;
+    if !is_obj_query_cmd(&cmd) {
+        return Err(EINVAL);
+    }
+    let out_len = call.const_in(ATTR_AQ_OUT_LEN, u16::MAX.into(), None)? as u32;
+    if !is_valid_obj_id(&call.object(ATTR_AQ_HANDLE)?, &cmd) {
+        return Err(EINVAL);
+    }
+    let hw = call.ctx().device().data().hw.clone();
+    let f: &dyn core::any::Any = &**call.fd_object(ATTR_AQ_FD)?;
+    let f = f.downcast_ref::<DevxCmdFd>().ok_or(EBADF)?;
+    // upstream: atomic_add_return() over the budget is EAGAIN.
+    if f.bytes_in_use.fetch_add(out_len, Relaxed) + out_len > MAX_ASYNC_BYTES_IN_USE {
+        f.bytes_in_use.fetch_sub(out_len, Relaxed);
+        return Err(EAGAIN);
+    }
+    let r = (|| -> Result<KVVec<u8>> {
+        let mut ev = KVVec::from_elem(0u8, CMD_HDR + out_len as usize, GFP_KERNEL)?;
+        let wr_id = call.ptr_in(ATTR_AQ_WR_ID)?;
+        ev.get_mut(..CMD_HDR)
+            .ok_or(EINVAL)?
+            .copy_from_slice(wr_id.get(..CMD_HDR).ok_or(EINVAL)?);
+        set(&mut cmd, hdr::uid.field(), uid.into())?;
+        match hw.cmd_do(&cmd, ev.get_mut(CMD_HDR..).ok_or(EINVAL)?) {
+            // A refused command completes too: its outbox has the status and syndrome.
+            Ok(()) => Ok(ev),
+            Err(e) if e == EREMOTEIO => Ok(ev),
+            // Not delivered (upstream: mlx5_cmd_exec_cb() failing): the method fails.
+            Err(e) => Err(e),
+        }
+    })();
+    match r {
+        Ok(ev) => {
+            f.complete(ev, out_len);
+            Ok(())
+        }
+        Err(e) => {
+            f.bytes_in_use.fetch_sub(out_len, Relaxed);
+            Err(e)
+        }
+    }
+}
+
+/// upstream `MLX5_IB_METHOD_DEVX_ASYNC_EVENT_FD_ALLOC`: a new `[devx_async_event]` fd; the
+/// only flag is `OMIT_DATA` (others `EINVAL`, `uverbs_get_flags32()`).
+fn async_event_fd_alloc(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
+    let flags = call.flags32(ATTR_EVENT_FD_ALLOC_FLAGS, devx_events::OMIT_DATA)?;
+    let table = call.ctx().device().data().events.clone();
+    let f = DevxEventFd::new(u64::from(flags) & devx_events::OMIT_DATA != 0, table)?;
+    call.set_new_fd(
+        c"[devx_async_event]",
+        &<crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE,
+        f,
+    )
+}
+
+/// upstream `MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT`: one subscription per event number of the
+/// list, for the DEVX object of the handle (affiliated events) or for none (unaffiliated),
+/// with the cookie; all or nothing.
+fn subscribe_event(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
+    if ctx_uid(call.ctx()) == 0 {
+        return Err(EINVAL);
+    }
+    let obj = if call.is_present(ATTR_SUB_OBJ_HANDLE) {
+        match call.object(ATTR_SUB_OBJ_HANDLE)? {
+            AnyObject::Driver(d) => Some(d.downcast_ref::<DevxObj>().ok_or(EINVAL)?.obj_id),
+            _ => return Err(EINVAL),
+        }
+    } else {
+        None
+    };
+    let file = call.fd_object(ATTR_SUB_FD_HANDLE)?.clone();
+    {
+        let f: &dyn core::any::Any = &*file;
+        if f.downcast_ref::<DevxEventFd>().is_none() {
+            return Err(EBADF);
+        }
+    }
+    let cookie_given = call.is_present(ATTR_SUB_COOKIE);
+    // upstream: a redirect fd (an eventfd signalled per event instead of a queued event);
+    // with a cookie EINVAL.
+    let redirect = if call.is_present(ATTR_SUB_FD_NUM) {
+        if cookie_given {
+            return Err(EINVAL);
+        }
+        let v = call.ptr_in(ATTR_SUB_FD_NUM)?;
+        let mut b = [0u8; 4];
+        b.copy_from_slice(v.get(..4).ok_or(EINVAL)?);
+        Some(i32::from_ne_bytes(b))
+    } else {
+        None
+    };
+    let cookie = if cookie_given {
+        let c = call.ptr_in(ATTR_SUB_COOKIE)?;
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c.get(..8).ok_or(EINVAL)?);
+        u64::from_ne_bytes(b)
+    } else {
+        0
+    };
+    // upstream uverbs_attr_ptr_get_array_size(): a length that is no multiple of u16 is
+    // EINVAL; more than MAX_NUM_EVENTS too.
+    let list = call.ptr_in(ATTR_SUB_TYPE_NUM_LIST)?;
+    if list.len() % 2 != 0 || list.len() / 2 > devx_events::MAX_NUM_EVENTS {
+        return Err(EINVAL);
+    }
+    let nums = list
+        .chunks_exact(2)
+        .map(|c| u16::from_ne_bytes([c[0], c[1]]));
+    // upstream is_valid_events_legacy() (no event_cap).
+    let valid = nums.clone().all(|n| {
+        if obj.is_some() {
+            devx_events::is_legacy_obj_event_num(n)
+        } else {
+            devx_events::is_legacy_unaffiliated_event_num(n)
+        }
+    });
+    if !valid {
+        return Err(EINVAL);
+    }
+    let mut subs = KVec::with_capacity(list.len() / 2, GFP_KERNEL)?;
+    for n in nums {
+        // upstream: key_level1 = event | get_dec_obj_type() << 16, key_level2 = the
+        // object's number (get_dec_obj_id()).
+        let (key1, level2, owner) = match obj {
+            Some(id) => {
+                let t = devx_events::legacy_obj_type(((id >> 32) & 0xffff) as u16);
+                (u32::from(n) | (u32::from(t) << 16), Some(id as u32), id)
+            }
+            None => (u32::from(n), None, 0),
+        };
+        // upstream eventfd_ctx_fdget() per subscription: EBADF, EINVAL (not an eventfd).
+        let efd = match redirect {
+            Some(fd) => Some(crate::eventfd::EventFd::fdget(fd)?),
+            None => None,
+        };
+        subs.push(
+            devx_events::Sub::new(key1, level2, owner, cookie, file.clone(), efd)?,
+            GFP_KERNEL,
+        )?;
+    }
+    devx_events::subscribe(&call.ctx().device().data().events.devx, subs)
+}
+
+// ---- The async command fd ----
+
+/// `sizeof(struct mlx5_ib_uapi_devx_async_cmd_hdr)`: the `wr_id` before the outbox.
+const CMD_HDR: usize = 8;
+/// `EPOLLIN`, `EPOLLRDNORM`, `EPOLLRDHUP`.
+const EPOLLIN: u32 = 0x1;
+const EPOLLRDNORM: u32 = 0x40;
+const EPOLLRDHUP: u32 = 0x2000;
+
+/// upstream `struct devx_async_event_queue` of a `devx_async_cmd_event_file`.
+struct CmdQueue {
+    /// Completed queries, oldest first: `wr_id` and the outbox (upstream
+    /// `struct devx_async_data`'s `hdr`).
+    events: KVec<KVVec<u8>>,
+    /// upstream `is_destroyed`: the object was destroyed (the fd, the uverbs file closed,
+    /// or the device removed).
+    destroyed: bool,
+}
+
+/// upstream `struct devx_async_cmd_event_file`: the `[devx_async_cmd]` fd's object. It holds
+/// no reference to the device: after its destroy it lives as long as its file and only
+/// answers reads (`EIO`) and polls.
+#[pin_data]
+pub(crate) struct DevxCmdFd {
+    /// A mutex: every producer runs in process context (the query's method).
+    #[pin]
+    queue: kernel::sync::Mutex<CmdQueue>,
+    #[pin]
+    wait: kernel::sync::poll::PollCondVar,
+    /// upstream `bytes_in_use`: the output bytes of the queries not read yet.
+    bytes_in_use: Atomic<u32>,
+}
+
+impl DevxCmdFd {
+    fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(DevxCmdFd {
+                queue <- kernel::new_mutex!(
+                    CmdQueue { events: KVec::new(), destroyed: false },
+                    "devx_async_cmd_queue"
+                ),
+                wait <- kernel::new_poll_condvar!("devx_async_cmd_wait"),
+                bytes_in_use: Atomic::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// upstream `devx_query_callback()`: queues a completion and wakes the readers; after
+    /// the destroy (the fd was closed meanwhile) the completion is dropped, as upstream's
+    /// destroy frees what it finds.
+    fn complete(&self, ev: KVVec<u8>, out_len: u32) {
+        let mut q = self.queue.lock();
+        if q.destroyed || q.events.push(ev, GFP_KERNEL).is_err() {
+            drop(q);
+            self.bytes_in_use.fetch_sub(out_len, Relaxed);
+            return;
+        }
+        drop(q);
+        self.wait.notify_all();
+    }
+}
+
+impl DriverFdOps for DevxCmdFd {
+    // upstream devx_async_cmd_event_read(): empty: EAGAIN (O_NONBLOCK) or wait; EIO once
+    // destroyed; ENOSPC for a buffer smaller than the next completion (it stays queued);
+    // one completion per read.
+    fn read(&self, file: &File, mut out: UserSliceWriter) -> Result<usize> {
+        let mut q = self.queue.lock();
+        while q.events.is_empty() {
+            if file.flags() & kernel::fs::file::flags::O_NONBLOCK != 0 {
+                return Err(EAGAIN);
+            }
+            if !q.destroyed && self.wait.wait_interruptible(&mut q) {
+                return Err(ERESTARTSYS);
+            }
+            if q.destroyed {
+                return Err(EIO);
+            }
+        }
+        let size = q.events.first().map_or(0, |e| e.len());
+        if size > out.len() {
+            return Err(ENOSPC);
+        }
+        let ev = q.events.remove(0).map_err(|_| EINVAL)?;
+        drop(q);
+        let r = out.write_slice(&ev).map(|()| ev.len());
+        let out_len = (ev.len() - CMD_HDR) as u32;
+        self.bytes_in_use.fetch_sub(out_len, Relaxed);
+        r
+    }
+
+    // upstream devx_async_cmd_event_poll()
+    fn poll(&self, file: &File, table: PollTable<'_>) -> u32 {
+        table.register_wait(file, &self.wait);
+        let q = self.queue.lock();
+        if q.destroyed {
+            EPOLLIN | EPOLLRDNORM | EPOLLRDHUP
+        } else if !q.events.is_empty() {
+            EPOLLIN | EPOLLRDNORM
+        } else {
+            0
+        }
+    }
+
+    // upstream devx_async_cmd_event_destroy_uobj(): mark destroyed, wake the readers, free
+    // the completions nobody read (mlx5_cmd_cleanup_async_ctx() has nothing to wait for:
+    // the queries completed in their methods).
+    fn destroy(&self, _why: RemoveReason) {
+        let events = {
+            let mut q = self.queue.lock();
+            q.destroyed = true;
+            core::mem::take(&mut q.events)
+        };
+        self.wait.notify_all();
+        drop(events);
+    }
+}
+
 // ---- Objects ----
 
 /// A DEVX object (upstream `struct devx_obj`): its encoded id and the command that destroys it.
 pub(crate) struct DevxObj {
     hw: Arc<dyn Mlx5Hw>,
+    /// The device's event table: the object's event subscriptions go at its destroy.
+    events: Arc<EventTable>,
     /// upstream `obj->obj_id` ([`enc`]).
     obj_id: u64,
     /// upstream `obj->dinbox`.
@@ -776,6 +1180,8 @@ impl DevxObj {
         let mut out = [0u8; 16];
         self.hw.exec(&self.din, &mut out)?;
         self.freed.store(1, Relaxed);
+        // upstream devx_obj_cleanup(): the subscriptions go after the destroy command.
+        devx_events::unsubscribe_obj(&self.events.devx, self.obj_id);
         Ok(())
     }
 }

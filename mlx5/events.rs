@@ -236,6 +236,9 @@ pub(crate) struct EventTable {
     qps: SpinLockIrq<Table<QpTarget>>,
     #[pin]
     srqs: SpinLockIrq<Table<SrqTarget>>,
+    /// The DEVX event subscriptions of the device's contexts (`crate::devx_events`).
+    #[pin]
+    pub(crate) devx: crate::devx_events::DevxSubs,
 }
 
 /// Room for one entry in a table, taken before a create command.
@@ -296,6 +299,7 @@ impl EventTable {
                 cqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
                 qps <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
                 srqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
+                devx <- new_spinlock_irq!(KVec::new()),
             }),
             GFP_KERNEL,
         )
@@ -436,6 +440,8 @@ impl EventTable {
 
 impl Mlx5Events for EventTable {
     fn event(&self, ev: HwEvent) {
+        // upstream: the DEVX notifier and devx_cq_comp() see the event too.
+        crate::devx_events::dispatch(&self.devx, &ev);
         match ev {
             HwEvent::Completion { cqn } | HwEvent::CqError { cqn } => {
                 let t = self.cqs.lock().find(cqn).cloned();

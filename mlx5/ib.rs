@@ -260,6 +260,8 @@ impl DeviceOps for Mlx5DevOps {
         crate::devx::DEVX_OBJ_OBJECT,
         crate::devx::DEVX_UMEM_OBJECT,
         crate::dm::DM_OBJECT,
+        crate::devx::DEVX_ASYNC_CMD_FD_OBJECT,
+        crate::devx::DEVX_ASYNC_EVENT_FD_OBJECT,
     ];
 
     fn query_device(dev: &Device<Mlx5Ib>) -> Result<DeviceAttr> {

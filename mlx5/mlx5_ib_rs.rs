@@ -18,6 +18,8 @@ mod fwsim;
 
 #[path = "../rust/aux_parent.rs"]
 mod aux_parent;
+#[path = "../rust/eventfd.rs"]
+mod eventfd;
 #[path = "../rust/fwsim_param.rs"]
 mod fwsim_param;
 #[path = "../rust/kthread.rs"]
@@ -35,6 +37,7 @@ mod datapath;
 mod dev;
 mod devx;
 mod dm;
+mod devx_events;
 mod events;
 mod hw;
 mod ib;

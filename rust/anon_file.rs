@@ -29,6 +29,9 @@ extern "C" {
         private: *mut c_void,
         flags: c_int,
     ) -> *mut c_void;
+    // `struct module *` as `void *`, for the same reason.
+    fn rdma_rs_module_get(module: *mut c_void);
+    fn rdma_rs_module_put(module: *mut c_void);
 }
 
 /// What an anonymous file does.
@@ -38,6 +41,17 @@ pub(crate) trait AnonFileOps: Send + Sync + 'static {
 
     /// `poll()`: registers on the wait queue through `table`, returns the `EPOLL*` mask.
     fn poll(this: &Arc<Self>, file: &File, table: PollTable<'_>) -> u32;
+
+    /// The last `close()`, before the file's reference to `this` is dropped.
+    fn release(_this: &Arc<Self>) {}
+
+    /// A module the file pins besides this one (upstream: the `fops.owner` of a driver's
+    /// fd object type, e.g. mlx5_ib's `devx_async_cmd_event_fops`): the one whose code
+    /// `read`/`poll`/`release` reach through `this`. Taken at [`AnonFile::create`], put
+    /// after the last reference of the file is dropped.
+    fn pinned_module(_this: &Arc<Self>) -> Option<&'static kernel::ThisModule> {
+        None
+    }
 }
 
 /// Creates anonymous files for `T`.
@@ -87,7 +101,15 @@ impl<T: AnonFileOps> AnonFile<T> {
     /// Called once, at the last close of a file made by [`Self::create`].
     unsafe extern "C" fn release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
         // SAFETY: `create` stored an `Arc<T>`; release takes it back exactly once.
-        drop(unsafe { <Arc<T> as ForeignOwnable>::from_foreign((*file).private_data.cast()) });
+        let this = unsafe { <Arc<T> as ForeignOwnable>::from_foreign((*file).private_data.cast()) };
+        T::release(&this);
+        let pinned = T::pinned_module(&this);
+        drop(this);
+        if let Some(m) = pinned {
+            // SAFETY: `create` took this reference for the file; the file's code that may
+            // run the module's code (the `Arc` above) is done.
+            unsafe { rdma_rs_module_put(m.as_ptr().cast()) };
+        }
         0
     }
 
@@ -116,6 +138,12 @@ impl<T: AnonFileOps> AnonFile<T> {
         // at the last fput through `fops_put()`; anon_inode_getfile() takes it with
         // `fops_get()`).
         let _ = module;
+        let pinned = T::pinned_module(&data);
+        if let Some(m) = pinned {
+            // SAFETY: the module is live (its code is running: it handed us `data`);
+            // `__module_get()` on a live module cannot fail. Put at `release`, or below.
+            unsafe { rdma_rs_module_get(m.as_ptr().cast()) };
+        }
         let ptr = data.into_foreign();
         // SAFETY: `name` is a valid string for the call; `fops` is 'static; `ptr` is the
         // foreign form of an `Arc<T>` that `release` takes back.
@@ -131,6 +159,10 @@ impl<T: AnonFileOps> AnonFile<T> {
         if let Err(e) = kernel::error::from_err_ptr(file) {
             // SAFETY: the file was not created, so `release` will not run; take the Arc back.
             drop(unsafe { <Arc<T> as ForeignOwnable>::from_foreign(ptr) });
+            if let Some(m) = pinned {
+                // SAFETY: the reference taken above, for the file that was not created.
+                unsafe { rdma_rs_module_put(m.as_ptr().cast()) };
+            }
             return Err(e);
         }
         // SAFETY: `anon_inode_getfile()` returned a new file with one reference, which the

@@ -16,6 +16,13 @@
 //! new object to the core, which keeps it in the file's handle table and
 //! drops it at DESTROY, close or disassociate (in reverse creation order,
 //! before the user context).
+//!
+//! A driver's fd object type ([`ObjectSpec::driver_fd`], upstream `UVERBS_TYPE_ALLOC_FD()`)
+//! is an object that implements [`DriverFdOps`] (the file's read and poll, and the destroy
+//! of its resources); a method with a NEW FD attribute hands it to the core with
+//! [`DriverCall::set_new_fd`], which makes the anonymous file, installs the fd at the commit
+//! and keeps the object in the file's commit order for the close cleanup. An FD attribute
+//! with READ access names one: [`DriverCall::fd_object`].
 
 pub use super::abi::spec::{
     Access, AttrSpec, MethodSpec, ObjectSpec, PtrSpec, UA_MANDATORY, UA_OPTIONAL,
@@ -26,8 +33,42 @@ use super::file::{Inner, Outputs};
 use crate::driver::Driver;
 use crate::verbs::{Cq, Qp, Srq, Ucontext};
 use core::any::Any;
+use kernel::fs::File;
 use kernel::prelude::*;
+use kernel::sync::poll::PollTable;
 use kernel::sync::Arc;
+use kernel::uaccess::UserSliceWriter;
+
+/// Why an object is destroyed (upstream `enum rdma_remove_reason`, the members an fd object
+/// sees).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RemoveReason {
+    /// The fd was closed, or the uverbs file was (`RDMA_REMOVE_CLOSE`).
+    Close,
+    /// The device is going away: disassociation (`RDMA_REMOVE_DRIVER_REMOVE`).
+    DriverRemove,
+}
+
+/// An object of a driver's fd object type (upstream the type's `fops` and
+/// `destroy_object` of `UVERBS_TYPE_ALLOC_FD()`). Its file holds it until the last close,
+/// which may be after the uverbs file's close and the device's removal.
+pub trait DriverFdOps: Any + Send + Sync {
+    /// `read()` (upstream `fops->read`): the bytes written to `out`.
+    ///
+    /// # Errors
+    ///
+    /// The driver's (`EAGAIN`, `EIO` after the destroy, ...).
+    fn read(&self, file: &File, out: UserSliceWriter) -> Result<usize>;
+
+    /// `poll()` (upstream `fops->poll`): registers through `table`, returns the `EPOLL*` mask.
+    fn poll(&self, file: &File, table: PollTable<'_>) -> u32;
+
+    /// upstream `destroy_object`: frees what the object holds (pending completions, its
+    /// subscriptions), wakes its readers. Called exactly once: at the fd's last close, at
+    /// the uverbs file's close (in commit order, newest first, with the other objects) or
+    /// at disassociation, whichever is first.
+    fn destroy(&self, why: RemoveReason);
+}
 
 /// An object of a driver's object type (upstream `uobj->object` of a type declared with
 /// `UVERBS_TYPE_ALLOC_IDR(destroy_object)`).
@@ -76,6 +117,16 @@ pub struct DriverCall<'a, 'b, D: Driver> {
     pub(crate) out: &'a mut Outputs,
     pub(crate) new_obj: Option<DriverObject>,
     pub(crate) can_new: bool,
+    /// The object of a NEW FD attribute: its file's name, the module it pins, the object.
+    pub(crate) new_fd: Option<NewFd>,
+    pub(crate) can_new_fd: bool,
+}
+
+/// The object a driver method made for its NEW FD attribute.
+pub(crate) struct NewFd {
+    pub(crate) name: &'static CStr,
+    pub(crate) owner: &'static kernel::ThisModule,
+    pub(crate) ops: Arc<dyn DriverFdOps>,
 }
 
 impl<D: Driver> DriverCall<'_, '_, D> {
@@ -125,6 +176,53 @@ impl<D: Driver> DriverCall<'_, '_, D> {
         }
         self.new_obj = Some(obj);
         Ok(())
+    }
+
+    /// Hands the object of the method's NEW FD attribute to the core (upstream: the
+    /// type's file struct filled in by the handler before `alloc_commit_fd_uobject()`). At
+    /// the commit the core makes the anonymous file `anon_inode:<name>` (which pins `owner`,
+    /// the driver's module, upstream `fops.owner`) and installs the fd.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` when the method has no NEW FD attribute or one was set already.
+    pub fn set_new_fd(
+        &mut self,
+        name: &'static CStr,
+        owner: &'static kernel::ThisModule,
+        ops: Arc<dyn DriverFdOps>,
+    ) -> Result {
+        if !self.can_new_fd || self.new_fd.is_some() {
+            return Err(EINVAL);
+        }
+        self.new_fd = Some(NewFd { name, owner, ops });
+        Ok(())
+    }
+
+    /// The object of an FD attribute with READ access (upstream
+    /// `uverbs_attr_get_uobject()` of a `UVERBS_ATTR_FD()`): one of this file's fd objects
+    /// of the attribute's type whose fd is open (the parser checked it; `EBADF` if it was
+    /// closed since).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an attribute that was not passed, `EBADF`. The driver downcasts
+    /// (`(&**obj as &dyn Any).downcast_ref()`) and may keep a clone.
+    pub fn fd_object(&self, id: u16) -> Result<&Arc<dyn DriverFdOps>> {
+        let AttrValue::Obj { id: fd, .. } = self
+            .bundle
+            .get(id)
+            .map_err(|e| Error::from_errno(e.to_errno()))?
+        else {
+            return Err(EINVAL);
+        };
+        let e = self
+            .inner
+            .fds
+            .iter()
+            .find(|e| super::driver_fd::DriverFd::fd_is(&e.fd, fd))
+            .ok_or(EBADF)?;
+        Ok(&e.fd.ops)
     }
 
     /// The bytes of a PTR_IN attribute (upstream `uverbs_attr_get_alloced_ptr()` /

@@ -38,6 +38,7 @@ use crate::driver::Driver;
 use crate::uverbs::abi::Errno;
 use crate::uverbs::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
 use crate::uverbs::device::{UFileOps, UverbsDevice};
+use crate::uverbs::driver_api::RemoveReason;
 use crate::uverbs::mmap::FileMmap;
 use crate::uverbs::uobject_table::HandleTable;
 use kernel::prelude::*;
@@ -123,6 +124,7 @@ impl<D: Driver> UFile<D> {
                         objs: HandleTable::new(),
                         async_file: None,
                         comp_channels: KVec::new(),
+                        fds: KVec::new(),
                     },
                     "uverbs_file"
                 ),
@@ -155,21 +157,36 @@ impl<D: Driver> UFileOps for UFile<D> {
         self.mmap.close();
         let mut inner = self.inner.lock();
         inner.dead = true;
+        let why = if driver_remove {
+            RemoveReason::DriverRemove
+        } else {
+            RemoveReason::Close
+        };
         // Newest first; objects still in use (EBUSY) wait for the next pass,
         // until a pass destroys nothing (upstream __uverbs_cleanup_ufile()).
+        // The fd objects of driver types are in the same order (their destroy
+        // cannot fail); their files stay open until their last close.
         loop {
             let mut progress = false;
             let mut next = inner.objs.newest_handle();
             while let Some(id) = next {
                 next = inner.objs.handle_before(id);
+                let seq = inner.objs.seq_of(id).unwrap_or(0);
+                for e in inner.fds.iter().rev().filter(|e| e.seq > seq) {
+                    e.fd.destroy(why);
+                }
                 if Self::destroy_at(&mut inner, id).is_ok() {
                     progress = true;
                 }
+            }
+            for e in inner.fds.iter().rev() {
+                e.fd.destroy(why);
             }
             if !progress || inner.objs.is_empty() {
                 break;
             }
         }
+        inner.fds.clear();
         // Leftovers (RDMA_REMOVE_DRIVER_FAILURE): dropping the last
         // reference destroys them in the core.
         while let Some(id) = inner.objs.newest_handle() {

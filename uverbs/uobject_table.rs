@@ -73,6 +73,20 @@ impl<V> HandleTable<V> {
         }
     }
 
+    /// A sequence number in this table's commit order for an object kept outside it (an fd
+    /// object, upstream on the same `uobjects` list): newer than every object committed so
+    /// far, older than every later one.
+    pub fn take_seq(&mut self) -> u64 {
+        let s = self.next_seq;
+        self.next_seq += 1;
+        s
+    }
+
+    /// The commit sequence number of handle `id`.
+    pub fn seq_of(&self, id: u32) -> Option<u64> {
+        self.by_id.get(&id).map(|s| s.seq)
+    }
+
     /// The number of committed objects.
     pub fn len(&self) -> usize {
         self.len

@@ -23,6 +23,7 @@ mod abi_kunit;
 mod async_event;
 mod device;
 pub mod driver_api;
+mod driver_fd;
 mod file;
 mod mmap;
 mod resp;

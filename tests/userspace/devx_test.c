@@ -9,13 +9,21 @@
  * bytes and the CQE status checked. Then the errnos: a command no allow-list takes, a
  * context without DEVX, a second DEVX context naming the first one's CQ, umem and QP,
  * and the destroy order (a umem or CQ still in use is EBUSY).
+ * Async commands: the async query of a QP/CQ returns the sync query's bytes and the wr_id,
+ * several in flight come back in order, a short read is ENOSPC, the 1 MiB budget EAGAIN,
+ * the errnos of MLX5_IB_METHOD_DEVX_OBJ_ASYNC_QUERY, an fd closed with 1 MiB pending.
+ * Events: two channels (with the EQE, OMIT_DATA) subscribed to the DEVX CQ's completions
+ * (armed through the UAR: one event per arm) and to QP B's WQ_ACCESS_ERROR (an RDMA WRITE with
+ * a bad rkey), the subscription errnos, short reads EINVAL. The fds outlive the context's
+ * close and the unplug: POLLRDHUP, a blocking read EIO, a non-blocking one EAGAIN.
  *
  *   devx_test -d mlx5_0 [-g GID_INDEX] [-f FWSIM_DIR] [-x | -w FILE]
  *
  * -f: the function's simulator debugfs directory: its fail_opcode knob makes libmlx5 open a
  * context without DEVX (CREATE_UCTX refused, libmlx5 falls back), whose DEVX calls must fail.
  * -g: RoCE, the path's GRH from that GID index to the port's GID there (else IB, by LID).
- * -x: create the objects, then exit without destroying anything (the kernel's cleanup at
+ * -x: create the objects (and an async cmd fd with two queries pending, an event channel
+ * subscribed to the CQ), then exit without destroying anything (the kernel's cleanup at
  * close must free them in order: DEVX objects, umems, the UCTX last).
  * -w FILE: create the objects and pass the traffic, print "I holding", wait until FILE
  * exists (the harness unbinds the function meanwhile), then exit without destroying.
@@ -28,8 +36,12 @@
  *
  * LDLIBS: -lmlx5
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +103,7 @@ enum {
 	OP_INIT2RTR = 0x503,
 	OP_RTR2RTS = 0x504,
 	OP_2ERR = 0x507,
+	OP_2RST = 0x50a,
 	OP_QUERY_QP = 0x50b,
 	OP_ALLOC_PD = 0x800,
 	STAT_BAD_RES = 0x5,
@@ -461,6 +474,193 @@ static void teardown(struct devx_ctx *c)
 		ibv_close_device(c->ctx);
 }
 
+/*
+ * Event channels (mlx5dv_devx_create_event_channel, mlx5dv_devx_subscribe_devx_event,
+ * mlx5dv_devx_get_event; upstream MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT, deliver_event(),
+ * devx_async_event_read()).
+ */
+static short poll_events(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+
+	return poll(&p, 1, 0) == 1 ? p.revents : 0;
+}
+
+static int read_errno(int fd, size_t len, int nonblock)
+{
+	char *buf = malloc(len ? len : 1);
+	int fl = fcntl(fd, F_GETFL), e;
+	ssize_t n;
+
+	fcntl(fd, F_SETFL, nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+	n = read(fd, buf, len);
+	e = n < 0 ? errno : 0;
+	fcntl(fd, F_SETFL, fl);
+	free(buf);
+	return e;
+}
+
+enum { EV_COMP = 0x00, EV_PORT_CHANGE = 0x09, EV_WQ_ACCESS_ERROR = 0x11 };
+
+static struct mlx5dv_devx_event_channel *ev_data, *ev_omit;
+static int redirect_fd = -1;
+
+static int subscribe(struct mlx5dv_devx_event_channel *ch, struct mlx5dv_devx_obj *o, uint16_t *evs,
+		     int n, uint64_t cookie)
+{
+	int r = mlx5dv_devx_subscribe_devx_event(ch, o, n * sizeof(uint16_t), evs, cookie);
+
+	return r < 0 ? errno : r;
+}
+
+/* Waits up to 5 s for the fd to be readable. */
+static int wait_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 5000) == 1 && (p.revents & POLLIN);
+}
+
+/* Arms the CQ for the next completion (libmlx5's mlx5_arm_cq(): the doorbell record's arm
+ * word, then the 64-bit store at UAR + MLX5_CQ_DOORBELL). */
+static void arm_cq(struct devx_ctx *c, uint32_t sn)
+{
+	uint32_t v = (sn & 3) << 28 | (c->ci & 0xffffff), db[2];
+	uint64_t w;
+
+	((volatile uint32_t *)c->dbr)[1] = htobe32(v);
+	__sync_synchronize();
+	db[0] = htobe32(v);
+	db[1] = htobe32(c->cqn);
+	memcpy(&w, db, 8);
+	*(volatile uint64_t *)((char *)c->uar->base_addr + 0x20) = w;
+	__sync_synchronize();
+}
+
+/* Reads one event of a data channel: the cookie and the EQE; checks type and object. */
+static void expect_eqe(const char *what, uint64_t cookie, uint8_t type, uint32_t num, int qp)
+{
+	uint8_t buf[8 + 64 + 16];
+	ssize_t n;
+	uint64_t ck;
+	uint32_t got;
+
+	if (!wait_readable(ev_data->fd)) {
+		check(0, what, "no event in 5 s%.0ld%.0ld", 0, 0);
+		return;
+	}
+	n = mlx5dv_devx_get_event(ev_data, (void *)buf, sizeof(buf));
+	memcpy(&ck, buf, 8);
+	got = be32toh(*(uint32_t *)(buf + 8 + 0x38)) & 0xffffff;
+	check(n == 72 && ck == cookie && buf[8 + 1] == type && got == num && (!qp || buf[8 + 0x34] == 0), what,
+	      "bytes %ld, object 0x%lx", n, got);
+}
+
+static void expect_cookie(const char *what, uint64_t cookie)
+{
+	uint64_t buf[4] = { 0 };
+	ssize_t n;
+
+	if (!wait_readable(ev_omit->fd)) {
+		check(0, what, "no event in 5 s%.0ld%.0ld", 0, 0);
+		return;
+	}
+	n = mlx5dv_devx_get_event(ev_omit, (void *)buf, sizeof(buf));
+	check(n == 8 && buf[0] == cookie, what, "bytes %ld, cookie 0x%lx", n, (long)buf[0]);
+}
+
+static void event_errnos(struct devx_ctx *c)
+{
+	uint16_t evs[17] = { 0 };
+	int err, efd;
+
+	evs[0] = EV_PORT_CHANGE;
+	err = subscribe(ev_data, c->cq, evs, 1, 1);
+	EXPECT_ERRNO((long)err, (long)EINVAL, "subscribe a CQ to PORT_CHANGE (unaffiliated): EINVAL");
+	evs[0] = EV_COMP;
+	err = subscribe(ev_data, NULL, evs, 1, 1);
+	EXPECT_ERRNO((long)err, (long)EINVAL, "subscribe no object to COMP (affiliated): EINVAL");
+	evs[0] = EV_PORT_CHANGE;
+	err = subscribe(ev_data, NULL, evs, 1, 0x9090);
+	EXPECT_ERRNO((long)err, 0L, "subscribe no object to PORT_CHANGE (unaffiliated)");
+	memset(evs, 0, sizeof(evs));
+	err = subscribe(ev_data, c->cq, evs, 17, 1);
+	EXPECT_ERRNO((long)err, (long)EINVAL, "17 event numbers (MAX_NUM_EVENTS 16): EINVAL");
+	err = mlx5dv_devx_subscribe_devx_event(ev_data, c->cq, 3, evs, 1);
+	err = err < 0 ? errno : err;
+	EXPECT_ERRNO((long)err, (long)EINVAL, "an event list of 3 bytes: EINVAL");
+	{
+		/* libmlx5 44 finds the context in its struct around the channel
+		 * (struct mlx5_devx_event_channel: the context, then the channel). */
+		struct mlx5dv_devx_cmd_comp *cc = mlx5dv_devx_create_cmd_comp(c->ctx);
+		struct {
+			struct ibv_context *context;
+			struct mlx5dv_devx_event_channel ch;
+		} fake = { c->ctx, { cc ? cc->fd : -1 } };
+
+		err = mlx5dv_devx_subscribe_devx_event(&fake.ch, c->cq, 2, evs, 1);
+		err = err < 0 ? errno : err;
+		EXPECT_ERRNO((long)err, (long)EBADF, "subscribe through an async cmd fd: EBADF");
+		if (cc)
+			mlx5dv_devx_destroy_cmd_comp(cc);
+	}
+	err = mlx5dv_devx_subscribe_devx_event_fd(ev_data, 1, c->cq, EV_COMP);
+	err = err < 0 ? errno : err;
+	EXPECT_ERRNO((long)err, (long)EINVAL, "a redirect to fd 1 (no eventfd): EINVAL (eventfd_ctx_fdget())");
+	err = mlx5dv_devx_subscribe_devx_event_fd(ev_data, 1000, c->cq, EV_COMP);
+	err = err < 0 ? errno : err;
+	EXPECT_ERRNO((long)err, (long)EBADF, "a redirect to a closed fd: EBADF");
+	efd = eventfd(0, EFD_NONBLOCK);
+	err = efd < 0 ? errno : mlx5dv_devx_subscribe_devx_event_fd(ev_data, efd, c->cq, EV_COMP);
+	err = err < 0 ? errno : err;
+	EXPECT_ERRNO((long)err, 0L, "subscribe the CQ's COMP with an eventfd redirect");
+	redirect_fd = err ? -1 : efd;
+}
+
+/*
+ * A DEVX QP's error event: both QPs back to RST and to RTS (fresh PSNs and queues), B
+ * subscribed to WQ_ACCESS_ERROR on both channels, then an RDMA WRITE from A with a bad
+ * rkey: B (the responder) reports the access error, A gets an error CQE.
+ */
+static void qp_error_event(struct devx_ctx *c, struct ibv_port_attr *pa, char *src, struct ibv_mr *smr,
+			   char *wdst, struct ibv_mr *wmr)
+{
+	uint16_t ev = EV_WQ_ACCESS_ERROR;
+	uint32_t qpn, bytes;
+	uint8_t syn;
+	int err = 0, op, found = 0;
+
+	for (int i = 0; i < 2 && !err; i++) {
+		err = modify(c->qp[i], OP_2RST, c->qpn[i], 0, 0);
+		c->sq_pi[i] = c->rq_pi[i] = 0;
+		((volatile uint32_t *)c->dbr)[16 * (i + 1)] = 0;
+		((volatile uint32_t *)c->dbr)[16 * (i + 1) + 1] = 0;
+	}
+	for (int i = 0; i < 2 && !err; i++) {
+		err = modify(c->qp[i], OP_RST2INIT, c->qpn[i], 0, 0);
+		if (!err)
+			err = modify(c->qp[i], OP_INIT2RTR, c->qpn[i], c->qpn[!i], pa->lid);
+		if (!err)
+			err = modify(c->qp[i], OP_RTR2RTS, c->qpn[i], 0, 0);
+	}
+	EXPECT_ERRNO((long)err, 0L, "both QPs 2RST, then RST2INIT, INIT2RTR, RTR2RTS again");
+	err = subscribe(ev_data, c->qp[1], &ev, 1, 0x5151);
+	EXPECT_ERRNO((long)err, 0L, "subscribe QP B to WQ_ACCESS_ERROR (cookie 0x5151)");
+	err = subscribe(ev_omit, c->qp[1], &ev, 1, 0x5252);
+	EXPECT_ERRNO((long)err, 0L, "and on the OMIT_DATA channel (cookie 0x5252)");
+	post_send(c, 0, 0x08, src, MSG, smr->lkey, (uintptr_t)wdst, wmr->rkey ^ 0x5500);
+	for (int n = 0; n < 4 && !found; n++) {
+		op = poll_cqe(c, &qpn, &bytes, &syn);
+		if (op < 0)
+			break;
+		found = op == 0xd && qpn == c->qpn[0];
+	}
+	CHECK(found, "RDMA WRITE with a bad rkey: an error CQE on A");
+	expect_eqe("B's WQ_ACCESS_ERROR event: the cookie, the EQE (type 0x11, QP, B's qpn)", 0x5151,
+		   EV_WQ_ACCESS_ERROR, c->qpn[1], 1);
+	expect_cookie("and its cookie on the OMIT_DATA channel", 0x5252);
+}
+
 static void traffic(struct devx_ctx *c)
 {
 	struct ibv_port_attr pa;
@@ -517,18 +717,228 @@ static void traffic(struct devx_ctx *c)
 	op = poll_cqe(c, &qpn, &bytes, &syn);
 	check(op == 0 && qpn == c->qpn[1], "RDMA WRITE: requester CQE on B's QPN", "opcode %ld syndrome %ld", op, syn);
 	CHECK(!memcmp(src, wdst, MSG), "RDMA WRITE: the 3000 bytes arrived intact");
+	/* Completion events of the DEVX CQ on two channels (with the EQE, and OMIT_DATA). */
+	ev_data = mlx5dv_devx_create_event_channel(c->ctx, 0);
+	ev_omit = mlx5dv_devx_create_event_channel(c->ctx, MLX5DV_DEVX_CREATE_EVENT_CHANNEL_FLAGS_OMIT_EV_DATA);
+	CHECK(ev_data && ev_omit, "mlx5dv_devx_create_event_channel (0 and OMIT_EV_DATA)");
+	if (ev_data && ev_omit) {
+		uint16_t comp = EV_COMP;
+		uint8_t buf[128];
+
+		err = subscribe(ev_data, c->cq, &comp, 1, 0xc0ffee);
+		EXPECT_ERRNO((long)err, 0L, "subscribe the DEVX CQ to COMP (cookie 0xc0ffee)");
+		err = subscribe(ev_omit, c->cq, &comp, 1, 0xbeef);
+		EXPECT_ERRNO((long)err, 0L, "subscribe it on the OMIT_DATA channel too (cookie 0xbeef)");
+		event_errnos(c);
+		check(poll_events(ev_data->fd) == 0, "no event before the CQ is armed", "revents %#lx%.0ld",
+		      poll_events(ev_data->fd), 0);
+		EXPECT_ERRNO((long)read_errno(ev_data->fd, 128, 1), (long)EAGAIN, "empty channel: EAGAIN");
+		for (int round = 0; round < 2; round++) {
+			arm_cq(c, round);
+			post_recv(c, 1, dst, MSG, dmr->lkey);
+			post_send(c, 0, 0x0a, src, MSG, smr->lkey, 0, 0);
+			for (int n = 0; n < 2; n++)
+				poll_cqe(c, &qpn, &bytes, &syn);
+			if (round == 0) {
+				expect_eqe("armed CQ + SEND: a COMP event with the cookie and the EQE (type 0, cqn)",
+					   0xc0ffee, EV_COMP, c->cqn, 0);
+				expect_cookie("the same event on the OMIT_DATA channel: 8 bytes, the cookie", 0xbeef);
+				if (redirect_fd >= 0) {
+					uint64_t cnt = 0;
+
+					wait_readable(redirect_fd);
+					check(read(redirect_fd, &cnt, 8) == 8 && cnt == 1,
+					      "the redirect's eventfd was signalled once (counter 1)", "counter %ld%.0ld",
+					      (long)cnt, 0);
+				}
+			} else {
+				wait_readable(ev_data->fd);
+				wait_readable(ev_omit->fd);
+				EXPECT_ERRNO((long)read_errno(ev_data->fd, 71, 0), (long)EINVAL,
+					     "a read of 71 bytes (< cookie + EQE): EINVAL");
+				EXPECT_ERRNO((long)read_errno(ev_omit->fd, 7, 0), (long)EINVAL,
+					     "OMIT_DATA: a read of 7 bytes (< cookie): EINVAL");
+				ssize_t rn = read(ev_data->fd, buf, sizeof(buf));
+
+				check(rn == 72, "then the event is read whole (72 bytes)", "n %ld%.0ld", rn, 0);
+				expect_cookie("and the OMIT_DATA one", 0xbeef);
+			}
+		}
+		check(poll_events(ev_data->fd) == 0 && poll_events(ev_omit->fd) == 0,
+		      "one event per arm: nothing more queued", "%#lx %#lx", poll_events(ev_data->fd),
+		      poll_events(ev_omit->fd));
+	}
 	/* A bad lkey: an error CQE (opcode REQ_ERR 0xd) with the local protection syndrome. */
 	post_send(c, 0, 0x0a, src, MSG, smr->lkey ^ 0x5500, 0, 0);
 	post_recv(c, 1, dst, MSG, dmr->lkey);
 	op = poll_cqe(c, &qpn, &bytes, &syn);
 	check(op == 0xd && syn == 0x04, "bad lkey: REQ_ERR CQE with syndrome LOCAL_PROT_ERR (0x4)",
 	      "opcode %ld syndrome %ld", op, syn);
+	if (ev_data && ev_omit)
+		qp_error_event(c, &pa, src, smr, wdst, wmr);
 	ibv_dereg_mr(smr);
 	ibv_dereg_mr(dmr);
 	ibv_dereg_mr(wmr);
 	free(src);
 	free(dst);
 	free(wdst);
+}
+
+/*
+ * Async commands (mlx5dv_devx_create_cmd_comp, mlx5dv_devx_obj_query_async,
+ * mlx5dv_devx_get_async_cmd_comp; upstream MLX5_IB_METHOD_DEVX_OBJ_ASYNC_QUERY and
+ * devx_async_cmd_event_read()).
+ */
+#define QP_OUT_LEN ((0xc0 + 0x740 + 0x80) / 8 + 256)
+
+static void query_in(uint32_t *in, uint16_t opcode, uint32_t id)
+{
+	memset(in, 0, 16);
+	SETF(in, 0, HDR_OPCODE, opcode);
+	SETF(in, 0, QPN_IN, id); /* cqn and qpn are both at 0x48 */
+}
+
+/* execute_ioctl() answers a positive errno. */
+static int aq(struct mlx5dv_devx_obj *o, uint16_t opcode, uint32_t id, size_t outlen, uint64_t wr_id,
+	      struct mlx5dv_devx_cmd_comp *cc)
+{
+	uint32_t in[4];
+	int r;
+
+	query_in(in, opcode, id);
+	r = mlx5dv_devx_obj_query_async(o, in, sizeof(in), outlen, wr_id, cc);
+	return r < 0 ? errno : r;
+}
+
+static int sync_query(struct mlx5dv_devx_obj *o, uint16_t opcode, uint32_t id, void *out, size_t outlen)
+{
+	uint32_t in[4];
+
+	query_in(in, opcode, id);
+	memset(out, 0, outlen);
+	return mlx5dv_devx_obj_query(o, in, sizeof(in), out, outlen) ? errno : 0;
+}
+
+/* The completions of a closed uverbs file or a removed device: EIO, EAGAIN, RDHUP. */
+static void check_destroyed_fd(int fd, const char *when, const char *which)
+{
+	char what[160];
+	short ev = poll_events(fd);
+	int e;
+
+	snprintf(what, sizeof(what), "%s: poll of the %s is POLLIN|POLLRDHUP", when, which);
+	check((ev & (POLLIN | POLLRDHUP)) == (POLLIN | POLLRDHUP), what, "revents %#lx%.0ld", ev, 0);
+	if (!(ev & POLLRDHUP))
+		return; /* a blocking read would wait */
+	e = read_errno(fd, 4096, 0);
+	snprintf(what, sizeof(what), "%s: a blocking read of the %s is EIO (pending ones freed)", when, which);
+	EXPECT_ERRNO((long)e, (long)EIO, what);
+	e = read_errno(fd, 4096, 1);
+	snprintf(what, sizeof(what), "%s: a non-blocking read of the %s is EAGAIN", when, which);
+	EXPECT_ERRNO((long)e, (long)EAGAIN, what);
+}
+
+static void async_cmds(struct devx_ctx *c)
+{
+	static uint8_t sync_out[3][QP_OUT_LEN];
+	uint8_t *resp = malloc(8 + 65535);
+	struct mlx5dv_devx_async_cmd_hdr *h = (void *)resp;
+	struct mlx5dv_devx_obj *objs[3] = { c->qp[0], c->qp[1], c->cq };
+	uint16_t ops[3] = { OP_QUERY_QP, OP_QUERY_QP, OP_QUERY_CQ };
+	uint32_t ids[3] = { c->qpn[0], c->qpn[1], c->cqn };
+	struct mlx5dv_devx_cmd_comp *cc, *cc2;
+	struct ibv_comp_channel *ch;
+	int err, n, ok;
+
+	cc = mlx5dv_devx_create_cmd_comp(c->ctx);
+	CHECK(cc && cc->fd >= 0, "mlx5dv_devx_create_cmd_comp: an fd");
+	if (!cc)
+		return;
+	CHECK(fcntl(cc->fd, F_GETFD) & FD_CLOEXEC, "the async cmd fd is O_CLOEXEC");
+	for (int i = 0; i < 3; i++) {
+		err = sync_query(objs[i], ops[i], ids[i], sync_out[i], QP_OUT_LEN);
+		EXPECT_ERRNO((long)err, 0L, i == 2 ? "sync QUERY_CQ" : "sync QUERY_QP");
+	}
+	check(poll_events(cc->fd) == 0, "no completion yet: poll 0", "revents %#lx%.0ld", poll_events(cc->fd), 0);
+	EXPECT_ERRNO((long)read_errno(cc->fd, 4096, 1), (long)EAGAIN, "empty fd: non-blocking read EAGAIN");
+	/* One query: the same bytes as the sync query, the wr_id. */
+	err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], QP_OUT_LEN, 0x1122334455667788ull, cc);
+	EXPECT_ERRNO((long)err, 0L, "mlx5dv_devx_obj_query_async QUERY_QP A");
+	check(poll_events(cc->fd) & POLLIN, "a completion: poll POLLIN", "revents %#lx%.0ld", poll_events(cc->fd), 0);
+	err = mlx5dv_devx_get_async_cmd_comp(cc, h, 8 + QP_OUT_LEN);
+	EXPECT_ERRNO((long)err, 0L, "mlx5dv_devx_get_async_cmd_comp");
+	check(!err && h->wr_id == 0x1122334455667788ull, "the completion's wr_id", "%#lx%.0ld", (long)h->wr_id, 0);
+	CHECK(!err && !memcmp(h->out_data, sync_out[0], QP_OUT_LEN), "async QUERY_QP output = sync QUERY_QP output");
+	/* Three in flight, read back in order. */
+	for (int i = 0; i < 3; i++) {
+		err = aq(objs[i], ops[i], ids[i], QP_OUT_LEN, 100 + i, cc);
+		EXPECT_ERRNO((long)err, 0L, "three queries in flight (QP A, QP B, CQ)");
+	}
+	ok = 1;
+	for (int i = 0; i < 3; i++) {
+		err = mlx5dv_devx_get_async_cmd_comp(cc, h, 8 + QP_OUT_LEN);
+		if (err || h->wr_id != (uint64_t)(100 + i) || memcmp(h->out_data, sync_out[i], QP_OUT_LEN))
+			ok = 0;
+	}
+	CHECK(ok, "three completions in order: wr_ids 100..102, each the sync query's bytes");
+	EXPECT_ERRNO((long)read_errno(cc->fd, 4096, 1), (long)EAGAIN, "all read: non-blocking read EAGAIN");
+	/* A read shorter than header + output: ENOSPC, the completion stays. */
+	err = aq(c->qp[1], OP_QUERY_QP, c->qpn[1], QP_OUT_LEN, 7, cc);
+	EXPECT_ERRNO((long)err, 0L, "query for the short read");
+	EXPECT_ERRNO((long)read_errno(cc->fd, 8 + QP_OUT_LEN - 1, 0), (long)ENOSPC,
+		     "read of one byte less than the completion: ENOSPC");
+	n = read(cc->fd, resp, 8 + QP_OUT_LEN + 100);
+	check(n == 8 + QP_OUT_LEN && h->wr_id == 7, "then a long enough read returns it (8 + outlen bytes)",
+	      "n %ld wr_id %ld", n, (long)h->wr_id);
+	/* The errnos of upstream's handler. */
+	err = aq(c->qp[0], OP_RST2INIT, c->qpn[0], QP_OUT_LEN, 1, cc);
+	EXPECT_ERRNO((long)err, (long)EINVAL, "async RST2INIT (not a query command): EINVAL");
+	err = aq(c->qp[0], OP_QUERY_QP, c->qpn[1], QP_OUT_LEN, 1, cc);
+	EXPECT_ERRNO((long)err, (long)EINVAL, "async QUERY_QP of B through A's handle: EINVAL");
+	ch = ibv_create_comp_channel(c->ctx);
+	if (ch) {
+		struct mlx5dv_devx_cmd_comp fake = { .fd = ch->fd };
+
+		err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], QP_OUT_LEN, 1, &fake);
+		EXPECT_ERRNO((long)err, (long)EBADF, "async query with a completion channel's fd: EBADF");
+		ibv_destroy_comp_channel(ch);
+	}
+	{
+		struct mlx5dv_devx_cmd_comp bad = { .fd = 1 };
+
+		err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], QP_OUT_LEN, 1, &bad);
+		EXPECT_ERRNO((long)err, (long)EBADF, "async query with fd 1 (stdout): EBADF");
+	}
+	EXPECT_ERRNO((long)read_errno(cc->fd, 4096, 1), (long)EAGAIN, "refused queries queue nothing");
+	/* The budget: MAX_ASYNC_BYTES_IN_USE (1 MiB) of unread output per fd. */
+	for (n = 0; n < 17; n++) {
+		err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], 65535, 1000 + n, cc);
+		if (err)
+			break;
+	}
+	check(n == 16 && err == EAGAIN, "16 queries of 65535 bytes fit 1 MiB, the 17th is EAGAIN",
+	      "accepted %ld, then errno %ld", n, err);
+	err = mlx5dv_devx_get_async_cmd_comp(cc, h, 8 + 65535);
+	check(!err && h->wr_id == 1000, "read the first of them", "errno %ld wr_id %ld", err, (long)h->wr_id);
+	err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], 65535, 2000, cc);
+	EXPECT_ERRNO((long)err, 0L, "after one read, room for one more");
+	err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], 65535, 2001, cc);
+	EXPECT_ERRNO((long)err, (long)EAGAIN, "and no more");
+	/* A second fd has its own budget. */
+	cc2 = mlx5dv_devx_create_cmd_comp(c->ctx);
+	CHECK(cc2, "a second async cmd fd");
+	if (cc2) {
+		err = aq(c->qp[0], OP_QUERY_QP, c->qpn[0], QP_OUT_LEN, 5, cc2);
+		EXPECT_ERRNO((long)err, 0L, "the second fd has its own budget");
+		err = mlx5dv_devx_get_async_cmd_comp(cc2, h, 8 + QP_OUT_LEN);
+		check(!err && h->wr_id == 5, "its completion arrives on it", "errno %ld wr_id %ld", err,
+		      (long)h->wr_id);
+		mlx5dv_devx_destroy_cmd_comp(cc2);
+	}
+	/* Closing the fd with 16 completions (1 MiB) pending frees them (kmemleak). */
+	mlx5dv_devx_destroy_cmd_comp(cc);
+	printf("R ok closed the async cmd fd with 16 completions pending\n");
+	free(resp);
 }
 
 /* Writes VAL to the simulator's fail_opcode knob of the function; 0 if there is none. */
@@ -690,20 +1100,59 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (leave) {
+		struct mlx5dv_devx_cmd_comp *cc = mlx5dv_devx_create_cmd_comp(c.ctx);
+		int e1 = cc ? aq(c.qp[0], OP_QUERY_QP, c.qpn[0], QP_OUT_LEN, 1, cc) : -1;
+		int e2 = cc ? aq(c.cq, OP_QUERY_CQ, c.cqn, QP_OUT_LEN, 2, cc) : -1;
+
+		struct mlx5dv_devx_event_channel *ch = mlx5dv_devx_create_event_channel(c.ctx, 0);
+		uint16_t comp = EV_COMP;
+		int e3 = ch ? subscribe(ch, c.cq, &comp, 1, 3) : -1;
+
+		check(!e1 && !e2, "an async cmd fd with two completions pending, left open", "%ld %ld", e1, e2);
+		EXPECT_ERRNO((long)e3, 0L, "an event channel subscribed to the CQ, left open");
 		printf("R ok objects created; exiting without destroying them\n");
 		_exit(failures ? 1 : 0);
 	}
 	traffic(&c);
 	if (hold) {
+		struct mlx5dv_devx_cmd_comp *cc = mlx5dv_devx_create_cmd_comp(c.ctx);
+		int e1 = cc ? aq(c.qp[0], OP_QUERY_QP, c.qpn[0], QP_OUT_LEN, 1, cc) : -1;
+
+		check(!e1, "an async cmd fd with a completion pending, held across the unplug", "%ld%.0ld", e1, 0);
 		printf("I holding\n");
 		while (access(hold, F_OK))
 			usleep(100000);
 		printf("I released\n");
+		if (cc)
+			check_destroyed_fd(cc->fd, "after the unplug", "async cmd fd");
+		if (ev_data)
+			check_destroyed_fd(ev_data->fd, "after the unplug", "event channel");
+		if (ev_omit)
+			check_destroyed_fd(ev_omit->fd, "after the unplug", "OMIT_DATA event channel");
 		_exit(failures ? 1 : 0);
 	}
 	errnos(&c, d);
+	async_cmds(&c);
+	/* The uverbs file closes while an async cmd fd with pending completions is open. */
+	struct mlx5dv_devx_cmd_comp *late = mlx5dv_devx_create_cmd_comp(c.ctx);
+	int le = late ? aq(c.qp[1], OP_QUERY_QP, c.qpn[1], QP_OUT_LEN, 9, late) : -1;
+
+	EXPECT_ERRNO((long)le, 0L, "an async cmd fd with a completion pending at the context's close");
 	destroy_order(&c);
 	teardown(&c);
+	if (late) {
+		check_destroyed_fd(late->fd, "after ibv_close_device", "async cmd fd");
+		mlx5dv_devx_destroy_cmd_comp(late);
+	}
+	/* mlx5dv_devx_destroy_event_channel() needs the (closed) context: close the fds. */
+	if (ev_data) {
+		check_destroyed_fd(ev_data->fd, "after ibv_close_device", "event channel");
+		close(ev_data->fd);
+	}
+	if (ev_omit) {
+		check_destroyed_fd(ev_omit->fd, "after ibv_close_device", "OMIT_DATA event channel");
+		close(ev_omit->fd);
+	}
 	printf("I %s: %d failures\n", failures ? "FAILED" : "passed", failures);
 	return failures ? 1 : 0;
 }

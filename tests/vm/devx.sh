@@ -4,10 +4,13 @@
 #    made entirely through DEVX (umems, the DEVX UAR and EQN), moved to RTS by
 #    DEVX modify commands, SEND and RDMA WRITE posted and polled by the program
 #    (bytes and CQE status checked), the errnos (allow-lists, no DEVX uid,
-#    another context's objects, destroy order); the simulator's tables after
+#    another context's objects, destroy order); async queries through the
+#    [devx_async_cmd] fd and event channels (a DEVX CQ's completion events, a
+#    DEVX QP's access error event), the fds after the context's close; the simulator's tables after
 #    a normal run, after an exit without destroying anything (the close
-#    cleanup), and after the function is unbound while a process holds DEVX
-#    objects (the unplug cleanup); `rdma res` empty.
+#    cleanup, with an async cmd fd and an event channel open), and after the
+#    function is unbound while a process holds DEVX objects and the fds (the
+#    unplug cleanup; the fds then answer EIO); `rdma res` empty.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 . "${RDMARS_DIR:-/rdma-rs}/ours.sh"
 
@@ -31,6 +34,11 @@ devx_suite() {
 	timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
 	t_check "unbind $f while DEVX objects are held (exit $rc)" test $rc = 0
 	t_check "$f: the simulator holds nothing after the remove" fwsim_resources_zero $f
+	# The process still holds an async cmd fd and two event channels: their files pin
+	# the driver module (upstream: the fops' owner), so it cannot be unloaded yet.
+	echo "mlx5_ib_rs refcnt: $(cat /sys/module/mlx5_ib_rs/refcnt)"
+	t_check "rmmod mlx5_ib_rs refused while DEVX fds are open (the fds pin the module)" \
+		sh -c '! rmmod mlx5_ib_rs 2>/dev/null'
 	touch /tmp/devx-go
 	rc=0
 	wait $pid || rc=$?

@@ -205,7 +205,7 @@ impl AttrSpec {
     }
 
     /// upstream: `UVERBS_ATTR_FD()`.
-    pub(crate) const fn fd(id: u16, obj_type: u16, access: Access, mandatory: bool) -> Self {
+    pub const fn fd(id: u16, obj_type: u16, access: Access, mandatory: bool) -> Self {
         Self::new(id, AttrKind::Fd { obj_type, access }, mandatory)
     }
 
@@ -469,6 +469,19 @@ impl ObjectSpec {
         ObjectSpec {
             id,
             type_class: Some(TypeClass::Idr),
+            methods,
+            writes: &[],
+            needs: &[],
+        }
+    }
+
+    /// A driver's fd object type with its methods (upstream
+    /// `DECLARE_UVERBS_NAMED_OBJECT(.., UVERBS_TYPE_ALLOC_FD(..))`): its objects are files a
+    /// method with a NEW FD attribute makes (the driver's `DriverFdOps`).
+    pub const fn driver_fd(id: u16, methods: &'static [MethodSpec]) -> Self {
+        ObjectSpec {
+            id,
+            type_class: Some(TypeClass::Fd),
             methods,
             writes: &[],
             needs: &[],

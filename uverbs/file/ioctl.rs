@@ -6,6 +6,8 @@
 //! core or driver handler, and the output write-backs.
 
 use crate::driver::Driver;
+use crate::uverbs::abi::spec::TypeClass;
+use crate::uverbs::abi::uapi::UapiTree;
 use crate::uverbs::abi::{
     ids::{attr, cmd, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT},
     ioctl::{IoctlHdr, UAttr},
@@ -17,10 +19,11 @@ use crate::uverbs::abi::{
 };
 use crate::uverbs::async_event::AsyncEventFile;
 use crate::uverbs::driver_api::DriverCall;
+use crate::uverbs::driver_fd::DriverFd;
 use crate::uverbs::file::cmd::cq::destroy_cq_resp;
 use crate::uverbs::file::cmd::WriteBufs;
 use crate::uverbs::file::events::Reported;
-use crate::uverbs::file::uobject::{Inner, ObjKind};
+use crate::uverbs::file::uobject::{FdEntry, Inner, ObjKind};
 use crate::uverbs::file::{copy_in, copy_in_to, copy_out, kerr, UFile};
 use crate::uverbs::resp;
 use kernel::fs::file::{flags, FileDescriptorReservation};
@@ -45,6 +48,7 @@ pub(super) enum NewObj {
     /// An fd reserved at parse time.
     Fd {
         fd: FileDescriptorReservation,
+        obj_type: u16,
     },
 }
 
@@ -52,6 +56,8 @@ pub(super) enum NewObj {
 /// memory effects inside `uverbs_process_attr()`).
 pub(super) struct Env<'a, D: Driver> {
     pub(super) inner: &'a Inner<D>,
+    /// The device's uapi tree (the type class of a driver's object types).
+    pub(super) tree: &'a UapiTree,
     /// The file's async event files, for FD attributes of that type (locked only by an
     /// attribute that names one: most ioctls take no second lock).
     pub(super) events: &'a Mutex<KVec<Arc<AsyncEventFile>>>,
@@ -64,6 +70,17 @@ pub(super) struct Env<'a, D: Driver> {
     pub(super) destroy_idx: Option<u8>,
     pub(super) destroy_handle: Option<u32>,
     pub(super) new: NewObj,
+}
+
+impl<D: Driver> Env<'_, D> {
+    /// Whether `obj_type` is a driver's fd object type (upstream `uverbs_fd_class`).
+    fn is_driver_fd_type(&self, obj_type: u16) -> bool {
+        obj_type & crate::uverbs::abi::ids::UVERBS_ID_DRIVER_NS != 0
+            && self
+                .tree
+                .object(obj_type)
+                .is_some_and(|o| o.type_class == Some(TypeClass::Fd))
+    }
 }
 
 impl<D: Driver> AttrEnv for Env<'_, D> {
@@ -96,11 +113,11 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                 if self.inner.ucontext.is_none() {
                     return Err(Errno::EINVAL);
                 }
-                let v = if obj_type == obj::ASYNC_EVENT {
+                let v = if obj_type == obj::ASYNC_EVENT || self.is_driver_fd_type(obj_type) {
                     let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)
                         .map_err(|_| Errno::EMFILE)?;
                     let v = u64::from(fd.reserved_fd());
-                    self.new = NewObj::Fd { fd };
+                    self.new = NewObj::Fd { fd, obj_type };
                     v
                 } else {
                     let taken = match self.new {
@@ -134,6 +151,22 @@ impl<D: Driver> AttrEnv for Env<'_, D> {
                         .any(|e| AsyncEventFile::fd_is(e, id))
                 };
                 if found {
+                    Ok(())
+                } else {
+                    Err(Errno::EBADF)
+                }
+            }
+            // The same for a driver's fd type: one of this file's fd objects of the type.
+            Access::Read if self.is_driver_fd_type(obj_type) => {
+                if i32::try_from(id).is_err() {
+                    return Err(Errno::EINVAL);
+                }
+                if self
+                    .inner
+                    .fds
+                    .iter()
+                    .any(|e| e.fd.obj_type == obj_type && DriverFd::fd_is(&e.fd, id))
+                {
                     Ok(())
                 } else {
                     Err(Errno::EBADF)
@@ -280,6 +313,7 @@ impl<D: Driver> UFile<D> {
         }
         let mut env = Env {
             inner,
+            tree: &self.udev.tree,
             events: &self.events,
             uattrs: uattrs_addr,
             destroy_idx: method.destroy_idx,
@@ -478,15 +512,30 @@ impl<D: Driver> UFile<D> {
             out,
             new_obj: None,
             can_new: matches!(new, NewObj::Idr { .. }),
+            new_fd: None,
+            can_new_fd: matches!(new, NewObj::Fd { .. }),
         };
         op(handler, &mut call)?;
         let obj = call.new_obj.take();
-        match (new, obj) {
-            (NewObj::Idr { id, obj_type }, Some(o)) => {
+        let new_fd = call.new_fd.take();
+        match (new, obj, new_fd) {
+            (NewObj::Idr { id, obj_type }, Some(o), _) => {
                 Self::commit(inner, id, obj_type, ObjKind::Driver(o))
             }
-            // A NEW handle the driver did not fill: nothing to commit.
-            (NewObj::Idr { .. }, None) => Err(EINVAL),
+            // upstream alloc_commit_fd_uobject(): the file, the object on the file's list,
+            // fd_install() last (nothing can fail after it). A failure drops the file,
+            // whose release destroys the object.
+            (NewObj::Fd { fd, obj_type }, _, Some(nf)) => {
+                inner.fds.retain(|e| !e.fd.is_released());
+                let dfd = DriverFd::new(obj_type, nf.ops, nf.owner)?;
+                let file = DriverFd::file(&dfd, nf.name)?;
+                let seq = inner.objs.take_seq();
+                inner.fds.push(FdEntry { seq, fd: dfd }, GFP_KERNEL)?;
+                fd.fd_install(file);
+                Ok(())
+            }
+            // A NEW handle or fd the driver did not fill: nothing to commit.
+            (NewObj::Idr { .. }, None, _) | (NewObj::Fd { .. }, _, None) => Err(EINVAL),
             _ => Ok(()),
         }
     }

@@ -8,6 +8,7 @@ use crate::driver::Driver;
 use crate::uverbs::abi::ids::obj;
 use crate::uverbs::async_event::AsyncEventFile;
 use crate::uverbs::driver_api::{AnyObject, DriverObject, DriverUobject};
+use crate::uverbs::driver_fd::DriverFd;
 use crate::uverbs::file::cmd::xrcd::UXrcd;
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::UFile;
@@ -50,6 +51,16 @@ pub(crate) struct Inner<D: Driver> {
     /// of `UVERBS_OBJECT_COMP_CHANNEL`); a channel's queue lives while its
     /// fd or a CQ using it does.
     pub(super) comp_channels: KVec<Arc<AsyncEventFile>>,
+    /// The fd objects of driver types, oldest first (upstream: FD uobjects on the
+    /// `uobjects` list; `seq` places them in the commit order of `objs`). An entry whose
+    /// fd was closed (destroyed then) is dropped at the next fd commit or the cleanup.
+    pub(crate) fds: KVec<FdEntry>,
+}
+
+/// A driver fd object in the file's commit order.
+pub(crate) struct FdEntry {
+    pub(crate) seq: u64,
+    pub(crate) fd: Arc<DriverFd>,
 }
 
 impl<D: Driver> Inner<D> {
