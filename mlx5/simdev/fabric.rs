@@ -191,6 +191,10 @@ pub(crate) struct Served {
     pub(crate) land_waits: Atomic<u64>,
     pub(crate) land_timeouts: Atomic<u64>,
     pub(crate) worker_moves: Atomic<u64>,
+    /// Nanoseconds the worker spent waiting for faulting stores to land (spinning, at its
+    /// real-time priority) and re-arming trap pages (the zaps of their mappings).
+    pub(crate) land_spin_ns: Atomic<u64>,
+    pub(crate) rearm_ns: Atomic<u64>,
     /// WQEs executed (or flushed) by each kind of pass: in a faulting task, by the worker
     /// for a trap, for a kick, for a rescan. WQEs a rescan finds are stores no trap saw.
     pub(crate) wqes_inline: Atomic<u64>,
@@ -211,6 +215,8 @@ impl Served {
             land_waits: Atomic::new(0),
             land_timeouts: Atomic::new(0),
             worker_moves: Atomic::new(0),
+            land_spin_ns: Atomic::new(0),
+            rearm_ns: Atomic::new(0),
             wqes_inline: Atomic::new(0),
             wqes_trap: Atomic::new(0),
             wqes_kick: Atomic::new(0),
@@ -425,7 +431,11 @@ impl Fabric {
                 self.served.rearms_deferred.fetch_add(1, Relaxed);
                 continue;
             }
+            let r0 = self.now_ns();
             t.page.rearm();
+            self.served
+                .rearm_ns
+                .fetch_add(self.now_ns().saturating_sub(r0), Relaxed);
             for (off, db) in [(UAR_CQ_DOORBELL, Doorbell::CqArm), (UAR_BF0, Doorbell::Sq)] {
                 let mut v = [0u8; 8];
                 if t.page.page().read(off, &mut v).is_err() {
@@ -485,15 +495,23 @@ impl Fabric {
             self.served.worker_moves.fetch_add(1, Relaxed);
         }
         let start = self.now_ns();
+        let mut landed = false;
         while self.now_ns().saturating_sub(start) < LAND_WAIT_NS {
             if snapshot(&t.page) != t.before {
-                self.served.land_waits.fetch_add(1, Relaxed);
-                return true;
+                landed = true;
+                break;
             }
             kernel::processor::cpu_relax();
         }
-        self.served.land_timeouts.fetch_add(1, Relaxed);
-        false
+        self.served
+            .land_spin_ns
+            .fetch_add(self.now_ns().saturating_sub(start), Relaxed);
+        if landed {
+            self.served.land_waits.fetch_add(1, Relaxed);
+        } else {
+            self.served.land_timeouts.fetch_add(1, Relaxed);
+        }
+        landed
     }
 
     /// Waits for a kick, a trap, a rescan or a stop; returns the queued doorbells and whether
