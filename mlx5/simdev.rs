@@ -250,6 +250,15 @@ impl SimFunction {
         }
     }
 
+    /// [`SimFunction::with_fw`] for a command: the engine pass under way gives way to it.
+    fn with_fw_cmd<R>(&self, f: impl FnOnce(&mut Fw) -> R) -> R {
+        match self.fabric.fabric().with_fw_cmd(self.index, f) {
+            Ok(r) => r,
+            // INVARIANT: as in `with_fw`.
+            Err(_) => unreachable!(),
+        }
+    }
+
     /// The function's IOMMU (leak checks: its mappings go back to zero).
     pub(crate) fn iommu(&self) -> &Arc<Iommu> {
         &self.iommu
@@ -323,7 +332,7 @@ fn wakes_worker(op: u16) -> bool {
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
         let asked = Instant::<Monotonic>::now();
-        let (r, delay_us) = self.with_fw(|fw| {
+        let (r, delay_us) = self.with_fw_cmd(|fw| {
             let t0 = Instant::<Monotonic>::now();
             let waited = u64::try_from((t0 - asked).as_nanos()).unwrap_or(0);
             self.cmd_wait_ns.add(waited, Relaxed);

@@ -231,6 +231,11 @@ pub(crate) struct Fabric {
     /// The device state of every function, by index.
     #[pin]
     fws: Mutex<KVec<KVBox<Fw>>>,
+    /// Commands waiting for `fws` ([`Fabric::with_fw_cmd`]): an engine pass gives way to
+    /// them after its current WQE, as a device's command interface does not wait for its
+    /// data path (a pass of the worker took 0.6 ms under traffic, and every destroy command
+    /// of a hot unplug waited behind it).
+    cmd_waiting: Atomic<u32>,
     /// What each function's device reaches, by index.
     iommus: KVec<Arc<Iommu>>,
     /// Per function: UAR stores that arrived as trap faults (debugfs `stats`, `uar_traps`).
@@ -257,6 +262,24 @@ impl Fabric {
         let mut fws = self.fws.lock();
         let fw = fws.get_mut(index).ok_or(ENODEV)?;
         Ok(f(fw))
+    }
+
+    /// [`Fabric::with_fw`] for a command: an engine pass under way ends early to let it run.
+    ///
+    /// # Errors
+    ///
+    /// `ENODEV` for an index the fabric does not have.
+    pub(crate) fn with_fw_cmd<R>(&self, index: usize, f: impl FnOnce(&mut Fw) -> R) -> Result<R> {
+        self.cmd_waiting.add(1, Relaxed);
+        let mut fws = self.fws.lock();
+        self.cmd_waiting.fetch_sub(1, Relaxed);
+        let fw = fws.get_mut(index).ok_or(ENODEV)?;
+        Ok(f(fw))
+    }
+
+    /// Whether a command waits for the fabric lock (engine passes give way).
+    fn cmd_waits(&self) -> bool {
+        self.cmd_waiting.load(Relaxed) != 0
     }
 
     /// Function `index`'s IOMMU.
@@ -375,8 +398,15 @@ impl Fabric {
             return;
         };
         let now = self.now_ns();
-        let outcome =
-            super::engine_glue::run_uar(&mut fws, &self.iommus, func, uar, now, INLINE_BUDGET);
+        let outcome = super::engine_glue::run_uar(
+            &mut fws,
+            &self.iommus,
+            func,
+            uar,
+            now,
+            INLINE_BUDGET,
+            &|| self.cmd_waits(),
+        );
         drop(fws);
         self.served.inline_passes.fetch_add(1, Relaxed);
         self.served
@@ -576,11 +606,20 @@ impl Fabric {
             }
             let mut outcome = super::engine_glue::RunOutcome::default();
             if full {
-                outcome = super::engine_glue::run(&mut fws, &self.iommus, now, BUDGET);
+                outcome = super::engine_glue::run(&mut fws, &self.iommus, now, BUDGET, &|| {
+                    self.cmd_waits()
+                });
             } else {
                 for &(func, uar) in pages.iter().flatten() {
-                    let o =
-                        super::engine_glue::run_uar(&mut fws, &self.iommus, func, uar, now, BUDGET);
+                    let o = super::engine_glue::run_uar(
+                        &mut fws,
+                        &self.iommus,
+                        func,
+                        uar,
+                        now,
+                        BUDGET,
+                        &|| self.cmd_waits(),
+                    );
                     outcome.merge(o);
                 }
             }
@@ -716,6 +755,7 @@ impl FabricWorker {
         let fabric = Arc::pin_init(
             try_pin_init!(Fabric {
                 fws <- new_mutex!(fws),
+                cmd_waiting: Atomic::new(0),
                 iommus,
                 traps,
                 served: Served::new(),
