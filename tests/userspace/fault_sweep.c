@@ -25,7 +25,8 @@
  *
  * Points N = 1, 1+STEP, 1+2*STEP, ... are failed until one is not reached (or
  * MAX points were hit). For each: a create verb must fail with the point's
- * errno (slab: ENOMEM; fw: the status's) or, for an allocation, succeed
+ * errno (slab: ENOMEM; fw: the status's; a DEVX object create: EREMOTEIO,
+ * upstream's errno for a command the firmware refused) or, for an allocation, succeed
  * because something absorbed the failure (a fallback: kmemleak's own object
  * cache falls back to its pool, libibverbs/libmlx5 tolerate some failed
  * calls of ibv_open_device); a create whose firmware command failed must
@@ -130,10 +131,16 @@ static int disarm(void)
 	return r > 0 && b[0] == '0' && (b[1] == '\n' || b[1] == 0);
 }
 
-static int want_errno(long n)
+static int want_errno(long n, int devx_cmd)
 {
 	if (kind == SLAB)
 		return ENOMEM;
+	/*
+	 * A DEVX command the firmware refused is EREMOTEIO, its outbox copied to the
+	 * user (upstream MLX5_IB_METHOD_DEVX_OBJ_CREATE: mlx5_cmd_do()'s -EREMOTEIO).
+	 */
+	if (devx_cmd)
+		return EREMOTEIO;
 	return n % 2 ? EIO : ENOMEM;
 }
 
@@ -618,7 +625,7 @@ int main(int argc, char **argv)
 			absorbed++;
 			printf("I %s %s point %ld absorbed (the verb succeeded)\n", verb,
 			       kind == SLAB ? "slab" : "fw", n);
-		} else if (v->obj == O_CTX && err != want_errno(n) &&
+		} else if (v->obj == O_CTX && err != want_errno(n, 0) &&
 			   (err == ENOENT || err == EOPNOTSUPP)) {
 			/*
 			 * libibverbs answers a failed open() by searching /dev
@@ -628,7 +635,7 @@ int main(int argc, char **argv)
 			 */
 			printf("I %s %s point %ld: errno %d after a library fallback\n", verb,
 			       kind == SLAB ? "slab" : "fw", n, err);
-		} else if (err != want_errno(n)) {
+		} else if (err != want_errno(n, v->obj == O_DOBJ && !v->destroy)) {
 			fail("%s: errno %d (%s), want the injected failure's", "", n, err);
 			failed++;
 		}
