@@ -86,6 +86,11 @@ pub(crate) struct SimFunction {
     /// the delay knob excluded): the simulator's own share of a control-path benchmark
     /// (debugfs `stats`, `exec_ns`).
     exec_ns: Atomic<u64>,
+    /// Nanoseconds commands waited for the fabric lock before executing (the worker's and
+    /// the faulting tasks' engine passes hold it), and the longest such wait (debugfs
+    /// `stats`, `cmd_wait_ns`, `cmd_wait_max_ns`).
+    cmd_wait_ns: Atomic<u64>,
+    cmd_wait_max_ns: Atomic<u64>,
 }
 
 /// The core's link layer for a simulated function's port type (the simulator's profile keeps
@@ -236,6 +241,8 @@ impl SimFunction {
                     iommu,
                     uar_pages <- new_mutex!(KVec::new()),
                     exec_ns: Atomic::new(0),
+                    cmd_wait_ns: Atomic::new(0),
+                    cmd_wait_max_ns: Atomic::new(0),
                 }),
                 GFP_KERNEL,
             )?;
@@ -254,6 +261,15 @@ impl SimFunction {
         match self.fabric.fabric().with_fw(self.index, f) {
             Ok(r) => r,
             // INVARIANT: the fabric was built with this function at `index` and never shrinks.
+            Err(_) => unreachable!(),
+        }
+    }
+
+    /// [`SimFunction::with_fw`] for a command: the engine pass under way gives way to it.
+    fn with_fw_cmd<R>(&self, f: impl FnOnce(&mut Fw) -> R) -> R {
+        match self.fabric.fabric().with_fw_cmd(self.index, f) {
+            Ok(r) => r,
+            // INVARIANT: as in `with_fw`.
             Err(_) => unreachable!(),
         }
     }
@@ -286,6 +302,14 @@ impl SimFunction {
     /// Nanoseconds spent executing commands so far (see the field).
     pub(crate) fn exec_ns(&self) -> u64 {
         self.exec_ns.load(Relaxed)
+    }
+
+    /// Nanoseconds commands waited for the fabric lock so far, and the longest wait.
+    pub(crate) fn cmd_wait_ns(&self) -> (u64, u64) {
+        (
+            self.cmd_wait_ns.load(Relaxed),
+            self.cmd_wait_max_ns.load(Relaxed),
+        )
     }
 
     /// A RoCE address table entry (`port` 1-based), as SET_ROCE_ADDRESS left it.
@@ -322,8 +346,15 @@ fn wakes_worker(op: u16) -> bool {
 
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
-        let (r, delay_us) = self.with_fw(|fw| {
+        let asked = Instant::<Monotonic>::now();
+        let (r, delay_us) = self.with_fw_cmd(|fw| {
             let t0 = Instant::<Monotonic>::now();
+            let waited = u64::try_from((t0 - asked).as_nanos()).unwrap_or(0);
+            self.cmd_wait_ns.add(waited, Relaxed);
+            if waited > self.cmd_wait_max_ns.load(Relaxed) {
+                // Under the fabric lock: no other writer.
+                self.cmd_wait_max_ns.store(waited, Relaxed);
+            }
             let delay_us = fw.faults_mut().delay_us;
             let r = fw.exec(inbox, outbox);
             // What the command left for the data path (the flush CQEs of a 2ERR, the RESIZE

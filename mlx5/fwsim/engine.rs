@@ -290,7 +290,17 @@ pub(crate) struct RunResult {
 /// One pass over every queue of every function on the fabric at time `now_ns`, executing at
 /// most `budget` WQEs (executed and flushed ones alike). Arm records are read first; events
 /// are queued in each [`Fw`] for [`Fw::next_event`].
-pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult {
+///
+/// The pass ends early (with `more` set, as when the budget runs out) once `yield_now`
+/// answers true before a WQE after the first: the device's command interface does not wait
+/// for its data path, so a pass run under the lock that commands take too gives way to a
+/// waiting one.
+pub(crate) fn run(
+    nodes: &mut [Node<'_>],
+    now_ns: u64,
+    budget: u32,
+    yield_now: &dyn Fn() -> bool,
+) -> RunResult {
     let mut r = RunResult::default();
     for n in nodes.iter_mut() {
         n.fw.complete_commands(n.mem);
@@ -309,7 +319,7 @@ pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult
             let start = nodes.get(ni).map_or(0, |n| n.fw.scan_start) % capacity::QP;
             let order = (start..capacity::QP).chain(0..start);
             for slot in hint.into_iter().chain(order) {
-                match serve_qp(nodes, ni, slot, now_ns, &mut left, &mut r) {
+                match serve_qp(nodes, ni, slot, now_ns, &mut left, &mut r, yield_now) {
                     None => break 'rounds,
                     Some(p) => progress |= p,
                 }
@@ -329,13 +339,14 @@ pub(crate) fn run(nodes: &mut [Node<'_>], now_ns: u64, budget: u32) -> RunResult
 /// records of its CQs that use that page, then the SQs of its QPs that do (their messages
 /// reach any function of the fabric, as in [`run`]). What a doorbell store to that page can
 /// have announced, at a fraction of a full pass's cost; a store on a page of someone else is
-/// left to the next full pass.
+/// left to the next full pass. It gives way to a waiting command as [`run`] does.
 pub(crate) fn run_uar(
     nodes: &mut [Node<'_>],
     ni: usize,
     uar: u32,
     now_ns: u64,
     budget: u32,
+    yield_now: &dyn Fn() -> bool,
 ) -> RunResult {
     let mut r = RunResult::default();
     if let Some(n) = nodes.get_mut(ni) {
@@ -352,7 +363,7 @@ pub(crate) fn run_uar(
             if !ours {
                 continue;
             }
-            match serve_qp(nodes, ni, slot, now_ns, &mut left, &mut r) {
+            match serve_qp(nodes, ni, slot, now_ns, &mut left, &mut r, yield_now) {
                 None => break 'rounds,
                 Some(p) => progress |= p,
             }
@@ -365,7 +376,8 @@ pub(crate) fn run_uar(
 }
 
 /// Steps the QP in `slot` of `nodes[ni]` up to [`QUOTA`] WQEs, counting them in `r` and
-/// against `left`; `Some(progress)`, or `None` when the budget ran out (`r.more` set).
+/// against `left`; `Some(progress)`, or `None` when the budget ran out or `yield_now` asked
+/// for the lock (`r.more` set).
 fn serve_qp(
     nodes: &mut [Node<'_>],
     ni: usize,
@@ -373,10 +385,12 @@ fn serve_qp(
     now_ns: u64,
     left: &mut u32,
     r: &mut RunResult,
+    yield_now: &dyn Fn() -> bool,
 ) -> Option<bool> {
     let mut progress = false;
     for _ in 0..QUOTA {
-        if *left == 0 {
+        // A pass that executed nothing yet does not give way: each pass makes progress.
+        if *left == 0 || (r.wqes != 0 && yield_now()) {
             r.more = true;
             return None;
         }

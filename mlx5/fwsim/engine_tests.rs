@@ -821,7 +821,7 @@ pub(super) fn run(hosts: &mut [&mut Host], now: u64) -> RunResult {
             mem: &h.mem,
         })
         .collect();
-    engine::run(&mut nodes, now, 10_000)
+    engine::run(&mut nodes, now, 10_000, &|| false)
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -2321,12 +2321,54 @@ fn a_small_budget_serves_every_qp_in_turn() {
     assert_eq!(done.len(), 20);
 }
 
+#[test]
+fn a_pass_gives_way_to_a_waiting_command_after_one_wqe() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cq = h.cq(8, false);
+    let lid = h.lid();
+    let mut q = h.qp(QPC_ST_RC, &cq, &cq, (6, 2, 2));
+    h.connect(&mut q, &Path::to(0x999, lid));
+    for _ in 0..10 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    // A command waits from the start: each pass executes one WQE, then gives way (`more`).
+    let asked = core::cell::Cell::new(0u32);
+    let waiting = || {
+        asked.set(asked.get() + 1);
+        true
+    };
+    for n in 1..=10u32 {
+        let r = {
+            let mut nodes = [Node {
+                fw: &mut h.fw,
+                mem: &h.mem,
+            }];
+            engine::run(&mut nodes, 0, 256, &waiting)
+        };
+        assert_eq!(r.wqes, 1, "pass {n}: one WQE, then the command's turn");
+        assert!(r.more, "pass {n}: the worker must come back");
+    }
+    assert!(asked.get() >= 10);
+    assert_eq!(
+        h.poll_all(&mut cq).len(),
+        10,
+        "every WQE completed, one per pass"
+    );
+    // Nothing waits: one pass executes everything posted and asks for no other.
+    for _ in 0..10 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    let r = run_budget(&mut h, 256);
+    assert_eq!((r.wqes, r.more), (10, false));
+    assert_eq!(h.poll_all(&mut cq).len(), 10);
+}
+
 fn run_budget(h: &mut Host, budget: u32) -> RunResult {
     let mut nodes = [Node {
         fw: &mut h.fw,
         mem: &h.mem,
     }];
-    engine::run(&mut nodes, 0, budget)
+    engine::run(&mut nodes, 0, budget, &|| false)
 }
 
 #[test]
@@ -2656,7 +2698,7 @@ fn fuzz_queues_doorbells_and_commands() {
                     mem: &h2.mem,
                 },
             ];
-            let r = engine::run(&mut nodes, now, budget);
+            let r = engine::run(&mut nodes, now, budget, &|| false);
             assert!(r.wqes <= budget, "round {round}: {r:?}");
             total.0 += u64::from(r.wqes);
             total.1 += u64::from(r.more);
@@ -3260,7 +3302,7 @@ fn run_uar_serves_only_the_queues_of_that_page() {
             fw: &mut h.fw,
             mem: &h.mem,
         }];
-        engine::run_uar(&mut nodes, 0, uar, 0, 16)
+        engine::run_uar(&mut nodes, 0, uar, 0, 16, &|| false)
     };
     // Another page's store announces nothing of these QPs; nor does another function's.
     assert_eq!(pass(&mut p.h, uar + 1).wqes, 0);

@@ -9,8 +9,10 @@
 //! * `caps` — the profile's capability logarithms (`log_max_qp`, ...), port LID and MTU, and
 //!   per port RoCE address 0 as SET_ROCE_ADDRESS last programmed it (`-` when empty);
 //! * `stats` — commands executed, failed, and taken by fault injection, the nanoseconds
-//!   spent executing them (`exec_ns`, the simulator's share of a benchmark), and `uar_traps`,
-//!   the user doorbell stores that reached the device as UAR write traps;
+//!   spent executing them (`exec_ns`, the simulator's share of a benchmark), those they
+//!   waited for the fabric lock first (`cmd_wait_ns`, the longest wait `cmd_wait_max_ns`:
+//!   the engine passes hold it), `uar_traps`, the user doorbell stores that reached the
+//!   device as UAR write traps, and how the fabric's engine passes ran (`fabric_*`);
 //! * `iommu` — the simulated IOMMU's live mappings and the device accesses it refused
 //!   (`mappings N`, `faults N`; mappings are 0 when the driver has released everything);
 //! * `fail_nth` — write `<n> [<status>|timeout] [<syndrome>]`: fail the n-th command from now,
@@ -143,6 +145,9 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "failed {}", s.failed)?;
     writeln!(out, "injected {}", s.injected)?;
     writeln!(out, "exec_ns {}", f.exec_ns())?;
+    let (wait, wait_max) = f.cmd_wait_ns();
+    writeln!(out, "cmd_wait_ns {}", wait)?;
+    writeln!(out, "cmd_wait_max_ns {}", wait_max)?;
     writeln!(out, "uar_traps {}", f.uar_traps())?;
     let v = f.served();
     for (name, a) in [
@@ -155,6 +160,8 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         ("fabric_land_waits", &v.land_waits),
         ("fabric_land_timeouts", &v.land_timeouts),
         ("fabric_worker_moves", &v.worker_moves),
+        ("fabric_land_spin_ns", &v.land_spin_ns),
+        ("fabric_rearm_ns", &v.rearm_ns),
         ("fabric_wqes_inline", &v.wqes_inline),
         ("fabric_wqes_trap", &v.wqes_trap),
         ("fabric_wqes_kick", &v.wqes_kick),

@@ -75,18 +75,23 @@ fn with_nodes(
     }
 }
 
-/// One engine pass over every function of a fabric.
+/// One engine pass over every function of a fabric; it ends early once `yield_now` says a
+/// command waits for the fabric (`engine::run`).
 pub(super) fn run(
     fws: &mut KVec<KVBox<Fw>>,
     iommus: &[Arc<Iommu>],
     now_ns: u64,
     budget: u32,
+    yield_now: &dyn Fn() -> bool,
 ) -> RunOutcome {
-    with_nodes(fws, iommus, now_ns, |n| engine::run(n, now_ns, budget))
+    with_nodes(fws, iommus, now_ns, |n| {
+        engine::run(n, now_ns, budget, yield_now)
+    })
 }
 
 /// A pass over the queues of function `func` that ring UAR page `uar` only
-/// (`engine::run_uar`): what a trapped store to that page can have announced.
+/// (`engine::run_uar`): what a trapped store to that page can have announced; giving way to
+/// a waiting command as [`run`] does.
 pub(super) fn run_uar(
     fws: &mut KVec<KVBox<Fw>>,
     iommus: &[Arc<Iommu>],
@@ -94,9 +99,10 @@ pub(super) fn run_uar(
     uar: u32,
     now_ns: u64,
     budget: u32,
+    yield_now: &dyn Fn() -> bool,
 ) -> RunOutcome {
     with_nodes(fws, iommus, now_ns, |n| {
-        engine::run_uar(n, func, uar, now_ns, budget)
+        engine::run_uar(n, func, uar, now_ns, budget, yield_now)
     })
 }
 

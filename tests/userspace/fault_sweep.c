@@ -4,11 +4,14 @@
  *
  *   fault_sweep -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP]
  *
- * VERB is one of ctx uctx pd mr cq qp modify ah (the create paths; "ctx" is
- * ibv_open_device, "uctx" its kernel part alone (see open_uctx()), "modify"
- * moves a fresh RC QP RST->INIT->RTR->RTS) or d_ctx d_uctx d_pd d_mr d_cq
- * d_qp d_ah (the destroy paths: the object is created unarmed, its destroy
- * is armed).
+ * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj
+ * (the create paths; "ctx" is ibv_open_device, "uctx" its kernel part alone
+ * (see open_uctx()), "modify" moves a fresh RC QP RST->INIT->RTR->RTS, "xrcd"
+ * ibv_open_xrcd, "xsrq" an XRC SRQ on that XRC domain, "mw" a type 2 memory
+ * window, "umem" mlx5dv_devx_umem_reg of 64 KiB, "dobj" a DEVX object (ALLOC_PD
+ * through mlx5dv_devx_obj_create) on a context opened with DEVX) or d_ctx
+ * d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj (the
+ * destroy paths: the object is created unarmed, its destroy is armed).
  *
  * -k slab: the kernel's allocation fault injection through the task's own
  *   counter, /proc/thread-self/fail-nth (failslab and fail_page_alloc, set up
@@ -22,7 +25,8 @@
  *
  * Points N = 1, 1+STEP, 1+2*STEP, ... are failed until one is not reached (or
  * MAX points were hit). For each: a create verb must fail with the point's
- * errno (slab: ENOMEM; fw: the status's) or, for an allocation, succeed
+ * errno (slab: ENOMEM; fw: the status's; a DEVX object create: EREMOTEIO,
+ * upstream's errno for a command the firmware refused) or, for an allocation, succeed
  * because something absorbed the failure (a fallback: kmemleak's own object
  * cache falls back to its pool, libibverbs/libmlx5 tolerate some failed
  * calls of ibv_open_device); a create whose firmware command failed must
@@ -34,9 +38,13 @@
  * before it. Prints one line per failed check, `R ok/fail` per point class,
  * and one summary line:
  *   S <verb> <kind> points <hit> failed <n> absorbed <n> reached <last N>
+ *
+ * LDLIBS: -lmlx5
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/mlx5-abi.h>
@@ -59,6 +67,7 @@ struct env {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd;
 	struct ibv_device *dev;
 	struct ibv_port_attr port;
 	union ibv_gid gid;
@@ -122,10 +131,16 @@ static int disarm(void)
 	return r > 0 && b[0] == '0' && (b[1] == '\n' || b[1] == 0);
 }
 
-static int want_errno(long n)
+static int want_errno(long n, int devx_cmd)
 {
 	if (kind == SLAB)
 		return ENOMEM;
+	/*
+	 * A DEVX command the firmware refused is EREMOTEIO, its outbox copied to the
+	 * user (upstream MLX5_IB_METHOD_DEVX_OBJ_CREATE: mlx5_cmd_do()'s -EREMOTEIO).
+	 */
+	if (devx_cmd)
+		return EREMOTEIO;
 	return n % 2 ? EIO : ENOMEM;
 }
 
@@ -343,8 +358,46 @@ static struct uctx *open_uctx(struct env *e)
 	return &u;
 }
 
+static struct ibv_srq *make_srq(struct env *e, int xrc)
+{
+	struct ibv_srq_init_attr_ex a = {
+		.attr = { .max_wr = 16, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
+		.srq_type = IBV_SRQT_BASIC,
+		.pd = e->pd,
+	};
+
+	if (xrc) {
+		a.srq_type = IBV_SRQT_XRC;
+		a.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+		a.xrcd = e->xrcd;
+		a.cq = e->cq;
+	}
+	return ibv_create_srq_ex(e->ctx, &a);
+}
+
+static struct ibv_xrcd *make_xrcd(struct env *e)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+
+	return ibv_open_xrcd(e->ctx, &a);
+}
+
+/* A DEVX object: ALLOC_PD (opcode 0x800 in the first big-endian dword). */
+static struct mlx5dv_devx_obj *make_dobj(struct env *e)
+{
+	uint32_t in[4] = { htobe32(0x800u << 16) }, out[4];
+
+	return mlx5dv_devx_obj_create(e->ctx, in, sizeof(in), out, sizeof(out));
+}
+
 /* The object a verb creates or destroys, kind-tagged for destroy(). */
-enum obj { O_CTX, O_UCTX, O_PD, O_MR, O_CQ, O_QP, O_AH, O_MODIFY };
+enum obj { O_CTX, O_UCTX, O_PD, O_MR, O_CQ, O_QP, O_AH, O_MODIFY, O_SRQ, O_XRCD, O_XSRQ, O_MW,
+	   O_UMEM, O_DOBJ };
 
 struct verbdef {
 	const char *name;
@@ -357,6 +410,9 @@ static const struct verbdef verbs[] = {
 	{ "qp", O_QP, 0 },    { "modify", O_MODIFY, 0 }, { "ah", O_AH, 0 },
 	{ "d_ctx", O_CTX, 1 }, { "d_pd", O_PD, 1 },  { "d_mr", O_MR, 1 },   { "d_cq", O_CQ, 1 },
 	{ "d_qp", O_QP, 1 },  { "d_ah", O_AH, 1 },
+	{ "srq", O_SRQ, 0 },   { "d_srq", O_SRQ, 1 },   { "xrcd", O_XRCD, 0 }, { "d_xrcd", O_XRCD, 1 },
+	{ "xsrq", O_XSRQ, 0 }, { "d_xsrq", O_XSRQ, 1 }, { "mw", O_MW, 0 },     { "d_mw", O_MW, 1 },
+	{ "umem", O_UMEM, 0 }, { "d_umem", O_UMEM, 1 }, { "dobj", O_DOBJ, 0 }, { "d_dobj", O_DOBJ, 1 },
 };
 
 /* Creates the object; NULL with errno on failure. */
@@ -379,6 +435,18 @@ static void *create(struct env *e, enum obj o)
 		return make_qp(e);
 	case O_AH:
 		return make_ah(e);
+	case O_SRQ:
+		return make_srq(e, 0);
+	case O_XRCD:
+		return make_xrcd(e);
+	case O_XSRQ:
+		return make_srq(e, 1);
+	case O_MW:
+		return ibv_alloc_mw(e->pd, IBV_MW_TYPE_2);
+	case O_UMEM:
+		return mlx5dv_devx_umem_reg(e->ctx, e->buf, e->len, IBV_ACCESS_LOCAL_WRITE);
+	case O_DOBJ:
+		return make_dobj(e);
 	}
 	return NULL;
 }
@@ -402,6 +470,17 @@ static int destroy(enum obj o, void *p)
 		return ibv_destroy_qp(p);
 	case O_AH:
 		return ibv_destroy_ah(p);
+	case O_SRQ:
+	case O_XSRQ:
+		return ibv_destroy_srq(p);
+	case O_XRCD:
+		return ibv_close_xrcd(p);
+	case O_MW:
+		return ibv_dealloc_mw(p);
+	case O_UMEM:
+		return mlx5dv_devx_umem_dereg(p);
+	case O_DOBJ:
+		return mlx5dv_devx_obj_destroy(p);
 	}
 	return EINVAL;
 }
@@ -465,9 +544,19 @@ int main(int argc, char **argv)
 	if (e.buf == MAP_FAILED)
 		return 1;
 	memset(e.buf, 0x5a, e.len);
-	e.ctx = ibv_open_device(e.dev);
+	if (v->obj == O_UMEM || v->obj == O_DOBJ) {
+		struct mlx5dv_context_attr da = { .flags = MLX5DV_CONTEXT_FLAGS_DEVX };
+
+		e.ctx = mlx5dv_open_device(e.dev, &da);
+	} else {
+		e.ctx = ibv_open_device(e.dev);
+	}
 	e.pd = e.ctx ? ibv_alloc_pd(e.ctx) : NULL;
 	e.cq = e.pd ? ibv_create_cq(e.ctx, 16, NULL, NULL, 0) : NULL;
+	if (e.cq && v->obj == O_XSRQ && !(e.xrcd = make_xrcd(&e))) {
+		printf("R fail %s: setup on %s: ibv_open_xrcd: %s\n", verb, devname, strerror(errno));
+		return 1;
+	}
 	if (!e.cq || ibv_query_port(e.ctx, 1, &e.port) || ibv_query_gid(e.ctx, 1, 0, &e.gid)) {
 		printf("R fail %s: setup on %s: %s\n", verb, devname, strerror(errno));
 		return 1;
@@ -536,7 +625,7 @@ int main(int argc, char **argv)
 			absorbed++;
 			printf("I %s %s point %ld absorbed (the verb succeeded)\n", verb,
 			       kind == SLAB ? "slab" : "fw", n);
-		} else if (v->obj == O_CTX && err != want_errno(n) &&
+		} else if (v->obj == O_CTX && err != want_errno(n, 0) &&
 			   (err == ENOENT || err == EOPNOTSUPP)) {
 			/*
 			 * libibverbs answers a failed open() by searching /dev
@@ -546,7 +635,7 @@ int main(int argc, char **argv)
 			 */
 			printf("I %s %s point %ld: errno %d after a library fallback\n", verb,
 			       kind == SLAB ? "slab" : "fw", n, err);
-		} else if (err != want_errno(n)) {
+		} else if (err != want_errno(n, v->obj == O_DOBJ && !v->destroy)) {
 			fail("%s: errno %d (%s), want the injected failure's", "", n, err);
 			failed++;
 		}
@@ -577,6 +666,8 @@ int main(int argc, char **argv)
 	else
 		printf("R ok %s %s sweep: %ld points, every one unwound\n", verb,
 		       kind == SLAB ? "slab" : "fw", hit);
+	if (e.xrcd)
+		ibv_close_xrcd(e.xrcd);
 	ibv_destroy_cq(e.cq);
 	ibv_dealloc_pd(e.pd);
 	ibv_close_device(e.ctx);

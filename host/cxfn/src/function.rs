@@ -441,7 +441,9 @@ impl CxFunction {
                 fw: &mut self.fw,
                 mem: &dma,
             }];
-            engine::run(&mut nodes, now_ns, ENGINE_BUDGET)
+            // One thread runs the function's commands and its data path in turn: no command
+            // can be waiting during a pass.
+            engine::run(&mut nodes, now_ns, ENGINE_BUDGET, &|| false)
         };
         self.stats.wqes += u64::from(r.wqes);
         self.deliver_events(mem);
