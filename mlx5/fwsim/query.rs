@@ -116,7 +116,7 @@ impl Fw {
     ) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Member<cmd_hca_cap::Bits>, u32); 42] = [
+        let values: [(Member<cmd_hca_cap::Bits>, u32); 43] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // RTS2RTS may move a QP to another Q counter set (`qp.rs`).
             (cmd_hca_cap::rts2rts_qp_counters_set_id, 1),

@@ -538,6 +538,8 @@ impl<D: Driver> UFile<D> {
                 out,
                 new_obj: None,
                 can_new: false,
+                new_fd: None,
+                can_new_fd: false,
             };
             Dm::alloc_user(&ctx, &attr, &mut call)?
         };
