@@ -42,13 +42,17 @@ exec 8>&-
 
 # no_timer_check: under TCG on a loaded host the boot-time check that the IO-APIC timer
 # ticks can miss its window and panic ("IO-APIC + timer doesn't work!"); the timer works.
+# tsc=reliable: under TCG the guest's TSC follows the host clock, but on a loaded host the
+# clocksource watchdog sees the HPET's emulation lag, marks the TSC unstable and switches to
+# the HPET; then perftest's CPU clock calibration (rdtsc against gettimeofday) can fail and a
+# latency test's server prints `inf` (seen in session 9's make check, two VMs side by side).
 # RDMARS_QEMU: another QEMU binary (tools/qemu-vfio-user.sh's wrapper for `make pcifn`);
 # RDMARS_QEMU_ARGS: extra arguments (word-split), e.g. shared memory and a vfio-user device.
 # shellcheck disable=SC2206
 qemu=(${RDMARS_QEMU:-qemu-system-x86_64} -accel tcg -m "${RDMARS_VM_MEM:-3G}" -smp 2 -nographic -no-reboot -nic none
 	${RDMARS_QEMU_ARGS:-}
 	-kernel "$kb/arch/x86/boot/bzImage" -initrd "$initrd"
-	-append "console=ttyS0 no_timer_check panic=-1 oops=panic loglevel=7 kasan.fault=report rdmars.mode=$mode ${RDMARS_VM_ARGS:-}")
+	-append "console=ttyS0 no_timer_check tsc=reliable panic=-1 oops=panic loglevel=7 kasan.fault=report rdmars.mode=$mode ${RDMARS_VM_ARGS:-}")
 if [ "$mode" = shell ]; then
 	exec "${qemu[@]}"
 fi
