@@ -317,10 +317,10 @@ fn sge(b: &DmaBuf, off: usize, len: u32, mr: &Mr<Mlx5Ib>) -> Sge {
     }
 }
 
-/// SEND, SEND_IMM, WRITE (unsignaled + signaled), WRITE_IMM, READ and (with `atomics`) the
-/// atomics from `a` to `b`, every byte checked. `ha`/`hb` are the functions' hardware (memory
+/// SEND, SEND_IMM, WRITE (unsignaled + signaled), WRITE_IMM, READ and the atomics from `a`
+/// to `b`, every byte checked. `ha`/`hb` are the functions' hardware (memory
 /// is mapped for the device that accesses it).
-fn exchange(a: &Side, ha: &dyn Mlx5Hw, b: &Side, hb: &dyn Mlx5Hw, atomics: bool) -> Result {
+fn exchange(a: &Side, ha: &dyn Mlx5Hw, b: &Side, hb: &dyn Mlx5Hw) -> Result {
     let src = ha.alloc_coherent(4 * 4096)?;
     let dst = hb.alloc_coherent(4 * 4096)?;
     fill(&src, 7)?;
@@ -448,9 +448,6 @@ fn exchange(a: &Side, ha: &dyn Mlx5Hw, b: &Side, hb: &dyn Mlx5Hw, atomics: bool)
         (0xa4, WcStatus::Success, WcOpcode::RdmaRead, 4096)
     );
     ensure!(same(&dst, 0, &src, 12288, 4096)?);
-    if !atomics {
-        return Ok(());
-    }
 
     // Fetch-and-add, then compare-and-swap on a remote 8-byte word.
     dst.write(12288, &40u64.to_ne_bytes())?;
@@ -525,7 +522,7 @@ mod tests {
                 let b = Side::new(ib)?;
                 a.connect(&b)?;
                 b.connect(&a)?;
-                exchange(&a, &*f, &b, &*f, true)?;
+                exchange(&a, &*f, &b, &*f)?;
                 // The UAR entry points the UAR trap uses: a kick and stores at unknown
                 // offsets are wake-ups only.
                 f.kick();
@@ -584,7 +581,7 @@ mod tests {
             }
             a.connect(&b)?;
             b.connect(&a)?;
-            exchange(&a, &*fa, &b, &*fb, true)?;
+            exchange(&a, &*fa, &b, &*fb)?;
         }
         ensure!(is_clean(&fa));
         ensure!(is_clean(&fb));
@@ -920,7 +917,7 @@ mod fn_tests {
                 let b = Side::on_vector(ib, 16, 63, last)?;
                 a.connect(&b)?;
                 b.connect(&a)?;
-                exchange(&a, &*hw, &b, &*hw, true)?;
+                exchange(&a, &*hw, &b, &*hw)?;
             }
             ensure_eq!(ib.data().events.len(), base);
             pr_info!(

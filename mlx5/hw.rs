@@ -330,11 +330,22 @@ pub(crate) enum Doorbell {
 }
 
 impl Doorbell {
-    /// The doorbell's offset in the UAR page (upstream `MLX5_CQ_DOORBELL`, `MLX5_BF_OFFSET`).
+    /// The doorbell's offset in the UAR page (upstream `MLX5_CQ_DOORBELL`, `MLX5_BF_OFFSET`):
+    /// where a kernel queue rings it.
     pub(crate) const fn offset(self) -> u32 {
         match self {
             Doorbell::CqArm => 0x20,
             Doorbell::Sq => 0x800,
+        }
+    }
+
+    /// The doorbell a store at `offset` of a UAR page rings: 0x20 the CQ arm, 0x800/0x900 the
+    /// send doorbell (blue-flame registers 0 and 1); `None` elsewhere.
+    pub(crate) const fn at(offset: u32) -> Option<Self> {
+        match offset {
+            0x20 => Some(Doorbell::CqArm),
+            0x800 | 0x900 => Some(Doorbell::Sq),
+            _ => None,
         }
     }
 }

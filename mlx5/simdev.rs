@@ -479,15 +479,10 @@ impl Mlx5Hw for SimFunction {
         self.fabric.fabric().set_events(self.index, handler);
     }
 
-    // The UAR page trap: 0x20 is the CQ arm doorbell (`MLX5_CQ_DOORBELL`), 0x800/0x900 the
-    // send doorbell (blue-flame registers 0 and 1); a store elsewhere only kicks.
+    // The UAR page trap: a store at a doorbell ([`Doorbell::at`]) rings it; a store elsewhere
+    // only kicks.
     fn uar_doorbell(&self, uar_index: u32, offset: u32, value: u64) {
-        let db = match offset {
-            0x20 => Some(Doorbell::CqArm),
-            0x800 | 0x900 => Some(Doorbell::Sq),
-            _ => None,
-        };
-        match db {
+        match Doorbell::at(offset) {
             Some(db) => self.fabric.fabric().ring(self.index, uar_index, db, value),
             None => self.kick(),
         }

@@ -120,11 +120,6 @@ impl TrapHandler for UarBell {
 /// is the safety net for stores whose trap was dropped (a full queue) and for retries.
 const IDLE_RESCAN_MAX: kernel::time::Jiffies = 16;
 
-/// Offset of the CQ arm doorbell in a UAR page (`MLX5_CQ_DOORBELL`).
-const UAR_CQ_DOORBELL: usize = 0x20;
-/// Offset of blue-flame register 0 (the send doorbell of `bf_reg_size` 0 contexts).
-const UAR_BF0: usize = 0x800;
-
 /// WQEs per engine pass; a pass that runs out is followed by another at once.
 const BUDGET: u32 = 256;
 
@@ -466,7 +461,8 @@ impl Fabric {
             self.served
                 .rearm_ns
                 .fetch_add(self.now_ns().saturating_sub(r0), Relaxed);
-            for (off, db) in [(UAR_CQ_DOORBELL, Doorbell::CqArm), (UAR_BF0, Doorbell::Sq)] {
+            for db in [Doorbell::CqArm, Doorbell::Sq] {
+                let off = db.offset() as usize;
                 let mut v = [0u8; 8];
                 if t.page.page().read(off, &mut v).is_err() {
                     continue;
