@@ -538,7 +538,7 @@ impl CxFunction {
                 // A page list that is not one run is kept here (`iova.rs`).
                 let pending = self.iova.rewrite(&mut inb);
                 let result = self.fw.exec(&inb, &mut out);
-                self.settle_iova(&inb, &out, pending, &result);
+                let resized = self.settle_iova(&inb, &out, pending, &result);
                 match result {
                     Ok(c) => {
                         // What the command leaves for the data path before it is reported
@@ -548,6 +548,10 @@ impl CxFunction {
                             map: &self.iova,
                         };
                         self.fw.complete_commands(&Dma(&rm));
+                        // The resized CQ writes to its new buffer from now on.
+                        if let Some(cqn) = resized {
+                            self.iova.resized(cqn);
+                        }
                         if self.log.len() < LOG_MAX {
                             self.log.push(CommandRecord {
                                 opcode: u16::from_be_bytes([inb[0], inb[1]]),
@@ -575,31 +579,38 @@ impl CxFunction {
         Some(had_eq && self.cmd_eq_exists())
     }
 
-    /// Binds or releases the device ranges of an executed command (`iova.rs`).
+    /// Binds or releases the device ranges of an executed command (`iova.rs`). Returns the
+    /// CQ of a resize the model accepted: its old range goes once the model switched buffers.
     fn settle_iova(
         &mut self,
         inb: &[u8],
         out: &[u8],
         pending: Option<crate::iova::Pending>,
         result: &Result<crate::fwsim::Completion, ExecError>,
-    ) {
+    ) -> Option<u32> {
         let ok = matches!(result, Ok(c) if c.status.0 == 0);
         let number = |b: &[u8]| {
             b.get(8..12)
                 .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]) & 0x00ff_ffff)
         };
         if let Some(p) = pending {
-            self.iova.settle(p, if ok { number(out) } else { None });
+            self.iova.settle(p, ok, number(out));
         }
-        if ok {
-            let opcode = u16::from_be_bytes([inb[0], inb[1]]);
-            if let Some(n) = number(inb) {
-                self.iova.destroyed(opcode, n);
-            }
-            if opcode == crate::prm::opcode::TEARDOWN_HCA {
-                self.iova.clear();
-            }
+        if !ok {
+            return None;
         }
+        let opcode = u16::from_be_bytes([inb[0], inb[1]]);
+        if let Some(n) = number(inb) {
+            self.iova.destroyed(opcode, n);
+        }
+        if opcode == crate::prm::opcode::TEARDOWN_HCA {
+            self.iova.clear();
+        }
+        let op_mod = inb.get(6..8).map(|b| u32::from(u16::from_be_bytes([b[0], b[1]])));
+        (opcode == crate::prm::opcode::MODIFY_CQ
+            && op_mod == Some(crate::prm::consts::CQ_OPMOD_RESIZE))
+        .then(|| number(inb))
+        .flatten()
     }
 
     /// Device ranges in use (`iova.rs`; tests).

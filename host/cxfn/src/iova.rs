@@ -2,21 +2,25 @@
 
 //! Translations kept on the host side of the model: the function's own I/O address space.
 //!
-//! The firmware model stores at most 8 bus-contiguous runs per CQ, QP or mkey (it cannot
+//! The firmware model stores at most 8 bus-contiguous runs per CQ, QP, RMP or mkey (it cannot
 //! allocate: the same code runs in the kernel simulator, `mlx5/fwsim/xlat.rs`). In the test VM
 //! there is no IOMMU, so a buffer of pinned user pages is as many runs as it has pages. The
 //! function therefore keeps the page lists itself, as a ConnectX keeps `pas[]` and MTTs in ICM:
-//! when CREATE_CQ, CREATE_QP or CREATE_MKEY (MTT) names pages that are not one run, their
-//! guest-physical addresses are stored here, a contiguous range of device addresses in a
-//! window no guest-physical address reaches is allocated for them, and the command reaches the
-//! model with that range in place of the page list: one run. Every access the model makes
-//! through [`Remapped`] is translated back page by page. The range is released when the
-//! object is destroyed (or its create failed).
+//! when CREATE_CQ, CREATE_QP, CREATE_RMP, CREATE_MKEY (MTT) or a MODIFY_CQ resize names pages
+//! that are not one run, their guest-physical addresses are stored here, a contiguous range of
+//! device addresses in a window no guest-physical address reaches is allocated for them, and
+//! the command reaches the model with that range in place of the page list: one run. Every
+//! access the model makes through [`Remapped`] is translated back page by page. The range is
+//! released when the object is destroyed (or its create failed). A resize's new range is
+//! released if the model refuses the resize; once the model has switched the CQ to its new
+//! buffer (after the RESIZE CQE went into the old one), the CQ's old range goes
+//! ([`DeviceMap::resized`]).
 
 use crate::mem::{GuestMemory, MemError};
-use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in, mbox_in};
-use crate::prm::consts::MKC_ACCESS_MODE_MTT;
-use crate::prm::ctx::{cqc, mkc, qpc};
+use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in, create_rmp_in};
+use crate::prm::cmd::{mbox_in, modify_cq_in};
+use crate::prm::consts::{CQ_OPMOD_RESIZE, MKC_ACCESS_MODE_MTT};
+use crate::prm::ctx::{cqc, mkc, qpc, rmpc, wq};
 use crate::prm::layout::{Buf, Member, PrmLayout};
 use crate::prm::opcode as op;
 
@@ -30,6 +34,7 @@ const RANGE_ALIGN: u64 = 1 << 30;
 enum Kind {
     Cq,
     Qp,
+    Rmp,
     Mkey,
 }
 
@@ -47,12 +52,16 @@ struct Range {
 pub struct DeviceMap {
     ranges: Vec<Range>,
     next: u64,
+    /// The CQ and new range of a resize the model accepted, until [`DeviceMap::resized`].
+    staged: Option<(u32, u64)>,
 }
 
-/// A create command rewritten: release or bind its range after the model answered.
+/// A create or resize command rewritten: release or bind its range after the model answered.
 pub(crate) struct Pending {
     base: u64,
     kind: Kind,
+    /// A resize: the CQ (the command's output names no object).
+    resize_of: Option<u32>,
 }
 
 impl DeviceMap {
@@ -81,10 +90,25 @@ impl DeviceMap {
     pub(crate) fn rewrite(&mut self, inbox: &mut [u8]) -> Option<Pending> {
         let opcode =
             u16::try_from(Buf::<mbox_in::Bits>::new(inbox).ok()?.get(mbox_in::opcode)).ok()?;
+        let mut resize_of = None;
         let (kind, first, page, mask) = match opcode {
             op::CREATE_CQ => {
                 let s = create_cq_in::cq_context.inner(cqc::log_page_size);
                 (Kind::Cq, create_cq_in::SIZE_BYTES, page_of(inbox, s)?, 0)
+            }
+            op::MODIFY_CQ => {
+                let b = Buf::<modify_cq_in::Bits>::new(inbox).ok()?;
+                // Only a resize carries a page list (moderation: op_mod 0).
+                if b.get(modify_cq_in::op_mod) != CQ_OPMOD_RESIZE {
+                    return None;
+                }
+                resize_of = Some(b.get(modify_cq_in::cqn));
+                let s = modify_cq_in::cq_context.inner(cqc::log_page_size);
+                (Kind::Cq, modify_cq_in::SIZE_BYTES, page_of(inbox, s)?, 0)
+            }
+            op::CREATE_RMP => {
+                let s = create_rmp_in::ctx.inner(rmpc::wq.inner(wq::log_wq_pg_sz));
+                (Kind::Rmp, create_rmp_in::SIZE_BYTES, page_of(inbox, s)?, 0)
             }
             op::CREATE_QP => {
                 let s = create_qp_in::qpc.inner(qpc::log_page_size);
@@ -129,21 +153,42 @@ impl DeviceMap {
             let a = (base + i as u64 * page) | f;
             inbox[first + i * 8..first + i * 8 + 8].copy_from_slice(&a.to_be_bytes());
         }
-        Some(Pending { base, kind })
+        Some(Pending {
+            base,
+            kind,
+            resize_of,
+        })
     }
 
-    /// After the model answered a rewritten create: binds the range to the object (`number`,
-    /// on success) or releases it.
-    pub(crate) fn settle(&mut self, p: Pending, number: Option<u32>) {
+    /// After the model answered a rewritten command: binds the range to the object (on
+    /// success: `number` from the create's output, the resized CQ) or releases it. A resize's
+    /// range is staged until [`DeviceMap::resized`].
+    pub(crate) fn settle(&mut self, p: Pending, ok: bool, number: Option<u32>) {
         let Some(i) = self.ranges.iter().position(|r| r.base == p.base) else {
             return;
         };
-        match number {
-            Some(n) => self.ranges[i].owner = Some((p.kind, n)),
-            None => {
+        match (ok, p.resize_of.or(number)) {
+            (true, Some(n)) => {
+                self.ranges[i].owner = Some((p.kind, n));
+                if p.resize_of.is_some() {
+                    self.staged = Some((n, p.base));
+                }
+            }
+            _ => {
                 self.ranges.swap_remove(i);
             }
         }
+    }
+
+    /// A resize of CQ `cqn` the model accepted has switched the CQ to its new buffer: every
+    /// range of the CQ but the new one (if the new buffer needed one) goes.
+    pub(crate) fn resized(&mut self, cqn: u32) {
+        let keep = match self.staged.take() {
+            Some((n, base)) if n == cqn => Some(base),
+            _ => None,
+        };
+        self.ranges
+            .retain(|r| r.owner != Some((Kind::Cq, cqn)) || Some(r.base) == keep);
     }
 
     /// A destroy command the model accepted: the object's range goes.
@@ -151,6 +196,7 @@ impl DeviceMap {
         let kind = match opcode {
             op::DESTROY_CQ => Kind::Cq,
             op::DESTROY_QP => Kind::Qp,
+            op::DESTROY_RMP => Kind::Rmp,
             op::DESTROY_MKEY => Kind::Mkey,
             _ => return,
         };
@@ -160,6 +206,7 @@ impl DeviceMap {
     /// Every range goes (the firmware lost its objects: teardown).
     pub(crate) fn clear(&mut self) {
         self.ranges.clear();
+        self.staged = None;
     }
 
     /// The guest-physical address of device address `a` and how many bytes follow in the

@@ -461,3 +461,131 @@ fn scattered_page_lists_beyond_eight_runs_work() {
     teardown_objs(&mut d, &o);
     teardown(&mut d, &eqs);
 }
+
+/// `pages` scattered pages (every other guest page), each CQE slot marked invalid.
+fn scattered_cq_pages(d: &mut Driver, pages: usize) -> Vec<u64> {
+    let v: Vec<u64> = (0..pages).map(|_| d.alloc(8192, 4096)).collect();
+    for p in &v {
+        for i in 0..64 {
+            d.mem.write(p + i * 64 + 63, &[0xf1]).unwrap();
+        }
+    }
+    v
+}
+
+/// MODIFY_CQ (op_mod 1, resize) of CQ `cqn` to `2^log` CQEs on `pages` (one page each).
+fn resize_cq(d: &mut Driver, cqn: u32, log: u32, pages: &[u64]) -> u8 {
+    let mut inb = hdr(0x110 + pages.len() * 8, 0x403, 1);
+    set(&mut inb, 0x48, 24, cqn);
+    set(&mut inb, 0x60, 32, 1); // MLX5_MODIFY_CQ_MASK_LOG_SIZE
+    set(&mut inb, 0x80 + 0x63, 5, log);
+    for (i, p) in pages.iter().enumerate() {
+        inb[0x110 + i * 8..0x118 + i * 8].copy_from_slice(&p.to_be_bytes());
+    }
+    d.exec_status(&inb, 16).0
+}
+
+/// The CQE opcode (`op_own >> 4`) at slot `idx` of a CQ buffer page.
+fn cqe_opcode(d: &Driver, page: u64, idx: u64) -> u8 {
+    let mut b = [0u8; 1];
+    d.mem.read(page + idx * 64 + 63, &mut b).unwrap();
+    b[0] >> 4
+}
+
+/// A resize (MODIFY_CQ) onto a buffer of more than 8 runs works on the function as a create
+/// does (`iova.rs`): the RESIZE CQE goes into the old buffer, the next completion into the
+/// new scattered one, the old range goes once the CQ switched, a refused resize keeps no range,
+/// a resize onto one run releases the CQ's range, and the CQ's destroy releases what is left.
+#[test]
+fn a_resize_onto_a_scattered_buffer_works() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let o = setup(&mut d);
+    let uar = u64::from(d.uar) * UAR_PAGE;
+
+    // 64 CQEs in one page -> 1024 CQEs in 16 scattered pages.
+    let new = scattered_cq_pages(&mut d, 16);
+    assert_eq!(resize_cq(&mut d, o.cqn, 10, &new), 0, "a 16-run resize is accepted");
+    assert_eq!(d.dev.iova_ranges(), 1);
+    assert_eq!(cqe_opcode(&d, o.cq_buf, 0), 5, "MLX5_CQE_RESIZE_CQ in the old buffer");
+    // The next completion (producer index 1) is slot 1 of the new buffer's first page.
+    let src = d.alloc(64, 64);
+    let dst = d.alloc(64, 64);
+    d.mem.write(src, b"resized").unwrap();
+    let db = post_write(&mut d, &o, 0, src, dst, 7);
+    d.dev.bar0_write(&d.mem, uar + 0x800, &db.to_be_bytes());
+    assert_eq!(cqe_opcode(&d, new[0], 1), 0, "MLX5_CQE_REQ in the new buffer");
+    let mut got = [0u8; 7];
+    d.mem.read(dst, &mut got).unwrap();
+    assert_eq!(&got, b"resized");
+    d.dev.take_interrupts();
+
+    // Scattered -> scattered: the CQ keeps one range, the new one.
+    let newer = scattered_cq_pages(&mut d, 16);
+    assert_eq!(resize_cq(&mut d, o.cqn, 10, &newer), 0);
+    assert_eq!(cqe_opcode(&d, new[0], 2), 5, "RESIZE CQE in the previous scattered buffer");
+    assert_eq!(d.dev.iova_ranges(), 1, "the old range went once the CQ switched");
+    // A resize the model refuses (past log_max_cq_sz) keeps no new range.
+    let refused = scattered_cq_pages(&mut d, 16);
+    assert_ne!(resize_cq(&mut d, o.cqn, 31, &refused), 0);
+    assert_eq!(d.dev.iova_ranges(), 1);
+    // Onto one run (16 contiguous pages): no range of its own, the scattered one goes.
+    let run = d.alloc(16 * 4096, 4096);
+    for i in 0..1024u64 {
+        d.mem.write(run + i * 64 + 63, &[0xf1]).unwrap();
+    }
+    let one: Vec<u64> = (0..16).map(|i| run + i * 4096).collect();
+    assert_eq!(resize_cq(&mut d, o.cqn, 10, &one), 0);
+    assert_eq!(cqe_opcode(&d, newer[0], 3), 5);
+    assert_eq!(d.dev.iova_ranges(), 0);
+    // Scattered again, then the destroy releases it.
+    assert_eq!(resize_cq(&mut d, o.cqn, 10, &new), 0);
+    assert_eq!(d.dev.iova_ranges(), 1);
+    teardown_objs(&mut d, &o);
+    assert_eq!(d.dev.iova_ranges(), 0, "DESTROY_CQ releases the resized CQ's range");
+    teardown(&mut d, &eqs);
+}
+
+/// CREATE_RMP (an SRQ) of 1024 64-byte WQEs on `pages` scattered pages, on PD `pd`.
+fn create_rmp(d: &mut Driver, pd: u32, pages: &[u64]) -> (u8, Vec<u8>) {
+    let db = d.alloc(64, 64);
+    let mut inb = hdr(0x110 + pages.len() * 8, 0x90c, 0);
+    let wq = 0x100 + 0x180;
+    set(&mut inb, 0x100 + 0x8, 4, 1); // RDY
+    // wq_type 0: MLX5_WQ_TYPE_LINKED_LIST.
+    set(&mut inb, wq + 0x48, 24, pd);
+    set64(&mut inb, wq + 0x80, db);
+    set(&mut inb, wq + 0x10c, 4, 6);
+    set(&mut inb, wq + 0x11b, 5, 10);
+    for (i, p) in pages.iter().enumerate() {
+        inb[0x110 + i * 8..0x118 + i * 8].copy_from_slice(&p.to_be_bytes());
+    }
+    d.exec_status(&inb, 16)
+}
+
+/// CREATE_RMP's wq page list beyond 8 runs is kept by the function (`iova.rs`): accepted,
+/// released by DESTROY_RMP, and a create the model refuses keeps nothing.
+#[test]
+fn an_rmp_on_a_scattered_buffer_is_accepted_and_released() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let o = setup(&mut d);
+    let pages: Vec<u64> = (0..16).map(|_| d.alloc(8192, 4096)).collect();
+    let (status, out) = create_rmp(&mut d, o.pd, &pages);
+    assert_eq!(status, 0, "a 16-run RMP (syndrome {:#x})", get(&out, 0x20, 32));
+    let rmpn = get(&out, 0x48, 24);
+    assert_eq!(d.dev.iova_ranges(), 1);
+    let mut inb = hdr(16, 0x90e, 0);
+    set(&mut inb, 0x48, 24, rmpn);
+    d.exec(&inb, 16);
+    assert_eq!(d.dev.iova_ranges(), 0, "DESTROY_RMP releases the range");
+    let (status, _) = create_rmp(&mut d, 0xabcd, &pages);
+    assert_ne!(status, 0, "an unknown PD");
+    assert_eq!(d.dev.iova_ranges(), 0);
+    teardown_objs(&mut d, &o);
+    teardown(&mut d, &eqs);
+}
