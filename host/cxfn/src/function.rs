@@ -606,7 +606,9 @@ impl CxFunction {
         if opcode == crate::prm::opcode::TEARDOWN_HCA {
             self.iova.clear();
         }
-        let op_mod = inb.get(6..8).map(|b| u32::from(u16::from_be_bytes([b[0], b[1]])));
+        let op_mod = inb
+            .get(6..8)
+            .map(|b| u32::from(u16::from_be_bytes([b[0], b[1]])));
         (opcode == crate::prm::opcode::MODIFY_CQ
             && op_mod == Some(crate::prm::consts::CQ_OPMOD_RESIZE))
         .then(|| number(inb))

@@ -507,16 +507,28 @@ fn a_resize_onto_a_scattered_buffer_works() {
 
     // 64 CQEs in one page -> 1024 CQEs in 16 scattered pages.
     let new = scattered_cq_pages(&mut d, 16);
-    assert_eq!(resize_cq(&mut d, o.cqn, 10, &new), 0, "a 16-run resize is accepted");
+    assert_eq!(
+        resize_cq(&mut d, o.cqn, 10, &new),
+        0,
+        "a 16-run resize is accepted"
+    );
     assert_eq!(d.dev.iova_ranges(), 1);
-    assert_eq!(cqe_opcode(&d, o.cq_buf, 0), 5, "MLX5_CQE_RESIZE_CQ in the old buffer");
+    assert_eq!(
+        cqe_opcode(&d, o.cq_buf, 0),
+        5,
+        "MLX5_CQE_RESIZE_CQ in the old buffer"
+    );
     // The next completion (producer index 1) is slot 1 of the new buffer's first page.
     let src = d.alloc(64, 64);
     let dst = d.alloc(64, 64);
     d.mem.write(src, b"resized").unwrap();
     let db = post_write(&mut d, &o, 0, src, dst, 7);
     d.dev.bar0_write(&d.mem, uar + 0x800, &db.to_be_bytes());
-    assert_eq!(cqe_opcode(&d, new[0], 1), 0, "MLX5_CQE_REQ in the new buffer");
+    assert_eq!(
+        cqe_opcode(&d, new[0], 1),
+        0,
+        "MLX5_CQE_REQ in the new buffer"
+    );
     let mut got = [0u8; 7];
     d.mem.read(dst, &mut got).unwrap();
     assert_eq!(&got, b"resized");
@@ -525,8 +537,16 @@ fn a_resize_onto_a_scattered_buffer_works() {
     // Scattered -> scattered: the CQ keeps one range, the new one.
     let newer = scattered_cq_pages(&mut d, 16);
     assert_eq!(resize_cq(&mut d, o.cqn, 10, &newer), 0);
-    assert_eq!(cqe_opcode(&d, new[0], 2), 5, "RESIZE CQE in the previous scattered buffer");
-    assert_eq!(d.dev.iova_ranges(), 1, "the old range went once the CQ switched");
+    assert_eq!(
+        cqe_opcode(&d, new[0], 2),
+        5,
+        "RESIZE CQE in the previous scattered buffer"
+    );
+    assert_eq!(
+        d.dev.iova_ranges(),
+        1,
+        "the old range went once the CQ switched"
+    );
     // A resize the model refuses (past log_max_cq_sz) keeps no new range.
     let refused = scattered_cq_pages(&mut d, 16);
     assert_ne!(resize_cq(&mut d, o.cqn, 31, &refused), 0);
@@ -544,7 +564,11 @@ fn a_resize_onto_a_scattered_buffer_works() {
     assert_eq!(resize_cq(&mut d, o.cqn, 10, &new), 0);
     assert_eq!(d.dev.iova_ranges(), 1);
     teardown_objs(&mut d, &o);
-    assert_eq!(d.dev.iova_ranges(), 0, "DESTROY_CQ releases the resized CQ's range");
+    assert_eq!(
+        d.dev.iova_ranges(),
+        0,
+        "DESTROY_CQ releases the resized CQ's range"
+    );
     teardown(&mut d, &eqs);
 }
 
@@ -554,7 +578,7 @@ fn create_rmp(d: &mut Driver, pd: u32, pages: &[u64]) -> (u8, Vec<u8>) {
     let mut inb = hdr(0x110 + pages.len() * 8, 0x90c, 0);
     let wq = 0x100 + 0x180;
     set(&mut inb, 0x100 + 0x8, 4, 1); // RDY
-    // wq_type 0: MLX5_WQ_TYPE_LINKED_LIST.
+                                      // wq_type 0: MLX5_WQ_TYPE_LINKED_LIST.
     set(&mut inb, wq + 0x48, 24, pd);
     set64(&mut inb, wq + 0x80, db);
     set(&mut inb, wq + 0x10c, 4, 6);
@@ -576,7 +600,12 @@ fn an_rmp_on_a_scattered_buffer_is_accepted_and_released() {
     let o = setup(&mut d);
     let pages: Vec<u64> = (0..16).map(|_| d.alloc(8192, 4096)).collect();
     let (status, out) = create_rmp(&mut d, o.pd, &pages);
-    assert_eq!(status, 0, "a 16-run RMP (syndrome {:#x})", get(&out, 0x20, 32));
+    assert_eq!(
+        status,
+        0,
+        "a 16-run RMP (syndrome {:#x})",
+        get(&out, 0x20, 32)
+    );
     let rmpn = get(&out, 0x48, 24);
     assert_eq!(d.dev.iova_ranges(), 1);
     let mut inb = hdr(16, 0x90e, 0);
