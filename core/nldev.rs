@@ -775,6 +775,28 @@ fn fill_owner(wr: &mut MsgWriter<'_>, owner: &Owner) -> Result {
     }
 }
 
+/// upstream `!rdma_is_kernel_res()`: a resource created for a user process.
+fn is_user(e: &ResInfo) -> bool {
+    matches!(e.owner, Owner::User { .. })
+}
+
+/// The context number of a user PD or CQ (upstream: `RES_CTXN` only when not a kernel
+/// resource).
+fn fill_ctxn(wr: &mut MsgWriter<'_>, e: &ResInfo) -> Result {
+    match e.links.ctxn {
+        Some(n) if is_user(e) => w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CTXN, n)),
+        _ => Ok(()),
+    }
+}
+
+/// The PD number of a user QP or MR (upstream: `RES_PDN` only when not a kernel resource).
+fn fill_pdn(wr: &mut MsgWriter<'_>, e: &ResInfo) -> Result {
+    match e.links.pdn {
+        Some(n) if is_user(e) => w(wr.put_u32(RDMA_NLDEV_ATTR_RES_PDN, n)),
+        _ => Ok(()),
+    }
+}
+
 /// One restrack type's dump: the table attribute, the entry attribute and the entry filler
 /// (upstream `fill_entries[]` and `fill_res_*_entry()`).
 struct ResKind {
@@ -792,6 +814,7 @@ fn fill_pd(wr: &mut MsgWriter<'_>, e: &ResInfo, admin: bool) -> Result {
     }
     w(wr.put_u64(RDMA_NLDEV_ATTR_RES_USECNT, e.usecnt.max(0) as u64))?;
     w(wr.put_u32(RDMA_NLDEV_ATTR_RES_PDN, e.id))?;
+    fill_ctxn(wr, e)?;
     fill_owner(wr, &e.owner)
 }
 
@@ -806,6 +829,7 @@ fn fill_cq(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
     }
     w(wr.put_u8(RDMA_NLDEV_ATTR_DEV_DIM, 0))?;
     w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CQN, e.id))?;
+    fill_ctxn(wr, e)?;
     fill_owner(wr, &e.owner)
 }
 
@@ -821,6 +845,7 @@ fn fill_qp(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
         w(wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, e.qp_port))?;
     }
     w(wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, e.num))?;
+    fill_pdn(wr, e)?;
     fill_owner(wr, &e.owner)?;
     // RC/UC: RQPN and RQ_PSN, as upstream's query.
     if qp_type == 2 || qp_type == 3 {
@@ -848,11 +873,16 @@ fn fill_mr(wr: &mut MsgWriter<'_>, e: &ResInfo, admin: bool) -> Result {
     };
     w(wr.put_u64(RDMA_NLDEV_ATTR_RES_MRLEN, length))?;
     w(wr.put_u32(RDMA_NLDEV_ATTR_RES_MRN, e.id))?;
+    fill_pdn(wr, e)?;
     fill_owner(wr, &e.owner)
 }
 
-/// upstream `fill_res_ctx_entry()`: user contexts only, their id and owner.
+/// upstream `fill_res_ctx_entry()`: a user context's id and owner; a kernel one's entry is
+/// empty.
 fn fill_ctx(wr: &mut MsgWriter<'_>, e: &ResInfo, _admin: bool) -> Result {
+    if !is_user(e) {
+        return Ok(());
+    }
     w(wr.put_u32(RDMA_NLDEV_ATTR_RES_CTXN, e.id))?;
     fill_owner(wr, &e.owner)
 }
@@ -1110,9 +1140,11 @@ mod tests {
     use crate::driver::Driver;
     use crate::netlink::codec::{NlMsg, NlMsgIter, NLM_F_REQUEST};
     use crate::ops::{DeviceOps, Ops};
+    use crate::restrack::ResLinks;
     use crate::sysfs::{show, IbSysfs, SysfsBuf};
     use crate::verbs::Pd;
     use kernel::str::CString;
+    use kernel::sync::atomic::Relaxed;
     use kernel::sync::Arc;
 
     struct T;
@@ -1363,6 +1395,118 @@ mod tests {
         }
         assert_eq!(pd_curr, Some(1));
         drop(pd);
+        Device::dealloc(dev);
+        Ok(())
+    }
+
+    /// The `(CTXN, PDN)` attributes of each entry of a one-message `RES_*_GET` dump of `kind`.
+    fn res_links(
+        dev: &Device<T>,
+        kind: ResType,
+        table: u16,
+    ) -> Result<KVec<(Option<u32>, Option<u32>)>> {
+        let mut out = [0u8; 1024];
+        let mut w = MsgWriter::new(&mut out);
+        res_dump_step(
+            &mut w,
+            ty(RDMA_NLDEV_CMD_RES_PD_GET),
+            5,
+            77,
+            dev,
+            kind,
+            0,
+            true,
+        )?;
+        let (_, tb) = single(w.bytes())?;
+        let mut v = KVec::new();
+        for e in tb[table as usize].ok_or(EINVAL)?.nested() {
+            let e = e.map_err(|_| EINVAL)?;
+            let mut etb = [None; NATTR];
+            codec::parse_attrs(e.payload, &mut etb).map_err(|_| EINVAL)?;
+            let links = (
+                a_u32(&etb, RDMA_NLDEV_ATTR_RES_CTXN),
+                a_u32(&etb, RDMA_NLDEV_ATTR_RES_PDN),
+            );
+            v.push(links, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    #[test]
+    fn res_dump_names_the_context_and_pd_of_user_objects() -> Result {
+        let dev = device()?;
+        let user = Owner::User {
+            pid: 42,
+            comm: [0; crate::task::TASK_COMM_LEN],
+        };
+        let kern = crate::kernel_owner!();
+        let rt = dev.restrack();
+        let ctx = rt.add(ResType::Ctx, user)?;
+        let kctx = rt.add(ResType::Ctx, kern)?;
+        let to_ctx = ResLinks {
+            ctxn: Some(ctx),
+            pdn: None,
+        };
+        let on_pd = |pdn| ResLinks {
+            ctxn: None,
+            pdn: Some(pdn),
+        };
+        // A kernel PD (PD 0) and a user PD (PD 1) of context `ctx`; a kernel object never
+        // names a context or PD, even if it was made with one (upstream
+        // `rdma_is_kernel_res()`).
+        let kpd = rt.add_linked(ResType::Pd, kern, ResDetails::None, to_ctx)?;
+        let upd = rt.add_linked(ResType::Pd, user, ResDetails::None, to_ctx)?;
+        let ucq = rt.add_linked(ResType::Cq, user, ResDetails::Cq { cqe: 4 }, to_ctx)?;
+        let kcq = rt.add_linked(ResType::Cq, kern, ResDetails::Cq { cqe: 4 }, to_ctx)?;
+        let qp = ResDetails::Qp { qp_type: 2, srq: 0 };
+        let uqp = rt.add_linked(ResType::Qp, user, qp, on_pd(upd.id))?;
+        uqp.num.store(0x101, Relaxed);
+        let kqp = rt.add_linked(ResType::Qp, kern, qp, on_pd(kpd.id))?;
+        kqp.num.store(0x102, Relaxed);
+        // A user QP without a PD (an XRC target QP) names none.
+        let tqp = ResDetails::Qp {
+            qp_type: 10,
+            srq: 0,
+        };
+        let xqp = rt.add_linked(ResType::Qp, user, tqp, ResLinks::default())?;
+        xqp.num.store(0x103, Relaxed);
+        let mr = ResDetails::Mr { length: 4096 };
+        let umr = rt.add_linked(ResType::Mr, user, mr, on_pd(upd.id))?;
+        let kmr = rt.add_linked(ResType::Mr, kern, mr, on_pd(kpd.id))?;
+        let u = |c, p| (c, p);
+        let pds = res_links(&dev, ResType::Pd, RDMA_NLDEV_ATTR_RES_PD)?;
+        assert_eq!(
+            &pds[..],
+            &[u(None, Some(kpd.id)), u(Some(ctx), Some(upd.id))]
+        );
+        let cqs = res_links(&dev, ResType::Cq, RDMA_NLDEV_ATTR_RES_CQ)?;
+        assert_eq!(&cqs[..], &[u(Some(ctx), None), u(None, None)]);
+        let qps = res_links(&dev, ResType::Qp, RDMA_NLDEV_ATTR_RES_QP)?;
+        assert_eq!(
+            &qps[..],
+            &[u(None, Some(upd.id)), u(None, None), u(None, None)]
+        );
+        let mrs = res_links(&dev, ResType::Mr, RDMA_NLDEV_ATTR_RES_MR)?;
+        assert_eq!(&mrs[..], &[u(None, Some(upd.id)), u(None, None)]);
+        // The contexts: the user one by its number, the kernel one as an empty entry.
+        let ctxs = res_links(&dev, ResType::Ctx, RDMA_NLDEV_ATTR_RES_CTX)?;
+        assert_eq!(&ctxs[..], &[u(Some(ctx), None), u(None, None)]);
+        for (k, id) in [
+            (ResType::Mr, kmr.id),
+            (ResType::Mr, umr.id),
+            (ResType::Qp, xqp.id),
+            (ResType::Qp, kqp.id),
+            (ResType::Qp, uqp.id),
+            (ResType::Cq, kcq.id),
+            (ResType::Cq, ucq.id),
+            (ResType::Pd, upd.id),
+            (ResType::Pd, kpd.id),
+            (ResType::Ctx, kctx),
+            (ResType::Ctx, ctx),
+        ] {
+            rt.del(k, id);
+        }
+        assert_eq!(rt.total(), 0);
         Device::dealloc(dev);
         Ok(())
     }

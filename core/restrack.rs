@@ -128,6 +128,17 @@ pub enum ResDetails {
     },
 }
 
+/// The objects a user resource names in its nldev dump, fixed at creation (upstream reads
+/// them through the object: `pd->uobject->context->res.id`, `qp->pd->res.id`, `mr->pd`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResLinks {
+    /// The restrack ID of the user context of a user PD or CQ (`RDMA_NLDEV_ATTR_RES_CTXN`).
+    pub ctxn: Option<u32>,
+    /// The restrack ID of the PD of a QP or MR (`RDMA_NLDEV_ATTR_RES_PDN`; an XRC target QP
+    /// has none).
+    pub pdn: Option<u32>,
+}
+
 /// A tracked resource (upstream `struct rdma_restrack_entry`): shared by the table and the
 /// object, which keeps its changing state here (`usecnt`, QP state) so that a dump can read
 /// it without a reference on the object.
@@ -140,6 +151,8 @@ pub struct ResEntry {
     pub owner: Owner,
     /// Fields fixed at creation.
     pub details: ResDetails,
+    /// The context and PD it was created in.
+    pub links: ResLinks,
     /// The object's use count (upstream `pd->usecnt`, `cq->usecnt`, ...).
     pub usecnt: Atomic<i32>,
     /// The QP state (`enum ib_qp_state`), kept by `Qp::modify`.
@@ -167,6 +180,7 @@ impl ResEntry {
             id: self.id,
             owner: self.owner,
             details: self.details,
+            links: self.links,
             usecnt: self.usecnt.load(Relaxed),
             state: self.state.load(Relaxed) as u8,
             num: self.num.load(Relaxed),
@@ -190,6 +204,8 @@ pub struct ResInfo {
     pub owner: Owner,
     /// Fields fixed at creation.
     pub details: ResDetails,
+    /// The context and PD it was created in.
+    pub links: ResLinks,
     /// The use count when the snapshot was taken.
     pub usecnt: i32,
     /// The QP state when the snapshot was taken (0 for other types).
@@ -258,6 +274,21 @@ impl Restrack {
         owner: Owner,
         details: ResDetails,
     ) -> Result<Arc<ResEntry>> {
+        self.add_linked(kind, owner, details, ResLinks::default())
+    }
+
+    /// [`Restrack::add_entry`] for a resource that names its user context or PD.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn add_linked(
+        &self,
+        kind: ResType,
+        owner: Owner,
+        details: ResDetails,
+        links: ResLinks,
+    ) -> Result<Arc<ResEntry>> {
         let mut g = self.inner.lock();
         let id = g.next_id[kind as usize];
         let e = Arc::new(
@@ -266,6 +297,7 @@ impl Restrack {
                 id,
                 owner,
                 details,
+                links,
                 usecnt: Atomic::new(0),
                 state: Atomic::new(0),
                 num: Atomic::new(0),

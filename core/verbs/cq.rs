@@ -8,7 +8,7 @@ use super::{
 };
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
+use crate::restrack::{Owner, ResDetails, ResEntry, ResLinks, ResType};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
@@ -112,9 +112,17 @@ impl<D: Driver> Cq<D> {
             return Err(EINVAL);
         }
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res = dev
-            .restrack()
-            .add_entry(ResType::Cq, owner, ResDetails::Cq { cqe: attr.cqe })?;
+        // A user CQ names its context in `rdma res` (upstream `fill_res_cq_entry()`).
+        let links = ResLinks {
+            ctxn: uctx.as_ref().map(|c| c.res_id()),
+            pdn: None,
+        };
+        let res = dev.restrack().add_linked(
+            ResType::Cq,
+            owner,
+            ResDetails::Cq { cqe: attr.cqe },
+            links,
+        )?;
         let res_id = res.id;
         // The current number of entries lives in the restrack entry (a resize changes it and
         // nldev reports it).

@@ -6,7 +6,7 @@
 use super::{destroy, destroy_at_drop, DestroyError, Destroyable, Liveness, Pd, UserCtx, Uses};
 use super::{Dm, DmMrAttr};
 use crate::driver::Driver;
-use crate::restrack::{Owner, ResDetails, ResType};
+use crate::restrack::{Owner, ResDetails, ResLinks, ResType};
 use kernel::prelude::*;
 use kernel::sync::{Arc, UniqueArc};
 
@@ -212,9 +212,15 @@ impl<D: Driver> Mr<D> {
         let dev = pd.device();
         pd.check_alive()?;
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res = dev
-            .restrack()
-            .add_entry(ResType::Mr, owner, ResDetails::Mr { length })?;
+        // A user MR names its PD in `rdma res` (upstream `fill_res_mr_entry()`); a
+        // re-registration onto another PD makes a new entry.
+        let links = ResLinks {
+            ctxn: None,
+            pdn: Some(pd.res_id()),
+        };
+        let res =
+            dev.restrack()
+                .add_linked(ResType::Mr, owner, ResDetails::Mr { length }, links)?;
         let res_id = res.id;
         let c = op().inspect_err(|_| dev.restrack().del(ResType::Mr, res_id))?;
         res.num.store(c.lkey, kernel::sync::atomic::Relaxed);

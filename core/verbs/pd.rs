@@ -6,7 +6,7 @@ use super::{destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Livene
 use super::{Ucontext, UserCtx};
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
+use crate::restrack::{Owner, ResDetails, ResEntry, ResLinks, ResType};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
@@ -70,9 +70,14 @@ impl<D: Driver> Pd<D> {
         let op = dev.ops().alloc_pd.ok_or(EOPNOTSUPP)?;
         let uctx = user.as_ref().map(|u| u.ctx().clone());
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        // A user PD names its context in `rdma res` (upstream `fill_res_pd_entry()`).
+        let links = ResLinks {
+            ctxn: uctx.as_ref().map(|c| c.res_id()),
+            pdn: None,
+        };
         let res = dev
             .restrack()
-            .add_entry(ResType::Pd, owner, ResDetails::None)?;
+            .add_linked(ResType::Pd, owner, ResDetails::None, links)?;
         let res_id = res.id;
         let drv = op(dev, user).inspect_err(|_| dev.restrack().del(ResType::Pd, res_id))?;
         Ok(slot

@@ -12,7 +12,7 @@ use super::{
 use crate::attr::Gid;
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
+use crate::restrack::{Owner, ResDetails, ResEntry, ResLinks, ResType};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
@@ -489,12 +489,17 @@ impl<D: Driver> Qp<D> {
             return Err(EINVAL);
         }
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res = dev.restrack().add_entry(
+        // A user QP names its PD in `rdma res` (upstream `fill_res_qp_entry()`).
+        let res = dev.restrack().add_linked(
             ResType::Qp,
             owner,
             ResDetails::Qp {
                 qp_type: attr.qp_type as u8,
                 srq: attr.srq.map_or(0, |s| s.res_id() + 1),
+            },
+            ResLinks {
+                ctxn: None,
+                pdn: Some(pd.res_id()),
             },
         )?;
         let res_id = res.id;
