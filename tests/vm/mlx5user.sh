@@ -24,8 +24,36 @@ mlx5_user_suite() {
 	unload_ours
 }
 
-# The workload holding its objects (-w): `rdma res show pd|cq|qp|mr` lists
-# them with the workload's pid and comm (upstream RES_*_GET dumps).
+# res_attr FILE ATTR PID: the number after ATTR on each line of FILE owned by PID ("-" where
+# the line has no ATTR).
+res_attr() {
+	grep " pid $3 " "$1" | sed -n "s/.* $2 \([0-9]*\) .*/\1/p; t; s/.*/-/p"
+}
+
+# res_attr_in FILE ATTR PID SET: PID owns lines in FILE, and each has ATTR with a value in SET
+# (" a b c ").
+res_attr_in() {
+	local v n=0
+	for v in $(res_attr "$1" "$2" "$3"); do
+		case "$4" in *" $v "*) n=$((n + 1)) ;; *) return 1 ;; esac
+	done
+	[ $n -gt 0 ]
+}
+
+# res_shapes DEV PID: the held run's dumps (/tmp/res-{ctx,pd,cq,qp,mr}) with the device name,
+# the pid, numbers and keys blanked, one line of each shape: what a user sees of the objects
+# whatever their numbers (compared with rxe's by vm_workload_vs_rxe).
+res_shapes() {
+	local r
+	for r in ctx pd cq qp mr; do
+		grep " pid $2 " /tmp/res-$r | sed -E "s/^/$r| /; s/$1/DEV/g; s/ pid $2 / pid PID /; s/0x[0-9a-f]+/HEX/g; s/[0-9]+/N/g"
+	done | sort -u
+}
+
+# The workload holding its objects (-w): `rdma res show pd|cq|qp|mr|ctx` lists
+# them with the workload's pid and comm (upstream RES_*_GET dumps); PDs and CQs
+# name the workload's context (`ctxn`), QPs and MRs one of its PDs (`pdn`).
+# The shapes of the lines are kept in /tmp/res-shapes-DEV.
 # mlx5_res_while_held DEV [more workload options]
 mlx5_res_while_held() {
 	local dev=$1 wl i r
@@ -50,6 +78,19 @@ mlx5_res_while_held() {
 	# The RC QP as the workload set it up: port 1, RTS, its PSNs (0x1234/0x4321).
 	t_check "rdma res show qp shows the RC QP in RTS with its PSNs" sh -c \
 		"grep -q \"^link $dev/1 .*type RC state RTS rq-psn 4660 sq-psn 17185\" /tmp/res-qp"
+	# What each object names (upstream fill_res_{pd,cq,qp,mr}_entry()): the context of PDs
+	# and CQs, the PD of QPs and MRs, each one of the workload's own.
+	rdma res show ctx >/tmp/res-ctx 2>&1
+	sed "s/^/    rdma-ctx| /" /tmp/res-ctx | head -n 4
+	local ctxs pds
+	ctxs=" $(sed -n "s/^dev $dev ctxn \([0-9]*\) pid $wl comm verbs_workload.*/\1/p" /tmp/res-ctx | tr '\n' ' ')"
+	pds=" $(res_attr /tmp/res-pd pdn $wl | tr '\n' ' ')"
+	t_check "rdma res show ctx lists the workload's context on $dev" test "$ctxs" != " "
+	t_check "$dev: every PD of the workload names its context (ctxn)" res_attr_in /tmp/res-pd ctxn $wl "$ctxs"
+	t_check "$dev: every CQ of the workload names its context (ctxn)" res_attr_in /tmp/res-cq ctxn $wl "$ctxs"
+	t_check "$dev: every QP of the workload names one of its PDs (pdn)" res_attr_in /tmp/res-qp pdn $wl "$pds"
+	t_check "$dev: every MR of the workload names one of its PDs (pdn)" res_attr_in /tmp/res-mr pdn $wl "$pds"
+	res_shapes $dev $wl >/tmp/res-shapes-$dev
 	touch /tmp/wl-release
 	wait $wl
 	t_import_file "libmlx5 $dev held" /tmp/wl-hold.out $?
@@ -250,9 +291,18 @@ workload_compare() {
 	fi
 }
 
-# vm_workload_vs_rxe: the outputs kept by vm_peer_rxe and vm_mlx5_libmlx5.
+# vm_workload_vs_rxe: the outputs kept by vm_peer_rxe and vm_mlx5_libmlx5: the workload's
+# checks and errnos, and the shapes of `rdma res show ctx|pd|cq|qp|mr` while it held its
+# objects (mlx5_res_while_held on rxe0 and mlx5_1).
 workload_vs_rxe_suite() {
 	workload_compare /tmp/wl-rxe0.out /tmp/wl-mlx5_1.out
+	sed 's/^/    rxe0| /' /tmp/res-shapes-rxe0 2>/dev/null
+	if [ -s /tmp/res-shapes-rxe0 ] && diff /tmp/res-shapes-rxe0 /tmp/res-shapes-mlx5_1 >/tmp/res-shapes-diff; then
+		t_ok "rdma res while held: mlx5_1's $(wc -l </tmp/res-shapes-mlx5_1) line shapes equal rxe0's"
+	else
+		sed 's/^/    diff| /' /tmp/res-shapes-diff 2>/dev/null
+		t_fail "rdma res while held: mlx5_1's line shapes equal rxe0's"
+	fi
 }
 
 # Standalone: the VM mode `mlx5user` (its suites are in suites.list).

@@ -23,14 +23,6 @@ PCIFN_CMP_DEV=mlx5_0
 # The line tag: `cmp`; `cmpours` for our stack's dump in a pcifn_c boot (vm_pcifn_c_ours).
 PCIFN_CMP_TAG=cmp
 
-# The dump's traffic test resizes CQs, and a resize whose new buffer is more than 8
-# bus-contiguous runs is refused by the function (MODIFY_CQ NO_RES_ERR, syndrome
-# TRANSLATION_FRAGMENTED: Documentation/pcifn.md, "What does not work yet"); both drivers log
-# that failed command. pcifn_cmp_kmsg_filter drops exactly that line from a kernel log check.
-pcifn_cmp_kmsg_filter() {
-	grep -Ev 'MODIFY_CQ\(0x403\) op_mod\(0x1\) failed, status .*syndrome \(0x5f00000b\)'
-}
-
 # pcifn_cmp_wanted: whether mode pcifn runs the dump (`rdmars.pcifn_cmp=1`, which
 # `make pcifn-compare` sets; make check's pcifn VM does not pay for it).
 pcifn_cmp_wanted() { grep -q 'rdmars.pcifn_cmp=1' /proc/cmdline; }

@@ -35,6 +35,8 @@ peer_workload() {
 	cp /tmp/import.out /tmp/wl-rxe0.out
 	t_import "workload rxe0 order 1" /rdma-rs/verbs_workload -d rxe0 -o 1 -m 16
 	t_import "workload rxe0 exit without destroy" /rdma-rs/verbs_workload -d rxe0 -x -m 1
+	# The held run whose `rdma res` lines vm_workload_vs_rxe compares with mlx5_1's.
+	mlx5_res_while_held rxe0
 	echo "+ rdma res (after the workloads exited)"
 	rdma res | sed 's/^/    rdma| /'
 }
