@@ -37,9 +37,10 @@
 //!
 //! Not done: DMA-buf umems, creates whose destroy needs more than the object id (flow tables,
 //! groups, entries, scheduling elements, VXLAN ports, L2 entries, multicast attach:
-//! `EOPNOTSUPP`), the whitelist uid, indirect mkeys with ODP, unaffiliated events (accepted,
-//! never produced), and DEVX CQs in mlx5_core's EQ tables (`mlx5_create_cq()`: on the
-//! mlx5_core backend DEVX CQ events are not delivered; the simulator's are).
+//! `EOPNOTSUPP`), the whitelist uid, indirect mkeys with ODP and unaffiliated events (accepted,
+//! never produced). On the mlx5_core backend a DEVX CREATE_CQ goes through `mlx5_create_cq()`
+//! as every CREATE_CQ there (`crate::corehw`), so its completion events reach the channels as
+//! upstream's `devx_cq_comp()` (`devx_test` on the emulated function).
 
 use crate::devx_events::{self, DevxEventFd};
 use crate::events::EventTable;
