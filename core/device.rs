@@ -828,6 +828,25 @@ impl<D: Driver> Device<D> {
         event::deliver(&self.core, &ev);
     }
 
+    /// Reports a device event from any context, atomic included (upstream mlx5_ib's
+    /// `mlx5_ib_sys_error_event()` queues its `ib_dispatch_event()` on a workqueue: the
+    /// notifier that reports a fatal error runs in atomic context). The event is delivered
+    /// from the system workqueue to the device's handlers and clients; the work item holds a
+    /// registration reference, so [`Device::unregister`] waits for it. Only for events that
+    /// do not refresh the port cache ([`EventKind::DeviceFatal`](crate::event::EventKind)).
+    /// Nothing is queued for a device that is not registered.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an event that refreshes the port cache, `ENOMEM` when the work item
+    /// cannot be allocated.
+    pub fn dispatch_event_queued(this: &Arc<Self>, ev: Event) -> Result {
+        if ev.kind.updates_cache() {
+            return Err(EINVAL);
+        }
+        queue_device_event(this.clone(), ev)
+    }
+
     /// Takes a registration reference (upstream `ib_device_try_get()`).
     pub fn try_get(this: &Arc<Self>) -> Option<DeviceRef> {
         DeviceRef::try_get(this.clone())
@@ -921,6 +940,34 @@ impl<D: Driver> Device<D> {
         }
         (this.ops.query_port.ok_or(EOPNOTSUPP)?)(this, port)
     }
+}
+
+/// [`Device::dispatch_event_queued`] for a device known by its trait object.
+/// Non-generic so the work item's code lives in this module, whatever
+/// driver module queued it. Callable in atomic context.
+///
+/// # Errors
+///
+/// `EINVAL` for an event that refreshes the port cache, `ENOMEM`.
+pub fn queue_device_event(dev: Arc<dyn IbDevice>, ev: Event) -> Result {
+    if ev.kind.updates_cache() {
+        return Err(EINVAL);
+    }
+    let Some(r) = DeviceRef::try_get(dev) else {
+        return Ok(());
+    };
+    kernel::workqueue::system()
+        .try_spawn(GFP_ATOMIC, move || {
+            let core = r.device().core();
+            pr_info!(
+                "ib_core_rs: {}: event {} dispatched\n",
+                core.name(),
+                ev.kind.ib_event_type()
+            );
+            event::deliver(core, &ev);
+            drop(r);
+        })
+        .map_err(|_| ENOMEM)
 }
 
 /// Non-generic so the work item's code lives in this module, whatever

@@ -611,14 +611,21 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
         Device::dealloc(dev);
         return Err(e);
     }
+    // upstream MLX5_IB_STAGE_SYS_ERROR_NOTIFIER (after IB_REG): device events from here on.
+    events_of(&dev).set_device(Some(dev.clone()));
     d.ib = Some(dev);
     Ok(())
+}
+
+fn events_of(dev: &Arc<Device<Mlx5Ib>>) -> &crate::events::EventTable {
+    &dev.data().events
 }
 
 /// upstream `mlx5_ib_stage_ib_reg_cleanup()`: `ib_unregister_device()`; the RoCE GIDs go with
 /// it (upstream the core's GID cache deletes them through `del_gid` while unregistering).
 fn stage_ib_reg_cleanup(d: &mut Mlx5Dev) {
     if let Some(ib) = &d.ib {
+        events_of(ib).set_device(None);
         Device::unregister(ib);
         pr_info!("{}: unregistered {}\n", d.hw().name(), ib.name());
         for p in ib.data().ports.iter() {

@@ -20,6 +20,8 @@
 
 use crate::datapath::KernQp;
 use crate::hw::{HwEvent, Mlx5Events, QpEventKind};
+use ib_core_rs::device::IbDevice;
+use ib_core_rs::event::{Event, EventKind};
 use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler, SrqEvent, SrqHandler};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -239,6 +241,13 @@ pub(crate) struct EventTable {
     /// The DEVX event subscriptions of the device's contexts (`crate::devx_events`).
     #[pin]
     pub(crate) devx: crate::devx_events::DevxSubs,
+    /// The registered RDMA device, for device events: set after `IB_REG`, taken before
+    /// unregistering (the device holds this table: the reference cycle ends there).
+    #[pin]
+    ib: SpinLockIrq<Option<Arc<dyn IbDevice>>>,
+    /// A fatal error was reported (upstream `!ib_active`): `IB_EVENT_DEVICE_FATAL` is
+    /// delivered once.
+    fatal: Atomic<bool>,
 }
 
 /// Room for one entry in a table, taken before a create command.
@@ -300,6 +309,8 @@ impl EventTable {
                 qps <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
                 srqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
                 devx <- new_spinlock_irq!(KVec::new()),
+                ib <- new_spinlock_irq!(None),
+                fatal: Atomic::new(false),
             }),
             GFP_KERNEL,
         )
@@ -422,6 +433,13 @@ impl EventTable {
         }
     }
 
+    /// Sets (after registration) or takes (before unregistering) the RDMA device that device
+    /// events are reported on.
+    pub(crate) fn set_device(&self, dev: Option<Arc<dyn IbDevice>>) {
+        let old = core::mem::replace(&mut *self.ib.lock(), dev);
+        drop(old);
+    }
+
     /// A QP's target by number (upstream `__mlx5_qp_lookup()`; the counter ops).
     pub(crate) fn qp_target(&self, qpn: u32) -> Option<Arc<QpTarget>> {
         self.qps.lock().find(qpn).cloned()
@@ -471,6 +489,25 @@ impl Mlx5Events for EventTable {
                     } else {
                         SrqEvent::Err
                     });
+                }
+            }
+            // upstream mlx5_ib_sys_error_event() + mlx5_ib_handle_sys_error_event(): once
+            // (`ib_active`), from a work item (this runs in the notifier's atomic context).
+            HwEvent::DeviceFatal => {
+                if self.fatal.xchg(true, Relaxed) {
+                    return;
+                }
+                let dev = self.ib.lock().clone();
+                let Some(dev) = dev else {
+                    return;
+                };
+                pr_err!("mlx5_ib_rs: mlx5_core reports a fatal device error; IB_EVENT_DEVICE_FATAL to the consumers\n");
+                let ev = Event {
+                    kind: EventKind::DeviceFatal,
+                    port: 1,
+                };
+                if ib_core_rs::device::queue_device_event(dev, ev).is_err() {
+                    pr_err!("mlx5_ib_rs: no memory to report the fatal error\n");
                 }
             }
         }

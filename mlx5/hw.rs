@@ -293,6 +293,9 @@ pub(crate) enum HwEvent {
         /// The limit was crossed (else: the SRQ's catastrophic error).
         limit: bool,
     },
+    /// The function entered its error state (mlx5_core's `MLX5_DEV_EVENT_SYS_ERROR` from
+    /// `mlx5_enter_error_state()`): upstream mlx5_ib reports `IB_EVENT_DEVICE_FATAL`.
+    DeviceFatal,
 }
 
 /// The QP events of the async EQ (`MLX5_EVENT_TYPE_*`, upstream `mlx5_ib_qp_event()`).
