@@ -437,6 +437,9 @@ pub trait IbDevice: Send + Sync + 'static {
     /// `EINVAL` for a bad port, the driver's error.
     fn query_port_attr(&self, port: u32) -> Result<PortAttr>;
 
+    /// Reports an event (see [`Device::dispatch_event`]); process context.
+    fn dispatch(&self, ev: Event);
+
     /// Writes the firmware version string (upstream `ib_get_device_fw_str()`) into `buf` and
     /// returns its length; 0 when the driver has no `get_dev_fw_str`.
     fn fw_str(&self, buf: &mut [u8]) -> usize;
@@ -575,6 +578,10 @@ impl<D: Driver> IbDevice for Device<D> {
 
     fn query_port_attr(&self, port: u32) -> Result<PortAttr> {
         Device::query_port(self, port)
+    }
+
+    fn dispatch(&self, ev: Event) {
+        self.dispatch_event(ev)
     }
 
     fn hw_stat_names(&self, port: u32) -> Option<&'static [&'static CStr]> {
@@ -828,22 +835,17 @@ impl<D: Driver> Device<D> {
         event::deliver(&self.core, &ev);
     }
 
-    /// Reports a device event from any context, atomic included (upstream mlx5_ib's
-    /// `mlx5_ib_sys_error_event()` queues its `ib_dispatch_event()` on a workqueue: the
-    /// notifier that reports a fatal error runs in atomic context). The event is delivered
-    /// from the system workqueue to the device's handlers and clients; the work item holds a
-    /// registration reference, so [`Device::unregister`] waits for it. Only for events that
-    /// do not refresh the port cache ([`EventKind::DeviceFatal`](crate::event::EventKind)).
-    /// Nothing is queued for a device that is not registered.
+    /// Reports an event from any context, atomic included (upstream mlx5_ib queues its
+    /// `ib_dispatch_event()` calls on a workqueue: mlx5_core's notifier, which reports port
+    /// changes and fatal errors, runs in atomic context). [`Device::dispatch_event`] runs
+    /// from the system workqueue (port events refresh the port cache first); the work item
+    /// holds a registration reference, so [`Device::unregister`] waits for it. Nothing is
+    /// queued for a device that is not registered.
     ///
     /// # Errors
     ///
-    /// `EINVAL` for an event that refreshes the port cache, `ENOMEM` when the work item
-    /// cannot be allocated.
+    /// `ENOMEM` when the work item cannot be allocated.
     pub fn dispatch_event_queued(this: &Arc<Self>, ev: Event) -> Result {
-        if ev.kind.updates_cache() {
-            return Err(EINVAL);
-        }
         queue_device_event(this.clone(), ev)
     }
 
@@ -948,23 +950,31 @@ impl<D: Driver> Device<D> {
 ///
 /// # Errors
 ///
-/// `EINVAL` for an event that refreshes the port cache, `ENOMEM`.
+/// `ENOMEM`.
 pub fn queue_device_event(dev: Arc<dyn IbDevice>, ev: Event) -> Result {
-    if ev.kind.updates_cache() {
-        return Err(EINVAL);
-    }
     let Some(r) = DeviceRef::try_get(dev) else {
         return Ok(());
     };
     kernel::workqueue::system()
         .try_spawn(GFP_ATOMIC, move || {
-            let core = r.device().core();
+            let ports = r.device().core().phys_port_cnt;
+            if ev.port == 0 || ev.port > ports {
+                // upstream mlx5_ib_handle_event(): `rdma_is_port_valid()`.
+                pr_warn!(
+                    "ib_core_rs: {}: event {} on port {} dropped: no such port\n",
+                    r.device().core().name(),
+                    ev.kind.ib_event_type(),
+                    ev.port
+                );
+                return;
+            }
+            r.device().dispatch(ev);
             pr_info!(
-                "ib_core_rs: {}: event {} dispatched\n",
-                core.name(),
-                ev.kind.ib_event_type()
+                "ib_core_rs: {}: event {} on port {} dispatched\n",
+                r.device().core().name(),
+                ev.kind.ib_event_type(),
+                ev.port
             );
-            event::deliver(core, &ev);
             drop(r);
         })
         .map_err(|_| ENOMEM)

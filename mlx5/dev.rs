@@ -612,7 +612,12 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
         return Err(e);
     }
     // upstream MLX5_IB_STAGE_SYS_ERROR_NOTIFIER (after IB_REG): device events from here on.
-    events_of(&dev).set_device(Some(dev.clone()));
+    let eth = dev
+        .data()
+        .ports
+        .iter()
+        .any(|p| p.link_layer == LinkLayer::Ethernet);
+    events_of(&dev).set_device(Some(dev.clone()), eth);
     d.ib = Some(dev);
     Ok(())
 }
@@ -625,7 +630,7 @@ fn events_of(dev: &Arc<Device<Mlx5Ib>>) -> &crate::events::EventTable {
 /// it (upstream the core's GID cache deletes them through `del_gid` while unregistering).
 fn stage_ib_reg_cleanup(d: &mut Mlx5Dev) {
     if let Some(ib) = &d.ib {
-        events_of(ib).set_device(None);
+        events_of(ib).set_device(None, false);
         Device::unregister(ib);
         pr_info!("{}: unregistered {}\n", d.hw().name(), ib.name());
         for p in ib.data().ports.iter() {

@@ -244,7 +244,7 @@ fn eqe_of(ev: &HwEvent) -> ([u8; EQE_SIZE], u32, u32) {
             (ty, QUEUE_TYPE_RQ, srqn, 0x38)
         }
         // Filtered out by dispatch().
-        HwEvent::DeviceFatal => (0, 0, 0, 0),
+        HwEvent::DeviceFatal | HwEvent::PortChange { .. } => (0, 0, 0, 0),
     };
     e[1] = ty as u8;
     if at == 0x38 && ty != EVENT_COMP {
@@ -262,7 +262,7 @@ fn eqe_of(ev: &HwEvent) -> ([u8; EQE_SIZE], u32, u32) {
 /// for completions, `devx_cq_comp()`). Callable from interrupt context.
 pub(crate) fn dispatch(table: &DevxSubs, ev: &HwEvent) {
     // Not an EQE: no DEVX event number.
-    if matches!(ev, HwEvent::DeviceFatal) {
+    if matches!(ev, HwEvent::DeviceFatal | HwEvent::PortChange { .. }) {
         return;
     }
     let t = table.lock();

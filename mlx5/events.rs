@@ -229,6 +229,15 @@ impl<T: Target> Table<T> {
     }
 }
 
+/// `MLX5_PORT_CHANGE_SUBTYPE_*` (device.h).
+const PORT_CHANGE_SUBTYPE_DOWN: u8 = 1;
+const PORT_CHANGE_SUBTYPE_ACTIVE: u8 = 4;
+const PORT_CHANGE_SUBTYPE_INITIALIZED: u8 = 5;
+const PORT_CHANGE_SUBTYPE_LID: u8 = 6;
+const PORT_CHANGE_SUBTYPE_PKEY: u8 = 7;
+const PORT_CHANGE_SUBTYPE_GUID: u8 = 8;
+const PORT_CHANGE_SUBTYPE_CLIENT_REREG: u8 = 9;
+
 /// The device's CQ and QP tables (spinlocks: `poll_cq` looks QPs up, from any context).
 #[pin_data]
 pub(crate) struct EventTable {
@@ -246,8 +255,11 @@ pub(crate) struct EventTable {
     #[pin]
     ib: SpinLockIrq<Option<Arc<dyn IbDevice>>>,
     /// A fatal error was reported (upstream `!ib_active`): `IB_EVENT_DEVICE_FATAL` is
-    /// delivered once.
+    /// delivered once, and no port event after it.
     fatal: Atomic<bool>,
+    /// The device's ports are Ethernet (RoCE): upstream takes port up/down from the netdev,
+    /// not from PORT_CHANGE.
+    ethernet: Atomic<bool>,
 }
 
 /// Room for one entry in a table, taken before a create command.
@@ -311,6 +323,7 @@ impl EventTable {
                 devx <- new_spinlock_irq!(KVec::new()),
                 ib <- new_spinlock_irq!(None),
                 fatal: Atomic::new(false),
+                ethernet: Atomic::new(false),
             }),
             GFP_KERNEL,
         )
@@ -435,9 +448,23 @@ impl EventTable {
 
     /// Sets (after registration) or takes (before unregistering) the RDMA device that device
     /// events are reported on.
-    pub(crate) fn set_device(&self, dev: Option<Arc<dyn IbDevice>>) {
+    pub(crate) fn set_device(&self, dev: Option<Arc<dyn IbDevice>>, ethernet: bool) {
+        self.ethernet.store(ethernet, Relaxed);
         let old = core::mem::replace(&mut *self.ib.lock(), dev);
         drop(old);
+    }
+
+    /// Queues `ev` on the registered device (atomic context allowed).
+    fn report(&self, ev: Event) {
+        let dev = self.ib.lock().clone();
+        if let Some(dev) = dev {
+            if ib_core_rs::device::queue_device_event(dev, ev).is_err() {
+                pr_err!(
+                    "mlx5_ib_rs: no memory to report event {}\n",
+                    ev.kind.ib_event_type()
+                );
+            }
+        }
     }
 
     /// A QP's target by number (upstream `__mlx5_qp_lookup()`; the counter ops).
@@ -497,18 +524,34 @@ impl Mlx5Events for EventTable {
                 if self.fatal.xchg(true, Relaxed) {
                     return;
                 }
-                let dev = self.ib.lock().clone();
-                let Some(dev) = dev else {
-                    return;
-                };
                 pr_err!("mlx5_ib_rs: mlx5_core reports a fatal device error; IB_EVENT_DEVICE_FATAL to the consumers\n");
-                let ev = Event {
+                self.report(Event {
                     kind: EventKind::DeviceFatal,
                     port: 1,
-                };
-                if ib_core_rs::device::queue_device_event(dev, ev).is_err() {
-                    pr_err!("mlx5_ib_rs: no memory to report the fatal error\n");
+                });
+            }
+            // upstream handle_port_change(): the subtype becomes the event; on an Ethernet
+            // port up/down come from the netdev instead (not reported here), as upstream.
+            HwEvent::PortChange { port, subtype } => {
+                if self.fatal.load(Relaxed) {
+                    return;
                 }
+                let eth = self.ethernet.load(Relaxed);
+                let kind = match subtype {
+                    PORT_CHANGE_SUBTYPE_ACTIVE if !eth => EventKind::PortActive,
+                    PORT_CHANGE_SUBTYPE_DOWN | PORT_CHANGE_SUBTYPE_INITIALIZED if !eth => {
+                        EventKind::PortErr
+                    }
+                    PORT_CHANGE_SUBTYPE_LID => EventKind::LidChange,
+                    PORT_CHANGE_SUBTYPE_PKEY => EventKind::PkeyChange,
+                    PORT_CHANGE_SUBTYPE_GUID => EventKind::GidChange,
+                    PORT_CHANGE_SUBTYPE_CLIENT_REREG => EventKind::ClientReregister,
+                    _ => return,
+                };
+                self.report(Event {
+                    kind,
+                    port: u32::from(port),
+                });
             }
         }
     }

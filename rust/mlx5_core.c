@@ -284,6 +284,14 @@ static int rdma_rs_mlx5_event_notifier(struct notifier_block *nb,
 		num = be32_to_cpu(eqe->data.qp_srq.qp_srq_n) & 0xffffff;
 		ev->fn(ev->ctx, type, num);
 		return NOTIFY_OK;
+	case MLX5_EVENT_TYPE_PORT_CHANGE:
+		/*
+		 * upstream mlx5_ib_event() -> handle_port_change(): the port in
+		 * bits 7:4, the subtype; the callee must not sleep.
+		 */
+		num = ((eqe->data.port.port >> 4) & 0xf) | (eqe->sub_type << 8);
+		ev->fn(ev->ctx, type, num);
+		return NOTIFY_OK;
 	case MLX5_DEV_EVENT_SYS_ERROR:
 		/*
 		 * upstream mlx5_ib_sys_error_event(): from enter_error_state(), no

@@ -10,6 +10,10 @@
  *   cxfn_badhw port DEV     ibv_query_port(port 1): "query_port: ok state N" or
  *                           "query_port: errno N"
  *   cxfn_badhw pd DEV       ibv_alloc_pd: "alloc_pd: ok" or "alloc_pd: errno N"
+ *   cxfn_badhw portev DEV BDF
+ *       takes port 1 down, then up again (command 8); after each, prints the
+ *       async event ("event N port P": 10 IB_EVENT_PORT_ERR, 9 PORT_ACTIVE, or
+ *       "event none") and ibv_query_port's state ("state N": 1 DOWN, 4 ACTIVE).
  *   cxfn_badhw fatal DEV BDF
  *       opens DEV, creates a PD and a CQ, raises the firmware fatal error
  *       (command 7) and reads the async events for up to 60 s; prints one
@@ -39,6 +43,7 @@
 #define TW_RESULT 0x14
 #define TW_MAGIC 0x57545843u	/* "CXTW" little-endian */
 #define TW_FATAL 7
+#define TW_PORT 8
 
 static volatile uint32_t *tw_map(const char *bdf)
 {
@@ -140,6 +145,49 @@ static int do_pd(const char *dev)
 	return 0;
 }
 
+/* The next async event within 10 s, acknowledged; -1 if none. */
+static int next_event(struct ibv_context *c, int *port)
+{
+	struct pollfd p = { .fd = c->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int t;
+
+	if (poll(&p, 1, 10000) <= 0 || ibv_get_async_event(c, &ev))
+		return -1;
+	t = ev.event_type;
+	*port = ev.element.port_num;
+	ibv_ack_async_event(&ev);
+	return t;
+}
+
+static int do_portev(const char *dev, const char *bdf)
+{
+	struct ibv_context *c = open_dev(dev);
+	struct ibv_port_attr pa;
+	uint32_t args[3] = { 0, 0, 0 };
+	int up, t, port = 0;
+	long r;
+
+	if (!c)
+		return 1;
+	for (up = 0; up <= 1; up++) {
+		args[0] = up;
+		r = tw_run(bdf, TW_PORT, args);
+		printf("port %s: result %ld\n", up ? "up" : "down", r);
+		t = next_event(c, &port);
+		if (t < 0)
+			printf("event none\n");
+		else
+			printf("event %d port %d\n", t, port);
+		if (ibv_query_port(c, 1, &pa))
+			printf("state errno %d\n", errno);
+		else
+			printf("state %d\n", pa.state);
+	}
+	ibv_close_device(c);
+	return 0;
+}
+
 static int do_fatal(const char *dev, const char *bdf)
 {
 	static const uint32_t none[3];
@@ -220,9 +268,11 @@ int main(int argc, char **argv)
 		return do_port(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "pd"))
 		return do_pd(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "portev"))
+		return do_portev(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "fatal"))
 		return do_fatal(argv[2], argv[3]);
 	fprintf(stderr,
-		"usage: cxfn_badhw ctl BDF CMD [ARG0 [ARG1 [ARG2]]] | port DEV | pd DEV | fatal DEV BDF\n");
+		"usage: cxfn_badhw ctl BDF CMD [ARG0 [ARG1 [ARG2]]] | port DEV | pd DEV | portev DEV BDF | fatal DEV BDF\n");
 	return 2;
 }

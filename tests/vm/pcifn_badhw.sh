@@ -4,7 +4,8 @@
 # behaviour"). The function's test window (the last page of BAR 0, written with
 # tests/userspace/cxfn_badhw.c through resource0) makes it fail a command with a bad
 # status, hang one (mlx5_core's timeout, then a late completion), write corrupted EQEs,
-# stall its health counter, and raise a firmware fatal error (mlx5_core's error state,
+# stall its health counter, take the port down and up (IB_EVENT_PORT_ERR/PORT_ACTIVE),
+# and raise a firmware fatal error (mlx5_core's error state,
 # IB_EVENT_DEVICE_FATAL from mlx5_ib_rs, health recovery reloading the function, and our
 # driver bound again). After each case the stack still works; at the end everything
 # unloads, and the kernel log has no warning, oops or lockdep/KASAN report.
@@ -123,6 +124,18 @@ pcifn_badhw() {
 	tr_pair "ibv_rc_pingpong after the bad status, timeout, EQEs and stall" ibv_rc_pingpong \
 		"-d mlx5_0 -n 20" "-d mlx5_0 -n 20"
 
+	# Port events: the function takes port 1 down and up (its vport context follows, and a
+	# PORT_CHANGE EQE, subtype DOWN then ACTIVE, goes to mlx5_core's async EQ); mlx5_ib_rs
+	# queues IB_EVENT_PORT_ERR / IB_EVENT_PORT_ACTIVE (the port cache is refreshed first)
+	# and the user context reads them; ibv_query_port shows the state.
+	$BADHW portev mlx5_0 "$_bh_bdf" >/tmp/badhw-port.out 2>&1
+	sed 's/^/    portev| /' /tmp/badhw-port.out
+	t_check "port down: IB_EVENT_PORT_ERR (10) on port 1, then state DOWN (1)" \
+		sh -c "grep -A2 '^port down: result 0' /tmp/badhw-port.out | tr '\n' ' ' | grep -q 'event 10 port 1 state 1 '"
+	t_check "port up: IB_EVENT_PORT_ACTIVE (9) on port 1, then state ACTIVE (4)" \
+		sh -c "grep -A2 '^port up: result 0' /tmp/badhw-port.out | tr '\n' ' ' | grep -q 'event 9 port 1 state 4 '"
+	badhw_port_ok "after the port events"
+
 	# A firmware fatal error: the NIC interface reads "disabled"; mlx5_core's health poll
 	# enters the error state and notifies SYS_ERROR (atomic context); mlx5_ib_rs delivers
 	# IB_EVENT_DEVICE_FATAL from a work item to the user context's async fd; the verb
@@ -145,7 +158,7 @@ pcifn_badhw() {
 	badhw_log_has "$n" "mlx5_ib_rs reports it from mlx5_core's SYS_ERROR" \
 		'mlx5_ib_rs: mlx5_core reports a fatal device error'
 	badhw_log_has "$n" "ib_core_rs dispatches IB_EVENT_DEVICE_FATAL (8) from its work item" \
-		'ib_core_rs: mlx5_0: event 8 dispatched'
+		'ib_core_rs: mlx5_0: event 8 on port 1 dispatched'
 	t_check "mlx5_core's health recovery succeeds" \
 		badhw_wait_log "$n" 60 'health recovery succeeded'
 	for i in $(seq 60); do [ -e /sys/class/infiniband/mlx5_0 ] && break; sleep 1; done

@@ -756,30 +756,47 @@ impl CxFunction {
                 }
                 let mut data = [0u8; 28];
                 data[at..at + 4].copy_from_slice(&a2.to_be_bytes());
-                match self
-                    .fw
-                    .post_eqe(&Dma(mem), a0 as u8, (a0 >> 8) as u8, &data)
-                {
-                    Ok(EqePosted::Interrupt(v)) => {
-                        self.stats.eqes += 1;
-                        self.raise(v);
-                        tw_result::OK
-                    }
-                    Ok(EqePosted::Quiet) => {
-                        self.stats.eqes += 1;
-                        tw_result::OK
-                    }
-                    Err(_) => {
-                        self.stats.eqe_errors += 1;
-                        tw_result::NO_EQ
-                    }
-                }
+                self.tw_post_eqe(mem, a0 as u8, (a0 >> 8) as u8, &data)
             }
             tw_cmd::FATAL => {
                 self.fatal();
                 tw_result::OK
             }
+            tw_cmd::PORT => {
+                let up = a0 != 0;
+                if !self.fw.set_port_up(1, up) {
+                    return tw_result::BAD_ARG;
+                }
+                let mut data = [0u8; 28];
+                // struct mlx5_eqe_port_state: `port` (bits 7:4) at byte 8.
+                data[8] = 1 << 4;
+                let sub = if up {
+                    PORT_CHANGE_SUBTYPE_ACTIVE
+                } else {
+                    PORT_CHANGE_SUBTYPE_DOWN
+                };
+                self.tw_post_eqe(mem, EVENT_TYPE_PORT_CHANGE, sub, &data)
+            }
             _ => tw_result::UNKNOWN,
+        }
+    }
+
+    /// Writes an EQE for the test window; returns its [`tw_result`].
+    fn tw_post_eqe(&mut self, mem: &dyn GuestMemory, t: u8, sub: u8, data: &[u8; 28]) -> u32 {
+        match self.fw.post_eqe(&Dma(mem), t, sub, data) {
+            Ok(EqePosted::Interrupt(v)) => {
+                self.stats.eqes += 1;
+                self.raise(v);
+                tw_result::OK
+            }
+            Ok(EqePosted::Quiet) => {
+                self.stats.eqes += 1;
+                tw_result::OK
+            }
+            Err(_) => {
+                self.stats.eqe_errors += 1;
+                tw_result::NO_EQ
+            }
         }
     }
 

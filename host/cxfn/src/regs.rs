@@ -126,7 +126,18 @@ pub mod tw_cmd {
     /// crash and reset) and the NIC interface state reads "disabled" until the driver
     /// programs the command queue again.
     pub const FATAL: u32 = 7;
+    /// Port 1 goes down (ARG0 0) or up (ARG0 1): its state changes (the vport context's
+    /// port state, the data path) and a PORT_CHANGE EQE (subtype DOWN or ACTIVE, the port
+    /// in `data.port.port` bits 7:4) goes to the EQ that takes it.
+    pub const PORT: u32 = 8;
 }
+
+/// `MLX5_EVENT_TYPE_PORT_CHANGE` (device.h).
+pub const EVENT_TYPE_PORT_CHANGE: u8 = 0x09;
+/// `MLX5_PORT_CHANGE_SUBTYPE_DOWN`.
+pub const PORT_CHANGE_SUBTYPE_DOWN: u8 = 1;
+/// `MLX5_PORT_CHANGE_SUBTYPE_ACTIVE`.
+pub const PORT_CHANGE_SUBTYPE_ACTIVE: u8 = 4;
 
 /// Results of the test window's commands.
 pub mod tw_result {

@@ -390,3 +390,34 @@ fn fatal_error_then_recovery_probe() {
     let eqs = load(&mut d);
     teardown(&mut d, &eqs);
 }
+
+/// PORT: the port's state changes (the vport context's `port_state`: 1 Down, 4 Active) and a
+/// PORT_CHANGE EQE (subtype DOWN 1 / ACTIVE 4, port 1 in bits 7:4 of data byte 8) goes to the
+/// EQ that takes type 0x09 (mlx5_core's async EQ).
+#[test]
+fn port_change_from_the_test_window() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let mut port_eq = d.create_eq(16, 1 << 0x09, 0);
+    let port_state = |d: &mut Driver| {
+        let out = d.exec(&hdr(16, 0x762, 0), 0x1010);
+        get(&out, 0x80 + 0x118, 4)
+    };
+    assert_eq!(port_state(&mut d), 4);
+    for (up, sub, state) in [(0, 1, 1), (1, 4, 4)] {
+        assert_eq!(tw(&mut d, tw_cmd::PORT, [up, 0, 0]), tw_result::OK);
+        assert_eq!(d.dev.take_interrupts(), vec![0]);
+        let eqe = d.eqe(&port_eq).expect("PORT_CHANGE EQE");
+        assert_eq!((eqe[1], eqe[3], eqe[32 + 8]), (0x09, sub, 0x10));
+        port_eq.cons += 1;
+        let uar_off = u64::from(d.uar) * UAR_PAGE + 0x40;
+        d.wr32(uar_off, (port_eq.eqn << 24) | port_eq.cons);
+        assert_eq!(port_state(&mut d), state);
+    }
+    let mut inb = hdr(16, 0x302, 0);
+    set(&mut inb, 0x58, 8, port_eq.eqn);
+    d.exec(&inb, 16);
+    teardown(&mut d, &eqs);
+}
