@@ -955,7 +955,8 @@ pub fn queue_device_event(dev: Arc<dyn IbDevice>, ev: Event) -> Result {
     let Some(r) = DeviceRef::try_get(dev) else {
         return Ok(());
     };
-    kernel::workqueue::system()
+    // Not `system()`: 7.3 marks `system_wq` deprecated (a warning at the first use).
+    kernel::workqueue::system_long()
         .try_spawn(GFP_ATOMIC, move || {
             let ports = r.device().core().phys_port_cnt;
             if ev.port == 0 || ev.port > ports {

@@ -9,6 +9,10 @@
  *       writes the arguments and the command; prints "result N"; exit 0 if N is 0.
  *   cxfn_badhw port DEV     ibv_query_port(port 1): "query_port: ok state N" or
  *                           "query_port: errno N"
+ *   cxfn_badhw hangport DEV BDF OPCODE
+ *       opens DEV, then makes the function hold every command of OPCODE
+ *       (command 2), then ibv_query_port: "query_port: errno N after S s"
+ *       (libmlx5's own port query at open is not held).
  *   cxfn_badhw pd DEV       ibv_alloc_pd: "alloc_pd: ok" or "alloc_pd: errno N"
  *   cxfn_badhw portev DEV BDF
  *       takes port 1 down, then up again (command 8); after each, prints the
@@ -42,6 +46,7 @@
 #define TW_CMD 0x10
 #define TW_RESULT 0x14
 #define TW_MAGIC 0x57545843u	/* "CXTW" little-endian */
+#define TW_HANG 2
 #define TW_FATAL 7
 #define TW_PORT 8
 
@@ -123,6 +128,31 @@ static int do_port(const char *dev)
 		printf("query_port: errno %d\n", r > 0 ? r : errno);
 	else
 		printf("query_port: ok state %d\n", pa.state);
+	ibv_close_device(c);
+	return 0;
+}
+
+static int do_hangport(const char *dev, const char *bdf, uint32_t opcode)
+{
+	struct ibv_context *c = open_dev(dev);
+	uint32_t args[3] = { opcode, 0, 0 };
+	struct timespec t0, t1;
+	struct ibv_port_attr pa;
+	long r;
+	int e;
+
+	if (!c)
+		return 1;
+	r = tw_run(bdf, TW_HANG, args);
+	if (r != 0) {
+		printf("hang: result %ld\n", r);
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	e = ibv_query_port(c, 1, &pa);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("query_port: errno %d after %ld s\n", e > 0 ? e : (e ? errno : 0),
+	       (long)(t1.tv_sec - t0.tv_sec));
 	ibv_close_device(c);
 	return 0;
 }
@@ -268,11 +298,13 @@ int main(int argc, char **argv)
 		return do_port(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "pd"))
 		return do_pd(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "hangport"))
+		return do_hangport(argv[2], argv[3], num(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "portev"))
 		return do_portev(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "fatal"))
 		return do_fatal(argv[2], argv[3]);
 	fprintf(stderr,
-		"usage: cxfn_badhw ctl BDF CMD [ARG0 [ARG1 [ARG2]]] | port DEV | pd DEV | portev DEV BDF | fatal DEV BDF\n");
+		"usage: cxfn_badhw ctl BDF CMD [ARG0 [ARG1 [ARG2]]] | port DEV | hangport DEV BDF OPCODE | pd DEV | portev DEV BDF | fatal DEV BDF\n");
 	return 2;
 }
