@@ -454,11 +454,14 @@ impl EventTable {
         drop(old);
     }
 
-    /// Queues `ev` on the registered device (atomic context allowed).
+    /// Queues `ev` on the registered device (atomic context allowed). The lock is held
+    /// across the queueing, so the clone handed over is never the device's last reference
+    /// (the table's own is there until [`EventTable::set_device`] takes it): nothing here
+    /// can free the device in atomic context.
     fn report(&self, ev: Event) {
-        let dev = self.ib.lock().clone();
-        if let Some(dev) = dev {
-            if ib_core_rs::device::queue_device_event(dev, ev).is_err() {
+        let g = self.ib.lock();
+        if let Some(dev) = g.as_ref() {
+            if ib_core_rs::device::queue_device_event(dev.clone(), ev).is_err() {
                 pr_err!(
                     "mlx5_ib_rs: no memory to report event {}\n",
                     ev.kind.ib_event_type()
