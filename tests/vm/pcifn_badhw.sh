@@ -51,7 +51,8 @@ badhw_port_ok() {
 }
 
 pcifn_badhw() {
-	local _bh_bdf n0 n out t1 i
+	local _bh_bdf n0 n out t1 i start
+	start=$(date +%s)
 	_bh_bdf=$(badhw_bdf)
 	n0=$(dmesg | wc -l)
 	load_ours
@@ -173,4 +174,5 @@ pcifn_badhw() {
 	out=$(dmesg | tail -n +"$((n0 + 1))" |
 		grep -E 'WARNING:|BUG:|Oops|Call Trace|KASAN|possible circular locking|lockdep|INFO: task|refcount_t|general protection' | head -n 3)
 	t_check "no warning, oops, KASAN or lockdep report through the bad-device cases" test -z "$out"
+	echo "badhw: suite took $(($(date +%s) - start)) s"
 }
