@@ -784,7 +784,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                 // upstream __mlx5_ib_modify_qp(): the port's counter set
                 // (mlx5_ib_get_counters_id()) at RESET->INIT.
                 // A QP bound in RESET counts into its counter's set (`ibqp->counter->id`).
-                let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set };
+                let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set() };
                 c.counter_set_id = u8::try_from(set).ok().filter(|&id| id != 0);
                 exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
             } else {
@@ -854,7 +854,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
     cnt.state = new;
     // upstream __mlx5_ib_modify_qp(): a binding made after INIT is applied at RTS.
     if new == QpState::Rts && cnt.pending {
-        let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set };
+        let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set() };
         if set_counter(d, qpn, set).is_ok() {
             cnt.pending = false;
         }
@@ -1050,7 +1050,7 @@ fn qp_set_counter(dev: &Device<Mlx5Ib>, qpn: u32, set: u32) -> Result {
         return Err(EOPNOTSUPP);
     }
     if cnt.state == QpState::Rts {
-        set_counter(d, qpn, if set != 0 { set } else { d.qcnt_set })?;
+        set_counter(d, qpn, if set != 0 { set } else { d.qcnt_set() })?;
         cnt.set = set;
         return Ok(());
     }
@@ -1139,10 +1139,10 @@ pub(crate) fn counter_update_stats(
 /// `EINVAL` without a counter set; QUERY_Q_COUNTER's errno.
 pub(crate) fn get_hw_stats(dev: &Device<Mlx5Ib>, out: &mut [u64]) -> Result<usize> {
     let d = dev.data();
-    if d.qcnt_set == 0 {
+    if d.qcnt_set() == 0 {
         return Err(EINVAL);
     }
-    let v = exec(&*d.hw, &crate::cmd::res::QueryQCounter { id: d.qcnt_set })?;
+    let v = exec(&*d.hw, &crate::cmd::res::QueryQCounter { id: d.qcnt_set() })?;
     let mut n = 0;
     for (o, x) in out.iter_mut().zip(v.iter()) {
         *o = u64::from(*x);
