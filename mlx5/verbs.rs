@@ -337,12 +337,25 @@ pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
     let d = cq.device().data();
     let c = cq.data();
     let detached = d.events.detach_cq(&c.events);
-    let r = exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 });
-    if r.is_ok() {
-        d.deferred_deallocs.retry();
-    }
-    if r.is_err() {
-        d.events.reattach_cq(&c.events, detached);
+    destroy_detached(
+        d,
+        || exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 }),
+        || d.events.reattach_cq(&c.events, detached),
+    )
+}
+
+/// The end of a CQ's or QP's destroy, after its event target left the device's table: the
+/// DESTROY command; when it succeeds, the UARs whose deallocation waited for the object are
+/// retried, when the device refuses it, the target goes back (`reattach`).
+fn destroy_detached(
+    d: &Mlx5IbDev,
+    destroy: impl FnOnce() -> Result,
+    reattach: impl FnOnce(),
+) -> Result {
+    let r = destroy();
+    match r {
+        Ok(()) => d.deferred_deallocs.retry(),
+        Err(_) => reattach(),
     }
     r
 }
@@ -596,14 +609,11 @@ pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
     let d = qp.device().data();
     let q = qp.data();
     let detached = d.events.detach_qp(&q.events);
-    let r = exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 });
-    if r.is_ok() {
-        d.deferred_deallocs.retry();
-    }
-    if r.is_err() {
-        d.events.reattach_qp(&q.events, detached);
-    }
-    r
+    destroy_detached(
+        d,
+        || exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 }),
+        || d.events.reattach_qp(&q.events, detached),
+    )
 }
 
 /// `MLX5_QP_OPTPAR_*`, shared with the simulator.
