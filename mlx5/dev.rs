@@ -147,7 +147,8 @@ impl Mlx5Dev {
         Ok(arc)
     }
 
-    /// The RDMA device once `IB_REG` registered it (upstream `dev->ib_dev`).
+    /// The RDMA device once `IB_REG` shared it (upstream `dev->ib_dev`): registered, outside a
+    /// probe whose registration failed.
     pub(crate) fn ib(&self) -> Option<&Arc<Device<Mlx5Ib>>> {
         match self.dev.as_ref()? {
             Slot::Shared(a) => Some(a),
