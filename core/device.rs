@@ -33,7 +33,7 @@ use kernel::prelude::*;
 use kernel::str::BStr;
 use kernel::sync::aref::ARef;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
-use kernel::sync::{Arc, Completion, Mutex};
+use kernel::sync::{Arc, Completion, Mutex, UniqueArc};
 
 /// Upstream `IB_DEVICE_NAME_MAX`: names are at most 63 bytes.
 pub const IB_DEVICE_NAME_MAX: usize = 64;
@@ -673,9 +673,46 @@ impl<D: Driver> Device<D> {
         )
     }
 
+    /// Allocates a device as [`Device::alloc`] does, held by the caller alone (upstream
+    /// `ib_alloc_device()` before `ib_register_device()`): until it is shared (`Arc::from`), the
+    /// driver fills its data ([`Device::data_mut`]) and sets more ops ([`Device::ops_mut`],
+    /// upstream `ib_set_device_ops()`), as upstream's probe stages do.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, or the error of `data`.
+    pub fn alloc_unique(
+        ops: &Ops<D>,
+        phys_port_cnt: u32,
+        data: impl PinInit<D::DevData, Error>,
+    ) -> Result<Pin<UniqueArc<Self>>> {
+        UniqueArc::try_pin_init(
+            try_pin_init!(Device {
+                core <- DeviceCore::new(phys_port_cnt),
+                ops: *ops,
+                data <- data,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
     /// The driver's private data.
     pub fn data(&self) -> &D::DevData {
         &self.data
+    }
+
+    /// The driver's private data of a device nobody else holds yet ([`Device::alloc_unique`]).
+    pub fn data_mut(self: Pin<&mut Self>) -> &mut D::DevData
+    where
+        D::DevData: Unpin,
+    {
+        self.project().data.get_mut()
+    }
+
+    /// The op table of a device nobody else holds yet: upstream `ib_set_device_ops()` before
+    /// registration ([`Ops::set`]: the first setter of an op wins).
+    pub fn ops_mut(self: Pin<&mut Self>) -> &mut Ops<D> {
+        self.project().ops
     }
 
     /// The assembled op table.
