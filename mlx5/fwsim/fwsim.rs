@@ -704,6 +704,9 @@ impl Fw {
     /// follow it. `false` for a port the function does not have.
     #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn set_port_up(&mut self, port: u8, up: bool) -> bool {
+        if u32::from(port) > u32::from(self.cfg.num_ports) {
+            return false;
+        }
         let Some(p) = usize::from(port)
             .checked_sub(1)
             .and_then(|i| self.ports.get_mut(i))
