@@ -33,7 +33,7 @@ use kernel::prelude::*;
 use kernel::str::BStr;
 use kernel::sync::aref::ARef;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
-use kernel::sync::{Arc, Completion, Mutex};
+use kernel::sync::{Arc, Completion, Mutex, UniqueArc};
 
 /// Upstream `IB_DEVICE_NAME_MAX`: names are at most 63 bytes.
 pub const IB_DEVICE_NAME_MAX: usize = 64;
@@ -437,6 +437,9 @@ pub trait IbDevice: Send + Sync + 'static {
     /// `EINVAL` for a bad port, the driver's error.
     fn query_port_attr(&self, port: u32) -> Result<PortAttr>;
 
+    /// Reports an event (see [`Device::dispatch_event`]); process context.
+    fn dispatch(&self, ev: Event);
+
     /// Writes the firmware version string (upstream `ib_get_device_fw_str()`) into `buf` and
     /// returns its length; 0 when the driver has no `get_dev_fw_str`.
     fn fw_str(&self, buf: &mut [u8]) -> usize;
@@ -577,6 +580,10 @@ impl<D: Driver> IbDevice for Device<D> {
         Device::query_port(self, port)
     }
 
+    fn dispatch(&self, ev: Event) {
+        self.dispatch_event(ev)
+    }
+
     fn hw_stat_names(&self, port: u32) -> Option<&'static [&'static CStr]> {
         self.ops.get_hw_stats?;
         let f = self.ops.hw_port_stat_names?;
@@ -666,9 +673,46 @@ impl<D: Driver> Device<D> {
         )
     }
 
+    /// Allocates a device as [`Device::alloc`] does, held by the caller alone (upstream
+    /// `ib_alloc_device()` before `ib_register_device()`): until it is shared (`Arc::from`), the
+    /// driver fills its data ([`Device::data_mut`]) and sets more ops ([`Device::ops_mut`],
+    /// upstream `ib_set_device_ops()`), as upstream's probe stages do.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, or the error of `data`.
+    pub fn alloc_unique(
+        ops: &Ops<D>,
+        phys_port_cnt: u32,
+        data: impl PinInit<D::DevData, Error>,
+    ) -> Result<Pin<UniqueArc<Self>>> {
+        UniqueArc::try_pin_init(
+            try_pin_init!(Device {
+                core <- DeviceCore::new(phys_port_cnt),
+                ops: *ops,
+                data <- data,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
     /// The driver's private data.
     pub fn data(&self) -> &D::DevData {
         &self.data
+    }
+
+    /// The driver's private data of a device nobody else holds yet ([`Device::alloc_unique`]).
+    pub fn data_mut(self: Pin<&mut Self>) -> &mut D::DevData
+    where
+        D::DevData: Unpin,
+    {
+        self.project().data.get_mut()
+    }
+
+    /// The op table of a device nobody else holds yet: upstream `ib_set_device_ops()` before
+    /// registration ([`Ops::set`]: the first setter of an op wins).
+    pub fn ops_mut(self: Pin<&mut Self>) -> &mut Ops<D> {
+        self.project().ops
     }
 
     /// The assembled op table.
@@ -828,6 +872,20 @@ impl<D: Driver> Device<D> {
         event::deliver(&self.core, &ev);
     }
 
+    /// Reports an event from any context, atomic included (upstream mlx5_ib queues its
+    /// `ib_dispatch_event()` calls on a workqueue: mlx5_core's notifier, which reports port
+    /// changes and fatal errors, runs in atomic context). [`Device::dispatch_event`] runs
+    /// from the system workqueue (port events refresh the port cache first); the work item
+    /// holds a registration reference, so [`Device::unregister`] waits for it. Nothing is
+    /// queued for a device that is not registered.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` when the work item cannot be allocated.
+    pub fn dispatch_event_queued(this: &Arc<Self>, ev: Event) -> Result {
+        queue_device_event(this.clone(), ev)
+    }
+
     /// Takes a registration reference (upstream `ib_device_try_get()`).
     pub fn try_get(this: &Arc<Self>) -> Option<DeviceRef> {
         DeviceRef::try_get(this.clone())
@@ -921,6 +979,43 @@ impl<D: Driver> Device<D> {
         }
         (this.ops.query_port.ok_or(EOPNOTSUPP)?)(this, port)
     }
+}
+
+/// [`Device::dispatch_event_queued`] for a device known by its trait object.
+/// Non-generic so the work item's code lives in this module, whatever
+/// driver module queued it. Callable in atomic context.
+///
+/// # Errors
+///
+/// `ENOMEM`.
+pub fn queue_device_event(dev: Arc<dyn IbDevice>, ev: Event) -> Result {
+    let Some(r) = DeviceRef::try_get(dev) else {
+        return Ok(());
+    };
+    // Not `system()`: 7.3 marks `system_wq` deprecated (a warning at the first use).
+    kernel::workqueue::system_long()
+        .try_spawn(GFP_ATOMIC, move || {
+            let ports = r.device().core().phys_port_cnt;
+            if ev.port == 0 || ev.port > ports {
+                // upstream mlx5_ib_handle_event(): `rdma_is_port_valid()`.
+                pr_warn!(
+                    "ib_core_rs: {}: event {} on port {} dropped: no such port\n",
+                    r.device().core().name(),
+                    ev.kind.ib_event_type(),
+                    ev.port
+                );
+                return;
+            }
+            r.device().dispatch(ev);
+            pr_info!(
+                "ib_core_rs: {}: event {} on port {} dispatched\n",
+                r.device().core().name(),
+                ev.kind.ib_event_type(),
+                ev.port
+            );
+            drop(r);
+        })
+        .map_err(|_| ENOMEM)
 }
 
 /// Non-generic so the work item's code lives in this module, whatever

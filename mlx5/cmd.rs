@@ -161,6 +161,21 @@ macro_rules! number_reply {
 }
 pub(crate) use number_reply;
 
+/// Commands that carry their owner's uid (`self.uid`) and a trailing `pas[]` after the fixed
+/// inbox (`self.pas`, 8 bytes an address, written by [`set_addrs`]): their `uid` and `in_len`.
+macro_rules! uid_and_pas {
+    () => {
+        fn uid(&self) -> u16 {
+            self.uid
+        }
+
+        fn in_len(&self) -> usize {
+            Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
+        }
+    };
+}
+pub(crate) use uid_and_pas;
+
 /// Commands that answer nothing but their status.
 macro_rules! empty_reply {
     () => {

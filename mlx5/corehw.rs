@@ -20,7 +20,7 @@ use crate::hw::{
     CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
 };
 use crate::hw::{HwEvent, QpEventKind};
-use crate::mlx5_core::{CoreDev, CoreEvents, EVENT_COMP};
+use crate::mlx5_core::{CoreDev, CoreEvents, DEV_EVENT_SYS_ERROR, EVENT_COMP, EVENT_PORT_CHANGE};
 use crate::prm::cmd::{destroy_cq_in, mbox_in};
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
@@ -154,6 +154,18 @@ impl CoreEvents for CoreSink {
         let qp = |kind| HwEvent::Qp { qpn: num, kind };
         if event_type == EVENT_COMP {
             self.0.event(HwEvent::Completion { cqn: num });
+            return;
+        }
+        // upstream mlx5_ib_sys_error_event(): atomic context; the table queues the work.
+        if event_type == DEV_EVENT_SYS_ERROR {
+            self.0.event(HwEvent::DeviceFatal);
+            return;
+        }
+        if event_type == EVENT_PORT_CHANGE {
+            self.0.event(HwEvent::PortChange {
+                port: (num & 0xff) as u8,
+                subtype: ((num >> 8) & 0xff) as u8,
+            });
             return;
         }
         // `enum mlx5_event` numbers are below 0x100.

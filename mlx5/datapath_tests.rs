@@ -490,7 +490,7 @@ fn exchange(a: &Side, ha: &dyn Mlx5Hw, b: &Side, hb: &dyn Mlx5Hw) -> Result {
 }
 
 fn ib_of(d: &Mlx5Dev) -> Result<&Arc<Device<Mlx5Ib>>> {
-    d.ib.as_ref().ok_or(ENODEV)
+    d.ib().ok_or(ENODEV)
 }
 
 /// Whether the simulator's objects and the IOMMU's mappings are back to zero.

@@ -1,56 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The per-function driver state and the probe profile (upstream `struct mlx5_ib_dev` and
+//! The probe of a function and its profile (upstream `mlx5r_probe()`, `__mlx5_ib_add()` and
 //! `pf_profile`, main.c).
 //!
-//! [`Mlx5Dev`] holds the hardware handle and everything probe learns: identity, device and port
-//! attributes, GIDs and P_Keys, the kernel PD and UAR. The profile's stages fill it in order
-//! and unwind on failure; dropping it runs the cleanups of the completed stages in reverse
-//! (remove). Registering the RDMA device (`IB_REG`) is a placeholder until the core's
-//! registration API lands: everything `ib_register_device()` will ask the driver for
-//! (`query_device`, `query_port`, `get_port_immutable`, the GID/P_Key tables, sysfs values) is
-//! already computed here, so that stage becomes a thin layer.
+//! One mlx5 device is one struct, [`Mlx5IbDev`] (upstream `struct mlx5_ib_dev`), embedded in
+//! the core's device allocation: probe allocates the device first
+//! ([`Device::alloc_unique`], upstream `ib_alloc_device()`), the profile's stages fill its data
+//! (identity, device and port attributes, GIDs and P_Keys, the kernel PD, Q counter and UAR)
+//! and its op table in order, and `IB_REG` registers it. [`Mlx5Dev`] is what probe keeps: the
+//! handle on the device and how many stages completed. A failing stage unwinds the completed
+//! ones; dropping the state (remove) runs their cleanups in reverse, then deallocates the
+//! device.
 
 use crate::attrs::{
-    device_attrs, ib_port_attrs, port_immutable, roce_port_attrs, Caps, DeviceAttrs, DeviceIds,
-    EthLink, GenCaps, PortAttrs, PortImmutable,
+    device_attrs, ib_port_attrs, port_immutable, roce_port_attrs, Caps, DeviceIds, EthLink,
+    GenCaps, PortAttrs, PortImmutable,
 };
+use crate::cmd::exec;
 use crate::cmd::query::{
     HcaVport, NicVport, QueryAdapter, QueryHcaVportContext, QueryHcaVportGid, QueryHcaVportPkey,
     QueryNicVportContext, TableIndex,
 };
 use crate::cmd::reg::{AccessReg, NodeDesc, Paos, Pmtu, PortStatus, Ptys, PtysProto, Pvlc};
 use crate::cmd::res::{AllocPd, AllocQCounter, AllocUar, DeallocPd, DeallocQCounter, DeallocUar};
-use crate::cmd::{exec, Command};
 use crate::hw::{CapType, Mlx5Hw};
 use crate::ib::{
     assemble_ops, clear_gids, program_default_gids, programmed_gids, IbPort, Mlx5Ib, Mlx5IbDev,
 };
 use crate::prm::ctx::cmd_hca_cap;
 use crate::stages::{self, Stage};
+use core::pin::Pin;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::device::Device;
-use kernel::sync::atomic::Atomic;
-use kernel::{device, prelude::*, str::CString, sync::aref::ARef, sync::Arc};
-
-/// One port, as the core will ask for it.
-pub(crate) struct PortInfo {
-    /// 1-based port number.
-    pub(crate) num: u8,
-    /// Link layer.
-    pub(crate) link_layer: LinkLayer,
-    /// `query_port`.
-    pub(crate) attrs: PortAttrs,
-    /// `get_port_immutable`.
-    pub(crate) immutable: PortImmutable,
-    /// InfiniBand: the GID table from firmware (RoCE GIDs are programmed by the core's GID
-    /// cache through `add_gid`, so this is empty on Ethernet).
-    pub(crate) gids: KVec<[u8; 16]>,
-    /// InfiniBand: the P_Key table (Ethernet has the one default P_Key).
-    pub(crate) pkeys: KVec<u16>,
-    /// Ethernet: the port MAC (NIC vport `permanent_address`).
-    pub(crate) mac: Option<[u8; 6]>,
-}
+use kernel::{device, prelude::*, str::CString, sync::aref::ARef, sync::Arc, sync::UniqueArc};
 
 /// Optional op groups chosen by capability (upstream `NON_DEFAULT_CB` and the `*_ops` tables
 /// `mlx5_ib_stage_caps_init()` adds), for the core's op-table assembly.
@@ -66,37 +48,22 @@ pub(crate) struct OpGroups {
     pub(crate) ipoib: bool,
 }
 
-/// The per-function driver state (upstream `struct mlx5_ib_dev`).
+/// The device while probe builds it (upstream `mlx5r_probe()`'s `dev`): the core's device
+/// allocation, held alone while the stages fill it, shared from `IB_REG` on.
+enum Slot {
+    /// Allocated, not shared: the stages fill its data and ops.
+    Unique(Pin<UniqueArc<Device<Mlx5Ib>>>),
+    /// `IB_REG` shared it (registered, or its registration failed).
+    Shared(Arc<Device<Mlx5Ib>>),
+}
+
+/// A probed function: the handle on its device (whose data, [`Mlx5IbDev`], is everything probe
+/// learned and the ops read) and what remove must undo.
 pub(crate) struct Mlx5Dev {
-    /// The function, whichever backend reaches it (shared with the RDMA device's data).
-    hw: Arc<dyn Mlx5Hw>,
+    /// The device; None only while `IB_REG` shares it.
+    dev: Option<Slot>,
     /// Stages completed, so that drop cleans up exactly those.
     stages_done: usize,
-    /// QUERY_ADAPTER.
-    pub(crate) vendor_id: u32,
-    /// Board id (PSID), NUL padding dropped.
-    pub(crate) board_id: KVec<u8>,
-    /// Node GUID (`ib_device.node_guid`).
-    pub(crate) node_guid: u64,
-    /// System image GUID.
-    pub(crate) sys_image_guid: u64,
-    /// Node description (`ib_device.node_desc`, the NODE_DESC register), NUL padded.
-    pub(crate) node_desc: [u8; 64],
-    /// `query_device`.
-    pub(crate) attrs: DeviceAttrs,
-    /// Optional op groups.
-    pub(crate) ops: OpGroups,
-    /// Ports, in order.
-    pub(crate) ports: KVec<PortInfo>,
-    /// The kernel PD (upstream `devr->p0`).
-    pub(crate) pdn: Option<u32>,
-    /// The kernel UAR page (upstream `mdev->priv.uar` / `dev->bfreg`).
-    pub(crate) uar: Option<u32>,
-    /// The port's Q counter set (upstream `dev->port[0].cnts.set_id`).
-    pub(crate) qcnt: Option<u32>,
-    /// The RDMA device `IB_REG` registered (upstream `dev->ib_dev`); deallocated at remove,
-    /// after the stage cleanups, as upstream `mlx5r_remove()` calls `ib_dealloc_device()`.
-    pub(crate) ib: Option<Arc<Device<Mlx5Ib>>>,
     /// The RDMA device's parent (upstream `ib_dev.dev.parent = mdev->device`): the sysfs
     /// `device` link of `mlx5_N` and of its `uverbsN`. None in KUnit probes.
     parent: Option<ARef<device::Device>>,
@@ -114,87 +81,79 @@ impl Mlx5Dev {
 
     /// Runs the profile on `hw`; the RDMA device it registers has `parent` as its parent.
     ///
+    /// Upstream `mlx5r_probe()`: `ib_alloc_device()` (here with the main op table and the port
+    /// table of the link layer; the stages add the optional ones), then `__mlx5_ib_add()`. The
+    /// device is deallocated when this state drops (remove, or a failed probe), after the
+    /// stages' cleanups.
+    ///
     /// # Errors
     ///
-    /// The failing stage's error, after everything done before it was undone.
+    /// The failing stage's error, after everything done before it was undone; `ENOMEM`.
     pub(crate) fn probe_under(
         hw: Arc<dyn Mlx5Hw>,
         parent: Option<&device::Device>,
     ) -> Result<Self> {
+        let id = *hw.identity();
+        let name = CString::try_from_fmt(fmt!("{}", hw.name()))?;
+        let ops = assemble_ops(id.link_layer)?;
+        let dev = Device::alloc_unique(&ops, u32::from(id.num_ports), Mlx5IbDev::new(hw))?;
         let mut d = Self {
-            hw,
+            dev: Some(Slot::Unique(dev)),
             parent: parent.map(ARef::from),
             stages_done: 0,
-            vendor_id: 0,
-            board_id: KVec::new(),
-            node_guid: 0,
-            sys_image_guid: 0,
-            node_desc: [0; 64],
-            attrs: DeviceAttrs::default(),
-            ops: OpGroups::default(),
-            ports: KVec::new(),
-            pdn: None,
-            uar: None,
-            qcnt: None,
-            ib: None,
         };
         let table = profile();
-        // The runner borrows `d` mutably; its log line gets a copy of the name.
-        let name = CString::try_from_fmt(fmt!("{}", d.hw().name()))?;
         stages::init_all(&name, &table, &mut d)?;
         d.stages_done = table.len();
         Ok(d)
     }
 
-    /// The hardware interface.
-    pub(crate) fn hw(&self) -> &dyn Mlx5Hw {
-        &*self.hw
-    }
-
-    fn exec<C: Command>(&self, cmd: &C) -> Result<C::Reply> {
-        exec(self.hw(), cmd)
-    }
-
-    fn gen_caps(&self) -> Result<GenCaps<'_>> {
-        GenCaps::of(self.hw())
-    }
-
-    /// sysfs `hw_rev` (upstream `hw_rev_show()`: `%x` of the PCI revision).
+    /// The device's data: what probe learned.
     ///
     /// # Errors
     ///
-    /// `ENOMEM`.
-    pub(crate) fn hw_rev(&self) -> Result<CString> {
-        CString::try_from_fmt(fmt!("{:x}", self.hw().identity().pci_revision))
+    /// `ENODEV` while `IB_REG` shares the device (never seen outside it).
+    pub(crate) fn data(&self) -> Result<&Mlx5IbDev> {
+        match self.dev.as_ref().ok_or(ENODEV)? {
+            Slot::Unique(u) => Ok(u.data()),
+            Slot::Shared(a) => Ok(a.data()),
+        }
     }
 
-    /// sysfs `hca_type` (upstream `hca_type_show()`: `MT%d` of the PCI device id).
+    /// The device before `IB_REG` shares it, for the stages to fill.
     ///
     /// # Errors
     ///
-    /// `ENOMEM`.
-    pub(crate) fn hca_type(&self) -> Result<CString> {
-        CString::try_from_fmt(fmt!("MT{}", self.hw().identity().pci_device))
+    /// `EBUSY` once it is shared (a stage after `IB_REG`: none is).
+    fn unique(&mut self) -> Result<Pin<&mut Device<Mlx5Ib>>> {
+        match self.dev.as_mut() {
+            Some(Slot::Unique(u)) => Ok(u.as_mut()),
+            _ => Err(EBUSY),
+        }
     }
 
-    /// sysfs `board_id`.
-    ///
-    /// # Errors
-    ///
-    /// `EINVAL` if the board id is not UTF-8, `ENOMEM`.
-    pub(crate) fn board_id(&self) -> Result<CString> {
-        let s = core::str::from_utf8(&self.board_id).map_err(|_| EINVAL)?;
-        CString::try_from_fmt(fmt!("{}", s))
+    /// The data of the device before `IB_REG` shares it.
+    fn filling(&mut self) -> Result<&mut Mlx5IbDev> {
+        Ok(self.unique()?.data_mut())
     }
 
-    /// `fw_ver` (upstream `get_dev_fw_str()`: `%d.%d.%04d`).
-    ///
-    /// # Errors
-    ///
-    /// `ENOMEM`.
-    pub(crate) fn fw_ver(&self) -> Result<CString> {
-        let (a, b, c) = self.hw().identity().fw_rev;
-        CString::try_from_fmt(fmt!("{}.{}.{:04}", a, b, c))
+    /// Shares the device (from `IB_REG` on, the core and verbs objects hold it too).
+    fn share(&mut self) -> Result<Arc<Device<Mlx5Ib>>> {
+        let arc = match self.dev.take().ok_or(ENODEV)? {
+            Slot::Unique(u) => Arc::from(u),
+            Slot::Shared(a) => a,
+        };
+        self.dev = Some(Slot::Shared(arc.clone()));
+        Ok(arc)
+    }
+
+    /// The RDMA device once `IB_REG` shared it (upstream `dev->ib_dev`): registered, outside a
+    /// probe whose registration failed.
+    pub(crate) fn ib(&self) -> Option<&Arc<Device<Mlx5Ib>>> {
+        match self.dev.as_ref()? {
+            Slot::Shared(a) => Some(a),
+            Slot::Unique(_) => None,
+        }
     }
 }
 
@@ -203,15 +162,17 @@ impl Drop for Mlx5Dev {
         let table = profile();
         let done = self.stages_done.min(table.len());
         stages::cleanup_all(table.get(..done).unwrap_or(&[]), self);
-        if let Some(ib) = self.ib.take() {
-            let left = Device::dealloc(ib);
-            if left != 0 {
-                pr_err!(
-                    "{}: {} verbs object(s) left at remove\n",
-                    self.hw().name(),
-                    left
-                );
-            }
+        // upstream mlx5r_remove() (and a failed mlx5r_probe()): ib_dealloc_device() after the
+        // stages' cleanups.
+        let ib = match self.dev.take() {
+            Some(Slot::Unique(u)) => Arc::from(u),
+            Some(Slot::Shared(a)) => a,
+            None => return,
+        };
+        let hw = ib.data().hw.clone();
+        let left = Device::dealloc(ib);
+        if left != 0 {
+            pr_err!("{}: {} verbs object(s) left at remove\n", hw.name(), left);
         }
     }
 }
@@ -245,7 +206,7 @@ pub(crate) fn profile() -> [Stage<Mlx5Dev>; 9] {
         Stage {
             name: "PORTS",
             init: stage_ports,
-            cleanup: Some(|d| d.ports.clear()),
+            cleanup: None,
         },
         Stage {
             name: "DEVICE_RESOURCES",
@@ -273,63 +234,68 @@ pub(crate) fn profile() -> [Stage<Mlx5Dev>; 9] {
 /// upstream `mlx5_ib_stage_init_init()`: the function's identity, node and system image GUIDs
 /// (`mlx5_query_node_guid()`, through the vport access method), board and vendor id.
 fn stage_init(d: &mut Mlx5Dev) -> Result {
-    let id = *d.hw().identity();
+    let x = d.filling()?;
+    let hw = &*x.hw;
+    let id = *hw.identity();
     if id.num_ports == 0 {
         return Err(EINVAL);
     }
-    let adapter = d.exec(&QueryAdapter)?;
-    d.vendor_id = adapter.ieee_vendor_id;
-    d.board_id = KVec::new();
-    d.board_id
+    let adapter = exec(hw, &QueryAdapter)?;
+    x.vendor_id = adapter.ieee_vendor_id;
+    x.board_id = KVec::new();
+    x.board_id
         .extend_from_slice(adapter.board_id(), GFP_KERNEL)?;
     // mlx5_get_vport_access_method(): NIC vport on Ethernet, HCA vport on InfiniBand (upstream
     // uses MAD_IFC on InfiniBand functions without `ib_virt`; MAD_IFC is not implemented).
     let (node, sys) = match id.link_layer {
         LinkLayer::Ethernet => {
-            let v: NicVport = d.exec(&QueryNicVportContext)?;
+            let v: NicVport = exec(hw, &QueryNicVportContext)?;
             (v.node_guid, v.system_image_guid)
         }
         LinkLayer::Infiniband => {
-            let v: HcaVport = d.exec(&QueryHcaVportContext { port: 1 })?;
+            let v: HcaVport = exec(hw, &QueryHcaVportContext { port: 1 })?;
             (v.node_guid, v.sys_image_guid)
         }
     };
-    d.node_guid = node;
-    d.sys_image_guid = sys;
+    x.node_guid = node;
+    x.sys_image_guid = sys;
     // upstream init_node_data(): the node description from the firmware (NODE_DESC; MAD_IFC
     // NodeDescription when it uses MAD_IFC, which this driver does not).
-    d.node_desc = d.exec(&AccessReg::read(NodeDesc))?;
+    x.node_desc = exec(hw, &AccessReg::read(NodeDesc))?;
     Ok(())
 }
 
 /// upstream `mlx5_ib_stage_caps_init()` + `mlx5_ib_query_device()`: the device attributes from
 /// the cached capabilities.
 fn stage_caps(d: &mut Mlx5Dev) -> Result {
-    let id = *d.hw().identity();
+    let x = d.filling()?;
+    let hw = &*x.hw;
+    let id = *hw.identity();
     let ids = DeviceIds {
         fw_rev: id.fw_rev,
-        vendor_id: d.vendor_id,
+        vendor_id: x.vendor_id,
         pci_device: id.pci_device,
         pci_revision: id.pci_revision,
-        sys_image_guid: d.sys_image_guid,
-        node_guid: d.node_guid,
+        sys_image_guid: x.sys_image_guid,
+        node_guid: x.node_guid,
         num_ports: id.num_ports,
     };
-    d.attrs = device_attrs(d.gen_caps()?, &ids)?;
-    d.attrs.atomic_cap =
-        crate::attrs::atomic_cap(d.hw().caps(CapType::Atomic).and_then(Caps::new))?;
-    d.attrs.max_dm_size =
-        crate::attrs::max_dm_size(d.hw().caps(CapType::DevMem).and_then(Caps::new));
+    let mut attrs = device_attrs(GenCaps::of(hw)?, &ids)?;
+    attrs.atomic_cap = crate::attrs::atomic_cap(hw.caps(CapType::Atomic).and_then(Caps::new))?;
+    attrs.max_dm_size = crate::attrs::max_dm_size(hw.caps(CapType::DevMem).and_then(Caps::new));
+    x.attrs = attrs;
     Ok(())
 }
 
 /// upstream `mlx5_ib_stage_non_default_cb()` and the capability checks of `caps_init`.
 fn stage_non_default_cb(d: &mut Mlx5Dev) -> Result {
-    let gen = d.gen_caps()?;
-    d.ops = OpGroups {
+    let x = d.filling()?;
+    let hw = &*x.hw;
+    let gen = GenCaps::of(hw)?;
+    x.ops = OpGroups {
         xrc: gen.get(cmd_hca_cap::xrc) != 0,
         mw: gen.get(cmd_hca_cap::imaicl) != 0,
-        roce: d.hw().identity().link_layer == LinkLayer::Ethernet,
+        roce: hw.identity().link_layer == LinkLayer::Ethernet,
         ipoib: false,
     };
     Ok(())
@@ -340,27 +306,27 @@ fn stage_non_default_cb(d: &mut Mlx5Dev) -> Result {
 /// mlx5_core enables it on the PF by default and the simulator reports it on) and registers a
 /// netdev notifier (no netdev binding yet).
 fn stage_roce(d: &mut Mlx5Dev) -> Result {
-    if d.hw().identity().link_layer != LinkLayer::Ethernet {
+    let hw = &*d.data()?.hw;
+    if hw.identity().link_layer != LinkLayer::Ethernet {
         return Ok(());
     }
-    if d.gen_caps()?.get(cmd_hca_cap::roce) == 0 || d.hw().caps(CapType::Roce).is_none() {
-        pr_err!(
-            "{}: Ethernet function without RoCE capability\n",
-            d.hw().name()
-        );
+    if GenCaps::of(hw)?.get(cmd_hca_cap::roce) == 0 || hw.caps(CapType::Roce).is_none() {
+        pr_err!("{}: Ethernet function without RoCE capability\n", hw.name());
         return Err(EOPNOTSUPP);
     }
     Ok(())
 }
 
 /// What `get_port_immutable` and `query_port` will return, per port, with the GID/P_Key tables.
+/// The ports are memory of the device: they go with it (no cleanup).
 fn stage_ports(d: &mut Mlx5Dev) -> Result {
-    let id = *d.hw().identity();
+    let x = d.filling()?;
+    let id = *x.hw.identity();
     let mut ports = KVec::with_capacity(usize::from(id.num_ports), GFP_KERNEL)?;
     for num in 1..=id.num_ports {
-        ports.push(query_port(d, num, id.link_layer)?, GFP_KERNEL)?;
+        ports.push(query_port(&*x.hw, num, id.link_layer)?, GFP_KERNEL)?;
     }
-    d.ports = ports;
+    x.ports = ports;
     Ok(())
 }
 
@@ -424,19 +390,25 @@ pub(crate) fn port_attrs(
 }
 
 /// upstream `mlx5_ib_query_port()` + `mlx5_port_immutable()` + the cache's table reads.
-fn query_port(d: &Mlx5Dev, num: u8, ll: LinkLayer) -> Result<PortInfo> {
-    let (attrs, immutable, mac) = port_attrs(d.hw(), num, ll)?;
+fn query_port(hw: &dyn Mlx5Hw, num: u8, ll: LinkLayer) -> Result<IbPort> {
+    let (attrs, immutable, mac) = port_attrs(hw, num, ll)?;
     let (gids, pkeys) = match ll {
         LinkLayer::Infiniband => {
             let n_gids = u16::try_from(attrs.gid_tbl_len).map_err(|_| EIO)?;
-            let gids = d.exec(&QueryHcaVportGid {
-                port: num,
-                index: TableIndex::All(n_gids),
-            })?;
-            let pkeys = d.exec(&QueryHcaVportPkey {
-                port: num,
-                index: TableIndex::All(attrs.pkey_tbl_len),
-            })?;
+            let gids = exec(
+                hw,
+                &QueryHcaVportGid {
+                    port: num,
+                    index: TableIndex::All(n_gids),
+                },
+            )?;
+            let pkeys = exec(
+                hw,
+                &QueryHcaVportPkey {
+                    port: num,
+                    index: TableIndex::All(attrs.pkey_tbl_len),
+                },
+            )?;
             (gids, pkeys)
         }
         LinkLayer::Ethernet => {
@@ -445,7 +417,7 @@ fn query_port(d: &Mlx5Dev, num: u8, ll: LinkLayer) -> Result<PortInfo> {
             (KVec::new(), pkeys)
         }
     };
-    Ok(PortInfo {
+    Ok(IbPort {
         num,
         link_layer: ll,
         attrs,
@@ -453,6 +425,7 @@ fn query_port(d: &Mlx5Dev, num: u8, ll: LinkLayer) -> Result<PortInfo> {
         gids,
         pkeys,
         mac,
+        roce_gids: KVec::new(),
     })
 }
 
@@ -460,15 +433,17 @@ fn query_port(d: &Mlx5Dev, num: u8, ll: LinkLayer) -> Result<PortInfo> {
 /// two XRCDs and two SRQs there; those need EQs and XRC/SRQ commands this driver does not have
 /// yet.
 fn stage_dev_res(d: &mut Mlx5Dev) -> Result {
-    d.pdn = Some(d.exec(&AllocPd { uid: 0 })?);
+    let x = d.filling()?;
+    x.pdn = Some(exec(&*x.hw, &AllocPd { uid: 0 })?);
     Ok(())
 }
 
 fn stage_dev_res_cleanup(d: &mut Mlx5Dev) {
-    if let Some(pd) = d.pdn.take() {
+    let Ok(x) = d.data() else { return };
+    if let Some(pd) = x.pdn {
         // A failure is logged by exec; there is nothing else to do on teardown (upstream
         // ignores mlx5_cmd_dealloc_pd()'s result the same way).
-        let _ = d.exec(&DeallocPd { id: pd, uid: 0 });
+        let _ = exec(&*x.hw, &DeallocPd { id: pd, uid: 0 });
     }
 }
 
@@ -476,16 +451,18 @@ fn stage_dev_res_cleanup(d: &mut Mlx5Dev) {
 /// ALLOC_Q_COUNTER (uid 0: no DEVX here) for the function's port; QPs count into it from
 /// RESET->INIT on, and `get_hw_stats` reads it.
 fn stage_counters(d: &mut Mlx5Dev) -> Result {
-    if d.gen_caps()?.get(cmd_hca_cap::max_qp_cnt) == 0 {
+    let x = d.filling()?;
+    if GenCaps::of(&*x.hw)?.get(cmd_hca_cap::max_qp_cnt) == 0 {
         return Ok(());
     }
-    d.qcnt = Some(d.exec(&AllocQCounter { uid: 0 })?);
+    x.qcnt = Some(exec(&*x.hw, &AllocQCounter { uid: 0 })?);
     Ok(())
 }
 
 fn stage_counters_cleanup(d: &mut Mlx5Dev) {
-    if let Some(id) = d.qcnt.take() {
-        let _ = d.exec(&DeallocQCounter { id, uid: 0 });
+    let Ok(x) = d.data() else { return };
+    if let Some(id) = x.qcnt {
+        let _ = exec(&*x.hw, &DeallocQCounter { id, uid: 0 });
     }
 }
 
@@ -494,133 +471,112 @@ fn stage_counters_cleanup(d: &mut Mlx5Dev) {
 /// issues ALLOC_UAR and maps it; here it is ALLOC_UAR directly, then mapped by the backend
 /// ([`Mlx5Hw::map_kernel_uar`]: `ioremap()` on an mlx5_core function).
 fn stage_bfreg(d: &mut Mlx5Dev) -> Result {
-    let uar = d.exec(&AllocUar { uid: 0 })?;
-    if let Err(e) = d.hw.map_kernel_uar(uar) {
-        let _ = d.exec(&DeallocUar { id: uar, uid: 0 });
+    let x = d.filling()?;
+    let uar = exec(&*x.hw, &AllocUar { uid: 0 })?;
+    if let Err(e) = x.hw.map_kernel_uar(uar) {
+        let _ = exec(&*x.hw, &DeallocUar { id: uar, uid: 0 });
         return Err(e);
     }
-    d.uar = Some(uar);
+    x.uar = uar;
     Ok(())
 }
 
+/// Runs only when `BFREG` completed, so `uar` is the page it allocated.
 fn stage_bfreg_cleanup(d: &mut Mlx5Dev) {
-    if let Some(uar) = d.uar.take() {
-        d.hw.unmap_kernel_uar(uar);
-        let _ = d.exec(&DeallocUar { id: uar, uid: 0 });
-    }
+    let Ok(x) = d.data() else { return };
+    x.hw.unmap_kernel_uar(x.uar);
+    let _ = exec(&*x.hw, &DeallocUar { id: x.uar, uid: 0 });
 }
 
 /// upstream `mlx5_ib_stage_ib_reg_init()`: `ib_register_device(&dev->ib_dev, "mlx5_%d", ...)`.
 ///
-/// Upstream allocates the `ib_device` in `mlx5r_probe()` before the stages; here
-/// `Device::alloc()` takes the driver data by value, so the device is allocated here, from what
-/// the earlier stages computed (the deallocation stays at remove, as upstream). Before
-/// registering, the default RoCE GIDs are programmed ([`program_default_gids`]) so that the
-/// core's GID cache reads them during registration.
-///
+/// Before that, as upstream's earlier stages do on the allocated device: the optional op
+/// tables (`ib_set_device_ops()`), the MEMIC window, and the default RoCE GIDs
+/// ([`program_default_gids`]), so that the core's GID cache reads them during registration.
+/// From here on the device is shared; a failed registration leaves it for the deallocation
+/// after the earlier stages' cleanups (upstream order).
 fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
-    let hw = d.hw.clone();
-    let id = *hw.identity();
-    let mut ops = assemble_ops(id.link_layer)?;
-    // upstream mlx5_ib_stage_caps_init(): `if (MLX5_CAP_GEN(mdev, imaicl))
-    // ib_set_device_ops(&dev->ib_dev, &mlx5_ib_dev_mw_ops)`.
-    if d.ops.mw {
-        ops.set(&crate::ib::MW_OPS)?;
-    }
-    if d.ops.xrc {
-        ops.set(&crate::ib::XRC_OPS)?;
-    }
+    let parent = d.parent.clone();
+    let mut dev = d.unique()?;
+    let hw = dev.data().hw.clone();
+    let groups = dev.data().ops;
     // upstream: `if (MLX5_CAP_DEV_MEM(mdev, memic) || ..SW_ICM) ib_set_device_ops(..,
     // &mlx5_ib_dev_dm_ops)`.
     let memic = crate::dm::MemicDb::new(&hw)?;
-    if memic.is_some() {
-        ops.set(&crate::ib::DM_OPS)?;
+    {
+        let ops = dev.as_mut().ops_mut();
+        // upstream mlx5_ib_stage_caps_init(): `if (MLX5_CAP_GEN(mdev, imaicl))
+        // ib_set_device_ops(&dev->ib_dev, &mlx5_ib_dev_mw_ops)`.
+        if groups.mw {
+            ops.set(&crate::ib::MW_OPS)?;
+        }
+        if groups.xrc {
+            ops.set(&crate::ib::XRC_OPS)?;
+        }
+        if memic.is_some() {
+            ops.set(&crate::ib::DM_OPS)?;
+        }
     }
-    let mut ports = KVec::with_capacity(d.ports.len(), GFP_KERNEL)?;
-    for p in d.ports.iter() {
-        ports.push(
-            IbPort {
-                num: p.num,
-                link_layer: p.link_layer,
-                immutable: p.immutable,
-                mac: p.mac,
-                roce_gids: KVec::new(),
-            },
-            GFP_KERNEL,
-        )?;
-    }
+    let x = dev.as_mut().data_mut();
+    x.memic = memic;
     let clear_all = |ports: &KVec<IbPort>| {
         for p in ports.iter() {
             clear_gids(&*hw, programmed_gids(p));
         }
     };
-    for i in 0..ports.len() {
-        let Some(p) = ports.get(i) else { break };
+    for i in 0..x.ports.len() {
+        let Some(p) = x.ports.get(i) else { break };
         if p.link_layer != LinkLayer::Ethernet {
             continue;
         }
         match program_default_gids(&*hw, p) {
             Ok(t) => {
-                if let Some(p) = ports.get_mut(i) {
+                if let Some(p) = x.ports.get_mut(i) {
                     p.roce_gids = t;
                 }
             }
             Err(e) => {
-                clear_all(&ports);
+                clear_all(&x.ports);
                 return Err(e);
             }
         }
     }
-    let mut board_id = KVec::new();
-    board_id.extend_from_slice(&d.board_id, GFP_KERNEL)?;
-    let uar = d.uar.ok_or(EINVAL)?;
-    let events = crate::events::EventTable::new()?;
-    let data = Mlx5IbDev {
-        hw: hw.clone(),
-        attrs: d.attrs,
-        ports,
-        uar,
-        board_id,
-        mkey_var: Atomic::new(0),
-        events: events.clone(),
-        deferred_deallocs: crate::uar::DeferredDeallocs::new(hw.clone())?,
-        qcnt_set: d.qcnt.unwrap_or(0),
-        memic,
-    };
-    // Single-port functions: every port's entries are at vhca_port 0.
-    let programmed = data.ports.iter().map(programmed_gids).max().unwrap_or(0);
-    let dev = match Device::alloc(&ops, u32::from(id.num_ports), Ok::<_, Error>(data)) {
-        Ok(dev) => dev,
-        Err(e) => {
-            clear_gids(&*hw, programmed);
-            return Err(e);
-        }
-    };
     dev.set_sysfs_group(&crate::sysfs::MLX5_GROUP);
-    dev.set_node_desc(&d.node_desc);
+    dev.set_node_desc(&dev.data().node_desc);
     // upstream: `ib_dev.num_comp_vectors = mlx5_comp_vectors_max(mdev)`.
     dev.set_num_comp_vectors(hw.num_comp_vectors());
-    if let Some(parent) = &d.parent {
+    if let Some(parent) = &parent {
         dev.set_parent(parent);
     }
+    let dev = d.share()?;
     // upstream: mlx5_core's EQs call into the CQ/QP tables from the first CQ/QP on.
-    hw.set_events(Some(events));
+    hw.set_events(Some(dev.data().events.clone()));
     if let Err(e) = Device::register(&dev, c"mlx5_%d") {
         hw.set_events(None);
         clear_all(&dev.data().ports);
-        Device::dealloc(dev);
         return Err(e);
     }
-    d.ib = Some(dev);
+    // upstream MLX5_IB_STAGE_SYS_ERROR_NOTIFIER (after IB_REG): device events from here on.
+    let eth = dev
+        .data()
+        .ports
+        .iter()
+        .any(|p| p.link_layer == LinkLayer::Ethernet);
+    events_of(&dev).set_device(Some(dev.clone()), eth);
     Ok(())
+}
+
+fn events_of(dev: &Arc<Device<Mlx5Ib>>) -> &crate::events::EventTable {
+    &dev.data().events
 }
 
 /// upstream `mlx5_ib_stage_ib_reg_cleanup()`: `ib_unregister_device()`; the RoCE GIDs go with
 /// it (upstream the core's GID cache deletes them through `del_gid` while unregistering).
 fn stage_ib_reg_cleanup(d: &mut Mlx5Dev) {
-    if let Some(ib) = &d.ib {
+    if let Some(ib) = d.ib() {
+        events_of(ib).set_device(None, false);
         Device::unregister(ib);
-        pr_info!("{}: unregistered {}\n", d.hw().name(), ib.name());
+        pr_info!("{}: unregistered {}\n", ib.data().hw.name(), ib.name());
         for p in ib.data().ports.iter() {
             clear_gids(&*ib.data().hw, programmed_gids(p));
         }
@@ -659,7 +615,10 @@ mod tests {
             let d = Mlx5Dev::probe(f.clone())?;
             assert_eq!(f.counts().pd, 1);
             assert_eq!(f.counts().uar, 1);
-            assert!(d.pdn.is_some() && d.uar.is_some());
+            assert!(d.data()?.pdn.is_some());
+            // One device: what the stages filled is the registered device's data.
+            let ib = d.ib().ok_or(ENODEV)?;
+            assert!(core::ptr::eq(d.data()?, ib.data()));
             drop(d);
             assert!(f.counts().is_zero());
         }
@@ -702,7 +661,8 @@ mod tests {
     #[test]
     fn device_attrs_follow_upstream_arithmetic() -> Result {
         let f = sim(false)?;
-        let d = Mlx5Dev::probe(f.clone())?;
+        let probed = Mlx5Dev::probe(f.clone())?;
+        let d = probed.data()?;
         let p = CONNECTX7;
         let a = &d.attrs;
         assert_eq!(a.max_qp, 1 << p.log_max_qp);
@@ -758,7 +718,8 @@ mod tests {
     #[test]
     fn ib_port_attrs_from_the_simulator() -> Result {
         let f = sim(false)?;
-        let d = Mlx5Dev::probe(f.clone())?;
+        let probed = Mlx5Dev::probe(f.clone())?;
+        let d = probed.data()?;
         assert_eq!(d.ports.len(), 1);
         let p = &d.ports[0];
         assert_eq!((p.num, p.link_layer), (1, LinkLayer::Infiniband));
@@ -796,7 +757,8 @@ mod tests {
     #[test]
     fn roce_port_attrs_from_the_simulator() -> Result {
         let f = sim(true)?;
-        let d = Mlx5Dev::probe(f.clone())?;
+        let probed = Mlx5Dev::probe(f.clone())?;
+        let d = probed.data()?;
         let p = &d.ports[0];
         assert_eq!(p.link_layer, LinkLayer::Ethernet);
         let a = &p.attrs;

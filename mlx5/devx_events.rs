@@ -243,6 +243,8 @@ fn eqe_of(ev: &HwEvent) -> ([u8; EQE_SIZE], u32, u32) {
             // SRQs here are RMPs: the RQ queue type.
             (ty, QUEUE_TYPE_RQ, srqn, 0x38)
         }
+        // Filtered out by dispatch().
+        HwEvent::DeviceFatal | HwEvent::PortChange { .. } => (0, 0, 0, 0),
     };
     e[1] = ty as u8;
     if at == 0x38 && ty != EVENT_COMP {
@@ -259,6 +261,10 @@ fn eqe_of(ev: &HwEvent) -> ([u8; EQE_SIZE], u32, u32) {
 /// Delivers a device event to the subscribed channels (upstream `devx_event_notifier()` and,
 /// for completions, `devx_cq_comp()`). Callable from interrupt context.
 pub(crate) fn dispatch(table: &DevxSubs, ev: &HwEvent) {
+    // Not an EQE: no DEVX event number.
+    if matches!(ev, HwEvent::DeviceFatal | HwEvent::PortChange { .. }) {
+        return;
+    }
     let t = table.lock();
     if t.is_empty() {
         return;

@@ -20,6 +20,8 @@
 
 use crate::datapath::KernQp;
 use crate::hw::{HwEvent, Mlx5Events, QpEventKind};
+use ib_core_rs::device::IbDevice;
+use ib_core_rs::event::{Event, EventKind};
 use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler, SrqEvent, SrqHandler};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -227,6 +229,15 @@ impl<T: Target> Table<T> {
     }
 }
 
+/// `MLX5_PORT_CHANGE_SUBTYPE_*` (device.h).
+const PORT_CHANGE_SUBTYPE_DOWN: u8 = 1;
+const PORT_CHANGE_SUBTYPE_ACTIVE: u8 = 4;
+const PORT_CHANGE_SUBTYPE_INITIALIZED: u8 = 5;
+const PORT_CHANGE_SUBTYPE_LID: u8 = 6;
+const PORT_CHANGE_SUBTYPE_PKEY: u8 = 7;
+const PORT_CHANGE_SUBTYPE_GUID: u8 = 8;
+const PORT_CHANGE_SUBTYPE_CLIENT_REREG: u8 = 9;
+
 /// The device's CQ and QP tables (spinlocks: `poll_cq` looks QPs up, from any context).
 #[pin_data]
 pub(crate) struct EventTable {
@@ -239,6 +250,16 @@ pub(crate) struct EventTable {
     /// The DEVX event subscriptions of the device's contexts (`crate::devx_events`).
     #[pin]
     pub(crate) devx: crate::devx_events::DevxSubs,
+    /// The registered RDMA device, for device events: set after `IB_REG`, taken before
+    /// unregistering (the device holds this table: the reference cycle ends there).
+    #[pin]
+    ib: SpinLockIrq<Option<Arc<dyn IbDevice>>>,
+    /// A fatal error was reported (upstream `!ib_active`): `IB_EVENT_DEVICE_FATAL` is
+    /// delivered once, and no port event after it.
+    fatal: Atomic<bool>,
+    /// The device's ports are Ethernet (RoCE): upstream takes port up/down from the netdev,
+    /// not from PORT_CHANGE.
+    ethernet: Atomic<bool>,
 }
 
 /// Room for one entry in a table, taken before a create command.
@@ -300,6 +321,9 @@ impl EventTable {
                 qps <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
                 srqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
                 devx <- new_spinlock_irq!(KVec::new()),
+                ib <- new_spinlock_irq!(None),
+                fatal: Atomic::new(false),
+                ethernet: Atomic::new(false),
             }),
             GFP_KERNEL,
         )
@@ -422,6 +446,30 @@ impl EventTable {
         }
     }
 
+    /// Sets (after registration) or takes (before unregistering) the RDMA device that device
+    /// events are reported on.
+    pub(crate) fn set_device(&self, dev: Option<Arc<dyn IbDevice>>, ethernet: bool) {
+        self.ethernet.store(ethernet, Relaxed);
+        let old = core::mem::replace(&mut *self.ib.lock(), dev);
+        drop(old);
+    }
+
+    /// Queues `ev` on the registered device (atomic context allowed). The lock is held
+    /// across the queueing, so the clone handed over is never the device's last reference
+    /// (the table's own is there until [`EventTable::set_device`] takes it): nothing here
+    /// can free the device in atomic context.
+    fn report(&self, ev: Event) {
+        let g = self.ib.lock();
+        if let Some(dev) = g.as_ref() {
+            if ib_core_rs::device::queue_device_event(dev.clone(), ev).is_err() {
+                pr_err!(
+                    "mlx5_ib_rs: no memory to report event {}\n",
+                    ev.kind.ib_event_type()
+                );
+            }
+        }
+    }
+
     /// A QP's target by number (upstream `__mlx5_qp_lookup()`; the counter ops).
     pub(crate) fn qp_target(&self, qpn: u32) -> Option<Arc<QpTarget>> {
         self.qps.lock().find(qpn).cloned()
@@ -472,6 +520,41 @@ impl Mlx5Events for EventTable {
                         SrqEvent::Err
                     });
                 }
+            }
+            // upstream mlx5_ib_sys_error_event() + mlx5_ib_handle_sys_error_event(): once
+            // (`ib_active`), from a work item (this runs in the notifier's atomic context).
+            HwEvent::DeviceFatal => {
+                if self.fatal.xchg(true, Relaxed) {
+                    return;
+                }
+                pr_err!("mlx5_ib_rs: mlx5_core reports a fatal device error; IB_EVENT_DEVICE_FATAL to the consumers\n");
+                self.report(Event {
+                    kind: EventKind::DeviceFatal,
+                    port: 1,
+                });
+            }
+            // upstream handle_port_change(): the subtype becomes the event; on an Ethernet
+            // port up/down come from the netdev instead (not reported here), as upstream.
+            HwEvent::PortChange { port, subtype } => {
+                if self.fatal.load(Relaxed) {
+                    return;
+                }
+                let eth = self.ethernet.load(Relaxed);
+                let kind = match subtype {
+                    PORT_CHANGE_SUBTYPE_ACTIVE if !eth => EventKind::PortActive,
+                    PORT_CHANGE_SUBTYPE_DOWN | PORT_CHANGE_SUBTYPE_INITIALIZED if !eth => {
+                        EventKind::PortErr
+                    }
+                    PORT_CHANGE_SUBTYPE_LID => EventKind::LidChange,
+                    PORT_CHANGE_SUBTYPE_PKEY => EventKind::PkeyChange,
+                    PORT_CHANGE_SUBTYPE_GUID => EventKind::GidChange,
+                    PORT_CHANGE_SUBTYPE_CLIENT_REREG => EventKind::ClientReregister,
+                    _ => return,
+                };
+                self.report(Event {
+                    kind,
+                    port: u32::from(port),
+                });
             }
         }
     }

@@ -293,6 +293,16 @@ pub(crate) enum HwEvent {
         /// The limit was crossed (else: the SRQ's catastrophic error).
         limit: bool,
     },
+    /// The function entered its error state (mlx5_core's `MLX5_DEV_EVENT_SYS_ERROR` from
+    /// `mlx5_enter_error_state()`): upstream mlx5_ib reports `IB_EVENT_DEVICE_FATAL`.
+    DeviceFatal,
+    /// A port event (`MLX5_EVENT_TYPE_PORT_CHANGE`, upstream `handle_port_change()`).
+    PortChange {
+        /// The port (1-based, `data.port.port` bits 7:4).
+        port: u8,
+        /// `MLX5_PORT_CHANGE_SUBTYPE_*`.
+        subtype: u8,
+    },
 }
 
 /// The QP events of the async EQ (`MLX5_EVENT_TYPE_*`, upstream `mlx5_ib_qp_event()`).

@@ -18,7 +18,7 @@ use crate::attrs::{DeviceAttrs, PortAttrs, PortImmutable as Mlx5PortImmutable};
 use crate::cmd::exec;
 use crate::cmd::query::{QueryHcaVportGid, QueryHcaVportPkey, TableIndex};
 use crate::cmd::res::{RoceAddr, RoceL3Type, RoceVersion, SetRoceAddress};
-use crate::dev::port_attrs;
+use crate::dev::{port_attrs, OpGroups};
 use crate::hw::Mlx5Hw;
 use crate::verbs::{Mlx5Ah, Mlx5Cq, Mlx5Mr, Mlx5Pd, Mlx5Qp};
 use crate::verbs_user::{CqMem, QpMem};
@@ -54,23 +54,27 @@ impl Driver for Mlx5Ib {
     type DmData = crate::dm::Mlx5Dm;
 }
 
-/// One port as the device data keeps it.
+/// One port (upstream `struct mlx5_ib_port`, with what the `PORTS` stage learned).
 pub(crate) struct IbPort {
     /// 1-based port number.
     pub(crate) num: u8,
     /// Link layer.
     pub(crate) link_layer: LinkLayer,
+    /// `query_port` at probe (the `query_port` op asks the firmware again, as upstream).
+    pub(crate) attrs: PortAttrs,
     /// `get_port_immutable`.
     pub(crate) immutable: Mlx5PortImmutable,
-    /// Ethernet: the port MAC.
+    /// InfiniBand: the GID table from firmware at probe (RoCE GIDs are in `roce_gids`).
+    pub(crate) gids: KVec<[u8; 16]>,
+    /// InfiniBand: the P_Key table at probe (Ethernet has the one default P_Key).
+    pub(crate) pkeys: KVec<u16>,
+    /// Ethernet: the port MAC (NIC vport `permanent_address`).
     pub(crate) mac: Option<[u8; 6]>,
-    /// Ethernet: the GID table as programmed with SET_ROCE_ADDRESS (upstream keeps it in the
-    /// core's software GID table; `query_gid` reads it here).
+    /// Ethernet: the GID table as programmed with SET_ROCE_ADDRESS at `IB_REG` (upstream keeps
+    /// it in the core's software GID table; `query_gid` reads it here).
     pub(crate) roce_gids: KVec<[u8; 16]>,
 }
 
-/// Per-device data (upstream `struct mlx5_ib_dev`, the part the ops use), embedded in the
-/// core's device allocation.
 /// The names of [`crate::cmd::res::Q_COUNTERS`] (upstream `cnts->descs`).
 static Q_COUNTER_NAMES: [&CStr; 10] = {
     let q = &crate::cmd::res::Q_COUNTERS;
@@ -79,17 +83,35 @@ static Q_COUNTER_NAMES: [&CStr; 10] = {
     ]
 };
 
+/// The device (upstream `struct mlx5_ib_dev`), embedded in the core's device allocation:
+/// allocated before the probe stages ([`crate::dev::Mlx5Dev::probe`], upstream `mlx5r_probe()`
+/// calls `ib_alloc_device()`), filled by them, read by the ops.
 pub(crate) struct Mlx5IbDev {
-    /// The function.
+    /// The function, whichever backend reaches it.
     pub(crate) hw: Arc<dyn Mlx5Hw>,
+    /// QUERY_ADAPTER (`INIT`).
+    pub(crate) vendor_id: u32,
+    /// Board id (PSID, QUERY_ADAPTER), NUL padding dropped.
+    pub(crate) board_id: KVec<u8>,
+    /// Node GUID (`INIT`; the core's `node_guid` comes from `attrs`).
+    pub(crate) node_guid: u64,
+    /// System image GUID (`INIT`).
+    pub(crate) sys_image_guid: u64,
+    /// Node description (the NODE_DESC register, `INIT`), NUL padded.
+    pub(crate) node_desc: [u8; 64],
     /// `query_device`, computed in `CAPS`.
     pub(crate) attrs: DeviceAttrs,
-    /// Ports, in order.
+    /// Optional op groups (`NON_DEFAULT_CB`).
+    pub(crate) ops: OpGroups,
+    /// Ports, in order (`PORTS`).
     pub(crate) ports: KVec<IbPort>,
+    /// The kernel PD (upstream `devr->p0`, `DEVICE_RESOURCES`).
+    pub(crate) pdn: Option<u32>,
+    /// The port's Q counter set (upstream `dev->port[0].cnts.set_id`, `COUNTERS`; None: the
+    /// device reports no `max_qp_cnt`).
+    pub(crate) qcnt: Option<u32>,
     /// The kernel UAR page (`BFREG`): CQ and QP doorbells of kernel objects.
     pub(crate) uar: u32,
-    /// Board id (QUERY_ADAPTER).
-    pub(crate) board_id: KVec<u8>,
     /// upstream `dev->mkey_var`: the variant byte of the next mkey.
     pub(crate) mkey_var: Atomic<u32>,
     /// The CQ and QP tables the device's events are delivered through (registered with the
@@ -97,14 +119,43 @@ pub(crate) struct Mlx5IbDev {
     pub(crate) events: Arc<crate::events::EventTable>,
     /// User UARs whose deallocation the device refused while CQs or QPs still named them.
     pub(crate) deferred_deallocs: Arc<crate::uar::DeferredDeallocs>,
-    /// The port's Q counter set (upstream `dev->port[0].cnts.set_id`; 0: none, the device
-    /// reports no `max_qp_cnt`).
-    pub(crate) qcnt_set: u32,
-    /// The MEMIC window and its page bitmap (upstream `dev->dm`), with `device_mem_cap.memic`.
+    /// The MEMIC window and its page bitmap (upstream `dev->dm`), with `device_mem_cap.memic`
+    /// (`IB_REG`).
     pub(crate) memic: Option<Arc<crate::dm::MemicDb>>,
 }
 
 impl Mlx5IbDev {
+    /// The device of `hw` as allocated, before the stages fill it.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn new(hw: Arc<dyn Mlx5Hw>) -> Result<Self> {
+        Ok(Self {
+            deferred_deallocs: crate::uar::DeferredDeallocs::new(hw.clone())?,
+            hw,
+            vendor_id: 0,
+            board_id: KVec::new(),
+            node_guid: 0,
+            sys_image_guid: 0,
+            node_desc: [0; 64],
+            attrs: DeviceAttrs::default(),
+            ops: OpGroups::default(),
+            ports: KVec::new(),
+            pdn: None,
+            qcnt: None,
+            uar: 0,
+            mkey_var: Atomic::new(0),
+            events: crate::events::EventTable::new()?,
+            memic: None,
+        })
+    }
+
+    /// The port's Q counter set id, 0 without one.
+    pub(crate) fn qcnt_set(&self) -> u32 {
+        self.qcnt.unwrap_or(0)
+    }
+
     /// The port `num` (1-based).
     ///
     /// # Errors
@@ -143,6 +194,16 @@ impl Mlx5IbDev {
     pub(crate) fn board_id(&self) -> Result<CString> {
         let s = core::str::from_utf8(&self.board_id).map_err(|_| EINVAL)?;
         CString::try_from_fmt(fmt!("{}", s))
+    }
+
+    /// `fw_ver` (upstream `get_dev_fw_str()`: `%d.%d.%04d` of fw_rev_maj/min/sub).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn fw_ver(&self) -> Result<CString> {
+        let (a, b, c) = self.hw.identity().fw_rev;
+        CString::try_from_fmt(fmt!("{}.{}.{:04}", a, b, c))
     }
 
     /// sysfs `fw_pages` and `reg_pages` (upstream `fw_pages_show()`/`reg_pages_show()`:
@@ -268,10 +329,8 @@ impl DeviceOps for Mlx5DevOps {
         Ok(device_attr(&dev.data().attrs))
     }
 
-    // upstream: get_dev_fw_str(), "%d.%d.%04d" of fw_rev_maj/min/sub.
     fn get_dev_fw_str(dev: &Device<Mlx5Ib>) -> Result<CString> {
-        let (a, b, c) = dev.data().hw.identity().fw_rev;
-        CString::try_from_fmt(fmt!("{}.{}.{:04}", a, b, c))
+        dev.data().fw_ver()
     }
 
     // upstream mlx5_ib_query_pkey(): the HCA vport method on InfiniBand; an Ethernet port
@@ -434,7 +493,7 @@ impl DeviceOps for Mlx5DevOps {
     }
 
     fn hw_port_stat_names(dev: &Device<Mlx5Ib>, _port: u32) -> Option<&'static [&'static CStr]> {
-        (dev.data().qcnt_set != 0).then_some(&Q_COUNTER_NAMES[..])
+        (dev.data().qcnt_set() != 0).then_some(&Q_COUNTER_NAMES[..])
     }
 
     fn get_hw_stats(dev: &Device<Mlx5Ib>, _port: u32, out: &mut [u64]) -> Result<usize> {

@@ -21,14 +21,14 @@ use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqInitAttr, GlobalRoute, Mr, MrType, Pd, Qp, QpAttr, QpAttrMask,
     QpCap, QpInitAttr, QpState, QpType,
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{prelude::*, str::CString, sync::Arc};
 
 fn sim(eth: bool) -> Result<Arc<SimFunction>> {
     SimFunction::one_port(fmt!("kunit.ib"), eth, 7)
 }
 
 fn ib_of(d: &Mlx5Dev) -> Result<&Arc<Device<Mlx5Ib>>> {
-    d.ib.as_ref().ok_or(ENODEV)
+    d.ib().ok_or(ENODEV)
 }
 
 #[kunit_tests(mlx5_ib_rs_ib)]
@@ -94,10 +94,10 @@ mod tests {
             assert_eq!(a.max_cqe, (1 << p.log_max_cq_sz) - 1);
             assert_eq!(a.max_mr, 1 << p.log_max_mkey);
             assert_eq!(a.max_pd, 1 << p.log_max_pd);
-            assert_eq!(a.node_guid, d.node_guid);
+            assert_eq!(a.node_guid, ib.data().node_guid);
             assert!(ib.ops().has(Op::GetDevFwStr));
             let fw = crate::ib::Mlx5DevOps::get_dev_fw_str(ib)?;
-            assert_eq!(fw.to_bytes(), d.fw_ver()?.to_bytes());
+            assert_eq!(fw.to_bytes(), ib.data().fw_ver()?.to_bytes());
             let imm = ib.port_immutable(1)?;
             assert_eq!(
                 imm.link_layer,
@@ -111,7 +111,7 @@ mod tests {
             assert_eq!(ib.get_cached_pkey(1, 0)?, 0xffff);
             let g0 = ib.query_gid(1, 0)?;
             if eth {
-                let mac = d.ports[0].mac.ok_or(EINVAL)?;
+                let mac = ib.data().ports[0].mac.ok_or(EINVAL)?;
                 assert_eq!(g0, Gid(default_gid(&mac)));
                 assert_eq!(ib.query_gid(1, 1)?, g0);
                 assert_eq!(ib.query_gid(1, 2), Err(ENOENT));
@@ -122,15 +122,17 @@ mod tests {
                 assert_eq!((e1.gid, e1.version), (g0.0, 2));
                 assert_eq!(ib.get_cached_subnet_prefix(1)?, 0);
             } else {
-                assert_eq!(g0.0, d.ports[0].gids[0]);
+                assert_eq!(g0.0, ib.data().ports[0].gids[0]);
                 assert_eq!(&g0.0[..2], &[0xfe, 0x80]);
                 assert_eq!(ib.get_cached_subnet_prefix(1)?, 0xfe80_0000_0000_0000);
                 assert_eq!(ib.get_cached_lmc(1)?, 0);
             }
             // sysfs values of the driver group.
             let data = ib.data();
-            assert_eq!(data.hca_type()?.to_bytes(), d.hca_type()?.to_bytes());
-            assert_eq!(data.board_id()?.to_bytes(), d.board_id()?.to_bytes());
+            let hca = CString::try_from_fmt(fmt!("MT{}", p.device_id))?;
+            assert_eq!(data.hca_type()?.to_bytes(), hca.to_bytes());
+            let board: &[u8] = if eth { b"RDMARS_CX6DX" } else { b"RDMARS_CX7" };
+            assert_eq!(data.board_id()?.to_bytes(), board);
             assert_eq!(data.hw_rev()?.to_bytes(), b"0");
             assert_eq!(data.fw_pages(), (0, 0));
         }

@@ -85,7 +85,7 @@ mod tests {
     fn uar_objects_and_their_mappings() -> Result {
         let f = sim(false)?;
         let d = Mlx5Dev::probe(f.clone())?;
-        let ib = d.ib.as_ref().ok_or(ENODEV)?;
+        let ib = d.ib().ok_or(ENODEV)?;
         let ctx = ucontext(ib)?;
         let base = f.counts();
         // Types: BF needs write-combining (the simulator has none), unknown types.
@@ -154,7 +154,7 @@ mod tests {
         for eth in [false, true] {
             let f = sim(eth)?;
             let d = Mlx5Dev::probe(f.clone())?;
-            let ib = d.ib.as_ref().ok_or(ENODEV)?;
+            let ib = d.ib().ok_or(ENODEV)?;
             let hw = &*f;
             let ctx = ucontext(ib)?;
             let owner = || ib_core_rs::kernel_owner!();
@@ -337,7 +337,7 @@ mod tests {
     fn doorbell_pages_are_shared_per_page() -> Result {
         let f = sim(false)?;
         let d = Mlx5Dev::probe(f.clone())?;
-        let ib = d.ib.as_ref().ok_or(ENODEV)?;
+        let ib = d.ib().ok_or(ENODEV)?;
         let ctx = ucontext(ib)?;
         let m = ctx.data::<Mlx5Ucontext>().ok_or(EINVAL)?;
         let page = UserBuf::kernel(&*f, 8, 0)?;
@@ -365,7 +365,7 @@ mod tests {
     fn memory_windows_alloc_and_dealloc() -> Result {
         let f = sim(false)?;
         let d = Mlx5Dev::probe(f.clone())?;
-        let ib = d.ib.as_ref().ok_or(ENODEV)?;
+        let ib = d.ib().ok_or(ENODEV)?;
         // imaicl: mlx5_ib_dev_mw_ops are installed.
         use ib_core_rs::ops::Op;
         assert!(ib.ops().has(Op::AllocMw) && ib.ops().has(Op::DeallocMw));

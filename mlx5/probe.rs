@@ -54,7 +54,7 @@ pub(crate) struct Mlx5Function {
 impl Drop for Mlx5Function {
     // Before the stages' cleanups (the fields drop after this).
     fn drop(&mut self) {
-        if let Some(ib) = &self._dev.ib {
+        if let Some(ib) = self._dev.ib() {
             crate::mlx5_bound::remove(ib);
         }
     }
@@ -90,7 +90,7 @@ impl auxiliary::Driver for Mlx5AuxDriver {
         let d = Mlx5Dev::probe_under(hw, Some(parent))?;
         log_probed(adev.as_ref(), &d);
         #[cfg(CONFIG_KUNIT)]
-        if let (Backend::Mlx5Core, Some(ib)) = (info, &d.ib) {
+        if let (Backend::Mlx5Core, Some(ib)) = (info, d.ib()) {
             crate::mlx5_bound::add(ib)?;
         }
         Ok(Mlx5Function { _dev: d })
@@ -98,8 +98,9 @@ impl auxiliary::Driver for Mlx5AuxDriver {
 }
 
 /// One line with what probe learned and the RDMA device's name.
-fn log_probed(dev: &device::Device, d: &Mlx5Dev) {
-    let id = d.hw().identity();
+fn log_probed(dev: &device::Device, probed: &Mlx5Dev) {
+    let Ok(d) = probed.data() else { return };
+    let id = d.hw.identity();
     let board = core::str::from_utf8(&d.board_id).unwrap_or("?");
     let (a, p) = (&d.attrs, d.ports.first());
     dev_info!(
@@ -125,7 +126,9 @@ fn log_probed(dev: &device::Device, d: &Mlx5Dev) {
         p.map_or(0, |p| p.attrs.gid_tbl_len),
         p.map_or(0, |p| p.attrs.pkey_tbl_len),
         d.pdn.unwrap_or(0),
-        d.uar.unwrap_or(0),
-        d.ib.as_ref().map_or(ib_core_rs::device::DevName::EMPTY, |ib| ib.name())
+        d.uar,
+        probed
+            .ib()
+            .map_or(ib_core_rs::device::DevName::EMPTY, |ib| ib.name())
     );
 }

@@ -337,12 +337,25 @@ pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
     let d = cq.device().data();
     let c = cq.data();
     let detached = d.events.detach_cq(&c.events);
-    let r = exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 });
-    if r.is_ok() {
-        d.deferred_deallocs.retry();
-    }
-    if r.is_err() {
-        d.events.reattach_cq(&c.events, detached);
+    destroy_detached(
+        d,
+        || exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 }),
+        || d.events.reattach_cq(&c.events, detached),
+    )
+}
+
+/// The end of a CQ's or QP's destroy, after its event target left the device's table: the
+/// DESTROY command; when it succeeds, the UARs whose deallocation waited for the object are
+/// retried, when the device refuses it, the target goes back (`reattach`).
+fn destroy_detached(
+    d: &Mlx5IbDev,
+    destroy: impl FnOnce() -> Result,
+    reattach: impl FnOnce(),
+) -> Result {
+    let r = destroy();
+    match r {
+        Ok(()) => d.deferred_deallocs.retry(),
+        Err(_) => reattach(),
     }
     r
 }
@@ -596,14 +609,11 @@ pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
     let d = qp.device().data();
     let q = qp.data();
     let detached = d.events.detach_qp(&q.events);
-    let r = exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 });
-    if r.is_ok() {
-        d.deferred_deallocs.retry();
-    }
-    if r.is_err() {
-        d.events.reattach_qp(&q.events, detached);
-    }
-    r
+    destroy_detached(
+        d,
+        || exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 }),
+        || d.events.reattach_qp(&q.events, detached),
+    )
 }
 
 /// `MLX5_QP_OPTPAR_*`, shared with the simulator.
@@ -784,7 +794,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                 // upstream __mlx5_ib_modify_qp(): the port's counter set
                 // (mlx5_ib_get_counters_id()) at RESET->INIT.
                 // A QP bound in RESET counts into its counter's set (`ibqp->counter->id`).
-                let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set };
+                let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set() };
                 c.counter_set_id = u8::try_from(set).ok().filter(|&id| id != 0);
                 exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
             } else {
@@ -854,7 +864,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
     cnt.state = new;
     // upstream __mlx5_ib_modify_qp(): a binding made after INIT is applied at RTS.
     if new == QpState::Rts && cnt.pending {
-        let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set };
+        let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set() };
         if set_counter(d, qpn, set).is_ok() {
             cnt.pending = false;
         }
@@ -1050,7 +1060,7 @@ fn qp_set_counter(dev: &Device<Mlx5Ib>, qpn: u32, set: u32) -> Result {
         return Err(EOPNOTSUPP);
     }
     if cnt.state == QpState::Rts {
-        set_counter(d, qpn, if set != 0 { set } else { d.qcnt_set })?;
+        set_counter(d, qpn, if set != 0 { set } else { d.qcnt_set() })?;
         cnt.set = set;
         return Ok(());
     }
@@ -1139,10 +1149,10 @@ pub(crate) fn counter_update_stats(
 /// `EINVAL` without a counter set; QUERY_Q_COUNTER's errno.
 pub(crate) fn get_hw_stats(dev: &Device<Mlx5Ib>, out: &mut [u64]) -> Result<usize> {
     let d = dev.data();
-    if d.qcnt_set == 0 {
+    if d.qcnt_set() == 0 {
         return Err(EINVAL);
     }
-    let v = exec(&*d.hw, &crate::cmd::res::QueryQCounter { id: d.qcnt_set })?;
+    let v = exec(&*d.hw, &crate::cmd::res::QueryQCounter { id: d.qcnt_set() })?;
     let mut n = 0;
     for (o, x) in out.iter_mut().zip(v.iter()) {
         *o = u64::from(*x);

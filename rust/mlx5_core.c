@@ -58,7 +58,18 @@ int rdma_rs_mlx5_cmd_do(struct mlx5_core_dev *mdev, const void *in, int in_size,
 			void *out, int out_size)
 {
 	/* mlx5_cmd_do() only reads the inbox (copied into command mailboxes). */
-	return mlx5_cmd_do(mdev, (void *)in, in_size, out, out_size);
+	int err = mlx5_cmd_do(mdev, (void *)in, in_size, out, out_size);
+
+	/*
+	 * As mlx5_cmd_exec() (upstream mlx5_ib's path) does: a command aborted
+	 * because the function is in its error state gets the result mlx5_core
+	 * emulates for a smooth teardown (mlx5_cmd_check() ->
+	 * mlx5_internal_err_ret_value(): destroy commands succeed, the others
+	 * fail with -ENOLINK).
+	 */
+	if (err == -ENXIO)
+		err = mlx5_cmd_check(mdev, err, (void *)in, out);
+	return err;
 }
 
 const void *rdma_rs_mlx5_caps_cur(struct mlx5_core_dev *mdev, int cap_type,
@@ -272,6 +283,21 @@ static int rdma_rs_mlx5_event_notifier(struct notifier_block *nb,
 	case MLX5_EVENT_TYPE_SRQ_RQ_LIMIT:
 		num = be32_to_cpu(eqe->data.qp_srq.qp_srq_n) & 0xffffff;
 		ev->fn(ev->ctx, type, num);
+		return NOTIFY_OK;
+	case MLX5_EVENT_TYPE_PORT_CHANGE:
+		/*
+		 * upstream mlx5_ib_event() -> handle_port_change(): the port in
+		 * bits 7:4, the subtype; the callee must not sleep.
+		 */
+		num = ((eqe->data.port.port >> 4) & 0xf) | (eqe->sub_type << 8);
+		ev->fn(ev->ctx, type, num);
+		return NOTIFY_OK;
+	case MLX5_DEV_EVENT_SYS_ERROR:
+		/*
+		 * upstream mlx5_ib_sys_error_event(): from enter_error_state(), no
+		 * EQE (data is the port number); the callee must not sleep.
+		 */
+		ev->fn(ev->ctx, type, 0);
 		return NOTIFY_OK;
 	default:
 		return NOTIFY_DONE;

@@ -22,7 +22,9 @@ flock 8
 mkdir -p "$here/out/vm-bin"
 for src in "$here"/tests/userspace/*.c; do
 	bin="$here/out/vm-bin/$(basename "$src" .c)"
-	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+	# Their shared helpers (tests/userspace/rdmars_test.h) count as part of each.
+	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ] ||
+		[ "$here/tests/userspace/rdmars_test.h" -nt "$bin" ]; then
 		# A program names extra libraries in a " * LDLIBS: ..." comment line (devx_test: -lmlx5).
 		libs=$(sed -n 's/^ \* LDLIBS: //p' "$src")
 		# shellcheck disable=SC2086

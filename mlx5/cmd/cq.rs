@@ -3,7 +3,7 @@
 //! CQ commands (upstream `mlx5_core_create_cq()`, `mlx5_core_destroy_cq()`,
 //! `mlx5_core_query_cq()`; the `cqc` fields mlx5_ib `create_cq_user()`/`create_cq_kernel()` set).
 
-use super::{empty_reply, Command, InBox, OutBox};
+use super::{empty_reply, number_reply, uid_and_pas, Command, InBox, OutBox};
 use crate::prm::cmd::{
     create_cq_in, create_cq_out, destroy_cq_in, modify_cq_in, query_cq_in, query_cq_out,
 };
@@ -53,13 +53,7 @@ impl Command for CreateCq<'_> {
     /// The CQ number.
     type Reply = u32;
 
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn in_len(&self) -> usize {
-        Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
-    }
+    uid_and_pas!();
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let c = |f| create_cq_in::cq_context.inner(f);
@@ -78,9 +72,7 @@ impl Command for CreateCq<'_> {
         Ok(())
     }
 
-    fn reply(&self, out: OutBox<'_, Self>) -> Result<u32> {
-        Ok(out.get(create_cq_out::cqn))
-    }
+    number_reply!(create_cq_out::cqn);
 }
 
 /// DESTROY_CQ.

@@ -4,7 +4,7 @@
 //! `mlx5_qpc_create_qp()`, `mlx5_core_qp_modify()` with `modify_qp_mbox_alloc()`'s
 //! per-opcode layouts, `mlx5_core_qp_query()`).
 
-use super::{empty_reply, Command, InBox, OutBox};
+use super::{empty_reply, uid_and_pas, Command, InBox, OutBox};
 use crate::prm::cmd::{create_qp_in, create_qp_out, destroy_qp_in, query_qp_in, query_qp_out};
 use crate::prm::command::{self as pc, QpTransition, TransitionCtx};
 use crate::prm::consts::{
@@ -160,13 +160,7 @@ impl Command for CreateQp<'_> {
     /// The QP number and `create_qp_out.ece`.
     type Reply = (u32, u32);
 
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn in_len(&self) -> usize {
-        Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
-    }
+    uid_and_pas!();
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let c = |f| create_qp_in::qpc.inner(f);

@@ -5,7 +5,7 @@
 //! `arm_rmp_cmd()`, `query_rmp_cmd()`, `destroy_rmp_cmd()` in `srq_cmd.c`, chosen by
 //! `create_srq_split()` when `mdev->issi` is not 0).
 
-use super::{empty_reply, Command, InBox, OutBox};
+use super::{empty_reply, number_reply, uid_and_pas, Command, InBox, OutBox};
 use crate::prm::cmd::{
     create_rmp_in, create_rmp_out, destroy_rmp_in, modify_rmp_in, query_rmp_in, query_rmp_out,
 };
@@ -51,13 +51,7 @@ impl Command for CreateRmp<'_> {
     /// The RMP number (the SRQ number libmlx5 sees).
     type Reply = u32;
 
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn in_len(&self) -> usize {
-        Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
-    }
+    uid_and_pas!();
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let ctx = create_rmp_in::ctx;
@@ -75,9 +69,7 @@ impl Command for CreateRmp<'_> {
         Ok(())
     }
 
-    fn reply(&self, out: OutBox<'_, Self>) -> Result<u32> {
-        Ok(out.get(create_rmp_out::rmpn))
-    }
+    number_reply!(create_rmp_out::rmpn);
 }
 
 /// MODIFY_RMP setting the limit (upstream `arm_rmp_cmd()`).
@@ -198,13 +190,7 @@ impl Command for CreateXrcSrq<'_> {
     /// The XRC SRQ number.
     type Reply = u32;
 
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn in_len(&self) -> usize {
-        Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
-    }
+    uid_and_pas!();
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let x = |f| create_xrc_srq_in::xrc_srq_context_entry.inner(f);
@@ -228,9 +214,7 @@ impl Command for CreateXrcSrq<'_> {
         Ok(())
     }
 
-    fn reply(&self, out: OutBox<'_, Self>) -> Result<u32> {
-        Ok(out.get(create_xrc_srq_out::xrc_srqn))
-    }
+    number_reply!(create_xrc_srq_out::xrc_srqn);
 }
 
 /// DESTROY_XRC_SRQ (upstream `destroy_xrc_srq_cmd()`).

@@ -699,6 +699,24 @@ impl Fw {
         self.uars.get(index).map(|o| o.uid)
     }
 
+    /// Sets port `port`'s (1-based) administrative state, PAOS `admin_status` 1 (up) or 2
+    /// (down), as a PAOS write would: the vport context's port state and the data path
+    /// follow it. `false` for a port the function does not have.
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
+    pub(crate) fn set_port_up(&mut self, port: u8, up: bool) -> bool {
+        if u32::from(port) > u32::from(self.cfg.num_ports) {
+            return false;
+        }
+        let Some(p) = usize::from(port)
+            .checked_sub(1)
+            .and_then(|i| self.ports.get_mut(i))
+        else {
+            return false;
+        };
+        p.admin_status = if up { 1 } else { 2 };
+        true
+    }
+
     /// Command statistics.
     pub(crate) fn stats(&self) -> Stats {
         self.stats

@@ -45,6 +45,23 @@ const SUPPORTED_ISSI: u32 = 0x3;
 /// First UAR index of a PCI function: UAR page N is BAR 0 page N, and pages 0..=3 hold the
 /// initialization segment (up to 0x2010) and the MSI-X table and PBA (0x2000, 0x3000).
 pub(crate) const PCI_FIRST_UAR: u32 = 4;
+
+/// `sizeof(struct mlx5_ifc_dtor_reg_bits)` in bytes.
+pub(crate) const DTOR_BYTES: usize = 0x1e0 / 8;
+/// `default_timeout` in seconds (multiplier 1).
+const fn dtor_seconds(s: u32) -> u32 {
+    (1 << 29) | (s & 0xf_ffff)
+}
+/// The DTOR fields the model reports: (byte offset in the register, value). `pcie_toggle_to`
+/// at 0x20 bits, `health_poll_to` 0xa0, `fw_reset_to` 0xe0, `flush_on_err_to` 0x100,
+/// `tear_down_to` 0x140.
+pub(crate) const DTOR_REPORTED: [(usize, u32); 5] = [
+    (0x04, dtor_seconds(2)),
+    (0x14, dtor_seconds(2)),
+    (0x1c, dtor_seconds(60)),
+    (0x20, dtor_seconds(2)),
+    (0x28, dtor_seconds(3)),
+];
 /// Offsets of the EQ doorbell in a UAR page (`MLX5_EQ_DOORBELL_OFFSET`, + 8 without arming).
 pub(crate) const EQ_DB_ARM: u64 = 0x40;
 /// See [`EQ_DB_ARM`].
@@ -439,6 +456,36 @@ impl Fw {
         let v = self.hca.host_endianness.unwrap_or(0);
         if let Some(b) = c.out.raw_mut().get_mut(access_register_out::SIZE_BYTES) {
             *b = v;
+        }
+        Ok(())
+    }
+
+    /// ACCESS_REG DTOR (`struct mlx5_ifc_dtor_reg_bits`, 60 bytes), read only: the default
+    /// timeouts `tout_query_dtor()` takes (each a `default_timeout`: multiplier in bits 31:29,
+    /// 0 ms / 1 s / 2 min / 3 h, value in 19:0; 0 keeps mlx5_core's own default). The model
+    /// reports upstream's defaults for the PCI toggle (2 s), health poll (2 s), firmware
+    /// reset (60 s), flush on error (2 s) and teardown (3 s), and 0 for the rest. (The
+    /// command timeout is not in this register: it is the init segment's `cmd_exec_to`.)
+    pub(super) fn dtor_reg(&mut self, c: &mut Cmd<'_, AccessReg>) -> Done {
+        let off = access_register_in::SIZE_BYTES;
+        if c.inbox_raw().len() < off + DTOR_BYTES {
+            return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
+        }
+        let out_off = access_register_out::SIZE_BYTES;
+        if c.out_len() < out_off + DTOR_BYTES {
+            return fail(Status::BAD_OUTP_LEN_ERR, syn::OUTBOX_SHORT);
+        }
+        if c.op_mod != ACCESS_REG_READ {
+            return fail(Status::BAD_PARAM_ERR, syn::REG_BAD_WRITE);
+        }
+        let Some(dst) = c.out.raw_mut().get_mut(out_off..out_off + DTOR_BYTES) else {
+            return fail(Status::BAD_OUTP_LEN_ERR, syn::OUTBOX_SHORT);
+        };
+        dst.fill(0);
+        for &(byte, value) in DTOR_REPORTED.iter() {
+            if let Some(w) = dst.get_mut(byte..byte + 4) {
+                w.copy_from_slice(&value.to_be_bytes());
+            }
         }
         Ok(())
     }

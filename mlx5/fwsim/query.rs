@@ -356,6 +356,9 @@ impl Fw {
         if id == REG_NODE_DESC {
             return self.node_desc_reg(c);
         }
+        if id == REG_DTOR {
+            return self.dtor_reg(c);
+        }
         let size = match id {
             REG_PTYS => ptys_reg::SIZE_BYTES,
             REG_PMTU => pmtu_reg::SIZE_BYTES,

@@ -390,6 +390,15 @@ fn adapter_special_contexts_and_vports() {
     let v = |m| query_hca_vport_context_out::hca_vport_context.inner(m);
     assert_eq!(get(&out, v(hca_vport_context::port_state)), 4);
     assert_eq!(get(&out, v(hca_vport_context::port_physical_state)), 5);
+    // The port's administrative state (the PCI function's test window): Down / Disabled,
+    // then back; no port 2.
+    assert!(f.set_port_up(1, false));
+    let down = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
+    assert_eq!(get(&down, v(hca_vport_context::port_state)), 1);
+    assert_eq!(get(&down, v(hca_vport_context::port_physical_state)), 3);
+    assert!(f.set_port_up(1, true));
+    assert!(!f.set_port_up(2, true));
+    assert!(!f.set_port_up(0, true));
     // 0x100 + serial (0x42) * 2 + port index 0: unique per function on a fabric.
     assert_eq!(get(&out, v(hca_vport_context::lid)), 0x184);
     assert_eq!(get(&out, v(hca_vport_context::has_smi)), 1);

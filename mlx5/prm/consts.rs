@@ -112,6 +112,9 @@ pub(crate) const ROCE_VERSION_2: u32 = 2;
 pub(crate) const REG_NODE_DESC: u32 = 0x6001;
 /// `MLX5_REG_HOST_ENDIANNESS` (driver.h): the register `set_hca_ctrl()` writes at init.
 pub(crate) const REG_HOST_ENDIANNESS: u32 = 0x7004;
+/// `MLX5_REG_DTOR` (driver.h): the device's default timeouts, read by `tout_query_dtor()`
+/// when the init segment reports timeouts (`cmd_q_init_to` not 0).
+pub(crate) const REG_DTOR: u32 = 0xC00E;
 /// `MLX5_SET_HOST_ENDIANNESS` on a little-endian host (device.h): `he` byte of that register.
 pub(crate) const SET_HOST_ENDIANNESS_LE: u8 = 0x80;
 /// `MLX5_EVENT_TYPE_CMD` (device.h): command completion EQE.

@@ -55,8 +55,11 @@ impl kernel::Module for IbCoreRsTest {
     }
 }
 
-/// Number of mock devices whose memory has been freed.
-static DROPS: Atomic<i32> = Atomic::new(0);
+/// Counts the frees of the mock devices that were given it (`new_dev_counted`). Each test
+/// that counts frees has its own: a global count would also see a device of an earlier test
+/// whose memory goes later (the last reference of a registered device can be dropped after
+/// the test that made it has returned).
+type DropCount = Arc<Atomic<i32>>;
 
 /// Registration steps the mock can fail, in upstream's order.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -97,6 +100,7 @@ struct MockDev {
     destroyed: Atomic<i32>,
     enabled: Atomic<i32>,
     dealloc_driver: Atomic<i32>,
+    drops: Option<DropCount>,
 }
 
 impl MockDev {
@@ -115,6 +119,7 @@ impl MockDev {
             destroyed: Atomic::new(0),
             enabled: Atomic::new(0),
             dealloc_driver: Atomic::new(0),
+            drops: None,
         }
     }
 
@@ -129,7 +134,9 @@ impl MockDev {
 
 impl Drop for MockDev {
     fn drop(&mut self) {
-        DROPS.fetch_add(1, Relaxed);
+        if let Some(d) = &self.drops {
+            d.fetch_add(1, Relaxed);
+        }
     }
 }
 
@@ -446,6 +453,13 @@ const MOCK_OPS: Ops<Mock> = Ops::of::<MockOps>();
 
 fn new_dev(ports: u32, fail_at: Step) -> Result<Arc<Device<Mock>>> {
     Device::alloc(&MOCK_OPS, ports, Ok(MockDev::new(fail_at)))
+}
+
+/// A device whose free is counted in `drops`.
+fn new_dev_counted(ports: u32, fail_at: Step, drops: &DropCount) -> Result<Arc<Device<Mock>>> {
+    let mut m = MockDev::new(fail_at);
+    m.drops = Some(drops.clone());
+    Device::alloc(&MOCK_OPS, ports, Ok(m))
 }
 
 fn registered(ports: u32) -> Result<Arc<Device<Mock>>> {

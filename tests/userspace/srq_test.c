@@ -30,23 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-static void check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[256];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (cond) {
-		printf("R ok %s\n", buf);
-	} else {
-		printf("R fail %s: errno %d (%s)\n", buf, errno, strerror(errno));
-		failures++;
-	}
-}
+#include "rdmars_test.h"
 
 #define BUF 4096
 #define NRECV 6
@@ -66,43 +50,7 @@ struct env {
 
 static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dqpn)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 0x100;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.dlid = e->port.lid;
-	if (e->gid_index >= 0) {
-		a.ah_attr.is_global = 1;
-		a.ah_attr.grh.dgid = e->gid;
-		a.ah_attr.grh.sgid_index = e->gid_index;
-		a.ah_attr.grh.hop_limit = 1;
-	}
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x100;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				     IBV_QP_MAX_QP_RD_ATOMIC);
+	return rt_qp_to_rts(qp, dqpn, &e->port, &e->gid, e->gid_index, 0, 0x100);
 }
 
 static struct ibv_qp *rc_qp(struct env *e, struct ibv_srq *srq)
@@ -122,20 +70,7 @@ static struct ibv_qp *rc_qp(struct env *e, struct ibv_srq *srq)
 /* Polls one completion within ~10 s. */
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n < 0)
-			return -1;
-		if (n == 1)
-			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 10)
-			return -1;
-	}
+	return rt_poll(cq, wc, 10) == 1 ? 0 : -1;
 }
 
 static int post_srq(struct env *e, uint64_t id, size_t off)
@@ -186,7 +121,6 @@ static void create_errno(struct env *e, const char *name, uint32_t wr, uint32_t 
 int main(int argc, char **argv)
 {
 	const char *dev_name = NULL, *wait_file = NULL;
-	struct ibv_device **list;
 	struct env e = { .gid_index = -1 };
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
 	struct ibv_srq_attr q;
@@ -205,16 +139,7 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
-			e.ctx = ibv_open_device(list[i]);
-	check(e.ctx != NULL, "open %s", dev_name ? dev_name : "(first)");
-	if (!e.ctx || ibv_query_port(e.ctx, 1, &e.port))
-		return 1;
-	if (e.port.link_layer == IBV_LINK_LAYER_ETHERNET && e.gid_index < 0)
-		e.gid_index = 0;
-	if (e.gid_index >= 0 && ibv_query_gid(e.ctx, 1, e.gid_index, &e.gid))
+	if (rt_open(dev_name, &e.ctx, &e.port, &e.gid, &e.gid_index))
 		return 1;
 	e.pd = ibv_alloc_pd(e.ctx);
 	e.cq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
@@ -356,7 +281,6 @@ int main(int argc, char **argv)
 	check(!ibv_dereg_mr(e.mr) && !ibv_destroy_cq(e.cq) && !ibv_dealloc_pd(e.pd),
 	      "destroy MR, CQ, PD");
 	check(!ibv_close_device(e.ctx), "close");
-	ibv_free_device_list(list);
 	free(e.buf);
 	return failures ? 1 : 0;
 }

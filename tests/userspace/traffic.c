@@ -32,24 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-static void check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[256];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (cond) {
-		printf("R ok %s\n", buf);
-	} else {
-		printf("R fail %s: errno %d (%s)\n", buf, errno, strerror(errno));
-		failures++;
-	}
-	fflush(stdout);
-}
+#include "rdmars_test.h"
 
 static uint64_t rng_state = 1;
 

@@ -30,23 +30,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int failures;
-
-static void check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[256];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (cond) {
-		printf("R ok %s\n", buf);
-	} else {
-		printf("R fail %s: errno %d (%s)\n", buf, errno, strerror(errno));
-		failures++;
-	}
-}
+#include "rdmars_test.h"
 
 /* An ibv_destroy_* / ibv_dealloc_* / ibv_dereg_* call returns an errno value. */
 static void check_ret(int ret, int want, const char *what)

@@ -44,23 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-static void check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[256];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (cond) {
-		printf("R ok %s\n", buf);
-	} else {
-		printf("R fail %s: errno %d (%s)\n", buf, errno, strerror(errno));
-		failures++;
-	}
-}
+#include "rdmars_test.h"
 
 /* A call that must fail with `want` (ibverbs returns the errno or sets it). */
 static void check_errno(int err, int want, const char *what)
@@ -248,7 +232,6 @@ static int child(const char *dev, const char *path, uint32_t qpn)
 int main(int argc, char **argv)
 {
 	const char *dev_name = NULL;
-	struct ibv_device **list;
 	struct env e = { .gid_index = -1 };
 	char path_a[] = "/tmp/xrc_test_a.XXXXXX", path_b[] = "/tmp/xrc_test_b.XXXXXX";
 	struct ibv_xrcd *xa1, *xa2, *xn, *x;
@@ -271,16 +254,7 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
-			e.ctx = ibv_open_device(list[i]);
-	check(e.ctx != NULL, "open %s", dev_name ? dev_name : "(first)");
-	if (!e.ctx || ibv_query_port(e.ctx, 1, &e.port))
-		return 1;
-	if (e.port.link_layer == IBV_LINK_LAYER_ETHERNET && e.gid_index < 0)
-		e.gid_index = 0;
-	if (e.gid_index >= 0 && ibv_query_gid(e.ctx, 1, e.gid_index, &e.gid))
+	if (rt_open(dev_name, &e.ctx, &e.port, &e.gid, &e.gid_index))
 		return 1;
 	e.pd = ibv_alloc_pd(e.ctx);
 	e.cq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);

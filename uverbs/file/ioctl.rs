@@ -52,6 +52,20 @@ pub(super) enum NewObj {
     },
 }
 
+impl NewObj {
+    /// The IDR handle a create method's NEW attribute reserved.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a method whose NEW object is not an IDR handle (a spec error).
+    pub(super) fn idr(&self) -> Result<u32> {
+        match self {
+            NewObj::Idr { id, .. } => Ok(*id),
+            _ => Err(EINVAL),
+        }
+    }
+}
+
 /// The kernel side of attribute parsing (upstream: the uobject and user
 /// memory effects inside `uverbs_process_attr()`).
 pub(super) struct Env<'a, D: Driver> {

@@ -143,9 +143,7 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let NewObj::Idr { id, .. } = new else {
-            return Err(EINVAL);
-        };
+        let id = new.idr()?;
         // The externally supplied CQ buffer (BUFFER_VA/LENGTH/FD/OFFSET,
         // BUF_UMEM) is the driver's to take: upstream's handler never looks
         // at it and passes it to `create_user_cq`, which no driver of ours
@@ -180,9 +178,7 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let NewObj::Idr { id, .. } = new else {
-            return Err(EINVAL);
-        };
+        let id = new.idr()?;
         // upstream UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE) (uverbs_std_types_qp.c), in its
         // order: CAP, USER_HANDLE, TYPE; then by type the handles, an absent one ENOENT
         // (uverbs_attr_get_obj()); then the flags.
@@ -345,9 +341,7 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let NewObj::Idr { id, .. } = new else {
-            return Err(EINVAL);
-        };
+        let id = new.idr()?;
         let pd_handle = match bd.get(attr::CREATE_SRQ_PD_HANDLE) {
             Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| EINVAL)?,
             _ => return Err(EINVAL),
@@ -445,9 +439,7 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let NewObj::Idr { id, .. } = new else {
-            return Err(EINVAL);
-        };
+        let id = new.idr()?;
         let iova = ptr_value::<u64>(bd, attr::REG_MR_IOVA)?;
         let length = ptr_value::<u64>(bd, attr::REG_MR_LENGTH)?;
         let addr = if bd.is_valid(attr::REG_MR_ADDR) {
@@ -519,9 +511,7 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let NewObj::Idr { id, .. } = new else {
-            return Err(EINVAL);
-        };
+        let id = new.idr()?;
         if self.dev.ops().alloc_dm.is_none() {
             return Err(EOPNOTSUPP);
         }
@@ -556,9 +546,7 @@ impl<D: Driver> UFile<D> {
         out: &mut Outputs,
         new: NewObj,
     ) -> Result {
-        let NewObj::Idr { id, .. } = new else {
-            return Err(EINVAL);
-        };
+        let id = new.idr()?;
         let handle = |a| match bd.get(a) {
             Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| EINVAL),
             _ => Err(EINVAL),

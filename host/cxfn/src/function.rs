@@ -11,11 +11,13 @@ use std::time::{Duration, Instant};
 use crate::cmdq::{Delivery, Entry};
 use crate::config::{ConfigSpace, MSIX_ENABLE, MSIX_MASKALL};
 use crate::fwsim::engine::{self, Node};
+use crate::fwsim::fault::FaultAction;
 use crate::fwsim::hca::EqePosted;
 use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use crate::fwsim::{Config, ExecError, Fw};
 use crate::iova::{DeviceMap, Remapped};
 use crate::mem::{Dma, GuestMemory};
+use crate::prm::status::Status;
 use crate::regs::*;
 
 /// The adapter the function presents.
@@ -60,6 +62,10 @@ pub struct Stats {
     pub eqes: u64,
     /// Data-path events that could not be written (no EQ takes them, EQ full, bad memory).
     pub eqe_errors: u64,
+    /// Commands held by a hang fault and completed late (test window).
+    pub late_completions: u64,
+    /// Commands run through the test window.
+    pub window_commands: u64,
 }
 
 /// `CMD_IF_REV` (mlx5_core's cmd.c): the command interface revision mlx5_core requires in
@@ -98,6 +104,12 @@ pub struct CxFunction {
     iova: DeviceMap,
     /// Device time at which the data path wants to run again ([`CxFunction::poll_datapath`]).
     next_run: Option<Duration>,
+    /// Entries (bus addresses) of commands a hang fault holds.
+    held: Vec<u64>,
+    /// The test window's argument registers and last command and result.
+    tw_args: [u32; 3],
+    tw_last: u32,
+    tw_result: u32,
 }
 
 /// One executed command, for traces ([`CxFunction::command_log`]).
@@ -174,6 +186,10 @@ impl CxFunction {
             db_half: None,
             next_run: None,
             iova: DeviceMap::default(),
+            held: Vec::new(),
+            tw_args: [0; 3],
+            tw_last: 0,
+            tw_result: 0,
         }
     }
 
@@ -309,6 +325,8 @@ impl CxFunction {
                     0
                 }
             }
+            CMD_EXEC_TO => CMD_EXEC_TO_VALUE,
+            CMD_Q_INIT_TO => CMD_Q_INIT_TO_VALUE,
             INTERNAL_TIMER_H | REAL_TIME_H => (t >> 32) as u32,
             INTERNAL_TIMER_L | REAL_TIME_L => t as u32,
             HEALTH_COUNTER => self
@@ -338,6 +356,8 @@ impl CxFunction {
                 *b = self.msix_table[idx][w].to_le_bytes()[byte];
             } else if (MSIX_PBA..MSIX_PBA + 8).contains(&o) {
                 *b = (u64::from(self.msix_pending)).to_le_bytes()[(o - MSIX_PBA) as usize];
+            } else if (TEST_WINDOW..BAR0_SIZE).contains(&o) {
+                *b = self.tw_read((o - TEST_WINDOW) & !3).to_le_bytes()[byte];
             }
         }
     }
@@ -374,7 +394,10 @@ impl CxFunction {
                     self.msix_update();
                 }
             }
-            o if o >= u64::from(crate::fwsim::hca::PCI_FIRST_UAR) * UAR_PAGE && o < BAR0_SIZE => {
+            o if (TEST_WINDOW..BAR0_SIZE).contains(&o) => {
+                self.tw_write(mem, o - TEST_WINDOW, u32::from_le_bytes(bytes))
+            }
+            o if o >= u64::from(crate::fwsim::hca::PCI_FIRST_UAR) * UAR_PAGE && o < TEST_WINDOW => {
                 self.uar_write(mem, o, be)
             }
             _ => self.stats.ignored_writes += 1,
@@ -537,7 +560,8 @@ impl CxFunction {
                 self.stats.commands += 1;
                 // A page list that is not one run is kept here (`iova.rs`).
                 let pending = self.iova.rewrite(&mut inb);
-                let result = self.fw.exec(&inb, &mut out);
+                let mut result = self.fw.exec(&inb, &mut out);
+                self.cap_uar(&inb, &mut out, &mut result);
                 let resized = self.settle_iova(&inb, &out, pending, &result);
                 match result {
                     Ok(c) => {
@@ -565,8 +589,14 @@ impl CxFunction {
                         }
                         return Some(had_eq && self.cmd_eq_exists());
                     }
-                    // An injected timeout: the command never completes.
-                    Err(ExecError::Timeout) => return Some(false),
+                    // An injected timeout: the command does not complete (until the test
+                    // window releases it).
+                    Err(ExecError::Timeout) => {
+                        if self.held.len() < 1 << CMDQ_LOG_SIZE {
+                            self.held.push(addr);
+                        }
+                        return Some(false);
+                    }
                     Err(ExecError::OutboxTooShort) => Delivery::FwErr,
                 }
             }
@@ -618,6 +648,220 @@ impl CxFunction {
     /// Device ranges in use (`iova.rs`; tests).
     pub fn iova_ranges(&self) -> usize {
         self.iova.ranges()
+    }
+
+    /// ALLOC_UAR past the UAR pages of BAR 0 (the test window's page and above): undone and
+    /// refused as a full table, so no UAR page is ever the test window.
+    fn cap_uar(
+        &mut self,
+        inb: &[u8],
+        out: &mut [u8],
+        result: &mut Result<crate::fwsim::Completion, ExecError>,
+    ) {
+        use crate::prm::opcode as op;
+        let Ok(c) = result else {
+            return;
+        };
+        let opcode = inb.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+        if opcode != Some(op::ALLOC_UAR) || c.status != Status::OK {
+            return;
+        }
+        let Some(w) = out.get(8..12) else {
+            return;
+        };
+        let uar = u32::from_be_bytes([w[0], w[1], w[2], w[3]]) & 0x00ff_ffff;
+        if uar < UAR_LIMIT {
+            return;
+        }
+        // DEALLOC_UAR with the same uid (`dealloc_uar_in`: uid at byte 2, uar at 8).
+        let mut din = [0u8; 16];
+        din[..2].copy_from_slice(&op::DEALLOC_UAR.to_be_bytes());
+        if let Some(uid) = inb.get(2..4) {
+            din[2..4].copy_from_slice(uid);
+        }
+        din[8..12].copy_from_slice(&uar.to_be_bytes());
+        let mut dout = [0u8; 16];
+        let _ = self.fw.exec(&din, &mut dout);
+        out.fill(0);
+        let syndrome = crate::fwsim::syndrome::TABLE_FULL;
+        if let Some(h) = out.get_mut(..8) {
+            h[0] = Status::NO_RES_ERR.0;
+            h[4..8].copy_from_slice(&syndrome.to_be_bytes());
+        }
+        c.status = Status::NO_RES_ERR;
+        c.syndrome = syndrome;
+    }
+
+    /// A read of the test window (`off` 4-byte aligned, from the window's start).
+    fn tw_read(&self, off: u64) -> u32 {
+        match off {
+            TW_ID => TW_MAGIC,
+            TW_ARG0 => self.tw_args[0],
+            TW_ARG1 => self.tw_args[1],
+            TW_ARG2 => self.tw_args[2],
+            TW_CMD => self.tw_last,
+            TW_RESULT => self.tw_result,
+            TW_HELD => self.held.len() as u32,
+            TW_NIC_STATE => self.nic_state,
+            _ => 0,
+        }
+    }
+
+    /// A 32-bit write to the test window (little-endian `value`).
+    fn tw_write(&mut self, mem: &dyn GuestMemory, off: u64, value: u32) {
+        match off {
+            TW_ARG0 => self.tw_args[0] = value,
+            TW_ARG1 => self.tw_args[1] = value,
+            TW_ARG2 => self.tw_args[2] = value,
+            TW_CMD => {
+                self.stats.window_commands += 1;
+                self.tw_last = value;
+                self.tw_result = self.tw_command(mem, value);
+            }
+            _ => self.stats.ignored_writes += 1,
+        }
+    }
+
+    /// Runs a test-window command ([`tw_cmd`]); returns its [`tw_result`].
+    pub fn tw_command(&mut self, mem: &dyn GuestMemory, cmd: u32) -> u32 {
+        let [a0, a1, a2] = self.tw_args;
+        let opcode = || u16::try_from(a0).ok().filter(|&o| o != 0);
+        match cmd {
+            tw_cmd::FAIL => {
+                let (Some(op), Ok(st)) = (opcode(), u8::try_from(a1)) else {
+                    return tw_result::BAD_ARG;
+                };
+                if st == 0 {
+                    return tw_result::BAD_ARG;
+                }
+                self.fw.faults_mut().fail_opcode(
+                    op,
+                    FaultAction::Fail {
+                        status: Status(st),
+                        syndrome: a2,
+                    },
+                );
+                tw_result::OK
+            }
+            tw_cmd::HANG => {
+                let Some(op) = opcode() else {
+                    return tw_result::BAD_ARG;
+                };
+                self.fw.faults_mut().fail_opcode(op, FaultAction::Timeout);
+                tw_result::OK
+            }
+            tw_cmd::CLEAR => {
+                self.fw.faults_mut().clear();
+                tw_result::OK
+            }
+            tw_cmd::RELEASE => {
+                self.release_held(mem);
+                tw_result::OK
+            }
+            tw_cmd::STALL_HEALTH => {
+                self.stall_health(a0 != 0);
+                tw_result::OK
+            }
+            tw_cmd::EQE => {
+                let at = a1 as usize;
+                if at > 24 || !at.is_multiple_of(4) {
+                    return tw_result::BAD_ARG;
+                }
+                let mut data = [0u8; 28];
+                data[at..at + 4].copy_from_slice(&a2.to_be_bytes());
+                self.tw_post_eqe(mem, a0 as u8, (a0 >> 8) as u8, &data)
+            }
+            tw_cmd::FATAL => {
+                self.fatal();
+                tw_result::OK
+            }
+            tw_cmd::PORT => {
+                let up = a0 != 0;
+                if !self.fw.set_port_up(1, up) {
+                    return tw_result::BAD_ARG;
+                }
+                let mut data = [0u8; 28];
+                // struct mlx5_eqe_port_state: `port` (bits 7:4) at byte 8.
+                data[8] = 1 << 4;
+                let sub = if up {
+                    PORT_CHANGE_SUBTYPE_ACTIVE
+                } else {
+                    PORT_CHANGE_SUBTYPE_DOWN
+                };
+                self.tw_post_eqe(mem, EVENT_TYPE_PORT_CHANGE, sub, &data)
+            }
+            _ => tw_result::UNKNOWN,
+        }
+    }
+
+    /// Writes an EQE for the test window; returns its [`tw_result`].
+    fn tw_post_eqe(&mut self, mem: &dyn GuestMemory, t: u8, sub: u8, data: &[u8; 28]) -> u32 {
+        match self.fw.post_eqe(&Dma(mem), t, sub, data) {
+            Ok(EqePosted::Interrupt(v)) => {
+                self.stats.eqes += 1;
+                self.raise(v);
+                tw_result::OK
+            }
+            Ok(EqePosted::Quiet) => {
+                self.stats.eqes += 1;
+                tw_result::OK
+            }
+            Err(_) => {
+                self.stats.eqe_errors += 1;
+                tw_result::NO_EQ
+            }
+        }
+    }
+
+    /// A firmware fatal error ([`tw_cmd::FATAL`]): the firmware is reset to its power-on
+    /// state (no object, EQ or UAR; the health counter keeps ticking, so `wait_vital()`
+    /// passes), held commands are dropped, and the NIC interface reads "disabled", which
+    /// mlx5_core's health poll reports as a fatal sensor and recovers from by reloading
+    /// the function.
+    pub fn fatal(&mut self) {
+        self.fw.cold_boot();
+        self.iova.clear();
+        self.nic_state = NIC_IFC_DISABLED;
+        self.init_reads_left = INIT_READS;
+        self.held.clear();
+        self.db_half = None;
+        self.next_run = None;
+    }
+
+    /// Completes the commands a hang fault held ([`tw_cmd::RELEASE`]): late, not executed,
+    /// status `INT_ERR` in the entry's inline output (the mailboxes are not written: the
+    /// driver gave up on the command and may have reused them), and one command EQE.
+    pub fn release_held(&mut self, mem: &dyn GuestMemory) {
+        let base = self.cmdq_base();
+        let mut done = 0u32;
+        for addr in std::mem::take(&mut self.held) {
+            let Some(mut e) = Entry::read(mem, addr) else {
+                continue;
+            };
+            if !e.hw_owned() {
+                continue;
+            }
+            let mut out = [0u8; crate::cmdq::INLINE];
+            out[0] = Status::INT_ERR.0;
+            if !e.complete(mem, addr, &out, &[], Delivery::Ok) {
+                self.stats.dma_errors += 1;
+            }
+            self.stats.late_completions += 1;
+            let slot = addr.wrapping_sub(base) >> CMDQ_LOG_STRIDE;
+            if slot < 1 << CMDQ_LOG_SIZE {
+                done |= 1 << slot;
+            }
+        }
+        if done != 0 && self.cmd_eq_exists() {
+            if let Ok(EqePosted::Interrupt(v)) = self.fw.post_cmd_eqe(&Dma(mem), done) {
+                self.raise(v);
+            }
+        }
+    }
+
+    /// Commands a hang fault holds.
+    pub fn held_commands(&self) -> usize {
+        self.held.len()
     }
 
     fn cmd_eq_exists(&self) -> bool {

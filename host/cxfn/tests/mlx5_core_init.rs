@@ -42,11 +42,12 @@ fn mlx5_core_probes_and_removes_the_function() {
 /// The commands (opcode, op_mod) upstream mlx5_core 7.3 sent to the function in the live boot
 /// of `make pcifn` (cxfn-server's command log, Documentation/pcifn.md), probe to
 /// `modprobe -r`, every one answered with status 0.
-const LIVE_BOOT: [(u16, u16); 26] = [
+const LIVE_BOOT: [(u16, u16); 27] = [
     (0x104, 0), // ENABLE_HCA
     (0x10a, 0), // QUERY_ISSI
     (0x10b, 0), // SET_ISSI
     (0x107, 1), // QUERY_PAGES boot
+    (0x805, 1), // ACCESS_REG (DTOR read, mlx5_tout_query_dtor())
     (0x805, 0), // ACCESS_REG (HOST_ENDIANNESS)
     (0x100, 1), // QUERY_HCA_CAP general cur
     (0x100, 0), // QUERY_HCA_CAP general max
@@ -245,4 +246,178 @@ fn health_counter_stall_is_visible() {
     d.dev.stall_health(false);
     d.dev.advance(Duration::from_secs(1));
     assert_ne!(d.rd32(HEALTH_COUNTER), h);
+}
+
+/// Runs a test-window command with its arguments (little-endian words, as the guest's
+/// `cxfn_ctl` writes them through `resource0`); returns the result register.
+fn tw(d: &mut Driver, cmd: u32, args: [u32; 3]) -> u32 {
+    for (i, a) in args.iter().enumerate() {
+        d.dev.bar0_write(
+            &d.mem,
+            TEST_WINDOW + TW_ARG0 + 4 * i as u64,
+            &a.to_le_bytes(),
+        );
+    }
+    d.dev
+        .bar0_write(&d.mem, TEST_WINDOW + TW_CMD, &cmd.to_le_bytes());
+    tw_read(d, TW_RESULT)
+}
+
+fn tw_read(d: &mut Driver, off: u64) -> u32 {
+    let mut b = [0u8; 4];
+    d.dev.bar0_read(TEST_WINDOW + off, &mut b);
+    u32::from_le_bytes(b)
+}
+
+/// The test window: a bad status on one opcode until cleared, a command held (no completion,
+/// no EQE) and then completed late, an EQE of the test's choosing on the EQ that takes its
+/// type, and refusals of bad arguments.
+#[test]
+fn test_window_injects_bad_device_behaviour() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    assert_eq!(tw_read(&mut d, TW_ID), TW_MAGIC);
+    assert_eq!(&TW_MAGIC.to_le_bytes(), b"CXTW");
+
+    // A bad status and syndrome on QUERY_HCA_CAP, not executed, until CLEAR.
+    assert_eq!(
+        tw(&mut d, tw_cmd::FAIL, [0x100, 0x3, 0x1234]),
+        tw_result::OK
+    );
+    let (status, out) = d.exec_status(&hdr(16, 0x100, 1), 0x1010);
+    assert_eq!((status, get(&out, 0x20, 32)), (0x3, 0x1234));
+    assert_eq!(tw(&mut d, tw_cmd::CLEAR, [0; 3]), tw_result::OK);
+    d.exec(&hdr(16, 0x100, 1), 0x1010);
+    // Status 0 or opcode 0 is no fault.
+    assert_eq!(tw(&mut d, tw_cmd::FAIL, [0x100, 0, 0]), tw_result::BAD_ARG);
+    assert_eq!(tw(&mut d, tw_cmd::FAIL, [0, 1, 0]), tw_result::BAD_ARG);
+    assert_eq!(
+        tw(&mut d, tw_cmd::HANG, [0x1_0000, 0, 0]),
+        tw_result::BAD_ARG
+    );
+    assert_eq!(tw(&mut d, 99, [0; 3]), tw_result::UNKNOWN);
+
+    // A hung command: no completion, no EQE, no interrupt; then a late completion.
+    assert_eq!(tw(&mut d, tw_cmd::HANG, [0x100, 0, 0]), tw_result::OK);
+    let (addr, blocks) = d.post(0, &hdr(16, 0x100, 1), 0x1010);
+    assert!(d.dev.take_interrupts().is_empty());
+    assert_eq!(d.collect(addr, &blocks, 0x1010), Done::Pending);
+    assert_eq!(tw_read(&mut d, TW_HELD), 1);
+    assert_eq!(tw(&mut d, tw_cmd::RELEASE, [0; 3]), tw_result::OK);
+    assert_eq!(tw_read(&mut d, TW_HELD), 0);
+    assert_eq!(d.dev.take_interrupts(), vec![0]);
+    let mut eq = d.cmd_eq.unwrap();
+    let eqe = d.eqe(&eq).expect("late command EQE");
+    assert_eq!(eqe[1], 0x0a);
+    assert_eq!(u32::from_be_bytes(eqe[32..36].try_into().unwrap()), 1);
+    eq.cons += 1;
+    let uar_off = u64::from(d.uar) * UAR_PAGE + 0x40;
+    d.wr32(uar_off, (eq.eqn << 24) | eq.cons);
+    d.cmd_eq = Some(eq);
+    match d.collect(addr, &blocks, 0x1010) {
+        Done::Out(out) => assert_eq!(out[0], 0x1, "late completion: INT_ERR"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(d.dev.stats().late_completions, 1);
+    assert_eq!(tw(&mut d, tw_cmd::CLEAR, [0; 3]), tw_result::OK);
+    d.exec(&hdr(16, 0x100, 1), 0x1010);
+
+    // An EQE of type 0x13 (the async EQ takes it) with 0xabc in its first data word.
+    let asy = eqs[1];
+    assert_eq!(tw(&mut d, tw_cmd::EQE, [0x0213, 0, 0xabc]), tw_result::OK);
+    assert_eq!(d.dev.take_interrupts(), vec![0]);
+    let eqe = d.eqe(&asy).expect("injected EQE");
+    assert_eq!((eqe[1], eqe[3]), (0x13, 0x02));
+    assert_eq!(u32::from_be_bytes(eqe[32..36].try_into().unwrap()), 0xabc);
+    // No EQ takes type 0x04 in this driver's masks; a data offset past the 28 bytes.
+    assert_eq!(tw(&mut d, tw_cmd::EQE, [0x04, 0, 1]), tw_result::NO_EQ);
+    assert_eq!(tw(&mut d, tw_cmd::EQE, [0x13, 28, 1]), tw_result::BAD_ARG);
+    assert!(d.dev.take_interrupts().is_empty());
+
+    // Reads and writes elsewhere in the window do nothing.
+    assert_eq!(tw_read(&mut d, 0x800), 0);
+    d.dev
+        .bar0_write(&d.mem, TEST_WINDOW + 0x800, &1u32.to_le_bytes());
+    teardown(&mut d, &eqs);
+}
+
+/// ALLOC_UAR never hands out the test window's page (or anything above it).
+#[test]
+fn uar_indices_stay_below_the_test_window() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let mut last = 0;
+    loop {
+        let (status, out) = d.exec_status(&hdr(16, 0x802, 0), 16);
+        if status != 0 {
+            assert_eq!(status, 0x0f, "NO_RES_ERR");
+            break;
+        }
+        last = get(&out, 0x48, 24);
+        assert!(last < UAR_LIMIT);
+    }
+    assert_eq!(last, UAR_LIMIT - 1);
+    assert_eq!(u64::from(UAR_LIMIT) * UAR_PAGE, TEST_WINDOW);
+}
+
+/// FATAL: the firmware stops and reads "NIC interface disabled" (mlx5_core's
+/// `MLX5_SENSOR_NIC_DISABLED`), every object is gone, and the function probes again from
+/// scratch once the driver programs the command queue (mlx5_core's health recovery).
+#[test]
+fn fatal_error_then_recovery_probe() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let _eqs = load(&mut d);
+    assert_eq!((d.rd32(CMDQ_ADDR_L_SZ) >> 8) & 7, 0);
+    assert_eq!(tw(&mut d, tw_cmd::FATAL, [0; 3]), tw_result::OK);
+    assert_eq!((d.rd32(CMDQ_ADDR_L_SZ) >> 8) & 7, NIC_IFC_DISABLED);
+    assert_eq!(tw_read(&mut d, TW_NIC_STATE), NIC_IFC_DISABLED);
+    assert_eq!(d.dev.lifecycle(), "disabled");
+    assert!(!d.dev.has_objects());
+    // The health counter still moves (`wait_vital()` after the slot reset).
+    let h = d.rd32(HEALTH_COUNTER);
+    d.dev.advance(Duration::from_secs(1));
+    assert_ne!(d.rd32(HEALTH_COUNTER), h);
+    // mlx5_load_one() in recovery: the queue again (NIC state back to "full driver").
+    d.cmd_eq = None;
+    probe(&mut d);
+    assert_eq!((d.rd32(CMDQ_ADDR_L_SZ) >> 8) & 7, 0);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    teardown(&mut d, &eqs);
+}
+
+/// PORT: the port's state changes (the vport context's `port_state`: 1 Down, 4 Active) and a
+/// PORT_CHANGE EQE (subtype DOWN 1 / ACTIVE 4, port 1 in bits 7:4 of data byte 8) goes to the
+/// EQ that takes type 0x09 (mlx5_core's async EQ).
+#[test]
+fn port_change_from_the_test_window() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let mut port_eq = d.create_eq(16, 1 << 0x09, 0);
+    let port_state = |d: &mut Driver| {
+        let out = d.exec(&hdr(16, 0x762, 0), 0x1010);
+        get(&out, 0x80 + 0x118, 4)
+    };
+    assert_eq!(port_state(&mut d), 4);
+    for (up, sub, state) in [(0, 1, 1), (1, 4, 4)] {
+        assert_eq!(tw(&mut d, tw_cmd::PORT, [up, 0, 0]), tw_result::OK);
+        assert_eq!(d.dev.take_interrupts(), vec![0]);
+        let eqe = d.eqe(&port_eq).expect("PORT_CHANGE EQE");
+        assert_eq!((eqe[1], eqe[3], eqe[32 + 8]), (0x09, sub, 0x10));
+        port_eq.cons += 1;
+        let uar_off = u64::from(d.uar) * UAR_PAGE + 0x40;
+        d.wr32(uar_off, (port_eq.eqn << 24) | port_eq.cons);
+        assert_eq!(port_state(&mut d), state);
+    }
+    let mut inb = hdr(16, 0x302, 0);
+    set(&mut inb, 0x58, 8, port_eq.eqn);
+    d.exec(&inb, 16);
+    teardown(&mut d, &eqs);
 }

@@ -92,9 +92,9 @@ mod tests {
 
     #[test]
     fn register_failure_unwinds_at_every_step() -> Result {
-        let drops0 = DROPS.load(Relaxed);
+        let drops: DropCount = Arc::new(Atomic::new(0), GFP_KERNEL)?;
         for (i, step) in ALL_STEPS.iter().enumerate() {
-            let dev = new_dev(2, *step)?;
+            let dev = new_dev_counted(2, *step, &drops)?;
             assert_eq!(Device::register(&dev, c"mock_%d"), Err(EIO));
             assert_eq!(dev.phase(), Phase::Allocated);
             assert_eq!(dev.refcount(), 0);
@@ -112,7 +112,7 @@ mod tests {
             assert_eq!(dev.name().as_bytes(), b"mock_0");
             assert_eq!(dev.data().enabled.load(Relaxed), 1);
             assert_eq!(Device::dealloc(dev), 0);
-            assert_eq!(DROPS.load(Relaxed), drops0 + i as i32 + 1);
+            assert_eq!(drops.load(Relaxed), i as i32 + 1);
         }
         Ok(())
     }
@@ -151,8 +151,9 @@ mod tests {
 
     #[test]
     fn dealloc_frees_after_last_reference() -> Result {
-        let drops0 = DROPS.load(Relaxed);
-        let dev = registered(1)?;
+        let drops: DropCount = Arc::new(Atomic::new(0), GFP_KERNEL)?;
+        let dev = new_dev_counted(1, Step::None, &drops)?;
+        Device::register(&dev, c"mock_%d")?;
         let pd = Pd::alloc(&dev, ib_core_rs::kernel_owner!())?;
         let extra: Arc<dyn IbDevice> = dev.clone();
         Device::unregister(&dev);
@@ -166,9 +167,9 @@ mod tests {
         // Memory stays while the PD, the extra reference and d2 hold it.
         drop(d2);
         drop(extra);
-        assert_eq!(DROPS.load(Relaxed), drops0);
+        assert_eq!(drops.load(Relaxed), 0);
         drop(pd);
-        assert_eq!(DROPS.load(Relaxed), drops0 + 1);
+        assert_eq!(drops.load(Relaxed), 1);
         Ok(())
     }
 

@@ -283,8 +283,10 @@ fn probe(d: &mut Driver) {
     d.wr32(CMDQ_ADDR_H, (d.cmdq >> 32) as u32);
     d.wr32(CMDQ_ADDR_L_SZ, d.cmdq as u32);
     assert_eq!(d.rd32(CMDQ_ADDR_L_SZ) & !0xfff, d.cmdq as u32);
-    // No timeouts in the init segment: driver defaults.
-    assert_eq!(d.rd32(CMD_Q_INIT_TO), 0);
+    // mlx5_tout_query_iseg(): timeouts in the init segment (10 s each, in seconds), so the
+    // command timeout is 10 s, not the driver's 60 s, and DTOR is read below.
+    assert_eq!(d.rd32(CMD_Q_INIT_TO), (1 << 29) | 10);
+    assert_eq!(d.rd32(CMD_EXEC_TO), (1 << 29) | 10);
     let mut polls = 0;
     while d.rd32(INITIALIZING) >> 31 != 0 {
         polls += 1;
@@ -303,6 +305,14 @@ fn function_setup(d: &mut Driver) {
     d.exec(&inb, 16);
     let out = d.exec(&hdr(16, 0x107, 1), 16);
     assert_eq!(get(&out, 0x60, 32), 0, "no boot pages");
+    // mlx5_tout_query_dtor(): ACCESS_REG DTOR (0xc00e) read, 60 bytes of register.
+    let mut inb = hdr(16 + 60, 0x805, 1);
+    set(&mut inb, 0x50, 16, 0xc00e);
+    let out = d.exec(&inb, 16 + 60);
+    // pcie_toggle_to 2 s, health_poll_to 2 s, fw_reset_to 60 s (multiplier 1: seconds).
+    assert_eq!(get(&out, 0x80 + 0x20, 32), (1 << 29) | 2);
+    assert_eq!(get(&out, 0x80 + 0xa0, 32), (1 << 29) | 2);
+    assert_eq!(get(&out, 0x80 + 0xe0, 32), (1 << 29) | 60);
     // set_hca_ctrl(): HOST_ENDIANNESS write.
     let mut inb = hdr(32, 0x805, 0);
     set(&mut inb, 0x50, 16, 0x7004);
