@@ -49,7 +49,7 @@ fn kerr(e: Errno) -> Error {
     Error::from_errno(e.to_errno())
 }
 
-fn uaddr(addr: u64) -> Result<usize> {
+pub(super) fn uaddr(addr: u64) -> Result<usize> {
     usize::try_from(addr).map_err(|_| EFAULT)
 }
 
