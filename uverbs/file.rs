@@ -30,12 +30,12 @@ mod uobject;
 
 pub(crate) use cmd::xrcd::XrcdTree;
 
-pub(crate) use ioctl::{ptr_in, Outputs};
+pub(crate) use ioctl::{ioctl_header, ptr_in, Outputs};
 pub(crate) use uobject::Inner;
 
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::uverbs::abi::Errno;
+use crate::uverbs::abi::{ioctl::IoctlHdr, Errno};
 use crate::uverbs::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
 use crate::uverbs::device::{UFileOps, UverbsDevice};
 use crate::uverbs::driver_api::RemoveReason;
@@ -137,8 +137,8 @@ impl<D: Driver> UFile<D> {
 }
 impl<D: Driver> UFileOps for UFile<D> {
     // upstream: ib_uverbs_ioctl()
-    fn ioctl(&self, cmd: u32, arg: usize) -> Result<isize> {
-        self.ioctl_inner(cmd, arg as u64)
+    fn ioctl(&self, cmd: u32, arg: usize, hdr: &IoctlHdr) -> Result<isize> {
+        self.ioctl_inner(cmd, arg as u64, hdr)
     }
 
     // upstream: ib_uverbs_write()
