@@ -16,9 +16,7 @@
 //! driver-typed state dropped; later calls on it return `EIO`, and its close
 //! touches nothing of the driver.
 
-use super::abi::{
-    ioctl::IoctlHdr, spec::ObjectSpec, std_types, uapi::DeviceDesc, uapi::UapiTree,
-};
+use super::abi::{ioctl::IoctlHdr, spec::ObjectSpec, std_types, uapi::DeviceDesc, uapi::UapiTree};
 use super::file::{UFile, XrcdTree};
 use super::UverbsShared;
 use crate::chrdev::CharDevice;
