@@ -117,7 +117,11 @@ impl<D: Driver> UFile<D> {
                 dev,
                 udev,
                 xrcds,
-                inner <- kernel::new_mutex!(
+                // core_mutex!: this is generic code, instantiated in each driver's module, and a
+                // lock class's name must be one pointer for its one key (lockdep warned
+                // "Looking for class uverbs_file ... but found a different class" once files of
+                // the mock and of mlx5_ib_rs had been opened under one ib_core_rs).
+                inner <- core_mutex!(
                     Inner {
                         dead: false,
                         ucontext: None,
@@ -126,10 +130,10 @@ impl<D: Driver> UFile<D> {
                         comp_channels: KVec::new(),
                         fds: KVec::new(),
                     },
-                    "uverbs_file"
+                    c"uverbs_file"
                 ),
                 mmap <- FileMmap::new(umaps),
-                events <- kernel::new_mutex!(KVec::new(), "uverbs_file_events"),
+                events <- core_mutex!(KVec::new(), c"uverbs_file_events"),
             }),
             GFP_KERNEL,
         )

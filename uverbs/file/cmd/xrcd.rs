@@ -47,7 +47,7 @@ impl<D: Driver> XrcdTree<D> {
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(XrcdTree {
-                nodes <- kernel::new_mutex!(KVec::new(), "uverbs_xrcd_tree"),
+                nodes <- core_mutex!(KVec::new(), c"uverbs_xrcd_tree"),
             }),
             GFP_KERNEL,
         )
