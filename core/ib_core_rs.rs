@@ -55,6 +55,8 @@ pub mod restrack;
 pub mod sysfs;
 #[path = "../rust/task.rs"]
 pub mod task;
+#[path = "../rust/uaccess.rs"]
+pub(crate) mod uaccess;
 #[path = "../rust/umem.rs"]
 pub(crate) mod umem;
 #[path = "../uverbs/uverbs.rs"]

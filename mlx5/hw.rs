@@ -423,6 +423,18 @@ pub(crate) trait Mlx5Hw: Send + Sync {
     /// `ENOMEM`; `ENODEV` once an mlx5_core function is gone.
     fn map_pages(&self, pages: &[PageRef], writable: bool) -> Result<DmaMap>;
 
+    /// [`Mlx5Hw::map_pages`] of references the caller gives up: a backend that keeps a
+    /// reference per mapped page (the simulator's IOMMU) keeps these instead of taking its
+    /// own, one atomic increment and one decrement a page less (262,144 of each for a 1 GiB
+    /// MR).
+    ///
+    /// # Errors
+    ///
+    /// [`Mlx5Hw::map_pages`]'s.
+    fn map_pages_owned(&self, pages: KVec<PageRef>, writable: bool) -> Result<DmaMap> {
+        self.map_pages(&pages, writable)
+    }
+
     /// Allocates `size` bytes (whole pages, zeroed) of kernel memory the device may read and
     /// write (upstream `dma_alloc_coherent()` through `mlx5_frag_buf_alloc_node()`): kernel
     /// queue buffers and doorbell records.

@@ -470,6 +470,10 @@ impl Mlx5Hw for SimFunction {
         self.iommu.map(pages, writable)
     }
 
+    fn map_pages_owned(&self, pages: KVec<PageRef>, writable: bool) -> Result<DmaMap> {
+        self.iommu.map_owned(pages, writable)
+    }
+
     fn ring(&self, uar: u32, db: Doorbell, value: u64) -> Result {
         self.fabric.fabric().ring(self.index, uar, db, value);
         Ok(())

@@ -73,7 +73,7 @@ impl UserBuf {
             .device()
             .data()
             .hw
-            .map_pages(&umem.page_refs()?, umem.writable())?;
+            .map_pages_owned(umem.page_refs()?, umem.writable())?;
         Ok(UserBuf {
             map,
             addr,

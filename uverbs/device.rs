@@ -16,7 +16,7 @@
 //! driver-typed state dropped; later calls on it return `EIO`, and its close
 //! touches nothing of the driver.
 
-use super::abi::{spec::ObjectSpec, std_types, uapi::DeviceDesc, uapi::UapiTree};
+use super::abi::{ioctl::IoctlHdr, spec::ObjectSpec, std_types, uapi::DeviceDesc, uapi::UapiTree};
 use super::file::{UFile, XrcdTree};
 use super::UverbsShared;
 use crate::chrdev::CharDevice;
@@ -31,8 +31,9 @@ use kernel::uaccess::UserSliceReader;
 
 /// What an open uverbs file does; implemented by `UFile<D>`.
 pub(crate) trait UFileOps: Send + Sync {
-    /// `ioctl()` (upstream `ib_uverbs_ioctl()`).
-    fn ioctl(&self, cmd: u32, arg: usize) -> Result<isize>;
+    /// `ioctl()` (upstream `ib_uverbs_ioctl()`) once its header was copied and checked
+    /// ([`super::file::ioctl_header`]).
+    fn ioctl(&self, cmd: u32, arg: usize, hdr: &IoctlHdr) -> Result<isize>;
     /// `write()` (upstream `ib_uverbs_write()`).
     fn write(&self, data: UserSliceReader) -> Result<usize>;
     /// `mmap()` (upstream `ib_uverbs_mmap()`).
@@ -234,8 +235,13 @@ impl CharDevice for Node {
         drop(ptr);
     }
 
+    // upstream ib_uverbs_ioctl(): the command, the header's copy and its length and reserved
+    // fields are checked before the SRCU read lock that keeps the device; here before the open
+    // file's lock and the reference to its driver-typed file (a header-rejected ioctl costs
+    // one copy, as upstream's; a disassociated file answers it as upstream does, not EIO).
     fn ioctl(ptr: ArcBorrow<'_, OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        ptr.get()?.ioctl(cmd, arg)
+        let hdr = super::file::ioctl_header(cmd, arg)?;
+        ptr.get()?.ioctl(cmd, arg, &hdr)
     }
 
     // upstream: ib_uverbs_write() refuses, before anything else, a caller

@@ -30,12 +30,12 @@ mod uobject;
 
 pub(crate) use cmd::xrcd::XrcdTree;
 
-pub(crate) use ioctl::{ptr_in, Outputs};
+pub(crate) use ioctl::{ioctl_header, ptr_in, Outputs};
 pub(crate) use uobject::Inner;
 
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::uverbs::abi::Errno;
+use crate::uverbs::abi::{ioctl::IoctlHdr, Errno};
 use crate::uverbs::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
 use crate::uverbs::device::{UFileOps, UverbsDevice};
 use crate::uverbs::driver_api::RemoveReason;
@@ -49,7 +49,7 @@ fn kerr(e: Errno) -> Error {
     Error::from_errno(e.to_errno())
 }
 
-fn uaddr(addr: u64) -> Result<usize> {
+pub(super) fn uaddr(addr: u64) -> Result<usize> {
     usize::try_from(addr).map_err(|_| EFAULT)
 }
 
@@ -117,7 +117,11 @@ impl<D: Driver> UFile<D> {
                 dev,
                 udev,
                 xrcds,
-                inner <- kernel::new_mutex!(
+                // core_mutex!: this is generic code, instantiated in each driver's module, and a
+                // lock class's name must be one pointer for its one key (lockdep warned
+                // "Looking for class uverbs_file ... but found a different class" once files of
+                // the mock and of mlx5_ib_rs had been opened under one ib_core_rs).
+                inner <- core_mutex!(
                     Inner {
                         dead: false,
                         ucontext: None,
@@ -126,10 +130,10 @@ impl<D: Driver> UFile<D> {
                         comp_channels: KVec::new(),
                         fds: KVec::new(),
                     },
-                    "uverbs_file"
+                    c"uverbs_file"
                 ),
                 mmap <- FileMmap::new(umaps),
-                events <- kernel::new_mutex!(KVec::new(), "uverbs_file_events"),
+                events <- core_mutex!(KVec::new(), c"uverbs_file_events"),
             }),
             GFP_KERNEL,
         )
@@ -137,8 +141,8 @@ impl<D: Driver> UFile<D> {
 }
 impl<D: Driver> UFileOps for UFile<D> {
     // upstream: ib_uverbs_ioctl()
-    fn ioctl(&self, cmd: u32, arg: usize) -> Result<isize> {
-        self.ioctl_inner(cmd, arg as u64)
+    fn ioctl(&self, cmd: u32, arg: usize, hdr: &IoctlHdr) -> Result<isize> {
+        self.ioctl_inner(cmd, arg as u64, hdr)
     }
 
     // upstream: ib_uverbs_write()

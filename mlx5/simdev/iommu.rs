@@ -97,7 +97,19 @@ impl Iommu {
         for p in pages {
             v.push(p.clone(), GFP_KERNEL)?;
         }
-        let n = pages.len();
+        self.map_owned(v, writable)
+    }
+
+    /// [`Iommu::map`] keeping the caller's references (no second reference per page).
+    ///
+    /// # Errors
+    ///
+    /// As [`Iommu::map`].
+    pub(crate) fn map_owned(self: &Arc<Self>, v: KVec<PageRef>, writable: bool) -> Result<DmaMap> {
+        if v.is_empty() {
+            return Err(EINVAL);
+        }
+        let n = v.len();
         let span = (n as u64 + 1).checked_mul(PAGE).ok_or(ENOMEM)?;
         let iova = {
             let mut t = self.table.lock();

@@ -5,16 +5,18 @@
 //! claims `RDMA_DRIVER_RXE` and librxe's ABI version (`RXE_UVERBS_ABI_VERSION`
 //! = 2 in rdma-core 44 / Linux 7.3 `rdma_user_rxe.h`), so that Debian's librxe
 //! provider binds it and `ibv_devinfo` runs through our uverbs. It has no data
-//! path: rxe's user ABI for CQs and QPs (shared queues mmapped from the
-//! kernel) is not implemented. Its CQs and QPs exist for the raw uverbs
+//! path: a user CQ's, QP's or SRQ's create response offers librxe a page to
+//! `mmap()` for each of its queues, as rxe's does, so that `ibv_create_cq()` and
+//! `ibv_create_qp()` work (the slab figures of `make bench-uverbs` create 10k of
+//! each), but nothing is ever written to those pages. Its CQs and QPs exist for the raw uverbs
 //! tests (`tests/userspace/uverbs_abi.c`) and the uverbs fuzzer's differential
 //! mode, which compares it errno by errno with upstream `rdma_rxe`: so its
 //! verbs check what rxe's check (the QP and SRQ limits and udata rules of
 //! `rxe_create_qp()`/`rxe_qp_chk_init()`, `rxe_create_srq()`/`rxe_srq_chk_*()`,
 //! the CQE count, the QP state machine through the core's
 //! `modify_qp_is_ok()`, REREG_MR as `rxe_rereg_user_mr()`). The QP keeps its state and port, an SRQ its size,
-//! SGEs and limit, nothing else; a user SRQ's create response offers a page to
-//! `mmap()` at an offset of the context's own (rxe's queue mmap info).
+//! SGEs and limit, nothing else; the queue pages are at offsets of the context's
+//! own (rxe's queue mmap info).
 //!
 //! For the tests of the core's user-memory and mmap support it also:
 //!
@@ -72,7 +74,8 @@ struct MockDev {
 impl Driver for Mock {
     type DevData = MockDev;
     type PdData = ();
-    type CqData = ();
+    /// A user CQ's queue page (rxe's CQ queue, mapped by librxe at create).
+    type CqData = Option<QueueMap>;
     type QpData = MockQp;
     type SrqData = MockSrq;
     /// Shared with the MR that a re-registration puts in its place (rxe changes the MR in
@@ -87,6 +90,9 @@ impl Driver for Mock {
 struct MockQp {
     state: Atomic<u32>,
     port: Atomic<u32>,
+    /// A user QP's receive (without an SRQ) and send queue pages.
+    _rq: Option<QueueMap>,
+    _sq: Option<QueueMap>,
 }
 
 /// A mock SRQ: what rxe keeps of one for its verbs (`rxe_srq`: the queue's index mask, the
@@ -113,6 +119,48 @@ impl Drop for QueueMap {
     fn drop(&mut self) {
         self.reg.remove(&self.entry);
     }
+}
+
+impl QueueMap {
+    /// A new page in `u`'s context's mmap registry (offsets from 1: page offset 0 is the
+    /// context's pattern page), and its `struct mminfo` (`offset`, `size`, `pad`) as rxe's
+    /// `do_mmap_info()` answers it, for librxe to `mmap()`.
+    /// `head` is written at the start of the page (a queue's `struct rxe_queue_buf` header).
+    fn new(u: &mut UserCtx<'_, '_, Mock>, head: &[u8]) -> Result<(Self, [u8; MMINFO])> {
+        let reg = u.ctx().mmap_entries().clone();
+        let page = UserPage::new()?;
+        if !head.is_empty() {
+            page.write(0, head)?;
+        }
+        let entry = reg.insert_range(
+            Arc::new(page, GFP_KERNEL)?,
+            kernel::page::PAGE_SIZE,
+            1,
+            u32::MAX,
+        )?;
+        let mut mi = [0u8; MMINFO];
+        mi[0..8].copy_from_slice(&entry.offset().to_ne_bytes());
+        mi[8..12].copy_from_slice(&(kernel::page::PAGE_SIZE as u32).to_ne_bytes());
+        Ok((QueueMap { reg, entry }, mi))
+    }
+}
+
+/// `sizeof(struct mminfo)` (`rdma_user_rxe.h`): `offset`, `size`, `pad`.
+const MMINFO: usize = 16;
+
+/// `sizeof(struct rxe_create_cq_resp)`: one `struct mminfo`.
+const CREATE_CQ_RESP: usize = MMINFO;
+
+/// The start of a CQ's `struct rxe_queue_buf` (`rdma_user_rxe.h`), which librxe reads right
+/// after the mmap: `log2_elem_size` (rxe's CQE is a `struct ib_uverbs_wc`, 48 bytes, in slots
+/// of 64: librxe refuses a CQ whose slots are smaller) and `index_mask` (the slots that fit
+/// the one page after the 384-byte header, 32, less one). The indices stay 0: no completion
+/// ever arrives.
+fn cq_queue_head() -> [u8; 8] {
+    let mut h = [0u8; 8];
+    h[0..4].copy_from_slice(&6u32.to_ne_bytes());
+    h[4..8].copy_from_slice(&31u32.to_ne_bytes());
+    h
 }
 
 /// rxe's SRQ limits (`rxe_param.h`): `RXE_MAX_SRQ_WR` (`DEFAULT_MAX_VALUE`, 1 << 20),
@@ -381,18 +429,32 @@ impl DeviceOps for MockOps {
         Ok(())
     }
 
-    // upstream rxe_cq_chk_attr(): the CQE count (an int there) must be
-    // positive and at most the device's max_cqe, else EINVAL.
+    // upstream rxe_create_cq(): a user CQ needs room for `rxe_create_cq_resp` (EINVAL);
+    // rxe_cq_chk_attr(): the CQE count (an int there) must be positive and at most the
+    // device's max_cqe, else EINVAL; rxe_cq_from_init(): the response is the mmap info of
+    // the CQ's queue, which librxe maps at once (the mock maps a page of its own, as for
+    // an SRQ).
     fn create_cq(
         _dev: &Device<Mock>,
         attr: &CqInitAttr,
         _handler: Option<&Arc<dyn CqHandler>>,
-        _user: Option<&mut UserCtx<'_, '_, Mock>>,
-    ) -> Result<()> {
+        user: Option<&mut UserCtx<'_, '_, Mock>>,
+    ) -> Result<Option<QueueMap>> {
+        let mut user = user;
+        if let Some(u) = user.as_mut() {
+            if u.udata().outlen() < CREATE_CQ_RESP {
+                return Err(EINVAL);
+            }
+        }
         if attr.cqe == 0 || attr.cqe > MAX_CQE {
             return Err(EINVAL);
         }
-        Ok(())
+        let Some(u) = user else {
+            return Ok(None);
+        };
+        let (q, mi) = QueueMap::new(u, &cq_queue_head())?;
+        u.udata().copy_to(&mi);
+        Ok(Some(q))
     }
 
     fn destroy_cq(_cq: &Cq<Mock>) -> Result {
@@ -425,18 +487,9 @@ impl DeviceOps for MockOps {
         let srqn = NEXT_SRQN.fetch_add(1, Relaxed);
         let mut queue = None;
         if let Some(u) = user {
-            let reg = u.ctx().mmap_entries().clone();
-            // Offsets from 1: page offset 0 is the context's pattern page.
-            let entry = reg.insert_range(
-                Arc::new(UserPage::new()?, GFP_KERNEL)?,
-                kernel::page::PAGE_SIZE,
-                1,
-                u32::MAX,
-            )?;
-            let q = QueueMap { reg, entry };
+            let (q, mi) = QueueMap::new(u, &[])?;
             let mut resp = [0u8; CREATE_SRQ_RESP];
-            resp[0..8].copy_from_slice(&q.entry.offset().to_ne_bytes());
-            resp[8..12].copy_from_slice(&(kernel::page::PAGE_SIZE as u32).to_ne_bytes());
+            resp[..MMINFO].copy_from_slice(&mi);
             resp[16..20].copy_from_slice(&srqn.to_ne_bytes());
             u.udata().copy_to(&resp);
             queue = Some(q);
@@ -522,7 +575,8 @@ impl DeviceOps for MockOps {
         user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<QpCreated<MockQp>> {
         static NEXT_QPN: Atomic<u32> = Atomic::new(0x100);
-        if let Some(u) = user {
+        let mut user = user;
+        if let Some(u) = user.as_mut() {
             if !u.udata().input().is_empty() || u.udata().outlen() < CREATE_QP_RESP {
                 return Err(EINVAL);
             }
@@ -535,10 +589,27 @@ impl DeviceOps for MockOps {
         {
             return Err(EINVAL);
         }
+        // rxe_qp_init_resp() via rxe_qp_init_req()/rxe_qp_init_resp(): the response is the
+        // receive queue's mmap info (none with an SRQ) and the send queue's; librxe maps both.
+        let (mut rq, mut sq) = (None, None);
+        if let Some(u) = user {
+            let mut resp = [0u8; CREATE_QP_RESP];
+            if attr.srq.is_none() {
+                let (q, mi) = QueueMap::new(u, &[])?;
+                resp[..MMINFO].copy_from_slice(&mi);
+                rq = Some(q);
+            }
+            let (q, mi) = QueueMap::new(u, &[])?;
+            resp[MMINFO..2 * MMINFO].copy_from_slice(&mi);
+            sq = Some(q);
+            u.udata().copy_to(&resp);
+        }
         Ok(QpCreated {
             data: MockQp {
                 state: Atomic::new(0),
                 port: Atomic::new(0),
+                _rq: rq,
+                _sq: sq,
             },
             qp_num: NEXT_QPN.fetch_add(1, Relaxed) & 0xff_ffff,
         })

@@ -7,6 +7,7 @@
  * FIGURES is a comma-separated list (default rt):
  *   rt    QUERY_PORT calls/s, PD alloc+dealloc pairs/s, and raw ioctls: one
  *         rejected by the header check, an unknown method, QUERY_CONTEXT
+ *   raw   the three raw ioctls of rt alone; bad: the header-rejected one alone
  *   cq    CQ create+destroy pairs/s (64 CQEs)
  * N_OBJ: iterations of the cq, qp and mr figures (default 500).
  *   qp    RC QP create -> INIT -> RTR -> RTS -> destroy cycles/s (looped back
@@ -75,6 +76,19 @@ static double raw_ns(int fd, uint16_t obj, uint16_t meth, uint16_t reserved, lon
 	return (now() - t0) * 1e9 / iters;
 }
 
+/* Rejected by the header check (reserved1), an unknown method (after the
+ * tree lookup), QUERY_CONTEXT (attribute parse, file lock, then EOPNOTSUPP
+ * from a driver without query_ucontext); `bad_only`: the first alone (what a
+ * profile of the fixed cost of an ioctl samples). */
+static void fig_raw(struct ibv_context *ctx, int bad_only)
+{
+	fig("bad_header_ns", raw_ns(ctx->cmd_fd, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 1, n));
+	if (bad_only)
+		return;
+	fig("unknown_method_ns", raw_ns(ctx->cmd_fd, UVERBS_OBJECT_DEVICE, 31, 0, n));
+	fig("query_context_ns", raw_ns(ctx->cmd_fd, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 0, n));
+}
+
 static void fig_rt(struct ibv_context *ctx)
 {
 	struct ibv_port_attr pa;
@@ -99,12 +113,7 @@ static void fig_rt(struct ibv_context *ctx)
 		}
 	}
 	fig("pd_pairs_per_s", n / (now() - t0));
-	/* Rejected by the header check (reserved1), an unknown method (after
-	 * the tree lookup), QUERY_CONTEXT (attribute parse, file lock, then
-	 * EOPNOTSUPP from a driver without query_ucontext). */
-	fig("bad_header_ns", raw_ns(ctx->cmd_fd, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 1, n));
-	fig("unknown_method_ns", raw_ns(ctx->cmd_fd, UVERBS_OBJECT_DEVICE, 31, 0, n));
-	fig("query_context_ns", raw_ns(ctx->cmd_fd, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 0, n));
+	fig_raw(ctx, 0);
 }
 
 static void fig_cq(struct ibv_context *ctx)
@@ -565,6 +574,8 @@ int main(int argc, char **argv)
 	for (f = strtok(list, ","); f; f = strtok(NULL, ",")) {
 		if (!strcmp(f, "rt"))
 			fig_rt(ctx);
+		else if (!strcmp(f, "raw") || !strcmp(f, "bad"))
+			fig_raw(ctx, !strcmp(f, "bad"));
 		else if (!strcmp(f, "cq"))
 			fig_cq(ctx);
 		else if (!strcmp(f, "qp"))

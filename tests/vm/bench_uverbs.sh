@@ -95,9 +95,8 @@ bench_uverbs_suite() {
 	nobj=$(bench_arg nobj 300)
 	nslab=$(bench_arg nslab 10000)
 	mrmax=$(bench_arg mrmax 1024)
-	# 1000: the file's object table is a vector scanned per lookup and per new
-	# handle (branch bench-objs replaces it; then 100000).
-	scale=$(bench_arg scale 1000)
+	# Up to 100k PDs in one context (the handle table is a tree: uverbs/uobject_table.rs).
+	scale=$(bench_arg scale 100000)
 	runs=$(bench_arg runs 3)
 	bu_figs=$(bench_arg figs rt,cq,qp,mr,pin,slab,scale)
 	common="-n $n -c $nobj -s $nslab -m $mrmax -k $scale"

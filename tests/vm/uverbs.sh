@@ -62,6 +62,12 @@ uverbs_suite() {
 	t_import "uverbs_abi on rxe_mock0 (ours)" /rdma-rs/uverbs_abi -d /dev/infiniband/uverbs0 -i 14
 	# Pinned user memory (Umem) and mmap() of the uverbs file, through the mock.
 	t_import "uverbs_mmap on rxe_mock0" /rdma-rs/uverbs_mmap -d /dev/infiniband/uverbs0 checks
+	# librxe maps a CQ's and a QP's queues at create (rxe's mmap info in the response, as
+	# for an SRQ): 50 of each alive at once through libibverbs (uverbs_bench's slab figure).
+	/rdma-rs/uverbs_bench -d rxe_mock0 -f slab -s 50 >/tmp/uv-slab 2>&1
+	sed 's/^/    slab| /' /tmp/uv-slab
+	t_check "librxe: 50 CQs, 50 QPs and 50 MRs alive on rxe_mock0 (queues mapped)" \
+		sh -c 'grep -q "^fig rxe_mock0 slab_bytes_cq " /tmp/uv-slab && grep -q "^fig rxe_mock0 slab_bytes_qp " /tmp/uv-slab && grep -q "^fig rxe_mock0 slab_bytes_mr " /tmp/uv-slab'
 	# Close with objects open destroyed them: unloading the mock reports no leftovers.
 	dmesg -c >/dev/null
 	t_check "rmmod rdma_rs_mock" rmmod rdma_rs_mock

@@ -47,7 +47,7 @@ impl<D: Driver> XrcdTree<D> {
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(XrcdTree {
-                nodes <- kernel::new_mutex!(KVec::new(), "uverbs_xrcd_tree"),
+                nodes <- core_mutex!(KVec::new(), c"uverbs_xrcd_tree"),
             }),
             GFP_KERNEL,
         )
@@ -329,6 +329,10 @@ impl<D: Driver> UFile<D> {
                 ObjKind::Srq(srq, ev)
             }
             1 => {
+                // upstream __uverbs_create_xsrq(): an XRCD handle that does not look up is
+                // EINVAL, whatever the lookup's errno (the uverbs fuzzer's differential run
+                // found ENOENT here).
+                Self::xrcd_by_handle(inner, r.xrcd_handle).map_err(|_| EINVAL)?;
                 let c = XsrqReq {
                     user_handle: r.user_handle,
                     pd_handle: r.pd_handle,
