@@ -20,8 +20,9 @@ use crate::hw::{
     CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
 };
 use crate::hw::{HwEvent, QpEventKind};
-use crate::mlx5_core::{CoreDev, CoreEvents, DEV_EVENT_SYS_ERROR, EVENT_COMP, EVENT_PORT_CHANGE};
+use crate::mlx5_core::{CoreDev, CoreEvents, DEV_EVENT_SYS_ERROR, EVENT_COMP};
 use crate::prm::cmd::{destroy_cq_in, mbox_in};
+use crate::prm::consts::EVENT_TYPE_PORT_CHANGE;
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
 use crate::prm::opcode as op;
@@ -161,7 +162,8 @@ impl CoreEvents for CoreSink {
             self.0.event(HwEvent::DeviceFatal);
             return;
         }
-        if event_type == EVENT_PORT_CHANGE {
+        // `num`: the port (bits 7:0) and the EQE's subtype (bits 15:8), from the shim.
+        if event_type == u32::from(EVENT_TYPE_PORT_CHANGE) {
             self.0.event(HwEvent::PortChange {
                 port: (num & 0xff) as u8,
                 subtype: ((num >> 8) & 0xff) as u8,

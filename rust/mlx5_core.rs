@@ -89,10 +89,6 @@ pub(crate) const EVENT_COMP: u32 = 0;
 /// (`mlx5_enter_error_state()`, atomic notifier chain); `num` is 0.
 pub(crate) const DEV_EVENT_SYS_ERROR: u32 = 128;
 
-/// `MLX5_EVENT_TYPE_PORT_CHANGE`: `num` is the port (bits 7:0) and the EQE's subtype
-/// (`MLX5_PORT_CHANGE_SUBTYPE_*`, bits 15:8).
-pub(crate) const EVENT_PORT_CHANGE: u32 = 0x09;
-
 /// Who receives a function's device events (the mlx5_core backend's adapter to the driver's
 /// event table). Called in interrupt context (mlx5_core's EQ handlers): must not sleep.
 pub(crate) trait CoreEvents: Send + Sync {

@@ -122,6 +122,41 @@ pub(crate) const EVENT_TYPE_CMD: u8 = 0x0a;
 /// `MLX5_EVENT_TYPE_PAGE_REQUEST` (device.h).
 #[cfg_attr(MODULE, expect(dead_code, reason = "no page requests; host tests"))]
 pub(crate) const EVENT_TYPE_PAGE_REQUEST: u8 = 0x0b;
+/// `MLX5_EVENT_TYPE_PORT_CHANGE` (device.h): `mlx5_eqe_port_state`, the subtype below.
+#[cfg_attr(
+    not(MODULE),
+    allow(dead_code, reason = "the host crates use part of them")
+)]
+pub(crate) const EVENT_TYPE_PORT_CHANGE: u8 = 0x09;
+// `MLX5_PORT_CHANGE_SUBTYPE_*` (device.h): the driver maps them all, the emulated function
+// raises DOWN and ACTIVE, host/prm uses none.
+/// `MLX5_PORT_CHANGE_SUBTYPE_DOWN`.
+#[cfg_attr(
+    not(MODULE),
+    allow(dead_code, reason = "the host crates use part of them")
+)]
+pub(crate) const PORT_CHANGE_SUBTYPE_DOWN: u8 = 1;
+/// `MLX5_PORT_CHANGE_SUBTYPE_ACTIVE`.
+#[cfg_attr(
+    not(MODULE),
+    allow(dead_code, reason = "the host crates use part of them")
+)]
+pub(crate) const PORT_CHANGE_SUBTYPE_ACTIVE: u8 = 4;
+/// `MLX5_PORT_CHANGE_SUBTYPE_INITIALIZED`.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const PORT_CHANGE_SUBTYPE_INITIALIZED: u8 = 5;
+/// `MLX5_PORT_CHANGE_SUBTYPE_LID`.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const PORT_CHANGE_SUBTYPE_LID: u8 = 6;
+/// `MLX5_PORT_CHANGE_SUBTYPE_PKEY`.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const PORT_CHANGE_SUBTYPE_PKEY: u8 = 7;
+/// `MLX5_PORT_CHANGE_SUBTYPE_GUID`.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const PORT_CHANGE_SUBTYPE_GUID: u8 = 8;
+/// `MLX5_PORT_CHANGE_SUBTYPE_CLIENT_REREG`.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const PORT_CHANGE_SUBTYPE_CLIENT_REREG: u8 = 9;
 /// `MLX5_EVENT_TYPE_COMP` (device.h): a CQ completion EQE.
 pub(crate) const EVENT_TYPE_COMP: u8 = 0x00;
 /// `MLX5_EVENT_TYPE_CQ_ERROR` (device.h).

@@ -17,6 +17,9 @@ use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use crate::fwsim::{Config, ExecError, Fw};
 use crate::iova::{DeviceMap, Remapped};
 use crate::mem::{Dma, GuestMemory};
+use crate::prm::consts::{
+    EVENT_TYPE_PORT_CHANGE, PORT_CHANGE_SUBTYPE_ACTIVE, PORT_CHANGE_SUBTYPE_DOWN,
+};
 use crate::prm::status::Status;
 use crate::regs::*;
 

@@ -132,13 +132,6 @@ pub mod tw_cmd {
     pub const PORT: u32 = 8;
 }
 
-/// `MLX5_EVENT_TYPE_PORT_CHANGE` (device.h).
-pub const EVENT_TYPE_PORT_CHANGE: u8 = 0x09;
-/// `MLX5_PORT_CHANGE_SUBTYPE_DOWN`.
-pub const PORT_CHANGE_SUBTYPE_DOWN: u8 = 1;
-/// `MLX5_PORT_CHANGE_SUBTYPE_ACTIVE`.
-pub const PORT_CHANGE_SUBTYPE_ACTIVE: u8 = 4;
-
 /// Results of the test window's commands.
 pub mod tw_result {
     /// Done.
