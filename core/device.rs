@@ -939,6 +939,11 @@ impl<D: Driver> Device<D> {
     /// object's, or a client's) goes. Returns the number of leftovers.
     pub fn dealloc(this: Arc<Self>) -> usize {
         Device::unregister(&this);
+        // Queued events and a queued unregistration hold references to the device until their
+        // work item returns: wait for them, so that the caller's reference is the one that
+        // frees the device (upstream: `ib_dealloc_device()` after the driver's queued work is
+        // done). Never called from the core's work items.
+        crate::wq::flush();
         if let Some(f) = this.ops.dealloc_driver {
             f(&this);
         }
@@ -992,8 +997,9 @@ pub fn queue_device_event(dev: Arc<dyn IbDevice>, ev: Event) -> Result {
     let Some(r) = DeviceRef::try_get(dev) else {
         return Ok(());
     };
-    // Not `system()`: 7.3 marks `system_wq` deprecated (a warning at the first use).
-    kernel::workqueue::system_long()
+    // The core's queue, which `Device::dealloc` flushes: the reference `r` holds is never the
+    // last one after the driver deallocated the device.
+    crate::wq::queue()
         .try_spawn(GFP_ATOMIC, move || {
             let ports = r.device().core().phys_port_cnt;
             if ev.port == 0 || ev.port > ports {
@@ -1025,7 +1031,7 @@ fn queue_unregister(dev: Arc<dyn IbDevice>) -> Result {
         return Ok(());
     }
     let core_ptr_dev = dev.clone();
-    kernel::workqueue::system()
+    crate::wq::queue()
         .try_spawn(GFP_KERNEL, move || dev.unregister())
         .map_err(|_| {
             core_ptr_dev.core().unreg_queued.store(false, Relaxed);

@@ -62,6 +62,8 @@ pub(crate) mod umem;
 #[path = "../uverbs/uverbs.rs"]
 pub mod uverbs;
 pub mod verbs;
+#[path = "../rust/wq.rs"]
+pub(crate) mod wq;
 
 module! {
     type: IbCoreRs,
@@ -76,6 +78,8 @@ struct IbCoreRs {
     _nldev: netlink::NlSocket<nldev::NlDev>,
     // Taken in drop before the leftover checks: it holds the uverbs client.
     uverbs: Option<uverbs::UverbsGlobal>,
+    // Last: dropped (drained and destroyed) after everything above is gone.
+    _wq: wq::CoreWq,
 }
 
 impl kernel::Module for IbCoreRs {
@@ -83,6 +87,8 @@ impl kernel::Module for IbCoreRs {
         // The global locks first: the NETLINK_RDMA socket answers GET (registry) as soon as it
         // exists, and uverbs registers its client. Initializing them needs no undoing.
         global::init();
+        // The core's workqueue before anything can queue a device event on it.
+        let wq = wq::CoreWq::new()?;
         // Then what fails cleanly next to the upstream stack.
         let nldev =
             netlink::NlSocket::new(module, kernel::sync::Arc::new(nldev::NlDev, GFP_KERNEL)?)?;
@@ -97,6 +103,7 @@ impl kernel::Module for IbCoreRs {
         Ok(IbCoreRs {
             _nldev: nldev,
             uverbs: Some(uverbs),
+            _wq: wq,
         })
     }
 }
