@@ -35,12 +35,17 @@ impl CoreWq {
     pub(crate) fn new() -> Result<Self> {
         // SAFETY: the name is a NUL-terminated static string; the function has no other
         // precondition.
-        let wq = unsafe { rdma_rs_alloc_wq(c"ib_core_rs".as_ptr()) };
+        let wq = unsafe { rdma_rs_alloc_wq(c"ib_core_rs".as_char_ptr()) };
         if wq.is_null() {
             return Err(ENOMEM);
         }
         if CORE_WQ
-            .compare_exchange(core::ptr::null_mut(), wq, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                core::ptr::null_mut(),
+                wq,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_err()
         {
             // SAFETY: `wq` is the queue just allocated, never published.
