@@ -15,54 +15,7 @@ use super::dma::DmaMem;
 use super::xlat::{Fragmented, Xlat};
 use crate::prm::ctx::cqc;
 use crate::prm::layout::Member;
-
-/// CQE opcodes (`op_own >> 4`, device.h `MLX5_CQE_*`).
-pub(crate) mod op {
-    /// `MLX5_CQE_REQ`.
-    pub(crate) const REQ: u8 = 0;
-    /// `MLX5_CQE_RESP_WR_IMM`.
-    pub(crate) const RESP_WR_IMM: u8 = 1;
-    /// `MLX5_CQE_RESP_SEND`.
-    pub(crate) const RESP_SEND: u8 = 2;
-    /// `MLX5_CQE_RESP_SEND_IMM`.
-    pub(crate) const RESP_SEND_IMM: u8 = 3;
-    /// `MLX5_CQE_RESP_SEND_INV`: a SEND with invalidate (`imm_inval_pkey` is the rkey).
-    pub(crate) const RESP_SEND_INV: u8 = 4;
-    /// `MLX5_CQE_RESIZE_CQ`: the last entry of the old buffer of a resized CQ.
-    pub(crate) const RESIZE_CQ: u8 = 5;
-    /// `MLX5_CQE_REQ_ERR`.
-    pub(crate) const REQ_ERR: u8 = 13;
-    /// `MLX5_CQE_RESP_ERR`.
-    pub(crate) const RESP_ERR: u8 = 14;
-    /// `MLX5_CQE_INVALID`: what libmlx5 initializes every CQE's opcode nibble to.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const INVALID: u8 = 15;
-}
-
-/// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`, device.h; `mlx5_handle_error_cqe()` in
-/// libmlx5's cq.c maps them to `ibv_wc_status`).
-pub(crate) mod syndrome {
-    /// `LOCAL_LENGTH_ERR`.
-    pub(crate) const LOCAL_LENGTH: u8 = 0x01;
-    /// `LOCAL_QP_OP_ERR`.
-    pub(crate) const LOCAL_QP_OP: u8 = 0x02;
-    /// `LOCAL_PROT_ERR`.
-    pub(crate) const LOCAL_PROT: u8 = 0x04;
-    /// `WR_FLUSH_ERR`.
-    pub(crate) const FLUSH: u8 = 0x05;
-    /// `MW_BIND_ERR`.
-    pub(crate) const MW_BIND: u8 = 0x06;
-    /// `REMOTE_INVAL_REQ_ERR`.
-    pub(crate) const REMOTE_INVAL_REQ: u8 = 0x12;
-    /// `REMOTE_ACCESS_ERR`.
-    pub(crate) const REMOTE_ACCESS: u8 = 0x13;
-    /// `REMOTE_OP_ERR`.
-    pub(crate) const REMOTE_OP: u8 = 0x14;
-    /// `TRANSPORT_RETRY_EXC_ERR`.
-    pub(crate) const RETRY_EXC: u8 = 0x15;
-    /// `RNR_RETRY_EXC_ERR`.
-    pub(crate) const RNR_RETRY_EXC: u8 = 0x16;
-}
+use crate::prm::wqe::cqe_op as op;
 
 /// Byte offsets in `struct mlx5_cqe64`.
 pub(crate) mod off {
