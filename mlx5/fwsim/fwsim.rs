@@ -642,26 +642,10 @@ impl Fw {
     pub(crate) fn reset(&mut self, cfg: Config) -> Result<(), ConfigError> {
         Self::check(&cfg)?;
         self.cfg = cfg;
-        self.pds.clear();
-        self.uars.clear();
-        self.tds.clear();
-        self.uctxs.clear();
-        self.cqs.clear();
-        self.qps.clear();
-        self.mkeys.clear();
-        self.rmps.clear();
-        self.qcounters.clear();
-        self.xrc.clear();
-        self.memic.clear();
+        self.clear_objects();
         self.faults = FaultPlan::new();
         self.stats = Stats::default();
-        self.events.clear();
-        self.sq_hint = None;
-        self.resize = None;
-        self.flush = None;
-        self.scan_start = 0;
         self.hca.reset(hca::Lifecycle::Initialized);
-        self.reset_ports();
         Ok(())
     }
 

@@ -267,8 +267,8 @@ impl Fw {
         (!ok).then_some(CmdError::new(Status::BAD_SYS_STATE_ERR, syn::HCA_STATE))
     }
 
-    /// Frees every resource object (TEARDOWN_HCA, cold boot).
-    fn clear_objects(&mut self) {
+    /// Frees every resource object (TEARDOWN_HCA, cold boot, [`Fw::reset`]).
+    pub(super) fn clear_objects(&mut self) {
         self.pds.clear();
         self.uars.clear();
         self.tds.clear();
@@ -276,9 +276,11 @@ impl Fw {
         self.cqs.clear();
         self.qps.clear();
         self.mkeys.clear();
+        self.rmps.clear();
         self.qcounters.clear();
         self.umems.clear();
         self.xrc.clear();
+        self.memic.clear();
         self.events.clear();
         self.sq_hint = None;
         self.resize = None;
