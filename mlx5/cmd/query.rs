@@ -31,10 +31,6 @@ impl Command for QueryHcaCap {
         self.0.op_mod_cur()
     }
 
-    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        Ok(())
-    }
-
     fn reply(&self, out: OutBox<'_, Self>) -> Result<KVec<u8>> {
         let page = out.bytes(query_hca_cap_out::capability);
         let mut v = KVec::with_capacity(CAP_BYTES, GFP_KERNEL)?;
@@ -70,10 +66,6 @@ impl AdapterInfo {
 impl Command for QueryAdapter {
     type Prm = pc::QueryAdapter;
     type Reply = AdapterInfo;
-
-    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        Ok(())
-    }
 
     fn reply(&self, out: OutBox<'_, Self>) -> Result<AdapterInfo> {
         let b = |f| query_adapter_out::query_adapter_struct.inner(f);
@@ -111,10 +103,6 @@ pub(crate) struct NicVport {
 impl Command for QueryNicVportContext {
     type Prm = pc::QueryNicVportContext;
     type Reply = NicVport;
-
-    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        Ok(())
-    }
 
     fn reply(&self, out: OutBox<'_, Self>) -> Result<NicVport> {
         let v = |f| query_nic_vport_context_out::nic_vport_context.inner(f);
