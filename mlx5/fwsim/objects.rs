@@ -21,7 +21,6 @@ use crate::prm::ctx::{cqc, mkc};
 use crate::prm::status::Status;
 
 /// `NO_RES_ERR` for a full table.
-const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
 
 /// `NO_RES_ERR` for a translation that does not fit the compressed form.
 pub(super) fn fragmented(_: Fragmented) -> CmdError {
@@ -31,7 +30,10 @@ pub(super) fn fragmented(_: Fragmented) -> CmdError {
 impl Fw {
     /// ALLOC_PD: a protection domain for the command's uid.
     pub(super) fn alloc_pd(&mut self, c: &mut Cmd<'_, AllocPd>) -> Done {
-        let pd = self.pds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        let pd = self
+            .pds
+            .alloc(Owned { uid: c.uid })
+            .ok_or(CmdError::TABLE_FULL)?;
         c.set(alloc_pd_out::pd, pd)
     }
 
@@ -63,7 +65,10 @@ impl Fw {
 
     /// ALLOC_UAR: a doorbell page.
     pub(super) fn alloc_uar(&mut self, c: &mut Cmd<'_, AllocUar>) -> Done {
-        let uar = self.uars.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        let uar = self
+            .uars
+            .alloc(Owned { uid: c.uid })
+            .ok_or(CmdError::TABLE_FULL)?;
         c.set(alloc_uar_out::uar, uar)
     }
 
@@ -98,7 +103,10 @@ impl Fw {
 
     /// ALLOC_TRANSPORT_DOMAIN.
     pub(super) fn alloc_td(&mut self, c: &mut Cmd<'_, AllocTransportDomain>) -> Done {
-        let td = self.tds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        let td = self
+            .tds
+            .alloc(Owned { uid: c.uid })
+            .ok_or(CmdError::TABLE_FULL)?;
         c.set(alloc_transport_domain_out::transport_domain, td)
     }
 
@@ -123,7 +131,7 @@ impl Fw {
                 uid: c.uid,
                 v: [0; QCNT_N],
             })
-            .ok_or(FULL)?;
+            .ok_or(CmdError::TABLE_FULL)?;
         c.set(alloc_q_counter_out::counter_set_id, id)
     }
 
@@ -200,7 +208,7 @@ impl Fw {
             return fail(Status::BAD_PARAM_ERR, syn::UCTX_CAP);
         }
         // uids are 16-bit; the table is far smaller, so every number fits.
-        let uid = self.uctxs.alloc(Uctx { cap }).ok_or(FULL)?;
+        let uid = self.uctxs.alloc(Uctx { cap }).ok_or(CmdError::TABLE_FULL)?;
         c.set(create_uctx_out::uid, uid)
     }
 
@@ -279,7 +287,7 @@ impl Fw {
             q,
             umems,
         };
-        let cqn = self.cqs.alloc(cq).ok_or(FULL)?;
+        let cqn = self.cqs.alloc(cq).ok_or(CmdError::TABLE_FULL)?;
         c.set(create_cq_out::cqn, cqn)
     }
 
@@ -428,13 +436,7 @@ impl Fw {
         }
         // The translation entries (16-byte octwords) follow the fixed layout.
         let octwords = c.get(create_mkey_in::translations_octword_actual_size);
-        let needed = usize::try_from(octwords)
-            .ok()
-            .and_then(|o| o.checked_mul(16))
-            .and_then(|b| b.checked_add(create_mkey_in::SIZE_BYTES));
-        if !matches!(needed, Some(n) if c.inbox_raw().len() >= n) {
-            return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
-        }
+        c.tail_fits(u64::from(octwords), 16)?;
         let mkc: [u8; MKC_BYTES] = c.inbox.array(ctx);
         // The MTT entries follow the fixed layout.
         let info =
@@ -454,7 +456,7 @@ impl Fw {
             info,
             win,
         };
-        let index = self.mkeys.alloc(m).ok_or(FULL)?;
+        let index = self.mkeys.alloc(m).ok_or(CmdError::TABLE_FULL)?;
         c.set(create_mkey_out::mkey_index, index)
     }
 

@@ -249,10 +249,7 @@ impl Fw {
             q,
             umems,
         };
-        let qpn = self
-            .qps
-            .alloc(qp)
-            .ok_or(CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL))?;
+        let qpn = self.qps.alloc(qp).ok_or(CmdError::TABLE_FULL)?;
         c.set(create_qp_out::qpn, qpn)
     }
 

@@ -27,7 +27,6 @@ use crate::prm::status::Status;
 pub(crate) const NEXT_SEG: usize = 16;
 
 /// `NO_RES_ERR` for a full table.
-const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
 
 /// What the data path keeps of an SRQ.
 #[derive(Clone, Copy, Debug)]
@@ -170,7 +169,7 @@ impl Fw {
             rmpc: bytes,
             q,
         };
-        let rmpn = self.rmps.alloc(rmp).ok_or(FULL)?;
+        let rmpn = self.rmps.alloc(rmp).ok_or(CmdError::TABLE_FULL)?;
         c.set(create_rmp_out::rmpn, rmpn)
     }
 

@@ -40,8 +40,6 @@ const XRC_SRQ_BASE: u32 = 0x380;
 /// `MLX5_XRC_SRQC_STATE_GOOD`.
 const XRC_SRQC_STATE_GOOD: u32 = 0;
 
-const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
-
 /// An XRC SRQ: who owns it and what it uses.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct XrcSrq {
@@ -118,7 +116,11 @@ impl Xrc {
 impl Fw {
     /// ALLOC_XRCD: a new XRC domain for the caller's uid.
     pub(super) fn alloc_xrcd(&mut self, c: &mut Cmd<'_, AllocXrcd>) -> Done {
-        let xrcd = self.xrc.xrcds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        let xrcd = self
+            .xrc
+            .xrcds
+            .alloc(Owned { uid: c.uid })
+            .ok_or(CmdError::TABLE_FULL)?;
         c.set(alloc_xrcd_out::xrcd, xrcd)
     }
 
@@ -209,7 +211,7 @@ impl Fw {
                 user_index,
                 q,
             })
-            .ok_or(FULL)?;
+            .ok_or(CmdError::TABLE_FULL)?;
         c.set(create_xrc_srq_out::xrc_srqn, srqn)
     }
 
