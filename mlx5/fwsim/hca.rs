@@ -576,9 +576,7 @@ impl Fw {
             }
             *p = u64::from_be_bytes(a) & !(page_bytes - 1);
         }
-        let Some(eqn) = self.hca.eqs.alloc(eq) else {
-            return fail(Status::NO_RES_ERR, syn::TABLE_FULL);
-        };
+        let eqn = self.hca.eqs.insert(eq)?;
         c.set(create_eq_out::eq_number, eqn)
     }
 

@@ -169,7 +169,7 @@ impl Fw {
             rmpc: bytes,
             q,
         };
-        let rmpn = self.rmps.alloc(rmp).ok_or(CmdError::TABLE_FULL)?;
+        let rmpn = self.rmps.insert(rmp)?;
         c.set(create_rmp_out::rmpn, rmpn)
     }
 
@@ -188,10 +188,7 @@ impl Fw {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_BITMASK);
         }
         let lwm = c.get(modify_rmp_in::ctx.inner(rmpc::wq.inner(wq::lwm)));
-        let r = self
-            .rmps
-            .get_mut(rmpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::RMP_UNKNOWN))?;
+        let r = self.rmps.lookup_mut(rmpn, syn::RMP_UNKNOWN)?;
         if lwm >= 1 << r.q.log_sz {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_LWM);
         }
@@ -204,10 +201,7 @@ impl Fw {
     pub(super) fn query_rmp(&mut self, c: &mut Cmd<'_, QueryRmp>) -> Done {
         let rmpn = c.get(query_rmp_in::rmpn);
         self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
-        let r = self
-            .rmps
-            .get(rmpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::RMP_UNKNOWN))?;
+        let r = self.rmps.lookup(rmpn, syn::RMP_UNKNOWN)?;
         let (bytes, lwm, ci) = (r.rmpc, r.q.lwm, r.q.ci);
         let ctx = query_rmp_out::rmp_context;
         c.set_bytes(ctx, &bytes)?;

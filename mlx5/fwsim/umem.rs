@@ -68,7 +68,7 @@ impl Fw {
             page_offset: off,
             len,
         };
-        let id = self.umems.alloc(m).ok_or(CmdError::TABLE_FULL)?;
+        let id = self.umems.insert(m)?;
         c.set(create_umem_out::umem_id, id)
     }
 
@@ -87,10 +87,7 @@ impl Fw {
 
     /// The umem `id` if `uid` may use it.
     fn umem(&self, uid: u16, id: u32) -> Result<&Umem, CmdError> {
-        let m = self
-            .umems
-            .get(id)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))?;
+        let m = self.umems.lookup(id, syn::UMEM_UNKNOWN)?;
         Self::owned(uid, m.uid)
             .map_err(|_| CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))?;
         Ok(m)
