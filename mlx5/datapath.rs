@@ -33,7 +33,7 @@
 use crate::events::QpTarget;
 use crate::hw::{DmaBuf, Doorbell};
 use crate::ib::Mlx5Ib;
-use crate::prm::wqe::{cqe_op, ctrl, syndrome, wqe_op, INVALID_LKEY, SEND_WQE_BB};
+use crate::prm::wqe::{cqe_off, cqe_op, ctrl, syndrome, wqe_op, INVALID_LKEY, SEND_WQE_BB};
 use crate::verbs::{KernBuf, QueueMem};
 use ib_core_rs::verbs::{
     send_flags, wc_flags, Cq, CqNotify, Qp, QpInitAttr, QpType, RecvWr, SendWr, Wc, WcOpcode,
@@ -456,7 +456,7 @@ fn kern_cq(cq: &Cq<Mlx5Ib>) -> Result<(&KernCq, &KernBuf)> {
 /// One CQE → a work completion (upstream `mlx5_poll_one()`); `None` for a CQE that completes
 /// nothing of a kernel QP (a QP already gone, a RESIZE CQE).
 fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
-    let opcode = c[63] >> 4;
+    let opcode = c[cqe_off::OP_OWN] >> 4;
     let qp = qp?;
     let mut wc = Wc {
         qp_num: qpn,
@@ -465,7 +465,7 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
     match opcode {
         cqe_op::REQ | cqe_op::REQ_ERR => {
             let mut sq = qp.sq.lock();
-            let idx = usize::from(be16(c, 60)) & (qp.sq_bbs as usize - 1);
+            let idx = usize::from(be16(c, cqe_off::WQE_COUNTER)) & (qp.sq_bbs as usize - 1);
             wc.wr_id = sq.wrid.get(idx).copied().unwrap_or(0);
             sq.tail = sq
                 .wqe_head
@@ -474,17 +474,17 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
                 .unwrap_or(sq.tail)
                 .wrapping_add(1);
             if opcode == cqe_op::REQ_ERR {
-                wc.status = syndrome_status(c[55]);
-                wc.vendor_err = u32::from(c[54]);
+                wc.status = syndrome_status(c[cqe_off::SYNDROME]);
+                wc.vendor_err = u32::from(c[cqe_off::VENDOR_ERR_SYNDROME]);
                 return Some(wc);
             }
             // upstream handle_good_req(): the send opcode is sop_drop_qpn's top byte.
-            let (o, flags) = match c[56] {
+            let (o, flags) = match c[cqe_off::SOP_DROP_QPN] {
                 wqe_op::RDMA_WRITE_IMM => (WcOpcode::RdmaWrite, wc_flags::WITH_IMM),
                 wqe_op::RDMA_WRITE => (WcOpcode::RdmaWrite, 0),
                 wqe_op::SEND_IMM => (WcOpcode::Send, wc_flags::WITH_IMM),
                 wqe_op::RDMA_READ => {
-                    wc.byte_len = be32(c, 44);
+                    wc.byte_len = be32(c, cqe_off::BYTE_CNT);
                     (WcOpcode::RdmaRead, 0)
                 }
                 wqe_op::ATOMIC_CS => {
@@ -506,13 +506,13 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
             wc.wr_id = rq.wrid.get(idx).copied().unwrap_or(0);
             rq.tail = rq.tail.wrapping_add(1);
             if opcode == cqe_op::RESP_ERR {
-                wc.status = syndrome_status(c[55]);
-                wc.vendor_err = u32::from(c[54]);
+                wc.status = syndrome_status(c[cqe_off::SYNDROME]);
+                wc.vendor_err = u32::from(c[cqe_off::VENDOR_ERR_SYNDROME]);
                 wc.opcode = WcOpcode::Recv;
                 return Some(wc);
             }
             // upstream handle_responder().
-            wc.byte_len = be32(c, 44);
+            wc.byte_len = be32(c, cqe_off::BYTE_CNT);
             wc.opcode = if opcode == cqe_op::RESP_WR_IMM {
                 WcOpcode::RecvRdmaWithImm
             } else {
@@ -520,15 +520,15 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
             };
             if opcode != cqe_op::RESP_SEND {
                 wc.wc_flags |= wc_flags::WITH_IMM;
-                wc.imm_data = be32(c, 36);
+                wc.imm_data = be32(c, cqe_off::IMM);
             }
-            let f = be32(c, 24);
+            let f = be32(c, cqe_off::FLAGS_RQPN);
             wc.src_qp = f & 0xff_ffff;
             wc.sl = ((f >> 24) & 0xf) as u8;
             if (f >> 28) & 3 != 0 {
                 wc.wc_flags |= wc_flags::GRH;
             }
-            wc.slid = be16(c, 22);
+            wc.slid = be16(c, cqe_off::SLID);
         }
         _ => return None,
     }
@@ -553,7 +553,7 @@ pub(crate) fn poll_cq(cq: &Cq<Mlx5Ib>, wc: &mut [Wc]) -> Result<usize> {
     while n < wc.len() {
         let off = (*ci & mask) as usize * CQE;
         let mut own = [0u8; 1];
-        mem.read(off + CQE - 1, &mut own)?;
+        mem.read(off + cqe_off::OP_OWN, &mut own)?;
         let opcode = own[0] >> 4;
         if opcode == cqe_op::INVALID || u32::from(own[0] & 1) != (*ci >> log) & 1 {
             break;

@@ -15,30 +15,8 @@ use super::dma::DmaMem;
 use super::xlat::{Fragmented, Xlat};
 use crate::prm::ctx::cqc;
 use crate::prm::layout::Member;
-use crate::prm::wqe::cqe_op as op;
+use crate::prm::wqe::{cqe_off as off, cqe_op as op};
 use core::ops::Range;
-
-/// Byte offsets in `struct mlx5_cqe64`.
-pub(crate) mod off {
-    /// `slid` (be16).
-    pub(crate) const SLID: usize = 22;
-    /// `flags_rqpn` (be32): `g << 28 | sl << 24 | src_qpn`.
-    pub(crate) const FLAGS_RQPN: usize = 24;
-    /// `srqn_uidx` (be32): the QP's `user_index` with CQE version 1.
-    pub(crate) const SRQN_UIDX: usize = 32;
-    /// `imm_inval_pkey` (be32).
-    pub(crate) const IMM: usize = 36;
-    /// `byte_cnt` (be32).
-    pub(crate) const BYTE_CNT: usize = 44;
-    /// `mlx5_err_cqe.syndrome`.
-    pub(crate) const SYNDROME: usize = 55;
-    /// `sop_drop_qpn` (be32): WQE opcode << 24 | qpn (`s_wqe_opcode_qpn` of an error CQE).
-    pub(crate) const SOP_DROP_QPN: usize = 56;
-    /// `wqe_counter` (be16).
-    pub(crate) const WQE_COUNTER: usize = 60;
-    /// `op_own`: opcode << 4 | owner.
-    pub(crate) const OP_OWN: usize = 63;
-}
 
 /// A CQE64 being built (everything but the owner bit).
 #[derive(Clone, Copy, Debug)]

@@ -31,7 +31,7 @@ use crate::prm::consts::*;
 use crate::prm::ctx::{ads, qpc};
 use crate::prm::layout::Member;
 use crate::prm::wqe::{
-    cqe_op, ctrl, syndrome as syn, wqe_op, INLINE_SEG, INVALID_LKEY, SEND_WQE_BB,
+    cqe_off, cqe_op, ctrl, syndrome as syn, wqe_op, INLINE_SEG, INVALID_LKEY, SEND_WQE_BB,
 };
 
 /// A UMR WQE as libmlx5 44 builds a window bind (`set_bind_wr()`, qp.c): after the control
@@ -1146,12 +1146,12 @@ fn resp_ok(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<(Cqe, bool)>
 /// A responder CQE for receive WQE `d.rwqe_idx`.
 fn resp_cqe(d: &Snap, s: &Snap, opcode: u8, byte_cnt: u32, imm: Option<[u8; 4]>) -> Cqe {
     let mut c = Cqe::new(opcode, 0, d.qpn, d.rwqe_idx, d.q.user_index);
-    c.put32(cqe::off::BYTE_CNT, byte_cnt);
+    c.put32(cqe_off::BYTE_CNT, byte_cnt);
     if let Some(i) = imm {
-        c.put(cqe::off::IMM, &i);
+        c.put(cqe_off::IMM, &i);
     }
     c.put32(
-        cqe::off::FLAGS_RQPN,
+        cqe_off::FLAGS_RQPN,
         (u32::from(s.sl & 0xf) << 24) | wire_qpn(s),
     );
     c
@@ -1398,13 +1398,13 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
                             (false, false) => (0, s_sl(av)),
                         };
                         c.put32(
-                            cqe::off::FLAGS_RQPN,
+                            cqe_off::FLAGS_RQPN,
                             (g << 28) | (u32::from(sl & 0xf) << 24) | wire_qpn(s),
                         );
                     }
                     if !eth {
                         let slid = nodes.get(ni).map_or(0, |n| n.fw.port_lid(s.port));
-                        c.put16(cqe::off::SLID, slid);
+                        c.put16(cqe_off::SLID, slid);
                     }
                     let sol = w.flags & ctrl::SOLICITED != 0;
                     resp_ok(nodes, di, &d, Some((c, sol)), pkts);
@@ -1782,7 +1782,7 @@ fn finish(nodes: &mut [Node<'_>], ni: usize, slot: usize, w: &Wqe, res: ReqRes, 
             }
             if w.flags & ctrl::CQ_UPDATE != 0 {
                 let mut c = Cqe::new(cqe_op::REQ, w.opcode, s.qpn, w.idx, s.q.user_index);
-                c.put32(cqe::off::BYTE_CNT, byte_cnt);
+                c.put32(cqe_off::BYTE_CNT, byte_cnt);
                 push_cqe(n.fw, n.mem, s.send_cq, &c, false);
             }
         }

@@ -73,6 +73,34 @@ pub(crate) mod cqe_op {
     pub(crate) const INVALID: u8 = 15;
 }
 
+/// Byte offsets in `struct mlx5_cqe64` (and `struct mlx5_err_cqe` of an error CQE).
+pub(crate) mod cqe_off {
+    /// `slid` (be16).
+    pub(crate) const SLID: usize = 22;
+    /// `flags_rqpn` (be32): `g << 28 | sl << 24 | src_qpn`.
+    pub(crate) const FLAGS_RQPN: usize = 24;
+    /// `srqn_uidx` (be32): the QP's `user_index` with CQE version 1.
+    pub(crate) const SRQN_UIDX: usize = 32;
+    /// `imm_inval_pkey` (be32).
+    pub(crate) const IMM: usize = 36;
+    /// `byte_cnt` (be32).
+    pub(crate) const BYTE_CNT: usize = 44;
+    /// `mlx5_err_cqe.vendor_err_synd`.
+    #[cfg_attr(
+        not(MODULE),
+        expect(dead_code, reason = "the simulator leaves it zero")
+    )]
+    pub(crate) const VENDOR_ERR_SYNDROME: usize = 54;
+    /// `mlx5_err_cqe.syndrome`.
+    pub(crate) const SYNDROME: usize = 55;
+    /// `sop_drop_qpn` (be32): WQE opcode << 24 | qpn (`s_wqe_opcode_qpn` of an error CQE).
+    pub(crate) const SOP_DROP_QPN: usize = 56;
+    /// `wqe_counter` (be16).
+    pub(crate) const WQE_COUNTER: usize = 60;
+    /// `op_own`: opcode << 4 | owner.
+    pub(crate) const OP_OWN: usize = 63;
+}
+
 /// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`; upstream `mlx5_handle_error_cqe()` and
 /// libmlx5's cq.c map them to a work completion status).
 pub(crate) mod syndrome {
