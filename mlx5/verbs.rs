@@ -174,22 +174,26 @@ impl Mlx5Qp {
         KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)
     }
 
-    /// The driver data of a created QP.
-    pub(crate) fn new(
+    /// What the driver's `create_qp` returns for QP `qpn`: its driver data, and the QP number
+    /// the core reports (`ib_qp.qp_num`).
+    pub(crate) fn created(
         qpn: u32,
         log_sq_size: u8,
         log_rq_size: u8,
         state: QpStateBox,
         mem: QueueMem,
         events: Arc<QpTarget>,
-    ) -> Self {
-        Mlx5Qp {
-            qpn,
-            log_sq_size,
-            log_rq_size,
-            state,
-            mem,
-            events,
+    ) -> QpCreated<Self> {
+        QpCreated {
+            data: Mlx5Qp {
+                qpn,
+                log_sq_size,
+                log_rq_size,
+                state,
+                mem,
+                events,
+            },
+            qp_num: qpn,
         }
     }
 }
@@ -487,17 +491,14 @@ pub(crate) fn create_qp(
     let sq = Some((attr.send_cq.data().cqn, log_sq_size));
     let qpn = create_kernel_qp(d, &buf, &pas, st, pd.data().pdn, sq, rq)?;
     d.events.attach_qp(slot, &target, qpn);
-    Ok(QpCreated {
-        data: Mlx5Qp::new(
-            qpn,
-            log_sq_size,
-            log_rq_size,
-            state,
-            QueueMem::Kernel { buf },
-            target,
-        ),
-        qp_num: qpn,
-    })
+    Ok(Mlx5Qp::created(
+        qpn,
+        log_sq_size,
+        log_rq_size,
+        state,
+        QueueMem::Kernel { buf },
+        target,
+    ))
 }
 
 /// CREATE_QP of a QP whose queues the kernel owns (upstream `create_kernel_qp()`, and
@@ -557,10 +558,14 @@ pub(crate) fn create_xrc_tgt_qp(
     let rq = RqType::XrcTgt { xrcd: xrcd.xrcdn() };
     let qpn = create_kernel_qp(d, &buf, &[], QpServiceType::Xrc, 0, None, rq)?;
     d.events.attach_qp(slot, &target, qpn);
-    Ok(QpCreated {
-        data: Mlx5Qp::new(qpn, 0, 0, state, QueueMem::Kernel { buf }, target),
-        qp_num: qpn,
-    })
+    Ok(Mlx5Qp::created(
+        qpn,
+        0,
+        0,
+        state,
+        QueueMem::Kernel { buf },
+        target,
+    ))
 }
 
 /// upstream `mlx5_ib_alloc_xrcd()`: ALLOC_XRCD with uid 0.
