@@ -211,10 +211,7 @@ impl Fw {
 
     /// Checks that `cqn` exists and `uid` may use it.
     pub(super) fn cq_usable(&self, uid: u16, cqn: u32, syndrome: u32) -> Result<(), CmdError> {
-        let cq = self
-            .cqs
-            .get(cqn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syndrome))?;
+        let cq = self.cqs.lookup(cqn, syndrome)?;
         Self::owned(uid, cq.uid)
     }
 

@@ -303,11 +303,8 @@ impl Fw {
     pub(super) fn modify_qp<C: QpTransitionModel>(&mut self, c: &mut Cmd<'_, C>) -> Done {
         let qpn = c.get(C::QPN);
         self.qp_usable(c.uid, qpn)?;
-        let (state, st) = self
-            .qps
-            .get(qpn)
-            .map(|q| (q.state, qpc::st.get(&q.qpc).unwrap_or(QPC_ST_RC)))
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        let q = self.qps.lookup(qpn, syn::QP_UNKNOWN)?;
+        let (state, st) = (q.state, qpc::st.get(&q.qpc).unwrap_or(QPC_ST_RC));
         if C::FROM.is_some_and(|f| f != state) {
             return fail(Status::BAD_RES_STATE_ERR, syn::QP_BAD_STATE);
         }

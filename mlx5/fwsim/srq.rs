@@ -123,10 +123,7 @@ impl SrqState {
 impl Fw {
     /// Checks that `rmpn` names an RMP `uid` may use.
     pub(super) fn rmp_usable(&self, uid: u16, rmpn: u32, syndrome: u32) -> Result<(), CmdError> {
-        let r = self
-            .rmps
-            .get(rmpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syndrome))?;
+        let r = self.rmps.lookup(rmpn, syndrome)?;
         Self::owned(uid, r.uid)
     }
 
