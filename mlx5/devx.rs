@@ -64,8 +64,8 @@ use kernel::sync::poll::PollTable;
 use kernel::sync::Arc;
 use kernel::uaccess::UserSliceWriter;
 
-/// `UVERBS_ID_NS_SHIFT`: driver-namespace ids start at `1 << 12`.
-const NS: u16 = 1 << 12;
+/// Driver-namespace ids start here.
+const NS: u16 = crate::ib::DRIVER_NS;
 /// `MLX5_IB_OBJECT_DEVX`, `_DEVX_OBJ`, `_DEVX_UMEM` (`enum mlx5_ib_objects`).
 const OBJECT_DEVX: u16 = NS;
 const OBJECT_DEVX_OBJ: u16 = NS + 1;
