@@ -245,7 +245,8 @@ fn read_table<L: PrmLayout, T>(
     bits: u32,
     read: impl Fn(Member<L>) -> T,
 ) -> Result<KVec<T>> {
-    let fixed = (L::SIZE_BYTES.checked_mul(8))
+    let fixed = L::SIZE_BYTES
+        .checked_mul(8)
         .and_then(|b| u32::try_from(b).ok())
         .ok_or(EIO)?;
     let slot0 = Member::<L>::new(name, fixed, bits);
