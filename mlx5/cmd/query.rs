@@ -10,7 +10,7 @@ use crate::hw::{CapType, CAP_BYTES};
 use crate::prm::cmd::{
     query_adapter_out, query_hca_cap_out, query_hca_vport_context_in, query_hca_vport_context_out,
     query_hca_vport_gid_in, query_hca_vport_gid_out, query_hca_vport_pkey_in,
-    query_hca_vport_pkey_out, query_nic_vport_context_out,
+    query_nic_vport_context_out,
 };
 use crate::prm::command as pc;
 use crate::prm::ctx::{
