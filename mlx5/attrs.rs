@@ -40,8 +40,6 @@ pub(crate) const IB_MGMT_MAD_SIZE: u32 = 256;
 const MLX5_MAX_SGE_RD: u32 = (512 - 16 - 16) / 16;
 /// `sizeof(struct mlx5_wqe_data_seg)`, `_ctrl_seg`, `_raddr_seg` (qp.h).
 const WQE_SEG: u32 = 16;
-/// `MLX5_SEND_WQE_BB`.
-const SEND_WQE_BB: u32 = 64;
 /// `mlx5_ib_calc_max_sq_overhead()` (main.c): the XRC initiator case, control (16) + XRC (16)
 /// segments and max(atomic 16 + raddr 16, UMR control 48 + mkey 64 + 64 / 16 inline octowords);
 /// the UD LSO case (16 + 16 + 16 + 48) is smaller.
@@ -294,7 +292,8 @@ pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAt
 
     // mlx5_ib_calc_max_qp_wr(): the largest WQE with one SGE, rounded to a power of two.
     let max_wqe_size = (MAX_SQ_OVERHEAD + WQE_SEG).next_power_of_two();
-    let max_qp_wr = u64::from(pow2(g(cmd_hca_cap::log_max_qp_sz))) * u64::from(SEND_WQE_BB)
+    let max_qp_wr = u64::from(pow2(g(cmd_hca_cap::log_max_qp_sz)))
+        * crate::prm::wqe::SEND_WQE_BB as u64
         / u64::from(max_wqe_size);
     let max_rq_sg = g(cmd_hca_cap::max_wqe_sz_rq) / WQE_SEG;
     let max_sq_desc = g(cmd_hca_cap::max_wqe_sz_sq).min(512);

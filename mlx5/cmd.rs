@@ -71,8 +71,11 @@ pub(crate) trait Command {
         Self::OUT_SIZE
     }
 
-    /// Writes the command's fields (the header is already set).
-    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError>;
+    /// Writes the command's fields (the header is already set); nothing for a command whose
+    /// inbox is the header alone.
+    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        Ok(())
+    }
 
     /// Reads the reply from a successful command's outbox.
     fn reply(&self, outbox: OutBox<'_, Self>) -> Result<Self::Reply>;
@@ -185,3 +188,62 @@ macro_rules! empty_reply {
     };
 }
 pub(crate) use empty_reply;
+
+/// Declares a command that allocates a numbered object with no parameters but the uid, whose
+/// reply is the number in `$out` (ALLOC_PD and the like).
+macro_rules! alloc_cmd {
+    ($(#[$doc:meta])* $name:ident, $out:expr) => {
+        $(#[$doc])*
+        pub(crate) struct $name {
+            /// Owner: 0 for the kernel, a user context's uid.
+            pub(crate) uid: u16,
+        }
+
+        impl crate::cmd::Command for $name {
+            type Prm = crate::prm::command::$name;
+            /// The object's number.
+            type Reply = u32;
+
+            fn uid(&self) -> u16 {
+                self.uid
+            }
+
+            crate::cmd::number_reply!($out);
+        }
+    };
+}
+pub(crate) use alloc_cmd;
+
+/// Declares a command that frees (destroys) numbered object `$id` of owner `uid`, the number
+/// written to `$field` of the inbox, and answers nothing but its status (DEALLOC_PD,
+/// DESTROY_CQ and the like).
+macro_rules! free_cmd {
+    ($(#[$doc:meta])* $name:ident, $id:ident: $field:expr) => {
+        $(#[$doc])*
+        pub(crate) struct $name {
+            /// The object's number.
+            pub(crate) $id: u32,
+            /// The uid it was created with.
+            pub(crate) uid: u16,
+        }
+
+        impl crate::cmd::Command for $name {
+            type Prm = crate::prm::command::$name;
+            type Reply = ();
+
+            fn uid(&self) -> u16 {
+                self.uid
+            }
+
+            fn fill(
+                &self,
+                inbox: &mut crate::cmd::InBox<'_, Self>,
+            ) -> Result<(), crate::prm::layout::PrmError> {
+                inbox.set($field, self.$id)
+            }
+
+            crate::cmd::empty_reply!();
+        }
+    };
+}
+pub(crate) use free_cmd;

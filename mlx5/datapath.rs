@@ -33,6 +33,7 @@
 use crate::events::QpTarget;
 use crate::hw::{DmaBuf, Doorbell};
 use crate::ib::Mlx5Ib;
+use crate::prm::wqe::{cqe_off, cqe_op, ctrl, syndrome, wqe_op, INVALID_LKEY, SEND_WQE_BB};
 use crate::verbs::{KernBuf, QueueMem};
 use ib_core_rs::verbs::{
     send_flags, wc_flags, Cq, CqNotify, Qp, QpInitAttr, QpType, RecvWr, SendWr, Wc, WcOpcode,
@@ -42,58 +43,25 @@ use kernel::prelude::*;
 use kernel::sync::barrier::{dma_mb, Read, Write};
 use kernel::{new_spinlock_irq, sync::Arc, sync::SpinLockIrq};
 
-/// `MLX5_SEND_WQE_BB`.
-const WQEBB: usize = 64;
-/// `MLX5_INVALID_LKEY`: ends a receive WQE shorter than its stride.
-const INVALID_LKEY: u32 = 0x100;
 /// `sizeof(struct mlx5_cqe64)` (kernel CQs use 64-byte CQEs).
 const CQE: usize = 64;
-
-/// Send opcodes (`MLX5_OPCODE_*`).
-mod op {
-    pub(super) const RDMA_WRITE: u8 = 0x08;
-    pub(super) const RDMA_WRITE_IMM: u8 = 0x09;
-    pub(super) const SEND: u8 = 0x0a;
-    pub(super) const SEND_IMM: u8 = 0x0b;
-    pub(super) const RDMA_READ: u8 = 0x10;
-    pub(super) const ATOMIC_CS: u8 = 0x11;
-    pub(super) const ATOMIC_FA: u8 = 0x12;
-}
-
-/// `fm_ce_se` bits (`MLX5_WQE_CTRL_*`).
-mod ctrl {
-    pub(super) const CQ_UPDATE: u8 = 0x08;
-    pub(super) const SOLICITED: u8 = 0x02;
-    pub(super) const FENCE: u8 = 0x40;
-}
-
-/// CQE opcodes (`MLX5_CQE_*`).
-mod cqe_op {
-    pub(super) const REQ: u8 = 0;
-    pub(super) const RESP_WR_IMM: u8 = 1;
-    pub(super) const RESP_SEND: u8 = 2;
-    pub(super) const RESP_SEND_IMM: u8 = 3;
-    pub(super) const REQ_ERR: u8 = 13;
-    pub(super) const RESP_ERR: u8 = 14;
-    pub(super) const INVALID: u8 = 15;
-}
 
 /// upstream `mlx5_handle_error_cqe()`: a CQE syndrome → `enum ib_wc_status`.
 pub(crate) fn syndrome_status(s: u8) -> WcStatus {
     match s {
-        0x01 => WcStatus::LocLenErr,
-        0x02 => WcStatus::LocQpOpErr,
-        0x04 => WcStatus::LocProtErr,
-        0x05 => WcStatus::WrFlushErr,
-        0x06 => WcStatus::MwBindErr,
-        0x10 => WcStatus::BadRespErr,
-        0x11 => WcStatus::LocAccessErr,
-        0x12 => WcStatus::RemInvReqErr,
-        0x13 => WcStatus::RemAccessErr,
-        0x14 => WcStatus::RemOpErr,
-        0x15 => WcStatus::RetryExcErr,
-        0x16 => WcStatus::RnrRetryExcErr,
-        0x22 => WcStatus::RemAbortErr,
+        syndrome::LOCAL_LENGTH => WcStatus::LocLenErr,
+        syndrome::LOCAL_QP_OP => WcStatus::LocQpOpErr,
+        syndrome::LOCAL_PROT => WcStatus::LocProtErr,
+        syndrome::FLUSH => WcStatus::WrFlushErr,
+        syndrome::MW_BIND => WcStatus::MwBindErr,
+        syndrome::BAD_RESP => WcStatus::BadRespErr,
+        syndrome::LOCAL_ACCESS => WcStatus::LocAccessErr,
+        syndrome::REMOTE_INVAL_REQ => WcStatus::RemInvReqErr,
+        syndrome::REMOTE_ACCESS => WcStatus::RemAccessErr,
+        syndrome::REMOTE_OP => WcStatus::RemOpErr,
+        syndrome::RETRY_EXC => WcStatus::RetryExcErr,
+        syndrome::RNR_RETRY_EXC => WcStatus::RnrRetryExcErr,
+        syndrome::REMOTE_ABORTED => WcStatus::RemAbortErr,
         _ => WcStatus::GeneralErr,
     }
 }
@@ -213,7 +181,7 @@ impl KernQp {
             tail: 0,
             wrid: KVec::from_elem(0u64, usize::try_from(rq_wqes)?, GFP_KERNEL)?,
         };
-        let max_post = (sq_bbs * WQEBB as u32) / u32::try_from(wqe_size)?.max(1);
+        let max_post = (sq_bbs * SEND_WQE_BB as u32) / u32::try_from(wqe_size)?.max(1);
         let max_send_sge = usize::try_from(attr.cap.max_send_sge)?;
         Arc::pin_init(
             try_pin_init!(KernQp {
@@ -268,8 +236,8 @@ fn kern_qp(qp: &Qp<Mlx5Ib>) -> Result<(&Arc<KernQp>, &KernBuf)> {
 /// Copies a built WQE of `len` bytes into the SQ at WQEBB `cur_post`, wrapping per 16-byte
 /// segment at the end of the queue (upstream `mlx5_get_send_wqe()` / `handle_post_send_edge()`).
 fn copy_wqe(mem: &DmaBuf, k: &KernQp, cur_post: u32, wqe: &[u8]) -> Result {
-    let sq_bytes = k.sq_bbs as usize * WQEBB;
-    let start = (cur_post & (k.sq_bbs - 1)) as usize * WQEBB;
+    let sq_bytes = k.sq_bbs as usize * SEND_WQE_BB;
+    let start = (cur_post & (k.sq_bbs - 1)) as usize * SEND_WQE_BB;
     for (i, seg) in wqe.chunks(16).enumerate() {
         let at = (start + i * 16) % sq_bytes;
         mem.write(k.sq_off + at, seg)?;
@@ -281,13 +249,13 @@ fn copy_wqe(mem: &DmaBuf, k: &KernQp, cur_post: u32, wqe: &[u8]) -> Result {
 /// in bytes and the send opcode.
 fn build_wqe(k: &KernQp, wr: &SendWr<'_>, w: &mut [u8]) -> Result<(usize, u8)> {
     let opcode = match wr.opcode {
-        WrOpcode::Send => op::SEND,
-        WrOpcode::SendImm => op::SEND_IMM,
-        WrOpcode::RdmaWrite => op::RDMA_WRITE,
-        WrOpcode::RdmaWriteImm => op::RDMA_WRITE_IMM,
-        WrOpcode::RdmaRead => op::RDMA_READ,
-        WrOpcode::AtomicCmpSwap => op::ATOMIC_CS,
-        WrOpcode::AtomicFetchAdd => op::ATOMIC_FA,
+        WrOpcode::Send => wqe_op::SEND,
+        WrOpcode::SendImm => wqe_op::SEND_IMM,
+        WrOpcode::RdmaWrite => wqe_op::RDMA_WRITE,
+        WrOpcode::RdmaWriteImm => wqe_op::RDMA_WRITE_IMM,
+        WrOpcode::RdmaRead => wqe_op::RDMA_READ,
+        WrOpcode::AtomicCmpSwap => wqe_op::ATOMIC_CS,
+        WrOpcode::AtomicFetchAdd => wqe_op::ATOMIC_FA,
         WrOpcode::LocalInv | WrOpcode::RegMr => return Err(EINVAL),
     };
     if wr.send_flags & send_flags::INLINE != 0 {
@@ -298,7 +266,11 @@ fn build_wqe(k: &KernQp, wr: &SendWr<'_>, w: &mut [u8]) -> Result<(usize, u8)> {
     }
     let mut len = 16;
     match opcode {
-        op::RDMA_WRITE | op::RDMA_WRITE_IMM | op::RDMA_READ | op::ATOMIC_CS | op::ATOMIC_FA => {
+        wqe_op::RDMA_WRITE
+        | wqe_op::RDMA_WRITE_IMM
+        | wqe_op::RDMA_READ
+        | wqe_op::ATOMIC_CS
+        | wqe_op::ATOMIC_FA => {
             // struct mlx5_wqe_raddr_seg: raddr, rkey, reserved.
             put(w, len, &wr.remote_addr.to_be_bytes())?;
             put(w, len + 8, &wr.rkey.to_be_bytes())?;
@@ -308,13 +280,13 @@ fn build_wqe(k: &KernQp, wr: &SendWr<'_>, w: &mut [u8]) -> Result<(usize, u8)> {
         _ => {}
     }
     match opcode {
-        op::ATOMIC_CS => {
+        wqe_op::ATOMIC_CS => {
             // struct mlx5_wqe_atomic_seg: swap_add, compare.
             put(w, len, &wr.swap.to_be_bytes())?;
             put(w, len + 8, &wr.compare_add.to_be_bytes())?;
             len += 16;
         }
-        op::ATOMIC_FA => {
+        wqe_op::ATOMIC_FA => {
             put(w, len, &wr.compare_add.to_be_bytes())?;
             put(w, len + 8, &[0; 8])?;
             len += 16;
@@ -381,7 +353,7 @@ pub(crate) fn post_send(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>]) -> Result {
         }
         let ds = (len / 16) as u32;
         let imm = match opcode {
-            op::SEND_IMM | op::RDMA_WRITE_IMM => wr.imm_data,
+            wqe_op::SEND_IMM | wqe_op::RDMA_WRITE_IMM => wr.imm_data,
             _ => 0,
         };
         // struct mlx5_wqe_ctrl_seg.
@@ -405,7 +377,7 @@ pub(crate) fn post_send(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>]) -> Result {
         if let Some(h) = sq.wqe_head.get_mut(idx) {
             *h = head;
         }
-        sq.cur_post = cur_post.wrapping_add(len.div_ceil(WQEBB) as u32);
+        sq.cur_post = cur_post.wrapping_add(len.div_ceil(SEND_WQE_BB) as u32);
         nreq += 1;
     }
     if nreq != 0 {
@@ -484,7 +456,7 @@ fn kern_cq(cq: &Cq<Mlx5Ib>) -> Result<(&KernCq, &KernBuf)> {
 /// One CQE → a work completion (upstream `mlx5_poll_one()`); `None` for a CQE that completes
 /// nothing of a kernel QP (a QP already gone, a RESIZE CQE).
 fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
-    let opcode = c[63] >> 4;
+    let opcode = c[cqe_off::OP_OWN] >> 4;
     let qp = qp?;
     let mut wc = Wc {
         qp_num: qpn,
@@ -493,7 +465,7 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
     match opcode {
         cqe_op::REQ | cqe_op::REQ_ERR => {
             let mut sq = qp.sq.lock();
-            let idx = usize::from(be16(c, 60)) & (qp.sq_bbs as usize - 1);
+            let idx = usize::from(be16(c, cqe_off::WQE_COUNTER)) & (qp.sq_bbs as usize - 1);
             wc.wr_id = sq.wrid.get(idx).copied().unwrap_or(0);
             sq.tail = sq
                 .wqe_head
@@ -502,24 +474,24 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
                 .unwrap_or(sq.tail)
                 .wrapping_add(1);
             if opcode == cqe_op::REQ_ERR {
-                wc.status = syndrome_status(c[55]);
-                wc.vendor_err = u32::from(c[54]);
+                wc.status = syndrome_status(c[cqe_off::SYNDROME]);
+                wc.vendor_err = u32::from(c[cqe_off::VENDOR_ERR_SYNDROME]);
                 return Some(wc);
             }
             // upstream handle_good_req(): the send opcode is sop_drop_qpn's top byte.
-            let (o, flags) = match c[56] {
-                op::RDMA_WRITE_IMM => (WcOpcode::RdmaWrite, wc_flags::WITH_IMM),
-                op::RDMA_WRITE => (WcOpcode::RdmaWrite, 0),
-                op::SEND_IMM => (WcOpcode::Send, wc_flags::WITH_IMM),
-                op::RDMA_READ => {
-                    wc.byte_len = be32(c, 44);
+            let (o, flags) = match c[cqe_off::SOP_DROP_QPN] {
+                wqe_op::RDMA_WRITE_IMM => (WcOpcode::RdmaWrite, wc_flags::WITH_IMM),
+                wqe_op::RDMA_WRITE => (WcOpcode::RdmaWrite, 0),
+                wqe_op::SEND_IMM => (WcOpcode::Send, wc_flags::WITH_IMM),
+                wqe_op::RDMA_READ => {
+                    wc.byte_len = be32(c, cqe_off::BYTE_CNT);
                     (WcOpcode::RdmaRead, 0)
                 }
-                op::ATOMIC_CS => {
+                wqe_op::ATOMIC_CS => {
                     wc.byte_len = 8;
                     (WcOpcode::CompSwap, 0)
                 }
-                op::ATOMIC_FA => {
+                wqe_op::ATOMIC_FA => {
                     wc.byte_len = 8;
                     (WcOpcode::FetchAdd, 0)
                 }
@@ -534,13 +506,13 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
             wc.wr_id = rq.wrid.get(idx).copied().unwrap_or(0);
             rq.tail = rq.tail.wrapping_add(1);
             if opcode == cqe_op::RESP_ERR {
-                wc.status = syndrome_status(c[55]);
-                wc.vendor_err = u32::from(c[54]);
+                wc.status = syndrome_status(c[cqe_off::SYNDROME]);
+                wc.vendor_err = u32::from(c[cqe_off::VENDOR_ERR_SYNDROME]);
                 wc.opcode = WcOpcode::Recv;
                 return Some(wc);
             }
             // upstream handle_responder().
-            wc.byte_len = be32(c, 44);
+            wc.byte_len = be32(c, cqe_off::BYTE_CNT);
             wc.opcode = if opcode == cqe_op::RESP_WR_IMM {
                 WcOpcode::RecvRdmaWithImm
             } else {
@@ -548,15 +520,15 @@ fn parse_cqe(qp: Option<&KernQp>, c: &[u8; CQE], qpn: u32) -> Option<Wc> {
             };
             if opcode != cqe_op::RESP_SEND {
                 wc.wc_flags |= wc_flags::WITH_IMM;
-                wc.imm_data = be32(c, 36);
+                wc.imm_data = be32(c, cqe_off::IMM);
             }
-            let f = be32(c, 24);
+            let f = be32(c, cqe_off::FLAGS_RQPN);
             wc.src_qp = f & 0xff_ffff;
             wc.sl = ((f >> 24) & 0xf) as u8;
             if (f >> 28) & 3 != 0 {
                 wc.wc_flags |= wc_flags::GRH;
             }
-            wc.slid = be16(c, 22);
+            wc.slid = be16(c, cqe_off::SLID);
         }
         _ => return None,
     }
@@ -581,7 +553,7 @@ pub(crate) fn poll_cq(cq: &Cq<Mlx5Ib>, wc: &mut [Wc]) -> Result<usize> {
     while n < wc.len() {
         let off = (*ci & mask) as usize * CQE;
         let mut own = [0u8; 1];
-        mem.read(off + CQE - 1, &mut own)?;
+        mem.read(off + cqe_off::OP_OWN, &mut own)?;
         let opcode = own[0] >> 4;
         if opcode == cqe_op::INVALID || u32::from(own[0] & 1) != (*ci >> log) & 1 {
             break;

@@ -42,7 +42,7 @@
 //! as every CREATE_CQ there (`crate::corehw`), so its completion events reach the channels as
 //! upstream's `devx_cq_comp()` (`devx_test` on the emulated function).
 
-use crate::devx_events::{self, DevxEventFd};
+use crate::devx_events::{self, poll_mask, wait_queued, ChannelQueue, DevxEventFd};
 use crate::events::EventTable;
 use crate::hw::Mlx5Hw;
 use crate::ib::Mlx5Ib;
@@ -64,8 +64,8 @@ use kernel::sync::poll::PollTable;
 use kernel::sync::Arc;
 use kernel::uaccess::UserSliceWriter;
 
-/// `UVERBS_ID_NS_SHIFT`: driver-namespace ids start at `1 << 12`.
-const NS: u16 = 1 << 12;
+/// Driver-namespace ids start here.
+const NS: u16 = crate::ib::DRIVER_NS;
 /// `MLX5_IB_OBJECT_DEVX`, `_DEVX_OBJ`, `_DEVX_UMEM` (`enum mlx5_ib_objects`).
 const OBJECT_DEVX: u16 = NS;
 const OBJECT_DEVX_OBJ: u16 = NS + 1;
@@ -1042,11 +1042,6 @@ fn subscribe_event(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
 
 /// `sizeof(struct mlx5_ib_uapi_devx_async_cmd_hdr)`: the `wr_id` before the outbox.
 const CMD_HDR: usize = 8;
-/// `EPOLLIN`, `EPOLLRDNORM`, `EPOLLRDHUP`.
-const EPOLLIN: u32 = 0x1;
-const EPOLLRDNORM: u32 = 0x40;
-const EPOLLRDHUP: u32 = 0x2000;
-
 /// upstream `struct devx_async_event_queue` of a `devx_async_cmd_event_file`.
 struct CmdQueue {
     /// Completed queries, oldest first: `wr_id` and the outbox (upstream
@@ -1055,6 +1050,16 @@ struct CmdQueue {
     /// upstream `is_destroyed`: the object was destroyed (the fd, the uverbs file closed,
     /// or the device removed).
     destroyed: bool,
+}
+
+impl ChannelQueue for CmdQueue {
+    fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    fn destroyed(&self) -> bool {
+        self.destroyed
+    }
 }
 
 /// upstream `struct devx_async_cmd_event_file`: the `[devx_async_cmd]` fd's object. It holds
@@ -1107,17 +1112,7 @@ impl DriverFdOps for DevxCmdFd {
     // one completion per read.
     fn read(&self, file: &File, mut out: UserSliceWriter) -> Result<usize> {
         let mut q = self.queue.lock();
-        while q.events.is_empty() {
-            if file.flags() & kernel::fs::file::flags::O_NONBLOCK != 0 {
-                return Err(EAGAIN);
-            }
-            if !q.destroyed && self.wait.wait_interruptible(&mut q) {
-                return Err(ERESTARTSYS);
-            }
-            if q.destroyed {
-                return Err(EIO);
-            }
-        }
+        wait_queued(file, &self.wait, &mut q)?;
         let size = q.events.first().map_or(0, |e| e.len());
         if size > out.len() {
             return Err(ENOSPC);
@@ -1133,14 +1128,7 @@ impl DriverFdOps for DevxCmdFd {
     // upstream devx_async_cmd_event_poll()
     fn poll(&self, file: &File, table: PollTable<'_>) -> u32 {
         table.register_wait(file, &self.wait);
-        let q = self.queue.lock();
-        if q.destroyed {
-            EPOLLIN | EPOLLRDNORM | EPOLLRDHUP
-        } else if !q.events.is_empty() {
-            EPOLLIN | EPOLLRDNORM
-        } else {
-            0
-        }
+        poll_mask(&*self.queue.lock())
     }
 
     // upstream devx_async_cmd_event_destroy_uobj(): mark destroyed, wake the readers, free

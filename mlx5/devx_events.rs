@@ -27,6 +27,7 @@ use ib_core_rs::uverbs::driver_api::{DriverFdOps, RemoveReason};
 use kernel::fs::File;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::lock::{Backend, Guard};
 use kernel::sync::poll::{PollCondVar, PollTable};
 use kernel::sync::{Arc, SpinLockIrq};
 use kernel::uaccess::UserSliceWriter;
@@ -64,9 +65,58 @@ const EQE_SIZE: usize = 64;
 /// `sizeof(struct mlx5_ib_uapi_devx_async_event_hdr)`: the cookie.
 const EV_HDR: usize = 8;
 
+/// `EPOLLIN`, `EPOLLRDNORM`, `EPOLLRDHUP`.
 const EPOLLIN: u32 = 0x1;
 const EPOLLRDNORM: u32 = 0x40;
 const EPOLLRDHUP: u32 = 0x2000;
+
+/// What the `read` and `poll` of a DEVX channel fd (this file's event channel, `devx.rs`'s
+/// async command fd; upstream `struct devx_async_event_queue` and the event file's own) look
+/// at in its queue.
+pub(crate) trait ChannelQueue {
+    /// Nothing to read.
+    fn is_empty(&self) -> bool;
+    /// upstream `is_destroyed`: the object was destroyed.
+    fn destroyed(&self) -> bool;
+}
+
+/// The wait of upstream `devx_async_cmd_event_read()` and `devx_async_event_read()`: returns
+/// with an entry queued.
+///
+/// # Errors
+///
+/// `EAGAIN` for an `O_NONBLOCK` file with nothing queued, `ERESTARTSYS` on a signal, `EIO`
+/// once the queue is destroyed and empty.
+pub(crate) fn wait_queued<T: ChannelQueue, B: Backend>(
+    file: &File,
+    wait: &PollCondVar,
+    q: &mut Guard<'_, T, B>,
+) -> Result {
+    while q.is_empty() {
+        if file.flags() & kernel::fs::file::flags::O_NONBLOCK != 0 {
+            return Err(EAGAIN);
+        }
+        if !q.destroyed() && wait.wait_interruptible(q) {
+            return Err(ERESTARTSYS);
+        }
+        if q.destroyed() {
+            return Err(EIO);
+        }
+    }
+    Ok(())
+}
+
+/// upstream `devx_async_cmd_event_poll()` and `devx_async_event_poll()`: readable when
+/// something is queued, hung up once destroyed.
+pub(crate) fn poll_mask(q: &impl ChannelQueue) -> u32 {
+    if q.destroyed() {
+        EPOLLIN | EPOLLRDNORM | EPOLLRDHUP
+    } else if !q.is_empty() {
+        EPOLLIN | EPOLLRDNORM
+    } else {
+        0
+    }
+}
 
 /// upstream `is_legacy_unaffiliated_event_num()`.
 pub(crate) fn is_legacy_unaffiliated_event_num(ev: u16) -> bool {
@@ -299,6 +349,16 @@ struct EvQueue {
     table: Option<Arc<EventTable>>,
 }
 
+impl ChannelQueue for EvQueue {
+    fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    fn destroyed(&self) -> bool {
+        self.destroyed
+    }
+}
+
 /// upstream `struct devx_async_event_file`: the `[devx_async_event]` fd's object.
 #[pin_data]
 pub(crate) struct DevxEventFd {
@@ -375,17 +435,7 @@ impl DriverFdOps for DevxEventFd {
             q.overflow = false;
             return Err(EOVERFLOW);
         }
-        while q.events.is_empty() {
-            if file.flags() & kernel::fs::file::flags::O_NONBLOCK != 0 {
-                return Err(EAGAIN);
-            }
-            if !q.destroyed && self.wait.wait_interruptible(&mut q) {
-                return Err(ERESTARTSYS);
-            }
-            if q.destroyed {
-                return Err(EIO);
-            }
-        }
+        wait_queued(file, &self.wait, &mut q)?;
         let size = if self.omit_data {
             EV_HDR
         } else {
@@ -412,14 +462,7 @@ impl DriverFdOps for DevxEventFd {
     // upstream devx_async_event_poll()
     fn poll(&self, file: &File, table: PollTable<'_>) -> u32 {
         table.register_wait(file, &self.wait);
-        let q = self.q.lock();
-        if q.destroyed {
-            EPOLLIN | EPOLLRDNORM | EPOLLRDHUP
-        } else if !q.events.is_empty() {
-            EPOLLIN | EPOLLRDNORM
-        } else {
-            0
-        }
+        poll_mask(&*self.q.lock())
     }
 
     // upstream devx_async_event_destroy_uobj(): destroyed, the queue emptied, the readers

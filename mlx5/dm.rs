@@ -58,8 +58,8 @@ const MEMIC_ALLOWED_ACCESS: u32 = AccessFlags::LOCAL_WRITE.0
     | AccessFlags::REMOTE_ATOMIC.0
     | AccessFlags::ZERO_BASED.0;
 
-/// `UVERBS_ID_NS_SHIFT`: driver-namespace ids start at `1 << 12`.
-const NS: u16 = 1 << 12;
+/// Driver-namespace ids start here.
+const NS: u16 = crate::ib::DRIVER_NS;
 /// `MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET`, `_RESP_PAGE_INDEX`, `_REQ_TYPE`
 /// (`enum mlx5_ib_alloc_dm_attrs`, mlx5_user_ioctl_cmds.h).
 const ATTR_ALLOC_DM_RESP_START_OFFSET: u16 = NS;

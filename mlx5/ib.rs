@@ -39,6 +39,11 @@ use kernel::str::CString;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::Arc;
 
+/// `1 << UVERBS_ID_NS_SHIFT`: the first id of the driver namespace, where the driver's
+/// objects, methods and attributes (`crate::uar`, `crate::devx`, `crate::dm`;
+/// mlx5_user_ioctl_cmds.h) are numbered.
+pub(crate) const DRIVER_NS: u16 = 1 << 12;
+
 /// The mlx5 driver's types.
 pub(crate) struct Mlx5Ib;
 

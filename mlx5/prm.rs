@@ -43,6 +43,8 @@ pub(crate) mod devx_ops;
 pub(crate) mod opcode;
 #[path = "prm/status.rs"]
 pub(crate) mod status;
+#[path = "prm/wqe.rs"]
+pub(crate) mod wqe;
 
 use layout::Layout;
 

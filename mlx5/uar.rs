@@ -302,8 +302,8 @@ pub(crate) fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
     }
 }
 
-/// `UVERBS_ID_NS_SHIFT`: driver-namespace ids start at `1 << 12`.
-const NS: u16 = 1 << 12;
+/// Driver-namespace ids start here.
+const NS: u16 = crate::ib::DRIVER_NS;
 /// `MLX5_IB_OBJECT_UAR` (`enum mlx5_ib_objects`, mlx5_user_ioctl_cmds.h).
 const OBJECT_UAR: u16 = NS + 8;
 /// `MLX5_IB_METHOD_UAR_OBJ_ALLOC`, `_DESTROY`.

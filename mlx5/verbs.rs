@@ -48,14 +48,14 @@ use kernel::{new_mutex, sync::Arc, sync::Mutex};
 
 /// Adapter page size (`MLX5_ADAPTER_PAGE_SHIFT`).
 const PAGE: usize = 4096;
-/// Send WQE basic block (`MLX5_SEND_WQE_BB`).
-const SEND_WQE_BB: u32 = 64;
+/// Send WQE basic block (`MLX5_SEND_WQE_BB`), in the `u32` arithmetic of the size checks.
+const SEND_WQE_BB: u32 = crate::prm::wqe::SEND_WQE_BB as u32;
 /// `sizeof(struct mlx5_wqe_data_seg)`.
 const DATA_SEG: u32 = 16;
 /// `sizeof(struct mlx5_cqe64)`.
 const CQE_SIZE: usize = 64;
 /// `MLX5_CQE_INVALID << 4`: the op_own byte of a CQE the hardware has not written.
-const CQE_INVALID_OWN: u8 = 0xf0;
+const CQE_INVALID_OWN: u8 = crate::prm::wqe::cqe_op::INVALID << 4;
 
 /// The driver part of a PD (upstream `struct mlx5_ib_pd`).
 pub(crate) struct Mlx5Pd {
@@ -174,22 +174,26 @@ impl Mlx5Qp {
         KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)
     }
 
-    /// The driver data of a created QP.
-    pub(crate) fn new(
+    /// What the driver's `create_qp` returns for QP `qpn`: its driver data, and the QP number
+    /// the core reports (`ib_qp.qp_num`).
+    pub(crate) fn created(
         qpn: u32,
         log_sq_size: u8,
         log_rq_size: u8,
         state: QpStateBox,
         mem: QueueMem,
         events: Arc<QpTarget>,
-    ) -> Self {
-        Mlx5Qp {
-            qpn,
-            log_sq_size,
-            log_rq_size,
-            state,
-            mem,
-            events,
+    ) -> QpCreated<Self> {
+        QpCreated {
+            data: Mlx5Qp {
+                qpn,
+                log_sq_size,
+                log_rq_size,
+                state,
+                mem,
+                events,
+            },
+            qp_num: qpn,
         }
     }
 }
@@ -484,13 +488,39 @@ pub(crate) fn create_qp(
             log_stride: rq_shift - 4,
         }
     };
+    let sq = Some((attr.send_cq.data().cqn, log_sq_size));
+    let qpn = create_kernel_qp(d, &buf, &pas, st, pd.data().pdn, sq, rq)?;
+    d.events.attach_qp(slot, &target, qpn);
+    Ok(Mlx5Qp::created(
+        qpn,
+        log_sq_size,
+        log_rq_size,
+        state,
+        QueueMem::Kernel { buf },
+        target,
+    ))
+}
+
+/// CREATE_QP of a QP whose queues the kernel owns (upstream `create_kernel_qp()`, and
+/// `create_xrc_tgt_qp()`'s, which has no queues): uid 0, the device's UAR, the buffer `buf`
+/// in 4 KiB pages `pas` from its start, no user index (CQE version 0), no signature, no ECE,
+/// the kernel's timestamp format. Returns the QP number.
+fn create_kernel_qp(
+    d: &Mlx5IbDev,
+    buf: &KernBuf,
+    pas: &[u64],
+    st: QpServiceType,
+    pd: u32,
+    sq: Option<(u32, u8)>,
+    rq: RqType,
+) -> Result<u32> {
     let (qpn, _) = exec(
         &*d.hw,
         &CreateQp {
             uid: 0,
             st,
-            pd: pd.data().pdn,
-            sq: Some((attr.send_cq.data().cqn, log_sq_size)),
+            pd,
+            sq,
             rq,
             uar_page: d.uar,
             log_page_size: 0,
@@ -500,21 +530,10 @@ pub(crate) fn create_qp(
             wq_signature: false,
             ece: 0,
             ts_format: kernel_ts_format(d)?,
-            pas: &pas,
+            pas,
         },
     )?;
-    d.events.attach_qp(slot, &target, qpn);
-    Ok(QpCreated {
-        data: Mlx5Qp::new(
-            qpn,
-            log_sq_size,
-            log_rq_size,
-            state,
-            QueueMem::Kernel { buf },
-            target,
-        ),
-        qp_num: qpn,
-    })
+    Ok(qpn)
 }
 
 /// upstream `create_xrc_tgt_qp()` (`create_qp()` for `IB_QPT_XRC_TGT`, a QP without udata
@@ -536,30 +555,17 @@ pub(crate) fn create_xrc_tgt_qp(
     let state = Mlx5Qp::new_state()?;
     let target = QpTarget::new(Some(handler), None)?;
     let slot = d.events.reserve_qp()?;
-    let (qpn, _) = exec(
-        &*d.hw,
-        &CreateQp {
-            uid: 0,
-            st: QpServiceType::Xrc,
-            pd: 0,
-            sq: None,
-            rq: RqType::XrcTgt { xrcd: xrcd.xrcdn() },
-            uar_page: d.uar,
-            log_page_size: 0,
-            page_offset: 0,
-            dbr_addr: buf.dbr_addr(),
-            user_index: 0xff_ffff,
-            wq_signature: false,
-            ece: 0,
-            ts_format: kernel_ts_format(d)?,
-            pas: &[],
-        },
-    )?;
+    let rq = RqType::XrcTgt { xrcd: xrcd.xrcdn() };
+    let qpn = create_kernel_qp(d, &buf, &[], QpServiceType::Xrc, 0, None, rq)?;
     d.events.attach_qp(slot, &target, qpn);
-    Ok(QpCreated {
-        data: Mlx5Qp::new(qpn, 0, 0, state, QueueMem::Kernel { buf }, target),
-        qp_num: qpn,
-    })
+    Ok(Mlx5Qp::created(
+        qpn,
+        0,
+        0,
+        state,
+        QueueMem::Kernel { buf },
+        target,
+    ))
 }
 
 /// upstream `mlx5_ib_alloc_xrcd()`: ALLOC_XRCD with uid 0.

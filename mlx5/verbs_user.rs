@@ -412,17 +412,14 @@ pub(crate) fn create_qp(
     let ece = if ece_support { ece } else { 0 };
     user.udata()
         .copy_to(&uabi::create_qp_resp(uabi::INVALID_BFREG, ece));
-    Ok(QpCreated {
-        data: Mlx5Qp::new(
-            qpn,
-            log_sq_size,
-            log_rq_size,
-            state,
-            QueueMem::User { _buf: buf, _db: db },
-            target,
-        ),
-        qp_num: qpn,
-    })
+    Ok(Mlx5Qp::created(
+        qpn,
+        log_sq_size,
+        log_rq_size,
+        state,
+        QueueMem::User { _buf: buf, _db: db },
+        target,
+    ))
 }
 
 /// upstream `mlx5_ib_reg_user_mr()` → `create_real_mr()` → `reg_create()` (the direct

@@ -3,7 +3,7 @@
 //! CQ commands (upstream `mlx5_core_create_cq()`, `mlx5_core_destroy_cq()`,
 //! `mlx5_core_query_cq()`; the `cqc` fields mlx5_ib `create_cq_user()`/`create_cq_kernel()` set).
 
-use super::{empty_reply, number_reply, uid_and_pas, Command, InBox, OutBox};
+use super::{empty_reply, free_cmd, number_reply, uid_and_pas, Command, InBox, OutBox};
 use crate::prm::cmd::{
     create_cq_in, create_cq_out, destroy_cq_in, modify_cq_in, query_cq_in, query_cq_out,
 };
@@ -75,28 +75,10 @@ impl Command for CreateCq<'_> {
     number_reply!(create_cq_out::cqn);
 }
 
-/// DESTROY_CQ.
-pub(crate) struct DestroyCq {
-    /// CQ number.
-    pub(crate) cqn: u32,
-    /// Owner uid.
-    pub(crate) uid: u16,
-}
-
-impl Command for DestroyCq {
-    type Prm = pc::DestroyCq;
-    type Reply = ();
-
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        inbox.set(destroy_cq_in::cqn, self.cqn)
-    }
-
-    empty_reply!();
-}
+free_cmd!(
+    /// DESTROY_CQ.
+    DestroyCq, cqn: destroy_cq_in::cqn
+);
 
 /// What a MODIFY_CQ changes.
 pub(crate) enum CqModify<'a> {

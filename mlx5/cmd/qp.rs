@@ -4,7 +4,7 @@
 //! `mlx5_qpc_create_qp()`, `mlx5_core_qp_modify()` with `modify_qp_mbox_alloc()`'s
 //! per-opcode layouts, `mlx5_core_qp_query()`).
 
-use super::{empty_reply, uid_and_pas, Command, InBox, OutBox};
+use super::{empty_reply, free_cmd, uid_and_pas, Command, InBox, OutBox};
 use crate::prm::cmd::{create_qp_in, create_qp_out, destroy_qp_in, query_qp_in, query_qp_out};
 use crate::prm::command::{self as pc, QpTransition, TransitionCtx};
 use crate::prm::consts::{
@@ -215,28 +215,10 @@ impl Command for CreateQp<'_> {
     }
 }
 
-/// DESTROY_QP.
-pub(crate) struct DestroyQp {
-    /// QP number.
-    pub(crate) qpn: u32,
-    /// Owner uid.
-    pub(crate) uid: u16,
-}
-
-impl Command for DestroyQp {
-    type Prm = pc::DestroyQp;
-    type Reply = ();
-
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        inbox.set(destroy_qp_in::qpn, self.qpn)
-    }
-
-    empty_reply!();
-}
+free_cmd!(
+    /// DESTROY_QP.
+    DestroyQp, qpn: destroy_qp_in::qpn
+);
 
 /// QUERY_QP.
 pub(crate) struct QueryQp {

@@ -10,13 +10,13 @@ use crate::hw::{CapType, CAP_BYTES};
 use crate::prm::cmd::{
     query_adapter_out, query_hca_cap_out, query_hca_vport_context_in, query_hca_vport_context_out,
     query_hca_vport_gid_in, query_hca_vport_gid_out, query_hca_vport_pkey_in,
-    query_hca_vport_pkey_out, query_nic_vport_context_out,
+    query_nic_vport_context_out,
 };
 use crate::prm::command as pc;
 use crate::prm::ctx::{
     hca_vport_context, mac_address_layout, nic_vport_context, pkey, query_adapter_param_block,
 };
-use crate::prm::layout::{Member, PrmError};
+use crate::prm::layout::{Member, PrmError, PrmLayout};
 use kernel::prelude::*;
 
 /// QUERY_HCA_CAP of the current values of one capability type.
@@ -29,10 +29,6 @@ impl Command for QueryHcaCap {
 
     fn op_mod(&self) -> u32 {
         self.0.op_mod_cur()
-    }
-
-    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        Ok(())
     }
 
     fn reply(&self, out: OutBox<'_, Self>) -> Result<KVec<u8>> {
@@ -71,10 +67,6 @@ impl Command for QueryAdapter {
     type Prm = pc::QueryAdapter;
     type Reply = AdapterInfo;
 
-    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        Ok(())
-    }
-
     fn reply(&self, out: OutBox<'_, Self>) -> Result<AdapterInfo> {
         let b = |f| query_adapter_out::query_adapter_struct.inner(f);
         Ok(AdapterInfo {
@@ -111,10 +103,6 @@ pub(crate) struct NicVport {
 impl Command for QueryNicVportContext {
     type Prm = pc::QueryNicVportContext;
     type Reply = NicVport;
-
-    fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        Ok(())
-    }
 
     fn reply(&self, out: OutBox<'_, Self>) -> Result<NicVport> {
         let v = |f| query_nic_vport_context_out::nic_vport_context.inner(f);
@@ -249,6 +237,29 @@ impl TableIndex {
     }
 }
 
+/// The first `n` entries of `bits` bits each of the table that follows an outbox of layout
+/// `L` as its flexible array member (`gid[]`, `pkey[]`), each read by `read` from its member.
+fn read_table<L: PrmLayout, T>(
+    n: usize,
+    name: &'static str,
+    bits: u32,
+    read: impl Fn(Member<L>) -> T,
+) -> Result<KVec<T>> {
+    let fixed = L::SIZE_BYTES
+        .checked_mul(8)
+        .and_then(|b| u32::try_from(b).ok())
+        .ok_or(EIO)?;
+    let slot0 = Member::<L>::new(name, fixed, bits);
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for i in 0..n {
+        v.push(
+            read(slot0.nth(u32::try_from(i).map_err(|_| EIO)?)),
+            GFP_KERNEL,
+        )?;
+    }
+    Ok(v)
+}
+
 /// QUERY_HCA_VPORT_GID.
 pub(crate) struct QueryHcaVportGid {
     /// Port number, 1-based.
@@ -274,17 +285,7 @@ impl Command for QueryHcaVportGid {
     fn reply(&self, out: OutBox<'_, Self>) -> Result<KVec<[u8; 16]>> {
         // `gids_num` says how many entries firmware wrote; never read past what was asked.
         let n = (out.get(query_hca_vport_gid_out::gids_num) as usize).min(self.index.count());
-        let slot0 = Member::<query_hca_vport_gid_out::Bits>::new(
-            "gid",
-            query_hca_vport_gid_out::SIZE_BITS,
-            128,
-        );
-        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-        for i in 0..n {
-            let f = slot0.nth(u32::try_from(i).map_err(|_| EIO)?);
-            v.push(out.array(f), GFP_KERNEL)?;
-        }
-        Ok(v)
+        read_table(n, "gid", 128, |f| out.array(f))
     }
 }
 
@@ -311,19 +312,8 @@ impl Command for QueryHcaVportPkey {
     }
 
     fn reply(&self, out: OutBox<'_, Self>) -> Result<KVec<u16>> {
-        let n = self.index.count();
-        let slot0 = Member::<query_hca_vport_pkey_out::Bits>::new(
-            "pkey",
-            query_hca_vport_pkey_out::SIZE_BITS,
-            32,
-        );
-        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-        for i in 0..n {
-            let f = slot0
-                .nth(u32::try_from(i).map_err(|_| EIO)?)
-                .inner(pkey::pkey);
-            v.push(out.get(f) as u16, GFP_KERNEL)?;
-        }
-        Ok(v)
+        read_table(self.index.count(), "pkey", 32, |f| {
+            out.get(f.inner(pkey::pkey)) as u16
+        })
     }
 }

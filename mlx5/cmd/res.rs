@@ -4,7 +4,7 @@
 //! `mlx5_cmd_alloc_pd()`, `mlx5_cmd_alloc_uar()`, `mlx5_cmd_alloc_transport_domain()`,
 //! `mlx5_core_create_mkey()`, `mlx5_core_roce_gid_set()`).
 
-use super::{empty_reply, number_reply, Command, InBox, OutBox};
+use super::{alloc_cmd, empty_reply, free_cmd, Command, InBox, OutBox};
 use crate::prm::cmd::{alloc_memic_in, alloc_memic_out, dealloc_memic_in};
 use crate::prm::cmd::{
     alloc_pd_out, alloc_transport_domain_out, alloc_uar_out, create_mkey_in, create_mkey_out,
@@ -23,110 +23,33 @@ use crate::prm::ctx::{mkc, roce_addr_layout};
 use crate::prm::layout::{Member, PrmError};
 use kernel::prelude::*;
 
-/// Declares a command that allocates a numbered object with no parameters but the uid.
-macro_rules! alloc_cmd {
-    ($(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident, $field:ident) => {
-        $(#[$doc])*
-        pub(crate) struct $name {
-            /// Owner: 0 for the kernel, a user context's uid.
-            pub(crate) uid: u16,
-        }
-
-        impl Command for $name {
-            type Prm = pc::$name;
-            /// The object's number.
-            type Reply = u32;
-
-            fn uid(&self) -> u16 {
-                self.uid
-            }
-
-            fn fill(&self, _inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-                Ok(())
-            }
-
-            number_reply!($out::$field);
-        }
+/// The objects with no parameters but the uid, one row each: the command that allocates one
+/// with the outbox member holding its number ([`alloc_cmd!`]), and the command that frees it
+/// with the inbox member taking the number ([`free_cmd!`], the number is `id`).
+macro_rules! simple_objects {
+    ($($(#[$doc:meta])* $alloc:ident($out:expr), $free:ident($in:expr);)*) => {
+        $(
+            alloc_cmd!($(#[$doc])* $alloc, $out);
+            free_cmd!($(#[$doc])* $free, id: $in);
+        )*
     };
 }
 
-/// Declares a command that frees a numbered object.
-macro_rules! free_cmd {
-    ($(#[$doc:meta])* $name:ident, $op:ident, $in:ident, $out:ident, $field:ident) => {
-        $(#[$doc])*
-        pub(crate) struct $name {
-            /// The object's number.
-            pub(crate) id: u32,
-            /// The uid it was created with.
-            pub(crate) uid: u16,
-        }
-
-        impl Command for $name {
-            type Prm = pc::$name;
-            type Reply = ();
-
-            fn uid(&self) -> u16 {
-                self.uid
-            }
-
-            fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-                inbox.set($in::$field, self.id)
-            }
-
-            empty_reply!();
-        }
-    };
+simple_objects! {
+    /// ALLOC_XRCD, DEALLOC_XRCD (upstream `mlx5_cmd_xrcd_alloc()`, `mlx5_cmd_xrcd_dealloc()`).
+    AllocXrcd(alloc_xrcd_out::xrcd), DeallocXrcd(dealloc_xrcd_in::xrcd);
+    /// ALLOC_PD, DEALLOC_PD.
+    AllocPd(alloc_pd_out::pd), DeallocPd(dealloc_pd_in::pd);
+    /// ALLOC_UAR, DEALLOC_UAR.
+    AllocUar(alloc_uar_out::uar), DeallocUar(dealloc_uar_in::uar);
+    /// ALLOC_TRANSPORT_DOMAIN, DEALLOC_TRANSPORT_DOMAIN.
+    AllocTransportDomain(alloc_transport_domain_out::transport_domain),
+        DeallocTransportDomain(dealloc_transport_domain_in::transport_domain);
+    /// ALLOC_Q_COUNTER, DEALLOC_Q_COUNTER (upstream `mlx5_ib_alloc_counters()`,
+    /// `mlx5_ib_dealloc_counters()`): a counter set.
+    AllocQCounter(alloc_q_counter_out::counter_set_id),
+        DeallocQCounter(dealloc_q_counter_in::counter_set_id);
 }
-
-alloc_cmd!(
-    /// ALLOC_XRCD (upstream `mlx5_cmd_xrcd_alloc()`).
-    AllocXrcd, ALLOC_XRCD, alloc_xrcd_in, alloc_xrcd_out, xrcd
-);
-free_cmd!(
-    /// DEALLOC_XRCD (upstream `mlx5_cmd_xrcd_dealloc()`).
-    DeallocXrcd, DEALLOC_XRCD, dealloc_xrcd_in, dealloc_xrcd_out, xrcd
-);
-alloc_cmd!(
-    /// ALLOC_PD.
-    AllocPd, ALLOC_PD, alloc_pd_in, alloc_pd_out, pd
-);
-free_cmd!(
-    /// DEALLOC_PD.
-    DeallocPd, DEALLOC_PD, dealloc_pd_in, dealloc_pd_out, pd
-);
-alloc_cmd!(
-    /// ALLOC_UAR.
-    AllocUar, ALLOC_UAR, alloc_uar_in, alloc_uar_out, uar
-);
-free_cmd!(
-    /// DEALLOC_UAR.
-    DeallocUar, DEALLOC_UAR, dealloc_uar_in, dealloc_uar_out, uar
-);
-alloc_cmd!(
-    /// ALLOC_TRANSPORT_DOMAIN.
-    AllocTransportDomain,
-    ALLOC_TRANSPORT_DOMAIN,
-    alloc_transport_domain_in,
-    alloc_transport_domain_out,
-    transport_domain
-);
-free_cmd!(
-    /// DEALLOC_TRANSPORT_DOMAIN.
-    DeallocTransportDomain,
-    DEALLOC_TRANSPORT_DOMAIN,
-    dealloc_transport_domain_in,
-    dealloc_transport_domain_out,
-    transport_domain
-);
-alloc_cmd!(
-    /// ALLOC_Q_COUNTER (upstream `mlx5_ib_alloc_counters()`): a counter set.
-    AllocQCounter, ALLOC_Q_COUNTER, alloc_q_counter_in, alloc_q_counter_out, counter_set_id
-);
-free_cmd!(
-    /// DEALLOC_Q_COUNTER (upstream `mlx5_ib_dealloc_counters()`).
-    DeallocQCounter, DEALLOC_Q_COUNTER, dealloc_q_counter_in, dealloc_q_counter_out,
-    counter_set_id
-);
 
 /// The Q counters mlx5_ib 7.3 exposes on a device without the optional counter capabilities
 /// (`out_of_seq_cnt`, `retransmission_q_counters`, `enhanced_error_q_counters`,
@@ -184,7 +107,7 @@ impl Command for QueryQCounter {
 
 free_cmd!(
     /// DESTROY_MKEY (`id` is the mkey index, `key >> 8`).
-    DestroyMkey, DESTROY_MKEY, destroy_mkey_in, destroy_mkey_out, mkey_index
+    DestroyMkey, id: destroy_mkey_in::mkey_index
 );
 
 /// Access rights of a memory key (`mkc.a/rw/rr/lw/lr`; local read is always on).

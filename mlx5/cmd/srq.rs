@@ -5,7 +5,7 @@
 //! `arm_rmp_cmd()`, `query_rmp_cmd()`, `destroy_rmp_cmd()` in `srq_cmd.c`, chosen by
 //! `create_srq_split()` when `mdev->issi` is not 0).
 
-use super::{empty_reply, number_reply, uid_and_pas, Command, InBox, OutBox};
+use super::{empty_reply, free_cmd, number_reply, uid_and_pas, Command, InBox, OutBox};
 use crate::prm::cmd::{
     create_rmp_in, create_rmp_out, destroy_rmp_in, modify_rmp_in, query_rmp_in, query_rmp_out,
 };
@@ -134,28 +134,10 @@ impl Command for QueryRmp {
     }
 }
 
-/// DESTROY_RMP (upstream `destroy_rmp_cmd()`).
-pub(crate) struct DestroyRmp {
-    /// RMP number.
-    pub(crate) rmpn: u32,
-    /// Owner uid.
-    pub(crate) uid: u16,
-}
-
-impl Command for DestroyRmp {
-    type Prm = pc::DestroyRmp;
-    type Reply = ();
-
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        inbox.set(destroy_rmp_in::rmpn, self.rmpn)
-    }
-
-    empty_reply!();
-}
+free_cmd!(
+    /// DESTROY_RMP (upstream `destroy_rmp_cmd()`).
+    DestroyRmp, rmpn: destroy_rmp_in::rmpn
+);
 
 /// CREATE_XRC_SRQ (upstream `create_xrc_srq_cmd()`).
 pub(crate) struct CreateXrcSrq<'a> {
@@ -217,25 +199,7 @@ impl Command for CreateXrcSrq<'_> {
     number_reply!(create_xrc_srq_out::xrc_srqn);
 }
 
-/// DESTROY_XRC_SRQ (upstream `destroy_xrc_srq_cmd()`).
-pub(crate) struct DestroyXrcSrq {
-    /// XRC SRQ number.
-    pub(crate) srqn: u32,
-    /// Owner uid.
-    pub(crate) uid: u16,
-}
-
-impl Command for DestroyXrcSrq {
-    type Prm = pc::DestroyXrcSrq;
-    type Reply = ();
-
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
-        inbox.set(destroy_xrc_srq_in::xrc_srqn, self.srqn)
-    }
-
-    empty_reply!();
-}
+free_cmd!(
+    /// DESTROY_XRC_SRQ (upstream `destroy_xrc_srq_cmd()`).
+    DestroyXrcSrq, srqn: destroy_xrc_srq_in::xrc_srqn
+);

@@ -15,76 +15,8 @@ use super::dma::DmaMem;
 use super::xlat::{Fragmented, Xlat};
 use crate::prm::ctx::cqc;
 use crate::prm::layout::Member;
-
-/// CQE opcodes (`op_own >> 4`, device.h `MLX5_CQE_*`).
-pub(crate) mod op {
-    /// `MLX5_CQE_REQ`.
-    pub(crate) const REQ: u8 = 0;
-    /// `MLX5_CQE_RESP_WR_IMM`.
-    pub(crate) const RESP_WR_IMM: u8 = 1;
-    /// `MLX5_CQE_RESP_SEND`.
-    pub(crate) const RESP_SEND: u8 = 2;
-    /// `MLX5_CQE_RESP_SEND_IMM`.
-    pub(crate) const RESP_SEND_IMM: u8 = 3;
-    /// `MLX5_CQE_RESP_SEND_INV`: a SEND with invalidate (`imm_inval_pkey` is the rkey).
-    pub(crate) const RESP_SEND_INV: u8 = 4;
-    /// `MLX5_CQE_RESIZE_CQ`: the last entry of the old buffer of a resized CQ.
-    pub(crate) const RESIZE_CQ: u8 = 5;
-    /// `MLX5_CQE_REQ_ERR`.
-    pub(crate) const REQ_ERR: u8 = 13;
-    /// `MLX5_CQE_RESP_ERR`.
-    pub(crate) const RESP_ERR: u8 = 14;
-    /// `MLX5_CQE_INVALID`: what libmlx5 initializes every CQE's opcode nibble to.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const INVALID: u8 = 15;
-}
-
-/// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`, device.h; `mlx5_handle_error_cqe()` in
-/// libmlx5's cq.c maps them to `ibv_wc_status`).
-pub(crate) mod syndrome {
-    /// `LOCAL_LENGTH_ERR`.
-    pub(crate) const LOCAL_LENGTH: u8 = 0x01;
-    /// `LOCAL_QP_OP_ERR`.
-    pub(crate) const LOCAL_QP_OP: u8 = 0x02;
-    /// `LOCAL_PROT_ERR`.
-    pub(crate) const LOCAL_PROT: u8 = 0x04;
-    /// `WR_FLUSH_ERR`.
-    pub(crate) const FLUSH: u8 = 0x05;
-    /// `MW_BIND_ERR`.
-    pub(crate) const MW_BIND: u8 = 0x06;
-    /// `REMOTE_INVAL_REQ_ERR`.
-    pub(crate) const REMOTE_INVAL_REQ: u8 = 0x12;
-    /// `REMOTE_ACCESS_ERR`.
-    pub(crate) const REMOTE_ACCESS: u8 = 0x13;
-    /// `REMOTE_OP_ERR`.
-    pub(crate) const REMOTE_OP: u8 = 0x14;
-    /// `TRANSPORT_RETRY_EXC_ERR`.
-    pub(crate) const RETRY_EXC: u8 = 0x15;
-    /// `RNR_RETRY_EXC_ERR`.
-    pub(crate) const RNR_RETRY_EXC: u8 = 0x16;
-}
-
-/// Byte offsets in `struct mlx5_cqe64`.
-pub(crate) mod off {
-    /// `slid` (be16).
-    pub(crate) const SLID: usize = 22;
-    /// `flags_rqpn` (be32): `g << 28 | sl << 24 | src_qpn`.
-    pub(crate) const FLAGS_RQPN: usize = 24;
-    /// `srqn_uidx` (be32): the QP's `user_index` with CQE version 1.
-    pub(crate) const SRQN_UIDX: usize = 32;
-    /// `imm_inval_pkey` (be32).
-    pub(crate) const IMM: usize = 36;
-    /// `byte_cnt` (be32).
-    pub(crate) const BYTE_CNT: usize = 44;
-    /// `mlx5_err_cqe.syndrome`.
-    pub(crate) const SYNDROME: usize = 55;
-    /// `sop_drop_qpn` (be32): WQE opcode << 24 | qpn (`s_wqe_opcode_qpn` of an error CQE).
-    pub(crate) const SOP_DROP_QPN: usize = 56;
-    /// `wqe_counter` (be16).
-    pub(crate) const WQE_COUNTER: usize = 60;
-    /// `op_own`: opcode << 4 | owner.
-    pub(crate) const OP_OWN: usize = 63;
-}
+use crate::prm::wqe::{cqe_off as off, cqe_op as op};
+use core::ops::Range;
 
 /// A CQE64 being built (everything but the owner bit).
 #[derive(Clone, Copy, Debug)]
@@ -345,35 +277,16 @@ impl CqState {
     }
 }
 
-/// Writes `data` at object offset `at` of a translation, split where the runs split. False
-/// on a missing translation or a DMA fault (a fault may leave a prefix written).
-pub(crate) fn write_at(mem: &dyn DmaMem, x: &Xlat, at: u64, data: &[u8]) -> bool {
+/// Walks `len` bytes at object offset `at` of a translation, one physically contiguous piece
+/// at a time: `f(bus, range)` gets each piece's bus address and its range in `0..len`. False
+/// on a missing translation or when `f` fails (the pieces before it were done).
+fn for_each_piece(
+    x: &Xlat,
+    at: u64,
+    len: usize,
+    mut f: impl FnMut(u64, Range<usize>) -> bool,
+) -> bool {
     let mut done = 0usize;
-    while done < data.len() {
-        let Some(off) = u64::try_from(done).ok().and_then(|d| at.checked_add(d)) else {
-            return false;
-        };
-        let Some((bus, contig)) = x.at(off) else {
-            return false;
-        };
-        let n = usize::try_from(contig)
-            .unwrap_or(usize::MAX)
-            .min(data.len() - done);
-        let Some(piece) = data.get(done..done + n) else {
-            return false;
-        };
-        if mem.write(bus, piece).is_err() {
-            return false;
-        }
-        done += n;
-    }
-    true
-}
-
-/// Reads `buf.len()` bytes at object offset `at` of a translation.
-pub(crate) fn read_at(mem: &dyn DmaMem, x: &Xlat, at: u64, buf: &mut [u8]) -> bool {
-    let mut done = 0usize;
-    let len = buf.len();
     while done < len {
         let Some(off) = u64::try_from(done).ok().and_then(|d| at.checked_add(d)) else {
             return false;
@@ -384,13 +297,28 @@ pub(crate) fn read_at(mem: &dyn DmaMem, x: &Xlat, at: u64, buf: &mut [u8]) -> bo
         let n = usize::try_from(contig)
             .unwrap_or(usize::MAX)
             .min(len - done);
-        let Some(piece) = buf.get_mut(done..done + n) else {
-            return false;
-        };
-        if mem.read(bus, piece).is_err() {
+        if !f(bus, done..done + n) {
             return false;
         }
         done += n;
     }
     true
+}
+
+/// Writes `data` at object offset `at` of a translation, split where the runs split. False
+/// on a missing translation or a DMA fault (a fault may leave a prefix written).
+pub(crate) fn write_at(mem: &dyn DmaMem, x: &Xlat, at: u64, data: &[u8]) -> bool {
+    for_each_piece(x, at, data.len(), |bus, r| {
+        data.get(r)
+            .is_some_and(|piece| mem.write(bus, piece).is_ok())
+    })
+}
+
+/// Reads `buf.len()` bytes at object offset `at` of a translation.
+pub(crate) fn read_at(mem: &dyn DmaMem, x: &Xlat, at: u64, buf: &mut [u8]) -> bool {
+    let len = buf.len();
+    for_each_piece(x, at, len, |bus, r| {
+        buf.get_mut(r)
+            .is_some_and(|piece| mem.read(bus, piece).is_ok())
+    })
 }

@@ -20,7 +20,7 @@
 //! timeout), the semantics and the deviations from hardware are in `Documentation/fwsim.md`
 //! ("Data path").
 
-use super::cqe::{self, op as cqe_op, syndrome as syn, Cqe};
+use super::cqe::{self, Cqe};
 use super::dma::DmaMem;
 use super::events::{Event, Popped, QpEvent, SrqEvent};
 use super::profile::LinkLayer;
@@ -30,30 +30,9 @@ use super::{capacity, Fw, QCnt};
 use crate::prm::consts::*;
 use crate::prm::ctx::{ads, qpc};
 use crate::prm::layout::Member;
-
-/// SQ WQE opcodes (`MLX5_OPCODE_*`, mlx5dv.h / include/linux/mlx5/qp.h).
-pub(crate) mod wqe_op {
-    /// `MLX5_OPCODE_NOP`.
-    pub(crate) const NOP: u8 = 0x00;
-    /// `MLX5_OPCODE_SEND_INVAL`: a SEND whose immediate is an rkey the responder invalidates.
-    pub(crate) const SEND_INVAL: u8 = 0x01;
-    /// `MLX5_OPCODE_RDMA_WRITE`.
-    pub(crate) const RDMA_WRITE: u8 = 0x08;
-    /// `MLX5_OPCODE_RDMA_WRITE_IMM`.
-    pub(crate) const RDMA_WRITE_IMM: u8 = 0x09;
-    /// `MLX5_OPCODE_SEND`.
-    pub(crate) const SEND: u8 = 0x0a;
-    /// `MLX5_OPCODE_SEND_IMM`.
-    pub(crate) const SEND_IMM: u8 = 0x0b;
-    /// `MLX5_OPCODE_RDMA_READ`.
-    pub(crate) const RDMA_READ: u8 = 0x10;
-    /// `MLX5_OPCODE_ATOMIC_CS`.
-    pub(crate) const ATOMIC_CS: u8 = 0x11;
-    /// `MLX5_OPCODE_ATOMIC_FA`.
-    pub(crate) const ATOMIC_FA: u8 = 0x12;
-    /// `MLX5_OPCODE_UMR`: here only a memory window's bind or invalidation.
-    pub(crate) const UMR: u8 = 0x25;
-}
+use crate::prm::wqe::{
+    cqe_off, cqe_op, ctrl, syndrome as syn, wqe_op, INLINE_SEG, INVALID_LKEY, SEND_WQE_BB,
+};
 
 /// A UMR WQE as libmlx5 44 builds a window bind (`set_bind_wr()`, qp.c): after the control
 /// segment `struct mlx5_wqe_umr_ctrl_seg` (48 bytes), `struct mlx5_wqe_mkey_context_seg` (64),
@@ -94,20 +73,8 @@ pub(crate) mod umr {
     pub(crate) const ACC_LOCAL_WRITE: u8 = 1 << 3;
 }
 
-/// `fm_ce_se` bits (`MLX5_WQE_CTRL_*`).
-pub(crate) mod ctrl {
-    /// `MLX5_WQE_CTRL_CQ_UPDATE`: signaled.
-    pub(crate) const CQ_UPDATE: u8 = 0x08;
-    /// `MLX5_WQE_CTRL_SOLICITED`.
-    pub(crate) const SOLICITED: u8 = 0x02;
-}
-
-/// `MLX5_INLINE_SEG`: the inline flag of a data segment's byte count.
-pub(crate) const INLINE_SEG: u32 = 0x8000_0000;
-/// `MLX5_INVALID_LKEY`: ends a receive scatter list shorter than `max_gs`.
-pub(crate) const INVALID_LKEY: u32 = 0x100;
 /// SQ WQE basic block.
-pub(crate) const WQEBB: u64 = 64;
+pub(crate) const WQEBB: u64 = SEND_WQE_BB as u64;
 /// Largest SQ WQE (`cmd_hca_cap.max_wqe_sz_sq`; `ds` is 6 bits in libmlx5 anyway).
 const MAX_SQ_WQE: usize = 1024;
 /// Largest RQ WQE read (`cmd_hca_cap.max_wqe_sz_rq`); a larger stride is read in part.
@@ -1179,12 +1146,12 @@ fn resp_ok(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<(Cqe, bool)>
 /// A responder CQE for receive WQE `d.rwqe_idx`.
 fn resp_cqe(d: &Snap, s: &Snap, opcode: u8, byte_cnt: u32, imm: Option<[u8; 4]>) -> Cqe {
     let mut c = Cqe::new(opcode, 0, d.qpn, d.rwqe_idx, d.q.user_index);
-    c.put32(cqe::off::BYTE_CNT, byte_cnt);
+    c.put32(cqe_off::BYTE_CNT, byte_cnt);
     if let Some(i) = imm {
-        c.put(cqe::off::IMM, &i);
+        c.put(cqe_off::IMM, &i);
     }
     c.put32(
-        cqe::off::FLAGS_RQPN,
+        cqe_off::FLAGS_RQPN,
         (u32::from(s.sl & 0xf) << 24) | wire_qpn(s),
     );
     c
@@ -1431,13 +1398,13 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
                             (false, false) => (0, s_sl(av)),
                         };
                         c.put32(
-                            cqe::off::FLAGS_RQPN,
+                            cqe_off::FLAGS_RQPN,
                             (g << 28) | (u32::from(sl & 0xf) << 24) | wire_qpn(s),
                         );
                     }
                     if !eth {
                         let slid = nodes.get(ni).map_or(0, |n| n.fw.port_lid(s.port));
-                        c.put16(cqe::off::SLID, slid);
+                        c.put16(cqe_off::SLID, slid);
                     }
                     let sol = w.flags & ctrl::SOLICITED != 0;
                     resp_ok(nodes, di, &d, Some((c, sol)), pkts);
@@ -1815,7 +1782,7 @@ fn finish(nodes: &mut [Node<'_>], ni: usize, slot: usize, w: &Wqe, res: ReqRes, 
             }
             if w.flags & ctrl::CQ_UPDATE != 0 {
                 let mut c = Cqe::new(cqe_op::REQ, w.opcode, s.qpn, w.idx, s.q.user_index);
-                c.put32(cqe::off::BYTE_CNT, byte_cnt);
+                c.put32(cqe_off::BYTE_CNT, byte_cnt);
                 push_cqe(n.fw, n.mem, s.send_cq, &c, false);
             }
         }

@@ -11,9 +11,8 @@ use std::cell::RefCell;
 use std::vec;
 use std::vec::Vec;
 
-use super::cqe::{op as cqe_op, syndrome as csyn};
 use super::dma::{DmaFault, DmaMem};
-use super::engine::{self, ctrl, wqe_op, Node, RunResult, INLINE_SEG, INVALID_LKEY};
+use super::engine::{self, Node, RunResult};
 use super::events::{Event, QpEvent, SrqEvent};
 use super::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use super::syndrome as syn;
@@ -24,6 +23,7 @@ use crate::prm::consts::*;
 use crate::prm::ctx::*;
 use crate::prm::layout::Member;
 use crate::prm::status::Status;
+use crate::prm::wqe::{cqe_op, ctrl, syndrome as csyn, wqe_op, INLINE_SEG, INVALID_LKEY};
 
 // ---------------------------------------------------------------------------------------
 // Fake memory.

@@ -482,6 +482,19 @@ impl<C: PrmCommand> Cmd<'_, C> {
         self.inbox.raw()
     }
 
+    /// Checks that the inbox holds a trailing array of `n` entries of `entry` bytes after its
+    /// fixed part (the MTT entries of CREATE_MKEY and CREATE_UMEM).
+    fn tail_fits(&self, n: u64, entry: usize) -> Done {
+        let needed = usize::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_mul(entry))
+            .and_then(|b| b.checked_add(<C::In as crate::prm::layout::PrmLayout>::SIZE_BYTES));
+        if !matches!(needed, Some(b) if self.inbox_raw().len() >= b) {
+            return fail(Status::BAD_INP_LEN_ERR, syndrome::INBOX_SHORT);
+        }
+        Ok(())
+    }
+
     /// Length of the outbox, fixed part and room for trailing arrays.
     fn out_len(&self) -> usize {
         self.out.len()
@@ -642,26 +655,10 @@ impl Fw {
     pub(crate) fn reset(&mut self, cfg: Config) -> Result<(), ConfigError> {
         Self::check(&cfg)?;
         self.cfg = cfg;
-        self.pds.clear();
-        self.uars.clear();
-        self.tds.clear();
-        self.uctxs.clear();
-        self.cqs.clear();
-        self.qps.clear();
-        self.mkeys.clear();
-        self.rmps.clear();
-        self.qcounters.clear();
-        self.xrc.clear();
-        self.memic.clear();
+        self.clear_objects();
         self.faults = FaultPlan::new();
         self.stats = Stats::default();
-        self.events.clear();
-        self.sq_hint = None;
-        self.resize = None;
-        self.flush = None;
-        self.scan_start = 0;
         self.hca.reset(hca::Lifecycle::Initialized);
-        self.reset_ports();
         Ok(())
     }
 

@@ -138,8 +138,10 @@ impl Eq {
     }
 }
 
-/// Life-cycle state, negotiated settings and EQs.
-pub(crate) struct Hca {
+/// Life-cycle state and what the driver set: everything of the function but its EQs, and what
+/// a power cycle puts back ([`HcaState::INITIALIZED`] is what the kernel simulator starts in).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HcaState {
     pub(crate) life: Lifecycle,
     /// The ISSI SET_ISSI chose (0 until then).
     pub(crate) issi: u32,
@@ -150,6 +152,23 @@ pub(crate) struct Hca {
     pub(crate) driver_version: [u8; 64],
     /// The NODE_DESC register once written (`node_desc.rs`); `None`: the firmware's default.
     pub(crate) node_desc: Option<[u8; 64]>,
+}
+
+impl HcaState {
+    /// An initialized function (mlx5_core's part is done), with the default settings.
+    const INITIALIZED: HcaState = HcaState {
+        life: Lifecycle::Initialized,
+        issi: 1,
+        host_endianness: None,
+        cur: CUR_DEFAULT,
+        driver_version: [0; 64],
+        node_desc: None,
+    };
+}
+
+/// Life-cycle state, negotiated settings and EQs.
+pub(crate) struct Hca {
+    pub(crate) st: HcaState,
     pub(crate) eqs: ResTable<Eq, MAX_EQS>,
 }
 
@@ -183,12 +202,7 @@ impl Hca {
     /// An initialized function (what the kernel simulator models: mlx5_core's part is done).
     pub(crate) fn new() -> Self {
         Hca {
-            life: Lifecycle::Initialized,
-            issi: 1,
-            host_endianness: None,
-            cur: CUR_DEFAULT,
-            driver_version: [0; 64],
-            node_desc: None,
+            st: HcaState::INITIALIZED,
             eqs: ResTable::new(EQ_BASE),
         }
     }
@@ -197,24 +211,18 @@ impl Hca {
     #[cfg(MODULE)]
     pub(crate) fn new_in_place() -> impl pin_init::Init<Self> {
         pin_init::init!(Hca {
-            life: Lifecycle::Initialized,
-            issi: 1,
-            host_endianness: None,
-            cur: CUR_DEFAULT,
-            driver_version: [0; 64],
-            node_desc: None,
+            st: HcaState::INITIALIZED,
             eqs <- ResTable::new_in_place(EQ_BASE),
         })
     }
 
     /// Back to the state after a power cycle.
     pub(crate) fn reset(&mut self, life: Lifecycle) {
-        self.life = life;
-        self.issi = if life == Lifecycle::Initialized { 1 } else { 0 };
-        self.host_endianness = None;
-        self.cur = CUR_DEFAULT;
-        self.driver_version = [0; 64];
-        self.node_desc = None;
+        self.st = HcaState {
+            life,
+            issi: if life == Lifecycle::Initialized { 1 } else { 0 },
+            ..HcaState::INITIALIZED
+        };
         self.eqs.clear();
     }
 }
@@ -250,13 +258,13 @@ impl Fw {
     /// Where the function is in its life cycle.
     #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn lifecycle(&self) -> Lifecycle {
-        self.hca.life
+        self.hca.st.life
     }
 
     /// The life-cycle gate of [`Fw::exec`]: `Some` refuses the command.
     pub(super) fn state_check(&self, opcode: u16) -> Option<CmdError> {
         use crate::prm::opcode as op;
-        let ok = match self.hca.life {
+        let ok = match self.hca.st.life {
             Lifecycle::Disabled => matches!(opcode, op::ENABLE_HCA | op::QUERY_ISSI),
             Lifecycle::Enabled => allowed_before_init(opcode),
             Lifecycle::Initialized => !matches!(
@@ -267,8 +275,8 @@ impl Fw {
         (!ok).then_some(CmdError::new(Status::BAD_SYS_STATE_ERR, syn::HCA_STATE))
     }
 
-    /// Frees every resource object (TEARDOWN_HCA, cold boot).
-    fn clear_objects(&mut self) {
+    /// Frees every resource object (TEARDOWN_HCA, cold boot, [`Fw::reset`]).
+    pub(super) fn clear_objects(&mut self) {
         self.pds.clear();
         self.uars.clear();
         self.tds.clear();
@@ -276,9 +284,11 @@ impl Fw {
         self.cqs.clear();
         self.qps.clear();
         self.mkeys.clear();
+        self.rmps.clear();
         self.qcounters.clear();
         self.umems.clear();
         self.xrc.clear();
+        self.memic.clear();
         self.events.clear();
         self.sq_hint = None;
         self.resize = None;
@@ -294,7 +304,7 @@ impl Fw {
             enable_hca_in::function_id,
             enable_hca_in::embedded_cpu_function,
         ])?;
-        self.hca.life = Lifecycle::Enabled;
+        self.hca.st.life = Lifecycle::Enabled;
         Ok(())
     }
 
@@ -304,7 +314,7 @@ impl Fw {
             disable_hca_in::function_id,
             disable_hca_in::embedded_cpu_function,
         ])?;
-        if self.hca.life != Lifecycle::Enabled {
+        if self.hca.st.life != Lifecycle::Enabled {
             return fail(Status::BAD_SYS_STATE_ERR, syn::HCA_STATE);
         }
         self.hca.reset(Lifecycle::Disabled);
@@ -313,7 +323,7 @@ impl Fw {
 
     /// QUERY_ISSI: ISSI 0 and 1 supported, the current one.
     pub(super) fn query_issi(&mut self, c: &mut Cmd<'_, QueryIssi>) -> Done {
-        c.set(query_issi_out::current_issi, self.hca.issi)?;
+        c.set(query_issi_out::current_issi, self.hca.st.issi)?;
         c.set(query_issi_out::supported_issi_dw0, SUPPORTED_ISSI)
     }
 
@@ -323,7 +333,7 @@ impl Fw {
         if issi >= 32 || SUPPORTED_ISSI & (1 << issi) == 0 {
             return fail(Status::BAD_PARAM_ERR, syn::ISSI_UNSUPPORTED);
         }
-        self.hca.issi = issi;
+        self.hca.st.issi = issi;
         Ok(())
     }
 
@@ -368,8 +378,8 @@ impl Fw {
                 if pkey != 0 || checksum != 0 || uar_page != 0 || uar_4k != 0 {
                     return fail(Status::BAD_PARAM_ERR, syn::CAP_NOT_WRITABLE);
                 }
-                self.hca.cur.log_max_qp = Some(log_max_qp);
-                self.hca.cur.pkey_table_size = pkey;
+                self.hca.st.cur.log_max_qp = Some(log_max_qp);
+                self.hca.st.cur.pkey_table_size = pkey;
                 Ok(())
             }
             CAP_ATOMIC => {
@@ -378,7 +388,7 @@ impl Fw {
                 if mode != 1 {
                     return fail(Status::BAD_PARAM_ERR, syn::CAP_NOT_WRITABLE);
                 }
-                self.hca.cur.atomic_req_8b_endianness_mode = mode;
+                self.hca.st.cur.atomic_req_8b_endianness_mode = mode;
                 Ok(())
             }
             CAP_ROCE if self.cfg.link_layer == super::profile::LinkLayer::Ethernet => {
@@ -399,7 +409,7 @@ impl Fw {
         {
             return fail(Status::BAD_PARAM_ERR, syn::RESERVED_NOT_ZERO);
         }
-        self.hca.life = Lifecycle::Initialized;
+        self.hca.st.life = Lifecycle::Initialized;
         Ok(())
     }
 
@@ -410,16 +420,16 @@ impl Fw {
             return fail(Status::BAD_PARAM_ERR, syn::TEARDOWN_PROFILE);
         }
         self.clear_objects();
-        self.hca.life = Lifecycle::Enabled;
+        self.hca.st.life = Lifecycle::Enabled;
         Ok(())
     }
 
     /// SET_DRIVER_VERSION: keeps the string (`"Linux,mlx5_core,<version>"`).
     pub(super) fn set_driver_version(&mut self, c: &mut Cmd<'_, SetDriverVersion>) -> Done {
         let s = c.in_bytes(set_driver_version_in::driver_version);
-        let n = s.len().min(self.hca.driver_version.len());
-        self.hca.driver_version.fill(0);
-        if let (Some(d), Some(s)) = (self.hca.driver_version.get_mut(..n), s.get(..n)) {
+        let n = s.len().min(self.hca.st.driver_version.len());
+        self.hca.st.driver_version.fill(0);
+        if let (Some(d), Some(s)) = (self.hca.st.driver_version.get_mut(..n), s.get(..n)) {
             d.copy_from_slice(s);
         }
         Ok(())
@@ -428,7 +438,7 @@ impl Fw {
     /// The driver version string SET_DRIVER_VERSION stored (up to the first NUL).
     #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
     pub(crate) fn driver_version(&self) -> &[u8] {
-        let v = &self.hca.driver_version;
+        let v = &self.hca.st.driver_version;
         let end = v.iter().position(|&b| b == 0).unwrap_or(v.len());
         v.get(..end).unwrap_or(&[])
     }
@@ -448,12 +458,12 @@ impl Fw {
                 if he != SET_HOST_ENDIANNESS_LE && he != 0 {
                     return fail(Status::BAD_PARAM_ERR, syn::REG_BAD_WRITE);
                 }
-                self.hca.host_endianness = Some(he);
+                self.hca.st.host_endianness = Some(he);
             }
             ACCESS_REG_READ => {}
             _ => return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD),
         }
-        let v = self.hca.host_endianness.unwrap_or(0);
+        let v = self.hca.st.host_endianness.unwrap_or(0);
         if let Some(b) = c.out.raw_mut().get_mut(access_register_out::SIZE_BYTES) {
             *b = v;
         }
@@ -496,12 +506,12 @@ impl Fw {
         c: &mut Cmd<'_, QueryHcaCap>,
         cap: Member<query_hca_cap_out::Bits>,
     ) -> Result<(), CmdError> {
-        if let Some(q) = self.hca.cur.log_max_qp {
+        if let Some(q) = self.hca.st.cur.log_max_qp {
             c.set(cap.inner(cmd_hca_cap::log_max_qp), q)?;
         }
         c.set(
             cap.inner(cmd_hca_cap::pkey_table_size),
-            self.hca.cur.pkey_table_size,
+            self.hca.st.cur.pkey_table_size,
         )
     }
 
@@ -566,9 +576,7 @@ impl Fw {
             }
             *p = u64::from_be_bytes(a) & !(page_bytes - 1);
         }
-        let Some(eqn) = self.hca.eqs.alloc(eq) else {
-            return fail(Status::NO_RES_ERR, syn::TABLE_FULL);
-        };
+        let eqn = self.hca.eqs.insert(eq)?;
         c.set(create_eq_out::eq_number, eqn)
     }
 

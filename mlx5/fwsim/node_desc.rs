@@ -62,6 +62,7 @@ impl Fw {
     /// default.
     pub(crate) fn node_desc(&self) -> [u8; NODE_DESC_BYTES] {
         self.hca
+            .st
             .node_desc
             .unwrap_or_else(|| self.default_node_desc())
     }
@@ -81,7 +82,7 @@ impl Fw {
         }
         match c.op_mod {
             ACCESS_REG_READ => {}
-            ACCESS_REG_WRITE => self.hca.node_desc = Some(given),
+            ACCESS_REG_WRITE => self.hca.st.node_desc = Some(given),
             _ => return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD),
         }
         let desc = self.node_desc();

@@ -20,9 +20,6 @@ use crate::prm::consts;
 use crate::prm::ctx::{cqc, mkc};
 use crate::prm::status::Status;
 
-/// `NO_RES_ERR` for a full table.
-const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
-
 /// `NO_RES_ERR` for a translation that does not fit the compressed form.
 pub(super) fn fragmented(_: Fragmented) -> CmdError {
     CmdError::new(Status::NO_RES_ERR, syn::TRANSLATION_FRAGMENTED)
@@ -31,7 +28,7 @@ pub(super) fn fragmented(_: Fragmented) -> CmdError {
 impl Fw {
     /// ALLOC_PD: a protection domain for the command's uid.
     pub(super) fn alloc_pd(&mut self, c: &mut Cmd<'_, AllocPd>) -> Done {
-        let pd = self.pds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        let pd = self.pds.insert(Owned { uid: c.uid })?;
         c.set(alloc_pd_out::pd, pd)
     }
 
@@ -54,26 +51,20 @@ impl Fw {
 
     /// Checks that `pd` exists and `uid` may use it.
     pub(super) fn pd_usable(&self, uid: u16, pd: u32) -> Result<(), CmdError> {
-        let o = self
-            .pds
-            .get(pd)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::PD_UNKNOWN))?;
+        let o = self.pds.lookup(pd, syn::PD_UNKNOWN)?;
         Self::owned(uid, o.uid)
     }
 
     /// ALLOC_UAR: a doorbell page.
     pub(super) fn alloc_uar(&mut self, c: &mut Cmd<'_, AllocUar>) -> Done {
-        let uar = self.uars.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        let uar = self.uars.insert(Owned { uid: c.uid })?;
         c.set(alloc_uar_out::uar, uar)
     }
 
     /// DEALLOC_UAR: refused while a CQ or a QP rings doorbells through it.
     pub(super) fn dealloc_uar(&mut self, c: &mut Cmd<'_, DeallocUar>) -> Done {
         let uar = c.get(dealloc_uar_in::uar);
-        let o = self
-            .uars
-            .get(uar)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::UAR_UNKNOWN))?;
+        let o = self.uars.lookup(uar, syn::UAR_UNKNOWN)?;
         Self::owned(c.uid, o.uid)?;
         if self.cqs.iter().any(|(_, q)| q.uar == uar) || self.qps.iter().any(|(_, q)| q.uar == uar)
         {
@@ -86,10 +77,7 @@ impl Fw {
     /// Checks that a UAR named by a CQ or QP context exists. UARs of the kernel (uid 0) may be
     /// used by user objects: mlx5_ib allocates the UARs of user contexts without a uid.
     pub(super) fn uar_usable(&self, uid: u16, uar: u32) -> Result<(), CmdError> {
-        let o = self
-            .uars
-            .get(uar)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::UAR_UNKNOWN))?;
+        let o = self.uars.lookup(uar, syn::UAR_UNKNOWN)?;
         if o.uid == 0 {
             return Ok(());
         }
@@ -98,17 +86,14 @@ impl Fw {
 
     /// ALLOC_TRANSPORT_DOMAIN.
     pub(super) fn alloc_td(&mut self, c: &mut Cmd<'_, AllocTransportDomain>) -> Done {
-        let td = self.tds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        let td = self.tds.insert(Owned { uid: c.uid })?;
         c.set(alloc_transport_domain_out::transport_domain, td)
     }
 
     /// DEALLOC_TRANSPORT_DOMAIN (TIRs and TISes, its users, are not modeled).
     pub(super) fn dealloc_td(&mut self, c: &mut Cmd<'_, DeallocTransportDomain>) -> Done {
         let td = c.get(dealloc_transport_domain_in::transport_domain);
-        let o = self
-            .tds
-            .get(td)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::TD_UNKNOWN))?;
+        let o = self.tds.lookup(td, syn::TD_UNKNOWN)?;
         Self::owned(c.uid, o.uid)?;
         self.tds.free(td);
         Ok(())
@@ -117,13 +102,10 @@ impl Fw {
     /// ALLOC_Q_COUNTER: a counter set, all zero (upstream `mlx5_ib_alloc_counters()` takes one
     /// per port; a QP counts into the set its QPC's `counter_set_id` names).
     pub(super) fn alloc_q_counter(&mut self, c: &mut Cmd<'_, AllocQCounter>) -> Done {
-        let id = self
-            .qcounters
-            .alloc(QCounter {
-                uid: c.uid,
-                v: [0; QCNT_N],
-            })
-            .ok_or(FULL)?;
+        let id = self.qcounters.insert(QCounter {
+            uid: c.uid,
+            v: [0; QCNT_N],
+        })?;
         c.set(alloc_q_counter_out::counter_set_id, id)
     }
 
@@ -200,7 +182,7 @@ impl Fw {
             return fail(Status::BAD_PARAM_ERR, syn::UCTX_CAP);
         }
         // uids are 16-bit; the table is far smaller, so every number fits.
-        let uid = self.uctxs.alloc(Uctx { cap }).ok_or(FULL)?;
+        let uid = self.uctxs.insert(Uctx { cap })?;
         c.set(create_uctx_out::uid, uid)
     }
 
@@ -229,10 +211,7 @@ impl Fw {
 
     /// Checks that `cqn` exists and `uid` may use it.
     pub(super) fn cq_usable(&self, uid: u16, cqn: u32, syndrome: u32) -> Result<(), CmdError> {
-        let cq = self
-            .cqs
-            .get(cqn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syndrome))?;
+        let cq = self.cqs.lookup(cqn, syndrome)?;
         Self::owned(uid, cq.uid)
     }
 
@@ -279,7 +258,7 @@ impl Fw {
             q,
             umems,
         };
-        let cqn = self.cqs.alloc(cq).ok_or(FULL)?;
+        let cqn = self.cqs.insert(cq)?;
         c.set(create_cq_out::cqn, cqn)
     }
 
@@ -313,10 +292,7 @@ impl Fw {
     pub(super) fn query_cq(&mut self, c: &mut Cmd<'_, QueryCq>) -> Done {
         let cqn = c.get(query_cq_in::cqn);
         self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
-        let cq = self
-            .cqs
-            .get(cqn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::CQ_UNKNOWN))?;
+        let cq = self.cqs.lookup(cqn, syn::CQ_UNKNOWN)?;
         let (bytes, failed, pi) = (cq.cqc, cq.q.failed, cq.q.pi);
         c.set_bytes(query_cq_out::cq_context, &bytes)?;
         let ctx = query_cq_out::cq_context;
@@ -377,10 +353,7 @@ impl Fw {
             }
             _ => return fail(Status::BAD_PARAM_ERR, syn::BAD_OP_MOD),
         }
-        let cq = self
-            .cqs
-            .get_mut(cqn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::CQ_UNKNOWN))?;
+        let cq = self.cqs.lookup_mut(cqn, syn::CQ_UNKNOWN)?;
         for (f, v) in updates.iter().flatten() {
             f.set(&mut cq.cqc, *v)
                 .map_err(|_| CmdError::new(Status::INT_ERR, syn::RESERVED_NOT_ZERO))?;
@@ -428,13 +401,7 @@ impl Fw {
         }
         // The translation entries (16-byte octwords) follow the fixed layout.
         let octwords = c.get(create_mkey_in::translations_octword_actual_size);
-        let needed = usize::try_from(octwords)
-            .ok()
-            .and_then(|o| o.checked_mul(16))
-            .and_then(|b| b.checked_add(create_mkey_in::SIZE_BYTES));
-        if !matches!(needed, Some(n) if c.inbox_raw().len() >= n) {
-            return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
-        }
+        c.tail_fits(u64::from(octwords), 16)?;
         let mkc: [u8; MKC_BYTES] = c.inbox.array(ctx);
         // The MTT entries follow the fixed layout.
         let info =
@@ -454,16 +421,13 @@ impl Fw {
             info,
             win,
         };
-        let index = self.mkeys.alloc(m).ok_or(FULL)?;
+        let index = self.mkeys.insert(m)?;
         c.set(create_mkey_out::mkey_index, index)
     }
 
     /// Checks that `index` names an mkey `uid` may use.
     fn mkey_usable(&self, uid: u16, index: u32) -> Result<(), CmdError> {
-        let m = self
-            .mkeys
-            .get(index)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::MKEY_UNKNOWN))?;
+        let m = self.mkeys.lookup(index, syn::MKEY_UNKNOWN)?;
         Self::owned(uid, m.uid)
     }
 
@@ -479,10 +443,7 @@ impl Fw {
     pub(super) fn query_mkey(&mut self, c: &mut Cmd<'_, QueryMkey>) -> Done {
         let index = c.get(query_mkey_in::mkey_index);
         self.mkey_usable(c.uid, index)?;
-        let m = self
-            .mkeys
-            .get(index)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::MKEY_UNKNOWN))?;
+        let m = self.mkeys.lookup(index, syn::MKEY_UNKNOWN)?;
         let bytes = m.mkc;
         c.set_bytes(query_mkey_out::memory_key_mkey_entry, &bytes)
     }

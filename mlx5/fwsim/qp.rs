@@ -249,10 +249,7 @@ impl Fw {
             q,
             umems,
         };
-        let qpn = self
-            .qps
-            .alloc(qp)
-            .ok_or(CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL))?;
+        let qpn = self.qps.insert(qp)?;
         c.set(create_qp_out::qpn, qpn)
     }
 
@@ -267,10 +264,7 @@ impl Fw {
 
     /// Checks that `qpn` names a QP `uid` may use.
     fn qp_usable(&self, uid: u16, qpn: u32) -> Result<(), CmdError> {
-        let q = self
-            .qps
-            .get(qpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        let q = self.qps.lookup(qpn, syn::QP_UNKNOWN)?;
         Self::owned(uid, q.uid)
     }
 
@@ -293,10 +287,7 @@ impl Fw {
     pub(super) fn query_qp(&mut self, c: &mut Cmd<'_, QueryQp>) -> Done {
         let qpn = c.get(query_qp_in::qpn);
         self.qp_usable(c.uid, qpn)?;
-        let q = self
-            .qps
-            .get(qpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        let q = self.qps.lookup(qpn, syn::QP_UNKNOWN)?;
         let (bytes, state, sq, rq) = (q.qpc, q.state, q.q.sq_ci, q.q.rq_ci);
         c.set_bytes(query_qp_out::qpc, &bytes)?;
         c.set(
@@ -312,11 +303,8 @@ impl Fw {
     pub(super) fn modify_qp<C: QpTransitionModel>(&mut self, c: &mut Cmd<'_, C>) -> Done {
         let qpn = c.get(C::QPN);
         self.qp_usable(c.uid, qpn)?;
-        let (state, st) = self
-            .qps
-            .get(qpn)
-            .map(|q| (q.state, qpc::st.get(&q.qpc).unwrap_or(QPC_ST_RC)))
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        let q = self.qps.lookup(qpn, syn::QP_UNKNOWN)?;
+        let (state, st) = (q.state, qpc::st.get(&q.qpc).unwrap_or(QPC_ST_RC));
         if C::FROM.is_some_and(|f| f != state) {
             return fail(Status::BAD_RES_STATE_ERR, syn::QP_BAD_STATE);
         }
@@ -338,10 +326,7 @@ impl Fw {
                 self.q_counter_usable(c.uid, set)?;
             }
         }
-        let q = self
-            .qps
-            .get_mut(qpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::QP_UNKNOWN))?;
+        let q = self.qps.lookup_mut(qpn, syn::QP_UNKNOWN)?;
         let mut next = q.qpc;
         for f in C::FIELDS {
             if !optional_taken(C::OPCODE, st, *f, opt) {

@@ -27,7 +27,6 @@ use crate::prm::status::Status;
 pub(crate) const NEXT_SEG: usize = 16;
 
 /// `NO_RES_ERR` for a full table.
-const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
 
 /// What the data path keeps of an SRQ.
 #[derive(Clone, Copy, Debug)]
@@ -124,10 +123,7 @@ impl SrqState {
 impl Fw {
     /// Checks that `rmpn` names an RMP `uid` may use.
     pub(super) fn rmp_usable(&self, uid: u16, rmpn: u32, syndrome: u32) -> Result<(), CmdError> {
-        let r = self
-            .rmps
-            .get(rmpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syndrome))?;
+        let r = self.rmps.lookup(rmpn, syndrome)?;
         Self::owned(uid, r.uid)
     }
 
@@ -170,7 +166,7 @@ impl Fw {
             rmpc: bytes,
             q,
         };
-        let rmpn = self.rmps.alloc(rmp).ok_or(FULL)?;
+        let rmpn = self.rmps.insert(rmp)?;
         c.set(create_rmp_out::rmpn, rmpn)
     }
 
@@ -189,10 +185,7 @@ impl Fw {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_BITMASK);
         }
         let lwm = c.get(modify_rmp_in::ctx.inner(rmpc::wq.inner(wq::lwm)));
-        let r = self
-            .rmps
-            .get_mut(rmpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::RMP_UNKNOWN))?;
+        let r = self.rmps.lookup_mut(rmpn, syn::RMP_UNKNOWN)?;
         if lwm >= 1 << r.q.log_sz {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_LWM);
         }
@@ -205,10 +198,7 @@ impl Fw {
     pub(super) fn query_rmp(&mut self, c: &mut Cmd<'_, QueryRmp>) -> Done {
         let rmpn = c.get(query_rmp_in::rmpn);
         self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
-        let r = self
-            .rmps
-            .get(rmpn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::RMP_UNKNOWN))?;
+        let r = self.rmps.lookup(rmpn, syn::RMP_UNKNOWN)?;
         let (bytes, lwm, ci) = (r.rmpc, r.q.lwm, r.q.ci);
         let ctx = query_rmp_out::rmp_context;
         c.set_bytes(ctx, &bytes)?;

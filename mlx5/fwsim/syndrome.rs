@@ -25,6 +25,9 @@ impl CmdError {
     pub(crate) const fn new(status: Status, syndrome: u32) -> Self {
         Self { status, syndrome }
     }
+
+    /// An object table (or the QP's range of numbers) has no free entry.
+    pub(crate) const TABLE_FULL: CmdError = CmdError::new(Status::NO_RES_ERR, TABLE_FULL);
 }
 
 /// Declares the syndromes and the [`ALL`] table (used by a test that checks they are unique).

@@ -2,6 +2,9 @@
 
 //! Fixed-capacity resource tables with hardware-style 24-bit object numbers.
 
+use super::syndrome::CmdError;
+use crate::prm::status::Status;
+
 /// A table of up to `N` objects of type `T`, addressed by the number firmware hands out
 /// (`pdn`, `cqn`, `qpn`, `mkey_index`, ...): number = `base` + slot.
 ///
@@ -63,6 +66,25 @@ impl<T: Copy, const N: usize> ResTable<T, N> {
             }
         }
         None
+    }
+
+    /// [`alloc`](Self::alloc) as a command's method needs it: a full table is the firmware's
+    /// `NO_RES_ERR` ([`CmdError::TABLE_FULL`]).
+    pub(crate) fn insert(&mut self, v: T) -> Result<u32, CmdError> {
+        self.alloc(v).ok_or(CmdError::TABLE_FULL)
+    }
+
+    /// [`get`](Self::get) as a command's method needs it: a number that names no object is
+    /// `BAD_RES_ERR` with the syndrome `unknown` of the table's kind.
+    pub(crate) fn lookup(&self, number: u32, unknown: u32) -> Result<&T, CmdError> {
+        self.get(number)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, unknown))
+    }
+
+    /// [`get_mut`](Self::get_mut) with the error of [`lookup`](Self::lookup).
+    pub(crate) fn lookup_mut(&mut self, number: u32, unknown: u32) -> Result<&mut T, CmdError> {
+        self.get_mut(number)
+            .ok_or(CmdError::new(Status::BAD_RES_ERR, unknown))
     }
 
     fn slot(&self, number: u32) -> Option<usize> {

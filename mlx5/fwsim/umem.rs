@@ -58,13 +58,7 @@ impl Fw {
         if n == 0 || n > MAX_MTT || off >= page {
             return fail(Status::BAD_PARAM_ERR, syn::UMEM_BAD_MTT);
         }
-        let needed = usize::try_from(n)
-            .ok()
-            .and_then(|n| n.checked_mul(8))
-            .and_then(|b| b.checked_add(create_umem_in::SIZE_BYTES));
-        if !matches!(needed, Some(b) if c.inbox_raw().len() >= b) {
-            return fail(Status::BAD_INP_LEN_ERR, syn::INBOX_SHORT);
-        }
+        c.tail_fits(n, 8)?;
         let xlat = Xlat::from_pages(c.inbox_raw(), create_umem_in::SIZE_BYTES, n, page)
             .map_err(super::objects::fragmented)?;
         let len = n.saturating_mul(page) - off;
@@ -74,10 +68,7 @@ impl Fw {
             page_offset: off,
             len,
         };
-        let id = self
-            .umems
-            .alloc(m)
-            .ok_or(CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL))?;
+        let id = self.umems.insert(m)?;
         c.set(create_umem_out::umem_id, id)
     }
 
@@ -96,10 +87,7 @@ impl Fw {
 
     /// The umem `id` if `uid` may use it.
     fn umem(&self, uid: u16, id: u32) -> Result<&Umem, CmdError> {
-        let m = self
-            .umems
-            .get(id)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))?;
+        let m = self.umems.lookup(id, syn::UMEM_UNKNOWN)?;
         Self::owned(uid, m.uid)
             .map_err(|_| CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))?;
         Ok(m)

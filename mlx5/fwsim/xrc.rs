@@ -40,8 +40,6 @@ const XRC_SRQ_BASE: u32 = 0x380;
 /// `MLX5_XRC_SRQC_STATE_GOOD`.
 const XRC_SRQC_STATE_GOOD: u32 = 0;
 
-const FULL: CmdError = CmdError::new(Status::NO_RES_ERR, syn::TABLE_FULL);
-
 /// An XRC SRQ: who owns it and what it uses.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct XrcSrq {
@@ -118,7 +116,7 @@ impl Xrc {
 impl Fw {
     /// ALLOC_XRCD: a new XRC domain for the caller's uid.
     pub(super) fn alloc_xrcd(&mut self, c: &mut Cmd<'_, AllocXrcd>) -> Done {
-        let xrcd = self.xrc.xrcds.alloc(Owned { uid: c.uid }).ok_or(FULL)?;
+        let xrcd = self.xrc.xrcds.insert(Owned { uid: c.uid })?;
         c.set(alloc_xrcd_out::xrcd, xrcd)
     }
 
@@ -138,11 +136,7 @@ impl Fw {
 
     /// Checks that `xrcd` names an XRC domain `uid` may use.
     pub(super) fn xrcd_usable(&self, uid: u16, xrcd: u32) -> Result<(), CmdError> {
-        let o = self
-            .xrc
-            .xrcds
-            .get(xrcd)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::XRCD_UNKNOWN))?;
+        let o = self.xrc.xrcds.lookup(xrcd, syn::XRCD_UNKNOWN)?;
         Self::owned(uid, o.uid)
     }
 
@@ -198,29 +192,21 @@ impl Fw {
             dbr,
         );
         let user_index = c.get(x(xrc_srqc::user_index));
-        let srqn = self
-            .xrc
-            .srqs
-            .alloc(XrcSrq {
-                uid: c.uid,
-                xrcd,
-                pd,
-                cqn,
-                user_index,
-                q,
-            })
-            .ok_or(FULL)?;
+        let srqn = self.xrc.srqs.insert(XrcSrq {
+            uid: c.uid,
+            xrcd,
+            pd,
+            cqn,
+            user_index,
+            q,
+        })?;
         c.set(create_xrc_srq_out::xrc_srqn, srqn)
     }
 
     /// DESTROY_XRC_SRQ.
     pub(super) fn destroy_xrc_srq(&mut self, c: &mut Cmd<'_, DestroyXrcSrq>) -> Done {
         let srqn = c.get(destroy_xrc_srq_in::xrc_srqn);
-        let s = self
-            .xrc
-            .srqs
-            .get(srqn)
-            .ok_or(CmdError::new(Status::BAD_RES_ERR, syn::XRC_SRQ_UNKNOWN))?;
+        let s = self.xrc.srqs.lookup(srqn, syn::XRC_SRQ_UNKNOWN)?;
         Self::owned(c.uid, s.uid)?;
         self.xrc.srqs.free(srqn);
         Ok(())

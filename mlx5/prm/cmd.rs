@@ -313,16 +313,16 @@ prm_layouts! {
         ece @ 0x60, 0x20;
     }
 
-    /// `struct mlx5_ifc_destroy_qp_in_bits` (mlx5_ifc.h).
-    destroy_qp_in, 0x80 {
+    /// `struct mlx5_ifc_{destroy_qp,qp_2err,qp_2rst}_in_bits` (mlx5_ifc.h): the same members.
+    destroy_qp_in | qp_2err_in | qp_2rst_in, 0x80 {
         opcode @ 0x0, 0x10;
         uid @ 0x10, 0x10;
         op_mod @ 0x30, 0x10;
         qpn @ 0x48, 0x18;
     }
 
-    /// `struct mlx5_ifc_destroy_qp_out_bits` (mlx5_ifc.h).
-    destroy_qp_out, 0x80 {
+    /// `struct mlx5_ifc_{destroy_qp,qp_2err,qp_2rst}_out_bits` (mlx5_ifc.h): the same members.
+    destroy_qp_out | qp_2err_out | qp_2rst_out, 0x80 {
         status @ 0x0, 0x8;
         syndrome @ 0x20, 0x20;
     }
@@ -345,8 +345,8 @@ prm_layouts! {
         qp_pas_or_qpc_ext_and_pas @ 0x880, 0x600;
     }
 
-    /// `struct mlx5_ifc_rst2init_qp_in_bits` (mlx5_ifc.h).
-    rst2init_qp_in, 0x880 {
+    /// `struct mlx5_ifc_{rst2init,init2init,init2rtr,rtr2rts,rts2rts}_qp_in_bits` (mlx5_ifc.h): the same members.
+    rst2init_qp_in | init2init_qp_in | init2rtr_qp_in | rtr2rts_qp_in | rts2rts_qp_in, 0x880 {
         opcode @ 0x0, 0x10;
         uid @ 0x10, 0x10;
         op_mod @ 0x30, 0x10;
@@ -356,111 +356,11 @@ prm_layouts! {
         qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
     }
 
-    /// `struct mlx5_ifc_rst2init_qp_out_bits` (mlx5_ifc.h).
-    rst2init_qp_out, 0x80 {
+    /// `struct mlx5_ifc_{rst2init,init2init,init2rtr,rtr2rts,rts2rts}_qp_out_bits` (mlx5_ifc.h): the same members.
+    rst2init_qp_out | init2init_qp_out | init2rtr_qp_out | rtr2rts_qp_out | rts2rts_qp_out, 0x80 {
         status @ 0x0, 0x8;
         syndrome @ 0x20, 0x20;
         ece @ 0x60, 0x20;
-    }
-
-    /// `struct mlx5_ifc_init2init_qp_in_bits` (mlx5_ifc.h).
-    init2init_qp_in, 0x880 {
-        opcode @ 0x0, 0x10;
-        uid @ 0x10, 0x10;
-        op_mod @ 0x30, 0x10;
-        qpn @ 0x48, 0x18;
-        opt_param_mask @ 0x80, 0x20;
-        ece @ 0xa0, 0x20;
-        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
-    }
-
-    /// `struct mlx5_ifc_init2init_qp_out_bits` (mlx5_ifc.h).
-    init2init_qp_out, 0x80 {
-        status @ 0x0, 0x8;
-        syndrome @ 0x20, 0x20;
-        ece @ 0x60, 0x20;
-    }
-
-    /// `struct mlx5_ifc_init2rtr_qp_in_bits` (mlx5_ifc.h).
-    init2rtr_qp_in, 0x880 {
-        opcode @ 0x0, 0x10;
-        uid @ 0x10, 0x10;
-        op_mod @ 0x30, 0x10;
-        qpn @ 0x48, 0x18;
-        opt_param_mask @ 0x80, 0x20;
-        ece @ 0xa0, 0x20;
-        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
-    }
-
-    /// `struct mlx5_ifc_init2rtr_qp_out_bits` (mlx5_ifc.h).
-    init2rtr_qp_out, 0x80 {
-        status @ 0x0, 0x8;
-        syndrome @ 0x20, 0x20;
-        ece @ 0x60, 0x20;
-    }
-
-    /// `struct mlx5_ifc_rtr2rts_qp_in_bits` (mlx5_ifc.h).
-    rtr2rts_qp_in, 0x880 {
-        opcode @ 0x0, 0x10;
-        uid @ 0x10, 0x10;
-        op_mod @ 0x30, 0x10;
-        qpn @ 0x48, 0x18;
-        opt_param_mask @ 0x80, 0x20;
-        ece @ 0xa0, 0x20;
-        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
-    }
-
-    /// `struct mlx5_ifc_rtr2rts_qp_out_bits` (mlx5_ifc.h).
-    rtr2rts_qp_out, 0x80 {
-        status @ 0x0, 0x8;
-        syndrome @ 0x20, 0x20;
-        ece @ 0x60, 0x20;
-    }
-
-    /// `struct mlx5_ifc_rts2rts_qp_in_bits` (mlx5_ifc.h).
-    rts2rts_qp_in, 0x880 {
-        opcode @ 0x0, 0x10;
-        uid @ 0x10, 0x10;
-        op_mod @ 0x30, 0x10;
-        qpn @ 0x48, 0x18;
-        opt_param_mask @ 0x80, 0x20;
-        ece @ 0xa0, 0x20;
-        qpc @ 0xc0, 0x740 => crate::prm::ctx::qpc;
-    }
-
-    /// `struct mlx5_ifc_rts2rts_qp_out_bits` (mlx5_ifc.h).
-    rts2rts_qp_out, 0x80 {
-        status @ 0x0, 0x8;
-        syndrome @ 0x20, 0x20;
-        ece @ 0x60, 0x20;
-    }
-
-    /// `struct mlx5_ifc_qp_2err_in_bits` (mlx5_ifc.h).
-    qp_2err_in, 0x80 {
-        opcode @ 0x0, 0x10;
-        uid @ 0x10, 0x10;
-        op_mod @ 0x30, 0x10;
-        qpn @ 0x48, 0x18;
-    }
-
-    /// `struct mlx5_ifc_qp_2err_out_bits` (mlx5_ifc.h).
-    qp_2err_out, 0x80 {
-        status @ 0x0, 0x8;
-        syndrome @ 0x20, 0x20;
-    }
-
-    /// `struct mlx5_ifc_qp_2rst_in_bits` (mlx5_ifc.h).
-    qp_2rst_in, 0x80 {
-        opcode @ 0x0, 0x10;
-        uid @ 0x10, 0x10;
-        op_mod @ 0x30, 0x10;
-        qpn @ 0x48, 0x18;
-    }
-
-    /// `struct mlx5_ifc_qp_2rst_out_bits` (mlx5_ifc.h).
-    qp_2rst_out, 0x80 {
-        status @ 0x0, 0x8;
-        syndrome @ 0x20, 0x20;
     }
 
     /// `struct mlx5_ifc_create_mkey_in_bits` (mlx5_ifc.h).
@@ -603,8 +503,8 @@ prm_layouts! {
         obj_id @ 0x40, 0x20;
     }
 
-    /// `struct mlx5_ifc_enable_hca_in_bits` (mlx5_ifc.h).
-    enable_hca_in, 0x80 {
+    /// `struct mlx5_ifc_{enable,disable}_hca_in_bits` (mlx5_ifc.h): the same members.
+    enable_hca_in | disable_hca_in, 0x80 {
         opcode @ 0x0, 0x10;
         op_mod @ 0x30, 0x10;
         embedded_cpu_function @ 0x40, 0x1;
@@ -612,23 +512,8 @@ prm_layouts! {
         function_id @ 0x50, 0x10;
     }
 
-    /// `struct mlx5_ifc_enable_hca_out_bits` (mlx5_ifc.h).
-    enable_hca_out, 0x60 {
-        status @ 0x0, 0x8;
-        syndrome @ 0x20, 0x20;
-    }
-
-    /// `struct mlx5_ifc_disable_hca_in_bits` (mlx5_ifc.h).
-    disable_hca_in, 0x80 {
-        opcode @ 0x0, 0x10;
-        op_mod @ 0x30, 0x10;
-        embedded_cpu_function @ 0x40, 0x1;
-        function_id_type @ 0x43, 0x1;
-        function_id @ 0x50, 0x10;
-    }
-
-    /// `struct mlx5_ifc_disable_hca_out_bits` (mlx5_ifc.h).
-    disable_hca_out, 0x60 {
+    /// `struct mlx5_ifc_{enable,disable}_hca_out_bits` (mlx5_ifc.h): the same members.
+    enable_hca_out | disable_hca_out, 0x60 {
         status @ 0x0, 0x8;
         syndrome @ 0x20, 0x20;
     }

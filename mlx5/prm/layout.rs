@@ -568,49 +568,64 @@ impl<'a, L: PrmLayout> BufMut<'a, L> {
 /// (so a declared layout is a checked layout, with no list to keep). A member that embeds a
 /// layout says which (`qpc @ 0xc0, 0x800 => crate::prm::ctx::qpc;`), and must be exactly that
 /// layout's width.
+///
+/// Layouts that mlx5_ifc.h declares with the same members (the QP transitions' mailboxes) are
+/// one entry, `a | b | c, SIZE { .. }`: each name still gets its own module and `Bits` type
+/// (a member of `a` does not fill a mailbox of `b`), and its own line in `ALL`.
 macro_rules! prm_layouts {
     (
         $(
             $(#[$doc:meta])*
-            $name:ident, $size:literal {
-                $($field:ident @ $off:expr, $width:expr $(=> $($nest:ident)::+)?;)*
-            }
+            $($name:ident)|+, $size:literal { $($body:tt)* }
         )*
     ) => {
         $(
-            $(#[$doc])*
-            #[allow(non_upper_case_globals)]
-            pub(crate) mod $name {
-                use crate::prm::layout::{Layout, Member, PrmLayout};
-
-                /// `MLX5_ST_SZ_BITS`; a trailing flexible array member starts here.
-                pub(crate) const SIZE_BITS: u32 = $size;
-                /// `MLX5_ST_SZ_BYTES`: the minimum mailbox length for this layout.
-                pub(crate) const SIZE_BYTES: usize = ($size / 8) as usize;
-                #[doc = concat!("`struct mlx5_ifc_", stringify!($name), "_bits`.")]
-                #[derive(Clone, Copy, Debug)]
-                pub(crate) enum Bits {}
-                impl PrmLayout for Bits {
-                    const SIZE_BYTES: usize = SIZE_BYTES;
-                }
-                $(
-                    #[doc = concat!("`", stringify!($name), ".", stringify!($field), "` from mlx5_ifc.h.")]
-                    pub(crate) const $field: Member<Bits> =
-                        Member::new(stringify!($field), $off, $width);
-                    const _: () = assert!(crate::prm::layout::member_ok($off, $width, $size));
-                    $(const _: () = assert!($width == $($nest)::+::SIZE_BITS);)?
-                )*
-                /// Every declared member, for the `tools/prm-check` comparison with mlx5_ifc.h.
-                pub(crate) const LAYOUT: Layout = Layout {
-                    name: stringify!($name),
-                    size_bits: SIZE_BITS,
-                    fields: &[$($field.field()),*],
-                };
-            }
+            prm_layouts!(@each [$(#[$doc])*] $size { $($body)* } $($name)+);
         )*
 
         /// Every layout declared in this file, for `tools/prm-check` and the table tests.
-        pub(crate) const ALL: &[crate::prm::layout::Layout] = &[$($name::LAYOUT),*];
+        pub(crate) const ALL: &[crate::prm::layout::Layout] = &[$($($name::LAYOUT),+),*];
+    };
+    (@each [$($attr:tt)*] $size:literal { $($body:tt)* } $name:ident $($rest:ident)*) => {
+        prm_layouts!(@one $($attr)* $name, $size { $($body)* });
+        prm_layouts!(@each [$($attr)*] $size { $($body)* } $($rest)*);
+    };
+    (@each [$($attr:tt)*] $size:literal { $($body:tt)* }) => {};
+    (
+        @one $(#[$doc:meta])*
+        $name:ident, $size:literal {
+            $($field:ident @ $off:expr, $width:expr $(=> $($nest:ident)::+)?;)*
+        }
+    ) => {
+        $(#[$doc])*
+        #[allow(non_upper_case_globals)]
+        pub(crate) mod $name {
+            use crate::prm::layout::{Layout, Member, PrmLayout};
+
+            /// `MLX5_ST_SZ_BITS`; a trailing flexible array member starts here.
+            pub(crate) const SIZE_BITS: u32 = $size;
+            /// `MLX5_ST_SZ_BYTES`: the minimum mailbox length for this layout.
+            pub(crate) const SIZE_BYTES: usize = ($size / 8) as usize;
+            #[doc = concat!("`struct mlx5_ifc_", stringify!($name), "_bits`.")]
+            #[derive(Clone, Copy, Debug)]
+            pub(crate) enum Bits {}
+            impl PrmLayout for Bits {
+                const SIZE_BYTES: usize = SIZE_BYTES;
+            }
+            $(
+                #[doc = concat!("`", stringify!($name), ".", stringify!($field), "` from mlx5_ifc.h.")]
+                pub(crate) const $field: Member<Bits> =
+                    Member::new(stringify!($field), $off, $width);
+                const _: () = assert!(crate::prm::layout::member_ok($off, $width, $size));
+                $(const _: () = assert!($width == $($nest)::+::SIZE_BITS);)?
+            )*
+            /// Every declared member, for the `tools/prm-check` comparison with mlx5_ifc.h.
+            pub(crate) const LAYOUT: Layout = Layout {
+                name: stringify!($name),
+                size_bits: SIZE_BITS,
+                fields: &[$($field.field()),*],
+            };
+        }
     };
 }
 
