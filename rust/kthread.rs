@@ -35,6 +35,7 @@ extern "C" {
     fn rdma_rs_kthread_stop(task: *mut c_void) -> c_int;
     fn rdma_rs_cond_resched();
     fn rdma_rs_move_off_cpu(cpu: c_uint) -> c_int;
+    fn rdma_rs_alone_on_cpu() -> bool;
 }
 
 /// The body of a kernel thread.
@@ -169,6 +170,13 @@ pub(crate) fn move_off_cpu(cpu: u32) -> Result {
     // SAFETY: no preconditions; the C side validates `cpu` and changes only the caller's
     // affinity (a kernel thread in process context, which may sleep).
     to_result(unsafe { rdma_rs_move_off_cpu(cpu) })
+}
+
+/// Whether the caller is the only runnable task of its CPU (`single_task_running()`): a
+/// thread that spins then takes the CPU from nobody. A hint, as [`current_cpu`].
+pub(crate) fn alone_on_cpu() -> bool {
+    // SAFETY: no preconditions; reads the current CPU's run-queue length.
+    unsafe { rdma_rs_alone_on_cpu() }
 }
 
 /// The CPU the caller runs on now (it may move at once unless preemption is off: a hint).

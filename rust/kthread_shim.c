@@ -10,12 +10,14 @@
 #include <linux/err.h>
 #include <linux/kthread.h>
 #include <linux/sched.h>
+#include <linux/sched/stat.h>
 #include <linux/sched/task.h>
 
 struct task_struct *rdma_rs_kthread_run(int (*fn)(void *), void *data, const char *name);
 int rdma_rs_kthread_stop(struct task_struct *task);
 void rdma_rs_cond_resched(void);
 int rdma_rs_move_off_cpu(unsigned int cpu);
+bool rdma_rs_alone_on_cpu(void);
 
 struct task_struct *rdma_rs_kthread_run(int (*fn)(void *), void *data, const char *name)
 {
@@ -55,4 +57,10 @@ int rdma_rs_move_off_cpu(unsigned int cpu)
 	ret = cpumask_empty(m) ? -ENODEV : set_cpus_allowed_ptr(current, m);
 	free_cpumask_var(m);
 	return ret;
+}
+
+/* single_task_running(): whether the caller is the only runnable task of its CPU. */
+bool rdma_rs_alone_on_cpu(void)
+{
+	return single_task_running();
 }

@@ -182,45 +182,82 @@ impl TrapPage {
     /// the page through any of them faults (and rings) again. Sleeps (takes each mm's
     /// `mmap_lock` for reading). Call it before reading what the stores announced.
     pub fn rearm(&self) {
-        loop {
-            let mm = {
-                let mut g = self.installed.lock();
-                loop {
-                    let Some(first) = g.first() else {
-                        return;
-                    };
-                    let mm = first.mm;
-                    // SAFETY: `mm` is the mm of a VMA that is alive while it is in the list
-                    // (`close` removes it under this mutex first), so the mm is too.
-                    if unsafe { bindings::mmget_not_zero(mm) } {
-                        break mm;
-                    }
-                    // The process is exiting: its mappings go without us.
-                    g.retain(|i| i.mm != mm);
-                }
-            };
-            // SAFETY: we hold a user reference on `mm` (mmget_not_zero above).
+        while let Some(mm) = self.next_mm(&[]) {
+            // SAFETY: we hold a user reference on `mm` (`next_mm`).
             unsafe { bindings::mmap_read_lock(mm) };
-            self.installed.lock().retain(|i| {
-                if i.mm != mm {
-                    return true;
-                }
-                // SAFETY: the VMA is in the list, so alive (`close` needs the mmap_lock for
-                // writing and removes it under the mutex), and we hold its mm's mmap_lock for
-                // reading; the range is the whole VMA.
-                unsafe {
-                    let start = (*i.vma).__bindgen_anon_1.__bindgen_anon_1.vm_start;
-                    let end = (*i.vma).__bindgen_anon_1.__bindgen_anon_1.vm_end;
-                    bindings::zap_special_vma_range(i.vma, start, end - start);
-                }
-                false
-            });
+            self.zap_mm(mm);
             // SAFETY: locked and referenced above.
             unsafe {
                 bindings::mmap_read_unlock(mm);
                 bindings::mmput(mm);
             }
         }
+    }
+
+    /// [`TrapPage::rearm`] from a context that may hold an `mmap_lock` already (the page
+    /// fault of another trap page): each mm's lock is only tried, and each mm's user
+    /// reference is put asynchronously (`mmput_async()`: the last one must not tear the mm
+    /// down under the caller's locks). Returns whether every entry was zapped; on `false`
+    /// the mappings whose mm was busy stay installed, for a later [`TrapPage::rearm`].
+    pub fn try_rearm(&self) -> bool {
+        // The mms whose lock was busy: a few at most (one process maps a page once; fork
+        // copies are the rest).
+        let mut busy = [ptr::null_mut::<bindings::mm_struct>(); 4];
+        let mut nbusy = 0;
+        while let Some(mm) = self.next_mm(busy.get(..nbusy).unwrap_or(&[])) {
+            // SAFETY: we hold a user reference on `mm` (`next_mm`).
+            let locked = unsafe { bindings::mmap_read_trylock(mm) };
+            if locked {
+                self.zap_mm(mm);
+                // SAFETY: locked above.
+                unsafe { bindings::mmap_read_unlock(mm) };
+            }
+            // SAFETY: referenced by `next_mm`.
+            unsafe { bindings::mmput_async(mm) };
+            if !locked {
+                match busy.get_mut(nbusy) {
+                    Some(b) => *b = mm,
+                    None => return false,
+                }
+                nbusy += 1;
+            }
+        }
+        nbusy == 0
+    }
+
+    /// The mm of an installed mapping whose mm is not in `skip`, with a user reference taken
+    /// (`mmget_not_zero()`); mappings of exiting processes are forgotten on the way.
+    fn next_mm(&self, skip: &[*mut bindings::mm_struct]) -> Option<*mut bindings::mm_struct> {
+        let mut g = self.installed.lock();
+        loop {
+            let mm = g.iter().find(|i| !skip.contains(&i.mm))?.mm;
+            // SAFETY: `mm` is the mm of a VMA that is alive while it is in the list (`close`
+            // removes it under this mutex first), so the mm is too.
+            if unsafe { bindings::mmget_not_zero(mm) } {
+                return Some(mm);
+            }
+            // The process is exiting: its mappings go without us.
+            g.retain(|i| i.mm != mm);
+        }
+    }
+
+    /// Zaps (and forgets) the installed mappings of `mm`, whose `mmap_lock` the caller holds
+    /// for reading.
+    fn zap_mm(&self, mm: *mut bindings::mm_struct) {
+        self.installed.lock().retain(|i| {
+            if i.mm != mm {
+                return true;
+            }
+            // SAFETY: the VMA is in the list, so alive (`close` needs the mmap_lock for
+            // writing and removes it under the mutex), and the caller holds its mm's mmap_lock
+            // for reading; the range is the whole VMA.
+            unsafe {
+                let start = (*i.vma).__bindgen_anon_1.__bindgen_anon_1.vm_start;
+                let end = (*i.vma).__bindgen_anon_1.__bindgen_anon_1.vm_end;
+                bindings::zap_special_vma_range(i.vma, start, end - start);
+            }
+            false
+        });
     }
 
     /// Forgets a VMA that is going away (or was zapped).

@@ -1910,6 +1910,11 @@ impl Fw {
         }
     }
 
+    /// Whether an event waits for [`Fw::next_event`].
+    pub(crate) fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// Takes the oldest pending event, if any.
     pub(crate) fn next_event(&mut self) -> Option<Event> {
         while let Some((slot, p)) = self.events.pop() {

@@ -585,6 +585,8 @@ impl Host {
         while let Some(e) = self.fw.next_event() {
             v.push(e);
         }
+        // What the kernel side asks before it delivers (`Fabric::deliver`).
+        assert!(!self.fw.has_events());
         v
     }
 }
@@ -2046,7 +2048,9 @@ fn cq_arm_next_solicited_immediate_and_once() {
     let send = Wr::new(wqe_op::SEND).sge(m.sge(1024, 8));
     p.h.post(&mut a, &send);
     p.h.post(&mut a, &send);
+    assert!(!p.h.fw.has_events());
     p.run(0);
+    assert!(p.h.fw.has_events());
     assert_eq!(p.h.events(), vec![Event::Completion { cqn: rcqn }]);
     assert_eq!(p.recvs().len(), 2);
     // The same arm again (same sn): ignored; no event for new CQEs.

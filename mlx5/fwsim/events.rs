@@ -213,6 +213,11 @@ impl EventQueue {
         }
     }
 
+    /// Whether no event is queued (a pass that raised none needs no delivery).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Takes the oldest event: `(entry, event kind)` where the caller maps the slot to an
     /// object number. One event per call; a slot with more pending kinds goes to the back.
     pub(crate) fn pop(&mut self) -> Option<(usize, Popped)> {

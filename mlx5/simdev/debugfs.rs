@@ -166,6 +166,12 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         ("fabric_wqes_trap", &v.wqes_trap),
         ("fabric_wqes_kick", &v.wqes_kick),
         ("fabric_wqes_rescan", &v.wqes_rescan),
+        ("fabric_rearms_peer", &v.rearms_peer),
+        ("fabric_peer_land_timeouts", &v.peer_land_timeouts),
+        ("fabric_traps_quiet", &v.traps_quiet),
+        ("fabric_polls", &v.polls),
+        ("fabric_poll_ns", &v.poll_ns),
+        ("fabric_wqes_poll", &v.wqes_poll),
     ] {
         writeln!(out, "{} {}", name, a.load(kernel::sync::atomic::Relaxed))?;
     }

@@ -53,7 +53,24 @@ fn with_nodes(
     now_ns: u64,
     pass: impl FnOnce(&mut [Node<'_>]) -> engine::RunResult,
 ) -> RunOutcome {
-    // A few functions per fabric: one small allocation per pass, in the worker's context.
+    let outcome = |r: engine::RunResult| RunOutcome {
+        wqes: r.wqes,
+        more: r.more,
+        next_deadline_ns: r.next_deadline_ns,
+    };
+    // One or two functions per fabric (`sim=ib,ib`): the nodes on the stack, since a pass
+    // runs on every trapped store, in the faulting task too.
+    match (fws.as_mut_slice(), iommus) {
+        ([a], [ma]) => return outcome(pass(&mut [Node { fw: a, mem: &**ma }])),
+        ([a, b], [ma, mb]) => {
+            return outcome(pass(&mut [
+                Node { fw: a, mem: &**ma },
+                Node { fw: b, mem: &**mb },
+            ]))
+        }
+        _ => {}
+    }
+    // More: one small allocation per pass.
     let Ok(mut nodes) = KVec::<Node<'_>>::with_capacity(fws.len(), GFP_KERNEL) else {
         // Out of memory: try again at the next rescan.
         return RunOutcome {
@@ -67,12 +84,7 @@ fn with_nodes(
         // Within the capacity reserved above.
         let _ = nodes.push_within_capacity(Node { fw, mem });
     }
-    let r = pass(&mut nodes);
-    RunOutcome {
-        wqes: r.wqes,
-        more: r.more,
-        next_deadline_ns: r.next_deadline_ns,
-    }
+    outcome(pass(&mut nodes))
 }
 
 /// One engine pass over every function of a fabric; it ends early once `yield_now` says a

@@ -78,6 +78,25 @@ fn snapshot(page: &TrapPage) -> Snapshot {
 /// return from its fault.
 const LAND_WAIT_NS: u64 = 100_000;
 
+/// Until how long after another page's fault a faulting task waits for that fault's store to
+/// land before it re-arms that page itself (nanoseconds): the storing task runs on another
+/// CPU and only has to finish its fault (which may still be delivering the message that the
+/// waiting task answers). After that the worker re-arms the page.
+const PEER_LAND_WAIT_NS: u64 = 300_000;
+
+/// A polling window of the worker: after a trap whose store has landed it serves the page's
+/// queues with the page left installed while they keep bringing work, and re-arms the page
+/// once nothing came for this long (nanoseconds)...
+const POLL_IDLE_NS: u64 = 50_000;
+
+/// ... or once the window has lasted this long (nanoseconds; the worker then re-arms, serves
+/// what landed, and sleeps until the next store faults).
+const POLL_MAX_NS: u64 = 2_000_000;
+
+/// Traps that wake the worker whatever their order, after a rescan executed WQEs that no
+/// trap had seen (a page left to the next fault of another page, which did not come).
+const WAKE_TRAPS_AFTER_MISS: u32 = 64;
+
 /// A UAR trap page that was written to, and whose page it is.
 struct PendingTrap {
     page: Arc<TrapPage>,
@@ -89,6 +108,34 @@ struct PendingTrap {
     before: Snapshot,
     /// The CPU of that fault: where the storing task runs.
     cpu: u32,
+    /// When that fault came ([`Fabric::now_ns`]): its store lands once the fault returns.
+    at: u64,
+}
+
+impl PendingTrap {
+    /// Appends what the page holds at the CQ arm and send doorbells to `dbs[ndb..]`, as
+    /// big-endian 64-bit stores (a first CQ arm, `sn` 0 and `ci` 0, looks like the zeroed arm
+    /// record, so only the store shows it); returns the new count. Read after a re-arm: a
+    /// later store faults, an earlier one is in the page.
+    fn doorbells(&self, dbs: &mut [Option<PendingDb>; PENDING], mut ndb: usize) -> usize {
+        for db in [Doorbell::CqArm, Doorbell::Sq] {
+            let off = db.offset() as usize;
+            let mut v = [0u8; 8];
+            if self.page.page().read(off, &mut v).is_err() {
+                continue;
+            }
+            if let Some(d) = dbs.get_mut(ndb) {
+                *d = Some(PendingDb {
+                    func: self.func,
+                    uar: self.uar,
+                    db,
+                    value: u64::from_be_bytes(v),
+                });
+                ndb += 1;
+            }
+        }
+        ndb
+    }
 }
 
 /// The [`TrapHandler`] of a simulated function's UAR page: a store of user space to the page
@@ -170,6 +217,43 @@ struct Wake {
     dbs: [Option<PendingDb>; PENDING],
     n: usize,
     traps: [Option<PendingTrap>; PENDING_TRAPS],
+    /// The page of the last trap (its address; 0: none yet): traps that alternate between
+    /// pages are a ping-pong, whose next fault re-arms the page ([`Fabric::trap_rung`]).
+    last_trap: usize,
+    /// Traps left that wake the worker whatever their order ([`WAKE_TRAPS_AFTER_MISS`]).
+    wake_traps: u32,
+}
+
+impl Wake {
+    /// Queues a doorbell value for the next pass; dropped when full (the doorbell records are
+    /// the truth, a store is only a wake-up).
+    fn queue_db(&mut self, d: PendingDb) {
+        let n = self.n;
+        if let Some(slot) = self.dbs.get_mut(n) {
+            *slot = Some(d);
+            self.n = n + 1;
+        }
+    }
+
+    /// Puts the trap pages in `traps` back in the queue, those that did not fault again
+    /// meanwhile (their newer entry is queued) and as long as there is room (the rescans
+    /// re-arm every page).
+    fn requeue(&mut self, traps: &mut [Option<PendingTrap>]) {
+        for slot in traps.iter_mut() {
+            let Some(t) = slot.as_ref() else { continue };
+            if self
+                .traps
+                .iter()
+                .flatten()
+                .any(|q| Arc::ptr_eq(&q.page, &t.page))
+            {
+                continue;
+            }
+            if let Some(free) = self.traps.iter_mut().find(|q| q.is_none()) {
+                *free = slot.take();
+            }
+        }
+    }
 }
 
 /// How a fabric's engine passes ran (debugfs `stats`): by the worker or in a faulting task,
@@ -196,6 +280,17 @@ pub(crate) struct Served {
     pub(crate) wqes_trap: Atomic<u64>,
     pub(crate) wqes_kick: Atomic<u64>,
     pub(crate) wqes_rescan: Atomic<u64>,
+    /// Pages re-armed in the fault of another page (a ping-pong's peer), the waits there for
+    /// their store that timed out (the worker re-arms those), and traps that left their page to
+    /// that next fault instead of waking the worker.
+    pub(crate) rearms_peer: Atomic<u64>,
+    pub(crate) peer_land_timeouts: Atomic<u64>,
+    pub(crate) traps_quiet: Atomic<u64>,
+    /// The worker's polling windows that found work (a page's queues served with the page
+    /// installed), their nanoseconds and the WQEs they executed.
+    pub(crate) polls: Atomic<u64>,
+    pub(crate) poll_ns: Atomic<u64>,
+    pub(crate) wqes_poll: Atomic<u64>,
 }
 
 impl Served {
@@ -216,6 +311,12 @@ impl Served {
             wqes_trap: Atomic::new(0),
             wqes_kick: Atomic::new(0),
             wqes_rescan: Atomic::new(0),
+            rearms_peer: Atomic::new(0),
+            peer_land_timeouts: Atomic::new(0),
+            traps_quiet: Atomic::new(0),
+            polls: Atomic::new(0),
+            poll_ns: Atomic::new(0),
+            wqes_poll: Atomic::new(0),
         }
     }
 }
@@ -314,42 +415,56 @@ impl Fabric {
     pub(crate) fn ring(&self, func: usize, uar: u32, db: Doorbell, value: u64) {
         {
             let mut w = self.wake.lock();
-            let n = w.n;
-            // When full, the value is dropped: the doorbell records are the truth, a store
-            // is only a wake-up.
-            if let Some(slot) = w.dbs.get_mut(n) {
-                *slot = Some(PendingDb {
-                    func,
-                    uar,
-                    db,
-                    value,
-                });
-                w.n = n + 1;
-            }
+            w.queue_db(PendingDb {
+                func,
+                uar,
+                db,
+                value,
+            });
             w.kicked = true;
         }
         self.cv.notify_one();
     }
 
-    /// A UAR trap page of function `func` was written to (from the page-fault handler): runs
-    /// the page's queues here, then queues the page for the worker and wakes it. Never sleeps
-    /// but in the inline pass's fabric lock.
+    /// A UAR trap page of function `func` was written to (from the page-fault handler):
+    /// re-arms the pages that faulted before it and whose stores have landed, runs their
+    /// queues and this page's here, then queues the page for a re-arm. Never sleeps but in
+    /// the fabric lock, the re-arms and a bounded wait for another CPU's store.
     ///
-    /// The worker re-arms the page once its store has landed, which is only after this fault
-    /// returns: a real-time worker that re-armed it at once, on this CPU, would preempt this
-    /// task before its store and fault the same store again, in a loop. So the page's contents
-    /// before the store are kept, and the worker waits, from another CPU, until they change.
-    /// Meanwhile later stores land without a fault; the worker serves the page's queues after
-    /// the re-arm, so what they announced is seen.
+    /// The page can be re-armed only once its store has landed, which is only after this
+    /// fault returns: a real-time worker that re-armed it at once, on this CPU, would preempt
+    /// this task before its store and fault the same store again, in a loop. So the page's
+    /// contents before the store are kept (the store has landed once they differ), and the
+    /// re-arm is left to one of two:
+    /// * the next fault of another page, when traps alternate between pages and this one
+    ///   delivered a message (a ping-pong: the peer answers it with a store of its own). That
+    ///   fault re-arms this page before it delivers the answer, so this task's next store
+    ///   faults; the worker is not woken (no wake-up, no preemption of the peer that is about
+    ///   to answer, no migration). A rescan that finds WQEs no trap saw (the other fault did
+    ///   not come) makes the next [`WAKE_TRAPS_AFTER_MISS`] traps wake the worker.
+    /// * the worker otherwise (a stream on one page): it waits, from another CPU, until the
+    ///   page differs, serves the page's queues while they keep bringing work (a polling
+    ///   window, on a CPU no other task wants), then re-arms it and serves what landed.
     fn trap_rung(&self, page: &Arc<TrapPage>, func: usize, uar: u32) {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
         let before = snapshot(page);
         let cpu = kthread::current_cpu();
-        self.serve_inline(func, uar);
-        {
+        let at = self.now_ns();
+        let id = Arc::as_ptr(page) as usize;
+        let mut peers: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
+        let (alternate, forced) = {
             let mut w = self.wake.lock();
+            let alternate = w.last_trap != 0 && w.last_trap != id;
+            w.last_trap = id;
+            for (dst, src) in peers.iter_mut().zip(w.traps.iter_mut()) {
+                if src.as_ref().is_some_and(|t| !Arc::ptr_eq(&t.page, page)) {
+                    *dst = src.take();
+                }
+            }
+            // Queued before the pass below, which delivers the message: the peer's fault
+            // that answers it may come before this one returns, and must find the page.
             match w
                 .traps
                 .iter_mut()
@@ -360,6 +475,7 @@ impl Fabric {
                 Some(t) => {
                     t.before = before;
                     t.cpu = cpu;
+                    t.at = at;
                 }
                 None => {
                     if let Some(slot) = w.traps.iter_mut().find(|t| t.is_none()) {
@@ -369,31 +485,143 @@ impl Fabric {
                             uar,
                             before,
                             cpu,
+                            at,
                         });
                     }
                 }
             }
-            w.trapped = true;
+            let forced = w.wake_traps != 0;
+            w.wake_traps = w.wake_traps.saturating_sub(1);
+            (alternate, forced)
+        };
+        // The other pages first: a ping-pong peer's page is re-armed before its answer is
+        // delivered below.
+        let mut pages = [None; PENDING_TRAPS];
+        let mut dbs = [None; PENDING];
+        let (mut np, mut ndb) = (0, 0);
+        let mut rearmed: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
+        let mut left = false;
+        for (slot, done) in peers.iter_mut().zip(rearmed.iter_mut()) {
+            let Some(t) = slot.as_ref() else { continue };
+            if !self.peer_landed(t, cpu) {
+                left = true;
+                continue;
+            }
+            let r0 = self.now_ns();
+            let all = t.page.try_rearm();
+            self.served
+                .rearm_ns
+                .fetch_add(self.now_ns().saturating_sub(r0), Relaxed);
+            if !all {
+                // An mm whose lock was busy: the worker re-arms the rest.
+                left = true;
+                continue;
+            }
+            self.served.rearms_peer.fetch_add(1, Relaxed);
+            ndb = t.doorbells(&mut dbs, ndb);
+            if let Some(p) = pages.get_mut(np) {
+                *p = Some((t.func, t.uar));
+                np += 1;
+            }
+            *done = slot.take();
         }
-        self.cv.notify_one();
+        let delivered = self.serve_inline(
+            func,
+            uar,
+            dbs.get(..ndb).unwrap_or(&[]),
+            pages.get(..np).unwrap_or(&[]),
+        );
+        let quiet = {
+            let mut w = self.wake.lock();
+            w.requeue(&mut peers);
+            let quiet = alternate && !forced && !left && delivered;
+            if !quiet {
+                w.trapped = true;
+            }
+            quiet
+        };
+        if quiet {
+            self.served.traps_quiet.fetch_add(1, Relaxed);
+        } else {
+            self.cv.notify_one();
+        }
+        // The references go here, outside every lock.
+        drop(peers);
+        drop(rearmed);
+    }
+
+    /// Whether the store of `t`'s last fault has landed, waiting for it until
+    /// [`PEER_LAND_WAIT_NS`] after that fault unless its task ran on this CPU (`cpu`: then it
+    /// is not running). A store that has not landed by then (its task was preempted, or it
+    /// stored what the page held) is left to the worker.
+    fn peer_landed(&self, t: &PendingTrap, cpu: u32) -> bool {
+        if snapshot(&t.page) != t.before {
+            return true;
+        }
+        if t.cpu != cpu {
+            let end = t.at.saturating_add(PEER_LAND_WAIT_NS);
+            while self.now_ns() < end {
+                if snapshot(&t.page) != t.before {
+                    return true;
+                }
+                kernel::processor::cpu_relax();
+            }
+        }
+        self.served.peer_land_timeouts.fetch_add(1, Relaxed);
+        false
     }
 
     /// Runs a short engine pass over the queues that ring UAR page `uar` of function `func`
-    /// (`engine::run_uar`) in the faulting task's context, unless the worker (or another
-    /// faulting task) holds the fabric: the doorbell records, which libmlx5 writes
-    /// before its UAR store, already say what the store announces (a send doorbell's
-    /// producer index, a CQ arm request), so the WQE runs and its CQEs and events arrive
-    /// before the storing task even returns to user space. The worker still re-arms the page
-    /// (that takes the `mmap_lock` this fault holds) and passes again; a pass that finds the
-    /// work done does nothing. In the page-fault handler, which may sleep; the fabric lock
-    /// is not held by this task (the engine never touches user page tables).
-    fn serve_inline(&self, func: usize, uar: u32) {
+    /// (`engine::run_uar`) in the faulting task's context, after the doorbell values `dbs`
+    /// and the queues of the pages `peers` (re-armed by this fault: what landed on them
+    /// without a fault), unless the worker (or another faulting task) holds the fabric:
+    /// the doorbell records, which libmlx5 writes before its UAR store, already say what the
+    /// store announces (a send doorbell's producer index, a CQ arm request), so the WQE runs
+    /// and its CQEs and events arrive before the storing task even returns to user space.
+    /// Returns whether it ran, finished and executed a WQE of this page (a message that a
+    /// ping-pong's peer answers); if it did not run or finish, the worker does the rest (the
+    /// peers' doorbells as a kick). In the page-fault handler, which may sleep; the fabric lock is not
+    /// held by this task (the engine never touches user page tables).
+    fn serve_inline(
+        &self,
+        func: usize,
+        uar: u32,
+        dbs: &[Option<PendingDb>],
+        peers: &[Option<(usize, u32)>],
+    ) -> bool {
         let Some(mut fws) = self.fws.try_lock() else {
             self.served.inline_busy.fetch_add(1, Relaxed);
-            return;
+            if !peers.is_empty() {
+                {
+                    let mut w = self.wake.lock();
+                    for d in dbs.iter().flatten() {
+                        w.queue_db(*d);
+                    }
+                    w.kicked = true;
+                }
+                self.cv.notify_one();
+            }
+            return false;
         };
         let now = self.now_ns();
-        let outcome = super::engine_glue::run_uar(
+        for d in dbs.iter().flatten() {
+            if let Some(fw) = fws.get_mut(d.func) {
+                super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
+            }
+        }
+        let mut outcome = super::engine_glue::RunOutcome::default();
+        for &(f, u) in peers.iter().flatten() {
+            outcome.merge(super::engine_glue::run_uar(
+                &mut fws,
+                &self.iommus,
+                f,
+                u,
+                now,
+                INLINE_BUDGET,
+                &|| self.cmd_waits(),
+            ));
+        }
+        let own = super::engine_glue::run_uar(
             &mut fws,
             &self.iommus,
             func,
@@ -402,6 +630,8 @@ impl Fabric {
             INLINE_BUDGET,
             &|| self.cmd_waits(),
         );
+        outcome.merge(own);
+        let events = fws.iter().any(|f| f.has_events());
         drop(fws);
         self.served.inline_passes.fetch_add(1, Relaxed);
         self.served
@@ -410,10 +640,69 @@ impl Fabric {
         self.served
             .inline_ns
             .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
-        self.deliver();
+        if events {
+            self.deliver();
+        }
         if outcome.more {
             self.kick();
         }
+        !outcome.more && own.wqes != 0
+    }
+
+    /// A polling window over `t`'s page, whose store has landed: serves the page's queues,
+    /// with the page still installed (later stores land without a fault), as long as they
+    /// bring work at least every [`POLL_IDLE_NS`], for at most [`POLL_MAX_NS`], and only while
+    /// this thread is alone on its CPU (a spinning real-time thread must not keep a task from
+    /// running: a ping-pong's peer, a receiver that reposts its buffers) and nothing else is
+    /// queued for it. A real device keeps processing a send queue as long as it has work;
+    /// the caller re-arms the page afterwards.
+    fn poll(&self, t: &PendingTrap) {
+        let start = self.now_ns();
+        let mut last = start;
+        let mut now = start;
+        let mut wqes = 0u64;
+        while kthread::alone_on_cpu() && !self.work_waiting() && !kthread::should_stop() {
+            let (o, events) = {
+                let mut fws = self.fws.lock();
+                let o = super::engine_glue::run_uar(
+                    &mut fws,
+                    &self.iommus,
+                    t.func,
+                    t.uar,
+                    now,
+                    BUDGET,
+                    &|| self.cmd_waits(),
+                );
+                (o, fws.iter().any(|f| f.has_events()))
+            };
+            if events {
+                self.deliver();
+            }
+            now = self.now_ns();
+            if o.wqes != 0 {
+                wqes += u64::from(o.wqes);
+                last = now;
+            } else if now.saturating_sub(last) >= POLL_IDLE_NS {
+                break;
+            }
+            if now.saturating_sub(start) >= POLL_MAX_NS {
+                break;
+            }
+            kernel::processor::cpu_relax();
+        }
+        if wqes != 0 {
+            self.served.polls.fetch_add(1, Relaxed);
+            self.served.wqes_poll.fetch_add(wqes, Relaxed);
+            self.served
+                .poll_ns
+                .fetch_add(now.saturating_sub(start), Relaxed);
+        }
+    }
+
+    /// Whether a kick or a trap waits for the worker.
+    fn work_waiting(&self) -> bool {
+        let w = self.wake.lock();
+        w.kicked || w.trapped
     }
 
     /// Nanoseconds since the fabric was made (the engine's clock).
@@ -456,49 +745,20 @@ impl Fabric {
                 self.served.rearms_deferred.fetch_add(1, Relaxed);
                 continue;
             }
+            if !all {
+                self.poll(t);
+            }
             let r0 = self.now_ns();
             t.page.rearm();
             self.served
                 .rearm_ns
                 .fetch_add(self.now_ns().saturating_sub(r0), Relaxed);
-            for db in [Doorbell::CqArm, Doorbell::Sq] {
-                let off = db.offset() as usize;
-                let mut v = [0u8; 8];
-                if t.page.page().read(off, &mut v).is_err() {
-                    continue;
-                }
-                if let Some(d) = dbs.get_mut(ndb) {
-                    *d = Some(PendingDb {
-                        func: t.func,
-                        uar: t.uar,
-                        db,
-                        value: u64::from_be_bytes(v),
-                    });
-                    ndb += 1;
-                }
-            }
+            ndb = t.doorbells(dbs, ndb);
             // Re-armed: its reference goes below, outside every lock.
             *done = slot.take();
         }
-        {
-            // The pages left installed wait for a later wake, unless the page faulted again
-            // meanwhile (its newer entry is queued) or the queue is full (the rescans re-arm
-            // every page).
-            let mut w = self.wake.lock();
-            for slot in traps.iter_mut() {
-                let Some(t) = slot.as_ref() else { continue };
-                if w.traps
-                    .iter()
-                    .flatten()
-                    .any(|q| Arc::ptr_eq(&q.page, &t.page))
-                {
-                    continue;
-                }
-                if let Some(free) = w.traps.iter_mut().find(|q| q.is_none()) {
-                    *free = slot.take();
-                }
-            }
-        }
+        // The pages left installed wait for a later wake.
+        self.wake.lock().requeue(&mut traps);
         // The references go here, outside every lock.
         drop(traps);
         drop(rearmed);
@@ -593,7 +853,7 @@ impl Fabric {
     ) -> (bool, Option<kernel::time::Jiffies>) {
         let full = why != Woken::Trap;
         let now = self.now_ns();
-        let (outcome, any_qp) = {
+        let (outcome, any_qp, events) = {
             let mut fws = self.fws.lock();
             for d in dbs.iter().flatten() {
                 if let Some(fw) = fws.get_mut(d.func) {
@@ -623,7 +883,7 @@ impl Fabric {
             // under load) had the worker walk every CQ's arm record every 16 jiffies, at
             // real-time priority and under the fabric lock that the destroy commands wait for.
             let any_qp = fws.iter().any(|f| f.has_served_qp());
-            (outcome, any_qp)
+            (outcome, any_qp, fws.iter().any(|f| f.has_events()))
         };
         self.served.worker_passes.fetch_add(1, Relaxed);
         let by = match why {
@@ -635,9 +895,16 @@ impl Fabric {
         self.served
             .worker_ns
             .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
-        self.deliver();
+        if events {
+            self.deliver();
+        }
         let rescan = if any_qp {
             let mut w = self.wake.lock();
+            if why == Woken::Rescan && outcome.wqes != 0 {
+                // Stores no trap served: a page left to another page's fault that did not
+                // come. Traps wake the worker again for a while.
+                w.wake_traps = WAKE_TRAPS_AFTER_MISS;
+            }
             w.idle = if outcome.wqes != 0 || !full {
                 1
             } else {
@@ -765,6 +1032,8 @@ impl FabricWorker {
                     dbs: [None; PENDING],
                     n: 0,
                     traps: [const { None }; PENDING_TRAPS],
+                    last_trap: 0,
+                    wake_traps: 0,
                 }),
                 cv <- new_condvar!(),
                 start: Instant::now(),

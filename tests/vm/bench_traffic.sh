@@ -21,17 +21,30 @@ bt_wait_listen() {
 	return 1
 }
 
+# bt_stats: the simulator's data-path counters of mlx5_0 (uar_traps, fabric_*: how its fabric
+# served the doorbells, Documentation/datapath.md "Doorbells") as "name value" lines.
+bt_stats() {
+	grep -E '^(uar_traps|fabric_)' /sys/kernel/debug/mlx5_fwsim/mlx5_ib_rs.rdma.0/stats 2>/dev/null
+}
+
 # bt_perf STACK RUN TOOL DEV EXTRA...: server + client on 127.0.0.1; the client's output in /tmp/bt-out.
+# On ours, also what the simulator's counters grew by during the run.
 bt_perf() {
 	local stack=$1 run=$2 tool=$3 dev=$4 s
 	shift 4
 	bt_port=$((bt_port + 1))
+	[ "$stack" = ours ] && bt_stats >/tmp/bt-st0
 	timeout 300 $tool -d "$dev" "$@" -F -n "$bt_n" -p $bt_port >/tmp/bt-s.out 2>&1 &
 	s=$!
 	bt_wait_listen $bt_port || echo "    $stack-$run| $tool server did not listen"
 	timeout 300 $tool -d "$dev" "$@" -F -n "$bt_n" -p $bt_port 127.0.0.1 >/tmp/bt-out 2>&1
 	wait $s
 	sed "s/^/    $stack-$run-$tool| /" /tmp/bt-out | tail -n 4
+	if [ "$stack" = ours ]; then
+		bt_stats >/tmp/bt-st1
+		awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf " %s +%d", $1, $2 - a[$1] }
+			END { print "" }' /tmp/bt-st0 /tmp/bt-st1 | sed "s/^/    $stack-$run-$tool| counters:/"
+	fi
 }
 
 # bt_col N: column N of perftest's first result row.

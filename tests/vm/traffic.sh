@@ -77,14 +77,20 @@ tr_uar_traps() {
 	awk '/^uar_traps/ { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.$1/stats
 }
 
+# tr_stat N NAME: debugfs stats counter NAME of function N.
+tr_stat() {
+	awk -v k="$2" '$1 == k { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.$1/stats
+}
+
 pingpong_suite() {
 	load_ours $TRAFFIC_SIM
-	local d t0 n
+	local d t0 p0 n
 	# One function, both ends on it.
 	for d in mlx5_0 mlx5_2; do
 		local g=""
 		[ $d = mlx5_2 ] && g="-g $ROCE_GID"
 		t0=$(tr_uar_traps ${d#mlx5_})
+		p0=$(tr_stat ${d#mlx5_} fabric_rearms_peer)
 		# The unmodified default (4096 B x 1000) on IB; 200 iterations on RoCE.
 		if [ $d = mlx5_0 ]; then
 			n=1000
@@ -96,6 +102,10 @@ pingpong_suite() {
 		# libmlx5's send doorbells are UAR stores; each one faults into the device.
 		t_check "$d: the pingpong's UAR stores arrived as write traps ($t0 before)" \
 			test "$(tr_uar_traps ${d#mlx5_})" -ge $((t0 + n))
+		# In a ping-pong each end's fault re-arms the other end's page (datapath.md,
+		# "Doorbells"): the device worker is not needed for every message.
+		t_check "$d: pages re-armed by the peer's fault ($p0 before)" \
+			test "$(tr_stat ${d#mlx5_} fabric_rearms_peer)" -gt "$p0"
 		tr_pair "ibv_rc_pingpong -e on $d (completion events)" ibv_rc_pingpong "-d $d $g -e -n 100" "-d $d $g -e -n 100"
 		tr_pair "ibv_rc_pingpong -s 32 on $d (inline)" ibv_rc_pingpong "-d $d $g -s 32 -n 100" "-d $d $g -s 32 -n 100"
 		tr_pair "ibv_rc_pingpong -c on $d (data checked)" ibv_rc_pingpong "-d $d $g -c -n 100" "-d $d $g -c -n 100"
