@@ -26,8 +26,6 @@ use crate::prm::status::Status;
 /// Bytes of the `mlx5_wqe_srq_next_seg` each SRQ WQE starts with.
 pub(crate) const NEXT_SEG: usize = 16;
 
-/// `NO_RES_ERR` for a full table.
-
 /// What the data path keeps of an SRQ.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SrqState {
