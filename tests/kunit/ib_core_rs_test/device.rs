@@ -150,45 +150,6 @@ mod tests {
     }
 
     #[test]
-    fn dealloc_waits_for_queued_work() -> Result {
-        // A queued unregistration that is still waiting for a reference when the driver
-        // deallocates: dealloc must not run the driver's dealloc_driver (or free the device)
-        // under it. The core's queue is flushed by dealloc; the reference goes 200 ms later,
-        // from another task.
-        let drops: DropCount = Arc::new(Atomic::new(0), GFP_KERNEL)?;
-        let dev = new_dev_counted(1, Step::None, &drops)?;
-        Device::register(&dev, c"mock_%d")?;
-        let r = Device::try_get(&dev).ok_or(EINVAL)?;
-        Device::unregister_queued(&dev)?;
-        let mut spins = 0;
-        while dev.phase() != Phase::Unregistering && spins < 500 {
-            fsleep(Delta::from_millis(10));
-            spins += 1;
-        }
-        assert_eq!(dev.phase(), Phase::Unregistering);
-        kernel::workqueue::system_long()
-            .try_spawn(GFP_KERNEL, move || {
-                fsleep(Delta::from_millis(200));
-                drop(r);
-            })
-            .map_err(|_| ENOMEM)?;
-        let d2 = dev.clone();
-        assert_eq!(Device::dealloc(dev), 0);
-        // The queued unregistration had finished before dealloc went on.
-        assert_eq!(d2.phase(), Phase::Unregistered);
-        assert_eq!(d2.data().dealloc_driver.load(Relaxed), 1);
-        drop(d2);
-        // The helper's reference goes right after its put: the device is freed soon after.
-        let mut spins = 0;
-        while drops.load(Relaxed) == 0 && spins < 100 {
-            fsleep(Delta::from_millis(10));
-            spins += 1;
-        }
-        assert_eq!(drops.load(Relaxed), 1);
-        Ok(())
-    }
-
-    #[test]
     fn dealloc_frees_after_last_reference() -> Result {
         let drops: DropCount = Arc::new(Atomic::new(0), GFP_KERNEL)?;
         let dev = new_dev_counted(1, Step::None, &drops)?;
