@@ -13,7 +13,7 @@ use crate::uverbs::file::cmd::xrcd::UXrcd;
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::UFile;
 use crate::uverbs::uobject_table::HandleTable;
-use crate::verbs::{Ah, Cq, Dm, Mr, Mw, Pd, Qp, QpHandler, Srq, Ucontext};
+use crate::verbs::{Ah, Cq, DestroyError, Dm, Mr, Mw, Pd, Qp, QpHandler, Srq, Ucontext};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -98,6 +98,34 @@ impl<D: Driver> Inner<D> {
     }
 }
 
+/// What [`UFile::destroy_at`] makes of one destroy: the events to report, or the error and the
+/// object to put back under its handle.
+type DestroyOutcome<D> = core::result::Result<Reported, (Error, ObjKind<D>)>;
+
+/// The outcome of destroying an object whose response counts no events (PD, MR, AH, MW, DM):
+/// a refusal hands the object back as `kind` wraps it.
+fn unreported<D: Driver, T>(
+    r: core::result::Result<(), DestroyError<T>>,
+    kind: fn(T) -> ObjKind<D>,
+) -> DestroyOutcome<D> {
+    r.map(|()| Reported::default())
+        .map_err(|e| (e.err, kind(e.obj)))
+}
+
+/// The outcome of destroying an object with an event queue (CQ, QP, SRQ): the events the
+/// process read ([`UEvents::release`]), or the object and its queue handed back as `kind`
+/// wraps them.
+fn with_events<D: Driver, T>(
+    r: core::result::Result<(), DestroyError<T>>,
+    ev: Arc<UEvents>,
+    kind: fn(T, Arc<UEvents>) -> ObjKind<D>,
+) -> DestroyOutcome<D> {
+    match r {
+        Ok(()) => Ok(ev.release()),
+        Err(e) => Err((e.err, kind(e.obj, ev))),
+    }
+}
+
 impl<D: Driver> UFile<D> {
     /// Destroys the object under the handle `id` (upstream `uverbs_destroy_uobject()`
     /// with `RDMA_REMOVE_DESTROY`): `EBUSY` leaves it in place. Allocates nothing.
@@ -105,21 +133,10 @@ impl<D: Driver> UFile<D> {
         let kind = inner.objs.take(id).ok_or(EINVAL)?;
         let none = Reported::default();
         let r = match kind {
-            ObjKind::Pd(pd) => Pd::dealloc(pd)
-                .map(|()| none)
-                .map_err(|e| (e.err, ObjKind::Pd(e.obj))),
-            ObjKind::Cq(cq, ev) => match Cq::destroy(cq) {
-                Ok(()) => Ok(ev.release()),
-                Err(e) => Err((e.err, ObjKind::Cq(e.obj, ev))),
-            },
-            ObjKind::Qp(qp, ev) => match Qp::destroy(qp) {
-                Ok(()) => Ok(ev.release()),
-                Err(e) => Err((e.err, ObjKind::Qp(e.obj, ev))),
-            },
-            ObjKind::Srq(srq, ev) => match Srq::destroy(srq) {
-                Ok(()) => Ok(ev.release()),
-                Err(e) => Err((e.err, ObjKind::Srq(e.obj, ev))),
-            },
+            ObjKind::Pd(pd) => unreported(Pd::dealloc(pd), ObjKind::Pd),
+            ObjKind::Cq(cq, ev) => with_events(Cq::destroy(cq), ev, ObjKind::Cq),
+            ObjKind::Qp(qp, ev) => with_events(Qp::destroy(qp), ev, ObjKind::Qp),
+            ObjKind::Srq(srq, ev) => with_events(Srq::destroy(srq), ev, ObjKind::Srq),
             ObjKind::XSrq(srq, ev, ux) => match Srq::destroy(srq) {
                 Ok(()) => {
                     ux.put();
@@ -143,19 +160,11 @@ impl<D: Driver> UFile<D> {
                 Ok(()) => Ok(ev.release()),
                 Err(e) => Err((e, ObjKind::TgtQp(qp, ev, ux, h))),
             },
-            ObjKind::Mr(mr) => Mr::dereg(mr)
-                .map(|()| none)
-                .map_err(|e| (e.err, ObjKind::Mr(e.obj))),
-            ObjKind::Ah(ah) => Ah::destroy(ah)
-                .map(|()| none)
-                .map_err(|e| (e.err, ObjKind::Ah(e.obj))),
-            ObjKind::Mw(mw) => Mw::dealloc(mw)
-                .map(|()| none)
-                .map_err(|e| (e.err, ObjKind::Mw(e.obj))),
+            ObjKind::Mr(mr) => unreported(Mr::dereg(mr), ObjKind::Mr),
+            ObjKind::Ah(ah) => unreported(Ah::destroy(ah), ObjKind::Ah),
+            ObjKind::Mw(mw) => unreported(Mw::dealloc(mw), ObjKind::Mw),
             // upstream uverbs_free_dm(): EBUSY while MRs use it.
-            ObjKind::Dm(dm) => Dm::dealloc(dm)
-                .map(|()| none)
-                .map_err(|e| (e.err, ObjKind::Dm(e.obj))),
+            ObjKind::Dm(dm) => unreported(Dm::dealloc(dm), ObjKind::Dm),
             // upstream: the type's destroy_object; a refusal keeps the object.
             ObjKind::Driver(o) => match o.destroy_hw() {
                 Ok(()) => {
