@@ -44,6 +44,7 @@ use crate::uverbs::abi::{
     write::{self as w, Response, WriteMethod},
     Errno,
 };
+use crate::uverbs::file::events::Reported;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{copy_out, copy_out_or_zero, kerr, UFile};
 use crate::uverbs::resp;
@@ -94,10 +95,30 @@ pub(super) fn with_udata<T>(
     Ok(r)
 }
 
+/// [`with_udata`] for a verb of the user context `ctx`: `f` gets the context with the
+/// command's driver data ([`UserCtx`]).
+pub(super) fn with_user_ctx<D: Driver, T>(
+    b: &WriteBufs,
+    ctx: &Arc<Ucontext<D>>,
+    f: impl FnOnce(&mut UserCtx<'_, '_, D>) -> Result<T>,
+) -> Result<T> {
+    with_udata(b, |ud| f(&mut UserCtx::new(ctx, ud)))
+}
+
 /// `uverbs_request()` of the typed request `T` (upstream: `uverbs_request(attrs, &cmd,
 /// sizeof(cmd))`).
 pub(super) fn request<T: AbiField>(core_in: &[u8]) -> Result<T> {
     w::request(core_in).map_err(kerr)
+}
+
+/// Writes the core response `resp` of a write command to its buffer (upstream
+/// `uverbs_response()`: cut to the user's length, the rest of it zeroed).
+///
+/// # Errors
+///
+/// `EFAULT` if the user buffer cannot be written.
+pub(super) fn respond(b: &WriteBufs, resp: &[u8]) -> Result {
+    copy_out_or_zero(b.core_out.0, b.core_out.1, resp)
 }
 
 /// An extended create response (`struct ib_uverbs_ex_create_cq_resp`, `_ex_create_qp_resp`):
@@ -269,7 +290,7 @@ impl<D: Driver> UFile<D> {
                     async_fd: fd.reserved_fd(),
                     num_comp_vectors: self.dev.num_comp_vectors(),
                 };
-                copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
+                respond(b, &o.to_bytes())?;
                 if inner.ucontext.is_some() {
                     return Err(EINVAL);
                 }
@@ -284,7 +305,7 @@ impl<D: Driver> UFile<D> {
             cmd::QUERY_DEVICE => {
                 inner.ctx()?;
                 let r = self.query_device_resp();
-                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.to_bytes())
+                respond(b, &r.to_bytes())
             }
             // upstream: ib_uverbs_ex_query_device()
             EX_QUERY_DEVICE => {
@@ -326,28 +347,24 @@ impl<D: Driver> UFile<D> {
                     max_dm_size: a.max_dm_size,
                     ..Default::default()
                 };
-                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.to_bytes())
+                respond(b, &r.to_bytes())
             }
             // upstream: ib_uverbs_query_port()
             cmd::QUERY_PORT => {
                 inner.ctx()?;
                 let req = request::<s::QueryPort>(&b.core_in)?;
                 let r = self.port_resp(u32::from(req.port_num))?;
-                copy_out_or_zero(b.core_out.0, b.core_out.1, &r.legacy_resp.to_bytes())
+                respond(b, &r.legacy_resp.to_bytes())
             }
             // upstream: ib_uverbs_alloc_pd()
             cmd::ALLOC_PD => {
                 let ctx = inner.ctx()?.clone();
-                let pd = with_udata(b, |ud| {
-                    Pd::alloc_user(
-                        &self.dev,
-                        Owner::current_task(),
-                        &mut UserCtx::new(&ctx, ud),
-                    )
+                let pd = with_user_ctx(b, &ctx, |uc| {
+                    Pd::alloc_user(&self.dev, Owner::current_task(), uc)
                 })?;
                 let id = inner.free_id(None);
                 let o = s::AllocPdResp { pd_handle: id };
-                copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
+                respond(b, &o.to_bytes())?;
                 Self::commit(inner, id, obj::PD, ObjKind::Pd(pd))
             }
             cmd::CREATE_COMP_CHANNEL => self.create_comp_channel(inner, b),
@@ -364,34 +381,69 @@ impl<D: Driver> UFile<D> {
             cmd::DESTROY_QP => self.destroy_qp(inner, b),
             cmd::REG_MR => self.reg_mr(inner, b),
             cmd::REREG_MR => self.rereg_mr(inner, b),
-            cmd::CREATE_SRQ => self.create_srq(inner, b),
+            cmd::CREATE_SRQ => self.create_xsrq(inner, b, false),
             cmd::MODIFY_SRQ => self.modify_srq(inner, b),
             cmd::QUERY_SRQ => self.query_srq(inner, b),
             cmd::DESTROY_SRQ => self.destroy_srq(inner, b),
-            cmd::CREATE_XSRQ => self.create_xsrq(inner, b),
+            cmd::CREATE_XSRQ => self.create_xsrq(inner, b, true),
             cmd::OPEN_XRCD => self.open_xrcd(inner, b),
-            cmd::CLOSE_XRCD => self.close_xrcd(inner, b),
+            // upstream: ib_uverbs_close_xrcd() -> uobj_perform_destroy(); EBUSY while SRQs or
+            // target QPs of this handle live.
+            cmd::CLOSE_XRCD => {
+                Self::perform_destroy(inner, b, obj::XRCD, |r: &s::CloseXrcd| r.xrcd_handle)
+                    .map(|_| ())
+            }
             cmd::OPEN_QP => self.open_qp(inner, b),
             cmd::CREATE_AH => self.create_ah(inner, b),
-            cmd::DESTROY_AH => self.destroy_ah(inner, b),
+            // upstream: ib_uverbs_destroy_ah() -> uobj_perform_destroy()
+            cmd::DESTROY_AH => {
+                Self::perform_destroy(inner, b, obj::AH, |r: &s::DestroyAh| r.ah_handle).map(|_| ())
+            }
             cmd::ALLOC_MW => self.alloc_mw(inner, b),
-            cmd::DEALLOC_MW => self.dealloc_mw(inner, b),
+            // upstream: ib_uverbs_dealloc_mw() -> uobj_perform_destroy()
+            cmd::DEALLOC_MW => {
+                Self::perform_destroy(inner, b, obj::MW, |r: &s::DeallocMw| r.mw_handle).map(|_| ())
+            }
             // upstream: ib_uverbs_dereg_mr() -> uobj_perform_destroy()
             cmd::DEREG_MR => {
-                inner.ctx()?;
-                let req = request::<s::DeregMr>(&b.core_in)?;
-                let h = inner.find(obj::MR, i64::from(req.mr_handle))?;
-                Self::destroy_at(inner, h).map(|_| ())
+                Self::perform_destroy(inner, b, obj::MR, |r: &s::DeregMr| r.mr_handle).map(|_| ())
             }
             // upstream: ib_uverbs_dealloc_pd() -> uobj_perform_destroy()
             cmd::DEALLOC_PD => {
-                inner.ctx()?;
-                let req = request::<s::DeallocPd>(&b.core_in)?;
-                let h = inner.find(obj::PD, i64::from(req.pd_handle))?;
-                Self::destroy_at(inner, h).map(|_| ())
+                Self::perform_destroy(inner, b, obj::PD, |r: &s::DeallocPd| r.pd_handle).map(|_| ())
             }
             _ => Err(EOPNOTSUPP),
         }
+    }
+
+    /// A write command's destroy (upstream `uobj_perform_destroy()`): with a context, the
+    /// request `T`, then the object of type `obj_type` under the handle `handle` picks from it
+    /// ([`Inner::find`]: unknown `ENOENT`, another type `EINVAL`), destroyed by
+    /// [`Self::destroy_at`]. Returns the events the process read of it, for the commands whose
+    /// response counts them.
+    pub(super) fn perform_destroy<T: AbiField>(
+        inner: &mut Inner<D>,
+        b: &WriteBufs,
+        obj_type: u16,
+        handle: impl FnOnce(&T) -> u32,
+    ) -> Result<Reported> {
+        inner.ctx()?;
+        let r = request::<T>(&b.core_in)?;
+        let h = inner.find(obj_type, i64::from(handle(&r)))?;
+        Self::destroy_at(inner, h)
+    }
+
+    /// Commits a write command's new object `kind` of type `obj_type` under the lowest free
+    /// handle, then `respond(handle)` writes the response; a failed write destroys the object
+    /// again ([`Self::commit_and_respond`]).
+    pub(super) fn commit_new(
+        inner: &mut Inner<D>,
+        obj_type: u16,
+        kind: ObjKind<D>,
+        respond: impl FnOnce(u32) -> Result,
+    ) -> Result {
+        let id = inner.free_id(None);
+        Self::commit_and_respond(inner, id, obj_type, kind, || respond(id))
     }
 
     pub(super) fn alloc_ctx(&self, input: &[u8], out: (u64, usize)) -> Result<Arc<Ucontext<D>>> {

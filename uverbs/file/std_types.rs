@@ -15,13 +15,13 @@ use crate::uverbs::abi::{
 use crate::uverbs::driver_api::DriverCall;
 use crate::uverbs::file::cmd::qp::{cap_resp, CREATE_QP_SUP_COMP_MASK, QP_CREATE_ALLOWED};
 use crate::uverbs::file::cmd::srq::CreateSrq;
-use crate::uverbs::file::cmd::with_udata;
+use crate::uverbs::file::cmd::with_user_ctx;
 use crate::uverbs::file::cmd::xrcd::XsrqReq;
 use crate::uverbs::file::ioctl::{ioctl_bufs, ptr_value, NewObj, Outputs};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::{kerr, UFile};
 use crate::uverbs::resp;
-use crate::verbs::{AccessFlags, Dm, DmAllocAttr, DmMrAttr, Mr, SrqInitAttr, UserCtx, UserMrReq};
+use crate::verbs::{AccessFlags, Dm, DmAllocAttr, DmMrAttr, Mr, SrqInitAttr, UserMrReq};
 use kernel::prelude::*;
 
 impl<D: Driver> UFile<D> {
@@ -363,34 +363,32 @@ impl<D: Driver> UFile<D> {
                 _ => Err(ENOENT),
             }
         };
-        match t {
-            0 => {}
+        let init = SrqInitAttr {
+            max_wr,
+            max_sge,
+            srq_limit,
+        };
+        let kind = match t {
+            0 => {
+                let c = CreateSrq {
+                    user_handle,
+                    pd_handle,
+                    attr: init,
+                };
+                let bufs = ioctl_bufs(bd, uattrs)?;
+                let (srq, ev) = self.srq_create_common(inner, &c, &bufs)?;
+                ObjKind::Srq(srq, ev)
+            }
             1 => {
                 let c = XsrqReq {
                     user_handle,
                     pd_handle,
                     xrcd_handle: obj_id(attr::CREATE_SRQ_XRCD_HANDLE)?,
                     cq_handle: obj_id(attr::CREATE_SRQ_CQ_HANDLE)?,
-                    attr: SrqInitAttr {
-                        max_wr,
-                        max_sge,
-                        srq_limit,
-                    },
+                    attr: init,
                 };
                 let bufs = ioctl_bufs(bd, uattrs)?;
-                let kind = self.xsrq_create_common(inner, &c, &bufs)?;
-                let (a, srqn) = match &kind {
-                    ObjKind::XSrq(s, _, _) => (s.attr(), s.srq_num()),
-                    _ => return Err(EINVAL),
-                };
-                return Self::commit_and_respond(inner, id, obj::SRQ, kind, || {
-                    out.put(bd, attr::CREATE_SRQ_RESP_MAX_WR, &a.max_wr.to_ne_bytes())?;
-                    out.put(bd, attr::CREATE_SRQ_RESP_MAX_SGE, &a.max_sge.to_ne_bytes())?;
-                    if bd.is_valid(attr::CREATE_SRQ_RESP_SRQ_NUM) {
-                        out.put(bd, attr::CREATE_SRQ_RESP_SRQ_NUM, &srqn.to_ne_bytes())?;
-                    }
-                    Ok(())
-                });
+                self.xsrq_create_common(inner, &c, &bufs)?
             }
             2 => {
                 if !bd.is_valid(attr::CREATE_SRQ_MAX_NUM_TAGS) {
@@ -399,24 +397,17 @@ impl<D: Driver> UFile<D> {
                 return Err(EOPNOTSUPP);
             }
             _ => return Err(EINVAL),
-        }
-        let c = CreateSrq {
-            user_handle,
-            pd_handle,
-            attr: SrqInitAttr {
-                max_wr,
-                max_sge,
-                srq_limit,
-            },
         };
-        let bufs = ioctl_bufs(bd, uattrs)?;
-        let (srq, ev) = self.srq_create_common(inner, &c, &bufs)?;
-        let a = srq.attr();
-        Self::commit_and_respond(inner, id, obj::SRQ, ObjKind::Srq(srq, ev), || {
+        // The SRQ number is 0 for a basic SRQ.
+        let (a, srqn) = match &kind {
+            ObjKind::Srq(s, _) | ObjKind::XSrq(s, _, _) => (s.attr(), s.srq_num()),
+            _ => return Err(EINVAL),
+        };
+        Self::commit_and_respond(inner, id, obj::SRQ, kind, || {
             out.put(bd, attr::CREATE_SRQ_RESP_MAX_WR, &a.max_wr.to_ne_bytes())?;
             out.put(bd, attr::CREATE_SRQ_RESP_MAX_SGE, &a.max_sge.to_ne_bytes())?;
             if bd.is_valid(attr::CREATE_SRQ_RESP_SRQ_NUM) {
-                out.put(bd, attr::CREATE_SRQ_RESP_SRQ_NUM, &0u32.to_ne_bytes())?;
+                out.put(bd, attr::CREATE_SRQ_RESP_SRQ_NUM, &srqn.to_ne_bytes())?;
             }
             Ok(())
         })
@@ -485,13 +476,8 @@ impl<D: Driver> UFile<D> {
             access,
         };
         let bufs = ioctl_bufs(bd, uattrs)?;
-        let mr = with_udata(&bufs, |ud| {
-            Mr::reg_user(
-                &pd,
-                &req,
-                Owner::current_task(),
-                &mut UserCtx::new(&ctx, ud),
-            )
+        let mr = with_user_ctx(&bufs, &ctx, |uc| {
+            Mr::reg_user(&pd, &req, Owner::current_task(), uc)
         })?;
         let (lkey, rkey) = (mr.lkey(), mr.rkey());
         Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The AH commands (upstream `ib_uverbs_create_ah()`, `ib_uverbs_destroy_ah()`).
+//! The AH commands (upstream `ib_uverbs_create_ah()`; `ib_uverbs_destroy_ah()` is
+//! [`UFile::perform_destroy`]).
 
 use crate::attr::{Gid, LinkLayer};
 use crate::driver::Driver;
 use crate::uverbs::abi::{ids::obj, structs as s};
-use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{request, respond, with_user_ctx, WriteBufs};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
-use crate::uverbs::file::{copy_out_or_zero, UFile};
-use crate::verbs::{Ah, AhAttr, GlobalRoute, UserCtx};
+use crate::uverbs::file::UFile;
+use crate::verbs::{Ah, AhAttr, GlobalRoute};
 use kernel::prelude::*;
 
 /// upstream `rdma_get_ll_mac()`: the MAC of a link-local (EUI-64) GID.
@@ -62,25 +63,9 @@ impl<D: Driver> UFile<D> {
                 }
             }
         }
-        let ah = with_udata(b, |ud| {
-            Ah::create_user(&pd, &ah, &mut UserCtx::new(&ctx, ud))
-        })?;
-        let id = inner.free_id(None);
-        let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::AH, ObjKind::Ah(ah), || {
-            copy_out_or_zero(out.0, out.1, &s::CreateAhResp { ah_handle: id }.to_bytes())
+        let ah = with_user_ctx(b, &ctx, |uc| Ah::create_user(&pd, &ah, uc))?;
+        Self::commit_new(inner, obj::AH, ObjKind::Ah(ah), |ah_handle| {
+            respond(b, &s::CreateAhResp { ah_handle }.to_bytes())
         })
-    }
-
-    /// `IB_USER_VERBS_CMD_DESTROY_AH` (upstream `ib_uverbs_destroy_ah()`).
-    pub(in crate::uverbs::file) fn destroy_ah(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::DestroyAh>(&b.core_in)?;
-        let h = inner.find(obj::AH, i64::from(r.ah_handle))?;
-        Self::destroy_at(inner, h).map(|_| ())
     }
 }

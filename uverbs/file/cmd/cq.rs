@@ -7,11 +7,11 @@ use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s};
 use crate::uverbs::async_event::AsyncEventFile;
-use crate::uverbs::file::cmd::{create_response, request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{create_response, request, respond, with_user_ctx, WriteBufs};
 use crate::uverbs::file::events::{Reported, UEvents};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
-use crate::uverbs::file::{copy_out_or_zero, UFile};
-use crate::verbs::{Cq, CqHandler, CqInitAttr, UserCtx};
+use crate::uverbs::file::UFile;
+use crate::verbs::{Cq, CqHandler, CqInitAttr};
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -63,14 +63,8 @@ impl<D: Driver> UFile<D> {
             comp_vector: c.comp_vector,
         };
         let handler: Arc<dyn CqHandler> = ev.clone();
-        let cq = with_udata(b, |ud| {
-            Cq::create_user(
-                &self.dev,
-                &attr,
-                Some(handler),
-                Owner::current_task(),
-                &mut UserCtx::new(&ctx, ud),
-            )
+        let cq = with_user_ctx(b, &ctx, |uc| {
+            Cq::create_user(&self.dev, &attr, Some(handler), Owner::current_task(), uc)
         })?;
         Ok((cq, ev))
     }
@@ -91,7 +85,7 @@ impl<D: Driver> UFile<D> {
         let o = s::CreateCompChannelResp {
             fd: fd.reserved_fd(),
         };
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
+        respond(b, &o.to_bytes())?;
         inner.comp_channels.push(chan, GFP_KERNEL)?;
         fd.fd_install(file);
         Ok(())
@@ -121,14 +115,10 @@ impl<D: Driver> UFile<D> {
             }
         };
         let (cq, ev) = self.cq_create_common(inner, &c, b)?;
-        let id = inner.free_id(None);
-        let base = s::CreateCqResp {
-            cq_handle: id,
-            cqe: cq.cqe(),
-        };
-        let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::CQ, ObjKind::Cq(cq, ev), || {
-            create_response::<s::ExCreateCqResp>(out, ex, base)
+        let cqe = cq.cqe();
+        Self::commit_new(inner, obj::CQ, ObjKind::Cq(cq, ev), |cq_handle| {
+            let base = s::CreateCqResp { cq_handle, cqe };
+            create_response::<s::ExCreateCqResp>(b.core_out, ex, base)
         })
     }
 
@@ -139,11 +129,8 @@ impl<D: Driver> UFile<D> {
         inner: &mut Inner<D>,
         b: &mut WriteBufs,
     ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::DestroyCq>(&b.core_in)?;
-        let h = inner.find(obj::CQ, i64::from(r.cq_handle))?;
-        let rep = Self::destroy_at(inner, h)?;
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &destroy_cq_resp(rep))
+        let rep = Self::perform_destroy(inner, b, obj::CQ, |r: &s::DestroyCq| r.cq_handle)?;
+        respond(b, &destroy_cq_resp(rep))
     }
 
     /// `IB_USER_VERBS_CMD_RESIZE_CQ` (upstream `ib_uverbs_resize_cq()`): `cqe == 0` is
@@ -160,12 +147,12 @@ impl<D: Driver> UFile<D> {
             return Err(EINVAL);
         }
         let cq = Self::cq_by_handle(inner, r.cq_handle)?;
-        with_udata(b, |ud| cq.resize_user(r.cqe, &mut UserCtx::new(&ctx, ud)))?;
+        with_user_ctx(b, &ctx, |uc| cq.resize_user(r.cqe, uc))?;
         let o = s::ResizeCqResp {
             cqe: cq.cqe(),
             reserved: 0,
         };
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
+        respond(b, &o.to_bytes())
     }
 
     /// `IB_USER_VERBS_EX_CMD_MODIFY_CQ` (upstream `ib_uverbs_ex_modify_cq()`): `struct

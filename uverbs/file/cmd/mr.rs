@@ -5,10 +5,10 @@
 use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s};
-use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{request, respond, with_user_ctx, WriteBufs};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
-use crate::uverbs::file::{copy_out_or_zero, UFile};
-use crate::verbs::{AccessFlags, Mr, ReregFlags, UserCtx, UserMrReq};
+use crate::uverbs::file::UFile;
+use crate::verbs::{AccessFlags, Mr, ReregFlags, UserMrReq};
 use kernel::prelude::*;
 
 impl<D: Driver> UFile<D> {
@@ -32,23 +32,17 @@ impl<D: Driver> UFile<D> {
         let ctx = inner.ctx()?.clone();
         req.access.check()?;
         let pd = Self::pd_by_handle(inner, r.pd_handle)?;
-        let mr = with_udata(b, |ud| {
-            Mr::reg_user(
-                &pd,
-                &req,
-                Owner::current_task(),
-                &mut UserCtx::new(&ctx, ud),
-            )
+        let mr = with_user_ctx(b, &ctx, |uc| {
+            Mr::reg_user(&pd, &req, Owner::current_task(), uc)
         })?;
-        let id = inner.free_id(None);
-        let o = s::RegMrResp {
-            mr_handle: id,
-            lkey: mr.lkey(),
-            rkey: mr.rkey(),
-        };
-        let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::MR, ObjKind::Mr(mr), || {
-            copy_out_or_zero(out.0, out.1, &o.to_bytes())
+        let (lkey, rkey) = (mr.lkey(), mr.rkey());
+        Self::commit_new(inner, obj::MR, ObjKind::Mr(mr), |mr_handle| {
+            let o = s::RegMrResp {
+                mr_handle,
+                lkey,
+                rkey,
+            };
+            respond(b, &o.to_bytes())
         })
     }
 
@@ -89,15 +83,8 @@ impl<D: Driver> UFile<D> {
         } else {
             None
         };
-        let new = with_udata(b, |ud| {
-            Mr::rereg_user(
-                &mr,
-                flags,
-                &req,
-                new_pd.as_ref(),
-                Owner::current_task(),
-                &mut UserCtx::new(&ctx, ud),
-            )
+        let new = with_user_ctx(b, &ctx, |uc| {
+            Mr::rereg_user(&mr, flags, &req, new_pd.as_ref(), Owner::current_task(), uc)
         })?;
         drop(mr);
         let o = s::ReregMrResp {
@@ -114,6 +101,6 @@ impl<D: Driver> UFile<D> {
                 );
             }
         }
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
+        respond(b, &o.to_bytes())
     }
 }

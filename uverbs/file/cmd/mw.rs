@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The memory window commands (upstream `ib_uverbs_alloc_mw()`, `ib_uverbs_dealloc_mw()`).
+//! The memory window commands (upstream `ib_uverbs_alloc_mw()`; `ib_uverbs_dealloc_mw()` is
+//! [`UFile::perform_destroy`]).
 
 use crate::driver::Driver;
 use crate::uverbs::abi::{ids::obj, structs as s};
-use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{request, respond, with_user_ctx, WriteBufs};
 use crate::uverbs::file::uobject::{Inner, ObjKind};
-use crate::uverbs::file::{copy_out_or_zero, UFile};
-use crate::verbs::{Mw, MwType, UserCtx};
+use crate::uverbs::file::UFile;
+use crate::verbs::{Mw, MwType};
 use kernel::prelude::*;
 
 impl<D: Driver> UFile<D> {
@@ -27,30 +28,10 @@ impl<D: Driver> UFile<D> {
         let ctx = inner.ctx()?.clone();
         let pd = Self::pd_by_handle(inner, r.pd_handle)?;
         let mw_type = MwType::from_abi(r.mw_type).ok_or(EINVAL)?;
-        let mw = with_udata(b, |ud| {
-            Mw::alloc_user(&pd, mw_type, &mut UserCtx::new(&ctx, ud))
-        })?;
-        let id = inner.free_id(None);
-        let out = b.core_out;
-        let resp = s::AllocMwResp {
-            mw_handle: id,
-            rkey: mw.rkey(),
-        };
-        Self::commit_and_respond(inner, id, obj::MW, ObjKind::Mw(mw), || {
-            copy_out_or_zero(out.0, out.1, &resp.to_bytes())
+        let mw = with_user_ctx(b, &ctx, |uc| Mw::alloc_user(&pd, mw_type, uc))?;
+        let rkey = mw.rkey();
+        Self::commit_new(inner, obj::MW, ObjKind::Mw(mw), |mw_handle| {
+            respond(b, &s::AllocMwResp { mw_handle, rkey }.to_bytes())
         })
-    }
-
-    /// `IB_USER_VERBS_CMD_DEALLOC_MW` (upstream `ib_uverbs_dealloc_mw()` ->
-    /// `uobj_perform_destroy()`).
-    pub(in crate::uverbs::file) fn dealloc_mw(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::DeallocMw>(&b.core_in)?;
-        let h = inner.find(obj::MW, i64::from(r.mw_handle))?;
-        Self::destroy_at(inner, h).map(|_| ())
     }
 }

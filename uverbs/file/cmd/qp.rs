@@ -8,13 +8,12 @@ use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s, write as w};
 use crate::uverbs::file::cmd::ah::ll_mac;
-use crate::uverbs::file::cmd::{create_response, request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{create_response, request, respond, with_user_ctx, WriteBufs};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
-use crate::uverbs::file::{copy_out_or_zero, UFile};
+use crate::uverbs::file::UFile;
 use crate::verbs::{
     AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpCap, QpHandler, QpInitAttr, QpState, QpType,
-    UserCtx,
 };
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -172,13 +171,8 @@ impl<D: Driver> UFile<D> {
             sq_sig_all: c.sq_sig_all != 0,
             event_handler: Some(handler),
         };
-        let qp = with_udata(b, |ud| {
-            Qp::create_user(
-                &pd,
-                &attr,
-                Owner::current_task(),
-                &mut UserCtx::new(&ctx, ud),
-            )
+        let qp = with_user_ctx(b, &ctx, |uc| {
+            Qp::create_user(&pd, &attr, Owner::current_task(), uc)
         })?;
         Ok(ObjKind::Qp(qp, ev))
     }
@@ -221,21 +215,19 @@ impl<D: Driver> UFile<D> {
             ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _, _, _) => q.clone(),
             _ => return Err(EINVAL),
         };
-        let id = inner.free_id(None);
-        let cap = cap_resp(&qp.cap());
-        let base = s::CreateQpResp {
-            qp_handle: id,
-            qpn: qp.qp_num(),
-            max_send_wr: cap.max_send_wr,
-            max_recv_wr: cap.max_recv_wr,
-            max_send_sge: cap.max_send_sge,
-            max_recv_sge: cap.max_recv_sge,
-            max_inline_data: cap.max_inline_data,
-            reserved: 0,
-        };
-        let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::QP, kind, || {
-            create_response::<s::ExCreateQpResp>(out, ex, base)
+        let (qpn, cap) = (qp.qp_num(), cap_resp(&qp.cap()));
+        Self::commit_new(inner, obj::QP, kind, |qp_handle| {
+            let base = s::CreateQpResp {
+                qp_handle,
+                qpn,
+                max_send_wr: cap.max_send_wr,
+                max_recv_wr: cap.max_recv_wr,
+                max_send_sge: cap.max_send_sge,
+                max_recv_sge: cap.max_recv_sge,
+                max_inline_data: cap.max_inline_data,
+                reserved: 0,
+            };
+            create_response::<s::ExCreateQpResp>(b.core_out, ex, base)
         })
     }
 
@@ -269,7 +261,7 @@ impl<D: Driver> UFile<D> {
                 response_length: w::uverbs_response_length(b.core_out.1, s::ExModifyQpResp::SIZE)
                     as u32,
             };
-            copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())?;
+            respond(b, &o.to_bytes())?;
         }
         Ok(())
     }
@@ -426,7 +418,7 @@ impl<D: Driver> UFile<D> {
             sq_sig_all: u8::from(qp.sq_sig_all()),
             ..Default::default()
         };
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
+        respond(b, &o.to_bytes())
     }
 
     /// `IB_USER_VERBS_CMD_DESTROY_QP`.
@@ -435,13 +427,10 @@ impl<D: Driver> UFile<D> {
         inner: &mut Inner<D>,
         b: &mut WriteBufs,
     ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::DestroyQp>(&b.core_in)?;
-        let h = inner.find(obj::QP, i64::from(r.qp_handle))?;
-        let rep = Self::destroy_at(inner, h)?;
+        let rep = Self::perform_destroy(inner, b, obj::QP, |r: &s::DestroyQp| r.qp_handle)?;
         let o = s::DestroyQpResp {
             events_reported: rep.events,
         };
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
+        respond(b, &o.to_bytes())
     }
 }

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The SRQ commands (upstream `__uverbs_create_xsrq()`, `ib_uverbs_modify_srq()`,
-//! `ib_uverbs_query_srq()`, `ib_uverbs_destroy_srq()`): basic SRQs only (XRC: `EOPNOTSUPP`).
+//! The SRQ commands (upstream `ib_uverbs_modify_srq()`, `ib_uverbs_query_srq()`,
+//! `ib_uverbs_destroy_srq()`) and the create of a basic SRQ (upstream `__uverbs_create_xsrq()`
+//! for `IB_SRQT_BASIC`); `CREATE_SRQ` and `CREATE_XSRQ` are [`UFile::create_xsrq`] (`xrcd.rs`).
 
 use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s};
-use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{request, respond, with_udata, with_user_ctx, WriteBufs};
 use crate::uverbs::file::events::UEvents;
-use crate::uverbs::file::uobject::{Inner, ObjKind};
-use crate::uverbs::file::{copy_out_or_zero, UFile};
-use crate::verbs::{Srq, SrqAttrMask, SrqHandler, SrqInitAttr, UserCtx};
+use crate::uverbs::file::uobject::Inner;
+use crate::uverbs::file::UFile;
+use crate::verbs::{Srq, SrqAttrMask, SrqHandler, SrqInitAttr};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -33,48 +34,10 @@ impl<D: Driver> UFile<D> {
         let pd = Self::pd_by_handle(inner, c.pd_handle)?;
         let ev = UEvents::new(None, inner.async_file.clone(), c.user_handle)?;
         let handler: Arc<dyn SrqHandler> = ev.clone();
-        let srq = with_udata(b, |ud| {
-            Srq::create_user(
-                &pd,
-                &c.attr,
-                Some(handler),
-                Owner::current_task(),
-                &mut UserCtx::new(&ctx, ud),
-            )
+        let srq = with_user_ctx(b, &ctx, |uc| {
+            Srq::create_user(&pd, &c.attr, Some(handler), Owner::current_task(), uc)
         })?;
         Ok((srq, ev))
-    }
-
-    /// `IB_USER_VERBS_CMD_CREATE_SRQ`: the response has the handle and the sizes the driver
-    /// created (`srqn` is only for XRC SRQs, 0 here).
-    pub(in crate::uverbs::file) fn create_srq(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        let r = request::<s::CreateSrq>(&b.core_in)?;
-        let c = CreateSrq {
-            user_handle: r.user_handle,
-            pd_handle: r.pd_handle,
-            attr: SrqInitAttr {
-                max_wr: r.max_wr,
-                max_sge: r.max_sge,
-                srq_limit: r.srq_limit,
-            },
-        };
-        let (srq, ev) = self.srq_create_common(inner, &c, b)?;
-        let id = inner.free_id(None);
-        let a = srq.attr();
-        let o = s::CreateSrqResp {
-            srq_handle: id,
-            max_wr: a.max_wr,
-            max_sge: a.max_sge,
-            srqn: 0,
-        };
-        let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::SRQ, ObjKind::Srq(srq, ev), || {
-            copy_out_or_zero(out.0, out.1, &o.to_bytes())
-        })
     }
 
     /// `IB_USER_VERBS_CMD_MODIFY_SRQ`: upstream hands `attr_mask` to the driver unchecked.
@@ -110,7 +73,7 @@ impl<D: Driver> UFile<D> {
             srq_limit: a.srq_limit,
             reserved: 0,
         };
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
+        respond(b, &o.to_bytes())
     }
 
     /// `IB_USER_VERBS_CMD_DESTROY_SRQ`: the response counts the events the process read;
@@ -120,13 +83,10 @@ impl<D: Driver> UFile<D> {
         inner: &mut Inner<D>,
         b: &mut WriteBufs,
     ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::DestroySrq>(&b.core_in)?;
-        let h = inner.find(obj::SRQ, i64::from(r.srq_handle))?;
-        let rep = Self::destroy_at(inner, h)?;
+        let rep = Self::perform_destroy(inner, b, obj::SRQ, |r: &s::DestroySrq| r.srq_handle)?;
         let o = s::DestroySrqResp {
             events_reported: rep.events,
         };
-        copy_out_or_zero(b.core_out.0, b.core_out.1, &o.to_bytes())
+        respond(b, &o.to_bytes())
     }
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The XRC commands (upstream `ib_uverbs_open_xrcd()`, `ib_uverbs_close_xrcd()` with
-//! `uverbs_free_xrcd()` and `ib_uverbs_dealloc_xrcd()`, `ib_uverbs_open_qp()`, and
-//! `__uverbs_create_xsrq()` for XRC SRQs).
+//! The XRC commands (upstream `ib_uverbs_open_xrcd()`, `ib_uverbs_close_xrcd()` (its
+//! [`UFile::perform_destroy`] ends in `uverbs_free_xrcd()` and `ib_uverbs_dealloc_xrcd()`,
+//! [`UXrcd::close`]), `ib_uverbs_open_qp()`, and `__uverbs_create_xsrq()` for both SRQ
+//! write commands).
 //!
 //! An XRC domain opened with a file descriptor is shared by inode: the device keeps a table
 //! of (inode, domain) (upstream `ib_uverbs_device.xrcd_tree`), every OPEN_XRCD of the same
@@ -14,11 +15,11 @@ use crate::driver::Driver;
 use crate::inode::InodeRef;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s};
-use crate::uverbs::file::cmd::{request, with_udata, WriteBufs};
+use crate::uverbs::file::cmd::{request, respond, with_user_ctx, WriteBufs};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
-use crate::uverbs::file::{copy_out_or_zero, UFile};
-use crate::verbs::{Qp, QpCap, QpHandler, Srq, SrqHandler, SrqInitAttr, UserCtx, Xrcd};
+use crate::uverbs::file::UFile;
+use crate::verbs::{Qp, QpCap, QpHandler, Srq, SrqHandler, SrqInitAttr, Xrcd};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
 use kernel::sync::{Arc, Mutex};
@@ -153,12 +154,9 @@ impl<D: Driver> UFile<D> {
                 return Err(EINVAL);
             }
         }
-        let id = inner.free_id(None);
         let xrcd = match found.and_then(|i| nodes.get(i)) {
             Some(n) => n.xrcd.clone(),
-            None => with_udata(b, |ud| {
-                Xrcd::alloc_user(&self.dev, &mut UserCtx::new(&ctx, ud))
-            })?,
+            None => with_user_ctx(b, &ctx, |uc| Xrcd::alloc_user(&self.dev, uc))?,
         };
         match (found, inode) {
             (Some(i), _) => {
@@ -192,23 +190,9 @@ impl<D: Driver> UFile<D> {
             },
             GFP_KERNEL,
         )?;
-        let o = s::OpenXrcdResp { xrcd_handle: id };
-        let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::XRCD, ObjKind::Xrcd(ux), || {
-            copy_out_or_zero(out.0, out.1, &o.to_bytes())
+        Self::commit_new(inner, obj::XRCD, ObjKind::Xrcd(ux), |xrcd_handle| {
+            respond(b, &s::OpenXrcdResp { xrcd_handle }.to_bytes())
         })
-    }
-
-    /// `IB_USER_VERBS_CMD_CLOSE_XRCD`: `EBUSY` while SRQs or target QPs of this handle live.
-    pub(in crate::uverbs::file) fn close_xrcd(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::CloseXrcd>(&b.core_in)?;
-        let h = inner.find(obj::XRCD, i64::from(r.xrcd_handle))?;
-        Self::destroy_at(inner, h).map(|_| ())
     }
 
     /// `IB_USER_VERBS_CMD_OPEN_QP` (upstream `ib_uverbs_open_qp()`): the XRCD handle is
@@ -230,20 +214,20 @@ impl<D: Driver> UFile<D> {
         let ev = UEvents::new(None, inner.async_file.clone(), r.user_handle)?;
         let handler: Arc<dyn QpHandler> = ev.clone();
         let qp = ux.xrcd.open_qp(r.qpn, handler.clone())?;
-        let id = inner.free_id(None);
-        let o = s::CreateQpResp {
-            qp_handle: id,
-            qpn: qp.qp_num(),
-            ..Default::default()
-        };
+        let qpn = qp.qp_num();
         ux.get();
-        let out = b.core_out;
-        Self::commit_and_respond(
+        Self::commit_new(
             inner,
-            id,
             obj::QP,
             ObjKind::TgtQp(qp, ev, ux, handler),
-            || copy_out_or_zero(out.0, out.1, &o.to_bytes()),
+            |qp_handle| {
+                let o = s::CreateQpResp {
+                    qp_handle,
+                    qpn,
+                    ..Default::default()
+                };
+                respond(b, &o.to_bytes())
+            },
         )
     }
 
@@ -289,7 +273,7 @@ impl<D: Driver> UFile<D> {
         let pd = Self::pd_by_handle(inner, c.pd_handle)?;
         let ev = UEvents::new(None, inner.async_file.clone(), c.user_handle)?;
         let handler: Arc<dyn SrqHandler> = ev.clone();
-        let srq = with_udata(b, |ud| {
+        let srq = with_user_ctx(b, &ctx, |uc| {
             Srq::create_xrc_user(
                 &pd,
                 &ux.xrcd,
@@ -297,22 +281,38 @@ impl<D: Driver> UFile<D> {
                 &c.attr,
                 Some(handler),
                 Owner::current_task(),
-                &mut UserCtx::new(&ctx, ud),
+                uc,
             )
         })?;
         ux.get();
         Ok(ObjKind::XSrq(srq, ev, ux))
     }
 
-    /// `IB_USER_VERBS_CMD_CREATE_XSRQ`: a basic SRQ as CREATE_SRQ, an XRC SRQ in an XRCD
-    /// with its CQ (the response's `srqn` is its number); tag matching is `EOPNOTSUPP` (no
-    /// driver here has it); another type `EINVAL`.
+    /// `IB_USER_VERBS_CMD_CREATE_XSRQ` / `IB_USER_VERBS_CMD_CREATE_SRQ` (upstream
+    /// `__uverbs_create_xsrq()`; `ib_uverbs_create_srq()` converts its request into `struct
+    /// ib_uverbs_create_xsrq` of a basic SRQ, as here for `!xsrq`): a basic SRQ, or an XRC
+    /// SRQ in an XRCD with its CQ (the response's `srqn` is its number, 0 for a basic SRQ);
+    /// tag matching is `EOPNOTSUPP` (no driver here has it); another type `EINVAL`.
     pub(in crate::uverbs::file) fn create_xsrq(
         &self,
         inner: &mut Inner<D>,
         b: &mut WriteBufs,
+        xsrq: bool,
     ) -> Result {
-        let r = request::<s::CreateXsrq>(&b.core_in)?;
+        let r = if xsrq {
+            request::<s::CreateXsrq>(&b.core_in)?
+        } else {
+            let r = request::<s::CreateSrq>(&b.core_in)?;
+            s::CreateXsrq {
+                response: r.response,
+                user_handle: r.user_handle,
+                pd_handle: r.pd_handle,
+                max_wr: r.max_wr,
+                max_sge: r.max_sge,
+                srq_limit: r.srq_limit,
+                ..Default::default()
+            }
+        };
         let attr = SrqInitAttr {
             max_wr: r.max_wr,
             max_sge: r.max_sge,
@@ -353,16 +353,14 @@ impl<D: Driver> UFile<D> {
             ObjKind::Srq(s, _) | ObjKind::XSrq(s, _, _) => (s.attr(), s.srq_num()),
             _ => return Err(EINVAL),
         };
-        let id = inner.free_id(None);
-        let o = s::CreateSrqResp {
-            srq_handle: id,
-            max_wr: a.max_wr,
-            max_sge: a.max_sge,
-            srqn,
-        };
-        let out = b.core_out;
-        Self::commit_and_respond(inner, id, obj::SRQ, kind, || {
-            copy_out_or_zero(out.0, out.1, &o.to_bytes())
+        Self::commit_new(inner, obj::SRQ, kind, |srq_handle| {
+            let o = s::CreateSrqResp {
+                srq_handle,
+                max_wr: a.max_wr,
+                max_sge: a.max_sge,
+                srqn,
+            };
+            respond(b, &o.to_bytes())
         })
     }
 }
