@@ -29,7 +29,7 @@ pub use super::abi::spec::{
 };
 
 use super::abi::parse::{AttrValue, Bundle};
-use super::file::{Inner, Outputs};
+use super::file::{kerr, Inner, Outputs};
 use crate::driver::Driver;
 use crate::verbs::{Cq, Qp, Srq, Ucontext};
 use core::any::Any;
@@ -149,7 +149,7 @@ impl<D: Driver> DriverCall<'_, '_, D> {
     pub fn const_in(&self, id: u16, max: u64, default: Option<u64>) -> Result<u64> {
         self.bundle
             .get_const_unsigned(id, max, default)
-            .map_err(|e| Error::from_errno(e.to_errno()))
+            .map_err(kerr)
     }
 
     /// Writes a PTR_OUT attribute and marks it valid (upstream
@@ -209,13 +209,7 @@ impl<D: Driver> DriverCall<'_, '_, D> {
     /// `EINVAL` for an attribute that was not passed, `EBADF`. The driver downcasts
     /// (`(&**obj as &dyn Any).downcast_ref()`) and may keep a clone.
     pub fn fd_object(&self, id: u16) -> Result<&Arc<dyn DriverFdOps>> {
-        let AttrValue::Obj { id: fd, .. } = self
-            .bundle
-            .get(id)
-            .map_err(|e| Error::from_errno(e.to_errno()))?
-        else {
-            return Err(EINVAL);
-        };
+        let fd = self.obj_attr(id)?;
         let e = self
             .inner
             .fds
@@ -232,10 +226,7 @@ impl<D: Driver> DriverCall<'_, '_, D> {
     ///
     /// `EINVAL` for an attribute the user did not pass, `EFAULT`, `ENOMEM`.
     pub fn ptr_in(&self, id: u16) -> Result<KVec<u8>> {
-        let p = self
-            .bundle
-            .ptr(id)
-            .map_err(|e| Error::from_errno(e.to_errno()))?;
+        let p = self.bundle.ptr(id).map_err(kerr)?;
         super::file::ptr_in(&p)
     }
 
@@ -246,9 +237,7 @@ impl<D: Driver> DriverCall<'_, '_, D> {
     ///
     /// `EINVAL` for an attribute the user did not pass.
     pub fn len(&self, id: u16) -> Result<usize> {
-        self.bundle
-            .len(id)
-            .map_err(|e| Error::from_errno(e.to_errno()))
+        self.bundle.len(id).map_err(kerr)
     }
 
     /// A FLAGS_IN attribute (upstream `uverbs_get_flags32()`): 0 when absent, `EINVAL` for
@@ -258,9 +247,7 @@ impl<D: Driver> DriverCall<'_, '_, D> {
     ///
     /// As above.
     pub fn flags32(&self, id: u16, allowed: u64) -> Result<u32> {
-        self.bundle
-            .get_flags32(id, allowed)
-            .map_err(|e| Error::from_errno(e.to_errno()))
+        self.bundle.get_flags32(id, allowed).map_err(kerr)
     }
 
     /// The object of an IDR attribute with READ or WRITE access (upstream
@@ -270,14 +257,19 @@ impl<D: Driver> DriverCall<'_, '_, D> {
     ///
     /// `EINVAL` for an attribute that is no object or was not passed.
     pub fn object(&self, id: u16) -> Result<AnyObject<'_, D>> {
-        let AttrValue::Obj { id: h, .. } = self
-            .bundle
-            .get(id)
-            .map_err(|e| Error::from_errno(e.to_errno()))?
-        else {
-            return Err(EINVAL);
-        };
-        let h = u32::try_from(h).map_err(|_| EINVAL)?;
+        let h = u32::try_from(self.obj_attr(id)?).map_err(|_| EINVAL)?;
         self.inner.any_object(h).ok_or(EINVAL)
+    }
+
+    /// The user's handle or fd of an IDR or FD attribute (`data_s64`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an attribute that is no object or was not passed.
+    fn obj_attr(&self, id: u16) -> Result<i64> {
+        match self.bundle.get(id).map_err(kerr)? {
+            AttrValue::Obj { id, .. } => Ok(id),
+            _ => Err(EINVAL),
+        }
     }
 }

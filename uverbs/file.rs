@@ -45,7 +45,8 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 use kernel::uaccess::{UserPtr, UserSlice, UserSliceReader};
 
-fn kerr(e: Errno) -> Error {
+/// The kernel error of an ABI errno.
+pub(super) fn kerr(e: Errno) -> Error {
     Error::from_errno(e.to_errno())
 }
 
