@@ -6,16 +6,28 @@
 //! that rdma-core 44 uses for `ibv_devinfo` and the basic verbs, plus the
 //! ones their neighbours need to keep the numbering visible, are listed.
 
-/// upstream: `UVERBS_ID_NS_MASK`: the namespace bits of an object, method or
-/// attribute id.
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "an upstream id of an object, method or command this stack does not implement"
-    )
-)]
-pub(crate) const UVERBS_ID_NS_MASK: u16 = 0xF000;
+/// Declares `pub(crate) const $name: $t = $v` for an upstream id of an object, method or
+/// command this stack does not implement: listed so the numbering stays visible, unused in the
+/// module build (`dead_code` expected there; the host tests may use it).
+macro_rules! unimplemented_id {
+    ($(#[$m:meta])* $name:ident: $t:ty = $v:expr) => {
+        $(#[$m])*
+        #[cfg_attr(
+            MODULE,
+            expect(
+                dead_code,
+                reason = "an upstream id of an object, method or command this stack does not implement"
+            )
+        )]
+        pub(crate) const $name: $t = $v;
+    };
+}
+
+unimplemented_id! {
+    /// upstream: `UVERBS_ID_NS_MASK`: the namespace bits of an object, method or
+    /// attribute id.
+    UVERBS_ID_NS_MASK: u16 = 0xF000
+}
 /// upstream: `UVERBS_ID_NS_SHIFT`.
 pub(crate) const UVERBS_ID_NS_SHIFT: u32 = 12;
 /// upstream: `UVERBS_ID_DRIVER_NS` (== `UVERBS_API_NS_FLAG`): ids with this
@@ -43,59 +55,17 @@ pub(crate) mod obj {
     pub(crate) const AH: u16 = 6;
     pub(crate) const MR: u16 = 7;
     pub(crate) const MW: u16 = 8;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const FLOW: u16 = 9;
+    unimplemented_id!(FLOW: u16 = 9);
     pub(crate) const XRCD: u16 = 10;
     pub(crate) const RWQ_IND_TBL: u16 = 11;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const WQ: u16 = 12;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const FLOW_ACTION: u16 = 13;
+    unimplemented_id!(WQ: u16 = 12);
+    unimplemented_id!(FLOW_ACTION: u16 = 13);
     pub(crate) const DM: u16 = 14;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const COUNTERS: u16 = 15;
+    unimplemented_id!(COUNTERS: u16 = 15);
     pub(crate) const ASYNC_EVENT: u16 = 16;
     pub(crate) const DMAH: u16 = 17;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const DMABUF: u16 = 18;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const COMP_CNTR: u16 = 19;
+    unimplemented_id!(DMABUF: u16 = 18);
+    unimplemented_id!(COMP_CNTR: u16 = 19);
 }
 
 /// Method ids, per object (`enum uverbs_methods_*`).
@@ -109,14 +79,7 @@ pub(crate) mod method {
     pub(crate) const QUERY_GID_TABLE: u16 = 5;
     pub(crate) const QUERY_GID_ENTRY: u16 = 6;
     pub(crate) const QUERY_PORT_SPEED: u16 = 7;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const QUERY_COMP_CNTR_CAPS: u16 = 8;
+    unimplemented_id!(QUERY_COMP_CNTR_CAPS: u16 = 8);
 
     /// upstream: `enum uverbs_methods_pd`.
     pub(crate) const PD_DESTROY: u16 = 0;
@@ -136,14 +99,7 @@ pub(crate) mod method {
     /// upstream: `enum uverbs_methods_qp`.
     pub(crate) const QP_CREATE: u16 = 0;
     pub(crate) const QP_DESTROY: u16 = 1;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const QP_ATTACH_COMP_CNTR: u16 = 2;
+    unimplemented_id!(QP_ATTACH_COMP_CNTR: u16 = 2);
 
     /// upstream: `enum uverbs_methods_srq`.
     pub(crate) const SRQ_CREATE: u16 = 0;
@@ -152,23 +108,9 @@ pub(crate) mod method {
     /// upstream: `enum uverbs_methods_mr`.
     pub(crate) const DM_MR_REG: u16 = 0;
     pub(crate) const MR_DESTROY: u16 = 1;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const ADVISE_MR: u16 = 2;
+    unimplemented_id!(ADVISE_MR: u16 = 2);
     pub(crate) const QUERY_MR: u16 = 3;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const REG_DMABUF_MR: u16 = 4;
+    unimplemented_id!(REG_DMABUF_MR: u16 = 4);
     pub(crate) const REG_MR: u16 = 5;
 
     /// upstream: `enum uverbs_method_async_event`.
@@ -338,65 +280,23 @@ pub(crate) mod cmd {
     pub(crate) const ALLOC_PD: u32 = 3;
     pub(crate) const DEALLOC_PD: u32 = 4;
     pub(crate) const CREATE_AH: u32 = 5;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const MODIFY_AH: u32 = 6;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const QUERY_AH: u32 = 7;
+    unimplemented_id!(MODIFY_AH: u32 = 6);
+    unimplemented_id!(QUERY_AH: u32 = 7);
     pub(crate) const DESTROY_AH: u32 = 8;
     pub(crate) const REG_MR: u32 = 9;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const REG_SMR: u32 = 10;
+    unimplemented_id!(REG_SMR: u32 = 10);
     pub(crate) const REREG_MR: u32 = 11;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const QUERY_MR: u32 = 12;
+    unimplemented_id!(QUERY_MR: u32 = 12);
     pub(crate) const DEREG_MR: u32 = 13;
     pub(crate) const ALLOC_MW: u32 = 14;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const BIND_MW: u32 = 15;
+    unimplemented_id!(BIND_MW: u32 = 15);
     pub(crate) const DEALLOC_MW: u32 = 16;
     pub(crate) const CREATE_COMP_CHANNEL: u32 = 17;
     pub(crate) const CREATE_CQ: u32 = 18;
     pub(crate) const RESIZE_CQ: u32 = 19;
     pub(crate) const DESTROY_CQ: u32 = 20;
     pub(crate) const POLL_CQ: u32 = 21;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const PEEK_CQ: u32 = 22;
+    unimplemented_id!(PEEK_CQ: u32 = 22);
     pub(crate) const REQ_NOTIFY_CQ: u32 = 23;
     pub(crate) const CREATE_QP: u32 = 24;
     pub(crate) const QUERY_QP: u32 = 25;
@@ -422,62 +322,13 @@ pub(crate) mod cmd {
     pub(crate) const EX_CREATE_CQ: u32 = CREATE_CQ;
     pub(crate) const EX_CREATE_QP: u32 = CREATE_QP;
     pub(crate) const EX_MODIFY_QP: u32 = MODIFY_QP;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const EX_CREATE_FLOW: u32 = THRESHOLD;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const EX_DESTROY_FLOW: u32 = THRESHOLD + 1;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const EX_CREATE_WQ: u32 = THRESHOLD + 2;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const EX_MODIFY_WQ: u32 = THRESHOLD + 3;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const EX_DESTROY_WQ: u32 = THRESHOLD + 4;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const EX_CREATE_RWQ_IND_TBL: u32 = THRESHOLD + 5;
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "an upstream id of an object, method or command this stack does not implement"
-        )
-    )]
-    pub(crate) const EX_DESTROY_RWQ_IND_TBL: u32 = THRESHOLD + 6;
+    unimplemented_id!(EX_CREATE_FLOW: u32 = THRESHOLD);
+    unimplemented_id!(EX_DESTROY_FLOW: u32 = THRESHOLD + 1);
+    unimplemented_id!(EX_CREATE_WQ: u32 = THRESHOLD + 2);
+    unimplemented_id!(EX_MODIFY_WQ: u32 = THRESHOLD + 3);
+    unimplemented_id!(EX_DESTROY_WQ: u32 = THRESHOLD + 4);
+    unimplemented_id!(EX_CREATE_RWQ_IND_TBL: u32 = THRESHOLD + 5);
+    unimplemented_id!(EX_DESTROY_RWQ_IND_TBL: u32 = THRESHOLD + 6);
     pub(crate) const EX_MODIFY_CQ: u32 = THRESHOLD + 7;
 
     /// upstream: `IB_USER_VERBS_CMD_COMMAND_MASK`.
