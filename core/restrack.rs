@@ -6,21 +6,23 @@
 //! that dealloc can name whatever was left behind.
 //!
 //! Upstream keeps one XArray per type with `xa_alloc_cyclic` IDs. Here one
-//! red-black tree per type, keyed by the ID, under one mutex: adding and
-//! forgetting an entry are `O(log n)` (a context with 100k objects destroys
-//! one as fast as a context with 10), and a dump walks the IDs in order. IDs
-//! are cyclic per type like upstream's, skipping IDs still in use.
+//! XArray (`rust/id_map.rs`) for all types, at index `type << 32 | ID`, under
+//! one mutex: adding and forgetting an entry are a radix-tree walk (a context
+//! with 100k objects destroys one as fast as a context with 10), a dump walks
+//! a type's IDs in order, and an entry costs about 9 bytes of XArray node
+//! where the red-black tree before cost a 64-byte node. IDs are cyclic per
+//! type like upstream's, skipping IDs still in use.
 
+use crate::id_map::IdMap;
 use crate::task;
 use kernel::prelude::*;
-use kernel::rbtree::RBTree;
 use kernel::str::BStr;
 use kernel::sync::atomic::{Atomic, Relaxed};
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, ArcBorrow, Mutex};
 
 /// Tracked resource types (upstream `enum rdma_restrack_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(usize)]
+#[repr(u8)]
 pub enum ResType {
     /// `RDMA_RESTRACK_PD`.
     Pd = 0,
@@ -145,17 +147,26 @@ pub struct ResLinks {
 /// A tracked resource (upstream `struct rdma_restrack_entry`): shared by the table and the
 /// object, which keeps its changing state here (`usecnt`, QP state) so that a dump can read
 /// it without a reference on the object.
+///
+/// Kept small (one per PD, CQ, QP, SRQ and MR: `slab_bytes_pd` in
+/// `Documentation/performance.md`): the type is a byte and the links are two IDs and a mask
+/// of which are set ([`ResEntry::links`]), so that the entry and its reference count fit a
+/// 96-byte slab object rather than a 128-byte one.
 pub struct ResEntry {
     /// The type.
     pub kind: ResType,
+    /// Which of `ctxn` ([`LINK_CTX`]) and `pdn` ([`LINK_PD`]) are set.
+    link_mask: u8,
     /// Per-type ID.
     pub id: u32,
+    /// [`ResLinks::ctxn`] if set.
+    ctxn: u32,
+    /// [`ResLinks::pdn`] if set.
+    pdn: u32,
     /// The owner.
     pub owner: Owner,
     /// Fields fixed at creation.
     pub details: ResDetails,
-    /// The context and PD it was created in.
-    pub links: ResLinks,
     /// The object's use count (upstream `pd->usecnt`, `cq->usecnt`, ...).
     pub usecnt: Atomic<i32>,
     /// The QP state (`enum ib_qp_state`), kept by `Qp::modify`.
@@ -176,14 +187,28 @@ pub struct ResEntry {
     pub sq_psn: Atomic<u32>,
 }
 
+/// [`ResEntry::link_mask`]: `ctxn` is set.
+const LINK_CTX: u8 = 1;
+/// [`ResEntry::link_mask`]: `pdn` is set.
+const LINK_PD: u8 = 2;
+
 impl ResEntry {
+    /// The context and PD it was created in.
+    pub fn links(&self) -> ResLinks {
+        let get = |bit: u8, v: u32| (self.link_mask & bit != 0).then_some(v);
+        ResLinks {
+            ctxn: get(LINK_CTX, self.ctxn),
+            pdn: get(LINK_PD, self.pdn),
+        }
+    }
+
     fn snapshot(&self) -> ResInfo {
         ResInfo {
             kind: self.kind,
             id: self.id,
             owner: self.owner,
             details: self.details,
-            links: self.links,
+            links: self.links(),
             usecnt: self.usecnt.load(Relaxed),
             state: self.state.load(Relaxed) as u8,
             num: self.num.load(Relaxed),
@@ -235,17 +260,28 @@ pub struct Restrack {
     inner: Mutex<Inner>,
 }
 
+#[pin_data]
 struct Inner {
-    /// The entries of each type (`ResType as usize`), by ID.
-    by_type: [RBTree<u32, Arc<ResEntry>>; NR_TYPES],
-    /// The number of entries in each tree.
+    /// The entries of every type, at [`index`]`(type, ID)`.
+    #[pin]
+    entries: IdMap<Arc<ResEntry>>,
+    /// The number of entries of each type (`ResType as usize`).
     counts: [usize; NR_TYPES],
     next_id: [u32; NR_TYPES],
 }
 
+// The index below needs 64-bit indices (the kernel builds this for x86_64 only).
+const _: () = assert!(usize::BITS >= 64);
+
+/// Where the entry of type `k` (`ResType as usize`) and ID `id` is in [`Inner::entries`].
+fn index(k: usize, id: u32) -> usize {
+    (k << 32) | id as usize
+}
+
 impl Inner {
-    fn entries(&self) -> impl Iterator<Item = &Arc<ResEntry>> {
-        self.by_type.iter().flat_map(|t| t.values())
+    /// The entries of type `k`, by ID.
+    fn of_type(&self, k: usize) -> impl Iterator<Item = ArcBorrow<'_, ResEntry>> + '_ {
+        self.entries.range(index(k, 0), index(k, u32::MAX))
     }
 }
 
@@ -254,11 +290,11 @@ impl Restrack {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Restrack {
             inner <- core_mutex!(
-                Inner {
-                    by_type: core::array::from_fn(|_| RBTree::new()),
+                pin_init!(Inner {
+                    entries <- IdMap::new(),
                     counts: [0; NR_TYPES],
                     next_id: [0; NR_TYPES],
-                },
+                }),
                 c"rdma_restrack_root.lock"
             ),
         })
@@ -307,16 +343,19 @@ impl Restrack {
         // upstream xa_alloc_cyclic(): the next ID not in use (at most one skip per live
         // entry of the type, after the IDs wrapped).
         let mut id = g.next_id[k];
-        while g.by_type[k].get(&id).is_some() {
+        while g.entries.contains(index(k, id)) {
             id = id.wrapping_add(1);
         }
+        let mask = |bit: u8, v: Option<u32>| if v.is_some() { bit } else { 0 };
         let e = Arc::new(
             ResEntry {
                 kind,
+                link_mask: mask(LINK_CTX, links.ctxn) | mask(LINK_PD, links.pdn),
                 id,
+                ctxn: links.ctxn.unwrap_or(0),
+                pdn: links.pdn.unwrap_or(0),
                 owner,
                 details,
-                links,
                 usecnt: Atomic::new(0),
                 state: Atomic::new(0),
                 num: Atomic::new(0),
@@ -328,8 +367,9 @@ impl Restrack {
             },
             GFP_KERNEL,
         )?;
-        // Nothing is replaced: `id` is free.
-        let _ = g.by_type[k].try_create_and_insert(id, e.clone(), GFP_KERNEL)?;
+        // `id` is free.
+        let g = g.as_mut().project();
+        g.entries.insert(index(k, id), e.clone())?;
         g.counts[k] += 1;
         g.next_id[k] = id.wrapping_add(1);
         Ok(e)
@@ -339,8 +379,9 @@ impl Restrack {
     pub(crate) fn del(&self, kind: ResType, id: u32) {
         let mut g = self.inner.lock();
         let k = kind as usize;
-        if let Some(e) = g.by_type[k].remove(&id) {
-            g.counts[k] -= 1;
+        let p = g.as_mut().project();
+        if let Some(e) = p.entries.remove(index(k, id)) {
+            p.counts[k] -= 1;
             drop(g);
             drop(e);
         }
@@ -365,8 +406,8 @@ impl Restrack {
     pub fn dump(&self, kind: ResType) -> Result<KVec<ResInfo>> {
         let g = self.inner.lock();
         let mut v = KVec::with_capacity(g.counts[kind as usize], GFP_KERNEL)?;
-        // In ID order: the tree's.
-        for e in g.by_type[kind as usize].values() {
+        // In ID order: the XArray's.
+        for e in g.of_type(kind as usize) {
             v.push(e.snapshot(), GFP_KERNEL)?;
         }
         Ok(v)
@@ -383,8 +424,8 @@ impl Restrack {
             return Err(ENOENT);
         }
         let g = self.inner.lock();
-        let found = g.by_type[kind as usize]
-            .values()
+        let found = g
+            .of_type(kind as usize)
             .find(|e| e.num.load(Relaxed) == num)
             .map(|e| e.snapshot());
         Ok(found)
@@ -395,7 +436,7 @@ impl Restrack {
     /// prints them and WARNs).
     pub fn report_leftovers(&self, dev_name: &[u8]) -> usize {
         let g = self.inner.lock();
-        for e in g.entries() {
+        for e in g.entries.values() {
             let name = BStr::from_bytes(dev_name);
             match e.owner {
                 Owner::Kernel(m) => pr_err!(

@@ -54,7 +54,7 @@ pub use qp::{
 pub use srq::{Srq, SrqAttrMask, SrqEvent, SrqHandler, SrqInitAttr, XrcSrqCreated};
 pub use types::{send_flags, wc_flags, RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode};
 pub use ucontext::{Ucontext, UcontextPriv, Udata, UserCtx};
-pub use umem::{DbPages, DmaBlocks, Umem, UserDb};
+pub use umem::{DbPages, DmaBlocks, Umem, UmemPages, UserDb};
 pub use xrcd::{SharedQpEvents, Xrcd};
 
 /// A destroy that did not happen: the error and the object, still alive.

@@ -20,6 +20,7 @@ use crate::prm::status::{self, Status};
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::mm::{MapRef, TrapPage, UserVma};
 use ib_core_rs::page_ref::PageRef;
+use ib_core_rs::verbs::UmemPages;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -423,16 +424,18 @@ pub(crate) trait Mlx5Hw: Send + Sync {
     /// `ENOMEM`; `ENODEV` once an mlx5_core function is gone.
     fn map_pages(&self, pages: &[PageRef], writable: bool) -> Result<DmaMap>;
 
-    /// [`Mlx5Hw::map_pages`] of references the caller gives up: a backend that keeps a
-    /// reference per mapped page (the simulator's IOMMU) keeps these instead of taking its
-    /// own, one atomic increment and one decrement a page less (262,144 of each for a 1 GiB
-    /// MR).
+    /// Maps pinned user memory for the device (upstream `ib_dma_map_sgtable_attrs()` of a
+    /// umem). A backend that keeps what it maps referenced (the simulator's IOMMU) keeps
+    /// `pages`, the pin itself, until the unmap: one owner for the range, dropped once, and
+    /// no page reference taken and dropped per page (262,144 of each for a 1 GiB MR). The
+    /// default maps a reference to each page with [`Mlx5Hw::map_pages`] (the DMA API of a
+    /// real function keeps nothing after the call).
     ///
     /// # Errors
     ///
     /// [`Mlx5Hw::map_pages`]'s.
-    fn map_pages_owned(&self, pages: KVec<PageRef>, writable: bool) -> Result<DmaMap> {
-        self.map_pages(&pages, writable)
+    fn map_umem(&self, pages: UmemPages, writable: bool) -> Result<DmaMap> {
+        self.map_pages(&pages.page_refs()?, writable)
     }
 
     /// Allocates `size` bytes (whole pages, zeroed) of kernel memory the device may read and

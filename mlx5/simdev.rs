@@ -34,6 +34,7 @@ use fabric::FabricWorker;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::mm::{TrapHandler, TrapPage};
 use ib_core_rs::page_ref::PageRef;
+use ib_core_rs::verbs::UmemPages;
 use iommu::Iommu;
 use kernel::{
     debugfs::{Dir, Scope},
@@ -470,8 +471,8 @@ impl Mlx5Hw for SimFunction {
         self.iommu.map(pages, writable)
     }
 
-    fn map_pages_owned(&self, pages: KVec<PageRef>, writable: bool) -> Result<DmaMap> {
-        self.iommu.map_owned(pages, writable)
+    fn map_umem(&self, pages: UmemPages, writable: bool) -> Result<DmaMap> {
+        self.iommu.map_umem(pages, writable)
     }
 
     fn ring(&self, uar: u32, db: Doorbell, value: u64) -> Result {

@@ -39,7 +39,9 @@ enum Backing {
 /// address space, held in memory and mapped for the device for as long as the device may
 /// access it.
 ///
-/// Drop order (field order): the device mapping goes before the pages are unpinned.
+/// Drop order (field order): the device mapping goes before the pages are unpinned (the
+/// simulator's mapping shares the pin, [`Mlx5Hw::map_umem`]: the pages are unpinned when the
+/// last of the two goes, the `Umem` here).
 pub(crate) struct UserBuf {
     map: DmaMap,
     addr: u64,
@@ -73,7 +75,7 @@ impl UserBuf {
             .device()
             .data()
             .hw
-            .map_pages_owned(umem.page_refs()?, umem.writable())?;
+            .map_umem(umem.shared_pages(), umem.writable())?;
         Ok(UserBuf {
             map,
             addr,

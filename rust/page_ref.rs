@@ -3,20 +3,23 @@
 //! Counted references to pages, and access to their bytes through a temporary kernel mapping
 //! (`get_page()`/`put_page()`, `kmap_local_page()`).
 //!
-//! A [`PageRef`] is what a device mapping holds on the memory it translates to: the simulated
-//! IOMMU of mlx5's firmware simulator keeps one per mapped page, so a page stays allocated for
-//! as long as it is mapped, whatever its owner (a pinned user buffer, a kernel queue buffer)
-//! does meanwhile, the way a real IOMMU mapping keeps its pages from being reused by holding
-//! the DMA API's reference. Accesses go through a `kmap_local_page()` mapping of one page at a
+//! A [`PageRef`] is what a device mapping holds on kernel memory it translates to: the
+//! simulated IOMMU of mlx5's firmware simulator keeps one per mapped page of a kernel queue
+//! buffer, so a page stays allocated for as long as it is mapped, whatever its owner does
+//! meanwhile, the way a real IOMMU mapping keeps its pages from being reused by holding the DMA
+//! API's reference. Pinned user memory is mapped holding its pin instead (one owner for all its
+//! pages, released once at unmap: no reference per page). Accesses go through a [`PageView`]
+//! (a page borrowed from either holder) and a `kmap_local_page()` mapping of one page at a
 //! time, bounds-checked against the page.
 //!
 //! Concurrency: the bytes of a mapped page are shared with whoever else maps it (user space for
 //! pinned user memory, the driver for its queue buffers), exactly like memory a device reaches
-//! by DMA. [`PageRef::read`]/[`PageRef::write`] are plain copies (what a DMA engine does,
+//! by DMA. [`PageView::read`]/[`PageView::write`] are plain copies (what a DMA engine does,
 //! and what `copy_{to,from}_user()` do on the same pages); the 64-bit atomics are the kernel's
 //! atomics on the mapped address, so they are atomic with respect to each other and to CPU
 //! atomics on the same location.
 
+use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use kernel::{
     bindings,
@@ -75,6 +78,85 @@ impl PageRef {
         unsafe { rdma_rs_page_get(page.as_ptr().cast()) };
         // INVARIANT: the reference just taken is ours.
         PageRef { page }
+    }
+
+    /// The `struct page` (for comparisons and logs only).
+    pub fn as_ptr(&self) -> *const bindings::page {
+        self.page.as_ptr()
+    }
+
+    /// The page's bytes, borrowed for as long as this reference is.
+    pub fn view(&self) -> PageView<'_> {
+        // INVARIANT: `self` holds a reference on the page for the borrow's lifetime.
+        PageView {
+            page: self.page,
+            _holder: PhantomData,
+        }
+    }
+
+    /// Copies `buf.len()` bytes at `offset` of the page into `buf` ([`PageView::read`]).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the range leaves the page.
+    pub fn read(&self, offset: usize, buf: &mut [u8]) -> Result {
+        self.view().read(offset, buf)
+    }
+
+    /// Copies `data` to `offset` of the page ([`PageView::write`]).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the range leaves the page.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result {
+        self.view().write(offset, data)
+    }
+
+    /// [`PageView::cmp_swap64`].
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an unaligned offset or one past the page.
+    pub fn cmp_swap64(&self, offset: usize, compare: u64, swap: u64) -> Result<u64> {
+        self.view().cmp_swap64(offset, compare, swap)
+    }
+
+    /// [`PageView::fetch_add64`].
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an unaligned offset or one past the page.
+    pub fn fetch_add64(&self, offset: usize, add: u64) -> Result<u64> {
+        self.view().fetch_add64(offset, add)
+    }
+}
+
+/// A page borrowed from whoever keeps it referenced: a [`PageRef`] ([`PageRef::view`]), or the
+/// pin of pinned user memory (`rust/umem.rs`, `PinnedPages::page_view`), whose owner then need
+/// not take a reference per page to lend its pages to a device mapping.
+///
+/// # Invariants
+///
+/// `page` is a valid `struct page` on which a reference (or a pin) is held for `'a`.
+#[derive(Clone, Copy)]
+pub struct PageView<'a> {
+    page: NonNull<bindings::page>,
+    _holder: PhantomData<&'a ()>,
+}
+
+impl PageView<'_> {
+    /// A view of `page`.
+    ///
+    /// # Safety
+    ///
+    /// `page` must be a valid `struct page` on which the caller holds a reference or a pin for
+    /// the whole lifetime `'a` chosen for the result.
+    pub(crate) unsafe fn from_raw<'a>(page: NonNull<bindings::page>) -> PageView<'a> {
+        // INVARIANT: the caller's promise.
+        PageView {
+            page,
+            _holder: PhantomData,
+        }
     }
 
     /// The `struct page` (for comparisons and logs only).

@@ -11,12 +11,13 @@
 //! grabbed (`mmgrab()`) so that the release may run from any task.
 //!
 //! The pages are kept as a `struct page *` array; [`PinnedPages::page_ref`] hands out a counted
-//! reference to one of them ([`PageRef`]), which is what a device mapping takes (mlx5's
-//! `Mlx5Hw::map_pages`: the simulated IOMMU, or on a real device the pages behind
-//! `dma_map_sgtable()`). [`PinnedPages::phys`] gives physical addresses (`page_to_phys()`)
+//! reference to one of them ([`PageRef`]) (mlx5 on a real device: the pages behind
+//! `dma_map_sgtable()`), [`PinnedPages::page_view`] lends one for as long as the pin lives
+//! (mlx5's simulated IOMMU, which keeps the shared `PinnedPages` alive while mapped instead of
+//! a reference per page). [`PinnedPages::phys`] gives physical addresses (`page_to_phys()`)
 //! for drivers without a device (the mock).
 
-use crate::page_ref::PageRef;
+use crate::page_ref::{PageRef, PageView};
 use core::ptr::{self, NonNull};
 use kernel::{
     bindings,
@@ -149,6 +150,15 @@ impl PinnedPages {
         let p = NonNull::new(*self.pages.get(..self.pinned)?.get(i)?)?;
         // SAFETY: `p` is pinned by us (type invariant), so it is valid and referenced.
         Some(unsafe { PageRef::get(p) })
+    }
+
+    /// Page `i`, borrowed from the pin (no reference taken: the pin holds the page for as long
+    /// as `self` lives).
+    pub(crate) fn page_view(&self, i: usize) -> Option<PageView<'_>> {
+        let p = NonNull::new(*self.pages.get(..self.pinned)?.get(i)?)?;
+        // SAFETY: `p` is pinned by us (type invariant) until `self` is dropped, which the
+        // borrow outlives.
+        Some(unsafe { PageView::from_raw(p) })
     }
 
     /// The physical address of page `i`.

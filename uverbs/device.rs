@@ -16,7 +16,8 @@
 //! driver-typed state dropped; later calls on it return `EIO`, and its close
 //! touches nothing of the driver.
 
-use super::abi::{ioctl::IoctlHdr, spec::ObjectSpec, std_types, uapi::DeviceDesc, uapi::UapiTree};
+use super::abi::uapi::{DeviceDesc, MethodEntry, UapiTree};
+use super::abi::{ioctl::IoctlHdr, spec::ObjectSpec, std_types};
 use super::file::{UFile, XrcdTree};
 use super::UverbsShared;
 use crate::chrdev::CharDevice;
@@ -32,8 +33,9 @@ use kernel::uaccess::UserSliceReader;
 /// What an open uverbs file does; implemented by `UFile<D>`.
 pub(crate) trait UFileOps: Send + Sync {
     /// `ioctl()` (upstream `ib_uverbs_ioctl()`) once its header was copied and checked
-    /// ([`super::file::ioctl_header`]).
-    fn ioctl(&self, cmd: u32, arg: usize, hdr: &IoctlHdr) -> Result<isize>;
+    /// ([`super::file::ioctl_header`]) and `method` found for it in the device's uapi tree
+    /// ([`super::abi::parse::find_method`]).
+    fn ioctl(&self, arg: usize, hdr: &IoctlHdr, method: &MethodEntry) -> Result<isize>;
     /// `write()` (upstream `ib_uverbs_write()`).
     fn write(&self, data: UserSliceReader) -> Result<usize>;
     /// `mmap()` (upstream `ib_uverbs_mmap()`).
@@ -151,6 +153,9 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
 /// device goes away.
 #[pin_data]
 pub(crate) struct OpenFile {
+    /// The device, whose uapi tree an ioctl's method is looked up in before the file is
+    /// (the tree outlives the driver: upstream's `uverbs_dev->uapi`).
+    udev: Arc<UverbsDevice>,
     #[pin]
     ops: Mutex<Option<Arc<dyn UFileOps>>>,
 }
@@ -214,11 +219,25 @@ impl CharDevice for Node {
         let ops = drv.open(udev)?;
         let of = Arc::pin_init(
             pin_init!(OpenFile {
+                udev: udev.clone(),
                 ops <- kernel::new_mutex!(Some(ops), "uverbs_open_file"),
             }),
             GFP_KERNEL,
         )?;
-        udev.files.lock().push(of.clone(), GFP_KERNEL)?;
+        let mut files = udev.files.lock();
+        // A removal that took the list after the driver check above must not miss this file:
+        // it would stay associated with a removed driver, and it and the device would keep
+        // each other alive (`OpenFile::udev`). The removal takes the driver before the list.
+        if udev.driver.lock().is_none() {
+            drop(files);
+            let ops = of.ops.lock().take();
+            if let Some(ops) = ops {
+                ops.destroy_all(false);
+            }
+            return Err(ENXIO);
+        }
+        files.push(of.clone(), GFP_KERNEL)?;
+        drop(files);
         Ok(of)
     }
 
@@ -236,12 +255,18 @@ impl CharDevice for Node {
     }
 
     // upstream ib_uverbs_ioctl(): the command, the header's copy and its length and reserved
-    // fields are checked before the SRCU read lock that keeps the device; here before the open
-    // file's lock and the reference to its driver-typed file (a header-rejected ioctl costs
-    // one copy, as upstream's; a disassociated file answers it as upstream does, not EIO).
+    // fields are checked before the SRCU read lock that keeps the device, and
+    // ib_uverbs_cmd_verbs() then checks the driver id and finds the method in the device's
+    // uapi radix tree. Here both before the open file's lock and the reference to its
+    // driver-typed file: a rejected ioctl (bad header, foreign driver id, unknown object or
+    // method) costs the header's copy and a tree lookup, as upstream's, and takes no lock; a
+    // disassociated file answers these as upstream does (the tree outlives the driver), not
+    // EIO.
     fn ioctl(ptr: ArcBorrow<'_, OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         let hdr = super::file::ioctl_header(cmd, arg)?;
-        ptr.get()?.ioctl(cmd, arg, &hdr)
+        let method = super::abi::parse::find_method(&ptr.udev.tree, &hdr)
+            .map_err(|e| Error::from_errno(e.to_errno()))?;
+        ptr.get()?.ioctl(arg, &hdr, method)
     }
 
     // upstream: ib_uverbs_write() refuses, before anything else, a caller

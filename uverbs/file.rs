@@ -35,7 +35,7 @@ pub(crate) use uobject::Inner;
 
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::uverbs::abi::{ioctl::IoctlHdr, Errno};
+use crate::uverbs::abi::{ioctl::IoctlHdr, uapi::MethodEntry, Errno};
 use crate::uverbs::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
 use crate::uverbs::device::{UFileOps, UverbsDevice};
 use crate::uverbs::driver_api::RemoveReason;
@@ -142,8 +142,8 @@ impl<D: Driver> UFile<D> {
 }
 impl<D: Driver> UFileOps for UFile<D> {
     // upstream: ib_uverbs_ioctl()
-    fn ioctl(&self, cmd: u32, arg: usize, hdr: &IoctlHdr) -> Result<isize> {
-        self.ioctl_inner(cmd, arg as u64, hdr)
+    fn ioctl(&self, arg: usize, hdr: &IoctlHdr, method: &MethodEntry) -> Result<isize> {
+        self.ioctl_inner(arg as u64, hdr, method)
     }
 
     // upstream: ib_uverbs_write()

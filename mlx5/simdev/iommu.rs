@@ -2,14 +2,18 @@
 
 //! The simulated IOMMU of one function: the only way the device model reaches memory.
 //!
-//! Each [`Mlx5Hw::map_pages`](crate::hw::Mlx5Hw::map_pages) (pinned user pages of a CQ/QP
+//! Each [`Mlx5Hw::map_pages`](crate::hw::Mlx5Hw::map_pages) or
+//! [`Mlx5Hw::map_umem`](crate::hw::Mlx5Hw::map_umem) (pinned user pages of a CQ/QP
 //! buffer, an MR or a doorbell page; the pages of [`Mlx5Hw::alloc_coherent`] for kernel
 //! queues) gets one contiguous bus range (IOVA), page granular, followed by an unmapped guard
 //! page, so that a device access that runs past a buffer faults instead of reaching the next
 //! one. IOVAs are handed out upwards and never reused while the function lives (a stale
 //! address the driver forgot is a fault, not someone else's memory); the table stays sorted
-//! by IOVA, so a translation is a binary search with no allocation. The mapping holds a
-//! [`PageRef`] per page: a mapped page cannot be freed under the device.
+//! by IOVA, so a translation is a binary search with no allocation. A mapped page cannot be
+//! freed under the device: a mapping of kernel pages holds a [`PageRef`] per page, a mapping
+//! of pinned user memory ([`Iommu::map_umem`]) holds the pin itself
+//! ([`UmemPages`]), one owner for all its pages, so mapping and unmapping it take no per-page
+//! step.
 //!
 //! [`DmaMem`] over the table is what the data-path engine gets: reads, writes and the 64-bit
 //! atomics translate bus address → page + offset and copy through a temporary kernel mapping
@@ -20,7 +24,8 @@
 
 use crate::fwsim::dma::{DmaFault, DmaMem, DEV_MEM_BUS};
 use crate::hw::{DmaDomain, DmaMap};
-use ib_core_rs::page_ref::PageRef;
+use ib_core_rs::page_ref::{PageRef, PageView};
+use ib_core_rs::verbs::UmemPages;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::{new_mutex, sync::Arc, sync::Mutex};
@@ -32,11 +37,35 @@ const PAGE: u64 = PAGE_SIZE as u64;
 /// address, so that a pointer handed to the device by mistake faults.
 const IOVA_BASE: u64 = 0x0000_00d0_0000_0000;
 
+/// What keeps the pages of a mapping allocated.
+enum Pages {
+    /// Kernel pages: a reference each.
+    Refs(KVec<PageRef>),
+    /// Pinned user memory: its pin.
+    Pinned(UmemPages),
+}
+
+impl Pages {
+    fn len(&self) -> usize {
+        match self {
+            Pages::Refs(v) => v.len(),
+            Pages::Pinned(p) => p.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<PageView<'_>> {
+        match self {
+            Pages::Refs(v) => v.get(i).map(PageRef::view),
+            Pages::Pinned(p) => p.page(i),
+        }
+    }
+}
+
 /// One mapping.
 struct Mapping {
     iova: u64,
     writable: bool,
-    pages: KVec<PageRef>,
+    pages: Pages,
 }
 
 impl Mapping {
@@ -97,19 +126,24 @@ impl Iommu {
         for p in pages {
             v.push(p.clone(), GFP_KERNEL)?;
         }
-        self.map_owned(v, writable)
+        self.insert(Pages::Refs(v), writable)
     }
 
-    /// [`Iommu::map`] keeping the caller's references (no second reference per page).
+    /// Maps pinned user memory at a fresh bus range, keeping its pin (not a reference per
+    /// page) until the unmap.
     ///
     /// # Errors
     ///
     /// As [`Iommu::map`].
-    pub(crate) fn map_owned(self: &Arc<Self>, v: KVec<PageRef>, writable: bool) -> Result<DmaMap> {
-        if v.is_empty() {
+    pub(crate) fn map_umem(self: &Arc<Self>, pages: UmemPages, writable: bool) -> Result<DmaMap> {
+        self.insert(Pages::Pinned(pages), writable)
+    }
+
+    fn insert(self: &Arc<Self>, v: Pages, writable: bool) -> Result<DmaMap> {
+        let n = v.len();
+        if n == 0 {
             return Err(EINVAL);
         }
-        let n = v.len();
         let span = (n as u64 + 1).checked_mul(PAGE).ok_or(ENOMEM)?;
         let iova = {
             let mut t = self.table.lock();
@@ -150,7 +184,7 @@ impl Iommu {
         t.dev_mem = Some(Mapping {
             iova: DEV_MEM_BUS,
             writable: true,
-            pages,
+            pages: Pages::Refs(pages),
         });
         Ok(())
     }
@@ -164,9 +198,15 @@ impl Iommu {
     pub(crate) fn dev_mem_pages(&self, first: usize, count: usize) -> Result<KVec<PageRef>> {
         let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
         let t = self.table.lock();
-        let m = t.dev_mem.as_ref().ok_or(EINVAL)?;
+        let Some(Mapping {
+            pages: Pages::Refs(pages),
+            ..
+        }) = t.dev_mem.as_ref()
+        else {
+            return Err(EINVAL);
+        };
         let end = first.checked_add(count).ok_or(EINVAL)?;
-        for p in m.pages.get(first..end).ok_or(EINVAL)? {
+        for p in pages.get(first..end).ok_or(EINVAL)? {
             v.push(p.clone(), GFP_KERNEL)?;
         }
         Ok(v)
@@ -203,7 +243,7 @@ impl Iommu {
         addr: u64,
         len: usize,
         write: bool,
-        mut f: impl FnMut(&PageRef, usize, core::ops::Range<usize>) -> Result,
+        mut f: impl FnMut(PageView<'_>, usize, core::ops::Range<usize>) -> Result,
     ) -> core::result::Result<(), DmaFault> {
         let mut t = self.table.lock();
         let fault = |t: &mut Table, a: u64| {
@@ -248,7 +288,7 @@ impl Iommu {
     fn atomic(
         &self,
         addr: u64,
-        f: impl FnOnce(&PageRef, usize) -> Result<u64>,
+        f: impl FnOnce(PageView<'_>, usize) -> Result<u64>,
     ) -> core::result::Result<u64, DmaFault> {
         let mut t = self.table.lock();
         let r = if addr % 8 != 0 {
@@ -283,7 +323,7 @@ impl DmaDomain for Iommu {
                 Err(_) => None,
             }
         };
-        // The page references go outside the lock.
+        // The page references (or the pin) go outside the lock.
         drop(gone);
     }
 }

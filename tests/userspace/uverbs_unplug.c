@@ -33,6 +33,9 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+#include <sys/ioctl.h>
 
 static int failures;
 
@@ -383,6 +386,20 @@ int main(int argc, char **argv)
 
 		e = ibv_query_device(ctx, &da);
 		expect_errno("after remove: ibv_query_device fails with EIO", e, EIO);
+	}
+	{
+		/*
+		 * upstream ib_uverbs_cmd_verbs(): the method is looked up in the device's uapi
+		 * tree, which outlives the driver, so an unknown method is still
+		 * EPROTONOSUPPORT (not EIO). The driver id: RDMA_DRIVER_MLX5 or _RXE.
+		 */
+		struct ib_uverbs_ioctl_hdr h = {
+			.length = sizeof(h), .object_id = UVERBS_OBJECT_DEVICE, .method_id = 31,
+			.driver_id = strncmp(name, "mlx5", 4) ? 14 : 1,
+		};
+
+		e = ioctl(ctx->cmd_fd, RDMA_VERBS_IOCTL, &h) ? errno : 0;
+		expect_errno("after remove: an unknown ioctl method is EPROTONOSUPPORT", e, EPROTONOSUPPORT);
 	}
 	/* libibverbs frees the PD on EIO (verbs.c: ibv_cmd_dealloc_pd treats EIO as done). */
 	e = ibv_dealloc_pd(pd[0]);

@@ -182,6 +182,20 @@ pub(crate) fn lookup_method<'t>(
     hdr: &IoctlHdr,
 ) -> Result<&'t MethodEntry, Errno> {
     check_ioctl_hdr(cmd, hdr)?;
+    find_method(tree, hdr)
+}
+
+/// [`lookup_method`] after [`check_ioctl_hdr`] passed (the kernel's ioctl path checks the
+/// header as it copies it, then looks the method up before it touches the open file).
+///
+/// # Errors
+///
+/// `EINVAL` for a `driver_id` that is not the device's, `EPROTONOSUPPORT` for an unknown
+/// object or method, `EIO` for a driver method after disassociation.
+pub(crate) fn find_method<'t>(
+    tree: &'t UapiTree,
+    hdr: &IoctlHdr,
+) -> Result<&'t MethodEntry, Errno> {
     if hdr.driver_id != tree.driver_id() {
         return Err(Errno::EINVAL);
     }

@@ -8,7 +8,7 @@
 use crate::driver::Driver;
 use crate::uaccess::read_uninit;
 use crate::uverbs::abi::spec::TypeClass;
-use crate::uverbs::abi::uapi::UapiTree;
+use crate::uverbs::abi::uapi::{MethodEntry, UapiTree};
 use crate::uverbs::abi::{
     ids::{attr, cmd, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT},
     ioctl::{IoctlHdr, UAttr},
@@ -321,9 +321,14 @@ pub(crate) fn ioctl_header(cmd: u32, arg: usize) -> Result<IoctlHdr> {
 }
 
 impl<D: Driver> UFile<D> {
-    /// The ioctl path after the header copy and check ([`ioctl_header`]).
-    pub(super) fn ioctl_inner(&self, cmd: u32, arg: u64, hdr: &IoctlHdr) -> Result<isize> {
-        let method = parse::lookup_method(&self.udev.tree, cmd, hdr).map_err(kerr)?;
+    /// The ioctl path after the header copy and check ([`ioctl_header`]) and the method's
+    /// lookup in the device's tree (`parse::find_method()`, before the open file is reached).
+    pub(super) fn ioctl_inner(
+        &self,
+        arg: u64,
+        hdr: &IoctlHdr,
+        method: &MethodEntry,
+    ) -> Result<isize> {
         let uattrs_addr = arg + IoctlHdr::SIZE as u64;
         // Not zeroed first: the copy fills what is used (a 384-byte memset per ioctl before).
         let mut on_stack = [MaybeUninit::<u8>::uninit(); UATTRS_ON_STACK];
