@@ -179,6 +179,38 @@ macro_rules! uid_and_pas {
 }
 pub(crate) use uid_and_pas;
 
+/// Declares an enum whose variants stand for PRM encodings (`Variant = ENCODING`, the
+/// discriminant: `v as u32` is the encoding) and its `TryFrom<u32>`, which reads a field the
+/// device wrote: an encoding the enum does not list is `EIO`.
+macro_rules! prm_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $value:expr,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(u32)]
+        $vis enum $name {
+            $($(#[$vmeta])* $variant = $value,)*
+        }
+
+        impl TryFrom<u32> for $name {
+            type Error = kernel::error::Error;
+
+            fn try_from(v: u32) -> kernel::error::Result<Self> {
+                $(
+                    if v == $value {
+                        return Ok(Self::$variant);
+                    }
+                )*
+                Err(kernel::error::code::EIO)
+            }
+        }
+    };
+}
+pub(crate) use prm_enum;
+
 /// Commands that answer nothing but their status.
 macro_rules! empty_reply {
     () => {

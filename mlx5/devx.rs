@@ -64,69 +64,44 @@ use kernel::sync::poll::PollTable;
 use kernel::sync::Arc;
 use kernel::uaccess::UserSliceWriter;
 
-/// Driver-namespace ids start here.
-const NS: u16 = crate::ib::DRIVER_NS;
-/// `MLX5_IB_OBJECT_DEVX`, `_DEVX_OBJ`, `_DEVX_UMEM` (`enum mlx5_ib_objects`).
-const OBJECT_DEVX: u16 = NS;
-const OBJECT_DEVX_OBJ: u16 = NS + 1;
-const OBJECT_DEVX_UMEM: u16 = NS + 2;
-/// `MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD`, `_DEVX_ASYNC_EVENT_FD`.
-const OBJECT_DEVX_ASYNC_CMD_FD: u16 = NS + 4;
-const OBJECT_DEVX_ASYNC_EVENT_FD: u16 = NS + 5;
+crate::ib::driver_ids! {
+    /// `MLX5_IB_OBJECT_DEVX`, `_DEVX_OBJ`, `_DEVX_UMEM` (`enum mlx5_ib_objects`).
+    OBJECT_DEVX, OBJECT_DEVX_OBJ, OBJECT_DEVX_UMEM;
+    /// `MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD`, `_DEVX_ASYNC_EVENT_FD` (the same enum, after
+    /// `MLX5_IB_OBJECT_FLOW_MATCHER`).
+    OBJECT_DEVX_ASYNC_CMD_FD = crate::ib::DRIVER_NS + 4, OBJECT_DEVX_ASYNC_EVENT_FD;
+    /// `enum mlx5_ib_devx_methods`.
+    METHOD_OTHER, METHOD_QUERY_UAR, METHOD_QUERY_EQN, METHOD_SUBSCRIBE_EVENT;
+    /// `enum mlx5_ib_devx_obj_methods`.
+    METHOD_OBJ_CREATE, METHOD_OBJ_DESTROY, METHOD_OBJ_MODIFY, METHOD_OBJ_QUERY,
+        METHOD_OBJ_ASYNC_QUERY;
+    /// `MLX5_IB_METHOD_DEVX_ASYNC_CMD_FD_ALLOC`.
+    METHOD_ASYNC_CMD_FD_ALLOC;
+    /// `MLX5_IB_METHOD_DEVX_ASYNC_EVENT_FD_ALLOC`.
+    METHOD_ASYNC_EVENT_FD_ALLOC;
+    /// `enum mlx5_ib_devx_umem_methods`.
+    METHOD_UMEM_REG, METHOD_UMEM_DEREG;
+    /// `MLX5_IB_ATTR_DEVX_OTHER_CMD_IN/OUT`.
+    ATTR_OTHER_CMD_IN, ATTR_OTHER_CMD_OUT;
+    /// `MLX5_IB_ATTR_DEVX_OBJ_CREATE_HANDLE/CMD_IN/CMD_OUT` (and MODIFY, QUERY alike),
+    /// `_OBJ_DESTROY_HANDLE`.
+    ATTR_OBJ_HANDLE, ATTR_OBJ_CMD_IN, ATTR_OBJ_CMD_OUT;
+    /// `MLX5_IB_ATTR_DEVX_QUERY_EQN_USER_VEC/DEV_EQN`, `_QUERY_UAR_USER_IDX/DEV_IDX`.
+    ATTR_QUERY_IN, ATTR_QUERY_OUT;
+    /// `enum mlx5_ib_devx_umem_reg_attrs`.
+    ATTR_UMEM_HANDLE, ATTR_UMEM_ADDR, ATTR_UMEM_LEN, ATTR_UMEM_ACCESS, ATTR_UMEM_OUT_ID,
+        ATTR_UMEM_PGSZ_BITMAP;
+    /// `enum mlx5_ib_devx_obj_query_async_attrs`.
+    ATTR_AQ_HANDLE, ATTR_AQ_CMD_IN, ATTR_AQ_FD, ATTR_AQ_WR_ID, ATTR_AQ_OUT_LEN;
+    /// `MLX5_IB_ATTR_DEVX_ASYNC_CMD_FD_ALLOC_HANDLE`, `_ASYNC_EVENT_FD_ALLOC_HANDLE/_FLAGS`
+    /// (the event fd's handle is the same id).
+    ATTR_FD_ALLOC_HANDLE, ATTR_EVENT_FD_ALLOC_FLAGS;
+    /// `enum mlx5_ib_devx_subscribe_event_attrs`.
+    ATTR_SUB_FD_HANDLE, ATTR_SUB_OBJ_HANDLE, ATTR_SUB_TYPE_NUM_LIST, ATTR_SUB_FD_NUM,
+        ATTR_SUB_COOKIE;
+}
 /// `UVERBS_IDR_ANY_OBJECT`.
 const ANY_OBJECT: u16 = 0xffff;
-
-/// `enum mlx5_ib_devx_methods`.
-const METHOD_OTHER: u16 = NS;
-const METHOD_QUERY_UAR: u16 = NS + 1;
-const METHOD_QUERY_EQN: u16 = NS + 2;
-/// `enum mlx5_ib_devx_obj_methods`.
-const METHOD_OBJ_CREATE: u16 = NS;
-const METHOD_OBJ_DESTROY: u16 = NS + 1;
-const METHOD_OBJ_MODIFY: u16 = NS + 2;
-const METHOD_OBJ_QUERY: u16 = NS + 3;
-const METHOD_OBJ_ASYNC_QUERY: u16 = NS + 4;
-/// `MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT` (of `MLX5_IB_OBJECT_DEVX`).
-const METHOD_SUBSCRIBE_EVENT: u16 = NS + 3;
-/// `MLX5_IB_METHOD_DEVX_ASYNC_CMD_FD_ALLOC`, `_ASYNC_EVENT_FD_ALLOC`.
-const METHOD_ASYNC_CMD_FD_ALLOC: u16 = NS;
-const METHOD_ASYNC_EVENT_FD_ALLOC: u16 = NS;
-/// `enum mlx5_ib_devx_umem_methods`.
-const METHOD_UMEM_REG: u16 = NS;
-const METHOD_UMEM_DEREG: u16 = NS + 1;
-
-/// Attributes: `MLX5_IB_ATTR_DEVX_OTHER_CMD_IN/OUT`, `_OBJ_CREATE_HANDLE/CMD_IN/CMD_OUT` (and
-/// MODIFY, QUERY alike), `_OBJ_DESTROY_HANDLE`, `_QUERY_EQN_USER_VEC/DEV_EQN`,
-/// `_QUERY_UAR_USER_IDX/DEV_IDX`.
-const ATTR_OTHER_CMD_IN: u16 = NS;
-const ATTR_OTHER_CMD_OUT: u16 = NS + 1;
-const ATTR_OBJ_HANDLE: u16 = NS;
-const ATTR_OBJ_CMD_IN: u16 = NS + 1;
-const ATTR_OBJ_CMD_OUT: u16 = NS + 2;
-const ATTR_QUERY_IN: u16 = NS;
-const ATTR_QUERY_OUT: u16 = NS + 1;
-/// `enum mlx5_ib_devx_umem_reg_attrs`.
-const ATTR_UMEM_HANDLE: u16 = NS;
-const ATTR_UMEM_ADDR: u16 = NS + 1;
-const ATTR_UMEM_LEN: u16 = NS + 2;
-const ATTR_UMEM_ACCESS: u16 = NS + 3;
-const ATTR_UMEM_OUT_ID: u16 = NS + 4;
-const ATTR_UMEM_PGSZ_BITMAP: u16 = NS + 5;
-/// `enum mlx5_ib_devx_obj_query_async_attrs`.
-const ATTR_AQ_HANDLE: u16 = NS;
-const ATTR_AQ_CMD_IN: u16 = NS + 1;
-const ATTR_AQ_FD: u16 = NS + 2;
-const ATTR_AQ_WR_ID: u16 = NS + 3;
-const ATTR_AQ_OUT_LEN: u16 = NS + 4;
-/// `MLX5_IB_ATTR_DEVX_ASYNC_CMD_FD_ALLOC_HANDLE`, `_ASYNC_EVENT_FD_ALLOC_HANDLE/_FLAGS`.
-const ATTR_FD_ALLOC_HANDLE: u16 = NS;
-const ATTR_EVENT_FD_ALLOC_FLAGS: u16 = NS + 1;
-/// `enum mlx5_ib_devx_subscribe_event_attrs`.
-const ATTR_SUB_FD_HANDLE: u16 = NS;
-const ATTR_SUB_OBJ_HANDLE: u16 = NS + 1;
-const ATTR_SUB_TYPE_NUM_LIST: u16 = NS + 2;
-const ATTR_SUB_FD_NUM: u16 = NS + 3;
-const ATTR_SUB_COOKIE: u16 = NS + 4;
 
 /// The driver method numbers of this file (`crate::uar` has 1).
 const H_OTHER: u16 = 10;

@@ -58,13 +58,11 @@ const MEMIC_ALLOWED_ACCESS: u32 = AccessFlags::LOCAL_WRITE.0
     | AccessFlags::REMOTE_ATOMIC.0
     | AccessFlags::ZERO_BASED.0;
 
-/// Driver-namespace ids start here.
-const NS: u16 = crate::ib::DRIVER_NS;
-/// `MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET`, `_RESP_PAGE_INDEX`, `_REQ_TYPE`
-/// (`enum mlx5_ib_alloc_dm_attrs`, mlx5_user_ioctl_cmds.h).
-const ATTR_ALLOC_DM_RESP_START_OFFSET: u16 = NS;
-const ATTR_ALLOC_DM_RESP_PAGE_INDEX: u16 = NS + 1;
-const ATTR_ALLOC_DM_REQ_TYPE: u16 = NS + 2;
+crate::ib::driver_ids! {
+    /// `MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET`, `_RESP_PAGE_INDEX`, `_REQ_TYPE`
+    /// (`enum mlx5_ib_alloc_dm_attrs`, mlx5_user_ioctl_cmds.h).
+    ATTR_ALLOC_DM_RESP_START_OFFSET, ATTR_ALLOC_DM_RESP_PAGE_INDEX, ATTR_ALLOC_DM_REQ_TYPE;
+}
 /// `MLX5_IB_UAPI_DM_TYPE_MEMIC` (`enum mlx5_ib_uapi_dm_type`).
 const DM_TYPE_MEMIC: u64 = 0;
 /// `UVERBS_OBJECT_DM`, `UVERBS_METHOD_DM_ALLOC` (ib_user_ioctl_cmds.h).

@@ -44,6 +44,33 @@ use kernel::sync::Arc;
 /// mlx5_user_ioctl_cmds.h) are numbered.
 pub(crate) const DRIVER_NS: u16 = 1 << 12;
 
+/// Declares the members of upstream's driver-namespace enums (`enum mlx5_ib_objects`,
+/// `enum mlx5_ib_devx_methods`, ...; mlx5_user_ioctl_cmds.h) as private `u16` consts numbered
+/// as the C enum numbers them: each list's first member is [`DRIVER_NS`] (or `= start` where
+/// the driver leaves earlier members out), each next one more. The doc comment is the first
+/// member's.
+macro_rules! driver_ids {
+    (@next $prev:ident) => {};
+    (@next $prev:ident $name:ident $($rest:ident)*) => {
+        const $name: u16 = $prev + 1;
+        crate::ib::driver_ids!(@next $name $($rest)*);
+    };
+    ($($(#[$doc:meta])* $first:ident $(= $start:expr)? $(, $rest:ident)*;)*) => {
+        $(
+            $(#[$doc])*
+            const $first: u16 = crate::ib::driver_ids!(@start $($start)?);
+            crate::ib::driver_ids!(@next $first $($rest)*);
+        )*
+    };
+    (@start) => {
+        crate::ib::DRIVER_NS
+    };
+    (@start $start:expr) => {
+        $start
+    };
+}
+pub(crate) use driver_ids;
+
 /// The mlx5 driver's types.
 pub(crate) struct Mlx5Ib;
 

@@ -302,21 +302,17 @@ pub(crate) fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
     }
 }
 
-/// Driver-namespace ids start here.
-const NS: u16 = crate::ib::DRIVER_NS;
-/// `MLX5_IB_OBJECT_UAR` (`enum mlx5_ib_objects`, mlx5_user_ioctl_cmds.h).
-const OBJECT_UAR: u16 = NS + 8;
-/// `MLX5_IB_METHOD_UAR_OBJ_ALLOC`, `_DESTROY`.
-const METHOD_UAR_OBJ_ALLOC: u16 = NS;
-const METHOD_UAR_OBJ_DESTROY: u16 = NS + 1;
-/// `MLX5_IB_ATTR_UAR_OBJ_ALLOC_*`.
-const ATTR_ALLOC_HANDLE: u16 = NS;
-const ATTR_ALLOC_TYPE: u16 = NS + 1;
-const ATTR_ALLOC_MMAP_OFFSET: u16 = NS + 2;
-const ATTR_ALLOC_MMAP_LENGTH: u16 = NS + 3;
-const ATTR_ALLOC_PAGE_ID: u16 = NS + 4;
-/// `MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE`.
-const ATTR_DESTROY_HANDLE: u16 = NS;
+crate::ib::driver_ids! {
+    /// `MLX5_IB_OBJECT_UAR` (`enum mlx5_ib_objects`, mlx5_user_ioctl_cmds.h).
+    OBJECT_UAR = crate::ib::DRIVER_NS + 8;
+    /// `MLX5_IB_METHOD_UAR_OBJ_ALLOC`, `_DESTROY`.
+    METHOD_UAR_OBJ_ALLOC, METHOD_UAR_OBJ_DESTROY;
+    /// `MLX5_IB_ATTR_UAR_OBJ_ALLOC_*`.
+    ATTR_ALLOC_HANDLE, ATTR_ALLOC_TYPE, ATTR_ALLOC_MMAP_OFFSET, ATTR_ALLOC_MMAP_LENGTH,
+        ATTR_ALLOC_PAGE_ID;
+    /// `MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE`.
+    ATTR_DESTROY_HANDLE;
+}
 
 /// The driver method number of `UAR_OBJ_ALLOC` in [`uverbs_method`].
 const HANDLER_UAR_OBJ_ALLOC: u16 = 1;

@@ -4,7 +4,7 @@
 //! `mlx5_qpc_create_qp()`, `mlx5_core_qp_modify()` with `modify_qp_mbox_alloc()`'s
 //! per-opcode layouts, `mlx5_core_qp_query()`).
 
-use super::{empty_reply, free_cmd, uid_and_pas, Command, InBox, OutBox};
+use super::{empty_reply, free_cmd, prm_enum, uid_and_pas, Command, InBox, OutBox};
 use crate::prm::cmd::{create_qp_in, create_qp_out, destroy_qp_in, query_qp_in, query_qp_out};
 use crate::prm::command::{self as pc, QpTransition, TransitionCtx};
 use crate::prm::consts::{
@@ -16,81 +16,41 @@ use crate::prm::ctx::{ads, qpc};
 use crate::prm::layout::{BufMut, Member, PrmError, PrmLayout};
 use kernel::prelude::*;
 
-/// `qpc.st`: the service type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum QpServiceType {
-    /// Reliable connected.
-    Rc,
-    /// Unreliable connected.
-    Uc,
-    /// Unreliable datagram.
-    Ud,
-    /// XRC.
-    Xrc,
-    /// The GSI QP (QP1).
-    Qp1,
-}
-
-impl QpServiceType {
-    fn raw(self) -> u32 {
-        match self {
-            QpServiceType::Rc => QPC_ST_RC,
-            QpServiceType::Uc => QPC_ST_UC,
-            QpServiceType::Ud => QPC_ST_UD,
-            QpServiceType::Xrc => QPC_ST_XRC,
-            QpServiceType::Qp1 => QPC_ST_QP1,
-        }
+prm_enum! {
+    /// `qpc.st`: the service type.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum QpServiceType {
+        /// Reliable connected.
+        Rc = QPC_ST_RC,
+        /// Unreliable connected.
+        Uc = QPC_ST_UC,
+        /// Unreliable datagram.
+        Ud = QPC_ST_UD,
+        /// XRC.
+        Xrc = QPC_ST_XRC,
+        /// The GSI QP (QP1).
+        Qp1 = QPC_ST_QP1,
     }
 }
 
-impl TryFrom<u32> for QpServiceType {
-    type Error = Error;
-
-    fn try_from(v: u32) -> Result<Self> {
-        match v {
-            QPC_ST_RC => Ok(QpServiceType::Rc),
-            QPC_ST_UC => Ok(QpServiceType::Uc),
-            QPC_ST_UD => Ok(QpServiceType::Ud),
-            QPC_ST_XRC => Ok(QpServiceType::Xrc),
-            QPC_ST_QP1 => Ok(QpServiceType::Qp1),
-            _ => Err(EIO),
-        }
-    }
-}
-
-/// `qpc.state`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum QpState {
-    /// Reset.
-    Rst,
-    /// Initialized.
-    Init,
-    /// Ready to receive.
-    Rtr,
-    /// Ready to send.
-    Rts,
-    /// Send queue error.
-    Sqer,
-    /// Error.
-    Err,
-    /// Send queue drained.
-    Sqd,
-}
-
-impl TryFrom<u32> for QpState {
-    type Error = Error;
-
-    fn try_from(v: u32) -> Result<Self> {
-        match v {
-            QPC_STATE_RST => Ok(QpState::Rst),
-            QPC_STATE_INIT => Ok(QpState::Init),
-            QPC_STATE_RTR => Ok(QpState::Rtr),
-            QPC_STATE_RTS => Ok(QpState::Rts),
-            QPC_STATE_SQER => Ok(QpState::Sqer),
-            QPC_STATE_ERR => Ok(QpState::Err),
-            QPC_STATE_SQD => Ok(QpState::Sqd),
-            _ => Err(EIO),
-        }
+prm_enum! {
+    /// `qpc.state`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum QpState {
+        /// Reset.
+        Rst = QPC_STATE_RST,
+        /// Initialized.
+        Init = QPC_STATE_INIT,
+        /// Ready to receive.
+        Rtr = QPC_STATE_RTR,
+        /// Ready to send.
+        Rts = QPC_STATE_RTS,
+        /// Send queue error.
+        Sqer = QPC_STATE_SQER,
+        /// Error.
+        Err = QPC_STATE_ERR,
+        /// Send queue drained.
+        Sqd = QPC_STATE_SQD,
     }
 }
 
@@ -164,7 +124,7 @@ impl Command for CreateQp<'_> {
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let c = |f| create_qp_in::qpc.inner(f);
-        inbox.set(c(qpc::st), self.st.raw())?;
+        inbox.set(c(qpc::st), self.st as u32)?;
         inbox.set(c(qpc::pd), self.pd)?;
         inbox.set(c(qpc::uar_page), self.uar_page)?;
         inbox.set(c(qpc::log_page_size), u32::from(self.log_page_size))?;

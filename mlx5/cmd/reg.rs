@@ -209,24 +209,14 @@ pub(crate) struct Paos {
     pub(crate) admin_status: Option<PortStatus>,
 }
 
-/// `enum mlx5_port_status` (port.h).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PortStatus {
-    /// `MLX5_PORT_UP`.
-    Up = 1,
-    /// `MLX5_PORT_DOWN`.
-    Down = 2,
-}
-
-impl TryFrom<u32> for PortStatus {
-    type Error = Error;
-
-    fn try_from(v: u32) -> Result<Self> {
-        match v {
-            1 => Ok(PortStatus::Up),
-            2 => Ok(PortStatus::Down),
-            _ => Err(EIO),
-        }
+super::prm_enum! {
+    /// `enum mlx5_port_status` (port.h).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum PortStatus {
+        /// `MLX5_PORT_UP`.
+        Up = 1,
+        /// `MLX5_PORT_DOWN`.
+        Down = 2,
     }
 }
 

@@ -327,6 +327,8 @@ struct Mkey {
     win: Option<xlat::Window>,
 }
 
+table::owner_is_uid!(Owned, Cq, Qp, Rmp, Mkey);
+
 /// One RoCE address table entry (SET_ROCE_ADDRESS).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RoceAddr {

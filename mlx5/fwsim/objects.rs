@@ -51,8 +51,7 @@ impl Fw {
 
     /// Checks that `pd` exists and `uid` may use it.
     pub(super) fn pd_usable(&self, uid: u16, pd: u32) -> Result<(), CmdError> {
-        let o = self.pds.lookup(pd, syn::PD_UNKNOWN)?;
-        Self::owned(uid, o.uid)
+        self.pds.lookup_owned(pd, uid, syn::PD_UNKNOWN).map(|_| ())
     }
 
     /// ALLOC_UAR: a doorbell page.
@@ -64,8 +63,7 @@ impl Fw {
     /// DEALLOC_UAR: refused while a CQ or a QP rings doorbells through it.
     pub(super) fn dealloc_uar(&mut self, c: &mut Cmd<'_, DeallocUar>) -> Done {
         let uar = c.get(dealloc_uar_in::uar);
-        let o = self.uars.lookup(uar, syn::UAR_UNKNOWN)?;
-        Self::owned(c.uid, o.uid)?;
+        self.uars.lookup_owned(uar, c.uid, syn::UAR_UNKNOWN)?;
         if self.cqs.iter().any(|(_, q)| q.uar == uar) || self.qps.iter().any(|(_, q)| q.uar == uar)
         {
             return fail(Status::RES_BUSY, syn::UAR_BUSY);
@@ -93,8 +91,7 @@ impl Fw {
     /// DEALLOC_TRANSPORT_DOMAIN (TIRs and TISes, its users, are not modeled).
     pub(super) fn dealloc_td(&mut self, c: &mut Cmd<'_, DeallocTransportDomain>) -> Done {
         let td = c.get(dealloc_transport_domain_in::transport_domain);
-        let o = self.tds.lookup(td, syn::TD_UNKNOWN)?;
-        Self::owned(c.uid, o.uid)?;
+        self.tds.lookup_owned(td, c.uid, syn::TD_UNKNOWN)?;
         self.tds.free(td);
         Ok(())
     }
@@ -211,8 +208,7 @@ impl Fw {
 
     /// Checks that `cqn` exists and `uid` may use it.
     pub(super) fn cq_usable(&self, uid: u16, cqn: u32, syndrome: u32) -> Result<(), CmdError> {
-        let cq = self.cqs.lookup(cqn, syndrome)?;
-        Self::owned(uid, cq.uid)
+        self.cqs.lookup_owned(cqn, uid, syndrome).map(|_| ())
     }
 
     /// CREATE_CQ: validates the context a driver fills (`mlx5_ib_create_cq()`) and stores it.
@@ -291,8 +287,7 @@ impl Fw {
     /// `producer_counter`.
     pub(super) fn query_cq(&mut self, c: &mut Cmd<'_, QueryCq>) -> Done {
         let cqn = c.get(query_cq_in::cqn);
-        self.cq_usable(c.uid, cqn, syn::CQ_UNKNOWN)?;
-        let cq = self.cqs.lookup(cqn, syn::CQ_UNKNOWN)?;
+        let cq = self.cqs.lookup_owned(cqn, c.uid, syn::CQ_UNKNOWN)?;
         let (bytes, failed, pi) = (cq.cqc, cq.q.failed, cq.q.pi);
         c.set_bytes(query_cq_out::cq_context, &bytes)?;
         let ctx = query_cq_out::cq_context;
@@ -427,8 +422,9 @@ impl Fw {
 
     /// Checks that `index` names an mkey `uid` may use.
     fn mkey_usable(&self, uid: u16, index: u32) -> Result<(), CmdError> {
-        let m = self.mkeys.lookup(index, syn::MKEY_UNKNOWN)?;
-        Self::owned(uid, m.uid)
+        self.mkeys
+            .lookup_owned(index, uid, syn::MKEY_UNKNOWN)
+            .map(|_| ())
     }
 
     /// DESTROY_MKEY.
@@ -442,8 +438,7 @@ impl Fw {
     /// QUERY_MKEY: the stored `mkc`.
     pub(super) fn query_mkey(&mut self, c: &mut Cmd<'_, QueryMkey>) -> Done {
         let index = c.get(query_mkey_in::mkey_index);
-        self.mkey_usable(c.uid, index)?;
-        let m = self.mkeys.lookup(index, syn::MKEY_UNKNOWN)?;
+        let m = self.mkeys.lookup_owned(index, c.uid, syn::MKEY_UNKNOWN)?;
         let bytes = m.mkc;
         c.set_bytes(query_mkey_out::memory_key_mkey_entry, &bytes)
     }

@@ -264,8 +264,7 @@ impl Fw {
 
     /// Checks that `qpn` names a QP `uid` may use.
     fn qp_usable(&self, uid: u16, qpn: u32) -> Result<(), CmdError> {
-        let q = self.qps.lookup(qpn, syn::QP_UNKNOWN)?;
-        Self::owned(uid, q.uid)
+        self.qps.lookup_owned(qpn, uid, syn::QP_UNKNOWN).map(|_| ())
     }
 
     /// DESTROY_QP: legal in every state; releases the QP's hold on its PD, CQs and UAR.
@@ -286,8 +285,7 @@ impl Fw {
     /// plus the data path's consumer counters (`hw_sq_wqebb_counter`, `hw_rq_counter`).
     pub(super) fn query_qp(&mut self, c: &mut Cmd<'_, QueryQp>) -> Done {
         let qpn = c.get(query_qp_in::qpn);
-        self.qp_usable(c.uid, qpn)?;
-        let q = self.qps.lookup(qpn, syn::QP_UNKNOWN)?;
+        let q = self.qps.lookup_owned(qpn, c.uid, syn::QP_UNKNOWN)?;
         let (bytes, state, sq, rq) = (q.qpc, q.state, q.q.sq_ci, q.q.rq_ci);
         c.set_bytes(query_qp_out::qpc, &bytes)?;
         c.set(
@@ -302,8 +300,7 @@ impl Fw {
     /// the layout table: `rst2init_qp_in.qpn` and the others are all at 0x48).
     pub(super) fn modify_qp<C: QpTransitionModel>(&mut self, c: &mut Cmd<'_, C>) -> Done {
         let qpn = c.get(C::QPN);
-        self.qp_usable(c.uid, qpn)?;
-        let q = self.qps.lookup(qpn, syn::QP_UNKNOWN)?;
+        let q = self.qps.lookup_owned(qpn, c.uid, syn::QP_UNKNOWN)?;
         let (state, st) = (q.state, qpc::st.get(&q.qpc).unwrap_or(QPC_ST_RC));
         if C::FROM.is_some_and(|f| f != state) {
             return fail(Status::BAD_RES_STATE_ERR, syn::QP_BAD_STATE);

@@ -121,8 +121,7 @@ impl SrqState {
 impl Fw {
     /// Checks that `rmpn` names an RMP `uid` may use.
     pub(super) fn rmp_usable(&self, uid: u16, rmpn: u32, syndrome: u32) -> Result<(), CmdError> {
-        let r = self.rmps.lookup(rmpn, syndrome)?;
-        Self::owned(uid, r.uid)
+        self.rmps.lookup_owned(rmpn, uid, syndrome).map(|_| ())
     }
 
     /// CREATE_RMP: validates the context `create_rmp_cmd()` fills and stores the RMP.
@@ -195,8 +194,7 @@ impl Fw {
     /// consumer counter (`wq.hw_counter`).
     pub(super) fn query_rmp(&mut self, c: &mut Cmd<'_, QueryRmp>) -> Done {
         let rmpn = c.get(query_rmp_in::rmpn);
-        self.rmp_usable(c.uid, rmpn, syn::RMP_UNKNOWN)?;
-        let r = self.rmps.lookup(rmpn, syn::RMP_UNKNOWN)?;
+        let r = self.rmps.lookup_owned(rmpn, c.uid, syn::RMP_UNKNOWN)?;
         let (bytes, lwm, ci) = (r.rmpc, r.q.lwm, r.q.ci);
         let ctx = query_rmp_out::rmp_context;
         c.set_bytes(ctx, &bytes)?;

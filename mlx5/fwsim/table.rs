@@ -164,3 +164,35 @@ mod tests {
         assert_eq!(t.count(), 0);
     }
 }
+
+/// An object of a [`ResTable`] that belongs to a uid: 0 for the kernel's, else a user
+/// context's (the `uid` of the command that created it).
+pub(crate) trait Owner {
+    /// The uid it was created with.
+    fn owner(&self) -> u16;
+}
+
+/// Implements [`Owner`] for the object types that keep their creator's uid in a field `uid`.
+macro_rules! owner_is_uid {
+    ($($t:ty),* $(,)?) => {
+        $(
+            impl crate::fwsim::table::Owner for $t {
+                fn owner(&self) -> u16 {
+                    self.uid
+                }
+            }
+        )*
+    };
+}
+pub(crate) use owner_is_uid;
+
+impl<T: Copy + Owner, const N: usize> ResTable<T, N> {
+    /// [`lookup`](Self::lookup) of an object that a command from `uid` may use
+    /// ([`Fw::owned`](super::Fw::owned): the kernel any, a user context its own; else
+    /// `BAD_RES_ERR` with `UID_MISMATCH`).
+    pub(crate) fn lookup_owned(&self, number: u32, uid: u16, unknown: u32) -> Result<&T, CmdError> {
+        let o = self.lookup(number, unknown)?;
+        super::Fw::owned(uid, o.owner())?;
+        Ok(o)
+    }
+}

@@ -36,6 +36,8 @@ pub(super) struct Umem {
     len: u64,
 }
 
+super::table::owner_is_uid!(Umem);
+
 /// MTT entries a CREATE_UMEM may carry: a 256 MiB umem of 4 KiB pages. The translation is
 /// compressed into runs ([`Xlat`]), so this bounds the work of one command, not memory.
 const MAX_MTT: u64 = 1 << 16;
@@ -87,10 +89,9 @@ impl Fw {
 
     /// The umem `id` if `uid` may use it.
     fn umem(&self, uid: u16, id: u32) -> Result<&Umem, CmdError> {
-        let m = self.umems.lookup(id, syn::UMEM_UNKNOWN)?;
-        Self::owned(uid, m.uid)
-            .map_err(|_| CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))?;
-        Ok(m)
+        self.umems
+            .lookup_owned(id, uid, syn::UMEM_UNKNOWN)
+            .map_err(|_| CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))
     }
 
     /// The translation of `len` bytes at offset `off` of umem `id` (a queue buffer).

@@ -56,6 +56,8 @@ pub(crate) struct XrcSrq {
     pub(crate) q: SrqState,
 }
 
+super::table::owner_is_uid!(XrcSrq);
+
 /// The XRC objects of one function.
 pub(crate) struct Xrc {
     xrcds: ResTable<Owned, XRCD_CAPACITY>,
@@ -136,8 +138,10 @@ impl Fw {
 
     /// Checks that `xrcd` names an XRC domain `uid` may use.
     pub(super) fn xrcd_usable(&self, uid: u16, xrcd: u32) -> Result<(), CmdError> {
-        let o = self.xrc.xrcds.lookup(xrcd, syn::XRCD_UNKNOWN)?;
-        Self::owned(uid, o.uid)
+        self.xrc
+            .xrcds
+            .lookup_owned(xrcd, uid, syn::XRCD_UNKNOWN)
+            .map(|_| ())
     }
 
     /// CREATE_XRC_SRQ: validates the context `create_xrc_srq_cmd()` fills (state GOOD, sizes
@@ -206,8 +210,9 @@ impl Fw {
     /// DESTROY_XRC_SRQ.
     pub(super) fn destroy_xrc_srq(&mut self, c: &mut Cmd<'_, DestroyXrcSrq>) -> Done {
         let srqn = c.get(destroy_xrc_srq_in::xrc_srqn);
-        let s = self.xrc.srqs.lookup(srqn, syn::XRC_SRQ_UNKNOWN)?;
-        Self::owned(c.uid, s.uid)?;
+        self.xrc
+            .srqs
+            .lookup_owned(srqn, c.uid, syn::XRC_SRQ_UNKNOWN)?;
         self.xrc.srqs.free(srqn);
         Ok(())
     }
