@@ -19,6 +19,8 @@ mod engine_glue;
 pub(crate) mod fabric;
 #[path = "simdev/iommu.rs"]
 pub(crate) mod iommu;
+#[path = "simdev/trap_order.rs"]
+mod trap_order;
 
 use crate::aux_parent::AuxParent;
 use crate::fwsim::fault::FaultPlan;

@@ -34,6 +34,7 @@
 //! any context). The fabric lock is never held while calling into the driver or the core.
 
 use super::iommu::Iommu;
+use super::trap_order::TrapOrder;
 use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::Fw;
 use crate::hw::{Doorbell, HwEvent, Mlx5Events};
@@ -93,10 +94,6 @@ const POLL_IDLE_NS: u64 = 50_000;
 /// what landed, and sleeps until the next store faults).
 const POLL_MAX_NS: u64 = 2_000_000;
 
-/// Traps that wake the worker whatever their order, after a rescan executed WQEs that no
-/// trap had seen (a page left to the next fault of another page, which did not come).
-const WAKE_TRAPS_AFTER_MISS: u32 = 64;
-
 /// A UAR trap page that was written to, and whose page it is.
 struct PendingTrap {
     page: Arc<TrapPage>,
@@ -144,6 +141,9 @@ pub(crate) struct UarBell {
     fabric: Arc<Fabric>,
     func: usize,
     uar: u32,
+    /// The page's name in the fabric's [`TrapOrder`]: unique, where a page's address or a
+    /// UAR index may be reused by a later page.
+    id: u64,
 }
 
 impl UarBell {
@@ -153,13 +153,14 @@ impl UarBell {
             fabric: fabric.clone(),
             func,
             uar,
+            id: fabric.bells.fetch_add(1, Relaxed).wrapping_add(1),
         }
     }
 }
 
 impl TrapHandler for UarBell {
     fn rung(&self, page: &Arc<TrapPage>) {
-        self.fabric.trap_rung(page, self.func, self.uar);
+        self.fabric.trap_rung(page, self.func, self.uar, self.id);
     }
 }
 
@@ -217,11 +218,9 @@ struct Wake {
     dbs: [Option<PendingDb>; PENDING],
     n: usize,
     traps: [Option<PendingTrap>; PENDING_TRAPS],
-    /// The page of the last trap (its address; 0: none yet): traps that alternate between
-    /// pages are a ping-pong, whose next fault re-arms the page ([`Fabric::trap_rung`]).
-    last_trap: usize,
-    /// Traps left that wake the worker whatever their order ([`WAKE_TRAPS_AFTER_MISS`]).
-    wake_traps: u32,
+    /// The order of the last traps: in a ping-pong (back and forth between two pages) the
+    /// next fault re-arms the page ([`Fabric::trap_rung`]).
+    order: TrapOrder,
 }
 
 impl Wake {
@@ -332,6 +331,8 @@ pub(crate) struct Fabric {
     /// data path (a pass of the worker took 0.6 ms under traffic, and every destroy command
     /// of a hot unplug waited behind it).
     cmd_waiting: Atomic<u32>,
+    /// UAR bells made so far: the next one's [`UarBell::id`] less one.
+    bells: Atomic<u64>,
     /// What each function's device reaches, by index.
     iommus: KVec<Arc<Iommu>>,
     /// Per function: UAR stores that arrived as trap faults (debugfs `stats`, `uar_traps`).
@@ -436,28 +437,29 @@ impl Fabric {
     /// this task before its store and fault the same store again, in a loop. So the page's
     /// contents before the store are kept (the store has landed once they differ), and the
     /// re-arm is left to one of two:
-    /// * the next fault of another page, when traps alternate between pages and this one
-    ///   delivered a message (a ping-pong: the peer answers it with a store of its own). That
-    ///   fault re-arms this page before it delivers the answer, so this task's next store
-    ///   faults; the worker is not woken (no wake-up, no preemption of the peer that is about
-    ///   to answer, no migration). A rescan that finds WQEs no trap saw (the other fault did
-    ///   not come) makes the next [`WAKE_TRAPS_AFTER_MISS`] traps wake the worker.
+    /// * the next fault of another page, when the traps go back and forth between this page
+    ///   and another ([`TrapOrder`]: a stream's first trap right after other traps is not
+    ///   taken for one) and this one delivered a message (a ping-pong: the peer answers it
+    ///   with a store of its own). That fault re-arms this page before it delivers the
+    ///   answer, so this task's next store faults; the worker is not woken (no wake-up, no
+    ///   preemption of the peer that is about to answer, no migration). While the traps are a
+    ///   ping-pong the worker rescans every jiffy; a rescan that finds WQEs no trap saw (the
+    ///   other fault did not come: a stream began) makes traps wake the worker until they
+    ///   show the pattern again.
     /// * the worker otherwise (a stream on one page): it waits, from another CPU, until the
     ///   page differs, serves the page's queues while they keep bringing work (a polling
     ///   window, on a CPU no other task wants), then re-arms it and serves what landed.
-    fn trap_rung(&self, page: &Arc<TrapPage>, func: usize, uar: u32) {
+    fn trap_rung(&self, page: &Arc<TrapPage>, func: usize, uar: u32, id: u64) {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
         let before = snapshot(page);
         let cpu = kthread::current_cpu();
         let at = self.now_ns();
-        let id = Arc::as_ptr(page) as usize;
         let mut peers: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
-        let (alternate, forced) = {
+        let pingpong = {
             let mut w = self.wake.lock();
-            let alternate = w.last_trap != 0 && w.last_trap != id;
-            w.last_trap = id;
+            let pingpong = w.order.trap(id);
             for (dst, src) in peers.iter_mut().zip(w.traps.iter_mut()) {
                 if src.as_ref().is_some_and(|t| !Arc::ptr_eq(&t.page, page)) {
                     *dst = src.take();
@@ -490,9 +492,7 @@ impl Fabric {
                     }
                 }
             }
-            let forced = w.wake_traps != 0;
-            w.wake_traps = w.wake_traps.saturating_sub(1);
-            (alternate, forced)
+            pingpong
         };
         // The other pages first: a ping-pong peer's page is re-armed before its answer is
         // delivered below.
@@ -534,7 +534,7 @@ impl Fabric {
         let quiet = {
             let mut w = self.wake.lock();
             w.requeue(&mut peers);
-            let quiet = alternate && !forced && !left && delivered;
+            let quiet = pingpong && !left && delivered;
             if !quiet {
                 w.trapped = true;
             }
@@ -745,6 +745,13 @@ impl Fabric {
                 self.served.rearms_deferred.fetch_add(1, Relaxed);
                 continue;
             }
+            if all && self.landing(t) {
+                // Its store is still under way (a ping-pong's page, waiting for the peer's
+                // fault, which waits as long): a re-arm now would fault it again, and take
+                // the page for a stream's. The next rescan takes it.
+                self.served.rearms_deferred.fetch_add(1, Relaxed);
+                continue;
+            }
             if !all {
                 self.poll(t);
             }
@@ -763,6 +770,12 @@ impl Fabric {
         drop(traps);
         drop(rearmed);
         (n, ndb)
+    }
+
+    /// Whether the store of `t`'s last fault may still land: the page does not differ yet and
+    /// the fault is less than [`PEER_LAND_WAIT_NS`] old.
+    fn landing(&self, t: &PendingTrap) -> bool {
+        self.now_ns().saturating_sub(t.at) < PEER_LAND_WAIT_NS && snapshot(&t.page) == t.before
     }
 
     /// Whether the store of `t`'s last fault has landed: at once if the page differs from
@@ -902,10 +915,13 @@ impl Fabric {
             let mut w = self.wake.lock();
             if why == Woken::Rescan && outcome.wqes != 0 {
                 // Stores no trap served: a page left to another page's fault that did not
-                // come. Traps wake the worker again for a while.
-                w.wake_traps = WAKE_TRAPS_AFTER_MISS;
+                // come (a stream began). Traps wake the worker until they show a ping-pong
+                // again.
+                w.order.reset();
             }
-            w.idle = if outcome.wqes != 0 || !full {
+            // During a ping-pong a page is left to the peer's fault: if that does not come (a
+            // stream on the page begins), the next rescan finds the stores, a jiffy later.
+            w.idle = if outcome.wqes != 0 || !full || w.order.pingpong() {
                 1
             } else {
                 (w.idle * 2).min(IDLE_RESCAN_MAX)
@@ -1019,6 +1035,7 @@ impl FabricWorker {
             try_pin_init!(Fabric {
                 fws <- new_mutex!(fws),
                 cmd_waiting: Atomic::new(0),
+                bells: Atomic::new(0),
                 iommus,
                 traps,
                 served: Served::new(),
@@ -1032,8 +1049,7 @@ impl FabricWorker {
                     dbs: [None; PENDING],
                     n: 0,
                     traps: [const { None }; PENDING_TRAPS],
-                    last_trap: 0,
-                    wake_traps: 0,
+                    order: TrapOrder::new(),
                 }),
                 cv <- new_condvar!(),
                 start: Instant::now(),

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Host build of the pure mlx5 layers: the PRM layout table (`mlx5/prm.rs`) and the ConnectX
-//! firmware simulator (`mlx5/fwsim/`). The same files are compiled unchanged into the kernel
+//! Host build of the pure mlx5 layers: the PRM layout table (`mlx5/prm.rs`), the ConnectX
+//! firmware simulator (`mlx5/fwsim/`) and the pure part of its device glue
+//! (`mlx5/simdev/trap_order.rs`). The same files are compiled unchanged into the kernel
 //! crate `mlx5_ib_rs`; this crate only exists so their inline tests, the fuzz test and
 //! `tools/prm-check` run with plain `cargo`. The module tree matches the kernel crate's
 //! (`crate::prm`, `crate::fwsim` at the root), so `crate::` paths resolve the same in both.
@@ -19,6 +20,12 @@ pub(crate) mod prm;
 
 #[path = "../../../mlx5/fwsim/fwsim.rs"]
 pub(crate) mod fwsim;
+
+/// The pure part of the simulated device's glue (`mlx5/simdev/`): the order of UAR traps.
+#[path = "../../../mlx5/simdev"]
+pub(crate) mod simdev {
+    pub(crate) mod trap_order;
+}
 
 #[path = "../../../mlx5/uabi.rs"]
 pub(crate) mod uabi;
