@@ -6,7 +6,9 @@
 //! no restrack entry for AHs, and neither does this.
 
 use super::Uses;
-use super::{destroy, destroy_at_drop_impls, AhAttr, DestroyError, Destroyable, Liveness, Pd, UserCtx};
+use super::{
+    destroy, destroy_at_drop_impls, AhAttr, DestroyError, Destroyable, Liveness, Pd, UserCtx,
+};
 use crate::attr::LinkLayer;
 use crate::driver::Driver;
 use kernel::prelude::*;

@@ -4,7 +4,8 @@
 //! and the inline `ib_poll_cq()`, `ib_req_notify_cq()`).
 
 use super::{
-    destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Ucontext, UserCtx, Wc,
+    destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Ucontext,
+    UserCtx, Wc,
 };
 use crate::device::Device;
 use crate::driver::Driver;

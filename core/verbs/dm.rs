@@ -9,7 +9,9 @@
 //! `uverbs_free_dm()`). What the memory is and how user space reaches it (an mmap entry, a
 //! driver attribute with the offset) is the driver's.
 
-use super::{destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Ucontext};
+use super::{
+    destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Ucontext,
+};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::uverbs::driver_api::DriverCall;

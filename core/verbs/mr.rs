@@ -3,7 +3,9 @@
 //! Memory regions for kernel consumers (upstream `ib_get_dma_mr()`,
 //! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
 
-use super::{destroy, destroy_at_drop_impls, DestroyError, Destroyable, Liveness, Pd, UserCtx, Uses};
+use super::{
+    destroy, destroy_at_drop_impls, DestroyError, Destroyable, Liveness, Pd, UserCtx, Uses,
+};
 use super::{Dm, DmMrAttr};
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResLinks, ResType};
