@@ -192,6 +192,17 @@ impl<D: Driver> Device<D> {
         f(self, id, qpn, port)
     }
 
+    /// Binds `qpn` to the existing counter `i` of `g`: room in its QP list first (so that
+    /// nothing can fail once the driver bound), then the driver, then the list. `missing` if
+    /// there is no counter `i`.
+    fn bind_into(&self, g: &mut Inner, i: usize, qpn: u32, port: u32, missing: Error) -> Result {
+        let c = g.counters.get_mut(i).ok_or(missing)?;
+        c.qps.reserve(1, GFP_KERNEL)?;
+        self.drv_bind(c.id, qpn, port)?;
+        c.qps.push(qpn, GFP_KERNEL)?;
+        Ok(())
+    }
+
     /// upstream `alloc_and_bind()` under the lock: a new counter for `qp` in `mode`; `None`
     /// where upstream returns `NULL` (its callers answer `ENOMEM`).
     fn alloc_and_bind(&self, g: &mut Inner, qp: &ResInfo, port: u32, mode: u32) -> Option<u32> {
@@ -316,21 +327,7 @@ impl<D: Driver> Device<D> {
                 && (mask & MASK_PID == 0 || pid_of(&c.owner) == pid_of(&qp.owner))
         });
         match found {
-            Some(i) => {
-                g.counters
-                    .get_mut(i)
-                    .ok_or(EINVAL)?
-                    .qps
-                    .reserve(1, GFP_KERNEL)?;
-                let id = g.counters.get(i).ok_or(EINVAL)?.id;
-                self.drv_bind(id, qpn, port)?;
-                g.counters
-                    .get_mut(i)
-                    .ok_or(EINVAL)?
-                    .qps
-                    .push(qpn, GFP_KERNEL)?;
-                Ok(())
-            }
+            Some(i) => self.bind_into(&mut g, i, qpn, port, EINVAL),
             None => self
                 .alloc_and_bind(&mut g, &qp, port, MODE_AUTO)
                 .map(|_| ())
@@ -401,18 +398,7 @@ impl<D: Driver> Device<D> {
         if g.bound(qpn).is_some() {
             return Err(EINVAL);
         }
-        g.counters
-            .get_mut(i)
-            .ok_or(ENOENT)?
-            .qps
-            .reserve(1, GFP_KERNEL)?;
-        self.drv_bind(id, qpn, port)?;
-        g.counters
-            .get_mut(i)
-            .ok_or(ENOENT)?
-            .qps
-            .push(qpn, GFP_KERNEL)?;
-        Ok(())
+        self.bind_into(&mut g, i, qpn, port, ENOENT)
     }
 
     /// upstream `rdma_counter_bind_qpn_alloc()`: the new counter's id.

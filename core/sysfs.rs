@@ -94,18 +94,22 @@ fn sys_image_guid_show(d: &IbSysfs, b: &mut SysfsBuf<'_>) -> Result {
     write_guid(b, d.core().attrs().sys_image_guid)
 }
 
+/// Writes the first `n` bytes of `text` as a line; `EINVAL` if they are not UTF-8.
+fn write_text_line(b: &mut SysfsBuf<'_>, text: &[u8], n: usize) -> Result {
+    let s = core::str::from_utf8(text.get(..n).unwrap_or(&[])).map_err(|_| EINVAL)?;
+    writeln!(b, "{}", s).map_err(fmt_err)
+}
+
 fn fw_ver_show(d: &IbSysfs, b: &mut SysfsBuf<'_>) -> Result {
     let mut fw = [0u8; 64];
     let n = d.dev.fw_str(&mut fw);
-    let s = core::str::from_utf8(fw.get(..n).unwrap_or(&[])).map_err(|_| EINVAL)?;
-    writeln!(b, "{}", s).map_err(fmt_err)
+    write_text_line(b, &fw, n)
 }
 
 fn node_desc_show(d: &IbSysfs, b: &mut SysfsBuf<'_>) -> Result {
     let desc = d.core().node_desc();
     let n = desc.iter().position(|&c| c == 0).unwrap_or(desc.len());
-    let s = core::str::from_utf8(&desc[..n]).map_err(|_| EINVAL)?;
-    writeln!(b, "{}", s).map_err(fmt_err)
+    write_text_line(b, &desc, n)
 }
 
 static NODE_TYPE: DevAttr<IbSysfs> = DevAttr::ro(c"node_type", node_type_show);

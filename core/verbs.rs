@@ -143,8 +143,11 @@ pub(crate) trait Destroyable {
     /// The driver op, named in the message when it fails at drop.
     const OP: &'static str;
 
-    /// Users that make a destroy fail with `EBUSY`.
-    fn users(&self) -> i32;
+    /// Users that make a destroy fail with `EBUSY` (none for an object
+    /// nothing can use: AH, MR, MW).
+    fn users(&self) -> i32 {
+        0
+    }
 
     /// The destroyed flag.
     fn live(&self) -> &Liveness;
@@ -152,9 +155,26 @@ pub(crate) trait Destroyable {
     /// The driver op (`Ok` without one).
     fn driver_destroy(&self) -> Result;
 
-    /// Releases the core side: the restrack entry and the uses of parents.
-    fn release(&self);
+    /// Releases the core side: the restrack entry and the uses of parents
+    /// (nothing for an object with neither: DM, XRCD).
+    fn release(&self) {}
 }
+
+/// Implements `Drop` for each listed `Type<D>` as [`destroy_at_drop`]: an
+/// object dropped without a destroy still runs its driver op and releases
+/// its core side.
+macro_rules! destroy_at_drop_impls {
+    ($($t:ident),+ $(,)?) => {
+        $(
+            impl<D: crate::driver::Driver> Drop for $t<D> {
+                fn drop(&mut self) {
+                    crate::verbs::destroy_at_drop(self);
+                }
+            }
+        )+
+    };
+}
+pub(crate) use destroy_at_drop_impls;
 
 /// Runs the shared destroy protocol: `EBUSY` while the object has users,
 /// `EINVAL` if already destroyed, else the driver op; on success the core

@@ -93,30 +93,13 @@ pub(crate) fn multicast(group: u32, build: impl FnOnce(&mut MsgWriter<'_>) -> Re
     let Some(sk) = g.0 else {
         return Ok(());
     };
-    // SAFETY: plain allocation.
-    let skb = unsafe { rdma_rs_nlmsg_new_default() };
-    if skb.is_null() {
-        return Err(ENOMEM);
-    }
-    // SAFETY: we own the fresh `skb` until it is multicast or freed below.
-    let mut w = MsgWriter::new(unsafe { skb_tailroom(skb) });
-    let res = build(&mut w);
-    let len = w.len();
-    if res.is_err() || len == 0 {
-        // SAFETY: we own `skb` and free it once.
-        unsafe { bindings::nlmsg_free(skb) };
-        return res;
-    }
-    // SAFETY: we own `skb`, `len` bytes of its tailroom were written; `sk` is live while the
-    // lock is held (type invariant of `McastSock`); nlmsg_multicast() consumes the skb.
-    let ret = unsafe {
-        skb_commit(skb, len);
-        rdma_rs_nlmsg_multicast(sk.as_ptr(), skb, group)
-    };
-    match ret {
-        0 => Ok(()),
-        e if e == -(bindings::ESRCH as c_int) => Ok(()),
-        e => Err(Error::from_errno(e)),
+    // SAFETY: `sk` is live while the lock is held (type invariant of `McastSock`);
+    // nlmsg_multicast() consumes the skb.
+    let send = |skb| unsafe { rdma_rs_nlmsg_multicast(sk.as_ptr(), skb, group) };
+    match send_new_skb(build, send)? {
+        None | Some(0) => Ok(()),
+        Some(e) if e == -(bindings::ESRCH as c_int) => Ok(()),
+        Some(e) => Err(Error::from_errno(e)),
     }
 }
 
@@ -254,6 +237,36 @@ unsafe fn skb_commit(skb: *mut bindings::sk_buff, len: usize) {
         // SAFETY: caller's requirements; `len` fits the tailroom, so skb_put() cannot panic.
         unsafe { bindings::skb_put(skb, len as u32) };
     }
+}
+
+/// Writes one message with `build` into a fresh `sk_buff` and hands the skb to `send`, which
+/// must consume it; its return (0 or a negative errno) is `Some`. `None` when `build` wrote
+/// nothing: the skb is freed and nothing is sent.
+///
+/// # Errors
+///
+/// `ENOMEM`; `build`'s error (the skb is freed).
+fn send_new_skb(
+    build: impl FnOnce(&mut MsgWriter<'_>) -> Result,
+    send: impl FnOnce(*mut bindings::sk_buff) -> c_int,
+) -> Result<Option<c_int>> {
+    // SAFETY: plain allocation.
+    let skb = unsafe { rdma_rs_nlmsg_new_default() };
+    if skb.is_null() {
+        return Err(ENOMEM);
+    }
+    // SAFETY: we own the fresh `skb` until it is sent or freed below.
+    let mut w = MsgWriter::new(unsafe { skb_tailroom(skb) });
+    let res = build(&mut w);
+    let len = w.len();
+    if res.is_err() || len == 0 {
+        // SAFETY: we own `skb` and free it once.
+        unsafe { bindings::nlmsg_free(skb) };
+        return res.map(|()| None);
+    }
+    // SAFETY: we own `skb`; `len` bytes of its tailroom were written.
+    unsafe { skb_commit(skb, len) };
+    Ok(Some(send(skb)))
 }
 
 /// The request in `nlh` as a [`Request`].
@@ -484,29 +497,11 @@ impl<T: NlHandler> Trampolines<T> {
     }
 
     fn doit(ssk: NonNull<bindings::sock>, state: &T, req: &Request<'_>, doit: DoitFn<T>) -> Result {
-        // SAFETY: plain allocation.
-        let skb = unsafe { rdma_rs_nlmsg_new_default() };
-        if skb.is_null() {
-            return Err(ENOMEM);
-        }
-        // SAFETY: we own the fresh `skb` until it is unicast or freed below.
-        let mut w = MsgWriter::new(unsafe { skb_tailroom(skb) });
-        let res = doit(state, req, &mut w);
-        let len = w.len();
-        if res.is_err() || len == 0 {
-            // SAFETY: we own `skb` and free it once.
-            unsafe { bindings::nlmsg_free(skb) };
-            return res;
-        }
-        // SAFETY: we own `skb`; `len` bytes of its tailroom were written. nlmsg_unicast()
-        // consumes the skb in every case.
-        let ret = unsafe {
-            skb_commit(skb, len);
-            rdma_rs_nlmsg_unicast(ssk.as_ptr(), skb, req.portid)
-        };
-        match ret {
-            0 => Ok(()),
-            e => Err(Error::from_errno(e)),
+        // SAFETY: `ssk` is our socket; nlmsg_unicast() consumes the skb in every case.
+        let send = |skb| unsafe { rdma_rs_nlmsg_unicast(ssk.as_ptr(), skb, req.portid) };
+        match send_new_skb(|w| doit(state, req, w), send)? {
+            None | Some(0) => Ok(()),
+            Some(e) => Err(Error::from_errno(e)),
         }
     }
 

@@ -6,7 +6,9 @@
 //! no restrack entry for AHs, and neither does this.
 
 use super::Uses;
-use super::{destroy, destroy_at_drop, AhAttr, DestroyError, Destroyable, Liveness, Pd, UserCtx};
+use super::{
+    destroy, destroy_at_drop_impls, AhAttr, DestroyError, Destroyable, Liveness, Pd, UserCtx,
+};
 use crate::attr::LinkLayer;
 use crate::driver::Driver;
 use kernel::prelude::*;
@@ -99,10 +101,6 @@ impl<D: Driver> Ah<D> {
 impl<D: Driver> Destroyable for Ah<D> {
     const OP: &'static str = "destroy_ah";
 
-    fn users(&self) -> i32 {
-        0
-    }
-
     fn live(&self) -> &Liveness {
         &self.live
     }
@@ -117,8 +115,4 @@ impl<D: Driver> Destroyable for Ah<D> {
     }
 }
 
-impl<D: Driver> Drop for Ah<D> {
-    fn drop(&mut self) {
-        destroy_at_drop(self);
-    }
-}
+destroy_at_drop_impls!(Ah);

@@ -4,7 +4,8 @@
 //! and the inline `ib_poll_cq()`, `ib_req_notify_cq()`).
 
 use super::{
-    destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Ucontext, UserCtx, Wc,
+    destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Ucontext,
+    UserCtx, Wc,
 };
 use crate::device::Device;
 use crate::driver::Driver;
@@ -282,8 +283,4 @@ impl<D: Driver> Destroyable for Cq<D> {
     }
 }
 
-impl<D: Driver> Drop for Cq<D> {
-    fn drop(&mut self) {
-        destroy_at_drop(self);
-    }
-}
+destroy_at_drop_impls!(Cq);

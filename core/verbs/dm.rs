@@ -9,7 +9,9 @@
 //! `uverbs_free_dm()`). What the memory is and how user space reaches it (an mmap entry, a
 //! driver attribute with the offset) is the driver's.
 
-use super::{destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Ucontext};
+use super::{
+    destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Ucontext,
+};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::uverbs::driver_api::DriverCall;
@@ -137,12 +139,6 @@ impl<D: Driver> Destroyable for Dm<D> {
         let op = self.dev.ops().dealloc_dm;
         op.map_or(Ok(()), |f| f(self))
     }
-
-    fn release(&self) {}
 }
 
-impl<D: Driver> Drop for Dm<D> {
-    fn drop(&mut self) {
-        destroy_at_drop(self);
-    }
-}
+destroy_at_drop_impls!(Dm);

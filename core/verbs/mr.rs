@@ -3,7 +3,9 @@
 //! Memory regions for kernel consumers (upstream `ib_get_dma_mr()`,
 //! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
 
-use super::{destroy, destroy_at_drop, DestroyError, Destroyable, Liveness, Pd, UserCtx, Uses};
+use super::{
+    destroy, destroy_at_drop_impls, DestroyError, Destroyable, Liveness, Pd, UserCtx, Uses,
+};
 use super::{Dm, DmMrAttr};
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResLinks, ResType};
@@ -446,10 +448,6 @@ impl<D: Driver> Mr<D> {
 impl<D: Driver> Destroyable for Mr<D> {
     const OP: &'static str = "dereg_mr";
 
-    fn users(&self) -> i32 {
-        0
-    }
-
     fn live(&self) -> &Liveness {
         &self.live
     }
@@ -467,8 +465,4 @@ impl<D: Driver> Destroyable for Mr<D> {
     }
 }
 
-impl<D: Driver> Drop for Mr<D> {
-    fn drop(&mut self) {
-        destroy_at_drop(self);
-    }
-}
+destroy_at_drop_impls!(Mr);

@@ -9,7 +9,7 @@
 //! device: an MR deregistered under a bound window makes the window's accesses fail).
 
 use super::Uses;
-use super::{destroy, destroy_at_drop, DestroyError, Destroyable, Liveness, Pd, UserCtx};
+use super::{destroy, destroy_at_drop_impls, DestroyError, Destroyable, Liveness, Pd, UserCtx};
 use crate::driver::Driver;
 use kernel::prelude::*;
 use kernel::sync::{Arc, UniqueArc};
@@ -114,10 +114,6 @@ impl<D: Driver> Mw<D> {
 impl<D: Driver> Destroyable for Mw<D> {
     const OP: &'static str = "dealloc_mw";
 
-    fn users(&self) -> i32 {
-        0
-    }
-
     fn live(&self) -> &Liveness {
         &self.live
     }
@@ -132,8 +128,4 @@ impl<D: Driver> Destroyable for Mw<D> {
     }
 }
 
-impl<D: Driver> Drop for Mw<D> {
-    fn drop(&mut self) {
-        destroy_at_drop(self);
-    }
-}
+destroy_at_drop_impls!(Mw);

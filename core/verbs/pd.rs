@@ -2,7 +2,7 @@
 
 //! Protection domains (upstream `__ib_alloc_pd()`, `ib_dealloc_pd_user()`).
 
-use super::{destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness, Uses};
+use super::{destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Uses};
 use super::{Ucontext, UserCtx};
 use crate::device::Device;
 use crate::driver::Driver;
@@ -162,8 +162,4 @@ impl<D: Driver> Destroyable for Pd<D> {
     }
 }
 
-impl<D: Driver> Drop for Pd<D> {
-    fn drop(&mut self) {
-        destroy_at_drop(self);
-    }
-}
+destroy_at_drop_impls!(Pd);

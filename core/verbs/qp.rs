@@ -6,8 +6,8 @@
 //! `ib_post_recv()`).
 
 use super::{
-    destroy, destroy_at_drop, Counted, Cq, DestroyError, Destroyable, Liveness, Pd, RecvWr, SendWr,
-    Srq, Ucontext, UserCtx, Uses, Xrcd,
+    destroy, destroy_at_drop_impls, Counted, Cq, DestroyError, Destroyable, Liveness, Pd, RecvWr,
+    SendWr, Srq, Ucontext, UserCtx, Uses, Xrcd,
 };
 use crate::attr::Gid;
 use crate::device::Device;
@@ -788,8 +788,4 @@ impl<D: Driver> Destroyable for Qp<D> {
     }
 }
 
-impl<D: Driver> Drop for Qp<D> {
-    fn drop(&mut self) {
-        destroy_at_drop(self);
-    }
-}
+destroy_at_drop_impls!(Qp);

@@ -4,7 +4,7 @@
 //! `ib_query_srq()`, `ib_destroy_srq_user()`, and the SRQ's `event_handler`).
 
 use super::{
-    destroy, destroy_at_drop, Counted, Cq, DestroyError, Destroyable, Liveness, Pd, Ucontext,
+    destroy, destroy_at_drop_impls, Counted, Cq, DestroyError, Destroyable, Liveness, Pd, Ucontext,
     Udata, UserCtx, Uses, Xrcd,
 };
 use crate::driver::Driver;
@@ -375,8 +375,4 @@ impl<D: Driver> Destroyable for Srq<D> {
     }
 }
 
-impl<D: Driver> Drop for Srq<D> {
-    fn drop(&mut self) {
-        destroy_at_drop(self);
-    }
-}
+destroy_at_drop_impls!(Srq);

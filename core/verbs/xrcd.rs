@@ -266,8 +266,6 @@ impl<D: Driver> Destroyable for Xrcd<D> {
             .dealloc_xrcd
             .map_or(Ok(()), |f| f(&self.dev, self.xrcdn))
     }
-
-    fn release(&self) {}
 }
 
 #[pinned_drop]
