@@ -22,6 +22,7 @@
 //! Dropping the last `Arc` of an object that was not destroyed destroys it
 //! (the driver's error is logged), so nothing can leak from the core's side.
 
+use crate::restrack::ResEntry;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
 use kernel::sync::Arc;
@@ -71,10 +72,28 @@ impl<T> core::fmt::Debug for DestroyError<T> {
     }
 }
 
-/// An object other objects can use (it has an upstream `usecnt`).
+/// An object other objects can use (it has an upstream `usecnt`): a PD (its QPs, SRQs, MRs,
+/// AHs and MWs), a CQ (its QPs, one counted twice when it uses the CQ for both queues, and its
+/// XRC SRQs), an SRQ (its QPs), a QP, a DM (its MRs) and an XRC domain (its XRC SRQs and target
+/// QPs; upstream's `xrcd->usecnt` also counts the uverbs opens). Every verbs object whose
+/// `ObjCore` has a counter is one.
 pub trait Counted {
     /// The use count.
     fn usecnt_ref(&self) -> &Atomic<i32>;
+
+    /// Number of objects using it (upstream `pd->usecnt`, `cq->usecnt`, ...).
+    fn usecnt(&self) -> i32 {
+        self.usecnt_ref().load(Relaxed)
+    }
+}
+
+impl<T: Object> Counted for T
+where
+    T::Count: Counter,
+{
+    fn usecnt_ref(&self) -> &Atomic<i32> {
+        self.core().count.counter()
+    }
 }
 
 /// A counted use of a parent object: holds it alive and counts in its
@@ -137,20 +156,103 @@ impl Liveness {
     }
 }
 
-/// An object under the shared destroy protocol: a destroyed flag, a driver
-/// op and the core side to release once the driver agreed.
-pub(crate) trait Destroyable {
-    /// The driver op, named in the message when it fails at drop.
-    const OP: &'static str;
+/// Where a verbs object's use count lives: the `C` of its [`ObjCore`].
+pub(crate) trait UseCount {
+    /// The objects using it; a destroy is `EBUSY` while there are any.
+    fn users(&self) -> i32;
+}
 
-    /// Users that make a destroy fail with `EBUSY` (none for an object
-    /// nothing can use: AH, MR, MW).
+/// No use count: nothing can use the object (AH, MR, MW).
+impl UseCount for () {
     fn users(&self) -> i32 {
         0
     }
+}
 
-    /// The destroyed flag.
-    fn live(&self) -> &Liveness;
+/// A use count that [`Uses`] counts in.
+pub(crate) trait Counter {
+    /// The counter.
+    fn counter(&self) -> &Atomic<i32>;
+}
+
+impl<C: Counter> UseCount for C {
+    fn users(&self) -> i32 {
+        self.counter().load(Relaxed)
+    }
+}
+
+/// A counter of the object's own: a DM or an XRC domain, which upstream keeps no restrack
+/// entry for.
+impl Counter for Atomic<i32> {
+    fn counter(&self) -> &Atomic<i32> {
+        self
+    }
+}
+
+/// The restrack entry's counter (PD, CQ, SRQ, QP): nldev reports it from there.
+impl Counter for Arc<ResEntry> {
+    fn counter(&self) -> &Atomic<i32> {
+        &self.usecnt
+    }
+}
+
+/// The core's part of a verbs object, which upstream's `struct ib_pd`, `ib_cq`, ... each
+/// declare: the destroyed flag and the use count `C` ([`UseCount`]): the restrack entry of a
+/// tracked object (`Arc<ResEntry>`), a counter of its own (`Atomic<i32>`) or none (`()`).
+pub(crate) struct ObjCore<C> {
+    count: C,
+    live: Liveness,
+}
+
+impl<C> ObjCore<C> {
+    /// The core part of a new, live object.
+    pub(crate) fn new(count: C) -> Self {
+        ObjCore {
+            count,
+            live: Liveness::new(),
+        }
+    }
+}
+
+impl ObjCore<Arc<ResEntry>> {
+    /// The restrack entry, which keeps the object's changing state for nldev.
+    pub(crate) fn res(&self) -> &ResEntry {
+        &self.count
+    }
+
+    /// The restrack ID (upstream `res.id`).
+    pub(crate) fn res_id(&self) -> u32 {
+        self.count.id
+    }
+}
+
+/// A verbs object: it holds an [`ObjCore`]. One whose use count has a counter is [`Counted`].
+pub(crate) trait Object {
+    /// Where the use count lives.
+    type Count: UseCount;
+
+    /// The destroyed flag and the use count.
+    fn core(&self) -> &ObjCore<Self::Count>;
+
+    /// Whether the object is still live (not destroyed).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` once it is destroyed (or being destroyed).
+    fn check_alive(&self) -> Result {
+        if self.core().live.is_dead() {
+            Err(EINVAL)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// An object under the shared destroy protocol: the destroyed flag and the use count of its
+/// [`ObjCore`], a driver op and the core side to release once the driver agreed.
+pub(crate) trait Destroyable: Object {
+    /// The driver op, named in the message when it fails at drop.
+    const OP: &'static str;
 
     /// The driver op (`Ok` without one).
     fn driver_destroy(&self) -> Result;
@@ -187,20 +289,20 @@ pub(crate) use destroy_at_drop_impls;
 pub(crate) fn destroy<T: Destroyable>(
     this: Arc<T>,
 ) -> core::result::Result<(), DestroyError<Arc<T>>> {
-    if this.users() != 0 {
+    if this.core().count.users() != 0 {
         return Err(DestroyError {
             err: EBUSY,
             obj: this,
         });
     }
-    if !this.live().claim() {
+    if !this.core().live.claim() {
         return Err(DestroyError {
             err: EINVAL,
             obj: this,
         });
     }
     if let Err(err) = this.driver_destroy() {
-        this.live().unclaim();
+        this.core().live.unclaim();
         return Err(DestroyError { err, obj: this });
     }
     this.release();
@@ -210,7 +312,7 @@ pub(crate) fn destroy<T: Destroyable>(
 /// Destroys an object dropped without a destroy: the driver op (its error
 /// is logged, the object goes anyway), then the core side.
 pub(crate) fn destroy_at_drop<T: Destroyable>(obj: &T) {
-    if obj.live().claim() {
+    if obj.core().live.claim() {
         if let Err(e) = obj.driver_destroy() {
             pr_err!("ib_core_rs: {} failed at drop: {:?}\n", T::OP, e);
         }

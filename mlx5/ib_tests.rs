@@ -18,8 +18,8 @@ use ib_core_rs::ops::{DeviceOps, Op, Ops};
 use ib_core_rs::registry;
 use ib_core_rs::restrack::ResType;
 use ib_core_rs::verbs::{
-    AccessFlags, AhAttr, Cq, CqInitAttr, GlobalRoute, Mr, MrType, Pd, Qp, QpAttr, QpAttrMask,
-    QpCap, QpInitAttr, QpState, QpType,
+    AccessFlags, AhAttr, Counted, Cq, CqInitAttr, GlobalRoute, Mr, MrType, Pd, Qp, QpAttr,
+    QpAttrMask, QpCap, QpInitAttr, QpState, QpType,
 };
 use kernel::{prelude::*, str::CString, sync::Arc};
 

@@ -7,7 +7,7 @@
 
 use super::Uses;
 use super::{
-    destroy, destroy_at_drop_impls, AhAttr, DestroyError, Destroyable, Liveness, Pd, UserCtx,
+    destroy, destroy_at_drop_impls, AhAttr, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
 };
 use crate::attr::LinkLayer;
 use crate::driver::Driver;
@@ -18,8 +18,16 @@ use kernel::sync::{Arc, UniqueArc};
 pub struct Ah<D: Driver> {
     pd: Uses<Pd<D>>,
     attr: AhAttr,
-    live: Liveness,
+    core: ObjCore<()>,
     drv: D::AhData,
+}
+
+impl<D: Driver> Object for Ah<D> {
+    type Count = ();
+
+    fn core(&self) -> &ObjCore<()> {
+        &self.core
+    }
 }
 
 impl<D: Driver> Ah<D> {
@@ -67,7 +75,7 @@ impl<D: Driver> Ah<D> {
             .write(Ah {
                 pd: Uses::new(pd.clone()),
                 attr: *attr,
-                live: Liveness::new(),
+                core: ObjCore::new(()),
                 drv,
             })
             .into())
@@ -100,10 +108,6 @@ impl<D: Driver> Ah<D> {
 
 impl<D: Driver> Destroyable for Ah<D> {
     const OP: &'static str = "destroy_ah";
-
-    fn live(&self) -> &Liveness {
-        &self.live
-    }
 
     fn driver_destroy(&self) -> Result {
         let op = self.pd.get().device().ops().destroy_ah;

@@ -4,14 +4,14 @@
 //! and the inline `ib_poll_cq()`, `ib_req_notify_cq()`).
 
 use super::{
-    destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Ucontext,
-    UserCtx, Wc,
+    destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Ucontext, UserCtx,
+    Wc,
 };
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResLinks, ResType};
 use kernel::prelude::*;
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::atomic::Relaxed;
 use kernel::sync::{Arc, UniqueArc};
 
 /// The driver's `poll_cq` op.
@@ -49,9 +49,7 @@ pub trait CqHandler: Send + Sync + 'static {
 /// `D::CqData` in the same allocation).
 pub struct Cq<D: Driver> {
     dev: Arc<Device<D>>,
-    res: Arc<ResEntry>,
-    res_id: u32,
-    live: Liveness,
+    core: ObjCore<Arc<ResEntry>>,
     handler: Option<Arc<dyn CqHandler>>,
     /// The user context of a user CQ (upstream `cq->uobject->context`).
     uctx: Option<Arc<Ucontext<D>>>,
@@ -62,9 +60,11 @@ pub struct Cq<D: Driver> {
     drv: D::CqData,
 }
 
-impl<D: Driver> Counted for Cq<D> {
-    fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.res.usecnt
+impl<D: Driver> Object for Cq<D> {
+    type Count = Arc<ResEntry>;
+
+    fn core(&self) -> &ObjCore<Arc<ResEntry>> {
+        &self.core
     }
 }
 
@@ -133,9 +133,7 @@ impl<D: Driver> Cq<D> {
         Ok(slot
             .write(Cq {
                 dev: dev.clone(),
-                res,
-                res_id,
-                live: Liveness::new(),
+                core: ObjCore::new(res),
                 handler,
                 uctx,
                 poll_op: dev.ops().poll_cq,
@@ -215,13 +213,13 @@ impl<D: Driver> Cq<D> {
     /// The number of entries: the requested one, or what the last resize set
     /// (upstream `cq->cqe`).
     pub fn cqe(&self) -> u32 {
-        self.res.num.load(Relaxed)
+        self.core.res().num.load(Relaxed)
     }
 
     /// Records the number of entries after a resize; for the driver's
     /// `resize_user_cq`, under its resize lock.
     pub fn set_cqe(&self, cqe: u32) {
-        self.res.num.store(cqe, Relaxed);
+        self.core.res().num.store(cqe, Relaxed);
     }
 
     /// Resizes a user CQ to at least `cqe` entries (upstream
@@ -251,35 +249,21 @@ impl<D: Driver> Cq<D> {
         op(self, count, period)
     }
 
-    /// Number of QPs using the CQ, a QP counted twice when it uses the CQ
-    /// for both queues (upstream `cq->usecnt`).
-    pub fn usecnt(&self) -> i32 {
-        self.res.usecnt.load(Relaxed)
-    }
-
     /// The restrack ID.
     pub fn res_id(&self) -> u32 {
-        self.res_id
+        self.core.res_id()
     }
 }
 
 impl<D: Driver> Destroyable for Cq<D> {
     const OP: &'static str = "destroy_cq";
 
-    fn users(&self) -> i32 {
-        self.usecnt()
-    }
-
-    fn live(&self) -> &Liveness {
-        &self.live
-    }
-
     fn driver_destroy(&self) -> Result {
         self.dev.ops().destroy_cq.map_or(Ok(()), |f| f(self))
     }
 
     fn release(&self) {
-        self.dev.restrack().del(ResType::Cq, self.res_id);
+        self.dev.restrack().del(ResType::Cq, self.res_id());
     }
 }
 

@@ -9,9 +9,7 @@
 //! `uverbs_free_dm()`). What the memory is and how user space reaches it (an mmap entry, a
 //! driver attribute with the offset) is the driver's.
 
-use super::{
-    destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Ucontext,
-};
+use super::{destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Ucontext};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::uverbs::driver_api::DriverCall;
@@ -43,14 +41,15 @@ pub struct DmMrAttr {
 pub struct Dm<D: Driver> {
     dev: Arc<Device<D>>,
     length: u64,
-    usecnt: Atomic<i32>,
-    live: Liveness,
+    core: ObjCore<Atomic<i32>>,
     drv: D::DmData,
 }
 
-impl<D: Driver> Counted for Dm<D> {
-    fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.usecnt
+impl<D: Driver> Object for Dm<D> {
+    type Count = Atomic<i32>;
+
+    fn core(&self) -> &ObjCore<Atomic<i32>> {
+        &self.core
     }
 }
 
@@ -78,8 +77,7 @@ impl<D: Driver> Dm<D> {
             .write(Dm {
                 dev: dev.clone(),
                 length: attr.length,
-                usecnt: Atomic::new(0),
-                live: Liveness::new(),
+                core: ObjCore::new(Atomic::new(0)),
                 drv,
             })
             .into())
@@ -105,35 +103,14 @@ impl<D: Driver> Dm<D> {
         self.length
     }
 
-    /// The MRs registered on it.
-    pub fn usecnt(&self) -> i32 {
-        self.usecnt.load(kernel::sync::atomic::Relaxed)
-    }
-
     /// The driver's private data.
     pub fn data(&self) -> &D::DmData {
         &self.drv
-    }
-
-    pub(crate) fn check_alive(&self) -> Result {
-        if self.live.is_dead() {
-            Err(EINVAL)
-        } else {
-            Ok(())
-        }
     }
 }
 
 impl<D: Driver> Destroyable for Dm<D> {
     const OP: &'static str = "dealloc_dm";
-
-    fn users(&self) -> i32 {
-        self.usecnt()
-    }
-
-    fn live(&self) -> &Liveness {
-        &self.live
-    }
 
     fn driver_destroy(&self) -> Result {
         let op = self.dev.ops().dealloc_dm;

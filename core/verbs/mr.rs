@@ -4,7 +4,7 @@
 //! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
 
 use super::{
-    destroy, destroy_at_drop_impls, DestroyError, Destroyable, Liveness, Pd, UserCtx, Uses,
+    destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx, Uses,
 };
 use super::{Dm, DmMrAttr};
 use crate::driver::Driver;
@@ -188,8 +188,16 @@ pub struct Mr<D: Driver> {
     iova: u64,
     mr_type: MrType,
     res_id: u32,
-    live: Liveness,
+    core: ObjCore<()>,
     drv: D::MrData,
+}
+
+impl<D: Driver> Object for Mr<D> {
+    type Count = ();
+
+    fn core(&self) -> &ObjCore<()> {
+        &self.core
+    }
 }
 
 impl<D: Driver> Mr<D> {
@@ -237,7 +245,7 @@ impl<D: Driver> Mr<D> {
                 iova,
                 mr_type,
                 res_id,
-                live: Liveness::new(),
+                core: ObjCore::new(()),
                 drv: c.data,
             })
             .into())
@@ -363,9 +371,7 @@ impl<D: Driver> Mr<D> {
         user: &mut UserCtx<'_, '_, D>,
     ) -> Result<Arc<Self>> {
         flags.check_request(req.start, req.iova)?;
-        if this.live.is_dead() {
-            return Err(EINVAL);
-        }
+        this.check_alive()?;
         if this.mr_type == MrType::Dm {
             return Err(EINVAL);
         }
@@ -447,10 +453,6 @@ impl<D: Driver> Mr<D> {
 
 impl<D: Driver> Destroyable for Mr<D> {
     const OP: &'static str = "dereg_mr";
-
-    fn live(&self) -> &Liveness {
-        &self.live
-    }
 
     fn driver_destroy(&self) -> Result {
         let op = self.pd.get().device().ops().dereg_mr;

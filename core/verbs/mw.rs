@@ -9,7 +9,9 @@
 //! device: an MR deregistered under a bound window makes the window's accesses fail).
 
 use super::Uses;
-use super::{destroy, destroy_at_drop_impls, DestroyError, Destroyable, Liveness, Pd, UserCtx};
+use super::{
+    destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
+};
 use crate::driver::Driver;
 use kernel::prelude::*;
 use kernel::sync::{Arc, UniqueArc};
@@ -49,8 +51,16 @@ pub struct Mw<D: Driver> {
     pd: Uses<Pd<D>>,
     mw_type: MwType,
     rkey: u32,
-    live: Liveness,
+    core: ObjCore<()>,
     drv: D::MwData,
+}
+
+impl<D: Driver> Object for Mw<D> {
+    type Count = ();
+
+    fn core(&self) -> &ObjCore<()> {
+        &self.core
+    }
 }
 
 impl<D: Driver> Mw<D> {
@@ -75,7 +85,7 @@ impl<D: Driver> Mw<D> {
                 pd: Uses::new(pd.clone()),
                 mw_type,
                 rkey: made.rkey,
-                live: Liveness::new(),
+                core: ObjCore::new(()),
                 drv: made.data,
             })
             .into())
@@ -113,10 +123,6 @@ impl<D: Driver> Mw<D> {
 
 impl<D: Driver> Destroyable for Mw<D> {
     const OP: &'static str = "dealloc_mw";
-
-    fn live(&self) -> &Liveness {
-        &self.live
-    }
 
     fn driver_destroy(&self) -> Result {
         let op = self.pd.get().device().ops().dealloc_mw;

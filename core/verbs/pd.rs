@@ -2,30 +2,29 @@
 
 //! Protection domains (upstream `__ib_alloc_pd()`, `ib_dealloc_pd_user()`).
 
-use super::{destroy, destroy_at_drop_impls, Counted, DestroyError, Destroyable, Liveness, Uses};
+use super::{destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Uses};
 use super::{Ucontext, UserCtx};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResLinks, ResType};
 use kernel::prelude::*;
-use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
 
 /// A protection domain (upstream `struct ib_pd` with the driver's
 /// `D::PdData` in the same allocation).
 pub struct Pd<D: Driver> {
     dev: Arc<Device<D>>,
-    res: Arc<ResEntry>,
-    res_id: u32,
-    live: Liveness,
+    core: ObjCore<Arc<ResEntry>>,
     /// The user context of a user PD (upstream `pd->uobject->context`).
     uctx: Option<Arc<Ucontext<D>>>,
     drv: D::PdData,
 }
 
-impl<D: Driver> Counted for Pd<D> {
-    fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.res.usecnt
+impl<D: Driver> Object for Pd<D> {
+    type Count = Arc<ResEntry>;
+
+    fn core(&self) -> &ObjCore<Arc<ResEntry>> {
+        &self.core
     }
 }
 
@@ -83,9 +82,7 @@ impl<D: Driver> Pd<D> {
         Ok(slot
             .write(Pd {
                 dev: dev.clone(),
-                res,
-                res_id,
-                live: Liveness::new(),
+                core: ObjCore::new(res),
                 uctx,
                 drv,
             })
@@ -118,47 +115,21 @@ impl<D: Driver> Pd<D> {
         &self.drv
     }
 
-    /// Number of objects using the PD (upstream `pd->usecnt`).
-    pub fn usecnt(&self) -> i32 {
-        self.res.usecnt.load(Relaxed)
-    }
-
     /// The restrack ID.
     pub fn res_id(&self) -> u32 {
-        self.res_id
-    }
-
-    /// Whether the PD is still live (not destroyed).
-    ///
-    /// # Errors
-    ///
-    /// `EINVAL` once the PD is destroyed.
-    pub(crate) fn check_alive(&self) -> Result {
-        if self.live.is_dead() {
-            Err(EINVAL)
-        } else {
-            Ok(())
-        }
+        self.core.res_id()
     }
 }
 
 impl<D: Driver> Destroyable for Pd<D> {
     const OP: &'static str = "dealloc_pd";
 
-    fn users(&self) -> i32 {
-        self.usecnt()
-    }
-
-    fn live(&self) -> &Liveness {
-        &self.live
-    }
-
     fn driver_destroy(&self) -> Result {
         self.dev.ops().dealloc_pd.map_or(Ok(()), |f| f(self))
     }
 
     fn release(&self) {
-        self.dev.restrack().del(ResType::Pd, self.res_id);
+        self.dev.restrack().del(ResType::Pd, self.res_id());
     }
 }
 

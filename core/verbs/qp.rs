@@ -6,7 +6,7 @@
 //! `ib_post_recv()`).
 
 use super::{
-    destroy, destroy_at_drop_impls, Counted, Cq, DestroyError, Destroyable, Liveness, Pd, RecvWr,
+    destroy, destroy_at_drop_impls, Cq, DestroyError, Destroyable, ObjCore, Object, Pd, RecvWr,
     SendWr, Srq, Ucontext, UserCtx, Uses, Xrcd,
 };
 use crate::attr::Gid;
@@ -409,11 +409,9 @@ pub struct Qp<D: Driver> {
     srq: Option<Uses<Srq<D>>>,
     /// The domain of an XRC target QP (upstream `qp->xrcd`, counted in its `usecnt`).
     xrcd: Option<Uses<Xrcd<D>>>,
-    res: Arc<ResEntry>,
+    core: ObjCore<Arc<ResEntry>>,
     qp_num: u32,
     qp_type: QpType,
-    res_id: u32,
-    live: Liveness,
     /// The user context of a user QP (upstream `qp->uobject->context`).
     uctx: Option<Arc<Ucontext<D>>>,
     /// The sizes requested at create (upstream `ib_query_qp()`'s
@@ -433,9 +431,11 @@ pub struct Qp<D: Driver> {
     drv: D::QpData,
 }
 
-impl<D: Driver> Counted for Qp<D> {
-    fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.res.usecnt
+impl<D: Driver> Object for Qp<D> {
+    type Count = Arc<ResEntry>;
+
+    fn core(&self) -> &ObjCore<Arc<ResEntry>> {
+        &self.core
     }
 }
 
@@ -515,11 +515,9 @@ impl<D: Driver> Qp<D> {
                 recv_cq: (!xrc_ini).then(|| Uses::new(attr.recv_cq.clone())),
                 srq: attr.srq.map(|s| Uses::new(s.clone())),
                 xrcd: None,
-                res,
+                core: ObjCore::new(res),
                 qp_num: created.qp_num,
                 qp_type: attr.qp_type,
-                res_id,
-                live: Liveness::new(),
                 uctx,
                 cap: attr.cap,
                 sq_sig_all: attr.sq_sig_all,
@@ -563,11 +561,9 @@ impl<D: Driver> Qp<D> {
                 recv_cq: None,
                 srq: None,
                 xrcd: Some(Uses::new(xrcd.clone())),
-                res,
+                core: ObjCore::new(res),
                 qp_num: created.qp_num,
                 qp_type: QpType::XrcTgt,
-                res_id,
-                live: Liveness::new(),
                 uctx: None,
                 cap,
                 sq_sig_all: false,
@@ -600,9 +596,7 @@ impl<D: Driver> Qp<D> {
     pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
         let dev = &self.dev;
         let op = dev.ops().modify_qp.ok_or(EOPNOTSUPP)?;
-        if self.live.is_dead() {
-            return Err(EINVAL);
-        }
+        self.check_alive()?;
         // upstream: _ib_modify_qp() checks the port before the driver.
         if mask.contains(QpAttrMask::PORT)
             && (attr.port_num == 0 || attr.port_num > dev.phys_port_cnt())
@@ -622,20 +616,21 @@ impl<D: Driver> Qp<D> {
             self.port.store(attr.port_num, Relaxed);
         }
         // For nldev RES_QP_GET (upstream reads them back with ib_query_qp()).
+        let res = self.core.res();
         if mask.contains(QpAttrMask::STATE) {
-            self.res.state.store(attr.qp_state as i32, Relaxed);
+            res.state.store(attr.qp_state as i32, Relaxed);
         }
         if mask.contains(QpAttrMask::PORT) {
-            self.res.qp_port.store(attr.port_num, Relaxed);
+            res.qp_port.store(attr.port_num, Relaxed);
         }
         if mask.contains(QpAttrMask::DEST_QPN) {
-            self.res.dest_qpn.store(attr.dest_qp_num, Relaxed);
+            res.dest_qpn.store(attr.dest_qp_num, Relaxed);
         }
         if mask.contains(QpAttrMask::RQ_PSN) {
-            self.res.rq_psn.store(attr.rq_psn, Relaxed);
+            res.rq_psn.store(attr.rq_psn, Relaxed);
         }
         if mask.contains(QpAttrMask::SQ_PSN) {
-            self.res.sq_psn.store(attr.sq_psn, Relaxed);
+            res.sq_psn.store(attr.sq_psn, Relaxed);
         }
         Ok(())
     }
@@ -754,14 +749,6 @@ impl<D: Driver> Qp<D> {
 impl<D: Driver> Destroyable for Qp<D> {
     const OP: &'static str = "destroy_qp";
 
-    fn users(&self) -> i32 {
-        self.res.usecnt.load(Relaxed)
-    }
-
-    fn live(&self) -> &Liveness {
-        &self.live
-    }
-
     fn driver_destroy(&self) -> Result {
         // upstream ib_destroy_qp_user(): rdma_counter_unbind_qp(qp, qp->port, true) first.
         self.dev.counter_unbind_qp_destroy(self.qp_num, self.port());
@@ -773,8 +760,8 @@ impl<D: Driver> Destroyable for Qp<D> {
     // domain (`__ib_destroy_shared_qp()`).
     fn release(&self) {
         match &self.pd {
-            Some(pd) => pd.release_child(ResType::Qp, self.res_id),
-            None => self.dev.restrack().del(ResType::Qp, self.res_id),
+            Some(pd) => pd.release_child(ResType::Qp, self.core.res_id()),
+            None => self.dev.restrack().del(ResType::Qp, self.core.res_id()),
         }
         for c in [&self.send_cq, &self.recv_cq].into_iter().flatten() {
             c.release();

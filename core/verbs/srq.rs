@@ -4,13 +4,12 @@
 //! `ib_query_srq()`, `ib_destroy_srq_user()`, and the SRQ's `event_handler`).
 
 use super::{
-    destroy, destroy_at_drop_impls, Counted, Cq, DestroyError, Destroyable, Liveness, Pd, Ucontext,
+    destroy, destroy_at_drop_impls, Cq, DestroyError, Destroyable, ObjCore, Object, Pd, Ucontext,
     Udata, UserCtx, Uses, Xrcd,
 };
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
 use kernel::prelude::*;
-use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, UniqueArc};
 
 /// SRQ attributes (upstream `struct ib_srq_attr`): at create the request, which the driver
@@ -85,9 +84,7 @@ pub struct Srq<D: Driver> {
     pd: Uses<Pd<D>>,
     xrc: Option<XrcUses<D>>,
     srq_num: u32,
-    res: Arc<ResEntry>,
-    res_id: u32,
-    live: Liveness,
+    core: ObjCore<Arc<ResEntry>>,
     /// What the driver created (upstream `init_attr->attr` after `ops.create_srq`).
     attr: SrqInitAttr,
     /// The user context of a user SRQ.
@@ -96,9 +93,11 @@ pub struct Srq<D: Driver> {
     drv: D::SrqData,
 }
 
-impl<D: Driver> Counted for Srq<D> {
-    fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.res.usecnt
+impl<D: Driver> Object for Srq<D> {
+    type Count = Arc<ResEntry>;
+
+    fn core(&self) -> &ObjCore<Arc<ResEntry>> {
+        &self.core
     }
 }
 
@@ -164,9 +163,7 @@ impl<D: Driver> Srq<D> {
                 pd: Uses::new(pd.clone()),
                 xrc: None,
                 srq_num: 0,
-                res,
-                res_id,
-                live: Liveness::new(),
+                core: ObjCore::new(res),
                 attr,
                 uctx,
                 handler,
@@ -219,9 +216,7 @@ impl<D: Driver> Srq<D> {
                 pd: Uses::new(pd.clone()),
                 xrc: Some((Uses::new(xrcd.clone()), Uses::new(cq.clone()))),
                 srq_num: created.srq_num,
-                res,
-                res_id,
-                live: Liveness::new(),
+                core: ObjCore::new(res),
                 attr,
                 uctx: Some(uctx),
                 handler,
@@ -281,9 +276,7 @@ impl<D: Driver> Srq<D> {
         udata: Option<&mut Udata<'_>>,
     ) -> Result {
         let op = self.pd.get().device().ops().modify_srq.ok_or(EOPNOTSUPP)?;
-        if self.live.is_dead() {
-            return Err(EINVAL);
-        }
+        self.check_alive()?;
         op(self, attr, mask, udata)
     }
 
@@ -298,7 +291,7 @@ impl<D: Driver> Srq<D> {
 
     /// The restrack ID (upstream `srq->res.id`).
     pub fn res_id(&self) -> u32 {
-        self.res_id
+        self.core.res_id()
     }
 
     /// What the driver created: the sizes it reported back at create.
@@ -343,23 +336,10 @@ impl<D: Driver> Srq<D> {
     pub fn data(&self) -> &D::SrqData {
         &self.drv
     }
-
-    /// Number of QPs using the SRQ (upstream `srq->usecnt`).
-    pub fn usecnt(&self) -> i32 {
-        self.res.usecnt.load(Relaxed)
-    }
 }
 
 impl<D: Driver> Destroyable for Srq<D> {
     const OP: &'static str = "destroy_srq";
-
-    fn users(&self) -> i32 {
-        self.usecnt()
-    }
-
-    fn live(&self) -> &Liveness {
-        &self.live
-    }
 
     fn driver_destroy(&self) -> Result {
         let op = self.pd.get().device().ops().destroy_srq;
@@ -367,7 +347,7 @@ impl<D: Driver> Destroyable for Srq<D> {
     }
 
     fn release(&self) {
-        self.pd.release_child(ResType::Srq, self.res_id);
+        self.pd.release_child(ResType::Srq, self.res_id());
         if let Some((x, c)) = &self.xrc {
             x.release();
             c.release();

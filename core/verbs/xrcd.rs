@@ -10,14 +10,14 @@
 //! creator or opener holds an opened handle with its own event handler (every opener sees
 //! the QP's events), and the QP is destroyed when the last handle is closed.
 
-use super::{destroy, destroy_at_drop, Counted, DestroyError, Destroyable, Liveness};
+use super::{destroy, destroy_at_drop, DestroyError, Destroyable, ObjCore, Object};
 use super::{Qp, QpCap, QpEvent, QpHandler, Ucontext, UserCtx};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::Owner;
 use kernel::new_spinlock_irq;
 use kernel::prelude::*;
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::atomic::Atomic;
 use kernel::sync::{Arc, Mutex, SpinLockIrq};
 
 /// The handlers of every opened handle of one target QP (upstream `real_qp->open_list`
@@ -82,17 +82,18 @@ struct Tgt<D: Driver> {
 #[pin_data(PinnedDrop)]
 pub struct Xrcd<D: Driver> {
     dev: Arc<Device<D>>,
-    usecnt: Atomic<i32>,
-    live: Liveness,
+    core: ObjCore<Atomic<i32>>,
     uctx: Option<Arc<Ucontext<D>>>,
     xrcdn: u32,
     #[pin]
     tgt: Mutex<KVec<Tgt<D>>>,
 }
 
-impl<D: Driver> Counted for Xrcd<D> {
-    fn usecnt_ref(&self) -> &Atomic<i32> {
-        &self.usecnt
+impl<D: Driver> Object for Xrcd<D> {
+    type Count = Atomic<i32>;
+
+    fn core(&self) -> &ObjCore<Atomic<i32>> {
+        &self.core
     }
 }
 
@@ -113,8 +114,7 @@ impl<D: Driver> Xrcd<D> {
         let r = Arc::pin_init(
             pin_init!(Xrcd {
                 dev: dev.clone(),
-                usecnt: Atomic::new(0),
-                live: Liveness::new(),
+                core: ObjCore::new(Atomic::new(0)),
                 uctx: Some(uctx),
                 xrcdn,
                 tgt <- core_mutex!(KVec::new(), c"ib_xrcd_tgt_qps"),
@@ -155,22 +155,9 @@ impl<D: Driver> Xrcd<D> {
         self.uctx.as_ref()
     }
 
-    /// Users: XRC SRQs and target QPs (upstream `xrcd->usecnt` without the uverbs opens).
-    pub fn usecnt(&self) -> i32 {
-        self.usecnt.load(Relaxed)
-    }
-
     /// Target QPs in the domain.
     pub fn tgt_qps(&self) -> usize {
         self.tgt.lock().len()
-    }
-
-    pub(crate) fn check_alive(&self) -> Result {
-        if self.live.is_dead() {
-            Err(EINVAL)
-        } else {
-            Ok(())
-        }
     }
 
     /// Creates a target QP in the domain and opens it for `handler` (upstream
@@ -251,14 +238,6 @@ impl<D: Driver> Xrcd<D> {
 
 impl<D: Driver> Destroyable for Xrcd<D> {
     const OP: &'static str = "dealloc_xrcd";
-
-    fn users(&self) -> i32 {
-        self.usecnt()
-    }
-
-    fn live(&self) -> &Liveness {
-        &self.live
-    }
 
     fn driver_destroy(&self) -> Result {
         self.dev

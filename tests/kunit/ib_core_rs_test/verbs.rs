@@ -8,7 +8,9 @@ use kernel::prelude::*;
 mod tests {
     use super::super::*;
     use ib_core_rs::restrack::ResType;
-    use ib_core_rs::verbs::{modify_qp_is_ok, CqHandler, QpAttrMask, QpCap, QpState, QpType, Sge};
+    use ib_core_rs::verbs::{
+        modify_qp_is_ok, Counted, CqHandler, QpAttrMask, QpCap, QpState, QpType, Sge,
+    };
 
     struct CompCounter(Atomic<i32>);
 

@@ -19,7 +19,7 @@ use crate::uverbs::file::cmd::{request, respond, with_user_ctx, WriteBufs};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::UFile;
-use crate::verbs::{Qp, QpCap, QpHandler, Srq, SrqHandler, SrqInitAttr, Xrcd};
+use crate::verbs::{Counted, Qp, QpCap, QpHandler, Srq, SrqHandler, SrqInitAttr, Xrcd};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
 use kernel::sync::{Arc, Mutex};
