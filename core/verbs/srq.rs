@@ -78,6 +78,9 @@ pub struct XrcSrqCreated<T> {
 /// An XRC SRQ's uses of its domain and its CQ.
 type XrcUses<D> = (Uses<Xrcd<D>>, Uses<Cq<D>>);
 
+/// An XRC SRQ's domain and CQ, at create.
+type XrcParents<'a, D> = (&'a Arc<Xrcd<D>>, &'a Arc<Cq<D>>);
+
 /// A shared receive queue (upstream `struct ib_srq`); it uses its PD, and an XRC SRQ its
 /// XRC domain and its CQ (upstream `srq->ext.xrc.xrcd`, `srq->ext.cq`).
 pub struct Srq<D: Driver> {
@@ -141,35 +144,13 @@ impl<D: Driver> Srq<D> {
         owner: Owner,
         user: Option<&mut UserCtx<'_, '_, D>>,
     ) -> Result<Arc<Self>> {
-        let dev = pd.device();
-        let op = dev.ops().create_srq.ok_or(EOPNOTSUPP)?;
+        let op = pd.device().ops().create_srq.ok_or(EOPNOTSUPP)?;
         pd.check_alive()?;
         let uctx = user.as_ref().map(|u| u.ctx().clone());
-        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
-        let res = dev.restrack().add_entry(
-            ResType::Srq,
-            owner,
-            ResDetails::Srq {
-                srq_type: 0,
-                pdn: pd.res_id(),
-            },
-        )?;
-        let res_id = res.id;
-        let mut attr = *attr;
-        let drv = op(pd, &mut attr, handler.as_ref(), user)
-            .inspect_err(|_| dev.restrack().del(ResType::Srq, res_id))?;
-        Ok(slot
-            .write(Srq {
-                pd: Uses::new(pd.clone()),
-                xrc: None,
-                srq_num: 0,
-                core: ObjCore::new(res),
-                attr,
-                uctx,
-                handler,
-                drv,
-            })
-            .into())
+        Self::create_on(pd, None, attr, handler, owner, uctx, |attr, h| {
+            let data = op(pd, attr, h, user)?;
+            Ok(XrcSrqCreated { data, srq_num: 0 })
+        })
     }
 
     /// Creates an XRC SRQ of a user context in `xrcd`, completing on `cq` (upstream
@@ -196,29 +177,56 @@ impl<D: Driver> Srq<D> {
         if !Arc::ptr_eq(xrcd.device(), dev) || !Arc::ptr_eq(cq.device(), dev) {
             return Err(EINVAL);
         }
-        let uctx = user.ctx().clone();
+        let uctx = Some(user.ctx().clone());
+        Self::create_on(
+            pd,
+            Some((xrcd, cq)),
+            attr,
+            handler,
+            owner,
+            uctx,
+            |attr, h| op(pd, xrcd, cq, attr, h, user),
+        )
+    }
+
+    /// What both kinds of SRQ do once their checks passed (upstream `ib_create_srq_user()`):
+    /// the object's memory and restrack entry, the driver's create `op` (the entry goes again
+    /// when it fails), then the uses of the PD and of an XRC SRQ's domain and CQ.
+    fn create_on(
+        pd: &Arc<Pd<D>>,
+        xrc: Option<XrcParents<'_, D>>,
+        attr: &SrqInitAttr,
+        handler: Option<Arc<dyn SrqHandler>>,
+        owner: Owner,
+        uctx: Option<Arc<Ucontext<D>>>,
+        op: impl FnOnce(
+            &mut SrqInitAttr,
+            Option<&Arc<dyn SrqHandler>>,
+        ) -> Result<XrcSrqCreated<D::SrqData>>,
+    ) -> Result<Arc<Self>> {
+        let dev = pd.device();
         let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
         let res = dev.restrack().add_entry(
             ResType::Srq,
             owner,
             ResDetails::Srq {
-                // IB_SRQT_XRC
-                srq_type: 1,
+                // IB_SRQT_XRC or IB_SRQT_BASIC
+                srq_type: if xrc.is_some() { 1 } else { 0 },
                 pdn: pd.res_id(),
             },
         )?;
         let res_id = res.id;
         let mut attr = *attr;
-        let created = op(pd, xrcd, cq, &mut attr, handler.as_ref(), user)
+        let created = op(&mut attr, handler.as_ref())
             .inspect_err(|_| dev.restrack().del(ResType::Srq, res_id))?;
         Ok(slot
             .write(Srq {
                 pd: Uses::new(pd.clone()),
-                xrc: Some((Uses::new(xrcd.clone()), Uses::new(cq.clone()))),
+                xrc: xrc.map(|(x, c)| (Uses::new(x.clone()), Uses::new(c.clone()))),
                 srq_num: created.srq_num,
                 core: ObjCore::new(res),
                 attr,
-                uctx: Some(uctx),
+                uctx,
                 handler,
                 drv: created.data,
             })
