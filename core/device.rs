@@ -21,6 +21,7 @@
 //! `ident`, `info`, `clients` and `handlers` locks.
 
 use crate::attr::{DeviceAttr, PortAttr, PortImmutable};
+use crate::class::Decimal;
 use crate::client::{self, ClientCtx};
 use crate::driver::Driver;
 use crate::event::{self, Event, HandlerEntry};
@@ -73,18 +74,8 @@ impl DevName {
     ///
     /// `EINVAL` if the name would not fit `IB_DEVICE_NAME_MAX` with its NUL.
     pub(crate) fn format(prefix: &[u8], n: u32, suffix: &[u8]) -> Result<DevName> {
-        let mut digits = [0u8; 10];
-        let mut i = digits.len();
-        let mut v = n;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        let d = &digits[i..];
+        let digits = Decimal::new(n);
+        let d = digits.as_bytes();
         let len = prefix.len() + d.len() + suffix.len();
         if len >= IB_DEVICE_NAME_MAX {
             return Err(EINVAL);

@@ -879,21 +879,40 @@ impl<T: Send + Sync + 'static> ClassDevice<T> {
     }
 }
 
+/// A number in decimal, as `%u` prints it (for the names of sysfs files and devices).
+pub(crate) struct Decimal {
+    digits: [u8; 10],
+    start: usize,
+}
+
+impl Decimal {
+    /// The digits of `v`.
+    pub(crate) fn new(v: u32) -> Self {
+        let mut digits = [0u8; 10];
+        let mut start = digits.len();
+        let mut v = v;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        Decimal { digits, start }
+    }
+
+    /// The digits, without a NUL.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
+}
+
 /// The name of file `i` of an indexed directory: decimal, NUL-terminated.
 fn index_name(i: u32) -> [u8; 12] {
-    let mut digits = [0u8; 10];
-    let mut n = digits.len();
-    let mut v = i;
-    loop {
-        n -= 1;
-        digits[n] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
+    let d = Decimal::new(i);
     let mut out = [0u8; 12];
-    out[..digits.len() - n].copy_from_slice(&digits[n..]);
+    out[..d.as_bytes().len()].copy_from_slice(d.as_bytes());
     out
 }
 
