@@ -269,11 +269,7 @@ pub(crate) fn disable_device(dev: &DeviceCore) {
 /// [`registry::shutdown`]).
 pub(crate) fn shutdown() {
     let old = core::mem::replace(&mut CLIENTS.lock().clients, KVec::new());
-    if old.is_empty() {
-        drop(old);
-    } else {
-        core::mem::forget(old);
-    }
+    registry::free_at_exit(old);
 }
 
 /// Number of registered clients.

@@ -176,6 +176,13 @@ pub(crate) fn next_registered(after: Option<u32>) -> Option<Arc<dyn IbDevice>> {
 /// code is gone): they are left alone, and the caller reports them.
 pub(crate) fn shutdown() {
     let old = core::mem::replace(&mut REGISTRY.lock().devices, KVec::new());
+    free_at_exit(old);
+}
+
+/// Frees the storage of a table taken out of its static at module exit, unless entries are
+/// left: those belong to modules already unloaded (their drop code is gone), and are left
+/// alone with the storage.
+pub(crate) fn free_at_exit<T>(old: KVec<T>) {
     if old.is_empty() {
         drop(old);
     } else {
