@@ -234,19 +234,14 @@ impl Fw {
         let mut q =
             CqState::parse(&cqc, c.inbox_raw(), create_cq_in::SIZE_BYTES).map_err(fragmented)?;
         // DEVX: the buffer and the doorbell record in umems (`umem.rs`).
-        let mut umems = [0u32; 2];
-        if c.get(create_cq_in::cq_umem_valid) != 0 {
-            let id = c.get(umem_refs::CQ_UMEM_ID);
+        let wq = (c.get(create_cq_in::cq_umem_valid) != 0).then(|| {
             let off = c.inbox.get64(umem_refs::CQ_UMEM_OFFSET);
-            q.xlat = self.umem_range(c.uid, id, off, q.buf_bytes())?;
-            q.buf_off = 0;
-            umems[0] = id;
-        }
-        if c.get(ctx.inner(cqc::dbr_umem_valid)) != 0 {
-            let id = c.get(ctx.inner(umem_refs::CQC_DBR_UMEM_ID));
-            q.dbr = self.umem_dbr(c.uid, id, q.dbr)?;
-            umems[1] = id;
-        }
+            (c.get(umem_refs::CQ_UMEM_ID), off)
+        });
+        let dbr = (c.get(ctx.inner(cqc::dbr_umem_valid)) != 0)
+            .then(|| c.get(ctx.inner(umem_refs::CQC_DBR_UMEM_ID)));
+        let bytes = q.buf_bytes();
+        let umems = self.umem_place(c.uid, &mut q.buf, bytes, wq, dbr)?;
         let cq = Cq {
             uid: c.uid,
             uar,
