@@ -91,9 +91,7 @@ impl Fw {
     /// DEALLOC_TRANSPORT_DOMAIN (TIRs and TISes, its users, are not modeled).
     pub(super) fn dealloc_td(&mut self, c: &mut Cmd<'_, DeallocTransportDomain>) -> Done {
         let td = c.get(dealloc_transport_domain_in::transport_domain);
-        self.tds.lookup_owned(td, c.uid, syn::TD_UNKNOWN)?;
-        self.tds.free(td);
-        Ok(())
+        self.tds.free_owned(td, c.uid, syn::TD_UNKNOWN)
     }
 
     /// ALLOC_Q_COUNTER: a counter set, all zero (upstream `mlx5_ib_alloc_counters()` takes one
@@ -415,19 +413,10 @@ impl Fw {
         c.set(create_mkey_out::mkey_index, index)
     }
 
-    /// Checks that `index` names an mkey `uid` may use.
-    fn mkey_usable(&self, uid: u16, index: u32) -> Result<(), CmdError> {
-        self.mkeys
-            .lookup_owned(index, uid, syn::MKEY_UNKNOWN)
-            .map(|_| ())
-    }
-
     /// DESTROY_MKEY.
     pub(super) fn destroy_mkey(&mut self, c: &mut Cmd<'_, DestroyMkey>) -> Done {
         let index = c.get(destroy_mkey_in::mkey_index);
-        self.mkey_usable(c.uid, index)?;
-        self.mkeys.free(index);
-        Ok(())
+        self.mkeys.free_owned(index, c.uid, syn::MKEY_UNKNOWN)
     }
 
     /// QUERY_MKEY: the stored `mkc`.

@@ -208,11 +208,7 @@ impl Fw {
     /// DESTROY_XRC_SRQ.
     pub(super) fn destroy_xrc_srq(&mut self, c: &mut Cmd<'_, DestroyXrcSrq>) -> Done {
         let srqn = c.get(destroy_xrc_srq_in::xrc_srqn);
-        self.xrc
-            .srqs
-            .lookup_owned(srqn, c.uid, syn::XRC_SRQ_UNKNOWN)?;
-        self.xrc.srqs.free(srqn);
-        Ok(())
+        self.xrc.srqs.free_owned(srqn, c.uid, syn::XRC_SRQ_UNKNOWN)
     }
 }
 
