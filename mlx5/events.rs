@@ -27,15 +27,41 @@ use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::{new_mutex, new_spinlock_irq, sync::Arc, sync::Mutex, sync::SpinLockIrq};
 
+/// What every target has: the object's number (set when it is attached) and the consumer's
+/// handler, which every delivery holds the lock of while it calls it.
+#[pin_data]
+struct Slot<H: ?Sized + 'static> {
+    num: Atomic<u32>,
+    #[pin]
+    handler: SpinLockIrq<Option<Arc<H>>>,
+}
+
+impl<H: ?Sized + 'static> Slot<H> {
+    /// A slot with `handler`, numbered at attach.
+    fn new(handler: Option<&Arc<H>>) -> impl PinInit<Self> {
+        let handler = handler.cloned();
+        pin_init!(Self {
+            num: Atomic::new(0),
+            handler <- new_spinlock_irq!(handler),
+        })
+    }
+
+    /// Calls `f` with the handler, if there is one, under its lock.
+    fn deliver(&self, f: impl FnOnce(&H)) {
+        if let Some(h) = &*self.handler.lock() {
+            f(h);
+        }
+    }
+}
+
 /// The consumer's side of a CQ's events (upstream `struct mlx5_core_cq` as the EQ sees it).
 #[pin_data]
 pub(crate) struct CqTarget {
-    cqn: Atomic<u32>,
     /// upstream `mcq->arm_sn`: bumped on every completion event; a kernel arm carries its low
     /// two bits.
     pub(crate) arm_sn: Atomic<u32>,
     #[pin]
-    handler: SpinLockIrq<Option<Arc<dyn CqHandler>>>,
+    slot: Slot<dyn CqHandler>,
 }
 
 /// The device's view of a QP (upstream `struct mlx5_core_qp` in the QP table): its event
@@ -43,9 +69,8 @@ pub(crate) struct CqTarget {
 /// completions.
 #[pin_data]
 pub(crate) struct QpTarget {
-    qpn: Atomic<u32>,
     #[pin]
-    handler: SpinLockIrq<Option<Arc<dyn QpHandler>>>,
+    slot: Slot<dyn QpHandler>,
     /// A kernel QP's queues.
     pub(crate) kern: Option<Arc<KernQp>>,
     /// The QP's counter binding (upstream `qp->counter`, `mqp->counter_pending` under
@@ -69,9 +94,8 @@ pub(crate) struct QpCnt {
 /// handler.
 #[pin_data]
 pub(crate) struct SrqTarget {
-    srqn: Atomic<u32>,
     #[pin]
-    handler: SpinLockIrq<Option<Arc<dyn SrqHandler>>>,
+    slot: Slot<dyn SrqHandler>,
 }
 
 impl SrqTarget {
@@ -83,30 +107,21 @@ impl SrqTarget {
     pub(crate) fn new(handler: Option<&Arc<dyn SrqHandler>>) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(SrqTarget {
-                srqn: Atomic::new(0),
-                handler <- new_spinlock_irq!(handler.cloned()),
+                slot <- Slot::new(handler),
             }),
             GFP_KERNEL,
         )
     }
 
     fn deliver(&self, ev: SrqEvent) {
-        if let Some(h) = &*self.handler.lock() {
-            h.event(ev);
-        }
+        self.slot.deliver(|h| h.event(ev));
     }
 }
 
 impl Target for SrqTarget {
     type Handler = dyn SrqHandler;
-    fn num(&self) -> u32 {
-        self.srqn.load(Relaxed)
-    }
-    fn set_num(&self, n: u32) {
-        self.srqn.store(n, Relaxed)
-    }
-    fn slot(&self) -> &SpinLockIrq<Option<Arc<dyn SrqHandler>>> {
-        &self.handler
+    fn slot(&self) -> &Slot<dyn SrqHandler> {
+        &self.slot
     }
 }
 
@@ -119,16 +134,15 @@ impl CqTarget {
     pub(crate) fn new(handler: Option<&Arc<dyn CqHandler>>) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(CqTarget {
-                cqn: Atomic::new(0),
                 arm_sn: Atomic::new(0),
-                handler <- new_spinlock_irq!(handler.cloned()),
+                slot <- Slot::new(handler),
             }),
             GFP_KERNEL,
         )
     }
 
     fn deliver(&self, error: bool) {
-        let h = self.handler.lock();
+        let h = self.slot.handler.lock();
         if !error {
             // upstream mlx5_eq_comp_int(): ++cq->arm_sn (with or without a handler), then the
             // completion handler.
@@ -156,8 +170,7 @@ impl QpTarget {
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(QpTarget {
-                qpn: Atomic::new(0),
-                handler <- new_spinlock_irq!(handler.cloned()),
+                slot <- Slot::new(handler),
                 kern,
                 cnt <- new_mutex!(QpCnt::default()),
             }),
@@ -166,43 +179,35 @@ impl QpTarget {
     }
 
     fn deliver(&self, ev: QpEvent) {
-        if let Some(h) = &*self.handler.lock() {
-            h.event(ev);
-        }
+        self.slot.deliver(|h| h.event(ev));
     }
 }
 
 /// Objects that have a number and a handler slot.
 trait Target: 'static {
-    type Handler: ?Sized;
-    fn num(&self) -> u32;
-    fn set_num(&self, n: u32);
-    fn slot(&self) -> &SpinLockIrq<Option<Arc<Self::Handler>>>;
+    type Handler: ?Sized + 'static;
+    fn slot(&self) -> &Slot<Self::Handler>;
+
+    fn num(&self) -> u32 {
+        self.slot().num.load(Relaxed)
+    }
+
+    fn set_num(&self, n: u32) {
+        self.slot().num.store(n, Relaxed)
+    }
 }
 
 impl Target for CqTarget {
     type Handler = dyn CqHandler;
-    fn num(&self) -> u32 {
-        self.cqn.load(Relaxed)
-    }
-    fn set_num(&self, n: u32) {
-        self.cqn.store(n, Relaxed)
-    }
-    fn slot(&self) -> &SpinLockIrq<Option<Arc<dyn CqHandler>>> {
-        &self.handler
+    fn slot(&self) -> &Slot<dyn CqHandler> {
+        &self.slot
     }
 }
 
 impl Target for QpTarget {
     type Handler = dyn QpHandler;
-    fn num(&self) -> u32 {
-        self.qpn.load(Relaxed)
-    }
-    fn set_num(&self, n: u32) {
-        self.qpn.store(n, Relaxed)
-    }
-    fn slot(&self) -> &SpinLockIrq<Option<Arc<dyn QpHandler>>> {
-        &self.handler
+    fn slot(&self) -> &Slot<dyn QpHandler> {
+        &self.slot
     }
 }
 
@@ -409,7 +414,7 @@ impl EventTable {
         };
         drop(gone);
         // Waits for a delivery in progress: it holds this lock while calling the handler.
-        let handler = target.slot().lock().take();
+        let handler = target.slot().handler.lock().take();
         Detached { handler }
     }
 
@@ -424,7 +429,7 @@ impl EventTable {
     }
 
     fn reattach<T: Target>(m: &SpinLockIrq<Table<T>>, target: &Arc<T>, d: Detached<T::Handler>) {
-        *target.slot().lock() = d.handler;
+        *target.slot().handler.lock() = d.handler;
         let ok = match reserve(m) {
             Ok(r) => {
                 let ok = r.table.lock().insert(target);

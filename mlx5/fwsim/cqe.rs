@@ -12,6 +12,7 @@
 //! raises `CQ_ERROR` and drops this and every later CQE.
 
 use super::dma::DmaMem;
+use super::ring::{Buf, Ring};
 use super::xlat::{Fragmented, Xlat};
 use crate::prm::ctx::cqc;
 use crate::prm::layout::Member;
@@ -97,16 +98,10 @@ pub(crate) struct Arm {
 /// What the data path keeps of a CQ.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CqState {
-    /// The buffer's translation.
-    pub(crate) xlat: Xlat,
-    /// Offset of CQE 0 in the translation (`page_offset`).
-    pub(crate) buf_off: u64,
-    /// log2 of the number of CQEs.
-    pub(crate) log_size: u8,
-    /// 128-byte CQEs (the CQE64 at offset 64 of each).
-    pub(crate) cqe128: bool,
-    /// Doorbell record: consumer index at +0, arm at +4.
-    pub(crate) dbr: u64,
+    /// The buffer; its doorbell record has the consumer index at +0, the arm at +4.
+    pub(crate) buf: Buf,
+    /// The CQEs: 64 or 128 bytes each (a 128-byte CQE has the CQE64 at offset 64).
+    pub(crate) ring: Ring,
     /// Producer counter (CQEs written).
     pub(crate) pi: u32,
     /// The armed request, if any.
@@ -129,18 +124,13 @@ impl CqState {
     pub(crate) fn parse(ctx: &[u8], inbox: &[u8], pas: usize) -> Result<CqState, Fragmented> {
         let g = |f: Member<cqc::Bits>| f.get(ctx).unwrap_or(0);
         let log_size = u8::try_from(g(cqc::log_cq_size)).unwrap_or(0);
-        let cqe128 = g(cqc::cqe_sz) == 1;
-        let page = 4096u64.checked_shl(g(cqc::log_page_size)).unwrap_or(0);
-        let buf_off = u64::from(g(cqc::page_offset)).saturating_mul(page >> 6);
-        let stride: u64 = if cqe128 { 128 } else { 64 };
-        let bytes = (stride << log_size).saturating_add(buf_off);
-        let count = if page == 0 { 0 } else { bytes.div_ceil(page) };
+        let shift = if g(cqc::cqe_sz) == 1 { 7 } else { 6 };
+        let ring = Ring::new(log_size, shift, 0);
+        let place = [cqc::log_page_size, cqc::page_offset, cqc::dbr_addr];
+        let buf = Buf::from_ctx(ctx, place, inbox, pas, ring.bytes())?;
         Ok(CqState {
-            xlat: Xlat::from_pages(inbox, pas, count, page)?,
-            buf_off,
-            log_size,
-            cqe128,
-            dbr: cqc::dbr_addr.get64(ctx).unwrap_or(0),
+            buf,
+            ring,
             pi: 0,
             armed: None,
             fired_sn: None,
@@ -152,12 +142,12 @@ impl CqState {
 
     /// Bytes of the CQ buffer (all entries, from the first).
     pub(crate) fn buf_bytes(&self) -> u64 {
-        let stride: u64 = if self.cqe128 { 128 } else { 64 };
-        stride << self.log_size
+        self.ring.bytes()
     }
 
-    fn size(&self) -> u32 {
-        1u32.checked_shl(u32::from(self.log_size)).unwrap_or(0)
+    /// 128-byte CQEs.
+    pub(crate) fn cqe128(&self) -> bool {
+        self.ring.shift == 7
     }
 
     /// The entries between `ci` and the producer, in the 24-bit space of the counters.
@@ -192,23 +182,23 @@ impl CqState {
     /// Writes the next entry (overrun check, body, then `op_own`) and advances the producer.
     fn put(&mut self, mem: &dyn DmaMem, cqe: &Cqe) -> Result<(), ()> {
         let mut ci = [0u8; 4];
-        mem.read(self.dbr, &mut ci).map_err(|_| ())?;
+        mem.read(self.buf.dbr, &mut ci).map_err(|_| ())?;
         let ci = u32::from_be_bytes(ci) & 0x00ff_ffff;
-        let size = self.size();
+        let size = self.ring.entries();
         if size == 0 || self.ahead(ci, self.pi) >= size {
             return Err(());
         }
-        let idx = u64::from(self.pi & (size - 1));
-        let stride: u64 = if self.cqe128 { 128 } else { 64 };
         let at = self
-            .buf_off
-            .saturating_add(idx * stride)
-            .saturating_add(if self.cqe128 { 64 } else { 0 });
-        let owner = u8::from((self.pi >> self.log_size) & 1 != 0);
+            .ring
+            .at(self.pi)
+            .saturating_add(if self.cqe128() { 64 } else { 0 });
+        let owner = u8::from(self.ring.phase(self.pi));
         let op_own = (cqe.opcode() << 4) | owner;
         // The body first, then `op_own` on its own, last.
-        let body_ok = write_at(mem, &self.xlat, at, cqe.b.get(..off::OP_OWN).unwrap_or(&[]));
-        if !body_ok || !write_at(mem, &self.xlat, at + 63, &[op_own]) {
+        let body_ok = self
+            .buf
+            .write(mem, at, cqe.b.get(..off::OP_OWN).unwrap_or(&[]));
+        if !body_ok || !self.buf.write(mem, at + 63, &[op_own]) {
             return Err(());
         }
         self.pi = self.pi.wrapping_add(1);
@@ -222,10 +212,10 @@ impl CqState {
     /// (the CQ is in error then).
     pub(crate) fn resize(&mut self, mem: &dyn DmaMem, new: &CqState) -> bool {
         let ok = !self.failed && self.put(mem, &Cqe::new(op::RESIZE_CQ, 0, 0, 0, 0)).is_ok();
-        self.xlat = new.xlat;
-        self.buf_off = new.buf_off;
-        self.log_size = new.log_size;
-        self.cqe128 = new.cqe128;
+        // The doorbell record stays.
+        self.buf.xlat = new.buf.xlat;
+        self.buf.off = new.buf.off;
+        self.ring = new.ring;
         if !ok {
             self.failed = true;
         }
@@ -251,7 +241,7 @@ impl CqState {
             solicited: value & ARM_SOLICITED != 0,
         };
         let ci = value & 0x00ff_ffff;
-        let size = self.size();
+        let size = self.ring.entries();
         let behind = if a.solicited {
             self.last_sol
                 .is_some_and(|s| (1..=size).contains(&self.ahead(ci, s)))
@@ -268,12 +258,9 @@ impl CqState {
 
     /// Reads the arm record and treats a changed value as an arm request; true when it fired.
     pub(crate) fn poll_arm(&mut self, mem: &dyn DmaMem) -> bool {
-        let mut b = [0u8; 4];
-        if mem.read(self.dbr.wrapping_add(4), &mut b).is_err() {
-            return false;
-        }
-        let v = u32::from_be_bytes(b);
-        v != self.last_arm && self.arm(v)
+        self.buf
+            .db(mem, 4)
+            .is_some_and(|v| v != self.last_arm && self.arm(v))
     }
 }
 

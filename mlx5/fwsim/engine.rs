@@ -20,12 +20,13 @@
 //! timeout), the semantics and the deviations from hardware are in `Documentation/fwsim.md`
 //! ("Data path").
 
-use super::cqe::{self, Cqe};
+use super::cqe::Cqe;
 use super::dma::DmaMem;
 use super::events::{Event, Popped, QpEvent, SrqEvent};
 use super::profile::LinkLayer;
+use super::ring::{Buf, Ring};
 use super::srq::{SrqWqe, NEXT_SEG};
-use super::xlat::{Access, Binding, Fragmented, MkeyInfo, Xlat, NO_QPN};
+use super::xlat::{Access, Binding, Fragmented, MkeyInfo, NO_QPN};
 use super::{capacity, Fw, QCnt};
 use crate::prm::consts::*;
 use crate::prm::ctx::{ads, qpc};
@@ -73,8 +74,8 @@ pub(crate) mod umr {
     pub(crate) const ACC_LOCAL_WRITE: u8 = 1 << 3;
 }
 
-/// SQ WQE basic block.
-pub(crate) const WQEBB: u64 = SEND_WQE_BB as u64;
+/// log2 of the SQ WQE basic block (`MLX5_SEND_WQE_BB`, 64 bytes): the SQ ring's shift.
+const WQEBB_SHIFT: u8 = SEND_WQE_BB.trailing_zeros() as u8;
 /// Largest SQ WQE (`cmd_hca_cap.max_wqe_sz_sq`; `ds` is 6 bits in libmlx5 anyway).
 const MAX_SQ_WQE: usize = 1024;
 /// Largest RQ WQE read (`cmd_hca_cap.max_wqe_sz_rq`); a larger stride is read in part.
@@ -129,24 +130,19 @@ pub(crate) enum Wait {
 /// What the data path keeps of a QP.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct QpState {
-    /// The buffer's translation (RQ first, the SQ right after it).
-    pub(crate) xlat: Xlat,
-    /// Offset of the buffer in the translation (`page_offset`).
-    pub(crate) buf_off: u64,
+    /// The work queue buffer (the RQ first, the SQ right after it); its doorbell record has
+    /// the RQ head at +0, the SQ counter at +4.
+    pub(crate) buf: Buf,
     /// The QP has its own RQ (`rq_type` regular).
     pub(crate) has_rq: bool,
     /// The RMP it receives from (`rq_type` SRQ: `srqn_rmpn_xrqn`).
     pub(crate) srq: Option<u32>,
-    /// log2 of the RQ WQEs.
-    pub(crate) log_rq: u8,
-    /// log2 of the RQ stride in bytes (`log_rq_stride + 4`).
-    pub(crate) rq_shift: u8,
+    /// The RQ WQEs (`log_rq_stride + 4` is their shift).
+    pub(crate) rq: Ring,
     /// The QP has an SQ.
     pub(crate) has_sq: bool,
-    /// log2 of the SQ WQEBBs.
-    pub(crate) log_sq: u8,
-    /// Doorbell record: RQ head at +0, SQ counter at +4.
-    pub(crate) dbr: u64,
+    /// The SQ WQEBBs, after the RQ (when the QP has one).
+    pub(crate) sq: Ring,
     /// `user_index`.
     pub(crate) user_index: u32,
     /// SQ consumer counter in WQEBBs.
@@ -171,29 +167,24 @@ impl QpState {
         let g = |f: Member<qpc::Bits>| f.get(ctx).unwrap_or(0);
         let has_rq = g(qpc::rq_type) == NON_ZERO_RQ;
         let has_sq = g(qpc::no_sq) == 0;
-        let log_rq = u8::try_from(g(qpc::log_rq_size)).unwrap_or(0);
-        let rq_shift = u8::try_from(g(qpc::log_rq_stride) + 4).unwrap_or(4);
+        let rq = Ring::new(
+            u8::try_from(g(qpc::log_rq_size)).unwrap_or(0),
+            u8::try_from(g(qpc::log_rq_stride) + 4).unwrap_or(4),
+            0,
+        );
+        let sq_start = if has_rq { rq.end() } else { 0 };
         let log_sq = u8::try_from(g(qpc::log_sq_size)).unwrap_or(0);
-        let page = 4096u64.checked_shl(g(qpc::log_page_size)).unwrap_or(0);
-        let buf_off = u64::from(g(qpc::page_offset)).saturating_mul(page >> 6);
-        let mut bytes = buf_off;
-        if has_rq {
-            bytes = bytes.saturating_add(1u64 << (u32::from(log_rq) + u32::from(rq_shift)));
-        }
-        if has_sq {
-            bytes = bytes.saturating_add(WQEBB << log_sq);
-        }
-        let count = if page == 0 { 0 } else { bytes.div_ceil(page) };
+        let sq = Ring::new(log_sq, WQEBB_SHIFT, sq_start);
+        let bytes = if has_sq { sq.end() } else { sq_start };
+        let place = [qpc::log_page_size, qpc::page_offset, qpc::dbr_addr];
+        let buf = Buf::from_ctx(ctx, place, inbox, pas, bytes)?;
         Ok(QpState {
-            xlat: Xlat::from_pages(inbox, pas, count, page)?,
-            buf_off,
+            buf,
             has_rq,
             srq: (g(qpc::rq_type) == SRQ_RQ).then(|| g(qpc::srqn_rmpn_xrqn)),
-            log_rq,
-            rq_shift,
+            rq,
             has_sq,
-            log_sq,
-            dbr: qpc::dbr_addr.get64(ctx).unwrap_or(0),
+            sq,
             user_index: g(qpc::user_index),
             sq_ci: 0,
             rq_ci: 0,
@@ -216,22 +207,11 @@ impl QpState {
 
     /// Bytes of the work queue buffer (the RQ, then the SQ), from the first.
     pub(crate) fn buf_bytes(&self) -> u64 {
-        let sq = if self.has_sq { WQEBB << self.log_sq } else { 0 };
-        self.rq_bytes().saturating_add(sq)
-    }
-
-    fn rq_bytes(&self) -> u64 {
-        if self.has_rq {
-            1u64 << (u32::from(self.log_rq) + u32::from(self.rq_shift))
+        if self.has_sq {
+            self.sq.end()
         } else {
-            0
+            self.sq.start
         }
-    }
-
-    /// Object offset of SQ byte `pos` (wrapping at the SQ end).
-    fn sq_at(&self, pos: u64) -> u64 {
-        let sq_bytes = WQEBB << self.log_sq;
-        self.buf_off + self.rq_bytes() + (pos & (sq_bytes - 1))
     }
 }
 
@@ -513,13 +493,6 @@ fn be32(b: &[u8], at: usize) -> u32 {
 
 fn be64(b: &[u8], at: usize) -> u64 {
     (u64::from(be32(b, at)) << 32) | u64::from(be32(b, at + 4))
-}
-
-/// Reads a doorbell record word (big-endian).
-fn read_db(mem: &dyn DmaMem, addr: u64) -> Option<u32> {
-    let mut b = [0u8; 4];
-    mem.read(addr, &mut b).ok()?;
-    Some(u32::from_be_bytes(b))
 }
 
 /// One segment of a scatter/gather list.
@@ -1042,12 +1015,13 @@ fn rq_wqe(
             Some(r) => &r.q,
             None => &fw.xrc.srq(srqn).ok_or(())?.q,
         };
-        let posted = (read_db(mem, r.dbr).ok_or(())? & 0xffff) as u16;
+        let posted = (r.buf.db(mem, 0).ok_or(())? & 0xffff) as u16;
         if posted == r.ci {
             return Ok(None);
         }
-        let n = r.stride().min(MAX_RQ_WQE);
-        if !cqe::read_at(mem, &r.xlat, r.wqe_at(r.head), buf.get_mut(..n).ok_or(())?) {
+        let n = r.ring.stride().min(MAX_RQ_WQE);
+        let wqe = buf.get_mut(..n).ok_or(())?;
+        if !r.ring.read(mem, &r.buf, u32::from(r.head), wqe) {
             return Err(());
         }
         let w = SrqWqe {
@@ -1062,15 +1036,13 @@ fn rq_wqe(
     if !d.q.has_rq {
         return Ok(None);
     }
-    let head = read_db(mem, d.q.dbr).ok_or(())? & 0xffff;
+    let head = d.q.buf.db(mem, 0).ok_or(())? & 0xffff;
     if head as u16 == d.q.rq_ci {
         return Ok(None);
     }
-    let stride = 1usize << d.q.rq_shift;
-    let n = stride.min(MAX_RQ_WQE);
-    let idx = u64::from(d.q.rq_ci) & ((1u64 << d.q.log_rq) - 1);
-    let at = d.q.buf_off + (idx << d.q.rq_shift);
-    if !cqe::read_at(mem, &d.q.xlat, at, buf.get_mut(..n).ok_or(())?) {
+    let n = d.q.rq.stride().min(MAX_RQ_WQE);
+    let wqe = buf.get_mut(..n).ok_or(())?;
+    if !d.q.rq.read(mem, &d.q.buf, u32::from(d.q.rq_ci), wqe) {
         return Err(());
     }
     Ok(Some(n))
@@ -1603,7 +1575,7 @@ fn read_wqe(
 ) -> Result<Wqe, WqeErr> {
     let q = &s.q;
     let first = buf.get_mut(..64).ok_or(WqeErr::Fault)?;
-    if !cqe::read_at(mem, &q.xlat, q.sq_at(u64::from(q.sq_ci) * WQEBB), first) {
+    if !q.sq.read(mem, &q.buf, u32::from(q.sq_ci), first) {
         return Err(WqeErr::Fault);
     }
     let ds = usize::from(buf.get(7).copied().unwrap_or(0) & 0x3f);
@@ -1620,15 +1592,17 @@ fn read_wqe(
         imm,
     };
     let avail = pi.wrapping_sub(q.sq_ci);
-    if ds == 0 || len > MAX_SQ_WQE || nbb > avail || u32::from(nbb) > (1u32 << q.log_sq) {
+    if ds == 0 || len > MAX_SQ_WQE || nbb > avail || u32::from(nbb) > q.sq.entries() {
         w.nbb = 1;
         return Err(WqeErr::Bad(w));
     }
     for b in 1..nbb {
-        let at = q.sq_at(u64::from(q.sq_ci.wrapping_add(b)) * WQEBB);
         let o = usize::from(b) * 64;
         let blk = buf.get_mut(o..o + 64).ok_or(WqeErr::Fault)?;
-        if !cqe::read_at(mem, &q.xlat, at, blk) {
+        if !q
+            .sq
+            .read(mem, &q.buf, u32::from(q.sq_ci.wrapping_add(b)), blk)
+        {
             return Err(WqeErr::Fault);
         }
     }
@@ -1649,7 +1623,7 @@ fn step(nodes: &mut [Node<'_>], ni: usize, slot: usize, now: u64) -> Step {
         return Step::Idle;
     }
     if qp.state == QPC_STATE_RTS && matches!(qp.q.wait, Wait::None) {
-        let posted = read_db(n.mem, qp.q.dbr.wrapping_add(4)).map(|pi| (pi & 0xffff) as u16);
+        let posted = qp.q.buf.db(n.mem, 4).map(|pi| (pi & 0xffff) as u16);
         if posted.is_none_or(|pi| pi == qp.q.sq_ci) {
             return Step::Idle;
         }
@@ -1672,7 +1646,7 @@ fn step(nodes: &mut [Node<'_>], ni: usize, slot: usize, now: u64) -> Step {
         Wait::Ack(d) | Wait::Rnr(d) if now < d => return Step::Blocked(d),
         _ => {}
     }
-    let Some(pi) = read_db(mem, s.q.dbr.wrapping_add(4)) else {
+    let Some(pi) = s.q.buf.db(mem, 4) else {
         return Step::Idle;
     };
     let pi = (pi & 0xffff) as u16;
@@ -1803,12 +1777,11 @@ fn flush_one(nodes: &mut [Node<'_>], ni: usize, s: &Snap) -> bool {
     };
     let q = &s.q;
     if q.has_sq {
-        if let Some(pi) = read_db(n.mem, q.dbr.wrapping_add(4)) {
+        if let Some(pi) = q.buf.db(n.mem, 4) {
             let pi = (pi & 0xffff) as u16;
             if pi != q.sq_ci {
                 let mut c = [0u8; 16];
-                let at = q.sq_at(u64::from(q.sq_ci) * WQEBB);
-                let (opcode, idx, nbb) = if cqe::read_at(n.mem, &q.xlat, at, &mut c) {
+                let (opcode, idx, nbb) = if q.sq.read(n.mem, &q.buf, u32::from(q.sq_ci), &mut c) {
                     let ds = u16::from(c[7] & 0x3f);
                     let nbb = (ds * 16).div_ceil(64).clamp(1, pi.wrapping_sub(q.sq_ci));
                     (c[3], be16(&c, 1), nbb)
@@ -1825,7 +1798,7 @@ fn flush_one(nodes: &mut [Node<'_>], ni: usize, s: &Snap) -> bool {
         }
     }
     if q.has_rq {
-        if let Some(head) = read_db(n.mem, q.dbr) {
+        if let Some(head) = q.buf.db(n.mem, 0) {
             if (head & 0xffff) as u16 != q.rq_ci {
                 let e = Cqe::error(false, syn::FLUSH, 0, s.qpn, q.rq_ci, q.user_index);
                 push_cqe(n.fw, n.mem, s.recv_cq, &e, false);
@@ -1898,7 +1871,7 @@ impl Fw {
         let Some(s) = snap(self, slot) else {
             return;
         };
-        let most = (1u32 << s.q.log_sq) + (1u32 << s.q.log_rq);
+        let most = s.q.sq.entries() + s.q.rq.entries();
         let mut nodes = [Node { fw: self, mem }];
         for _ in 0..most {
             let Some(s) = nodes.first().and_then(|n| snap(n.fw, slot)) else {

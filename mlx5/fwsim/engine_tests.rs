@@ -2246,7 +2246,7 @@ fn fragmented_translations_are_refused_and_lids_are_unique() {
     }
     let out = ok(&mut h.fw, &b, create_cq_out::SIZE_BYTES);
     let cqn = create_cq_out::cqn.get(&out).unwrap();
-    assert_eq!(h.fw.cqs.get(cqn).unwrap().q.xlat.runs().len(), 1);
+    assert_eq!(h.fw.cqs.get(cqn).unwrap().q.buf.xlat.runs().len(), 1);
     let lids: Vec<u16> = (1..=8).map(|s| Host::new(LinkLayer::Ib, s).lid()).collect();
     for (i, l) in lids.iter().enumerate() {
         assert!(*l > 1 && *l < 0xc000);

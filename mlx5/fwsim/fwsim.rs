@@ -38,6 +38,8 @@ pub(crate) mod profile;
 mod qp;
 #[path = "query.rs"]
 mod query;
+#[path = "ring.rs"]
+pub(crate) mod ring;
 #[path = "spec.rs"]
 pub(crate) mod spec;
 #[path = "srq.rs"]
@@ -76,6 +78,10 @@ mod upstream_ib_tests;
 #[cfg(test)]
 #[path = "umem_tests.rs"]
 mod umem_tests;
+
+#[cfg(test)]
+#[path = "ring_tests.rs"]
+mod ring_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::command::{OpMod, PrmCommand};

@@ -19,6 +19,7 @@
 //! UAR page (`eq_update_ci()`: offset 0x40 arms, 0x48 does not).
 
 use super::dma::DmaMem;
+use super::ring::Ring;
 use super::syndrome::{self as syn, CmdError};
 use super::table::ResTable;
 use super::{fail, Cmd, Done, Fw};
@@ -36,6 +37,8 @@ pub(crate) const MAX_EQS: usize = 8;
 pub(crate) const EQ_MAX_PAGES: usize = 256;
 /// The EQE size (`MLX5_EQE_SIZE`).
 pub(crate) const EQE_BYTES: usize = 64;
+/// log2 of [`EQE_BYTES`].
+const EQE_SHIFT: u8 = EQE_BYTES.trailing_zeros() as u8;
 /// The adapter page (`MLX5_ADAPTER_PAGE_SHIFT`).
 const ADAPTER_PAGE: u64 = 4096;
 /// First EQ number. EQN 0 is left unused so a zeroed `c_eqn` never names a live EQ.
@@ -95,8 +98,8 @@ pub(crate) struct CurCaps {
 pub(crate) struct Eq {
     /// `uid` of CREATE_EQ: 0, or `MLX5_SHARED_RESOURCE_UID` for completion EQs.
     pub(crate) uid: u16,
-    /// log2 of the number of EQEs.
-    pub(crate) log_size: u32,
+    /// The EQEs (64 bytes each) from the first byte of the buffer.
+    pub(crate) ring: Ring,
     /// The UAR page whose EQ doorbell updates this EQ.
     pub(crate) uar_page: u32,
     /// The MSI-X vector (`eqc.intr`).
@@ -128,8 +131,7 @@ impl Eq {
 
     /// Bus address of EQE `index` (wrapped to the queue size).
     fn entry_addr(&self, index: u32) -> Option<u64> {
-        let n = 1u64 << self.log_size;
-        let off = (u64::from(index) % n).checked_mul(EQE_BYTES as u64)?;
+        let off = self.ring.at(index);
         let page = usize::try_from(off / self.page_bytes).ok()?;
         if page >= usize::from(self.npages) {
             return None;
@@ -551,7 +553,8 @@ impl Fw {
         }
         let mut eq = Eq {
             uid: c.uid,
-            log_size,
+            // log_size is 1..=22 here.
+            ring: Ring::new(u8::try_from(log_size).unwrap_or(0), EQE_SHIFT, 0),
             uar_page: uar,
             intr: intr as u16,
             mask: [0; 4],
@@ -635,7 +638,7 @@ impl Fw {
         data: &[u8; 28],
     ) -> Result<EqePosted, EqeError> {
         let eq = self.hca.eqs.get_mut(eqn).ok_or(EqeError::NoEq)?;
-        let size = 1u32 << eq.log_size;
+        let size = eq.ring.entries();
         if eq.producer.wrapping_sub(eq.consumer) & 0x00ff_ffff >= size {
             eq.overruns = eq.overruns.saturating_add(1);
             return Err(EqeError::Overrun);
@@ -646,7 +649,7 @@ impl Fw {
         eqe[3] = sub_type;
         eqe[32..60].copy_from_slice(data);
         // Owner: 0 on the first pass (mlx5_core initializes every EQE's owner to 1).
-        eqe[63] = ((eq.producer >> eq.log_size) & 1) as u8;
+        eqe[63] = u8::from(eq.ring.phase(eq.producer));
         mem.write(addr, &eqe).map_err(|_| EqeError::Dma)?;
         eq.producer = eq.producer.wrapping_add(1) & 0x00ff_ffff;
         if eq.armed {

@@ -238,8 +238,8 @@ fn create_async_eqs(fw: &mut Fw, mem: &Mem, uar: u32) -> [u32; 3] {
     );
     let pages = eqn_of(&out);
     fw.eq_doorbell(uar, EQ_DB_ARM, pages << 24);
-    assert_eq!(fw.eq(asy).unwrap().log_size, 13);
-    assert_eq!(fw.eq(cmd).unwrap().log_size, 8);
+    assert_eq!(fw.eq(asy).unwrap().ring.log, 13);
+    assert_eq!(fw.eq(cmd).unwrap().ring.log, 8);
     [cmd, asy, pages]
 }
 

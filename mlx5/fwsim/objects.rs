@@ -91,9 +91,7 @@ impl Fw {
     /// DEALLOC_TRANSPORT_DOMAIN (TIRs and TISes, its users, are not modeled).
     pub(super) fn dealloc_td(&mut self, c: &mut Cmd<'_, DeallocTransportDomain>) -> Done {
         let td = c.get(dealloc_transport_domain_in::transport_domain);
-        self.tds.lookup_owned(td, c.uid, syn::TD_UNKNOWN)?;
-        self.tds.free(td);
-        Ok(())
+        self.tds.free_owned(td, c.uid, syn::TD_UNKNOWN)
     }
 
     /// ALLOC_Q_COUNTER: a counter set, all zero (upstream `mlx5_ib_alloc_counters()` takes one
@@ -234,19 +232,14 @@ impl Fw {
         let mut q =
             CqState::parse(&cqc, c.inbox_raw(), create_cq_in::SIZE_BYTES).map_err(fragmented)?;
         // DEVX: the buffer and the doorbell record in umems (`umem.rs`).
-        let mut umems = [0u32; 2];
-        if c.get(create_cq_in::cq_umem_valid) != 0 {
-            let id = c.get(umem_refs::CQ_UMEM_ID);
+        let wq = (c.get(create_cq_in::cq_umem_valid) != 0).then(|| {
             let off = c.inbox.get64(umem_refs::CQ_UMEM_OFFSET);
-            q.xlat = self.umem_range(c.uid, id, off, q.buf_bytes())?;
-            q.buf_off = 0;
-            umems[0] = id;
-        }
-        if c.get(ctx.inner(cqc::dbr_umem_valid)) != 0 {
-            let id = c.get(ctx.inner(umem_refs::CQC_DBR_UMEM_ID));
-            q.dbr = self.umem_dbr(c.uid, id, q.dbr)?;
-            umems[1] = id;
-        }
+            (c.get(umem_refs::CQ_UMEM_ID), off)
+        });
+        let dbr = (c.get(ctx.inner(cqc::dbr_umem_valid)) != 0)
+            .then(|| c.get(ctx.inner(umem_refs::CQC_DBR_UMEM_ID)));
+        let bytes = q.buf_bytes();
+        let umems = self.umem_place(c.uid, &mut q.buf, bytes, wq, dbr)?;
         let cq = Cq {
             uid: c.uid,
             uar,
@@ -420,19 +413,10 @@ impl Fw {
         c.set(create_mkey_out::mkey_index, index)
     }
 
-    /// Checks that `index` names an mkey `uid` may use.
-    fn mkey_usable(&self, uid: u16, index: u32) -> Result<(), CmdError> {
-        self.mkeys
-            .lookup_owned(index, uid, syn::MKEY_UNKNOWN)
-            .map(|_| ())
-    }
-
     /// DESTROY_MKEY.
     pub(super) fn destroy_mkey(&mut self, c: &mut Cmd<'_, DestroyMkey>) -> Done {
         let index = c.get(destroy_mkey_in::mkey_index);
-        self.mkey_usable(c.uid, index)?;
-        self.mkeys.free(index);
-        Ok(())
+        self.mkeys.free_owned(index, c.uid, syn::MKEY_UNKNOWN)
     }
 
     /// QUERY_MKEY: the stored `mkc`.

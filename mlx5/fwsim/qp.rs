@@ -225,19 +225,14 @@ impl Fw {
             q.srq = None;
         }
         // DEVX: the work queue buffer and the doorbell record in umems (`umem.rs`).
-        let mut umems = [0u32; 2];
-        if c.get(create_qp_in::wq_umem_valid) != 0 {
-            let id = c.get(create_qp_in::wq_umem_id);
+        let wq = (c.get(create_qp_in::wq_umem_valid) != 0).then(|| {
             let off = c.inbox.get64(create_qp_in::wq_umem_offset);
-            q.xlat = self.umem_range(c.uid, id, off, q.buf_bytes())?;
-            q.buf_off = 0;
-            umems[0] = id;
-        }
-        if get(c, qpc::dbr_umem_valid) != 0 {
-            let id = get(c, crate::prm::cmd::umem_refs::QPC_DBR_UMEM_ID);
-            q.dbr = self.umem_dbr(c.uid, id, q.dbr)?;
-            umems[1] = id;
-        }
+            (c.get(create_qp_in::wq_umem_id), off)
+        });
+        let dbr = (get(c, qpc::dbr_umem_valid) != 0)
+            .then(|| get(c, crate::prm::cmd::umem_refs::QPC_DBR_UMEM_ID));
+        let bytes = q.buf_bytes();
+        let umems = self.umem_place(c.uid, &mut q.buf, bytes, wq, dbr)?;
         let qp = Qp {
             uid: c.uid,
             state: QPC_STATE_RST,

@@ -13,8 +13,8 @@
 //! consumption that leaves fewer posted WQEs than the limit raises
 //! `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` once and disarms the SRQ.
 
+use super::ring::{Buf, Ring};
 use super::syndrome::{self as syn, CmdError};
-use super::xlat::Xlat;
 use super::{fail, Cmd, Done, Fw, Rmp, RMPC_BYTES};
 use crate::prm::cmd::*;
 use crate::prm::command::*;
@@ -29,16 +29,11 @@ pub(crate) const NEXT_SEG: usize = 16;
 /// What the data path keeps of an SRQ.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SrqState {
-    /// The buffer's translation.
-    pub(crate) xlat: Xlat,
-    /// Offset of the buffer in the translation (`page_offset`).
-    pub(crate) buf_off: u64,
-    /// log2 of the number of WQEs.
-    pub(crate) log_sz: u8,
-    /// log2 of the WQE stride in bytes.
-    pub(crate) shift: u8,
-    /// Doorbell record: the posted-WQE counter (big-endian, low 16 bits used).
-    pub(crate) dbr: u64,
+    /// The buffer; its doorbell record is the posted-WQE counter (big-endian, low 16 bits
+    /// used).
+    pub(crate) buf: Buf,
+    /// The WQEs.
+    pub(crate) ring: Ring,
     /// Index of the next WQE to consume.
     pub(crate) head: u16,
     /// WQEs consumed so far (compared with the doorbell record's counter).
@@ -58,15 +53,12 @@ pub(crate) struct SrqWqe {
 }
 
 impl SrqState {
-    /// A linked-list SRQ of `2^log_sz` WQEs of `2^shift` bytes at `buf_off` of `xlat`, with
-    /// its doorbell record at `dbr`, nothing consumed, no limit armed (an XRC SRQ: `xrc.rs`).
-    pub(crate) fn new(xlat: Xlat, buf_off: u64, log_sz: u8, shift: u8, dbr: u64) -> SrqState {
+    /// A linked-list SRQ of the WQEs of `ring` in `buf`, nothing consumed, no limit armed (an
+    /// XRC SRQ: `xrc.rs`).
+    pub(crate) fn new(buf: Buf, ring: Ring) -> SrqState {
         SrqState {
-            xlat,
-            buf_off,
-            log_sz,
-            shift,
-            dbr,
+            buf,
+            ring,
             head: 0,
             ci: 0,
             lwm: 0,
@@ -78,37 +70,20 @@ impl SrqState {
         let g = |f: Member<wq::Bits>| f.get(w).unwrap_or(0);
         let log_sz = u8::try_from(g(wq::log_wq_sz)).unwrap_or(0);
         let shift = u8::try_from(g(wq::log_wq_stride)).unwrap_or(4);
-        let page = 4096u64.checked_shl(g(wq::log_wq_pg_sz)).unwrap_or(0);
-        let buf_off = u64::from(g(wq::page_offset)).saturating_mul(page >> 6);
-        let bytes = buf_off.saturating_add(1u64 << (u32::from(log_sz) + u32::from(shift)));
-        let count = if page == 0 { 0 } else { bytes.div_ceil(page) };
+        let ring = Ring::new(log_sz, shift, 0);
+        let place = [wq::log_wq_pg_sz, wq::page_offset, wq::dbr_addr];
+        let buf = Buf::from_ctx(w, place, inbox, pas, ring.bytes())
+            .map_err(super::objects::fragmented)?;
         Ok(SrqState {
-            xlat: Xlat::from_pages(inbox, pas, count, page).map_err(super::objects::fragmented)?,
-            buf_off,
-            log_sz,
-            shift,
-            dbr: wq::dbr_addr.get64(w).unwrap_or(0),
-            head: 0,
-            ci: 0,
             lwm: u16::try_from(g(wq::lwm)).unwrap_or(0),
+            ..SrqState::new(buf, ring)
         })
-    }
-
-    /// Byte offset of WQE `idx` in the translation.
-    pub(crate) fn wqe_at(&self, idx: u16) -> u64 {
-        let mask = (1u64 << self.log_sz) - 1;
-        self.buf_off + ((u64::from(idx) & mask) << self.shift)
-    }
-
-    /// The WQE stride in bytes.
-    pub(crate) fn stride(&self) -> usize {
-        1usize << self.shift
     }
 
     /// Consumes the head WQE `w` with `posted` WQEs counted in the doorbell record; true when
     /// this crossed the armed limit (the SRQ is then disarmed).
     pub(crate) fn consume(&mut self, w: SrqWqe, posted: u16) -> bool {
-        self.head = w.next & ((1u16 << self.log_sz.min(15)).wrapping_sub(1));
+        self.head = w.next & ((1u16 << self.ring.log.min(15)).wrapping_sub(1));
         self.ci = self.ci.wrapping_add(1);
         if self.lwm != 0 && posted.wrapping_sub(self.ci) < self.lwm {
             self.lwm = 0;
@@ -183,7 +158,7 @@ impl Fw {
         }
         let lwm = c.get(modify_rmp_in::ctx.inner(rmpc::wq.inner(wq::lwm)));
         let r = self.rmps.lookup_mut(rmpn, syn::RMP_UNKNOWN)?;
-        if lwm >= 1 << r.q.log_sz {
+        if lwm >= 1 << r.q.ring.log {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_LWM);
         }
         r.q.lwm = u16::try_from(lwm).unwrap_or(0);

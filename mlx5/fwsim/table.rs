@@ -195,4 +195,18 @@ impl<T: Copy + Owner, const N: usize> ResTable<T, N> {
         super::Fw::owned(uid, o.owner())?;
         Ok(o)
     }
+
+    /// Frees an object a command from `uid` may use (the checks of
+    /// [`lookup_owned`](Self::lookup_owned)): the DESTROY or DEALLOC of an object nothing
+    /// else can hold.
+    pub(crate) fn free_owned(
+        &mut self,
+        number: u32,
+        uid: u16,
+        unknown: u32,
+    ) -> Result<(), CmdError> {
+        self.lookup_owned(number, uid, unknown)?;
+        self.free(number);
+        Ok(())
+    }
 }

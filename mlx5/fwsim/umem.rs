@@ -15,6 +15,7 @@
 //! `BAD_RES_ERR` (`UMEM_UNKNOWN`), as for every object. DESTROY_UMEM is `RES_BUSY` while a CQ or
 //! QP uses it, and DESTROY_UCTX while the uid owns one.
 
+use super::ring::Buf;
 use super::syndrome::{self as syn, CmdError};
 use super::xlat::Xlat;
 use super::{fail, Cmd, Done, Fw};
@@ -94,14 +95,31 @@ impl Fw {
             .map_err(|_| CmdError::new(Status::BAD_RES_ERR, syn::UMEM_UNKNOWN))
     }
 
-    /// The translation of `len` bytes at offset `off` of umem `id` (a queue buffer).
-    pub(super) fn umem_range(
+    /// DEVX: puts a queue's buffer of `bytes` bytes in umem range `wq` (umem id, offset) and
+    /// its doorbell record in umem `dbr` (at the offset its `dbr_addr` gives), each if given,
+    /// checked in that order. Returns the umem ids the queue holds (0: none).
+    pub(super) fn umem_place(
         &self,
         uid: u16,
-        id: u32,
-        off: u64,
-        len: u64,
-    ) -> Result<Xlat, CmdError> {
+        buf: &mut Buf,
+        bytes: u64,
+        wq: Option<(u32, u64)>,
+        dbr: Option<u32>,
+    ) -> Result<[u32; 2], CmdError> {
+        let mut umems = [0u32; 2];
+        if let Some((id, off)) = wq {
+            buf.move_to(self.umem_range(uid, id, off, bytes)?);
+            umems[0] = id;
+        }
+        if let Some(id) = dbr {
+            buf.dbr = self.umem_dbr(uid, id, buf.dbr)?;
+            umems[1] = id;
+        }
+        Ok(umems)
+    }
+
+    /// The translation of `len` bytes at offset `off` of umem `id` (a queue buffer).
+    fn umem_range(&self, uid: u16, id: u32, off: u64, len: u64) -> Result<Xlat, CmdError> {
         let m = self.umem(uid, id)?;
         if off.checked_add(len).is_none_or(|end| end > m.len) {
             return fail(Status::BAD_PARAM_ERR, syn::UMEM_RANGE);
@@ -112,7 +130,7 @@ impl Fw {
     }
 
     /// The bus address of the 8-byte doorbell record at offset `off` of umem `id`.
-    pub(super) fn umem_dbr(&self, uid: u16, id: u32, off: u64) -> Result<u64, CmdError> {
+    fn umem_dbr(&self, uid: u16, id: u32, off: u64) -> Result<u64, CmdError> {
         let m = self.umem(uid, id)?;
         if off.checked_add(8).is_none_or(|end| end > m.len) {
             return fail(Status::BAD_PARAM_ERR, syn::UMEM_RANGE);

@@ -148,9 +148,9 @@ fn cq_in_umems_is_translated_through_the_mtt() {
     let q = f.cqs.get(cqn).unwrap().q;
     // CQE 0 is at umem byte 0x800, i.e. 0x900 into the first page; CQE 0x3c (0xf00 bytes
     // later) is the first of the second page.
-    assert_eq!(q.xlat.at(0), Some((0xd0_0000_0900, 0x700)));
-    assert_eq!(q.xlat.at(0x700), Some((0xd0_0010_0000, 0x900)));
-    assert_eq!(q.dbr, 0xd0_0020_0040);
+    assert_eq!(q.buf.xlat.at(0), Some((0xd0_0000_0900, 0x700)));
+    assert_eq!(q.buf.xlat.at(0x700), Some((0xd0_0010_0000, 0x900)));
+    assert_eq!(q.buf.dbr, 0xd0_0020_0040);
     // In use: the umem cannot go; the UCTX cannot go.
     assert_eq!(
         err(&mut f, &destroy_umem(u1, buf), 16),
@@ -246,9 +246,9 @@ fn qp_in_umems_and_foreign_objects() {
     let out = ok(&mut f, &b, create_qp_out::SIZE_BYTES);
     let qpn = create_qp_out::qpn.get(&out).unwrap();
     let st = f.qps.get(qpn).unwrap().q;
-    assert_eq!(st.xlat.at(0), Some((0xd0_0000_1000, 0x5000)));
-    assert_eq!(st.xlat.at(0x5000), None);
-    assert_eq!(st.dbr, 0xd0_0100_0008);
+    assert_eq!(st.buf.xlat.at(0), Some((0xd0_0000_1000, 0x5000)));
+    assert_eq!(st.buf.xlat.at(0x5000), None);
+    assert_eq!(st.buf.dbr, 0xd0_0100_0008);
     assert_eq!(
         err(&mut f, &destroy_umem(u1, wq), 16),
         (Status::RES_BUSY, syn::UMEM_BUSY)

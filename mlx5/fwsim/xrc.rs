@@ -19,10 +19,10 @@
 //! and the target QP goes to ERR with a WQ invalid-request event, as for other malformed
 //! requests.
 
+use super::ring::{Buf, Ring};
 use super::srq::SrqState;
 use super::syndrome::{self as syn, CmdError};
 use super::table::ResTable;
-use super::xlat::Xlat;
 use super::{fail, Cmd, Done, Fw, Owned};
 use crate::prm::cmd::*;
 use crate::prm::command::*;
@@ -176,25 +176,23 @@ impl Fw {
         // The queue as `create_xrc_srq_cmd()` describes it: 2^log_xrc_srq_size WQEs of
         // 16 << log_rq_stride bytes, pages of 4096 << log_page_size, the first WQE at
         // page_offset 64-byte units into the first page.
-        let log_sz = c.get(x(xrc_srqc::log_xrc_srq_size));
-        let shift = c.get(x(xrc_srqc::log_rq_stride)) + 4;
-        let page = 4096u64
-            .checked_shl(c.get(x(xrc_srqc::log_page_size)))
-            .unwrap_or(0);
-        let buf_off = u64::from(c.get(x(xrc_srqc::page_offset))).saturating_mul(page >> 6);
-        let bytes = buf_off.saturating_add(1u64 << (log_sz + shift));
-        let count = if page == 0 { 0 } else { bytes.div_ceil(page) };
-        let xlat = Xlat::from_pages(c.inbox_raw(), create_xrc_srq_in::SIZE_BYTES, count, page)
-            .map_err(super::objects::fragmented)?;
+        let ring = Ring::new(
+            u8::try_from(c.get(x(xrc_srqc::log_xrc_srq_size))).unwrap_or(0),
+            u8::try_from(c.get(x(xrc_srqc::log_rq_stride)) + 4).unwrap_or(4),
+            0,
+        );
         let dbr = (u64::from(c.get(x(xrc_srqc::db_record_addr_h))) << 32)
             | (u64::from(c.get(x(xrc_srqc::db_record_addr_l))) << 2);
-        let q = SrqState::new(
-            xlat,
-            buf_off,
-            u8::try_from(log_sz).unwrap_or(0),
-            u8::try_from(shift).unwrap_or(4),
+        let buf = Buf::from_pas(
+            c.inbox_raw(),
+            create_xrc_srq_in::SIZE_BYTES,
+            c.get(x(xrc_srqc::log_page_size)),
+            c.get(x(xrc_srqc::page_offset)),
+            ring.bytes(),
             dbr,
-        );
+        )
+        .map_err(super::objects::fragmented)?;
+        let q = SrqState::new(buf, ring);
         let user_index = c.get(x(xrc_srqc::user_index));
         let srqn = self.xrc.srqs.insert(XrcSrq {
             uid: c.uid,
@@ -210,11 +208,7 @@ impl Fw {
     /// DESTROY_XRC_SRQ.
     pub(super) fn destroy_xrc_srq(&mut self, c: &mut Cmd<'_, DestroyXrcSrq>) -> Done {
         let srqn = c.get(destroy_xrc_srq_in::xrc_srqn);
-        self.xrc
-            .srqs
-            .lookup_owned(srqn, c.uid, syn::XRC_SRQ_UNKNOWN)?;
-        self.xrc.srqs.free(srqn);
-        Ok(())
+        self.xrc.srqs.free_owned(srqn, c.uid, syn::XRC_SRQ_UNKNOWN)
     }
 }
 
