@@ -42,7 +42,7 @@ bt_perf() {
 	sed "s/^/    $stack-$run-$tool| /" /tmp/bt-out | tail -n 4
 	if [ "$stack" = ours ]; then
 		bt_stats >/tmp/bt-st1
-		awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf " %s +%d", $1, $2 - a[$1] }
+		awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf " %s +%.0f", $1, $2 - a[$1] }
 			END { print "" }' /tmp/bt-st0 /tmp/bt-st1 | sed "s/^/    $stack-$run-$tool| counters:/"
 	fi
 }
