@@ -721,13 +721,78 @@ uapi_structs! {
     }
 }
 
+// The legacy requests of the commands with an extended form, converted into the extended
+// request as upstream's legacy handlers do before the common code (`ib_uverbs_create_cq()`,
+// `ib_uverbs_create_qp()`, `ib_uverbs_create_srq()`, `ib_uverbs_modify_qp()`): the members the
+// legacy request has, the rest 0.
+
+impl From<CreateCq> for ExCreateCq {
+    fn from(r: CreateCq) -> Self {
+        Self {
+            user_handle: r.user_handle,
+            cqe: r.cqe,
+            comp_vector: r.comp_vector,
+            comp_channel: r.comp_channel,
+            ..Default::default()
+        }
+    }
+}
+
+impl From<CreateQp> for ExCreateQp {
+    fn from(r: CreateQp) -> Self {
+        Self {
+            user_handle: r.user_handle,
+            pd_handle: r.pd_handle,
+            send_cq_handle: r.send_cq_handle,
+            recv_cq_handle: r.recv_cq_handle,
+            srq_handle: r.srq_handle,
+            max_send_wr: r.max_send_wr,
+            max_recv_wr: r.max_recv_wr,
+            max_send_sge: r.max_send_sge,
+            max_recv_sge: r.max_recv_sge,
+            max_inline_data: r.max_inline_data,
+            sq_sig_all: r.sq_sig_all,
+            qp_type: r.qp_type,
+            is_srq: r.is_srq,
+            ..Default::default()
+        }
+    }
+}
+
+/// A basic SRQ (`srq_type` 0).
+impl From<CreateSrq> for CreateXsrq {
+    fn from(r: CreateSrq) -> Self {
+        Self {
+            response: r.response,
+            user_handle: r.user_handle,
+            pd_handle: r.pd_handle,
+            max_wr: r.max_wr,
+            max_sge: r.max_sge,
+            srq_limit: r.srq_limit,
+            ..Default::default()
+        }
+    }
+}
+
+impl From<ModifyQp> for ExModifyQp {
+    fn from(base: ModifyQp) -> Self {
+        Self {
+            base,
+            ..Default::default()
+        }
+    }
+}
+
 /// The layout macro's decode and encode (host tests).
 #[cfg(test)]
 mod tests {
     use super::super::layout::AbiField;
     use super::super::write::request;
     use super::super::Errno;
-    use super::{CreateCqResp, ExCreateCqResp, ModifyQp, QpDest};
+    use super::{
+        CreateCq, CreateCqResp, CreateQp, CreateSrq, CreateXsrq, ExCreateCq, ExCreateCqResp,
+        ExCreateQp, ModifyQp, QpDest,
+    };
 
     #[test]
     fn decode_is_zero_extended_like_copy_struct_from_user() {
@@ -748,6 +813,39 @@ mod tests {
             (1, 2, 3)
         );
         assert_eq!(m.to_bytes(), b);
+    }
+
+    #[test]
+    fn legacy_requests_convert_to_the_extended_ones() {
+        let cq = ExCreateCq::from(CreateCq {
+            response: 1,
+            user_handle: 2,
+            cqe: 3,
+            comp_vector: 4,
+            comp_channel: -1,
+            reserved: 5,
+        });
+        assert_eq!(
+            (cq.user_handle, cq.cqe, cq.comp_vector, cq.comp_channel),
+            (2, 3, 4, -1)
+        );
+        assert_eq!((cq.comp_mask, cq.flags, cq.reserved), (0, 0, 0));
+        let srq = CreateXsrq::from(CreateSrq {
+            response: 1,
+            user_handle: 2,
+            pd_handle: 3,
+            max_wr: 4,
+            max_sge: 5,
+            srq_limit: 6,
+        });
+        assert_eq!((srq.response, srq.srq_type, srq.srq_limit), (1, 0, 6));
+        let qp = ExCreateQp::from(CreateQp {
+            qp_type: 2,
+            is_srq: 1,
+            reserved: 9,
+            ..Default::default()
+        });
+        assert_eq!((qp.qp_type, qp.is_srq, qp.reserved), (2, 1, 0));
     }
 
     #[test]

@@ -104,6 +104,16 @@ impl WriteCmdSpec {
         }
     }
 
+    /// The command number the handlers dispatch on: with the extended flag for a write_ex
+    /// command (as `ib_uverbs_write()` and INVOKE_WRITE both reach the handler).
+    pub(crate) const fn command(&self) -> u32 {
+        if self.is_ex {
+            self.cmd | cmd::FLAG_EXTENDED
+        } else {
+            self.cmd
+        }
+    }
+
     /// The request size `verify_hdr()` and INVOKE_WRITE check against.
     ///
     /// upstream: `uapi_create_write()` copies `req_size`, `resp_size`,

@@ -169,6 +169,180 @@ pub(super) fn create_response<E: ExCreateResp>(
     copy_out_or_zero(out.0, out.1, buf.get(..len).ok_or(EINVAL)?)
 }
 
+/// One write command being run (upstream: the `struct uverbs_attr_bundle` that is every
+/// write handler's one argument in `uverbs_cmd.c`): the file, its state under the file's lock
+/// and the command's buffers. The write handlers are its methods; [`UFile::run_write`]
+/// dispatches to them.
+pub(super) struct WriteCtx<'a, D: Driver> {
+    pub(super) file: &'a UFile<D>,
+    pub(super) inner: &'a mut Inner<D>,
+    pub(super) b: &'a WriteBufs,
+}
+
+impl<D: Driver> WriteCtx<'_, D> {
+    /// The command's typed request `T` ([`request`]).
+    pub(super) fn request<T: AbiField>(&self) -> Result<T> {
+        request(&self.b.core_in)
+    }
+
+    /// The request of a command with a legacy form `L` and an extended one `E` (`ex`): a
+    /// legacy request is converted into the extended one (the members it has, the rest 0), as
+    /// upstream's legacy handlers do before the code both forms share.
+    pub(super) fn request_ex<E: AbiField, L: AbiField + Into<E>>(&self, ex: bool) -> Result<E> {
+        if ex {
+            self.request::<E>()
+        } else {
+            Ok(self.request::<L>()?.into())
+        }
+    }
+
+    /// Writes the core response `resp` ([`respond`]).
+    pub(super) fn respond(&self, resp: &[u8]) -> Result {
+        respond(self.b, resp)
+    }
+
+    /// [`with_user_ctx`] with the command's driver data.
+    pub(super) fn with_user_ctx<T>(
+        &self,
+        ctx: &Arc<Ucontext<D>>,
+        f: impl FnOnce(&mut UserCtx<'_, '_, D>) -> Result<T>,
+    ) -> Result<T> {
+        with_user_ctx(self.b, ctx, f)
+    }
+
+    /// A write command's destroy (upstream `uobj_perform_destroy()`): with a context, the
+    /// request `T`, then the object of type `obj_type` under the handle `handle` picks from it
+    /// ([`Inner::find`]: unknown `ENOENT`, another type `EINVAL`), destroyed by
+    /// [`UFile::destroy_at`] (`EBUSY` puts it back). Returns the events the process read of it,
+    /// for the commands whose response counts them.
+    pub(super) fn perform_destroy<T: AbiField>(
+        &mut self,
+        obj_type: u16,
+        handle: impl FnOnce(&T) -> u32,
+    ) -> Result<Reported> {
+        self.inner.ctx()?;
+        let r = self.request::<T>()?;
+        let h = self.inner.find(obj_type, i64::from(handle(&r)))?;
+        UFile::destroy_at(self.inner, h)
+    }
+
+    /// [`Self::perform_destroy`] for a command whose response counts the events the process
+    /// read of the object: `resp` makes the response of them.
+    pub(super) fn destroy_reporting<T: AbiField, const N: usize>(
+        &mut self,
+        obj_type: u16,
+        handle: impl FnOnce(&T) -> u32,
+        resp: impl FnOnce(Reported) -> [u8; N],
+    ) -> Result {
+        let rep = self.perform_destroy(obj_type, handle)?;
+        self.respond(&resp(rep))
+    }
+
+    /// Commits a write command's new object `kind` of type `obj_type` under the lowest free
+    /// handle, then `respond(buffers, handle)` writes the response; a failed write destroys the
+    /// object again ([`UFile::commit_and_respond`]).
+    pub(super) fn commit_new(
+        &mut self,
+        obj_type: u16,
+        kind: ObjKind<D>,
+        respond: impl FnOnce(&WriteBufs, u32) -> Result,
+    ) -> Result {
+        let (b, id) = (self.b, self.inner.free_id(None));
+        UFile::commit_and_respond(self.inner, id, obj_type, kind, || respond(b, id))
+    }
+
+    /// `IB_USER_VERBS_CMD_GET_CONTEXT` (upstream `ib_uverbs_get_context()`). In upstream's
+    /// order: the async fd is reserved and the response written before `ib_init_ucontext()`
+    /// finds an existing context (so a bad response pointer is `EFAULT` even then), and the
+    /// driver's `alloc_ucontext` comes last.
+    fn get_context(&mut self) -> Result {
+        self.request::<s::GetContext>()?;
+        let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)?;
+        let o = s::GetContextResp {
+            async_fd: fd.reserved_fd(),
+            num_comp_vectors: self.file.dev.num_comp_vectors(),
+        };
+        self.respond(&o.to_bytes())?;
+        if self.inner.ucontext.is_some() {
+            return Err(EINVAL);
+        }
+        let ctx = self.file.alloc_ctx(&self.b.udata_in, self.b.udata_out)?;
+        let file = self.file.new_async_file(self.inner)?;
+        self.file.mmap.set_ucontext(&ctx);
+        self.inner.ucontext = Some(ctx);
+        fd.fd_install(file);
+        Ok(())
+    }
+
+    /// `IB_USER_VERBS_CMD_QUERY_DEVICE` (upstream `ib_uverbs_query_device()`).
+    fn query_device(&mut self) -> Result {
+        self.inner.ctx()?;
+        let r = self.file.query_device_resp();
+        self.respond(&r.to_bytes())
+    }
+
+    /// `IB_USER_VERBS_EX_CMD_QUERY_DEVICE` (upstream `ib_uverbs_ex_query_device()`).
+    fn ex_query_device(&mut self) -> Result {
+        let (dev, b) = (&self.file.dev, self.b);
+        self.inner.ctx()?;
+        let req = self.request::<s::ExQueryDevice>()?;
+        if req.comp_mask != 0 || req.reserved != 0 {
+            return Err(EINVAL);
+        }
+        // upstream: ops.query_device(ib_dev, &attr, &attrs->driver_udata); the
+        // driver's response (mlx5_ib_query_device_resp) before the core's.
+        if let Some(op) = dev.ops().query_device_udata {
+            let outlen = b.udata_out.1.min(kernel::page::PAGE_SIZE);
+            let mut dresp = KVec::from_elem(0u8, outlen, GFP_KERNEL)?;
+            let mut ud = Udata::new(&b.udata_in, &mut dresp);
+            op(dev, &mut ud)?;
+            let n = ud.written();
+            if n > 0 {
+                copy_out(b.udata_out.0, dresp.get(..n).unwrap_or(&[]))?;
+            }
+        }
+        // upstream ib_uverbs_ex_query_device(): timestamp_mask, hca_core_clock,
+        // device_cap_flags_ex (the device's cap flags), the CQ moderation caps and
+        // max_dm_size; ODP, RSS, TM: none.
+        let a = dev.attrs();
+        let r = s::ExQueryDeviceResp {
+            base: self.file.query_device_resp(),
+            response_length: w::uverbs_response_length(b.core_out.1, s::ExQueryDeviceResp::SIZE)
+                as u32,
+            timestamp_mask: a.timestamp_mask,
+            hca_core_clock: a.hca_core_clock,
+            device_cap_flags_ex: a.device_cap_flags,
+            cq_moderation_caps: s::CqModerationCaps {
+                max_cq_moderation_count: a.max_cq_moderation_count,
+                max_cq_moderation_period: a.max_cq_moderation_period,
+                ..Default::default()
+            },
+            max_dm_size: a.max_dm_size,
+            ..Default::default()
+        };
+        self.respond(&r.to_bytes())
+    }
+
+    /// `IB_USER_VERBS_CMD_QUERY_PORT` (upstream `ib_uverbs_query_port()`).
+    fn query_port(&mut self) -> Result {
+        self.inner.ctx()?;
+        let req = self.request::<s::QueryPort>()?;
+        let r = self.file.port_resp(u32::from(req.port_num))?;
+        self.respond(&r.legacy_resp.to_bytes())
+    }
+
+    /// `IB_USER_VERBS_CMD_ALLOC_PD` (upstream `ib_uverbs_alloc_pd()`).
+    fn alloc_pd(&mut self) -> Result {
+        let ctx = self.inner.ctx()?.clone();
+        let dev = &self.file.dev;
+        let pd = self.with_user_ctx(&ctx, |uc| Pd::alloc_user(dev, Owner::current_task(), uc))?;
+        let id = self.inner.free_id(None);
+        let o = s::AllocPdResp { pd_handle: id };
+        self.respond(&o.to_bytes())?;
+        UFile::commit(self.inner, id, obj::PD, ObjKind::Pd(pd))
+    }
+}
+
 impl<D: Driver> UFile<D> {
     pub(super) fn query_device_resp(&self) -> s::QueryDeviceResp {
         let imm = self.dev.port_immutable(1).unwrap_or_default();
@@ -248,7 +422,7 @@ impl<D: Driver> UFile<D> {
                 (resp + r.0 as u64, r.1)
             }
         };
-        let mut bufs = WriteBufs {
+        let bufs = WriteBufs {
             udata_in: slice(plan.udata_in)?,
             core_in,
             core_out: at(plan.core_out),
@@ -257,193 +431,85 @@ impl<D: Driver> UFile<D> {
         let WriteMethod::Cmd(spec) = plan.method else {
             return Err(EOPNOTSUPP);
         };
-        let command = if spec.is_ex {
-            spec.cmd | cmd::FLAG_EXTENDED
-        } else {
-            spec.cmd
-        };
         let mut inner = self.inner.lock();
         if inner.dead {
             return Err(EIO);
         }
-        self.run_write(&mut inner, command, &mut bufs)?;
+        self.run_write(&mut inner, spec.command(), &bufs)?;
         Ok(count)
     }
 
     /// One write command (upstream `UVERBS_HANDLER(...)` of `uverbs_cmd.c`).
-    pub(super) fn run_write(
-        &self,
-        inner: &mut Inner<D>,
-        command: u32,
-        b: &mut WriteBufs,
-    ) -> Result {
+    pub(super) fn run_write(&self, inner: &mut Inner<D>, command: u32, b: &WriteBufs) -> Result {
+        let mut c = WriteCtx {
+            file: self,
+            inner,
+            b,
+        };
         match command {
-            // upstream: ib_uverbs_get_context()
-            // In upstream's order: the async fd is reserved and the response
-            // written before ib_init_ucontext() finds an existing context
-            // (so a bad response pointer is EFAULT even then), and the
-            // driver's alloc_ucontext comes last.
-            cmd::GET_CONTEXT => {
-                request::<s::GetContext>(&b.core_in)?;
-                let fd = FileDescriptorReservation::get_unused_fd_flags(flags::O_CLOEXEC)?;
-                let o = s::GetContextResp {
-                    async_fd: fd.reserved_fd(),
-                    num_comp_vectors: self.dev.num_comp_vectors(),
-                };
-                respond(b, &o.to_bytes())?;
-                if inner.ucontext.is_some() {
-                    return Err(EINVAL);
-                }
-                let ctx = self.alloc_ctx(&b.udata_in, b.udata_out)?;
-                let file = self.new_async_file(inner)?;
-                self.mmap.set_ucontext(&ctx);
-                inner.ucontext = Some(ctx);
-                fd.fd_install(file);
-                Ok(())
+            cmd::GET_CONTEXT => c.get_context(),
+            cmd::QUERY_DEVICE => c.query_device(),
+            EX_QUERY_DEVICE => c.ex_query_device(),
+            cmd::QUERY_PORT => c.query_port(),
+            cmd::ALLOC_PD => c.alloc_pd(),
+            cmd::CREATE_COMP_CHANNEL => c.create_comp_channel(),
+            cmd::CREATE_CQ => c.create_cq(false),
+            EX_CREATE_CQ => c.create_cq(true),
+            // upstream ib_uverbs_destroy_cq(): the response counts the completion and
+            // asynchronous events the process read.
+            cmd::DESTROY_CQ => {
+                c.destroy_reporting(obj::CQ, |r: &s::DestroyCq| r.cq_handle, Reported::cq_resp)
             }
-            // upstream: ib_uverbs_query_device()
-            cmd::QUERY_DEVICE => {
-                inner.ctx()?;
-                let r = self.query_device_resp();
-                respond(b, &r.to_bytes())
+            cmd::RESIZE_CQ => c.resize_cq(),
+            EX_MODIFY_CQ => c.modify_cq(),
+            cmd::CREATE_QP => c.create_qp(false),
+            EX_CREATE_QP => c.create_qp(true),
+            cmd::MODIFY_QP => c.modify_qp(false),
+            EX_MODIFY_QP => c.modify_qp(true),
+            cmd::QUERY_QP => c.query_qp(),
+            // upstream ib_uverbs_destroy_qp(): the response counts the events the process read.
+            cmd::DESTROY_QP => {
+                c.destroy_reporting(obj::QP, |r: &s::DestroyQp| r.qp_handle, Reported::qp_resp)
             }
-            // upstream: ib_uverbs_ex_query_device()
-            EX_QUERY_DEVICE => {
-                inner.ctx()?;
-                let req = request::<s::ExQueryDevice>(&b.core_in)?;
-                if req.comp_mask != 0 || req.reserved != 0 {
-                    return Err(EINVAL);
-                }
-                // upstream: ops.query_device(ib_dev, &attr, &attrs->driver_udata); the
-                // driver's response (mlx5_ib_query_device_resp) before the core's.
-                if let Some(op) = self.dev.ops().query_device_udata {
-                    let outlen = b.udata_out.1.min(kernel::page::PAGE_SIZE);
-                    let mut dresp = KVec::from_elem(0u8, outlen, GFP_KERNEL)?;
-                    let mut ud = Udata::new(&b.udata_in, &mut dresp);
-                    op(&self.dev, &mut ud)?;
-                    let n = ud.written();
-                    if n > 0 {
-                        copy_out(b.udata_out.0, dresp.get(..n).unwrap_or(&[]))?;
-                    }
-                }
-                // upstream ib_uverbs_ex_query_device(): timestamp_mask, hca_core_clock,
-                // device_cap_flags_ex (the device's cap flags), the CQ moderation caps and
-                // max_dm_size; ODP, RSS, TM: none.
-                let a = self.dev.attrs();
-                let r = s::ExQueryDeviceResp {
-                    base: self.query_device_resp(),
-                    response_length: w::uverbs_response_length(
-                        b.core_out.1,
-                        s::ExQueryDeviceResp::SIZE,
-                    ) as u32,
-                    timestamp_mask: a.timestamp_mask,
-                    hca_core_clock: a.hca_core_clock,
-                    device_cap_flags_ex: a.device_cap_flags,
-                    cq_moderation_caps: s::CqModerationCaps {
-                        max_cq_moderation_count: a.max_cq_moderation_count,
-                        max_cq_moderation_period: a.max_cq_moderation_period,
-                        ..Default::default()
-                    },
-                    max_dm_size: a.max_dm_size,
-                    ..Default::default()
-                };
-                respond(b, &r.to_bytes())
-            }
-            // upstream: ib_uverbs_query_port()
-            cmd::QUERY_PORT => {
-                inner.ctx()?;
-                let req = request::<s::QueryPort>(&b.core_in)?;
-                let r = self.port_resp(u32::from(req.port_num))?;
-                respond(b, &r.legacy_resp.to_bytes())
-            }
-            // upstream: ib_uverbs_alloc_pd()
-            cmd::ALLOC_PD => {
-                let ctx = inner.ctx()?.clone();
-                let pd = with_user_ctx(b, &ctx, |uc| {
-                    Pd::alloc_user(&self.dev, Owner::current_task(), uc)
-                })?;
-                let id = inner.free_id(None);
-                let o = s::AllocPdResp { pd_handle: id };
-                respond(b, &o.to_bytes())?;
-                Self::commit(inner, id, obj::PD, ObjKind::Pd(pd))
-            }
-            cmd::CREATE_COMP_CHANNEL => self.create_comp_channel(inner, b),
-            cmd::CREATE_CQ => self.create_cq(inner, b, false),
-            EX_CREATE_CQ => self.create_cq(inner, b, true),
-            cmd::DESTROY_CQ => self.destroy_cq(inner, b),
-            cmd::RESIZE_CQ => self.resize_cq(inner, b),
-            EX_MODIFY_CQ => self.modify_cq(inner, b),
-            cmd::CREATE_QP => self.create_qp(inner, b, false),
-            EX_CREATE_QP => self.create_qp(inner, b, true),
-            cmd::MODIFY_QP => self.modify_qp(inner, b, false),
-            EX_MODIFY_QP => self.modify_qp(inner, b, true),
-            cmd::QUERY_QP => self.query_qp(inner, b),
-            cmd::DESTROY_QP => self.destroy_qp(inner, b),
-            cmd::REG_MR => self.reg_mr(inner, b),
-            cmd::REREG_MR => self.rereg_mr(inner, b),
-            cmd::CREATE_SRQ => self.create_xsrq(inner, b, false),
-            cmd::MODIFY_SRQ => self.modify_srq(inner, b),
-            cmd::QUERY_SRQ => self.query_srq(inner, b),
-            cmd::DESTROY_SRQ => self.destroy_srq(inner, b),
-            cmd::CREATE_XSRQ => self.create_xsrq(inner, b, true),
-            cmd::OPEN_XRCD => self.open_xrcd(inner, b),
+            cmd::REG_MR => c.reg_mr(),
+            cmd::REREG_MR => c.rereg_mr(),
+            cmd::CREATE_SRQ => c.create_xsrq(false),
+            cmd::MODIFY_SRQ => c.modify_srq(),
+            cmd::QUERY_SRQ => c.query_srq(),
+            // upstream ib_uverbs_destroy_srq(): likewise; EBUSY while a QP uses the SRQ.
+            cmd::DESTROY_SRQ => c.destroy_reporting(
+                obj::SRQ,
+                |r: &s::DestroySrq| r.srq_handle,
+                Reported::srq_resp,
+            ),
+            cmd::CREATE_XSRQ => c.create_xsrq(true),
+            cmd::OPEN_XRCD => c.open_xrcd(),
             // upstream: ib_uverbs_close_xrcd() -> uobj_perform_destroy(); EBUSY while SRQs or
             // target QPs of this handle live.
-            cmd::CLOSE_XRCD => {
-                Self::perform_destroy(inner, b, obj::XRCD, |r: &s::CloseXrcd| r.xrcd_handle)
-                    .map(|_| ())
-            }
-            cmd::OPEN_QP => self.open_qp(inner, b),
-            cmd::CREATE_AH => self.create_ah(inner, b),
+            cmd::CLOSE_XRCD => c
+                .perform_destroy(obj::XRCD, |r: &s::CloseXrcd| r.xrcd_handle)
+                .map(|_| ()),
+            cmd::OPEN_QP => c.open_qp(),
+            cmd::CREATE_AH => c.create_ah(),
             // upstream: ib_uverbs_destroy_ah() -> uobj_perform_destroy()
-            cmd::DESTROY_AH => {
-                Self::perform_destroy(inner, b, obj::AH, |r: &s::DestroyAh| r.ah_handle).map(|_| ())
-            }
-            cmd::ALLOC_MW => self.alloc_mw(inner, b),
+            cmd::DESTROY_AH => c
+                .perform_destroy(obj::AH, |r: &s::DestroyAh| r.ah_handle)
+                .map(|_| ()),
+            cmd::ALLOC_MW => c.alloc_mw(),
             // upstream: ib_uverbs_dealloc_mw() -> uobj_perform_destroy()
-            cmd::DEALLOC_MW => {
-                Self::perform_destroy(inner, b, obj::MW, |r: &s::DeallocMw| r.mw_handle).map(|_| ())
-            }
+            cmd::DEALLOC_MW => c
+                .perform_destroy(obj::MW, |r: &s::DeallocMw| r.mw_handle)
+                .map(|_| ()),
             // upstream: ib_uverbs_dereg_mr() -> uobj_perform_destroy()
-            cmd::DEREG_MR => {
-                Self::perform_destroy(inner, b, obj::MR, |r: &s::DeregMr| r.mr_handle).map(|_| ())
-            }
+            cmd::DEREG_MR => c
+                .perform_destroy(obj::MR, |r: &s::DeregMr| r.mr_handle)
+                .map(|_| ()),
             // upstream: ib_uverbs_dealloc_pd() -> uobj_perform_destroy()
-            cmd::DEALLOC_PD => {
-                Self::perform_destroy(inner, b, obj::PD, |r: &s::DeallocPd| r.pd_handle).map(|_| ())
-            }
+            cmd::DEALLOC_PD => c
+                .perform_destroy(obj::PD, |r: &s::DeallocPd| r.pd_handle)
+                .map(|_| ()),
             _ => Err(EOPNOTSUPP),
         }
-    }
-
-    /// A write command's destroy (upstream `uobj_perform_destroy()`): with a context, the
-    /// request `T`, then the object of type `obj_type` under the handle `handle` picks from it
-    /// ([`Inner::find`]: unknown `ENOENT`, another type `EINVAL`), destroyed by
-    /// [`Self::destroy_at`]. Returns the events the process read of it, for the commands whose
-    /// response counts them.
-    pub(super) fn perform_destroy<T: AbiField>(
-        inner: &mut Inner<D>,
-        b: &WriteBufs,
-        obj_type: u16,
-        handle: impl FnOnce(&T) -> u32,
-    ) -> Result<Reported> {
-        inner.ctx()?;
-        let r = request::<T>(&b.core_in)?;
-        let h = inner.find(obj_type, i64::from(handle(&r)))?;
-        Self::destroy_at(inner, h)
-    }
-
-    /// Commits a write command's new object `kind` of type `obj_type` under the lowest free
-    /// handle, then `respond(handle)` writes the response; a failed write destroys the object
-    /// again ([`Self::commit_and_respond`]).
-    pub(super) fn commit_new(
-        inner: &mut Inner<D>,
-        obj_type: u16,
-        kind: ObjKind<D>,
-        respond: impl FnOnce(u32) -> Result,
-    ) -> Result {
-        let id = inner.free_id(None);
-        Self::commit_and_respond(inner, id, obj_type, kind, || respond(id))
     }
 
     pub(super) fn alloc_ctx(&self, input: &[u8], out: (u64, usize)) -> Result<Arc<Ucontext<D>>> {

@@ -5,6 +5,7 @@
 //! `ib_uverbs_srq_event_handler()`) and the file's async event files.
 
 use crate::driver::Driver;
+use crate::uverbs::abi::structs as s;
 use crate::uverbs::async_event::{AsyncEventFile, EventCount};
 use crate::uverbs::file::uobject::Inner;
 use crate::uverbs::file::UFile;
@@ -28,12 +29,39 @@ pub(super) struct UEvents {
     pub(super) events: Arc<EventCount>,
 }
 
-/// What a destroy response reports (`ib_uverbs_destroy_cq_resp`,
-/// `ib_uverbs_destroy_qp_resp`): the events the process read.
+/// What a destroy response reports: the events the process read. Its responses serve the
+/// write command and the ioctl method alike.
 #[derive(Clone, Copy, Default)]
 pub(super) struct Reported {
     pub(super) comp: u32,
     pub(super) events: u32,
+}
+
+impl Reported {
+    /// `struct ib_uverbs_destroy_cq_resp`.
+    pub(super) fn cq_resp(self) -> [u8; s::DestroyCqResp::SIZE] {
+        s::DestroyCqResp {
+            comp_events_reported: self.comp,
+            async_events_reported: self.events,
+        }
+        .to_bytes()
+    }
+
+    /// `struct ib_uverbs_destroy_qp_resp`.
+    pub(super) fn qp_resp(self) -> [u8; s::DestroyQpResp::SIZE] {
+        s::DestroyQpResp {
+            events_reported: self.events,
+        }
+        .to_bytes()
+    }
+
+    /// `struct ib_uverbs_destroy_srq_resp`.
+    pub(super) fn srq_resp(self) -> [u8; s::DestroySrqResp::SIZE] {
+        s::DestroySrqResp {
+            events_reported: self.events,
+        }
+        .to_bytes()
+    }
 }
 
 impl UEvents {

@@ -10,10 +10,10 @@ use crate::uaccess::read_uninit;
 use crate::uverbs::abi::spec::TypeClass;
 use crate::uverbs::abi::uapi::{MethodEntry, UapiTree};
 use crate::uverbs::abi::{
-    ids::{attr, cmd, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT},
+    ids::{attr, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT},
     ioctl::{IoctlHdr, UAttr},
     layout::AbiField,
-    parse::{self, AttrEnv, Bundle, FlagsWriteBack, UdataIn},
+    parse::{self, AttrEnv, AttrValue, Bundle, FlagsWriteBack, UdataIn},
     spec::{Access, CoreHandler, Handler},
     write::{self as w, WriteMethod},
     Errno,
@@ -21,12 +21,12 @@ use crate::uverbs::abi::{
 use crate::uverbs::async_event::AsyncEventFile;
 use crate::uverbs::driver_api::DriverCall;
 use crate::uverbs::driver_fd::DriverFd;
-use crate::uverbs::file::cmd::cq::destroy_cq_resp;
 use crate::uverbs::file::cmd::WriteBufs;
 use crate::uverbs::file::events::Reported;
 use crate::uverbs::file::uobject::{FdEntry, Inner, ObjKind};
 use crate::uverbs::file::{copy_in, copy_in_to, copy_out, kerr, uaddr, UFile};
 use crate::uverbs::resp;
+use crate::verbs::Ucontext;
 use core::mem::MaybeUninit;
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
@@ -368,7 +368,14 @@ impl<D: Driver> UFile<D> {
         if method.destroy_idx.is_some() {
             reported = Self::destroy_at(inner, destroy_handle.ok_or(EINVAL)?)?;
         }
-        let r = self.run_method(inner, &bundle, uattrs, &mut out, new, reported);
+        let r = MethodCtx {
+            file: self,
+            inner,
+            bd: &bundle,
+            uattrs,
+            out: &mut out,
+        }
+        .run_method(new, reported);
         // upstream: the end of ib_uverbs_run_method() (parse::finish_method()).
         match r {
             Err(e) if e == EPROTONOSUPPORT => return Err(EINVAL),
@@ -383,29 +390,75 @@ impl<D: Driver> UFile<D> {
         out.write_back()?;
         Ok(0)
     }
+}
 
-    pub(super) fn run_method(
-        &self,
-        inner: &mut Inner<D>,
-        b: &Bundle<'_>,
-        uattrs: &[u8],
-        out: &mut Outputs,
-        new: NewObj,
-        reported: Reported,
-    ) -> Result {
-        let h = match b.method.handler {
+/// One ioctl method being run (upstream: the `struct uverbs_attr_bundle` that is every ioctl
+/// handler's one argument): the file, its state under the file's lock, the parsed attributes,
+/// the user's attribute array (inline driver data) and the outputs to write back. The core
+/// methods' handlers are its methods ([`MethodCtx::run_method`] dispatches).
+pub(super) struct MethodCtx<'a, 'b, D: Driver> {
+    pub(super) file: &'a UFile<D>,
+    pub(super) inner: &'a mut Inner<D>,
+    pub(super) bd: &'a Bundle<'b>,
+    pub(super) uattrs: &'a [u8],
+    pub(super) out: &'a mut Outputs,
+}
+
+impl<D: Driver> MethodCtx<'_, '_, D> {
+    /// [`Outputs::put`] of the attribute `id`.
+    pub(super) fn put(&mut self, id: u16, data: &[u8]) -> Result {
+        self.out.put(self.bd, id, data)
+    }
+
+    /// The handle the IDR attribute `id` names, as the write commands' `u32` handle (upstream
+    /// `uverbs_attr_get_obj()`); `err` if the attribute is absent (or its id does not fit).
+    pub(super) fn idr_handle(&self, id: u16, err: Error) -> Result<u32> {
+        match self.bd.get(id) {
+            Ok(AttrValue::Obj { id, .. }) => u32::try_from(id).map_err(|_| err),
+            _ => Err(err),
+        }
+    }
+
+    /// A call of a driver handler in this method with the file's context `ctx`: the driver
+    /// may make the NEW IDR object (`can_new`) or the NEW fd object (`can_new_fd`).
+    pub(super) fn driver_call<'c>(
+        &'c mut self,
+        ctx: &'c Arc<Ucontext<D>>,
+        can_new: bool,
+        can_new_fd: bool,
+    ) -> DriverCall<'c, 'c, D> {
+        DriverCall {
+            ctx,
+            inner: &*self.inner,
+            bundle: self.bd,
+            out: &mut *self.out,
+            new_obj: None,
+            can_new,
+            new_fd: None,
+            can_new_fd,
+        }
+    }
+
+    /// The driver data of the method as write-command buffers ([`ioctl_bufs`]).
+    pub(super) fn bufs(&self) -> Result<WriteBufs> {
+        ioctl_bufs(self.bd, self.uattrs)
+    }
+
+    pub(super) fn run_method(&mut self, new: NewObj, reported: Reported) -> Result {
+        let h = match self.bd.method.handler {
             Handler::Core(h) => h,
-            Handler::Driver(n) => return self.run_driver_method(inner, b, out, new, n),
+            Handler::Driver(n) => return self.run_driver_method(new, n),
         };
         match h {
             CoreHandler::InvokeWrite => {
-                let wc = b
+                let wc = self
+                    .bd
                     .get_const_unsigned(attr::WRITE_CMD, u64::MAX, None)
                     .map_err(kerr)?;
-                let core_in = b.ptr(attr::CORE_IN).ok();
-                let core_out = b.ptr(attr::CORE_OUT).ok();
+                let core_in = self.bd.ptr(attr::CORE_IN).ok();
+                let core_out = self.bd.ptr(attr::CORE_OUT).ok();
                 let m = w::invoke_write_method(
-                    &self.udev.tree,
+                    &self.file.udev.tree,
                     wc,
                     core_in.map_or(0, |p| usize::from(p.len)),
                     core_out.map_or(0, |p| usize::from(p.len)),
@@ -418,153 +471,139 @@ impl<D: Driver> UFile<D> {
                     None => KVec::new(),
                     Some(p) => ptr_in(&p)?,
                 };
-                let ud = b.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
-                let mut bufs = WriteBufs {
+                let bufs = WriteBufs {
                     core_in,
                     core_out: core_out.map_or((0, 0), |p| (p.data, usize::from(p.len))),
-                    udata_in: udata_in(&ud, uattrs)?,
-                    udata_out: (ud.outbuf, ud.outlen),
+                    ..self.bufs()?
                 };
-                let command = if spec.is_ex {
-                    spec.cmd | cmd::FLAG_EXTENDED
-                } else {
-                    spec.cmd
-                };
-                self.run_write(inner, command, &mut bufs)?;
+                self.file.run_write(self.inner, spec.command(), &bufs)?;
                 if core_out.is_some() {
-                    out.push(b.set_output(attr::CORE_OUT).map_err(kerr)?)?;
+                    self.out
+                        .push(self.bd.set_output(attr::CORE_OUT).map_err(kerr)?)?;
                 }
                 Ok(())
             }
             CoreHandler::GetContext => {
-                if inner.ucontext.is_some() {
+                if self.inner.ucontext.is_some() {
                     return Err(EINVAL);
                 }
-                let ud = b.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
-                let input = udata_in(&ud, uattrs)?;
-                let ctx = self.alloc_ctx(&input, (ud.outbuf, ud.outlen))?;
-                out.put_opt(
-                    b,
+                let b = self.bufs()?;
+                let ctx = self.file.alloc_ctx(&b.udata_in, b.udata_out)?;
+                self.out.put_opt(
+                    self.bd,
                     attr::GET_CONTEXT_NUM_COMP_VECTORS,
-                    &self.dev.num_comp_vectors().to_ne_bytes(),
+                    &self.file.dev.num_comp_vectors().to_ne_bytes(),
                 )?;
                 // IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS
-                out.put_opt(b, attr::GET_CONTEXT_CORE_SUPPORT, &1u64.to_ne_bytes())?;
-                self.mmap.set_ucontext(&ctx);
-                inner.ucontext = Some(ctx);
+                self.out
+                    .put_opt(self.bd, attr::GET_CONTEXT_CORE_SUPPORT, &1u64.to_ne_bytes())?;
+                self.file.mmap.set_ucontext(&ctx);
+                self.inner.ucontext = Some(ctx);
                 Ok(())
             }
             // upstream: EOPNOTSUPP without ops.query_ucontext, which no
             // driver of ours has yet.
             CoreHandler::QueryContext => {
-                inner.ctx()?;
+                self.inner.ctx()?;
                 Err(EOPNOTSUPP)
             }
             CoreHandler::QueryPort => {
-                inner.ctx()?;
-                let port = b
+                self.inner.ctx()?;
+                let port = self
+                    .bd
                     .get_const_unsigned(attr::QUERY_PORT_PORT_NUM, u8::MAX.into(), None)
                     .map_err(kerr)?;
-                let r = self.port_resp(port as u32)?;
-                out.put(b, attr::QUERY_PORT_RESP, &r.to_bytes())
+                let r = self.file.port_resp(port as u32)?;
+                self.put(attr::QUERY_PORT_RESP, &r.to_bytes())
             }
             CoreHandler::QueryGidEntry => {
-                inner.ctx()?;
-                let port = b
+                self.inner.ctx()?;
+                let port = self
+                    .bd
                     .get_const_unsigned(attr::QUERY_GID_ENTRY_PORT, u32::MAX.into(), None)
                     .map_err(kerr)? as u32;
-                let index = b
+                let index = self
+                    .bd
                     .get_const_unsigned(attr::QUERY_GID_ENTRY_GID_INDEX, u32::MAX.into(), None)
                     .map_err(kerr)? as u32;
-                b.get_flags32(attr::QUERY_GID_ENTRY_FLAGS, 0)
+                self.bd
+                    .get_flags32(attr::QUERY_GID_ENTRY_FLAGS, 0)
                     .map_err(kerr)?;
-                if port == 0 || port > self.dev.phys_port_cnt() {
+                if port == 0 || port > self.file.dev.phys_port_cnt() {
                     return Err(EINVAL);
                 }
                 // upstream: rdma_get_gid_attr() is ENODATA for an empty
                 // entry (libibverbs then reports a zero GID), EINVAL for an
                 // index past the table.
-                let gid = self.dev.query_gid(port, index).map_err(|e| {
+                let gid = self.file.dev.query_gid(port, index).map_err(|e| {
                     if e == ENOENT {
                         ENODATA
                     } else {
                         e
                     }
                 })?;
-                let t = self.dev.query_gid_type(port, index).unwrap_or_default();
+                let t = self
+                    .file
+                    .dev
+                    .query_gid_type(port, index)
+                    .unwrap_or_default();
                 let e = resp::gid_entry(&gid, index, port, t);
-                out.put(b, attr::QUERY_GID_ENTRY_RESP_ENTRY, &e.to_bytes())
+                self.put(attr::QUERY_GID_ENTRY_RESP_ENTRY, &e.to_bytes())
             }
             CoreHandler::AsyncEventAlloc => {
-                inner.ctx()?;
+                self.inner.ctx()?;
                 let NewObj::Fd { fd, .. } = new else {
                     return Err(EINVAL);
                 };
-                let file = self.new_async_file(inner)?;
+                let file = self.file.new_async_file(self.inner)?;
                 // Commit: upstream alloc_commit_fd_uobject() -> fd_install().
                 fd.fd_install(file);
                 Ok(())
             }
             CoreHandler::DestroyDefault => Ok(()),
-            CoreHandler::InfoHandles => self.ioctl_info_handles(inner, b, out),
-            CoreHandler::QueryGidTable => self.ioctl_query_gid_table(inner, b, out),
-            CoreHandler::CqCreate => self.ioctl_cq_create(inner, b, uattrs, out, new),
-            CoreHandler::QpCreate => self.ioctl_qp_create(inner, b, uattrs, out, new),
-            CoreHandler::RegMr => self.ioctl_reg_mr(inner, b, uattrs, out, new),
-            CoreHandler::QueryMr => self.ioctl_query_mr(inner, b, out),
-            CoreHandler::DmAlloc => self.ioctl_dm_alloc(inner, b, out, new),
-            CoreHandler::DmMrReg => self.ioctl_dm_mr_reg(inner, b, out, new),
-            CoreHandler::SrqCreate => self.ioctl_srq_create(inner, b, uattrs, out, new),
-            CoreHandler::SrqDestroy => {
-                out.put(b, attr::DESTROY_SRQ_RESP, &reported.events.to_ne_bytes())
-            }
+            CoreHandler::InfoHandles => self.ioctl_info_handles(),
+            CoreHandler::QueryGidTable => self.ioctl_query_gid_table(),
+            CoreHandler::CqCreate => self.ioctl_cq_create(new),
+            CoreHandler::QpCreate => self.ioctl_qp_create(new),
+            CoreHandler::RegMr => self.ioctl_reg_mr(new),
+            CoreHandler::QueryMr => self.ioctl_query_mr(),
+            CoreHandler::DmAlloc => self.ioctl_dm_alloc(new),
+            CoreHandler::DmMrReg => self.ioctl_dm_mr_reg(new),
+            CoreHandler::SrqCreate => self.ioctl_srq_create(new),
+            CoreHandler::SrqDestroy => self.put(attr::DESTROY_SRQ_RESP, &reported.srq_resp()),
             // The DESTROY attribute did the work; the response counts the
             // events the process read.
-            CoreHandler::CqDestroy => out.put(b, attr::DESTROY_CQ_RESP, &destroy_cq_resp(reported)),
-            CoreHandler::QpDestroy => {
-                out.put(b, attr::DESTROY_QP_RESP, &reported.events.to_ne_bytes())
-            }
+            CoreHandler::CqDestroy => self.put(attr::DESTROY_CQ_RESP, &reported.cq_resp()),
+            CoreHandler::QpDestroy => self.put(attr::DESTROY_QP_RESP, &reported.qp_resp()),
         }
     }
 
     /// A driver method (upstream `ib_uverbs_run_method()` calling a
     /// driver's `UVERBS_HANDLER`), then the commit of its NEW object.
-    pub(super) fn run_driver_method(
-        &self,
-        inner: &mut Inner<D>,
-        b: &Bundle<'_>,
-        out: &mut Outputs,
-        new: NewObj,
-        handler: u16,
-    ) -> Result {
-        let op = self.dev.ops().uverbs_method.ok_or(EOPNOTSUPP)?;
-        let ctx = inner.ctx()?.clone();
-        let mut call = DriverCall {
-            ctx: &ctx,
-            inner: &*inner,
-            bundle: b,
-            out,
-            new_obj: None,
-            can_new: matches!(new, NewObj::Idr { .. }),
-            new_fd: None,
-            can_new_fd: matches!(new, NewObj::Fd { .. }),
-        };
+    pub(super) fn run_driver_method(&mut self, new: NewObj, handler: u16) -> Result {
+        let op = self.file.dev.ops().uverbs_method.ok_or(EOPNOTSUPP)?;
+        let ctx = self.inner.ctx()?.clone();
+        let mut call = self.driver_call(
+            &ctx,
+            matches!(new, NewObj::Idr { .. }),
+            matches!(new, NewObj::Fd { .. }),
+        );
         op(handler, &mut call)?;
         let obj = call.new_obj.take();
         let new_fd = call.new_fd.take();
         match (new, obj, new_fd) {
             (NewObj::Idr { id, obj_type }, Some(o), _) => {
-                Self::commit(inner, id, obj_type, ObjKind::Driver(o))
+                UFile::commit(self.inner, id, obj_type, ObjKind::Driver(o))
             }
             // upstream alloc_commit_fd_uobject(): the file, the object on the file's list,
             // fd_install() last (nothing can fail after it). A failure drops the file,
             // whose release destroys the object.
             (NewObj::Fd { fd, obj_type }, _, Some(nf)) => {
-                inner.fds.retain(|e| !e.fd.is_released());
+                self.inner.fds.retain(|e| !e.fd.is_released());
                 let dfd = DriverFd::new(obj_type, nf.ops, nf.owner)?;
                 let file = DriverFd::file(&dfd, nf.name)?;
-                let seq = inner.objs.take_seq();
-                inner.fds.push(FdEntry { seq, fd: dfd }, GFP_KERNEL)?;
+                let seq = self.inner.objs.take_seq();
+                self.inner.fds.push(FdEntry { seq, fd: dfd }, GFP_KERNEL)?;
                 fd.fd_install(file);
                 Ok(())
             }
@@ -582,7 +621,6 @@ pub(super) fn ptr_value<T: AbiField>(bd: &Bundle<'_>, id: u16) -> Result<T> {
 
 /// The driver data of an ioctl method as write-command buffers.
 pub(super) fn ioctl_bufs(bd: &Bundle<'_>, uattrs: &[u8]) -> Result<WriteBufs> {
-    use crate::uverbs::abi::ids::{UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT};
     let ud = bd.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
     Ok(WriteBufs {
         core_in: KVec::new(),

@@ -5,20 +5,16 @@
 use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s};
-use crate::uverbs::file::cmd::{request, respond, with_user_ctx, WriteBufs};
-use crate::uverbs::file::uobject::{Inner, ObjKind};
+use crate::uverbs::file::cmd::{respond, WriteCtx};
+use crate::uverbs::file::uobject::ObjKind;
 use crate::uverbs::file::UFile;
 use crate::verbs::{AccessFlags, Mr, ReregFlags, UserMrReq};
 use kernel::prelude::*;
 
-impl<D: Driver> UFile<D> {
+impl<D: Driver> WriteCtx<'_, D> {
     /// `IB_USER_VERBS_CMD_REG_MR` (upstream `ib_uverbs_reg_mr()`).
-    pub(in crate::uverbs::file) fn reg_mr(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        let r = request::<s::RegMr>(&b.core_in)?;
+    pub(in crate::uverbs::file) fn reg_mr(&mut self) -> Result {
+        let r = self.request::<s::RegMr>()?;
         let req = UserMrReq {
             start: r.start,
             length: r.length,
@@ -29,14 +25,14 @@ impl<D: Driver> UFile<D> {
         if req.start & page_mask != req.iova & page_mask {
             return Err(EINVAL);
         }
-        let ctx = inner.ctx()?.clone();
+        let ctx = self.inner.ctx()?.clone();
         req.access.check()?;
-        let pd = Self::pd_by_handle(inner, r.pd_handle)?;
-        let mr = with_user_ctx(b, &ctx, |uc| {
+        let pd = UFile::pd_by_handle(self.inner, r.pd_handle)?;
+        let mr = self.with_user_ctx(&ctx, |uc| {
             Mr::reg_user(&pd, &req, Owner::current_task(), uc)
         })?;
         let (lkey, rkey) = (mr.lkey(), mr.rkey());
-        Self::commit_new(inner, obj::MR, ObjKind::Mr(mr), |mr_handle| {
+        self.commit_new(obj::MR, ObjKind::Mr(mr), |b, mr_handle| {
             let o = s::RegMrResp {
                 mr_handle,
                 lkey,
@@ -54,12 +50,8 @@ impl<D: Driver> UFile<D> {
     /// the newest end of the file's objects (upstream `rdma_assign_uobject()` then
     /// `rdma_alloc_commit_uobject()`), and the old MR is deregistered
     /// (`uobj_put_destroy()`); the response is `{ lkey, rkey }` of the new MR.
-    pub(in crate::uverbs::file) fn rereg_mr(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        let r = request::<s::ReregMr>(&b.core_in)?;
+    pub(in crate::uverbs::file) fn rereg_mr(&mut self) -> Result {
+        let r = self.request::<s::ReregMr>()?;
         let handle = r.mr_handle;
         let flags = ReregFlags(r.flags);
         let req = UserMrReq {
@@ -69,9 +61,9 @@ impl<D: Driver> UFile<D> {
             access: AccessFlags(r.access_flags),
         };
         flags.check_request(req.start, req.iova)?;
-        let ctx = inner.ctx()?.clone();
-        let h = inner.find(obj::MR, i64::from(handle))?;
-        let mr = match Self::obj_at(inner, h)? {
+        let ctx = self.inner.ctx()?.clone();
+        let h = self.inner.find(obj::MR, i64::from(handle))?;
+        let mr = match UFile::obj_at(self.inner, h)? {
             ObjKind::Mr(m) => m.clone(),
             _ => return Err(EINVAL),
         };
@@ -79,11 +71,11 @@ impl<D: Driver> UFile<D> {
             req.access.check()?;
         }
         let new_pd = if flags.has(ReregFlags::PD) {
-            Some(Self::pd_by_handle(inner, r.pd_handle)?)
+            Some(UFile::pd_by_handle(self.inner, r.pd_handle)?)
         } else {
             None
         };
-        let new = with_user_ctx(b, &ctx, |uc| {
+        let new = self.with_user_ctx(&ctx, |uc| {
             Mr::rereg_user(&mr, flags, &req, new_pd.as_ref(), Owner::current_task(), uc)
         })?;
         drop(mr);
@@ -92,7 +84,7 @@ impl<D: Driver> UFile<D> {
             rkey: new.rkey(),
         };
         // The new MR takes the handle and becomes the newest object.
-        let old = inner.objs.renew(handle, ObjKind::Mr(new))?;
+        let old = self.inner.objs.renew(handle, ObjKind::Mr(new))?;
         if let Some(ObjKind::Mr(m)) = old {
             if let Err(e) = Mr::dereg(m) {
                 pr_warn!(
@@ -101,6 +93,6 @@ impl<D: Driver> UFile<D> {
                 );
             }
         }
-        respond(b, &o.to_bytes())
+        self.respond(&o.to_bytes())
     }
 }

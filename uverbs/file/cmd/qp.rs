@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The QP commands (upstream `create_qp()`, `modify_qp()`, `ib_uverbs_query_qp()`,
-//! `ib_uverbs_destroy_qp()`).
+//! The QP commands (upstream `create_qp()`, `modify_qp()`, `ib_uverbs_query_qp()`;
+//! `ib_uverbs_destroy_qp()` is [`WriteCtx::destroy_reporting`]).
 
 use crate::attr::{Gid, LinkLayer};
 use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s, write as w};
 use crate::uverbs::file::cmd::ah::ll_mac;
-use crate::uverbs::file::cmd::{create_response, request, respond, with_user_ctx, WriteBufs};
+use crate::uverbs::file::cmd::{create_response, with_user_ctx, WriteBufs, WriteCtx};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::UFile;
@@ -177,95 +177,6 @@ impl<D: Driver> UFile<D> {
         Ok(ObjKind::Qp(qp, ev))
     }
 
-    /// `IB_USER_VERBS_CMD_CREATE_QP` / `IB_USER_VERBS_EX_CMD_CREATE_QP`.
-    pub(in crate::uverbs::file) fn create_qp(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-        ex: bool,
-    ) -> Result {
-        let c = if ex {
-            let c = request::<s::ExCreateQp>(&b.core_in)?;
-            // upstream ib_uverbs_ex_create_qp(): comp_mask, reserved
-            if c.comp_mask & !CREATE_QP_SUP_COMP_MASK != 0 || c.reserved != 0 {
-                return Err(EINVAL);
-            }
-            c
-        } else {
-            let r = request::<s::CreateQp>(&b.core_in)?;
-            s::ExCreateQp {
-                user_handle: r.user_handle,
-                pd_handle: r.pd_handle,
-                send_cq_handle: r.send_cq_handle,
-                recv_cq_handle: r.recv_cq_handle,
-                srq_handle: r.srq_handle,
-                max_send_wr: r.max_send_wr,
-                max_recv_wr: r.max_recv_wr,
-                max_send_sge: r.max_send_sge,
-                max_recv_sge: r.max_recv_sge,
-                max_inline_data: r.max_inline_data,
-                sq_sig_all: r.sq_sig_all,
-                qp_type: r.qp_type,
-                is_srq: r.is_srq,
-                ..Default::default()
-            }
-        };
-        let kind = self.qp_create_common(inner, &c, b)?;
-        let qp = match &kind {
-            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _, _, _) => q.clone(),
-            _ => return Err(EINVAL),
-        };
-        let (qpn, cap) = (qp.qp_num(), cap_resp(&qp.cap()));
-        Self::commit_new(inner, obj::QP, kind, |qp_handle| {
-            let base = s::CreateQpResp {
-                qp_handle,
-                qpn,
-                max_send_wr: cap.max_send_wr,
-                max_recv_wr: cap.max_recv_wr,
-                max_send_sge: cap.max_send_sge,
-                max_recv_sge: cap.max_recv_sge,
-                max_inline_data: cap.max_inline_data,
-                reserved: 0,
-            };
-            create_response::<s::ExCreateQpResp>(b.core_out, ex, base)
-        })
-    }
-
-    /// `IB_USER_VERBS_CMD_MODIFY_QP` / `IB_USER_VERBS_EX_CMD_MODIFY_QP`
-    /// (upstream `modify_qp()`).
-    pub(in crate::uverbs::file) fn modify_qp(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-        ex: bool,
-    ) -> Result {
-        inner.ctx()?;
-        let r = if ex {
-            let r = request::<s::ExModifyQp>(&b.core_in)?;
-            if r.base.attr_mask & !(IB_QP_ATTR_STANDARD_BITS | IB_QP_RATE_LIMIT) != 0 {
-                return Err(EOPNOTSUPP);
-            }
-            r.base
-        } else {
-            let r = request::<s::ModifyQp>(&b.core_in)?;
-            if r.attr_mask & !IB_QP_ATTR_STANDARD_BITS != 0 {
-                return Err(EOPNOTSUPP);
-            }
-            r
-        };
-        let qp = Self::qp_by_handle(inner, r.qp_handle)?;
-        self.modify_qp_with(&qp, &r)?;
-        if ex {
-            let o = s::ExModifyQpResp {
-                comp_mask: 0,
-                response_length: w::uverbs_response_length(b.core_out.1, s::ExModifyQpResp::SIZE)
-                    as u32,
-            };
-            respond(b, &o.to_bytes())?;
-        }
-        Ok(())
-    }
-
     /// upstream `modify_qp()` after the request checks: the port and state checks of
     /// `ib_modify_qp_with_udata()` / `_ib_modify_qp()` in upstream's order, then the verb.
     pub(in crate::uverbs::file) fn modify_qp_with(
@@ -380,16 +291,71 @@ impl<D: Driver> UFile<D> {
         }
         Ok(ah)
     }
+}
+
+impl<D: Driver> WriteCtx<'_, D> {
+    /// `IB_USER_VERBS_CMD_CREATE_QP` / `IB_USER_VERBS_EX_CMD_CREATE_QP`.
+    pub(in crate::uverbs::file) fn create_qp(&mut self, ex: bool) -> Result {
+        let c = self.request_ex::<s::ExCreateQp, s::CreateQp>(ex)?;
+        // upstream ib_uverbs_ex_create_qp(): comp_mask, reserved (0 in a legacy request).
+        if c.comp_mask & !CREATE_QP_SUP_COMP_MASK != 0 || c.reserved != 0 {
+            return Err(EINVAL);
+        }
+        let kind = self.file.qp_create_common(self.inner, &c, self.b)?;
+        let qp = match &kind {
+            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _, _, _) => q.clone(),
+            _ => return Err(EINVAL),
+        };
+        let (qpn, cap) = (qp.qp_num(), cap_resp(&qp.cap()));
+        self.commit_new(obj::QP, kind, |b, qp_handle| {
+            let base = s::CreateQpResp {
+                qp_handle,
+                qpn,
+                max_send_wr: cap.max_send_wr,
+                max_recv_wr: cap.max_recv_wr,
+                max_send_sge: cap.max_send_sge,
+                max_recv_sge: cap.max_recv_sge,
+                max_inline_data: cap.max_inline_data,
+                reserved: 0,
+            };
+            create_response::<s::ExCreateQpResp>(b.core_out, ex, base)
+        })
+    }
+
+    /// `IB_USER_VERBS_CMD_MODIFY_QP` / `IB_USER_VERBS_EX_CMD_MODIFY_QP`
+    /// (upstream `modify_qp()`).
+    pub(in crate::uverbs::file) fn modify_qp(&mut self, ex: bool) -> Result {
+        self.inner.ctx()?;
+        let r = self.request_ex::<s::ExModifyQp, s::ModifyQp>(ex)?.base;
+        // The extended command also takes IB_QP_RATE_LIMIT.
+        let known = if ex {
+            IB_QP_ATTR_STANDARD_BITS | IB_QP_RATE_LIMIT
+        } else {
+            IB_QP_ATTR_STANDARD_BITS
+        };
+        if r.attr_mask & !known != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let qp = UFile::qp_by_handle(self.inner, r.qp_handle)?;
+        self.file.modify_qp_with(&qp, &r)?;
+        if ex {
+            let o = s::ExModifyQpResp {
+                comp_mask: 0,
+                response_length: w::uverbs_response_length(
+                    self.b.core_out.1,
+                    s::ExModifyQpResp::SIZE,
+                ) as u32,
+            };
+            self.respond(&o.to_bytes())?;
+        }
+        Ok(())
+    }
 
     /// `IB_USER_VERBS_CMD_QUERY_QP` (upstream `ib_uverbs_query_qp()`).
-    pub(in crate::uverbs::file) fn query_qp(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::QueryQp>(&b.core_in)?;
-        let qp = Self::qp_by_handle(inner, r.qp_handle)?;
+    pub(in crate::uverbs::file) fn query_qp(&mut self) -> Result {
+        self.inner.ctx()?;
+        let r = self.request::<s::QueryQp>()?;
+        let qp = UFile::qp_by_handle(self.inner, r.qp_handle)?;
         let a = qp.query()?;
         let cap = cap_resp(&qp.cap());
         let o = s::QueryQpResp {
@@ -418,19 +384,6 @@ impl<D: Driver> UFile<D> {
             sq_sig_all: u8::from(qp.sq_sig_all()),
             ..Default::default()
         };
-        respond(b, &o.to_bytes())
-    }
-
-    /// `IB_USER_VERBS_CMD_DESTROY_QP`.
-    pub(in crate::uverbs::file) fn destroy_qp(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        let rep = Self::perform_destroy(inner, b, obj::QP, |r: &s::DestroyQp| r.qp_handle)?;
-        let o = s::DestroyQpResp {
-            events_reported: rep.events,
-        };
-        respond(b, &o.to_bytes())
+        self.respond(&o.to_bytes())
     }
 }

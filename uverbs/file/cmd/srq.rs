@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The SRQ commands (upstream `ib_uverbs_modify_srq()`, `ib_uverbs_query_srq()`,
-//! `ib_uverbs_destroy_srq()`) and the create of a basic SRQ (upstream `__uverbs_create_xsrq()`
-//! for `IB_SRQT_BASIC`); `CREATE_SRQ` and `CREATE_XSRQ` are [`UFile::create_xsrq`] (`xrcd.rs`).
+//! The SRQ commands (upstream `ib_uverbs_modify_srq()`, `ib_uverbs_query_srq()`;
+//! `ib_uverbs_destroy_srq()` is [`WriteCtx::destroy_reporting`]) and the create of a basic SRQ (upstream `__uverbs_create_xsrq()`
+//! for `IB_SRQT_BASIC`); `CREATE_SRQ` and `CREATE_XSRQ` are [`WriteCtx::create_xsrq`] (`xrcd.rs`).
 
 use crate::driver::Driver;
 use crate::restrack::Owner;
-use crate::uverbs::abi::{ids::obj, structs as s};
-use crate::uverbs::file::cmd::{request, respond, with_udata, with_user_ctx, WriteBufs};
+use crate::uverbs::abi::structs as s;
+use crate::uverbs::file::cmd::{with_udata, with_user_ctx, WriteBufs, WriteCtx};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::Inner;
 use crate::uverbs::file::UFile;
@@ -39,33 +39,29 @@ impl<D: Driver> UFile<D> {
         })?;
         Ok((srq, ev))
     }
+}
 
+impl<D: Driver> WriteCtx<'_, D> {
     /// `IB_USER_VERBS_CMD_MODIFY_SRQ`: upstream hands `attr_mask` to the driver unchecked.
-    pub(in crate::uverbs::file) fn modify_srq(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::ModifySrq>(&b.core_in)?;
-        let srq = Self::srq_by_handle(inner, r.srq_handle)?;
+    pub(in crate::uverbs::file) fn modify_srq(&mut self) -> Result {
+        self.inner.ctx()?;
+        let r = self.request::<s::ModifySrq>()?;
+        let srq = UFile::srq_by_handle(self.inner, r.srq_handle)?;
         let attr = SrqInitAttr {
             max_wr: r.max_wr,
             max_sge: 0,
             srq_limit: r.srq_limit,
         };
-        with_udata(b, |ud| srq.modify_user(&attr, SrqAttrMask(r.attr_mask), ud))
+        with_udata(self.b, |ud| {
+            srq.modify_user(&attr, SrqAttrMask(r.attr_mask), ud)
+        })
     }
 
     /// `IB_USER_VERBS_CMD_QUERY_SRQ`.
-    pub(in crate::uverbs::file) fn query_srq(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::QuerySrq>(&b.core_in)?;
-        let srq = Self::srq_by_handle(inner, r.srq_handle)?;
+    pub(in crate::uverbs::file) fn query_srq(&mut self) -> Result {
+        self.inner.ctx()?;
+        let r = self.request::<s::QuerySrq>()?;
+        let srq = UFile::srq_by_handle(self.inner, r.srq_handle)?;
         let a = srq.query()?;
         let o = s::QuerySrqResp {
             max_wr: a.max_wr,
@@ -73,20 +69,6 @@ impl<D: Driver> UFile<D> {
             srq_limit: a.srq_limit,
             reserved: 0,
         };
-        respond(b, &o.to_bytes())
-    }
-
-    /// `IB_USER_VERBS_CMD_DESTROY_SRQ`: the response counts the events the process read;
-    /// `EBUSY` while a QP uses the SRQ.
-    pub(in crate::uverbs::file) fn destroy_srq(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        let rep = Self::perform_destroy(inner, b, obj::SRQ, |r: &s::DestroySrq| r.srq_handle)?;
-        let o = s::DestroySrqResp {
-            events_reported: rep.events,
-        };
-        respond(b, &o.to_bytes())
+        self.respond(&o.to_bytes())
     }
 }

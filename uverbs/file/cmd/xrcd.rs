@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The XRC commands (upstream `ib_uverbs_open_xrcd()`, `ib_uverbs_close_xrcd()` (its
-//! [`UFile::perform_destroy`] ends in `uverbs_free_xrcd()` and `ib_uverbs_dealloc_xrcd()`,
+//! [`WriteCtx::perform_destroy`] ends in `uverbs_free_xrcd()` and `ib_uverbs_dealloc_xrcd()`,
 //! [`UXrcd::close`]), `ib_uverbs_open_qp()`, and `__uverbs_create_xsrq()` for both SRQ
 //! write commands).
 //!
@@ -15,7 +15,7 @@ use crate::driver::Driver;
 use crate::inode::InodeRef;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s};
-use crate::uverbs::file::cmd::{request, respond, with_user_ctx, WriteBufs};
+use crate::uverbs::file::cmd::{respond, with_user_ctx, WriteBufs, WriteCtx};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::UFile;
@@ -128,109 +128,6 @@ impl<D: Driver> UFile<D> {
         }
     }
 
-    /// `IB_USER_VERBS_CMD_OPEN_XRCD`, in upstream's order: the fd's inode (`EBADF`), an
-    /// unknown inode without `O_CREAT` (`EAGAIN`), a known one with `O_EXCL` (`EINVAL`),
-    /// then the handle and, for a new domain, `alloc_xrcd`.
-    pub(in crate::uverbs::file) fn open_xrcd(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        let r = request::<s::OpenXrcd>(&b.core_in)?;
-        let ctx = inner.ctx()?.clone();
-        let mut nodes = self.xrcds.nodes.lock();
-        let inode = if r.fd != u32::MAX {
-            Some(InodeRef::of_fd(r.fd)?)
-        } else {
-            None
-        };
-        let key = inode.as_ref().map(|i| i.key());
-        let found = key.and_then(|k| nodes.iter().position(|n| n.inode.key() == k));
-        if inode.is_some() {
-            if found.is_none() && r.oflags & O_CREAT == 0 {
-                return Err(EAGAIN);
-            }
-            if found.is_some() && r.oflags & O_EXCL != 0 {
-                return Err(EINVAL);
-            }
-        }
-        let xrcd = match found.and_then(|i| nodes.get(i)) {
-            Some(n) => n.xrcd.clone(),
-            None => with_user_ctx(b, &ctx, |uc| Xrcd::alloc_user(&self.dev, uc))?,
-        };
-        match (found, inode) {
-            (Some(i), _) => {
-                if let Some(n) = nodes.get_mut(i) {
-                    n.opens += 1;
-                }
-            }
-            (None, Some(inode)) => {
-                if let Err(e) = nodes.push(
-                    Node {
-                        inode,
-                        xrcd: xrcd.clone(),
-                        opens: 1,
-                    },
-                    GFP_KERNEL,
-                ) {
-                    let _ = Xrcd::dealloc(xrcd);
-                    return Err(e.into());
-                }
-            }
-            (None, None) => {}
-        }
-        drop(nodes);
-        let ux = Arc::new(
-            UXrcd {
-                xrcd,
-                tree: self.xrcds.clone(),
-                inode_key: key,
-                refcnt: Atomic::new(0),
-                closed: Atomic::new(false),
-            },
-            GFP_KERNEL,
-        )?;
-        Self::commit_new(inner, obj::XRCD, ObjKind::Xrcd(ux), |xrcd_handle| {
-            respond(b, &s::OpenXrcdResp { xrcd_handle }.to_bytes())
-        })
-    }
-
-    /// `IB_USER_VERBS_CMD_OPEN_QP` (upstream `ib_uverbs_open_qp()`): the XRCD handle is
-    /// `pd_handle`; only `IB_QPT_XRC_TGT` (else `EINVAL`), a QP number the domain has (else
-    /// `EINVAL`, `ib_open_qp()`); the response is `ib_uverbs_create_qp_resp` with the handle
-    /// and the number.
-    pub(in crate::uverbs::file) fn open_qp(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-    ) -> Result {
-        inner.ctx()?;
-        let r = request::<s::OpenQp>(&b.core_in)?;
-        // upstream: a failed uobj_get_read() of the XRCD is EINVAL here.
-        let ux = Self::xrcd_by_handle(inner, r.pd_handle).map_err(|_| EINVAL)?;
-        if r.qp_type != 10 {
-            return Err(EINVAL);
-        }
-        let ev = UEvents::new(None, inner.async_file.clone(), r.user_handle)?;
-        let handler: Arc<dyn QpHandler> = ev.clone();
-        let qp = ux.xrcd.open_qp(r.qpn, handler.clone())?;
-        let qpn = qp.qp_num();
-        ux.get();
-        Self::commit_new(
-            inner,
-            obj::QP,
-            ObjKind::TgtQp(qp, ev, ux, handler),
-            |qp_handle| {
-                let o = s::CreateQpResp {
-                    qp_handle,
-                    qpn,
-                    ..Default::default()
-                };
-                respond(b, &o.to_bytes())
-            },
-        )
-    }
-
     /// upstream `create_qp()` for `IB_QPT_XRC_TGT`: the QP is created in the domain of
     /// `xrcd_handle` with no PD, CQs or driver data, and this handle opens it.
     pub(in crate::uverbs::file) fn tgt_qp_create(
@@ -287,32 +184,110 @@ impl<D: Driver> UFile<D> {
         ux.get();
         Ok(ObjKind::XSrq(srq, ev, ux))
     }
+}
+
+impl<D: Driver> WriteCtx<'_, D> {
+    /// `IB_USER_VERBS_CMD_OPEN_XRCD`, in upstream's order: the fd's inode (`EBADF`), an
+    /// unknown inode without `O_CREAT` (`EAGAIN`), a known one with `O_EXCL` (`EINVAL`),
+    /// then the handle and, for a new domain, `alloc_xrcd`.
+    pub(in crate::uverbs::file) fn open_xrcd(&mut self) -> Result {
+        let r = self.request::<s::OpenXrcd>()?;
+        let ctx = self.inner.ctx()?.clone();
+        let mut nodes = self.file.xrcds.nodes.lock();
+        let inode = if r.fd != u32::MAX {
+            Some(InodeRef::of_fd(r.fd)?)
+        } else {
+            None
+        };
+        let key = inode.as_ref().map(|i| i.key());
+        let found = key.and_then(|k| nodes.iter().position(|n| n.inode.key() == k));
+        if inode.is_some() {
+            if found.is_none() && r.oflags & O_CREAT == 0 {
+                return Err(EAGAIN);
+            }
+            if found.is_some() && r.oflags & O_EXCL != 0 {
+                return Err(EINVAL);
+            }
+        }
+        let xrcd = match found.and_then(|i| nodes.get(i)) {
+            Some(n) => n.xrcd.clone(),
+            None => self.with_user_ctx(&ctx, |uc| Xrcd::alloc_user(&self.file.dev, uc))?,
+        };
+        match (found, inode) {
+            (Some(i), _) => {
+                if let Some(n) = nodes.get_mut(i) {
+                    n.opens += 1;
+                }
+            }
+            (None, Some(inode)) => {
+                if let Err(e) = nodes.push(
+                    Node {
+                        inode,
+                        xrcd: xrcd.clone(),
+                        opens: 1,
+                    },
+                    GFP_KERNEL,
+                ) {
+                    let _ = Xrcd::dealloc(xrcd);
+                    return Err(e.into());
+                }
+            }
+            (None, None) => {}
+        }
+        drop(nodes);
+        let ux = Arc::new(
+            UXrcd {
+                xrcd,
+                tree: self.file.xrcds.clone(),
+                inode_key: key,
+                refcnt: Atomic::new(0),
+                closed: Atomic::new(false),
+            },
+            GFP_KERNEL,
+        )?;
+        self.commit_new(obj::XRCD, ObjKind::Xrcd(ux), |b, xrcd_handle| {
+            respond(b, &s::OpenXrcdResp { xrcd_handle }.to_bytes())
+        })
+    }
+
+    /// `IB_USER_VERBS_CMD_OPEN_QP` (upstream `ib_uverbs_open_qp()`): the XRCD handle is
+    /// `pd_handle`; only `IB_QPT_XRC_TGT` (else `EINVAL`), a QP number the domain has (else
+    /// `EINVAL`, `ib_open_qp()`); the response is `ib_uverbs_create_qp_resp` with the handle
+    /// and the number.
+    pub(in crate::uverbs::file) fn open_qp(&mut self) -> Result {
+        self.inner.ctx()?;
+        let r = self.request::<s::OpenQp>()?;
+        // upstream: a failed uobj_get_read() of the XRCD is EINVAL here.
+        let ux = UFile::xrcd_by_handle(self.inner, r.pd_handle).map_err(|_| EINVAL)?;
+        if r.qp_type != 10 {
+            return Err(EINVAL);
+        }
+        let ev = UEvents::new(None, self.inner.async_file.clone(), r.user_handle)?;
+        let handler: Arc<dyn QpHandler> = ev.clone();
+        let qp = ux.xrcd.open_qp(r.qpn, handler.clone())?;
+        let qpn = qp.qp_num();
+        ux.get();
+        self.commit_new(
+            obj::QP,
+            ObjKind::TgtQp(qp, ev, ux, handler),
+            |b, qp_handle| {
+                let o = s::CreateQpResp {
+                    qp_handle,
+                    qpn,
+                    ..Default::default()
+                };
+                respond(b, &o.to_bytes())
+            },
+        )
+    }
 
     /// `IB_USER_VERBS_CMD_CREATE_XSRQ` / `IB_USER_VERBS_CMD_CREATE_SRQ` (upstream
     /// `__uverbs_create_xsrq()`; `ib_uverbs_create_srq()` converts its request into `struct
     /// ib_uverbs_create_xsrq` of a basic SRQ, as here for `!xsrq`): a basic SRQ, or an XRC
     /// SRQ in an XRCD with its CQ (the response's `srqn` is its number, 0 for a basic SRQ);
     /// tag matching is `EOPNOTSUPP` (no driver here has it); another type `EINVAL`.
-    pub(in crate::uverbs::file) fn create_xsrq(
-        &self,
-        inner: &mut Inner<D>,
-        b: &mut WriteBufs,
-        xsrq: bool,
-    ) -> Result {
-        let r = if xsrq {
-            request::<s::CreateXsrq>(&b.core_in)?
-        } else {
-            let r = request::<s::CreateSrq>(&b.core_in)?;
-            s::CreateXsrq {
-                response: r.response,
-                user_handle: r.user_handle,
-                pd_handle: r.pd_handle,
-                max_wr: r.max_wr,
-                max_sge: r.max_sge,
-                srq_limit: r.srq_limit,
-                ..Default::default()
-            }
-        };
+    pub(in crate::uverbs::file) fn create_xsrq(&mut self, xsrq: bool) -> Result {
+        let r = self.request_ex::<s::CreateXsrq, s::CreateSrq>(xsrq)?;
         let attr = SrqInitAttr {
             max_wr: r.max_wr,
             max_sge: r.max_sge,
@@ -325,14 +300,14 @@ impl<D: Driver> UFile<D> {
                     pd_handle: r.pd_handle,
                     attr,
                 };
-                let (srq, ev) = self.srq_create_common(inner, &c, b)?;
+                let (srq, ev) = self.file.srq_create_common(self.inner, &c, self.b)?;
                 ObjKind::Srq(srq, ev)
             }
             1 => {
                 // upstream __uverbs_create_xsrq(): an XRCD handle that does not look up is
                 // EINVAL, whatever the lookup's errno (the uverbs fuzzer's differential run
                 // found ENOENT here).
-                Self::xrcd_by_handle(inner, r.xrcd_handle).map_err(|_| EINVAL)?;
+                UFile::xrcd_by_handle(self.inner, r.xrcd_handle).map_err(|_| EINVAL)?;
                 let c = XsrqReq {
                     user_handle: r.user_handle,
                     pd_handle: r.pd_handle,
@@ -340,11 +315,11 @@ impl<D: Driver> UFile<D> {
                     cq_handle: r.cq_handle,
                     attr,
                 };
-                self.xsrq_create_common(inner, &c, b)?
+                self.file.xsrq_create_common(self.inner, &c, self.b)?
             }
             2 => {
                 // upstream looks the CQ up first: a bad handle is its errno.
-                Self::cq_by_handle(inner, r.cq_handle)?;
+                UFile::cq_by_handle(self.inner, r.cq_handle)?;
                 return Err(EOPNOTSUPP);
             }
             _ => return Err(EINVAL),
@@ -353,7 +328,7 @@ impl<D: Driver> UFile<D> {
             ObjKind::Srq(s, _) | ObjKind::XSrq(s, _, _) => (s.attr(), s.srq_num()),
             _ => return Err(EINVAL),
         };
-        Self::commit_new(inner, obj::SRQ, kind, |srq_handle| {
+        self.commit_new(obj::SRQ, kind, |b, srq_handle| {
             let o = s::CreateSrqResp {
                 srq_handle,
                 max_wr: a.max_wr,
