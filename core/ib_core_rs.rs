@@ -40,8 +40,6 @@ pub mod driver;
 pub mod event;
 #[path = "../rust/global.rs"]
 mod global;
-#[path = "../rust/id_map.rs"]
-pub(crate) mod id_map;
 #[path = "../rust/inode.rs"]
 pub(crate) mod inode;
 #[path = "../rust/mm.rs"]

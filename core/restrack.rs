@@ -6,19 +6,27 @@
 //! that dealloc can name whatever was left behind.
 //!
 //! Upstream keeps one XArray per type with `xa_alloc_cyclic` IDs. Here one
-//! XArray (`rust/id_map.rs`) for all types, at index `type << 32 | ID`, under
-//! one mutex: adding and forgetting an entry are a radix-tree walk (a context
-//! with 100k objects destroys one as fast as a context with 10), a dump walks
-//! a type's IDs in order, and an entry costs about 9 bytes of XArray node
-//! where the red-black tree before cost a 64-byte node. IDs are cyclic per
-//! type like upstream's, skipping IDs still in use.
+//! [`Table`] per type, under one mutex: chunks of 64 IDs (a bit mask of the
+//! IDs in use and 64 entry pointers, 512 bytes) in a red-black tree keyed by
+//! `ID >> 6`. Adding and forgetting an entry are a walk of that tree (a
+//! context with 100k objects destroys one as fast as a context with 10) and a
+//! bit; a dump walks a type's IDs in order; an entry costs about 9 bytes of
+//! chunk when the IDs are dense, like an XArray leaf, where a red-black node
+//! per entry cost 64. IDs are cyclic per type like upstream's, skipping IDs
+//! still in use, so the IDs alive are mostly a window of a few chunks: the
+//! tree is shallow and a new chunk is needed once every 64 adds (and the last
+//! emptied one is kept for it, `Inner::spare`).
+//!
+//! Before this table the entries were in one XArray at `type << 32 | ID`
+//! (`Documentation/performance.md`, "restrack's chunks"): a store walked six
+//! levels of nodes and took the XArray's own spinlock under the mutex.
 
-use crate::id_map::IdMap;
 use crate::task;
 use kernel::prelude::*;
+use kernel::rbtree::RBTree;
 use kernel::str::BStr;
 use kernel::sync::atomic::{Atomic, Relaxed};
-use kernel::sync::{Arc, ArcBorrow, Mutex};
+use kernel::sync::{Arc, Mutex};
 
 /// Tracked resource types (upstream `enum rdma_restrack_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,28 +268,113 @@ pub struct Restrack {
     inner: Mutex<Inner>,
 }
 
-#[pin_data]
 struct Inner {
-    /// The entries of every type, at [`index`]`(type, ID)`.
-    #[pin]
-    entries: IdMap<Arc<ResEntry>>,
-    /// The number of entries of each type (`ResType as usize`).
-    counts: [usize; NR_TYPES],
-    next_id: [u32; NR_TYPES],
+    /// The entries of each type (`ResType as usize`).
+    tables: [Table; NR_TYPES],
+    /// The slots of the last chunk that emptied, for the next chunk any table needs.
+    spare: Option<KBox<Slots>>,
 }
 
-// The index below needs 64-bit indices (the kernel builds this for x86_64 only).
-const _: () = assert!(usize::BITS >= 64);
+/// log2 of the IDs a [`Chunk`] holds.
+const CHUNK_SHIFT: u32 = 6;
+/// The IDs a [`Chunk`] holds (the bits of [`Chunk::used`]).
+const CHUNK_LEN: usize = 1 << CHUNK_SHIFT;
 
-/// Where the entry of type `k` (`ResType as usize`) and ID `id` is in [`Inner::entries`].
-fn index(k: usize, id: u32) -> usize {
-    (k << 32) | id as usize
+/// The entries of a [`Chunk`], by `ID % 64`.
+type Slots = [Option<Arc<ResEntry>>; CHUNK_LEN];
+
+/// The entries of 64 consecutive IDs of one type.
+struct Chunk {
+    /// Bit `ID % 64` is set while `slots[ID % 64]` holds an entry.
+    used: u64,
+    slots: KBox<Slots>,
 }
 
-impl Inner {
-    /// The entries of type `k`, by ID.
-    fn of_type(&self, k: usize) -> impl Iterator<Item = ArcBorrow<'_, ResEntry>> + '_ {
-        self.entries.range(index(k, 0), index(k, u32::MAX))
+/// The entries of one type, by ID (upstream: the type's `rdma_restrack_root.xa`).
+struct Table {
+    /// The chunks holding an entry, by `ID >> 6`.
+    chunks: RBTree<u32, Chunk>,
+    count: usize,
+    /// Where the next cyclic ID search starts.
+    next_id: u32,
+}
+
+/// The bit of `id` in its chunk's mask.
+fn bit(id: u32) -> u64 {
+    1 << (id as usize % CHUNK_LEN)
+}
+
+impl Table {
+    fn new() -> Self {
+        Table {
+            chunks: RBTree::new(),
+            count: 0,
+            next_id: 0,
+        }
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        self.chunks
+            .get(&(id >> CHUNK_SHIFT))
+            .is_some_and(|c| c.used & bit(id) != 0)
+    }
+
+    /// The next free ID from `next_id` on (upstream `xa_alloc_cyclic()`: at most one skip per
+    /// live entry, after the IDs wrapped).
+    fn free_id(&self) -> u32 {
+        let mut id = self.next_id;
+        while self.contains(id) {
+            id = id.wrapping_add(1);
+        }
+        id
+    }
+
+    /// Stores `e` at the free ID `e.id`, with a new chunk (from `spare` if there is one) when
+    /// its chunk has no entry yet.
+    fn insert(&mut self, e: Arc<ResEntry>, spare: &mut Option<KBox<Slots>>) -> Result {
+        let id = e.id;
+        let key = id >> CHUNK_SHIFT;
+        let c = match self.chunks.get_mut(&key) {
+            Some(c) => c,
+            None => {
+                let slots = match spare.take() {
+                    Some(s) => s,
+                    None => KBox::new([const { None }; CHUNK_LEN], GFP_KERNEL)?,
+                };
+                let chunk = Chunk { used: 0, slots };
+                self.chunks.try_create_and_insert(key, chunk, GFP_KERNEL)?;
+                self.chunks.get_mut(&key).ok_or(ENOMEM)?
+            }
+        };
+        c.used |= bit(id);
+        c.slots[id as usize % CHUNK_LEN] = Some(e);
+        self.count += 1;
+        self.next_id = id.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Takes the entry of `id` out; a chunk left empty goes, its slots into `spare`.
+    fn remove(&mut self, id: u32, spare: &mut Option<KBox<Slots>>) -> Option<Arc<ResEntry>> {
+        let key = id >> CHUNK_SHIFT;
+        let c = self.chunks.get_mut(&key)?;
+        if c.used & bit(id) == 0 {
+            return None;
+        }
+        c.used &= !bit(id);
+        let e = c.slots[id as usize % CHUNK_LEN].take();
+        self.count -= 1;
+        if c.used == 0 {
+            if let Some(node) = self.chunks.remove_node(&key) {
+                let (_, chunk) = node.to_key_value();
+                *spare = Some(chunk.slots);
+            }
+        }
+        e
+    }
+
+    /// The entries, by ID.
+    fn iter(&self) -> impl Iterator<Item = &Arc<ResEntry>> + '_ {
+        self.chunks.values().flat_map(|c| c.slots.iter().flatten())
     }
 }
 
@@ -290,11 +383,10 @@ impl Restrack {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Restrack {
             inner <- core_mutex!(
-                pin_init!(Inner {
-                    entries <- IdMap::new(),
-                    counts: [0; NR_TYPES],
-                    next_id: [0; NR_TYPES],
-                }),
+                Inner {
+                    tables: core::array::from_fn(|_| Table::new()),
+                    spare: None,
+                },
                 c"rdma_restrack_root.lock"
             ),
         })
@@ -339,13 +431,7 @@ impl Restrack {
         links: ResLinks,
     ) -> Result<Arc<ResEntry>> {
         let mut g = self.inner.lock();
-        let k = kind as usize;
-        // upstream xa_alloc_cyclic(): the next ID not in use (at most one skip per live
-        // entry of the type, after the IDs wrapped).
-        let mut id = g.next_id[k];
-        while g.entries.contains(index(k, id)) {
-            id = id.wrapping_add(1);
-        }
+        let id = g.tables[kind as usize].free_id();
         let mask = |bit: u8, v: Option<u32>| if v.is_some() { bit } else { 0 };
         let e = Arc::new(
             ResEntry {
@@ -367,34 +453,29 @@ impl Restrack {
             },
             GFP_KERNEL,
         )?;
-        // `id` is free.
-        let g = g.as_mut().project();
-        g.entries.insert(index(k, id), e.clone())?;
-        g.counts[k] += 1;
-        g.next_id[k] = id.wrapping_add(1);
+        let Inner { tables, spare } = &mut *g;
+        tables[kind as usize].insert(e.clone(), spare)?;
         Ok(e)
     }
 
     /// Forgets a resource (upstream `rdma_restrack_del()`).
     pub(crate) fn del(&self, kind: ResType, id: u32) {
         let mut g = self.inner.lock();
-        let k = kind as usize;
-        let p = g.as_mut().project();
-        if let Some(e) = p.entries.remove(index(k, id)) {
-            p.counts[k] -= 1;
-            drop(g);
-            drop(e);
-        }
+        let Inner { tables, spare } = &mut *g;
+        let e = tables[kind as usize].remove(id, spare);
+        drop(g);
+        // The last reference may go here, outside the lock.
+        drop(e);
     }
 
     /// Number of tracked resources of a type (upstream `rdma_restrack_count()`).
     pub fn count(&self, kind: ResType) -> usize {
-        self.inner.lock().counts[kind as usize]
+        self.inner.lock().tables[kind as usize].count
     }
 
     /// Number of tracked resources of every type.
     pub fn total(&self) -> usize {
-        self.inner.lock().counts.iter().sum()
+        self.inner.lock().tables.iter().map(|t| t.count).sum()
     }
 
     /// A snapshot of the resources of a type, ordered by ID (what an nldev
@@ -405,9 +486,9 @@ impl Restrack {
     /// `ENOMEM` when the snapshot cannot be allocated.
     pub fn dump(&self, kind: ResType) -> Result<KVec<ResInfo>> {
         let g = self.inner.lock();
-        let mut v = KVec::with_capacity(g.counts[kind as usize], GFP_KERNEL)?;
-        // In ID order: the XArray's.
-        for e in g.of_type(kind as usize) {
+        let t = &g.tables[kind as usize];
+        let mut v = KVec::with_capacity(t.count, GFP_KERNEL)?;
+        for e in t.iter() {
             v.push(e.snapshot(), GFP_KERNEL)?;
         }
         Ok(v)
@@ -424,8 +505,8 @@ impl Restrack {
             return Err(ENOENT);
         }
         let g = self.inner.lock();
-        let found = g
-            .of_type(kind as usize)
+        let found = g.tables[kind as usize]
+            .iter()
             .find(|e| e.num.load(Relaxed) == num)
             .map(|e| e.snapshot());
         Ok(found)
@@ -436,7 +517,7 @@ impl Restrack {
     /// prints them and WARNs).
     pub fn report_leftovers(&self, dev_name: &[u8]) -> usize {
         let g = self.inner.lock();
-        for e in g.entries.values() {
+        for e in g.tables.iter().flat_map(Table::iter) {
             let name = BStr::from_bytes(dev_name);
             match e.owner {
                 Owner::Kernel(m) => pr_err!(
@@ -456,6 +537,95 @@ impl Restrack {
                 ),
             }
         }
-        g.counts.iter().sum()
+        g.tables.iter().map(|t| t.count).sum()
+    }
+}
+
+#[kunit_tests(ib_core_rs_restrack)]
+mod tests {
+    use super::*;
+
+    const OWN: Owner = Owner::Kernel(c"kunit");
+
+    fn ids(r: &Restrack, kind: ResType) -> Result<KVec<u32>> {
+        let mut v = KVec::new();
+        for i in r.dump(kind)? {
+            v.push(i.id, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    /// IDs are cyclic per type (a freed ID is not the next one), counted per type, and a
+    /// dump lists them in ID order across chunks; forgetting an unknown ID changes nothing.
+    #[test]
+    fn cyclic_ids_per_type_dumped_in_order() -> Result {
+        let r = KBox::pin_init(Restrack::new(), GFP_KERNEL)?;
+        for i in 0..130u32 {
+            assert_eq!(r.add(ResType::Pd, OWN)?, i);
+        }
+        assert_eq!(r.add(ResType::Cq, OWN)?, 0);
+        r.del(ResType::Pd, 5);
+        for i in 64..128 {
+            r.del(ResType::Pd, i);
+        }
+        assert_eq!(r.add(ResType::Pd, OWN)?, 130);
+        r.del(ResType::Pd, 5);
+        r.del(ResType::Pd, 1000);
+        assert_eq!(r.count(ResType::Pd), 66);
+        assert_eq!(r.total(), 67);
+        let got = ids(&r, ResType::Pd)?;
+        assert_eq!(&got[..4], &[0, 1, 2, 3]);
+        assert_eq!(&got[4..6], &[4, 6]);
+        assert_eq!(&got[got.len() - 4..], &[63, 128, 129, 130]);
+        assert_eq!(&ids(&r, ResType::Cq)?[..], &[0]);
+        // The chunk of 64..127 emptied: its slots wait for the next new chunk.
+        assert!(r.inner.lock().spare.is_some());
+        Ok(())
+    }
+
+    /// After the IDs wrap, the search skips the IDs still in use; the entry an add returns
+    /// is the one the table keeps (its changing state is what a dump reads); a chunk that
+    /// empties goes and a new one takes its slots.
+    #[test]
+    fn wraps_past_ids_in_use() -> Result {
+        let r = KBox::pin_init(Restrack::new(), GFP_KERNEL)?;
+        let zero = r.add_entry(ResType::Qp, OWN, ResDetails::None)?;
+        assert_eq!(r.add(ResType::Qp, OWN)?, 1);
+        r.inner.lock().tables[ResType::Qp as usize].next_id = u32::MAX - 1;
+        assert_eq!(r.add(ResType::Qp, OWN)?, u32::MAX - 1);
+        assert_eq!(r.add(ResType::Qp, OWN)?, u32::MAX);
+        assert_eq!(r.add(ResType::Qp, OWN)?, 2);
+        assert_eq!(
+            &ids(&r, ResType::Qp)?[..],
+            &[0, 1, 2, u32::MAX - 1, u32::MAX]
+        );
+        zero.num.store(77, Relaxed);
+        assert_eq!(r.find_num(ResType::Qp, 77)?.map(|i| i.id), Some(0));
+        assert_eq!(r.find_num(ResType::Qp, 0), Err(ENOENT));
+        r.del(ResType::Qp, u32::MAX - 1);
+        r.del(ResType::Qp, u32::MAX);
+        assert_eq!(
+            r.inner.lock().tables[ResType::Qp as usize]
+                .chunks
+                .iter()
+                .count(),
+            1
+        );
+        assert!(r.inner.lock().spare.is_some());
+        r.inner.lock().tables[ResType::Qp as usize].next_id = 1 << 20;
+        assert_eq!(r.add(ResType::Qp, OWN)?, 1 << 20);
+        assert!(r.inner.lock().spare.is_none());
+        for id in [0, 1, 2, 1 << 20] {
+            r.del(ResType::Qp, id);
+        }
+        assert_eq!(r.total(), 0);
+        assert_eq!(
+            r.inner.lock().tables[ResType::Qp as usize]
+                .chunks
+                .iter()
+                .count(),
+            0
+        );
+        Ok(())
     }
 }
