@@ -10,13 +10,18 @@
 //! * `ids`: a [`BitmapVec`] of the handles in use, and `full`, one bit per 64 handles that
 //!   are all in use: the lowest free handle is a `find_next_zero_bit()` in `full` (one word
 //!   per 4,096 handles), then one in the word of `ids` it names;
-//! * `by_seq`: commit sequence number -> handle, an [`RBTree`]: newest first for close
-//!   cleanup and `INFO_HANDLES`, and an object whose destroy failed keeps its place.
+//! * commit order: a doubly linked list through the slots (`older`/`newer`, by handle; upstream's
+//!   `list_head` in each uobject), newest at `newest`: close cleanup and `INFO_HANDLES` walk it
+//!   newest first, and an object whose destroy failed keeps its place. A slot also keeps its
+//!   commit sequence number, which orders it against the fd objects kept outside the table.
 //!
 //! A destroy allocates nothing: the object is taken out of its slot ([`HandleTable::take`]),
 //! and either the slot goes ([`HandleTable::remove`], frees only) or the object is put back
 //! ([`HandleTable::put_back`]), so a destroy never fails for lack of memory (upstream's
-//! on-stack bundle has the same property).
+//! on-stack bundle has the same property). A commit allocates one tree node, none after a
+//! destroy (the freed node is kept); the list costs no allocation (a second tree, ordered by
+//! sequence number, cost a 64-byte node an object: `slab_bytes_pd` in
+//! `Documentation/performance.md`).
 //!
 //! Before this table the handles were a `KVec` searched linearly and new ids were found by
 //! rescanning it once per candidate id (`Documentation/performance.md`, "uobject table").
@@ -28,10 +33,17 @@ use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 /// One committed object.
 struct Slot<V> {
     obj_type: u16,
+    /// The next older object in commit order ([`NONE`]: this is the oldest).
+    older: u32,
+    /// The next newer object in commit order ([`NONE`]: this is the newest).
+    newer: u32,
     seq: u64,
     /// `None` while a destroy has it.
     value: Option<V>,
 }
+
+/// No handle: the end of the commit-order list. [`HandleTable::insert`] refuses it as a handle.
+const NONE: u32 = u32::MAX;
 
 /// upstream `UVERBS_IDR_ANY_OBJECT`: a lookup that accepts any type.
 const ANY_OBJECT: u16 = 0xFFFF;
@@ -39,17 +51,17 @@ const ANY_OBJECT: u16 = 0xFFFF;
 /// The objects of one file, by handle and in commit order.
 pub struct HandleTable<V> {
     by_id: RBTree<u32, Slot<V>>,
-    by_seq: RBTree<u64, u32>,
+    /// The newest object in commit order ([`NONE`]: the table is empty).
+    newest: u32,
     /// Bit `id` is set while handle `id` is in `by_id`.
     ids: BitmapVec,
     /// Bit `w` is set while handles `64 * w .. 64 * w + 63` are all in use.
     full: BitmapVec,
     next_seq: u64,
     len: usize,
-    /// The nodes of the last destroyed object, kept for the next commit: a destroy followed
+    /// The node of the last destroyed object, kept for the next commit: a destroy followed
     /// by a create (the common churn) allocates nothing.
-    spare_id: Option<RBTreeNodeReservation<u32, Slot<V>>>,
-    spare_seq: Option<RBTreeNodeReservation<u64, u32>>,
+    spare: Option<RBTreeNodeReservation<u32, Slot<V>>>,
 }
 
 impl<V> Default for HandleTable<V> {
@@ -63,13 +75,12 @@ impl<V> HandleTable<V> {
     pub fn new() -> Self {
         HandleTable {
             by_id: RBTree::new(),
-            by_seq: RBTree::new(),
+            newest: NONE,
             ids: BitmapVec::new_inline(),
             full: BitmapVec::new_inline(),
             next_seq: 0,
             len: 0,
-            spare_id: None,
-            spare_seq: None,
+            spare: None,
         }
     }
 
@@ -140,11 +151,11 @@ impl<V> HandleTable<V> {
     ///
     /// # Errors
     ///
-    /// `EINVAL` if `id` is in use; `ENOMEM` (the value is dropped then, as a failed
-    /// commit drops its object).
+    /// `EINVAL` if `id` is in use or is `u32::MAX`; `ENOMEM` (the value is dropped then, as a
+    /// failed commit drops its object).
     pub fn insert(&mut self, id: u32, obj_type: u16, value: V) -> Result {
         let idx = id as usize;
-        if self.by_id.get(&id).is_some() {
+        if id == NONE || self.by_id.get(&id).is_some() {
             return Err(EINVAL);
         }
         if idx >= self.ids.len() {
@@ -159,35 +170,56 @@ impl<V> HandleTable<V> {
             self.ids = bigger;
             self.full = bigger_full;
         }
-        let seq_node = match self.spare_seq.take() {
+        let node = match self.spare.take() {
             Some(r) => r,
             None => RBTreeNodeReservation::new(GFP_KERNEL)?,
         };
-        let id_node = match self.spare_id.take() {
-            Some(r) => r,
-            None => match RBTreeNodeReservation::new(GFP_KERNEL) {
-                Ok(r) => r,
-                Err(e) => {
-                    self.spare_seq = Some(seq_node);
-                    return Err(e);
-                }
-            },
-        };
-        let seq = self.next_seq;
-        self.by_seq.insert(seq_node.into_node(seq, id));
         let slot = Slot {
             obj_type,
-            seq,
+            older: NONE,
+            newer: NONE,
+            seq: 0,
             value: Some(value),
         };
-        self.by_id.insert(id_node.into_node(id, slot));
-        self.next_seq += 1;
+        self.by_id.insert(node.into_node(id, slot));
+        self.link_newest(id);
         self.ids.set_bit(idx);
         if self.word_full(idx / 64) {
             self.full.set_bit(idx / 64);
         }
         self.len += 1;
         Ok(())
+    }
+
+    /// Puts the unlinked slot `id` at the head of the commit order, with a new sequence number.
+    fn link_newest(&mut self, id: u32) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let head = self.newest;
+        if let Some(s) = self.by_id.get_mut(&id) {
+            s.older = head;
+            s.newer = NONE;
+            s.seq = seq;
+        }
+        if let Some(h) = self.by_id.get_mut(&head) {
+            h.newer = id;
+        }
+        self.newest = id;
+    }
+
+    /// Takes slot `id` out of the commit order (it stays in `by_id`).
+    fn unlink(&mut self, id: u32) {
+        let Some(s) = self.by_id.get(&id) else {
+            return;
+        };
+        let (older, newer) = (s.older, s.newer);
+        if let Some(o) = self.by_id.get_mut(&older) {
+            o.newer = newer;
+        }
+        match self.by_id.get_mut(&newer) {
+            Some(n) => n.older = older,
+            None => self.newest = older,
+        }
     }
 
     /// The handle of an object of type `obj_type` (upstream `lookup_get_idr_uobject()` and
@@ -234,16 +266,12 @@ impl<V> HandleTable<V> {
     }
 
     /// Frees the handle `id` (its object was destroyed or taken) and returns what was left
-    /// in it. Allocates nothing; its nodes are kept for the next [`Self::insert`].
+    /// in it. Allocates nothing; its node is kept for the next [`Self::insert`].
     pub fn remove(&mut self, id: u32) -> Option<V> {
-        let slot = self.by_id.get_mut(&id)?;
-        let value = slot.value.take();
-        let seq = slot.seq;
+        let value = self.by_id.get_mut(&id)?.value.take();
+        self.unlink(id);
         if let Some(n) = self.by_id.remove_node(&id) {
-            self.spare_id = Some(n.into_reservation());
-        }
-        if let Some(n) = self.by_seq.remove_node(&seq) {
-            self.spare_seq = Some(n.into_reservation());
+            self.spare = Some(n.into_reservation());
         }
         self.ids.clear_bit(id as usize);
         if (id as usize / 64) < self.full.len() {
@@ -255,65 +283,45 @@ impl<V> HandleTable<V> {
 
     /// Replaces the object under `id` by `value`, which becomes the newest object
     /// (upstream `rdma_assign_uobject()` then `rdma_alloc_commit_uobject()` of a
-    /// REREG_MR); returns the old object.
+    /// REREG_MR); returns the old object. Allocates nothing.
     ///
     /// # Errors
     ///
-    /// `ENOENT` if `id` is not committed; `ENOMEM` (the table is unchanged, `value` dropped).
+    /// `ENOENT` if `id` is not committed (`value` is dropped).
     pub fn renew(&mut self, id: u32, value: V) -> Result<Option<V>> {
-        let old_seq = self.by_id.get(&id).ok_or(ENOENT)?.seq;
-        let seq = self.next_seq;
-        self.by_seq.try_create_and_insert(seq, id, GFP_KERNEL)?;
-        self.next_seq += 1;
-        self.by_seq.remove(&old_seq);
+        self.by_id.get(&id).ok_or(ENOENT)?;
+        self.unlink(id);
+        self.link_newest(id);
         let slot = self.by_id.get_mut(&id).ok_or(ENOENT)?;
-        slot.seq = seq;
         Ok(slot.value.replace(value))
     }
 
-    /// The newest committed object: (sequence number, handle).
-    fn newest(&self) -> Option<(u64, u32)> {
-        self.by_seq.cursor_back().map(|c| {
-            let (s, i) = c.current();
-            (*s, *i)
-        })
-    }
-
-    /// The newest object committed before the sequence number `seq` (which need not be in
-    /// the table any more).
-    fn older_than(&self, seq: u64) -> Option<(u64, u32)> {
-        match self.by_seq.cursor_lower_bound(&seq) {
-            Some(c) => c.peek_prev().map(|(s, i)| (*s, *i)),
-            None => self.newest(),
-        }
-    }
-
     /// The handles and types, newest first (upstream's `uobjects` list, where a commit adds
-    /// at the head). The table may change between two steps: each step looks up the next
-    /// older object from where the last one was.
+    /// at the head).
     pub fn newest_first(&self) -> NewestFirst<'_, V> {
         NewestFirst {
             table: self,
-            next: self.newest(),
+            next: self.newest,
         }
     }
 
-    /// The handle committed before `seq_of(id)` (for walks that destroy as they go).
+    /// The handle committed just before `id` (for walks that destroy as they go: take it
+    /// before destroying `id`).
     pub fn handle_before(&self, id: u32) -> Option<u32> {
-        let seq = self.by_id.get(&id)?.seq;
-        self.older_than(seq).map(|(_, i)| i)
+        let older = self.by_id.get(&id)?.older;
+        (older != NONE).then_some(older)
     }
 
     /// The newest handle.
     pub fn newest_handle(&self) -> Option<u32> {
-        self.newest().map(|(_, i)| i)
+        (self.newest != NONE).then_some(self.newest)
     }
 }
 
 /// [`HandleTable::newest_first`].
 pub struct NewestFirst<'a, V> {
     table: &'a HandleTable<V>,
-    next: Option<(u64, u32)>,
+    next: u32,
 }
 
 impl<V> Iterator for NewestFirst<'_, V> {
@@ -321,9 +329,10 @@ impl<V> Iterator for NewestFirst<'_, V> {
     type Item = (u32, u16);
 
     fn next(&mut self) -> Option<(u32, u16)> {
-        let (seq, id) = self.next?;
-        self.next = self.table.older_than(seq);
-        Some((id, self.table.obj_type(id).unwrap_or(u16::MAX)))
+        let id = self.next;
+        let s = self.table.by_id.get(&id)?;
+        self.next = s.older;
+        Some((id, s.obj_type))
     }
 }
 
@@ -339,6 +348,15 @@ mod tests {
             t.insert(id, (i % 3) as u16, i * 10)?;
         }
         Ok(t)
+    }
+
+    /// The handles, newest first.
+    fn order(t: &HandleTable<u32>) -> Result<KVec<u32>> {
+        let mut v = KVec::new();
+        for (h, _) in t.newest_first() {
+            v.push(h, GFP_KERNEL)?;
+        }
+        Ok(v)
     }
 
     #[test]
@@ -364,13 +382,6 @@ mod tests {
     #[test]
     fn commit_order_survives_failed_destroys_and_renew() -> Result {
         let mut t = table(4)?;
-        let order = |t: &HandleTable<u32>| -> Result<KVec<u32>> {
-            let mut v = KVec::new();
-            for (h, _) in t.newest_first() {
-                v.push(h, GFP_KERNEL)?;
-            }
-            Ok(v)
-        };
         assert_eq!(&order(&t)?[..], &[3, 2, 1, 0]);
         // A destroy that fails (EBUSY) puts the object back in its place.
         let v = t.take(2).ok_or(EINVAL)?;
@@ -389,6 +400,35 @@ mod tests {
         }
         assert!(t.is_empty());
         assert_eq!(t.free_id(None), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn commit_order_after_removals_anywhere() -> Result {
+        let mut t = table(6)?;
+        // The newest, the oldest and one in the middle go; the list closes over each.
+        assert_eq!(t.remove(5), Some(50));
+        assert_eq!(t.remove(0), Some(0));
+        assert_eq!(t.remove(3), Some(30));
+        assert_eq!(&order(&t)?[..], &[4, 2, 1]);
+        assert_eq!(t.handle_before(4), Some(2));
+        assert_eq!(t.handle_before(1), None);
+        assert_eq!(t.handle_before(3), None);
+        // A new commit (reusing a freed handle and its node) is the newest; a renewed one
+        // moves from the middle to the head.
+        let id = t.free_id(None);
+        assert_eq!(id, 0);
+        t.insert(id, 1, 7)?;
+        t.renew(2, 22)?;
+        assert_eq!(&order(&t)?[..], &[2, 0, 4, 1]);
+        assert!(t.seq_of(2) > t.seq_of(0) && t.seq_of(0) > t.seq_of(4));
+        // The end-of-list marker is not a handle.
+        assert_eq!(t.insert(u32::MAX, 0, 0), Err(EINVAL));
+        assert_eq!(t.newest_handle(), Some(2));
+        while let Some(id) = t.newest_handle() {
+            t.remove(id);
+        }
+        assert!(t.is_empty() && t.newest_first().next().is_none());
         Ok(())
     }
 

@@ -11,7 +11,9 @@
 # object figures, rdmars.nslab= objects alive for the slab figure,
 # rdmars.mrmax= the largest MR in MiB, rdmars.scale= the most PDs alive,
 # rdmars.figs= which figures (uverbs_bench -f; default all), rdmars.perf=1
-# a perf profile of the round trips on each stack (first run).
+# a perf profile of the round trips on each stack (first run): of the figures
+# rdmars.perffigs= (default rt; scale with rdmars.perfscale= objects, default
+# 10: the handle lookup and destroy at that size).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # bench_arg NAME DEFAULT: rdmars.NAME= from the kernel command line.
@@ -75,13 +77,15 @@ bu_fwsim_ns() {
 }
 
 # bu_perf STACK DEV: where a light round trip's time goes (perf's cpu-clock
-# samples, kernel and user, over the rt figure; rdmars.perf=1 and perf in the initramfs).
+# samples, kernel and user, over the rdmars.perffigs= figures; rdmars.perf=1 and
+# perf in the initramfs).
 bu_perf() {
 	command -v perf >/dev/null || return 0
 	[ "$(bench_arg perf 0)" = 1 ] || return 0
 	echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
 	echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
-	perf record -q -e cpu-clock -F 2000 -o /tmp/perf.data /rdma-rs/uverbs_bench -d "$2" -f rt -n 5000 >/dev/null 2>&1
+	perf record -q -e cpu-clock -F 2000 -o /tmp/perf.data /rdma-rs/uverbs_bench -d "$2" \
+		-f "$(bench_arg perffigs rt)" -k "$(bench_arg perfscale 10)" -n 5000 >/dev/null 2>&1
 	perf report -q -i /tmp/perf.data --stdio --sort sym 2>/dev/null | grep -v '^$' | head -30 | sed "s/^/    perf-$1| /"
 	rm -f /tmp/perf.data
 }
