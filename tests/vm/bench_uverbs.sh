@@ -13,7 +13,8 @@
 # rdmars.figs= which figures (uverbs_bench -f; default all), rdmars.perf=1
 # a perf profile of the round trips on each stack (first run): of the figures
 # rdmars.perffigs= (default rt; scale with rdmars.perfscale= objects, default
-# 10: the handle lookup and destroy at that size).
+# 10: the handle lookup and destroy at that size) on ours' rdmars.perfdev=
+# (default rxe_mock0; mlx5_0 profiles the simulated function: cq, qp, mr).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # bench_arg NAME DEFAULT: rdmars.NAME= from the kernel command line.
@@ -132,7 +133,7 @@ bench_uverbs_suite() {
 		if [ "$r" = 1 ]; then
 			# Where the time goes: the syscalls of a short run, with their durations.
 			strace -T -e trace=ioctl,write /rdma-rs/uverbs_bench -d rxe_mock0 -f rt -n 3 2>&1 | tail -12 | sed 's/^/    strace-ours| /'
-			bu_perf ours rxe_mock0
+			bu_perf ours "$(bench_arg perfdev rxe_mock0)"
 		fi
 		t_check "rmmod rdma_rs_mock" rmmod rdma_rs_mock
 		unload_ours
