@@ -3,9 +3,7 @@
 //! Memory regions for kernel consumers (upstream `ib_get_dma_mr()`,
 //! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
 
-use super::{
-    destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx, Uses,
-};
+use super::{destroy, verbs_object, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx, Uses};
 use super::{Dm, DmMrAttr};
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResLinks, ResType};
@@ -192,13 +190,7 @@ pub struct Mr<D: Driver> {
     drv: D::MrData,
 }
 
-impl<D: Driver> Object for Mr<D> {
-    type Count = ();
-
-    fn core(&self) -> &ObjCore<()> {
-        &self.core
-    }
-}
+verbs_object!(Mr, count = (), data = MrData);
 
 impl<D: Driver> Mr<D> {
     fn create(
@@ -444,11 +436,6 @@ impl<D: Driver> Mr<D> {
     pub fn mr_type(&self) -> MrType {
         self.mr_type
     }
-
-    /// The driver's private data.
-    pub fn data(&self) -> &D::MrData {
-        &self.drv
-    }
 }
 
 impl<D: Driver> Destroyable for Mr<D> {
@@ -466,5 +453,3 @@ impl<D: Driver> Destroyable for Mr<D> {
         self.pd.release_child(ResType::Mr, self.res_id);
     }
 }
-
-destroy_at_drop_impls!(Mr);

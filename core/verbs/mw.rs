@@ -9,9 +9,7 @@
 //! device: an MR deregistered under a bound window makes the window's accesses fail).
 
 use super::Uses;
-use super::{
-    destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
-};
+use super::{destroy, verbs_object, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx};
 use crate::driver::Driver;
 use kernel::prelude::*;
 use kernel::sync::{Arc, UniqueArc};
@@ -55,13 +53,7 @@ pub struct Mw<D: Driver> {
     drv: D::MwData,
 }
 
-impl<D: Driver> Object for Mw<D> {
-    type Count = ();
-
-    fn core(&self) -> &ObjCore<()> {
-        &self.core
-    }
-}
+verbs_object!(Mw, count = (), data = MwData);
 
 impl<D: Driver> Mw<D> {
     /// Allocates a window of a user context (upstream `ib_uverbs_alloc_mw()`: the driver's
@@ -114,11 +106,6 @@ impl<D: Driver> Mw<D> {
     pub fn rkey(&self) -> u32 {
         self.rkey
     }
-
-    /// The driver's private data.
-    pub fn data(&self) -> &D::MwData {
-        &self.drv
-    }
 }
 
 impl<D: Driver> Destroyable for Mw<D> {
@@ -133,5 +120,3 @@ impl<D: Driver> Destroyable for Mw<D> {
         self.pd.release();
     }
 }
-
-destroy_at_drop_impls!(Mw);
