@@ -262,6 +262,27 @@ pub(crate) trait Destroyable: Object {
     fn release(&self) {}
 }
 
+/// The [`Destroyable::OP`] and [`Destroyable::driver_destroy`] of an object whose driver op
+/// `op` takes the object alone (`Ok` without one), on the device of its `dev` field or of its
+/// PD (`pd`, a [`Uses`]).
+macro_rules! destroy_op {
+    ($op:ident, dev) => {
+        const OP: &'static str = stringify!($op);
+
+        fn driver_destroy(&self) -> Result {
+            self.dev.ops().$op.map_or(Ok(()), |f| f(self))
+        }
+    };
+    ($op:ident, pd) => {
+        const OP: &'static str = stringify!($op);
+
+        fn driver_destroy(&self) -> Result {
+            self.pd.get().device().ops().$op.map_or(Ok(()), |f| f(self))
+        }
+    };
+}
+pub(crate) use destroy_op;
+
 /// Declares `Type<D>` a verbs object, from its `core: ObjCore<Count>` field: its [`Object`]
 /// impl; with `data = Name`, also its `data()` accessor of the driver's private data
 /// (`drv: D::Name`) and its `Drop` as [`destroy_at_drop`] (an object dropped without a destroy

@@ -7,7 +7,8 @@
 
 use super::Uses;
 use super::{
-    destroy, verbs_object, AhAttr, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
+    destroy, destroy_op, verbs_object, AhAttr, DestroyError, Destroyable, ObjCore, Object, Pd,
+    UserCtx,
 };
 use crate::attr::LinkLayer;
 use crate::driver::Driver;
@@ -96,12 +97,7 @@ impl<D: Driver> Ah<D> {
 }
 
 impl<D: Driver> Destroyable for Ah<D> {
-    const OP: &'static str = "destroy_ah";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.pd.get().device().ops().destroy_ah;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(destroy_ah, pd);
 
     fn release(&self) {
         self.pd.release();

@@ -3,7 +3,9 @@
 //! Completion queues (upstream `__ib_create_cq()`, `ib_destroy_cq_user()`,
 //! and the inline `ib_poll_cq()`, `ib_req_notify_cq()`).
 
-use super::{destroy, verbs_object, DestroyError, Destroyable, ObjCore, Ucontext, UserCtx, Wc};
+use super::{
+    destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Ucontext, UserCtx, Wc,
+};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResLinks, ResType};
@@ -242,11 +244,7 @@ impl<D: Driver> Cq<D> {
 }
 
 impl<D: Driver> Destroyable for Cq<D> {
-    const OP: &'static str = "destroy_cq";
-
-    fn driver_destroy(&self) -> Result {
-        self.dev.ops().destroy_cq.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(destroy_cq, dev);
 
     fn release(&self) {
         self.dev.restrack().del(ResType::Cq, self.res_id());

@@ -9,7 +9,7 @@
 //! `uverbs_free_dm()`). What the memory is and how user space reaches it (an mmap entry, a
 //! driver attribute with the offset) is the driver's.
 
-use super::{destroy, verbs_object, DestroyError, Destroyable, ObjCore, Ucontext};
+use super::{destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Ucontext};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::uverbs::driver_api::DriverCall;
@@ -99,10 +99,5 @@ impl<D: Driver> Dm<D> {
 }
 
 impl<D: Driver> Destroyable for Dm<D> {
-    const OP: &'static str = "dealloc_dm";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.dev.ops().dealloc_dm;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(dealloc_dm, dev);
 }

@@ -3,7 +3,10 @@
 //! Memory regions for kernel consumers (upstream `ib_get_dma_mr()`,
 //! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
 
-use super::{destroy, verbs_object, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx, Uses};
+use super::{
+    destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
+    Uses,
+};
 use super::{Dm, DmMrAttr};
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResLinks, ResType};
@@ -439,12 +442,7 @@ impl<D: Driver> Mr<D> {
 }
 
 impl<D: Driver> Destroyable for Mr<D> {
-    const OP: &'static str = "dereg_mr";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.pd.get().device().ops().dereg_mr;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(dereg_mr, pd);
 
     fn release(&self) {
         if let Some(dm) = &self.dm {

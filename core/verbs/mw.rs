@@ -9,7 +9,9 @@
 //! device: an MR deregistered under a bound window makes the window's accesses fail).
 
 use super::Uses;
-use super::{destroy, verbs_object, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx};
+use super::{
+    destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
+};
 use crate::driver::Driver;
 use kernel::prelude::*;
 use kernel::sync::{Arc, UniqueArc};
@@ -109,12 +111,7 @@ impl<D: Driver> Mw<D> {
 }
 
 impl<D: Driver> Destroyable for Mw<D> {
-    const OP: &'static str = "dealloc_mw";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.pd.get().device().ops().dealloc_mw;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(dealloc_mw, pd);
 
     fn release(&self) {
         self.pd.release();

@@ -2,7 +2,7 @@
 
 //! Protection domains (upstream `__ib_alloc_pd()`, `ib_dealloc_pd_user()`).
 
-use super::{destroy, verbs_object, DestroyError, Destroyable, ObjCore, Uses};
+use super::{destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Uses};
 use super::{Ucontext, UserCtx};
 use crate::device::Device;
 use crate::driver::Driver;
@@ -111,11 +111,7 @@ impl<D: Driver> Pd<D> {
 }
 
 impl<D: Driver> Destroyable for Pd<D> {
-    const OP: &'static str = "dealloc_pd";
-
-    fn driver_destroy(&self) -> Result {
-        self.dev.ops().dealloc_pd.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(dealloc_pd, dev);
 
     fn release(&self) {
         self.dev.restrack().del(ResType::Pd, self.res_id());

@@ -4,8 +4,8 @@
 //! `ib_query_srq()`, `ib_destroy_srq_user()`, and the SRQ's `event_handler`).
 
 use super::{
-    destroy, verbs_object, Cq, DestroyError, Destroyable, ObjCore, Object, Pd, Ucontext, Udata,
-    UserCtx, Uses, Xrcd,
+    destroy, destroy_op, verbs_object, Cq, DestroyError, Destroyable, ObjCore, Object, Pd,
+    Ucontext, Udata, UserCtx, Uses, Xrcd,
 };
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
@@ -336,12 +336,7 @@ impl<D: Driver> Srq<D> {
 }
 
 impl<D: Driver> Destroyable for Srq<D> {
-    const OP: &'static str = "destroy_srq";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.pd.get().device().ops().destroy_srq;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(destroy_srq, pd);
 
     fn release(&self) {
         self.pd.release_child(ResType::Srq, self.res_id());
