@@ -262,21 +262,59 @@ pub(crate) trait Destroyable: Object {
     fn release(&self) {}
 }
 
-/// Implements `Drop` for each listed `Type<D>` as [`destroy_at_drop`]: an
-/// object dropped without a destroy still runs its driver op and releases
-/// its core side.
-macro_rules! destroy_at_drop_impls {
-    ($($t:ident),+ $(,)?) => {
-        $(
-            impl<D: crate::driver::Driver> Drop for $t<D> {
-                fn drop(&mut self) {
-                    crate::verbs::destroy_at_drop(self);
-                }
-            }
-        )+
+/// The [`Destroyable::OP`] and [`Destroyable::driver_destroy`] of an object whose driver op
+/// `op` takes the object alone (`Ok` without one), on the device of its `dev` field or of its
+/// PD (`pd`, a [`Uses`]).
+macro_rules! destroy_op {
+    ($op:ident, dev) => {
+        const OP: &'static str = stringify!($op);
+
+        fn driver_destroy(&self) -> Result {
+            self.dev.ops().$op.map_or(Ok(()), |f| f(self))
+        }
+    };
+    ($op:ident, pd) => {
+        const OP: &'static str = stringify!($op);
+
+        fn driver_destroy(&self) -> Result {
+            self.pd.get().device().ops().$op.map_or(Ok(()), |f| f(self))
+        }
     };
 }
-pub(crate) use destroy_at_drop_impls;
+pub(crate) use destroy_op;
+
+/// Declares `Type<D>` a verbs object, from its `core: ObjCore<Count>` field: its [`Object`]
+/// impl; with `data = Name`, also its `data()` accessor of the driver's private data
+/// (`drv: D::Name`) and its `Drop` as [`destroy_at_drop`] (an object dropped without a destroy
+/// still runs its driver op and releases its core side).
+macro_rules! verbs_object {
+    ($t:ident, count = $count:ty) => {
+        impl<D: crate::driver::Driver> crate::verbs::Object for $t<D> {
+            type Count = $count;
+
+            fn core(&self) -> &crate::verbs::ObjCore<$count> {
+                &self.core
+            }
+        }
+    };
+    ($t:ident, count = $count:ty, data = $data:ident) => {
+        crate::verbs::verbs_object!($t, count = $count);
+
+        impl<D: crate::driver::Driver> $t<D> {
+            /// The driver's private data.
+            pub fn data(&self) -> &D::$data {
+                &self.drv
+            }
+        }
+
+        impl<D: crate::driver::Driver> Drop for $t<D> {
+            fn drop(&mut self) {
+                crate::verbs::destroy_at_drop(self);
+            }
+        }
+    };
+}
+pub(crate) use verbs_object;
 
 /// Runs the shared destroy protocol: `EBUSY` while the object has users,
 /// `EINVAL` if already destroyed, else the driver op; on success the core

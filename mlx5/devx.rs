@@ -1017,25 +1017,9 @@ fn subscribe_event(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
 
 /// `sizeof(struct mlx5_ib_uapi_devx_async_cmd_hdr)`: the `wr_id` before the outbox.
 const CMD_HDR: usize = 8;
-/// upstream `struct devx_async_event_queue` of a `devx_async_cmd_event_file`.
-struct CmdQueue {
-    /// Completed queries, oldest first: `wr_id` and the outbox (upstream
-    /// `struct devx_async_data`'s `hdr`).
-    events: KVec<KVVec<u8>>,
-    /// upstream `is_destroyed`: the object was destroyed (the fd, the uverbs file closed,
-    /// or the device removed).
-    destroyed: bool,
-}
-
-impl ChannelQueue for CmdQueue {
-    fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
-    fn destroyed(&self) -> bool {
-        self.destroyed
-    }
-}
+/// upstream `struct devx_async_event_queue` of a `devx_async_cmd_event_file`: completed
+/// queries, each the `wr_id` and the outbox (upstream `struct devx_async_data`'s `hdr`).
+type CmdQueue = ChannelQueue<KVVec<u8>>;
 
 /// upstream `struct devx_async_cmd_event_file`: the `[devx_async_cmd]` fd's object. It holds
 /// no reference to the device: after its destroy it lives as long as its file and only
@@ -1056,7 +1040,7 @@ impl DevxCmdFd {
         Arc::pin_init(
             pin_init!(DevxCmdFd {
                 queue <- kernel::new_mutex!(
-                    CmdQueue { events: KVec::new(), destroyed: false },
+                    CmdQueue::new(()),
                     "devx_async_cmd_queue"
                 ),
                 wait <- kernel::new_poll_condvar!("devx_async_cmd_wait"),
@@ -1110,11 +1094,7 @@ impl DriverFdOps for DevxCmdFd {
     // the completions nobody read (mlx5_cmd_cleanup_async_ctx() has nothing to wait for:
     // the queries completed in their methods).
     fn destroy(&self, _why: RemoveReason) {
-        let events = {
-            let mut q = self.queue.lock();
-            q.destroyed = true;
-            core::mem::take(&mut q.events)
-        };
+        let events = self.queue.lock().destroy();
         self.wait.notify_all();
         drop(events);
     }

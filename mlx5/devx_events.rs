@@ -70,14 +70,36 @@ const EPOLLIN: u32 = 0x1;
 const EPOLLRDNORM: u32 = 0x40;
 const EPOLLRDHUP: u32 = 0x2000;
 
-/// What the `read` and `poll` of a DEVX channel fd (this file's event channel, `devx.rs`'s
-/// async command fd; upstream `struct devx_async_event_queue` and the event file's own) look
-/// at in its queue.
-pub(crate) trait ChannelQueue {
-    /// Nothing to read.
-    fn is_empty(&self) -> bool;
-    /// upstream `is_destroyed`: the object was destroyed.
-    fn destroyed(&self) -> bool;
+/// The queue of a DEVX channel fd (this file's event channel, `devx.rs`'s async command fd;
+/// upstream `struct devx_async_event_queue` and the event file's own), under the fd's lock:
+/// what its `read`, `poll` and destroy look at.
+pub(crate) struct ChannelQueue<T, X = ()> {
+    /// The entries not read yet, oldest first.
+    pub(crate) events: KVec<T>,
+    /// upstream `is_destroyed`: the object was destroyed (the fd, the uverbs file closed, or
+    /// the device removed).
+    pub(crate) destroyed: bool,
+    /// What else the fd keeps under the same lock.
+    pub(crate) ext: X,
+}
+
+impl<T, X> ChannelQueue<T, X> {
+    /// An empty, live queue.
+    pub(crate) fn new(ext: X) -> Self {
+        Self {
+            events: KVec::new(),
+            destroyed: false,
+            ext,
+        }
+    }
+
+    /// The destroy's part under the lock (upstream `devx_async_cmd_event_destroy_uobj()`,
+    /// `devx_async_event_destroy_uobj()`): marks the queue destroyed and hands back the
+    /// entries nobody read, for the caller to free outside the lock.
+    pub(crate) fn destroy(&mut self) -> KVec<T> {
+        self.destroyed = true;
+        core::mem::take(&mut self.events)
+    }
 }
 
 /// The wait of upstream `devx_async_cmd_event_read()` and `devx_async_event_read()`: returns
@@ -87,19 +109,19 @@ pub(crate) trait ChannelQueue {
 ///
 /// `EAGAIN` for an `O_NONBLOCK` file with nothing queued, `ERESTARTSYS` on a signal, `EIO`
 /// once the queue is destroyed and empty.
-pub(crate) fn wait_queued<T: ChannelQueue, B: Backend>(
+pub(crate) fn wait_queued<T, X, B: Backend>(
     file: &File,
     wait: &PollCondVar,
-    q: &mut Guard<'_, T, B>,
+    q: &mut Guard<'_, ChannelQueue<T, X>, B>,
 ) -> Result {
-    while q.is_empty() {
+    while q.events.is_empty() {
         if file.flags() & kernel::fs::file::flags::O_NONBLOCK != 0 {
             return Err(EAGAIN);
         }
-        if !q.destroyed() && wait.wait_interruptible(q) {
+        if !q.destroyed && wait.wait_interruptible(q) {
             return Err(ERESTARTSYS);
         }
-        if q.destroyed() {
+        if q.destroyed {
             return Err(EIO);
         }
     }
@@ -108,10 +130,10 @@ pub(crate) fn wait_queued<T: ChannelQueue, B: Backend>(
 
 /// upstream `devx_async_cmd_event_poll()` and `devx_async_event_poll()`: readable when
 /// something is queued, hung up once destroyed.
-pub(crate) fn poll_mask(q: &impl ChannelQueue) -> u32 {
-    if q.destroyed() {
+pub(crate) fn poll_mask<T, X>(q: &ChannelQueue<T, X>) -> u32 {
+    if q.destroyed {
         EPOLLIN | EPOLLRDNORM | EPOLLRDHUP
-    } else if !q.is_empty() {
+    } else if !q.events.is_empty() {
         EPOLLIN | EPOLLRDNORM
     } else {
         0
@@ -337,26 +359,17 @@ enum Queued {
     Sub(Arc<Sub>),
 }
 
-struct EvQueue {
-    events: KVec<Queued>,
-    /// upstream `is_destroyed`.
-    destroyed: bool,
+/// An event channel's queue.
+type EvQueue = ChannelQueue<Queued, EvState>;
+
+/// What an event channel keeps under its queue's lock besides the queue.
+struct EvState {
     /// upstream `is_overflow_err`: an event was lost for lack of memory; the next read says
     /// so (`EOVERFLOW`) once.
     overflow: bool,
     /// The table this channel's subscriptions are in (upstream: the device reference of
     /// `get_device()` at the alloc), dropped at the destroy.
     table: Option<Arc<EventTable>>,
-}
-
-impl ChannelQueue for EvQueue {
-    fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
-    fn destroyed(&self) -> bool {
-        self.destroyed
-    }
 }
 
 /// upstream `struct devx_async_event_file`: the `[devx_async_event]` fd's object.
@@ -381,12 +394,10 @@ impl DevxEventFd {
             pin_init!(DevxEventFd {
                 omit_data,
                 q <- kernel::new_spinlock_irq!(
-                    EvQueue {
-                        events: KVec::new(),
-                        destroyed: false,
+                    EvQueue::new(EvState {
                         overflow: false,
                         table: Some(table),
-                    },
+                    }),
                     "devx_async_event_queue"
                 ),
                 wait <- kernel::new_poll_condvar!("devx_async_event_wait"),
@@ -414,7 +425,7 @@ impl DevxEventFd {
         };
         let omit = matches!(item, Queued::Sub(_));
         if q.events.push(item, GFP_ATOMIC).is_err() {
-            q.overflow = true;
+            q.ext.overflow = true;
             return;
         }
         if omit {
@@ -431,8 +442,8 @@ impl DriverFdOps for DevxEventFd {
     // (8 bytes with OMIT_DATA, else 8 + 64).
     fn read(&self, file: &File, mut out: UserSliceWriter) -> Result<usize> {
         let mut q = self.q.lock();
-        if q.overflow {
-            q.overflow = false;
+        if q.ext.overflow {
+            q.ext.overflow = false;
             return Err(EOVERFLOW);
         }
         wait_queued(file, &self.wait, &mut q)?;
@@ -470,13 +481,13 @@ impl DriverFdOps for DevxEventFd {
     fn destroy(&self, _why: RemoveReason) {
         let (events, table) = {
             let mut q = self.q.lock();
-            q.destroyed = true;
-            for e in q.events.iter() {
+            let events = q.destroy();
+            for e in events.iter() {
                 if let Queued::Sub(s) = e {
                     s.queued.store(0, Relaxed);
                 }
             }
-            (core::mem::take(&mut q.events), q.table.take())
+            (events, q.ext.table.take())
         };
         self.wait.notify_all();
         drop(events);

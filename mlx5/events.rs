@@ -30,7 +30,7 @@ use kernel::{new_mutex, new_spinlock_irq, sync::Arc, sync::Mutex, sync::SpinLock
 /// What every target has: the object's number (set when it is attached) and the consumer's
 /// handler, which every delivery holds the lock of while it calls it.
 #[pin_data]
-struct Slot<H: ?Sized + 'static> {
+pub(crate) struct Slot<H: ?Sized + 'static> {
     num: Atomic<u32>,
     #[pin]
     handler: SpinLockIrq<Option<Arc<H>>>,
@@ -118,13 +118,6 @@ impl SrqTarget {
     }
 }
 
-impl Target for SrqTarget {
-    type Handler = dyn SrqHandler;
-    fn slot(&self) -> &Slot<dyn SrqHandler> {
-        &self.slot
-    }
-}
-
 impl CqTarget {
     /// A target for a CQ being created (its number comes with the attach).
     ///
@@ -183,10 +176,16 @@ impl QpTarget {
     }
 }
 
-/// Objects that have a number and a handler slot.
-trait Target: 'static {
+/// Objects that have a number and a handler slot, in a table of the [`EventTable`].
+pub(crate) trait Target: Sized + 'static {
+    /// The consumer's handler.
     type Handler: ?Sized + 'static;
+
+    /// The number and the handler.
     fn slot(&self) -> &Slot<Self::Handler>;
+
+    /// The table of `ev` that objects of this kind are in.
+    fn table(ev: &EventTable) -> &SpinLockIrq<Table<Self>>;
 
     fn num(&self) -> u32 {
         self.slot().num.load(Relaxed)
@@ -197,23 +196,35 @@ trait Target: 'static {
     }
 }
 
-impl Target for CqTarget {
-    type Handler = dyn CqHandler;
-    fn slot(&self) -> &Slot<dyn CqHandler> {
-        &self.slot
-    }
+/// Implements [`Target`] for each `Type in table: Handler`: its `slot` field, the
+/// [`EventTable`]'s `table`.
+macro_rules! targets {
+    ($($t:ident in $table:ident: $h:ty),+ $(,)?) => {
+        $(
+            impl Target for $t {
+                type Handler = $h;
+
+                fn slot(&self) -> &Slot<$h> {
+                    &self.slot
+                }
+
+                fn table(ev: &EventTable) -> &SpinLockIrq<Table<Self>> {
+                    &ev.$table
+                }
+            }
+        )+
+    };
 }
 
-impl Target for QpTarget {
-    type Handler = dyn QpHandler;
-    fn slot(&self) -> &Slot<dyn QpHandler> {
-        &self.slot
-    }
-}
+targets!(
+    CqTarget in cqs: dyn CqHandler,
+    QpTarget in qps: dyn QpHandler,
+    SrqTarget in srqs: dyn SrqHandler,
+);
 
 /// A table sorted by object number, with room reserved before a create command so that
 /// inserting after it cannot fail.
-struct Table<T> {
+pub(crate) struct Table<T> {
     v: KVec<Arc<T>>,
     reserved: usize,
 }
@@ -331,59 +342,17 @@ impl EventTable {
         )
     }
 
-    /// Room for a CQ about to be created.
+    /// Room for an object of kind `T` about to be created.
     ///
     /// # Errors
     ///
     /// `ENOMEM` when the table cannot grow.
-    pub(crate) fn reserve_cq(&self) -> Result<Reservation<'_, CqTarget>> {
-        reserve(&self.cqs)
+    pub(crate) fn reserve<T: Target>(&self) -> Result<Reservation<'_, T>> {
+        reserve(T::table(self))
     }
 
-    /// Room for a QP about to be created.
-    ///
-    /// # Errors
-    ///
-    /// `ENOMEM` when the table cannot grow.
-    pub(crate) fn reserve_qp(&self) -> Result<Reservation<'_, QpTarget>> {
-        reserve(&self.qps)
-    }
-
-    /// Room for an SRQ about to be created.
-    ///
-    /// # Errors
-    ///
-    /// `ENOMEM` when the table cannot grow.
-    pub(crate) fn reserve_srq(&self) -> Result<Reservation<'_, SrqTarget>> {
-        reserve(&self.srqs)
-    }
-
-    /// Registers a created SRQ.
-    pub(crate) fn attach_srq(&self, r: Reservation<'_, SrqTarget>, t: &Arc<SrqTarget>, n: u32) {
-        Self::attach(r, t, n)
-    }
-
-    /// Detaches an SRQ being destroyed (see [`EventTable::detach_cq`]).
-    pub(crate) fn detach_srq(&self, t: &Arc<SrqTarget>) -> Detached<dyn SrqHandler> {
-        Self::detach(&self.srqs, t)
-    }
-
-    /// Undoes [`EventTable::detach_srq`] after a refused destroy.
-    pub(crate) fn reattach_srq(&self, t: &Arc<SrqTarget>, d: Detached<dyn SrqHandler>) {
-        Self::reattach(&self.srqs, t, d)
-    }
-
-    /// Registers a created CQ.
-    pub(crate) fn attach_cq(&self, r: Reservation<'_, CqTarget>, t: &Arc<CqTarget>, cqn: u32) {
-        Self::attach(r, t, cqn)
-    }
-
-    /// Registers a created QP.
-    pub(crate) fn attach_qp(&self, r: Reservation<'_, QpTarget>, t: &Arc<QpTarget>, qpn: u32) {
-        Self::attach(r, t, qpn)
-    }
-
-    fn attach<T: Target>(r: Reservation<'_, T>, target: &Arc<T>, n: u32) {
+    /// Registers a created object as number `n`, in the room `r` reserved for it.
+    pub(crate) fn attach<T: Target>(&self, r: Reservation<'_, T>, target: &Arc<T>, n: u32) {
         target.set_num(n);
         let mut t = r.table.lock();
         // The reservation's room: this cannot fail.
@@ -393,20 +362,11 @@ impl EventTable {
         drop(r);
     }
 
-    /// Detaches a CQ being destroyed: when this returns, its handler is not running and will
-    /// not be called again.
-    pub(crate) fn detach_cq(&self, t: &Arc<CqTarget>) -> Detached<dyn CqHandler> {
-        Self::detach(&self.cqs, t)
-    }
-
-    /// Detaches a QP being destroyed (see [`EventTable::detach_cq`]).
-    pub(crate) fn detach_qp(&self, t: &Arc<QpTarget>) -> Detached<dyn QpHandler> {
-        Self::detach(&self.qps, t)
-    }
-
-    fn detach<T: Target>(m: &SpinLockIrq<Table<T>>, target: &Arc<T>) -> Detached<T::Handler> {
+    /// Detaches an object being destroyed: when this returns, its handler is not running and
+    /// will not be called again.
+    pub(crate) fn detach<T: Target>(&self, target: &Arc<T>) -> Detached<T::Handler> {
         let gone = {
-            let mut t = m.lock();
+            let mut t = T::table(self).lock();
             match t.v.iter().position(|x| Arc::ptr_eq(x, target)) {
                 Some(i) => t.v.remove(i).ok(),
                 None => None,
@@ -418,19 +378,10 @@ impl EventTable {
         Detached { handler }
     }
 
-    /// Undoes [`EventTable::detach_cq`] after a refused destroy.
-    pub(crate) fn reattach_cq(&self, t: &Arc<CqTarget>, d: Detached<dyn CqHandler>) {
-        Self::reattach(&self.cqs, t, d)
-    }
-
-    /// Undoes [`EventTable::detach_qp`] after a refused destroy.
-    pub(crate) fn reattach_qp(&self, t: &Arc<QpTarget>, d: Detached<dyn QpHandler>) {
-        Self::reattach(&self.qps, t, d)
-    }
-
-    fn reattach<T: Target>(m: &SpinLockIrq<Table<T>>, target: &Arc<T>, d: Detached<T::Handler>) {
+    /// Undoes [`EventTable::detach`] after a refused destroy.
+    pub(crate) fn reattach<T: Target>(&self, target: &Arc<T>, d: Detached<T::Handler>) {
         *target.slot().handler.lock() = d.handler;
-        let ok = match reserve(m) {
+        let ok = match reserve(T::table(self)) {
             Ok(r) => {
                 let ok = r.table.lock().insert(target);
                 drop(r);

@@ -30,7 +30,7 @@ use crate::cmd::qp::{
 };
 use crate::cmd::res::{AllocPd, CreateMkey, DeallocPd, DestroyMkey, MkeyAccess, MkeyTranslation};
 use crate::cmd::res::{AllocXrcd, DeallocXrcd};
-use crate::events::{CqTarget, QpTarget};
+use crate::events::{CqTarget, QpTarget, Target};
 
 use crate::hw::{CapType, DmaBuf, Mlx5Hw};
 use crate::ib::{Mlx5Ib, Mlx5IbDev};
@@ -302,7 +302,7 @@ pub(crate) fn create_cq(
     let pas = buf.pas()?;
     let target = CqTarget::new(handler)?;
     let kern = crate::datapath::KernCq::new()?;
-    let slot = d.events.reserve_cq()?;
+    let slot = d.events.reserve::<CqTarget>()?;
     let cqn = exec(
         &*d.hw,
         &CreateCq {
@@ -318,7 +318,7 @@ pub(crate) fn create_cq(
             pas: &pas,
         },
     )?;
-    d.events.attach_cq(slot, &target, cqn);
+    d.events.attach(slot, &target, cqn);
     Ok(Mlx5Cq {
         cqn,
         log_size,
@@ -338,28 +338,25 @@ pub(crate) fn create_cq(
 ///
 /// The errno of DESTROY_CQ (`Mlx5Hw::exec`); the CQ stays then.
 pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
-    let d = cq.device().data();
-    let c = cq.data();
-    let detached = d.events.detach_cq(&c.events);
-    destroy_detached(
-        d,
-        || exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 }),
-        || d.events.reattach_cq(&c.events, detached),
-    )
+    let (d, c) = (cq.device().data(), cq.data());
+    destroy_detached(d, &c.events, || {
+        exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 })
+    })
 }
 
-/// The end of a CQ's or QP's destroy, after its event target left the device's table: the
-/// DESTROY command; when it succeeds, the UARs whose deallocation waited for the object are
-/// retried, when the device refuses it, the target goes back (`reattach`).
-fn destroy_detached(
+/// A CQ's or QP's destroy: its event target leaves the device's table, then the DESTROY
+/// command; when it succeeds, the UARs whose deallocation waited for the object are retried,
+/// when the device refuses it, the target goes back.
+fn destroy_detached<T: Target>(
     d: &Mlx5IbDev,
+    target: &Arc<T>,
     destroy: impl FnOnce() -> Result,
-    reattach: impl FnOnce(),
 ) -> Result {
+    let detached = d.events.detach(target);
     let r = destroy();
     match r {
         Ok(()) => d.deferred_deallocs.retry(),
-        Err(_) => reattach(),
+        Err(_) => d.events.reattach(target, detached),
     }
     r
 }
@@ -471,7 +468,7 @@ pub(crate) fn create_qp(
         d.uar,
     )?;
     let target = crate::datapath::qp_target(attr, kern)?;
-    let slot = d.events.reserve_qp()?;
+    let slot = d.events.reserve::<QpTarget>()?;
     let st = match attr.qp_type {
         QpType::Rc => QpServiceType::Rc,
         QpType::Uc => QpServiceType::Uc,
@@ -490,7 +487,7 @@ pub(crate) fn create_qp(
     };
     let sq = Some((attr.send_cq.data().cqn, log_sq_size));
     let qpn = create_kernel_qp(d, &buf, &pas, st, pd.data().pdn, sq, rq)?;
-    d.events.attach_qp(slot, &target, qpn);
+    d.events.attach(slot, &target, qpn);
     Ok(Mlx5Qp::created(
         qpn,
         log_sq_size,
@@ -554,10 +551,10 @@ pub(crate) fn create_xrc_tgt_qp(
     let buf = KernBuf::new(&*d.hw, 0)?;
     let state = Mlx5Qp::new_state()?;
     let target = QpTarget::new(Some(handler), None)?;
-    let slot = d.events.reserve_qp()?;
+    let slot = d.events.reserve::<QpTarget>()?;
     let rq = RqType::XrcTgt { xrcd: xrcd.xrcdn() };
     let qpn = create_kernel_qp(d, &buf, &[], QpServiceType::Xrc, 0, None, rq)?;
-    d.events.attach_qp(slot, &target, qpn);
+    d.events.attach(slot, &target, qpn);
     Ok(Mlx5Qp::created(
         qpn,
         0,
@@ -612,14 +609,10 @@ pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
 ///
 /// The errno of DESTROY_QP (`Mlx5Hw::exec`); the QP stays then.
 pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
-    let d = qp.device().data();
-    let q = qp.data();
-    let detached = d.events.detach_qp(&q.events);
-    destroy_detached(
-        d,
-        || exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 }),
-        || d.events.reattach_qp(&q.events, detached),
-    )
+    let (d, q) = (qp.device().data(), qp.data());
+    destroy_detached(d, &q.events, || {
+        exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 })
+    })
 }
 
 /// `MLX5_QP_OPTPAR_*`, shared with the simulator.

@@ -128,7 +128,7 @@ pub(crate) fn create_cq(
     // upstream mlx5_comp_eqn_get(): EINVAL for a vector the function does not have.
     let eqn = d.hw.comp_eqn(attr.comp_vector)?;
     let target = CqTarget::new(handler)?;
-    let slot = d.events.reserve_cq()?;
+    let slot = d.events.reserve::<CqTarget>()?;
     let user_buf: CqBufLock = KBox::pin_init(new_mutex!(buf), GFP_KERNEL)?;
     let cqn = exec(
         &*d.hw,
@@ -149,7 +149,7 @@ pub(crate) fn create_cq(
             pas: &pas,
         },
     )?;
-    d.events.attach_cq(slot, &target, cqn);
+    d.events.attach(slot, &target, cqn);
     user.udata().copy_to(&uabi::create_cq_resp(cqn));
     Ok(Mlx5Cq {
         cqn,
@@ -383,7 +383,7 @@ pub(crate) fn create_qp(
     let ece_support = g.get(cmd_hca_cap::ece_support) != 0;
     let state = Mlx5Qp::new_state()?;
     let target = QpTarget::new(attr.event_handler.as_ref(), None)?;
-    let slot = d.events.reserve_qp()?;
+    let slot = d.events.reserve::<QpTarget>()?;
     let (qpn, ece) = exec(
         &*d.hw,
         &CreateQp {
@@ -408,7 +408,7 @@ pub(crate) fn create_qp(
             pas: &pas,
         },
     )?;
-    d.events.attach_qp(slot, &target, qpn);
+    d.events.attach(slot, &target, qpn);
     let ece = if ece_support { ece } else { 0 };
     user.udata()
         .copy_to(&uabi::create_qp_resp(uabi::INVALID_BFREG, ece));
@@ -592,7 +592,7 @@ pub(crate) fn create_srq(
     let user = user.ok_or(EOPNOTSUPP)?;
     let q = SrqQueue::from_user(attr, user, false)?;
     let target = SrqTarget::new(handler)?;
-    let slot = d.events.reserve_srq()?;
+    let slot = d.events.reserve::<SrqTarget>()?;
     let srqn = exec(
         &*d.hw,
         &CreateRmp {
@@ -608,7 +608,7 @@ pub(crate) fn create_srq(
             pas: &q.pas,
         },
     )?;
-    d.events.attach_srq(slot, &target, srqn);
+    d.events.attach(slot, &target, srqn);
     Ok(q.finish(srqn, attr, user, target, false))
 }
 
@@ -738,7 +738,7 @@ pub(crate) fn create_xrc_srq(
     srq_limits(d, attr)?;
     let q = SrqQueue::from_user(attr, user, true)?;
     let target = SrqTarget::new(handler)?;
-    let slot = d.events.reserve_srq()?;
+    let slot = d.events.reserve::<SrqTarget>()?;
     let g = gen(d)?;
     let srqn = exec(
         &*d.hw,
@@ -761,7 +761,7 @@ pub(crate) fn create_xrc_srq(
             pas: &q.pas,
         },
     )?;
-    d.events.attach_srq(slot, &target, srqn);
+    d.events.attach(slot, &target, srqn);
     Ok(XrcSrqCreated {
         data: q.finish(srqn, attr, user, target, true),
         srq_num: srqn,
@@ -833,7 +833,7 @@ pub(crate) fn query_srq(srq: &Srq<Mlx5Ib>) -> Result<SrqInitAttr> {
 pub(crate) fn destroy_srq(srq: &Srq<Mlx5Ib>) -> Result {
     let s = srq.data();
     let d = srq.pd().device().data();
-    let detached = d.events.detach_srq(&s.events);
+    let detached = d.events.detach(&s.events);
     let r = if s.xrc {
         exec(
             &*d.hw,
@@ -852,7 +852,7 @@ pub(crate) fn destroy_srq(srq: &Srq<Mlx5Ib>) -> Result {
         )
     };
     if r.is_err() {
-        d.events.reattach_srq(&s.events, detached);
+        d.events.reattach(&s.events, detached);
     }
     r
 }

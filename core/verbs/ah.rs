@@ -7,7 +7,8 @@
 
 use super::Uses;
 use super::{
-    destroy, destroy_at_drop_impls, AhAttr, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
+    destroy, destroy_op, verbs_object, AhAttr, DestroyError, Destroyable, ObjCore, Object, Pd,
+    UserCtx,
 };
 use crate::attr::LinkLayer;
 use crate::driver::Driver;
@@ -22,13 +23,7 @@ pub struct Ah<D: Driver> {
     drv: D::AhData,
 }
 
-impl<D: Driver> Object for Ah<D> {
-    type Count = ();
-
-    fn core(&self) -> &ObjCore<()> {
-        &self.core
-    }
-}
+verbs_object!(Ah, count = (), data = AhData);
 
 impl<D: Driver> Ah<D> {
     /// Creates an AH of a user context (upstream `ib_uverbs_create_ah()` →
@@ -99,24 +94,12 @@ impl<D: Driver> Ah<D> {
     pub fn attr(&self) -> &AhAttr {
         &self.attr
     }
-
-    /// The driver's private data.
-    pub fn data(&self) -> &D::AhData {
-        &self.drv
-    }
 }
 
 impl<D: Driver> Destroyable for Ah<D> {
-    const OP: &'static str = "destroy_ah";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.pd.get().device().ops().destroy_ah;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(destroy_ah, pd);
 
     fn release(&self) {
         self.pd.release();
     }
 }
-
-destroy_at_drop_impls!(Ah);

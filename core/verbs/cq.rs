@@ -4,8 +4,7 @@
 //! and the inline `ib_poll_cq()`, `ib_req_notify_cq()`).
 
 use super::{
-    destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Ucontext, UserCtx,
-    Wc,
+    destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Ucontext, UserCtx, Wc,
 };
 use crate::device::Device;
 use crate::driver::Driver;
@@ -60,13 +59,7 @@ pub struct Cq<D: Driver> {
     drv: D::CqData,
 }
 
-impl<D: Driver> Object for Cq<D> {
-    type Count = Arc<ResEntry>;
-
-    fn core(&self) -> &ObjCore<Arc<ResEntry>> {
-        &self.core
-    }
-}
+verbs_object!(Cq, count = Arc<ResEntry>, data = CqData);
 
 impl<D: Driver> Cq<D> {
     /// Creates a CQ (upstream `__ib_create_cq()`).
@@ -205,11 +198,6 @@ impl<D: Driver> Cq<D> {
         &self.dev
     }
 
-    /// The driver's private data.
-    pub fn data(&self) -> &D::CqData {
-        &self.drv
-    }
-
     /// The number of entries: the requested one, or what the last resize set
     /// (upstream `cq->cqe`).
     pub fn cqe(&self) -> u32 {
@@ -256,15 +244,9 @@ impl<D: Driver> Cq<D> {
 }
 
 impl<D: Driver> Destroyable for Cq<D> {
-    const OP: &'static str = "destroy_cq";
-
-    fn driver_destroy(&self) -> Result {
-        self.dev.ops().destroy_cq.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(destroy_cq, dev);
 
     fn release(&self) {
         self.dev.restrack().del(ResType::Cq, self.res_id());
     }
 }
-
-destroy_at_drop_impls!(Cq);

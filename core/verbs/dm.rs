@@ -9,7 +9,7 @@
 //! `uverbs_free_dm()`). What the memory is and how user space reaches it (an mmap entry, a
 //! driver attribute with the offset) is the driver's.
 
-use super::{destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Ucontext};
+use super::{destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Ucontext};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::uverbs::driver_api::DriverCall;
@@ -45,13 +45,7 @@ pub struct Dm<D: Driver> {
     drv: D::DmData,
 }
 
-impl<D: Driver> Object for Dm<D> {
-    type Count = Atomic<i32>;
-
-    fn core(&self) -> &ObjCore<Atomic<i32>> {
-        &self.core
-    }
-}
+verbs_object!(Dm, count = Atomic<i32>, data = DmData);
 
 impl<D: Driver> Dm<D> {
     /// Allocates device memory for user context `ctx` (upstream
@@ -102,20 +96,8 @@ impl<D: Driver> Dm<D> {
     pub fn length(&self) -> u64 {
         self.length
     }
-
-    /// The driver's private data.
-    pub fn data(&self) -> &D::DmData {
-        &self.drv
-    }
 }
 
 impl<D: Driver> Destroyable for Dm<D> {
-    const OP: &'static str = "dealloc_dm";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.dev.ops().dealloc_dm;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(dealloc_dm, dev);
 }
-
-destroy_at_drop_impls!(Dm);

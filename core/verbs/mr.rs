@@ -4,7 +4,8 @@
 //! `ib_alloc_mr()`, `ib_dereg_mr_user()`).
 
 use super::{
-    destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx, Uses,
+    destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
+    Uses,
 };
 use super::{Dm, DmMrAttr};
 use crate::driver::Driver;
@@ -192,13 +193,7 @@ pub struct Mr<D: Driver> {
     drv: D::MrData,
 }
 
-impl<D: Driver> Object for Mr<D> {
-    type Count = ();
-
-    fn core(&self) -> &ObjCore<()> {
-        &self.core
-    }
-}
+verbs_object!(Mr, count = (), data = MrData);
 
 impl<D: Driver> Mr<D> {
     fn create(
@@ -444,20 +439,10 @@ impl<D: Driver> Mr<D> {
     pub fn mr_type(&self) -> MrType {
         self.mr_type
     }
-
-    /// The driver's private data.
-    pub fn data(&self) -> &D::MrData {
-        &self.drv
-    }
 }
 
 impl<D: Driver> Destroyable for Mr<D> {
-    const OP: &'static str = "dereg_mr";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.pd.get().device().ops().dereg_mr;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(dereg_mr, pd);
 
     fn release(&self) {
         if let Some(dm) = &self.dm {
@@ -466,5 +451,3 @@ impl<D: Driver> Destroyable for Mr<D> {
         self.pd.release_child(ResType::Mr, self.res_id);
     }
 }
-
-destroy_at_drop_impls!(Mr);

@@ -10,7 +10,7 @@
 
 use super::Uses;
 use super::{
-    destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
+    destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Object, Pd, UserCtx,
 };
 use crate::driver::Driver;
 use kernel::prelude::*;
@@ -55,13 +55,7 @@ pub struct Mw<D: Driver> {
     drv: D::MwData,
 }
 
-impl<D: Driver> Object for Mw<D> {
-    type Count = ();
-
-    fn core(&self) -> &ObjCore<()> {
-        &self.core
-    }
-}
+verbs_object!(Mw, count = (), data = MwData);
 
 impl<D: Driver> Mw<D> {
     /// Allocates a window of a user context (upstream `ib_uverbs_alloc_mw()`: the driver's
@@ -114,24 +108,12 @@ impl<D: Driver> Mw<D> {
     pub fn rkey(&self) -> u32 {
         self.rkey
     }
-
-    /// The driver's private data.
-    pub fn data(&self) -> &D::MwData {
-        &self.drv
-    }
 }
 
 impl<D: Driver> Destroyable for Mw<D> {
-    const OP: &'static str = "dealloc_mw";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.pd.get().device().ops().dealloc_mw;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(dealloc_mw, pd);
 
     fn release(&self) {
         self.pd.release();
     }
 }
-
-destroy_at_drop_impls!(Mw);

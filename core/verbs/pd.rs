@@ -2,7 +2,7 @@
 
 //! Protection domains (upstream `__ib_alloc_pd()`, `ib_dealloc_pd_user()`).
 
-use super::{destroy, destroy_at_drop_impls, DestroyError, Destroyable, ObjCore, Object, Uses};
+use super::{destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Uses};
 use super::{Ucontext, UserCtx};
 use crate::device::Device;
 use crate::driver::Driver;
@@ -20,13 +20,7 @@ pub struct Pd<D: Driver> {
     drv: D::PdData,
 }
 
-impl<D: Driver> Object for Pd<D> {
-    type Count = Arc<ResEntry>;
-
-    fn core(&self) -> &ObjCore<Arc<ResEntry>> {
-        &self.core
-    }
-}
+verbs_object!(Pd, count = Arc<ResEntry>, data = PdData);
 
 impl<D: Driver> Uses<Pd<D>> {
     /// Releases an object of the PD (an MR, SRQ or QP): its restrack entry
@@ -110,11 +104,6 @@ impl<D: Driver> Pd<D> {
         &self.dev
     }
 
-    /// The driver's private data.
-    pub fn data(&self) -> &D::PdData {
-        &self.drv
-    }
-
     /// The restrack ID.
     pub fn res_id(&self) -> u32 {
         self.core.res_id()
@@ -122,15 +111,9 @@ impl<D: Driver> Pd<D> {
 }
 
 impl<D: Driver> Destroyable for Pd<D> {
-    const OP: &'static str = "dealloc_pd";
-
-    fn driver_destroy(&self) -> Result {
-        self.dev.ops().dealloc_pd.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(dealloc_pd, dev);
 
     fn release(&self) {
         self.dev.restrack().del(ResType::Pd, self.res_id());
     }
 }
-
-destroy_at_drop_impls!(Pd);

@@ -6,8 +6,8 @@
 //! `ib_post_recv()`).
 
 use super::{
-    destroy, destroy_at_drop_impls, Cq, DestroyError, Destroyable, ObjCore, Object, Pd, RecvWr,
-    SendWr, Srq, Ucontext, UserCtx, Uses, Xrcd,
+    destroy, verbs_object, Cq, DestroyError, Destroyable, ObjCore, Object, Pd, RecvWr, SendWr, Srq,
+    Ucontext, UserCtx, Uses, Xrcd,
 };
 use crate::attr::Gid;
 use crate::device::Device;
@@ -431,13 +431,7 @@ pub struct Qp<D: Driver> {
     drv: D::QpData,
 }
 
-impl<D: Driver> Object for Qp<D> {
-    type Count = Arc<ResEntry>;
-
-    fn core(&self) -> &ObjCore<Arc<ResEntry>> {
-        &self.core
-    }
-}
+verbs_object!(Qp, count = Arc<ResEntry>, data = QpData);
 
 impl<D: Driver> Qp<D> {
     /// Creates a QP on `pd` (upstream `ib_create_qp_kernel()`): the driver
@@ -739,11 +733,6 @@ impl<D: Driver> Qp<D> {
     pub fn qp_type(&self) -> QpType {
         self.qp_type
     }
-
-    /// The driver's private data.
-    pub fn data(&self) -> &D::QpData {
-        &self.drv
-    }
 }
 
 impl<D: Driver> Destroyable for Qp<D> {
@@ -774,5 +763,3 @@ impl<D: Driver> Destroyable for Qp<D> {
         }
     }
 }
-
-destroy_at_drop_impls!(Qp);

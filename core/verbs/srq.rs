@@ -4,8 +4,8 @@
 //! `ib_query_srq()`, `ib_destroy_srq_user()`, and the SRQ's `event_handler`).
 
 use super::{
-    destroy, destroy_at_drop_impls, Cq, DestroyError, Destroyable, ObjCore, Object, Pd, Ucontext,
-    Udata, UserCtx, Uses, Xrcd,
+    destroy, destroy_op, verbs_object, Cq, DestroyError, Destroyable, ObjCore, Object, Pd,
+    Ucontext, Udata, UserCtx, Uses, Xrcd,
 };
 use crate::driver::Driver;
 use crate::restrack::{Owner, ResDetails, ResEntry, ResType};
@@ -96,13 +96,7 @@ pub struct Srq<D: Driver> {
     drv: D::SrqData,
 }
 
-impl<D: Driver> Object for Srq<D> {
-    type Count = Arc<ResEntry>;
-
-    fn core(&self) -> &ObjCore<Arc<ResEntry>> {
-        &self.core
-    }
-}
+verbs_object!(Srq, count = Arc<ResEntry>, data = SrqData);
 
 impl<D: Driver> Srq<D> {
     /// Creates an SRQ on `pd` (upstream `ib_create_srq_user()` without udata); the PD's
@@ -339,20 +333,10 @@ impl<D: Driver> Srq<D> {
     pub fn pd(&self) -> &Arc<Pd<D>> {
         self.pd.get()
     }
-
-    /// The driver's private data.
-    pub fn data(&self) -> &D::SrqData {
-        &self.drv
-    }
 }
 
 impl<D: Driver> Destroyable for Srq<D> {
-    const OP: &'static str = "destroy_srq";
-
-    fn driver_destroy(&self) -> Result {
-        let op = self.pd.get().device().ops().destroy_srq;
-        op.map_or(Ok(()), |f| f(self))
-    }
+    destroy_op!(destroy_srq, pd);
 
     fn release(&self) {
         self.pd.release_child(ResType::Srq, self.res_id());
@@ -362,5 +346,3 @@ impl<D: Driver> Destroyable for Srq<D> {
         }
     }
 }
-
-destroy_at_drop_impls!(Srq);

@@ -10,7 +10,7 @@
 //! creator or opener holds an opened handle with its own event handler (every opener sees
 //! the QP's events), and the QP is destroyed when the last handle is closed.
 
-use super::{destroy, destroy_at_drop, DestroyError, Destroyable, ObjCore, Object};
+use super::{destroy, destroy_at_drop, verbs_object, DestroyError, Destroyable, ObjCore, Object};
 use super::{Qp, QpCap, QpEvent, QpHandler, Ucontext, UserCtx};
 use crate::device::Device;
 use crate::driver::Driver;
@@ -89,13 +89,7 @@ pub struct Xrcd<D: Driver> {
     tgt: Mutex<KVec<Tgt<D>>>,
 }
 
-impl<D: Driver> Object for Xrcd<D> {
-    type Count = Atomic<i32>;
-
-    fn core(&self) -> &ObjCore<Atomic<i32>> {
-        &self.core
-    }
-}
+verbs_object!(Xrcd, count = Atomic<i32>);
 
 impl<D: Driver> Xrcd<D> {
     /// Allocates an XRC domain of a user context (upstream `ib_alloc_xrcd_user()` from

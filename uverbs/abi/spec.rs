@@ -8,6 +8,25 @@
 use super::ids;
 use super::write::WriteCmdSpec;
 
+/// Items of upstream's uapi key encoding and spec kinds that the host tests (and the fuzzer)
+/// use and the module does not: each gets the module build's `expect(dead_code)`, written
+/// once here.
+macro_rules! host_only {
+    ($($item:item)+) => {
+        $(
+            #[cfg_attr(
+                MODULE,
+                expect(
+                    dead_code,
+                    reason = "part of the uapi key encoding and spec kinds of upstream; the host \
+                              tests use it"
+                )
+            )]
+            $item
+        )+
+    };
+}
+
 /// upstream: `enum uverbs_obj_access`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -187,18 +206,6 @@ impl AttrSpec {
         Self::new(id, AttrKind::FlagsIn, mandatory)
     }
 
-    /// upstream: `UVERBS_ATTR_ENUM_IN()`.
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-        )
-    )]
-    pub(crate) const fn enum_in(id: u16, elems: &'static [AttrKind], mandatory: bool) -> Self {
-        Self::new(id, AttrKind::EnumIn(elems), mandatory)
-    }
-
     /// upstream: `UVERBS_ATTR_IDR()`.
     pub const fn idr(id: u16, obj_type: u16, access: Access, mandatory: bool) -> Self {
         Self::new(id, AttrKind::Idr { obj_type, access }, mandatory)
@@ -212,34 +219,6 @@ impl AttrSpec {
     /// upstream: `UVERBS_ATTR_RAW_FD()`.
     pub(crate) const fn raw_fd(id: u16, mandatory: bool) -> Self {
         Self::new(id, AttrKind::RawFd, mandatory)
-    }
-
-    /// upstream: `UVERBS_ATTR_IDRS_ARR()`.
-    #[cfg_attr(
-        MODULE,
-        expect(
-            dead_code,
-            reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-        )
-    )]
-    pub(crate) const fn idrs_arr(
-        id: u16,
-        obj_type: u16,
-        access: Access,
-        min_len: u16,
-        max_len: u16,
-        mandatory: bool,
-    ) -> Self {
-        Self::new(
-            id,
-            AttrKind::IdrsArray {
-                obj_type,
-                access,
-                min_len,
-                max_len,
-            },
-            mandatory,
-        )
     }
 
     /// upstream: `UVERBS_ATTR_UMEM()`: a `struct ib_uverbs_buffer_desc`.
@@ -262,64 +241,90 @@ impl AttrSpec {
     }
 }
 
-/// The device ops a method or object needs (upstream
-/// `UAPI_DEF_OBJ_NEEDS_FN` / `UAPI_DEF_METHOD_NEEDS_FN` name a member of
-/// `struct ib_device_ops`). The kernel side fills a [`DriverOps`] from the
-/// driver trait's `HAS_*` constants.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-    )
-)]
-pub(crate) enum DriverOp {
-    AllocUcontext,
-    DeallocUcontext,
-    QueryDevice,
-    QueryPort,
-    AllocPd,
-    DeallocPd,
-    CreateCq,
-    DestroyCq,
-    PollCq,
-    ReqNotifyCq,
-    ResizeUserCq,
-    ModifyCq,
-    CreateQp,
-    DestroyQp,
-    ModifyQp,
-    QueryQp,
-    PostSend,
-    PostRecv,
-    AttachMcast,
-    DetachMcast,
-    RegUserMr,
-    ReregUserMr,
-    DeregMr,
-    CreateUserAh,
-    DestroyAh,
-    AllocMw,
-    DeallocMw,
-    CreateSrq,
-    DestroySrq,
-    ModifySrq,
-    QuerySrq,
-    PostSrqRecv,
-    DeallocXrcd,
-    AllocDm,
-    DeallocDm,
-    RegDmMr,
-    CreateFlow,
-    DestroyFlow,
-    CreateWq,
-    DestroyWq,
-    ModifyWq,
-    CreateRwqIndTable,
-    DestroyRwqIndTable,
-    AllocXrcd,
+host_only! {
+    /// The spec kinds of upstream no method of the module declares yet.
+    impl AttrSpec {
+        /// upstream: `UVERBS_ATTR_ENUM_IN()`.
+        pub(crate) const fn enum_in(id: u16, elems: &'static [AttrKind], mandatory: bool) -> Self {
+            Self::new(id, AttrKind::EnumIn(elems), mandatory)
+        }
+
+        /// upstream: `UVERBS_ATTR_IDRS_ARR()`.
+        pub(crate) const fn idrs_arr(
+            id: u16,
+            obj_type: u16,
+            access: Access,
+            min_len: u16,
+            max_len: u16,
+            mandatory: bool,
+        ) -> Self {
+            Self::new(
+                id,
+                AttrKind::IdrsArray {
+                    obj_type,
+                    access,
+                    min_len,
+                    max_len,
+                },
+                mandatory,
+            )
+        }
+    }
+}
+
+host_only! {
+    /// The device ops a method or object needs (upstream
+    /// `UAPI_DEF_OBJ_NEEDS_FN` / `UAPI_DEF_METHOD_NEEDS_FN` name a member of
+    /// `struct ib_device_ops`). The kernel side fills a [`DriverOps`] from the
+    /// driver trait's `HAS_*` constants.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[repr(u8)]
+    pub(crate) enum DriverOp {
+        AllocUcontext,
+        DeallocUcontext,
+        QueryDevice,
+        QueryPort,
+        AllocPd,
+        DeallocPd,
+        CreateCq,
+        DestroyCq,
+        PollCq,
+        ReqNotifyCq,
+        ResizeUserCq,
+        ModifyCq,
+        CreateQp,
+        DestroyQp,
+        ModifyQp,
+        QueryQp,
+        PostSend,
+        PostRecv,
+        AttachMcast,
+        DetachMcast,
+        RegUserMr,
+        ReregUserMr,
+        DeregMr,
+        CreateUserAh,
+        DestroyAh,
+        AllocMw,
+        DeallocMw,
+        CreateSrq,
+        DestroySrq,
+        ModifySrq,
+        QuerySrq,
+        PostSrqRecv,
+        DeallocXrcd,
+        AllocDm,
+        DeallocDm,
+        RegDmMr,
+        CreateFlow,
+        DestroyFlow,
+        CreateWq,
+        DestroyWq,
+        ModifyWq,
+        CreateRwqIndTable,
+        DestroyRwqIndTable,
+        AllocXrcd,
+    }
 }
 
 /// The set of [`DriverOp`]s a device implements.
@@ -519,24 +524,12 @@ pub struct ObjectSpec {
 pub(crate) const UVERBS_API_NS_FLAG: u16 = ids::UVERBS_ID_DRIVER_NS;
 /// upstream: `UVERBS_API_ATTR_KEY_BITS`.
 pub(crate) const UVERBS_API_ATTR_KEY_BITS: u32 = 6;
-/// upstream: `UVERBS_API_ATTR_KEY_MASK`.
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-    )
-)]
-pub(crate) const UVERBS_API_ATTR_KEY_MASK: u32 = (1 << UVERBS_API_ATTR_KEY_BITS) - 1;
-/// upstream: `UVERBS_API_ATTR_BKEY_LEN`: attribute slots per method (63).
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-    )
-)]
-pub(crate) const UVERBS_API_ATTR_BKEY_LEN: u32 = (1 << UVERBS_API_ATTR_KEY_BITS) - 1;
+host_only! {
+    /// upstream: `UVERBS_API_ATTR_KEY_MASK`.
+    pub(crate) const UVERBS_API_ATTR_KEY_MASK: u32 = (1 << UVERBS_API_ATTR_KEY_BITS) - 1;
+    /// upstream: `UVERBS_API_ATTR_BKEY_LEN`: attribute slots per method (63).
+    pub(crate) const UVERBS_API_ATTR_BKEY_LEN: u32 = (1 << UVERBS_API_ATTR_KEY_BITS) - 1;
+}
 /// upstream: `UVERBS_API_WRITE_KEY_NUM`.
 pub(crate) const UVERBS_API_WRITE_KEY_NUM: u32 = 1 << UVERBS_API_ATTR_KEY_BITS;
 /// upstream: `UVERBS_API_METHOD_KEY_BITS`.
@@ -552,16 +545,11 @@ pub(crate) const UVERBS_API_METHOD_IS_WRITE_EX: u32 = 31 << UVERBS_API_METHOD_KE
 /// upstream: `UVERBS_API_METHOD_KEY_NUM_DRIVER`.
 pub(crate) const UVERBS_API_METHOD_KEY_NUM_DRIVER: u32 =
     (UVERBS_API_METHOD_IS_WRITE >> UVERBS_API_METHOD_KEY_SHIFT) - UVERBS_API_METHOD_KEY_NUM_CORE;
-/// upstream: `UVERBS_API_METHOD_KEY_MASK`.
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-    )
-)]
-pub(crate) const UVERBS_API_METHOD_KEY_MASK: u32 =
-    ((1 << UVERBS_API_METHOD_KEY_BITS) - 1) << UVERBS_API_METHOD_KEY_SHIFT;
+host_only! {
+    /// upstream: `UVERBS_API_METHOD_KEY_MASK`.
+    pub(crate) const UVERBS_API_METHOD_KEY_MASK: u32 =
+        ((1 << UVERBS_API_METHOD_KEY_BITS) - 1) << UVERBS_API_METHOD_KEY_SHIFT;
+}
 /// upstream: `UVERBS_API_OBJ_KEY_BITS`.
 pub(crate) const UVERBS_API_OBJ_KEY_BITS: u32 = 5;
 /// upstream: `UVERBS_API_OBJ_KEY_SHIFT`.
@@ -638,63 +626,37 @@ pub(crate) const fn uapi_key_attr(id: u16) -> Option<u32> {
     Some(id)
 }
 
-/// The bit index of an attribute key in upstream's `attr_present` bitmaps
-/// (0..63); `attr_key` is a non-zero output of [`uapi_key_attr`].
-///
-/// upstream: `uapi_bkey_attr()`.
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-    )
-)]
-pub(crate) const fn uapi_bkey_attr(attr_key: u32) -> u32 {
-    attr_key.wrapping_sub(1)
-}
-
-/// upstream: `uapi_key_write_method()`.
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-    )
-)]
-pub(crate) const fn uapi_key_write_method(cmd: u32) -> Option<u32> {
-    if cmd >= UVERBS_API_WRITE_KEY_NUM {
-        return None;
+host_only! {
+    /// The bit index of an attribute key in upstream's `attr_present` bitmaps
+    /// (0..63); `attr_key` is a non-zero output of [`uapi_key_attr`].
+    ///
+    /// upstream: `uapi_bkey_attr()`.
+    pub(crate) const fn uapi_bkey_attr(attr_key: u32) -> u32 {
+        attr_key.wrapping_sub(1)
     }
-    Some(UVERBS_API_METHOD_IS_WRITE | cmd)
-}
 
-/// upstream: `uapi_key_write_ex_method()`.
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-    )
-)]
-pub(crate) const fn uapi_key_write_ex_method(cmd: u32) -> Option<u32> {
-    if cmd >= UVERBS_API_WRITE_KEY_NUM {
-        return None;
+    /// upstream: `uapi_key_write_method()`.
+    pub(crate) const fn uapi_key_write_method(cmd: u32) -> Option<u32> {
+        if cmd >= UVERBS_API_WRITE_KEY_NUM {
+            return None;
+        }
+        Some(UVERBS_API_METHOD_IS_WRITE | cmd)
     }
-    Some(UVERBS_API_METHOD_IS_WRITE_EX | cmd)
-}
 
-/// The key of an ioctl method: object key | method key.
-#[cfg_attr(
-    MODULE,
-    expect(
-        dead_code,
-        reason = "part of the uapi key encoding and spec kinds of upstream; the host tests use it"
-    )
-)]
-pub(crate) const fn uapi_key_method(object_id: u16, method_id: u16) -> Option<u32> {
-    match (uapi_key_obj(object_id), uapi_key_ioctl_method(method_id)) {
-        (Some(o), Some(m)) => Some(o | m),
-        _ => None,
+    /// upstream: `uapi_key_write_ex_method()`.
+    pub(crate) const fn uapi_key_write_ex_method(cmd: u32) -> Option<u32> {
+        if cmd >= UVERBS_API_WRITE_KEY_NUM {
+            return None;
+        }
+        Some(UVERBS_API_METHOD_IS_WRITE_EX | cmd)
+    }
+
+    /// The key of an ioctl method: object key | method key.
+    pub(crate) const fn uapi_key_method(object_id: u16, method_id: u16) -> Option<u32> {
+        match (uapi_key_obj(object_id), uapi_key_ioctl_method(method_id)) {
+            (Some(o), Some(m)) => Some(o | m),
+            _ => None,
+        }
     }
 }
 
