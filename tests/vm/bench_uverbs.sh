@@ -14,7 +14,9 @@
 # a perf profile of the round trips on each stack (first run): of the figures
 # rdmars.perffigs= (default rt; scale with rdmars.perfscale= objects, default
 # 10: the handle lookup and destroy at that size) on ours' rdmars.perfdev=
-# (default rxe_mock0; mlx5_0 profiles the simulated function: cq, qp, mr).
+# (default rxe_mock0; mlx5_0 profiles the simulated function: cq, qp, mr), with
+# rdmars.perfn= calls a round-trip figure (default 5000) and rdmars.perfobj= objects an
+# object figure (default 500): more samples for a short figure.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # bench_arg NAME DEFAULT: rdmars.NAME= from the kernel command line.
@@ -86,7 +88,8 @@ bu_perf() {
 	echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
 	echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
 	perf record -q -e cpu-clock -F 2000 -o /tmp/perf.data /rdma-rs/uverbs_bench -d "$2" \
-		-f "$(bench_arg perffigs rt)" -k "$(bench_arg perfscale 10)" -n 5000 >/dev/null 2>&1
+		-f "$(bench_arg perffigs rt)" -k "$(bench_arg perfscale 10)" -n "$(bench_arg perfn 5000)" \
+		-c "$(bench_arg perfobj 500)" >/dev/null 2>&1
 	perf report -q -i /tmp/perf.data --stdio --sort sym 2>/dev/null | grep -v '^$' | head -30 | sed "s/^/    perf-$1| /"
 	rm -f /tmp/perf.data
 }
