@@ -331,26 +331,26 @@ impl SimFunction {
     }
 }
 
-/// Commands after which the fabric's worker has something to look at.
+/// Commands after which the fabric's worker has something to look at: a new QP (the worker
+/// sleeps while the fabric has none), the flushes and events of a QP moved to ERR or RESET, a
+/// CQ change. Not the other QP transitions: in INIT a QP neither sends nor receives, a move
+/// to RTR only lets the QP accept what a peer sends next (a message it refused before is sent
+/// again at the peer's retry deadline, which the worker keeps), RTS2RTS changes attributes,
+/// and RTR2RTS kicks only when WQEs were posted before it ([`Fw::complete_commands`]); none of
+/// them queues a CQE or an event. A kick there only ran a pass with nothing new in it and woke
+/// a real-time thread that can preempt the caller: a third of each transition's time on the
+/// benchmark kernel (`Documentation/performance.md`, session 15).
 fn wakes_worker(op: u16) -> bool {
     matches!(
         op,
-        opcode::CREATE_QP
-            | opcode::RST2INIT_QP
-            | opcode::INIT2INIT_QP
-            | opcode::INIT2RTR_QP
-            | opcode::RTR2RTS_QP
-            | opcode::RTS2RTS_QP
-            | opcode::_2ERR_QP
-            | opcode::_2RST_QP
-            | opcode::MODIFY_CQ
+        opcode::CREATE_QP | opcode::_2ERR_QP | opcode::_2RST_QP | opcode::MODIFY_CQ
     )
 }
 
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
         let asked = Instant::<Monotonic>::now();
-        let (r, delay_us) = self.with_fw_cmd(|fw| {
+        let (r, delay_us, left_work) = self.with_fw_cmd(|fw| {
             let t0 = Instant::<Monotonic>::now();
             let waited = u64::try_from((t0 - asked).as_nanos()).unwrap_or(0);
             self.cmd_wait_ns.add(waited, Relaxed);
@@ -363,7 +363,7 @@ impl Mlx5Hw for SimFunction {
             // What the command left for the data path (the flush CQEs of a 2ERR, the RESIZE
             // CQE of a resize) is written before the completion is reported, as hardware does.
             let mem: &dyn crate::fwsim::dma::DmaMem = &*self.iommu;
-            fw.complete_commands(mem);
+            let left_work = fw.complete_commands(mem);
             if matches!(r, Ok(c) if c.status == Status::OK)
                 && mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::DEALLOC_UAR))
             {
@@ -374,7 +374,7 @@ impl Mlx5Hw for SimFunction {
             }
             let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(0);
             self.exec_ns.add(ns, Relaxed);
-            (r, delay_us)
+            (r, delay_us, left_work)
         });
         if delay_us != 0 {
             // The delay knob: the command has executed, its completion arrives late (as a
@@ -384,11 +384,12 @@ impl Mlx5Hw for SimFunction {
         }
         match r {
             Ok(c) if c.status == Status::OK => {
-                // A new QP, a QP transition or a CQ change: the worker must look (it sleeps
-                // while the fabric has no QP, and commands ring no doorbell), and deliver what
-                // the command queued (e.g. a completion event of a flush on an armed CQ).
+                // A new QP, a QP moved to ERR or RESET or a CQ change: the worker must look
+                // (it sleeps while the fabric has no QP, and commands ring no doorbell), and
+                // deliver what the command queued (e.g. a completion event of a flush on an
+                // armed CQ); or a QP now in RTS with WQEs posted before.
                 let op = mbox_in::opcode.get(inbox).unwrap_or(0);
-                if wakes_worker(u16::try_from(op).unwrap_or(0)) {
+                if left_work || wakes_worker(u16::try_from(op).unwrap_or(0)) {
                     self.kick();
                 }
                 Ok(())

@@ -1844,21 +1844,47 @@ impl Fw {
     /// command returns. The kernel side calls it after every [`Fw::exec`], before reporting
     /// the completion ([`run`] does it too, for a caller that did not). Cheap when there is
     /// nothing to do.
-    pub(crate) fn complete_commands(&mut self, mem: &dyn DmaMem) {
+    ///
+    /// Returns whether the command left the data path work that only a pass does: a QP moved
+    /// from RTR to RTS with WQEs posted before (its doorbell record ahead of what was sent).
+    pub(crate) fn complete_commands(&mut self, mem: &dyn DmaMem) -> bool {
         if let Some(qpn) = self.flush.take() {
             self.flush_now(mem, qpn);
         }
+        let started = self
+            .started
+            .take()
+            .is_some_and(|qpn| self.sq_posted(mem, qpn));
         let Some((cqn, new)) = self.resize.take() else {
-            return;
+            return started;
         };
         let Some(slot) = self.cqs.slot_of(cqn) else {
-            return;
+            return started;
         };
         if let Some(cq) = self.cqs.get_mut(cqn) {
             if !cq.q.resize(mem, &new) {
                 self.events.cq_error(slot);
             }
         }
+        started
+    }
+
+    /// Whether QP `qpn`'s send queue holds WQEs not yet executed: its doorbell record's
+    /// producer counter differs from the consumer counter (an unreadable record counts as
+    /// work: the pass then reports it as a DMA fault).
+    fn sq_posted(&self, mem: &dyn DmaMem, qpn: u32) -> bool {
+        let Some(slot) = self.qps.slot_of(qpn) else {
+            return false;
+        };
+        let Some(s) = snap(self, slot) else {
+            return false;
+        };
+        if !s.q.has_sq {
+            return false;
+        }
+        s.q.buf
+            .db(mem, 4)
+            .is_none_or(|pi| (pi & 0xffff) as u16 != s.q.sq_ci)
     }
 
     /// Flushes what a QP just moved to ERR has outstanding, as hardware does on the

@@ -365,6 +365,12 @@ impl Host {
 
     /// RST2INIT, INIT2RTR (to `dest`), RTR2RTS.
     pub(super) fn connect(&mut self, qp: &QpH, dest: &Path) {
+        self.to_rtr(qp, dest);
+        self.to_rts(qp, dest);
+    }
+
+    /// RST2INIT, INIT2RTR (to `dest`).
+    pub(super) fn to_rtr(&mut self, qp: &QpH, dest: &Path) {
         let m = |op: u16| {
             let mut b = inbox(op, 0, 0, rst2init_qp_in::SIZE_BYTES);
             rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
@@ -400,7 +406,14 @@ impl Host {
             p(ads::hop_limit).set(&mut b, 64).unwrap();
         }
         ok(&mut self.fw, &b, 16);
-        let mut b = m(op::RTR2RTS_QP);
+    }
+
+    /// RTR2RTS (the members `connect` gives for `dest`).
+    pub(super) fn to_rts(&mut self, qp: &QpH, dest: &Path) {
+        let mut b = inbox(op::RTR2RTS_QP, 0, 0, rst2init_qp_in::SIZE_BYTES);
+        rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
+        let q = |f| rst2init_qp_in::qpc.inner(f);
+        let p = |f| q(qpc::primary_address_path).inner(f);
         q(qpc::next_send_psn).set(&mut b, 0x200).unwrap();
         q(qpc::retry_count).set(&mut b, dest.retry).unwrap();
         q(qpc::rnr_retry).set(&mut b, dest.rnr_retry).unwrap();
@@ -1973,6 +1986,37 @@ fn only_rts_and_err_qps_are_served() {
     assert!(!h.fw.has_served_qp(), "back in RESET");
     h.modify(&b, op::_2ERR_QP);
     assert!(h.fw.has_served_qp(), "an ERR QP (flushes)");
+}
+
+/// `complete_commands` after RTR2RTS reports work (the simdev then wakes its worker) only
+/// when WQEs were posted while the QP was in RTR; the next pass sends them.
+#[test]
+fn rtr2rts_reports_wqes_posted_in_rtr() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let scq = h.cq(6, false);
+    let rcq = h.cq(6, false);
+    let mut a = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    let mut b = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    let lid = h.lid();
+    let (pa, pb) = (Path::to(b.qpn, lid), Path::to(a.qpn, lid));
+    h.to_rtr(&b, &pb);
+    assert!(!h.fw.complete_commands(&h.mem), "RST2INIT, INIT2RTR");
+    h.to_rts(&b, &pb);
+    assert!(!h.fw.complete_commands(&h.mem), "RTR2RTS with an empty SQ");
+    let mr = h.mr(4096, ALL);
+    h.post_recv(&mut b, &[mr.sge(0, 64)]);
+    h.to_rtr(&a, &pa);
+    h.post(&mut a, &Wr::new(wqe_op::SEND).sge(mr.sge(64, 16)));
+    assert!(
+        !h.fw.complete_commands(&h.mem),
+        "posted in RTR, not yet RTS"
+    );
+    h.to_rts(&a, &pa);
+    assert!(h.fw.complete_commands(&h.mem), "RTR2RTS with a WQE posted");
+    assert!(!h.fw.complete_commands(&h.mem), "reported once");
+    run(&mut [&mut h], 0);
+    let mut scq = scq;
+    assert_eq!(h.poll_all(&mut scq).len(), 1, "the pass sent it");
 }
 
 #[test]

@@ -391,6 +391,9 @@ pub(crate) struct Fw {
     resize: Option<(u32, cqe::CqState)>,
     /// A QP the last command moved to ERR: [`Fw::complete_commands`] flushes it.
     flush: Option<u32>,
+    /// A QP the last command moved from RTR to RTS: [`Fw::complete_commands`] tells whether
+    /// WQEs were posted before it could send (the worker's pass then executes them).
+    started: Option<u32>,
     /// The QP slot the next [`engine::run`] pass starts at (fairness under a budget).
     scan_start: usize,
     /// Life cycle, negotiated settings and EQs (`hca.rs`).
@@ -569,6 +572,7 @@ impl Fw {
             sq_hint: None,
             resize: None,
             flush: None,
+            started: None,
             scan_start: 0,
             hca: hca::Hca::new(),
             xrc: xrc::Xrc::new(),
@@ -614,6 +618,7 @@ impl Fw {
             sq_hint: None,
             resize: None,
             flush: None,
+            started: None,
             scan_start: 0,
             hca <- hca::Hca::new_in_place(),
             xrc <- xrc::Xrc::new_in_place(),

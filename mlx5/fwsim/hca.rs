@@ -295,6 +295,7 @@ impl Fw {
         self.sq_hint = None;
         self.resize = None;
         self.flush = None;
+        self.started = None;
         self.scan_start = 0;
         self.hca.eqs.clear();
         self.reset_ports();

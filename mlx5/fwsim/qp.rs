@@ -342,6 +342,10 @@ impl Fw {
             // Hardware flushes on the transition; the flush CQEs need memory.
             self.flush = Some(qpn);
         }
+        if C::FROM == Some(QPC_STATE_RTR) && C::TO == QPC_STATE_RTS {
+            // What was posted in RTR is sent now; whether there is any needs memory.
+            self.started = Some(qpn);
+        }
         Ok(())
     }
 
