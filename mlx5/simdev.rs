@@ -23,6 +23,7 @@ pub(crate) mod iommu;
 mod trap_order;
 
 use crate::aux_parent::AuxParent;
+use crate::fwsim::engine::Left;
 use crate::fwsim::fault::FaultPlan;
 use crate::fwsim::profile::LinkLayer as SimLinkLayer;
 use crate::fwsim::{spec, Config, Counts, ExecError, Fw, Stats};
@@ -331,20 +332,19 @@ impl SimFunction {
     }
 }
 
-/// Commands after which the fabric's worker has something to look at: a new QP (the worker
-/// sleeps while the fabric has none), the flushes and events of a QP moved to ERR or RESET, a
-/// CQ change. Not the other QP transitions: in INIT a QP neither sends nor receives, a move
-/// to RTR only lets the QP accept what a peer sends next (a message it refused before is sent
-/// again at the peer's retry deadline, which the worker keeps), RTS2RTS changes attributes,
-/// and RTR2RTS kicks only when WQEs were posted before it ([`Fw::complete_commands`]); none of
-/// them queues a CQE or an event. A kick there only ran a pass with nothing new in it and woke
-/// a real-time thread that can preempt the caller: a third of each transition's time on the
+/// Commands after which the fabric's worker has something to look at: the flushes and events
+/// of a QP moved to ERR or RESET, a CQ change. The worker rescans while a QP it serves exists
+/// (`Fw::has_served_qp`: one in RTS with a send queue, or in ERR), so RTR2RTS kicks it when it
+/// finds WQEs posted before it, and when it makes the function's first such QP wakes it if it
+/// sleeps until kicked (`Fabric::kick_served`; [`Fw::complete_commands`] says which). The other QP commands do not: a new QP is in RESET, in INIT a QP
+/// neither sends nor receives, a move to RTR only lets the QP accept what a peer sends next (a
+/// message it refused before is sent again at the peer's retry deadline, which the worker
+/// keeps), RTS2RTS changes attributes; none of them queues a CQE or an event. A kick there only
+/// ran a pass with nothing new in it, woke a real-time thread that can preempt the caller and
+/// held the fabric lock the next command waited for: a third of each transition's time on the
 /// benchmark kernel (`Documentation/performance.md`, session 15).
 fn wakes_worker(op: u16) -> bool {
-    matches!(
-        op,
-        opcode::CREATE_QP | opcode::_2ERR_QP | opcode::_2RST_QP | opcode::MODIFY_CQ
-    )
+    matches!(op, opcode::_2ERR_QP | opcode::_2RST_QP | opcode::MODIFY_CQ)
 }
 
 impl Mlx5Hw for SimFunction {
@@ -384,13 +384,15 @@ impl Mlx5Hw for SimFunction {
         }
         match r {
             Ok(c) if c.status == Status::OK => {
-                // A new QP, a QP moved to ERR or RESET or a CQ change: the worker must look
-                // (it sleeps while the fabric has no QP, and commands ring no doorbell), and
-                // deliver what the command queued (e.g. a completion event of a flush on an
-                // armed CQ); or a QP now in RTS with WQEs posted before.
+                // A QP moved to ERR or RESET or a CQ change: the worker must look (commands
+                // ring no doorbell) and deliver what the command queued (e.g. a completion
+                // event of a flush on an armed CQ); or a QP now in RTS that is the function's
+                // first the worker serves or has WQEs posted before.
                 let op = mbox_in::opcode.get(inbox).unwrap_or(0);
-                if left_work || wakes_worker(u16::try_from(op).unwrap_or(0)) {
+                if left_work == Left::Work || wakes_worker(u16::try_from(op).unwrap_or(0)) {
                     self.kick();
+                } else if left_work == Left::Served {
+                    self.fabric.fabric().kick_served();
                 }
                 Ok(())
             }

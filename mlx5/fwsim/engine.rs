@@ -1812,6 +1812,19 @@ fn flush_one(nodes: &mut [Node<'_>], ni: usize, s: &Snap) -> bool {
     false
 }
 
+/// What a command left for the kernel side's worker ([`Fw::complete_commands`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Left {
+    /// Nothing.
+    Nothing,
+    /// The function's first QP a pass serves ([`Fw::has_served_qp`]): the worker must be
+    /// rescanning (it rescans while such a QP exists), nothing to run now.
+    Served,
+    /// WQEs to run now: a QP moved from RTR to RTS with WQEs posted before (its doorbell
+    /// record ahead of what was sent).
+    Work,
+}
+
 impl Fw {
     /// A CQ arm store at UAR `uar_index` + 0x20 (`MLX5_CQ_DOORBELL`): `value` is the 64-bit
     /// big-endian store read as a number, `(sn << 28 | cmd << 24 | ci) << 32 | cqn`. Ignored
@@ -1845,16 +1858,16 @@ impl Fw {
     /// the completion ([`run`] does it too, for a caller that did not). Cheap when there is
     /// nothing to do.
     ///
-    /// Returns whether the command left the data path work that only a pass does: a QP moved
-    /// from RTR to RTS with WQEs posted before (its doorbell record ahead of what was sent).
-    pub(crate) fn complete_commands(&mut self, mem: &dyn DmaMem) -> bool {
+    /// Returns what the command left for the worker ([`Left`]).
+    pub(crate) fn complete_commands(&mut self, mem: &dyn DmaMem) -> Left {
         if let Some(qpn) = self.flush.take() {
             self.flush_now(mem, qpn);
         }
-        let started = self
-            .started
-            .take()
-            .is_some_and(|qpn| self.sq_posted(mem, qpn));
+        let started = match self.started.take() {
+            Some((qpn, _)) if self.sq_posted(mem, qpn) => Left::Work,
+            Some((_, true)) => Left::Served,
+            _ => Left::Nothing,
+        };
         let Some((cqn, new)) = self.resize.take() else {
             return started;
         };

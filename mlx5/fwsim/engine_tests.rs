@@ -12,7 +12,7 @@ use std::vec;
 use std::vec::Vec;
 
 use super::dma::{DmaFault, DmaMem};
-use super::engine::{self, Node, RunResult};
+use super::engine::{self, Left, Node, RunResult};
 use super::events::{Event, QpEvent, SrqEvent};
 use super::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use super::syndrome as syn;
@@ -1989,31 +1989,58 @@ fn only_rts_and_err_qps_are_served() {
 }
 
 /// `complete_commands` after RTR2RTS reports work (the simdev then wakes its worker) only
-/// when WQEs were posted while the QP was in RTR; the next pass sends them.
+/// for the function's first QP a pass serves (the worker's rescans start) and when WQEs were
+/// posted while the QP was in RTR (the next pass sends them).
 #[test]
-fn rtr2rts_reports_wqes_posted_in_rtr() {
+fn rtr2rts_reports_the_first_served_qp_and_wqes_posted_in_rtr() {
     let mut h = Host::new(LinkLayer::Ib, 1);
     let scq = h.cq(6, false);
     let rcq = h.cq(6, false);
     let mut a = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
     let mut b = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    let c = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    assert_eq!(h.fw.complete_commands(&h.mem), Left::Nothing, "CREATE_QP");
     let lid = h.lid();
     let (pa, pb) = (Path::to(b.qpn, lid), Path::to(a.qpn, lid));
     h.to_rtr(&b, &pb);
-    assert!(!h.fw.complete_commands(&h.mem), "RST2INIT, INIT2RTR");
+    assert_eq!(
+        h.fw.complete_commands(&h.mem),
+        Left::Nothing,
+        "RST2INIT, INIT2RTR"
+    );
     h.to_rts(&b, &pb);
-    assert!(!h.fw.complete_commands(&h.mem), "RTR2RTS with an empty SQ");
+    assert_eq!(
+        h.fw.complete_commands(&h.mem),
+        Left::Served,
+        "the first served QP"
+    );
+    h.to_rtr(&c, &pb);
+    h.to_rts(&c, &pb);
+    assert_eq!(
+        h.fw.complete_commands(&h.mem),
+        Left::Nothing,
+        "a second, with an empty SQ"
+    );
     let mr = h.mr(4096, ALL);
     h.post_recv(&mut b, &[mr.sge(0, 64)]);
     h.to_rtr(&a, &pa);
     h.post(&mut a, &Wr::new(wqe_op::SEND).sge(mr.sge(64, 16)));
-    assert!(
-        !h.fw.complete_commands(&h.mem),
+    assert_eq!(
+        h.fw.complete_commands(&h.mem),
+        Left::Nothing,
         "posted in RTR, not yet RTS"
     );
     h.to_rts(&a, &pa);
-    assert!(h.fw.complete_commands(&h.mem), "RTR2RTS with a WQE posted");
-    assert!(!h.fw.complete_commands(&h.mem), "reported once");
+    assert_eq!(
+        h.fw.complete_commands(&h.mem),
+        Left::Work,
+        "RTR2RTS with a WQE posted"
+    );
+    assert_eq!(
+        h.fw.complete_commands(&h.mem),
+        Left::Nothing,
+        "reported once"
+    );
     run(&mut [&mut h], 0);
     let mut scq = scq;
     assert_eq!(h.poll_all(&mut scq).len(), 1, "the pass sent it");

@@ -391,9 +391,11 @@ pub(crate) struct Fw {
     resize: Option<(u32, cqe::CqState)>,
     /// A QP the last command moved to ERR: [`Fw::complete_commands`] flushes it.
     flush: Option<u32>,
-    /// A QP the last command moved from RTR to RTS: [`Fw::complete_commands`] tells whether
-    /// WQEs were posted before it could send (the worker's pass then executes them).
-    started: Option<u32>,
+    /// A QP the last command moved from RTR to RTS, and whether it is the function's first QP
+    /// a pass serves ([`Fw::has_served_qp`]): [`Fw::complete_commands`] tells whether the
+    /// worker must look (its first served QP starts its rescans; WQEs posted before RTS are
+    /// executed by its pass).
+    started: Option<(u32, bool)>,
     /// The QP slot the next [`engine::run`] pass starts at (fairness under a budget).
     scan_start: usize,
     /// Life cycle, negotiated settings and EQs (`hca.rs`).

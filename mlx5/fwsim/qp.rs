@@ -295,6 +295,9 @@ impl Fw {
     /// the layout table: `rst2init_qp_in.qpn` and the others are all at 0x48).
     pub(super) fn modify_qp<C: QpTransitionModel>(&mut self, c: &mut Cmd<'_, C>) -> Done {
         let qpn = c.get(C::QPN);
+        let to_rts = C::FROM == Some(QPC_STATE_RTR) && C::TO == QPC_STATE_RTS;
+        // The function's first QP a pass serves: the worker starts its rescans for it.
+        let first_served = to_rts && !self.has_served_qp();
         let q = self.qps.lookup_owned(qpn, c.uid, syn::QP_UNKNOWN)?;
         let (state, st) = (q.state, qpc::st.get(&q.qpc).unwrap_or(QPC_ST_RC));
         if C::FROM.is_some_and(|f| f != state) {
@@ -342,9 +345,9 @@ impl Fw {
             // Hardware flushes on the transition; the flush CQEs need memory.
             self.flush = Some(qpn);
         }
-        if C::FROM == Some(QPC_STATE_RTR) && C::TO == QPC_STATE_RTS {
+        if to_rts {
             // What was posted in RTR is sent now; whether there is any needs memory.
-            self.started = Some(qpn);
+            self.started = Some((qpn, first_served));
         }
         Ok(())
     }

@@ -215,6 +215,10 @@ struct Wake {
     idle: kernel::time::Jiffies,
     /// Sleep this many jiffies at most before rescanning (`None`: until kicked).
     rescan: Option<kernel::time::Jiffies>,
+    /// A command made a QP the worker serves while it was rescanning ([`Fabric::kick_served`]):
+    /// if the pass under way saw none (it ran before), the worker passes again rather than
+    /// sleep until kicked.
+    served_since: bool,
     dbs: [Option<PendingDb>; PENDING],
     n: usize,
     traps: [Option<PendingTrap>; PENDING_TRAPS],
@@ -409,6 +413,21 @@ impl Fabric {
     /// Wakes the worker for a pass.
     pub(crate) fn kick(&self) {
         self.wake.lock().kicked = true;
+        self.cv.notify_one();
+    }
+
+    /// A command made a function's first QP that passes serve (`Fw::has_served_qp`): the
+    /// worker must be rescanning. Wakes it only if it sleeps until kicked; a worker that
+    /// rescans already is not woken (that wake-up, a real-time thread preempting the caller,
+    /// was most of an RTR2RTS's time), only told, in case the pass it is in saw no such QP.
+    pub(crate) fn kick_served(&self) {
+        let mut w = self.wake.lock();
+        if w.rescan.is_some() {
+            w.served_since = true;
+            return;
+        }
+        w.kicked = true;
+        drop(w);
         self.cv.notify_one();
     }
 
@@ -990,9 +1009,10 @@ impl ThreadBody for Fabric {
             );
             let mut w = self.wake.lock();
             w.rescan = rescan;
-            if more {
+            if more || (rescan.is_none() && w.served_since) {
                 w.kicked = true;
             }
+            w.served_since = false;
             drop(w);
             if more {
                 kthread::cond_resched();
@@ -1046,6 +1066,7 @@ impl FabricWorker {
                     stop: false,
                     idle: 1,
                     rescan: None,
+                    served_since: false,
                     dbs: [None; PENDING],
                     n: 0,
                     traps: [const { None }; PENDING_TRAPS],
