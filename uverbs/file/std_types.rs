@@ -297,7 +297,7 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
         let bufs = self.bufs()?;
         let kind = self.file.qp_create_common(self.inner, &c, &bufs)?;
         let qp = match &kind {
-            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _, _, _) => q.clone(),
+            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _) => q.clone(),
             _ => return Err(EINVAL),
         };
         let cap = cap_resp(&qp.cap());

@@ -29,7 +29,7 @@ pub(super) enum ObjKind<D: Driver> {
     Xrcd(Arc<UXrcd<D>>),
     /// An opened handle of an XRC target QP (the QP belongs to its domain): the XRCD handle
     /// it was created or opened through, and this handle's event handler.
-    TgtQp(Arc<Qp<D>>, Arc<UEvents>, Arc<UXrcd<D>>, Arc<dyn QpHandler>),
+    TgtQp(Arc<Qp<D>>, KBox<TgtQpRefs<D>>),
     Mr(Arc<Mr<D>>),
     Ah(Arc<Ah<D>>),
     Mw(Arc<Mw<D>>),
@@ -37,6 +37,17 @@ pub(super) enum ObjKind<D: Driver> {
     Dm(Arc<Dm<D>>),
     /// An object of a driver's object type (destroyed by dropping it).
     Driver(DriverObject),
+}
+
+/// What an opened handle of an XRC target QP holds besides the QP: the XRCD handle it was
+/// created or opened through and this handle's events and event handler. Boxed, so that this
+/// rare handle does not make every object's node in the handle table larger: with the four
+/// references inline the enum took 48 bytes and a PD's node `kmalloc-128`; boxed it takes 32
+/// and the node fits `kmalloc-96` (`slab_bytes_pd`, `Documentation/performance.md`).
+pub(super) struct TgtQpRefs<D: Driver> {
+    pub(super) ev: Arc<UEvents>,
+    pub(super) ux: Arc<UXrcd<D>>,
+    pub(super) handler: Arc<dyn QpHandler>,
 }
 
 pub(crate) struct Inner<D: Driver> {
@@ -156,9 +167,9 @@ impl<D: Driver> UFile<D> {
                     }
                 }
             }
-            ObjKind::TgtQp(qp, ev, ux, h) => match Self::tgt_qp_close(&qp, &ux, &h) {
-                Ok(()) => Ok(ev.release()),
-                Err(e) => Err((e, ObjKind::TgtQp(qp, ev, ux, h))),
+            ObjKind::TgtQp(qp, r) => match Self::tgt_qp_close(&qp, &r.ux, &r.handler) {
+                Ok(()) => Ok(r.ev.release()),
+                Err(e) => Err((e, ObjKind::TgtQp(qp, r))),
             },
             ObjKind::Mr(mr) => unreported(Mr::dereg(mr), ObjKind::Mr),
             ObjKind::Ah(ah) => unreported(Ah::destroy(ah), ObjKind::Ah),
@@ -220,7 +231,7 @@ impl<D: Driver> UFile<D> {
 
     pub(super) fn qp_by_handle(inner: &Inner<D>, h: u32) -> Result<Arc<Qp<D>>> {
         match Self::obj_at(inner, inner.find(obj::QP, i64::from(h))?)? {
-            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _, _, _) => Ok(q.clone()),
+            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _) => Ok(q.clone()),
             _ => Err(EINVAL),
         }
     }

@@ -303,7 +303,7 @@ impl<D: Driver> WriteCtx<'_, D> {
         }
         let kind = self.file.qp_create_common(self.inner, &c, self.b)?;
         let qp = match &kind {
-            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _, _, _) => q.clone(),
+            ObjKind::Qp(q, _) | ObjKind::TgtQp(q, _) => q.clone(),
             _ => return Err(EINVAL),
         };
         let (qpn, cap) = (qp.qp_num(), cap_resp(&qp.cap()));

@@ -17,7 +17,7 @@ use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s};
 use crate::uverbs::file::cmd::{respond, with_user_ctx, WriteBufs, WriteCtx};
 use crate::uverbs::file::events::UEvents;
-use crate::uverbs::file::uobject::{Inner, ObjKind};
+use crate::uverbs::file::uobject::{Inner, ObjKind, TgtQpRefs};
 use crate::uverbs::file::UFile;
 use crate::verbs::{Counted, Qp, QpCap, QpHandler, Srq, SrqHandler, SrqInitAttr, Xrcd};
 use kernel::prelude::*;
@@ -140,9 +140,11 @@ impl<D: Driver> UFile<D> {
         let ux = Self::xrcd_by_handle(inner, xrcd_handle)?;
         let ev = UEvents::new(None, inner.async_file.clone(), user_handle)?;
         let handler: Arc<dyn QpHandler> = ev.clone();
-        let qp = Xrcd::create_tgt_qp(&ux.xrcd, cap, handler.clone(), Owner::current_task())?;
-        ux.get();
-        Ok(ObjKind::TgtQp(qp, ev, ux, handler))
+        // Allocated before the QP: nothing to undo after it.
+        let r = KBox::new(TgtQpRefs { ev, ux, handler }, GFP_KERNEL)?;
+        let qp = Xrcd::create_tgt_qp(&r.ux.xrcd, cap, r.handler.clone(), Owner::current_task())?;
+        r.ux.get();
+        Ok(ObjKind::TgtQp(qp, r))
     }
 
     /// Closes a target QP handle (upstream `ib_destroy_qp_user()` → `__ib_destroy_shared_qp()`).
@@ -264,21 +266,19 @@ impl<D: Driver> WriteCtx<'_, D> {
         }
         let ev = UEvents::new(None, self.inner.async_file.clone(), r.user_handle)?;
         let handler: Arc<dyn QpHandler> = ev.clone();
-        let qp = ux.xrcd.open_qp(r.qpn, handler.clone())?;
+        // Allocated before the QP is opened: nothing to undo after it.
+        let refs = KBox::new(TgtQpRefs { ev, ux, handler }, GFP_KERNEL)?;
+        let qp = refs.ux.xrcd.open_qp(r.qpn, refs.handler.clone())?;
         let qpn = qp.qp_num();
-        ux.get();
-        self.commit_new(
-            obj::QP,
-            ObjKind::TgtQp(qp, ev, ux, handler),
-            |b, qp_handle| {
-                let o = s::CreateQpResp {
-                    qp_handle,
-                    qpn,
-                    ..Default::default()
-                };
-                respond(b, &o.to_bytes())
-            },
-        )
+        refs.ux.get();
+        self.commit_new(obj::QP, ObjKind::TgtQp(qp, refs), |b, qp_handle| {
+            let o = s::CreateQpResp {
+                qp_handle,
+                qpn,
+                ..Default::default()
+            };
+            respond(b, &o.to_bytes())
+        })
     }
 
     /// `IB_USER_VERBS_CMD_CREATE_XSRQ` / `IB_USER_VERBS_CMD_CREATE_SRQ` (upstream
