@@ -21,7 +21,9 @@
 //! on-stack bundle has the same property). A commit allocates one tree node, none after a
 //! destroy (the freed node is kept); the list costs no allocation (a second tree, ordered by
 //! sequence number, cost a 64-byte node an object: `slab_bytes_pd` in
-//! `Documentation/performance.md`).
+//! `Documentation/performance.md`). The node holds the object's value inline, so the value's
+//! size sets every object's node: uverbs keeps its variants small (`ObjKind`, the XRC target
+//! QP's references boxed) so that a node fits `kmalloc-96`.
 //!
 //! Before this table the handles were a `KVec` searched linearly and new ids were found by
 //! rescanning it once per candidate id (`Documentation/performance.md`, "uobject table").
