@@ -336,13 +336,14 @@ impl SimFunction {
 /// of a QP moved to ERR or RESET, a CQ change. The worker rescans while a QP it serves exists
 /// (`Fw::has_served_qp`: one in RTS with a send queue, or in ERR), so RTR2RTS kicks it when it
 /// finds WQEs posted before it, and when it makes the function's first such QP wakes it if it
-/// sleeps until kicked (`Fabric::kick_served`; [`Fw::complete_commands`] says which). The other QP commands do not: a new QP is in RESET, in INIT a QP
-/// neither sends nor receives, a move to RTR only lets the QP accept what a peer sends next (a
-/// message it refused before is sent again at the peer's retry deadline, which the worker
-/// keeps), RTS2RTS changes attributes; none of them queues a CQE or an event. A kick there only
-/// ran a pass with nothing new in it, woke a real-time thread that can preempt the caller and
-/// held the fabric lock the next command waited for: a third of each transition's time on the
-/// benchmark kernel (`Documentation/performance.md`, session 15).
+/// sleeps until kicked (`Fabric::kick_served`; [`Fw::complete_commands`] says which). The
+/// other QP commands do not: a new QP is in RESET, in INIT a QP neither sends nor receives, a
+/// move to RTR only lets the QP accept what a peer sends next (a message it refused before is
+/// sent again at the peer's retry deadline, which the worker keeps), RTS2RTS changes
+/// attributes; none of them queues a CQE or an event. A kick there only ran a pass with nothing
+/// new in it, woke a real-time thread that can preempt the caller and held the fabric lock the
+/// next command waited for: a third of each transition's time on the benchmark kernel
+/// (`Documentation/performance.md`, session 15).
 fn wakes_worker(op: u16) -> bool {
     matches!(op, opcode::_2ERR_QP | opcode::_2RST_QP | opcode::MODIFY_CQ)
 }

@@ -1886,18 +1886,14 @@ impl Fw {
     /// producer counter differs from the consumer counter (an unreadable record counts as
     /// work: the pass then reports it as a DMA fault).
     fn sq_posted(&self, mem: &dyn DmaMem, qpn: u32) -> bool {
-        let Some(slot) = self.qps.slot_of(qpn) else {
+        let Some(qp) = self.qps.get(qpn) else {
             return false;
         };
-        let Some(s) = snap(self, slot) else {
-            return false;
-        };
-        if !s.q.has_sq {
-            return false;
-        }
-        s.q.buf
-            .db(mem, 4)
-            .is_none_or(|pi| (pi & 0xffff) as u16 != s.q.sq_ci)
+        let q = &qp.q;
+        q.has_sq
+            && q.buf
+                .db(mem, 4)
+                .is_none_or(|pi| (pi & 0xffff) as u16 != q.sq_ci)
     }
 
     /// Flushes what a QP just moved to ERR has outstanding, as hardware does on the

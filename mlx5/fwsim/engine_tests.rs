@@ -431,7 +431,12 @@ impl Host {
         let mut b = inbox(opcode, 0, 0, rst2init_qp_in::SIZE_BYTES);
         rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
         ok(&mut self.fw, &b, 16);
-        self.fw.complete_commands(&self.mem);
+        self.complete();
+    }
+
+    /// What the last commands left for the worker, as the kernel side completes them.
+    pub(super) fn complete(&mut self) -> Left {
+        self.fw.complete_commands(&self.mem)
     }
 
     pub(super) fn state(&mut self, qp: &QpH) -> u32 {
@@ -1999,48 +2004,24 @@ fn rtr2rts_reports_the_first_served_qp_and_wqes_posted_in_rtr() {
     let mut a = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
     let mut b = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
     let c = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
-    assert_eq!(h.fw.complete_commands(&h.mem), Left::Nothing, "CREATE_QP");
+    assert_eq!(h.complete(), Left::Nothing, "CREATE_QP");
     let lid = h.lid();
     let (pa, pb) = (Path::to(b.qpn, lid), Path::to(a.qpn, lid));
     h.to_rtr(&b, &pb);
-    assert_eq!(
-        h.fw.complete_commands(&h.mem),
-        Left::Nothing,
-        "RST2INIT, INIT2RTR"
-    );
+    assert_eq!(h.complete(), Left::Nothing, "RST2INIT, INIT2RTR");
     h.to_rts(&b, &pb);
-    assert_eq!(
-        h.fw.complete_commands(&h.mem),
-        Left::Served,
-        "the first served QP"
-    );
+    assert_eq!(h.complete(), Left::Served, "the first served QP");
     h.to_rtr(&c, &pb);
     h.to_rts(&c, &pb);
-    assert_eq!(
-        h.fw.complete_commands(&h.mem),
-        Left::Nothing,
-        "a second, with an empty SQ"
-    );
+    assert_eq!(h.complete(), Left::Nothing, "a second, with an empty SQ");
     let mr = h.mr(4096, ALL);
     h.post_recv(&mut b, &[mr.sge(0, 64)]);
     h.to_rtr(&a, &pa);
     h.post(&mut a, &Wr::new(wqe_op::SEND).sge(mr.sge(64, 16)));
-    assert_eq!(
-        h.fw.complete_commands(&h.mem),
-        Left::Nothing,
-        "posted in RTR, not yet RTS"
-    );
+    assert_eq!(h.complete(), Left::Nothing, "posted in RTR, not yet RTS");
     h.to_rts(&a, &pa);
-    assert_eq!(
-        h.fw.complete_commands(&h.mem),
-        Left::Work,
-        "RTR2RTS with a WQE posted"
-    );
-    assert_eq!(
-        h.fw.complete_commands(&h.mem),
-        Left::Nothing,
-        "reported once"
-    );
+    assert_eq!(h.complete(), Left::Work, "RTR2RTS with a WQE posted");
+    assert_eq!(h.complete(), Left::Nothing, "reported once");
     run(&mut [&mut h], 0);
     let mut scq = scq;
     assert_eq!(h.poll_all(&mut scq).len(), 1, "the pass sent it");
