@@ -326,6 +326,16 @@ impl SimFunction {
         self.uar_pages.lock().len()
     }
 
+    /// Whether a UAR page of this function has a mapping installed, where a store lands
+    /// without a fault and only the worker's rescans see it. With none, a QP's first doorbell
+    /// after its RTR2RTS faults, and the fault wakes the worker (or serves the page in the
+    /// storing task), so the first served QP need not wake it: a wake-up preempts the caller
+    /// of RTR2RTS for nothing (`Documentation/performance.md`, session 16). A page whose fault
+    /// is installing it right now is not listed yet; that fault rings next.
+    fn uar_installed(&self) -> bool {
+        self.uar_pages.lock().iter().any(|(_, p)| p.installed() != 0)
+    }
+
     /// Runs `f` on the fault-injection knobs, under the device lock.
     pub(crate) fn with_faults<R>(&self, f: impl FnOnce(&mut FaultPlan) -> R) -> R {
         self.with_fw(|fw| f(fw.faults_mut()))
@@ -335,7 +345,8 @@ impl SimFunction {
 /// Commands after which the fabric's worker has something to look at: the flushes and events
 /// of a QP moved to ERR or RESET, a CQ change. The worker rescans while a QP it serves exists
 /// (`Fw::has_served_qp`: one in RTS with a send queue, or in ERR), so RTR2RTS kicks it when it
-/// finds WQEs posted before it, and when it makes the function's first such QP wakes it if it
+/// finds WQEs posted before it, and when it makes the function's first such QP while one of
+/// the function's UAR pages is installed (a store there would not fault) wakes it if it
 /// sleeps until kicked (`Fabric::kick_served`; [`Fw::complete_commands`] says which). The
 /// other QP commands do not: a new QP is in RESET, in INIT a QP neither sends nor receives, a
 /// move to RTR only lets the QP accept what a peer sends next (a message it refused before is
@@ -392,7 +403,7 @@ impl Mlx5Hw for SimFunction {
                 let op = mbox_in::opcode.get(inbox).unwrap_or(0);
                 if left_work == Left::Work || wakes_worker(u16::try_from(op).unwrap_or(0)) {
                     self.kick();
-                } else if left_work == Left::Served {
+                } else if left_work == Left::Served && self.uar_installed() {
                     self.fabric.fabric().kick_served();
                 }
                 Ok(())

@@ -173,7 +173,7 @@ impl TrapPage {
         &self.page
     }
 
-    /// How many mappings have their entry installed (tests).
+    /// How many mappings have their entry installed (where a store lands without a fault).
     pub fn installed(&self) -> usize {
         self.installed.lock().len()
     }

@@ -248,9 +248,11 @@ impl CharDevice for Node {
         if let Some(ops) = ops {
             ops.destroy_all(false);
         }
-        // Not in the device's list any more (disassociate may have emptied it).
-        // The list is found through the file's device only while registered,
-        // so the entry is removed lazily: see `UverbsDevice::prune`.
+        // upstream ib_uverbs_close(): `list_del_init(&file->list)`. The entry is the file's to
+        // remove: left to the device's removal, every file ever opened stayed in the list (an
+        // `OpenFile` and a list slot each) for as long as the device was registered. A removal
+        // may have emptied the list already; then there is nothing to find.
+        ptr.udev.files.lock().retain(|f| !Arc::ptr_eq(f, &ptr));
         drop(ptr);
     }
 
@@ -264,8 +266,8 @@ impl CharDevice for Node {
     // EIO.
     fn ioctl(ptr: ArcBorrow<'_, OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         let hdr = super::file::ioctl_header(cmd, arg)?;
-        let method = super::abi::parse::find_method(&ptr.udev.tree, &hdr)
-            .map_err(|e| Error::from_errno(e.to_errno()))?;
+        let method =
+            super::abi::parse::find_method(&ptr.udev.tree, &hdr).map_err(super::file::kerr)?;
         ptr.get()?.ioctl(arg, &hdr, method)
     }
 
@@ -292,13 +294,6 @@ impl CharDevice for Node {
     // upstream: ib_uverbs_mmap(); a disassociated file is EIO.
     fn mmap(ptr: ArcBorrow<'_, OpenFile>, _file: &File, vma: &kernel::mm::virt::VmaNew) -> Result {
         ptr.get()?.mmap(vma)
-    }
-}
-
-impl UverbsDevice {
-    /// Drops list entries of closed files.
-    fn prune(&self) {
-        self.files.lock().retain(|f| f.ops.lock().is_some());
     }
 }
 
@@ -500,7 +495,6 @@ impl crate::client::Client for UverbsClient {
         }
         drop(files);
         drop(drv);
-        att.udev.prune();
         self.free_devnum(att.devnum);
     }
 }

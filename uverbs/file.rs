@@ -46,8 +46,27 @@ use kernel::sync::{Arc, Mutex};
 use kernel::uaccess::{UserPtr, UserSlice, UserSliceReader};
 
 /// The kernel error of an ABI errno.
+///
+/// A match on constants, inlined: `Error::from_errno()` is an out-of-line call that checks the
+/// value's range, on every rejected ioctl.
+#[inline]
 pub(super) fn kerr(e: Errno) -> Error {
-    Error::from_errno(e.to_errno())
+    match e {
+        Errno::ENOENT => ENOENT,
+        Errno::EIO => EIO,
+        Errno::EBADF => EBADF,
+        Errno::E2BIG => E2BIG,
+        Errno::ENOMEM => ENOMEM,
+        Errno::EFAULT => EFAULT,
+        Errno::EMFILE => EMFILE,
+        Errno::EEXIST => EEXIST,
+        Errno::EINVAL => EINVAL,
+        Errno::ENOSPC => ENOSPC,
+        Errno::EOVERFLOW => EOVERFLOW,
+        Errno::EPROTONOSUPPORT => EPROTONOSUPPORT,
+        Errno::EOPNOTSUPP => EOPNOTSUPP,
+        Errno::ENOIOCTLCMD => ENOIOCTLCMD,
+    }
 }
 
 pub(super) fn uaddr(addr: u64) -> Result<usize> {
@@ -63,9 +82,7 @@ fn copy_in(addr: u64, len: usize) -> Result<KVec<u8>> {
 
 /// `copy_from_user()` into `buf`.
 fn copy_in_to(addr: u64, buf: &mut [u8]) -> Result {
-    UserSlice::new(UserPtr::from_addr(uaddr(addr)?), buf.len())
-        .reader()
-        .read_slice(buf)
+    crate::uaccess::read_init(uaddr(addr)?, buf)
 }
 
 /// `copy_to_user()`.

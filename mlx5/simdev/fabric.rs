@@ -24,8 +24,9 @@
 //! what the engine serves) it also rescans everything, every jiffy after a pass that did
 //! work and less often the longer nothing happens (up to [`IDLE_RESCAN_MAX`]), and at the
 //! engine's next RNR/ACK-timeout deadline: the doorbell records are the truth and a dropped
-//! trap's page is still read. With no such QP it sleeps until kicked (a QP reaching RTS or
-//! ERR kicks it): an idle fabric costs no CPU, however many idle QPs it holds. After each
+//! trap's page is still read. With no such QP it sleeps until kicked (a QP reaching ERR kicks
+//! it, one reaching RTS when a store could land unseen: [`Fabric::kick_served`]; otherwise the
+//! QP's first doorbell faults): an idle fabric costs no CPU, however many idle QPs it holds. After each
 //! pass it delivers the events the engine queued, without the fabric lock, to each
 //! function's handler ([`Mlx5Events`]).
 //!
@@ -416,10 +417,12 @@ impl Fabric {
         self.cv.notify_one();
     }
 
-    /// A command made a function's first QP that passes serve (`Fw::has_served_qp`): the
-    /// worker must be rescanning. Wakes it only if it sleeps until kicked; a worker that
-    /// rescans already is not woken (that wake-up, a real-time thread preempting the caller,
-    /// was most of an RTR2RTS's time), only told, in case the pass it is in saw no such QP.
+    /// A command made a function's first QP that passes serve (`Fw::has_served_qp`) while a
+    /// UAR page of the function is installed (`SimFunction::uar_installed`: a store to it
+    /// lands without a fault): the worker must be rescanning. Wakes it only if it sleeps until
+    /// kicked; a worker that rescans already is not woken (that wake-up, a real-time thread
+    /// preempting the caller, was most of an RTR2RTS's time), only told, in case the pass it
+    /// is in saw no such QP.
     pub(crate) fn kick_served(&self) {
         let mut w = self.wake.lock();
         if w.rescan.is_some() {

@@ -24,7 +24,7 @@ use crate::uverbs::driver_fd::DriverFd;
 use crate::uverbs::file::cmd::WriteBufs;
 use crate::uverbs::file::events::Reported;
 use crate::uverbs::file::uobject::{FdEntry, Inner, ObjKind};
-use crate::uverbs::file::{copy_in, copy_in_to, copy_out, kerr, uaddr, UFile};
+use crate::uverbs::file::{copy_in, copy_out, kerr, uaddr, UFile};
 use crate::uverbs::resp;
 use crate::verbs::Ucontext;
 use core::mem::MaybeUninit;
@@ -313,9 +313,9 @@ pub(crate) fn ioctl_header(cmd: u32, arg: usize) -> Result<IoctlHdr> {
     if cmd != crate::uverbs::abi::ioctl::RDMA_VERBS_IOCTL {
         return Err(kerr(Errno::ENOIOCTLCMD));
     }
-    let mut hb = [0u8; IoctlHdr::SIZE];
-    copy_in_to(arg as u64, &mut hb)?;
-    let hdr = IoctlHdr::from_prefix(&hb).ok_or(EFAULT)?;
+    let mut hb = [MaybeUninit::<u8>::uninit(); IoctlHdr::SIZE];
+    let hb = read_uninit(arg, &mut hb)?;
+    let hdr = IoctlHdr::from_prefix(hb).ok_or(EFAULT)?;
     crate::uverbs::abi::ioctl::check_ioctl_hdr(cmd, &hdr).map_err(kerr)?;
     Ok(hdr)
 }
