@@ -333,7 +333,10 @@ impl SimFunction {
     /// of RTR2RTS for nothing (`Documentation/performance.md`, session 16). A page whose fault
     /// is installing it right now is not listed yet; that fault rings next.
     fn uar_installed(&self) -> bool {
-        self.uar_pages.lock().iter().any(|(_, p)| p.installed() != 0)
+        self.uar_pages
+            .lock()
+            .iter()
+            .any(|(_, p)| p.installed() != 0)
     }
 
     /// Runs `f` on the fault-injection knobs, under the device lock.

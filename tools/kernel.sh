@@ -11,7 +11,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"
 
 base="$here/kernel/rdma-rs.config"
-kver=$(make -s -C "$KSRC" kernelversion)
+# --no-print-directory: under `make -C <this tree>` the inherited MAKEFLAGS carry -w, whose
+# "Entering directory" lines would become part of the version.
+kver=$(make -s --no-print-directory -C "$KSRC" kernelversion)
 if [ $# = 0 ]; then
 	# The test kernel: the fragment as it is (its hash names the cache).
 	frag=$base
@@ -52,7 +54,7 @@ if [ -f "$kb/.rdma-rs-complete" ]; then
 	exit 0
 fi
 
-kmake() { make -s -C "$KSRC" O="$kb" LLVM=$LLVM_SUFFIX "$@"; }
+kmake() { make -s --no-print-directory -C "$KSRC" O="$kb" LLVM=$LLVM_SUFFIX "$@"; }
 
 configure() {
 	mkdir -p "$kb"
