@@ -104,6 +104,14 @@ impl Inner {
         self.ports.last_mut().ok_or(ENOMEM)
     }
 
+    /// The mode of `port` (`MODE_NONE` for a port never configured), without adding its entry.
+    fn mode_of(&self, port: u32) -> u32 {
+        self.ports
+            .iter()
+            .find(|p| p.port == port)
+            .map_or(MODE_NONE, |p| p.mode)
+    }
+
     fn bound(&self, qpn: u32) -> Option<usize> {
         self.counters.iter().position(|c| c.qps.contains(&qpn))
     }
@@ -301,12 +309,17 @@ impl<D: Driver> Device<D> {
     /// (upstream `auto_mode_match()`: same type, same pid) or a new one. Errors are the
     /// caller's to ignore, as upstream's `_ib_modify_qp()` does.
     pub(crate) fn counter_bind_qp_auto(&self, qpn: u32, port: u32) -> Result {
+        if !self.port_ok(port) {
+            return Err(EINVAL);
+        }
+        // Every RESET->INIT comes here and most ports are not in auto mode: that is answered
+        // before the QP's lookup, a scan of restrack's QP table (linear in the device's QPs).
+        if self.counters().inner.lock().mode_of(port) != MODE_AUTO {
+            return Ok(());
+        }
         let qp = self.counter_qp(qpn)?;
         if is_kernel(&qp.owner) {
             return Ok(());
-        }
-        if !self.port_ok(port) {
-            return Err(EINVAL);
         }
         let mut g = self.counters().inner.lock();
         if g.bound(qpn).is_some() {

@@ -1858,6 +1858,9 @@ mod tests {
         assert_eq!(dev.hw_stats(1, &mut v)?, 2);
         assert_eq!(v[0], 100 + u64::from(id) * 10);
         assert_eq!(dev.counter_get_mode(1)?.0, counters::MODE_NONE);
+        // Not in auto mode, RESET->INIT's bind answers before it looks the QP up (0x777 is no
+        // QP: the lookup would say ENOENT).
+        assert_eq!(dev.counter_bind_qp_auto(0x777, 1), Ok(()));
         // Auto by type: two QPs of one type share a counter, a mask bit beyond type|pid is
         // EINVAL; the mode query answers the mask.
         assert_eq!(

@@ -346,7 +346,7 @@ impl SimFunction {
 }
 
 /// Commands after which the fabric's worker has something to look at: the flushes and events
-/// of a QP moved to ERR or RESET, a CQ change. The worker rescans while a QP it serves exists
+/// of a QP moved to ERR, a CQ change. The worker rescans while a QP it serves exists
 /// (`Fw::has_served_qp`: one in RTS with a send queue, or in ERR), so RTR2RTS kicks it when it
 /// finds WQEs posted before it, and when it makes the function's first such QP while one of
 /// the function's UAR pages is installed (a store there would not fault) wakes it if it
@@ -354,12 +354,14 @@ impl SimFunction {
 /// other QP commands do not: a new QP is in RESET, in INIT a QP neither sends nor receives, a
 /// move to RTR only lets the QP accept what a peer sends next (a message it refused before is
 /// sent again at the peer's retry deadline, which the worker keeps), RTS2RTS changes
-/// attributes; none of them queues a CQE or an event. A kick there only ran a pass with nothing
+/// attributes, 2RST discards what the QP had (no flush, no event: a QP in RESET completes
+/// nothing, and the worker's next pass finds it no longer served); none of them queues a CQE
+/// or an event. A kick there only ran a pass with nothing
 /// new in it, woke a real-time thread that can preempt the caller and held the fabric lock the
 /// next command waited for: a third of each transition's time on the benchmark kernel
 /// (`Documentation/performance.md`, session 15).
 fn wakes_worker(op: u16) -> bool {
-    matches!(op, opcode::_2ERR_QP | opcode::_2RST_QP | opcode::MODIFY_CQ)
+    matches!(op, opcode::_2ERR_QP | opcode::MODIFY_CQ)
 }
 
 impl Mlx5Hw for SimFunction {
@@ -399,7 +401,7 @@ impl Mlx5Hw for SimFunction {
         }
         match r {
             Ok(c) if c.status == Status::OK => {
-                // A QP moved to ERR or RESET or a CQ change: the worker must look (commands
+                // A QP moved to ERR or a CQ change: the worker must look (commands
                 // ring no doorbell) and deliver what the command queued (e.g. a completion
                 // event of a flush on an armed CQ); or a QP now in RTS that is the function's
                 // first the worker serves or has WQEs posted before.

@@ -12,6 +12,8 @@
  * N_OBJ: iterations of the cq, qp and mr figures (default 500).
  *   qp    RC QP create -> INIT -> RTR -> RTS -> destroy cycles/s (looped back
  *         to itself), and the microseconds of each step
+ *   qpinit one RC QP moved RESET -> INIT -> RESET N_OBJ times: the microseconds
+ *         of each transition alone (no create before the INIT, as in qp)
  *   mr    MR registration and deregistration, 4 KiB .. MR_MAX_MIB MiB, in GB/s
  *   pin   the same buffers pinned and unpinned alone (io_uring fixed-buffer
  *         registration: pin_user_pages_fast(FOLL_LONGTERM) and a bvec array,
@@ -243,6 +245,51 @@ static void fig_qp(struct ibv_context *ctx)
 	fig("qp_rts_us", t[3] * 1e6 / n_obj);
 	fig("qp_destroy_us", t[4] * 1e6 / n_obj);
 out:
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
+/* The INIT transition without a create before it: one QP, RESET -> INIT -> RESET. */
+static void fig_qpinit(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+	struct ibv_qp *qp = cq ? create_qp(pd, cq) : NULL;
+	double t[2] = { 0 }, t0;
+
+	if (!qp) {
+		skip("qp_loop_init_us", "PD, CQ or QP");
+		goto out;
+	}
+	for (long i = 0; i < n_obj; i++) {
+		struct ibv_qp_attr a = {
+			.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+		};
+
+		t0 = now();
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					  IBV_QP_ACCESS_FLAGS)) {
+			skip("qp_loop_init_us", "ibv_modify_qp to INIT");
+			goto out;
+		}
+		t[0] += now() - t0;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RESET;
+		t0 = now();
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE)) {
+			skip("qp_loop_init_us", "ibv_modify_qp to RESET");
+			goto out;
+		}
+		t[1] += now() - t0;
+	}
+	fig("qp_loop_init_us", t[0] * 1e6 / n_obj);
+	fig("qp_loop_reset_us", t[1] * 1e6 / n_obj);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
 	if (cq)
 		ibv_destroy_cq(cq);
 	if (pd)
@@ -580,6 +627,8 @@ int main(int argc, char **argv)
 			fig_cq(ctx);
 		else if (!strcmp(f, "qp"))
 			fig_qp(ctx);
+		else if (!strcmp(f, "qpinit"))
+			fig_qpinit(ctx);
 		else if (!strcmp(f, "mr"))
 			fig_mr(ctx);
 		else if (!strcmp(f, "pin"))

@@ -16,7 +16,8 @@
 # 10: the handle lookup and destroy at that size) on ours' rdmars.perfdev=
 # (default rxe_mock0; mlx5_0 profiles the simulated function: cq, qp, mr), with
 # rdmars.perfn= calls a round-trip figure (default 5000) and rdmars.perfobj= objects an
-# object figure (default 500): more samples for a short figure.
+# object figure (default 500): more samples for a short figure; rdmars.perfa=1 profiles every
+# CPU with call graphs (by task and symbol, callees included; rdmars.perflines= lines, default 80).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # bench_arg NAME DEFAULT: rdmars.NAME= from the kernel command line.
@@ -87,10 +88,20 @@ bu_perf() {
 	[ "$(bench_arg perf 0)" = 1 ] || return 0
 	echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
 	echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
-	perf record -q -e cpu-clock -F 2000 -o /tmp/perf.data /rdma-rs/uverbs_bench -d "$2" \
+	# rdmars.perfa=1: every CPU, with call graphs, sorted by task and symbol, inclusive of
+	# callees: what other tasks (workers, kthreads) do while the figure runs, and which
+	# caller a cost belongs to.
+	local rec="" rep="--sort sym" lines=30
+	if [ "$(bench_arg perfa 0)" = 1 ]; then
+		rec="-a -g" rep="--sort comm,sym --children -g none" lines=$(bench_arg perflines 80)
+	fi
+	# shellcheck disable=SC2086
+	perf record -q $rec -e cpu-clock -F 2000 -o /tmp/perf.data /rdma-rs/uverbs_bench -d "$2" \
 		-f "$(bench_arg perffigs rt)" -k "$(bench_arg perfscale 10)" -n "$(bench_arg perfn 5000)" \
 		-c "$(bench_arg perfobj 500)" >/dev/null 2>&1
-	perf report -q -i /tmp/perf.data --stdio --sort sym 2>/dev/null | grep -v '^$' | head -30 | sed "s/^/    perf-$1| /"
+	# shellcheck disable=SC2086
+	perf report -q -i /tmp/perf.data --stdio $rep 2>/dev/null | grep -v '^$' |
+		head -n "$lines" | sed "s/^/    perf-$1| /"
 	rm -f /tmp/perf.data
 }
 
@@ -106,7 +117,7 @@ bench_uverbs_suite() {
 	# Up to 100k PDs in one context (the handle table is a tree: uverbs/uobject_table.rs).
 	scale=$(bench_arg scale 100000)
 	runs=$(bench_arg runs 3)
-	bu_figs=$(bench_arg figs rt,cq,qp,mr,pin,slab,scale)
+	bu_figs=$(bench_arg figs rt,cq,qp,qpinit,mr,pin,slab,scale)
 	common="-n $n -c $nobj -s $nslab -m $mrmax -k $scale"
 	: >/tmp/bu-figs
 	# kmemleak's automatic scan (test kernel only) makes every allocation wait
@@ -126,6 +137,12 @@ bench_uverbs_suite() {
 			f1=$(bu_fwsim_ns)
 			echo "ours $r qp_fwsim_us $(awk -v a="$f0" -v b="$f1" -v c="$nobj" 'BEGIN { printf "%.1f", (b - a) / c / 1000 }')" >>/tmp/bu-figs
 		fi
+		if bu_has qpinit; then
+			f0=$(bu_fwsim_ns)
+			bu_run ours "$r" mlx5_0 qpinit $common
+			f1=$(bu_fwsim_ns)
+			echo "ours $r qp_loop_fwsim_us $(awk -v a="$f0" -v b="$f1" -v c="$nobj" 'BEGIN { printf "%.1f", (b - a) / c / 1000 }')" >>/tmp/bu-figs
+		fi
 		bu_has mr && bu_run ours "$r" mlx5_0 mr $common
 		bu_has pin && bu_run ours "$r" mlx5_0 pin $common
 		# The slab and scale figures take longest: the first run only.
@@ -144,7 +161,7 @@ bench_uverbs_suite() {
 		t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
 		ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up
 		t_check "rdma link add rxe0" rdma link add rxe0 type rxe netdev veth0
-		local figs=rt,cq,qp,mr,pin
+		local figs=rt,cq,qp,qpinit,mr,pin
 		[ "$r" = 1 ] && figs=$figs,slab,scale
 		local f
 		for f in $(echo "$figs" | tr , ' '); do
@@ -162,9 +179,10 @@ bench_uverbs_suite() {
 		sh -c 'grep -q "^ours " /tmp/bu-figs && grep -q "^up " /tmp/bu-figs'
 	echo "================ rdma-rs uverbs benchmark ================"
 	echo "kernel $(uname -r); runs $runs; n $n per round trip, $nobj per object figure, $nslab objects for slab, MR up to $mrmax MiB, up to $scale PDs"
-	echo "ours: rxe_mock0 (rt, scale, slab) and mlx5_0 on the simulator (cq, qp, mr, pin); upstream: rxe0 (rdma_rxe on veth)"
+	echo "ours: rxe_mock0 (rt, scale, slab) and mlx5_0 on the simulator (cq, qp, qpinit, mr, pin); upstream: rxe0 (rdma_rxe on veth)"
 	bench_table /tmp/bu-figs
-	echo "(ratio >= 1.0: ours is no slower; qp_fwsim_us is the simulator's share of one QP cycle, inside ours' qp_* figures)"
+	echo "(ratio >= 1.0: ours is no slower; qp_fwsim_us is the simulator's share of one QP cycle, inside ours' qp_* figures;"
+	echo " qp_loop_fwsim_us its share of one RESET -> INIT -> RESET, inside qp_loop_init_us + qp_loop_reset_us)"
 	echo "=========================================================="
 }
 

@@ -96,6 +96,12 @@ pingpong_suite() {
 		sh -c '/rdma-rs/uverbs_bench -d mlx5_0 -f qp -c 50 | grep -q "^fig mlx5_0 qp_cycles_per_s"'
 	t_check "mlx5_0: and the device worker ran no pass for them ($w0 before)" \
 		test "$(tr_stat 0 fabric_worker_passes)" -eq "$w0"
+	# Nor does a move to RESET (2RST completes nothing and raises no event; it woke the
+	# worker before session 16): one QP, RESET -> INIT -> RESET 50 times.
+	t_check "mlx5_0: a QP moved RESET -> INIT -> RESET 50 times" \
+		sh -c '/rdma-rs/uverbs_bench -d mlx5_0 -f qpinit -c 50 | grep -q "^fig mlx5_0 qp_loop_reset_us"'
+	t_check "mlx5_0: and the device worker ran no pass for it ($w0 before)" \
+		test "$(tr_stat 0 fabric_worker_passes)" -eq "$w0"
 	# One function, both ends on it.
 	for d in mlx5_0 mlx5_2; do
 		local g=""
