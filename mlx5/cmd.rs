@@ -104,19 +104,24 @@ pub(crate) fn set_addrs<L: PrmLayout>(
 /// fault sweep, `tests/vm/faults.sh`, found a transport domain left in the device that way).
 const MBOX_ON_STACK: usize = 64;
 
+/// Inboxes up to this size live on the stack too: the QP state transitions' (272 bytes,
+/// `rst2init_qp_in` .. `rts2rts_qp_in`), so a connection's setup allocates nothing per
+/// transition (`Documentation/performance.md`, session 16). Outboxes of that size are rare.
+const INBOX_ON_STACK: usize = 272;
+
 /// Executes `cmd` on `hw`.
 ///
 /// # Errors
 ///
 /// The errno of the firmware status (logged by [`Mlx5Hw::exec`]), a delivery error (`ETIMEDOUT`,
-/// ...), `ENOMEM` for mailboxes larger than [`MBOX_ON_STACK`], `EINVAL` if the inbox cannot be
-/// built (a value too wide for its field: a driver bug, logged), `EIO` if the reply cannot be
-/// read.
+/// ...), `ENOMEM` for an inbox larger than [`INBOX_ON_STACK`] or an outbox larger than
+/// [`MBOX_ON_STACK`] without memory, `EINVAL` if the inbox cannot be built (a value too wide
+/// for its field: a driver bug, logged), `EIO` if the reply cannot be read.
 pub(crate) fn exec<C: Command>(hw: &dyn Mlx5Hw, cmd: &C) -> Result<C::Reply> {
     let opcode = C::Prm::OPCODE;
     let in_len = cmd.in_len().max(C::IN_SIZE);
     let out_len = cmd.out_len().max(C::OUT_SIZE);
-    let mut in_stack = [0u8; MBOX_ON_STACK];
+    let mut in_stack = [0u8; INBOX_ON_STACK];
     let mut out_stack = [0u8; MBOX_ON_STACK];
     let mut in_heap;
     let mut out_heap;

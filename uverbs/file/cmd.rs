@@ -66,10 +66,92 @@ pub(super) const EX_MODIFY_QP: u32 = cmd::FLAG_EXTENDED | cmd::EX_MODIFY_QP;
 
 pub(super) const EX_MODIFY_CQ: u32 = cmd::FLAG_EXTENDED | cmd::EX_MODIFY_CQ;
 
+/// Core requests up to this size are held inline ([`CoreIn`]): every command's but the flow
+/// specs' (`MODIFY_QP` is 112 bytes, its extended form 120).
+const CORE_IN_INLINE: usize = 128;
+
+/// A write command's core request (upstream copies it into a struct on the stack,
+/// `uverbs_request()`): inline up to [`CORE_IN_INLINE`] bytes, so the common commands run
+/// without an allocation for it (a `kmalloc()` and `kfree()` each, measurable in a
+/// `MODIFY_QP` on the benchmark kernel: `Documentation/performance.md`, session 16); longer
+/// ones on the heap.
+pub(super) enum CoreIn {
+    /// The first `len` bytes of `buf`.
+    Inline {
+        /// How many bytes of `buf` are the request.
+        len: usize,
+        /// The bytes.
+        buf: [u8; CORE_IN_INLINE],
+    },
+    /// A request longer than [`CORE_IN_INLINE`].
+    Heap(KVec<u8>),
+}
+
+impl CoreIn {
+    /// No request.
+    pub(super) const fn empty() -> Self {
+        CoreIn::Inline {
+            len: 0,
+            buf: [0; CORE_IN_INLINE],
+        }
+    }
+
+    /// A copy of `b`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` for a long request without memory.
+    pub(super) fn from_slice(b: &[u8]) -> Result<Self> {
+        let mut c = Self::zeroed(b.len())?;
+        c.as_mut().copy_from_slice(b);
+        Ok(c)
+    }
+
+    /// `len` bytes copied from user address `addr`.
+    ///
+    /// # Errors
+    ///
+    /// `EFAULT` for an address that cannot be read, `ENOMEM`.
+    pub(super) fn from_user(addr: u64, len: usize) -> Result<Self> {
+        let mut c = Self::zeroed(len)?;
+        super::copy_in_to(addr, c.as_mut())?;
+        Ok(c)
+    }
+
+    fn zeroed(len: usize) -> Result<Self> {
+        if len <= CORE_IN_INLINE {
+            Ok(CoreIn::Inline {
+                len,
+                buf: [0; CORE_IN_INLINE],
+            })
+        } else {
+            Ok(CoreIn::Heap(KVec::from_elem(0u8, len, GFP_KERNEL)?))
+        }
+    }
+
+    fn as_mut(&mut self) -> &mut [u8] {
+        match self {
+            CoreIn::Inline { len, buf } => buf.get_mut(..*len).unwrap_or(&mut []),
+            CoreIn::Heap(v) => v,
+        }
+    }
+}
+
+impl core::ops::Deref for CoreIn {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            CoreIn::Inline { len, buf } => buf.get(..*len).unwrap_or(&[]),
+            CoreIn::Heap(v) => v,
+        }
+    }
+}
+
 /// The buffers of one write command, from write() or INVOKE_WRITE
 /// (upstream `attrs->ucore` and `attrs->driver_udata`).
 pub(super) struct WriteBufs {
-    pub(super) core_in: KVec<u8>,
+    pub(super) core_in: CoreIn,
     /// (address, length) of the core response; address 0: none.
     pub(super) core_out: (u64, usize),
     pub(super) udata_in: KVec<u8>,
@@ -403,7 +485,10 @@ impl<D: Driver> UFile<D> {
             }
             Ok(v)
         };
-        let core_in = slice(plan.core_in)?;
+        let core_in = match plan.core_in {
+            (_, 0) => CoreIn::empty(),
+            (at, n) => CoreIn::from_slice(buf.get(at..at + n).ok_or(EINVAL)?)?,
+        };
         let resp = match plan.response {
             Response::None => 0,
             Response::Addr(a) => a,

@@ -21,7 +21,7 @@ use crate::uverbs::abi::{
 use crate::uverbs::async_event::AsyncEventFile;
 use crate::uverbs::driver_api::DriverCall;
 use crate::uverbs::driver_fd::DriverFd;
-use crate::uverbs::file::cmd::WriteBufs;
+use crate::uverbs::file::cmd::{CoreIn, WriteBufs};
 use crate::uverbs::file::events::Reported;
 use crate::uverbs::file::uobject::{FdEntry, Inner, ObjKind};
 use crate::uverbs::file::{copy_in, copy_out, kerr, uaddr, UFile};
@@ -468,8 +468,11 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
                     return Err(EOPNOTSUPP);
                 };
                 let core_in = match core_in {
-                    None => KVec::new(),
-                    Some(p) => ptr_in(&p)?,
+                    None => CoreIn::empty(),
+                    Some(p) => match p.inline_bytes() {
+                        Some(ib) => CoreIn::from_slice(ib.as_slice())?,
+                        None => CoreIn::from_user(p.data, usize::from(p.len))?,
+                    },
                 };
                 let bufs = WriteBufs {
                     core_in,
@@ -623,7 +626,7 @@ pub(super) fn ptr_value<T: AbiField>(bd: &Bundle<'_>, id: u16) -> Result<T> {
 pub(super) fn ioctl_bufs(bd: &Bundle<'_>, uattrs: &[u8]) -> Result<WriteBufs> {
     let ud = bd.udata(UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT);
     Ok(WriteBufs {
-        core_in: KVec::new(),
+        core_in: CoreIn::empty(),
         core_out: (0, 0),
         udata_in: udata_in(&ud, uattrs)?,
         udata_out: (ud.outbuf, ud.outlen),
