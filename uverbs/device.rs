@@ -27,7 +27,7 @@ use crate::driver::Driver;
 use core::fmt::Write;
 use kernel::fs::File;
 use kernel::prelude::*;
-use kernel::sync::{Arc, ArcBorrow, Mutex};
+use kernel::sync::{Arc, ArcBorrow, Mutex, Srcu};
 use kernel::uaccess::UserSliceReader;
 
 /// What an open uverbs file does; implemented by `UFile<D>`.
@@ -184,6 +184,14 @@ pub(crate) struct UverbsDevice {
     /// Open files (upstream `uverbs_file_list`), for disassociate.
     #[pin]
     files: Mutex<KVec<Arc<OpenFile>>>,
+    /// upstream `disassociate_srcu`: every file operation that may enter the driver's code
+    /// (open, release, ioctl, write, mmap) runs inside a read-side section, and the removal
+    /// waits for them after it disassociated the files. A file's driver-typed part is code
+    /// of the driver's module: an operation that took its reference just before the removal
+    /// would otherwise still run it (or drop the last reference, running its destructor)
+    /// after the removal returned and the module could be unloaded.
+    #[pin]
+    srcu: Srcu,
 }
 
 /// The data of the `uverbsN` class device: what sysfs and the cdev see.
@@ -215,6 +223,9 @@ impl CharDevice for Node {
     // upstream: ib_uverbs_open()
     fn open(dev: &Self, _file: &File) -> Result<Self::Ptr> {
         let udev = &dev.udev;
+        // The driver's `open` and, on a removal meanwhile, its `destroy_all` run in the
+        // section; so do the drops of `drv` and `ops` (declared after the guard).
+        let _srcu = udev.srcu.read_lock();
         let drv = udev.driver.lock().clone().ok_or(ENXIO)?;
         let ops = drv.open(udev)?;
         let of = Arc::pin_init(
@@ -244,9 +255,12 @@ impl CharDevice for Node {
     // upstream: ib_uverbs_close() -> uverbs_destroy_ufile_hw(RDMA_REMOVE_CLOSE)
     fn release(ptr: Self::Ptr, file: &File) {
         let _ = file;
-        let ops = ptr.ops.lock().take();
-        if let Some(ops) = ops {
-            ops.destroy_all(false);
+        {
+            let _srcu = ptr.udev.srcu.read_lock();
+            let ops = ptr.ops.lock().take();
+            if let Some(ops) = ops {
+                ops.destroy_all(false);
+            }
         }
         // upstream ib_uverbs_close(): `list_del_init(&file->list)`. The entry is the file's to
         // remove: left to the device's removal, every file ever opened stayed in the list (an
@@ -268,7 +282,11 @@ impl CharDevice for Node {
         let hdr = super::file::ioctl_header(cmd, arg)?;
         let method =
             super::abi::parse::find_method(&ptr.udev.tree, &hdr).map_err(super::file::kerr)?;
-        ptr.get()?.ioctl(arg, &hdr, method)
+        let _srcu = ptr.udev.srcu.read_lock();
+        // A local, dropped before the guard (a temporary of the tail expression would be
+        // dropped after it).
+        let ops = ptr.get()?;
+        ops.ioctl(arg, &hdr, method)
     }
 
     // upstream: ib_uverbs_write() refuses, before anything else, a caller
@@ -288,12 +306,20 @@ impl CharDevice for Node {
             );
             return Err(EACCES);
         }
-        ptr.get()?.write(data)
+        let _srcu = ptr.udev.srcu.read_lock();
+        // A local, dropped before the guard (a temporary of the tail expression would be
+        // dropped after it).
+        let ops = ptr.get()?;
+        ops.write(data)
     }
 
     // upstream: ib_uverbs_mmap(); a disassociated file is EIO.
     fn mmap(ptr: ArcBorrow<'_, OpenFile>, _file: &File, vma: &kernel::mm::virt::VmaNew) -> Result {
-        ptr.get()?.mmap(vma)
+        let _srcu = ptr.udev.srcu.read_lock();
+        // A local, dropped before the guard (a temporary of the tail expression would be
+        // dropped after it).
+        let ops = ptr.get()?;
+        ops.mmap(vma)
     }
 }
 
@@ -356,7 +382,7 @@ impl UverbsClient {
             .map_err(|e| Error::from_errno(e.to_errno()))
             .inspect_err(|e| pr_err!("ib_core_rs: {}: uapi tree: {:?}\n", dev.name(), e))?;
         let udev = Arc::pin_init(
-            pin_init!(UverbsDevice {
+            try_pin_init!(UverbsDevice {
                 devnum,
                 ibdev_index: dev.index(),
                 ibdev_name: dev.name(),
@@ -364,6 +390,7 @@ impl UverbsClient {
                 tree,
                 driver <- kernel::new_mutex!(Some(drv), "uverbs_dev_driver"),
                 files <- kernel::new_mutex!(KVec::new(), "uverbs_dev_files"),
+                srcu <- kernel::new_srcu!("uverbs_disassociate_srcu"),
             }),
             GFP_KERNEL,
         )?;
@@ -494,6 +521,10 @@ impl crate::client::Client for UverbsClient {
             }
         }
         drop(files);
+        // 4. No file operation is still in the driver's code (upstream
+        //    uverbs_destroy_ufile_hw()'s synchronize_srcu()): those that took a file's ops
+        //    before step 3 have returned and dropped them.
+        att.udev.srcu.synchronize();
         drop(drv);
         self.free_devnum(att.devnum);
     }
