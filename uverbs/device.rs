@@ -161,8 +161,13 @@ pub(crate) struct OpenFile {
 }
 
 impl OpenFile {
-    fn get(&self) -> Result<Arc<dyn UFileOps>> {
-        self.ops.lock().clone().ok_or(EIO)
+    /// Runs `f` on the driver-typed file inside the device's disassociate SRCU read section
+    /// (`UverbsDevice::srcu`); `EIO` once the file is disassociated. The reference taken for
+    /// `f` is dropped inside the section too: the removal's `synchronize()` waits for it.
+    fn call<R>(&self, f: impl FnOnce(&dyn UFileOps) -> Result<R>) -> Result<R> {
+        let _srcu = self.udev.srcu.read_lock();
+        let ops = self.ops.lock().clone().ok_or(EIO)?;
+        f(&*ops)
     }
 }
 
@@ -282,11 +287,7 @@ impl CharDevice for Node {
         let hdr = super::file::ioctl_header(cmd, arg)?;
         let method =
             super::abi::parse::find_method(&ptr.udev.tree, &hdr).map_err(super::file::kerr)?;
-        let _srcu = ptr.udev.srcu.read_lock();
-        // A local, dropped before the guard (a temporary of the tail expression would be
-        // dropped after it).
-        let ops = ptr.get()?;
-        ops.ioctl(arg, &hdr, method)
+        ptr.call(|ops| ops.ioctl(arg, &hdr, method))
     }
 
     // upstream: ib_uverbs_write() refuses, before anything else, a caller
@@ -306,20 +307,12 @@ impl CharDevice for Node {
             );
             return Err(EACCES);
         }
-        let _srcu = ptr.udev.srcu.read_lock();
-        // A local, dropped before the guard (a temporary of the tail expression would be
-        // dropped after it).
-        let ops = ptr.get()?;
-        ops.write(data)
+        ptr.call(|ops| ops.write(data))
     }
 
     // upstream: ib_uverbs_mmap(); a disassociated file is EIO.
     fn mmap(ptr: ArcBorrow<'_, OpenFile>, _file: &File, vma: &kernel::mm::virt::VmaNew) -> Result {
-        let _srcu = ptr.udev.srcu.read_lock();
-        // A local, dropped before the guard (a temporary of the tail expression would be
-        // dropped after it).
-        let ops = ptr.get()?;
-        ops.mmap(vma)
+        ptr.call(|ops| ops.mmap(vma))
     }
 }
 

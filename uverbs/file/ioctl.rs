@@ -286,6 +286,14 @@ pub(crate) fn ptr_in(p: &parse::PtrAttr) -> Result<KVec<u8>> {
     }
 }
 
+/// [`ptr_in`] into a [`CoreIn`]: no allocation up to its inline size.
+fn ptr_core_in(p: &parse::PtrAttr) -> Result<CoreIn> {
+    match p.inline_bytes() {
+        Some(ib) => CoreIn::from_slice(ib.as_slice()),
+        None => CoreIn::from_user(p.data, usize::from(p.len)),
+    }
+}
+
 /// Reads a udata input (inline in the attribute or a user pointer).
 pub(super) fn udata_in(u: &parse::Udata, uattrs: &[u8]) -> Result<KVec<u8>> {
     match u.inbuf {
@@ -469,10 +477,7 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
                 };
                 let core_in = match core_in {
                     None => CoreIn::empty(),
-                    Some(p) => match p.inline_bytes() {
-                        Some(ib) => CoreIn::from_slice(ib.as_slice())?,
-                        None => CoreIn::from_user(p.data, usize::from(p.len))?,
-                    },
+                    Some(p) => ptr_core_in(&p)?,
                 };
                 let bufs = WriteBufs {
                     core_in,
