@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make check`: every test of rdma-rs, ending with one line `N passed, N failed`.
-# Steps: setup, rustfmt, host cargo tests, kernel (cached), module build, the
+# Steps: setup, rustfmt, host cargo tests, the import graph, kernel (cached), module build, the
 # VM (KUnit suites, user-space tests, the upstream peer, kmemleak) and, beside
 # it, the VM of the emulated PCI function (tools/pcifn.sh) followed by the
 # second test VM (mode check2); the log judge on all three. Full logs go to out/logs/.
@@ -68,6 +68,13 @@ if [ -x "$here/tools/uabi-check/run.sh" ]; then
 	"$here/tools/uabi-check/run.sh" "$KSRC" >"$logs/uabi-check.log" 2>&1 || rc=$?
 	result "user ABI structs match include/uapi/rdma" $rc
 fi
+
+# The architecture: no import cycle among the files of one folder, no upward core -> uverbs
+# import, the unsafe boundary declared at every crate root (tools/modgraph.py).
+rc=0
+python3 "$here/tools/modgraph.py" --check >"$logs/modgraph.log" 2>&1 || rc=$?
+sed 's/^/  /' "$logs/modgraph.log"
+result "import graph: no cycle, no upward import (tools/modgraph.py)" $rc
 
 step "check: kernel (built once into $CACHE, then reused)"
 kb=$(timed "check: kernel" "$here/tools/kernel.sh" 2> >(tee "$logs/kernel.log" | grep '^==>' >&2)) ||
