@@ -5,7 +5,7 @@
 #                                   a later line for an option replaces the earlier one
 #                                   (kernel/bench.config: the benchmark kernel)
 # The build lives in $CACHE/kbuild-<kernel version>-<hash of the composed fragment>,
-# so every run, session and CI job on this machine reuses it until either changes.
+# so every run, worktree and CI job on this machine reuses it until either changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"

@@ -1,6 +1,6 @@
 # Shared settings and helpers for the rdma-rs tools (sourced, not run).
-# The cache lives outside the repository so that later runs, later sessions
-# and CI on the same machine reuse the kernel build.
+# The cache lives outside the repository so that every run, worktree and CI job
+# on the same machine reuses the kernel build.
 export PATH="$HOME/.cargo/bin:$PATH"
 CACHE=${RDMA_RS_CACHE:-/var/cache/rdma-rs}
 KVER_MAJOR=7.3

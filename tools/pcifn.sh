@@ -35,7 +35,7 @@ else
 	kunit_args="kunit.enable=0"
 fi
 # The VM is killed only well past its usual time (about 8 minutes beside make check's main VM):
-# at 600 s it was killed twice in session 12 on a loaded host, before its last suite.
+# on a loaded host 600 s is not enough for its last suite.
 RDMARS_VM_ARGS="$kunit_args ${RDMARS_VM_ARGS:-}" RDMARS_QEMU="$qemu" RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-1500} \
 	RDMARS_QEMU_ARGS="-object memory-backend-memfd,id=mem,size=$mem,share=on -machine q35,memory-backend=mem -device {\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$sock\"}}" \
 	"$here/tools/vm.sh" "$vmmode" "$kb" "$log"

@@ -47,7 +47,7 @@ exec 8>&-
 # tsc=reliable: under TCG the guest's TSC follows the host clock, but on a loaded host the
 # clocksource watchdog sees the HPET's emulation lag, marks the TSC unstable and switches to
 # the HPET; then perftest's CPU clock calibration (rdtsc against gettimeofday) can fail and a
-# latency test's server prints `inf` (seen in session 9's make check, two VMs side by side).
+# latency test's server prints `inf` (seen in make check with two VMs side by side).
 # RDMARS_QEMU: another QEMU binary (tools/qemu-vfio-user.sh's wrapper for `make pcifn`);
 # RDMARS_QEMU_ARGS: extra arguments (word-split), e.g. shared memory and a vfio-user device.
 # shellcheck disable=SC2206

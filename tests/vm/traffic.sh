@@ -89,15 +89,15 @@ pingpong_suite() {
 	# A QP reaching RTS wakes the device worker only when a store to one of its function's
 	# UAR pages could land unseen (a page installed by an earlier fault); otherwise its first
 	# doorbell faults. 50 RC QPs through INIT, RTR and RTS (looped back, nothing posted) on
-	# a fresh context: no worker pass (each cycle's RTR2RTS woke it before: performance.md,
-	# session 16).
+	# a fresh context: no worker pass (a wake-up per RTR2RTS would preempt the caller for
+	# nothing: performance.md, "The simulator's worker and the QP commands").
 	w0=$(tr_stat 0 fabric_worker_passes)
 	t_check "mlx5_0: 50 QPs through RTS with no doorbell rung" \
 		sh -c '/rdma-rs/uverbs_bench -d mlx5_0 -f qp -c 50 | grep -q "^fig mlx5_0 qp_cycles_per_s"'
 	t_check "mlx5_0: and the device worker ran no pass for them ($w0 before)" \
 		test "$(tr_stat 0 fabric_worker_passes)" -eq "$w0"
-	# Nor does a move to RESET (2RST completes nothing and raises no event; it woke the
-	# worker before session 16): one QP, RESET -> INIT -> RESET 50 times.
+	# Nor does a move to RESET (2RST completes nothing and raises no event): one QP,
+	# RESET -> INIT -> RESET 50 times.
 	t_check "mlx5_0: a QP moved RESET -> INIT -> RESET 50 times" \
 		sh -c '/rdma-rs/uverbs_bench -d mlx5_0 -f qpinit -c 50 | grep -q "^fig mlx5_0 qp_loop_reset_us"'
 	t_check "mlx5_0: and the device worker ran no pass for it ($w0 before)" \
