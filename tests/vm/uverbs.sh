@@ -6,7 +6,7 @@
 uverbs_suite() {
 	t_check "insmod ib_core_rs" insmod $RDMARS_MODS/ib_core_rs.ko
 	# The pure ABI's KUnit suite (uverbs/abi_kunit.rs) ran at this insmod: its cases are judged
-	# from the console's KTAP; this fails if the suite is no longer built in or did not pass.
+	# from the console's KTAP; this fails if the suite is not built in or did not pass.
 	t_check "KUnit suite ib_core_rs_uverbs_spec ran at insmod and passed" \
 		grep -qx 'ok 1 ib_core_rs_uverbs_spec' /sys/kernel/debug/kunit/ib_core_rs_uverbs_spec/results
 	t_check "insmod rdma_rs_mock" insmod $RDMARS_MODS/rdma_rs_mock.ko
