@@ -4,7 +4,9 @@
 //! `SYS_GET` (upstream `fill_dev_info()`, `fill_port_info()`, `nldev_get_chardev()`,
 //! `nldev_sys_get_doit()`).
 
-use super::request::{dump_devices, fill_handle, get_u32, parse, req_device, ty, NlDev};
+use super::request::{
+    device_doit, dump_devices, fill_handle, get_u32, parse, req_device, ty, NlDev,
+};
 use crate::attr::LinkLayer;
 use crate::client;
 use crate::client::ClientNlInfo;
@@ -74,11 +76,7 @@ pub(crate) fn fill_port_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice, port: u
 
 /// upstream `nldev_get_doit()`: `EINVAL` without `DEV_INDEX` or for an unknown index.
 pub(super) fn get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
-    let tb = parse(req)?;
-    let dev = req_device(&tb)?;
-    wr.begin(ty(RDMA_NLDEV_CMD_GET), 0, req.seq(), req.portid)?;
-    fill_dev_info(wr, &**dev.device())?;
-    Ok(wr.end()?)
+    device_doit(req, wr, RDMA_NLDEV_CMD_GET, fill_dev_info)
 }
 
 /// upstream `nldev_get_dumpit()`.

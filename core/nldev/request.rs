@@ -52,6 +52,21 @@ pub(super) fn fill_handle(w_: &mut MsgWriter<'_>, dev: &DeviceCore) -> Result {
     Ok(w_.put_str(RDMA_NLDEV_ATTR_DEV_NAME, dev.name().as_bytes())?)
 }
 
+/// A doit that answers one message about the device `DEV_INDEX` names (`EINVAL` without
+/// it or for an unknown index), of type `cmd`, filled by `fill`.
+pub(super) fn device_doit(
+    req: &Request<'_>,
+    wr: &mut MsgWriter<'_>,
+    cmd: u16,
+    fill: fn(&mut MsgWriter<'_>, &dyn IbDevice) -> Result,
+) -> Result {
+    let tb = parse(req)?;
+    let dev = req_device(&tb)?;
+    wr.begin(ty(cmd), 0, req.seq(), req.portid)?;
+    fill(wr, &**dev.device())?;
+    Ok(wr.end()?)
+}
+
 /// Walks the registered devices from the cursor (word 0: last index + 1) and writes one
 /// `NLM_F_MULTI` message each with `fill`, stopping when the buffer is full (upstream
 /// `ib_enum_all_devs()` with `cb->args[0]`).

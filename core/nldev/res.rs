@@ -4,7 +4,9 @@
 //! show`: one message per device with a table of entries from restrack; upstream
 //! `res_get_common_dumpit()` and the `fill_res_*_entry()` functions).
 
-use super::request::{dump_devices, fill_handle, get_u32, parse, req_device, ty, NlDev};
+use super::request::{
+    device_doit, dump_devices, fill_handle, get_u32, parse, req_device, ty, NlDev,
+};
 use crate::ib_device::DeviceCore;
 use crate::ib_device::IbDevice;
 use crate::netlink::codec::MsgWriter;
@@ -53,11 +55,7 @@ pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Resul
 
 /// upstream `nldev_res_get_doit()`.
 pub(super) fn res_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
-    let tb = parse(req)?;
-    let dev = req_device(&tb)?;
-    wr.begin(ty(RDMA_NLDEV_CMD_RES_GET), 0, req.seq(), req.portid)?;
-    fill_res_info(wr, &**dev.device())?;
-    Ok(wr.end()?)
+    device_doit(req, wr, RDMA_NLDEV_CMD_RES_GET, fill_res_info)
 }
 
 /// upstream `nldev_res_get_dumpit()`.
