@@ -16,7 +16,7 @@
 use crate::attr::{Gid, GidType, LinkLayer, PortState};
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::ib_device::{port, DeviceCore, PortCache, PortData};
+use crate::ib_device::{port_data, DeviceCore, PortCache, PortData};
 use kernel::prelude::*;
 
 /// Re-reads one port from the driver and replaces its cache (upstream
@@ -80,7 +80,7 @@ pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
 impl DeviceCore {
     fn with_port<R>(&self, port_num: u32, f: impl FnOnce(&PortData) -> Result<R>) -> Result<R> {
         let info = self.info.lock();
-        f(port(&info, port_num)?)
+        f(port_data(&info, port_num)?)
     }
 
     /// Reads a cached GID (upstream `rdma_query_gid()`).

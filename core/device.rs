@@ -73,7 +73,7 @@ impl<D: Driver> Device<D> {
         phys_port_cnt: u32,
         data: impl PinInit<D::DevData, Error>,
     ) -> Result<Arc<Self>> {
-        Arc::pin_init(Self::new(ops, phys_port_cnt, data), GFP_KERNEL)
+        Arc::pin_init(Self::new(*ops, phys_port_cnt, data), GFP_KERNEL)
     }
 
     /// Allocates a device as [`Device::alloc`] does, held by the caller alone (upstream
@@ -89,17 +89,17 @@ impl<D: Driver> Device<D> {
         phys_port_cnt: u32,
         data: impl PinInit<D::DevData, Error>,
     ) -> Result<Pin<UniqueArc<Self>>> {
-        UniqueArc::try_pin_init(Self::new(ops, phys_port_cnt, data), GFP_KERNEL)
+        UniqueArc::try_pin_init(Self::new(*ops, phys_port_cnt, data), GFP_KERNEL)
     }
 
     fn new(
-        ops: &Ops<D>,
+        ops: Ops<D>,
         phys_port_cnt: u32,
         data: impl PinInit<D::DevData, Error>,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Device {
             core <- DeviceCore::new(phys_port_cnt),
-            ops: *ops,
+            ops,
             data <- data,
             sysfs <- core_mutex!(None, c"ib_device.sysfs"),
             driver_group <- core_mutex!(None, c"ib_device.device_group"),

@@ -130,7 +130,7 @@ pub(crate) struct Info {
 /// # Errors
 ///
 /// `EINVAL` for port 0 or a port beyond the device's.
-pub(crate) fn port(info: &Info, port: u32) -> Result<&PortData> {
+pub(crate) fn port_data(info: &Info, port: u32) -> Result<&PortData> {
     if port == 0 {
         return Err(EINVAL);
     }
@@ -351,7 +351,7 @@ impl DeviceCore {
     /// `EINVAL` for a port the device does not have.
     pub fn port_immutable(&self, port: u32) -> Result<PortImmutable> {
         let info = self.info.lock();
-        Ok(port(&info, port)?.immutable)
+        Ok(port_data(&info, port)?.immutable)
     }
 
     /// Number of clients attached to the device.

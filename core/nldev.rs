@@ -28,6 +28,7 @@ mod res;
 mod set;
 mod stat;
 
+pub(crate) use dev::sys_get_reply;
 pub(crate) use request::NlDev;
 pub(crate) use set::{notify, NotifyEvent};
 
@@ -121,7 +122,6 @@ mod tests {
     use super::dev::*;
     use super::request::*;
     use super::res::*;
-    use super::set::*;
     use super::stat::*;
     use super::*;
     use crate::attr::{DeviceAttr, Gid, PortAttr, PortImmutable, PortState};
@@ -130,7 +130,7 @@ mod tests {
     use crate::counters;
     use crate::device::{DevName, Device};
     use crate::driver::Driver;
-    use crate::ib_device::DeviceCore;
+    use crate::ib_device::{DeviceCore, IbDevice};
     use crate::netlink::codec::{self, Attr, NlMsg, NlMsgIter, NLM_F_REQUEST};
     use crate::ops::{DeviceOps, Ops};
     use crate::restrack::{Owner, ResDetails, ResLinks};

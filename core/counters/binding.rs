@@ -6,8 +6,8 @@
 //! [`Counters`] that call the driver's counter ops.
 
 use super::{
-    Counter, CounterInfo, Counters, Inner, MASK_PID, MASK_QP_TYPE, MAX_STATS, MODE_AUTO,
-    MODE_MANUAL, MODE_NONE,
+    Counter, CounterInfo, Counters, Inner, ALL_AUTO_MODE_MASKS, MASK_PID, MASK_QP_TYPE, MAX_STATS,
+    MODE_AUTO, MODE_MANUAL, MODE_NONE,
 };
 use crate::device::Device;
 use crate::driver::Driver;

@@ -16,7 +16,9 @@ use crate::client;
 use crate::counters::CounterInfo;
 use crate::driver::Driver;
 use crate::event::{self, queue_device_event, Event};
-use crate::ib_device::{DevName, DeviceRef, IbDevice, Ident, Phase, PortCache, PortData};
+use crate::ib_device::{
+    DevName, DeviceCore, DeviceRef, IbDevice, Ident, Phase, PortCache, PortData,
+};
 use crate::nldev::{self, NotifyEvent};
 use crate::registry;
 use crate::sysfs::Sysfs;
@@ -365,7 +367,7 @@ impl<D: Driver> Device<D> {
                 refs
             );
         }
-        this.core.restrack.report_leftovers(ident.name.as_bytes())
+        this.core.restrack().report_leftovers(ident.name.as_bytes())
     }
 
     /// Renames a registered device (upstream `ib_device_rename()`, from nldev `SET` with

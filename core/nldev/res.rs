@@ -4,9 +4,7 @@
 //! show`: one message per device with a table of entries from restrack; upstream
 //! `res_get_common_dumpit()` and the `fill_res_*_entry()` functions).
 
-use super::request::{
-    device_doit, dump_devices, fill_handle, get_u32, parse, req_device, ty, NlDev,
-};
+use super::request::{device_doit, dump_devices, fill_handle, get_u32, parse, req_device, NlDev};
 use crate::ib_device::DeviceCore;
 use crate::ib_device::IbDevice;
 use crate::netlink::codec::MsgWriter;
