@@ -9,47 +9,15 @@
 //! The GID table is read with the driver's `query_gid` for every port that
 //! has one (upstream does so for IB ports; RoCE GIDs come from the netdev
 //! tracking in `roce_gid_mgmt.c`, TODO). A zero GID is an empty entry.
+//!
+//! The cached data itself ([`PortCache`]) is part of the device's shared types
+//! (`ib_device.rs`); this file fills it and reads it.
 
 use crate::attr::{Gid, GidType, LinkLayer, PortState};
-use crate::device::{Device, DeviceCore, Info, PortData};
+use crate::device::Device;
 use crate::driver::Driver;
+use crate::ib_device::{port_data, DeviceCore, PortCache, PortData};
 use kernel::prelude::*;
-
-/// The cached data of one port (upstream `struct ib_port_cache` plus the
-/// GID table).
-pub(crate) struct PortCache {
-    gids: KVec<Gid>,
-    gid_types: KVec<GidType>,
-    pkeys: KVec<u16>,
-    state: PortState,
-    lmc: u8,
-    subnet_prefix: u64,
-}
-
-impl PortCache {
-    pub(crate) fn new() -> Self {
-        PortCache {
-            gids: KVec::new(),
-            gid_types: KVec::new(),
-            pkeys: KVec::new(),
-            state: PortState::Nop,
-            lmc: 0,
-            subnet_prefix: 0,
-        }
-    }
-}
-
-/// The data of `port`, checking it (upstream `rdma_is_port_valid()`).
-///
-/// # Errors
-///
-/// `EINVAL` for port 0 or a port beyond the device's.
-pub(crate) fn port(info: &Info, port: u32) -> Result<&PortData> {
-    if port == 0 {
-        return Err(EINVAL);
-    }
-    info.ports.get(port as usize - 1).ok_or(EINVAL)
-}
 
 /// Re-reads one port from the driver and replaces its cache (upstream
 /// `ib_cache_update()`). The driver is called without the cache lock held.
@@ -112,7 +80,7 @@ pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
 impl DeviceCore {
     fn with_port<R>(&self, port_num: u32, f: impl FnOnce(&PortData) -> Result<R>) -> Result<R> {
         let info = self.info.lock();
-        f(port(&info, port_num)?)
+        f(port_data(&info, port_num)?)
     }
 
     /// Reads a cached GID (upstream `rdma_query_gid()`).

@@ -14,69 +14,13 @@
 //! Order: a device gets its clients in registration order and loses them in
 //! reverse (LIFO), as upstream's `disable_device()`.
 
-use crate::device::{DeviceCore, IbDevice};
-use crate::event::Event;
+pub use crate::ib_device::{Client, ClientNlInfo};
+
 use crate::global::CLIENTS;
+use crate::ib_device::{ClientCtx, DeviceCore, IbDevice};
 use crate::registry;
 use kernel::prelude::*;
 use kernel::sync::Arc;
-
-/// A kernel client of the RDMA core (upstream `struct ib_client`).
-pub trait Client: Send + Sync + 'static {
-    /// The client's name (upstream `ib_client.name`).
-    fn name(&self) -> &'static CStr;
-
-    /// A device became available (upstream `ib_client.add`).
-    ///
-    /// # Errors
-    ///
-    /// Any error: as upstream, it is logged and ignored, and this client
-    /// gets no further calls for the device.
-    fn add(&self, dev: &DeviceCore) -> Result;
-
-    /// The device is going away; release everything taken from it
-    /// (upstream `ib_client.remove`).
-    fn remove(&self, dev: &DeviceCore);
-
-    /// An asynchronous event on a device the client was added to.
-    fn event(&self, _dev: &DeviceCore, _ev: &Event) {}
-
-    /// Describes the client's char device for `dev` (upstream `ib_client.get_nl_info`, what
-    /// nldev `GET_CHARDEV` answers; uverbs: `uverbsN`). `port` is the request's
-    /// `PORT_INDEX`, if any.
-    ///
-    /// # Errors
-    ///
-    /// `EOPNOTSUPP` (the default) when the client has no char device; any error is returned
-    /// to the requester (`ENOENT` becomes `EINVAL`, as upstream).
-    fn get_nl_info(&self, _dev: &DeviceCore, _port: Option<u32>) -> Result<ClientNlInfo> {
-        Err(EOPNOTSUPP)
-    }
-
-    /// As [`Client::get_nl_info`] for a request without a device (upstream
-    /// `ib_client.get_global_nl_info`).
-    ///
-    /// # Errors
-    ///
-    /// `EOPNOTSUPP` (the default).
-    fn get_global_nl_info(&self) -> Result<ClientNlInfo> {
-        Err(EOPNOTSUPP)
-    }
-}
-
-/// A client's char device as nldev `GET_CHARDEV` reports it (upstream
-/// `struct ib_client_nl_info`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ClientNlInfo {
-    /// The char device's number (`dev_t`, reported as `huge_encode_dev()`).
-    pub devt: u32,
-    /// The ABI version (`CHARDEV_ABI`).
-    pub abi: u64,
-    /// The char device's name (`CHARDEV_NAME`, e.g. `uverbs0`).
-    pub name: crate::device::DevName,
-    /// `UVERBS_DRIVER_ID` (upstream: put by uverbs' `get_nl_info` unless the driver opts out).
-    pub driver_id: Option<u32>,
-}
 
 /// Asks the client named `name` for its char device (upstream `ib_get_client_nl_info()`):
 /// on `dev`, among the clients attached to it, or among all registered clients without a
@@ -135,12 +79,6 @@ impl ClientTable {
             next_id: 0,
         }
     }
-}
-
-/// A client attached to one device.
-pub(crate) struct ClientCtx {
-    pub(crate) id: u32,
-    pub(crate) client: Arc<dyn Client>,
 }
 
 /// Registration of a client; dropping it unregisters the client: it is

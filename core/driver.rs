@@ -54,3 +54,18 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// The driver part of device memory (upstream `struct mlx5_ib_dm`).
     type DmData: Send + Sync;
 }
+
+/// The types of the uverbs driver API that the core's op table and verbs objects name: a
+/// driver's uverbs object declarations and the call of one of its uverbs methods.
+///
+/// The uverbs layer is built on the core (it is compiled into this crate, above it), so the
+/// core does not import it: it names these types through this trait, which the uverbs layer
+/// implements once for every driver (`uverbs/driver_api.rs`: `ObjectSpec` and
+/// `DriverCall<'a, 'a, D>`). A driver never implements it; it writes the uverbs types in its
+/// [`DeviceOps`](crate::ops::DeviceOps) impl, which are the same types.
+pub trait UverbsApi: Driver {
+    /// A driver's uverbs object declaration (uverbs `driver_api::ObjectSpec`).
+    type ObjectSpec: 'static;
+    /// One call of a driver's uverbs method (uverbs `driver_api::DriverCall`).
+    type Call<'a>;
+}

@@ -12,73 +12,11 @@
 //! TODO when a driver needs it). Handlers run under the device's handler
 //! lock and must not register or unregister handlers.
 
-use crate::device::{DeviceCore, IbDevice};
+pub use crate::ib_device::{Event, EventHandler, EventKind};
+
+use crate::ib_device::{DeviceCore, DeviceRef, HandlerEntry, IbDevice};
 use kernel::prelude::*;
 use kernel::sync::Arc;
-
-/// Event types (upstream `enum ib_event_type`, the device and port ones).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventKind {
-    /// `IB_EVENT_DEVICE_FATAL`.
-    DeviceFatal,
-    /// `IB_EVENT_PORT_ACTIVE`.
-    PortActive,
-    /// `IB_EVENT_PORT_ERR`.
-    PortErr,
-    /// `IB_EVENT_LID_CHANGE`.
-    LidChange,
-    /// `IB_EVENT_PKEY_CHANGE`.
-    PkeyChange,
-    /// `IB_EVENT_SM_CHANGE`.
-    SmChange,
-    /// `IB_EVENT_CLIENT_REREGISTER`.
-    ClientReregister,
-    /// `IB_EVENT_GID_CHANGE`.
-    GidChange,
-}
-
-impl EventKind {
-    /// The `enum ib_event_type` value (what the async event file reports).
-    pub fn ib_event_type(self) -> u32 {
-        match self {
-            EventKind::DeviceFatal => 8,
-            EventKind::PortActive => 9,
-            EventKind::PortErr => 10,
-            EventKind::LidChange => 11,
-            EventKind::PkeyChange => 12,
-            EventKind::SmChange => 13,
-            EventKind::ClientReregister => 17,
-            EventKind::GidChange => 18,
-        }
-    }
-
-    /// Whether the event invalidates the port cache (upstream
-    /// `ib_cache_event()` plus `PORT_ERR`/`PORT_ACTIVE`, which change the
-    /// cached port state).
-    pub fn updates_cache(self) -> bool {
-        !matches!(self, EventKind::DeviceFatal)
-    }
-}
-
-/// One event: its type and, for port events, the port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Event {
-    /// The type.
-    pub kind: EventKind,
-    /// The port (1-based) for port events, 0 for device events.
-    pub port: u32,
-}
-
-/// A receiver of a device's events (upstream `struct ib_event_handler`).
-pub trait EventHandler: Send + Sync + 'static {
-    /// Handles one event.
-    fn handle(&self, dev: &DeviceCore, ev: &Event);
-}
-
-pub(crate) struct HandlerEntry {
-    pub(crate) id: u32,
-    pub(crate) handler: Arc<dyn EventHandler>,
-}
 
 /// A registered event handler; dropping it unregisters it (upstream
 /// `ib_unregister_event_handler()`).
@@ -120,4 +58,42 @@ pub(crate) fn deliver(dev: &DeviceCore, ev: &Event) {
     for c in dev.clients.lock().iter() {
         c.client.event(dev, ev);
     }
+}
+
+/// [`Device::dispatch_event_queued`] for a device known by its trait object.
+/// Non-generic so the work item's code lives in this module, whatever
+/// driver module queued it. Callable in atomic context.
+///
+/// # Errors
+///
+/// `ENOMEM`.
+pub fn queue_device_event(dev: Arc<dyn IbDevice>, ev: Event) -> Result {
+    let Some(r) = DeviceRef::try_get(dev) else {
+        return Ok(());
+    };
+    // The core's queue, which `Device::dealloc` flushes: the reference `r` holds is never the
+    // last one after the driver deallocated the device.
+    crate::wq::queue()
+        .try_spawn(GFP_ATOMIC, move || {
+            let ports = r.device().core().phys_port_cnt;
+            if ev.port == 0 || ev.port > ports {
+                // upstream mlx5_ib_handle_event(): `rdma_is_port_valid()`.
+                pr_warn!(
+                    "ib_core_rs: {}: event {} on port {} dropped: no such port\n",
+                    r.device().core().name(),
+                    ev.kind.ib_event_type(),
+                    ev.port
+                );
+                return;
+            }
+            r.device().dispatch(ev);
+            pr_info!(
+                "ib_core_rs: {}: event {} on port {} dispatched\n",
+                r.device().core().name(),
+                ev.kind.ib_event_type(),
+                ev.port
+            );
+            drop(r);
+        })
+        .map_err(|_| ENOMEM)
 }

@@ -40,6 +40,7 @@ pub mod driver;
 pub mod event;
 #[path = "../rust/global.rs"]
 mod global;
+pub mod ib_device;
 #[path = "../rust/inode.rs"]
 pub(crate) mod inode;
 #[path = "../rust/mm.rs"]

@@ -10,11 +10,12 @@
 //! Registration then checks the ops every device needs
 //! ([`Ops::check_mandatory`], upstream `setup_device()`).
 
+pub use crate::device::{Op, Ops};
+
 use crate::attr::{DeviceAttr, Gid, GidType, PortAttr, PortImmutable};
 use crate::device::Device;
-use crate::driver::{Driver, DriverId};
+use crate::driver::{Driver, DriverId, UverbsApi};
 use crate::mm::UserVma;
-use crate::uverbs::driver_api::{DriverCall, ObjectSpec};
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Dm, DmAllocAttr, DmMrAttr, Mr,
     MrCreated, MrType, Mw, MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler,
@@ -46,7 +47,7 @@ pub trait DeviceOps: 'static {
     /// `uapi_definition` chain, e.g. `mlx5_ib_defs`), merged into the
     /// device's uapi tree after the core's; their handlers are
     /// [`DeviceOps::uverbs_method`]. Empty: this table adds none.
-    const UVERBS_OBJECTS: &'static [ObjectSpec] = &[];
+    const UVERBS_OBJECTS: &'static [<Self::Driver as UverbsApi>::ObjectSpec] = &[];
 
     /// Reports the device attributes (upstream `ops.query_device`).
     fn query_device(_dev: &Device<Self::Driver>) -> Result<DeviceAttr> {
@@ -394,9 +395,9 @@ pub trait DeviceOps: 'static {
     }
 
     /// Runs driver uverbs method `handler` (the number in
-    /// [`MethodSpec::driver`](crate::uverbs::driver_api::MethodSpec::driver))
+    /// `MethodSpec::driver` of the uverbs driver API)
     /// of a method of [`DeviceOps::UVERBS_OBJECTS`].
-    fn uverbs_method(_handler: u16, _call: &mut DriverCall<'_, '_, Self::Driver>) -> Result {
+    fn uverbs_method(_handler: u16, _call: &mut <Self::Driver as UverbsApi>::Call<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -441,7 +442,7 @@ pub trait DeviceOps: 'static {
     fn alloc_dm(
         _ctx: &Ucontext<Self::Driver>,
         _attr: &DmAllocAttr,
-        _call: &mut DriverCall<'_, '_, Self::Driver>,
+        _call: &mut <Self::Driver as UverbsApi>::Call<'_>,
     ) -> Result<<Self::Driver as Driver>::DmData> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -462,48 +463,10 @@ pub trait DeviceOps: 'static {
     }
 }
 
-/// Declares [`Ops`], [`Op`] and the per-slot code from one list, so that a
-/// new op is one line here plus its trait method above.
-macro_rules! ops_table {
+/// Makes [`Ops::of`] from the op slots ([`op_slots!`](crate::device::op_slots)).
+macro_rules! ops_of {
     ($($name:ident : $variant:ident : $ty:ty),* $(,)?) => {
-        /// The assembled op table of a device (upstream `struct ib_device_ops`):
-        /// one `Option<fn>` per op, `None` where no table provided it.
-        pub struct Ops<D: Driver> {
-            pub(crate) driver_id: DriverId,
-            pub(crate) owner: Option<&'static CStr>,
-            pub(crate) uverbs_abi_ver: u32,
-            pub(crate) uverbs_objects: &'static [ObjectSpec],
-            $(pub(crate) $name: Option<$ty>,)*
-        }
-
-        /// Names one op (a slot of [`Ops`]), for checks and messages.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum Op {
-            $(
-                #[doc = concat!("`", stringify!($name), "`.")]
-                $variant,
-            )*
-        }
-
-        impl Op {
-            /// The upstream name of the op, for error messages.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Op::$variant => stringify!($name),)*
-                }
-            }
-        }
-
         impl<D: Driver> Ops<D> {
-            /// The table with no op set.
-            pub const EMPTY: Self = Ops {
-                driver_id: DriverId::Unknown,
-                owner: None,
-                uverbs_abi_ver: 0,
-                uverbs_objects: &[],
-                $($name: None,)*
-            };
-
             /// The partial table of impl `T`: a slot is set iff `T`
             /// overrides the method.
             pub const fn of<T: DeviceOps<Driver = D>>() -> Self {
@@ -517,119 +480,11 @@ macro_rules! ops_table {
                     }
                 }
             }
-
-            /// Whether `op` is set.
-            pub fn has(&self, op: Op) -> bool {
-                match op {
-                    $(Op::$variant => self.$name.is_some(),)*
-                }
-            }
-
-            fn fill_empty_slots(&mut self, src: &Self) {
-                $(
-                    if self.$name.is_none() {
-                        self.$name = src.$name;
-                    }
-                )*
-            }
         }
     };
 }
 
-ops_table! {
-    query_device: QueryDevice: fn(&Device<D>) -> Result<DeviceAttr>,
-    query_device_udata: QueryDeviceUdata: fn(&Device<D>, &mut Udata<'_>) -> Result,
-    query_port: QueryPort: fn(&Device<D>, u32) -> Result<PortAttr>,
-    get_port_immutable: GetPortImmutable: fn(&Device<D>, u32) -> Result<PortImmutable>,
-    query_gid: QueryGid: fn(&Device<D>, u32, u32) -> Result<Gid>,
-    query_gid_type: QueryGidType: fn(&Device<D>, u32, u32) -> Result<GidType>,
-    query_pkey: QueryPkey: fn(&Device<D>, u32, u32) -> Result<u16>,
-    get_dev_fw_str: GetDevFwStr: fn(&Device<D>) -> Result<CString>,
-    enable_driver: EnableDriver: fn(&Device<D>) -> Result,
-    dealloc_driver: DeallocDriver: fn(&Device<D>),
-    alloc_ucontext: AllocUcontext: fn(&Device<D>, &mut Udata<'_>) -> Result<UcontextPriv>,
-    dealloc_ucontext: DeallocUcontext: fn(&Ucontext<D>),
-    mmap: Mmap: fn(&Ucontext<D>, &mut UserVma<'_>) -> Result,
-    alloc_pd: AllocPd: fn(&Device<D>, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::PdData>,
-    dealloc_pd: DeallocPd: fn(&Pd<D>) -> Result,
-    create_cq: CreateCq:
-        fn(
-            &Device<D>,
-            &CqInitAttr,
-            Option<&Arc<dyn CqHandler>>,
-            Option<&mut UserCtx<'_, '_, D>>,
-        ) -> Result<D::CqData>,
-    destroy_cq: DestroyCq: fn(&Cq<D>) -> Result,
-    req_notify_cq: ReqNotifyCq: fn(&Cq<D>, CqNotify) -> Result,
-    poll_cq: PollCq: fn(&Cq<D>, &mut [Wc]) -> Result<usize>,
-    resize_user_cq: ResizeUserCq: fn(&Cq<D>, u32, &mut UserCtx<'_, '_, D>) -> Result,
-    modify_cq: ModifyCq: fn(&Cq<D>, u16, u16) -> Result,
-    create_srq: CreateSrq: fn(
-        &Pd<D>,
-        &mut SrqInitAttr,
-        Option<&Arc<dyn SrqHandler>>,
-        Option<&mut UserCtx<'_, '_, D>>,
-    ) -> Result<D::SrqData>,
-    modify_srq: ModifySrq: fn(&Srq<D>, &SrqInitAttr, SrqAttrMask, Option<&mut Udata<'_>>) -> Result,
-    query_srq: QuerySrq: fn(&Srq<D>) -> Result<SrqInitAttr>,
-    destroy_srq: DestroySrq: fn(&Srq<D>) -> Result,
-    alloc_xrcd: AllocXrcd: fn(&Device<D>, Option<&mut UserCtx<'_, '_, D>>) -> Result<u32>,
-    dealloc_xrcd: DeallocXrcd: fn(&Device<D>, u32) -> Result,
-    create_xrc_srq: CreateXrcSrq: fn(
-        &Pd<D>,
-        &Xrcd<D>,
-        &Cq<D>,
-        &mut SrqInitAttr,
-        Option<&Arc<dyn SrqHandler>>,
-        &mut UserCtx<'_, '_, D>,
-    ) -> Result<XrcSrqCreated<D::SrqData>>,
-    create_xrc_tgt_qp: CreateXrcTgtQp:
-        fn(&Xrcd<D>, &Arc<dyn QpHandler>) -> Result<QpCreated<D::QpData>>,
-    create_qp: CreateQp: fn(
-        &Pd<D>,
-        &QpInitAttr<'_, D>,
-        Option<&mut UserCtx<'_, '_, D>>,
-    ) -> Result<QpCreated<D::QpData>>,
-    modify_qp: ModifyQp: fn(&Qp<D>, &QpAttr, QpAttrMask) -> Result,
-    query_qp: QueryQp: fn(&Qp<D>) -> Result<QpAttr>,
-    destroy_qp: DestroyQp: fn(&Qp<D>) -> Result,
-    post_send: PostSend: fn(&Qp<D>, &[SendWr<'_>]) -> Result,
-    post_recv: PostRecv: fn(&Qp<D>, &[RecvWr<'_>]) -> Result,
-    get_dma_mr: GetDmaMr: fn(&Pd<D>, AccessFlags) -> Result<MrCreated<D::MrData>>,
-    reg_user_mr: RegUserMr:
-        fn(&Pd<D>, &UserMrReq, &mut UserCtx<'_, '_, D>) -> Result<MrCreated<D::MrData>>,
-    rereg_user_mr: ReregUserMr: fn(
-        &Mr<D>,
-        ReregFlags,
-        &UserMrReq,
-        &Pd<D>,
-        &mut UserCtx<'_, '_, D>,
-    ) -> Result<MrCreated<D::MrData>>,
-    alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
-    hw_port_stat_names: HwPortStatNames: fn(&Device<D>, u32) -> Option<&'static [&'static CStr]>,
-    get_hw_stats: GetHwStats: fn(&Device<D>, u32, &mut [u64]) -> Result<usize>,
-    counter_bind_qp: CounterBindQp: fn(&Device<D>, u32, u32, u32) -> Result<u32>,
-    counter_unbind_qp: CounterUnbindQp: fn(&Device<D>, u32, u32) -> Result,
-    counter_dealloc: CounterDealloc: fn(&Device<D>, u32) -> Result,
-    counter_update_stats: CounterUpdateStats: fn(&Device<D>, u32, u32, &mut [u64]) -> Result<usize>,
-    dereg_mr: DeregMr: fn(&Mr<D>) -> Result,
-    uverbs_method: UverbsMethod: fn(u16, &mut DriverCall<'_, '_, D>) -> Result,
-    create_ah: CreateAh: fn(&Pd<D>, &AhAttr, Option<&mut UserCtx<'_, '_, D>>) -> Result<D::AhData>,
-    destroy_ah: DestroyAh: fn(&Ah<D>) -> Result,
-    alloc_mw: AllocMw: fn(&Pd<D>, MwType, &mut UserCtx<'_, '_, D>) -> Result<MwCreated<D::MwData>>,
-    dealloc_mw: DeallocMw: fn(&Mw<D>) -> Result,
-    alloc_dm: AllocDm:
-        fn(&Ucontext<D>, &DmAllocAttr, &mut DriverCall<'_, '_, D>) -> Result<D::DmData>,
-    dealloc_dm: DeallocDm: fn(&Dm<D>) -> Result,
-    reg_dm_mr: RegDmMr: fn(&Pd<D>, &Dm<D>, &DmMrAttr) -> Result<MrCreated<D::MrData>>,
-}
-
-impl<D: Driver> Clone for Ops<D> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<D: Driver> Copy for Ops<D> {}
+crate::device::op_slots!(ops_of);
 
 /// Ops that registration cannot do without: the device's attributes, its
 /// ports and their immutable data are read while registering.

@@ -9,8 +9,8 @@
 //! leaves at dealloc, as upstream: the name stays taken between unregister
 //! and dealloc.
 
-use crate::device::{DevName, DeviceRef, IbDevice};
 use crate::global::REGISTRY;
+use crate::ib_device::{DevName, DeviceRef, IbDevice};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 

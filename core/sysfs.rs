@@ -21,8 +21,8 @@
 
 use crate::attr::{LinkLayer, PortAttr, PortState};
 use crate::class::{AttrGroup, Class, ClassDevice, DeviceSpec, DirAttr};
-use crate::device::{DeviceCore, IbDevice};
 use crate::global::IB_CLASS;
+use crate::ib_device::{DeviceCore, IbDevice};
 use core::fmt::Write;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -34,7 +34,7 @@ pub const RDMA_NODE_IB_CA: u8 = 1;
 
 /// What the class device of an RDMA device holds: the device, for the `show` functions.
 pub struct IbSysfs {
-    dev: Arc<dyn IbDevice>,
+    pub(crate) dev: Arc<dyn IbDevice>,
 }
 
 impl IbSysfs {
@@ -46,12 +46,6 @@ impl IbSysfs {
     /// The device's core part.
     pub fn core(&self) -> &DeviceCore {
         self.dev.core()
-    }
-
-    /// The device as its driver's type, for a driver group's `show` functions; `None` for a
-    /// device of another driver.
-    pub fn device<D: crate::driver::Driver>(&self) -> Option<&crate::device::Device<D>> {
-        self.dev.as_any().downcast_ref()
     }
 }
 
@@ -388,11 +382,14 @@ impl Sysfs {
     /// # Errors
     ///
     /// `ENODEV` if the class is not registered, `ENOMEM`, `EEXIST`.
-    pub(crate) fn add(dev: Arc<dyn IbDevice>) -> Result<Sysfs> {
+    pub(crate) fn add(
+        dev: Arc<dyn IbDevice>,
+        driver_group: Option<&'static DriverGroup>,
+    ) -> Result<Sysfs> {
         let core = dev.core();
         let name = core.name();
         let nports = core.phys_port_cnt();
-        let (parent, driver_group) = core.sysfs_setup();
+        let parent = core.parent();
         let mut groups = KVec::new();
         groups.push(
             AttrGroup {

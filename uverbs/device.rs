@@ -6,8 +6,8 @@
 //! `uverbs_main.c`).
 //!
 //! The core hands the client a [`UverbsDriver`]: the driver-typed entry
-//! points (`DriverHandle<D>`, made by [`driver_handle`] in the generic
-//! `Device::register`), so that files can create objects of driver `D` while
+//! points (`DriverHandle<D>`, made through the core's [`UverbsRegistration`] extension point
+//! by the generic `Device::register`), so that files can create objects of driver `D` while
 //! everything here stays non-generic.
 //!
 //! Remove order (upstream): the cdev and class device are deleted first (no
@@ -22,8 +22,10 @@ use super::file::{UFile, XrcdTree};
 use super::UverbsShared;
 use crate::chrdev::CharDevice;
 use crate::class::{AttrGroup, ClassDevice, DevAttr, DeviceSpec, SysfsBuf};
+use crate::device::registration::UverbsRegistration;
 use crate::device::{Device, DeviceCore};
 use crate::driver::Driver;
+use core::any::Any;
 use core::fmt::Write;
 use kernel::fs::File;
 use kernel::prelude::*;
@@ -68,20 +70,31 @@ struct DriverHandle<D: Driver> {
     xrcds: Arc<XrcdTree<D>>,
 }
 
-/// Makes the typed handle of `dev` (called by `Device::register`).
-///
-/// # Errors
-///
-/// `ENOMEM`.
-pub(crate) fn driver_handle<D: Driver>(dev: &Arc<Device<D>>) -> Result<Arc<dyn UverbsDriver>> {
-    let h: Arc<dyn UverbsDriver> = Arc::new(
-        DriverHandle {
-            dev: dev.clone(),
-            xrcds: XrcdTree::new()?,
-        },
-        GFP_KERNEL,
-    )?;
-    Ok(h)
+/// What `DeviceCore` keeps of the uverbs layer: the typed handle of the device, behind
+/// the core's opaque `Any`.
+struct DriverHandleSlot(Arc<dyn UverbsDriver>);
+
+// upstream: the core's registration calls into uverbs through the client list only; here
+// registration is generic over the driver and makes the handle through this extension point.
+impl<D: Driver> UverbsRegistration for D {
+    fn uverbs_handle(dev: &Arc<Device<D>>) -> Result<Arc<dyn Any + Send + Sync>> {
+        let h: Arc<dyn UverbsDriver> = Arc::new(
+            DriverHandle {
+                dev: dev.clone(),
+                xrcds: XrcdTree::new()?,
+            },
+            GFP_KERNEL,
+        )?;
+        let slot: Arc<dyn Any + Send + Sync> = Arc::new(DriverHandleSlot(h), GFP_KERNEL)?;
+        Ok(slot)
+    }
+}
+
+/// The typed handle registration made for `dev` (see [`UverbsRegistration`]).
+fn driver_handle(dev: &DeviceCore) -> Option<Arc<dyn UverbsDriver>> {
+    let slot = dev.uverbs.lock().clone()?;
+    let slot: &DriverHandleSlot = (*slot).downcast_ref()?;
+    Some(slot.0.clone())
 }
 
 impl<D: Driver> UverbsDriver for DriverHandle<D> {
@@ -401,7 +414,7 @@ impl UverbsClient {
             attrs: &NODE_ATTRS,
         }];
         // upstream: `uverbs_dev->dev.parent = device->dev.parent` (the `device` link).
-        let (parent, _) = dev.sysfs_setup();
+        let parent = dev.parent();
         let node = ClassDevice::register_chrdev(
             DeviceSpec {
                 class: &self.shared.class,
@@ -433,7 +446,7 @@ impl crate::client::Client for UverbsClient {
 
     // upstream: ib_uverbs_add_one()
     fn add(&self, dev: &DeviceCore) -> Result {
-        let Some(drv) = dev.uverbs.lock().clone() else {
+        let Some(drv) = driver_handle(dev) else {
             // No alloc_ucontext: no char device (upstream returns -EOPNOTSUPP).
             return Err(EOPNOTSUPP);
         };

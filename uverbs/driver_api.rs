@@ -107,6 +107,12 @@ pub enum AnyObject<'a, D: Driver> {
     Other,
 }
 
+// The core names these types through `UverbsApi` (it does not import the uverbs layer).
+impl<D: Driver> crate::driver::UverbsApi for D {
+    type ObjectSpec = ObjectSpec;
+    type Call<'a> = DriverCall<'a, 'a, D>;
+}
+
 /// One call of a driver method (upstream `struct uverbs_attr_bundle` as a
 /// driver handler sees it).
 pub struct DriverCall<'a, 'b, D: Driver> {

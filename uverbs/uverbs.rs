@@ -29,8 +29,6 @@ mod mmap;
 mod resp;
 pub mod uobject_table;
 
-pub(crate) use device::{driver_handle, UverbsDriver};
-
 /// `IB_UVERBS_MAJOR`.
 pub const IB_UVERBS_MAJOR: u32 = 231;
 /// `IB_UVERBS_BASE_MINOR`.

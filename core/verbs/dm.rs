@@ -11,8 +11,7 @@
 
 use super::{destroy, destroy_op, verbs_object, DestroyError, Destroyable, ObjCore, Ucontext};
 use crate::device::Device;
-use crate::driver::Driver;
-use crate::uverbs::driver_api::DriverCall;
+use crate::driver::{Driver, UverbsApi};
 use kernel::prelude::*;
 use kernel::sync::atomic::Atomic;
 use kernel::sync::{Arc, UniqueArc};
@@ -58,7 +57,7 @@ impl<D: Driver> Dm<D> {
     pub fn alloc_user(
         ctx: &Arc<Ucontext<D>>,
         attr: &DmAllocAttr,
-        call: &mut DriverCall<'_, '_, D>,
+        call: &mut <D as UverbsApi>::Call<'_>,
     ) -> Result<Arc<Self>> {
         let dev = ctx.device();
         let op = dev.ops().alloc_dm.ok_or(EOPNOTSUPP)?;

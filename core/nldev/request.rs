@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The request side every nldev command shares: the client type, the request's attributes,
+//! the device and port it names, and the walk over the registered devices of a dump.
+
+use crate::ib_device::DeviceCore;
+use crate::ib_device::DeviceRef;
+use crate::ib_device::IbDevice;
+use crate::netlink::codec;
+use crate::netlink::codec::Attr;
+use crate::netlink::codec::MsgWriter;
+use crate::netlink::codec::NLM_F_MULTI;
+use crate::netlink::nldev_uapi::*;
+use crate::netlink::DumpCursor;
+use crate::netlink::Request;
+use crate::registry;
+use kernel::prelude::*;
+
+/// The state of the nldev client.
+pub(crate) struct NlDev;
+
+pub(super) const NATTR: usize = RDMA_NLDEV_ATTR_MAX as usize;
+
+/// The request's attributes by type (upstream `__nlmsg_parse(..., nldev_policy, LIBERAL)`).
+pub(super) fn parse<'a>(req: &Request<'a>) -> Result<[Option<Attr<'a>>; NATTR]> {
+    let mut tb = [None; NATTR];
+    codec::parse_attrs(req.msg.payload, &mut tb).map_err(|_| EINVAL)?;
+    Ok(tb)
+}
+
+pub(super) fn get_u32(tb: &[Option<Attr<'_>>], ty: u16) -> Result<Option<u32>> {
+    match tb.get(ty as usize).copied().flatten() {
+        None => Ok(None),
+        Some(a) => a.u32().map(Some).map_err(|_| EINVAL),
+    }
+}
+
+/// `DEV_INDEX` of the request and the registered device with that index (upstream
+/// `ib_device_get_by_index()`): `EINVAL` without either.
+pub(super) fn req_device(tb: &[Option<Attr<'_>>]) -> Result<DeviceRef> {
+    let index = get_u32(tb, RDMA_NLDEV_ATTR_DEV_INDEX)?.ok_or(EINVAL)?;
+    registry::get_by_index(index).ok_or(EINVAL)
+}
+
+pub(super) fn ty(op: u16) -> u16 {
+    rdma_nl_get_type(RDMA_NL_NLDEV, op)
+}
+
+/// upstream `fill_nldev_handle()`.
+pub(super) fn fill_handle(w_: &mut MsgWriter<'_>, dev: &DeviceCore) -> Result {
+    w_.put_u32(RDMA_NLDEV_ATTR_DEV_INDEX, dev.index())?;
+    Ok(w_.put_str(RDMA_NLDEV_ATTR_DEV_NAME, dev.name().as_bytes())?)
+}
+
+/// A doit that answers one message about the device `DEV_INDEX` names (`EINVAL` without
+/// it or for an unknown index), of type `cmd`, filled by `fill`.
+pub(super) fn device_doit(
+    req: &Request<'_>,
+    wr: &mut MsgWriter<'_>,
+    cmd: u16,
+    fill: fn(&mut MsgWriter<'_>, &dyn IbDevice) -> Result,
+) -> Result {
+    let tb = parse(req)?;
+    let dev = req_device(&tb)?;
+    wr.begin(ty(cmd), 0, req.seq(), req.portid)?;
+    fill(wr, &**dev.device())?;
+    Ok(wr.end()?)
+}
+
+/// Walks the registered devices from the cursor (word 0: last index + 1) and writes one
+/// `NLM_F_MULTI` message each with `fill`, stopping when the buffer is full (upstream
+/// `ib_enum_all_devs()` with `cb->args[0]`).
+pub(super) fn dump_devices(
+    req: &Request<'_>,
+    cur: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+    cmd: u16,
+    fill: fn(&mut MsgWriter<'_>, &dyn IbDevice) -> Result,
+) -> Result {
+    let mut after = match cur.get(0) {
+        0 => None,
+        n => Some((n - 1) as u32),
+    };
+    while let Some(dev) = registry::next_registered(after) {
+        let index = dev.core().index();
+        if wr
+            .begin(ty(cmd), NLM_F_MULTI, req.seq(), req.portid)
+            .is_err()
+        {
+            break;
+        }
+        if fill(wr, &*dev).is_err() || wr.end().is_err() {
+            wr.cancel();
+            break;
+        }
+        after = Some(index);
+        cur.set(0, u64::from(index) + 1);
+    }
+    Ok(())
+}
+
+/// The port of a request that names one, checked (`EINVAL` for a bad one).
+pub(super) fn req_port(tb: &[Option<Attr<'_>>], dev: &DeviceCore) -> Result<Option<u32>> {
+    match get_u32(tb, RDMA_NLDEV_ATTR_PORT_INDEX)? {
+        Some(p) if p == 0 || p > dev.phys_port_cnt() => Err(EINVAL),
+        p => Ok(p),
+    }
+}
