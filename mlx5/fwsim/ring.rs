@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The buffers of the data path's queues: a CQ (`cqe.rs`), an SRQ or XRC SRQ (`srq.rs`,
-//! `xrc.rs`), the RQ and SQ of a QP (`engine.rs`). An EQ (`hca.rs`) keeps its own page list
-//! but walks its EQEs as a [`Ring`] too.
+//! `xrc.rs`), the RQ and SQ of a QP (`engine/qp_state.rs`). An EQ (`hca.rs`) keeps its own page
+//! list but walks its EQEs as a [`Ring`] too.
 //!
 //! Each queue has one [`Buf`]: the translation of the pages its `pas[]` lists (or of a DEVX
 //! umem range), the offset of its first byte in that translation (`page_offset`, in 64ths of

@@ -311,7 +311,7 @@ pub(crate) const NO_QPN: u32 = 0x00ff_ffff;
 
 /// A memory window's state (an mkey created free, with `umr_en` and the KLM access mode, as
 /// upstream `mlx5_ib_alloc_mw()` makes it). Binding and invalidation are UMR WQEs
-/// (`engine.rs`).
+/// (`engine/umr.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Window {
     /// `en_rinval`: a SEND with invalidate may free it (type 2).
