@@ -66,6 +66,12 @@ pub(crate) trait Command {
         Self::IN_SIZE
     }
 
+    /// The inbox length of a command with `n` 64-bit addresses after the fixed part (a
+    /// `pas[]` or MTT array, written by [`set_addrs`]): its [`Command::in_len`].
+    fn in_len_with_addrs(n: usize) -> usize {
+        Self::IN_SIZE.saturating_add(n.saturating_mul(8))
+    }
+
     /// Outbox length: the fixed part plus any trailing array the reply carries.
     fn out_len(&self) -> usize {
         Self::OUT_SIZE
@@ -106,7 +112,7 @@ const MBOX_ON_STACK: usize = 64;
 
 /// Inboxes up to this size live on the stack too: the QP state transitions' (272 bytes,
 /// `rst2init_qp_in` .. `rts2rts_qp_in`), so a connection's setup allocates nothing per
-/// transition (`Documentation/performance.md`, session 16). Outboxes of that size are rare.
+/// transition (`Documentation/performance.md`). Outboxes of that size are rare.
 const INBOX_ON_STACK: usize = 272;
 
 /// Executes `cmd` on `hw`.
@@ -159,31 +165,6 @@ pub(crate) fn exec<C: Command>(hw: &dyn Mlx5Hw, cmd: &C) -> Result<C::Reply> {
     cmd.reply(Buf::new(outbox).map_err(|_| EIO)?)
 }
 
-/// Commands that create an object answer with its 24-bit number; this is the common reply.
-macro_rules! number_reply {
-    ($field:expr) => {
-        fn reply(&self, out: crate::cmd::OutBox<'_, Self>) -> Result<u32> {
-            Ok(out.get($field))
-        }
-    };
-}
-pub(crate) use number_reply;
-
-/// Commands that carry their owner's uid (`self.uid`) and a trailing `pas[]` after the fixed
-/// inbox (`self.pas`, 8 bytes an address, written by [`set_addrs`]): their `uid` and `in_len`.
-macro_rules! uid_and_pas {
-    () => {
-        fn uid(&self) -> u16 {
-            self.uid
-        }
-
-        fn in_len(&self) -> usize {
-            Self::IN_SIZE.saturating_add(self.pas.len().saturating_mul(8))
-        }
-    };
-}
-pub(crate) use uid_and_pas;
-
 /// Declares an enum whose variants stand for PRM encodings (`Variant = ENCODING`, the
 /// discriminant: `v as u32` is the encoding) and its `TryFrom<u32>`, which reads a field the
 /// device wrote: an encoding the enum does not list is `EIO`.
@@ -216,16 +197,6 @@ macro_rules! prm_enum {
 }
 pub(crate) use prm_enum;
 
-/// Commands that answer nothing but their status.
-macro_rules! empty_reply {
-    () => {
-        fn reply(&self, _out: crate::cmd::OutBox<'_, Self>) -> Result<()> {
-            Ok(())
-        }
-    };
-}
-pub(crate) use empty_reply;
-
 /// Declares a command that allocates a numbered object with no parameters but the uid, whose
 /// reply is the number in `$out` (ALLOC_PD and the like).
 macro_rules! alloc_cmd {
@@ -245,7 +216,9 @@ macro_rules! alloc_cmd {
                 self.uid
             }
 
-            crate::cmd::number_reply!($out);
+            fn reply(&self, out: crate::cmd::OutBox<'_, Self>) -> Result<u32> {
+                Ok(out.get($out))
+            }
         }
     };
 }
@@ -279,7 +252,9 @@ macro_rules! free_cmd {
                 inbox.set($field, self.$id)
             }
 
-            crate::cmd::empty_reply!();
+            fn reply(&self, _out: crate::cmd::OutBox<'_, Self>) -> Result<()> {
+                Ok(())
+            }
         }
     };
 }

@@ -3,7 +3,7 @@
 //! CQ commands (upstream `mlx5_core_create_cq()`, `mlx5_core_destroy_cq()`,
 //! `mlx5_core_query_cq()`; the `cqc` fields mlx5_ib `create_cq_user()`/`create_cq_kernel()` set).
 
-use super::{empty_reply, free_cmd, number_reply, uid_and_pas, Command, InBox, OutBox};
+use super::{free_cmd, Command, InBox, OutBox};
 use crate::prm::cmd::{
     create_cq_in, create_cq_out, destroy_cq_in, modify_cq_in, query_cq_in, query_cq_out,
 };
@@ -53,7 +53,13 @@ impl Command for CreateCq<'_> {
     /// The CQ number.
     type Reply = u32;
 
-    uid_and_pas!();
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn in_len(&self) -> usize {
+        Self::in_len_with_addrs(self.pas.len())
+    }
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let c = |f| create_cq_in::cq_context.inner(f);
@@ -72,7 +78,9 @@ impl Command for CreateCq<'_> {
         Ok(())
     }
 
-    number_reply!(create_cq_out::cqn);
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<u32> {
+        Ok(out.get(create_cq_out::cqn))
+    }
 }
 
 free_cmd!(
@@ -140,9 +148,7 @@ impl Command for ModifyCq<'_> {
     fn in_len(&self) -> usize {
         match self.what {
             CqModify::Moderation { .. } => Self::IN_SIZE,
-            CqModify::Resize { pas, .. } => {
-                Self::IN_SIZE.saturating_add(pas.len().saturating_mul(8))
-            }
+            CqModify::Resize { pas, .. } => Self::in_len_with_addrs(pas.len()),
         }
     }
 
@@ -179,7 +185,9 @@ impl Command for ModifyCq<'_> {
         }
     }
 
-    empty_reply!();
+    fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// QUERY_CQ.

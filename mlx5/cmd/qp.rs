@@ -4,7 +4,7 @@
 //! `mlx5_qpc_create_qp()`, `mlx5_core_qp_modify()` with `modify_qp_mbox_alloc()`'s
 //! per-opcode layouts, `mlx5_core_qp_query()`).
 
-use super::{empty_reply, free_cmd, prm_enum, uid_and_pas, Command, InBox, OutBox};
+use super::{free_cmd, prm_enum, Command, InBox, OutBox};
 use crate::prm::cmd::{create_qp_in, create_qp_out, destroy_qp_in, query_qp_in, query_qp_out};
 use crate::prm::command::{self as pc, QpTransition, TransitionCtx};
 use crate::prm::consts::{
@@ -120,7 +120,13 @@ impl Command for CreateQp<'_> {
     /// The QP number and `create_qp_out.ece`.
     type Reply = (u32, u32);
 
-    uid_and_pas!();
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn in_len(&self) -> usize {
+        Self::in_len_with_addrs(self.pas.len())
+    }
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let c = |f| create_qp_in::qpc.inner(f);
@@ -481,5 +487,7 @@ impl<T: QpTransition> Command for ModifyQp<T> {
         Ok(())
     }
 
-    empty_reply!();
+    fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {
+        Ok(())
+    }
 }

@@ -4,7 +4,7 @@
 //! `mlx5_cmd_alloc_pd()`, `mlx5_cmd_alloc_uar()`, `mlx5_cmd_alloc_transport_domain()`,
 //! `mlx5_core_create_mkey()`, `mlx5_core_roce_gid_set()`).
 
-use super::{alloc_cmd, empty_reply, free_cmd, Command, InBox, OutBox};
+use super::{alloc_cmd, free_cmd, Command, InBox, OutBox};
 use crate::prm::cmd::{alloc_memic_in, alloc_memic_out, dealloc_memic_in};
 use crate::prm::cmd::{
     alloc_pd_out, alloc_transport_domain_out, alloc_uar_out, create_mkey_in, create_mkey_out,
@@ -204,7 +204,7 @@ impl Command for CreateMkey<'_> {
     fn in_len(&self) -> usize {
         // MTT entries are 8 bytes, padded to whole 16-byte octowords.
         let n = self.pages().len().div_ceil(2) * 2;
-        Self::IN_SIZE.saturating_add(n.saturating_mul(8))
+        Self::in_len_with_addrs(n)
     }
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
@@ -345,7 +345,9 @@ impl Command for SetRoceAddress {
         Ok(())
     }
 
-    empty_reply!();
+    fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// CREATE_UCTX (upstream `mlx5_ib_devx_create()`): a DEVX user context with capability bits
@@ -387,7 +389,9 @@ impl Command for DestroyUctx {
         inbox.set(crate::prm::cmd::destroy_uctx_in::uid, self.uid.into())
     }
 
-    empty_reply!();
+    fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// ALLOC_MEMIC (upstream `mlx5_cmd_alloc_memic()`): `size` bytes of on-chip memory aligned to
@@ -437,5 +441,7 @@ impl Command for DeallocMemic {
         inbox.set(dealloc_memic_in::memic_size, self.size)
     }
 
-    empty_reply!();
+    fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {
+        Ok(())
+    }
 }

@@ -5,7 +5,7 @@
 //! `arm_rmp_cmd()`, `query_rmp_cmd()`, `destroy_rmp_cmd()` in `srq_cmd.c`, chosen by
 //! `create_srq_split()` when `mdev->issi` is not 0).
 
-use super::{empty_reply, free_cmd, number_reply, uid_and_pas, Command, InBox, OutBox};
+use super::{free_cmd, Command, InBox, OutBox};
 use crate::prm::cmd::{
     create_rmp_in, create_rmp_out, destroy_rmp_in, modify_rmp_in, query_rmp_in, query_rmp_out,
 };
@@ -51,7 +51,13 @@ impl Command for CreateRmp<'_> {
     /// The RMP number (the SRQ number libmlx5 sees).
     type Reply = u32;
 
-    uid_and_pas!();
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn in_len(&self) -> usize {
+        Self::in_len_with_addrs(self.pas.len())
+    }
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let ctx = create_rmp_in::ctx;
@@ -69,7 +75,9 @@ impl Command for CreateRmp<'_> {
         Ok(())
     }
 
-    number_reply!(create_rmp_out::rmpn);
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<u32> {
+        Ok(out.get(create_rmp_out::rmpn))
+    }
 }
 
 /// MODIFY_RMP setting the limit (upstream `arm_rmp_cmd()`).
@@ -99,7 +107,9 @@ impl Command for ArmRmp {
         inbox.set(wqf(ctx, wq::lwm), u32::from(self.lwm))
     }
 
-    empty_reply!();
+    fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// QUERY_RMP (upstream `query_rmp_cmd()`).
@@ -172,7 +182,13 @@ impl Command for CreateXrcSrq<'_> {
     /// The XRC SRQ number.
     type Reply = u32;
 
-    uid_and_pas!();
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn in_len(&self) -> usize {
+        Self::in_len_with_addrs(self.pas.len())
+    }
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         let x = |f| create_xrc_srq_in::xrc_srq_context_entry.inner(f);
@@ -196,7 +212,9 @@ impl Command for CreateXrcSrq<'_> {
         Ok(())
     }
 
-    number_reply!(create_xrc_srq_out::xrc_srqn);
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<u32> {
+        Ok(out.get(create_xrc_srq_out::xrc_srqn))
+    }
 }
 
 free_cmd!(

@@ -13,11 +13,10 @@
 
 use super::dma::DmaMem;
 use super::ring::{Buf, Ring};
-use super::xlat::{Fragmented, Xlat};
+use super::xlat::Fragmented;
 use crate::prm::ctx::cqc;
 use crate::prm::layout::Member;
 use crate::prm::wqe::{cqe_off as off, cqe_op as op};
-use core::ops::Range;
 
 /// A CQE64 being built (everything but the owner bit).
 #[derive(Clone, Copy, Debug)]
@@ -262,50 +261,4 @@ impl CqState {
             .db(mem, 4)
             .is_some_and(|v| v != self.last_arm && self.arm(v))
     }
-}
-
-/// Walks `len` bytes at object offset `at` of a translation, one physically contiguous piece
-/// at a time: `f(bus, range)` gets each piece's bus address and its range in `0..len`. False
-/// on a missing translation or when `f` fails (the pieces before it were done).
-fn for_each_piece(
-    x: &Xlat,
-    at: u64,
-    len: usize,
-    mut f: impl FnMut(u64, Range<usize>) -> bool,
-) -> bool {
-    let mut done = 0usize;
-    while done < len {
-        let Some(off) = u64::try_from(done).ok().and_then(|d| at.checked_add(d)) else {
-            return false;
-        };
-        let Some((bus, contig)) = x.at(off) else {
-            return false;
-        };
-        let n = usize::try_from(contig)
-            .unwrap_or(usize::MAX)
-            .min(len - done);
-        if !f(bus, done..done + n) {
-            return false;
-        }
-        done += n;
-    }
-    true
-}
-
-/// Writes `data` at object offset `at` of a translation, split where the runs split. False
-/// on a missing translation or a DMA fault (a fault may leave a prefix written).
-pub(crate) fn write_at(mem: &dyn DmaMem, x: &Xlat, at: u64, data: &[u8]) -> bool {
-    for_each_piece(x, at, data.len(), |bus, r| {
-        data.get(r)
-            .is_some_and(|piece| mem.write(bus, piece).is_ok())
-    })
-}
-
-/// Reads `buf.len()` bytes at object offset `at` of a translation.
-pub(crate) fn read_at(mem: &dyn DmaMem, x: &Xlat, at: u64, buf: &mut [u8]) -> bool {
-    let len = buf.len();
-    for_each_piece(x, at, len, |bus, r| {
-        buf.get_mut(r)
-            .is_some_and(|piece| mem.read(bus, piece).is_ok())
-    })
 }

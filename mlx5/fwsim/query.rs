@@ -160,7 +160,7 @@ impl Fw {
             (cmd_hca_cap::device_memory, u32::from(self.cfg.memic)),
             // XRC domains and XRC SRQs (`xrc.rs`): upstream mlx5_ib does not probe without.
             (cmd_hca_cap::xrc, 1),
-            // Memory windows (`engine.rs`: UMR bind and invalidate WQEs on RC/UC QPs).
+            // Memory windows (`engine/umr.rs`: UMR bind and invalidate WQEs on RC/UC QPs).
             (cmd_hca_cap::imaicl, 1),
             // UMR cannot change an mkey's translation (as on early ConnectX-4 firmware): the
             // engine executes UMR WQEs only to bind and invalidate windows, so upstream mlx5_ib must register user MRs with

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The buffers of the data path's queues: a CQ (`cqe.rs`), an SRQ or XRC SRQ (`srq.rs`,
-//! `xrc.rs`), the RQ and SQ of a QP (`engine.rs`). An EQ (`hca.rs`) keeps its own page list
-//! but walks its EQEs as a [`Ring`] too.
+//! `xrc.rs`), the RQ and SQ of a QP (`engine/qp_state.rs`). An EQ (`hca.rs`) keeps its own page
+//! list but walks its EQEs as a [`Ring`] too.
 //!
 //! Each queue has one [`Buf`]: the translation of the pages its `pas[]` lists (or of a DEVX
 //! umem range), the offset of its first byte in that translation (`page_offset`, in 64ths of
@@ -12,7 +12,6 @@
 //! (the owner bit of a CQE or EQE). The counters that walk a ring are the queue's own: their
 //! widths and meaning differ (24-bit CQ producer, 16-bit WQE counters, an SRQ's linked list).
 
-use super::cqe::{read_at, write_at};
 use super::dma::DmaMem;
 use super::xlat::{Fragmented, Xlat};
 use crate::prm::layout::Member;
@@ -76,13 +75,13 @@ impl Buf {
     /// Reads `buf.len()` bytes at byte `at` of the buffer; false on a missing translation or
     /// a DMA fault.
     pub(crate) fn read(&self, mem: &dyn DmaMem, at: u64, buf: &mut [u8]) -> bool {
-        read_at(mem, &self.xlat, self.off.saturating_add(at), buf)
+        self.xlat.read(mem, self.off.saturating_add(at), buf)
     }
 
     /// Writes `data` at byte `at` of the buffer; false on a missing translation or a DMA
     /// fault (which may leave a prefix written).
     pub(crate) fn write(&self, mem: &dyn DmaMem, at: u64, data: &[u8]) -> bool {
-        write_at(mem, &self.xlat, self.off.saturating_add(at), data)
+        self.xlat.write(mem, self.off.saturating_add(at), data)
     }
 
     /// The big-endian word at byte `at` of the doorbell record; `None` on a DMA fault.

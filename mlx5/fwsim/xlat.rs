@@ -14,8 +14,10 @@
 //! context, an MTT mkey's from `start_addr` and `len`); entries a short inbox does not carry
 //! leave the tail untranslated, which the engine treats like unmapped memory (a DMA fault).
 
+use super::dma::DmaMem;
 use crate::prm::consts::{MKC_ACCESS_MODE_MEMIC, MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA};
 use crate::prm::ctx::mkc;
+use core::ops::Range;
 
 /// Runs kept per object.
 pub(crate) const MAX_RUNS: usize = 8;
@@ -139,6 +141,53 @@ impl Xlat {
             base = end;
         }
         None
+    }
+
+    /// Reads `buf.len()` bytes at object offset `at`; false on a missing translation or a
+    /// DMA fault.
+    pub(crate) fn read(&self, mem: &dyn DmaMem, at: u64, buf: &mut [u8]) -> bool {
+        let len = buf.len();
+        self.for_each_piece(at, len, |bus, r| {
+            buf.get_mut(r)
+                .is_some_and(|piece| mem.read(bus, piece).is_ok())
+        })
+    }
+
+    /// Writes `data` at object offset `at`, split where the runs split. False on a missing
+    /// translation or a DMA fault (a fault may leave a prefix written).
+    pub(crate) fn write(&self, mem: &dyn DmaMem, at: u64, data: &[u8]) -> bool {
+        self.for_each_piece(at, data.len(), |bus, r| {
+            data.get(r)
+                .is_some_and(|piece| mem.write(bus, piece).is_ok())
+        })
+    }
+
+    /// Walks `len` bytes at object offset `at`, one physically contiguous piece at a time:
+    /// `f(bus, range)` gets each piece's bus address and its range in `0..len`. False on a
+    /// missing translation or when `f` fails (the pieces before it were done).
+    fn for_each_piece(
+        &self,
+        at: u64,
+        len: usize,
+        mut f: impl FnMut(u64, Range<usize>) -> bool,
+    ) -> bool {
+        let mut done = 0usize;
+        while done < len {
+            let Some(off) = u64::try_from(done).ok().and_then(|d| at.checked_add(d)) else {
+                return false;
+            };
+            let Some((bus, contig)) = self.at(off) else {
+                return false;
+            };
+            let n = usize::try_from(contig)
+                .unwrap_or(usize::MAX)
+                .min(len - done);
+            if !f(bus, done..done + n) {
+                return false;
+            }
+            done += n;
+        }
+        true
     }
 }
 
@@ -311,7 +360,7 @@ pub(crate) const NO_QPN: u32 = 0x00ff_ffff;
 
 /// A memory window's state (an mkey created free, with `umr_en` and the KLM access mode, as
 /// upstream `mlx5_ib_alloc_mw()` makes it). Binding and invalidation are UMR WQEs
-/// (`engine.rs`).
+/// (`engine/umr.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Window {
     /// `en_rinval`: a SEND with invalidate may free it (type 2).

@@ -14,7 +14,7 @@
 //! (`struct mlx5_wqe_xrc_seg`, big-endian `xrc_srqn`); the responder's XRC target QP (the QP
 //! the message is addressed to, `no_sq`, its `qpc.xrcd`) takes the WQE at that SRQ's head
 //! when the SRQ belongs to the target's XRC domain, checks the scatter list against the SRQ's
-//! PD, and completes on the SRQ's CQ with the SRQ's `user_index` (`engine.rs`). An SRQ of
+//! PD, and completes on the SRQ's CQ with the SRQ's `user_index` (`engine/responder.rs`). An SRQ of
 //! another domain, or none, is an Invalid Request NAK (`REMOTE_INVAL_REQ` at the requester)
 //! and the target QP goes to ERR with a WQ invalid-request event, as for other malformed
 //! requests.

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory windows: the UMR WQEs that bind and invalidate them, and the invalidation a SEND
+//! with invalidate asks of its responder.
+//!
+//! A UMR WQE as libmlx5 44 builds a window bind (`set_bind_wr()`, qp.c): after the control
+//! segment `struct mlx5_wqe_umr_ctrl_seg` (48 bytes), `struct mlx5_wqe_mkey_context_seg` (64),
+//! then, for a bind, one `struct mlx5_wqe_umr_klm_seg` padded to 64 bytes. The control
+//! segment's immediate is the window's current key. The constants below are that layout's.
+
+use super::completer::ReqRes;
+use super::mem::mkey;
+use super::qp_state::Snap;
+use super::wqe::{be32, be64, Wqe};
+use crate::fwsim::xlat::{Access, Binding, NO_QPN};
+use crate::fwsim::Fw;
+use crate::prm::consts::{QPC_ST_RC, QPC_ST_UC};
+use crate::prm::wqe::syndrome as syn;
+
+/// `flags` (u8) of the UMR control segment.
+pub(crate) const FLAGS: usize = 16;
+/// `mkey_mask` (be64).
+pub(crate) const MKEY_MASK: usize = 24;
+/// The mkey context segment.
+pub(crate) const MKC: usize = 64;
+/// The KLM.
+pub(crate) const KLM: usize = 128;
+/// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE`: a type 2 bind needs a free window.
+pub(crate) const CHECK_FREE: u8 = 1 << 5;
+/// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN`: a type 2 invalidation must come from the bound QP.
+pub(crate) const CHECK_QPN: u8 = 1 << 3;
+/// `MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN`.
+pub(crate) const MASK_LEN: u64 = 1 << 0;
+/// `MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR`.
+pub(crate) const MASK_START_ADDR: u64 = 1 << 6;
+/// `MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY`: the key's low byte.
+pub(crate) const MASK_MKEY: u64 = 1 << 13;
+/// `MLX5_WQE_UMR_CTRL_MKEY_MASK_QPN`.
+pub(crate) const MASK_QPN: u64 = 1 << 14;
+/// `MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE`.
+pub(crate) const MASK_FREE: u64 = 1 << 29;
+/// `MLX5_WQE_MKEY_CONTEXT_FREE` (the context's `free` byte).
+pub(crate) const CTX_FREE: u8 = 1 << 6;
+/// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_*`: atomic, remote write, remote read, local write.
+pub(crate) const ACC_ATOMIC: u8 = 1 << 6;
+/// Remote write.
+pub(crate) const ACC_REMOTE_WRITE: u8 = 1 << 5;
+/// Remote read.
+pub(crate) const ACC_REMOTE_READ: u8 = 1 << 4;
+/// Local write.
+pub(crate) const ACC_LOCAL_WRITE: u8 = 1 << 3;
+
+/// Executes a UMR WQE of requester `s` (a memory window's bind or local invalidation, as
+/// libmlx5 44 posts them for `ibv_bind_mw()`, `IBV_WR_BIND_MW` and `IBV_WR_LOCAL_INV`). The
+/// checks are the IB spec's that the device can make (`MW_BIND_ERR` otherwise): the window
+/// exists with the key in the immediate and is of the QP's PD (C10-72); a bind with
+/// `CHECK_FREE` (type 2) needs a free window; the MR's key names a live MR (not a window) of
+/// the QP's PD; the range lies inside the MR, is not empty and is not zero-based (not
+/// modeled); remote write or atomic rights need the MR's local write (C10-74); an invalidation
+/// with `CHECK_QPN` (type 2) must come from the QP the window is bound to. The MR's
+/// `IBV_ACCESS_MW_BIND` is not checked: the mkey context has no such right (upstream mlx5_ib
+/// does not pass it to the device). The key's low byte becomes the context's
+/// (`MASK_MKEY`), except on a type 2 invalidation. Only RC and UC QPs post these
+/// (`LOCAL_QP_OP_ERR` otherwise).
+pub(super) fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
+    if !matches!(s.st, QPC_ST_RC | QPC_ST_UC) || w.len < KLM {
+        return ReqRes::Err(syn::LOCAL_QP_OP);
+    }
+    let bind_err = ReqRes::Err(syn::MW_BIND);
+    let key = u32::from_be_bytes(w.imm);
+    let flags = buf.get(FLAGS).copied().unwrap_or(0);
+    let mask = be64(buf, MKEY_MASK);
+    let ctx_free = buf.get(MKC).copied().unwrap_or(0) & CTX_FREE != 0;
+    let qpn_mkey = be32(buf, MKC + 4);
+    let Some(m) = fw.mkeys.get(key >> 8) else {
+        return bind_err;
+    };
+    let Some(win) = m.win else {
+        return bind_err;
+    };
+    if m.info.key_byte != (key & 0xff) as u8 || m.pd != s.pd {
+        return bind_err;
+    }
+    let invalidate = mask & MASK_FREE != 0 && ctx_free;
+    let bound = if invalidate {
+        if flags & CHECK_QPN != 0 && win.bound.is_some_and(|b| b.qpn != s.qpn) {
+            return bind_err;
+        }
+        None
+    } else {
+        match binding(fw, s, w, buf, mask, win.bound.is_some()) {
+            Ok(b) => Some(b),
+            Err(e) => return e,
+        }
+    };
+    if let Some(m) = fw.mkeys.get_mut(key >> 8) {
+        // libmlx5's IBV_WR_LOCAL_INV carries key byte 0 and keeps `mw->rkey`, whose next
+        // bind names it: an invalidation with CHECK_QPN keeps the key (a type 1 unbind by
+        // ibv_bind_mw() takes the new one the library also takes).
+        if mask & MASK_MKEY != 0 && !(invalidate && flags & CHECK_QPN != 0) {
+            m.info.key_byte = (qpn_mkey & 0xff) as u8;
+        }
+        if let Some(w) = m.win.as_mut() {
+            w.bound = bound;
+        }
+    }
+    ReqRes::Ok { byte_cnt: 0 }
+}
+
+/// A SEND with invalidate's invalidation at responder `d` (IB spec 10.6.7.2.x): the rkey must
+/// name a bound window of `d`'s PD created with `en_rinval` (type 2) and bound to `d`. False
+/// when it may not be invalidated.
+pub(super) fn remote_invalidate(fw: &mut Fw, key: u32, d: &Snap) -> bool {
+    let Some(m) = fw.mkeys.get_mut(key >> 8) else {
+        return false;
+    };
+    if m.info.key_byte != (key & 0xff) as u8 || m.pd != d.pd {
+        return false;
+    }
+    match m.win.as_mut() {
+        Some(w) if w.remote_inval && w.bound.is_some_and(|b| b.qpn == d.qpn) => {
+            w.bound = None;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The binding a bind WQE asks for (`mask`: its `mkey_mask`), checked against the MR it
+/// names and against the window's state (`bound`: it is bound now); the requester's error
+/// otherwise.
+fn binding(
+    fw: &Fw,
+    s: &Snap,
+    w: &Wqe,
+    buf: &[u8],
+    mask: u64,
+    bound: bool,
+) -> Result<Binding, ReqRes> {
+    let bind_err = ReqRes::Err(syn::MW_BIND);
+    let flags = buf.get(FLAGS).copied().unwrap_or(0);
+    let acc = buf.get(MKC + 2).copied().unwrap_or(0);
+    let qpn_mkey = be32(buf, MKC + 4);
+    if w.len < KLM + 16 {
+        return Err(ReqRes::Err(syn::LOCAL_QP_OP));
+    }
+    if flags & CHECK_FREE != 0 && bound {
+        return Err(bind_err);
+    }
+    let count = u64::from(be32(buf, KLM));
+    let mr_key = be32(buf, KLM + 4);
+    let addr = be64(buf, KLM + 8);
+    let start = if mask & MASK_START_ADDR != 0 {
+        be64(buf, MKC + 16)
+    } else {
+        addr
+    };
+    let len = if mask & MASK_LEN != 0 {
+        be64(buf, MKC + 24)
+    } else {
+        count
+    };
+    let Some(mr) = mkey(fw, mr_key, s.pd) else {
+        return Err(bind_err);
+    };
+    let mut a = Access::LOCAL_READ.0;
+    for (bit, right) in [
+        (ACC_LOCAL_WRITE, Access::LOCAL_WRITE),
+        (ACC_REMOTE_READ, Access::REMOTE_READ),
+        (ACC_REMOTE_WRITE, Access::REMOTE_WRITE),
+        (ACC_ATOMIC, Access::ATOMIC),
+    ] {
+        if acc & bit != 0 {
+            a |= right.0;
+        }
+    }
+    let writes = Access(Access::REMOTE_WRITE.0 | Access::ATOMIC.0);
+    if start != addr
+        || len != count
+        || len == 0
+        || !mr.covers(start, len)
+        || (a & writes.0 != 0 && !mr.access.allows(Access::LOCAL_WRITE))
+    {
+        return Err(bind_err);
+    }
+    Ok(Binding {
+        mr_key,
+        start,
+        len,
+        access: Access(a),
+        qpn: if mask & MASK_QPN != 0 {
+            qpn_mkey >> 8
+        } else {
+            NO_QPN
+        },
+    })
+}
