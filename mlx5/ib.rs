@@ -48,4 +48,5 @@ pub(crate) mod xrcd;
 
 mod datapath_tests;
 mod device_tests;
+mod port_tests;
 mod user_tests;
