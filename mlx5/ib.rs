@@ -10,12 +10,12 @@
 //! 1. [`ops`]: the op tables, the `Driver` impl and `assemble_ops`; the one file that names
 //!    every object. Above it only the probe (`crate::dev`, `crate::stages`, `crate::probe`),
 //!    which builds the device and installs the tables.
-//! 2. The objects: [`devx`], [`dm`], [`uar`] (UAR objects and the mmap op), [`counters`],
+//! 2. The objects: [`devx`], [`uar`] (UAR objects and the mmap op), [`dm`], [`counters`],
 //!    [`cq`] (with the kernel CQ's poll and arm), [`qp`] (with the kernel QP's queues;
-//!    [`qp::modify`], [`qp::wr`]), [`srq`], [`mr`], [`mw`], [`ah`], [`xrcd`], [`pd`],
-//!    [`ucontext`], [`port`], [`sysfs`]. An object may use another one below it (a QP names
-//!    its context's doorbell pages, a DM MR is an MR), never the op table, the probe or
-//!    `crate::dev`.
+//!    [`qp::modify`], [`qp::wr`]), [`srq`], [`mw`], [`mr`], [`ah`], [`xrcd`], [`pd`],
+//!    [`ucontext`], [`port`], [`sysfs`]. An object may use one listed after it (a DM is mapped
+//!    through the mmap op, a DM MR is an MR, a QP names its context's doorbell pages), never
+//!    the op table, the probe or `crate::dev`.
 //! 3. What the objects share: [`queue`] (queue memory), [`user_mem`] (pinned user memory),
 //!    [`device`] (the device types: `Mlx5Ib`, `Mlx5IbDev`, `IbPort`; it imports no object),
 //!    [`memic`] (the MEMIC window), [`deferred`] (refused teardowns retried), [`events`] (the
