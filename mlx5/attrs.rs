@@ -269,7 +269,7 @@ pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAt
         flags |= AUTO_PATH_MIG;
     }
     // upstream: IB_DEVICE_XRC with `cmd_hca_cap.xrc`, with the XRC verbs
-    // (`mlx5_ib_dev_xrc_ops`, ib.rs `XRC_OPS`, set on the same capability).
+    // (`mlx5_ib_dev_xrc_ops`, `ib::ops::XRC_OPS`, set on the same capability).
     if gen.flag(cmd_hca_cap::xrc) {
         flags |= XRC;
     }

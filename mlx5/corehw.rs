@@ -291,7 +291,7 @@ impl Mlx5Hw for CoreFunction {
             Some(h) => match Arc::new(CoreSink(h), GFP_KERNEL) {
                 Ok(s) => Some(s as Arc<dyn CoreEvents>),
                 Err(_) => {
-                    pr_err!("mlx5_ib_rs: no memory for the event binding\n");
+                    pr_err!("{}: no memory for the event binding\n", self.name());
                     None
                 }
             },

@@ -12,41 +12,23 @@
 //! ones; dropping the state (remove) runs their cleanups in reverse, then deallocates the
 //! device.
 
-use crate::attrs::{
-    device_attrs, ib_port_attrs, port_immutable, roce_port_attrs, Caps, DeviceIds, EthLink,
-    GenCaps, PortAttrs, PortImmutable,
-};
+use crate::attrs::{device_attrs, Caps, DeviceIds, GenCaps};
 use crate::cmd::exec;
 use crate::cmd::query::{
-    HcaVport, NicVport, QueryAdapter, QueryHcaVportContext, QueryHcaVportGid, QueryHcaVportPkey,
-    QueryNicVportContext, TableIndex,
+    HcaVport, NicVport, QueryAdapter, QueryHcaVportContext, QueryNicVportContext,
 };
-use crate::cmd::reg::{AccessReg, NodeDesc, Paos, Pmtu, PortStatus, Ptys, PtysProto, Pvlc};
+use crate::cmd::reg::{AccessReg, NodeDesc};
 use crate::cmd::res::{AllocPd, AllocQCounter, AllocUar, DeallocPd, DeallocQCounter, DeallocUar};
 use crate::hw::{CapType, Mlx5Hw};
-use crate::ib::{
-    assemble_ops, clear_gids, program_default_gids, programmed_gids, IbPort, Mlx5Ib, Mlx5IbDev,
-};
+use crate::ib::device::{IbPort, Mlx5Ib, Mlx5IbDev, OpGroups};
+use crate::ib::ops::{assemble_ops, DM_OPS, MW_OPS, XRC_OPS};
+use crate::ib::port::{clear_gids, program_default_gids, programmed_gids, query_port};
 use crate::prm::ctx::cmd_hca_cap;
 use crate::stages::{self, Stage};
 use core::pin::Pin;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::device::Device;
 use kernel::{device, prelude::*, str::CString, sync::aref::ARef, sync::Arc, sync::UniqueArc};
-
-/// Optional op groups chosen by capability (upstream `NON_DEFAULT_CB` and the `*_ops` tables
-/// `mlx5_ib_stage_caps_init()` adds), for the core's op-table assembly.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct OpGroups {
-    /// `mlx5_ib_dev_xrc_ops` (`MLX5_CAP_GEN(xrc)`).
-    pub(crate) xrc: bool,
-    /// `mlx5_ib_dev_mw_ops` (`imaicl`).
-    pub(crate) mw: bool,
-    /// `mlx5_ib_dev_common_roce_ops` (Ethernet link layer).
-    pub(crate) roce: bool,
-    /// `mlx5_ib_dev_ipoib_enhanced_ops` is not offered: no IPoIB offloads here.
-    pub(crate) ipoib: bool,
-}
 
 /// The device while probe builds it (upstream `mlx5r_probe()`'s `dev`): the core's device
 /// allocation, held alone while the stages fill it, shared from `IB_REG` on.
@@ -147,6 +129,15 @@ impl Mlx5Dev {
         Ok(arc)
     }
 
+    /// Logs an error as upstream's `mlx5_ib_err()` does: on the function's device, or, in a
+    /// KUnit probe without one, under the function's name.
+    fn err(&self, hw: &dyn Mlx5Hw, msg: core::fmt::Arguments<'_>) {
+        match &self.parent {
+            Some(p) => dev_err!(p, "{}", msg),
+            None => pr_err!("{}: {}", hw.name(), msg),
+        }
+    }
+
     /// The RDMA device once `IB_REG` shared it (upstream `dev->ib_dev`): registered, outside a
     /// probe whose registration failed.
     pub(crate) fn ib(&self) -> Option<&Arc<Device<Mlx5Ib>>> {
@@ -172,7 +163,7 @@ impl Drop for Mlx5Dev {
         let hw = ib.data().hw.clone();
         let left = Device::dealloc(ib);
         if left != 0 {
-            pr_err!("{}: {} verbs object(s) left at remove\n", hw.name(), left);
+            self.err(&*hw, fmt!("{} verbs object(s) left at remove\n", left));
         }
     }
 }
@@ -311,7 +302,7 @@ fn stage_roce(d: &mut Mlx5Dev) -> Result {
         return Ok(());
     }
     if GenCaps::of(hw)?.get(cmd_hca_cap::roce) == 0 || hw.caps(CapType::Roce).is_none() {
-        pr_err!("{}: Ethernet function without RoCE capability\n", hw.name());
+        d.err(hw, fmt!("Ethernet function without RoCE capability\n"));
         return Err(EOPNOTSUPP);
     }
     Ok(())
@@ -328,105 +319,6 @@ fn stage_ports(d: &mut Mlx5Dev) -> Result {
     }
     x.ports = ports;
     Ok(())
-}
-
-/// What `query_port` and `get_port_immutable` report for one port, and the port MAC
-/// (Ethernet). upstream `mlx5_ib_query_port()` (`mlx5_query_hca_port()` /
-/// `mlx5_query_port_roce()`) + `mlx5_port_immutable()`: the commands run on every call, as
-/// upstream's do, so the IB device's `query_port` op uses this too.
-///
-/// # Errors
-///
-/// `EIO` without a cached capability page, the errno of a failing query (HCA/NIC vport context,
-/// PTYS, PMTU, PVLC, PAOS: `Mlx5Hw::exec`), `EINVAL` for a reply upstream refuses, `ENOMEM`.
-pub(crate) fn port_attrs(
-    hw: &dyn Mlx5Hw,
-    num: u8,
-    ll: LinkLayer,
-) -> Result<(PortAttrs, PortImmutable, Option<[u8; 6]>)> {
-    let gen = hw.caps(CapType::General).and_then(Caps::new).ok_or(EIO)?;
-    match ll {
-        LinkLayer::Infiniband => {
-            let vport = exec(hw, &QueryHcaVportContext { port: num })?;
-            let ptys = exec(
-                hw,
-                &AccessReg::read(Ptys {
-                    port: num,
-                    proto: PtysProto::Ib,
-                }),
-            )?;
-            let pmtu = exec(hw, &AccessReg::read(Pmtu { port: num }))?;
-            let vl = exec(hw, &AccessReg::read(Pvlc { port: num }))?;
-            let attrs = ib_port_attrs(gen, &vport, &ptys, &pmtu, vl)?;
-            let immutable = port_immutable(&attrs, Some(&vport), None)?;
-            Ok((attrs, immutable, None))
-        }
-        LinkLayer::Ethernet => {
-            let nic = exec(hw, &QueryNicVportContext)?;
-            let ptys = exec(
-                hw,
-                &AccessReg::read(Ptys {
-                    port: num,
-                    proto: PtysProto::Eth,
-                }),
-            )?;
-            let paos = exec(
-                hw,
-                &AccessReg::read(Paos {
-                    port: num,
-                    admin_status: None,
-                }),
-            )?;
-            let link = EthLink {
-                up: paos.admin == PortStatus::Up && paos.oper == 1,
-                hw_mtu: nic.mtu,
-            };
-            let roce = hw.caps(CapType::Roce).and_then(Caps::new);
-            let attrs = roce_port_attrs(gen, roce, &nic, &ptys, link)?;
-            let immutable = port_immutable(&attrs, None, roce)?;
-            Ok((attrs, immutable, Some(nic.mac)))
-        }
-    }
-}
-
-/// upstream `mlx5_ib_query_port()` + `mlx5_port_immutable()` + the cache's table reads.
-fn query_port(hw: &dyn Mlx5Hw, num: u8, ll: LinkLayer) -> Result<IbPort> {
-    let (attrs, immutable, mac) = port_attrs(hw, num, ll)?;
-    let (gids, pkeys) = match ll {
-        LinkLayer::Infiniband => {
-            let n_gids = u16::try_from(attrs.gid_tbl_len).map_err(|_| EIO)?;
-            let gids = exec(
-                hw,
-                &QueryHcaVportGid {
-                    port: num,
-                    index: TableIndex::All(n_gids),
-                },
-            )?;
-            let pkeys = exec(
-                hw,
-                &QueryHcaVportPkey {
-                    port: num,
-                    index: TableIndex::All(attrs.pkey_tbl_len),
-                },
-            )?;
-            (gids, pkeys)
-        }
-        LinkLayer::Ethernet => {
-            let mut pkeys = KVec::new();
-            pkeys.push(0xffff, GFP_KERNEL)?;
-            (KVec::new(), pkeys)
-        }
-    };
-    Ok(IbPort {
-        num,
-        link_layer: ll,
-        attrs,
-        immutable,
-        gids,
-        pkeys,
-        mac,
-        roce_gids: KVec::new(),
-    })
 }
 
 /// upstream `mlx5_ib_dev_res_init()`: the kernel PD (`devr->p0`). Upstream also creates a CQ,
@@ -502,19 +394,19 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     let groups = dev.data().ops;
     // upstream: `if (MLX5_CAP_DEV_MEM(mdev, memic) || ..SW_ICM) ib_set_device_ops(..,
     // &mlx5_ib_dev_dm_ops)`.
-    let memic = crate::dm::MemicDb::new(&hw)?;
+    let memic = crate::ib::memic::MemicDb::new(&hw)?;
     {
         let ops = dev.as_mut().ops_mut();
         // upstream mlx5_ib_stage_caps_init(): `if (MLX5_CAP_GEN(mdev, imaicl))
         // ib_set_device_ops(&dev->ib_dev, &mlx5_ib_dev_mw_ops)`.
         if groups.mw {
-            ops.set(&crate::ib::MW_OPS)?;
+            ops.set(&MW_OPS)?;
         }
         if groups.xrc {
-            ops.set(&crate::ib::XRC_OPS)?;
+            ops.set(&XRC_OPS)?;
         }
         if memic.is_some() {
-            ops.set(&crate::ib::DM_OPS)?;
+            ops.set(&DM_OPS)?;
         }
     }
     let x = dev.as_mut().data_mut();
@@ -541,7 +433,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
             }
         }
     }
-    dev.set_sysfs_group(&crate::sysfs::MLX5_GROUP);
+    dev.set_sysfs_group(&crate::ib::sysfs::MLX5_GROUP);
     dev.set_node_desc(&dev.data().node_desc);
     // upstream: `ib_dev.num_comp_vectors = mlx5_comp_vectors_max(mdev)`.
     dev.set_num_comp_vectors(hw.num_comp_vectors());
@@ -566,7 +458,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     Ok(())
 }
 
-fn events_of(dev: &Arc<Device<Mlx5Ib>>) -> &crate::events::EventTable {
+fn events_of(dev: &Arc<Device<Mlx5Ib>>) -> &crate::ib::events::EventTable {
     &dev.data().events
 }
 
@@ -588,7 +480,6 @@ fn stage_ib_reg_cleanup(d: &mut Mlx5Dev) {
 #[kunit_tests(mlx5_ib_rs_probe)]
 mod tests {
     use super::*;
-    use crate::attrs::{core_cap, speed, width};
     use crate::fwsim::fault::FaultAction;
     use crate::fwsim::profile::CONNECTX7;
     use crate::prm::opcode;
@@ -712,71 +603,6 @@ mod tests {
         assert_eq!(d.fw_ver()?.to_bytes(), b"28.43.1014");
         assert_eq!(d.board_id()?.to_bytes(), b"RDMARS_CX7");
         assert_eq!(d.hw_rev()?.to_bytes(), b"0");
-        Ok(())
-    }
-
-    #[test]
-    fn ib_port_attrs_from_the_simulator() -> Result {
-        let f = sim(false)?;
-        let probed = Mlx5Dev::probe(f.clone())?;
-        let d = probed.data()?;
-        assert_eq!(d.ports.len(), 1);
-        let p = &d.ports[0];
-        assert_eq!((p.num, p.link_layer), (1, LinkLayer::Infiniband));
-        let a = &p.attrs;
-        assert_eq!((a.state, a.phys_state), (4, 5));
-        // Each function has a LID of its own on the fabric (Fw::port_lid), the SM is LID 1.
-        let lid = f.with_fw(|fw| fw.port_lid(0));
-        assert_eq!((a.lid, a.sm_lid), (u32::from(lid), 1));
-        assert_eq!(a.port_cap_flags, 0x2651_e848);
-        assert_eq!(a.gid_tbl_len, 8);
-        assert_eq!(a.pkey_tbl_len, 128);
-        assert_eq!(a.max_msg_sz, 1 << 30);
-        assert_eq!(a.active_width, width::W4X);
-        assert_eq!(a.active_speed, speed::NDR);
-        assert_eq!((a.max_mtu, a.active_mtu), (5, 5));
-        assert_eq!(a.max_vl_num, 3);
-        assert_eq!(a.subnet_timeout, 18);
-        assert_eq!(p.immutable.core_cap_flags, core_cap::PORT_IBA_IB);
-        assert_eq!(p.immutable.max_mad_size, 256);
-        assert_eq!(
-            (p.immutable.gid_tbl_len, p.immutable.pkey_tbl_len),
-            (8, 128)
-        );
-        // GID 0 is fe80::<port GUID>, the rest empty; P_Key 0 is the default.
-        assert_eq!(p.gids.len(), 8);
-        assert_eq!(&p.gids[0][..8], &[0xfe, 0x80, 0, 0, 0, 0, 0, 0]);
-        assert_ne!(&p.gids[0][8..], &[0u8; 8]);
-        assert_eq!(p.gids[1], [0u8; 16]);
-        assert_eq!(p.pkeys.len(), 128);
-        assert_eq!(p.pkeys[0], 0xffff);
-        assert_eq!(p.pkeys[1], 0);
-        Ok(())
-    }
-
-    #[test]
-    fn roce_port_attrs_from_the_simulator() -> Result {
-        let f = sim(true)?;
-        let probed = Mlx5Dev::probe(f.clone())?;
-        let d = probed.data()?;
-        let p = &d.ports[0];
-        assert_eq!(p.link_layer, LinkLayer::Ethernet);
-        let a = &p.attrs;
-        assert_eq!((a.state, a.phys_state), (4, 5));
-        assert!(a.ip_gids);
-        assert_eq!(a.gid_tbl_len, 256);
-        assert_eq!(a.pkey_tbl_len, 1);
-        assert_eq!(a.port_cap_flags, 1 << 16);
-        // ConnectX-6 Dx profile: 100GAUI-2, which upstream reports as 2X HDR.
-        assert_eq!((a.active_width, a.active_speed), (width::W2X, speed::HDR));
-        assert_eq!(a.max_mtu, 5);
-        assert_eq!(
-            p.immutable.core_cap_flags,
-            core_cap::PORT_RAW_PACKET | core_cap::PORT_IBA_ROCE | core_cap::PORT_IBA_ROCE_UDP_ENCAP
-        );
-        assert_eq!(p.pkeys.len(), 1);
-        assert!(p.mac.is_some());
-        assert!(d.ops.roce);
         Ok(())
     }
 }

@@ -8,8 +8,7 @@
 //! backend (simulated functions as `mlx5_ib_rs.rdma.N` auxiliary devices,
 //! created from `sim=`), the [`hw::Mlx5Hw`] interface, the auxiliary driver
 //! whose probe runs the profile stages, and the RDMA device those stages
-//! register as `mlx5_%d` ([`ib`]) with kernel verbs through PRM commands
-//! ([`verbs`]).
+//! register as `mlx5_%d` ([`ib`], one file per verbs object, each issuing PRM commands).
 
 mod prm;
 
@@ -33,27 +32,16 @@ mod mlx5_core;
 mod attrs;
 mod cmd;
 mod corehw;
-mod datapath;
 mod dev;
-mod devx;
-mod devx_events;
-mod dm;
-mod events;
 mod hw;
 mod ib;
 mod probe;
 mod simdev;
 mod stages;
-mod sysfs;
 mod uabi;
 /// Typed user-ABI structs (`uapi_structs!`), shared with uverbs.
 #[path = "../uverbs/abi/layout.rs"]
 pub(crate) mod uapi_layout;
-mod uar;
-mod ucontext;
-mod user_mem;
-mod verbs;
-mod verbs_user;
 
 use ib_core_rs::attr::LinkLayer;
 use kernel::{auxiliary, driver, prelude::*, InPlaceModule};
@@ -85,7 +73,7 @@ struct Mlx5IbRs {
 /// The core's registration check of both assemblies, across the module boundary.
 fn check_ops() -> Result {
     for ll in [LinkLayer::Infiniband, LinkLayer::Ethernet] {
-        ib::assemble_ops(ll)?.check_mandatory().map_err(|op| {
+        ib::ops::assemble_ops(ll)?.check_mandatory().map_err(|op| {
             pr_err!("mlx5_ib_rs: driver lacks mandatory op {}\n", op.name());
             EINVAL
         })?;
@@ -114,10 +102,3 @@ impl InPlaceModule for Mlx5IbRs {
         })
     }
 }
-
-#[path = "datapath_tests.rs"]
-mod datapath_tests;
-#[path = "ib_tests.rs"]
-mod ib_tests;
-#[path = "ib_user_tests.rs"]
-mod ib_user_tests;

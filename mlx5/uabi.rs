@@ -11,8 +11,8 @@
 //!
 //! The order of checks is upstream's, so that a request with several faults gets the errno
 //! upstream returns first. Steps between them that touch memory (pinning the buffer, mapping
-//! the doorbell) are the driver's ([`crate::verbs_user`]); the functions here are split at those
-//! points.
+//! the doorbell) are the driver's (`crate::ib::cq`, `crate::ib::qp`, `crate::ib::srq`); the
+//! functions here are split at those points.
 
 use crate::uapi_layout::{uapi_c_member, uapi_structs, AbiField, Layout};
 

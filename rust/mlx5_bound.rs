@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RDMA devices of the mlx5_core functions the driver has bound (KUnit builds only): the
-//! kernel-verbs suite `mlx5_ib_rs_fn_kverbs` (`mlx5/datapath_tests.rs`) runs on them, which
+//! kernel-verbs suite `mlx5_ib_rs_fn_kverbs` (`mlx5/ib/datapath_tests.rs`) runs on them, which
 //! is how kernel queues on a real (or the emulated) PCI function are tested. The probe adds a
 //! function's device after it registered and removes it when the function is unbound, before
 //! the stages' cleanups; nothing else holds these references.
@@ -9,7 +9,7 @@
 //! `global_lock!` statics must be initialized once before first use, an `unsafe` promise
 //! kept here, in `rust/`, and made once from the module's `init`.
 
-use crate::ib::Mlx5Ib;
+use crate::ib::device::Mlx5Ib;
 use ib_core_rs::device::Device;
 use kernel::prelude::*;
 use kernel::sync::Arc;

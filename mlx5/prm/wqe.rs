@@ -2,9 +2,9 @@
 
 //! The data path's numbers: send WQE opcodes and control flags (include/linux/mlx5/qp.h,
 //! rdma-core's `mlx5dv.h`), CQE opcodes and error syndromes (include/linux/mlx5/cq.h). The
-//! driver's kernel queues (`datapath.rs`) write WQEs and read CQEs with them, the simulator's
-//! engine (`fwsim/engine.rs`, `fwsim/cqe.rs`) reads the WQEs and writes the CQEs: one copy for
-//! both sides.
+//! driver's kernel queues (`ib/qp/wr.rs`, `ib/cq.rs`) write WQEs and read CQEs with them, the
+//! simulator's engine (`fwsim/engine.rs`, `fwsim/cqe.rs`) reads the WQEs and writes the CQEs:
+//! one copy for both sides.
 
 /// `MLX5_SEND_WQE_BB`: the send queue's basic block, in bytes.
 pub(crate) const SEND_WQE_BB: usize = 64;

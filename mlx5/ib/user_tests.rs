@@ -11,15 +11,17 @@ use crate::cmd::res::DestroyMkey;
 use crate::dev::Mlx5Dev;
 use crate::fwsim::fault::FaultAction;
 use crate::hw::UarMem;
-use crate::ib::Mlx5Ib;
+use crate::ib::cq::{self, CqMem};
+use crate::ib::device::Mlx5Ib;
+use crate::ib::mr;
+use crate::ib::qp::{self, QpMem};
+use crate::ib::uar::{mmap_lookup, uar_obj_alloc, uar_obj_destroy, UarPage};
+use crate::ib::ucontext::Mlx5Ucontext;
+use crate::ib::user_mem::{UserBuf, PAGE};
 use crate::prm::opcode;
 use crate::prm::status::Status;
 use crate::simdev::SimFunction;
 use crate::uabi::{self, qp_flag};
-use crate::uar::{mmap_lookup, uar_obj_alloc, uar_obj_destroy, UarPage};
-use crate::ucontext::Mlx5Ucontext;
-use crate::user_mem::{UserBuf, PAGE};
-use crate::verbs_user::{self, CqMem, QpMem};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mw, MwType, Pd, QpCap, QpInitAttr, QpType, Ucontext, Udata,
@@ -187,7 +189,7 @@ mod tests {
             assert_eq!(ib.restrack().total(), rt);
 
             // CQ in the driver with kernel memory posing as user memory.
-            let mk_cq = |fault: bool| -> Result<crate::verbs::Mlx5Cq> {
+            let mk_cq = |fault: bool| -> Result<cq::Mlx5Cq> {
                 let req = cq_req(uar.page_id, 64);
                 let mut resp = [0u8; 8];
                 let mut ud = Udata::new(&req, &mut resp);
@@ -198,7 +200,7 @@ mod tests {
                 if fault {
                     fail(&f, opcode::CREATE_CQ);
                 }
-                let r = verbs_user::create_cq(
+                let r = cq::create_user_cq(
                     ib,
                     &attr,
                     None,
@@ -257,7 +259,7 @@ mod tests {
                 if fault {
                     fail(&f, opcode::CREATE_QP);
                 }
-                let r = verbs_user::create_qp(
+                let r = qp::create_user_qp(
                     &pd,
                     &init,
                     &mut UserCtx::new(&ctx, &mut ud),
@@ -305,8 +307,7 @@ mod tests {
                 if fault {
                     fail(&f, opcode::CREATE_MKEY);
                 }
-                let r =
-                    verbs_user::reg_user_mr(&pd, &req, &mut UserCtx::new(&ctx, &mut ud), Some(buf));
+                let r = mr::reg_user_mr(&pd, &req, &mut UserCtx::new(&ctx, &mut ud), Some(buf));
                 f.with_faults(|p| p.clear());
                 let m = r?;
                 assert_eq!(m.lkey, m.rkey);

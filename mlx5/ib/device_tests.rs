@@ -7,7 +7,9 @@
 use crate::dev::Mlx5Dev;
 use crate::fwsim::fault::FaultAction;
 use crate::fwsim::profile::{CONNECTX6_DX, CONNECTX7};
-use crate::ib::{default_gid, Mlx5Ib, DEV_OPS, IB_PORT_OPS, ROCE_PORT_OPS};
+use crate::ib::device::Mlx5Ib;
+use crate::ib::ops::{DEV_OPS, IB_PORT_OPS, ROCE_PORT_OPS};
+use crate::ib::port::default_gid;
 use crate::prm::opcode;
 use crate::prm::status::Status;
 use crate::simdev::SimFunction;
@@ -41,7 +43,7 @@ mod tests {
             (IbLinkLayer::Infiniband, &IB_PORT_OPS),
             (IbLinkLayer::Ethernet, &ROCE_PORT_OPS),
         ] {
-            let ops = crate::ib::assemble_ops(ll)?;
+            let ops = crate::ib::ops::assemble_ops(ll)?;
             assert_eq!(ops.check_mandatory(), Ok(()));
             assert_eq!(ops.driver_id(), DriverId::Mlx5);
             assert_eq!(ops.uverbs_abi_ver(), 1);
@@ -55,7 +57,7 @@ mod tests {
             ] {
                 assert!(ops.has(op));
             }
-            // The kernel data path (datapath.rs).
+            // The kernel data path (cq.rs, qp/wr.rs).
             for op in [Op::PostSend, Op::PostRecv, Op::PollCq, Op::ReqNotifyCq] {
                 assert!(ops.has(op));
             }
@@ -96,7 +98,7 @@ mod tests {
             assert_eq!(a.max_pd, 1 << p.log_max_pd);
             assert_eq!(a.node_guid, ib.data().node_guid);
             assert!(ib.ops().has(Op::GetDevFwStr));
-            let fw = crate::ib::Mlx5DevOps::get_dev_fw_str(ib)?;
+            let fw = crate::ib::ops::Mlx5DevOps::get_dev_fw_str(ib)?;
             assert_eq!(fw.to_bytes(), ib.data().fw_ver()?.to_bytes());
             let imm = ib.port_immutable(1)?;
             assert_eq!(

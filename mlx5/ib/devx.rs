@@ -4,7 +4,7 @@
 //! uapi `mlx5_user_ioctl_cmds.h`; libmlx5's `mlx5dv_devx_*`).
 //!
 //! A user context opened with `MLX5_IB_ALLOC_UCTX_DEVX` owns a firmware user context (CREATE_UCTX,
-//! [`crate::ucontext`]) whose uid the kernel stamps into every command the context sends. The
+//! [`crate::ib::ucontext`]) whose uid the kernel stamps into every command the context sends. The
 //! firmware checks each object a command names against that uid (the simulator too,
 //! `Documentation/fwsim.md`), so one context cannot touch another's objects; the kernel's part
 //! is the allow-lists below, the object bookkeeping (each created object keeps the command that
@@ -33,7 +33,7 @@
 //!   and `OBJ_ASYNC_QUERY` (the query runs in the method; its result reaches the user only
 //!   through a read of the fd, as upstream's `mlx5_cmd_exec_cb()` completion).
 //! * `MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD` (`ASYNC_EVENT_FD_ALLOC`) and `SUBSCRIBE_EVENT`:
-//!   [`crate::devx_events`].
+//!   [`crate::ib::devx_events`].
 //!
 //! Not done: DMA-buf umems, creates whose destroy needs more than the object id (flow tables,
 //! groups, entries, scheduling elements, VXLAN ports, L2 entries, multicast attach:
@@ -42,16 +42,16 @@
 //! as every CREATE_CQ there (`crate::corehw`), so its completion events reach the channels as
 //! upstream's `devx_cq_comp()` (`devx_test` on the emulated function).
 
-use crate::devx_events::{self, poll_mask, wait_queued, ChannelQueue, DevxEventFd};
-use crate::events::EventTable;
 use crate::hw::Mlx5Hw;
-use crate::ib::Mlx5Ib;
+use crate::ib::device::Mlx5Ib;
+use crate::ib::devx_events::{self, poll_mask, wait_queued, ChannelQueue, DevxEventFd};
+use crate::ib::events::EventTable;
+use crate::ib::ucontext::Mlx5Ucontext;
+use crate::ib::user_mem::UserBuf;
 use crate::prm::cmd::{create_mkey_in, create_umem_in, general_obj_in_cmd_hdr as hdr, mbox_in};
 use crate::prm::ctx::{cqc, mkc, qpc, umem as umemc};
 use crate::prm::devx_ops as op;
 use crate::prm::layout::Field;
-use crate::ucontext::Mlx5Ucontext;
-use crate::user_mem::UserBuf;
 use ib_core_rs::uverbs::driver_api::{
     Access, AnyObject, AttrSpec, DriverCall, DriverFdOps, DriverUobject, MethodSpec, ObjectSpec,
     PtrSpec, RemoveReason, UA_MANDATORY, UA_OPTIONAL,
@@ -64,12 +64,12 @@ use kernel::sync::poll::PollTable;
 use kernel::sync::Arc;
 use kernel::uaccess::UserSliceWriter;
 
-crate::ib::driver_ids! {
+crate::ib::device::driver_ids! {
     /// `MLX5_IB_OBJECT_DEVX`, `_DEVX_OBJ`, `_DEVX_UMEM` (`enum mlx5_ib_objects`).
     OBJECT_DEVX, OBJECT_DEVX_OBJ, OBJECT_DEVX_UMEM;
     /// `MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD`, `_DEVX_ASYNC_EVENT_FD` (the same enum, after
     /// `MLX5_IB_OBJECT_FLOW_MATCHER`).
-    OBJECT_DEVX_ASYNC_CMD_FD = crate::ib::DRIVER_NS + 4, OBJECT_DEVX_ASYNC_EVENT_FD;
+    OBJECT_DEVX_ASYNC_CMD_FD = crate::ib::device::DRIVER_NS + 4, OBJECT_DEVX_ASYNC_EVENT_FD;
     /// `enum mlx5_ib_devx_methods`.
     METHOD_OTHER, METHOD_QUERY_UAR, METHOD_QUERY_EQN, METHOD_SUBSCRIBE_EVENT;
     /// `enum mlx5_ib_devx_obj_methods`.
@@ -103,7 +103,7 @@ crate::ib::driver_ids! {
 /// `UVERBS_IDR_ANY_OBJECT`.
 const ANY_OBJECT: u16 = 0xffff;
 
-/// The driver method numbers of this file (`crate::uar` has 1).
+/// The driver method numbers of this file (`crate::ib::uar` has 1).
 const H_OTHER: u16 = 10;
 const H_QUERY_UAR: u16 = 11;
 const H_QUERY_EQN: u16 = 12;
@@ -916,7 +916,7 @@ fn obj_async_query(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
 /// only flag is `OMIT_DATA` (others `EINVAL`, `uverbs_get_flags32()`).
 fn async_event_fd_alloc(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
     let flags = call.flags32(ATTR_EVENT_FD_ALLOC_FLAGS, devx_events::OMIT_DATA)?;
-    let table = call.ctx().device().data().events.clone();
+    let table = call.ctx().device().data().events.devx.clone();
     let f = DevxEventFd::new(u64::from(flags) & devx_events::OMIT_DATA != 0, table)?;
     call.set_new_fd(
         c"[devx_async_event]",

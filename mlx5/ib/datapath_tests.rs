@@ -15,7 +15,7 @@ use crate::dev::Mlx5Dev;
 use crate::fwsim::profile::{LinkLayer, CONNECTX7};
 use crate::fwsim::Config;
 use crate::hw::{DmaBuf, Mlx5Hw};
-use crate::ib::Mlx5Ib;
+use crate::ib::device::Mlx5Ib;
 use crate::simdev::SimFunction;
 use ib_core_rs::attr::Gid;
 use ib_core_rs::device::Device;

@@ -8,7 +8,7 @@
 //!
 //! A subscription ([`Sub`]) names an event type, the object it is about (a DEVX object's
 //! number, or none for an unaffiliated event) and a cookie; it lives in the device's table
-//! ([`DevxSubs`], in the [`EventTable`] the function's events arrive at, upstream's two-level
+//! ([`DevxSubs`], held by the `EventTable` the function's events arrive at, upstream's two-level
 //! `event_xa`) until its channel is destroyed or its object is. An event of the device is
 //! matched against the table by upstream's keys (`event type | object type << 16`, the
 //! object's number) and queued on each subscribed channel: the cookie and the 64-byte EQE,
@@ -21,7 +21,6 @@
 //! `devx_get_obj_id_from_event()` reads it). Only the legacy event numbers are known (the
 //! functions have no `event_cap`, upstream `is_valid_events_legacy()`).
 
-use crate::events::EventTable;
 use crate::hw::{HwEvent, QpEventKind};
 use ib_core_rs::uverbs::driver_api::{DriverFdOps, RemoveReason};
 use kernel::fs::File;
@@ -367,9 +366,9 @@ struct EvState {
     /// upstream `is_overflow_err`: an event was lost for lack of memory; the next read says
     /// so (`EOVERFLOW`) once.
     overflow: bool,
-    /// The table this channel's subscriptions are in (upstream: the device reference of
-    /// `get_device()` at the alloc), dropped at the destroy.
-    table: Option<Arc<EventTable>>,
+    /// The device's table this channel's subscriptions are in (upstream: the device reference
+    /// of `get_device()` at the alloc), dropped at the destroy.
+    table: Option<Arc<DevxSubs>>,
 }
 
 /// upstream `struct devx_async_event_file`: the `[devx_async_event]` fd's object.
@@ -389,7 +388,7 @@ impl DevxEventFd {
     /// # Errors
     ///
     /// `ENOMEM`.
-    pub(crate) fn new(omit_data: bool, table: Arc<EventTable>) -> Result<Arc<Self>> {
+    pub(crate) fn new(omit_data: bool, table: Arc<DevxSubs>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(DevxEventFd {
                 omit_data,
@@ -492,7 +491,7 @@ impl DriverFdOps for DevxEventFd {
         self.wait.notify_all();
         drop(events);
         if let Some(t) = table {
-            let gone = take_matching(&t.devx, |s| s.of(self));
+            let gone = take_matching(&t, |s| s.of(self));
             drop(gone);
         }
     }

@@ -13,7 +13,7 @@
 //! commands and their unwinding are tested without a user process.
 
 use crate::hw::{DmaMap, Mlx5Hw};
-use crate::ib::Mlx5Ib;
+use crate::ib::device::Mlx5Ib;
 use ib_core_rs::verbs::{AccessFlags, Ucontext, Umem};
 use kernel::prelude::*;
 use kernel::{new_mutex, sync::Arc, sync::Mutex};

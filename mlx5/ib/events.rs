@@ -18,8 +18,8 @@
 //! released before the target lock; the device (the simulator's fabric lock) is never held
 //! while delivering, and handlers may call back into the driver (poll, arm, post).
 
-use crate::datapath::KernQp;
 use crate::hw::{HwEvent, Mlx5Events, QpEventKind};
+use crate::ib::devx_events::DevxSubs;
 use ib_core_rs::device::IbDevice;
 use ib_core_rs::event::{Event, EventKind};
 use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler, SrqEvent, SrqHandler};
@@ -54,6 +54,19 @@ impl<H: ?Sized + 'static> Slot<H> {
     }
 }
 
+/// What a CQ's poll needs of a kernel QP whose CQEs it finds (upstream `mlx5_poll_one()` on
+/// the QP's `mlx5_ib_wq`s): the work requests the CQE completes retired, their `wr_id`
+/// returned. Implemented by the kernel QP's queues (`crate::ib::qp::KernQp`), found by number
+/// in the device's QP table ([`EventTable::kern_qp`]).
+pub(crate) trait KernQueues: Send + Sync {
+    /// A requester CQE of WQE `wqe_counter`: every send WQE up to it is retired; the
+    /// `wr_id` of that WQE.
+    fn retire_send(&self, wqe_counter: u16) -> u64;
+
+    /// A responder CQE: the oldest receive WQE is retired; its `wr_id`.
+    fn retire_recv(&self) -> u64;
+}
+
 /// The consumer's side of a CQ's events (upstream `struct mlx5_core_cq` as the EQ sees it).
 #[pin_data]
 pub(crate) struct CqTarget {
@@ -72,7 +85,7 @@ pub(crate) struct QpTarget {
     #[pin]
     slot: Slot<dyn QpHandler>,
     /// A kernel QP's queues.
-    pub(crate) kern: Option<Arc<KernQp>>,
+    pub(crate) kern: Option<Arc<dyn KernQueues>>,
     /// The QP's counter binding (upstream `qp->counter`, `mqp->counter_pending` under
     /// `mqp->mutex`): `modify_qp` holds it across its command, so a bind sees a settled state.
     #[pin]
@@ -159,7 +172,7 @@ impl QpTarget {
     /// `ENOMEM`.
     pub(crate) fn new(
         handler: Option<&Arc<dyn QpHandler>>,
-        kern: Option<Arc<KernQp>>,
+        kern: Option<Arc<dyn KernQueues>>,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(QpTarget {
@@ -260,9 +273,9 @@ pub(crate) struct EventTable {
     qps: SpinLockIrq<Table<QpTarget>>,
     #[pin]
     srqs: SpinLockIrq<Table<SrqTarget>>,
-    /// The DEVX event subscriptions of the device's contexts (`crate::devx_events`).
-    #[pin]
-    pub(crate) devx: crate::devx_events::DevxSubs,
+    /// The DEVX event subscriptions of the device's contexts (`crate::ib::devx_events`), held
+    /// by their event channels too.
+    pub(crate) devx: Arc<DevxSubs>,
     /// The registered RDMA device, for device events: set after `IB_REG`, taken before
     /// unregistering (the device holds this table: the reference cycle ends there).
     #[pin]
@@ -333,7 +346,7 @@ impl EventTable {
                 cqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
                 qps <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
                 srqs <- new_spinlock_irq!(Table { v: KVec::new(), reserved: 0 }),
-                devx <- new_spinlock_irq!(KVec::new()),
+                devx: Arc::pin_init(new_spinlock_irq!(KVec::new()), GFP_KERNEL)?,
                 ib <- new_spinlock_irq!(None),
                 fatal: Atomic::new(false),
                 ethernet: Atomic::new(false),
@@ -429,7 +442,7 @@ impl EventTable {
     }
 
     /// A kernel QP's queues by number (upstream `__mlx5_qp_lookup()` in `mlx5_poll_one()`).
-    pub(crate) fn kern_qp(&self, qpn: u32) -> Option<Arc<KernQp>> {
+    pub(crate) fn kern_qp(&self, qpn: u32) -> Option<Arc<dyn KernQueues>> {
         self.qps.lock().find(qpn).and_then(|t| t.kern.clone())
     }
 
@@ -442,7 +455,7 @@ impl EventTable {
 impl Mlx5Events for EventTable {
     fn event(&self, ev: HwEvent) {
         // upstream: the DEVX notifier and devx_cq_comp() see the event too.
-        crate::devx_events::dispatch(&self.devx, &ev);
+        crate::ib::devx_events::dispatch(&self.devx, &ev);
         match ev {
             HwEvent::Completion { cqn } | HwEvent::CqError { cqn } => {
                 let t = self.cqs.lock().find(cqn).cloned();

@@ -5,7 +5,7 @@
 //! installed with `set_sysfs_group()` before registration (upstream
 //! `rdma_set_device_sysfs_group()` in `mlx5_ib_stage_ib_reg_init()`).
 
-use crate::ib::{Mlx5Ib, Mlx5IbDev};
+use crate::ib::device::{Mlx5Ib, Mlx5IbDev};
 use core::fmt::Write;
 use ib_core_rs::sysfs::{DevAttr, DriverGroup, IbSysfs, SysfsBuf};
 use kernel::prelude::*;

@@ -11,7 +11,7 @@
 //! Deviations, each honest about what is missing rather than faking it:
 //! * DEVX (`MLX5_IB_ALLOC_UCTX_DEVX`): CREATE_UCTX gives the context its uid (`EINVAL` when
 //!   the function has no `log_max_uctx`, as upstream `mlx5_ib_devx_create()`), which the
-//!   context's transport domain and PDs carry, and DEVX commands ([`crate::devx`]); the UCTX
+//!   context's transport domain and PDs carry, and DEVX commands ([`crate::ib::devx`]); the UCTX
 //!   is destroyed last at dealloc. Its `cap` is 0: `MLX5_UCTX_CAP_RAW_TX` needs a raw packet
 //!   QP (none here) and `_INTERNAL_DEV_RES` `CAP_SYS_RAWIO` plus the whitelist uid (not done);
 //!   no `ucaps` (`RDMA_UCAP_MLX5_CTRL_*`). UAR pages are allocated with uid 0 (upstream: the
@@ -30,10 +30,11 @@ use crate::attrs::GenCaps;
 use crate::cmd::exec;
 use crate::cmd::query::QueryNicVportContext;
 use crate::cmd::res::{AllocTransportDomain, CreateUctx, DeallocTransportDomain, DestroyUctx};
-use crate::ib::Mlx5Ib;
+use crate::ib::deferred::Deferred;
+use crate::ib::device::Mlx5Ib;
+use crate::ib::user_mem::DbPages;
 use crate::prm::ctx::cmd_hca_cap;
 use crate::uabi;
-use crate::user_mem::DbPages;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{Ucontext, UcontextPriv, Udata};
@@ -251,15 +252,14 @@ pub(crate) fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
         )
         .is_err()
         {
-            d.deferred_deallocs.defer(crate::uar::Deferred::Td(u.tdn));
+            d.deferred_deallocs.defer(Deferred::Td(u.tdn));
         }
         // upstream: mlx5_ib_devx_destroy() last. Every object of the context is gone by now
         // (uverbs destroyed them before the context); a refusal (an injected fault, or the
         // transport domain above was refused) is retried like the domain (upstream ignores
         // it).
         if u.devx_uid != 0 && exec(&*d.hw, &DestroyUctx { uid: u.devx_uid }).is_err() {
-            d.deferred_deallocs
-                .defer(crate::uar::Deferred::Uctx(u.devx_uid));
+            d.deferred_deallocs.defer(Deferred::Uctx(u.devx_uid));
         }
     }
     // What the device refused before (a UAR page of this context whose last unmap came
@@ -350,6 +350,18 @@ pub(crate) fn query_device_udata(dev: &Device<Mlx5Ib>, udata: &mut Udata<'_>) ->
     r.response_length = len;
     udata.copy_to(&r.to_bytes());
     Ok(())
+}
+
+pub(crate) fn mlx5_ctx(ctx: &Ucontext<Mlx5Ib>) -> Result<&Mlx5Ucontext> {
+    ctx.data::<Mlx5Ucontext>().ok_or(EINVAL)
+}
+
+/// The errno of a malformed request.
+pub(crate) fn abi_err(e: uabi::AbiError) -> Error {
+    match e {
+        uabi::AbiError::Inval => EINVAL,
+        uabi::AbiError::NotSupp => EOPNOTSUPP,
+    }
 }
 
 #[kunit_tests(mlx5_ib_rs_ucontext)]

@@ -19,9 +19,12 @@
 //! page-offset range.
 
 use crate::cmd::exec;
-use crate::cmd::res::{AllocUar, DeallocTransportDomain, DeallocUar, DestroyUctx};
+use crate::cmd::res::{AllocUar, DeallocUar};
 use crate::hw::{Mlx5Hw, UarMem};
-use crate::ib::Mlx5Ib;
+use crate::ib::deferred::{Deferred, DeferredDeallocs};
+use crate::ib::device::Mlx5Ib;
+use crate::ib::dm::{self, MemicAlloc};
+use crate::ib::ucontext::abi_err;
 use crate::uabi;
 use ib_core_rs::mm::{IoProt, UserVma};
 use ib_core_rs::uverbs::driver_api::{
@@ -78,100 +81,6 @@ impl Drop for UarPage {
         {
             self.deferred.defer(Deferred::Uar(self.index));
         }
-    }
-}
-
-/// A teardown command the device refused where the refusal cannot be handed back to anyone.
-#[derive(Clone, Copy)]
-pub(crate) enum Deferred {
-    /// DEALLOC_UAR of this index.
-    Uar(u32),
-    /// DEALLOC_TRANSPORT_DOMAIN of this number (a context's, at its close).
-    Td(u32),
-    /// DESTROY_UCTX of this uid (a DEVX context's, at its close).
-    Uctx(u16),
-}
-
-/// UARs and transport domains whose deallocation the device refused (for a UAR: RES_BUSY,
-/// because CQs or QPs still used it; or any other status): retried after every CQ and QP
-/// destroy of the device and every context's close ([`DeferredDeallocs::retry`]) and when the
-/// device data goes (after every object of the device). Upstream ignores such a refusal
-/// (`mlx5_cmd_uar_dealloc()`, `mlx5_cmd_dealloc_transport_domain()` results are dropped), leaving
-/// the object in the device; here it is retried until it succeeds or is refused again for a
-/// reason other than RES_BUSY (then it is dropped: exec logged both refusals).
-pub(crate) struct DeferredDeallocs {
-    hw: Arc<dyn Mlx5Hw>,
-    list: Pin<KBox<kernel::sync::SpinLock<KVec<Deferred>>>>,
-}
-
-impl DeferredDeallocs {
-    /// An empty list for the device `hw`.
-    ///
-    /// # Errors
-    ///
-    /// `ENOMEM`.
-    pub(crate) fn new(hw: Arc<dyn Mlx5Hw>) -> Result<Arc<Self>> {
-        let list = KBox::pin_init(kernel::new_spinlock!(KVec::new()), GFP_KERNEL)?;
-        Ok(Arc::new(DeferredDeallocs { hw, list }, GFP_KERNEL)?)
-    }
-
-    /// Queues `d` for [`DeferredDeallocs::retry`].
-    pub(crate) fn defer(&self, d: Deferred) {
-        // Without memory the object stays allocated until the function goes (logged).
-        if self.list.lock().push(d, GFP_ATOMIC).is_err() {
-            let (what, n) = match d {
-                Deferred::Uar(n) => ("UAR", n),
-                Deferred::Td(n) => ("transport domain", n),
-                Deferred::Uctx(n) => ("user context", u32::from(n)),
-            };
-            pr_err!(
-                "mlx5_ib_rs: {} 0x{:x} left allocated (no memory to defer it)\n",
-                what,
-                n
-            );
-        }
-    }
-
-    /// Deallocates the deferred objects that nothing uses any more: passes over the list until
-    /// one frees nothing (a UCTX is busy until its context's transport domain went).
-    pub(crate) fn retry(&self) {
-        loop {
-            let mut busy = KVec::new();
-            let mut progress = false;
-            loop {
-                let Some(d) = self.list.lock().pop() else {
-                    break;
-                };
-                let r = match d {
-                    Deferred::Uar(id) => exec(&*self.hw, &DeallocUar { id, uid: 0 }),
-                    Deferred::Td(id) => exec(&*self.hw, &DeallocTransportDomain { id, uid: 0 }),
-                    Deferred::Uctx(uid) => exec(&*self.hw, &DestroyUctx { uid }),
-                };
-                if r == Err(EBUSY) {
-                    // Still used: back on the list, tried again after the next destroy.
-                    // Without memory it stays allocated until the function goes.
-                    if busy.push(d, GFP_ATOMIC).is_err() {
-                        break;
-                    }
-                } else {
-                    progress = true;
-                }
-            }
-            let none_busy = busy.is_empty();
-            let mut l = self.list.lock();
-            for d in busy {
-                let _ = l.push(d, GFP_ATOMIC);
-            }
-            if !progress || none_busy {
-                return;
-            }
-        }
-    }
-}
-
-impl Drop for DeferredDeallocs {
-    fn drop(&mut self) {
-        self.retry();
     }
 }
 
@@ -262,7 +171,7 @@ pub(crate) fn mmap_lookup(ctx: &Ucontext<Mlx5Ib>, vm_pgoff: u64) -> Result<MmapE
         return Err(ENOSYS);
     }
     // Entries from MLX5_IB_MMAP_DEVICE_MEM on (upstream mlx5_ib_mmap()'s default case).
-    if cmd < MMAP_CMD_BELOW_ENTRIES && cmd != crate::dm::MMAP_DEVICE_MEM {
+    if cmd < MMAP_CMD_BELOW_ENTRIES && cmd != dm::MMAP_DEVICE_MEM {
         return Err(EINVAL);
     }
     // mlx5_vma_to_pgoff(): command << 16 | extended index.
@@ -281,8 +190,8 @@ pub(crate) fn mmap_lookup(ctx: &Ucontext<Mlx5Ib>, vm_pgoff: u64) -> Result<MmapE
 /// As [`mmap_lookup`]; the mapping's errors.
 pub(crate) fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
     let r = mmap_lookup(ctx, vma.pgoff() as u64)?;
-    if r.data::<crate::dm::MemicAlloc>().is_some() {
-        return crate::dm::mmap(ctx, r, vma);
+    if r.data::<MemicAlloc>().is_some() {
+        return dm::mmap(ctx, r, vma);
     }
     let page = r.data::<UarPage>().ok_or(EINVAL)?;
     match page.mem() {
@@ -302,9 +211,9 @@ pub(crate) fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {
     }
 }
 
-crate::ib::driver_ids! {
+crate::ib::device::driver_ids! {
     /// `MLX5_IB_OBJECT_UAR` (`enum mlx5_ib_objects`, mlx5_user_ioctl_cmds.h).
-    OBJECT_UAR = crate::ib::DRIVER_NS + 8;
+    OBJECT_UAR = crate::ib::device::DRIVER_NS + 8;
     /// `MLX5_IB_METHOD_UAR_OBJ_ALLOC`, `_DESTROY`.
     METHOD_UAR_OBJ_ALLOC, METHOD_UAR_OBJ_DESTROY;
     /// `MLX5_IB_ATTR_UAR_OBJ_ALLOC_*`.
@@ -366,12 +275,4 @@ pub(crate) fn uverbs_method(handler: u16, call: &mut DriverCall<'_, '_, Mlx5Ib>)
     call.put(ATTR_ALLOC_MMAP_OFFSET, &offset.to_ne_bytes())?;
     call.put(ATTR_ALLOC_PAGE_ID, &page_id.to_ne_bytes())?;
     call.put(ATTR_ALLOC_MMAP_LENGTH, &length.to_ne_bytes())
-}
-
-/// The errno of a malformed request.
-pub(crate) fn abi_err(e: uabi::AbiError) -> Error {
-    match e {
-        uabi::AbiError::Inval => EINVAL,
-        uabi::AbiError::NotSupp => EOPNOTSUPP,
-    }
 }

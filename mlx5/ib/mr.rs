@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions (upstream mr.c): DMA MRs and fast-register MRs of kernel consumers
+//! (`mlx5_ib_get_dma_mr()`, `mlx5_ib_alloc_mr()`), user MRs and their re-registration
+//! (`mlx5_ib_reg_user_mr()` → `create_real_mr()` → `reg_create()`, `mlx5_ib_rereg_user_mr()`),
+//! and the CREATE_MKEY every MR is (`mlx5_ib_create_mkey()`), which DM MRs use too.
+//!
+//! User MRs pin their memory with the access flags' writability and use `PAGE_SIZE` pages;
+//! this driver posts no UMR WQEs (no mkey cache), so every registration is a CREATE_MKEY.
+
+use crate::cmd::exec;
+use crate::cmd::res::{CreateMkey, DestroyMkey, MkeyAccess, MkeyTranslation};
+use crate::hw::Mlx5Hw;
+use crate::ib::device::Mlx5Ib;
+use crate::ib::user_mem::{UserBuf, PAGE};
+use ib_core_rs::verbs::{AccessFlags, Mr, MrCreated, MrType, Pd, ReregFlags, UserCtx, UserMrReq};
+use kernel::prelude::*;
+use kernel::{new_mutex, sync::Mutex};
+
+/// The driver part of an MR (upstream `struct mlx5_ib_mr`).
+pub(crate) struct Mlx5Mr {
+    /// The mkey index (`key >> 8`).
+    pub(crate) index: u32,
+    /// The I/O virtual address the mkey starts at (upstream `mr->ibmr.iova`).
+    pub(crate) iova: u64,
+    /// The access flags the MR was created with (upstream `mr->access_flags`).
+    pub(crate) access: AccessFlags,
+    /// A user MR's pinned memory (`mr->umem`), unpinned after DESTROY_MKEY; a
+    /// re-registration that keeps the translation moves it to the new MR (upstream
+    /// `mlx5_ib_rereg_user_mr()` sets `mr->umem = NULL`).
+    pub(crate) umem: Option<Pin<KBox<Mutex<Option<UserBuf>>>>>,
+}
+
+pub(crate) fn mkey_access(a: AccessFlags) -> MkeyAccess {
+    MkeyAccess {
+        remote_atomic: a.0 & AccessFlags::REMOTE_ATOMIC.0 != 0,
+        remote_write: a.0 & AccessFlags::REMOTE_WRITE.0 != 0,
+        remote_read: a.0 & AccessFlags::REMOTE_READ.0 != 0,
+        local_write: a.0 & AccessFlags::LOCAL_WRITE.0 != 0,
+    }
+}
+
+/// upstream `mlx5_ib_get_dma_mr()`: CREATE_MKEY, PA access mode, `length64`.
+///
+/// # Errors
+///
+/// As [`create_mr_keep`].
+pub(crate) fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
+    create_mr(pd, access, 0, MkeyTranslation::Pa, None)
+}
+
+/// CREATE_MKEY (uid 0) in `pd` with the next key variant, as an MR holding `umem` (upstream
+/// `mlx5_ib_create_mkey()` and then `mr->ibmr.lkey = mr->ibmr.rkey = mr->mmkey.key`). The
+/// memory is taken from `umem` only on success (a failed re-registration puts it back into
+/// the old MR).
+///
+/// # Errors
+///
+/// `ENOMEM`, the errno of CREATE_MKEY (`Mlx5Hw::exec`).
+pub(crate) fn create_mr_keep(
+    pd: &Pd<Mlx5Ib>,
+    access: AccessFlags,
+    iova: u64,
+    translation: MkeyTranslation<'_>,
+    umem: &mut Option<UserBuf>,
+) -> Result<MrCreated<Mlx5Mr>> {
+    let d = pd.device().data();
+    let slot = match umem {
+        Some(_) => Some(KBox::pin_init(new_mutex!(None), GFP_KERNEL)?),
+        None => None,
+    };
+    let m = exec(
+        &*d.hw,
+        &CreateMkey {
+            uid: 0,
+            pd: pd.data().pdn,
+            access: mkey_access(access),
+            key_byte: d.next_mkey_variant(),
+            translation,
+        },
+    )?;
+    if let Some(b) = &slot {
+        *b.lock() = umem.take();
+    }
+    Ok(MrCreated {
+        data: Mlx5Mr {
+            index: m.index,
+            iova,
+            access,
+            umem: slot,
+        },
+        lkey: m.key,
+        rkey: m.key,
+    })
+}
+
+/// [`create_mr_keep`], dropping the memory on failure.
+///
+/// # Errors
+///
+/// As [`create_mr_keep`].
+pub(crate) fn create_mr(
+    pd: &Pd<Mlx5Ib>,
+    access: AccessFlags,
+    iova: u64,
+    translation: MkeyTranslation<'_>,
+    umem: Option<UserBuf>,
+) -> Result<MrCreated<Mlx5Mr>> {
+    let mut umem = umem;
+    create_mr_keep(pd, access, iova, translation, &mut umem)
+}
+
+/// upstream `mlx5_ib_alloc_mr()` → `mlx5_alloc_mem_reg_descs()`: a free MTT mkey with room for
+/// `ALIGN(max_num_sg, 4)` descriptors (filled later by a fast-register WQE). Only
+/// `IB_MR_TYPE_MEM_REG`; SG_GAPS (KLM) and integrity MRs are `EOPNOTSUPP` here.
+///
+/// # Errors
+///
+/// `EOPNOTSUPP` for an MR type other than `IB_MR_TYPE_MEM_REG`, `EINVAL` for `max_num_sg` 0 or
+/// beyond `max_fast_reg_page_list_len`, `ENOMEM`, the errno of CREATE_MKEY.
+pub(crate) fn alloc_mr(
+    pd: &Pd<Mlx5Ib>,
+    mr_type: MrType,
+    max_num_sg: u32,
+) -> Result<MrCreated<Mlx5Mr>> {
+    let d = pd.device().data();
+    if mr_type != MrType::MemReg {
+        return Err(EOPNOTSUPP);
+    }
+    if max_num_sg == 0 || max_num_sg > d.attrs.max_fast_reg_page_list_len {
+        return Err(EINVAL);
+    }
+    let ndescs = usize::try_from(max_num_sg.next_multiple_of(4)).map_err(|_| EINVAL)?;
+    let pages = KVVec::from_elem(0u64, ndescs, GFP_KERNEL)?;
+    create_mr(
+        pd,
+        AccessFlags(0),
+        0,
+        MkeyTranslation::Mtt {
+            start: 0,
+            len: 0,
+            log_page_size: 12,
+            pages: &pages,
+        },
+        None,
+    )
+}
+
+/// upstream `mlx5_ib_reg_user_mr()` → `create_real_mr()` → `reg_create()` (the direct
+/// CREATE_MKEY path, without the mkey cache and UMR): the memory pinned with the access
+/// flags' writability, an MTT mkey of `PAGE_SIZE` pages covering `[iova, iova + length)`,
+/// `lkey` = `rkey` = the key. On-demand paging is `EOPNOTSUPP` (the device reports no ODP).
+///
+/// # Errors
+///
+/// `EOPNOTSUPP` for ODP; `EINVAL` when `start` and `iova` differ within a page (no page size
+/// fits, as upstream's `mlx5_umem_mkc_find_best_pgsz()`); the pin's errno; CREATE_MKEY's
+/// errno. Nothing is left behind on failure.
+pub(crate) fn reg_user_mr(
+    pd: &Pd<Mlx5Ib>,
+    req: &UserMrReq,
+    user: &mut UserCtx<'_, '_, Mlx5Ib>,
+    given: Option<UserBuf>,
+) -> Result<MrCreated<Mlx5Mr>> {
+    if req.access.any(AccessFlags::ON_DEMAND) {
+        return Err(EOPNOTSUPP);
+    }
+    let umem = match given {
+        Some(b) => b,
+        None => UserBuf::pin(user.ctx(), req.start, req.length, req.access)?,
+    };
+    if (req.iova ^ umem.addr()) & (PAGE - 1) != 0 {
+        return Err(EINVAL);
+    }
+    let pages = umem.pages()?;
+    create_mr(
+        pd,
+        req.access,
+        req.iova,
+        MkeyTranslation::Mtt {
+            start: req.iova,
+            len: req.length,
+            log_page_size: kernel::page::PAGE_SHIFT as u8,
+            pages: &pages,
+        },
+        Some(umem),
+    )
+}
+
+/// upstream `mlx5_ib_rereg_user_mr()` on a device without UMR (this driver posts no UMR
+/// WQEs: no mkey cache, no `mlx5r_umr_rereg_pd_access()`/`umr_rereg_pas()` fast paths), so
+/// every re-registration is a new mkey, as upstream's paths that cannot change the MR in
+/// place:
+///
+/// * `ib_umem_check_rereg()`: new access flags that need writable pages without a new
+///   translation, on memory pinned read-only, are `EACCES`;
+/// * without [`ReregFlags::TRANS`]: the old MR's pinned memory moves to a new MTT mkey with
+///   the old `iova` and length and the new PD and/or access flags (upstream "revoke the old
+///   MR" and `create_real_mr(new_pd, umem, mr->ibmr.iova, new_access_flags)`); the old mkey is
+///   destroyed by the core right after, so no two live mkeys translate the same umem for
+///   longer than the command;
+/// * with [`ReregFlags::TRANS`]: new memory pinned and a new mkey, as [`reg_user_mr`]
+///   (upstream `create_real_mr()` on a new umem, or `mlx5_ib_reg_user_mr()` from scratch).
+///
+/// Flags not given keep the MR's PD (the core passes it) and access flags.
+///
+/// # Errors
+///
+/// As above; [`reg_user_mr`]'s; `EINVAL` when the old MR has no pinned memory left (a
+/// kernel MR). On error the old MR is unchanged.
+pub(crate) fn rereg_user_mr(
+    mr: &Mr<Mlx5Ib>,
+    flags: ReregFlags,
+    req: &UserMrReq,
+    new_pd: &Pd<Mlx5Ib>,
+    user: &mut UserCtx<'_, '_, Mlx5Ib>,
+) -> Result<MrCreated<Mlx5Mr>> {
+    let m = mr.data();
+    let slot = m.umem.as_ref().ok_or(EINVAL)?;
+    let access = if flags.has(ReregFlags::ACCESS) {
+        req.access
+    } else {
+        m.access
+    };
+    if flags.has(ReregFlags::TRANS) {
+        return reg_user_mr(
+            new_pd,
+            &UserMrReq {
+                start: req.start,
+                length: req.length,
+                iova: req.iova,
+                access,
+            },
+            user,
+            None,
+        );
+    }
+    let mut guard = slot.lock();
+    let umem = guard.take().ok_or(EINVAL)?;
+    // ib_umem_check_rereg()
+    if flags.has(ReregFlags::ACCESS) && access.writable() && !umem.writable() {
+        *guard = Some(umem);
+        return Err(EACCES);
+    }
+    let pages = match umem.pages() {
+        Ok(p) => p,
+        Err(e) => {
+            *guard = Some(umem);
+            return Err(e);
+        }
+    };
+    let len = umem.len();
+    let mut umem = Some(umem);
+    // Not held across the new MR's creation: that takes the new MR's slot, a mutex of the
+    // same class (lockdep: possible recursive locking). The file's lock serializes this
+    // MR's rereg and dereg, so the empty slot is seen by nobody meanwhile.
+    drop(guard);
+    let r = create_mr_keep(
+        new_pd,
+        access,
+        m.iova,
+        MkeyTranslation::Mtt {
+            start: m.iova,
+            len,
+            log_page_size: kernel::page::PAGE_SHIFT as u8,
+            pages: &pages,
+        },
+        &mut umem,
+    );
+    if r.is_err() {
+        *slot.lock() = umem;
+    }
+    r
+}
+
+/// upstream `mlx5_ib_dereg_mr()` → `destroy_mkey()`: DESTROY_MKEY.
+///
+/// # Errors
+///
+/// The errno of DESTROY_MKEY (`Mlx5Hw::exec`); the MR stays then.
+pub(crate) fn dereg_mr(mr: &Mr<Mlx5Ib>) -> Result {
+    destroy_mkey(&*mr.pd().device().data().hw, mr.data().index)
+}
+
+/// DESTROY_MKEY (uid 0) of the mkey at `index`: an MR's or a memory window's.
+///
+/// # Errors
+///
+/// The errno of DESTROY_MKEY (`Mlx5Hw::exec`).
+pub(crate) fn destroy_mkey(hw: &dyn Mlx5Hw, index: u32) -> Result {
+    exec(hw, &DestroyMkey { id: index, uid: 0 })
+}
