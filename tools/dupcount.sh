@@ -10,4 +10,4 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$src" && git ls-files -co --exclude-standard core uverbs mlx5 rust) |
 	grep -Ev '(_tests|/tests|_kunit|/test_[^/]*)\.rs$' |
 	while read -r f; do [ -f "$src/$f" ] && mkdir -p "$tmp/$(dirname "$f")" && cp "$src/$f" "$tmp/$f"; done
-duplicates --repo "$tmp" --seconds 120 --most 1 | head -1
+duplicates --repo "$tmp" --seconds 120 --most ${MOST:-1} | head -$((${MOST:-1} + 1))
