@@ -9,6 +9,10 @@
 //! this crate so that the only Rust link between modules is driver -> core.
 //! See `Documentation/core.md`.
 
+// The unsafe boundary: `unsafe` is allowed only in the `rust/` mounts below
+// (Documentation/architecture.md, "The unsafe boundary"; tools/modgraph.py checks it).
+#![deny(unsafe_code)]
+
 use kernel::prelude::*;
 
 /// `new_mutex!` with the lockdep class name held in a `static`.
@@ -25,12 +29,15 @@ macro_rules! core_mutex {
     }};
 }
 
+#[allow(unsafe_code)]
 #[path = "../rust/anon_file.rs"]
 pub(crate) mod anon_file;
 pub mod attr;
 mod cache;
+#[allow(unsafe_code)]
 #[path = "../rust/chrdev.rs"]
 pub(crate) mod chrdev;
+#[allow(unsafe_code)]
 #[path = "../rust/class.rs"]
 pub(crate) mod class;
 pub mod client;
@@ -38,31 +45,40 @@ pub mod counters;
 pub mod device;
 pub mod driver;
 pub mod event;
+#[allow(unsafe_code)]
 #[path = "../rust/global.rs"]
 mod global;
 pub mod ib_device;
+#[allow(unsafe_code)]
 #[path = "../rust/inode.rs"]
 pub(crate) mod inode;
+#[allow(unsafe_code)]
 #[path = "../rust/mm.rs"]
 pub mod mm;
+#[allow(unsafe_code)]
 #[path = "../rust/netlink.rs"]
 pub(crate) mod netlink;
 pub mod nldev;
 pub mod ops;
+#[allow(unsafe_code)]
 #[path = "../rust/page_ref.rs"]
 pub mod page_ref;
 pub mod registry;
 pub mod restrack;
 pub mod sysfs;
+#[allow(unsafe_code)]
 #[path = "../rust/task.rs"]
 pub mod task;
+#[allow(unsafe_code)]
 #[path = "../rust/uaccess.rs"]
 pub(crate) mod uaccess;
+#[allow(unsafe_code)]
 #[path = "../rust/umem.rs"]
 pub(crate) mod umem;
 #[path = "../uverbs/uverbs.rs"]
 pub mod uverbs;
 pub mod verbs;
+#[allow(unsafe_code)]
 #[path = "../rust/wq.rs"]
 pub(crate) mod wq;
 

@@ -10,22 +10,32 @@
 //! whose probe runs the profile stages, and the RDMA device those stages
 //! register as `mlx5_%d` ([`ib`], one file per verbs object, each issuing PRM commands).
 
+// The unsafe boundary: `unsafe` is allowed only in the `rust/` mounts below
+// (Documentation/architecture.md, "The unsafe boundary"; tools/modgraph.py checks it).
+#![deny(unsafe_code)]
+
 mod prm;
 
 #[path = "fwsim/fwsim.rs"]
 mod fwsim;
 
+#[allow(unsafe_code)]
 #[path = "../rust/aux_parent.rs"]
 mod aux_parent;
+#[allow(unsafe_code)]
 #[path = "../rust/eventfd.rs"]
 mod eventfd;
+#[allow(unsafe_code)]
 #[path = "../rust/fwsim_param.rs"]
 mod fwsim_param;
+#[allow(unsafe_code)]
 #[path = "../rust/kthread.rs"]
 mod kthread;
+#[allow(unsafe_code)]
 #[cfg(CONFIG_KUNIT)]
 #[path = "../rust/mlx5_bound.rs"]
 mod mlx5_bound;
+#[allow(unsafe_code)]
 #[path = "../rust/mlx5_core.rs"]
 mod mlx5_core;
 

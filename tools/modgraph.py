@@ -220,6 +220,41 @@ def edges_of(crate, rel):
     return out
 
 
+SAFE_GROUPS = ("core", "uverbs", "mlx5")
+ALLOW_RE = re.compile(r"#\[allow\(unsafe_code\)\]")
+
+
+def unsafe_boundary(crate):
+    """The unsafe boundary of a crate: problems as lines (empty when it holds).
+
+    The root denies `unsafe_code`; a file of `core/`, `uverbs/` or `mlx5/` has no `unsafe`
+    keyword in its code, and an `allow(unsafe_code)` there stands only on a `rust/` mount
+    (in the root) or on a `#[pinned_drop]` impl (which pin-init's macro makes an
+    `unsafe impl`)."""
+    out = []
+    root = CRATES[crate.name]
+    raw = strip_comments(open(os.path.join(TOP, root)).read(), keep_strings=True)
+    if not re.search(r"#!\[(deny|forbid)\(unsafe_code\)\]", raw):
+        out.append("%s: no #![deny(unsafe_code)]" % root)
+    for rel in sorted(crate.mods_of_file):
+        if group(rel) not in SAFE_GROUPS:
+            continue
+        text = strip_comments(open(os.path.join(TOP, rel)).read(), keep_strings=True)
+        for m in ALLOW_RE.finditer(text):
+            after = text[m.end():m.end() + 200].lstrip()
+            line = text.count("\n", 0, m.start()) + 1
+            if rel == root and re.match(r'(#\[cfg\([^\]]*\)\]\s*)?#\[path = "\.\./rust/', after):
+                continue
+            if rel != root and after.startswith("#[pinned_drop]"):
+                continue
+            out.append("%s:%d: allow(unsafe_code) on something other than a rust/ mount or a #[pinned_drop] impl" % (rel, line))
+        code = strip_comments(open(os.path.join(TOP, rel)).read())
+        for m in re.finditer(r"\bunsafe\b", code):
+            line = code.count("\n", 0, m.start()) + 1
+            out.append("%s:%d: unsafe outside rust/" % (rel, line))
+    return out
+
+
 def group(rel):
     return rel.split("/", 1)[0]
 
@@ -296,6 +331,14 @@ def main(argv):
                 if (group(a), group(b)) in LOWER_UPPER and (a, b) not in UPWARD_ALLOWED:
                     bad += 1
                     print("modgraph: upward import %s -> %s" % (a, b))
+    for name in CRATES:
+        crate = Crate(name, CRATES[name])
+        problems = unsafe_boundary(crate)
+        for p in problems:
+            bad += 1
+            print("modgraph: unsafe boundary: " + p)
+        if not problems:
+            print("modgraph: %s crate: unsafe only in rust/ mounts" % name)
     for g in sorted(seen_groups):
         adj = seen_groups[g]
         cyc = [c for c in sccs(list(adj), adj) if len(c) > 1]

@@ -241,6 +241,8 @@ impl<D: Driver> Destroyable for Xrcd<D> {
     }
 }
 
+// `#[pinned_drop]` makes this pin-init's `unsafe impl PinnedDrop`; the code in it is safe.
+#[allow(unsafe_code)]
 #[pinned_drop]
 impl<D: Driver> PinnedDrop for Xrcd<D> {
     fn drop(self: Pin<&mut Self>) {

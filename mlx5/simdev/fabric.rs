@@ -1119,6 +1119,8 @@ impl FabricWorker {
     }
 }
 
+// `#[pinned_drop]` makes this pin-init's `unsafe impl PinnedDrop`; the code in it is safe.
+#[allow(unsafe_code)]
 #[pinned_drop]
 impl PinnedDrop for FabricWorker {
     fn drop(self: Pin<&mut Self>) {

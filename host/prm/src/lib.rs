@@ -9,6 +9,7 @@
 
 #![no_std]
 #![deny(warnings, unreachable_pub, rust_2018_idioms)]
+#![forbid(unsafe_code)]
 // Nothing in this crate calls the simulator outside `cfg(test)`: its caller is the kernel crate.
 #![cfg_attr(not(test), allow(dead_code))]
 

@@ -8,6 +8,7 @@
 
 #![no_std]
 #![deny(warnings, unreachable_pub, rust_2018_idioms)]
+#![forbid(unsafe_code)]
 
 #[cfg(test)]
 extern crate std;
