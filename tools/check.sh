@@ -80,7 +80,7 @@ step "check: kernel (built once into $CACHE, then reused)"
 kb=$(timed "check: kernel" "$here/tools/kernel.sh" 2> >(tee "$logs/kernel.log" | grep '^==>' >&2)) ||
 	fail_out "kernel build failed"
 rc=0
-timed "check: module build" make -C "$kb" LLVM=$LLVM_SUFFIX M="$here" CLIPPY=1 modules >"$logs/modules.log" 2>&1 || rc=$?
+timed "check: module build" make -C "$kb" LLVM=$LLVM_SUFFIX M="$here" CLIPPY=1 RDMARS_WERROR=1 modules >"$logs/modules.log" 2>&1 || rc=$?
 result "module build (clippy, warnings are errors)" $rc
 [ $rc = 0 ] || { tail -n 30 "$logs/modules.log" >&2; fail_out "module build failed"; }
 
