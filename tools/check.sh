@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # `make check`: every test of rdma-rs, ending with one line `N passed, N failed`.
 # Steps: setup, rustfmt, host cargo tests, the import graph, kernel (cached), module build, the
 # VM (KUnit suites, user-space tests, the upstream peer, kmemleak) and, beside

@@ -12,7 +12,8 @@
 #                                     configuration, then depmod; nothing else
 #   tools/install.sh files            the files `install` writes, relative to the root
 # Environment: KDIR (the build tree the modules were built against; for uninstall and
-# files only its kernel release is read, KERNELRELEASE overrides it), DESTDIR or
+# files only its kernel release is read, KERNELRELEASE overrides it, the running kernel's
+# release without either), DESTDIR or
 # INSTALL_MOD_PATH (a staging root, default /), LLVM.
 # The modules must have been built (make) first: the test modules that a test build adds
 # (ib_core_rs_test, ib_core_rs_mockdev, rdma_rs_mock) are never installed.
@@ -37,6 +38,8 @@ release() {
 		echo "$KERNELRELEASE"
 	elif [ -r "$kdir/include/config/kernel.release" ]; then
 		cat "$kdir/include/config/kernel.release"
+	elif [ -z "${KDIR:-}" ]; then
+		uname -r
 	else
 		die "no kernel release: $kdir/include/config/kernel.release is missing (pass KDIR=<build tree> or KERNELRELEASE=<release>)"
 	fi

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Build (or reuse) an rdma-rs kernel. Prints the build directory on stdout.
 #   tools/kernel.sh                 the test kernel (kernel/rdma-rs.config)
 #   tools/kernel.sh FRAGMENT...     kernel/rdma-rs.config, then each FRAGMENT on top:

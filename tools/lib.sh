@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Shared settings and helpers for the rdma-rs tools (sourced, not run).
 # The cache lives outside the repository so that later runs, later sessions
 # and CI on the same machine reuse the kernel build.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Boots the test VM in a mode (check, peer, demo, shell).
 #   tools/vm.sh MODE KBUILD LOG
 # The initramfs is rebuilt from the current modules and scripts. QEMU runs

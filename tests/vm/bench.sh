@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make bench`: the core's data-path dispatch benchmark (a tool, not a
 # test): kernel-verbs post_send/poll_cq through ib_core_rs into a no-op
 # driver op, next to a direct call of the same op (what upstream's inline

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make bench-traffic`: the data-path benchmark (a tool, not a test): perftest's
 # ib_send_lat (latency, 2 B) and ib_write_bw (message rate at 64 B, bandwidth
 # at 64 KiB) through libmlx5 on ours (mlx5_0, InfiniBand, on the firmware

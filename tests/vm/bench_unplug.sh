@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make bench-unplug`: the hot-unplug removal time (a figure, not a test) on the
 # benchmark kernel: vm_mlx5_unplug_load's workload (tests/vm/mlx5user.sh) with
 # rdmars.n= processes (default 100) holding contexts, PDs, CQs, QPs, MRs and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make bench-uverbs`: the control-path benchmark (a tool, not a test):
 # tests/userspace/uverbs_bench.c through libibverbs on ours and on upstream
 # (ib_uverbs + rdma_rxe on veth), same VM, alternating, rdmars.runs= times.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # KTAP output for the VM's user-space tests (sourced by the mode scripts).
 # Results are collected while a suite runs and printed in one block at its
 # end, so kernel KTAP printed meanwhile (a module's KUnit suites run at
