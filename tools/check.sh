@@ -104,6 +104,9 @@ judge() {
 # The first VM (mode check) runs the rest meanwhile; both take about 8 minutes.
 second_slot() {
 	local rc=0
+	# Its VMs' suite results reach the terminal as they appear, beside the first VM's.
+	tail -q -n +1 -F --pid=$BASHPID "$logs/pcifn-host.log" "$logs/check2-host.log" 2>/dev/null |
+		grep --line-buffered '^==> suite' >&2 &
 	timed "check: VM pcifn (the emulated PCI function, beside the main VM)" \
 		"$here/tools/pcifn.sh" "$kb" "$logs/pcifn.log" >"$logs/pcifn-host.log" 2>&1 || rc=$?
 	RDMARS_VM_ARGS="kunit.enable=0" RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-2400} \
@@ -120,7 +123,7 @@ judge check "$logs/console.log" "$logs/verdict.txt"
 
 pcrc=0
 wait $second_pid || pcrc=$?
-grep -h '^==>' "$logs/pcifn-host.log" "$logs/check2-host.log" >&2 || true
+grep -h '^==>' "$logs/pcifn-host.log" "$logs/check2-host.log" | grep -v '^==> suite' >&2 || true
 judge check2 "$logs/console2.log" "$logs/verdict2.txt"
 result "pcifn VM (tools/pcifn.sh, see pcifn-host.log)" $pcrc
 judge pcifn "$logs/pcifn.log" "$logs/verdict-pcifn.txt"
