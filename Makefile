@@ -69,7 +69,7 @@ endef
 	check demo vm peer soak bench bench-uverbs bench-traffic bench-unplug traffic breadth fuzz \
 	faults qemu-vfio-user pcifn pcifn-compare clean
 
-all: modules
+all: modules ## the same as modules
 
 help: ## this list: every target with one line each, then the variables
 	@echo "rdma-rs targets (host: modules to uninstall; the rest are for testing):"
