@@ -22,7 +22,7 @@ bench_unplug_suite() {
 		mlx5_unplug_load_suite "$n" "$t"
 	done
 	echo "================ rdma-rs unplug benchmark ================"
-	echo "kernel $(uname -r); runs $runs; the unbind of mlx5_ib_rs.rdma.1 (TCG, two vCPUs)"
+	echo "kernel $(uname -r); runs $runs; the unbind of mlx5_ib_rs.rdma.1 ($(vm_accel), two vCPUs)"
 	echo "processes traffic removal_ms unbind_task_sys_ms"
 	cat /tmp/ul-figs
 	echo "==========================================================="

@@ -25,6 +25,14 @@ ip() { /usr/sbin/ip "$@"; }
 _suite=
 _results=${RDMARS_RESULTS:-/tmp/ktap-results}
 
+# vm_accel: KVM or TCG, the accelerator tools/vm.sh booted the VM with (rdmars.accel=).
+vm_accel() {
+	case " $(cat /proc/cmdline) " in
+	*" rdmars.accel=kvm "*) echo KVM ;;
+	*) echo TCG ;;
+	esac
+}
+
 # suite_begin NAME / suite_end: only run_suites calls them (every suite is
 # a line of suites.list). The judge takes `--- suite NAME` as the suite's
 # start and its KTAP result line as its end.
