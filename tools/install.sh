@@ -55,10 +55,14 @@ run_depmod() { # RELEASE
 }
 
 modules_install() {
-	local rel order saved m
+	local rel order saved m built
 	rel=$(release)
 	for m in $MODULES; do
 		[ -f "$here/$m.ko" ] || die "$here/$m.ko is missing: build the modules first (make KDIR=$kdir)"
+		# A build for another kernel (the test kernel of make check, say) is not installed.
+		built=$(PATH="$PATH:/sbin:/usr/sbin" modinfo -F vermagic "$here/$m.ko" 2>/dev/null | awk '{ print $1 }')
+		[ -z "$built" ] || [ "$built" = "$rel" ] ||
+			die "$m.ko is built for kernel $built, not $rel: build the modules for it first (make KDIR=$kdir)"
 	done
 	# Kbuild installs what modules.order lists; a test build lists the test modules too.
 	# Kbuild reads it from the module directory, so the production list stands in for it
