@@ -11,6 +11,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"
 
+# A builder of its own: the flags of a make that runs it (`make -n`, `-w`, a jobserver) are
+# not this build's; under `make -n` the version query below would print its commands.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+
 base="$here/kernel/rdma-rs.config"
 # --no-print-directory: under `make -C <this tree>` the inherited MAKEFLAGS carry -w, whose
 # "Entering directory" lines would become part of the version.
