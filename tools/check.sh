@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # `make check`: every test of rdma-rs, ending with one line `N passed, N failed`.
-# Steps: setup, rustfmt, host cargo tests, the import graph, kernel (cached), module build, the
+# Steps: setup, rustfmt, host cargo tests, the import graph, the README's targets and suites,
+# kernel (cached), module build (warnings are errors: RDMARS_WERROR=1), the install path, the
 # VM (KUnit suites, user-space tests, the upstream peer, kmemleak) and, beside
 # it, the VM of the emulated PCI function (tools/pcifn.sh) followed by the
 # second test VM (mode check2); the log judge on all three. Full logs go to out/logs/.
@@ -31,6 +33,17 @@ result() {
 	else
 		failed=$((failed + 1)); echo "  FAIL $1 (see $logs)"
 	fi
+}
+
+# tap_results LOG: the `ok ...` / `not ok ...` lines of a test script's LOG as results.
+tap_results() {
+	local line
+	while read -r line; do
+		case $line in
+		"ok "*) passed=$((passed + 1)); echo "  PASS ${line#ok }" ;;
+		"not ok "*) failed=$((failed + 1)); echo "  FAIL ${line#not ok }" ;;
+		esac
+	done < <(grep -E '^(not )?ok ' "$1")
 }
 
 quiet_setup() { "$here/tools/setup.sh" >"$logs/setup.log" 2>&1; }
@@ -76,13 +89,28 @@ python3 "$here/tools/modgraph.py" --check >"$logs/modgraph.log" 2>&1 || rc=$?
 sed 's/^/  /' "$logs/modgraph.log"
 result "import graph: no cycle, no upward import (tools/modgraph.py)" $rc
 
+# The README names only targets and suites that exist; make help lists every target.
+"$here/tools/readme-check.sh" >"$logs/readme-check.log" 2>&1
+tap_results "$logs/readme-check.log"
+# Every shell script parses.
+rc=0
+(cd "$here" && for f in $(git ls-files '*.sh' tests/vm/init .ci/run); do bash -n "$f" || echo "$f"; done) \
+	>"$logs/bash-n.log" 2>&1
+[ -s "$logs/bash-n.log" ] && rc=1
+result "every shell script parses (bash -n)" $rc
+
 step "check: kernel (built once into $CACHE, then reused)"
 kb=$(timed "check: kernel" "$here/tools/kernel.sh" 2> >(tee "$logs/kernel.log" | grep '^==>' >&2)) ||
 	fail_out "kernel build failed"
 rc=0
-timed "check: module build" make -C "$kb" LLVM=$LLVM_SUFFIX M="$here" CLIPPY=1 modules >"$logs/modules.log" 2>&1 || rc=$?
+timed "check: module build" make -C "$kb" LLVM=$LLVM_SUFFIX M="$here" CLIPPY=1 RDMARS_WERROR=1 modules >"$logs/modules.log" 2>&1 || rc=$?
 result "module build (clippy, warnings are errors)" $rc
 [ $rc = 0 ] || { tail -n 30 "$logs/modules.log" >&2; fail_out "module build failed"; }
+
+# The install path against the modules just built: install and uninstall into a staging
+# root, DKMS's files against make install's, the preflight's refusals (seconds).
+"$here/tools/install-test.sh" "$kb" >"$logs/install-test.log" 2>&1
+tap_results "$logs/install-test.log"
 
 # judge MODE LOG VERDICT: the log judge's verdict on one VM run, added to the totals.
 judge() {
@@ -103,6 +131,9 @@ judge() {
 # The first VM (mode check) runs the rest meanwhile; both take about 8 minutes.
 second_slot() {
 	local rc=0
+	# Its VMs' suite results reach the terminal as they appear, beside the first VM's.
+	tail -q -n +1 -F --pid=$BASHPID "$logs/pcifn-host.log" "$logs/check2-host.log" 2>/dev/null |
+		grep --line-buffered '^==> suite' >&2 &
 	timed "check: VM pcifn (the emulated PCI function, beside the main VM)" \
 		"$here/tools/pcifn.sh" "$kb" "$logs/pcifn.log" >"$logs/pcifn-host.log" 2>&1 || rc=$?
 	RDMARS_VM_ARGS="kunit.enable=0" RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-2400} \
@@ -119,14 +150,10 @@ judge check "$logs/console.log" "$logs/verdict.txt"
 
 pcrc=0
 wait $second_pid || pcrc=$?
-grep -h '^==>' "$logs/pcifn-host.log" "$logs/check2-host.log" >&2 || true
+grep -h '^==>' "$logs/pcifn-host.log" "$logs/check2-host.log" | grep -v '^==> suite' >&2 || true
 judge check2 "$logs/console2.log" "$logs/verdict2.txt"
 result "pcifn VM (tools/pcifn.sh, see pcifn-host.log)" $pcrc
 judge pcifn "$logs/pcifn.log" "$logs/verdict-pcifn.txt"
-while read -r line; do
-	case $line in
-	"ok "*) passed=$((passed + 1)); echo "  PASS ${line#ok }" ;;
-	"not ok "*) failed=$((failed + 1)); echo "  FAIL ${line#not ok }" ;;
-	esac
-done < <(grep -E '^(not )?ok pcifn_server' "$logs/pcifn-host.log")
+grep -E '^(not )?ok pcifn_server' "$logs/pcifn-host.log" >"$logs/pcifn-server.log"
+tap_results "$logs/pcifn-server.log"
 summary

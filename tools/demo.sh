@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # `make demo`: builds what is missing, boots the VM, loads our stack and
 # prints what rdma-core sees (ibv_devinfo -v, rdma dev/link/res).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Builds the test VM's initramfs: busybox, our modules, the upstream RDMA
 # modules (the peer), rdma-core from the host's Debian packages with the
 # shared libraries they need, and the project's VM test scripts.

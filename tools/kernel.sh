@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Build (or reuse) an rdma-rs kernel. Prints the build directory on stdout.
 #   tools/kernel.sh                 the test kernel (kernel/rdma-rs.config)
 #   tools/kernel.sh FRAGMENT...     kernel/rdma-rs.config, then each FRAGMENT on top:
@@ -9,6 +10,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"
+
+# A builder of its own: the flags of a make that runs it (`make -n`, `-w`, a jobserver) are
+# not this build's; under `make -n` the version query below would print its commands.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 
 base="$here/kernel/rdma-rs.config"
 # --no-print-directory: under `make -C <this tree>` the inherited MAKEFLAGS carry -w, whose

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Shared settings and helpers for the rdma-rs tools (sourced, not run).
 # The cache lives outside the repository so that every run, worktree and CI job
 # on the same machine reuses the kernel build.

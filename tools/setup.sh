@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # rdma-rs setup: host packages, Rust pieces, Linux 7.3 source.
 # Idempotent: every step checks whether it is already done.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # The rust/ abstractions as user space sees them through ib_core_rs's own users:
 # the infiniband_verbs class and uverbs' char device numbers (rust/class.rs,
 # rust/chrdev.rs), the NETLINK_RDMA socket answering `rdma system` and an empty

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make bench`: the core's data-path dispatch benchmark (a tool, not a
 # test): kernel-verbs post_send/poll_cq through ib_core_rs into a no-op
 # driver op, next to a direct call of the same op (what upstream's inline
@@ -27,7 +28,7 @@ bench_suite() {
 	done
 	t_check "rmmod ib_core_rs" rmmod ib_core_rs
 	echo "================ rdma-rs benchmark ================"
-	echo "kernel $(uname -r); runs $runs; $n calls per figure (each the best of 3 rounds)"
+	echo "kernel $(uname -r); runs $runs; $n calls per figure (each the best of 3 rounds; $(vm_accel))"
 	bench_table /tmp/bd-figs "via ib_core_rs" "the op by pointer"
 	echo "(ratio: pointer/core, 1.00 means the core adds nothing to the indirect call upstream's"
 	echo " inline ib_post_send() makes; each run's line above also shows a static call of the op)"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make bench-traffic`: the data-path benchmark (a tool, not a test): perftest's
 # ib_send_lat (latency, 2 B) and ib_write_bw (message rate at 64 B, bandwidth
 # at 64 KiB) through libmlx5 on ours (mlx5_0, InfiniBand, on the firmware
@@ -117,7 +118,7 @@ bench_traffic_suite() {
 	t_check "perftest produced figures for both stacks" \
 		sh -c 'grep -q "^ours " /tmp/bt-figs && grep -q "^up " /tmp/bt-figs'
 	echo "================ rdma-rs traffic benchmark ================"
-	echo "kernel $(uname -r); runs $runs; n $bt_n per figure (perftest -F, both ends in the VM, TCG)"
+	echo "kernel $(uname -r); runs $runs; n $bt_n per figure (perftest -F, both ends in the VM, $(vm_accel))"
 	echo "ours: mlx5_0 (InfiniBand, firmware simulator, libmlx5); upstream: rxe0 (rdma_rxe on veth, librxe)"
 	bench_table /tmp/bt-figs
 	echo "(ratio >= 1.0: ours is no slower)"

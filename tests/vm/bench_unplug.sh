@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make bench-unplug`: the hot-unplug removal time (a figure, not a test) on the
 # benchmark kernel: vm_mlx5_unplug_load's workload (tests/vm/mlx5user.sh) with
 # rdmars.n= processes (default 100) holding contexts, PDs, CQs, QPs, MRs and
@@ -21,7 +22,7 @@ bench_unplug_suite() {
 		mlx5_unplug_load_suite "$n" "$t"
 	done
 	echo "================ rdma-rs unplug benchmark ================"
-	echo "kernel $(uname -r); runs $runs; the unbind of mlx5_ib_rs.rdma.1 (TCG, two vCPUs)"
+	echo "kernel $(uname -r); runs $runs; the unbind of mlx5_ib_rs.rdma.1 ($(vm_accel), two vCPUs)"
 	echo "processes traffic removal_ms unbind_task_sys_ms"
 	cat /tmp/ul-figs
 	echo "==========================================================="

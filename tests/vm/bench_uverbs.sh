@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make bench-uverbs`: the control-path benchmark (a tool, not a test):
 # tests/userspace/uverbs_bench.c through libibverbs on ours and on upstream
 # (ib_uverbs + rdma_rxe on veth), same VM, alternating, rdmars.runs= times.
@@ -182,7 +183,7 @@ bench_uverbs_suite() {
 	t_check "uverbs_bench produced figures for both stacks" \
 		sh -c 'grep -q "^ours " /tmp/bu-figs && grep -q "^up " /tmp/bu-figs'
 	echo "================ rdma-rs uverbs benchmark ================"
-	echo "kernel $(uname -r); runs $runs; n $n per round trip, $nobj per object figure, $nslab objects for slab, MR up to $mrmax MiB, up to $scale PDs"
+	echo "kernel $(uname -r); runs $runs; n $n per round trip, $nobj per object figure, $nslab objects for slab, MR up to $mrmax MiB, up to $scale PDs; $(vm_accel)"
 	echo "ours: rxe_mock0 (rt, scale, slab) and mlx5_0 on the simulator (cq, qp, qpinit, mr, pin); upstream: rxe0 (rdma_rxe on veth)"
 	bench_table /tmp/bu-figs
 	echo "(ratio >= 1.0: ours is no slower; qp_fwsim_us is the simulator's share of one QP cycle, inside ours' qp_* figures;"

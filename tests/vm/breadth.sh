@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # Verbs breadth (issue 16): REREG_MR, hardware counters, device rename and
 # `rdma monitor`, memory windows. Runs as its own mode (`make breadth`); vm_mw
 # also runs inside check.

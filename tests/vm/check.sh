@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make check` inside the VM: every suite of mode `check` in suites.list,
 # in its order (our modules with their KUnit suites, the user-space suites,
 # the upstream peer and the comparisons, then a kmemleak scan). The list is

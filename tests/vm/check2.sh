@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # The second VM of `make check`: every suite of mode `check2` in suites.list,
 # in its order (the data-path programs and the uverbs fuzzer's slice, then a
 # kmemleak scan). tools/check.sh boots it after the emulated PCI function's VM,

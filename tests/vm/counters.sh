@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # vm_qp_counters: per-QP hardware counters (upstream core/counters.c, nldev.c's STAT_SET /
 # STAT_DEL / STAT_GET, mlx5 counters.c), with known traffic from
 # tests/userspace/counter_traffic.c (an RC requester and responder on one device; N RDMA

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make demo` inside the VM: our stack with a simulated ConnectX, then what
 # rdma-core sees of it (suite `demo` of suites.list).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # DEVX (mlx5dv_devx_*) on the firmware simulator. Sourced by the mode scripts.
 #  - vm_devx: tests/userspace/devx_test.c on mlx5_0 (IB) and mlx5_1 (RoCE v2,
 #    GRH to the port's own GID): a CQ and two RC QPs

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # Device memory (issue 16): vm_dm. tests/userspace/dm_test.c through Debian's
 # libibverbs + libmlx5 on both simulated link layers (DM_ALLOC/FREE and
 # DM_MR_REG errnos as upstream's code gives them, memcpy to and from the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # End to end: Debian's rdma-core 44 (libibverbs + libmlx5, ibv_devices,
 # ibv_devinfo, iproute2's rdma) against ib_core_rs + mlx5_ib_rs on the
 # firmware simulator, compared field by field with what the simulator says

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Fault injection at every point (issue 14): each verb of the workload under
 # the kernel's allocation fault injection (failslab, fail_page_alloc) and the
 # firmware simulator's command fault knob, one point at a time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # The uverbs fuzzer (host/uverbs-fuzz, /rdma-rs/uverbs_fuzz): random call
 # sequences from the project's spec tables on ours (the mock device, both
 # simulated mlx5 functions) and, with the same seed, on upstream ib_uverbs +

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # The firmware simulator in the kernel: simulated functions as auxiliary
 # devices bound by our driver, debugfs resource counts and fault knobs.
 # Sourced by check.sh after lib.sh and ours.sh; runs inside a suite.

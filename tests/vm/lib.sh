@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # KTAP output for the VM's user-space tests (sourced by the mode scripts).
 # Results are collected while a suite runs and printed in one block at its
 # end, so kernel KTAP printed meanwhile (a module's KUnit suites run at
@@ -23,6 +24,14 @@ modprobe() { /usr/sbin/modprobe "$@"; }
 ip() { /usr/sbin/ip "$@"; }
 _suite=
 _results=${RDMARS_RESULTS:-/tmp/ktap-results}
+
+# vm_accel: KVM or TCG, the accelerator tools/vm.sh booted the VM with (rdmars.accel=).
+vm_accel() {
+	case " $(cat /proc/cmdline) " in
+	*" rdmars.accel=kvm "*) echo KVM ;;
+	*) echo TCG ;;
+	esac
+}
 
 # suite_begin NAME / suite_end: only run_suites calls them (every suite is
 # a line of suites.list). The judge takes `--- suite NAME` as the suite's

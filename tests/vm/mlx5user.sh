@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # mlx5 user objects on the firmware simulator. Sourced by the mode scripts
 # (RDMARS_SOURCED=1: the raw suite) or run as the VM mode `mlx5user` (both).
 #  - vm_mlx5_user: raw uverbs commands with libmlx5's udata

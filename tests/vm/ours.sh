@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Our stack: load, run the KUnit suites (they run at insmod), unload.
 # Sourced by the mode scripts after lib.sh.
 

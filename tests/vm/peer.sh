@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # The upstream C stack as a peer: ib_core + ib_uverbs + rdma_rxe on one end
 # of a veth pair (no QEMU NIC needed). Runs as its own mode and inside check.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"

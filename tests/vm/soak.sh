@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # `make soak`: runs the libibverbs workload N times (rdmars.n=, default 100)
 # against a device and checks that nothing grows: restrack counts (`rdma
 # res`) return to their baseline; slab usage is printed before and after,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # The RDMA core's user-visible surfaces with mock devices registered (tests/kunit/
 # ib_core_rs_mockdev.rs): /sys/class/infiniband, `rdma dev`, `rdma link`, `rdma res`.
 # Sourced by check.sh after lib.sh.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Compares the sysfs attributes of our device with the upstream rxe device's
 # in the same VM (issue: core): the same attribute files, each value in the
 # same format. Values differ between devices; formats must not.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Data-path suites on the firmware simulator: Debian's unmodified rdma-core
 # example programs and perftest through libmlx5 (suites of suites.list; the
 # VM mode `traffic` = `make traffic` runs them alone).

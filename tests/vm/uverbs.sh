@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # uverbs through real rdma-core: the mock device (rdma_rs_mock, driver id
 # RXE = 14) served by our uverbs, seen by librxe; the raw ABI checks; the same
 # checks against the upstream peer. Runs as its own mode and inside check.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # XRC (suite vm_xrc of suites.list, modes check and traffic): Debian's
 # unmodified ibv_xsrq_pingpong (rdma-core 44) through libmlx5 on the
 # simulator, and the project's XRC test (tests/userspace/xrc_test.c).

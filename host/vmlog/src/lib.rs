@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 //! The judge of an rdma-rs test VM's console log.
 //!
 //! The VM prints everything on one serial console: the kernel's messages

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 //! `vmlog [--mode MODE] [--manifest FILE | --no-manifest] LOG`: prints
 //! per-suite results and the problems found in an rdma-rs VM console log,
 //! then one line `TOTAL passed failed skipped` (the harness adds its own

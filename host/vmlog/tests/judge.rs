@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 //! The harness judges its sample logs the way it must judge a real run.
 
 use rdma_rs_vmlog::{judge, Outcome};

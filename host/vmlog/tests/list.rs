@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 //! The judge against a suite list: a suite that is missing, aborted or cut
 //! short, a KUnit suite that never reported or was truncated, a mode
 //! script that failed, each is a failure that names it; a complete log

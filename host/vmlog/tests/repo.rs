@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 //! The suite list (`tests/vm/suites.list`) against the repository: every
 //! suite is listed once and nowhere else, every listed function and module
 //! exists, every KUnit suite in the source is listed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 //! The VM's suite runner (tests/vm/lib.sh: run_suites) on the host, with
 //! a stand-in for the init, judged by the judge: what the runner prints is
 //! what the judge reads, and a suite that is missing, dies or takes its
