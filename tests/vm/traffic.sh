@@ -171,7 +171,8 @@ srq_pingpongs() {
 # `rdma res show srq` while srq_test holds an SRQ with two QPs on $1 (GID
 # index $2, optional): the SRQ with its type, the QP numbers (a range), its PD
 # and the owner's pid. The line, with the device name and numbers masked, goes
-# to /tmp/srqres-$1 for the comparison with rxe's (the whole line). The comm
+# to /tmp/srqres-$1 for the comparison with rxe's (the whole line); the wait for the
+# holding line allows 5 minutes (rxe under TCG on a loaded host took over one). The comm
 # is not checked by value: iproute2's res_srq_line() points `comm` at a
 # buffer declared inside an `if` block (SPRINT_BUF), so what it prints is
 # whatever reused that stack slot (ours printed "comm 262-263", the QP range).
@@ -181,7 +182,7 @@ srq_res_while_held() {
 	/rdma-rs/srq_test -d $dev $g -w /tmp/srq-release >/tmp/srq-hold.out 2>&1 &
 	pid=$!
 	i=0
-	while ! grep -q '^I holding' /tmp/srq-hold.out && [ $i -lt 300 ]; do
+	while ! grep -q '^I holding' /tmp/srq-hold.out && [ $i -lt 1500 ]; do
 		sleep 0.2
 		i=$((i + 1))
 	done
