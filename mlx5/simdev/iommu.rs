@@ -212,6 +212,14 @@ impl Iommu {
         Ok(v)
     }
 
+    /// A new IOMMU with one zeroed page mapped writable: the IOMMU, the page, the mapping.
+    fn one_page_mapped() -> Result<(Arc<Iommu>, KVec<PageRef>, DmaMap)> {
+        let io = Iommu::new()?;
+        let p = pages(1)?;
+        let m = io.map(&p, true)?;
+        Ok((io, p, m))
+    }
+
     /// Live mappings (leak checks: zero when every object is gone).
     pub(crate) fn mappings(&self) -> usize {
         self.table.lock().maps.len()
@@ -420,9 +428,7 @@ mod tests {
     /// The 64-bit atomics act on host-endian values in the mapped page, aligned only.
     #[test]
     fn atomics_on_mapped_memory() -> Result {
-        let io = Iommu::new()?;
-        let p = pages(1)?;
-        let m = io.map(&p, true)?;
+        let (io, p, m) = one_page_mapped()?;
         let at = m.iova() + 8;
         assert_eq!(io.fetch_add64(at, 5)?, 0);
         assert_eq!(io.cmp_swap64(at, 4, 9)?, 5);
@@ -438,9 +444,7 @@ mod tests {
     /// referenced by their owner only.
     #[test]
     fn unmapped_addresses_fault() -> Result {
-        let io = Iommu::new()?;
-        let p = pages(1)?;
-        let m = io.map(&p, true)?;
+        let (io, p, m) = one_page_mapped()?;
         let iova = m.iova();
         io.write(iova, &[0xaa])?;
         drop(m);
