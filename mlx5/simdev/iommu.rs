@@ -212,14 +212,6 @@ impl Iommu {
         Ok(v)
     }
 
-    /// A new IOMMU with one zeroed page mapped writable: the IOMMU, the page, the mapping.
-    fn one_page_mapped() -> Result<(Arc<Iommu>, KVec<PageRef>, DmaMap)> {
-        let io = Iommu::new()?;
-        let p = pages(1)?;
-        let m = io.map(&p, true)?;
-        Ok((io, p, m))
-    }
-
     /// Live mappings (leak checks: zero when every object is gone).
     pub(crate) fn mappings(&self) -> usize {
         self.table.lock().maps.len()
@@ -374,6 +366,14 @@ mod tests {
             v.push(PageRef::alloc_zeroed()?, GFP_KERNEL)?;
         }
         Ok(v)
+    }
+
+    /// A new IOMMU with one zeroed page mapped writable: the IOMMU, the page, the mapping.
+    fn one_page_mapped() -> Result<(Arc<Iommu>, KVec<PageRef>, DmaMap)> {
+        let io = Iommu::new()?;
+        let p = pages(1)?;
+        let m = io.map(&p, true)?;
+        Ok((io, p, m))
     }
 
     /// Two mappings get disjoint bus ranges with an unmapped guard page after each; reads
