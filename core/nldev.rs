@@ -304,15 +304,17 @@ mod tests {
         let n = request(&mut rb, RDMA_NLDEV_CMD_GET, None, &[]);
         assert_eq!(get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
 
-        let n = request(
-            &mut rb,
-            RDMA_NLDEV_CMD_PORT_GET,
-            Some(idx),
-            &[(RDMA_NLDEV_ATTR_PORT_INDEX, 1)],
-        );
-        let mut w = MsgWriter::new(&mut out);
-        port_get_doit(&NlDev, &req(&rb[..n]), &mut w)?;
-        let (_, tb) = single(w.bytes())?;
+        // PORT_GET of `port`: the length of the reply in `out`.
+        let port_get = |port, out: &mut [u8]| -> Result<usize> {
+            let mut rb = [0u8; 64];
+            let extra = [(RDMA_NLDEV_ATTR_PORT_INDEX, port)];
+            let n = request(&mut rb, RDMA_NLDEV_CMD_PORT_GET, Some(idx), &extra);
+            let mut w = MsgWriter::new(out);
+            port_get_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+            Ok(w.bytes().len())
+        };
+        let len = port_get(1, &mut out)?;
+        let (_, tb) = single(&out[..len])?;
         assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX), Some(1));
         assert_eq!(a_u8(&tb, RDMA_NLDEV_ATTR_PORT_STATE), Some(4));
         assert_eq!(a_u8(&tb, RDMA_NLDEV_ATTR_PORT_PHYS_STATE), Some(5));
@@ -321,14 +323,7 @@ mod tests {
             a_u64(&tb, RDMA_NLDEV_ATTR_SUBNET_PREFIX),
             Some(0xfe80_0000_0000_0000)
         );
-        let n = request(
-            &mut rb,
-            RDMA_NLDEV_CMD_PORT_GET,
-            Some(idx),
-            &[(RDMA_NLDEV_ATTR_PORT_INDEX, 2)],
-        );
-        let mut w = MsgWriter::new(&mut out);
-        assert_eq!(port_get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
+        assert_eq!(port_get(2, &mut out), Err(EINVAL));
         Device::dealloc(dev);
         Ok(())
     }
@@ -762,26 +757,17 @@ mod tests {
             b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x99)]),
             Err(ENOENT)
         );
-        assert_eq!(
+        let bind_to = |lqpn, cntn| {
             b(&[
                 (PORT, 1),
                 (RES, QP),
                 (MODE, manual),
-                (LQPN, 0x41),
-                (CNTN, id + 50)
-            ]),
-            Err(ENOENT)
-        );
-        assert_eq!(
-            b(&[
-                (PORT, 1),
-                (RES, QP),
-                (MODE, manual),
-                (LQPN, 0x42),
-                (CNTN, id)
-            ]),
-            Err(EINVAL)
-        );
+                (LQPN, lqpn),
+                (CNTN, cntn),
+            ])
+        };
+        assert_eq!(bind_to(0x41, id + 50), Err(ENOENT));
+        assert_eq!(bind_to(0x42, id), Err(EINVAL));
         assert_eq!(
             b(&[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x42)]),
             Err(ENOMEM)
@@ -891,39 +877,22 @@ mod tests {
         }
         Device::dealloc(dev);
 
+        // A STAT_SET on device `idx`, its errno.
+        let set_on = |idx, e: &[(u16, u32)]| {
+            let mut o = [0u8; 512];
+            stat_req(stat_set_doit, RDMA_NLDEV_CMD_STAT_SET, idx, e, &mut o).map(|_| ())
+        };
         // rdma_rxe's shape: statistics, no counter ops. Auto mode is accepted, a bind ENOMEM.
         let dev = Device::alloc(&R_OPS, 1, Ok(()))?;
         Device::register(&dev, c"nlstat_%d")?;
         let idx = dev.index();
         let q = fake_qp(&dev, 0x41, 1000)?;
-        let mut o = [0u8; 512];
-        stat_req(
-            stat_set_doit,
-            RDMA_NLDEV_CMD_STAT_SET,
-            idx,
-            &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)],
-            &mut o,
-        )?;
+        set_on(idx, &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)])?;
         assert_eq!(dev.counter_bind_qp_auto(0x41, 1), Err(ENOMEM));
         assert_eq!(dev.counter_dump(None, None)?.len(), 0);
-        stat_req(
-            stat_set_doit,
-            RDMA_NLDEV_CMD_STAT_SET,
-            idx,
-            &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 0)],
-            &mut o,
-        )?;
-        assert_eq!(
-            stat_req(
-                stat_set_doit,
-                RDMA_NLDEV_CMD_STAT_SET,
-                idx,
-                &[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x41)],
-                &mut o
-            )
-            .map(|_| ()),
-            Err(ENOMEM)
-        );
+        set_on(idx, &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 0)])?;
+        let bind = [(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x41)];
+        assert_eq!(set_on(idx, &bind), Err(ENOMEM));
         dev.restrack().del(ResType::Qp, q);
         Device::dealloc(dev);
 
@@ -932,27 +901,10 @@ mod tests {
         let idx = dev.index();
         let q = fake_qp(&dev, 0x41, 1000)?;
         assert_eq!(
-            stat_req(
-                stat_set_doit,
-                RDMA_NLDEV_CMD_STAT_SET,
-                idx,
-                &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)],
-                &mut o
-            )
-            .map(|_| ()),
+            set_on(idx, &[(PORT, 1), (RES, QP), (MODE, auto), (mask, 1)]),
             Err(EOPNOTSUPP)
         );
-        assert_eq!(
-            stat_req(
-                stat_set_doit,
-                RDMA_NLDEV_CMD_STAT_SET,
-                idx,
-                &[(PORT, 1), (RES, QP), (MODE, manual), (LQPN, 0x41)],
-                &mut o
-            )
-            .map(|_| ()),
-            Err(EOPNOTSUPP)
-        );
+        assert_eq!(set_on(idx, &bind), Err(EOPNOTSUPP));
         dev.restrack().del(ResType::Qp, q);
         Device::dealloc(dev);
         Ok(())

@@ -17,9 +17,9 @@
 //! tree is shallow and a new chunk is needed once every 64 adds (and the last
 //! emptied one is kept for it, `Inner::spare`).
 //!
-//! Before this table the entries were in one XArray at `type << 32 | ID`
-//! (`Documentation/performance.md`, "restrack's chunks"): a store walked six
-//! levels of nodes and took the XArray's own spinlock under the mutex.
+//! Not one XArray at `type << 32 | ID`: a store there walks six levels of
+//! nodes and takes the XArray's own spinlock under the mutex, which halved the
+//! PD and CQ pair rates (`Documentation/performance.md`, "restrack's chunks").
 
 use crate::task;
 use kernel::prelude::*;

@@ -330,7 +330,8 @@ impl SimFunction {
     /// without a fault and only the worker's rescans see it. With none, a QP's first doorbell
     /// after its RTR2RTS faults, and the fault wakes the worker (or serves the page in the
     /// storing task), so the first served QP need not wake it: a wake-up preempts the caller
-    /// of RTR2RTS for nothing (`Documentation/performance.md`, session 16). A page whose fault
+    /// of RTR2RTS for nothing (`Documentation/performance.md`, "The simulator's worker and the
+    /// QP commands"). A page whose fault
     /// is installing it right now is not listed yet; that fault rings next.
     fn uar_installed(&self) -> bool {
         self.uar_pages
@@ -356,10 +357,10 @@ impl SimFunction {
 /// sent again at the peer's retry deadline, which the worker keeps), RTS2RTS changes
 /// attributes, 2RST discards what the QP had (no flush, no event: a QP in RESET completes
 /// nothing, and the worker's next pass finds it no longer served); none of them queues a CQE
-/// or an event. A kick there only ran a pass with nothing
-/// new in it, woke a real-time thread that can preempt the caller and held the fabric lock the
-/// next command waited for: a third of each transition's time on the benchmark kernel
-/// (`Documentation/performance.md`, session 15).
+/// or an event. A kick there would only run a pass with nothing new in it, wake a real-time
+/// thread that can preempt the caller and hold the fabric lock the next command waits for: a
+/// third of each transition's time on the benchmark kernel (`Documentation/performance.md`,
+/// "The simulator's worker and the QP commands").
 fn wakes_worker(op: u16) -> bool {
     matches!(op, opcode::_2ERR_QP | opcode::MODIFY_CQ)
 }

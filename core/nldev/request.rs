@@ -28,8 +28,13 @@ pub(super) fn parse<'a>(req: &Request<'a>) -> Result<[Option<Attr<'a>>; NATTR]> 
     Ok(tb)
 }
 
+/// The request's attribute of type `ty`, if it carries one.
+pub(super) fn attr<'a>(tb: &[Option<Attr<'a>>], ty: u16) -> Option<Attr<'a>> {
+    tb.get(ty as usize).copied().flatten()
+}
+
 pub(super) fn get_u32(tb: &[Option<Attr<'_>>], ty: u16) -> Result<Option<u32>> {
-    match tb.get(ty as usize).copied().flatten() {
+    match attr(tb, ty) {
         None => Ok(None),
         Some(a) => a.u32().map(Some).map_err(|_| EINVAL),
     }

@@ -3,7 +3,7 @@
 //! Device changes: `SET` (rename; upstream `nldev_set_doit()`) and the notifications of
 //! `RDMA_NL_GROUP_NOTIFY` (upstream `rdma_nl_notify_event()`).
 
-use super::request::{fill_handle, parse, req_device, ty, NlDev};
+use super::request::{attr, fill_handle, parse, req_device, ty, NlDev};
 use crate::ib_device::DeviceCore;
 use crate::netlink::codec::MsgWriter;
 use crate::netlink::nldev_uapi::*;
@@ -54,15 +54,10 @@ const IB_DEVICE_NAME_MAX: usize = 64;
 pub(super) fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) -> Result {
     let tb = parse(req)?;
     let dev = req_device(&tb)?;
-    if tb
-        .get(RDMA_NLDEV_NET_NS_FD as usize)
-        .copied()
-        .flatten()
-        .is_some()
-    {
+    if attr(&tb, RDMA_NLDEV_NET_NS_FD).is_some() {
         return Err(EOPNOTSUPP);
     }
-    if let Some(a) = tb.get(RDMA_NLDEV_ATTR_DEV_NAME as usize).copied().flatten() {
+    if let Some(a) = attr(&tb, RDMA_NLDEV_ATTR_DEV_NAME) {
         // nldev_policy: NLA_NUL_STRING of at most IB_DEVICE_NAME_MAX bytes (EINVAL), then
         // nla_strscpy() keeps IB_DEVICE_NAME_MAX - 1.
         let raw = a.str().map_err(|_| EINVAL)?;
@@ -80,12 +75,7 @@ pub(super) fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) ->
         }
         return Ok(());
     }
-    if tb
-        .get(RDMA_NLDEV_ATTR_DEV_DIM as usize)
-        .copied()
-        .flatten()
-        .is_some()
-    {
+    if attr(&tb, RDMA_NLDEV_ATTR_DEV_DIM).is_some() {
         return Err(EOPNOTSUPP);
     }
     Ok(())

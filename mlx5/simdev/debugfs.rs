@@ -56,17 +56,30 @@ pub(super) fn function_dir<'a>(root: &'a Dir, name: &'a CStr, f: F) -> impl PinI
 
 fn show_resources(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     let c = f.counts();
-    writeln!(out, "pd {}", c.pd)?;
-    writeln!(out, "uar {}", c.uar)?;
-    writeln!(out, "td {}", c.td)?;
-    writeln!(out, "cq {}", c.cq)?;
-    writeln!(out, "qp {}", c.qp)?;
-    writeln!(out, "mkey {}", c.mkey)?;
-    writeln!(out, "srq {}", c.srq)?;
-    writeln!(out, "xrc {}", c.xrc)?;
-    writeln!(out, "uctx {}", c.uctx)?;
-    writeln!(out, "umem {}", c.umem)?;
-    writeln!(out, "memic {}", c.memic)
+    write_rows(
+        out,
+        &[
+            ("pd", &c.pd),
+            ("uar", &c.uar),
+            ("td", &c.td),
+            ("cq", &c.cq),
+            ("qp", &c.qp),
+            ("mkey", &c.mkey),
+            ("srq", &c.srq),
+            ("xrc", &c.xrc),
+            ("uctx", &c.uctx),
+            ("umem", &c.umem),
+            ("memic", &c.memic),
+        ],
+    )
+}
+
+/// One `name value` line per row.
+fn write_rows(out: &mut fmt::Formatter<'_>, rows: &[(&str, &dyn fmt::Display)]) -> fmt::Result {
+    for (name, value) in rows {
+        writeln!(out, "{} {}", name, value)?;
+    }
+    Ok(())
 }
 
 /// Q counter sets allocated (ALLOC_Q_COUNTER, `max_qp_cnt` of them at most).

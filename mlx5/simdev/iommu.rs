@@ -368,6 +368,14 @@ mod tests {
         Ok(v)
     }
 
+    /// A new IOMMU with one zeroed page mapped writable: the IOMMU, the page, the mapping.
+    fn one_page_mapped() -> Result<(Arc<Iommu>, KVec<PageRef>, DmaMap)> {
+        let io = Iommu::new()?;
+        let p = pages(1)?;
+        let m = io.map(&p, true)?;
+        Ok((io, p, m))
+    }
+
     /// Two mappings get disjoint bus ranges with an unmapped guard page after each; reads
     /// and writes cross page boundaries inside a mapping and reach the very pages mapped.
     #[test]
@@ -420,9 +428,7 @@ mod tests {
     /// The 64-bit atomics act on host-endian values in the mapped page, aligned only.
     #[test]
     fn atomics_on_mapped_memory() -> Result {
-        let io = Iommu::new()?;
-        let p = pages(1)?;
-        let m = io.map(&p, true)?;
+        let (io, p, m) = one_page_mapped()?;
         let at = m.iova() + 8;
         assert_eq!(io.fetch_add64(at, 5)?, 0);
         assert_eq!(io.cmp_swap64(at, 4, 9)?, 5);
@@ -438,9 +444,7 @@ mod tests {
     /// referenced by their owner only.
     #[test]
     fn unmapped_addresses_fault() -> Result {
-        let io = Iommu::new()?;
-        let p = pages(1)?;
-        let m = io.map(&p, true)?;
+        let (io, p, m) = one_page_mapped()?;
         let iova = m.iova();
         io.write(iova, &[0xaa])?;
         drop(m);

@@ -2,7 +2,7 @@
 
 //! `uobj_bench=N`: the cost of a handle lookup and of a destroy plus a create in a uverbs
 //! file's handle table ([`HandleTable`], `uverbs/uobject_table.rs`) holding 10, 1k, 10k and
-//! 100k objects (those up to N), next to the table it replaced (a `KVec` searched linearly,
+//! 100k objects (those up to N), next to a linear table (a `KVec` searched linearly,
 //! new ids found by rescanning it, `LinearTable` below). Figures for
 //! `Documentation/performance.md`, not a pass/fail test: nothing here depends on the device.
 
@@ -10,7 +10,7 @@ use ib_core_rs::uverbs::uobject_table::HandleTable;
 use kernel::prelude::*;
 use kernel::time::{Instant, Monotonic};
 
-/// The table before: objects oldest first, found by position.
+/// A linear table for comparison: objects oldest first, found by position.
 struct LinearTable {
     objs: KVec<(u32, u16, u64)>,
 }
