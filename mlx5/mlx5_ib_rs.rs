@@ -9,6 +9,21 @@
 //! created from `sim=`), the [`hw::Mlx5Hw`] interface, the auxiliary driver
 //! whose probe runs the profile stages, and the RDMA device those stages
 //! register as `mlx5_%d` ([`ib`], one file per verbs object, each issuing PRM commands).
+//!
+//! The files of this crate (Kbuild builds one crate per module, so files outside `mlx5/` are
+//! mounted with `#[path]`):
+//!
+//! | files | what |
+//! | --- | --- |
+//! | `mlx5/*.rs`, `mlx5/cmd/`, `mlx5/ib/` | the driver: hardware interface, typed commands, the RDMA device |
+//! | `mlx5/prm/`, `mlx5/fwsim/`, `mlx5/uabi.rs` | pure; also compiled by the host crate `host/prm` |
+//! | `mlx5/simdev.rs`, `mlx5/simdev/` | the simulated functions (the simulator's kernel backend) |
+//! | `uverbs/abi/layout.rs` | the typed user-ABI struct macro, shared with the core's uverbs (`uapi_layout`) |
+//! | `rust/{aux_parent,eventfd,fwsim_param,kthread,mlx5_bound,mlx5_core}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
+//!
+//! Imports run one way: `prm`, `uabi`, `fwsim` <- `hw` and its backends <- `cmd` <- `ib`
+//! (device types <- objects <- `ib::ops`) <- `dev`, `stages`, `probe` (`ib.rs` and
+//! `Documentation/architecture.md` give the rule; `tools/modgraph.py` checks it).
 
 // The unsafe boundary: `unsafe` is allowed only in the `rust/` mounts below
 // (Documentation/architecture.md, "The unsafe boundary"; tools/modgraph.py checks it).
