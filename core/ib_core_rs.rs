@@ -25,6 +25,22 @@ macro_rules! core_mutex {
     }};
 }
 
+/// `pr_err!` for a message about one device, prefixed with the device's name as upstream's
+/// `ibdev_err()` prefixes `dev_name(&ibdev->dev)`: `ib_core_rs: <ibdev>: <message>`. `$dev`
+/// is the name (anything `Display`: a [`ib_device::DevName`], a `BStr`).
+macro_rules! ibdev_err {
+    ($dev:expr, $fmt:literal $($arg:tt)*) => {
+        ::kernel::pr_err!("ib_core_rs: {}: {}", $dev, ::core::format_args!($fmt $($arg)*))
+    };
+}
+
+/// `pr_warn!` with the device's name, as [`ibdev_err!`] (upstream `ibdev_warn()`).
+macro_rules! ibdev_warn {
+    ($dev:expr, $fmt:literal $($arg:tt)*) => {
+        ::kernel::pr_warn!("ib_core_rs: {}: {}", $dev, ::core::format_args!($fmt $($arg)*))
+    };
+}
+
 #[path = "../rust/anon_file.rs"]
 pub(crate) mod anon_file;
 pub mod attr;

@@ -368,7 +368,7 @@ impl UverbsClient {
         let desc = drv.desc();
         tree.build_in(std_types::CORE_API, &[drv.objects()], &desc)
             .map_err(|e| Error::from_errno(e.to_errno()))
-            .inspect_err(|e| pr_err!("ib_core_rs: {}: uapi tree: {:?}\n", dev.name(), e))?;
+            .inspect_err(|e| ibdev_err!(dev.name(), "uapi tree: {:?}\n", e))?;
         let tree: Arc<UapiTree> = tree.into();
         let udev = Arc::pin_init(
             try_pin_init!(UverbsDevice {
