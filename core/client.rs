@@ -146,9 +146,9 @@ fn add_client_context(dev: &DeviceCore, id: u32, client: &Arc<dyn Client>) {
         client: client.clone(),
     };
     if dev.clients.lock().push(ctx, GFP_KERNEL).is_err() {
-        pr_err!(
-            "ib_core_rs: {}: no memory to attach client {:?}\n",
+        ibdev_err!(
             dev.name(),
+            "no memory to attach client {:?}\n",
             client.name()
         );
         client.remove(dev);

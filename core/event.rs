@@ -78,9 +78,9 @@ pub fn queue_device_event(dev: Arc<dyn IbDevice>, ev: Event) -> Result {
             let ports = r.device().core().phys_port_cnt;
             if ev.port == 0 || ev.port > ports {
                 // upstream mlx5_ib_handle_event(): `rdma_is_port_valid()`.
-                pr_warn!(
-                    "ib_core_rs: {}: event {} on port {} dropped: no such port\n",
+                ibdev_warn!(
                     r.device().core().name(),
+                    "event {} on port {} dropped: no such port\n",
                     ev.kind.ib_event_type(),
                     ev.port
                 );

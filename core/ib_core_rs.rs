@@ -8,6 +8,20 @@
 //! [`verbs`] and [`client`]. The uverbs layer (`uverbs/`) is compiled into
 //! this crate so that the only Rust link between modules is driver -> core.
 //! See `Documentation/core.md`.
+//!
+//! The files of this crate (Kbuild builds one crate per module, so files outside `core/` are
+//! mounted with `#[path]`):
+//!
+//! | files | what |
+//! | --- | --- |
+//! | `core/` | the core: shared device types, subsystems, the op table, kernel verbs, nldev |
+//! | `uverbs/` | the uverbs character devices (`#[path = "../uverbs/uverbs.rs"] pub mod uverbs`) |
+//! | `uverbs/abi/` | pure; also compiled by the host crates `host/uverbs-abi`, `host/uverbs-fuzz` |
+//! | `rust/{anon_file,chrdev,class,global,inode,mm,netlink,page_ref,task,uaccess,umem,wq}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
+//!
+//! Imports run one way between the two folders: `core/` <- `uverbs/`; `core/` reaches uverbs only through
+//! the extension points `driver::UverbsApi` and `device::registration::UverbsRegistration`,
+//! which uverbs implements (`Documentation/architecture.md`; `tools/modgraph.py` checks it).
 
 // The unsafe boundary: `unsafe` is allowed only in the `rust/` mounts below
 // (Documentation/architecture.md, "The unsafe boundary"; tools/modgraph.py checks it).
@@ -27,6 +41,23 @@ macro_rules! core_mutex {
         static NAME: &'static ::kernel::prelude::CStr = $name;
         ::kernel::sync::Mutex::new($inner, NAME, ::kernel::static_lock_class!())
     }};
+}
+
+/// `pr_err!` for a message about one device, prefixed with the device's name as upstream's
+/// `ibdev_err()` prefixes `dev_name(&ibdev->dev)`: `ib_core_rs: <ibdev>: <message>` (the
+/// module name is `pr_err!`'s own prefix). `$dev`
+/// is the name (anything `Display`: a [`ib_device::DevName`], a `BStr`).
+macro_rules! ibdev_err {
+    ($dev:expr, $fmt:literal $($arg:tt)*) => {
+        ::kernel::pr_err!("{}: {}", $dev, ::core::format_args!($fmt $($arg)*))
+    };
+}
+
+/// `pr_warn!` with the device's name, as [`ibdev_err!`] (upstream `ibdev_warn()`).
+macro_rules! ibdev_warn {
+    ($dev:expr, $fmt:literal $($arg:tt)*) => {
+        ::kernel::pr_warn!("{}: {}", $dev, ::core::format_args!($fmt $($arg)*))
+    };
 }
 
 #[allow(unsafe_code)]

@@ -257,6 +257,9 @@ pub(crate) trait Destroyable: Object {
     /// The driver op (`Ok` without one).
     fn driver_destroy(&self) -> Result;
 
+    /// The name of the object's device, for the message of a failed destroy at drop.
+    fn dev_name(&self) -> crate::ib_device::DevName;
+
     /// Releases the core side: the restrack entry and the uses of parents
     /// (nothing for an object with neither: DM, XRCD).
     fn release(&self) {}
@@ -272,12 +275,20 @@ macro_rules! destroy_op {
         fn driver_destroy(&self) -> Result {
             self.dev.ops().$op.map_or(Ok(()), |f| f(self))
         }
+
+        fn dev_name(&self) -> crate::ib_device::DevName {
+            self.dev.name()
+        }
     };
     ($op:ident, pd) => {
         const OP: &'static str = stringify!($op);
 
         fn driver_destroy(&self) -> Result {
             self.pd.get().device().ops().$op.map_or(Ok(()), |f| f(self))
+        }
+
+        fn dev_name(&self) -> crate::ib_device::DevName {
+            self.pd.get().device().name()
         }
     };
 }
@@ -352,7 +363,7 @@ pub(crate) fn destroy<T: Destroyable>(
 pub(crate) fn destroy_at_drop<T: Destroyable>(obj: &T) {
     if obj.core().live.claim() {
         if let Err(e) = obj.driver_destroy() {
-            pr_err!("ib_core_rs: {} failed at drop: {:?}\n", T::OP, e);
+            ibdev_err!(obj.dev_name(), "{} failed at drop: {:?}\n", T::OP, e);
         }
         obj.release();
     }

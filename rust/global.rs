@@ -10,6 +10,7 @@
 
 use crate::class::Class;
 use crate::client::ClientTable;
+use crate::netlink::mcast::McastSock;
 use crate::registry::Registry;
 use core::pin::Pin;
 use kernel::sync::Arc;
@@ -35,8 +36,7 @@ kernel::sync::global_lock! {
 kernel::sync::global_lock! {
     // SAFETY: initialized by `init()`, called first thing in the module's
     // `init` before the netlink socket is created.
-    pub(crate) unsafe(uninit) static MCAST: Mutex<crate::netlink::McastSock> =
-        crate::netlink::McastSock::NONE;
+    pub(crate) unsafe(uninit) static MCAST: Mutex<McastSock> = McastSock::NONE;
 }
 
 /// Initializes the global locks. Must be called once, from the module's

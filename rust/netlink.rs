@@ -33,10 +33,13 @@ use kernel::{
 
 #[path = "netlink/codec.rs"]
 pub(crate) mod codec;
+#[path = "netlink/mcast.rs"]
+pub(crate) mod mcast;
 #[path = "netlink/nldev_uapi.rs"]
 pub(crate) mod nldev_uapi;
 
 use codec::{CodecError, MsgWriter, NlMsg, NLM_F_DUMP};
+use mcast::McastSock;
 
 /// `NETLINK_RDMA`.
 pub(crate) const NETLINK_RDMA: i32 = bindings::NETLINK_RDMA as i32;
@@ -63,23 +66,6 @@ extern "C" {
         group: u32,
     ) -> c_int;
 }
-
-/// The kernel socket notifications are multicast from ([`NlSocket::publish`]), behind
-/// [`crate::global::MCAST`].
-///
-/// # Invariants
-///
-/// A `Some` pointer is a live kernel netlink socket: [`NlSocket`]'s `Drop` clears it, under the
-/// lock, before it releases the socket.
-pub(crate) struct McastSock(Option<NonNull<bindings::sock>>);
-
-impl McastSock {
-    /// No socket.
-    pub(crate) const NONE: McastSock = McastSock(None);
-}
-
-// SAFETY: the pointer is only used under the global lock, from any thread.
-unsafe impl Send for McastSock {}
 
 /// Multicasts one message that `build` writes to `group` of the published socket (upstream
 /// `rdma_nl_multicast()` → `nlmsg_multicast()`); without a published socket nothing is sent.

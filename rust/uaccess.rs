@@ -20,7 +20,7 @@ use kernel::prelude::*;
 /// rest zeroed on a fault), as upstream C's `copy_from_user()` compiles to on x86. The kernel
 /// crate's `UserSliceReader::read_raw()` reaches it through two more calls (`read_raw()` itself
 /// and `rust_helper_copy_from_user()`), which the rejected ioctl's 0.5 us on the benchmark
-/// kernel measurably paid (`Documentation/performance.md`, session 16). What the skipped
+/// kernel measurably paid (`Documentation/performance.md`, "The ioctl entry"). What the skipped
 /// inline `check_copy_size()` checks holds here: the destination is one Rust slice (one
 /// object), and lengths above `INT_MAX` are refused as it refuses them.
 ///

@@ -29,8 +29,8 @@ mod tests {
         UA_MANDATORY, UA_OPTIONAL,
     };
     use crate::uverbs::abi::std_types::{CORE_API, DEFAULT_UVERBS_CMD_MASK};
-    use crate::uverbs::abi::uapi::{DeviceDesc, UapiTree};
-    use crate::uverbs::abi::write::{plan_write, CmdHdr, ExCmdHdr, WriteMethod, WritePlan};
+    use crate::uverbs::abi::uapi::{DeviceDesc, UapiTree, WriteMethod};
+    use crate::uverbs::abi::write::{plan_write, CmdHdr, ExCmdHdr, WritePlan};
     use crate::uverbs::abi::Errno;
     use kernel::prelude::*;
 

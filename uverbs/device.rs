@@ -16,9 +16,9 @@
 //! driver-typed state dropped; later calls on it return `EIO`, and its close
 //! touches nothing of the driver.
 
-use super::abi::uapi::{DeviceDesc, MethodEntry, UapiTree};
-use super::abi::{ioctl::IoctlHdr, spec::ObjectSpec, std_types};
-use super::file::{UFile, XrcdTree};
+use super::abi::uapi::{DeviceDesc, UapiTree};
+use super::abi::{spec::ObjectSpec, std_types};
+use super::file::{UFile, UFileOps, XrcdTree};
 use super::UverbsShared;
 use crate::chrdev::CharDevice;
 use crate::class::{AttrGroup, ClassDevice, DevAttr, DeviceSpec, SysfsBuf};
@@ -29,27 +29,8 @@ use core::any::Any;
 use core::fmt::Write;
 use kernel::fs::File;
 use kernel::prelude::*;
-use kernel::sync::{Arc, ArcBorrow, Mutex, Srcu};
+use kernel::sync::{Arc, ArcBorrow, Mutex, Srcu, UniqueArc};
 use kernel::uaccess::UserSliceReader;
-
-/// What an open uverbs file does; implemented by `UFile<D>`.
-pub(crate) trait UFileOps: Send + Sync {
-    /// `ioctl()` (upstream `ib_uverbs_ioctl()`) once its header was copied and checked
-    /// ([`super::file::ioctl_header`]) and `method` found for it in the device's uapi tree
-    /// ([`super::abi::parse::find_method`]).
-    fn ioctl(&self, arg: usize, hdr: &IoctlHdr, method: &MethodEntry) -> Result<isize>;
-    /// `write()` (upstream `ib_uverbs_write()`).
-    fn write(&self, data: UserSliceReader) -> Result<usize>;
-    /// `mmap()` (upstream `ib_uverbs_mmap()`).
-    fn mmap(&self, vma: &kernel::mm::virt::VmaNew) -> Result;
-    /// Destroys every object and the ucontext (`why`: close or driver
-    /// remove; upstream `uverbs_destroy_ufile_hw()`).
-    fn destroy_all(&self, driver_remove: bool);
-    /// A device or port event for the file's async event file, if it has
-    /// one (upstream `ib_uverbs_event_handler()` registered by
-    /// `ib_uverbs_init_async_event_file()`).
-    fn async_event(&self, element: u64, event_type: u32);
-}
 
 /// The driver-typed entry points of one device (upstream: the device's
 /// `ops` as uverbs uses them).
@@ -61,7 +42,7 @@ pub(crate) trait UverbsDriver: Send + Sync {
     /// The driver's uverbs objects (merged into the uapi tree).
     fn objects(&self) -> &'static [ObjectSpec];
     /// A new open file.
-    fn open(&self, udev: &Arc<UverbsDevice>) -> Result<Arc<dyn UFileOps>>;
+    fn open(&self, tree: &Arc<UapiTree>) -> Result<Arc<dyn UFileOps>>;
 }
 
 struct DriverHandle<D: Driver> {
@@ -156,8 +137,8 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         self.dev.ops().uverbs_objects
     }
 
-    fn open(&self, udev: &Arc<UverbsDevice>) -> Result<Arc<dyn UFileOps>> {
-        let f: Arc<dyn UFileOps> = UFile::new(self.dev.clone(), udev.clone(), self.xrcds.clone())?;
+    fn open(&self, tree: &Arc<UapiTree>) -> Result<Arc<dyn UFileOps>> {
+        let f: Arc<dyn UFileOps> = UFile::new(self.dev.clone(), tree.clone(), self.xrcds.clone())?;
         Ok(f)
     }
 }
@@ -194,8 +175,9 @@ pub(crate) struct UverbsDevice {
     /// Its name at add (`ibdev` after the device left the registry).
     ibdev_name: crate::device::DevName,
     abi_ver: u32,
-    /// The merged uapi tree (upstream `uverbs_dev->uapi`), built once.
-    pub(crate) tree: KBox<UapiTree>,
+    /// The merged uapi tree (upstream `uverbs_dev->uapi`), built once; its open files hold it
+    /// too.
+    tree: Arc<UapiTree>,
     /// The driver entry points; `None` once the device is removed.
     #[pin]
     driver: Mutex<Option<Arc<dyn UverbsDriver>>>,
@@ -245,7 +227,7 @@ impl CharDevice for Node {
         // section; so do the drops of `drv` and `ops` (declared after the guard).
         let _srcu = udev.srcu.read_lock();
         let drv = udev.driver.lock().clone().ok_or(ENXIO)?;
-        let ops = drv.open(udev)?;
+        let ops = drv.open(&udev.tree)?;
         let of = Arc::pin_init(
             pin_init!(OpenFile {
                 udev: udev.clone(),
@@ -382,11 +364,12 @@ impl UverbsClient {
 
     fn add_one(&self, dev: &DeviceCore, drv: Arc<dyn UverbsDriver>, devnum: u32) -> Result {
         // upstream: uverbs_alloc_api() once per device.
-        let mut tree = KBox::new(UapiTree::EMPTY, GFP_KERNEL)?;
+        let mut tree = UniqueArc::new(UapiTree::EMPTY, GFP_KERNEL)?;
         let desc = drv.desc();
         tree.build_in(std_types::CORE_API, &[drv.objects()], &desc)
             .map_err(|e| Error::from_errno(e.to_errno()))
-            .inspect_err(|e| pr_err!("ib_core_rs: {}: uapi tree: {:?}\n", dev.name(), e))?;
+            .inspect_err(|e| ibdev_err!(dev.name(), "uapi tree: {:?}\n", e))?;
+        let tree: Arc<UapiTree> = tree.into();
         let udev = Arc::pin_init(
             try_pin_init!(UverbsDevice {
                 devnum,

@@ -14,7 +14,7 @@
 //! `fops.owner`), since `read`/`poll` run its code, and this module (its file operations).
 
 use crate::anon_file::{AnonFile, AnonFileOps};
-use crate::uverbs::driver_api::{DriverFdOps, RemoveReason};
+use crate::uverbs::driver_object::{DriverFdOps, RemoveReason};
 use kernel::fs::{file::flags, File};
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;

@@ -27,18 +27,22 @@ mod events;
 mod ioctl;
 mod std_types;
 mod uobject;
+mod xrcd_tree;
 
-pub(crate) use cmd::xrcd::XrcdTree;
+pub(crate) use xrcd_tree::XrcdTree;
 
 pub(crate) use ioctl::{ioctl_header, ptr_in, Outputs};
 pub(crate) use uobject::Inner;
 
 use crate::device::Device;
 use crate::driver::Driver;
-use crate::uverbs::abi::{ioctl::IoctlHdr, uapi::MethodEntry, Errno};
+use crate::uverbs::abi::{
+    ioctl::IoctlHdr,
+    uapi::{MethodEntry, UapiTree},
+    Errno,
+};
 use crate::uverbs::async_event::{AsyncEventFile, IB_EVENT_DEVICE_FATAL};
-use crate::uverbs::device::{UFileOps, UverbsDevice};
-use crate::uverbs::driver_api::RemoveReason;
+use crate::uverbs::driver_object::RemoveReason;
 use crate::uverbs::mmap::FileMmap;
 use crate::uverbs::uobject_table::HandleTable;
 use kernel::prelude::*;
@@ -104,13 +108,33 @@ fn copy_out_or_zero(addr: u64, len: usize, resp: &[u8]) -> Result {
     Ok(())
 }
 
+/// What an open uverbs file does; implemented by `UFile<D>`.
+pub(crate) trait UFileOps: Send + Sync {
+    /// `ioctl()` (upstream `ib_uverbs_ioctl()`) once its header was copied and checked
+    /// ([`ioctl_header`]) and `method` found for it in the device's uapi tree
+    /// ([`crate::uverbs::abi::parse::find_method`]).
+    fn ioctl(&self, arg: usize, hdr: &IoctlHdr, method: &MethodEntry) -> Result<isize>;
+    /// `write()` (upstream `ib_uverbs_write()`).
+    fn write(&self, data: UserSliceReader) -> Result<usize>;
+    /// `mmap()` (upstream `ib_uverbs_mmap()`).
+    fn mmap(&self, vma: &kernel::mm::virt::VmaNew) -> Result;
+    /// Destroys every object and the ucontext (`why`: close or driver
+    /// remove; upstream `uverbs_destroy_ufile_hw()`).
+    fn destroy_all(&self, driver_remove: bool);
+    /// A device or port event for the file's async event file, if it has
+    /// one (upstream `ib_uverbs_event_handler()` registered by
+    /// `ib_uverbs_init_async_event_file()`).
+    fn async_event(&self, element: u64, event_type: u32);
+}
+
 /// An open uverbs file of a device of driver `D`.
 #[pin_data]
 pub(crate) struct UFile<D: Driver> {
     dev: Arc<Device<D>>,
-    udev: Arc<UverbsDevice>,
+    /// The device's uapi tree (upstream `uverbs_dev->uapi`).
+    tree: Arc<UapiTree>,
     /// The device's XRC domains shared by inode.
-    xrcds: Arc<cmd::xrcd::XrcdTree<D>>,
+    xrcds: Arc<XrcdTree<D>>,
     #[pin]
     inner: Mutex<Inner<D>>,
     /// Every async event file of the file (upstream: each registers its own
@@ -126,14 +150,14 @@ pub(crate) struct UFile<D: Driver> {
 impl<D: Driver> UFile<D> {
     pub(crate) fn new(
         dev: Arc<Device<D>>,
-        udev: Arc<UverbsDevice>,
-        xrcds: Arc<cmd::xrcd::XrcdTree<D>>,
+        tree: Arc<UapiTree>,
+        xrcds: Arc<XrcdTree<D>>,
     ) -> Result<Arc<Self>> {
         let umaps = crate::mm::Umaps::new()?;
         Arc::pin_init(
             pin_init!(UFile {
                 dev,
-                udev,
+                tree,
                 xrcds,
                 // core_mutex!: this is generic code, instantiated in each driver's module, and a
                 // lock class's name must be one pointer for its one key (lockdep warned
@@ -157,6 +181,22 @@ impl<D: Driver> UFile<D> {
         )
     }
 }
+impl<D: Driver> UFile<D> {
+    /// The async event file of GET_CONTEXT (write) / ASYNC_EVENT_ALLOC.
+    fn new_async_file(
+        &self,
+        inner: &mut Inner<D>,
+    ) -> Result<kernel::sync::aref::ARef<kernel::fs::File>> {
+        let ev = AsyncEventFile::new()?;
+        let f = AsyncEventFile::file(&ev)?;
+        self.events.lock().push(ev.clone(), GFP_KERNEL)?;
+        if inner.async_file.is_none() {
+            inner.async_file = Some(ev);
+        }
+        Ok(f)
+    }
+}
+
 impl<D: Driver> UFileOps for UFile<D> {
     // upstream: ib_uverbs_ioctl()
     fn ioctl(&self, arg: usize, hdr: &IoctlHdr, method: &MethodEntry) -> Result<isize> {

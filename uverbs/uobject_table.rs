@@ -25,8 +25,8 @@
 //! size sets every object's node: uverbs keeps its variants small (`ObjKind`, the XRC target
 //! QP's references boxed) so that a node fits `kmalloc-96`.
 //!
-//! Before this table the handles were a `KVec` searched linearly and new ids were found by
-//! rescanning it once per candidate id (`Documentation/performance.md`, "uobject table").
+//! A `KVec` searched linearly, with new ids found by rescanning it once per candidate, costs
+//! 98 ms a create at 10k handles (`Documentation/performance.md`, "uobject table").
 
 use kernel::bitmap::BitmapVec;
 use kernel::prelude::*;

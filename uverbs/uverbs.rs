@@ -24,6 +24,7 @@ mod async_event;
 mod device;
 pub mod driver_api;
 mod driver_fd;
+mod driver_object;
 mod file;
 mod mmap;
 mod resp;

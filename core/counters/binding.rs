@@ -133,9 +133,9 @@ impl<D: Driver> Device<D> {
         }
         if let Some(f) = self.ops().counter_dealloc {
             if let Err(e) = f(self, c.id) {
-                pr_err!(
-                    "ib_core_rs: {}: counter {} dealloc failed ({:?})\n",
+                ibdev_err!(
                     self.dc().name(),
+                    "counter {} dealloc failed ({:?})\n",
                     c.id,
                     e
                 );

@@ -153,7 +153,7 @@ impl<D: Driver> Device<D> {
             index: Some(index),
         };
         if let Err(e) = Self::setup_and_enable(this) {
-            pr_err!("ib_core_rs: {}: registration failed: {:?}\n", dev_name, e);
+            ibdev_err!(dev_name, "registration failed: {:?}\n", e);
             let sysfs = this.sysfs.lock().take();
             drop(sysfs);
             {
@@ -184,28 +184,19 @@ impl<D: Driver> Device<D> {
         let name = this.core.name();
         // upstream: setup_device() -> ib_device_check_mandatory()
         this.ops.check_mandatory().map_err(|op| {
-            pr_err!(
-                "ib_core_rs: {}: driver lacks mandatory op {}\n",
-                name,
-                op.name()
-            );
+            ibdev_err!(name, "driver lacks mandatory op {}\n", op.name());
             EINVAL
         })?;
         // upstream: setup_port_data() (alloc_port_data + get_port_immutable)
         if this.core.phys_port_cnt == 0 {
-            pr_err!("ib_core_rs: {}: device has no ports\n", name);
+            ibdev_err!(name, "device has no ports\n");
             return Err(EINVAL);
         }
         let get_imm = this.ops.get_port_immutable.ok_or(EINVAL)?;
         let mut ports = KVec::with_capacity(this.core.phys_port_cnt as usize, GFP_KERNEL)?;
         for port in 1..=this.core.phys_port_cnt {
             let immutable = get_imm(this, port).inspect_err(|e| {
-                pr_err!(
-                    "ib_core_rs: {}: get_port_immutable({}) failed: {:?}\n",
-                    name,
-                    port,
-                    e
-                )
+                ibdev_err!(name, "get_port_immutable({}) failed: {:?}\n", port, e)
             })?;
             ports.push(
                 PortData {
@@ -218,7 +209,7 @@ impl<D: Driver> Device<D> {
         // upstream: setup_device() -> ops.query_device
         let query_device = this.ops.query_device.ok_or(EINVAL)?;
         let attrs = query_device(this)
-            .inspect_err(|e| pr_err!("ib_core_rs: {}: query_device failed: {:?}\n", name, e))?;
+            .inspect_err(|e| ibdev_err!(name, "query_device failed: {:?}\n", e))?;
         {
             let mut info = this.core.info.lock();
             info.ports = ports;
@@ -232,7 +223,7 @@ impl<D: Driver> Device<D> {
         // ib_setup_port_attrs().
         let group = *this.driver_group.lock();
         let sysfs = Sysfs::add(this.clone(), group)
-            .inspect_err(|e| pr_err!("ib_core_rs: {}: sysfs setup failed: {:?}\n", name, e))?;
+            .inspect_err(|e| ibdev_err!(name, "sysfs setup failed: {:?}\n", e))?;
         *this.sysfs.lock() = Some(sysfs);
         // upstream: enable_device_and_get(): refcount 2 (the registration
         // and this thread), mark registered, enable_driver, add clients.
@@ -269,9 +260,9 @@ impl<D: Driver> Device<D> {
     pub fn dispatch_event(&self, ev: Event) {
         if ev.kind.updates_cache() && ev.port != 0 {
             if let Err(e) = crate::cache::update(self, ev.port) {
-                pr_err!(
-                    "ib_core_rs: {}: cache update for port {} failed: {:?}\n",
+                ibdev_err!(
                     self.core.name(),
+                    "cache update for port {} failed: {:?}\n",
                     ev.port,
                     e
                 );
@@ -361,11 +352,7 @@ impl<D: Driver> Device<D> {
         }
         let refs = this.core.refcount();
         if refs != 0 {
-            pr_err!(
-                "ib_core_rs: {}: dealloc with registration refcount {}\n",
-                ident.name,
-                refs
-            );
+            ibdev_err!(ident.name, "dealloc with registration refcount {}\n", refs);
         }
         this.core.restrack().report_leftovers(ident.name.as_bytes())
     }

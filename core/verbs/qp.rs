@@ -745,6 +745,10 @@ impl<D: Driver> Destroyable for Qp<D> {
         op.map_or(Ok(()), |f| f(self))
     }
 
+    fn dev_name(&self) -> crate::ib_device::DevName {
+        self.dev.name()
+    }
+
     // upstream: ib_qp_usecnt_dec() and rdma_restrack_del(); a target QP's use of its
     // domain (`__ib_destroy_shared_qp()`).
     fn release(&self) {

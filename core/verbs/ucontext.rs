@@ -156,8 +156,9 @@ impl<D: Driver> Ucontext<D> {
             // at disassociate) by now.
             let left = self.mmap.count();
             if left != 0 {
-                pr_warn!(
-                    "ib_core_rs: ucontext freed with {} mmap entries left\n",
+                ibdev_warn!(
+                    self.dev.name(),
+                    "ucontext freed with {} mmap entries left\n",
                     left
                 );
             }

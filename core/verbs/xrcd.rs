@@ -239,6 +239,10 @@ impl<D: Driver> Destroyable for Xrcd<D> {
             .dealloc_xrcd
             .map_or(Ok(()), |f| f(&self.dev, self.xrcdn))
     }
+
+    fn dev_name(&self) -> crate::ib_device::DevName {
+        self.dev.name()
+    }
 }
 
 // `#[pinned_drop]` makes this pin-init's `unsafe impl PinnedDrop`; the code in it is safe.

@@ -6,7 +6,6 @@
 //! `include/rdma/uverbs_ioctl.h`.
 
 use super::ids;
-use super::write::WriteCmdSpec;
 
 /// Items of upstream's uapi key encoding and spec kinds that the host tests (and the fuzzer)
 /// use and the module does not: each gets the module build's `expect(dead_code)`, written
@@ -657,6 +656,139 @@ host_only! {
             (Some(o), Some(m)) => Some(o | m),
             _ => None,
         }
+    }
+}
+
+/// One write command (upstream `DECLARE_UVERBS_WRITE{,_EX}` with its
+/// `UAPI_DEF_WRITE_*` size description and `UAPI_DEF_METHOD_NEEDS_FN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WriteCmdSpec {
+    /// Command number without the extended flag.
+    pub(crate) cmd: u32,
+    pub(crate) is_ex: bool,
+    /// Declared core request size (`sizeof(req)`, or `offsetofend(req,
+    /// last)` for `_EX`).
+    pub(crate) req_size: u16,
+    /// Declared core response size.
+    pub(crate) resp_size: u16,
+    /// The request and response end in driver data (`UDATA` variants).
+    pub(crate) has_udata: bool,
+    /// The request starts with `u64 response` (`_IO` variants).
+    pub(crate) has_resp: bool,
+    pub(crate) needs: &'static [DriverOp],
+}
+
+impl WriteCmdSpec {
+    /// upstream: `UAPI_DEF_WRITE_UDATA_IO(req, resp)`.
+    pub(crate) const fn udata_io(
+        cmd: u32,
+        req: u16,
+        resp: u16,
+        needs: &'static [DriverOp],
+    ) -> Self {
+        Self {
+            cmd,
+            is_ex: false,
+            req_size: req,
+            resp_size: resp,
+            has_udata: true,
+            has_resp: true,
+            needs,
+        }
+    }
+
+    /// upstream: `UAPI_DEF_WRITE_UDATA_I(req)`.
+    pub(crate) const fn udata_i(cmd: u32, req: u16, needs: &'static [DriverOp]) -> Self {
+        Self {
+            cmd,
+            is_ex: false,
+            req_size: req,
+            resp_size: 0,
+            has_udata: true,
+            has_resp: false,
+            needs,
+        }
+    }
+
+    /// upstream: `UAPI_DEF_WRITE_IO(req, resp)`.
+    pub(crate) const fn io(cmd: u32, req: u16, resp: u16, needs: &'static [DriverOp]) -> Self {
+        Self {
+            cmd,
+            is_ex: false,
+            req_size: req,
+            resp_size: resp,
+            has_udata: false,
+            has_resp: true,
+            needs,
+        }
+    }
+
+    /// upstream: `UAPI_DEF_WRITE_I(req)`.
+    pub(crate) const fn i(cmd: u32, req: u16, needs: &'static [DriverOp]) -> Self {
+        Self {
+            cmd,
+            is_ex: false,
+            req_size: req,
+            resp_size: 0,
+            has_udata: false,
+            has_resp: false,
+            needs,
+        }
+    }
+
+    /// upstream: `DECLARE_UVERBS_WRITE_EX` with `UAPI_DEF_WRITE_IO_EX` /
+    /// `_I_EX` / `_I`.
+    pub(crate) const fn ex(cmd: u32, req: u16, resp: u16, needs: &'static [DriverOp]) -> Self {
+        Self {
+            cmd,
+            is_ex: true,
+            req_size: req,
+            resp_size: resp,
+            has_udata: false,
+            has_resp: resp != 0,
+            needs,
+        }
+    }
+
+    /// The command number the handlers dispatch on: with the extended flag for a write_ex
+    /// command (as `ib_uverbs_write()` and INVOKE_WRITE both reach the handler).
+    pub(crate) const fn command(&self) -> u32 {
+        if self.is_ex {
+            self.cmd | ids::cmd::FLAG_EXTENDED
+        } else {
+            self.cmd
+        }
+    }
+
+    /// The request size `verify_hdr()` and INVOKE_WRITE check against.
+    ///
+    /// upstream: `uapi_create_write()` copies `req_size`, `resp_size`,
+    /// `has_udata` and `has_resp` into the method element only for non-ex
+    /// commands, so for write_ex commands the checks compare against 0 and
+    /// the handlers (`uverbs_request()`) do the size work. Kept as upstream.
+    pub(crate) const fn elm_req_size(&self) -> usize {
+        if self.is_ex {
+            0
+        } else {
+            self.req_size as usize
+        }
+    }
+
+    /// The response size the checks use (see [`Self::elm_req_size`]).
+    pub(crate) const fn elm_resp_size(&self) -> usize {
+        if self.is_ex {
+            0
+        } else {
+            self.resp_size as usize
+        }
+    }
+
+    pub(crate) const fn elm_has_udata(&self) -> bool {
+        !self.is_ex && self.has_udata
+    }
+
+    pub(crate) const fn elm_has_resp(&self) -> bool {
+        !self.is_ex && self.has_resp
     }
 }
 

@@ -9,9 +9,8 @@
 use super::ids::{attr, cmd, method, obj};
 use super::spec::{
     Access, AttrSpec, CoreHandler, DriverOp, Handler, MethodSpec, ObjectSpec, PtrSpec, TypeClass,
-    UA_MANDATORY, UA_OPTIONAL,
+    WriteCmdSpec, UA_MANDATORY, UA_OPTIONAL,
 };
-use super::write::WriteCmdSpec;
 
 /// uapi struct sizes used by the specs below (checked against the 7.3
 /// headers with a C compiler when they were written).

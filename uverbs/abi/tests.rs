@@ -15,10 +15,8 @@ use super::spec::{
     PtrSpec, TypeClass, UA_MANDATORY, UA_OPTIONAL,
 };
 use super::std_types::{CORE_API, DEFAULT_UVERBS_CMD_MASK};
-use super::uapi::{DeviceDesc, UapiTree, MAX_METHODS};
-use super::write::{
-    invoke_write_method, plan_write, uverbs_request, CmdHdr, ExCmdHdr, Response, WriteMethod,
-};
+use super::uapi::{DeviceDesc, UapiTree, WriteMethod, MAX_METHODS};
+use super::write::{invoke_write_method, plan_write, uverbs_request, CmdHdr, ExCmdHdr, Response};
 use super::Errno;
 
 const MLX5: u32 = 1;

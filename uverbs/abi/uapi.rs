@@ -27,9 +27,8 @@ use super::ids::UVERBS_IDR_ANY_OBJECT;
 use super::ioctl::PAGE_SIZE;
 use super::spec::{
     uapi_key_attr, uapi_key_ioctl_method, uapi_key_obj, Access, AttrKind, AttrSpec, CoreHandler,
-    DriverOps, Handler, MethodSpec, ObjectSpec, TypeClass, UVERBS_API_WRITE_KEY_NUM,
+    DriverOps, Handler, MethodSpec, ObjectSpec, TypeClass, WriteCmdSpec, UVERBS_API_WRITE_KEY_NUM,
 };
-use super::write::{WriteCmdSpec, WriteMethod};
 use super::Errno;
 
 /// Object capacity: the object key space.
@@ -107,6 +106,40 @@ impl MethodEntry {
 
     fn attrs(&self) -> impl Iterator<Item = &'static AttrSpec> + '_ {
         (0..self.num_attrs()).filter_map(|i| self.attr(i))
+    }
+}
+
+/// What a command number resolves to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteMethod {
+    /// A supported command.
+    Cmd(&'static WriteCmdSpec),
+    /// In range but not supported by this device: upstream's
+    /// `notsupp_method` (non-ex, sizes 0, handler returns `EOPNOTSUPP`).
+    NotSupp,
+}
+
+impl WriteMethod {
+    pub(crate) fn is_ex(&self) -> bool {
+        matches!(self, WriteMethod::Cmd(c) if c.is_ex)
+    }
+    pub(crate) fn req_size(&self) -> usize {
+        match self {
+            WriteMethod::Cmd(c) => c.elm_req_size(),
+            WriteMethod::NotSupp => 0,
+        }
+    }
+    pub(crate) fn resp_size(&self) -> usize {
+        match self {
+            WriteMethod::Cmd(c) => c.elm_resp_size(),
+            WriteMethod::NotSupp => 0,
+        }
+    }
+    pub(crate) fn has_udata(&self) -> bool {
+        matches!(self, WriteMethod::Cmd(c) if c.elm_has_udata())
+    }
+    pub(crate) fn has_resp(&self) -> bool {
+        matches!(self, WriteMethod::Cmd(c) if c.elm_has_resp())
     }
 }
 

@@ -41,7 +41,8 @@ use crate::uverbs::abi::{
     ids::{cmd, obj},
     layout::AbiField,
     structs as s,
-    write::{self as w, Response, WriteMethod},
+    uapi::WriteMethod,
+    write::{self as w, Response},
     Errno,
 };
 use crate::uverbs::file::events::Reported;
@@ -73,8 +74,8 @@ const CORE_IN_INLINE: usize = 128;
 /// A write command's core request (upstream copies it into a struct on the stack,
 /// `uverbs_request()`): inline up to [`CORE_IN_INLINE`] bytes, so the common commands run
 /// without an allocation for it (a `kmalloc()` and `kfree()` each, measurable in a
-/// `MODIFY_QP` on the benchmark kernel: `Documentation/performance.md`, session 16); longer
-/// ones on the heap.
+/// `MODIFY_QP` on the benchmark kernel: `Documentation/performance.md`, "The ioctl entry");
+/// longer ones on the heap.
 pub(super) enum CoreIn {
     /// The first `len` bytes of `buf`.
     Inline {
@@ -459,11 +460,11 @@ impl<D: Driver> UFile<D> {
         let mut head = [0u8; w::CmdHdr::SIZE + w::ExCmdHdr::SIZE];
         data.clone_reader()
             .read_slice(&mut head[..w::CmdHdr::SIZE])?;
-        let plan = match w::plan_write(&self.udev.tree, &head[..w::CmdHdr::SIZE], count) {
+        let plan = match w::plan_write(&self.tree, &head[..w::CmdHdr::SIZE], count) {
             // plan_write() needs the extended header (it checked count).
             Err(Errno::EFAULT) => {
                 data.clone_reader().read_slice(&mut head)?;
-                w::plan_write(&self.udev.tree, &head, count)
+                w::plan_write(&self.tree, &head, count)
             }
             r => r,
         }

@@ -4,11 +4,8 @@
 //! `ib_uverbs_cq_event_handler()`, `ib_uverbs_qp_event_handler()`,
 //! `ib_uverbs_srq_event_handler()`) and the file's async event files.
 
-use crate::driver::Driver;
 use crate::uverbs::abi::structs as s;
 use crate::uverbs::async_event::{AsyncEventFile, EventCount};
-use crate::uverbs::file::uobject::Inner;
-use crate::uverbs::file::UFile;
 use crate::verbs::{CqHandler, QpEvent, QpHandler, SrqEvent, SrqHandler};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -123,20 +120,5 @@ impl SrqHandler for UEvents {
         if let Some(a) = &self.async_file {
             a.queue_obj_event(self.user_handle, event.ib_event_type(), &self.events);
         }
-    }
-}
-impl<D: Driver> UFile<D> {
-    /// The async event file of GET_CONTEXT (write) / ASYNC_EVENT_ALLOC.
-    pub(super) fn new_async_file(
-        &self,
-        inner: &mut Inner<D>,
-    ) -> Result<kernel::sync::aref::ARef<kernel::fs::File>> {
-        let ev = AsyncEventFile::new()?;
-        let f = AsyncEventFile::file(&ev)?;
-        self.events.lock().push(ev.clone(), GFP_KERNEL)?;
-        if inner.async_file.is_none() {
-            inner.async_file = Some(ev);
-        }
-        Ok(f)
     }
 }

@@ -8,15 +8,14 @@
 use crate::driver::Driver;
 use crate::uaccess::read_uninit;
 use crate::uverbs::abi::spec::TypeClass;
-use crate::uverbs::abi::uapi::{MethodEntry, UapiTree};
+use crate::uverbs::abi::uapi::{MethodEntry, UapiTree, WriteMethod};
 use crate::uverbs::abi::{
     ids::{attr, obj, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT},
     ioctl::{IoctlHdr, UAttr},
     layout::AbiField,
     parse::{self, AttrEnv, AttrValue, Bundle, FlagsWriteBack, UdataIn},
     spec::{Access, CoreHandler, Handler},
-    write::{self as w, WriteMethod},
-    Errno,
+    write as w, Errno,
 };
 use crate::uverbs::async_event::AsyncEventFile;
 use crate::uverbs::driver_api::DriverCall;
@@ -355,7 +354,7 @@ impl<D: Driver> UFile<D> {
         }
         let mut env = Env {
             inner,
-            tree: &self.udev.tree,
+            tree: &self.tree,
             events: &self.events,
             uattrs: uattrs_addr,
             destroy_idx: method.destroy_idx,
@@ -466,7 +465,7 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
                 let core_in = self.bd.ptr(attr::CORE_IN).ok();
                 let core_out = self.bd.ptr(attr::CORE_OUT).ok();
                 let m = w::invoke_write_method(
-                    &self.file.udev.tree,
+                    &self.file.tree,
                     wc,
                     core_in.map_or(0, |p| usize::from(p.len)),
                     core_out.map_or(0, |p| usize::from(p.len)),

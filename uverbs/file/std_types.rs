@@ -78,7 +78,7 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
         if id == UVERBS_IDR_ANY_OBJECT {
             return Err(ENOMSG);
         }
-        if self.file.udev.tree.object(id).is_none() {
+        if self.file.tree.object(id).is_none() {
             return Err(ENOENT);
         }
         let mut list = KVec::new();

@@ -7,10 +7,10 @@
 use crate::driver::Driver;
 use crate::uverbs::abi::ids::obj;
 use crate::uverbs::async_event::AsyncEventFile;
-use crate::uverbs::driver_api::{AnyObject, DriverObject, DriverUobject};
 use crate::uverbs::driver_fd::DriverFd;
-use crate::uverbs::file::cmd::xrcd::UXrcd;
+use crate::uverbs::driver_object::{AnyObject, DriverObject, DriverUobject};
 use crate::uverbs::file::events::{Reported, UEvents};
+use crate::uverbs::file::xrcd_tree::UXrcd;
 use crate::uverbs::file::UFile;
 use crate::uverbs::uobject_table::HandleTable;
 use crate::verbs::{Ah, Cq, DestroyError, Dm, Mr, Mw, Pd, Qp, QpHandler, Srq, Ucontext};

@@ -7,9 +7,9 @@
 //! write length, the buffer pointer).
 
 use crate::abi::ids::{cmd, obj};
-use crate::abi::spec::ObjectSpec;
+use crate::abi::spec::{ObjectSpec, WriteCmdSpec};
 use crate::abi::std_types::WRITE_OBJECTS;
-use crate::abi::write::{CmdHdr, ExCmdHdr, WriteCmdSpec};
+use crate::abi::write::{CmdHdr, ExCmdHdr};
 use crate::fuzzer::{Call, Fuzzer};
 use crate::names;
 use crate::state::{handle_mutation, Pick};

@@ -87,8 +87,9 @@ impl<D: Driver> WriteCtx<'_, D> {
         let old = self.inner.objs.renew(handle, ObjKind::Mr(new))?;
         if let Some(ObjKind::Mr(m)) = old {
             if let Err(e) = Mr::dereg(m) {
-                pr_warn!(
-                    "uverbs: rereg_mr: the old MR's dereg failed ({:?})\n",
+                ibdev_warn!(
+                    self.file.dev.name(),
+                    "rereg_mr: the old MR's dereg failed ({:?})\n",
                     e.err
                 );
             }

@@ -18,104 +18,16 @@ use crate::uverbs::abi::{ids::obj, structs as s};
 use crate::uverbs::file::cmd::{respond, with_user_ctx, WriteBufs, WriteCtx};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind, TgtQpRefs};
+use crate::uverbs::file::xrcd_tree::{Node, UXrcd};
 use crate::uverbs::file::UFile;
-use crate::verbs::{Counted, Qp, QpCap, QpHandler, Srq, SrqHandler, SrqInitAttr, Xrcd};
+use crate::verbs::{Qp, QpCap, QpHandler, Srq, SrqHandler, SrqInitAttr, Xrcd};
 use kernel::prelude::*;
-use kernel::sync::atomic::{Atomic, Full, Relaxed};
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::Arc;
 
 /// `O_CREAT`.
 const O_CREAT: u32 = 0o100;
 /// `O_EXCL`.
 const O_EXCL: u32 = 0o200;
-
-struct Node<D: Driver> {
-    inode: InodeRef,
-    xrcd: Arc<Xrcd<D>>,
-    /// Open handles of the domain (upstream: their share of `xrcd->usecnt`).
-    opens: u32,
-}
-
-/// The device's XRC domains opened by inode (upstream `xrcd_tree` with
-/// `xrcd_tree_mutex`).
-#[pin_data]
-pub(crate) struct XrcdTree<D: Driver> {
-    #[pin]
-    nodes: Mutex<KVec<Node<D>>>,
-}
-
-impl<D: Driver> XrcdTree<D> {
-    pub(crate) fn new() -> Result<Arc<Self>> {
-        Arc::pin_init(
-            pin_init!(XrcdTree {
-                nodes <- core_mutex!(KVec::new(), c"uverbs_xrcd_tree"),
-            }),
-            GFP_KERNEL,
-        )
-    }
-}
-
-/// One XRCD handle (upstream `struct ib_uxrcd_object`).
-pub(in crate::uverbs::file) struct UXrcd<D: Driver> {
-    pub(in crate::uverbs::file) xrcd: Arc<Xrcd<D>>,
-    tree: Arc<XrcdTree<D>>,
-    /// The inode of a shared domain (`None`: opened with fd -1).
-    inode_key: Option<usize>,
-    /// XRC SRQs and target QPs using this handle (upstream `uxrcd->refcnt`).
-    refcnt: Atomic<i32>,
-    closed: Atomic<bool>,
-}
-
-impl<D: Driver> UXrcd<D> {
-    pub(in crate::uverbs::file) fn get(&self) {
-        self.refcnt.fetch_add(1, Full);
-    }
-
-    pub(in crate::uverbs::file) fn put(&self) {
-        self.refcnt.fetch_sub(1, Full);
-    }
-
-    pub(in crate::uverbs::file) fn users(&self) -> i32 {
-        self.refcnt.load(Relaxed)
-    }
-
-    /// Closes the handle (upstream `ib_uverbs_dealloc_xrcd()`): a shared domain loses one
-    /// open and is deallocated with its last one (then it leaves the table); a domain of
-    /// its own is deallocated. On an error the handle stays open.
-    pub(in crate::uverbs::file) fn close(&self) -> Result {
-        if self.closed.load(Relaxed) {
-            return Ok(());
-        }
-        let mut nodes = self.tree.nodes.lock();
-        let Some(key) = self.inode_key else {
-            Xrcd::dealloc(self.xrcd.clone()).map_err(|e| e.err)?;
-            self.closed.store(true, Relaxed);
-            return Ok(());
-        };
-        let i = nodes
-            .iter()
-            .position(|n| n.inode.key() == key)
-            .ok_or(EINVAL)?;
-        let n = nodes.get_mut(i).ok_or(EINVAL)?;
-        // upstream: `!atomic_dec_and_test(&xrcd->usecnt)`, the opens and the users together.
-        if n.opens > 1 || n.xrcd.usecnt() != 0 {
-            n.opens = n.opens.saturating_sub(1);
-            self.closed.store(true, Relaxed);
-            return Ok(());
-        }
-        Xrcd::dealloc(self.xrcd.clone()).map_err(|e| e.err)?;
-        let _ = nodes.remove(i);
-        self.closed.store(true, Relaxed);
-        Ok(())
-    }
-}
-
-impl<D: Driver> Drop for UXrcd<D> {
-    fn drop(&mut self) {
-        // A handle dropped without a close (a file torn down past its EBUSY passes).
-        let _ = self.close();
-    }
-}
 
 impl<D: Driver> UFile<D> {
     pub(in crate::uverbs::file) fn xrcd_by_handle(
@@ -237,16 +149,7 @@ impl<D: Driver> WriteCtx<'_, D> {
             (None, None) => {}
         }
         drop(nodes);
-        let ux = Arc::new(
-            UXrcd {
-                xrcd,
-                tree: self.file.xrcds.clone(),
-                inode_key: key,
-                refcnt: Atomic::new(0),
-                closed: Atomic::new(false),
-            },
-            GFP_KERNEL,
-        )?;
+        let ux = UXrcd::new(xrcd, self.file.xrcds.clone(), key)?;
         self.commit_new(obj::XRCD, ObjKind::Xrcd(ux), |b, xrcd_handle| {
             respond(b, &s::OpenXrcdResp { xrcd_handle }.to_bytes())
         })
