@@ -5,7 +5,8 @@
 # that writes to QEMU's isa-debug-exit port, so QEMU exits with status 99 at once), and,
 # given a kernel image, that kernel boots under it to its no-root-file-system panic. A
 # /dev/kvm that cannot run a guest, or hangs one (nested virtualisation), gives TCG. The
-# verdict is kept in out/accel-<hash> until the host reboots or the kernel image changes.
+# verdict is kept in the kernel cache's accel-<hash> (or out/) until the host reboots or the
+# kernel image changes.
 #   tools/accel.sh [QEMU [BZIMAGE]]    RDMARS_ACCEL=kvm|tcg skips the probe
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +23,10 @@ esac
 
 boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)
 key="$boot $qemu ${kernel:+$kernel $(stat -c %Y "$kernel" 2>/dev/null)}"
-cache="$here/out/accel-$(printf '%s' "$key" | sha256sum | cut -c1-12)"
+# Kept with the kernel cache (every clone of the tree on this host shares it), else in out/.
+cachedir=${RDMA_RS_CACHE:-/var/cache/rdma-rs}
+{ mkdir -p "$cachedir" && [ -w "$cachedir" ]; } 2>/dev/null || cachedir="$here/out"
+cache="$cachedir/accel-$(printf '%s' "$key" | sha256sum | cut -c1-12)"
 if [ -f "$cache" ] && [ "$(sed -n 1p "$cache")" = "$key" ]; then
 	sed -n 2p "$cache"
 	sed -n '3,$p' "$cache" >&2
@@ -30,7 +34,7 @@ if [ -f "$cache" ] && [ "$(sed -n 1p "$cache")" = "$key" ]; then
 fi
 
 verdict() { # ACCEL REASON
-	mkdir -p "$here/out"
+	mkdir -p "$cachedir"
 	printf '%s\n%s\n%s\n' "$key" "$1" "accel: $1 ($2)" >"$cache.$$" && mv "$cache.$$" "$cache"
 	echo "$1"
 	echo "accel: $1 ($2)" >&2
