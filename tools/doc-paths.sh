@@ -45,6 +45,7 @@ normalize() {	# normalize PATH: drop ./ and dir/.. steps
 	echo "$p"
 }
 
+set -f	# a glob in a doc is matched against the tracked files, not the disk
 for f in "$@"; do
 	[ -r "$f" ] || { notok "$f exists"; continue; }
 	fdir=$(dirname "$f")/
