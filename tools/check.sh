@@ -92,6 +92,8 @@ result "import graph: no cycle, no upward import (tools/modgraph.py)" $rc
 # The README names only targets and suites that exist; make help lists every target.
 "$here/tools/readme-check.sh" >"$logs/readme-check.log" 2>&1
 tap_results "$logs/readme-check.log"
+"$here/tools/doc-paths.sh" >"$logs/doc-paths.log" 2>&1
+tap_results "$logs/doc-paths.log"
 # Every shell script parses.
 rc=0
 (cd "$here" && for f in $(git ls-files '*.sh' tests/vm/init .ci/run); do bash -n "$f" || echo "$f"; done) \
