@@ -149,6 +149,22 @@ struct IndexedAttr {
     named: Option<&'static CStr>,
 }
 
+impl IndexedAttr {
+    /// File `index`, named `named` or, without one, by its index.
+    fn new(index: u32, named: Option<&'static CStr>) -> Self {
+        IndexedAttr {
+            raw: Opaque::zeroed(),
+            index,
+            name: if named.is_some() {
+                [0; 12]
+            } else {
+                index_name(index)
+            },
+            named,
+        }
+    }
+}
+
 /// The files of [`ClassDevice::add_indexed_dir`](super::ClassDevice::add_indexed_dir) (named
 /// by their index: `gids/0`, `gids/1`, ...) and
 /// [`ClassDevice::add_named_dir`](super::ClassDevice::add_named_dir), all shown by `show`.
@@ -164,15 +180,7 @@ impl<T: 'static> IndexedFiles<T> {
         // length and never grows, so the elements do not move.
         let mut attrs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for i in 0..count {
-            attrs.push(
-                IndexedAttr {
-                    raw: Opaque::zeroed(),
-                    index: i,
-                    name: index_name(i),
-                    named: None,
-                },
-                GFP_KERNEL,
-            )?;
+            attrs.push(IndexedAttr::new(i, None), GFP_KERNEL)?;
         }
         Ok(IndexedFiles::init(
             show,
@@ -185,15 +193,7 @@ impl<T: 'static> IndexedFiles<T> {
     pub(super) fn named(names: &[&'static CStr], show: IndexedShowFn<T>) -> Result<Self> {
         let mut attrs = KVec::with_capacity(names.len(), GFP_KERNEL)?;
         for (i, n) in names.iter().enumerate() {
-            attrs.push(
-                IndexedAttr {
-                    raw: Opaque::zeroed(),
-                    index: u32::try_from(i)?,
-                    name: [0; 12],
-                    named: Some(n),
-                },
-                GFP_KERNEL,
-            )?;
+            attrs.push(IndexedAttr::new(u32::try_from(i)?, Some(n)), GFP_KERNEL)?;
         }
         Ok(IndexedFiles::init(
             show,
