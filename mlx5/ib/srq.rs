@@ -4,11 +4,11 @@
 //! `create_srq_user()`): basic SRQs as RMPs and XRC SRQs, modify, query and destroy. A kernel
 //! SRQ is `EOPNOTSUPP`: this driver has no kernel `post_srq_recv`.
 
-use crate::cmd::exec;
 use crate::cmd::srq::{ArmRmp, CreateRmp, CreateXrcSrq, DestroyRmp, DestroyXrcSrq, QueryRmp};
+use crate::cmd::{exec, QueueBuf};
 use crate::ib::device::{gen, Mlx5Ib, Mlx5IbDev};
 use crate::ib::events::SrqTarget;
-use crate::ib::queue::{page_offset, LOG_PAGE_SIZE};
+use crate::ib::queue::{page_offset, user_queue_buf};
 use crate::ib::ucontext::{abi_err, mlx5_ctx};
 use crate::ib::user_mem::{DbRecord, UserBuf};
 use crate::prm::ctx::cmd_hca_cap;
@@ -67,16 +67,12 @@ pub(crate) fn create_srq(
     let srqn = exec(
         &*d.hw,
         &CreateRmp {
-            uid: 0,
+            buf: q.queue_buf(),
             pd: pd.data().pdn,
             log_size: q.max.ilog2() as u8,
             log_stride: q.desc.ilog2() as u8,
-            log_page_size: LOG_PAGE_SIZE,
-            page_offset: q.page_offset,
             lwm: 0,
             wq_signature: q.flags & SRQ_FLAG_SIGNATURE != 0,
-            dbr_addr: q.db.dma,
-            pas: &q.pas,
         },
     )?;
     d.events.attach(slot, &target, srqn);
@@ -108,6 +104,11 @@ struct SrqQueue {
 }
 
 impl SrqQueue {
+    /// The create command's view of the queue.
+    fn queue_buf(&self) -> QueueBuf<'_> {
+        user_queue_buf(self.page_offset, self.db.dma, &self.pas)
+    }
+
     /// `max_wr + 1` WQEs rounded up to a power of two, each `16 + 16 * max_sge` bytes
     /// rounded up to a power of two (at least 32); the request `mlx5_ib_create_srq`: the
     /// reserved words must be 0; an XRC SRQ's `uidx` (upstream `get_srq_user_index()`: the
@@ -214,7 +215,7 @@ pub(crate) fn create_xrc_srq(
     let srqn = exec(
         &*d.hw,
         &CreateXrcSrq {
-            uid: 0,
+            buf: q.queue_buf(),
             xrcd: xrcd.xrcdn(),
             pd: pd.data().pdn,
             cqn: cq.data().cqn,
@@ -225,11 +226,7 @@ pub(crate) fn create_xrc_srq(
             },
             log_size: q.max.ilog2() as u8,
             wqe_shift: (q.desc.ilog2() - 4) as u8,
-            log_page_size: LOG_PAGE_SIZE,
-            page_offset: q.page_offset,
             wq_signature: q.flags & SRQ_FLAG_SIGNATURE != 0,
-            dbr_addr: q.db.dma,
-            pas: &q.pas,
         },
     )?;
     d.events.attach(slot, &target, srqn);
