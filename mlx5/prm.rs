@@ -39,6 +39,9 @@ pub(crate) mod ctx;
 )]
 #[path = "prm/devx_ops.rs"]
 pub(crate) mod devx_ops;
+// The CQ, QP and SRQ events of EQEs.
+#[path = "prm/event.rs"]
+pub(crate) mod event;
 #[path = "prm/opcode.rs"]
 pub(crate) mod opcode;
 #[path = "prm/status.rs"]

@@ -21,8 +21,9 @@
 //! `devx_get_obj_id_from_event()` reads it). Only the legacy event numbers are known (the
 //! functions have no `event_cap`, upstream `is_valid_events_legacy()`).
 
-use crate::hw::{HwEvent, QpEventKind};
+use crate::hw::HwEvent;
 use crate::prm::consts as c;
+use crate::prm::event::QueueEvent;
 use ib_core_rs::uverbs::driver_api::{DriverFdOps, RemoveReason};
 use kernel::fs::File;
 use kernel::prelude::*;
@@ -273,35 +274,18 @@ fn take_matching(table: &DevxSubs, f: impl Fn(&Sub) -> bool) -> KVec<Arc<Sub>> {
 
 /// The EQE of an event, its key and object number (upstream: the `struct mlx5_eqe` of the
 /// notifier, `get_event_obj_type()`, `devx_get_obj_id_from_event()`).
-fn eqe_of(ev: &HwEvent) -> ([u8; EQE_SIZE], u32, u32) {
+fn eqe_of(ev: &QueueEvent) -> ([u8; EQE_SIZE], u32, u32) {
     let mut e = [0u8; EQE_SIZE];
-    let (ty, qtype, num, at) = match *ev {
+    let ty = ev.eqe_type();
+    let (qtype, num, at) = match *ev {
         // eqe.data.comp.cqn
-        HwEvent::Completion { cqn } => (c::EVENT_TYPE_COMP, 0, cqn, 0x38),
+        QueueEvent::Completion { cqn } => (0, cqn, 0x38),
         // eqe.data.cq_err.cqn
-        HwEvent::CqError { cqn } => (c::EVENT_TYPE_CQ_ERROR, 0, cqn, 0x20),
-        HwEvent::Qp { qpn, kind } => {
-            let ty = match kind {
-                QpEventKind::CommEst => c::EVENT_TYPE_COMM_EST,
-                QpEventKind::Fatal => c::EVENT_TYPE_WQ_CATAS_ERROR,
-                QpEventKind::ReqErr => c::EVENT_TYPE_WQ_INVAL_REQ_ERROR,
-                QpEventKind::AccessErr => c::EVENT_TYPE_WQ_ACCESS_ERROR,
-                QpEventKind::LastWqeReached => c::EVENT_TYPE_SRQ_LAST_WQE,
-            };
-            // eqe.data.qp_srq.qp_srq_n, .type
-            (ty, QUEUE_TYPE_QP, qpn, 0x38)
-        }
-        HwEvent::Srq { srqn, limit } => {
-            let ty = if limit {
-                c::EVENT_TYPE_SRQ_RQ_LIMIT
-            } else {
-                c::EVENT_TYPE_SRQ_CATAS_ERROR
-            };
-            // SRQs here are RMPs: the RQ queue type.
-            (ty, QUEUE_TYPE_RQ, srqn, 0x38)
-        }
-        // Filtered out by dispatch().
-        HwEvent::DeviceFatal | HwEvent::PortChange { .. } => (0, 0, 0, 0),
+        QueueEvent::CqError { cqn } => (0, cqn, 0x20),
+        // eqe.data.qp_srq.qp_srq_n, .type
+        QueueEvent::Qp { qpn, .. } => (QUEUE_TYPE_QP, qpn, 0x38),
+        // SRQs here are RMPs: the RQ queue type.
+        QueueEvent::Srq { srqn, .. } => (QUEUE_TYPE_RQ, srqn, 0x38),
     };
     e[1] = ty;
     if at == 0x38 && ty != c::EVENT_TYPE_COMP {
@@ -319,9 +303,9 @@ fn eqe_of(ev: &HwEvent) -> ([u8; EQE_SIZE], u32, u32) {
 /// for completions, `devx_cq_comp()`). Callable from interrupt context.
 pub(crate) fn dispatch(table: &DevxSubs, ev: &HwEvent) {
     // Not an EQE: no DEVX event number.
-    if matches!(ev, HwEvent::DeviceFatal | HwEvent::PortChange { .. }) {
+    let HwEvent::Queue(ev) = ev else {
         return;
-    }
+    };
     let t = table.lock();
     if t.is_empty() {
         return;
