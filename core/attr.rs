@@ -145,23 +145,19 @@ pub struct DeviceAttr {
     pub max_dm_size: u64,
 }
 
-/// Logical port state (upstream `enum ib_port_state`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(u8)]
-pub enum PortState {
-    /// `IB_PORT_NOP`.
-    #[default]
-    Nop = 0,
-    /// `IB_PORT_DOWN`.
-    Down = 1,
-    /// `IB_PORT_INIT`.
-    Init = 2,
-    /// `IB_PORT_ARMED`.
-    Armed = 3,
-    /// `IB_PORT_ACTIVE`.
-    Active = 4,
-    /// `IB_PORT_ACTIVE_DEFER`.
-    ActiveDefer = 5,
+upstream_enum! {
+    /// Logical port state (upstream `enum ib_port_state`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[repr(u8)]
+    pub enum PortState: u8 {
+        #[default]
+        Nop = 0 => IB_PORT_NOP,
+        Down = 1 => IB_PORT_DOWN,
+        Init = 2 => IB_PORT_INIT,
+        Armed = 3 => IB_PORT_ARMED,
+        Active = 4 => IB_PORT_ACTIVE,
+        ActiveDefer = 5 => IB_PORT_ACTIVE_DEFER,
+    }
 }
 
 /// Port attributes (upstream `struct ib_port_attr`, the fields used so far).

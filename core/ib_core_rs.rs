@@ -60,6 +60,37 @@ macro_rules! ibdev_warn {
     };
 }
 
+/// Declares the Rust mirror of an upstream C enum from one table: each variant with its value
+/// and its C name (the variant's doc, then any doc given), and `from_raw()`, the variant of a
+/// value, so that a conversion from the C value cannot drift from the declaration.
+macro_rules! upstream_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident: $raw:ty {
+            $($(#[$vmeta:meta])* $var:ident = $val:literal => $c:ident,)*
+        }
+    ) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $(
+                #[doc = concat!("`", stringify!($c), "`.")]
+                $(#[$vmeta])*
+                $var = $val,
+            )*
+        }
+
+        impl $name {
+            /// The variant whose C value is `v`, if any.
+            pub fn from_raw(v: $raw) -> Option<Self> {
+                match v {
+                    $($val => Some(Self::$var),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
 #[allow(unsafe_code)]
 #[path = "../rust/anon_file.rs"]
 pub(crate) mod anon_file;

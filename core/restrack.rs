@@ -28,22 +28,19 @@ use kernel::str::BStr;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, Mutex};
 
-/// Tracked resource types (upstream `enum rdma_restrack_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum ResType {
-    /// `RDMA_RESTRACK_PD`.
-    Pd = 0,
-    /// `RDMA_RESTRACK_CQ`.
-    Cq = 1,
-    /// `RDMA_RESTRACK_QP`.
-    Qp = 2,
-    /// `RDMA_RESTRACK_SRQ`.
-    Srq = 3,
-    /// `RDMA_RESTRACK_MR`.
-    Mr = 4,
-    /// `RDMA_RESTRACK_CTX` (user contexts; uverbs).
-    Ctx = 5,
+upstream_enum! {
+    /// Tracked resource types (upstream `enum rdma_restrack_type`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[repr(u8)]
+    pub enum ResType: u8 {
+        Pd = 0 => RDMA_RESTRACK_PD,
+        Cq = 1 => RDMA_RESTRACK_CQ,
+        Qp = 2 => RDMA_RESTRACK_QP,
+        Srq = 3 => RDMA_RESTRACK_SRQ,
+        Mr = 4 => RDMA_RESTRACK_MR,
+        /// User contexts (uverbs).
+        Ctx = 5 => RDMA_RESTRACK_CTX,
+    }
 }
 
 const NR_TYPES: usize = 6;

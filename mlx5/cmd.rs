@@ -56,14 +56,21 @@ pub(crate) trait Command {
         0
     }
 
+    /// The queue a create command hands the device, if it is one (CREATE_CQ, CREATE_QP,
+    /// CREATE_RMP, CREATE_XRC_SRQ): its owner is the command's uid, its page list the inbox's
+    /// trailing array.
+    fn queue_buf(&self) -> Option<QueueBuf<'_>> {
+        None
+    }
+
     /// `mbox_in.uid`: 0 for the kernel, a user context's uid for DEVX-owned objects.
     fn uid(&self) -> u16 {
-        0
+        self.queue_buf().map_or(0, |b| b.uid)
     }
 
     /// Inbox length: the fixed part plus any trailing array (`pas[]`, `register_data[]`).
     fn in_len(&self) -> usize {
-        Self::IN_SIZE
+        Self::in_len_with_addrs(self.queue_buf().map_or(0, |b| b.pas.len()))
     }
 
     /// The inbox length of a command with `n` 64-bit addresses after the fixed part (a
@@ -85,6 +92,23 @@ pub(crate) trait Command {
 
     /// Reads the reply from a successful command's outbox.
     fn reply(&self, outbox: OutBox<'_, Self>) -> Result<Self::Reply>;
+}
+
+/// The owner and the memory of a queue as its create command gives them to the device (upstream
+/// `mlx5_ib_create_cq()`, `create_qp_common()`, `create_srq_user()` set the same four members
+/// of each context: `log_page_size`, `page_offset`, `dbr_addr` and `pas[]`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QueueBuf<'a> {
+    /// Owner: 0 for the kernel, a user context's uid.
+    pub(crate) uid: u16,
+    /// log2 of the buffer page size minus 12 (`MLX5_ADAPTER_PAGE_SHIFT`).
+    pub(crate) log_page_size: u8,
+    /// Offset of the buffer in its first page, in 64-byte units of a 4 KiB page.
+    pub(crate) page_offset: u8,
+    /// Doorbell record DMA address.
+    pub(crate) dbr_addr: u64,
+    /// DMA addresses of the buffer's pages (`pas[]`, written by [`set_addrs`]).
+    pub(crate) pas: &'a [u64],
 }
 
 /// Writes `addrs` as the array of 64-bit addresses after the inbox's fixed part: the page list

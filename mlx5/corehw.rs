@@ -16,15 +16,16 @@
 //! Documentation/pcifn.md); its refusal of auxiliary devices that are not mlx5_core's is a
 //! KUnit test.
 
+use crate::hw::HwEvent;
 use crate::hw::{
     CapType, DmaDomain, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
 };
-use crate::hw::{HwEvent, QpEventKind};
 use crate::mlx5_core::{CoreDev, CoreEvents, DEV_EVENT_SYS_ERROR, EVENT_COMP};
 use crate::prm::cmd::{destroy_cq_in, mbox_in};
 use crate::prm::consts::EVENT_TYPE_PORT_CHANGE;
 use crate::prm::consts::{CAP_GENERAL, CAP_PORT_TYPE_ETH, CAP_ROCE};
 use crate::prm::ctx::cmd_hca_cap;
+use crate::prm::event::{QpEvent, QueueEvent};
 use crate::prm::opcode as op;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::page_ref::PageRef;
@@ -151,10 +152,9 @@ struct CoreSink(Arc<dyn Mlx5Events>);
 
 impl CoreEvents for CoreSink {
     fn event(&self, event_type: u32, num: u32) {
-        use crate::prm::consts as c;
-        let qp = |kind| HwEvent::Qp { qpn: num, kind };
         if event_type == EVENT_COMP {
-            self.0.event(HwEvent::Completion { cqn: num });
+            self.0
+                .event(HwEvent::Queue(QueueEvent::Completion { cqn: num }));
             return;
         }
         // upstream mlx5_ib_sys_error_event(): atomic context; the table queues the work.
@@ -174,23 +174,14 @@ impl CoreEvents for CoreSink {
         let Ok(t) = u8::try_from(event_type) else {
             return;
         };
-        let ev = match t {
-            c::EVENT_TYPE_CQ_ERROR => HwEvent::CqError { cqn: num },
-            c::EVENT_TYPE_COMM_EST => qp(QpEventKind::CommEst),
-            c::EVENT_TYPE_WQ_CATAS_ERROR => qp(QpEventKind::Fatal),
-            c::EVENT_TYPE_WQ_INVAL_REQ_ERROR => qp(QpEventKind::ReqErr),
-            c::EVENT_TYPE_WQ_ACCESS_ERROR => qp(QpEventKind::AccessErr),
-            c::EVENT_TYPE_SRQ_LAST_WQE => qp(QpEventKind::LastWqeReached),
-            c::EVENT_TYPE_SRQ_RQ_LIMIT => HwEvent::Srq {
-                srqn: num,
-                limit: true,
-            },
-            c::EVENT_TYPE_SRQ_CATAS_ERROR => HwEvent::Srq {
-                srqn: num,
-                limit: false,
-            },
+        let ev = match QueueEvent::from_eqe(t, num) {
             // SQ drained, path migration: not reported by the driver yet.
-            _ => return,
+            None
+            | Some(QueueEvent::Qp {
+                kind: QpEvent::SqDrained,
+                ..
+            }) => return,
+            Some(ev) => HwEvent::Queue(ev),
         };
         self.0.event(ev);
     }

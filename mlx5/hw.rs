@@ -15,6 +15,7 @@
 //! ([`Mlx5Events`]: completions and asynchronous CQ/QP events, upstream's EQ handlers).
 
 use crate::prm::cmd::{mbox_in, mbox_out};
+use crate::prm::event::QueueEvent;
 use crate::prm::opcode;
 use crate::prm::status::{self, Status};
 use ib_core_rs::attr::LinkLayer;
@@ -269,31 +270,9 @@ impl DmaBuf {
 /// `mlx5_eq_comp_int()` / `mlx5_eq_async_int()`, `enum mlx5_event`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HwEvent {
-    /// A completion on an armed CQ (`MLX5_EVENT_TYPE_COMP`).
-    Completion {
-        /// The CQ.
-        cqn: u32,
-    },
-    /// CQ overrun or access error (`MLX5_EVENT_TYPE_CQ_ERROR`).
-    CqError {
-        /// The CQ.
-        cqn: u32,
-    },
-    /// An asynchronous QP event.
-    Qp {
-        /// The QP.
-        qpn: u32,
-        /// Which.
-        kind: QpEventKind,
-    },
-    /// An asynchronous SRQ event (`MLX5_EVENT_TYPE_SRQ_RQ_LIMIT`, `_SRQ_CATAS_ERROR`;
-    /// upstream `srq_event_notifier()`).
-    Srq {
-        /// The SRQ (RMP) number.
-        srqn: u32,
-        /// The limit was crossed (else: the SRQ's catastrophic error).
-        limit: bool,
-    },
+    /// A CQ, QP or SRQ event (upstream `mlx5_ib_cq_comp()`, `mlx5_ib_cq_event()`,
+    /// `mlx5_ib_qp_event()`, `srq_event_notifier()`).
+    Queue(QueueEvent),
     /// The function entered its error state (mlx5_core's `MLX5_DEV_EVENT_SYS_ERROR` from
     /// `mlx5_enter_error_state()`): upstream mlx5_ib reports `IB_EVENT_DEVICE_FATAL`.
     DeviceFatal,
@@ -304,21 +283,6 @@ pub(crate) enum HwEvent {
         /// `MLX5_PORT_CHANGE_SUBTYPE_*`.
         subtype: u8,
     },
-}
-
-/// The QP events of the async EQ (`MLX5_EVENT_TYPE_*`, upstream `mlx5_ib_qp_event()`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum QpEventKind {
-    /// `COMM_EST` (0x02): the first packet arrived in RTR.
-    CommEst,
-    /// `WQ_CATAS_ERROR` (0x05): the QP went to error (`IB_EVENT_QP_FATAL`).
-    Fatal,
-    /// `WQ_INVAL_REQ_ERROR` (0x10): `IB_EVENT_QP_REQ_ERR`.
-    ReqErr,
-    /// `WQ_ACCESS_ERROR` (0x11): `IB_EVENT_QP_ACCESS_ERR`.
-    AccessErr,
-    /// `SRQ_LAST_WQE` (0x13): `IB_EVENT_QP_LAST_WQE_REACHED`.
-    LastWqeReached,
 }
 
 /// The driver's handler of device events (upstream: the EQ interrupt handlers' calls into

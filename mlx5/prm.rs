@@ -7,6 +7,22 @@
 //! `tools/prm-check`, which diffs every declared offset and width against the kernel's own
 //! `include/linux/mlx5/mlx5_ifc.h`.
 
+/// Declares named constants of type `$ty`, each with its doc, and `ALL`, every one with its name,
+/// for a check that reads them all (`tools/prm-check` against mlx5_ifc.h, a uniqueness test).
+/// The attributes before `ALL` are `ALL`'s.
+macro_rules! named_consts {
+    (
+        $(#[$all:meta])*
+        ALL: $ty:ty;
+        $($(#[$doc:meta])* $name:ident = $val:expr,)*
+    ) => {
+        $($(#[$doc])* pub(crate) const $name: $ty = $val;)*
+        $(#[$all])*
+        pub(crate) const ALL: &[(&str, $ty)] = &[$((stringify!($name), $name)),*];
+    };
+}
+pub(crate) use named_consts;
+
 #[macro_use]
 #[path = "prm/layout.rs"]
 pub(crate) mod layout;
@@ -39,6 +55,9 @@ pub(crate) mod ctx;
 )]
 #[path = "prm/devx_ops.rs"]
 pub(crate) mod devx_ops;
+// The CQ, QP and SRQ events of EQEs.
+#[path = "prm/event.rs"]
+pub(crate) mod event;
 #[path = "prm/opcode.rs"]
 pub(crate) mod opcode;
 #[path = "prm/status.rs"]

@@ -5,14 +5,14 @@
 //! `nldev_sys_get_doit()`).
 
 use super::request::{
-    device_doit, dump_devices, fill_handle, get_u32, parse, req_device, ty, NlDev,
+    device_doit, dump_devices, dump_indexed, fill_handle, get_u32, parse, put_msg, req_device, ty,
+    NlDev,
 };
 use crate::attr::LinkLayer;
 use crate::client;
 use crate::client::ClientNlInfo;
 use crate::ib_device::IbDevice;
 use crate::netlink::codec::MsgWriter;
-use crate::netlink::codec::NLM_F_MULTI;
 use crate::netlink::nldev_uapi::*;
 use crate::netlink::DumpCursor;
 use crate::netlink::Request;
@@ -98,9 +98,9 @@ pub(super) fn port_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>
     if port == 0 || port > dev.phys_port_cnt() {
         return Err(EINVAL);
     }
-    wr.begin(ty(RDMA_NLDEV_CMD_GET), 0, req.seq(), req.portid)?;
-    fill_port_info(wr, &**dev.device(), port)?;
-    Ok(wr.end()?)
+    put_msg(req, wr, RDMA_NLDEV_CMD_GET, 0, |wr| {
+        fill_port_info(wr, &**dev.device(), port)
+    })
 }
 
 /// upstream `nldev_port_get_dumpit()`: the ports of the device `DEV_INDEX` (required), from
@@ -113,27 +113,11 @@ pub(super) fn port_get_dump(
 ) -> Result {
     let tb = parse(req)?;
     let dev = req_device(&tb)?;
-    let start = cur.get(0) as u32;
-    let mut done = start;
-    for port in (start + 1)..=dev.phys_port_cnt() {
-        if wr
-            .begin(
-                ty(RDMA_NLDEV_CMD_PORT_GET),
-                NLM_F_MULTI,
-                req.seq(),
-                req.portid,
-            )
-            .is_err()
-        {
-            break;
-        }
-        if fill_port_info(wr, &**dev.device(), port).is_err() || wr.end().is_err() {
-            wr.cancel();
-            break;
-        }
-        done = port;
-    }
-    cur.set(0, u64::from(done));
+    let ports = dev.phys_port_cnt() as usize;
+    // Item i is port i + 1.
+    dump_indexed(req, cur, wr, RDMA_NLDEV_CMD_PORT_GET, ports, |wr, i| {
+        fill_port_info(wr, &**dev.device(), i as u32 + 1)
+    });
     Ok(())
 }
 

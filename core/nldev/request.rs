@@ -67,9 +67,43 @@ pub(super) fn device_doit(
 ) -> Result {
     let tb = parse(req)?;
     let dev = req_device(&tb)?;
-    wr.begin(ty(cmd), 0, req.seq(), req.portid)?;
-    fill(wr, &**dev.device())?;
-    Ok(wr.end()?)
+    put_msg(req, wr, cmd, 0, |wr| fill(wr, &**dev.device()))
+}
+
+/// Writes one message of type `cmd` with `flags` (0 for a doit's reply, `NLM_F_MULTI` in a
+/// dump), filled by `fill` (upstream `nlmsg_put()` .. `nlmsg_end()`); drops it
+/// (`nlmsg_cancel()`) on error, so a dump that runs out of room keeps the messages before.
+pub(super) fn put_msg(
+    req: &Request<'_>,
+    wr: &mut MsgWriter<'_>,
+    cmd: u16,
+    flags: u16,
+    fill: impl FnOnce(&mut MsgWriter<'_>) -> Result,
+) -> Result {
+    let msg = || -> Result {
+        wr.begin(ty(cmd), flags, req.seq(), req.portid)?;
+        fill(wr)?;
+        Ok(wr.end()?)
+    };
+    msg().inspect_err(|_| wr.cancel())
+}
+
+/// Dumps items `0..n` from cursor word 0 (the number already written), one `NLM_F_MULTI`
+/// message of type `cmd` each, filled by `fill` with the item's index, until the buffer is
+/// full (upstream's `cb->args[0]` walks of a device's ports or counters).
+pub(super) fn dump_indexed(
+    req: &Request<'_>,
+    cur: &mut DumpCursor<'_>,
+    wr: &mut MsgWriter<'_>,
+    cmd: u16,
+    n: usize,
+    fill: impl Fn(&mut MsgWriter<'_>, usize) -> Result,
+) {
+    let mut i = cur.get(0) as usize;
+    while i < n && put_msg(req, wr, cmd, NLM_F_MULTI, |wr| fill(wr, i)).is_ok() {
+        i += 1;
+        cur.set(0, i as u64);
+    }
 }
 
 /// Walks the registered devices from the cursor (word 0: last index + 1) and writes one
@@ -88,14 +122,7 @@ pub(super) fn dump_devices(
     };
     while let Some(dev) = registry::next_registered(after) {
         let index = dev.core().index();
-        if wr
-            .begin(ty(cmd), NLM_F_MULTI, req.seq(), req.portid)
-            .is_err()
-        {
-            break;
-        }
-        if fill(wr, &*dev).is_err() || wr.end().is_err() {
-            wr.cancel();
+        if put_msg(req, wr, cmd, NLM_F_MULTI, |wr| fill(wr, &*dev)).is_err() {
             break;
         }
         after = Some(index);

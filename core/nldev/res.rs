@@ -105,7 +105,21 @@ struct ResKind {
     kind: ResType,
     table: u16,
     entry: u16,
-    fill: fn(&mut MsgWriter<'_>, &ResInfo, bool) -> Result,
+    fill: ResFill,
+}
+
+/// An entry filler of [`ResKind`].
+type ResFill = fn(&mut MsgWriter<'_>, &ResInfo, bool) -> Result;
+
+impl ResKind {
+    const fn new(kind: ResType, table: u16, entry: u16, fill: ResFill) -> Self {
+        Self {
+            kind,
+            table,
+            entry,
+            fill,
+        }
+    }
 }
 
 /// upstream `fill_res_pd_entry()`.
@@ -231,37 +245,39 @@ fn fill_srq_with(wr: &mut MsgWriter<'_>, e: &ResInfo, qps: &[u32]) -> Result {
     fill_owner(wr, &e.owner)
 }
 
-const RES_CTX: ResKind = ResKind {
-    kind: ResType::Ctx,
-    table: RDMA_NLDEV_ATTR_RES_CTX,
-    entry: RDMA_NLDEV_ATTR_RES_CTX_ENTRY,
-    fill: fill_ctx,
-};
-
-const RES_PD: ResKind = ResKind {
-    kind: ResType::Pd,
-    table: RDMA_NLDEV_ATTR_RES_PD,
-    entry: RDMA_NLDEV_ATTR_RES_PD_ENTRY,
-    fill: fill_pd,
-};
-const RES_CQ: ResKind = ResKind {
-    kind: ResType::Cq,
-    table: RDMA_NLDEV_ATTR_RES_CQ,
-    entry: RDMA_NLDEV_ATTR_RES_CQ_ENTRY,
-    fill: fill_cq,
-};
-const RES_QP: ResKind = ResKind {
-    kind: ResType::Qp,
-    table: RDMA_NLDEV_ATTR_RES_QP,
-    entry: RDMA_NLDEV_ATTR_RES_QP_ENTRY,
-    fill: fill_qp,
-};
-const RES_MR: ResKind = ResKind {
-    kind: ResType::Mr,
-    table: RDMA_NLDEV_ATTR_RES_MR,
-    entry: RDMA_NLDEV_ATTR_RES_MR_ENTRY,
-    fill: fill_mr,
-};
+/// upstream `fill_entries[]`: the restrack types the generic dump serves, in one table.
+const RES_KINDS: [ResKind; 5] = [
+    ResKind::new(
+        ResType::Ctx,
+        RDMA_NLDEV_ATTR_RES_CTX,
+        RDMA_NLDEV_ATTR_RES_CTX_ENTRY,
+        fill_ctx,
+    ),
+    ResKind::new(
+        ResType::Pd,
+        RDMA_NLDEV_ATTR_RES_PD,
+        RDMA_NLDEV_ATTR_RES_PD_ENTRY,
+        fill_pd,
+    ),
+    ResKind::new(
+        ResType::Cq,
+        RDMA_NLDEV_ATTR_RES_CQ,
+        RDMA_NLDEV_ATTR_RES_CQ_ENTRY,
+        fill_cq,
+    ),
+    ResKind::new(
+        ResType::Qp,
+        RDMA_NLDEV_ATTR_RES_QP,
+        RDMA_NLDEV_ATTR_RES_QP_ENTRY,
+        fill_qp,
+    ),
+    ResKind::new(
+        ResType::Mr,
+        RDMA_NLDEV_ATTR_RES_MR,
+        RDMA_NLDEV_ATTR_RES_MR_ENTRY,
+        fill_mr,
+    ),
+];
 
 /// Writes one message with the entries `snap[start..start + max]`; returns how many were
 /// written.
@@ -322,14 +338,7 @@ pub(crate) fn res_dump_step(
     if kind == ResType::Srq {
         return srq_dump_step(wr, req_ty, seq, portid, dev, start);
     }
-    let rk = match kind {
-        ResType::Pd => &RES_PD,
-        ResType::Cq => &RES_CQ,
-        ResType::Qp => &RES_QP,
-        ResType::Mr => &RES_MR,
-        ResType::Ctx => &RES_CTX,
-        _ => return Err(EINVAL),
-    };
+    let rk = RES_KINDS.iter().find(|rk| rk.kind == kind).ok_or(EINVAL)?;
     let snap = dev.restrack().dump(rk.kind)?;
     let rest = snap.get(start..).unwrap_or(&[]);
     if rest.is_empty() {

@@ -3,14 +3,15 @@
 //! Statistics: `STAT_GET`, `STAT_SET` and `STAT_DEL` (`rdma statistic`: the port's totals,
 //! the counter mode, bind and unbind; upstream `nldev_stat_*()`) over [`crate::counters`].
 
-use super::request::{fill_handle, get_u32, parse, req_device, req_port, ty, NlDev};
+use super::request::{
+    dump_indexed, fill_handle, get_u32, parse, put_msg, req_device, req_port, ty, NlDev,
+};
 use super::res::fill_owner;
 use crate::counters;
 use crate::counters::CounterInfo;
 use crate::ib_device::IbDevice;
 use crate::netlink::codec::Attr;
 use crate::netlink::codec::MsgWriter;
-use crate::netlink::codec::NLM_F_MULTI;
 use crate::netlink::nldev_uapi::*;
 use crate::netlink::DumpCursor;
 use crate::netlink::Request;
@@ -52,11 +53,11 @@ fn stat_get_default(req: &Request<'_>, tb: &[Option<Attr<'_>>], wr: &mut MsgWrit
     let names = d.hw_stat_names(port).ok_or(EINVAL)?;
     let mut v = [0u64; MAX_HW_STATS];
     let n = d.hw_stats(port, &mut v).map_err(|_| EINVAL)?;
-    wr.begin(ty(RDMA_NLDEV_CMD_STAT_GET), 0, req.seq(), req.portid)?;
-    fill_handle(wr, d.core())?;
-    wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port)?;
-    fill_hwcounters(wr, names, v.get(..n).unwrap_or(&[]))?;
-    Ok(wr.end()?)
+    put_msg(req, wr, RDMA_NLDEV_CMD_STAT_GET, 0, |wr| {
+        fill_handle(wr, d.core())?;
+        wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port)?;
+        fill_hwcounters(wr, names, v.get(..n).unwrap_or(&[]))
+    })
 }
 
 /// A `STAT_HWCOUNTERS` table (upstream `fill_stat_counter_hwcounters()`).
@@ -112,10 +113,10 @@ fn stat_get_qp(req: &Request<'_>, tb: &[Option<Attr<'_>>], wr: &mut MsgWriter<'_
         if c.port != port {
             return Err(EAGAIN);
         }
-        wr.begin(ty(RDMA_NLDEV_CMD_STAT_GET), 0, req.seq(), req.portid)?;
-        fill_handle(wr, d.core())?;
-        fill_counter(wr, d, c)?;
-        return Ok(wr.end()?);
+        return put_msg(req, wr, RDMA_NLDEV_CMD_STAT_GET, 0, |wr| {
+            fill_handle(wr, d.core())?;
+            fill_counter(wr, d, c)
+        });
     }
     if tb[RDMA_NLDEV_ATTR_STAT_MODE as usize].is_none()
         || tb[RDMA_NLDEV_ATTR_DEV_INDEX as usize].is_none()
@@ -127,15 +128,16 @@ fn stat_get_qp(req: &Request<'_>, tb: &[Option<Attr<'_>>], wr: &mut MsgWriter<'_
     let port = req_port(tb, &dev)?.ok_or(EINVAL)?;
     let d = &**dev.device();
     let (mode, mask, opcnt) = d.counter_get_mode(port)?;
-    wr.begin(ty(RDMA_NLDEV_CMD_STAT_GET), 0, req.seq(), req.portid)?;
-    fill_handle(wr, d.core())?;
-    wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port)?;
-    wr.put_u32(RDMA_NLDEV_ATTR_STAT_MODE, mode)?;
-    if mode == counters::MODE_AUTO {
-        wr.put_u32(RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, mask)?;
-        wr.put_u8(RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED, u8::from(opcnt))?;
-    }
-    Ok(wr.end()?)
+    put_msg(req, wr, RDMA_NLDEV_CMD_STAT_GET, 0, |wr| {
+        fill_handle(wr, d.core())?;
+        wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port)?;
+        wr.put_u32(RDMA_NLDEV_ATTR_STAT_MODE, mode)?;
+        if mode == counters::MODE_AUTO {
+            wr.put_u32(RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, mask)?;
+            wr.put_u8(RDMA_NLDEV_ATTR_STAT_OPCOUNTER_ENABLED, u8::from(opcnt))?;
+        }
+        Ok(())
+    })
 }
 
 /// upstream `nldev_stat_get_dumpit()`: `STAT_RES` required (`EINVAL`); QP: the counters
@@ -158,30 +160,21 @@ pub(super) fn stat_get_dump(
     let port = req_port(&tb, &dev)?;
     let d = &**dev.device();
     let list = d.counter_dump(port, None)?;
-    let mut i = cur.get(0) as usize;
-    while let Some(c) = list.get(i) {
-        let mut body = || -> Result {
-            wr.begin(
-                ty(RDMA_NLDEV_CMD_STAT_GET),
-                NLM_F_MULTI,
-                req.seq(),
-                req.portid,
-            )?;
+    dump_indexed(
+        req,
+        cur,
+        wr,
+        RDMA_NLDEV_CMD_STAT_GET,
+        list.len(),
+        |wr, i| {
             fill_handle(wr, d.core())?;
             let table = wr.nest_start_noflag(RDMA_NLDEV_ATTR_STAT_COUNTER)?;
             let ent = wr.nest_start_noflag(RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY)?;
-            fill_counter(wr, d, c)?;
+            fill_counter(wr, d, list.get(i).ok_or(EINVAL)?)?;
             wr.nest_end(ent)?;
-            wr.nest_end(table)?;
-            Ok(wr.end()?)
-        };
-        if body().is_err() {
-            wr.cancel();
-            break;
-        }
-        i += 1;
-        cur.set(0, i as u64);
-    }
+            Ok(wr.nest_end(table)?)
+        },
+    );
     Ok(())
 }
 

@@ -22,39 +22,33 @@ type PostSendFn<D> = fn(&Qp<D>, &[SendWr<'_>]) -> Result;
 /// The driver's `post_recv` op.
 type PostRecvFn<D> = fn(&Qp<D>, &[RecvWr<'_>]) -> Result;
 
-/// QP transport types (upstream `enum ib_qp_type`, the kernel-verbs ones).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QpType {
-    /// `IB_QPT_RC`.
-    Rc = 2,
-    /// `IB_QPT_UC`.
-    Uc = 3,
-    /// `IB_QPT_UD`.
-    Ud = 4,
-    /// `IB_QPT_XRC_INI`: an XRC initiator (a send queue only).
-    XrcIni = 9,
-    /// `IB_QPT_XRC_TGT`: an XRC target (receives into the XRC SRQs of its domain).
-    XrcTgt = 10,
+upstream_enum! {
+    /// QP transport types (upstream `enum ib_qp_type`, the kernel-verbs ones).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum QpType: u32 {
+        Rc = 2 => IB_QPT_RC,
+        Uc = 3 => IB_QPT_UC,
+        Ud = 4 => IB_QPT_UD,
+        /// An XRC initiator (a send queue only).
+        XrcIni = 9 => IB_QPT_XRC_INI,
+        /// An XRC target (receives into the XRC SRQs of its domain).
+        XrcTgt = 10 => IB_QPT_XRC_TGT,
+    }
 }
 
-/// QP states (upstream `enum ib_qp_state`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum QpState {
-    /// `IB_QPS_RESET`.
-    #[default]
-    Reset = 0,
-    /// `IB_QPS_INIT`.
-    Init = 1,
-    /// `IB_QPS_RTR`.
-    Rtr = 2,
-    /// `IB_QPS_RTS`.
-    Rts = 3,
-    /// `IB_QPS_SQD`.
-    Sqd = 4,
-    /// `IB_QPS_SQE`.
-    Sqe = 5,
-    /// `IB_QPS_ERR`.
-    Err = 6,
+upstream_enum! {
+    /// QP states (upstream `enum ib_qp_state`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub enum QpState: u8 {
+        #[default]
+        Reset = 0 => IB_QPS_RESET,
+        Init = 1 => IB_QPS_INIT,
+        Rtr = 2 => IB_QPS_RTR,
+        Rts = 3 => IB_QPS_RTS,
+        Sqd = 4 => IB_QPS_SQD,
+        Sqe = 5 => IB_QPS_SQE,
+        Err = 6 => IB_QPS_ERR,
+    }
 }
 
 impl TryFrom<u8> for QpState {
@@ -62,16 +56,7 @@ impl TryFrom<u8> for QpState {
 
     /// `enum ib_qp_state` from its value; anything else is `EINVAL`.
     fn try_from(v: u8) -> Result<Self> {
-        Ok(match v {
-            0 => QpState::Reset,
-            1 => QpState::Init,
-            2 => QpState::Rtr,
-            3 => QpState::Rts,
-            4 => QpState::Sqd,
-            5 => QpState::Sqe,
-            6 => QpState::Err,
-            _ => return Err(EINVAL),
-        })
+        QpState::from_raw(v).ok_or(EINVAL)
     }
 }
 

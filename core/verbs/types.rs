@@ -14,28 +14,21 @@ pub struct Sge {
     pub lkey: u32,
 }
 
-/// Send opcodes (upstream `enum ib_wr_opcode`, the ones used so far).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WrOpcode {
-    /// `IB_WR_RDMA_WRITE`.
-    RdmaWrite = 0,
-    /// `IB_WR_RDMA_WRITE_WITH_IMM`.
-    RdmaWriteImm = 1,
-    /// `IB_WR_SEND`.
-    #[default]
-    Send = 2,
-    /// `IB_WR_SEND_WITH_IMM`.
-    SendImm = 3,
-    /// `IB_WR_RDMA_READ`.
-    RdmaRead = 4,
-    /// `IB_WR_ATOMIC_CMP_AND_SWP`.
-    AtomicCmpSwap = 5,
-    /// `IB_WR_ATOMIC_FETCH_AND_ADD`.
-    AtomicFetchAdd = 6,
-    /// `IB_WR_LOCAL_INV`.
-    LocalInv = 7,
-    /// `IB_WR_REG_MR`.
-    RegMr = 0x20,
+upstream_enum! {
+    /// Send opcodes (upstream `enum ib_wr_opcode`, the ones used so far).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub enum WrOpcode: u32 {
+        RdmaWrite = 0 => IB_WR_RDMA_WRITE,
+        RdmaWriteImm = 1 => IB_WR_RDMA_WRITE_WITH_IMM,
+        #[default]
+        Send = 2 => IB_WR_SEND,
+        SendImm = 3 => IB_WR_SEND_WITH_IMM,
+        RdmaRead = 4 => IB_WR_RDMA_READ,
+        AtomicCmpSwap = 5 => IB_WR_ATOMIC_CMP_AND_SWP,
+        AtomicFetchAdd = 6 => IB_WR_ATOMIC_FETCH_AND_ADD,
+        LocalInv = 7 => IB_WR_LOCAL_INV,
+        RegMr = 0x20 => IB_WR_REG_MR,
+    }
 }
 
 /// `IB_SEND_*` flags of [`SendWr::send_flags`] (upstream `enum ib_send_flags`).
@@ -84,78 +77,52 @@ pub struct RecvWr<'a> {
     pub sg_list: &'a [Sge],
 }
 
-/// Completion status (upstream `enum ib_wc_status`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WcStatus {
-    /// `IB_WC_SUCCESS`.
-    #[default]
-    Success = 0,
-    /// `IB_WC_LOC_LEN_ERR`.
-    LocLenErr = 1,
-    /// `IB_WC_LOC_QP_OP_ERR`.
-    LocQpOpErr = 2,
-    /// `IB_WC_LOC_EEC_OP_ERR`.
-    LocEecOpErr = 3,
-    /// `IB_WC_LOC_PROT_ERR`.
-    LocProtErr = 4,
-    /// `IB_WC_WR_FLUSH_ERR`.
-    WrFlushErr = 5,
-    /// `IB_WC_MW_BIND_ERR`.
-    MwBindErr = 6,
-    /// `IB_WC_BAD_RESP_ERR`.
-    BadRespErr = 7,
-    /// `IB_WC_LOC_ACCESS_ERR`.
-    LocAccessErr = 8,
-    /// `IB_WC_REM_INV_REQ_ERR`.
-    RemInvReqErr = 9,
-    /// `IB_WC_REM_ACCESS_ERR`.
-    RemAccessErr = 10,
-    /// `IB_WC_REM_OP_ERR`.
-    RemOpErr = 11,
-    /// `IB_WC_RETRY_EXC_ERR`.
-    RetryExcErr = 12,
-    /// `IB_WC_RNR_RETRY_EXC_ERR`.
-    RnrRetryExcErr = 13,
-    /// `IB_WC_LOC_RDD_VIOL_ERR`.
-    LocRddViolErr = 14,
-    /// `IB_WC_REM_INV_RD_REQ_ERR`.
-    RemInvRdReqErr = 15,
-    /// `IB_WC_REM_ABORT_ERR`.
-    RemAbortErr = 16,
-    /// `IB_WC_INV_EECN_ERR`.
-    InvEecnErr = 17,
-    /// `IB_WC_INV_EEC_STATE_ERR`.
-    InvEecStateErr = 18,
-    /// `IB_WC_FATAL_ERR`.
-    FatalErr = 19,
-    /// `IB_WC_RESP_TIMEOUT_ERR`.
-    RespTimeoutErr = 20,
-    /// `IB_WC_GENERAL_ERR`.
-    GeneralErr = 21,
+upstream_enum! {
+    /// Completion status (upstream `enum ib_wc_status`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub enum WcStatus: u32 {
+        #[default]
+        Success = 0 => IB_WC_SUCCESS,
+        LocLenErr = 1 => IB_WC_LOC_LEN_ERR,
+        LocQpOpErr = 2 => IB_WC_LOC_QP_OP_ERR,
+        LocEecOpErr = 3 => IB_WC_LOC_EEC_OP_ERR,
+        LocProtErr = 4 => IB_WC_LOC_PROT_ERR,
+        WrFlushErr = 5 => IB_WC_WR_FLUSH_ERR,
+        MwBindErr = 6 => IB_WC_MW_BIND_ERR,
+        BadRespErr = 7 => IB_WC_BAD_RESP_ERR,
+        LocAccessErr = 8 => IB_WC_LOC_ACCESS_ERR,
+        RemInvReqErr = 9 => IB_WC_REM_INV_REQ_ERR,
+        RemAccessErr = 10 => IB_WC_REM_ACCESS_ERR,
+        RemOpErr = 11 => IB_WC_REM_OP_ERR,
+        RetryExcErr = 12 => IB_WC_RETRY_EXC_ERR,
+        RnrRetryExcErr = 13 => IB_WC_RNR_RETRY_EXC_ERR,
+        LocRddViolErr = 14 => IB_WC_LOC_RDD_VIOL_ERR,
+        RemInvRdReqErr = 15 => IB_WC_REM_INV_RD_REQ_ERR,
+        RemAbortErr = 16 => IB_WC_REM_ABORT_ERR,
+        InvEecnErr = 17 => IB_WC_INV_EECN_ERR,
+        InvEecStateErr = 18 => IB_WC_INV_EEC_STATE_ERR,
+        FatalErr = 19 => IB_WC_FATAL_ERR,
+        RespTimeoutErr = 20 => IB_WC_RESP_TIMEOUT_ERR,
+        GeneralErr = 21 => IB_WC_GENERAL_ERR,
+    }
 }
 
-/// Completion opcode (upstream `enum ib_wc_opcode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WcOpcode {
-    /// `IB_WC_SEND`.
-    #[default]
-    Send = 0,
-    /// `IB_WC_RDMA_WRITE`.
-    RdmaWrite = 1,
-    /// `IB_WC_RDMA_READ`.
-    RdmaRead = 2,
-    /// `IB_WC_COMP_SWAP`.
-    CompSwap = 3,
-    /// `IB_WC_FETCH_ADD`.
-    FetchAdd = 4,
-    /// `IB_WC_LOCAL_INV`.
-    LocalInv = 6,
-    /// `IB_WC_REG_MR`.
-    RegMr = 7,
-    /// `IB_WC_RECV` (`1 << 7`).
-    Recv = 128,
-    /// `IB_WC_RECV_RDMA_WITH_IMM`.
-    RecvRdmaWithImm = 129,
+upstream_enum! {
+    /// Completion opcode (upstream `enum ib_wc_opcode`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub enum WcOpcode: u32 {
+        #[default]
+        Send = 0 => IB_WC_SEND,
+        RdmaWrite = 1 => IB_WC_RDMA_WRITE,
+        RdmaRead = 2 => IB_WC_RDMA_READ,
+        CompSwap = 3 => IB_WC_COMP_SWAP,
+        FetchAdd = 4 => IB_WC_FETCH_ADD,
+        LocalInv = 6 => IB_WC_LOCAL_INV,
+        RegMr = 7 => IB_WC_REG_MR,
+        /// Its value is `1 << 7`.
+        Recv = 128 => IB_WC_RECV,
+        RecvRdmaWithImm = 129 => IB_WC_RECV_RDMA_WITH_IMM,
+    }
 }
 
 /// `IB_WC_*` flags of [`Wc::wc_flags`] (upstream `enum ib_wc_flags`).

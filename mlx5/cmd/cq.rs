@@ -3,7 +3,7 @@
 //! CQ commands (upstream `mlx5_core_create_cq()`, `mlx5_core_destroy_cq()`,
 //! `mlx5_core_query_cq()`; the `cqc` fields mlx5_ib `create_cq_user()`/`create_cq_kernel()` set).
 
-use super::{free_cmd, Command, InBox, OutBox};
+use super::{free_cmd, Command, InBox, OutBox, QueueBuf};
 use crate::prm::cmd::{
     create_cq_in, create_cq_out, destroy_cq_in, modify_cq_in, query_cq_in, query_cq_out,
 };
@@ -26,8 +26,8 @@ pub(crate) enum CqeSize {
 
 /// CREATE_CQ.
 pub(crate) struct CreateCq<'a> {
-    /// Owner uid.
-    pub(crate) uid: u16,
+    /// Owner and memory.
+    pub(crate) buf: QueueBuf<'a>,
     /// log2 of the number of CQEs.
     pub(crate) log_cq_size: u8,
     /// CQE size.
@@ -36,16 +36,8 @@ pub(crate) struct CreateCq<'a> {
     pub(crate) uar_page: u32,
     /// Completion EQ number (`mlx5_comp_eqn_get()`).
     pub(crate) eqn: u32,
-    /// log2 of the buffer page size minus 12 (`MLX5_ADAPTER_PAGE_SHIFT`).
-    pub(crate) log_page_size: u8,
-    /// Offset of the buffer in its first page, in 64-byte units (`cqc.page_offset`).
-    pub(crate) page_offset: u8,
     /// CQE compression with this `mini_cqe_res_format` (`cqc.cqe_comp_en`).
     pub(crate) compression: Option<u8>,
-    /// Doorbell record DMA address.
-    pub(crate) dbr_addr: u64,
-    /// DMA addresses of the buffer's pages (`pas[]`).
-    pub(crate) pas: &'a [u64],
 }
 
 impl Command for CreateCq<'_> {
@@ -53,12 +45,8 @@ impl Command for CreateCq<'_> {
     /// The CQ number.
     type Reply = u32;
 
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn in_len(&self) -> usize {
-        Self::in_len_with_addrs(self.pas.len())
+    fn queue_buf(&self) -> Option<QueueBuf<'_>> {
+        Some(self.buf)
     }
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
@@ -67,14 +55,14 @@ impl Command for CreateCq<'_> {
         inbox.set(c(cqc::cqe_sz), self.cqe_size as u32)?;
         inbox.set(c(cqc::uar_page), self.uar_page)?;
         inbox.set(c(cqc::c_eqn_or_apu_element), self.eqn)?;
-        inbox.set(c(cqc::log_page_size), u32::from(self.log_page_size))?;
-        inbox.set(c(cqc::page_offset), u32::from(self.page_offset))?;
+        inbox.set(c(cqc::log_page_size), u32::from(self.buf.log_page_size))?;
+        inbox.set(c(cqc::page_offset), u32::from(self.buf.page_offset))?;
         if let Some(f) = self.compression {
             inbox.set(c(cqc::cqe_comp_en), 1)?;
             inbox.set(c(cqc::mini_cqe_res_format), u32::from(f))?;
         }
-        inbox.set64(c(cqc::dbr_addr), self.dbr_addr)?;
-        super::set_addrs(inbox, self.pas)?;
+        inbox.set64(c(cqc::dbr_addr), self.buf.dbr_addr)?;
+        super::set_addrs(inbox, self.buf.pas)?;
         Ok(())
     }
 

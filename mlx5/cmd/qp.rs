@@ -4,7 +4,7 @@
 //! `mlx5_qpc_create_qp()`, `mlx5_core_qp_modify()` with `modify_qp_mbox_alloc()`'s
 //! per-opcode layouts, `mlx5_core_qp_query()`).
 
-use super::{free_cmd, prm_enum, Command, InBox, OutBox};
+use super::{free_cmd, prm_enum, Command, InBox, OutBox, QueueBuf};
 use crate::prm::cmd::{create_qp_in, create_qp_out, destroy_qp_in, query_qp_in, query_qp_out};
 use crate::prm::command::{self as pc, QpTransition, TransitionCtx};
 use crate::prm::consts::{
@@ -85,8 +85,8 @@ pub(crate) enum RqType {
 
 /// CREATE_QP.
 pub(crate) struct CreateQp<'a> {
-    /// Owner uid.
-    pub(crate) uid: u16,
+    /// Owner and memory.
+    pub(crate) buf: QueueBuf<'a>,
     /// Service type.
     pub(crate) st: QpServiceType,
     /// Protection domain.
@@ -97,12 +97,6 @@ pub(crate) struct CreateQp<'a> {
     pub(crate) rq: RqType,
     /// UAR page of the doorbells.
     pub(crate) uar_page: u32,
-    /// log2 of the buffer page size minus 12.
-    pub(crate) log_page_size: u8,
-    /// Offset of the buffer in its first page, in 64-byte units (`qpc.page_offset`).
-    pub(crate) page_offset: u8,
-    /// Doorbell record DMA address.
-    pub(crate) dbr_addr: u64,
     /// User index (`qpc.user_index`, CQE version 1).
     pub(crate) user_index: u32,
     /// `qpc.wq_signature` (`MLX5_QP_FLAG_SIGNATURE`).
@@ -111,8 +105,6 @@ pub(crate) struct CreateQp<'a> {
     pub(crate) ece: u32,
     /// `qpc.ts_format` (`MLX5_TIMESTAMP_FORMAT_*`, upstream `get_qp_ts_format()`).
     pub(crate) ts_format: u8,
-    /// DMA addresses of the buffer's pages (`pas[]`).
-    pub(crate) pas: &'a [u64],
 }
 
 impl Command for CreateQp<'_> {
@@ -120,12 +112,8 @@ impl Command for CreateQp<'_> {
     /// The QP number and `create_qp_out.ece`.
     type Reply = (u32, u32);
 
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn in_len(&self) -> usize {
-        Self::in_len_with_addrs(self.pas.len())
+    fn queue_buf(&self) -> Option<QueueBuf<'_>> {
+        Some(self.buf)
     }
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
@@ -133,15 +121,15 @@ impl Command for CreateQp<'_> {
         inbox.set(c(qpc::st), self.st as u32)?;
         inbox.set(c(qpc::pd), self.pd)?;
         inbox.set(c(qpc::uar_page), self.uar_page)?;
-        inbox.set(c(qpc::log_page_size), u32::from(self.log_page_size))?;
-        inbox.set(c(qpc::page_offset), u32::from(self.page_offset))?;
+        inbox.set(c(qpc::log_page_size), u32::from(self.buf.log_page_size))?;
+        inbox.set(c(qpc::page_offset), u32::from(self.buf.page_offset))?;
         inbox.set(c(qpc::user_index), self.user_index)?;
         // MLX5_QP_PM_MIGRATED, as upstream create_user_qp()/create_kernel_qp() set.
         inbox.set(c(qpc::pm_state), 3)?;
         inbox.set(c(qpc::wq_signature), u32::from(self.wq_signature))?;
         inbox.set(create_qp_in::ece, self.ece)?;
         inbox.set(c(qpc::ts_format), u32::from(self.ts_format))?;
-        inbox.set64(c(qpc::dbr_addr), self.dbr_addr)?;
+        inbox.set64(c(qpc::dbr_addr), self.buf.dbr_addr)?;
         match self.sq {
             Some((cqn, log_size)) => {
                 inbox.set(c(qpc::cqn_snd), cqn)?;
@@ -171,7 +159,7 @@ impl Command for CreateQp<'_> {
                 inbox.set(c(qpc::xrcd), xrcd)?;
             }
         }
-        super::set_addrs(inbox, self.pas)?;
+        super::set_addrs(inbox, self.buf.pas)?;
         Ok(())
     }
 

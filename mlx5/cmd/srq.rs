@@ -5,7 +5,7 @@
 //! `arm_rmp_cmd()`, `query_rmp_cmd()`, `destroy_rmp_cmd()` in `srq_cmd.c`, chosen by
 //! `create_srq_split()` when `mdev->issi` is not 0).
 
-use super::{free_cmd, Command, InBox, OutBox};
+use super::{free_cmd, Command, InBox, OutBox, QueueBuf};
 use crate::prm::cmd::{
     create_rmp_in, create_rmp_out, destroy_rmp_in, modify_rmp_in, query_rmp_in, query_rmp_out,
 };
@@ -19,26 +19,18 @@ use kernel::prelude::*;
 
 /// CREATE_RMP (upstream `create_rmp_cmd()` with `set_wq()`).
 pub(crate) struct CreateRmp<'a> {
-    /// Owner uid (the PD's).
-    pub(crate) uid: u16,
+    /// Owner and memory.
+    pub(crate) buf: QueueBuf<'a>,
     /// PD number.
     pub(crate) pd: u32,
     /// log2 of the number of WQEs.
     pub(crate) log_size: u8,
     /// log2 of the WQE stride in bytes.
     pub(crate) log_stride: u8,
-    /// log2 of the buffer page size minus 12.
-    pub(crate) log_page_size: u8,
-    /// Offset of the buffer in its first page (quantized, 64-byte units of a 4 KiB page).
-    pub(crate) page_offset: u8,
     /// The limit (`lwm`).
     pub(crate) lwm: u16,
     /// WQE signature (`MLX5_SRQ_FLAG_WQ_SIG`).
     pub(crate) wq_signature: bool,
-    /// Doorbell record DMA address.
-    pub(crate) dbr_addr: u64,
-    /// DMA addresses of the buffer's pages (`pas[]`).
-    pub(crate) pas: &'a [u64],
 }
 
 /// A `wq` member of the RMP context at `ctx`.
@@ -51,12 +43,8 @@ impl Command for CreateRmp<'_> {
     /// The RMP number (the SRQ number libmlx5 sees).
     type Reply = u32;
 
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn in_len(&self) -> usize {
-        Self::in_len_with_addrs(self.pas.len())
+    fn queue_buf(&self) -> Option<QueueBuf<'_>> {
+        Some(self.buf)
     }
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
@@ -64,14 +52,17 @@ impl Command for CreateRmp<'_> {
         inbox.set(ctx.inner(rmpc::state), RMPC_STATE_RDY)?;
         inbox.set(wqf(ctx, wq::wq_type), WQ_TYPE_LINKED_LIST)?;
         inbox.set(wqf(ctx, wq::wq_signature), u32::from(self.wq_signature))?;
-        inbox.set(wqf(ctx, wq::log_wq_pg_sz), u32::from(self.log_page_size))?;
+        inbox.set(
+            wqf(ctx, wq::log_wq_pg_sz),
+            u32::from(self.buf.log_page_size),
+        )?;
         inbox.set(wqf(ctx, wq::log_wq_stride), u32::from(self.log_stride))?;
         inbox.set(wqf(ctx, wq::log_wq_sz), u32::from(self.log_size))?;
-        inbox.set(wqf(ctx, wq::page_offset), u32::from(self.page_offset))?;
+        inbox.set(wqf(ctx, wq::page_offset), u32::from(self.buf.page_offset))?;
         inbox.set(wqf(ctx, wq::lwm), u32::from(self.lwm))?;
         inbox.set(wqf(ctx, wq::pd), self.pd)?;
-        inbox.set64(wqf(ctx, wq::dbr_addr), self.dbr_addr)?;
-        super::set_addrs(inbox, self.pas)?;
+        inbox.set64(wqf(ctx, wq::dbr_addr), self.buf.dbr_addr)?;
+        super::set_addrs(inbox, self.buf.pas)?;
         Ok(())
     }
 
@@ -151,8 +142,8 @@ free_cmd!(
 
 /// CREATE_XRC_SRQ (upstream `create_xrc_srq_cmd()`).
 pub(crate) struct CreateXrcSrq<'a> {
-    /// Owner uid.
-    pub(crate) uid: u16,
+    /// Owner and memory.
+    pub(crate) buf: QueueBuf<'a>,
     /// XRC domain.
     pub(crate) xrcd: u32,
     /// PD number.
@@ -165,16 +156,8 @@ pub(crate) struct CreateXrcSrq<'a> {
     pub(crate) log_size: u8,
     /// log2 of the WQE stride in bytes minus 4 (upstream `wqe_shift`).
     pub(crate) wqe_shift: u8,
-    /// log2 of the buffer page size minus 12.
-    pub(crate) log_page_size: u8,
-    /// Offset of the buffer in its first page (quantized, 64-byte units of a 4 KiB page).
-    pub(crate) page_offset: u8,
     /// WQE signature.
     pub(crate) wq_signature: bool,
-    /// Doorbell record DMA address.
-    pub(crate) dbr_addr: u64,
-    /// DMA addresses of the buffer's pages (`pas[]`).
-    pub(crate) pas: &'a [u64],
 }
 
 impl Command for CreateXrcSrq<'_> {
@@ -182,12 +165,8 @@ impl Command for CreateXrcSrq<'_> {
     /// The XRC SRQ number.
     type Reply = u32;
 
-    fn uid(&self) -> u16 {
-        self.uid
-    }
-
-    fn in_len(&self) -> usize {
-        Self::in_len_with_addrs(self.pas.len())
+    fn queue_buf(&self) -> Option<QueueBuf<'_>> {
+        Some(self.buf)
     }
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
@@ -195,20 +174,26 @@ impl Command for CreateXrcSrq<'_> {
         // MLX5_XRC_SRQC_STATE_GOOD is 0.
         inbox.set(x(xrc_srqc::log_xrc_srq_size), u32::from(self.log_size))?;
         inbox.set(x(xrc_srqc::log_rq_stride), u32::from(self.wqe_shift))?;
-        inbox.set(x(xrc_srqc::page_offset), u32::from(self.page_offset))?;
-        inbox.set(x(xrc_srqc::log_page_size), u32::from(self.log_page_size))?;
+        inbox.set(x(xrc_srqc::page_offset), u32::from(self.buf.page_offset))?;
+        inbox.set(
+            x(xrc_srqc::log_page_size),
+            u32::from(self.buf.log_page_size),
+        )?;
         inbox.set(x(xrc_srqc::user_index), self.user_index)?;
         inbox.set(x(xrc_srqc::xrcd), self.xrcd)?;
         inbox.set(x(xrc_srqc::pd), self.pd)?;
         inbox.set(x(xrc_srqc::cqn), self.cqn)?;
         inbox.set(x(xrc_srqc::wq_signature), u32::from(self.wq_signature))?;
         // MLX5_SET64(xrc_srqc, db_record_addr): the high word, then bits 31:2.
-        inbox.set(x(xrc_srqc::db_record_addr_h), (self.dbr_addr >> 32) as u32)?;
+        inbox.set(
+            x(xrc_srqc::db_record_addr_h),
+            (self.buf.dbr_addr >> 32) as u32,
+        )?;
         inbox.set(
             x(xrc_srqc::db_record_addr_l),
-            ((self.dbr_addr & 0xffff_ffff) >> 2) as u32,
+            ((self.buf.dbr_addr & 0xffff_ffff) >> 2) as u32,
         )?;
-        super::set_addrs(inbox, self.pas)?;
+        super::set_addrs(inbox, self.buf.pas)?;
         Ok(())
     }
 

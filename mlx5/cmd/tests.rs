@@ -4,7 +4,6 @@
 //! errno of a firmware refusal, with the simulator's resource counts back to zero.
 
 use super::cq::{CqeSize, CreateCq, DestroyCq, QueryCq};
-use super::exec;
 use super::qp::{
     CreateQp, DestroyQp, Init2Rtr, ModifyQp, QpServiceType, QpState, QpcAttrs, QueryQp, RqType,
     Rst2Init, Rtr2Rts, ToErr, ToRst,
@@ -16,6 +15,7 @@ use super::res::{
     DeallocUar, DestroyMkey, MkeyAccess, MkeyTranslation, RoceAddr, RoceL3Type, RoceVersion,
     SetRoceAddress,
 };
+use super::{exec, QueueBuf};
 use crate::hw::{CapType, CAP_BYTES};
 use crate::simdev::SimFunction;
 use kernel::{prelude::*, sync::Arc};
@@ -122,16 +122,18 @@ mod suite {
         let uar = exec(hw, &AllocUar { uid: 0 })?;
         let pas = [0x10_0000u64, 0x20_0000];
         let cq = |log| CreateCq {
-            uid: 0,
+            buf: QueueBuf {
+                uid: 0,
+                log_page_size: 0,
+                page_offset: 0,
+                dbr_addr: 0x3000,
+                pas: &pas,
+            },
             log_cq_size: log,
             cqe_size: CqeSize::B64,
             uar_page: uar,
             eqn: 0,
-            log_page_size: 0,
-            page_offset: 0,
             compression: None,
-            dbr_addr: 0x3000,
-            pas: &pas,
         };
         let cqn = exec(hw, &cq(6))?;
         let ctx = exec(hw, &QueryCq { cqn })?;
@@ -156,22 +158,30 @@ mod suite {
         let cqn = exec(
             hw,
             &CreateCq {
-                uid: 0,
+                buf: QueueBuf {
+                    uid: 0,
+                    log_page_size: 0,
+                    page_offset: 0,
+                    dbr_addr: 0x3000,
+                    pas: &pas,
+                },
                 log_cq_size: 4,
                 cqe_size: CqeSize::B64,
                 uar_page: uar,
                 eqn: 0,
-                log_page_size: 0,
-                page_offset: 0,
                 compression: None,
-                dbr_addr: 0x3000,
-                pas: &pas,
             },
         )?;
         let (qpn, _) = exec(
             hw,
             &CreateQp {
-                uid: 0,
+                buf: QueueBuf {
+                    uid: 0,
+                    log_page_size: 0,
+                    page_offset: 0,
+                    dbr_addr: 0x4000,
+                    pas: &pas,
+                },
                 st: QpServiceType::Rc,
                 pd,
                 sq: Some((cqn, 4)),
@@ -181,14 +191,10 @@ mod suite {
                     log_stride: 2,
                 },
                 uar_page: uar,
-                log_page_size: 0,
-                page_offset: 0,
-                dbr_addr: 0x4000,
                 user_index: 0,
                 wq_signature: false,
                 ece: 0,
                 ts_format: 0,
-                pas: &pas,
             },
         )?;
         let info = exec(hw, &QueryQp { qpn })?;

@@ -11,26 +11,7 @@
 //! anyway), and the ring cannot overflow.
 
 use super::capacity;
-use crate::prm::consts as c;
-
-/// The QP event kinds: `enum mlx5_event` numbers (include/linux/mlx5/device.h).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum QpEvent {
-    /// `MLX5_EVENT_TYPE_COMM_EST`: the first message arrived on a QP in RTR.
-    CommEst = c::EVENT_TYPE_COMM_EST,
-    /// `MLX5_EVENT_TYPE_SQ_DRAINED` (SQD is not modeled yet: never raised).
-    SqDrained = c::EVENT_TYPE_SQ_DRAINED,
-    /// `MLX5_EVENT_TYPE_WQ_CATAS_ERROR`: the QP hit a fatal error without a CQE to report it
-    /// (its work queue could not be read).
-    WqCatas = c::EVENT_TYPE_WQ_CATAS_ERROR,
-    /// `MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR`: the responder got an invalid request.
-    WqInvalReq = c::EVENT_TYPE_WQ_INVAL_REQ_ERROR,
-    /// `MLX5_EVENT_TYPE_WQ_ACCESS_ERROR`: the responder detected an access violation.
-    WqAccess = c::EVENT_TYPE_WQ_ACCESS_ERROR,
-    /// `MLX5_EVENT_TYPE_SRQ_LAST_WQE` (for SRQs, not modeled yet: never raised).
-    LastWqeReached = c::EVENT_TYPE_SRQ_LAST_WQE,
-}
+pub(crate) use crate::prm::event::{QpEvent, QueueEvent as Event, SrqEvent};
 
 impl QpEvent {
     const ALL: [QpEvent; 6] = [
@@ -55,16 +36,6 @@ impl QpEvent {
     }
 }
 
-/// The SRQ event kinds (`MLX5_EVENT_TYPE_SRQ_*`, device.h).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum SrqEvent {
-    /// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT`: the armed limit was crossed (the SRQ is disarmed).
-    Limit = c::EVENT_TYPE_SRQ_RQ_LIMIT,
-    /// `MLX5_EVENT_TYPE_SRQ_CATAS_ERROR`: the SRQ's WQEs could not be read.
-    Catas = c::EVENT_TYPE_SRQ_CATAS_ERROR,
-}
-
 impl SrqEvent {
     fn bit(self) -> u8 {
         match self {
@@ -72,36 +43,6 @@ impl SrqEvent {
             SrqEvent::Catas => 1 << 1,
         }
     }
-}
-
-/// One event for the kernel side.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Event {
-    /// `MLX5_EVENT_TYPE_COMP` (0x00): an armed CQ fired.
-    Completion {
-        /// The CQ.
-        cqn: u32,
-    },
-    /// `MLX5_EVENT_TYPE_CQ_ERROR` (0x04): the CQ overran (or its buffer could not be written);
-    /// CQEs are dropped from then on.
-    CqError {
-        /// The CQ.
-        cqn: u32,
-    },
-    /// An affiliated QP event.
-    Qp {
-        /// The QP.
-        qpn: u32,
-        /// What happened.
-        kind: QpEvent,
-    },
-    /// An SRQ (RMP) event.
-    Srq {
-        /// The RMP number.
-        srqn: u32,
-        /// What happened.
-        kind: SrqEvent,
-    },
 }
 
 /// CQ pending bit: a completion event.

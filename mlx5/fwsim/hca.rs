@@ -695,6 +695,7 @@ impl Fw {
     ) -> Result<Option<EqePosted>, EqeError> {
         use super::events::Event;
         let mut data = [0u8; 28];
+        let ty = ev.eqe_type();
         match ev {
             Event::Completion { cqn } => {
                 let Some(cq) = self.cqs.get(cqn) else {
@@ -704,24 +705,23 @@ impl Fw {
                     .get(&cq.cqc)
                     .map_err(|_| EqeError::NoEq)?;
                 data[24..28].copy_from_slice(&(cqn & 0x00ff_ffff).to_be_bytes());
-                self.post_eqe_to(mem, eqn, EVENT_TYPE_COMP, 0, &data)
-                    .map(Some)
+                self.post_eqe_to(mem, eqn, ty, 0, &data).map(Some)
             }
             Event::CqError { cqn } => {
                 data[0..4].copy_from_slice(&(cqn & 0x00ff_ffff).to_be_bytes());
                 // MLX5_CQ_ERROR_SYNDROME_CQ_OVERRUN.
                 data[11] = 1;
-                self.post_eqe(mem, EVENT_TYPE_CQ_ERROR, 0, &data).map(Some)
+                self.post_eqe(mem, ty, 0, &data).map(Some)
             }
-            Event::Qp { qpn, kind } => {
+            Event::Qp { qpn, .. } => {
                 // MLX5_EVENT_QUEUE_TYPE_QP.
                 data[20] = 0;
                 data[24..28].copy_from_slice(&(qpn & 0x00ff_ffff).to_be_bytes());
-                self.post_eqe(mem, kind as u8, 0, &data).map(Some)
+                self.post_eqe(mem, ty, 0, &data).map(Some)
             }
-            Event::Srq { srqn, kind } => {
+            Event::Srq { srqn, .. } => {
                 data[24..28].copy_from_slice(&(srqn & 0x00ff_ffff).to_be_bytes());
-                self.post_eqe(mem, kind as u8, 0, &data).map(Some)
+                self.post_eqe(mem, ty, 0, &data).map(Some)
             }
         }
     }

@@ -30,18 +30,11 @@ impl CmdError {
     pub(crate) const TABLE_FULL: CmdError = CmdError::new(Status::NO_RES_ERR, TABLE_FULL);
 }
 
-/// Declares the syndromes and the [`ALL`] table (used by a test that checks they are unique).
-macro_rules! syndromes {
-    ($($(#[$doc:meta])* $name:ident = $val:expr,)*) => {
-        $($(#[$doc])* pub(crate) const $name: u32 = $val;)*
-        /// Every syndrome with its name.
-        // Read by the host test that checks the syndromes are unique.
-        #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
-        pub(crate) const ALL: &[(&str, u32)] = &[$((stringify!($name), $name)),*];
-    };
-}
-
-syndromes! {
+crate::prm::named_consts! {
+    /// Every syndrome with its name.
+    // Read by the host test that checks the syndromes are unique.
+    #[cfg_attr(MODULE, expect(dead_code, reason = "host callers only"))]
+    ALL: u32;
     // 0x5f00xxxx: mailbox framing, common to all commands.
     /// Inbox shorter than the 16-byte `mbox_in` header.
     INBOX_HEADER_SHORT = 0x5f00_0001,

@@ -29,7 +29,7 @@ use crate::cmd::exec;
 use crate::hw::Doorbell;
 use crate::ib::device::{gen, Mlx5Ib};
 use crate::ib::events::{CqTarget, KernQueues};
-use crate::ib::queue::{ilog2_ceil, page_offset, KernBuf, QueueMem, LOG_PAGE_SIZE};
+use crate::ib::queue::{ilog2_ceil, page_offset, user_queue_buf, KernBuf, QueueMem, LOG_PAGE_SIZE};
 use crate::ib::ucontext::{abi_err, mlx5_ctx};
 use crate::ib::user_mem::{DbRecord, UserBuf};
 use crate::prm::ctx::cmd_hca_cap;
@@ -104,16 +104,12 @@ pub(crate) fn create_cq(
     let cqn = exec(
         &*d.hw,
         &CreateCq {
-            uid: 0,
+            buf: buf.queue_buf(&pas),
             log_cq_size: log_size,
             cqe_size: CqeSize::B64,
             uar_page: d.uar,
             eqn,
-            log_page_size: 0,
-            page_offset: 0,
             compression: None,
-            dbr_addr: buf.dbr_addr(),
-            pas: &pas,
         },
     )?;
     d.events.attach(slot, &target, cqn);
@@ -196,7 +192,7 @@ pub(crate) fn create_user_cq(
     let cqn = exec(
         &*d.hw,
         &CreateCq {
-            uid: 0,
+            buf: user_queue_buf(page_offset, db.dma, &pas),
             log_cq_size: log_size,
             cqe_size: match p.stride {
                 CqeStride::B64 => CqeSize::B64,
@@ -205,11 +201,7 @@ pub(crate) fn create_user_cq(
             },
             uar_page: p.uar_index,
             eqn,
-            log_page_size: LOG_PAGE_SIZE,
-            page_offset,
             compression: p.mini_cqe_format,
-            dbr_addr: db.dma,
-            pas: &pas,
         },
     )?;
     d.events.attach(slot, &target, cqn);

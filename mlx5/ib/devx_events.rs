@@ -21,7 +21,9 @@
 //! `devx_get_obj_id_from_event()` reads it). Only the legacy event numbers are known (the
 //! functions have no `event_cap`, upstream `is_valid_events_legacy()`).
 
-use crate::hw::{HwEvent, QpEventKind};
+use crate::hw::HwEvent;
+use crate::prm::consts as c;
+use crate::prm::event::QueueEvent;
 use ib_core_rs::uverbs::driver_api::{DriverFdOps, RemoveReason};
 use kernel::fs::File;
 use kernel::prelude::*;
@@ -30,24 +32,6 @@ use kernel::sync::lock::{Backend, Guard};
 use kernel::sync::poll::{PollCondVar, PollTable};
 use kernel::sync::{Arc, SpinLockIrq};
 use kernel::uaccess::UserSliceWriter;
-
-/// `enum mlx5_event` (the legacy numbers of `is_legacy_obj_event_num()`).
-pub(crate) const EVENT_COMP: u16 = 0x00;
-const EVENT_PATH_MIG: u16 = 0x01;
-const EVENT_COMM_EST: u16 = 0x02;
-const EVENT_SQ_DRAINED: u16 = 0x03;
-const EVENT_CQ_ERROR: u16 = 0x04;
-const EVENT_WQ_CATAS_ERROR: u16 = 0x05;
-const EVENT_PATH_MIG_FAILED: u16 = 0x07;
-const EVENT_PORT_CHANGE: u16 = crate::prm::consts::EVENT_TYPE_PORT_CHANGE as u16;
-const EVENT_WQ_INVAL_REQ_ERROR: u16 = 0x10;
-const EVENT_WQ_ACCESS_ERROR: u16 = 0x11;
-const EVENT_SRQ_CATAS_ERROR: u16 = 0x12;
-const EVENT_SRQ_LAST_WQE: u16 = 0x13;
-const EVENT_SRQ_RQ_LIMIT: u16 = 0x14;
-const EVENT_DCT_DRAINED: u16 = 0x1c;
-const EVENT_DCT_KEY_VIOLATION: u16 = 0x1d;
-const EVENT_XRQ_ERROR: u16 = 0x18;
 
 /// `enum mlx5_event_queue_type` (`MLX5_EVENT_QUEUE_TYPE_*`).
 const QUEUE_TYPE_QP: u16 = 0;
@@ -141,29 +125,32 @@ pub(crate) fn poll_mask<T, X>(q: &ChannelQueue<T, X>) -> u32 {
 
 /// upstream `is_legacy_unaffiliated_event_num()`.
 pub(crate) fn is_legacy_unaffiliated_event_num(ev: u16) -> bool {
-    ev == EVENT_PORT_CHANGE
+    ev == u16::from(c::EVENT_TYPE_PORT_CHANGE)
 }
 
 /// upstream `is_legacy_obj_event_num()`.
 pub(crate) fn is_legacy_obj_event_num(ev: u16) -> bool {
-    matches!(
-        ev,
-        EVENT_PATH_MIG
-            | EVENT_COMM_EST
-            | EVENT_SQ_DRAINED
-            | EVENT_SRQ_LAST_WQE
-            | EVENT_SRQ_RQ_LIMIT
-            | EVENT_CQ_ERROR
-            | EVENT_WQ_CATAS_ERROR
-            | EVENT_PATH_MIG_FAILED
-            | EVENT_WQ_INVAL_REQ_ERROR
-            | EVENT_WQ_ACCESS_ERROR
-            | EVENT_SRQ_CATAS_ERROR
-            | EVENT_DCT_DRAINED
-            | EVENT_COMP
-            | EVENT_DCT_KEY_VIOLATION
-            | EVENT_XRQ_ERROR
-    )
+    // The legacy numbers (`enum mlx5_event`) are all below 0x100.
+    u8::try_from(ev).is_ok_and(|ev| {
+        matches!(
+            ev,
+            c::EVENT_TYPE_PATH_MIG
+                | c::EVENT_TYPE_COMM_EST
+                | c::EVENT_TYPE_SQ_DRAINED
+                | c::EVENT_TYPE_SRQ_LAST_WQE
+                | c::EVENT_TYPE_SRQ_RQ_LIMIT
+                | c::EVENT_TYPE_CQ_ERROR
+                | c::EVENT_TYPE_WQ_CATAS_ERROR
+                | c::EVENT_TYPE_PATH_MIG_FAILED
+                | c::EVENT_TYPE_WQ_INVAL_REQ_ERROR
+                | c::EVENT_TYPE_WQ_ACCESS_ERROR
+                | c::EVENT_TYPE_SRQ_CATAS_ERROR
+                | c::EVENT_TYPE_DCT_DRAINED
+                | c::EVENT_TYPE_COMP
+                | c::EVENT_TYPE_DCT_KEY_VIOLATION
+                | c::EVENT_TYPE_XRQ_ERROR
+        )
+    })
 }
 
 /// upstream `get_legacy_obj_type()`: the queue type of the object's creator opcode (the
@@ -287,38 +274,21 @@ fn take_matching(table: &DevxSubs, f: impl Fn(&Sub) -> bool) -> KVec<Arc<Sub>> {
 
 /// The EQE of an event, its key and object number (upstream: the `struct mlx5_eqe` of the
 /// notifier, `get_event_obj_type()`, `devx_get_obj_id_from_event()`).
-fn eqe_of(ev: &HwEvent) -> ([u8; EQE_SIZE], u32, u32) {
+fn eqe_of(ev: &QueueEvent) -> ([u8; EQE_SIZE], u32, u32) {
     let mut e = [0u8; EQE_SIZE];
-    let (ty, qtype, num, at) = match *ev {
+    let ty = ev.eqe_type();
+    let (qtype, num, at) = match *ev {
         // eqe.data.comp.cqn
-        HwEvent::Completion { cqn } => (EVENT_COMP, 0, cqn, 0x38),
+        QueueEvent::Completion { cqn } => (0, cqn, 0x38),
         // eqe.data.cq_err.cqn
-        HwEvent::CqError { cqn } => (EVENT_CQ_ERROR, 0, cqn, 0x20),
-        HwEvent::Qp { qpn, kind } => {
-            let ty = match kind {
-                QpEventKind::CommEst => EVENT_COMM_EST,
-                QpEventKind::Fatal => EVENT_WQ_CATAS_ERROR,
-                QpEventKind::ReqErr => EVENT_WQ_INVAL_REQ_ERROR,
-                QpEventKind::AccessErr => EVENT_WQ_ACCESS_ERROR,
-                QpEventKind::LastWqeReached => EVENT_SRQ_LAST_WQE,
-            };
-            // eqe.data.qp_srq.qp_srq_n, .type
-            (ty, QUEUE_TYPE_QP, qpn, 0x38)
-        }
-        HwEvent::Srq { srqn, limit } => {
-            let ty = if limit {
-                EVENT_SRQ_RQ_LIMIT
-            } else {
-                EVENT_SRQ_CATAS_ERROR
-            };
-            // SRQs here are RMPs: the RQ queue type.
-            (ty, QUEUE_TYPE_RQ, srqn, 0x38)
-        }
-        // Filtered out by dispatch().
-        HwEvent::DeviceFatal | HwEvent::PortChange { .. } => (0, 0, 0, 0),
+        QueueEvent::CqError { cqn } => (0, cqn, 0x20),
+        // eqe.data.qp_srq.qp_srq_n, .type
+        QueueEvent::Qp { qpn, .. } => (QUEUE_TYPE_QP, qpn, 0x38),
+        // SRQs here are RMPs: the RQ queue type.
+        QueueEvent::Srq { srqn, .. } => (QUEUE_TYPE_RQ, srqn, 0x38),
     };
-    e[1] = ty as u8;
-    if at == 0x38 && ty != EVENT_COMP {
+    e[1] = ty;
+    if at == 0x38 && ty != c::EVENT_TYPE_COMP {
         e[0x34] = qtype as u8;
     }
     e[at..at + 4].copy_from_slice(&(num & 0x00ff_ffff).to_be_bytes());
@@ -333,9 +303,9 @@ fn eqe_of(ev: &HwEvent) -> ([u8; EQE_SIZE], u32, u32) {
 /// for completions, `devx_cq_comp()`). Callable from interrupt context.
 pub(crate) fn dispatch(table: &DevxSubs, ev: &HwEvent) {
     // Not an EQE: no DEVX event number.
-    if matches!(ev, HwEvent::DeviceFatal | HwEvent::PortChange { .. }) {
+    let HwEvent::Queue(ev) = ev else {
         return;
-    }
+    };
     let t = table.lock();
     if t.is_empty() {
         return;

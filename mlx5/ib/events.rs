@@ -18,8 +18,9 @@
 //! released before the target lock; the device (the simulator's fabric lock) is never held
 //! while delivering, and handlers may call back into the driver (poll, arm, post).
 
-use crate::hw::{HwEvent, Mlx5Events, QpEventKind};
+use crate::hw::{HwEvent, Mlx5Events};
 use crate::ib::devx_events::DevxSubs;
+use crate::prm::event::{QpEvent as EqeQp, QueueEvent as Eqe, SrqEvent as EqeSrq};
 use ib_core_rs::device::IbDevice;
 use ib_core_rs::event::{Event, EventKind};
 use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler, SrqEvent, SrqHandler};
@@ -457,33 +458,35 @@ impl Mlx5Events for EventTable {
         // upstream: the DEVX notifier and devx_cq_comp() see the event too.
         crate::ib::devx_events::dispatch(&self.devx, &ev);
         match ev {
-            HwEvent::Completion { cqn } | HwEvent::CqError { cqn } => {
+            HwEvent::Queue(Eqe::Completion { cqn } | Eqe::CqError { cqn }) => {
                 let t = self.cqs.lock().find(cqn).cloned();
                 if let Some(t) = t {
-                    t.deliver(matches!(ev, HwEvent::CqError { .. }));
+                    t.deliver(matches!(ev, HwEvent::Queue(Eqe::CqError { .. })));
                 }
             }
-            HwEvent::Qp { qpn, kind } => {
+            HwEvent::Queue(Eqe::Qp { qpn, kind }) => {
+                // upstream mlx5_ib_qp_event(): the EQE type → `enum ib_event_type`.
+                let kind = match kind {
+                    EqeQp::CommEst => QpEvent::CommEst,
+                    EqeQp::WqCatas => QpEvent::Fatal,
+                    EqeQp::WqInvalReq => QpEvent::ReqErr,
+                    EqeQp::WqAccess => QpEvent::AccessErr,
+                    EqeQp::LastWqeReached => QpEvent::LastWqeReached,
+                    // Not reported yet (upstream: `IB_EVENT_SQ_DRAINED`).
+                    EqeQp::SqDrained => return,
+                };
                 let t = self.qps.lock().find(qpn).cloned();
                 if let Some(t) = t {
-                    // upstream mlx5_ib_qp_event(): the EQE type → `enum ib_event_type`.
-                    t.deliver(match kind {
-                        QpEventKind::CommEst => QpEvent::CommEst,
-                        QpEventKind::Fatal => QpEvent::Fatal,
-                        QpEventKind::ReqErr => QpEvent::ReqErr,
-                        QpEventKind::AccessErr => QpEvent::AccessErr,
-                        QpEventKind::LastWqeReached => QpEvent::LastWqeReached,
-                    });
+                    t.deliver(kind);
                 }
             }
-            HwEvent::Srq { srqn, limit } => {
+            HwEvent::Queue(Eqe::Srq { srqn, kind }) => {
                 let t = self.srqs.lock().find(srqn).cloned();
                 if let Some(t) = t {
                     // upstream mlx5_ib_srq_event().
-                    t.deliver(if limit {
-                        SrqEvent::LimitReached
-                    } else {
-                        SrqEvent::Err
+                    t.deliver(match kind {
+                        EqeSrq::Limit => SrqEvent::LimitReached,
+                        EqeSrq::Catas => SrqEvent::Err,
                     });
                 }
             }

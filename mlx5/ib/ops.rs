@@ -186,7 +186,7 @@ impl DeviceOps for Mlx5DevOps {
         handler: Option<&Arc<dyn SrqHandler>>,
         user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
     ) -> Result<Mlx5Srq> {
-        srq::create_srq(pd, attr, handler, user)
+        srq::create_srq(pd, None, attr, handler, user)
     }
 
     fn modify_srq(
@@ -396,7 +396,7 @@ impl DeviceOps for Mlx5XrcOps {
         handler: Option<&Arc<dyn SrqHandler>>,
         user: &mut UserCtx<'_, '_, Mlx5Ib>,
     ) -> Result<XrcSrqCreated<Mlx5Srq>> {
-        srq::create_xrc_srq(pd, xrcd, cq, attr, handler, user)
+        srq::create_srq(pd, Some((xrcd, cq)), attr, handler, Some(user)).map(Mlx5Srq::xrc_created)
     }
 
     fn create_xrc_tgt_qp(

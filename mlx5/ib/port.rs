@@ -21,16 +21,10 @@ use ib_core_rs::attr::{Gid, LinkLayer, PortAttr, PortImmutable, PortState};
 use ib_core_rs::device::Device;
 use kernel::prelude::*;
 
-/// `enum ib_port_state` from the number mlx5's attribute code computes.
+/// `enum ib_port_state` from the number mlx5's attribute code computes (`IB_PORT_NOP` for
+/// one that is none).
 fn port_state(s: u8) -> PortState {
-    match s {
-        1 => PortState::Down,
-        2 => PortState::Init,
-        3 => PortState::Armed,
-        4 => PortState::Active,
-        5 => PortState::ActiveDefer,
-        _ => PortState::Nop,
-    }
+    PortState::from_raw(s).unwrap_or(PortState::Nop)
 }
 
 pub(crate) fn port_attr(a: &PortAttrs, subnet_prefix: u64) -> PortAttr {

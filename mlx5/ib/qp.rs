@@ -15,7 +15,7 @@ use crate::cmd::qp::{CreateQp, DestroyQp, QpServiceType, RqType};
 use crate::hw::CapType;
 use crate::ib::device::{gen, Mlx5Ib, Mlx5IbDev};
 use crate::ib::events::{KernQueues, QpTarget};
-use crate::ib::queue::{ilog2_ceil, page_offset, KernBuf, QueueMem, LOG_PAGE_SIZE};
+use crate::ib::queue::{ilog2_ceil, page_offset, user_queue_buf, KernBuf, QueueMem};
 use crate::ib::ucontext::{abi_err, mlx5_ctx};
 use crate::ib::user_mem::{DbRecord, UserBuf};
 use crate::prm::ctx::{cmd_hca_cap, roce_cap};
@@ -245,20 +245,16 @@ fn create_kernel_qp(
     let (qpn, _) = exec(
         &*d.hw,
         &CreateQp {
-            uid: 0,
+            buf: buf.queue_buf(pas),
             st,
             pd,
             sq,
             rq,
             uar_page: d.uar,
-            log_page_size: 0,
-            page_offset: 0,
-            dbr_addr: buf.dbr_addr(),
             user_index: 0xff_ffff,
             wq_signature: false,
             ece: 0,
             ts_format: kernel_ts_format(d)?,
-            pas,
         },
     )?;
     Ok(qpn)
@@ -394,15 +390,12 @@ pub(crate) fn create_user_qp(
     let (qpn, ece) = exec(
         &*d.hw,
         &CreateQp {
-            uid: 0,
+            buf: user_queue_buf(page_offset, db.dma, &pas),
             st,
             pd: pd.data().pdn,
             sq: (l.sq_wqe_cnt != 0).then_some((attr.send_cq.data().cqn, log_sq_size)),
             rq,
             uar_page: l.uar_index,
-            log_page_size: LOG_PAGE_SIZE,
-            page_offset,
-            dbr_addr: db.dma,
             // 0xffffff asks for CQE version 0; upstream sets the field only with version 1.
             user_index: if g.get(cmd_hca_cap::cqe_version) == 1 {
                 uidx
@@ -412,7 +405,6 @@ pub(crate) fn create_user_qp(
             wq_signature: flags_en & uabi::qp_flag::SIGNATURE != 0,
             ece: if ece_support { req.ece_options } else { 0 },
             ts_format: u8::try_from(ts_format).map_err(|_| EINVAL)?,
-            pas: &pas,
         },
     )?;
     d.events.attach(slot, &target, qpn);

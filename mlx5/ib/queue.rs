@@ -10,6 +10,7 @@
 //! record is in the page after the queue (upstream takes it from a shared doorbell page,
 //! `mlx5_db_alloc()`).
 
+use crate::cmd::QueueBuf;
 use crate::hw::{DmaBuf, Mlx5Hw};
 use crate::ib::user_mem::{DbRecord, UserBuf};
 use kernel::prelude::*;
@@ -43,6 +44,18 @@ impl KernBuf {
     /// The doorbell record's bus address.
     pub(crate) fn dbr_addr(&self) -> u64 {
         self.buf.bus(self.queue_len)
+    }
+
+    /// The create command's view of this buffer with its page list `pas` (from [`KernBuf::pas`]):
+    /// adapter pages (`log_page_size` 0) from offset 0, owned by the kernel.
+    pub(crate) fn queue_buf<'a>(&self, pas: &'a [u64]) -> QueueBuf<'a> {
+        QueueBuf {
+            uid: 0,
+            log_page_size: 0,
+            page_offset: 0,
+            dbr_addr: self.dbr_addr(),
+            pas,
+        }
     }
 
     /// The memory (queue at 0, doorbell record at [`KernBuf::db_offset`]).
@@ -89,6 +102,19 @@ const ADAPTER_PAGE_SHIFT: u32 = 12;
 
 /// `cqc`/`qpc` `log_page_size` of `PAGE_SIZE` blocks (`order_base_2(page_size) - 12`).
 pub(crate) const LOG_PAGE_SIZE: u8 = (kernel::page::PAGE_SHIFT as u32 - ADAPTER_PAGE_SHIFT) as u8;
+
+/// The create command's view of a queue in pinned user memory: `PAGE_SIZE` pages
+/// ([`LOG_PAGE_SIZE`]) from `page_offset` (of [`page_offset`]), the doorbell record at
+/// `dbr_addr`; mlx5_ib's verbs objects are the kernel's (uid 0), not DEVX ones.
+pub(crate) fn user_queue_buf(page_offset: u8, dbr_addr: u64, pas: &[u64]) -> QueueBuf<'_> {
+    QueueBuf {
+        uid: 0,
+        log_page_size: LOG_PAGE_SIZE,
+        page_offset,
+        dbr_addr,
+        pas,
+    }
+}
 
 /// The quantized `page_offset` of a buffer in `PAGE_SIZE` blocks (64-byte units; upstream
 /// `mlx5_umem_find_best_quantized_pgoff()` returns no page size, `EINVAL`, when the offset is

@@ -4,11 +4,11 @@
 //! `create_srq_user()`): basic SRQs as RMPs and XRC SRQs, modify, query and destroy. A kernel
 //! SRQ is `EOPNOTSUPP`: this driver has no kernel `post_srq_recv`.
 
-use crate::cmd::exec;
 use crate::cmd::srq::{ArmRmp, CreateRmp, CreateXrcSrq, DestroyRmp, DestroyXrcSrq, QueryRmp};
+use crate::cmd::{exec, QueueBuf};
 use crate::ib::device::{gen, Mlx5Ib, Mlx5IbDev};
 use crate::ib::events::SrqTarget;
-use crate::ib::queue::{page_offset, LOG_PAGE_SIZE};
+use crate::ib::queue::{page_offset, user_queue_buf};
 use crate::ib::ucontext::{abi_err, mlx5_ctx};
 use crate::ib::user_mem::{DbRecord, UserBuf};
 use crate::prm::ctx::cmd_hca_cap;
@@ -34,26 +34,43 @@ pub(crate) struct Mlx5Srq {
     _db: DbRecord,
 }
 
+impl Mlx5Srq {
+    /// An XRC SRQ as the core takes it: its number is the `srq_num` XRC senders name.
+    pub(crate) fn xrc_created(self) -> XrcSrqCreated<Self> {
+        XrcSrqCreated {
+            srq_num: self.srqn,
+            data: self,
+        }
+    }
+}
+
 /// `MLX5_SRQ_FLAG_SIGNATURE` (mlx5-abi.h).
 const SRQ_FLAG_SIGNATURE: u32 = 1 << 0;
 
 /// `sizeof(struct mlx5_wqe_srq_next_seg)`.
 const SRQ_NEXT_SEG: u32 = 16;
 
-/// upstream `mlx5_ib_create_srq()` → `create_srq_user()` → `mlx5_cmd_create_srq()` →
-/// `create_rmp_cmd()` for a basic SRQ of a user context: the size rules (`max_wr` at least
-/// `2^log_max_srq_sz`, or `max_sge` above `max_wqe_sz_rq / 16`: `EINVAL`), `max_wr + 1` WQEs
-/// rounded up to a power of two, each `16 + 16 * max_sge` bytes rounded up to a power of two
-/// (at least 32); the request `mlx5_ib_create_srq` (`buf_addr`, `db_addr`, `flags`; the
-/// reserved words must be 0), the buffer pinned, the doorbell record mapped, CREATE_RMP; the
-/// response is `mlx5_ib_create_srq_resp { srqn }` and `attr.max_wr` becomes the WQEs minus one.
-/// A kernel SRQ is `EOPNOTSUPP`: this driver has no kernel `post_srq_recv`.
+/// upstream `mlx5_ib_create_srq()` → `create_srq_user()` → `mlx5_cmd_create_srq()` for an SRQ
+/// of a user context: the size rules (`max_wr` at least `2^log_max_srq_sz`, or `max_sge` above
+/// `max_wqe_sz_rq / 16`: `EINVAL`), `max_wr + 1` WQEs rounded up to a power of two, each
+/// `16 + 16 * max_sge` bytes rounded up to a power of two (at least 32); the request
+/// `mlx5_ib_create_srq` (`buf_addr`, `db_addr`, `flags`; the reserved words must be 0), the
+/// buffer pinned, the doorbell record mapped; the response is `mlx5_ib_create_srq_resp
+/// { srqn }` and `attr.max_wr` becomes the WQEs minus one. A kernel SRQ is `EOPNOTSUPP`: this
+/// driver has no kernel `post_srq_recv`.
+///
+/// A basic SRQ (`xrc` `None`) is an RMP (`create_rmp_cmd()`, CREATE_RMP); an `IB_SRQT_XRC` one
+/// (`xrc`: its XRC domain and CQ) also takes the request's `uidx` and is CREATE_XRC_SRQ
+/// (`create_xrc_srq_cmd()`): its number is the `srq_num` XRC senders name (upstream
+/// `ibsrq.ext.xrc.srq_num`, [`Mlx5Srq::xrc_created`]).
 ///
 /// # Errors
 ///
-/// As above; the pin's errno; CREATE_RMP's errno. Nothing is left behind on failure.
+/// As above; the pin's errno; CREATE_RMP's or CREATE_XRC_SRQ's errno. Nothing is left behind
+/// on failure.
 pub(crate) fn create_srq(
     pd: &Pd<Mlx5Ib>,
+    xrc: Option<(&Xrcd<Mlx5Ib>, &Cq<Mlx5Ib>)>,
     attr: &mut SrqInitAttr,
     handler: Option<&Arc<dyn SrqHandler>>,
     user: Option<&mut UserCtx<'_, '_, Mlx5Ib>>,
@@ -61,26 +78,42 @@ pub(crate) fn create_srq(
     let d = pd.device().data();
     srq_limits(d, attr)?;
     let user = user.ok_or(EOPNOTSUPP)?;
-    let q = SrqQueue::from_user(attr, user, false)?;
+    let q = SrqQueue::from_user(attr, user, xrc.is_some())?;
     let target = SrqTarget::new(handler)?;
     let slot = d.events.reserve::<SrqTarget>()?;
-    let srqn = exec(
-        &*d.hw,
-        &CreateRmp {
-            uid: 0,
-            pd: pd.data().pdn,
-            log_size: q.max.ilog2() as u8,
-            log_stride: q.desc.ilog2() as u8,
-            log_page_size: LOG_PAGE_SIZE,
-            page_offset: q.page_offset,
-            lwm: 0,
-            wq_signature: q.flags & SRQ_FLAG_SIGNATURE != 0,
-            dbr_addr: q.db.dma,
-            pas: &q.pas,
-        },
-    )?;
+    let wq_signature = q.flags & SRQ_FLAG_SIGNATURE != 0;
+    let srqn = match xrc {
+        None => exec(
+            &*d.hw,
+            &CreateRmp {
+                buf: q.queue_buf(),
+                pd: pd.data().pdn,
+                log_size: q.max.ilog2() as u8,
+                log_stride: q.desc.ilog2() as u8,
+                lwm: 0,
+                wq_signature,
+            },
+        )?,
+        Some((xrcd, cq)) => exec(
+            &*d.hw,
+            &CreateXrcSrq {
+                buf: q.queue_buf(),
+                xrcd: xrcd.xrcdn(),
+                pd: pd.data().pdn,
+                cqn: cq.data().cqn,
+                user_index: if gen(d)?.get(cmd_hca_cap::cqe_version) == 1 {
+                    q.uidx
+                } else {
+                    0
+                },
+                log_size: q.max.ilog2() as u8,
+                wqe_shift: (q.desc.ilog2() - 4) as u8,
+                wq_signature,
+            },
+        )?,
+    };
     d.events.attach(slot, &target, srqn);
-    Ok(q.finish(srqn, attr, user, target, false))
+    Ok(q.finish(srqn, attr, user, target, xrc.is_some()))
 }
 
 /// upstream `mlx5_ib_create_srq()`'s size checks.
@@ -108,6 +141,11 @@ struct SrqQueue {
 }
 
 impl SrqQueue {
+    /// The create command's view of the queue.
+    fn queue_buf(&self) -> QueueBuf<'_> {
+        user_queue_buf(self.page_offset, self.db.dma, &self.pas)
+    }
+
     /// `max_wr + 1` WQEs rounded up to a power of two, each `16 + 16 * max_sge` bytes
     /// rounded up to a power of two (at least 32); the request `mlx5_ib_create_srq`: the
     /// reserved words must be 0; an XRC SRQ's `uidx` (upstream `get_srq_user_index()`: the
@@ -187,56 +225,6 @@ impl SrqQueue {
             _db: self.db,
         }
     }
-}
-
-/// upstream `mlx5_ib_create_srq()` for `IB_SRQT_XRC` (`create_srq_user()`,
-/// `mlx5_cmd_create_srq()` → `create_xrc_srq_cmd()`): as a basic SRQ, plus the XRC domain,
-/// the CQ and the request's `uidx`; CREATE_XRC_SRQ. Its number is the `srq_num` XRC senders
-/// name (upstream `ibsrq.ext.xrc.srq_num`).
-///
-/// # Errors
-///
-/// As [`create_srq`]; CREATE_XRC_SRQ's errno.
-pub(crate) fn create_xrc_srq(
-    pd: &Pd<Mlx5Ib>,
-    xrcd: &Xrcd<Mlx5Ib>,
-    cq: &Cq<Mlx5Ib>,
-    attr: &mut SrqInitAttr,
-    handler: Option<&Arc<dyn SrqHandler>>,
-    user: &mut UserCtx<'_, '_, Mlx5Ib>,
-) -> Result<XrcSrqCreated<Mlx5Srq>> {
-    let d = pd.device().data();
-    srq_limits(d, attr)?;
-    let q = SrqQueue::from_user(attr, user, true)?;
-    let target = SrqTarget::new(handler)?;
-    let slot = d.events.reserve::<SrqTarget>()?;
-    let g = gen(d)?;
-    let srqn = exec(
-        &*d.hw,
-        &CreateXrcSrq {
-            uid: 0,
-            xrcd: xrcd.xrcdn(),
-            pd: pd.data().pdn,
-            cqn: cq.data().cqn,
-            user_index: if g.get(cmd_hca_cap::cqe_version) == 1 {
-                q.uidx
-            } else {
-                0
-            },
-            log_size: q.max.ilog2() as u8,
-            wqe_shift: (q.desc.ilog2() - 4) as u8,
-            log_page_size: LOG_PAGE_SIZE,
-            page_offset: q.page_offset,
-            wq_signature: q.flags & SRQ_FLAG_SIGNATURE != 0,
-            dbr_addr: q.db.dma,
-            pas: &q.pas,
-        },
-    )?;
-    d.events.attach(slot, &target, srqn);
-    Ok(XrcSrqCreated {
-        data: q.finish(srqn, attr, user, target, true),
-        srq_num: srqn,
-    })
 }
 
 /// upstream `mlx5_ib_modify_srq()`: no resizing (`IB_SRQ_MAX_WR` is `EINVAL`); a limit must be

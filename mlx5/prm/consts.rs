@@ -194,6 +194,21 @@ pub(crate) const WQ_TYPE_LINKED_LIST: u32 = 0x0;
 pub(crate) const EVENT_TYPE_SRQ_CATAS_ERROR: u8 = 0x12;
 /// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` (device.h).
 pub(crate) const EVENT_TYPE_SRQ_RQ_LIMIT: u8 = 0x14;
+/// `MLX5_EVENT_TYPE_PATH_MIG` (device.h): not raised, a DEVX subscription may name it.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const EVENT_TYPE_PATH_MIG: u8 = 0x01;
+/// `MLX5_EVENT_TYPE_PATH_MIG_FAILED` (device.h): not raised, a DEVX subscription may name it.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const EVENT_TYPE_PATH_MIG_FAILED: u8 = 0x07;
+/// `MLX5_EVENT_TYPE_XRQ_ERROR` (device.h): not raised, a DEVX subscription may name it.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const EVENT_TYPE_XRQ_ERROR: u8 = 0x18;
+/// `MLX5_EVENT_TYPE_DCT_DRAINED` (device.h): not raised, a DEVX subscription may name it.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const EVENT_TYPE_DCT_DRAINED: u8 = 0x1c;
+/// `MLX5_EVENT_TYPE_DCT_KEY_VIOLATION` (device.h): not raised, a DEVX subscription may name it.
+#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+pub(crate) const EVENT_TYPE_DCT_KEY_VIOLATION: u8 = 0x1d;
 
 /// `MLX5_QP_OPTPAR_*` (qp.h): the bits of a QP transition's `opt_param_mask`, which the driver
 /// sets and the simulator applies (only the members whose bit is set).

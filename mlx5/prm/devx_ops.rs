@@ -6,14 +6,14 @@
 //! DEVX user may still send (the device answers `BAD_OP_ERR`). `tools/prm-check` compares every
 //! value with mlx5_ifc.h (`ALL`).
 
+/// The opcodes, each documented with its `MLX5_CMD_OP_*` name.
 macro_rules! devx_ops {
     ($($name:ident = $val:literal,)*) => {
-        $(
-            #[doc = concat!("`MLX5_CMD_OP_", stringify!($name), "`.")]
-            pub(crate) const $name: u16 = $val;
-        )*
-        /// Every opcode with its name, for `tools/prm-check`.
-        pub(crate) const ALL: &[(&str, u16)] = &[$((stringify!($name), $name)),*];
+        super::named_consts! {
+            /// Every opcode with its name, for `tools/prm-check`.
+            ALL: u16;
+            $(#[doc = concat!("`MLX5_CMD_OP_", stringify!($name), "`.")] $name = $val,)*
+        }
     };
 }
 

@@ -7,9 +7,8 @@
 use super::iommu::Iommu;
 use crate::fwsim::dma::DmaMem;
 use crate::fwsim::engine::{self, Node};
-use crate::fwsim::events::{Event, QpEvent, SrqEvent};
 use crate::fwsim::Fw;
-use crate::hw::{Doorbell, HwEvent, QpEventKind};
+use crate::hw::{Doorbell, HwEvent};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -120,24 +119,5 @@ pub(super) fn run_uar(
 
 /// The next queued event of `fw`, as the driver sees events.
 pub(super) fn next_event(fw: &mut Fw) -> Option<HwEvent> {
-    Some(match fw.next_event()? {
-        Event::Completion { cqn } => HwEvent::Completion { cqn },
-        Event::CqError { cqn } => HwEvent::CqError { cqn },
-        Event::Qp { qpn, kind } => HwEvent::Qp {
-            qpn,
-            kind: match kind {
-                QpEvent::CommEst => QpEventKind::CommEst,
-                // SQD is not modeled: the engine never raises it.
-                QpEvent::SqDrained => return None,
-                QpEvent::WqCatas => QpEventKind::Fatal,
-                QpEvent::WqInvalReq => QpEventKind::ReqErr,
-                QpEvent::WqAccess => QpEventKind::AccessErr,
-                QpEvent::LastWqeReached => QpEventKind::LastWqeReached,
-            },
-        },
-        Event::Srq { srqn, kind } => HwEvent::Srq {
-            srqn,
-            limit: kind == SrqEvent::Limit,
-        },
-    })
+    fw.next_event().map(HwEvent::Queue)
 }

@@ -14,6 +14,8 @@
 
 #![allow(dead_code)]
 
+use core::marker::PhantomData;
+
 /// `NLMSG_HDRLEN`.
 pub(crate) const NLMSG_HDRLEN: usize = 16;
 /// `NLA_HDRLEN`.
@@ -150,35 +152,47 @@ impl<'a> NlMsg<'a> {
     }
 }
 
-/// Iterates over the messages of a datagram (several messages may be batched in one `send`).
-/// Yields at most one error, then stops.
-pub(crate) struct NlMsgIter<'a> {
-    rest: &'a [u8],
-    failed: bool,
+/// A record of a stream padded to 4 bytes: a message of a datagram, an attribute of a payload.
+pub(crate) trait Record<'a>: Sized {
+    /// Fewer bytes left than this end the stream without an error.
+    const MIN: usize;
+
+    /// The record at the start of `b` and its length.
+    fn parse(b: &'a [u8]) -> Result<(Self, usize), CodecError>;
 }
 
-impl<'a> NlMsgIter<'a> {
-    /// Iterates over the messages in `b`.
+/// Iterates over a stream of records `T`, validating every length; yields at most one error,
+/// then stops.
+#[derive(Clone)]
+pub(crate) struct Records<'a, T> {
+    rest: &'a [u8],
+    failed: bool,
+    _record: PhantomData<T>,
+}
+
+impl<'a, T> Records<'a, T> {
+    /// Iterates over the records in `b`.
     pub(crate) fn new(b: &'a [u8]) -> Self {
         Self {
             rest: b,
             failed: false,
+            _record: PhantomData,
         }
     }
 }
 
-impl<'a> Iterator for NlMsgIter<'a> {
-    type Item = Result<NlMsg<'a>, CodecError>;
+impl<'a, T: Record<'a>> Iterator for Records<'a, T> {
+    type Item = Result<T, CodecError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.rest.len() < NLMSG_HDRLEN {
+        if self.failed || self.rest.len() < T::MIN {
             return None;
         }
-        match NlMsg::parse(self.rest) {
-            Ok(m) => {
-                let step = align4(m.hdr.len as usize).min(self.rest.len());
+        match T::parse(self.rest) {
+            Ok((item, len)) => {
+                let step = align4(len).min(self.rest.len());
                 self.rest = self.rest.get(step..).unwrap_or(&[]);
-                Some(Ok(m))
+                Some(Ok(item))
             }
             Err(e) => {
                 self.failed = true;
@@ -187,6 +201,17 @@ impl<'a> Iterator for NlMsgIter<'a> {
         }
     }
 }
+
+impl<'a> Record<'a> for NlMsg<'a> {
+    const MIN: usize = NLMSG_HDRLEN;
+
+    fn parse(b: &'a [u8]) -> Result<(Self, usize), CodecError> {
+        NlMsg::parse(b).map(|m| (m, m.hdr.len as usize))
+    }
+}
+
+/// Iterates over the messages of a datagram (several messages may be batched in one `send`).
+pub(crate) type NlMsgIter<'a> = Records<'a, NlMsg<'a>>;
 
 /// One attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,55 +269,32 @@ impl<'a> Attr<'a> {
     }
 }
 
-/// Iterates over an attribute stream, validating every length (`nla_ok()`). Yields at most
-/// one error, then stops.
-#[derive(Clone)]
-pub(crate) struct AttrIter<'a> {
-    rest: &'a [u8],
-    failed: bool,
-}
+impl<'a> Record<'a> for Attr<'a> {
+    const MIN: usize = 1;
 
-impl<'a> AttrIter<'a> {
-    /// Iterates over the attributes in `b`.
-    pub(crate) fn new(b: &'a [u8]) -> Self {
-        Self {
-            rest: b,
-            failed: false,
-        }
-    }
-}
-
-impl<'a> Iterator for AttrIter<'a> {
-    type Item = Result<Attr<'a>, CodecError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.rest.is_empty() {
-            return None;
-        }
-        let (Some(len), Some(ty)) = (rd_u16(self.rest, 0), rd_u16(self.rest, 2)) else {
-            // Trailing bytes shorter than a header: the kernel's nla_parse() reports these
-            // ("bytes leftover after parsing attributes").
-            self.failed = true;
-            return Some(Err(CodecError::Truncated));
+    /// `nla_ok()`.
+    fn parse(b: &'a [u8]) -> Result<(Self, usize), CodecError> {
+        // Trailing bytes shorter than a header: the kernel's nla_parse() reports these ("bytes
+        // leftover after parsing attributes").
+        let (Some(len), Some(ty)) = (rd_u16(b, 0), rd_u16(b, 2)) else {
+            return Err(CodecError::Truncated);
         };
         let len = len as usize;
         if len < NLA_HDRLEN {
-            self.failed = true;
-            return Some(Err(CodecError::BadLength));
+            return Err(CodecError::BadLength);
         }
-        let Some(payload) = self.rest.get(NLA_HDRLEN..len) else {
-            self.failed = true;
-            return Some(Err(CodecError::Truncated));
-        };
-        let step = align4(len).min(self.rest.len());
-        self.rest = self.rest.get(step..).unwrap_or(&[]);
-        Some(Ok(Attr {
+        let payload = b.get(NLA_HDRLEN..len).ok_or(CodecError::Truncated)?;
+        let attr = Attr {
             ty: ty & NLA_TYPE_MASK,
             nested_flag: ty & NLA_F_NESTED != 0,
             payload,
-        }))
+        };
+        Ok((attr, len))
     }
 }
+
+/// Iterates over an attribute stream, validating every length (`nla_ok()`).
+pub(crate) type AttrIter<'a> = Records<'a, Attr<'a>>;
 
 /// Parses an attribute stream into `table`, indexed by type (`nla_parse()`): types outside the
 /// table are ignored, a later duplicate replaces an earlier one, any malformed length fails the
