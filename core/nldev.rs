@@ -32,8 +32,9 @@ pub(crate) use dev::sys_get_reply;
 pub(crate) use request::NlDev;
 pub(crate) use set::{notify, NotifyEvent};
 
-use self::dev::{get_chardev_doit, get_doit, get_dump, port_get_doit, port_get_dump, sys_get_doit};
-use self::res::{res_dump, res_get_doit, res_get_dump};
+use self::dev::{get_chardev_doit, port_get_doit, port_get_dump, sys_get_doit, DevInfo};
+use self::request::{device_doit, dump_devices};
+use self::res::{res_dump, ResSummary};
 use self::set::set_doit;
 use self::stat::{stat_del_doit, stat_get_doit, stat_get_dump, stat_set_doit};
 use crate::netlink::codec::MsgWriter;
@@ -78,7 +79,11 @@ macro_rules! res_type_dump {
 
 impl NlHandler for NlDev {
     const OPS: &'static [NlOp<Self>] = &[
-        op(RDMA_NLDEV_CMD_GET, Some(get_doit), Some(get_dump)),
+        op(
+            RDMA_NLDEV_CMD_GET,
+            Some(device_doit::<DevInfo>),
+            Some(dump_devices::<DevInfo>),
+        ),
         op(
             RDMA_NLDEV_CMD_PORT_GET,
             Some(port_get_doit),
@@ -87,8 +92,8 @@ impl NlHandler for NlDev {
         op(RDMA_NLDEV_CMD_GET_CHARDEV, Some(get_chardev_doit), None),
         op(
             RDMA_NLDEV_CMD_RES_GET,
-            Some(res_get_doit),
-            Some(res_get_dump),
+            Some(device_doit::<ResSummary>),
+            Some(dump_devices::<ResSummary>),
         ),
         op(RDMA_NLDEV_CMD_RES_PD_GET, None, Some(res_type_dump!(Pd))),
         op(RDMA_NLDEV_CMD_RES_CQ_GET, None, Some(res_type_dump!(Cq))),
@@ -275,7 +280,7 @@ mod tests {
         let n = request(&mut rb, RDMA_NLDEV_CMD_GET, Some(idx), &[]);
         let mut out = [0u8; 512];
         let mut w = MsgWriter::new(&mut out);
-        get_doit(&NlDev, &req(&rb[..n]), &mut w)?;
+        device_doit::<DevInfo>(&NlDev, &req(&rb[..n]), &mut w)?;
         let (t, tb) = single(w.bytes())?;
         assert_eq!(t, ty(RDMA_NLDEV_CMD_GET));
         assert_eq!(a_u32(&tb, RDMA_NLDEV_ATTR_DEV_INDEX), Some(idx));
@@ -300,9 +305,15 @@ mod tests {
         // Unknown index, no index: EINVAL (upstream nldev_get_doit()).
         let n = request(&mut rb, RDMA_NLDEV_CMD_GET, Some(idx + 1000), &[]);
         let mut w = MsgWriter::new(&mut out);
-        assert_eq!(get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
+        assert_eq!(
+            device_doit::<DevInfo>(&NlDev, &req(&rb[..n]), &mut w),
+            Err(EINVAL)
+        );
         let n = request(&mut rb, RDMA_NLDEV_CMD_GET, None, &[]);
-        assert_eq!(get_doit(&NlDev, &req(&rb[..n]), &mut w), Err(EINVAL));
+        assert_eq!(
+            device_doit::<DevInfo>(&NlDev, &req(&rb[..n]), &mut w),
+            Err(EINVAL)
+        );
 
         // PORT_GET of `port`: the length of the reply in `out`.
         let port_get = |port, out: &mut [u8]| -> Result<usize> {

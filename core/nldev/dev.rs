@@ -5,8 +5,7 @@
 //! `nldev_sys_get_doit()`).
 
 use super::request::{
-    device_doit, dump_devices, dump_indexed, fill_handle, get_u32, parse, put_msg, req_device, ty,
-    NlDev,
+    dump_indexed, fill_handle, get_u32, parse, put_msg, req_device, ty, DeviceReply, NlDev,
 };
 use crate::attr::LinkLayer;
 use crate::client;
@@ -74,19 +73,13 @@ pub(crate) fn fill_port_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice, port: u
     Ok(())
 }
 
-/// upstream `nldev_get_doit()`: `EINVAL` without `DEV_INDEX` or for an unknown index.
-pub(super) fn get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
-    device_doit(req, wr, RDMA_NLDEV_CMD_GET, fill_dev_info)
-}
+/// `GET` (upstream `nldev_get_doit()`, `nldev_get_dumpit()`): `EINVAL` without `DEV_INDEX`
+/// or for an unknown index.
+pub(super) struct DevInfo;
 
-/// upstream `nldev_get_dumpit()`.
-pub(super) fn get_dump(
-    _: &NlDev,
-    req: &Request<'_>,
-    cur: &mut DumpCursor<'_>,
-    wr: &mut MsgWriter<'_>,
-) -> Result {
-    dump_devices(req, cur, wr, RDMA_NLDEV_CMD_GET, fill_dev_info)
+impl DeviceReply for DevInfo {
+    const CMD: u16 = RDMA_NLDEV_CMD_GET;
+    const FILL: fn(&mut MsgWriter<'_>, &dyn IbDevice) -> Result = fill_dev_info;
 }
 
 /// upstream `nldev_port_get_doit()` (whose reply carries the `GET` type, as upstream's).

@@ -57,17 +57,25 @@ pub(super) fn fill_handle(w_: &mut MsgWriter<'_>, dev: &DeviceCore) -> Result {
     Ok(w_.put_str(RDMA_NLDEV_ATTR_DEV_NAME, dev.name().as_bytes())?)
 }
 
-/// A doit that answers one message about the device `DEV_INDEX` names (`EINVAL` without
-/// it or for an unknown index), of type `cmd`, filled by `fill`.
-pub(super) fn device_doit(
+/// A reply about one whole device (`GET`, `RES_GET`): answered for the device `DEV_INDEX`
+/// names by [`device_doit`], for every registered device by [`dump_devices`].
+pub(super) trait DeviceReply {
+    /// The command of the request and of its reply messages.
+    const CMD: u16;
+    /// Fills one message about a device.
+    const FILL: fn(&mut MsgWriter<'_>, &dyn IbDevice) -> Result;
+}
+
+/// The doit of a [`DeviceReply`]: one message about the device `DEV_INDEX` names (`EINVAL`
+/// without it or for an unknown index).
+pub(super) fn device_doit<R: DeviceReply>(
+    _: &NlDev,
     req: &Request<'_>,
     wr: &mut MsgWriter<'_>,
-    cmd: u16,
-    fill: fn(&mut MsgWriter<'_>, &dyn IbDevice) -> Result,
 ) -> Result {
     let tb = parse(req)?;
     let dev = req_device(&tb)?;
-    put_msg(req, wr, cmd, 0, |wr| fill(wr, &**dev.device()))
+    put_msg(req, wr, R::CMD, 0, |wr| (R::FILL)(wr, &**dev.device()))
 }
 
 /// Writes one message of type `cmd` with `flags` (0 for a doit's reply, `NLM_F_MULTI` in a
@@ -106,15 +114,14 @@ pub(super) fn dump_indexed(
     }
 }
 
-/// Walks the registered devices from the cursor (word 0: last index + 1) and writes one
-/// `NLM_F_MULTI` message each with `fill`, stopping when the buffer is full (upstream
-/// `ib_enum_all_devs()` with `cb->args[0]`).
-pub(super) fn dump_devices(
+/// The dump of a [`DeviceReply`]: walks the registered devices from the cursor (word 0:
+/// last index + 1) and writes one `NLM_F_MULTI` message each, stopping when the buffer is
+/// full (upstream `ib_enum_all_devs()` with `cb->args[0]`).
+pub(super) fn dump_devices<R: DeviceReply>(
+    _: &NlDev,
     req: &Request<'_>,
     cur: &mut DumpCursor<'_>,
     wr: &mut MsgWriter<'_>,
-    cmd: u16,
-    fill: fn(&mut MsgWriter<'_>, &dyn IbDevice) -> Result,
 ) -> Result {
     let mut after = match cur.get(0) {
         0 => None,
@@ -122,7 +129,7 @@ pub(super) fn dump_devices(
     };
     while let Some(dev) = registry::next_registered(after) {
         let index = dev.core().index();
-        if put_msg(req, wr, cmd, NLM_F_MULTI, |wr| fill(wr, &*dev)).is_err() {
+        if put_msg(req, wr, R::CMD, NLM_F_MULTI, |wr| (R::FILL)(wr, &*dev)).is_err() {
             break;
         }
         after = Some(index);

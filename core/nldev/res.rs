@@ -4,7 +4,7 @@
 //! show`: one message per device with a table of entries from restrack; upstream
 //! `res_get_common_dumpit()` and the `fill_res_*_entry()` functions).
 
-use super::request::{device_doit, dump_devices, fill_handle, get_u32, parse, req_device, NlDev};
+use super::request::{fill_handle, get_u32, parse, req_device, DeviceReply};
 use crate::ib_device::DeviceCore;
 use crate::ib_device::IbDevice;
 use crate::netlink::codec::MsgWriter;
@@ -51,19 +51,12 @@ pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Resul
     Ok(wr.nest_end(table)?)
 }
 
-/// upstream `nldev_res_get_doit()`.
-pub(super) fn res_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
-    device_doit(req, wr, RDMA_NLDEV_CMD_RES_GET, fill_res_info)
-}
+/// `RES_GET` (upstream `nldev_res_get_doit()`, `nldev_res_get_dumpit()`).
+pub(super) struct ResSummary;
 
-/// upstream `nldev_res_get_dumpit()`.
-pub(super) fn res_get_dump(
-    _: &NlDev,
-    req: &Request<'_>,
-    cur: &mut DumpCursor<'_>,
-    wr: &mut MsgWriter<'_>,
-) -> Result {
-    dump_devices(req, cur, wr, RDMA_NLDEV_CMD_RES_GET, fill_res_info)
+impl DeviceReply for ResSummary {
+    const CMD: u16 = RDMA_NLDEV_CMD_RES_GET;
+    const FILL: fn(&mut MsgWriter<'_>, &dyn IbDevice) -> Result = fill_res_info;
 }
 
 /// upstream `fill_res_name_pid()`.

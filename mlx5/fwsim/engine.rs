@@ -25,8 +25,8 @@
 //!   retries) and the flush of a QP in ERR;
 //! * `umr.rs` (memory windows), `mem.rs` (keys, scatter/gather cursors, DMA), `headers.rs`
 //!   (the GRH a UD receive sees), `fabric.rs` (the functions, their ports and the route),
-//!   `message.rs`, `wqe.rs` (the WQE formats) and `qp_state.rs` (a QP as the data path sees
-//!   it) beneath them.
+//!   `message.rs` and `qp_state.rs` (a QP as the data path sees it, and the WQE formats read
+//!   from its queues) beneath them.
 //!
 //! CQEs and arming are in `cqe.rs`, translations in `xlat.rs`, events in `events.rs`. The
 //! timers (RNR and ACK timeout), the semantics and the deviations from hardware are in
@@ -50,8 +50,6 @@ mod requester;
 mod responder;
 #[path = "engine/umr.rs"]
 pub(crate) mod umr;
-#[path = "engine/wqe.rs"]
-mod wqe;
 
 pub(crate) use self::fabric::Node;
 pub(crate) use self::qp_state::QpState;

@@ -7,8 +7,9 @@
 //! both sides use. Mirrors upstream's `rxe_comp.c`.
 
 use super::fabric::Node;
-use super::qp_state::{bump_psn, packets, qp_mut, snap, to_err, QpState, Snap, Step, Wait};
-use super::wqe::{be16, Wqe};
+use super::qp_state::{
+    be16, bump_psn, packets, qp_mut, snap, to_err, QpState, Snap, Step, Wait, Wqe,
+};
 use crate::fwsim::cqe::Cqe;
 use crate::fwsim::dma::DmaMem;
 use crate::fwsim::Fw;

@@ -4,8 +4,7 @@
 //! IPv4 header) a UD receive buffer starts with, and the RoCE L3 type a UD receive CQE
 //! reports. They follow from the sender's port and GID table entry and the address vector.
 
-use super::qp_state::Snap;
-use super::wqe::Av;
+use super::qp_state::{Av, Snap};
 use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::Fw;
 use crate::prm::consts::ROCE_VERSION_2;

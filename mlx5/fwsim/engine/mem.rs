@@ -6,8 +6,7 @@
 //! ([`check_sgl`]) and then walked by a [`Cur`], as is a remote region; [`transfer`] moves a
 //! message between two cursors in chunks, each side's faults told apart ([`Fault`]).
 
-use super::qp_state::Snap;
-use super::wqe::{next_seg, Seg};
+use super::qp_state::{next_seg, Seg, Snap};
 use crate::fwsim::dma::DmaMem;
 use crate::fwsim::xlat::{Access, MkeyInfo, NO_QPN};
 use crate::fwsim::Fw;

@@ -6,8 +6,7 @@
 //! behind [`Message::segs`], until the responder moves it.
 
 use super::completer::ReqRes;
-use super::qp_state::packets;
-use super::wqe::Av;
+use super::qp_state::{packets, Av};
 
 /// The service a message travels on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,8 +10,7 @@
 
 use super::completer::ReqRes;
 use super::mem::mkey;
-use super::qp_state::Snap;
-use super::wqe::{be32, be64, Wqe};
+use super::qp_state::{be32, be64, Snap, Wqe};
 use crate::fwsim::xlat::{Access, Binding, NO_QPN};
 use crate::fwsim::Fw;
 use crate::prm::consts::{QPC_ST_RC, QPC_ST_UC};
