@@ -194,7 +194,7 @@ pub struct DeviceCore {
     /// The driver-typed entry points of the uverbs layer (set at registration when the
     /// driver has `alloc_ucontext`, cleared at unregistration; it holds the device, so it
     /// must not outlive it). Opaque here: the uverbs layer makes it, through the extension
-    /// point [`UverbsRegistration`](crate::register::UverbsRegistration) that the generic
+    /// point [`UverbsRegistration`](crate::device::registration::UverbsRegistration) that the generic
     /// registration calls, and reads it back in its client's `add`.
     ///
     /// The one client hook in the core, and why it is not a general extension point:

@@ -88,6 +88,11 @@ rc=0
 python3 "$here/tools/modgraph.py" --check >"$logs/modgraph.log" 2>&1 || rc=$?
 sed 's/^/  /' "$logs/modgraph.log"
 result "import graph: no cycle, no upward import (tools/modgraph.py)" $rc
+# The checker itself: each fault it claims to catch, on a small tree that has it.
+rc=0
+python3 "$here/tools/modgraph.py" --self-test >"$logs/modgraph-self-test.log" 2>&1 || rc=$?
+tap_results "$logs/modgraph-self-test.log"
+[ $rc = 0 ] || grep -q '^not ok' "$logs/modgraph-self-test.log" || result "modgraph self-test ran (exit $rc)" $rc
 
 # The README names only targets and suites that exist; make help lists every target.
 "$here/tools/readme-check.sh" >"$logs/readme-check.log" 2>&1

@@ -11,6 +11,7 @@ file to the file of the module the path names. A file is a node: inline modules
     tools/modgraph.py                 the graph of every crate, then the cycle check
     tools/modgraph.py --check         the cycle check alone (what `make check` runs)
     tools/modgraph.py --dot CRATE     Graphviz of one crate (core, mlx5)
+    tools/modgraph.py --self-test     the checks on a small tree with one fault of each kind
 
 The check fails (exit 1) on a cycle among the files of one group: a group is a
 top-level folder of the tree (`core/`, `uverbs/`, `mlx5/`, `rust/`), so the check
@@ -298,8 +299,107 @@ def graph(name):
     return crate, adj
 
 
+def check(graphs, out):
+    """The cycle, upward-import and unsafe-boundary checks over `graphs` (crate name ->
+    (crate, adjacency)); each problem is printed through `out`. Returns the count."""
+    bad = 0
+    by_group = {}
+    roots = set(CRATES.values())
+    for name, (crate, adj) in graphs.items():
+        for a, bs in adj.items():
+            by_group.setdefault(group(a), {}).setdefault(a, set()).update(
+                b for b in bs if group(b) == group(a))
+            if a in roots:
+                continue
+            for b in sorted(bs):
+                if (group(a), group(b)) in LOWER_UPPER and (a, b) not in UPWARD_ALLOWED:
+                    bad += 1
+                    out("modgraph: upward import %s -> %s" % (a, b))
+        problems = unsafe_boundary(crate)
+        for p in problems:
+            bad += 1
+            out("modgraph: unsafe boundary: " + p)
+        if not problems:
+            out("modgraph: %s crate: unsafe only in rust/ mounts" % name)
+    for g in sorted(by_group):
+        adj = by_group[g]
+        cyc = [c for c in sccs(list(adj), adj) if len(c) > 1]
+        for c in cyc:
+            bad += 1
+            out("modgraph: cycle in %s/ (%d files): %s" % (g, len(c), " ".join(c)))
+        if not cyc:
+            out("modgraph: %s/: %d files, no import cycle" % (g, len(adj)))
+    return bad
+
+
+SELF_TEST_TREE = {
+    "core/ib_core_rs.rs": "#![deny(unsafe_code)]\nmod a;\nmod b;\n"
+    "#[path = \"../uverbs/uverbs.rs\"]\nmod uverbs;\n"
+    "#[allow(unsafe_code)]\n#[path = \"../rust/x.rs\"]\nmod x;\n",
+    "core/a.rs": "use crate::b::B;\npub(crate) struct A;\n",
+    "core/b.rs": "pub(crate) struct B(crate::a::A);\nfn f() { crate::uverbs::u(); }\n",
+    "uverbs/uverbs.rs": "pub(crate) fn u() {}\n",
+    "rust/x.rs": "pub(crate) fn x() { unsafe { core::hint::unreachable_unchecked() } }\n",
+    "mlx5/mlx5_ib_rs.rs": "mod m;\n#[allow(unsafe_code)]\nmod n;\n",
+    "mlx5/m.rs": "// unsafe in a comment is fine\nfn f() { let _ = \"unsafe\"; unsafe { g() } }\n",
+    "mlx5/n.rs": "fn n() {}\n",
+}
+
+SELF_TEST_EXPECT = [
+    "modgraph: upward import core/b.rs -> uverbs/uverbs.rs",
+    "modgraph: cycle in core/ (2 files): core/a.rs core/b.rs",
+    "modgraph: unsafe boundary: mlx5/mlx5_ib_rs.rs: no #![deny(unsafe_code)]",
+    "modgraph: unsafe boundary: mlx5/mlx5_ib_rs.rs:2: allow(unsafe_code) on something other "
+    "than a rust/ mount or a #[pinned_drop] impl",
+    "modgraph: unsafe boundary: mlx5/m.rs:2: unsafe outside rust/",
+    "modgraph: core crate: unsafe only in rust/ mounts",
+]
+
+
+def self_test():
+    """The checks on a small tree with one of each fault: each must be reported, and the
+    same tree without the faults must pass."""
+    import tempfile
+    global TOP
+    saved = TOP
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        TOP = tmp
+        for rel, text in SELF_TEST_TREE.items():
+            os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
+            with open(os.path.join(tmp, rel), "w") as f:
+                f.write(text)
+        lines = []
+        bad = check({n: graph(n) for n in CRATES}, lines.append)
+        for want in SELF_TEST_EXPECT:
+            ok = want in lines
+            failed += not ok
+            print("%s modgraph self-test: reports %s" % ("ok" if ok else "not ok", want[10:]))
+        ok = bad == len(SELF_TEST_EXPECT) - 1
+        failed += not ok
+        print("%s modgraph self-test: %d problems on the faulty tree" % ("ok" if ok else "not ok", bad))
+        # The faults removed: b no longer names a nor uverbs, m no unsafe, the root denies.
+        fixes = {
+            "core/b.rs": "pub(crate) struct B;\n",
+            "mlx5/m.rs": "fn f() {}\n",
+            "mlx5/mlx5_ib_rs.rs": "#![deny(unsafe_code)]\nmod m;\nmod n;\n",
+        }
+        for rel, text in fixes.items():
+            with open(os.path.join(tmp, rel), "w") as f:
+                f.write(text)
+        lines = []
+        bad = check({n: graph(n) for n in CRATES}, lines.append)
+        ok = bad == 0
+        failed += not ok
+        print("%s modgraph self-test: the repaired tree passes%s" % (
+            "ok" if ok else "not ok", "" if ok else ": " + "; ".join(lines)))
+    TOP = saved
+    return 1 if failed else 0
+
+
 def main(argv):
-    check_only = "--check" in argv
+    if "--self-test" in argv:
+        return self_test()
     if "--dot" in argv:
         name = argv[argv.index("--dot") + 1]
         _, adj = graph(name)
@@ -309,47 +409,13 @@ def main(argv):
                 print('  "%s" -> "%s";' % (a, b))
         print("}")
         return 0
-    bad = 0
-    seen_groups = {}
-    for name in CRATES:
-        crate, adj = graph(name)
-        if not check_only:
+    graphs = {name: graph(name) for name in CRATES}
+    if "--check" not in argv:
+        for name, (_, adj) in graphs.items():
             print("crate %s (%s): %d files" % (name, CRATES[name], len(adj)))
             for a in sorted(adj):
                 print("  %s -> %s" % (a, " ".join(sorted(adj[a])) or "-"))
-        for a, bs in adj.items():
-            g = group(a)
-            d = seen_groups.setdefault(g, {})
-            d.setdefault(a, set()).update(b for b in bs if group(b) == g)
-    for name in CRATES:
-        crate, adj = graph(name)
-        roots = set(CRATES.values())
-        for a in sorted(adj):
-            if a in roots:
-                continue
-            for b in sorted(adj[a]):
-                if (group(a), group(b)) in LOWER_UPPER and (a, b) not in UPWARD_ALLOWED:
-                    bad += 1
-                    print("modgraph: upward import %s -> %s" % (a, b))
-    for name in CRATES:
-        crate = Crate(name, CRATES[name])
-        problems = unsafe_boundary(crate)
-        for p in problems:
-            bad += 1
-            print("modgraph: unsafe boundary: " + p)
-        if not problems:
-            print("modgraph: %s crate: unsafe only in rust/ mounts" % name)
-    for g in sorted(seen_groups):
-        adj = seen_groups[g]
-        cyc = [c for c in sccs(list(adj), adj) if len(c) > 1]
-        files = len(adj)
-        if cyc:
-            for c in cyc:
-                bad += 1
-                print("modgraph: cycle in %s/ (%d files): %s" % (g, len(c), " ".join(c)))
-        else:
-            print("modgraph: %s/: %d files, no import cycle" % (g, files))
-    return 1 if bad else 0
+    return 1 if check(graphs, print) else 0
 
 
 if __name__ == "__main__":
