@@ -19,6 +19,7 @@ pub use crate::ib_device::{DevName, DeviceCore, DeviceRef, IbDevice, Phase, IB_D
 
 use crate::attr::{DeviceAttr, Gid, GidType, PortAttr, PortImmutable};
 use crate::driver::{Driver, DriverId, UverbsApi};
+use crate::mad::{Mad, MadRecvInfo};
 use crate::mm::UserVma;
 use crate::sysfs::{DriverGroup, IbSysfs, Sysfs};
 use crate::verbs::{
@@ -241,6 +242,8 @@ macro_rules! op_slots {
                 query_gid: QueryGid: fn(&Device<D>, u32, u32) -> Result<Gid>,
                 query_gid_type: QueryGidType: fn(&Device<D>, u32, u32) -> Result<GidType>,
                 query_pkey: QueryPkey: fn(&Device<D>, u32, u32) -> Result<u16>,
+                process_mad: ProcessMad:
+                    fn(&Device<D>, u32, u32, Option<&MadRecvInfo>, &Mad, &mut Mad) -> Result<u32>,
                 get_dev_fw_str: GetDevFwStr: fn(&Device<D>) -> Result<CString>,
                 enable_driver: EnableDriver: fn(&Device<D>) -> Result,
                 dealloc_driver: DeallocDriver: fn(&Device<D>),

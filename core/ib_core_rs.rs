@@ -111,6 +111,7 @@ pub mod event;
 #[path = "../rust/global.rs"]
 mod global;
 pub mod ib_device;
+pub mod mad;
 #[allow(unsafe_code)]
 #[path = "../rust/inode.rs"]
 pub(crate) mod inode;

@@ -15,6 +15,7 @@ pub use crate::device::{Op, Ops};
 use crate::attr::{DeviceAttr, Gid, GidType, PortAttr, PortImmutable};
 use crate::device::Device;
 use crate::driver::{Driver, DriverId, UverbsApi};
+use crate::mad::{Mad, MadRecvInfo};
 use crate::mm::UserVma;
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Dm, DmAllocAttr, DmMrAttr, Mr,
@@ -87,6 +88,21 @@ pub trait DeviceOps: 'static {
 
     /// Reads one P_Key table entry from the device (upstream `ops.query_pkey`).
     fn query_pkey(_dev: &Device<Self::Driver>, _port: u32, _index: u32) -> Result<u16> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Lets the device handle a MAD (upstream `ops.process_mad`): `port` is 1-based, `flags`
+    /// the `MAD_IGNORE_*` bits, `recv` where an incoming MAD came from (`None` for one the
+    /// host sends to its own port). Returns the `MAD_RESULT_*` bits; with
+    /// [`MAD_RESULT_REPLY`](crate::mad::MAD_RESULT_REPLY) `out` is the reply to send.
+    fn process_mad(
+        _dev: &Device<Self::Driver>,
+        _port: u32,
+        _flags: u32,
+        _recv: Option<&MadRecvInfo>,
+        _in_mad: &Mad,
+        _out: &mut Mad,
+    ) -> Result<u32> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
