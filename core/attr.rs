@@ -256,6 +256,33 @@ impl GidType {
     }
 }
 
+/// `RDMA_CORE_CAP_PROT_ROCE`: the port speaks RoCE v1 (`rdma_protocol_roce_eth_encap()`).
+pub const RDMA_CORE_CAP_PROT_ROCE: u32 = 0x0020_0000;
+/// `RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP`: the port speaks RoCE v2
+/// (`rdma_protocol_roce_udp_encap()`).
+pub const RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP: u32 = 0x0080_0000;
+
+/// What a driver's `add_gid`/`del_gid` get of a RoCE GID table entry (upstream
+/// `struct ib_gid_attr` with the layer-2 fields `rdma_read_gid_l2_fields()` reads from its
+/// netdev).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GidAttr {
+    /// The GID.
+    pub gid: Gid,
+    /// Its type (RoCE v1 or v2).
+    pub gid_type: GidType,
+    /// The table index.
+    pub index: u32,
+    /// The port (1-based).
+    pub port: u32,
+    /// The netdev's ifindex.
+    pub ndev_ifindex: u32,
+    /// The netdev's MAC.
+    pub mac: [u8; 6],
+    /// The VLAN id when the netdev is a VLAN device (upstream 0xffff: none).
+    pub vlan_id: Option<u16>,
+}
+
 /// A GID (upstream `union ib_gid`): 16 bytes, network byte order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Gid(pub [u8; 16]);

@@ -6,9 +6,10 @@
 //! port events (`ib_cache_update()`), so that consumers read them without
 //! calling the driver.
 //!
-//! The GID table is read with the driver's `query_gid` for every port that
-//! has one (upstream does so for IB ports; RoCE GIDs come from the netdev
-//! tracking in `roce_gid_mgmt.c`, TODO). A zero GID is an empty entry.
+//! The GID table is read with the driver's `query_gid` for every port whose table the
+//! core does not own (upstream: IB ports); the RoCE GID tables of a driver with `add_gid` and
+//! `del_gid` belong to the core (`roce_gid.rs`, upstream `roce_gid_mgmt.c`) and a refresh
+//! keeps them. A zero GID is an empty entry.
 //!
 //! The cached data itself ([`PortCache`]) is part of the device's shared types
 //! (`ib_device.rs`); this file fills it and reads it.
@@ -17,6 +18,7 @@ use crate::attr::{Gid, GidType, LinkLayer, PortState};
 use crate::device::Device;
 use crate::driver::Driver;
 use crate::ib_device::{port_data, DeviceCore, PortCache, PortData};
+use crate::roce_gid;
 use kernel::prelude::*;
 
 /// Re-reads one port from the driver and replaces its cache (upstream
@@ -30,8 +32,9 @@ pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
     let imm = dev.port_immutable(port_num)?;
     let ops = dev.ops();
     let attr = (ops.query_port.ok_or(EOPNOTSUPP)?)(dev, port_num)?;
+    let roce = roce_gid::is_roce_table(&imm, ops.add_gid.is_some() && ops.del_gid.is_some());
     let mut gids = KVec::with_capacity(imm.gid_tbl_len as usize, GFP_KERNEL)?;
-    if let Some(q) = ops.query_gid {
+    if let (Some(q), false) = (ops.query_gid, roce) {
         for i in 0..imm.gid_tbl_len {
             gids.push(q(dev, port_num, i)?, GFP_KERNEL)?;
         }
@@ -59,9 +62,12 @@ pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
             pkeys.push(q(dev, port_num, i)?, GFP_KERNEL)?;
         }
     }
-    let new = PortCache {
+    let mut new = PortCache {
         gids,
         gid_types,
+        gid_ndevs: KVec::new(),
+        roce_table: false,
+        default_gid_mask: 0,
         pkeys,
         state: attr.state,
         lmc: attr.lmc,
@@ -71,6 +77,19 @@ pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
         let mut info = dev.info.lock();
         let idx = port_num as usize - 1;
         let p = info.ports.get_mut(idx).ok_or(EINVAL)?;
+        if roce {
+            // upstream ib_cache_update(): the GID table of a RoCE port is not re-read.
+            if p.cache.roce_table {
+                let c = &mut p.cache;
+                new.gids = core::mem::take(&mut c.gids);
+                new.gid_types = core::mem::take(&mut c.gid_types);
+                new.gid_ndevs = core::mem::take(&mut c.gid_ndevs);
+                new.default_gid_mask = c.default_gid_mask;
+                new.roce_table = true;
+            } else {
+                roce_gid::setup_table(&mut new, &p.immutable)?;
+            }
+        }
         core::mem::replace(&mut p.cache, new)
     };
     drop(old);

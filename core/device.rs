@@ -17,7 +17,7 @@
 pub use crate::event::queue_device_event;
 pub use crate::ib_device::{DevName, DeviceCore, DeviceRef, IbDevice, Phase, IB_DEVICE_NAME_MAX};
 
-use crate::attr::{DeviceAttr, Gid, GidType, PortAttr, PortImmutable};
+use crate::attr::{DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable};
 use crate::driver::{Driver, DriverId, UverbsApi};
 use crate::mad::{Mad, MadRecvInfo};
 use crate::mm::UserVma;
@@ -241,6 +241,8 @@ macro_rules! op_slots {
                 get_port_immutable: GetPortImmutable: fn(&Device<D>, u32) -> Result<PortImmutable>,
                 query_gid: QueryGid: fn(&Device<D>, u32, u32) -> Result<Gid>,
                 query_gid_type: QueryGidType: fn(&Device<D>, u32, u32) -> Result<GidType>,
+                add_gid: AddGid: fn(&Device<D>, &GidAttr) -> Result,
+                del_gid: DelGid: fn(&Device<D>, &GidAttr) -> Result,
                 query_pkey: QueryPkey: fn(&Device<D>, u32, u32) -> Result<u16>,
                 process_mad: ProcessMad:
                     fn(&Device<D>, u32, u32, Option<&MadRecvInfo>, &Mad, &mut Mad) -> Result<u32>,

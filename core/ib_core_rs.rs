@@ -17,7 +17,7 @@
 //! | `core/` | the core: shared device types, subsystems, the op table, kernel verbs, nldev |
 //! | `uverbs/` | the uverbs character devices (`#[path = "../uverbs/uverbs.rs"] pub mod uverbs`) |
 //! | `uverbs/abi/` | pure; also compiled by the host crates `host/uverbs-abi`, `host/uverbs-fuzz` |
-//! | `rust/{anon_file,chrdev,class,global,inode,mm,netlink,page_ref,task,uaccess,umem,wq}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
+//! | `rust/{anon_file,chrdev,class,global,inode,mm,net_notify,netlink,page_ref,task,uaccess,umem,wq}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
 //!
 //! Imports run one way between the two folders: `core/` <- `uverbs/`; `core/` reaches uverbs only through
 //! the extension points `driver::UverbsApi` and `device::registration::UverbsRegistration`,
@@ -111,13 +111,16 @@ pub mod event;
 #[path = "../rust/global.rs"]
 mod global;
 pub mod ib_device;
-pub mod mad;
 #[allow(unsafe_code)]
 #[path = "../rust/inode.rs"]
 pub(crate) mod inode;
+pub mod mad;
 #[allow(unsafe_code)]
 #[path = "../rust/mm.rs"]
 pub mod mm;
+#[allow(unsafe_code)]
+#[path = "../rust/net_notify.rs"]
+pub mod net_notify;
 #[allow(unsafe_code)]
 #[path = "../rust/netlink.rs"]
 pub(crate) mod netlink;
@@ -128,6 +131,7 @@ pub mod ops;
 pub mod page_ref;
 pub mod registry;
 pub mod restrack;
+pub mod roce_gid;
 pub mod sysfs;
 #[allow(unsafe_code)]
 #[path = "../rust/task.rs"]
@@ -158,6 +162,8 @@ struct IbCoreRs {
     _nldev: netlink::NlSocket<nldev::NlDev>,
     // Taken in drop before the leftover checks: it holds the uverbs client.
     uverbs: Option<uverbs::UverbsGlobal>,
+    // The RoCE GID notifiers: unregistered before the queues they feed are destroyed.
+    _roce_gid: net_notify::NetNotifier<roce_gid::RoceGidMgmt>,
     // Last: dropped (drained and destroyed) after everything above is gone.
     _wq: wq::CoreWq,
 }
@@ -176,6 +182,8 @@ impl kernel::Module for IbCoreRs {
         nldev.publish();
         let uverbs = uverbs::UverbsGlobal::register(module)?;
         sysfs::init()?;
+        // upstream roce_gid_mgmt_init(), after the queue its events go to.
+        let roce_gid = roce_gid::init()?;
         pr_info!(
             "ib_core_rs: loaded (uverbs ABI {})\n",
             uverbs::UVERBS_CLASS_ABI_VERSION
@@ -183,6 +191,7 @@ impl kernel::Module for IbCoreRs {
         Ok(IbCoreRs {
             _nldev: nldev,
             uverbs: Some(uverbs),
+            _roce_gid: roce_gid,
             _wq: wq,
         })
     }

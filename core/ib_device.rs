@@ -17,6 +17,7 @@
 use crate::attr::{DeviceAttr, Gid, GidType, PortAttr, PortImmutable, PortState};
 use crate::class::Decimal;
 use crate::counters::{CounterInfo, Counters};
+use crate::net_notify::NetDevRef;
 use crate::restrack::Restrack;
 use core::ops::Deref;
 use kernel::prelude::*;
@@ -142,6 +143,14 @@ pub(crate) fn port_data(info: &Info, port: u32) -> Result<&PortData> {
 pub(crate) struct PortCache {
     pub(crate) gids: KVec<Gid>,
     pub(crate) gid_types: KVec<GidType>,
+    /// The netdev of each GID of a core-owned RoCE table (upstream `ib_gid_attr.ndev`), as
+    /// long as `gids`; empty for a table read from the driver.
+    pub(crate) gid_ndevs: KVec<Option<NetDevRef>>,
+    /// Whether the core owns the GID table (upstream `rdma_cap_roce_gid_table()`: a RoCE port
+    /// whose driver has `add_gid` and `del_gid`; `roce_gid.rs` fills it from netdevs).
+    pub(crate) roce_table: bool,
+    /// upstream `ib_gid_table.default_gid_indices`: the indexes reserved for default GIDs.
+    pub(crate) default_gid_mask: u64,
     pub(crate) pkeys: KVec<u16>,
     pub(crate) state: PortState,
     pub(crate) lmc: u8,
@@ -153,6 +162,9 @@ impl PortCache {
         PortCache {
             gids: KVec::new(),
             gid_types: KVec::new(),
+            gid_ndevs: KVec::new(),
+            roce_table: false,
+            default_gid_mask: 0,
             pkeys: KVec::new(),
             state: PortState::Nop,
             lmc: 0,
@@ -207,6 +219,18 @@ pub struct DeviceCore {
     /// make that instantiation.
     #[pin]
     pub(crate) uverbs: Mutex<Option<Arc<dyn core::any::Any + Send + Sync>>>,
+    /// The netdev of each port (upstream `ib_port_data.netdev`, set by
+    /// `ib_device_set_netdev()`), index `port - 1`; empty until the first is set.
+    #[pin]
+    pub(crate) netdevs: Mutex<KVec<Option<NetDevRef>>>,
+    /// Serializes the changes of the core-owned RoCE GID tables (upstream
+    /// `ib_gid_table.lock`, one per device here) and the driver's `add_gid`/`del_gid` calls.
+    #[pin]
+    pub(crate) gid_lock: Mutex<()>,
+    /// upstream `ib_device_enable_gid_updates()`: netdev and address events change this
+    /// device's GID tables (from the table setup at registration to the cleanup at
+    /// unregistration). Read and written under `gid_lock`.
+    pub(crate) gid_updates: Atomic<bool>,
 }
 
 impl DeviceCore {
@@ -243,6 +267,9 @@ impl DeviceCore {
             restrack <- Restrack::new(),
             counters <- Counters::new(),
             uverbs <- core_mutex!(None, c"ib_device.uverbs"),
+            netdevs <- core_mutex!(KVec::new(), c"ib_device.netdev_lock"),
+            gid_lock <- core_mutex!((), c"ib_gid_table.lock"),
+            gid_updates: Atomic::new(false),
         })
     }
 
@@ -420,6 +447,18 @@ pub trait IbDevice: Send + Sync + 'static {
     /// Reports an event (see [`Device::dispatch_event`](crate::device::Device::dispatch_event));
     /// process context.
     fn dispatch(&self, ev: Event);
+
+    /// Whether the driver has `add_gid` and `del_gid` (with a RoCE port: upstream
+    /// `rdma_cap_roce_gid_table()`).
+    fn has_gid_ops(&self) -> bool;
+
+    /// Calls the driver's `add_gid` (`add`) or `del_gid` for `attr` (upstream
+    /// `add_roce_gid()`/`del_roce_gid()`); the caller holds `gid_lock`.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without the op; the driver's error.
+    fn gid_op(&self, add: bool, attr: &crate::attr::GidAttr) -> Result;
 
     /// Writes the firmware version string (upstream `ib_get_device_fw_str()`) into `buf` and
     /// returns its length; 0 when the driver has no `get_dev_fw_str`.

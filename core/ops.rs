@@ -12,7 +12,7 @@
 
 pub use crate::device::{Op, Ops};
 
-use crate::attr::{DeviceAttr, Gid, GidType, PortAttr, PortImmutable};
+use crate::attr::{DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable};
 use crate::device::Device;
 use crate::driver::{Driver, DriverId, UverbsApi};
 use crate::mad::{Mad, MadRecvInfo};
@@ -83,6 +83,21 @@ pub trait DeviceOps: 'static {
     /// `roce_gid_mgmt` gave the entry). Without it: IB on InfiniBand ports,
     /// RoCE v1 on Ethernet ports.
     fn query_gid_type(_dev: &Device<Self::Driver>, _port: u32, _index: u32) -> Result<GidType> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Programs RoCE GID table entry `attr.index` of port `attr.port` (upstream
+    /// `ops.add_gid`): the core owns the RoCE GID tables of a driver with this op and
+    /// [`Self::del_gid`] and calls it under its table lock for every GID it adds
+    /// (`roce_gid_mgmt.c`: default GIDs and one per IP address and RoCE type). An error
+    /// leaves the entry empty.
+    fn add_gid(_dev: &Device<Self::Driver>, _attr: &GidAttr) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Clears RoCE GID table entry `attr.index` (upstream `ops.del_gid`); the core empties
+    /// the entry whatever it answers.
+    fn del_gid(_dev: &Device<Self::Driver>, _attr: &GidAttr) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

@@ -170,6 +170,20 @@ pub(crate) fn next_registered(after: Option<u32>) -> Option<Arc<dyn IbDevice>> {
         .map(|e| e.dev.clone())
 }
 
+/// The device with the smallest index above `after` that `f` accepts, registered or not,
+/// with its index (the RoCE GID updates also reach a device during its registration).
+pub(crate) fn next_where(
+    after: Option<u32>,
+    f: impl Fn(&dyn IbDevice) -> bool,
+) -> Option<(u32, Arc<dyn IbDevice>)> {
+    let reg = REGISTRY.lock();
+    reg.devices
+        .iter()
+        .filter(|e| after.is_none_or(|a| e.index > a) && f(&*e.dev))
+        .min_by_key(|e| e.index)
+        .map(|e| (e.index, e.dev.clone()))
+}
+
 /// Frees the registry's storage at module exit: statics are never dropped,
 /// and the vector keeps its capacity after the last device left.
 /// Devices still present belong to modules already unloaded (their drop

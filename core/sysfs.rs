@@ -290,11 +290,12 @@ fn gid_type_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Re
     writeln!(b, "{}", t.as_str()).map_err(fmt_err)
 }
 
-/// upstream `show_port_gid_attr_ndev()`: `EINVAL` for an empty entry or a GID without a
-/// netdev, which is every GID here (no RoCE netdev tracking yet).
-fn gid_ndev_show(d: &IbSysfs, port: u32, index: u32, _b: &mut SysfsBuf<'_>) -> Result {
-    d.core().query_gid(port, index).map_err(|_| EINVAL)?;
-    Err(EINVAL)
+/// upstream `show_port_gid_attr_ndev()`: the name of the GID's netdev; `EINVAL` for an empty
+/// entry or a GID without a netdev (a table the driver reports).
+fn gid_ndev_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
+    let nd = d.core().gid_ndev(port, index).map_err(|_| EINVAL)?;
+    let nd = nd.ok_or(EINVAL)?;
+    writeln!(b, "{}", nd.name()).map_err(fmt_err)
 }
 
 /// The `show` functions, for KUnit tests (the KUnit kthread cannot read `/sys`).

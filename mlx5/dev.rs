@@ -21,7 +21,7 @@ use crate::cmd::reg::{AccessReg, NodeDesc};
 use crate::cmd::res::{AllocPd, AllocQCounter, AllocUar, DeallocPd, DeallocQCounter, DeallocUar};
 use crate::hw::{CapType, Mlx5Hw};
 use crate::ib::device::{IbPort, Mlx5Ib, Mlx5IbDev, OpGroups};
-use crate::ib::ops::{assemble_ops, DM_OPS, MW_OPS, XRC_OPS};
+use crate::ib::ops::{assemble_ops, DM_OPS, MW_OPS, ROCE_GID_OPS, XRC_OPS};
 use crate::ib::port::{clear_gids, program_default_gids, programmed_gids, query_port};
 use crate::prm::ctx::cmd_hca_cap;
 use crate::stages::{self, Stage};
@@ -383,8 +383,11 @@ fn stage_bfreg_cleanup(d: &mut Mlx5Dev) {
 /// upstream `mlx5_ib_stage_ib_reg_init()`: `ib_register_device(&dev->ib_dev, "mlx5_%d", ...)`.
 ///
 /// Before that, as upstream's earlier stages do on the allocated device: the optional op
-/// tables (`ib_set_device_ops()`), the MEMIC window, and the default RoCE GIDs
-/// ([`program_default_gids`]), so that the core's GID cache reads them during registration.
+/// tables (`ib_set_device_ops()`), the MEMIC window, and the RoCE GIDs: a port with a netdev
+/// is bound to it (`ib_device_set_netdev()`, upstream on `MLX5_DRIVER_EVENT_UPLINK_NETDEV`)
+/// with the GID ops set, and the core adds its GIDs during registration through `add_gid`;
+/// a port without one gets the default GIDs programmed here ([`program_default_gids`]), which
+/// the core's GID cache reads during registration.
 /// From here on the device is shared; a failed registration leaves it for the deallocation
 /// after the earlier stages' cleanups (upstream order).
 fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
@@ -408,6 +411,15 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
         if memic.is_some() {
             ops.set(&DM_OPS)?;
         }
+        if dev.data().ports.iter().any(|p| p.netdev.is_some()) {
+            // upstream mlx5_ib_dev_common_roce_ops: add_gid, del_gid.
+            dev.as_mut().ops_mut().set(&ROCE_GID_OPS)?;
+        }
+    }
+    for p in dev.data().ports.iter() {
+        if let Some(nd) = &p.netdev {
+            dev.set_netdev(u32::from(p.num), Some(nd.clone()))?;
+        }
     }
     let x = dev.as_mut().data_mut();
     x.memic = memic;
@@ -418,7 +430,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     };
     for i in 0..x.ports.len() {
         let Some(p) = x.ports.get(i) else { break };
-        if p.link_layer != LinkLayer::Ethernet {
+        if p.link_layer != LinkLayer::Ethernet || p.netdev.is_some() {
             continue;
         }
         match program_default_gids(&*hw, p) {

@@ -419,6 +419,13 @@ pub(crate) trait Mlx5Hw: Send + Sync {
         Ok(DmaBuf { map, pages })
     }
 
+    /// The function's Ethernet interface, held (upstream mlx5_ib learns the uplink netdev
+    /// from `MLX5_DRIVER_EVENT_UPLINK_NETDEV`); `None` for an InfiniBand function or one
+    /// without a netdev, whose RoCE GIDs the driver programs itself.
+    fn netdev(&self) -> Option<ib_core_rs::net_notify::NetDevRef> {
+        None
+    }
+
     /// The function's completion vectors (upstream `mlx5_comp_vectors_max()`, the device's
     /// `num_comp_vectors`): CQs name one of `0..n`. The simulator has one.
     fn num_comp_vectors(&self) -> u32 {

@@ -7,7 +7,10 @@
 //! reference, and with it the driver's drop glue, never goes from a work item after the
 //! driver believed the device freed.
 //!
-//! The queue lives as long as the [`CoreWq`] handle the module's `init` makes and keeps (last
+//! A second, ordered queue ([`gid_queue`], upstream `gid_cache_wq`) carries the RoCE GID
+//! table updates of netdev and address events, one at a time in the order they happened.
+//!
+//! The queues live as long as the [`CoreWq`] handle the module's `init` makes and keeps (last
 //! in the module's struct: dropped when the dependent modules, and so every device, are gone).
 
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -17,10 +20,14 @@ extern "C" {
     fn rdma_rs_alloc_wq(name: *const c_char) -> *mut bindings::workqueue_struct;
     fn rdma_rs_flush_wq(wq: *mut bindings::workqueue_struct);
     fn rdma_rs_destroy_wq(wq: *mut bindings::workqueue_struct);
+    fn rdma_rs_alloc_ordered_wq(name: *const c_char) -> *mut bindings::workqueue_struct;
 }
 
 /// The queue, null outside the [`CoreWq`] handle's lifetime.
 static CORE_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The ordered GID queue, null outside the [`CoreWq`] handle's lifetime.
+static GID_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
 
 /// The core's queue, allocated by [`CoreWq::new`] and destroyed (drained first) when the
 /// handle is dropped. One exists at a time: the module makes it once.
@@ -52,12 +59,25 @@ impl CoreWq {
             unsafe { rdma_rs_destroy_wq(wq) };
             return Err(EBUSY);
         }
-        Ok(CoreWq(()))
+        let handle = CoreWq(());
+        // SAFETY: as for `rdma_rs_alloc_wq` above.
+        let gid = unsafe { rdma_rs_alloc_ordered_wq(c"gid-cache-wq".as_char_ptr()) };
+        if gid.is_null() {
+            // `handle` drops: the core queue is destroyed.
+            return Err(ENOMEM);
+        }
+        GID_WQ.store(gid, Ordering::Release);
+        Ok(handle)
     }
 }
 
 impl Drop for CoreWq {
     fn drop(&mut self) {
+        let gid = GID_WQ.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !gid.is_null() {
+            // SAFETY: `gid` is the live queue of `new`, swapped out as `wq` below is.
+            unsafe { rdma_rs_destroy_wq(gid) };
+        }
         let wq = CORE_WQ.swap(core::ptr::null_mut(), Ordering::AcqRel);
         if !wq.is_null() {
             // SAFETY: `wq` is the live queue of `new`; it was swapped out, so no later `queue`
@@ -80,9 +100,26 @@ pub(crate) fn queue() -> &'static Queue {
     unsafe { Queue::from_raw(wq) }
 }
 
-/// Waits until every work item queued so far on the core's queue has finished
-/// (`flush_workqueue()`). Must not be called from one of those work items.
+/// The ordered GID queue (the system queue outside the [`CoreWq`] handle's lifetime, when no
+/// notifier queues anything).
+pub(crate) fn gid_queue() -> &'static Queue {
+    let wq = GID_WQ.load(Ordering::Acquire);
+    if wq.is_null() {
+        return kernel::workqueue::system_long();
+    }
+    // SAFETY: as in `queue`: the ordered queue lives as long as the handle.
+    unsafe { Queue::from_raw(wq) }
+}
+
+/// Waits until every work item queued so far on the core's queues has finished
+/// (`flush_workqueue()`), the GID queue first. Must not be called from one of those work
+/// items.
 pub(crate) fn flush() {
+    let gid = GID_WQ.load(Ordering::Acquire);
+    if !gid.is_null() {
+        // SAFETY: as in `gid_queue`; flushing a live workqueue from process context is allowed.
+        unsafe { rdma_rs_flush_wq(gid) };
+    }
     let wq = CORE_WQ.load(Ordering::Acquire);
     if !wq.is_null() {
         // SAFETY: as in `queue`; flushing a live workqueue from process context is allowed.

@@ -8,6 +8,7 @@
 struct workqueue_struct *rdma_rs_alloc_wq(const char *name);
 void rdma_rs_flush_wq(struct workqueue_struct *wq);
 void rdma_rs_destroy_wq(struct workqueue_struct *wq);
+struct workqueue_struct *rdma_rs_alloc_ordered_wq(const char *name);
 
 struct workqueue_struct *rdma_rs_alloc_wq(const char *name)
 {
@@ -23,4 +24,10 @@ void rdma_rs_flush_wq(struct workqueue_struct *wq)
 void rdma_rs_destroy_wq(struct workqueue_struct *wq)
 {
 	destroy_workqueue(wq);
+}
+
+struct workqueue_struct *rdma_rs_alloc_ordered_wq(const char *name)
+{
+	/* upstream roce_gid_mgmt_init(): gid_cache_wq, ordered (address events in order). */
+	return alloc_ordered_workqueue("%s", 0, name);
 }

@@ -91,13 +91,20 @@ pub(crate) fn query_port_resp(p: &PortAttr, imm: &PortImmutable) -> s::QueryPort
     }
 }
 
-/// `struct ib_uverbs_gid_entry` of a GID (`netdev_ifindex` 0: no netdevs here).
-pub(crate) fn gid_entry(gid: &Gid, index: u32, port: u32, t: GidType) -> s::GidEntry {
+/// `struct ib_uverbs_gid_entry` of a GID (upstream `copy_gid_entries()`/`QUERY_GID_ENTRY`:
+/// `netdev_ifindex` is the GID's netdev, 0 for a GID without one).
+pub(crate) fn gid_entry(
+    gid: &Gid,
+    index: u32,
+    port: u32,
+    t: GidType,
+    netdev_ifindex: u32,
+) -> s::GidEntry {
     s::GidEntry {
         gid: AbiField::read(&gid.0),
         gid_index: index,
         port_num: port,
         gid_type: t as u32, // IB_UVERBS_GID_TYPE_*
-        netdev_ifindex: 0,
+        netdev_ifindex,
     }
 }

@@ -11,7 +11,7 @@
 //! reference and waits on a completion until every taken reference is back.
 
 use super::Device;
-use crate::attr::{DeviceAttr, PortAttr};
+use crate::attr::{DeviceAttr, GidAttr, PortAttr};
 use crate::client;
 use crate::counters::CounterInfo;
 use crate::driver::Driver;
@@ -21,6 +21,7 @@ use crate::ib_device::{
 };
 use crate::nldev::{self, NotifyEvent};
 use crate::registry;
+use crate::roce_gid;
 use crate::sysfs::Sysfs;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Full, Relaxed};
@@ -63,6 +64,19 @@ impl<D: Driver> IbDevice for Device<D> {
 
     fn dispatch(&self, ev: Event) {
         self.dispatch_event(ev)
+    }
+
+    fn has_gid_ops(&self) -> bool {
+        self.ops.add_gid.is_some() && self.ops.del_gid.is_some()
+    }
+
+    fn gid_op(&self, add: bool, attr: &GidAttr) -> Result {
+        let f = if add {
+            self.ops.add_gid
+        } else {
+            self.ops.del_gid
+        };
+        (f.ok_or(EOPNOTSUPP)?)(self, attr)
     }
 
     fn hw_stat_names(&self, port: u32) -> Option<&'static [&'static CStr]> {
@@ -154,6 +168,8 @@ impl<D: Driver> Device<D> {
         };
         if let Err(e) = Self::setup_and_enable(this) {
             ibdev_err!(dev_name, "registration failed: {:?}\n", e);
+            // upstream: ib_cache_cleanup_one() on the error path.
+            roce_gid::disable(&**this, false);
             let sysfs = this.sysfs.lock().take();
             drop(sysfs);
             {
@@ -219,6 +235,8 @@ impl<D: Driver> Device<D> {
         for port in 1..=this.core.phys_port_cnt {
             Self::cache_update(this, port)?;
         }
+        // upstream gid_table_setup_one(): GID updates on, the bound netdevs' GIDs added.
+        roce_gid::enable(&**this);
         // upstream: ib_setup_device_attrs(), device_add() (uevent suppressed),
         // ib_setup_port_attrs().
         let group = *this.driver_group.lock();
@@ -309,10 +327,12 @@ impl<D: Driver> Device<D> {
         drop(self.core.uverbs.lock().take());
         self.core.put_raw();
         self.core.unreg_completion.wait_for_completion();
-        // upstream: ib_free_port_attrs(), device_del(). The class device holds a reference
-        // on the device, dropped here.
+        // upstream: free_netdevs(), ib_free_port_attrs(), device_del(), then
+        // ib_cache_cleanup_one() (the GID tables emptied through the driver's del_gid). The
+        // class device holds a reference on the device, dropped here.
         let sysfs = self.sysfs.lock().take();
         drop(sysfs);
+        roce_gid::disable(self, true);
         self.core.set_phase(Phase::Unregistered);
         drop(unreg);
         self.core.unregistered.complete_all();
@@ -346,6 +366,8 @@ impl<D: Driver> Device<D> {
         if let Some(f) = this.ops.dealloc_driver {
             f(&this);
         }
+        // upstream ib_dealloc_device(): free_netdevs().
+        roce_gid::free_netdevs(&this.core);
         let ident = *this.core.ident.lock();
         if let Some(index) = ident.index {
             registry::erase(index);

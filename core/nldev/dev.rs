@@ -69,7 +69,12 @@ pub(crate) fn fill_port_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice, port: u
     }
     wr.put_u8(RDMA_NLDEV_ATTR_PORT_STATE, a.state as u8)?;
     wr.put_u8(RDMA_NLDEV_ATTR_PORT_PHYS_STATE, a.phys_state)?;
-    // No netdev association yet (NDEV_INDEX/NDEV_NAME): RoCE netdev tracking is TODO.
+    // upstream: the port's netdev (`ib_device_get_netdev()`); devices are shared by every
+    // network namespace here, so no `net_eq()` filter.
+    if let Some(nd) = core.netdev(port) {
+        wr.put_u32(RDMA_NLDEV_ATTR_NDEV_INDEX, nd.ifindex())?;
+        wr.put_str(RDMA_NLDEV_ATTR_NDEV_NAME, nd.name().as_bytes())?;
+    }
     Ok(())
 }
 

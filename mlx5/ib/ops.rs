@@ -20,7 +20,7 @@ use crate::ib::pd::Mlx5Pd;
 use crate::ib::qp::{Mlx5Qp, QpMem};
 use crate::ib::srq::Mlx5Srq;
 use crate::ib::{ah, counters, cq, devx, dm, mr, mw, pd, port, qp, srq, uar, ucontext, xrcd};
-use ib_core_rs::attr::{DeviceAttr, Gid, GidType, LinkLayer, PortAttr, PortImmutable};
+use ib_core_rs::attr::{DeviceAttr, Gid, GidAttr, GidType, LinkLayer, PortAttr, PortImmutable};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::mm::UserVma;
@@ -346,6 +346,28 @@ impl DeviceOps for Mlx5RocePortOps {
         })
     }
 }
+
+/// The GID ops of a RoCE function bound to a netdev (upstream `mlx5_ib_add_gid()`,
+/// `mlx5_ib_del_gid()` in `mlx5_ib_dev_common_roce_ops`): with them the core owns the RoCE
+/// GID table and programs each entry here; a function without a netdev keeps the default
+/// GIDs its probe programs ([`port::program_default_gids`]).
+pub(crate) struct Mlx5RoceGidOps;
+
+#[vtable]
+impl DeviceOps for Mlx5RoceGidOps {
+    type Driver = Mlx5Ib;
+
+    fn add_gid(dev: &Device<Mlx5Ib>, attr: &GidAttr) -> Result {
+        port::set_roce_addr(dev, attr, true)
+    }
+
+    fn del_gid(dev: &Device<Mlx5Ib>, attr: &GidAttr) -> Result {
+        port::set_roce_addr(dev, attr, false)
+    }
+}
+
+/// upstream `mlx5_ib_dev_common_roce_ops`' GID part, set when a RoCE port has a netdev.
+pub(crate) const ROCE_GID_OPS: Ops<Mlx5Ib> = Ops::of::<Mlx5RoceGidOps>();
 
 /// upstream `mlx5_ib_dev_mw_ops`, added when the device has `imaicl` (memory windows).
 pub(crate) struct Mlx5MwOps;

@@ -17,7 +17,7 @@ use crate::cmd::reg::{AccessReg, Paos, Pmtu, PortStatus, Ptys, PtysProto, PtysVa
 use crate::cmd::res::{RoceAddr, RoceL3Type, RoceVersion, SetRoceAddress};
 use crate::hw::{CapType, Mlx5Hw};
 use crate::ib::device::{IbPort, Mlx5Ib, Mlx5IbDev};
-use ib_core_rs::attr::{Gid, LinkLayer, PortAttr, PortImmutable, PortState};
+use ib_core_rs::attr::{Gid, GidAttr, GidType, LinkLayer, PortAttr, PortImmutable, PortState};
 use ib_core_rs::device::Device;
 use kernel::prelude::*;
 
@@ -198,6 +198,10 @@ pub(crate) fn query_port(hw: &dyn Mlx5Hw, num: u8, ll: LinkLayer) -> Result<IbPo
         pkeys,
         mac,
         roce_gids: KVec::new(),
+        netdev: match ll {
+            LinkLayer::Ethernet => hw.netdev(),
+            LinkLayer::Infiniband => None,
+        },
     })
 }
 
@@ -282,6 +286,58 @@ pub(crate) fn clear_gids(hw: &dyn Mlx5Hw, n: usize) {
             },
         );
     }
+}
+
+/// upstream `set_roce_addr()` (`mlx5_ib_add_gid()` with `add`, `mlx5_ib_del_gid()` without):
+/// SET_ROCE_ADDRESS of entry `attr.index` with the GID, the MAC and VLAN of its netdev and the
+/// RoCE version of its type (RoCE v2: the L3 type IPv4 for an IPv4-mapped GID, IPv6
+/// otherwise), or the cleared entry.
+///
+/// # Errors
+///
+/// `EINVAL` for a port that is not Ethernet or an index past the table, SET_ROCE_ADDRESS's
+/// errno.
+pub(crate) fn set_roce_addr(dev: &Device<Mlx5Ib>, attr: &GidAttr, add: bool) -> Result {
+    let d = dev.data();
+    let p = d.port(attr.port)?;
+    // upstream mlx5_core_roce_gid_set(): EINVAL unless the function is Ethernet.
+    if p.link_layer != LinkLayer::Ethernet || attr.index >= p.immutable.gid_tbl_len {
+        return Err(EINVAL);
+    }
+    let index = u16::try_from(attr.index).map_err(|_| EINVAL)?;
+    let (version, l3_type) = match attr.gid_type {
+        GidType::RoceV2 => {
+            let v4 = attr.gid.0[..10] == [0u8; 10] && attr.gid.0[10..12] == [0xff, 0xff];
+            let l3 = if v4 {
+                RoceL3Type::Ipv4
+            } else {
+                RoceL3Type::Ipv6
+            };
+            (RoceVersion::V2, l3)
+        }
+        GidType::RoceV1 => (RoceVersion::V1, RoceL3Type::Ipv4),
+        GidType::Ib => {
+            // upstream: "Unexpected GID type", then version 0.
+            pr_warn!("{}: unexpected GID type {:?}\n", d.hw.name(), attr.gid_type);
+            (RoceVersion::V1, RoceL3Type::Ipv4)
+        }
+    };
+    let entry = add.then_some(RoceAddr {
+        gid: attr.gid.0,
+        mac: attr.mac,
+        vlan: attr.vlan_id,
+        version,
+        l3_type,
+    });
+    exec(
+        &*d.hw,
+        &SetRoceAddress {
+            index,
+            // upstream: vhca_port_num only when `num_vhca_ports` > 0; 0 on these functions.
+            vhca_port: 0,
+            entry,
+        },
+    )
 }
 
 /// How many entries [`program_default_gids`] programmed.

@@ -554,7 +554,8 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
                     .dev
                     .query_gid_type(port, index)
                     .unwrap_or_default();
-                let e = resp::gid_entry(&gid, index, port, t);
+                let ifindex = self.file.dev.gid_ndev_ifindex(port, index).unwrap_or(0);
+                let e = resp::gid_entry(&gid, index, port, t, ifindex);
                 self.put(attr::QUERY_GID_ENTRY_RESP_ENTRY, &e.to_bytes())
             }
             CoreHandler::AsyncEventAlloc => {

@@ -138,7 +138,8 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
                     .dev
                     .query_gid_type(port, index)
                     .unwrap_or_default();
-                let e = resp::gid_entry(&gid, index, port, t).to_bytes();
+                let ifindex = self.file.dev.gid_ndev_ifindex(port, index).unwrap_or(0);
+                let e = resp::gid_entry(&gid, index, port, t, ifindex).to_bytes();
                 buf.extend_from_slice(e.get(..esize.min(ENTRY)).unwrap_or(&[]), GFP_KERNEL)?;
                 for _ in ENTRY..esize {
                     buf.push(0u8, GFP_KERNEL)?;
