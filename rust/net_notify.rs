@@ -37,6 +37,7 @@ type AddrFn = unsafe extern "C" fn(
 extern "C" {
     fn rdma_rs_net_notifier_register(ctx: *mut c_void, n: NetdevFn, a: AddrFn) -> *mut RawNb;
     fn rdma_rs_net_notifier_unregister(nb: *mut RawNb);
+    fn rdma_rs_netdev_get_by_name(name: *const c_char) -> *mut bindings::net_device;
     fn rdma_rs_dev_hold(dev: *mut bindings::net_device);
     fn rdma_rs_dev_put(dev: *mut bindings::net_device);
     fn rdma_rs_netdev_ifindex(dev: *const bindings::net_device) -> c_int;
@@ -120,6 +121,13 @@ impl NetDevRef {
         unsafe { rdma_rs_dev_hold(p.as_ptr()) };
         // INVARIANT: the reference just taken.
         Some(NetDevRef(p))
+    }
+
+    /// The device of the initial network namespace named `name`, held (`dev_get_by_name()`);
+    /// `None` when there is none.
+    pub fn by_name(name: &CStr) -> Option<Self> {
+        // SAFETY: `name` is NUL-terminated; the shim returns the device held, or null.
+        unsafe { Self::from_held(rdma_rs_netdev_get_by_name(name.as_char_ptr())) }
     }
 
     /// Wraps a pointer the shim returned held; `None` for null.

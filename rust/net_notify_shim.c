@@ -45,6 +45,7 @@ struct rdma_rs_net_nb {
 struct rdma_rs_net_nb *rdma_rs_net_notifier_register(void *ctx, rdma_rs_netdev_fn netdev_fn,
 						     rdma_rs_addr_fn addr_fn);
 void rdma_rs_net_notifier_unregister(struct rdma_rs_net_nb *nb);
+struct net_device *rdma_rs_netdev_get_by_name(const char *name);
 void rdma_rs_dev_hold(struct net_device *dev);
 void rdma_rs_dev_put(struct net_device *dev);
 int rdma_rs_netdev_ifindex(const struct net_device *dev);
@@ -189,6 +190,12 @@ void rdma_rs_net_notifier_unregister(struct rdma_rs_net_nb *n)
 	unregister_inetaddr_notifier(&n->inet);
 	unregister_netdevice_notifier(&n->netdev);
 	kfree(n);
+}
+
+/* dev_get_by_name() in the initial namespace: the device held, or NULL. */
+struct net_device *rdma_rs_netdev_get_by_name(const char *name)
+{
+	return dev_get_by_name(&init_net, name);
 }
 
 void rdma_rs_dev_hold(struct net_device *dev)

@@ -476,6 +476,8 @@ mod clients;
 mod device;
 #[path = "ib_core_rs_test/ops.rs"]
 mod ops;
+#[path = "ib_core_rs_test/roce_gid.rs"]
+mod roce_gid;
 #[path = "ib_core_rs_test/uobj_bench.rs"]
 mod uobj_bench;
 #[path = "ib_core_rs_test/verbs.rs"]
