@@ -22,7 +22,8 @@
 //! | `rust/{aux_parent,eventfd,fwsim_param,kthread,mlx5_bound,mlx5_core,netdev}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
 //!
 //! Imports run one way: `prm`, `uabi`, `fwsim` <- `hw` and its backends <- `cmd` <- `ib`
-//! (device types <- objects <- `ib::ops`) <- `dev`, `stages`, `probe` (`ib.rs` and
+//! (device types <- objects <- `ib::ops`) <- `eth` (a RoCE port's interface) <- `dev`,
+//! `stages`, `probe` (`ib.rs` and
 //! `Documentation/architecture.md` give the rule; `tools/modgraph.py` checks it).
 
 // The unsafe boundary: `unsafe` is allowed only in the `rust/` mounts below
@@ -54,7 +55,6 @@ mod mlx5_bound;
 #[path = "../rust/mlx5_core.rs"]
 mod mlx5_core;
 #[allow(unsafe_code)]
-#[allow(dead_code)]
 #[path = "../rust/netdev.rs"]
 pub(crate) mod netdev;
 
@@ -62,6 +62,7 @@ mod attrs;
 mod cmd;
 mod corehw;
 mod dev;
+mod eth;
 mod hw;
 mod ib;
 mod probe;

@@ -49,6 +49,7 @@ extern "C" {
     fn rdma_rs_netdev_set_mtu(dev: *mut c_void, mtu: c_uint, min: c_uint, max: c_uint);
     fn rdma_rs_netdev_register(dev: *mut c_void) -> c_int;
     fn rdma_rs_netdev_unregister(dev: *mut c_void);
+    fn rdma_rs_netdev_open(dev: *mut c_void) -> c_int;
     fn rdma_rs_netdev_carrier(dev: *mut c_void, on: bool);
     fn rdma_rs_netdev_carrier_ok(dev: *mut c_void) -> bool;
     fn rdma_rs_netdev_running(dev: *mut c_void) -> bool;
@@ -105,12 +106,9 @@ impl IfName {
     }
 }
 
-impl core::fmt::Display for IfName {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        for &b in self.as_bytes() {
-            write!(f, "{}", char::from(b))?;
-        }
-        Ok(())
+impl kernel::fmt::Display for IfName {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        kernel::fmt::Display::fmt(kernel::str::BStr::from_bytes(self.as_bytes()), f)
     }
 }
 
@@ -162,6 +160,10 @@ impl NetDevice {
 
     /// The C `struct net_device` (for C APIs of other abstractions: the RDMA core's GID code
     /// binds a port to it). Valid for as long as `self` is.
+    #[allow(
+        dead_code,
+        reason = "for the C APIs that take the interface (the core's ports)"
+    )]
     pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
         self.0.get()
     }
@@ -352,6 +354,18 @@ impl<T: NetDevOps> NetDev<T> {
         Ok(Self { dev, data: raw })
     }
 
+    /// Brings the interface up, as `ip link set dev X up` does (`dev_open()` under the RTNL
+    /// lock: [`NetDevOps::open`] runs, `NETDEV_UP` is announced). Takes the RTNL lock: the
+    /// caller must not hold it.
+    ///
+    /// # Errors
+    ///
+    /// [`NetDevOps::open`]'s error.
+    pub(crate) fn open(&self) -> Result {
+        // SAFETY: `dev` is registered (type invariant); the shim takes the RTNL lock.
+        to_result(unsafe { rdma_rs_netdev_open(self.dev.as_ptr()) })
+    }
+
     /// The device.
     pub(crate) fn device(&self) -> &NetDevice {
         // SAFETY: `dev` stays allocated until `self` drops (type invariant).
@@ -371,6 +385,10 @@ impl<T: NetDevOps> NetDev<T> {
     }
 
     /// The C `struct net_device`, as [`NetDevice::as_raw`].
+    #[allow(
+        dead_code,
+        reason = "for the C APIs that take the interface (the core's ports)"
+    )]
     pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
         self.device().as_raw()
     }

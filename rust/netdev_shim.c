@@ -15,6 +15,7 @@
 
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
 #include <linux/string.h>
 
@@ -40,6 +41,7 @@ void rdma_rs_netdev_set_mtu(struct net_device *dev, unsigned int mtu,
 			    unsigned int min, unsigned int max);
 int rdma_rs_netdev_register(struct net_device *dev);
 void rdma_rs_netdev_unregister(struct net_device *dev);
+int rdma_rs_netdev_open(struct net_device *dev);
 void rdma_rs_netdev_carrier(struct net_device *dev, bool on);
 bool rdma_rs_netdev_carrier_ok(struct net_device *dev);
 bool rdma_rs_netdev_running(struct net_device *dev);
@@ -144,6 +146,17 @@ int rdma_rs_netdev_register(struct net_device *dev)
 void rdma_rs_netdev_unregister(struct net_device *dev)
 {
 	unregister_netdev(dev);
+}
+
+/* Brings the interface up as `ip link set dev X up` does. */
+int rdma_rs_netdev_open(struct net_device *dev)
+{
+	int err;
+
+	rtnl_lock();
+	err = dev_open(dev, NULL);
+	rtnl_unlock();
+	return err;
 }
 
 void rdma_rs_netdev_carrier(struct net_device *dev, bool on)
