@@ -533,8 +533,10 @@ fn eth_ext_speed(oper: u32) -> Option<(u8, u16)> {
 }
 
 /// The link state of an Ethernet port. Upstream takes it from the netdev (`netif_running() &&
-/// netif_carrier_ok()`, `iboe_get_mtu(ndev->mtu)`); this driver has no netdev binding yet and
-/// uses the port's PAOS operational status and the NIC vport MTU instead.
+/// netif_carrier_ok()`, `iboe_get_mtu(ndev->mtu)`); so does this driver on a simulated
+/// function, whose interface it registers (`crate::eth`). On an mlx5_core function (whose
+/// netdev is mlx5e's, not bound here yet) it uses the port's PAOS operational status and the
+/// NIC vport MTU instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct EthLink {
     /// The port is up.
@@ -543,6 +545,10 @@ pub(crate) struct EthLink {
     /// FCS, `MLX5E_SW2HW_MTU`).
     pub(crate) hw_mtu: u32,
 }
+
+/// The hardware MTU less the netdev MTU: Ethernet header, VLAN tag and FCS (mlx5e's
+/// `MLX5E_SW2HW_MTU()`, `ETH_HLEN + VLAN_HLEN + ETH_FCS_LEN`).
+pub(crate) const ETH_HW_MTU_OVERHEAD: u32 = 22;
 
 /// `iboe_get_mtu()` (ib_addr.h) of a netdev MTU.
 pub(crate) fn iboe_get_mtu(mtu: u32) -> u8 {
@@ -605,7 +611,9 @@ pub(crate) fn roce_port_attrs(
         a.state = 4;
         a.phys_state = 5;
     }
-    a.active_mtu = a.max_mtu.min(iboe_get_mtu(link.hw_mtu.saturating_sub(22)));
+    a.active_mtu = a.max_mtu.min(iboe_get_mtu(
+        link.hw_mtu.saturating_sub(ETH_HW_MTU_OVERHEAD),
+    ));
     Ok(a)
 }
 

@@ -19,10 +19,12 @@ use crate::cmd::query::{
 };
 use crate::cmd::reg::{AccessReg, NodeDesc};
 use crate::cmd::res::{AllocPd, AllocQCounter, AllocUar, DeallocPd, DeallocQCounter, DeallocUar};
+use crate::eth::{EthNetdev, PortNetdev};
 use crate::hw::{CapType, Mlx5Hw};
 use crate::ib::device::{IbPort, Mlx5Ib, Mlx5IbDev, OpGroups};
 use crate::ib::ops::{assemble_ops, DM_OPS, MW_OPS, ROCE_GID_OPS, XRC_OPS};
 use crate::ib::port::{clear_gids, program_default_gids, programmed_gids, query_port};
+use crate::netdev::NetDev;
 use crate::prm::ctx::cmd_hca_cap;
 use crate::stages::{self, Stage};
 use core::pin::Pin;
@@ -49,6 +51,9 @@ pub(crate) struct Mlx5Dev {
     /// The RDMA device's parent (upstream `ib_dev.dev.parent = mdev->device`): the sysfs
     /// `device` link of `mlx5_N` and of its `uverbsN`. None in KUnit probes.
     parent: Option<ARef<device::Device>>,
+    /// The Ethernet interfaces of the RoCE ports (`NETDEV`): a simulated function's, which
+    /// this driver registers (an mlx5_core function's is mlx5e's).
+    netdevs: KVec<PortNetdev>,
 }
 
 impl Mlx5Dev {
@@ -83,6 +88,7 @@ impl Mlx5Dev {
             dev: Some(Slot::Unique(dev)),
             parent: parent.map(ARef::from),
             stages_done: 0,
+            netdevs: KVec::new(),
         };
         let table = profile();
         stages::init_all(&name, &table, &mut d)?;
@@ -138,6 +144,15 @@ impl Mlx5Dev {
         }
     }
 
+    /// The interface of RoCE port `port` (1-based), if the driver registered one (`NETDEV`):
+    /// what the port's state follows and the core binds the port to.
+    pub(crate) fn netdev(&self, port: u8) -> Option<&NetDev<EthNetdev>> {
+        self.netdevs
+            .iter()
+            .find(|n| n.netdev().data().port() == port)
+            .map(PortNetdev::netdev)
+    }
+
     /// The RDMA device once `IB_REG` shared it (upstream `dev->ib_dev`): registered, outside a
     /// probe whose registration failed.
     pub(crate) fn ib(&self) -> Option<&Arc<Device<Mlx5Ib>>> {
@@ -172,7 +187,7 @@ impl Drop for Mlx5Dev {
 /// upstream's). `PORTS` is not an upstream stage: upstream computes port attributes inside
 /// `IB_REG` (`ib_register_device()` calls `get_port_immutable` and the cache queries ports);
 /// here they are computed before it so that registration only publishes them.
-pub(crate) fn profile() -> [Stage<Mlx5Dev>; 9] {
+pub(crate) fn profile() -> [Stage<Mlx5Dev>; 10] {
     [
         Stage {
             name: "INIT",
@@ -193,6 +208,11 @@ pub(crate) fn profile() -> [Stage<Mlx5Dev>; 9] {
             name: "ROCE",
             init: stage_roce,
             cleanup: None,
+        },
+        Stage {
+            name: "NETDEV",
+            init: stage_netdev,
+            cleanup: Some(stage_netdev_cleanup),
         },
         Stage {
             name: "PORTS",
@@ -308,6 +328,47 @@ fn stage_roce(d: &mut Mlx5Dev) -> Result {
     Ok(())
 }
 
+/// The RoCE ports' Ethernet interfaces ([`PortNetdev`]), registered and brought up; not an
+/// upstream stage: upstream mlx5_core registers mlx5e's netdev and mlx5_ib's `ROCE` stage
+/// finds it. Before `PORTS`, so that the port attributes probe computes see the port up.
+fn stage_netdev(d: &mut Mlx5Dev) -> Result {
+    let (hw, events) = {
+        let x = d.data()?;
+        (x.hw.clone(), x.events.clone())
+    };
+    if hw.identity().link_layer != LinkLayer::Ethernet {
+        return Ok(());
+    }
+    let parent = d.parent.clone();
+    let mut netdevs = KVec::new();
+    for num in 1..=hw.identity().num_ports {
+        // On failure the interfaces made so far are dropped (unregistered) with `netdevs`.
+        if let Some(n) = PortNetdev::new(&hw, num, &events, parent.as_deref())? {
+            netdevs.push(n, GFP_KERNEL)?;
+        }
+    }
+    d.netdevs = netdevs;
+    for num in 1..=hw.identity().num_ports {
+        if let Some(n) = d.netdev(num) {
+            pr_info!(
+                "{}: port {} interface {} (ifindex {})\n",
+                hw.name(),
+                num,
+                n.name(),
+                n.ifindex()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Unregisters the interfaces, last first.
+fn stage_netdev_cleanup(d: &mut Mlx5Dev) {
+    while let Some(n) = d.netdevs.pop() {
+        drop(n);
+    }
+}
+
 /// What `get_port_immutable` and `query_port` will return, per port, with the GID/P_Key tables.
 /// The ports are memory of the device: they go with it (no cleanup).
 fn stage_ports(d: &mut Mlx5Dev) -> Result {
@@ -317,6 +378,11 @@ fn stage_ports(d: &mut Mlx5Dev) -> Result {
     for num in 1..=id.num_ports {
         ports.push(query_port(&*x.hw, num, id.link_layer)?, GFP_KERNEL)?;
     }
+    // The RoCE ports' interfaces (`NETDEV`), which `IB_REG` binds the ports to.
+    for p in ports.iter_mut() {
+        p.netdev = d.netdev(p.num).and_then(crate::net_notify_mlx5::core_ref);
+    }
+    let x = d.filling()?;
     x.ports = ports;
     Ok(())
 }

@@ -14,6 +14,7 @@
 //! device are bus addresses from here), doorbells of kernel queues, and the event hook
 //! ([`Mlx5Events`]: completions and asynchronous CQ/QP events, upstream's EQ handlers).
 
+use crate::netdev::NetDevice;
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::event::QueueEvent;
 use crate::prm::opcode;
@@ -24,6 +25,7 @@ use ib_core_rs::page_ref::PageRef;
 use ib_core_rs::verbs::UmemPages;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
+use kernel::sync::aref::ARef;
 use kernel::sync::Arc;
 
 /// Capability types the backend caches at function init (`enum mlx5_cap_type`, device.h).
@@ -325,6 +327,23 @@ impl Doorbell {
     }
 }
 
+/// The Ethernet side of a function's port, for the interface the driver registers on it
+/// (upstream: mlx5e's send and receive queues on the uplink).
+pub(crate) trait EthPort: Send + Sync {
+    /// Connects the port's interface (received frames are handed to it) or, with `None`,
+    /// disconnects it; after a disconnect returns no frame is handed to the old interface and
+    /// its reference is put.
+    fn connect(&self, dev: Option<ARef<NetDevice>>);
+
+    /// Whether the interface is up: a port whose interface is down neither sends nor
+    /// receives.
+    fn set_open(&self, open: bool);
+
+    /// Sends one Ethernet frame out of the port (from the transmit path: never sleeps).
+    /// `false`: dropped (the port is down, or the frame is not Ethernet).
+    fn transmit(&self, frame: &[u8]) -> bool;
+}
+
 /// A device that executes mlx5 firmware commands.
 pub(crate) trait Mlx5Hw: Send + Sync {
     /// Executes one command: `inbox` is the `*_in` layout, `outbox` receives the `*_out`
@@ -419,13 +438,6 @@ pub(crate) trait Mlx5Hw: Send + Sync {
         Ok(DmaBuf { map, pages })
     }
 
-    /// The function's Ethernet interface, held (upstream mlx5_ib learns the uplink netdev
-    /// from `MLX5_DRIVER_EVENT_UPLINK_NETDEV`); `None` for an InfiniBand function or one
-    /// without a netdev, whose RoCE GIDs the driver programs itself.
-    fn netdev(&self) -> Option<ib_core_rs::net_notify::NetDevRef> {
-        None
-    }
-
     /// The function's completion vectors (upstream `mlx5_comp_vectors_max()`, the device's
     /// `num_comp_vectors`): CQs name one of `0..n`. The simulator has one.
     fn num_comp_vectors(&self) -> u32 {
@@ -483,6 +495,14 @@ pub(crate) trait Mlx5Hw: Send + Sync {
     /// Installs (or with `None` removes) the driver's event handler. After a removal returns,
     /// the old handler is not called any more.
     fn set_events(&self, handler: Option<Arc<dyn Mlx5Events>>);
+
+    /// The Ethernet side of port `port` (1-based) that the driver's own interface sends and
+    /// receives through: a simulated Ethernet function's port on its fabric's segment. `None`
+    /// for an mlx5_core function (its interface is mlx5e's, not this driver's) and for an
+    /// InfiniBand port.
+    fn eth_port(&self, _port: u8) -> Option<Arc<dyn EthPort>> {
+        None
+    }
 
     /// Executes a command and turns a firmware failure into an errno, logging it once
     /// (upstream `mlx5_cmd_exec()` = `mlx5_cmd_do()` + `mlx5_cmd_check()`).

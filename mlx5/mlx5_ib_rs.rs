@@ -19,10 +19,11 @@
 //! | `mlx5/prm/`, `mlx5/fwsim/`, `mlx5/uabi.rs` | pure; also compiled by the host crate `host/prm` |
 //! | `mlx5/simdev.rs`, `mlx5/simdev/` | the simulated functions (the simulator's kernel backend) |
 //! | `uverbs/abi/layout.rs` | the typed user-ABI struct macro, shared with the core's uverbs (`uapi_layout`) |
-//! | `rust/{aux_parent,eventfd,fwsim_param,kthread,mlx5_bound,mlx5_core}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
+//! | `rust/{aux_parent,eventfd,fwsim_param,kthread,mlx5_bound,mlx5_core,net_notify_mlx5,netdev}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
 //!
 //! Imports run one way: `prm`, `uabi`, `fwsim` <- `hw` and its backends <- `cmd` <- `ib`
-//! (device types <- objects <- `ib::ops`) <- `dev`, `stages`, `probe` (`ib.rs` and
+//! (device types <- objects <- `ib::ops`) <- `eth` (a RoCE port's interface) <- `dev`,
+//! `stages`, `probe` (`ib.rs` and
 //! `Documentation/architecture.md` give the rule; `tools/modgraph.py` checks it).
 
 // The unsafe boundary: `unsafe` is allowed only in the `rust/` mounts below
@@ -53,11 +54,18 @@ mod mlx5_bound;
 #[allow(unsafe_code)]
 #[path = "../rust/mlx5_core.rs"]
 mod mlx5_core;
+#[allow(unsafe_code)]
+#[path = "../rust/net_notify_mlx5.rs"]
+mod net_notify_mlx5;
+#[allow(unsafe_code)]
+#[path = "../rust/netdev.rs"]
+pub(crate) mod netdev;
 
 mod attrs;
 mod cmd;
 mod corehw;
 mod dev;
+mod eth;
 mod hw;
 mod ib;
 mod probe;

@@ -3,7 +3,8 @@
 //! The firmware simulator as a device: the kernel backend of [`Mlx5Hw`].
 //!
 //! Each simulated function is a [`SimFunction`] (its [`Fw`] on a fabric shared with the other
-//! functions of its link layer ([`fabric`]), its simulated IOMMU ([`iommu`]), the identity,
+//! functions of its link layer ([`fabric`]; an Ethernet fabric is an Ethernet segment,
+//! [`ether`], that the functions' interfaces send frames through), its simulated IOMMU ([`iommu`]), the identity,
 //! and the capability pages cached at creation the way mlx5_core caches them) exposed
 //! as the auxiliary device `mlx5_ib_rs.rdma.<N>` under the faux device `mlx5_fwsim`, the same
 //! shape as mlx5_core's `mlx5_core.rdma.<N>` devices, so the driver binds both through one
@@ -15,6 +16,8 @@
 mod debugfs;
 #[path = "simdev/engine_glue.rs"]
 mod engine_glue;
+#[path = "simdev/ether.rs"]
+pub(crate) mod ether;
 #[path = "simdev/fabric.rs"]
 pub(crate) mod fabric;
 #[path = "simdev/iommu.rs"]
@@ -28,7 +31,8 @@ use crate::fwsim::fault::FaultPlan;
 use crate::fwsim::profile::LinkLayer as SimLinkLayer;
 use crate::fwsim::{spec, Config, Counts, ExecError, Fw, Stats};
 use crate::hw::{
-    CapType, DmaMap, Doorbell, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES, PCI_VENDOR_MELLANOX,
+    CapType, DmaMap, Doorbell, EthPort, Identity, Mlx5Events, Mlx5Hw, UarMem, CAP_BYTES,
+    PCI_VENDOR_MELLANOX,
 };
 use crate::prm::cmd::{dealloc_uar_in, mbox_in, query_hca_cap_in, query_hca_cap_out};
 use crate::prm::opcode;
@@ -368,7 +372,7 @@ fn wakes_worker(op: u16) -> bool {
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
         let asked = Instant::<Monotonic>::now();
-        let (r, delay_us, left_work) = self.with_fw_cmd(|fw| {
+        let (r, delay_us, left_work, admin) = self.with_fw_cmd(|fw| {
             let t0 = Instant::<Monotonic>::now();
             let waited = u64::try_from((t0 - asked).as_nanos()).unwrap_or(0);
             self.cmd_wait_ns.add(waited, Relaxed);
@@ -390,10 +394,17 @@ impl Mlx5Hw for SimFunction {
                     self.uar_pages.lock().retain(|(i, _)| *i != index);
                 }
             }
+            // A register write may have changed the port's PAOS admin status, which the
+            // segment follows (a port that is down neither sends nor receives).
+            let admin = (mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::ACCESS_REG)))
+                .then(|| fw.port_admin_up(1));
             let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(0);
             self.exec_ns.add(ns, Relaxed);
-            (r, delay_us, left_work)
+            (r, delay_us, left_work, admin)
         });
+        if let (Some(up), Some(seg)) = (admin, self.fabric.fabric().ether()) {
+            seg.set_admin(self.index, up);
+        }
         if delay_us != 0 {
             // The delay knob: the command has executed, its completion arrives late (as a
             // slow firmware would deliver it). Sleeping outside the lock lets other callers
@@ -505,6 +516,13 @@ impl Mlx5Hw for SimFunction {
 
     fn set_events(&self, handler: Option<Arc<dyn Mlx5Events>>) {
         self.fabric.fabric().set_events(self.index, handler);
+    }
+
+    fn eth_port(&self, port: u8) -> Option<Arc<dyn EthPort>> {
+        if port != 1 || self.identity.link_layer != LinkLayer::Ethernet {
+            return None;
+        }
+        self.fabric.fabric().ether()?.port(self.index)
     }
 
     // The UAR page trap: a store at a doorbell ([`Doorbell::at`]) rings it; a store elsewhere

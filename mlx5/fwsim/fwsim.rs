@@ -729,6 +729,16 @@ impl Fw {
         true
     }
 
+    /// Whether port `port` (1-based) is administratively up (PAOS `admin_status` 1); `false`
+    /// for a port the function does not have.
+    pub(crate) fn port_admin_up(&self, port: u8) -> bool {
+        u32::from(port) <= u32::from(self.cfg.num_ports)
+            && usize::from(port)
+                .checked_sub(1)
+                .and_then(|i| self.ports.get(i))
+                .is_some_and(|p| p.admin_status == 1)
+    }
+
     /// Command statistics.
     pub(crate) fn stats(&self) -> Stats {
         self.stats

@@ -535,7 +535,10 @@ fn port_registers() {
     let mut w = reg_in(REG_PAOS, ACCESS_REG_WRITE, 16);
     reg(paos_reg::ase).set(&mut w, 1).unwrap();
     reg(paos_reg::admin_status).set(&mut w, 2).unwrap();
+    assert!(f.port_admin_up(1));
     ok(&mut f, &w, 32);
+    assert!(!f.port_admin_up(1));
+    assert!(!f.port_admin_up(2));
     let out = ok(&mut f, &reg_in(REG_PAOS, ACCESS_REG_READ, 16), 32);
     assert_eq!(get(&out, reg(paos_reg::oper_status)), 2);
     let out = ok(&mut f, &b, 16 + ptys_reg::SIZE_BYTES);

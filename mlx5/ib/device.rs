@@ -79,9 +79,9 @@ pub(crate) struct IbPort {
     /// Ethernet: the GID table as programmed with SET_ROCE_ADDRESS at `IB_REG` (upstream keeps
     /// it in the core's software GID table; `query_gid` reads it here).
     pub(crate) roce_gids: KVec<[u8; 16]>,
-    /// Ethernet: the function's netdev ([`Mlx5Hw::netdev`](crate::hw::Mlx5Hw::netdev)),
-    /// bound to the port with the core's `set_netdev` at `IB_REG`; the core then owns the GID
-    /// table and programs it through `add_gid`/`del_gid`, and `roce_gids` stays empty.
+    /// Ethernet: the port's interface (the `NETDEV` stage's), bound to the port with the core's
+    /// `set_netdev` at `IB_REG`; the core then owns the GID table and programs it through
+    /// `add_gid`/`del_gid`, and `roce_gids` stays empty.
     pub(crate) netdev: Option<NetDevRef>,
 }
 

@@ -20,11 +20,14 @@
 
 use crate::hw::{HwEvent, Mlx5Events};
 use crate::ib::devx_events::DevxSubs;
+use crate::netdev::NetDevice;
 use crate::prm::event::{QpEvent as EqeQp, QueueEvent as Eqe, SrqEvent as EqeSrq};
+use ib_core_rs::attr::PortState;
 use ib_core_rs::device::IbDevice;
 use ib_core_rs::event::{Event, EventKind};
 use ib_core_rs::verbs::{CqHandler, QpEvent, QpHandler, SrqEvent, SrqHandler};
 use kernel::prelude::*;
+use kernel::sync::aref::ARef;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::{new_mutex, new_spinlock_irq, sync::Arc, sync::Mutex, sync::SpinLockIrq};
 
@@ -287,6 +290,28 @@ pub(crate) struct EventTable {
     /// The device's ports are Ethernet (RoCE): upstream takes port up/down from the netdev,
     /// not from PORT_CHANGE.
     ethernet: Atomic<bool>,
+    /// The RoCE ports' interfaces (upstream `dev->port[i].roce`: `netdev` and
+    /// `last_port_state`).
+    #[pin]
+    roce: SpinLockIrq<KVec<RoceNetdev>>,
+}
+
+/// A RoCE port's interface and the port state last reported from it (upstream
+/// `struct mlx5_roce`).
+struct RoceNetdev {
+    port: u8,
+    dev: ARef<NetDevice>,
+    last: PortState,
+}
+
+/// upstream `mlx5_query_port_roce()`: a RoCE port is ACTIVE while its interface is up and has
+/// a carrier (`netif_running() && netif_carrier_ok()`), DOWN otherwise.
+fn netdev_port_state(dev: &NetDevice) -> PortState {
+    if dev.running() && dev.carrier_ok() {
+        PortState::Active
+    } else {
+        PortState::Down
+    }
 }
 
 /// Room for one entry in a table, taken before a create command.
@@ -351,6 +376,7 @@ impl EventTable {
                 ib <- new_spinlock_irq!(None),
                 fatal: Atomic::new(false),
                 ethernet: Atomic::new(false),
+                roce <- new_spinlock_irq!(KVec::new()),
             }),
             GFP_KERNEL,
         )
@@ -435,6 +461,78 @@ impl EventTable {
                 );
             }
         }
+    }
+
+    /// Binds RoCE port `port` to its interface; the port's last reported state starts as the
+    /// interface's.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn bind_netdev(&self, port: u8, dev: ARef<NetDevice>) -> Result {
+        let last = netdev_port_state(&dev);
+        let old = {
+            let mut v = self.roce.lock();
+            let old = match v.iter().position(|r| r.port == port) {
+                Some(i) => v.remove(i).ok(),
+                None => None,
+            };
+            v.push(RoceNetdev { port, dev, last }, GFP_ATOMIC)?;
+            old
+        };
+        drop(old);
+        Ok(())
+    }
+
+    /// Unbinds RoCE port `port` from its interface (before the interface is unregistered,
+    /// which waits for the reference this puts).
+    pub(crate) fn unbind_netdev(&self, port: u8) {
+        let old = {
+            let mut v = self.roce.lock();
+            match v.iter().position(|r| r.port == port) {
+                Some(i) => v.remove(i).ok(),
+                None => None,
+            }
+        };
+        // The reference goes outside the lock.
+        drop(old);
+    }
+
+    /// RoCE port `port`'s interface.
+    pub(crate) fn netdev(&self, port: u8) -> Option<ARef<NetDevice>> {
+        self.roce
+            .lock()
+            .iter()
+            .find(|r| r.port == port)
+            .map(|r| r.dev.clone())
+    }
+
+    /// upstream `mlx5_netdev_event()` on `NETDEV_UP`/`NETDEV_DOWN`/`NETDEV_CHANGE` of a RoCE
+    /// port's interface: when the port state it gives differs from the one last reported,
+    /// `IB_EVENT_PORT_ACTIVE` or `IB_EVENT_PORT_ERR`.
+    pub(crate) fn netdev_changed(&self, port: u8) {
+        let kind = {
+            let mut v = self.roce.lock();
+            let Some(r) = v.iter_mut().find(|r| r.port == port) else {
+                return;
+            };
+            let state = netdev_port_state(&r.dev);
+            if state == r.last {
+                return;
+            }
+            r.last = state;
+            match state {
+                PortState::Active => EventKind::PortActive,
+                _ => EventKind::PortErr,
+            }
+        };
+        if self.fatal.load(Relaxed) {
+            return;
+        }
+        self.report(Event {
+            kind,
+            port: u32::from(port),
+        });
     }
 
     /// A QP's target by number (upstream `__mlx5_qp_lookup()`; the counter ops).

@@ -7,7 +7,7 @@
 
 use crate::attrs::{
     ib_port_attrs, port_immutable, roce_port_attrs, Caps, EthLink, PortAttrs,
-    PortImmutable as Mlx5PortImmutable,
+    PortImmutable as Mlx5PortImmutable, ETH_HW_MTU_OVERHEAD,
 };
 use crate::cmd::exec;
 use crate::cmd::query::{
@@ -62,8 +62,19 @@ pub(crate) fn immutable(p: &IbPort) -> PortImmutable {
 pub(crate) fn query_port_common(dev: &Device<Mlx5Ib>, port: u32) -> Result<(PortAttrs, &IbPort)> {
     let d = dev.data();
     let p = d.port(port)?;
-    let (attrs, _, _) = port_attrs(&*d.hw, p.num, p.link_layer)?;
+    let link = netdev_link(d, p.num);
+    let (attrs, _, _) = port_attrs(&*d.hw, p.num, p.link_layer, link)?;
     Ok((attrs, p))
+}
+
+/// The link of RoCE port `num` as its interface shows it (upstream `mlx5_query_port_roce()`:
+/// `netif_running() && netif_carrier_ok()`, and `ndev->mtu`), if the driver registered one.
+fn netdev_link(d: &Mlx5IbDev, num: u8) -> Option<EthLink> {
+    let n = d.events.netdev(num)?;
+    Some(EthLink {
+        up: n.running() && n.carrier_ok(),
+        hw_mtu: n.mtu().saturating_add(ETH_HW_MTU_OVERHEAD),
+    })
 }
 
 /// upstream `mlx5_query_hca_vport_gid()` of one index.
@@ -110,7 +121,8 @@ fn vport_entry<T: Copy>(
 }
 
 /// What `query_port` and `get_port_immutable` report for one port, and the port MAC
-/// (Ethernet). upstream `mlx5_ib_query_port()` (`mlx5_query_hca_port()` /
+/// (Ethernet); a RoCE port's state and active MTU come from `netdev`, its interface's link,
+/// when it has one. upstream `mlx5_ib_query_port()` (`mlx5_query_hca_port()` /
 /// `mlx5_query_port_roce()`) + `mlx5_port_immutable()`: the commands run on every call, as
 /// upstream's do, so the IB device's `query_port` op uses this too.
 ///
@@ -122,6 +134,7 @@ pub(crate) fn port_attrs(
     hw: &dyn Mlx5Hw,
     num: u8,
     ll: LinkLayer,
+    netdev: Option<EthLink>,
 ) -> Result<(PortAttrs, Mlx5PortImmutable, Option<[u8; 6]>)> {
     let gen = hw.caps(CapType::General).and_then(Caps::new).ok_or(EIO)?;
     match ll {
@@ -144,10 +157,11 @@ pub(crate) fn port_attrs(
                     admin_status: None,
                 }),
             )?;
-            let link = EthLink {
+            // The interface's state where the port has one; PAOS and the vport MTU otherwise.
+            let link = netdev.unwrap_or(EthLink {
                 up: paos.admin == PortStatus::Up && paos.oper == 1,
                 hw_mtu: nic.mtu,
-            };
+            });
             let roce = hw.caps(CapType::Roce).and_then(Caps::new);
             let attrs = roce_port_attrs(gen, roce, &nic, &ptys, link)?;
             let immutable = port_immutable(&attrs, None, roce)?;
@@ -163,7 +177,7 @@ fn read_ptys(hw: &dyn Mlx5Hw, num: u8, proto: PtysProto) -> Result<PtysValue> {
 
 /// upstream `mlx5_ib_query_port()` + `mlx5_port_immutable()` + the cache's table reads.
 pub(crate) fn query_port(hw: &dyn Mlx5Hw, num: u8, ll: LinkLayer) -> Result<IbPort> {
-    let (attrs, immutable, mac) = port_attrs(hw, num, ll)?;
+    let (attrs, immutable, mac) = port_attrs(hw, num, ll, None)?;
     let (gids, pkeys) = match ll {
         LinkLayer::Infiniband => {
             let n_gids = u16::try_from(attrs.gid_tbl_len).map_err(|_| EIO)?;
@@ -198,10 +212,7 @@ pub(crate) fn query_port(hw: &dyn Mlx5Hw, num: u8, ll: LinkLayer) -> Result<IbPo
         pkeys,
         mac,
         roce_gids: KVec::new(),
-        netdev: match ll {
-            LinkLayer::Ethernet => hw.netdev(),
-            LinkLayer::Infiniband => None,
-        },
+        netdev: None,
     })
 }
 

@@ -30,10 +30,15 @@
 //! pass it delivers the events the engine queued, without the fabric lock, to each
 //! function's handler ([`Mlx5Events`]).
 //!
+//! An Ethernet fabric is also an Ethernet segment ([`Segment`]): the functions' interfaces
+//! send frames to each other through it, without the fabric lock.
+//!
 //! Lock order: `fws` (the fabric lock), then an IOMMU's table (the engine's memory accesses);
 //! `handlers`, then the driver's event locks; `wake` is a leaf (a spinlock: rings come from
-//! any context). The fabric lock is never held while calling into the driver or the core.
+//! any context), and so is the segment's lock (never taken with `fws` held). The fabric lock
+//! is never held while calling into the driver or the core.
 
+use super::ether::Segment;
 use super::iommu::Iommu;
 use super::trap_order::TrapOrder;
 use crate::fwsim::profile::LinkLayer;
@@ -352,6 +357,8 @@ pub(crate) struct Fabric {
     #[pin]
     cv: CondVar,
     start: Instant<Monotonic>,
+    /// The Ethernet segment of an Ethernet fabric's functions.
+    ether: Option<Arc<Segment>>,
 }
 
 impl Fabric {
@@ -393,6 +400,11 @@ impl Fabric {
     /// fabric does not have).
     pub(crate) fn uar_traps(&self, index: usize) -> u64 {
         self.traps.get(index).map_or(0, |t| t.load(Relaxed))
+    }
+
+    /// The Ethernet segment (an Ethernet fabric's).
+    pub(crate) fn ether(&self) -> Option<&Arc<Segment>> {
+        self.ether.as_ref()
     }
 
     /// How the fabric's passes ran so far.
@@ -1054,6 +1066,10 @@ impl FabricWorker {
             handlers.push(None, GFP_KERNEL)?;
             traps.push(Atomic::new(0u64), GFP_KERNEL)?;
         }
+        let ether = match link_layer {
+            LinkLayer::Ethernet => Some(Segment::new()?),
+            LinkLayer::Ib => None,
+        };
         let fabric = Arc::pin_init(
             try_pin_init!(Fabric {
                 fws <- new_mutex!(fws),
@@ -1077,6 +1093,7 @@ impl FabricWorker {
                 }),
                 cv <- new_condvar!(),
                 start: Instant::now(),
+                ether,
             }),
             GFP_KERNEL,
         )?;
