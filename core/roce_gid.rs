@@ -18,7 +18,8 @@
 //! module's `init`) queue each event on the ordered GID queue (upstream `gid_cache_wq`),
 //! where it is applied to every port bound to the event's netdev (or to the netdev under a
 //! VLAN): `NETDEV_REGISTER`/`UP` add the default and address GIDs, `UNREGISTER` deletes every
-//! GID of the netdev (and unbinds the ports bound to it), `CHANGEADDR` deletes and re-adds,
+//! GID of the netdev (and unbinds the ports bound to a netdev that goes away; one that moves
+//! to another namespace stays bound), `CHANGEADDR` deletes and re-adds,
 //! `CHANGEUPPER` adds or deletes the GIDs of the upper device, an address added or removed adds
 //! or deletes its GIDs. Bonding (the bond master's GIDs, inactive slaves) is not handled.
 //!
@@ -608,10 +609,18 @@ fn run(w: Work) {
                 }
             });
         }
-        Work::Netdev(NetEvent::Unregister, nd) => {
-            // del_cmd (pass_all_filter); the ports bound to the netdev are unbound, as
-            // upstream mlx5_netdev_event() does with ib_device_set_netdev(NULL).
-            unbind_all(&nd);
+        Work::Netdev(NetEvent::Unregister { moving }, nd) => {
+            // del_cmd (pass_all_filter): every GID of the netdev goes. A netdev that goes
+            // away is unbound from its ports, as upstream mlx5_netdev_event() does with
+            // ib_device_set_netdev(NULL); one that moves to another namespace stays bound
+            // (upstream mlx5 binds it again on its NETDEV_REGISTER there), and the REGISTER
+            // that follows adds its GIDs again (devices are shared by every namespace).
+            for_each_bound_port(&|dev, port, _| {
+                let _ = gid_del_all(dev, port, Some(&nd));
+            });
+            if !moving {
+                unbind_all(&nd);
+            }
         }
         Work::Netdev(NetEvent::ChangeAddr, nd) => {
             let registered = nd.is_registered();
@@ -658,12 +667,9 @@ fn run(w: Work) {
     }
 }
 
-/// `NETDEV_UNREGISTER`: every GID of `nd` goes from every port, and every port bound to `nd`
-/// is unbound (its reference must go for the netdev's unregistration to finish).
+/// Every port bound to `nd` is unbound (its reference must go for the netdev's
+/// unregistration to finish).
 fn unbind_all(nd: &NetDevRef) {
-    for_each_bound_port(&|dev, port, _| {
-        let _ = gid_del_all(dev, port, Some(nd));
-    });
     let mut after = None;
     while let Some((index, dev)) =
         registry::next_where(after, |d| d.core().gid_updates.load(Relaxed))

@@ -343,8 +343,13 @@ pub enum IpAddr {
 pub enum NetEvent {
     /// `NETDEV_REGISTER` (also replayed for every existing device at registration).
     Register,
-    /// `NETDEV_UNREGISTER` of a device not yet unregistered.
-    Unregister,
+    /// `NETDEV_UNREGISTER` of a device not yet unregistered; `moving`: the device stays
+    /// registered and moves to another network namespace (`dev_change_net_namespace()`),
+    /// where `NETDEV_REGISTER` follows.
+    Unregister {
+        /// The device moves to another namespace rather than going away.
+        moving: bool,
+    },
     /// `NETDEV_UP`.
     Up,
     /// `NETDEV_DOWN`.
@@ -432,6 +437,7 @@ const KIND_CHANGEADDR: c_int = 5;
 const KIND_LINK_UPPER: c_int = 6;
 const KIND_UNLINK_UPPER: c_int = 7;
 const KIND_CHANGE: c_int = 8;
+const KIND_UNREGISTER_MOVE: c_int = 9;
 
 /// `AF_INET`, `AF_INET6`.
 const AF_INET: c_int = 2;
@@ -459,7 +465,8 @@ unsafe extern "C" fn netdev_trampoline<T: NetHandler>(
     let upper = unsafe { NetDevRef::from_raw(upper) };
     let ev = match (kind, upper) {
         (KIND_REGISTER, _) => NetEvent::Register,
-        (KIND_UNREGISTER, _) => NetEvent::Unregister,
+        (KIND_UNREGISTER, _) => NetEvent::Unregister { moving: false },
+        (KIND_UNREGISTER_MOVE, _) => NetEvent::Unregister { moving: true },
         (KIND_UP, _) => NetEvent::Up,
         (KIND_DOWN, _) => NetEvent::Down,
         (KIND_CHANGE, _) => NetEvent::Change,

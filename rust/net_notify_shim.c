@@ -26,6 +26,7 @@ enum {
 	RDMA_RS_NET_LINK_UPPER = 6,
 	RDMA_RS_NET_UNLINK_UPPER = 7,
 	RDMA_RS_NET_CHANGE = 8,
+	RDMA_RS_NET_UNREGISTER_MOVE = 9,
 };
 
 typedef void (*rdma_rs_netdev_fn)(void *ctx, int kind, struct net_device *ndev,
@@ -93,7 +94,9 @@ static int rdma_rs_netdev_event(struct notifier_block *nb, unsigned long event, 
 		/* upstream: only while the device is not yet unregistered. */
 		if (ndev->reg_state >= NETREG_UNREGISTERED)
 			return NOTIFY_DONE;
-		kind = RDMA_RS_NET_UNREGISTER;
+		/* A device moving to another namespace stays registered through its UNREGISTER. */
+		kind = ndev->reg_state == NETREG_REGISTERED ? RDMA_RS_NET_UNREGISTER_MOVE :
+							      RDMA_RS_NET_UNREGISTER;
 		break;
 	case NETDEV_CHANGEADDR:
 		kind = RDMA_RS_NET_CHANGEADDR;

@@ -21,4 +21,192 @@ roce_gid_core_suite() {
 	unload_ours
 }
 
+# rg_gid_table DEV N: the first N entries of DEV port 1 as `index gid type ndev`, one a line;
+# `-` where sysfs answers an error (upstream: EINVAL for an empty entry's attributes).
+rg_gid_table() {
+	local i=0 g t n d=/sys/class/infiniband/$1/ports/1
+	while [ $i -lt "$2" ]; do
+		g=$(cat $d/gids/$i 2>/dev/null || echo -)
+		t=$(cat $d/gid_attrs/types/$i 2>/dev/null | tr ' ' _ || true)
+		n=$(cat $d/gid_attrs/ndevs/$i 2>/dev/null || true)
+		echo "$i $g ${t:--} ${n:--}"
+		i=$((i + 1))
+	done
+}
+
+# rg_wait_gid DEV GID: waits (at most ~10 s) until DEV port 1 lists GID (sysfs form).
+rg_wait_gid() {
+	local i=0
+	while [ $i -lt 100 ]; do
+		grep -qx "$2" /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# rg_wait_no_gid DEV GID: waits (at most ~10 s) until DEV port 1 no longer lists GID.
+rg_wait_no_gid() {
+	local i=0
+	while [ $i -lt 100 ]; do
+		grep -qx "$2" /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null || return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# The addresses both stacks get, and their GIDs as sysfs prints them.
+RG_V4=10.66.0.1
+RG_V4_GID=0000:0000:0000:0000:0000:ffff:0a42:0001
+RG_V6=fd00:66::1
+RG_V6_GID=fd00:0066:0000:0000:0000:0000:0000:0001
+
+# rg_events DEV OUT: tests/userspace/port_events on DEV for one event (20 s), ready.
+rg_events() {
+	local i=0
+	/rdma-rs/port_events "$1" 1 20 >"$2" 2>&1 &
+	rg_ev_pid=$!
+	while [ $i -lt 100 ] && ! grep -q '^ready' "$2"; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# rg_v2_of TABLE: the RoCE v2 entries of a rg_gid_table listing, renumbered, without the
+# netdev name (`gid type`), for comparing with rxe, which has RoCE v2 GIDs only.
+rg_v2_of() {
+	awk '$3 == "RoCE_v2" { print $2, $3 }' "$1"
+}
+
+# vm_roce_gid: the simulated Ethernet functions' GID tables built by the core from their
+# interfaces' addresses (upstream roce_gid_mgmt.c), against upstream rdma_rxe on a veth with
+# the same MAC and addresses.
+roce_gid_suite() {
+	local a b mac rc i
+	# ibv_rc_pingpong exchanges its addresses over TCP on 127.0.0.1.
+	ip link set lo up
+	load_ours sim=eth,eth
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	b=$(ls /sys/class/infiniband/mlx5_1/device/net/ 2>/dev/null)
+	t_check "mlx5_0 and mlx5_1 have their interfaces ($a, $b)" test -n "$a" -a -n "$b"
+	if [ -z "$a" ] || [ -z "$b" ]; then
+		unload_ours
+		return
+	fi
+	mac=$(cat /sys/class/net/$a/address)
+	ip link set $a up
+	ip link set $b up
+	echo "+ mlx5_0 port 1 before any address"
+	rg_gid_table mlx5_0 8 | tee /tmp/rg-ours-0 | sed 's/^/    gids| /'
+	# upstream: the default GIDs at 0 (RoCE v1) and 1 (RoCE v2), from the interface's MAC.
+	t_check "default GIDs: 0 IB/RoCE v1 and 1 RoCE v2 on $a, 2 empty" sh -c \
+		"grep -q '^0 fe80:.* IB/RoCE_v1 $a\$' /tmp/rg-ours-0 &&
+		 grep -q '^1 fe80:.* RoCE_v2 $a\$' /tmp/rg-ours-0 &&
+		 grep -q '^2 0000:0000:0000:0000:0000:0000:0000:0000 - -\$' /tmp/rg-ours-0"
+	echo "+ rdma link"
+	rdma link | sed 's/^/    rdma| /'
+	t_check "rdma link: mlx5_0/1 netdev $a" sh -c "rdma link show mlx5_0/1 | grep -q 'netdev $a\$'"
+	t_check "rdma link: mlx5_1/1 netdev $b" sh -c "rdma link show mlx5_1/1 | grep -q 'netdev $b\$'"
+
+	# An address added: its GIDs, and IB_EVENT_GID_CHANGE (18) on an async event reader.
+	rg_events mlx5_0 /tmp/rg-ev-add
+	t_check "ip addr add $RG_V4/24 dev $a" ip addr add $RG_V4/24 dev $a
+	rc=0
+	wait $rg_ev_pid || rc=$?
+	sed 's/^/    events| /' /tmp/rg-ev-add
+	t_check "address added: IB_EVENT_GID_CHANGE on mlx5_0 port 1" \
+		sh -c "test $rc = 0 && grep -q '^event .* 18 port 1\$' /tmp/rg-ev-add"
+	t_check "ip -6 addr add $RG_V6/64 dev $a nodad" ip -6 addr add $RG_V6/64 dev $a nodad
+	t_check "mlx5_0 lists the IPv4-mapped GID" rg_wait_gid mlx5_0 $RG_V4_GID
+	t_check "mlx5_0 lists the IPv6 GID" rg_wait_gid mlx5_0 $RG_V6_GID
+	# Wait for the v2 entry of the IPv6 address too (each is one add_gid).
+	sleep 1
+	echo "+ mlx5_0 port 1 with $RG_V4 and $RG_V6"
+	rg_gid_table mlx5_0 8 | tee /tmp/rg-ours | sed 's/^/    gids| /'
+	t_check "IPv4 GIDs at 2 (IB/RoCE v1) and 3 (RoCE v2), IPv6 at 4 and 5, 6 empty" sh -c \
+		"grep -qx '2 $RG_V4_GID IB/RoCE_v1 $a' /tmp/rg-ours &&
+		 grep -qx '3 $RG_V4_GID RoCE_v2 $a' /tmp/rg-ours &&
+		 grep -qx '4 $RG_V6_GID IB/RoCE_v1 $a' /tmp/rg-ours &&
+		 grep -qx '5 $RG_V6_GID RoCE_v2 $a' /tmp/rg-ours &&
+		 grep -qx '6 0000:0000:0000:0000:0000:0000:0000:0000 - -' /tmp/rg-ours"
+	ibv_devinfo -v -d mlx5_0 >/tmp/rg-devinfo 2>&1
+	grep GID /tmp/rg-devinfo | sed 's/^/    devinfo| /'
+	t_check "ibv_devinfo -v: GID[3] the IPv4-mapped GID, v2" \
+		sh -c "grep -q 'GID\[  3\]:.*::ffff:10.66.0.1, RoCE v2' /tmp/rg-devinfo"
+	t_check "ibv_devinfo -v: GID[4] the IPv6 GID, v1" \
+		sh -c "grep -q 'GID\[  4\]:.*fd00:66::1, RoCE v1' /tmp/rg-devinfo"
+
+	# RC traffic between the functions on the IPv4 RoCE v2 GIDs (index 3 on both).
+	t_check "ip addr add 10.66.0.2/24 dev $b" ip addr add 10.66.0.2/24 dev $b
+	t_check "mlx5_1 lists 10.66.0.2's GID" \
+		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002
+	sleep 1
+	timeout 60 ibv_rc_pingpong -d mlx5_1 -g 3 -n 100 >/tmp/rg-pp-srv 2>&1 &
+	i=$!
+	sleep 1
+	rc=0
+	timeout 60 ibv_rc_pingpong -d mlx5_0 -g 3 -n 100 127.0.0.1 >/tmp/rg-pp-cli 2>&1 || rc=$?
+	wait $i
+	sed 's/^/    pp| /' /tmp/rg-pp-cli /tmp/rg-pp-srv
+	t_check "ibv_rc_pingpong -g 3 (IPv4 RoCE v2) mlx5_0 -> mlx5_1" \
+		sh -c "test $rc = 0 && grep -q '100 iters' /tmp/rg-pp-cli"
+
+	# Removed addresses: their GIDs go, with a GID change event.
+	rg_events mlx5_0 /tmp/rg-ev-del
+	t_check "ip addr del $RG_V4/24 dev $a" ip addr del $RG_V4/24 dev $a
+	rc=0
+	wait $rg_ev_pid || rc=$?
+	t_check "address removed: IB_EVENT_GID_CHANGE on mlx5_0 port 1" \
+		sh -c "test $rc = 0 && grep -q '^event .* 18 port 1\$' /tmp/rg-ev-del"
+	t_check "ip -6 addr del $RG_V6/64 dev $a" ip -6 addr del $RG_V6/64 dev $a
+	t_check "mlx5_0 no longer lists the IPv4-mapped GID" rg_wait_no_gid mlx5_0 $RG_V4_GID
+	t_check "mlx5_0 no longer lists the IPv6 GID" rg_wait_no_gid mlx5_0 $RG_V6_GID
+	rg_gid_table mlx5_0 8 >/tmp/rg-ours-del
+	t_check "the table is the default GIDs again" cmp /tmp/rg-ours-0 /tmp/rg-ours-del
+
+	# Put the addresses back and unload with them configured: nothing may leak.
+	ip addr add $RG_V4/24 dev $a
+	ip -6 addr add $RG_V6/64 dev $a nodad
+	rg_wait_gid mlx5_0 $RG_V6_GID
+	unload_ours
+
+	# Upstream: rdma_rxe on veth0 with the same MAC and addresses (rxe has RoCE v2 only).
+	t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
+	t_check "ip link add veth0/veth1" ip link add veth0 type veth peer name veth1
+	t_check "ip link set veth0 address $mac" ip link set veth0 address $mac
+	ip link set veth0 up
+	ip link set veth1 up
+	t_check "rdma link add rxe0 type rxe netdev veth0" rdma link add rxe0 type rxe netdev veth0
+	rg_events rxe0 /tmp/rg-ev-rxe
+	ip addr add $RG_V4/24 dev veth0
+	rc=0
+	wait $rg_ev_pid || rc=$?
+	sed 's/^/    rxe-events| /' /tmp/rg-ev-rxe
+	ip -6 addr add $RG_V6/64 dev veth0 nodad
+	rg_wait_gid rxe0 $RG_V6_GID
+	sleep 1
+	echo "+ rxe0 port 1 with $RG_V4 and $RG_V6"
+	rg_gid_table rxe0 8 | tee /tmp/rg-rxe | sed 's/^/    gids| /'
+	echo "+ rdma link (rxe)"
+	rdma link | sed 's/^/    rdma| /'
+	rg_v2_of /tmp/rg-ours >/tmp/rg-ours-v2
+	rg_v2_of /tmp/rg-rxe >/tmp/rg-rxe-v2
+	t_check "the RoCE v2 GIDs in the same order as rxe0's (default, IPv4, IPv6)" \
+		sh -c "test -s /tmp/rg-rxe-v2 && cmp /tmp/rg-ours-v2 /tmp/rg-rxe-v2"
+	t_check "rxe raised IB_EVENT_GID_CHANGE for the address too" \
+		sh -c "test $rc = 0 && grep -q '^event .* 18 port 1\$' /tmp/rg-ev-rxe"
+	t_check "gid_attrs/ndevs: the netdev name on both (rxe: veth0)" \
+		sh -c "awk '\$3 != \"-\" { print \$4 }' /tmp/rg-rxe | sort -u | grep -qx veth0"
+	t_check "gid_attrs of an empty entry: an error on both" \
+		sh -c "grep -q ' - -\$' /tmp/rg-rxe && grep -q ' - -\$' /tmp/rg-ours"
+	t_check "rdma link: rxe0/1 netdev veth0" sh -c "rdma link show rxe0/1 | grep -q 'netdev veth0'"
+	t_check "rdma link delete rxe0" rdma link delete rxe0
+	t_check "ip link del veth0" ip link del veth0
+	modprobe -r rdma_rxe
+	modprobe -r ib_uverbs
+	modprobe -r ib_core
+	modprobe -r veth
+}
+
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode roce_gid
