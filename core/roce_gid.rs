@@ -376,18 +376,19 @@ fn gid_del_all(dev: &dyn IbDevice, port: u32, ndev: Option<&NetDevRef>) -> Resul
     Ok(())
 }
 
-/// upstream `update_gid()`: one GID per RoCE type of the port (v1, then v2).
-fn update_gid(dev: &dyn IbDevice, port: u32, add: bool, gid: Gid, ndev: &NetDevRef) {
+/// upstream `update_gid()` (`default`: `ib_cache_gid_set_default_gid()`): `gid` of `ndev`
+/// added or deleted once per RoCE type of the port (v1, then v2); default GIDs go to the
+/// reserved indexes. upstream looks at no result; a full table is logged.
+fn update_gid(dev: &dyn IbDevice, port: u32, add: bool, gid: Gid, ndev: &NetDevRef, default: bool) {
     let Ok(types) = port_types(dev, port) else {
         return;
     };
     for t in types.iter() {
         let r = if add {
-            gid_add(dev, port, gid, *t, ndev, false)
+            gid_add(dev, port, gid, *t, ndev, default)
         } else {
-            gid_del(dev, port, gid, *t, ndev, false)
+            gid_del(dev, port, gid, *t, ndev, default)
         };
-        // upstream: ib_cache_gid_add()'s result is not looked at; a full table is logged.
         if let Err(e) = r {
             pr_debug!("ib_core_rs: GID update on port {} failed: {:?}\n", port, e);
         }
@@ -404,22 +405,8 @@ fn port_types(dev: &dyn IbDevice, port: u32) -> Result<KVec<GidType>> {
 /// upstream `ib_cache_gid_set_default_gid()`: the default GID of `ndev` for every RoCE type,
 /// in the reserved indexes, added or deleted.
 fn set_default_gids(dev: &dyn IbDevice, port: u32, ndev: &NetDevRef, add: bool) {
-    let Ok(mac) = ndev.mac() else {
-        return;
-    };
-    let gid = default_gid(&mac);
-    let Ok(types) = port_types(dev, port) else {
-        return;
-    };
-    for t in types.iter() {
-        let r = if add {
-            gid_add(dev, port, gid, *t, ndev, true)
-        } else {
-            gid_del(dev, port, gid, *t, ndev, true)
-        };
-        if let Err(e) = r {
-            pr_debug!("ib_core_rs: default GID on port {} failed: {:?}\n", port, e);
-        }
+    if let Ok(mac) = ndev.mac() {
+        update_gid(dev, port, add, default_gid(&mac), ndev, true);
     }
 }
 
@@ -427,12 +414,12 @@ fn set_default_gids(dev: &dyn IbDevice, port: u32, ndev: &NetDevRef, add: bool) 
 fn add_netdev_ips(dev: &dyn IbDevice, port: u32, ndev: &NetDevRef) {
     if let Ok(v4) = ndev.ipv4_addrs() {
         for a in v4.iter() {
-            update_gid(dev, port, true, ip_to_gid(&IpAddr::V4(*a)), ndev);
+            update_gid(dev, port, true, ip_to_gid(&IpAddr::V4(*a)), ndev, false);
         }
     }
     if let Ok(v6) = ndev.ipv6_addrs() {
         for a in v6.iter() {
-            update_gid(dev, port, true, ip_to_gid(&IpAddr::V6(*a)), ndev);
+            update_gid(dev, port, true, ip_to_gid(&IpAddr::V6(*a)), ndev, false);
         }
     }
 }
@@ -660,7 +647,7 @@ fn run(w: Work) {
             let gid = ip_to_gid(&a);
             for_each_bound_port(&|dev, port, rdma| {
                 if is_eth_port_of_netdev(rdma, &nd) {
-                    update_gid(dev, port, up, gid, &nd);
+                    update_gid(dev, port, up, gid, &nd, false);
                 }
             });
         }

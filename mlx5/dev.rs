@@ -378,11 +378,6 @@ fn stage_ports(d: &mut Mlx5Dev) -> Result {
     for num in 1..=id.num_ports {
         ports.push(query_port(&*x.hw, num, id.link_layer)?, GFP_KERNEL)?;
     }
-    // The RoCE ports' interfaces (`NETDEV`), which `IB_REG` binds the ports to.
-    for p in ports.iter_mut() {
-        p.netdev = d.netdev(p.num).and_then(crate::net_notify_mlx5::core_ref);
-    }
-    let x = d.filling()?;
     x.ports = ports;
     Ok(())
 }
@@ -458,6 +453,15 @@ fn stage_bfreg_cleanup(d: &mut Mlx5Dev) {
 /// after the earlier stages' cleanups (upstream order).
 fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     let parent = d.parent.clone();
+    // The RoCE ports' interfaces (`NETDEV`). Only the core keeps a reference (from
+    // `set_netdev` to unregistration): the interfaces are unregistered (`NETDEV` cleanup)
+    // before the device's memory goes.
+    let mut netdevs = KVec::new();
+    for num in 1..=d.data()?.hw.identity().num_ports {
+        if let Some(nd) = d.netdev(num).and_then(crate::net_notify_mlx5::core_ref) {
+            netdevs.push((num, nd), GFP_KERNEL)?;
+        }
+    }
     let mut dev = d.unique()?;
     let hw = dev.data().hw.clone();
     let groups = dev.data().ops;
@@ -477,14 +481,9 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
         if memic.is_some() {
             ops.set(&DM_OPS)?;
         }
-        if dev.data().ports.iter().any(|p| p.netdev.is_some()) {
+        if !netdevs.is_empty() {
             // upstream mlx5_ib_dev_common_roce_ops: add_gid, del_gid.
-            dev.as_mut().ops_mut().set(&ROCE_GID_OPS)?;
-        }
-    }
-    for p in dev.data().ports.iter() {
-        if let Some(nd) = &p.netdev {
-            dev.set_netdev(u32::from(p.num), Some(nd.clone()))?;
+            ops.set(&ROCE_GID_OPS)?;
         }
     }
     let x = dev.as_mut().data_mut();
@@ -496,7 +495,7 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
     };
     for i in 0..x.ports.len() {
         let Some(p) = x.ports.get(i) else { break };
-        if p.link_layer != LinkLayer::Ethernet || p.netdev.is_some() {
+        if p.link_layer != LinkLayer::Ethernet || netdevs.iter().any(|(n, _)| *n == p.num) {
             continue;
         }
         match program_default_gids(&*hw, p) {
@@ -519,10 +518,27 @@ fn stage_ib_reg(d: &mut Mlx5Dev) -> Result {
         dev.set_parent(parent);
     }
     let dev = d.share()?;
+    // upstream: ib_device_set_netdev() on MLX5_DRIVER_EVENT_UPLINK_NETDEV. The core drops the
+    // bindings at unregistration; a failed registration drops them here, before the
+    // interfaces' unregistration (`NETDEV` cleanup) waits for every reference.
+    let unbind = |dev: &Device<Mlx5Ib>| {
+        for (num, _) in netdevs.iter() {
+            // Unbinding a valid port does not fail.
+            let _ = dev.set_netdev(u32::from(*num), None);
+        }
+    };
+    for (num, nd) in netdevs.iter() {
+        if let Err(e) = dev.set_netdev(u32::from(*num), Some(nd.clone())) {
+            unbind(&dev);
+            clear_all(&dev.data().ports);
+            return Err(e);
+        }
+    }
     // upstream: mlx5_core's EQs call into the CQ/QP tables from the first CQ/QP on.
     hw.set_events(Some(dev.data().events.clone()));
     if let Err(e) = Device::register(&dev, c"mlx5_%d") {
         hw.set_events(None);
+        unbind(&dev);
         clear_all(&dev.data().ports);
         return Err(e);
     }

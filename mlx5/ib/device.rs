@@ -19,7 +19,6 @@ use crate::ib::deferred::DeferredDeallocs;
 use crate::ib::events::{EventTable, Target};
 use crate::ib::memic::MemicDb;
 use ib_core_rs::attr::{DeviceAttr, LinkLayer};
-use ib_core_rs::net_notify::NetDevRef;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -79,10 +78,6 @@ pub(crate) struct IbPort {
     /// Ethernet: the GID table as programmed with SET_ROCE_ADDRESS at `IB_REG` (upstream keeps
     /// it in the core's software GID table; `query_gid` reads it here).
     pub(crate) roce_gids: KVec<[u8; 16]>,
-    /// Ethernet: the port's interface (the `NETDEV` stage's), bound to the port with the core's
-    /// `set_netdev` at `IB_REG`; the core then owns the GID table and programs it through
-    /// `add_gid`/`del_gid`, and `roce_gids` stays empty.
-    pub(crate) netdev: Option<NetDevRef>,
 }
 
 /// Optional op groups chosen by capability (upstream `NON_DEFAULT_CB` and the `*_ops` tables

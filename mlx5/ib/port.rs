@@ -212,26 +212,13 @@ pub(crate) fn query_port(hw: &dyn Mlx5Hw, num: u8, ll: LinkLayer) -> Result<IbPo
         pkeys,
         mac,
         roce_gids: KVec::new(),
-        netdev: None,
     })
 }
 
-/// The modified EUI-64 interface id of a MAC (upstream `addrconf_addr_eui48()`): the
-/// link-local GID `fe80::<eui64>` is what the core's RoCE GID management installs as the
-/// default GID of a port whose netdev has this MAC (`roce_gid_mgmt.c`, `make_default_gid()`).
+/// The default GID of a MAC: the core's (`fe80::` + modified EUI-64, upstream
+/// `make_default_gid()`), for the default GIDs the driver programs itself.
 pub(crate) fn default_gid(mac: &[u8; 6]) -> [u8; 16] {
-    let mut g = [0u8; 16];
-    g[0] = 0xfe;
-    g[1] = 0x80;
-    g[8] = mac[0] ^ 2;
-    g[9] = mac[1];
-    g[10] = mac[2];
-    g[11] = 0xff;
-    g[12] = 0xfe;
-    g[13] = mac[3];
-    g[14] = mac[4];
-    g[15] = mac[5];
-    g
+    ib_core_rs::roce_gid::default_gid(mac).0
 }
 
 /// The default GIDs of a RoCE port, programmed into the device with SET_ROCE_ADDRESS: index

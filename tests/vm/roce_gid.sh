@@ -106,8 +106,8 @@ roce_gid_suite() {
 		 grep -q '^2 0000:0000:0000:0000:0000:0000:0000:0000 - -\$' /tmp/rg-ours-0"
 	echo "+ rdma link"
 	rdma link | sed 's/^/    rdma| /'
-	t_check "rdma link: mlx5_0/1 netdev $a" sh -c "rdma link show mlx5_0/1 | grep -q 'netdev $a\$'"
-	t_check "rdma link: mlx5_1/1 netdev $b" sh -c "rdma link show mlx5_1/1 | grep -q 'netdev $b\$'"
+	t_check "rdma link: mlx5_0/1 netdev $a" sh -c "rdma link show mlx5_0/1 | grep -Eq 'netdev $a( |\$)'"
+	t_check "rdma link: mlx5_1/1 netdev $b" sh -c "rdma link show mlx5_1/1 | grep -Eq 'netdev $b( |\$)'"
 
 	# An address added: its GIDs, and IB_EVENT_GID_CHANGE (18) on an async event reader.
 	rg_events mlx5_0 /tmp/rg-ev-add
