@@ -134,8 +134,19 @@ roce_gid_suite() {
 	grep GID /tmp/rg-devinfo | sed 's/^/    devinfo| /'
 	t_check "ibv_devinfo -v: GID[3] the IPv4-mapped GID, v2" \
 		sh -c "grep -q 'GID\[  3\]:.*::ffff:10.66.0.1, RoCE v2' /tmp/rg-devinfo"
-	t_check "ibv_devinfo -v: GID[4] the IPv6 GID, v1" \
-		sh -c "grep -q 'GID\[  4\]:.*fd00:66::1, RoCE v1' /tmp/rg-devinfo"
+	# libibverbs prints a RoCE v1 GID in the raw form.
+	t_check "ibv_devinfo -v: GID[4] the IPv6 GID, v1" sh -c \
+		"grep -q 'GID\[  4\]:.*fd00:0066:0000:0000:0000:0000:0000:0001, RoCE v1' /tmp/rg-devinfo"
+	# The GID table methods: netdev_ifindex and the types (IBV_GID_TYPE_ROCE_V1 1, _V2 2).
+	i=$(cat /sys/class/net/$a/ifindex)
+	/rdma-rs/gid_table mlx5_0 >/tmp/rg-gt 2>&1
+	sed 's/^/    gid_table| /' /tmp/rg-gt
+	t_check "QUERY_GID_TABLE: 6 entries, v1/v2 alternating, netdev_ifindex $i" sh -c \
+		"test \"\$(grep -v '^entry' /tmp/rg-gt | tr '\n' ' ')\" = \
+		 '0 1 1 $i 1 1 2 $i 2 1 1 $i 3 1 2 $i 4 1 1 $i 5 1 2 $i '"
+	t_check "QUERY_GID_ENTRY: the same 6 entries" sh -c \
+		"test \"\$(sed -n 's/^entry //p' /tmp/rg-gt | tr '\n' ' ')\" = \
+		 '0 1 1 $i 1 1 2 $i 2 1 1 $i 3 1 2 $i 4 1 1 $i 5 1 2 $i '"
 
 	# RC traffic between the functions on the IPv4 RoCE v2 GIDs (index 3 on both).
 	t_check "ip addr add 10.66.0.2/24 dev $b" ip addr add 10.66.0.2/24 dev $b
@@ -201,6 +212,11 @@ roce_gid_suite() {
 	t_check "gid_attrs of an empty entry: an error on both" \
 		sh -c "grep -q ' - -\$' /tmp/rg-rxe && grep -q ' - -\$' /tmp/rg-ours"
 	t_check "rdma link: rxe0/1 netdev veth0" sh -c "rdma link show rxe0/1 | grep -q 'netdev veth0'"
+	i=$(cat /sys/class/net/veth0/ifindex)
+	/rdma-rs/gid_table rxe0 >/tmp/rg-gt-rxe 2>&1
+	sed 's/^/    gid_table| /' /tmp/rg-gt-rxe
+	t_check "rxe QUERY_GID_TABLE: 3 RoCE v2 entries with netdev_ifindex $i (as ours)" sh -c \
+		"test \"\$(grep -v '^entry' /tmp/rg-gt-rxe | tr '\n' ' ')\" = '0 1 2 $i 1 1 2 $i 2 1 2 $i '"
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "ip link del veth0" ip link del veth0
 	modprobe -r rdma_rxe
