@@ -159,6 +159,7 @@ mod tests {
             let n = f.stats().commands - s0;
             drop(d);
             assert!(f.counts().is_zero());
+            let mut tolerated = 0;
             for nth in 1..=n {
                 f.with_faults(|p| {
                     p.fail_nth(
@@ -171,22 +172,37 @@ mod tests {
                 });
                 let r = Mlx5Dev::probe(f.clone());
                 f.with_faults(|p| p.clear());
-                assert_eq!(r.err(), Some(EINVAL));
+                match r {
+                    Err(e) => assert_eq!(e, EINVAL),
+                    // upstream __ib_cache_gid_add(): a failed add_gid leaves that GID out and
+                    // the registration stands; the two default GIDs' SET_ROCE_ADDRESS are the
+                    // commands of an Ethernet probe whose failure does not fail it.
+                    Ok(d) => {
+                        assert!(eth);
+                        tolerated += 1;
+                        drop(d);
+                    }
+                }
                 assert!(f.counts().is_zero());
                 assert_eq!(registry::device_count(), before);
                 if eth {
                     assert!(f.roce_addr(1, 0).is_none() && f.roce_addr(1, 1).is_none());
                 }
             }
-            // SET_ROCE_ADDRESS refused at IB_REG (Ethernet) / a timeout in the GID reads.
-            let op = if eth {
-                opcode::SET_ROCE_ADDRESS
+            assert_eq!(tolerated, if eth { 2 } else { 0 });
+            // A timeout in the GID reads (IB) fails the probe; SET_ROCE_ADDRESS timing out at
+            // IB_REG (Ethernet: the core's add_gid) leaves the GIDs out, the device registered.
+            if eth {
+                f.with_faults(|p| p.fail_opcode(opcode::SET_ROCE_ADDRESS, FaultAction::Timeout));
+                let d = Mlx5Dev::probe(f.clone());
+                f.with_faults(|p| p.clear());
+                assert_eq!(registry::device_count(), before + 1);
+                drop(d?);
             } else {
-                opcode::QUERY_HCA_VPORT_GID
-            };
-            f.with_faults(|p| p.fail_opcode(op, FaultAction::Timeout));
-            assert_eq!(Mlx5Dev::probe(f.clone()).err(), Some(ETIMEDOUT));
-            f.with_faults(|p| p.clear());
+                f.with_faults(|p| p.fail_opcode(opcode::QUERY_HCA_VPORT_GID, FaultAction::Timeout));
+                assert_eq!(Mlx5Dev::probe(f.clone()).err(), Some(ETIMEDOUT));
+                f.with_faults(|p| p.clear());
+            }
             assert!(f.counts().is_zero());
             assert_eq!(registry::device_count(), before);
         }
