@@ -617,6 +617,7 @@ mod tests {
             let n = probe_commands(&f)?;
             // IB: 10 commands, Ethernet: 7 (see the stages).
             assert!(n >= 7);
+            let mut tolerated = 0;
             for nth in 1..=n {
                 f.with_faults(|p| {
                     p.fail_nth(
@@ -627,10 +628,21 @@ mod tests {
                         },
                     )
                 });
-                assert_eq!(Mlx5Dev::probe(f.clone()).err(), Some(EINVAL));
+                match Mlx5Dev::probe(f.clone()) {
+                    Err(e) => assert_eq!(e, EINVAL),
+                    // upstream __ib_cache_gid_add(): a failed add_gid (the default GIDs'
+                    // SET_ROCE_ADDRESS of an Ethernet port with its interface) leaves the GID
+                    // out; the probe stands.
+                    Ok(d) => {
+                        assert!(eth);
+                        tolerated += 1;
+                        drop(d);
+                    }
+                }
                 assert!(f.counts().is_zero());
                 f.with_faults(|p| p.clear());
             }
+            assert_eq!(tolerated, if eth { 2 } else { 0 });
             // A timeout unwinds the same way.
             f.with_faults(|p| p.fail_opcode(opcode::ALLOC_UAR, FaultAction::Timeout));
             assert_eq!(Mlx5Dev::probe(f.clone()).err(), Some(ETIMEDOUT));
