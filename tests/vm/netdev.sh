@@ -96,15 +96,20 @@ netdev_suite() {
 	t_check "ping -c 3 10.77.0.2 (nd1) from $a" ping -c 3 -W 5 10.77.0.2
 	t_check "ping -c 3 10.77.0.1 from nd1" ip netns exec nd1 ping -c 3 -W 5 10.77.0.1
 
-	# A TCP transfer of 512 KiB into nd1 (busybox nc; the sender shuts its half down at EOF).
+	# A TCP transfer of 512 KiB into nd1 (busybox nc: the sender shuts its half down at the
+	# end of its input; the receiver ends when the connection does, so its own input must
+	# not end first: a FIFO held open by this shell).
 	dd if=/dev/urandom of=/tmp/nd-send bs=1024 count=512 2>/dev/null
-	rm -f /tmp/nd-recv
-	ip netns exec nd1 timeout 120 nc -l -p 5001 </dev/null >/tmp/nd-recv 2>/dev/null &
+	rm -f /tmp/nd-recv /tmp/nd-hold
+	mkfifo /tmp/nd-hold
+	ip netns exec nd1 timeout 120 nc -l -p 5001 </tmp/nd-hold >/tmp/nd-recv 2>/dev/null &
 	srv=$!
+	exec 9>/tmp/nd-hold
 	sleep 1
 	rc=0
 	timeout 120 nc 10.77.0.2 5001 </tmp/nd-send >/dev/null || rc=$?
 	wait $srv
+	exec 9>&-
 	t_check "nc to 10.77.0.2:5001 exits 0" test $rc = 0
 	t_check "TCP: 524288 bytes arrive intact in nd1" \
 		sh -c "test \"\$(wc -c </tmp/nd-recv)\" = 524288 && cmp /tmp/nd-send /tmp/nd-recv"
@@ -153,7 +158,7 @@ netdev_suite() {
 		t_ok "$b gone from nd1 after rmmod"
 	fi
 	t_check "ip netns del nd1" ip netns del nd1
-	rm -f /tmp/nd-send /tmp/nd-recv
+	rm -f /tmp/nd-send /tmp/nd-recv /tmp/nd-hold
 }
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode netdev
