@@ -114,7 +114,7 @@ impl PortNetdev {
         events: &Arc<EventTable>,
         parent: Option<&kernel::device::Device>,
     ) -> Result<Option<Self>> {
-        let Some(wire) = hw.eth_port(port) else {
+        let Some(wire) = hw.eth_port(port)? else {
             return Ok(None);
         };
         let nic = exec(&**hw, &QueryNicVportContext)?;

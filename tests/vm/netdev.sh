@@ -51,7 +51,7 @@ nd_wait_state() {
 }
 
 netdev_suite() {
-	local a b d n mac gid rc before_tx before_txb before_rx before_rxb srv
+	local a b d n mac gid rc before_tx before_txb before_rx before_rxb srv dropped
 	load_ours sim=eth,eth
 	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
 	b=$(ls /sys/class/infiniband/mlx5_1/device/net/ 2>/dev/null)
@@ -121,6 +121,8 @@ netdev_suite() {
 	t_check "$b rx_packets grew by >= 365" test $(($(nd_stat nd1 $b rx_packets) - before_rx)) -ge 365
 	t_check "$b rx_bytes grew by >= 524288" test $(($(nd_stat nd1 $b rx_bytes) - before_rxb)) -ge 524288
 	t_check "$b tx_packets >= 3 (ping replies, ACKs)" test "$(nd_stat nd1 $b tx_packets)" -ge 3
+	t_check "the segment delivered >= 365 frames (debugfs ether_delivered)" \
+		test "$(awk '/^ether_delivered/ { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.0/stats)" -ge 365
 
 	# Link down: the RDMA port goes DOWN with IB_EVENT_PORT_ERR (10); nothing crosses.
 	nd_events mlx5_0 /tmp/nd-ev-down
@@ -132,11 +134,14 @@ netdev_suite() {
 		sh -c "test $rc = 0 && grep -q '^event .* 10 port 1\$' /tmp/nd-ev-down"
 	t_check "link down: mlx5_0 port 1 state 1: DOWN" nd_wait_state mlx5_0 "1: DOWN"
 	t_check "link down: $a has no carrier" test "$(cat /sys/class/net/$a/carrier 2>/dev/null || echo 0)" != 1
+	dropped=$(awk '/^ether_dropped/ { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.0/stats)
 	if ip netns exec nd1 ping -c 2 -W 2 10.77.0.1 >/dev/null 2>&1; then
 		t_fail "link down: ping from nd1 to 10.77.0.1 gets no reply"
 	else
 		t_ok "link down: ping from nd1 to 10.77.0.1 gets no reply"
 	fi
+	t_check "link down: the segment dropped nd1's frames to $a (debugfs ether_dropped)" \
+		test "$(awk '/^ether_dropped/ { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.0/stats)" -gt "$dropped"
 
 	# Up again: ACTIVE with IB_EVENT_PORT_ACTIVE (9); traffic resumes.
 	nd_events mlx5_0 /tmp/nd-ev-up
