@@ -6,8 +6,9 @@
 #    (mlx5_N/device/net/) with the function's MAC (the one the default GID is built from);
 #    one interface moved into a network namespace, IPv4 on both: ping and a TCP transfer
 #    across, the interface counters moved by at least what was sent; link down: port DOWN
-#    and IB_EVENT_PORT_ERR, no traffic; up: ACTIVE, IB_EVENT_PORT_ACTIVE, ping again;
-#    unloading with addresses configured and the interfaces up removes them.
+#    and IB_EVENT_PORT_ERR, no traffic; up: ACTIVE, IB_EVENT_PORT_ACTIVE, ping again; the MTU
+#    range and the RoCE port's active MTU following the interface's; unloading with addresses
+#    configured and the interfaces up removes them.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # nd_gid_of_mac MAC: the link-local GID (sysfs format) of a MAC's modified EUI-64.
@@ -153,6 +154,21 @@ netdev_suite() {
 		sh -c "test $rc = 0 && grep -q '^event .* 9 port 1\$' /tmp/nd-ev-up"
 	t_check "link up: mlx5_0 port 1 state 4: ACTIVE" nd_wait_state mlx5_0 "4: ACTIVE"
 	t_check "link up: ping -c 3 10.77.0.2 works again" ping -c 3 -W 5 10.77.0.2
+
+	# MTU: within 68..9978 (PMTU max_mtu 10000 less 22); the RoCE port's active MTU follows.
+	t_check "ip link set $a mtu 4200" ip link set $a mtu 4200
+	t_check "nd1: ip link set $b mtu 4200" ip netns exec nd1 ip link set $b mtu 4200
+	t_check "MTU 4200: mlx5_0 port 1 active_mtu 4096 (5)" \
+		sh -c "ibv_devinfo -d mlx5_0 | grep -q 'active_mtu:[[:space:]]*4096 (5)'"
+	t_check "MTU 4200: ping -s 4000 across unfragmented" ping -c 2 -W 5 -s 4000 10.77.0.2
+	if ip link set $a mtu 9979 2>/dev/null; then
+		t_fail "ip link set $a mtu 9979 refused (max_mtu 9978)"
+	else
+		t_ok "ip link set $a mtu 9979 refused (max_mtu 9978)"
+	fi
+	t_check "ip link set $a mtu 1500" ip link set $a mtu 1500
+	t_check "MTU 1500: mlx5_0 port 1 active_mtu 1024 (3)" \
+		sh -c "ibv_devinfo -d mlx5_0 | grep -q 'active_mtu:[[:space:]]*1024 (3)'"
 
 	# Unload with addresses configured, both interfaces up, one in another namespace.
 	unload_ours
