@@ -5,10 +5,11 @@
 //! driver registers a minimal one itself ([`EthNetdev`], over [`crate::netdev`]) on the port's
 //! Ethernet side ([`Mlx5Hw::eth_port`]: the function's port on its fabric's segment).
 //!
-//! Like mlx5e, opening the interface sets the port's PAOS admin status up and takes the
-//! carrier from the port's operational status (`mlx5e_open()` → `mlx5_set_port_admin_status()`,
-//! `mlx5e_update_carrier()`); closing it sets the port down (`mlx5e_close()`), which also stops
-//! the port's RoCE traffic. The RoCE port's state follows the interface, as upstream mlx5_ib's
+//! Like mlx5e, opening the interface sets the port's hardware MTU and PAOS admin status up and
+//! takes the carrier from the port's operational status (`mlx5e_open()` →
+//! `mlx5_set_port_admin_status()`, `mlx5e_update_carrier()`); closing it sets the port down
+//! (`mlx5e_close()`), which also stops the port's RoCE traffic; an MTU change of an open
+//! interface sets the port's (`mlx5e_change_mtu()`). The RoCE port's state follows the interface, as upstream mlx5_ib's
 //! (`mlx5_query_port_roce()`; `mlx5_netdev_event()` raises `IB_EVENT_PORT_ACTIVE` and
 //! `IB_EVENT_PORT_ERR`: [`EventTable::netdev_changed`]).
 //!
@@ -41,6 +42,21 @@ pub(crate) struct EthNetdev {
 }
 
 impl EthNetdev {
+    /// upstream `mlx5e_set_mtu()`: the port's hardware MTU (PMTU `admin_mtu`, which the NIC
+    /// vport context and the data path's UD MTU follow) is the interface's plus the Ethernet
+    /// overhead.
+    fn set_port_mtu(&self, mtu: u32) -> Result {
+        let hw_mtu = u16::try_from(mtu.saturating_add(ETH_HW_MTU_OVERHEAD)).map_err(|_| EINVAL)?;
+        exec(
+            &*self.hw,
+            &AccessReg::write(Pmtu {
+                port: self.port,
+                admin_mtu: Some(hw_mtu),
+            }),
+        )
+        .map(|_| ())
+    }
+
     /// The port (1-based).
     pub(crate) fn port(&self) -> u8 {
         self.port
@@ -60,7 +76,10 @@ impl EthNetdev {
 }
 
 impl NetDevOps for EthNetdev {
+    /// upstream `mlx5e_open()`: the port's hardware MTU from the interface's, the port up, the
+    /// carrier from its operational status.
     fn open(&self, dev: &NetDevice) -> Result {
+        self.set_port_mtu(dev.mtu())?;
         self.set_admin(PortStatus::Up)?;
         let paos = exec(
             &*self.hw,
@@ -93,6 +112,16 @@ impl NetDevOps for EthNetdev {
     fn start_xmit(&self, _dev: &NetDevice, frame: &[u8]) -> bool {
         self.wire.transmit(frame)
     }
+
+    /// upstream `mlx5e_change_mtu()`: on an open interface the port's hardware MTU at once
+    /// ([`EthNetdev::set_port_mtu`]), on a closed one at the next open. The RoCE port's active
+    /// MTU follows the interface's.
+    fn change_mtu(&self, dev: &NetDevice, mtu: u32) -> Result {
+        if dev.running() {
+            self.set_port_mtu(mtu)?;
+        }
+        Ok(())
+    }
 }
 
 /// A registered interface of a port, connected to its wire and bound to the RoCE port.
@@ -114,11 +143,17 @@ impl PortNetdev {
         events: &Arc<EventTable>,
         parent: Option<&kernel::device::Device>,
     ) -> Result<Option<Self>> {
-        let Some(wire) = hw.eth_port(port) else {
+        let Some(wire) = hw.eth_port(port)? else {
             return Ok(None);
         };
         let nic = exec(&**hw, &QueryNicVportContext)?;
-        let pmtu = exec(&**hw, &AccessReg::read(Pmtu { port }))?;
+        let pmtu = exec(
+            &**hw,
+            &AccessReg::read(Pmtu {
+                port,
+                admin_mtu: None,
+            }),
+        )?;
         let max_mtu = u32::from(pmtu.max_mtu)
             .saturating_sub(ETH_HW_MTU_OVERHEAD)
             .max(ETH_MIN_MTU);

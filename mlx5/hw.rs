@@ -500,8 +500,12 @@ pub(crate) trait Mlx5Hw: Send + Sync {
     /// receives through: a simulated Ethernet function's port on its fabric's segment. `None`
     /// for an mlx5_core function (its interface is mlx5e's, not this driver's) and for an
     /// InfiniBand port.
-    fn eth_port(&self, _port: u8) -> Option<Arc<dyn EthPort>> {
-        None
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    fn eth_port(&self, _port: u8) -> Result<Option<Arc<dyn EthPort>>> {
+        Ok(None)
     }
 
     /// Executes a command and turns a firmware failure into an errno, logging it once

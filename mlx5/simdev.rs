@@ -518,11 +518,11 @@ impl Mlx5Hw for SimFunction {
         self.fabric.fabric().set_events(self.index, handler);
     }
 
-    fn eth_port(&self, port: u8) -> Option<Arc<dyn EthPort>> {
-        if port != 1 || self.identity.link_layer != LinkLayer::Ethernet {
-            return None;
+    fn eth_port(&self, port: u8) -> Result<Option<Arc<dyn EthPort>>> {
+        match self.fabric.fabric().ether() {
+            Some(seg) if port == 1 => seg.port(self.index).map(Some),
+            _ => Ok(None),
         }
-        self.fabric.fabric().ether()?.port(self.index)
     }
 
     // The UAR page trap: a store at a doorbell ([`Doorbell::at`]) rings it; a store elsewhere

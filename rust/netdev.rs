@@ -8,7 +8,7 @@
 //! stack hands it linear, checksummed frames), gives it a MAC, an MTU range and a parent, and
 //! registers it under an `eth%d` name the kernel picks. Its private area points at the
 //! [`NetDevOps`] implementation, an `Arc<T>` the device holds until it is freed: `open`,
-//! `stop` and `start_xmit` call it (the transmitted skb is freed by this file on every path:
+//! `stop`, `start_xmit` and `change_mtu` call it (the transmitted skb is freed by this file on every path:
 //! the implementation sees the frame's bytes only). [`NetDevice::rx`] builds an skb from bytes
 //! and queues it with `netif_rx()`. Statistics are the core's per-CPU `dstats` (tx and rx
 //! packets, bytes, drops), counted here and folded by `dev_get_stats()`.
@@ -34,6 +34,7 @@ struct Callbacks {
     open: unsafe extern "C" fn(*const c_void, *mut c_void) -> c_int,
     stop: unsafe extern "C" fn(*const c_void, *mut c_void),
     xmit: unsafe extern "C" fn(*const c_void, *mut c_void, *const u8, c_uint) -> bool,
+    change_mtu: unsafe extern "C" fn(*const c_void, *mut c_void, c_uint) -> c_int,
 }
 
 extern "C" {
@@ -67,9 +68,9 @@ pub(crate) const IFNAMSIZ: usize = bindings::IFNAMSIZ as usize;
 /// `ETH_MIN_MTU`: the smallest MTU an Ethernet interface takes.
 pub(crate) const ETH_MIN_MTU: u32 = 68;
 
-/// What an interface's driver does (upstream `struct net_device_ops`, the three ops this
-/// abstraction offers). Called under the RTNL lock (`open`, `stop`) or from the transmit path
-/// (`start_xmit`: softirq context, must not sleep).
+/// What an interface's driver does (upstream `struct net_device_ops`, the four ops this
+/// abstraction offers). Called under the RTNL lock (`open`, `stop`, `change_mtu`) or from the
+/// transmit path (`start_xmit`: softirq context, must not sleep).
 pub(crate) trait NetDevOps: Send + Sync + 'static {
     /// `ndo_open` (`ip link set dev X up`). An error keeps the interface down.
     fn open(&self, dev: &NetDevice) -> Result;
@@ -81,6 +82,10 @@ pub(crate) trait NetDevOps: Send + Sync + 'static {
     /// tx packet); `false`: dropped (counted as a tx drop). Either way the frame's buffer is
     /// freed when this returns.
     fn start_xmit(&self, dev: &NetDevice, frame: &[u8]) -> bool;
+
+    /// `ndo_change_mtu` (`ip link set dev X mtu N`), under the RTNL lock, with `mtu` within
+    /// the device's bounds (the core checked them); the device takes it when this succeeds.
+    fn change_mtu(&self, dev: &NetDevice, mtu: u32) -> Result;
 }
 
 /// How [`NetDev::new`] sets the device up before registering it.
@@ -259,6 +264,7 @@ impl<T: NetDevOps> NetDev<T> {
         open: Self::open_cb,
         stop: Self::stop_cb,
         xmit: Self::xmit_cb,
+        change_mtu: Self::change_mtu_cb,
     };
 
     /// # Safety
@@ -301,6 +307,22 @@ impl<T: NetDevOps> NetDev<T> {
         // SAFETY: the shim passes the skb's data, `len` bytes, alive until this returns.
         let frame = unsafe { core::slice::from_raw_parts(frame, len) };
         t.start_xmit(d, frame)
+    }
+
+    /// # Safety
+    ///
+    /// Called by the shim's `ndo_change_mtu`, as `open_cb`.
+    unsafe extern "C" fn change_mtu_cb(
+        data: *const c_void,
+        dev: *mut c_void,
+        mtu: c_uint,
+    ) -> c_int {
+        // SAFETY: as in `open_cb`.
+        let (t, d) = unsafe { (data_of::<T>(data), NetDevice::from_raw(dev)) };
+        match t.change_mtu(d, mtu) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
     }
 
     /// Allocates an Ethernet interface driven by `data`, configured by `cfg`, under `parent`

@@ -26,6 +26,7 @@ struct rdma_rs_netdev_cbs {
 	/* true: the frame was taken (sent); false: dropped. */
 	bool (*xmit)(const void *data, struct net_device *dev, const u8 *frame,
 		     unsigned int len);
+	int (*change_mtu)(const void *data, struct net_device *dev, unsigned int mtu);
 };
 
 struct rdma_rs_netdev_priv {
@@ -88,10 +89,22 @@ static netdev_tx_t rdma_rs_ndo_start_xmit(struct sk_buff *skb, struct net_device
 	return NETDEV_TX_OK;
 }
 
+/* The core checked min_mtu/max_mtu (dev_validate_mtu()); the driver may refuse. */
+static int rdma_rs_ndo_change_mtu(struct net_device *dev, int new_mtu)
+{
+	struct rdma_rs_netdev_priv *p = priv_of(dev);
+	int err = p->cbs->change_mtu(p->data, dev, new_mtu);
+
+	if (!err)
+		WRITE_ONCE(dev->mtu, new_mtu);
+	return err;
+}
+
 static const struct net_device_ops rdma_rs_netdev_ops = {
 	.ndo_open = rdma_rs_ndo_open,
 	.ndo_stop = rdma_rs_ndo_stop,
 	.ndo_start_xmit = rdma_rs_ndo_start_xmit,
+	.ndo_change_mtu = rdma_rs_ndo_change_mtu,
 	.ndo_set_mac_address = eth_mac_addr,
 	.ndo_validate_addr = eth_validate_addr,
 };

@@ -144,10 +144,12 @@ impl Register for Ptys {
     }
 }
 
-/// PMTU: port MTUs (read).
+/// PMTU: port MTUs (read; a write sets the admin MTU, upstream `mlx5_set_port_mtu()`).
 pub(crate) struct Pmtu {
     /// Local port, 1-based.
     pub(crate) port: u8,
+    /// For a write: the new admin (hardware) MTU in bytes. Ignored by reads.
+    pub(crate) admin_mtu: Option<u16>,
 }
 
 /// PMTU values, in bytes.
@@ -167,7 +169,11 @@ impl Register for Pmtu {
     type Value = PmtuValue;
 
     fn fill(&self, r: &mut BufMut<'_, Self::Layout>) -> Result<(), PrmError> {
-        r.set(pmtu_reg::local_port, u32::from(self.port))
+        r.set(pmtu_reg::local_port, u32::from(self.port))?;
+        if let Some(mtu) = self.admin_mtu {
+            r.set(pmtu_reg::admin_mtu, u32::from(mtu))?;
+        }
+        Ok(())
     }
 
     fn value(&self, r: Buf<'_, Self::Layout>) -> Result<PmtuValue> {

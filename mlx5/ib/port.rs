@@ -141,7 +141,13 @@ pub(crate) fn port_attrs(
         LinkLayer::Infiniband => {
             let vport = exec(hw, &QueryHcaVportContext { port: num })?;
             let ptys = read_ptys(hw, num, PtysProto::Ib)?;
-            let pmtu = exec(hw, &AccessReg::read(Pmtu { port: num }))?;
+            let pmtu = exec(
+                hw,
+                &AccessReg::read(Pmtu {
+                    port: num,
+                    admin_mtu: None,
+                }),
+            )?;
             let vl = exec(hw, &AccessReg::read(Pvlc { port: num }))?;
             let attrs = ib_port_attrs(gen, &vport, &ptys, &pmtu, vl)?;
             let immutable = port_immutable(&attrs, Some(&vport), None)?;

@@ -12,7 +12,9 @@
 //!   spent executing them (`exec_ns`, the simulator's share of a benchmark), those they
 //!   waited for the fabric lock first (`cmd_wait_ns`, the longest wait `cmd_wait_max_ns`:
 //!   the engine passes hold it), `uar_traps`, the user doorbell stores that reached the
-//!   device as UAR write traps, and how the fabric's engine passes ran (`fabric_*`);
+//!   device as UAR write traps, how the fabric's engine passes ran (`fabric_*`), and on an
+//!   Ethernet fabric the frames its segment delivered and dropped at a down port
+//!   (`ether_delivered`, `ether_dropped`);
 //! * `iommu` — the simulated IOMMU's live mappings and the device accesses it refused
 //!   (`mappings N`, `faults N`; mappings are 0 when the driver has released everything);
 //! * `fail_nth` — write `<n> [<status>|timeout] [<syndrome>]`: fail the n-th command from now,
@@ -187,6 +189,11 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         ("fabric_wqes_poll", &v.wqes_poll),
     ] {
         writeln!(out, "{} {}", name, a.load(kernel::sync::atomic::Relaxed))?;
+    }
+    if let Some(seg) = f.fabric().fabric().ether() {
+        let e = seg.stats();
+        writeln!(out, "ether_delivered {}", e.delivered)?;
+        writeln!(out, "ether_dropped {}", e.dropped)?;
     }
     Ok(())
 }

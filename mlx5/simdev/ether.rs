@@ -134,8 +134,8 @@ struct State {
     fdb: Fdb,
 }
 
-/// Frames switched, for the debugfs and the tests: delivered copies and frames dropped at a
-/// down port.
+/// Frames switched (debugfs `stats`): copies delivered, and copies not delivered because the
+/// destination port was down.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SegmentStats {
     pub(crate) delivered: u64,
@@ -177,9 +177,13 @@ impl Segment {
     }
 
     /// Port `index` of this segment, as the function's [`EthPort`].
-    pub(crate) fn port(self: &Arc<Self>, index: usize) -> Option<Arc<dyn EthPort>> {
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an index past the segment's ports, `ENOMEM`.
+    pub(crate) fn port(self: &Arc<Self>, index: usize) -> Result<Arc<dyn EthPort>> {
         if index >= MAX_FUNCTIONS {
-            return None;
+            return Err(EINVAL);
         }
         let p: Arc<dyn EthPort> = Arc::new(
             SegmentPort {
@@ -187,9 +191,8 @@ impl Segment {
                 index,
             },
             GFP_KERNEL,
-        )
-        .ok()?;
-        Some(p)
+        )?;
+        Ok(p)
     }
 
     /// Sets port `index`'s PAOS admin status (the function's firmware reports it after
@@ -351,7 +354,7 @@ mod tests {
     #[test]
     fn a_port_without_an_interface_sends_nothing() -> Result {
         let s = Segment::new()?;
-        let p = s.port(0).ok_or(EINVAL)?;
+        let p = s.port(0)?;
         let mut frame = [0u8; 60];
         frame[..6].copy_from_slice(&BCAST);
         frame[6..12].copy_from_slice(&A);
