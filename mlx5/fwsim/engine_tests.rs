@@ -198,6 +198,9 @@ impl Host {
             })
             .unwrap(),
         );
+        // The fabric's SM gives the port its LID and makes it ACTIVE.
+        crate::fwsim::sm::sweep(&mut fw);
+        while fw.next_port_event().is_some() {}
         let pd = alloc_pd(&mut fw, 0);
         let uar = alloc_uar(&mut fw, 0);
         Host {
