@@ -50,5 +50,6 @@ pub(crate) mod xrcd;
 
 mod datapath_tests;
 mod device_tests;
+mod mad_tests;
 mod port_tests;
 mod user_tests;
