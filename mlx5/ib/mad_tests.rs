@@ -95,8 +95,17 @@ mod tests {
             Mlx5IbPortOps::process_mad(ib, 1, 0, Some(&recv), &trap, &mut out)?,
             MAD_RESULT_SUCCESS | MAD_RESULT_CONSUMED
         );
-        // A MAD the SMA drops (a response) fails: nothing to send.
-        assert_eq!(process(ib, &mad(0x01, 0x81, 0x0015), &mut out)?, 0);
+        // A response is not the device's (upstream: SUCCESS alone).
+        assert_eq!(
+            process(ib, &mad(0x01, 0x81, 0x0015), &mut out)?,
+            MAD_RESULT_SUCCESS
+        );
+        // A directed route that does not end here: the SMA drops it, MAD_IFC fails
+        // (upstream IB_MAD_RESULT_FAILURE: nothing to send).
+        let mut mid = mad(0x81, 0x01, 0x0011);
+        mid.0[6] = 1;
+        mid.0[7] = 3;
+        assert_eq!(process(ib, &mid, &mut out)?, 0);
         // Other classes are not the device's.
         assert_eq!(
             process(ib, &mad(0x07, 0x01, 0x0010), &mut out)?,
