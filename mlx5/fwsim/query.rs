@@ -271,6 +271,10 @@ impl Fw {
         if let (Some(s), true) = (sma, ib) {
             // What the subnet manager set through the SMA (`sma.rs`).
             c.set(v(hca_vport_context::cap_mask1), s.cap_mask)?;
+            c.set(
+                v(hca_vport_context::cap_mask1_field_select),
+                crate::fwsim::sma::CAP_MASK1_HOST,
+            )?;
             c.set(v(hca_vport_context::lid), u32::from(s.lid))?;
             c.set(v(hca_vport_context::lmc), u32::from(s.lmc))?;
             c.set(v(hca_vport_context::sm_lid), u32::from(s.sm_lid))?;
@@ -280,6 +284,33 @@ impl Fw {
                 u32::from(s.subnet_timeout),
             )?;
         }
+        Ok(())
+    }
+
+    /// MODIFY_HCA_VPORT_CONTEXT of the function's own vport (upstream `set_port_caps_atomic()`
+    /// for `ib_modify_port()`): the CapabilityMask bits `cap_mask1_field_select` names take
+    /// their values from `cap_mask1`; only [`crate::fwsim::sma::CAP_MASK1_HOST`] may change,
+    /// and `field_select` (GUIDs, state policy) is a vport group manager's.
+    pub(super) fn modify_hca_vport_context(
+        &mut self,
+        c: &mut Cmd<'_, ModifyHcaVportContext>,
+    ) -> Done {
+        c.own_function(&[modify_hca_vport_context_in::other_vport])?;
+        let port_num = self.vport_port_num(c.get(modify_hca_vport_context_in::port_num));
+        self.port(port_num)?;
+        if self.cfg.link_layer != LinkLayer::Ib {
+            return fail(Status::BAD_PARAM_ERR, syn::VPORT_MODIFY);
+        }
+        let v = |f| modify_hca_vport_context_in::hca_vport_context.inner(f);
+        let sel = c.get(v(hca_vport_context::cap_mask1_field_select));
+        if c.get(v(hca_vport_context::field_select)) != 0
+            || sel & !crate::fwsim::sma::CAP_MASK1_HOST != 0
+        {
+            return fail(Status::BAD_PARAM_ERR, syn::VPORT_MODIFY);
+        }
+        let value = c.get(v(hca_vport_context::cap_mask1));
+        let port = u8::try_from(port_num).unwrap_or(0);
+        self.set_port_caps(port, value & sel, !value & sel);
         Ok(())
     }
 

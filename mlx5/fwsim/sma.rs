@@ -85,10 +85,6 @@ mod pi {
 }
 
 /// PortInfo CapabilityMask bit IsSM (`IB_PORT_SM`): set while an SM runs on the port.
-#[cfg_attr(
-    MODULE,
-    expect(dead_code, reason = "the host's issm path comes with umad")
-)]
 pub(crate) const CAP_IS_SM: u32 = 1 << 1;
 
 /// The CapabilityMask of a ConnectX port without an SM (`ibv_devinfo` port_cap_flags
@@ -96,6 +92,13 @@ pub(crate) const CAP_IS_SM: u32 = 1 << 1;
 /// trap, extended speeds, capability mask 2, client reregistration, vendor class, ...): what
 /// QUERY_HCA_VPORT_CONTEXT's `cap_mask1` carries as well.
 pub(crate) const CAP_MASK1: u32 = 0x2651_e848;
+
+/// The CapabilityMask bits the host's agents may set and clear (MODIFY_HCA_VPORT_CONTEXT's
+/// `cap_mask1_field_select`, reported by QUERY_HCA_VPORT_CONTEXT): IsSM (ib_umad's `issm`),
+/// IsNoticeSupported, IsCM (ib_cm), IsSNMPTunneling, IsDeviceManagement, IsVendorClass,
+/// IsBootManagement.
+pub(crate) const CAP_MASK1_HOST: u32 =
+    CAP_IS_SM | (1 << 2) | (1 << 16) | (1 << 17) | (1 << 19) | (1 << 24) | (1 << 27);
 
 /// P_Key table entries (PartitionCap; mlx5's `pkey_table_size` 0 is 128).
 pub(crate) const PKEYS: usize = 128;
@@ -240,10 +243,6 @@ impl Fw {
     /// Sets or clears CapabilityMask bits of (1-based) port `port` as the host may (IsSM
     /// and the other host-owned bits, upstream `ib_modify_port()`); `false` for a port the
     /// function does not have.
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "the host's issm path comes with umad")
-    )]
     pub(crate) fn set_port_caps(&mut self, port: u8, set: u32, clear: u32) -> bool {
         if port == 0 || port > self.cfg.num_ports {
             return false;

@@ -489,3 +489,57 @@ fn pma_counters() {
     let (_, r) = ask(&mut fw, &mad(class::PERF_MGMT, method::GET, 0x0099, 0));
     assert_eq!(status(&r), mad::status::UNSUPPORTED_METHOD_ATTRIB);
 }
+
+#[test]
+fn host_sets_is_sm_through_modify_hca_vport_context() {
+    use crate::prm::cmd::{modify_hca_vport_context_in as m, query_hca_vport_context_in as q};
+    use crate::prm::ctx::hca_vport_context as h;
+    let mut fw = ib_fw();
+    let v = |f| m::hca_vport_context.inner(f);
+    // upstream set_port_caps_atomic(): cap_mask1 the new value, cap_mask1_field_select the
+    // bits to change, field_select 0.
+    let mut inb = inbox(
+        crate::prm::opcode::MODIFY_HCA_VPORT_CONTEXT,
+        0,
+        0,
+        m::SIZE_BYTES,
+    );
+    v(h::cap_mask1).set(&mut inb, sma::CAP_IS_SM).unwrap();
+    v(h::cap_mask1_field_select)
+        .set(&mut inb, sma::CAP_IS_SM)
+        .unwrap();
+    exec_ok(&mut fw, &inb, 16);
+    assert_eq!(fw.sma(0).unwrap().cap_mask, sma::CAP_MASK1 | sma::CAP_IS_SM);
+    let mut qb = inbox(crate::prm::opcode::QUERY_HCA_VPORT_CONTEXT, 0, 0, 16);
+    q::port_num.set(&mut qb, 1).unwrap();
+    let out = exec_ok(
+        &mut fw,
+        &qb,
+        crate::prm::cmd::query_hca_vport_context_out::SIZE_BYTES,
+    );
+    let g = |f| {
+        crate::prm::cmd::query_hca_vport_context_out::hca_vport_context
+            .inner(f)
+            .get(&out)
+            .unwrap()
+    };
+    assert_eq!(g(h::cap_mask1), sma::CAP_MASK1 | sma::CAP_IS_SM);
+    assert_eq!(g(h::cap_mask1_field_select), sma::CAP_MASK1_HOST);
+    // Cleared again (value 0 under the select).
+    v(h::cap_mask1).set(&mut inb, 0).unwrap();
+    exec_ok(&mut fw, &inb, 16);
+    assert_eq!(fw.sma(0).unwrap().cap_mask, sma::CAP_MASK1);
+    // A bit the host may not change, or a field_select: refused, nothing changed.
+    v(h::cap_mask1_field_select).set(&mut inb, 1 << 5).unwrap();
+    let mut o = vec![0u8; 16];
+    let c = fw.exec(&inb, &mut o).unwrap();
+    assert_eq!(
+        (c.status, c.syndrome),
+        (Status::BAD_PARAM_ERR, syndrome::VPORT_MODIFY)
+    );
+    v(h::cap_mask1_field_select).set(&mut inb, 0).unwrap();
+    v(h::field_select).set(&mut inb, 1).unwrap();
+    let c = fw.exec(&inb, &mut o).unwrap();
+    assert_eq!(c.syndrome, syndrome::VPORT_MODIFY);
+    assert_eq!(fw.sma(0).unwrap().cap_mask, sma::CAP_MASK1);
+}

@@ -246,6 +246,9 @@ crate::prm::named_consts! {
     /// BAD_PKT_ERR: the MAD is not for this port (a directed route that does not end here, a
     /// response).
     MAD_DROPPED = 0x5f0b_0003,
+    /// MODIFY_HCA_VPORT_CONTEXT: a `field_select` (GUIDs, state policy: a vport group
+    /// manager's) or a `cap_mask1_field_select` bit the host may not change.
+    VPORT_MODIFY = 0x5f0b_0004,
 }
 
 #[cfg(test)]
