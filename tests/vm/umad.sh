@@ -1,0 +1,64 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The MAD layer and umad (issue 36): vm_umad. The infiniband_mad class and its nodes as
+# libibumad reads them, tests/userspace/umad_test.c (raw ioctl/read/write/poll: upstream's
+# errnos, an unanswered send's ETIMEDOUT, and a local directed-route NodeInfo answered by the
+# driver's process_mad when the driver has one), Debian's ibstat/ibstatus (infiniband-diags
+# 44 over libibumad) against sysfs, and the device's removal with a umad file open.
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
+
+UMAD_SIM=sim=ib,eth
+# 1 once the driver answers process_mad (the mlx5 subnet management agent): then the local
+# NodeInfo SMP is checked too. Without it a hop-count-0 SMP has nowhere to go.
+UMAD_SMP=0
+
+umad_suite() {
+	local g lid state
+	load_ours $UMAD_SIM
+	t_check "infiniband_mad abi_version is 5" sh -c '[ "$(cat /sys/class/infiniband_mad/abi_version)" = 5 ]'
+	echo "+ ls -l /dev/infiniband; grep . /sys/class/infiniband_mad/*/ibdev /sys/class/infiniband_mad/*/port"
+	ls -l /dev/infiniband/ | sed 's/^/    /'
+	grep . /sys/class/infiniband_mad/*/ibdev /sys/class/infiniband_mad/*/port | sed 's/^/    /'
+	t_check "umad0 is 231:0, issm0 is 231:64" sh -c \
+		'[ "$(cat /sys/class/infiniband_mad/umad0/dev)" = 231:0 ] && [ "$(cat /sys/class/infiniband_mad/issm0/dev)" = 231:64 ]'
+	t_check "umad0: ibdev mlx5_0, port 1" sh -c \
+		'[ "$(cat /sys/class/infiniband_mad/umad0/ibdev)" = mlx5_0 ] && [ "$(cat /sys/class/infiniband_mad/umad0/port)" = 1 ]'
+	t_check "umad1: mlx5_1 (RoCE), no issm1 (no QP0)" sh -c \
+		'[ "$(cat /sys/class/infiniband_mad/umad1/ibdev)" = mlx5_1 ] && [ ! -e /sys/class/infiniband_mad/issm1 ]'
+	t_check "/dev/infiniband/umad0 and issm0 exist" test -c /dev/infiniband/umad0 -a -c /dev/infiniband/issm0
+	g=$(cat /sys/class/infiniband/mlx5_0/node_guid)
+	if [ "$UMAD_SMP" = 1 ]; then
+		t_import "umad_test umad0 with a local NodeInfo SMP" /rdma-rs/umad_test -u 0 -s -g "$g"
+	else
+		t_import "umad_test umad0" /rdma-rs/umad_test -u 0
+	fi
+	echo "+ ibstat"
+	ibstat >/tmp/umad-ibstat 2>&1
+	sed 's/^/    ibstat| /' /tmp/umad-ibstat
+	t_check "ibstat lists mlx5_0 and mlx5_1" sh -c "grep -q \"^CA 'mlx5_0'\" /tmp/umad-ibstat && grep -q \"^CA 'mlx5_1'\" /tmp/umad-ibstat"
+	t_check "ibstat: mlx5_0 Node GUID as sysfs" grep -q "Node GUID: 0x$(echo "$g" | tr -d :)" /tmp/umad-ibstat
+	lid=$(cat /sys/class/infiniband/mlx5_0/ports/1/lid)
+	state=$(sed 's/^[0-9]*: //' /sys/class/infiniband/mlx5_0/ports/1/state)
+	t_check "ibstat: mlx5_0 port 1 Base lid $((lid)) and State $state as sysfs" sh -c \
+		"grep -q 'Base lid: $((lid))\$' /tmp/umad-ibstat && grep -qi 'State: $state' /tmp/umad-ibstat"
+	echo "+ ibstatus"
+	ibstatus >/tmp/umad-ibstatus 2>&1
+	sed 's/^/    ibstatus| /' /tmp/umad-ibstatus
+	t_check "ibstatus: mlx5_0 port 1 base lid as sysfs" grep -q "base lid:.*$lid" /tmp/umad-ibstatus
+	# issm0: IsSM needs the driver's modify_port; without it the open fails as upstream's
+	# ib_modify_port() does (EOPNOTSUPP), and the node is free again.
+	t_check "issm0 open: IsSM set or EOPNOTSUPP" sh -c \
+		'exec 3</dev/infiniband/issm0 2>/tmp/umad-issm; rc=$?; [ $rc = 0 ] || grep -q "not supported" /tmp/umad-issm'
+	# The device goes away while a umad file is open with an agent registered.
+	/rdma-rs/umad_test -u 0 >/dev/null 2>&1
+	exec 4<>/dev/infiniband/umad0
+	t_check "rmmod mlx5_ib_rs with umad0 open" rmmod mlx5_ib_rs
+	t_check "umad0 is gone" test ! -e /sys/class/infiniband_mad/umad0
+	t_check "read of the orphaned umad file: EIO" sh -c '! dd bs=512 count=1 <&4 2>/tmp/umad-dd; grep -qi "i/o error" /tmp/umad-dd'
+	exec 4<&-
+	t_check "rmmod ib_core_rs" rmmod ib_core_rs
+	t_check "modprobe -r mlx5_core" modprobe -r mlx5_core
+}
+
+# Standalone: the VM mode `umad` (its suites are in suites.list).
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode umad
