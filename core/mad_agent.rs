@@ -810,6 +810,53 @@ pub fn find_port(dev_index: u32, port: u32) -> Option<Arc<MadPort>> {
         .cloned()
 }
 
+/// Opens the MAD port of every port of `dev` with a MAD capability.
+fn open_ports(dev: &DeviceCore) -> Result {
+    let ibdev = crate::registry::device_arc(dev.index()).ok_or(ENODEV)?;
+    let mut opened = 0;
+    for port in 1..=dev.phys_port_cnt() {
+        let Ok(imm) = dev.port_immutable(port) else {
+            continue;
+        };
+        if imm.core_cap_flags & CORE_CAP_IB_MAD == 0 {
+            continue;
+        }
+        let d = ibdev.clone();
+        let p = Arc::pin_init(
+            pin_init!(MadPort {
+                dev_index: dev.index(),
+                port,
+                has_smi: imm.core_cap_flags & CORE_CAP_IB_SMI != 0,
+                has_cm: imm.core_cap_flags & CORE_CAP_IB_CM != 0,
+                link_layer: imm.link_layer,
+                dev <- kernel::new_mutex!(Some(d), "mad_port_dev"),
+                state <- kernel::new_mutex!(
+                    PortState {
+                        closed: false,
+                        agents: KVec::new(),
+                        waiting: KVec::new(),
+                        completions: KVec::new(),
+                        timer: None,
+                    },
+                    "mad_port_state"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        let timer = Timer::new(p.clone())?;
+        p.state.lock().timer = Some(timer);
+        if let Err(e) = crate::global::MAD_PORTS.lock().push(p.clone(), GFP_KERNEL) {
+            p.close();
+            return Err(e.into());
+        }
+        opened += 1;
+    }
+    if opened == 0 {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
+}
+
 /// The MAD layer as a client of the core (upstream `mad_client`: `ib_mad_init_device()`,
 /// `ib_mad_remove_device()`). Registered before umad, so it is added to a device first and
 /// removed from it last.
@@ -820,52 +867,14 @@ impl crate::client::Client for MadClient {
         c"mad"
     }
 
-    // upstream: ib_mad_init_device() -> ib_mad_port_open() for each port with a MAD cap.
+    // upstream: ib_mad_init_device() -> ib_mad_port_open() for each port with a MAD cap;
+    // a failure closes the ports opened before it.
     fn add(&self, dev: &DeviceCore) -> Result {
-        let ibdev = crate::registry::device_arc(dev.index()).ok_or(ENODEV)?;
-        let mut opened = 0;
-        for port in 1..=dev.phys_port_cnt() {
-            let Ok(imm) = dev.port_immutable(port) else {
-                continue;
-            };
-            if imm.core_cap_flags & CORE_CAP_IB_MAD == 0 {
-                continue;
-            }
-            let d = ibdev.clone();
-            let p = Arc::pin_init(
-                pin_init!(MadPort {
-                    dev_index: dev.index(),
-                    port,
-                    has_smi: imm.core_cap_flags & CORE_CAP_IB_SMI != 0,
-                    has_cm: imm.core_cap_flags & CORE_CAP_IB_CM != 0,
-                    link_layer: imm.link_layer,
-                    dev <- kernel::new_mutex!(Some(d), "mad_port_dev"),
-                    state <- kernel::new_mutex!(
-                        PortState {
-                            closed: false,
-                            agents: KVec::new(),
-                            waiting: KVec::new(),
-                            completions: KVec::new(),
-                            timer: None,
-                        },
-                        "mad_port_state"
-                    ),
-                }),
-                GFP_KERNEL,
-            )?;
-            let timer = Timer::new(p.clone())?;
-            p.state.lock().timer = Some(timer);
-            if let Err(e) = crate::global::MAD_PORTS.lock().push(p.clone(), GFP_KERNEL) {
-                p.close();
-                self.remove(dev);
-                return Err(e.into());
-            }
-            opened += 1;
+        let r = open_ports(dev);
+        if r.is_err() {
+            self.remove(dev);
         }
-        if opened == 0 {
-            return Err(EOPNOTSUPP);
-        }
-        Ok(())
+        r
     }
 
     // upstream: ib_mad_remove_device() -> ib_mad_port_close().
