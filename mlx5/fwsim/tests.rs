@@ -386,8 +386,13 @@ fn adapter_special_contexts_and_vports() {
 
     let mut b = inbox(op::QUERY_HCA_VPORT_CONTEXT, 0, 0, 16);
     query_hca_vport_context_in::port_num.set(&mut b, 1).unwrap();
-    let out = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
     let v = |m| query_hca_vport_context_out::hca_vport_context.inner(m);
+    // INIT until a subnet manager configures the port (`sma.rs`), then ACTIVE.
+    let out = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
+    assert_eq!(get(&out, v(hca_vport_context::port_state)), 2);
+    assert_eq!(get(&out, v(hca_vport_context::lid)), 0);
+    sm::sweep(&mut f);
+    let out = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
     assert_eq!(get(&out, v(hca_vport_context::port_state)), 4);
     assert_eq!(get(&out, v(hca_vport_context::port_physical_state)), 5);
     // The port's administrative state (the PCI function's test window): Down / Disabled,
@@ -397,6 +402,10 @@ fn adapter_special_contexts_and_vports() {
     assert_eq!(get(&down, v(hca_vport_context::port_state)), 1);
     assert_eq!(get(&down, v(hca_vport_context::port_physical_state)), 3);
     assert!(f.set_port_up(1, true));
+    // Up again: INIT, until the fabric's SM sweeps it.
+    let init = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
+    assert_eq!(get(&init, v(hca_vport_context::port_state)), 2);
+    sm::sweep(&mut f);
     assert!(!f.set_port_up(2, true));
     assert!(!f.set_port_up(0, true));
     // 0x100 + serial (0x42) * 2 + port index 0: unique per function on a fabric.

@@ -67,6 +67,8 @@ macro_rules! prm_commands {
             Qp2Err: _2ERR_QP = 0x507, qp_2err_in => qp_2err_out, zero, modify_qp;
             Qp2Rst: _2RST_QP = 0x50a, qp_2rst_in => qp_2rst_out, zero, modify_qp;
             QueryQp: QUERY_QP = 0x50b, query_qp_in => query_qp_out, zero, query_qp;
+            // Management datagrams to the subnet management agent (`fwsim/mad.rs`).
+            MadIfc: MAD_IFC = 0x50d, mad_ifc_in => mad_ifc_out, any, mad_ifc;
             Init2InitQp: INIT2INIT_QP = 0x50e, init2init_qp_in => init2init_qp_out, zero, modify_qp;
             // Vports, RoCE addresses, counters.
             // XRC SRQs and domains (`fwsim/xrc.rs`): upstream mlx5_ib creates two XRCDs and an
