@@ -10,7 +10,7 @@
 UMAD_SIM=sim=ib,eth
 # 1 once the driver answers process_mad (the mlx5 subnet management agent): then the local
 # NodeInfo SMP is checked too. Without it a hop-count-0 SMP has nowhere to go.
-UMAD_SMP=0
+UMAD_SMP=1
 
 umad_suite() {
 	local g lid state
@@ -45,6 +45,27 @@ umad_suite() {
 	ibstatus >/tmp/umad-ibstatus 2>&1
 	sed 's/^/    ibstatus| /' /tmp/umad-ibstatus
 	t_check "ibstatus: mlx5_0 port 1 base lid as sysfs" grep -q "base lid:.*$lid" /tmp/umad-ibstatus
+	if [ "$UMAD_SMP" = 1 ]; then
+		# infiniband-diags over libibumad: a directed-route SMP with an empty path, answered
+		# by the node's SMA through process_mad.
+		echo "+ smpquery -D nodeinfo 0"
+		smpquery -D nodeinfo 0 >/tmp/umad-ni 2>&1
+		sed 's/^/    smpquery| /' /tmp/umad-ni
+		t_check "smpquery -D nodeinfo 0: NodeGuid as sysfs node_guid" \
+			grep -q "^NodeGuid:\.*0x$(echo "$g" | tr -d :)\$" /tmp/umad-ni
+		echo "+ smpquery -D portinfo 0"
+		smpquery -D portinfo 0 >/tmp/umad-pi 2>&1
+		sed 's/^/    smpquery| /' /tmp/umad-pi
+		t_check "smpquery -D portinfo 0: Lid $((lid)) as sysfs" grep -q "^Lid:\.*$((lid))\$" /tmp/umad-pi
+		# perfquery resolves the local port by directed route, then sends a LID-routed PerfMgt
+		# Get to the port's own LID: the MAD layer hands it to process_mad (the PMA).
+		echo "+ perfquery"
+		perfquery >/tmp/umad-pq 2>&1
+		local prc=$?
+		sed 's/^/    perfquery| /' /tmp/umad-pq
+		t_check "perfquery of the local port: exit 0, Port counters of Lid $((lid)) port 1" sh -c \
+			"[ $prc = 0 ] && grep -q 'Port counters: Lid $((lid)) port 1' /tmp/umad-pq && grep -q '^PortXmitData:' /tmp/umad-pq"
+	fi
 	# issm0: IsSM needs the driver's modify_port; without it the open fails as upstream's
 	# ib_modify_port() does (EOPNOTSUPP), and the node is free again.
 	t_check "issm0 open: IsSM set or EOPNOTSUPP" sh -c \
