@@ -222,6 +222,7 @@ impl Drop for IbCoreRs {
         registry::shutdown();
         drop(self.umad.take());
         drop(self.mad.take());
+        mad_agent::shutdown();
         drop(self.uverbs.take());
         client::shutdown();
         sysfs::exit();

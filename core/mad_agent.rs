@@ -801,6 +801,13 @@ impl Drop for MadAgent {
     }
 }
 
+/// Frees the MAD port list's storage at module exit (statics are never dropped; every port is
+/// closed by then).
+pub(crate) fn shutdown() {
+    let old = core::mem::take(&mut *crate::global::MAD_PORTS.lock());
+    drop(old);
+}
+
 /// Finds the open MAD port of a device's port.
 pub fn find_port(dev_index: u32, port: u32) -> Option<Arc<MadPort>> {
     crate::global::MAD_PORTS

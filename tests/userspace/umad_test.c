@@ -7,6 +7,9 @@
  * NodeInfo Get with hop count 0, answered through the driver's process_mad.
  *
  * usage: umad_test -u N [-s] [-g NODE_GUID_HEX]
+ *        umad_test -u N -k: registers an agent, sends a MAD that waits 60 s for a response,
+ *        then blocks in read(): the device's removal meanwhile must end it with EIO, and
+ *        poll() then reports POLLERR (upstream ib_umad_kill_port()).
  */
 #include "rdmars_test.h"
 
@@ -74,7 +77,7 @@ static void smp_nodeinfo(struct msg *m, uint32_t id)
 
 int main(int argc, char **argv)
 {
-	int n = 0, smp = 0, opt, fd, fd2, i;
+	int n = 0, smp = 0, kill = 0, opt, fd, fd2, i;
 	const char *guid = NULL;
 	struct msg m, r;
 	uint8_t big[sizeof(struct msg) + 8];
@@ -82,13 +85,39 @@ int main(int argc, char **argv)
 	ssize_t got;
 	struct pollfd pfd;
 
-	while ((opt = getopt(argc, argv, "u:sg:")) != -1) {
+	while ((opt = getopt(argc, argv, "u:sg:k")) != -1) {
 		if (opt == 'u')
 			n = atoi(optarg);
+		else if (opt == 'k')
+			kill = 1;
 		else if (opt == 's')
 			smp = 1;
 		else if (opt == 'g')
 			guid = optarg;
+	}
+	if (kill) {
+		fd = open_umad(n, 0);
+		check(fd >= 0 && reg2(fd, 0, 0x81, 1, 0, 0, 0, &id) == 0, "open umad%d, agent registered", n);
+		smp_nodeinfo(&m, id);
+		m.mad[7] = 1;
+		m.mad[129] = 1;
+		m.hdr.timeout_ms = 60000;
+		check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "a MAD in flight (60 s timeout)");
+		printf("umad_test: waiting in read\n");
+		fflush(stdout);
+		errno = 0;
+		got = read(fd, &r, sizeof(r));
+		check(got < 0 && errno == EIO, "read blocked across the removal: EIO");
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		check(poll(&pfd, 1, 0) == 1 && pfd.revents == POLLERR, "poll after the removal: POLLERR");
+		errno = 0;
+		check(write(fd, &m, sizeof(m)) < 0 && errno == EIO, "write after the removal: EIO");
+		errno = 0;
+		check(reg2(fd, 1, 0x04, 1, 0, 0, 0, &id) && errno == EPIPE, "REGISTER_AGENT2 after the removal: EPIPE");
+		check(close(fd) == 0, "close");
+		printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+		return failures ? 1 : 0;
 	}
 	check(sizeof(struct ib_user_mad_reg_req) == 28 && sizeof(struct ib_user_mad_reg_req2) == 40 &&
 		      sizeof(struct ib_user_mad_hdr) == 64,

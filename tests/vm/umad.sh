@@ -69,13 +69,19 @@ umad_suite() {
 	# issm0: IsSM needs the driver's modify_port; without it the open fails as upstream's
 	# ib_modify_port() does (EOPNOTSUPP), and the node is free again.
 	t_check "issm0 open: IsSM set or EOPNOTSUPP" sh -c \
-		'exec 3</dev/infiniband/issm0 2>/tmp/umad-issm; rc=$?; [ $rc = 0 ] || grep -q "not supported" /tmp/umad-issm'
-	# The device goes away while a umad file is open with an agent registered.
-	/rdma-rs/umad_test -u 0 >/dev/null 2>&1
+		'sh -c "exec 3</dev/infiniband/issm0" 2>/tmp/umad-issm || grep -q "not supported" /tmp/umad-issm'
+	# The device goes away while umad files are open: one idle, one with an agent, a MAD in
+	# flight and a read() blocked.
 	exec 4<>/dev/infiniband/umad0
-	t_check "rmmod mlx5_ib_rs with umad0 open" rmmod mlx5_ib_rs
+	/rdma-rs/umad_test -u 0 -k >/tmp/umad-kill.out 2>&1 &
+	local kpid=$! i=0
+	while ! grep -q "waiting in read" /tmp/umad-kill.out && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
+	sleep 0.5
+	t_check "rmmod mlx5_ib_rs with umad0 open, a MAD in flight and a read blocked" rmmod mlx5_ib_rs
+	wait $kpid
+	t_import_file "umad_test -k" /tmp/umad-kill.out $?
 	t_check "umad0 is gone" test ! -e /sys/class/infiniband_mad/umad0
-	t_check "read of the orphaned umad file: EIO" sh -c '! dd bs=512 count=1 <&4 2>/tmp/umad-dd; grep -qi "i/o error" /tmp/umad-dd'
+	t_check "read of the orphaned umad file: EIO" sh -c '! dd bs=512 count=1 <&4 2>/tmp/umad-dd; grep -qi "input/output error" /tmp/umad-dd'
 	exec 4<&-
 	t_check "rmmod ib_core_rs" rmmod ib_core_rs
 	t_check "modprobe -r mlx5_core" modprobe -r mlx5_core
