@@ -271,6 +271,12 @@ impl Fw {
         if let (Some(s), true) = (sma, ib) {
             // What the subnet manager set through the SMA (`sma.rs`).
             c.set(v(hca_vport_context::cap_mask1), s.cap_mask)?;
+            // The bits the host may change with MODIFY_HCA_VPORT_CONTEXT (upstream
+            // `cap_mask1_perm`, which mlx5_ib's set_port_caps_atomic() checks): IsSM.
+            c.set(
+                v(hca_vport_context::cap_mask1_field_select),
+                super::sma::CAP_IS_SM,
+            )?;
             c.set(v(hca_vport_context::lid), u32::from(s.lid))?;
             c.set(v(hca_vport_context::lmc), u32::from(s.lmc))?;
             c.set(v(hca_vport_context::sm_lid), u32::from(s.sm_lid))?;
@@ -279,6 +285,35 @@ impl Fw {
                 v(hca_vport_context::subnet_timeout),
                 u32::from(s.subnet_timeout),
             )?;
+        }
+        Ok(())
+    }
+
+    /// MODIFY_HCA_VPORT_CONTEXT of the function's own vport (upstream
+    /// `mlx5_core_modify_hca_vport_context()`, what mlx5_ib's `set_port_caps_atomic()` sends
+    /// for `ib_modify_port()`): the `cap_mask1` bits named by `cap_mask1_field_select` are set
+    /// or cleared in the SMA's CapabilityMask. Modeled: IsSM only (the `field_select` fields,
+    /// GUIDs and the state policy, are `BAD_PARAM`).
+    pub(super) fn modify_hca_vport_context(
+        &mut self,
+        c: &mut Cmd<'_, ModifyHcaVportContext>,
+    ) -> Done {
+        c.own_function(&[modify_hca_vport_context_in::other_vport])?;
+        let port_num = self.vport_port_num(c.get(modify_hca_vport_context_in::port_num));
+        self.port(port_num)?;
+        let v = |f| modify_hca_vport_context_in::hca_vport_context.inner(f);
+        let sel = c.get(v(hca_vport_context::cap_mask1_field_select));
+        if self.cfg.link_layer != LinkLayer::Ib
+            || c.get(v(hca_vport_context::field_select)) != 0
+            || sel & !super::sma::CAP_IS_SM != 0
+        {
+            return fail(Status::BAD_PARAM_ERR, syn::VPORT_CAP_MASK);
+        }
+        let val = c.get(v(hca_vport_context::cap_mask1));
+        let port = u8::try_from(port_num)
+            .map_err(|_| CmdError::new(Status::BAD_PARAM_ERR, syn::BAD_PORT))?;
+        if !self.set_port_caps(port, val & sel, !val & sel) {
+            return fail(Status::BAD_PARAM_ERR, syn::BAD_PORT);
         }
         Ok(())
     }

@@ -85,10 +85,6 @@ mod pi {
 }
 
 /// PortInfo CapabilityMask bit IsSM (`IB_PORT_SM`): set while an SM runs on the port.
-#[cfg_attr(
-    MODULE,
-    expect(dead_code, reason = "the host's issm path comes with umad")
-)]
 pub(crate) const CAP_IS_SM: u32 = 1 << 1;
 
 /// The CapabilityMask of a ConnectX port without an SM (`ibv_devinfo` port_cap_flags
@@ -240,10 +236,6 @@ impl Fw {
     /// Sets or clears CapabilityMask bits of (1-based) port `port` as the host may (IsSM
     /// and the other host-owned bits, upstream `ib_modify_port()`); `false` for a port the
     /// function does not have.
-    #[cfg_attr(
-        MODULE,
-        expect(dead_code, reason = "the host's issm path comes with umad")
-    )]
     pub(crate) fn set_port_caps(&mut self, port: u8, set: u32, clear: u32) -> bool {
         if port == 0 || port > self.cfg.num_ports {
             return false;

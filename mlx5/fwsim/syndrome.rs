@@ -76,6 +76,8 @@ crate::prm::named_consts! {
     ROCE_ON_IB = 0x5f01_0005,
     /// SET_ROCE_ADDRESS with an unknown `roce_version`/`roce_l3_type`.
     ROCE_BAD_TYPE = 0x5f01_0006,
+    /// MODIFY_HCA_VPORT_CONTEXT of a field or capability bit the host may not change.
+    VPORT_CAP_MASK = 0x5f01_0007,
 
     // 0x5f02xxxx: PD, UAR, transport domain, user context.
     /// Resource table full (no ICM left).

@@ -10,6 +10,8 @@
  *        umad_test -u N -k: registers an agent, sends a MAD that waits 60 s for a response,
  *        then blocks in read(): the device's removal meanwhile must end it with EIO, and
  *        poll() then reports POLLERR (upstream ib_umad_kill_port()).
+ *        umad_test -u N -m DEV: issmN sets IsSM in DEV's port 1 cap_mask while open, one
+ *        opener at a time (EAGAIN with O_NONBLOCK), cleared at close.
  */
 #include "rdmars_test.h"
 
@@ -34,6 +36,43 @@ static int open_umad(int n, int flags)
 
 	snprintf(path, sizeof(path), "/dev/infiniband/umad%d", n);
 	return open(path, O_RDWR | flags);
+}
+
+static unsigned long cap_mask(const char *dev)
+{
+	char path[128], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/cap_mask", dev);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strtoul(buf, NULL, 16);
+}
+
+static int issm_test(int n, const char *dev)
+{
+	char path[64];
+	int fd, fd2;
+
+	snprintf(path, sizeof(path), "/dev/infiniband/issm%d", n);
+	check(!(cap_mask(dev) & 2), "%s cap_mask 0x%lx: IsSM clear before", dev, cap_mask(dev));
+	fd = open(path, O_RDWR | O_NONBLOCK);
+	check(fd >= 0, "open %s", path);
+	check(cap_mask(dev) & 2, "%s cap_mask 0x%lx: IsSM set while open", dev, cap_mask(dev));
+	errno = 0;
+	fd2 = open(path, O_RDWR | O_NONBLOCK);
+	check(fd2 < 0 && errno == EAGAIN, "a second opener with O_NONBLOCK: EAGAIN");
+	check(close(fd) == 0, "close");
+	check(!(cap_mask(dev) & 2), "%s cap_mask 0x%lx: IsSM clear after close", dev, cap_mask(dev));
+	fd = open(path, O_RDWR | O_NONBLOCK);
+	check(fd >= 0, "open again after the close");
+	close(fd);
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
 }
 
 static int reg2(int fd, uint32_t qpn, uint8_t class, uint8_t ver, uint32_t flags, uint32_t oui,
@@ -78,16 +117,18 @@ static void smp_nodeinfo(struct msg *m, uint32_t id)
 int main(int argc, char **argv)
 {
 	int n = 0, smp = 0, kill = 0, opt, fd, fd2, i;
-	const char *guid = NULL;
+	const char *guid = NULL, *sm_dev = NULL;
 	struct msg m, r;
 	uint8_t big[sizeof(struct msg) + 8];
 	uint32_t id, ids[33];
 	ssize_t got;
 	struct pollfd pfd;
 
-	while ((opt = getopt(argc, argv, "u:sg:k")) != -1) {
+	while ((opt = getopt(argc, argv, "u:sg:km:")) != -1) {
 		if (opt == 'u')
 			n = atoi(optarg);
+		else if (opt == 'm')
+			sm_dev = optarg;
 		else if (opt == 'k')
 			kill = 1;
 		else if (opt == 's')
@@ -95,6 +136,8 @@ int main(int argc, char **argv)
 		else if (opt == 'g')
 			guid = optarg;
 	}
+	if (sm_dev)
+		return issm_test(n, sm_dev);
 	if (kill) {
 		fd = open_umad(n, 0);
 		check(fd >= 0 && reg2(fd, 0, 0x81, 1, 0, 0, 0, &id) == 0, "open umad%d, agent registered", n);

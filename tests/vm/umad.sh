@@ -66,10 +66,8 @@ umad_suite() {
 		t_check "perfquery of the local port: exit 0, Port counters of Lid $((lid)) port 1" sh -c \
 			"[ $prc = 0 ] && grep -q 'Port counters: Lid $((lid)) port 1' /tmp/umad-pq && grep -q '^PortXmitData:' /tmp/umad-pq"
 	fi
-	# issm0: IsSM needs the driver's modify_port; without it the open fails as upstream's
-	# ib_modify_port() does (EOPNOTSUPP), and the node is free again.
-	t_check "issm0 open: IsSM set or EOPNOTSUPP" sh -c \
-		'sh -c "exec 3</dev/infiniband/issm0" 2>/tmp/umad-issm || grep -q "not supported" /tmp/umad-issm'
+	# issm0: IsSM through the driver's modify_port (mlx5: MODIFY_HCA_VPORT_CONTEXT).
+	t_import "umad_test issm0" /rdma-rs/umad_test -u 0 -m mlx5_0
 	# The device goes away while umad files are open: one idle, one with an agent, a MAD in
 	# flight and a read() blocked.
 	exec 4<>/dev/infiniband/umad0
