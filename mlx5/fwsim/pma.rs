@@ -60,6 +60,24 @@ impl Traffic {
         self.xmit_bytes = self.xmit_bytes.saturating_add(b);
     }
 
+    /// Clears the counters `sel` names: bit 0 transmitted octets, 1 received octets, 2
+    /// transmitted packets, 3 received packets.
+    fn clear(&mut self, sel: u16) {
+        for (bit, c) in [
+            &mut self.xmit_bytes,
+            &mut self.rcv_bytes,
+            &mut self.xmit_pkts,
+            &mut self.rcv_pkts,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if sel & (1 << bit) != 0 {
+                *c = 0;
+            }
+        }
+    }
+
     /// Counts `pkts` packets carrying `payload` bytes into the port.
     pub(crate) fn rcv(&mut self, pkts: u32, payload: u64) {
         let (p, b) = octets(pkts, payload);
@@ -119,22 +137,9 @@ impl Fw {
             attr::PORT_COUNTERS => {
                 let sel = be16(m, d + 2);
                 if set {
-                    self.count_traffic(port, |t| {
-                        // CounterSelect bits 12..15: PortXmitData, PortRcvData,
-                        // PortXmitPkts, PortRcvPkts.
-                        if sel & (1 << 12) != 0 {
-                            t.xmit_bytes = 0;
-                        }
-                        if sel & (1 << 13) != 0 {
-                            t.rcv_bytes = 0;
-                        }
-                        if sel & (1 << 14) != 0 {
-                            t.xmit_pkts = 0;
-                        }
-                        if sel & (1 << 15) != 0 {
-                            t.rcv_pkts = 0;
-                        }
-                    });
+                    // CounterSelect bits 12..15: PortXmitData, PortRcvData, PortXmitPkts,
+                    // PortRcvPkts.
+                    self.count_traffic(port, |t| t.clear(sel >> 12));
                 }
                 let t = self.port_traffic(port);
                 let ps = m[d + 1];
@@ -152,20 +157,7 @@ impl Fw {
                 if set {
                     // CounterSelect bits 0..3: PortXmitData, PortRcvData, PortXmitPkts,
                     // PortRcvPkts (the unicast ones with them: all traffic is unicast).
-                    self.count_traffic(port, |t| {
-                        if sel & 1 != 0 {
-                            t.xmit_bytes = 0;
-                        }
-                        if sel & 2 != 0 {
-                            t.rcv_bytes = 0;
-                        }
-                        if sel & 4 != 0 {
-                            t.xmit_pkts = 0;
-                        }
-                        if sel & 8 != 0 {
-                            t.rcv_pkts = 0;
-                        }
-                    });
+                    self.count_traffic(port, |t| t.clear(sel));
                 }
                 let t = self.port_traffic(port);
                 let ps = m[d + 1];

@@ -9,10 +9,14 @@ use crate::ib::ops::Mlx5IbPortOps;
 use crate::ib::port::query_port_common;
 use crate::simdev::SimFunction;
 use ib_core_rs::device::Device;
+use ib_core_rs::event::register_event_handler;
+use ib_core_rs::ib_device::{DeviceCore, Event, EventHandler, EventKind, IbDevice};
 use ib_core_rs::mad::{
     Mad, MadRecvInfo, MAD_RESULT_CONSUMED, MAD_RESULT_REPLY, MAD_RESULT_SUCCESS,
 };
 use ib_core_rs::ops::DeviceOps;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::time::{delay::fsleep, Delta};
 use kernel::{prelude::*, sync::Arc};
 
 fn sim(eth: bool) -> Result<Arc<SimFunction>> {
@@ -39,6 +43,22 @@ fn process(ib: &Device<Mlx5Ib>, m: &Mad, out: &mut Mad) -> Result<u32> {
 }
 
 const OK_REPLY: u32 = MAD_RESULT_SUCCESS | MAD_RESULT_REPLY;
+
+/// Counts the LID change and client reregister events of port 1.
+struct Seen {
+    lid: Atomic<u32>,
+    rereg: Atomic<u32>,
+}
+
+impl EventHandler for Seen {
+    fn handle(&self, _dev: &DeviceCore, ev: &Event) {
+        match (ev.port, ev.kind) {
+            (1, EventKind::LidChange) => self.lid.add(1, Relaxed),
+            (1, EventKind::ClientReregister) => self.rereg.add(1, Relaxed),
+            _ => {}
+        }
+    }
+}
 
 #[kunit_tests(mlx5_ib_rs_mad)]
 mod tests {
@@ -95,8 +115,17 @@ mod tests {
             Mlx5IbPortOps::process_mad(ib, 1, 0, Some(&recv), &trap, &mut out)?,
             MAD_RESULT_SUCCESS | MAD_RESULT_CONSUMED
         );
-        // A MAD the SMA drops (a response) fails: nothing to send.
-        assert_eq!(process(ib, &mad(0x01, 0x81, 0x0015), &mut out)?, 0);
+        // A response is not the device's (upstream: SUCCESS alone).
+        assert_eq!(
+            process(ib, &mad(0x01, 0x81, 0x0015), &mut out)?,
+            MAD_RESULT_SUCCESS
+        );
+        // A directed route that does not end here: the SMA drops it, MAD_IFC fails
+        // (upstream IB_MAD_RESULT_FAILURE: nothing to send).
+        let mut mid = mad(0x81, 0x01, 0x0011);
+        mid.0[6] = 1;
+        mid.0[7] = 3;
+        assert_eq!(process(ib, &mid, &mut out)?, 0);
         // Other classes are not the device's.
         assert_eq!(
             process(ib, &mad(0x07, 0x01, 0x0010), &mut out)?,
@@ -107,6 +136,42 @@ mod tests {
             Mlx5IbPortOps::process_mad(ib, 2, 0, None, &mad(0x01, 0x01, 0x0015), &mut out),
             Err(EINVAL)
         );
+        Ok(())
+    }
+
+    #[test]
+    fn port_info_set_raises_the_port_events() -> Result {
+        let f = sim(false)?;
+        let d = Mlx5Dev::probe(f.clone())?;
+        let ib = ib_of(&d)?;
+        let seen = Arc::new(
+            Seen {
+                lid: Atomic::new(0),
+                rereg: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let dev: Arc<dyn IbDevice> = ib.clone();
+        let reg = register_event_handler(dev, seen.clone())?;
+        let mut out = Mad::zeroed();
+        assert_eq!(process(ib, &mad(0x01, 0x01, 0x0015), &mut out)?, OK_REPLY);
+        // A new LID and ClientReregister, as an SM sets them after a restart.
+        let mut set = mad(0x01, 0x02, 0x0015);
+        set.0[64..128].copy_from_slice(&out.0[64..128]);
+        set.0[64 + 16..64 + 18].copy_from_slice(&0x0555u16.to_be_bytes());
+        set.0[64 + 32] &= 0xf0;
+        set.0[64 + 33] &= 0x0f;
+        set.0[64 + 51] |= 0x80;
+        assert_eq!(process(ib, &set, &mut out)?, OK_REPLY);
+        // PORT_CHANGE EQEs from the device's worker, then the core's event work.
+        for _ in 0..400 {
+            if seen.lid.load(Relaxed) != 0 && seen.rereg.load(Relaxed) != 0 {
+                break;
+            }
+            fsleep(Delta::from_millis(5));
+        }
+        assert_eq!((seen.lid.load(Relaxed), seen.rereg.load(Relaxed)), (1, 1));
+        drop(reg);
         Ok(())
     }
 

@@ -52,7 +52,7 @@ umad_suite() {
 		smpquery -D nodeinfo 0 >/tmp/umad-ni 2>&1
 		sed 's/^/    smpquery| /' /tmp/umad-ni
 		t_check "smpquery -D nodeinfo 0: NodeGuid as sysfs node_guid" \
-			grep -q "^NodeGuid:\.*0x$(echo "$g" | tr -d :)\$" /tmp/umad-ni
+			grep -q "^Guid:\.*0x$(echo "$g" | tr -d :)\$" /tmp/umad-ni
 		echo "+ smpquery -D portinfo 0"
 		smpquery -D portinfo 0 >/tmp/umad-pi 2>&1
 		sed 's/^/    smpquery| /' /tmp/umad-pi
