@@ -10,6 +10,9 @@
  *        umad_test -u N -k: registers an agent, sends a MAD that waits 60 s for a response,
  *        then blocks in read(): the device's removal meanwhile must end it with EIO, and
  *        poll() then reports POLLERR (upstream ib_umad_kill_port()).
+ *        umad_test -u N -f ITER [-r SEED]: random registrations, writes (any length, header
+ *        and MAD bytes, timeouts up to 2^32-1 ms), reads and unregistrations; every call must
+ *        succeed or fail with an errno umad gives; the file is closed with sends in flight.
  *        umad_test -u N -m DEV: issmN sets IsSM in DEV's port 1 cap_mask while open, one
  *        opener at a time (EAGAIN with O_NONBLOCK), cleared at close.
  */
@@ -75,6 +78,87 @@ static int issm_test(int n, const char *dev)
 	return failures ? 1 : 0;
 }
 
+static uint64_t rnd_state = 88172645463325252ull;
+
+static uint32_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return (uint32_t)rnd_state;
+}
+
+static int allowed(int e)
+{
+	return e == EINVAL || e == EIO || e == ENOMEM || e == EAGAIN || e == EPROTONOSUPPORT ||
+	       e == EOPNOTSUPP || e == ENOTTY;
+}
+
+static int fuzz(int n, int iters)
+{
+	static const uint8_t classes[] = { 0x01, 0x81, 0x03, 0x04, 0x06, 0x07, 0x30, 0x50, 0x00, 0x12 };
+	uint8_t buf[sizeof(struct msg) + 64];
+	int fd, i, bad = 0, oks = 0;
+	uint32_t id;
+
+	fd = open_umad(n, O_NONBLOCK);
+	check(fd >= 0, "open umad%d for the random calls", n);
+	if (fd < 0)
+		return 1;
+	for (i = 0; i < iters; i++) {
+		int op = rnd() % 8, ret;
+		size_t len;
+
+		errno = 0;
+		if (op == 0) {
+			struct ib_user_mad_reg_req2 r;
+
+			memset(&r, 0, sizeof(r));
+			r.qpn = rnd() % 3;
+			r.mgmt_class = classes[rnd() % sizeof(classes)];
+			r.mgmt_class_version = rnd() % 4;
+			r.flags = rnd() % 4 == 0 ? rnd() % 4 : 0;
+			r.oui = rnd() % 3 == 0 ? rnd() : 0;
+			r.rmpp_version = rnd() % 3;
+			r.method_mask[0] = rnd();
+			ret = ioctl(fd, IB_USER_MAD_REGISTER_AGENT2, &r);
+		} else if (op == 1) {
+			id = rnd() % 40;
+			ret = ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &id);
+		} else if (op == 2) {
+			ret = read(fd, buf, rnd() % sizeof(buf));
+		} else if (op == 3) {
+			ret = ioctl(fd, 0x1b00 | (rnd() & 0xff), 0);
+		} else {
+			struct msg *m = (struct msg *)buf;
+
+			for (len = 0; len < sizeof(buf); len++)
+				buf[len] = rnd();
+			m->hdr.id = rnd() % 6;
+			m->hdr.timeout_ms = rnd() % 2 ? rnd() % 50 : rnd();
+			m->hdr.retries = rnd() % 3;
+			m->hdr.grh_present = rnd() % 4 == 0;
+			m->mad[1] = classes[rnd() % sizeof(classes)];
+			m->mad[7] = rnd() % 3 == 0 ? rnd() : rnd() % 2;
+			if (rnd() % 2) {
+				m->mad[32] = m->mad[33] = m->mad[34] = m->mad[35] = 0xff;
+			}
+			len = rnd() % 3 ? sizeof(struct msg) : rnd() % sizeof(buf);
+			ret = write(fd, buf, len);
+		}
+		if (ret < 0 && !allowed(errno)) {
+			printf("    call %d (op %d): errno %d\n", i, op, errno);
+			bad++;
+		} else if (ret >= 0) {
+			oks++;
+		}
+	}
+	check(bad == 0, "%d random calls: each succeeded (%d) or failed with an errno of umad's", iters, oks);
+	check(close(fd) == 0, "close with whatever is in flight");
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
+
 static int reg2(int fd, uint32_t qpn, uint8_t class, uint8_t ver, uint32_t flags, uint32_t oui,
 		uint8_t rmpp, uint32_t *id)
 {
@@ -116,7 +200,7 @@ static void smp_nodeinfo(struct msg *m, uint32_t id)
 
 int main(int argc, char **argv)
 {
-	int n = 0, smp = 0, kill = 0, opt, fd, fd2, i;
+	int n = 0, smp = 0, kill = 0, iters = 0, opt, fd, fd2, i;
 	const char *guid = NULL, *sm_dev = NULL;
 	struct msg m, r;
 	uint8_t big[sizeof(struct msg) + 8];
@@ -124,9 +208,13 @@ int main(int argc, char **argv)
 	ssize_t got;
 	struct pollfd pfd;
 
-	while ((opt = getopt(argc, argv, "u:sg:km:")) != -1) {
+	while ((opt = getopt(argc, argv, "u:sg:km:f:r:")) != -1) {
 		if (opt == 'u')
 			n = atoi(optarg);
+		else if (opt == 'f')
+			iters = atoi(optarg);
+		else if (opt == 'r')
+			rnd_state = strtoull(optarg, NULL, 0) | 1;
 		else if (opt == 'm')
 			sm_dev = optarg;
 		else if (opt == 'k')
@@ -138,6 +226,8 @@ int main(int argc, char **argv)
 	}
 	if (sm_dev)
 		return issm_test(n, sm_dev);
+	if (iters)
+		return fuzz(n, iters);
 	if (kill) {
 		fd = open_umad(n, 0);
 		check(fd >= 0 && reg2(fd, 0, 0x81, 1, 0, 0, 0, &id) == 0, "open umad%d, agent registered", n);

@@ -66,6 +66,8 @@ umad_suite() {
 		t_check "perfquery of the local port: exit 0, Port counters of Lid $((lid)) port 1" sh -c \
 			"[ $prc = 0 ] && grep -q 'Port counters: Lid $((lid)) port 1' /tmp/umad-pq && grep -q '^PortXmitData:' /tmp/umad-pq"
 	fi
+	t_import "umad_test random calls on umad0" /rdma-rs/umad_test -u 0 -f 3000 -r 7
+	t_import "umad_test random calls on umad1 (RoCE)" /rdma-rs/umad_test -u 1 -f 1000 -r 11
 	# issm0: IsSM through the driver's modify_port (mlx5: MODIFY_HCA_VPORT_CONTEXT).
 	t_import "umad_test issm0" /rdma-rs/umad_test -u 0 -m mlx5_0
 	# The device goes away while umad files are open: one idle, one with an agent, a MAD in
