@@ -309,8 +309,11 @@ impl Fw {
             return fail(Status::BAD_PARAM_ERR, syn::VPORT_MODIFY);
         }
         let value = c.get(v(hca_vport_context::cap_mask1));
-        let port = u8::try_from(port_num).unwrap_or(0);
-        self.set_port_caps(port, value & sel, !value & sel);
+        let port = u8::try_from(port_num)
+            .map_err(|_| CmdError::new(Status::BAD_PARAM_ERR, syn::BAD_PORT))?;
+        if !self.set_port_caps(port, value & sel, !value & sel) {
+            return fail(Status::BAD_PARAM_ERR, syn::BAD_PORT);
+        }
         Ok(())
     }
 

@@ -20,7 +20,7 @@ use crate::ib::pd::Mlx5Pd;
 use crate::ib::qp::{Mlx5Qp, QpMem};
 use crate::ib::srq::Mlx5Srq;
 use crate::ib::{ah, counters, cq, devx, dm, mad, mr, mw, pd, port, qp, srq, uar, ucontext, xrcd};
-use ib_core_rs::attr::{DeviceAttr, Gid, GidType, LinkLayer, PortAttr, PortImmutable};
+use ib_core_rs::attr::{DeviceAttr, Gid, GidType, LinkLayer, PortAttr, PortImmutable, PortModify};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::mad::{Mad, MadRecvInfo};
@@ -318,6 +318,10 @@ impl DeviceOps for Mlx5IbPortOps {
         out: &mut Mad,
     ) -> Result<u32> {
         mad::process_mad(dev, port, flags, recv, in_mad, out)
+    }
+
+    fn modify_port(dev: &Device<Mlx5Ib>, port: u32, modify: &PortModify) -> Result {
+        port::modify_port(dev, port, modify)
     }
 }
 

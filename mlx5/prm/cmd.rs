@@ -98,6 +98,22 @@ prm_layouts! {
         hca_vport_context @ 0x80, 0x1000 => crate::prm::ctx::hca_vport_context;
     }
 
+    /// `struct mlx5_ifc_modify_hca_vport_context_in_bits` (mlx5_ifc.h).
+    modify_hca_vport_context_in, 0x1080 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        other_vport @ 0x40, 0x1;
+        port_num @ 0x4c, 0x4;
+        vport_number @ 0x50, 0x10;
+        hca_vport_context @ 0x80, 0x1000 => crate::prm::ctx::hca_vport_context;
+    }
+
+    /// `struct mlx5_ifc_modify_hca_vport_context_out_bits` (mlx5_ifc.h).
+    modify_hca_vport_context_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
+
     /// `struct mlx5_ifc_mad_ifc_in_bits` (mlx5_ifc.h).
     mad_ifc_in, 0x880 {
         opcode @ 0x0, 0x10;
@@ -113,22 +129,6 @@ prm_layouts! {
         status @ 0x0, 0x8;
         syndrome @ 0x20, 0x20;
         response_mad_packet @ 0x80, 0x800;
-    }
-
-    /// `struct mlx5_ifc_modify_hca_vport_context_in_bits` (mlx5_ifc.h).
-    modify_hca_vport_context_in, 0x1080 {
-        opcode @ 0x0, 0x10;
-        op_mod @ 0x30, 0x10;
-        other_vport @ 0x40, 0x1;
-        port_num @ 0x4c, 0x4;
-        vport_number @ 0x50, 0x10;
-        hca_vport_context @ 0x80, 0x1000 => crate::prm::ctx::hca_vport_context;
-    }
-
-    /// `struct mlx5_ifc_modify_hca_vport_context_out_bits` (mlx5_ifc.h).
-    modify_hca_vport_context_out, 0x80 {
-        status @ 0x0, 0x8;
-        syndrome @ 0x20, 0x20;
     }
 
     /// `struct mlx5_ifc_query_hca_vport_gid_in_bits` (mlx5_ifc.h).
