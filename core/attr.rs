@@ -195,6 +195,28 @@ pub struct PortAttr {
     pub subnet_timeout: u8,
 }
 
+/// A change of a port's capability mask (upstream `struct ib_port_modify`): the bits to set,
+/// then the bits to clear.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortModify {
+    /// `set_port_cap_mask`.
+    pub set_port_cap_mask: u32,
+    /// `clr_port_cap_mask`.
+    pub clr_port_cap_mask: u32,
+}
+
+/// `IB_PORT_SM`: the port runs a subnet manager (`IsSM`, what opening `issmN` sets).
+pub const PORT_SM: u32 = 1 << 1;
+/// `IB_PORT_CM_SUP`.
+pub const PORT_CM_SUP: u32 = 1 << 16;
+
+/// `RDMA_CORE_CAP_IB_MAD`: the port has a MAD layer (umad creates `umadN` for it).
+pub const CORE_CAP_IB_MAD: u32 = 0x1;
+/// `RDMA_CORE_CAP_IB_SMI`: the port has QP0 (umad creates `issmN` for it).
+pub const CORE_CAP_IB_SMI: u32 = 0x2;
+/// `RDMA_CORE_CAP_IB_CM`: the port has QP1 for the CM and other GSI classes.
+pub const CORE_CAP_IB_CM: u32 = 0x4;
+
 /// Link layer of a port (upstream `enum rdma_link_layer`, `IB_LINK_LAYER_*`). Drivers report
 /// it in [`PortImmutable`]; the mlx5 driver derives it from the function's `port_type`
 /// capability on either backend. `IB_LINK_LAYER_UNSPECIFIED` is not a value a port here has.

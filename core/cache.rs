@@ -72,6 +72,9 @@ pub(crate) fn update<D: Driver>(dev: &Device<D>, port_num: u32) -> Result {
         state: attr.state,
         lmc: attr.lmc,
         subnet_prefix: attr.subnet_prefix,
+        lid: attr.lid,
+        sm_lid: attr.sm_lid,
+        sm_sl: attr.sm_sl,
     };
     let old = {
         let mut info = dev.info.lock();
@@ -191,6 +194,28 @@ impl DeviceCore {
     /// `EINVAL` for a bad port.
     pub fn get_cached_subnet_prefix(&self, port_num: u32) -> Result<u64> {
         self.with_port(port_num, |p| Ok(p.cache.subnet_prefix))
+    }
+
+    /// The cached base LID and LMC of a port (upstream `ib_query_port()` reads them from the
+    /// driver; the cache refreshes them on `LID_CHANGE` and every other port event).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port or a LID beyond 16 bits.
+    pub fn get_cached_lid(&self, port_num: u32) -> Result<(u16, u8)> {
+        self.with_port(port_num, |p| {
+            Ok((u16::try_from(p.cache.lid).map_err(|_| EINVAL)?, p.cache.lmc))
+        })
+    }
+
+    /// The cached SM LID and SL of a port (refreshed on `SM_CHANGE` and every other port
+    /// event).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port.
+    pub fn get_cached_sm(&self, port_num: u32) -> Result<(u32, u8)> {
+        self.with_port(port_num, |p| Ok((p.cache.sm_lid, p.cache.sm_sl)))
     }
 
     /// Sizes of the cached GID and P_Key tables of a port.

@@ -17,7 +17,7 @@
 pub use crate::event::queue_device_event;
 pub use crate::ib_device::{DevName, DeviceCore, DeviceRef, IbDevice, Phase, IB_DEVICE_NAME_MAX};
 
-use crate::attr::{DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable};
+use crate::attr::{DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable, PortModify};
 use crate::driver::{Driver, DriverId, UverbsApi};
 use crate::mad::{Mad, MadRecvInfo};
 use crate::mm::UserVma;
@@ -246,6 +246,7 @@ macro_rules! op_slots {
                 query_pkey: QueryPkey: fn(&Device<D>, u32, u32) -> Result<u16>,
                 process_mad: ProcessMad:
                     fn(&Device<D>, u32, u32, Option<&MadRecvInfo>, &Mad, &mut Mad) -> Result<u32>,
+                modify_port: ModifyPort: fn(&Device<D>, u32, &PortModify) -> Result,
                 get_dev_fw_str: GetDevFwStr: fn(&Device<D>) -> Result<CString>,
                 enable_driver: EnableDriver: fn(&Device<D>) -> Result,
                 dealloc_driver: DeallocDriver: fn(&Device<D>),

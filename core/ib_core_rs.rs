@@ -115,6 +115,7 @@ pub mod ib_device;
 #[path = "../rust/inode.rs"]
 pub(crate) mod inode;
 pub mod mad;
+pub mod mad_agent;
 #[allow(unsafe_code)]
 #[path = "../rust/mm.rs"]
 pub mod mm;
@@ -132,6 +133,7 @@ pub mod page_ref;
 pub mod registry;
 pub mod restrack;
 pub mod roce_gid;
+pub mod smi;
 pub mod sysfs;
 #[allow(unsafe_code)]
 #[path = "../rust/task.rs"]
@@ -139,6 +141,7 @@ pub mod task;
 #[allow(unsafe_code)]
 #[path = "../rust/uaccess.rs"]
 pub(crate) mod uaccess;
+pub mod umad;
 #[allow(unsafe_code)]
 #[path = "../rust/umem.rs"]
 pub(crate) mod umem;
@@ -164,6 +167,10 @@ struct IbCoreRs {
     uverbs: Option<uverbs::UverbsGlobal>,
     // The RoCE GID notifiers: unregistered before the queues they feed are destroyed.
     _roce_gid: net_notify::NetNotifier<roce_gid::RoceGidMgmt>,
+    // umad's client and char devices, then the MAD layer's client: removed from devices in
+    // that order (umad's agents are gone before the MAD ports close).
+    umad: Option<umad::UmadGlobal>,
+    mad: Option<client::ClientRegistration>,
     // Last: dropped (drained and destroyed) after everything above is gone.
     _wq: wq::CoreWq,
 }
@@ -181,6 +188,10 @@ impl kernel::Module for IbCoreRs {
         // upstream: notifications (RDMA_NL_GROUP_NOTIFY) go out of the init_net socket.
         nldev.publish();
         let uverbs = uverbs::UverbsGlobal::register(module)?;
+        // upstream: ib_core's mad client is registered at ib_mad_init(), before ib_umad's.
+        let mad =
+            client::register_client(kernel::sync::Arc::new(mad_agent::MadClient, GFP_KERNEL)?)?;
+        let umad = umad::UmadGlobal::register(module)?;
         sysfs::init()?;
         // upstream roce_gid_mgmt_init(), after the queue its events go to.
         let roce_gid = roce_gid::init()?;
@@ -192,6 +203,8 @@ impl kernel::Module for IbCoreRs {
             _nldev: nldev,
             uverbs: Some(uverbs),
             _roce_gid: roce_gid,
+            umad: Some(umad),
+            mad: Some(mad),
             _wq: wq,
         })
     }
@@ -202,7 +215,10 @@ impl Drop for IbCoreRs {
         // Dependent modules are gone (they hold references on us), so their
         // devices and clients must be too (our own uverbs client aside).
         let devs = registry::device_count();
-        let clients = client::client_count().saturating_sub(usize::from(self.uverbs.is_some()));
+        let ours = usize::from(self.uverbs.is_some())
+            + usize::from(self.mad.is_some())
+            + usize::from(self.umad.is_some());
+        let clients = client::client_count().saturating_sub(ours);
         if devs != 0 || clients != 0 {
             pr_err!(
                 "ib_core_rs: unloading with {} devices and {} clients left\n",
@@ -213,6 +229,9 @@ impl Drop for IbCoreRs {
         // Leftover devices belong to unloaded modules: forget them before the
         // uverbs client's unregistration walks the registry.
         registry::shutdown();
+        drop(self.umad.take());
+        drop(self.mad.take());
+        mad_agent::shutdown();
         drop(self.uverbs.take());
         client::shutdown();
         sysfs::exit();

@@ -155,6 +155,11 @@ pub(crate) struct PortCache {
     pub(crate) state: PortState,
     pub(crate) lmc: u8,
     pub(crate) subnet_prefix: u64,
+    /// The base LID, the SM's LID and SL (upstream reads these with `ib_query_port()`; kept
+    /// here so that the MAD layer knows the port's own LID without calling the driver).
+    pub(crate) lid: u32,
+    pub(crate) sm_lid: u32,
+    pub(crate) sm_sl: u8,
 }
 
 impl PortCache {
@@ -169,6 +174,9 @@ impl PortCache {
             state: PortState::Nop,
             lmc: 0,
             subnet_prefix: 0,
+            lid: 0,
+            sm_lid: 0,
+            sm_sl: 0,
         }
     }
 }
@@ -443,6 +451,32 @@ pub trait IbDevice: Send + Sync + 'static {
     ///
     /// `EINVAL` for a bad port, the driver's error.
     fn query_port_attr(&self, port: u32) -> Result<PortAttr>;
+
+    /// Lets the driver handle a MAD (upstream `ops.process_mad`; see
+    /// [`DeviceOps::process_mad`](crate::ops::DeviceOps::process_mad)).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without the op, `EINVAL` for a bad port, the driver's error.
+    fn process_mad(
+        &self,
+        port: u32,
+        flags: u32,
+        recv: Option<&crate::mad::MadRecvInfo>,
+        in_mad: &crate::mad::Mad,
+        out: &mut crate::mad::Mad,
+    ) -> Result<u32>;
+
+    /// Whether the driver has `process_mad` (upstream `device->ops.process_mad`).
+    fn has_process_mad(&self) -> bool;
+
+    /// Changes a port's capability mask (upstream `ib_modify_port()`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port; `EOPNOTSUPP` without the driver's `modify_port` (a RoCE port
+    /// accepts a change of `IsCM` alone, as upstream); the driver's error.
+    fn modify_port(&self, port: u32, modify: &crate::attr::PortModify) -> Result;
 
     /// Reports an event (see [`Device::dispatch_event`](crate::device::Device::dispatch_event));
     /// process context.

@@ -65,3 +65,142 @@ pub const MAD_RESULT_CONSUMED: u32 = 1 << 2;
 pub const MAD_IGNORE_MKEY: u32 = 1;
 /// `process_mad` flag: do not check the B_Key (`IB_MAD_IGNORE_BKEY`).
 pub const MAD_IGNORE_BKEY: u32 = 2;
+
+/// `IB_MGMT_BASE_VERSION`.
+pub const MGMT_BASE_VERSION: u8 = 1;
+/// `IB_MGMT_CLASS_SUBN_LID_ROUTED`.
+pub const CLASS_SUBN_LID_ROUTED: u8 = 0x01;
+/// `IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE`.
+pub const CLASS_SUBN_DIRECTED_ROUTE: u8 = 0x81;
+/// `IB_MGMT_CLASS_SUBN_ADM`.
+pub const CLASS_SUBN_ADM: u8 = 0x03;
+/// `IB_MGMT_CLASS_PERF_MGMT`.
+pub const CLASS_PERF_MGMT: u8 = 0x04;
+/// `IB_MGMT_CLASS_BM`.
+pub const CLASS_BM: u8 = 0x05;
+/// `IB_BM_ATTR_MOD_RESP`.
+pub const BM_ATTR_MOD_RESP: u32 = 1 << 31;
+/// `IB_MGMT_CLASS_DEVICE_MGMT`.
+pub const CLASS_DEVICE_MGMT: u8 = 0x06;
+/// `IB_MGMT_CLASS_BIS`.
+pub const CLASS_BIS: u8 = 0x12;
+/// `IB_MGMT_CLASS_VENDOR_RANGE2_START`.
+pub const CLASS_VENDOR_RANGE2_START: u8 = 0x30;
+/// `IB_MGMT_CLASS_VENDOR_RANGE2_END`.
+pub const CLASS_VENDOR_RANGE2_END: u8 = 0x4f;
+/// `IB_MGMT_METHOD_GET`.
+pub const METHOD_GET: u8 = 0x01;
+/// `IB_MGMT_METHOD_SET`.
+pub const METHOD_SET: u8 = 0x02;
+/// `IB_MGMT_METHOD_TRAP_REPRESS`.
+pub const METHOD_TRAP_REPRESS: u8 = 0x07;
+/// `IB_MGMT_METHOD_RESP`: the response bit of the method.
+pub const METHOD_RESP: u8 = 0x80;
+/// `IB_MGMT_MAX_METHODS`.
+pub const MGMT_MAX_METHODS: usize = 128;
+/// `IB_MGMT_RMPP_VERSION`.
+pub const MGMT_RMPP_VERSION: u8 = 1;
+/// `IB_MGMT_MAD_HDR`: the common header's size.
+pub const MGMT_MAD_HDR: usize = 24;
+/// `IB_MGMT_RMPP_HDR`: the common and the RMPP header.
+pub const MGMT_RMPP_HDR: usize = 36;
+/// `IB_MGMT_VENDOR_HDR`.
+pub const MGMT_VENDOR_HDR: usize = 40;
+/// `IB_MGMT_SA_HDR`.
+pub const MGMT_SA_HDR: usize = 56;
+/// `IB_MGMT_DEVICE_HDR`.
+pub const MGMT_DEVICE_HDR: usize = 64;
+/// `IB_MGMT_RMPP_FLAG_ACTIVE` (the RMPP header's flags, byte 27 of the MAD).
+pub const MGMT_RMPP_FLAG_ACTIVE: u8 = 1;
+/// `IB_LID_PERMISSIVE`.
+pub const LID_PERMISSIVE: u16 = 0xffff;
+/// `IB_SMP_MAX_PATH_HOPS`.
+pub const SMP_MAX_PATH_HOPS: u8 = 64;
+
+/// Whether `class` is one RMPP may carry (upstream `ib_is_mad_class_rmpp()`).
+pub fn is_rmpp_class(class: u8) -> bool {
+    matches!(class, CLASS_SUBN_ADM | CLASS_DEVICE_MGMT | CLASS_BIS)
+        || (CLASS_VENDOR_RANGE2_START..=CLASS_VENDOR_RANGE2_END).contains(&class)
+}
+
+/// Whether `class` is in the vendor range with an OUI (upstream `is_vendor_class()`).
+pub fn is_vendor_class(class: u8) -> bool {
+    (CLASS_VENDOR_RANGE2_START..=CLASS_VENDOR_RANGE2_END).contains(&class)
+}
+
+/// Where the data of a MAD of `class` starts: the size of its headers (upstream
+/// `ib_get_mad_data_offset()`).
+pub fn data_offset(class: u8) -> usize {
+    if class == CLASS_SUBN_ADM {
+        MGMT_SA_HDR
+    } else if class == CLASS_DEVICE_MGMT || class == CLASS_BIS {
+        MGMT_DEVICE_HDR
+    } else if is_vendor_class(class) {
+        MGMT_VENDOR_HDR
+    } else {
+        MGMT_MAD_HDR
+    }
+}
+
+/// A view of the common header of MAD bytes (at least [`MGMT_MAD_HDR`] long).
+pub struct MadHdr<'a>(pub &'a [u8]);
+
+impl MadHdr<'_> {
+    fn byte(&self, i: usize) -> u8 {
+        self.0.get(i).copied().unwrap_or(0)
+    }
+
+    /// The base version (byte 0).
+    pub fn base_version(&self) -> u8 {
+        self.byte(0)
+    }
+
+    /// The management class (byte 1).
+    pub fn mgmt_class(&self) -> u8 {
+        self.byte(1)
+    }
+
+    /// The class version (byte 2).
+    pub fn class_version(&self) -> u8 {
+        self.byte(2)
+    }
+
+    /// The method (byte 3).
+    pub fn method(&self) -> u8 {
+        self.byte(3)
+    }
+
+    /// The transaction id (bytes 8..16).
+    pub fn tid(&self) -> u64 {
+        let mut b = [0u8; 8];
+        if let Some(s) = self.0.get(8..16) {
+            b.copy_from_slice(s);
+        }
+        u64::from_be_bytes(b)
+    }
+
+    /// The attribute modifier (bytes 20..24).
+    pub fn attr_mod(&self) -> u32 {
+        u32::from_be_bytes([self.byte(20), self.byte(21), self.byte(22), self.byte(23)])
+    }
+
+    /// Whether the MAD is a response (upstream `ib_response_mad()`): the response bit, a
+    /// TrapRepress, or a Baseboard Management MAD with the response bit of its modifier.
+    pub fn is_response(&self) -> bool {
+        self.method() & METHOD_RESP != 0
+            || self.method() == METHOD_TRAP_REPRESS
+            || (self.mgmt_class() == CLASS_BM && self.attr_mod() & BM_ATTR_MOD_RESP != 0)
+    }
+
+    /// The RMPP flags (byte 27), meaningful for an RMPP class.
+    pub fn rmpp_flags(&self) -> u8 {
+        self.byte(27)
+    }
+}
+
+/// Sets the transaction id of MAD bytes (at least [`MGMT_MAD_HDR`] long).
+pub fn set_tid(mad: &mut [u8], tid: u64) {
+    if let Some(s) = mad.get_mut(8..16) {
+        s.copy_from_slice(&tid.to_be_bytes());
+    }
+}

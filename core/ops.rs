@@ -12,7 +12,7 @@
 
 pub use crate::device::{Op, Ops};
 
-use crate::attr::{DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable};
+use crate::attr::{DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable, PortModify};
 use crate::device::Device;
 use crate::driver::{Driver, DriverId, UverbsApi};
 use crate::mad::{Mad, MadRecvInfo};
@@ -118,6 +118,13 @@ pub trait DeviceOps: 'static {
         _in_mad: &Mad,
         _out: &mut Mad,
     ) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets and clears bits of a port's capability mask (upstream `ops.modify_port`, what
+    /// `ib_modify_port()` calls; umad's `issmN` sets and clears `IsSM` with it). Without it
+    /// `ib_modify_port()` is `EOPNOTSUPP` (a RoCE port accepts changes of `IsCM` only).
+    fn modify_port(_dev: &Device<Self::Driver>, _port: u32, _modify: &PortModify) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

@@ -235,3 +235,14 @@ pub fn get_by_index(index: u32) -> Option<DeviceRef> {
     };
     DeviceRef::try_get(dev)
 }
+
+/// The device with `index` while it is in the registry, without a registration reference
+/// (a client's `add` runs before the device can be looked up with [`get_by_index`] by others,
+/// and holds what it keeps until its `remove`).
+pub(crate) fn device_arc(index: u32) -> Option<Arc<dyn IbDevice>> {
+    let reg = REGISTRY.lock();
+    reg.devices
+        .iter()
+        .find(|e| e.index == index)
+        .map(|e| e.dev.clone())
+}

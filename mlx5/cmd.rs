@@ -15,6 +15,8 @@
 
 #[path = "cmd/cq.rs"]
 pub(crate) mod cq;
+#[path = "cmd/mad.rs"]
+pub(crate) mod mad;
 #[path = "cmd/qp.rs"]
 pub(crate) mod qp;
 #[path = "cmd/query.rs"]

@@ -13,7 +13,8 @@
 //! 2. The objects: [`devx`], [`uar`] (UAR objects and the mmap op), [`dm`], [`counters`],
 //!    [`cq`] (with the kernel CQ's poll and arm), [`qp`] (with the kernel QP's queues;
 //!    [`qp::modify`], [`qp::wr`]), [`srq`], [`mw`], [`mr`], [`ah`], [`xrcd`], [`pd`],
-//!    [`ucontext`], [`port`], [`sysfs`]. An object may use one listed after it (a DM is mapped
+//!    [`ucontext`], [`port`], [`sysfs`], [`mad`] (MADs to the device through MAD_IFC). An
+//!    object may use one listed after it (a DM is mapped
 //!    through the mmap op, a DM MR is an MR, a QP names its context's doorbell pages), never
 //!    the op table, the probe or `crate::dev`.
 //! 3. What the objects share: [`queue`] (queue memory), [`user_mem`] (pinned user memory),
@@ -31,6 +32,7 @@ pub(crate) mod devx;
 pub(crate) mod devx_events;
 pub(crate) mod dm;
 pub(crate) mod events;
+pub(crate) mod mad;
 pub(crate) mod memic;
 pub(crate) mod mr;
 pub(crate) mod mw;
@@ -48,5 +50,6 @@ pub(crate) mod xrcd;
 
 mod datapath_tests;
 mod device_tests;
+mod mad_tests;
 mod port_tests;
 mod user_tests;

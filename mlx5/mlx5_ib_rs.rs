@@ -88,6 +88,12 @@ module! {
     authors: ["rdma-rs developers"],
     description: "rdma-rs: mlx5 RDMA driver (NVIDIA ConnectX)",
     license: "GPL",
+    params: {
+        sm: bool {
+            default: true,
+            description: "The simulated InfiniBand fabrics' embedded subnet manager (sm=0: ports stay INIT with LID 0 until a host SM sweeps them)",
+        },
+    },
 }
 
 /// The module: the auxiliary driver, and the simulated functions of `sim=`.

@@ -212,6 +212,13 @@ impl SimFunction {
             } else {
                 None
             };
+            // The fabric's embedded subnet manager sweeps the function's ports as their links
+            // come up (`fwsim/sm.rs`), unless `sm=0` leaves that to a host SM.
+            if embedded_sm() {
+                crate::fwsim::sm::sweep(&mut fw);
+            }
+            // Before the driver: nobody to tell of the port changes.
+            while fw.next_port_event().is_some() {}
             fws.push(fw, GFP_KERNEL)?;
             caps.push((general, roce, atomic, dev_mem), GFP_KERNEL)?;
         }
@@ -369,6 +376,11 @@ fn wakes_worker(op: u16) -> bool {
     matches!(op, opcode::_2ERR_QP | opcode::MODIFY_CQ)
 }
 
+/// Whether the fabrics' embedded subnet manager runs (module parameter `sm`).
+pub(crate) fn embedded_sm() -> bool {
+    crate::module_parameters::sm.value()
+}
+
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
         let asked = Instant::<Monotonic>::now();
@@ -386,6 +398,16 @@ impl Mlx5Hw for SimFunction {
             // CQE of a resize) is written before the completion is reported, as hardware does.
             let mem: &dyn crate::fwsim::dma::DmaMem = &*self.iommu;
             let left_work = fw.complete_commands(mem);
+            // A port whose link came up (a PAOS write) is swept by the embedded SM.
+            if embedded_sm() && mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::ACCESS_REG)) {
+                crate::fwsim::sm::sweep(fw);
+            }
+            // A port change (a MAD_IFC Set, a link change) is an event to deliver.
+            let left_work = if fw.has_port_events() {
+                Left::Work
+            } else {
+                left_work
+            };
             if matches!(r, Ok(c) if c.status == Status::OK)
                 && mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::DEALLOC_UAR))
             {

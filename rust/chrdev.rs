@@ -17,8 +17,7 @@
 //!
 //! `compat_ioctl` is `compat_ptr_ioctl()` where the kernel has `CONFIG_COMPAT` (upstream's
 //! `uverbs_fops`); the test kernel has no 32-bit emulation, so that branch is built only on
-//! such kernels. Not done yet: `poll`/`read` (the async event and completion channel files are
-//! anonymous inodes, not this cdev).
+//! such kernels. `read` and `poll` serve the umad files (`/dev/infiniband/umadN`).
 
 use core::marker::PhantomData;
 use kernel::{
@@ -27,8 +26,9 @@ use kernel::{
     fs::File,
     mm::virt::VmaNew,
     prelude::*,
+    sync::poll::PollTable,
     types::ForeignOwnable,
-    uaccess::{UserPtr, UserSlice, UserSliceReader},
+    uaccess::{UserPtr, UserSlice, UserSliceReader, UserSliceWriter},
 };
 
 use crate::class::{self, ClassDevice, DeviceSpec};
@@ -157,6 +157,24 @@ pub(crate) trait CharDevice: Sized + Send + Sync + 'static {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// `read()` into `out` (its length is the user's count); returns the bytes written.
+    fn read(
+        _ptr: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _out: UserSliceWriter,
+    ) -> Result<usize> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `poll()`: registers on a wait queue through `table`, returns the `EPOLL*` mask.
+    fn poll(
+        _ptr: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _table: PollTable<'_>,
+    ) -> u32 {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// `mmap()`: `vma` is being set up (`f_op->mmap`, the caller holds the `mmap_lock` for
     /// writing). Without it, `mmap()` of the file fails with `ENODEV` (the VFS).
     fn mmap(
@@ -239,6 +257,42 @@ impl<T: CharDevice> VTable<T> {
 
     /// # Safety
     ///
+    /// Called for a file opened by [`Self::open`]; `buf..buf + len` is user memory.
+    unsafe extern "C" fn read(
+        file: *mut bindings::file,
+        buf: *mut c_char,
+        len: usize,
+        _pos: *mut bindings::loff_t,
+    ) -> isize {
+        // SAFETY: as in `ioctl`.
+        let ptr = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
+        // SAFETY: the file is valid for the call.
+        let f = unsafe { File::from_raw_file(file) };
+        let out = UserSlice::new(UserPtr::from_addr(buf as usize), len).writer();
+        match T::read(ptr, f, out) {
+            Ok(n) => n as isize,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called for a file opened by [`Self::open`]; `wait` is null or valid.
+    unsafe extern "C" fn poll(
+        file: *mut bindings::file,
+        wait: *mut bindings::poll_table_struct,
+    ) -> c_uint {
+        // SAFETY: as in `ioctl`.
+        let ptr = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
+        // SAFETY: the file is valid for the call.
+        let f = unsafe { File::from_raw_file(file) };
+        // SAFETY: the VFS passes a null or valid table for the duration of the call.
+        let table = unsafe { PollTable::from_raw(wait) };
+        T::poll(ptr, f, table)
+    }
+
+    /// # Safety
+    ///
     /// Called for a file opened by [`Self::open`]; `vma` is being set up by `f_op->mmap`.
     unsafe extern "C" fn mmap(
         file: *mut bindings::file,
@@ -279,6 +333,8 @@ impl<T: CharDevice> VTable<T> {
         } else {
             None
         },
+        read: if T::HAS_READ { Some(Self::read) } else { None },
+        poll: if T::HAS_POLL { Some(Self::poll) } else { None },
         mmap: if T::HAS_MMAP { Some(Self::mmap) } else { None },
         ..pin_init::zeroed()
     };

@@ -10,9 +10,11 @@
 
 use crate::class::Class;
 use crate::client::ClientTable;
+use crate::mad_agent::MadPort;
 use crate::netlink::mcast::McastSock;
 use crate::registry::Registry;
 use core::pin::Pin;
+use kernel::prelude::*;
 use kernel::sync::Arc;
 
 kernel::sync::global_lock! {
@@ -39,6 +41,12 @@ kernel::sync::global_lock! {
     pub(crate) unsafe(uninit) static MCAST: Mutex<McastSock> = McastSock::NONE;
 }
 
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before the MAD client is registered.
+    pub(crate) unsafe(uninit) static MAD_PORTS: Mutex<KVec<Arc<MadPort>>> = KVec::new();
+}
+
 /// Initializes the global locks. Must be called once, from the module's
 /// `init`, before any other function of the crate runs.
 pub(crate) fn init() {
@@ -52,4 +60,6 @@ pub(crate) fn init() {
     unsafe { IB_CLASS.init() };
     // SAFETY: as above, for `MCAST`.
     unsafe { MCAST.init() };
+    // SAFETY: as above, for `MAD_PORTS`.
+    unsafe { MAD_PORTS.init() };
 }

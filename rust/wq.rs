@@ -13,14 +13,27 @@
 //! The queues live as long as the [`CoreWq`] handle the module's `init` makes and keeps (last
 //! in the module's struct: dropped when the dependent modules, and so every device, are gone).
 
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
-use kernel::{bindings, ffi::c_char, prelude::*, workqueue::Queue};
+use kernel::{
+    bindings,
+    ffi::{c_char, c_uint, c_void},
+    prelude::*,
+    sync::Arc,
+    workqueue::Queue,
+};
 
 extern "C" {
     fn rdma_rs_alloc_wq(name: *const c_char) -> *mut bindings::workqueue_struct;
     fn rdma_rs_flush_wq(wq: *mut bindings::workqueue_struct);
     fn rdma_rs_destroy_wq(wq: *mut bindings::workqueue_struct);
     fn rdma_rs_alloc_ordered_wq(name: *const c_char) -> *mut bindings::workqueue_struct;
+    // `struct rdma_rs_timer *` as `void *` (the struct is the shim's own).
+    fn rdma_rs_timer_new(f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> *mut c_void;
+    fn rdma_rs_timer_arm(wq: *mut bindings::workqueue_struct, t: *mut c_void, ms: c_uint);
+    fn rdma_rs_timer_stop(t: *mut c_void);
+    fn rdma_rs_timer_free(t: *mut c_void);
+    fn rdma_rs_now_ms() -> u64;
 }
 
 /// The queue, null outside the [`CoreWq`] handle's lifetime.
@@ -124,5 +137,111 @@ pub(crate) fn flush() {
     if !wq.is_null() {
         // SAFETY: as in `queue`; flushing a live workqueue from process context is allowed.
         unsafe { rdma_rs_flush_wq(wq) };
+    }
+}
+
+/// The monotonic clock in milliseconds (`ktime_to_ms(ktime_get())`), for deadlines that a
+/// [`Timer`] is armed for.
+pub(crate) fn now_ms() -> u64 {
+    // SAFETY: no preconditions.
+    unsafe { rdma_rs_now_ms() }
+}
+
+/// What a [`Timer`] runs when it fires (process context, on the core's queue).
+pub(crate) trait TimerFire: Send + Sync + 'static {
+    /// The timer fired.
+    fn fire(&self);
+}
+
+/// A cancelable delayed call of `T::fire` on the core's queue (a `delayed_work` with
+/// `mod_delayed_work()` and `cancel_delayed_work_sync()`; the kernel crate's `DelayedWork`
+/// has no cancel). The timer holds a reference to its `T` until [`Timer::stop`] (or the drop)
+/// has cancelled it and waited for a running call.
+///
+/// `stop` (and so the drop) must not run inside `T::fire` of the same timer: it waits for
+/// that call to return.
+///
+/// # Invariants
+///
+/// `raw` is a timer of the shim whose data is `data` (from `Arc::into_raw`) until `stopped`;
+/// after `stopped` the callback is neither pending nor running and is never armed again.
+pub(crate) struct Timer<T: TimerFire> {
+    raw: NonNull<c_void>,
+    data: *const T,
+    stopped: bool,
+}
+
+// SAFETY: the shim's timer is used from any thread (its arm takes its own lock); `T` is
+// `Send + Sync`.
+unsafe impl<T: TimerFire> Send for Timer<T> {}
+// SAFETY: as above; `arm` is the only `&self` method and is safe concurrently.
+unsafe impl<T: TimerFire> Sync for Timer<T> {}
+
+impl<T: TimerFire> Timer<T> {
+    /// # Safety
+    ///
+    /// `data` is the `data` of a [`Timer`] that is not yet stopped.
+    unsafe extern "C" fn run(data: *mut c_void) {
+        // SAFETY: the timer holds its reference to `T` until `stop` has cancelled it and waited
+        // for this call (type invariant), so `data` is a live `T`.
+        let t = unsafe { &*data.cast::<T>() };
+        t.fire();
+    }
+
+    /// A timer that calls `data.fire()` when it fires; not armed.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn new(data: Arc<T>) -> Result<Self> {
+        let ptr = Arc::into_raw(data);
+        // SAFETY: `run::<T>` takes the `data` pointer the shim hands it back.
+        let raw = unsafe { rdma_rs_timer_new(Self::run, ptr.cast_mut().cast()) };
+        let Some(raw) = NonNull::new(raw) else {
+            // SAFETY: `ptr` came from `Arc::into_raw` above and was not handed out.
+            drop(unsafe { Arc::from_raw(ptr) });
+            return Err(ENOMEM);
+        };
+        // INVARIANT: the shim's timer holds `ptr`, not stopped.
+        Ok(Self {
+            raw,
+            data: ptr,
+            stopped: false,
+        })
+    }
+
+    /// (Re)arms the timer to fire in `ms` milliseconds (`mod_delayed_work()`: an earlier
+    /// arming is replaced). A no-op after [`Timer::stop`] or outside the core queue's life.
+    pub(crate) fn arm(&self, ms: u32) {
+        let wq = CORE_WQ.load(Ordering::Acquire);
+        if wq.is_null() {
+            return;
+        }
+        // SAFETY: `raw` is a live timer of the shim (type invariant); `wq` the live core queue
+        // (see `queue`); the shim ignores an arm after its stop.
+        unsafe { rdma_rs_timer_arm(wq, self.raw.as_ptr(), ms) };
+    }
+
+    /// Cancels the timer and waits for a running call; it is never armed again. Its reference
+    /// to `T` is dropped. Idempotent.
+    pub(crate) fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        // SAFETY: `raw` is a live timer of the shim; not called from its own callback (the
+        // type's rule).
+        unsafe { rdma_rs_timer_stop(self.raw.as_ptr()) };
+        self.stopped = true;
+        // SAFETY: the callback is neither pending nor running and never runs again, so the
+        // reference `new` took from `Arc::into_raw` is ours to drop, once (`stopped`).
+        drop(unsafe { Arc::from_raw(self.data) });
+    }
+}
+
+impl<T: TimerFire> Drop for Timer<T> {
+    fn drop(&mut self) {
+        self.stop();
+        // SAFETY: stopped: nothing of the shim uses the timer any more.
+        unsafe { rdma_rs_timer_free(self.raw.as_ptr()) };
     }
 }

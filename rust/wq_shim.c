@@ -31,3 +31,78 @@ struct workqueue_struct *rdma_rs_alloc_ordered_wq(const char *name)
 	/* upstream roce_gid_mgmt_init(): gid_cache_wq, ordered (address events in order). */
 	return alloc_ordered_workqueue("%s", 0, name);
 }
+
+/*
+ * A cancelable delayed call on the core's queue (rust/wq.rs `Timer`): the kernel crate's
+ * DelayedWork has no cancel. `stopped` under `lock` makes an arm after the stop a no-op, so
+ * that after rdma_rs_timer_stop() returns the callback neither runs nor is pending.
+ */
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/timekeeping.h>
+
+struct rdma_rs_timer {
+	struct delayed_work dw;
+	spinlock_t lock;
+	bool stopped;
+	void (*fn)(void *data);
+	void *data;
+};
+
+struct rdma_rs_timer *rdma_rs_timer_new(void (*fn)(void *data), void *data);
+void rdma_rs_timer_arm(struct workqueue_struct *wq, struct rdma_rs_timer *t,
+		       unsigned int ms);
+void rdma_rs_timer_stop(struct rdma_rs_timer *t);
+void rdma_rs_timer_free(struct rdma_rs_timer *t);
+u64 rdma_rs_now_ms(void);
+
+static void rdma_rs_timer_run(struct work_struct *w)
+{
+	struct rdma_rs_timer *t = container_of(to_delayed_work(w), struct rdma_rs_timer, dw);
+
+	t->fn(t->data);
+}
+
+struct rdma_rs_timer *rdma_rs_timer_new(void (*fn)(void *data), void *data)
+{
+	struct rdma_rs_timer *t = kzalloc(sizeof(*t), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	INIT_DELAYED_WORK(&t->dw, rdma_rs_timer_run);
+	spin_lock_init(&t->lock);
+	t->fn = fn;
+	t->data = data;
+	return t;
+}
+
+void rdma_rs_timer_arm(struct workqueue_struct *wq, struct rdma_rs_timer *t,
+		       unsigned int ms)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&t->lock, flags);
+	if (!t->stopped)
+		mod_delayed_work(wq, &t->dw, msecs_to_jiffies(ms));
+	spin_unlock_irqrestore(&t->lock, flags);
+}
+
+void rdma_rs_timer_stop(struct rdma_rs_timer *t)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&t->lock, flags);
+	t->stopped = true;
+	spin_unlock_irqrestore(&t->lock, flags);
+	cancel_delayed_work_sync(&t->dw);
+}
+
+void rdma_rs_timer_free(struct rdma_rs_timer *t)
+{
+	kfree(t);
+}
+
+u64 rdma_rs_now_ms(void)
+{
+	return ktime_to_ms(ktime_get());
+}

@@ -42,6 +42,12 @@ copy /usr/bin/strace /usr/bin/ibv_asyncwatch /usr/bin/ibv_devinfo /usr/bin/ibv_d
 for b in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
 	copy /usr/bin/$b
 done
+# infiniband-diags 44 and opensm 3.3 (bookworm), over libibumad: the umad suite.
+for b in ibstat smpquery perfquery sminfo ibaddr ibnetdiscover saquery ibping opensm; do
+	copy /usr/sbin/$b
+done
+# ibstatus is a shell script over sysfs (no ldd).
+cp /usr/sbin/ibstatus "$st/usr/sbin/ibstatus"
 # perf (the host's) for the benchmark modes: where the time goes, in the VM.
 [ -z "${RDMARS_INITRD_PERF:-}" ] || copy /usr/bin/perf
 for p in mlx5 rxe; do

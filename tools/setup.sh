@@ -32,8 +32,9 @@ SRC
 HOST_PKGS="flex bison bc libelf-dev libssl-dev cpio kmod busybox-static clang-19 lld-19 llvm-19 libclang-19-dev rsync"
 # rdma-core user space that goes into the VM (bookworm's 44.0), with dev headers
 # for the project's own verbs test programs; perftest for the data-path suites and
-# make bench-traffic.
-VM_PKGS="ibverbs-utils libibverbs1 libibverbs-dev ibverbs-providers rdma-core iproute2 perftest"
+# make bench-traffic; infiniband-diags (ibstat, smpquery, perfquery over libibumad) and
+# opensm for the management plane (tests/vm/umad.sh).
+VM_PKGS="ibverbs-utils libibverbs1 libibverbs-dev ibverbs-providers rdma-core iproute2 perftest infiniband-diags libibumad3 opensm"
 
 apt_packages() {
 	local missing=()

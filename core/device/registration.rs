@@ -79,6 +79,45 @@ impl<D: Driver> IbDevice for Device<D> {
         (f.ok_or(EOPNOTSUPP)?)(self, attr)
     }
 
+    fn process_mad(
+        &self,
+        port: u32,
+        flags: u32,
+        recv: Option<&crate::mad::MadRecvInfo>,
+        in_mad: &crate::mad::Mad,
+        out: &mut crate::mad::Mad,
+    ) -> Result<u32> {
+        let f = self.ops.process_mad.ok_or(EOPNOTSUPP)?;
+        if port == 0 || port > self.core.phys_port_cnt() {
+            return Err(EINVAL);
+        }
+        f(self, port, flags, recv, in_mad, out)
+    }
+
+    fn has_process_mad(&self) -> bool {
+        self.ops.process_mad.is_some()
+    }
+
+    // upstream: ib_modify_port()
+    fn modify_port(&self, port: u32, modify: &crate::attr::PortModify) -> Result {
+        if port == 0 || port > self.core.phys_port_cnt() {
+            return Err(EINVAL);
+        }
+        if let Some(f) = self.ops.modify_port {
+            return f(self, port, modify);
+        }
+        let roce = self
+            .core
+            .port_immutable(port)
+            .is_ok_and(|i| i.link_layer == crate::attr::LinkLayer::Ethernet);
+        let cm = crate::attr::PORT_CM_SUP;
+        if roce && (modify.set_port_cap_mask & !cm == 0 || modify.clr_port_cap_mask & !cm == 0) {
+            Ok(())
+        } else {
+            Err(EOPNOTSUPP)
+        }
+    }
+
     fn hw_stat_names(&self, port: u32) -> Option<&'static [&'static CStr]> {
         self.ops.get_hw_stats?;
         let f = self.ops.hw_port_stat_names?;

@@ -8,9 +8,9 @@
 use super::{Command, InBox, OutBox};
 use crate::hw::{CapType, CAP_BYTES};
 use crate::prm::cmd::{
-    query_adapter_out, query_hca_cap_out, query_hca_vport_context_in, query_hca_vport_context_out,
-    query_hca_vport_gid_in, query_hca_vport_gid_out, query_hca_vport_pkey_in,
-    query_nic_vport_context_out,
+    modify_hca_vport_context_in, query_adapter_out, query_hca_cap_out, query_hca_vport_context_in,
+    query_hca_vport_context_out, query_hca_vport_gid_in, query_hca_vport_gid_out,
+    query_hca_vport_pkey_in, query_nic_vport_context_out,
 };
 use crate::prm::command as pc;
 use crate::prm::ctx::{
@@ -152,6 +152,8 @@ pub(crate) struct HcaVport {
     pub(crate) port_guid: u64,
     /// `cap_mask1`.
     pub(crate) cap_mask1: u32,
+    /// `cap_mask1_perm` (the context's `cap_mask1_field_select`: the bits the host may change).
+    pub(crate) cap_mask1_perm: u32,
     /// `cap_mask2`.
     pub(crate) cap_mask2: u32,
     /// `lid`.
@@ -196,6 +198,7 @@ impl Command for QueryHcaVportContext {
             node_guid: out.get64(v(hca_vport_context::node_guid)),
             port_guid: out.get64(v(hca_vport_context::port_guid)),
             cap_mask1: g(hca_vport_context::cap_mask1),
+            cap_mask1_perm: g(hca_vport_context::cap_mask1_field_select),
             cap_mask2: g(hca_vport_context::cap_mask2),
             lid: g(hca_vport_context::lid) as u16,
             init_type_reply: g(hca_vport_context::init_type_reply) as u8,
@@ -206,6 +209,37 @@ impl Command for QueryHcaVportContext {
             qkey_violation_counter: g(hca_vport_context::qkey_violation_counter) as u16,
             pkey_violation_counter: g(hca_vport_context::pkey_violation_counter) as u16,
         })
+    }
+}
+
+/// MODIFY_HCA_VPORT_CONTEXT of the function's own vport on one port, changing capability bits
+/// only (upstream `mlx5_core_modify_hca_vport_context()` as `set_port_caps_atomic()` calls it:
+/// `field_select` 0, `cap_mask1` and `cap_mask1_field_select`).
+pub(crate) struct ModifyHcaVportContext {
+    /// Port number, 1-based.
+    pub(crate) port: u8,
+    /// The new values of the selected bits.
+    pub(crate) cap_mask1: u32,
+    /// The bits to change (`cap_mask1_field_select`).
+    pub(crate) cap_mask1_select: u32,
+}
+
+impl Command for ModifyHcaVportContext {
+    type Prm = pc::ModifyHcaVportContext;
+    type Reply = ();
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        let v = |f| modify_hca_vport_context_in::hca_vport_context.inner(f);
+        inbox.set(modify_hca_vport_context_in::port_num, u32::from(self.port))?;
+        inbox.set(v(hca_vport_context::cap_mask1), self.cap_mask1)?;
+        inbox.set(
+            v(hca_vport_context::cap_mask1_field_select),
+            self.cap_mask1_select,
+        )
+    }
+
+    fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {
+        Ok(())
     }
 }
 

@@ -307,7 +307,7 @@ impl Fw {
 
     /// Whether an event waits for [`Fw::next_event`].
     pub(crate) fn has_events(&self) -> bool {
-        !self.events.is_empty()
+        !self.events.is_empty() || self.has_port_events()
     }
 
     /// Takes the oldest pending event, if any.

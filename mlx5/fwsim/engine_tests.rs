@@ -198,6 +198,9 @@ impl Host {
             })
             .unwrap(),
         );
+        // The fabric's SM gives the port its LID and makes it ACTIVE.
+        crate::fwsim::sm::sweep(&mut fw);
+        while fw.next_port_event().is_some() {}
         let pd = alloc_pd(&mut fw, 0);
         let uar = alloc_uar(&mut fw, 0);
         Host {
@@ -3877,4 +3880,50 @@ fn memic_mkeys_reach_the_devices_memory() {
     let s = p.sends();
     assert_eq!(s.last().map(|c| c.opcode), Some(cqe_op::REQ_ERR), "{s:x?}");
     assert_eq!(p.h.mem.get(dm.bus + 2040, 8), vec![0; 8]);
+}
+
+// ---------------------------------------------------------------------------------------
+// The PMA's port counters (`pma.rs`).
+
+#[test]
+fn pma_counts_the_packets_and_octets_of_messages() {
+    use crate::fwsim::mad::{class, method, MAD_SIZE};
+    let mut p = pair(QPC_ST_RC);
+    let mut a = p.a;
+    let local = p.h.mr(8192, ALL);
+    let remote = p.h.mr(8192, ALL);
+    // Path MTU 1024 (`Path::to`): a 3000-byte WRITE is 3 packets; a 1000-byte READ is one
+    // request packet out and one response packet back.
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(local.sge(0, 3000))
+            .remote(&remote, 0),
+    );
+    p.h.post(
+        &mut a,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(local.sge(4096, 1000))
+            .remote(&remote, 0),
+    );
+    assert_eq!(p.run(0).wqes, 2);
+    // Both QPs are on the one port: it sends and receives everything.
+    let octets = (3000 + 3 * 26) + 26 + (1000 + 26);
+    let t = p.h.fw.port_traffic(0);
+    assert_eq!((t.xmit_pkts, t.rcv_pkts), (5, 5));
+    assert_eq!((t.xmit_bytes, t.rcv_bytes), (octets, octets));
+    // PortCountersExtended through the PMA: data in 4-byte words.
+    let mut m = [0u8; MAD_SIZE];
+    m[0] = 1;
+    m[1] = class::PERF_MGMT;
+    m[2] = 1;
+    m[3] = method::GET;
+    m[16..18].copy_from_slice(&crate::fwsim::pma::attr::PORT_COUNTERS_EXT.to_be_bytes());
+    let mut out = [0u8; MAD_SIZE];
+    p.h.fw.process_mad(0, 0, &m, &mut out);
+    let be = |o: usize| u64::from_be_bytes(out[64 + o..64 + o + 8].try_into().unwrap());
+    assert_eq!(
+        (be(8), be(16), be(24), be(32)),
+        (octets / 4, octets / 4, 5, 5)
+    );
 }

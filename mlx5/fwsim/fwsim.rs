@@ -26,12 +26,16 @@ pub(crate) mod fault;
 #[cfg_attr(MODULE, expect(dead_code, reason = "its caller is host/cxfn"))]
 #[path = "hca.rs"]
 pub(crate) mod hca;
+#[path = "mad.rs"]
+pub(crate) mod mad;
 #[path = "memic.rs"]
 pub(crate) mod memic;
 #[path = "node_desc.rs"]
 pub(crate) mod node_desc;
 #[path = "objects.rs"]
 mod objects;
+#[path = "pma.rs"]
+pub(crate) mod pma;
 #[path = "profile.rs"]
 pub(crate) mod profile;
 #[path = "qp.rs"]
@@ -40,6 +44,10 @@ mod qp;
 mod query;
 #[path = "ring.rs"]
 pub(crate) mod ring;
+#[path = "sm.rs"]
+pub(crate) mod sm;
+#[path = "sma.rs"]
+pub(crate) mod sma;
 #[path = "spec.rs"]
 pub(crate) mod spec;
 #[path = "srq.rs"]
@@ -82,6 +90,10 @@ mod umem_tests;
 #[cfg(test)]
 #[path = "ring_tests.rs"]
 mod ring_tests;
+
+#[cfg(test)]
+#[path = "sma_tests.rs"]
+mod sma_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::command::{OpMod, PrmCommand};
@@ -361,6 +373,10 @@ struct Port {
     /// PMTU admin MTU in bytes.
     admin_mtu: u32,
     roce: [Option<RoceAddr>; ROCE_GIDS],
+    /// The subnet management agent's state of the port (`sma.rs`).
+    sma: sma::PortSma,
+    /// What the data path moved through the port (`pma.rs`).
+    traffic: pma::Traffic,
 }
 
 /// The simulated device.
@@ -543,6 +559,8 @@ const EMPTY_PORT: Port = Port {
     admin_status: 1,
     admin_mtu: 0,
     roce: [None; ROCE_GIDS],
+    sma: sma::PortSma::new(),
+    traffic: pma::Traffic::ZERO,
 };
 
 impl Fw {
@@ -599,6 +617,8 @@ impl Fw {
                 admin_status: EMPTY_PORT.admin_status,
                 admin_mtu: 0,
                 roce <- pin_init::init_array_from_fn(|_| None),
+                sma: sma::PortSma::new(),
+                traffic: pma::Traffic::ZERO,
             })
         };
         let fw = pin_init::init!(Fw {
@@ -652,10 +672,16 @@ impl Fw {
         };
         // Member by member: a whole `Port` is about 7 KiB, which must not pass through a kernel
         // stack as a temporary.
+        let ib = self.cfg.link_layer == LinkLayer::Ib;
         for p in self.ports.iter_mut() {
             p.admin_status = EMPTY_PORT.admin_status;
             p.admin_mtu = default_mtu;
             p.roce.fill(None);
+            // The link comes up: the port is INIT until a subnet manager configures it.
+            p.sma = sma::PortSma::new();
+            p.sma.link(ib && p.admin_status == 1);
+            p.sma.events = 0;
+            p.traffic = pma::Traffic::ZERO;
         }
     }
 
@@ -726,6 +752,9 @@ impl Fw {
             return false;
         };
         p.admin_status = if up { 1 } else { 2 };
+        if self.cfg.link_layer == LinkLayer::Ib {
+            p.sma.link(up);
+        }
         true
     }
 

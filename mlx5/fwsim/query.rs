@@ -37,10 +37,6 @@ const IB_GIDS: u32 = 8;
 const PKEYS: u32 = 128;
 /// The "all entries" index of QUERY_HCA_VPORT_GID/PKEY (`mlx5_query_hca_vport_gid()`).
 const ALL_ENTRIES: u32 = 0xffff;
-/// IB port capability mask of a ConnectX port without an SM (`ibv_devinfo` port_cap_flags
-/// 0x2651e848: trap, automatic migration, SL map, LED, sys image GUID, PKey switch ext port
-/// trap, extended speeds, capability mask 2, client reregistration, vendor class, ...).
-const IB_CAP_MASK1: u32 = 0x2651_e848;
 /// IB link width 4X (`ptys_reg.ib_link_width_*` bit 2, `MLX5_PTYS_WIDTH_4X` in port.h).
 const IB_WIDTH_4X: u32 = 1 << 2;
 
@@ -148,8 +144,7 @@ impl Fw {
             // InfiniBand: the port is reached through the HCA vport commands
             // (QUERY_HCA_VPORT_CONTEXT/GID/PKEY), as on a ConnectX whose firmware has
             // virtualization enabled; without it upstream mlx5_ib queries the port with
-            // MAD_IFC (SubnGet NodeInfo/PortInfo/...), which this model does not implement
-            // (Documentation/pcifn.md, "Upstream mlx5_ib on the function").
+            // MAD_IFC (SubnGet NodeInfo/PortInfo/...); both reach the same SMA (`sma.rs`).
             (cmd_hca_cap::ib_virt, u32::from(!eth)),
             (cmd_hca_cap::log_max_msg, p.log_max_msg),
             (cmd_hca_cap::max_tc, 8),
@@ -252,26 +247,72 @@ impl Fw {
         let v = |f| query_hca_vport_context_out::hca_vport_context.inner(f);
         c.set(v(hca_vport_context::has_smi), u32::from(ib))?;
         c.set(v(hca_vport_context::has_raw), 1)?;
-        // Physical state 5 LinkUp / 3 Disabled; logical state 4 Active / 1 Down.
+        // Physical state 5 LinkUp / 3 Disabled. The logical state: on InfiniBand the SMA's
+        // (`sma.rs`: INIT until a subnet manager makes it ACTIVE), on Ethernet 4 Active / 1
+        // Down with the link.
         c.set(
             v(hca_vport_context::port_physical_state),
             if up { 5 } else { 3 },
         )?;
-        c.set(v(hca_vport_context::port_state), if up { 4 } else { 1 })?;
-        c.set(v(hca_vport_context::vport_state), if up { 4 } else { 1 })?;
+        let sma = self.sma(port).copied();
+        let state = match (&sma, ib) {
+            (Some(s), true) => u32::from(s.state),
+            _ if up => 4,
+            _ => 1,
+        };
+        c.set(v(hca_vport_context::port_state), state)?;
+        c.set(v(hca_vport_context::vport_state), state)?;
         c.set64(v(hca_vport_context::system_image_guid), self.node_guid())?;
         c.set64(v(hca_vport_context::node_guid), self.node_guid())?;
         c.set64(
             v(hca_vport_context::port_guid),
             self.port_guid(port_num as usize),
         )?;
-        if ib {
-            c.set(v(hca_vport_context::cap_mask1), IB_CAP_MASK1)?;
-            // A one-switch fabric whose SM sits at LID 1 and gives every port of every
-            // function its own LID (`Fw::port_lid`, from the serial).
-            c.set(v(hca_vport_context::lid), u32::from(self.port_lid(port)))?;
-            c.set(v(hca_vport_context::sm_lid), 1)?;
-            c.set(v(hca_vport_context::subnet_timeout), 18)?;
+        if let (Some(s), true) = (sma, ib) {
+            // What the subnet manager set through the SMA (`sma.rs`).
+            c.set(v(hca_vport_context::cap_mask1), s.cap_mask)?;
+            c.set(
+                v(hca_vport_context::cap_mask1_field_select),
+                crate::fwsim::sma::CAP_MASK1_HOST,
+            )?;
+            c.set(v(hca_vport_context::lid), u32::from(s.lid))?;
+            c.set(v(hca_vport_context::lmc), u32::from(s.lmc))?;
+            c.set(v(hca_vport_context::sm_lid), u32::from(s.sm_lid))?;
+            c.set(v(hca_vport_context::sm_sl), u32::from(s.sm_sl))?;
+            c.set(
+                v(hca_vport_context::subnet_timeout),
+                u32::from(s.subnet_timeout),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// MODIFY_HCA_VPORT_CONTEXT of the function's own vport (upstream `set_port_caps_atomic()`
+    /// for `ib_modify_port()`): the CapabilityMask bits `cap_mask1_field_select` names take
+    /// their values from `cap_mask1`; only [`crate::fwsim::sma::CAP_MASK1_HOST`] may change,
+    /// and `field_select` (GUIDs, state policy) is a vport group manager's.
+    pub(super) fn modify_hca_vport_context(
+        &mut self,
+        c: &mut Cmd<'_, ModifyHcaVportContext>,
+    ) -> Done {
+        c.own_function(&[modify_hca_vport_context_in::other_vport])?;
+        let port_num = self.vport_port_num(c.get(modify_hca_vport_context_in::port_num));
+        self.port(port_num)?;
+        if self.cfg.link_layer != LinkLayer::Ib {
+            return fail(Status::BAD_PARAM_ERR, syn::VPORT_MODIFY);
+        }
+        let v = |f| modify_hca_vport_context_in::hca_vport_context.inner(f);
+        let sel = c.get(v(hca_vport_context::cap_mask1_field_select));
+        if c.get(v(hca_vport_context::field_select)) != 0
+            || sel & !crate::fwsim::sma::CAP_MASK1_HOST != 0
+        {
+            return fail(Status::BAD_PARAM_ERR, syn::VPORT_MODIFY);
+        }
+        let value = c.get(v(hca_vport_context::cap_mask1));
+        let port = u8::try_from(port_num)
+            .map_err(|_| CmdError::new(Status::BAD_PARAM_ERR, syn::BAD_PORT))?;
+        if !self.set_port_caps(port, value & sel, !value & sel) {
+            return fail(Status::BAD_PARAM_ERR, syn::BAD_PORT);
         }
         Ok(())
     }
@@ -414,6 +455,10 @@ impl Fw {
                             return fail(Status::BAD_PARAM_ERR, syn::REG_BAD_WRITE);
                         }
                         p.admin_status = admin;
+                        // The link follows (the SMA's port state machine, `sma.rs`).
+                        if ib {
+                            p.sma.link(admin == 1);
+                        }
                     }
                 }
                 REG_PMTU => {

@@ -238,6 +238,17 @@ crate::prm::named_consts! {
     MEMIC_UNKNOWN = 0x5f0a_0005,
     /// A MEMIC mkey outside the window, or on a function without device memory.
     MEMIC_MKEY = 0x5f0a_0006,
+    // 0x5f0bxxxx: MAD_IFC (`mad.rs`).
+    /// BAD_PARAM_ERR: an SMP to an Ethernet port (no subnet management agent there).
+    MAD_NO_SMA = 0x5f0b_0001,
+    /// BAD_PKT_ERR: the SMA dropped the SMP for its M_Key (an M_Key violation).
+    MAD_MKEY = 0x5f0b_0002,
+    /// BAD_PKT_ERR: the MAD is not for this port (a directed route that does not end here, a
+    /// response).
+    MAD_DROPPED = 0x5f0b_0003,
+    /// MODIFY_HCA_VPORT_CONTEXT: a `field_select` (GUIDs, state policy: a vport group
+    /// manager's) or a `cap_mask1_field_select` bit the host may not change.
+    VPORT_MODIFY = 0x5f0b_0004,
 }
 
 #[cfg(test)]

@@ -386,8 +386,13 @@ fn adapter_special_contexts_and_vports() {
 
     let mut b = inbox(op::QUERY_HCA_VPORT_CONTEXT, 0, 0, 16);
     query_hca_vport_context_in::port_num.set(&mut b, 1).unwrap();
-    let out = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
     let v = |m| query_hca_vport_context_out::hca_vport_context.inner(m);
+    // INIT until a subnet manager configures the port (`sma.rs`), then ACTIVE.
+    let out = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
+    assert_eq!(get(&out, v(hca_vport_context::port_state)), 2);
+    assert_eq!(get(&out, v(hca_vport_context::lid)), 0);
+    sm::sweep(&mut f);
+    let out = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
     assert_eq!(get(&out, v(hca_vport_context::port_state)), 4);
     assert_eq!(get(&out, v(hca_vport_context::port_physical_state)), 5);
     // The port's administrative state (the PCI function's test window): Down / Disabled,
@@ -397,6 +402,10 @@ fn adapter_special_contexts_and_vports() {
     assert_eq!(get(&down, v(hca_vport_context::port_state)), 1);
     assert_eq!(get(&down, v(hca_vport_context::port_physical_state)), 3);
     assert!(f.set_port_up(1, true));
+    // Up again: INIT, until the fabric's SM sweeps it.
+    let init = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
+    assert_eq!(get(&init, v(hca_vport_context::port_state)), 2);
+    sm::sweep(&mut f);
     assert!(!f.set_port_up(2, true));
     assert!(!f.set_port_up(0, true));
     // 0x100 + serial (0x42) * 2 + port index 0: unique per function on a fabric.
@@ -411,6 +420,43 @@ fn adapter_special_contexts_and_vports() {
     let out0 = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
     assert_eq!(get(&out0, v(hca_vport_context::lid)), 0x184);
     assert_eq!(get(&out0, v(hca_vport_context::port_state)), 4);
+    // MODIFY_HCA_VPORT_CONTEXT (mlx5_ib's set_port_caps_atomic() for umad's issmN): the host
+    // may change the bits the query reports in cap_mask1_field_select (IsSM among them);
+    // nothing else.
+    let is_sm = 1 << 1;
+    assert_eq!(
+        get(&out0, v(hca_vport_context::cap_mask1_field_select)),
+        crate::fwsim::sma::CAP_MASK1_HOST
+    );
+    let base = get(&out0, v(hca_vport_context::cap_mask1));
+    assert_eq!(base & is_sm, 0);
+    let m = |f| modify_hca_vport_context_in::hca_vport_context.inner(f);
+    let mut mb = inbox(
+        op::MODIFY_HCA_VPORT_CONTEXT,
+        0,
+        0,
+        modify_hca_vport_context_in::SIZE_BYTES,
+    );
+    m(hca_vport_context::cap_mask1).set(&mut mb, !0).unwrap();
+    m(hca_vport_context::cap_mask1_field_select)
+        .set(&mut mb, is_sm)
+        .unwrap();
+    ok(&mut f, &mb, modify_hca_vport_context_out::SIZE_BYTES);
+    let set = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
+    assert_eq!(get(&set, v(hca_vport_context::cap_mask1)), base | is_sm);
+    m(hca_vport_context::cap_mask1)
+        .set(&mut mb, !is_sm)
+        .unwrap();
+    ok(&mut f, &mb, modify_hca_vport_context_out::SIZE_BYTES);
+    let clr = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
+    assert_eq!(get(&clr, v(hca_vport_context::cap_mask1)), base);
+    m(hca_vport_context::cap_mask1_field_select)
+        .set(&mut mb, is_sm | 1 << 3)
+        .unwrap();
+    assert_eq!(
+        err(&mut f, &mb, modify_hca_vport_context_out::SIZE_BYTES),
+        (Status::BAD_PARAM_ERR, syn::VPORT_MODIFY)
+    );
     let mut g = inbox(op::QUERY_HCA_VPORT_GID, 0, 0, 16);
     query_hca_vport_gid_in::gid_index.set(&mut g, 0).unwrap();
     let gout = ok(&mut f, &g, query_hca_vport_gid_out::SIZE_BYTES + 16);

@@ -19,10 +19,13 @@ use crate::ib::mw::Mlx5Mw;
 use crate::ib::pd::Mlx5Pd;
 use crate::ib::qp::{Mlx5Qp, QpMem};
 use crate::ib::srq::Mlx5Srq;
-use crate::ib::{ah, counters, cq, devx, dm, mr, mw, pd, port, qp, srq, uar, ucontext, xrcd};
-use ib_core_rs::attr::{DeviceAttr, Gid, GidAttr, GidType, LinkLayer, PortAttr, PortImmutable};
+use crate::ib::{ah, counters, cq, devx, dm, mad, mr, mw, pd, port, qp, srq, uar, ucontext, xrcd};
+use ib_core_rs::attr::{
+    DeviceAttr, Gid, GidAttr, GidType, LinkLayer, PortAttr, PortImmutable, PortModify,
+};
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
+use ib_core_rs::mad::{Mad, MadRecvInfo};
 use ib_core_rs::mm::UserVma;
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
@@ -306,6 +309,21 @@ impl DeviceOps for Mlx5IbPortOps {
     fn query_gid(dev: &Device<Mlx5Ib>, port: u32, index: u32) -> Result<Gid> {
         let d = dev.data();
         port::hca_vport_gid(d, d.port(port)?, index)
+    }
+
+    fn process_mad(
+        dev: &Device<Mlx5Ib>,
+        port: u32,
+        flags: u32,
+        recv: Option<&MadRecvInfo>,
+        in_mad: &Mad,
+        out: &mut Mad,
+    ) -> Result<u32> {
+        mad::process_mad(dev, port, flags, recv, in_mad, out)
+    }
+
+    fn modify_port(dev: &Device<Mlx5Ib>, port: u32, modify: &PortModify) -> Result {
+        port::modify_port(dev, port, modify)
     }
 }
 

@@ -11,13 +11,16 @@ use crate::attrs::{
 };
 use crate::cmd::exec;
 use crate::cmd::query::{
-    QueryHcaVportContext, QueryHcaVportGid, QueryHcaVportPkey, QueryNicVportContext, TableIndex,
+    ModifyHcaVportContext, QueryHcaVportContext, QueryHcaVportGid, QueryHcaVportPkey,
+    QueryNicVportContext, TableIndex,
 };
 use crate::cmd::reg::{AccessReg, Paos, Pmtu, PortStatus, Ptys, PtysProto, PtysValue, Pvlc};
 use crate::cmd::res::{RoceAddr, RoceL3Type, RoceVersion, SetRoceAddress};
 use crate::hw::{CapType, Mlx5Hw};
 use crate::ib::device::{IbPort, Mlx5Ib, Mlx5IbDev};
-use ib_core_rs::attr::{Gid, GidAttr, GidType, LinkLayer, PortAttr, PortImmutable, PortState};
+use ib_core_rs::attr::{
+    Gid, GidAttr, GidType, LinkLayer, PortAttr, PortImmutable, PortModify, PortState,
+};
 use ib_core_rs::device::Device;
 use kernel::prelude::*;
 
@@ -347,4 +350,48 @@ pub(crate) fn set_roce_addr(dev: &Device<Mlx5Ib>, attr: &GidAttr, add: bool) -> 
 /// How many entries [`program_default_gids`] programmed.
 pub(crate) fn programmed_gids(p: &IbPort) -> usize {
     p.roce_gids.iter().take_while(|g| **g != [0u8; 16]).count()
+}
+
+/// upstream `mlx5_ib_modify_port()`: nothing to do on an Ethernet port; on an InfiniBand port
+/// of a function with `ib_virt`, `set_port_caps_atomic()`: the vport context's
+/// `cap_mask1_perm` must allow every bit to change (`EINVAL` otherwise), then
+/// MODIFY_HCA_VPORT_CONTEXT sets and clears them. Without `ib_virt` upstream writes the PCAP
+/// register (`mlx5_set_port_caps()`), which this driver does not: `EOPNOTSUPP`.
+///
+/// # Errors
+///
+/// `EINVAL` for a bad port or a bit the firmware does not let the host change,
+/// `EOPNOTSUPP` without `ib_virt`, the command's error.
+pub(crate) fn modify_port(dev: &Device<Mlx5Ib>, port: u32, m: &PortModify) -> Result {
+    let d = dev.data();
+    let p = d.port(port)?;
+    if p.link_layer != LinkLayer::Infiniband {
+        return Ok(());
+    }
+    let hw = &*d.hw;
+    let gen = hw.caps(CapType::General).and_then(Caps::new).ok_or(EIO)?;
+    if gen.get(crate::prm::ctx::cmd_hca_cap::ib_virt) == 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let num = u8::try_from(port).map_err(|_| EINVAL)?;
+    let v = exec(hw, &QueryHcaVportContext { port: num })?;
+    let mask = m.clr_port_cap_mask | m.set_port_cap_mask;
+    let value = !m.clr_port_cap_mask | m.set_port_cap_mask;
+    if !v.cap_mask1_perm & mask != 0 {
+        pr_warn!(
+            "mlx5_ib_rs: {}: trying to change bitmask 0x{:X} but change supported 0x{:X}\n",
+            dev.name(),
+            mask,
+            v.cap_mask1_perm
+        );
+        return Err(EINVAL);
+    }
+    exec(
+        hw,
+        &ModifyHcaVportContext {
+            port: num,
+            cap_mask1: value,
+            cap_mask1_select: mask,
+        },
+    )
 }

@@ -98,6 +98,39 @@ prm_layouts! {
         hca_vport_context @ 0x80, 0x1000 => crate::prm::ctx::hca_vport_context;
     }
 
+    /// `struct mlx5_ifc_modify_hca_vport_context_in_bits` (mlx5_ifc.h).
+    modify_hca_vport_context_in, 0x1080 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        other_vport @ 0x40, 0x1;
+        port_num @ 0x4c, 0x4;
+        vport_number @ 0x50, 0x10;
+        hca_vport_context @ 0x80, 0x1000 => crate::prm::ctx::hca_vport_context;
+    }
+
+    /// `struct mlx5_ifc_modify_hca_vport_context_out_bits` (mlx5_ifc.h).
+    modify_hca_vport_context_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
+
+    /// `struct mlx5_ifc_mad_ifc_in_bits` (mlx5_ifc.h).
+    mad_ifc_in, 0x880 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        remote_lid @ 0x40, 0x10;
+        plane_index @ 0x50, 0x8;
+        port @ 0x58, 0x8;
+        mad @ 0x80, 0x800;
+    }
+
+    /// `struct mlx5_ifc_mad_ifc_out_bits` (mlx5_ifc.h).
+    mad_ifc_out, 0x880 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        response_mad_packet @ 0x80, 0x800;
+    }
+
     /// `struct mlx5_ifc_query_hca_vport_gid_in_bits` (mlx5_ifc.h).
     query_hca_vport_gid_in, 0x80 {
         opcode @ 0x0, 0x10;

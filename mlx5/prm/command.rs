@@ -67,6 +67,8 @@ macro_rules! prm_commands {
             Qp2Err: _2ERR_QP = 0x507, qp_2err_in => qp_2err_out, zero, modify_qp;
             Qp2Rst: _2RST_QP = 0x50a, qp_2rst_in => qp_2rst_out, zero, modify_qp;
             QueryQp: QUERY_QP = 0x50b, query_qp_in => query_qp_out, zero, query_qp;
+            // Management datagrams to the subnet management agent (`fwsim/mad.rs`).
+            MadIfc: MAD_IFC = 0x50d, mad_ifc_in => mad_ifc_out, any, mad_ifc;
             Init2InitQp: INIT2INIT_QP = 0x50e, init2init_qp_in => init2init_qp_out, zero, modify_qp;
             // Vports, RoCE addresses, counters.
             // XRC SRQs and domains (`fwsim/xrc.rs`): upstream mlx5_ib creates two XRCDs and an
@@ -76,6 +78,7 @@ macro_rules! prm_commands {
             QueryNicVportContext: QUERY_NIC_VPORT_CONTEXT = 0x754, query_nic_vport_context_in => query_nic_vport_context_out, zero, query_nic_vport_context;
             SetRoceAddress: SET_ROCE_ADDRESS = 0x761, set_roce_address_in => set_roce_address_out, zero, set_roce_address;
             QueryHcaVportContext: QUERY_HCA_VPORT_CONTEXT = 0x762, query_hca_vport_context_in => query_hca_vport_context_out, zero, query_hca_vport_context;
+            ModifyHcaVportContext: MODIFY_HCA_VPORT_CONTEXT = 0x763, modify_hca_vport_context_in => modify_hca_vport_context_out, zero, modify_hca_vport_context;
             QueryHcaVportGid: QUERY_HCA_VPORT_GID = 0x764, query_hca_vport_gid_in => query_hca_vport_gid_out, zero, query_hca_vport_gid;
             QueryHcaVportPkey: QUERY_HCA_VPORT_PKEY = 0x765, query_hca_vport_pkey_in => query_hca_vport_pkey_out, zero, query_hca_vport_pkey;
             AllocQCounter: ALLOC_Q_COUNTER = 0x771, alloc_q_counter_in => alloc_q_counter_out, zero, alloc_q_counter;

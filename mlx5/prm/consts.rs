@@ -128,8 +128,8 @@ pub(crate) const EVENT_TYPE_PAGE_REQUEST: u8 = 0x0b;
     allow(dead_code, reason = "the host crates use part of them")
 )]
 pub(crate) const EVENT_TYPE_PORT_CHANGE: u8 = 0x09;
-// `MLX5_PORT_CHANGE_SUBTYPE_*` (device.h): the driver maps them all, the emulated function
-// raises DOWN and ACTIVE, host/prm uses none.
+// `MLX5_PORT_CHANGE_SUBTYPE_*` (device.h): the driver maps them all, the device model's SMA
+// raises DOWN, ACTIVE, LID, PKEY, GUID and CLIENT_REREG (`fwsim/sma.rs`).
 /// `MLX5_PORT_CHANGE_SUBTYPE_DOWN`.
 #[cfg_attr(
     not(MODULE),
@@ -146,16 +146,12 @@ pub(crate) const PORT_CHANGE_SUBTYPE_ACTIVE: u8 = 4;
 #[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
 pub(crate) const PORT_CHANGE_SUBTYPE_INITIALIZED: u8 = 5;
 /// `MLX5_PORT_CHANGE_SUBTYPE_LID`.
-#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
 pub(crate) const PORT_CHANGE_SUBTYPE_LID: u8 = 6;
 /// `MLX5_PORT_CHANGE_SUBTYPE_PKEY`.
-#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
 pub(crate) const PORT_CHANGE_SUBTYPE_PKEY: u8 = 7;
 /// `MLX5_PORT_CHANGE_SUBTYPE_GUID`.
-#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
 pub(crate) const PORT_CHANGE_SUBTYPE_GUID: u8 = 8;
 /// `MLX5_PORT_CHANGE_SUBTYPE_CLIENT_REREG`.
-#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
 pub(crate) const PORT_CHANGE_SUBTYPE_CLIENT_REREG: u8 = 9;
 /// `MLX5_EVENT_TYPE_COMP` (device.h): a CQ completion EQE.
 pub(crate) const EVENT_TYPE_COMP: u8 = 0x00;

@@ -127,7 +127,8 @@ fn show_caps(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "log_max_mkey {}", p.log_max_mkey)?;
     writeln!(out, "log_max_pd {}", p.log_max_pd)?;
     for port in 1..=cfg.num_ports {
-        // `Fw::port_lid`: unique per function (from the serial); PMTU max_mtu is 4096 on IB.
+        // `Fw::port_lid`: what the subnet manager set through the SMA (0 before); PMTU max_mtu
+        // is 4096 on IB.
         let lid = lids.get(usize::from(port) - 1).copied().unwrap_or(0);
         match cfg.link_layer {
             SimLinkLayer::Ib => writeln!(out, "port{} lid {} max_mtu 4096", port, lid)?,

@@ -117,7 +117,11 @@ pub(super) fn run_uar(
     })
 }
 
-/// The next queued event of `fw`, as the driver sees events.
+/// The next queued event of `fw`, as the driver sees events: port changes (the SMA's,
+/// `fwsim/sma.rs`) first, then those of the queues.
 pub(super) fn next_event(fw: &mut Fw) -> Option<HwEvent> {
+    if let Some((port, subtype)) = fw.next_port_event() {
+        return Some(HwEvent::PortChange { port, subtype });
+    }
     fw.next_event().map(HwEvent::Queue)
 }

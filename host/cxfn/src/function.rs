@@ -164,6 +164,7 @@ impl CxFunction {
             Err(e) => unreachable!("built-in profile refused: {e:?}"),
         };
         fw.cold_boot();
+        crate::fwsim::sm::sweep(&mut fw);
         let mut msix_table = [[0u32; 4]; MSIX_VECTORS as usize];
         // Vector control: masked after reset.
         for v in msix_table.iter_mut() {
@@ -564,6 +565,10 @@ impl CxFunction {
                 // A page list that is not one run is kept here (`iova.rs`).
                 let pending = self.iova.rewrite(&mut inb);
                 let mut result = self.fw.exec(&inb, &mut out);
+                // The fabric's embedded subnet manager (`fwsim/sm.rs`) brings up a port
+                // whose link came up (after a reset or a PAOS write); ACTIVE ports cost it
+                // two Gets.
+                crate::fwsim::sm::sweep(&mut self.fw);
                 self.cap_uar(&inb, &mut out, &mut result);
                 let resized = self.settle_iova(&inb, &out, pending, &result);
                 match result {
@@ -783,6 +788,7 @@ impl CxFunction {
                 if !self.fw.set_port_up(1, up) {
                     return tw_result::BAD_ARG;
                 }
+                crate::fwsim::sm::sweep(&mut self.fw);
                 let mut data = [0u8; 28];
                 // struct mlx5_eqe_port_state: `port` (bits 7:4) at byte 8.
                 data[8] = 1 << 4;

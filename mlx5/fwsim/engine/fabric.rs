@@ -23,32 +23,50 @@ pub(super) fn q_count(nodes: &mut [Node<'_>], i: usize, set: u32, k: QCnt) {
     }
 }
 
-/// The node and port that own `lid` (InfiniBand) or `gid` (Ethernet), among the nodes of
-/// `ll`; the port must be up.
-pub(super) fn route(nodes: &[Node<'_>], ll: LinkLayer, lid: u16, gid: &[u8; 16]) -> Option<usize> {
-    nodes.iter().position(|n| {
+/// The node and (0-based) port that own `lid` (InfiniBand: a port the subnet manager made
+/// ACTIVE, whose LID range, the base LID and its 2^LMC path bits, holds `lid`) or `gid`
+/// (Ethernet), among the nodes of `ll`; the port must be up.
+pub(super) fn route(
+    nodes: &[Node<'_>],
+    ll: LinkLayer,
+    lid: u16,
+    gid: &[u8; 16],
+) -> Option<(usize, usize)> {
+    nodes.iter().enumerate().find_map(|(i, n)| {
         let fw = &*n.fw;
-        fw.cfg.link_layer == ll
-            && (0..usize::from(fw.cfg.num_ports)).any(|p| {
+        if fw.cfg.link_layer != ll {
+            return None;
+        }
+        (0..usize::from(fw.cfg.num_ports))
+            .find(|&p| {
                 fw.port_up(p)
                     && match ll {
-                        LinkLayer::Ib => fw.port_lid(p) == lid,
+                        LinkLayer::Ib => fw.owns_lid(p, lid),
                         LinkLayer::Ethernet => fw.has_gid(p, gid),
                     }
             })
+            .map(|p| (i, p))
     })
 }
 
 impl Fw {
-    /// The LID of (0-based) port `port`: unique per function on a fabric, from the serial
-    /// (`0x100 + serial * 2 + port`; the SM is LID 1).
+    /// The base LID of (0-based) port `port`, as the subnet manager set it through the SMA
+    /// (`sma.rs`; 0 before).
     pub(crate) fn port_lid(&self, port: usize) -> u16 {
-        let p = u16::try_from(port & 1).unwrap_or(0);
-        0x100 + (((self.cfg.serial & 0x1fff) as u16) << 1) + p
+        self.sma(port).map_or(0, |s| s.lid)
+    }
+
+    /// Whether (0-based) port `port` is ACTIVE with `lid` in its LID range.
+    fn owns_lid(&self, port: usize, lid: u16) -> bool {
+        self.sma(port).is_some_and(|s| {
+            s.state == crate::fwsim::sma::port_state::ACTIVE
+                && s.lid != 0
+                && lid >> s.lmc.min(7) == s.lid >> s.lmc.min(7)
+        })
     }
 
     /// Whether a (0-based) port is administratively up (PAOS).
-    pub(super) fn port_up(&self, port: usize) -> bool {
+    pub(crate) fn port_up(&self, port: usize) -> bool {
         port < usize::from(self.cfg.num_ports)
             && self.ports.get(port).is_some_and(|p| p.admin_status == 1)
     }

@@ -176,10 +176,42 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         return m.dropped();
     }
     let (lid, gid, _) = m.dest;
-    let Some(di) = route(nodes, n.fw.cfg.link_layer, lid, &gid) else {
+    let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid) else {
         return m.dropped();
     };
+    count_traffic(nodes, (ni, s.port), (di, dport), &m, s.mtu);
     responder::receive(nodes, ni, s, &m, di)
+}
+
+/// Counts message `m` on the ports it crosses (`pma.rs`): the requester's port `from`
+/// sends it, `to` receives it; an RDMA READ's request carries no payload and its response
+/// packets carry the data back.
+fn count_traffic(
+    nodes: &mut [Node<'_>],
+    from: (usize, usize),
+    to: (usize, usize),
+    m: &Message<'_>,
+    mtu: u32,
+) {
+    let pkts = m.packets(mtu);
+    let read = m.opcode == wqe_op::RDMA_READ;
+    let (req_pkts, req_len) = if read { (1, 0) } else { (pkts, m.len) };
+    if let Some(n) = nodes.get_mut(from.0) {
+        n.fw.count_traffic(from.1, |t| {
+            t.xmit(req_pkts, req_len);
+            if read {
+                t.rcv(pkts, m.len);
+            }
+        });
+    }
+    if let Some(n) = nodes.get_mut(to.0) {
+        n.fw.count_traffic(to.1, |t| {
+            t.rcv(req_pkts, req_len);
+            if read {
+                t.xmit(pkts, m.len);
+            }
+        });
+    }
 }
 
 /// The message of WQE `w` (bytes in `buf`) of requester `s`, a QP of `fw`, checked on the

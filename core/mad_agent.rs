@@ -1,0 +1,900 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The MAD layer (upstream `drivers/infiniband/core/mad.c`, `agent.c`): per port with a MAD
+//! capability a [`MadPort`] (upstream `ib_mad_port_open()`), agents registered on it by
+//! management class, class version and method mask ([`register_agent`], upstream
+//! `ib_register_mad_agent()`), sends with timeouts and retries ([`MadAgent::post_send`],
+//! upstream `ib_post_send_mad()`), and receive dispatch: responses to the agent whose
+//! `hi_tid` is the upper half of their TID, requests to the agent that registered their
+//! class and method (upstream `find_mad_agent()`).
+//!
+//! **Where a MAD goes.** The special QPs (QP0, QP1) are not on the simulated wire, so this
+//! layer delivers what stays in the node and fails what would leave it:
+//! * a directed-route SMP whose path ends at this port (hop count 0, upstream
+//!   `handle_outgoing_dr_smp()` with `smi.c`'s checks) goes to the driver's `process_mad`, and
+//!   its reply comes back to the sending agent as a received MAD, as upstream's local
+//!   completion does;
+//! * a LID-routed MAD to the port's own LID (an SMP, or a GMP such as a PerfMgt Get to the
+//!   local port) goes to `process_mad` as upstream's receive path hands a MAD that arrived on
+//!   QP0/QP1 to it (upstream loops such a MAD back through the hardware QP; here it is
+//!   delivered without one): a reply goes back to the sender, an unanswered request is
+//!   dispatched to the agent registered for its class and method, a response to the agent
+//!   its TID names;
+//! * anything else would leave the node: it is dropped at the port. A send that waits for a
+//!   response (`timeout_ms` non-zero) completes with `IB_WC_RESP_TIMEOUT_ERR` after its
+//!   timeout and retries, as upstream reports an unanswered send; one that does not
+//!   completes with `IB_WC_GENERAL_ERR`.
+//!
+//! **Handlers** ([`MadAgentHandler`]) run on the core's workqueue, in order, never inside
+//! [`MadAgent::post_send`] (upstream queues local completions too): the port's worker is a
+//! [`Timer`] that delivers queued completions and expires waiting sends. Dropping a
+//! [`MadAgent`] unregisters it (upstream `ib_unregister_mad_agent()`): its waiting sends are
+//! cancelled (their handler sees `IB_WC_WR_FLUSH_ERR`, as upstream's `cancel_mads()`), and no
+//! handler of it runs after the drop returns.
+//!
+//! Not done: RMPP (an RMPP-active send is `EOPNOTSUPP`), sends on the wire (issue 36's QP0/QP1
+//! and device-model work), OPA MADs, the MAD security checks (no LSM hooks), flow control of
+//! solicited MADs (nothing queues: nothing leaves).
+
+use crate::attr::{LinkLayer, CORE_CAP_IB_CM, CORE_CAP_IB_MAD, CORE_CAP_IB_SMI};
+use crate::ib_device::{DeviceCore, IbDevice};
+use crate::mad::{
+    self, Mad, MadHdr, MadRecvInfo, CLASS_SUBN_DIRECTED_ROUTE, CLASS_SUBN_LID_ROUTED,
+    MAD_RESULT_CONSUMED, MAD_RESULT_REPLY, MAD_RESULT_SUCCESS, MGMT_RMPP_VERSION,
+};
+use crate::smi::{self, DrRoute};
+use crate::verbs::WcStatus;
+use crate::wq::{self, Timer, TimerFire};
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+/// `MAX_MGMT_VERSION`: class versions are below it.
+const MAX_MGMT_VERSION: u8 = 0x83;
+/// `MAX_MGMT_CLASS`: classes are below it, the directed-route class aside.
+const MAX_MGMT_CLASS: u8 = 80;
+
+/// upstream `IB_MAD_USER_RMPP`: the agent does RMPP itself (user space).
+pub const MAD_USER_RMPP: u32 = 1;
+
+/// The special QP an agent uses (upstream `IB_QPT_SMI`, `IB_QPT_GSI`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecialQp {
+    /// QP0.
+    Smi,
+    /// QP1.
+    Gsi,
+}
+
+impl SpecialQp {
+    /// The QP number.
+    pub fn qpn(self) -> u32 {
+        match self {
+            SpecialQp::Smi => 0,
+            SpecialQp::Gsi => 1,
+        }
+    }
+}
+
+/// A registration request (upstream `struct ib_mad_reg_req`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MadRegReq {
+    /// The management class.
+    pub mgmt_class: u8,
+    /// The class version.
+    pub mgmt_class_version: u8,
+    /// The OUI, for the vendor classes 0x30..0x4f.
+    pub oui: [u8; 3],
+    /// The methods to receive requests of (bit `m` of word `m / 64`).
+    pub method_mask: [u64; 2],
+}
+
+impl MadRegReq {
+    fn has_method(&self, m: u8) -> bool {
+        let m = usize::from(m);
+        self.method_mask
+            .get(m / 64)
+            .is_some_and(|w| w & (1u64 << (m % 64)) != 0)
+    }
+
+    fn overlaps(&self, other: &MadRegReq) -> bool {
+        self.method_mask
+            .iter()
+            .zip(other.method_mask.iter())
+            .any(|(a, b)| a & b != 0)
+    }
+}
+
+/// A MAD to send (upstream `struct ib_mad_send_buf` with its address handle).
+#[derive(Clone)]
+pub struct MadSend {
+    /// The MAD (padded to 256 bytes).
+    pub mad: Mad,
+    /// The destination QP.
+    pub remote_qpn: u32,
+    /// The destination LID.
+    pub dlid: u16,
+    /// The service level.
+    pub sl: u8,
+    /// The P_Key index to send with.
+    pub pkey_index: u16,
+    /// How long to wait for a response (0: none expected).
+    pub timeout_ms: u32,
+    /// How many times to resend when no response came.
+    pub retries: u32,
+    /// The sender's cookie, handed back with the completion.
+    pub context: u64,
+}
+
+/// A send's completion (upstream `struct ib_mad_send_wc`).
+#[derive(Clone, Copy, Debug)]
+pub struct MadSendDone {
+    /// The [`MadSend::context`] of the send.
+    pub context: u64,
+    /// Its status.
+    pub status: WcStatus,
+}
+
+/// A received MAD (upstream `struct ib_mad_recv_wc`).
+pub struct MadRecv {
+    /// The MAD.
+    pub mad: Mad,
+    /// Where it came from.
+    pub info: MadRecvInfo,
+}
+
+/// What an agent's user gets (upstream the agent's `send_handler` and `recv_handler`).
+/// Called from the core's workqueue, one call at a time per agent.
+pub trait MadAgentHandler: Send + Sync + 'static {
+    /// A send completed; `agent` is the agent's `hi_tid`.
+    fn send_done(&self, agent: u32, done: MadSendDone);
+    /// A MAD arrived for the agent; `send` is the context of the send it answers, if any.
+    fn recv(&self, agent: u32, recv: MadRecv, send: Option<u64>);
+}
+
+/// One queued handler call.
+#[allow(clippy::large_enum_variant)] // Queued briefly; most are receives.
+enum Completion {
+    Recv(Arc<AgentInner>, MadRecv, Option<u64>),
+    Send(Arc<AgentInner>, MadSendDone),
+}
+
+/// A send waiting for its response or its timeout (upstream the agent's `wait_list`).
+struct Waiting {
+    agent: Arc<AgentInner>,
+    tid: u64,
+    class: u8,
+    context: u64,
+    timeout_ms: u32,
+    retries_left: u32,
+    deadline: u64,
+}
+
+struct PortState {
+    closed: bool,
+    agents: KVec<Arc<AgentInner>>,
+    waiting: KVec<Waiting>,
+    completions: KVec<Completion>,
+    /// The worker: completions and timeouts. `None` once closed.
+    timer: Option<Timer<MadPort>>,
+}
+
+/// The MAD layer of one port (upstream `struct ib_mad_port_private`).
+#[pin_data]
+pub struct MadPort {
+    dev_index: u32,
+    port: u32,
+    has_smi: bool,
+    has_cm: bool,
+    link_layer: LinkLayer,
+    /// The device while the port is open; held during `process_mad` (so that closing the
+    /// port waits for a call in progress).
+    #[pin]
+    dev: Mutex<Option<Arc<dyn IbDevice>>>,
+    #[pin]
+    state: Mutex<PortState>,
+}
+
+/// upstream `struct ib_mad_agent_private`.
+#[pin_data]
+struct AgentInner {
+    port: Arc<MadPort>,
+    hi_tid: u32,
+    qp: SpecialQp,
+    reg: Option<MadRegReq>,
+    rmpp_version: u8,
+    flags: u32,
+    handler: Arc<dyn MadAgentHandler>,
+    /// Whether handlers may still be called; held while one runs.
+    #[pin]
+    live: Mutex<bool>,
+}
+
+/// A registered agent (upstream `struct ib_mad_agent`); dropping it unregisters it.
+pub struct MadAgent {
+    inner: Arc<AgentInner>,
+}
+
+/// The next `hi_tid` (upstream `ib_mad_client_next`, 24 bits: mlx4 uses the top byte).
+static NEXT_HI_TID: kernel::sync::atomic::Atomic<u32> = kernel::sync::atomic::Atomic::new(1);
+
+fn alloc_hi_tid() -> u32 {
+    use kernel::sync::atomic::Relaxed;
+    let v = NEXT_HI_TID.fetch_add(1, Relaxed) & 0x00ff_ffff;
+    if v == 0 {
+        NEXT_HI_TID.fetch_add(1, Relaxed) & 0x00ff_ffff
+    } else {
+        v
+    }
+}
+
+/// upstream `convert_mgmt_class()`: the directed-route class shares the table slot of class 0.
+fn table_class(class: u8) -> u8 {
+    if class == CLASS_SUBN_DIRECTED_ROUTE {
+        0
+    } else {
+        class
+    }
+}
+
+impl MadPort {
+    /// The port number.
+    pub fn port_num(&self) -> u32 {
+        self.port
+    }
+
+    /// The RDMA device's index.
+    pub fn dev_index(&self) -> u32 {
+        self.dev_index
+    }
+
+    /// Whether the port has QP0 (an InfiniBand port: upstream `rdma_cap_ib_smi()`).
+    pub fn has_smi(&self) -> bool {
+        self.has_smi
+    }
+
+    /// The device, while the port is open.
+    pub fn device(&self) -> Option<Arc<dyn IbDevice>> {
+        self.dev.lock().clone()
+    }
+
+    fn queue(&self, st: &mut PortState, c: Completion) -> Result {
+        st.completions.push(c, GFP_KERNEL)?;
+        if let Some(t) = &st.timer {
+            t.arm(0);
+        }
+        Ok(())
+    }
+
+    /// Arms the worker for the earliest deadline (queued completions: at once).
+    fn rearm(st: &PortState) {
+        let Some(t) = &st.timer else { return };
+        if !st.completions.is_empty() {
+            t.arm(0);
+            return;
+        }
+        if let Some(d) = st.waiting.iter().map(|w| w.deadline).min() {
+            let now = wq::now_ms();
+            t.arm(u32::try_from(d.saturating_sub(now)).unwrap_or(u32::MAX));
+        }
+    }
+
+    /// The agent a received MAD goes to (upstream `find_mad_agent()`): a response to the
+    /// agent whose `hi_tid` is the TID's upper half, a request to the one registered for its
+    /// class, version, method (and OUI for a vendor class).
+    fn find_agent(st: &PortState, m: &[u8], qp: SpecialQp) -> Option<Arc<AgentInner>> {
+        let h = MadHdr(m);
+        let found = if h.is_response() {
+            let hi = (h.tid() >> 32) as u32;
+            st.agents.iter().find(|a| a.hi_tid == hi)
+        } else {
+            let class = table_class(h.mgmt_class());
+            st.agents.iter().find(|a| {
+                a.reg.as_ref().is_some_and(|r| {
+                    table_class(r.mgmt_class) == class
+                        && r.mgmt_class_version == h.class_version()
+                        && r.has_method(h.method())
+                        && (!mad::is_vendor_class(class)
+                            || m.get(37..40).is_some_and(|o| o == r.oui))
+                })
+            })
+        };
+        // upstream validate_mad(): SMPs only on QP0, the rest only on QP1.
+        found.filter(|a| a.qp == qp).cloned()
+    }
+
+    /// The worker: timeouts, then the queued completions in order.
+    fn work(&self) {
+        let now = wq::now_ms();
+        let list = {
+            let mut st = self.state.lock();
+            let mut i = 0;
+            while i < st.waiting.len() {
+                let Some(w) = st.waiting.get_mut(i) else {
+                    break;
+                };
+                if w.deadline > now {
+                    i += 1;
+                    continue;
+                }
+                // upstream timeout_sends()/retry_send(): resend while retries are left (the
+                // resend goes nowhere: nothing leaves the node), then IB_WC_RESP_TIMEOUT_ERR.
+                if w.retries_left > 0 {
+                    w.retries_left -= 1;
+                    w.deadline = now + u64::from(w.timeout_ms);
+                    i += 1;
+                    continue;
+                }
+                // Without room for the completion the send stays: the next pass reports it.
+                if st.completions.reserve(1, GFP_KERNEL).is_err() {
+                    break;
+                }
+                if let Ok(w) = st.waiting.remove(i) {
+                    let done = MadSendDone {
+                        context: w.context,
+                        status: WcStatus::RespTimeoutErr,
+                    };
+                    let _ = st
+                        .completions
+                        .push(Completion::Send(w.agent, done), GFP_KERNEL);
+                }
+            }
+            let list = core::mem::take(&mut st.completions);
+            Self::rearm(&st);
+            list
+        };
+        for c in list {
+            match c {
+                Completion::Recv(a, r, ctx) => a.deliver(|h, id| h.recv(id, r, ctx)),
+                Completion::Send(a, d) => a.deliver(|h, id| h.send_done(id, d)),
+            }
+        }
+    }
+
+    /// Closes the port (upstream `ib_mad_port_close()`): no send is accepted any more, the
+    /// worker is stopped, pending completions and waiting sends are dropped, the device is
+    /// released after any `process_mad` in progress.
+    fn close(&self) {
+        let (timer, waiting, completions) = {
+            let mut st = self.state.lock();
+            st.closed = true;
+            (
+                st.timer.take(),
+                core::mem::take(&mut st.waiting),
+                core::mem::take(&mut st.completions),
+            )
+        };
+        if let Some(mut t) = timer {
+            t.stop();
+        }
+        drop(waiting);
+        drop(completions);
+        let dev = self.dev.lock().take();
+        drop(dev);
+    }
+}
+
+impl TimerFire for MadPort {
+    fn fire(&self) {
+        self.work();
+    }
+}
+
+impl AgentInner {
+    /// Calls a handler unless the agent is unregistered (upstream: the agent's refcount keeps
+    /// unregistration waiting for a handler in progress).
+    fn deliver(&self, f: impl FnOnce(&dyn MadAgentHandler, u32)) {
+        let live = self.live.lock();
+        if *live {
+            f(&*self.handler, self.hi_tid);
+        }
+        drop(live);
+    }
+}
+
+/// Registers an agent on `port` of `dev` (upstream `ib_register_mad_agent()`, with its
+/// checks in its order).
+///
+/// # Errors
+///
+/// `EPROTONOSUPPORT` for QP0 on a port without SMI; `EINVAL` for a bad RMPP version, class
+/// version, class (0, beyond 80 but the directed-route class, a vendor class without OUI, an
+/// SMP class on QP1 or a GSI class on QP0), an RMPP version for a class without RMPP, no
+/// request with [`MAD_USER_RMPP`], or a method another agent of the port registered for the
+/// same class and version; `ENODEV` for a port without a MAD layer; `ENOMEM`.
+pub fn register_agent(
+    dev: &DeviceCore,
+    port: u32,
+    qp: SpecialQp,
+    reg: Option<&MadRegReq>,
+    rmpp_version: u8,
+    handler: Arc<dyn MadAgentHandler>,
+    flags: u32,
+) -> Result<MadAgent> {
+    let mp = find_port(dev.index(), port);
+    // upstream: rdma_cap_ib_smi() for QP0, rdma_cap_ib_cm() for QP1.
+    let cap = match qp {
+        SpecialQp::Smi => mp.as_ref().is_some_and(|p| p.has_smi),
+        SpecialQp::Gsi => mp.as_ref().is_some_and(|p| p.has_cm),
+    };
+    if !cap {
+        return Err(EPROTONOSUPPORT);
+    }
+    if rmpp_version != 0 && rmpp_version != MGMT_RMPP_VERSION {
+        return Err(EINVAL);
+    }
+    if let Some(r) = reg {
+        if r.mgmt_class_version >= MAX_MGMT_VERSION {
+            return Err(EINVAL);
+        }
+        if r.mgmt_class >= MAX_MGMT_CLASS {
+            if r.mgmt_class != CLASS_SUBN_DIRECTED_ROUTE {
+                return Err(EINVAL);
+            }
+        } else if r.mgmt_class == 0 || (mad::is_vendor_class(r.mgmt_class) && r.oui == [0; 3]) {
+            // Class 0 is reserved (it aliases the directed-route class); a vendor class of
+            // the OUI range needs one.
+            return Err(EINVAL);
+        }
+        if !mad::is_rmpp_class(r.mgmt_class) && rmpp_version != 0 {
+            return Err(EINVAL);
+        }
+        let smp_class =
+            r.mgmt_class == CLASS_SUBN_LID_ROUTED || r.mgmt_class == CLASS_SUBN_DIRECTED_ROUTE;
+        if (qp == SpecialQp::Smi) != smp_class {
+            return Err(EINVAL);
+        }
+    } else if flags & MAD_USER_RMPP != 0 {
+        return Err(EINVAL);
+    }
+    let mp = mp.ok_or(ENODEV)?;
+    let mp2 = mp.clone();
+    let inner = Arc::pin_init(
+        pin_init!(AgentInner {
+            port: mp2,
+            hi_tid: alloc_hi_tid(),
+            qp,
+            reg: reg.copied(),
+            rmpp_version,
+            flags,
+            handler,
+            live <- kernel::new_mutex!(true, "mad_agent_live"),
+        }),
+        GFP_KERNEL,
+    )?;
+    let mut st = mp.state.lock();
+    if st.closed {
+        return Err(ENODEV);
+    }
+    // upstream method_in_use() / is_vendor_method_in_use(): EINVAL.
+    if let Some(r) = reg {
+        let taken = st.agents.iter().any(|a| {
+            a.reg.as_ref().is_some_and(|o| {
+                table_class(o.mgmt_class) == table_class(r.mgmt_class)
+                    && o.mgmt_class_version == r.mgmt_class_version
+                    && (!mad::is_vendor_class(r.mgmt_class) || o.oui == r.oui)
+                    && o.overlaps(r)
+            })
+        });
+        if taken {
+            return Err(EINVAL);
+        }
+    }
+    st.agents.push(inner.clone(), GFP_KERNEL)?;
+    drop(st);
+    Ok(MadAgent { inner })
+}
+
+impl MadAgent {
+    /// The agent's TID prefix (upstream `agent->hi_tid`): responses whose TID has it in its
+    /// upper 32 bits come to this agent.
+    pub fn hi_tid(&self) -> u32 {
+        self.inner.hi_tid
+    }
+
+    /// The agent's RMPP version (0: none).
+    pub fn rmpp_version(&self) -> u8 {
+        self.inner.rmpp_version
+    }
+
+    /// Whether the kernel does RMPP for the agent (upstream `ib_mad_kernel_rmpp_agent()`).
+    pub fn kernel_rmpp(&self) -> bool {
+        self.inner.rmpp_version != 0 && self.inner.flags & MAD_USER_RMPP == 0
+    }
+
+    /// The special QP the agent is on.
+    pub fn qp(&self) -> SpecialQp {
+        self.inner.qp
+    }
+
+    /// Sends a MAD (upstream `ib_post_send_mad()`); its completion, and a response, come to
+    /// the handler (see the module documentation for where a MAD goes).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a class without RMPP from an RMPP agent or a directed route upstream
+    /// rejects (`smi.c`), or when `process_mad` answers neither success nor a reply;
+    /// `EOPNOTSUPP` for an RMPP-active send; `ENODEV` once the port is closed; `ENOMEM`;
+    /// the driver's error from `process_mad`.
+    pub fn post_send(&self, send: MadSend, rmpp_active: bool) -> Result {
+        let a = &self.inner;
+        let port = &a.port;
+        let mut send = send;
+        let class = send.mad.mgmt_class();
+        if !mad::is_rmpp_class(class) && a.rmpp_version != 0 {
+            return Err(EINVAL);
+        }
+        if rmpp_active {
+            return Err(EOPNOTSUPP);
+        }
+        let dev_guard = port.dev.lock();
+        let Some(dev) = dev_guard.as_ref() else {
+            return Err(ENODEV);
+        };
+        let local = if class == CLASS_SUBN_DIRECTED_ROUTE {
+            match smi::route_outgoing_dr_smp(&mut send.mad.0, port.port, dev.has_process_mad()) {
+                None => {
+                    ibdev_err!(dev.core().name(), "Invalid directed route\n");
+                    return Err(EINVAL);
+                }
+                Some(DrRoute::Local) => Some(MadRecvInfo {
+                    slid: smi::dr_slid(&send.mad.0),
+                    src_qp: 0,
+                    pkey_index: send.pkey_index,
+                    ..Default::default()
+                }),
+                Some(DrRoute::Wire) => None,
+            }
+        } else {
+            let own = port.link_layer == LinkLayer::Infiniband
+                && dev
+                    .core()
+                    .get_cached_lid(port.port)
+                    .is_ok_and(|(lid, lmc)| {
+                        lid != 0
+                            && (send.dlid >> lmc) == (lid >> lmc)
+                            && send.dlid != mad::LID_PERMISSIVE
+                    });
+            own.then(|| MadRecvInfo {
+                slid: dev
+                    .core()
+                    .get_cached_lid(port.port)
+                    .map(|(l, _)| l)
+                    .unwrap_or(0),
+                sl: send.sl,
+                src_qp: a.qp.qpn(),
+                pkey_index: send.pkey_index,
+                ..Default::default()
+            })
+        };
+        let h = MadHdr(&send.mad.0);
+        let is_resp = h.is_response();
+        let tid = h.tid();
+        let mut st = port.state.lock();
+        if st.closed {
+            return Err(ENODEV);
+        }
+        // Room for what this send queues, before the driver sees it.
+        st.completions.reserve(2, GFP_KERNEL)?;
+        st.waiting.reserve(1, GFP_KERNEL)?;
+        let Some(info) = local else {
+            // Leaves the node: dropped at the port (no QP0/QP1 on the wire).
+            if send.timeout_ms != 0 && !is_resp {
+                self.wait(&mut st, &send, tid, wq::now_ms());
+            } else {
+                let done = MadSendDone {
+                    context: send.context,
+                    status: WcStatus::GeneralErr,
+                };
+                port.queue(&mut st, Completion::Send(a.clone(), done))?;
+            }
+            return Ok(());
+        };
+        drop(st);
+        let dr = class == CLASS_SUBN_DIRECTED_ROUTE;
+        // A response to the own LID goes straight to the agent waiting for it (upstream runs
+        // it through process_mad, which passes responses on).
+        let mut reply = Mad::zeroed();
+        let res = if is_resp && !dr {
+            MAD_RESULT_SUCCESS
+        } else {
+            dev.process_mad(port.port, 0, Some(&info), &send.mad, &mut reply)?
+        };
+        drop(dev_guard);
+        if res & MAD_RESULT_SUCCESS == 0 {
+            return Err(EINVAL);
+        }
+        let mut st = port.state.lock();
+        if st.closed {
+            return Err(ENODEV);
+        }
+        let ok = MadSendDone {
+            context: send.context,
+            status: WcStatus::Success,
+        };
+        if res & MAD_RESULT_REPLY != 0 {
+            // upstream: a local DR SMP's reply goes to the sender's recv handler (a response
+            // only); the reply to a MAD for the own LID is sent back to the sender's LID and
+            // arrives there as a response.
+            let rinfo = MadRecvInfo {
+                slid: info.slid,
+                src_qp: a.qp.qpn(),
+                pkey_index: send.pkey_index,
+                ..Default::default()
+            };
+            let rmad = MadRecv {
+                mad: reply,
+                info: rinfo,
+            };
+            if dr {
+                if MadHdr(&rmad.mad.0).is_response() {
+                    port.queue(
+                        &mut st,
+                        Completion::Recv(a.clone(), rmad, Some(send.context)),
+                    )?;
+                }
+                return port.queue(&mut st, Completion::Send(a.clone(), ok));
+            }
+            return self.arrive_response(&mut st, rmad, &send, tid);
+        }
+        if res & MAD_RESULT_CONSUMED != 0 {
+            return port.queue(&mut st, Completion::Send(a.clone(), ok));
+        }
+        // Not consumed, no reply: it arrives at the port as a received MAD.
+        let rmad = MadRecv {
+            mad: send.mad.clone(),
+            info,
+        };
+        if is_resp {
+            // A response from this agent to another one's request: to that request's sender.
+            if let Some((t, ctx)) = Self::take_waiting(&mut st, &rmad.mad.0, a.qp) {
+                port.queue(&mut st, Completion::Recv(t.clone(), rmad, Some(ctx)))?;
+                port.queue(
+                    &mut st,
+                    Completion::Send(
+                        t,
+                        MadSendDone {
+                            context: ctx,
+                            status: WcStatus::Success,
+                        },
+                    ),
+                )?;
+            }
+            return port.queue(&mut st, Completion::Send(a.clone(), ok));
+        }
+        if let Some(t) = MadPort::find_agent(&st, &rmad.mad.0, a.qp) {
+            port.queue(&mut st, Completion::Recv(t, rmad, None))?;
+        }
+        if send.timeout_ms != 0 && !dr {
+            self.wait(&mut st, &send, tid, wq::now_ms());
+            Ok(())
+        } else {
+            port.queue(&mut st, Completion::Send(a.clone(), ok))
+        }
+    }
+
+    /// The reply `process_mad` made to this agent's request `send` arrives at the sender's
+    /// port: to the agent its TID names, if that is the sender (then the send completes with
+    /// it) or an agent with a matching waiting send (upstream `ib_find_send_mad()`); the
+    /// request, unanswered then, waits for its timeout if it has one.
+    fn arrive_response(
+        &self,
+        st: &mut PortState,
+        rmad: MadRecv,
+        send: &MadSend,
+        tid: u64,
+    ) -> Result {
+        let a = &self.inner;
+        let port = &a.port;
+        let to_me = MadPort::find_agent(st, &rmad.mad.0, a.qp).is_some_and(|t| Arc::ptr_eq(&t, a))
+            && MadHdr(&rmad.mad.0).tid() == tid;
+        if to_me {
+            port.queue(st, Completion::Recv(a.clone(), rmad, Some(send.context)))?;
+            let ok = MadSendDone {
+                context: send.context,
+                status: WcStatus::Success,
+            };
+            return port.queue(st, Completion::Send(a.clone(), ok));
+        }
+        if let Some((t, ctx)) = Self::take_waiting(st, &rmad.mad.0, a.qp) {
+            port.queue(st, Completion::Recv(t.clone(), rmad, Some(ctx)))?;
+            let done = MadSendDone {
+                context: ctx,
+                status: WcStatus::Success,
+            };
+            port.queue(st, Completion::Send(t, done))?;
+        }
+        if send.timeout_ms != 0 {
+            self.wait(st, send, tid, wq::now_ms());
+            return Ok(());
+        }
+        let ok = MadSendDone {
+            context: send.context,
+            status: WcStatus::Success,
+        };
+        port.queue(st, Completion::Send(a.clone(), ok))
+    }
+
+    /// Puts a send on the wait list (room reserved by the caller).
+    fn wait(&self, st: &mut PortState, send: &MadSend, tid: u64, now: u64) {
+        let w = Waiting {
+            agent: self.inner.clone(),
+            tid,
+            class: send.mad.mgmt_class(),
+            context: send.context,
+            timeout_ms: send.timeout_ms,
+            retries_left: send.retries,
+            deadline: now + u64::from(send.timeout_ms),
+        };
+        if st.waiting.push(w, GFP_KERNEL).is_ok() {
+            MadPort::rearm(st);
+        }
+    }
+
+    /// Finds the waiting send a response answers (upstream `ib_find_send_mad()`: the agent
+    /// its TID names, the same TID and class) and takes it off the wait list; returns the
+    /// agent and the send's context.
+    fn take_waiting(
+        st: &mut PortState,
+        resp: &[u8],
+        qp: SpecialQp,
+    ) -> Option<(Arc<AgentInner>, u64)> {
+        let h = MadHdr(resp);
+        let agent = MadPort::find_agent(st, resp, qp)?;
+        let pos = st.waiting.iter().position(|w| {
+            Arc::ptr_eq(&w.agent, &agent) && w.tid == h.tid() && w.class == h.mgmt_class()
+        })?;
+        let w = st.waiting.remove(pos).ok()?;
+        Some((agent, w.context))
+    }
+}
+
+impl Drop for MadAgent {
+    // upstream: ib_unregister_mad_agent() -> unregister_mad_agent(): cancel_mads(), remove
+    // the registration, flush, wait for the references.
+    fn drop(&mut self) {
+        let a = &self.inner;
+        let (cancelled, queued) = {
+            let mut st = a.port.state.lock();
+            st.agents.retain(|x| !Arc::ptr_eq(x, a));
+            let mut cancelled = KVec::new();
+            let mut i = 0;
+            while i < st.waiting.len() {
+                if st.waiting.get(i).is_some_and(|w| Arc::ptr_eq(&w.agent, a)) {
+                    if let Ok(w) = st.waiting.remove(i) {
+                        // Dropped rather than reported when there is no memory to list it.
+                        let _ = cancelled.push(w.context, GFP_KERNEL);
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            let mut queued = KVec::new();
+            let mut i = 0;
+            while i < st.completions.len() {
+                let mine = st.completions.get(i).is_some_and(|c| match c {
+                    Completion::Recv(x, _, _) | Completion::Send(x, _) => Arc::ptr_eq(x, a),
+                });
+                if mine {
+                    if let Ok(c) = st.completions.remove(i) {
+                        let _ = queued.push(c, GFP_KERNEL);
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            (cancelled, queued)
+        };
+        drop(queued);
+        // upstream cancel_mads(): the send handler sees IB_WC_WR_FLUSH_ERR for each.
+        for ctx in cancelled {
+            a.deliver(|h, id| {
+                h.send_done(
+                    id,
+                    MadSendDone {
+                        context: ctx,
+                        status: WcStatus::WrFlushErr,
+                    },
+                )
+            });
+        }
+        *a.live.lock() = false;
+    }
+}
+
+/// Frees the MAD port list's storage at module exit (statics are never dropped; every port is
+/// closed by then).
+pub(crate) fn shutdown() {
+    let old = core::mem::take(&mut *crate::global::MAD_PORTS.lock());
+    drop(old);
+}
+
+/// Finds the open MAD port of a device's port.
+pub fn find_port(dev_index: u32, port: u32) -> Option<Arc<MadPort>> {
+    crate::global::MAD_PORTS
+        .lock()
+        .iter()
+        .find(|p| p.dev_index == dev_index && p.port == port)
+        .cloned()
+}
+
+/// Opens the MAD port of every port of `dev` with a MAD capability.
+fn open_ports(dev: &DeviceCore) -> Result {
+    let ibdev = crate::registry::device_arc(dev.index()).ok_or(ENODEV)?;
+    let mut opened = 0;
+    for port in 1..=dev.phys_port_cnt() {
+        let Ok(imm) = dev.port_immutable(port) else {
+            continue;
+        };
+        if imm.core_cap_flags & CORE_CAP_IB_MAD == 0 {
+            continue;
+        }
+        let d = ibdev.clone();
+        let p = Arc::pin_init(
+            pin_init!(MadPort {
+                dev_index: dev.index(),
+                port,
+                has_smi: imm.core_cap_flags & CORE_CAP_IB_SMI != 0,
+                has_cm: imm.core_cap_flags & CORE_CAP_IB_CM != 0,
+                link_layer: imm.link_layer,
+                dev <- kernel::new_mutex!(Some(d), "mad_port_dev"),
+                state <- kernel::new_mutex!(
+                    PortState {
+                        closed: false,
+                        agents: KVec::new(),
+                        waiting: KVec::new(),
+                        completions: KVec::new(),
+                        timer: None,
+                    },
+                    "mad_port_state"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        let timer = Timer::new(p.clone())?;
+        p.state.lock().timer = Some(timer);
+        if let Err(e) = crate::global::MAD_PORTS.lock().push(p.clone(), GFP_KERNEL) {
+            p.close();
+            return Err(e.into());
+        }
+        opened += 1;
+    }
+    if opened == 0 {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
+}
+
+/// The MAD layer as a client of the core (upstream `mad_client`: `ib_mad_init_device()`,
+/// `ib_mad_remove_device()`). Registered before umad, so it is added to a device first and
+/// removed from it last.
+pub(crate) struct MadClient;
+
+impl crate::client::Client for MadClient {
+    fn name(&self) -> &'static CStr {
+        c"mad"
+    }
+
+    // upstream: ib_mad_init_device() -> ib_mad_port_open() for each port with a MAD cap;
+    // a failure closes the ports opened before it.
+    fn add(&self, dev: &DeviceCore) -> Result {
+        let r = open_ports(dev);
+        if r.is_err() {
+            self.remove(dev);
+        }
+        r
+    }
+
+    // upstream: ib_mad_remove_device() -> ib_mad_port_close().
+    fn remove(&self, dev: &DeviceCore) {
+        // Closing waits for the port's worker and a process_mad in progress; neither takes
+        // the list's lock.
+        crate::global::MAD_PORTS.lock().retain(|p| {
+            if p.dev_index == dev.index() {
+                p.close();
+                false
+            } else {
+                true
+            }
+        });
+    }
+}

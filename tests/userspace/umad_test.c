@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * umad's ABI (upstream drivers/infiniband/core/user_mad.c, ABI version 5) with raw
+ * ioctl/read/write/poll on /dev/infiniband/umadN, no library: the registration rules and
+ * errnos, write()'s length rules, read() and poll() on an empty queue, a send that leaves
+ * the node coming back with status ETIMEDOUT, and (-s) a local directed-route SMP, a
+ * NodeInfo Get with hop count 0, answered through the driver's process_mad.
+ *
+ * usage: umad_test -u N [-s] [-g NODE_GUID_HEX]
+ *        umad_test -u N -k: registers an agent, sends a MAD that waits 60 s for a response,
+ *        then blocks in read(): the device's removal meanwhile must end it with EIO, and
+ *        poll() then reports POLLERR (upstream ib_umad_kill_port()).
+ *        umad_test -u N -f ITER [-r SEED]: random registrations, writes (any length, header
+ *        and MAD bytes, timeouts up to 2^32-1 ms), reads and unregistrations; every call must
+ *        succeed or fail with an errno umad gives; the file is closed with sends in flight.
+ *        umad_test -u N -m DEV: issmN sets IsSM in DEV's port 1 cap_mask while open, one
+ *        opener at a time (EAGAIN with O_NONBLOCK), cleared at close.
+ */
+#include "rdmars_test.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <rdma/ib_user_mad.h>
+
+#define MAD 256
+
+struct msg {
+	struct ib_user_mad_hdr hdr;
+	uint8_t mad[MAD];
+};
+
+static int open_umad(int n, int flags)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/dev/infiniband/umad%d", n);
+	return open(path, O_RDWR | flags);
+}
+
+static unsigned long cap_mask(const char *dev)
+{
+	char path[128], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/cap_mask", dev);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strtoul(buf, NULL, 16);
+}
+
+static int issm_test(int n, const char *dev)
+{
+	char path[64];
+	int fd, fd2;
+
+	snprintf(path, sizeof(path), "/dev/infiniband/issm%d", n);
+	check(!(cap_mask(dev) & 2), "%s cap_mask 0x%lx: IsSM clear before", dev, cap_mask(dev));
+	fd = open(path, O_RDWR | O_NONBLOCK);
+	check(fd >= 0, "open %s", path);
+	check(cap_mask(dev) & 2, "%s cap_mask 0x%lx: IsSM set while open", dev, cap_mask(dev));
+	errno = 0;
+	fd2 = open(path, O_RDWR | O_NONBLOCK);
+	check(fd2 < 0 && errno == EAGAIN, "a second opener with O_NONBLOCK: EAGAIN");
+	check(close(fd) == 0, "close");
+	check(!(cap_mask(dev) & 2), "%s cap_mask 0x%lx: IsSM clear after close", dev, cap_mask(dev));
+	fd = open(path, O_RDWR | O_NONBLOCK);
+	check(fd >= 0, "open again after the close");
+	close(fd);
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
+
+static uint64_t rnd_state = 88172645463325252ull;
+
+static uint32_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return (uint32_t)rnd_state;
+}
+
+static int allowed(int e)
+{
+	return e == EINVAL || e == EIO || e == ENOMEM || e == EAGAIN || e == EPROTONOSUPPORT ||
+	       e == EOPNOTSUPP || e == ENOTTY;
+}
+
+static int fuzz(int n, int iters)
+{
+	static const uint8_t classes[] = { 0x01, 0x81, 0x03, 0x04, 0x06, 0x07, 0x30, 0x50, 0x00, 0x12 };
+	uint8_t buf[sizeof(struct msg) + 64];
+	int fd, i, bad = 0, oks = 0;
+	uint32_t id;
+
+	fd = open_umad(n, O_NONBLOCK);
+	check(fd >= 0, "open umad%d for the random calls", n);
+	if (fd < 0)
+		return 1;
+	for (i = 0; i < iters; i++) {
+		int op = rnd() % 8, ret;
+		size_t len;
+
+		errno = 0;
+		if (op == 0) {
+			struct ib_user_mad_reg_req2 r;
+
+			memset(&r, 0, sizeof(r));
+			r.qpn = rnd() % 3;
+			r.mgmt_class = classes[rnd() % sizeof(classes)];
+			r.mgmt_class_version = rnd() % 4;
+			r.flags = rnd() % 4 == 0 ? rnd() % 4 : 0;
+			r.oui = rnd() % 3 == 0 ? rnd() : 0;
+			r.rmpp_version = rnd() % 3;
+			r.method_mask[0] = rnd();
+			ret = ioctl(fd, IB_USER_MAD_REGISTER_AGENT2, &r);
+		} else if (op == 1) {
+			id = rnd() % 40;
+			ret = ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &id);
+		} else if (op == 2) {
+			ret = read(fd, buf, rnd() % sizeof(buf));
+		} else if (op == 3) {
+			ret = ioctl(fd, 0x1b00 | (rnd() & 0xff), 0);
+		} else {
+			struct msg *m = (struct msg *)buf;
+
+			for (len = 0; len < sizeof(buf); len++)
+				buf[len] = rnd();
+			m->hdr.id = rnd() % 6;
+			m->hdr.timeout_ms = rnd() % 2 ? rnd() % 50 : rnd();
+			m->hdr.retries = rnd() % 3;
+			m->hdr.grh_present = rnd() % 4 == 0;
+			m->mad[1] = classes[rnd() % sizeof(classes)];
+			m->mad[7] = rnd() % 3 == 0 ? rnd() : rnd() % 2;
+			if (rnd() % 2) {
+				m->mad[32] = m->mad[33] = m->mad[34] = m->mad[35] = 0xff;
+			}
+			len = rnd() % 3 ? sizeof(struct msg) : rnd() % sizeof(buf);
+			ret = write(fd, buf, len);
+		}
+		if (ret < 0 && !allowed(errno)) {
+			printf("    call %d (op %d): errno %d\n", i, op, errno);
+			bad++;
+		} else if (ret >= 0) {
+			oks++;
+		}
+	}
+	check(bad == 0, "%d random calls: each succeeded (%d) or failed with an errno of umad's", iters, oks);
+	check(close(fd) == 0, "close with whatever is in flight");
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
+
+static int reg2(int fd, uint32_t qpn, uint8_t class, uint8_t ver, uint32_t flags, uint32_t oui,
+		uint8_t rmpp, uint32_t *id)
+{
+	struct ib_user_mad_reg_req2 r;
+	int ret;
+
+	memset(&r, 0, sizeof(r));
+	r.qpn = qpn;
+	r.mgmt_class = class;
+	r.mgmt_class_version = ver;
+	r.flags = flags;
+	r.oui = oui;
+	r.rmpp_version = rmpp;
+	r.method_mask[0] = 1 << 1; /* Get */
+	ret = ioctl(fd, IB_USER_MAD_REGISTER_AGENT2, &r);
+	if (id)
+		*id = r.id;
+	if (ret && flags)
+		*id = r.flags;
+	return ret;
+}
+
+static void smp_nodeinfo(struct msg *m, uint32_t id)
+{
+	memset(m, 0, sizeof(*m));
+	m->hdr.id = id;
+	m->hdr.qpn = htonl(0);
+	m->hdr.lid = htons(0xffff);
+	m->hdr.timeout_ms = 1000;
+	m->mad[0] = 1;		/* base version */
+	m->mad[1] = 0x81;	/* SubnMgmt directed route */
+	m->mad[2] = 1;
+	m->mad[3] = 1;		/* Get */
+	m->mad[15] = 0x42;	/* TID */
+	m->mad[17] = 0x11;	/* NodeInfo */
+	m->mad[32] = m->mad[33] = 0xff; /* DrSLID */
+	m->mad[34] = m->mad[35] = 0xff; /* DrDLID */
+}
+
+int main(int argc, char **argv)
+{
+	int n = 0, smp = 0, kill = 0, iters = 0, opt, fd, fd2, i;
+	const char *guid = NULL, *sm_dev = NULL;
+	struct msg m, r;
+	uint8_t big[sizeof(struct msg) + 8];
+	uint32_t id, ids[33];
+	ssize_t got;
+	struct pollfd pfd;
+
+	while ((opt = getopt(argc, argv, "u:sg:km:f:r:")) != -1) {
+		if (opt == 'u')
+			n = atoi(optarg);
+		else if (opt == 'f')
+			iters = atoi(optarg);
+		else if (opt == 'r')
+			rnd_state = strtoull(optarg, NULL, 0) | 1;
+		else if (opt == 'm')
+			sm_dev = optarg;
+		else if (opt == 'k')
+			kill = 1;
+		else if (opt == 's')
+			smp = 1;
+		else if (opt == 'g')
+			guid = optarg;
+	}
+	if (sm_dev)
+		return issm_test(n, sm_dev);
+	if (iters)
+		return fuzz(n, iters);
+	if (kill) {
+		fd = open_umad(n, 0);
+		check(fd >= 0 && reg2(fd, 0, 0x81, 1, 0, 0, 0, &id) == 0, "open umad%d, agent registered", n);
+		smp_nodeinfo(&m, id);
+		m.mad[7] = 1;
+		m.mad[129] = 1;
+		m.hdr.timeout_ms = 60000;
+		check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "a MAD in flight (60 s timeout)");
+		printf("umad_test: waiting in read\n");
+		fflush(stdout);
+		errno = 0;
+		got = read(fd, &r, sizeof(r));
+		check(got < 0 && errno == EIO, "read blocked across the removal: EIO");
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		check(poll(&pfd, 1, 0) == 1 && pfd.revents == POLLERR, "poll after the removal: POLLERR");
+		errno = 0;
+		check(write(fd, &m, sizeof(m)) < 0 && errno == EIO, "write after the removal: EIO");
+		errno = 0;
+		check(reg2(fd, 1, 0x04, 1, 0, 0, 0, &id) && errno == EPIPE, "REGISTER_AGENT2 after the removal: EPIPE");
+		check(close(fd) == 0, "close");
+		printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+		return failures ? 1 : 0;
+	}
+	check(sizeof(struct ib_user_mad_reg_req) == 28 && sizeof(struct ib_user_mad_reg_req2) == 40 &&
+		      sizeof(struct ib_user_mad_hdr) == 64,
+	      "ABI struct sizes 28/40/64");
+	check(IB_USER_MAD_REGISTER_AGENT == 0xc01c1b01 && IB_USER_MAD_REGISTER_AGENT2 == 0xc0281b04 &&
+		      IB_USER_MAD_UNREGISTER_AGENT == 0x40041b02 && IB_USER_MAD_ENABLE_PKEY == 0x1b03,
+	      "ioctl numbers as the kernel's");
+	fd = open_umad(n, O_NONBLOCK);
+	check(fd >= 0, "open umad%d", n);
+	if (fd < 0)
+		return 1;
+
+	/* Registration rules (ib_umad_reg_agent2(), ib_register_mad_agent()). */
+	errno = 0;
+	check(reg2(fd, 2, 0x81, 1, 0, 0, 0, &id) && errno == EINVAL, "REGISTER_AGENT2 qpn 2: EINVAL");
+	errno = 0;
+	check(reg2(fd, 0, 0x81, 1, 0x2, 0, 0, &id) && errno == EINVAL && id == 1,
+	      "REGISTER_AGENT2 unknown flag: EINVAL, supported flags written back (%u)", id);
+	errno = 0;
+	check(reg2(fd, 1, 0x30, 1, 0, 0x1000000, 0, &id) && errno == EINVAL, "REGISTER_AGENT2 OUI over 24 bits: EINVAL");
+	errno = 0;
+	check(reg2(fd, 1, 0x30, 1, 0, 0, 0, &id) && errno == EINVAL, "vendor class without OUI: EINVAL");
+	errno = 0;
+	check(reg2(fd, 0, 0x04, 1, 0, 0, 0, &id) && errno == EINVAL, "GSI class (PerfMgt) on QP0: EINVAL");
+	errno = 0;
+	check(reg2(fd, 1, 0x81, 1, 0, 0, 0, &id) && errno == EINVAL, "SMP class on QP1: EINVAL");
+	errno = 0;
+	check(reg2(fd, 1, 0x04, 0x83, 0, 0, 0, &id) && errno == EINVAL, "class version 0x83: EINVAL");
+	errno = 0;
+	check(reg2(fd, 1, 0x50, 1, 0, 0, 0, &id) && errno == EINVAL, "class 0x50: EINVAL");
+	errno = 0;
+	check(reg2(fd, 1, 0x04, 1, 0, 0, 1, &id) && errno == EINVAL, "RMPP version for PerfMgt: EINVAL");
+	errno = 0;
+	check(reg2(fd, 1, 0x03, 1, 0, 0, 2, &id) && errno == EINVAL, "RMPP version 2: EINVAL");
+	errno = 0;
+	check(reg2(fd, 1, 0, 0, 1, 0, 0, &id) && errno == EINVAL, "no class with USER_RMPP: EINVAL");
+
+	/* A method taken by another agent of the port (method_in_use()). */
+	check(reg2(fd, 1, 0x04, 1, 0, 0, 0, &id) == 0 && id == 0, "PerfMgt Get agent: id 0");
+	errno = 0;
+	check(reg2(fd, 1, 0x04, 1, 0, 0, 0, &ids[0]) && errno == EINVAL, "same class, version and method again: EINVAL");
+	fd2 = open_umad(n, O_NONBLOCK);
+	errno = 0;
+	check(fd2 >= 0 && reg2(fd2, 1, 0x04, 1, 0, 0, 0, &ids[0]) && errno == EINVAL,
+	      "the same from another file of the port: EINVAL");
+	check(ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &id) == 0, "UNREGISTER_AGENT 0");
+	check(reg2(fd2, 1, 0x04, 1, 0, 0, 0, &ids[0]) == 0, "the method is free again for the other file");
+	close(fd2);
+	errno = 0;
+	id = 0;
+	check(ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &id) && errno == EINVAL, "UNREGISTER_AGENT of a free id: EINVAL");
+	id = 32;
+	errno = 0;
+	check(ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &id) && errno == EINVAL, "UNREGISTER_AGENT 32: EINVAL");
+	errno = 0;
+	check(ioctl(fd, IB_USER_MAD_ENABLE_PKEY) && errno == EINVAL, "ENABLE_PKEY after a registration: EINVAL");
+
+	/* 32 agents, then ENOMEM. */
+	for (i = 0; i < 32; i++)
+		if (reg2(fd, 1, 0, 0, 0, 0, 0, &ids[i]))
+			break;
+	check(i == 32, "32 agents without a class registered (%d)", i);
+	errno = 0;
+	check(reg2(fd, 1, 0, 0, 0, 0, 0, &id) && errno == ENOMEM, "a 33rd: ENOMEM");
+	for (i = 0; i < 32; i++)
+		ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &ids[i]);
+
+	/* write() rules (ib_umad_write()). */
+	check(reg2(fd, 0, 0x81, 1, 0, 0, 0, &id) == 0, "SubnAdmin DR agent registered (id %u)", id);
+	smp_nodeinfo(&m, id);
+	errno = 0;
+	check(write(fd, &m, sizeof(m.hdr) + 35) < 0 && errno == EINVAL, "write shorter than header + 36: EINVAL");
+	m.hdr.id = 32;
+	errno = 0;
+	check(write(fd, &m, sizeof(m)) < 0 && errno == EINVAL, "write with agent id 32: EINVAL");
+	m.hdr.id = 5;
+	errno = 0;
+	check(write(fd, &m, sizeof(m)) < 0 && errno == EIO, "write with an unregistered id: EIO");
+	m.hdr.id = id;
+	memset(big, 0, sizeof(big));
+	memcpy(big, &m, sizeof(m));
+	errno = 0;
+	check(write(fd, big, sizeof(big)) < 0 && errno == EINVAL, "a MAD longer than 256 bytes: EINVAL");
+	m.mad[7] = 64;
+	errno = 0;
+	check(write(fd, &m, sizeof(m)) < 0 && errno == EINVAL, "hop count 64: EINVAL (invalid directed route)");
+	m.mad[7] = 0;
+	errno = 0;
+	got = read(fd, &r, sizeof(r));
+	check(got < 0 && errno == EAGAIN, "read of an empty queue with O_NONBLOCK: EAGAIN");
+	pfd.fd = fd;
+	pfd.events = POLLIN | POLLOUT;
+	check(poll(&pfd, 1, 0) == 1 && pfd.revents == (POLLOUT), "poll of an empty queue: POLLOUT only");
+	errno = 0;
+	check(read(fd, &r, 10) < 0 && errno == EINVAL, "read shorter than the header: EINVAL");
+
+	/* A send that leaves the node: one hop out of port 1, unanswered: ETIMEDOUT. */
+	m.mad[7] = 1;
+	m.mad[129] = 1;
+	m.mad[15] = 0x43;
+	m.hdr.timeout_ms = 100;
+	m.hdr.retries = 1;
+	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "one-hop DR SMP written");
+	errno = 0;
+	check(write(fd, &m, sizeof(m)) < 0 && errno == EINVAL, "the same TID again while in flight: EINVAL");
+	pfd.events = POLLIN;
+	check(poll(&pfd, 1, 3000) == 1 && (pfd.revents & POLLIN), "poll: the timeout arrives");
+	errno = 0;
+	check(read(fd, &r, sizeof(r.hdr) + 10) < 0 && errno == EINVAL, "read too short for it: EINVAL");
+	got = read(fd, &r, sizeof(r));
+	check(got == (ssize_t)sizeof(r.hdr) + 24 && r.hdr.status == ETIMEDOUT && r.hdr.id == id &&
+		      r.mad[15] == 0x43,
+	      "read: header + 24 bytes, status ETIMEDOUT, the agent's id and the TID (%zd, status %u)",
+	      got, r.hdr.status);
+
+	if (smp) {
+		/* Hop count 0: the node's own SMA answers through process_mad. */
+		smp_nodeinfo(&m, id);
+		check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "NodeInfo Get, hop count 0, written");
+		check(poll(&pfd, 1, 3000) == 1, "poll: the reply arrives");
+		got = read(fd, &r, sizeof(r));
+		check(got == (ssize_t)sizeof(r), "read: header + 256 bytes (%zd)", got);
+		check(r.hdr.status == 0 && r.hdr.id == id && r.mad[3] == 0x81 && r.mad[1] == 0x81,
+		      "reply: status 0, class 0x81, method GetResp 0x81 (method 0x%x)", r.mad[3]);
+		if (guid) {
+			char s[32];
+			const uint8_t *g = &r.mad[64 + 12]; /* NodeInfo.NodeGUID */
+
+			snprintf(s, sizeof(s), "%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1], g[2],
+				 g[3], g[4], g[5], g[6], g[7]);
+			check(strcmp(s, guid) == 0, "NodeInfo NodeGUID %s is sysfs node_guid %s", s, guid);
+		}
+	}
+	check(close(fd) == 0, "close with an agent registered");
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}

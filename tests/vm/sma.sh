@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: GPL-2.0
+# The device model's subnet management agent and the embedded subnet manager (suite vm_sma
+# of suites.list, modes check2 and sma; mlx5/fwsim/sma.rs, sm.rs):
+#  - sim=ib,ib with the default sm=1: the embedded SM swept both functions' ports through
+#    their SMAs: ACTIVE, LIDs 0x100 + serial * 2 (0x102, 0x104), SM LID 1, SubnetTimeOut 18,
+#    in sysfs (ports/1/state, lid, sm_lid, sm_sl) and ibv_devinfo; ibv_rc_pingpong and
+#    ibv_ud_pingpong between the two functions reach each other by those LIDs;
+#  - sm=0: no SM: both ports stay INIT (sysfs "2: INIT", ibv_devinfo PORT_INIT) with LID 0
+#    and SM LID 0 until a host SM sweeps them.
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
+
+# sma_eq DESC GOT WANT
+sma_eq() {
+	if [ "$2" = "$3" ]; then t_ok "$1"; else t_fail "$1" "got '$2', want '$3'"; fi
+}
+
+# sma_devinfo DEV FIELD: FIELD of ibv_devinfo -d DEV (the first port's).
+sma_devinfo() {
+	ibv_devinfo -d "$1" 2>/dev/null | awk -v f="$2" '
+		{ k = $1; sub(/:$/, "", k) }
+		k == f { $1 = ""; sub(/^ /, ""); print; exit }'
+}
+
+# sma_port DEV STATE LID SM_LID DEVINFO_STATE
+sma_port() {
+	local p=/sys/class/infiniband/$1/ports/1
+	sma_eq "$1 sysfs ports/1/state" "$(cat $p/state)" "$2"
+	sma_eq "$1 sysfs ports/1/phys_state" "$(cat $p/phys_state)" "5: LinkUp"
+	sma_eq "$1 sysfs ports/1/lid" "$(cat $p/lid)" "$3"
+	sma_eq "$1 sysfs ports/1/sm_lid" "$(cat $p/sm_lid)" "$4"
+	sma_eq "$1 sysfs ports/1/sm_sl" "$(cat $p/sm_sl)" "0"
+	sma_eq "$1 ibv_devinfo state" "$(sma_devinfo $1 state)" "$5"
+	sma_eq "$1 ibv_devinfo port_lid" "$(sma_devinfo $1 port_lid)" "$(printf %d $3)"
+	sma_eq "$1 ibv_devinfo sm_lid" "$(sma_devinfo $1 sm_lid)" "$(printf %d $4)"
+}
+
+sma_suite() {
+	load_ours sim=ib,ib
+	sma_port mlx5_0 "4: ACTIVE" 0x102 0x1 "PORT_ACTIVE (4)"
+	sma_port mlx5_1 "4: ACTIVE" 0x104 0x1 "PORT_ACTIVE (4)"
+	sma_eq "mlx5_0 ibv_devinfo subnet_timeout" "$(ibv_devinfo -v -d mlx5_0 | awk '$1 == "subnet_timeout:" { print $2; exit }')" "18"
+	tr_pair "ibv_rc_pingpong mlx5_0 -> mlx5_1 by the SM's LIDs" ibv_rc_pingpong \
+		"-d mlx5_1 -n 20" "-d mlx5_0 -n 20"
+	tr_pair "ibv_ud_pingpong mlx5_0 -> mlx5_1 by the SM's LIDs" ibv_ud_pingpong \
+		"-d mlx5_1 -n 20" "-d mlx5_0 -n 20"
+	unload_ours
+	load_ours sim=ib,ib sm=0
+	sma_port mlx5_0 "2: INIT" 0x0 0x0 "PORT_INIT (2)"
+	sma_port mlx5_1 "2: INIT" 0x0 0x0 "PORT_INIT (2)"
+	unload_ours
+}
+
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode sma
