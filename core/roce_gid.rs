@@ -209,6 +209,11 @@ fn table_keys(dev: &DeviceCore, port: u32) -> Result<Option<(KVec<Option<GidKey>
     Ok(Some((keys, c.default_gid_mask)))
 }
 
+/// [`find_gid`] in the table of `port`; `None` when the core does not own it.
+fn lookup(dev: &dyn IbDevice, port: u32, key: &GidKey, default: bool) -> Result<Option<Found>> {
+    Ok(table_keys(dev.core(), port)?.map(|(keys, mask)| find_gid(&keys, key, default, mask)))
+}
+
 /// upstream `rdma_read_gid_l2_fields()` and the attribute `add_modify_gid()` hands the
 /// driver.
 fn gid_attr(port: u32, index: usize, key: &GidKey, ndev: &NetDevRef) -> Result<GidAttr> {
@@ -265,32 +270,17 @@ fn set_entry(
 ///
 /// `EINVAL` for the zero GID or a bad port, `ENOSPC` when no index of the kind is free, the
 /// driver's error (the entry stays empty), `ENOMEM`.
-fn gid_add(
-    dev: &dyn IbDevice,
-    port: u32,
-    gid: Gid,
-    gid_type: GidType,
-    ndev: &NetDevRef,
-    default: bool,
-) -> Result {
+fn gid_add(dev: &dyn IbDevice, port: u32, key: &GidKey, ndev: &NetDevRef, default: bool) -> Result {
     // upstream: the zero GID is never added (IB spec 1.3, 4.1.1 (6)).
-    if gid.is_zero() {
+    if key.gid.is_zero() {
         return Err(EINVAL);
     }
-    let Some((keys, mask)) = table_keys(dev.core(), port)? else {
-        return Err(EINVAL);
-    };
-    let key = GidKey {
-        gid,
-        gid_type,
-        ifindex: ndev.ifindex(),
-    };
-    let f = find_gid(&keys, &key, default, mask);
+    let f = lookup(dev, port, key, default)?.ok_or(EINVAL)?;
     if f.found.is_some() {
         return Ok(());
     }
     let index = f.empty.ok_or(ENOSPC)?;
-    let attr = gid_attr(port, index, &key, ndev)?;
+    let attr = gid_attr(port, index, key, ndev)?;
     dev.gid_op(true, &attr).inspect_err(|e| {
         ibdev_err!(
             dev.core().name(),
@@ -304,7 +294,7 @@ fn gid_add(
         dev.core(),
         port,
         index,
-        Some((gid, gid_type, ndev.clone())),
+        Some((key.gid, key.gid_type, ndev.clone())),
     ));
     gid_changed(dev, port);
     Ok(())
@@ -331,24 +321,9 @@ fn del_index(dev: &dyn IbDevice, port: u32, index: usize, key: &GidKey) {
 
 /// upstream `_ib_cache_gid_del()`: deletes `gid` of `gid_type` for `ndev` if the table has
 /// it. The caller holds `gid_lock`.
-fn gid_del(
-    dev: &dyn IbDevice,
-    port: u32,
-    gid: Gid,
-    gid_type: GidType,
-    ndev: &NetDevRef,
-    default: bool,
-) -> Result {
-    let Some((keys, mask)) = table_keys(dev.core(), port)? else {
-        return Ok(());
-    };
-    let key = GidKey {
-        gid,
-        gid_type,
-        ifindex: ndev.ifindex(),
-    };
-    if let Some(i) = find_gid(&keys, &key, default, mask).found {
-        del_index(dev, port, i, &key);
+fn gid_del(dev: &dyn IbDevice, port: u32, key: &GidKey, default: bool) -> Result {
+    if let Some(i) = lookup(dev, port, key, default)?.and_then(|f| f.found) {
+        del_index(dev, port, i, key);
         gid_changed(dev, port);
     }
     Ok(())
@@ -384,10 +359,15 @@ fn update_gid(dev: &dyn IbDevice, port: u32, add: bool, gid: Gid, ndev: &NetDevR
         return;
     };
     for t in types.iter() {
+        let key = GidKey {
+            gid,
+            gid_type: *t,
+            ifindex: ndev.ifindex(),
+        };
         let r = if add {
-            gid_add(dev, port, gid, *t, ndev, default)
+            gid_add(dev, port, &key, ndev, default)
         } else {
-            gid_del(dev, port, gid, *t, ndev, default)
+            gid_del(dev, port, &key, default)
         };
         if let Err(e) = r {
             pr_debug!("ib_core_rs: GID update on port {} failed: {:?}\n", port, e);
