@@ -199,7 +199,7 @@ impl Host {
             .unwrap(),
         );
         // The fabric's SM gives the port its LID and makes it ACTIVE.
-        crate::fwsim::sm::sweep(&mut fw);
+        crate::fwsim::sm::sweep(&mut fw, &mut crate::fwsim::switch::Switch::new(1, 1), 1);
         while fw.next_port_event().is_some() {}
         let pd = alloc_pd(&mut fw, 0);
         let uar = alloc_uar(&mut fw, 0);
