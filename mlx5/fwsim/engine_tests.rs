@@ -12,7 +12,7 @@ use std::vec;
 use std::vec::Vec;
 
 use super::dma::{DmaFault, DmaMem};
-use super::engine::{self, Left, Node, RunResult};
+use super::engine::{self, Left, Node, RunResult, Wire};
 use super::events::{Event, QpEvent, SrqEvent};
 use super::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use super::syndrome as syn;
@@ -842,6 +842,7 @@ pub(super) fn run(hosts: &mut [&mut Host], now: u64) -> RunResult {
         .map(|h| Node {
             fw: &mut h.fw,
             mem: &h.mem,
+            wire: None,
         })
         .collect();
     engine::run(&mut nodes, now, 10_000, &|| false)
@@ -1324,6 +1325,75 @@ fn rc_between_two_functions_by_lid() {
         "the decoy saw nothing"
     );
     assert_eq!(h3.mem.faults(), 0);
+}
+
+/// Runs `hosts` linked to switch `sw` (host `i`'s port at switch port `i + 1`) until idle.
+fn run_switched(hosts: &mut [&mut Host], sw: &crate::fwsim::switch::Switch) -> RunResult {
+    let firsts: Vec<u8> = (1..=hosts.len() as u8).collect();
+    let wire = Some(Wire {
+        switch: sw,
+        first_ports: &firsts,
+    });
+    let mut nodes: Vec<Node<'_>> = hosts
+        .iter_mut()
+        .map(|h| Node {
+            fw: &mut h.fw,
+            mem: &h.mem,
+            wire,
+        })
+        .collect();
+    engine::run(&mut nodes, 0, 10_000, &|| false)
+}
+
+#[test]
+fn lids_cross_the_switch_by_its_forwarding_table() {
+    use crate::fwsim::switch::Switch;
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    // A switch no SM has swept: its table routes nothing.
+    let mut sw = Box::new(Switch::new(2, 0x5a));
+    crate::fwsim::sm::links(&h1.fw, &mut sw, 1);
+    crate::fwsim::sm::links(&h2.fw, &mut sw, 2);
+    let (c1, mut c2) = (h1.cq(5, false), h2.cq(5, false));
+    let mut s = h1.qp(QPC_ST_UD, &c1, &c1, (5, 5, 2));
+    let mut r = h2.qp(QPC_ST_UD, &c2, &c2, (5, 5, 2));
+    ud_up(&mut h1, &s, 0x42);
+    ud_up(&mut h2, &r, 0x77);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(100, 3));
+    for i in 0..2u64 {
+        h2.post_recv(&mut r, &[dst.sge(i * 2048, 2048)]);
+    }
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 100));
+    w.ah = Some(Ah {
+        dqpn: r.qpn,
+        qkey: 0x77,
+        rlid: h2.lid(),
+        sl: 0,
+        grh: None,
+        eth: false,
+    });
+    h1.post(&mut s, &w);
+    run_switched(&mut [&mut h1, &mut h2], &sw);
+    assert!(
+        h2.poll_all(&mut c2).is_empty(),
+        "an unprogrammed LID is dropped"
+    );
+    // The embedded SM's sweep programs the table (the ports are ACTIVE already).
+    assert_eq!(crate::fwsim::sm::sweep(&mut h1.fw, &mut sw, 1), 0);
+    assert_eq!(crate::fwsim::sm::sweep(&mut h2.fw, &mut sw, 2), 0);
+    assert_eq!(sw.route_lid(h2.lid()), Some(2));
+    h1.post(&mut s, &w);
+    run_switched(&mut [&mut h1, &mut h2], &sw);
+    let got = h2.poll_all(&mut c2);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].byte_cnt, got[0].slid), (140, h1.lid()));
+    // The peer's switch port going down drops it again.
+    sw.link(2, false);
+    h1.post(&mut s, &w);
+    run_switched(&mut [&mut h1, &mut h2], &sw);
+    assert!(h2.poll_all(&mut c2).is_empty());
 }
 
 #[test]
@@ -2401,6 +2471,7 @@ fn a_pass_gives_way_to_a_waiting_command_after_one_wqe() {
             let mut nodes = [Node {
                 fw: &mut h.fw,
                 mem: &h.mem,
+                wire: None,
             }];
             engine::run(&mut nodes, 0, 256, &waiting)
         };
@@ -2426,6 +2497,7 @@ fn run_budget(h: &mut Host, budget: u32) -> RunResult {
     let mut nodes = [Node {
         fw: &mut h.fw,
         mem: &h.mem,
+        wire: None,
     }];
     engine::run(&mut nodes, 0, budget, &|| false)
 }
@@ -2751,10 +2823,12 @@ fn fuzz_queues_doorbells_and_commands() {
                 Node {
                     fw: &mut h1.fw,
                     mem: &h1.mem,
+                    wire: None,
                 },
                 Node {
                     fw: &mut h2.fw,
                     mem: &h2.mem,
+                    wire: None,
                 },
             ];
             let r = engine::run(&mut nodes, now, budget, &|| false);
@@ -3360,6 +3434,7 @@ fn run_uar_serves_only_the_queues_of_that_page() {
         let mut nodes = [Node {
             fw: &mut h.fw,
             mem: &h.mem,
+            wire: None,
         }];
         engine::run_uar(&mut nodes, 0, uar, 0, 16, &|| false)
     };

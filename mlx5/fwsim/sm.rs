@@ -15,7 +15,8 @@
 //! function: `0x100 + serial * 2 + port`), the SM LID, SM SL 0 and SubnetTimeOut 18, moves it
 //! to ARMED and ACTIVE with two more Sets, programs the switch's linear forwarding table
 //! (the LID to the switch port, LinearFDBTop raised to cover it) and makes the switch port
-//! ARMED and ACTIVE. No multicast table, no SA, no traps, no periodic light sweep: the sweep
+//! ARMED and ACTIVE; for a port already ACTIVE it only makes sure the table and the switch
+//! port carry its LID. No multicast table, no SA, no traps, no periodic light sweep: the sweep
 //! runs when a function's link changes (PAOS) and at the function's creation.
 
 use super::mad::{self, class, method, off, put, MadBytes, MadOutcome};
@@ -244,7 +245,15 @@ pub(crate) fn sweep(fw: &mut Fw, sw: &mut Switch, first: u8) -> usize {
             continue;
         };
         let state = pinfo[32] & 0xf;
-        if state == port_state::DOWN || state == port_state::ACTIVE {
+        if state == port_state::DOWN {
+            continue;
+        }
+        if state == port_state::ACTIVE {
+            // Configured already: the switch must still route its LID to it.
+            let lid = mad::be16(&pinfo, 16);
+            if lid != 0 && program_lft(sw, lid, k, &mut tids) {
+                activate_switch_port(sw, k, &mut tids);
+            }
             continue;
         }
         let lid = lid_for(fw, port);

@@ -41,6 +41,7 @@
 
 use super::iommu::Iommu;
 use super::trap_order::TrapOrder;
+use crate::fwsim::engine::Wire;
 use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::switch::Switch;
 use crate::fwsim::Fw;
@@ -399,6 +400,15 @@ impl Fabric {
         Ok(f(fw, sm))
     }
 
+    /// The engine's view of the switch `sw` (the locked `switch`): `None` on an Ethernet
+    /// fabric.
+    fn wire<'a>(&'a self, sw: &'a Option<KVBox<Switch>>) -> Option<Wire<'a>> {
+        sw.as_deref().map(|switch| Wire {
+            switch,
+            first_ports: &self.first_ports,
+        })
+    }
+
     /// Whether a command waits for the fabric lock (engine passes give way).
     fn cmd_waits(&self) -> bool {
         self.cmd_waiting.load(Relaxed) != 0
@@ -645,6 +655,7 @@ impl Fabric {
             }
             return false;
         };
+        let sw = self.switch.lock();
         let now = self.now_ns();
         for d in dbs.iter().flatten() {
             if let Some(fw) = fws.get_mut(d.func) {
@@ -656,8 +667,8 @@ impl Fabric {
             outcome.merge(super::engine_glue::run_uar(
                 &mut fws,
                 &self.iommus,
-                f,
-                u,
+                self.wire(&sw),
+                (f, u),
                 now,
                 INLINE_BUDGET,
                 &|| self.cmd_waits(),
@@ -666,14 +677,15 @@ impl Fabric {
         let own = super::engine_glue::run_uar(
             &mut fws,
             &self.iommus,
-            func,
-            uar,
+            self.wire(&sw),
+            (func, uar),
             now,
             INLINE_BUDGET,
             &|| self.cmd_waits(),
         );
         outcome.merge(own);
         let events = fws.iter().any(|f| f.has_events());
+        drop(sw);
         drop(fws);
         self.served.inline_passes.fetch_add(1, Relaxed);
         self.served
@@ -706,11 +718,12 @@ impl Fabric {
         while kthread::alone_on_cpu() && !self.work_waiting() && !kthread::should_stop() {
             let (o, events) = {
                 let mut fws = self.fws.lock();
+                let sw = self.switch.lock();
                 let o = super::engine_glue::run_uar(
                     &mut fws,
                     &self.iommus,
-                    t.func,
-                    t.uar,
+                    self.wire(&sw),
+                    (t.func, t.uar),
                     now,
                     BUDGET,
                     &|| self.cmd_waits(),
@@ -910,6 +923,7 @@ impl Fabric {
         let now = self.now_ns();
         let (outcome, any_qp, events) = {
             let mut fws = self.fws.lock();
+            let sw = self.switch.lock();
             for d in dbs.iter().flatten() {
                 if let Some(fw) = fws.get_mut(d.func) {
                     super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
@@ -917,16 +931,21 @@ impl Fabric {
             }
             let mut outcome = super::engine_glue::RunOutcome::default();
             if full {
-                outcome = super::engine_glue::run(&mut fws, &self.iommus, now, BUDGET, &|| {
-                    self.cmd_waits()
-                });
+                outcome = super::engine_glue::run(
+                    &mut fws,
+                    &self.iommus,
+                    self.wire(&sw),
+                    now,
+                    BUDGET,
+                    &|| self.cmd_waits(),
+                );
             } else {
                 for &(func, uar) in pages.iter().flatten() {
                     let o = super::engine_glue::run_uar(
                         &mut fws,
                         &self.iommus,
-                        func,
-                        uar,
+                        self.wire(&sw),
+                        (func, uar),
                         now,
                         BUDGET,
                         &|| self.cmd_waits(),
