@@ -1397,6 +1397,71 @@ fn lids_cross_the_switch_by_its_forwarding_table() {
 }
 
 #[test]
+fn smi_qp0_talks_only_to_the_peer_qp0_by_lid() {
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    let (mut c1, mut c2) = (h1.cq(4, false), h2.cq(4, false));
+    let mut s0 = h1.qp(QPC_ST_QP0, &c1, &c1, (4, 4, 2));
+    let mut d0 = h2.qp(QPC_ST_QP0, &c2, &c2, (4, 4, 2));
+    let mut d1 = h2.qp(QPC_ST_QP1, &c2, &c2, (4, 4, 2));
+    let mut ud = h1.qp(QPC_ST_UD, &c1, &c1, (4, 4, 2));
+    ud_up(&mut h1, &s0, 0);
+    ud_up(&mut h2, &d0, 0);
+    ud_up(&mut h2, &d1, 0x8001_0000);
+    ud_up(&mut h1, &ud, 0x8001_0000);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(256, 9));
+    h2.post_recv(&mut d0, &[dst.sge(0, 256 + 40)]);
+    h2.post_recv(&mut d1, &[dst.sge(1024, 256 + 40)]);
+    let lid2 = h2.lid();
+    let to = |dqpn| Ah {
+        dqpn,
+        qkey: 0x8001_0000,
+        rlid: lid2,
+        sl: 0,
+        grh: None,
+        eth: false,
+    };
+    // An SMP to QPN 1 and a UD message to QPN 0 go nowhere.
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 256));
+    w.ah = Some(to(1));
+    h1.post(&mut s0, &w);
+    w.ah = Some(to(0));
+    h1.post(&mut ud, &w);
+    run(&mut [&mut h1, &mut h2], 0);
+    assert_eq!(h1.poll_all(&mut c1).len(), 2, "both complete at the sender");
+    assert!(h2.poll_all(&mut c2).is_empty());
+    // The SMP to QPN 0 (any Q_Key) reaches the peer's QP0 with source QPN 0.
+    w.ah = Some(Ah {
+        qkey: 0x1234,
+        ..to(0)
+    });
+    h1.post(&mut s0, &w);
+    run(&mut [&mut h1, &mut h2], 0);
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        (r[0].opcode, r[0].byte_cnt, r[0].qpn, r[0].slid),
+        (cqe_op::RESP_SEND, 296, d0.qpn, h1.lid())
+    );
+    assert_eq!(
+        r[0].flags_rqpn & 0xff_ffff,
+        0,
+        "the source QPN on the wire is 0"
+    );
+    assert_eq!(h2.mem.get(dst.bus + 40, 256), pattern(256, 9));
+    // A directed-route SMP's permissive DLID routes nowhere on the data path.
+    w.ah = Some(Ah {
+        rlid: 0xffff,
+        ..to(0)
+    });
+    h1.post(&mut s0, &w);
+    run(&mut [&mut h1, &mut h2], 0);
+    assert!(h2.poll_all(&mut c2).is_empty());
+}
+
+#[test]
 fn gsi_qp1_traffic_reaches_the_peer_gsi_qp() {
     let mut h1 = Host::new(LinkLayer::Ib, 1);
     let mut h2 = Host::new(LinkLayer::Ib, 2);

@@ -21,7 +21,8 @@ use crate::fwsim::srq::{SrqWqe, NEXT_SEG};
 use crate::fwsim::xlat::Access;
 use crate::fwsim::{capacity, Fw, QCnt};
 use crate::prm::consts::{
-    QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD, QPC_ST_XRC,
+    QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD,
+    QPC_ST_XRC,
 };
 use crate::prm::ctx::qpc;
 use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
@@ -160,12 +161,13 @@ fn resp_cqe(d: &Snap, s: &Snap, opcode: u8, byte_cnt: u32, imm: Option<[u8; 4]>)
     c
 }
 
-/// The source QPN a message carries: 1 for the GSI QP, else the QP's number.
+/// The source QPN a message carries: 0 for the SMI QP, 1 for the GSI QP, else the QP's
+/// number.
 fn wire_qpn(s: &Snap) -> u32 {
-    if s.st == QPC_ST_QP1 {
-        1
-    } else {
-        s.qpn & 0x00ff_ffff
+    match s.st {
+        QPC_ST_QP0 => 0,
+        QPC_ST_QP1 => 1,
+        _ => s.qpn & 0x00ff_ffff,
     }
 }
 
@@ -219,22 +221,32 @@ struct Ends<'a> {
 }
 
 /// The QP of function `fw` that message `m` of `s` is for, if it takes messages of that
-/// service (UD and GSI QPs are one service) and is in RTR or RTS.
+/// service (UD and GSI QPs are one service) and is in RTR or RTS. QP0 (the SMI QP, on VL15)
+/// talks only to QP0: an SMP is for QPN 0, and nothing else reaches it.
 fn dest_qp(fw: &Fw, s: &Snap, m: &Message<'_>) -> Option<Snap> {
     let ud = m.svc == Service::Ud;
     let (_, _, dqpn) = m.dest;
-    // QPN 1 is the destination's GSI QP, whatever number CREATE_QP gave it.
-    let slot = if ud && dqpn == 1 {
-        (0..capacity::QP).find(|&i| {
+    if (s.st == QPC_ST_QP0) != (ud && dqpn == 0) {
+        return None;
+    }
+    // QPNs 0 and 1 are the destination's SMI and GSI QPs, whatever numbers CREATE_QP gave
+    // them.
+    let special = match dqpn {
+        0 => Some(QPC_ST_QP0),
+        1 => Some(QPC_ST_QP1),
+        _ => None,
+    };
+    let slot = match special {
+        Some(st) if ud => (0..capacity::QP).find(|&i| {
             fw.qps
                 .at_slot(i)
-                .is_some_and(|(_, q)| qpc::st.get(&q.qpc) == Ok(QPC_ST_QP1))
-        })?
-    } else {
-        fw.qps.slot_of(dqpn)?
+                .is_some_and(|(_, q)| qpc::st.get(&q.qpc) == Ok(st))
+        })?,
+        _ => fw.qps.slot_of(dqpn)?,
     };
     let d = snap(fw, slot)?;
-    let same = d.st == s.st || (ud && matches!(d.st, QPC_ST_UD | QPC_ST_QP1));
+    let gsi_ud = |st| matches!(st, QPC_ST_UD | QPC_ST_QP1);
+    let same = d.st == s.st || (ud && gsi_ud(d.st) && gsi_ud(s.st));
     (same && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS)).then_some(d)
 }
 
@@ -268,11 +280,15 @@ fn xrc_target(
 }
 
 /// Whether a UD message carries the Q_Key of its destination `d` (any other is dropped). A
-/// Q_Key with the high bit set means "use the QP's own" (IB spec 10.2.5).
+/// Q_Key with the high bit set means "use the QP's own" (IB spec 10.2.5); QP0 takes any.
 fn qkey_matches(s: &Snap, d: &Snap, m: &Message<'_>) -> bool {
     let Some(a) = m.av else {
         return true;
     };
+    // QP0 checks no Q_Key (IBA 10.2.5: SMPs carry none that matters).
+    if d.st == QPC_ST_QP0 {
+        return true;
+    }
     let qkey = if a.qkey & 0x8000_0000 != 0 {
         s.q_key
     } else {
