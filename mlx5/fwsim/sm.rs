@@ -251,7 +251,7 @@ pub(crate) fn sweep(fw: &mut Fw, sw: &mut Switch, first: u8) -> usize {
         if state == port_state::ACTIVE {
             // Configured already: the switch must still route its LID to it.
             let lid = mad::be16(&pinfo, 16);
-            if lid != 0 && program_lft(sw, lid, k, &mut tids) {
+            if lid != 0 && sw.route_lid(lid) != Some(k) && program_lft(sw, lid, k, &mut tids) {
                 activate_switch_port(sw, k, &mut tids);
             }
             continue;
