@@ -48,6 +48,8 @@ mod qp_state;
 mod requester;
 #[path = "engine/responder.rs"]
 mod responder;
+#[path = "engine/smp.rs"]
+mod smp;
 #[path = "engine/umr.rs"]
 pub(crate) mod umr;
 

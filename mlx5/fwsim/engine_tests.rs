@@ -1328,9 +1328,9 @@ fn rc_between_two_functions_by_lid() {
 }
 
 /// Runs `hosts` linked to switch `sw` (host `i`'s port at switch port `i + 1`) until idle.
-fn run_switched(hosts: &mut [&mut Host], sw: &crate::fwsim::switch::Switch) -> RunResult {
+fn run_switched(hosts: &mut [&mut Host], sw: &mut crate::fwsim::switch::Switch) -> RunResult {
     let firsts: Vec<u8> = (1..=hosts.len() as u8).collect();
-    let wire = Some(Wire {
+    let mut wire = Some(Wire {
         switch: sw,
         first_ports: &firsts,
     });
@@ -1339,7 +1339,7 @@ fn run_switched(hosts: &mut [&mut Host], sw: &crate::fwsim::switch::Switch) -> R
         .map(|h| Node {
             fw: &mut h.fw,
             mem: &h.mem,
-            wire,
+            wire: wire.take(),
         })
         .collect();
     engine::run(&mut nodes, 0, 10_000, &|| false)
@@ -1375,7 +1375,7 @@ fn lids_cross_the_switch_by_its_forwarding_table() {
         eth: false,
     });
     h1.post(&mut s, &w);
-    run_switched(&mut [&mut h1, &mut h2], &sw);
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
     assert!(
         h2.poll_all(&mut c2).is_empty(),
         "an unprogrammed LID is dropped"
@@ -1385,15 +1385,18 @@ fn lids_cross_the_switch_by_its_forwarding_table() {
     assert_eq!(crate::fwsim::sm::sweep(&mut h2.fw, &mut sw, 2), 0);
     assert_eq!(sw.route_lid(h2.lid()), Some(2));
     h1.post(&mut s, &w);
-    run_switched(&mut [&mut h1, &mut h2], &sw);
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
     let got = h2.poll_all(&mut c2);
     assert_eq!(got.len(), 1);
     assert_eq!((got[0].byte_cnt, got[0].slid), (140, h1.lid()));
     // The peer's switch port going down drops it again.
     sw.link(2, false);
     h1.post(&mut s, &w);
-    run_switched(&mut [&mut h1, &mut h2], &sw);
-    assert!(h2.poll_all(&mut c2).is_empty());
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    assert!(h2
+        .poll_all(&mut c2)
+        .iter()
+        .all(|c| c.opcode != cqe_op::RESP_SEND));
 }
 
 #[test]
@@ -1459,6 +1462,151 @@ fn smi_qp0_talks_only_to_the_peer_qp0_by_lid() {
     h1.post(&mut s0, &w);
     run(&mut [&mut h1, &mut h2], 0);
     assert!(h2.poll_all(&mut c2).is_empty());
+}
+
+/// An SMP: class `cls`, Get of `attr_id`; a directed-route one with initial path `path`
+/// (entries 1..), its pointer on hop 1 as the sender's MAD layer leaves it.
+fn smp_bytes(cls: u8, attr_id: u16, path: &[u8]) -> Vec<u8> {
+    let mut m = vec![0u8; 256];
+    m[0] = 1;
+    m[1] = cls;
+    m[2] = 1;
+    m[3] = 1; // Get
+    m[8..16].copy_from_slice(&0x99u64.to_be_bytes());
+    m[16..18].copy_from_slice(&attr_id.to_be_bytes());
+    if cls == 0x81 {
+        m[6] = 1;
+        m[7] = path.len() as u8;
+        m[32..36].copy_from_slice(&[0xff; 4]);
+        for (i, p) in path.iter().enumerate() {
+            m[128 + 1 + i] = *p;
+        }
+    }
+    m
+}
+
+#[test]
+fn smps_through_the_switch_directed_and_to_its_lid() {
+    use crate::fwsim::switch::Switch;
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    let mut sw = Box::new(Switch::new(2, 0x5a));
+    crate::fwsim::sm::sweep(&mut h1.fw, &mut sw, 1);
+    crate::fwsim::sm::sweep(&mut h2.fw, &mut sw, 2);
+    let (mut c1, mut c2) = (h1.cq(8, false), h2.cq(8, false));
+    let mut q1 = h1.qp(QPC_ST_QP0, &c1, &c1, (8, 8, 2));
+    let mut q2 = h2.qp(QPC_ST_QP0, &c2, &c2, (8, 8, 2));
+    ud_up(&mut h1, &q1, 0);
+    ud_up(&mut h2, &q2, 0);
+    let src = h1.mr(4096, ALL);
+    let back = h2.mr(4096, ALL);
+    let r1 = h1.mr(4096, ALL);
+    let r2 = h2.mr(4096, ALL);
+    for i in 0..3u64 {
+        h1.post_recv(&mut q1, &[r1.sge(i * 1024, 296)]);
+    }
+    h2.post_recv(&mut q2, &[r2.sge(0, 296)]);
+    let ah = |rlid| Ah {
+        dqpn: 0,
+        qkey: 0,
+        rlid,
+        sl: 0,
+        grh: None,
+        eth: false,
+    };
+    let send = |h: &mut Host, q: &mut QpH, mr: &Mr, at: u64, rlid: u16, bytes: &[u8]| {
+        h.mem.put(mr.bus + at, bytes);
+        let mut w = Wr::new(wqe_op::SEND).sge(mr.sge(at, 256));
+        w.ah = Some(ah(rlid));
+        h.post(q, &w);
+    };
+    // h1 -> switch port 1 -> port 2 -> h2: the pointer at the end of the path, the return
+    // path holding the port it entered the switch by.
+    send(
+        &mut h1,
+        &mut q1,
+        &src,
+        0,
+        0xffff,
+        &smp_bytes(0x81, 0x11, &[1, 2]),
+    );
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    let got = h2.poll_all(&mut c2);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].byte_cnt, got[0].flags_rqpn & 0xff_ffff), (296, 0));
+    let arrived = h2.mem.get(r2.bus + 40, 256);
+    assert_eq!((arrived[6], arrived[7], arrived[192 + 1]), (2, 2, 1));
+    // h2's MAD layer answers (the D bit, its pointer stepped back onto hop 2): back at h1.
+    let mut resp = arrived.clone();
+    resp[3] = 0x81;
+    resp[4] = 0x80;
+    resp[6] = 2;
+    send(&mut h2, &mut q2, &back, 0, 0xffff, &resp);
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    let got = h1.poll_all(&mut c1);
+    assert_eq!(
+        got.iter().filter(|c| c.opcode == cqe_op::RESP_SEND).count(),
+        1
+    );
+    let came = h1.mem.get(r1.bus + 40, 256);
+    assert_eq!(
+        (came[3], came[6], came[8..16].to_vec()),
+        (0x81, 1, 0x99u64.to_be_bytes().to_vec())
+    );
+    // A directed route ending at the switch: its SMA answers NodeInfo (a switch), back at h1.
+    send(
+        &mut h1,
+        &mut q1,
+        &src,
+        256,
+        0xffff,
+        &smp_bytes(0x81, 0x11, &[1]),
+    );
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    let got: Vec<_> = h1
+        .poll_all(&mut c1)
+        .into_iter()
+        .filter(|c| c.opcode == cqe_op::RESP_SEND)
+        .collect();
+    assert_eq!(got.len(), 1);
+    let ni = h1.mem.get(r1.bus + 1024 + 40, 256);
+    assert_eq!((ni[3], ni[4] & 0x80, ni[6]), (0x81, 0x80, 1));
+    assert_eq!((ni[64 + 2], ni[64 + 3], ni[64 + 36]), (2, 2, 1));
+    // LID-routed to the switch's LID: answered, from that LID, routed back by the table.
+    let swlid = sw.port0_lid();
+    send(
+        &mut h1,
+        &mut q1,
+        &src,
+        512,
+        swlid,
+        &smp_bytes(0x01, 0x11, &[]),
+    );
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    let got: Vec<_> = h1
+        .poll_all(&mut c1)
+        .into_iter()
+        .filter(|c| c.opcode == cqe_op::RESP_SEND)
+        .collect();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].slid, swlid);
+    let ni = h1.mem.get(r1.bus + 2048 + 40, 256);
+    assert_eq!((ni[3], ni[64 + 2]), (0x81, 2));
+    // A path out of a port the switch does not have goes nowhere.
+    h2.post_recv(&mut q2, &[r2.sge(1024, 296)]);
+    send(
+        &mut h1,
+        &mut q1,
+        &src,
+        768,
+        0xffff,
+        &smp_bytes(0x81, 0x11, &[1, 7]),
+    );
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    assert!(h2
+        .poll_all(&mut c2)
+        .iter()
+        .all(|c| c.opcode != cqe_op::RESP_SEND));
 }
 
 #[test]

@@ -153,8 +153,7 @@ impl Switch {
     }
 
     /// The switch's LID (port 0's; 0 before the SM set it).
-    #[cfg(test)]
-    pub(crate) fn lid(&self) -> u16 {
+    pub(crate) fn port0_lid(&self) -> u16 {
         self.lid
     }
 

@@ -108,7 +108,7 @@ fn switch_sma_attributes() {
     assert_eq!(st(&local(&mut sw, set)), status::INVALID_ATTRIB_VALUE);
     set[d + 32] = port_state::ARMED;
     assert_eq!(st(&local(&mut sw, set)), 0);
-    assert_eq!(sw.lid(), 7);
+    assert_eq!(sw.port0_lid(), 7);
     // P_KeyTable: the default partition; block 1 does not exist.
     let pk = local(&mut sw, dr(method::GET, attr::PKEY_TABLE, 1 << 16, &[]));
     assert_eq!(be16(&pk, d), 0xffff);
@@ -212,7 +212,7 @@ fn embedded_sm_through_the_switch() {
     assert_eq!((a.port_lid(0), b.port_lid(0)), (la, lb));
     assert_eq!(a.sma(0).unwrap().sm_lid, sm::SM_LID);
     // The switch holds the SM's LID, its ports are ACTIVE, its table routes both LIDs.
-    assert_eq!(sw.lid(), sm::SM_LID);
+    assert_eq!(sw.port0_lid(), sm::SM_LID);
     assert_eq!(sw.port_state(1), port_state::ACTIVE);
     assert_eq!(sw.route_lid(la), Some(1));
     assert_eq!(sw.route_lid(lb), Some(2));

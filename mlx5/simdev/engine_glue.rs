@@ -45,7 +45,7 @@ pub(super) fn doorbell(fw: &mut Fw, uar: u32, db: Doorbell, value: u64) {
 }
 
 /// Runs `pass` over the fabric's functions as engine nodes (`fws[i]` reaches memory through
-/// `iommus[i]`), linked by `wire` (an InfiniBand fabric's switch).
+/// `iommus[i]`), linked by `wire` (an InfiniBand fabric's switch, held by the first node).
 fn with_nodes(
     fws: &mut KVec<KVBox<Fw>>,
     iommus: &[Arc<Iommu>],
@@ -78,7 +78,7 @@ fn with_nodes(
                 Node {
                     fw: b,
                     mem: &**mb,
-                    wire,
+                    wire: None,
                 },
             ]))
         }
@@ -93,10 +93,15 @@ fn with_nodes(
             next_deadline_ns: Some(now_ns),
         };
     };
+    let mut wire = wire;
     for (fw, mem) in fws.iter_mut().zip(iommus.iter()) {
         let mem: &dyn DmaMem = &**mem;
-        // Within the capacity reserved above.
-        let _ = nodes.push_within_capacity(Node { fw, mem, wire });
+        // Within the capacity reserved above; the first node holds the switch.
+        let _ = nodes.push_within_capacity(Node {
+            fw,
+            mem,
+            wire: wire.take(),
+        });
     }
     outcome(pass(&mut nodes))
 }

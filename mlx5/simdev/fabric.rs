@@ -402,8 +402,8 @@ impl Fabric {
 
     /// The engine's view of the switch `sw` (the locked `switch`): `None` on an Ethernet
     /// fabric.
-    fn wire<'a>(&'a self, sw: &'a Option<KVBox<Switch>>) -> Option<Wire<'a>> {
-        sw.as_deref().map(|switch| Wire {
+    fn wire<'a>(&'a self, sw: &'a mut Option<KVBox<Switch>>) -> Option<Wire<'a>> {
+        sw.as_deref_mut().map(|switch| Wire {
             switch,
             first_ports: &self.first_ports,
         })
@@ -655,7 +655,7 @@ impl Fabric {
             }
             return false;
         };
-        let sw = self.switch.lock();
+        let mut sw = self.switch.lock();
         let now = self.now_ns();
         for d in dbs.iter().flatten() {
             if let Some(fw) = fws.get_mut(d.func) {
@@ -667,7 +667,7 @@ impl Fabric {
             outcome.merge(super::engine_glue::run_uar(
                 &mut fws,
                 &self.iommus,
-                self.wire(&sw),
+                self.wire(&mut sw),
                 (f, u),
                 now,
                 INLINE_BUDGET,
@@ -677,7 +677,7 @@ impl Fabric {
         let own = super::engine_glue::run_uar(
             &mut fws,
             &self.iommus,
-            self.wire(&sw),
+            self.wire(&mut sw),
             (func, uar),
             now,
             INLINE_BUDGET,
@@ -718,11 +718,11 @@ impl Fabric {
         while kthread::alone_on_cpu() && !self.work_waiting() && !kthread::should_stop() {
             let (o, events) = {
                 let mut fws = self.fws.lock();
-                let sw = self.switch.lock();
+                let mut sw = self.switch.lock();
                 let o = super::engine_glue::run_uar(
                     &mut fws,
                     &self.iommus,
-                    self.wire(&sw),
+                    self.wire(&mut sw),
                     (t.func, t.uar),
                     now,
                     BUDGET,
@@ -923,7 +923,7 @@ impl Fabric {
         let now = self.now_ns();
         let (outcome, any_qp, events) = {
             let mut fws = self.fws.lock();
-            let sw = self.switch.lock();
+            let mut sw = self.switch.lock();
             for d in dbs.iter().flatten() {
                 if let Some(fw) = fws.get_mut(d.func) {
                     super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
@@ -934,7 +934,7 @@ impl Fabric {
                 outcome = super::engine_glue::run(
                     &mut fws,
                     &self.iommus,
-                    self.wire(&sw),
+                    self.wire(&mut sw),
                     now,
                     BUDGET,
                     &|| self.cmd_waits(),
@@ -944,7 +944,7 @@ impl Fabric {
                     let o = super::engine_glue::run_uar(
                         &mut fws,
                         &self.iommus,
-                        self.wire(&sw),
+                        self.wire(&mut sw),
                         (func, uar),
                         now,
                         BUDGET,

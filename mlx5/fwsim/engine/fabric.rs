@@ -14,10 +14,9 @@ use crate::fwsim::{Fw, QCnt};
 
 /// What links the functions of an InfiniBand fabric: its switch and the switch port each
 /// node's port 1 is linked to (by node index; port `p` is at `first_ports[i] + p`).
-#[derive(Clone, Copy)]
 pub(crate) struct Wire<'a> {
-    /// The switch.
-    pub(crate) switch: &'a Switch,
+    /// The switch (its SMA answers the SMPs that reach it: `smp.rs`).
+    pub(crate) switch: &'a mut Switch,
     /// Per node: the switch port of its port 1.
     pub(crate) first_ports: &'a [u8],
 }
@@ -28,8 +27,8 @@ pub(crate) struct Node<'a> {
     pub(crate) fw: &'a mut Fw,
     /// What the function's device can reach (bus addresses).
     pub(crate) mem: &'a dyn DmaMem,
-    /// The fabric's switch (every node of an InfiniBand fabric has the same); `None`: the
-    /// functions reach each other directly.
+    /// The fabric's switch, held by one node (the first) of an InfiniBand fabric; `None` on
+    /// every node: the functions reach each other directly.
     pub(crate) wire: Option<Wire<'a>>,
 }
 
@@ -51,7 +50,7 @@ pub(super) fn route(
     gid: &[u8; 16],
 ) -> Option<(usize, usize)> {
     if ll == LinkLayer::Ib {
-        if let Some(w) = nodes.iter().find_map(|n| n.wire) {
+        if let Some(w) = nodes.iter().find_map(|n| n.wire.as_ref()) {
             let out = w.switch.route_lid(lid)?;
             return nodes.iter().enumerate().find_map(|(i, n)| {
                 let first = *w.first_ports.get(i)?;

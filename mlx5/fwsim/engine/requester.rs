@@ -176,7 +176,15 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     if !n.fw.port_up(s.port) {
         return m.dropped();
     }
+    if s.st == QPC_ST_QP0 {
+        if let Some(r) = super::smp::switched(nodes, ni, s, &m) {
+            return r;
+        }
+    }
     let (lid, gid, _) = m.dest;
+    let Some(n) = nodes.get(ni) else {
+        return ReqRes::Lost;
+    };
     let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid) else {
         return m.dropped();
     };

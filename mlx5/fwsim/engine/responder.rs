@@ -211,6 +211,75 @@ pub(super) fn receive(
     }
 }
 
+/// SMP `mad` that the fabric's switch passes on (`smp.rs`) at the QP0 of (0-based) port
+/// `port` of node `di`, from `slid`: a UD receive (the GRH area skipped), source QPN 0, SL 0.
+/// Without a receive posted it is dropped (counted as out of buffer); a receive WQE too small
+/// or not writable fails as a SEND's would. Whether it arrived.
+pub(super) fn receive_smp(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    port: usize,
+    mad: &[u8],
+    slid: u16,
+) -> bool {
+    let Some(mut d) = nodes.get(di).and_then(|n| {
+        (0..capacity::QP).find_map(|i| {
+            let d = snap(n.fw, i)?;
+            (d.st == QPC_ST_QP0
+                && d.port == port
+                && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
+            .then_some(d)
+        })
+    }) else {
+        return false;
+    };
+    let mut rbuf = [0u8; MAX_RQ_WQE];
+    let got = match nodes.get(di) {
+        Some(n) => rq_wqe(n.mem, n.fw, &mut d, &mut rbuf),
+        None => return false,
+    };
+    let rlen = match got {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            q_count(nodes, di, d.cnt_set, QCnt::OutOfBuffer);
+            return false;
+        }
+        Err(()) => {
+            resp_fail(nodes, di, &d, None, Some(QpEvent::WqCatas));
+            return false;
+        }
+    };
+    let rsegs = rbuf.get(..rlen).unwrap_or(&[]);
+    let need = mad.len() as u64 + u64::from(GRH_BYTES);
+    let written = match nodes.get(di) {
+        Some(n) => match check_sgl(n.fw, d.pd, rsegs, true, Access::LOCAL_WRITE) {
+            Err(e) => Err(e),
+            Ok(cap) if cap < need => Err(syn::LOCAL_LENGTH),
+            Ok(_) => {
+                let mut dst = Cur::sgl(n.fw, rsegs, true, d.pd);
+                let ok = skip_bytes(&mut dst, GRH_BYTES).is_ok() && dst.write(n.mem, mad).is_ok();
+                if ok {
+                    Ok(())
+                } else {
+                    Err(syn::LOCAL_PROT)
+                }
+            }
+        },
+        None => return false,
+    };
+    if let Err(e) = written {
+        resp_fail(nodes, di, &d, Some(e), None);
+        return false;
+    }
+    let mut c = Cqe::new(cqe_op::RESP_SEND, 0, d.qpn, d.rwqe_idx, d.q.user_index);
+    c.put32(cqe_off::BYTE_CNT, u32::try_from(need).unwrap_or(u32::MAX));
+    // No GRH, SL 0, source QPN 0.
+    c.put32(cqe_off::FLAGS_RQPN, 0);
+    c.put16(cqe_off::SLID, slid);
+    resp_ok(nodes, di, &d, Some((c, false)), 1);
+    true
+}
+
 /// The two ends of a message at the responder: requester `s` on node `ni`, and `d`, the
 /// destination QP as it receives (as its XRC SRQ for an XRC message), on node `di`.
 struct Ends<'a> {
