@@ -295,6 +295,11 @@ impl SimFunction {
         &self.fabric
     }
 
+    /// The function's index on its fabric.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
     /// Runs `f` on this function's device state, under the fabric lock.
     pub(crate) fn with_fw<R>(&self, f: impl FnOnce(&mut Fw) -> R) -> R {
         match self.fabric.fabric().with_fw(self.index, f) {

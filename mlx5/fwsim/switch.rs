@@ -157,6 +157,32 @@ impl Switch {
         self.lid
     }
 
+    /// External ports.
+    pub(crate) fn nports(&self) -> u8 {
+        self.nports
+    }
+
+    /// Port 0's SM LID.
+    pub(crate) fn sm_lid(&self) -> u16 {
+        self.sm_lid
+    }
+
+    /// LinearFDBTop.
+    pub(crate) fn lft_top(&self) -> u16 {
+        self.lft_top
+    }
+
+    /// The programmed entries of the linear forwarding table up to LinearFDBTop: `(LID,
+    /// port)`.
+    pub(crate) fn lft_entries(&self) -> impl Iterator<Item = (u16, u8)> + '_ {
+        self.lft
+            .iter()
+            .enumerate()
+            .take(usize::from(self.lft_top) + 1)
+            .filter(|(_, p)| **p != NO_PORT)
+            .filter_map(|(l, p)| Some((u16::try_from(l).ok()?, *p)))
+    }
+
     /// Sets or clears IsSM in port 0's CapabilityMask (the embedded SM runs or not).
     pub(crate) fn set_is_sm(&mut self, on: bool) {
         let bit = super::sma::CAP_IS_SM;

@@ -217,6 +217,12 @@ fn embedded_sm_through_the_switch() {
     assert_eq!(sw.route_lid(la), Some(1));
     assert_eq!(sw.route_lid(lb), Some(2));
     assert_eq!(sw.route_lid(sm::SM_LID), Some(0));
+    assert_eq!(
+        (sw.nports(), sw.sm_lid(), sw.lft_top()),
+        (2, sm::SM_LID, la.max(lb))
+    );
+    let entries: std::vec::Vec<_> = sw.lft_entries().collect();
+    assert_eq!(entries, [(la, 1), (lb, 2)]);
     // A port going down and up is swept again, with its switch port.
     assert!(b.set_port_up(1, false));
     sm::links(&b, &mut sw, 2);

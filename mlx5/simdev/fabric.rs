@@ -400,6 +400,19 @@ impl Fabric {
         Ok(f(fw, sm))
     }
 
+    /// Runs `f` on the switch (`None` on an Ethernet fabric) and the switch port function
+    /// `index`'s port 1 is linked to.
+    pub(crate) fn with_switch<R>(
+        &self,
+        index: usize,
+        f: impl FnOnce(Option<(&Switch, u8)>) -> R,
+    ) -> R {
+        let _fws = self.fws.lock();
+        let sw = self.switch.lock();
+        let first = self.first_ports.get(index).copied().unwrap_or(0);
+        f(sw.as_deref().map(|s| (s, first)))
+    }
+
     /// The engine's view of the switch `sw` (the locked `switch`): `None` on an Ethernet
     /// fabric.
     fn wire<'a>(&'a self, sw: &'a mut Option<KVBox<Switch>>) -> Option<Wire<'a>> {
