@@ -216,6 +216,7 @@ pub(crate) fn sweep(fw: &mut Fw, sw: &mut Switch, first: u8) -> usize {
     links(fw, sw, first);
     let mut tids = Tids(0x5300_0000);
     sw.set_is_sm(true);
+    sw.sm_swept();
     // The switch itself first: its NodeInfo says it is one, then its LID.
     let ni = ask_switch(sw, &smp(method::GET, attr::NODE_INFO, 0, tids.next(), None));
     if ni.map(|n| n[2]) != Some(2) || !activate_switch_port(sw, 0, &mut tids) {

@@ -10,8 +10,8 @@
 //! SMA answers SMPs (IBA 14.2.5) to the switch: NodeInfo (a switch, NodeType 2),
 //! NodeDescription, SwitchInfo, LinearForwardingTable (Get and Set, 64 LIDs a block, up to
 //! [`LFT_CAP`] LIDs), PortInfo of every port (port 0 holds the LID, LMC, SM LID, SM SL and
-//! SubnetTimeOut; an external port's state follows its peer's link and the SM's Sets) and a
-//! P_KeyTable of the default partition. No M_Key is checked (the switch's M_Key is 0), no
+//! SubnetTimeOut; an external port's state follows its peer's link and the SM's Sets), a
+//! P_KeyTable of the default partition, and SMInfo Get while the embedded SM runs (MASTER). No M_Key is checked (the switch's M_Key is 0), no
 //! multicast or random forwarding table, no SL-to-VL or VL arbitration table, no traps.
 //!
 //! Forwarding: [`Switch::route_lid`] gives the out port of a LID-routed packet by the linear
@@ -45,6 +45,11 @@ const PKEYS: usize = 32;
 pub(crate) const ATTR_SWITCH_INFO: u16 = 0x0012;
 /// LinearForwardingTable (IBA 14.2.5.10).
 pub(crate) const ATTR_LFT: u16 = 0x0019;
+/// SMInfo (IBA 14.2.5.13).
+pub(crate) const ATTR_SM_INFO: u16 = 0x0020;
+
+/// SMInfo SMState of the embedded SM: MASTER.
+const SM_STATE_MASTER: u8 = 3;
 
 /// One port of the switch.
 #[derive(Clone, Copy)]
@@ -68,6 +73,8 @@ pub(crate) struct Switch {
     subnet_timeout: u8,
     /// Port 0's CapabilityMask (IsSM when the embedded SM runs).
     cap_mask: u32,
+    /// The embedded SM's SMInfo ActCount: its sweeps so far.
+    sm_act_count: u32,
     /// Ports 0..=N.
     ports: [SwPort; MAX_PORTS + 1],
     /// SwitchInfo: LinearFDBTop, DefaultPort, LifeTimeValue, PortStateChange.
@@ -109,6 +116,7 @@ impl Switch {
             sm_sl: 0,
             subnet_timeout: 0,
             cap_mask: 0,
+            sm_act_count: 0,
             ports: Self::initial_ports(),
             lft_top: 0,
             default_port: 0,
@@ -133,6 +141,7 @@ impl Switch {
             sm_sl: 0,
             subnet_timeout: 0,
             cap_mask: 0,
+            sm_act_count: 0,
             ports: Self::initial_ports(),
             lft_top: 0,
             default_port: 0,
@@ -181,6 +190,11 @@ impl Switch {
             .take(usize::from(self.lft_top) + 1)
             .filter(|(_, p)| **p != NO_PORT)
             .filter_map(|(l, p)| Some((u16::try_from(l).ok()?, *p)))
+    }
+
+    /// The embedded SM swept: its SMInfo ActCount moves on.
+    pub(crate) fn sm_swept(&mut self) {
+        self.sm_act_count = self.sm_act_count.wrapping_add(1);
     }
 
     /// Sets or clears IsSM in port 0's CapabilityMask (the embedded SM runs or not).
@@ -372,10 +386,22 @@ impl Switch {
             ATTR_LFT => self.lft_block(set, amod, m),
             attr::PORT_INFO => self.port_info(set, amod, m),
             attr::PKEY_TABLE => self.pkey_table(set, amod, m),
+            ATTR_SM_INFO if !set && self.cap_mask & super::sma::CAP_IS_SM != 0 => self.sm_info(m),
             _ => status::UNSUPPORTED_METHOD_ATTRIB,
         };
         mad::respond(m, st);
         MadOutcome::Reply
+    }
+
+    /// SMInfo Get (IBA 14.2.5.13) of the embedded SM, the master: its GUID (the switch's),
+    /// SM_Key 0, ActCount, priority 0. The SM-to-SM Set (handover) is not modeled.
+    fn sm_info(&self, m: &mut MadBytes) -> u16 {
+        let mut d = [0u8; mad::SMP_DATA];
+        put(&mut d, 0, &self.guid.to_be_bytes());
+        put(&mut d, 16, &self.sm_act_count.to_be_bytes());
+        d[20] = SM_STATE_MASTER;
+        put(m, off::DATA, &d);
+        0
     }
 
     /// NodeInfo (IBA 14.2.5.3) of a switch.

@@ -5,10 +5,10 @@
 
 use std::boxed::Box;
 
-use super::mad::{be16, class, method, off, status, MadBytes, MadOutcome, MAD_SIZE};
+use super::mad::{be16, be32, class, method, off, status, MadBytes, MadOutcome, MAD_SIZE};
 use super::profile::{LinkLayer, CONNECTX7};
 use super::sma::{attr, port_state};
-use super::switch::{DrStep, Switch, ATTR_LFT, ATTR_SWITCH_INFO, NO_PORT};
+use super::switch::{DrStep, Switch, ATTR_LFT, ATTR_SM_INFO, ATTR_SWITCH_INFO, NO_PORT};
 use super::*;
 
 fn ib_fw(serial: u32) -> Fw {
@@ -114,6 +114,9 @@ fn switch_sma_attributes() {
     assert_eq!(be16(&pk, d), 0xffff);
     let pk = local(&mut sw, dr(method::GET, attr::PKEY_TABLE, 1, &[]));
     assert_eq!(st(&pk), status::INVALID_ATTRIB_VALUE);
+    // No SM runs on it: no SMInfo.
+    let r = local(&mut sw, dr(method::GET, ATTR_SM_INFO, 0, &[]));
+    assert_eq!(st(&r), status::UNSUPPORTED_METHOD_ATTRIB);
     // Unknown attributes and methods.
     let r = local(&mut sw, dr(method::GET, 0x0030, 0, &[]));
     assert_eq!(st(&r), status::UNSUPPORTED_METHOD_ATTRIB);
@@ -223,6 +226,15 @@ fn embedded_sm_through_the_switch() {
     );
     let entries: std::vec::Vec<_> = sw.lft_entries().collect();
     assert_eq!(entries, [(la, 1), (lb, 2)]);
+    // SMInfo of the embedded SM: the master, the switch's GUID, a sweep counted.
+    let si = local(&mut sw, dr(method::GET, ATTR_SM_INFO, 0, &[]));
+    let d = off::DATA;
+    assert_eq!(st(&si), 0);
+    assert_eq!(si[d..d + 8], 0xabcdu64.to_be_bytes());
+    assert_eq!((be32(&si, d + 16), si[d + 20] & 0xf), (2, 3));
+    // Port 0 has IsSM.
+    let p0 = local(&mut sw, dr(method::GET, attr::PORT_INFO, 0, &[]));
+    assert_ne!(be32(&p0, d + 20) & super::sma::CAP_IS_SM, 0);
     // A port going down and up is swept again, with its switch port.
     assert!(b.set_port_up(1, false));
     sm::links(&b, &mut sw, 2);
