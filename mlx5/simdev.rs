@@ -63,6 +63,9 @@ pub(crate) const AUX_NAME: &CStr = c"rdma";
 /// Name of the faux parent device and of the debugfs directory.
 const PARENT_NAME: &CStr = c"mlx5_fwsim";
 
+/// The NodeGUID of an InfiniBand fabric's switch (`fwsim/switch.rs`).
+const SWITCH_GUID: u64 = 0x0c42_a103_00fe_0000;
+
 /// What a simulated auxiliary device carries for its driver (`Registration` data).
 pub(crate) type SimRegData = CovariantForLt!(Arc<SimFunction>);
 
@@ -189,6 +192,24 @@ impl SimFunction {
         let link_layer = list.first().ok_or(EINVAL)?.1.link_layer;
         let mut fws = KVec::with_capacity(list.len(), GFP_KERNEL)?;
         let mut caps = KVec::with_capacity(list.len(), GFP_KERNEL)?;
+        // An InfiniBand fabric's switch: one external port per function port
+        // (`fwsim/switch.rs`).
+        let mut switch = match link_layer {
+            SimLinkLayer::Ib => {
+                let ports: usize = list.iter().map(|(_, c)| usize::from(c.num_ports)).sum();
+                let n = u8::try_from(ports)
+                    .ok()
+                    .filter(|n| usize::from(*n) <= crate::fwsim::switch::MAX_PORTS)
+                    .ok_or(EINVAL)?;
+                Some(KVBox::init(
+                    crate::fwsim::switch::Switch::new_in_place(n, SWITCH_GUID),
+                    GFP_KERNEL,
+                )?)
+            }
+            SimLinkLayer::Ethernet => None,
+        };
+        let mut first_ports = KVec::with_capacity(list.len(), GFP_KERNEL)?;
+        let mut next_port = 1u8;
         for (_, cfg) in list.iter() {
             if cfg.link_layer != link_layer {
                 return Err(EINVAL);
@@ -212,17 +233,24 @@ impl SimFunction {
             } else {
                 None
             };
-            // The fabric's embedded subnet manager sweeps the function's ports as their links
-            // come up (`fwsim/sm.rs`), unless `sm=0` leaves that to a host SM.
-            if embedded_sm() {
-                crate::fwsim::sm::sweep(&mut fw);
+            // The function's ports are linked to the switch; the fabric's embedded subnet
+            // manager sweeps them as their links come up (`fwsim/sm.rs`), unless `sm=0`
+            // leaves that to a host SM.
+            first_ports.push(next_port, GFP_KERNEL)?;
+            if let Some(sw) = switch.as_deref_mut() {
+                if embedded_sm() {
+                    crate::fwsim::sm::sweep(&mut fw, sw, next_port);
+                } else {
+                    crate::fwsim::sm::links(&fw, sw, next_port);
+                }
             }
+            next_port = next_port.saturating_add(cfg.num_ports);
             // Before the driver: nobody to tell of the port changes.
             while fw.next_port_event().is_some() {}
             fws.push(fw, GFP_KERNEL)?;
             caps.push((general, roce, atomic, dev_mem), GFP_KERNEL)?;
         }
-        let worker = FabricWorker::new(link_layer, fws)?;
+        let worker = FabricWorker::new(link_layer, fws, switch, first_ports)?;
         let mut out = KVec::with_capacity(list.len(), GFP_KERNEL)?;
         for (index, ((name, cfg), (caps_general, caps_roce, caps_atomic, caps_dev_mem))) in
             list.into_iter().zip(caps).enumerate()
@@ -271,20 +299,16 @@ impl SimFunction {
         &self.fabric
     }
 
+    /// The function's index on its fabric.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
     /// Runs `f` on this function's device state, under the fabric lock.
     pub(crate) fn with_fw<R>(&self, f: impl FnOnce(&mut Fw) -> R) -> R {
         match self.fabric.fabric().with_fw(self.index, f) {
             Ok(r) => r,
             // INVARIANT: the fabric was built with this function at `index` and never shrinks.
-            Err(_) => unreachable!(),
-        }
-    }
-
-    /// [`SimFunction::with_fw`] for a command: the engine pass under way gives way to it.
-    fn with_fw_cmd<R>(&self, f: impl FnOnce(&mut Fw) -> R) -> R {
-        match self.fabric.fabric().with_fw_cmd(self.index, f) {
-            Ok(r) => r,
-            // INVARIANT: as in `with_fw`.
             Err(_) => unreachable!(),
         }
     }
@@ -384,7 +408,7 @@ pub(crate) fn embedded_sm() -> bool {
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
         let asked = Instant::<Monotonic>::now();
-        let (r, delay_us, left_work, admin) = self.with_fw_cmd(|fw| {
+        let cmd = self.fabric.fabric().with_fw_cmd_sm(self.index, |fw, sw| {
             let t0 = Instant::<Monotonic>::now();
             let waited = u64::try_from((t0 - asked).as_nanos()).unwrap_or(0);
             self.cmd_wait_ns.add(waited, Relaxed);
@@ -398,9 +422,16 @@ impl Mlx5Hw for SimFunction {
             // CQE of a resize) is written before the completion is reported, as hardware does.
             let mem: &dyn crate::fwsim::dma::DmaMem = &*self.iommu;
             let left_work = fw.complete_commands(mem);
-            // A port whose link came up (a PAOS write) is swept by the embedded SM.
-            if embedded_sm() && mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::ACCESS_REG)) {
-                crate::fwsim::sm::sweep(fw);
+            // A port whose link changed (a PAOS write) changes its switch port; the embedded
+            // SM sweeps it.
+            if mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::ACCESS_REG)) {
+                if let Some((sw, first)) = sw {
+                    if embedded_sm() {
+                        crate::fwsim::sm::sweep(fw, sw, first);
+                    } else {
+                        crate::fwsim::sm::links(fw, sw, first);
+                    }
+                }
             }
             // A port change (a MAD_IFC Set, a link change) is an event to deliver.
             let left_work = if fw.has_port_events() {
@@ -424,6 +455,11 @@ impl Mlx5Hw for SimFunction {
             self.exec_ns.add(ns, Relaxed);
             (r, delay_us, left_work, admin)
         });
+        let (r, delay_us, left_work, admin) = match cmd {
+            Ok(v) => v,
+            // INVARIANT: as in `with_fw`.
+            Err(_) => unreachable!(),
+        };
         if let (Some(up), Some(seg)) = (admin, self.fabric.fabric().ether()) {
             seg.set_admin(self.index, up);
         }

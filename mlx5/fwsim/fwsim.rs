@@ -52,6 +52,8 @@ pub(crate) mod sma;
 pub(crate) mod spec;
 #[path = "srq.rs"]
 pub(crate) mod srq;
+#[path = "switch.rs"]
+pub(crate) mod switch;
 #[path = "syndrome.rs"]
 pub(crate) mod syndrome;
 #[path = "table.rs"]
@@ -94,6 +96,10 @@ mod ring_tests;
 #[cfg(test)]
 #[path = "sma_tests.rs"]
 mod sma_tests;
+
+#[cfg(test)]
+#[path = "switch_tests.rs"]
+mod switch_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::command::{OpMod, PrmCommand};
