@@ -34,6 +34,8 @@ HOST_PKGS="flex bison bc libelf-dev libssl-dev cpio kmod busybox-static clang-19
 # for the project's own verbs test programs; perftest for the data-path suites and
 # make bench-traffic.
 VM_PKGS="ibverbs-utils libibverbs1 libibverbs-dev ibverbs-providers rdma-core iproute2 perftest"
+# UCX 1.13 (bookworm): ucx_info and ucx_perftest over the mlx5 transports (tests/vm/ucx.sh).
+VM_PKGS="$VM_PKGS ucx-utils libucx0"
 
 apt_packages() {
 	local missing=()
