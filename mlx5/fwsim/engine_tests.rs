@@ -236,6 +236,11 @@ impl Host {
     /// A CQ of `2^log` 64-byte CQEs (128-byte when `big`), initialized as libmlx5 does
     /// (opcode invalid, owner 0).
     pub(super) fn cq(&mut self, log: u32, big: bool) -> CqH {
+        self.cq_oi(log, big, false)
+    }
+
+    /// A CQ as [`Host::cq`], with `cqc.oi` (overrun ignore) set to `oi`.
+    pub(super) fn cq_oi(&mut self, log: u32, big: bool, oi: bool) -> CqH {
         let stride = if big { 128 } else { 64 };
         let len = stride << log;
         let buf = self.mem.map(len, true);
@@ -250,6 +255,7 @@ impl Host {
         c(cqc::log_cq_size).set(&mut b, log).unwrap();
         c(cqc::cqe_sz).set(&mut b, u32::from(big)).unwrap();
         c(cqc::uar_page).set(&mut b, self.uar).unwrap();
+        c(cqc::oi).set(&mut b, u32::from(oi)).unwrap();
         c(cqc::dbr_addr).set64(&mut b, dbr).unwrap();
         for p in 0..pages {
             let at = create_cq_in::SIZE_BYTES + 8 * p;
@@ -2171,6 +2177,32 @@ fn cq_overrun_is_a_cq_error_and_drops() {
     );
     let g = |f| query_cq_out::cq_context.inner(f).get(&out).unwrap();
     assert_eq!((g(cqc::status), g(cqc::producer_counter)), (0x9, 4));
+}
+
+#[test]
+fn cq_with_overrun_ignore_never_overruns() {
+    // upstream mlx5_ib sets `cqc.oi` for IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN: the device then
+    // writes on over unread CQEs, with no CQ error.
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let cq = h.cq_oi(2, false, true);
+    let mut a = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let b = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let lid = h.lid();
+    h.connect(&a, &Path::to(b.qpn, lid));
+    h.connect(&b, &Path::to(a.qpn, lid));
+    for _ in 0..6 {
+        h.post(&mut a, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    assert!(h.events().is_empty(), "no CQ error with oi");
+    // QUERY_CQ: status OK, all 6 CQEs produced.
+    let out = ok(
+        &mut h.fw,
+        &destroy_in(op::QUERY_CQ, 0, query_cq_in::cqn, cq.cqn),
+        query_cq_out::SIZE_BYTES,
+    );
+    let g = |f| query_cq_out::cq_context.inner(f).get(&out).unwrap();
+    assert_eq!((g(cqc::status), g(cqc::producer_counter)), (0, 6));
 }
 
 #[test]

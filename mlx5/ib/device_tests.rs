@@ -208,6 +208,7 @@ mod tests {
                 &CqInitAttr {
                     cqe: 100,
                     comp_vector: 0,
+                    flags: 0,
                 },
                 None,
                 owner(),
@@ -218,7 +219,8 @@ mod tests {
                     ib,
                     &CqInitAttr {
                         cqe: 1,
-                        comp_vector: 1
+                        comp_vector: 1,
+                        flags: 0
                     },
                     None,
                     owner()
@@ -231,7 +233,8 @@ mod tests {
                     ib,
                     &CqInitAttr {
                         cqe: u32::MAX - 1,
-                        comp_vector: 0
+                        comp_vector: 0,
+                        flags: 0
                     },
                     None,
                     owner()
@@ -505,7 +508,8 @@ mod tests {
                 ib,
                 &CqInitAttr {
                     cqe: 8,
-                    comp_vector: 0
+                    comp_vector: 0,
+                    flags: 0
                 },
                 None,
                 owner()
@@ -519,6 +523,7 @@ mod tests {
             &CqInitAttr {
                 cqe: 8,
                 comp_vector: 0,
+                flags: 0,
             },
             None,
             owner(),
