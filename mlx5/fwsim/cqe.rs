@@ -144,6 +144,14 @@ impl CqState {
         })
     }
 
+    /// The CQEs written and not yet consumed (the producer counter minus the doorbell record's
+    /// consumer index); `None` if the record cannot be read.
+    pub(crate) fn held(&self, mem: &dyn DmaMem) -> Option<u32> {
+        let mut ci = [0u8; 4];
+        mem.read(self.buf.dbr, &mut ci).ok()?;
+        Some(self.ahead(u32::from_be_bytes(ci) & 0x00ff_ffff, self.pi))
+    }
+
     /// Bytes of the CQ buffer (all entries, from the first).
     pub(crate) fn buf_bytes(&self) -> u64 {
         self.ring.bytes()

@@ -568,7 +568,9 @@ impl Host {
             let at = modify_cq_in::SIZE_BYTES + 8 * p;
             b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
         }
-        let (c, _) = super::tests::run(&mut self.fw, &b, 16);
+        // As the kernel side runs it: the device may read the CQ's doorbell record.
+        let mut out = [0u8; 16];
+        let c = self.fw.exec_with_mem(&b, &mut out, &self.mem).unwrap();
         if c.status != Status::OK {
             return Err((c.status, c.syndrome));
         }
@@ -2336,6 +2338,36 @@ fn fragmented_translations_are_refused_and_lids_are_unique() {
         assert!(*l > 1 && *l < 0xc000);
         assert!(!lids[i + 1..].contains(l));
     }
+}
+
+#[test]
+fn resize_cq_below_the_cqes_it_holds_is_refused() {
+    // A ConnectX refuses to resize a CQ to fewer entries than the CQEs it still holds
+    // (upstream mlx5_ib_resize_cq() returns the command's EINVAL).
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cq = h.cq(3, false);
+    let mut q = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let lid = h.lid();
+    h.connect(&q, &Path::to(0x999, lid));
+    for _ in 0..6 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    // Six CQEs held: four entries are too few, eight are enough once two are consumed.
+    assert_eq!(
+        h.resize_cmd(&cq, 2),
+        Err((Status::BAD_PARAM_ERR, syn::CQ_RESIZE_TOO_SMALL))
+    );
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 0);
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 1);
+    assert_eq!(
+        h.resize_cmd(&cq, 2),
+        Err((Status::BAD_PARAM_ERR, syn::CQ_RESIZE_TOO_SMALL)),
+        "four held, four entries"
+    );
+    h.resize(&mut cq, 3);
+    let got: Vec<u16> = h.poll_all(&mut cq).iter().map(|c| c.wqe_counter).collect();
+    assert_eq!(got, vec![2, 3, 4, 5]);
 }
 
 #[test]
