@@ -120,6 +120,7 @@ enum {
 #define CQ_UMEM_ID 0x2c0, 32
 /* cqc members. */
 #define CQC_DBR_UMEM_ID 0x20, 32
+#define CQC_OI 14, 1
 #define CQC_LOG_CQ_SIZE 99, 5
 #define CQC_UAR_PAGE 104, 24
 #define CQC_C_EQN 160, 32
@@ -982,7 +983,7 @@ static void verbs_objects(struct devx_ctx *c, struct devx_ctx *c2)
 	uint32_t in[0x880 / 32] = { 0 }, out[QP_OUT_LEN / 4], dout[4] = { 0 };
 	struct mlx5dv_obj o = { 0 };
 	struct mlx5dv_cq dcq;
-	struct mlx5dv_srq dsrq;
+	struct mlx5dv_srq dsrq = { .comp_mask = MLX5DV_SRQ_MASK_SRQN }; /* else srqn is not filled */
 	struct mlx5dv_devx_obj *dqp;
 	void *wq = page_alloc();
 	struct mlx5dv_devx_umem *wq_umem = wq ? mlx5dv_devx_umem_reg(c->ctx, wq, PAGE, IBV_ACCESS_LOCAL_WRITE) : NULL;
@@ -1006,6 +1007,39 @@ static void verbs_objects(struct devx_ctx *c, struct devx_ctx *c2)
 	query_in(in, OP_QUERY_QP, qp->qp_num);
 	err = mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)) ? errno : 0;
 	EXPECT_ERRNO((long)err, 0L, "DEVX QUERY_QP of a verbs QP of the DEVX context (it carries the PD's uid)");
+	/*
+	 * A CQ created with IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN (UCX's flag): accepted, and the
+	 * device's CQ context has `oi` (upstream mlx5_ib_create_cq()); a plain CQ has not.
+	 */
+	{
+		struct ibv_cq_init_attr_ex ca = {
+			.cqe = 4,
+			.wc_flags = IBV_WC_STANDARD_FLAGS,
+			.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+			.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN,
+		};
+		struct ibv_cq_ex *cqx = ibv_create_cq_ex(c->ctx, &ca);
+		struct mlx5dv_cq dcqx;
+
+		check(cqx != NULL, "ibv_create_cq_ex with IGNORE_OVERRUN is accepted", "errno %ld%.0ld",
+		      cqx ? 0 : errno, 0);
+		query_in(in, OP_QUERY_CQ, dcq.cqn);
+		err = mlx5dv_devx_cq_query(cq, in, 16, out, sizeof(out)) ? errno : 0;
+		check(!err && GETF(out, CQC, CQC_OI) == 0, "a plain CQ's context has no oi", "errno %ld oi %ld",
+		      err, (long)GETF(out, CQC, CQC_OI));
+		if (cqx) {
+			struct mlx5dv_obj ox = { 0 };
+
+			ox.cq.in = ibv_cq_ex_to_cq(cqx);
+			ox.cq.out = &dcqx;
+			err = mlx5dv_init_obj(&ox, MLX5DV_OBJ_CQ);
+			query_in(in, OP_QUERY_CQ, dcqx.cqn);
+			err = err ? err : mlx5dv_devx_cq_query(ibv_cq_ex_to_cq(cqx), in, 16, out, sizeof(out)) ? errno : 0;
+			check(!err && GETF(out, CQC, CQC_OI) == 1, "the IGNORE_OVERRUN CQ's context has oi",
+			      "errno %ld oi %ld", err, (long)GETF(out, CQC, CQC_OI));
+			ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+		}
+	}
 	/* UCX's rc_mlx5 QP: DEVX CREATE_QP on the verbs CQ, receiving from the verbs SRQ. */
 	memset(in, 0, sizeof(in));
 	SETF(in, 0, HDR_OPCODE, OP_CREATE_QP);
@@ -1024,8 +1058,8 @@ static void verbs_objects(struct devx_ctx *c, struct devx_ctx *c2)
 	SETF(in, 0, WQ_UMEM_ID, wq_umem->umem_id);
 	errno = 0;
 	dqp = mlx5dv_devx_obj_create(c->ctx, in, sizeof(in), dout, sizeof(dout));
-	check(dqp != NULL, "DEVX CREATE_QP naming the context's verbs CQ and SRQ succeeds", "errno %ld status %ld",
-	      dqp ? 0 : errno, GETF(dout, 0, OUT_STATUS));
+	check(dqp != NULL, "DEVX CREATE_QP naming the context's verbs CQ and SRQ succeeds",
+	      "errno %ld syndrome 0x%lx", dqp ? 0 : errno, (long)GETF(dout, 0, OUT_SYNDROME));
 	if (dqp)
 		EXPECT_ERRNO((long)(mlx5dv_devx_obj_destroy(dqp) ? errno : 0), 0L, "destroy that DEVX QP");
 	if (c2 && c2->uar && c2->dbr_umem) {
