@@ -1060,8 +1060,10 @@ static void verbs_objects(struct devx_ctx *c, struct devx_ctx *c2)
 	dqp = mlx5dv_devx_obj_create(c->ctx, in, sizeof(in), dout, sizeof(dout));
 	check(dqp != NULL, "DEVX CREATE_QP naming the context's verbs CQ and SRQ succeeds",
 	      "errno %ld syndrome 0x%lx", dqp ? 0 : errno, (long)GETF(dout, 0, OUT_SYNDROME));
-	if (dqp)
-		EXPECT_ERRNO((long)(mlx5dv_devx_obj_destroy(dqp) ? errno : 0), 0L, "destroy that DEVX QP");
+	if (dqp) {
+		err = mlx5dv_devx_obj_destroy(dqp) ? errno : 0;
+		EXPECT_ERRNO((long)err, 0L, "destroy that DEVX QP");
+	}
 	if (c2 && c2->uar && c2->dbr_umem) {
 		c2->qp[1] = create_qp(c2, 1, dcq.cqn, c2->dbr_umem->umem_id, &qpn, &st, &err);
 		check(!c2->qp[1] && err == EREMOTEIO && st == STAT_BAD_RES,
