@@ -417,10 +417,12 @@ impl Mlx5Hw for SimFunction {
                 self.cmd_wait_max_ns.store(waited, Relaxed);
             }
             let delay_us = fw.faults_mut().delay_us;
-            let r = fw.exec(inbox, outbox);
+            // The device reads host memory while executing some commands (a resize reads the
+            // CQ's doorbell record).
+            let mem: &dyn crate::fwsim::dma::DmaMem = &*self.iommu;
+            let r = fw.exec_with_mem(inbox, outbox, mem);
             // What the command left for the data path (the flush CQEs of a 2ERR, the RESIZE
             // CQE of a resize) is written before the completion is reported, as hardware does.
-            let mem: &dyn crate::fwsim::dma::DmaMem = &*self.iommu;
             let left_work = fw.complete_commands(mem);
             // A port whose link changed (a PAOS write) changes its switch port; the embedded
             // SM sweeps it.

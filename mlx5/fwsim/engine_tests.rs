@@ -239,6 +239,11 @@ impl Host {
     /// A CQ of `2^log` 64-byte CQEs (128-byte when `big`), initialized as libmlx5 does
     /// (opcode invalid, owner 0).
     pub(super) fn cq(&mut self, log: u32, big: bool) -> CqH {
+        self.cq_oi(log, big, false)
+    }
+
+    /// A CQ as [`Host::cq`], with `cqc.oi` (overrun ignore) set to `oi`.
+    pub(super) fn cq_oi(&mut self, log: u32, big: bool, oi: bool) -> CqH {
         let stride = if big { 128 } else { 64 };
         let len = stride << log;
         let buf = self.mem.map(len, true);
@@ -253,6 +258,7 @@ impl Host {
         c(cqc::log_cq_size).set(&mut b, log).unwrap();
         c(cqc::cqe_sz).set(&mut b, u32::from(big)).unwrap();
         c(cqc::uar_page).set(&mut b, self.uar).unwrap();
+        c(cqc::oi).set(&mut b, u32::from(oi)).unwrap();
         c(cqc::dbr_addr).set64(&mut b, dbr).unwrap();
         for p in 0..pages {
             let at = create_cq_in::SIZE_BYTES + 8 * p;
@@ -565,7 +571,9 @@ impl Host {
             let at = modify_cq_in::SIZE_BYTES + 8 * p;
             b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
         }
-        let (c, _) = super::tests::run(&mut self.fw, &b, 16);
+        // As the kernel side runs it: the device may read the CQ's doorbell record.
+        let mut out = [0u8; 16];
+        let c = self.fw.exec_with_mem(&b, &mut out, &self.mem).unwrap();
         if c.status != Status::OK {
             return Err((c.status, c.syndrome));
         }
@@ -2460,6 +2468,32 @@ fn cq_overrun_is_a_cq_error_and_drops() {
 }
 
 #[test]
+fn cq_with_overrun_ignore_never_overruns() {
+    // upstream mlx5_ib sets `cqc.oi` for IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN: the device then
+    // writes on over unread CQEs, with no CQ error.
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let cq = h.cq_oi(2, false, true);
+    let mut a = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let b = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let lid = h.lid();
+    h.connect(&a, &Path::to(b.qpn, lid));
+    h.connect(&b, &Path::to(a.qpn, lid));
+    for _ in 0..6 {
+        h.post(&mut a, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    assert!(h.events().is_empty(), "no CQ error with oi");
+    // QUERY_CQ: status OK, all 6 CQEs produced.
+    let out = ok(
+        &mut h.fw,
+        &destroy_in(op::QUERY_CQ, 0, query_cq_in::cqn, cq.cqn),
+        query_cq_out::SIZE_BYTES,
+    );
+    let g = |f| query_cq_out::cq_context.inner(f).get(&out).unwrap();
+    assert_eq!((g(cqc::status), g(cqc::producer_counter)), (0, 6));
+}
+
+#[test]
 fn events_are_never_lost() {
     // Every CQ of a full table armed and fired, plus QP events: all of them come out.
     let mut h = Host::new(LinkLayer::Ib, 1);
@@ -2590,6 +2624,36 @@ fn fragmented_translations_are_refused_and_lids_are_unique() {
         assert!(*l > 1 && *l < 0xc000);
         assert!(!lids[i + 1..].contains(l));
     }
+}
+
+#[test]
+fn resize_cq_below_the_cqes_it_holds_is_refused() {
+    // A ConnectX refuses to resize a CQ to fewer entries than the CQEs it still holds
+    // (upstream mlx5_ib_resize_cq() returns the command's EINVAL).
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cq = h.cq(3, false);
+    let mut q = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let lid = h.lid();
+    h.connect(&q, &Path::to(0x999, lid));
+    for _ in 0..6 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    // Six CQEs held: four entries are too few, eight are enough once two are consumed.
+    assert_eq!(
+        h.resize_cmd(&cq, 2),
+        Err((Status::BAD_PARAM_ERR, syn::CQ_RESIZE_TOO_SMALL))
+    );
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 0);
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 1);
+    assert_eq!(
+        h.resize_cmd(&cq, 2),
+        Err((Status::BAD_PARAM_ERR, syn::CQ_RESIZE_TOO_SMALL)),
+        "four held, four entries"
+    );
+    h.resize(&mut cq, 3);
+    let got: Vec<u16> = h.poll_all(&mut cq).iter().map(|c| c.wqe_counter).collect();
+    assert_eq!(got, vec![2, 3, 4, 5]);
 }
 
 #[test]

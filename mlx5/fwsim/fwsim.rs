@@ -435,6 +435,7 @@ struct RawCmd<'a> {
     out: &'a mut [u8],
     uid: u16,
     op_mod: u32,
+    mem: Option<&'a dyn dma::DmaMem>,
 }
 
 impl<'a> RawCmd<'a> {
@@ -448,6 +449,7 @@ impl<'a> RawCmd<'a> {
                 .map_err(|_| CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT))?,
             uid: self.uid,
             op_mod: self.op_mod,
+            mem: self.mem,
             _cmd: core::marker::PhantomData,
         })
     }
@@ -461,6 +463,9 @@ struct Cmd<'a, C: PrmCommand> {
     out: BufMut<'a, C::Out>,
     uid: u16,
     op_mod: u32,
+    /// The host memory the device reads while executing the command (doorbell records), when
+    /// the caller gives it ([`Fw::exec_with_mem`]).
+    mem: Option<&'a dyn dma::DmaMem>,
     _cmd: core::marker::PhantomData<C>,
 }
 
@@ -808,6 +813,30 @@ impl Fw {
         inbox: &[u8],
         outbox: &mut [u8],
     ) -> Result<Completion, ExecError> {
+        self.exec_in(inbox, outbox, None)
+    }
+
+    /// [`Fw::exec`] with the host memory the command may read (a CQ's doorbell record for a
+    /// resize: the consumer index says how many CQEs the CQ still holds).
+    ///
+    /// # Errors
+    ///
+    /// As [`Fw::exec`].
+    pub(crate) fn exec_with_mem(
+        &mut self,
+        inbox: &[u8],
+        outbox: &mut [u8],
+        mem: &dyn dma::DmaMem,
+    ) -> Result<Completion, ExecError> {
+        self.exec_in(inbox, outbox, Some(mem))
+    }
+
+    fn exec_in(
+        &mut self,
+        inbox: &[u8],
+        outbox: &mut [u8],
+        mem: Option<&dyn dma::DmaMem>,
+    ) -> Result<Completion, ExecError> {
         if outbox.len() < mbox_out::SIZE_BYTES {
             return Err(ExecError::OutboxTooShort);
         }
@@ -815,7 +844,7 @@ impl Fw {
         self.stats.commands = self.stats.commands.saturating_add(1);
         let delay_us = self.faults.delay_us;
 
-        let result = self.decode(inbox, outbox);
+        let result = self.decode(inbox, outbox, mem);
         let err = match result {
             Ok(()) => None,
             Err(Decoded::Failed(e)) => Some(e),
@@ -857,7 +886,12 @@ impl Fw {
     }
 
     /// Header decoding, fault injection, length checks and dispatch.
-    fn decode(&mut self, inbox: &[u8], outbox: &mut [u8]) -> Result<(), Decoded> {
+    fn decode(
+        &mut self,
+        inbox: &[u8],
+        outbox: &mut [u8],
+        mem: Option<&dyn dma::DmaMem>,
+    ) -> Result<(), Decoded> {
         if inbox.len() < mbox_in::SIZE_BYTES {
             return Err(Decoded::Failed(CmdError::new(
                 Status::BAD_INP_LEN_ERR,
@@ -926,6 +960,7 @@ impl Fw {
             out: outbox,
             uid,
             op_mod,
+            mem,
         };
         self.dispatch(opcode, cmd).map_err(Decoded::Failed)
     }
