@@ -1051,12 +1051,17 @@ pub(crate) struct FabricWorker {
 }
 
 impl FabricWorker {
-    /// A fabric of `fws` (all of `link_layer`) with a running worker.
+    /// A fabric of `fws` (all of `link_layer`) with a running worker; an Ethernet fabric's
+    /// segment is `ether`, or a new one.
     ///
     /// # Errors
     ///
     /// `ENOMEM`, the thread's creation error.
-    pub(crate) fn new(link_layer: LinkLayer, fws: KVec<KVBox<Fw>>) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        link_layer: LinkLayer,
+        fws: KVec<KVBox<Fw>>,
+        ether: Option<Arc<Segment>>,
+    ) -> Result<Arc<Self>> {
         let n = fws.len();
         let mut iommus = KVec::with_capacity(n, GFP_KERNEL)?;
         let mut handlers = KVec::with_capacity(n, GFP_KERNEL)?;
@@ -1067,7 +1072,10 @@ impl FabricWorker {
             traps.push(Atomic::new(0u64), GFP_KERNEL)?;
         }
         let ether = match link_layer {
-            LinkLayer::Ethernet => Some(Segment::new()?),
+            LinkLayer::Ethernet => Some(match ether {
+                Some(seg) => seg,
+                None => Segment::new()?,
+            }),
             LinkLayer::Ib => None,
         };
         let fabric = Arc::pin_init(
