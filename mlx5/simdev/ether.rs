@@ -146,8 +146,9 @@ struct State {
     fdb: Fdb,
 }
 
-/// Frames switched (debugfs `stats`): copies delivered, and copies not delivered because the
-/// destination port was down.
+/// Frames switched (debugfs `stats`): copies delivered (to the interfaces and out of the
+/// uplink), and copies not delivered because the destination port was down or the uplink
+/// refused the frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SegmentStats {
     pub(crate) delivered: u64,
