@@ -37,6 +37,8 @@ use crate::hw::{
 use crate::prm::cmd::{dealloc_uar_in, mbox_in, query_hca_cap_in, query_hca_cap_out};
 use crate::prm::opcode;
 use crate::prm::status::Status;
+use crate::uplink::Uplink;
+use ether::Segment;
 use fabric::FabricWorker;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::mm::{TrapHandler, TrapPage};
@@ -189,6 +191,15 @@ impl SimFunction {
     /// `EINVAL` for an empty list, functions of different link layers or a configuration a
     /// profile refuses, `ENOMEM`, or `EIO` if a capability query fails.
     pub(crate) fn new_fabric(list: KVec<(CString, Config)>) -> Result<KVec<Arc<Self>>> {
+        Self::new_fabric_on(list, None)
+    }
+
+    /// [`Self::new_fabric`], an Ethernet fabric's segment `ether` if given (one with its
+    /// uplink attached already).
+    fn new_fabric_on(
+        list: KVec<(CString, Config)>,
+        ether: Option<Arc<Segment>>,
+    ) -> Result<KVec<Arc<Self>>> {
         let link_layer = list.first().ok_or(EINVAL)?.1.link_layer;
         let mut fws = KVec::with_capacity(list.len(), GFP_KERNEL)?;
         let mut caps = KVec::with_capacity(list.len(), GFP_KERNEL)?;
@@ -250,7 +261,7 @@ impl SimFunction {
             fws.push(fw, GFP_KERNEL)?;
             caps.push((general, roce, atomic, dev_mem), GFP_KERNEL)?;
         }
-        let worker = FabricWorker::new(link_layer, fws, switch, first_ports)?;
+        let worker = FabricWorker::new(link_layer, fws, switch, first_ports, ether)?;
         let mut out = KVec::with_capacity(list.len(), GFP_KERNEL)?;
         for (index, ((name, cfg), (caps_general, caps_roce, caps_atomic, caps_dev_mem))) in
             list.into_iter().zip(caps).enumerate()
@@ -601,10 +612,11 @@ impl Mlx5Hw for SimFunction {
 
 /// The simulated functions of the module, their auxiliary devices and debugfs directories.
 ///
-/// Drop order (field order): debugfs first (nothing can poke a knob of a function going away),
+/// Drop order (field order): the uplink first (no frame comes in from it any more), debugfs (nothing can poke a knob of a function going away),
 /// then the auxiliary devices (the driver unbinds from each, newest first) and the faux parent,
 /// then the fabrics' workers.
 pub(crate) struct SimDevices {
+    _uplink: Option<UplinkAttachment>,
     _debugfs: KVec<Pin<KBox<Scope<Arc<SimFunction>>>>>,
     _root: Dir,
     _parent: AuxParent<SimRegData>,
@@ -613,16 +625,22 @@ pub(crate) struct SimDevices {
 
 impl SimDevices {
     /// Creates the functions listed in `sim=`; `None` when the list is empty (the default: on a
-    /// host with real adapters, loading the driver must not invent devices).
+    /// host with real adapters, loading the driver must not invent devices). A non-empty
+    /// `uplink` names the interface attached to the first Ethernet fabric's segment.
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a bad list (with a log line naming the entry), or the first creation error;
-    /// functions created before it are removed again.
-    pub(crate) fn from_list(list: &[u8], modname: &CStr) -> Result<Option<Self>> {
+    /// `EINVAL` for a bad list (with a log line naming the entry) or an uplink without an
+    /// Ethernet fabric, the uplink's attach error, or the first creation error; functions
+    /// created before it are removed again.
+    pub(crate) fn from_list(list: &[u8], uplink: &CStr, modname: &CStr) -> Result<Option<Self>> {
         let mut n = 0;
-        if let Err(e) = spec::parse::<()>(list, |_, _| {
+        let mut eth = 0;
+        if let Err(e) = spec::parse::<()>(list, |_, cfg| {
             n += 1;
+            if cfg.link_layer == SimLinkLayer::Ethernet {
+                eth += 1;
+            }
             Ok(())
         }) {
             pr_err!(
@@ -631,6 +649,10 @@ impl SimDevices {
                 e,
                 spec::MAX_FUNCTIONS
             );
+            return Err(EINVAL);
+        }
+        if !uplink.is_empty() && eth == 0 {
+            pr_err!("{}: uplink= needs an Ethernet function in sim=\n", modname);
             return Err(EINVAL);
         }
         if n == 0 {
@@ -649,6 +671,16 @@ impl SimDevices {
             Ok(())
         })
         .map_err(|_| EINVAL)??;
+        // The uplink first, on the segment the first Ethernet fabric then uses: a failed
+        // attach leaves nothing to take down.
+        let mut uplink_seg = None;
+        let uplink = if uplink.is_empty() {
+            None
+        } else {
+            let seg = Segment::new()?;
+            uplink_seg = Some(seg.clone());
+            Some(UplinkAttachment::new(uplink, seg, modname)?)
+        };
         let mut functions: KVec<(usize, Arc<SimFunction>)> = KVec::new();
         let mut workers = Workers(KVec::new());
         for group in per_ll {
@@ -661,7 +693,11 @@ impl SimDevices {
                 ids.push(i, GFP_KERNEL)?;
                 entries.push((name, cfg), GFP_KERNEL)?;
             }
-            let fs = SimFunction::new_fabric(entries)?;
+            let ether = match entries.first().map(|(_, cfg)| cfg.link_layer) {
+                Some(SimLinkLayer::Ethernet) => uplink_seg.take(),
+                _ => None,
+            };
+            let fs = SimFunction::new_fabric_on(entries, ether)?;
             if let Some(f) = fs.first() {
                 workers.0.push(f.fabric().clone(), GFP_KERNEL)?;
             }
@@ -700,12 +736,42 @@ impl SimDevices {
             scopes.push(scope, GFP_KERNEL)?;
             parent.add(AUX_NAME, id, modname, f)?;
         }
-        Ok(Some(Self {
+        let devs = Self {
+            _uplink: uplink,
             _debugfs: scopes,
             _root: root,
             _parent: parent,
             _workers: workers,
-        }))
+        };
+        Ok(Some(devs))
+    }
+}
+
+/// An interface attached as a segment's uplink. Dropping it takes the interface off the
+/// segment (no frame goes out any more), then detaches it (no frame comes in any more).
+struct UplinkAttachment {
+    _link: Uplink<Segment>,
+    seg: Arc<Segment>,
+}
+
+impl UplinkAttachment {
+    fn new(name: &CStr, seg: Arc<Segment>, modname: &CStr) -> Result<Self> {
+        let link = Uplink::attach(name, seg.clone())
+            .inspect_err(|e| pr_err!("{}: uplink={:?}: cannot attach: {:?}\n", modname, name, e))?;
+        seg.set_uplink(Some(link.dev().clone()));
+        pr_info!(
+            "{}: uplink {:?} attached to the Ethernet segment\n",
+            modname,
+            name
+        );
+        Ok(Self { _link: link, seg })
+    }
+}
+
+impl Drop for UplinkAttachment {
+    fn drop(&mut self) {
+        // The `_link` field, dropped after this body, detaches the interface.
+        self.seg.set_uplink(None);
     }
 }
 

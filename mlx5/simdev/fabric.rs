@@ -1104,7 +1104,8 @@ pub(crate) struct FabricWorker {
 
 impl FabricWorker {
     /// A fabric of `fws` (all of `link_layer`) with a running worker; an InfiniBand fabric's
-    /// switch, with the switch port each function's port 1 is linked to.
+    /// switch, with the switch port each function's port 1 is linked to; an Ethernet fabric's
+    /// segment is `ether`, or a new one.
     ///
     /// # Errors
     ///
@@ -1114,6 +1115,7 @@ impl FabricWorker {
         fws: KVec<KVBox<Fw>>,
         switch: Option<KVBox<Switch>>,
         first_ports: KVec<u8>,
+        ether: Option<Arc<Segment>>,
     ) -> Result<Arc<Self>> {
         let n = fws.len();
         let mut iommus = KVec::with_capacity(n, GFP_KERNEL)?;
@@ -1125,7 +1127,10 @@ impl FabricWorker {
             traps.push(Atomic::new(0u64), GFP_KERNEL)?;
         }
         let ether = match link_layer {
-            LinkLayer::Ethernet => Some(Segment::new()?),
+            LinkLayer::Ethernet => Some(match ether {
+                Some(seg) => seg,
+                None => Segment::new()?,
+            }),
             LinkLayer::Ib => None,
         };
         let fabric = Arc::pin_init(
