@@ -255,10 +255,11 @@ roce_ip_suite() {
 	fi
 	ip link set $a up
 	ip link set $b up
-	t_check "ip addr add $RG_V4/24 + $RG_V6/64 dev $a" sh -c \
-		"ip addr add $RG_V4/24 dev $a && ip -6 addr add $RG_V6/64 dev $a nodad"
-	t_check "ip addr add 10.66.0.2/24 + fd00:66::2/64 dev $b" sh -c \
-		"ip addr add 10.66.0.2/24 dev $b && ip -6 addr add fd00:66::2/64 dev $b nodad"
+	# Not under `sh -c`: the initramfs's sh would run busybox's ip, which has no `nodad`.
+	t_check "ip addr add $RG_V4/24 dev $a" ip addr add $RG_V4/24 dev $a
+	t_check "ip -6 addr add $RG_V6/64 dev $a nodad" ip -6 addr add $RG_V6/64 dev $a nodad
+	t_check "ip addr add 10.66.0.2/24 dev $b" ip addr add 10.66.0.2/24 dev $b
+	t_check "ip -6 addr add fd00:66::2/64 dev $b nodad" ip -6 addr add fd00:66::2/64 dev $b nodad
 	t_check "mlx5_0 lists the IPv6 GID" rg_wait_gid mlx5_0 $RG_V6_GID
 	t_check "mlx5_1 lists the IPv6 GID" \
 		rg_wait_gid mlx5_1 fd00:0066:0000:0000:0000:0000:0000:0002
