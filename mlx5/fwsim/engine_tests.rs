@@ -1727,8 +1727,21 @@ fn roce_routing_by_gid_rc_and_ud() {
         eth: true,
     });
     h1.post(&mut us, &w);
+    // From an empty source entry (index 5) to a GID h2 owns: never leaves h1, though a
+    // receive waits for it.
+    h2.post_recv(&mut ur, &[dst.sge(2000, 1000)]);
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 100));
+    w.ah = Some(Ah {
+        dqpn: ur.qpn,
+        qkey: 9,
+        rlid: 0,
+        sl: 3,
+        grh: Some((gid_v4(2), 5)),
+        eth: true,
+    });
+    h1.post(&mut us, &w);
     run(&mut [&mut h1, &mut h2], 0);
-    assert_eq!(h1.poll_all(&mut c1).len(), 3);
+    assert_eq!(h1.poll_all(&mut c1).len(), 4);
     let r = h2.poll_all(&mut c2);
     assert_eq!(r.len(), 2);
     assert_eq!(r[0].byte_cnt, 140);

@@ -225,4 +225,91 @@ roce_gid_suite() {
 	modprobe -r veth
 }
 
+# ri_wait_retry_exc OUT...: waits (at most ~60 s) until one of the pingpong outputs OUT reports
+# the transport retry counter exceeded (IBV_WC_RETRY_EXC_ERR).
+ri_wait_retry_exc() {
+	local i=0
+	while [ $i -lt 600 ]; do
+		grep -q 'transport retry counter exceeded' "$@" 2>/dev/null && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# vm_roce_ip: traffic by the IP GIDs (index 3: the IPv4 address's RoCE v2 GID, 5: the IPv6
+# one's, in upstream's order) between the two functions and with both ends on one function,
+# through unmodified libibverbs examples and perftest; a peer whose address goes away is a
+# retry-exceeded completion error, as on hardware (the packets to a GID nobody owns are
+# dropped).
+roce_ip_suite() {
+	local a b s c rc
+	ip link set lo up
+	load_ours sim=eth,eth
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	b=$(ls /sys/class/infiniband/mlx5_1/device/net/ 2>/dev/null)
+	t_check "mlx5_0 and mlx5_1 have their interfaces ($a, $b)" test -n "$a" -a -n "$b"
+	if [ -z "$a" ] || [ -z "$b" ]; then
+		unload_ours
+		return
+	fi
+	ip link set $a up
+	ip link set $b up
+	# Not under `sh -c`: the initramfs's sh would run busybox's ip, which has no `nodad`.
+	t_check "ip addr add $RG_V4/24 dev $a" ip addr add $RG_V4/24 dev $a
+	t_check "ip -6 addr add $RG_V6/64 dev $a nodad" ip -6 addr add $RG_V6/64 dev $a nodad
+	t_check "ip addr add 10.66.0.2/24 dev $b" ip addr add 10.66.0.2/24 dev $b
+	t_check "ip -6 addr add fd00:66::2/64 dev $b nodad" ip -6 addr add fd00:66::2/64 dev $b nodad
+	t_check "mlx5_0 lists the IPv6 GID" rg_wait_gid mlx5_0 $RG_V6_GID
+	t_check "mlx5_1 lists the IPv6 GID" \
+		rg_wait_gid mlx5_1 fd00:0066:0000:0000:0000:0000:0000:0002
+	# The v2 entry of the IPv6 address comes right after the v1 one.
+	sleep 1
+	rg_gid_table mlx5_1 6 | sed 's/^/    gids| /'
+
+	# Between the two functions (ibv_ud_pingpong: messages within the 1024-byte path MTU of
+	# a 1500-byte interface).
+	tr_pair "ibv_ud_pingpong -g 3 (IPv4 RoCE v2) mlx5_0 -> mlx5_1" ibv_ud_pingpong \
+		"-d mlx5_1 -g 3 -s 512 -n 100" "-d mlx5_0 -g 3 -s 512 -n 100"
+	tr_pair "ibv_ud_pingpong -g 5 (IPv6 RoCE v2) mlx5_0 -> mlx5_1" ibv_ud_pingpong \
+		"-d mlx5_1 -g 5 -s 512 -n 100" "-d mlx5_0 -g 5 -s 512 -n 100"
+	tr_pair "ibv_rc_pingpong -g 5 (IPv6 RoCE v2) mlx5_0 -> mlx5_1" ibv_rc_pingpong \
+		"-d mlx5_1 -g 5 -n 100" "-d mlx5_0 -g 5 -n 100"
+	tr_pair "ib_send_lat -x 3 mlx5_0 -> mlx5_1" ib_send_lat \
+		"-d mlx5_1 -x 3 -F -n 200" "-d mlx5_0 -x 3 -F -n 200" "$PERF_WANT"
+	tr_pair "ib_write_bw -x 3 mlx5_0 -> mlx5_1" ib_write_bw \
+		"-d mlx5_1 -x 3 -F -n 200" "-d mlx5_0 -x 3 -F -n 200" "$PERF_WANT"
+	# Both ends on one function.
+	tr_pair "ibv_rc_pingpong -g 3, both ends on mlx5_0" ibv_rc_pingpong \
+		"-d mlx5_0 -g 3 -n 100" "-d mlx5_0 -g 3 -n 100"
+	tr_pair "ibv_ud_pingpong -g 3, both ends on mlx5_0" ibv_ud_pingpong \
+		"-d mlx5_0 -g 3 -s 512 -n 100" "-d mlx5_0 -g 3 -s 512 -n 100"
+	tr_pair "ib_write_bw -x 3, both ends on mlx5_0" ib_write_bw \
+		"-d mlx5_0 -x 3 -F -n 200" "-d mlx5_0 -x 3 -F -n 200" "$PERF_WANT"
+
+	# The server's address removed while the two ping-pong: its GIDs leave mlx5_1's table
+	# (SET_ROCE_ADDRESS clears them), the packets to 10.66.0.2 are dropped and a requester
+	# ends in IBV_WC_RETRY_EXC_ERR, as on hardware.
+	_tr_port=$((_tr_port + 1))
+	timeout 180 ibv_rc_pingpong -d mlx5_1 -g 3 -n 100000000 -p $_tr_port \
+		>/tmp/ri-s 2>&1 &
+	s=$!
+	tr_wait_listen $_tr_port
+	timeout 180 ibv_rc_pingpong -d mlx5_0 -g 3 -n 100000000 -p $_tr_port 127.0.0.1 \
+		>/tmp/ri-c 2>&1 &
+	c=$!
+	sleep 3
+	t_check "ip addr del 10.66.0.2/24 dev $b during the ping-pong" \
+		ip addr del 10.66.0.2/24 dev $b
+	rc=0
+	ri_wait_retry_exc /tmp/ri-s /tmp/ri-c || rc=1
+	kill $s $c 2>/dev/null
+	wait $s $c
+	sed 's/^/    server| /' /tmp/ri-s | tail -n 6
+	sed 's/^/    client| /' /tmp/ri-c | tail -n 6
+	t_check "the peer's address removed: transport retry counter exceeded, no success" \
+		sh -c "test $rc = 0 && ! grep -q ' iters in ' /tmp/ri-s /tmp/ri-c"
+	unload_ours
+}
+
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode roce_gid

@@ -102,6 +102,19 @@ impl Fw {
             && self.ports.get(port).is_some_and(|p| p.admin_status == 1)
     }
 
+    /// Whether a message may leave (0-based) port `port` with GID index `sgid_index`: on
+    /// Ethernet the index must name a programmed RoCE address entry, whose GID and RoCE
+    /// version the packet's L3 header carries (a ConnectX builds the headers from the entry;
+    /// an empty entry has nothing to send from, the packet never leaves).
+    pub(super) fn may_send_from(&self, port: usize, sgid_index: u8) -> bool {
+        self.cfg.link_layer != LinkLayer::Ethernet
+            || self
+                .ports
+                .get(port)
+                .and_then(|p| p.roce.get(usize::from(sgid_index)))
+                .is_some_and(|a| a.is_some())
+    }
+
     /// Whether a (0-based) port's RoCE address table holds `gid`.
     fn has_gid(&self, port: usize, gid: &[u8; 16]) -> bool {
         self.ports

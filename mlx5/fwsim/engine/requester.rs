@@ -173,7 +173,8 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         Ok(m) => m,
         Err(r) => return r,
     };
-    if !n.fw.port_up(s.port) {
+    let sgid_index = m.av.map_or(s.sgid_index, |a| a.sgid_index);
+    if !n.fw.port_up(s.port) || !n.fw.may_send_from(s.port, sgid_index) {
         return m.dropped();
     }
     if s.st == QPC_ST_QP0 {
