@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make wire: two test VMs on one wire (Documentation/wire.md).
+#   tools/wire.sh KBUILD
+# VM A (mode wire_a: rdma-rs, its Ethernet fabric's uplink on A's virtio-net interface) and
+# VM B (mode wire_b: upstream ib_core + rdma_rxe on B's virtio-net interface) boot side by
+# side through tools/vm.sh, each with one virtio-net NIC whose backend is QEMU's datagram
+# netdev on a Unix socket (out/wire/a.sock <-> out/wire/b.sock): no root, no tap, nothing
+# outside the two VMs. QEMU's filter-dump writes every frame of A's NIC, both directions, to
+# out/wire/wire.pcap. The VMs find each other by a fixed address plan (tests/vm/wire.sh).
+# Then both console logs are judged (host/vmlog) and the capture is dissected by tshark
+# (malformed frames counted), and a summary is printed. Exit status 0 only if all pass.
+# Two VMs at once: run it holding both VM slots where slots are shared.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/tools/lib.sh"
+kb=$1
+d="$here/out/wire"
+logs="$here/out/logs"
+mkdir -p "$d" "$logs"
+rm -f "$d/a.sock" "$d/b.sock" "$d/wire.pcap"
+
+# nic SIDE PEER MAC: the QEMU arguments of one VM's wire NIC.
+nic() {
+	local a="-netdev dgram,id=wire,local.type=unix,local.path=$d/$1.sock,remote.type=unix,remote.path=$d/$2.sock"
+	a="$a -device virtio-net-pci,netdev=wire,mac=$3"
+	[ "$1" != a ] || a="$a -object filter-dump,id=cap,netdev=wire,file=$d/wire.pcap"
+	echo "$a"
+}
+
+export RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-1200}
+RDMARS_QEMU_ARGS="$(nic a b 52:54:00:38:00:0a)" "$here/tools/vm.sh" wire_a "$kb" "$logs/wire_a.log" &
+pa=$!
+RDMARS_QEMU_ARGS="$(nic b a 52:54:00:38:00:0b)" "$here/tools/vm.sh" wire_b "$kb" "$logs/wire_b.log" &
+pb=$!
+wait $pa || true
+wait $pb || true
+
+rc=0
+declare -A verdict
+for m in wire_a wire_b; do
+	if (cd "$here" && cargo run --quiet --release -p rdma-rs-vmlog -- --mode $m "$logs/$m.log") >"$d/$m.judge" 2>&1; then
+		verdict[$m]=PASS
+	else
+		verdict[$m]=FAIL
+		rc=1
+	fi
+	cat "$d/$m.judge"
+done
+
+# The capture: every frame dissected; a malformed one (or one tshark flags as an error) fails.
+frames=0 malformed=0 roce=0 cap=missing
+if [ -s "$d/wire.pcap" ]; then
+	if command -v tshark >/dev/null; then
+		frames=$(tshark -r "$d/wire.pcap" 2>/dev/null | wc -l)
+		malformed=$(tshark -r "$d/wire.pcap" -Y '_ws.malformed || _ws.expert.severity == "Error"' 2>/dev/null | wc -l)
+		roce=$(tshark -r "$d/wire.pcap" -Y 'udp.dstport == 4791' 2>/dev/null | wc -l)
+		tshark -r "$d/wire.pcap" -q -z io,phs >"$d/wire.phs" 2>&1 || true
+		cap="$frames frames ($roce RoCE v2), $malformed malformed (tshark)"
+		[ "$malformed" = 0 ] || rc=1
+	else
+		cap="$(stat -c %s "$d/wire.pcap") bytes; no tshark on the host to dissect it"
+		rc=1
+	fi
+else
+	rc=1
+fi
+
+printf '\n==> wire: summary\n'
+printf '    VM A (rdma-rs, uplink on virtio-net): %s  %s\n' "${verdict[wire_a]}" "$(grep -m1 '^TOTAL' "$d/wire_a.judge")"
+printf '    VM B (rdma_rxe on virtio-net):        %s  %s\n' "${verdict[wire_b]}" "$(grep -m1 '^TOTAL' "$d/wire_b.judge")"
+printf '    capture %s: %s\n' "$d/wire.pcap" "$cap"
+[ ! -s "$d/wire.phs" ] || sed -n '/^eth/,/^=/p' "$d/wire.phs" | sed 's/^/      /'
+exit $rc
