@@ -48,22 +48,32 @@ for m in wire_a wire_b; do
 	cat "$d/$m.judge"
 done
 
-# The capture: every frame dissected; a malformed one (or one tshark flags as an error) fails.
-frames=0 malformed=0 roce=0 cap=missing
-if [ -s "$d/wire.pcap" ]; then
-	if command -v tshark >/dev/null; then
-		frames=$(tshark -r "$d/wire.pcap" 2>/dev/null | wc -l)
-		malformed=$(tshark -r "$d/wire.pcap" -Y '_ws.malformed || _ws.expert.severity == "Error"' 2>/dev/null | wc -l)
-		roce=$(tshark -r "$d/wire.pcap" -Y 'udp.dstport == 4791' 2>/dev/null | wc -l)
-		tshark -r "$d/wire.pcap" -q -z io,phs >"$d/wire.phs" 2>&1 || true
-		cap="$frames frames ($roce RoCE v2), $malformed malformed (tshark)"
-		[ "$malformed" = 0 ] || rc=1
-	else
-		cap="$(stat -c %s "$d/wire.pcap") bytes; no tshark on the host to dissect it"
+# The capture: every frame dissected by tshark (a malformed one, or one tshark flags as an
+# error, fails), and the ICRC of every RoCE v2 packet checked from the specification
+# (tools/wire-icrc.py, independent of the model's code).
+cap=missing
+if [ ! -s "$d/wire.pcap" ]; then
+	rc=1
+elif ! command -v tshark >/dev/null; then
+	cap="$(stat -c %s "$d/wire.pcap") bytes; no tshark on the host to dissect it"
+	rc=1
+else
+	frames=$(tshark -r "$d/wire.pcap" 2>/dev/null | wc -l)
+	malformed=$(tshark -r "$d/wire.pcap" -Y '_ws.malformed || _ws.expert.severity == "Error"' 2>/dev/null | wc -l)
+	roce=$(tshark -r "$d/wire.pcap" -Y 'udp.dstport == 4791' 2>/dev/null | wc -l)
+	tshark -r "$d/wire.pcap" -q -z io,phs >"$d/wire.phs" 2>&1 || true
+	tshark -r "$d/wire.pcap" -Y 'udp.dstport == 4791' -T fields -e frame.number -e ip.src -e ipv6.src \
+		-e ipv6.dst -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn \
+		2>/dev/null | head -n 8 >"$d/wire.roce" || true
+	cap="$frames frames ($roce RoCE v2), $malformed malformed (tshark)"
+	[ "$malformed" = 0 ] || rc=1
+	if [ "$roce" = 0 ]; then
 		rc=1
 	fi
-else
-	rc=1
+	icrc_rc=0
+	icrc=$(python3 "$here/tools/wire-icrc.py" "$d/wire.pcap") || icrc_rc=$?
+	[ $icrc_rc = 0 ] || { echo "$icrc"; rc=1; }
+	cap="$cap; $(echo "$icrc" | tail -n1 | sed 's/^wire-icrc: //')"
 fi
 
 printf '\n==> wire: summary\n'
@@ -71,4 +81,5 @@ printf '    VM A (rdma-rs, uplink on virtio-net): %s  %s\n' "${verdict[wire_a]}"
 printf '    VM B (rdma_rxe on virtio-net):        %s  %s\n' "${verdict[wire_b]}" "$(grep -m1 '^TOTAL' "$d/wire_b.judge")"
 printf '    capture %s: %s\n' "$d/wire.pcap" "$cap"
 [ ! -s "$d/wire.phs" ] || sed -n '/^eth/,/^=/p' "$d/wire.phs" | sed 's/^/      /'
+[ ! -s "$d/wire.roce" ] || { echo "    first RoCE packets (frame, source, destination, BTH opcode, QP, PSN):"; sed 's/^/      /' "$d/wire.roce"; }
 exit $rc

@@ -14,7 +14,8 @@
 #  - vm_wire_a / vm_wire_b (IP): A pings B and B pings A through A's uplink (ARP resolved
 #    across it: B learns the function's MAC); 512 KiB of random data go A -> B over TCP and
 #    come back B -> A, compared byte for byte on A; B reports the byte count and checksum it
-#    received, and rxe0's link and its IPv4 RoCE v2 GID.
+#    received, and rxe0's link and its IPv4 RoCE v2 GID; then the RDMA programs of WIRE_RUNS,
+#    each side once server and once client, and rxe0's counters.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 WIRE_A=10.38.1.1
@@ -65,6 +66,71 @@ wire_sync() {
 	return 1
 }
 
+# wire_serve DESCRIPTION NAME PORT PROG "ARGS" [WANT]: the server half of a two-VM test
+# program run: PROG ARGS -p PORT in the background, then the barrier NAME (the peer's client
+# starts after it); passes when it exits 0 and printed WANT (default ' iters in ').
+wire_serve() {
+	local d=$1 name=$2 port=$3 prog=$4 args=$5 want=${6:-' iters in '} s rc
+	echo "+ $prog $args -p $port (server)"
+	timeout 300 $prog $args -p $port </dev/null >/tmp/w-srv.out 2>&1 &
+	s=$!
+	tr_wait_listen $port || echo "server not listening on $port"
+	wire_sync "$name"
+	rc=0
+	wait $s || rc=$?
+	sed 's/^/    server| /' /tmp/w-srv.out | tail -n 12
+	if [ $rc = 0 ] && grep -Eq -- "$want" /tmp/w-srv.out; then
+		t_ok "$d: server"
+	else
+		t_fail "$d: server" "exit $rc"
+	fi
+}
+
+# wire_client DESCRIPTION NAME PORT PROG "ARGS" PEER [WANT]: the client half, after the
+# barrier NAME: PROG ARGS -p PORT PEER (again while the connection is refused, up to 5 times).
+wire_client() {
+	local d=$1 name=$2 port=$3 prog=$4 args=$5 peer=$6 want=${7:-' iters in '} rc i
+	wire_sync "$name"
+	echo "+ $prog $args -p $port $peer (client)"
+	for i in 1 2 3 4 5; do
+		rc=0
+		timeout 300 $prog $args -p $port $peer </dev/null >/tmp/w-cli.out 2>&1 || rc=$?
+		grep -q "Couldn't connect" /tmp/w-cli.out || break
+		sleep 2
+	done
+	sed 's/^/    client| /' /tmp/w-cli.out | tail -n 12
+	if [ $rc = 0 ] && grep -Eq -- "$want" /tmp/w-cli.out; then
+		t_ok "$d: client"
+	else
+		t_fail "$d: client" "exit $rc"
+	fi
+}
+
+# The RDMA programs across the wire, in order; each line: NAME PORT PROG, A's arguments,
+# B's arguments, which side serves. Their own TCP exchange of QPNs and GIDs goes between
+# 10.38.1.1 and 10.38.1.2. GIDs: A's index 1 and B's (rxe's) index 0 are the link-local RoCE
+# v2 GIDs of the function's and eth0's MACs (IPv6 packets; an AH's destination MAC comes from
+# a link-local GID's EUI-64).
+WIRE_RUNS='
+ud_b_serves|18601|ibv_ud_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 512 -n 100|b
+ud_a_serves|18602|ibv_ud_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 512 -n 100|a
+'
+
+# wire_rdma SIDE: this side's half of every WIRE_RUNS line.
+wire_rdma() {
+	local side=$1 peer name port prog aargs bargs server args
+	if [ "$side" = a ]; then peer=$WIRE_B; else peer=$WIRE_A; fi
+	echo "$WIRE_RUNS" | while IFS='|' read -r name port prog aargs bargs server; do
+		[ -n "$name" ] || continue
+		if [ "$side" = a ]; then args=$aargs; else args=$bargs; fi
+		if [ "$server" = "$side" ]; then
+			wire_serve "$prog $args ($side serves)" "$name" "$port" "$prog" "$args"
+		else
+			wire_client "$prog $args ($side is the client)" "$name" "$port" "$prog" "$args" "$peer"
+		fi
+	done
+}
+
 # A: the function's interface (its name in $WIRE_IF), the uplink on eth0.
 wire_a_suite() {
 	local a mac rc srv
@@ -105,6 +171,10 @@ wire_a_suite() {
 		"eth0 tx $(cat /sys/class/net/eth0/statistics/tx_packets) rx $(cat /sys/class/net/eth0/statistics/rx_packets)"
 	rm -f /tmp/w-send /tmp/w-back
 	t_check "wire_sync ip-done" wire_sync ip-done
+	echo "A: mlx5_0 GID 1 $(cat /sys/class/infiniband/mlx5_0/ports/1/gids/1) ($(cat /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/1))"
+	wire_rdma a
+	echo "A: port counters: $(cd /sys/class/infiniband/mlx5_0/ports/1/counters && for c in port_xmit_packets port_rcv_packets; do printf '%s=%s ' $c "$(cat $c)"; done)"
+	t_check "wire_sync done" wire_sync done
 	unload_ours
 }
 
@@ -144,6 +214,10 @@ wire_b_suite() {
 	t_check "TCP: nc back to A ($WIRE_A:5002) exits 0" test $rc = 0
 	rm -f /tmp/w-recv
 	t_check "wire_sync ip-done" wire_sync ip-done
+	wire_rdma b
+	echo "B: rxe0 counters:"
+	for c in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "    $(basename $c) $(cat $c)"; done
+	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
 }
