@@ -130,8 +130,8 @@ pcifn-compare: test-modules ## the emulated function under upstream C mlx5_ib an
 	$(TOP)/tools/pcifn-compare.sh $(TOP)/out/logs/pcifn.log $(TOP)/out/logs/pcifn_c.log
 
 # Two VMs at once (each holds a VM slot where slots are shared): not a part of check.
-wire: test-modules ## two VMs on one wire: ours (uplink on virtio-net) and upstream rdma_rxe (Documentation/wire.md)
-	@kb=$(KDIR_CMD) && $(TOP)/tools/wire.sh "$$kb"
+wire: test-modules ## two VMs on one wire: ours (uplink on virtio-net) and upstream rdma_rxe (PEER=ours: ours on both)
+	@kb=$(KDIR_CMD) && $(TOP)/tools/wire.sh "$$kb" $(or $(PEER),rxe)
 
 demo: ## the stack in a VM on a simulated ConnectX: ibv_devinfo -v, rdma dev, rdma res
 	@$(TOP)/tools/demo.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # make wire: two test VMs on one wire (Documentation/wire.md).
-#   tools/wire.sh KBUILD
+#   tools/wire.sh KBUILD [PEER]
+# PEER: rxe (default) or ours (VM B runs rdma-rs too: mode wire_b_ours).
 # VM A (mode wire_a: rdma-rs, its Ethernet fabric's uplink on A's virtio-net interface) and
 # VM B (mode wire_b: upstream ib_core + rdma_rxe on B's virtio-net interface) boot side by
 # side through tools/vm.sh, each with one virtio-net NIC whose backend is QEMU's datagram
@@ -15,6 +16,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"
 kb=$1
+peer=${2:-rxe}
+case $peer in
+rxe) mb=wire_b ;;
+ours) mb=wire_b_ours ;;
+*) die "PEER is rxe or ours, not $peer" ;;
+esac
 d="$here/out/wire"
 logs="$here/out/logs"
 mkdir -p "$d" "$logs"
@@ -31,14 +38,14 @@ nic() {
 export RDMARS_VM_TIMEOUT=${RDMARS_VM_TIMEOUT:-1200}
 RDMARS_QEMU_ARGS="$(nic a b 52:54:00:38:00:0a)" "$here/tools/vm.sh" wire_a "$kb" "$logs/wire_a.log" &
 pa=$!
-RDMARS_QEMU_ARGS="$(nic b a 52:54:00:38:00:0b)" "$here/tools/vm.sh" wire_b "$kb" "$logs/wire_b.log" &
+RDMARS_QEMU_ARGS="$(nic b a 52:54:00:38:00:0b)" "$here/tools/vm.sh" $mb "$kb" "$logs/$mb.log" &
 pb=$!
 wait $pa || true
 wait $pb || true
 
 rc=0
 declare -A verdict
-for m in wire_a wire_b; do
+for m in wire_a $mb; do
 	if (cd "$here" && cargo run --quiet --release -p rdma-rs-vmlog -- --mode $m "$logs/$m.log") >"$d/$m.judge" 2>&1; then
 		verdict[$m]=PASS
 	else
@@ -78,7 +85,7 @@ fi
 
 printf '\n==> wire: summary\n'
 printf '    VM A (rdma-rs, uplink on virtio-net): %s  %s\n' "${verdict[wire_a]}" "$(grep -m1 '^TOTAL' "$d/wire_a.judge")"
-printf '    VM B (rdma_rxe on virtio-net):        %s  %s\n' "${verdict[wire_b]}" "$(grep -m1 '^TOTAL' "$d/wire_b.judge")"
+printf '    VM B (%s on virtio-net): %s  %s\n' "$peer" "${verdict[$mb]}" "$(grep -m1 '^TOTAL' "$d/$mb.judge")"
 printf '    capture %s: %s\n' "$d/wire.pcap" "$cap"
 [ ! -s "$d/wire.phs" ] || sed -n '/^eth/,/^=/p' "$d/wire.phs" | sed 's/^/      /'
 [ ! -s "$d/wire.roce" ] || { echo "    first RoCE packets (frame, source, destination, BTH opcode, QP, PSN):"; sed 's/^/      /' "$d/wire.roce"; }

@@ -122,7 +122,13 @@ wire_rdma() {
 	if [ "$side" = a ]; then peer=$WIRE_B; else peer=$WIRE_A; fi
 	echo "$WIRE_RUNS" | while IFS='|' read -r name port prog aargs bargs server; do
 		[ -n "$name" ] || continue
-		if [ "$side" = a ]; then args=$aargs; else args=$bargs; fi
+		if [ "$side" = a ]; then
+			args=$aargs
+		elif [ -n "${WIRE_B_OURS:-}" ]; then
+			args=$(echo "$aargs" | sed 's/mlx5_0/mlx5_1/')
+		else
+			args=$bargs
+		fi
 		if [ "$server" = "$side" ]; then
 			wire_serve "$prog $args ($side serves)" "$name" "$port" "$prog" "$args"
 		else
@@ -178,19 +184,9 @@ wire_a_suite() {
 	unload_ours
 }
 
-# B: rxe0 on eth0.
-wire_b_suite() {
-	local rc srv gid
-	WIRE_SIDE=b
-	t_check "ip addr add $WIRE_B/24 dev eth0" ip addr add $WIRE_B/24 dev eth0
-	t_check "ip link set eth0 up" ip link set eth0 up
-	t_check "modprobe ib_uverbs rdma_rxe" modprobe -a ib_uverbs rdma_rxe
-	t_check "rdma link add rxe0 type rxe netdev eth0" rdma link add rxe0 type rxe netdev eth0
-	rdma link show
-	t_check "rxe0's port is ACTIVE" sh -c "rdma link show rxe0/1 | grep -q 'state ACTIVE'"
-	gid=$(cat /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null)
-	echo "B: rxe0 GID 1 $gid ($(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/1 2>/dev/null))"
-	t_check "rxe0 GID 1 is $WIRE_B's RoCE v2 GID" test "$gid" = "0000:0000:0000:0000:0000:ffff:0a26:0102"
+# B's IP part, on interface $1 (eth0 under rxe; the function's interface under ours).
+wire_b_ip() {
+	local rc srv
 	# Listen before anything else: A sends as soon as it reaches B.
 	rm -f /tmp/w-recv
 	wire_listen 5001 /tmp/w-recv
@@ -198,7 +194,7 @@ wire_b_suite() {
 	t_check "A ($WIRE_A) answers a ping through its uplink (waited up to 600 s)" \
 		wire_wait_ping $WIRE_A 600
 	t_check "ping -c 3 $WIRE_A" ping -c 3 -W 5 $WIRE_A
-	echo "B: neighbours: $(ip neigh show dev eth0)"
+	echo "B: neighbours: $(ip neigh show dev $1)"
 	t_check "wire_sync ip" wire_sync ip
 	wait $srv
 	wire_unhold 5001
@@ -214,10 +210,47 @@ wire_b_suite() {
 	t_check "TCP: nc back to A ($WIRE_A:5002) exits 0" test $rc = 0
 	rm -f /tmp/w-recv
 	t_check "wire_sync ip-done" wire_sync ip-done
+}
+
+# B: rxe0 on eth0.
+wire_b_suite() {
+	local gid
+	WIRE_SIDE=b
+	t_check "ip addr add $WIRE_B/24 dev eth0" ip addr add $WIRE_B/24 dev eth0
+	t_check "ip link set eth0 up" ip link set eth0 up
+	t_check "modprobe ib_uverbs rdma_rxe" modprobe -a ib_uverbs rdma_rxe
+	t_check "rdma link add rxe0 type rxe netdev eth0" rdma link add rxe0 type rxe netdev eth0
+	rdma link show
+	t_check "rxe0's port is ACTIVE" sh -c "rdma link show rxe0/1 | grep -q 'state ACTIVE'"
+	gid=$(cat /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null)
+	echo "B: rxe0 GID 1 $gid ($(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/1 2>/dev/null))"
+	t_check "rxe0 GID 1 is $WIRE_B's RoCE v2 GID" test "$gid" = "0000:0000:0000:0000:0000:ffff:0a26:0102"
+	wire_b_ip eth0
 	wire_rdma b
 	echo "B: rxe0 counters:"
 	for c in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "    $(basename $c) $(cat $c)"; done
 	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
+}
+
+# B with rdma-rs too (make wire PEER=ours): sim=eth,eth with the uplink on eth0; the second
+# function (mlx5_1) is B's end, 10.38.1.2, since the first has the same MAC as A's. It runs
+# A's arguments of WIRE_RUNS with mlx5_1.
+wire_b_ours_suite() {
+	local a
+	WIRE_SIDE=b
+	WIRE_B_OURS=1
+	t_check "ip link set eth0 up (the uplink)" ip link set eth0 up
+	load_ours sim=eth,eth uplink=eth0
+	a=$(ls /sys/class/infiniband/mlx5_1/device/net/ 2>/dev/null)
+	t_check "mlx5_1 has an interface ($a)" test -n "$a"
+	[ -n "$a" ] || { unload_ours; return; }
+	echo "B: $a $(cat /sys/class/net/$a/address) $WIRE_B/24"
+	t_check "ip addr add $WIRE_B/24 dev $a" ip addr add $WIRE_B/24 dev $a
+	t_check "ip link set $a up" ip link set $a up
+	wire_b_ip $a
+	wire_rdma b
+	t_check "wire_sync done" wire_sync done
+	unload_ours
 }
