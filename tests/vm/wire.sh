@@ -114,6 +114,8 @@ wire_client() {
 WIRE_RUNS='
 ud_b_serves|18601|ibv_ud_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 512 -n 100|b
 ud_a_serves|18602|ibv_ud_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 512 -n 100|a
+uc_b_serves|18603|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 512 -n 100|b
+uc_a_serves|18604|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 512 -n 100|a
 '
 
 # wire_rdma SIDE: this side's half of every WIRE_RUNS line.

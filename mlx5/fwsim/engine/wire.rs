@@ -27,14 +27,15 @@ use super::completer::ReqRes;
 use super::fabric::{q_count, Node};
 use super::mem::{check_sgl, mkey, Cur};
 use super::message::Message;
-use super::qp_state::{next_seg, snap, Seg, Snap};
+use super::qp_state::{next_seg, qp_mut, snap, Seg, Snap};
 use super::responder::{resp_fail, resp_ok, rq_wqe, wire_qpn, MAX_RQ_WQE};
 use crate::fwsim::cqe::Cqe;
 use crate::fwsim::events::QpEvent;
 use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet};
 use crate::fwsim::xlat::Access;
-use crate::fwsim::{Fw, QCnt};
-use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_UD, ROCE_VERSION_2};
+use crate::fwsim::{Fw, QCnt, RoceAddr};
+use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_UC, QPC_ST_UD, ROCE_VERSION_2};
+use crate::prm::ctx::{ads, qpc};
 use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
 
 /// The largest frame: a 4096-byte payload and the largest RoCE v2 headers (802.1Q, IPv6, UDP,
@@ -162,32 +163,10 @@ pub(super) fn send_ud(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'
     let (Some(av), Ok(len)) = (m.av, usize::try_from(m.len)) else {
         return m.dropped();
     };
-    let entry =
-        n.fw.ports
-            .get(s.port)
-            .and_then(|p| p.roce.get(usize::from(av.sgid_index)).copied().flatten());
-    let Some(a) = entry.filter(|a| u32::from(a.version) == ROCE_VERSION_2) else {
+    let Some(a) = v2_entry(n.fw, s.port, av.sgid_index) else {
         return m.dropped();
     };
-    let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
-    let ip = if a.l3_type == 0 {
-        Ip::V4 {
-            src: v4_of(&a.gid),
-            dst: v4_of(&av.rgid),
-            tos: av.tclass,
-            ttl: hop,
-            id: 0,
-            df: true,
-        }
-    } else {
-        Ip::V6 {
-            src: a.gid,
-            dst: av.rgid,
-            traffic_class: av.tclass,
-            flow_label: av.flow_label & 0xf_ffff,
-            hop_limit: hop,
-        }
-    };
+    let ip = ip_of(&a, &av.rgid, av.tclass, av.hop_limit, av.flow_label);
     let imm = m.opcode == wqe_op::SEND_IMM;
     // IBA 10.2.5: a Q_Key with the high bit set means the QP's own.
     let qkey = if av.qkey & 0x8000_0000 != 0 {
@@ -228,7 +207,14 @@ pub(super) fn send_ud(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'
         imm: imm.then_some(m.imm),
         ieth: None,
     };
-    let Ok(off) = roce::payload_offset(&h) else {
+    queue(n, s, m, &h, len)
+}
+
+/// Queues packet `h` of message `m` of `s` (its `len` bytes gathered into the frame) on node
+/// `n`: success once queued; a full queue drops it (counted), a fault reading the gather list
+/// is a local protection error.
+fn queue(n: &mut Node<'_>, s: &Snap, m: &Message<'_>, h: &Headers, len: usize) -> ReqRes {
+    let Ok(off) = roce::payload_offset(h) else {
         return m.dropped();
     };
     let Some(slot) = n.fw.wire_tx.free_slot() else {
@@ -241,7 +227,7 @@ pub(super) fn send_ud(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'
     let built =
         n.fw.wire_tx
             .frame_mut(slot)
-            .map(|f| roce::build_in_place(&h, len, f));
+            .map(|f| roce::build_in_place(h, len, f));
     match built {
         Some(Ok(flen)) => n.fw.wire_tx.commit(slot, flen),
         _ => return m.dropped(),
@@ -249,6 +235,102 @@ pub(super) fn send_ud(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'
     n.fw.count_traffic(s.port, |t| t.xmit(1, m.len));
     ReqRes::Ok {
         byte_cnt: m.byte_cnt(),
+    }
+}
+
+/// UC message `m` of QP `s` on node `ni`, to a GID no function of the fabric holds: a SEND
+/// (with immediate) that fits one packet at the path MTU leaves as a UC SEND ONLY with the
+/// QP's next PSN, to the QP's destination MAC (`rmac`), GID and QPN, with its address path's
+/// traffic class, flow label and hop limit. Longer messages and RDMA WRITEs are not carried
+/// in packets: dropped (UC has no acknowledgement; the send completes).
+pub(super) fn send_uc(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'_>) -> ReqRes {
+    let imm = m.opcode == wqe_op::SEND_IMM;
+    let single = m.len <= u64::from(s.mtu);
+    let (Some(n), Ok(len)) = (nodes.get_mut(ni), usize::try_from(m.len)) else {
+        return m.dropped();
+    };
+    if !(single && (imm || m.opcode == wqe_op::SEND)) {
+        return m.dropped();
+    }
+    let Some(path) = n.fw.qps.at_slot(s.slot).map(|(_, q)| {
+        let g = |f| qpc::primary_address_path.inner(f).get(&q.qpc).unwrap_or(0);
+        let mut rmac = [0u8; 6];
+        rmac[..2].copy_from_slice(&((g(ads::rmac_47_32) & 0xffff) as u16).to_be_bytes());
+        rmac[2..].copy_from_slice(&g(ads::rmac_31_0).to_be_bytes());
+        let psn = qpc::next_send_psn.get(&q.qpc).unwrap_or(0) & 0x00ff_ffff;
+        let tclass = (g(ads::tclass) & 0xff) as u8;
+        let hop = (g(ads::hop_limit) & 0xff) as u8;
+        (rmac, psn, tclass, hop, g(ads::flow_label))
+    }) else {
+        return m.dropped();
+    };
+    let (rmac, psn, tclass, hop, flow) = path;
+    let Some(a) = v2_entry(n.fw, s.port, s.sgid_index) else {
+        return m.dropped();
+    };
+    let h = Headers {
+        eth: Eth {
+            dst: rmac,
+            src: a.mac,
+            vlan: a.vlan.map(|v| (u16::from(s.sl & 7) << 13) | (v & 0xfff)),
+        },
+        ip: ip_of(&a, &s.rgid, tclass, hop, flow),
+        udp_src: udp_src(s.qpn),
+        bth: Bth {
+            opcode: opcode::UC
+                | if imm {
+                    opcode::SEND_ONLY_IMM
+                } else {
+                    opcode::SEND_ONLY
+                },
+            solicited: m.solicited,
+            pkey: 0xffff,
+            dest_qp: s.remote_qpn & 0x00ff_ffff,
+            psn,
+            ..Bth::default()
+        },
+        xrceth: None,
+        deth: None,
+        reth: None,
+        atomic_eth: None,
+        aeth: None,
+        atomic_ack_eth: None,
+        imm: imm.then_some(m.imm),
+        ieth: None,
+    };
+    queue(n, s, m, &h, len)
+}
+
+/// The RoCE v2 address entry `index` of (0-based) port `port`: RoCE v1 (an Ethernet frame
+/// with a GRH) is not built, so only a version 2 entry sends.
+fn v2_entry(fw: &Fw, port: usize, index: u8) -> Option<RoceAddr> {
+    fw.ports
+        .get(port)
+        .and_then(|p| p.roce.get(usize::from(index)).copied().flatten())
+        .filter(|a| u32::from(a.version) == ROCE_VERSION_2)
+}
+
+/// The IP header fields of a packet from address entry `a` to `dgid` (a hop limit of 0 is
+/// taken as 64).
+fn ip_of(a: &RoceAddr, dgid: &[u8; 16], tclass: u8, hop: u8, flow: u32) -> Ip {
+    let hop = if hop == 0 { 64 } else { hop };
+    if a.l3_type == 0 {
+        Ip::V4 {
+            src: v4_of(&a.gid),
+            dst: v4_of(dgid),
+            tos: tclass,
+            ttl: hop,
+            id: 0,
+            df: true,
+        }
+    } else {
+        Ip::V6 {
+            src: a.gid,
+            dst: *dgid,
+            traffic_class: tclass,
+            flow_label: flow & 0xf_ffff,
+            hop_limit: hop,
+        }
     }
 }
 
@@ -320,6 +402,9 @@ pub(crate) fn receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8]) -> bool {
     if op == opcode::UD | opcode::SEND_ONLY || op == opcode::UD | opcode::SEND_ONLY_IMM {
         return receive_ud(nodes, ni, port, frame, &p);
     }
+    if op == opcode::UC | opcode::SEND_ONLY || op == opcode::UC | opcode::SEND_ONLY_IMM {
+        return receive_uc(nodes, ni, port, &p);
+    }
     false
 }
 
@@ -357,9 +442,50 @@ fn receive_ud(
             && d.q_key == deth.qkey)
             .then_some(d)
     });
-    let (Some(mut d), Some(grh)) = (dest, grh_area(frame, h)) else {
+    let (Some(d), Some(grh)) = (dest, grh_area(frame, h)) else {
         return false;
     };
+    // A GRH came; the RoCE L3 header type (MLX5_CQE_ROCE_L3_HEADER_TYPE_*: 1 IPv6, 2 IPv4)
+    // in the SL bits; the source QPN from the DETH.
+    let l3: u32 = match h.ip {
+        Ip::V4 { .. } => 2,
+        Ip::V6 { .. } => 1,
+    };
+    let rqpn = (1 << 28) | (l3 << 24) | (deth.src_qp & 0x00ff_ffff);
+    deliver(nodes, di, d, Some(&grh), p, rqpn)
+}
+
+/// UC SEND ONLY (with immediate) `p` at port `port` of node `di`: to the UC QP its BTH names,
+/// in RTR or RTS; any PSN starts a message (IBA 9.7.5.1.3: a UC responder takes a first or
+/// only packet whatever its PSN), the next expected PSN follows it.
+fn receive_uc(nodes: &mut [Node<'_>], di: usize, port: usize, p: &Packet<'_>) -> bool {
+    let h = &p.headers;
+    let dest = nodes.get(di).and_then(|n| {
+        let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
+        (d.st == QPC_ST_UC && d.port == port && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
+            .then_some(d)
+    });
+    let Some(d) = dest else {
+        return false;
+    };
+    if let Some(q) = nodes.get_mut(di).and_then(|n| qp_mut(n.fw, d.slot)) {
+        let _ = qpc::next_rcv_psn.set(&mut q.qpc, h.bth.psn);
+    }
+    let rqpn = d.remote_qpn & 0x00ff_ffff;
+    deliver(nodes, di, d, None, p, rqpn)
+}
+
+/// The payload of SEND `p` into the next receive WQE of `d` on node `di` (after the GRH area
+/// `grh` of a UD receive), and its receive CQE with `flags_rqpn`. Whether it was delivered.
+fn deliver(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    mut d: Snap,
+    grh: Option<&[u8; GRH_BYTES]>,
+    p: &Packet<'_>,
+    flags_rqpn: u32,
+) -> bool {
+    let h = &p.headers;
     let mut rbuf = [0u8; MAX_RQ_WQE];
     let got = match nodes.get(di) {
         Some(n) => rq_wqe(n.mem, n.fw, &mut d, &mut rbuf),
@@ -377,14 +503,15 @@ fn receive_ud(
         }
     };
     let rsegs = rbuf.get(..rlen).unwrap_or(&[]);
-    let need = (p.payload.len() + GRH_BYTES) as u64;
+    let need = (p.payload.len() + grh.map_or(0, |g| g.len())) as u64;
     let written = match nodes.get(di) {
         Some(n) => match check_sgl(n.fw, d.pd, rsegs, true, Access::LOCAL_WRITE) {
             Err(e) => Err(e),
             Ok(cap) if cap < need => Err(syn::LOCAL_LENGTH),
             Ok(_) => {
                 let mut dst = Cur::sgl(n.fw, rsegs, true, d.pd);
-                if dst.write(n.mem, &grh).is_ok() && dst.write(n.mem, p.payload).is_ok() {
+                let g = grh.map_or(Ok(()), |g| dst.write(n.mem, g));
+                if g.is_ok() && dst.write(n.mem, p.payload).is_ok() {
                     Ok(())
                 } else {
                     Err(syn::LOCAL_PROT)
@@ -407,19 +534,10 @@ fn receive_ud(
     if let Some(i) = h.imm {
         c.put(cqe_off::IMM, &i);
     }
-    // A GRH came; the RoCE L3 header type (MLX5_CQE_ROCE_L3_HEADER_TYPE_*: 1 IPv6, 2 IPv4)
-    // in the SL bits; the source QPN from the DETH.
-    let l3: u32 = match h.ip {
-        Ip::V4 { .. } => 2,
-        Ip::V6 { .. } => 1,
-    };
-    c.put32(
-        cqe_off::FLAGS_RQPN,
-        (1 << 28) | (l3 << 24) | (deth.src_qp & 0x00ff_ffff),
-    );
+    c.put32(cqe_off::FLAGS_RQPN, flags_rqpn);
     resp_ok(nodes, di, &d, Some((c, h.bth.solicited)), 1);
     if let Some(n) = nodes.get_mut(di) {
-        n.fw.count_traffic(port, |t| t.rcv(1, p.payload.len() as u64));
+        n.fw.count_traffic(d.port, |t| t.rcv(1, p.payload.len() as u64));
     }
     true
 }

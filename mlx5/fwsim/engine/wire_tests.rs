@@ -369,3 +369,70 @@ fn steering_takes_roce_v2_frames_only() {
     }
     assert!(!crate::fwsim::roce::is_roce_v2(&f[..40]));
 }
+
+#[test]
+fn uc_send_off_the_fabric_is_one_packet_with_the_next_psn_and_is_received() {
+    let mut h1 = Host::new(LinkLayer::Ethernet, 7);
+    let mut h2 = Host::new(LinkLayer::Ethernet, 8);
+    h1.set_gid(0, gid_v4(1), false);
+    h2.set_gid(0, gid_v4(2), false);
+    let (mut c1, mut c2) = (h1.cq(5, false), h2.cq(5, false));
+    let a = h1.qp(QPC_ST_UC, &c1, &c1, (5, 5, 2));
+    let mut b = h2.qp(QPC_ST_UC, &c2, &c2, (5, 5, 2));
+    let mut pa = Path::to(b.qpn, 0);
+    pa.gid = Some(gid_v4(2));
+    h1.connect(&a, &pa);
+    let mut pb = Path::to(a.qpn, 0);
+    pb.gid = Some(gid_v4(1));
+    h2.connect(&b, &pb);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(2048, 6));
+    let mut a = a;
+    h1.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 500)));
+    let mut w = Wr::new(wqe_op::SEND_IMM).sge(src.sge(0, 1024));
+    w.imm = 0x5151_0000;
+    h1.post(&mut a, &w);
+    // Past the 1024-byte path MTU: not carried in packets; UC completes anyway.
+    h1.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 1025)));
+    run(&mut [&mut h1], 0);
+    assert_eq!(h1.poll_all(&mut c1).len(), 3);
+    let frames = drain(&mut h1);
+    assert_eq!(frames.len(), 2);
+    for (f, op, psn) in [(&frames[0], 0x24u8, 0x200u32), (&frames[1], 0x25, 0x201)] {
+        let bth = &f[42..54];
+        assert_eq!(bth[0], op, "UC SEND ONLY (with immediate)");
+        assert_eq!(u32::from_be_bytes([0, bth[5], bth[6], bth[7]]), b.qpn);
+        assert_eq!(u32::from_be_bytes([0, bth[9], bth[10], bth[11]]), psn);
+        assert_eq!(&f[26..30], &[192, 168, 0, 1]);
+        assert_eq!(&f[30..34], &[192, 168, 0, 2]);
+        let n = f.len();
+        assert_eq!(&f[n - 4..], &spec_icrc(&f[14..n - 4]));
+    }
+    assert_eq!(&frames[1][54..58], &0x5151_0000u32.to_be_bytes());
+    assert_eq!(&frames[1][58..58 + 1024], &pattern(1024, 6)[..]);
+    h2.post_recv(&mut b, &[dst.sge(0, 2048)]);
+    h2.post_recv(&mut b, &[dst.sge(2048, 2048)]);
+    assert!(receive(&mut h2, &frames[0]));
+    assert!(receive(&mut h2, &frames[1]));
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(r.len(), 2);
+    assert_eq!((r[0].opcode, r[0].byte_cnt), (cqe_op::RESP_SEND, 500));
+    assert_eq!(
+        (r[1].opcode, r[1].byte_cnt, r[1].imm),
+        (cqe_op::RESP_SEND_IMM, 1024, 0x5151_0000)
+    );
+    assert_eq!(r[0].flags_rqpn & 0xff_ffff, a.qpn);
+    assert_eq!(h2.mem.get(dst.bus, 500), pattern(500, 6));
+    assert_eq!(h2.mem.get(dst.bus + 2048, 1024), pattern(1024, 6));
+    // A UD QP does not take a UC packet.
+    let mut ud = h2.qp(QPC_ST_UD, &c2, &c2, (5, 5, 2));
+    ud_up(&mut h2, &ud, 1);
+    h2.post_recv(&mut ud, &[dst.sge(0, 2048)]);
+    let mut to_ud = frames[0].clone();
+    to_ud[47..50].copy_from_slice(&ud.qpn.to_be_bytes()[1..]);
+    let n = to_ud.len();
+    let icrc = spec_icrc(&to_ud[14..n - 4]);
+    to_ud[n - 4..].copy_from_slice(&icrc);
+    assert!(!receive(&mut h2, &to_ud));
+}
