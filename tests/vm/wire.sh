@@ -15,7 +15,8 @@
 #    across it: B learns the function's MAC); 512 KiB of random data go A -> B over TCP and
 #    come back B -> A, compared byte for byte on A; B reports the byte count and checksum it
 #    received, and rxe0's link and its IPv4 RoCE v2 GID; then the RDMA programs of WIRE_RUNS,
-#    each side once server and once client, and rxe0's counters.
+#    each side once server and once client; rxe0's packet counters as the runs make them, no
+#    sequence error, retry or duplicate.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 WIRE_A=10.38.1.1
@@ -181,9 +182,20 @@ wire_a_suite() {
 	t_check "wire_sync ip-done" wire_sync ip-done
 	echo "A: mlx5_0 GID 1 $(cat /sys/class/infiniband/mlx5_0/ports/1/gids/1) ($(cat /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/1))"
 	wire_rdma a
-	echo "A: port counters: $(cd /sys/class/infiniband/mlx5_0/ports/1/counters && for c in port_xmit_packets port_rcv_packets; do printf '%s=%s ' $c "$(cat $c)"; done)"
 	t_check "wire_sync done" wire_sync done
 	unload_ours
+}
+
+# rxe's counters after WIRE_RUNS: every run is 100 single-packet messages each way, so rxe
+# sent and received 100 packets per run, without a sequence error or a retry.
+wire_rxe_counters() {
+	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters runs c
+	runs=$(echo "$WIRE_RUNS" | grep -c '|')
+	t_check "rxe0 rcvd_pkts = $((runs * 100)) ($runs runs of 100)" test "$(cat $h/rcvd_pkts)" = $((runs * 100))
+	t_check "rxe0 sent_pkts = $((runs * 100))" test "$(cat $h/sent_pkts)" = $((runs * 100))
+	for c in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err out_of_seq_request duplicate_request; do
+		t_check "rxe0 $c = 0" test "$(cat $h/$c)" = 0
+	done
 }
 
 # B's IP part, on interface $1 (eth0 under rxe; the function's interface under ours).
@@ -231,6 +243,7 @@ wire_b_suite() {
 	wire_rdma b
 	echo "B: rxe0 counters:"
 	for c in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "    $(basename $c) $(cat $c)"; done
+	wire_rxe_counters
 	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
