@@ -433,6 +433,8 @@ pub(crate) struct Fw {
     xrc: xrc::Xrc,
     /// On-chip memory allocations (`memic.rs`).
     memic: memic::Memic,
+    /// RoCE v2 packets the data path queued for the wire (`engine/wire.rs`).
+    wire_tx: engine::WireTx,
 }
 
 /// The decoded common header of a command, plus its mailboxes, before the command's row is
@@ -615,6 +617,7 @@ impl Fw {
             hca: hca::Hca::new(),
             xrc: xrc::Xrc::new(),
             memic: memic::Memic::new(),
+            wire_tx: engine::WireTx::new(),
         };
         fw.reset_ports();
         Ok(fw)
@@ -663,6 +666,7 @@ impl Fw {
             hca <- hca::Hca::new_in_place(),
             xrc <- xrc::Xrc::new_in_place(),
             memic: memic::Memic::new(),
+            wire_tx <- engine::WireTx::new_in_place(),
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();

@@ -116,7 +116,7 @@ impl Fw {
     }
 
     /// Whether a (0-based) port's RoCE address table holds `gid`.
-    fn has_gid(&self, port: usize, gid: &[u8; 16]) -> bool {
+    pub(super) fn has_gid(&self, port: usize, gid: &[u8; 16]) -> bool {
         self.ports
             .get(port)
             .is_some_and(|p| p.roce.iter().flatten().any(|a| a.gid == *gid))

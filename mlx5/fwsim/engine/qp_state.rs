@@ -343,6 +343,8 @@ pub(super) struct Av {
     pub(super) tclass: u8,
     pub(super) hop_limit: u8,
     pub(super) rgid: [u8; 16],
+    /// The destination MAC of a RoCE address vector (`rmac`; what the sender's stack resolved).
+    pub(super) rmac: [u8; 6],
 }
 
 impl Av {
@@ -363,6 +365,7 @@ impl Av {
             tclass: b.get(26).copied().unwrap_or(0),
             hop_limit: b.get(27).copied().unwrap_or(0),
             rgid: word(b, 32),
+            rmac: word(b, 20),
         }
     }
 }

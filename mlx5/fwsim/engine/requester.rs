@@ -187,6 +187,13 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         return ReqRes::Lost;
     };
     let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid) else {
+        // No function holds the GID: UD and UC messages leave as packets (`wire.rs`).
+        if m.eth && m.svc == Service::Ud {
+            return super::wire::send_ud(nodes, ni, s, &m);
+        }
+        if m.eth && m.svc == Service::Uc {
+            return super::wire::send_uc(nodes, ni, s, &m);
+        }
         return m.dropped();
     };
     count_traffic(nodes, (ni, s.port), (di, dport), &m, s.mtu);

@@ -28,7 +28,7 @@ use crate::prm::ctx::qpc;
 use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
 
 /// Largest RQ WQE read (`cmd_hca_cap.max_wqe_sz_rq`); a larger stride is read in part.
-const MAX_RQ_WQE: usize = 512;
+pub(super) const MAX_RQ_WQE: usize = 512;
 
 /// Bytes of the GRH a UD receive buffer starts with.
 const GRH_BYTES: u32 = 40;
@@ -36,7 +36,7 @@ const GRH_BYTES: u32 = 40;
 /// The responder's next receive WQE, if one is posted: its scatter entries in `buf` (up to the
 /// stride) and their length. From an SRQ: the WQE at the SRQ's head, recorded in `d` (its index
 /// for the CQE, and what consuming it needs). `Err` when the queue cannot be read.
-fn rq_wqe(
+pub(super) fn rq_wqe(
     mem: &dyn DmaMem,
     fw: &Fw,
     d: &mut Snap,
@@ -106,7 +106,13 @@ fn consume_rq(fw: &mut Fw, d: &Snap) {
 
 /// The responder's part of an error: an error CQE for a consumed receive WQE (if any), the
 /// QP to ERR, and an affiliated event (if any).
-fn resp_fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, event: Option<QpEvent>) {
+pub(super) fn resp_fail(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    d: &Snap,
+    cqe: Option<u8>,
+    event: Option<QpEvent>,
+) {
     let Some(n) = nodes.get_mut(di) else {
         return;
     };
@@ -126,7 +132,13 @@ fn resp_fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, event
 
 /// The responder's part of a delivered message: PSN, COMM_EST, and a CQE for a consumed
 /// receive WQE.
-fn resp_ok(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<(Cqe, bool)>, pkts: u32) {
+pub(super) fn resp_ok(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    d: &Snap,
+    cqe: Option<(Cqe, bool)>,
+    pkts: u32,
+) {
     let Some(n) = nodes.get_mut(di) else {
         return;
     };
@@ -163,7 +175,7 @@ fn resp_cqe(d: &Snap, s: &Snap, opcode: u8, byte_cnt: u32, imm: Option<[u8; 4]>)
 
 /// The source QPN a message carries: 0 for the SMI QP, 1 for the GSI QP, else the QP's
 /// number.
-fn wire_qpn(s: &Snap) -> u32 {
+pub(super) fn wire_qpn(s: &Snap) -> u32 {
     match s.st {
         QPC_ST_QP0 => 0,
         QPC_ST_QP1 => 1,
