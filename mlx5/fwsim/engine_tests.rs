@@ -3171,6 +3171,11 @@ struct SrqH {
 impl Host {
     /// CREATE_RMP of `2^log` WQEs of `2^shift` bytes (as `create_rmp_cmd()` fills it).
     fn srq(&mut self, log: u32, shift: u32, lwm: u32) -> SrqH {
+        self.rmp(log, shift, lwm, WQ_TYPE_LINKED_LIST)
+    }
+
+    /// CREATE_RMP of `wq_type` `ty`.
+    fn rmp(&mut self, log: u32, shift: u32, lwm: u32, ty: u32) -> SrqH {
         let len = 1usize << (log + shift);
         let buf = self.mem.map(len, false);
         let n = 1u16 << log;
@@ -3187,6 +3192,7 @@ impl Host {
             .inner(rmpc::state)
             .set(&mut b, RMPC_STATE_RDY)
             .unwrap();
+        w(wq::wq_type).set(&mut b, ty).unwrap();
         w(wq::log_wq_stride).set(&mut b, shift).unwrap();
         w(wq::log_wq_sz).set(&mut b, log).unwrap();
         w(wq::lwm).set(&mut b, lwm).unwrap();
@@ -3396,6 +3402,61 @@ fn srq_feeds_several_qps_in_list_order_with_limit_and_rnr() {
     assert_eq!(h.mem.faults(), 0);
 }
 
+/// UCX's cyclic SRQ (`uct_rc_mlx5_iface_srq_post_recv()`): WQE `i` at ring slot `i mod size`,
+/// the doorbell record the posted count.
+fn post_cyclic(h: &mut Host, s: &mut SrqH, sge: (u32, u64, u32)) {
+    let at = s.buf + (u64::from(s.counter & s.tail) << s.shift);
+    // UCX keeps its own bookkeeping in the first segment; the device ignores it.
+    h.mem.put(at, &[0xa5; 16]);
+    let mut w = vec![0u8; 16];
+    data_seg(&mut w, sge.0, sge.1, sge.2);
+    h.mem.put(at + 16, &w);
+    s.counter = s.counter.wrapping_add(1);
+    h.mem.put32(s.dbr, u32::from(s.counter));
+}
+
+#[test]
+fn cyclic_rmp_consumes_in_ring_order_and_reports_the_count() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut scq = h.cq(6, false);
+    let mut rcq = h.cq(6, false);
+    // 4 WQEs of 32 bytes, cyclic.
+    let mut s = h.rmp(2, 5, 0, WQ_TYPE_CYCLIC);
+    let mut a = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    let b = h.srq_qp(QPC_ST_RC, &scq, &rcq, 6, &s);
+    let lid = h.lid();
+    h.connect(&a, &Path::to(b.qpn, lid));
+    h.connect(&b, &Path::to(a.qpn, lid));
+    let src = h.mr(4096, ALL);
+    let dst = h.mr(4 * 256, ALL);
+    for i in 0..4u64 {
+        post_cyclic(&mut h, &mut s, dst.sge(i * 256, 256));
+    }
+    let mut counters = Vec::new();
+    for i in 0..6u8 {
+        h.mem.put(src.bus, &pattern(64, i));
+        h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 64)));
+        run(&mut [&mut h], 0);
+        let c = h.poll_all(&mut rcq);
+        assert_eq!(c.len(), 1, "message {i}");
+        assert_eq!((c[0].opcode, c[0].byte_cnt), (cqe_op::RESP_SEND, 64));
+        counters.push(c[0].wqe_counter);
+        // Slot i mod 4 got message i.
+        let slot = u64::from(i % 4) * 256;
+        assert_eq!(h.mem.get(dst.bus + slot, 64), pattern(64, i));
+        let _ = h.poll_all(&mut scq);
+        // Repost the consumed slot after the first four, as UCX does.
+        if i >= 2 {
+            let n = u64::from(s.counter & s.tail) * 256;
+            post_cyclic(&mut h, &mut s, dst.sge(n, 256));
+        }
+    }
+    // The CQE reports the running count, not the slot (UCX masks it).
+    assert_eq!(counters, [0, 1, 2, 3, 4, 5]);
+    assert_eq!(h.query_srq(&s), (0, 6));
+    assert_eq!(h.mem.faults(), 0);
+}
+
 #[test]
 fn rmp_commands_check_their_inputs_and_busy() {
     let mut h = Host::new(LinkLayer::Ib, 1);
@@ -3405,6 +3466,21 @@ fn rmp_commands_check_their_inputs_and_busy() {
     assert_eq!(h.arm_srq(&s, 4), (Status::BAD_PARAM_ERR, syn::RMP_LWM));
     let bad = SrqH { rmpn: 0x7777, ..s };
     assert_eq!(h.arm_srq(&bad, 1).1, syn::RMP_UNKNOWN);
+    // A wq_type other than linked list and cyclic (2: the striding-RQ list).
+    let mut b = inbox(op::CREATE_RMP, 0, 0, create_rmp_in::SIZE_BYTES + 8);
+    let w = |f| create_rmp_in::ctx.inner(rmpc::wq.inner(f));
+    create_rmp_in::ctx
+        .inner(rmpc::state)
+        .set(&mut b, RMPC_STATE_RDY)
+        .unwrap();
+    w(wq::wq_type).set(&mut b, 2).unwrap();
+    w(wq::log_wq_stride).set(&mut b, 5).unwrap();
+    w(wq::pd).set(&mut b, h.pd).unwrap();
+    let (c, _) = super::tests::run(&mut h.fw, &b, 16);
+    assert_eq!(
+        (c.status, c.syndrome),
+        (Status::BAD_PARAM_ERR, syn::RMP_WQ_TYPE)
+    );
     // A QP on a missing RMP.
     let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES);
     let q = |f| create_qp_in::qpc.inner(f);

@@ -112,7 +112,7 @@ impl Fw {
     ) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Member<cmd_hca_cap::Bits>, u32); 43] = [
+        let values: [(Member<cmd_hca_cap::Bits>, u32); 44] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // RTS2RTS may move a QP to another Q counter set (`qp.rs`).
             (cmd_hca_cap::rts2rts_qp_counters_set_id, 1),
@@ -121,6 +121,8 @@ impl Fw {
             (cmd_hca_cap::log_max_qp_sz, p.log_max_qp_sz),
             (cmd_hca_cap::log_max_qp, p.log_max_qp),
             (cmd_hca_cap::log_max_srq, p.log_max_srq),
+            // RMPs: linked-list and cyclic, in pas[] or DEVX umems (`srq.rs`).
+            (cmd_hca_cap::log_max_rmp, p.log_max_srq),
             (cmd_hca_cap::log_max_cq_sz, p.log_max_cq_sz),
             (cmd_hca_cap::log_max_cq, p.log_max_cq),
             (cmd_hca_cap::log_max_eq_sz, 22),
