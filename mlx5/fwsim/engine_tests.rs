@@ -2963,7 +2963,13 @@ fn fuzz_queues_doorbells_and_commands() {
                     rw: rng.chance(80),
                     a: rng.chance(80),
                 };
-                mrs[i].push(h.mr(4096 + rng.below(8192) as usize, acc));
+                let mr = h.mr(4096 + rng.below(8192) as usize, acc);
+                // Half of them may be changed by UMR WQEs (upstream's rereg, below).
+                if rng.chance(50) {
+                    let m = h.fw.mkeys.get_mut(mr.key >> 8).unwrap();
+                    mkc::umr_en.set(&mut m.mkc, 1).unwrap();
+                }
+                mrs[i].push(mr);
             }
             // Read-only memory behind a fully writable mkey: the device may try, never write.
             let ro = h.mem.map(4096, false);
@@ -3127,6 +3133,19 @@ fn fuzz_queues_doorbells_and_commands() {
                     };
                     let acc = rng.next() as u8 & 0x78;
                     let w = umr_layout_wqe(&q, ind, acc, len, &xlat);
+                    if w.len() <= 64 << q.log_sq {
+                        h.post_bytes(&mut q, &w);
+                    }
+                }
+                11 if rng.chance(50) => {
+                    // upstream's rereg UMR on a random MR: random rights, maybe another PD.
+                    let x = rng.pick(m);
+                    let pd = if rng.chance(80) {
+                        h.pd
+                    } else {
+                        rng.next() as u32
+                    };
+                    let w = umr_rereg_wqe(&q, x.key, rng.next() as u8 & 0x78, pd);
                     if w.len() <= 64 << q.log_sq {
                         h.post_bytes(&mut q, &w);
                     }
@@ -4446,6 +4465,91 @@ fn umr_interleaved_mkey_repeats_its_block_and_checks_its_entries() {
     let rb = repeat_block(9, &[(m1.key, m1.va, 16, 32)]);
     let c = umr_on_b(&mut p, key, RW, 144, &rb);
     assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+}
+
+/// The UMR WQE of upstream `mlx5r_umr_rereg_pd_access()` for MR key `key`: access bits
+/// `access` (`MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_*`) and PD `pd`, the key's variant kept.
+fn umr_rereg_wqe(qp: &QpH, key: u32, access: u8, pd: u32) -> Vec<u8> {
+    use engine::umr;
+    let mut w = vec![0u8; umr::KLM];
+    let idx = u32::from(qp.cur_post);
+    w[0..4].copy_from_slice(&((idx << 8) | u32::from(wqe_op::UMR)).to_be_bytes());
+    w[4..8].copy_from_slice(&((qp.qpn << 8) | (umr::KLM / 16) as u32).to_be_bytes());
+    w[11] = ctrl::CQ_UPDATE;
+    w[12..16].copy_from_slice(&key.to_be_bytes());
+    w[umr::FLAGS] = 0x80 | 0x40; // MLX5_UMR_INLINE | MLX5_UMR_CHECK_FREE
+    let mask = umr::MASK_ACCESS | umr::MASK_PD;
+    w[umr::MKEY_MASK..umr::MKEY_MASK + 8].copy_from_slice(&mask.to_be_bytes());
+    w[umr::MKC + 2] = access | umr::ACC_LOCAL_READ;
+    w[umr::MKC + 4..umr::MKC + 8].copy_from_slice(&(0xffff_ff00 | (key & 0xff)).to_be_bytes());
+    w[umr::MKC + 12..umr::MKC + 16].copy_from_slice(&pd.to_be_bytes());
+    w
+}
+
+/// A pair with a source MR and a remotely read-only MR (its mkey made with `umr_en` when
+/// `umr_en`), and a UMR of upstream's rereg posted on b for `key` with remote write added.
+fn rereg_pair(umr_en: bool, key_xor: u32) -> (Pair, Mr, Mr, Polled) {
+    let ro = MrAccess {
+        lw: true,
+        rr: true,
+        rw: false,
+        a: false,
+    };
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let mr = p.h.mr(4096, ro);
+    let m = p.h.fw.mkeys.get_mut(mr.key >> 8).unwrap();
+    mkc::umr_en.set(&mut m.mkc, u32::from(umr_en)).unwrap();
+    let mut b = p.b;
+    let acc = RW | engine::umr::ACC_LOCAL_WRITE;
+    let w = umr_rereg_wqe(&b, mr.key ^ key_xor, acc, p.h.pd);
+    p.h.post_bytes(&mut b, &w);
+    p.b = b;
+    p.run(0);
+    let c = p.sends();
+    assert_eq!(c.len(), 1, "{c:x?}");
+    (p, src, mr, c[0])
+}
+
+#[test]
+fn umr_changes_an_mrs_access_in_place_keeping_its_key() {
+    // Without umr_en, or with another key variant, the mkey is not changed.
+    let (_, _, _, c) = rereg_pair(false, 0);
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    let (_, _, _, c) = rereg_pair(true, 1);
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    // Upstream's rereg UMR: remote write added, the key kept; the old rkey writes.
+    let (mut p, src, mr, c) = rereg_pair(true, 0);
+    assert_eq!((c.opcode, c.wqe_opcode), (cqe_op::REQ, wqe_op::UMR));
+    let data = pattern(64, 5);
+    p.h.mem.put(src.bus, &data);
+    let c = write_via(&mut p, &src, mr.va + 8, mr.key, 64);
+    assert_eq!(
+        c.opcode,
+        cqe_op::REQ,
+        "the old rkey writes after the change"
+    );
+    assert_eq!(p.h.mem.get(mr.bus + 8, 64), data);
+    let m = p.h.fw.mkeys.get(mr.key >> 8).unwrap();
+    assert_eq!(
+        mkc::rw.get(&m.mkc),
+        Ok(1),
+        "the stored context has the new rights"
+    );
+    // Before the change the same write is refused.
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let ro = p.h.mr(
+        4096,
+        MrAccess {
+            lw: true,
+            rr: true,
+            rw: false,
+            a: false,
+        },
+    );
+    let c = write_via(&mut p, &src, ro.va, ro.key, 16);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -160,9 +160,11 @@ impl Fw {
             // Memory windows (`engine/umr.rs`: UMR bind and invalidate WQEs on RC/UC QPs).
             (cmd_hca_cap::imaicl, 1),
             // UMR cannot change an mkey's translation (as on early ConnectX-4 firmware): the
-            // engine executes UMR WQEs only to bind and invalidate windows, so upstream mlx5_ib must register user MRs with
-            // CREATE_MKEY and their MTTs inline (`mlx5r_umr_can_load_pas()` false), as our
-            // driver does; both then leave IB_DEVICE_MEM_MGT_EXTENSIONS out.
+            // engine executes UMR WQEs to bind and invalidate windows, to give indirect mkeys
+            // a layout and to change an MR's PD, rights and key byte (`engine/umr.rs`), so
+            // upstream mlx5_ib must register user MRs with CREATE_MKEY and their MTTs inline
+            // (`mlx5r_umr_can_load_pas()` false), as our driver does; both then leave
+            // IB_DEVICE_MEM_MGT_EXTENSIONS out.
             (cmd_hca_cap::umr_modify_entity_size_disabled, 1),
             (cmd_hca_cap::cq_oi, 1),
             (cmd_hca_cap::cq_resize, 1),

@@ -25,7 +25,8 @@ use super::mem::mkey;
 use super::qp_state::{be16, be32, be64, Snap, Wqe};
 use crate::fwsim::xlat::{Access, Binding, Fragmented, Indirect, MkeyMap, Xlat, NO_QPN};
 use crate::fwsim::Fw;
-use crate::prm::consts::{QPC_ST_RC, QPC_ST_UC};
+use crate::prm::consts::{QPC_ST_RC, QPC_ST_REG_UMR, QPC_ST_UC};
+use crate::prm::ctx::mkc;
 use crate::prm::wqe::syndrome as syn;
 
 /// `flags` (u8) of the UMR control segment.
@@ -78,7 +79,7 @@ pub(crate) const ACC_LOCAL_WRITE: u8 = 1 << 3;
 /// (`MASK_MKEY`), except on a type 2 invalidation. Only RC and UC QPs post these
 /// (`LOCAL_QP_OP_ERR` otherwise).
 pub(super) fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
-    if !matches!(s.st, QPC_ST_RC | QPC_ST_UC) || w.len < KLM {
+    if !matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_REG_UMR) || w.len < KLM {
         return ReqRes::Err(syn::LOCAL_QP_OP);
     }
     let bind_err = ReqRes::Err(syn::MW_BIND);
@@ -91,7 +92,7 @@ pub(super) fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
         return bind_err;
     };
     let Some(win) = m.win else {
-        return bind_err;
+        return update_mr(fw, s, key, buf);
     };
     if m.info.key_byte != (key & 0xff) as u8 || m.pd != s.pd {
         return bind_err;
@@ -160,6 +161,85 @@ pub(super) fn remote_invalidate(fw: &mut Fw, key: u32, d: &Snap) -> bool {
         }
         _ => false,
     }
+}
+
+/// `MLX5_MKEY_MASK_PD`.
+pub(crate) const MASK_PD: u64 = 1 << 7;
+/// `MLX5_MKEY_MASK_LR`, `_LW`, `_RR`, `_RW`, `_A`: the access bits (bits 17..=21).
+pub(crate) const MASK_ACCESS: u64 = 0x1f << 17;
+/// `MLX5_MKEY_MASK_SMALL_FENCE` (no effect in the model).
+pub(crate) const MASK_SMALL_FENCE: u64 = 1 << 23;
+/// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_READ`.
+pub(crate) const ACC_LOCAL_READ: u8 = 1 << 2;
+
+/// A UMR WQE on an MR's mkey (not a window), as upstream `mlx5r_umr_rereg_pd_access()`
+/// posts it on its UMR QP for `ibv_rereg_mr()` of the PD or access flags: the mkey context
+/// segment is the `mkc`, and the mask names what changes. The model executes the PD, the
+/// access bits (each masked bit takes the segment's: `MLX5_MKEY_MASK_LR`..`_A`) and the key's
+/// low byte (`MLX5_MKEY_MASK_KEY`), keeping the key's index, on an mkey created with `umr_en`,
+/// in place; the key must carry the mkey's current low byte, and a QP other than the UMR QP
+/// (`MLX5_QP_ST_REG_UMR`, which has no PD) must be of the mkey's PD. Translation updates
+/// (`LEN`, `START_ADDR`, page size, KLMs), `FREE` and other bits are `MW_BIND_ERR` (as the
+/// capability `umr_modify_entity_size_disabled` tells a driver).
+fn update_mr(fw: &mut Fw, s: &Snap, key: u32, buf: &[u8]) -> ReqRes {
+    let bind_err = ReqRes::Err(syn::MW_BIND);
+    let mask = be64(buf, MKEY_MASK);
+    let supported = MASK_PD | MASK_ACCESS | MASK_MKEY | MASK_QPN | MASK_SMALL_FENCE;
+    let Some(m) = fw.mkeys.get(key >> 8) else {
+        return bind_err;
+    };
+    if m.info.key_byte != (key & 0xff) as u8
+        || (s.st != QPC_ST_REG_UMR && m.pd != s.pd)
+        || mkc::umr_en.get(&m.mkc) != Ok(1)
+        || mask & !supported != 0
+        || be16(buf, KLM_OCTOWORDS) != 0
+    {
+        return bind_err;
+    }
+    let (uid, old_pd) = (m.uid, m.pd);
+    let pd = if mask & MASK_PD != 0 {
+        be32(buf, MKC + 12) & 0x00ff_ffff
+    } else {
+        old_pd
+    };
+    if pd != old_pd && fw.pd_usable(uid, pd).is_err() {
+        return bind_err;
+    }
+    let acc = buf.get(MKC + 2).copied().unwrap_or(0);
+    let new_byte = (be32(buf, MKC + 4) & 0xff) as u8;
+    let Some(m) = fw.mkeys.get_mut(key >> 8) else {
+        return bind_err;
+    };
+    for (i, (f, right, bit)) in [
+        (mkc::lr, Access::LOCAL_READ, ACC_LOCAL_READ),
+        (mkc::lw, Access::LOCAL_WRITE, ACC_LOCAL_WRITE),
+        (mkc::rr, Access::REMOTE_READ, ACC_REMOTE_READ),
+        (mkc::rw, Access::REMOTE_WRITE, ACC_REMOTE_WRITE),
+        (mkc::a, Access::ATOMIC, ACC_ATOMIC),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if mask & (1 << (17 + i)) == 0 {
+            continue;
+        }
+        let on = acc & bit != 0;
+        m.info.access.0 = if on {
+            m.info.access.0 | right.0
+        } else {
+            m.info.access.0 & !right.0
+        };
+        let _ = f.set(&mut m.mkc, u32::from(on));
+    }
+    if mask & MASK_PD != 0 {
+        m.pd = pd;
+        let _ = mkc::pd.set(&mut m.mkc, pd);
+    }
+    if mask & MASK_MKEY != 0 {
+        m.info.key_byte = new_byte;
+        let _ = mkc::mkey_7_0.set(&mut m.mkc, u32::from(new_byte));
+    }
+    ReqRes::Ok { byte_cnt: 0 }
 }
 
 /// The rights of the mkey context segment's `access_flags` (local read always).
