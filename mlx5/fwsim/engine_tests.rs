@@ -4465,6 +4465,24 @@ fn umr_interleaved_mkey_repeats_its_block_and_checks_its_entries() {
     let rb = repeat_block(9, &[(m1.key, m1.va, 16, 32)]);
     let c = umr_on_b(&mut p, key, RW, 144, &rb);
     assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    // A contiguous block repeated past the model's bound on entry uses (one run, but more
+    // work than one WQE may take).
+    let mut p = pair(QPC_ST_RC);
+    let m1 = p.h.mr(1 << 16, ALL);
+    let key = dv_mkey(&mut p.h);
+    let rb = repeat_block(4097, &[(m1.key, m1.va, 8, 8)]);
+    let c = umr_on_b(&mut p, key, RW, 4097 * 8, &rb);
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    let mut p = pair(QPC_ST_RC);
+    let m1 = p.h.mr(1 << 16, ALL);
+    let key = dv_mkey(&mut p.h);
+    let rb = repeat_block(4096, &[(m1.key, m1.va, 8, 8)]);
+    let c = umr_on_b(&mut p, key, RW, 4096 * 8, &rb);
+    assert_eq!(
+        c.opcode,
+        cqe_op::REQ,
+        "4096 contiguous uses merge into one run"
+    );
 }
 
 /// The UMR WQE of upstream `mlx5r_umr_rereg_pd_access()` for MR key `key`: access bits

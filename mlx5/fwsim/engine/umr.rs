@@ -17,8 +17,11 @@
 //! `num_ent`, then entries of `stride`, `byte_count` (16 bits each), `memkey`, `va`). The
 //! repeated block maps, `repeat_count` times, each entry's `byte_count` bytes in order, the
 //! entry's address moving on by its `stride` each repetition. The model resolves the layout
-//! when the WQE executes into at most [`crate::fwsim::xlat::MAX_RUNS`] bus-contiguous runs (a longer one is
-//! `MW_BIND`) and checks at each use that the entries' mkeys still live.
+//! when the WQE executes into at most [`crate::fwsim::xlat::MAX_RUNS`] bus-contiguous runs
+//! and at most [`MAX_ENTRY_USES`] entry uses (more is `MW_BIND`, a model limit), and checks
+//! at each use of the key that the entries' mkeys still live.
+//!
+//! A UMR WQE on an MR's mkey changes its PD, rights and key byte in place ([`update_mr`]).
 
 use super::completer::ReqRes;
 use super::mem::mkey;
@@ -41,6 +44,9 @@ pub(crate) const KLM: usize = 128;
 pub(crate) const KLM_OCTOWORDS: usize = 20;
 /// `op` of a repeated block (`umr_strided_seg_create()`).
 pub(crate) const REPEAT_BLOCK_OP: u32 = 0x400;
+/// Entry uses a repeated block may ask for (`repeat_count` times its entries): bounds the
+/// work of one WQE.
+pub(crate) const MAX_ENTRY_USES: u64 = 1 << 12;
 /// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE`: a type 2 bind needs a free window.
 pub(crate) const CHECK_FREE: u8 = 1 << 5;
 /// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN`: a type 2 invalidation must come from the bound QP.
@@ -76,8 +82,9 @@ pub(crate) const ACC_LOCAL_WRITE: u8 = 1 << 3;
 /// with `CHECK_QPN` (type 2) must come from the QP the window is bound to. The MR's
 /// `IBV_ACCESS_MW_BIND` is not checked: the mkey context has no such right (upstream mlx5_ib
 /// does not pass it to the device). The key's low byte becomes the context's
-/// (`MASK_MKEY`), except on a type 2 invalidation. Only RC and UC QPs post these
-/// (`LOCAL_QP_OP_ERR` otherwise).
+/// (`MASK_MKEY`), except on a type 2 invalidation. Only RC and UC QPs and upstream's UMR QP
+/// (`REG_UMR`) post UMR WQEs (`LOCAL_QP_OP_ERR` otherwise). A WQE without `START_ADDR` gives
+/// the mkey an indirect layout ([`layout`]); one on an MR's mkey is [`update_mr`].
 pub(super) fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
     if !matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_REG_UMR) || w.len < KLM {
         return ReqRes::Err(syn::LOCAL_QP_OP);
@@ -300,7 +307,7 @@ fn layout(
     let res = if be32(data, 4) == REPEAT_BLOCK_OP {
         let repeat = u64::from(be32(data, 8));
         let n = usize::from(be16(data, 14));
-        if 16 * (n + 1) > data.len() {
+        if 16 * (n + 1) > data.len() || repeat.saturating_mul(n as u64) > MAX_ENTRY_USES {
             return Err(bind_err);
         }
         (0..repeat).try_for_each(|r| {
