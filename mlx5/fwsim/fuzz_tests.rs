@@ -75,6 +75,12 @@ const OPCODES: &[u16] = &[
     op::CREATE_MKEY,
     op::DESTROY_MKEY,
     op::QUERY_MKEY,
+    op::CREATE_RMP,
+    op::MODIFY_RMP,
+    op::QUERY_RMP,
+    op::DESTROY_RMP,
+    op::CREATE_UMEM,
+    op::DESTROY_UMEM,
 ];
 
 #[test]

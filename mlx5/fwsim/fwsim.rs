@@ -345,6 +345,8 @@ struct Rmp {
     pd: u32,
     rmpc: [u8; RMPC_BYTES],
     q: srq::SrqState,
+    /// The umems of a DEVX RMP's buffer and doorbell record (0: none).
+    umems: [u32; 2],
 }
 
 /// A memory key: its context as created, and what the data path checks and translates.

@@ -186,6 +186,8 @@ pub(crate) const RMPC_STATE_ERR: u32 = 0x3;
 /// `MLX5_WQ_TYPE_LINKED_LIST` (mlx5_ifc.h): the receive WQEs of an RMP/SRQ, chained by
 /// `next_wqe_index`.
 pub(crate) const WQ_TYPE_LINKED_LIST: u32 = 0x0;
+/// `MLX5_WQ_TYPE_CYCLIC` (mlx5_ifc.h): the receive WQEs of an RMP consumed in ring order.
+pub(crate) const WQ_TYPE_CYCLIC: u32 = 0x1;
 /// `MLX5_EVENT_TYPE_SRQ_CATAS_ERROR` (device.h).
 pub(crate) const EVENT_TYPE_SRQ_CATAS_ERROR: u8 = 0x12;
 /// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` (device.h).

@@ -74,6 +74,7 @@ prm_layouts! {
         log_max_transport_domain @ 0x323, 0x5;
         log_max_pd @ 0x32b, 0x5;
         log_max_xrcd @ 0x33b, 0x5;
+        log_max_rmp @ 0x383, 0x5;
         general_obj_types @ 0x400, 0x40;
         log_max_uctx @ 0x463, 0x5;
         log_max_umem @ 0x46b, 0x5;
@@ -480,6 +481,9 @@ prm_layouts! {
         log_wq_sz @ 0x11b, 0x5;
         dbr_umem_valid @ 0x120, 0x1;
         wq_umem_valid @ 0x121, 0x1;
+        dbr_umem_id @ 0x140, 0x20;
+        wq_umem_id @ 0x160, 0x20;
+        wq_umem_offset @ 0x180, 0x40;
     }
 
     /// `struct mlx5_ifc_rmpc_bits` (mlx5_ifc.h).

@@ -4,13 +4,14 @@
  *
  *   fault_sweep -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP]
  *
- * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj
+ * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey
  * (the create paths; "ctx" is ibv_open_device, "uctx" its kernel part alone
  * (see open_uctx()), "modify" moves a fresh RC QP RST->INIT->RTR->RTS, "xrcd"
  * ibv_open_xrcd, "xsrq" an XRC SRQ on that XRC domain, "mw" a type 2 memory
  * window, "umem" mlx5dv_devx_umem_reg of 64 KiB, "dobj" a DEVX object (ALLOC_PD
- * through mlx5dv_devx_obj_create) on a context opened with DEVX) or d_ctx
- * d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj (the
+ * through mlx5dv_devx_obj_create) on a context opened with DEVX, "dmkey" an
+ * indirect mkey of mlx5dv_create_mkey(), a DEVX CREATE_MKEY) or d_ctx d_uctx
+ * d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj d_dmkey (the
  * destroy paths: the object is created unarmed, its destroy is armed).
  *
  * -k slab: the kernel's allocation fault injection through the task's own
@@ -397,7 +398,7 @@ static struct mlx5dv_devx_obj *make_dobj(struct env *e)
 
 /* The object a verb creates or destroys, kind-tagged for destroy(). */
 enum obj { O_CTX, O_UCTX, O_PD, O_MR, O_CQ, O_QP, O_AH, O_MODIFY, O_SRQ, O_XRCD, O_XSRQ, O_MW,
-	   O_UMEM, O_DOBJ };
+	   O_UMEM, O_DOBJ, O_DMKEY };
 
 struct verbdef {
 	const char *name;
@@ -413,6 +414,7 @@ static const struct verbdef verbs[] = {
 	{ "srq", O_SRQ, 0 },   { "d_srq", O_SRQ, 1 },   { "xrcd", O_XRCD, 0 }, { "d_xrcd", O_XRCD, 1 },
 	{ "xsrq", O_XSRQ, 0 }, { "d_xsrq", O_XSRQ, 1 }, { "mw", O_MW, 0 },     { "d_mw", O_MW, 1 },
 	{ "umem", O_UMEM, 0 }, { "d_umem", O_UMEM, 1 }, { "dobj", O_DOBJ, 0 }, { "d_dobj", O_DOBJ, 1 },
+	{ "dmkey", O_DMKEY, 0 }, { "d_dmkey", O_DMKEY, 1 },
 };
 
 /* Creates the object; NULL with errno on failure. */
@@ -447,6 +449,15 @@ static void *create(struct env *e, enum obj o)
 		return mlx5dv_devx_umem_reg(e->ctx, e->buf, e->len, IBV_ACCESS_LOCAL_WRITE);
 	case O_DOBJ:
 		return make_dobj(e);
+	case O_DMKEY: {
+		struct mlx5dv_mkey_init_attr a = {
+			.pd = e->pd,
+			.create_flags = MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT,
+			.max_entries = 4,
+		};
+
+		return mlx5dv_create_mkey(&a);
+	}
 	}
 	return NULL;
 }
@@ -481,6 +492,8 @@ static int destroy(enum obj o, void *p)
 		return mlx5dv_devx_umem_dereg(p);
 	case O_DOBJ:
 		return mlx5dv_devx_obj_destroy(p);
+	case O_DMKEY:
+		return mlx5dv_destroy_mkey(p);
 	}
 	return EINVAL;
 }
@@ -544,7 +557,7 @@ int main(int argc, char **argv)
 	if (e.buf == MAP_FAILED)
 		return 1;
 	memset(e.buf, 0x5a, e.len);
-	if (v->obj == O_UMEM || v->obj == O_DOBJ) {
+	if (v->obj == O_UMEM || v->obj == O_DOBJ || v->obj == O_DMKEY) {
 		struct mlx5dv_context_attr da = { .flags = MLX5DV_CONTEXT_FLAGS_DEVX };
 
 		e.ctx = mlx5dv_open_device(e.dev, &da);

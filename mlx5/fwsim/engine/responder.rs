@@ -53,11 +53,12 @@ pub(super) fn rq_wqe(
         }
         let n = r.ring.stride().min(MAX_RQ_WQE);
         let wqe = buf.get_mut(..n).ok_or(())?;
-        if !r.ring.read(mem, &r.buf, u32::from(r.head), wqe) {
+        let idx = r.next_idx();
+        if !r.ring.read(mem, &r.buf, u32::from(idx), wqe) {
             return Err(());
         }
         let w = SrqWqe {
-            idx: r.head,
+            idx,
             next: be16(buf, 2),
         };
         d.rwqe_idx = w.idx;
