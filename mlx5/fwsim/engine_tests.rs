@@ -4292,3 +4292,6 @@ fn pma_counts_the_packets_and_octets_of_messages() {
         (octets / 4, octets / 4, 5, 5)
     );
 }
+
+#[path = "dct_tests.rs"]
+mod dct_tests;
