@@ -17,6 +17,13 @@ dc_suite() {
 	unload_ours
 }
 
+# The DC verbs under fault injection (suite vm_dc_faults; tests/vm/faults.sh): a DCI's create
+# and destroy, a DCT's create with its move to RTR (CREATE_DCT) and its destroy (DRAIN_DCT,
+# DESTROY_DCT), every allocation and firmware point on the IB and the RoCE function.
+dc_faults_suite() {
+	faults_sweep "mlx5_0:mlx5_ib_rs.rdma.0 mlx5_1:mlx5_ib_rs.rdma.1" "dci dct d_dct d_dci" 100000 1
+}
+
 # UCX 1.13's dc_mlx5 (suite vm_ucx_dc): `ucx_info -d` lists it on every function (UCX reads
 # the `dct` capability through DEVX), and unmodified ucx_perftest UCT tests over it with both
 # ends on one function, and a UCP tag-matching test between two functions, complete their
