@@ -370,3 +370,193 @@ fn dct_commands_drain_query_destroy_and_keep_to_their_objects() {
     );
     let _ = &mut rcq;
 }
+
+/// Random DC traffic and DCT commands: DC WQEs with right and wrong keys, DCT numbers that
+/// name a DCT, a drained DCT, a destroyed one or a QP, base and full AVs, plausible and bogus
+/// segments, read-only memory behind writable keys; DRAIN/QUERY/DESTROY/CREATE_DCT in between.
+/// The engine must never panic, never write read-only memory, answer every posted WQE with at
+/// most one CQE per WQEBB, and leave no DCT behind once everything is destroyed.
+#[test]
+fn fuzz_dc_wqes_and_dct_commands() {
+    let mut rng = Rng(0xdc_5eed_1234_abcd);
+    let (mut good, mut bad) = (0u32, 0u32);
+    for round in 0..60 {
+        let mut h1 = Host::new(LinkLayer::Ib, 1);
+        let mut h2 = Host::new(LinkLayer::Ib, 2);
+        let base = (h1.fw.counts(), h2.fw.counts());
+        let mut scq = h1.cq(6, false);
+        let rcq = [h1.cq(6, false), h2.cq(6, false)];
+        let mut srq = [h1.srq(3, 6, 0), h2.srq(3, 6, 0)];
+        let mut dci = h1.dci(&scq, rng.below(3) as u32, 1 + rng.below(3) as u32);
+        let mut dcis = Vec::new();
+        let mut mrs = [Vec::new(), Vec::new()];
+        let mut canaries = Vec::new();
+        for (i, h) in [&mut h1, &mut h2].into_iter().enumerate() {
+            let acc = MrAccess {
+                lw: rng.chance(80),
+                rr: rng.chance(80),
+                rw: rng.chance(80),
+                a: rng.chance(80),
+            };
+            mrs[i].push(h.mr(8192, acc));
+            let ro = h.mem.map(4096, false);
+            let content: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
+            h.mem.put(ro, &content);
+            mrs[i].push(h.mr_at(ro, 4096, ALL));
+            canaries.push((i, ro, content));
+        }
+        // DCTs: (function, number, key, alive).
+        let mut dcts: Vec<(usize, u32, u64, bool)> = Vec::new();
+        for k in 0..4 {
+            let i = k % 2;
+            let key = rng.next();
+            let h = if i == 0 { &mut h1 } else { &mut h2 };
+            let n = h.dct(&srq[i], &rcq[i], key, k as u32);
+            dcts.push((i, n, key, true));
+        }
+        let lids = [h1.lid(), h2.lid()];
+        let mut posted = 0u32;
+        let mut now = 0u64;
+        for _ in 0..40 {
+            match rng.below(10) {
+                0 => {
+                    let t = rng.below(dcts.len() as u64) as usize;
+                    let (i, n, _, _) = dcts[t];
+                    let h = if i == 0 { &mut h1 } else { &mut h2 };
+                    let op = rng.pick(&[op::DRAIN_DCT, op::QUERY_DCT]);
+                    let m = if op == op::DRAIN_DCT {
+                        destroy_in(op, 0, drain_dct_in::dctn, n)
+                    } else {
+                        destroy_in(op, 0, query_dct_in::dctn, n)
+                    };
+                    let _ = super::super::tests::run(&mut h.fw, &m, query_dct_out::SIZE_BYTES);
+                }
+                1 => {
+                    let t = rng.below(dcts.len() as u64) as usize;
+                    let (i, n, _, alive) = dcts[t];
+                    let h = if i == 0 { &mut h1 } else { &mut h2 };
+                    let d = destroy_in(op::DESTROY_DCT, 0, destroy_dct_in::dctn, n);
+                    let (c, _) = super::super::tests::run(&mut h.fw, &d, 16);
+                    assert_eq!(c.status == Status::OK, alive, "round {round}: destroy");
+                    dcts[t].3 = false;
+                }
+                2 => {
+                    let i = rng.below(2) as usize;
+                    let h = if i == 0 { &mut h1 } else { &mut h2 };
+                    let _ = h.post_srq(&mut srq[i], &[mrs[i][0].sge(rng.below(4096), 4096)]);
+                }
+                _ => {
+                    let t = rng.below(dcts.len() as u64) as usize;
+                    let (i, n, key, _) = dcts[t];
+                    let any = rng.next() as u8;
+                    let mut wr = Wr::new(rng.pick(&[
+                        wqe_op::SEND,
+                        wqe_op::SEND_IMM,
+                        wqe_op::RDMA_WRITE,
+                        wqe_op::RDMA_READ,
+                        wqe_op::ATOMIC_FA,
+                        wqe_op::ATOMIC_CS,
+                        wqe_op::NOP,
+                        any,
+                    ]));
+                    let src = rng.pick(&mrs[0]);
+                    let len = if rng.chance(90) { 4096 } else { 5000 };
+                    wr = wr.sge(src.sge(rng.below(4096), rng.below(len) as u32));
+                    let dst = rng.pick(&mrs[i]);
+                    wr = wr.remote(&dst, rng.below(8192) & !7);
+                    if rng.chance(20) {
+                        wr.remote = Some((rng.next(), rng.next() as u32));
+                    }
+                    wr.atomic = Some((rng.next(), rng.next()));
+                    let to = DcAddr {
+                        dctn: if rng.chance(90) { n } else { dci.qpn },
+                        key: if rng.chance(85) { key } else { rng.next() },
+                        lid: if rng.chance(95) {
+                            lids[i]
+                        } else {
+                            rng.next() as u16
+                        },
+                        full: rng.chance(50),
+                    };
+                    let mut w = dc_wqe(&dci, &wr, to);
+                    if rng.chance(5) {
+                        w[7] = rng.next() as u8 & 0x3f;
+                    }
+                    // At most one CQE per WQEBB (a corrupted `ds` splits a WQE).
+                    let nbb = w.len().div_ceil(64) as u32;
+                    if u64::from(posted + nbb) <= 1u64 << dci.log_sq {
+                        h1.post_bytes(&mut dci, &w);
+                        posted += nbb;
+                    }
+                }
+            }
+            if h1.state(&dci) == QPC_STATE_ERR {
+                // A new DCI takes over from one an error stopped (its flushes still come).
+                dcis.push(dci.qpn);
+                posted = 0;
+                dci = h1.dci(&scq, rng.below(3) as u32, 1 + rng.below(3) as u32);
+            }
+            let r = run(&mut [&mut h1, &mut h2], now);
+            now = r.next_deadline_ns.unwrap_or(now);
+            for h in [&mut h1, &mut h2] {
+                while h.fw.next_event().is_some() {}
+            }
+        }
+        while let Some(d) = run(&mut [&mut h1, &mut h2], now).next_deadline_ns {
+            now = d;
+        }
+        let cqes = h1.poll_all(&mut scq);
+        let per_dci = 1usize << dci.log_sq;
+        assert!(
+            cqes.len() <= per_dci * (dcis.len() + 1),
+            "round {round}: {} CQEs",
+            cqes.len()
+        );
+        good += cqes.iter().filter(|c| c.syndrome == 0).count() as u32;
+        bad += cqes.iter().filter(|c| c.syndrome != 0).count() as u32;
+        for (i, ro, content) in &canaries {
+            let h = if *i == 0 { &h1 } else { &h2 };
+            assert_eq!(
+                &h.mem.get(*ro, 4096),
+                content,
+                "round {round}: read-only memory"
+            );
+        }
+        for (i, n, _, alive) in dcts {
+            if alive {
+                let h = if i == 0 { &mut h1 } else { &mut h2 };
+                ok(
+                    &mut h.fw,
+                    &destroy_in(op::DESTROY_DCT, 0, destroy_dct_in::dctn, n),
+                    16,
+                );
+            }
+        }
+        dcis.push(dci.qpn);
+        for q in dcis {
+            ok(
+                &mut h1.fw,
+                &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, q),
+                16,
+            );
+        }
+        for (i, h) in [&mut h1, &mut h2].into_iter().enumerate() {
+            let d = destroy_in(op::DESTROY_RMP, 0, destroy_rmp_in::rmpn, srq[i].rmpn);
+            ok(&mut h.fw, &d, 16);
+        }
+        assert_eq!(
+            h1.fw.counts().qp,
+            base.0.qp,
+            "round {round}: QPs and DCTs gone"
+        );
+        assert_eq!(
+            h2.fw.counts().qp,
+            base.1.qp,
+            "round {round}: QPs and DCTs gone"
+        );
+    }
+    assert!(
+        good > 50 && bad > 20,
+        "the fuzzer reached the DC paths: {good} {bad}"
+    );
+}
