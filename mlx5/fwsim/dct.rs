@@ -91,9 +91,11 @@ impl Fw {
         self.cq_usable(c.uid, cqn, syn::QP_RECV_CQ)?;
         let srqn = get(c, dctc::srqn_xrqn);
         self.rmp_usable(c.uid, srqn, syn::DCT_SRQ)?;
+        // The port's Q counter set upstream names (`mlx5_ib_get_counters_id()`) is the
+        // kernel's, also for a user's DCT: it must exist, whoever owns it.
         let set = get(c, dctc::counter_set_id);
-        if set != 0 {
-            self.q_counter_usable(c.uid, set)?;
+        if set != 0 && !self.qcounters.iter().any(|(id, _)| id == set) {
+            return fail(Status::BAD_PARAM_ERR, syn::Q_COUNTER_UNKNOWN);
         }
         let key = c.inbox.get64(ctx.inner(dctc::dc_access_key));
         let mut q = [0u8; QPC_BYTES];

@@ -105,12 +105,16 @@ static struct ibv_qp *dct_create(struct side *s, uint64_t key)
 	};
 	int rc;
 
-	if (!qp)
+	if (!qp) {
+		printf("I DCT: mlx5dv_create_qp: errno %d\n", errno);
 		return NULL;
+	}
 	rc = ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				   IBV_QP_ACCESS_FLAGS);
-	if (rc)
+	if (rc) {
+		printf("I DCT: RESET->INIT: %d\n", rc);
 		goto fail;
+	}
 	memset(&m, 0, sizeof(m));
 	m.qp_state = IBV_QPS_RTR;
 	m.path_mtu = IBV_MTU_1024;
@@ -118,8 +122,10 @@ static struct ibv_qp *dct_create(struct side *s, uint64_t key)
 	to_port(&m.ah_attr, s);
 	rc = ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
 				   IBV_QP_PATH_MTU);
-	if (rc)
+	if (rc) {
+		printf("I DCT: INIT->RTR: %d\n", rc);
 		goto fail;
+	}
 	return qp;
 fail:
 	errno = rc;
@@ -148,8 +154,10 @@ static struct ibv_qp *dci_create(struct side *s, int timeout, int retry)
 	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	int rc, mask;
 
-	if (!qp)
+	if (!qp) {
+		printf("I DCI: mlx5dv_create_qp: errno %d\n", errno);
 		return NULL;
+	}
 	rc = ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT);
 	if (rc)
 		goto fail;

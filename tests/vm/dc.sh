@@ -44,7 +44,8 @@ ucx_dc_suite() {
 	for d in mlx5_0 mlx5_2; do
 		ucx_pair "ucx_perftest am_lat over dc_mlx5 on $d" 300 "" "" -t am_lat -x dc_mlx5 -d $d:1
 		ucx_pair "ucx_perftest put_bw (zero copy) over dc_mlx5 on $d" 200 "" "" -t put_bw -D zcopy -s 4096 -x dc_mlx5 -d $d:1
-		ucx_pair "ucx_perftest get_bw (zero copy) over dc_mlx5 on $d" 200 "" "" -t get_bw -D zcopy -s 4096 -x dc_mlx5 -d $d:1
+		ucx_pair "ucx_perftest get (zero copy) over dc_mlx5 on $d" 200 "" "" -t get -D zcopy -s 4096 -x dc_mlx5 -d $d:1
+		ucx_pair "ucx_perftest fadd over dc_mlx5 on $d" 200 "" "" -t fadd -x dc_mlx5 -d $d:1
 	done
 	ucx_pair "ucx_perftest UCP tag_bw over dc_mlx5, mlx5_0 to mlx5_1" 300 \
 		"UCX_TLS=dc_mlx5 UCX_NET_DEVICES=mlx5_0:1" "UCX_TLS=dc_mlx5 UCX_NET_DEVICES=mlx5_1:1" -t tag_bw
