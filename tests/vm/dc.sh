@@ -19,9 +19,10 @@ dc_suite() {
 
 # The DC verbs under fault injection (suite vm_dc_faults; tests/vm/faults.sh): a DCI's create
 # and destroy, a DCT's create with its move to RTR (CREATE_DCT) and its destroy (DRAIN_DCT,
-# DESTROY_DCT), every allocation and firmware point on the IB and the RoCE function.
+# DESTROY_DCT), every allocation and firmware point on the RoCE function (as vm_faults; the
+# full sweep, make faults, takes both functions).
 dc_faults_suite() {
-	faults_sweep "mlx5_0:mlx5_ib_rs.rdma.0 mlx5_1:mlx5_ib_rs.rdma.1" "dci dct d_dct d_dci" 100000 1
+	faults_sweep "mlx5_1:mlx5_ib_rs.rdma.1" "dci dct d_dct d_dci" 100000 1
 }
 
 # UCX 1.13's dc_mlx5 (suite vm_ucx_dc): `ucx_info -d` lists it on every function (UCX reads
