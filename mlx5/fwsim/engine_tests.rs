@@ -4737,3 +4737,5 @@ fn pma_counts_the_packets_and_octets_of_messages() {
 
 #[path = "engine/wire_tests.rs"]
 mod wire_tests;
+#[path = "dct_tests.rs"]
+mod dct_tests;

@@ -13,6 +13,8 @@
 
 #[path = "cqe.rs"]
 pub(crate) mod cqe;
+#[path = "dct.rs"]
+pub(crate) mod dct;
 #[path = "dma.rs"]
 pub(crate) mod dma;
 #[path = "engine.rs"]
@@ -332,6 +334,8 @@ struct Qp {
     q: engine::QpState,
     /// The umems of a DEVX QP's work queue buffer and doorbell record (0: none).
     umems: [u32; 2],
+    /// A DC target's context: the entry is a DCT, not a QP (`dct.rs`).
+    dct: Option<dct::Dct>,
 }
 
 /// Bytes of a stored `rmpc`.

@@ -112,7 +112,7 @@ impl Fw {
     ) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Member<cmd_hca_cap::Bits>, u32); 44] = [
+        let values: [(Member<cmd_hca_cap::Bits>, u32); 47] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // RTS2RTS may move a QP to another Q counter set (`qp.rs`).
             (cmd_hca_cap::rts2rts_qp_counters_set_id, 1),
@@ -132,6 +132,10 @@ impl Fw {
             (cmd_hca_cap::log_max_klm_list_size, 16),
             (cmd_hca_cap::log_max_ra_req_qp, p.log_max_ra_qp),
             (cmd_hca_cap::log_max_ra_res_qp, p.log_max_ra_qp),
+            // DC targets and initiators (`dct.rs`).
+            (cmd_hca_cap::dct, 1),
+            (cmd_hca_cap::log_max_ra_req_dc, p.log_max_ra_qp),
+            (cmd_hca_cap::log_max_ra_res_dc, p.log_max_ra_qp),
             (cmd_hca_cap::gid_table_size, 0),
             (cmd_hca_cap::pkey_table_size, 0),
             (

@@ -1060,7 +1060,7 @@ fn qp_create_checks() {
     let cq = create_cq(&mut f, 0, uar);
     let q = |f| create_qp_in::qpc.inner(f);
     let cases: [(Member<create_qp_in::Bits>, u32, Status, u32); 7] = [
-        (q(qpc::st), 0x5, Status::BAD_PARAM_ERR, syn::QP_ST),
+        (q(qpc::st), 0x4, Status::BAD_PARAM_ERR, syn::QP_ST),
         (
             q(qpc::state),
             1,

@@ -21,8 +21,8 @@ use crate::fwsim::srq::{SrqWqe, NEXT_SEG};
 use crate::fwsim::xlat::Access;
 use crate::fwsim::{capacity, Fw, QCnt};
 use crate::prm::consts::{
-    QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD,
-    QPC_ST_XRC,
+    QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_DCT, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC,
+    QPC_ST_UD, QPC_ST_XRC,
 };
 use crate::prm::ctx::qpc;
 use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
@@ -200,6 +200,10 @@ pub(super) fn receive(
             return r;
         }
     }
+    if m.svc == Service::Dc && !dc_key_matches(nodes, di, &d, m) {
+        // A DC key violation: dropped without an answer (`fwsim/dct.rs`).
+        return m.dropped();
+    }
     if !qkey_matches(s, &d, m) {
         return m.dropped();
     }
@@ -308,6 +312,11 @@ struct Ends<'a> {
 fn dest_qp(fw: &Fw, s: &Snap, m: &Message<'_>) -> Option<Snap> {
     let ud = m.svc == Service::Ud;
     let (_, _, dqpn) = m.dest;
+    // A DC message is for an ACTIVE DCT (kept in the QP table, `fwsim/dct.rs`).
+    if m.svc == Service::Dc {
+        let d = snap(fw, fw.qps.slot_of(dqpn)?)?;
+        return (d.st == QPC_ST_DCT && d.state == QPC_STATE_RTR).then_some(d);
+    }
     if (s.st == QPC_ST_QP0) != (ud && dqpn == 0) {
         return None;
     }
@@ -359,6 +368,23 @@ fn xrc_target(
     d.recv_cq = Some(x.cqn);
     d.q.user_index = x.user_index;
     Ok(())
+}
+
+/// Whether DC message `m` carries the access key of DCT `d` (on node `di`); a violation is
+/// counted in the DCT's context (`dc_access_key_violation_count`).
+fn dc_key_matches(nodes: &mut [Node<'_>], di: usize, d: &Snap, m: &Message<'_>) -> bool {
+    let Some(dct) = nodes
+        .get_mut(di)
+        .and_then(|n| qp_mut(n.fw, d.slot))
+        .and_then(|q| q.dct.as_mut())
+    else {
+        return false;
+    };
+    if dct.key() == m.dc_key {
+        return true;
+    }
+    dct.count_violation();
+    false
 }
 
 /// Whether a UD message carries the Q_Key of its destination `d` (any other is dropped). A
