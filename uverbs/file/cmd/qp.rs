@@ -265,8 +265,9 @@ impl<D: Driver> UFile<D> {
     }
 
     /// upstream `copy_ah_attr_from_uverbs()`; with `resolve`, on an Ethernet port the
-    /// destination MAC as upstream `ib_resolve_eth_dmac()` finds it ([`resolve_eth_dmac`]:
-    /// link-local v1 GIDs from the GID, others by route and neighbour).
+    /// destination MAC as upstream `ib_resolve_eth_dmac()` finds it
+    /// ([`crate::addr::resolve_eth_dmac`]: link-local v1 GIDs from the GID, others by route
+    /// and neighbour).
     pub(in crate::uverbs::file) fn ah_from_dest(
         &self,
         d: &s::QpDest,
