@@ -19,7 +19,7 @@
 //! | `mlx5/prm/`, `mlx5/fwsim/`, `mlx5/uabi.rs` | pure; also compiled by the host crate `host/prm` |
 //! | `mlx5/simdev.rs`, `mlx5/simdev/` | the simulated functions (the simulator's kernel backend) |
 //! | `uverbs/abi/layout.rs` | the typed user-ABI struct macro, shared with the core's uverbs (`uapi_layout`) |
-//! | `rust/{aux_parent,eventfd,fwsim_param,kthread,mlx5_bound,mlx5_core,net_notify_mlx5,netdev}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
+//! | `rust/{aux_parent,dev_attr,eventfd,fwsim_param,kthread,mlx5_bound,mlx5_core,net_notify_mlx5,netdev,uplink}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
 //!
 //! Imports run one way: `prm`, `uabi`, `fwsim` <- `hw` and its backends <- `cmd` <- `ib`
 //! (device types <- objects <- `ib::ops`) <- `eth` (a RoCE port's interface) <- `dev`,
@@ -38,6 +38,9 @@ mod fwsim;
 #[allow(unsafe_code)]
 #[path = "../rust/aux_parent.rs"]
 mod aux_parent;
+#[allow(unsafe_code)]
+#[path = "../rust/dev_attr.rs"]
+mod dev_attr;
 #[allow(unsafe_code)]
 #[path = "../rust/eventfd.rs"]
 mod eventfd;
@@ -60,6 +63,9 @@ mod net_notify_mlx5;
 #[allow(unsafe_code)]
 #[path = "../rust/netdev.rs"]
 pub(crate) mod netdev;
+#[allow(unsafe_code)]
+#[path = "../rust/uplink.rs"]
+mod uplink;
 
 mod attrs;
 mod cmd;
@@ -130,7 +136,11 @@ impl InPlaceModule for Mlx5IbRs {
                 #[cfg(CONFIG_KUNIT)]
                 mlx5_bound::init();
                 check_ops()?;
-                fwsim_param::with_sim_param(|list| simdev::SimDevices::from_list(list, MODULE_NAME))?
+                fwsim_param::with_sim_param(|list| {
+                    fwsim_param::with_uplink_param(|uplink| {
+                        simdev::SimDevices::from_list(list, uplink, MODULE_NAME)
+                    })
+                })?
             },
             _driver <- driver::Registration::new(MODULE_NAME, module),
             _threads: kthread::Threads,

@@ -10,6 +10,7 @@
 
 use crate::corehw::CoreFunction;
 use crate::dev::Mlx5Dev;
+use crate::dev_attr::DevTextFiles;
 use crate::hw::Mlx5Hw;
 use crate::simdev::{SimRegData, AUX_NAME};
 use ib_core_rs::attr::LinkLayer;
@@ -48,6 +49,9 @@ pub(crate) struct Mlx5AuxDriver;
 /// `ENODEV` from then on.
 pub(crate) struct Mlx5Function {
     _dev: Mlx5Dev,
+    /// A simulated function's PCI identity files, removed after the RDMA device (fields drop
+    /// in order).
+    _pci_files: Option<DevTextFiles>,
 }
 
 #[cfg(CONFIG_KUNIT)]
@@ -87,14 +91,33 @@ impl auxiliary::Driver for Mlx5AuxDriver {
             Backend::Fwsim => adev.as_ref(),
             Backend::Mlx5Core => adev.parent(),
         };
+        // A ConnectX function's PCI device has `vendor` and `device` files, which user space
+        // finds two levels above `/sys/class/infiniband/mlx5_N` (UCX reads them to pick its
+        // mlx5 transports); the simulated function's stand-in gets the same files, with the ids
+        // its identity reports, before the RDMA device appears.
+        let pci_files = match info {
+            Backend::Fwsim => Some(pci_id_files(parent, hw.identity())?),
+            Backend::Mlx5Core => None,
+        };
         let d = Mlx5Dev::probe_under(hw, Some(parent))?;
         log_probed(adev.as_ref(), &d);
         #[cfg(CONFIG_KUNIT)]
         if let (Backend::Mlx5Core, Some(ib)) = (info, d.ib()) {
             crate::mlx5_bound::add(ib)?;
         }
-        Ok(Mlx5Function { _dev: d })
+        Ok(Mlx5Function {
+            _dev: d,
+            _pci_files: pci_files,
+        })
     }
+}
+
+/// The PCI `vendor` and `device` files (`0x%04x` as the PCI core prints them) of `id`.
+fn pci_id_files(dev: &device::Device, id: &crate::hw::Identity) -> Result<DevTextFiles> {
+    let mut files = DevTextFiles::new(dev);
+    files.add(c"vendor", format_args!("0x{:04x}\n", id.pci_vendor))?;
+    files.add(c"device", format_args!("0x{:04x}\n", id.pci_device))?;
+    Ok(files)
 }
 
 /// One line with what probe learned and the RDMA device's name.

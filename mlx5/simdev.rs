@@ -37,6 +37,8 @@ use crate::hw::{
 use crate::prm::cmd::{dealloc_uar_in, mbox_in, query_hca_cap_in, query_hca_cap_out};
 use crate::prm::opcode;
 use crate::prm::status::Status;
+use crate::uplink::Uplink;
+use ether::Segment;
 use fabric::FabricWorker;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::mm::{TrapHandler, TrapPage};
@@ -62,6 +64,9 @@ pub(crate) const AUX_NAME: &CStr = c"rdma";
 
 /// Name of the faux parent device and of the debugfs directory.
 const PARENT_NAME: &CStr = c"mlx5_fwsim";
+
+/// The NodeGUID of an InfiniBand fabric's switch (`fwsim/switch.rs`).
+const SWITCH_GUID: u64 = 0x0c42_a103_00fe_0000;
 
 /// What a simulated auxiliary device carries for its driver (`Registration` data).
 pub(crate) type SimRegData = CovariantForLt!(Arc<SimFunction>);
@@ -186,9 +191,36 @@ impl SimFunction {
     /// `EINVAL` for an empty list, functions of different link layers or a configuration a
     /// profile refuses, `ENOMEM`, or `EIO` if a capability query fails.
     pub(crate) fn new_fabric(list: KVec<(CString, Config)>) -> Result<KVec<Arc<Self>>> {
+        Self::new_fabric_on(list, None)
+    }
+
+    /// [`Self::new_fabric`], an Ethernet fabric's segment `ether` if given (one with its
+    /// uplink attached already).
+    fn new_fabric_on(
+        list: KVec<(CString, Config)>,
+        ether: Option<Arc<Segment>>,
+    ) -> Result<KVec<Arc<Self>>> {
         let link_layer = list.first().ok_or(EINVAL)?.1.link_layer;
         let mut fws = KVec::with_capacity(list.len(), GFP_KERNEL)?;
         let mut caps = KVec::with_capacity(list.len(), GFP_KERNEL)?;
+        // An InfiniBand fabric's switch: one external port per function port
+        // (`fwsim/switch.rs`).
+        let mut switch = match link_layer {
+            SimLinkLayer::Ib => {
+                let ports: usize = list.iter().map(|(_, c)| usize::from(c.num_ports)).sum();
+                let n = u8::try_from(ports)
+                    .ok()
+                    .filter(|n| usize::from(*n) <= crate::fwsim::switch::MAX_PORTS)
+                    .ok_or(EINVAL)?;
+                Some(KVBox::init(
+                    crate::fwsim::switch::Switch::new_in_place(n, SWITCH_GUID),
+                    GFP_KERNEL,
+                )?)
+            }
+            SimLinkLayer::Ethernet => None,
+        };
+        let mut first_ports = KVec::with_capacity(list.len(), GFP_KERNEL)?;
+        let mut next_port = 1u8;
         for (_, cfg) in list.iter() {
             if cfg.link_layer != link_layer {
                 return Err(EINVAL);
@@ -212,17 +244,24 @@ impl SimFunction {
             } else {
                 None
             };
-            // The fabric's embedded subnet manager sweeps the function's ports as their links
-            // come up (`fwsim/sm.rs`), unless `sm=0` leaves that to a host SM.
-            if embedded_sm() {
-                crate::fwsim::sm::sweep(&mut fw);
+            // The function's ports are linked to the switch; the fabric's embedded subnet
+            // manager sweeps them as their links come up (`fwsim/sm.rs`), unless `sm=0`
+            // leaves that to a host SM.
+            first_ports.push(next_port, GFP_KERNEL)?;
+            if let Some(sw) = switch.as_deref_mut() {
+                if embedded_sm() {
+                    crate::fwsim::sm::sweep(&mut fw, sw, next_port);
+                } else {
+                    crate::fwsim::sm::links(&fw, sw, next_port);
+                }
             }
+            next_port = next_port.saturating_add(cfg.num_ports);
             // Before the driver: nobody to tell of the port changes.
             while fw.next_port_event().is_some() {}
             fws.push(fw, GFP_KERNEL)?;
             caps.push((general, roce, atomic, dev_mem), GFP_KERNEL)?;
         }
-        let worker = FabricWorker::new(link_layer, fws)?;
+        let worker = FabricWorker::new(link_layer, fws, switch, first_ports, ether)?;
         let mut out = KVec::with_capacity(list.len(), GFP_KERNEL)?;
         for (index, ((name, cfg), (caps_general, caps_roce, caps_atomic, caps_dev_mem))) in
             list.into_iter().zip(caps).enumerate()
@@ -271,20 +310,16 @@ impl SimFunction {
         &self.fabric
     }
 
+    /// The function's index on its fabric.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
     /// Runs `f` on this function's device state, under the fabric lock.
     pub(crate) fn with_fw<R>(&self, f: impl FnOnce(&mut Fw) -> R) -> R {
         match self.fabric.fabric().with_fw(self.index, f) {
             Ok(r) => r,
             // INVARIANT: the fabric was built with this function at `index` and never shrinks.
-            Err(_) => unreachable!(),
-        }
-    }
-
-    /// [`SimFunction::with_fw`] for a command: the engine pass under way gives way to it.
-    fn with_fw_cmd<R>(&self, f: impl FnOnce(&mut Fw) -> R) -> R {
-        match self.fabric.fabric().with_fw_cmd(self.index, f) {
-            Ok(r) => r,
-            // INVARIANT: as in `with_fw`.
             Err(_) => unreachable!(),
         }
     }
@@ -384,7 +419,7 @@ pub(crate) fn embedded_sm() -> bool {
 impl Mlx5Hw for SimFunction {
     fn cmd_do(&self, inbox: &[u8], outbox: &mut [u8]) -> Result {
         let asked = Instant::<Monotonic>::now();
-        let (r, delay_us, left_work, admin) = self.with_fw_cmd(|fw| {
+        let cmd = self.fabric.fabric().with_fw_cmd_sm(self.index, |fw, sw| {
             let t0 = Instant::<Monotonic>::now();
             let waited = u64::try_from((t0 - asked).as_nanos()).unwrap_or(0);
             self.cmd_wait_ns.add(waited, Relaxed);
@@ -393,14 +428,23 @@ impl Mlx5Hw for SimFunction {
                 self.cmd_wait_max_ns.store(waited, Relaxed);
             }
             let delay_us = fw.faults_mut().delay_us;
-            let r = fw.exec(inbox, outbox);
+            // The device reads host memory while executing some commands (a resize reads the
+            // CQ's doorbell record).
+            let mem: &dyn crate::fwsim::dma::DmaMem = &*self.iommu;
+            let r = fw.exec_with_mem(inbox, outbox, mem);
             // What the command left for the data path (the flush CQEs of a 2ERR, the RESIZE
             // CQE of a resize) is written before the completion is reported, as hardware does.
-            let mem: &dyn crate::fwsim::dma::DmaMem = &*self.iommu;
             let left_work = fw.complete_commands(mem);
-            // A port whose link came up (a PAOS write) is swept by the embedded SM.
-            if embedded_sm() && mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::ACCESS_REG)) {
-                crate::fwsim::sm::sweep(fw);
+            // A port whose link changed (a PAOS write) changes its switch port; the embedded
+            // SM sweeps it.
+            if mbox_in::opcode.get(inbox) == Ok(u32::from(opcode::ACCESS_REG)) {
+                if let Some((sw, first)) = sw {
+                    if embedded_sm() {
+                        crate::fwsim::sm::sweep(fw, sw, first);
+                    } else {
+                        crate::fwsim::sm::links(fw, sw, first);
+                    }
+                }
             }
             // A port change (a MAD_IFC Set, a link change) is an event to deliver.
             let left_work = if fw.has_port_events() {
@@ -424,6 +468,11 @@ impl Mlx5Hw for SimFunction {
             self.exec_ns.add(ns, Relaxed);
             (r, delay_us, left_work, admin)
         });
+        let (r, delay_us, left_work, admin) = match cmd {
+            Ok(v) => v,
+            // INVARIANT: as in `with_fw`.
+            Err(_) => unreachable!(),
+        };
         if let (Some(up), Some(seg)) = (admin, self.fabric.fabric().ether()) {
             seg.set_admin(self.index, up);
         }
@@ -563,10 +612,11 @@ impl Mlx5Hw for SimFunction {
 
 /// The simulated functions of the module, their auxiliary devices and debugfs directories.
 ///
-/// Drop order (field order): debugfs first (nothing can poke a knob of a function going away),
+/// Drop order (field order): the uplink first (no frame comes in from it any more), debugfs (nothing can poke a knob of a function going away),
 /// then the auxiliary devices (the driver unbinds from each, newest first) and the faux parent,
 /// then the fabrics' workers.
 pub(crate) struct SimDevices {
+    _uplink: Option<UplinkAttachment>,
     _debugfs: KVec<Pin<KBox<Scope<Arc<SimFunction>>>>>,
     _root: Dir,
     _parent: AuxParent<SimRegData>,
@@ -575,16 +625,22 @@ pub(crate) struct SimDevices {
 
 impl SimDevices {
     /// Creates the functions listed in `sim=`; `None` when the list is empty (the default: on a
-    /// host with real adapters, loading the driver must not invent devices).
+    /// host with real adapters, loading the driver must not invent devices). A non-empty
+    /// `uplink` names the interface attached to the first Ethernet fabric's segment.
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a bad list (with a log line naming the entry), or the first creation error;
-    /// functions created before it are removed again.
-    pub(crate) fn from_list(list: &[u8], modname: &CStr) -> Result<Option<Self>> {
+    /// `EINVAL` for a bad list (with a log line naming the entry) or an uplink without an
+    /// Ethernet fabric, the uplink's attach error, or the first creation error; functions
+    /// created before it are removed again.
+    pub(crate) fn from_list(list: &[u8], uplink: &CStr, modname: &CStr) -> Result<Option<Self>> {
         let mut n = 0;
-        if let Err(e) = spec::parse::<()>(list, |_, _| {
+        let mut eth = 0;
+        if let Err(e) = spec::parse::<()>(list, |_, cfg| {
             n += 1;
+            if cfg.link_layer == SimLinkLayer::Ethernet {
+                eth += 1;
+            }
             Ok(())
         }) {
             pr_err!(
@@ -593,6 +649,10 @@ impl SimDevices {
                 e,
                 spec::MAX_FUNCTIONS
             );
+            return Err(EINVAL);
+        }
+        if !uplink.is_empty() && eth == 0 {
+            pr_err!("{}: uplink= needs an Ethernet function in sim=\n", modname);
             return Err(EINVAL);
         }
         if n == 0 {
@@ -611,6 +671,16 @@ impl SimDevices {
             Ok(())
         })
         .map_err(|_| EINVAL)??;
+        // The uplink first, on the segment the first Ethernet fabric then uses: a failed
+        // attach leaves nothing to take down.
+        let mut uplink_seg = None;
+        let uplink = if uplink.is_empty() {
+            None
+        } else {
+            let seg = Segment::new()?;
+            uplink_seg = Some(seg.clone());
+            Some(UplinkAttachment::new(uplink, seg, modname)?)
+        };
         let mut functions: KVec<(usize, Arc<SimFunction>)> = KVec::new();
         let mut workers = Workers(KVec::new());
         for group in per_ll {
@@ -623,7 +693,11 @@ impl SimDevices {
                 ids.push(i, GFP_KERNEL)?;
                 entries.push((name, cfg), GFP_KERNEL)?;
             }
-            let fs = SimFunction::new_fabric(entries)?;
+            let ether = match entries.first().map(|(_, cfg)| cfg.link_layer) {
+                Some(SimLinkLayer::Ethernet) => uplink_seg.take(),
+                _ => None,
+            };
+            let fs = SimFunction::new_fabric_on(entries, ether)?;
             if let Some(f) = fs.first() {
                 workers.0.push(f.fabric().clone(), GFP_KERNEL)?;
             }
@@ -662,12 +736,42 @@ impl SimDevices {
             scopes.push(scope, GFP_KERNEL)?;
             parent.add(AUX_NAME, id, modname, f)?;
         }
-        Ok(Some(Self {
+        let devs = Self {
+            _uplink: uplink,
             _debugfs: scopes,
             _root: root,
             _parent: parent,
             _workers: workers,
-        }))
+        };
+        Ok(Some(devs))
+    }
+}
+
+/// An interface attached as a segment's uplink. Dropping it takes the interface off the
+/// segment (no frame goes out any more), then detaches it (no frame comes in any more).
+struct UplinkAttachment {
+    _link: Uplink<Segment>,
+    seg: Arc<Segment>,
+}
+
+impl UplinkAttachment {
+    fn new(name: &CStr, seg: Arc<Segment>, modname: &CStr) -> Result<Self> {
+        let link = Uplink::attach(name, seg.clone())
+            .inspect_err(|e| pr_err!("{}: uplink={:?}: cannot attach: {:?}\n", modname, name, e))?;
+        seg.set_uplink(Some(link.dev().clone()));
+        pr_info!(
+            "{}: uplink {:?} attached to the Ethernet segment\n",
+            modname,
+            name
+        );
+        Ok(Self { _link: link, seg })
+    }
+}
+
+impl Drop for UplinkAttachment {
+    fn drop(&mut self) {
+        // The `_link` field, dropped after this body, detaches the interface.
+        self.seg.set_uplink(None);
     }
 }
 

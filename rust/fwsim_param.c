@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The `sim=` module parameter of mlx5_ib_rs. A string (charp) parameter, which
+ * The `sim=` and `uplink=` module parameters of mlx5_ib_rs. A string (charp) parameter, which
  * the Rust `module!` macro cannot declare in Linux 7.3 (integers and bool
  * only). KBUILD_MODNAME is the module's name for every object of a composite
  * module, so this is `mlx5_ib_rs.sim` / `insmod mlx5_ib_rs.ko sim=ib,eth`.
@@ -16,4 +16,14 @@ const char *rdma_rs_fwsim_param(void);
 const char *rdma_rs_fwsim_param(void)
 {
 	return sim;
+}
+
+static char *uplink = "";
+module_param(uplink, charp, 0444);
+MODULE_PARM_DESC(uplink, "a network interface (e.g. eth0) attached to the first simulated Ethernet fabric's segment as its uplink; default none");
+
+const char *rdma_rs_uplink_param(void);
+const char *rdma_rs_uplink_param(void)
+{
+	return uplink;
 }

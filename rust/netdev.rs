@@ -5,9 +5,9 @@
 //! net_device abstraction.
 //!
 //! [`NetDev::new`] allocates an Ethernet device (`ether_setup()` defaults, no offloads: the
-//! stack hands it linear, checksummed frames), gives it a MAC, an MTU range and a parent, and
-//! registers it under an `eth%d` name the kernel picks. Its private area points at the
-//! [`NetDevOps`] implementation, an `Arc<T>` the device holds until it is freed: `open`,
+//! stack hands it linear, checksummed frames; lockless transmit, `lltx`, as veth), gives it a
+//! MAC, an MTU range and a parent, and registers it under an `eth%d` name the kernel picks.
+//! Its private area points at the [`NetDevOps`] implementation, an `Arc<T>` the device holds until it is freed: `open`,
 //! `stop`, `start_xmit` and `change_mtu` call it (the transmitted skb is freed by this file on every path:
 //! the implementation sees the frame's bytes only). [`NetDevice::rx`] builds an skb from bytes
 //! and queues it with `netif_rx()`. Statistics are the core's per-CPU `dstats` (tx and rx

@@ -127,6 +127,13 @@ struct net_device *rdma_rs_netdev_alloc(const struct rdma_rs_netdev_cbs *cbs,
 	p->data = data;
 	dev->netdev_ops = &rdma_rs_netdev_ops;
 	dev->pcpu_stat_type = NETDEV_PCPU_STAT_DSTATS;
+	/*
+	 * Lockless transmit, as veth and vlan devices: the Rust side locks what it
+	 * shares, and a frame the segment forwards out of an uplink goes through
+	 * dev_queue_xmit() inside this transmit; holding this queue's lock there
+	 * would nest two locks of the one _xmit_ETHER lockdep class.
+	 */
+	dev->lltx = true;
 	if (parent)
 		SET_NETDEV_DEV(dev, parent);
 	netif_carrier_off(dev);

@@ -137,9 +137,10 @@ judge() {
 # programs and the fuzzer's slice; its KUnit suites are the first VM's, so KUnit is off).
 # The first VM (mode check) runs the rest meanwhile; both take about 8 minutes.
 second_slot() {
-	local rc=0
-	# Its VMs' suite results reach the terminal as they appear, beside the first VM's.
-	tail -q -n +1 -F --pid=$BASHPID "$logs/pcifn-host.log" "$logs/check2-host.log" 2>/dev/null |
+	local rc=0 me=$BASHPID
+	# Its VMs' suite results reach the terminal as they appear, beside the first VM's, until
+	# this function's shell ends (`me`: inside the pipeline $BASHPID would be tail's own).
+	tail -q -n +1 -F --pid=$me "$logs/pcifn-host.log" "$logs/check2-host.log" 2>/dev/null |
 		grep --line-buffered '^==> suite' >&2 &
 	timed "check: VM pcifn (the emulated PCI function, beside the main VM)" \
 		"$here/tools/pcifn.sh" "$kb" "$logs/pcifn.log" >"$logs/pcifn-host.log" 2>&1 || rc=$?

@@ -57,6 +57,13 @@ done
 # libmlx5.so.1 (mlx5dv_*, tests/userspace/devx_test.c) is the mlx5 provider itself: a link to
 # the same file, so that the program and libibverbs load one copy of it.
 ln -sf libibverbs/libmlx5-rdmav34.so "$st/usr/lib/x86_64-linux-gnu/libmlx5.so.1"
+# UCX 1.13 (bookworm, tests/vm/ucx.sh): the tools and the transport modules libucs dlopens
+# from <its directory>/ucx.
+copy /usr/bin/ucx_info /usr/bin/ucx_perftest /usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0
+ln -sfn ../../usr/lib/x86_64-linux-gnu/ucx "$st/lib/x86_64-linux-gnu/ucx"
+# libuct_ib needs libmlx5.so.1: the provider's file again (one copy loaded, see below).
+ln -sf ../../usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so "$st/lib/x86_64-linux-gnu/libmlx5.so.1"
+[ ! -d /usr/share/ucx ] || { mkdir -p "$st/usr/share"; cp -r /usr/share/ucx "$st/usr/share/"; }
 for t in insmod rmmod modprobe lsmod modinfo depmod; do ln -sf ../bin/kmod "$st/usr/sbin/$t"; done
 printf '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n' >"$st/etc/ld.so.conf"
 ldconfig -r "$st" 2>/dev/null || true

@@ -35,6 +35,8 @@ HOST_PKGS="flex bison bc libelf-dev libssl-dev cpio kmod busybox-static clang-19
 # make bench-traffic; infiniband-diags (ibstat, smpquery, perfquery over libibumad) and
 # opensm for the management plane (tests/vm/umad.sh).
 VM_PKGS="ibverbs-utils libibverbs1 libibverbs-dev ibverbs-providers rdma-core iproute2 perftest infiniband-diags libibumad3 opensm"
+# UCX 1.13 (bookworm): ucx_info and ucx_perftest over the mlx5 transports (tests/vm/ucx.sh).
+VM_PKGS="$VM_PKGS ucx-utils libucx0"
 
 apt_packages() {
 	local missing=()

@@ -23,6 +23,18 @@ pub struct CqInitAttr {
     pub cqe: u32,
     /// Completion vector.
     pub comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_*` ([`CqInitAttr::TIMESTAMP_COMPLETION`],
+    /// [`CqInitAttr::IGNORE_OVERRUN`]); the driver refuses what it does not support
+    /// (`EOPNOTSUPP`), as upstream drivers do.
+    pub flags: u32,
+}
+
+impl CqInitAttr {
+    /// `IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION`.
+    pub const TIMESTAMP_COMPLETION: u32 = 1 << 0;
+    /// `IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN`: the device may overwrite unread CQEs instead of
+    /// failing the CQ.
+    pub const IGNORE_OVERRUN: u32 = 1 << 1;
 }
 
 /// Which completions arm the notification (upstream `enum ib_cq_notify_flags`).

@@ -38,6 +38,8 @@ pub(crate) struct CreateCq<'a> {
     pub(crate) eqn: u32,
     /// CQE compression with this `mini_cqe_res_format` (`cqc.cqe_comp_en`).
     pub(crate) compression: Option<u8>,
+    /// `cqc.oi`: overrun ignore (`IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN`).
+    pub(crate) overrun_ignore: bool,
 }
 
 impl Command for CreateCq<'_> {
@@ -57,6 +59,9 @@ impl Command for CreateCq<'_> {
         inbox.set(c(cqc::c_eqn_or_apu_element), self.eqn)?;
         inbox.set(c(cqc::log_page_size), u32::from(self.buf.log_page_size))?;
         inbox.set(c(cqc::page_offset), u32::from(self.buf.page_offset))?;
+        if self.overrun_ignore {
+            inbox.set(c(cqc::oi), 1)?;
+        }
         if let Some(f) = self.compression {
             inbox.set(c(cqc::cqe_comp_en), 1)?;
             inbox.set(c(cqc::mini_cqe_res_format), u32::from(f))?;

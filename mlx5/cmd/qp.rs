@@ -445,6 +445,11 @@ impl<T: QpTransition> ModifyQp<T> {
         }
     }
 
+    /// The same transition issued by `uid` (the QP's owner; upstream `qp->uid`).
+    pub(crate) fn by(self, uid: u16) -> Self {
+        Self { uid, ..self }
+    }
+
     /// A transition of `qpn` (uid 0) with `attrs` and the optional parameters `opt_param_mask`.
     pub(crate) fn with_opt(qpn: u32, attrs: QpcAttrs, opt_param_mask: u32) -> Self {
         Self {

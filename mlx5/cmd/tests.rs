@@ -134,6 +134,7 @@ mod suite {
             uar_page: uar,
             eqn: 0,
             compression: None,
+            overrun_ignore: false,
         };
         let cqn = exec(hw, &cq(6))?;
         let ctx = exec(hw, &QueryCq { cqn })?;
@@ -170,6 +171,7 @@ mod suite {
                 uar_page: uar,
                 eqn: 0,
                 compression: None,
+                overrun_ignore: false,
             },
         )?;
         let (qpn, _) = exec(

@@ -9,7 +9,8 @@
 //! low bit of `op_own` equals `(i >> log) & 1`. The body is written first and `op_own` last,
 //! as a separate write. Before each CQE the consumer index (doorbell record + 0, 24 bits) is
 //! read: a producer that would get more than `2^log` entries ahead overruns the CQ, which
-//! raises `CQ_ERROR` and drops this and every later CQE.
+//! raises `CQ_ERROR` and drops this and every later CQE, unless the CQ was created with
+//! `cqc.oi` (overrun ignore), where the producer writes on over unread entries.
 
 use super::dma::DmaMem;
 use super::ring::{Buf, Ring};
@@ -113,6 +114,9 @@ pub(crate) struct CqState {
     pub(crate) last_sol: Option<u32>,
     /// Overrun (or unwritable buffer): CQEs are dropped.
     pub(crate) failed: bool,
+    /// `cqc.oi` (overrun ignore): no overrun check, the producer overwrites entries the
+    /// consumer has not read (what `IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN` asks for).
+    pub(crate) oi: bool,
 }
 
 /// `MLX5_CQ_DB_REQ_NOT_SOL` in the arm word.
@@ -136,7 +140,16 @@ impl CqState {
             last_arm: 0,
             last_sol: None,
             failed: false,
+            oi: g(cqc::oi) != 0,
         })
+    }
+
+    /// The CQEs written and not yet consumed (the producer counter minus the doorbell record's
+    /// consumer index); `None` if the record cannot be read.
+    pub(crate) fn held(&self, mem: &dyn DmaMem) -> Option<u32> {
+        let mut ci = [0u8; 4];
+        mem.read(self.buf.dbr, &mut ci).ok()?;
+        Some(self.ahead(u32::from_be_bytes(ci) & 0x00ff_ffff, self.pi))
     }
 
     /// Bytes of the CQ buffer (all entries, from the first).
@@ -184,7 +197,7 @@ impl CqState {
         mem.read(self.buf.dbr, &mut ci).map_err(|_| ())?;
         let ci = u32::from_be_bytes(ci) & 0x00ff_ffff;
         let size = self.ring.entries();
-        if size == 0 || self.ahead(ci, self.pi) >= size {
+        if size == 0 || (!self.oi && self.ahead(ci, self.pi) >= size) {
             return Err(());
         }
         let at = self

@@ -48,10 +48,15 @@ mod qp_state;
 mod requester;
 #[path = "engine/responder.rs"]
 mod responder;
+#[path = "engine/smp.rs"]
+mod smp;
 #[path = "engine/umr.rs"]
 pub(crate) mod umr;
 
 pub(crate) use self::fabric::Node;
+// The kernel crate's fabric glue (`simdev/`) and the tests link nodes through the switch.
+#[cfg_attr(not(MODULE), allow(unused_imports))]
+pub(crate) use self::fabric::Wire;
 pub(crate) use self::qp_state::QpState;
 
 use self::completer::flush_one;
@@ -294,7 +299,11 @@ impl Fw {
             return;
         };
         let most = s.q.sq.entries() + s.q.rq.entries();
-        let mut nodes = [Node { fw: self, mem }];
+        let mut nodes = [Node {
+            fw: self,
+            mem,
+            wire: None,
+        }];
         for _ in 0..most {
             let Some(s) = nodes.first().and_then(|n| snap(n.fw, slot)) else {
                 return;

@@ -12,7 +12,7 @@ use std::vec;
 use std::vec::Vec;
 
 use super::dma::{DmaFault, DmaMem};
-use super::engine::{self, Left, Node, RunResult};
+use super::engine::{self, Left, Node, RunResult, Wire};
 use super::events::{Event, QpEvent, SrqEvent};
 use super::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use super::syndrome as syn;
@@ -199,7 +199,7 @@ impl Host {
             .unwrap(),
         );
         // The fabric's SM gives the port its LID and makes it ACTIVE.
-        crate::fwsim::sm::sweep(&mut fw);
+        crate::fwsim::sm::sweep(&mut fw, &mut crate::fwsim::switch::Switch::new(1, 1), 1);
         while fw.next_port_event().is_some() {}
         let pd = alloc_pd(&mut fw, 0);
         let uar = alloc_uar(&mut fw, 0);
@@ -239,6 +239,11 @@ impl Host {
     /// A CQ of `2^log` 64-byte CQEs (128-byte when `big`), initialized as libmlx5 does
     /// (opcode invalid, owner 0).
     pub(super) fn cq(&mut self, log: u32, big: bool) -> CqH {
+        self.cq_oi(log, big, false)
+    }
+
+    /// A CQ as [`Host::cq`], with `cqc.oi` (overrun ignore) set to `oi`.
+    pub(super) fn cq_oi(&mut self, log: u32, big: bool, oi: bool) -> CqH {
         let stride = if big { 128 } else { 64 };
         let len = stride << log;
         let buf = self.mem.map(len, true);
@@ -253,6 +258,7 @@ impl Host {
         c(cqc::log_cq_size).set(&mut b, log).unwrap();
         c(cqc::cqe_sz).set(&mut b, u32::from(big)).unwrap();
         c(cqc::uar_page).set(&mut b, self.uar).unwrap();
+        c(cqc::oi).set(&mut b, u32::from(oi)).unwrap();
         c(cqc::dbr_addr).set64(&mut b, dbr).unwrap();
         for p in 0..pages {
             let at = create_cq_in::SIZE_BYTES + 8 * p;
@@ -565,7 +571,9 @@ impl Host {
             let at = modify_cq_in::SIZE_BYTES + 8 * p;
             b[at..at + 8].copy_from_slice(&(buf + 4096 * p as u64).to_be_bytes());
         }
-        let (c, _) = super::tests::run(&mut self.fw, &b, 16);
+        // As the kernel side runs it: the device may read the CQ's doorbell record.
+        let mut out = [0u8; 16];
+        let c = self.fw.exec_with_mem(&b, &mut out, &self.mem).unwrap();
         if c.status != Status::OK {
             return Err((c.status, c.syndrome));
         }
@@ -842,6 +850,7 @@ pub(super) fn run(hosts: &mut [&mut Host], now: u64) -> RunResult {
         .map(|h| Node {
             fw: &mut h.fw,
             mem: &h.mem,
+            wire: None,
         })
         .collect();
     engine::run(&mut nodes, now, 10_000, &|| false)
@@ -1324,6 +1333,288 @@ fn rc_between_two_functions_by_lid() {
         "the decoy saw nothing"
     );
     assert_eq!(h3.mem.faults(), 0);
+}
+
+/// Runs `hosts` linked to switch `sw` (host `i`'s port at switch port `i + 1`) until idle.
+fn run_switched(hosts: &mut [&mut Host], sw: &mut crate::fwsim::switch::Switch) -> RunResult {
+    let firsts: Vec<u8> = (1..=hosts.len() as u8).collect();
+    let mut wire = Some(Wire {
+        switch: sw,
+        first_ports: &firsts,
+    });
+    let mut nodes: Vec<Node<'_>> = hosts
+        .iter_mut()
+        .map(|h| Node {
+            fw: &mut h.fw,
+            mem: &h.mem,
+            wire: wire.take(),
+        })
+        .collect();
+    engine::run(&mut nodes, 0, 10_000, &|| false)
+}
+
+#[test]
+fn lids_cross_the_switch_by_its_forwarding_table() {
+    use crate::fwsim::switch::Switch;
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    // A switch no SM has swept: its table routes nothing.
+    let mut sw = Box::new(Switch::new(2, 0x5a));
+    crate::fwsim::sm::links(&h1.fw, &mut sw, 1);
+    crate::fwsim::sm::links(&h2.fw, &mut sw, 2);
+    let (c1, mut c2) = (h1.cq(5, false), h2.cq(5, false));
+    let mut s = h1.qp(QPC_ST_UD, &c1, &c1, (5, 5, 2));
+    let mut r = h2.qp(QPC_ST_UD, &c2, &c2, (5, 5, 2));
+    ud_up(&mut h1, &s, 0x42);
+    ud_up(&mut h2, &r, 0x77);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(100, 3));
+    for i in 0..2u64 {
+        h2.post_recv(&mut r, &[dst.sge(i * 2048, 2048)]);
+    }
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 100));
+    w.ah = Some(Ah {
+        dqpn: r.qpn,
+        qkey: 0x77,
+        rlid: h2.lid(),
+        sl: 0,
+        grh: None,
+        eth: false,
+    });
+    h1.post(&mut s, &w);
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    assert!(
+        h2.poll_all(&mut c2).is_empty(),
+        "an unprogrammed LID is dropped"
+    );
+    // The embedded SM's sweep programs the table (the ports are ACTIVE already).
+    assert_eq!(crate::fwsim::sm::sweep(&mut h1.fw, &mut sw, 1), 0);
+    assert_eq!(crate::fwsim::sm::sweep(&mut h2.fw, &mut sw, 2), 0);
+    assert_eq!(sw.route_lid(h2.lid()), Some(2));
+    h1.post(&mut s, &w);
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    let got = h2.poll_all(&mut c2);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].byte_cnt, got[0].slid), (140, h1.lid()));
+    // The peer's switch port going down drops it again.
+    sw.link(2, false);
+    h1.post(&mut s, &w);
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    assert!(h2
+        .poll_all(&mut c2)
+        .iter()
+        .all(|c| c.opcode != cqe_op::RESP_SEND));
+}
+
+#[test]
+fn smi_qp0_talks_only_to_the_peer_qp0_by_lid() {
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    let (mut c1, mut c2) = (h1.cq(4, false), h2.cq(4, false));
+    let mut s0 = h1.qp(QPC_ST_QP0, &c1, &c1, (4, 4, 2));
+    let mut d0 = h2.qp(QPC_ST_QP0, &c2, &c2, (4, 4, 2));
+    let mut d1 = h2.qp(QPC_ST_QP1, &c2, &c2, (4, 4, 2));
+    let mut ud = h1.qp(QPC_ST_UD, &c1, &c1, (4, 4, 2));
+    ud_up(&mut h1, &s0, 0);
+    ud_up(&mut h2, &d0, 0);
+    ud_up(&mut h2, &d1, 0x8001_0000);
+    ud_up(&mut h1, &ud, 0x8001_0000);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(256, 9));
+    h2.post_recv(&mut d0, &[dst.sge(0, 256 + 40)]);
+    h2.post_recv(&mut d1, &[dst.sge(1024, 256 + 40)]);
+    let lid2 = h2.lid();
+    let to = |dqpn| Ah {
+        dqpn,
+        qkey: 0x8001_0000,
+        rlid: lid2,
+        sl: 0,
+        grh: None,
+        eth: false,
+    };
+    // An SMP to QPN 1 and a UD message to QPN 0 go nowhere.
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 256));
+    w.ah = Some(to(1));
+    h1.post(&mut s0, &w);
+    w.ah = Some(to(0));
+    h1.post(&mut ud, &w);
+    run(&mut [&mut h1, &mut h2], 0);
+    assert_eq!(h1.poll_all(&mut c1).len(), 2, "both complete at the sender");
+    assert!(h2.poll_all(&mut c2).is_empty());
+    // The SMP to QPN 0 (any Q_Key) reaches the peer's QP0 with source QPN 0.
+    w.ah = Some(Ah {
+        qkey: 0x1234,
+        ..to(0)
+    });
+    h1.post(&mut s0, &w);
+    run(&mut [&mut h1, &mut h2], 0);
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        (r[0].opcode, r[0].byte_cnt, r[0].qpn, r[0].slid),
+        (cqe_op::RESP_SEND, 296, d0.qpn, h1.lid())
+    );
+    assert_eq!(
+        r[0].flags_rqpn & 0xff_ffff,
+        0,
+        "the source QPN on the wire is 0"
+    );
+    assert_eq!(h2.mem.get(dst.bus + 40, 256), pattern(256, 9));
+    // A directed-route SMP's permissive DLID routes nowhere on the data path.
+    w.ah = Some(Ah {
+        rlid: 0xffff,
+        ..to(0)
+    });
+    h1.post(&mut s0, &w);
+    run(&mut [&mut h1, &mut h2], 0);
+    assert!(h2.poll_all(&mut c2).is_empty());
+}
+
+/// An SMP: class `cls`, Get of `attr_id`; a directed-route one with initial path `path`
+/// (entries 1..), its pointer on hop 1 as the sender's MAD layer leaves it.
+fn smp_bytes(cls: u8, attr_id: u16, path: &[u8]) -> Vec<u8> {
+    let mut m = vec![0u8; 256];
+    m[0] = 1;
+    m[1] = cls;
+    m[2] = 1;
+    m[3] = 1; // Get
+    m[8..16].copy_from_slice(&0x99u64.to_be_bytes());
+    m[16..18].copy_from_slice(&attr_id.to_be_bytes());
+    if cls == 0x81 {
+        m[6] = 1;
+        m[7] = path.len() as u8;
+        m[32..36].copy_from_slice(&[0xff; 4]);
+        for (i, p) in path.iter().enumerate() {
+            m[128 + 1 + i] = *p;
+        }
+    }
+    m
+}
+
+#[test]
+fn smps_through_the_switch_directed_and_to_its_lid() {
+    use crate::fwsim::switch::Switch;
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    let mut sw = Box::new(Switch::new(2, 0x5a));
+    crate::fwsim::sm::sweep(&mut h1.fw, &mut sw, 1);
+    crate::fwsim::sm::sweep(&mut h2.fw, &mut sw, 2);
+    let (mut c1, mut c2) = (h1.cq(8, false), h2.cq(8, false));
+    let mut q1 = h1.qp(QPC_ST_QP0, &c1, &c1, (8, 8, 2));
+    let mut q2 = h2.qp(QPC_ST_QP0, &c2, &c2, (8, 8, 2));
+    ud_up(&mut h1, &q1, 0);
+    ud_up(&mut h2, &q2, 0);
+    let src = h1.mr(4096, ALL);
+    let back = h2.mr(4096, ALL);
+    let r1 = h1.mr(4096, ALL);
+    let r2 = h2.mr(4096, ALL);
+    for i in 0..3u64 {
+        h1.post_recv(&mut q1, &[r1.sge(i * 1024, 296)]);
+    }
+    h2.post_recv(&mut q2, &[r2.sge(0, 296)]);
+    let ah = |rlid| Ah {
+        dqpn: 0,
+        qkey: 0,
+        rlid,
+        sl: 0,
+        grh: None,
+        eth: false,
+    };
+    let send = |h: &mut Host, q: &mut QpH, mr: &Mr, at: u64, rlid: u16, bytes: &[u8]| {
+        h.mem.put(mr.bus + at, bytes);
+        let mut w = Wr::new(wqe_op::SEND).sge(mr.sge(at, 256));
+        w.ah = Some(ah(rlid));
+        h.post(q, &w);
+    };
+    // h1 -> switch port 1 -> port 2 -> h2: the pointer at the end of the path, the return
+    // path holding the port it entered the switch by.
+    send(
+        &mut h1,
+        &mut q1,
+        &src,
+        0,
+        0xffff,
+        &smp_bytes(0x81, 0x11, &[1, 2]),
+    );
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    let got = h2.poll_all(&mut c2);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].byte_cnt, got[0].flags_rqpn & 0xff_ffff), (296, 0));
+    let arrived = h2.mem.get(r2.bus + 40, 256);
+    assert_eq!((arrived[6], arrived[7], arrived[192 + 1]), (2, 2, 1));
+    // h2's MAD layer answers (the D bit, its pointer stepped back onto hop 2): back at h1.
+    let mut resp = arrived.clone();
+    resp[3] = 0x81;
+    resp[4] = 0x80;
+    resp[6] = 2;
+    send(&mut h2, &mut q2, &back, 0, 0xffff, &resp);
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    let got = h1.poll_all(&mut c1);
+    assert_eq!(
+        got.iter().filter(|c| c.opcode == cqe_op::RESP_SEND).count(),
+        1
+    );
+    let came = h1.mem.get(r1.bus + 40, 256);
+    assert_eq!(
+        (came[3], came[6], came[8..16].to_vec()),
+        (0x81, 1, 0x99u64.to_be_bytes().to_vec())
+    );
+    // A directed route ending at the switch: its SMA answers NodeInfo (a switch), back at h1.
+    send(
+        &mut h1,
+        &mut q1,
+        &src,
+        256,
+        0xffff,
+        &smp_bytes(0x81, 0x11, &[1]),
+    );
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    let got: Vec<_> = h1
+        .poll_all(&mut c1)
+        .into_iter()
+        .filter(|c| c.opcode == cqe_op::RESP_SEND)
+        .collect();
+    assert_eq!(got.len(), 1);
+    let ni = h1.mem.get(r1.bus + 1024 + 40, 256);
+    assert_eq!((ni[3], ni[4] & 0x80, ni[6]), (0x81, 0x80, 1));
+    assert_eq!((ni[64 + 2], ni[64 + 3], ni[64 + 36]), (2, 2, 1));
+    // LID-routed to the switch's LID: answered, from that LID, routed back by the table.
+    let swlid = sw.port0_lid();
+    send(
+        &mut h1,
+        &mut q1,
+        &src,
+        512,
+        swlid,
+        &smp_bytes(0x01, 0x11, &[]),
+    );
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    let got: Vec<_> = h1
+        .poll_all(&mut c1)
+        .into_iter()
+        .filter(|c| c.opcode == cqe_op::RESP_SEND)
+        .collect();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].slid, swlid);
+    let ni = h1.mem.get(r1.bus + 2048 + 40, 256);
+    assert_eq!((ni[3], ni[64 + 2]), (0x81, 2));
+    // A path out of a port the switch does not have goes nowhere.
+    h2.post_recv(&mut q2, &[r2.sge(1024, 296)]);
+    send(
+        &mut h1,
+        &mut q1,
+        &src,
+        768,
+        0xffff,
+        &smp_bytes(0x81, 0x11, &[1, 7]),
+    );
+    run_switched(&mut [&mut h1, &mut h2], &mut sw);
+    assert!(h2
+        .poll_all(&mut c2)
+        .iter()
+        .all(|c| c.opcode != cqe_op::RESP_SEND));
 }
 
 #[test]
@@ -2190,6 +2481,32 @@ fn cq_overrun_is_a_cq_error_and_drops() {
 }
 
 #[test]
+fn cq_with_overrun_ignore_never_overruns() {
+    // upstream mlx5_ib sets `cqc.oi` for IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN: the device then
+    // writes on over unread CQEs, with no CQ error.
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let cq = h.cq_oi(2, false, true);
+    let mut a = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let b = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let lid = h.lid();
+    h.connect(&a, &Path::to(b.qpn, lid));
+    h.connect(&b, &Path::to(a.qpn, lid));
+    for _ in 0..6 {
+        h.post(&mut a, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    assert!(h.events().is_empty(), "no CQ error with oi");
+    // QUERY_CQ: status OK, all 6 CQEs produced.
+    let out = ok(
+        &mut h.fw,
+        &destroy_in(op::QUERY_CQ, 0, query_cq_in::cqn, cq.cqn),
+        query_cq_out::SIZE_BYTES,
+    );
+    let g = |f| query_cq_out::cq_context.inner(f).get(&out).unwrap();
+    assert_eq!((g(cqc::status), g(cqc::producer_counter)), (0, 6));
+}
+
+#[test]
 fn events_are_never_lost() {
     // Every CQ of a full table armed and fired, plus QP events: all of them come out.
     let mut h = Host::new(LinkLayer::Ib, 1);
@@ -2323,6 +2640,36 @@ fn fragmented_translations_are_refused_and_lids_are_unique() {
 }
 
 #[test]
+fn resize_cq_below_the_cqes_it_holds_is_refused() {
+    // A ConnectX refuses to resize a CQ to fewer entries than the CQEs it still holds
+    // (upstream mlx5_ib_resize_cq() returns the command's EINVAL).
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut cq = h.cq(3, false);
+    let mut q = h.qp(QPC_ST_RC, &cq, &cq, (4, 4, 2));
+    let lid = h.lid();
+    h.connect(&q, &Path::to(0x999, lid));
+    for _ in 0..6 {
+        h.post(&mut q, &Wr::new(wqe_op::NOP));
+    }
+    run(&mut [&mut h], 0);
+    // Six CQEs held: four entries are too few, eight are enough once two are consumed.
+    assert_eq!(
+        h.resize_cmd(&cq, 2),
+        Err((Status::BAD_PARAM_ERR, syn::CQ_RESIZE_TOO_SMALL))
+    );
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 0);
+    assert_eq!(h.poll(&mut cq).unwrap().wqe_counter, 1);
+    assert_eq!(
+        h.resize_cmd(&cq, 2),
+        Err((Status::BAD_PARAM_ERR, syn::CQ_RESIZE_TOO_SMALL)),
+        "four held, four entries"
+    );
+    h.resize(&mut cq, 3);
+    let got: Vec<u16> = h.poll_all(&mut cq).iter().map(|c| c.wqe_counter).collect();
+    assert_eq!(got, vec![2, 3, 4, 5]);
+}
+
+#[test]
 fn resize_cq_writes_the_resize_cqe_and_moves_on() {
     // NOPs complete without a peer: any destination will do.
     let mut h = Host::new(LinkLayer::Ib, 1);
@@ -2414,6 +2761,7 @@ fn a_pass_gives_way_to_a_waiting_command_after_one_wqe() {
             let mut nodes = [Node {
                 fw: &mut h.fw,
                 mem: &h.mem,
+                wire: None,
             }];
             engine::run(&mut nodes, 0, 256, &waiting)
         };
@@ -2439,6 +2787,7 @@ fn run_budget(h: &mut Host, budget: u32) -> RunResult {
     let mut nodes = [Node {
         fw: &mut h.fw,
         mem: &h.mem,
+        wire: None,
     }];
     engine::run(&mut nodes, 0, budget, &|| false)
 }
@@ -2764,10 +3113,12 @@ fn fuzz_queues_doorbells_and_commands() {
                 Node {
                     fw: &mut h1.fw,
                     mem: &h1.mem,
+                    wire: None,
                 },
                 Node {
                     fw: &mut h2.fw,
                     mem: &h2.mem,
+                    wire: None,
                 },
             ];
             let r = engine::run(&mut nodes, now, budget, &|| false);
@@ -3373,6 +3724,7 @@ fn run_uar_serves_only_the_queues_of_that_page() {
         let mut nodes = [Node {
             fw: &mut h.fw,
             mem: &h.mem,
+            wire: None,
         }];
         engine::run_uar(&mut nodes, 0, uar, 0, 16, &|| false)
     };

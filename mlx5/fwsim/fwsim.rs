@@ -44,6 +44,13 @@ mod qp;
 mod query;
 #[path = "ring.rs"]
 pub(crate) mod ring;
+// No kernel caller yet: the packet transport of issue 38 is to use it; the host tests do.
+#[cfg_attr(
+    MODULE,
+    expect(dead_code, reason = "its caller is the uplink transport")
+)]
+#[path = "roce.rs"]
+pub(crate) mod roce;
 #[path = "sm.rs"]
 pub(crate) mod sm;
 #[path = "sma.rs"]
@@ -52,6 +59,8 @@ pub(crate) mod sma;
 pub(crate) mod spec;
 #[path = "srq.rs"]
 pub(crate) mod srq;
+#[path = "switch.rs"]
+pub(crate) mod switch;
 #[path = "syndrome.rs"]
 pub(crate) mod syndrome;
 #[path = "table.rs"]
@@ -94,6 +103,10 @@ mod ring_tests;
 #[cfg(test)]
 #[path = "sma_tests.rs"]
 mod sma_tests;
+
+#[cfg(test)]
+#[path = "switch_tests.rs"]
+mod switch_tests;
 
 use crate::prm::cmd::{mbox_in, mbox_out};
 use crate::prm::command::{OpMod, PrmCommand};
@@ -429,6 +442,7 @@ struct RawCmd<'a> {
     out: &'a mut [u8],
     uid: u16,
     op_mod: u32,
+    mem: Option<&'a dyn dma::DmaMem>,
 }
 
 impl<'a> RawCmd<'a> {
@@ -442,6 +456,7 @@ impl<'a> RawCmd<'a> {
                 .map_err(|_| CmdError::new(Status::BAD_OUTP_LEN_ERR, syndrome::OUTBOX_SHORT))?,
             uid: self.uid,
             op_mod: self.op_mod,
+            mem: self.mem,
             _cmd: core::marker::PhantomData,
         })
     }
@@ -455,6 +470,9 @@ struct Cmd<'a, C: PrmCommand> {
     out: BufMut<'a, C::Out>,
     uid: u16,
     op_mod: u32,
+    /// The host memory the device reads while executing the command (doorbell records), when
+    /// the caller gives it ([`Fw::exec_with_mem`]).
+    mem: Option<&'a dyn dma::DmaMem>,
     _cmd: core::marker::PhantomData<C>,
 }
 
@@ -802,6 +820,30 @@ impl Fw {
         inbox: &[u8],
         outbox: &mut [u8],
     ) -> Result<Completion, ExecError> {
+        self.exec_in(inbox, outbox, None)
+    }
+
+    /// [`Fw::exec`] with the host memory the command may read (a CQ's doorbell record for a
+    /// resize: the consumer index says how many CQEs the CQ still holds).
+    ///
+    /// # Errors
+    ///
+    /// As [`Fw::exec`].
+    pub(crate) fn exec_with_mem(
+        &mut self,
+        inbox: &[u8],
+        outbox: &mut [u8],
+        mem: &dyn dma::DmaMem,
+    ) -> Result<Completion, ExecError> {
+        self.exec_in(inbox, outbox, Some(mem))
+    }
+
+    fn exec_in(
+        &mut self,
+        inbox: &[u8],
+        outbox: &mut [u8],
+        mem: Option<&dyn dma::DmaMem>,
+    ) -> Result<Completion, ExecError> {
         if outbox.len() < mbox_out::SIZE_BYTES {
             return Err(ExecError::OutboxTooShort);
         }
@@ -809,7 +851,7 @@ impl Fw {
         self.stats.commands = self.stats.commands.saturating_add(1);
         let delay_us = self.faults.delay_us;
 
-        let result = self.decode(inbox, outbox);
+        let result = self.decode(inbox, outbox, mem);
         let err = match result {
             Ok(()) => None,
             Err(Decoded::Failed(e)) => Some(e),
@@ -851,7 +893,12 @@ impl Fw {
     }
 
     /// Header decoding, fault injection, length checks and dispatch.
-    fn decode(&mut self, inbox: &[u8], outbox: &mut [u8]) -> Result<(), Decoded> {
+    fn decode(
+        &mut self,
+        inbox: &[u8],
+        outbox: &mut [u8],
+        mem: Option<&dyn dma::DmaMem>,
+    ) -> Result<(), Decoded> {
         if inbox.len() < mbox_in::SIZE_BYTES {
             return Err(Decoded::Failed(CmdError::new(
                 Status::BAD_INP_LEN_ERR,
@@ -920,6 +967,7 @@ impl Fw {
             out: outbox,
             uid,
             op_mod,
+            mem,
         };
         self.dispatch(opcode, cmd).map_err(Decoded::Failed)
     }

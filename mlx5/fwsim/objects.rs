@@ -336,6 +336,15 @@ impl Fw {
                 let new: [u8; CQC_BYTES] = c.inbox.array(ctx);
                 let q = CqState::parse(&new, c.inbox_raw(), modify_cq_in::SIZE_BYTES)
                     .map_err(fragmented)?;
+                // The new size must hold the CQEs the CQ still holds (upstream
+                // mlx5_ib_resize_cq() then fails with the command's EINVAL). The device reads
+                // the consumer index from the doorbell record when it has the memory.
+                let held = c
+                    .mem
+                    .and_then(|m| self.cqs.get(cqn).and_then(|cq| cq.q.held(m)));
+                if held.is_some_and(|h| h >= q.ring.entries()) {
+                    return fail(Status::BAD_PARAM_ERR, syn::CQ_RESIZE_TOO_SMALL);
+                }
                 resize = Some(q);
                 updates[0] = Some((cqc::log_cq_size, log));
             }

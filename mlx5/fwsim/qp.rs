@@ -142,9 +142,10 @@ impl Fw {
         }
         let st = get(c, qpc::st);
         // QP0 (SMI) is accepted for upstream ib_core's MAD layer, which creates it at
-        // registration on an IB port with `has_smi`; the engine carries no SMP (no subnet
-        // manager runs against this model), so it only ever holds posted receives. REG_UMR is
-        // upstream mlx5_ib's UMR QP, created and moved to RTS at the first user MR; with
+        // registration on an IB port with `has_smi`; the engine carries its SMPs to the
+        // destination's QP0 by LID, and through the fabric's switch by directed route
+        // (`engine/responder.rs`, `engine/smp.rs`). REG_UMR is upstream mlx5_ib's UMR QP,
+        // created and moved to RTS at the first user MR; with
         // `umr_modify_entity_size_disabled` nothing is posted on it (the engine has no UMR).
         if !matches!(
             st,

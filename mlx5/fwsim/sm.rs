@@ -1,20 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The embedded subnet manager: what a managed switch's SM does for the InfiniBand
-//! functions of a fabric, by real SMPs to each function's SMA (through
-//! [`Fw::process_mad`], the handler MAD_IFC uses too, so the SMA cannot tell who asks).
+//! functions of a fabric. It runs on the fabric's switch (`switch.rs`, port 0, LID 1:
+//! [`SM_LID`]) and sweeps with real directed-route SMPs: to the switch's own SMA (hop count
+//! 0) and through the switch's external port to each function's port (hop count 1, the
+//! initial path `[_, switch port]`), where [`Fw::process_mad`] answers (the handler MAD_IFC
+//! uses too, so the SMA cannot tell who asks). The responses come back through the switch
+//! by the return path, with the hop pointer rules of IBA 14.2.2 on both sides (the
+//! function's side as upstream `smi.c` moves it when the MAD layer sends the reply).
 //!
-//! What is modeled: one subnet whose SM is at LID 1 ([`SM_LID`]) and reaches every port
-//! point to point, one hop away (directed route, `hop_cnt` 1, the permissive DR LIDs). No
-//! switch node is modeled: there is no SwitchInfo, no forwarding table, and the SM's own
-//! node answers nothing. For each port whose link is up and that is not ACTIVE the sweep
-//! reads NodeInfo (a channel adapter) and PortInfo, sets PortInfo with the port's LID
-//! ([`lid_for`], unique per function: `0x100 + serial * 2 + port`), the SM LID, SM SL 0 and
-//! SubnetTimeOut 18, then moves the port to ARMED and ACTIVE with two more Sets.
+//! The sweep: the switch gets LID 1, SM LID 1 and IsSM on port 0 and goes ACTIVE. For each
+//! function port whose link is up and that is not ACTIVE it reads NodeInfo (a channel
+//! adapter) and PortInfo, sets PortInfo with the port's LID ([`lid_for`], unique per
+//! function: `0x100 + serial * 2 + port`), the SM LID, SM SL 0 and SubnetTimeOut 18, moves it
+//! to ARMED and ACTIVE with two more Sets, programs the switch's linear forwarding table
+//! (the LID to the switch port, LinearFDBTop raised to cover it) and makes the switch port
+//! ARMED and ACTIVE; for a port already ACTIVE it only makes sure the table and the switch
+//! port carry its LID. No multicast table, no SA, no traps, no periodic light sweep: the sweep
+//! runs when a function's link changes (PAOS) and at the function's creation.
 
 use super::mad::{self, class, method, off, put, MadBytes, MadOutcome};
 use super::profile::LinkLayer;
 use super::sma::{attr, port_state};
+use super::switch::{self, DrStep, Switch};
 use super::Fw;
 
 /// The subnet manager's LID.
@@ -31,38 +39,30 @@ pub(crate) fn lid_for(fw: &Fw, port: usize) -> u16 {
     0x100 + (((fw.config().serial & 0x1fff) as u16) << 1) + p
 }
 
-/// A directed-route SMP to the port one hop from the SM: `hop_ptr` 1 is where the SMP
-/// arrives at the port's SMA.
-fn smp(meth: u8, attr_id: u16, tid: u64, port: usize) -> MadBytes {
+/// A directed-route SMP from the SM on the switch: `hop_cnt` 0 for the switch's own SMA,
+/// 1 (out of switch port `out`) for the port one hop away.
+fn smp(meth: u8, attr_id: u16, amod: u32, tid: u64, out: Option<u8>) -> MadBytes {
     let mut m = [0u8; mad::MAD_SIZE];
     m[off::BASE_VERSION] = 1;
     m[1] = class::SUBN_DIRECTED_ROUTE;
     m[off::CLASS_VERSION] = 1;
     m[off::METHOD] = meth;
-    m[off::HOP_PTR] = 1;
-    m[off::HOP_CNT] = 1;
     put(&mut m, off::TID, &tid.to_be_bytes());
     put(&mut m, off::ATTR_ID, &attr_id.to_be_bytes());
-    put(
-        &mut m,
-        off::ATTR_MOD,
-        &u32::try_from(port + 1).unwrap_or(0).to_be_bytes(),
-    );
-    put(&mut m, off::DR_SLID, &0xffffu16.to_be_bytes());
-    put(&mut m, off::DR_DLID, &0xffffu16.to_be_bytes());
-    // The SM's own port is 1: the path leaves through it.
-    m[off::INITIAL_PATH + 1] = 1;
+    put(&mut m, off::ATTR_MOD, &amod.to_be_bytes());
+    put(&mut m, off::DR_SLID, &switch::PERMISSIVE_LID.to_be_bytes());
+    put(&mut m, off::DR_DLID, &switch::PERMISSIVE_LID.to_be_bytes());
+    if let Some(p) = out {
+        m[off::HOP_CNT] = 1;
+        m[off::INITIAL_PATH + 1] = p;
+    }
     m
 }
 
-/// Sends `req` to port `port` of `fw`: the GetResp's data if the SMA answered with status 0.
-fn ask(fw: &mut Fw, port: usize, req: &MadBytes) -> Option<[u8; mad::SMP_DATA]> {
-    let mut resp = [0u8; mad::MAD_SIZE];
-    if fw.process_mad(port, 0, req, &mut resp) != MadOutcome::Reply {
-        return None;
-    }
+/// The data of a GetResp with status 0 (the D bit aside).
+fn data(resp: &MadBytes) -> Option<[u8; mad::SMP_DATA]> {
     if resp[off::METHOD] != method::GET_RESP
-        || mad::be16(&resp, off::STATUS) & !mad::status::DIRECTION != 0
+        || mad::be16(resp, off::STATUS) & !mad::status::DIRECTION != 0
     {
         return None;
     }
@@ -71,33 +71,190 @@ fn ask(fw: &mut Fw, port: usize, req: &MadBytes) -> Option<[u8; mad::SMP_DATA]> 
     Some(d)
 }
 
-/// Sweeps the ports of `fw` (an InfiniBand function of the fabric): every port whose link
-/// is up and is not ACTIVE gets its LID and goes ACTIVE. Returns how many ports it brought
-/// up. Nothing for an Ethernet function.
-pub(crate) fn sweep(fw: &mut Fw) -> usize {
+/// Sends `req` (hop count 0) to the switch's own SMA: the response's data.
+fn ask_switch(sw: &mut Switch, req: &MadBytes) -> Option<[u8; mad::SMP_DATA]> {
+    let mut m = *req;
+    if sw.dr_forward(0, &mut m) != DrStep::Agent || sw.smp(0, &mut m) != MadOutcome::Reply {
+        return None;
+    }
+    if sw.dr_forward(0, &mut m) != DrStep::Sm {
+        return None;
+    }
+    data(&m)
+}
+
+/// Sends `req` (hop count 1 out of switch port `k`) through the switch to (0-based) port
+/// `port` of `fw`, the function port linked to `k`, and the response back: its data.
+fn ask_port(
+    sw: &mut Switch,
+    k: u8,
+    fw: &mut Fw,
+    port: usize,
+    req: &MadBytes,
+) -> Option<[u8; mad::SMP_DATA]> {
+    let mut m = *req;
+    if sw.dr_forward(0, &mut m) != DrStep::Out(k) {
+        return None;
+    }
+    let mut resp = [0u8; mad::MAD_SIZE];
+    if fw.process_mad(port, 0, &m, &mut resp) != MadOutcome::Reply {
+        return None;
+    }
+    // The function sends the response back (upstream smi_handle_dr_smp_send(), C14-13:1):
+    // the pointer steps back onto the hop it arrived by, which must be its own port.
+    let ptr = resp[off::HOP_PTR];
+    if ptr != resp[off::HOP_CNT] + 1 {
+        return None;
+    }
+    resp[off::HOP_PTR] = ptr - 1;
+    if usize::from(resp[off::RETURN_PATH + usize::from(ptr - 1)]) != port + 1 {
+        return None;
+    }
+    if sw.dr_forward(k, &mut resp) != DrStep::Sm {
+        return None;
+    }
+    data(&resp)
+}
+
+/// A TID for the next SMP of a sweep.
+struct Tids(u64);
+
+impl Tids {
+    fn next(&mut self) -> u64 {
+        self.0 += 1;
+        self.0
+    }
+}
+
+/// Moves the switch's port `port` (0 is the switch itself) to ARMED and ACTIVE with
+/// PortInfo Sets, port 0 with the LID and SM fields. Whether it ended ACTIVE.
+fn activate_switch_port(sw: &mut Switch, port: u8, tids: &mut Tids) -> bool {
+    let amod = u32::from(port);
+    let Some(mut pinfo) = ask_switch(
+        sw,
+        &smp(method::GET, attr::PORT_INFO, amod, tids.next(), None),
+    ) else {
+        return false;
+    };
+    match pinfo[32] & 0xf {
+        port_state::ACTIVE => return true,
+        port_state::DOWN => return false,
+        _ => {}
+    }
+    if port == 0 {
+        put(&mut pinfo, 16, &SM_LID.to_be_bytes());
+        put(&mut pinfo, 18, &SM_LID.to_be_bytes());
+        pinfo[34] &= 0xf8;
+        pinfo[36] &= 0xf0;
+        pinfo[51] = SUBNET_TIMEOUT;
+    }
+    pinfo[33] &= 0x0f;
+    for st in [port_state::NOP, port_state::ARMED, port_state::ACTIVE] {
+        pinfo[32] = (pinfo[32] & 0xf0) | st;
+        let mut req = smp(method::SET, attr::PORT_INFO, amod, tids.next(), None);
+        put(&mut req, off::DATA, &pinfo);
+        if ask_switch(sw, &req).is_none() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Routes `lid` to switch port `k`: the LFT block's entry and LinearFDBTop, by Get and Set.
+fn program_lft(sw: &mut Switch, lid: u16, k: u8, tids: &mut Tids) -> bool {
+    let block = u32::from(lid) / switch::LFT_BLOCK as u32;
+    let Some(mut lft) = ask_switch(
+        sw,
+        &smp(method::GET, switch::ATTR_LFT, block, tids.next(), None),
+    ) else {
+        return false;
+    };
+    lft[usize::from(lid) % switch::LFT_BLOCK] = k;
+    let mut req = smp(method::SET, switch::ATTR_LFT, block, tids.next(), None);
+    put(&mut req, off::DATA, &lft);
+    if ask_switch(sw, &req).is_none() {
+        return false;
+    }
+    let get = smp(method::GET, switch::ATTR_SWITCH_INFO, 0, tids.next(), None);
+    let Some(mut si) = ask_switch(sw, &get) else {
+        return false;
+    };
+    if mad::be16(&si, 6) < lid {
+        put(&mut si, 6, &lid.to_be_bytes());
+        // PortStateChange is write-1-to-clear: leave it.
+        si[11] &= !0x4;
+        let mut req = smp(method::SET, switch::ATTR_SWITCH_INFO, 0, tids.next(), None);
+        put(&mut req, off::DATA, &si);
+        return ask_switch(sw, &req).is_some();
+    }
+    true
+}
+
+/// Brings the switch's links in line with the functions' ports: switch port `first + p` is
+/// linked to (0-based) port `p` of `fw` (an InfiniBand function) and is up while that port's
+/// link is. Runs with and without the embedded SM.
+pub(crate) fn links(fw: &Fw, sw: &mut Switch, first: u8) {
+    if fw.config().link_layer != LinkLayer::Ib {
+        return;
+    }
+    for port in 0..usize::from(fw.config().num_ports) {
+        let up = fw.sma(port).is_some_and(|s| s.state != port_state::DOWN);
+        if let Ok(k) = u8::try_from(usize::from(first) + port) {
+            sw.link(k, up);
+        }
+    }
+}
+
+/// Sweeps the ports of `fw` (an InfiniBand function of the fabric, its port `p` linked to
+/// switch port `first + p`) through the switch `sw`: every port whose link is up and is not
+/// ACTIVE gets its LID and goes ACTIVE, with its switch port and the forwarding table entry.
+/// Returns how many function ports it brought up. Nothing for an Ethernet function.
+pub(crate) fn sweep(fw: &mut Fw, sw: &mut Switch, first: u8) -> usize {
     if fw.config().link_layer != LinkLayer::Ib {
         return 0;
     }
+    links(fw, sw, first);
+    let mut tids = Tids(0x5300_0000);
+    sw.set_is_sm(true);
+    sw.sm_swept();
+    // The switch itself first: its NodeInfo says it is one, then its LID.
+    let ni = ask_switch(sw, &smp(method::GET, attr::NODE_INFO, 0, tids.next(), None));
+    if ni.map(|n| n[2]) != Some(2) || !activate_switch_port(sw, 0, &mut tids) {
+        return 0;
+    }
     let mut done = 0;
-    let mut tid = 0x5300_0000u64;
     for port in 0..usize::from(fw.config().num_ports) {
-        let mut next = || {
-            tid += 1;
-            tid
-        };
-        let Some(ni) = ask(fw, port, &smp(method::GET, attr::NODE_INFO, next(), port)) else {
+        let Ok(k) = u8::try_from(usize::from(first) + port) else {
             continue;
         };
-        // NodeType: only channel adapters are configured here.
+        let amod = u32::try_from(port + 1).unwrap_or(0);
+        let Some(ni) = ask_port(
+            sw,
+            k,
+            fw,
+            port,
+            &smp(method::GET, attr::NODE_INFO, amod, tids.next(), Some(k)),
+        ) else {
+            continue;
+        };
+        // NodeType: only channel adapters are linked to the switch.
         if ni[2] != 1 {
             continue;
         }
-        let Some(mut pinfo) = ask(fw, port, &smp(method::GET, attr::PORT_INFO, next(), port))
-        else {
+        let get = smp(method::GET, attr::PORT_INFO, amod, tids.next(), Some(k));
+        let Some(mut pinfo) = ask_port(sw, k, fw, port, &get) else {
             continue;
         };
         let state = pinfo[32] & 0xf;
-        if state == port_state::DOWN || state == port_state::ACTIVE {
+        if state == port_state::DOWN {
+            continue;
+        }
+        if state == port_state::ACTIVE {
+            // Configured already: the switch must still route its LID to it.
+            let lid = mad::be16(&pinfo, 16);
+            if lid != 0 && sw.route_lid(lid) != Some(k) && program_lft(sw, lid, k, &mut tids) {
+                activate_switch_port(sw, k, &mut tids);
+            }
             continue;
         }
         let lid = lid_for(fw, port);
@@ -110,12 +267,17 @@ pub(crate) fn sweep(fw: &mut Fw) -> usize {
         pinfo[34] &= 0xf8;
         pinfo[36] &= 0xf0;
         pinfo[51] = SUBNET_TIMEOUT;
+        // The forwarding entry and the switch port first: the port is reachable once
+        // ACTIVE.
+        if !program_lft(sw, lid, k, &mut tids) || !activate_switch_port(sw, k, &mut tids) {
+            continue;
+        }
         let mut ok = true;
         for st in [port_state::NOP, port_state::ARMED, port_state::ACTIVE] {
             pinfo[32] = (pinfo[32] & 0xf0) | st;
-            let mut req = smp(method::SET, attr::PORT_INFO, next(), port);
+            let mut req = smp(method::SET, attr::PORT_INFO, amod, tids.next(), Some(k));
             put(&mut req, off::DATA, &pinfo);
-            if ask(fw, port, &req).is_none() {
+            if ask_port(sw, k, fw, port, &req).is_none() {
                 ok = false;
                 break;
             }

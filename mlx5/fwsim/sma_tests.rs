@@ -9,6 +9,7 @@ use std::vec;
 use super::mad::{class, method, off, MadBytes, MadOutcome, MAD_SIZE};
 use super::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
 use super::sma::{attr, port_state};
+use super::switch::Switch;
 use super::tests::{inbox, ok as exec_ok};
 use super::*;
 use crate::prm::cmd::{mad_ifc_in, mad_ifc_out};
@@ -359,7 +360,8 @@ fn mkey_protection() {
 #[test]
 fn embedded_sm_sweep() {
     let mut fw = ib_fw();
-    assert_eq!(sm::sweep(&mut fw), 1);
+    let mut sw = Switch::new(1, 0x5a);
+    assert_eq!(sm::sweep(&mut fw, &mut sw, 1), 1);
     let s = *fw.sma(0).unwrap();
     assert_eq!(
         (s.state, s.lid, s.sm_lid, s.subnet_timeout),
@@ -368,7 +370,11 @@ fn embedded_sm_sweep() {
     assert_eq!(sm::lid_for(&fw, 0), 0x184);
     assert_eq!(fw.next_port_event(), Some((1, PORT_CHANGE_SUBTYPE_LID)));
     assert_eq!(fw.next_port_event(), Some((1, PORT_CHANGE_SUBTYPE_ACTIVE)));
-    assert_eq!(sm::sweep(&mut fw), 0, "an ACTIVE port is left alone");
+    assert_eq!(
+        sm::sweep(&mut fw, &mut sw, 1),
+        0,
+        "an ACTIVE port is left alone"
+    );
     // QUERY_HCA_VPORT_CONTEXT reports what the SM set.
     let mut inb = inbox(crate::prm::opcode::QUERY_HCA_VPORT_CONTEXT, 0, 0, 16);
     crate::prm::cmd::query_hca_vport_context_in::port_num
@@ -396,7 +402,7 @@ fn embedded_sm_sweep() {
         memic: true,
     })
     .unwrap();
-    assert_eq!(sm::sweep(&mut eth), 0);
+    assert_eq!(sm::sweep(&mut eth, &mut sw, 1), 0);
 }
 
 #[test]

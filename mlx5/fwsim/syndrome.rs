@@ -119,6 +119,9 @@ crate::prm::named_consts! {
     /// MODIFY_CQ resize while an earlier resize's RESIZE CQE has not been written yet (the
     /// kernel side calls `Fw::complete_commands` after every command).
     CQ_RESIZE_PENDING = 0x5f03_0008,
+    /// MODIFY_CQ resize to fewer entries than the CQEs the CQ still holds (producer counter
+    /// minus the consumer index of its doorbell record).
+    CQ_RESIZE_TOO_SMALL = 0x5f03_0009,
 
     // 0x5f04xxxx: QP.
     /// No such QP.

@@ -391,7 +391,7 @@ fn adapter_special_contexts_and_vports() {
     let out = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
     assert_eq!(get(&out, v(hca_vport_context::port_state)), 2);
     assert_eq!(get(&out, v(hca_vport_context::lid)), 0);
-    sm::sweep(&mut f);
+    sm::sweep(&mut f, &mut switch::Switch::new(1, 1), 1);
     let out = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
     assert_eq!(get(&out, v(hca_vport_context::port_state)), 4);
     assert_eq!(get(&out, v(hca_vport_context::port_physical_state)), 5);
@@ -405,7 +405,7 @@ fn adapter_special_contexts_and_vports() {
     // Up again: INIT, until the fabric's SM sweeps it.
     let init = ok(&mut f, &b, query_hca_vport_context_out::SIZE_BYTES);
     assert_eq!(get(&init, v(hca_vport_context::port_state)), 2);
-    sm::sweep(&mut f);
+    sm::sweep(&mut f, &mut switch::Switch::new(1, 1), 1);
     assert!(!f.set_port_up(2, true));
     assert!(!f.set_port_up(0, true));
     // 0x100 + serial (0x42) * 2 + port index 0: unique per function on a fabric.

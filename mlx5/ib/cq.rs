@@ -53,6 +53,8 @@ const CQE_INVALID_OWN: u8 = crate::prm::wqe::cqe_op::INVALID << 4;
 pub(crate) struct Mlx5Cq {
     /// The CQ number.
     pub(crate) cqn: u32,
+    /// The owner uid (upstream `mcq.uid`): the DEVX uid of a user CQ's context, else 0.
+    pub(crate) uid: u16,
     /// log2 of the number of CQEs.
     pub(crate) log_size: u8,
     /// `MLX5_IB_CQ_PR_FLAGS_REAL_TIME_TS`: QPs on it need real-time timestamps.
@@ -71,6 +73,17 @@ pub(crate) struct Mlx5Cq {
 /// A user CQ's current buffer behind its resize lock.
 pub(crate) type CqBufLock = Pin<KBox<Mutex<UserBuf>>>;
 
+/// upstream `check_cq_create_flags()`: `IGNORE_OVERRUN` and `TIMESTAMP_COMPLETION` are
+/// accepted, anything else is `EOPNOTSUPP`. Returns whether the CQ ignores overruns (upstream
+/// `mlx5_ib_create_cq()` sets `cqc.oi` then; a kernel CQ polled by software has no use for
+/// the timestamp flag's private bit, and a user CQ's timestamps are libmlx5's).
+fn overrun_ignore(attr: &CqInitAttr) -> Result<bool> {
+    if attr.flags & !(CqInitAttr::IGNORE_OVERRUN | CqInitAttr::TIMESTAMP_COMPLETION) != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(attr.flags & CqInitAttr::IGNORE_OVERRUN != 0)
+}
+
 /// upstream `mlx5_ib_create_cq()` for a kernel consumer: `entries + 1` rounded up to a power
 /// of two, at most `2^log_max_cq_sz` (`EINVAL`), 64-byte CQEs in a kernel buffer initialised
 /// as `init_cq_frag_buf()` does, CREATE_CQ with the kernel UAR page.
@@ -85,6 +98,7 @@ pub(crate) fn create_cq(
     handler: Option<&Arc<dyn CqHandler>>,
 ) -> Result<Mlx5Cq> {
     let d = dev.data();
+    let overrun_ignore = overrun_ignore(attr)?;
     let eqn = d.hw.comp_eqn(attr.comp_vector)?;
     let log_max = gen(d)?.get(cmd_hca_cap::log_max_cq_sz);
     let entries = attr.cqe.checked_add(1).ok_or(EINVAL)?;
@@ -110,11 +124,13 @@ pub(crate) fn create_cq(
             uar_page: d.uar,
             eqn,
             compression: None,
+            overrun_ignore,
         },
     )?;
     d.events.attach(slot, &target, cqn);
     Ok(Mlx5Cq {
         cqn,
+        uid: 0,
         log_size,
         real_time_ts: false,
         mem: QueueMem::Kernel { buf },
@@ -152,6 +168,7 @@ pub(crate) fn create_user_cq(
     mem: CqMem,
 ) -> Result<Mlx5Cq> {
     let d = dev.data();
+    let overrun_ignore = overrun_ignore(attr)?;
     let g = gen(d)?;
     let log_max = g.get(cmd_hca_cap::log_max_cq_sz);
     let max = 1u64 << log_max.min(32);
@@ -189,10 +206,12 @@ pub(crate) fn create_user_cq(
     let target = CqTarget::new(handler)?;
     let slot = d.events.reserve::<CqTarget>()?;
     let user_buf: CqBufLock = KBox::pin_init(new_mutex!(buf), GFP_KERNEL)?;
+    // upstream create_cq_user(): `create_cq_in.uid` is the context's DEVX uid.
+    let uid = mlx5_ctx(&ctx)?.devx_uid;
     let cqn = exec(
         &*d.hw,
         &CreateCq {
-            buf: user_queue_buf(page_offset, db.dma, &pas),
+            buf: user_queue_buf(uid, page_offset, db.dma, &pas),
             log_cq_size: log_size,
             cqe_size: match p.stride {
                 CqeStride::B64 => CqeSize::B64,
@@ -202,12 +221,14 @@ pub(crate) fn create_user_cq(
             uar_page: p.uar_index,
             eqn,
             compression: p.mini_cqe_format,
+            overrun_ignore,
         },
     )?;
     d.events.attach(slot, &target, cqn);
     user.udata().copy_to(&uabi::create_cq_resp(cqn));
     Ok(Mlx5Cq {
         cqn,
+        uid,
         log_size,
         real_time_ts: p.real_time_ts,
         mem: QueueMem::User {
@@ -263,7 +284,7 @@ pub(crate) fn resize_cq(cq: &Cq<Mlx5Ib>, cqe: u32, user: &mut UserCtx<'_, '_, Ml
         &*d.hw,
         &ModifyCq {
             cqn: c.cqn,
-            uid: 0,
+            uid: c.uid,
             what: CqModify::Resize {
                 log_cq_size: log_size,
                 cqe_size: if req.cqe_size == 64 {
@@ -306,7 +327,7 @@ pub(crate) fn modify_cq(cq: &Cq<Mlx5Ib>, count: u16, period: u16) -> Result {
         &*d.hw,
         &ModifyCq {
             cqn: cq.data().cqn,
-            uid: 0,
+            uid: cq.data().uid,
             what: CqModify::Moderation { period, count },
         },
     )
@@ -322,7 +343,13 @@ pub(crate) fn modify_cq(cq: &Cq<Mlx5Ib>, count: u16, period: u16) -> Result {
 pub(crate) fn destroy_cq(cq: &Cq<Mlx5Ib>) -> Result {
     let (d, c) = (cq.device().data(), cq.data());
     d.destroy_detached(&c.events, || {
-        exec(&*d.hw, &DestroyCq { cqn: c.cqn, uid: 0 })
+        exec(
+            &*d.hw,
+            &DestroyCq {
+                cqn: c.cqn,
+                uid: c.uid,
+            },
+        )
     })
 }
 

@@ -112,7 +112,16 @@ impl Side {
         let events = Arc::new(QpEvents(Atomic::new(0)), GFP_KERNEL)?;
         let qh: Arc<dyn QpHandler> = events.clone();
         let h: Arc<dyn CqHandler> = comps.clone();
-        let cq = Cq::create(ib, &CqInitAttr { cqe, comp_vector }, Some(h), owner())?;
+        let cq = Cq::create(
+            ib,
+            &CqInitAttr {
+                cqe,
+                comp_vector,
+                flags: 0,
+            },
+            Some(h),
+            owner(),
+        )?;
         let qp = Qp::create(
             &pd,
             &QpInitAttr {

@@ -224,6 +224,7 @@ mod tests {
                 &CqInitAttr {
                     cqe: 100,
                     comp_vector: 0,
+                    flags: 0,
                 },
                 None,
                 owner(),
@@ -234,7 +235,8 @@ mod tests {
                     ib,
                     &CqInitAttr {
                         cqe: 1,
-                        comp_vector: 1
+                        comp_vector: 1,
+                        flags: 0
                     },
                     None,
                     owner()
@@ -247,7 +249,8 @@ mod tests {
                     ib,
                     &CqInitAttr {
                         cqe: u32::MAX - 1,
-                        comp_vector: 0
+                        comp_vector: 0,
+                        flags: 0
                     },
                     None,
                     owner()
@@ -521,7 +524,8 @@ mod tests {
                 ib,
                 &CqInitAttr {
                     cqe: 8,
-                    comp_vector: 0
+                    comp_vector: 0,
+                    flags: 0
                 },
                 None,
                 owner()
@@ -535,6 +539,7 @@ mod tests {
             &CqInitAttr {
                 cqe: 8,
                 comp_vector: 0,
+                flags: 0,
             },
             None,
             owner(),

@@ -39,6 +39,9 @@ const DATA_SEG: u32 = 16;
 pub(crate) struct Mlx5Qp {
     /// The QP number.
     pub(crate) qpn: u32,
+    /// The owner uid (upstream `mqp.uid`): the PD's DEVX uid for a user QP other than an XRC
+    /// initiator, else 0; its modify and destroy commands carry it.
+    pub(crate) uid: u16,
     /// log2 of the send queue's WQE basic blocks (0 without a send queue).
     pub(crate) log_sq_size: u8,
     /// log2 of the receive queue's WQEs.
@@ -81,6 +84,7 @@ impl Mlx5Qp {
         QpCreated {
             data: Mlx5Qp {
                 qpn,
+                uid: 0,
                 log_sq_size,
                 log_rq_size,
                 state,
@@ -384,13 +388,19 @@ pub(crate) fn create_user_qp(
         UserQpType::XrcIni => QpServiceType::Xrc,
     };
     let ece_support = g.get(cmd_hca_cap::ece_support) != 0;
+    // upstream create_user_qp(): `create_qp_in.uid` is the PD's uid, 0 for an XRC initiator.
+    let uid = if t == UserQpType::XrcIni {
+        0
+    } else {
+        pd.data().uid
+    };
     let state = Mlx5Qp::new_state()?;
     let target = QpTarget::new(attr.event_handler.as_ref(), None)?;
     let slot = d.events.reserve::<QpTarget>()?;
     let (qpn, ece) = exec(
         &*d.hw,
         &CreateQp {
-            buf: user_queue_buf(page_offset, db.dma, &pas),
+            buf: user_queue_buf(uid, page_offset, db.dma, &pas),
             st,
             pd: pd.data().pdn,
             sq: (l.sq_wqe_cnt != 0).then_some((attr.send_cq.data().cqn, log_sq_size)),
@@ -411,7 +421,7 @@ pub(crate) fn create_user_qp(
     let ece = if ece_support { ece } else { 0 };
     user.udata()
         .copy_to(&uabi::create_qp_resp(uabi::INVALID_BFREG, ece));
-    Ok(Mlx5Qp::created(
+    let mut created = Mlx5Qp::created(
         qpn,
         log_sq_size,
         log_rq_size,
@@ -419,7 +429,9 @@ pub(crate) fn create_user_qp(
         QueueMem::User { _buf: buf, _db: db },
         None,
         target,
-    ))
+    );
+    created.data.uid = uid;
+    Ok(created)
 }
 
 /// upstream `create_xrc_tgt_qp()` (`create_qp()` for `IB_QPT_XRC_TGT`, a QP without udata
@@ -483,7 +495,13 @@ pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
 pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
     let (d, q) = (qp.device().data(), qp.data());
     d.destroy_detached(&q.events, || {
-        exec(&*d.hw, &DestroyQp { qpn: q.qpn, uid: 0 })
+        exec(
+            &*d.hw,
+            &DestroyQp {
+                qpn: q.qpn,
+                uid: q.uid,
+            },
+        )
     })
 }
 

@@ -105,10 +105,16 @@ pub(crate) const LOG_PAGE_SIZE: u8 = (kernel::page::PAGE_SHIFT as u32 - ADAPTER_
 
 /// The create command's view of a queue in pinned user memory: `PAGE_SIZE` pages
 /// ([`LOG_PAGE_SIZE`]) from `page_offset` (of [`page_offset`]), the doorbell record at
-/// `dbr_addr`; mlx5_ib's verbs objects are the kernel's (uid 0), not DEVX ones.
-pub(crate) fn user_queue_buf(page_offset: u8, dbr_addr: u64, pas: &[u64]) -> QueueBuf<'_> {
+/// `dbr_addr`, owned by `uid` (upstream: a DEVX context's verbs objects carry its uid, which
+/// its DEVX objects may then name; 0 for a context without DEVX).
+pub(crate) fn user_queue_buf(
+    uid: u16,
+    page_offset: u8,
+    dbr_addr: u64,
+    pas: &[u64],
+) -> QueueBuf<'_> {
     QueueBuf {
-        uid: 0,
+        uid,
         log_page_size: LOG_PAGE_SIZE,
         page_offset,
         dbr_addr,

@@ -23,6 +23,8 @@ use kernel::sync::Arc;
 pub(crate) struct Mlx5Srq {
     /// The RMP number (libmlx5's `srqn`).
     pub(crate) srqn: u32,
+    /// The owner uid (upstream `msrq.uid`): the PD's DEVX uid for an RMP, 0 for an XRC SRQ.
+    uid: u16,
     /// WQEs in the buffer (upstream `msrq.max`, a power of two).
     max: u32,
     /// Scatter entries asked for (upstream `msrq.max_gs`).
@@ -78,7 +80,9 @@ pub(crate) fn create_srq(
     let d = pd.device().data();
     srq_limits(d, attr)?;
     let user = user.ok_or(EOPNOTSUPP)?;
-    let q = SrqQueue::from_user(attr, user, xrc.is_some())?;
+    // upstream mlx5_ib_create_srq(): `in.uid` is the PD's uid except for an XRC SRQ.
+    let uid = if xrc.is_some() { 0 } else { pd.data().uid };
+    let q = SrqQueue::from_user(attr, user, xrc.is_some(), uid)?;
     let target = SrqTarget::new(handler)?;
     let slot = d.events.reserve::<SrqTarget>()?;
     let wq_signature = q.flags & SRQ_FLAG_SIGNATURE != 0;
@@ -134,6 +138,8 @@ struct SrqQueue {
     desc: u32,
     flags: u32,
     uidx: u32,
+    /// The owner uid of the SRQ.
+    uid: u16,
     page_offset: u8,
     pas: KVec<u64>,
     buf: UserBuf,
@@ -143,7 +149,7 @@ struct SrqQueue {
 impl SrqQueue {
     /// The create command's view of the queue.
     fn queue_buf(&self) -> QueueBuf<'_> {
-        user_queue_buf(self.page_offset, self.db.dma, &self.pas)
+        user_queue_buf(self.uid, self.page_offset, self.db.dma, &self.pas)
     }
 
     /// `max_wr + 1` WQEs rounded up to a power of two, each `16 + 16 * max_sge` bytes
@@ -154,6 +160,7 @@ impl SrqQueue {
         attr: &SrqInitAttr,
         user: &mut UserCtx<'_, '_, Mlx5Ib>,
         xrc: bool,
+        uid: u16,
     ) -> Result<SrqQueue> {
         let max = (attr.max_wr + 1).next_power_of_two();
         let desc = (SRQ_NEXT_SEG + attr.max_sge * 16)
@@ -190,6 +197,7 @@ impl SrqQueue {
         let page_offset = page_offset(&buf)?;
         let pas = buf.pages()?;
         Ok(SrqQueue {
+            uid,
             max,
             desc,
             flags,
@@ -217,6 +225,7 @@ impl SrqQueue {
         attr.max_wr = self.max - 1;
         Mlx5Srq {
             srqn,
+            uid: self.uid,
             max: self.max,
             max_gs: attr.max_sge,
             xrc,
@@ -251,7 +260,7 @@ pub(crate) fn modify_srq(srq: &Srq<Mlx5Ib>, attr: &SrqInitAttr, mask: SrqAttrMas
             &*d.hw,
             &ArmRmp {
                 rmpn: s.srqn,
-                uid: 0,
+                uid: s.uid,
                 lwm: u16::try_from(attr.srq_limit).map_err(|_| EINVAL)?,
             },
         )?;
@@ -298,7 +307,7 @@ pub(crate) fn destroy_srq(srq: &Srq<Mlx5Ib>) -> Result {
             &*d.hw,
             &DestroyXrcSrq {
                 srqn: s.srqn,
-                uid: 0,
+                uid: s.uid,
             },
         )
     } else {
@@ -306,7 +315,7 @@ pub(crate) fn destroy_srq(srq: &Srq<Mlx5Ib>) -> Result {
             &*d.hw,
             &DestroyRmp {
                 rmpn: s.srqn,
-                uid: 0,
+                uid: s.uid,
             },
         )
     };

@@ -178,6 +178,7 @@ mod tests {
             let attr = CqInitAttr {
                 cqe: 15,
                 comp_vector: 0,
+                flags: 0,
             };
             for (size, err) in [(32u32, EINVAL), (64, EFAULT)] {
                 let req = cq_req(uar.page_id, size);

@@ -17,6 +17,10 @@
 //!   (`ether_delivered`, `ether_dropped`);
 //! * `iommu` — the simulated IOMMU's live mappings and the device accesses it refused
 //!   (`mappings N`, `faults N`; mappings are 0 when the driver has released everything);
+//! * `switch` — the InfiniBand fabric's switch (`fwsim/switch.rs`): `lid`, `sm_lid`,
+//!   `link` (the switch port this function's port 1 is linked to), `port N STATE` for ports
+//!   0..N (the IBA logical state number), `lft_top`, and `lft LID PORT` per programmed
+//!   forwarding entry (LID in hex); `none` on an Ethernet fabric;
 //! * `fail_nth` — write `<n> [<status>|timeout] [<syndrome>]`: fail the n-th command from now,
 //!   once (`0` disarms); reads back what is armed;
 //! * `fail_opcode` — write `<opcode> [<status>|timeout] [<syndrome>]`: fail every command with
@@ -49,10 +53,30 @@ pub(super) fn function_dir<'a>(root: &'a Dir, name: &'a CStr, f: F) -> impl PinI
         d.read_callback_file(c"stats", f, &show_stats);
         d.read_callback_file(c"iommu", f, &show_iommu);
         d.read_callback_file(c"qcounters", f, &show_qcounters);
+        d.read_callback_file(c"switch", f, &show_switch);
         d.read_write_callback_file(c"fail_nth", f, &show_fail_nth, &write_fail_nth);
         d.read_write_callback_file(c"fail_opcode", f, &show_fail_opcode, &write_fail_opcode);
         d.read_write_callback_file(c"delay_us", f, &show_delay, &write_delay);
         d.write_only_callback_file(c"clear_faults", f, &write_clear);
+    })
+}
+
+fn show_switch(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.fabric().fabric().with_switch(f.index(), |sw| {
+        let Some((sw, link)) = sw else {
+            return writeln!(out, "none");
+        };
+        writeln!(out, "lid {}", sw.port0_lid())?;
+        writeln!(out, "sm_lid {}", sw.sm_lid())?;
+        writeln!(out, "link {}", link)?;
+        for p in 0..=sw.nports() {
+            writeln!(out, "port {} {}", p, sw.port_state(p))?;
+        }
+        writeln!(out, "lft_top {}", sw.lft_top())?;
+        for (lid, port) in sw.lft_entries() {
+            writeln!(out, "lft {:#x} {}", lid, port)?;
+        }
+        Ok(())
     })
 }
 

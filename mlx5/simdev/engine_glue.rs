@@ -6,7 +6,7 @@
 
 use super::iommu::Iommu;
 use crate::fwsim::dma::DmaMem;
-use crate::fwsim::engine::{self, Node};
+use crate::fwsim::engine::{self, Node, Wire};
 use crate::fwsim::Fw;
 use crate::hw::{Doorbell, HwEvent};
 use kernel::prelude::*;
@@ -45,10 +45,11 @@ pub(super) fn doorbell(fw: &mut Fw, uar: u32, db: Doorbell, value: u64) {
 }
 
 /// Runs `pass` over the fabric's functions as engine nodes (`fws[i]` reaches memory through
-/// `iommus[i]`).
+/// `iommus[i]`), linked by `wire` (an InfiniBand fabric's switch, held by the first node).
 fn with_nodes(
     fws: &mut KVec<KVBox<Fw>>,
     iommus: &[Arc<Iommu>],
+    wire: Option<Wire<'_>>,
     now_ns: u64,
     pass: impl FnOnce(&mut [Node<'_>]) -> engine::RunResult,
 ) -> RunOutcome {
@@ -60,11 +61,25 @@ fn with_nodes(
     // One or two functions per fabric (`sim=ib,ib`): the nodes on the stack, since a pass
     // runs on every trapped store, in the faulting task too.
     match (fws.as_mut_slice(), iommus) {
-        ([a], [ma]) => return outcome(pass(&mut [Node { fw: a, mem: &**ma }])),
+        ([a], [ma]) => {
+            return outcome(pass(&mut [Node {
+                fw: a,
+                mem: &**ma,
+                wire,
+            }]))
+        }
         ([a, b], [ma, mb]) => {
             return outcome(pass(&mut [
-                Node { fw: a, mem: &**ma },
-                Node { fw: b, mem: &**mb },
+                Node {
+                    fw: a,
+                    mem: &**ma,
+                    wire,
+                },
+                Node {
+                    fw: b,
+                    mem: &**mb,
+                    wire: None,
+                },
             ]))
         }
         _ => {}
@@ -78,10 +93,15 @@ fn with_nodes(
             next_deadline_ns: Some(now_ns),
         };
     };
+    let mut wire = wire;
     for (fw, mem) in fws.iter_mut().zip(iommus.iter()) {
         let mem: &dyn DmaMem = &**mem;
-        // Within the capacity reserved above.
-        let _ = nodes.push_within_capacity(Node { fw, mem });
+        // Within the capacity reserved above; the first node holds the switch.
+        let _ = nodes.push_within_capacity(Node {
+            fw,
+            mem,
+            wire: wire.take(),
+        });
     }
     outcome(pass(&mut nodes))
 }
@@ -91,28 +111,29 @@ fn with_nodes(
 pub(super) fn run(
     fws: &mut KVec<KVBox<Fw>>,
     iommus: &[Arc<Iommu>],
+    wire: Option<Wire<'_>>,
     now_ns: u64,
     budget: u32,
     yield_now: &dyn Fn() -> bool,
 ) -> RunOutcome {
-    with_nodes(fws, iommus, now_ns, |n| {
+    with_nodes(fws, iommus, wire, now_ns, |n| {
         engine::run(n, now_ns, budget, yield_now)
     })
 }
 
-/// A pass over the queues of function `func` that ring UAR page `uar` only
-/// (`engine::run_uar`): what a trapped store to that page can have announced; giving way to
-/// a waiting command as [`run`] does.
+/// A pass over the queues of function `func` that ring UAR page `uar` only (`page` is
+/// `(func, uar)`, `engine::run_uar`): what a trapped store to that page can have announced;
+/// giving way to a waiting command as [`run`] does.
 pub(super) fn run_uar(
     fws: &mut KVec<KVBox<Fw>>,
     iommus: &[Arc<Iommu>],
-    func: usize,
-    uar: u32,
+    wire: Option<Wire<'_>>,
+    (func, uar): (usize, u32),
     now_ns: u64,
     budget: u32,
     yield_now: &dyn Fn() -> bool,
 ) -> RunOutcome {
-    with_nodes(fws, iommus, now_ns, |n| {
+    with_nodes(fws, iommus, wire, now_ns, |n| {
         engine::run_uar(n, func, uar, now_ns, budget, yield_now)
     })
 }

@@ -20,10 +20,17 @@
 //! knows frames only, so RoCE packets can share it once the data path sends packets (issue
 //! #38): the engine would hand its frames to [`Segment::send`] after its pass, outside the
 //! fabric lock.
+//!
+//! A segment may have an uplink (`uplink=eth0`, [`crate::uplink`]): a real interface of the
+//! VM as one more switch port, [`UPLINK`]. Frames the switch sends to it (unknown unicast,
+//! broadcast, multicast, and addresses learned behind it) leave through `dev_queue_xmit()`;
+//! frames the interface receives that are not its own (it is promiscuous, as a bridge port)
+//! come in through its rx_handler and are switched like a function's, never back out of it.
 
 use crate::fwsim::spec::MAX_FUNCTIONS;
 use crate::hw::EthPort;
 use crate::netdev::NetDevice;
+use crate::uplink::UplinkRx;
 use kernel::new_spinlock_irq;
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
@@ -31,6 +38,9 @@ use kernel::sync::{Arc, SpinLockIrq};
 
 /// A MAC address.
 pub(crate) type Mac = [u8; 6];
+
+/// The switch port of the segment's uplink (after the functions' ports).
+pub(crate) const UPLINK: usize = MAX_FUNCTIONS;
 
 /// Learned addresses per segment; when full, the oldest entry is replaced.
 const FDB_SIZE: usize = 64;
@@ -131,11 +141,14 @@ impl Port {
 /// The ports and the switch's table.
 struct State {
     ports: [Port; MAX_FUNCTIONS],
+    /// The uplink interface, if one is attached.
+    uplink: Option<ARef<NetDevice>>,
     fdb: Fdb,
 }
 
-/// Frames switched (debugfs `stats`): copies delivered, and copies not delivered because the
-/// destination port was down.
+/// Frames switched (debugfs `stats`): copies delivered (to the interfaces and out of the
+/// uplink), and copies not delivered because the destination port was down or the uplink
+/// refused the frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SegmentStats {
     pub(crate) delivered: u64,
@@ -168,6 +181,7 @@ impl Segment {
                             admin: true,
                         }
                     }; MAX_FUNCTIONS],
+                    uplink: None,
                     fdb: Fdb::new(),
                 }),
                 stats <- new_spinlock_irq!(SegmentStats::default()),
@@ -208,8 +222,20 @@ impl Segment {
         *self.stats.lock()
     }
 
-    /// Sends `frame` out of port `from`: switched to the other ports' interfaces. `false`
-    /// when the port is down or the frame has no Ethernet header.
+    /// Attaches (or with `None` detaches) the uplink interface: port [`UPLINK`].
+    pub(crate) fn set_uplink(&self, dev: Option<ARef<NetDevice>>) {
+        let old = {
+            let mut s = self.state.lock();
+            s.fdb.forget_port(UPLINK);
+            core::mem::replace(&mut s.uplink, dev)
+        };
+        // The old reference is put outside the lock.
+        drop(old);
+    }
+
+    /// Sends `frame` out of port `from` (a function's, or [`UPLINK`] for a frame received on
+    /// the uplink): switched to the other ports' interfaces and the uplink. `false` when the
+    /// port is down or the frame has no Ethernet header.
     pub(crate) fn send(&self, from: usize, frame: &[u8]) -> bool {
         let (Some(dst), Some(src)) = (frame.get(0..6), frame.get(6..12)) else {
             return false;
@@ -218,10 +244,16 @@ impl Segment {
             return false;
         };
         let mut to: [Option<ARef<NetDevice>>; MAX_FUNCTIONS] = [const { None }; MAX_FUNCTIONS];
+        let mut up = None;
         let mut down = 0u64;
         {
             let mut s = self.state.lock();
-            if !s.ports.get(from).is_some_and(Port::passes) {
+            let open = if from == UPLINK {
+                s.uplink.is_some()
+            } else {
+                s.ports.get(from).is_some_and(Port::passes)
+            };
+            if !open {
                 return false;
             }
             s.fdb.learn(&src, from);
@@ -241,6 +273,14 @@ impl Segment {
                     down += 1;
                 }
             }
+            let to_uplink = match fwd {
+                Forward::Port(d) => d == UPLINK,
+                Forward::Flood => from != UPLINK,
+                Forward::Drop => false,
+            };
+            if to_uplink {
+                up = s.uplink.clone();
+            }
         }
         // Outside the lock: netif_rx() only queues, and the references are put here.
         let mut delivered = 0u64;
@@ -249,11 +289,27 @@ impl Segment {
                 delivered += 1;
             }
         }
+        // Out of the uplink: dev_queue_xmit() from this (softirq or BH-disabled) context, as a
+        // stacked device's transmit does; the core's recursion limit stops a loop.
+        if let Some(dev) = up.as_ref() {
+            match dev.xmit(frame) {
+                Ok(()) => delivered += 1,
+                Err(_) => down += 1,
+            }
+        }
         drop(to);
+        drop(up);
         let mut st = self.stats.lock();
         st.delivered += delivered;
         st.dropped += down;
         true
+    }
+}
+
+/// Frames received on the uplink come in through port [`UPLINK`].
+impl UplinkRx for Segment {
+    fn rx(&self, frame: &[u8]) {
+        self.send(UPLINK, frame);
     }
 }
 

@@ -33,7 +33,12 @@
 //! An Ethernet fabric is also an Ethernet segment ([`Segment`]): the functions' interfaces
 //! send frames to each other through it, without the fabric lock.
 //!
-//! Lock order: `fws` (the fabric lock), then an IOMMU's table (the engine's memory accesses);
+//! An InfiniBand fabric has a switch (`fwsim/switch.rs`): function `i`'s ports are linked to
+//! the switch's ports in fabric order ([`Fabric::with_fw_cmd_sm`] gives a command the switch
+//! and the function's first switch port); the embedded subnet manager runs on it
+//! (`fwsim/sm.rs`).
+//!
+//! Lock order: `fws` (the fabric lock), then `switch`, then an IOMMU's table (the engine's memory accesses);
 //! `handlers`, then the driver's event locks; `wake` is a leaf (a spinlock: rings come from
 //! any context), and so is the segment's lock (never taken with `fws` held). The fabric lock
 //! is never held while calling into the driver or the core.
@@ -41,7 +46,9 @@
 use super::ether::Segment;
 use super::iommu::Iommu;
 use super::trap_order::TrapOrder;
+use crate::fwsim::engine::Wire;
 use crate::fwsim::profile::LinkLayer;
+use crate::fwsim::switch::Switch;
 use crate::fwsim::Fw;
 use crate::hw::{Doorbell, HwEvent, Mlx5Events};
 use crate::kthread::{self, KThread, Registered, ThreadBody};
@@ -336,11 +343,16 @@ pub(crate) struct Fabric {
     /// The device state of every function, by index.
     #[pin]
     fws: Mutex<KVec<KVBox<Fw>>>,
-    /// Commands waiting for `fws` ([`Fabric::with_fw_cmd`]): an engine pass gives way to
+    /// Commands waiting for `fws` ([`Fabric::with_fw_cmd_sm`]): an engine pass gives way to
     /// them after its current WQE, as a device's command interface does not wait for its
     /// data path (a pass of the worker took 0.6 ms under traffic, and every destroy command
     /// of a hot unplug waited behind it).
     cmd_waiting: Atomic<u32>,
+    /// The switch of an InfiniBand fabric (taken after `fws`).
+    #[pin]
+    switch: Mutex<Option<KVBox<Switch>>>,
+    /// Per function: the switch port its port 1 is linked to.
+    first_ports: KVec<u8>,
     /// UAR bells made so far: the next one's [`UarBell::id`] less one.
     bells: Atomic<u64>,
     /// What each function's device reaches, by index.
@@ -373,17 +385,48 @@ impl Fabric {
         Ok(f(fw))
     }
 
-    /// [`Fabric::with_fw`] for a command: an engine pass under way ends early to let it run.
+    /// [`Fabric::with_fw`] for a command, with the fabric's switch and the switch port
+    /// function `index`'s port 1 is linked to (`None` on an Ethernet fabric): an engine pass
+    /// under way ends early to let it run.
     ///
     /// # Errors
     ///
     /// `ENODEV` for an index the fabric does not have.
-    pub(crate) fn with_fw_cmd<R>(&self, index: usize, f: impl FnOnce(&mut Fw) -> R) -> Result<R> {
+    pub(crate) fn with_fw_cmd_sm<R>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&mut Fw, Option<(&mut Switch, u8)>) -> R,
+    ) -> Result<R> {
         self.cmd_waiting.add(1, Relaxed);
         let mut fws = self.fws.lock();
         self.cmd_waiting.fetch_sub(1, Relaxed);
         let fw = fws.get_mut(index).ok_or(ENODEV)?;
-        Ok(f(fw))
+        let mut sw = self.switch.lock();
+        let first = self.first_ports.get(index).copied().unwrap_or(0);
+        let sm = sw.as_deref_mut().map(|s| (s, first));
+        Ok(f(fw, sm))
+    }
+
+    /// Runs `f` on the switch (`None` on an Ethernet fabric) and the switch port function
+    /// `index`'s port 1 is linked to.
+    pub(crate) fn with_switch<R>(
+        &self,
+        index: usize,
+        f: impl FnOnce(Option<(&Switch, u8)>) -> R,
+    ) -> R {
+        let _fws = self.fws.lock();
+        let sw = self.switch.lock();
+        let first = self.first_ports.get(index).copied().unwrap_or(0);
+        f(sw.as_deref().map(|s| (s, first)))
+    }
+
+    /// The engine's view of the switch `sw` (the locked `switch`): `None` on an Ethernet
+    /// fabric.
+    fn wire<'a>(&'a self, sw: &'a mut Option<KVBox<Switch>>) -> Option<Wire<'a>> {
+        sw.as_deref_mut().map(|switch| Wire {
+            switch,
+            first_ports: &self.first_ports,
+        })
     }
 
     /// Whether a command waits for the fabric lock (engine passes give way).
@@ -637,6 +680,7 @@ impl Fabric {
             }
             return false;
         };
+        let mut sw = self.switch.lock();
         let now = self.now_ns();
         for d in dbs.iter().flatten() {
             if let Some(fw) = fws.get_mut(d.func) {
@@ -648,8 +692,8 @@ impl Fabric {
             outcome.merge(super::engine_glue::run_uar(
                 &mut fws,
                 &self.iommus,
-                f,
-                u,
+                self.wire(&mut sw),
+                (f, u),
                 now,
                 INLINE_BUDGET,
                 &|| self.cmd_waits(),
@@ -658,14 +702,15 @@ impl Fabric {
         let own = super::engine_glue::run_uar(
             &mut fws,
             &self.iommus,
-            func,
-            uar,
+            self.wire(&mut sw),
+            (func, uar),
             now,
             INLINE_BUDGET,
             &|| self.cmd_waits(),
         );
         outcome.merge(own);
         let events = fws.iter().any(|f| f.has_events());
+        drop(sw);
         drop(fws);
         self.served.inline_passes.fetch_add(1, Relaxed);
         self.served
@@ -698,11 +743,12 @@ impl Fabric {
         while kthread::alone_on_cpu() && !self.work_waiting() && !kthread::should_stop() {
             let (o, events) = {
                 let mut fws = self.fws.lock();
+                let mut sw = self.switch.lock();
                 let o = super::engine_glue::run_uar(
                     &mut fws,
                     &self.iommus,
-                    t.func,
-                    t.uar,
+                    self.wire(&mut sw),
+                    (t.func, t.uar),
                     now,
                     BUDGET,
                     &|| self.cmd_waits(),
@@ -902,6 +948,7 @@ impl Fabric {
         let now = self.now_ns();
         let (outcome, any_qp, events) = {
             let mut fws = self.fws.lock();
+            let mut sw = self.switch.lock();
             for d in dbs.iter().flatten() {
                 if let Some(fw) = fws.get_mut(d.func) {
                     super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
@@ -909,16 +956,21 @@ impl Fabric {
             }
             let mut outcome = super::engine_glue::RunOutcome::default();
             if full {
-                outcome = super::engine_glue::run(&mut fws, &self.iommus, now, BUDGET, &|| {
-                    self.cmd_waits()
-                });
+                outcome = super::engine_glue::run(
+                    &mut fws,
+                    &self.iommus,
+                    self.wire(&mut sw),
+                    now,
+                    BUDGET,
+                    &|| self.cmd_waits(),
+                );
             } else {
                 for &(func, uar) in pages.iter().flatten() {
                     let o = super::engine_glue::run_uar(
                         &mut fws,
                         &self.iommus,
-                        func,
-                        uar,
+                        self.wire(&mut sw),
+                        (func, uar),
                         now,
                         BUDGET,
                         &|| self.cmd_waits(),
@@ -1051,12 +1103,20 @@ pub(crate) struct FabricWorker {
 }
 
 impl FabricWorker {
-    /// A fabric of `fws` (all of `link_layer`) with a running worker.
+    /// A fabric of `fws` (all of `link_layer`) with a running worker; an InfiniBand fabric's
+    /// switch, with the switch port each function's port 1 is linked to; an Ethernet fabric's
+    /// segment is `ether`, or a new one.
     ///
     /// # Errors
     ///
     /// `ENOMEM`, the thread's creation error.
-    pub(crate) fn new(link_layer: LinkLayer, fws: KVec<KVBox<Fw>>) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        link_layer: LinkLayer,
+        fws: KVec<KVBox<Fw>>,
+        switch: Option<KVBox<Switch>>,
+        first_ports: KVec<u8>,
+        ether: Option<Arc<Segment>>,
+    ) -> Result<Arc<Self>> {
         let n = fws.len();
         let mut iommus = KVec::with_capacity(n, GFP_KERNEL)?;
         let mut handlers = KVec::with_capacity(n, GFP_KERNEL)?;
@@ -1067,13 +1127,18 @@ impl FabricWorker {
             traps.push(Atomic::new(0u64), GFP_KERNEL)?;
         }
         let ether = match link_layer {
-            LinkLayer::Ethernet => Some(Segment::new()?),
+            LinkLayer::Ethernet => Some(match ether {
+                Some(seg) => seg,
+                None => Segment::new()?,
+            }),
             LinkLayer::Ib => None,
         };
         let fabric = Arc::pin_init(
             try_pin_init!(Fabric {
                 fws <- new_mutex!(fws),
                 cmd_waiting: Atomic::new(0),
+                switch <- new_mutex!(switch),
+                first_ports,
                 bells: Atomic::new(0),
                 iommus,
                 traps,

@@ -188,6 +188,7 @@ fn objects(dev: &Arc<Device<Mock>>) -> Result<Objects> {
         &CqInitAttr {
             cqe: 16,
             comp_vector: 0,
+            flags: 0,
         },
         None,
         kernel_owner!(),

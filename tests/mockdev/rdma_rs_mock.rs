@@ -440,6 +440,10 @@ impl DeviceOps for MockOps {
         _handler: Option<&Arc<dyn CqHandler>>,
         user: Option<&mut UserCtx<'_, '_, Mock>>,
     ) -> Result<Option<QueueMap>> {
+        // upstream rxe_create_cq(): no CQ create flags (`EOPNOTSUPP`).
+        if attr.flags != 0 {
+            return Err(EOPNOTSUPP);
+        }
         let mut user = user;
         if let Some(u) = user.as_mut() {
             if u.udata().outlen() < CREATE_CQ_RESP {

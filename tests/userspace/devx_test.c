@@ -120,6 +120,7 @@ enum {
 #define CQ_UMEM_ID 0x2c0, 32
 /* cqc members. */
 #define CQC_DBR_UMEM_ID 0x20, 32
+#define CQC_OI 14, 1
 #define CQC_LOG_CQ_SIZE 99, 5
 #define CQC_UAR_PAGE 104, 24
 #define CQC_C_EQN 160, 32
@@ -164,6 +165,8 @@ enum {
 #define QPC_DBR_ADDR 1280, 64
 #define QPC_STATE 0, 4
 #define QPC_DBR_UMEM_ID 0x720, 32
+#define QPC_RQ_TYPE 0x565, 3
+#define QPC_SRQN 0x568, 24
 
 /* A field is "offset, width": SETF/GETF pass it on expanded, as two arguments. */
 #define SETF_(buf, base, o, w, v) set((buf), (base) + (o), (w), (v))
@@ -959,6 +962,129 @@ static int fwsim_knob(const char *dir, const char *val)
 	return fclose(f) == 0;
 }
 
+/*
+ * Verbs objects of a DEVX context carry its uid (upstream mlx5_ib: a user CQ gets the context's
+ * devx_uid, a QP and an SRQ their PD's uid): DEVX queries of them run with that uid, and a DEVX
+ * QP of the context may name the verbs CQ and SRQ, as UCX's rc_mlx5 does. Another DEVX context
+ * may not name them (the firmware's uid check).
+ */
+static void verbs_objects(struct devx_ctx *c, struct devx_ctx *c2)
+{
+	struct ibv_cq *cq = ibv_create_cq(c->ctx, 16, NULL, NULL, 0);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(c->pd, &sa);
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = cq ? ibv_create_qp(c->pd, &qa) : NULL;
+	uint32_t in[0x880 / 32] = { 0 }, out[QP_OUT_LEN / 4], dout[4] = { 0 };
+	struct mlx5dv_obj o = { 0 };
+	struct mlx5dv_cq dcq;
+	struct mlx5dv_srq dsrq = { .comp_mask = MLX5DV_SRQ_MASK_SRQN }; /* else srqn is not filled */
+	struct mlx5dv_devx_obj *dqp;
+	void *wq = page_alloc();
+	struct mlx5dv_devx_umem *wq_umem = wq ? mlx5dv_devx_umem_reg(c->ctx, wq, PAGE, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	uint32_t qpn = 0, st = 0;
+	int err;
+
+	CHECK(cq && srq && qp && wq_umem, "verbs CQ, SRQ and RC QP (and a umem) in a DEVX context");
+	if (!cq || !srq || !qp || !wq_umem)
+		goto out;
+	o.cq.in = cq;
+	o.cq.out = &dcq;
+	o.srq.in = srq;
+	o.srq.out = &dsrq;
+	if (mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ)) {
+		CHECK(0, "mlx5dv_init_obj of the verbs CQ and SRQ");
+		goto out;
+	}
+	query_in(in, OP_QUERY_CQ, dcq.cqn);
+	err = mlx5dv_devx_cq_query(cq, in, 16, out, sizeof(out)) ? errno : 0;
+	EXPECT_ERRNO((long)err, 0L, "DEVX QUERY_CQ of a verbs CQ of the DEVX context (it carries the uid)");
+	query_in(in, OP_QUERY_QP, qp->qp_num);
+	err = mlx5dv_devx_qp_query(qp, in, 16, out, sizeof(out)) ? errno : 0;
+	EXPECT_ERRNO((long)err, 0L, "DEVX QUERY_QP of a verbs QP of the DEVX context (it carries the PD's uid)");
+	/*
+	 * A CQ created with IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN (UCX's flag): accepted, and the
+	 * device's CQ context has `oi` (upstream mlx5_ib_create_cq()); a plain CQ has not.
+	 */
+	{
+		struct ibv_cq_init_attr_ex ca = {
+			.cqe = 4,
+			.wc_flags = IBV_WC_STANDARD_FLAGS,
+			.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+			.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN,
+		};
+		struct ibv_cq_ex *cqx = ibv_create_cq_ex(c->ctx, &ca);
+		struct mlx5dv_cq dcqx;
+
+		check(cqx != NULL, "ibv_create_cq_ex with IGNORE_OVERRUN is accepted", "errno %ld%.0ld",
+		      cqx ? 0 : errno, 0);
+		query_in(in, OP_QUERY_CQ, dcq.cqn);
+		err = mlx5dv_devx_cq_query(cq, in, 16, out, sizeof(out)) ? errno : 0;
+		check(!err && GETF(out, CQC, CQC_OI) == 0, "a plain CQ's context has no oi", "errno %ld oi %ld",
+		      err, (long)GETF(out, CQC, CQC_OI));
+		if (cqx) {
+			struct mlx5dv_obj ox = { 0 };
+
+			ox.cq.in = ibv_cq_ex_to_cq(cqx);
+			ox.cq.out = &dcqx;
+			err = mlx5dv_init_obj(&ox, MLX5DV_OBJ_CQ);
+			query_in(in, OP_QUERY_CQ, dcqx.cqn);
+			err = err ? err : mlx5dv_devx_cq_query(ibv_cq_ex_to_cq(cqx), in, 16, out, sizeof(out)) ? errno : 0;
+			check(!err && GETF(out, CQC, CQC_OI) == 1, "the IGNORE_OVERRUN CQ's context has oi",
+			      "errno %ld oi %ld", err, (long)GETF(out, CQC, CQC_OI));
+			ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+		}
+	}
+	/* UCX's rc_mlx5 QP: DEVX CREATE_QP on the verbs CQ, receiving from the verbs SRQ. */
+	memset(in, 0, sizeof(in));
+	SETF(in, 0, HDR_OPCODE, OP_CREATE_QP);
+	SETF(in, QPC, QPC_ST, 0); /* RC */
+	SETF(in, QPC, QPC_PM_STATE, 3);
+	SETF(in, QPC, QPC_PD, c->pdn);
+	SETF(in, QPC, QPC_LOG_MSG_MAX, 30);
+	SETF(in, QPC, QPC_LOG_SQ_SIZE, SQ_LOG);
+	SETF(in, QPC, QPC_RQ_TYPE, 1); /* SRQ */
+	SETF(in, QPC, QPC_SRQN, dsrq.srqn);
+	SETF(in, QPC, QPC_UAR_PAGE, c->uar->page_id);
+	SETF(in, QPC, QPC_CQN_SND, dcq.cqn);
+	SETF(in, QPC, QPC_CQN_RCV, dcq.cqn);
+	SETF(in, QPC, QPC_DBR_ADDR, 64 * 3);
+	SETF(in, QPC, QPC_DBR_UMEM_ID, c->dbr_umem->umem_id);
+	SETF(in, 0, WQ_UMEM_ID, wq_umem->umem_id);
+	errno = 0;
+	dqp = mlx5dv_devx_obj_create(c->ctx, in, sizeof(in), dout, sizeof(dout));
+	check(dqp != NULL, "DEVX CREATE_QP naming the context's verbs CQ and SRQ succeeds",
+	      "errno %ld syndrome 0x%lx", dqp ? 0 : errno, (long)GETF(dout, 0, OUT_SYNDROME));
+	if (dqp) {
+		err = mlx5dv_devx_obj_destroy(dqp) ? errno : 0;
+		EXPECT_ERRNO((long)err, 0L, "destroy that DEVX QP");
+	}
+	if (c2 && c2->uar && c2->dbr_umem) {
+		c2->qp[1] = create_qp(c2, 1, dcq.cqn, c2->dbr_umem->umem_id, &qpn, &st, &err);
+		check(!c2->qp[1] && err == EREMOTEIO && st == STAT_BAD_RES,
+		      "another DEVX context's CREATE_QP on this context's verbs CQ: EREMOTEIO, BAD_RES",
+		      "errno %ld status %ld", err, st);
+		if (c2->qp[1])
+			mlx5dv_devx_obj_destroy(c2->qp[1]);
+		c2->qp[1] = NULL;
+	}
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (srq)
+		ibv_destroy_srq(srq);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (wq_umem)
+		mlx5dv_devx_umem_dereg(wq_umem);
+	free(wq);
+}
+
 static void errnos(struct devx_ctx *c, struct ibv_device *d)
 {
 	uint32_t in[0x880 / 32] = { 0 }, out[0x1100 / 4] = { 0 };
@@ -1045,6 +1171,7 @@ second:
 		check(!c2.qp[0] && err == EREMOTEIO && st == STAT_BAD_RES,
 		      "CREATE_QP on the first context's CQ: EREMOTEIO, BAD_RES", "errno %ld status %ld", err, st);
 	}
+	verbs_objects(c, &c2);
 	teardown(&c2);
 }
 

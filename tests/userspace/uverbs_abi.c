@@ -1639,7 +1639,7 @@ int main(int argc, char **argv)
 		       ex_create_cq(fd, &bc, 0, 4, 2, &o), EINVAL);
 		bc = c;
 		bc.flags = IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
-		expect("write ex: EX_CREATE_CQ with flags TIMESTAMP_COMPLETION (no driver has it) is EOPNOTSUPP",
+		expect("write ex: EX_CREATE_CQ with flags TIMESTAMP_COMPLETION (rxe has no CQ flags) is EOPNOTSUPP",
 		       ex_create_cq(fd, &bc, 0, 4, 2, &o), EOPNOTSUPP);
 		bc = c;
 		bc.flags = 1u << 31;

@@ -5,8 +5,11 @@
 #    their SMAs: ACTIVE, LIDs 0x100 + serial * 2 (0x102, 0x104), SM LID 1, SubnetTimeOut 18,
 #    in sysfs (ports/1/state, lid, sm_lid, sm_sl) and ibv_devinfo; ibv_rc_pingpong and
 #    ibv_ud_pingpong between the two functions reach each other by those LIDs;
+#    the fabric's switch (debugfs mlx5_fwsim/<fn>/switch, fwsim/switch.rs) holds LID 1, its
+#    ports 0-2 ACTIVE, and forwarding entries 0x102 -> port 1, 0x104 -> port 2;
 #  - sm=0: no SM: both ports stay INIT (sysfs "2: INIT", ibv_devinfo PORT_INIT) with LID 0
-#    and SM LID 0 until a host SM sweeps them.
+#    and SM LID 0 until a host SM sweeps them; the switch has no LID, its linked ports are
+#    INIT and its forwarding table is empty.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # sma_eq DESC GOT WANT
@@ -34,6 +37,12 @@ sma_port() {
 	sma_eq "$1 ibv_devinfo sm_lid" "$(sma_devinfo $1 sm_lid)" "$(printf %d $4)"
 }
 
+# sma_switch WANT: the switch lines of function 0's debugfs (mlx5_fwsim/<fn>/switch).
+sma_switch() {
+	local f=/sys/kernel/debug/mlx5_fwsim/mlx5_ib_rs.rdma.0/switch
+	sma_eq "switch (debugfs $f)" "$(tr '\n' ' ' < $f 2>/dev/null)" "$1"
+}
+
 sma_suite() {
 	load_ours sim=ib,ib
 	sma_port mlx5_0 "4: ACTIVE" 0x102 0x1 "PORT_ACTIVE (4)"
@@ -43,10 +52,12 @@ sma_suite() {
 		"-d mlx5_1 -n 20" "-d mlx5_0 -n 20"
 	tr_pair "ibv_ud_pingpong mlx5_0 -> mlx5_1 by the SM's LIDs" ibv_ud_pingpong \
 		"-d mlx5_1 -n 20" "-d mlx5_0 -n 20"
+	sma_switch "lid 1 sm_lid 1 link 1 port 0 4 port 1 4 port 2 4 lft_top 260 lft 0x102 1 lft 0x104 2 "
 	unload_ours
 	load_ours sim=ib,ib sm=0
 	sma_port mlx5_0 "2: INIT" 0x0 0x0 "PORT_INIT (2)"
 	sma_port mlx5_1 "2: INIT" 0x0 0x0 "PORT_INIT (2)"
+	sma_switch "lid 0 sm_lid 0 link 1 port 0 2 port 1 2 port 2 2 lft_top 0 "
 	unload_ours
 }
 

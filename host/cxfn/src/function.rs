@@ -14,6 +14,7 @@ use crate::fwsim::engine::{self, Node};
 use crate::fwsim::fault::FaultAction;
 use crate::fwsim::hca::EqePosted;
 use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
+use crate::fwsim::switch::Switch;
 use crate::fwsim::{Config, ExecError, Fw};
 use crate::iova::{DeviceMap, Remapped};
 use crate::mem::{Dma, GuestMemory};
@@ -81,10 +82,16 @@ const HEALTH_TICK: Duration = Duration::from_millis(100);
 /// exercised, briefly).
 const INIT_READS: u32 = 2;
 
+/// The NodeGUID of the function's switch.
+const SWITCH_GUID: u64 = 0x0c42_a103_00fe_0000;
+
 /// One emulated ConnectX PCI function.
 pub struct CxFunction {
     model: Model,
     fw: Box<Fw>,
+    /// The switch the function's port is linked to (its port 1), where the embedded subnet
+    /// manager runs (`fwsim/switch.rs`, `fwsim/sm.rs`).
+    switch: Box<Switch>,
     config: ConfigSpace,
     cmdq_h: u32,
     cmdq_l: u32,
@@ -164,7 +171,8 @@ impl CxFunction {
             Err(e) => unreachable!("built-in profile refused: {e:?}"),
         };
         fw.cold_boot();
-        crate::fwsim::sm::sweep(&mut fw);
+        let mut switch = Box::new(Switch::new(1, SWITCH_GUID));
+        crate::fwsim::sm::sweep(&mut fw, &mut switch, 1);
         let mut msix_table = [[0u32; 4]; MSIX_VECTORS as usize];
         // Vector control: masked after reset.
         for v in msix_table.iter_mut() {
@@ -173,6 +181,7 @@ impl CxFunction {
         CxFunction {
             model,
             fw,
+            switch,
             config: ConfigSpace::new(profile.device_id, class),
             cmdq_h: 0,
             cmdq_l: 0,
@@ -467,6 +476,7 @@ impl CxFunction {
             let mut nodes = [Node {
                 fw: &mut self.fw,
                 mem: &dma,
+                wire: None,
             }];
             // One thread runs the function's commands and its data path in turn: no command
             // can be waiting during a pass.
@@ -568,7 +578,7 @@ impl CxFunction {
                 // The fabric's embedded subnet manager (`fwsim/sm.rs`) brings up a port
                 // whose link came up (after a reset or a PAOS write); ACTIVE ports cost it
                 // two Gets.
-                crate::fwsim::sm::sweep(&mut self.fw);
+                crate::fwsim::sm::sweep(&mut self.fw, &mut self.switch, 1);
                 self.cap_uar(&inb, &mut out, &mut result);
                 let resized = self.settle_iova(&inb, &out, pending, &result);
                 match result {
@@ -788,7 +798,7 @@ impl CxFunction {
                 if !self.fw.set_port_up(1, up) {
                     return tw_result::BAD_ARG;
                 }
-                crate::fwsim::sm::sweep(&mut self.fw);
+                crate::fwsim::sm::sweep(&mut self.fw, &mut self.switch, 1);
                 let mut data = [0u8; 28];
                 // struct mlx5_eqe_port_state: `port` (bits 7:4) at byte 8.
                 data[8] = 1 << 4;

@@ -2,11 +2,24 @@
 
 //! The fabric: the functions one pass serves and how a message finds its destination. The
 //! functions of one link layer reach each other by LID on InfiniBand and by RoCE GID on
-//! Ethernet; a port that is administratively down neither sends nor receives.
+//! Ethernet; a port that is administratively down neither sends nor receives. On an
+//! InfiniBand fabric with a switch ([`Wire`], `switch.rs`) a LID goes where the switch's
+//! linear forwarding table sends it: a LID the subnet manager did not program (or routed to
+//! a port that is not ACTIVE, or to the switch itself, which has no data path) is dropped.
 
 use crate::fwsim::dma::DmaMem;
 use crate::fwsim::profile::LinkLayer;
+use crate::fwsim::switch::Switch;
 use crate::fwsim::{Fw, QCnt};
+
+/// What links the functions of an InfiniBand fabric: its switch and the switch port each
+/// node's port 1 is linked to (by node index; port `p` is at `first_ports[i] + p`).
+pub(crate) struct Wire<'a> {
+    /// The switch (its SMA answers the SMPs that reach it: `smp.rs`).
+    pub(crate) switch: &'a mut Switch,
+    /// Per node: the switch port of its port 1.
+    pub(crate) first_ports: &'a [u8],
+}
 
 /// One function on the fabric: its firmware state and the memory its device reaches.
 pub(crate) struct Node<'a> {
@@ -14,6 +27,9 @@ pub(crate) struct Node<'a> {
     pub(crate) fw: &'a mut Fw,
     /// What the function's device can reach (bus addresses).
     pub(crate) mem: &'a dyn DmaMem,
+    /// The fabric's switch, held by one node (the first) of an InfiniBand fabric; `None` on
+    /// every node: the functions reach each other directly.
+    pub(crate) wire: Option<Wire<'a>>,
 }
 
 /// Counts `k` in counter set `set` of node `i`.
@@ -25,13 +41,28 @@ pub(super) fn q_count(nodes: &mut [Node<'_>], i: usize, set: u32, k: QCnt) {
 
 /// The node and (0-based) port that own `lid` (InfiniBand: a port the subnet manager made
 /// ACTIVE, whose LID range, the base LID and its 2^LMC path bits, holds `lid`) or `gid`
-/// (Ethernet), among the nodes of `ll`; the port must be up.
+/// (Ethernet), among the nodes of `ll`; the port must be up. Through a switch: the node
+/// linked to the port the switch's forwarding table gives for `lid`.
 pub(super) fn route(
     nodes: &[Node<'_>],
     ll: LinkLayer,
     lid: u16,
     gid: &[u8; 16],
 ) -> Option<(usize, usize)> {
+    if ll == LinkLayer::Ib {
+        if let Some(w) = nodes.iter().find_map(|n| n.wire.as_ref()) {
+            let out = w.switch.route_lid(lid)?;
+            return nodes.iter().enumerate().find_map(|(i, n)| {
+                let first = *w.first_ports.get(i)?;
+                let p = usize::from(out.checked_sub(first)?);
+                (n.fw.cfg.link_layer == ll
+                    && p < usize::from(n.fw.cfg.num_ports)
+                    && n.fw.port_up(p)
+                    && n.fw.owns_lid(p, lid))
+                .then_some((i, p))
+            });
+        }
+    }
     nodes.iter().enumerate().find_map(|(i, n)| {
         let fw = &*n.fw;
         if fw.cfg.link_layer != ll {

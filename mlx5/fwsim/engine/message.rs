@@ -11,7 +11,7 @@ use super::qp_state::{packets, Av};
 /// The service a message travels on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Service {
-    /// UD (the GSI QP, QP1, is a UD QP to the data path).
+    /// UD (the special QPs, QP0 and QP1, are UD QPs to the data path).
     Ud,
     /// UC: unreliable, connected.
     Uc,

@@ -20,7 +20,8 @@ use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::xlat::Access;
 use crate::fwsim::{Fw, QCnt};
 use crate::prm::consts::{
-    QPC_STATE_ERR, QPC_STATE_RTS, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD, QPC_ST_XRC,
+    QPC_STATE_ERR, QPC_STATE_RTS, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD,
+    QPC_ST_XRC,
 };
 use crate::prm::wqe::{ctrl, syndrome as syn, wqe_op};
 
@@ -176,7 +177,15 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     if !n.fw.port_up(s.port) || !n.fw.may_send_from(s.port, sgid_index) {
         return m.dropped();
     }
+    if s.st == QPC_ST_QP0 {
+        if let Some(r) = super::smp::switched(nodes, ni, s, &m) {
+            return r;
+        }
+    }
     let (lid, gid, _) = m.dest;
+    let Some(n) = nodes.get(ni) else {
+        return ReqRes::Lost;
+    };
     let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid) else {
         return m.dropped();
     };
@@ -223,7 +232,7 @@ fn count_traffic(
 fn message<'b>(fw: &Fw, s: &Snap, w: &Wqe, buf: &'b [u8]) -> Result<Message<'b>, ReqRes> {
     let eth = fw.cfg.link_layer == LinkLayer::Ethernet;
     let svc = match s.st {
-        QPC_ST_UD | QPC_ST_QP1 => Service::Ud,
+        QPC_ST_UD | QPC_ST_QP0 | QPC_ST_QP1 => Service::Ud,
         QPC_ST_RC => Service::Rc,
         QPC_ST_XRC => Service::Xrc,
         _ => Service::Uc,
@@ -236,7 +245,7 @@ fn message<'b>(fw: &Fw, s: &Snap, w: &Wqe, buf: &'b [u8]) -> Result<Message<'b>,
     let x = if xrc { XRC_SEG } else { 0 };
     let (seg_start, need) = match (w.opcode, s.st) {
         (NOP, _) => return Err(ReqRes::Ok { byte_cnt: 0 }),
-        (SEND | SEND_IMM, QPC_ST_UD | QPC_ST_QP1) => (16 + 48, Access::LOCAL_READ),
+        (SEND | SEND_IMM, QPC_ST_UD | QPC_ST_QP0 | QPC_ST_QP1) => (16 + 48, Access::LOCAL_READ),
         (SEND | SEND_IMM, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) => (16 + x, Access::LOCAL_READ),
         (SEND_INVAL, QPC_ST_RC | QPC_ST_XRC) => (16 + x, Access::LOCAL_READ),
         (RDMA_WRITE | RDMA_WRITE_IMM, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) => {

@@ -21,7 +21,8 @@ use crate::fwsim::srq::{SrqWqe, NEXT_SEG};
 use crate::fwsim::xlat::Access;
 use crate::fwsim::{capacity, Fw, QCnt};
 use crate::prm::consts::{
-    QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD, QPC_ST_XRC,
+    QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD,
+    QPC_ST_XRC,
 };
 use crate::prm::ctx::qpc;
 use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
@@ -160,12 +161,13 @@ fn resp_cqe(d: &Snap, s: &Snap, opcode: u8, byte_cnt: u32, imm: Option<[u8; 4]>)
     c
 }
 
-/// The source QPN a message carries: 1 for the GSI QP, else the QP's number.
+/// The source QPN a message carries: 0 for the SMI QP, 1 for the GSI QP, else the QP's
+/// number.
 fn wire_qpn(s: &Snap) -> u32 {
-    if s.st == QPC_ST_QP1 {
-        1
-    } else {
-        s.qpn & 0x00ff_ffff
+    match s.st {
+        QPC_ST_QP0 => 0,
+        QPC_ST_QP1 => 1,
+        _ => s.qpn & 0x00ff_ffff,
     }
 }
 
@@ -209,6 +211,75 @@ pub(super) fn receive(
     }
 }
 
+/// SMP `mad` that the fabric's switch passes on (`smp.rs`) at the QP0 of (0-based) port
+/// `port` of node `di`, from `slid`: a UD receive (the GRH area skipped), source QPN 0, SL 0.
+/// Without a receive posted it is dropped (counted as out of buffer); a receive WQE too small
+/// or not writable fails as a SEND's would. Whether it arrived.
+pub(super) fn receive_smp(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    port: usize,
+    mad: &[u8],
+    slid: u16,
+) -> bool {
+    let Some(mut d) = nodes.get(di).and_then(|n| {
+        (0..capacity::QP).find_map(|i| {
+            let d = snap(n.fw, i)?;
+            (d.st == QPC_ST_QP0
+                && d.port == port
+                && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
+            .then_some(d)
+        })
+    }) else {
+        return false;
+    };
+    let mut rbuf = [0u8; MAX_RQ_WQE];
+    let got = match nodes.get(di) {
+        Some(n) => rq_wqe(n.mem, n.fw, &mut d, &mut rbuf),
+        None => return false,
+    };
+    let rlen = match got {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            q_count(nodes, di, d.cnt_set, QCnt::OutOfBuffer);
+            return false;
+        }
+        Err(()) => {
+            resp_fail(nodes, di, &d, None, Some(QpEvent::WqCatas));
+            return false;
+        }
+    };
+    let rsegs = rbuf.get(..rlen).unwrap_or(&[]);
+    let need = mad.len() as u64 + u64::from(GRH_BYTES);
+    let written = match nodes.get(di) {
+        Some(n) => match check_sgl(n.fw, d.pd, rsegs, true, Access::LOCAL_WRITE) {
+            Err(e) => Err(e),
+            Ok(cap) if cap < need => Err(syn::LOCAL_LENGTH),
+            Ok(_) => {
+                let mut dst = Cur::sgl(n.fw, rsegs, true, d.pd);
+                let ok = skip_bytes(&mut dst, GRH_BYTES).is_ok() && dst.write(n.mem, mad).is_ok();
+                if ok {
+                    Ok(())
+                } else {
+                    Err(syn::LOCAL_PROT)
+                }
+            }
+        },
+        None => return false,
+    };
+    if let Err(e) = written {
+        resp_fail(nodes, di, &d, Some(e), None);
+        return false;
+    }
+    let mut c = Cqe::new(cqe_op::RESP_SEND, 0, d.qpn, d.rwqe_idx, d.q.user_index);
+    c.put32(cqe_off::BYTE_CNT, u32::try_from(need).unwrap_or(u32::MAX));
+    // No GRH, SL 0, source QPN 0.
+    c.put32(cqe_off::FLAGS_RQPN, 0);
+    c.put16(cqe_off::SLID, slid);
+    resp_ok(nodes, di, &d, Some((c, false)), 1);
+    true
+}
+
 /// The two ends of a message at the responder: requester `s` on node `ni`, and `d`, the
 /// destination QP as it receives (as its XRC SRQ for an XRC message), on node `di`.
 struct Ends<'a> {
@@ -219,22 +290,32 @@ struct Ends<'a> {
 }
 
 /// The QP of function `fw` that message `m` of `s` is for, if it takes messages of that
-/// service (UD and GSI QPs are one service) and is in RTR or RTS.
+/// service (UD and GSI QPs are one service) and is in RTR or RTS. QP0 (the SMI QP, on VL15)
+/// talks only to QP0: an SMP is for QPN 0, and nothing else reaches it.
 fn dest_qp(fw: &Fw, s: &Snap, m: &Message<'_>) -> Option<Snap> {
     let ud = m.svc == Service::Ud;
     let (_, _, dqpn) = m.dest;
-    // QPN 1 is the destination's GSI QP, whatever number CREATE_QP gave it.
-    let slot = if ud && dqpn == 1 {
-        (0..capacity::QP).find(|&i| {
+    if (s.st == QPC_ST_QP0) != (ud && dqpn == 0) {
+        return None;
+    }
+    // QPNs 0 and 1 are the destination's SMI and GSI QPs, whatever numbers CREATE_QP gave
+    // them.
+    let special = match dqpn {
+        0 => Some(QPC_ST_QP0),
+        1 => Some(QPC_ST_QP1),
+        _ => None,
+    };
+    let slot = match special {
+        Some(st) if ud => (0..capacity::QP).find(|&i| {
             fw.qps
                 .at_slot(i)
-                .is_some_and(|(_, q)| qpc::st.get(&q.qpc) == Ok(QPC_ST_QP1))
-        })?
-    } else {
-        fw.qps.slot_of(dqpn)?
+                .is_some_and(|(_, q)| qpc::st.get(&q.qpc) == Ok(st))
+        })?,
+        _ => fw.qps.slot_of(dqpn)?,
     };
     let d = snap(fw, slot)?;
-    let same = d.st == s.st || (ud && matches!(d.st, QPC_ST_UD | QPC_ST_QP1));
+    let gsi_ud = |st| matches!(st, QPC_ST_UD | QPC_ST_QP1);
+    let same = d.st == s.st || (ud && gsi_ud(d.st) && gsi_ud(s.st));
     (same && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS)).then_some(d)
 }
 
@@ -268,11 +349,15 @@ fn xrc_target(
 }
 
 /// Whether a UD message carries the Q_Key of its destination `d` (any other is dropped). A
-/// Q_Key with the high bit set means "use the QP's own" (IB spec 10.2.5).
+/// Q_Key with the high bit set means "use the QP's own" (IB spec 10.2.5); QP0 takes any.
 fn qkey_matches(s: &Snap, d: &Snap, m: &Message<'_>) -> bool {
     let Some(a) = m.av else {
         return true;
     };
+    // QP0 checks no Q_Key (IBA 10.2.5: SMPs carry none that matters).
+    if d.st == QPC_ST_QP0 {
+        return true;
+    }
     let qkey = if a.qkey & 0x8000_0000 != 0 {
         s.q_key
     } else {

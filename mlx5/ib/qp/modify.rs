@@ -179,13 +179,15 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
     merge(&mut next, attr, mask);
     next.qp_state = new;
     let qpn = qp.data().qpn;
+    // upstream mlx5_core_qp_modify(): every transition carries the QP's uid.
+    let uid = qp.data().uid;
     let hw = &*d.hw;
     let rc = t != QpType::Ud;
     let mut c = QpcAttrs::default();
     let opt = mask_to_opt(mask);
     match (cur, new) {
-        (_, QpState::Reset) => exec(hw, &ModifyQp::<ToRst>::new(qpn, c))?,
-        (_, QpState::Err) => exec(hw, &ModifyQp::<ToErr>::new(qpn, c))?,
+        (_, QpState::Reset) => exec(hw, &ModifyQp::<ToRst>::new(qpn, c).by(uid))?,
+        (_, QpState::Err) => exec(hw, &ModifyQp::<ToErr>::new(qpn, c).by(uid))?,
         (QpState::Reset, QpState::Init) | (QpState::Init, QpState::Init) => {
             set_path(d, &next, false, &mut c)?;
             if rc {
@@ -199,7 +201,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                 // A QP bound in RESET counts into its counter's set (`ibqp->counter->id`).
                 let set = if cnt.set != 0 { cnt.set } else { d.qcnt_set() };
                 c.counter_set_id = u8::try_from(set).ok().filter(|&id| id != 0);
-                exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
+                exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c).by(uid))?;
             } else {
                 let opt = opt
                     & (optpar::RRE
@@ -208,7 +210,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                         | optpar::PKEY_INDEX
                         | optpar::PRI_PORT
                         | optpar::Q_KEY);
-                exec(hw, &ModifyQp::<Init2Init>::with_opt(qpn, c, opt))?;
+                exec(hw, &ModifyQp::<Init2Init>::with_opt(qpn, c, opt).by(uid))?;
             }
         }
         (QpState::Init, QpState::Rtr) => {
@@ -234,7 +236,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                 } else {
                     optpar::PKEY_INDEX | optpar::Q_KEY
                 };
-            exec(hw, &ModifyQp::<Init2Rtr>::with_opt(qpn, c, opt))?;
+            exec(hw, &ModifyQp::<Init2Rtr>::with_opt(qpn, c, opt).by(uid))?;
         }
         (QpState::Rtr, QpState::Rts) | (QpState::Rts, QpState::Rts) => {
             let opt = opt
@@ -257,9 +259,9 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
                     c.rnr_retry = Some(next.rnr_retry & 7);
                     c.log_sra_max = Some(log2_rd(next.max_rd_atomic)?);
                 }
-                exec(hw, &ModifyQp::<Rtr2Rts>::with_opt(qpn, c, opt))?;
+                exec(hw, &ModifyQp::<Rtr2Rts>::with_opt(qpn, c, opt).by(uid))?;
             } else {
-                exec(hw, &ModifyQp::<Rts2Rts>::with_opt(qpn, c, opt))?;
+                exec(hw, &ModifyQp::<Rts2Rts>::with_opt(qpn, c, opt).by(uid))?;
             }
         }
         _ => return Err(EINVAL),

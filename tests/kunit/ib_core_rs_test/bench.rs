@@ -84,6 +84,7 @@ pub(crate) fn run(iters: u32) -> Result {
     let attr = CqInitAttr {
         cqe: 16,
         comp_vector: 0,
+        flags: 0,
     };
     let cq = Cq::create(&dev, &attr, None, owner)?;
     let qp = Qp::create(

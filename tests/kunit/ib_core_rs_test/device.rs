@@ -184,6 +184,7 @@ mod tests {
             &CqInitAttr {
                 cqe: 8,
                 comp_vector: 0,
+                flags: 0,
             },
             None,
             owner,

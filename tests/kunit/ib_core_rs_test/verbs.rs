@@ -26,6 +26,7 @@ mod tests {
             &CqInitAttr {
                 cqe: 16,
                 comp_vector: 0,
+                flags: 0,
             },
             None,
             ib_core_rs::kernel_owner!(),
@@ -286,7 +287,8 @@ mod tests {
                 &dev,
                 &CqInitAttr {
                     cqe: 0,
-                    comp_vector: 0
+                    comp_vector: 0,
+                    flags: 0
                 },
                 None,
                 ib_core_rs::kernel_owner!()
@@ -313,6 +315,7 @@ mod tests {
             &CqInitAttr {
                 cqe: 16,
                 comp_vector: 0,
+                flags: 0,
             },
             Some(comps.clone()),
             ib_core_rs::kernel_owner!(),

@@ -47,12 +47,12 @@ impl<D: Driver> UFile<D> {
             None
         };
         let ev = UEvents::new(chan, inner.async_file.clone(), c.user_handle)?;
-        if c.flags != 0 {
-            return Err(EOPNOTSUPP);
-        }
+        // upstream create_cq(): `attr.flags = cmd->flags`, checked by the driver (the ioctl
+        // form already refused bits other than TIMESTAMP_COMPLETION | IGNORE_OVERRUN).
         let attr = CqInitAttr {
             cqe: c.cqe,
             comp_vector: c.comp_vector,
+            flags: c.flags,
         };
         let handler: Arc<dyn CqHandler> = ev.clone();
         let cq = with_user_ctx(b, &ctx, |uc| {
