@@ -225,6 +225,12 @@ roce_gid_suite() {
 	modprobe -r veth
 }
 
+# rg_ll_of DEV: the link-local default GID of DEV's port 1 (index 0), which sysfs prints as
+# an IPv6 address.
+rg_ll_of() {
+	cat /sys/class/infiniband/$1/ports/1/gids/0
+}
+
 # ri_wait_retry_exc OUT...: waits (at most ~60 s) until one of the pingpong outputs OUT reports
 # the transport retry counter exceeded (IBV_WC_RETRY_EXC_ERR).
 ri_wait_retry_exc() {
@@ -243,7 +249,7 @@ ri_wait_retry_exc() {
 # retry-exceeded completion error, as on hardware (the packets to a GID nobody owns are
 # dropped); user AHs get their destination MACs through the route and the neighbour table.
 roce_ip_suite() {
-	local a b s c rc ma mb
+	local a b s c rc ma mb llb
 	ip link set lo up
 	load_ours sim=eth,eth
 	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
@@ -287,6 +293,31 @@ roce_ip_suite() {
 	tr_pair "ib_write_bw -x 3, both ends on mlx5_0" ib_write_bw \
 		"-d mlx5_0 -x 3 -F -n 200" "-d mlx5_0 -x 3 -F -n 200" "$PERF_WANT"
 
+	# RoCE v1 and v2 by the link-local default GIDs (index 0 v1, 1 v2): a v1 AV takes its
+	# destination MAC from the GID (upstream rdma_get_ll_mac()), a v2 one resolves it by IPv6
+	# neighbour discovery (upstream ib_resolve_unicast_gid_dmac()).
+	tr_pair "ibv_rc_pingpong -g 0 (RoCE v1) mlx5_0 -> mlx5_1" ibv_rc_pingpong \
+		"-d mlx5_1 -g 0 -n 100" "-d mlx5_0 -g 0 -n 100"
+	tr_pair "ibv_rc_pingpong -g 1 (link-local RoCE v2) mlx5_0 -> mlx5_1" ibv_rc_pingpong \
+		"-d mlx5_1 -g 1 -n 100" "-d mlx5_0 -g 1 -n 100"
+	# A RoCE v1 requester and a RoCE v2 responder: a ConnectX QP takes only the framing of
+	# its own GID entry's version, so nothing is acknowledged and the requester exceeds its
+	# retries, as on hardware.
+	_tr_port=$((_tr_port + 1))
+	timeout 120 ibv_rc_pingpong -d mlx5_1 -g 1 -n 10 -p $_tr_port >/tmp/ri-s 2>&1 &
+	s=$!
+	tr_wait_listen $_tr_port
+	timeout 120 ibv_rc_pingpong -d mlx5_0 -g 0 -n 10 -p $_tr_port 127.0.0.1 >/tmp/ri-c 2>&1 &
+	c=$!
+	rc=0
+	ri_wait_retry_exc /tmp/ri-c || rc=1
+	kill $s $c 2>/dev/null
+	wait $s $c
+	sed 's/^/    server| /' /tmp/ri-s | tail -n 4
+	sed 's/^/    client| /' /tmp/ri-c | tail -n 4
+	t_check "ibv_rc_pingpong -g 0 (v1) to a -g 1 (v2) peer: transport retry counter exceeded" \
+		sh -c "test $rc = 0 && ! grep -q ' iters in ' /tmp/ri-s /tmp/ri-c"
+
 	# The server's address removed while the two ping-pong: its GIDs leave mlx5_1's table
 	# (SET_ROCE_ADDRESS clears them), the packets to 10.66.0.2 are dropped and a requester
 	# ends in IBV_WC_RETRY_EXC_ERR, as on hardware.
@@ -327,6 +358,26 @@ roce_ip_suite() {
 	ip neigh show dev $a | sed 's/^/    neigh| /'
 	ip neigh show 10.66.0.77 dev $a >/tmp/ri-neigh 2>&1
 	t_check "ip neigh: the AH's ARP entry for 10.66.0.77 on $a" test -s /tmp/ri-neigh
+	# Link-local destinations: from the v1 GID the MAC is the GID's EUI-64, no neighbour
+	# entry; from the v2 GID by IPv6 neighbour discovery over the segment.
+	llb=$(rg_ll_of mlx5_1)
+	ip -6 neigh flush dev $a
+	/rdma-rs/ah_resolve mlx5_0 0 $llb >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	t_check "AH to $llb from the RoCE v1 GID: $b's MAC $mb" grep -qx "dmac $mb" /tmp/ri-ah
+	t_check "ip neigh: no entry for $llb after the v1 AH" \
+		sh -c "! ip -6 neigh show $llb dev $a | grep -q lladdr"
+	/rdma-rs/ah_resolve mlx5_0 1 $llb >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	t_check "AH to $llb from the RoCE v2 GID: $b's MAC $mb" grep -qx "dmac $mb" /tmp/ri-ah
+	t_check "ip neigh: $llb lladdr $mb on $a, resolved by the v2 AH" \
+		sh -c "ip -6 neigh show $llb dev $a | grep -q 'lladdr $mb'"
+	# upstream rdma_check_ah_attr(): a RoCE AV needs a GRH; rdma_get_gid_attr(): an empty
+	# source entry is ENODATA.
+	/rdma-rs/ah_resolve mlx5_0 3 10.66.0.77 nogrh >/tmp/ri-ah 2>&1
+	t_check "AH without a GRH on RoCE: EINVAL" grep -qx 'errno 22' /tmp/ri-ah
+	/rdma-rs/ah_resolve mlx5_0 40 10.66.0.77 >/tmp/ri-ah 2>&1
+	t_check "AH from the empty GID entry 40: ENODATA" grep -qx 'errno 61' /tmp/ri-ah
 	/rdma-rs/ah_resolve mlx5_0 5 $RG_V6 >/tmp/ri-ah 2>&1
 	sed 's/^/    ah| /' /tmp/ri-ah
 	t_check "AH to the own $RG_V6 (a local route): the interface's MAC $ma" \
