@@ -225,6 +225,19 @@ roce_gid_suite() {
 	modprobe -r veth
 }
 
+# rg_index_of DEV GID TYPE: the index of GID (sysfs form) of type TYPE on DEV port 1.
+rg_index_of() {
+	local f i
+	for f in /sys/class/infiniband/$1/ports/1/gids/*; do
+		i=${f##*/}
+		if [ "$(cat $f 2>/dev/null)" = "$2" ] &&
+			[ "$(cat /sys/class/infiniband/$1/ports/1/gid_attrs/types/$i 2>/dev/null)" = "$3" ]; then
+			echo $i
+			return
+		fi
+	done
+}
+
 # rg_ll_of DEV: the link-local default GID of DEV's port 1 (index 0), which sysfs prints as
 # an IPv6 address.
 rg_ll_of() {
@@ -249,7 +262,7 @@ ri_wait_retry_exc() {
 # retry-exceeded completion error, as on hardware (the packets to a GID nobody owns are
 # dropped); user AHs get their destination MACs through the route and the neighbour table.
 roce_ip_suite() {
-	local a b s c rc ma mb llb
+	local a b s c rc ma mb llb vi vj
 	ip link set lo up
 	load_ours sim=eth,eth
 	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
@@ -382,6 +395,40 @@ roce_ip_suite() {
 	sed 's/^/    ah| /' /tmp/ri-ah
 	t_check "AH to the own $RG_V6 (a local route): the interface's MAC $ma" \
 		grep -qx "dmac $ma" /tmp/ri-ah
+	# VLAN GIDs (upstream roce_gid_mgmt.c: the addresses of a VLAN device on the port's
+	# netdev, with the VLAN device as the GID's netdev; mlx5_ib_add_gid(): SET_ROCE_ADDRESS
+	# with the VLAN id).
+	t_check "ip link add link $a name va10 type vlan id 10" \
+		ip link add link $a name va10 type vlan id 10
+	ip link set va10 up
+	t_check "ip addr add 10.67.0.1/24 dev va10" ip addr add 10.67.0.1/24 dev va10
+	t_check "ip link add link $b name vb10 type vlan id 10" \
+		ip link add link $b name vb10 type vlan id 10
+	ip link set vb10 up
+	t_check "ip addr add 10.67.0.2/24 dev vb10" ip addr add 10.67.0.2/24 dev vb10
+	t_check "mlx5_0 lists the VLAN address's GID" \
+		rg_wait_gid mlx5_0 0000:0000:0000:0000:0000:ffff:0a43:0001
+	t_check "mlx5_1 lists the VLAN address's GID" \
+		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a43:0002
+	sleep 1
+	rg_gid_table mlx5_0 10 | sed 's/^/    gids| /'
+	vi=$(rg_index_of mlx5_0 0000:0000:0000:0000:0000:ffff:0a43:0001 "RoCE v2")
+	vj=$(rg_index_of mlx5_1 0000:0000:0000:0000:0000:ffff:0a43:0002 "RoCE v2")
+	t_check "the VLAN GIDs' netdev is the VLAN device (mlx5_0 GID $vi: va10)" \
+		sh -c "test -n '$vi' && test \"\$(cat /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/$vi)\" = va10"
+	sed 's/^/    roce| /' $FWSIM_DBG/mlx5_ib_rs.rdma.0/roce
+	t_check "SET_ROCE_ADDRESS of mlx5_0 GID $vi carried VLAN 10 and $a's MAC" \
+		sh -c "grep -q '^port1 $vi 0000:0000:0000:0000:0000:ffff:0a43:0001 v2 ipv4 $ma vlan 10\$' $FWSIM_DBG/mlx5_ib_rs.rdma.0/roce"
+	t_check "the untagged IPv4 GID carried no VLAN" \
+		sh -c "grep -q '^port1 3 0000:0000:0000:0000:0000:ffff:0a42:0001 v2 ipv4 $ma vlan -\$' $FWSIM_DBG/mlx5_ib_rs.rdma.0/roce"
+	tr_pair "ibv_rc_pingpong over the VLAN GIDs (-g $vi / $vj) mlx5_0 -> mlx5_1" ibv_rc_pingpong \
+		"-d mlx5_1 -g $vj -n 100" "-d mlx5_0 -g $vi -n 100"
+	t_check "ip link del vb10" ip link del vb10
+	t_check "mlx5_1 no longer lists the VLAN GID" \
+		rg_wait_no_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a43:0002
+	t_check "its SET_ROCE_ADDRESS entries are cleared" \
+		sh -c "! grep -q '0a43:0002' $FWSIM_DBG/mlx5_ib_rs.rdma.1/roce"
+
 	# A neighbour across the segment: $b in a namespace of its own with 10.66.0.2.
 	t_check "ip netns add ri-b" ip netns add ri-b
 	t_check "ip link set $b netns ri-b" ip link set $b netns ri-b
@@ -396,6 +443,20 @@ roce_ip_suite() {
 	ip neigh show 10.66.0.2 dev $a >/tmp/ri-neigh 2>&1
 	t_check "ip neigh: 10.66.0.2 lladdr $mb on $a, resolved by the AH" \
 		grep -q "lladdr $mb" /tmp/ri-neigh
+	# ARP over VLAN 10 across the segment: the 802.1Q-tagged frames pass the switch.
+	t_check "ri-b: ip link add link $b name vb10 type vlan id 10" \
+		ip netns exec ri-b ip link add link $b name vb10 type vlan id 10
+	ip netns exec ri-b ip link set vb10 up
+	t_check "ri-b: ip addr add 10.67.0.2/24 dev vb10" \
+		ip netns exec ri-b ip addr add 10.67.0.2/24 dev vb10
+	/rdma-rs/ah_resolve mlx5_0 $vi 10.67.0.2 >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	t_check "AH from the VLAN GID to 10.67.0.2 in ri-b: $b's MAC (ARP on VLAN 10)" \
+		grep -qx "dmac $mb" /tmp/ri-ah
+	ip neigh show 10.67.0.2 dev va10 >/tmp/ri-neigh 2>&1
+	t_check "ip neigh: 10.67.0.2 lladdr $mb on va10" grep -q "lladdr $mb" /tmp/ri-neigh
+	ip netns exec ri-b ip link del vb10
+	ip link del va10
 	ip netns exec ri-b ip link set $b netns 1
 	ip netns del ri-b
 	unload_ours
