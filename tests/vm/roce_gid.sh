@@ -274,6 +274,11 @@ roce_ip_suite() {
 	fi
 	ip link set $a up
 	ip link set $b up
+	# Both functions' interfaces are in this namespace on one subnet: an ARP request from one
+	# to the other carries a local source address, which IPv4 takes only with accept_local
+	# (fib_validate_source()), as on a host with two ports cabled to one switch. RoCE v2
+	# IPv4 AVs between them resolve by that ARP (IPv6 neighbour discovery needs nothing).
+	t_check "sysctl net.ipv4.conf.all.accept_local=1" sysctl -qw net.ipv4.conf.all.accept_local=1
 	# Not under `sh -c`: the initramfs's sh would run busybox's ip, which has no `nodad`.
 	t_check "ip addr add $RG_V4/24 dev $a" ip addr add $RG_V4/24 dev $a
 	t_check "ip -6 addr add $RG_V6/64 dev $a nodad" ip -6 addr add $RG_V6/64 dev $a nodad
@@ -459,7 +464,34 @@ roce_ip_suite() {
 	ip link del va10
 	ip netns exec ri-b ip link set $b netns 1
 	ip netns del ri-b
+	sysctl -qw net.ipv4.conf.all.accept_local=0
 	unload_ours
+
+	# Upstream: rdma_rxe on veth0 with a VLAN device on it: the VLAN address's RoCE v2 GID,
+	# its netdev the VLAN device, as ours above.
+	t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
+	ip link add veth0 type veth peer name veth1
+	ip link set veth0 up
+	ip link set veth1 up
+	t_check "rdma link add rxe0 type rxe netdev veth0" rdma link add rxe0 type rxe netdev veth0
+	t_check "rxe: ip link add link veth0 name vr10 type vlan id 10" \
+		ip link add link veth0 name vr10 type vlan id 10
+	ip link set vr10 up
+	ip addr add 10.67.0.1/24 dev vr10
+	t_check "rxe0 lists the VLAN address's GID" \
+		rg_wait_gid rxe0 0000:0000:0000:0000:0000:ffff:0a43:0001
+	sleep 1
+	rg_gid_table rxe0 6 | sed 's/^/    rxe-gids| /'
+	vi=$(rg_index_of rxe0 0000:0000:0000:0000:0000:ffff:0a43:0001 "RoCE v2")
+	t_check "rxe: the VLAN GID's netdev is the VLAN device (GID $vi: vr10)" \
+		sh -c "test -n '$vi' && test \"\$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs/$vi)\" = vr10"
+	rdma link delete rxe0
+	ip link del vr10
+	ip link del veth0
+	modprobe -r rdma_rxe
+	modprobe -r ib_uverbs
+	modprobe -r ib_core
+	modprobe -r veth
 }
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode roce_gid
