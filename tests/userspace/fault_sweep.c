@@ -641,6 +641,14 @@ int main(int argc, char **argv)
 			 */
 			printf("I %s %s point %ld: errno %d after a library fallback\n", verb,
 			       kind == SLAB ? "slab" : "fw", n, err);
+		} else if (kind == SLAB && sgid_index && err == ENOBUFS &&
+			   (v->obj == O_AH || v->obj == O_MODIFY)) {
+			/*
+			 * An AV from an IP GID is resolved through the route: a failed
+			 * route allocation is the IP stack's ENOBUFS (ip_route_output_key()),
+			 * which upstream rdma_resolve_ip() passes on as this does.
+			 */
+			printf("I %s slab point %ld: ENOBUFS from the route lookup\n", verb, n);
 		} else if (err != want_errno(n, v->obj == O_DOBJ && !v->destroy)) {
 			fail("%s: errno %d (%s), want the injected failure's", "", n, err);
 			failed++;
