@@ -148,7 +148,10 @@ roce_gid_suite() {
 		"test \"\$(sed -n 's/^entry //p' /tmp/rg-gt | tr '\n' ' ')\" = \
 		 '0 1 1 $i 1 1 2 $i 2 1 1 $i 3 1 2 $i 4 1 1 $i 5 1 2 $i '"
 
-	# RC traffic between the functions on the IPv4 RoCE v2 GIDs (index 3 on both).
+	# RC traffic between the functions on the IPv4 RoCE v2 GIDs (index 3 on both); their
+	# interfaces share this namespace and subnet, so the AVs' ARP needs accept_local (see
+	# roce_ip_suite).
+	sysctl -qw net.ipv4.conf.all.accept_local=1
 	t_check "ip addr add 10.66.0.2/24 dev $b" ip addr add 10.66.0.2/24 dev $b
 	t_check "mlx5_1 lists 10.66.0.2's GID" \
 		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002
@@ -180,6 +183,7 @@ roce_gid_suite() {
 	ip addr add $RG_V4/24 dev $a
 	ip -6 addr add $RG_V6/64 dev $a nodad
 	rg_wait_gid mlx5_0 $RG_V6_GID
+	sysctl -qw net.ipv4.conf.all.accept_local=0
 	unload_ours
 
 	# Upstream: rdma_rxe on veth0 with the same MAC and addresses (rxe has RoCE v2 only).
