@@ -407,6 +407,7 @@ roce_ip_suite() {
 	# VLAN GIDs (upstream roce_gid_mgmt.c: the addresses of a VLAN device on the port's
 	# netdev, with the VLAN device as the GID's netdev; mlx5_ib_add_gid(): SET_ROCE_ADDRESS
 	# with the VLAN id).
+	t_check "modprobe 8021q" modprobe 8021q
 	t_check "ip link add link $a name va10 type vlan id 10" \
 		ip link add link $a name va10 type vlan id 10
 	ip link set va10 up
@@ -496,6 +497,7 @@ roce_ip_suite() {
 	modprobe -r ib_uverbs
 	modprobe -r ib_core
 	modprobe -r veth
+	modprobe -r 8021q
 }
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode roce_gid
