@@ -186,7 +186,8 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     let Some(n) = nodes.get(ni) else {
         return ReqRes::Lost;
     };
-    let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid) else {
+    let version = n.fw.roce_version(s.port, sgid_index);
+    let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid, version) else {
         // No function holds the GID: UD and UC messages leave as packets (`wire.rs`).
         if m.eth && m.svc == Service::Ud {
             return super::wire::send_ud(nodes, ni, s, &m);

@@ -394,7 +394,7 @@ pub(crate) fn receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8]) -> bool {
     };
     let ours = nodes
         .get(ni)
-        .is_some_and(|n| n.fw.port_up(port) && n.fw.has_gid(port, &dgid));
+        .is_some_and(|n| n.fw.port_up(port) && n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok()));
     if !ours {
         return false;
     }

@@ -7,7 +7,7 @@ use crate::attr::{Gid, LinkLayer};
 use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s, write as w};
-use crate::uverbs::file::cmd::ah::ll_mac;
+use crate::uverbs::file::cmd::ah::eth_dmac;
 use crate::uverbs::file::cmd::{create_response, with_udata, with_user_ctx, WriteBufs, WriteCtx};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
@@ -256,40 +256,53 @@ impl<D: Driver> UFile<D> {
             a.qp_state = next;
         }
         if mask & QpAttrMask::AV.0 != 0 {
-            a.ah_attr = self.ah_from_dest(dest)?;
+            // upstream _ib_modify_qp(): a user's AV of a connected QP is resolved.
+            let connected = matches!(
+                qp.qp_type(),
+                QpType::Rc | QpType::Uc | QpType::XrcIni | QpType::XrcTgt
+            );
+            a.ah_attr = self.ah_from_dest(dest, connected)?;
         }
         with_udata(b, |ud| qp.modify_user(&a, QpAttrMask(mask), ud))
     }
 
-    /// upstream `copy_ah_attr_from_uverbs()`; on an Ethernet port the
-    /// destination MAC of a link-local GID is derived from it (upstream
-    /// `ib_resolve_eth_dmac()`); other GIDs would need a neighbour lookup,
-    /// which is not done (the MAC stays zero).
-    pub(in crate::uverbs::file) fn ah_from_dest(&self, d: &s::QpDest) -> Result<AhAttr> {
+    /// upstream `copy_ah_attr_from_uverbs()`, then `rdma_fill_sgid_attr()`: a RoCE AV needs a
+    /// GRH (`EINVAL`, upstream `rdma_check_ah_attr()`) whose source GID index names a valid
+    /// entry ([`eth_dmac`]: `EINVAL`, `ENODATA`); with `resolve`, on an Ethernet port the
+    /// destination MAC as upstream `ib_resolve_eth_dmac()` finds it
+    /// ([`crate::addr::resolve_eth_dmac`]: link-local destinations of RoCE v1 GIDs from the
+    /// GID, others by route and neighbour).
+    pub(in crate::uverbs::file) fn ah_from_dest(
+        &self,
+        d: &s::QpDest,
+        resolve: bool,
+    ) -> Result<AhAttr> {
         let mut ah = AhAttr {
             dlid: d.dlid,
             sl: d.sl,
             port_num: u32::from(d.port_num),
             ..AhAttr::default()
         };
+        let port = u32::from(d.port_num);
+        let eth = self
+            .dev
+            .port_immutable(port)
+            .is_ok_and(|i| i.link_layer == LinkLayer::Ethernet);
+        if eth && d.is_global == 0 {
+            return Err(EINVAL);
+        }
         if d.is_global != 0 {
-            ah.grh = Some(GlobalRoute {
+            let mut g = GlobalRoute {
                 dgid: Gid(d.dgid),
                 flow_label: d.flow_label,
                 sgid_index: d.sgid_index,
                 hop_limit: d.hop_limit,
                 traffic_class: d.traffic_class,
-            });
-            let eth = self
-                .dev
-                .port_immutable(u32::from(d.port_num))
-                .map(|i| i.link_layer == LinkLayer::Ethernet)
-                .unwrap_or(false);
-            if eth {
-                if let Some(mac) = ll_mac(&d.dgid) {
-                    ah.dmac = mac;
-                }
+            };
+            if let Some(mac) = eth_dmac(&self.dev, port, &mut g, resolve)? {
+                ah.dmac = mac;
             }
+            ah.grh = Some(g);
         }
         Ok(ah)
     }
