@@ -269,7 +269,8 @@ impl Drop for Parts {
 ///
 /// # Errors
 ///
-/// `EINVAL` for a port the device lacks or QP0 on a RoCE port; the errors of the objects'
+/// `EOPNOTSUPP` without the module parameter `mad_qps=1`; `EINVAL` for a port the device
+/// lacks or QP0 on a RoCE port; the errors of the objects'
 /// creation and of the QP's modifies (everything made is destroyed then).
 pub(crate) fn open_mad_qp(
     dev: &Arc<Device<Mlx5Ib>>,
@@ -277,6 +278,11 @@ pub(crate) fn open_mad_qp(
     qpn: u32,
     notify: Arc<dyn MadQpNotify>,
 ) -> Result<Arc<dyn MadQp>> {
+    // Off by default (`mad_qps=0`): the checks of what a bound function holds count the
+    // kernel PD and UAR only (see Documentation/mad.md).
+    if !crate::module_parameters::mad_qps.value() {
+        return Err(EOPNOTSUPP);
+    }
     let d = dev.data();
     let eth = d.port(port)?.link_layer != LinkLayer::Infiniband;
     let qp_type = match qpn {
