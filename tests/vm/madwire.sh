@@ -37,7 +37,8 @@ mw_has() {
 }
 
 mad_wire_suite() {
-	load_ours sim=ib,ib mad_qps=1
+	# The first load runs the special QPs' KUnit suite only (mode madwire).
+	RDMARS_KUNIT_GLOB='mlx5_ib_rs_gsi.*' load_ours sim=ib,ib mad_qps=1
 	local g0 g1
 	g0=$(mw_guid mlx5_0)
 	g1=$(mw_guid mlx5_1)
