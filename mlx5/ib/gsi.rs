@@ -439,8 +439,12 @@ mod tests {
     /// Two InfiniBand functions of one fabric: a GMP from A's QP1 arrives at B's QP1 with
     /// source QP 1 and A's LID, its bytes whole; one with another Q_Key does not; an SMP from
     /// A's QP0 arrives at B's QP0 with source QP 0. Everything is released afterwards.
+    /// (Loaded with `mad_qps=1` the MAD layer's own special QPs would take the MADs.)
     #[test]
     fn mads_between_two_functions() -> Result {
+        if crate::module_parameters::mad_qps.value() {
+            return Ok(());
+        }
         let mut list = KVec::new();
         for i in 0..2u32 {
             list.push(

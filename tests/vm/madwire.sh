@@ -36,9 +36,15 @@ mw_has() {
 	if grep -Eq "$3" /tmp/mw-$2; then t_ok "$1"; else t_fail "$1" "no '$3'"; fi
 }
 
+# Mode madwire: the first load runs the special QPs' KUnit suite (mlx5_ib_rs_gsi), without
+# mad_qps=1 (the MAD layer's own QP1 would take the MADs the suite sends).
+mad_wire_kunit_suite() {
+	RDMARS_KUNIT_GLOB='mlx5_ib_rs_gsi.*' load_ours
+	unload_ours
+}
+
 mad_wire_suite() {
-	# The first load runs the special QPs' KUnit suite only (mode madwire).
-	RDMARS_KUNIT_GLOB='mlx5_ib_rs_gsi.*' load_ours sim=ib,ib mad_qps=1
+	load_ours sim=ib,ib mad_qps=1
 	local g0 g1
 	g0=$(mw_guid mlx5_0)
 	g1=$(mw_guid mlx5_1)
