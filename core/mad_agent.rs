@@ -1005,8 +1005,14 @@ impl MadAgent {
     /// first when it waits for a response.
     fn post_wire(&self, st: &mut PortState, send: &MadSend, tid: u64, is_resp: bool) -> Result {
         let a = &self.inner;
+        // A directed-route SMP's LRH goes to the permissive LID (a DLID of 0 is no LID).
+        let dlid = if send.mad.mgmt_class() == CLASS_SUBN_DIRECTED_ROUTE && send.dlid == 0 {
+            mad::LID_PERMISSIVE
+        } else {
+            send.dlid
+        };
         let dest = MadDest {
-            dlid: send.dlid,
+            dlid,
             sl: send.sl,
             src_path_bits: send.src_path_bits,
             remote_qpn: send.remote_qpn,
