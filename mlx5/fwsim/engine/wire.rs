@@ -392,9 +392,9 @@ pub(crate) fn receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8]) -> bool {
         Ip::V4 { dst, .. } => gid_of_v4(dst),
         Ip::V6 { dst, .. } => dst,
     };
-    let ours = nodes
-        .get(ni)
-        .is_some_and(|n| n.fw.port_up(port) && n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok()));
+    let ours = nodes.get(ni).is_some_and(|n| {
+        n.fw.port_up(port) && n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok())
+    });
     if !ours {
         return false;
     }
