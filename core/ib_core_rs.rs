@@ -17,7 +17,7 @@
 //! | `core/` | the core: shared device types, subsystems, the op table, kernel verbs, nldev |
 //! | `uverbs/` | the uverbs character devices (`#[path = "../uverbs/uverbs.rs"] pub mod uverbs`) |
 //! | `uverbs/abi/` | pure; also compiled by the host crates `host/uverbs-abi`, `host/uverbs-fuzz` |
-//! | `rust/{anon_file,chrdev,class,global,inode,mm,net_notify,netlink,page_ref,task,uaccess,umem,wq}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
+//! | `rust/{anon_file,chrdev,class,global,inode,mm,net_notify,net_route,netlink,page_ref,task,uaccess,umem,wq}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
 //!
 //! Imports run one way between the two folders: `core/` <- `uverbs/`; `core/` reaches uverbs only through
 //! the extension points `driver::UverbsApi` and `device::registration::UverbsRegistration`,
@@ -91,6 +91,7 @@ macro_rules! upstream_enum {
     };
 }
 
+pub mod addr;
 #[allow(unsafe_code)]
 #[path = "../rust/anon_file.rs"]
 pub(crate) mod anon_file;
@@ -122,6 +123,9 @@ pub mod mm;
 #[allow(unsafe_code)]
 #[path = "../rust/net_notify.rs"]
 pub mod net_notify;
+#[allow(unsafe_code)]
+#[path = "../rust/net_route.rs"]
+pub mod net_route;
 #[allow(unsafe_code)]
 #[path = "../rust/netlink.rs"]
 pub(crate) mod netlink;

@@ -241,9 +241,9 @@ ri_wait_retry_exc() {
 # one's, in upstream's order) between the two functions and with both ends on one function,
 # through unmodified libibverbs examples and perftest; a peer whose address goes away is a
 # retry-exceeded completion error, as on hardware (the packets to a GID nobody owns are
-# dropped).
+# dropped); user AHs get their destination MACs through the route and the neighbour table.
 roce_ip_suite() {
-	local a b s c rc
+	local a b s c rc ma mb
 	ip link set lo up
 	load_ours sim=eth,eth
 	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
@@ -309,6 +309,44 @@ roce_ip_suite() {
 	sed 's/^/    client| /' /tmp/ri-c | tail -n 6
 	t_check "the peer's address removed: transport retry counter exceeded, no success" \
 		sh -c "test $rc = 0 && ! grep -q ' iters in ' /tmp/ri-s /tmp/ri-c"
+
+	# Address resolution (upstream ib_resolve_eth_dmac(), rdma_addr_find_l2_eth_by_grh()):
+	# a user AH's destination MAC from the route and the neighbour table, in the AV libmlx5
+	# builds from the create_ah response.
+	ma=$(cat /sys/class/net/$a/address)
+	mb=$(cat /sys/class/net/$b/address)
+	# No IPv6 route to fd77::/16 (IPv4 has none either, but a lookup bound to an interface
+	# takes an IPv4 destination without a route as on the link: ip_route_output_key()).
+	/rdma-rs/ah_resolve mlx5_0 5 fd77::9 >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	t_check "AH to fd77::9 (no route): ENETUNREACH" grep -qx 'errno 101' /tmp/ri-ah
+	/rdma-rs/ah_resolve mlx5_0 3 10.66.0.77 >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	t_check "AH to 10.66.0.77 (on the link, no answer to ARP): ETIMEDOUT" \
+		grep -qx 'errno 110' /tmp/ri-ah
+	ip neigh show dev $a | sed 's/^/    neigh| /'
+	ip neigh show 10.66.0.77 dev $a >/tmp/ri-neigh 2>&1
+	t_check "ip neigh: the AH's ARP entry for 10.66.0.77 on $a" test -s /tmp/ri-neigh
+	/rdma-rs/ah_resolve mlx5_0 5 $RG_V6 >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	t_check "AH to the own $RG_V6 (a local route): the interface's MAC $ma" \
+		grep -qx "dmac $ma" /tmp/ri-ah
+	# A neighbour across the segment: $b in a namespace of its own with 10.66.0.2.
+	t_check "ip netns add ri-b" ip netns add ri-b
+	t_check "ip link set $b netns ri-b" ip link set $b netns ri-b
+	t_check "ri-b: ip link set $b up" ip netns exec ri-b ip link set $b up
+	t_check "ri-b: ip addr add 10.66.0.2/24 dev $b" \
+		ip netns exec ri-b ip addr add 10.66.0.2/24 dev $b
+	/rdma-rs/ah_resolve mlx5_0 3 10.66.0.2 >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	ip neigh show dev $a | sed 's/^/    neigh| /'
+	t_check "AH to 10.66.0.2 in ri-b: $b's MAC $mb (ARP over the segment)" \
+		grep -qx "dmac $mb" /tmp/ri-ah
+	ip neigh show 10.66.0.2 dev $a >/tmp/ri-neigh 2>&1
+	t_check "ip neigh: 10.66.0.2 lladdr $mb on $a, resolved by the AH" \
+		grep -q "lladdr $mb" /tmp/ri-neigh
+	ip netns exec ri-b ip link set $b netns 1
+	ip netns del ri-b
 	unload_ours
 }
 

@@ -3,8 +3,10 @@
 //! The AH commands (upstream `ib_uverbs_create_ah()`; `ib_uverbs_destroy_ah()` is
 //! [`WriteCtx::perform_destroy`]).
 
+use crate::addr::resolve_eth_dmac;
 use crate::attr::{Gid, LinkLayer};
 use crate::driver::Driver;
+use crate::ib_device::DeviceCore;
 use crate::uverbs::abi::{ids::obj, structs as s};
 use crate::uverbs::file::cmd::{respond, WriteCtx};
 use crate::uverbs::file::uobject::ObjKind;
@@ -12,27 +14,40 @@ use crate::uverbs::file::UFile;
 use crate::verbs::{Ah, AhAttr, GlobalRoute};
 use kernel::prelude::*;
 
-/// upstream `rdma_get_ll_mac()`: the MAC of a link-local (EUI-64) GID.
-pub(in crate::uverbs::file) fn ll_mac(gid: &[u8; 16]) -> Option<[u8; 6]> {
-    if gid[0] != 0xfe || gid[1] & 0xc0 != 0x80 || gid[11] != 0xff || gid[12] != 0xfe {
-        return None;
+/// The destination MAC of a user's RoCE AV (upstream `rdma_create_user_ah()` and
+/// `_ib_modify_qp()` calling `ib_resolve_eth_dmac()`): `None` on a port that is not Ethernet,
+/// and for a source GID index naming no GID, which the AV checks after this reject with
+/// their errno (upstream `rdma_fill_sgid_attr()` comes first).
+///
+/// # Errors
+///
+/// [`resolve_eth_dmac`]'s.
+pub(in crate::uverbs::file) fn eth_dmac(
+    dev: &DeviceCore,
+    port: u32,
+    g: &mut GlobalRoute,
+) -> Result<Option<[u8; 6]>> {
+    let eth = dev
+        .port_immutable(port)
+        .is_ok_and(|i| i.link_layer == LinkLayer::Ethernet);
+    if !eth || dev.query_gid(port, u32::from(g.sgid_index)).is_err() {
+        return Ok(None);
     }
-    Some([gid[8] ^ 2, gid[9], gid[10], gid[13], gid[14], gid[15]])
+    resolve_eth_dmac(dev, port, g).map(Some)
 }
 
 impl<D: Driver> WriteCtx<'_, D> {
     /// `IB_USER_VERBS_CMD_CREATE_AH` (upstream `ib_uverbs_create_ah()`): `struct
     /// ib_uverbs_create_ah` (56 bytes: `attr` at 24 is `struct ib_uverbs_ah_attr`), checks in
     /// upstream's order: the port (`EINVAL`), the PD handle (`EINVAL`), then
-    /// [`Ah::create_user`]. On an Ethernet port the destination MAC of a link-local GID is
-    /// derived from it (upstream `ib_resolve_eth_dmac()`), so the driver can hand it to the
+    /// [`Ah::create_user`]. On an Ethernet port the destination MAC is resolved first
+    /// ([`eth_dmac`], upstream `ib_resolve_eth_dmac()`), so the driver can hand it to the
     /// provider (mlx5: `mlx5_ib_create_ah_resp.dmac`).
     pub(in crate::uverbs::file) fn create_ah(&mut self) -> Result {
         let r = self.request::<s::CreateAh>()?;
         let ctx = self.inner.ctx()?.clone();
         let port = r.attr.port_num;
-        let imm = self
-            .file
+        self.file
             .dev
             .port_immutable(u32::from(port))
             .map_err(|_| EINVAL)?;
@@ -46,19 +61,17 @@ impl<D: Driver> WriteCtx<'_, D> {
         };
         if r.attr.is_global != 0 {
             let g = &r.attr.grh;
-            let dgid = g.dgid;
-            ah.grh = Some(GlobalRoute {
-                dgid: Gid(dgid),
+            let mut g = GlobalRoute {
+                dgid: Gid(g.dgid),
                 flow_label: g.flow_label,
                 sgid_index: g.sgid_index,
                 hop_limit: g.hop_limit,
                 traffic_class: g.traffic_class,
-            });
-            if imm.link_layer == LinkLayer::Ethernet {
-                if let Some(mac) = ll_mac(&dgid) {
-                    ah.dmac = mac;
-                }
+            };
+            if let Some(mac) = eth_dmac(&self.file.dev, u32::from(port), &mut g)? {
+                ah.dmac = mac;
             }
+            ah.grh = Some(g);
         }
         let ah = self.with_user_ctx(&ctx, |uc| Ah::create_user(&pd, &ah, uc))?;
         self.commit_new(obj::AH, ObjKind::Ah(ah), |b, ah_handle| {

@@ -3,11 +3,11 @@
 //! The QP commands (upstream `create_qp()`, `modify_qp()`, `ib_uverbs_query_qp()`;
 //! `ib_uverbs_destroy_qp()` is [`WriteCtx::destroy_reporting`]).
 
-use crate::attr::{Gid, LinkLayer};
+use crate::attr::Gid;
 use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s, write as w};
-use crate::uverbs::file::cmd::ah::ll_mac;
+use crate::uverbs::file::cmd::ah::eth_dmac;
 use crate::uverbs::file::cmd::{create_response, with_user_ctx, WriteBufs, WriteCtx};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
@@ -254,16 +254,25 @@ impl<D: Driver> UFile<D> {
             a.qp_state = next;
         }
         if mask & QpAttrMask::AV.0 != 0 {
-            a.ah_attr = self.ah_from_dest(dest)?;
+            // upstream _ib_modify_qp(): a user's AV of a connected QP is resolved.
+            let connected = matches!(
+                qp.qp_type(),
+                QpType::Rc | QpType::Uc | QpType::XrcIni | QpType::XrcTgt
+            );
+            a.ah_attr = self.ah_from_dest(dest, connected)?;
         }
         qp.modify(&a, QpAttrMask(mask))
     }
 
-    /// upstream `copy_ah_attr_from_uverbs()`; on an Ethernet port the
-    /// destination MAC of a link-local GID is derived from it (upstream
-    /// `ib_resolve_eth_dmac()`); other GIDs would need a neighbour lookup,
-    /// which is not done (the MAC stays zero).
-    pub(in crate::uverbs::file) fn ah_from_dest(&self, d: &s::QpDest) -> Result<AhAttr> {
+    /// upstream `copy_ah_attr_from_uverbs()`; with `resolve`, on an Ethernet port the
+    /// destination MAC as upstream `ib_resolve_eth_dmac()` finds it
+    /// ([`crate::addr::resolve_eth_dmac`]: link-local v1 GIDs from the GID, others by route
+    /// and neighbour).
+    pub(in crate::uverbs::file) fn ah_from_dest(
+        &self,
+        d: &s::QpDest,
+        resolve: bool,
+    ) -> Result<AhAttr> {
         let mut ah = AhAttr {
             dlid: d.dlid,
             sl: d.sl,
@@ -271,23 +280,20 @@ impl<D: Driver> UFile<D> {
             ..AhAttr::default()
         };
         if d.is_global != 0 {
-            ah.grh = Some(GlobalRoute {
+            let mut g = GlobalRoute {
                 dgid: Gid(d.dgid),
                 flow_label: d.flow_label,
                 sgid_index: d.sgid_index,
                 hop_limit: d.hop_limit,
                 traffic_class: d.traffic_class,
-            });
-            let eth = self
-                .dev
-                .port_immutable(u32::from(d.port_num))
-                .map(|i| i.link_layer == LinkLayer::Ethernet)
-                .unwrap_or(false);
-            if eth {
-                if let Some(mac) = ll_mac(&d.dgid) {
+            };
+            let port = u32::from(d.port_num);
+            if resolve {
+                if let Some(mac) = eth_dmac(&self.dev, port, &mut g)? {
                     ah.dmac = mac;
                 }
             }
+            ah.grh = Some(g);
         }
         Ok(ah)
     }
