@@ -104,6 +104,7 @@ pub(crate) mod chrdev;
 #[path = "../rust/class.rs"]
 pub(crate) mod class;
 pub mod client;
+pub mod cm;
 pub mod cma;
 pub mod counters;
 pub mod device;
