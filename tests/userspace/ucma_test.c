@@ -15,6 +15,10 @@
  *   poll on the channel, destroying an id with its event pending.
  *
  *   ucma_test [-c] SRC DST SILENT UNROUTABLE
+ *   ucma_test -r SRC
+ * -r: a listening id bound to SRC and an id with a route SRC -> SRC wait for their device's
+ * removal (the suite unloads the driver after "I waiting"): RDMA_CM_EVENT_DEVICE_REMOVAL on
+ * each, then both destroyed.
  * SRC and DST are IPv4 addresses of RDMA netdevs (DST may be on SRC's device), SILENT an
  * address of their subnet nobody has, UNROUTABLE one without a route. -c: the connection
  * calls fail with EOPNOTSUPP (a stack without the IB CM).
@@ -344,9 +348,53 @@ static void cm(const char *src, const char *dst, const char *silent, const char 
 	rdma_destroy_event_channel(ch);
 }
 
+static void removal(const char *src)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *r, *got;
+	struct sockaddr_in sa = addr_of(src, 0), da = addr_of(src, 7000);
+	int st, t, seen = 0, i;
+
+	check(ch && !rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) &&
+		      !rdma_create_id(ch, &r, NULL, RDMA_PS_TCP),
+	      "two ids");
+	if (!ch)
+		return;
+	check(!rdma_bind_addr(l, (struct sockaddr *)&sa) && !rdma_listen(l, 4), "one listens on SRC");
+	check(!rdma_resolve_addr(r, (struct sockaddr *)&sa, (struct sockaddr *)&da, 2000) &&
+		      next_event(ch, &st, NULL) == RDMA_CM_EVENT_ADDR_RESOLVED &&
+		      !rdma_resolve_route(r, 2000) &&
+		      next_event(ch, &st, NULL) == RDMA_CM_EVENT_ROUTE_RESOLVED,
+	      "the other resolves SRC -> SRC");
+	printf("I waiting\n");
+	fflush(stdout);
+	for (i = 0; i < 2; i++) {
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+		struct rdma_cm_event *ev;
+
+		if (poll(&p, 1, 30000) != 1 || rdma_get_cm_event(ch, &ev))
+			break;
+		t = ev->event;
+		got = ev->id;
+		rdma_ack_cm_event(ev);
+		if (t == RDMA_CM_EVENT_DEVICE_REMOVAL && (got == l || got == r))
+			seen |= got == l ? 1 : 2;
+	}
+	check(seen == 3, "DEVICE_REMOVAL on the listening and the resolved id (%d)", seen);
+	rdma_destroy_id(l);
+	rdma_destroy_id(r);
+	rdma_destroy_event_channel(ch);
+}
+
 int main(int argc, char **argv)
 {
 	int no_cm = 0;
+
+	if (argc == 3 && !strcmp(argv[1], "-r")) {
+		removal(argv[2]);
+		printf("I %d passed, %d failed\n", passes, failures);
+		return failures ? 1 : 0;
+	}
 
 	if (argc > 1 && !strcmp(argv[1], "-c")) {
 		no_cm = 1;

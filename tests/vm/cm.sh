@@ -4,7 +4,8 @@
 #   vm_cm_ucma: /dev/infiniband/rdma_cm on two simulated RoCE functions (sim=eth,eth, their
 #     interfaces 10.66.0.1/24 and 10.66.0.2/24): tests/userspace/ucma_test.c (the raw ABI's
 #     errnos; bind, port allocation, reuseaddr, address and route resolution with librdmacm
-#     44), with -c: the connection calls EOPNOTSUPP (the IB CM is not done).
+#     44), with -c: the connection calls EOPNOTSUPP (the IB CM is not done); with -r: the
+#     driver unloaded under a listening and a resolved id, each gets DEVICE_REMOVAL.
 #   vm_cm_ucma_rxe: the same program on upstream rdma_ucm over rxe (veth pair 10.77.0.1/24,
 #     10.77.0.2/24), its check lines compared with ours.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
@@ -51,6 +52,20 @@ cm_ucma_suite() {
 		t_check "rmmod ib_core_rs with rdma_cm open: EBUSY" sh -c '! rmmod ib_core_rs 2>/dev/null'
 		kill $p
 		wait $p 2>/dev/null
+		# The device goes under a listening and a resolved id: each gets DEVICE_REMOVAL.
+		/rdma-rs/ucma_test -r $CM_SRC >/tmp/cm-rm.out 2>&1 &
+		p=$!
+		local i=0 rc=0
+		while [ $i -lt 100 ] && ! grep -q "^I waiting" /tmp/cm-rm.out; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		t_check "rmmod mlx5_ib_rs under bound, listening and resolved ids" rmmod mlx5_ib_rs
+		wait $p || rc=$?
+		t_import_file "ucma removal" /tmp/cm-rm.out $rc
+		t_check "rmmod ib_core_rs" rmmod ib_core_rs
+		t_check "modprobe -r mlx5_core" modprobe -r mlx5_core
+		return
 	fi
 	unload_ours
 }
