@@ -20,6 +20,7 @@ pub use crate::ib_device::{DevName, DeviceCore, DeviceRef, IbDevice, Phase, IB_D
 use crate::attr::{DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable, PortModify};
 use crate::driver::{Driver, DriverId, UverbsApi};
 use crate::mad::{Mad, MadRecvInfo};
+use crate::mad_qp::{MadQp, MadQpNotify};
 use crate::mm::UserVma;
 use crate::sysfs::{DriverGroup, IbSysfs, Sysfs};
 use crate::verbs::{
@@ -247,6 +248,8 @@ macro_rules! op_slots {
                 process_mad: ProcessMad:
                     fn(&Device<D>, u32, u32, Option<&MadRecvInfo>, &Mad, &mut Mad) -> Result<u32>,
                 modify_port: ModifyPort: fn(&Device<D>, u32, &PortModify) -> Result,
+                open_mad_qp: OpenMadQp:
+                    fn(&Arc<Device<D>>, u32, u32, Arc<dyn MadQpNotify>) -> Result<Arc<dyn MadQp>>,
                 get_dev_fw_str: GetDevFwStr: fn(&Device<D>) -> Result<CString>,
                 enable_driver: EnableDriver: fn(&Device<D>) -> Result,
                 dealloc_driver: DeallocDriver: fn(&Device<D>),

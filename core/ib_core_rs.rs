@@ -119,6 +119,7 @@ pub mod ib_device;
 pub(crate) mod inode;
 pub mod mad;
 pub mod mad_agent;
+pub mod mad_qp;
 #[allow(unsafe_code)]
 #[path = "../rust/mm.rs"]
 pub mod mm;

@@ -24,7 +24,7 @@ use kernel::prelude::*;
 use kernel::str::BStr;
 use kernel::sync::aref::ARef;
 use kernel::sync::atomic::{Atomic, Full, Relaxed};
-use kernel::sync::{Arc, Completion, Mutex};
+use kernel::sync::{Arc, ArcBorrow, Completion, Mutex};
 
 /// Upstream `IB_DEVICE_NAME_MAX`: names are at most 63 bytes.
 pub const IB_DEVICE_NAME_MAX: usize = 64;
@@ -469,6 +469,20 @@ pub trait IbDevice: Send + Sync + 'static {
 
     /// Whether the driver has `process_mad` (upstream `device->ops.process_mad`).
     fn has_process_mad(&self) -> bool;
+
+    /// Opens the special QP `qpn` (0 or 1) of `port` for the MAD layer (the driver's
+    /// `open_mad_qp`, see [`crate::mad_qp`]).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without the op, `EINVAL` for a port the device does not have, the
+    /// driver's errors.
+    fn open_mad_qp(
+        self: ArcBorrow<'_, Self>,
+        port: u32,
+        qpn: u32,
+        notify: Arc<dyn crate::mad_qp::MadQpNotify>,
+    ) -> Result<Arc<dyn crate::mad_qp::MadQp>>;
 
     /// Changes a port's capability mask (upstream `ib_modify_port()`).
     ///

@@ -42,11 +42,12 @@ use crate::mad::{
     self, Mad, MadHdr, MadRecvInfo, CLASS_SUBN_DIRECTED_ROUTE, CLASS_SUBN_LID_ROUTED,
     MAD_RESULT_CONSUMED, MAD_RESULT_REPLY, MAD_RESULT_SUCCESS, MGMT_RMPP_VERSION,
 };
+use crate::mad_qp::{MadDest, MadGrh, MadQp, MadQpCompletion, MadQpNotify};
 use crate::smi::{self, DrRoute};
 use crate::verbs::WcStatus;
 use crate::wq::{self, Timer, TimerFire};
 use kernel::prelude::*;
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, Mutex, SpinLockIrq};
 
 /// `MAX_MGMT_VERSION`: class versions are below it.
 const MAX_MGMT_VERSION: u8 = 0x83;
@@ -117,6 +118,13 @@ pub struct MadSend {
     pub sl: u8,
     /// The P_Key index to send with.
     pub pkey_index: u16,
+    /// The destination's Q_Key (upstream `ud_wr.remote_qkey`; [`QP1_QKEY`](crate::mad_qp::QP1_QKEY) for QP1, any
+    /// value for QP0).
+    pub remote_qkey: u32,
+    /// The source path bits.
+    pub src_path_bits: u8,
+    /// The global route (mandatory on RoCE).
+    pub grh: Option<MadGrh>,
     /// How long to wait for a response (0: none expected).
     pub timeout_ms: u32,
     /// How many times to resend when no response came.
@@ -167,6 +175,27 @@ struct Waiting {
     timeout_ms: u32,
     retries_left: u32,
     deadline: u64,
+    /// What a retry sends again on the wire (upstream `retry_send()`), `None` for a MAD that
+    /// stayed in the node.
+    resend: Option<KBox<Resend>>,
+}
+
+/// A MAD sent on the wire again when its response does not come.
+struct Resend {
+    mad: Mad,
+    dest: MadDest,
+    qp: SpecialQp,
+}
+
+/// A send on the wire whose send completion has not come (upstream the agent's
+/// `send_list`).
+struct Inflight {
+    wr_id: u64,
+    agent: Arc<AgentInner>,
+    context: u64,
+    /// It waits for a response (it is on the wait list): its send completion reports
+    /// nothing unless it failed.
+    waits: bool,
 }
 
 struct PortState {
@@ -174,8 +203,12 @@ struct PortState {
     agents: KVec<Arc<AgentInner>>,
     waiting: KVec<Waiting>,
     completions: KVec<Completion>,
-    /// The worker: completions and timeouts. `None` once closed.
-    timer: Option<Timer<MadPort>>,
+    /// The port's special QPs on the wire (`[QP0, QP1]`), `None` where the port has none or
+    /// the driver does not make them (then MADs that leave the node are dropped at the
+    /// port).
+    qps: [Option<Arc<dyn MadQp>>; 2],
+    inflight: KVec<Inflight>,
+    next_wr_id: u64,
 }
 
 /// The MAD layer of one port (upstream `struct ib_mad_port_private`).
@@ -192,6 +225,10 @@ pub struct MadPort {
     dev: Mutex<Option<Arc<dyn IbDevice>>>,
     #[pin]
     state: Mutex<PortState>,
+    /// The worker: completions, timeouts, the special QPs' completions. `None` once closed.
+    /// A spinlock: the special QPs' completion handlers arm it.
+    #[pin]
+    timer: SpinLockIrq<Option<Timer<MadPort>>>,
 }
 
 /// upstream `struct ib_mad_agent_private`.
@@ -259,22 +296,25 @@ impl MadPort {
 
     fn queue(&self, st: &mut PortState, c: Completion) -> Result {
         st.completions.push(c, GFP_KERNEL)?;
-        if let Some(t) = &st.timer {
-            t.arm(0);
-        }
+        self.arm(0);
         Ok(())
     }
 
+    fn arm(&self, ms: u32) {
+        if let Some(t) = &*self.timer.lock() {
+            t.arm(ms);
+        }
+    }
+
     /// Arms the worker for the earliest deadline (queued completions: at once).
-    fn rearm(st: &PortState) {
-        let Some(t) = &st.timer else { return };
+    fn rearm(&self, st: &PortState) {
         if !st.completions.is_empty() {
-            t.arm(0);
+            self.arm(0);
             return;
         }
         if let Some(d) = st.waiting.iter().map(|w| w.deadline).min() {
             let now = wq::now_ms();
-            t.arm(u32::try_from(d.saturating_sub(now)).unwrap_or(u32::MAX));
+            self.arm(u32::try_from(d.saturating_sub(now)).unwrap_or(u32::MAX));
         }
     }
 
@@ -302,8 +342,10 @@ impl MadPort {
         found.filter(|a| a.qp == qp).cloned()
     }
 
-    /// The worker: timeouts, then the queued completions in order.
+    /// The worker: the special QPs' completions, timeouts, then the queued completions in
+    /// order.
     fn work(&self) {
+        self.poll_wire();
         let now = wq::now_ms();
         let list = {
             let mut st = self.state.lock();
@@ -316,11 +358,19 @@ impl MadPort {
                     i += 1;
                     continue;
                 }
-                // upstream timeout_sends()/retry_send(): resend while retries are left (the
-                // resend goes nowhere: nothing leaves the node), then IB_WC_RESP_TIMEOUT_ERR.
+                // upstream timeout_sends()/retry_send(): resend while retries are left, then
+                // IB_WC_RESP_TIMEOUT_ERR.
                 if w.retries_left > 0 {
                     w.retries_left -= 1;
                     w.deadline = now + u64::from(w.timeout_ms);
+                    let again = w
+                        .resend
+                        .as_ref()
+                        .map(|r| (r.mad.clone(), r.dest, r.qp, w.agent.clone(), w.context));
+                    if let Some((mad, dest, qp, agent, context)) = again {
+                        // A resend that cannot go out waits for its next deadline.
+                        let _ = self.send_wire(&mut st, &mad, &dest, qp, agent, context, true);
+                    }
                     i += 1;
                     continue;
                 }
@@ -339,7 +389,7 @@ impl MadPort {
                 }
             }
             let list = core::mem::take(&mut st.completions);
-            Self::rearm(&st);
+            self.rearm(&st);
             list
         };
         for c in list {
@@ -350,24 +400,160 @@ impl MadPort {
         }
     }
 
+    /// Sends `mad` on the special QP `qp` of the port (upstream `ib_send_mad()`); the send
+    /// completion comes to the worker as `wr_id`, which names `agent`'s send `context`.
+    #[allow(clippy::too_many_arguments)]
+    fn send_wire(
+        &self,
+        st: &mut PortState,
+        mad: &Mad,
+        dest: &MadDest,
+        qp: SpecialQp,
+        agent: Arc<AgentInner>,
+        context: u64,
+        waits: bool,
+    ) -> Result {
+        let q = st
+            .qps
+            .get(qp.qpn() as usize)
+            .and_then(|q| q.clone())
+            .ok_or(ENODEV)?;
+        let wr_id = st.next_wr_id;
+        st.next_wr_id = st.next_wr_id.wrapping_add(1);
+        st.inflight.push(
+            Inflight {
+                wr_id,
+                agent,
+                context,
+                waits,
+            },
+            GFP_KERNEL,
+        )?;
+        let r = q.post_send(mad, mad.0.len(), dest, wr_id);
+        if r.is_err() {
+            st.inflight.retain(|f| f.wr_id != wr_id);
+        }
+        r
+    }
+
+    /// Takes the special QPs' completions (upstream `ib_mad_completion_handler()`): send
+    /// completions end their sends, received MADs are dispatched.
+    fn poll_wire(&self) {
+        let qps = self.state.lock().qps.clone();
+        for (n, q) in qps.iter().enumerate() {
+            let Some(q) = q else { continue };
+            let qp = if n == 0 {
+                SpecialQp::Smi
+            } else {
+                SpecialQp::Gsi
+            };
+            let mut got = KVec::new();
+            q.poll(&mut |c| {
+                // Without memory to hold it the completion is lost: a send then times out,
+                // a received MAD is dropped as upstream drops one it has no buffer for.
+                let _ = got.push(c, GFP_KERNEL);
+            });
+            for c in got {
+                match c {
+                    MadQpCompletion::Send { wr_id, status } => self.wire_send_done(wr_id, status),
+                    MadQpCompletion::Recv { mad, info } => self.wire_recv(qp, &mad, info),
+                }
+            }
+        }
+    }
+
+    /// upstream `ib_mad_send_done()`: a send without a response to wait for completes; one
+    /// that waits stays on the wait list unless it failed.
+    fn wire_send_done(&self, wr_id: u64, status: WcStatus) {
+        let mut st = self.state.lock();
+        let Some(pos) = st.inflight.iter().position(|f| f.wr_id == wr_id) else {
+            return;
+        };
+        let Ok(f) = st.inflight.remove(pos) else {
+            return;
+        };
+        if f.waits && status == WcStatus::Success {
+            return;
+        }
+        if f.waits {
+            let w = st
+                .waiting
+                .iter()
+                .position(|w| Arc::ptr_eq(&w.agent, &f.agent) && w.context == f.context);
+            match w {
+                Some(i) => {
+                    let _ = st.waiting.remove(i);
+                }
+                // Answered or timed out already.
+                None => return,
+            }
+        }
+        let done = MadSendDone {
+            context: f.context,
+            status,
+        };
+        let _ = self.queue(&mut st, Completion::Send(f.agent, done));
+    }
+
+    /// A MAD that arrived on special QP `qp` (upstream `ib_mad_recv_done()`): checked as
+    /// upstream's `validate_mad()`, then a response to the agent whose send it answers, a
+    /// request to the agent registered for it.
+    fn wire_recv(&self, qp: SpecialQp, mad: &Mad, info: MadRecvInfo) {
+        let h = MadHdr(&mad.0);
+        let class = h.mgmt_class();
+        let smp = class == CLASS_SUBN_LID_ROUTED || class == CLASS_SUBN_DIRECTED_ROUTE;
+        // upstream validate_mad(): the base version, SMPs only on QP0 and only SMPs there.
+        if mad.0[0] != mad::MGMT_BASE_VERSION || smp != (qp == SpecialQp::Smi) {
+            return;
+        }
+        let rmad = MadRecv {
+            mad: mad.clone(),
+            info,
+        };
+        let mut st = self.state.lock();
+        if st.closed {
+            return;
+        }
+        if h.is_response() {
+            if let Some((t, ctx)) = MadAgent::take_waiting(&mut st, &rmad.mad.0, qp) {
+                let _ = self.queue(&mut st, Completion::Recv(t.clone(), rmad, Some(ctx)));
+                let done = MadSendDone {
+                    context: ctx,
+                    status: WcStatus::Success,
+                };
+                let _ = self.queue(&mut st, Completion::Send(t, done));
+            }
+            return;
+        }
+        if let Some(t) = MadPort::find_agent(&st, &rmad.mad.0, qp) {
+            let _ = self.queue(&mut st, Completion::Recv(t, rmad, None));
+        }
+    }
+
     /// Closes the port (upstream `ib_mad_port_close()`): no send is accepted any more, the
     /// worker is stopped, pending completions and waiting sends are dropped, the device is
     /// released after any `process_mad` in progress.
     fn close(&self) {
-        let (timer, waiting, completions) = {
+        let (qps, waiting, completions, inflight) = {
             let mut st = self.state.lock();
             st.closed = true;
             (
-                st.timer.take(),
+                core::mem::take(&mut st.qps),
                 core::mem::take(&mut st.waiting),
                 core::mem::take(&mut st.completions),
+                core::mem::take(&mut st.inflight),
             )
         };
+        // upstream ib_mad_port_close(): the QPs go first (their completion handlers stop),
+        // then the worker.
+        drop(qps);
+        let timer = self.timer.lock().take();
         if let Some(mut t) = timer {
             t.stop();
         }
         drop(waiting);
         drop(completions);
+        drop(inflight);
         let dev = self.dev.lock().take();
         drop(dev);
     }
@@ -376,6 +562,12 @@ impl MadPort {
 impl TimerFire for MadPort {
     fn fire(&self) {
         self.work();
+    }
+}
+
+impl MadQpNotify for MadPort {
+    fn notify(&self) {
+        self.arm(0);
     }
 }
 
@@ -577,7 +769,11 @@ impl MadAgent {
         st.completions.reserve(2, GFP_KERNEL)?;
         st.waiting.reserve(1, GFP_KERNEL)?;
         let Some(info) = local else {
-            // Leaves the node: dropped at the port (no QP0/QP1 on the wire).
+            // Leaves the node: on the wire when the port has the special QP.
+            if st.qps.get(a.qp.qpn() as usize).is_some_and(|q| q.is_some()) {
+                return self.post_wire(&mut st, &send, tid, is_resp);
+            }
+            // Without it the MAD is dropped at the port.
             if send.timeout_ms != 0 && !is_resp {
                 self.wait(&mut st, &send, tid, wq::now_ms());
             } else {
@@ -714,9 +910,57 @@ impl MadAgent {
         port.queue(st, Completion::Send(a.clone(), ok))
     }
 
+    /// Sends `send` on the port's special QP (upstream `ib_send_mad()`), on the wait list
+    /// first when it waits for a response.
+    fn post_wire(&self, st: &mut PortState, send: &MadSend, tid: u64, is_resp: bool) -> Result {
+        let a = &self.inner;
+        let dest = MadDest {
+            dlid: send.dlid,
+            sl: send.sl,
+            src_path_bits: send.src_path_bits,
+            remote_qpn: send.remote_qpn,
+            remote_qkey: send.remote_qkey,
+            pkey_index: send.pkey_index,
+            grh: send.grh,
+        };
+        let waits = send.timeout_ms != 0 && !is_resp;
+        if waits {
+            let resend = KBox::new(
+                Resend {
+                    mad: send.mad.clone(),
+                    dest,
+                    qp: a.qp,
+                },
+                GFP_KERNEL,
+            )?;
+            self.wait_resend(st, send, tid, wq::now_ms(), Some(resend));
+        }
+        let r = a
+            .port
+            .send_wire(st, &send.mad, &dest, a.qp, a.clone(), send.context, waits);
+        if r.is_err() && waits {
+            st.waiting
+                .retain(|w| !(Arc::ptr_eq(&w.agent, a) && w.context == send.context));
+        }
+        r
+    }
+
     /// Puts a send on the wait list (room reserved by the caller).
     fn wait(&self, st: &mut PortState, send: &MadSend, tid: u64, now: u64) {
+        self.wait_resend(st, send, tid, now, None)
+    }
+
+    /// [`Self::wait`] for a send on the wire, which a retry sends again.
+    fn wait_resend(
+        &self,
+        st: &mut PortState,
+        send: &MadSend,
+        tid: u64,
+        now: u64,
+        resend: Option<KBox<Resend>>,
+    ) {
         let w = Waiting {
+            resend,
             agent: self.inner.clone(),
             tid,
             class: send.mad.mgmt_class(),
@@ -726,7 +970,7 @@ impl MadAgent {
             deadline: now + u64::from(send.timeout_ms),
         };
         if st.waiting.push(w, GFP_KERNEL).is_ok() {
-            MadPort::rearm(st);
+            self.inner.port.rearm(st);
         }
     }
 
@@ -843,18 +1087,47 @@ fn open_ports(dev: &DeviceCore) -> Result {
                         agents: KVec::new(),
                         waiting: KVec::new(),
                         completions: KVec::new(),
-                        timer: None,
+                        qps: [None, None],
+                        inflight: KVec::new(),
+                        next_wr_id: 0,
                     },
                     "mad_port_state"
                 ),
+                timer <- kernel::new_spinlock_irq!(None, "mad_port_timer"),
             }),
             GFP_KERNEL,
         )?;
         let timer = Timer::new(p.clone())?;
-        p.state.lock().timer = Some(timer);
+        *p.timer.lock() = Some(timer);
         if let Err(e) = crate::global::MAD_PORTS.lock().push(p.clone(), GFP_KERNEL) {
             p.close();
             return Err(e.into());
+        }
+        // upstream ib_mad_port_open(): QP0 where the port has an SMI, QP1; a driver without
+        // the special QPs keeps MADs in the node.
+        for qpn in [0u32, 1] {
+            if qpn == 0 && !p.has_smi {
+                continue;
+            }
+            let notify: Arc<dyn MadQpNotify> = p.clone();
+            match ibdev.as_arc_borrow().open_mad_qp(port, qpn, notify) {
+                Ok(q) => {
+                    if let Some(slot) = p.state.lock().qps.get_mut(qpn as usize) {
+                        *slot = Some(q);
+                    }
+                }
+                Err(e) if e == EOPNOTSUPP => {}
+                Err(e) => {
+                    ibdev_err!(
+                        dev.name(),
+                        "Couldn't open port {} QP{}: {:?}\n",
+                        port,
+                        qpn,
+                        e
+                    );
+                    return Err(e);
+                }
+            }
         }
         opened += 1;
     }

@@ -16,6 +16,7 @@ use crate::attr::{DeviceAttr, Gid, GidAttr, GidType, PortAttr, PortImmutable, Po
 use crate::device::Device;
 use crate::driver::{Driver, DriverId, UverbsApi};
 use crate::mad::{Mad, MadRecvInfo};
+use crate::mad_qp::{MadQp, MadQpNotify};
 use crate::mm::UserVma;
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Dm, DmAllocAttr, DmMrAttr, Mr,
@@ -125,6 +126,19 @@ pub trait DeviceOps: 'static {
     /// `ib_modify_port()` calls; umad's `issmN` sets and clears `IsSM` with it). Without it
     /// `ib_modify_port()` is `EOPNOTSUPP` (a RoCE port accepts changes of `IsCM` only).
     fn modify_port(_dev: &Device<Self::Driver>, _port: u32, _modify: &PortModify) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the special QP `qpn` (0: SMI, 1: GSI) of `port` for the MAD layer, in RTS with
+    /// its receive queue filled (upstream `ib_mad_port_open()` -> `create_mad_qp()`,
+    /// `ib_mad_port_start()`; see [`crate::mad_qp`] for why the driver owns it). `notify` is
+    /// told when completions wait.
+    fn open_mad_qp(
+        _dev: &Arc<Device<Self::Driver>>,
+        _port: u32,
+        _qpn: u32,
+        _notify: Arc<dyn MadQpNotify>,
+    ) -> Result<Arc<dyn MadQp>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

@@ -26,6 +26,7 @@ use crate::mad::{self, Mad, MadHdr, MAD_SIZE, MGMT_MAD_HDR, MGMT_RMPP_HDR};
 use crate::mad_agent::{
     self, MadAgent, MadAgentHandler, MadRecv, MadRegReq, MadSend, MadSendDone, SpecialQp,
 };
+use crate::mad_qp::MadGrh;
 use crate::verbs::WcStatus;
 use core::fmt::Write;
 use kernel::fs::File;
@@ -323,6 +324,16 @@ impl MadAgentHandler for FileHandler {
         hdr[30] = recv.info.sl;
         hdr[31] = recv.info.dlid_path_bits;
         hdr[56..58].copy_from_slice(&recv.info.pkey_index.to_ne_bytes());
+        // upstream ib_init_ah_attr_from_wc(): the reply's route from the received GRH (the
+        // sender's GID as the destination; SGID index 0, upstream looks the GRH's DGID up).
+        if let Some(g) = recv.info.grh {
+            let vtf = u32::from_be_bytes([g[0], g[1], g[2], g[3]]);
+            hdr[32] = 1;
+            hdr[34] = g[7];
+            hdr[35] = ((vtf >> 20) & 0xff) as u8;
+            hdr[36..52].copy_from_slice(&g[8..24]);
+            hdr[52..56].copy_from_slice(&(vtf & 0xf_ffff).to_be_bytes());
+        }
         let mut data = KVec::new();
         if data.extend_from_slice(&recv.mad.0, GFP_KERNEL).is_err() {
             return;
@@ -480,6 +491,21 @@ impl UmadFile {
             } else {
                 0
             },
+            // struct ib_user_mad_hdr: qkey (be32 at 24), path_bits (31), grh_present (32),
+            // gid_index, hop_limit, traffic_class, gid[16] (36), flow_label (be32 at 52).
+            remote_qkey: u32::from_be_bytes([hdr[24], hdr[25], hdr[26], hdr[27]]),
+            src_path_bits: hdr[31],
+            grh: (hdr[32] != 0).then(|| {
+                let mut dgid = [0u8; 16];
+                dgid.copy_from_slice(&hdr[36..52]);
+                MadGrh {
+                    dgid: crate::attr::Gid(dgid),
+                    sgid_index: hdr[33],
+                    hop_limit: hdr[34],
+                    traffic_class: hdr[35],
+                    flow_label: u32::from_be_bytes([hdr[52], hdr[53], hdr[54], hdr[55]]),
+                }
+            }),
             timeout_ms: get32(&hdr, 8),
             retries: get32(&hdr, 12),
             context,

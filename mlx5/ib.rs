@@ -32,6 +32,7 @@ pub(crate) mod devx;
 pub(crate) mod devx_events;
 pub(crate) mod dm;
 pub(crate) mod events;
+pub(crate) mod gsi;
 pub(crate) mod mad;
 pub(crate) mod memic;
 pub(crate) mod mr;

@@ -25,7 +25,7 @@ use crate::roce_gid;
 use crate::sysfs::Sysfs;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Full, Relaxed};
-use kernel::sync::Arc;
+use kernel::sync::{Arc, ArcBorrow};
 
 /// The extension point through which registration makes the uverbs layer's driver-typed
 /// handle of a device (stored opaque in `DeviceCore`, read back by the uverbs client's
@@ -96,6 +96,20 @@ impl<D: Driver> IbDevice for Device<D> {
 
     fn has_process_mad(&self) -> bool {
         self.ops.process_mad.is_some()
+    }
+
+    fn open_mad_qp(
+        self: ArcBorrow<'_, Self>,
+        port: u32,
+        qpn: u32,
+        notify: Arc<dyn crate::mad_qp::MadQpNotify>,
+    ) -> Result<Arc<dyn crate::mad_qp::MadQp>> {
+        let f = self.ops.open_mad_qp.ok_or(EOPNOTSUPP)?;
+        if port == 0 || port > self.core.phys_port_cnt() || qpn > 1 {
+            return Err(EINVAL);
+        }
+        let this: Arc<Self> = self.into();
+        f(&this, port, qpn, notify)
     }
 
     // upstream: ib_modify_port()

@@ -26,6 +26,10 @@ upstream_enum! {
     /// QP transport types (upstream `enum ib_qp_type`, the kernel-verbs ones).
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum QpType: u32 {
+        /// The SMI QP (QP0), a driver's for the MAD layer.
+        Smi = 0 => IB_QPT_SMI,
+        /// The GSI QP (QP1), a driver's for the MAD layer.
+        Gsi = 1 => IB_QPT_GSI,
         Rc = 2 => IB_QPT_RC,
         Uc = 3 => IB_QPT_UC,
         Ud = 4 => IB_QPT_UD,
@@ -72,7 +76,7 @@ pub fn modify_qp_is_ok(cur: QpState, next: QpState, t: QpType, mask: QpAttrMask)
     const NONE: M = M(0);
     // The XRC columns are RC's but for INIT->RTR and RTR->RTS (below).
     let by_type = |ud: M, uc: M, rc: M| match t {
-        QpType::Ud => ud,
+        QpType::Ud | QpType::Smi | QpType::Gsi => ud,
         QpType::Uc => uc,
         QpType::Rc | QpType::XrcIni | QpType::XrcTgt => rc,
     };

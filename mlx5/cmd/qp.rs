@@ -9,8 +9,8 @@ use crate::prm::cmd::{create_qp_in, create_qp_out, destroy_qp_in, query_qp_in, q
 use crate::prm::command::{self as pc, QpTransition, TransitionCtx};
 use crate::prm::consts::{
     NON_ZERO_RQ, QPC_STATE_ERR, QPC_STATE_INIT, QPC_STATE_RST, QPC_STATE_RTR, QPC_STATE_RTS,
-    QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD, QPC_ST_XRC, SRQ_RQ,
-    ZERO_LEN_RQ,
+    QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD,
+    QPC_ST_XRC, SRQ_RQ, ZERO_LEN_RQ,
 };
 use crate::prm::ctx::{ads, qpc};
 use crate::prm::layout::{BufMut, Member, PrmError, PrmLayout};
@@ -28,6 +28,8 @@ prm_enum! {
         Ud = QPC_ST_UD,
         /// XRC.
         Xrc = QPC_ST_XRC,
+        /// The SMI QP (QP0).
+        Qp0 = QPC_ST_QP0,
         /// The GSI QP (QP1).
         Qp1 = QPC_ST_QP1,
     }

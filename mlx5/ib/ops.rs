@@ -19,13 +19,16 @@ use crate::ib::mw::Mlx5Mw;
 use crate::ib::pd::Mlx5Pd;
 use crate::ib::qp::{Mlx5Qp, QpMem};
 use crate::ib::srq::Mlx5Srq;
-use crate::ib::{ah, counters, cq, devx, dm, mad, mr, mw, pd, port, qp, srq, uar, ucontext, xrcd};
+use crate::ib::{
+    ah, counters, cq, devx, dm, gsi, mad, mr, mw, pd, port, qp, srq, uar, ucontext, xrcd,
+};
 use ib_core_rs::attr::{
     DeviceAttr, Gid, GidAttr, GidType, LinkLayer, PortAttr, PortImmutable, PortModify,
 };
 use ib_core_rs::device::Device;
 use ib_core_rs::driver::{Driver, DriverId};
 use ib_core_rs::mad::{Mad, MadRecvInfo};
+use ib_core_rs::mad_qp::{MadQp, MadQpNotify};
 use ib_core_rs::mm::UserVma;
 use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
@@ -57,6 +60,15 @@ pub(crate) struct Mlx5DevOps;
 #[vtable]
 impl DeviceOps for Mlx5DevOps {
     type Driver = Mlx5Ib;
+
+    fn open_mad_qp(
+        dev: &Arc<Device<Mlx5Ib>>,
+        port: u32,
+        qpn: u32,
+        notify: Arc<dyn MadQpNotify>,
+    ) -> Result<Arc<dyn MadQp>> {
+        gsi::open_mad_qp(dev, port, qpn, notify)
+    }
     const DRIVER_ID: DriverId = DriverId::Mlx5;
     // upstream: MLX5_IB_UVERBS_ABI_VERSION
     const UVERBS_ABI_VER: u32 = 1;

@@ -105,7 +105,7 @@ fn sq_overhead(t: QpType) -> u32 {
         // ctrl + max(raddr, umr ctrl + mkey seg)
         QpType::Uc => 16 + 112,
         // ctrl + datagram seg
-        QpType::Ud => 16 + 48,
+        QpType::Ud | QpType::Smi | QpType::Gsi => 16 + 48,
         // the XRC segment, then as RC
         QpType::XrcIni => 16 + 16 + 120,
         // no send queue
@@ -207,6 +207,9 @@ pub(crate) fn create_qp(
         QpType::Rc => QpServiceType::Rc,
         QpType::Uc => QpServiceType::Uc,
         QpType::Ud => QpServiceType::Ud,
+        // upstream to_mlx5_st(): IB_QPT_SMI -> QP0, the GSI hardware QP -> QP1.
+        QpType::Smi => QpServiceType::Qp0,
+        QpType::Gsi => QpServiceType::Qp1,
         QpType::XrcIni | QpType::XrcTgt => return Err(EOPNOTSUPP),
     };
     let state = Mlx5Qp::new_state()?;
@@ -305,8 +308,8 @@ pub(crate) fn create_user_qp(
         QpType::Uc => UserQpType::Uc,
         QpType::Ud => UserQpType::Ud,
         QpType::XrcIni => UserQpType::XrcIni,
-        // Created without udata (create_xrc_tgt_qp()).
-        QpType::XrcTgt => return Err(EINVAL),
+        // Created without udata (create_xrc_tgt_qp()); the special QPs are the kernel's.
+        QpType::XrcTgt | QpType::Smi | QpType::Gsi => return Err(EINVAL),
     };
     let caps = QpCaps {
         log_max_qp_sz: g.get(cmd_hca_cap::log_max_qp_sz),

@@ -182,7 +182,7 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
     // upstream mlx5_core_qp_modify(): every transition carries the QP's uid.
     let uid = qp.data().uid;
     let hw = &*d.hw;
-    let rc = t != QpType::Ud;
+    let rc = !matches!(t, QpType::Ud | QpType::Smi | QpType::Gsi);
     let mut c = QpcAttrs::default();
     let opt = mask_to_opt(mask);
     match (cur, new) {

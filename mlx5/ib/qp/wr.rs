@@ -17,8 +17,10 @@
 //! Deviations: the core's post calls have no `bad_wr`: the requests before a refused one are
 //! posted (and rung), the error is returned. Inline sends (`IB_SEND_INLINE`) are `EOPNOTSUPP`:
 //! upstream copies inline data from the SGE addresses as kernel virtual addresses, and here
-//! SGE addresses are bus addresses. UD sends are `EOPNOTSUPP` (no address handles for kernel
-//! consumers yet); fast-register and local-invalidate WRs are `EINVAL`.
+//! SGE addresses are bus addresses. UD sends go through [`post_send_ud`] with the address
+//! vector built by the caller (the special QPs of `gsi.rs`); [`post_send`] on a datagram QP is
+//! `EOPNOTSUPP` (the core's `SendWr` carries no address handle). Fast-register and
+//! local-invalidate WRs are `EINVAL`.
 
 use super::KernQp;
 use crate::hw::{DmaBuf, Doorbell};
@@ -61,7 +63,17 @@ fn copy_wqe(mem: &DmaBuf, k: &KernQp, cur_post: u32, wqe: &[u8]) -> Result {
 
 /// Builds the WQE of `wr` into `w` (control segment left for the caller); returns its size
 /// in bytes and the send opcode.
-fn build_wqe(k: &KernQp, wr: &SendWr<'_>, w: &mut [u8]) -> Result<(usize, u8)> {
+fn build_wqe(
+    k: &KernQp,
+    wr: &SendWr<'_>,
+    av: Option<&[u8; 48]>,
+    w: &mut [u8],
+) -> Result<(usize, u8)> {
+    // A datagram QP sends only SEND and SEND_IMM (upstream: the datagram segment follows
+    // the control segment, set_datagram_seg()).
+    if av.is_some() && !matches!(wr.opcode, WrOpcode::Send | WrOpcode::SendImm) {
+        return Err(EINVAL);
+    }
     let opcode = match wr.opcode {
         WrOpcode::Send => wqe_op::SEND,
         WrOpcode::SendImm => wqe_op::SEND_IMM,
@@ -79,6 +91,10 @@ fn build_wqe(k: &KernQp, wr: &SendWr<'_>, w: &mut [u8]) -> Result<(usize, u8)> {
         return Err(EINVAL);
     }
     let mut len = 16;
+    if let Some(av) = av {
+        put(w, len, av)?;
+        len += 48;
+    }
     match opcode {
         wqe_op::RDMA_WRITE
         | wqe_op::RDMA_WRITE_IMM
@@ -125,10 +141,29 @@ fn build_wqe(k: &KernQp, wr: &SendWr<'_>, w: &mut [u8]) -> Result<(usize, u8)> {
 /// data too long), `EOPNOTSUPP` on a UD QP, `ENOMEM` when the send queue is full (upstream
 /// `-ENOMEM` with `bad_wr`); the requests before the failing one are posted.
 pub(crate) fn post_send(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>]) -> Result {
-    let (k, buf) = kern_qp(qp)?;
-    if qp.qp_type() == QpType::Ud {
+    if matches!(qp.qp_type(), QpType::Ud | QpType::Smi | QpType::Gsi) {
         return Err(EOPNOTSUPP);
     }
+    post(qp, wrs, None)
+}
+
+/// upstream `mlx5_ib_post_send()` of one send on a kernel datagram QP (UD, QP0, QP1) with
+/// `struct mlx5_av` `av` as its datagram segment (upstream `set_datagram_seg()`; the caller
+/// builds the address vector, [`crate::ib::gsi`] for the special QPs).
+///
+/// # Errors
+///
+/// `EINVAL` on another QP type or for an opcode other than SEND/SEND_IMM, else
+/// [`post_send`]'s.
+pub(crate) fn post_send_ud(qp: &Qp<Mlx5Ib>, wr: &SendWr<'_>, av: &[u8; 48]) -> Result {
+    if !matches!(qp.qp_type(), QpType::Ud | QpType::Smi | QpType::Gsi) {
+        return Err(EINVAL);
+    }
+    post(qp, core::slice::from_ref(wr), Some(av))
+}
+
+fn post(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>], av: Option<&[u8; 48]>) -> Result {
+    let (k, buf) = kern_qp(qp)?;
     let d = qp.device().data();
     let qpn = qp.data().qpn;
     let mem = buf.mem();
@@ -146,7 +181,7 @@ pub(crate) fn post_send(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>]) -> Result {
         let built = {
             let w = sq.scratch.as_mut_slice();
             w.fill(0);
-            build_wqe(k, wr, w)
+            build_wqe(k, wr, av, w)
         };
         let (len, opcode) = match built {
             Ok(b) => b,
