@@ -17,7 +17,7 @@
 //! | `core/` | the core: shared device types, subsystems, the op table, kernel verbs, nldev |
 //! | `uverbs/` | the uverbs character devices (`#[path = "../uverbs/uverbs.rs"] pub mod uverbs`) |
 //! | `uverbs/abi/` | pure; also compiled by the host crates `host/uverbs-abi`, `host/uverbs-fuzz` |
-//! | `rust/{anon_file,chrdev,class,global,inode,mm,net_notify,net_route,netlink,page_ref,task,uaccess,umem,wq}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
+//! | `rust/{anon_file,chrdev,class,global,inode,mm,net_addr,net_notify,net_route,netlink,page_ref,task,uaccess,umem,wq}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
 //!
 //! Imports run one way between the two folders: `core/` <- `uverbs/`; `core/` reaches uverbs only through
 //! the extension points `driver::UverbsApi` and `device::registration::UverbsRegistration`,
@@ -104,6 +104,8 @@ pub(crate) mod chrdev;
 #[path = "../rust/class.rs"]
 pub(crate) mod class;
 pub mod client;
+pub mod cm;
+pub mod cma;
 pub mod counters;
 pub mod device;
 pub mod driver;
@@ -121,6 +123,9 @@ pub mod mad_qp;
 #[allow(unsafe_code)]
 #[path = "../rust/mm.rs"]
 pub mod mm;
+#[allow(unsafe_code)]
+#[path = "../rust/net_addr.rs"]
+pub mod net_addr;
 #[allow(unsafe_code)]
 #[path = "../rust/net_notify.rs"]
 pub mod net_notify;
@@ -176,6 +181,10 @@ struct IbCoreRs {
     // that order (umad's agents are gone before the MAD ports close).
     umad: Option<umad::UmadGlobal>,
     mad: Option<client::ClientRegistration>,
+    // rdma_cm's client, then ucma's device (upstream rdma_ucm loads after rdma_cm): ucma's
+    // files are closed before unload (the device pins the module), so no id is left.
+    ucma: Option<uverbs::ucma::UcmaGlobal>,
+    cma: Option<client::ClientRegistration>,
     // Last: dropped (drained and destroyed) after everything above is gone.
     _wq: wq::CoreWq,
 }
@@ -197,6 +206,8 @@ impl kernel::Module for IbCoreRs {
         let mad =
             client::register_client(kernel::sync::Arc::new(mad_agent::MadClient, GFP_KERNEL)?)?;
         let umad = umad::UmadGlobal::register(module)?;
+        let cma = client::register_client(kernel::sync::Arc::new(cma::CmaClient, GFP_KERNEL)?)?;
+        let ucma = uverbs::ucma::UcmaGlobal::register()?;
         sysfs::init()?;
         // upstream roce_gid_mgmt_init(), after the queue its events go to.
         let roce_gid = roce_gid::init()?;
@@ -210,6 +221,8 @@ impl kernel::Module for IbCoreRs {
             _roce_gid: roce_gid,
             umad: Some(umad),
             mad: Some(mad),
+            ucma: Some(ucma),
+            cma: Some(cma),
             _wq: wq,
         })
     }
@@ -222,7 +235,8 @@ impl Drop for IbCoreRs {
         let devs = registry::device_count();
         let ours = usize::from(self.uverbs.is_some())
             + usize::from(self.mad.is_some())
-            + usize::from(self.umad.is_some());
+            + usize::from(self.umad.is_some())
+            + usize::from(self.cma.is_some());
         let clients = client::client_count().saturating_sub(ours);
         if devs != 0 || clients != 0 {
             pr_err!(
@@ -234,6 +248,9 @@ impl Drop for IbCoreRs {
         // Leftover devices belong to unloaded modules: forget them before the
         // uverbs client's unregistration walks the registry.
         registry::shutdown();
+        drop(self.ucma.take());
+        drop(self.cma.take());
+        cma::shutdown();
         drop(self.umad.take());
         drop(self.mad.take());
         mad_agent::shutdown();

@@ -10,6 +10,9 @@
 //!   `file->private_data`), `release` gets it back, `ioctl`, `write` and `mmap` borrow it.
 //! * [`ClassDevice::register_chrdev`]: a class device with a cdev of its `dev_t`, added and
 //!   removed together (`cdev_device_add()`/`cdev_device_del()`).
+//! * [`MiscDev`]: a misc device (`misc_register()`) with a node name, a mode and an
+//!   `abi_version` file, whose file operations are a [`CharDevice`] (`rust/miscdev_shim.c`):
+//!   `/dev/infiniband/rdma_cm`.
 //!
 //! An open file keeps the device's data alive: the inode pins the cdev, whose kobject holds a
 //! reference on the device, and `T` is dropped only by the device's release. The cdev's owner
@@ -32,6 +35,24 @@ use kernel::{
 };
 
 use crate::class::{self, ClassDevice, DeviceSpec};
+
+extern "C" {
+    fn rdma_rs_misc_register(
+        name: *const c_char,
+        nodename: *const c_char,
+        mode: u16,
+        fops: *const core::ffi::c_void,
+        data: *const core::ffi::c_void,
+        abi_version: c_int,
+        err: *mut c_int,
+    ) -> *mut core::ffi::c_void;
+    fn rdma_rs_misc_deregister(m: *mut core::ffi::c_void);
+    // `struct inode *`, `struct file *`.
+    fn rdma_rs_misc_open_file(
+        inode: *mut core::ffi::c_void,
+        file: *mut core::ffi::c_void,
+    ) -> *const core::ffi::c_void;
+}
 
 /// `MKDEV(major, minor)`.
 pub(crate) const fn mkdev(major: u32, minor: u32) -> bindings::dev_t {
@@ -157,6 +178,18 @@ pub(crate) trait CharDevice: Sized + Send + Sync + 'static {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// `write()` given the user buffer's address and count, for an ABI that reads a whole
+    /// command struct behind its header whatever the count (upstream `ucma_write()`); used
+    /// instead of [`CharDevice::write`] when implemented.
+    fn write_at(
+        _ptr: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _buf: UserPtr,
+        _len: usize,
+    ) -> Result<usize> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// `read()` into `out` (its length is the user's count); returns the bytes written.
     fn read(
         _ptr: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
@@ -248,8 +281,16 @@ impl<T: CharDevice> VTable<T> {
         let ptr = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
         // SAFETY: the file is valid for the call.
         let f = unsafe { File::from_raw_file(file) };
-        let data = UserSlice::new(UserPtr::from_addr(buf as usize), len).reader();
-        match T::write(ptr, f, data) {
+        let r = if T::HAS_WRITE_AT {
+            T::write_at(ptr, f, UserPtr::from_addr(buf as usize), len)
+        } else {
+            T::write(
+                ptr,
+                f,
+                UserSlice::new(UserPtr::from_addr(buf as usize), len).reader(),
+            )
+        };
+        match r {
             Ok(n) => n as isize,
             Err(e) => e.to_errno() as isize,
         }
@@ -328,7 +369,7 @@ impl<T: CharDevice> VTable<T> {
         } else {
             None
         },
-        write: if T::HAS_WRITE {
+        write: if T::HAS_WRITE || T::HAS_WRITE_AT {
             Some(Self::write)
         } else {
             None
@@ -341,6 +382,101 @@ impl<T: CharDevice> VTable<T> {
 
     const fn build() -> &'static bindings::file_operations {
         &Self::FOPS
+    }
+
+    /// # Safety
+    ///
+    /// Called by `misc_open()` for a misc device registered by [`MiscDev::register`] for data
+    /// `T`.
+    unsafe extern "C" fn open_misc(
+        inode: *mut bindings::inode,
+        raw_file: *mut bindings::file,
+    ) -> c_int {
+        // SAFETY: `misc_open()` set the private data to the shim's miscdevice and holds
+        // `misc_mtx`, so the registration, and the `T` it points to, outlive this call.
+        let dev = unsafe { &*rdma_rs_misc_open_file(inode.cast(), raw_file.cast()).cast::<T>() };
+        // SAFETY: the file is valid for the call; no fdget_pos region is active.
+        let file = unsafe { File::from_raw_file(raw_file) };
+        match T::open(dev, file) {
+            Ok(ptr) => {
+                // SAFETY: `open` may set the private data; `release` takes it back.
+                unsafe { (*raw_file).private_data = ptr.into_foreign().cast() };
+                0
+            }
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// A misc device's operations: `open` finds `T` through the miscdevice, and the file
+    /// pins this module (`misc_open()` takes `fops->owner`).
+    const MISC_FOPS: bindings::file_operations = bindings::file_operations {
+        open: Some(Self::open_misc),
+        owner: kernel::module::this_module::<crate::LocalModule>().as_ptr(),
+        ..Self::FOPS
+    };
+}
+
+/// A registered misc device whose files are served by `T` (upstream `struct miscdevice`
+/// with `.minor = MISC_DYNAMIC_MINOR`, a `nodename` and a `mode`, plus an `abi_version`
+/// attribute).
+///
+/// # Invariants
+///
+/// `raw` is the shim's registered misc device, whose open hands out `&*data`.
+pub(crate) struct MiscDev<T: CharDevice> {
+    raw: core::ptr::NonNull<core::ffi::c_void>,
+    /// What open hands out; dropped after the deregistration.
+    _data: Pin<KBox<T>>,
+}
+
+// SAFETY: the shim's struct is only touched at registration and deregistration; `T` is
+// `Send + Sync` (the `CharDevice` bound).
+unsafe impl<T: CharDevice> Send for MiscDev<T> {}
+// SAFETY: as for `Send`: shared access touches nothing.
+unsafe impl<T: CharDevice> Sync for MiscDev<T> {}
+
+impl<T: CharDevice> MiscDev<T> {
+    /// Registers `/dev/<nodename>` (class `misc`, device `name`) with `mode` and an
+    /// `abi_version` file showing `abi_version`.
+    ///
+    /// # Errors
+    ///
+    /// `misc_register()`'s (`EBUSY` for a taken name, as while upstream's `rdma_ucm` is
+    /// loaded), `ENOMEM`.
+    pub(crate) fn register(
+        name: &'static CStr,
+        nodename: &'static CStr,
+        mode: u16,
+        abi_version: i32,
+        data: T,
+    ) -> Result<Self> {
+        let data = KBox::pin(data, GFP_KERNEL)?;
+        let mut err: c_int = 0;
+        let dp: *const T = &*data;
+        // SAFETY: the strings are static; the table is a static of this module; `dp` stays
+        // valid until `drop` deregisters (the box is dropped after it); `err` is valid.
+        let raw = unsafe {
+            rdma_rs_misc_register(
+                name.as_char_ptr(),
+                nodename.as_char_ptr(),
+                mode,
+                core::ptr::from_ref(&VTable::<T>::MISC_FOPS).cast(),
+                dp.cast(),
+                abi_version,
+                &mut err,
+            )
+        };
+        let raw = core::ptr::NonNull::new(raw).ok_or(Error::from_errno(err))?;
+        // INVARIANT: registered with `data`.
+        Ok(Self { raw, _data: data })
+    }
+}
+
+impl<T: CharDevice> Drop for MiscDev<T> {
+    fn drop(&mut self) {
+        // SAFETY: registered (type invariant); after it returns no open uses `data`, and open
+        // files hold their own `T::Ptr`, not `data`.
+        unsafe { rdma_rs_misc_deregister(self.raw.as_ptr()) };
     }
 }
 

@@ -10,6 +10,7 @@
 
 use crate::class::Class;
 use crate::client::ClientTable;
+use crate::cma::CmaGlobal;
 use crate::mad_agent::MadPort;
 use crate::netlink::mcast::McastSock;
 use crate::registry::Registry;
@@ -47,6 +48,12 @@ kernel::sync::global_lock! {
     pub(crate) unsafe(uninit) static MAD_PORTS: Mutex<KVec<Arc<MadPort>>> = KVec::new();
 }
 
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before the rdma_cm client and ucma are registered.
+    pub(crate) unsafe(uninit) static CMA: Mutex<CmaGlobal> = CmaGlobal::new();
+}
+
 /// Initializes the global locks. Must be called once, from the module's
 /// `init`, before any other function of the crate runs.
 pub(crate) fn init() {
@@ -62,4 +69,6 @@ pub(crate) fn init() {
     unsafe { MCAST.init() };
     // SAFETY: as above, for `MAD_PORTS`.
     unsafe { MAD_PORTS.init() };
+    // SAFETY: as above, for `CMA`.
+    unsafe { CMA.init() };
 }

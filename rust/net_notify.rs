@@ -135,7 +135,7 @@ impl NetDevRef {
     /// # Safety
     ///
     /// `dev` must be null or carry one reference that the new value takes over.
-    unsafe fn from_held(dev: *mut bindings::net_device) -> Option<Self> {
+    pub(crate) unsafe fn from_held(dev: *mut bindings::net_device) -> Option<Self> {
         // INVARIANT: the caller hands over its reference.
         NonNull::new(dev).map(NetDevRef)
     }

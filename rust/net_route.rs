@@ -67,8 +67,9 @@ pub fn l2_by_ip(ndev: &NetDevRef, ips: IpPair) -> Result<L2Dest> {
     }
 }
 
-/// One attempt (`ENODATA`: not resolved yet, a resolution started).
-fn try_once(ndev: &NetDevRef, ips: IpPair) -> Result<L2Dest> {
+/// One attempt (`ENODATA`: not resolved yet, a resolution started), for callers with a
+/// timeout of their own (rdma_cm's `rdma_resolve_addr()`).
+pub fn try_once(ndev: &NetDevRef, ips: IpPair) -> Result<L2Dest> {
     let mut d = L2Dest {
         mac: [0; 6],
         hop_limit: 0,

@@ -42,6 +42,10 @@ copy /usr/bin/strace /usr/bin/ibv_asyncwatch /usr/bin/ibv_devinfo /usr/bin/ibv_d
 for b in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
 	copy /usr/bin/$b
 done
+# rdmacm-utils 44 (bookworm): the librdmacm programs of the connection-manager suites.
+for b in rping ucmatose udaddy mckey rdma_server rdma_client; do
+	copy /usr/bin/$b
+done
 # infiniband-diags 44 and opensm 3.3 (bookworm), over libibumad: the umad suite.
 for b in ibstat smpquery perfquery sminfo ibaddr ibnetdiscover saquery ibping opensm; do
 	copy /usr/sbin/$b
@@ -83,7 +87,7 @@ fi
 mroot="$kb/modroot/lib/modules/$kver"
 mkdir -p "$st/lib/modules/$kver"
 cp "$mroot"/modules.* "$st/lib/modules/$kver/"
-want="rdma_rxe ib_uverbs ib_core mlx5_ib mlx5_core dummy veth 8021q"
+want="rdma_rxe ib_uverbs ib_core mlx5_ib mlx5_core dummy veth 8021q rdma_ucm"
 (cd "$mroot" && for m in $want; do
 	f=$(modprobe -d "$kb/modroot" -S "$kver" --show-depends "$m" 2>/dev/null | awk '$1 == "insmod" { print $2 }')
 	echo "$f"

@@ -40,6 +40,9 @@ VM_PKGS="$VM_PKGS ucx-utils libucx0"
 # tshark (Wireshark's dissectors) on the host: make wire dissects the two VMs' capture
 # (tools/wire.sh).
 HOST_PKGS="$HOST_PKGS tshark"
+# librdmacm 44 (bookworm): rping, ucmatose, udaddy, mckey and the headers of
+# tests/userspace/ucma_test.c (tests/vm/cm.sh).
+VM_PKGS="$VM_PKGS rdmacm-utils librdmacm-dev"
 
 apt_packages() {
 	local missing=()

@@ -28,6 +28,7 @@ mod driver_object;
 mod file;
 mod mmap;
 mod resp;
+pub mod ucma;
 pub mod uobject_table;
 
 /// `IB_UVERBS_MAJOR`.

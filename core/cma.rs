@@ -1,0 +1,805 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RDMA connection manager's ids (upstream `drivers/infiniband/core/cma.c`, the kernel API
+//! of `include/rdma/rdma_cm.h`): an id in a port space (TCP, UDP, IPoIB, IB) with its state
+//! machine, bound to an address and port ([`CmId::bind_addr`], the per-space bind lists with
+//! port allocation, `reuseaddr` and `afonly`), its address resolved to a device, port, GID and
+//! destination MAC ([`CmId::resolve_addr`], `core/cma/resolve.rs`), its route built locally on
+//! RoCE ([`CmId::resolve_route`], upstream `cma_resolve_iboe_route()`), listening. Events go to
+//! the id's [`CmHandler`] from the core's workqueue, never from inside a call, and not after
+//! [`CmId::destroy`] returned (upstream's `handler_mutex`). A device's removal moves its ids to
+//! `RDMA_CM_DEVICE_REMOVAL` and reports `RDMA_CM_EVENT_DEVICE_REMOVAL` ([`CmaClient`]).
+//!
+//! Not done (`EOPNOTSUPP`): the connection itself (connect, accept, reject, disconnect: the IB
+//! CM protocol over QP1, issue 37), `AF_IB` addresses, routes on InfiniBand ports (path records
+//! from the SA), multicast. Everything runs in the initial network namespace.
+
+use crate::attr::{GidType, LinkLayer, PortState};
+use crate::ib_device::{DeviceCore, IbDevice};
+use crate::net_notify::{IpAddr, NetDevRef};
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+#[path = "cma/resolve.rs"]
+mod resolve;
+#[path = "cma/sockaddr.rs"]
+pub mod sockaddr;
+
+use sockaddr::{SockAddr, AF_IB, AF_INET, AF_INET6};
+
+upstream_enum! {
+    /// The port spaces (upstream `enum rdma_ucm_port_space`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum PortSpace: u16 {
+        Ipoib = 0x0002 => RDMA_PS_IPOIB,
+        Tcp = 0x0106 => RDMA_PS_TCP,
+        Udp = 0x0111 => RDMA_PS_UDP,
+        Ib = 0x013f => RDMA_PS_IB,
+    }
+}
+
+upstream_enum! {
+    /// An id's state (upstream `enum rdma_cm_state`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum CmState: u32 {
+        Idle = 0 => RDMA_CM_IDLE,
+        AddrQuery = 1 => RDMA_CM_ADDR_QUERY,
+        AddrResolved = 2 => RDMA_CM_ADDR_RESOLVED,
+        RouteQuery = 3 => RDMA_CM_ROUTE_QUERY,
+        RouteResolved = 4 => RDMA_CM_ROUTE_RESOLVED,
+        Connect = 5 => RDMA_CM_CONNECT,
+        Disconnect = 6 => RDMA_CM_DISCONNECT,
+        AddrBound = 7 => RDMA_CM_ADDR_BOUND,
+        Listen = 8 => RDMA_CM_LISTEN,
+        DeviceRemoval = 9 => RDMA_CM_DEVICE_REMOVAL,
+        Destroying = 10 => RDMA_CM_DESTROYING,
+    }
+}
+
+upstream_enum! {
+    /// The events of an id (upstream `enum rdma_cm_event_type`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum CmEventType: u32 {
+        AddrResolved = 0 => RDMA_CM_EVENT_ADDR_RESOLVED,
+        AddrError = 1 => RDMA_CM_EVENT_ADDR_ERROR,
+        RouteResolved = 2 => RDMA_CM_EVENT_ROUTE_RESOLVED,
+        RouteError = 3 => RDMA_CM_EVENT_ROUTE_ERROR,
+        ConnectRequest = 4 => RDMA_CM_EVENT_CONNECT_REQUEST,
+        ConnectResponse = 5 => RDMA_CM_EVENT_CONNECT_RESPONSE,
+        ConnectError = 6 => RDMA_CM_EVENT_CONNECT_ERROR,
+        Unreachable = 7 => RDMA_CM_EVENT_UNREACHABLE,
+        Rejected = 8 => RDMA_CM_EVENT_REJECTED,
+        Established = 9 => RDMA_CM_EVENT_ESTABLISHED,
+        Disconnected = 10 => RDMA_CM_EVENT_DISCONNECTED,
+        DeviceRemoval = 11 => RDMA_CM_EVENT_DEVICE_REMOVAL,
+        MulticastJoin = 12 => RDMA_CM_EVENT_MULTICAST_JOIN,
+        MulticastError = 13 => RDMA_CM_EVENT_MULTICAST_ERROR,
+        AddrChange = 14 => RDMA_CM_EVENT_ADDR_CHANGE,
+        TimewaitExit = 15 => RDMA_CM_EVENT_TIMEWAIT_EXIT,
+    }
+}
+
+/// An event (upstream `struct rdma_cm_event`, the parts an address or route event has).
+#[derive(Clone, Copy, Debug)]
+pub struct CmEvent {
+    /// What happened.
+    pub event: CmEventType,
+    /// 0 or a negative errno.
+    pub status: i32,
+}
+
+/// Who gets an id's events (upstream the id's `event_handler`). Called from the core's
+/// workqueue or a device's removal, one call at a time per id, never after
+/// [`CmId::destroy`] returned.
+pub trait CmHandler: Send + Sync + 'static {
+    /// `ev` happened on `id`.
+    fn event(&self, id: &Arc<CmId>, ev: CmEvent);
+}
+
+/// The device, port and source GID an id is bound to (upstream the id's `cma_dev`,
+/// `port_num` and `route.addr.dev_addr`).
+#[derive(Clone, Copy, Debug)]
+pub struct DevBinding {
+    /// The device's index.
+    pub dev_index: u32,
+    /// Its node GUID (host order).
+    pub node_guid: u64,
+    /// The port.
+    pub port: u32,
+    /// The source GID's table index.
+    pub gid_index: u32,
+    /// The source GID.
+    pub sgid: [u8; 16],
+    /// Its type.
+    pub gid_type: GidType,
+    /// Whether the port is RoCE.
+    pub roce: bool,
+    /// The netdev the GID belongs to (upstream `dev_addr.bound_dev_if`), 0 on InfiniBand.
+    pub ifindex: u32,
+    /// Its MAC (`dev_addr.src_dev_addr`).
+    pub smac: [u8; 6],
+    /// Its MTU.
+    pub mtu: u32,
+    /// The P_Key (`ib_addr_get_pkey()`; 0xffff on RoCE).
+    pub pkey: u16,
+}
+
+/// A route (upstream `struct sa_path_rec` as `cma_resolve_iboe_route()` fills it on RoCE).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PathRec {
+    /// Destination GID.
+    pub dgid: [u8; 16],
+    /// Source GID.
+    pub sgid: [u8; 16],
+    /// Flow label (host order).
+    pub flow_label: u32,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class (the id's ToS).
+    pub traffic_class: u8,
+    /// Reversible.
+    pub reversible: bool,
+    /// P_Key (host order).
+    pub pkey: u16,
+    /// Service level.
+    pub sl: u8,
+    /// MTU (`enum ib_mtu`).
+    pub mtu: u8,
+    /// Rate (`enum ib_rate`).
+    pub rate: u8,
+    /// Packet life time (log2 of 4.096 us).
+    pub packet_life_time: u8,
+    /// Destination MAC (RoCE).
+    pub dmac: [u8; 6],
+}
+
+/// What [`CmId::info`] reports (what `ucma`'s queries copy out).
+#[derive(Clone, Copy, Debug)]
+pub struct CmIdInfo {
+    /// State.
+    pub state: CmState,
+    /// Source address.
+    pub src: SockAddr,
+    /// Destination address.
+    pub dst: SockAddr,
+    /// The device binding, once bound to one.
+    pub dev: Option<DevBinding>,
+    /// The destination GID and MAC once the address is resolved.
+    pub dgid: [u8; 16],
+    /// The destination MAC.
+    pub dmac: [u8; 6],
+    /// The route, once resolved.
+    pub route: Option<PathRec>,
+}
+
+/// The mutable state of an id (upstream `struct rdma_id_private`'s fields under its locks).
+struct IdState {
+    state: CmState,
+    src: SockAddr,
+    dst: SockAddr,
+    dev: Option<DevBinding>,
+    /// `dev_addr.bound_dev_if`: the interface a link-local address is scoped to.
+    bound_dev_if: u32,
+    dgid: [u8; 16],
+    dmac: [u8; 6],
+    hop_limit: u8,
+    route: Option<PathRec>,
+    /// The port this id holds in its space's bind list.
+    bound_port: Option<u16>,
+    reuseaddr: bool,
+    afonly: bool,
+    /// `CMA_OPTION_AFONLY`: `afonly` was set by the user.
+    afonly_set: bool,
+    tos: Option<u8>,
+    ack_timeout: Option<u8>,
+    backlog: u32,
+}
+
+/// An rdma_cm id (upstream `struct rdma_id_private`).
+#[pin_data]
+pub struct CmId {
+    ps: PortSpace,
+    qp_type: u8,
+    /// The handler while the id lives; held while it runs (upstream `handler_mutex`).
+    #[pin]
+    handler: Mutex<Option<Arc<dyn CmHandler>>>,
+    #[pin]
+    st: Mutex<IdState>,
+}
+
+/// One id's hold on a port (upstream `struct rdma_bind_list` owners), with what
+/// `cma_check_port()` compares.
+struct PortOwner {
+    ps: PortSpace,
+    port: u16,
+    /// The id's address, as its identity.
+    id: usize,
+    src: SockAddr,
+    reuseaddr: bool,
+    afonly: bool,
+}
+
+/// The ids and the bind lists of every port space (upstream `lock`, the `ps` IDRs and
+/// `dev_list`'s id lists).
+pub(crate) struct CmaGlobal {
+    ids: KVec<Arc<CmId>>,
+    owners: KVec<PortOwner>,
+    /// upstream `cma_alloc_any_port()`'s `last_used_port`.
+    last_used_port: u16,
+}
+
+impl CmaGlobal {
+    /// Empty tables.
+    pub(crate) const fn new() -> Self {
+        CmaGlobal {
+            ids: KVec::new(),
+            owners: KVec::new(),
+            last_used_port: 0,
+        }
+    }
+
+    /// upstream `cma_check_port()`: whether `id` may share `port` with its owners.
+    fn check_port(&self, ps: PortSpace, port: u16, id: &PortOwner, reuseaddr: bool) -> Result {
+        for cur in self
+            .owners
+            .iter()
+            .filter(|o| o.ps == ps && o.port == port && o.id != id.id)
+        {
+            if reuseaddr && cur.reuseaddr {
+                continue;
+            }
+            if id.afonly && cur.afonly && id.src.family() != cur.src.family() {
+                continue;
+            }
+            if id.src.is_any() || cur.src.is_any() {
+                return Err(EADDRNOTAVAIL);
+            }
+            if id.src.same_addr(&cur.src) {
+                return Err(EADDRINUSE);
+            }
+        }
+        Ok(())
+    }
+
+    fn port_used(&self, ps: PortSpace, port: u16) -> bool {
+        self.owners.iter().any(|o| o.ps == ps && o.port == port)
+    }
+}
+
+fn global() -> impl core::ops::DerefMut<Target = CmaGlobal> {
+    crate::global::CMA.lock()
+}
+
+/// `PROT_SOCK`: ports below it need `CAP_NET_BIND_SERVICE`.
+const PROT_SOCK: u16 = 1024;
+
+impl CmId {
+    /// A new id in `ps` (upstream `rdma_create_user_id()`; the QP type is the caller's, as
+    /// ucma derives it from the space).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub fn create(handler: Arc<dyn CmHandler>, ps: PortSpace, qp_type: u8) -> Result<Arc<CmId>> {
+        let id = Arc::pin_init(
+            pin_init!(CmId {
+                ps,
+                qp_type,
+                handler <- kernel::new_mutex!(Some(handler), "cma_handler"),
+                st <- kernel::new_mutex!(
+                    IdState {
+                        state: CmState::Idle,
+                        src: SockAddr::default(),
+                        dst: SockAddr::default(),
+                        dev: None,
+                        bound_dev_if: 0,
+                        dgid: [0; 16],
+                        dmac: [0; 6],
+                        hop_limit: 0,
+                        route: None,
+                        bound_port: None,
+                        reuseaddr: false,
+                        afonly: false,
+                        afonly_set: false,
+                        tos: None,
+                        ack_timeout: None,
+                        backlog: 0,
+                    },
+                    "cma_id"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        global().ids.push(id.clone(), GFP_KERNEL)?;
+        Ok(id)
+    }
+
+    /// The id's identity in the bind lists.
+    fn key(&self) -> usize {
+        core::ptr::from_ref(self) as usize
+    }
+
+    /// The port space.
+    pub fn ps(&self) -> PortSpace {
+        self.ps
+    }
+
+    /// The QP type (`enum ib_qp_type`).
+    pub fn qp_type(&self) -> u8 {
+        self.qp_type
+    }
+
+    /// A snapshot of the id's addresses, device and route.
+    pub fn info(&self) -> CmIdInfo {
+        let s = self.st.lock();
+        CmIdInfo {
+            state: s.state,
+            src: s.src,
+            dst: s.dst,
+            dev: s.dev,
+            dgid: s.dgid,
+            dmac: s.dmac,
+            route: s.route,
+        }
+    }
+
+    /// Destroys the id (upstream `rdma_destroy_id()`): its port is released, no handler call
+    /// runs after this returns.
+    pub fn destroy(self: &Arc<Self>) {
+        // Waits for a handler call in progress.
+        drop(self.handler.lock().take());
+        let mut s = self.st.lock();
+        s.state = CmState::Destroying;
+        s.dev = None;
+        let mut g = global();
+        let me = self.key();
+        g.owners.retain(|o| o.id != me);
+        g.ids.retain(|i| !Arc::ptr_eq(i, self));
+        s.bound_port = None;
+    }
+
+    /// Moves the state from `from` to `to` (upstream `cma_comp_exch()`).
+    fn comp_exch(&self, from: CmState, to: CmState) -> bool {
+        let mut s = self.st.lock();
+        if s.state == from {
+            s.state = to;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Binds the id to `addr` (upstream `rdma_bind_addr()`): a specific address gets its
+    /// device (`cma_translate_addr()`, `cma_acquire_dev_by_src_ip()`), port 0 a free port of
+    /// the local range.
+    ///
+    /// # Errors
+    ///
+    /// `EAFNOSUPPORT` for a family other than IPv4 and IPv6 (`AF_IB` is not done); `EINVAL`
+    /// unless the id is idle, for a link-local IPv6 address without scope; `EADDRNOTAVAIL`
+    /// when no interface has the address or no port is free; `ENODEV` when no RDMA port has
+    /// its GID; `EACCES` for a port below 1024 without `CAP_NET_BIND_SERVICE`; `EADDRINUSE`.
+    pub fn bind_addr(self: &Arc<Self>, addr: &SockAddr) -> Result {
+        self.bind_addr_dst(addr, None)
+    }
+
+    /// upstream `rdma_bind_addr_dst()`.
+    fn bind_addr_dst(self: &Arc<Self>, addr: &SockAddr, daddr: Option<&SockAddr>) -> Result {
+        let fam = addr.family();
+        if fam != AF_INET && fam != AF_INET6 && fam != AF_IB {
+            return Err(EAFNOSUPPORT);
+        }
+        if fam == AF_IB {
+            return Err(EAFNOSUPPORT);
+        }
+        if !self.comp_exch(CmState::Idle, CmState::AddrBound) {
+            return Err(EINVAL);
+        }
+        let r = self.bind_bound(addr, daddr);
+        if r.is_err() {
+            let mut s = self.st.lock();
+            s.dev = None;
+            if s.state == CmState::AddrBound {
+                s.state = CmState::Idle;
+            }
+        }
+        r
+    }
+
+    fn bind_bound(self: &Arc<Self>, addr: &SockAddr, daddr: Option<&SockAddr>) -> Result {
+        // upstream cma_check_linklocal().
+        let mut bound_dev_if = 0;
+        if addr.is_link_local() {
+            if addr.scope_id() == 0 {
+                return Err(EINVAL);
+            }
+            bound_dev_if = addr.scope_id();
+        }
+        let dev = match addr.ip() {
+            Some(ip) if !addr.is_any() => {
+                // upstream rdma_translate_ip(): EADDRNOTAVAIL without a device owning it.
+                let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
+                Some(resolve::acquire_dev_by_ip(ip, &ndev)?)
+            }
+            _ => None,
+        };
+        let mut s = self.st.lock();
+        s.src = *addr;
+        s.bound_dev_if = bound_dev_if;
+        if let Some(d) = dev {
+            s.bound_dev_if = d.ifindex;
+            s.dev = Some(d);
+        }
+        if !s.afonly_set {
+            // upstream: IPv4 ids are AF-only, IPv6 ones follow net.ipv6.bindv6only (0).
+            s.afonly = addr.family() == AF_INET;
+        }
+        s.dst = match daddr {
+            Some(d) => *d,
+            None => s.dst,
+        };
+        let mut d = s.dst;
+        if d.family() != addr.family() {
+            d = SockAddr::any(addr.family());
+        }
+        s.dst = d;
+        self.get_port(&mut s)
+    }
+
+    /// upstream `cma_get_port()`: a free port for port 0 (`cma_alloc_any_port()`), else the
+    /// port asked for (`cma_use_port()`).
+    fn get_port(self: &Arc<Self>, s: &mut IdState) -> Result {
+        let me = self.key();
+        let mut owner = PortOwner {
+            ps: self.ps,
+            port: s.src.port(),
+            id: me,
+            src: s.src,
+            reuseaddr: s.reuseaddr,
+            afonly: s.afonly,
+        };
+        let mut g = global();
+        g.owners.reserve(1, GFP_KERNEL)?;
+        if owner.port == 0 {
+            let (low, high) = crate::net_addr::local_port_range();
+            let (low, high) = (u32::from(low), u32::from(high.max(low)));
+            let mut remaining = high - low + 1;
+            let mut rover = low + crate::net_addr::random_u32() % remaining;
+            loop {
+                let port = rover as u16;
+                if u32::from(g.last_used_port) != rover && !g.port_used(self.ps, port) {
+                    g.last_used_port = port;
+                    owner.port = port;
+                    break;
+                }
+                remaining -= 1;
+                if remaining == 0 {
+                    return Err(EADDRNOTAVAIL);
+                }
+                rover = if rover >= high { low } else { rover + 1 };
+            }
+            s.src.set_port(owner.port);
+            owner.src = s.src;
+        } else {
+            if owner.port < PROT_SOCK && !crate::net_addr::capable_net_bind_service() {
+                return Err(EACCES);
+            }
+            g.check_port(self.ps, owner.port, &owner, s.reuseaddr)?;
+        }
+        s.bound_port = Some(owner.port);
+        g.owners.push(owner, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Updates this id's entry in the bind lists after an option changed.
+    fn update_owner(&self, s: &IdState) {
+        let me = self.key();
+        for o in global().owners.iter_mut().filter(|o| o.id == me) {
+            o.reuseaddr = s.reuseaddr;
+            o.afonly = s.afonly;
+        }
+    }
+
+    /// upstream `rdma_set_reuseaddr()`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` when listening, or when clearing it on an id that is not idle.
+    pub fn set_reuseaddr(&self, reuse: bool) -> Result {
+        let mut s = self.st.lock();
+        if (reuse && s.state != CmState::Listen) || s.state == CmState::Idle {
+            s.reuseaddr = reuse;
+            self.update_owner(&s);
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// upstream `rdma_set_afonly()`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` unless idle or bound.
+    pub fn set_afonly(&self, afonly: bool) -> Result {
+        let mut s = self.st.lock();
+        if s.state == CmState::Idle || s.state == CmState::AddrBound {
+            s.afonly_set = true;
+            s.afonly = afonly;
+            self.update_owner(&s);
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// upstream `rdma_set_service_type()`: the ToS of the id's traffic.
+    pub fn set_tos(&self, tos: u8) {
+        self.st.lock().tos = Some(tos);
+    }
+
+    /// upstream `rdma_set_ack_timeout()`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an id whose QP type is neither RC nor XRC initiator.
+    pub fn set_ack_timeout(&self, timeout: u8) -> Result {
+        if !matches!(self.qp_type, QPT_RC | QPT_XRC_INI) {
+            return Err(EINVAL);
+        }
+        self.st.lock().ack_timeout = Some(timeout);
+        Ok(())
+    }
+
+    /// Resolves `dst` to a device, GID and MAC (upstream `rdma_resolve_addr()`): an idle id is
+    /// bound first (to `src`, or the unspecified address of `dst`'s family); the route is
+    /// looked up now and its errors returned, the neighbour resolves on the workqueue within
+    /// `timeout_ms` and ends in `RDMA_CM_EVENT_ADDR_RESOLVED` or `RDMA_CM_EVENT_ADDR_ERROR`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` unless idle or bound, or for a destination of another family than the
+    /// source; the bind's errors; the route's (`ENETUNREACH`, ...); `EAFNOSUPPORT` for
+    /// `AF_IB`; `ENODEV` when nothing can be bound for the unspecified destination.
+    pub fn resolve_addr(
+        self: &Arc<Self>,
+        src: Option<&SockAddr>,
+        dst: &SockAddr,
+        timeout_ms: u32,
+    ) -> Result {
+        // upstream resolve_prepare_src().
+        if !self.comp_exch(CmState::AddrBound, CmState::AddrQuery) {
+            match src.filter(|s| s.family() != 0) {
+                Some(s) => self.bind_addr_dst(s, Some(dst))?,
+                None => {
+                    let mut any = SockAddr::any(dst.family());
+                    if dst.is_link_local() {
+                        // upstream: the scope of the destination.
+                        any = SockAddr::parse(dst.as_bytes()).unwrap_or(any);
+                        any.set_ip(IpAddr::V6([0; 16]));
+                        any.set_port(0);
+                    }
+                    self.bind_addr_dst(&any, Some(dst))?;
+                }
+            }
+            if !self.comp_exch(CmState::AddrBound, CmState::AddrQuery) {
+                return Err(EINVAL);
+            }
+        } else {
+            self.st.lock().dst = *dst;
+        }
+        let r = self.resolve_addr_query(dst, timeout_ms);
+        if r.is_err() {
+            self.comp_exch(CmState::AddrQuery, CmState::AddrBound);
+        }
+        r
+    }
+
+    fn resolve_addr_query(self: &Arc<Self>, dst: &SockAddr, timeout_ms: u32) -> Result {
+        let (src, bound_if) = {
+            let mut s = self.st.lock();
+            if s.src.family() != dst.family() {
+                return Err(EINVAL);
+            }
+            s.dst = *dst;
+            (s.src, s.bound_dev_if)
+        };
+        if dst.family() == AF_IB {
+            return Err(EAFNOSUPPORT);
+        }
+        if dst.is_any() {
+            // upstream cma_resolve_loopback().
+            return resolve::resolve_loopback(self);
+        }
+        let (Some(sip), Some(dip)) = (src.ip(), dst.ip()) else {
+            return Err(EINVAL);
+        };
+        // upstream rdma_resolve_ip(): the route now, its error returned.
+        let (ndev, chosen) = crate::net_addr::route_src(&sip, &dip, bound_if)?;
+        resolve::queue_addr_work(self.clone(), ndev, chosen, dip, timeout_ms)
+    }
+
+    /// Builds the route (upstream `rdma_resolve_route()` -> `cma_resolve_iboe_route()` on
+    /// RoCE); `RDMA_CM_EVENT_ROUTE_RESOLVED` follows from the workqueue.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a zero timeout, unless the address is resolved, or for a netdev MTU too
+    /// small for RoCE; `ENODEV` when the source netdev is gone; `EOPNOTSUPP` on an
+    /// InfiniBand port (path records from the SA are not done).
+    pub fn resolve_route(self: &Arc<Self>, timeout_ms: u32) -> Result {
+        if timeout_ms == 0 {
+            return Err(EINVAL);
+        }
+        if !self.comp_exch(CmState::AddrResolved, CmState::RouteQuery) {
+            return Err(EINVAL);
+        }
+        let r = resolve::iboe_route(self);
+        if r.is_err() {
+            self.comp_exch(CmState::RouteQuery, CmState::AddrResolved);
+        }
+        r
+    }
+
+    /// Listens (upstream `rdma_listen()`): an idle id is bound to `0.0.0.0` first; an id
+    /// with `reuseaddr` must then be alone on its port. Connection requests arrive once the
+    /// IB CM exists (not done).
+    ///
+    /// # Errors
+    ///
+    /// The bind's errors; `EINVAL` unless idle or bound; `EADDRINUSE`, `EADDRNOTAVAIL` when a
+    /// reusing id shares the port.
+    pub fn listen(self: &Arc<Self>, backlog: u32) -> Result {
+        if !self.comp_exch(CmState::AddrBound, CmState::Listen) {
+            let mut any = SockAddr::any(AF_INET);
+            any.set_port(0);
+            self.bind_addr(&any)?;
+            if !self.comp_exch(CmState::AddrBound, CmState::Listen) {
+                return Err(EINVAL);
+            }
+        }
+        let mut s = self.st.lock();
+        if s.reuseaddr {
+            let me = self.key();
+            let owner = PortOwner {
+                ps: self.ps,
+                port: s.src.port(),
+                id: me,
+                src: s.src,
+                reuseaddr: false,
+                afonly: s.afonly,
+            };
+            let r = global().check_port(self.ps, owner.port, &owner, false);
+            if let Err(e) = r {
+                s.state = CmState::AddrBound;
+                return Err(e);
+            }
+            s.reuseaddr = false;
+            self.update_owner(&s);
+        }
+        s.backlog = backlog;
+        Ok(())
+    }
+
+    /// The checks of `rdma_connect()`, `rdma_accept()`, `rdma_reject()` and
+    /// `rdma_disconnect()` before the IB CM, which is not done: `EINVAL` in a state the call
+    /// is not valid in, else `EOPNOTSUPP`.
+    ///
+    /// # Errors
+    ///
+    /// Always.
+    pub fn connect_op(&self, op: ConnOp) -> Result {
+        let s = self.st.lock();
+        let ok = match op {
+            ConnOp::Connect => s.state == CmState::RouteResolved,
+            ConnOp::Accept | ConnOp::Reject => s.state == CmState::Connect,
+            ConnOp::Disconnect => s.dev.is_some(),
+        };
+        if !ok {
+            return Err(EINVAL);
+        }
+        Err(EOPNOTSUPP)
+    }
+}
+
+/// The connection calls of [`CmId::connect_op`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnOp {
+    /// `rdma_connect()`.
+    Connect,
+    /// `rdma_accept()`.
+    Accept,
+    /// `rdma_reject()`.
+    Reject,
+    /// `rdma_disconnect()`.
+    Disconnect,
+}
+
+/// `IB_QPT_RC`.
+pub const QPT_RC: u8 = 2;
+/// `IB_QPT_UD`.
+pub const QPT_UD: u8 = 4;
+/// `IB_QPT_XRC_INI`.
+pub const QPT_XRC_INI: u8 = 9;
+
+/// Whether a port is up (upstream `cma_bind_loopback()`'s check).
+fn port_active(dev: &DeviceCore, port: u32) -> bool {
+    dev.get_cached_port_state(port)
+        .is_ok_and(|s| s == PortState::Active)
+}
+
+/// Whether a port is RoCE.
+fn port_is_roce(dev: &DeviceCore, port: u32) -> bool {
+    dev.port_immutable(port)
+        .is_ok_and(|p| p.link_layer == LinkLayer::Ethernet)
+}
+
+/// rdma_cm as a client of the core (upstream `cma_client`: `cma_add_one()`,
+/// `cma_remove_one()`): a device's removal moves its ids to `RDMA_CM_DEVICE_REMOVAL`, drops
+/// their binding and reports `RDMA_CM_EVENT_DEVICE_REMOVAL` to each.
+pub(crate) struct CmaClient;
+
+impl crate::client::Client for CmaClient {
+    fn name(&self) -> &'static CStr {
+        c"rdma_cm"
+    }
+
+    fn add(&self, _dev: &DeviceCore) -> Result {
+        Ok(())
+    }
+
+    // upstream cma_process_remove() -> cma_send_device_removal_put().
+    fn remove(&self, dev: &DeviceCore) {
+        let ids = {
+            let g = global();
+            let mut v = KVec::new();
+            for i in g.ids.iter() {
+                if v.push(i.clone(), GFP_KERNEL).is_err() {
+                    break;
+                }
+            }
+            v
+        };
+        for id in ids.iter() {
+            let h = id.handler.lock();
+            let hit = {
+                let mut s = id.st.lock();
+                let hit = s.dev.is_some_and(|d| d.dev_index == dev.index())
+                    && s.state != CmState::Destroying;
+                if hit {
+                    s.state = CmState::DeviceRemoval;
+                    s.dev = None;
+                    s.route = None;
+                }
+                hit
+            };
+            if let (true, Some(h)) = (hit, h.as_ref()) {
+                h.event(
+                    id,
+                    CmEvent {
+                        event: CmEventType::DeviceRemoval,
+                        status: 0,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Frees the tables' storage at module exit (every id is destroyed by then).
+pub(crate) fn shutdown() {
+    let mut g = global();
+    g.ids = KVec::new();
+    g.owners = KVec::new();
+}
+
+/// The registered devices, for walks that call into them without the registry's lock.
+fn next_device(after: Option<u32>) -> Option<Arc<dyn IbDevice>> {
+    crate::registry::next_registered(after)
+}
+
+/// The netdev of a bound device's source GID, held.
+fn gid_ndev(b: &DevBinding) -> Option<NetDevRef> {
+    let dev = crate::registry::device_arc(b.dev_index)?;
+    dev.core().gid_ndev(b.port, b.gid_index).ok().flatten()
+}

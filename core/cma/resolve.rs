@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An id's address and route on RoCE (upstream `cma.c`: `cma_acquire_dev_by_src_ip()`,
+//! `cma_bind_loopback()`, `addr_handler()`, `cma_resolve_iboe_route()`; `addr.c`:
+//! `rdma_resolve_ip()`'s queued request): the device and GID of a source IP, the neighbour
+//! of a destination resolved on the core's workqueue, the route built from the resolved
+//! address.
+
+use super::sockaddr::{ip_to_gid, SockAddr, AF_INET};
+use super::{
+    gid_ndev, next_device, port_active, port_is_roce, CmEvent, CmEventType, CmId, CmState,
+    DevBinding, PathRec,
+};
+use crate::attr::{Gid, GidType};
+use crate::ib_device::DeviceCore;
+use crate::net_notify::{IpAddr, NetDevRef};
+use crate::net_route::{try_once, IpPair, L2Dest};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::time::{delay::fsleep, Delta};
+
+/// upstream `CMA_PREFERRED_ROCE_GID_TYPE`: an id's GID is RoCE v2 where the port has it.
+fn default_gid_type(dev: &DeviceCore, port: u32) -> Option<GidType> {
+    let imm = dev.port_immutable(port).ok()?;
+    let types = crate::roce_gid::port_gid_types(imm.core_cap_flags);
+    if types.contains(&GidType::RoceV2) {
+        Some(GidType::RoceV2)
+    } else {
+        types.first().copied()
+    }
+}
+
+/// The binding of `dev`'s `port` GID entry `index` whose netdev is `ndev`.
+fn binding(dev: &DeviceCore, port: u32, index: u32, ndev: &NetDevRef) -> Result<DevBinding> {
+    Ok(DevBinding {
+        dev_index: dev.index(),
+        node_guid: dev.attrs().node_guid,
+        port,
+        gid_index: index,
+        sgid: dev.query_gid(port, index)?.0,
+        gid_type: dev.query_gid_type(port, index)?,
+        roce: true,
+        ifindex: ndev.ifindex(),
+        smac: ndev.mac()?,
+        mtu: ndev.mtu(),
+        pkey: 0xffff,
+    })
+}
+
+/// upstream `cma_acquire_dev_by_src_ip()`: the RoCE port whose GID table has `ip`'s GID, of
+/// the port's default type, on `ndev`.
+///
+/// # Errors
+///
+/// `ENODEV` when no port has it.
+pub(super) fn acquire_dev_by_ip(ip: IpAddr, ndev: &NetDevRef) -> Result<DevBinding> {
+    let gid = Gid(ip_to_gid(ip));
+    let ifindex = ndev.ifindex();
+    let mut after = None;
+    while let Some(dev) = next_device(after) {
+        let core = dev.core();
+        after = Some(core.index());
+        for port in 1..=core.phys_port_cnt() {
+            if !port_is_roce(core, port) {
+                continue;
+            }
+            let Some(want) = default_gid_type(core, port) else {
+                continue;
+            };
+            let Ok((n, _)) = core.cached_table_lens(port) else {
+                continue;
+            };
+            for index in 0..n as u32 {
+                let hit = core.query_gid(port, index).is_ok_and(|g| g == gid)
+                    && core.query_gid_type(port, index).is_ok_and(|t| t == want)
+                    && core
+                        .gid_ndev_ifindex(port, index)
+                        .is_ok_and(|i| i == ifindex);
+                if hit {
+                    return binding(core, port, index, ndev);
+                }
+            }
+        }
+    }
+    Err(ENODEV)
+}
+
+/// upstream `cma_resolve_loopback()` with `cma_bind_loopback()`: an unbound id takes the
+/// first device's first active port (else port 1) and its GID 0; the destination is the
+/// source. The event follows from the workqueue.
+pub(super) fn resolve_loopback(id: &Arc<CmId>) -> Result {
+    let bound = id.st.lock().dev;
+    if bound.is_none() {
+        let mut found = None;
+        let mut after = None;
+        while let Some(dev) = next_device(after) {
+            let core = dev.core();
+            after = Some(core.index());
+            let ports = 1..=core.phys_port_cnt();
+            let port = ports
+                .clone()
+                .find(|p| port_is_roce(core, *p) && port_active(core, *p));
+            if let Some(p) = port.or_else(|| ports.clone().find(|p| port_is_roce(core, *p))) {
+                let ndev = core.gid_ndev(p, 0)?.ok_or(ENODEV)?;
+                found = Some(binding(core, p, 0, &ndev)?);
+                if port.is_some() {
+                    break;
+                }
+            }
+        }
+        let b = found.ok_or(ENODEV)?;
+        let mut s = id.st.lock();
+        s.dev = Some(b);
+        s.bound_dev_if = b.ifindex;
+        // upstream cma_set_loopback().
+        let port = s.src.port();
+        s.src = match s.src.family() {
+            AF_INET => SockAddr::from_ip(IpAddr::V4([127, 0, 0, 1]), port),
+            _ => {
+                let mut l = [0u8; 16];
+                l[15] = 1;
+                SockAddr::from_ip(IpAddr::V6(l), port)
+            }
+        };
+    }
+    let id = id.clone();
+    crate::wq::queue().try_spawn(GFP_KERNEL, move || {
+        let h = id.handler.lock();
+        let ok = {
+            let mut s = id.st.lock();
+            match (s.state, s.dev) {
+                (CmState::AddrQuery, Some(b)) => {
+                    s.state = CmState::AddrResolved;
+                    s.dgid = b.sgid;
+                    s.dmac = b.smac;
+                    s.hop_limit = 1;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if let (true, Some(h)) = (ok, h.as_ref()) {
+            h.event(
+                &id,
+                CmEvent {
+                    event: CmEventType::AddrResolved,
+                    status: 0,
+                },
+            );
+        }
+    })?;
+    Ok(())
+}
+
+/// The pause between two neighbour lookups.
+const RETRY_MS: u32 = 10;
+
+/// Queues the neighbour's resolution of `dst` from `src` out of `ndev` (upstream
+/// `rdma_resolve_ip()`'s request, retried until `timeout_ms`), then `addr_handler()`.
+pub(super) fn queue_addr_work(
+    id: Arc<CmId>,
+    ndev: NetDevRef,
+    src: IpAddr,
+    dst: IpAddr,
+    timeout_ms: u32,
+) -> Result {
+    let ips = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => IpPair::V4(s, d),
+        (IpAddr::V6(s), IpAddr::V6(d)) => IpPair::V6(s, d),
+        _ => return Err(EINVAL),
+    };
+    crate::wq::queue().try_spawn(GFP_KERNEL, move || {
+        let mut waited = 0;
+        let r = loop {
+            match try_once(&ndev, ips) {
+                Err(e) if e == ENODATA => {}
+                r => break r,
+            }
+            // upstream process_one_req(): past the timeout an unresolved request fails.
+            if waited >= timeout_ms {
+                break Err(ETIMEDOUT);
+            }
+            fsleep(Delta::from_millis(i64::from(RETRY_MS)));
+            waited += RETRY_MS;
+        };
+        addr_handler(&id, r, src, dst, &ndev);
+    })?;
+    Ok(())
+}
+
+/// upstream `addr_handler()`: the resolution's outcome; an unbound id takes the device of
+/// the source the route chose.
+fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, ndev: &NetDevRef) {
+    let h = id.handler.lock();
+    let Some(h) = h.as_ref() else {
+        return;
+    };
+    let ev = {
+        let mut s = id.st.lock();
+        if s.state != CmState::AddrQuery {
+            return;
+        }
+        let r = r.and_then(|l2| match s.dev {
+            Some(_) => Ok((l2, None)),
+            None => acquire_dev_by_ip(src, ndev).map(|b| (l2, Some(b))),
+        });
+        match r {
+            Ok((l2, b)) => {
+                if let Some(b) = b {
+                    s.dev = Some(b);
+                }
+                s.state = CmState::AddrResolved;
+                s.src.set_ip(src);
+                s.dgid = ip_to_gid(dst);
+                s.dmac = l2.mac;
+                s.hop_limit = l2.hop_limit;
+                CmEvent {
+                    event: CmEventType::AddrResolved,
+                    status: 0,
+                }
+            }
+            Err(e) => {
+                s.state = CmState::AddrBound;
+                CmEvent {
+                    event: CmEventType::AddrError,
+                    status: e.to_errno(),
+                }
+            }
+        }
+    };
+    h.event(id, ev);
+}
+
+/// upstream `iboe_get_mtu()`: the IB MTU (`enum ib_mtu`) a RoCE frame of netdev MTU `mtu`
+/// carries, after the GRH, UDP, BTH, XRC, AtomicETH and ICRC bytes.
+fn iboe_get_mtu(mtu: u32) -> u8 {
+    let m = mtu.saturating_sub(40 + 8 + 12 + 4 + 28 + 4);
+    match m {
+        4096.. => 5,
+        2048.. => 4,
+        1024.. => 3,
+        512.. => 2,
+        256.. => 1,
+        _ => 0,
+    }
+}
+
+/// `IB_GRH_FLOWLABEL_MASK`.
+const FLOWLABEL_MASK: u32 = 0x000f_ffff;
+/// upstream `CMA_IBOE_PACKET_LIFETIME`.
+const IBOE_PACKET_LIFETIME: u8 = 16;
+
+/// upstream `cma_resolve_iboe_route()`: the path record of a RoCE id from its resolved
+/// address; `RDMA_CM_EVENT_ROUTE_RESOLVED` follows from the workqueue.
+pub(super) fn iboe_route(id: &Arc<CmId>) -> Result {
+    let (b, src, dst, dgid, dmac, hop, tos, ack) = {
+        let s = id.st.lock();
+        let b = s.dev.ok_or(EINVAL)?;
+        (
+            b,
+            s.src,
+            s.dst,
+            s.dgid,
+            s.dmac,
+            s.hop_limit,
+            s.tos.unwrap_or(0),
+            s.ack_timeout,
+        )
+    };
+    if !b.roce {
+        return Err(EOPNOTSUPP);
+    }
+    // upstream cma_iboe_set_path_rec_l2_fields(): the GID's netdev.
+    let ndev = gid_ndev(&b).ok_or(ENODEV)?;
+    let mtu = iboe_get_mtu(ndev.mtu());
+    drop(ndev);
+    if mtu == 0 {
+        return Err(EINVAL);
+    }
+    // upstream cma_get_roce_udp_flow_label(): the ports' hash unless an IPv6 source has one.
+    let flow_label = if b.gid_type == GidType::RoceV2 {
+        let sport = u32::from(src.port());
+        let dport = u32::from(dst.port());
+        (sport * 31 + dport) & FLOWLABEL_MASK
+    } else {
+        0
+    };
+    let path = PathRec {
+        dgid,
+        sgid: b.sgid,
+        flow_label,
+        hop_limit: hop,
+        traffic_class: tos,
+        reversible: true,
+        pkey: 0xffff,
+        // upstream iboe_tos_to_sl(): the VLAN egress map's priority; 0 without a VLAN.
+        sl: 0,
+        mtu,
+        // IB_RATE_PORT_CURRENT.
+        rate: 0,
+        packet_life_time: match ack {
+            Some(t) if t != 0 => t - 1,
+            _ => IBOE_PACKET_LIFETIME,
+        },
+        dmac,
+    };
+    id.st.lock().route = Some(path);
+    let id = id.clone();
+    crate::wq::queue().try_spawn(GFP_KERNEL, move || {
+        let h = id.handler.lock();
+        let ok = id.comp_exch(CmState::RouteQuery, CmState::RouteResolved);
+        if let (true, Some(h)) = (ok, h.as_ref()) {
+            h.event(
+                &id,
+                CmEvent {
+                    event: CmEventType::RouteResolved,
+                    status: 0,
+                },
+            );
+        }
+    })?;
+    Ok(())
+}
+
+#[kunit_tests(ib_core_rs_cma_route)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iboe_mtu_leaves_room_for_the_headers() {
+        // upstream: a 1500-byte netdev carries 1024-byte RoCE payloads, 9000 bytes 4096.
+        assert_eq!(iboe_get_mtu(1500), 3);
+        assert_eq!(iboe_get_mtu(9000), 5);
+        assert_eq!(iboe_get_mtu(1120), 3);
+        assert_eq!(iboe_get_mtu(1119), 2);
+        assert_eq!(iboe_get_mtu(300), 0);
+    }
+}

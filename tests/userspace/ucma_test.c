@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ucma_test: /dev/infiniband/rdma_cm as raw write()s and librdmacm 44 see it, the same checks
+ * on any stack (rdma-rs's ucma, upstream rdma_ucm over rxe), so that a suite can run it on both
+ * and compare the lines:
+ *   raw ABI: the header checks (EINVAL), GET_OPTION's ENOSYS, CREATE_ID's port-space and
+ *   ENOSPC checks, GET_EVENT's EAGAIN without an event, an unknown QUERY option, BIND's size
+ *   checks, SET_OPTION's optlen/level/name checks, RESOLVE_ROUTE without a device, DESTROY_ID
+ *   of an unknown id and of another file's, QUERY_ROUTE's ENOSPC;
+ *   librdmacm: bind with a port from the local range and the device of the address, an address
+ *   in use (EADDRINUSE), the unspecified address on a used port (EADDRNOTAVAIL), reuseaddr and
+ *   listen on a shared port, an address of no interface; resolve_addr and resolve_route with
+ *   their events and the route's GIDs and MTU, from a given and from any source, an unroutable
+ *   destination (ENETUNREACH at the call), a silent neighbour (ADDR_ERROR with -ETIMEDOUT),
+ *   poll on the channel, destroying an id with its event pending.
+ *
+ *   ucma_test [-c] SRC DST SILENT UNROUTABLE
+ *   ucma_test -r SRC
+ * -r: a listening id bound to SRC and an id with a route SRC -> SRC wait for their device's
+ * removal (the suite unloads the driver after "I waiting"): RDMA_CM_EVENT_DEVICE_REMOVAL on
+ * each, then both destroyed.
+ * SRC and DST are IPv4 addresses of RDMA netdevs (DST may be on SRC's device), SILENT an
+ * address of their subnet nobody has, UNROUTABLE one without a route. -c: the connection
+ * calls fail with EOPNOTSUPP (a stack without the IB CM).
+ *
+ * LDLIBS: -lrdmacm
+ */
+#include "rdmars_test.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_cma_abi.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static struct sockaddr_in addr_of(const char *ip, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, ip, &a.sin_addr);
+	return a;
+}
+
+/* A command struct of rdma_cma_abi.h (the header first): its header filled, written whole. */
+#define UCMD(fd, s, c, o)                                                                          \
+	((s).cmd = (c), (s).in = sizeof(s) - 8, (s).out = (o), write((fd), &(s), sizeof(s)))
+
+static int fails_with(ssize_t r, int e)
+{
+	return r < 0 && errno == e;
+}
+
+static int create_raw(int fd, uint16_t ps, uint32_t *id)
+{
+	struct ucma_abi_create_id c = { .uid = 1, .response = (uintptr_t)id, .ps = ps };
+
+	return UCMD(fd, c, UCMA_CMD_CREATE_ID, sizeof(*id)) < 0 ? -1 : 0;
+}
+
+static void raw_abi(void)
+{
+	char abi[16] = "";
+	FILE *f = fopen("/sys/class/misc/rdma_cm/abi_version", "r");
+	int fd, fd2;
+	uint32_t id = ~0u, id2 = ~0u, reported = ~0u;
+	struct ucma_abi_cmd_hdr h = { .cmd = 99 };
+	struct pollfd p;
+
+	check(f && fgets(abi, sizeof(abi), f) && atoi(abi) == 4, "abi_version is 4");
+	if (f)
+		fclose(f);
+	fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_NONBLOCK);
+	check(fd >= 0, "open /dev/infiniband/rdma_cm");
+	if (fd < 0)
+		return;
+	check(fails_with(write(fd, &h, 4), EINVAL), "write shorter than the header: EINVAL");
+	check(fails_with(write(fd, &h, 8), EINVAL), "command 99: EINVAL");
+	h.cmd = UCMA_CMD_CREATE_ID;
+	h.in = 100;
+	check(fails_with(write(fd, &h, 8), EINVAL), "in beyond the write: EINVAL");
+	h.cmd = UCMA_CMD_GET_OPTION;
+	h.in = 0;
+	check(fails_with(write(fd, &h, 8), ENOSYS), "GET_OPTION: ENOSYS");
+	{
+		struct ucma_abi_create_id c = { .response = (uintptr_t)&id, .ps = 0x9999 };
+
+		check(fails_with(UCMD(fd, c, UCMA_CMD_CREATE_ID, 4), EINVAL),
+		      "CREATE_ID in an unknown port space: EINVAL");
+		c.ps = RDMA_PS_TCP;
+		check(fails_with(UCMD(fd, c, UCMA_CMD_CREATE_ID, 2), ENOSPC),
+		      "CREATE_ID with out 2: ENOSPC");
+	}
+	check(create_raw(fd, RDMA_PS_TCP, &id) == 0 && id != ~0u, "CREATE_ID (TCP) answers an id");
+	{
+		struct ucma_abi_event_resp ev;
+		struct ucma_abi_get_event g = { .response = (uintptr_t)&ev };
+
+		check(fails_with(UCMD(fd, g, UCMA_CMD_GET_EVENT, sizeof(ev)), EAGAIN),
+		      "GET_EVENT without an event (O_NONBLOCK): EAGAIN");
+		check(fails_with(UCMD(fd, g, UCMA_CMD_GET_EVENT, 8), ENOSPC),
+		      "GET_EVENT with out 8: ENOSPC");
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	check(poll(&p, 1, 0) == 0, "poll without an event: nothing");
+	{
+		struct ucma_abi_query_addr_resp r;
+		struct ucma_abi_query q = { .response = (uintptr_t)&r, .id = id, .option = 9 };
+
+		check(fails_with(UCMD(fd, q, UCMA_CMD_QUERY, sizeof(r)), ENOSYS),
+		      "QUERY option 9: ENOSYS");
+		q.option = UCMA_QUERY_ADDR;
+		check(fails_with(UCMD(fd, q, UCMA_CMD_QUERY, 16), ENOSPC),
+		      "QUERY_ADDR with out 16: ENOSPC");
+		check(UCMD(fd, q, UCMA_CMD_QUERY, sizeof(r)) > 0 && r.src_size == 0 && r.node_guid == 0,
+		      "QUERY_ADDR of a new id: no address, no device");
+	}
+	{
+		struct ucma_abi_query_route_resp r;
+		struct ucma_abi_query q = { .response = (uintptr_t)&r, .id = id };
+
+		check(fails_with(UCMD(fd, q, UCMA_CMD_QUERY_ROUTE, 64), ENOSPC),
+		      "QUERY_ROUTE with out 64: ENOSPC");
+	}
+	{
+		struct ucma_abi_bind b = { .id = id, .addr_size = 8 };
+		struct sockaddr_in a = { .sin_family = AF_INET };
+
+		memcpy(&b.addr, &a, sizeof(a));
+		check(fails_with(UCMD(fd, b, UCMA_CMD_BIND, 0), EINVAL),
+		      "BIND with a wrong addr_size: EINVAL");
+		b.addr_size = sizeof(a);
+		b.reserved = 1;
+		check(fails_with(UCMD(fd, b, UCMA_CMD_BIND, 0), EINVAL),
+		      "BIND with reserved set: EINVAL");
+	}
+	{
+		int one = 1;
+		short two = 1;
+		struct ucma_abi_set_option s = { .optval = (uintptr_t)&two, .id = id,
+						 .level = RDMA_OPTION_ID,
+						 .optname = RDMA_OPTION_ID_REUSEADDR, .optlen = 2 };
+
+		check(fails_with(UCMD(fd, s, UCMA_CMD_SET_OPTION, 0), EINVAL),
+		      "SET_OPTION REUSEADDR with optlen 2: EINVAL");
+		s.optval = (uintptr_t)&one;
+		s.optlen = sizeof(one);
+		s.level = 7;
+		check(fails_with(UCMD(fd, s, UCMA_CMD_SET_OPTION, 0), ENOSYS),
+		      "SET_OPTION level 7: ENOSYS");
+		s.level = RDMA_OPTION_ID;
+		s.optname = 9;
+		check(fails_with(UCMD(fd, s, UCMA_CMD_SET_OPTION, 0), ENOSYS),
+		      "SET_OPTION name 9: ENOSYS");
+		s.optname = RDMA_OPTION_ID_REUSEADDR;
+		check(UCMD(fd, s, UCMA_CMD_SET_OPTION, 0) > 0, "SET_OPTION REUSEADDR 1");
+	}
+	{
+		struct ucma_abi_resolve_route r = { .id = id, .timeout_ms = 1000 };
+
+		check(fails_with(UCMD(fd, r, UCMA_CMD_RESOLVE_ROUTE, 0), EINVAL),
+		      "RESOLVE_ROUTE of an id without a device: EINVAL");
+	}
+	{
+		struct ucma_abi_destroy_id d = { .response = (uintptr_t)&reported, .id = id + 1000 };
+
+		check(fails_with(UCMD(fd, d, UCMA_CMD_DESTROY_ID, 4), ENOENT),
+		      "DESTROY_ID of an unknown id: ENOENT");
+		fd2 = open("/dev/infiniband/rdma_cm", O_RDWR);
+		check(fd2 >= 0 && create_raw(fd2, RDMA_PS_UDP, &id2) == 0,
+		      "a second file's id (UDP)");
+		d.id = id2;
+		check(fails_with(UCMD(fd, d, UCMA_CMD_DESTROY_ID, 4), EINVAL),
+		      "DESTROY_ID of another file's id: EINVAL");
+		d.id = id;
+		check(UCMD(fd, d, UCMA_CMD_DESTROY_ID, 4) > 0 && reported == 0,
+		      "DESTROY_ID: 0 events reported");
+		check(fails_with(UCMD(fd, d, UCMA_CMD_DESTROY_ID, 4), ENOENT),
+		      "DESTROY_ID again: ENOENT");
+		/* The second file closes with its id: released by close. */
+		if (fd2 >= 0)
+			close(fd2);
+	}
+	close(fd);
+}
+
+/* The next event of `ch` within 10 s: its type and status; -1 if none came. */
+static int next_event(struct rdma_event_channel *ch, int *status, struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *ev;
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	int type;
+
+	if (poll(&p, 1, 10000) != 1 || rdma_get_cm_event(ch, &ev))
+		return -1;
+	type = ev->event;
+	*status = ev->status;
+	if (id)
+		*id = ev->id;
+	rdma_ack_cm_event(ev);
+	return type;
+}
+
+static const char *dev_of(struct rdma_cm_id *id)
+{
+	return id->verbs ? ibv_get_device_name(id->verbs->device) : "none";
+}
+
+static void gid_of(uint8_t g[16], const char *ip)
+{
+	memset(g, 0, 16);
+	g[10] = g[11] = 0xff;
+	inet_pton(AF_INET, ip, g + 12);
+}
+
+static void cm(const char *src, const char *dst, const char *silent, const char *unroutable,
+	       int no_cm)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *a, *b, *c, *d, *r;
+	struct sockaddr_in sa, da, any = { .sin_family = AF_INET };
+	int one = 1, st = 99, t;
+	uint16_t port;
+	uint8_t g[16];
+
+	check(ch != NULL, "rdma_create_event_channel");
+	if (!ch)
+		return;
+	check(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP) && !rdma_create_id(ch, &b, NULL, RDMA_PS_TCP) &&
+		      !rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) &&
+		      !rdma_create_id(ch, &d, NULL, RDMA_PS_TCP),
+	      "rdma_create_id x4");
+	sa = addr_of(src, 0);
+	check(!rdma_bind_addr(a, (struct sockaddr *)&sa), "bind SRC port 0");
+	port = ntohs(rdma_get_src_port(a));
+	check(port >= 32768 && port <= 60999, "the port is of the local range");
+	printf("I bound to device %s port %u\n", dev_of(a), a->port_num);
+	check(a->verbs != NULL, "the bound id has the address's device");
+	sa.sin_port = htons(port);
+	check(rdma_bind_addr(b, (struct sockaddr *)&sa) && errno == EADDRINUSE,
+	      "bind SRC on the same port: EADDRINUSE");
+	any.sin_port = htons(port);
+	check(rdma_bind_addr(c, (struct sockaddr *)&any) && errno == EADDRNOTAVAIL,
+	      "bind 0.0.0.0 on the same port: EADDRNOTAVAIL");
+	da = addr_of(silent, 0);
+	check(rdma_bind_addr(d, (struct sockaddr *)&da) && errno == EADDRNOTAVAIL,
+	      "bind an address of no interface: EADDRNOTAVAIL");
+	rdma_destroy_id(a);
+	rdma_destroy_id(b);
+	rdma_destroy_id(c);
+	rdma_destroy_id(d);
+
+	/* reuseaddr: two ids on one port; listening needs the port alone. */
+	check(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP) && !rdma_create_id(ch, &b, NULL, RDMA_PS_TCP),
+	      "rdma_create_id x2");
+	check(!rdma_set_option(a, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)) &&
+		      !rdma_set_option(b, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)),
+	      "REUSEADDR on both");
+	sa.sin_port = htons(port + 1 > 60999 ? 32768 : port + 1);
+	check(!rdma_bind_addr(a, (struct sockaddr *)&sa) && !rdma_bind_addr(b, (struct sockaddr *)&sa),
+	      "both bind SRC on one port");
+	check(rdma_listen(b, 1) && errno == EADDRINUSE, "listen on a shared port: EADDRINUSE");
+	rdma_destroy_id(a);
+	check(!rdma_listen(b, 1), "listen once alone on the port");
+	check(rdma_set_option(b, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof(one)) &&
+		      errno == EINVAL,
+	      "REUSEADDR on a listening id: EINVAL");
+	rdma_destroy_id(b);
+
+	/* Address and route from SRC to DST. */
+	check(!rdma_create_id(ch, &r, NULL, RDMA_PS_TCP), "rdma_create_id");
+	sa = addr_of(src, 0);
+	da = addr_of(dst, 7471);
+	check(!rdma_resolve_addr(r, (struct sockaddr *)&sa, (struct sockaddr *)&da, 2000),
+	      "rdma_resolve_addr SRC -> DST");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0, "event ADDR_RESOLVED, status 0 (%d %d)", t,
+	      st);
+	printf("I resolved on device %s port %u\n", dev_of(r), r->port_num);
+	check(!rdma_resolve_route(r, 2000), "rdma_resolve_route");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ROUTE_RESOLVED && st == 0, "event ROUTE_RESOLVED, status 0 (%d %d)",
+	      t, st);
+	check(r->route.num_paths == 1, "one path (%d)", r->route.num_paths);
+	if (r->route.num_paths == 1) {
+		struct ibv_sa_path_rec *p = r->route.path_rec;
+
+		gid_of(g, src);
+		check(!memcmp(p->sgid.raw, g, 16), "the path's SGID is SRC's");
+		gid_of(g, dst);
+		check(!memcmp(p->dgid.raw, g, 16), "the path's DGID is DST's");
+		check(p->mtu == IBV_MTU_1024, "the path's MTU is 1024 on a 1500-byte netdev (%d)",
+		      p->mtu);
+		check(p->pkey == htobe16(0xffff), "the path's P_Key is 0xffff");
+		check(p->packet_life_time == 16, "the path's packet life time is 16 (%d)",
+		      p->packet_life_time);
+	}
+	check(rdma_resolve_route(r, 2000) && errno == EINVAL, "resolve_route again: EINVAL");
+	if (no_cm) {
+		struct rdma_conn_param cp = { .retry_count = 7 };
+
+		check(rdma_connect(r, &cp) && errno == EOPNOTSUPP,
+		      "rdma_connect without the IB CM: EOPNOTSUPP");
+	}
+	rdma_destroy_id(r);
+
+	/* From any source: the route's source and the device of DST (a local address). */
+	check(!rdma_create_id(ch, &r, NULL, RDMA_PS_UDP), "rdma_create_id (UDP)");
+	check(!rdma_resolve_addr(r, NULL, (struct sockaddr *)&da, 2000), "rdma_resolve_addr -> DST");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0, "event ADDR_RESOLVED (%d %d)", t, st);
+	printf("I from any: device %s, source %s\n", dev_of(r),
+	       inet_ntoa(((struct sockaddr_in *)rdma_get_local_addr(r))->sin_addr));
+	rdma_destroy_id(r);
+
+	/* No route: the call fails. */
+	check(!rdma_create_id(ch, &r, NULL, RDMA_PS_TCP), "rdma_create_id");
+	da = addr_of(unroutable, 1);
+	check(rdma_resolve_addr(r, NULL, (struct sockaddr *)&da, 500) && errno == ENETUNREACH,
+	      "rdma_resolve_addr to an unroutable address: ENETUNREACH");
+	/* A silent neighbour: ADDR_ERROR with -ETIMEDOUT, and the id may try again. */
+	da = addr_of(silent, 1);
+	check(!rdma_resolve_addr(r, (struct sockaddr *)&sa, (struct sockaddr *)&da, 500),
+	      "rdma_resolve_addr to a silent neighbour");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_ERROR && st == -ETIMEDOUT,
+	      "event ADDR_ERROR, status -ETIMEDOUT (%d %d)", t, st);
+	check(rdma_resolve_route(r, 1000) && errno == EINVAL, "resolve_route after the error: EINVAL");
+	rdma_destroy_id(r);
+
+	/* An id destroyed with its event pending; poll sees the event first. */
+	check(!rdma_create_id(ch, &r, NULL, RDMA_PS_TCP), "rdma_create_id");
+	da = addr_of(dst, 1);
+	check(!rdma_resolve_addr(r, (struct sockaddr *)&sa, (struct sockaddr *)&da, 2000),
+	      "rdma_resolve_addr SRC -> DST");
+	{
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+
+		check(poll(&p, 1, 10000) == 1 && (p.revents & POLLIN), "poll: the event is there");
+	}
+	rdma_destroy_id(r);
+	{
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+
+		check(poll(&p, 1, 200) == 0, "the destroyed id's event is gone");
+	}
+	rdma_destroy_event_channel(ch);
+}
+
+static void removal(const char *src)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *r, *got;
+	struct sockaddr_in sa = addr_of(src, 0), da = addr_of(src, 7000);
+	int st, t, seen = 0, i;
+
+	check(ch && !rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) &&
+		      !rdma_create_id(ch, &r, NULL, RDMA_PS_TCP),
+	      "two ids");
+	if (!ch)
+		return;
+	check(!rdma_bind_addr(l, (struct sockaddr *)&sa) && !rdma_listen(l, 4), "one listens on SRC");
+	check(!rdma_resolve_addr(r, (struct sockaddr *)&sa, (struct sockaddr *)&da, 2000) &&
+		      next_event(ch, &st, NULL) == RDMA_CM_EVENT_ADDR_RESOLVED &&
+		      !rdma_resolve_route(r, 2000) &&
+		      next_event(ch, &st, NULL) == RDMA_CM_EVENT_ROUTE_RESOLVED,
+	      "the other resolves SRC -> SRC");
+	printf("I waiting\n");
+	fflush(stdout);
+	for (i = 0; i < 2; i++) {
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+		struct rdma_cm_event *ev;
+
+		if (poll(&p, 1, 30000) != 1 || rdma_get_cm_event(ch, &ev))
+			break;
+		t = ev->event;
+		got = ev->id;
+		rdma_ack_cm_event(ev);
+		if (t == RDMA_CM_EVENT_DEVICE_REMOVAL && (got == l || got == r))
+			seen |= got == l ? 1 : 2;
+	}
+	check(seen == 3, "DEVICE_REMOVAL on the listening and the resolved id (%d)", seen);
+	rdma_destroy_id(l);
+	rdma_destroy_id(r);
+	rdma_destroy_event_channel(ch);
+}
+
+int main(int argc, char **argv)
+{
+	int no_cm = 0;
+
+	if (argc == 3 && !strcmp(argv[1], "-r")) {
+		removal(argv[2]);
+		printf("I %d passed, %d failed\n", passes, failures);
+		return failures ? 1 : 0;
+	}
+
+	if (argc > 1 && !strcmp(argv[1], "-c")) {
+		no_cm = 1;
+		argv++;
+		argc--;
+	}
+	if (argc != 5) {
+		fprintf(stderr, "usage: ucma_test [-c] SRC DST SILENT UNROUTABLE\n");
+		return 2;
+	}
+	raw_abi();
+	cm(argv[1], argv[2], argv[3], argv[4], no_cm);
+	printf("I %d passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,718 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! ucma (upstream `drivers/infiniband/core/ucma.c`): the misc device
+//! `/dev/infiniband/rdma_cm` (mode 0666, `abi_version` 4 in `/sys/class/misc/rdma_cm/`) whose
+//! `write()` takes a `struct rdma_ucm_cmd_hdr` and a command (`uverbs/ucma/abi.rs`), each on
+//! an rdma_cm id of the kernel ([`crate::cma`]) named by a context number that is global
+//! across files (upstream `ctx_table`) and usable only from the file that made it. Events of
+//! a file's ids queue on the file; `GET_EVENT` takes the first (blocking unless `O_NONBLOCK`),
+//! `poll()` reports `EPOLLIN` while one waits.
+//!
+//! Commands as upstream: `CREATE_ID`, `DESTROY_ID` (the id's pending events dropped, the count
+//! of its reported ones returned), `BIND_IP`, `BIND`, `RESOLVE_IP`, `RESOLVE_ADDR`,
+//! `RESOLVE_ROUTE`, `QUERY_ROUTE`, `QUERY` (address, path, GID), `LISTEN`, `GET_EVENT`,
+//! `SET_OPTION` (`RDMA_OPTION_ID`), `NOTIFY`. `CONNECT`, `ACCEPT`, `REJECT` and `DISCONNECT`
+//! check their id and state and then fail with `EOPNOTSUPP` (the IB CM is not done), as do
+//! `INIT_QP_ATTR` (it needs a connection's attributes), `RDMA_OPTION_IB_PATH`, the multicast
+//! joins, `MIGRATE_ID`, `RESOLVE_IB_SERVICE` and `WRITE_CM_EVENT`; `GET_OPTION` is `ENOSYS`
+//! as upstream. Not done either: upstream's `ib_safe_file_access()` check (`EACCES` when
+//! the writer's credentials are not the opener's) and the `net.rdma_ucm.max_backlog` sysctl
+//! (fixed at its default, 1024).
+
+use crate::chrdev::{CharDevice, MiscDev};
+use crate::cma::sockaddr::{ip_to_gid, SockAddr, AF_IB, SIZE_IB, SIZE_IN6, SIZE_KSS};
+use crate::cma::{CmEvent, CmHandler, CmId, ConnOp, PortSpace, QPT_RC, QPT_UD};
+use kernel::fs::File;
+use kernel::prelude::*;
+use kernel::sync::poll::{PollCondVar, PollTable};
+use kernel::sync::{Arc, ArcBorrow, Mutex};
+use kernel::uaccess::{UserPtr, UserSlice};
+
+#[path = "ucma/abi.rs"]
+pub mod abi;
+
+use abi::{Cmd, CmdBuf};
+
+/// upstream `max_backlog`.
+const MAX_BACKLOG: u32 = 1024;
+
+const EPOLLIN: u32 = 0x1;
+const EPOLLRDNORM: u32 = 0x40;
+
+/// What ucma registers at module load (upstream `ucma_init()`).
+pub(crate) struct UcmaGlobal {
+    _misc: MiscDev<UcmaDev>,
+}
+
+impl UcmaGlobal {
+    /// Registers `/dev/infiniband/rdma_cm`.
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` while upstream's `rdma_ucm` has the name; `ENOMEM`.
+    pub(crate) fn register() -> Result<Self> {
+        let shared = Arc::pin_init(
+            pin_init!(UcmaShared {
+                ctxs <- kernel::new_mutex!(KVec::new(), "ucma_ctx_table"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let misc = MiscDev::register(
+            c"rdma_cm",
+            c"infiniband/rdma_cm",
+            0o666,
+            abi::ABI_VERSION,
+            UcmaDev { shared },
+        )?;
+        Ok(UcmaGlobal { _misc: misc })
+    }
+}
+
+/// The device's data: the context table every file shares.
+struct UcmaDev {
+    shared: Arc<UcmaShared>,
+}
+
+/// upstream `ctx_table`: context numbers, lowest free first.
+#[pin_data]
+struct UcmaShared {
+    #[pin]
+    ctxs: Mutex<KVec<Option<Arc<UcmaCtx>>>>,
+}
+
+/// A context (upstream `struct ucma_context`).
+#[pin_data]
+struct UcmaCtx {
+    id: u32,
+    /// The file's address, as its identity (`ctx->file`).
+    file: usize,
+    cm_id: Arc<CmId>,
+    /// upstream `ctx->mutex`: one command at a time on the id.
+    #[pin]
+    mutex: Mutex<()>,
+    /// upstream `ctx->backlog`.
+    backlog: kernel::sync::atomic::Atomic<u32>,
+}
+
+/// One queued event (upstream `struct ucma_event`).
+struct UEvent {
+    ctx_id: u32,
+    resp: [u8; abi::EVENT_RESP],
+}
+
+struct FileInner {
+    events: KVec<UEvent>,
+    /// The file's contexts (upstream `ctx_list`), with the count of events taken from each.
+    ctxs: KVec<(Arc<UcmaCtx>, u32)>,
+}
+
+/// An open `rdma_cm` (upstream `struct ucma_file`).
+#[pin_data]
+struct UcmaFile {
+    shared: Arc<UcmaShared>,
+    #[pin]
+    inner: Mutex<FileInner>,
+    #[pin]
+    wait: PollCondVar,
+}
+
+/// The handler of a context's id: its events go to the file (upstream
+/// `ucma_event_handler()`).
+struct CtxEvents {
+    id: u32,
+    uid: u64,
+    file: Arc<UcmaFile>,
+}
+
+impl CmHandler for CtxEvents {
+    fn event(&self, _id: &Arc<CmId>, ev: CmEvent) {
+        // upstream ucma_create_uevent(): the id's uid and number; an address or route event
+        // has an all-zero parameter (`conn`, or `ud` for a UD id).
+        let mut resp = [0u8; abi::EVENT_RESP];
+        resp[..8].copy_from_slice(&self.uid.to_ne_bytes());
+        resp[8..12].copy_from_slice(&self.id.to_ne_bytes());
+        resp[12..16].copy_from_slice(&(ev.event as u32).to_ne_bytes());
+        resp[16..20].copy_from_slice(&ev.status.to_ne_bytes());
+        let mut inner = self.file.inner.lock();
+        // upstream: an event that cannot be allocated is dropped.
+        if inner
+            .events
+            .push(
+                UEvent {
+                    ctx_id: self.id,
+                    resp,
+                },
+                GFP_KERNEL,
+            )
+            .is_ok()
+        {
+            drop(inner);
+            self.file.wait.notify_all();
+        }
+    }
+}
+
+/// Takes `ctx` out of the table (upstream `xa_cmpxchg()` to `XA_ZERO_ENTRY`, then erased).
+fn free_slot(t: &mut KVec<Option<Arc<UcmaCtx>>>, ctx: &Arc<UcmaCtx>) {
+    if let Some(slot) = t.get_mut(ctx.id as usize) {
+        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, ctx)) {
+            *slot = None;
+        }
+    }
+    while t.last().is_some_and(|s| s.is_none()) {
+        t.pop();
+    }
+}
+
+/// Writes `bytes` to the user's `response` address (`EFAULT`).
+fn respond(response: u64, bytes: &[u8]) -> Result {
+    UserSlice::new(UserPtr::from_addr(response as usize), bytes.len())
+        .writer()
+        .write_slice(bytes)
+}
+
+impl UcmaFile {
+    /// The file's identity in its contexts.
+    fn key(&self) -> usize {
+        core::ptr::from_ref(self) as usize
+    }
+
+    /// upstream `ucma_get_ctx()`: `ENOENT` for no such context, `EINVAL` for another file's.
+    fn get_ctx(&self, id: u32) -> Result<Arc<UcmaCtx>> {
+        let t = self.shared.ctxs.lock();
+        match t.get(id as usize) {
+            Some(Some(c)) if c.file == self.key() => Ok(c.clone()),
+            Some(Some(_)) => Err(EINVAL),
+            _ => Err(ENOENT),
+        }
+    }
+
+    /// upstream `ucma_get_ctx_dev()`: also `EINVAL` for an id without a device.
+    fn get_ctx_dev(&self, id: u32) -> Result<Arc<UcmaCtx>> {
+        let c = self.get_ctx(id)?;
+        if c.cm_id.info().dev.is_none() {
+            return Err(EINVAL);
+        }
+        Ok(c)
+    }
+
+    // upstream ucma_write()
+    fn write_cmd(self: &Arc<Self>, file: &File, buf: UserPtr, len: usize) -> Result<usize> {
+        if len < abi::HDR {
+            return Err(EINVAL);
+        }
+        let mut hdr = [0u8; abi::HDR];
+        UserSlice::new(buf, abi::HDR)
+            .reader()
+            .read_slice(&mut hdr)?;
+        let cmd = u32::from_ne_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+        let in_len = usize::from(u16::from_ne_bytes([hdr[4], hdr[5]]));
+        let out_len = usize::from(u16::from_ne_bytes([hdr[6], hdr[7]]));
+        if cmd >= abi::CMD_COUNT {
+            return Err(EINVAL);
+        }
+        if in_len + abi::HDR > len {
+            return Err(EINVAL);
+        }
+        let cmd = Cmd::from_raw(cmd).ok_or(EINVAL)?;
+        if cmd == Cmd::GetOption {
+            return Err(ENOSYS);
+        }
+        // upstream: each handler copies its whole struct from behind the header.
+        let mut c = CmdBuf([0; 320]);
+        let n = cmd.size();
+        UserSlice::new(buf.wrapping_byte_add(abi::HDR), n)
+            .reader()
+            .read_slice(&mut c.0[..n])?;
+        match cmd {
+            Cmd::CreateId => self.create_id(&c, out_len),
+            Cmd::DestroyId => self.destroy_id(&c, out_len),
+            Cmd::BindIp => self.bind_ip(&c),
+            Cmd::Bind => self.bind(&c),
+            Cmd::ResolveIp => self.resolve_ip(&c),
+            Cmd::ResolveAddr => self.resolve_addr(&c),
+            Cmd::ResolveRoute => self.resolve_route(&c),
+            Cmd::QueryRoute => self.query_route(&c, out_len),
+            Cmd::Query => self.query(&c, out_len),
+            Cmd::Listen => self.listen(&c),
+            Cmd::Connect => self.conn_op(c.u32(abi::CONN_PARAM), ConnOp::Connect),
+            Cmd::Accept => self.conn_op(c.u32(8 + abi::CONN_PARAM), ConnOp::Accept),
+            Cmd::Reject => self.conn_op(c.u32(0), ConnOp::Reject),
+            Cmd::Disconnect => self.disconnect(&c),
+            Cmd::InitQpAttr => self.init_qp_attr(&c),
+            Cmd::GetEvent => self.get_event(file, &c, out_len),
+            Cmd::SetOption => self.set_option(&c),
+            Cmd::Notify => self.notify(&c),
+            Cmd::JoinIpMcast | Cmd::JoinMcast | Cmd::LeaveMcast | Cmd::MigrateId => Err(EOPNOTSUPP),
+            Cmd::ResolveIbService | Cmd::WriteCmEvent | Cmd::GetOption => Err(EOPNOTSUPP),
+        }?;
+        Ok(len)
+    }
+
+    // upstream ucma_create_id()
+    fn create_id(self: &Arc<Self>, c: &CmdBuf, out_len: usize) -> Result {
+        if out_len < 4 {
+            return Err(ENOSPC);
+        }
+        let (uid, response, ps, qp_type) = (c.u64(0), c.u64(8), c.u16(16), c.u8(18));
+        // upstream ucma_get_qp_type().
+        let ps = PortSpace::from_raw(ps).ok_or(EINVAL)?;
+        let qp_type = match ps {
+            PortSpace::Tcp => QPT_RC,
+            PortSpace::Udp | PortSpace::Ipoib => QPT_UD,
+            PortSpace::Ib => qp_type,
+        };
+        // upstream ucma_alloc_ctx(): the number is reserved (XA_ZERO_ENTRY) until finished.
+        let mut t = self.shared.ctxs.lock();
+        let id = match t.iter().position(|s| s.is_none()) {
+            Some(i) => i,
+            None => {
+                t.push(None, GFP_KERNEL)?;
+                t.len() - 1
+            }
+        } as u32;
+        let handler = Arc::new(
+            CtxEvents {
+                id,
+                uid,
+                file: self.clone(),
+            },
+            GFP_KERNEL,
+        )?;
+        let cm_id = CmId::create(handler, ps, qp_type)?;
+        let key = self.key();
+        let cm_id2 = cm_id.clone();
+        let ctx = Arc::pin_init(
+            pin_init!(UcmaCtx {
+                id,
+                file: key,
+                cm_id: cm_id2,
+                mutex <- kernel::new_mutex!((), "ucma_ctx"),
+                backlog: kernel::sync::atomic::Atomic::new(0),
+            }),
+            GFP_KERNEL,
+        );
+        let ctx = match ctx {
+            Ok(c) => c,
+            Err(e) => {
+                cm_id.destroy();
+                return Err(e);
+            }
+        };
+        if let Err(e) = respond(response, &id.to_ne_bytes()) {
+            cm_id.destroy();
+            return Err(e);
+        }
+        let mut inner = self.inner.lock();
+        if let Err(e) = inner.ctxs.push((ctx.clone(), 0), GFP_KERNEL) {
+            drop(inner);
+            cm_id.destroy();
+            return Err(e.into());
+        }
+        if let Some(slot) = t.get_mut(id as usize) {
+            *slot = Some(ctx);
+        }
+        Ok(())
+    }
+
+    /// upstream `ucma_destroy_private_ctx()` once the number is taken out of the table: the
+    /// id destroyed, its pending events dropped; the count of events the user took.
+    fn destroy_ctx(&self, ctx: &Arc<UcmaCtx>) -> u32 {
+        ctx.cm_id.destroy();
+        let mut inner = self.inner.lock();
+        inner.events.retain(|e| e.ctx_id != ctx.id);
+        let mut reported = 0;
+        inner.ctxs.retain(|(c, n)| {
+            if Arc::ptr_eq(c, ctx) {
+                reported = *n;
+                false
+            } else {
+                true
+            }
+        });
+        reported
+    }
+
+    // upstream ucma_destroy_id()
+    fn destroy_id(&self, c: &CmdBuf, out_len: usize) -> Result {
+        if out_len < 4 {
+            return Err(ENOSPC);
+        }
+        let (response, id) = (c.u64(0), c.u32(8));
+        let ctx = {
+            let mut t = self.shared.ctxs.lock();
+            let ctx = match t.get(id as usize) {
+                Some(Some(x)) if x.file == self.key() => x.clone(),
+                Some(Some(_)) => return Err(EINVAL),
+                _ => return Err(ENOENT),
+            };
+            free_slot(&mut t, &ctx);
+            ctx
+        };
+        let reported = self.destroy_ctx(&ctx);
+        respond(response, &reported.to_ne_bytes())
+    }
+
+    // upstream ucma_bind_ip()
+    fn bind_ip(&self, c: &CmdBuf) -> Result {
+        // rdma_addr_size_in6(): a family whose sockaddr fits a sockaddr_in6.
+        let addr = SockAddr::parse(c.bytes(8, SIZE_IN6)).ok_or(EINVAL)?;
+        let ctx = self.get_ctx(c.u32(8 + SIZE_IN6))?;
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.bind_addr(&addr)
+    }
+
+    // upstream ucma_bind()
+    fn bind(&self, c: &CmdBuf) -> Result {
+        let (id, size, reserved) = (c.u32(0), c.u16(4), c.u16(6));
+        let addr = SockAddr::parse(c.bytes(8, SIZE_KSS));
+        let asize = addr.map_or(0, |a| a.size());
+        if reserved != 0 || size == 0 || usize::from(size) != asize {
+            return Err(EINVAL);
+        }
+        let addr = addr.ok_or(EINVAL)?;
+        let ctx = self.get_ctx(id)?;
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.bind_addr(&addr)
+    }
+
+    // upstream ucma_resolve_ip()
+    fn resolve_ip(&self, c: &CmdBuf) -> Result {
+        let src_b = c.bytes(0, SIZE_IN6);
+        let src_family = u16::from_ne_bytes([src_b[0], src_b[1]]);
+        let src = SockAddr::parse(src_b);
+        let dst = SockAddr::parse(c.bytes(SIZE_IN6, SIZE_IN6));
+        if (src_family != 0 && src.is_none()) || dst.is_none() {
+            return Err(EINVAL);
+        }
+        let dst = dst.ok_or(EINVAL)?;
+        let ctx = self.get_ctx(c.u32(2 * SIZE_IN6))?;
+        let timeout = c.u32(2 * SIZE_IN6 + 4);
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.resolve_addr(src.as_ref(), &dst, timeout)
+    }
+
+    // upstream ucma_resolve_addr()
+    fn resolve_addr(&self, c: &CmdBuf) -> Result {
+        let (id, timeout, src_size, dst_size, reserved) =
+            (c.u32(0), c.u32(4), c.u16(8), c.u16(10), c.u32(12));
+        let src = SockAddr::parse(c.bytes(16, SIZE_KSS));
+        let dst = SockAddr::parse(c.bytes(16 + SIZE_KSS, SIZE_KSS));
+        let size_of = |a: &Option<SockAddr>| a.map_or(0, |a| a.size());
+        if reserved != 0
+            || (src_size != 0 && usize::from(src_size) != size_of(&src))
+            || dst_size == 0
+            || usize::from(dst_size) != size_of(&dst)
+        {
+            return Err(EINVAL);
+        }
+        let dst = dst.ok_or(EINVAL)?;
+        let ctx = self.get_ctx(id)?;
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.resolve_addr(src.as_ref(), &dst, timeout)
+    }
+
+    // upstream ucma_resolve_route()
+    fn resolve_route(&self, c: &CmdBuf) -> Result {
+        let ctx = self.get_ctx_dev(c.u32(0))?;
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.resolve_route(c.u32(4))
+    }
+
+    // upstream ucma_query_route() with ucma_copy_iboe_route()
+    fn query_route(&self, c: &CmdBuf, out_len: usize) -> Result {
+        if out_len < abi::QUERY_ROUTE_RESP {
+            return Err(ENOSPC);
+        }
+        let ctx = self.get_ctx(c.u32(8))?;
+        let _g = ctx.mutex.lock();
+        let info = ctx.cm_id.info();
+        let mut r = [0u8; abi::QUERY_ROUTE_RESP];
+        let sa = 8 + 2 * abi::PATH_REC;
+        // upstream: a sockaddr_in's or a sockaddr_in6's bytes by family.
+        let copy_addr = |r: &mut [u8], off: usize, a: &SockAddr| {
+            let b = a.as_bytes();
+            let n = b.len().min(SIZE_IN6);
+            r[off..off + n].copy_from_slice(&b[..n]);
+        };
+        copy_addr(&mut r, sa, &info.src);
+        copy_addr(&mut r, sa + SIZE_IN6, &info.dst);
+        if let Some(d) = info.dev {
+            r[..8].copy_from_slice(&d.node_guid.to_be_bytes());
+            let np = sa + 2 * SIZE_IN6;
+            r[np + 4] = d.port as u8;
+            r[np + 8..np + 12].copy_from_slice(&d.dev_index.to_ne_bytes());
+            match info.route {
+                Some(p) => {
+                    r[np..np + 4].copy_from_slice(&1u32.to_ne_bytes());
+                    r[8..8 + abi::PATH_REC].copy_from_slice(&abi::user_path_rec(&p));
+                }
+                None => {
+                    if let (Some(s), Some(t)) = (info.src.ip(), info.dst.ip()) {
+                        r[8..24].copy_from_slice(&ip_to_gid(t));
+                        r[24..40].copy_from_slice(&ip_to_gid(s));
+                    }
+                    r[8 + 52..8 + 54].copy_from_slice(&0xffffu16.to_be_bytes());
+                }
+            }
+        }
+        respond(c.u64(0), &r)
+    }
+
+    // upstream ucma_query()
+    fn query(&self, c: &CmdBuf, out_len: usize) -> Result {
+        let (response, id, option) = (c.u64(0), c.u32(8), c.u32(12));
+        let ctx = self.get_ctx(id)?;
+        let _g = ctx.mutex.lock();
+        let info = ctx.cm_id.info();
+        match option {
+            abi::QUERY_ADDR => {
+                if out_len < abi::QUERY_ADDR_IBDEV_INDEX {
+                    return Err(ENOSPC);
+                }
+                let mut r = [0u8; abi::QUERY_ADDR_RESP];
+                let (s, d) = (info.src.as_bytes(), info.dst.as_bytes());
+                r[12..14].copy_from_slice(&(s.len() as u16).to_ne_bytes());
+                r[14..16].copy_from_slice(&(d.len() as u16).to_ne_bytes());
+                r[16..16 + s.len()].copy_from_slice(s);
+                r[16 + SIZE_KSS..16 + SIZE_KSS + d.len()].copy_from_slice(d);
+                self.query_device_addr(&info, &mut r);
+                respond(response, &r[..out_len.min(abi::QUERY_ADDR_RESP)])
+            }
+            abi::QUERY_PATH => {
+                if out_len < 8 {
+                    return Err(ENOSPC);
+                }
+                let n = u32::from(info.route.is_some());
+                let mut r = [0u8; 8 + abi::PATH_REC_DATA];
+                r[..4].copy_from_slice(&n.to_ne_bytes());
+                let mut len = 8;
+                if let Some(p) = info.route.filter(|_| out_len - 8 >= abi::PATH_REC_DATA) {
+                    r[8..12].copy_from_slice(&abi::PATH_FLAGS.to_ne_bytes());
+                    r[16..16 + 64].copy_from_slice(&abi::packed_path_rec(&p));
+                    len += abi::PATH_REC_DATA;
+                }
+                respond(response, &r[..len])
+            }
+            abi::QUERY_GID => {
+                if out_len < abi::QUERY_ADDR_IBDEV_INDEX {
+                    return Err(ENOSPC);
+                }
+                let mut r = [0u8; abi::QUERY_ADDR_RESP];
+                self.query_device_addr(&info, &mut r);
+                let pkey = [r[10], r[11]];
+                r[12..14].copy_from_slice(&(SIZE_IB as u16).to_ne_bytes());
+                r[14..16].copy_from_slice(&(SIZE_IB as u16).to_ne_bytes());
+                for (off, a) in [(16, info.src), (16 + SIZE_KSS, info.dst)] {
+                    // upstream: a sockaddr_ib of the id's GID (rdma_read_gids()) and service
+                    // id (rdma_get_service_id(): the space and the port).
+                    r[off..off + 2].copy_from_slice(&AF_IB.to_ne_bytes());
+                    r[off + 2..off + 4].copy_from_slice(&pkey);
+                    if let (Some(ip), true) = (a.ip(), info.dev.is_some()) {
+                        r[off + 8..off + 24].copy_from_slice(&ip_to_gid(ip));
+                    }
+                    let sid = ((ctx.cm_id.ps() as u64) << 16) + u64::from(a.port());
+                    r[off + 24..off + 32].copy_from_slice(&sid.to_be_bytes());
+                }
+                respond(response, &r[..out_len.min(abi::QUERY_ADDR_RESP)])
+            }
+            _ => Err(ENOSYS),
+        }
+    }
+
+    /// upstream `ucma_query_device_addr()`: GUID, port, P_Key, device index.
+    fn query_device_addr(&self, info: &crate::cma::CmIdInfo, r: &mut [u8]) {
+        if let Some(d) = info.dev {
+            r[..8].copy_from_slice(&d.node_guid.to_be_bytes());
+            r[8] = d.port as u8;
+            r[10..12].copy_from_slice(&d.pkey.to_be_bytes());
+            let i = abi::QUERY_ADDR_IBDEV_INDEX;
+            r[i..i + 4].copy_from_slice(&d.dev_index.to_ne_bytes());
+        }
+    }
+
+    // upstream ucma_listen()
+    fn listen(&self, c: &CmdBuf) -> Result {
+        let ctx = self.get_ctx(c.u32(0))?;
+        let backlog = match c.u32(4) {
+            0 => MAX_BACKLOG,
+            b => b.min(MAX_BACKLOG),
+        };
+        ctx.backlog.store(backlog, kernel::sync::atomic::Relaxed);
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.listen(backlog)
+    }
+
+    // upstream ucma_connect(), ucma_accept(), ucma_reject(): the id, then the CM.
+    fn conn_op(&self, id: u32, op: ConnOp) -> Result {
+        let ctx = self.get_ctx_dev(id)?;
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.connect_op(op)
+    }
+
+    // upstream ucma_disconnect()
+    fn disconnect(&self, c: &CmdBuf) -> Result {
+        self.conn_op(c.u32(0), ConnOp::Disconnect)
+    }
+
+    // upstream ucma_init_qp_attr(): the attributes come from the connection (not done).
+    fn init_qp_attr(&self, c: &CmdBuf) -> Result {
+        let qp_state = c.u32(12);
+        // upstream: IB_QPS_ERR is the last state.
+        if qp_state > 6 {
+            return Err(EINVAL);
+        }
+        let ctx = self.get_ctx_dev(c.u32(8))?;
+        let _g = ctx.mutex.lock();
+        Err(EOPNOTSUPP)
+    }
+
+    // upstream ucma_get_event()
+    fn get_event(&self, file: &File, c: &CmdBuf, out_len: usize) -> Result {
+        if out_len < abi::EVENT_RESP_MIN {
+            return Err(ENOSPC);
+        }
+        let response = c.u64(0);
+        let mut inner = self.inner.lock();
+        while inner.events.is_empty() {
+            if file.flags() & kernel::fs::file::flags::O_NONBLOCK != 0 {
+                return Err(EAGAIN);
+            }
+            if self.wait.wait_interruptible(&mut inner) {
+                return Err(ERESTARTSYS);
+            }
+        }
+        let Some(ev) = inner.events.first() else {
+            return Err(EAGAIN);
+        };
+        respond(response, &ev.resp[..out_len.min(abi::EVENT_RESP)])?;
+        let ev = inner.events.remove(0).map_err(|_| EAGAIN)?;
+        if let Some((_, n)) = inner.ctxs.iter_mut().find(|(c, _)| c.id == ev.ctx_id) {
+            *n += 1;
+        }
+        Ok(())
+    }
+
+    // upstream ucma_set_option()
+    fn set_option(&self, c: &CmdBuf) -> Result {
+        let (optval, id, level, name, optlen) =
+            (c.u64(0), c.u32(8), c.u32(12), c.u32(16), c.u32(20));
+        // upstream: KMALLOC_MAX_SIZE bounds the copy.
+        if optlen as usize > (1 << 22) {
+            return Err(EINVAL);
+        }
+        let ctx = self.get_ctx(id)?;
+        let mut val = KVec::<u8>::new();
+        val.resize(optlen as usize, 0, GFP_KERNEL)?;
+        UserSlice::new(UserPtr::from_addr(optval as usize), optlen as usize)
+            .reader()
+            .read_slice(&mut val)?;
+        let int_val = || -> Result<bool> {
+            match val.as_slice() {
+                [a, b, c, d] => Ok(i32::from_ne_bytes([*a, *b, *c, *d]) != 0),
+                _ => Err(EINVAL),
+            }
+        };
+        let byte_val = || -> Result<u8> {
+            match val.as_slice() {
+                [a] => Ok(*a),
+                _ => Err(EINVAL),
+            }
+        };
+        match level {
+            abi::OPTION_ID => {
+                let _g = ctx.mutex.lock();
+                match name {
+                    abi::OPTION_ID_TOS => {
+                        ctx.cm_id.set_tos(byte_val()?);
+                        Ok(())
+                    }
+                    abi::OPTION_ID_REUSEADDR => ctx.cm_id.set_reuseaddr(int_val()?),
+                    abi::OPTION_ID_AFONLY => ctx.cm_id.set_afonly(int_val()?),
+                    abi::OPTION_ID_ACK_TIMEOUT => ctx.cm_id.set_ack_timeout(byte_val()?),
+                    _ => Err(ENOSYS),
+                }
+            }
+            abi::OPTION_IB => match name {
+                // upstream ucma_set_ib_path(): path records from user space (not done).
+                abi::OPTION_IB_PATH => Err(EOPNOTSUPP),
+                _ => Err(ENOSYS),
+            },
+            _ => Err(ENOSYS),
+        }
+    }
+
+    // upstream ucma_notify(): rdma_notify() of an id with a device, which on an id without
+    // a connection does nothing (EINVAL without a device).
+    fn notify(&self, c: &CmdBuf) -> Result {
+        let ctx = self.get_ctx(c.u32(0))?;
+        let _g = ctx.mutex.lock();
+        if ctx.cm_id.info().dev.is_none() {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    // upstream ucma_close(): every context of the file destroyed.
+    fn close(&self) {
+        loop {
+            let ctx = {
+                let inner = self.inner.lock();
+                match inner.ctxs.first() {
+                    Some((c, _)) => c.clone(),
+                    None => break,
+                }
+            };
+            free_slot(&mut self.shared.ctxs.lock(), &ctx);
+            self.destroy_ctx(&ctx);
+        }
+        self.inner.lock().events = KVec::new();
+    }
+}
+
+#[vtable]
+impl CharDevice for UcmaDev {
+    type Ptr = Arc<UcmaFile>;
+
+    // upstream ucma_open()
+    fn open(dev: &Self, _file: &File) -> Result<Self::Ptr> {
+        Arc::pin_init(
+            pin_init!(UcmaFile {
+                shared: dev.shared.clone(),
+                inner <- kernel::new_mutex!(
+                    FileInner {
+                        events: KVec::new(),
+                        ctxs: KVec::new(),
+                    },
+                    "ucma_file"
+                ),
+                wait <- kernel::new_poll_condvar!("ucma_poll_wait"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn release(ptr: Self::Ptr, _file: &File) {
+        ptr.close();
+    }
+
+    fn write_at(
+        ptr: ArcBorrow<'_, UcmaFile>,
+        file: &File,
+        buf: UserPtr,
+        len: usize,
+    ) -> Result<usize> {
+        let f: Arc<UcmaFile> = ptr.into();
+        f.write_cmd(file, buf, len)
+    }
+
+    // upstream ucma_poll()
+    fn poll(ptr: ArcBorrow<'_, UcmaFile>, file: &File, table: PollTable<'_>) -> u32 {
+        table.register_wait(file, &ptr.wait);
+        if ptr.inner.lock().events.is_empty() {
+            0
+        } else {
+            EPOLLIN | EPOLLRDNORM
+        }
+    }
+}
