@@ -4793,7 +4793,7 @@ fn pma_counts_the_packets_and_octets_of_messages() {
     );
 }
 
-#[path = "engine/wire_tests.rs"]
-mod wire_tests;
 #[path = "dct_tests.rs"]
 mod dct_tests;
+#[path = "engine/wire_tests.rs"]
+mod wire_tests;
