@@ -347,7 +347,8 @@ fn dest_qp(fw: &Fw, s: &Snap, m: &Message<'_>) -> Option<Snap> {
 /// Whether a connected QP `d` on node `di` takes message `m` of `s` (on node `ni`) on RoCE: a
 /// ConnectX QP sends and receives the framing of its path's source GID entry (RoCE v1: a GRH
 /// after Ethertype 0x8915; v2: IP and UDP), so a v1 message never reaches a v2 QP or the
-/// other way round (the requester sees no ACK). UD QPs take either.
+/// other way round (the requester sees no ACK). UD QPs take either; so do DC targets here,
+/// whose context's `my_addr_index` the model does not compare with the initiator's version.
 fn same_roce_version(
     nodes: &[Node<'_>],
     ni: usize,
@@ -356,7 +357,7 @@ fn same_roce_version(
     d: &Snap,
     m: &Message<'_>,
 ) -> bool {
-    if !m.eth || m.svc == Service::Ud {
+    if !m.eth || matches!(m.svc, Service::Ud | Service::Dc) {
         return true;
     }
     let sent = nodes
