@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# Dynamically connected transport (suite vm_dc of suites.list, modes dc and check2): the
+# Dynamically connected transport (suite vm_dc of suites.list, modes dc and check): the
 # project's DC test (tests/userspace/dc_test.c) through Debian's libmlx5 (rdma-core 44) on
 # the simulator: one DCI (mlx5dv_create_qp, the extended send API with
 # mlx5dv_wr_set_dc_addr) reaching three DCTs, one on its own function and two on the other
