@@ -23,7 +23,8 @@
 //!   the access checks);
 //! * `completer.rs`: what comes back retired (the send CQE, the PSN, ERR, the RNR and ACK
 //!   retries) and the flush of a QP in ERR;
-//! * `wire.rs`: RoCE v2 packets to and from hosts behind an Ethernet fabric's uplink (UD);
+//! * `wire.rs`: RoCE v2 packets to and from hosts behind an Ethernet fabric's uplink (UD,
+//!   UC), and `rc.rs`, RC in packets (requester, completer and responder per QP);
 //! * `umr.rs` (memory windows), `mem.rs` (keys, scatter/gather cursors, DMA), `headers.rs`
 //!   (the GRH a UD receive sees), `fabric.rs` (the functions, their ports and the route),
 //!   `message.rs` and `qp_state.rs` (a QP as the data path sees it, and the WQE formats read
@@ -45,6 +46,8 @@ mod mem;
 mod message;
 #[path = "engine/qp_state.rs"]
 mod qp_state;
+#[path = "engine/rc.rs"]
+mod rc;
 #[path = "engine/requester.rs"]
 mod requester;
 #[path = "engine/responder.rs"]
@@ -106,6 +109,9 @@ pub(crate) fn run(
         n.fw.complete_commands(n.mem);
         n.fw.poll_arms(n.mem);
     }
+    for ni in 0..nodes.len() {
+        rc::flush_backlog(nodes, ni);
+    }
     let mut left = budget;
     'rounds: loop {
         let mut progress = false;
@@ -132,6 +138,7 @@ pub(crate) fn run(
     for n in nodes.iter_mut() {
         n.fw.scan_start = (n.fw.scan_start + 1) % capacity::QP;
     }
+    r.more |= nodes.iter().any(|n| n.fw.wire_backlog());
     r
 }
 
@@ -172,6 +179,7 @@ pub(crate) fn run_uar(
             break;
         }
     }
+    r.more |= nodes.get(ni).is_some_and(|n| n.fw.wire_backlog());
     r
 }
 

@@ -981,7 +981,7 @@ impl Fabric {
             }
             let rx = core::mem::replace(&mut *self.wire_rx.lock(), KVec::new());
             for (func, frame) in rx.iter() {
-                super::engine_glue::wire_rx(&mut fws, &self.iommus, *func, frame);
+                super::engine_glue::wire_rx(&mut fws, &self.iommus, *func, frame, now);
             }
             let mut outcome = super::engine_glue::RunOutcome::default();
             if full {

@@ -119,11 +119,35 @@ uc_b_serves|18603|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 5
 uc_a_serves|18604|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 512 -n 100|a
 '
 
-# wire_rdma SIDE: this side's half of every WIRE_RUNS line.
+# RC (engine/rc.rs): ibv_rc_pingpong with the data checked (-c), multi-packet messages at
+# the 1024-byte path MTU, then perftest's bandwidth and latency programs (-m 1024: perftest
+# takes each side's port MTU, not the pair's), each side once server and once client; a line
+# may name what its output must hold (default ' iters in ').
+PERF_WANT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
+WIRE_RC_RUNS="
+rc_b_serves|18611|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|b
+rc_a_serves|18612|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|a
+"
+n=18620
+for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat; do
+	case $t in
+	*_lat) sz="-s 64" ;;
+	ib_atomic_bw) sz="-o 8" ;;
+	ib_read_bw) sz="-s 8192 -o 8" ;;
+	*) sz="-s 8192" ;;
+	esac
+	for srv in b a; do
+		n=$((n + 1))
+		WIRE_RC_RUNS="$WIRE_RC_RUNS
+${t}_${srv}_serves|$n|$t|-d mlx5_0 -x 1 -F -m 1024 -n 100 $sz|-d rxe0 -x 0 -F -m 1024 -n 100 $sz|$srv|$PERF_WANT"
+	done
+done
+
+# wire_rdma SIDE [RUNS]: this side's half of every line of RUNS (default WIRE_RUNS).
 wire_rdma() {
-	local side=$1 peer name port prog aargs bargs server args
+	local side=$1 runs=${2:-$WIRE_RUNS} peer name port prog aargs bargs server args want
 	if [ "$side" = a ]; then peer=$WIRE_B; else peer=$WIRE_A; fi
-	echo "$WIRE_RUNS" | while IFS='|' read -r name port prog aargs bargs server; do
+	echo "$runs" | while IFS='|' read -r name port prog aargs bargs server want; do
 		[ -n "$name" ] || continue
 		if [ "$side" = a ]; then
 			args=$aargs
@@ -132,10 +156,11 @@ wire_rdma() {
 		else
 			args=$bargs
 		fi
+		want=${want:- iters in }
 		if [ "$server" = "$side" ]; then
-			wire_serve "$prog $args ($side serves)" "$name" "$port" "$prog" "$args"
+			wire_serve "$prog $args ($side serves)" "$name" "$port" "$prog" "$args" "$want"
 		else
-			wire_client "$prog $args ($side is the client)" "$name" "$port" "$prog" "$args" "$peer"
+			wire_client "$prog $args ($side is the client)" "$name" "$port" "$prog" "$args" "$peer" "$want"
 		fi
 	done
 }
@@ -182,6 +207,8 @@ wire_a_suite() {
 	t_check "wire_sync ip-done" wire_sync ip-done
 	echo "A: mlx5_0 GID 1 $(cat /sys/class/infiniband/mlx5_0/ports/1/gids/1) ($(cat /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/1))"
 	wire_rdma a
+	wire_rdma a "$WIRE_RC_RUNS"
+	echo "A: mlx5_0 port counters: $(for c in port_xmit_packets port_rcv_packets; do echo "$c $(cat /sys/class/infiniband/mlx5_0/ports/1/counters/$c 2>/dev/null)"; done)"
 	t_check "wire_sync done" wire_sync done
 	unload_ours
 }
@@ -193,6 +220,12 @@ wire_rxe_counters() {
 	runs=$(echo "$WIRE_RUNS" | grep -c '|')
 	t_check "rxe0 rcvd_pkts = $((runs * 100)) ($runs runs of 100)" test "$(cat $h/rcvd_pkts)" = $((runs * 100))
 	t_check "rxe0 sent_pkts = $((runs * 100))" test "$(cat $h/sent_pkts)" = $((runs * 100))
+	wire_rxe_errors
+}
+
+# rxe's error counters: no sequence error, retry or duplicate.
+wire_rxe_errors() {
+	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters c
 	for c in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err out_of_seq_request duplicate_request; do
 		t_check "rxe0 $c = 0" test "$(cat $h/$c)" = 0
 	done
@@ -244,6 +277,12 @@ wire_b_suite() {
 	echo "B: rxe0 counters:"
 	for c in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "    $(basename $c) $(cat $c)"; done
 	wire_rxe_counters
+	wire_rdma b "$WIRE_RC_RUNS"
+	echo "B: rxe0 counters after RC:"
+	for c in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "    $(basename $c) $(cat $c)"; done
+	t_check "rxe0 rcvd_pkts grew past the UD and UC runs' 400" \
+		test "$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts)" -gt 400
+	wire_rxe_errors
 	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
@@ -266,6 +305,7 @@ wire_b_ours_suite() {
 	t_check "ip link set $a up" ip link set $a up
 	wire_b_ip $a
 	wire_rdma b
+	wire_rdma b "$WIRE_RC_RUNS"
 	t_check "wire_sync done" wire_sync done
 	unload_ours
 }

@@ -82,6 +82,20 @@ fn read_wqe(
     Ok(w)
 }
 
+/// The WQE at the SQ consumer counter of requester `s` on `n` (the one RC in packets has in
+/// flight, `rc.rs`) and its message, read back and handed to `f`; `None` when it cannot be.
+pub(super) fn current<R>(
+    n: &Node<'_>,
+    s: &Snap,
+    f: impl FnOnce(&Wqe, &Message<'_>) -> R,
+) -> Option<R> {
+    let pi = (s.q.buf.db(n.mem, 4)? & 0xffff) as u16;
+    let mut buf = [0u8; MAX_SQ_WQE];
+    let w = read_wqe(n.mem, s, pi, &mut buf).ok()?;
+    let m = message(n.fw, s, &w, &buf).ok()?;
+    Some(f(&w, &m))
+}
+
 /// Whether the QP in `slot` of `n` has nothing to step, told without parsing its context
 /// (every pass visits every QP): no QP, a QP that cannot send, an SQ with nothing new posted.
 fn idle(n: &Node<'_>, slot: usize) -> bool {
@@ -194,6 +208,9 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
         }
         if m.eth && m.svc == Service::Uc {
             return super::wire::send_uc(nodes, ni, s, &m);
+        }
+        if m.eth && m.svc == Service::Rc {
+            return super::rc::send(nodes, ni, s, &m);
         }
         return m.dropped();
     };
