@@ -91,6 +91,8 @@ pub(crate) struct Req {
     sent: u32,
     /// Packets acknowledged (a READ: responses taken).
     acked: u32,
+    /// Request packets ever sent: one sent below this is a retransmission.
+    hi: u32,
 }
 
 /// What a responder resource is.
@@ -188,6 +190,7 @@ pub(super) fn send(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'_>)
             npkts,
             sent: 0,
             acked: 0,
+            hi: 0,
         };
     } else if r.sent >= reqs {
         // The ACK timer ran out: again from the first packet not acknowledged.
@@ -199,7 +202,12 @@ pub(super) fn send(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'_>)
             return ReqRes::Lost;
         };
         match queue_frame(n, &h, src, len) {
-            Ok(()) => n.fw.count_traffic(s.port, |t| t.xmit(1, len as u64)),
+            Ok(()) => {
+                n.fw.count_traffic(s.port, |t| t.xmit(1, len as u64));
+                if k < st.hi {
+                    n.fw.wire_tx.stats.retransmits += 1;
+                }
+            }
             Err(Queued::Full) => {
                 n.fw.wire_tx.backlog = true;
                 set_req(n.fw, s.slot, |r| r.sent = k);
@@ -208,6 +216,7 @@ pub(super) fn send(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'_>)
             Err(Queued::Fault) => return ReqRes::Err(syn::LOCAL_PROT),
             Err(Queued::Bad) => return ReqRes::Lost,
         }
+        set_req(n.fw, s.slot, |r| r.hi = r.hi.max(k + 1));
     }
     set_req(n.fw, s.slot, |r| r.sent = reqs);
     ReqRes::Lost
@@ -523,12 +532,16 @@ fn request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
     };
     let k = psn_off(psn, epsn);
     if k >= PSN_HALF {
+        if let Some(n) = nodes.get_mut(di) {
+            n.fw.wire_tx.stats.duplicates += 1;
+        }
         duplicate(nodes, di, &d, p, epsn);
         return true;
     }
     if k != 0 {
         // Ahead of the expected PSN: one NAK until the expected one comes.
         if let Some(n) = nodes.get_mut(di) {
+            n.fw.wire_tx.stats.out_of_sequence += 1;
             set_resp(n.fw, d.slot, |r| {
                 if !r.nak_sent {
                     r.nak_sent = true;

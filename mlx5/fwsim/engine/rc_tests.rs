@@ -416,6 +416,10 @@ fn rc_loss_duplication_and_reordering_recover() {
     );
     // Each fetch-and-add executed once, whatever was duplicated or sent again.
     assert_eq!(l.b.mem.get(l.mb.bus + 40_000, 8), 3u64.to_le_bytes());
+    // What the debugfs counters show: A sent again, B saw duplicates and gaps.
+    let (sa, sb) = (l.a.fw.wire_rc_stats(), l.b.fw.wire_rc_stats());
+    assert!(sa.retransmits > 0, "{sa:?}");
+    assert!(sb.duplicates > 0 && sb.out_of_sequence > 0, "{sb:?}");
 }
 
 /// A duplicate READ request is executed again from memory (the responder's current data),

@@ -59,6 +59,19 @@ pub(crate) struct WireTx {
     overflow: u64,
     /// RC packets (`rc.rs`) wait for room: the next pass sends them.
     pub(super) backlog: bool,
+    /// What RC in packets counted.
+    pub(super) stats: RcStats,
+}
+
+/// Counters of RC in packets (`rc.rs`), for the device's debugfs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RcStats {
+    /// Request packets the requesters sent again (ACK timeout, NAK, RNR NAK).
+    pub(crate) retransmits: u64,
+    /// Requests the responders found past the expected PSN (answered by a sequence NAK).
+    pub(crate) out_of_sequence: u64,
+    /// Requests the responders found before the expected PSN (duplicates).
+    pub(crate) duplicates: u64,
 }
 
 impl WireTx {
@@ -71,6 +84,11 @@ impl WireTx {
             n: 0,
             overflow: 0,
             backlog: false,
+            stats: RcStats {
+                retransmits: 0,
+                out_of_sequence: 0,
+                duplicates: 0,
+            },
         }
     }
 
@@ -84,6 +102,7 @@ impl WireTx {
             n: 0,
             overflow: 0,
             backlog: false,
+            stats: RcStats::default(),
         })
     }
 
@@ -131,6 +150,11 @@ impl Fw {
     /// Packets the data path could not queue for the wire (its queue was full).
     pub(crate) fn wire_overflow(&self) -> u64 {
         self.wire_tx.overflow
+    }
+
+    /// What RC in packets counted.
+    pub(crate) fn wire_rc_stats(&self) -> RcStats {
+        self.wire_tx.stats
     }
 
     /// RC packets wait for room in the queue: another pass must follow the drain.
