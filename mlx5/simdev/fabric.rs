@@ -197,7 +197,7 @@ const INLINE_BUDGET: u32 = 16;
 const EVENT_BATCH: usize = 32;
 
 /// RoCE v2 frames the fabric's receive queue holds for the worker.
-const WIRE_RX_MAX: usize = 64;
+const WIRE_RX_MAX: usize = 256;
 
 /// Nanoseconds per jiffy (`CONFIG_HZ` of the kernel).
 fn ns_per_jiffy() -> u64 {

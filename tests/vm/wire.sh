@@ -152,7 +152,7 @@ wire_rdma() {
 		if [ "$side" = a ]; then
 			args=$aargs
 		elif [ -n "${WIRE_B_OURS:-}" ]; then
-			args=$(echo "$aargs" | sed 's/mlx5_0/mlx5_1/')
+			args=$aargs
 		else
 			args=$bargs
 		fi
@@ -288,17 +288,17 @@ wire_b_suite() {
 	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
 }
 
-# B with rdma-rs too (make wire PEER=ours): sim=eth,eth with the uplink on eth0; the second
-# function (mlx5_1) is B's end, 10.38.1.2, since the first has the same MAC as A's. It runs
-# A's arguments of WIRE_RUNS with mlx5_1.
+# B with rdma-rs too (make wire PEER=ours): sim=eth@2 with the uplink on eth0 (serial 2: a
+# MAC, and so link-local GID, other than A's function's, serial 1), 10.38.1.2. It runs A's
+# arguments of WIRE_RUNS.
 wire_b_ours_suite() {
 	local a
 	WIRE_SIDE=b
 	WIRE_B_OURS=1
 	t_check "ip link set eth0 up (the uplink)" ip link set eth0 up
-	load_ours sim=eth,eth uplink=eth0
-	a=$(ls /sys/class/infiniband/mlx5_1/device/net/ 2>/dev/null)
-	t_check "mlx5_1 has an interface ($a)" test -n "$a"
+	load_ours sim=eth@2 uplink=eth0
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	t_check "mlx5_0 has an interface ($a)" test -n "$a"
 	[ -n "$a" ] || { unload_ours; return; }
 	echo "B: $a $(cat /sys/class/net/$a/address) $WIRE_B/24"
 	t_check "ip addr add $WIRE_B/24 dev $a" ip addr add $WIRE_B/24 dev $a
