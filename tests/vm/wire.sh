@@ -14,9 +14,12 @@
 #  - vm_wire_a / vm_wire_b (IP): A pings B and B pings A through A's uplink (ARP resolved
 #    across it: B learns the function's MAC); 512 KiB of random data go A -> B over TCP and
 #    come back B -> A, compared byte for byte on A; B reports the byte count and checksum it
-#    received, and rxe0's link and its IPv4 RoCE v2 GID; then the RDMA programs of WIRE_RUNS,
-#    each side once server and once client; rxe0's packet counters as the runs make them, no
-#    sequence error, retry or duplicate.
+#    received, and rxe0's link and its IPv4 RoCE v2 GID; then the RDMA programs of WIRE_RUNS
+#    (UD, UC), each side once server and once client; rxe0's packet counters as the runs make
+#    them, no sequence error, retry or duplicate; then WIRE_RC_RUNS (RC pingpong and
+#    perftest) the same way, rxe0's error counters still 0; then WIRE_LOSS_RUNS with A's
+#    module reloaded with dropped and doubled frames: the data checked, the retransmissions
+#    in A's debugfs counters and rxe0's.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 WIRE_A=10.38.1.1
@@ -145,6 +148,13 @@ ${t}_${srv}_serves|$n|$t|-d mlx5_0 -x 1 -F -m 1024 -u 18 -n 100 $sz|-d rxe0 -x 0
 	done
 done
 
+# RC with faults (A reloaded with wire_drop=29 wire_dup=31: every 29th RoCE v2 frame A's
+# function sends or receives is dropped, every 31st doubled): the data still checked.
+WIRE_LOSS_RUNS='
+rc_loss_b_serves|18641|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 200 -c|-d rxe0 -g 0 -s 4000 -n 200 -c|b
+rc_loss_a_serves|18642|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 200 -c|-d rxe0 -g 0 -s 4000 -n 200 -c|a
+'
+
 # wire_rdma SIDE [RUNS]: this side's half of every line of RUNS (default WIRE_RUNS).
 wire_rdma() {
 	local side=$1 runs=${2:-$WIRE_RUNS} peer name port prog aargs bargs server args want
@@ -211,8 +221,27 @@ wire_a_suite() {
 	wire_rdma a
 	wire_rdma a "$WIRE_RC_RUNS"
 	grep -E "^(wire|ether)_" /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null | sed 's/^/A: /'
+	wire_loss_a
 	t_check "wire_sync done" wire_sync done
 	unload_ours
+}
+
+# A's part of WIRE_LOSS_RUNS: the module again with the faults, the interface as before.
+wire_loss_a() {
+	local a st
+	unload_ours
+	load_ours sim=eth uplink=eth0 wire_drop=29 wire_dup=31
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	t_check "ip addr add $WIRE_A/24 dev $a (faults injected)" ip addr add $WIRE_A/24 dev $a
+	t_check "ip link set $a up" ip link set $a up
+	t_check "B answers a ping again" wire_wait_ping $WIRE_B 120
+	wire_rdma a "$WIRE_LOSS_RUNS"
+	st=$(cat /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null)
+	echo "$st" | grep -E "^wire_" | sed 's/^/A (faults): /'
+	t_check "A's requester sent packets again (wire_rc_retransmits > 0)" \
+		test "$(echo "$st" | awk '/^wire_rc_retransmits/ { print $2 }')" -gt 0
+	t_check "A's responder saw duplicates and gaps (wire_rc_duplicates, wire_rc_out_of_sequence > 0)" \
+		test "$(echo "$st" | awk '/^wire_rc_duplicates/ { d = $2 } /^wire_rc_out_of_sequence/ { o = $2 } END { print (d > 0 && o > 0) ? 1 : 0 }')" = 1
 }
 
 # rxe's counters after WIRE_RUNS: every run is 100 single-packet messages each way, so rxe
@@ -231,6 +260,20 @@ wire_rxe_errors() {
 	for c in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err out_of_seq_request duplicate_request; do
 		t_check "rxe0 $c = 0" test "$(cat $h/$c)" = 0
 	done
+}
+
+# B's part of WIRE_LOSS_RUNS: rxe's counters show what A's faults made rxe do again.
+wire_loss_b() {
+	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters seq dup c
+	seq=$(cat $h/rcvd_seq_err)
+	dup=$(cat $h/duplicate_request)
+	wire_rdma b "$WIRE_LOSS_RUNS"
+	echo "B: rxe0 counters after the faults:"
+	for c in $h/*; do echo "    $(basename $c) $(cat $c)"; done
+	t_check "rxe0 was NAKed for gaps (rcvd_seq_err $seq -> $(cat $h/rcvd_seq_err))" \
+		test "$(cat $h/rcvd_seq_err)" -gt "$seq"
+	t_check "rxe0 answered duplicates (duplicate_request $dup -> $(cat $h/duplicate_request))" \
+		test "$(cat $h/duplicate_request)" -gt "$dup"
 }
 
 # B's IP part, on interface $1 (eth0 under rxe; the function's interface under ours).
@@ -285,6 +328,7 @@ wire_b_suite() {
 	t_check "rxe0 rcvd_pkts grew past the UD and UC runs' 400" \
 		test "$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts)" -gt 400
 	wire_rxe_errors
+	wire_loss_b
 	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
@@ -308,6 +352,7 @@ wire_b_ours_suite() {
 	wire_b_ip $a
 	wire_rdma b
 	wire_rdma b "$WIRE_RC_RUNS"
+	wire_rdma b "$WIRE_LOSS_RUNS"
 	t_check "wire_sync done" wire_sync done
 	unload_ours
 }
