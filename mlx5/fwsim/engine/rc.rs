@@ -137,6 +137,21 @@ pub(crate) struct Resp {
     next: usize,
 }
 
+impl Res {
+    /// The READ of `reth` at PSN `psn`, at path MTU `mtu`.
+    fn read(psn: u32, reth: &Reth, mtu: u32) -> Res {
+        Res {
+            kind: ResKind::Read,
+            psn,
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.dma_len,
+            pkts: packets(u64::from(reth.dma_len), mtu.max(256)),
+            sent: 0,
+        }
+    }
+}
+
 impl Resp {
     /// Whether a packet waits to be sent.
     fn pending(&self) -> bool {
@@ -610,18 +625,7 @@ fn duplicate(nodes: &mut [Node<'_>], di: usize, d: &Snap, p: &Packet<'_>, epsn: 
                 return;
             };
             if read_ok(n.fw, d, &reth) {
-                let pkts = packets(u64::from(reth.dma_len), d.mtu.max(256));
-                set_resp(n.fw, d.slot, |r| {
-                    r.push(Res {
-                        kind: ResKind::Read,
-                        psn,
-                        va: reth.va,
-                        rkey: reth.rkey,
-                        len: reth.dma_len,
-                        pkts,
-                        sent: 0,
-                    })
-                });
+                set_resp(n.fw, d.slot, |r| r.push(Res::read(psn, &reth, d.mtu)));
             }
         }
         op::COMPARE_SWAP | op::FETCH_ADD => set_resp(n.fw, d.slot, |r| {
@@ -832,27 +836,8 @@ fn rx_read(nodes: &mut [Node<'_>], di: usize, d: &Snap, p: &Packet<'_>) -> Rx {
         resp_fail(nodes, di, d, None, Some(QpEvent::WqAccess));
         return Rx::Nak(NAK_ACCESS);
     }
-    let pkts = packets(u64::from(reth.dma_len), d.mtu.max(256));
-    resp_ok(nodes, di, d, None, 0);
-    if let Some(n) = nodes.get_mut(di) {
-        n.fw.q_count(d.cnt_set, QCnt::RxRead);
-        set_resp(n.fw, d.slot, |r| {
-            r.push(Res {
-                kind: ResKind::Read,
-                psn: p.headers.bth.psn,
-                va: reth.va,
-                rkey: reth.rkey,
-                len: reth.dma_len,
-                pkts,
-                sent: 0,
-            })
-        });
-    }
-    Rx::Next {
-        pkts,
-        ack: false,
-        done: true,
-    }
+    let res = Res::read(p.headers.bth.psn, &reth, d.mtu);
+    executed(nodes, di, d, QCnt::RxRead, res)
 }
 
 /// An atomic at responder `d`: executed on the 8 aligned bytes under the rkey, its original
@@ -880,21 +865,26 @@ fn rx_atomic(nodes: &mut [Node<'_>], di: usize, d: &Snap, p: &Packet<'_>) -> Rx 
         resp_fail(nodes, di, d, None, Some(QpEvent::WqAccess));
         return Rx::Nak(NAK_ACCESS);
     };
+    let res = Res {
+        kind: ResKind::Atomic,
+        psn: h.bth.psn,
+        pkts: 1,
+        va: orig,
+        ..Res::default()
+    };
+    executed(nodes, di, d, QCnt::RxAtomic, res)
+}
+
+/// A READ or atomic executed at responder `d`: counted in `cnt`, kept as resource `res`
+/// (its responses are sent by the flush); it takes the PSNs of its responses.
+fn executed(nodes: &mut [Node<'_>], di: usize, d: &Snap, cnt: QCnt, res: Res) -> Rx {
     resp_ok(nodes, di, d, None, 0);
     if let Some(n) = nodes.get_mut(di) {
-        n.fw.q_count(d.cnt_set, QCnt::RxAtomic);
-        set_resp(n.fw, d.slot, |r| {
-            r.push(Res {
-                kind: ResKind::Atomic,
-                psn: h.bth.psn,
-                pkts: 1,
-                va: orig,
-                ..Res::default()
-            })
-        });
+        n.fw.q_count(d.cnt_set, cnt);
+        set_resp(n.fw, d.slot, |r| r.push(res));
     }
     Rx::Next {
-        pkts: 1,
+        pkts: res.pkts,
         ack: false,
         done: true,
     }
