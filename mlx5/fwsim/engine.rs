@@ -48,12 +48,16 @@ mod message;
 mod qp_state;
 #[path = "engine/rc.rs"]
 mod rc;
+#[path = "engine/rc_state.rs"]
+mod rc_state;
 #[path = "engine/requester.rs"]
 mod requester;
 #[path = "engine/responder.rs"]
 mod responder;
 #[path = "engine/smp.rs"]
 mod smp;
+#[path = "engine/sq.rs"]
+mod sq;
 #[path = "engine/umr.rs"]
 pub(crate) mod umr;
 #[path = "engine/wire.rs"]
@@ -66,7 +70,7 @@ pub(crate) use self::fabric::Wire;
 pub(crate) use self::qp_state::QpState;
 // The device glue (`simdev/`) and the tests hand received frames in.
 #[cfg_attr(not(any(MODULE, test)), allow(unused_imports))]
-pub(crate) use self::wire::{receive as wire_receive, WireTx};
+pub(crate) use self::wire::WireTx;
 
 use self::completer::flush_one;
 use self::qp_state::{snap, Step};
@@ -75,6 +79,17 @@ use super::dma::DmaMem;
 use super::events::{Event, Popped};
 use super::{capacity, Fw};
 use crate::prm::consts::{QPC_STATE_ERR, QPC_STATE_RTS};
+
+/// A frame that came in on the segment port of function `nodes[ni]` at time `now` (the
+/// device glue and the tests hand them in): `wire.rs` checks it and takes UD and UC; an RC
+/// packet goes to `rc.rs`. Whether a QP took it.
+#[cfg_attr(not(any(MODULE, test)), allow(dead_code))]
+pub(crate) fn wire_receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8], now: u64) -> bool {
+    match wire::receive(nodes, ni, frame) {
+        wire::Rx::Taken(t) => t,
+        wire::Rx::Rc(port, p) => rc::receive(nodes, ni, port, &p, now),
+    }
+}
 
 /// WQEs one QP may execute before the pass moves on to the next QP.
 const QUOTA: u32 = 16;

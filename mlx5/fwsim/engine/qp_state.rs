@@ -12,7 +12,7 @@
 //! Everything read from a queue is untrusted: a short or malformed buffer decodes to zeros or
 //! to `Err`, never a panic.
 
-use super::rc::RcWire;
+use super::rc_state::RcWire;
 use crate::fwsim::ring::{Buf, Ring};
 use crate::fwsim::srq::SrqWqe;
 use crate::fwsim::xlat::Fragmented;

@@ -42,8 +42,9 @@ use super::fabric::Node;
 use super::mem::{remote_key, skip_bytes, Cur};
 use super::message::Message;
 use super::qp_state::{packets, qp_mut, snap, Snap, Wait};
-use super::requester::current;
+use super::rc_state::{Req, Res, ResKind, Resp, RES};
 use super::responder::{resp_fail, resp_ok, write_rwqe, Lead, RwqeErr};
+use super::sq::current;
 use super::umr::remote_invalidate;
 use super::wire::{conn_headers, queue_frame, Queued, Src};
 use crate::fwsim::cqe::Cqe;
@@ -60,9 +61,6 @@ const PSN_MASK: u32 = 0x00ff_ffff;
 /// Half the PSN space: a PSN this far or more behind the expected one is ahead of it.
 const PSN_HALF: u32 = 0x0080_0000;
 
-/// Responder resources (READ and atomic) kept: the device's `log_max_ra_res_qp` (4).
-const RES: usize = 16;
-
 /// AETH syndromes (IBA 9.3.5, Table 44): an ACK with the invalid credit count (no end-to-end
 /// flow control, as rxe sends), an RNR NAK (the timer in the low 5 bits), a NAK and its codes.
 const AETH_ACK_NO_CREDITS: u8 = 0x1f;
@@ -78,99 +76,17 @@ fn psn_off(b: u32, a: u32) -> u32 {
     b.wrapping_sub(a) & PSN_MASK
 }
 
-/// The requester's message in flight.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Req {
-    /// A message of the WQE at SQ counter `wqe` is in flight.
-    busy: bool,
-    wqe: u16,
-    /// Its first PSN and how many PSNs it takes (a READ: its response packets).
-    first: u32,
-    npkts: u32,
-    /// Request packets sent (a READ or atomic: 0 or 1).
-    sent: u32,
-    /// Packets acknowledged (a READ: responses taken).
-    acked: u32,
-    /// Request packets ever sent: one sent below this is a retransmission.
-    hi: u32,
-}
-
-/// What a responder resource is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum ResKind {
-    #[default]
-    Free,
-    Read,
-    Atomic,
-}
-
-/// A responder resource: a READ to answer (or answered, kept for a duplicate), or an atomic
-/// with its original value.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Res {
-    kind: ResKind,
-    psn: u32,
-    /// A READ's address; an atomic's original value.
-    va: u64,
-    rkey: u32,
-    len: u32,
-    /// Response packets, and how many were sent.
-    pkts: u32,
-    sent: u32,
-}
-
-/// The responder's state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Resp {
-    /// A SEND in progress: the bytes its packets wrote.
-    send: Option<u32>,
-    /// A WRITE in progress: its RETH (address, rkey, length) and the bytes written.
-    write: Option<(u64, u32, u32, u32)>,
-    /// Messages completed (24 bits).
-    msn: u32,
-    /// A PSN sequence error NAK was sent and the expected PSN has not come since.
-    nak_sent: bool,
-    /// The acknowledgement to send: PSN and AETH syndrome.
-    ack: Option<(u32, u8)>,
-    res: [Res; RES],
-    /// The slot the next resource takes (the oldest one's).
-    next: usize,
-}
-
-impl Res {
-    /// The READ of `reth` at PSN `psn`, at path MTU `mtu`.
-    fn read(psn: u32, reth: &Reth, mtu: u32) -> Res {
-        Res {
-            kind: ResKind::Read,
-            psn,
-            va: reth.va,
-            rkey: reth.rkey,
-            len: reth.dma_len,
-            pkts: packets(u64::from(reth.dma_len), mtu.max(256)),
-            sent: 0,
-        }
+/// The READ of `reth` at PSN `psn`, at path MTU `mtu`: a responder resource.
+fn read_res(psn: u32, reth: &Reth, mtu: u32) -> Res {
+    Res {
+        kind: ResKind::Read,
+        psn,
+        va: reth.va,
+        rkey: reth.rkey,
+        len: reth.dma_len,
+        pkts: packets(u64::from(reth.dma_len), mtu.max(256)),
+        sent: 0,
     }
-}
-
-impl Resp {
-    /// Whether a packet waits to be sent.
-    fn pending(&self) -> bool {
-        self.ack.is_some() || self.res.iter().any(|r| r.sent < r.pkts)
-    }
-
-    fn push(&mut self, r: Res) {
-        if let Some(e) = self.res.get_mut(self.next) {
-            *e = r;
-        }
-        self.next = (self.next + 1) % RES;
-    }
-}
-
-/// A QP's RC transport state in packets.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct RcWire {
-    req: Req,
-    resp: Resp,
 }
 
 /// The RC message `m` of requester `s` (the WQE at its SQ consumer counter) on node `ni`, to
@@ -625,7 +541,7 @@ fn duplicate(nodes: &mut [Node<'_>], di: usize, d: &Snap, p: &Packet<'_>, epsn: 
                 return;
             };
             if read_ok(n.fw, d, &reth) {
-                set_resp(n.fw, d.slot, |r| r.push(Res::read(psn, &reth, d.mtu)));
+                set_resp(n.fw, d.slot, |r| r.push(read_res(psn, &reth, d.mtu)));
             }
         }
         op::COMPARE_SWAP | op::FETCH_ADD => set_resp(n.fw, d.slot, |r| {
@@ -836,7 +752,7 @@ fn rx_read(nodes: &mut [Node<'_>], di: usize, d: &Snap, p: &Packet<'_>) -> Rx {
         resp_fail(nodes, di, d, None, Some(QpEvent::WqAccess));
         return Rx::Nak(NAK_ACCESS);
     }
-    let res = Res::read(p.headers.bth.psn, &reth, d.mtu);
+    let res = read_res(p.headers.bth.psn, &reth, d.mtu);
     executed(nodes, di, d, QCnt::RxRead, res)
 }
 

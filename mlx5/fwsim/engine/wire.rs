@@ -19,9 +19,14 @@
 //!   for IPv4 its header in the last 20 bytes), the CQE reports the L3 type and the source
 //!   QPN from the DETH.
 //!
-//! Not carried in packets: RC, UC and XRC (no requester/responder/completer in packets yet:
-//! such a message to a GID no function holds is lost, as to an address nobody has), the
-//! special QPs (QP0/QP1), RoCE v1 (an address entry of version 1 sends nothing out).
+//! * [`send_uc`]: a UC SEND (with immediate) that fits one packet, as UC SEND ONLY; a UC QP
+//!   takes one whatever its PSN.
+//! * [`queue_frame`] and [`conn_headers`]: what RC in packets (`rc.rs`) builds its packets
+//!   with; [`receive`] hands an RC packet back for it.
+//!
+//! Not carried in packets: UC past one packet and XRC (such a message to a GID no function
+//! holds is lost, as to an address nobody has), the special QPs (QP0/QP1), RoCE v1 (an
+//! address entry of version 1 sends nothing out).
 
 use super::completer::ReqRes;
 use super::fabric::Node;
@@ -500,13 +505,14 @@ fn gather(
     }
 }
 
-/// A frame that came in on the segment port of function `nodes[ni]` (port 1). Whether a QP
-/// took it: a frame that is not a valid RoCE v2 packet (ICRC included), one for a GID the
-/// port does not hold, and anything but a UD SEND to one of its UD QPs are dropped.
-pub(crate) fn receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8], now: u64) -> bool {
+/// A frame that came in on the segment port of function `nodes[ni]` (port 1): a frame that
+/// is not a valid RoCE v2 packet (ICRC included) or is for a GID the port does not hold is
+/// dropped; a UD SEND to one of its UD QPs and a UC SEND ONLY to one of its UC QPs are taken
+/// here; an RC packet is handed back for `rc.rs`; anything else is dropped.
+pub(super) fn receive<'f>(nodes: &mut [Node<'_>], ni: usize, frame: &'f [u8]) -> Rx<'f> {
     let port = 0;
     let Ok(p) = roce::parse(frame) else {
-        return false;
+        return Rx::Taken(false);
     };
     let dgid = match p.headers.ip {
         Ip::V4 { dst, .. } => gid_of_v4(dst),
@@ -516,19 +522,28 @@ pub(crate) fn receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8], now: u64)
         n.fw.port_up(port) && n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok())
     });
     if !ours {
-        return false;
+        return Rx::Taken(false);
     }
     let op = p.headers.bth.opcode;
     if op == opcode::UD | opcode::SEND_ONLY || op == opcode::UD | opcode::SEND_ONLY_IMM {
-        return receive_ud(nodes, ni, port, frame, &p);
+        return Rx::Taken(receive_ud(nodes, ni, port, frame, &p));
     }
     if op == opcode::UC | opcode::SEND_ONLY || op == opcode::UC | opcode::SEND_ONLY_IMM {
-        return receive_uc(nodes, ni, port, &p);
+        return Rx::Taken(receive_uc(nodes, ni, port, &p));
     }
     if op & 0xe0 == opcode::RC {
-        return super::rc::receive(nodes, ni, port, &p, now);
+        return Rx::Rc(port, p);
     }
-    false
+    Rx::Taken(false)
+}
+
+/// What [`receive`] made of a frame.
+#[allow(clippy::large_enum_variant)] // Returned once and taken apart at once.
+pub(super) enum Rx<'f> {
+    /// Taken by a UD or UC QP, or not (dropped).
+    Taken(bool),
+    /// An RC packet for a GID of (0-based) port `port`, for `rc.rs`.
+    Rc(usize, Packet<'f>),
 }
 
 /// The GRH area of a UD receive of the packet in `frame` (headers `h`): the IPv6 header, or
