@@ -33,9 +33,12 @@
 //!   one ACK (syndrome "no credits", the MSN) for the latest packet with AckReq, sent after
 //!   the READ responses and atomic ACKs that precede it.
 //!
+//! The function's debugfs counts request packets sent again and requests past and before the
+//! expected PSN (`wire_rc_*`, `wire.rs` `RcStats`).
+//!
 //! Not done: more than one message in flight per QP (a stop-and-wait requester, which the
 //! peer cannot tell from a slow one), the peer's address checked against the QP's path, XRC
-//! in packets, and counters for retransmissions and sequence errors.
+//! in packets, and the Q counters of retransmissions and sequence errors.
 
 use super::completer::{retire, retry_later, rnr_timer_ns, ReqRes};
 use super::fabric::Node;
