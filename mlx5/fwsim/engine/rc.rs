@@ -503,7 +503,7 @@ fn request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
     };
     match rx {
         Rx::Next { pkts, ack, done } => {
-            let last = psn.wrapping_add(pkts - 1) & PSN_MASK;
+            let last = psn.wrapping_add(pkts.saturating_sub(1)) & PSN_MASK;
             if let Some(q) = qp_mut(n.fw, d.slot) {
                 let _ = qpc::next_rcv_psn.set(&mut q.qpc, (last + 1) & PSN_MASK);
                 let r = &mut q.q.rc.resp;
