@@ -401,7 +401,7 @@ impl Host {
         q(qpc::mtu).set(&mut b, dest.mtu).unwrap();
         q(qpc::log_msg_max).set(&mut b, 30).unwrap();
         q(qpc::remote_qpn).set(&mut b, dest.qpn).unwrap();
-        q(qpc::next_rcv_psn).set(&mut b, 0x100).unwrap();
+        q(qpc::next_rcv_psn).set(&mut b, dest.rq_psn).unwrap();
         q(qpc::min_rnr_nak).set(&mut b, dest.min_rnr_nak).unwrap();
         q(qpc::q_key).set(&mut b, dest.own_qkey).unwrap();
         for f in [qpc::rre, qpc::rwe, qpc::rae] {
@@ -426,7 +426,7 @@ impl Host {
         rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
         let q = |f| rst2init_qp_in::qpc.inner(f);
         let p = |f| q(qpc::primary_address_path).inner(f);
-        q(qpc::next_send_psn).set(&mut b, 0x200).unwrap();
+        q(qpc::next_send_psn).set(&mut b, dest.sq_psn).unwrap();
         q(qpc::retry_count).set(&mut b, dest.retry).unwrap();
         q(qpc::rnr_retry).set(&mut b, dest.rnr_retry).unwrap();
         p(ads::ack_timeout).set(&mut b, dest.ack_timeout).unwrap();
@@ -693,6 +693,9 @@ pub(super) struct Path {
     pub(super) remote_access: bool,
     /// The Q counter set RST2INIT names (`counter_set_id`; 0: none).
     pub(super) counter_set: u32,
+    /// The first PSNs (`next_rcv_psn` at INIT2RTR, `next_send_psn` at RTR2RTS).
+    pub(super) rq_psn: u32,
+    pub(super) sq_psn: u32,
 }
 
 impl Path {
@@ -711,6 +714,8 @@ impl Path {
             own_qkey: 0x1111_1111,
             remote_access: true,
             counter_set: 0,
+            rq_psn: 0x100,
+            sq_psn: 0x200,
         }
     }
 }
@@ -4797,3 +4802,6 @@ fn pma_counts_the_packets_and_octets_of_messages() {
 mod dct_tests;
 #[path = "engine/wire_tests.rs"]
 mod wire_tests;
+
+#[path = "engine/rc_tests.rs"]
+mod rc_tests;
