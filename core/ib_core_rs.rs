@@ -185,6 +185,8 @@ struct IbCoreRs {
     // files are closed before unload (the device pins the module), so no id is left.
     ucma: Option<uverbs::ucma::UcmaGlobal>,
     cma: Option<client::ClientRegistration>,
+    // The IB CM's client (upstream ib_cm loads before rdma_cm): its agents on QP1.
+    ib_cm: Option<client::ClientRegistration>,
     // Last: dropped (drained and destroyed) after everything above is gone.
     _wq: wq::CoreWq,
 }
@@ -206,6 +208,8 @@ impl kernel::Module for IbCoreRs {
         let mad =
             client::register_client(kernel::sync::Arc::new(mad_agent::MadClient, GFP_KERNEL)?)?;
         let umad = umad::UmadGlobal::register(module)?;
+        let ib_cm =
+            client::register_client(kernel::sync::Arc::new(cm::service::CmClient, GFP_KERNEL)?)?;
         let cma = client::register_client(kernel::sync::Arc::new(cma::CmaClient, GFP_KERNEL)?)?;
         let ucma = uverbs::ucma::UcmaGlobal::register()?;
         sysfs::init()?;
@@ -223,6 +227,7 @@ impl kernel::Module for IbCoreRs {
             mad: Some(mad),
             ucma: Some(ucma),
             cma: Some(cma),
+            ib_cm: Some(ib_cm),
             _wq: wq,
         })
     }
@@ -236,7 +241,8 @@ impl Drop for IbCoreRs {
         let ours = usize::from(self.uverbs.is_some())
             + usize::from(self.mad.is_some())
             + usize::from(self.umad.is_some())
-            + usize::from(self.cma.is_some());
+            + usize::from(self.cma.is_some())
+            + usize::from(self.ib_cm.is_some());
         let clients = client::client_count().saturating_sub(ours);
         if devs != 0 || clients != 0 {
             pr_err!(
@@ -251,6 +257,8 @@ impl Drop for IbCoreRs {
         drop(self.ucma.take());
         drop(self.cma.take());
         cma::shutdown();
+        drop(self.ib_cm.take());
+        cm::service::shutdown();
         drop(self.umad.take());
         drop(self.mad.take());
         mad_agent::shutdown();

@@ -21,9 +21,11 @@
 
 use crate::chrdev::{CharDevice, MiscDev};
 use crate::cma::sockaddr::{ip_to_gid, SockAddr, AF_IB, SIZE_IB, SIZE_IN6, SIZE_KSS};
-use crate::cma::{CmEvent, CmHandler, CmId, ConnOp, PortSpace, QPT_RC, QPT_UD};
+use crate::cma::{CmEvent, CmEventType, CmHandler, CmId, PortSpace, QPT_RC, QPT_UD};
+use crate::verbs::QpState;
 use kernel::fs::File;
 use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::poll::{PollCondVar, PollTable};
 use kernel::sync::{Arc, ArcBorrow, Mutex};
 use kernel::uaccess::{UserPtr, UserSlice};
@@ -87,6 +89,8 @@ struct UcmaCtx {
     /// The file's address, as its identity (`ctx->file`).
     file: usize,
     cm_id: Arc<CmId>,
+    /// The id's handler, whose uid `ACCEPT` sets on a connection request's context.
+    ev: Arc<CtxEvents>,
     /// upstream `ctx->mutex`: one command at a time on the id.
     #[pin]
     mutex: Mutex<()>,
@@ -120,30 +124,47 @@ struct UcmaFile {
 /// `ucma_event_handler()`).
 struct CtxEvents {
     id: u32,
-    uid: u64,
+    /// upstream `ctx->uid`: 0 on a connection request's context until `ACCEPT` (its events
+    /// are dropped until then).
+    uid: Atomic<u64>,
     file: Arc<UcmaFile>,
 }
 
 impl CmHandler for CtxEvents {
     fn event(&self, _id: &Arc<CmId>, ev: CmEvent) {
-        // upstream ucma_create_uevent(): the id's uid and number; an address or route event
-        // has an all-zero parameter (`conn`, or `ud` for a UD id).
+        let uid = self.uid.load(Relaxed);
+        // upstream ucma_connect_event_handler(): a request gets a context of its own (with
+        // uid 0), named in the event.
+        let mut id = self.id;
+        if ev.event == CmEventType::ConnectRequest {
+            let Some(nid) = ev.new_id.clone() else {
+                return;
+            };
+            match self.file.new_ctx(nid.clone(), 0) {
+                Ok(c) => id = c.id,
+                Err(_) => {
+                    nid.destroy();
+                    return;
+                }
+            }
+        } else if uid == 0 {
+            return;
+        }
+        // upstream ucma_create_uevent(): the id's uid and number and the connection's
+        // parameters (all zero for an address or route event).
         let mut resp = [0u8; abi::EVENT_RESP];
-        resp[..8].copy_from_slice(&self.uid.to_ne_bytes());
-        resp[8..12].copy_from_slice(&self.id.to_ne_bytes());
+        resp[..8].copy_from_slice(&uid.to_ne_bytes());
+        resp[8..12].copy_from_slice(&id.to_ne_bytes());
+        if let Some(p) = ev.conn.as_deref() {
+            abi::put_conn_param(&mut resp[20..20 + abi::CONN_PARAM], p);
+        }
         resp[12..16].copy_from_slice(&(ev.event as u32).to_ne_bytes());
         resp[16..20].copy_from_slice(&ev.status.to_ne_bytes());
         let mut inner = self.file.inner.lock();
         // upstream: an event that cannot be allocated is dropped.
         if inner
             .events
-            .push(
-                UEvent {
-                    ctx_id: self.id,
-                    resp,
-                },
-                GFP_KERNEL,
-            )
+            .push(UEvent { ctx_id: id, resp }, GFP_KERNEL)
             .is_ok()
         {
             drop(inner);
@@ -235,11 +256,11 @@ impl UcmaFile {
             Cmd::QueryRoute => self.query_route(&c, out_len),
             Cmd::Query => self.query(&c, out_len),
             Cmd::Listen => self.listen(&c),
-            Cmd::Connect => self.conn_op(c.u32(abi::CONN_PARAM), ConnOp::Connect),
-            Cmd::Accept => self.conn_op(c.u32(8 + abi::CONN_PARAM), ConnOp::Accept),
-            Cmd::Reject => self.conn_op(c.u32(0), ConnOp::Reject),
+            Cmd::Connect => self.connect(&c),
+            Cmd::Accept => self.accept(&c),
+            Cmd::Reject => self.reject(&c),
             Cmd::Disconnect => self.disconnect(&c),
-            Cmd::InitQpAttr => self.init_qp_attr(&c),
+            Cmd::InitQpAttr => self.init_qp_attr(&c, out_len),
             Cmd::GetEvent => self.get_event(file, &c, out_len),
             Cmd::SetOption => self.set_option(&c),
             Cmd::Notify => self.notify(&c),
@@ -262,7 +283,22 @@ impl UcmaFile {
             PortSpace::Udp | PortSpace::Ipoib => QPT_UD,
             PortSpace::Ib => qp_type,
         };
-        // upstream ucma_alloc_ctx(): the number is reserved (XA_ZERO_ENTRY) until finished.
+        let ctx = self.alloc_ctx(uid, |h| CmId::create(h, ps, qp_type))?;
+        if let Err(e) = respond(response, &ctx.id.to_ne_bytes()) {
+            self.drop_ctx(&ctx);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// A context for the id `make` creates with the context's handler (upstream
+    /// `ucma_alloc_ctx()`, `ucma_set_ctx_cm_id()`, `ucma_finish_ctx()`).
+    fn alloc_ctx(
+        self: &Arc<Self>,
+        uid: u64,
+        make: impl FnOnce(Arc<dyn CmHandler>) -> Result<Arc<CmId>>,
+    ) -> Result<Arc<UcmaCtx>> {
+        // The number is reserved (upstream XA_ZERO_ENTRY) while the table is held.
         let mut t = self.shared.ctxs.lock();
         let id = match t.iter().position(|s| s.is_none()) {
             Some(i) => i,
@@ -271,15 +307,15 @@ impl UcmaFile {
                 t.len() - 1
             }
         } as u32;
-        let handler = Arc::new(
+        let ev = Arc::new(
             CtxEvents {
                 id,
-                uid,
+                uid: Atomic::new(uid),
                 file: self.clone(),
             },
             GFP_KERNEL,
         )?;
-        let cm_id = CmId::create(handler, ps, qp_type)?;
+        let cm_id = make(ev.clone())?;
         let key = self.key();
         let cm_id2 = cm_id.clone();
         let ctx = Arc::pin_init(
@@ -287,8 +323,9 @@ impl UcmaFile {
                 id,
                 file: key,
                 cm_id: cm_id2,
+                ev,
                 mutex <- kernel::new_mutex!((), "ucma_ctx"),
-                backlog: kernel::sync::atomic::Atomic::new(0),
+                backlog: Atomic::new(0),
             }),
             GFP_KERNEL,
         );
@@ -299,10 +336,6 @@ impl UcmaFile {
                 return Err(e);
             }
         };
-        if let Err(e) = respond(response, &id.to_ne_bytes()) {
-            cm_id.destroy();
-            return Err(e);
-        }
         let mut inner = self.inner.lock();
         if let Err(e) = inner.ctxs.push((ctx.clone(), 0), GFP_KERNEL) {
             drop(inner);
@@ -310,9 +343,23 @@ impl UcmaFile {
             return Err(e.into());
         }
         if let Some(slot) = t.get_mut(id as usize) {
-            *slot = Some(ctx);
+            *slot = Some(ctx.clone());
         }
-        Ok(())
+        Ok(ctx)
+    }
+
+    /// A connection request's context for `nid` (upstream `ucma_connect_event_handler()`).
+    fn new_ctx(self: &Arc<Self>, nid: Arc<CmId>, uid: u64) -> Result<Arc<UcmaCtx>> {
+        self.alloc_ctx(uid, |h| {
+            nid.set_handler(h);
+            Ok(nid.clone())
+        })
+    }
+
+    /// Takes a context out of the table and destroys it.
+    fn drop_ctx(&self, ctx: &Arc<UcmaCtx>) {
+        free_slot(&mut self.shared.ctxs.lock(), ctx);
+        self.destroy_ctx(ctx);
     }
 
     /// upstream `ucma_destroy_private_ctx()` once the number is taken out of the table: the
@@ -543,28 +590,67 @@ impl UcmaFile {
         ctx.cm_id.listen(backlog)
     }
 
-    // upstream ucma_connect(), ucma_accept(), ucma_reject(): the id, then the CM.
-    fn conn_op(&self, id: u32, op: ConnOp) -> Result {
+    // upstream ucma_connect()
+    fn connect(&self, c: &CmdBuf) -> Result {
+        let p = abi::get_conn_param(c.bytes(0, abi::CONN_PARAM));
+        if c.u8(abi::CONN_PARAM - 1) == 0 {
+            return Err(EINVAL);
+        }
+        let ctx = self.get_ctx_dev(c.u32(abi::CONN_PARAM))?;
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.connect(&p)
+    }
+
+    // upstream ucma_accept(): with valid parameters the context takes the uid.
+    fn accept(&self, c: &CmdBuf) -> Result {
+        let uid = c.u64(0);
+        let valid = c.u8(8 + abi::CONN_PARAM - 1) != 0;
+        let p = abi::get_conn_param(c.bytes(8, abi::CONN_PARAM));
+        let ctx = self.get_ctx_dev(c.u32(8 + abi::CONN_PARAM))?;
+        let _g = ctx.mutex.lock();
+        if valid {
+            ctx.ev.uid.store(uid, Relaxed);
+            ctx.cm_id.accept(Some(&p))
+        } else {
+            ctx.cm_id.accept(None)
+        }
+    }
+
+    // upstream ucma_reject(): reason 0 is the consumer's; only that and the vendor option
+    // (IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED) are taken.
+    fn reject(&self, c: &CmdBuf) -> Result {
+        let (id, len, reason) = (c.u32(0), c.u8(4), c.u8(5));
+        let reason = match reason {
+            0 => 28,
+            28 | 35 => u16::from(reason),
+            _ => return Err(EINVAL),
+        };
         let ctx = self.get_ctx_dev(id)?;
         let _g = ctx.mutex.lock();
-        ctx.cm_id.connect_op(op)
+        ctx.cm_id.reject(c.bytes(8, usize::from(len)), reason)
     }
 
     // upstream ucma_disconnect()
     fn disconnect(&self, c: &CmdBuf) -> Result {
-        self.conn_op(c.u32(0), ConnOp::Disconnect)
+        let ctx = self.get_ctx_dev(c.u32(0))?;
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.disconnect()
     }
 
-    // upstream ucma_init_qp_attr(): the attributes come from the connection (not done).
-    fn init_qp_attr(&self, c: &CmdBuf) -> Result {
-        let qp_state = c.u32(12);
-        // upstream: IB_QPS_ERR is the last state.
-        if qp_state > 6 {
-            return Err(EINVAL);
+    // upstream ucma_init_qp_attr(): struct ib_uverbs_qp_attr of rdma_init_qp_attr().
+    fn init_qp_attr(&self, c: &CmdBuf, out_len: usize) -> Result {
+        if out_len < abi::QP_ATTR {
+            return Err(ENOSPC);
         }
+        let qp_state = c.u32(12);
+        let state = u8::try_from(qp_state)
+            .ok()
+            .and_then(|s| QpState::try_from(s).ok())
+            .ok_or(EINVAL)?;
         let ctx = self.get_ctx_dev(c.u32(8))?;
         let _g = ctx.mutex.lock();
-        Err(EOPNOTSUPP)
+        let (a, mask) = ctx.cm_id.init_qp_attr(state)?;
+        respond(c.u64(0), &abi::qp_attr(&a, mask))
     }
 
     // upstream ucma_get_event()

@@ -28,6 +28,20 @@ cm_netdevs() {
 	echo "$a $b"
 }
 
+# cm_rping NAME SERVER_ADDR CLIENT_ADDR: unmodified rping, 20 pings of verified data.
+cm_rping() {
+	local s rc=0 rs=0
+	timeout 90 rping -s -a $2 -p 7174 -C 20 -v >/tmp/rping-s 2>&1 &
+	s=$!
+	sleep 1
+	timeout 90 rping -c -a $2 -I $3 -p 7174 -C 20 -v >/tmp/rping-c 2>&1 || rc=$?
+	wait $s || rs=$?
+	sed 's/^/    rping-c| /' /tmp/rping-c | tail -5
+	sed 's/^/    rping-s| /' /tmp/rping-s | tail -5
+	t_check "$1: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
+	t_check "$1: 20 pings of verified data" sh -c '[ "$(grep -c "ping data: rdma-ping-" /tmp/rping-c)" = 20 ]'
+}
+
 cm_ucma_suite() {
 	local nd
 	ip link set lo up
@@ -38,13 +52,15 @@ cm_ucma_suite() {
 	nd=$(cm_netdevs)
 	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
 	if [ -n "$nd" ]; then
-		t_import "ucma" /rdma-rs/ucma_test -c $CM_SRC $CM_DST 10.66.0.77 10.99.0.1
+		t_import "ucma" /rdma-rs/ucma_test $CM_SRC $CM_DST 10.66.0.77 10.99.0.1
 		cp /tmp/import.out /tmp/cm-ours.out
 		t_check "ucma: SRC binds to mlx5_0" grep -q "^I bound to device mlx5_0 port 1" /tmp/cm-ours.out
 		t_check "ucma: SRC -> DST resolves on mlx5_0" \
 			grep -q "^I resolved on device mlx5_0 port 1" /tmp/cm-ours.out
 		t_check "ucma: any -> DST resolves on DST's mlx5_1 from DST" \
 			grep -q "^I from any: device mlx5_1, source $CM_DST" /tmp/cm-ours.out
+		cm_rping "rping mlx5_0 -> mlx5_1" $CM_DST $CM_SRC
+		cm_rping "rping on mlx5_0" $CM_SRC $CM_SRC
 		# An id left open at rmmod: the file pins the module; closed, everything goes.
 		sleep 30 </dev/infiniband/rdma_cm &
 		local p=$!
