@@ -670,7 +670,9 @@ impl CmConn {
             QpState::Rts => {
                 if !matches!(
                     s.state,
-                    CmState::RepRcvd
+                    CmState::ReqRcvd
+                        | CmState::MraReqSent
+                        | CmState::RepRcvd
                         | CmState::MraRepSent
                         | CmState::RepSent
                         | CmState::MraRepRcvd
