@@ -92,6 +92,12 @@ pub const CLASS_VENDOR_RANGE2_END: u8 = 0x4f;
 pub const METHOD_GET: u8 = 0x01;
 /// `IB_MGMT_METHOD_SET`.
 pub const METHOD_SET: u8 = 0x02;
+/// `IB_MGMT_METHOD_GET_RESP`.
+pub const METHOD_GET_RESP: u8 = 0x81;
+/// `IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB`.
+pub const MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB: u16 = 0x000c;
+/// `IB_SMP_DIRECTION`: the D bit of a directed-route SMP's status.
+pub const SMP_DIRECTION: u16 = 0x8000;
 /// `IB_MGMT_METHOD_TRAP_REPRESS`.
 pub const METHOD_TRAP_REPRESS: u8 = 0x07;
 /// `IB_MGMT_METHOD_RESP`: the response bit of the method.

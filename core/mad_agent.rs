@@ -191,7 +191,8 @@ struct Resend {
 /// `send_list`).
 struct Inflight {
     wr_id: u64,
-    agent: Arc<AgentInner>,
+    /// `None` for a response of the port's own agent (upstream `agent.c`).
+    agent: Option<Arc<AgentInner>>,
     context: u64,
     /// It waits for a response (it is on the wait list): its send completion reports
     /// nothing unless it failed.
@@ -369,7 +370,8 @@ impl MadPort {
                         .map(|r| (r.mad.clone(), r.dest, r.qp, w.agent.clone(), w.context));
                     if let Some((mad, dest, qp, agent, context)) = again {
                         // A resend that cannot go out waits for its next deadline.
-                        let _ = self.send_wire(&mut st, &mad, &dest, qp, agent, context, true);
+                        let _ =
+                            self.send_wire(&mut st, &mad, &dest, qp, Some(agent), context, true);
                     }
                     i += 1;
                     continue;
@@ -409,7 +411,7 @@ impl MadPort {
         mad: &Mad,
         dest: &MadDest,
         qp: SpecialQp,
-        agent: Arc<AgentInner>,
+        agent: Option<Arc<AgentInner>>,
         context: u64,
         waits: bool,
     ) -> Result {
@@ -472,6 +474,9 @@ impl MadPort {
         let Ok(f) = st.inflight.remove(pos) else {
             return;
         };
+        let Some(agent) = f.agent else {
+            return;
+        };
         if f.waits && status == WcStatus::Success {
             return;
         }
@@ -479,7 +484,7 @@ impl MadPort {
             let w = st
                 .waiting
                 .iter()
-                .position(|w| Arc::ptr_eq(&w.agent, &f.agent) && w.context == f.context);
+                .position(|w| Arc::ptr_eq(&w.agent, &agent) && w.context == f.context);
             match w {
                 Some(i) => {
                     let _ = st.waiting.remove(i);
@@ -492,12 +497,15 @@ impl MadPort {
             context: f.context,
             status,
         };
-        let _ = self.queue(&mut st, Completion::Send(f.agent, done));
+        let _ = self.queue(&mut st, Completion::Send(agent, done));
     }
 
     /// A MAD that arrived on special QP `qp` (upstream `ib_mad_recv_done()`): checked as
-    /// upstream's `validate_mad()`, then a response to the agent whose send it answers, a
-    /// request to the agent registered for it.
+    /// upstream's `validate_mad()`, a directed-route SMP through `smi.c`
+    /// (`handle_ib_smi()`), then the driver's `process_mad`, whose reply is sent back
+    /// (`agent_send_response()`); otherwise a response goes to the agent whose send it
+    /// answers, a request to the agent registered for it, and a Get or Set nobody takes is
+    /// answered "unsupported method/attribute" (`generate_unmatched_resp()`).
     fn wire_recv(&self, qp: SpecialQp, mad: &Mad, info: MadRecvInfo) {
         let h = MadHdr(&mad.0);
         let class = h.mgmt_class();
@@ -506,15 +514,43 @@ impl MadPort {
         if mad.0[0] != mad::MGMT_BASE_VERSION || smp != (qp == SpecialQp::Smi) {
             return;
         }
-        let rmad = MadRecv {
-            mad: mad.clone(),
-            info,
-        };
+        let mut mad = mad.clone();
+        let mut ret = 0;
+        {
+            let guard = self.dev.lock();
+            let Some(dev) = guard.as_ref() else {
+                return;
+            };
+            if class == CLASS_SUBN_DIRECTED_ROUTE
+                && !smi::handle_dr_smp_recv(&mut mad.0, self.port, dev.has_process_mad())
+            {
+                return;
+            }
+            if dev.has_process_mad() {
+                let mut reply = Mad::zeroed();
+                ret = dev
+                    .process_mad(self.port, 0, Some(&info), &mad, &mut reply)
+                    .unwrap_or(0);
+                drop(guard);
+                if ret & MAD_RESULT_SUCCESS != 0 {
+                    if ret & MAD_RESULT_CONSUMED != 0 {
+                        return;
+                    }
+                    if ret & MAD_RESULT_REPLY != 0 {
+                        self.send_response(qp, reply, &info);
+                        return;
+                    }
+                }
+            }
+        }
+        let is_resp = MadHdr(&mad.0).is_response();
+        let method = MadHdr(&mad.0).method();
+        let rmad = MadRecv { mad, info };
         let mut st = self.state.lock();
         if st.closed {
             return;
         }
-        if h.is_response() {
+        if is_resp {
             if let Some((t, ctx)) = MadAgent::take_waiting(&mut st, &rmad.mad.0, qp) {
                 let _ = self.queue(&mut st, Completion::Recv(t.clone(), rmad, Some(ctx)));
                 let done = MadSendDone {
@@ -527,7 +563,62 @@ impl MadPort {
         }
         if let Some(t) = MadPort::find_agent(&st, &rmad.mad.0, qp) {
             let _ = self.queue(&mut st, Completion::Recv(t, rmad, None));
+            return;
         }
+        drop(st);
+        // upstream generate_unmatched_resp().
+        if ret & MAD_RESULT_SUCCESS != 0 && matches!(method, mad::METHOD_GET | mad::METHOD_SET) {
+            let mut resp = rmad.mad;
+            resp.0[3] = mad::METHOD_GET_RESP;
+            let mut status = mad::MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB;
+            if class == CLASS_SUBN_DIRECTED_ROUTE {
+                status |= mad::SMP_DIRECTION;
+            }
+            resp.0[4..6].copy_from_slice(&status.to_be_bytes());
+            self.send_response(qp, resp, &rmad.info);
+        }
+    }
+
+    /// upstream `agent_send_response()`: `reply` back to where `info` says its request came
+    /// from, a directed-route reply along its return path (`smi.c` on its way out).
+    fn send_response(&self, qp: SpecialQp, reply: Mad, info: &MadRecvInfo) {
+        let mut reply = reply;
+        let dlid = if reply.mgmt_class() == CLASS_SUBN_DIRECTED_ROUTE {
+            match smi::route_outgoing_dr_smp(&mut reply.0, self.port, true) {
+                Some(DrRoute::Wire) => mad::LID_PERMISSIVE,
+                _ => return,
+            }
+        } else {
+            info.slid
+        };
+        // upstream ib_init_ah_attr_from_wc(): the route back from the received GRH.
+        let grh = info.grh.map(|g| {
+            let vtf = u32::from_be_bytes([g[0], g[1], g[2], g[3]]);
+            let mut dgid = [0u8; 16];
+            dgid.copy_from_slice(&g[8..24]);
+            MadGrh {
+                dgid: crate::attr::Gid(dgid),
+                sgid_index: 0,
+                hop_limit: 0xff,
+                traffic_class: ((vtf >> 20) & 0xff) as u8,
+                flow_label: vtf & 0xf_ffff,
+            }
+        });
+        let dest = MadDest {
+            dlid,
+            sl: info.sl,
+            src_path_bits: info.dlid_path_bits,
+            remote_qpn: info.src_qp,
+            remote_qkey: crate::mad_qp::QP1_QKEY,
+            pkey_index: info.pkey_index,
+            grh,
+        };
+        let mut st = self.state.lock();
+        if st.closed {
+            return;
+        }
+        // A response that cannot go out is lost, as upstream's when its send fails.
+        let _ = self.send_wire(&mut st, &reply, &dest, qp, None, 0, false);
     }
 
     /// Closes the port (upstream `ib_mad_port_close()`): no send is accepted any more, the
@@ -914,8 +1005,14 @@ impl MadAgent {
     /// first when it waits for a response.
     fn post_wire(&self, st: &mut PortState, send: &MadSend, tid: u64, is_resp: bool) -> Result {
         let a = &self.inner;
+        // A directed-route SMP's LRH goes to the permissive LID (a DLID of 0 is no LID).
+        let dlid = if send.mad.mgmt_class() == CLASS_SUBN_DIRECTED_ROUTE && send.dlid == 0 {
+            mad::LID_PERMISSIVE
+        } else {
+            send.dlid
+        };
         let dest = MadDest {
-            dlid: send.dlid,
+            dlid,
             sl: send.sl,
             src_path_bits: send.src_path_bits,
             remote_qpn: send.remote_qpn,
@@ -935,9 +1032,15 @@ impl MadAgent {
             )?;
             self.wait_resend(st, send, tid, wq::now_ms(), Some(resend));
         }
-        let r = a
-            .port
-            .send_wire(st, &send.mad, &dest, a.qp, a.clone(), send.context, waits);
+        let r = a.port.send_wire(
+            st,
+            &send.mad,
+            &dest,
+            a.qp,
+            Some(a.clone()),
+            send.context,
+            waits,
+        );
         if r.is_err() && waits {
             st.waiting
                 .retain(|w| !(Arc::ptr_eq(&w.agent, a) && w.context == send.context));

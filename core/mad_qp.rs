@@ -13,7 +13,7 @@
 
 use crate::attr::Gid;
 use crate::mad::{Mad, MadRecvInfo};
-use crate::verbs::WcStatus;
+use crate::verbs::types::WcStatus;
 use kernel::prelude::*;
 
 /// upstream `IB_QP1_QKEY`: the Q_Key of QP1.

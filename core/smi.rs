@@ -109,6 +109,80 @@ pub fn route_outgoing_dr_smp(smp: &mut [u8], port: u32, has_process_mad: bool) -
     Some(if local { DrRoute::Local } else { DrRoute::Wire })
 }
 
+/// upstream `handle_ib_smi()` for a directed-route SMP received at `port` of an HCA:
+/// `smi_handle_dr_smp_recv()` (the return path noted, the hop pointer checked),
+/// `smi_check_forward_dr_smp()`, and for an SMP that ends here `smi_handle_dr_smp_send()` and
+/// `smi_check_local_smp()`. Whether the SMP goes to `process_mad` (else it is discarded: an
+/// HCA forwards nothing).
+pub fn handle_dr_smp_recv(smp: &mut [u8], port: u32, has_process_mad: bool) -> bool {
+    let hop_cnt = get(smp, HOP_CNT);
+    let mut hop_ptr = get(smp, HOP_PTR);
+    // C14-6
+    if hop_cnt >= SMP_MAX_PATH_HOPS {
+        return false;
+    }
+    let dlid_permissive = be16(smp, DR_DLID) == LID_PERMISSIVE;
+    let slid_permissive = be16(smp, DR_SLID) == LID_PERMISSIVE;
+    let ok = if !returning(smp) {
+        if hop_cnt != 0 && hop_ptr == 0 {
+            // C14-9:1
+            false
+        } else if hop_ptr != 0 && hop_ptr < hop_cnt {
+            // C14-9:2: only a switch is an intermediate hop.
+            false
+        } else if hop_ptr == hop_cnt {
+            // C14-9:3
+            if hop_cnt != 0 {
+                if let Some(b) = smp.get_mut(RETURN_PATH + usize::from(hop_ptr)) {
+                    *b = u8::try_from(port).unwrap_or(0);
+                }
+            }
+            dlid_permissive
+        } else {
+            // C14-9:4, C14-9:5
+            u16::from(hop_ptr) == u16::from(hop_cnt) + 1
+        }
+    } else if hop_cnt != 0 && u16::from(hop_ptr) == u16::from(hop_cnt) + 1 {
+        // C14-13:1
+        hop_ptr -= 1;
+        u32::from(get(smp, RETURN_PATH + usize::from(hop_ptr))) == port
+    } else if (2..=hop_cnt).contains(&hop_ptr) {
+        // C14-13:2
+        false
+    } else if hop_ptr == 1 {
+        // C14-13:3
+        if slid_permissive {
+            hop_ptr -= 1;
+        }
+        slid_permissive
+    } else {
+        // C14-13:4, C14-13:5
+        hop_ptr == 0
+    };
+    if let Some(b) = smp.get_mut(HOP_PTR) {
+        *b = hop_ptr;
+    }
+    if !ok {
+        return false;
+    }
+    // smi_check_forward_dr_smp(): IB_SMI_SEND where the SMP is to be handed on, else
+    // IB_SMI_LOCAL (handled here as it is).
+    let send = if !returning(smp) {
+        (hop_ptr == hop_cnt && dlid_permissive) || u16::from(hop_ptr) == u16::from(hop_cnt) + 1
+    } else {
+        hop_ptr == 1 && !slid_permissive
+    };
+    if !send {
+        return true;
+    }
+    if !dr_smp_send(smp, port) {
+        return false;
+    }
+    // smi_check_local_smp()
+    let hop_ptr = u16::from(get(smp, HOP_PTR));
+    has_process_mad && !returning(smp) && hop_ptr == u16::from(hop_cnt) + 1
+}
+
 /// The `DrSLID` of an SMP (what upstream's local completion reports as the source LID).
 pub fn dr_slid(smp: &[u8]) -> u16 {
     be16(smp, DR_SLID)
@@ -126,6 +200,24 @@ mod tests {
         m[DR_DLID..DR_DLID + 2].copy_from_slice(&[0xff, 0xff]);
         m[INITIAL_PATH + 1] = path1;
         m
+    }
+
+    #[test]
+    fn received_request_at_the_end_of_its_path() {
+        // Two hops: the switch handed it on with the hop pointer at the hop count.
+        let mut m = smp(2, 1);
+        m[HOP_PTR] = 2;
+        assert!(handle_dr_smp_recv(&mut m, 1, true));
+        assert_eq!(m[HOP_PTR], 3);
+        assert_eq!(m[RETURN_PATH + 2], 1);
+        // The reply goes back along the return path.
+        m[STATUS] |= 0x80;
+        assert_eq!(route_outgoing_dr_smp(&mut m, 1, true), Some(DrRoute::Wire));
+        assert_eq!(m[HOP_PTR], 2);
+        // An HCA is no intermediate hop.
+        let mut m = smp(3, 1);
+        m[HOP_PTR] = 1;
+        assert!(!handle_dr_smp_recv(&mut m, 1, true));
     }
 
     #[test]

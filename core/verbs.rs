@@ -36,7 +36,7 @@ mod mw;
 mod pd;
 mod qp;
 mod srq;
-mod types;
+pub(crate) mod types;
 mod ucontext;
 mod umem;
 mod xrcd;

@@ -99,6 +99,10 @@ module! {
             default: true,
             description: "The simulated InfiniBand fabrics' embedded subnet manager (sm=0: ports stay INIT with LID 0 until a host SM sweeps them)",
         },
+        mad_qps: bool {
+            default: false,
+            description: "QP0 and QP1 of every port for the MAD layer (mad_qps=1: MADs leave the host on the wire; 0: the MAD layer keeps them in the node)",
+        },
     },
 }
 
