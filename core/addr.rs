@@ -36,6 +36,21 @@ fn is_link_local(g: &[u8; 16]) -> bool {
     g[..8] == [0xfe, 0x80, 0, 0, 0, 0, 0, 0]
 }
 
+/// upstream `rdma_fill_sgid_attr()` → `rdma_get_gid_attr()` for an AV with a GRH: the source
+/// GID index must name a valid entry of `port`'s table.
+///
+/// # Errors
+///
+/// `EINVAL` for a bad port or an index beyond the table, `ENODATA` for an empty entry (as
+/// upstream, whatever the link layer).
+pub fn check_sgid(dev: &DeviceCore, port: u32, index: u8) -> Result {
+    match dev.query_gid(port, u32::from(index)) {
+        Ok(_) => Ok(()),
+        Err(e) if e == ENOENT => Err(ENODATA),
+        Err(e) => Err(e),
+    }
+}
+
 /// upstream `ib_resolve_eth_dmac()` for the AV `grh` on `port` of `dev`: the destination MAC,
 /// and for a destination resolved through the IP stack the route's hop limit in
 /// `grh.hop_limit` (as upstream). Sleeps (a neighbour may take up to a second).

@@ -413,6 +413,9 @@ impl Host {
             p(ads::grh).set(&mut b, 1).unwrap();
             p(ads::rgid_rip).set_bytes(&mut b, &g).unwrap();
             p(ads::hop_limit).set(&mut b, 64).unwrap();
+            p(ads::src_addr_index)
+                .set(&mut b, u32::from(dest.sgid_index))
+                .unwrap();
         }
         ok(&mut self.fw, &b, 16);
     }
@@ -679,6 +682,8 @@ pub(super) struct Path {
     pub(super) qpn: u32,
     pub(super) lid: u16,
     pub(super) gid: Option<[u8; 16]>,
+    /// The source GID index (`src_addr_index`).
+    pub(super) sgid_index: u8,
     pub(super) mtu: u32,
     pub(super) retry: u32,
     pub(super) rnr_retry: u32,
@@ -696,6 +701,7 @@ impl Path {
             qpn,
             lid,
             gid: None,
+            sgid_index: 0,
             // 1024 bytes.
             mtu: 3,
             retry: 7,
@@ -1675,14 +1681,18 @@ fn roce_routing_by_gid_rc_and_ud() {
     h1.set_gid(2, gid_v6(1), false);
     h2.set_gid(0, gid_v6(2), true);
     h2.set_gid(1, gid_v4(2), false);
+    h2.set_gid(2, gid_v6(2), false);
     let (mut c1, mut c2) = (h1.cq(5, false), h2.cq(5, false));
     let mut a = h1.qp(QPC_ST_RC, &c1, &c1, (5, 5, 2));
     let mut b = h2.qp(QPC_ST_RC, &c2, &c2, (5, 5, 2));
+    // Both paths from the IPv4 RoCE v2 entries (index 1).
     let mut pa = Path::to(b.qpn, 0);
     pa.gid = Some(gid_v4(2));
+    pa.sgid_index = 1;
     h1.connect(&a, &pa);
     let mut pb = Path::to(a.qpn, 0);
     pb.gid = Some(gid_v4(1));
+    pb.sgid_index = 1;
     h2.connect(&b, &pb);
     let src = h1.mr(4096, ALL);
     let dst = h2.mr(4096, ALL);
@@ -1764,6 +1774,54 @@ fn roce_routing_by_gid_rc_and_ud() {
     assert_eq!(&v6[8..24], &gid_v6(1));
     assert_eq!(&v6[24..40], &gid_v6(2));
     assert_eq!(h2.mem.get(dst.bus + 1040, 100), pattern(100, 2));
+}
+
+/// Two functions, each with a RoCE v1 (index 0) and a RoCE v2 (index 1) entry of its
+/// link-local GID, and an RC QP on each, connected from the source GID indexes `ia` and `ib`;
+/// a SEND from the first: what its requester completes with, and how many receives came.
+fn rc_by_versions(ia: u8, ib: u8) -> (u8, u8, usize) {
+    let mut h1 = Host::new(LinkLayer::Ethernet, 7);
+    let mut h2 = Host::new(LinkLayer::Ethernet, 8);
+    for (h, n) in [(&mut h1, 1), (&mut h2, 2)] {
+        h.set_gid(0, gid_v6(n), true);
+        h.set_gid(1, gid_v6(n), false);
+    }
+    let (mut c1, mut c2) = (h1.cq(5, false), h2.cq(5, false));
+    let a = h1.qp(QPC_ST_RC, &c1, &c1, (5, 5, 2));
+    let mut b = h2.qp(QPC_ST_RC, &c2, &c2, (5, 5, 2));
+    let mut pa = Path::to(b.qpn, 0);
+    pa.gid = Some(gid_v6(2));
+    pa.sgid_index = ia;
+    pa.retry = 2;
+    pa.ack_timeout = 8;
+    h1.connect(&a, &pa);
+    let mut pb = Path::to(a.qpn, 0);
+    pb.gid = Some(gid_v6(1));
+    pb.sgid_index = ib;
+    h2.connect(&b, &pb);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h2.post_recv(&mut b, &[dst.sge(0, 4096)]);
+    let mut a = a;
+    h1.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 64)));
+    let mut now = 0;
+    while let Some(d) = run(&mut [&mut h1, &mut h2], now).next_deadline_ns {
+        now = d;
+    }
+    let s = h1.poll_all(&mut c1);
+    let r = h2.poll_all(&mut c2);
+    (s[0].opcode, s[0].syndrome, r.len())
+}
+
+#[test]
+fn roce_v1_and_v2_qps_meet_only_their_own_version() {
+    // v1 to v1 and v2 to v2: delivered.
+    assert_eq!(rc_by_versions(0, 0), (cqe_op::REQ, 0, 1));
+    assert_eq!(rc_by_versions(1, 1), (cqe_op::REQ, 0, 1));
+    // A v1 requester and a v2 responder, or the other way round: the frames are not what the
+    // responder QP takes, no ACK comes back, the requester exceeds its retries.
+    assert_eq!(rc_by_versions(0, 1), (cqe_op::REQ_ERR, csyn::RETRY_EXC, 0));
+    assert_eq!(rc_by_versions(1, 0), (cqe_op::REQ_ERR, csyn::RETRY_EXC, 0));
 }
 
 #[test]

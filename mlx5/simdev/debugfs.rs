@@ -8,6 +8,8 @@
 //!   about itself: node and system image GUID, IEEE vendor id, PSID (board id), PCI revision;
 //! * `caps` — the profile's capability logarithms (`log_max_qp`, ...), port LID and MTU, and
 //!   per port RoCE address 0 as SET_ROCE_ADDRESS last programmed it (`-` when empty);
+//! * `roce` — every programmed RoCE address table entry, one a line: `portP INDEX GID vVERSION
+//!   ipv4|ipv6 MAC vlan ID|-`, as SET_ROCE_ADDRESS left it (nothing on InfiniBand);
 //! * `stats` — commands executed, failed, and taken by fault injection, the nanoseconds
 //!   spent executing them (`exec_ns`, the simulator's share of a benchmark), those they
 //!   waited for the fabric lock first (`cmd_wait_ns`, the longest wait `cmd_wait_max_ns`:
@@ -50,6 +52,7 @@ pub(super) fn function_dir<'a>(root: &'a Dir, name: &'a CStr, f: F) -> impl PinI
         d.read_callback_file(c"resources", f, &show_resources);
         d.read_callback_file(c"identity", f, &show_identity);
         d.read_callback_file(c"caps", f, &show_caps);
+        d.read_callback_file(c"roce", f, &show_roce);
         d.read_callback_file(c"stats", f, &show_stats);
         d.read_callback_file(c"iommu", f, &show_iommu);
         d.read_callback_file(c"qcounters", f, &show_qcounters);
@@ -161,19 +164,59 @@ fn show_caps(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         match f.roce_addr(port, 0) {
             Some(a) => {
                 write!(out, "port{} roce_gid0 ", port)?;
-                for (i, c) in a.gid.chunks(2).enumerate() {
-                    let sep = if i == 0 { "" } else { ":" };
-                    write!(
-                        out,
-                        "{}{:02x}{:02x}",
-                        sep,
-                        c[0],
-                        c.get(1).copied().unwrap_or(0)
-                    )?;
-                }
+                write_gid(out, &a.gid)?;
                 writeln!(out, " v{}", a.version)?;
             }
             None => writeln!(out, "port{} roce_gid0 -", port)?,
+        }
+    }
+    Ok(())
+}
+
+/// Writes a GID as sysfs prints one (eight groups of four hex digits).
+fn write_gid(out: &mut fmt::Formatter<'_>, gid: &[u8; 16]) -> fmt::Result {
+    for (i, c) in gid.chunks(2).enumerate() {
+        let sep = if i == 0 { "" } else { ":" };
+        write!(
+            out,
+            "{}{:02x}{:02x}",
+            sep,
+            c[0],
+            c.get(1).copied().unwrap_or(0)
+        )?;
+    }
+    Ok(())
+}
+
+fn show_roce(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let cfg = f.with_fw(|fw| *fw.config());
+    if cfg.link_layer != SimLinkLayer::Ethernet {
+        return Ok(());
+    }
+    for port in 1..=cfg.num_ports {
+        for i in 0..256 {
+            let Some(a) = f.roce_addr(port, i) else {
+                continue;
+            };
+            write!(out, "port{} {} ", port, i)?;
+            write_gid(out, &a.gid)?;
+            let m = a.mac;
+            write!(
+                out,
+                " v{} {} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} vlan ",
+                a.version,
+                if a.l3_type == 0 { "ipv4" } else { "ipv6" },
+                m[0],
+                m[1],
+                m[2],
+                m[3],
+                m[4],
+                m[5]
+            )?;
+            match a.vlan {
+                Some(v) => writeln!(out, "{}", v)?,
+                None => writeln!(out, "-")?,
+            }
         }
     }
     Ok(())

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ah_resolve DEVICE SGID_INDEX ADDRESS: ibv_create_ah() on port 1 of DEVICE to the GID of
- * ADDRESS (IPv4, as ::ffff:a.b.c.d, or IPv6) from GID index SGID_INDEX, as a RoCE v2 user
- * would. Prints `dmac xx:xx:xx:xx:xx:xx` (the MAC libmlx5 put in the AV from the kernel's
- * create_ah response, read through mlx5dv) or `errno N`.
+ * ah_resolve DEVICE SGID_INDEX ADDRESS [nogrh]: ibv_create_ah() on port 1 of DEVICE to the GID
+ * of ADDRESS (IPv4, as ::ffff:a.b.c.d, or IPv6) from GID index SGID_INDEX, as a RoCE v2 user
+ * would (with `nogrh`: an AV without a GRH). Prints `dmac xx:xx:xx:xx:xx:xx` (the MAC libmlx5
+ * put in the AV from the kernel's create_ah response, read through mlx5dv), `created` on a
+ * device that is not mlx5 (rxe), or `errno N`.
  *
  * LDLIBS: -lmlx5
  */
@@ -25,10 +26,10 @@ int main(int argc, char **argv)
 	struct ibv_pd *pd;
 	struct ibv_ah *ah;
 	unsigned char *g = a.grh.dgid.raw;
-	int i, nd;
+	int i, nd, mlx5 = 0;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s DEVICE SGID_INDEX ADDRESS\n", argv[0]);
+	if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "nogrh"))) {
+		fprintf(stderr, "usage: %s DEVICE SGID_INDEX ADDRESS [nogrh]\n", argv[0]);
 		return 2;
 	}
 	if (inet_pton(AF_INET, argv[3], g + 12) == 1) {
@@ -40,8 +41,10 @@ int main(int argc, char **argv)
 	}
 	list = ibv_get_device_list(&nd);
 	for (i = 0; list && i < nd; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
+		if (!strcmp(ibv_get_device_name(list[i]), argv[1])) {
 			c = ibv_open_device(list[i]);
+			mlx5 = mlx5dv_is_supported(list[i]);
+		}
 	if (list)
 		ibv_free_device_list(list);
 	if (!c) {
@@ -53,13 +56,20 @@ int main(int argc, char **argv)
 		printf("ibv_alloc_pd failed\n");
 		return 1;
 	}
-	a.is_global = 1;
+	a.is_global = argc == 4;
 	a.grh.sgid_index = atoi(argv[2]);
 	a.grh.hop_limit = 64;
 	a.port_num = 1;
 	ah = ibv_create_ah(pd, &a);
 	if (!ah) {
 		printf("errno %d\n", errno);
+		ibv_dealloc_pd(pd);
+		ibv_close_device(c);
+		return 0;
+	}
+	if (!mlx5) {
+		printf("created\n");
+		ibv_destroy_ah(ah);
 		ibv_dealloc_pd(pd);
 		ibv_close_device(c);
 		return 0;

@@ -2,7 +2,7 @@
 /*
  * fault_sweep: one verb under fault injection, one failure point at a time.
  *
- *   fault_sweep -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP]
+ *   fault_sweep -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP] [-g INDEX]
  *
  * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj
  * (the create paths; "ctx" is ibv_open_device, "uctx" its kernel part alone
@@ -13,6 +13,9 @@
  * d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj (the
  * destroy paths: the object is created unarmed, its destroy is armed).
  *
+ * -g INDEX: on RoCE the AVs ("ah", "modify") go from GID index INDEX (default 0, the link-local
+ *   RoCE v1 GID) to that GID itself: an IP GID's own address, resolved through the route
+ *   (upstream ib_resolve_eth_dmac(), a local destination).
  * -k slab: the kernel's allocation fault injection through the task's own
  *   counter, /proc/thread-self/fail-nth (failslab and fail_page_alloc, set up
  *   by the caller in debugfs): writing N makes the N-th fault-injection site
@@ -60,7 +63,7 @@ enum kind { SLAB, FW };
 
 static const char *devname, *fwdir, *verb;
 static enum kind kind;
-static int failnth_fd = -1, fwknob_fd = -1;
+static int failnth_fd = -1, fwknob_fd = -1, sgid_index;
 static int failures;
 
 struct env {
@@ -275,6 +278,7 @@ static int to_rts(struct env *e, struct ibv_qp *qp)
 	if (e->roce) {
 		a.ah_attr.is_global = 1;
 		a.ah_attr.grh.dgid = e->gid;
+		a.ah_attr.grh.sgid_index = sgid_index;
 		a.ah_attr.grh.hop_limit = 1;
 	} else {
 		a.ah_attr.dlid = e->port.lid;
@@ -302,6 +306,7 @@ static struct ibv_ah *make_ah(struct env *e)
 	if (e->roce) {
 		a.is_global = 1;
 		a.grh.dgid = e->gid;
+		a.grh.sgid_index = sgid_index;
 		a.grh.hop_limit = 1;
 	} else {
 		a.dlid = e->port.lid;
@@ -495,7 +500,7 @@ int main(int argc, char **argv)
 	int opt, i, reached, err;
 	char p[512];
 
-	while ((opt = getopt(argc, argv, "d:v:k:f:m:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:v:k:f:m:s:g:")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 'v': verb = optarg; break;
@@ -503,6 +508,7 @@ int main(int argc, char **argv)
 		case 'f': fwdir = optarg; break;
 		case 'm': max = atol(optarg); break;
 		case 's': step = atol(optarg) > 0 ? atol(optarg) : 1; break;
+		case 'g': sgid_index = atoi(optarg); break;
 		default: return 2;
 		}
 	}
@@ -510,7 +516,7 @@ int main(int argc, char **argv)
 		if (!strcmp(verbs[i].name, verb))
 			v = &verbs[i];
 	if (!devname || !v || (kind == FW && !fwdir)) {
-		fprintf(stderr, "usage: %s -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP]\n",
+		fprintf(stderr, "usage: %s -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP] [-g INDEX]\n",
 			argv[0]);
 		return 2;
 	}
@@ -557,7 +563,7 @@ int main(int argc, char **argv)
 		printf("R fail %s: setup on %s: ibv_open_xrcd: %s\n", verb, devname, strerror(errno));
 		return 1;
 	}
-	if (!e.cq || ibv_query_port(e.ctx, 1, &e.port) || ibv_query_gid(e.ctx, 1, 0, &e.gid)) {
+	if (!e.cq || ibv_query_port(e.ctx, 1, &e.port) || ibv_query_gid(e.ctx, 1, sgid_index, &e.gid)) {
 		printf("R fail %s: setup on %s: %s\n", verb, devname, strerror(errno));
 		return 1;
 	}
@@ -635,6 +641,14 @@ int main(int argc, char **argv)
 			 */
 			printf("I %s %s point %ld: errno %d after a library fallback\n", verb,
 			       kind == SLAB ? "slab" : "fw", n, err);
+		} else if (kind == SLAB && sgid_index && err == ENOBUFS &&
+			   (v->obj == O_AH || v->obj == O_MODIFY)) {
+			/*
+			 * An AV from an IP GID is resolved through the route: a failed
+			 * route allocation is the IP stack's ENOBUFS (ip_route_output_key()),
+			 * which upstream rdma_resolve_ip() passes on as this does.
+			 */
+			printf("I %s slab point %ld: ENOBUFS from the route lookup\n", verb, n);
 		} else if (err != want_errno(n, v->obj == O_DOBJ && !v->destroy)) {
 			fail("%s: errno %d (%s), want the injected failure's", "", n, err);
 			failed++;

@@ -338,9 +338,11 @@ static int is_ethernet(void)
 	return eth;
 }
 
-/* CREATE_AH (struct ib_uverbs_create_ah + the mlx5 response with the dmac). */
-static int create_ah(int fd, uint32_t pd, uint8_t port, int global, const uint8_t *dgid,
-		     uint32_t *handle, struct mlx5_ib_create_ah_resp *drv, size_t drv_len)
+/* CREATE_AH (struct ib_uverbs_create_ah + the mlx5 response with the dmac), from source GID
+ * index sgid. */
+static int create_ah_sgid(int fd, uint32_t pd, uint8_t port, int global, uint8_t sgid,
+			  const uint8_t *dgid, uint32_t *handle,
+			  struct mlx5_ib_create_ah_resp *drv, size_t drv_len)
 {
 	struct {
 		struct ib_uverbs_create_ah_resp core;
@@ -350,7 +352,7 @@ static int create_ah(int fd, uint32_t pd, uint8_t port, int global, const uint8_
 		.response = (uintptr_t)&resp,
 		.pd_handle = pd,
 		.attr = { .dlid = 2, .port_num = port, .is_global = global,
-			  .grh = { .sgid_index = 0, .hop_limit = 64 } },
+			  .grh = { .sgid_index = sgid, .hop_limit = 64 } },
 	};
 	int e;
 
@@ -361,6 +363,13 @@ static int create_ah(int fd, uint32_t pd, uint8_t port, int global, const uint8_
 	*handle = resp.core.ah_handle;
 	*drv = resp.drv;
 	return e;
+}
+
+/* CREATE_AH from source GID index 0. */
+static int create_ah(int fd, uint32_t pd, uint8_t port, int global, const uint8_t *dgid,
+		     uint32_t *handle, struct mlx5_ib_create_ah_resp *drv, size_t drv_len)
+{
+	return create_ah_sgid(fd, pd, port, global, 0, dgid, handle, drv, drv_len);
 }
 
 static int destroy_ah(int fd, uint32_t h)
@@ -397,6 +406,14 @@ static void ah_checks(int fd, uint32_t pd)
 	       create_ah(fd, pd, 2, 1, dgid, &ah, &r, sizeof(r)), EINVAL);
 	expect("CREATE_AH with a PD handle that does not exist: EINVAL",
 	       create_ah(fd, pd + 100, 1, 1, dgid, &ah, &r, sizeof(r)), EINVAL);
+	/* upstream rdma_fill_sgid_attr() -> rdma_get_gid_attr(): an index past the GID table
+	 * (8 entries on InfiniBand) is EINVAL, an empty entry (RoCE: 100) ENODATA. */
+	if (eth)
+		expect("CREATE_AH from the empty RoCE GID entry 100: ENODATA",
+		       create_ah_sgid(fd, pd, 1, 1, 100, dgid, &ah, &r, sizeof(r)), ENODATA);
+	else
+		expect("CREATE_AH from GID index 255, past the table: EINVAL",
+		       create_ah_sgid(fd, pd, 1, 1, 255, dgid, &ah, &r, sizeof(r)), EINVAL);
 	if (eth) {
 		expect("CREATE_AH without GRH on RoCE: EINVAL",
 		       create_ah(fd, pd, 1, 0, NULL, &ah, &r, sizeof(r)), EINVAL);

@@ -43,12 +43,12 @@ faults_setup() {
 	[ $ok = 1 ] && [ -w /proc/self/fail-nth ]
 }
 
-# faults_run DEV FN VERB KIND [MAX [STEP]]: one sweep; its `S` summary line
+# faults_run DEV FN VERB KIND [MAX [STEP [GID_INDEX]]]: one sweep; its `S` summary line
 # is kept in /tmp/faults.summary.
 faults_run() {
-	local dev=$1 fn=$2 verb=$3 kind=$4 max=${5:-100000} step=${6:-1}
-	t_import "$dev $verb $kind" /rdma-rs/fault_sweep -d $dev -v $verb -k $kind \
-		-f $FWSIM_DBG/$fn -m $max -s $step
+	local dev=$1 fn=$2 verb=$3 kind=$4 max=${5:-100000} step=${6:-1} g=${7:-0}
+	t_import "$dev $verb $kind${7:+ (GID $7)}" /rdma-rs/fault_sweep -d $dev -v $verb -k $kind \
+		-f $FWSIM_DBG/$fn -m $max -s $step -g $g
 	grep '^S ' /tmp/import.out | sed "s/^S /$dev /" >>/tmp/faults.summary
 }
 
@@ -92,6 +92,44 @@ faults_slice_suite() {
 # vm_faults_full (make faults): both functions, every point.
 faults_full_suite() {
 	faults_sweep "mlx5_0:mlx5_ib_rs.rdma.0 mlx5_1:mlx5_ib_rs.rdma.1" "$FAULT_VERBS" 100000 1
+}
+
+# faults_wait_gid3: mlx5_1's GID 3 becomes ::ffff:10.78.0.1 (the GID cache updates from a work
+# item after the address event), within 10 s.
+faults_wait_gid3() {
+	local i=0
+	while [ $i -lt 100 ]; do
+		grep -q '0000:0000:0000:0000:0000:ffff:0a4e:0001' \
+			/sys/class/infiniband/mlx5_1/ports/1/gids/3 2>/dev/null && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# vm_faults_ip: the RoCE function with an IPv4 address on its interface; AH and connected QP
+# AVs from its IPv4 RoCE v2 GID (index 3) to that address, resolved through the route, under
+# every allocation and firmware command point.
+faults_ip_suite() {
+	local ifc
+	: >/tmp/faults.summary
+	load_ours sim=ib,eth
+	if ! t_check "fault injection set up (failslab, fail_page_alloc, fail-nth)" faults_setup; then
+		unload_ours
+		return
+	fi
+	ip link set lo up
+	ifc=$(ls /sys/class/infiniband/mlx5_1/device/net/ 2>/dev/null)
+	t_check "ip addr add 10.78.0.1/24 dev $ifc" ip addr add 10.78.0.1/24 dev "$ifc"
+	t_check "mlx5_1 GID 3 is ::ffff:10.78.0.1" faults_wait_gid3
+	for verb in ah modify; do
+		faults_run mlx5_1 mlx5_ib_rs.rdma.1 $verb slab 100000 1 3
+		faults_run mlx5_1 mlx5_ib_rs.rdma.1 $verb fw 100000 1 3
+	done
+	t_check "mlx5_1: the simulator holds only the kernel PD and UAR afterwards" \
+		fwsim_resources_probed mlx5_ib_rs.rdma.1
+	faults_report
+	unload_ours
 }
 
 # Standalone: the VM mode `faults` (its suites are in suites.list).

@@ -88,21 +88,33 @@ fuzz_diff_suite() {
 }
 
 # vm_fuzz_mlx5: both simulated functions (IB and RoCE), each left with only
-# its kernel PD and UAR; the RoCE function unbound and bound again under the
-# fuzzer; mlx5_ib_rs unloaded under it at the end.
+# its kernel PD and UAR; the RoCE function with IPv4 and IPv6 addresses on its
+# interface, so GID queries meet its IP GIDs and CREATE_AH resolves IP
+# destinations through the route and neighbour tables (-g: its own addresses,
+# an on-link address nobody answers, an unroutable one); the RoCE function
+# unbound and bound again under the fuzzer; mlx5_ib_rs unloaded under it at
+# the end.
+FZ_GIDS=10.77.0.1,fd00:77::1,10.77.0.9,fd99::9
 fuzz_mlx5_suite() {
-	local n d
+	local n d g ifc
 	fz_params
 	load_ours sim=ib,eth
+	ip link set lo up
+	ifc=$(ls /sys/class/infiniband/mlx5_1/device/net/ 2>/dev/null)
+	t_check "mlx5_1's interface $ifc: ip addr add 10.77.0.1/24" ip addr add 10.77.0.1/24 dev "$ifc"
+	t_check "mlx5_1's interface $ifc: ip -6 addr add fd00:77::1/64 nodad" \
+		ip -6 addr add fd00:77::1/64 dev "$ifc" nodad
 	for n in 0 1; do
 		d=/dev/infiniband/$(uverbs_of mlx5_$n)
-		fz_run "fuzz mlx5_$n" -d $d -i 1 -s $((FZ_SEED + 10 + n)) -n $FZ_N
+		g=
+		[ $n = 1 ] && g="-g $FZ_GIDS"
+		fz_run "fuzz mlx5_$n" -d $d -i 1 -s $((FZ_SEED + 10 + n)) -n $FZ_N $g
 		t_check "mlx5_$n: the simulator holds only the kernel PD and UAR after the fuzzer" fwsim_resources_probed mlx5_ib_rs.rdma.$n
 	done
 	local f=mlx5_ib_rs.rdma.1 drv
 	drv=$(fwsim_driver_of $f)
 	d=/dev/infiniband/$(uverbs_of mlx5_1)
-	fz_race "fuzz mlx5_1 vs unbind" "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" -d $d -i 1 -s $((FZ_SEED + 12)) -n $((FZ_N * 4))
+	fz_race "fuzz mlx5_1 vs unbind" "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" -d $d -i 1 -s $((FZ_SEED + 12)) -n $((FZ_N * 4)) -g $FZ_GIDS
 	t_check "$f: the simulator holds nothing after the remove" fwsim_resources_zero $f
 	echo $f >/sys/bus/auxiliary/drivers/$drv/bind
 	t_check "bind $f again" test -n "$(fwsim_driver_of $f)"

@@ -33,6 +33,21 @@ load_ours() {
 	load_mlx5_core
 	kunit_insmod "insmod ib_core_rs" $RDMARS_MODS/ib_core_rs.ko
 	kunit_insmod "insmod mlx5_ib_rs $*" $RDMARS_MODS/mlx5_ib_rs.ko "$@"
+	case "$*" in *eth*) eth_settle ;; esac
+}
+
+# eth_settle: waits (at most 10 s) until no interface holds a tentative IPv6 address. The
+# simulated RoCE functions' interfaces come up at probe, and their link-local addresses (the
+# default GIDs) go through duplicate address detection (1-2 s) first: until then the kernel
+# neither sends nor answers neighbour solicitations from or for them, so a RoCE v2 AV to a
+# link-local GID (upstream ib_resolve_eth_dmac(): route and neighbour) would time out, as it
+# would on a host whose interfaces just came up.
+eth_settle() {
+	local i=0
+	while [ $i -lt 100 ] && [ -n "$(ip -6 addr show tentative 2>/dev/null)" ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
 }
 # The core's KUnit suites with a mock RDMA driver (tests/kunit/) run at
 # this insmod; load after ib_core_rs, unload before it.

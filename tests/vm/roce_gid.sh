@@ -148,7 +148,10 @@ roce_gid_suite() {
 		"test \"\$(sed -n 's/^entry //p' /tmp/rg-gt | tr '\n' ' ')\" = \
 		 '0 1 1 $i 1 1 2 $i 2 1 1 $i 3 1 2 $i 4 1 1 $i 5 1 2 $i '"
 
-	# RC traffic between the functions on the IPv4 RoCE v2 GIDs (index 3 on both).
+	# RC traffic between the functions on the IPv4 RoCE v2 GIDs (index 3 on both); their
+	# interfaces share this namespace and subnet, so the AVs' ARP needs accept_local (see
+	# roce_ip_suite).
+	sysctl -qw net.ipv4.conf.all.accept_local=1
 	t_check "ip addr add 10.66.0.2/24 dev $b" ip addr add 10.66.0.2/24 dev $b
 	t_check "mlx5_1 lists 10.66.0.2's GID" \
 		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002
@@ -180,6 +183,7 @@ roce_gid_suite() {
 	ip addr add $RG_V4/24 dev $a
 	ip -6 addr add $RG_V6/64 dev $a nodad
 	rg_wait_gid mlx5_0 $RG_V6_GID
+	sysctl -qw net.ipv4.conf.all.accept_local=0
 	unload_ours
 
 	# Upstream: rdma_rxe on veth0 with the same MAC and addresses (rxe has RoCE v2 only).
@@ -225,6 +229,25 @@ roce_gid_suite() {
 	modprobe -r veth
 }
 
+# rg_index_of DEV GID TYPE: the index of GID (sysfs form) of type TYPE on DEV port 1.
+rg_index_of() {
+	local f i
+	for f in /sys/class/infiniband/$1/ports/1/gids/*; do
+		i=${f##*/}
+		if [ "$(cat $f 2>/dev/null)" = "$2" ] &&
+			[ "$(cat /sys/class/infiniband/$1/ports/1/gid_attrs/types/$i 2>/dev/null)" = "$3" ]; then
+			echo $i
+			return
+		fi
+	done
+}
+
+# rg_ll_of DEV: the link-local default GID of DEV's port 1 (index 0), which sysfs prints as
+# an IPv6 address.
+rg_ll_of() {
+	cat /sys/class/infiniband/$1/ports/1/gids/0
+}
+
 # ri_wait_retry_exc OUT...: waits (at most ~60 s) until one of the pingpong outputs OUT reports
 # the transport retry counter exceeded (IBV_WC_RETRY_EXC_ERR).
 ri_wait_retry_exc() {
@@ -243,7 +266,7 @@ ri_wait_retry_exc() {
 # retry-exceeded completion error, as on hardware (the packets to a GID nobody owns are
 # dropped); user AHs get their destination MACs through the route and the neighbour table.
 roce_ip_suite() {
-	local a b s c rc ma mb
+	local a b s c rc ma mb llb vi vj
 	ip link set lo up
 	load_ours sim=eth,eth
 	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
@@ -255,6 +278,11 @@ roce_ip_suite() {
 	fi
 	ip link set $a up
 	ip link set $b up
+	# Both functions' interfaces are in this namespace on one subnet: an ARP request from one
+	# to the other carries a local source address, which IPv4 takes only with accept_local
+	# (fib_validate_source()), as on a host with two ports cabled to one switch. RoCE v2
+	# IPv4 AVs between them resolve by that ARP (IPv6 neighbour discovery needs nothing).
+	t_check "sysctl net.ipv4.conf.all.accept_local=1" sysctl -qw net.ipv4.conf.all.accept_local=1
 	# Not under `sh -c`: the initramfs's sh would run busybox's ip, which has no `nodad`.
 	t_check "ip addr add $RG_V4/24 dev $a" ip addr add $RG_V4/24 dev $a
 	t_check "ip -6 addr add $RG_V6/64 dev $a nodad" ip -6 addr add $RG_V6/64 dev $a nodad
@@ -286,6 +314,31 @@ roce_ip_suite() {
 		"-d mlx5_0 -g 3 -s 512 -n 100" "-d mlx5_0 -g 3 -s 512 -n 100"
 	tr_pair "ib_write_bw -x 3, both ends on mlx5_0" ib_write_bw \
 		"-d mlx5_0 -x 3 -F -n 200" "-d mlx5_0 -x 3 -F -n 200" "$PERF_WANT"
+
+	# RoCE v1 and v2 by the link-local default GIDs (index 0 v1, 1 v2): a v1 AV takes its
+	# destination MAC from the GID (upstream rdma_get_ll_mac()), a v2 one resolves it by IPv6
+	# neighbour discovery (upstream ib_resolve_unicast_gid_dmac()).
+	tr_pair "ibv_rc_pingpong -g 0 (RoCE v1) mlx5_0 -> mlx5_1" ibv_rc_pingpong \
+		"-d mlx5_1 -g 0 -n 100" "-d mlx5_0 -g 0 -n 100"
+	tr_pair "ibv_rc_pingpong -g 1 (link-local RoCE v2) mlx5_0 -> mlx5_1" ibv_rc_pingpong \
+		"-d mlx5_1 -g 1 -n 100" "-d mlx5_0 -g 1 -n 100"
+	# A RoCE v1 requester and a RoCE v2 responder: a ConnectX QP takes only the framing of
+	# its own GID entry's version, so nothing is acknowledged and the requester exceeds its
+	# retries, as on hardware.
+	_tr_port=$((_tr_port + 1))
+	timeout 120 ibv_rc_pingpong -d mlx5_1 -g 1 -n 10 -p $_tr_port >/tmp/ri-s 2>&1 &
+	s=$!
+	tr_wait_listen $_tr_port
+	timeout 120 ibv_rc_pingpong -d mlx5_0 -g 0 -n 10 -p $_tr_port 127.0.0.1 >/tmp/ri-c 2>&1 &
+	c=$!
+	rc=0
+	ri_wait_retry_exc /tmp/ri-c || rc=1
+	kill $s $c 2>/dev/null
+	wait $s $c
+	sed 's/^/    server| /' /tmp/ri-s | tail -n 4
+	sed 's/^/    client| /' /tmp/ri-c | tail -n 4
+	t_check "ibv_rc_pingpong -g 0 (v1) to a -g 1 (v2) peer: transport retry counter exceeded" \
+		sh -c "test $rc = 0 && ! grep -q ' iters in ' /tmp/ri-s /tmp/ri-c"
 
 	# The server's address removed while the two ping-pong: its GIDs leave mlx5_1's table
 	# (SET_ROCE_ADDRESS clears them), the packets to 10.66.0.2 are dropped and a requester
@@ -327,10 +380,64 @@ roce_ip_suite() {
 	ip neigh show dev $a | sed 's/^/    neigh| /'
 	ip neigh show 10.66.0.77 dev $a >/tmp/ri-neigh 2>&1
 	t_check "ip neigh: the AH's ARP entry for 10.66.0.77 on $a" test -s /tmp/ri-neigh
+	# Link-local destinations: from the v1 GID the MAC is the GID's EUI-64, no neighbour
+	# entry; from the v2 GID by IPv6 neighbour discovery over the segment.
+	llb=$(rg_ll_of mlx5_1)
+	ip -6 neigh flush dev $a
+	/rdma-rs/ah_resolve mlx5_0 0 $llb >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	t_check "AH to $llb from the RoCE v1 GID: $b's MAC $mb" grep -qx "dmac $mb" /tmp/ri-ah
+	t_check "ip neigh: no entry for $llb after the v1 AH" \
+		sh -c "! ip -6 neigh show $llb dev $a | grep -q lladdr"
+	/rdma-rs/ah_resolve mlx5_0 1 $llb >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	t_check "AH to $llb from the RoCE v2 GID: $b's MAC $mb" grep -qx "dmac $mb" /tmp/ri-ah
+	t_check "ip neigh: $llb lladdr $mb on $a, resolved by the v2 AH" \
+		sh -c "ip -6 neigh show $llb dev $a | grep -q 'lladdr $mb'"
+	# upstream rdma_check_ah_attr(): a RoCE AV needs a GRH; rdma_get_gid_attr(): an empty
+	# source entry is ENODATA.
+	/rdma-rs/ah_resolve mlx5_0 3 10.66.0.77 nogrh >/tmp/ri-ah 2>&1
+	t_check "AH without a GRH on RoCE: EINVAL" grep -qx 'errno 22' /tmp/ri-ah
+	/rdma-rs/ah_resolve mlx5_0 40 10.66.0.77 >/tmp/ri-ah 2>&1
+	t_check "AH from the empty GID entry 40: ENODATA" grep -qx 'errno 61' /tmp/ri-ah
 	/rdma-rs/ah_resolve mlx5_0 5 $RG_V6 >/tmp/ri-ah 2>&1
 	sed 's/^/    ah| /' /tmp/ri-ah
 	t_check "AH to the own $RG_V6 (a local route): the interface's MAC $ma" \
 		grep -qx "dmac $ma" /tmp/ri-ah
+	# VLAN GIDs (upstream roce_gid_mgmt.c: the addresses of a VLAN device on the port's
+	# netdev, with the VLAN device as the GID's netdev; mlx5_ib_add_gid(): SET_ROCE_ADDRESS
+	# with the VLAN id).
+	t_check "ip link add link $a name va10 type vlan id 10" \
+		ip link add link $a name va10 type vlan id 10
+	ip link set va10 up
+	t_check "ip addr add 10.67.0.1/24 dev va10" ip addr add 10.67.0.1/24 dev va10
+	t_check "ip link add link $b name vb10 type vlan id 10" \
+		ip link add link $b name vb10 type vlan id 10
+	ip link set vb10 up
+	t_check "ip addr add 10.67.0.2/24 dev vb10" ip addr add 10.67.0.2/24 dev vb10
+	t_check "mlx5_0 lists the VLAN address's GID" \
+		rg_wait_gid mlx5_0 0000:0000:0000:0000:0000:ffff:0a43:0001
+	t_check "mlx5_1 lists the VLAN address's GID" \
+		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a43:0002
+	sleep 1
+	rg_gid_table mlx5_0 10 | sed 's/^/    gids| /'
+	vi=$(rg_index_of mlx5_0 0000:0000:0000:0000:0000:ffff:0a43:0001 "RoCE v2")
+	vj=$(rg_index_of mlx5_1 0000:0000:0000:0000:0000:ffff:0a43:0002 "RoCE v2")
+	t_check "the VLAN GIDs' netdev is the VLAN device (mlx5_0 GID $vi: va10)" \
+		sh -c "test -n '$vi' && test \"\$(cat /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/$vi)\" = va10"
+	sed 's/^/    roce| /' $FWSIM_DBG/mlx5_ib_rs.rdma.0/roce
+	t_check "SET_ROCE_ADDRESS of mlx5_0 GID $vi carried VLAN 10 and $a's MAC" \
+		sh -c "grep -q '^port1 $vi 0000:0000:0000:0000:0000:ffff:0a43:0001 v2 ipv4 $ma vlan 10\$' $FWSIM_DBG/mlx5_ib_rs.rdma.0/roce"
+	t_check "the untagged IPv4 GID carried no VLAN" \
+		sh -c "grep -q '^port1 3 0000:0000:0000:0000:0000:ffff:0a42:0001 v2 ipv4 $ma vlan -\$' $FWSIM_DBG/mlx5_ib_rs.rdma.0/roce"
+	tr_pair "ibv_rc_pingpong over the VLAN GIDs (-g $vi / $vj) mlx5_0 -> mlx5_1" ibv_rc_pingpong \
+		"-d mlx5_1 -g $vj -n 100" "-d mlx5_0 -g $vi -n 100"
+	t_check "ip link del vb10" ip link del vb10
+	t_check "mlx5_1 no longer lists the VLAN GID" \
+		rg_wait_no_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a43:0002
+	t_check "its SET_ROCE_ADDRESS entries are cleared" \
+		sh -c "! grep -q '0a43:0002' $FWSIM_DBG/mlx5_ib_rs.rdma.1/roce"
+
 	# A neighbour across the segment: $b in a namespace of its own with 10.66.0.2.
 	t_check "ip netns add ri-b" ip netns add ri-b
 	t_check "ip link set $b netns ri-b" ip link set $b netns ri-b
@@ -345,9 +452,50 @@ roce_ip_suite() {
 	ip neigh show 10.66.0.2 dev $a >/tmp/ri-neigh 2>&1
 	t_check "ip neigh: 10.66.0.2 lladdr $mb on $a, resolved by the AH" \
 		grep -q "lladdr $mb" /tmp/ri-neigh
+	# ARP over VLAN 10 across the segment: the 802.1Q-tagged frames pass the switch.
+	t_check "ri-b: ip link add link $b name vb10 type vlan id 10" \
+		ip netns exec ri-b ip link add link $b name vb10 type vlan id 10
+	ip netns exec ri-b ip link set vb10 up
+	t_check "ri-b: ip addr add 10.67.0.2/24 dev vb10" \
+		ip netns exec ri-b ip addr add 10.67.0.2/24 dev vb10
+	/rdma-rs/ah_resolve mlx5_0 $vi 10.67.0.2 >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	t_check "AH from the VLAN GID to 10.67.0.2 in ri-b: $b's MAC (ARP on VLAN 10)" \
+		grep -qx "dmac $mb" /tmp/ri-ah
+	ip neigh show 10.67.0.2 dev va10 >/tmp/ri-neigh 2>&1
+	t_check "ip neigh: 10.67.0.2 lladdr $mb on va10" grep -q "lladdr $mb" /tmp/ri-neigh
+	ip netns exec ri-b ip link del vb10
+	ip link del va10
 	ip netns exec ri-b ip link set $b netns 1
 	ip netns del ri-b
+	sysctl -qw net.ipv4.conf.all.accept_local=0
 	unload_ours
+
+	# Upstream: rdma_rxe on veth0 with a VLAN device on it: the VLAN address's RoCE v2 GID,
+	# its netdev the VLAN device, as ours above.
+	t_check "modprobe ib_uverbs rdma_rxe veth" modprobe -a ib_uverbs rdma_rxe veth
+	ip link add veth0 type veth peer name veth1
+	ip link set veth0 up
+	ip link set veth1 up
+	t_check "rdma link add rxe0 type rxe netdev veth0" rdma link add rxe0 type rxe netdev veth0
+	t_check "rxe: ip link add link veth0 name vr10 type vlan id 10" \
+		ip link add link veth0 name vr10 type vlan id 10
+	ip link set vr10 up
+	ip addr add 10.67.0.1/24 dev vr10
+	t_check "rxe0 lists the VLAN address's GID" \
+		rg_wait_gid rxe0 0000:0000:0000:0000:0000:ffff:0a43:0001
+	sleep 1
+	rg_gid_table rxe0 6 | sed 's/^/    rxe-gids| /'
+	vi=$(rg_index_of rxe0 0000:0000:0000:0000:0000:ffff:0a43:0001 "RoCE v2")
+	t_check "rxe: the VLAN GID's netdev is the VLAN device (GID $vi: vr10)" \
+		sh -c "test -n '$vi' && test \"\$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs/$vi)\" = vr10"
+	rdma link delete rxe0
+	ip link del vr10
+	ip link del veth0
+	modprobe -r rdma_rxe
+	modprobe -r ib_uverbs
+	modprobe -r ib_core
+	modprobe -r veth
 }
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode roce_gid

@@ -103,6 +103,10 @@ pub(crate) struct Fuzzer {
     pub(crate) scratch: Vec<u8>,
     /// Where a forked child reports its users of the parent's handles.
     pub(crate) shared: Option<sys::Shared>,
+    /// `-g`: destination GIDs for CREATE_AH (IP addresses as RoCE GIDs), which also widen
+    /// the source GID indexes and GID queries to the IP GIDs' entries; empty: link-local
+    /// destinations from index 0 only.
+    pub(crate) gids: Vec<[u8; 16]>,
 }
 
 /// upstream `RDMA_DRIVER_MLX5`.
@@ -156,6 +160,7 @@ impl Fuzzer {
             out: vec![0u8; 1 << 20],
             scratch: vec![0u8; crate::ioctl::SCRATCH],
             shared: None,
+            gids: Vec::new(),
         }
     }
 

@@ -39,9 +39,11 @@ struct Built {
     tag: String,
 }
 
-/// Values a device accepts for the attributes whose content matters.
-fn value(o: u16, m: u16, a: u16, pick: u64, mem: u64) -> Option<u64> {
+/// Values a device accepts for the attributes whose content matters (`gids`: the device has
+/// IP GIDs, `-g`, so GID_ENTRY queries pick among the first 8 indexes).
+fn value(o: u16, m: u16, a: u16, pick: u64, mem: u64, gids: bool) -> Option<u64> {
     Some(match (o, m, a) {
+        (obj::DEVICE, method::QUERY_GID_ENTRY, attr::QUERY_GID_ENTRY_GID_INDEX) if gids => pick % 8,
         (obj::DEVICE, method::QUERY_PORT, attr::QUERY_PORT_PORT_NUM) => 1,
         (obj::DEVICE, method::INVOKE_WRITE, attr::WRITE_CMD) => [
             cmd::QUERY_DEVICE,
@@ -169,7 +171,14 @@ impl Fuzzer {
             let mut role = Role::Plain;
             let mut parent = None;
             let mut tag = format!("{:#x}", a.id);
-            let v = value(o.id, m.id, a.id, pick, self.mem.mr_buf);
+            let v = value(
+                o.id,
+                m.id,
+                a.id,
+                pick,
+                self.mem.mr_buf,
+                !self.gids.is_empty(),
+            );
             match a.kind {
                 AttrKind::PtrIn(p) | AttrKind::PtrOut(p) => {
                     ua.len = ptr_len(o.id, m.id, a, p.min_len, p.len);

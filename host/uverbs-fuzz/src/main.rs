@@ -7,13 +7,16 @@
 //! `Documentation/testing.md`, "The uverbs fuzzer".
 //!
 //!   uverbs_fuzz -d /dev/infiniband/uverbsN [-i DRIVER_ID] [-s SEED] [-n STEPS]
-//!               [-t TRACE] [-p PROGRESS] [-v] [-T] [-u]
+//!               [-t TRACE] [-p PROGRESS] [-v] [-T] [-u] [-g ADDR[,ADDR...]]
 //!   uverbs_fuzz -c OURS.trace UPSTREAM.trace
 //!
 //! -t writes the trace the differential mode compares; -v prints every call
 //! before it is made; -T runs no threads (a slice whose only concurrency is
 //! fork); -u is for upstream's stack: no GET_CONTEXT ioctl (it leaks when
-//! it fails in Linux 7.3; see tests/userspace/uverbs_abi.c). The exit status is 2 after a kernel report, 1 on a usage error.
+//! it fails in Linux 7.3; see tests/userspace/uverbs_abi.c); -g gives IPv4 and IPv6
+//! addresses whose RoCE GIDs CREATE_AH uses as destinations (RoCE address resolution: local
+//! addresses, neighbours, unroutable ones), with source GID indexes 0-7, and GID_ENTRY
+//! queries indexes 0-7. The exit status is 2 after a kernel report, 1 on a usage error.
 
 #![deny(warnings, rust_2018_idioms)]
 
@@ -46,14 +49,23 @@ struct Args {
     verbose: bool,
     threads: bool,
     upstream: bool,
+    gids: Vec<[u8; 16]>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: uverbs_fuzz -d DEV [-i DRIVER_ID] [-s SEED] [-n STEPS] [-t TRACE] [-p N] [-v] [-T]"
+        "usage: uverbs_fuzz -d DEV [-i DRIVER_ID] [-s SEED] [-n STEPS] [-t TRACE] [-p N] [-v] [-T] [-u] [-g ADDR,...]"
     );
     eprintln!("       uverbs_fuzz -c OURS.trace UPSTREAM.trace");
     std::process::exit(1)
+}
+
+/// The RoCE GID of an IPv4 (`::ffff:a.b.c.d`) or IPv6 address.
+fn gid_of(s: &str) -> Option<[u8; 16]> {
+    if let Ok(a) = s.parse::<std::net::Ipv4Addr>() {
+        return Some(a.to_ipv6_mapped().octets());
+    }
+    s.parse::<std::net::Ipv6Addr>().ok().map(|a| a.octets())
 }
 
 fn parse_args(v: &[String]) -> Args {
@@ -67,6 +79,7 @@ fn parse_args(v: &[String]) -> Args {
         verbose: false,
         threads: true,
         upstream: false,
+        gids: Vec::new(),
     };
     let mut i = 0;
     while i < v.len() {
@@ -79,6 +92,12 @@ fn parse_args(v: &[String]) -> Args {
             "-n" => a.steps = num(val()),
             "-t" => a.trace = Some(val()),
             "-p" => a.progress = num(val()).max(1),
+            "-g" => {
+                a.gids = val()
+                    .split(',')
+                    .map(|s| gid_of(s).unwrap_or_else(|| usage()))
+                    .collect()
+            }
             "-v" => {
                 a.verbose = true;
                 i += 1;
@@ -124,6 +143,7 @@ fn main() {
     f.verbose = args.verbose;
     f.threads_enabled = args.threads;
     f.no_ioctl_get_context = args.upstream;
+    f.gids = args.gids;
     if let Some(t) = &args.trace {
         f.trace = std::fs::File::create(t).ok();
     }

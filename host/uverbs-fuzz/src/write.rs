@@ -32,6 +32,12 @@ enum F {
     U64(u64),
     /// The fuzzer's MR buffer address.
     Mem,
+    /// A destination GID (16 bytes): `fe80::` without `-g`, else one of the `-g` addresses
+    /// (as GIDs) or `fe80::`.
+    Dgid,
+    /// A source GID index: 0 without `-g`, else 0-7 (the default GIDs, the IP GIDs of the
+    /// `-g` addresses, empty entries).
+    SgidIndex,
 }
 
 /// The request fields that matter, `(offset, field)`, per command, from
@@ -45,8 +51,8 @@ fn fields(c: u32, ex: bool) -> &'static [(usize, F)] {
             (45, U8(64)),
             (53, U8(1)),
             (54, U8(1)),
-            (24, U8(0xfe)),
-            (25, U8(0x80)),
+            (24, Dgid),
+            (44, SgidIndex),
         ],
         (cmd::DESTROY_AH, false) => &[(0, D(obj::AH))],
         (cmd::CREATE_CQ, false) => &[(16, U32(16)), (24, Fd(obj::COMP_CHANNEL))],
@@ -251,6 +257,24 @@ impl Fuzzer {
                 F::U32(v) => put(&mut buf, body + off, &v.to_ne_bytes()),
                 F::U64(v) => put(&mut buf, body + off, &v.to_ne_bytes()),
                 F::Mem => put(&mut buf, body + off, &self.mem.mr_buf.to_ne_bytes()),
+                F::Dgid => {
+                    let mut g = [0u8; 16];
+                    g[0] = 0xfe;
+                    g[1] = 0x80;
+                    if !self.gids.is_empty() {
+                        let i = rng.below(self.gids.len() + 1);
+                        if let Some(a) = self.gids.get(i) {
+                            g = *a;
+                        }
+                        tags.push(format!("{off}:gid{i}"));
+                    }
+                    put(&mut buf, body + off, &g);
+                }
+                F::SgidIndex => {
+                    if !self.gids.is_empty() {
+                        put(&mut buf, body + off, &[rng.below(8) as u8]);
+                    }
+                }
             }
         }
         let mut command = w.cmd | if w.is_ex { cmd::FLAG_EXTENDED } else { 0 };

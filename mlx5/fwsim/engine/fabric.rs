@@ -41,13 +41,15 @@ pub(super) fn q_count(nodes: &mut [Node<'_>], i: usize, set: u32, k: QCnt) {
 
 /// The node and (0-based) port that own `lid` (InfiniBand: a port the subnet manager made
 /// ACTIVE, whose LID range, the base LID and its 2^LMC path bits, holds `lid`) or `gid`
-/// (Ethernet), among the nodes of `ll`; the port must be up. Through a switch: the node
-/// linked to the port the switch's forwarding table gives for `lid`.
+/// (Ethernet: in an entry of RoCE version `version`, the framing the packet left with), among
+/// the nodes of `ll`; the port must be up. Through a switch: the node linked to the port the
+/// switch's forwarding table gives for `lid`.
 pub(super) fn route(
     nodes: &[Node<'_>],
     ll: LinkLayer,
     lid: u16,
     gid: &[u8; 16],
+    version: Option<u8>,
 ) -> Option<(usize, usize)> {
     if ll == LinkLayer::Ib {
         if let Some(w) = nodes.iter().find_map(|n| n.wire.as_ref()) {
@@ -73,7 +75,7 @@ pub(super) fn route(
                 fw.port_up(p)
                     && match ll {
                         LinkLayer::Ib => fw.owns_lid(p, lid),
-                        LinkLayer::Ethernet => fw.has_gid(p, gid),
+                        LinkLayer::Ethernet => fw.has_gid(p, gid, version),
                     }
             })
             .map(|p| (i, p))
@@ -115,11 +117,29 @@ impl Fw {
                 .is_some_and(|a| a.is_some())
     }
 
-    /// Whether a (0-based) port's RoCE address table holds `gid`.
-    fn has_gid(&self, port: usize, gid: &[u8; 16]) -> bool {
+    /// Whether a (0-based) port's RoCE address table holds `gid` in an entry of RoCE version
+    /// `version`: a ConnectX takes a RoCE v1 frame (Ethertype 0x8915, a GRH) for a v1 entry's
+    /// GID and a RoCE v2 one (IP, UDP to 4791) for a v2 entry's, never the other way round.
+    fn has_gid(&self, port: usize, gid: &[u8; 16], version: Option<u8>) -> bool {
+        self.ports.get(port).is_some_and(|p| {
+            p.roce
+                .iter()
+                .flatten()
+                .any(|a| a.gid == *gid && Some(a.version) == version)
+        })
+    }
+
+    /// The RoCE version of a (0-based) port's GID entry `index` (`roce_version`:
+    /// `MLX5_ROCE_VERSION_1` 0 or `_2` 2): the framing of what a QP or AV using it sends and
+    /// expects; `None` for an empty entry or an InfiniBand port.
+    pub(super) fn roce_version(&self, port: usize, index: u8) -> Option<u8> {
+        if self.cfg.link_layer != LinkLayer::Ethernet {
+            return None;
+        }
         self.ports
             .get(port)
-            .is_some_and(|p| p.roce.iter().flatten().any(|a| a.gid == *gid))
+            .and_then(|p| p.roce.get(usize::from(index)).copied().flatten())
+            .map(|a| a.version)
     }
 
     /// The largest UD message: the path MTU of the port (InfiniBand 4096; Ethernet: the

@@ -186,7 +186,8 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     let Some(n) = nodes.get(ni) else {
         return ReqRes::Lost;
     };
-    let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid) else {
+    let version = n.fw.roce_version(s.port, sgid_index);
+    let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid, version) else {
         return m.dropped();
     };
     count_traffic(nodes, (ni, s.port), (di, dport), &m, s.mtu);

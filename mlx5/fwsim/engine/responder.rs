@@ -182,6 +182,9 @@ pub(super) fn receive(
     let Some(mut d) = nodes.get(di).and_then(|n| dest_qp(n.fw, s, m)) else {
         return m.dropped();
     };
+    if !same_roce_version(nodes, ni, s, di, &d, m) {
+        return m.dropped();
+    }
     if m.svc == Service::Xrc {
         if let Err(r) = xrc_target(nodes, di, &mut d, m) {
             return r;
@@ -317,6 +320,30 @@ fn dest_qp(fw: &Fw, s: &Snap, m: &Message<'_>) -> Option<Snap> {
     let gsi_ud = |st| matches!(st, QPC_ST_UD | QPC_ST_QP1);
     let same = d.st == s.st || (ud && gsi_ud(d.st) && gsi_ud(s.st));
     (same && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS)).then_some(d)
+}
+
+/// Whether a connected QP `d` on node `di` takes message `m` of `s` (on node `ni`) on RoCE: a
+/// ConnectX QP sends and receives the framing of its path's source GID entry (RoCE v1: a GRH
+/// after Ethertype 0x8915; v2: IP and UDP), so a v1 message never reaches a v2 QP or the
+/// other way round (the requester sees no ACK). UD QPs take either.
+fn same_roce_version(
+    nodes: &[Node<'_>],
+    ni: usize,
+    s: &Snap,
+    di: usize,
+    d: &Snap,
+    m: &Message<'_>,
+) -> bool {
+    if !m.eth || m.svc == Service::Ud {
+        return true;
+    }
+    let sent = nodes
+        .get(ni)
+        .and_then(|n| n.fw.roce_version(s.port, s.sgid_index));
+    let own = nodes
+        .get(di)
+        .and_then(|n| n.fw.roce_version(d.port, d.sgid_index));
+    sent.is_some() && sent == own
 }
 
 /// The XRCETH of message `m` at target QP `d`: the XRC SRQ must exist and be in the target

@@ -3,7 +3,7 @@
 //! The AH commands (upstream `ib_uverbs_create_ah()`; `ib_uverbs_destroy_ah()` is
 //! [`WriteCtx::perform_destroy`]).
 
-use crate::addr::resolve_eth_dmac;
+use crate::addr::{check_sgid, resolve_eth_dmac};
 use crate::attr::{Gid, LinkLayer};
 use crate::driver::Driver;
 use crate::ib_device::DeviceCore;
@@ -14,23 +14,24 @@ use crate::uverbs::file::UFile;
 use crate::verbs::{Ah, AhAttr, GlobalRoute};
 use kernel::prelude::*;
 
-/// The destination MAC of a user's RoCE AV (upstream `rdma_create_user_ah()` and
-/// `_ib_modify_qp()` calling `ib_resolve_eth_dmac()`): `None` on a port that is not Ethernet,
-/// and for a source GID index naming no GID, which the AV checks after this reject with
-/// their errno (upstream `rdma_fill_sgid_attr()` comes first).
+/// The source GID check and the destination MAC of a user's AV with a GRH (upstream
+/// `rdma_create_user_ah()` and `_ib_modify_qp()`: `rdma_fill_sgid_attr()`, then on a RoCE
+/// port `ib_resolve_eth_dmac()` when `resolve`): `None` on a port that is not Ethernet.
 ///
 /// # Errors
 ///
-/// [`resolve_eth_dmac`]'s.
+/// [`check_sgid`]'s (`EINVAL`, `ENODATA`), then [`resolve_eth_dmac`]'s.
 pub(in crate::uverbs::file) fn eth_dmac(
     dev: &DeviceCore,
     port: u32,
     g: &mut GlobalRoute,
+    resolve: bool,
 ) -> Result<Option<[u8; 6]>> {
+    check_sgid(dev, port, g.sgid_index)?;
     let eth = dev
         .port_immutable(port)
         .is_ok_and(|i| i.link_layer == LinkLayer::Ethernet);
-    if !eth || dev.query_gid(port, u32::from(g.sgid_index)).is_err() {
+    if !eth || !resolve {
         return Ok(None);
     }
     resolve_eth_dmac(dev, port, g).map(Some)
@@ -68,7 +69,7 @@ impl<D: Driver> WriteCtx<'_, D> {
                 hop_limit: g.hop_limit,
                 traffic_class: g.traffic_class,
             };
-            if let Some(mac) = eth_dmac(&self.file.dev, u32::from(port), &mut g)? {
+            if let Some(mac) = eth_dmac(&self.file.dev, u32::from(port), &mut g, true)? {
                 ah.dmac = mac;
             }
             ah.grh = Some(g);

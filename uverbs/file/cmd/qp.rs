@@ -3,7 +3,7 @@
 //! The QP commands (upstream `create_qp()`, `modify_qp()`, `ib_uverbs_query_qp()`;
 //! `ib_uverbs_destroy_qp()` is [`WriteCtx::destroy_reporting`]).
 
-use crate::attr::Gid;
+use crate::attr::{Gid, LinkLayer};
 use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s, write as w};
@@ -264,10 +264,12 @@ impl<D: Driver> UFile<D> {
         qp.modify(&a, QpAttrMask(mask))
     }
 
-    /// upstream `copy_ah_attr_from_uverbs()`; with `resolve`, on an Ethernet port the
+    /// upstream `copy_ah_attr_from_uverbs()`, then `rdma_fill_sgid_attr()`: a RoCE AV needs a
+    /// GRH (`EINVAL`, upstream `rdma_check_ah_attr()`) whose source GID index names a valid
+    /// entry ([`eth_dmac`]: `EINVAL`, `ENODATA`); with `resolve`, on an Ethernet port the
     /// destination MAC as upstream `ib_resolve_eth_dmac()` finds it
-    /// ([`crate::addr::resolve_eth_dmac`]: link-local v1 GIDs from the GID, others by route
-    /// and neighbour).
+    /// ([`crate::addr::resolve_eth_dmac`]: link-local destinations of RoCE v1 GIDs from the
+    /// GID, others by route and neighbour).
     pub(in crate::uverbs::file) fn ah_from_dest(
         &self,
         d: &s::QpDest,
@@ -279,6 +281,14 @@ impl<D: Driver> UFile<D> {
             port_num: u32::from(d.port_num),
             ..AhAttr::default()
         };
+        let port = u32::from(d.port_num);
+        let eth = self
+            .dev
+            .port_immutable(port)
+            .is_ok_and(|i| i.link_layer == LinkLayer::Ethernet);
+        if eth && d.is_global == 0 {
+            return Err(EINVAL);
+        }
         if d.is_global != 0 {
             let mut g = GlobalRoute {
                 dgid: Gid(d.dgid),
@@ -287,11 +297,8 @@ impl<D: Driver> UFile<D> {
                 hop_limit: d.hop_limit,
                 traffic_class: d.traffic_class,
             };
-            let port = u32::from(d.port_num);
-            if resolve {
-                if let Some(mac) = eth_dmac(&self.dev, port, &mut g)? {
-                    ah.dmac = mac;
-                }
+            if let Some(mac) = eth_dmac(&self.dev, port, &mut g, resolve)? {
+                ah.dmac = mac;
             }
             ah.grh = Some(g);
         }
