@@ -45,7 +45,7 @@ cm_rping() {
 cm_ucma_suite() {
 	local nd
 	ip link set lo up
-	load_ours sim=eth,eth
+	load_ours sim=eth,eth mad_qps=1
 	t_check "rdma_cm is a misc device at /dev/infiniband/rdma_cm" test -c /dev/infiniband/rdma_cm
 	t_check "/dev/infiniband/rdma_cm is 0666" sh -c \
 		'[ "$(stat -c %a /dev/infiniband/rdma_cm)" = 666 ]'
