@@ -220,6 +220,32 @@ struct IdState {
     listen: Option<crate::cm::service::CmListen>,
 }
 
+impl IdState {
+    fn new() -> Self {
+        IdState {
+            state: CmState::Idle,
+            src: SockAddr::default(),
+            dst: SockAddr::default(),
+            dev: None,
+            bound_dev_if: 0,
+            dgid: [0; 16],
+            dmac: [0; 6],
+            hop_limit: 0,
+            route: None,
+            bound_port: None,
+            reuseaddr: false,
+            afonly: false,
+            afonly_set: false,
+            tos: None,
+            ack_timeout: None,
+            backlog: 0,
+            seq_num: crate::net_addr::random_u32() & 0xff_ffff,
+            conn: None,
+            listen: None,
+        }
+    }
+}
+
 /// An rdma_cm id (upstream `struct rdma_id_private`).
 #[pin_data]
 pub struct CmId {
@@ -311,30 +337,32 @@ impl CmId {
                 ps,
                 qp_type,
                 handler <- kernel::new_mutex!(Some(handler), "cma_handler"),
-                st <- kernel::new_mutex!(
-                    IdState {
-                        state: CmState::Idle,
-                        src: SockAddr::default(),
-                        dst: SockAddr::default(),
-                        dev: None,
-                        bound_dev_if: 0,
-                        dgid: [0; 16],
-                        dmac: [0; 6],
-                        hop_limit: 0,
-                        route: None,
-                        bound_port: None,
-                        reuseaddr: false,
-                        afonly: false,
-                        afonly_set: false,
-                        tos: None,
-                        ack_timeout: None,
-                        backlog: 0,
-                        seq_num: crate::net_addr::random_u32() & 0xff_ffff,
-                        conn: None,
-                        listen: None,
-                    },
-                    "cma_id"
-                ),
+                st <- kernel::new_mutex!(IdState::new(), "cma_id"),
+            }),
+            GFP_KERNEL,
+        )?;
+        global().ids.push(id.clone(), GFP_KERNEL)?;
+        Ok(id)
+    }
+
+    /// The new id of a connection request on a listener (upstream `cma_ib_new_conn_id()`),
+    /// made while the listener's handler runs: its locks are of their own class (they nest
+    /// inside the listener's).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn create_child(
+        handler: Arc<dyn CmHandler>,
+        ps: PortSpace,
+        qp_type: u8,
+    ) -> Result<Arc<CmId>> {
+        let id = Arc::pin_init(
+            pin_init!(CmId {
+                ps,
+                qp_type,
+                handler <- kernel::new_mutex!(Some(handler), "cma_handler_child"),
+                st <- kernel::new_mutex!(IdState::new(), "cma_id_child"),
             }),
             GFP_KERNEL,
         )?;

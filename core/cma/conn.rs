@@ -229,7 +229,7 @@ impl CmListener for IdListen {
         }
         local.set_port(lsrc.port());
         let handler = l.handler.lock().clone().ok_or(EINVAL)?;
-        let nid = CmId::create(handler, l.ps, l.qp_type)?;
+        let nid = CmId::create_child(handler, l.ps, l.qp_type)?;
         let r = (|| -> Result<Arc<dyn CmConnHandler>> {
             let ip = local.ip().ok_or(EINVAL)?;
             let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
