@@ -329,9 +329,12 @@ impl UcmaFile {
             }),
             GFP_KERNEL,
         );
+        // The id is destroyed after the table is released (its handler lock may be held
+        // around the table's, by a listener's connection request).
         let ctx = match ctx {
             Ok(c) => c,
             Err(e) => {
+                drop(t);
                 cm_id.destroy();
                 return Err(e);
             }
@@ -339,6 +342,7 @@ impl UcmaFile {
         let mut inner = self.inner.lock();
         if let Err(e) = inner.ctxs.push((ctx.clone(), 0), GFP_KERNEL) {
             drop(inner);
+            drop(t);
             cm_id.destroy();
             return Err(e.into());
         }
