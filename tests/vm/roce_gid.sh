@@ -266,7 +266,7 @@ ri_wait_retry_exc() {
 # retry-exceeded completion error, as on hardware (the packets to a GID nobody owns are
 # dropped); user AHs get their destination MACs through the route and the neighbour table.
 roce_ip_suite() {
-	local a b s c rc ma mb llb vi vj
+	local a b s c rc ma mb llb
 	ip link set lo up
 	load_ours sim=eth,eth
 	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
@@ -404,9 +404,55 @@ roce_ip_suite() {
 	sed 's/^/    ah| /' /tmp/ri-ah
 	t_check "AH to the own $RG_V6 (a local route): the interface's MAC $ma" \
 		grep -qx "dmac $ma" /tmp/ri-ah
+	# A neighbour across the segment: $b in a namespace of its own with 10.66.0.2.
+	t_check "ip netns add ri-b" ip netns add ri-b
+	t_check "ip link set $b netns ri-b" ip link set $b netns ri-b
+	t_check "ri-b: ip link set $b up" ip netns exec ri-b ip link set $b up
+	t_check "ri-b: ip addr add 10.66.0.2/24 dev $b" \
+		ip netns exec ri-b ip addr add 10.66.0.2/24 dev $b
+	/rdma-rs/ah_resolve mlx5_0 3 10.66.0.2 >/tmp/ri-ah 2>&1
+	sed 's/^/    ah| /' /tmp/ri-ah
+	ip neigh show dev $a | sed 's/^/    neigh| /'
+	t_check "AH to 10.66.0.2 in ri-b: $b's MAC $mb (ARP over the segment)" \
+		grep -qx "dmac $mb" /tmp/ri-ah
+	ip neigh show 10.66.0.2 dev $a >/tmp/ri-neigh 2>&1
+	t_check "ip neigh: 10.66.0.2 lladdr $mb on $a, resolved by the AH" \
+		grep -q "lladdr $mb" /tmp/ri-neigh
+	ip netns exec ri-b ip link set $b netns 1
+	ip netns del ri-b
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	unload_ours
+
+}
+
+# vm_roce_vlan: VLAN GIDs. A VLAN device on a function's interface gives GIDs for its
+# addresses whose netdev is the VLAN device (upstream roce_gid_mgmt.c), programmed with the
+# VLAN id (mlx5_ib_add_gid(): SET_ROCE_ADDRESS, fwsim debugfs `roce`); traffic over them
+# between two functions; AVs resolved by ARP over VLAN 10 across the segment (802.1Q frames
+# through the switch); rxe on a veth with a VLAN device compared.
+roce_vlan_suite() {
+	local a b ma mb vi vj
+	ip link set lo up
+	load_ours sim=eth,eth
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	b=$(ls /sys/class/infiniband/mlx5_1/device/net/ 2>/dev/null)
+	t_check "mlx5_0 and mlx5_1 have their interfaces ($a, $b)" test -n "$a" -a -n "$b"
+	if [ -z "$a" ] || [ -z "$b" ]; then
+		unload_ours
+		return
+	fi
+	ma=$(cat /sys/class/net/$a/address)
+	mb=$(cat /sys/class/net/$b/address)
+	ip link set $a up
+	ip link set $b up
+	# See roce_ip_suite: both interfaces in this namespace, one subnet.
+	sysctl -qw net.ipv4.conf.all.accept_local=1
+	ip addr add $RG_V4/24 dev $a
+	t_check "mlx5_0 lists $RG_V4's GID" rg_wait_gid mlx5_0 $RG_V4_GID
 	# VLAN GIDs (upstream roce_gid_mgmt.c: the addresses of a VLAN device on the port's
 	# netdev, with the VLAN device as the GID's netdev; mlx5_ib_add_gid(): SET_ROCE_ADDRESS
 	# with the VLAN id).
+	t_check "modprobe 8021q" modprobe 8021q
 	t_check "ip link add link $a name va10 type vlan id 10" \
 		ip link add link $a name va10 type vlan id 10
 	ip link set va10 up
@@ -438,36 +484,26 @@ roce_ip_suite() {
 	t_check "its SET_ROCE_ADDRESS entries are cleared" \
 		sh -c "! grep -q '0a43:0002' $FWSIM_DBG/mlx5_ib_rs.rdma.1/roce"
 
-	# A neighbour across the segment: $b in a namespace of its own with 10.66.0.2.
-	t_check "ip netns add ri-b" ip netns add ri-b
-	t_check "ip link set $b netns ri-b" ip link set $b netns ri-b
-	t_check "ri-b: ip link set $b up" ip netns exec ri-b ip link set $b up
-	t_check "ri-b: ip addr add 10.66.0.2/24 dev $b" \
-		ip netns exec ri-b ip addr add 10.66.0.2/24 dev $b
-	/rdma-rs/ah_resolve mlx5_0 3 10.66.0.2 >/tmp/ri-ah 2>&1
-	sed 's/^/    ah| /' /tmp/ri-ah
-	ip neigh show dev $a | sed 's/^/    neigh| /'
-	t_check "AH to 10.66.0.2 in ri-b: $b's MAC $mb (ARP over the segment)" \
-		grep -qx "dmac $mb" /tmp/ri-ah
-	ip neigh show 10.66.0.2 dev $a >/tmp/ri-neigh 2>&1
-	t_check "ip neigh: 10.66.0.2 lladdr $mb on $a, resolved by the AH" \
-		grep -q "lladdr $mb" /tmp/ri-neigh
+	# A neighbour across the segment: $b in a namespace of its own.
+	t_check "ip netns add rv-b" ip netns add rv-b
+	t_check "ip link set $b netns rv-b" ip link set $b netns rv-b
+	ip netns exec rv-b ip link set $b up
 	# ARP over VLAN 10 across the segment: the 802.1Q-tagged frames pass the switch.
-	t_check "ri-b: ip link add link $b name vb10 type vlan id 10" \
-		ip netns exec ri-b ip link add link $b name vb10 type vlan id 10
-	ip netns exec ri-b ip link set vb10 up
-	t_check "ri-b: ip addr add 10.67.0.2/24 dev vb10" \
-		ip netns exec ri-b ip addr add 10.67.0.2/24 dev vb10
+	t_check "rv-b: ip link add link $b name vb10 type vlan id 10" \
+		ip netns exec rv-b ip link add link $b name vb10 type vlan id 10
+	ip netns exec rv-b ip link set vb10 up
+	t_check "rv-b: ip addr add 10.67.0.2/24 dev vb10" \
+		ip netns exec rv-b ip addr add 10.67.0.2/24 dev vb10
 	/rdma-rs/ah_resolve mlx5_0 $vi 10.67.0.2 >/tmp/ri-ah 2>&1
 	sed 's/^/    ah| /' /tmp/ri-ah
-	t_check "AH from the VLAN GID to 10.67.0.2 in ri-b: $b's MAC (ARP on VLAN 10)" \
+	t_check "AH from the VLAN GID to 10.67.0.2 in rv-b: $b's MAC (ARP on VLAN 10)" \
 		grep -qx "dmac $mb" /tmp/ri-ah
 	ip neigh show 10.67.0.2 dev va10 >/tmp/ri-neigh 2>&1
 	t_check "ip neigh: 10.67.0.2 lladdr $mb on va10" grep -q "lladdr $mb" /tmp/ri-neigh
-	ip netns exec ri-b ip link del vb10
+	ip netns exec rv-b ip link del vb10
 	ip link del va10
-	ip netns exec ri-b ip link set $b netns 1
-	ip netns del ri-b
+	ip netns exec rv-b ip link set $b netns 1
+	ip netns del rv-b
 	sysctl -qw net.ipv4.conf.all.accept_local=0
 	unload_ours
 
@@ -496,6 +532,7 @@ roce_ip_suite() {
 	modprobe -r ib_uverbs
 	modprobe -r ib_core
 	modprobe -r veth
+	modprobe -r 8021q
 }
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode roce_gid
