@@ -67,7 +67,7 @@ endef
 
 .PHONY: all help modules preflight modules_install install uninstall test-modules setup kernel \
 	check demo vm peer soak bench bench-uverbs bench-traffic bench-unplug traffic breadth fuzz \
-	faults qemu-vfio-user pcifn pcifn-compare clean
+	faults qemu-vfio-user pcifn pcifn-compare wire clean
 
 all: modules ## the same as modules
 
@@ -128,6 +128,10 @@ pcifn-compare: test-modules ## the emulated function under upstream C mlx5_ib an
 	grep -E 'pcifn:|RDMARS-VM|^(not )?ok' $(TOP)/out/logs/pcifn_c.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode pcifn_c out/logs/pcifn_c.log; \
 	$(TOP)/tools/pcifn-compare.sh $(TOP)/out/logs/pcifn.log $(TOP)/out/logs/pcifn_c.log
+
+# Two VMs at once (each holds a VM slot where slots are shared): not a part of check.
+wire: test-modules ## two VMs on one wire: ours (uplink on virtio-net) and upstream rdma_rxe (PEER=ours: ours on both)
+	@kb=$(KDIR_CMD) && $(TOP)/tools/wire.sh "$$kb" $(or $(PEER),rxe)
 
 demo: ## the stack in a VM on a simulated ConnectX: ibv_devinfo -v, rdma dev, rdma res
 	@$(TOP)/tools/demo.sh

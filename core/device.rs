@@ -296,7 +296,7 @@ macro_rules! op_slots {
                     &QpInitAttr<'_, D>,
                     Option<&mut UserCtx<'_, '_, D>>,
                 ) -> Result<QpCreated<D::QpData>>,
-                modify_qp: ModifyQp: fn(&Qp<D>, &QpAttr, QpAttrMask) -> Result,
+                modify_qp: ModifyQp: fn(&Qp<D>, &QpAttr, QpAttrMask, Option<&mut Udata<'_>>) -> Result,
                 query_qp: QueryQp: fn(&Qp<D>) -> Result<QpAttr>,
                 destroy_qp: DestroyQp: fn(&Qp<D>) -> Result,
                 post_send: PostSend: fn(&Qp<D>, &[SendWr<'_>]) -> Result,

@@ -329,8 +329,14 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Changes QP attributes and state (upstream `ops.modify_qp`).
-    fn modify_qp(_qp: &Qp<Self::Driver>, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
+    /// Changes QP attributes and state (upstream `ops.modify_qp`); `udata` is the driver
+    /// request and response of a user's MODIFY_QP (`None` for a kernel caller).
+    fn modify_qp(
+        _qp: &Qp<Self::Driver>,
+        _attr: &QpAttr,
+        _mask: QpAttrMask,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

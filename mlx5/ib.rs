@@ -51,6 +51,7 @@ pub(crate) mod xrcd;
 
 mod datapath_tests;
 mod device_tests;
+mod gsi_tests;
 mod mad_tests;
 mod port_tests;
 mod user_tests;

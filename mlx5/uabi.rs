@@ -577,6 +577,24 @@ pub(crate) enum UserQpType {
     Ud,
     /// `IB_QPT_XRC_INI`.
     XrcIni,
+    /// `IB_QPT_DRIVER` with `MLX5_QP_FLAG_TYPE_DCI` (upstream `MLX5_IB_QPT_DCI`).
+    Dci,
+    /// `IB_QPT_DRIVER` with `MLX5_QP_FLAG_TYPE_DCT` (upstream `MLX5_IB_QPT_DCT`).
+    Dct,
+}
+
+/// upstream `process_vendor_flags()`'s subtype of an `IB_QPT_DRIVER` QP: exactly one of
+/// `MLX5_QP_FLAG_TYPE_DCI` and `_DCT`.
+///
+/// # Errors
+///
+/// `AbiError::Inval` for neither or both.
+pub(crate) fn dc_type(flags: u32) -> Result<UserQpType> {
+    match flags & (qp_flag::TYPE_DCT | qp_flag::TYPE_DCI) {
+        qp_flag::TYPE_DCI => Ok(UserQpType::Dci),
+        qp_flag::TYPE_DCT => Ok(UserQpType::Dct),
+        _ => Err(AbiError::Inval),
+    }
 }
 
 /// The general capabilities the user QP path reads.
@@ -594,10 +612,11 @@ pub(crate) struct QpCaps {
     pub(crate) dci_streams: bool,
 }
 
-/// upstream `process_vendor_flags()` for an RC, UC or UD QP: returns the accepted flags
-/// (`qp->flags_en`). DCI/DCT types are a deviation: upstream turns the QP into a DC QP, which
-/// this driver does not implement (`EOPNOTSUPP`). Scatter-to-CQE flags the device cannot honour
-/// are dropped silently, as upstream; any other flag left over is `EINVAL`.
+/// upstream `process_vendor_flags()`: returns the accepted flags (`qp->flags_en`). A DC type
+/// flag belongs to a DCI or DCT (of `IB_QPT_DRIVER`, [`dc_type`]); on an RC, UC or UD QP it is a
+/// deviation (`EOPNOTSUPP`; upstream turns the QP into a DC QP). Scatter-to-CQE flags the
+/// device cannot honour are dropped silently, as upstream; any other flag left over is
+/// `EINVAL`.
 ///
 /// # Errors
 ///
@@ -605,11 +624,16 @@ pub(crate) struct QpCaps {
 /// for a contradictory combination.
 pub(crate) fn qp_vendor_flags(flags: u32, t: UserQpType, caps: &QpCaps) -> Result<u32> {
     use qp_flag::*;
-    if flags & (TYPE_DCT | TYPE_DCI) != 0 {
+    let dc = match t {
+        UserQpType::Dci => TYPE_DCI,
+        UserQpType::Dct => TYPE_DCT,
+        _ => 0,
+    };
+    if flags & (TYPE_DCT | TYPE_DCI) & !dc != 0 {
         return Err(AbiError::NotSupp);
     }
-    let mut left = flags;
-    let mut en = 0u32;
+    let mut left = flags & !dc;
+    let mut en = dc;
     let mut take = |flag: u32, cond: bool, left: &mut u32| {
         if *left & flag == 0 {
             return;
@@ -1086,6 +1110,20 @@ mod tests {
             Ok(UAR_PAGE_INDEX)
         );
         assert_eq!(qp_vendor_flags(1 << 2, t, &CAPS), Err(AbiError::Inval));
+        // DC: the type flag of a DCI or DCT is taken, on another QP type refused.
+        assert_eq!(dc_type(TYPE_DCI), Ok(UserQpType::Dci));
+        assert_eq!(dc_type(TYPE_DCT | UAR_PAGE_INDEX), Ok(UserQpType::Dct));
+        assert_eq!(dc_type(TYPE_DCT | TYPE_DCI), Err(AbiError::Inval));
+        assert_eq!(dc_type(UAR_PAGE_INDEX), Err(AbiError::Inval));
+        assert_eq!(
+            qp_vendor_flags(TYPE_DCI | UAR_PAGE_INDEX, UserQpType::Dci, &CAPS),
+            Ok(TYPE_DCI | UAR_PAGE_INDEX)
+        );
+        assert_eq!(
+            qp_vendor_flags(TYPE_DCT, UserQpType::Dci, &CAPS),
+            Err(AbiError::NotSupp)
+        );
+        assert_eq!(qp_vendor_flags(TYPE_DCI, t, &CAPS), Err(AbiError::NotSupp));
         assert_eq!(
             qp_vendor_flags(PACKET_BASED_CREDIT_MODE, t, &CAPS),
             Err(AbiError::Inval)

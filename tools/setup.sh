@@ -37,6 +37,9 @@ HOST_PKGS="flex bison bc libelf-dev libssl-dev cpio kmod busybox-static clang-19
 VM_PKGS="ibverbs-utils libibverbs1 libibverbs-dev ibverbs-providers rdma-core iproute2 perftest infiniband-diags libibumad3 opensm"
 # UCX 1.13 (bookworm): ucx_info and ucx_perftest over the mlx5 transports (tests/vm/ucx.sh).
 VM_PKGS="$VM_PKGS ucx-utils libucx0"
+# tshark (Wireshark's dissectors) on the host: make wire dissects the two VMs' capture
+# (tools/wire.sh).
+HOST_PKGS="$HOST_PKGS tshark"
 # librdmacm 44 (bookworm): rping, ucmatose, udaddy, mckey and the headers of
 # tests/userspace/ucma_test.c (tests/vm/cm.sh).
 VM_PKGS="$VM_PKGS rdmacm-utils librdmacm-dev"

@@ -7,7 +7,7 @@
 
 use super::{
     destroy, verbs_object, Cq, DestroyError, Destroyable, ObjCore, Object, Pd, RecvWr, SendWr, Srq,
-    Ucontext, UserCtx, Uses, Xrcd,
+    Ucontext, Udata, UserCtx, Uses, Xrcd,
 };
 use crate::attr::Gid;
 use crate::device::Device;
@@ -37,6 +37,9 @@ upstream_enum! {
         XrcIni = 9 => IB_QPT_XRC_INI,
         /// An XRC target (receives into the XRC SRQs of its domain).
         XrcTgt = 10 => IB_QPT_XRC_TGT,
+        /// A driver-defined type (its kind in the driver's create request, e.g. mlx5's DC
+        /// initiators and targets); the driver checks its modify masks itself.
+        Driver = 0xff => IB_QPT_DRIVER,
     }
 }
 
@@ -78,7 +81,7 @@ pub fn modify_qp_is_ok(cur: QpState, next: QpState, t: QpType, mask: QpAttrMask)
     let by_type = |ud: M, uc: M, rc: M| match t {
         QpType::Ud | QpType::Smi | QpType::Gsi => ud,
         QpType::Uc => uc,
-        QpType::Rc | QpType::XrcIni | QpType::XrcTgt => rc,
+        QpType::Rc | QpType::XrcIni | QpType::XrcTgt | QpType::Driver => rc,
     };
     if mask.contains(M::CUR_STATE) && !matches!(cur, Rtr | Rts | Sqd | Sqe) {
         return false;
@@ -577,6 +580,25 @@ impl<D: Driver> Qp<D> {
     /// `EINVAL` for a port the device does not have or a destroyed QP,
     /// `EOPNOTSUPP` without `modify_qp`, the driver's error.
     pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        self.modify_with(attr, mask, None)
+    }
+
+    /// Changes attributes and state for a user's MODIFY_QP (upstream
+    /// `ib_modify_qp_with_udata()`: the driver gets the command's driver data and response).
+    ///
+    /// # Errors
+    ///
+    /// As [`Qp::modify`].
+    pub fn modify_user(&self, attr: &QpAttr, mask: QpAttrMask, udata: &mut Udata<'_>) -> Result {
+        self.modify_with(attr, mask, Some(udata))
+    }
+
+    fn modify_with(
+        &self,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         let dev = &self.dev;
         let op = dev.ops().modify_qp.ok_or(EOPNOTSUPP)?;
         self.check_alive()?;
@@ -594,7 +616,7 @@ impl<D: Driver> Qp<D> {
         {
             let _ = dev.counter_bind_qp_auto(self.qp_num, attr.port_num);
         }
-        op(self, attr, mask)?;
+        op(self, attr, mask, udata)?;
         if mask.contains(QpAttrMask::PORT) {
             self.port.store(attr.port_num, Relaxed);
         }

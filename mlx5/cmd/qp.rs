@@ -2,17 +2,21 @@
 
 //! QP commands: CREATE_QP, DESTROY_QP, QUERY_QP and the state transitions (upstream
 //! `mlx5_qpc_create_qp()`, `mlx5_core_qp_modify()` with `modify_qp_mbox_alloc()`'s
-//! per-opcode layouts, `mlx5_core_qp_query()`).
+//! per-opcode layouts, `mlx5_core_qp_query()`), and the DC target's CREATE_DCT, DRAIN_DCT and
+//! DESTROY_DCT (`mlx5_core_create_dct()`, `mlx5_core_drain_dct()`, `mlx5_core_destroy_dct()`).
 
 use super::{free_cmd, prm_enum, Command, InBox, OutBox, QueueBuf};
-use crate::prm::cmd::{create_qp_in, create_qp_out, destroy_qp_in, query_qp_in, query_qp_out};
+use crate::prm::cmd::{
+    create_dct_in, create_dct_out, create_qp_in, create_qp_out, destroy_dct_in, destroy_qp_in,
+    drain_dct_in, query_qp_in, query_qp_out,
+};
 use crate::prm::command::{self as pc, QpTransition, TransitionCtx};
 use crate::prm::consts::{
     NON_ZERO_RQ, QPC_STATE_ERR, QPC_STATE_INIT, QPC_STATE_RST, QPC_STATE_RTR, QPC_STATE_RTS,
-    QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD,
-    QPC_ST_XRC, SRQ_RQ, ZERO_LEN_RQ,
+    QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_DCI, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC,
+    QPC_ST_UD, QPC_ST_XRC, SRQ_RQ, ZERO_LEN_RQ,
 };
-use crate::prm::ctx::{ads, qpc};
+use crate::prm::ctx::{ads, dctc, qpc};
 use crate::prm::layout::{BufMut, Member, PrmError, PrmLayout};
 use kernel::prelude::*;
 
@@ -32,6 +36,8 @@ prm_enum! {
         Qp0 = QPC_ST_QP0,
         /// The GSI QP (QP1).
         Qp1 = QPC_ST_QP1,
+        /// A DC initiator.
+        Dci = QPC_ST_DCI,
     }
 }
 
@@ -174,6 +180,89 @@ impl Command for CreateQp<'_> {
 free_cmd!(
     /// DESTROY_QP.
     DestroyQp, qpn: destroy_qp_in::qpn
+);
+
+/// CREATE_DCT with the context upstream `create_dct()` and `mlx5_ib_modify_dct()` fill.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CreateDct {
+    /// The owner (the PD's uid).
+    pub(crate) uid: u16,
+    pub(crate) pd: u32,
+    pub(crate) srqn: u32,
+    pub(crate) cqn: u32,
+    pub(crate) access_key: u64,
+    pub(crate) user_index: u32,
+    /// Remote read, write, atomic; `atomic_mode` with atomics.
+    pub(crate) rre_rwe_rae: (bool, bool, bool),
+    pub(crate) atomic_mode: u8,
+    pub(crate) pkey_index: u16,
+    pub(crate) port: u8,
+    pub(crate) counter_set_id: u8,
+    pub(crate) min_rnr_nak: u8,
+    pub(crate) tclass: u8,
+    pub(crate) flow_label: u32,
+    pub(crate) mtu: u8,
+    pub(crate) my_addr_index: u8,
+    pub(crate) hop_limit: u8,
+    /// RoCE: the SL's priority bits (`eth_prio`).
+    pub(crate) eth_prio: Option<u8>,
+    pub(crate) ece: u32,
+}
+
+impl Command for CreateDct {
+    type Prm = pc::CreateDct;
+    type Reply = (u32, u32);
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        let c = |f| create_dct_in::dct_context_entry.inner(f);
+        let (rre, rwe, rae) = self.rre_rwe_rae;
+        let v = [
+            (dctc::pd, self.pd),
+            (dctc::srqn_xrqn, self.srqn),
+            (dctc::cqn, self.cqn),
+            (dctc::user_index, self.user_index),
+            (dctc::rre, u32::from(rre)),
+            (dctc::rwe, u32::from(rwe)),
+            (dctc::rae, u32::from(rae)),
+            (dctc::atomic_mode, u32::from(self.atomic_mode)),
+            (dctc::pkey_index, u32::from(self.pkey_index)),
+            (dctc::port, u32::from(self.port)),
+            (dctc::counter_set_id, u32::from(self.counter_set_id)),
+            (dctc::min_rnr_nak, u32::from(self.min_rnr_nak)),
+            (dctc::tclass, u32::from(self.tclass)),
+            (dctc::flow_label, self.flow_label),
+            (dctc::mtu, u32::from(self.mtu)),
+            (dctc::my_addr_index, u32::from(self.my_addr_index)),
+            (dctc::hop_limit, u32::from(self.hop_limit)),
+            (dctc::ece, self.ece),
+        ];
+        for (f, x) in v {
+            inbox.set(c(f), x)?;
+        }
+        if let Some(p) = self.eth_prio {
+            inbox.set(c(dctc::eth_prio), u32::from(p))?;
+        }
+        inbox.set64(c(dctc::dc_access_key), self.access_key)
+    }
+
+    /// The DCT number and the firmware's ECE options.
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<(u32, u32)> {
+        Ok((out.get(create_dct_out::dctn), out.get(create_dct_out::ece)))
+    }
+}
+
+free_cmd!(
+    /// DRAIN_DCT.
+    DrainDct, dctn: drain_dct_in::dctn
+);
+
+free_cmd!(
+    /// DESTROY_DCT.
+    DestroyDct, dctn: destroy_dct_in::dctn
 );
 
 /// QUERY_QP.

@@ -23,6 +23,7 @@
 //!   the access checks);
 //! * `completer.rs`: what comes back retired (the send CQE, the PSN, ERR, the RNR and ACK
 //!   retries) and the flush of a QP in ERR;
+//! * `wire.rs`: RoCE v2 packets to and from hosts behind an Ethernet fabric's uplink (UD);
 //! * `umr.rs` (memory windows), `mem.rs` (keys, scatter/gather cursors, DMA), `headers.rs`
 //!   (the GRH a UD receive sees), `fabric.rs` (the functions, their ports and the route),
 //!   `message.rs` and `qp_state.rs` (a QP as the data path sees it, and the WQE formats read
@@ -52,12 +53,17 @@ mod responder;
 mod smp;
 #[path = "engine/umr.rs"]
 pub(crate) mod umr;
+#[path = "engine/wire.rs"]
+mod wire;
 
 pub(crate) use self::fabric::Node;
 // The kernel crate's fabric glue (`simdev/`) and the tests link nodes through the switch.
 #[cfg_attr(not(MODULE), allow(unused_imports))]
 pub(crate) use self::fabric::Wire;
 pub(crate) use self::qp_state::QpState;
+// The device glue (`simdev/`) and the tests hand received frames in.
+#[cfg_attr(not(any(MODULE, test)), allow(unused_imports))]
+pub(crate) use self::wire::{receive as wire_receive, WireTx};
 
 use self::completer::flush_one;
 use self::qp_state::{snap, Step};

@@ -3021,7 +3021,13 @@ fn fuzz_queues_doorbells_and_commands() {
                     rw: rng.chance(80),
                     a: rng.chance(80),
                 };
-                mrs[i].push(h.mr(4096 + rng.below(8192) as usize, acc));
+                let mr = h.mr(4096 + rng.below(8192) as usize, acc);
+                // Half of them may be changed by UMR WQEs (upstream's rereg, below).
+                if rng.chance(50) {
+                    let m = h.fw.mkeys.get_mut(mr.key >> 8).unwrap();
+                    mkc::umr_en.set(&mut m.mkc, 1).unwrap();
+                }
+                mrs[i].push(mr);
             }
             // Read-only memory behind a fully writable mkey: the device may try, never write.
             let ro = h.mem.map(4096, false);
@@ -3029,6 +3035,9 @@ fn fuzz_queues_doorbells_and_commands() {
             h.mem.put(ro, &content);
             mrs[i].push(h.mr_at(ro, 4096, ALL));
             canaries.push((i, ro, content));
+            // An indirect mkey (zero-based) that UMR WQEs below give random layouts.
+            let key = dv_mkey(h);
+            mrs[i].push(Mr { key, va: 0, bus: 0 });
         }
         // QP pairs across the two functions (and one loopback pair on h1).
         let mut qps: Vec<(usize, QpH, Path)> = Vec::new();
@@ -3147,6 +3156,58 @@ fn fuzz_queues_doorbells_and_commands() {
                         }
                     }
                 }
+                11 if rng.chance(50) => {
+                    // A UMR layout WQE for the indirect key (the last of `m`): a KLM list or
+                    // a repeated block over random keys, addresses and lengths.
+                    let ind = m[m.len() - 1].key;
+                    let ent = |rng: &mut Rng| {
+                        let x = rng.pick(&m[..m.len() - 1]);
+                        let key = if rng.chance(10) {
+                            rng.next() as u32
+                        } else {
+                            x.key
+                        };
+                        (key, x.va + rng.below(4096), rng.below(2048) as u32)
+                    };
+                    let (xlat, len) = if rng.chance(50) {
+                        let e: Vec<_> = (0..1 + rng.below(4)).map(|_| ent(&mut rng)).collect();
+                        let len = e.iter().map(|e| u64::from(e.2)).sum::<u64>();
+                        (klms(&e), len)
+                    } else {
+                        let rep = 1 + rng.below(4) as u32;
+                        let e: Vec<_> = (0..1 + rng.below(3))
+                            .map(|_| {
+                                let (k, a, l) = ent(&mut rng);
+                                (k, a, l as u16 % 300, rng.below(600) as u16)
+                            })
+                            .collect();
+                        let len = u64::from(rep) * e.iter().map(|e| u64::from(e.2)).sum::<u64>();
+                        (repeat_block(rep, &e), len)
+                    };
+                    let len = if rng.chance(10) {
+                        rng.next() % 8192
+                    } else {
+                        len
+                    };
+                    let acc = rng.next() as u8 & 0x78;
+                    let w = umr_layout_wqe(&q, ind, acc, len, &xlat);
+                    if w.len() <= 64 << q.log_sq {
+                        h.post_bytes(&mut q, &w);
+                    }
+                }
+                11 if rng.chance(50) => {
+                    // upstream's rereg UMR on a random MR: random rights, maybe another PD.
+                    let x = rng.pick(m);
+                    let pd = if rng.chance(80) {
+                        h.pd
+                    } else {
+                        rng.next() as u32
+                    };
+                    let w = umr_rereg_wqe(&q, x.key, rng.next() as u8 & 0x78, pd);
+                    if w.len() <= 64 << q.log_sq {
+                        h.post_bytes(&mut q, &w);
+                    }
+                }
                 _ => now += rng.below(10_000_000_000),
             }
             qps[n].1 = q;
@@ -3229,6 +3290,11 @@ struct SrqH {
 impl Host {
     /// CREATE_RMP of `2^log` WQEs of `2^shift` bytes (as `create_rmp_cmd()` fills it).
     fn srq(&mut self, log: u32, shift: u32, lwm: u32) -> SrqH {
+        self.rmp(log, shift, lwm, WQ_TYPE_LINKED_LIST)
+    }
+
+    /// CREATE_RMP of `wq_type` `ty`.
+    fn rmp(&mut self, log: u32, shift: u32, lwm: u32, ty: u32) -> SrqH {
         let len = 1usize << (log + shift);
         let buf = self.mem.map(len, false);
         let n = 1u16 << log;
@@ -3245,6 +3311,7 @@ impl Host {
             .inner(rmpc::state)
             .set(&mut b, RMPC_STATE_RDY)
             .unwrap();
+        w(wq::wq_type).set(&mut b, ty).unwrap();
         w(wq::log_wq_stride).set(&mut b, shift).unwrap();
         w(wq::log_wq_sz).set(&mut b, log).unwrap();
         w(wq::lwm).set(&mut b, lwm).unwrap();
@@ -3454,6 +3521,61 @@ fn srq_feeds_several_qps_in_list_order_with_limit_and_rnr() {
     assert_eq!(h.mem.faults(), 0);
 }
 
+/// UCX's cyclic SRQ (`uct_rc_mlx5_iface_srq_post_recv()`): WQE `i` at ring slot `i mod size`,
+/// the doorbell record the posted count.
+fn post_cyclic(h: &mut Host, s: &mut SrqH, sge: (u32, u64, u32)) {
+    let at = s.buf + (u64::from(s.counter & s.tail) << s.shift);
+    // UCX keeps its own bookkeeping in the first segment; the device ignores it.
+    h.mem.put(at, &[0xa5; 16]);
+    let mut w = vec![0u8; 16];
+    data_seg(&mut w, sge.0, sge.1, sge.2);
+    h.mem.put(at + 16, &w);
+    s.counter = s.counter.wrapping_add(1);
+    h.mem.put32(s.dbr, u32::from(s.counter));
+}
+
+#[test]
+fn cyclic_rmp_consumes_in_ring_order_and_reports_the_count() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let mut scq = h.cq(6, false);
+    let mut rcq = h.cq(6, false);
+    // 4 WQEs of 32 bytes, cyclic.
+    let mut s = h.rmp(2, 5, 0, WQ_TYPE_CYCLIC);
+    let mut a = h.qp(QPC_ST_RC, &scq, &rcq, (6, 6, 2));
+    let b = h.srq_qp(QPC_ST_RC, &scq, &rcq, 6, &s);
+    let lid = h.lid();
+    h.connect(&a, &Path::to(b.qpn, lid));
+    h.connect(&b, &Path::to(a.qpn, lid));
+    let src = h.mr(4096, ALL);
+    let dst = h.mr(4 * 256, ALL);
+    for i in 0..4u64 {
+        post_cyclic(&mut h, &mut s, dst.sge(i * 256, 256));
+    }
+    let mut counters = Vec::new();
+    for i in 0..6u8 {
+        h.mem.put(src.bus, &pattern(64, i));
+        h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 64)));
+        run(&mut [&mut h], 0);
+        let c = h.poll_all(&mut rcq);
+        assert_eq!(c.len(), 1, "message {i}");
+        assert_eq!((c[0].opcode, c[0].byte_cnt), (cqe_op::RESP_SEND, 64));
+        counters.push(c[0].wqe_counter);
+        // Slot i mod 4 got message i.
+        let slot = u64::from(i % 4) * 256;
+        assert_eq!(h.mem.get(dst.bus + slot, 64), pattern(64, i));
+        let _ = h.poll_all(&mut scq);
+        // Repost the consumed slot after the first four, as UCX does.
+        if i >= 2 {
+            let n = u64::from(s.counter & s.tail) * 256;
+            post_cyclic(&mut h, &mut s, dst.sge(n, 256));
+        }
+    }
+    // The CQE reports the running count, not the slot (UCX masks it).
+    assert_eq!(counters, [0, 1, 2, 3, 4, 5]);
+    assert_eq!(h.query_srq(&s), (0, 6));
+    assert_eq!(h.mem.faults(), 0);
+}
+
 #[test]
 fn rmp_commands_check_their_inputs_and_busy() {
     let mut h = Host::new(LinkLayer::Ib, 1);
@@ -3463,6 +3585,21 @@ fn rmp_commands_check_their_inputs_and_busy() {
     assert_eq!(h.arm_srq(&s, 4), (Status::BAD_PARAM_ERR, syn::RMP_LWM));
     let bad = SrqH { rmpn: 0x7777, ..s };
     assert_eq!(h.arm_srq(&bad, 1).1, syn::RMP_UNKNOWN);
+    // A wq_type other than linked list and cyclic (2: the striding-RQ list).
+    let mut b = inbox(op::CREATE_RMP, 0, 0, create_rmp_in::SIZE_BYTES + 8);
+    let w = |f| create_rmp_in::ctx.inner(rmpc::wq.inner(f));
+    create_rmp_in::ctx
+        .inner(rmpc::state)
+        .set(&mut b, RMPC_STATE_RDY)
+        .unwrap();
+    w(wq::wq_type).set(&mut b, 2).unwrap();
+    w(wq::log_wq_stride).set(&mut b, 5).unwrap();
+    w(wq::pd).set(&mut b, h.pd).unwrap();
+    let (c, _) = super::tests::run(&mut h.fw, &b, 16);
+    assert_eq!(
+        (c.status, c.syndrome),
+        (Status::BAD_PARAM_ERR, syn::RMP_WQ_TYPE)
+    );
     // A QP on a missing RMP.
     let mut b = inbox(op::CREATE_QP, 0, 0, create_qp_in::SIZE_BYTES);
     let q = |f| create_qp_in::qpc.inner(f);
@@ -4186,6 +4323,311 @@ fn send_with_invalidate_frees_a_type2_window() {
     assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
 }
 
+/// A UMR WQE as libmlx5 44's `mlx5dv_wr_mr_list()`/`mlx5dv_wr_mr_interleaved()` lay it out
+/// (`mlx5_send_wr_mkey_configure()`, `mlx5_send_wr_set_mkey_layout()`): `key` the indirect
+/// mkey, `access` its `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_*`, `len` the bytes mapped and
+/// `xlat` the translation (KLMs or a repeated block), padded to 64 bytes.
+fn umr_layout_wqe(qp: &QpH, key: u32, access: u8, len: u64, xlat: &[u8]) -> Vec<u8> {
+    use engine::umr;
+    let pad = xlat.len().div_ceil(64) * 64;
+    let size = umr::KLM + pad;
+    let mut w = vec![0u8; size];
+    let idx = u32::from(qp.cur_post);
+    w[0..4].copy_from_slice(&((idx << 8) | u32::from(wqe_op::UMR)).to_be_bytes());
+    w[4..8].copy_from_slice(&((qp.qpn << 8) | (size / 16) as u32).to_be_bytes());
+    w[11] = ctrl::CQ_UPDATE;
+    w[12..16].copy_from_slice(&key.to_be_bytes());
+    w[umr::FLAGS] = 0x80; // INLINE
+    w[umr::KLM_OCTOWORDS..umr::KLM_OCTOWORDS + 2]
+        .copy_from_slice(&((pad / 16) as u16).to_be_bytes());
+    let mask = umr::MASK_FREE | umr::MASK_MKEY | umr::MASK_LEN | (0xf << 18);
+    w[umr::MKEY_MASK..umr::MKEY_MASK + 8].copy_from_slice(&mask.to_be_bytes());
+    w[umr::MKC + 2] = access;
+    w[umr::MKC + 4..umr::MKC + 8].copy_from_slice(&(0xffff_ff00 | (key & 0xff)).to_be_bytes());
+    w[umr::MKC + 24..umr::MKC + 32].copy_from_slice(&len.to_be_bytes());
+    w[umr::KLM..umr::KLM + xlat.len()].copy_from_slice(xlat);
+    w
+}
+
+/// A KLM list (`umr_sg_list_create()`): (lkey, addr, bytes) each.
+fn klms(entries: &[(u32, u64, u32)]) -> Vec<u8> {
+    let mut v = Vec::new();
+    for (key, addr, len) in entries {
+        v.extend_from_slice(&len.to_be_bytes());
+        v.extend_from_slice(&key.to_be_bytes());
+        v.extend_from_slice(&addr.to_be_bytes());
+    }
+    v
+}
+
+/// A repeated block (`umr_strided_seg_create()`): `repeat` times the entries (lkey, addr,
+/// bytes, stride).
+fn repeat_block(repeat: u32, entries: &[(u32, u64, u16, u16)]) -> Vec<u8> {
+    let bytes: u32 = entries.iter().map(|e| u32::from(e.2)).sum();
+    let mut v = Vec::new();
+    v.extend_from_slice(&bytes.to_be_bytes());
+    v.extend_from_slice(&engine::umr::REPEAT_BLOCK_OP.to_be_bytes());
+    v.extend_from_slice(&repeat.to_be_bytes());
+    v.extend_from_slice(&0u16.to_be_bytes());
+    v.extend_from_slice(&(entries.len() as u16).to_be_bytes());
+    for (key, addr, n, stride) in entries {
+        v.extend_from_slice(&stride.to_be_bytes());
+        v.extend_from_slice(&n.to_be_bytes());
+        v.extend_from_slice(&key.to_be_bytes());
+        v.extend_from_slice(&addr.to_be_bytes());
+    }
+    v
+}
+
+/// An indirect mkey as libmlx5's `mlx5dv_create_mkey()` creates it (`mkey_7_0` 0, `en_rinval`
+/// for MLX5DV_MKEY_INIT_ATTR_FLAGS_REMOTE_INVALIDATE); its key.
+fn dv_mkey(h: &mut Host) -> u32 {
+    let mut b = inbox(op::CREATE_MKEY, 0, 0, create_mkey_in::SIZE_BYTES);
+    let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
+    m(mkc::free).set(&mut b, 1).unwrap();
+    m(mkc::umr_en).set(&mut b, 1).unwrap();
+    m(mkc::lr).set(&mut b, 1).unwrap();
+    m(mkc::access_mode_1_0)
+        .set(&mut b, MKC_ACCESS_MODE_KLMS)
+        .unwrap();
+    m(mkc::en_rinval).set(&mut b, 1).unwrap();
+    m(mkc::translations_octword_size).set(&mut b, 4).unwrap();
+    m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
+    m(mkc::pd).set(&mut b, h.pd).unwrap();
+    let out = ok(&mut h.fw, &b, create_mkey_out::SIZE_BYTES);
+    create_mkey_out::mkey_index.get(&out).unwrap() << 8
+}
+
+/// Posts [`umr_layout_wqe`] on `b` of `p`, runs, and returns b's send completion.
+fn umr_on_b(p: &mut Pair, key: u32, access: u8, len: u64, xlat: &[u8]) -> Polled {
+    let mut b = p.b;
+    let w = umr_layout_wqe(&b, key, access, len, xlat);
+    p.h.post_bytes(&mut b, &w);
+    p.b = b;
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(s.len(), 1, "{s:x?}");
+    s[0]
+}
+
+fn read_via(p: &mut Pair, dst: &Mr, off: u64, addr: u64, rkey: u32, len: u32) -> Polled {
+    let mut a = p.a;
+    let mut w = Wr::new(wqe_op::RDMA_READ).sge(dst.sge(off, len));
+    w.remote = Some((addr, rkey));
+    p.h.post(&mut a, &w);
+    p.a = a;
+    p.run(0);
+    let s = p.sends();
+    assert_eq!(s.len(), 1, "{s:x?}");
+    s[0]
+}
+
+#[test]
+fn umr_klm_list_mkey_reaches_its_entries_and_is_remotely_invalidated() {
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(8192, ALL);
+    let m1 = p.h.mr(4096, ALL);
+    let m2 = p.h.mr(4096, ALL);
+    let key = dv_mkey(&mut p.h);
+    // [0, 300) = m1[100..400), [300, 1300) = m2[0..1000), [1300, 1500) = m1[3000..3200).
+    let list = klms(&[
+        (m1.key, m1.va + 100, 300),
+        (m2.key, m2.va, 1000),
+        (m1.key, m1.va + 3000, 200),
+    ]);
+    let c = umr_on_b(&mut p, key, RW, 1500, &list);
+    assert_eq!((c.opcode, c.wqe_opcode), (cqe_op::REQ, wqe_op::UMR));
+    // A WRITE of 1400 bytes from offset 50 crosses all three entries.
+    let data = pattern(1400, 9);
+    p.h.mem.put(src.bus, &data);
+    let c = write_via(&mut p, &src, 50, key, 1400);
+    assert_eq!(c.opcode, cqe_op::REQ);
+    assert_eq!(p.h.mem.get(m1.bus + 150, 250), data[..250]);
+    assert_eq!(p.h.mem.get(m2.bus, 1000), data[250..1250]);
+    assert_eq!(p.h.mem.get(m1.bus + 3000, 150), data[1250..]);
+    // READ it all back (zero-based, 1500 bytes).
+    let c = read_via(&mut p, &src, 4096, 0, key, 1500);
+    assert_eq!(c.opcode, cqe_op::REQ);
+    let mut want = p.h.mem.get(m1.bus + 100, 300);
+    want.extend(p.h.mem.get(m2.bus, 1000));
+    want.extend(p.h.mem.get(m1.bus + 3000, 200));
+    assert_eq!(p.h.mem.get(src.bus + 4096, 1500), want);
+    // Past the length: a remote access error.
+    let c = write_via(&mut p, &src, 1400, key, 200);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+
+    // A fresh pair: SEND with invalidate frees the key; a WRITE with it then fails.
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let m1 = p.h.mr(4096, ALL);
+    let key = dv_mkey(&mut p.h);
+    let list = klms(&[(m1.key, m1.va, 2048)]);
+    assert_eq!(umr_on_b(&mut p, key, RW, 2048, &list).opcode, cqe_op::REQ);
+    assert_eq!(write_via(&mut p, &src, 0, key, 64).opcode, cqe_op::REQ);
+    let mut b = p.b;
+    p.h.post_recv(&mut b, &[m1.sge(3072, 64)]);
+    p.b = b;
+    let mut a = p.a;
+    let mut w = Wr::new(wqe_op::SEND_INVAL).sge(src.sge(0, 32));
+    w.imm = key;
+    p.h.post(&mut a, &w);
+    p.a = a;
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    let r = p.recvs();
+    assert_eq!((r[0].opcode, r[0].imm), (cqe_op::RESP_SEND_INV, key));
+    let c = write_via(&mut p, &src, 0, key, 16);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+}
+
+#[test]
+fn umr_interleaved_mkey_repeats_its_block_and_checks_its_entries() {
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let m1 = p.h.mr(4096, ALL);
+    let m2 = p.h.mr(4096, ALL);
+    let key = dv_mkey(&mut p.h);
+    // 3 repetitions of (m1: 64 bytes every 256) then (m2: 32 bytes every 100): 288 bytes.
+    let rb = repeat_block(3, &[(m1.key, m1.va, 64, 256), (m2.key, m2.va + 8, 32, 100)]);
+    let c = umr_on_b(&mut p, key, RW, 288, &rb);
+    assert_eq!(c.opcode, cqe_op::REQ);
+    let data = pattern(288, 4);
+    p.h.mem.put(src.bus, &data);
+    assert_eq!(write_via(&mut p, &src, 0, key, 288).opcode, cqe_op::REQ);
+    for r in 0..3usize {
+        let at = r * 96;
+        assert_eq!(p.h.mem.get(m1.bus + 256 * r as u64, 64), data[at..at + 64]);
+        assert_eq!(
+            p.h.mem.get(m2.bus + 8 + 100 * r as u64, 32),
+            data[at + 64..at + 96]
+        );
+    }
+    let c = read_via(&mut p, &src, 1024, 0, key, 288);
+    assert_eq!(c.opcode, cqe_op::REQ);
+    assert_eq!(p.h.mem.get(src.bus + 1024, 288), data);
+
+    // A layout whose bytes do not add up to `len`, or naming an unknown key, or needing
+    // more runs than the model keeps: the UMR fails (memory window bind error).
+    let mut p = pair(QPC_ST_RC);
+    let m1 = p.h.mr(4096, ALL);
+    let key = dv_mkey(&mut p.h);
+    let c = umr_on_b(&mut p, key, RW, 100, &klms(&[(m1.key, m1.va, 64)]));
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    let mut p = pair(QPC_ST_RC);
+    let key = dv_mkey(&mut p.h);
+    let c = umr_on_b(&mut p, key, RW, 64, &klms(&[(0x7777_00, 0, 64)]));
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    let mut p = pair(QPC_ST_RC);
+    let m1 = p.h.mr(4096, ALL);
+    let key = dv_mkey(&mut p.h);
+    let rb = repeat_block(9, &[(m1.key, m1.va, 16, 32)]);
+    let c = umr_on_b(&mut p, key, RW, 144, &rb);
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    // A contiguous block repeated past the model's bound on entry uses (one run, but more
+    // work than one WQE may take).
+    let mut p = pair(QPC_ST_RC);
+    let m1 = p.h.mr(1 << 16, ALL);
+    let key = dv_mkey(&mut p.h);
+    let rb = repeat_block(4097, &[(m1.key, m1.va, 8, 8)]);
+    let c = umr_on_b(&mut p, key, RW, 4097 * 8, &rb);
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    let mut p = pair(QPC_ST_RC);
+    let m1 = p.h.mr(1 << 16, ALL);
+    let key = dv_mkey(&mut p.h);
+    let rb = repeat_block(4096, &[(m1.key, m1.va, 8, 8)]);
+    let c = umr_on_b(&mut p, key, RW, 4096 * 8, &rb);
+    assert_eq!(
+        c.opcode,
+        cqe_op::REQ,
+        "4096 contiguous uses merge into one run"
+    );
+}
+
+/// The UMR WQE of upstream `mlx5r_umr_rereg_pd_access()` for MR key `key`: access bits
+/// `access` (`MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_*`) and PD `pd`, the key's variant kept.
+fn umr_rereg_wqe(qp: &QpH, key: u32, access: u8, pd: u32) -> Vec<u8> {
+    use engine::umr;
+    let mut w = vec![0u8; umr::KLM];
+    let idx = u32::from(qp.cur_post);
+    w[0..4].copy_from_slice(&((idx << 8) | u32::from(wqe_op::UMR)).to_be_bytes());
+    w[4..8].copy_from_slice(&((qp.qpn << 8) | (umr::KLM / 16) as u32).to_be_bytes());
+    w[11] = ctrl::CQ_UPDATE;
+    w[12..16].copy_from_slice(&key.to_be_bytes());
+    w[umr::FLAGS] = 0x80 | 0x40; // MLX5_UMR_INLINE | MLX5_UMR_CHECK_FREE
+    let mask = umr::MASK_ACCESS | umr::MASK_PD;
+    w[umr::MKEY_MASK..umr::MKEY_MASK + 8].copy_from_slice(&mask.to_be_bytes());
+    w[umr::MKC + 2] = access | umr::ACC_LOCAL_READ;
+    w[umr::MKC + 4..umr::MKC + 8].copy_from_slice(&(0xffff_ff00 | (key & 0xff)).to_be_bytes());
+    w[umr::MKC + 12..umr::MKC + 16].copy_from_slice(&pd.to_be_bytes());
+    w
+}
+
+/// A pair with a source MR and a remotely read-only MR (its mkey made with `umr_en` when
+/// `umr_en`), and a UMR of upstream's rereg posted on b for `key` with remote write added.
+fn rereg_pair(umr_en: bool, key_xor: u32) -> (Pair, Mr, Mr, Polled) {
+    let ro = MrAccess {
+        lw: true,
+        rr: true,
+        rw: false,
+        a: false,
+    };
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let mr = p.h.mr(4096, ro);
+    let m = p.h.fw.mkeys.get_mut(mr.key >> 8).unwrap();
+    mkc::umr_en.set(&mut m.mkc, u32::from(umr_en)).unwrap();
+    let mut b = p.b;
+    let acc = RW | engine::umr::ACC_LOCAL_WRITE;
+    let w = umr_rereg_wqe(&b, mr.key ^ key_xor, acc, p.h.pd);
+    p.h.post_bytes(&mut b, &w);
+    p.b = b;
+    p.run(0);
+    let c = p.sends();
+    assert_eq!(c.len(), 1, "{c:x?}");
+    (p, src, mr, c[0])
+}
+
+#[test]
+fn umr_changes_an_mrs_access_in_place_keeping_its_key() {
+    // Without umr_en, or with another key variant, the mkey is not changed.
+    let (_, _, _, c) = rereg_pair(false, 0);
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    let (_, _, _, c) = rereg_pair(true, 1);
+    assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+    // Upstream's rereg UMR: remote write added, the key kept; the old rkey writes.
+    let (mut p, src, mr, c) = rereg_pair(true, 0);
+    assert_eq!((c.opcode, c.wqe_opcode), (cqe_op::REQ, wqe_op::UMR));
+    let data = pattern(64, 5);
+    p.h.mem.put(src.bus, &data);
+    let c = write_via(&mut p, &src, mr.va + 8, mr.key, 64);
+    assert_eq!(
+        c.opcode,
+        cqe_op::REQ,
+        "the old rkey writes after the change"
+    );
+    assert_eq!(p.h.mem.get(mr.bus + 8, 64), data);
+    let m = p.h.fw.mkeys.get(mr.key >> 8).unwrap();
+    assert_eq!(
+        mkc::rw.get(&m.mkc),
+        Ok(1),
+        "the stored context has the new rights"
+    );
+    // Before the change the same write is refused.
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    let ro = p.h.mr(
+        4096,
+        MrAccess {
+            lw: true,
+            rr: true,
+            rw: false,
+            a: false,
+        },
+    );
+    let c = write_via(&mut p, &src, ro.va, ro.key, 16);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+}
+
 // ---------------------------------------------------------------------------------------
 // Device memory (MEMIC, `memic.rs`).
 
@@ -4350,3 +4792,8 @@ fn pma_counts_the_packets_and_octets_of_messages() {
         (octets / 4, octets / 4, 5, 5)
     );
 }
+
+#[path = "dct_tests.rs"]
+mod dct_tests;
+#[path = "engine/wire_tests.rs"]
+mod wire_tests;

@@ -14,13 +14,14 @@ use super::capacity;
 pub(crate) use crate::prm::event::{QpEvent, QueueEvent as Event, SrqEvent};
 
 impl QpEvent {
-    const ALL: [QpEvent; 6] = [
+    const ALL: [QpEvent; 7] = [
         QpEvent::CommEst,
         QpEvent::SqDrained,
         QpEvent::WqCatas,
         QpEvent::WqInvalReq,
         QpEvent::WqAccess,
         QpEvent::LastWqeReached,
+        QpEvent::DctDrained,
     ];
 
     /// The pending bit of this kind.
@@ -32,6 +33,7 @@ impl QpEvent {
             QpEvent::WqInvalReq => 1 << 3,
             QpEvent::WqAccess => 1 << 4,
             QpEvent::LastWqeReached => 1 << 5,
+            QpEvent::DctDrained => 1 << 6,
         }
     }
 }

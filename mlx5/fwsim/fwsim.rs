@@ -13,6 +13,8 @@
 
 #[path = "cqe.rs"]
 pub(crate) mod cqe;
+#[path = "dct.rs"]
+pub(crate) mod dct;
 #[path = "dma.rs"]
 pub(crate) mod dma;
 #[path = "engine.rs"]
@@ -332,6 +334,8 @@ struct Qp {
     q: engine::QpState,
     /// The umems of a DEVX QP's work queue buffer and doorbell record (0: none).
     umems: [u32; 2],
+    /// A DC target's context: the entry is a DCT, not a QP (`dct.rs`).
+    dct: Option<dct::Dct>,
 }
 
 /// Bytes of a stored `rmpc`.
@@ -345,6 +349,8 @@ struct Rmp {
     pd: u32,
     rmpc: [u8; RMPC_BYTES],
     q: srq::SrqState,
+    /// The umems of a DEVX RMP's buffer and doorbell record (0: none).
+    umems: [u32; 2],
 }
 
 /// A memory key: its context as created, and what the data path checks and translates.
@@ -433,6 +439,8 @@ pub(crate) struct Fw {
     xrc: xrc::Xrc,
     /// On-chip memory allocations (`memic.rs`).
     memic: memic::Memic,
+    /// RoCE v2 packets the data path queued for the wire (`engine/wire.rs`).
+    wire_tx: engine::WireTx,
 }
 
 /// The decoded common header of a command, plus its mailboxes, before the command's row is
@@ -615,6 +623,7 @@ impl Fw {
             hca: hca::Hca::new(),
             xrc: xrc::Xrc::new(),
             memic: memic::Memic::new(),
+            wire_tx: engine::WireTx::new(),
         };
         fw.reset_ports();
         Ok(fw)
@@ -663,6 +672,7 @@ impl Fw {
             hca <- hca::Hca::new_in_place(),
             xrc <- xrc::Xrc::new_in_place(),
             memic: memic::Memic::new(),
+            wire_tx <- engine::WireTx::new_in_place(),
         });
         Ok(pin_init::Init::chain(fw, |fw| {
             fw.reset_ports();

@@ -403,13 +403,15 @@ impl Fw {
         // The MTT entries follow the fixed layout.
         let info =
             MkeyInfo::parse(&mkc, c.inbox_raw(), create_mkey_in::SIZE_BYTES).map_err(fragmented)?;
-        // upstream mlx5_ib_alloc_mw(): a free KLM mkey that UMR WQEs may bind.
+        // upstream mlx5_ib_alloc_mw() and libmlx5's mlx5dv_create_mkey(): a free KLM mkey
+        // that UMR WQEs may bind as a window or give a layout as an indirect key.
         let win = (mode == consts::MKC_ACCESS_MODE_KLMS
             && c.get(ctx.inner(mkc::free)) != 0
             && c.get(ctx.inner(mkc::umr_en)) != 0)
             .then(|| xlat::Window {
                 remote_inval: c.get(ctx.inner(mkc::en_rinval)) != 0,
                 bound: None,
+                indirect: None,
             });
         let m = Mkey {
             uid: c.uid,

@@ -93,7 +93,7 @@ fn optional_taken(opcode: u16, st: u32, f: Member<qpc::Bits>, opt: u32) -> bool 
     }
     let same = |g: Member<qpc::Bits>| g.bit_off == f.bit_off && g.bit_width == f.bit_width;
     if same(qpc::primary_address_path) && opcode == op::INIT2RTR_QP {
-        return matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC);
+        return matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI);
     }
     let bit = if same(qpc::q_key) {
         qp_optpar::Q_KEY
@@ -156,6 +156,7 @@ impl Fw {
                 | QPC_ST_QP0
                 | QPC_ST_QP1
                 | QPC_ST_REG_UMR
+                | QPC_ST_DCI
         ) {
             return fail(Status::BAD_PARAM_ERR, syn::QP_ST);
         }
@@ -244,6 +245,7 @@ impl Fw {
             qpc: qpc_bytes,
             q,
             umems,
+            dct: None,
         };
         let qpn = self.qps.insert(qp)?;
         c.set(create_qp_out::qpn, qpn)
@@ -258,9 +260,17 @@ impl Fw {
         })
     }
 
+    /// The QP `qpn`, if `uid` may use it. A DCT in the QP table (`dct.rs`) is no QP.
+    fn qp_owned(&self, uid: u16, qpn: u32) -> Result<&Qp, CmdError> {
+        match self.qps.lookup_owned(qpn, uid, syn::QP_UNKNOWN)? {
+            q if q.dct.is_some() => fail(Status::BAD_RES_ERR, syn::QP_UNKNOWN),
+            q => Ok(q),
+        }
+    }
+
     /// Checks that `qpn` names a QP `uid` may use.
     fn qp_usable(&self, uid: u16, qpn: u32) -> Result<(), CmdError> {
-        self.qps.lookup_owned(qpn, uid, syn::QP_UNKNOWN).map(|_| ())
+        self.qp_owned(uid, qpn).map(|_| ())
     }
 
     /// DESTROY_QP: legal in every state; releases the QP's hold on its PD, CQs and UAR.
@@ -281,7 +291,7 @@ impl Fw {
     /// plus the data path's consumer counters (`hw_sq_wqebb_counter`, `hw_rq_counter`).
     pub(super) fn query_qp(&mut self, c: &mut Cmd<'_, QueryQp>) -> Done {
         let qpn = c.get(query_qp_in::qpn);
-        let q = self.qps.lookup_owned(qpn, c.uid, syn::QP_UNKNOWN)?;
+        let q = self.qp_owned(c.uid, qpn)?;
         let (bytes, state, sq, rq) = (q.qpc, q.state, q.q.sq_ci, q.q.rq_ci);
         c.set_bytes(query_qp_out::qpc, &bytes)?;
         c.set(
@@ -299,7 +309,7 @@ impl Fw {
         let to_rts = C::FROM == Some(QPC_STATE_RTR) && C::TO == QPC_STATE_RTS;
         // The function's first QP a pass serves: the worker starts its rescans for it.
         let first_served = to_rts && !self.has_served_qp();
-        let q = self.qps.lookup_owned(qpn, c.uid, syn::QP_UNKNOWN)?;
+        let q = self.qp_owned(c.uid, qpn)?;
         let (state, st) = (q.state, qpc::st.get(&q.qpc).unwrap_or(QPC_ST_RC));
         if C::FROM.is_some_and(|f| f != state) {
             return fail(Status::BAD_RES_STATE_ERR, syn::QP_BAD_STATE);
@@ -331,7 +341,7 @@ impl Fw {
             copy_member(&mut next, &qpc_bytes, *f)?;
         }
         if C::OPCODE == op::INIT2RTR_QP
-            && !matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC)
+            && !matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI)
             && opt & qp_optpar::PKEY_INDEX != 0
         {
             copy_member(&mut next, &qpc_bytes, pri(ads::pkey_index))?;
@@ -364,7 +374,7 @@ impl Fw {
                 self.port(get(pri(ads::vhca_port_num))?)?;
             }
             // The path MTU is a connected-service attribute; UD QPs leave it 0.
-            op::INIT2RTR_QP if matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) => {
+            op::INIT2RTR_QP if matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI) => {
                 let mtu = get(qpc::mtu)?;
                 if !(QPC_MTU_256_BYTES..=QPC_MTU_4K_BYTES).contains(&mtu) {
                     return fail(Status::BAD_PARAM_ERR, syn::QP_MTU);

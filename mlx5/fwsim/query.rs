@@ -112,7 +112,7 @@ impl Fw {
     ) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Member<cmd_hca_cap::Bits>, u32); 43] = [
+        let values: [(Member<cmd_hca_cap::Bits>, u32); 47] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // RTS2RTS may move a QP to another Q counter set (`qp.rs`).
             (cmd_hca_cap::rts2rts_qp_counters_set_id, 1),
@@ -121,6 +121,8 @@ impl Fw {
             (cmd_hca_cap::log_max_qp_sz, p.log_max_qp_sz),
             (cmd_hca_cap::log_max_qp, p.log_max_qp),
             (cmd_hca_cap::log_max_srq, p.log_max_srq),
+            // RMPs: linked-list and cyclic, in pas[] or DEVX umems (`srq.rs`).
+            (cmd_hca_cap::log_max_rmp, p.log_max_srq),
             (cmd_hca_cap::log_max_cq_sz, p.log_max_cq_sz),
             (cmd_hca_cap::log_max_cq, p.log_max_cq),
             (cmd_hca_cap::log_max_eq_sz, 22),
@@ -130,6 +132,10 @@ impl Fw {
             (cmd_hca_cap::log_max_klm_list_size, 16),
             (cmd_hca_cap::log_max_ra_req_qp, p.log_max_ra_qp),
             (cmd_hca_cap::log_max_ra_res_qp, p.log_max_ra_qp),
+            // DC targets and initiators (`dct.rs`).
+            (cmd_hca_cap::dct, 1),
+            (cmd_hca_cap::log_max_ra_req_dc, p.log_max_ra_qp),
+            (cmd_hca_cap::log_max_ra_res_dc, p.log_max_ra_qp),
             (cmd_hca_cap::gid_table_size, 0),
             (cmd_hca_cap::pkey_table_size, 0),
             (
@@ -158,9 +164,11 @@ impl Fw {
             // Memory windows (`engine/umr.rs`: UMR bind and invalidate WQEs on RC/UC QPs).
             (cmd_hca_cap::imaicl, 1),
             // UMR cannot change an mkey's translation (as on early ConnectX-4 firmware): the
-            // engine executes UMR WQEs only to bind and invalidate windows, so upstream mlx5_ib must register user MRs with
-            // CREATE_MKEY and their MTTs inline (`mlx5r_umr_can_load_pas()` false), as our
-            // driver does; both then leave IB_DEVICE_MEM_MGT_EXTENSIONS out.
+            // engine executes UMR WQEs to bind and invalidate windows, to give indirect mkeys
+            // a layout and to change an MR's PD, rights and key byte (`engine/umr.rs`), so
+            // upstream mlx5_ib must register user MRs with CREATE_MKEY and their MTTs inline
+            // (`mlx5r_umr_can_load_pas()` false), as our driver does; both then leave
+            // IB_DEVICE_MEM_MGT_EXTENSIONS out.
             (cmd_hca_cap::umr_modify_entity_size_disabled, 1),
             (cmd_hca_cap::cq_oi, 1),
             (cmd_hca_cap::cq_resize, 1),

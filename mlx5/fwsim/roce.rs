@@ -397,6 +397,26 @@ impl Writer<'_> {
     }
 }
 
+/// Whether `frame` is addressed as RoCE v2: IPv4 without options or IPv6 (optionally
+/// 802.1Q-tagged) carrying UDP to port 4791. A cheap look at the headers for steering (as a
+/// NIC's steering rule for RoCE); [`parse`] checks the rest.
+pub(crate) fn is_roce_v2(frame: &[u8]) -> bool {
+    let at = |i: usize| frame.get(i).copied().unwrap_or(0);
+    let be16 = |i: usize| u16::from_be_bytes([at(i), at(i + 1)]);
+    let mut l3 = ETH_LEN;
+    let mut ethertype = be16(12);
+    if ethertype == ETH_P_8021Q {
+        ethertype = be16(16);
+        l3 += VLAN_LEN;
+    }
+    let udp = match ethertype {
+        ETH_P_IP if at(l3) == 0x45 && at(l3 + 9) == IPPROTO_UDP => l3 + IPV4_LEN,
+        ETH_P_IPV6 if at(l3) >> 4 == 6 && at(l3 + 6) == IPPROTO_UDP => l3 + IPV6_LEN,
+        _ => return false,
+    };
+    frame.len() >= udp + UDP_LEN && be16(udp + 2) == ROCE_V2_PORT
+}
+
 /// Checks a received Ethernet frame (without FCS; Ethernet padding after the IP packet is
 /// ignored) and returns its RoCE v2 headers and payload.
 ///
@@ -622,6 +642,29 @@ pub(crate) fn frame_len(h: &Headers, payload_len: usize) -> Result<usize, RoceEr
     Ok(l2 + l3 + UDP_LEN + BTH_LEN + layout.ext_len() + payload_len + pad + ICRC_LEN)
 }
 
+/// Where the payload starts in the frame [`build`] writes for `h`: the length of its headers.
+///
+/// # Errors
+///
+/// [`RoceError::BadOpcode`] for an opcode this codec does not know.
+pub(crate) fn payload_offset(h: &Headers) -> Result<usize, RoceError> {
+    Ok(frame_len(h, 0)? - ICRC_LEN)
+}
+
+/// [`build`] with `payload` in place: `out[payload_offset(h)..][..payload_len]` holds the
+/// payload already (a sender gathers it straight into the frame).
+///
+/// # Errors
+///
+/// As [`build`].
+pub(crate) fn build_in_place(
+    h: &Headers,
+    payload_len: usize,
+    out: &mut [u8],
+) -> Result<usize, RoceError> {
+    write_frame(h, None, payload_len, out)
+}
+
 /// Writes the frame of `h` with `payload` to the start of `out` and returns its length: the
 /// IP and UDP lengths, the IPv4 checksum, the pad count (in the BTH and the pad bytes) and
 /// the ICRC are computed; the UDP checksum is 0. The frame is not padded to Ethernet's
@@ -633,6 +676,17 @@ pub(crate) fn frame_len(h: &Headers, payload_len: usize) -> Result<usize, RoceEr
 /// opcode's, a payload on an opcode without one, a field wider than its bits, a packet longer
 /// than IP allows), [`RoceError::NoRoom`].
 pub(crate) fn build(h: &Headers, payload: &[u8], out: &mut [u8]) -> Result<usize, RoceError> {
+    write_frame(h, Some(payload), payload.len(), out)
+}
+
+/// [`build`] and [`build_in_place`]: `payload` written, or (`None`) `payload_len` bytes of it
+/// already in place.
+fn write_frame(
+    h: &Headers,
+    payload: Option<&[u8]>,
+    payload_len: usize,
+    out: &mut [u8],
+) -> Result<usize, RoceError> {
     let layout = Layout::of(h.bth.opcode).ok_or(RoceError::BadOpcode(h.bth.opcode))?;
     let shape_ok = layout.xrceth == h.xrceth.is_some()
         && layout.deth == h.deth.is_some()
@@ -642,8 +696,8 @@ pub(crate) fn build(h: &Headers, payload: &[u8], out: &mut [u8]) -> Result<usize
         && layout.atomic_ack_eth == h.atomic_ack_eth.is_some()
         && layout.imm == h.imm.is_some()
         && layout.ieth == h.ieth.is_some()
-        && (layout.payload || payload.is_empty())
-        && (h.bth.opcode & 0xe0 != opcode::CNP || payload.len() == CNP_PAYLOAD_LEN);
+        && (layout.payload || payload_len == 0)
+        && (h.bth.opcode & 0xe0 != opcode::CNP || payload_len == CNP_PAYLOAD_LEN);
     let b = &h.bth;
     let fits_24 = |v: u32| v <= 0x00ff_ffff;
     let fields_ok = fits_24(b.dest_qp)
@@ -658,11 +712,11 @@ pub(crate) fn build(h: &Headers, payload: &[u8], out: &mut [u8]) -> Result<usize
     if !shape_ok || !fields_ok {
         return Err(RoceError::BadHeaders);
     }
-    let len = frame_len(h, payload.len())?;
+    let len = frame_len(h, payload_len)?;
     if len > out.len() {
         return Err(RoceError::NoRoom { need: len });
     }
-    let pad = payload.len().wrapping_neg() & 3;
+    let pad = payload_len.wrapping_neg() & 3;
     let mut w = Writer { buf: out, pos: 0 };
     w.put(&h.eth.dst);
     w.put(&h.eth.src);
@@ -761,7 +815,10 @@ pub(crate) fn build(h: &Headers, payload: &[u8], out: &mut [u8]) -> Result<usize
     if let Some(k) = h.ieth {
         w.put(&k.to_be_bytes());
     }
-    w.put(payload);
+    match payload {
+        Some(p) => w.put(p),
+        None => w.pos += payload_len,
+    }
     w.put(&[0u8; 3][..pad]);
     let crc = icrc::icrc(&w.buf[l3_start..w.pos], matches!(h.ip, Ip::V6 { .. }))
         .ok_or(RoceError::BadHeaders)?;

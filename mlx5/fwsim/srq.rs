@@ -12,13 +12,21 @@
 //! moves its head to the WQE's `next_wqe_index`. With a limit armed (`lwm`, MODIFY_RMP), the
 //! consumption that leaves fewer posted WQEs than the limit raises
 //! `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` once and disarms the SRQ.
+//!
+//! A cyclic RMP (`wq_type` cyclic, as UCX's `rc_mlx5` creates through DEVX,
+//! `uct_rc_mlx5_devx_init_rx()`) keeps the same WQE layout (the 16-byte segment first, which the
+//! device does not read) but consumes its WQEs in ring order: the WQE at `consumed mod size`,
+//! reported in the CQE's `wqe_counter` as the 16-bit consumed count (UCX masks it with the
+//! ring size). A DEVX RMP names umems for its buffer (`wq_umem_id`, `wq_umem_offset`) and its
+//! doorbell record (`dbr_umem_id`, `dbr_addr` an offset in it); the kernel sets the `*_valid`
+//! bits (`devx_set_umem_valid()`).
 
 use super::ring::{Buf, Ring};
 use super::syndrome::{self as syn, CmdError};
 use super::{fail, Cmd, Done, Fw, Rmp, RMPC_BYTES};
 use crate::prm::cmd::*;
 use crate::prm::command::*;
-use crate::prm::consts::{RMPC_STATE_RDY, WQ_TYPE_LINKED_LIST};
+use crate::prm::consts::{RMPC_STATE_RDY, WQ_TYPE_CYCLIC, WQ_TYPE_LINKED_LIST};
 use crate::prm::ctx::{rmp_bitmask, rmpc, wq};
 use crate::prm::layout::Member;
 use crate::prm::status::Status;
@@ -40,6 +48,8 @@ pub(crate) struct SrqState {
     pub(crate) ci: u16,
     /// The armed limit (`lwm`), 0 when not armed.
     pub(crate) lwm: u16,
+    /// Consumed in ring order (`wq_type` cyclic), not by `next_wqe_index`.
+    pub(crate) cyclic: bool,
 }
 
 /// One SRQ WQE taken from the head: its index, the index after it and the scatter entries'
@@ -62,6 +72,16 @@ impl SrqState {
             head: 0,
             ci: 0,
             lwm: 0,
+            cyclic: false,
+        }
+    }
+
+    /// The WQE the device takes next: its index in the ring and the CQE's `wqe_counter`.
+    pub(crate) fn next_idx(&self) -> u16 {
+        if self.cyclic {
+            self.ci
+        } else {
+            self.head
         }
     }
 
@@ -76,6 +96,7 @@ impl SrqState {
             .map_err(super::objects::fragmented)?;
         Ok(SrqState {
             lwm: u16::try_from(g(wq::lwm)).unwrap_or(0),
+            cyclic: g(wq::wq_type) == WQ_TYPE_CYCLIC,
             ..SrqState::new(buf, ring)
         })
     }
@@ -83,7 +104,9 @@ impl SrqState {
     /// Consumes the head WQE `w` with `posted` WQEs counted in the doorbell record; true when
     /// this crossed the armed limit (the SRQ is then disarmed).
     pub(crate) fn consume(&mut self, w: SrqWqe, posted: u16) -> bool {
-        self.head = w.next & ((1u16 << self.ring.log.min(15)).wrapping_sub(1));
+        if !self.cyclic {
+            self.head = w.next & ((1u16 << self.ring.log.min(15)).wrapping_sub(1));
+        }
         self.ci = self.ci.wrapping_add(1);
         if self.lwm != 0 && posted.wrapping_sub(self.ci) < self.lwm {
             self.lwm = 0;
@@ -106,11 +129,11 @@ impl Fw {
         if c.get(ctx.inner(rmpc::state)) != RMPC_STATE_RDY {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_STATE);
         }
-        // A DEVX RMP in umems is not modeled.
-        if c.get(w(wq::dbr_umem_valid)) != 0 || c.get(w(wq::wq_umem_valid)) != 0 {
-            return fail(Status::BAD_PARAM_ERR, syn::UMEM_NOT_MODELED);
-        }
-        if c.get(w(wq::wq_type)) != WQ_TYPE_LINKED_LIST {
+        let wq_type = c.get(w(wq::wq_type));
+        // Cyclic WQEs without the 16-byte segment need `basic_cyclic_rcv_wqe`, not advertised.
+        if (wq_type != WQ_TYPE_LINKED_LIST && wq_type != WQ_TYPE_CYCLIC)
+            || c.get(ctx.inner(rmpc::basic_cyclic_rcv_wqe)) != 0
+        {
             return fail(Status::BAD_PARAM_ERR, syn::RMP_WQ_TYPE);
         }
         let log_sz = c.get(w(wq::log_wq_sz));
@@ -131,12 +154,21 @@ impl Fw {
             .bytes(&bytes)
             .map_err(|_| CmdError::new(Status::INT_ERR, 0))?;
         // pas[] follows the fixed layout.
-        let q = SrqState::parse(wbytes, c.inbox_raw(), create_rmp_in::SIZE_BYTES)?;
+        let mut q = SrqState::parse(wbytes, c.inbox_raw(), create_rmp_in::SIZE_BYTES)?;
+        // DEVX: the buffer and the doorbell record in umems (`umem.rs`).
+        let umem = c.get(w(wq::wq_umem_valid)) != 0;
+        let wq_umem = umem.then(|| {
+            let off = c.inbox.get64(w(wq::wq_umem_offset));
+            (c.get(w(wq::wq_umem_id)), off)
+        });
+        let dbr = (c.get(w(wq::dbr_umem_valid)) != 0).then(|| c.get(w(wq::dbr_umem_id)));
+        let umems = self.umem_place(c.uid, &mut q.buf, q.ring.bytes(), wq_umem, dbr)?;
         let rmp = Rmp {
             uid: c.uid,
             pd,
             rmpc: bytes,
             q,
+            umems,
         };
         let rmpn = self.rmps.insert(rmp)?;
         c.set(create_rmp_out::rmpn, rmpn)

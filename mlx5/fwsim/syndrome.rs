@@ -252,6 +252,15 @@ crate::prm::named_consts! {
     /// MODIFY_HCA_VPORT_CONTEXT: a `field_select` (GUIDs, state policy: a vport group
     /// manager's) or a `cap_mask1_field_select` bit the host may not change.
     VPORT_MODIFY = 0x5f0b_0004,
+    // 0x5f0cxxxx: DC targets (`dct.rs`).
+    /// No such DCT (or a QP number, which names no DCT).
+    DCT_UNKNOWN = 0x5f0c_0001,
+    /// CREATE_DCT: `dctc.state` other than ACTIVE, or an MTU outside 256..4096.
+    DCT_CTX = 0x5f0c_0002,
+    /// CREATE_DCT without an SRQ (`srqn_xrqn` names no RMP of the caller).
+    DCT_SRQ = 0x5f0c_0003,
+    /// DRAIN_DCT of a DCT that is not ACTIVE.
+    DCT_STATE = 0x5f0c_0004,
 }
 
 #[cfg(test)]

@@ -1060,7 +1060,7 @@ fn qp_create_checks() {
     let cq = create_cq(&mut f, 0, uar);
     let q = |f| create_qp_in::qpc.inner(f);
     let cases: [(Member<create_qp_in::Bits>, u32, Status, u32); 7] = [
-        (q(qpc::st), 0x5, Status::BAD_PARAM_ERR, syn::QP_ST),
+        (q(qpc::st), 0x4, Status::BAD_PARAM_ERR, syn::QP_ST),
         (
             q(qpc::state),
             1,
@@ -1250,10 +1250,10 @@ fn fault_injection() {
 
 #[test]
 fn device_fits_the_documented_footprint() {
-    // Documentation/fwsim.md promises "about 230 KiB" (the data path's translations and
+    // Documentation/fwsim.md promises "about 270 KiB" (the data path's translations and
     // queue state included): the kernel side allocates it in place.
     let size = core::mem::size_of::<Fw>();
-    assert!(size > 192 * 1024 && size < 256 * 1024, "{size}");
+    assert!(size > 224 * 1024 && size < 288 * 1024, "{size}");
 }
 
 #[test]

@@ -9,11 +9,11 @@
 //! (`devx_umem_reg_cmd_alloc()`). A CQ then names it with `cq_umem_valid`, `cq_umem_id` and
 //! `cq_umem_offset` (its buffer starts that far into the umem), and its doorbell record with
 //! `cqc.dbr_umem_valid`, `cqc.dbr_umem_id` and `cqc.dbr_addr` as an offset in that umem; a QP
-//! with `wq_umem_*` and `qpc.dbr_umem_*`. The model translates them once, at create time, into
-//! the same [`Xlat`] and doorbell bus address a `pas[]` CQ or QP has, so the data path does not
-//! know the difference. A umem belongs to its uid: a command of another uid naming it is
-//! `BAD_RES_ERR` (`UMEM_UNKNOWN`), as for every object. DESTROY_UMEM is `RES_BUSY` while a CQ or
-//! QP uses it, and DESTROY_UCTX while the uid owns one.
+//! with `wq_umem_*` and `qpc.dbr_umem_*`, an RMP with its `wq`'s `wq_umem_*` and `dbr_umem_*`.
+//! The model translates them once, at create time, into the same [`Xlat`] and doorbell bus
+//! address a `pas[]` queue has, so the data path does not know the difference. A umem belongs to its uid: a command of another uid naming it is
+//! `BAD_RES_ERR` (`UMEM_UNKNOWN`), as for every object. DESTROY_UMEM is `RES_BUSY` while a CQ,
+//! QP or RMP uses it, and DESTROY_UCTX while the uid owns one.
 
 use super::ring::Buf;
 use super::syndrome::{self as syn, CmdError};
@@ -75,12 +75,13 @@ impl Fw {
         c.set(create_umem_out::umem_id, id)
     }
 
-    /// DESTROY_UMEM: refused while a CQ or QP uses the umem.
+    /// DESTROY_UMEM: refused while a CQ, QP or RMP uses the umem.
     pub(super) fn destroy_umem(&mut self, c: &mut Cmd<'_, DestroyUmem>) -> Done {
         let id = c.get(destroy_umem_in::umem_id);
         self.umem(c.uid, id)?;
         let used = self.cqs.iter().any(|(_, q)| q.umems.contains(&id))
-            || self.qps.iter().any(|(_, q)| q.umems.contains(&id));
+            || self.qps.iter().any(|(_, q)| q.umems.contains(&id))
+            || self.rmps.iter().any(|(_, q)| q.umems.contains(&id));
         if used {
             return fail(Status::RES_BUSY, syn::UMEM_BUSY);
         }

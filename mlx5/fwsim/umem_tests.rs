@@ -290,3 +290,76 @@ fn qp_in_umems_and_foreign_objects() {
     );
     assert!(f.counts().is_zero());
 }
+
+#[test]
+fn cyclic_rmp_in_umems_as_ucx_creates_it() {
+    use crate::prm::ctx::{rmpc, wq as wqc};
+    let mut f = fw(CONNECTX7, LinkLayer::Ib);
+    let u1 = create_uctx(&mut f, 0);
+    let u2 = create_uctx(&mut f, 0);
+    let pd = alloc_pd(&mut f, u1);
+    let buf = create_umem(&mut f, u1, 0xd0_0000_0000, 4, 0);
+    let dbr = create_umem(&mut f, u1, 0xd0_0100_0000, 1, 0);
+    // uct_rc_mlx5_devx_init_rx(): 256 WQEs of 64 bytes (16 KiB), cyclic; the doorbell record
+    // 8 bytes into its umem; the kernel sets the valid bits.
+    let rmp_in = |uid: u16, buf: u32, off: u64| {
+        let mut b = inbox(op::CREATE_RMP, uid, 0, create_rmp_in::SIZE_BYTES);
+        let w = |m| create_rmp_in::ctx.inner(rmpc::wq.inner(m));
+        create_rmp_in::ctx
+            .inner(rmpc::state)
+            .set(&mut b, RMPC_STATE_RDY)
+            .unwrap();
+        w(wqc::wq_type).set(&mut b, WQ_TYPE_CYCLIC).unwrap();
+        w(wqc::log_wq_sz).set(&mut b, 8).unwrap();
+        w(wqc::log_wq_stride).set(&mut b, 6).unwrap();
+        w(wqc::pd).set(&mut b, pd).unwrap();
+        w(wqc::dbr_umem_id).set(&mut b, dbr).unwrap();
+        w(wqc::dbr_addr).set64(&mut b, 8).unwrap();
+        w(wqc::wq_umem_id).set(&mut b, buf).unwrap();
+        w(wqc::wq_umem_offset).set64(&mut b, off).unwrap();
+        w(wqc::dbr_umem_valid).set(&mut b, 1).unwrap();
+        w(wqc::wq_umem_valid).set(&mut b, 1).unwrap();
+        b
+    };
+    // Another uid naming the first context's umems and PD; a range past the umem.
+    assert_eq!(
+        err(&mut f, &rmp_in(u2, buf, 0), 16),
+        (Status::BAD_RES_ERR, syn::UID_MISMATCH)
+    );
+    assert_eq!(
+        err(&mut f, &rmp_in(u1, buf, 0x1000), 16),
+        (Status::BAD_PARAM_ERR, syn::UMEM_RANGE)
+    );
+    let out = ok(&mut f, &rmp_in(u1, buf, 0), create_rmp_out::SIZE_BYTES);
+    let rmpn = create_rmp_out::rmpn.get(&out).unwrap();
+    let q = f.rmps.get(rmpn).unwrap().q;
+    assert!(q.cyclic);
+    assert_eq!(q.buf.xlat.at(0), Some((0xd0_0000_0000, 0x4000)));
+    assert_eq!(q.buf.dbr, 0xd0_0100_0008);
+    for id in [buf, dbr] {
+        assert_eq!(
+            err(&mut f, &destroy_umem(u1, id), 16),
+            (Status::RES_BUSY, syn::UMEM_BUSY)
+        );
+    }
+    ok(
+        &mut f,
+        &destroy_in(op::DESTROY_RMP, u1, destroy_rmp_in::rmpn, rmpn),
+        16,
+    );
+    ok(&mut f, &destroy_umem(u1, buf), 16);
+    ok(&mut f, &destroy_umem(u1, dbr), 16);
+    ok(
+        &mut f,
+        &destroy_in(op::DEALLOC_PD, u1, dealloc_pd_in::pd, pd),
+        16,
+    );
+    for u in [u1, u2] {
+        ok(
+            &mut f,
+            &destroy_in(op::DESTROY_UCTX, 0, destroy_uctx_in::uid, u32::from(u)),
+            16,
+        );
+    }
+    assert!(f.counts().is_zero());
+}

@@ -115,13 +115,27 @@ impl Xlat {
         Ok(x)
     }
 
+    /// Appends the `len` bytes at `va` of mkey `m` (an entry of an indirect mkey's layout,
+    /// `engine/umr.rs`). `Err` when a byte does not translate or more than [`MAX_RUNS`] runs
+    /// would be needed.
+    pub(crate) fn append(&mut self, m: &MkeyInfo, va: u64, len: u64) -> Result<(), Fragmented> {
+        let (mut at, mut left) = (va, len);
+        while left > 0 {
+            let (bus, n) = m.translate(at).ok_or(Fragmented)?;
+            let take = n.min(left);
+            self.push(bus, take)?;
+            at = at.checked_add(take).ok_or(Fragmented)?;
+            left -= take;
+        }
+        Ok(())
+    }
+
     /// The runs.
     pub(crate) fn runs(&self) -> &[Run] {
         self.runs.get(..usize::from(self.n)).unwrap_or(&[])
     }
 
     /// Bytes translated.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn len(&self) -> u64 {
         self.runs()
             .iter()
@@ -243,7 +257,8 @@ pub(crate) enum MkeyMap {
         /// `len`.
         len: u64,
     },
-    /// KLM/KSM (accepted by CREATE_MKEY, not usable by the data path).
+    /// KLM/KSM as CREATE_MKEY made it: translates nothing (a UMR WQE gives such a key a
+    /// layout: [`Indirect`]).
     Indirect,
 }
 
@@ -367,6 +382,38 @@ pub(crate) struct Window {
     pub(crate) remote_inval: bool,
     /// `None` while free.
     pub(crate) bound: Option<Binding>,
+    /// The layout a UMR WQE gave the mkey as an indirect key (`mlx5dv_wr_mr_list()`,
+    /// `mlx5dv_wr_mr_interleaved()`); `None` while free or bound as a window.
+    pub(crate) indirect: Option<Indirect>,
+}
+
+/// The mkeys an indirect mkey's layout (KLM list or repeated block) names. The layout itself
+/// is resolved when the UMR WQE executes into the mkey's own [`MkeyInfo`] (zero-based,
+/// `[0, len)`); each use checks that these keys still live with the keys the layout named.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Indirect {
+    /// The distinct keys the entries name.
+    keys: [u32; MAX_RUNS],
+    /// How many of `keys` are used.
+    n: u8,
+}
+
+impl Indirect {
+    /// The keys the entries name.
+    pub(crate) fn keys(&self) -> &[u32] {
+        self.keys.get(..usize::from(self.n)).unwrap_or(&[])
+    }
+
+    /// Notes that an entry names `key`; `Err` past [`MAX_RUNS`] distinct keys.
+    pub(crate) fn add_key(&mut self, key: u32) -> Result<(), Fragmented> {
+        if self.keys().contains(&key) {
+            return Ok(());
+        }
+        let slot = self.keys.get_mut(usize::from(self.n)).ok_or(Fragmented)?;
+        *slot = key;
+        self.n += 1;
+        Ok(())
+    }
 }
 
 /// What a bind WQE set (`mlx5_wqe_mkey_context_seg` and its one KLM).

@@ -572,6 +572,8 @@ impl Mlx5Events for EventTable {
                     EqeQp::LastWqeReached => QpEvent::LastWqeReached,
                     // Not reported yet (upstream: `IB_EVENT_SQ_DRAINED`).
                     EqeQp::SqDrained => return,
+                    // A DCT's drain (`dct.rs` waits for none: the device drains at once).
+                    EqeQp::DctDrained => return,
                 };
                 let t = self.qps.lock().find(qpn).cloned();
                 if let Some(t) = t {

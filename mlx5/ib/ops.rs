@@ -183,8 +183,13 @@ impl DeviceOps for Mlx5DevOps {
         }
     }
 
-    fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        qp::modify::modify_qp(qp, attr, mask)
+    fn modify_qp(
+        qp: &Qp<Mlx5Ib>,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
+        qp::modify::modify_qp(qp, attr, mask, udata)
     }
 
     fn query_qp(qp: &Qp<Mlx5Ib>) -> Result<QpAttr> {

@@ -26,6 +26,7 @@ use ib_core_rs::verbs::{
 use kernel::prelude::*;
 use kernel::{new_mutex, new_spinlock_irq, sync::Arc, sync::Mutex, sync::SpinLockIrq};
 
+pub(crate) mod dct;
 pub(crate) mod modify;
 pub(crate) mod wr;
 
@@ -54,6 +55,19 @@ pub(crate) struct Mlx5Qp {
     kern: Option<Arc<KernQp>>,
     /// The QP's entry in the device's QP table (events; a kernel QP's queues).
     pub(crate) events: Arc<QpTarget>,
+    /// What kind of QP this is beyond its `ib_qp_type` (upstream `qp->type`).
+    pub(crate) kind: QpKind,
+}
+
+/// The driver's QP kinds (upstream `qp->type`: `MLX5_IB_QPT_DCI`, `MLX5_IB_QPT_DCT`).
+pub(crate) enum QpKind {
+    /// An RC, UC, UD or XRC QP.
+    Plain,
+    /// A DC initiator: an RC-like QP whose WQEs name the DCT they go to; its modify masks are
+    /// upstream `modify_dci_qp_is_ok()`'s.
+    Dci,
+    /// A DC target: CREATE_DCT runs at INIT->RTR ([`dct`]).
+    Dct(dct::DctInit),
 }
 
 /// The attribute state of a QP in RESET, allocated before CREATE_QP so that nothing after the
@@ -91,6 +105,7 @@ impl Mlx5Qp {
                 mem,
                 kern,
                 events,
+                kind: QpKind::Plain,
             },
             qp_num: qpn,
         }
@@ -110,6 +125,8 @@ fn sq_overhead(t: QpType) -> u32 {
         QpType::XrcIni => 16 + 16 + 120,
         // no send queue
         QpType::XrcTgt => 0,
+        // no kernel DC QPs (`create_qp()` refuses them)
+        QpType::Driver => 0,
     }
 }
 
@@ -147,7 +164,12 @@ pub(crate) fn create_qp(
     let g = gen(d)?;
     // Kernel XRC QPs: no kernel consumer here needs them (the kernel data path has no XRC
     // segment); user XRC QPs are create_user_qp()'s, target QPs create_xrc_tgt_qp()'s.
-    if attr.srq.is_some() || matches!(attr.qp_type, QpType::XrcIni | QpType::XrcTgt) {
+    if attr.srq.is_some()
+        || matches!(
+            attr.qp_type,
+            QpType::XrcIni | QpType::XrcTgt | QpType::Driver
+        )
+    {
         return Err(EOPNOTSUPP);
     }
     let log_max_qp_sz = g.get(cmd_hca_cap::log_max_qp_sz);
@@ -210,7 +232,7 @@ pub(crate) fn create_qp(
         // upstream to_mlx5_st(): IB_QPT_SMI -> QP0, the GSI hardware QP -> QP1.
         QpType::Smi => QpServiceType::Qp0,
         QpType::Gsi => QpServiceType::Qp1,
-        QpType::XrcIni | QpType::XrcTgt => return Err(EOPNOTSUPP),
+        QpType::XrcIni | QpType::XrcTgt | QpType::Driver => return Err(EOPNOTSUPP),
     };
     let state = Mlx5Qp::new_state()?;
     let rq = if cap.max_recv_wr == 0 {
@@ -308,6 +330,8 @@ pub(crate) fn create_user_qp(
         QpType::Uc => UserQpType::Uc,
         QpType::Ud => UserQpType::Ud,
         QpType::XrcIni => UserQpType::XrcIni,
+        // A DCI or a DCT, by the request's type flag.
+        QpType::Driver => uabi::dc_type(req.flags).map_err(abi_err)?,
         // Created without udata (create_xrc_tgt_qp()); the special QPs are the kernel's.
         QpType::XrcTgt | QpType::Smi | QpType::Gsi => return Err(EINVAL),
     };
@@ -321,6 +345,9 @@ pub(crate) fn create_user_qp(
     };
     let flags_en = uabi::qp_vendor_flags(req.flags, t, &caps).map_err(abi_err)?;
     let uidx = uabi::qp_user_index(mctx.cqe_version, req.uidx).map_err(abi_err)?;
+    if t == UserQpType::Dct {
+        return create_user_dct(pd, attr, user, &req, uidx);
+    }
     // upstream qp_has_rq(): a QP on an SRQ has no receive queue of its own.
     let has_rq = attr.srq.is_none() && attr.cap.max_recv_wr != 0;
     let l = uabi::user_qp_layout(&req, flags_en, has_rq, attr.cap.max_recv_wr, &caps)
@@ -389,6 +416,8 @@ pub(crate) fn create_user_qp(
         UserQpType::Uc => QpServiceType::Uc,
         UserQpType::Ud => QpServiceType::Ud,
         UserQpType::XrcIni => QpServiceType::Xrc,
+        UserQpType::Dci => QpServiceType::Dci,
+        UserQpType::Dct => return Err(EINVAL),
     };
     let ece_support = g.get(cmd_hca_cap::ece_support) != 0;
     // upstream create_user_qp(): `create_qp_in.uid` is the PD's uid, 0 for an XRC initiator.
@@ -434,6 +463,40 @@ pub(crate) fn create_user_qp(
         target,
     );
     created.data.uid = uid;
+    if t == UserQpType::Dci {
+        created.data.kind = QpKind::Dci;
+    }
+    Ok(created)
+}
+
+/// upstream `create_dct()`: a DC target needs an SRQ and a receive CQ (`EINVAL`); it records
+/// them with the PD, the DC access key (the request's `access_key`, the union with
+/// `sq_buf_addr`), the user index and the ECE options. No command: the DCT is created at
+/// INIT->RTR ([`dct::modify`]); until then its number is 0.
+fn create_user_dct(
+    pd: &Pd<Mlx5Ib>,
+    attr: &QpInitAttr<'_, Mlx5Ib>,
+    user: &mut UserCtx<'_, '_, Mlx5Ib>,
+    req: &uabi::CreateQpReq,
+    uidx: u32,
+) -> Result<QpCreated<Mlx5Qp>> {
+    let srq = attr.srq.ok_or(EINVAL)?;
+    let init = dct::DctInit::new(
+        pd.data().uid,
+        pd.data().pdn,
+        srq.data().srqn,
+        attr.recv_cq.data().cqn,
+        req.sq_buf_addr,
+        uidx,
+        req.ece_options,
+    );
+    let state = Mlx5Qp::new_state()?;
+    let target = QpTarget::new(attr.event_handler.as_ref(), None)?;
+    user.udata()
+        .copy_to(&uabi::create_qp_resp(uabi::INVALID_BFREG, 0));
+    let mut created = Mlx5Qp::created(0, 0, 0, state, QueueMem::None, None, target);
+    created.data.uid = init.uid;
+    created.data.kind = QpKind::Dct(init);
     Ok(created)
 }
 
@@ -497,6 +560,11 @@ pub(crate) fn kernel_ts_format(d: &Mlx5IbDev) -> Result<u8> {
 /// The errno of DESTROY_QP (`Mlx5Hw::exec`); the QP stays then.
 pub(crate) fn destroy_qp(qp: &Qp<Mlx5Ib>) -> Result {
     let (d, q) = (qp.device().data(), qp.data());
+    if let QpKind::Dct(init) = &q.kind {
+        // Never in the device's QP table (no events).
+        let _st = q.state.lock();
+        return dct::destroy(qp, init);
+    }
     d.destroy_detached(&q.events, || {
         exec(
             &*d.hw,

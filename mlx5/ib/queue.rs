@@ -85,6 +85,8 @@ pub(crate) enum QueueMem {
         /// The doorbell record.
         _db: DbRecord,
     },
+    /// None: a DC target has no queue of its own (it receives from its SRQ).
+    None,
 }
 
 /// `ceil(log2(n))`.

@@ -902,6 +902,56 @@ prm_layouts! {
         status @ 0x0, 0x8;
         syndrome @ 0x20, 0x20;
     }
+    /// `struct mlx5_ifc_create_dct_in_bits` (mlx5_ifc.h).
+    create_dct_in, 0x400 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        dct_context_entry @ 0x80, 0x200 => crate::prm::ctx::dctc;
+    }
+    /// `struct mlx5_ifc_create_dct_out_bits` (mlx5_ifc.h).
+    create_dct_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        dctn @ 0x48, 0x18;
+        ece @ 0x60, 0x20;
+    }
+    /// `struct mlx5_ifc_destroy_dct_in_bits` (mlx5_ifc.h).
+    destroy_dct_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        dctn @ 0x48, 0x18;
+    }
+    /// `struct mlx5_ifc_destroy_dct_out_bits` (mlx5_ifc.h).
+    destroy_dct_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
+    /// `struct mlx5_ifc_drain_dct_in_bits` (mlx5_ifc.h).
+    drain_dct_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        dctn @ 0x48, 0x18;
+    }
+    /// `struct mlx5_ifc_drain_dct_out_bits` (mlx5_ifc.h).
+    drain_dct_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
+    /// `struct mlx5_ifc_query_dct_in_bits` (mlx5_ifc.h).
+    query_dct_in, 0x80 {
+        opcode @ 0x0, 0x10;
+        op_mod @ 0x30, 0x10;
+        dctn @ 0x48, 0x18;
+    }
+    /// `struct mlx5_ifc_query_dct_out_bits` (mlx5_ifc.h).
+    query_dct_out, 0x400 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+        dct_context_entry @ 0x80, 0x200 => crate::prm::ctx::dctc;
+    }
 }
 
 /// Members that name a umem in a CQ or QP context. The PRM defines them (rdma-core's and

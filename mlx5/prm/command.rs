@@ -75,6 +75,11 @@ macro_rules! prm_commands {
             // XRC SRQ for its device resources at probe.
             CreateXrcSrq: CREATE_XRC_SRQ = 0x705, create_xrc_srq_in => create_xrc_srq_out, zero, create_xrc_srq;
             DestroyXrcSrq: DESTROY_XRC_SRQ = 0x706, destroy_xrc_srq_in => destroy_xrc_srq_out, zero, destroy_xrc_srq;
+            // DC targets (`fwsim/dct.rs`).
+            CreateDct: CREATE_DCT = 0x710, create_dct_in => create_dct_out, zero, create_dct;
+            DestroyDct: DESTROY_DCT = 0x711, destroy_dct_in => destroy_dct_out, zero, destroy_dct;
+            DrainDct: DRAIN_DCT = 0x712, drain_dct_in => drain_dct_out, zero, drain_dct;
+            QueryDct: QUERY_DCT = 0x713, query_dct_in => query_dct_out, zero, query_dct;
             QueryNicVportContext: QUERY_NIC_VPORT_CONTEXT = 0x754, query_nic_vport_context_in => query_nic_vport_context_out, zero, query_nic_vport_context;
             SetRoceAddress: SET_ROCE_ADDRESS = 0x761, set_roce_address_in => set_roce_address_out, zero, set_roce_address;
             QueryHcaVportContext: QUERY_HCA_VPORT_CONTEXT = 0x762, query_hca_vport_context_in => query_hca_vport_context_out, zero, query_hca_vport_context;

@@ -27,6 +27,11 @@ pub(crate) const QPC_ST_UC: u32 = 0x1;
 pub(crate) const QPC_ST_UD: u32 = 0x2;
 /// `MLX5_QPC_ST_XRC`.
 pub(crate) const QPC_ST_XRC: u32 = 0x3;
+/// `MLX5_QPC_ST_DCI`: a DC initiator (`fwsim/dct.rs`).
+pub(crate) const QPC_ST_DCI: u32 = 0x5;
+/// `MLX5_QP_ST_DCT` (qp.h): no `qpc` names it; the simulator stores a DC target in its QP
+/// table under this service type (`fwsim/dct.rs`).
+pub(crate) const QPC_ST_DCT: u32 = 0x6;
 /// `MLX5_QPC_ST_QP0` (SMI): upstream ib_core's MAD layer creates it on an IB port whose
 /// vport context has `has_smi`.
 pub(crate) const QPC_ST_QP0: u32 = 0x7;
@@ -186,6 +191,8 @@ pub(crate) const RMPC_STATE_ERR: u32 = 0x3;
 /// `MLX5_WQ_TYPE_LINKED_LIST` (mlx5_ifc.h): the receive WQEs of an RMP/SRQ, chained by
 /// `next_wqe_index`.
 pub(crate) const WQ_TYPE_LINKED_LIST: u32 = 0x0;
+/// `MLX5_WQ_TYPE_CYCLIC` (mlx5_ifc.h): the receive WQEs of an RMP consumed in ring order.
+pub(crate) const WQ_TYPE_CYCLIC: u32 = 0x1;
 /// `MLX5_EVENT_TYPE_SRQ_CATAS_ERROR` (device.h).
 pub(crate) const EVENT_TYPE_SRQ_CATAS_ERROR: u8 = 0x12;
 /// `MLX5_EVENT_TYPE_SRQ_RQ_LIMIT` (device.h).
@@ -199,8 +206,7 @@ pub(crate) const EVENT_TYPE_PATH_MIG_FAILED: u8 = 0x07;
 /// `MLX5_EVENT_TYPE_XRQ_ERROR` (device.h): not raised, a DEVX subscription may name it.
 #[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
 pub(crate) const EVENT_TYPE_XRQ_ERROR: u8 = 0x18;
-/// `MLX5_EVENT_TYPE_DCT_DRAINED` (device.h): not raised, a DEVX subscription may name it.
-#[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]
+/// `MLX5_EVENT_TYPE_DCT_DRAINED` (device.h): raised by DRAIN_DCT (`fwsim/dct.rs`).
 pub(crate) const EVENT_TYPE_DCT_DRAINED: u8 = 0x1c;
 /// `MLX5_EVENT_TYPE_DCT_KEY_VIOLATION` (device.h): not raised, a DEVX subscription may name it.
 #[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's"))]

@@ -48,6 +48,7 @@ prm_layouts! {
         umr_modify_entity_size_disabled @ 0x207, 0x1;
         cmdif_checksum @ 0x210, 0x2;
         sho @ 0x217, 0x1;
+        dct @ 0x21a, 0x1;
         eth_net_offloads @ 0x21c, 0x1;
         roce @ 0x21d, 0x1;
         atomic @ 0x21e, 0x1;
@@ -74,6 +75,7 @@ prm_layouts! {
         log_max_transport_domain @ 0x323, 0x5;
         log_max_pd @ 0x32b, 0x5;
         log_max_xrcd @ 0x33b, 0x5;
+        log_max_rmp @ 0x383, 0x5;
         general_obj_types @ 0x400, 0x40;
         log_max_uctx @ 0x463, 0x5;
         log_max_umem @ 0x46b, 0x5;
@@ -480,6 +482,9 @@ prm_layouts! {
         log_wq_sz @ 0x11b, 0x5;
         dbr_umem_valid @ 0x120, 0x1;
         wq_umem_valid @ 0x121, 0x1;
+        dbr_umem_id @ 0x140, 0x20;
+        wq_umem_id @ 0x160, 0x20;
+        wq_umem_offset @ 0x180, 0x40;
     }
 
     /// `struct mlx5_ifc_rmpc_bits` (mlx5_ifc.h).
@@ -508,5 +513,38 @@ prm_layouts! {
         pd @ 0xc8, 0x18;
         db_record_addr_h @ 0x140, 0x20;
         db_record_addr_l @ 0x160, 0x1e;
+    }
+
+    /// `struct mlx5_ifc_dctc_bits` (mlx5_ifc.h): a DC target's context (`fwsim/dct.rs`).
+    dctc, 0x200 {
+        state @ 0x4, 0x4;
+        dp_ordering_force @ 0x27, 0x1;
+        user_index @ 0x28, 0x18;
+        cqn @ 0x48, 0x18;
+        counter_set_id @ 0x60, 0x8;
+        atomic_mode @ 0x68, 0x4;
+        rre @ 0x6c, 0x1;
+        rwe @ 0x6d, 0x1;
+        rae @ 0x6e, 0x1;
+        atomic_like_write_en @ 0x6f, 0x1;
+        latency_sensitive @ 0x70, 0x1;
+        rlky @ 0x71, 0x1;
+        free_ar @ 0x72, 0x1;
+        dp_ordering_1 @ 0x74, 0x1;
+        cs_res @ 0x88, 0x8;
+        min_rnr_nak @ 0x93, 0x5;
+        srqn_xrqn @ 0xa8, 0x18;
+        pd @ 0xc8, 0x18;
+        tclass @ 0xe0, 0x8;
+        flow_label @ 0xec, 0x14;
+        dc_access_key @ 0x100, 0x40;
+        mtu @ 0x145, 0x3;
+        port @ 0x148, 0x8;
+        pkey_index @ 0x150, 0x10;
+        my_addr_index @ 0x168, 0x8;
+        hop_limit @ 0x178, 0x8;
+        dc_access_key_violation_count @ 0x180, 0x20;
+        eth_prio @ 0x1b5, 0x3;
+        ece @ 0x1e0, 0x20;
     }
 }

@@ -23,6 +23,9 @@ pub(crate) enum QpEvent {
     WqAccess = c::EVENT_TYPE_WQ_ACCESS_ERROR,
     /// `MLX5_EVENT_TYPE_SRQ_LAST_WQE` (for SRQs, not modeled yet: never raised).
     LastWqeReached = c::EVENT_TYPE_SRQ_LAST_WQE,
+    /// `MLX5_EVENT_TYPE_DCT_DRAINED`: DRAIN_DCT finished (`struct mlx5_eqe_dct`, the DCT
+    /// number where a QP event has its QP's).
+    DctDrained = c::EVENT_TYPE_DCT_DRAINED,
 }
 
 /// The SRQ event kinds (`MLX5_EVENT_TYPE_SRQ_*`, device.h).
@@ -93,6 +96,7 @@ impl QueueEvent {
             c::EVENT_TYPE_WQ_INVAL_REQ_ERROR => qp(QpEvent::WqInvalReq),
             c::EVENT_TYPE_WQ_ACCESS_ERROR => qp(QpEvent::WqAccess),
             c::EVENT_TYPE_SRQ_LAST_WQE => qp(QpEvent::LastWqeReached),
+            c::EVENT_TYPE_DCT_DRAINED => qp(QpEvent::DctDrained),
             c::EVENT_TYPE_SRQ_RQ_LIMIT => srq(SrqEvent::Limit),
             c::EVENT_TYPE_SRQ_CATAS_ERROR => srq(SrqEvent::Catas),
             _ => None,

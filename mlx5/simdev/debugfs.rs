@@ -16,7 +16,8 @@
 //!   the engine passes hold it), `uar_traps`, the user doorbell stores that reached the
 //!   device as UAR write traps, how the fabric's engine passes ran (`fabric_*`), and on an
 //!   Ethernet fabric the frames its segment delivered and dropped at a down port
-//!   (`ether_delivered`, `ether_dropped`);
+//!   (`ether_delivered`, `ether_dropped`) and the RoCE v2 packets the function's data path
+//!   could not queue for the wire (`wire_overflow`, `engine/wire.rs`);
 //! * `iommu` — the simulated IOMMU's live mappings and the device accesses it refused
 //!   (`mappings N`, `faults N`; mappings are 0 when the driver has released everything);
 //! * `switch` — the InfiniBand fabric's switch (`fwsim/switch.rs`): `lid`, `sm_lid`,
@@ -262,6 +263,7 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         let e = seg.stats();
         writeln!(out, "ether_delivered {}", e.delivered)?;
         writeln!(out, "ether_dropped {}", e.dropped)?;
+        writeln!(out, "wire_overflow {}", f.with_fw(|fw| fw.wire_overflow()))?;
     }
     Ok(())
 }

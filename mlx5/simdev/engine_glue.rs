@@ -138,6 +138,15 @@ pub(super) fn run_uar(
     })
 }
 
+/// Hands a RoCE v2 frame that came in on the segment port of function `func` to the engine
+/// (`engine/wire.rs`); a frame no QP takes is dropped there.
+pub(super) fn wire_rx(fws: &mut KVec<KVBox<Fw>>, iommus: &[Arc<Iommu>], func: usize, frame: &[u8]) {
+    with_nodes(fws, iommus, None, 0, |n| {
+        engine::wire_receive(n, func, frame);
+        engine::RunResult::default()
+    });
+}
+
 /// The next queued event of `fw`, as the driver sees events: port changes (the SMA's,
 /// `fwsim/sma.rs`) first, then those of the queues.
 pub(super) fn next_event(fw: &mut Fw) -> Option<HwEvent> {

@@ -14,19 +14,24 @@
 //! `__netif_rx()`): the destinations' interfaces are taken (counted references) under the
 //! segment's lock, the lock is released, and each gets a copy through `netif_rx()`, which
 //! only queues the skb on the CPU's backlog (the receive path runs later in softirq: no
-//! recursion into the sender's transmit). No lock of the segment or of the fabric is held
-//! across `netif_rx()`, and the segment's lock (a leaf, IRQ-safe: transmits come from
-//! softirq context) is never taken under the fabric lock or the other way round. The segment
-//! knows frames only, so RoCE packets can share it once the data path sends packets (issue
-//! #38): the engine would hand its frames to [`Segment::send`] after its pass, outside the
-//! fabric lock.
+//! recursion into the sender's transmit). The segment's locks are leaves (IRQ-safe: transmits
+//! come from softirq context) and are never held across `netif_rx()`, the uplink's transmit
+//! or a [`RoceRx`] call.
 //!
 //! A segment may have an uplink (`uplink=eth0`, [`crate::uplink`]): a real interface of the
 //! VM as one more switch port, [`UPLINK`]. Frames the switch sends to it (unknown unicast,
 //! broadcast, multicast, and addresses learned behind it) leave through `dev_queue_xmit()`;
 //! frames the interface receives that are not its own (it is promiscuous, as a bridge port)
 //! come in through its rx_handler and are switched like a function's, never back out of it.
+//!
+//! RoCE v2 frames (UDP port 4791, `roce::is_roce_v2`) for a function go to its fabric's data
+//! path instead of its interface ([`RoceRx`], as a ConnectX's steering hands RoCE traffic to
+//! its RDMA engine, not to the netdev); the data path's own packets come in through
+//! [`Segment::send`] from the fabric's worker after its pass (`engine/wire.rs`), with the
+//! fabric lock held (the segment's lock is a leaf below it; nothing takes the fabric lock
+//! under the segment's).
 
+use crate::fwsim::roce::is_roce_v2;
 use crate::fwsim::spec::MAX_FUNCTIONS;
 use crate::hw::EthPort;
 use crate::netdev::NetDevice;
@@ -122,6 +127,13 @@ impl Fdb {
     }
 }
 
+/// Where the RoCE v2 frames for the functions go: their fabric's data path.
+pub(crate) trait RoceRx: Send + Sync {
+    /// A RoCE v2 frame for the function on port `port`, in the sender's context (softirq for
+    /// the uplink's), outside the segment's lock.
+    fn roce_rx(&self, port: usize, frame: &[u8]);
+}
+
 /// One port of the segment.
 struct Port {
     /// The interface received frames go to.
@@ -162,6 +174,9 @@ pub(crate) struct Segment {
     state: SpinLockIrq<State>,
     #[pin]
     stats: SpinLockIrq<SegmentStats>,
+    /// The functions' data path (their fabric), while it runs.
+    #[pin]
+    roce: SpinLockIrq<Option<Arc<dyn RoceRx>>>,
 }
 
 impl Segment {
@@ -185,6 +200,7 @@ impl Segment {
                     fdb: Fdb::new(),
                 }),
                 stats <- new_spinlock_irq!(SegmentStats::default()),
+                roce <- new_spinlock_irq!(None),
             }),
             GFP_KERNEL,
         )
@@ -222,6 +238,13 @@ impl Segment {
         *self.stats.lock()
     }
 
+    /// Sets (or with `None` clears) where the RoCE v2 frames for the functions go.
+    pub(crate) fn set_roce_rx(&self, r: Option<Arc<dyn RoceRx>>) {
+        let old = core::mem::replace(&mut *self.roce.lock(), r);
+        // The old reference is put outside the lock.
+        drop(old);
+    }
+
     /// Attaches (or with `None` detaches) the uplink interface: port [`UPLINK`].
     pub(crate) fn set_uplink(&self, dev: Option<ARef<NetDevice>>) {
         let old = {
@@ -246,6 +269,10 @@ impl Segment {
         let mut to: [Option<ARef<NetDevice>>; MAX_FUNCTIONS] = [const { None }; MAX_FUNCTIONS];
         let mut up = None;
         let mut down = 0u64;
+        // RoCE v2 frames go to the functions' data path, not their interfaces.
+        let roce = is_roce_v2(frame);
+        let mut roce_ports = 0u64;
+        let sink = if roce { self.roce.lock().clone() } else { None };
         {
             let mut s = self.state.lock();
             let open = if from == UPLINK {
@@ -267,7 +294,9 @@ impl Segment {
                 if !wanted || p.dev.is_none() {
                     continue;
                 }
-                if p.passes() {
+                if p.passes() && roce {
+                    roce_ports |= 1 << i;
+                } else if p.passes() {
                     *slot = p.dev.clone();
                 } else {
                     down += 1;
@@ -289,6 +318,12 @@ impl Segment {
                 delivered += 1;
             }
         }
+        if let Some(r) = sink.as_ref() {
+            for i in (0..MAX_FUNCTIONS).filter(|i| roce_ports & (1 << i) != 0) {
+                r.roce_rx(i, frame);
+                delivered += 1;
+            }
+        }
         // Out of the uplink: dev_queue_xmit() from this (softirq or BH-disabled) context, as a
         // stacked device's transmit does; the core's recursion limit stops a loop.
         if let Some(dev) = up.as_ref() {
@@ -299,6 +334,7 @@ impl Segment {
         }
         drop(to);
         drop(up);
+        drop(sink);
         let mut st = self.stats.lock();
         st.delivered += delivered;
         st.dropped += down;

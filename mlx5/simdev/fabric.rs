@@ -31,7 +31,11 @@
 //! function's handler ([`Mlx5Events`]).
 //!
 //! An Ethernet fabric is also an Ethernet segment ([`Segment`]): the functions' interfaces
-//! send frames to each other through it, without the fabric lock.
+//! send frames to each other through it, without the fabric lock. RoCE v2 frames the segment
+//! steers to a function ([`RoceRx`]) wait in the fabric's receive queue (at most
+//! [`WIRE_RX_MAX`]; more are dropped, as by a full receive ring) for the worker, which hands
+//! them to the engine (`engine/wire.rs`) at the start of its pass; the packets the engine
+//! queued for the wire go out of the functions' segment ports after each pass.
 //!
 //! An InfiniBand fabric has a switch (`fwsim/switch.rs`): function `i`'s ports are linked to
 //! the switch's ports in fabric order ([`Fabric::with_fw_cmd_sm`] gives a command the switch
@@ -40,10 +44,11 @@
 //!
 //! Lock order: `fws` (the fabric lock), then `switch`, then an IOMMU's table (the engine's memory accesses);
 //! `handlers`, then the driver's event locks; `wake` is a leaf (a spinlock: rings come from
-//! any context), and so is the segment's lock (never taken with `fws` held). The fabric lock
+//! any context), and so are `wire_rx` and the segment's locks (the segment's taken with `fws`
+//! held when the engine's packets go out, never the other way round). The fabric lock
 //! is never held while calling into the driver or the core.
 
-use super::ether::Segment;
+use super::ether::{RoceRx, Segment};
 use super::iommu::Iommu;
 use super::trap_order::TrapOrder;
 use crate::fwsim::engine::Wire;
@@ -190,6 +195,9 @@ const INLINE_BUDGET: u32 = 16;
 
 /// Events taken from one function per lock hold.
 const EVENT_BATCH: usize = 32;
+
+/// RoCE v2 frames the fabric's receive queue holds for the worker.
+const WIRE_RX_MAX: usize = 64;
 
 /// Nanoseconds per jiffy (`CONFIG_HZ` of the kernel).
 fn ns_per_jiffy() -> u64 {
@@ -371,6 +379,9 @@ pub(crate) struct Fabric {
     start: Instant<Monotonic>,
     /// The Ethernet segment of an Ethernet fabric's functions.
     ether: Option<Arc<Segment>>,
+    /// RoCE v2 frames from the segment for the engine: (function index, frame).
+    #[pin]
+    wire_rx: SpinLockIrq<KVec<(usize, KVec<u8>)>>,
 }
 
 impl Fabric {
@@ -709,6 +720,7 @@ impl Fabric {
             &|| self.cmd_waits(),
         );
         outcome.merge(own);
+        self.wire_tx(&mut fws);
         let events = fws.iter().any(|f| f.has_events());
         drop(sw);
         drop(fws);
@@ -753,6 +765,7 @@ impl Fabric {
                     BUDGET,
                     &|| self.cmd_waits(),
                 );
+                self.wire_tx(&mut fws);
                 (o, fws.iter().any(|f| f.has_events()))
             };
             if events {
@@ -776,6 +789,18 @@ impl Fabric {
             self.served
                 .poll_ns
                 .fetch_add(now.saturating_sub(start), Relaxed);
+        }
+    }
+
+    /// Sends the RoCE v2 packets the engine queued out of each function's segment port
+    /// (`fws` is the locked fabric).
+    fn wire_tx(&self, fws: &mut KVec<KVBox<Fw>>) {
+        if let Some(seg) = self.ether.as_ref() {
+            for (i, fw) in fws.iter_mut().enumerate() {
+                fw.wire_drain(|f| {
+                    seg.send(i, f);
+                });
+            }
         }
     }
 
@@ -954,6 +979,10 @@ impl Fabric {
                     super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
                 }
             }
+            let rx = core::mem::replace(&mut *self.wire_rx.lock(), KVec::new());
+            for (func, frame) in rx.iter() {
+                super::engine_glue::wire_rx(&mut fws, &self.iommus, *func, frame);
+            }
             let mut outcome = super::engine_glue::RunOutcome::default();
             if full {
                 outcome = super::engine_glue::run(
@@ -978,6 +1007,7 @@ impl Fabric {
                     outcome.merge(o);
                 }
             }
+            self.wire_tx(&mut fws);
             // Rescans only while a QP can do work: 100 contexts with idle QPs (a hot unplug
             // under load) had the worker walk every CQ's arm record every 16 jiffies, at
             // real-time priority and under the fabric lock that the destroy commands wait for.
@@ -1057,6 +1087,24 @@ impl Fabric {
                 }
             }
         }
+    }
+}
+
+/// RoCE v2 frames from the segment: queued for the worker's next pass (copied: the sender's
+/// buffer is gone when this returns), and the worker kicked.
+impl RoceRx for Fabric {
+    fn roce_rx(&self, port: usize, frame: &[u8]) {
+        let mut copy = KVec::new();
+        if copy.extend_from_slice(frame, GFP_ATOMIC).is_err() {
+            return;
+        }
+        {
+            let mut q = self.wire_rx.lock();
+            if q.len() >= WIRE_RX_MAX || q.push((port, copy), GFP_ATOMIC).is_err() {
+                return;
+            }
+        }
+        self.kick();
     }
 }
 
@@ -1159,9 +1207,15 @@ impl FabricWorker {
                 cv <- new_condvar!(),
                 start: Instant::now(),
                 ether,
+                wire_rx <- new_spinlock_irq!(KVec::new()),
             }),
             GFP_KERNEL,
         )?;
+        // The segment holds the fabric as its RoCE sink until the worker stops.
+        if let Some(seg) = fabric.ether.as_ref() {
+            let sink: Arc<dyn RoceRx> = fabric.clone();
+            seg.set_roce_rx(Some(sink));
+        }
         let name = match link_layer {
             LinkLayer::Ib => "ib",
             LinkLayer::Ethernet => "eth",
@@ -1189,6 +1243,9 @@ impl FabricWorker {
     /// (`kthread::Threads`) stops it at unload at the latest, even if a leaked object still
     /// holds a function.
     pub(crate) fn stop(&self) {
+        if let Some(seg) = self.fabric.ether.as_ref() {
+            seg.set_roce_rx(None);
+        }
         let traps = {
             let mut w = self.fabric.wake.lock();
             core::mem::replace(&mut w.traps, [const { None }; PENDING_TRAPS])

@@ -16,7 +16,7 @@ use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Mr, MrCreated, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpCreated,
-    QpInitAttr, QpState, QpType, UserCtx,
+    QpInitAttr, QpState, QpType, Udata, UserCtx,
 };
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -145,7 +145,12 @@ impl DeviceOps for MockOps {
         })
     }
 
-    fn modify_qp(_qp: &Qp<Mock>, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
+    fn modify_qp(
+        _qp: &Qp<Mock>,
+        _attr: &QpAttr,
+        _mask: QpAttrMask,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         Ok(())
     }
 

@@ -15,7 +15,7 @@ use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Pd, Qp, QpAttr, QpAttrMask,
-    QpCreated, QpInitAttr, QpState, RecvWr, SendWr, Srq, SrqInitAttr, UserCtx, Wc,
+    QpCreated, QpInitAttr, QpState, RecvWr, SendWr, Srq, SrqInitAttr, Udata, UserCtx, Wc,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -318,7 +318,12 @@ impl DeviceOps for MockOps {
         })
     }
 
-    fn modify_qp(qp: &Qp<Mock>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+    fn modify_qp(
+        qp: &Qp<Mock>,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         if mask.contains(QpAttrMask::STATE) {
             qp.data().state.store(attr.qp_state as i32, Relaxed);
         }

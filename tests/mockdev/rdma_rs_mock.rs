@@ -627,7 +627,12 @@ impl DeviceOps for MockOps {
     // then rxe_qp_from_attr() -> __qp_chk_state(): only a mask with
     // IB_QP_STATE is held against the transition table (ib_modify_qp_is_ok(),
     // EINVAL); without it rxe takes any set of attributes in any state.
-    fn modify_qp(qp: &Qp<Mock>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+    fn modify_qp(
+        qp: &Qp<Mock>,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
         const ACCESS_SUPPORTED_QP: u32 = 0x35f | (((1 << 30) - 1) & !((1 << 20) - 1));
         const MTU_4096: u8 = 5;
         const MAX_QP_RD_ATOM: u8 = 128;

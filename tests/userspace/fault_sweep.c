@@ -4,13 +4,16 @@
  *
  *   fault_sweep -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP] [-g INDEX]
  *
- * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj
+ * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct
  * (the create paths; "ctx" is ibv_open_device, "uctx" its kernel part alone
  * (see open_uctx()), "modify" moves a fresh RC QP RST->INIT->RTR->RTS, "xrcd"
  * ibv_open_xrcd, "xsrq" an XRC SRQ on that XRC domain, "mw" a type 2 memory
  * window, "umem" mlx5dv_devx_umem_reg of 64 KiB, "dobj" a DEVX object (ALLOC_PD
- * through mlx5dv_devx_obj_create) on a context opened with DEVX) or d_ctx
- * d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj (the
+ * through mlx5dv_devx_obj_create) on a context opened with DEVX, "dmkey" an
+ * indirect mkey of mlx5dv_create_mkey(), a DEVX CREATE_MKEY), "dci" a DC
+ * initiator (mlx5dv_create_qp), "dct" a DC target on an SRQ moved to RTR, where
+ * its CREATE_DCT runs) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd
+ * d_xsrq d_mw d_umem d_dobj d_dmkey d_dci d_dct (the
  * destroy paths: the object is created unarmed, its destroy is armed).
  *
  * -g INDEX: on RoCE the AVs ("ah", "modify") go from GID index INDEX (default 0, the link-local
@@ -71,6 +74,7 @@ struct env {
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_xrcd *xrcd;
+	struct ibv_srq *srq;
 	struct ibv_device *dev;
 	struct ibv_port_attr port;
 	union ibv_gid gid;
@@ -400,9 +404,58 @@ static struct mlx5dv_devx_obj *make_dobj(struct env *e)
 	return mlx5dv_devx_obj_create(e->ctx, in, sizeof(in), out, sizeof(out));
 }
 
+/* A DC initiator (dct 0) or a DC target on e->srq moved RESET->INIT->RTR (dct 1, the
+ * move is where CREATE_DCT runs; a failed move destroys it again): NULL with errno. */
+static struct ibv_qp *make_dc(struct env *e, int dct)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_DRIVER,
+		.send_cq = e->cq,
+		.recv_cq = e->cq,
+		.srq = dct ? e->srq : NULL,
+		.pd = e->pd,
+		.cap = { .max_send_wr = dct ? 0 : 16, .max_send_sge = dct ? 0 : 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+	};
+	struct mlx5dv_qp_init_attr dv = {
+		.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC,
+		.dc_init_attr = { .dc_type = dct ? MLX5DV_DCTYPE_DCT : MLX5DV_DCTYPE_DCI,
+				  .dct_access_key = dct ? 0xdc : 0 },
+	};
+	struct ibv_qp *qp = mlx5dv_create_qp(e->ctx, &a, &dv);
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	int r;
+
+	if (!qp || !dct)
+		return qp;
+	r = ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS);
+	if (!r) {
+		memset(&m, 0, sizeof(m));
+		m.qp_state = IBV_QPS_RTR;
+		m.path_mtu = IBV_MTU_1024;
+		m.min_rnr_timer = 12;
+		m.ah_attr.port_num = 1;
+		if (e->roce) {
+			m.ah_attr.is_global = 1;
+			m.ah_attr.grh.dgid = e->gid;
+			m.ah_attr.grh.hop_limit = 1;
+		}
+		r = ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
+				  IBV_QP_PATH_MTU);
+	}
+	if (r) {
+		ibv_destroy_qp(qp);
+		errno = r;
+		return NULL;
+	}
+	return qp;
+}
+
 /* The object a verb creates or destroys, kind-tagged for destroy(). */
 enum obj { O_CTX, O_UCTX, O_PD, O_MR, O_CQ, O_QP, O_AH, O_MODIFY, O_SRQ, O_XRCD, O_XSRQ, O_MW,
-	   O_UMEM, O_DOBJ };
+	   O_UMEM, O_DOBJ, O_DMKEY, O_DCI, O_DCT };
 
 struct verbdef {
 	const char *name;
@@ -418,6 +471,8 @@ static const struct verbdef verbs[] = {
 	{ "srq", O_SRQ, 0 },   { "d_srq", O_SRQ, 1 },   { "xrcd", O_XRCD, 0 }, { "d_xrcd", O_XRCD, 1 },
 	{ "xsrq", O_XSRQ, 0 }, { "d_xsrq", O_XSRQ, 1 }, { "mw", O_MW, 0 },     { "d_mw", O_MW, 1 },
 	{ "umem", O_UMEM, 0 }, { "d_umem", O_UMEM, 1 }, { "dobj", O_DOBJ, 0 }, { "d_dobj", O_DOBJ, 1 },
+	{ "dmkey", O_DMKEY, 0 }, { "d_dmkey", O_DMKEY, 1 },
+	{ "dci", O_DCI, 0 },   { "d_dci", O_DCI, 1 },   { "dct", O_DCT, 0 },   { "d_dct", O_DCT, 1 },
 };
 
 /* Creates the object; NULL with errno on failure. */
@@ -452,6 +507,19 @@ static void *create(struct env *e, enum obj o)
 		return mlx5dv_devx_umem_reg(e->ctx, e->buf, e->len, IBV_ACCESS_LOCAL_WRITE);
 	case O_DOBJ:
 		return make_dobj(e);
+	case O_DMKEY: {
+		struct mlx5dv_mkey_init_attr a = {
+			.pd = e->pd,
+			.create_flags = MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT,
+			.max_entries = 4,
+		};
+
+		return mlx5dv_create_mkey(&a);
+	}
+	case O_DCI:
+		return make_dc(e, 0);
+	case O_DCT:
+		return make_dc(e, 1);
 	}
 	return NULL;
 }
@@ -472,6 +540,8 @@ static int destroy(enum obj o, void *p)
 		return ibv_destroy_cq(p);
 	case O_QP:
 	case O_MODIFY:
+	case O_DCI:
+	case O_DCT:
 		return ibv_destroy_qp(p);
 	case O_AH:
 		return ibv_destroy_ah(p);
@@ -486,6 +556,8 @@ static int destroy(enum obj o, void *p)
 		return mlx5dv_devx_umem_dereg(p);
 	case O_DOBJ:
 		return mlx5dv_devx_obj_destroy(p);
+	case O_DMKEY:
+		return mlx5dv_destroy_mkey(p);
 	}
 	return EINVAL;
 }
@@ -550,7 +622,7 @@ int main(int argc, char **argv)
 	if (e.buf == MAP_FAILED)
 		return 1;
 	memset(e.buf, 0x5a, e.len);
-	if (v->obj == O_UMEM || v->obj == O_DOBJ) {
+	if (v->obj == O_UMEM || v->obj == O_DOBJ || v->obj == O_DMKEY) {
 		struct mlx5dv_context_attr da = { .flags = MLX5DV_CONTEXT_FLAGS_DEVX };
 
 		e.ctx = mlx5dv_open_device(e.dev, &da);
@@ -561,6 +633,10 @@ int main(int argc, char **argv)
 	e.cq = e.pd ? ibv_create_cq(e.ctx, 16, NULL, NULL, 0) : NULL;
 	if (e.cq && v->obj == O_XSRQ && !(e.xrcd = make_xrcd(&e))) {
 		printf("R fail %s: setup on %s: ibv_open_xrcd: %s\n", verb, devname, strerror(errno));
+		return 1;
+	}
+	if (e.cq && v->obj == O_DCT && !(e.srq = make_srq(&e, 0))) {
+		printf("R fail %s: setup on %s: ibv_create_srq_ex: %s\n", verb, devname, strerror(errno));
 		return 1;
 	}
 	if (!e.cq || ibv_query_port(e.ctx, 1, &e.port) || ibv_query_gid(e.ctx, 1, sgid_index, &e.gid)) {

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # Connection management (issue 37). VM mode `cm` (tools/vm.sh cm KBUILD LOG); its suites also
-# run in check2.
+# run in check.
 #   vm_cm_ucma: /dev/infiniband/rdma_cm on two simulated RoCE functions (sim=eth,eth, their
 #     interfaces 10.66.0.1/24 and 10.66.0.2/24): tests/userspace/ucma_test.c (the raw ABI's
 #     errnos; bind, port allocation, reuseaddr, address and route resolution with librdmacm
@@ -49,6 +49,9 @@ cm_ucma_suite() {
 	t_check "rdma_cm is a misc device at /dev/infiniband/rdma_cm" test -c /dev/infiniband/rdma_cm
 	t_check "/dev/infiniband/rdma_cm is 0666" sh -c \
 		'[ "$(stat -c %a /dev/infiniband/rdma_cm)" = 666 ]'
+	# Both interfaces share this namespace and subnet: ARP from one to the other carries a
+	# local source address, which IPv4 answers only with accept_local.
+	sysctl -qw net.ipv4.conf.all.accept_local=1
 	nd=$(cm_netdevs)
 	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
 	if [ -n "$nd" ]; then
@@ -81,8 +84,10 @@ cm_ucma_suite() {
 		t_import_file "ucma removal" /tmp/cm-rm.out $rc
 		t_check "rmmod ib_core_rs" rmmod ib_core_rs
 		t_check "modprobe -r mlx5_core" modprobe -r mlx5_core
+		sysctl -qw net.ipv4.conf.all.accept_local=0
 		return
 	fi
+	sysctl -qw net.ipv4.conf.all.accept_local=0
 	unload_ours
 }
 
@@ -95,6 +100,7 @@ cm_ucma_rxe_suite() {
 	t_check "rdma link add rxe0 (veth0), rxe1 (veth1)" sh -c \
 		'rdma link add rxe0 type rxe netdev veth0 && rdma link add rxe1 type rxe netdev veth1'
 	sleep 1
+	sysctl -qw net.ipv4.conf.all.accept_local=1
 	t_import "ucma on rxe" /rdma-rs/ucma_test 10.77.0.1 10.77.0.2 10.77.0.77 10.99.0.1
 	# The same checks pass on both (ours with -c has one more: connect's EOPNOTSUPP).
 	grep '^R ' /tmp/cm-ours.out | grep -v 'without the IB CM' | sed 's/ (.*)$//' >/tmp/cm-a
@@ -105,10 +111,21 @@ cm_ucma_rxe_suite() {
 		sed 's/^/    diff| /' /tmp/cm-diff
 		t_fail "ucma: ours and upstream rdma_ucm pass the same checks"
 	fi
+	sysctl -qw net.ipv4.conf.all.accept_local=0
 	rdma link delete rxe1
 	rdma link delete rxe0
 	ip link del veth0
-	modprobe -r rdma_ucm rdma_rxe ib_uverbs rdma_cm iw_cm ib_cm ib_core veth
+	# ib_uverbs_support holds ib_core after ib_uverbs goes; retry for up to 60 s, then show
+	# what is left.
+	local i=0
+	until modprobe -r -a rdma_ucm rdma_rxe ib_uverbs ib_uverbs_support rdma_cm iw_cm ib_cm ib_core \
+		veth 2>/dev/null ||
+		! grep -q "^ib_core " /proc/modules || [ $i -ge 120 ]; do
+		sleep 0.5
+		i=$((i + 1))
+	done
+	echo "upstream modules unloaded after $i retries"
+	grep -E "^(ib_|rdma_|iw_)" /proc/modules | sed 's/^/    left| /'
 }
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode cm

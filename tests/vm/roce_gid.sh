@@ -420,6 +420,34 @@ roce_ip_suite() {
 		grep -q "lladdr $mb" /tmp/ri-neigh
 	ip netns exec ri-b ip link set $b netns 1
 	ip netns del ri-b
+
+	# Addresses configured and an RC QP alive on the IPv4 RoCE v2 GID when its function goes
+	# (unbinding it, as a PCI remove does): ibv_rc_pingpong between the functions, still
+	# sending; the remove completes, the simulator keeps nothing of the function, and the
+	# leak check after the suite finds nothing.
+	ip link set $b up
+	ip addr add 10.66.0.2/24 dev $b
+	if t_check "mlx5_1 lists 10.66.0.2's GID again" \
+		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002; then
+		local f=mlx5_ib_rs.rdma.0 drv
+		sleep 1
+		ibv_rc_pingpong -d mlx5_1 -g 3 -n 100000000 -p 18555 >/tmp/ri-s 2>&1 &
+		s=$!
+		sleep 1
+		ibv_rc_pingpong -d mlx5_0 -g 3 -n 100000000 -p 18555 127.0.0.1 >/tmp/ri-c 2>&1 &
+		c=$!
+		sleep 3
+		drv=$(fwsim_driver_of $f)
+		t_check "ibv_rc_pingpong -g 3 running between the functions" kill -0 $c
+		t_check "unbind $f with addresses configured and an RC QP alive" \
+			timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind"
+		t_check "$f: the simulator holds nothing after the remove" fwsim_resources_zero $f
+		kill $s $c 2>/dev/null
+		wait $s $c 2>/dev/null
+		sed 's/^/    client| /' /tmp/ri-c | tail -n 3
+		echo $f >/sys/bus/auxiliary/drivers/$drv/bind
+		t_check "bind $f again" test -n "$(fwsim_driver_of $f)"
+	fi
 	sysctl -qw net.ipv4.conf.all.accept_local=0
 	unload_ours
 

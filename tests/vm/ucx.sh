@@ -3,28 +3,23 @@
 # mode scripts (RDMARS_SOURCED=1) or run as the VM mode `ucx`.
 #  - vm_ucx_devices: the simulated functions' PCI identity files (vendor 0x15b3, the model's
 #    device id) where UCX looks for them (two levels above /sys/class/infiniband/mlx5_N), and
-#    `ucx_info -d` listing rc_mlx5 and ud_mlx5 on every function; no dc_mlx5 (the model has
-#    no DC: its `dct` capability is 0, which UCX reads and skips dc_mlx5 for).
-#  - vm_ucx_perftest: unmodified ucx_perftest UCT tests over rc_mlx5 and ud_mlx5 with both
-#    ends on one function (the server takes the client's device), and UCP tag-matching
-#    tests between two functions (UCX_NET_DEVICES=mlx5_0:1 for the server, mlx5_1:1 for the
-#    client), each completing its iterations.
+#    `ucx_info -d` listing rc_mlx5 and ud_mlx5 on every function (dc_mlx5: tests/vm/dc.sh).
+#  - vm_ucx_perftest: unmodified ucx_perftest UCT tests over rc_mlx5 (am_lat, put_bw and get
+#    zero copy, fadd, cswap) and ud_mlx5 with both ends on one function (the server takes the
+#    client's device), and UCP tests (tag_lat, tag_bw, put_bw, get, fadd) between two
+#    functions (UCX_NET_DEVICES=mlx5_0:1 for the server, mlx5_1:1 for the client), each
+#    completing its iterations.
 # The functions: sim=ib,ib,eth,eth gives mlx5_0 and mlx5_1 (one InfiniBand fabric) and
 # mlx5_2 and mlx5_3 (one Ethernet fabric).
-# UCX_RC_MLX5_SRQ_TOPO=cyclic_emulated: UCX 1.13's default ("cyclic" first) takes a DEVX cyclic
-# RMP when it may create DEVX SRQs; without the RMP capability (the model has no `log_max_rmp`:
-# no umem-backed cyclic RMPs) it then asserts in rc_mlx5's verbs SRQ path
-# (rc_mlx5_common.c: `srq_topo != UCT_RC_MLX5_SRQ_TOPO_CYCLIC`). A ConnectX has the RMP
-# capability; until the model does, the suites ask for the verbs SRQ's topology.
+# UCX runs with its defaults: with `log_max_rmp` and DEVX, rc_mlx5 takes the cyclic SRQ topology
+# and creates its receive queue as a DEVX RMP in umems (uct_rc_mlx5_devx_init_rx()).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 . "${RDMARS_DIR:-/rdma-rs}/ours.sh"
 
 UCX_SIM=sim=ib,ib,eth,eth
 
-# The environment of every UCX run here (see above), and /dev/shm for UCX's shared-memory
-# transports (their absence is only an error message).
+# /dev/shm for UCX's shared-memory transports (their absence is only an error message).
 ucx_env() {
-	export UCX_RC_MLX5_SRQ_TOPO=cyclic_emulated
 	[ -d /dev/shm ] || { mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm; }
 }
 _ucx_port=18900
@@ -56,8 +51,6 @@ ucx_devices_suite() {
 		echo "mlx5_$n:$tls"
 		case "$tls" in *" rc_mlx5 "*) t_ok "ucx_info -d lists rc_mlx5 on mlx5_$n:1" ;; *) t_fail "ucx_info -d lists rc_mlx5 on mlx5_$n:1" "$tls" ;; esac
 		case "$tls" in *" ud_mlx5 "*) t_ok "ucx_info -d lists ud_mlx5 on mlx5_$n:1" ;; *) t_fail "ucx_info -d lists ud_mlx5 on mlx5_$n:1" "$tls" ;; esac
-		# No DC in the model (HCA cap `dct` 0): UCX must skip dc_mlx5, not fail the device.
-		case "$tls" in *" dc_mlx5 "*) t_fail "no dc_mlx5 on mlx5_$n:1 (no DCT cap)" ;; *) t_ok "no dc_mlx5 on mlx5_$n:1 (no DCT cap)" ;; esac
 	done
 	unload_ours
 }
@@ -110,10 +103,25 @@ ucx_perftest_suite() {
 	for d in mlx5_0 mlx5_2; do
 		ucx_pair "ucx_perftest am_lat over rc_mlx5 on $d" 300 "" "" -t am_lat -x rc_mlx5 -d $d:1
 		ucx_pair "ucx_perftest put_bw (zero copy) over rc_mlx5 on $d" 200 "" "" -t put_bw -D zcopy -s 4096 -x rc_mlx5 -d $d:1
+		ucx_pair "ucx_perftest get (zero copy) over rc_mlx5 on $d" 200 "" "" -t get -D zcopy -s 4096 -x rc_mlx5 -d $d:1
+		ucx_pair "ucx_perftest fadd over rc_mlx5 on $d" 200 "" "" -t fadd -x rc_mlx5 -d $d:1
+		ucx_pair "ucx_perftest cswap over rc_mlx5 on $d" 200 "" "" -t cswap -x rc_mlx5 -d $d:1
 		ucx_pair "ucx_perftest am_lat over ud_mlx5 on $d" 300 "" "" -t am_lat -x ud_mlx5 -d $d:1
 	done
+	# Between two functions: UCP over rc_mlx5 alone (ud_mlx5 for the wire-up only).
+	local two="UCX_TLS=rc_mlx5,ud_mlx5"
 	ucx_pair "ucx_perftest UCP tag_lat over rc_mlx5, mlx5_0 to mlx5_1" 300 \
-		"UCX_TLS=rc_mlx5,ud_mlx5 UCX_NET_DEVICES=mlx5_0:1" "UCX_TLS=rc_mlx5,ud_mlx5 UCX_NET_DEVICES=mlx5_1:1" -t tag_lat
+		"$two UCX_NET_DEVICES=mlx5_0:1" "$two UCX_NET_DEVICES=mlx5_1:1" -t tag_lat
+	ucx_pair "ucx_perftest UCP tag_bw over rc_mlx5, mlx5_0 to mlx5_1" 300 \
+		"$two UCX_NET_DEVICES=mlx5_0:1" "$two UCX_NET_DEVICES=mlx5_1:1" -t tag_bw -s 8192
+	ucx_pair "ucx_perftest UCP put_bw over rc_mlx5, mlx5_0 to mlx5_1" 200 \
+		"$two UCX_NET_DEVICES=mlx5_0:1" "$two UCX_NET_DEVICES=mlx5_1:1" -t ucp_put_bw -s 4096
+	ucx_pair "ucx_perftest UCP get over rc_mlx5, mlx5_0 to mlx5_1" 200 \
+		"$two UCX_NET_DEVICES=mlx5_0:1" "$two UCX_NET_DEVICES=mlx5_1:1" -t ucp_get -s 4096
+	ucx_pair "ucx_perftest UCP fadd over rc_mlx5, mlx5_0 to mlx5_1" 200 \
+		"$two UCX_NET_DEVICES=mlx5_0:1" "$two UCX_NET_DEVICES=mlx5_1:1" -t ucp_fadd
+	ucx_pair "ucx_perftest UCP tag_bw over rc_mlx5, mlx5_2 to mlx5_3 (RoCE)" 300 \
+		"$two UCX_NET_DEVICES=mlx5_2:1" "$two UCX_NET_DEVICES=mlx5_3:1" -t tag_bw -s 8192
 	ucx_pair "ucx_perftest UCP tag_bw over ud_mlx5, mlx5_0 to mlx5_1" 300 \
 		"UCX_TLS=ud_mlx5 UCX_NET_DEVICES=mlx5_0:1" "UCX_TLS=ud_mlx5 UCX_NET_DEVICES=mlx5_1:1" -t tag_bw
 	t_check "rdma res shows no QP after the UCX runs" sh -c '! rdma res show qp | grep -q .'

@@ -574,7 +574,13 @@ impl CxFunction {
                 self.stats.commands += 1;
                 // A page list that is not one run is kept here (`iova.rs`).
                 let pending = self.iova.rewrite(&mut inb);
-                let mut result = self.fw.exec(&inb, &mut out);
+                // The host memory the command may read: a resize reads the CQ's doorbell
+                // record (the CQEs it still holds).
+                let rm = Remapped {
+                    mem,
+                    map: &self.iova,
+                };
+                let mut result = self.fw.exec_with_mem(&inb, &mut out, &Dma(&rm));
                 // The fabric's embedded subnet manager (`fwsim/sm.rs`) brings up a port
                 // whose link came up (after a reset or a PAOS write); ACTIVE ports cost it
                 // two Gets.

@@ -572,6 +572,36 @@ fn a_resize_onto_a_scattered_buffer_works() {
     teardown(&mut d, &eqs);
 }
 
+/// A resize below the CQEs the CQ still holds (none consumed: the doorbell record's consumer
+/// index is 0) is refused as on a ConnectX (BAD_PARAM); one that fits them is accepted.
+#[test]
+fn a_resize_below_the_cqes_held_is_refused() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let o = setup(&mut d);
+    let uar = u64::from(d.uar) * UAR_PAGE;
+    let src = d.alloc(64, 64);
+    let dst = d.alloc(64, 64);
+    for i in 0..3u16 {
+        let db = post_write(&mut d, &o, i, src, dst, 8);
+        d.dev.bar0_write(&d.mem, uar + 0x800, &db.to_be_bytes());
+    }
+    assert!(cqe(&d, &o, 2).is_some(), "three CQEs written");
+    d.dev.take_interrupts();
+    let small = scattered_cq_pages(&mut d, 1);
+    assert_eq!(
+        resize_cq(&mut d, o.cqn, 1, &small),
+        0x3,
+        "2 entries for 3 CQEs held: BAD_PARAM"
+    );
+    let fits = scattered_cq_pages(&mut d, 1);
+    assert_eq!(resize_cq(&mut d, o.cqn, 3, &fits), 0, "8 entries hold them");
+    teardown_objs(&mut d, &o);
+    teardown(&mut d, &eqs);
+}
+
 /// CREATE_RMP (an SRQ) of 1024 64-byte WQEs on `pages` scattered pages, on PD `pd`.
 fn create_rmp(d: &mut Driver, pd: u32, pages: &[u64]) -> (u8, Vec<u8>) {
     let db = d.alloc(64, 64);

@@ -13,7 +13,7 @@ use super::qp_state::{
 use crate::fwsim::cqe::Cqe;
 use crate::fwsim::dma::DmaMem;
 use crate::fwsim::Fw;
-use crate::prm::consts::{QPC_ST_RC, QPC_ST_UC, QPC_ST_XRC};
+use crate::prm::consts::{QPC_ST_DCI, QPC_ST_RC, QPC_ST_UC, QPC_ST_XRC};
 use crate::prm::ctx::qpc;
 use crate::prm::wqe::{cqe_off, cqe_op, ctrl, syndrome as syn, wqe_op};
 
@@ -173,7 +173,7 @@ fn retire(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, res: ReqRes) {
                 wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA => 1,
                 _ => packets(u64::from(byte_cnt), s.mtu),
             };
-            if matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) && pkts > 0 {
+            if matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI) && pkts > 0 {
                 bump_psn(fw, slot, qpc::next_send_psn, pkts);
             }
             if w.flags & ctrl::CQ_UPDATE != 0 {

@@ -120,7 +120,7 @@ impl Fw {
     /// Whether a (0-based) port's RoCE address table holds `gid` in an entry of RoCE version
     /// `version`: a ConnectX takes a RoCE v1 frame (Ethertype 0x8915, a GRH) for a v1 entry's
     /// GID and a RoCE v2 one (IP, UDP to 4791) for a v2 entry's, never the other way round.
-    fn has_gid(&self, port: usize, gid: &[u8; 16], version: Option<u8>) -> bool {
+    pub(super) fn has_gid(&self, port: usize, gid: &[u8; 16], version: Option<u8>) -> bool {
         self.ports.get(port).is_some_and(|p| {
             p.roce
                 .iter()

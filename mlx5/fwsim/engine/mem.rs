@@ -8,7 +8,7 @@
 
 use super::qp_state::{next_seg, Seg, Snap};
 use crate::fwsim::dma::DmaMem;
-use crate::fwsim::xlat::{Access, MkeyInfo, NO_QPN};
+use crate::fwsim::xlat::{Access, MkeyInfo, Window, NO_QPN};
 use crate::fwsim::Fw;
 use crate::prm::wqe::syndrome as syn;
 
@@ -17,10 +17,27 @@ const CHUNK: usize = 256;
 
 /// Looks up a local or remote key: the index must name a live mkey whose `mkey_7_0` is the
 /// key's low byte and whose PD is the QP's.
-/// A memory window is never a local key.
+/// A memory window is never a local key; an indirect mkey with a layout is ([`indirect`]).
 pub(super) fn mkey(fw: &Fw, key: u32, pd: u32) -> Option<MkeyInfo> {
     let m = fw.mkeys.get(key >> 8)?;
-    (m.info.key_byte == (key & 0xff) as u8 && m.pd == pd && m.win.is_none()).then_some(m.info)
+    if m.info.key_byte != (key & 0xff) as u8 || m.pd != pd {
+        return None;
+    }
+    match m.win {
+        None => Some(m.info),
+        Some(w) => indirect(fw, &w, m.info),
+    }
+}
+
+/// The translation of an indirect mkey (a UMR-configured KLM mkey, `info`), if it has a
+/// layout whose entries' mkeys all still live with the keys the layout named.
+fn indirect(fw: &Fw, w: &Window, info: MkeyInfo) -> Option<MkeyInfo> {
+    let live = w.indirect?.keys().iter().all(|k| {
+        fw.mkeys
+            .get(k >> 8)
+            .is_some_and(|e| e.win.is_none() && e.info.key_byte == (k & 0xff) as u8)
+    });
+    live.then_some(info)
 }
 
 /// Looks up an rkey for responder `d`: an MR's mkey as [`mkey`], or a bound memory window of
@@ -34,6 +51,9 @@ pub(super) fn remote_key(fw: &Fw, key: u32, d: &Snap) -> Option<MkeyInfo> {
     let Some(w) = m.win else {
         return Some(m.info);
     };
+    if w.indirect.is_some() {
+        return indirect(fw, &w, m.info);
+    }
     let b = w.bound?;
     if b.qpn != NO_QPN && b.qpn != d.qpn {
         return None;

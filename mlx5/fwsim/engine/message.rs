@@ -19,12 +19,14 @@ pub(super) enum Service {
     Rc,
     /// XRC: RC's rules, plus the XRC SRQ the message names.
     Xrc,
+    /// DC: RC's rules, from a DCI to the DCT each WQE names (`fwsim/dct.rs`).
+    Dc,
 }
 
 impl Service {
-    /// Acknowledged, retried and NAKed: RC and XRC.
+    /// Acknowledged, retried and NAKed: RC, XRC and DC.
     pub(super) fn reliable(self) -> bool {
-        matches!(self, Service::Rc | Service::Xrc)
+        matches!(self, Service::Rc | Service::Xrc | Service::Dc)
     }
 }
 
@@ -54,6 +56,8 @@ pub(super) struct Message<'b> {
     pub(super) compare: u64,
     /// The XRC SRQ an XRC message is for.
     pub(super) xrc_srqn: u32,
+    /// The DC access key a DC message carries.
+    pub(super) dc_key: u64,
     /// A UD message's address vector.
     pub(super) av: Option<Av>,
     /// The destination LID (InfiniBand) or GID (Ethernet) and QP number.

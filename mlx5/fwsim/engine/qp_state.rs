@@ -329,6 +329,20 @@ pub(super) fn next_seg(segs: &[u8], pos: &mut usize, rq: bool) -> Result<Option<
     }))
 }
 
+/// `MLX5_EXTENDED_UD_AV`: the high bit of `mlx5_av.dqp_dct`, a 48-byte AV.
+const EXTENDED_AV: u32 = 0x8000_0000;
+
+/// The length of the AV a DCI's WQE has at the start of its datagram segment `seg`
+/// (`fwsim/dct.rs`): the full `struct mlx5_av` (48 bytes) with [`EXTENDED_AV`], else the
+/// 16-byte `struct mlx5_base_av` (UCX's `dc_mlx5` without a GRH).
+pub(super) fn av_len(seg: &[u8]) -> usize {
+    if be32(seg, 8) & EXTENDED_AV != 0 {
+        48
+    } else {
+        16
+    }
+}
+
 /// A UD address vector (`struct mlx5_wqe_av`, as libmlx5's `mlx5_create_ah()` and
 /// `_set_datagram_seg()` write it).
 #[derive(Clone, Copy, Debug)]
@@ -343,6 +357,8 @@ pub(super) struct Av {
     pub(super) tclass: u8,
     pub(super) hop_limit: u8,
     pub(super) rgid: [u8; 16],
+    /// The destination MAC of a RoCE address vector (`rmac`; what the sender's stack resolved).
+    pub(super) rmac: [u8; 6],
 }
 
 impl Av {
@@ -363,6 +379,7 @@ impl Av {
             tclass: b.get(26).copied().unwrap_or(0),
             hop_limit: b.get(27).copied().unwrap_or(0),
             rgid: word(b, 32),
+            rmac: word(b, 20),
         }
     }
 }

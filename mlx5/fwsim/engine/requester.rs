@@ -11,7 +11,7 @@ use super::completer::{finish, flush_one, start_retry, ReqRes};
 use super::fabric::{q_count, route, Node};
 use super::mem::check_sgl;
 use super::message::{Message, Service};
-use super::qp_state::{be16, be32, be64, qp_mut, snap, to_err, Av, Snap, Step, Wait, Wqe};
+use super::qp_state::{av_len, be16, be32, be64, qp_mut, snap, to_err, Av, Snap, Step, Wait, Wqe};
 use super::responder;
 use super::umr::exec_umr;
 use crate::fwsim::dma::DmaMem;
@@ -20,8 +20,8 @@ use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::xlat::Access;
 use crate::fwsim::{Fw, QCnt};
 use crate::prm::consts::{
-    QPC_STATE_ERR, QPC_STATE_RTS, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD,
-    QPC_ST_XRC,
+    QPC_STATE_ERR, QPC_STATE_RTS, QPC_ST_DCI, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC,
+    QPC_ST_UD, QPC_ST_XRC,
 };
 use crate::prm::wqe::{ctrl, syndrome as syn, wqe_op};
 
@@ -188,6 +188,13 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     };
     let version = n.fw.roce_version(s.port, sgid_index);
     let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid, version) else {
+        // No function holds the GID: UD and UC messages leave as packets (`wire.rs`).
+        if m.eth && m.svc == Service::Ud {
+            return super::wire::send_ud(nodes, ni, s, &m);
+        }
+        if m.eth && m.svc == Service::Uc {
+            return super::wire::send_uc(nodes, ni, s, &m);
+        }
         return m.dropped();
     };
     count_traffic(nodes, (ni, s.port), (di, dport), &m, s.mtu);
@@ -236,24 +243,34 @@ fn message<'b>(fw: &Fw, s: &Snap, w: &Wqe, buf: &'b [u8]) -> Result<Message<'b>,
         QPC_ST_UD | QPC_ST_QP0 | QPC_ST_QP1 => Service::Ud,
         QPC_ST_RC => Service::Rc,
         QPC_ST_XRC => Service::Xrc,
+        QPC_ST_DCI => Service::Dc,
         _ => Service::Uc,
     };
     let ud = svc == Service::Ud;
-    let xrc = svc == Service::Xrc;
+    let dc = svc == Service::Dc;
     use wqe_op::*;
     // An XRC initiator's WQE has `struct mlx5_wqe_xrc_seg` (16 bytes: the remote XRC SRQ
-    // number, big-endian, then reserved) right after the control segment.
-    let x = if xrc { XRC_SEG } else { 0 };
+    // number, big-endian, then reserved) right after the control segment; a DCI's the
+    // datagram segment (`mlx5_av`, 16 or 48 bytes, `dct.rs`).
+    let x = match svc {
+        Service::Xrc => XRC_SEG,
+        Service::Dc => av_len(buf.get(16..).unwrap_or(&[])),
+        _ => 0,
+    };
     let (seg_start, need) = match (w.opcode, s.st) {
         (NOP, _) => return Err(ReqRes::Ok { byte_cnt: 0 }),
         (SEND | SEND_IMM, QPC_ST_UD | QPC_ST_QP0 | QPC_ST_QP1) => (16 + 48, Access::LOCAL_READ),
-        (SEND | SEND_IMM, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) => (16 + x, Access::LOCAL_READ),
+        (SEND | SEND_IMM, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI) => {
+            (16 + x, Access::LOCAL_READ)
+        }
         (SEND_INVAL, QPC_ST_RC | QPC_ST_XRC) => (16 + x, Access::LOCAL_READ),
-        (RDMA_WRITE | RDMA_WRITE_IMM, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) => {
+        (RDMA_WRITE | RDMA_WRITE_IMM, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI) => {
             (32 + x, Access::LOCAL_READ)
         }
-        (RDMA_READ, QPC_ST_RC | QPC_ST_XRC) => (32 + x, Access::LOCAL_WRITE),
-        (ATOMIC_CS | ATOMIC_FA, QPC_ST_RC | QPC_ST_XRC) => (48 + x, Access::LOCAL_WRITE),
+        (RDMA_READ, QPC_ST_RC | QPC_ST_XRC | QPC_ST_DCI) => (32 + x, Access::LOCAL_WRITE),
+        (ATOMIC_CS | ATOMIC_FA, QPC_ST_RC | QPC_ST_XRC | QPC_ST_DCI) => {
+            (48 + x, Access::LOCAL_WRITE)
+        }
         _ => return Err(ReqRes::Err(syn::LOCAL_QP_OP)),
     };
     // What follows the control (and XRC) segment.
@@ -276,6 +293,8 @@ fn message<'b>(fw: &Fw, s: &Snap, w: &Wqe, buf: &'b [u8]) -> Result<Message<'b>,
         return Err(ReqRes::Err(syn::LOCAL_LENGTH));
     }
     let av = ud.then(|| Av::parse(buf.get(16..64).unwrap_or(&[]), eth));
+    // A DCI's destination: the AV's LID or GID and DCT number, its DC access key.
+    let dc_av = dc.then(|| Av::parse(buf.get(16..16 + x).unwrap_or(&[]), eth));
     Ok(Message {
         opcode: w.opcode,
         svc,
@@ -289,8 +308,9 @@ fn message<'b>(fw: &Fw, s: &Snap, w: &Wqe, buf: &'b [u8]) -> Result<Message<'b>,
         swap_add: be64(body, 32),
         compare: be64(body, 40),
         xrc_srqn: be32(buf, 16) & 0x00ff_ffff,
+        dc_key: if dc { be64(buf, 16) } else { 0 },
         av,
-        dest: match av {
+        dest: match av.or(dc_av) {
             Some(a) => (a.rlid, a.rgid, a.dqpn),
             None => (s.rlid, s.rgid, s.remote_qpn),
         },

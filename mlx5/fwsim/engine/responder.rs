@@ -21,14 +21,14 @@ use crate::fwsim::srq::{SrqWqe, NEXT_SEG};
 use crate::fwsim::xlat::Access;
 use crate::fwsim::{capacity, Fw, QCnt};
 use crate::prm::consts::{
-    QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC, QPC_ST_UD,
-    QPC_ST_XRC,
+    QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_DCT, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC,
+    QPC_ST_UD, QPC_ST_XRC,
 };
 use crate::prm::ctx::qpc;
 use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
 
 /// Largest RQ WQE read (`cmd_hca_cap.max_wqe_sz_rq`); a larger stride is read in part.
-const MAX_RQ_WQE: usize = 512;
+pub(super) const MAX_RQ_WQE: usize = 512;
 
 /// Bytes of the GRH a UD receive buffer starts with.
 const GRH_BYTES: u32 = 40;
@@ -36,7 +36,7 @@ const GRH_BYTES: u32 = 40;
 /// The responder's next receive WQE, if one is posted: its scatter entries in `buf` (up to the
 /// stride) and their length. From an SRQ: the WQE at the SRQ's head, recorded in `d` (its index
 /// for the CQE, and what consuming it needs). `Err` when the queue cannot be read.
-fn rq_wqe(
+pub(super) fn rq_wqe(
     mem: &dyn DmaMem,
     fw: &Fw,
     d: &mut Snap,
@@ -53,11 +53,12 @@ fn rq_wqe(
         }
         let n = r.ring.stride().min(MAX_RQ_WQE);
         let wqe = buf.get_mut(..n).ok_or(())?;
-        if !r.ring.read(mem, &r.buf, u32::from(r.head), wqe) {
+        let idx = r.next_idx();
+        if !r.ring.read(mem, &r.buf, u32::from(idx), wqe) {
             return Err(());
         }
         let w = SrqWqe {
-            idx: r.head,
+            idx,
             next: be16(buf, 2),
         };
         d.rwqe_idx = w.idx;
@@ -106,7 +107,13 @@ fn consume_rq(fw: &mut Fw, d: &Snap) {
 
 /// The responder's part of an error: an error CQE for a consumed receive WQE (if any), the
 /// QP to ERR, and an affiliated event (if any).
-fn resp_fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, event: Option<QpEvent>) {
+pub(super) fn resp_fail(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    d: &Snap,
+    cqe: Option<u8>,
+    event: Option<QpEvent>,
+) {
     let Some(n) = nodes.get_mut(di) else {
         return;
     };
@@ -126,7 +133,13 @@ fn resp_fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, event
 
 /// The responder's part of a delivered message: PSN, COMM_EST, and a CQE for a consumed
 /// receive WQE.
-fn resp_ok(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<(Cqe, bool)>, pkts: u32) {
+pub(super) fn resp_ok(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    d: &Snap,
+    cqe: Option<(Cqe, bool)>,
+    pkts: u32,
+) {
     let Some(n) = nodes.get_mut(di) else {
         return;
     };
@@ -163,7 +176,7 @@ fn resp_cqe(d: &Snap, s: &Snap, opcode: u8, byte_cnt: u32, imm: Option<[u8; 4]>)
 
 /// The source QPN a message carries: 0 for the SMI QP, 1 for the GSI QP, else the QP's
 /// number.
-fn wire_qpn(s: &Snap) -> u32 {
+pub(super) fn wire_qpn(s: &Snap) -> u32 {
     match s.st {
         QPC_ST_QP0 => 0,
         QPC_ST_QP1 => 1,
@@ -189,6 +202,10 @@ pub(super) fn receive(
         if let Err(r) = xrc_target(nodes, di, &mut d, m) {
             return r;
         }
+    }
+    if m.svc == Service::Dc && !dc_key_matches(nodes, di, &d, m) {
+        // A DC key violation: dropped without an answer (`fwsim/dct.rs`).
+        return m.dropped();
     }
     if !qkey_matches(s, &d, m) {
         return m.dropped();
@@ -298,6 +315,11 @@ struct Ends<'a> {
 fn dest_qp(fw: &Fw, s: &Snap, m: &Message<'_>) -> Option<Snap> {
     let ud = m.svc == Service::Ud;
     let (_, _, dqpn) = m.dest;
+    // A DC message is for an ACTIVE DCT (kept in the QP table, `fwsim/dct.rs`).
+    if m.svc == Service::Dc {
+        let d = snap(fw, fw.qps.slot_of(dqpn)?)?;
+        return (d.st == QPC_ST_DCT && d.state == QPC_STATE_RTR).then_some(d);
+    }
     if (s.st == QPC_ST_QP0) != (ud && dqpn == 0) {
         return None;
     }
@@ -325,7 +347,8 @@ fn dest_qp(fw: &Fw, s: &Snap, m: &Message<'_>) -> Option<Snap> {
 /// Whether a connected QP `d` on node `di` takes message `m` of `s` (on node `ni`) on RoCE: a
 /// ConnectX QP sends and receives the framing of its path's source GID entry (RoCE v1: a GRH
 /// after Ethertype 0x8915; v2: IP and UDP), so a v1 message never reaches a v2 QP or the
-/// other way round (the requester sees no ACK). UD QPs take either.
+/// other way round (the requester sees no ACK). UD QPs take either; so do DC targets here,
+/// whose context's `my_addr_index` the model does not compare with the initiator's version.
 fn same_roce_version(
     nodes: &[Node<'_>],
     ni: usize,
@@ -334,7 +357,7 @@ fn same_roce_version(
     d: &Snap,
     m: &Message<'_>,
 ) -> bool {
-    if !m.eth || m.svc == Service::Ud {
+    if !m.eth || matches!(m.svc, Service::Ud | Service::Dc) {
         return true;
     }
     let sent = nodes
@@ -373,6 +396,23 @@ fn xrc_target(
     d.recv_cq = Some(x.cqn);
     d.q.user_index = x.user_index;
     Ok(())
+}
+
+/// Whether DC message `m` carries the access key of DCT `d` (on node `di`); a violation is
+/// counted in the DCT's context (`dc_access_key_violation_count`).
+fn dc_key_matches(nodes: &mut [Node<'_>], di: usize, d: &Snap, m: &Message<'_>) -> bool {
+    let Some(dct) = nodes
+        .get_mut(di)
+        .and_then(|n| qp_mut(n.fw, d.slot))
+        .and_then(|q| q.dct.as_mut())
+    else {
+        return false;
+    };
+    if dct.key() == m.dc_key {
+        return true;
+    }
+    dct.count_violation();
+    false
 }
 
 /// Whether a UD message carries the Q_Key of its destination `d` (any other is dropped). A

@@ -9,13 +9,14 @@ use crate::cmd::qp::{
     Grh, Init2Init, Init2Rtr, ModifyQp, QpcAttrs, QueryQp, Rst2Init, Rtr2Rts, Rts2Rts, ToErr, ToRst,
 };
 use crate::ib::device::{gen, Mlx5Ib, Mlx5IbDev};
+use crate::ib::qp::QpKind;
 use crate::ib::queue::ilog2_ceil;
 use crate::ib::queue::QueueMem;
 use crate::prm::ctx::cmd_hca_cap;
 use ib_core_rs::attr::{Gid, LinkLayer};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
-    AccessFlags, AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpState, QpType,
+    AccessFlags, AhAttr, GlobalRoute, Qp, QpAttr, QpAttrMask, QpState, QpType, Udata,
 };
 use kernel::prelude::*;
 
@@ -147,6 +148,32 @@ fn set_path(d: &Mlx5IbDev, a: &QpAttr, with_av: bool, c: &mut QpcAttrs) -> Resul
     Ok(())
 }
 
+/// upstream `modify_dci_qp_is_ok()`: the transitions of a DCI and their required and optional
+/// attributes (no destination QPN, PSN of the responder or responder resources: a DCI has no
+/// fixed peer).
+fn modify_dci_qp_is_ok(cur: QpState, new: QpState, mask: QpAttrMask) -> bool {
+    use QpAttrMask as M;
+    use QpState::*;
+    let valid = |req: M, opt: M| {
+        let req = M(req.0 | M::STATE.0);
+        mask.contains(req) && mask.0 & !(req.0 | opt.0) == 0
+    };
+    match (cur, new) {
+        (_, Reset) => valid(M(0), M(0)),
+        (Reset, Init) => valid(M::PKEY_INDEX | M::PORT, M(0)),
+        (Init, Init) => valid(M(0), M::PKEY_INDEX | M::PORT),
+        (Init, Rtr) => valid(M::PATH_MTU, M::PKEY_INDEX | M::AV),
+        (Rtr, Rts) => valid(
+            M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::MAX_QP_RD_ATOMIC | M::SQ_PSN,
+            M::MIN_RNR_TIMER,
+        ),
+        (Rts, Rts) => valid(M(0), M::MIN_RNR_TIMER),
+        (Reset, Err) => false,
+        (_, Err) => valid(M(0), M(0)),
+        _ => false,
+    }
+}
+
 fn log2_rd(n: u8) -> Result<u8> {
     ilog2_ceil(u32::from(n))
 }
@@ -160,10 +187,19 @@ fn log2_rd(n: u8) -> Result<u8> {
 ///
 /// `EINVAL` for a transition or attribute upstream refuses (`ib_modify_qp_is_ok()`, a bad port,
 /// path or MTU), the errno of the transition command (`Mlx5Hw::exec`).
-pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+pub(crate) fn modify_qp(
+    qp: &Qp<Mlx5Ib>,
+    attr: &QpAttr,
+    mask: QpAttrMask,
+    udata: Option<&mut Udata<'_>>,
+) -> Result {
     let d = qp.device().data();
     let t = qp.qp_type();
     let mut st = qp.data().state.lock();
+    let dci = matches!(qp.data().kind, QpKind::Dci);
+    if let QpKind::Dct(init) = &qp.data().kind {
+        return super::dct::modify(qp, init, &mut st, attr, mask, udata);
+    }
     // upstream mqp->mutex also covers the counter binding (mlx5_ib_qp_set_counter()).
     let mut cnt = qp.data().events.cnt.lock();
     let cur = st.qp_state;
@@ -172,7 +208,12 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
     } else {
         cur
     };
-    if !ib_core_rs::verbs::modify_qp_is_ok(cur, new, t, mask) {
+    let ok = if dci {
+        modify_dci_qp_is_ok(cur, new, mask)
+    } else {
+        ib_core_rs::verbs::modify_qp_is_ok(cur, new, t, mask)
+    };
+    if !ok {
         return Err(EINVAL);
     }
     let mut next = *st;
@@ -214,7 +255,13 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
             }
         }
         (QpState::Init, QpState::Rtr) => {
-            set_path(d, &next, rc, &mut c)?;
+            // A DCI's address vector is optional: its WQEs name their destinations.
+            set_path(
+                d,
+                &next,
+                rc && (!dci || mask.contains(QpAttrMask::AV)),
+                &mut c,
+            )?;
             let log_max_msg = gen(d)?.get(cmd_hca_cap::log_max_msg);
             c.log_msg_max = Some(u8::try_from(log_max_msg).map_err(|_| EIO)?);
             if rc {
@@ -296,7 +343,12 @@ pub(crate) fn modify_qp(qp: &Qp<Mlx5Ib>, attr: &QpAttr, mask: QpAttrMask) -> Res
 /// report.
 pub(crate) fn query_qp(qp: &Qp<Mlx5Ib>) -> Result<QpAttr> {
     let d = qp.device().data();
-    let _st = qp.data().state.lock();
+    let st = qp.data().state.lock();
+    // A DCT answers the attributes it was given (upstream mlx5_ib_dct_query_qp() reads them
+    // back with QUERY_DCT, which returns the same).
+    if matches!(qp.data().kind, QpKind::Dct(_)) {
+        return Ok(*st);
+    }
     let q = exec(&*d.hw, &QueryQp { qpn: qp.data().qpn })?;
     use crate::cmd::qp::QpState as S;
     let state = match q.state {

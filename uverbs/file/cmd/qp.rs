@@ -8,7 +8,7 @@ use crate::driver::Driver;
 use crate::restrack::Owner;
 use crate::uverbs::abi::{ids::obj, structs as s, write as w};
 use crate::uverbs::file::cmd::ah::eth_dmac;
-use crate::uverbs::file::cmd::{create_response, with_user_ctx, WriteBufs, WriteCtx};
+use crate::uverbs::file::cmd::{create_response, with_udata, with_user_ctx, WriteBufs, WriteCtx};
 use crate::uverbs::file::events::UEvents;
 use crate::uverbs::file::uobject::{Inner, ObjKind};
 use crate::uverbs::file::UFile;
@@ -83,8 +83,9 @@ pub(in crate::uverbs::file) fn qp_type(v: u8) -> Result<QpType> {
         4 => Ok(QpType::Ud),
         9 => Ok(QpType::XrcIni),
         10 => Ok(QpType::XrcTgt),
-        // RAW_PACKET, DRIVER
-        8 | 0xff => Err(EOPNOTSUPP),
+        // RAW_PACKET
+        0xff => Ok(QpType::Driver),
+        8 => Err(EOPNOTSUPP),
         _ => Err(EINVAL),
     }
 }
@@ -183,6 +184,7 @@ impl<D: Driver> UFile<D> {
         &self,
         qp: &Arc<Qp<D>>,
         r: &s::ModifyQp,
+        b: &WriteBufs,
     ) -> Result {
         let dev = &self.dev;
         let port_ok = |p: u8| p != 0 && u32::from(p) <= dev.phys_port_cnt();
@@ -261,7 +263,7 @@ impl<D: Driver> UFile<D> {
             );
             a.ah_attr = self.ah_from_dest(dest, connected)?;
         }
-        qp.modify(&a, QpAttrMask(mask))
+        with_udata(b, |ud| qp.modify_user(&a, QpAttrMask(mask), ud))
     }
 
     /// upstream `copy_ah_attr_from_uverbs()`, then `rdma_fill_sgid_attr()`: a RoCE AV needs a
@@ -350,7 +352,7 @@ impl<D: Driver> WriteCtx<'_, D> {
             return Err(EOPNOTSUPP);
         }
         let qp = UFile::qp_by_handle(self.inner, r.qp_handle)?;
-        self.file.modify_qp_with(&qp, &r)?;
+        self.file.modify_qp_with(&qp, &r, self.b)?;
         if ex {
             let o = s::ExModifyQpResp {
                 comp_mask: 0,

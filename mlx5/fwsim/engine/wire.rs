@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RoCE v2 packets between an Ethernet fabric's functions and the hosts behind its uplink
+//! (`Documentation/wire.md`). A message to a GID that a function of the fabric holds is
+//! still moved directly (`requester.rs`, `responder.rs`); one to any other GID is what this
+//! file carries:
+//!
+//! * [`send_ud`]: a UD SEND (with immediate) leaves as one RoCE v2 packet built by
+//!   `roce.rs` from the sender's RoCE address entry (source MAC, GID, IPv4 or IPv6) and the
+//!   address vector (destination MAC, GID, QPN, Q_Key, traffic class, hop limit), its payload
+//!   gathered straight into the frame. It goes into the function's [`WireTx`] queue, which the
+//!   device glue empties onto the fabric's Ethernet segment after the pass (outside the
+//!   engine); UD completes once the packet is queued, as a ConnectX completes a UD send once
+//!   it is on the wire.
+//! * [`receive`]: a frame the segment steered to the function's data path (UDP port 4791)
+//!   is checked by `roce::parse` (lengths, IP checksum, ICRC: a bad one is dropped) and must
+//!   be addressed to one of the port's GIDs; a UD SEND to one of the function's UD QPs with
+//!   its Q_Key is received as a local one is: the GRH area holds the packet's IPv6 header (or
+//!   for IPv4 its header in the last 20 bytes), the CQE reports the L3 type and the source
+//!   QPN from the DETH.
+//!
+//! Not carried in packets: RC, UC and XRC (no requester/responder/completer in packets yet:
+//! such a message to a GID no function holds is lost, as to an address nobody has), the
+//! special QPs (QP0/QP1), RoCE v1 (an address entry of version 1 sends nothing out).
+
+use super::completer::ReqRes;
+use super::fabric::{q_count, Node};
+use super::mem::{check_sgl, mkey, Cur};
+use super::message::Message;
+use super::qp_state::{next_seg, qp_mut, snap, Seg, Snap};
+use super::responder::{resp_fail, resp_ok, rq_wqe, wire_qpn, MAX_RQ_WQE};
+use crate::fwsim::cqe::Cqe;
+use crate::fwsim::events::QpEvent;
+use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet};
+use crate::fwsim::xlat::Access;
+use crate::fwsim::{Fw, QCnt, RoceAddr};
+use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_UC, QPC_ST_UD, ROCE_VERSION_2};
+use crate::prm::ctx::{ads, qpc};
+use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
+
+/// The largest frame: a 4096-byte payload and the largest RoCE v2 headers (802.1Q, IPv6, UDP,
+/// BTH, DETH, ImmDt, pad, ICRC: 106 bytes).
+pub(crate) const MAX_FRAME: usize = 4096 + 128;
+
+/// Frames a function's queue holds until the glue sends them.
+const TX_SLOTS: usize = 4;
+
+/// Bytes of the GRH area a UD receive buffer starts with.
+const GRH_BYTES: usize = 40;
+
+/// The packets a function's data path queued for the wire during a pass.
+pub(crate) struct WireTx {
+    buf: [u8; TX_SLOTS * MAX_FRAME],
+    lens: [usize; TX_SLOTS],
+    /// The oldest queued frame's slot, and how many are queued.
+    head: usize,
+    n: usize,
+    /// Packets not sent because the queue was full.
+    overflow: u64,
+}
+
+impl WireTx {
+    /// An empty queue.
+    pub(crate) const fn new() -> Self {
+        WireTx {
+            buf: [0; TX_SLOTS * MAX_FRAME],
+            lens: [0; TX_SLOTS],
+            head: 0,
+            n: 0,
+            overflow: 0,
+        }
+    }
+
+    /// An empty queue, built in place (it is 17 KiB).
+    #[cfg(MODULE)]
+    pub(crate) fn new_in_place() -> impl pin_init::Init<Self> {
+        pin_init::init!(WireTx {
+            buf <- pin_init::init_array_from_fn(|_| 0u8),
+            lens: [0; TX_SLOTS],
+            head: 0,
+            n: 0,
+            overflow: 0,
+        })
+    }
+
+    /// The slot the next frame takes, if one is free.
+    fn free_slot(&self) -> Option<usize> {
+        (self.n < TX_SLOTS).then_some((self.head + self.n) % TX_SLOTS)
+    }
+
+    fn frame_mut(&mut self, slot: usize) -> Option<&mut [u8]> {
+        self.buf.get_mut(slot * MAX_FRAME..(slot + 1) * MAX_FRAME)
+    }
+
+    /// Queues the frame of `len` bytes written into `slot` (the one [`Self::free_slot`] gave).
+    fn commit(&mut self, slot: usize, len: usize) {
+        if let Some(l) = self.lens.get_mut(slot) {
+            *l = len;
+            self.n += 1;
+        }
+    }
+
+    /// Hands every queued frame to `out`, oldest first, and empties the queue.
+    fn drain(&mut self, mut out: impl FnMut(&[u8])) {
+        while self.n > 0 {
+            let slot = self.head;
+            let len = self.lens.get(slot).copied().unwrap_or(0);
+            if let Some(f) = self
+                .buf
+                .get(slot * MAX_FRAME..slot * MAX_FRAME + len.min(MAX_FRAME))
+            {
+                out(f);
+            }
+            self.head = (self.head + 1) % TX_SLOTS;
+            self.n -= 1;
+        }
+    }
+}
+
+impl Fw {
+    /// Hands each RoCE v2 frame the data path queued for the wire to `out` (the device's
+    /// port transmits it), oldest first.
+    pub(crate) fn wire_drain(&mut self, out: impl FnMut(&[u8])) {
+        self.wire_tx.drain(out);
+    }
+
+    /// Packets the data path could not queue for the wire (its queue was full).
+    pub(crate) fn wire_overflow(&self) -> u64 {
+        self.wire_tx.overflow
+    }
+}
+
+/// The IPv4 address of an IPv4-mapped GID (`::ffff:a.b.c.d`).
+fn v4_of(gid: &[u8; 16]) -> [u8; 4] {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&gid[12..]);
+    a
+}
+
+/// The IPv4-mapped GID of an IPv4 address.
+fn gid_of_v4(a: [u8; 4]) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[10] = 0xff;
+    g[11] = 0xff;
+    g[12..].copy_from_slice(&a);
+    g
+}
+
+/// The UDP source port of a QP's packets: from the QPN, in the dynamic range (RoCE v2
+/// leaves the choice to the sender for ECMP entropy; rxe hashes the QPN as well).
+fn udp_src(qpn: u32) -> u16 {
+    0xc000 | (qpn & 0x3fff) as u16
+}
+
+/// UD message `m` of QP `s` on node `ni`, to a GID no function of the fabric holds: one RoCE
+/// v2 packet queued for the wire. What the requester completes with: success once queued;
+/// a message that cannot leave (no RoCE v2 address entry, a full queue) is dropped, as a UD
+/// datagram may be; a fault reading the gather list is a local protection error.
+pub(super) fn send_ud(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'_>) -> ReqRes {
+    let Some(n) = nodes.get_mut(ni) else {
+        return m.dropped();
+    };
+    let (Some(av), Ok(len)) = (m.av, usize::try_from(m.len)) else {
+        return m.dropped();
+    };
+    let Some(a) = v2_entry(n.fw, s.port, av.sgid_index) else {
+        return m.dropped();
+    };
+    let ip = ip_of(&a, &av.rgid, av.tclass, av.hop_limit, av.flow_label);
+    let imm = m.opcode == wqe_op::SEND_IMM;
+    // IBA 10.2.5: a Q_Key with the high bit set means the QP's own.
+    let qkey = if av.qkey & 0x8000_0000 != 0 {
+        s.q_key
+    } else {
+        av.qkey
+    };
+    let h = Headers {
+        eth: Eth {
+            dst: av.rmac,
+            src: a.mac,
+            // The priority from the SL (the PCP), as mlx5 maps it by default.
+            vlan: a.vlan.map(|v| (u16::from(av.sl & 7) << 13) | (v & 0xfff)),
+        },
+        ip,
+        udp_src: udp_src(s.qpn),
+        bth: Bth {
+            opcode: opcode::UD
+                | if imm {
+                    opcode::SEND_ONLY_IMM
+                } else {
+                    opcode::SEND_ONLY
+                },
+            solicited: m.solicited,
+            pkey: 0xffff,
+            dest_qp: av.dqpn & 0x00ff_ffff,
+            ..Bth::default()
+        },
+        xrceth: None,
+        deth: Some(Deth {
+            qkey,
+            src_qp: wire_qpn(s),
+        }),
+        reth: None,
+        atomic_eth: None,
+        aeth: None,
+        atomic_ack_eth: None,
+        imm: imm.then_some(m.imm),
+        ieth: None,
+    };
+    queue(n, s, m, &h, len)
+}
+
+/// Queues packet `h` of message `m` of `s` (its `len` bytes gathered into the frame) on node
+/// `n`: success once queued; a full queue drops it (counted), a fault reading the gather list
+/// is a local protection error.
+fn queue(n: &mut Node<'_>, s: &Snap, m: &Message<'_>, h: &Headers, len: usize) -> ReqRes {
+    let Ok(off) = roce::payload_offset(h) else {
+        return m.dropped();
+    };
+    let Some(slot) = n.fw.wire_tx.free_slot() else {
+        n.fw.wire_tx.overflow += 1;
+        return m.dropped();
+    };
+    if gather(n, s, m, slot, off, len).is_err() {
+        return ReqRes::Err(syn::LOCAL_PROT);
+    }
+    let built =
+        n.fw.wire_tx
+            .frame_mut(slot)
+            .map(|f| roce::build_in_place(h, len, f));
+    match built {
+        Some(Ok(flen)) => n.fw.wire_tx.commit(slot, flen),
+        _ => return m.dropped(),
+    }
+    n.fw.count_traffic(s.port, |t| t.xmit(1, m.len));
+    ReqRes::Ok {
+        byte_cnt: m.byte_cnt(),
+    }
+}
+
+/// UC message `m` of QP `s` on node `ni`, to a GID no function of the fabric holds: a SEND
+/// (with immediate) that fits one packet at the path MTU leaves as a UC SEND ONLY with the
+/// QP's next PSN, to the QP's destination MAC (`rmac`), GID and QPN, with its address path's
+/// traffic class, flow label and hop limit. Longer messages and RDMA WRITEs are not carried
+/// in packets: dropped (UC has no acknowledgement; the send completes).
+pub(super) fn send_uc(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'_>) -> ReqRes {
+    let imm = m.opcode == wqe_op::SEND_IMM;
+    let single = m.len <= u64::from(s.mtu);
+    let (Some(n), Ok(len)) = (nodes.get_mut(ni), usize::try_from(m.len)) else {
+        return m.dropped();
+    };
+    if !(single && (imm || m.opcode == wqe_op::SEND)) {
+        return m.dropped();
+    }
+    let Some(path) = n.fw.qps.at_slot(s.slot).map(|(_, q)| {
+        let g = |f| qpc::primary_address_path.inner(f).get(&q.qpc).unwrap_or(0);
+        let mut rmac = [0u8; 6];
+        rmac[..2].copy_from_slice(&((g(ads::rmac_47_32) & 0xffff) as u16).to_be_bytes());
+        rmac[2..].copy_from_slice(&g(ads::rmac_31_0).to_be_bytes());
+        let psn = qpc::next_send_psn.get(&q.qpc).unwrap_or(0) & 0x00ff_ffff;
+        let tclass = (g(ads::tclass) & 0xff) as u8;
+        let hop = (g(ads::hop_limit) & 0xff) as u8;
+        (rmac, psn, tclass, hop, g(ads::flow_label))
+    }) else {
+        return m.dropped();
+    };
+    let (rmac, psn, tclass, hop, flow) = path;
+    let Some(a) = v2_entry(n.fw, s.port, s.sgid_index) else {
+        return m.dropped();
+    };
+    let h = Headers {
+        eth: Eth {
+            dst: rmac,
+            src: a.mac,
+            vlan: a.vlan.map(|v| (u16::from(s.sl & 7) << 13) | (v & 0xfff)),
+        },
+        ip: ip_of(&a, &s.rgid, tclass, hop, flow),
+        udp_src: udp_src(s.qpn),
+        bth: Bth {
+            opcode: opcode::UC
+                | if imm {
+                    opcode::SEND_ONLY_IMM
+                } else {
+                    opcode::SEND_ONLY
+                },
+            solicited: m.solicited,
+            pkey: 0xffff,
+            dest_qp: s.remote_qpn & 0x00ff_ffff,
+            psn,
+            ..Bth::default()
+        },
+        xrceth: None,
+        deth: None,
+        reth: None,
+        atomic_eth: None,
+        aeth: None,
+        atomic_ack_eth: None,
+        imm: imm.then_some(m.imm),
+        ieth: None,
+    };
+    queue(n, s, m, &h, len)
+}
+
+/// The RoCE v2 address entry `index` of (0-based) port `port`: RoCE v1 (an Ethernet frame
+/// with a GRH) is not built, so only a version 2 entry sends.
+fn v2_entry(fw: &Fw, port: usize, index: u8) -> Option<RoceAddr> {
+    fw.ports
+        .get(port)
+        .and_then(|p| p.roce.get(usize::from(index)).copied().flatten())
+        .filter(|a| u32::from(a.version) == ROCE_VERSION_2)
+}
+
+/// The IP header fields of a packet from address entry `a` to `dgid` (a hop limit of 0 is
+/// taken as 64).
+fn ip_of(a: &RoceAddr, dgid: &[u8; 16], tclass: u8, hop: u8, flow: u32) -> Ip {
+    let hop = if hop == 0 { 64 } else { hop };
+    if a.l3_type == 0 {
+        Ip::V4 {
+            src: v4_of(&a.gid),
+            dst: v4_of(dgid),
+            tos: tclass,
+            ttl: hop,
+            id: 0,
+            df: true,
+        }
+    } else {
+        Ip::V6 {
+            src: a.gid,
+            dst: *dgid,
+            traffic_class: tclass,
+            flow_label: flow & 0xf_ffff,
+            hop_limit: hop,
+        }
+    }
+}
+
+/// Gathers the `len` bytes of message `m` (its list checked by the requester) into frame
+/// slot `slot` of node `n`'s queue at offset `off`.
+fn gather(
+    n: &mut Node<'_>,
+    s: &Snap,
+    m: &Message<'_>,
+    slot: usize,
+    off: usize,
+    len: usize,
+) -> Result<(), ()> {
+    let mut pos = 0;
+    let mut at = off;
+    while let Some(seg) = next_seg(m.segs, &mut pos, false)? {
+        match seg {
+            Seg::Inline { at: i, len: l } => {
+                let src = m.segs.get(i..i + l).ok_or(())?;
+                let f = n.fw.wire_tx.frame_mut(slot).ok_or(())?;
+                f.get_mut(at..at + l).ok_or(())?.copy_from_slice(src);
+                at += l;
+            }
+            Seg::Ptr { len: 0, .. } => {}
+            Seg::Ptr { lkey, addr, len: l } => {
+                let info = mkey(n.fw, lkey, s.pd).ok_or(())?;
+                let l = usize::try_from(l).map_err(|_| ())?;
+                let mut cur = Cur::region(info, addr);
+                let f = n.fw.wire_tx.frame_mut(slot).ok_or(())?;
+                let dst = f.get_mut(at..at + l).ok_or(())?;
+                let mut got = 0;
+                while got < l {
+                    let k = cur.read(n.mem, dst.get_mut(got..).ok_or(())?)?;
+                    if k == 0 {
+                        return Err(());
+                    }
+                    got += k;
+                }
+                at += l;
+            }
+        }
+    }
+    if at == off + len {
+        Ok(())
+    } else {
+        Err(())
+    }
+}
+
+/// A frame that came in on the segment port of function `nodes[ni]` (port 1). Whether a QP
+/// took it: a frame that is not a valid RoCE v2 packet (ICRC included), one for a GID the
+/// port does not hold, and anything but a UD SEND to one of its UD QPs are dropped.
+pub(crate) fn receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8]) -> bool {
+    let port = 0;
+    let Ok(p) = roce::parse(frame) else {
+        return false;
+    };
+    let dgid = match p.headers.ip {
+        Ip::V4 { dst, .. } => gid_of_v4(dst),
+        Ip::V6 { dst, .. } => dst,
+    };
+    let ours = nodes.get(ni).is_some_and(|n| {
+        n.fw.port_up(port) && n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok())
+    });
+    if !ours {
+        return false;
+    }
+    let op = p.headers.bth.opcode;
+    if op == opcode::UD | opcode::SEND_ONLY || op == opcode::UD | opcode::SEND_ONLY_IMM {
+        return receive_ud(nodes, ni, port, frame, &p);
+    }
+    if op == opcode::UC | opcode::SEND_ONLY || op == opcode::UC | opcode::SEND_ONLY_IMM {
+        return receive_uc(nodes, ni, port, &p);
+    }
+    false
+}
+
+/// The GRH area of a UD receive of the packet in `frame` (headers `h`): the IPv6 header, or
+/// the IPv4 header in its last 20 bytes.
+fn grh_area(frame: &[u8], h: &Headers) -> Option<[u8; GRH_BYTES]> {
+    let l3 = 14 + if h.eth.vlan.is_some() { 4 } else { 0 };
+    let mut g = [0u8; GRH_BYTES];
+    match h.ip {
+        Ip::V4 { .. } => g.get_mut(20..)?.copy_from_slice(frame.get(l3..l3 + 20)?),
+        Ip::V6 { .. } => g.copy_from_slice(frame.get(l3..l3 + GRH_BYTES)?),
+    }
+    Some(g)
+}
+
+/// UD SEND `p` (the packet in `frame`) at port `port` of node `di`: to the UD QP its BTH
+/// names, in RTR or RTS, with the DETH's Q_Key; into the next receive WQE (none: dropped and
+/// counted as out of buffer), the GRH area first.
+fn receive_ud(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    port: usize,
+    frame: &[u8],
+    p: &Packet<'_>,
+) -> bool {
+    let h = &p.headers;
+    let Some(deth) = h.deth else {
+        return false;
+    };
+    let dest = nodes.get(di).and_then(|n| {
+        let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
+        (d.st == QPC_ST_UD
+            && d.port == port
+            && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS)
+            && d.q_key == deth.qkey)
+            .then_some(d)
+    });
+    let (Some(d), Some(grh)) = (dest, grh_area(frame, h)) else {
+        return false;
+    };
+    // A GRH came; the RoCE L3 header type (MLX5_CQE_ROCE_L3_HEADER_TYPE_*: 1 IPv6, 2 IPv4)
+    // in the SL bits; the source QPN from the DETH.
+    let l3: u32 = match h.ip {
+        Ip::V4 { .. } => 2,
+        Ip::V6 { .. } => 1,
+    };
+    let rqpn = (1 << 28) | (l3 << 24) | (deth.src_qp & 0x00ff_ffff);
+    deliver(nodes, di, d, Some(&grh), p, rqpn)
+}
+
+/// UC SEND ONLY (with immediate) `p` at port `port` of node `di`: to the UC QP its BTH names,
+/// in RTR or RTS; any PSN starts a message (IBA 9.7.5.1.3: a UC responder takes a first or
+/// only packet whatever its PSN), the next expected PSN follows it.
+fn receive_uc(nodes: &mut [Node<'_>], di: usize, port: usize, p: &Packet<'_>) -> bool {
+    let h = &p.headers;
+    let dest = nodes.get(di).and_then(|n| {
+        let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
+        (d.st == QPC_ST_UC && d.port == port && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
+            .then_some(d)
+    });
+    let Some(d) = dest else {
+        return false;
+    };
+    if let Some(q) = nodes.get_mut(di).and_then(|n| qp_mut(n.fw, d.slot)) {
+        let _ = qpc::next_rcv_psn.set(&mut q.qpc, h.bth.psn);
+    }
+    let rqpn = d.remote_qpn & 0x00ff_ffff;
+    deliver(nodes, di, d, None, p, rqpn)
+}
+
+/// The payload of SEND `p` into the next receive WQE of `d` on node `di` (after the GRH area
+/// `grh` of a UD receive), and its receive CQE with `flags_rqpn`. Whether it was delivered.
+fn deliver(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    mut d: Snap,
+    grh: Option<&[u8; GRH_BYTES]>,
+    p: &Packet<'_>,
+    flags_rqpn: u32,
+) -> bool {
+    let h = &p.headers;
+    let mut rbuf = [0u8; MAX_RQ_WQE];
+    let got = match nodes.get(di) {
+        Some(n) => rq_wqe(n.mem, n.fw, &mut d, &mut rbuf),
+        None => return false,
+    };
+    let rlen = match got {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            q_count(nodes, di, d.cnt_set, QCnt::OutOfBuffer);
+            return false;
+        }
+        Err(()) => {
+            resp_fail(nodes, di, &d, None, Some(QpEvent::WqCatas));
+            return false;
+        }
+    };
+    let rsegs = rbuf.get(..rlen).unwrap_or(&[]);
+    let need = (p.payload.len() + grh.map_or(0, |g| g.len())) as u64;
+    let written = match nodes.get(di) {
+        Some(n) => match check_sgl(n.fw, d.pd, rsegs, true, Access::LOCAL_WRITE) {
+            Err(e) => Err(e),
+            Ok(cap) if cap < need => Err(syn::LOCAL_LENGTH),
+            Ok(_) => {
+                let mut dst = Cur::sgl(n.fw, rsegs, true, d.pd);
+                let g = grh.map_or(Ok(()), |g| dst.write(n.mem, g));
+                if g.is_ok() && dst.write(n.mem, p.payload).is_ok() {
+                    Ok(())
+                } else {
+                    Err(syn::LOCAL_PROT)
+                }
+            }
+        },
+        None => return false,
+    };
+    if let Err(e) = written {
+        resp_fail(nodes, di, &d, Some(e), None);
+        return false;
+    }
+    let opc = if h.imm.is_some() {
+        cqe_op::RESP_SEND_IMM
+    } else {
+        cqe_op::RESP_SEND
+    };
+    let mut c = Cqe::new(opc, 0, d.qpn, d.rwqe_idx, d.q.user_index);
+    c.put32(cqe_off::BYTE_CNT, u32::try_from(need).unwrap_or(u32::MAX));
+    if let Some(i) = h.imm {
+        c.put(cqe_off::IMM, &i);
+    }
+    c.put32(cqe_off::FLAGS_RQPN, flags_rqpn);
+    resp_ok(nodes, di, &d, Some((c, h.bth.solicited)), 1);
+    if let Some(n) = nodes.get_mut(di) {
+        n.fw.count_traffic(d.port, |t| t.rcv(1, p.payload.len() as u64));
+    }
+    true
+}

@@ -1,0 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0
+# VM mode `wire_b_ours`: VM B of make wire PEER=ours, rdma-rs on both sides (tools/wire.sh;
+# the suites are in wire.sh).
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
+[ "${RDMARS_SOURCED:-}" = 1 ] || run_mode wire_b_ours
