@@ -25,7 +25,7 @@ mod conn;
 #[path = "cma/resolve.rs"]
 mod resolve;
 
-pub use conn::ConnParam;
+pub use conn::{ConnParam, UdParam};
 #[path = "cma/sockaddr.rs"]
 pub mod sockaddr;
 
@@ -93,6 +93,8 @@ pub struct CmEvent {
     pub conn: Option<KBox<ConnParam>>,
     /// The new id of `RDMA_CM_EVENT_CONNECT_REQUEST`.
     pub new_id: Option<Arc<CmId>>,
+    /// The parameters of a UD id's event (`param.ud`).
+    pub ud: Option<KBox<conn::UdParam>>,
 }
 
 impl CmEvent {
@@ -103,6 +105,7 @@ impl CmEvent {
             status,
             conn: None,
             new_id: None,
+            ud: None,
         }
     }
 }

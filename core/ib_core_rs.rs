@@ -168,6 +168,16 @@ module! {
     authors: ["rdma-rs developers"],
     description: "rdma-rs: RDMA core (device registry, ops, verbs) and uverbs",
     license: "GPL",
+    params: {
+        cma_cm_response_timeout: u8 {
+            default: 20,
+            description: "rdma_cm's CM response timeout (log2 of 4.096 us, upstream CMA_CM_RESPONSE_TIMEOUT 20: about 4.3 s a try)",
+        },
+        cma_max_cm_retries: u8 {
+            default: 15,
+            description: "How many times rdma_cm's REQ, REP, DREQ and SIDR REQ are sent again unanswered (upstream CMA_MAX_CM_RETRIES 15)",
+        },
+    },
 }
 
 struct IbCoreRs {

@@ -86,8 +86,8 @@ struct UcmaShared {
 #[pin_data]
 struct UcmaCtx {
     id: u32,
-    /// The file's address, as its identity (`ctx->file`).
-    file: usize,
+    /// The file's address, as its identity (`ctx->file`; `MIGRATE_ID` changes it).
+    file: Atomic<usize>,
     cm_id: Arc<CmId>,
     /// The id's handler, whose uid `ACCEPT` sets on a connection request's context.
     ev: Arc<CtxEvents>,
@@ -100,7 +100,12 @@ struct UcmaCtx {
 
 /// One queued event (upstream `struct ucma_event`).
 struct UEvent {
+    /// The context the event names (a connection request's new one).
     ctx_id: u32,
+    /// The context it counts for (upstream `uevent->ctx`: the listener's for a connection
+    /// request; librdmacm's `rdma_destroy_id()` waits until it acknowledged as many events of
+    /// an id as `DESTROY_ID` reports).
+    owner: u32,
     resp: [u8; abi::EVENT_RESP],
 }
 
@@ -114,6 +119,8 @@ struct FileInner {
 #[pin_data]
 struct UcmaFile {
     shared: Arc<UcmaShared>,
+    /// The `struct file` it was opened as (compared with `MIGRATE_ID`'s `fd`).
+    fptr: usize,
     #[pin]
     inner: Mutex<FileInner>,
     #[pin]
@@ -122,12 +129,15 @@ struct UcmaFile {
 
 /// The handler of a context's id: its events go to the file (upstream
 /// `ucma_event_handler()`).
+#[pin_data]
 struct CtxEvents {
     id: u32,
     /// upstream `ctx->uid`: 0 on a connection request's context until `ACCEPT` (its events
     /// are dropped until then).
     uid: Atomic<u64>,
-    file: Arc<UcmaFile>,
+    /// The file the events go to (`MIGRATE_ID` changes it; held while one is queued).
+    #[pin]
+    file: Mutex<Arc<UcmaFile>>,
 }
 
 impl CmHandler for CtxEvents {
@@ -140,7 +150,8 @@ impl CmHandler for CtxEvents {
             let Some(nid) = ev.new_id.clone() else {
                 return;
             };
-            match self.file.new_ctx(nid.clone(), 0) {
+            let f = self.file.lock().clone();
+            match f.new_ctx(nid.clone(), 0) {
                 Ok(c) => id = c.id,
                 Err(_) => {
                     nid.destroy();
@@ -158,17 +169,28 @@ impl CmHandler for CtxEvents {
         if let Some(p) = ev.conn.as_deref() {
             abi::put_conn_param(&mut resp[20..20 + abi::CONN_PARAM], p);
         }
+        if let Some(p) = ev.ud.as_deref() {
+            abi::put_ud_param(&mut resp[20..20 + abi::UD_PARAM], p);
+        }
         resp[12..16].copy_from_slice(&(ev.event as u32).to_ne_bytes());
         resp[16..20].copy_from_slice(&ev.status.to_ne_bytes());
-        let mut inner = self.file.inner.lock();
+        let file = self.file.lock();
+        let mut inner = file.inner.lock();
         // upstream: an event that cannot be allocated is dropped.
         if inner
             .events
-            .push(UEvent { ctx_id: id, resp }, GFP_KERNEL)
+            .push(
+                UEvent {
+                    ctx_id: id,
+                    owner: self.id,
+                    resp,
+                },
+                GFP_KERNEL,
+            )
             .is_ok()
         {
             drop(inner);
-            self.file.wait.notify_all();
+            file.wait.notify_all();
         }
     }
 }
@@ -202,7 +224,7 @@ impl UcmaFile {
     fn get_ctx(&self, id: u32) -> Result<Arc<UcmaCtx>> {
         let t = self.shared.ctxs.lock();
         match t.get(id as usize) {
-            Some(Some(c)) if c.file == self.key() => Ok(c.clone()),
+            Some(Some(c)) if c.file.load(Relaxed) == self.key() => Ok(c.clone()),
             Some(Some(_)) => Err(EINVAL),
             _ => Err(ENOENT),
         }
@@ -264,7 +286,8 @@ impl UcmaFile {
             Cmd::GetEvent => self.get_event(file, &c, out_len),
             Cmd::SetOption => self.set_option(&c),
             Cmd::Notify => self.notify(&c),
-            Cmd::JoinIpMcast | Cmd::JoinMcast | Cmd::LeaveMcast | Cmd::MigrateId => Err(EOPNOTSUPP),
+            Cmd::MigrateId => self.migrate_id(&c, out_len),
+            Cmd::JoinIpMcast | Cmd::JoinMcast | Cmd::LeaveMcast => Err(EOPNOTSUPP),
             Cmd::ResolveIbService | Cmd::WriteCmEvent | Cmd::GetOption => Err(EOPNOTSUPP),
         }?;
         Ok(len)
@@ -307,12 +330,12 @@ impl UcmaFile {
                 t.len() - 1
             }
         } as u32;
-        let ev = Arc::new(
-            CtxEvents {
+        let ev = Arc::pin_init(
+            pin_init!(CtxEvents {
                 id,
                 uid: Atomic::new(uid),
-                file: self.clone(),
-            },
+                file <- kernel::new_mutex!(self.clone(), "ucma_ctx_file"),
+            }),
             GFP_KERNEL,
         )?;
         let cm_id = make(ev.clone())?;
@@ -321,7 +344,7 @@ impl UcmaFile {
         let ctx = Arc::pin_init(
             pin_init!(UcmaCtx {
                 id,
-                file: key,
+                file: Atomic::new(key),
                 cm_id: cm_id2,
                 ev,
                 mutex <- kernel::new_mutex!((), "ucma_ctx"),
@@ -371,7 +394,9 @@ impl UcmaFile {
     fn destroy_ctx(&self, ctx: &Arc<UcmaCtx>) -> u32 {
         ctx.cm_id.destroy();
         let mut inner = self.inner.lock();
-        inner.events.retain(|e| e.ctx_id != ctx.id);
+        inner
+            .events
+            .retain(|e| e.ctx_id != ctx.id && e.owner != ctx.id);
         let mut reported = 0;
         inner.ctxs.retain(|(c, n)| {
             if Arc::ptr_eq(c, ctx) {
@@ -384,6 +409,85 @@ impl UcmaFile {
         reported
     }
 
+    // upstream ucma_migrate_id(): the context `id` of the rdma_cm file open as `fd` moves to
+    // this file with its pending events (librdmacm's rdma_migrate_id(), which its synchronous
+    // rdma_get_request() calls); the count of events taken from it is returned.
+    fn migrate_id(self: &Arc<Self>, c: &CmdBuf, out_len: usize) -> Result {
+        if out_len < 4 {
+            return Err(ENOSPC);
+        }
+        let (response, id, fd) = (c.u64(0), c.u32(8), c.u32(12));
+        let f = kernel::fs::LocalFile::fget(fd).map_err(|_| ENOENT)?;
+        let fptr = f.as_ptr() as usize;
+        let ctx = {
+            let t = self.shared.ctxs.lock();
+            match t.get(id as usize) {
+                Some(Some(x)) => x.clone(),
+                _ => return Err(ENOENT),
+            }
+        };
+        let _g = ctx.mutex.lock();
+        // Held until the move is done: no event of the id is queued meanwhile.
+        let mut evf = ctx.ev.file.lock();
+        let cur = evf.clone();
+        if cur.fptr != fptr {
+            return Err(EINVAL);
+        }
+        if ctx.file.load(Relaxed) != cur.key() {
+            return Err(ENOENT);
+        }
+        if !Arc::ptr_eq(&cur, self) {
+            self.inner.lock().ctxs.reserve(1, GFP_KERNEL)?;
+        }
+        let reported = if Arc::ptr_eq(&cur, self) {
+            cur.inner
+                .lock()
+                .ctxs
+                .iter()
+                .find(|(x, _)| Arc::ptr_eq(x, &ctx))
+                .map_or(0, |(_, n)| *n)
+        } else {
+            let (entry, moved) = {
+                let mut inner = cur.inner.lock();
+                let pos = inner
+                    .ctxs
+                    .iter()
+                    .position(|(x, _)| Arc::ptr_eq(x, &ctx))
+                    .ok_or(ENOENT)?;
+                let n = inner.events.iter().filter(|e| e.owner == id).count();
+                let mut moved = KVec::with_capacity(n, GFP_KERNEL)?;
+                let entry = inner.ctxs.remove(pos).map_err(|_| ENOENT)?;
+                let mut i = 0;
+                while i < inner.events.len() {
+                    if inner.events.get(i).is_some_and(|e| e.owner == id) {
+                        if let Ok(e) = inner.events.remove(i) {
+                            // Room reserved above.
+                            let _ = moved.push(e, GFP_KERNEL);
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                (entry, moved)
+            };
+            let reported = entry.1;
+            ctx.file.store(self.key(), Relaxed);
+            *evf = self.clone();
+            let mut inner = self.inner.lock();
+            // Room reserved above (upstream's list moves cannot fail); an event that finds no
+            // memory is dropped.
+            inner.ctxs.push(entry, GFP_KERNEL)?;
+            for e in moved {
+                let _ = inner.events.push(e, GFP_KERNEL);
+            }
+            drop(inner);
+            self.wait.notify_all();
+            reported
+        };
+        drop(evf);
+        respond(response, &reported.to_ne_bytes())
+    }
+
     // upstream ucma_destroy_id()
     fn destroy_id(&self, c: &CmdBuf, out_len: usize) -> Result {
         if out_len < 4 {
@@ -393,7 +497,7 @@ impl UcmaFile {
         let ctx = {
             let mut t = self.shared.ctxs.lock();
             let ctx = match t.get(id as usize) {
-                Some(Some(x)) if x.file == self.key() => x.clone(),
+                Some(Some(x)) if x.file.load(Relaxed) == self.key() => x.clone(),
                 Some(Some(_)) => return Err(EINVAL),
                 _ => return Err(ENOENT),
             };
@@ -677,7 +781,7 @@ impl UcmaFile {
         };
         respond(response, &ev.resp[..out_len.min(abi::EVENT_RESP)])?;
         let ev = inner.events.remove(0).map_err(|_| EAGAIN)?;
-        if let Some((_, n)) = inner.ctxs.iter_mut().find(|(c, _)| c.id == ev.ctx_id) {
+        if let Some((_, n)) = inner.ctxs.iter_mut().find(|(c, _)| c.id == ev.owner) {
             *n += 1;
         }
         Ok(())
@@ -765,10 +869,11 @@ impl CharDevice for UcmaDev {
     type Ptr = Arc<UcmaFile>;
 
     // upstream ucma_open()
-    fn open(dev: &Self, _file: &File) -> Result<Self::Ptr> {
+    fn open(dev: &Self, file: &File) -> Result<Self::Ptr> {
         Arc::pin_init(
             pin_init!(UcmaFile {
                 shared: dev.shared.clone(),
+                fptr: file.as_ptr() as usize,
                 inner <- kernel::new_mutex!(
                     FileInner {
                         events: KVec::new(),

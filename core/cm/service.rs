@@ -6,12 +6,18 @@
 //! connection's [`CmConnHandler`], and the QP attributes a connection implies
 //! ([`CmConn::init_qp_attr`], upstream `ib_cm_init_qp_attr()`).
 //!
-//! Differences from upstream, all to be closed: a message is sent once (no response timeout,
-//! no retries: the MAD layer has no `ib_cancel_mad()` to stop them when the answer comes, so
-//! `SendTimeout` never happens), no MRA is sent, duplicates are dropped rather than answered,
-//! timewait sleeps on the core's workqueue, no LAP/APR, no SIDR yet.
+//! A REQ, a REP, a DREQ and a SIDR REQ wait for their answer with upstream's timeouts and
+//! retries (the MAD layer resends them; the answer cancels them, `ib_cancel_mad()`), and run
+//! out as `IB_CM_REQ_ERROR`, `IB_CM_REP_ERROR`, `IB_CM_DREQ_ERROR` (timewait) and
+//! `IB_CM_SIDR_REQ_ERROR`; an MRA received stretches the wait (`ib_modify_mad()`). A
+//! duplicate REQ (the same remote id and CA GUID) is dropped as upstream's
+//! `cm_dup_req_handler()` drops one in `REQ_RCVD`.
+//!
+//! Differences from upstream: no MRA is sent (upstream's rdma_cm sends none either), a
+//! duplicate REP, DREQ or REQ in timewait is dropped rather than answered, timewait sleeps on
+//! the core's workqueue, no LAP/APR.
 
-use super::msg::{self, CmAttr, Dreq, Ids, Rej, Rep, Req, ReqPath};
+use super::msg::{self, CmAttr, Dreq, Ids, Mra, Rej, Rep, Req, ReqPath, SidrRep, SidrReq};
 use super::state::{self, step, CmEventKind, CmState, Input};
 use crate::attr::Gid;
 use crate::ib_device::DeviceCore;
@@ -29,6 +35,12 @@ use kernel::time::{delay::fsleep, Delta};
 pub const REJ_INVALID_SERVICE_ID: u16 = 8;
 /// upstream `IB_CM_REJ_CONSUMER_DEFINED`.
 pub const REJ_CONSUMER_DEFINED: u16 = 28;
+/// upstream `enum ib_cm_sidr_status`: `IB_SIDR_SUCCESS`.
+pub const SIDR_SUCCESS: u8 = 0;
+/// `IB_SIDR_UNSUPPORTED`: no listener for the service id.
+pub const SIDR_UNSUPPORTED: u8 = 1;
+/// `IB_SIDR_REJECT`.
+pub const SIDR_REJECT: u8 = 2;
 
 /// What a message or a timer brought (the message decoded).
 pub enum CmMsg {
@@ -40,7 +52,9 @@ pub enum CmMsg {
     Ids(KBox<Ids>),
     /// A REJ.
     Rej(KBox<Rej>),
-    /// Nothing (timewait's end).
+    /// A SIDR REP.
+    SidrRep(KBox<SidrRep>),
+    /// Nothing (timewait's end, a timeout).
     None,
 }
 
@@ -64,6 +78,9 @@ pub trait CmConnHandler: Send + Sync + 'static {
 pub trait CmListener: Send + Sync + 'static {
     /// A REQ arrived as `conn` (in `IB_CM_REQ_RCVD`).
     fn req(&self, conn: &Arc<CmConn>, req: &Req) -> Result<Arc<dyn CmConnHandler>>;
+    /// A SIDR REQ arrived as `conn` (in `IB_CM_SIDR_REQ_RCVD`); an error answers it with a
+    /// SIDR REP of `IB_SIDR_REJECT`.
+    fn sidr_req(&self, conn: &Arc<CmConn>, req: &SidrReq) -> Result<Arc<dyn CmConnHandler>>;
 }
 
 /// A connection's address vector (upstream `struct cm_av` on RoCE).
@@ -115,6 +132,11 @@ pub struct ReqParams<'a> {
     pub srq: bool,
     /// The local CA GUID.
     pub local_ca_guid: u64,
+    /// The CM response timeout asked of the peer and given for this end (log2 of 4.096 us,
+    /// upstream `remote_cm_response_timeout`, `local_cm_response_timeout`).
+    pub cm_response_timeout: u8,
+    /// How many times a REQ, REP or DREQ is sent again (upstream `max_cm_retries`).
+    pub max_cm_retries: u8,
     /// Private data (at most 92 bytes).
     pub private_data: &'a [u8],
 }
@@ -157,6 +179,16 @@ struct ConnState {
     rnr_retry_count: u8,
     /// The TID of the exchange (upstream: the REQ's, kept for the whole connection).
     tid: u64,
+    /// The peer's CA GUID (a REQ's; upstream the remote id table's key with the remote id).
+    remote_ca_guid: u64,
+    /// How long a REQ, REP or DREQ waits for its answer (upstream `cm_id_priv->timeout_ms`).
+    timeout_ms: u32,
+    /// How many times it is sent again (upstream `max_cm_retries`).
+    max_cm_retries: u8,
+    /// A send of this connection waits on the MAD layer (upstream `cm_id_priv->msg`).
+    waiting: bool,
+    /// The service id of a SIDR REQ received (its REP names it).
+    service_id: u64,
     handler: Option<Arc<dyn CmConnHandler>>,
 }
 
@@ -230,14 +262,22 @@ impl Drop for CmListen {
     }
 }
 
-/// Sends `mad` on `av`'s port to QP1 of its destination.
-fn send_on(av: &CmAv, mad: Mad, context: u64) -> Result {
-    let agent = tables()
+/// The CM agent of `av`'s port.
+fn agent_of(av: &CmAv) -> Result<Arc<MadAgent>> {
+    tables()
         .ports
         .iter()
         .find(|p| p.dev_index == av.dev_index && p.port == av.port)
         .map(|p| p.agent.clone())
-        .ok_or(ENODEV)?;
+        .ok_or(ENODEV)
+}
+
+/// Sends `mad` on `av`'s port to QP1 of its destination; `wait` is the timeout and the
+/// retries of a message that waits for its answer (upstream `msg->timeout_ms`,
+/// `msg->retries`).
+fn send_on(av: &CmAv, mad: Mad, context: u64, wait: Option<(u32, u8)>) -> Result {
+    let agent = agent_of(av)?;
+    let (timeout_ms, retries) = wait.unwrap_or((0, 0));
     agent.post_send(
         MadSend {
             mad,
@@ -254,8 +294,8 @@ fn send_on(av: &CmAv, mad: Mad, context: u64) -> Result {
                 traffic_class: av.traffic_class,
                 flow_label: av.flow_label,
             }),
-            timeout_ms: 0,
-            retries: 0,
+            timeout_ms,
+            retries: retries.into(),
             context,
         },
         false,
@@ -284,6 +324,11 @@ impl CmConn {
                         retry_count: 0,
                         rnr_retry_count: 0,
                         tid: 0,
+                        remote_ca_guid: 0,
+                        timeout_ms: 0,
+                        max_cm_retries: 0,
+                        waiting: false,
+                        service_id: 0,
                         handler: None,
                     },
                     "cm_conn"
@@ -344,17 +389,17 @@ impl CmConn {
             local_eecn: 0,
             initiator_depth: p.initiator_depth,
             remote_eecn: 0,
-            remote_cm_response_timeout: 20,
+            remote_cm_response_timeout: p.cm_response_timeout & 31,
             transport_type: 0,
             flow_control: p.flow_control,
             starting_psn: p.starting_psn & 0xff_ffff,
-            local_cm_response_timeout: 20,
+            local_cm_response_timeout: p.cm_response_timeout & 31,
             retry_count: p.retry_count & 7,
             pkey: 0xffff,
             mtu: av.mtu,
             rdc_exists: false,
             rnr_retry_count: p.rnr_retry_count & 7,
-            max_cm_retries: 15,
+            max_cm_retries: p.max_cm_retries & 15,
             srq: p.srq,
             ext_transport_type: 0,
             primary: path,
@@ -373,9 +418,16 @@ impl CmConn {
             s.retry_count = req.retry_count;
             s.rnr_retry_count = req.rnr_retry_count;
             s.tid = tid;
+            // upstream ib_send_cm_req(): twice the packet life time and the peer's response
+            // time.
+            s.timeout_ms = state::convert_to_ms(av.packet_life_time) * 2
+                + state::convert_to_ms(req.remote_cm_response_timeout);
+            s.max_cm_retries = req.max_cm_retries;
+            s.waiting = true;
             s.handler = Some(handler);
         }
-        if let Err(e) = send_on(&av, req.encode(tid), u64::from(c.local_id)) {
+        let wait = Some((c.st.lock().timeout_ms, req.max_cm_retries));
+        if let Err(e) = send_on(&av, req.encode(tid), u64::from(c.local_id), wait) {
             c.destroy();
             return Err(e);
         }
@@ -385,18 +437,24 @@ impl CmConn {
     /// Moves the state for a local call, then sends what `build` makes (with the
     /// connection's TID); the state is left as it was when the send fails.
     fn call(&self, input: Input, build: impl FnOnce(&ConnState) -> Mad) -> Result {
-        let (mad, av, old, timewait) = {
+        // upstream: a REP and a DREQ wait for their answer (the RTU, the DREP); a new message
+        // ends the wait of the one before (`ib_cancel_mad()`).
+        let waits = matches!(input, Input::SendRep | Input::SendDreq);
+        let (mad, av, old, timewait, wait) = {
             let mut s = self.st.lock();
             let next = step(s.state, input)?;
             let mad = build(&s);
             let old = s.state;
             s.state = next.state;
-            (mad, s.av, old, next.timewait)
+            let wait = waits.then_some((s.timeout_ms, s.max_cm_retries));
+            (mad, s.av, old, next.timewait, wait)
         };
-        if let Err(e) = send_on(&av, mad, u64::from(self.local_id)) {
+        self.cancel();
+        if let Err(e) = send_on(&av, mad, u64::from(self.local_id), wait) {
             self.st.lock().state = old;
             return Err(e);
         }
+        self.st.lock().waiting = wait.is_some();
         if timewait {
             self.enter_timewait();
         }
@@ -535,8 +593,119 @@ impl CmConn {
             }
             _ => Ok(()),
         };
+        // upstream cm_destroy_id(): a DREQ sent is not waited for (ib_cancel_mad()).
+        self.cancel();
         let me: *const CmConn = self;
         tables().conns.retain(|c| !core::ptr::eq(&**c, me));
+    }
+
+    /// Ends the wait of the message sent last (upstream `ib_cancel_mad(cm_id_priv->msg)`).
+    fn cancel(&self) {
+        let av = {
+            let mut s = self.st.lock();
+            if !core::mem::replace(&mut s.waiting, false) {
+                return;
+            }
+            s.av
+        };
+        if let Ok(a) = agent_of(&av) {
+            a.modify(u64::from(self.local_id), 0);
+        }
+    }
+
+    /// Sends a SIDR REQ (upstream `ib_send_cm_sidr_req()`): `timeout_ms` and `retries` as
+    /// the caller's (rdma_cm: `1 << (CMA_CM_RESPONSE_TIMEOUT - 8)` and `CMA_MAX_CM_RETRIES`).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for private data over 216 bytes; `ENODEV` without a CM agent on the port; the
+    /// MAD layer's errors.
+    pub fn sidr_req(
+        av: CmAv,
+        service_id: u64,
+        pd: &[u8],
+        timeout_ms: u32,
+        retries: u8,
+        handler: Arc<dyn CmConnHandler>,
+    ) -> Result<Arc<CmConn>> {
+        let pd = copy_pd::<{ msg::SIDR_REQ_PRIVATE_DATA }>(pd)?;
+        let c = Self::alloc(av)?;
+        let tid = u64::from(c.local_id);
+        {
+            let mut s = c.st.lock();
+            s.state = step(s.state, Input::SendSidrReq)?.state;
+            s.tid = tid;
+            s.timeout_ms = timeout_ms;
+            s.max_cm_retries = retries;
+            s.waiting = true;
+            s.handler = Some(handler);
+        }
+        let req = SidrReq {
+            request_id: c.local_id,
+            pkey: 0xffff,
+            service_id,
+            private_data: pd,
+        };
+        let wait = Some((timeout_ms, retries));
+        if let Err(e) = send_on(&av, req.encode(tid), u64::from(c.local_id), wait) {
+            c.destroy();
+            return Err(e);
+        }
+        Ok(c)
+    }
+
+    /// Answers a SIDR REQ (upstream `ib_send_cm_sidr_rep()`); the connection ends.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` unless a SIDR REQ was received (and not answered), for private data over 136
+    /// bytes; the send's errors.
+    pub fn sidr_rep(&self, status: u8, qpn: u32, qkey: u32, pd: &[u8]) -> Result {
+        let pd = copy_pd::<{ msg::SIDR_REP_PRIVATE_DATA }>(pd)?;
+        let (mad, av) = {
+            let mut s = self.st.lock();
+            s.state = step(s.state, Input::SendSidrRep)?.state;
+            let rep = SidrRep {
+                request_id: s.remote_id,
+                status,
+                info_length: 0,
+                qpn: qpn & 0xff_ffff,
+                service_id: s.service_id,
+                qkey,
+                info: [0; 72],
+                private_data: pd,
+            };
+            (rep.encode(s.tid), s.av)
+        };
+        let r = send_on(&av, mad, u64::from(self.local_id), None);
+        let me: *const CmConn = self;
+        tables().conns.retain(|c| !core::ptr::eq(&**c, me));
+        r
+    }
+
+    /// An MRA arrived (upstream `cm_mra_handler()`): the message it names waits the service
+    /// timeout and the packet life time longer (`ib_modify_mad()`).
+    fn mra(&self, m: &Mra) {
+        let (av, timeout) = {
+            let mut s = self.st.lock();
+            let ok = matches!(
+                (m.message_mraed, s.state),
+                (0, CmState::ReqSent) | (1, CmState::RepSent)
+            );
+            let Ok(next) = step(s.state, Input::RecvMra) else {
+                return;
+            };
+            if !ok || !s.waiting {
+                return;
+            }
+            s.state = next.state;
+            let t = state::convert_to_ms(m.service_timeout)
+                + state::convert_to_ms(s.av.packet_life_time.saturating_add(1));
+            (s.av, t)
+        };
+        if let Ok(a) = agent_of(&av) {
+            a.modify(u64::from(self.local_id), timeout);
+        }
     }
 
     /// Starts timewait (upstream `cm_enter_timewait()`): `TIMEWAIT_EXIT` after twice the
@@ -571,10 +740,18 @@ impl CmConn {
                     s.remote_qpn = r.local_qpn;
                     s.sq_psn = r.starting_psn;
                 }
-                CmMsg::Rej(_) | CmMsg::Ids(_) | CmMsg::Req(_) | CmMsg::None => {}
+                CmMsg::Rej(_) | CmMsg::Ids(_) | CmMsg::Req(_) | CmMsg::SidrRep(_) => {}
+                CmMsg::None => {}
+            }
+            if input == Input::SendTimeout {
+                s.waiting = false;
             }
             (s.handler.clone(), next.event, next.timewait)
         };
+        // upstream: the answer ends the wait of the message it answers (ib_cancel_mad()).
+        if !matches!(input, Input::SendTimeout | Input::TimewaitEnd) {
+            self.cancel();
+        }
         if timewait {
             self.enter_timewait();
         }
@@ -768,6 +945,17 @@ impl PortHandler {
             mtu: req.mtu,
             packet_life_time: p.local_ack_timeout.saturating_sub(1),
         };
+        // upstream cm_insert_remote_id() / cm_dup_req_handler(): a REQ resent while the first
+        // is being answered is dropped.
+        let dup = tables().conns.iter().any(|c| {
+            let s = c.st.lock();
+            s.remote_id == req.local_comm_id
+                && s.remote_ca_guid == req.local_ca_guid
+                && s.state != CmState::Idle
+        });
+        if dup {
+            return;
+        }
         let listener = tables()
             .listens
             .iter()
@@ -788,6 +976,10 @@ impl PortHandler {
             s.retry_count = req.retry_count;
             s.rnr_retry_count = req.rnr_retry_count;
             s.tid = tid;
+            s.remote_ca_guid = req.local_ca_guid;
+            // upstream cm_req_handler(): the REP and DREQ wait as the peer asked.
+            s.timeout_ms = state::convert_to_ms(req.local_cm_response_timeout);
+            s.max_cm_retries = req.max_cm_retries;
         }
         let handler = match (listener, sgid_index) {
             (Some(l), Some(_)) => l.req(&c, &req).ok(),
@@ -801,6 +993,96 @@ impl PortHandler {
             }
         }
     }
+}
+
+impl PortHandler {
+    // upstream cm_sidr_req_handler(): the reply goes back the way the REQ came (its GRH), to
+    // the listener of the service id, else a SIDR REP of IB_SIDR_UNSUPPORTED.
+    fn sidr_req(&self, recv: &MadRecv) {
+        let m = &recv.mad;
+        let req = SidrReq::decode(m);
+        let tid = MadHdr(&m.0).tid();
+        let Some((dgid, sgid)) = recv.info.grh.as_ref().map(hdr_gids) else {
+            return;
+        };
+        let Some(dev) = crate::registry::device_arc(self.dev_index) else {
+            return;
+        };
+        let sgid_index = find_gid(dev.core(), self.port, &sgid);
+        drop(dev);
+        let av = CmAv {
+            dev_index: self.dev_index,
+            port: self.port,
+            sgid_index: sgid_index.unwrap_or(0),
+            sgid,
+            dgid,
+            // upstream ib_init_ah_attr_from_wc(): hop limit 0xff back.
+            hop_limit: 0xff,
+            traffic_class: 0,
+            flow_label: 0,
+            sl: recv.info.sl,
+            mtu: 0,
+            packet_life_time: 0,
+        };
+        let dup = tables().conns.iter().any(|c| {
+            let s = c.st.lock();
+            s.state == CmState::SidrReqRcvd && s.remote_id == req.request_id && s.av.dgid == dgid
+        });
+        if dup {
+            return;
+        }
+        let listener = tables()
+            .listens
+            .iter()
+            .find(|(s, _)| *s == req.service_id)
+            .map(|(_, l)| l.clone());
+        let Ok(c) = CmConn::alloc(av) else {
+            return;
+        };
+        {
+            let mut s = c.st.lock();
+            s.state = CmState::SidrReqRcvd;
+            s.remote_id = req.request_id;
+            s.service_id = req.service_id;
+            s.tid = tid;
+        }
+        let (handler, status) = match (listener, sgid_index) {
+            (Some(l), Some(_)) => (l.sidr_req(&c, &req).ok(), SIDR_REJECT),
+            _ => (None, SIDR_UNSUPPORTED),
+        };
+        match handler {
+            Some(h) => c.st.lock().handler = Some(h),
+            None => {
+                let _ = c.sidr_rep(status, 0, 0, &[]);
+            }
+        }
+    }
+}
+
+/// The source and destination GIDs of a received packet's 40-byte header area: a GRH, or
+/// for RoCE v2 over IPv4 the IPv4 header in its last 20 bytes (upstream
+/// `ib_get_rdma_header_version()`, `ib_get_gids_from_rdma_hdr()`: an IPv4 header whose
+/// checksum verifies; its addresses as IPv4-mapped GIDs).
+fn hdr_gids(h: &[u8; 40]) -> ([u8; 16], [u8; 16]) {
+    let ip = &h[20..40];
+    let sum = ip
+        .chunks(2)
+        .fold(0u32, |a, w| a + u32::from(u16::from_be_bytes([w[0], w[1]])));
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+    if ip[0] == 0x45 && sum == 0xffff {
+        src[10] = 0xff;
+        src[11] = 0xff;
+        dst[10] = 0xff;
+        dst[11] = 0xff;
+        src[12..].copy_from_slice(&ip[12..16]);
+        dst[12..].copy_from_slice(&ip[16..20]);
+    } else {
+        src.copy_from_slice(&h[8..24]);
+        dst.copy_from_slice(&h[24..40]);
+    }
+    (src, dst)
 }
 
 /// The index of `gid` in `port`'s table, RoCE v2 first.
@@ -821,7 +1103,15 @@ fn find_gid(dev: &DeviceCore, port: u32, gid: &[u8; 16]) -> Option<u8> {
 }
 
 impl MadAgentHandler for PortHandler {
-    fn send_done(&self, _agent: u32, _done: MadSendDone) {}
+    // upstream cm_send_handler() -> cm_process_send_error(): a message whose retries ran out.
+    fn send_done(&self, _agent: u32, done: MadSendDone) {
+        if done.status != crate::verbs::WcStatus::RespTimeoutErr {
+            return;
+        }
+        if let Some(c) = u32::try_from(done.context).ok().and_then(find) {
+            c.input(Input::SendTimeout, CmMsg::None);
+        }
+    }
 
     fn recv(&self, _agent: u32, recv: MadRecv, _send: Option<u64>) {
         let m = &recv.mad;
@@ -864,7 +1154,20 @@ impl MadAgentHandler for PortHandler {
                     c.input(Input::RecvRej, CmMsg::Rej(b));
                 }
             }
-            CmAttr::Mra | CmAttr::SidrReq | CmAttr::SidrRep | CmAttr::Lap | CmAttr::Apr => {}
+            CmAttr::SidrReq => self.sidr_req(&recv),
+            CmAttr::SidrRep => {
+                let r = SidrRep::decode(m);
+                if let (Some(c), Ok(b)) = (find(r.request_id), KBox::new(r, GFP_KERNEL)) {
+                    c.input(Input::RecvSidrRep, CmMsg::SidrRep(b));
+                }
+            }
+            CmAttr::Mra => {
+                let r = Mra::decode(m);
+                if let Some(c) = find(r.remote_comm_id) {
+                    c.mra(&r);
+                }
+            }
+            CmAttr::Lap | CmAttr::Apr => {}
         }
     }
 }
@@ -928,8 +1231,14 @@ impl crate::client::Client for CmClient {
 
 /// Frees the tables' storage at module exit.
 pub(crate) fn shutdown() {
-    let mut t = tables();
-    t.ports = KVec::new();
-    t.conns = KVec::new();
-    t.listens = KVec::new();
+    // Dropped outside the lock: an agent's drop waits for its handler, which takes it.
+    let (ports, conns, listens) = {
+        let mut t = tables();
+        (
+            core::mem::take(&mut t.ports),
+            core::mem::take(&mut t.conns),
+            core::mem::take(&mut t.listens),
+        )
+    };
+    drop((ports, conns, listens));
 }

@@ -8,13 +8,15 @@
 
 use super::sockaddr::{SockAddr, AF_INET, AF_INET6};
 use super::{CmEvent, CmEventType, CmId, CmState, PathRec, PortSpace, QPT_UD};
-use crate::cm::msg::{self, Req};
+use crate::attr::Gid;
+use crate::cm::msg::{self, Req, SidrReq};
 use crate::cm::service::{
-    CmAv, CmConn, CmConnEvent, CmConnHandler, CmListener, CmMsg, RepParams, ReqParams,
+    self as cm_service, CmAv, CmConn, CmConnEvent, CmConnHandler, CmListener, CmMsg, RepParams,
+    ReqParams,
 };
 use crate::cm::state::CmEventKind;
 use crate::net_notify::IpAddr;
-use crate::verbs::{QpAttr, QpState};
+use crate::verbs::{AhAttr, GlobalRoute, QpAttr, QpState};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -39,6 +41,50 @@ pub struct ConnParam {
     pub srq: u8,
     /// QP number.
     pub qp_num: u32,
+    /// Q_Key (a UD id's accept).
+    pub qkey: u32,
+}
+
+/// A UD id's event parameters (upstream `struct rdma_ud_param`).
+#[derive(Clone, Copy, Debug)]
+pub struct UdParam {
+    /// Private data.
+    pub private_data: [u8; 256],
+    /// Its length.
+    pub private_data_len: u8,
+    /// The route to the peer (`RDMA_CM_EVENT_ESTABLISHED`).
+    pub ah_attr: Option<AhAttr>,
+    /// The peer's QPN.
+    pub qp_num: u32,
+    /// The peer's Q_Key.
+    pub qkey: u32,
+}
+
+impl Default for UdParam {
+    fn default() -> Self {
+        UdParam {
+            private_data: [0; 256],
+            private_data_len: 0,
+            ah_attr: None,
+            qp_num: 0,
+            qkey: 0,
+        }
+    }
+}
+
+/// upstream `RDMA_UDP_QKEY`: the Q_Key of the UDP port space.
+pub(super) const UDP_QKEY: u32 = 0x0123_4567;
+
+/// upstream `CMA_CM_RESPONSE_TIMEOUT` (the module parameter `cma_cm_response_timeout`).
+fn cm_response_timeout() -> u8 {
+    crate::module_parameters::cma_cm_response_timeout
+        .value()
+        .min(31)
+}
+
+/// upstream `CMA_MAX_CM_RETRIES` (the module parameter `cma_max_cm_retries`).
+fn max_cm_retries() -> u8 {
+    crate::module_parameters::cma_max_cm_retries.value().min(15)
 }
 
 impl Default for ConnParam {
@@ -53,6 +99,7 @@ impl Default for ConnParam {
             rnr_retry_count: 0,
             srq: 0,
             qp_num: 0,
+            qkey: 0,
         }
     }
 }
@@ -183,8 +230,30 @@ impl CmConnHandler for IdConn {
                 e.conn = boxed(p);
                 e
             }
-            CmEventKind::ReqError | CmEventKind::RepError => {
+            CmEventKind::ReqError | CmEventKind::RepError | CmEventKind::SidrReqError => {
                 CmEvent::new(CmEventType::Unreachable, ETIMEDOUT.to_errno())
+            }
+            // upstream cma_sidr_rep_handler().
+            CmEventKind::SidrRepReceived => {
+                let CmMsg::SidrRep(r) = &ev.msg else { return };
+                if id.st.lock().state != CmState::Connect {
+                    return;
+                }
+                let mut ud = UdParam {
+                    private_data_len: msg::SIDR_REP_PRIVATE_DATA as u8,
+                    ..Default::default()
+                };
+                ud.private_data[..msg::SIDR_REP_PRIVATE_DATA].copy_from_slice(&r.private_data);
+                let mut e = if r.status != cm_service::SIDR_SUCCESS {
+                    CmEvent::new(CmEventType::Unreachable, i32::from(r.status))
+                } else {
+                    ud.ah_attr = id.path_ah();
+                    ud.qp_num = r.qpn;
+                    ud.qkey = r.qkey;
+                    CmEvent::new(CmEventType::Established, 0)
+                };
+                e.ud = KBox::new(ud, GFP_KERNEL).ok();
+                e
             }
             _ => return,
         };
@@ -287,6 +356,60 @@ impl CmListener for IdListen {
         l.report(e);
         Ok(h)
     }
+
+    // upstream cma_ib_req_handler() for IB_CM_SIDR_REQ_RECEIVED: a new UD id
+    // (cma_ib_new_udp_id()) with the addresses of the cma header.
+    fn sidr_req(&self, conn: &Arc<CmConn>, req: &SidrReq) -> Result<Arc<dyn CmConnHandler>> {
+        let l = &self.id;
+        let off = user_offset(l.ps);
+        let (peer, mut local, lsrc) = {
+            let s = l.st.lock();
+            if s.state != CmState::Listen || l.qp_type != QPT_UD {
+                return Err(EINVAL);
+            }
+            let (peer, local) = parse_hdr(&req.private_data).ok_or(EINVAL)?;
+            (peer, local, s.src)
+        };
+        if !lsrc.is_any() && !lsrc.same_addr(&local) {
+            return Err(EINVAL);
+        }
+        local.set_port(lsrc.port());
+        let handler = l.handler.lock().clone().ok_or(EINVAL)?;
+        let nid = CmId::create_child(handler, l.ps, l.qp_type)?;
+        let r = (|| -> Result<Arc<dyn CmConnHandler>> {
+            let ip = local.ip().ok_or(EINVAL)?;
+            let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
+            let b = super::resolve::acquire_dev_by_ip(ip, &ndev)?;
+            {
+                let mut s = nid.st.lock();
+                s.state = CmState::Connect;
+                s.src = local;
+                s.dst = peer;
+                s.dev = Some(b);
+                s.bound_dev_if = b.ifindex;
+                s.conn = Some(conn.clone());
+            }
+            Ok(Arc::new(IdConn { id: nid.clone() }, GFP_KERNEL)?)
+        })();
+        let h = match r {
+            Ok(h) => h,
+            Err(e) => {
+                nid.destroy();
+                return Err(e);
+            }
+        };
+        let n = msg::SIDR_REQ_PRIVATE_DATA - off;
+        let mut ud = UdParam {
+            private_data_len: n as u8,
+            ..Default::default()
+        };
+        ud.private_data[..n].copy_from_slice(&req.private_data[off..]);
+        let mut e = CmEvent::new(CmEventType::ConnectRequest, 0);
+        e.ud = KBox::new(ud, GFP_KERNEL).ok();
+        e.new_id = Some(nid);
+        l.report(e);
+        Ok(h)
+    }
 }
 
 impl CmId {
@@ -296,7 +419,7 @@ impl CmId {
     /// # Errors
     ///
     /// `EINVAL` unless the route is resolved, for private data that does not fit the REQ;
-    /// `EOPNOTSUPP` for a UD id (SIDR is not done); the IB CM's errors.
+    /// the IB CM's errors (a UD id sends a SIDR REQ, upstream `cma_resolve_ib_udp()`).
     pub fn connect(self: &Arc<Self>, p: &ConnParam) -> Result {
         if !self.comp_exch(CmState::RouteResolved, CmState::Connect) {
             return Err(EINVAL);
@@ -309,9 +432,6 @@ impl CmId {
     }
 
     fn connect_ib(self: &Arc<Self>, p: &ConnParam) -> Result {
-        if self.qp_type == QPT_UD {
-            return Err(EOPNOTSUPP);
-        }
         let (b, route, src, dst, seq) = {
             let s = self.st.lock();
             (
@@ -345,6 +465,25 @@ impl CmId {
             mtu: route.mtu,
             packet_life_time: route.packet_life_time,
         };
+        let h = Arc::new(IdConn { id: self.clone() }, GFP_KERNEL)?;
+        if self.qp_type == QPT_UD {
+            // upstream cma_resolve_ib_udp(): a SIDR REQ waiting 2^(timeout - 8) ms a try.
+            if len > msg::SIDR_REQ_PRIVATE_DATA {
+                return Err(EINVAL);
+            }
+            let mut spd = [0u8; msg::SIDR_REQ_PRIVATE_DATA];
+            spd[..len].copy_from_slice(&pd[..len]);
+            let conn = CmConn::sidr_req(
+                av,
+                service_id(self.ps, dst.port()),
+                &spd[..len],
+                1 << cm_response_timeout().saturating_sub(8),
+                max_cm_retries(),
+                h,
+            )?;
+            self.st.lock().conn = Some(conn);
+            return Ok(());
+        }
         let req = ReqParams {
             service_id: service_id(self.ps, dst.port()),
             qp_num: p.qp_num,
@@ -356,9 +495,10 @@ impl CmId {
             flow_control: p.flow_control != 0,
             srq: p.srq != 0,
             local_ca_guid: b.node_guid,
+            cm_response_timeout: cm_response_timeout(),
+            max_cm_retries: max_cm_retries(),
             private_data: &pd[..len],
         };
-        let h = Arc::new(IdConn { id: self.clone() }, GFP_KERNEL)?;
         let conn = CmConn::connect(av, &req, h)?;
         self.st.lock().conn = Some(conn);
         Ok(())
@@ -383,6 +523,17 @@ impl CmId {
             return Err(EINVAL);
         }
         let conn = self.conn()?;
+        if self.qp_type == QPT_UD {
+            // upstream rdma_accept() -> cma_send_sidr_rep(IB_SIDR_SUCCESS).
+            let p = p.ok_or(EINVAL)?;
+            let qkey = if p.qkey != 0 { p.qkey } else { UDP_QKEY };
+            return conn.sidr_rep(
+                cm_service::SIDR_SUCCESS,
+                p.qp_num,
+                qkey,
+                &p.private_data[..usize::from(p.private_data_len)],
+            );
+        }
         match p {
             None => conn.rtu(&[]),
             Some(p) => conn.rep(&RepParams {
@@ -405,7 +556,30 @@ impl CmId {
     ///
     /// `EINVAL` without a request or for private data over the REJ's; the IB CM's errors.
     pub fn reject(&self, pd: &[u8], reason: u16) -> Result {
+        if self.qp_type == QPT_UD {
+            // upstream: cma_send_sidr_rep(IB_SIDR_REJECT).
+            return self.conn()?.sidr_rep(cm_service::SIDR_REJECT, 0, 0, pd);
+        }
         self.conn()?.rej(reason, pd)
+    }
+
+    /// The address vector of the id's route (upstream `ib_init_ah_attr_from_path()`).
+    fn path_ah(&self) -> Option<AhAttr> {
+        let s = self.st.lock();
+        let (b, r) = (s.dev?, s.route?);
+        Some(AhAttr {
+            dlid: 0,
+            sl: r.sl,
+            port_num: b.port,
+            grh: Some(GlobalRoute {
+                dgid: Gid(r.dgid),
+                flow_label: r.flow_label,
+                sgid_index: b.gid_index as u8,
+                hop_limit: r.hop_limit,
+                traffic_class: r.traffic_class,
+            }),
+            dmac: r.dmac,
+        })
     }
 
     /// Disconnects (upstream `rdma_disconnect()`: a DREQ, or the DREP of a DREQ received).
@@ -445,7 +619,7 @@ impl CmId {
                 let mut mask = cm::QP_STATE | cm::QP_PKEY_INDEX | cm::QP_PORT;
                 if self.qp_type == QPT_UD {
                     // upstream cma_set_default_qkey(): RDMA_UDP_QKEY for the UDP space.
-                    a.qkey = 0x0123_4567;
+                    a.qkey = UDP_QKEY;
                     mask |= QP_QKEY;
                 } else {
                     mask |= cm::QP_ACCESS_FLAGS;

@@ -50,6 +50,8 @@ pub(crate) const CMD_COUNT: u32 = 25;
 
 /// `sizeof(struct rdma_ucm_conn_param)`.
 pub(crate) const CONN_PARAM: usize = 4 + 4 + MAX_PRIVATE_DATA + 8;
+/// `sizeof(struct rdma_ucm_ud_param)`.
+pub(crate) const UD_PARAM: usize = 4 + 4 + 32 + MAX_PRIVATE_DATA + 8;
 
 impl Cmd {
     /// `sizeof` the command's struct: what upstream's `copy_from_user()` reads.
@@ -139,7 +141,7 @@ pub(crate) const PATH_FLAGS: u32 = (1 << 0) | (1 << 1) | (1 << 4);
 /// `IB_SA_EQ`: the selectors of a locally built path.
 const SA_EQ: u8 = 2;
 
-use crate::cma::{ConnParam, PathRec};
+use crate::cma::{ConnParam, PathRec, UdParam};
 use crate::verbs::QpAttr;
 
 /// upstream `ib_copy_path_rec_to_user()`: `struct ib_user_path_rec` of a path.
@@ -191,6 +193,7 @@ pub(crate) fn get_conn_param(b: &[u8]) -> ConnParam {
         return p;
     }
     p.qp_num = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+    p.qkey = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
     p.private_data.copy_from_slice(&b[8..8 + MAX_PRIVATE_DATA]);
     let o = 8 + MAX_PRIVATE_DATA;
     p.private_data_len = b[o];
@@ -257,4 +260,32 @@ pub(crate) fn qp_attr(a: &QpAttr, mask: u32) -> [u8; QP_ATTR] {
     b[135] = a.retry_cnt;
     b[136] = a.rnr_retry;
     b
+}
+
+/// An event's `struct rdma_ucm_ud_param` (upstream `ucma_copy_ud_event()`,
+/// `ib_copy_ah_attr_to_user()`): QPN, Q_Key, `struct ib_uverbs_ah_attr`, private data.
+pub(crate) fn put_ud_param(b: &mut [u8], p: &UdParam) {
+    if b.len() < UD_PARAM {
+        return;
+    }
+    b[..4].copy_from_slice(&p.qp_num.to_ne_bytes());
+    b[4..8].copy_from_slice(&p.qkey.to_ne_bytes());
+    if let Some(ah) = p.ah_attr.as_ref() {
+        let a = &mut b[8..8 + 32];
+        if let Some(g) = ah.grh.as_ref() {
+            a[..16].copy_from_slice(&g.dgid.0);
+            a[16..20].copy_from_slice(&g.flow_label.to_ne_bytes());
+            a[20] = g.sgid_index;
+            a[21] = g.hop_limit;
+            a[22] = g.traffic_class;
+            // is_global
+            a[29] = 1;
+        }
+        a[24..26].copy_from_slice(&ah.dlid.to_ne_bytes());
+        a[26] = ah.sl;
+        a[30] = ah.port_num as u8;
+    }
+    let n = usize::from(p.private_data_len).min(MAX_PRIVATE_DATA);
+    b[40..40 + n].copy_from_slice(&p.private_data[..n]);
+    b[40 + MAX_PRIVATE_DATA] = p.private_data_len;
 }
