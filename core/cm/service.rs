@@ -1002,7 +1002,7 @@ impl PortHandler {
         let m = &recv.mad;
         let req = SidrReq::decode(m);
         let tid = MadHdr(&m.0).tid();
-        let Some((dgid, sgid)) = recv.info.grh.as_ref().map(hdr_gids) else {
+        let Some((dgid, sgid)) = recv.info.grh.as_ref().map(msg::hdr_gids) else {
             return;
         };
         let Some(dev) = crate::registry::device_arc(self.dev_index) else {
@@ -1057,32 +1057,6 @@ impl PortHandler {
             }
         }
     }
-}
-
-/// The source and destination GIDs of a received packet's 40-byte header area: a GRH, or
-/// for RoCE v2 over IPv4 the IPv4 header in its last 20 bytes (upstream
-/// `ib_get_rdma_header_version()`, `ib_get_gids_from_rdma_hdr()`: an IPv4 header whose
-/// checksum verifies; its addresses as IPv4-mapped GIDs).
-fn hdr_gids(h: &[u8; 40]) -> ([u8; 16], [u8; 16]) {
-    let ip = &h[20..40];
-    let sum = ip
-        .chunks(2)
-        .fold(0u32, |a, w| a + u32::from(u16::from_be_bytes([w[0], w[1]])));
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
-    if ip[0] == 0x45 && sum == 0xffff {
-        src[10] = 0xff;
-        src[11] = 0xff;
-        dst[10] = 0xff;
-        dst[11] = 0xff;
-        src[12..].copy_from_slice(&ip[12..16]);
-        dst[12..].copy_from_slice(&ip[16..20]);
-    } else {
-        src.copy_from_slice(&h[8..24]);
-        dst.copy_from_slice(&h[24..40]);
-    }
-    (src, dst)
 }
 
 /// The index of `gid` in `port`'s table, RoCE v2 first.
