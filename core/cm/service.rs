@@ -13,9 +13,12 @@
 //! duplicate REQ (the same remote id and CA GUID) is dropped as upstream's
 //! `cm_dup_req_handler()` drops one in `REQ_RCVD`.
 //!
-//! Differences from upstream: no MRA is sent (upstream's rdma_cm sends none either), a
-//! duplicate REP, DREQ or REQ in timewait is dropped rather than answered, timewait sleeps on
-//! the core's workqueue, no LAP/APR.
+//! A duplicate REP of an established connection gets the RTU again, a DREQ in timewait the
+//! DREP again (`cm_dup_rep_handler()`, `cm_dreq_handler()`).
+//!
+//! Differences from upstream: no MRA is sent (upstream's rdma_cm sends none either), a REQ of
+//! a connection in timewait is dropped rather than rejected as stale, timewait sleeps on the
+//! core's workqueue, no LAP/APR.
 
 use super::msg::{self, CmAttr, Dreq, Ids, Mra, Rej, Rep, Req, ReqPath, SidrRep, SidrReq};
 use super::state::{self, step, CmEventKind, CmState, Input};
@@ -683,6 +686,21 @@ impl CmConn {
         r
     }
 
+    /// Sends an RTU or a DREP again, without private data, for a duplicate REP or DREQ
+    /// (best effort, as upstream's response MADs).
+    fn resend(&self, attr: CmAttr) {
+        let (mad, av) = {
+            let s = self.st.lock();
+            let ids = Ids {
+                local_comm_id: self.local_id,
+                remote_comm_id: s.remote_id,
+                private_data: [0; msg::RTU_PRIVATE_DATA],
+            };
+            (ids.encode(attr, s.tid), s.av)
+        };
+        let _ = send_on(&av, mad, u64::from(self.local_id), None);
+    }
+
     /// An MRA arrived (upstream `cm_mra_handler()`): the message it names waits the service
     /// timeout and the packet life time longer (`ib_modify_mad()`).
     fn mra(&self, m: &Mra) {
@@ -1096,8 +1114,15 @@ impl MadAgentHandler for PortHandler {
             CmAttr::Req => self.req(m),
             CmAttr::Rep => {
                 let r = Rep::decode(m);
-                if let (Some(c), Ok(b)) = (find(r.remote_comm_id), KBox::new(r, GFP_KERNEL)) {
-                    c.input(Input::RecvRep, CmMsg::Rep(b));
+                match find(r.remote_comm_id) {
+                    // upstream cm_dup_rep_handler(): the RTU was lost, it goes again.
+                    Some(c) if c.state() == CmState::Established => c.resend(CmAttr::Rtu),
+                    Some(c) => {
+                        if let Ok(b) = KBox::new(r, GFP_KERNEL) {
+                            c.input(Input::RecvRep, CmMsg::Rep(b));
+                        }
+                    }
+                    None => {}
                 }
             }
             CmAttr::Rtu | CmAttr::Drep => {
@@ -1118,8 +1143,15 @@ impl MadAgentHandler for PortHandler {
                     remote_comm_id: d.remote_comm_id,
                     private_data: [0; msg::RTU_PRIVATE_DATA],
                 };
-                if let (Some(c), Ok(b)) = (find(d.remote_comm_id), KBox::new(ids, GFP_KERNEL)) {
-                    c.input(Input::RecvDreq, CmMsg::Ids(b));
+                match find(d.remote_comm_id) {
+                    // upstream cm_dreq_handler() in timewait: the DREP was lost, it goes again.
+                    Some(c) if c.state() == CmState::Timewait => c.resend(CmAttr::Drep),
+                    Some(c) => {
+                        if let Ok(b) = KBox::new(ids, GFP_KERNEL) {
+                            c.input(Input::RecvDreq, CmMsg::Ids(b));
+                        }
+                    }
+                    None => {}
                 }
             }
             CmAttr::Rej => {
