@@ -132,14 +132,14 @@ cm_pair() {
 }
 
 # cm_conn_load: the functions with QP1 on the wire (mad_qps=1), rdma_cm's CM response timeout
-# 18 (1 s a try) and 3 retries, so that an unanswered REQ ends in seconds. mlx5_ib_rs's KUnit
+# 19 (2 s a try) and 3 retries, so that an unanswered REQ ends in seconds. mlx5_ib_rs's KUnit
 # suites count the driver's resources without mad_qps=1: they run in the modes that load it
 # without.
 cm_conn_load() {
 	touch /tmp/kunit-ran.mlx5_ib_rs
 	load_mlx5_core
-	kunit_insmod "insmod ib_core_rs cma_cm_response_timeout=18 cma_max_cm_retries=3" \
-		$RDMARS_MODS/ib_core_rs.ko cma_cm_response_timeout=18 cma_max_cm_retries=3
+	kunit_insmod "insmod ib_core_rs cma_cm_response_timeout=19 cma_max_cm_retries=3" \
+		$RDMARS_MODS/ib_core_rs.ko cma_cm_response_timeout=19 cma_max_cm_retries=3
 	kunit_insmod "insmod mlx5_ib_rs sim=eth,eth mad_qps=1" $RDMARS_MODS/mlx5_ib_rs.ko \
 		sim=eth,eth mad_qps=1
 	eth_settle
