@@ -192,6 +192,9 @@ struct ConnState {
     waiting: bool,
     /// The service id of a SIDR REQ received (its REP names it).
     service_id: u64,
+    /// The QP's local ACK timeout (upstream `av.timeout`): the packet life time plus one, on
+    /// the active side `cm_ack_timeout()` of the REP's target ACK delay.
+    qp_timeout: u8,
     handler: Option<Arc<dyn CmConnHandler>>,
 }
 
@@ -265,6 +268,11 @@ impl Drop for CmListen {
     }
 }
 
+/// The local CA ACK delay of `av`'s device (upstream `cm_dev->ack_delay`).
+fn ca_ack_delay(av: &CmAv) -> u8 {
+    crate::registry::device_arc(av.dev_index).map_or(0, |d| d.core().attrs().local_ca_ack_delay)
+}
+
 /// The CM agent of `av`'s port.
 fn agent_of(av: &CmAv) -> Result<Arc<MadAgent>> {
     tables()
@@ -332,6 +340,7 @@ impl CmConn {
                         max_cm_retries: 0,
                         waiting: false,
                         service_id: 0,
+                        qp_timeout: (av.packet_life_time + 1).min(31),
                         handler: None,
                     },
                     "cm_conn"
@@ -377,8 +386,8 @@ impl CmConn {
             hop_limit: av.hop_limit,
             sl: av.sl,
             subnet_local: true,
-            // upstream cm_ack_timeout(): the packet life time plus one (the CA's delay).
-            local_ack_timeout: (av.packet_life_time + 1).min(31),
+            // upstream cm_format_req(): cm_ack_timeout() of the CA's ACK delay.
+            local_ack_timeout: state::ack_timeout(ca_ack_delay(&av), av.packet_life_time),
         };
         // upstream CMA_CM_RESPONSE_TIMEOUT and CMA_MAX_CM_RETRIES.
         let req = Req {
@@ -480,6 +489,7 @@ impl CmConn {
             s.initiator_depth = p.initiator_depth;
         }
         let id = self.local_id;
+        let delay = ca_ack_delay(&self.st.lock().av);
         self.call(Input::SendRep, |s| {
             Rep {
                 local_comm_id: id,
@@ -490,7 +500,7 @@ impl CmConn {
                 starting_psn: s.rq_psn,
                 responder_resources: p.responder_resources,
                 initiator_depth: p.initiator_depth,
-                target_ack_delay: 0,
+                target_ack_delay: delay,
                 // upstream IB_CM_REP_FAILOVER_NOT_SUPPORTED.
                 failover_accepted: 1,
                 flow_control: p.flow_control,
@@ -757,6 +767,8 @@ impl CmConn {
                     s.remote_id = r.local_comm_id;
                     s.remote_qpn = r.local_qpn;
                     s.sq_psn = r.starting_psn;
+                    // upstream cm_rep_handler().
+                    s.qp_timeout = state::ack_timeout(r.target_ack_delay, s.av.packet_life_time);
                 }
                 CmMsg::Rej(_) | CmMsg::Ids(_) | CmMsg::Req(_) | CmMsg::SidrRep(_) => {}
                 CmMsg::None => {}
@@ -876,7 +888,7 @@ impl CmConn {
                     return Err(EINVAL);
                 }
                 a.sq_psn = s.sq_psn;
-                a.timeout = (s.av.packet_life_time + 1).min(31);
+                a.timeout = s.qp_timeout;
                 a.retry_cnt = s.retry_count;
                 a.rnr_retry = s.rnr_retry_count;
                 a.max_rd_atomic = s.initiator_depth;
