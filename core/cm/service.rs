@@ -462,11 +462,14 @@ impl CmConn {
             (mad, s.av, old, next.timewait, wait)
         };
         self.cancel();
+        // Marked before the send: an answer may come before send_on() returns.
+        self.st.lock().waiting = wait.is_some();
         if let Err(e) = send_on(&av, mad, u64::from(self.local_id), wait) {
-            self.st.lock().state = old;
+            let mut s = self.st.lock();
+            s.state = old;
+            s.waiting = false;
             return Err(e);
         }
-        self.st.lock().waiting = wait.is_some();
         if timewait {
             self.enter_timewait();
         }
