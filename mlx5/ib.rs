@@ -46,6 +46,7 @@ pub(crate) mod srq;
 pub(crate) mod sysfs;
 pub(crate) mod uar;
 pub(crate) mod ucontext;
+pub(crate) mod umr;
 pub(crate) mod user_mem;
 pub(crate) mod xrcd;
 
