@@ -68,7 +68,7 @@ pub(crate) enum QpKind {
     Dci,
     /// A DC target: CREATE_DCT runs at INIT->RTR ([`dct`]).
     Dct(dct::DctInit),
-    /// The driver's UMR QP (upstream `MLX5_IB_QPT_REG_UMR`, [`crate::ib::umr`]): moved to RTS
+    /// The driver's UMR QP (upstream `MLX5_IB_QPT_REG_UMR`, made by `umr.rs`): moved to RTS
     /// with no attributes, it posts only UMR WQEs.
     Umr,
 }

@@ -140,7 +140,8 @@ impl Drop for UmrQp {
 
 impl UmrQp {
     /// upstream `mlx5r_umr_init()` and `mlx5r_umr_resource_init()`: a PD, a CQ, the UMR QP
-    /// (one send WQE of ctrl + UMR ctrl + mkey segment, every WQE signaled) moved to RTS.
+    /// (one send WQE of ctrl + UMR ctrl + mkey segment, every WQE signaled) moved to RTS on
+    /// port 1.
     ///
     /// # Errors
     ///
@@ -185,7 +186,15 @@ impl UmrQp {
             owner(),
         )?;
         u.qp = Some(qp.clone());
-        for s in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        qp.modify(
+            &QpAttr {
+                qp_state: QpState::Init,
+                port_num: 1,
+                ..QpAttr::default()
+            },
+            QpAttrMask::STATE | QpAttrMask::PORT,
+        )?;
+        for s in [QpState::Rtr, QpState::Rts] {
             qp.modify(
                 &QpAttr {
                     qp_state: s,

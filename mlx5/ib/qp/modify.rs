@@ -338,13 +338,14 @@ pub(crate) fn modify_qp(
 }
 
 /// The UMR QP's transitions (upstream `mlx5r_umr_qp_rst2rts()` through `__mlx5_ib_modify_qp()`,
-/// which skips `ib_modify_qp_is_ok()` for `MLX5_IB_QPT_REG_UMR`): RESET->INIT->RTR->RTS with
-/// no path, PSN or access attributes (the QP has no peer), and to RESET or ERR (its
-/// recovery).
+/// which skips `ib_modify_qp_is_ok()` for `MLX5_IB_QPT_REG_UMR`): RESET->INIT with the port
+/// (P_Key index 0), INIT->RTR->RTS with no path, PSN or access attributes (the QP has no
+/// peer), and to RESET or ERR.
 ///
 /// # Errors
 ///
-/// `EINVAL` for another transition, the transition command's errno.
+/// `EINVAL` for another transition or RESET->INIT without a port, the transition command's
+/// errno.
 fn modify_umr_qp(
     d: &Mlx5IbDev,
     qp: &Qp<Mlx5Ib>,
@@ -354,7 +355,7 @@ fn modify_umr_qp(
 ) -> Result {
     let hw = &*d.hw;
     let qpn = qp.data().qpn;
-    let c = QpcAttrs::default();
+    let mut c = QpcAttrs::default();
     let new = if mask.contains(QpAttrMask::STATE) {
         attr.qp_state
     } else {
@@ -368,7 +369,15 @@ fn modify_umr_qp(
             }
         }
         (_, QpState::Err) => exec(hw, &ModifyQp::<ToErr>::new(qpn, c))?,
-        (QpState::Reset, QpState::Init) => exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?,
+        (QpState::Reset, QpState::Init) => {
+            // upstream mlx5r_umr_qp_rst2rts(): port 1, P_Key index 0.
+            if !mask.contains(QpAttrMask::PORT) {
+                return Err(EINVAL);
+            }
+            c.port = Some(u8::try_from(attr.port_num).map_err(|_| EINVAL)?);
+            c.pkey_index = Some(0);
+            exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
+        }
         (QpState::Init, QpState::Rtr) => exec(hw, &ModifyQp::<Init2Rtr>::new(qpn, c))?,
         (QpState::Rtr, QpState::Rts) => exec(hw, &ModifyQp::<Rtr2Rts>::new(qpn, c))?,
         _ => return Err(EINVAL),
