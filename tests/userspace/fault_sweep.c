@@ -14,7 +14,8 @@
  * initiator (mlx5dv_create_qp), "dct" a DC target on an SRQ moved to RTR, where
  * its CREATE_DCT runs, "rereg" ibv_rereg_mr() of a fresh MR's access flags, which
  * mlx5 makes in place by a UMR WQE on a UMR QP of its own, "rmp" a DEVX cyclic RMP whose
- * WQEs and doorbell record are in a DEVX umem, as UCX creates its receive queue) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd
+ * WQEs and doorbell record are in a DEVX umem made at setup, as UCX creates its receive
+ * queue) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd
  * d_xsrq d_mw d_umem d_dobj d_dmkey d_dci d_dct d_rmp (the
  * destroy paths: the object is created unarmed, its destroy is armed).
  *
@@ -77,6 +78,7 @@ struct env {
 	struct ibv_cq *cq;
 	struct ibv_xrcd *xrcd;
 	struct ibv_srq *srq;
+	struct mlx5dv_devx_umem *umem;
 	struct ibv_device *dev;
 	struct ibv_port_attr port;
 	union ibv_gid gid;
@@ -406,27 +408,18 @@ static struct mlx5dv_devx_obj *make_dobj(struct env *e)
 	return mlx5dv_devx_obj_create(e->ctx, in, sizeof(in), out, sizeof(out));
 }
 
-/* A DEVX cyclic RMP (CREATE_RMP 0x90c) of 16 WQEs of 16 bytes at offset 0 of a umem of
- * e->buf, its doorbell record at 4 KiB into it: both objects, NULL with errno. The PRM
- * offsets (mlx5_ifc.h): rmpc at byte 0x20 of create_rmp_in, its wq at byte 0x30 of rmpc. */
-struct rmp {
-	struct mlx5dv_devx_umem *umem;
-	struct mlx5dv_devx_obj *obj;
-};
-
-static struct rmp *make_rmp(struct env *e)
+/* A DEVX cyclic RMP (CREATE_RMP 0x90c) of 16 WQEs of 16 bytes at offset 0 of the umem
+ * e->umem (e->buf), its doorbell record at 4 KiB into it, as UCX makes its receive queue:
+ * NULL with errno. The PRM offsets (mlx5_ifc.h): rmpc at byte 0x20 of create_rmp_in, its wq
+ * at byte 0x30 of rmpc. */
+static struct mlx5dv_devx_obj *make_rmp(struct env *e)
 {
-	static struct rmp r;
 	uint8_t in[0x880 / 8] = { 0 }, out[16], *wq = in + 0x20 + 0x30;
 	struct mlx5dv_pd dpd;
 	struct mlx5dv_obj dobj = { .pd = { .in = e->pd, .out = &dpd } };
 	uint32_t v;
-	int err;
 
 	if (mlx5dv_init_obj(&dobj, MLX5DV_OBJ_PD))
-		return NULL;
-	r.umem = mlx5dv_devx_umem_reg(e->ctx, e->buf, 8192, IBV_ACCESS_LOCAL_WRITE);
-	if (!r.umem)
 		return NULL;
 	in[0] = 0x09;
 	in[1] = 0x0c;
@@ -437,17 +430,10 @@ static struct rmp *make_rmp(struct env *e)
 	wq[16 + 6] = 0x10;			/* dbr_addr 4096 (be64) */
 	wq[33] = 4;				/* log_wq_stride 16 bytes */
 	wq[35] = 4;				/* log_wq_sz 16 */
-	v = htobe32(r.umem->umem_id);
+	v = htobe32(e->umem->umem_id);
 	memcpy(wq + 40, &v, 4);			/* dbr_umem_id */
 	memcpy(wq + 44, &v, 4);			/* wq_umem_id */
-	r.obj = mlx5dv_devx_obj_create(e->ctx, in, sizeof(in), out, sizeof(out));
-	if (!r.obj) {
-		err = errno;
-		mlx5dv_devx_umem_dereg(r.umem);
-		errno = err;
-		return NULL;
-	}
-	return &r;
+	return mlx5dv_devx_obj_create(e->ctx, in, sizeof(in), out, sizeof(out));
 }
 
 /* A DC initiator (dct 0) or a DC target on e->srq moved RESET->INIT->RTR (dct 1, the
@@ -621,16 +607,8 @@ static int destroy(enum obj o, void *p)
 		return mlx5dv_devx_obj_destroy(p);
 	case O_DMKEY:
 		return mlx5dv_destroy_mkey(p);
-	case O_RMP: {
-		/* The RMP, then its umem; what a refused destroy left goes the next time. */
-		struct rmp *r = p;
-		int err = r->obj ? mlx5dv_devx_obj_destroy(r->obj) : 0;
-
-		if (err)
-			return err;
-		r->obj = NULL;
-		return mlx5dv_devx_umem_dereg(r->umem);
-	}
+	case O_RMP:
+		return mlx5dv_devx_obj_destroy(p);
 	}
 	return EINVAL;
 }
@@ -706,6 +684,12 @@ int main(int argc, char **argv)
 	e.cq = e.pd ? ibv_create_cq(e.ctx, 16, NULL, NULL, 0) : NULL;
 	if (e.cq && v->obj == O_XSRQ && !(e.xrcd = make_xrcd(&e))) {
 		printf("R fail %s: setup on %s: ibv_open_xrcd: %s\n", verb, devname, strerror(errno));
+		return 1;
+	}
+	if (e.cq && v->obj == O_RMP &&
+	    !(e.umem = mlx5dv_devx_umem_reg(e.ctx, e.buf, 8192, IBV_ACCESS_LOCAL_WRITE))) {
+		printf("R fail %s: setup on %s: mlx5dv_devx_umem_reg: %s\n", verb, devname,
+		       strerror(errno));
 		return 1;
 	}
 	if (e.cq && v->obj == O_DCT && !(e.srq = make_srq(&e, 0))) {
@@ -804,10 +788,8 @@ int main(int argc, char **argv)
 			 * which upstream rdma_resolve_ip() passes on as this does.
 			 */
 			printf("I %s slab point %ld: ENOBUFS from the route lookup\n", verb, n);
-		} else if (v->obj == O_RMP && !v->destroy && kind == FW && err == EREMOTEIO) {
-			/* Its second command, CREATE_RMP, is a DEVX command (its first, the
-			 * umem's CREATE_UMEM, the kernel's own: the status's errno). */
-		} else if (err != want_errno(n, v->obj == O_DOBJ && !v->destroy)) {
+		} else if (err != want_errno(n, (v->obj == O_DOBJ || v->obj == O_RMP) &&
+						   !v->destroy)) {
 			fail("%s: errno %d (%s), want the injected failure's", "", n, err);
 			failed++;
 		}
@@ -840,6 +822,8 @@ int main(int argc, char **argv)
 		       kind == SLAB ? "slab" : "fw", hit);
 	if (e.xrcd)
 		ibv_close_xrcd(e.xrcd);
+	if (e.umem)
+		mlx5dv_devx_umem_dereg(e.umem);
 	ibv_destroy_cq(e.cq);
 	ibv_dealloc_pd(e.pd);
 	ibv_close_device(e.ctx);

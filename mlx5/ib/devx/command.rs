@@ -477,7 +477,7 @@ mod tests {
         assert_eq!(din.len(), 64);
         assert_eq!(&din[..4], &[0x09, 0x31, 0, 7]);
         assert_eq!(din[16], 1);
-        assert_eq!(&din[21..24], &[1, 0, 0x23]);
+        assert_eq!(&din[21..24], &[0, 1, 0x23]);
         assert_eq!(id, enc(op::CREATE_FLOW_TABLE.into(), 0x123));
         let mut fte = cmd(op::SET_FLOW_TABLE_ENTRY);
         fte[21..24].copy_from_slice(&[0, 0, 5]);
