@@ -30,15 +30,20 @@ mw_guid() {
 # late rather than lost. mw_run prints each command's time.
 MW_T=4000
 
+# mw_ms: milliseconds since boot (the VM's date has no %N).
+mw_ms() {
+	awk '{ printf "%d", $1 * 1000 }' /proc/uptime
+}
+
 # mw_run NAME CMD...: runs CMD (20 s at most), its output in /tmp/mw-NAME and the log.
 mw_run() {
 	local n=$1 t0 rc
 	shift
 	echo "+ $*"
-	t0=$(date +%s%N)
+	t0=$(mw_ms)
 	timeout 20 "$@" >/tmp/mw-$n 2>&1
 	rc=$?
-	echo "    ($n: exit $rc after $((($(date +%s%N) - t0) / 1000000)) ms)"
+	echo "    ($n: exit $rc after $(($(mw_ms) - t0)) ms)"
 	sed "s/^/    $n| /" /tmp/mw-$n
 	return $rc
 }
