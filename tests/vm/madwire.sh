@@ -10,13 +10,12 @@
 #    0,1,2 the other HCA: smi.c on receive and on the reply's way back);
 #  - perfquery of the other function's LID (its PMA through QP1);
 #  - ibnetdiscover prints the switch and the own HCA.
-# Suite vm_mad_opensm (mode madwire only: it fails, see Documentation/mad.md "Left"): with
-# sm=0, unmodified opensm on mlx5_0 sweeps the fabric: both ports ACTIVE with its LIDs and its
-# sm_lid (sysfs, ibv_devinfo, ibstat, sminfo to opensm's SMInfo agent through QP0), ibnetdiscover
-# finds the HCA behind the switch; killing opensm leaves the fabric running (ibv_rc_pingpong).
-# Today opensm configures its own port and the switch only: the NodeInfo of the far HCA, which
-# smpquery -D 0,1,2 gets, does not reach opensm or ibnetdiscover ("Unknown remote side for
-# node ... port 2").
+# Suite vm_mad_opensm (modes check2 and madwire): with sm=0, unmodified opensm on mlx5_0 sweeps
+# the fabric through the hosts' QP0 and the switch (directed routes 0,1 and 0,1,2; the switch's
+# PortInfo LocalPortNum tells opensm which port the SMP came in on, so it probes the other
+# one): both ports ACTIVE with its LIDs and its sm_lid (sysfs, ibv_devinfo, ibstat, sminfo to
+# opensm's SMInfo agent through QP0), ibnetdiscover finds both HCAs behind the switch, opensm
+# logs no error; killing opensm leaves the fabric running (ibv_rc_pingpong by its LIDs).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # mw_guid DEV: the node GUID of DEV as infiniband-diags print it (0x + 16 hex digits).
@@ -132,12 +131,19 @@ mad_wire_opensm_suite() {
 	mw_has "ibnetdiscover with opensm's LIDs: the switch" disc "^Switch"
 	mw_has "ibnetdiscover from mlx5_1: mlx5_0 behind the switch" disc \
 		"^Ca.*H-$(mw_guid mlx5_0 | cut -c3-)"
+	mw_has "ibnetdiscover from mlx5_1: mlx5_1 on switch port 2" disc \
+		"^\\[2\\].*H-$(mw_guid mlx5_1 | cut -c3-).* lid $((l1)) "
 	local pid
 	pid=$(pidof opensm)
 	echo "+ kill opensm ($pid)"
 	kill $pid
 	sleep 3
 	sed 's/^/    opensm.log| /' /tmp/opensm.log | grep -E "ERR|SUBNET UP|Entering" | head -20
+	if grep -q "ERR" /tmp/opensm.log; then
+		t_fail "opensm logged no error" "$(grep -c ERR /tmp/opensm.log) ERR lines"
+	else
+		t_ok "opensm logged no error"
+	fi
 	if grep -q ACTIVE /sys/class/infiniband/mlx5_0/ports/1/state &&
 		grep -q ACTIVE /sys/class/infiniband/mlx5_1/ports/1/state; then
 		t_ok "ports stay ACTIVE after opensm exits"
