@@ -210,8 +210,10 @@ impl<T: TimerFire> Timer<T> {
         })
     }
 
-    /// (Re)arms the timer to fire in `ms` milliseconds (`mod_delayed_work()`: an earlier
-    /// arming is replaced). A no-op after [`Timer::stop`] or outside the core queue's life.
+    /// Arms the timer to fire within `ms` milliseconds: a pending firing at or before that
+    /// time is kept, a later one is brought forward (`mod_delayed_work()`), so an arming for
+    /// "at once" is never postponed by a later one for a deadline. A no-op after
+    /// [`Timer::stop`] or outside the core queue's life.
     pub(crate) fn arm(&self, ms: u32) {
         let wq = CORE_WQ.load(Ordering::Acquire);
         if wq.is_null() {
@@ -243,5 +245,58 @@ impl<T: TimerFire> Drop for Timer<T> {
         self.stop();
         // SAFETY: stopped: nothing of the shim uses the timer any more.
         unsafe { rdma_rs_timer_free(self.raw.as_ptr()) };
+    }
+}
+
+#[kunit_tests(ib_core_rs_wq)]
+mod tests {
+    use super::*;
+    use kernel::sync::atomic::{Atomic, Relaxed};
+    use kernel::time::{delay::fsleep, Delta};
+
+    /// Counts its firings.
+    struct Count(Atomic<u32>);
+
+    impl TimerFire for Count {
+        fn fire(&self) {
+            self.0.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Waits up to `ms` milliseconds for `c` to have fired; whether it did.
+    fn fired_within(c: &Count, ms: u32) -> bool {
+        for _ in 0..ms / 10 {
+            if c.0.load(Relaxed) > 0 {
+                return true;
+            }
+            fsleep(Delta::from_millis(10));
+        }
+        c.0.load(Relaxed) > 0
+    }
+
+    /// An arming for "at once" followed by one for a later deadline (a completion's, then a
+    /// timeout's) fires at once: the later arming does not postpone it.
+    #[test]
+    fn later_arming_keeps_earlier() -> Result {
+        let c = Arc::new(Count(Atomic::new(0)), GFP_KERNEL)?;
+        let mut t = Timer::new(c.clone())?;
+        t.arm(0);
+        t.arm(5000);
+        assert!(fired_within(&c, 1000));
+        t.stop();
+        Ok(())
+    }
+
+    /// An earlier arming brings a pending later one forward.
+    #[test]
+    fn earlier_arming_brings_forward() -> Result {
+        let c = Arc::new(Count(Atomic::new(0)), GFP_KERNEL)?;
+        let mut t = Timer::new(c.clone())?;
+        t.arm(5000);
+        t.arm(20);
+        assert!(fired_within(&c, 1000));
+        t.stop();
+        assert_eq!(c.0.load(Relaxed), 1);
+        Ok(())
     }
 }

@@ -81,9 +81,19 @@ void rdma_rs_timer_arm(struct workqueue_struct *wq, struct rdma_rs_timer *t,
 {
 	unsigned long flags;
 
+	unsigned long delay = msecs_to_jiffies(ms);
+
 	spin_lock_irqsave(&t->lock, flags);
-	if (!t->stopped)
-		mod_delayed_work(wq, &t->dw, msecs_to_jiffies(ms));
+	/*
+	 * A pending firing at or before the new time is kept: replacing it would postpone a
+	 * run that was asked for sooner (a completion's arm(0) overtaken by a timeout's
+	 * arm(ms) would wait for the timeout). A pending work whose timer has expired is
+	 * queued to run, and so kept too.
+	 */
+	if (!t->stopped &&
+	    !(delayed_work_pending(&t->dw) &&
+	      time_before_eq(t->dw.timer.expires, jiffies + delay)))
+		mod_delayed_work(wq, &t->dw, delay);
 	spin_unlock_irqrestore(&t->lock, flags);
 }
 
