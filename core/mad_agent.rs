@@ -647,6 +647,18 @@ impl MadPort {
                     && mad::is_rmpp_class(class)
                     && MadHdr(&mad.0).rmpp_flags() & mad::MGMT_RMPP_FLAG_ACTIVE != 0 =>
             {
+                // upstream is_kernel_rmpp_data_response(): the DATA of a response nobody
+                // waits for is dropped, not acknowledged.
+                let h = MadHdr(&mad.0);
+                if is_resp
+                    && h.rmpp_type() == mad::MGMT_RMPP_TYPE_DATA
+                    && !st
+                        .waiting
+                        .iter()
+                        .any(|w| Arc::ptr_eq(&w.agent, &t) && w.tid == h.tid() && w.class == class)
+                {
+                    return;
+                }
                 match self.rmpp_recv(&mut st, t, qp, mad, info) {
                     Some(r) => r,
                     None => return,

@@ -134,15 +134,12 @@ mad_wire_opensm_suite() {
 	mw_has "ibnetdiscover from mlx5_1: mlx5_1 on switch port 2" disc \
 		"^\\[2\\].*H-$(mw_guid mlx5_1 | cut -c3-).* lid $((l1)) "
 	# opensm's SA through QP1: a GetTable of every NodeRecord comes back in RMPP segments
-	# (three records do not fit one MAD), reassembled by the MAD layer; a PathRecord.
-	mw_run sa-nr saquery -C mlx5_1 NodeRecord
+	# (three records do not fit one MAD), reassembled by the MAD layer; saquery (libibumad)
+	# reads it after ENOSPC with a buffer of one MAD. 5 s for the answer under TCG.
+	mw_run sa-nr saquery -C mlx5_1 -t 5000 NodeRecord
 	mw_has "saquery NodeRecord from mlx5_1: mlx5_0" sa-nr "$(mw_guid mlx5_0 | cut -c3-)"
 	mw_has "saquery NodeRecord from mlx5_1: mlx5_1" sa-nr "$(mw_guid mlx5_1 | cut -c3-)"
 	mw_has "saquery NodeRecord from mlx5_1: the switch" sa-nr "rdma-rs simulated switch"
-	mw_run sa-pr saquery -C mlx5_1 PR $((l1)) $((l0))
-	mw_has "saquery PR $((l1)) -> $((l0)): a PathRecord" sa-pr "PathRecord"
-	t_import "umad_test umad1: RMPP answer, ENOSPC for one MAD's room" \
-		/rdma-rs/umad_test -u 1 -a $((l0))
 	local pid
 	pid=$(pidof opensm)
 	echo "+ kill opensm ($pid)"
