@@ -15,7 +15,9 @@
 # PortInfo LocalPortNum tells opensm which port the SMP came in on, so it probes the other
 # one): both ports ACTIVE with its LIDs and its sm_lid (sysfs, ibv_devinfo, ibstat, sminfo to
 # opensm's SMInfo agent through QP0), ibnetdiscover finds both HCAs behind the switch, opensm
-# logs no error; killing opensm leaves the fabric running (ibv_rc_pingpong by its LIDs).
+# logs no error; opensm's SA answers saquery NodeRecord and umad_test -a (RMPP segments
+# reassembled by the MAD layer, umad's ENOSPC for a short buffer); killing opensm leaves the
+# fabric running (ibv_rc_pingpong by its LIDs).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # mw_guid DEV: the node GUID of DEV as infiniband-diags print it (0x + 16 hex digits).
@@ -140,6 +142,8 @@ mad_wire_opensm_suite() {
 	mw_has "saquery NodeRecord from mlx5_1: mlx5_0" sa-nr "$(mw_guid mlx5_0 | cut -c3-)"
 	mw_has "saquery NodeRecord from mlx5_1: mlx5_1" sa-nr "$(mw_guid mlx5_1 | cut -c3-)"
 	mw_has "saquery NodeRecord from mlx5_1: the switch" sa-nr "rdma-rs simulated switch"
+	t_import "umad_test umad1: an RMPP answer, ENOSPC for one MAD's room" \
+		/rdma-rs/umad_test -u 1 -a $((l0))
 	local pid
 	pid=$(pidof opensm)
 	echo "+ kill opensm ($pid)"
