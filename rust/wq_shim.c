@@ -45,6 +45,8 @@ struct rdma_rs_timer {
 	struct delayed_work dw;
 	spinlock_t lock;
 	bool stopped;
+	/* When the pending firing is due (jiffies), as last armed. */
+	unsigned long due;
 	void (*fn)(void *data);
 	void *data;
 };
@@ -82,18 +84,20 @@ void rdma_rs_timer_arm(struct workqueue_struct *wq, struct rdma_rs_timer *t,
 	unsigned long flags;
 
 	unsigned long delay = msecs_to_jiffies(ms);
+	unsigned long due = jiffies + delay;
 
 	spin_lock_irqsave(&t->lock, flags);
 	/*
-	 * A pending firing at or before the new time is kept: replacing it would postpone a
-	 * run that was asked for sooner (a completion's arm(0) overtaken by a timeout's
-	 * arm(ms) would wait for the timeout). A pending work whose timer has expired is
-	 * queued to run, and so kept too.
+	 * A pending firing due at or before the new time is kept: replacing it would postpone
+	 * a run that was asked for sooner (a completion's arm(0) overtaken by a timeout's
+	 * arm(ms) would wait for the timeout). `due` is kept here rather than read from the
+	 * timer, which an arming for "at once" (queued without the timer) leaves stale.
 	 */
 	if (!t->stopped &&
-	    !(delayed_work_pending(&t->dw) &&
-	      time_before_eq(t->dw.timer.expires, jiffies + delay)))
+	    !(delayed_work_pending(&t->dw) && time_before_eq(t->due, due))) {
+		t->due = due;
 		mod_delayed_work(wq, &t->dw, delay);
+	}
 	spin_unlock_irqrestore(&t->lock, flags);
 }
 
