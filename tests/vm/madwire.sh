@@ -133,11 +133,11 @@ mad_wire_opensm_suite() {
 	mw_has "ibv_devinfo mlx5_1: PORT_ACTIVE" devinfo "state:.*PORT_ACTIVE"
 	mw_has "ibv_devinfo mlx5_1: port_lid $((l1))" devinfo "port_lid:[[:space:]]+$((l1))\$"
 	mw_has "ibv_devinfo mlx5_1: sm_lid $((l0))" devinfo "sm_lid:[[:space:]]+$((l0))\$"
-	mw_run sminfo sminfo -C mlx5_1
+	mw_run sminfo sminfo -t $MW_T -C mlx5_1
 	mw_has "sminfo from mlx5_1: opensm's LID, MASTER" sminfo "sm lid $((l0)) .*SMINFO_MASTER"
 	mw_run ibstat ibstat mlx5_1
 	mw_has "ibstat mlx5_1: Active, SM lid $((l0))" ibstat "SM lid: $((l0))\$"
-	mw_run disc ibnetdiscover -C mlx5_1
+	mw_run disc ibnetdiscover -t $MW_T -C mlx5_1
 	mw_has "ibnetdiscover with opensm's LIDs: the switch" disc "^Switch"
 	mw_has "ibnetdiscover from mlx5_1: mlx5_0 behind the switch" disc \
 		"^Ca.*H-$(mw_guid mlx5_0 | cut -c3-)"
@@ -145,8 +145,8 @@ mad_wire_opensm_suite() {
 		"^\\[2\\].*H-$(mw_guid mlx5_1 | cut -c3-).* lid $((l1)) "
 	# opensm's SA through QP1: a GetTable of every NodeRecord comes back in RMPP segments
 	# (three records do not fit one MAD), reassembled by the MAD layer; saquery (libibumad)
-	# reads it after ENOSPC with a buffer of one MAD. 5 s for the answer under TCG.
-	mw_run sa-nr saquery -C mlx5_1 -t 5000 NodeRecord
+	# reads it after ENOSPC with a buffer of one MAD.
+	mw_run sa-nr saquery -t $MW_T -C mlx5_1 NodeRecord
 	mw_has "saquery NodeRecord from mlx5_1: mlx5_0" sa-nr "$(mw_guid mlx5_0 | cut -c3-)"
 	mw_has "saquery NodeRecord from mlx5_1: mlx5_1" sa-nr "$(mw_guid mlx5_1 | cut -c3-)"
 	mw_has "saquery NodeRecord from mlx5_1: the switch" sa-nr "rdma-rs simulated switch"
