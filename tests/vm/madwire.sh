@@ -15,7 +15,7 @@
 # PortInfo LocalPortNum tells opensm which port the SMP came in on, so it probes the other
 # one): both ports ACTIVE with its LIDs and its sm_lid (sysfs, ibv_devinfo, ibstat, sminfo to
 # opensm's SMInfo agent through QP0), ibnetdiscover finds both HCAs behind the switch, opensm
-# logs no error; opensm's SA answers saquery NodeRecord and umad_test -a (RMPP segments
+# logs no error; opensm's SA answers saquery NodeRecord and PR and umad_test -a (RMPP segments
 # reassembled by the MAD layer, umad's ENOSPC for a short buffer); killing opensm leaves the
 # fabric running (ibv_rc_pingpong by its LIDs).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
@@ -36,10 +36,11 @@ mw_run() {
 	local n=$1 t0 rc
 	shift
 	echo "+ $*"
-	t0=$(date +%s%N)
+	# The VM's date (busybox) has no %N: the time from /proc/uptime.
+	t0=$(cut -d' ' -f1 /proc/uptime)
 	timeout 20 "$@" >/tmp/mw-$n 2>&1
 	rc=$?
-	echo "    ($n: exit $rc after $((($(date +%s%N) - t0) / 1000000)) ms)"
+	echo "    ($n: exit $rc after $(awk -v t0="$t0" '{ printf "%d", ($1 - t0) * 1000 }' /proc/uptime) ms)"
 	sed "s/^/    $n| /" /tmp/mw-$n
 	return $rc
 }
@@ -150,6 +151,8 @@ mad_wire_opensm_suite() {
 	mw_has "saquery NodeRecord from mlx5_1: mlx5_0" sa-nr "$(mw_guid mlx5_0 | cut -c3-)"
 	mw_has "saquery NodeRecord from mlx5_1: mlx5_1" sa-nr "$(mw_guid mlx5_1 | cut -c3-)"
 	mw_has "saquery NodeRecord from mlx5_1: the switch" sa-nr "rdma-rs simulated switch"
+	mw_run sa-pr saquery -t $MW_T -C mlx5_1 PR --slid $((l1)) --dlid $((l0))
+	mw_has "saquery PR $((l1)) -> $((l0)): the PathRecord" sa-pr "^[[:space:]]+dlid\.+$((l0))\$"
 	t_import "umad_test umad1: an RMPP answer, ENOSPC for one MAD's room" \
 		/rdma-rs/umad_test -u 1 -a $((l0))
 	local pid
