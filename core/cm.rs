@@ -8,5 +8,7 @@
 
 #[path = "cm/msg.rs"]
 pub mod msg;
+#[path = "cm/service.rs"]
+pub mod service;
 #[path = "cm/state.rs"]
 pub mod state;

@@ -20,8 +20,12 @@ use crate::net_notify::{IpAddr, NetDevRef};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 
+#[path = "cma/conn.rs"]
+mod conn;
 #[path = "cma/resolve.rs"]
 mod resolve;
+
+pub use conn::{ConnParam, UdParam};
 #[path = "cma/sockaddr.rs"]
 pub mod sockaddr;
 
@@ -79,13 +83,31 @@ upstream_enum! {
     }
 }
 
-/// An event (upstream `struct rdma_cm_event`, the parts an address or route event has).
-#[derive(Clone, Copy, Debug)]
+/// An event (upstream `struct rdma_cm_event`).
 pub struct CmEvent {
     /// What happened.
     pub event: CmEventType,
-    /// 0 or a negative errno.
+    /// 0 or a negative errno (a REJ's reason for `RDMA_CM_EVENT_REJECTED`).
     pub status: i32,
+    /// The connection parameters of a connection event (`param.conn`).
+    pub conn: Option<KBox<ConnParam>>,
+    /// The new id of `RDMA_CM_EVENT_CONNECT_REQUEST`.
+    pub new_id: Option<Arc<CmId>>,
+    /// The parameters of a UD id's event (`param.ud`).
+    pub ud: Option<KBox<conn::UdParam>>,
+}
+
+impl CmEvent {
+    /// An event without parameters.
+    pub fn new(event: CmEventType, status: i32) -> Self {
+        CmEvent {
+            event,
+            status,
+            conn: None,
+            new_id: None,
+            ud: None,
+        }
+    }
 }
 
 /// Who gets an id's events (upstream the id's `event_handler`). Called from the core's
@@ -193,6 +215,38 @@ struct IdState {
     tos: Option<u8>,
     ack_timeout: Option<u8>,
     backlog: u32,
+    /// upstream `seq_num`: the starting PSN this end announces (24 random bits).
+    seq_num: u32,
+    /// The IB CM connection, once connecting.
+    conn: Option<Arc<crate::cm::service::CmConn>>,
+    /// The IB CM listen of a listening id.
+    listen: Option<crate::cm::service::CmListen>,
+}
+
+impl IdState {
+    fn new() -> Self {
+        IdState {
+            state: CmState::Idle,
+            src: SockAddr::default(),
+            dst: SockAddr::default(),
+            dev: None,
+            bound_dev_if: 0,
+            dgid: [0; 16],
+            dmac: [0; 6],
+            hop_limit: 0,
+            route: None,
+            bound_port: None,
+            reuseaddr: false,
+            afonly: false,
+            afonly_set: false,
+            tos: None,
+            ack_timeout: None,
+            backlog: 0,
+            seq_num: crate::net_addr::random_u32() & 0xff_ffff,
+            conn: None,
+            listen: None,
+        }
+    }
 }
 
 /// An rdma_cm id (upstream `struct rdma_id_private`).
@@ -286,27 +340,32 @@ impl CmId {
                 ps,
                 qp_type,
                 handler <- kernel::new_mutex!(Some(handler), "cma_handler"),
-                st <- kernel::new_mutex!(
-                    IdState {
-                        state: CmState::Idle,
-                        src: SockAddr::default(),
-                        dst: SockAddr::default(),
-                        dev: None,
-                        bound_dev_if: 0,
-                        dgid: [0; 16],
-                        dmac: [0; 6],
-                        hop_limit: 0,
-                        route: None,
-                        bound_port: None,
-                        reuseaddr: false,
-                        afonly: false,
-                        afonly_set: false,
-                        tos: None,
-                        ack_timeout: None,
-                        backlog: 0,
-                    },
-                    "cma_id"
-                ),
+                st <- kernel::new_mutex!(IdState::new(), "cma_id"),
+            }),
+            GFP_KERNEL,
+        )?;
+        global().ids.push(id.clone(), GFP_KERNEL)?;
+        Ok(id)
+    }
+
+    /// The new id of a connection request on a listener (upstream `cma_ib_new_conn_id()`),
+    /// made while the listener's handler runs: its locks are of their own class (they nest
+    /// inside the listener's).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(crate) fn create_child(
+        handler: Arc<dyn CmHandler>,
+        ps: PortSpace,
+        qp_type: u8,
+    ) -> Result<Arc<CmId>> {
+        let id = Arc::pin_init(
+            pin_init!(CmId {
+                ps,
+                qp_type,
+                handler <- kernel::new_mutex!(Some(handler), "cma_handler_child"),
+                st <- kernel::new_mutex!(IdState::new(), "cma_id_child"),
             }),
             GFP_KERNEL,
         )?;
@@ -348,6 +407,14 @@ impl CmId {
     pub fn destroy(self: &Arc<Self>) {
         // Waits for a handler call in progress.
         drop(self.handler.lock().take());
+        let (conn, listen) = {
+            let mut s = self.st.lock();
+            (s.conn.take(), s.listen.take())
+        };
+        drop(listen);
+        if let Some(c) = conn {
+            c.destroy();
+        }
         let mut s = self.st.lock();
         s.state = CmState::Destroying;
         s.dev = None;
@@ -678,41 +745,36 @@ impl CmId {
             self.update_owner(&s);
         }
         s.backlog = backlog;
-        Ok(())
-    }
-
-    /// The checks of `rdma_connect()`, `rdma_accept()`, `rdma_reject()` and
-    /// `rdma_disconnect()` before the IB CM, which is not done: `EINVAL` in a state the call
-    /// is not valid in, else `EOPNOTSUPP`.
-    ///
-    /// # Errors
-    ///
-    /// Always.
-    pub fn connect_op(&self, op: ConnOp) -> Result {
-        let s = self.st.lock();
-        let ok = match op {
-            ConnOp::Connect => s.state == CmState::RouteResolved,
-            ConnOp::Accept | ConnOp::Reject => s.state == CmState::Connect,
-            ConnOp::Disconnect => s.dev.is_some(),
-        };
-        if !ok {
-            return Err(EINVAL);
+        // upstream cma_ib_listen(): the service id of the space and port.
+        let sid = conn::service_id(self.ps, s.src.port());
+        match crate::cm::service::listen(sid, conn::listener(self)?) {
+            Ok(l) => {
+                s.listen = Some(l);
+                Ok(())
+            }
+            Err(e) => {
+                s.state = CmState::AddrBound;
+                Err(e)
+            }
         }
-        Err(EOPNOTSUPP)
     }
-}
 
-/// The connection calls of [`CmId::connect_op`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConnOp {
-    /// `rdma_connect()`.
-    Connect,
-    /// `rdma_accept()`.
-    Accept,
-    /// `rdma_reject()`.
-    Reject,
-    /// `rdma_disconnect()`.
-    Disconnect,
+    /// Replaces the handler (ucma gives a new id of a connection request its own context).
+    pub fn set_handler(&self, h: Arc<dyn CmHandler>) {
+        let mut cur = self.handler.lock();
+        if cur.is_some() {
+            *cur = Some(h);
+        }
+    }
+
+    /// Calls the handler with `ev` while the id is alive (upstream `cma_cm_event_handler()`
+    /// under `handler_mutex`).
+    fn report(self: &Arc<Self>, ev: CmEvent) {
+        let h = self.handler.lock();
+        if let Some(h) = h.as_ref() {
+            h.event(self, ev);
+        }
+    }
 }
 
 /// `IB_QPT_RC`.
@@ -774,13 +836,7 @@ impl crate::client::Client for CmaClient {
                 hit
             };
             if let (true, Some(h)) = (hit, h.as_ref()) {
-                h.event(
-                    id,
-                    CmEvent {
-                        event: CmEventType::DeviceRemoval,
-                        status: 0,
-                    },
-                );
+                h.event(id, CmEvent::new(CmEventType::DeviceRemoval, 0));
             }
         }
     }

@@ -26,8 +26,8 @@ use crate::sysfs::{DriverGroup, IbSysfs, Sysfs};
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Dm, DmAllocAttr, DmMrAttr, Mr,
     MrCreated, MrType, Mw, MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler,
-    QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext,
-    UcontextPriv, Udata, UserCtx, UserMrReq, Wc, XrcSrqCreated, Xrcd,
+    QpInitAttr, RecvWr, ReregFlags, Reregistered, SendWr, Srq, SrqAttrMask, SrqHandler,
+    SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc, XrcSrqCreated, Xrcd,
 };
 use core::ops::Deref;
 use kernel::prelude::*;
@@ -310,7 +310,7 @@ macro_rules! op_slots {
                     &UserMrReq,
                     &Pd<D>,
                     &mut UserCtx<'_, '_, D>,
-                ) -> Result<MrCreated<D::MrData>>,
+                ) -> Result<Reregistered<D::MrData>>,
                 alloc_mr: AllocMr: fn(&Pd<D>, MrType, u32) -> Result<MrCreated<D::MrData>>,
                 hw_port_stat_names: HwPortStatNames: fn(&Device<D>, u32) -> Option<&'static [&'static CStr]>,
                 get_hw_stats: GetHwStats: fn(&Device<D>, u32, &mut [u64]) -> Result<usize>,

@@ -168,6 +168,16 @@ module! {
     authors: ["rdma-rs developers"],
     description: "rdma-rs: RDMA core (device registry, ops, verbs) and uverbs",
     license: "GPL",
+    params: {
+        cma_cm_response_timeout: u8 {
+            default: 20,
+            description: "rdma_cm's CM response timeout (log2 of 4.096 us, upstream CMA_CM_RESPONSE_TIMEOUT 20: about 4.3 s a try)",
+        },
+        cma_max_cm_retries: u8 {
+            default: 15,
+            description: "How many times rdma_cm's REQ, REP, DREQ and SIDR REQ are sent again unanswered (upstream CMA_MAX_CM_RETRIES 15)",
+        },
+    },
 }
 
 struct IbCoreRs {
@@ -185,6 +195,8 @@ struct IbCoreRs {
     // files are closed before unload (the device pins the module), so no id is left.
     ucma: Option<uverbs::ucma::UcmaGlobal>,
     cma: Option<client::ClientRegistration>,
+    // The IB CM's client (upstream ib_cm loads before rdma_cm): its agents on QP1.
+    ib_cm: Option<client::ClientRegistration>,
     // Last: dropped (drained and destroyed) after everything above is gone.
     _wq: wq::CoreWq,
 }
@@ -206,6 +218,8 @@ impl kernel::Module for IbCoreRs {
         let mad =
             client::register_client(kernel::sync::Arc::new(mad_agent::MadClient, GFP_KERNEL)?)?;
         let umad = umad::UmadGlobal::register(module)?;
+        let ib_cm =
+            client::register_client(kernel::sync::Arc::new(cm::service::CmClient, GFP_KERNEL)?)?;
         let cma = client::register_client(kernel::sync::Arc::new(cma::CmaClient, GFP_KERNEL)?)?;
         let ucma = uverbs::ucma::UcmaGlobal::register()?;
         sysfs::init()?;
@@ -223,6 +237,7 @@ impl kernel::Module for IbCoreRs {
             mad: Some(mad),
             ucma: Some(ucma),
             cma: Some(cma),
+            ib_cm: Some(ib_cm),
             _wq: wq,
         })
     }
@@ -236,7 +251,8 @@ impl Drop for IbCoreRs {
         let ours = usize::from(self.uverbs.is_some())
             + usize::from(self.mad.is_some())
             + usize::from(self.umad.is_some())
-            + usize::from(self.cma.is_some());
+            + usize::from(self.cma.is_some())
+            + usize::from(self.ib_cm.is_some());
         let clients = client::client_count().saturating_sub(ours);
         if devs != 0 || clients != 0 {
             pr_err!(
@@ -251,6 +267,8 @@ impl Drop for IbCoreRs {
         drop(self.ucma.take());
         drop(self.cma.take());
         cma::shutdown();
+        drop(self.ib_cm.take());
+        cm::service::shutdown();
         drop(self.umad.take());
         drop(self.mad.take());
         mad_agent::shutdown();

@@ -1734,6 +1734,38 @@ impl MadAgent {
         }
     }
 
+    /// Changes the timeout of the waiting send `context` (upstream `ib_modify_mad()`): a new
+    /// deadline `timeout_ms` from now, its retries kept; 0 cancels it (upstream
+    /// `ib_cancel_mad()`), and its handler sees `IB_WC_WR_FLUSH_ERR`. A send no longer
+    /// waiting is left alone.
+    pub fn modify(&self, context: u64, timeout_ms: u32) {
+        let a = &self.inner;
+        let mut st = a.port.state.lock();
+        let Some(pos) = st
+            .waiting
+            .iter()
+            .position(|w| Arc::ptr_eq(&w.agent, a) && w.context == context)
+        else {
+            return;
+        };
+        if timeout_ms != 0 {
+            if let Some(w) = st.waiting.get_mut(pos) {
+                w.timeout_ms = timeout_ms;
+                w.deadline = wq::now_ms() + u64::from(timeout_ms);
+            }
+            a.port.rearm(&st);
+            return;
+        }
+        if let Ok(w) = st.waiting.remove(pos) {
+            let done = MadSendDone {
+                context: w.context,
+                status: WcStatus::WrFlushErr,
+            };
+            // Without memory for the completion the cancel is silent (the send is gone).
+            let _ = a.port.queue(&mut st, Completion::Send(w.agent, done));
+        }
+    }
+
     /// Finds the waiting send a response answers (upstream `ib_find_send_mad()`: the agent
     /// its TID names, the same TID and class) and takes it off the wait list; returns the
     /// agent and the send's context.

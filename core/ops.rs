@@ -21,8 +21,8 @@ use crate::mm::UserVma;
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Dm, DmAllocAttr, DmMrAttr, Mr,
     MrCreated, MrType, Mw, MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler,
-    QpInitAttr, RecvWr, ReregFlags, SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext,
-    UcontextPriv, Udata, UserCtx, UserMrReq, Wc, XrcSrqCreated, Xrcd,
+    QpInitAttr, RecvWr, ReregFlags, Reregistered, SendWr, Srq, SrqAttrMask, SrqHandler,
+    SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc, XrcSrqCreated, Xrcd,
 };
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
@@ -380,16 +380,16 @@ pub trait DeviceOps: 'static {
 
     /// Re-registers a user MR (upstream `ops.rereg_user_mr`): `flags` says which of
     /// `req`'s translation (`start`, `length`, `iova`), `access` and `new_pd` apply. The driver
-    /// always answers a new hardware object here, which the core puts in the old MR's place
-    /// (upstream's "return a new `ib_mr`" path); changing an MR in place (upstream returns
-    /// `NULL`) is not offered by the core.
+    /// answers [`Reregistered::InPlace`] when it changed the hardware MR in place (upstream
+    /// returns `NULL`; only without a PD or translation change), or a new hardware object,
+    /// which the core puts in the old MR's place (upstream's "return a new `ib_mr`" path).
     fn rereg_user_mr(
         _mr: &Mr<Self::Driver>,
         _flags: ReregFlags,
         _req: &UserMrReq,
         _new_pd: &Pd<Self::Driver>,
         _user: &mut UserCtx<'_, '_, Self::Driver>,
-    ) -> Result<MrCreated<<Self::Driver as Driver>::MrData>> {
+    ) -> Result<Reregistered<<Self::Driver as Driver>::MrData>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

@@ -45,7 +45,7 @@ pub use ah::Ah;
 pub use cq::{Cq, CqHandler, CqInitAttr, CqNotify};
 pub use dm::{Dm, DmAllocAttr, DmMrAttr};
 pub use mmap::{MmapEntry, MmapEntryRef, MmapRegistry};
-pub use mr::{AccessFlags, Mr, MrCreated, MrType, ReregFlags, UserMrReq};
+pub use mr::{AccessFlags, Mr, MrCreated, MrType, ReregFlags, Reregistered, UserMrReq};
 pub use mw::{Mw, MwCreated, MwType};
 pub use pd::Pd;
 pub use qp::{

@@ -11,8 +11,9 @@
 //!    every object. Above it only the probe (`crate::dev`, `crate::stages`, `crate::probe`),
 //!    which builds the device and installs the tables.
 //! 2. The objects: [`devx`], [`uar`] (UAR objects and the mmap op), [`dm`], [`counters`],
-//!    [`cq`] (with the kernel CQ's poll and arm), [`qp`] (with the kernel QP's queues;
-//!    [`qp::modify`], [`qp::wr`]), [`srq`], [`mw`], [`mr`], [`ah`], [`xrcd`], [`pd`],
+//!    [`cq`] (with the kernel CQ's poll and arm), [`mw`], [`mr`], [`umr`] (the UMR QP and its
+//!    WQEs), [`qp`] (with the kernel QP's queues; [`qp::modify`], [`qp::wr`]), [`srq`], [`ah`],
+//!    [`xrcd`], [`pd`],
 //!    [`ucontext`], [`port`], [`sysfs`], [`mad`] (MADs to the device through MAD_IFC). An
 //!    object may use one listed after it (a DM is mapped
 //!    through the mmap op, a DM MR is an MR, a QP names its context's doorbell pages), never
@@ -46,6 +47,7 @@ pub(crate) mod srq;
 pub(crate) mod sysfs;
 pub(crate) mod uar;
 pub(crate) mod ucontext;
+pub(crate) mod umr;
 pub(crate) mod user_mem;
 pub(crate) mod xrcd;
 

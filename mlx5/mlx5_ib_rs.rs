@@ -103,6 +103,14 @@ module! {
             default: false,
             description: "QP0 and QP1 of every port for the MAD layer (mad_qps=1: MADs leave the host on the wire; 0: the MAD layer keeps them in the node)",
         },
+        wire_drop: u32 {
+            default: 0,
+            description: "Fault injection: drop 1 in N of the RoCE v2 frames the Ethernet fabrics' functions send and receive (0: none)",
+        },
+        wire_dup: u32 {
+            default: 0,
+            description: "Fault injection: duplicate 1 in N of the RoCE v2 frames the Ethernet fabrics' functions send and receive (0: none)",
+        },
     },
 }
 

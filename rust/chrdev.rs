@@ -466,7 +466,14 @@ impl<T: CharDevice> MiscDev<T> {
                 &mut err,
             )
         };
-        let raw = core::ptr::NonNull::new(raw).ok_or(Error::from_errno(err))?;
+        // The error is made only on failure: `Error::from_errno(0)` warns.
+        let raw = core::ptr::NonNull::new(raw).ok_or_else(|| {
+            if err < 0 {
+                Error::from_errno(err)
+            } else {
+                ENOMEM
+            }
+        })?;
         // INVARIANT: registered with `data`.
         Ok(Self { raw, _data: data })
     }

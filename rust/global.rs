@@ -10,6 +10,7 @@
 
 use crate::class::Class;
 use crate::client::ClientTable;
+use crate::cm::service::CmTables;
 use crate::cma::CmaGlobal;
 use crate::mad_agent::MadPort;
 use crate::netlink::mcast::McastSock;
@@ -54,6 +55,12 @@ kernel::sync::global_lock! {
     pub(crate) unsafe(uninit) static CMA: Mutex<CmaGlobal> = CmaGlobal::new();
 }
 
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before the IB CM's client is registered.
+    pub(crate) unsafe(uninit) static CM: Mutex<CmTables> = CmTables::new();
+}
+
 /// Initializes the global locks. Must be called once, from the module's
 /// `init`, before any other function of the crate runs.
 pub(crate) fn init() {
@@ -71,4 +78,6 @@ pub(crate) fn init() {
     unsafe { MAD_PORTS.init() };
     // SAFETY: as above, for `CMA`.
     unsafe { CMA.init() };
+    // SAFETY: as above, for `CM`.
+    unsafe { CM.init() };
 }

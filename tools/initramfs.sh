@@ -46,6 +46,8 @@ done
 for b in rping ucmatose udaddy mckey rdma_server rdma_client; do
 	copy /usr/bin/$b
 done
+# glibc dlopens libgcc_s for pthread_exit()/pthread_cancel() (rping's threads end with them).
+copy /lib/x86_64-linux-gnu/libgcc_s.so.1
 # infiniband-diags 44 and opensm 3.3 (bookworm), over libibumad: the umad suite.
 for b in ibstat smpquery perfquery sminfo ibaddr ibnetdiscover saquery ibping opensm; do
 	copy /usr/sbin/$b

@@ -21,9 +21,11 @@
 
 use crate::chrdev::{CharDevice, MiscDev};
 use crate::cma::sockaddr::{ip_to_gid, SockAddr, AF_IB, SIZE_IB, SIZE_IN6, SIZE_KSS};
-use crate::cma::{CmEvent, CmHandler, CmId, ConnOp, PortSpace, QPT_RC, QPT_UD};
+use crate::cma::{CmEvent, CmEventType, CmHandler, CmId, PortSpace, QPT_RC, QPT_UD};
+use crate::verbs::QpState;
 use kernel::fs::File;
 use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::poll::{PollCondVar, PollTable};
 use kernel::sync::{Arc, ArcBorrow, Mutex};
 use kernel::uaccess::{UserPtr, UserSlice};
@@ -84,9 +86,11 @@ struct UcmaShared {
 #[pin_data]
 struct UcmaCtx {
     id: u32,
-    /// The file's address, as its identity (`ctx->file`).
-    file: usize,
+    /// The file's address, as its identity (`ctx->file`; `MIGRATE_ID` changes it).
+    file: Atomic<usize>,
     cm_id: Arc<CmId>,
+    /// The id's handler, whose uid `ACCEPT` sets on a connection request's context.
+    ev: Arc<CtxEvents>,
     /// upstream `ctx->mutex`: one command at a time on the id.
     #[pin]
     mutex: Mutex<()>,
@@ -96,7 +100,12 @@ struct UcmaCtx {
 
 /// One queued event (upstream `struct ucma_event`).
 struct UEvent {
+    /// The context the event names (a connection request's new one).
     ctx_id: u32,
+    /// The context it counts for (upstream `uevent->ctx`: the listener's for a connection
+    /// request; librdmacm's `rdma_destroy_id()` waits until it acknowledged as many events of
+    /// an id as `DESTROY_ID` reports).
+    owner: u32,
     resp: [u8; abi::EVENT_RESP],
 }
 
@@ -110,6 +119,8 @@ struct FileInner {
 #[pin_data]
 struct UcmaFile {
     shared: Arc<UcmaShared>,
+    /// The `struct file` it was opened as (compared with `MIGRATE_ID`'s `fd`).
+    fptr: usize,
     #[pin]
     inner: Mutex<FileInner>,
     #[pin]
@@ -118,28 +129,60 @@ struct UcmaFile {
 
 /// The handler of a context's id: its events go to the file (upstream
 /// `ucma_event_handler()`).
+#[pin_data]
 struct CtxEvents {
     id: u32,
-    uid: u64,
-    file: Arc<UcmaFile>,
+    /// upstream `ctx->uid`: 0 on a connection request's context until `ACCEPT` (its events
+    /// are dropped until then).
+    uid: Atomic<u64>,
+    /// The file the events go to (`MIGRATE_ID` changes it; held while one is queued).
+    #[pin]
+    file: Mutex<Arc<UcmaFile>>,
 }
 
 impl CmHandler for CtxEvents {
     fn event(&self, _id: &Arc<CmId>, ev: CmEvent) {
-        // upstream ucma_create_uevent(): the id's uid and number; an address or route event
-        // has an all-zero parameter (`conn`, or `ud` for a UD id).
+        let uid = self.uid.load(Relaxed);
+        // upstream ucma_connect_event_handler(): a request gets a context of its own (with
+        // uid 0), named in the event.
+        let mut id = self.id;
+        if ev.event == CmEventType::ConnectRequest {
+            let Some(nid) = ev.new_id.clone() else {
+                return;
+            };
+            let f = self.file.lock().clone();
+            match f.new_ctx(nid.clone(), 0) {
+                Ok(c) => id = c.id,
+                Err(_) => {
+                    nid.destroy();
+                    return;
+                }
+            }
+        } else if uid == 0 {
+            return;
+        }
+        // upstream ucma_create_uevent(): the id's uid and number and the connection's
+        // parameters (all zero for an address or route event).
         let mut resp = [0u8; abi::EVENT_RESP];
-        resp[..8].copy_from_slice(&self.uid.to_ne_bytes());
-        resp[8..12].copy_from_slice(&self.id.to_ne_bytes());
+        resp[..8].copy_from_slice(&uid.to_ne_bytes());
+        resp[8..12].copy_from_slice(&id.to_ne_bytes());
+        if let Some(p) = ev.conn.as_deref() {
+            abi::put_conn_param(&mut resp[20..20 + abi::CONN_PARAM], p);
+        }
+        if let Some(p) = ev.ud.as_deref() {
+            abi::put_ud_param(&mut resp[20..20 + abi::UD_PARAM], p);
+        }
         resp[12..16].copy_from_slice(&(ev.event as u32).to_ne_bytes());
         resp[16..20].copy_from_slice(&ev.status.to_ne_bytes());
-        let mut inner = self.file.inner.lock();
+        let file = self.file.lock();
+        let mut inner = file.inner.lock();
         // upstream: an event that cannot be allocated is dropped.
         if inner
             .events
             .push(
                 UEvent {
-                    ctx_id: self.id,
+                    ctx_id: id,
+                    owner: self.id,
                     resp,
                 },
                 GFP_KERNEL,
@@ -147,7 +190,7 @@ impl CmHandler for CtxEvents {
             .is_ok()
         {
             drop(inner);
-            self.file.wait.notify_all();
+            file.wait.notify_all();
         }
     }
 }
@@ -181,7 +224,7 @@ impl UcmaFile {
     fn get_ctx(&self, id: u32) -> Result<Arc<UcmaCtx>> {
         let t = self.shared.ctxs.lock();
         match t.get(id as usize) {
-            Some(Some(c)) if c.file == self.key() => Ok(c.clone()),
+            Some(Some(c)) if c.file.load(Relaxed) == self.key() => Ok(c.clone()),
             Some(Some(_)) => Err(EINVAL),
             _ => Err(ENOENT),
         }
@@ -235,15 +278,16 @@ impl UcmaFile {
             Cmd::QueryRoute => self.query_route(&c, out_len),
             Cmd::Query => self.query(&c, out_len),
             Cmd::Listen => self.listen(&c),
-            Cmd::Connect => self.conn_op(c.u32(abi::CONN_PARAM), ConnOp::Connect),
-            Cmd::Accept => self.conn_op(c.u32(8 + abi::CONN_PARAM), ConnOp::Accept),
-            Cmd::Reject => self.conn_op(c.u32(0), ConnOp::Reject),
+            Cmd::Connect => self.connect(&c),
+            Cmd::Accept => self.accept(&c),
+            Cmd::Reject => self.reject(&c),
             Cmd::Disconnect => self.disconnect(&c),
-            Cmd::InitQpAttr => self.init_qp_attr(&c),
+            Cmd::InitQpAttr => self.init_qp_attr(&c, out_len),
             Cmd::GetEvent => self.get_event(file, &c, out_len),
             Cmd::SetOption => self.set_option(&c),
             Cmd::Notify => self.notify(&c),
-            Cmd::JoinIpMcast | Cmd::JoinMcast | Cmd::LeaveMcast | Cmd::MigrateId => Err(EOPNOTSUPP),
+            Cmd::MigrateId => self.migrate_id(&c, out_len),
+            Cmd::JoinIpMcast | Cmd::JoinMcast | Cmd::LeaveMcast => Err(EOPNOTSUPP),
             Cmd::ResolveIbService | Cmd::WriteCmEvent | Cmd::GetOption => Err(EOPNOTSUPP),
         }?;
         Ok(len)
@@ -262,7 +306,22 @@ impl UcmaFile {
             PortSpace::Udp | PortSpace::Ipoib => QPT_UD,
             PortSpace::Ib => qp_type,
         };
-        // upstream ucma_alloc_ctx(): the number is reserved (XA_ZERO_ENTRY) until finished.
+        let ctx = self.alloc_ctx(uid, |h| CmId::create(h, ps, qp_type))?;
+        if let Err(e) = respond(response, &ctx.id.to_ne_bytes()) {
+            self.drop_ctx(&ctx);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// A context for the id `make` creates with the context's handler (upstream
+    /// `ucma_alloc_ctx()`, `ucma_set_ctx_cm_id()`, `ucma_finish_ctx()`).
+    fn alloc_ctx(
+        self: &Arc<Self>,
+        uid: u64,
+        make: impl FnOnce(Arc<dyn CmHandler>) -> Result<Arc<CmId>>,
+    ) -> Result<Arc<UcmaCtx>> {
+        // The number is reserved (upstream XA_ZERO_ENTRY) while the table is held.
         let mut t = self.shared.ctxs.lock();
         let id = match t.iter().position(|s| s.is_none()) {
             Some(i) => i,
@@ -271,48 +330,63 @@ impl UcmaFile {
                 t.len() - 1
             }
         } as u32;
-        let handler = Arc::new(
-            CtxEvents {
+        let ev = Arc::pin_init(
+            pin_init!(CtxEvents {
                 id,
-                uid,
-                file: self.clone(),
-            },
+                uid: Atomic::new(uid),
+                file <- kernel::new_mutex!(self.clone(), "ucma_ctx_file"),
+            }),
             GFP_KERNEL,
         )?;
-        let cm_id = CmId::create(handler, ps, qp_type)?;
+        let cm_id = make(ev.clone())?;
         let key = self.key();
         let cm_id2 = cm_id.clone();
         let ctx = Arc::pin_init(
             pin_init!(UcmaCtx {
                 id,
-                file: key,
+                file: Atomic::new(key),
                 cm_id: cm_id2,
+                ev,
                 mutex <- kernel::new_mutex!((), "ucma_ctx"),
-                backlog: kernel::sync::atomic::Atomic::new(0),
+                backlog: Atomic::new(0),
             }),
             GFP_KERNEL,
         );
+        // The id is destroyed after the table is released (its handler lock may be held
+        // around the table's, by a listener's connection request).
         let ctx = match ctx {
             Ok(c) => c,
             Err(e) => {
+                drop(t);
                 cm_id.destroy();
                 return Err(e);
             }
         };
-        if let Err(e) = respond(response, &id.to_ne_bytes()) {
-            cm_id.destroy();
-            return Err(e);
-        }
         let mut inner = self.inner.lock();
         if let Err(e) = inner.ctxs.push((ctx.clone(), 0), GFP_KERNEL) {
             drop(inner);
+            drop(t);
             cm_id.destroy();
             return Err(e.into());
         }
         if let Some(slot) = t.get_mut(id as usize) {
-            *slot = Some(ctx);
+            *slot = Some(ctx.clone());
         }
-        Ok(())
+        Ok(ctx)
+    }
+
+    /// A connection request's context for `nid` (upstream `ucma_connect_event_handler()`).
+    fn new_ctx(self: &Arc<Self>, nid: Arc<CmId>, uid: u64) -> Result<Arc<UcmaCtx>> {
+        self.alloc_ctx(uid, |h| {
+            nid.set_handler(h);
+            Ok(nid.clone())
+        })
+    }
+
+    /// Takes a context out of the table and destroys it.
+    fn drop_ctx(&self, ctx: &Arc<UcmaCtx>) {
+        free_slot(&mut self.shared.ctxs.lock(), ctx);
+        self.destroy_ctx(ctx);
     }
 
     /// upstream `ucma_destroy_private_ctx()` once the number is taken out of the table: the
@@ -320,7 +394,9 @@ impl UcmaFile {
     fn destroy_ctx(&self, ctx: &Arc<UcmaCtx>) -> u32 {
         ctx.cm_id.destroy();
         let mut inner = self.inner.lock();
-        inner.events.retain(|e| e.ctx_id != ctx.id);
+        inner
+            .events
+            .retain(|e| e.ctx_id != ctx.id && e.owner != ctx.id);
         let mut reported = 0;
         inner.ctxs.retain(|(c, n)| {
             if Arc::ptr_eq(c, ctx) {
@@ -333,6 +409,85 @@ impl UcmaFile {
         reported
     }
 
+    // upstream ucma_migrate_id(): the context `id` of the rdma_cm file open as `fd` moves to
+    // this file with its pending events (librdmacm's rdma_migrate_id(), which its synchronous
+    // rdma_get_request() calls); the count of events taken from it is returned.
+    fn migrate_id(self: &Arc<Self>, c: &CmdBuf, out_len: usize) -> Result {
+        if out_len < 4 {
+            return Err(ENOSPC);
+        }
+        let (response, id, fd) = (c.u64(0), c.u32(8), c.u32(12));
+        let f = kernel::fs::LocalFile::fget(fd).map_err(|_| ENOENT)?;
+        let fptr = f.as_ptr() as usize;
+        let ctx = {
+            let t = self.shared.ctxs.lock();
+            match t.get(id as usize) {
+                Some(Some(x)) => x.clone(),
+                _ => return Err(ENOENT),
+            }
+        };
+        let _g = ctx.mutex.lock();
+        // Held until the move is done: no event of the id is queued meanwhile.
+        let mut evf = ctx.ev.file.lock();
+        let cur = evf.clone();
+        if cur.fptr != fptr {
+            return Err(EINVAL);
+        }
+        if ctx.file.load(Relaxed) != cur.key() {
+            return Err(ENOENT);
+        }
+        if !Arc::ptr_eq(&cur, self) {
+            self.inner.lock().ctxs.reserve(1, GFP_KERNEL)?;
+        }
+        let reported = if Arc::ptr_eq(&cur, self) {
+            cur.inner
+                .lock()
+                .ctxs
+                .iter()
+                .find(|(x, _)| Arc::ptr_eq(x, &ctx))
+                .map_or(0, |(_, n)| *n)
+        } else {
+            let (entry, moved) = {
+                let mut inner = cur.inner.lock();
+                let pos = inner
+                    .ctxs
+                    .iter()
+                    .position(|(x, _)| Arc::ptr_eq(x, &ctx))
+                    .ok_or(ENOENT)?;
+                let n = inner.events.iter().filter(|e| e.owner == id).count();
+                let mut moved = KVec::with_capacity(n, GFP_KERNEL)?;
+                let entry = inner.ctxs.remove(pos).map_err(|_| ENOENT)?;
+                let mut i = 0;
+                while i < inner.events.len() {
+                    if inner.events.get(i).is_some_and(|e| e.owner == id) {
+                        if let Ok(e) = inner.events.remove(i) {
+                            // Room reserved above.
+                            let _ = moved.push(e, GFP_KERNEL);
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                (entry, moved)
+            };
+            let reported = entry.1;
+            ctx.file.store(self.key(), Relaxed);
+            *evf = self.clone();
+            let mut inner = self.inner.lock();
+            // Room reserved above (upstream's list moves cannot fail); an event that finds no
+            // memory is dropped.
+            inner.ctxs.push(entry, GFP_KERNEL)?;
+            for e in moved {
+                let _ = inner.events.push(e, GFP_KERNEL);
+            }
+            drop(inner);
+            self.wait.notify_all();
+            reported
+        };
+        drop(evf);
+        respond(response, &reported.to_ne_bytes())
+    }
+
     // upstream ucma_destroy_id()
     fn destroy_id(&self, c: &CmdBuf, out_len: usize) -> Result {
         if out_len < 4 {
@@ -342,7 +497,7 @@ impl UcmaFile {
         let ctx = {
             let mut t = self.shared.ctxs.lock();
             let ctx = match t.get(id as usize) {
-                Some(Some(x)) if x.file == self.key() => x.clone(),
+                Some(Some(x)) if x.file.load(Relaxed) == self.key() => x.clone(),
                 Some(Some(_)) => return Err(EINVAL),
                 _ => return Err(ENOENT),
             };
@@ -543,28 +698,67 @@ impl UcmaFile {
         ctx.cm_id.listen(backlog)
     }
 
-    // upstream ucma_connect(), ucma_accept(), ucma_reject(): the id, then the CM.
-    fn conn_op(&self, id: u32, op: ConnOp) -> Result {
+    // upstream ucma_connect()
+    fn connect(&self, c: &CmdBuf) -> Result {
+        let p = abi::get_conn_param(c.bytes(0, abi::CONN_PARAM));
+        if c.u8(abi::CONN_PARAM - 1) == 0 {
+            return Err(EINVAL);
+        }
+        let ctx = self.get_ctx_dev(c.u32(abi::CONN_PARAM))?;
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.connect(&p)
+    }
+
+    // upstream ucma_accept(): with valid parameters the context takes the uid.
+    fn accept(&self, c: &CmdBuf) -> Result {
+        let uid = c.u64(0);
+        let valid = c.u8(8 + abi::CONN_PARAM - 1) != 0;
+        let p = abi::get_conn_param(c.bytes(8, abi::CONN_PARAM));
+        let ctx = self.get_ctx_dev(c.u32(8 + abi::CONN_PARAM))?;
+        let _g = ctx.mutex.lock();
+        if valid {
+            ctx.ev.uid.store(uid, Relaxed);
+            ctx.cm_id.accept(Some(&p))
+        } else {
+            ctx.cm_id.accept(None)
+        }
+    }
+
+    // upstream ucma_reject(): reason 0 is the consumer's; only that and the vendor option
+    // (IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED) are taken.
+    fn reject(&self, c: &CmdBuf) -> Result {
+        let (id, len, reason) = (c.u32(0), c.u8(4), c.u8(5));
+        let reason = match reason {
+            0 => 28,
+            28 | 35 => u16::from(reason),
+            _ => return Err(EINVAL),
+        };
         let ctx = self.get_ctx_dev(id)?;
         let _g = ctx.mutex.lock();
-        ctx.cm_id.connect_op(op)
+        ctx.cm_id.reject(c.bytes(8, usize::from(len)), reason)
     }
 
     // upstream ucma_disconnect()
     fn disconnect(&self, c: &CmdBuf) -> Result {
-        self.conn_op(c.u32(0), ConnOp::Disconnect)
+        let ctx = self.get_ctx_dev(c.u32(0))?;
+        let _g = ctx.mutex.lock();
+        ctx.cm_id.disconnect()
     }
 
-    // upstream ucma_init_qp_attr(): the attributes come from the connection (not done).
-    fn init_qp_attr(&self, c: &CmdBuf) -> Result {
-        let qp_state = c.u32(12);
-        // upstream: IB_QPS_ERR is the last state.
-        if qp_state > 6 {
-            return Err(EINVAL);
+    // upstream ucma_init_qp_attr(): struct ib_uverbs_qp_attr of rdma_init_qp_attr().
+    fn init_qp_attr(&self, c: &CmdBuf, out_len: usize) -> Result {
+        if out_len < abi::QP_ATTR {
+            return Err(ENOSPC);
         }
+        let qp_state = c.u32(12);
+        let state = u8::try_from(qp_state)
+            .ok()
+            .and_then(|s| QpState::try_from(s).ok())
+            .ok_or(EINVAL)?;
         let ctx = self.get_ctx_dev(c.u32(8))?;
         let _g = ctx.mutex.lock();
-        Err(EOPNOTSUPP)
+        let (a, mask) = ctx.cm_id.init_qp_attr(state)?;
+        respond(c.u64(0), &abi::qp_attr(&a, mask))
     }
 
     // upstream ucma_get_event()
@@ -587,7 +781,7 @@ impl UcmaFile {
         };
         respond(response, &ev.resp[..out_len.min(abi::EVENT_RESP)])?;
         let ev = inner.events.remove(0).map_err(|_| EAGAIN)?;
-        if let Some((_, n)) = inner.ctxs.iter_mut().find(|(c, _)| c.id == ev.ctx_id) {
+        if let Some((_, n)) = inner.ctxs.iter_mut().find(|(c, _)| c.id == ev.owner) {
             *n += 1;
         }
         Ok(())
@@ -675,10 +869,11 @@ impl CharDevice for UcmaDev {
     type Ptr = Arc<UcmaFile>;
 
     // upstream ucma_open()
-    fn open(dev: &Self, _file: &File) -> Result<Self::Ptr> {
+    fn open(dev: &Self, file: &File) -> Result<Self::Ptr> {
         Arc::pin_init(
             pin_init!(UcmaFile {
                 shared: dev.shared.clone(),
+                fptr: file.as_ptr() as usize,
                 inner <- kernel::new_mutex!(
                     FileInner {
                         events: KVec::new(),

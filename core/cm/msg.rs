@@ -634,6 +634,32 @@ impl SidrRep {
     }
 }
 
+/// The source and destination GIDs of a received packet's 40-byte header area: a GRH, or
+/// for RoCE v2 over IPv4 the IPv4 header in its last 20 bytes (upstream
+/// `ib_get_rdma_header_version()`, `ib_get_gids_from_rdma_hdr()`: an IPv4 header whose
+/// checksum verifies; its addresses as IPv4-mapped GIDs).
+pub fn hdr_gids(h: &[u8; 40]) -> ([u8; 16], [u8; 16]) {
+    let ip = &h[20..40];
+    let sum = ip
+        .chunks(2)
+        .fold(0u32, |a, w| a + u32::from(u16::from_be_bytes([w[0], w[1]])));
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+    if ip[0] == 0x45 && sum == 0xffff {
+        src[10] = 0xff;
+        src[11] = 0xff;
+        dst[10] = 0xff;
+        dst[11] = 0xff;
+        src[12..].copy_from_slice(&ip[12..16]);
+        dst[12..].copy_from_slice(&ip[16..20]);
+    } else {
+        src.copy_from_slice(&h[8..24]);
+        dst.copy_from_slice(&h[24..40]);
+    }
+    (src, dst)
+}
+
 #[kunit_tests(ib_core_rs_cm_msg)]
 mod tests {
     use super::*;
@@ -805,5 +831,29 @@ mod tests {
         m.0[3] = 3;
         m.0[16..18].copy_from_slice(&0x0030u16.to_be_bytes());
         assert_eq!(attr_of(&m), None);
+    }
+
+    #[test]
+    fn received_header_gids() {
+        // RoCE v2 over IPv4: the IPv4 header in the last 20 bytes (checksum verifies).
+        let mut h = [0u8; 40];
+        h[20..40].copy_from_slice(&[
+            0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0, 10, 66, 0, 1, 10, 66, 0, 2,
+        ]);
+        let sum = h[20..40]
+            .chunks(2)
+            .fold(0u32, |a, w| a + u32::from(u16::from_be_bytes([w[0], w[1]])));
+        let sum = !((sum & 0xffff) + (sum >> 16)) as u16;
+        h[30..32].copy_from_slice(&sum.to_be_bytes());
+        let (src, dst) = hdr_gids(&h);
+        assert_eq!(src[10..], [0xff, 0xff, 10, 66, 0, 1]);
+        assert_eq!(dst[10..], [0xff, 0xff, 10, 66, 0, 2]);
+        assert!(src[..10].iter().all(|b| *b == 0));
+        // A wrong checksum: a GRH (its SGID and DGID).
+        h[31] ^= 1;
+        h[8] = 0xfe;
+        h[24] = 0xfd;
+        let (src, dst) = hdr_gids(&h);
+        assert_eq!((src[0], dst[0]), (0xfe, 0xfd));
     }
 }

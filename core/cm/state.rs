@@ -159,6 +159,18 @@ pub fn convert_to_ms(iba_time: u8) -> u32 {
     1 << u32::from(iba_time).saturating_sub(8).min(31)
 }
 
+/// upstream `cm_ack_timeout()`: the local ACK timeout of a path of `packet_life_time` through a
+/// CA that delays its ACKs by `ca_ack_delay` (both log2 of 4.096 us).
+pub fn ack_timeout(ca_ack_delay: u8, packet_life_time: u8) -> u8 {
+    let (d, t) = (i32::from(ca_ack_delay), i32::from(packet_life_time) + 1);
+    let t = if t >= d {
+        t + i32::from(d >= t - 1)
+    } else {
+        d + i32::from(t >= d - 1)
+    };
+    t.min(31) as u8
+}
+
 /// The next step of a connection in `s` on `input`.
 ///
 /// # Errors
@@ -316,5 +328,11 @@ mod tests {
         assert_eq!(convert_to_ms(8), 1);
         assert_eq!(convert_to_ms(0), 1);
         assert_eq!(convert_to_ms(18), 1024);
+        // cm_ack_timeout(): mlx5's ACK delay 16 with RoCE's life time 16, a short and a long
+        // path, the cap.
+        assert_eq!(ack_timeout(16, 16), 18);
+        assert_eq!(ack_timeout(16, 4), 16);
+        assert_eq!(ack_timeout(16, 14), 17);
+        assert_eq!(ack_timeout(0, 30), 31);
     }
 }

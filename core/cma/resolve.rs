@@ -140,13 +140,7 @@ pub(super) fn resolve_loopback(id: &Arc<CmId>) -> Result {
             }
         };
         if let (true, Some(h)) = (ok, h.as_ref()) {
-            h.event(
-                &id,
-                CmEvent {
-                    event: CmEventType::AddrResolved,
-                    status: 0,
-                },
-            );
+            h.event(&id, CmEvent::new(CmEventType::AddrResolved, 0));
         }
     })?;
     Ok(())
@@ -214,17 +208,11 @@ fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, nde
                 s.dgid = ip_to_gid(dst);
                 s.dmac = l2.mac;
                 s.hop_limit = l2.hop_limit;
-                CmEvent {
-                    event: CmEventType::AddrResolved,
-                    status: 0,
-                }
+                CmEvent::new(CmEventType::AddrResolved, 0)
             }
             Err(e) => {
                 s.state = CmState::AddrBound;
-                CmEvent {
-                    event: CmEventType::AddrError,
-                    status: e.to_errno(),
-                }
+                CmEvent::new(CmEventType::AddrError, e.to_errno())
             }
         }
     };
@@ -310,13 +298,7 @@ pub(super) fn iboe_route(id: &Arc<CmId>) -> Result {
         let h = id.handler.lock();
         let ok = id.comp_exch(CmState::RouteQuery, CmState::RouteResolved);
         if let (true, Some(h)) = (ok, h.as_ref()) {
-            h.event(
-                &id,
-                CmEvent {
-                    event: CmEventType::RouteResolved,
-                    status: 0,
-                },
-            );
+            h.event(&id, CmEvent::new(CmEventType::RouteResolved, 0));
         }
     })?;
     Ok(())

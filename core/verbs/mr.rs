@@ -174,6 +174,18 @@ pub struct MrCreated<T> {
     pub rkey: u32,
 }
 
+/// What a driver's `rereg_user_mr` did (upstream: the op returns `NULL` when it changed the
+/// MR in place, or a new `ib_mr`).
+pub enum Reregistered<T> {
+    /// The hardware MR was changed in place and keeps its keys; the core keeps the `Mr`. Only
+    /// for a re-registration without [`ReregFlags::PD`] and [`ReregFlags::TRANS`] (the core's
+    /// `Mr` keeps its PD, length and iova).
+    InPlace,
+    /// A new hardware MR (it may carry the old one's keys), which the core puts in the old
+    /// MR's place.
+    New(MrCreated<T>),
+}
+
 /// A memory region (upstream `struct ib_mr` with the driver's `D::MrData`);
 /// it uses its PD.
 pub struct Mr<D: Driver> {
@@ -347,7 +359,9 @@ impl<D: Driver> Mr<D> {
     /// Re-registers a user MR (upstream `ib_uverbs_rereg_mr()` from the MR on, after
     /// [`ReregFlags::check_request`] and the MR lookup): a DM MR is `EINVAL`; with
     /// [`ReregFlags::ACCESS`] the new flags must pass [`AccessFlags::check`]; a PD equal to the
-    /// MR's drops [`ReregFlags::PD`]. The driver creates a new hardware MR (with the MR's old
+    /// MR's drops [`ReregFlags::PD`]. When the driver changed the MR in place
+    /// ([`Reregistered::InPlace`], upstream's `NULL`) this returns `None`: the `Mr`, its handle
+    /// and its keys stay. Otherwise the driver made a new hardware MR (with the MR's old
     /// translation, access or PD where `flags` keeps them), which this returns as a new `Mr`
     /// holding a use of its PD, with its own restrack entry; the caller puts it in the old
     /// MR's place and deregisters the old one, which releases the old PD's use (upstream's
@@ -356,7 +370,8 @@ impl<D: Driver> Mr<D> {
     /// # Errors
     ///
     /// As above; `EOPNOTSUPP` without `rereg_user_mr`; `EINVAL` for a dead MR or PD; the
-    /// driver's error. The old MR is unchanged on error.
+    /// driver's error; `EIO` for a driver answering in place to a PD or translation change
+    /// (a driver bug). The old MR is unchanged on error.
     pub fn rereg_user(
         this: &Arc<Self>,
         flags: ReregFlags,
@@ -364,7 +379,7 @@ impl<D: Driver> Mr<D> {
         new_pd: Option<&Arc<Pd<D>>>,
         owner: Owner,
         user: &mut UserCtx<'_, '_, D>,
-    ) -> Result<Arc<Self>> {
+    ) -> Result<Option<Arc<Self>>> {
         flags.check_request(req.start, req.iova)?;
         this.check_alive()?;
         if this.mr_type == MrType::Dm {
@@ -394,9 +409,26 @@ impl<D: Driver> Mr<D> {
         } else {
             (this.length, this.iova)
         };
-        Self::create(pd, MrType::User, span, owner, || {
-            op(this, flags, req, pd, user)
-        })
+        // The restrack entry made for a new MR is dropped when the driver answers in place
+        // (its own error below, which never leaves this function).
+        let mut in_place = false;
+        let new = Self::create(pd, MrType::User, span, owner, || {
+            match op(this, flags, req, pd, user)? {
+                Reregistered::New(c) => Ok(c),
+                Reregistered::InPlace => {
+                    in_place = true;
+                    Err(EALREADY)
+                }
+            }
+        });
+        match new {
+            Ok(m) => Ok(Some(m)),
+            Err(_) if in_place && (flags.has(ReregFlags::PD) || flags.has(ReregFlags::TRANS)) => {
+                Err(EIO)
+            }
+            Err(_) if in_place => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Deregisters the MR (upstream `ib_dereg_mr_user()`); the PD loses

@@ -13,8 +13,8 @@ use crate::prm::cmd::{
 use crate::prm::command::{self as pc, QpTransition, TransitionCtx};
 use crate::prm::consts::{
     NON_ZERO_RQ, QPC_STATE_ERR, QPC_STATE_INIT, QPC_STATE_RST, QPC_STATE_RTR, QPC_STATE_RTS,
-    QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_DCI, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_UC,
-    QPC_ST_UD, QPC_ST_XRC, SRQ_RQ, ZERO_LEN_RQ,
+    QPC_STATE_SQD, QPC_STATE_SQER, QPC_ST_DCI, QPC_ST_QP0, QPC_ST_QP1, QPC_ST_RC, QPC_ST_REG_UMR,
+    QPC_ST_UC, QPC_ST_UD, QPC_ST_XRC, SRQ_RQ, ZERO_LEN_RQ,
 };
 use crate::prm::ctx::{ads, dctc, qpc};
 use crate::prm::layout::{BufMut, Member, PrmError, PrmLayout};
@@ -38,6 +38,8 @@ prm_enum! {
         Qp1 = QPC_ST_QP1,
         /// A DC initiator.
         Dci = QPC_ST_DCI,
+        /// The driver's UMR QP (`MLX5_QP_ST_REG_UMR`).
+        RegUmr = QPC_ST_REG_UMR,
     }
 }
 

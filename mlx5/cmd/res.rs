@@ -246,6 +246,9 @@ impl Command for CreateMkey<'_> {
                 log_page_size,
                 pages,
             } => {
+                // upstream reg_create() and _mlx5_alloc_mkey_descs(): `umr_en`, so that a UMR
+                // WQE may change the MR's access and PD.
+                inbox.set(m(mkc::umr_en), 1)?;
                 inbox.set(m(mkc::access_mode_1_0), MKC_ACCESS_MODE_MTT)?;
                 inbox.set64(m(mkc::start_addr), start)?;
                 inbox.set64(m(mkc::len), len)?;

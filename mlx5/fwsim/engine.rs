@@ -23,7 +23,8 @@
 //!   the access checks);
 //! * `completer.rs`: what comes back retired (the send CQE, the PSN, ERR, the RNR and ACK
 //!   retries) and the flush of a QP in ERR;
-//! * `wire.rs`: RoCE v2 packets to and from hosts behind an Ethernet fabric's uplink (UD);
+//! * `wire.rs`: RoCE v2 packets to and from hosts behind an Ethernet fabric's uplink (UD,
+//!   UC), and `rc.rs`, RC in packets (requester, completer and responder per QP);
 //! * `umr.rs` (memory windows), `mem.rs` (keys, scatter/gather cursors, DMA), `headers.rs`
 //!   (the GRH a UD receive sees), `fabric.rs` (the functions, their ports and the route),
 //!   `message.rs` and `qp_state.rs` (a QP as the data path sees it, and the WQE formats read
@@ -45,12 +46,18 @@ mod mem;
 mod message;
 #[path = "engine/qp_state.rs"]
 mod qp_state;
+#[path = "engine/rc.rs"]
+mod rc;
+#[path = "engine/rc_state.rs"]
+mod rc_state;
 #[path = "engine/requester.rs"]
 mod requester;
 #[path = "engine/responder.rs"]
 mod responder;
 #[path = "engine/smp.rs"]
 mod smp;
+#[path = "engine/sq.rs"]
+mod sq;
 #[path = "engine/umr.rs"]
 pub(crate) mod umr;
 #[path = "engine/wire.rs"]
@@ -63,7 +70,7 @@ pub(crate) use self::fabric::Wire;
 pub(crate) use self::qp_state::QpState;
 // The device glue (`simdev/`) and the tests hand received frames in.
 #[cfg_attr(not(any(MODULE, test)), allow(unused_imports))]
-pub(crate) use self::wire::{receive as wire_receive, WireTx};
+pub(crate) use self::wire::WireTx;
 
 use self::completer::flush_one;
 use self::qp_state::{snap, Step};
@@ -72,6 +79,17 @@ use super::dma::DmaMem;
 use super::events::{Event, Popped};
 use super::{capacity, Fw};
 use crate::prm::consts::{QPC_STATE_ERR, QPC_STATE_RTS};
+
+/// A frame that came in on the segment port of function `nodes[ni]` at time `now` (the
+/// device glue and the tests hand them in): `wire.rs` checks it and takes UD and UC; an RC
+/// packet goes to `rc.rs`. Whether a QP took it.
+#[cfg_attr(not(any(MODULE, test)), allow(dead_code))]
+pub(crate) fn wire_receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8], now: u64) -> bool {
+    match wire::receive(nodes, ni, frame) {
+        wire::Rx::Taken(t) => t,
+        wire::Rx::Rc(port, p) => rc::receive(nodes, ni, port, &p, now),
+    }
+}
 
 /// WQEs one QP may execute before the pass moves on to the next QP.
 const QUOTA: u32 = 16;
@@ -106,6 +124,9 @@ pub(crate) fn run(
         n.fw.complete_commands(n.mem);
         n.fw.poll_arms(n.mem);
     }
+    for ni in 0..nodes.len() {
+        rc::flush_backlog(nodes, ni);
+    }
     let mut left = budget;
     'rounds: loop {
         let mut progress = false;
@@ -132,6 +153,7 @@ pub(crate) fn run(
     for n in nodes.iter_mut() {
         n.fw.scan_start = (n.fw.scan_start + 1) % capacity::QP;
     }
+    r.more |= nodes.iter().any(|n| n.fw.wire_backlog());
     r
 }
 
@@ -172,6 +194,7 @@ pub(crate) fn run_uar(
             break;
         }
     }
+    r.more |= nodes.get(ni).is_some_and(|n| n.fw.wire_backlog());
     r
 }
 

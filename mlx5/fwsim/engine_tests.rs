@@ -401,7 +401,7 @@ impl Host {
         q(qpc::mtu).set(&mut b, dest.mtu).unwrap();
         q(qpc::log_msg_max).set(&mut b, 30).unwrap();
         q(qpc::remote_qpn).set(&mut b, dest.qpn).unwrap();
-        q(qpc::next_rcv_psn).set(&mut b, 0x100).unwrap();
+        q(qpc::next_rcv_psn).set(&mut b, dest.rq_psn).unwrap();
         q(qpc::min_rnr_nak).set(&mut b, dest.min_rnr_nak).unwrap();
         q(qpc::q_key).set(&mut b, dest.own_qkey).unwrap();
         for f in [qpc::rre, qpc::rwe, qpc::rae] {
@@ -426,7 +426,7 @@ impl Host {
         rst2init_qp_in::qpn.set(&mut b, qp.qpn).unwrap();
         let q = |f| rst2init_qp_in::qpc.inner(f);
         let p = |f| q(qpc::primary_address_path).inner(f);
-        q(qpc::next_send_psn).set(&mut b, 0x200).unwrap();
+        q(qpc::next_send_psn).set(&mut b, dest.sq_psn).unwrap();
         q(qpc::retry_count).set(&mut b, dest.retry).unwrap();
         q(qpc::rnr_retry).set(&mut b, dest.rnr_retry).unwrap();
         p(ads::ack_timeout).set(&mut b, dest.ack_timeout).unwrap();
@@ -693,6 +693,9 @@ pub(super) struct Path {
     pub(super) remote_access: bool,
     /// The Q counter set RST2INIT names (`counter_set_id`; 0: none).
     pub(super) counter_set: u32,
+    /// The first PSNs (`next_rcv_psn` at INIT2RTR, `next_send_psn` at RTR2RTS).
+    pub(super) rq_psn: u32,
+    pub(super) sq_psn: u32,
 }
 
 impl Path {
@@ -711,6 +714,8 @@ impl Path {
             own_qkey: 0x1111_1111,
             remote_access: true,
             counter_set: 0,
+            rq_psn: 0x100,
+            sq_psn: 0x200,
         }
     }
 }
@@ -3576,6 +3581,103 @@ fn cyclic_rmp_consumes_in_ring_order_and_reports_the_count() {
     assert_eq!(h.mem.faults(), 0);
 }
 
+/// RMPs under random use (UCX's cyclic receive queue in a umem, libmlx5's linked list): WQEs
+/// with good and garbage segments, garbage written over the ring, random doorbell counters,
+/// limit arms, and SENDs of random lengths into them. The device never panics, writes only the
+/// destination MR (the canary around it stays), and every CQE it writes is one a requester or
+/// responder may see.
+#[test]
+fn fuzz_rmp_receives() {
+    let mut rng = Rng(0x0dd_ba11_5eed_f00d);
+    let mut delivered = [0u32; 2];
+    for _round in 0..80 {
+        let mut h = Host::new(LinkLayer::Ib, 1);
+        let mut scq = h.cq(7, false);
+        let mut rcq = h.cq(7, false);
+        let cyclic = rng.chance(50);
+        let log = 1 + rng.below(4) as u32;
+        let shift = 5 + rng.below(3) as u32;
+        let ty = if cyclic {
+            WQ_TYPE_CYCLIC
+        } else {
+            WQ_TYPE_LINKED_LIST
+        };
+        let mut s = h.rmp(log, shift, 0, ty);
+        let mut a = h.qp(QPC_ST_RC, &scq, &scq, (6, 0, 1));
+        let b = h.srq_qp(QPC_ST_RC, &scq, &rcq, 6, &s);
+        let lid = h.lid();
+        h.connect(&a, &Path::to(b.qpn, lid));
+        h.connect(&b, &Path::to(a.qpn, lid));
+        let src = h.mr(4096, ALL);
+        let canary = h.mem.map(4096, true);
+        h.mem.put(canary, &[0x3c; 4096]);
+        let dst = h.mr(4096, ALL);
+        let canary_mr = h.mr_at(canary, 4096, ALL);
+        for _ in 0..40 {
+            let sge = match rng.below(10) {
+                0 => (rng.next() as u32, rng.next(), rng.below(8192) as u32),
+                1 => {
+                    let off = rng.below(4096);
+                    dst.sge(off, rng.below(4097 - off) as u32)
+                }
+                _ => {
+                    let off = rng.below(2048);
+                    dst.sge(off, (4096 - off) as u32)
+                }
+            };
+            match rng.below(16) {
+                0..=5 => {
+                    if cyclic {
+                        post_cyclic(&mut h, &mut s, sge);
+                    } else {
+                        let _ = h.post_srq(&mut s, &[sge]);
+                    }
+                }
+                6 => {
+                    let slot = rng.below(1 << log);
+                    let at = s.buf + (slot << shift);
+                    let mut junk: Vec<u8> =
+                        (0..1usize << shift).map(|_| rng.next() as u8).collect();
+                    // A linked list's next index stays in the ring (the host's own
+                    // bookkeeping follows it); the device may still find any list shape.
+                    if !cyclic {
+                        let next = rng.below(1 << log) as u16;
+                        junk[2..4].copy_from_slice(&next.to_be_bytes());
+                    }
+                    h.mem.put(at, &junk);
+                }
+                7 => h.mem.put32(s.dbr, rng.next() as u32),
+                8 => {
+                    let _ = h.arm_srq(&s, rng.below(1 << log) as u32);
+                }
+                _ => {
+                    let len = rng.below(600) as u32;
+                    h.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, len)));
+                    run(&mut [&mut h], 0);
+                    for c in h.poll_all(&mut rcq) {
+                        assert!(
+                            matches!(c.opcode, cqe_op::RESP_SEND | cqe_op::RESP_ERR),
+                            "receive CQE opcode {}",
+                            c.opcode
+                        );
+                        delivered[usize::from(c.opcode == cqe_op::RESP_ERR)] += 1;
+                        if !cyclic && c.opcode == cqe_op::RESP_SEND {
+                            h.free_srq(&mut s, c.wqe_counter);
+                        }
+                    }
+                    for c in h.poll_all(&mut scq) {
+                        assert!(matches!(c.opcode, cqe_op::REQ | cqe_op::REQ_ERR));
+                    }
+                }
+            }
+        }
+        // Only the destination MR is written: the canary next to it keeps its bytes.
+        assert_eq!(h.mem.get(canary_mr.bus, 4096), vec![0x3c; 4096]);
+    }
+    // Both outcomes were reached: messages landed, and bad WQEs failed them.
+    assert!(delivered[0] > 40 && delivered[1] > 10, "{delivered:?}");
+}
+
 #[test]
 fn rmp_commands_check_their_inputs_and_busy() {
     let mut h = Host::new(LinkLayer::Ib, 1);
@@ -4797,3 +4899,6 @@ fn pma_counts_the_packets_and_octets_of_messages() {
 mod dct_tests;
 #[path = "engine/wire_tests.rs"]
 mod wire_tests;
+
+#[path = "engine/rc_tests.rs"]
+mod rc_tests;

@@ -41,7 +41,8 @@ const ALL_ENTRIES: u32 = 0xffff;
 const IB_WIDTH_4X: u32 = 1 << 2;
 
 impl Fw {
-    /// QUERY_HCA_CAP: general, atomic and RoCE capabilities; max and current are the same.
+    /// QUERY_HCA_CAP: general, atomic, RoCE, device memory and (empty) NIC flow table
+    /// capabilities; max and current are the same.
     pub(super) fn query_hca_cap(&mut self, c: &mut Cmd<'_, QueryHcaCap>) -> Done {
         c.own_function(&[query_hca_cap_in::other_function])?;
         let cap = query_hca_cap_out::capability;
@@ -101,6 +102,13 @@ impl Fw {
                 c.set(f(device_mem_cap::memic_bar_size), memic::SIZE as u32)?;
                 c.set(f(device_mem_cap::max_memic_size), memic::SIZE as u32)
             }
+            // The NIC flow table capabilities, all zero: no flow table type has `ft_support`,
+            // no reformat, no sniffer, as the general page's `nic_flow_table` 0 says. rdma-core
+            // (mlx5dv_dr, `dr_devx_query_device()`) and mlx5_core read this page; a ConnectX
+            // answers it, so software learns here that steering is absent. The steering
+            // commands themselves (CREATE_FLOW_TABLE, ...) are unknown opcodes:
+            // `BAD_OP_ERR`.
+            CAP_FLOW_TABLE => Ok(()),
             _ => fail(Status::BAD_PARAM_ERR, syn::CAP_TYPE),
         }
     }

@@ -7,7 +7,10 @@
 //!
 //! * `ib` — an InfiniBand port on a ConnectX-7 (the only simulated model that runs IB);
 //! * `eth` (or `roce`) — an Ethernet/RoCE port on a ConnectX-6 Dx (the common RoCE NIC);
-//! * `ib:cx7`, `eth:cx7`, `eth:cx6dx` — the model spelled out.
+//! * `ib:cx7`, `eth:cx7`, `eth:cx6dx` — the model spelled out;
+//! * any of them followed by `@N` (1..=65535) — the function's serial, which its GUIDs and MAC
+//!   derive from, instead of its position in the list (1, 2, ...): functions in different
+//!   hosts on one wire (`make wire PEER=ours`) need different MACs.
 //!
 //! Pure code, so the grammar is tested on the host.
 
@@ -27,8 +30,16 @@ pub(crate) enum SpecError {
     TooMany,
 }
 
-/// Parses one entry into its configuration; `serial` tells functions apart (GUIDs, MACs).
+/// Parses one entry into its configuration; `serial` tells functions apart (GUIDs, MACs)
+/// unless the entry names its own (`@N`).
 fn entry(word: &str, serial: u32) -> Option<Config> {
+    let (word, serial) = match word.split_once('@') {
+        Some((w, n)) => (
+            w,
+            n.parse::<u32>().ok().filter(|n| (1..=0xffff).contains(n))?,
+        ),
+        None => (word, serial),
+    };
     let (link_layer, profile): (LinkLayer, Profile) = match word {
         "ib" | "ib:cx7" => (LinkLayer::Ib, CONNECTX7),
         "eth" | "roce" | "eth:cx6dx" => (LinkLayer::Ethernet, CONNECTX6_DX),
@@ -114,6 +125,16 @@ mod tests {
                 (1, "ConnectX-6 Dx", LinkLayer::Ethernet, 2)
             ])
         );
+        assert_eq!(
+            list("eth@2,ib@65535"),
+            Ok(std::vec![
+                (0, "ConnectX-6 Dx", LinkLayer::Ethernet, 2),
+                (1, "ConnectX-7", LinkLayer::Ib, 65535)
+            ])
+        );
+        for bad in ["eth@0", "eth@65536", "eth@", "eth@x", "@2"] {
+            assert_eq!(list(bad), Err(SpecError::UnknownEntry(0)), "{bad}");
+        }
         assert_eq!(list("ib,,eth"), Err(SpecError::UnknownEntry(1)));
         assert_eq!(list("ib:cx6dx"), Err(SpecError::UnknownEntry(0)));
         assert_eq!(list("ib,ib,ib,ib,ib,ib,ib,ib,ib"), Err(SpecError::TooMany));

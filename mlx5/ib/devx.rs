@@ -35,9 +35,12 @@
 //! * `MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD` (`ASYNC_EVENT_FD_ALLOC`) and `SUBSCRIBE_EVENT`:
 //!   [`crate::ib::devx_events`].
 //!
-//! Not done: DMA-buf umems, creates whose destroy needs more than the object id (flow tables,
-//! groups, entries, scheduling elements, VXLAN ports, L2 entries, multicast attach:
-//! `EOPNOTSUPP`), the whitelist uid, indirect mkeys with ODP and unaffiliated events (accepted,
+//! Flow tables, groups and entries are created as upstream: their destroy commands copy the
+//! vport, eswitch and table members of the create inbox (`devx_obj_build_destroy_cmd()`); the
+//! simulated device has no steering (its capabilities say so) and refuses them (`BAD_OP`:
+//! `EREMOTEIO`). Not done: DMA-buf umems, creates whose destroy needs more than this
+//! (scheduling elements, VXLAN ports, L2 entries, multicast attach: `EOPNOTSUPP`), the
+//! whitelist uid, indirect mkeys with ODP and unaffiliated events (accepted,
 //! never produced). On the mlx5_core backend a DEVX CREATE_CQ goes through `mlx5_create_cq()`
 //! as every CREATE_CQ there (`crate::corehw`), so its completion events reach the channels as
 //! upstream's `devx_cq_comp()` (`devx_test` on the emulated function).

@@ -6,15 +6,21 @@
 //! and the CREATE_MKEY every MR is (`mlx5_ib_create_mkey()`), which DM MRs use too.
 //!
 //! User MRs pin their memory with the access flags' writability and use `PAGE_SIZE` pages;
-//! this driver posts no UMR WQEs (no mkey cache), so every registration is a CREATE_MKEY.
+//! every registration is a CREATE_MKEY (no mkey cache: the device cannot load translations
+//! by UMR), with `umr_en`; a re-registration of the access flags or PD is a UMR WQE on the
+//! mkey ([`crate::ib::umr`]).
 
 use crate::cmd::exec;
 use crate::cmd::res::{CreateMkey, DestroyMkey, MkeyAccess, MkeyTranslation};
 use crate::hw::Mlx5Hw;
 use crate::ib::device::Mlx5Ib;
+use crate::ib::umr::{self, UmrQp};
 use crate::ib::user_mem::{UserBuf, PAGE};
-use ib_core_rs::verbs::{AccessFlags, Mr, MrCreated, MrType, Pd, ReregFlags, UserCtx, UserMrReq};
+use ib_core_rs::verbs::{
+    AccessFlags, Mr, MrCreated, MrType, Pd, ReregFlags, Reregistered, UserCtx, UserMrReq,
+};
 use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::{new_mutex, sync::Mutex};
 
 /// The driver part of an MR (upstream `struct mlx5_ib_mr`).
@@ -23,8 +29,12 @@ pub(crate) struct Mlx5Mr {
     pub(crate) index: u32,
     /// The I/O virtual address the mkey starts at (upstream `mr->ibmr.iova`).
     pub(crate) iova: u64,
-    /// The access flags the MR was created with (upstream `mr->access_flags`).
-    pub(crate) access: AccessFlags,
+    /// The MR's access flags (upstream `mr->access_flags`): those it was created with, then a
+    /// re-registration's in place.
+    pub(crate) access: Atomic<u32>,
+    /// Set when a re-registration onto another PD handed the mkey, in place, to the MR that
+    /// replaces this one: this MR's deregistration then leaves it alone.
+    pub(crate) handed_on: Atomic<bool>,
     /// A user MR's pinned memory (`mr->umem`), unpinned after DESTROY_MKEY; a
     /// re-registration that keeps the translation moves it to the new MR (upstream
     /// `mlx5_ib_rereg_user_mr()` sets `mr->umem = NULL`).
@@ -86,7 +96,8 @@ pub(crate) fn create_mr_keep(
         data: Mlx5Mr {
             index: m.index,
             iova,
-            access,
+            access: Atomic::new(access.0),
+            handed_on: Atomic::new(false),
             umem: slot,
         },
         lkey: m.key,
@@ -187,40 +198,45 @@ pub(crate) fn reg_user_mr(
     )
 }
 
-/// upstream `mlx5_ib_rereg_user_mr()` on a device without UMR (this driver posts no UMR
-/// WQEs: no mkey cache, no `mlx5r_umr_rereg_pd_access()`/`umr_rereg_pas()` fast paths), so
-/// every re-registration is a new mkey, as upstream's paths that cannot change the MR in
-/// place:
+/// upstream `mlx5_ib_rereg_user_mr()`:
 ///
 /// * `ib_umem_check_rereg()`: new access flags that need writable pages without a new
 ///   translation, on memory pinned read-only, are `EACCES`;
-/// * without [`ReregFlags::TRANS`]: the old MR's pinned memory moves to a new MTT mkey with
-///   the old `iova` and length and the new PD and/or access flags (upstream "revoke the old
-///   MR" and `create_real_mr(new_pd, umem, mr->ibmr.iova, new_access_flags)`); the old mkey is
-///   destroyed by the core right after, so no two live mkeys translate the same umem for
-///   longer than the command;
+/// * without [`ReregFlags::TRANS`], when the access flags may change by UMR
+///   ([`umr::can_rereg_access`]): a UMR WQE on the MR's mkey sets the new PD and access flags
+///   in place (`mlx5r_umr_rereg_pd_access()`); the keys stay. Without a PD change the core
+///   keeps the MR ([`Reregistered::InPlace`], upstream's `NULL`); with one, the MR the core
+///   puts in the old one's place takes the mkey, its keys and the pinned memory (the core's
+///   `Mr` keeps its PD for its life; upstream moves `mr->pd`);
+/// * otherwise without [`ReregFlags::TRANS`]: the old MR's pinned memory moves to a new MTT
+///   mkey with the old `iova` and length and the new PD and/or access flags (upstream "revoke
+///   the old MR" and `create_real_mr(new_pd, umem, mr->ibmr.iova, new_access_flags)`); the
+///   old mkey is destroyed by the core right after, so no two live mkeys translate the same
+///   umem for longer than the command;
 /// * with [`ReregFlags::TRANS`]: new memory pinned and a new mkey, as [`reg_user_mr`]
-///   (upstream `create_real_mr()` on a new umem, or `mlx5_ib_reg_user_mr()` from scratch).
+///   (upstream `create_real_mr()` on a new umem: its in-place `umr_rereg_pas()` needs an MR
+///   of the mkey cache, which a device with `umr_modify_entity_size_disabled` does not have).
 ///
 /// Flags not given keep the MR's PD (the core passes it) and access flags.
 ///
 /// # Errors
 ///
-/// As above; [`reg_user_mr`]'s; `EINVAL` when the old MR has no pinned memory left (a
-/// kernel MR). On error the old MR is unchanged.
+/// As above; [`reg_user_mr`]'s; the UMR's (`EIO` for an error completion); `EINVAL` when the
+/// old MR has no pinned memory left (a kernel MR). On error the old MR is unchanged.
 pub(crate) fn rereg_user_mr(
     mr: &Mr<Mlx5Ib>,
     flags: ReregFlags,
     req: &UserMrReq,
     new_pd: &Pd<Mlx5Ib>,
     user: &mut UserCtx<'_, '_, Mlx5Ib>,
-) -> Result<MrCreated<Mlx5Mr>> {
+) -> Result<Reregistered<Mlx5Mr>> {
     let m = mr.data();
     let slot = m.umem.as_ref().ok_or(EINVAL)?;
+    let cur = AccessFlags(m.access.load(Relaxed));
     let access = if flags.has(ReregFlags::ACCESS) {
         req.access
     } else {
-        m.access
+        cur
     };
     if flags.has(ReregFlags::TRANS) {
         return reg_user_mr(
@@ -233,7 +249,8 @@ pub(crate) fn rereg_user_mr(
             },
             user,
             None,
-        );
+        )
+        .map(Reregistered::New);
     }
     let mut guard = slot.lock();
     let umem = guard.take().ok_or(EINVAL)?;
@@ -241,6 +258,19 @@ pub(crate) fn rereg_user_mr(
     if flags.has(ReregFlags::ACCESS) && access.writable() && !umem.writable() {
         *guard = Some(umem);
         return Err(EACCES);
+    }
+    let dev = mr.pd().device();
+    match umr::can_rereg_access(dev, cur, access) {
+        Ok(true) => {
+            *guard = Some(umem);
+            drop(guard);
+            return rereg_pd_access(mr, flags.has(ReregFlags::PD), new_pd, access);
+        }
+        Ok(false) => {}
+        Err(e) => {
+            *guard = Some(umem);
+            return Err(e);
+        }
     }
     let pages = match umem.pages() {
         Ok(p) => p,
@@ -270,7 +300,45 @@ pub(crate) fn rereg_user_mr(
     if r.is_err() {
         *slot.lock() = umem;
     }
-    r
+    r.map(Reregistered::New)
+}
+
+/// The in-place path of [`rereg_user_mr`]: `mlx5r_umr_rereg_pd_access()` on a UMR QP, then
+/// the MR's access flags; with `pd_change` a new MR that takes the mkey and the pinned memory.
+fn rereg_pd_access(
+    mr: &Mr<Mlx5Ib>,
+    pd_change: bool,
+    new_pd: &Pd<Mlx5Ib>,
+    access: AccessFlags,
+) -> Result<Reregistered<Mlx5Mr>> {
+    let m = mr.data();
+    let slot = m.umem.as_ref().ok_or(EINVAL)?;
+    // Everything that can fail comes before the UMR.
+    let new_slot = if pd_change {
+        Some(KBox::pin_init(new_mutex!(None), GFP_KERNEL)?)
+    } else {
+        None
+    };
+    let dev = mr.pd().device();
+    let u = UmrQp::open(dev)?;
+    u.rereg_pd_access(dev, mr.lkey(), new_pd.data().pdn, access)?;
+    m.access.store(access.0, Relaxed);
+    let Some(new_slot) = new_slot else {
+        return Ok(Reregistered::InPlace);
+    };
+    *new_slot.lock() = slot.lock().take();
+    m.handed_on.store(true, Relaxed);
+    Ok(Reregistered::New(MrCreated {
+        data: Mlx5Mr {
+            index: m.index,
+            iova: m.iova,
+            access: Atomic::new(access.0),
+            handed_on: Atomic::new(false),
+            umem: Some(new_slot),
+        },
+        lkey: mr.lkey(),
+        rkey: mr.rkey(),
+    }))
 }
 
 /// upstream `mlx5_ib_dereg_mr()` → `destroy_mkey()`: DESTROY_MKEY.
@@ -279,6 +347,10 @@ pub(crate) fn rereg_user_mr(
 ///
 /// The errno of DESTROY_MKEY (`Mlx5Hw::exec`); the MR stays then.
 pub(crate) fn dereg_mr(mr: &Mr<Mlx5Ib>) -> Result {
+    // The mkey lives on in the MR a re-registration put in this one's place.
+    if mr.data().handed_on.load(Relaxed) {
+        return Ok(());
+    }
     destroy_mkey(&*mr.pd().device().data().hw, mr.data().index)
 }
 

@@ -34,8 +34,9 @@ use ib_core_rs::ops::{DeviceOps, Ops};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Mw, MwCreated,
-    MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, SendWr, Srq,
-    SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx, UserMrReq, Wc,
+    MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, RecvWr, ReregFlags, Reregistered,
+    SendWr, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata, UserCtx,
+    UserMrReq, Wc,
 };
 use ib_core_rs::verbs::{Dm, DmAllocAttr, DmMrAttr, QpHandler, XrcSrqCreated, Xrcd};
 use kernel::prelude::*;
@@ -281,7 +282,7 @@ impl DeviceOps for Mlx5DevOps {
         req: &UserMrReq,
         new_pd: &Pd<Mlx5Ib>,
         user: &mut UserCtx<'_, '_, Mlx5Ib>,
-    ) -> Result<MrCreated<Mlx5Mr>> {
+    ) -> Result<Reregistered<Mlx5Mr>> {
         mr::rereg_user_mr(mr, flags, req, new_pd, user)
     }
 

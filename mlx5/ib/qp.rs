@@ -68,6 +68,9 @@ pub(crate) enum QpKind {
     Dci,
     /// A DC target: CREATE_DCT runs at INIT->RTR ([`dct`]).
     Dct(dct::DctInit),
+    /// The driver's UMR QP (upstream `MLX5_IB_QPT_REG_UMR`, made by `umr.rs`): moved to RTS
+    /// with no attributes, it posts only UMR WQEs.
+    Umr,
 }
 
 /// The attribute state of a QP in RESET, allocated before CREATE_QP so that nothing after the
@@ -125,8 +128,8 @@ fn sq_overhead(t: QpType) -> u32 {
         QpType::XrcIni => 16 + 16 + 120,
         // no send queue
         QpType::XrcTgt => 0,
-        // no kernel DC QPs (`create_qp()` refuses them)
-        QpType::Driver => 0,
+        // A kernel driver-type QP is the UMR QP: ctrl + umr ctrl + mkey seg.
+        QpType::Driver => 16 + 48 + 64,
     }
 }
 
@@ -164,12 +167,9 @@ pub(crate) fn create_qp(
     let g = gen(d)?;
     // Kernel XRC QPs: no kernel consumer here needs them (the kernel data path has no XRC
     // segment); user XRC QPs are create_user_qp()'s, target QPs create_xrc_tgt_qp()'s.
-    if attr.srq.is_some()
-        || matches!(
-            attr.qp_type,
-            QpType::XrcIni | QpType::XrcTgt | QpType::Driver
-        )
-    {
+    // A driver-type kernel QP is this driver's UMR QP (upstream `MLX5_IB_QPT_REG_UMR`, which
+    // only mlx5_ib creates, `umr.rs`); kernel DC QPs do not exist.
+    if attr.srq.is_some() || matches!(attr.qp_type, QpType::XrcIni | QpType::XrcTgt) {
         return Err(EOPNOTSUPP);
     }
     let log_max_qp_sz = g.get(cmd_hca_cap::log_max_qp_sz);
@@ -232,7 +232,8 @@ pub(crate) fn create_qp(
         // upstream to_mlx5_st(): IB_QPT_SMI -> QP0, the GSI hardware QP -> QP1.
         QpType::Smi => QpServiceType::Qp0,
         QpType::Gsi => QpServiceType::Qp1,
-        QpType::XrcIni | QpType::XrcTgt | QpType::Driver => return Err(EOPNOTSUPP),
+        QpType::Driver => QpServiceType::RegUmr,
+        QpType::XrcIni | QpType::XrcTgt => return Err(EOPNOTSUPP),
     };
     let state = Mlx5Qp::new_state()?;
     let rq = if cap.max_recv_wr == 0 {
@@ -245,9 +246,12 @@ pub(crate) fn create_qp(
         }
     };
     let sq = Some((attr.send_cq.data().cqn, log_sq_size));
-    let qpn = create_kernel_qp(d, &buf, &pas, st, pd.data().pdn, sq, rq)?;
+    // upstream create_qp_common() sets no PD in the UMR QP's context.
+    let umr = st == QpServiceType::RegUmr;
+    let pdn = if umr { 0 } else { pd.data().pdn };
+    let qpn = create_kernel_qp(d, &buf, &pas, st, pdn, sq, rq)?;
     d.events.attach(slot, &target, qpn);
-    Ok(Mlx5Qp::created(
+    let mut made = Mlx5Qp::created(
         qpn,
         log_sq_size,
         log_rq_size,
@@ -255,7 +259,11 @@ pub(crate) fn create_qp(
         QueueMem::Kernel { buf },
         Some(kern),
         target,
-    ))
+    );
+    if umr {
+        made.data.kind = QpKind::Umr;
+    }
+    Ok(made)
 }
 
 /// CREATE_QP of a QP whose queues the kernel owns (upstream `create_kernel_qp()`, and

@@ -70,6 +70,8 @@ pub(crate) const CAP_GENERAL: u32 = 0;
 pub(crate) const CAP_ATOMIC: u32 = 3;
 /// `enum mlx5_cap_type` `MLX5_CAP_ROCE` (device.h).
 pub(crate) const CAP_ROCE: u32 = 4;
+/// `enum mlx5_cap_type` `MLX5_CAP_FLOW_TABLE` (device.h): `struct flow_table_nic_cap`.
+pub(crate) const CAP_FLOW_TABLE: u32 = 7;
 /// `enum mlx5_cap_type` `MLX5_CAP_DEV_MEM` (device.h).
 pub(crate) const CAP_DEV_MEM: u32 = 0xf;
 /// `HCA_CAP_OPMOD_GET_MAX` (device.h): bit 0 of `query_hca_cap_in.op_mod`.

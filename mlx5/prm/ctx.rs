@@ -37,6 +37,7 @@ prm_layouts! {
         pkey_table_size @ 0x190, 0x10;
         vport_group_manager @ 0x1a0, 0x1;
         ib_virt @ 0x1a2, 0x1;
+        nic_flow_table @ 0x1a6, 0x1;
         device_memory @ 0x1a8, 0x1;
         local_ca_ack_delay @ 0x1ab, 0x5;
         port_type @ 0x1b6, 0x2;
@@ -46,6 +47,7 @@ prm_layouts! {
         cqe_version @ 0x1fc, 0x4;
         ipoib_basic_offloads @ 0x204, 0x1;
         umr_modify_entity_size_disabled @ 0x207, 0x1;
+        umr_modify_atomic_disabled @ 0x208, 0x1;
         cmdif_checksum @ 0x210, 0x2;
         sho @ 0x217, 0x1;
         dct @ 0x21a, 0x1;

@@ -33,7 +33,8 @@ pub(crate) mod wqe_op {
     pub(crate) const ATOMIC_CS: u8 = 0x11;
     /// `MLX5_OPCODE_ATOMIC_FA`.
     pub(crate) const ATOMIC_FA: u8 = 0x12;
-    /// `MLX5_OPCODE_UMR`: in this project only a memory window's bind or invalidation.
+    /// `MLX5_OPCODE_UMR`: a memory window's bind or invalidation, an indirect mkey's layout,
+    /// an MR's access and PD change (the driver's UMR QP).
     pub(crate) const UMR: u8 = 0x25;
 }
 
@@ -49,6 +50,9 @@ pub(crate) mod ctrl {
         expect(dead_code, reason = "the simulator orders every WQE")
     )]
     pub(crate) const FENCE: u8 = 0x40;
+    /// `MLX5_FENCE_MODE_INITIATOR_SMALL` (upstream's UMR WQEs).
+    #[cfg_attr(not(MODULE), expect(dead_code, reason = "the driver's UMR WQEs"))]
+    pub(crate) const FENCE_INITIATOR_SMALL: u8 = 0x20;
 }
 
 /// CQE opcodes (`op_own >> 4`, `MLX5_CQE_*`).

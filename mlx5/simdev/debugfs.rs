@@ -17,7 +17,10 @@
 //!   device as UAR write traps, how the fabric's engine passes ran (`fabric_*`), and on an
 //!   Ethernet fabric the frames its segment delivered and dropped at a down port
 //!   (`ether_delivered`, `ether_dropped`) and the RoCE v2 packets the function's data path
-//!   could not queue for the wire (`wire_overflow`, `engine/wire.rs`);
+//!   could not queue for the wire (`wire_overflow`, `engine/wire.rs`), and RC in packets'
+//!   request packets sent again, requests past and before the expected PSN
+//!   (`wire_rc_retransmits`, `wire_rc_out_of_sequence`, `wire_rc_duplicates`,
+//!   `engine/rc.rs`);
 //! * `iommu` — the simulated IOMMU's live mappings and the device accesses it refused
 //!   (`mappings N`, `faults N`; mappings are 0 when the driver has released everything);
 //! * `switch` — the InfiniBand fabric's switch (`fwsim/switch.rs`): `lid`, `sm_lid`,
@@ -264,6 +267,10 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(out, "ether_delivered {}", e.delivered)?;
         writeln!(out, "ether_dropped {}", e.dropped)?;
         writeln!(out, "wire_overflow {}", f.with_fw(|fw| fw.wire_overflow()))?;
+        let rc = f.with_fw(|fw| fw.wire_rc_stats());
+        writeln!(out, "wire_rc_retransmits {}", rc.retransmits)?;
+        writeln!(out, "wire_rc_out_of_sequence {}", rc.out_of_sequence)?;
+        writeln!(out, "wire_rc_duplicates {}", rc.duplicates)?;
     }
     Ok(())
 }

@@ -139,10 +139,17 @@ pub(super) fn run_uar(
 }
 
 /// Hands a RoCE v2 frame that came in on the segment port of function `func` to the engine
-/// (`engine/wire.rs`); a frame no QP takes is dropped there.
-pub(super) fn wire_rx(fws: &mut KVec<KVBox<Fw>>, iommus: &[Arc<Iommu>], func: usize, frame: &[u8]) {
-    with_nodes(fws, iommus, None, 0, |n| {
-        engine::wire_receive(n, func, frame);
+/// (`engine/wire.rs`) at time `now_ns` (the engine's clock: RC's RNR timer); a frame no QP
+/// takes is dropped there.
+pub(super) fn wire_rx(
+    fws: &mut KVec<KVBox<Fw>>,
+    iommus: &[Arc<Iommu>],
+    func: usize,
+    frame: &[u8],
+    now_ns: u64,
+) {
+    with_nodes(fws, iommus, None, now_ns, |n| {
+        engine::wire_receive(n, func, frame, now_ns);
         engine::RunResult::default()
     });
 }

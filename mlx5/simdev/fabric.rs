@@ -197,7 +197,7 @@ const INLINE_BUDGET: u32 = 16;
 const EVENT_BATCH: usize = 32;
 
 /// RoCE v2 frames the fabric's receive queue holds for the worker.
-const WIRE_RX_MAX: usize = 64;
+const WIRE_RX_MAX: usize = 256;
 
 /// Nanoseconds per jiffy (`CONFIG_HZ` of the kernel).
 fn ns_per_jiffy() -> u64 {
@@ -382,6 +382,8 @@ pub(crate) struct Fabric {
     /// RoCE v2 frames from the segment for the engine: (function index, frame).
     #[pin]
     wire_rx: SpinLockIrq<KVec<(usize, KVec<u8>)>>,
+    /// RoCE v2 frames sent and received, for the fault injection of `wire_drop`/`wire_dup`.
+    wire_seen: Atomic<u64>,
 }
 
 impl Fabric {
@@ -793,14 +795,35 @@ impl Fabric {
     }
 
     /// Sends the RoCE v2 packets the engine queued out of each function's segment port
-    /// (`fws` is the locked fabric).
+    /// (`fws` is the locked fabric), each as many times as [`Self::wire_fault`] says.
     fn wire_tx(&self, fws: &mut KVec<KVBox<Fw>>) {
         if let Some(seg) = self.ether.as_ref() {
             for (i, fw) in fws.iter_mut().enumerate() {
                 fw.wire_drain(|f| {
-                    seg.send(i, f);
+                    for _ in 0..self.wire_fault() {
+                        seg.send(i, f);
+                    }
                 });
             }
+        }
+    }
+
+    /// How many copies of the next RoCE v2 frame go on (the module parameters `wire_drop`
+    /// and `wire_dup`: every Nth frame sent or received is dropped, or doubled): 1 without
+    /// fault injection.
+    fn wire_fault(&self) -> usize {
+        let drop = u64::from(crate::module_parameters::wire_drop.value());
+        let dup = u64::from(crate::module_parameters::wire_dup.value());
+        if drop == 0 && dup == 0 {
+            return 1;
+        }
+        let n = self.wire_seen.fetch_add(1, Relaxed) + 1;
+        if drop != 0 && n % drop == 0 {
+            0
+        } else if dup != 0 && n % dup == 0 {
+            2
+        } else {
+            1
         }
     }
 
@@ -981,7 +1004,7 @@ impl Fabric {
             }
             let rx = core::mem::replace(&mut *self.wire_rx.lock(), KVec::new());
             for (func, frame) in rx.iter() {
-                super::engine_glue::wire_rx(&mut fws, &self.iommus, *func, frame);
+                super::engine_glue::wire_rx(&mut fws, &self.iommus, *func, frame, now);
             }
             let mut outcome = super::engine_glue::RunOutcome::default();
             if full {
@@ -1094,11 +1117,11 @@ impl Fabric {
 /// buffer is gone when this returns), and the worker kicked.
 impl RoceRx for Fabric {
     fn roce_rx(&self, port: usize, frame: &[u8]) {
-        let mut copy = KVec::new();
-        if copy.extend_from_slice(frame, GFP_ATOMIC).is_err() {
-            return;
-        }
-        {
+        for _ in 0..self.wire_fault() {
+            let mut copy = KVec::new();
+            if copy.extend_from_slice(frame, GFP_ATOMIC).is_err() {
+                return;
+            }
             let mut q = self.wire_rx.lock();
             if q.len() >= WIRE_RX_MAX || q.push((port, copy), GFP_ATOMIC).is_err() {
                 return;
@@ -1208,6 +1231,7 @@ impl FabricWorker {
                 start: Instant::now(),
                 ether,
                 wire_rx <- new_spinlock_irq!(KVec::new()),
+                wire_seen: Atomic::new(0),
             }),
             GFP_KERNEL,
         )?;

@@ -45,8 +45,8 @@ use ib_core_rs::verbs::CqHandler;
 use ib_core_rs::verbs::{
     modify_qp_is_ok, AccessFlags, Cq, CqInitAttr, DbPages, MmapEntry, MmapRegistry, Mr, MrCreated,
     Mw, MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpEvent, QpInitAttr, QpState,
-    QpType, ReregFlags, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext, UcontextPriv, Udata,
-    Umem, UserCtx, UserDb, UserMrReq,
+    QpType, ReregFlags, Reregistered, Srq, SrqAttrMask, SrqHandler, SrqInitAttr, Ucontext,
+    UcontextPriv, Udata, Umem, UserCtx, UserDb, UserMrReq,
 };
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -717,7 +717,7 @@ impl DeviceOps for MockOps {
         req: &UserMrReq,
         _new_pd: &Pd<Mock>,
         _user: &mut UserCtx<'_, '_, Mock>,
-    ) -> Result<MrCreated<Arc<Umem>>> {
+    ) -> Result<Reregistered<Arc<Umem>>> {
         if flags.has(ReregFlags::TRANS) {
             return Err(EOPNOTSUPP);
         }
@@ -730,11 +730,11 @@ impl DeviceOps for MockOps {
                 return Err(EOPNOTSUPP);
             }
         }
-        Ok(MrCreated {
+        Ok(Reregistered::New(MrCreated {
             data: umem.clone(),
             lkey: mr.lkey(),
             rkey: mr.rkey(),
-        })
+        }))
     }
 
     fn dereg_mr(_mr: &Mr<Mock>) -> Result {

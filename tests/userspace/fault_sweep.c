@@ -4,7 +4,7 @@
  *
  *   fault_sweep -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP] [-g INDEX]
  *
- * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct
+ * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp
  * (the create paths; "ctx" is ibv_open_device, "uctx" its kernel part alone
  * (see open_uctx()), "modify" moves a fresh RC QP RST->INIT->RTR->RTS, "xrcd"
  * ibv_open_xrcd, "xsrq" an XRC SRQ on that XRC domain, "mw" a type 2 memory
@@ -12,8 +12,11 @@
  * through mlx5dv_devx_obj_create) on a context opened with DEVX, "dmkey" an
  * indirect mkey of mlx5dv_create_mkey(), a DEVX CREATE_MKEY), "dci" a DC
  * initiator (mlx5dv_create_qp), "dct" a DC target on an SRQ moved to RTR, where
- * its CREATE_DCT runs) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd
- * d_xsrq d_mw d_umem d_dobj d_dmkey d_dci d_dct (the
+ * its CREATE_DCT runs, "rereg" ibv_rereg_mr() of a fresh MR's access flags, which
+ * mlx5 makes in place by a UMR WQE on a UMR QP of its own, "rmp" a DEVX cyclic RMP whose
+ * WQEs and doorbell record are in a DEVX umem made at setup, as UCX creates its receive
+ * queue) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd
+ * d_xsrq d_mw d_umem d_dobj d_dmkey d_dci d_dct d_rmp (the
  * destroy paths: the object is created unarmed, its destroy is armed).
  *
  * -g INDEX: on RoCE the AVs ("ah", "modify") go from GID index INDEX (default 0, the link-local
@@ -75,6 +78,7 @@ struct env {
 	struct ibv_cq *cq;
 	struct ibv_xrcd *xrcd;
 	struct ibv_srq *srq;
+	struct mlx5dv_devx_umem *umem;
 	struct ibv_device *dev;
 	struct ibv_port_attr port;
 	union ibv_gid gid;
@@ -404,6 +408,34 @@ static struct mlx5dv_devx_obj *make_dobj(struct env *e)
 	return mlx5dv_devx_obj_create(e->ctx, in, sizeof(in), out, sizeof(out));
 }
 
+/* A DEVX cyclic RMP (CREATE_RMP 0x90c) of 16 WQEs of 16 bytes at offset 0 of the umem
+ * e->umem (e->buf), its doorbell record at 4 KiB into it, as UCX makes its receive queue:
+ * NULL with errno. The PRM offsets (mlx5_ifc.h): rmpc at byte 0x20 of create_rmp_in, its wq
+ * at byte 0x30 of rmpc. */
+static struct mlx5dv_devx_obj *make_rmp(struct env *e)
+{
+	uint8_t in[0x880 / 8] = { 0 }, out[16], *wq = in + 0x20 + 0x30;
+	struct mlx5dv_pd dpd;
+	struct mlx5dv_obj dobj = { .pd = { .in = e->pd, .out = &dpd } };
+	uint32_t v;
+
+	if (mlx5dv_init_obj(&dobj, MLX5DV_OBJ_PD))
+		return NULL;
+	in[0] = 0x09;
+	in[1] = 0x0c;
+	in[0x20 + 1] = 1 << 4;			/* rmpc.state RDY */
+	wq[0] = 1 << 4;				/* wq_type cyclic */
+	v = htobe32(dpd.pdn);
+	memcpy(wq + 8, &v, 4);			/* pd (24 bits) */
+	wq[16 + 6] = 0x10;			/* dbr_addr 4096 (be64) */
+	wq[33] = 4;				/* log_wq_stride 16 bytes */
+	wq[35] = 4;				/* log_wq_sz 16 */
+	v = htobe32(e->umem->umem_id);
+	memcpy(wq + 40, &v, 4);			/* dbr_umem_id */
+	memcpy(wq + 44, &v, 4);			/* wq_umem_id */
+	return mlx5dv_devx_obj_create(e->ctx, in, sizeof(in), out, sizeof(out));
+}
+
 /* A DC initiator (dct 0) or a DC target on e->srq moved RESET->INIT->RTR (dct 1, the
  * move is where CREATE_DCT runs; a failed move destroys it again): NULL with errno. */
 static struct ibv_qp *make_dc(struct env *e, int dct)
@@ -455,7 +487,7 @@ static struct ibv_qp *make_dc(struct env *e, int dct)
 
 /* The object a verb creates or destroys, kind-tagged for destroy(). */
 enum obj { O_CTX, O_UCTX, O_PD, O_MR, O_CQ, O_QP, O_AH, O_MODIFY, O_SRQ, O_XRCD, O_XSRQ, O_MW,
-	   O_UMEM, O_DOBJ, O_DMKEY, O_DCI, O_DCT };
+	   O_UMEM, O_DOBJ, O_DMKEY, O_DCI, O_DCT, O_REREG, O_RMP };
 
 struct verbdef {
 	const char *name;
@@ -473,7 +505,20 @@ static const struct verbdef verbs[] = {
 	{ "umem", O_UMEM, 0 }, { "d_umem", O_UMEM, 1 }, { "dobj", O_DOBJ, 0 }, { "d_dobj", O_DOBJ, 1 },
 	{ "dmkey", O_DMKEY, 0 }, { "d_dmkey", O_DMKEY, 1 },
 	{ "dci", O_DCI, 0 },   { "d_dci", O_DCI, 1 },   { "dct", O_DCT, 0 },   { "d_dct", O_DCT, 1 },
+	{ "rereg", O_REREG, 0 }, { "rmp", O_RMP, 0 },   { "d_rmp", O_RMP, 1 },
 };
+
+/* The armed part of "rereg": remote write taken away, keys kept (checked unarmed). */
+static int rereg_access(struct ibv_mr *mr)
+{
+	uint32_t l = mr->lkey, r = mr->rkey;
+
+	errno = 0;
+	if (ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ))
+		return errno ? errno : EIO;
+	return mr->lkey == l && mr->rkey == r ? 0 : EBADE;
+}
 
 /* Creates the object; NULL with errno on failure. */
 static void *create(struct env *e, enum obj o)
@@ -486,6 +531,7 @@ static void *create(struct env *e, enum obj o)
 	case O_PD:
 		return ibv_alloc_pd(e->ctx);
 	case O_MR:
+	case O_REREG:
 		return ibv_reg_mr(e->pd, e->buf, e->len, IBV_ACCESS_LOCAL_WRITE |
 				  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 	case O_CQ:
@@ -520,6 +566,8 @@ static void *create(struct env *e, enum obj o)
 		return make_dc(e, 0);
 	case O_DCT:
 		return make_dc(e, 1);
+	case O_RMP:
+		return make_rmp(e);
 	}
 	return NULL;
 }
@@ -535,6 +583,7 @@ static int destroy(enum obj o, void *p)
 	case O_PD:
 		return ibv_dealloc_pd(p);
 	case O_MR:
+	case O_REREG:
 		return ibv_dereg_mr(p);
 	case O_CQ:
 		return ibv_destroy_cq(p);
@@ -558,6 +607,8 @@ static int destroy(enum obj o, void *p)
 		return mlx5dv_devx_obj_destroy(p);
 	case O_DMKEY:
 		return mlx5dv_destroy_mkey(p);
+	case O_RMP:
+		return mlx5dv_devx_obj_destroy(p);
 	}
 	return EINVAL;
 }
@@ -622,7 +673,7 @@ int main(int argc, char **argv)
 	if (e.buf == MAP_FAILED)
 		return 1;
 	memset(e.buf, 0x5a, e.len);
-	if (v->obj == O_UMEM || v->obj == O_DOBJ || v->obj == O_DMKEY) {
+	if (v->obj == O_UMEM || v->obj == O_DOBJ || v->obj == O_DMKEY || v->obj == O_RMP) {
 		struct mlx5dv_context_attr da = { .flags = MLX5DV_CONTEXT_FLAGS_DEVX };
 
 		e.ctx = mlx5dv_open_device(e.dev, &da);
@@ -633,6 +684,12 @@ int main(int argc, char **argv)
 	e.cq = e.pd ? ibv_create_cq(e.ctx, 16, NULL, NULL, 0) : NULL;
 	if (e.cq && v->obj == O_XSRQ && !(e.xrcd = make_xrcd(&e))) {
 		printf("R fail %s: setup on %s: ibv_open_xrcd: %s\n", verb, devname, strerror(errno));
+		return 1;
+	}
+	if (e.cq && v->obj == O_RMP &&
+	    !(e.umem = mlx5dv_devx_umem_reg(e.ctx, e.buf, 8192, IBV_ACCESS_LOCAL_WRITE))) {
+		printf("R fail %s: setup on %s: mlx5dv_devx_umem_reg: %s\n", verb, devname,
+		       strerror(errno));
 		return 1;
 	}
 	if (e.cq && v->obj == O_DCT && !(e.srq = make_srq(&e, 0))) {
@@ -649,7 +706,8 @@ int main(int argc, char **argv)
 	{
 		void *o = create(&e, v->obj);
 
-		if (!o || (v->obj == O_MODIFY && (errno = to_rts(&e, o)))) {
+		if (!o || (v->obj == O_MODIFY && (errno = to_rts(&e, o))) ||
+		    (v->obj == O_REREG && (errno = rereg_access(o)))) {
 			printf("R fail %s: the verb fails unarmed: %s\n", verb, strerror(errno));
 			return 1;
 		}
@@ -664,7 +722,7 @@ int main(int argc, char **argv)
 	for (n = 1; hit < max; n += step) {
 		void *o = NULL;
 
-		if (v->destroy || v->obj == O_MODIFY) {
+		if (v->destroy || v->obj == O_MODIFY || v->obj == O_REREG) {
 			o = create(&e, v->obj);
 			if (!o) {
 				fail("%s: unarmed create fails: errno %d (%s)", "", n, errno);
@@ -681,6 +739,8 @@ int main(int argc, char **argv)
 			err = destroy(v->obj, o);
 		} else if (v->obj == O_MODIFY) {
 			err = to_rts(&e, o);
+		} else if (v->obj == O_REREG) {
+			err = rereg_access(o);
 		} else {
 			errno = 0;
 			o = create(&e, v->obj);
@@ -699,8 +759,11 @@ int main(int argc, char **argv)
 		}
 		hit++;
 		last = n;
-		if (err == 0 && kind == FW && !v->destroy && v->obj != O_CTX) {
-			/* A create whose firmware command failed must fail. */
+		if (err == 0 && kind == FW && !v->destroy && v->obj != O_CTX &&
+		    v->obj != O_REREG) {
+			/* A create whose firmware command failed must fail ("rereg": mlx5's
+			 * UMR QP is destroyed after the UMR, and a destroy the firmware
+			 * refused is made again, so such a point is absorbed). */
 			fail("%s: the verb succeeded though a firmware command failed", "", n, 0);
 			absorbed++;
 		} else if (err == 0) {
@@ -725,7 +788,8 @@ int main(int argc, char **argv)
 			 * which upstream rdma_resolve_ip() passes on as this does.
 			 */
 			printf("I %s slab point %ld: ENOBUFS from the route lookup\n", verb, n);
-		} else if (err != want_errno(n, v->obj == O_DOBJ && !v->destroy)) {
+		} else if (err != want_errno(n, (v->obj == O_DOBJ || v->obj == O_RMP) &&
+						   !v->destroy)) {
 			fail("%s: errno %d (%s), want the injected failure's", "", n, err);
 			failed++;
 		}
@@ -758,6 +822,8 @@ int main(int argc, char **argv)
 		       kind == SLAB ? "slab" : "fw", hit);
 	if (e.xrcd)
 		ibv_close_xrcd(e.xrcd);
+	if (e.umem)
+		mlx5dv_devx_umem_dereg(e.umem);
 	ibv_destroy_cq(e.cq);
 	ibv_dealloc_pd(e.pd);
 	ibv_close_device(e.ctx);

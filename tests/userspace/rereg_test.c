@@ -13,9 +13,11 @@
  * EACCES (ib_umem_check_rereg()), the same PD accepted.
  *
  * The effects, seen through the data path of two RC QPs on the device:
- *  - ACCESS: an MR made remote-read-only serves an RDMA READ (the bytes
- *    checked) and refuses an RDMA WRITE (IBV_WC_REM_ACCESS_ERR);
- *  - PD: an MR moved to another PD serves a responder QP of the new PD and
+ *  - ACCESS: the keys stay; an MR made remote-read-only serves an RDMA READ
+ *    through its old rkey (the bytes checked) and refuses an RDMA WRITE
+ *    (IBV_WC_REM_ACCESS_ERR); given remote write back, a write through the
+ *    old rkey lands;
+ *  - PD: the keys stay; an MR moved to another PD serves a responder QP of the new PD and
  *    refuses one of the old PD (IBV_WC_REM_ACCESS_ERR); the old PD can then
  *    be deallocated, the new one is EBUSY (the usecnt moved);
  *  - TRANS (-t; rdma_rxe 7.3 answers EOPNOTSUPP, printed as an I line): an MR
@@ -214,6 +216,7 @@ int main(int argc, char **argv)
 	struct mr src, t, ro, pm;
 	struct pair p = { 0 };
 	uint8_t *bs, *ba, *bb, *bc, *bro;
+	uint32_t old_l, old_r;
 	int opt, r, trans = 0;
 
 	while ((opt = getopt(argc, argv, "d:g:tl")) != -1) {
@@ -288,27 +291,48 @@ int main(int argc, char **argv)
 	printf("C same_pd %d\n", r);
 	check(r == 0, "the MR's own PD: accepted");
 
-	/* ACCESS: remote read only. */
+	/* ACCESS: remote read only; the keys stay (upstream mlx5_ib changes the mkey in place
+	 * by UMR, rxe changes its MR in place), so traffic goes through the old rkey. */
 	fill(ba, 0x31);
+	old_l = t.lkey;
+	old_r = t.rkey;
 	r = rereg(&e, &t, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 		  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	printf("C access_to_read_only %d\n", r);
 	check(r == 0, "rereg ACCESS to local write + remote read");
+	printf("C access_keys_kept %d\n", t.lkey == old_l && t.rkey == old_r);
+	check(t.lkey == old_l && t.rkey == old_r, "rereg ACCESS keeps the lkey and rkey");
 	check(pair_up(&e, &p, pd1, pd1) == 0, "an RC pair on PD 1");
 	memset(bs, 0, BUF);
-	r = rdma(&p, IBV_WR_RDMA_READ, bs, 512, src.lkey, ba, t.rkey);
+	r = rdma(&p, IBV_WR_RDMA_READ, bs, 512, src.lkey, ba, old_r);
 	printf("C access_read_status %d\n", r);
 	check(r == IBV_WC_SUCCESS && filled(bs, 0x31, 512),
-	      "RDMA READ through the new rkey: the MR's bytes");
-	r = rdma(&p, IBV_WR_RDMA_WRITE, bs, 64, src.lkey, ba, t.rkey);
+	      "RDMA READ through the old rkey: the MR's bytes");
+	r = rdma(&p, IBV_WR_RDMA_WRITE, bs, 64, src.lkey, ba, old_r);
 	printf("C access_write_status %d\n", r);
-	check(r == IBV_WC_REM_ACCESS_ERR, "RDMA WRITE into it: remote access error");
+	check(r == IBV_WC_REM_ACCESS_ERR, "RDMA WRITE through the old rkey: remote access error");
 	pair_down(&p);
+	/* Remote write given back, in place: a write through the old rkey lands. */
+	r = rereg(&e, &t, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, RW);
+	printf("C access_back_to_rw %d %d\n", r, t.lkey == old_l && t.rkey == old_r);
+	check(r == 0 && t.rkey == old_r, "rereg ACCESS back to remote write, keys kept");
+	check(pair_up(&e, &p, pd1, pd1) == 0, "an RC pair on PD 1");
+	fill(bs, 0x3c);
+	r = rdma(&p, IBV_WR_RDMA_WRITE, bs, 256, src.lkey, ba, old_r);
+	printf("C access_write_again_status %d\n", r);
+	check(r == IBV_WC_SUCCESS && filled(ba, 0x3c, 256) && filled(ba + 256, (uint8_t)(0x31 + 256 * 7), 256),
+	      "RDMA WRITE through the old rkey lands, the rest untouched");
+	pair_down(&p);
+	fill(ba, 0x31);
 
-	/* PD: pm moves from PD 3 to PD 2. */
+	/* PD: pm moves from PD 3 to PD 2, keeping its keys. */
+	old_l = pm.lkey;
+	old_r = pm.rkey;
 	r = rereg(&e, &pm, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0);
 	printf("C pd_move %d\n", r);
 	check(r == 0, "rereg PD 3 -> PD 2");
+	printf("C pd_keys_kept %d\n", pm.lkey == old_l && pm.rkey == old_r);
+	check(pm.lkey == old_l && pm.rkey == old_r, "rereg PD keeps the lkey and rkey");
 	check(pair_up(&e, &p, pd1, pd2) == 0, "an RC pair, requester on PD 1, responder on PD 2");
 	fill(bs, 0x52);
 	r = rdma(&p, IBV_WR_RDMA_WRITE, bs, 1024, src.lkey, bc, pm.rkey);
@@ -328,13 +352,16 @@ int main(int argc, char **argv)
 	printf("C dealloc_new_pd %d\n", r);
 	check(r == EBUSY, "the new PD is the MR's: EBUSY");
 
-	/* TRANS: t moves to buffer B (new rkey maybe), then everything at once. */
+	/* TRANS: t moves to buffer B (new keys on a device that cannot load a translation by
+	 * UMR, as upstream mlx5_ib), then everything at once. */
+	old_r = t.rkey;
 	r = rereg(&e, &t, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS, NULL,
 		  bb, BUF, RW);
 	if (!trans) {
 		printf("I trans %d\n", r);
 	} else {
 		check(r == 0, "rereg TRANS to a new buffer");
+		printf("I trans_rkey_kept %d\n", t.rkey == old_r);
 		fill(ba, 0x11);
 		check(pair_up(&e, &p, pd1, pd1) == 0, "an RC pair on PD 1");
 		fill(bs, 0x73);

@@ -118,7 +118,7 @@ rstat_has_all() {
 # vm_hw_counters: upstream mlx5_ib's port Q counters (counters.c: basic_q_cnts +
 # roce_accl_cnts on a device without the optional counter caps), from the
 # simulator's Q counter set, in sysfs and `rdma statistic show`, moved by the
-# traffic that ran: rereg_test's 2 accepted RDMA WRITEs and 2 RDMA READs
+# traffic that ran: rereg_test's 3 accepted RDMA WRITEs and 2 RDMA READs
 # (exactly), then perftest's writes, reads and atomics (at least -n each).
 hw_counters_suite() {
 	local d c want
@@ -135,7 +135,7 @@ hw_counters_suite() {
 	t_import "rereg_test $d (counted)" /rdma-rs/rereg_test -d $d -t -l
 	hwc_snapshot $d >/tmp/hwc1
 	sed 's/^/    hwc1| /' /tmp/hwc1
-	for c in rx_write_requests:2 rx_read_requests:2 rx_atomic_requests:0 out_of_buffer:0; do
+	for c in rx_write_requests:3 rx_read_requests:2 rx_atomic_requests:0 out_of_buffer:0; do
 		t_check "$d: rereg_test moved ${c%%:*} by ${c#*:}" test "$(hwc_delta /tmp/hwc0 /tmp/hwc1 ${c%%:*})" = "${c#*:}"
 	done
 	tr_pair "ib_write_bw -n 100 on $d" ib_write_bw "-d $d -F -n 100" "-d $d -F -n 100" "$PERF_WANT"

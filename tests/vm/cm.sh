@@ -4,10 +4,13 @@
 #   vm_cm_ucma: /dev/infiniband/rdma_cm on two simulated RoCE functions (sim=eth,eth, their
 #     interfaces 10.66.0.1/24 and 10.66.0.2/24): tests/userspace/ucma_test.c (the raw ABI's
 #     errnos; bind, port allocation, reuseaddr, address and route resolution with librdmacm
-#     44), with -c: the connection calls EOPNOTSUPP (the IB CM is not done); with -r: the
-#     driver unloaded under a listening and a resolved id, each gets DEVICE_REMOVAL.
+#     44); with -r: the driver unloaded under a listening and a resolved id, each gets
+#     DEVICE_REMOVAL. The functions have QP1 on the wire (mlx5_ib_rs mad_qps=1).
 #   vm_cm_ucma_rxe: the same program on upstream rdma_ucm over rxe (veth pair 10.77.0.1/24,
 #     10.77.0.2/24), its check lines compared with ours.
+#   vm_cm_conn (mode cm only, minutes under TCG): connections between the two functions with
+#     librdmacm's programs (rping, ucmatose, udaddy, rdma_server/rdma_client) and perftest -R,
+#     the errors a user sees, a client killed mid-connection.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 CM_SRC=10.66.0.1
@@ -31,7 +34,9 @@ cm_netdevs() {
 cm_ucma_suite() {
 	local nd
 	ip link set lo up
-	load_ours sim=eth,eth
+	# mlx5_ib_rs's KUnit suites count the driver's resources without mad_qps=1.
+	touch /tmp/kunit-ran.mlx5_ib_rs
+	load_ours sim=eth,eth mad_qps=1
 	t_check "rdma_cm is a misc device at /dev/infiniband/rdma_cm" test -c /dev/infiniband/rdma_cm
 	t_check "/dev/infiniband/rdma_cm is 0666" sh -c \
 		'[ "$(stat -c %a /dev/infiniband/rdma_cm)" = 666 ]'
@@ -41,7 +46,7 @@ cm_ucma_suite() {
 	nd=$(cm_netdevs)
 	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
 	if [ -n "$nd" ]; then
-		t_import "ucma" /rdma-rs/ucma_test -c $CM_SRC $CM_DST 10.66.0.77 10.99.0.1
+		t_import "ucma" /rdma-rs/ucma_test $CM_SRC $CM_DST 10.66.0.77 10.99.0.1
 		cp /tmp/import.out /tmp/cm-ours.out
 		t_check "ucma: SRC binds to mlx5_0" grep -q "^I bound to device mlx5_0 port 1" /tmp/cm-ours.out
 		t_check "ucma: SRC -> DST resolves on mlx5_0" \
@@ -110,6 +115,110 @@ cm_ucma_rxe_suite() {
 	done
 	echo "upstream modules unloaded after $i retries"
 	grep -E "^(ib_|rdma_|iw_)" /proc/modules | sed 's/^/    left| /'
+}
+
+# cm_pair NAME SECS "SERVER CMD" "CLIENT CMD": the server in the background, the client after a
+# second; both must exit 0 within SECS. Their outputs are in /tmp/cm-s and /tmp/cm-c.
+cm_pair() {
+	local s rc=0 rs=0
+	timeout $2 $3 >/tmp/cm-s 2>&1 &
+	s=$!
+	sleep 1
+	timeout $2 $4 >/tmp/cm-c 2>&1 || rc=$?
+	wait $s || rs=$?
+	sed 's/^/    client| /' /tmp/cm-c | tail -20
+	sed 's/^/    server| /' /tmp/cm-s | tail -20
+	t_check "$1: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
+}
+
+# cm_conn_load: the functions with QP1 on the wire (mad_qps=1), rdma_cm's CM response timeout
+# 19 (2 s a try) and 3 retries, so that an unanswered REQ ends in seconds. mlx5_ib_rs's KUnit
+# suites count the driver's resources without mad_qps=1: they run in the modes that load it
+# without.
+cm_conn_load() {
+	touch /tmp/kunit-ran.mlx5_ib_rs
+	load_mlx5_core
+	kunit_insmod "insmod ib_core_rs cma_cm_response_timeout=19 cma_max_cm_retries=3" \
+		$RDMARS_MODS/ib_core_rs.ko cma_cm_response_timeout=19 cma_max_cm_retries=3
+	kunit_insmod "insmod mlx5_ib_rs sim=eth,eth mad_qps=1" $RDMARS_MODS/mlx5_ib_rs.ko \
+		sim=eth,eth mad_qps=1
+	eth_settle
+}
+
+# cm_fails NAME SECS CMD EXPECT: CMD fails (not by the timeout of SECS) and prints EXPECT.
+cm_fails() {
+	local rc=0
+	timeout $2 $3 >/tmp/cm-c 2>&1 || rc=$?
+	sed 's/^/    client| /' /tmp/cm-c | tail -6
+	t_check "$1: exits non-zero before ${2}s ($rc)" test $rc != 0 -a $rc != 124
+	if grep -q "$4" /tmp/cm-c; then t_ok "$1: '$4'"; else t_fail "$1: '$4'"; fi
+}
+
+# vm_cm_conn: rdma_cm connections between the two RoCE functions over the IB CM on QP1
+# (mlx5_ib_rs mad_qps=1) with librdmacm's own programs and perftest, unmodified; the errors a
+# user sees (no listener, no neighbour, no answer); a client killed mid-connection.
+cm_conn_suite() {
+	local nd a b s c rs i
+	ip link set lo up
+	cm_conn_load
+	sysctl -qw net.ipv4.conf.all.accept_local=1
+	nd=$(cm_netdevs)
+	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
+	if [ -n "$nd" ]; then
+		a=${nd% *}
+		b=${nd#* }
+		cm_pair "rping" 40 "rping -s -a $CM_DST -p 7174 -C 10 -v" \
+			"rping -c -a $CM_DST -I $CM_SRC -p 7174 -C 10 -v"
+		t_check "rping: 10 pings of verified data" \
+			sh -c '[ "$(grep -c "ping data: rdma-ping-" /tmp/cm-c)" = 10 ]'
+		t_check "rping: the client's disconnect is the server's DISCONNECTED" \
+			grep -q "server DISCONNECT EVENT" /tmp/cm-s
+		cm_pair "ucmatose -c 4" 40 "ucmatose -b $CM_DST -c 4 -C 10" \
+			"ucmatose -s $CM_DST -b $CM_SRC -c 4 -C 10"
+		t_check "ucmatose: 4 connections, data transfers complete" \
+			grep -q "^data transfers complete" /tmp/cm-c
+		cm_pair "udaddy -c 2 (SIDR)" 40 "udaddy -b $CM_DST -c 2 -C 10" \
+			"udaddy -s $CM_DST -b $CM_SRC -c 2 -C 10"
+		t_check "udaddy: data transfers complete" grep -q "^data transfers complete" /tmp/cm-c
+		cm_pair "rdma_server/rdma_client" 40 "rdma_server -s $CM_DST" "rdma_client -s $CM_DST"
+		cm_pair "ib_send_bw -R" 40 "ib_send_bw -R -n 100" "ib_send_bw -R -n 100 $CM_DST"
+		cm_pair "ib_write_lat -R" 40 "ib_write_lat -R -n 100" "ib_write_lat -R -n 100 $CM_DST"
+		# upstream cm_req_handler(): no listener for the service id answers a REJ with
+		# IB_CM_REJ_INVALID_SERVICE_ID (8), which rdma_cm reports as REJECTED with it.
+		cm_fails "no listener" 20 "rping -c -a $CM_DST -I $CM_SRC -p 7999 -C 1" \
+			"RDMA_CM_EVENT_REJECTED, error 8"
+		cm_fails "a silent neighbour" 20 "rping -c -a 10.66.0.77 -I $CM_SRC -p 7174 -C 1" \
+			"RDMA_CM_EVENT_ADDR_ERROR, error -110"
+		# A neighbour whose MAC no function has: the REQ and its 3 retries go unanswered.
+		ip neigh replace 10.66.0.99 lladdr 02:00:00:00:00:99 dev "$a" nud permanent
+		cm_fails "an unanswered REQ" 30 "rping -c -a 10.66.0.99 -I $CM_SRC -p 7174 -C 1" \
+			"RDMA_CM_EVENT_UNREACHABLE, error -110"
+		cm_fails "an unanswered SIDR REQ" 30 "udaddy -s 10.66.0.99 -b $CM_SRC -c 1 -C 1" \
+			"RDMA_CM_EVENT_UNREACHABLE, error: -110"
+		ip neigh del 10.66.0.99 dev "$a"
+		# The client killed mid-connection: its ids go with its file, the DREQ tells the
+		# server (DISCONNECTED), which ends.
+		timeout 60 rping -s -a $CM_DST -p 7175 -C 100000 >/tmp/cm-s 2>&1 &
+		s=$!
+		sleep 1
+		timeout 60 rping -c -a $CM_DST -I $CM_SRC -p 7175 -C 100000 -v >/tmp/cm-c 2>&1 &
+		c=$!
+		i=0
+		while [ $i -lt 200 ] && ! grep -q "ping data" /tmp/cm-c; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -9 $c
+		rs=0
+		wait $s || rs=$?
+		wait $c 2>/dev/null
+		sed 's/^/    server| /' /tmp/cm-s | tail -4
+		t_check "killed client: it had pinged" grep -q "ping data" /tmp/cm-c
+		t_check "killed client: the server ends before its timeout ($rs)" test $rs != 124
+		t_check "killed client: the server saw DISCONNECTED" grep -q "DISCONNECT EVENT" /tmp/cm-s
+	fi
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	unload_ours
 }
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode cm

@@ -11,8 +11,9 @@
 FAULT_DBG=/sys/kernel/debug
 
 # The verbs swept, in the order a workload performs them (the base verbs, then the
-# SRQ, XRC domain, XRC SRQ, memory window, DEVX umem, DEVX object, mlx5dv mkey and DC verbs).
-FAULT_VERBS="ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct d_dct d_dci d_dmkey d_dobj d_umem d_mw d_xsrq d_xrcd d_srq d_ah d_qp d_cq d_mr d_pd d_uctx d_ctx"
+# SRQ, XRC domain, XRC SRQ, memory window, DEVX umem, DEVX object, mlx5dv mkey, DC verbs,
+# REREG_MR in place and a DEVX RMP).
+FAULT_VERBS="ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp d_rmp d_dct d_dci d_dmkey d_dobj d_umem d_mw d_xsrq d_xrcd d_srq d_ah d_qp d_cq d_mr d_pd d_uctx d_ctx"
 # make check's slice: the kernel's own paths (no ibv_open_device, whose
 # libibverbs part alone has about 100 allocation points; no AH, which on
 # mlx5 has no firmware command).
@@ -87,6 +88,14 @@ faults_sweep() {
 # firmware command point, every 8th allocation point.
 faults_slice_suite() {
 	faults_sweep "mlx5_1:mlx5_ib_rs.rdma.1" "$FAULT_SLICE_VERBS" 100000 8
+}
+
+# vm_rereg_faults: ibv_rereg_mr() of the access flags, which mlx5 makes in place by a UMR WQE
+# on a UMR QP it creates for the call, and a DEVX cyclic RMP in a umem (UCX's receive queue),
+# its create and destroy: every allocation and firmware point on the RoCE function (the full
+# sweep, make faults, takes both functions).
+rereg_faults_suite() {
+	faults_sweep "mlx5_1:mlx5_ib_rs.rdma.1" "rereg rmp d_rmp" 100000 1
 }
 
 # vm_faults_full (make faults): both functions, every point.

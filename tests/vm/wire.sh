@@ -14,9 +14,12 @@
 #  - vm_wire_a / vm_wire_b (IP): A pings B and B pings A through A's uplink (ARP resolved
 #    across it: B learns the function's MAC); 512 KiB of random data go A -> B over TCP and
 #    come back B -> A, compared byte for byte on A; B reports the byte count and checksum it
-#    received, and rxe0's link and its IPv4 RoCE v2 GID; then the RDMA programs of WIRE_RUNS,
-#    each side once server and once client; rxe0's packet counters as the runs make them, no
-#    sequence error, retry or duplicate.
+#    received, and rxe0's link and its IPv4 RoCE v2 GID; then the RDMA programs of WIRE_RUNS
+#    (UD, UC), each side once server and once client; rxe0's packet counters as the runs make
+#    them, no sequence error, retry or duplicate; then WIRE_RC_RUNS (RC pingpong and
+#    perftest) the same way, rxe0's error counters still 0; then WIRE_LOSS_RUNS with A's
+#    module reloaded with dropped and doubled frames: the data checked, the retransmissions
+#    in A's debugfs counters and rxe0's.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 WIRE_A=10.38.1.1
@@ -119,23 +122,61 @@ uc_b_serves|18603|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 5
 uc_a_serves|18604|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 512 -n 100|-d rxe0 -g 0 -s 512 -n 100|a
 '
 
-# wire_rdma SIDE: this side's half of every WIRE_RUNS line.
+# RC (engine/rc.rs): ibv_rc_pingpong with the data checked (-c), multi-packet messages at
+# the 1024-byte path MTU, then perftest's bandwidth and latency programs (-m 1024: perftest
+# takes each side's port MTU, not the pair's; -u 18: a 1 s ACK timeout, since under TCG a
+# window of 128 packets can take longer than the default 67 ms to be acknowledged, and rxe's
+# requester then sends again), each side once server and once client; a line may name what
+# its output must hold (default ' iters in ').
+PERF_WANT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
+WIRE_RC_RUNS="
+rc_b_serves|18611|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|b
+rc_a_serves|18612|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|a
+"
+n=18620
+for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat; do
+	case $t in
+	*_lat) sz="-s 64" ;;
+	ib_atomic_bw) sz="-o 8" ;;
+	ib_read_bw) sz="-s 8192 -o 8" ;;
+	*) sz="-s 8192" ;;
+	esac
+	for srv in b a; do
+		n=$((n + 1))
+		WIRE_RC_RUNS="$WIRE_RC_RUNS
+${t}_${srv}_serves|$n|$t|-d mlx5_0 -x 1 -F -m 1024 -u 18 -n 100 $sz|-d rxe0 -x 0 -F -m 1024 -u 18 -n 100 $sz|$srv|$PERF_WANT"
+	done
+done
+
+# RC with faults (A reloaded with wire_drop=29 wire_dup=31: every 29th RoCE v2 frame A's
+# function sends or receives is dropped, every 31st doubled): perftest's WRITE and SEND
+# bandwidth runs must complete (perftest keeps both QPs until its closing handshake; the
+# pingpongs exit as soon as their own work completes, so a lost last ACK leaves the other
+# side retrying into a destroyed QP); the data under loss is checked by the host tests.
+WIRE_LOSS_RUNS="
+loss_write_b_serves|18641|ib_write_bw|-d mlx5_0 -x 1 -F -m 1024 -u 16 -n 100 -s 8192|-d rxe0 -x 0 -F -m 1024 -u 16 -n 100 -s 8192|b|$PERF_WANT
+loss_write_a_serves|18642|ib_write_bw|-d mlx5_0 -x 1 -F -m 1024 -u 16 -n 100 -s 8192|-d rxe0 -x 0 -F -m 1024 -u 16 -n 100 -s 8192|a|$PERF_WANT
+loss_send_b_serves|18643|ib_send_bw|-d mlx5_0 -x 1 -F -m 1024 -u 16 -n 100 -s 8192|-d rxe0 -x 0 -F -m 1024 -u 16 -n 100 -s 8192|b|$PERF_WANT
+"
+
+# wire_rdma SIDE [RUNS]: this side's half of every line of RUNS (default WIRE_RUNS).
 wire_rdma() {
-	local side=$1 peer name port prog aargs bargs server args
+	local side=$1 runs=${2:-$WIRE_RUNS} peer name port prog aargs bargs server args want
 	if [ "$side" = a ]; then peer=$WIRE_B; else peer=$WIRE_A; fi
-	echo "$WIRE_RUNS" | while IFS='|' read -r name port prog aargs bargs server; do
+	echo "$runs" | while IFS='|' read -r name port prog aargs bargs server want; do
 		[ -n "$name" ] || continue
 		if [ "$side" = a ]; then
 			args=$aargs
 		elif [ -n "${WIRE_B_OURS:-}" ]; then
-			args=$(echo "$aargs" | sed 's/mlx5_0/mlx5_1/')
+			args=$aargs
 		else
 			args=$bargs
 		fi
+		want=${want:- iters in }
 		if [ "$server" = "$side" ]; then
-			wire_serve "$prog $args ($side serves)" "$name" "$port" "$prog" "$args"
+			wire_serve "$prog $args ($side serves)" "$name" "$port" "$prog" "$args" "$want"
 		else
-			wire_client "$prog $args ($side is the client)" "$name" "$port" "$prog" "$args" "$peer"
+			wire_client "$prog $args ($side is the client)" "$name" "$port" "$prog" "$args" "$peer" "$want"
 		fi
 	done
 }
@@ -182,8 +223,29 @@ wire_a_suite() {
 	t_check "wire_sync ip-done" wire_sync ip-done
 	echo "A: mlx5_0 GID 1 $(cat /sys/class/infiniband/mlx5_0/ports/1/gids/1) ($(cat /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/1))"
 	wire_rdma a
+	wire_rdma a "$WIRE_RC_RUNS"
+	grep -E "^(wire|ether)_" /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null | sed 's/^/A: /'
+	wire_loss_a
 	t_check "wire_sync done" wire_sync done
 	unload_ours
+}
+
+# A's part of WIRE_LOSS_RUNS: the module again with the faults, the interface as before.
+wire_loss_a() {
+	local a st
+	unload_ours
+	load_ours sim=eth uplink=eth0 wire_drop=29 wire_dup=31
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	t_check "ip addr add $WIRE_A/24 dev $a (faults injected)" ip addr add $WIRE_A/24 dev $a
+	t_check "ip link set $a up" ip link set $a up
+	t_check "B answers a ping again" wire_wait_ping $WIRE_B 120
+	wire_rdma a "$WIRE_LOSS_RUNS"
+	st=$(cat /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null)
+	echo "$st" | grep -E "^wire_" | sed 's/^/A (faults): /'
+	t_check "A's requester sent packets again (wire_rc_retransmits > 0)" \
+		test "$(echo "$st" | awk '/^wire_rc_retransmits/ { print $2 }')" -gt 0
+	t_check "A's responder saw duplicates and gaps (wire_rc_duplicates, wire_rc_out_of_sequence > 0)" \
+		test "$(echo "$st" | awk '/^wire_rc_duplicates/ { d = $2 } /^wire_rc_out_of_sequence/ { o = $2 } END { print (d > 0 && o > 0) ? 1 : 0 }')" = 1
 }
 
 # rxe's counters after WIRE_RUNS: every run is 100 single-packet messages each way, so rxe
@@ -193,9 +255,32 @@ wire_rxe_counters() {
 	runs=$(echo "$WIRE_RUNS" | grep -c '|')
 	t_check "rxe0 rcvd_pkts = $((runs * 100)) ($runs runs of 100)" test "$(cat $h/rcvd_pkts)" = $((runs * 100))
 	t_check "rxe0 sent_pkts = $((runs * 100))" test "$(cat $h/sent_pkts)" = $((runs * 100))
-	for c in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err out_of_seq_request duplicate_request; do
+	wire_rxe_errors
+}
+
+# rxe's error counters: no sequence error or retry, and (unless "dups" is given) no
+# duplicate.
+wire_rxe_errors() {
+	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters c cs
+	cs="rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err out_of_seq_request"
+	[ "${1:-}" = dups ] || cs="$cs duplicate_request"
+	for c in $cs; do
 		t_check "rxe0 $c = 0" test "$(cat $h/$c)" = 0
 	done
+}
+
+# B's part of WIRE_LOSS_RUNS: rxe's counters show what A's faults made rxe do again.
+wire_loss_b() {
+	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters seq dup c
+	seq=$(cat $h/rcvd_seq_err)
+	dup=$(cat $h/duplicate_request)
+	wire_rdma b "$WIRE_LOSS_RUNS"
+	echo "B: rxe0 counters after the faults:"
+	for c in $h/*; do echo "    $(basename $c) $(cat $c)"; done
+	t_check "rxe0 was NAKed for gaps (rcvd_seq_err $seq -> $(cat $h/rcvd_seq_err))" \
+		test "$(cat $h/rcvd_seq_err)" -gt "$seq"
+	t_check "rxe0 answered duplicates (duplicate_request $dup -> $(cat $h/duplicate_request))" \
+		test "$(cat $h/duplicate_request)" -gt "$dup"
 }
 
 # B's IP part, on interface $1 (eth0 under rxe; the function's interface under ours).
@@ -244,28 +329,40 @@ wire_b_suite() {
 	echo "B: rxe0 counters:"
 	for c in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "    $(basename $c) $(cat $c)"; done
 	wire_rxe_counters
+	wire_rdma b "$WIRE_RC_RUNS"
+	echo "B: rxe0 counters after RC:"
+	for c in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "    $(basename $c) $(cat $c)"; done
+	t_check "rxe0 rcvd_pkts grew past the UD and UC runs' 400" \
+		test "$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts)" -gt 400
+	# Under TCG on a loaded host an ACK can take longer than ibv_rc_pingpong's 67 ms ACK
+	# timeout: either side may send again, and rxe counts what it receives twice as
+	# duplicate_request; a sequence error or a spent retry count would be a fault.
+	wire_rxe_errors dups
+	wire_loss_b
 	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
 }
 
-# B with rdma-rs too (make wire PEER=ours): sim=eth,eth with the uplink on eth0; the second
-# function (mlx5_1) is B's end, 10.38.1.2, since the first has the same MAC as A's. It runs
-# A's arguments of WIRE_RUNS with mlx5_1.
+# B with rdma-rs too (make wire PEER=ours): sim=eth@2 with the uplink on eth0 (serial 2: a
+# MAC, and so link-local GID, other than A's function's, serial 1), 10.38.1.2. It runs A's
+# arguments of WIRE_RUNS.
 wire_b_ours_suite() {
 	local a
 	WIRE_SIDE=b
 	WIRE_B_OURS=1
 	t_check "ip link set eth0 up (the uplink)" ip link set eth0 up
-	load_ours sim=eth,eth uplink=eth0
-	a=$(ls /sys/class/infiniband/mlx5_1/device/net/ 2>/dev/null)
-	t_check "mlx5_1 has an interface ($a)" test -n "$a"
+	load_ours sim=eth@2 uplink=eth0
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	t_check "mlx5_0 has an interface ($a)" test -n "$a"
 	[ -n "$a" ] || { unload_ours; return; }
 	echo "B: $a $(cat /sys/class/net/$a/address) $WIRE_B/24"
 	t_check "ip addr add $WIRE_B/24 dev $a" ip addr add $WIRE_B/24 dev $a
 	t_check "ip link set $a up" ip link set $a up
 	wire_b_ip $a
 	wire_rdma b
+	wire_rdma b "$WIRE_RC_RUNS"
+	wire_rdma b "$WIRE_LOSS_RUNS"
 	t_check "wire_sync done" wire_sync done
 	unload_ours
 }

@@ -50,6 +50,8 @@ pub(crate) const CMD_COUNT: u32 = 25;
 
 /// `sizeof(struct rdma_ucm_conn_param)`.
 pub(crate) const CONN_PARAM: usize = 4 + 4 + MAX_PRIVATE_DATA + 8;
+/// `sizeof(struct rdma_ucm_ud_param)`.
+pub(crate) const UD_PARAM: usize = 4 + 4 + 32 + MAX_PRIVATE_DATA + 8;
 
 impl Cmd {
     /// `sizeof` the command's struct: what upstream's `copy_from_user()` reads.
@@ -139,7 +141,8 @@ pub(crate) const PATH_FLAGS: u32 = (1 << 0) | (1 << 1) | (1 << 4);
 /// `IB_SA_EQ`: the selectors of a locally built path.
 const SA_EQ: u8 = 2;
 
-use crate::cma::PathRec;
+use crate::cma::{ConnParam, PathRec, UdParam};
+use crate::verbs::QpAttr;
 
 /// upstream `ib_copy_path_rec_to_user()`: `struct ib_user_path_rec` of a path.
 pub(crate) fn user_path_rec(p: &PathRec) -> [u8; PATH_REC] {
@@ -181,4 +184,108 @@ pub(crate) fn packed_path_rec(p: &PathRec) -> [u8; 64] {
     b[55] = (SA_EQ << 6) | (p.rate & 0x3f);
     b[56] = (SA_EQ << 6) | (p.packet_life_time & 0x3f);
     b
+}
+
+/// `struct rdma_ucm_conn_param` from its bytes (upstream `ucma_copy_conn_param()`).
+pub(crate) fn get_conn_param(b: &[u8]) -> ConnParam {
+    let mut p = ConnParam::default();
+    if b.len() < CONN_PARAM {
+        return p;
+    }
+    p.qp_num = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+    p.qkey = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+    p.private_data.copy_from_slice(&b[8..8 + MAX_PRIVATE_DATA]);
+    let o = 8 + MAX_PRIVATE_DATA;
+    p.private_data_len = b[o];
+    p.srq = b[o + 1];
+    p.responder_resources = b[o + 2];
+    p.initiator_depth = b[o + 3];
+    p.flow_control = b[o + 4];
+    p.retry_count = b[o + 5];
+    p.rnr_retry_count = b[o + 6];
+    p
+}
+
+/// An event's `struct rdma_ucm_conn_param` (upstream `ucma_copy_conn_event()`).
+pub(crate) fn put_conn_param(b: &mut [u8], p: &ConnParam) {
+    if b.len() < CONN_PARAM {
+        return;
+    }
+    b[..4].copy_from_slice(&p.qp_num.to_ne_bytes());
+    let n = usize::from(p.private_data_len).min(MAX_PRIVATE_DATA);
+    b[8..8 + n].copy_from_slice(&p.private_data[..n]);
+    let o = 8 + MAX_PRIVATE_DATA;
+    b[o] = p.private_data_len;
+    b[o + 1] = p.srq;
+    b[o + 2] = p.responder_resources;
+    b[o + 3] = p.initiator_depth;
+    b[o + 4] = p.flow_control;
+    b[o + 5] = p.retry_count;
+    b[o + 6] = p.rnr_retry_count;
+}
+
+/// `sizeof(struct ib_uverbs_qp_attr)`.
+pub(crate) const QP_ATTR: usize = 144;
+
+/// upstream `ib_copy_qp_attr_to_user()`: `struct ib_uverbs_qp_attr`.
+pub(crate) fn qp_attr(a: &QpAttr, mask: u32) -> [u8; QP_ATTR] {
+    let mut b = [0u8; QP_ATTR];
+    let mut put = |off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+    put(0, mask);
+    put(4, a.qp_state as u32);
+    put(12, a.path_mtu.into());
+    put(20, a.qkey);
+    put(24, a.rq_psn);
+    put(28, a.sq_psn);
+    put(32, a.dest_qp_num);
+    put(36, a.qp_access_flags);
+    // ah_attr at 40 (struct ib_uverbs_ah_attr, upstream ib_copy_ah_attr_to_user()).
+    if let Some(g) = a.ah_attr.grh {
+        b[40..56].copy_from_slice(&g.dgid.0);
+        b[56..60].copy_from_slice(&g.flow_label.to_ne_bytes());
+        b[60] = g.sgid_index;
+        b[61] = g.hop_limit;
+        b[62] = g.traffic_class;
+        b[69] = 1; // is_global
+    }
+    b[64..66].copy_from_slice(&a.ah_attr.dlid.to_ne_bytes());
+    b[66] = a.ah_attr.sl;
+    b[70] = a.ah_attr.port_num as u8;
+    b[124..126].copy_from_slice(&a.pkey_index.to_ne_bytes());
+    b[130] = a.max_rd_atomic;
+    b[131] = a.max_dest_rd_atomic;
+    b[132] = a.min_rnr_timer;
+    b[133] = a.port_num as u8;
+    b[134] = a.timeout;
+    b[135] = a.retry_cnt;
+    b[136] = a.rnr_retry;
+    b
+}
+
+/// An event's `struct rdma_ucm_ud_param` (upstream `ucma_copy_ud_event()`,
+/// `ib_copy_ah_attr_to_user()`): QPN, Q_Key, `struct ib_uverbs_ah_attr`, private data.
+pub(crate) fn put_ud_param(b: &mut [u8], p: &UdParam) {
+    if b.len() < UD_PARAM {
+        return;
+    }
+    b[..4].copy_from_slice(&p.qp_num.to_ne_bytes());
+    b[4..8].copy_from_slice(&p.qkey.to_ne_bytes());
+    if let Some(ah) = p.ah_attr.as_ref() {
+        let a = &mut b[8..8 + 32];
+        if let Some(g) = ah.grh.as_ref() {
+            a[..16].copy_from_slice(&g.dgid.0);
+            a[16..20].copy_from_slice(&g.flow_label.to_ne_bytes());
+            a[20] = g.sgid_index;
+            a[21] = g.hop_limit;
+            a[22] = g.traffic_class;
+            // is_global
+            a[29] = 1;
+        }
+        a[24..26].copy_from_slice(&ah.dlid.to_ne_bytes());
+        a[26] = ah.sl;
+        a[30] = ah.port_num as u8;
+    }
+    let n = usize::from(p.private_data_len).min(MAX_PRIVATE_DATA);
+    b[40..40 + n].copy_from_slice(&p.private_data[..n]);
+    b[40 + MAX_PRIVATE_DATA] = p.private_data_len;
 }

@@ -317,6 +317,9 @@ const SPLAT_PATTERNS: &[(&str, &str)] = &[
     ("INFO: task ", "hung task"),
     ("ODEBUG:", "debugobjects"),
     ("Call Trace:", "call trace"),
+    // The kernel crate's `Error::from_errno()` given a value that is no errno (its
+    // stand-in for a WARN_ONCE): a bug in the caller.
+    ("with out of range `errno`", "bad errno"),
 ];
 
 /// Removes the printk timestamp (`[    1.234567] `) and trailing CR.

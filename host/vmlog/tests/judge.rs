@@ -84,6 +84,7 @@ fn kmemleak_and_lockdep_fail() {
         "WARNING: possible circular locking dependency detected",
         "Oops: general protection fault, probably for non-canonical address",
         "rust_kernel: panicked at mlx5/cmd.rs:10:5:",
+        "rust_kernel: attempted to create `Error` with out of range `errno`: 0",
     ] {
         let v = judge(&format!("{base}[    9.0] {extra}\n"));
         assert!(!v.passed(), "{extra} was not judged a failure");

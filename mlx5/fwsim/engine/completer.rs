@@ -54,8 +54,13 @@ pub(super) enum ReqRes {
     Err(u8),
     /// RNR NAK: the responder's RNR timer.
     Rnr(u64),
-    /// No ACK will come (no such destination, or it cannot receive).
+    /// No ACK will come (no such destination, or it cannot receive), or, for RC in
+    /// packets (`rc.rs`), the message is on the wire and its ACK is awaited: the ACK timer
+    /// runs.
     Lost,
+    /// RC in packets: part of the message is not on the wire yet (the transmit queue was
+    /// full); the next pass sends the rest.
+    Busy,
 }
 
 /// Writes a CQE on `cqn` of `fw` and raises what it causes.
@@ -92,6 +97,7 @@ pub(super) fn finish(
         return Step::Idle;
     };
     let res = match res {
+        ReqRes::Busy => return Step::Idle,
         ReqRes::Rnr(_) | ReqRes::Lost => match retry_later(n.fw, &s, res, now) {
             Ok(step) => return step,
             Err(e) => ReqRes::Err(e),
@@ -106,7 +112,7 @@ pub(super) fn finish(
 /// the WQE stays and the requester waits for the RNR timer or the ACK timeout (the retry
 /// counters start anew for each WQE). `Err` with the syndrome the WQE completes with when the
 /// RNR retries are spent.
-fn retry_later(fw: &mut Fw, s: &Snap, res: ReqRes, now: u64) -> Result<Step, u8> {
+pub(super) fn retry_later(fw: &mut Fw, s: &Snap, res: ReqRes, now: u64) -> Result<Step, u8> {
     let Some(q) = qp_mut(fw, s.slot) else {
         return Ok(Step::Idle);
     };
@@ -159,7 +165,7 @@ pub(super) fn start_retry(q: &mut QpState) -> Result<(), u8> {
 /// Retires WQE `w` of requester `s` with result `res` (not a retry): the SQ consumer counter
 /// past it, then on success the send PSN and (if asked for) a CQE, on error an error CQE and
 /// the QP to ERR.
-fn retire(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, res: ReqRes) {
+pub(super) fn retire(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, res: ReqRes) {
     let slot = s.slot;
     if let Some(q) = qp_mut(fw, slot) {
         q.q.sq_ci = q.q.sq_ci.wrapping_add(w.nbb);
@@ -187,7 +193,7 @@ fn retire(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, res: ReqRes) {
             push_cqe(fw, mem, s.send_cq, &c, false);
             to_err(fw, slot);
         }
-        ReqRes::Rnr(_) | ReqRes::Lost => {}
+        ReqRes::Rnr(_) | ReqRes::Lost | ReqRes::Busy => {}
     }
 }
 

@@ -12,6 +12,7 @@
 //! Everything read from a queue is untrusted: a short or malformed buffer decodes to zeros or
 //! to `Err`, never a panic.
 
+use super::rc_state::RcWire;
 use crate::fwsim::ring::{Buf, Ring};
 use crate::fwsim::srq::SrqWqe;
 use crate::fwsim::xlat::Fragmented;
@@ -69,6 +70,8 @@ pub(crate) struct QpState {
     pub(crate) wait: Wait,
     /// COMM_EST has been raised.
     pub(crate) comm_est: bool,
+    /// RC in packets: the transport's state (`rc.rs`).
+    pub(crate) rc: RcWire,
 }
 
 impl QpState {
@@ -103,6 +106,7 @@ impl QpState {
             rnr_left: 0,
             wait: Wait::None,
             comm_est: false,
+            rc: RcWire::default(),
         })
     }
 
@@ -113,6 +117,7 @@ impl QpState {
         self.retry_wqe = None;
         self.wait = Wait::None;
         self.comm_est = false;
+        self.rc = RcWire::default();
     }
 
     /// Bytes of the work queue buffer (the RQ, then the SQ), from the first.

@@ -253,42 +253,8 @@ pub(super) fn receive_smp(
     }) else {
         return false;
     };
-    let mut rbuf = [0u8; MAX_RQ_WQE];
-    let got = match nodes.get(di) {
-        Some(n) => rq_wqe(n.mem, n.fw, &mut d, &mut rbuf),
-        None => return false,
-    };
-    let rlen = match got {
-        Ok(Some(k)) => k,
-        Ok(None) => {
-            q_count(nodes, di, d.cnt_set, QCnt::OutOfBuffer);
-            return false;
-        }
-        Err(()) => {
-            resp_fail(nodes, di, &d, None, Some(QpEvent::WqCatas));
-            return false;
-        }
-    };
-    let rsegs = rbuf.get(..rlen).unwrap_or(&[]);
     let need = mad.len() as u64 + u64::from(GRH_BYTES);
-    let written = match nodes.get(di) {
-        Some(n) => match check_sgl(n.fw, d.pd, rsegs, true, Access::LOCAL_WRITE) {
-            Err(e) => Err(e),
-            Ok(cap) if cap < need => Err(syn::LOCAL_LENGTH),
-            Ok(_) => {
-                let mut dst = Cur::sgl(n.fw, rsegs, true, d.pd);
-                let ok = skip_bytes(&mut dst, GRH_BYTES).is_ok() && dst.write(n.mem, mad).is_ok();
-                if ok {
-                    Ok(())
-                } else {
-                    Err(syn::LOCAL_PROT)
-                }
-            }
-        },
-        None => return false,
-    };
-    if let Err(e) = written {
-        resp_fail(nodes, di, &d, Some(e), None);
+    if write_rwqe(nodes, di, &mut d, Lead::Skip(GRH_BYTES), mad, need).is_err() {
         return false;
     }
     let mut c = Cqe::new(cqe_op::RESP_SEND, 0, d.qpn, d.rwqe_idx, d.q.user_index);
@@ -298,6 +264,85 @@ pub(super) fn receive_smp(
     c.put16(cqe_off::SLID, slid);
     resp_ok(nodes, di, &d, Some((c, false)), 1);
     true
+}
+
+/// What a receive buffer holds before a message's bytes.
+#[derive(Clone, Copy)]
+pub(super) enum Lead<'a> {
+    /// Nothing.
+    Nothing,
+    /// Bytes left as they are (the GRH area of a receive without a GRH, the part of a
+    /// multi-packet SEND that earlier packets wrote).
+    Skip(u32),
+    /// Bytes written (the GRH area of a UD receive with one).
+    Bytes(&'a [u8]),
+}
+
+/// Why [`write_rwqe`] wrote nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RwqeErr {
+    /// No receive WQE is posted (counted as out of buffer).
+    NoWqe,
+    /// The queue could not be read: the QP is in ERR with a catastrophic error.
+    Catas,
+    /// The scatter list failed with this syndrome (too short: `LOCAL_LENGTH`): the WQE
+    /// completed in error and the QP is in ERR.
+    Failed(u8),
+}
+
+/// Writes `data` after `lead` into the next receive WQE of `d` on node `di`, whose list must
+/// hold `need` bytes (the whole message's); the WQE is not consumed (`resp_ok` does that
+/// with its CQE). `d` records the WQE taken (its index, an SRQ's head).
+pub(super) fn write_rwqe(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    d: &mut Snap,
+    lead: Lead<'_>,
+    data: &[u8],
+    need: u64,
+) -> Result<(), RwqeErr> {
+    let mut rbuf = [0u8; MAX_RQ_WQE];
+    let got = match nodes.get(di) {
+        Some(n) => rq_wqe(n.mem, n.fw, d, &mut rbuf),
+        None => return Err(RwqeErr::NoWqe),
+    };
+    let rlen = match got {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            q_count(nodes, di, d.cnt_set, QCnt::OutOfBuffer);
+            return Err(RwqeErr::NoWqe);
+        }
+        Err(()) => {
+            resp_fail(nodes, di, d, None, Some(QpEvent::WqCatas));
+            return Err(RwqeErr::Catas);
+        }
+    };
+    let rsegs = rbuf.get(..rlen).unwrap_or(&[]);
+    let written = match nodes.get(di) {
+        Some(n) => match check_sgl(n.fw, d.pd, rsegs, true, Access::LOCAL_WRITE) {
+            Err(e) => Err(e),
+            Ok(cap) if cap < need => Err(syn::LOCAL_LENGTH),
+            Ok(_) => {
+                let mut dst = Cur::sgl(n.fw, rsegs, true, d.pd);
+                let led = match lead {
+                    Lead::Nothing => Ok(()),
+                    Lead::Skip(k) => skip_bytes(&mut dst, k).map_err(|_| ()),
+                    Lead::Bytes(b) => dst.write(n.mem, b),
+                };
+                if led.is_ok() && dst.write(n.mem, data).is_ok() {
+                    Ok(())
+                } else {
+                    Err(syn::LOCAL_PROT)
+                }
+            }
+        },
+        None => return Err(RwqeErr::NoWqe),
+    };
+    if let Err(e) = written {
+        resp_fail(nodes, di, d, Some(e), None);
+        return Err(RwqeErr::Failed(e));
+    }
+    Ok(())
 }
 
 /// The two ends of a message at the responder: requester `s` on node `ni`, and `d`, the

@@ -19,21 +19,26 @@
 //!   for IPv4 its header in the last 20 bytes), the CQE reports the L3 type and the source
 //!   QPN from the DETH.
 //!
-//! Not carried in packets: RC, UC and XRC (no requester/responder/completer in packets yet:
-//! such a message to a GID no function holds is lost, as to an address nobody has), the
-//! special QPs (QP0/QP1), RoCE v1 (an address entry of version 1 sends nothing out).
+//! * [`send_uc`]: a UC SEND (with immediate) that fits one packet, as UC SEND ONLY; a UC QP
+//!   takes one whatever its PSN.
+//! * [`queue_frame`] and [`conn_headers`]: what RC in packets (`rc.rs`) builds its packets
+//!   with; [`receive`] hands an RC packet back for it.
+//!
+//! Not carried in packets: UC past one packet and XRC (such a message to a GID no function
+//! holds is lost, as to an address nobody has), the special QPs (QP0/QP1), RoCE v1 (an
+//! address entry of version 1 sends nothing out).
 
 use super::completer::ReqRes;
-use super::fabric::{q_count, Node};
-use super::mem::{check_sgl, mkey, Cur};
+use super::fabric::Node;
+use super::mem::{mkey, Cur};
 use super::message::Message;
 use super::qp_state::{next_seg, qp_mut, snap, Seg, Snap};
-use super::responder::{resp_fail, resp_ok, rq_wqe, wire_qpn, MAX_RQ_WQE};
+use super::responder::{resp_ok, wire_qpn, write_rwqe, Lead};
 use crate::fwsim::cqe::Cqe;
-use crate::fwsim::events::QpEvent;
+use crate::fwsim::dma::DmaMem;
 use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet};
-use crate::fwsim::xlat::Access;
-use crate::fwsim::{Fw, QCnt, RoceAddr};
+use crate::fwsim::xlat::MkeyInfo;
+use crate::fwsim::{Fw, RoceAddr};
 use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_UC, QPC_ST_UD, ROCE_VERSION_2};
 use crate::prm::ctx::{ads, qpc};
 use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
@@ -43,7 +48,7 @@ use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
 pub(crate) const MAX_FRAME: usize = 4096 + 128;
 
 /// Frames a function's queue holds until the glue sends them.
-const TX_SLOTS: usize = 4;
+const TX_SLOTS: usize = 8;
 
 /// Bytes of the GRH area a UD receive buffer starts with.
 const GRH_BYTES: usize = 40;
@@ -57,6 +62,21 @@ pub(crate) struct WireTx {
     n: usize,
     /// Packets not sent because the queue was full.
     overflow: u64,
+    /// RC packets (`rc.rs`) wait for room: the next pass sends them.
+    pub(super) backlog: bool,
+    /// What RC in packets counted.
+    pub(super) stats: RcStats,
+}
+
+/// Counters of RC in packets (`rc.rs`), for the device's debugfs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RcStats {
+    /// Request packets the requesters sent again (ACK timeout, NAK, RNR NAK).
+    pub(crate) retransmits: u64,
+    /// Requests the responders found past the expected PSN (answered by a sequence NAK).
+    pub(crate) out_of_sequence: u64,
+    /// Requests the responders found before the expected PSN (duplicates).
+    pub(crate) duplicates: u64,
 }
 
 impl WireTx {
@@ -68,6 +88,12 @@ impl WireTx {
             head: 0,
             n: 0,
             overflow: 0,
+            backlog: false,
+            stats: RcStats {
+                retransmits: 0,
+                out_of_sequence: 0,
+                duplicates: 0,
+            },
         }
     }
 
@@ -80,6 +106,8 @@ impl WireTx {
             head: 0,
             n: 0,
             overflow: 0,
+            backlog: false,
+            stats: RcStats::default(),
         })
     }
 
@@ -127,6 +155,16 @@ impl Fw {
     /// Packets the data path could not queue for the wire (its queue was full).
     pub(crate) fn wire_overflow(&self) -> u64 {
         self.wire_tx.overflow
+    }
+
+    /// What RC in packets counted.
+    pub(crate) fn wire_rc_stats(&self) -> RcStats {
+        self.wire_tx.stats
+    }
+
+    /// RC packets wait for room in the queue: another pass must follow the drain.
+    pub(crate) fn wire_backlog(&self) -> bool {
+        self.wire_tx.backlog
     }
 }
 
@@ -214,28 +252,136 @@ pub(super) fn send_ud(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'
 /// `n`: success once queued; a full queue drops it (counted), a fault reading the gather list
 /// is a local protection error.
 fn queue(n: &mut Node<'_>, s: &Snap, m: &Message<'_>, h: &Headers, len: usize) -> ReqRes {
-    let Ok(off) = roce::payload_offset(h) else {
-        return m.dropped();
+    let src = Src::Sgl {
+        pd: s.pd,
+        segs: m.segs,
+        skip: 0,
     };
-    let Some(slot) = n.fw.wire_tx.free_slot() else {
-        n.fw.wire_tx.overflow += 1;
-        return m.dropped();
-    };
-    if gather(n, s, m, slot, off, len).is_err() {
-        return ReqRes::Err(syn::LOCAL_PROT);
+    match queue_frame(n, h, src, len) {
+        Ok(()) => {}
+        Err(Queued::Full) => {
+            n.fw.wire_tx.overflow += 1;
+            return m.dropped();
+        }
+        Err(Queued::Fault) => return ReqRes::Err(syn::LOCAL_PROT),
+        Err(Queued::Bad) => return m.dropped(),
+    }
+    n.fw.count_traffic(s.port, |t| t.xmit(1, m.len));
+    ReqRes::Ok {
+        byte_cnt: m.byte_cnt(),
+    }
+}
+
+/// Where a packet's payload comes from.
+#[derive(Clone, Copy)]
+pub(super) enum Src<'a> {
+    /// Nowhere (no payload).
+    Nothing,
+    /// A send WQE's gather list `segs` (of a QP of PD `pd`), from byte `skip` of it.
+    Sgl { pd: u32, segs: &'a [u8], skip: u64 },
+    /// A region (an rkey checked by the caller) from a virtual address.
+    Region(MkeyInfo, u64),
+}
+
+/// Why [`queue_frame`] queued nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Queued {
+    /// The queue is full.
+    Full,
+    /// Reading the payload faulted.
+    Fault,
+    /// The headers do not build (a bug, or a length past the frame).
+    Bad,
+}
+
+/// Builds packet `h` with `len` bytes of payload from `src` into a free slot of node `n`'s
+/// queue and queues it.
+pub(super) fn queue_frame(
+    n: &mut Node<'_>,
+    h: &Headers,
+    src: Src<'_>,
+    len: usize,
+) -> Result<(), Queued> {
+    let off = roce::payload_offset(h).map_err(|_| Queued::Bad)?;
+    if off + len > MAX_FRAME {
+        return Err(Queued::Bad);
+    }
+    let slot = n.fw.wire_tx.free_slot().ok_or(Queued::Full)?;
+    match src {
+        Src::Nothing => {}
+        Src::Sgl { pd, segs, skip } => {
+            gather(n, pd, segs, skip, slot, off, len).map_err(|()| Queued::Fault)?
+        }
+        Src::Region(info, va) => {
+            let mut cur = Cur::region(info, va);
+            let f = n.fw.wire_tx.frame_mut(slot).ok_or(Queued::Bad)?;
+            let dst = f.get_mut(off..off + len).ok_or(Queued::Bad)?;
+            read_all(&mut cur, n.mem, dst).map_err(|()| Queued::Fault)?;
+        }
     }
     let built =
         n.fw.wire_tx
             .frame_mut(slot)
             .map(|f| roce::build_in_place(h, len, f));
     match built {
-        Some(Ok(flen)) => n.fw.wire_tx.commit(slot, flen),
-        _ => return m.dropped(),
+        Some(Ok(flen)) => {
+            n.fw.wire_tx.commit(slot, flen);
+            Ok(())
+        }
+        _ => Err(Queued::Bad),
     }
-    n.fw.count_traffic(s.port, |t| t.xmit(1, m.len));
-    ReqRes::Ok {
-        byte_cnt: m.byte_cnt(),
+}
+
+/// Fills `dst` from `cur`.
+fn read_all(cur: &mut Cur<'_>, mem: &dyn DmaMem, dst: &mut [u8]) -> Result<(), ()> {
+    let mut got = 0;
+    while got < dst.len() {
+        let k = cur.read(mem, dst.get_mut(got..).ok_or(())?)?;
+        if k == 0 {
+            return Err(());
+        }
+        got += k;
     }
+    Ok(())
+}
+
+/// The headers every packet of connected QP `s` (RC, UC) of `fw` carries: Ethernet from its
+/// RoCE v2 source entry to its destination MAC (`rmac`), IP with its address path's traffic
+/// class, flow label and hop limit, the UDP source port of its QPN, a BTH to its remote QPN
+/// with `op` (the PSN and flags left to the caller), no extension header. `None` when the
+/// source entry is not RoCE v2.
+pub(super) fn conn_headers(fw: &Fw, s: &Snap, op: u8) -> Option<Headers> {
+    let (_, q) = fw.qps.at_slot(s.slot)?;
+    let g = |f| qpc::primary_address_path.inner(f).get(&q.qpc).unwrap_or(0);
+    let mut rmac = [0u8; 6];
+    rmac[..2].copy_from_slice(&((g(ads::rmac_47_32) & 0xffff) as u16).to_be_bytes());
+    rmac[2..].copy_from_slice(&g(ads::rmac_31_0).to_be_bytes());
+    let tclass = (g(ads::tclass) & 0xff) as u8;
+    let hop = (g(ads::hop_limit) & 0xff) as u8;
+    let a = v2_entry(fw, s.port, s.sgid_index)?;
+    Some(Headers {
+        eth: Eth {
+            dst: rmac,
+            src: a.mac,
+            vlan: a.vlan.map(|v| (u16::from(s.sl & 7) << 13) | (v & 0xfff)),
+        },
+        ip: ip_of(&a, &s.rgid, tclass, hop, g(ads::flow_label)),
+        udp_src: udp_src(s.qpn),
+        bth: Bth {
+            opcode: op,
+            pkey: 0xffff,
+            dest_qp: s.remote_qpn & 0x00ff_ffff,
+            ..Bth::default()
+        },
+        xrceth: None,
+        deth: None,
+        reth: None,
+        atomic_eth: None,
+        aeth: None,
+        atomic_ack_eth: None,
+        imm: None,
+        ieth: None,
+    })
 }
 
 /// UC message `m` of QP `s` on node `ni`, to a GID no function of the fabric holds: a SEND
@@ -252,52 +398,25 @@ pub(super) fn send_uc(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'
     if !(single && (imm || m.opcode == wqe_op::SEND)) {
         return m.dropped();
     }
-    let Some(path) = n.fw.qps.at_slot(s.slot).map(|(_, q)| {
-        let g = |f| qpc::primary_address_path.inner(f).get(&q.qpc).unwrap_or(0);
-        let mut rmac = [0u8; 6];
-        rmac[..2].copy_from_slice(&((g(ads::rmac_47_32) & 0xffff) as u16).to_be_bytes());
-        rmac[2..].copy_from_slice(&g(ads::rmac_31_0).to_be_bytes());
-        let psn = qpc::next_send_psn.get(&q.qpc).unwrap_or(0) & 0x00ff_ffff;
-        let tclass = (g(ads::tclass) & 0xff) as u8;
-        let hop = (g(ads::hop_limit) & 0xff) as u8;
-        (rmac, psn, tclass, hop, g(ads::flow_label))
-    }) else {
+    let op = opcode::UC
+        | if imm {
+            opcode::SEND_ONLY_IMM
+        } else {
+            opcode::SEND_ONLY
+        };
+    let Some(mut h) = conn_headers(n.fw, s, op) else {
         return m.dropped();
     };
-    let (rmac, psn, tclass, hop, flow) = path;
-    let Some(a) = v2_entry(n.fw, s.port, s.sgid_index) else {
+    let Some(psn) =
+        n.fw.qps
+            .at_slot(s.slot)
+            .map(|(_, q)| qpc::next_send_psn.get(&q.qpc).unwrap_or(0) & 0x00ff_ffff)
+    else {
         return m.dropped();
     };
-    let h = Headers {
-        eth: Eth {
-            dst: rmac,
-            src: a.mac,
-            vlan: a.vlan.map(|v| (u16::from(s.sl & 7) << 13) | (v & 0xfff)),
-        },
-        ip: ip_of(&a, &s.rgid, tclass, hop, flow),
-        udp_src: udp_src(s.qpn),
-        bth: Bth {
-            opcode: opcode::UC
-                | if imm {
-                    opcode::SEND_ONLY_IMM
-                } else {
-                    opcode::SEND_ONLY
-                },
-            solicited: m.solicited,
-            pkey: 0xffff,
-            dest_qp: s.remote_qpn & 0x00ff_ffff,
-            psn,
-            ..Bth::default()
-        },
-        xrceth: None,
-        deth: None,
-        reth: None,
-        atomic_eth: None,
-        aeth: None,
-        atomic_ack_eth: None,
-        imm: imm.then_some(m.imm),
-        ieth: None,
-    };
+    h.bth.psn = psn;
+    h.bth.solicited = m.solicited;
+    h.imm = imm.then_some(m.imm);
     queue(n, s, m, &h, len)
 }
 
@@ -334,59 +453,66 @@ fn ip_of(a: &RoceAddr, dgid: &[u8; 16], tclass: u8, hop: u8, flow: u32) -> Ip {
     }
 }
 
-/// Gathers the `len` bytes of message `m` (its list checked by the requester) into frame
-/// slot `slot` of node `n`'s queue at offset `off`.
+/// Gathers `len` bytes of gather list `segs` (of a QP of PD `pd`, checked by the
+/// requester), from byte `skip` of it, into frame slot `slot` of node `n`'s queue at offset
+/// `off`.
 fn gather(
     n: &mut Node<'_>,
-    s: &Snap,
-    m: &Message<'_>,
+    pd: u32,
+    segs: &[u8],
+    mut skip: u64,
     slot: usize,
     off: usize,
     len: usize,
 ) -> Result<(), ()> {
     let mut pos = 0;
     let mut at = off;
-    while let Some(seg) = next_seg(m.segs, &mut pos, false)? {
+    let end = off + len;
+    while let Some(seg) = next_seg(segs, &mut pos, false)? {
+        if at == end {
+            break;
+        }
+        let seg_len = match seg {
+            Seg::Inline { len: l, .. } => l as u64,
+            Seg::Ptr { len: l, .. } => u64::from(l),
+        };
+        if skip >= seg_len {
+            skip -= seg_len;
+            continue;
+        }
+        let from = usize::try_from(skip).map_err(|_| ())?;
+        skip = 0;
+        let l = (usize::try_from(seg_len).map_err(|_| ())? - from).min(end - at);
         match seg {
-            Seg::Inline { at: i, len: l } => {
-                let src = m.segs.get(i..i + l).ok_or(())?;
+            Seg::Inline { at: i, .. } => {
+                let src = segs.get(i + from..i + from + l).ok_or(())?;
                 let f = n.fw.wire_tx.frame_mut(slot).ok_or(())?;
                 f.get_mut(at..at + l).ok_or(())?.copy_from_slice(src);
-                at += l;
             }
-            Seg::Ptr { len: 0, .. } => {}
-            Seg::Ptr { lkey, addr, len: l } => {
-                let info = mkey(n.fw, lkey, s.pd).ok_or(())?;
-                let l = usize::try_from(l).map_err(|_| ())?;
-                let mut cur = Cur::region(info, addr);
+            Seg::Ptr { lkey, addr, .. } => {
+                let info = mkey(n.fw, lkey, pd).ok_or(())?;
+                let mut cur = Cur::region(info, addr.wrapping_add(from as u64));
                 let f = n.fw.wire_tx.frame_mut(slot).ok_or(())?;
-                let dst = f.get_mut(at..at + l).ok_or(())?;
-                let mut got = 0;
-                while got < l {
-                    let k = cur.read(n.mem, dst.get_mut(got..).ok_or(())?)?;
-                    if k == 0 {
-                        return Err(());
-                    }
-                    got += k;
-                }
-                at += l;
+                read_all(&mut cur, n.mem, f.get_mut(at..at + l).ok_or(())?)?;
             }
         }
+        at += l;
     }
-    if at == off + len {
+    if at == end {
         Ok(())
     } else {
         Err(())
     }
 }
 
-/// A frame that came in on the segment port of function `nodes[ni]` (port 1). Whether a QP
-/// took it: a frame that is not a valid RoCE v2 packet (ICRC included), one for a GID the
-/// port does not hold, and anything but a UD SEND to one of its UD QPs are dropped.
-pub(crate) fn receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8]) -> bool {
+/// A frame that came in on the segment port of function `nodes[ni]` (port 1): a frame that
+/// is not a valid RoCE v2 packet (ICRC included) or is for a GID the port does not hold is
+/// dropped; a UD SEND to one of its UD QPs and a UC SEND ONLY to one of its UC QPs are taken
+/// here; an RC packet is handed back for `rc.rs`; anything else is dropped.
+pub(super) fn receive<'f>(nodes: &mut [Node<'_>], ni: usize, frame: &'f [u8]) -> Rx<'f> {
     let port = 0;
     let Ok(p) = roce::parse(frame) else {
-        return false;
+        return Rx::Taken(false);
     };
     let dgid = match p.headers.ip {
         Ip::V4 { dst, .. } => gid_of_v4(dst),
@@ -396,16 +522,28 @@ pub(crate) fn receive(nodes: &mut [Node<'_>], ni: usize, frame: &[u8]) -> bool {
         n.fw.port_up(port) && n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok())
     });
     if !ours {
-        return false;
+        return Rx::Taken(false);
     }
     let op = p.headers.bth.opcode;
     if op == opcode::UD | opcode::SEND_ONLY || op == opcode::UD | opcode::SEND_ONLY_IMM {
-        return receive_ud(nodes, ni, port, frame, &p);
+        return Rx::Taken(receive_ud(nodes, ni, port, frame, &p));
     }
     if op == opcode::UC | opcode::SEND_ONLY || op == opcode::UC | opcode::SEND_ONLY_IMM {
-        return receive_uc(nodes, ni, port, &p);
+        return Rx::Taken(receive_uc(nodes, ni, port, &p));
     }
-    false
+    if op & 0xe0 == opcode::RC {
+        return Rx::Rc(port, p);
+    }
+    Rx::Taken(false)
+}
+
+/// What [`receive`] made of a frame.
+#[allow(clippy::large_enum_variant)] // Returned once and taken apart at once.
+pub(super) enum Rx<'f> {
+    /// Taken by a UD or UC QP, or not (dropped).
+    Taken(bool),
+    /// An RC packet for a GID of (0-based) port `port`, for `rc.rs`.
+    Rc(usize, Packet<'f>),
 }
 
 /// The GRH area of a UD receive of the packet in `frame` (headers `h`): the IPv6 header, or
@@ -486,42 +624,9 @@ fn deliver(
     flags_rqpn: u32,
 ) -> bool {
     let h = &p.headers;
-    let mut rbuf = [0u8; MAX_RQ_WQE];
-    let got = match nodes.get(di) {
-        Some(n) => rq_wqe(n.mem, n.fw, &mut d, &mut rbuf),
-        None => return false,
-    };
-    let rlen = match got {
-        Ok(Some(k)) => k,
-        Ok(None) => {
-            q_count(nodes, di, d.cnt_set, QCnt::OutOfBuffer);
-            return false;
-        }
-        Err(()) => {
-            resp_fail(nodes, di, &d, None, Some(QpEvent::WqCatas));
-            return false;
-        }
-    };
-    let rsegs = rbuf.get(..rlen).unwrap_or(&[]);
     let need = (p.payload.len() + grh.map_or(0, |g| g.len())) as u64;
-    let written = match nodes.get(di) {
-        Some(n) => match check_sgl(n.fw, d.pd, rsegs, true, Access::LOCAL_WRITE) {
-            Err(e) => Err(e),
-            Ok(cap) if cap < need => Err(syn::LOCAL_LENGTH),
-            Ok(_) => {
-                let mut dst = Cur::sgl(n.fw, rsegs, true, d.pd);
-                let g = grh.map_or(Ok(()), |g| dst.write(n.mem, g));
-                if g.is_ok() && dst.write(n.mem, p.payload).is_ok() {
-                    Ok(())
-                } else {
-                    Err(syn::LOCAL_PROT)
-                }
-            }
-        },
-        None => return false,
-    };
-    if let Err(e) = written {
-        resp_fail(nodes, di, &d, Some(e), None);
+    let lead = grh.map_or(Lead::Nothing, |g| Lead::Bytes(g));
+    if write_rwqe(nodes, di, &mut d, lead, p.payload, need).is_err() {
         return false;
     }
     let opc = if h.imm.is_some() {

@@ -224,8 +224,14 @@ pub(crate) fn obj_id_of(cmd: &[u8]) -> u64 {
         | op::MODIFY_XRQ => (op::CREATE_XRQ, ID24),
         op::QUERY_XRC_SRQ | op::ARM_XRC_SRQ => (op::CREATE_XRC_SRQ, ID24),
         op::QUERY_SRQ => (op::CREATE_SRQ, ID24),
-        // Flow tables, groups and entries, scheduling elements, VXLAN ports and L2 entries:
-        // their objects cannot be created here (see the module doc).
+        op::QUERY_FLOW_TABLE | op::MODIFY_FLOW_TABLE => (op::CREATE_FLOW_TABLE, at(0xa8, 0x18)),
+        op::QUERY_FLOW_GROUP => (op::CREATE_FLOW_GROUP, at(0xc0, 0x20)),
+        // A flow entry is named by its index (set_fte_in with op_mod 1 modifies it).
+        op::QUERY_FLOW_TABLE_ENTRY | op::SET_FLOW_TABLE_ENTRY => {
+            (op::SET_FLOW_TABLE_ENTRY, at(0x100, 0x20))
+        }
+        // Scheduling elements, VXLAN ports and L2 entries: their objects cannot be created
+        // here (see the module doc).
         _ => return 0,
     };
     enc(u32::from(creator), get(cmd, f))
@@ -264,21 +270,97 @@ pub(super) fn destroy_rule(opcode: u16) -> Option<(u16, Field, Field)> {
     })
 }
 
-/// The destroy inbox of an object (the 16-byte header) and its encoded id.
-pub(crate) fn build_destroy_cmd(cmd: &[u8], out: &[u8]) -> Result<([u8; 16], u64)> {
-    let o = opcode(cmd);
-    let (dop, din_id, out_id) = destroy_rule(o).ok_or(EOPNOTSUPP)?;
-    let id = get(out, out_id);
-    let mut din = [0u8; 16];
-    set(&mut din, hdr::opcode.field(), dop.into())?;
-    set(&mut din, hdr::uid.field(), get(cmd, hdr::uid.field()))?;
-    set(&mut din, din_id, id)?;
-    let mut creator = u32::from(o);
-    if o == op::CREATE_GENERAL_OBJECT {
-        let t = get(cmd, hdr::obj_type.field());
-        set(&mut din, hdr::obj_type.field(), t)?;
-        creator |= t << 16;
+/// The flow steering objects' destroy commands (upstream `devx_obj_build_destroy_cmd()`):
+/// `(destroy opcode, where the id is in the create inbox (`Some`) or outbox (`None`), where it
+/// goes)`; each also copies the vport, eswitch and table members of the create inbox
+/// ([`FLOW_COPIED`]) into its 64-byte `destroy_flow_table_in`, `destroy_flow_group_in` or
+/// `delete_fte_in`.
+fn flow_destroy_rule(opcode: u16) -> Option<(u16, Option<Field>, Field)> {
+    Some(match opcode {
+        // create_flow_table_out.table_id -> destroy_flow_table_in.table_id.
+        op::CREATE_FLOW_TABLE => (op::DESTROY_FLOW_TABLE, None, at(0xa8, 0x18)),
+        // create_flow_group_out.group_id -> destroy_flow_group_in.group_id.
+        op::CREATE_FLOW_GROUP => (op::DESTROY_FLOW_GROUP, None, at(0xc0, 0x20)),
+        // set_fte_in.flow_index -> delete_fte_in.flow_index.
+        op::SET_FLOW_TABLE_ENTRY => (
+            op::DELETE_FLOW_TABLE_ENTRY,
+            Some(at(0x100, 0x20)),
+            at(0x100, 0x20),
+        ),
+        _ => return None,
+    })
+}
+
+/// The members the flow objects' create and destroy inboxes share at the same offsets:
+/// `other_vport`, `other_eswitch`, `vport_number`, `table_type`, `eswitch_owner_vhca_id`, and
+/// (a group's and an entry's) `table_id`.
+const FLOW_COPIED: [Field; 6] = [
+    at(0x40, 1),
+    at(0x41, 1),
+    at(0x50, 0x10),
+    at(0x80, 8),
+    at(0x90, 0x10),
+    at(0xa8, 0x18),
+];
+
+/// The longest destroy inbox (the flow objects', 0x200 bits).
+pub(crate) const DESTROY_IN_MAX: usize = 64;
+
+/// A created object's destroy inbox (upstream `obj->dinbox`, `obj->dinlen`).
+#[derive(Clone, Copy)]
+pub(crate) struct DestroyCmd {
+    buf: [u8; DESTROY_IN_MAX],
+    len: usize,
+}
+
+impl DestroyCmd {
+    /// The inbox.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or(&self.buf)
     }
+}
+
+/// Whether this driver builds the destroy command of a create (every create of
+/// [`is_obj_create_cmd`] but scheduling elements, VXLAN ports, L2 entries and multicast
+/// attaches).
+pub(super) fn can_destroy(opcode: u16) -> bool {
+    destroy_rule(opcode).is_some() || flow_destroy_rule(opcode).is_some()
+}
+
+/// The destroy inbox of an object and its encoded id.
+pub(crate) fn build_destroy_cmd(cmd: &[u8], out: &[u8]) -> Result<(DestroyCmd, u64)> {
+    let o = opcode(cmd);
+    let mut din = DestroyCmd {
+        buf: [0; DESTROY_IN_MAX],
+        len: 16,
+    };
+    let b = &mut din.buf;
+    let mut creator = u32::from(o);
+    let id = if let Some((dop, in_id, din_id)) = flow_destroy_rule(o) {
+        din.len = DESTROY_IN_MAX;
+        set(b, hdr::opcode.field(), dop.into())?;
+        for f in FLOW_COPIED {
+            set(b, f, get(cmd, f))?;
+        }
+        let id = match in_id {
+            Some(f) => get(cmd, f),
+            None => get(out, ID24),
+        };
+        set(b, din_id, id)?;
+        id
+    } else {
+        let (dop, din_id, out_id) = destroy_rule(o).ok_or(EOPNOTSUPP)?;
+        let id = get(out, out_id);
+        set(b, hdr::opcode.field(), dop.into())?;
+        set(b, din_id, id)?;
+        if o == op::CREATE_GENERAL_OBJECT {
+            let t = get(cmd, hdr::obj_type.field());
+            set(b, hdr::obj_type.field(), t)?;
+            creator |= t << 16;
+        }
+        id
+    };
+    set(b, hdr::uid.field(), get(cmd, hdr::uid.field()))?;
     Ok((din, enc(creator, id)))
 }
 
@@ -375,6 +457,8 @@ mod tests {
         let mut out = [0u8; 16];
         out[9..12].copy_from_slice(&[0, 1, 0x23]);
         let (din, id) = build_destroy_cmd(&c, &out)?;
+        let din = din.bytes();
+        assert_eq!(din.len(), 16);
         assert_eq!(&din[..4], &[0x05, 0x01, 0, 7]);
         assert_eq!(&din[8..12], &[0, 0, 1, 0x23]);
         assert_eq!(id, enc(op::CREATE_QP.into(), 0x123));
@@ -382,8 +466,30 @@ mod tests {
         let mut m = cmd(op::RTR2RTS_QP);
         m[9..12].copy_from_slice(&[0, 1, 0x23]);
         assert_eq!(obj_id_of(&m), id);
+        // A flow table (table_type 1, uid 7): DESTROY_FLOW_TABLE of 64 bytes with the table
+        // type and the table id of the outbox; a flow entry: DELETE_FLOW_TABLE_ENTRY with its
+        // table and flow index from the create inbox.
+        let mut ft = cmd(op::CREATE_FLOW_TABLE);
+        ft[2..4].copy_from_slice(&7u16.to_be_bytes());
+        ft[16] = 1;
+        let (din, id) = build_destroy_cmd(&ft, &out)?;
+        let din = din.bytes();
+        assert_eq!(din.len(), 64);
+        assert_eq!(&din[..4], &[0x09, 0x31, 0, 7]);
+        assert_eq!(din[16], 1);
+        assert_eq!(&din[21..24], &[0, 1, 0x23]);
+        assert_eq!(id, enc(op::CREATE_FLOW_TABLE.into(), 0x123));
+        let mut fte = cmd(op::SET_FLOW_TABLE_ENTRY);
+        fte[21..24].copy_from_slice(&[0, 0, 5]);
+        fte[35] = 9;
+        let (din, id) = build_destroy_cmd(&fte, &out)?;
+        let din = din.bytes();
+        assert_eq!(&din[..2], &[0x09, 0x38]);
+        assert_eq!(&din[21..24], &[0, 0, 5]);
+        assert_eq!(&din[32..36], &[0, 0, 0, 9]);
+        assert_eq!(id, enc(op::SET_FLOW_TABLE_ENTRY.into(), 9));
         assert_eq!(
-            build_destroy_cmd(&cmd(op::CREATE_FLOW_TABLE), &out),
+            build_destroy_cmd(&cmd(op::SET_L2_TABLE_ENTRY), &out).map(|_| ()),
             Err(EOPNOTSUPP)
         );
         Ok(())

@@ -4,8 +4,8 @@
 //! object that keeps its destroy command.
 
 use super::command::{
-    build_destroy_cmd, destroy_rule, enc, handle_mkey_create, is_obj_create_cmd, is_obj_modify_cmd,
-    is_obj_query_cmd, obj_id_of, opcode, set, set_umem_valid,
+    build_destroy_cmd, can_destroy, enc, handle_mkey_create, is_obj_create_cmd, is_obj_modify_cmd,
+    is_obj_query_cmd, obj_id_of, opcode, set, set_umem_valid, DestroyCmd,
 };
 use super::uctx::{obj_cmd_in, run};
 use super::{ATTR_OBJ_CMD_IN, ATTR_OBJ_CMD_OUT, ATTR_OBJ_HANDLE};
@@ -43,7 +43,7 @@ pub(super) fn obj_create(call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
         return Err(EINVAL);
     }
     let o = opcode(&cmd);
-    if destroy_rule(o).is_none() {
+    if !can_destroy(o) {
         return Err(EOPNOTSUPP);
     }
     set(&mut cmd, hdr::uid.field(), uid.into())?;
@@ -92,7 +92,7 @@ pub(crate) struct DevxObj {
     /// upstream `obj->obj_id` ([`enc`]).
     pub(super) obj_id: u64,
     /// upstream `obj->dinbox`.
-    din: [u8; 16],
+    din: DestroyCmd,
     /// 1 once the destroy command succeeded.
     freed: Atomic<u32>,
 }
@@ -103,7 +103,7 @@ impl DevxObj {
         hw: Arc<dyn Mlx5Hw>,
         events: Arc<EventTable>,
         obj_id: u64,
-        din: [u8; 16],
+        din: DestroyCmd,
     ) -> Self {
         DevxObj {
             hw,
@@ -120,7 +120,7 @@ impl DevxObj {
             return Ok(());
         }
         let mut out = [0u8; 16];
-        self.hw.exec(&self.din, &mut out)?;
+        self.hw.exec(self.din.bytes(), &mut out)?;
         self.freed.store(1, Relaxed);
         // upstream devx_obj_cleanup(): the subscriptions go after the destroy command.
         devx_events::unsubscribe_obj(&self.events.devx, self.obj_id);

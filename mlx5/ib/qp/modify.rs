@@ -200,6 +200,9 @@ pub(crate) fn modify_qp(
     if let QpKind::Dct(init) = &qp.data().kind {
         return super::dct::modify(qp, init, &mut st, attr, mask, udata);
     }
+    if matches!(qp.data().kind, QpKind::Umr) {
+        return modify_umr_qp(d, qp, &mut st, attr, mask);
+    }
     // upstream mqp->mutex also covers the counter binding (mlx5_ib_qp_set_counter()).
     let mut cnt = qp.data().events.cnt.lock();
     let cur = st.qp_state;
@@ -331,6 +334,55 @@ pub(crate) fn modify_qp(
     } else {
         *st = next;
     }
+    Ok(())
+}
+
+/// The UMR QP's transitions (upstream `mlx5r_umr_qp_rst2rts()` through `__mlx5_ib_modify_qp()`,
+/// which skips `ib_modify_qp_is_ok()` for `MLX5_IB_QPT_REG_UMR`): RESET->INIT with the port
+/// (P_Key index 0), INIT->RTR->RTS with no path, PSN or access attributes (the QP has no
+/// peer), and to RESET or ERR.
+///
+/// # Errors
+///
+/// `EINVAL` for another transition or RESET->INIT without a port, the transition command's
+/// errno.
+fn modify_umr_qp(
+    d: &Mlx5IbDev,
+    qp: &Qp<Mlx5Ib>,
+    st: &mut QpAttr,
+    attr: &QpAttr,
+    mask: QpAttrMask,
+) -> Result {
+    let hw = &*d.hw;
+    let qpn = qp.data().qpn;
+    let mut c = QpcAttrs::default();
+    let new = if mask.contains(QpAttrMask::STATE) {
+        attr.qp_state
+    } else {
+        return Err(EINVAL);
+    };
+    match (st.qp_state, new) {
+        (_, QpState::Reset) => {
+            exec(hw, &ModifyQp::<ToRst>::new(qpn, c))?;
+            if let (Some(k), QueueMem::Kernel { buf }) = (&qp.data().kern, &qp.data().mem) {
+                k.reset(buf)?;
+            }
+        }
+        (_, QpState::Err) => exec(hw, &ModifyQp::<ToErr>::new(qpn, c))?,
+        (QpState::Reset, QpState::Init) => {
+            // upstream mlx5r_umr_qp_rst2rts(): port 1, P_Key index 0.
+            if !mask.contains(QpAttrMask::PORT) {
+                return Err(EINVAL);
+            }
+            c.port = Some(u8::try_from(attr.port_num).map_err(|_| EINVAL)?);
+            c.pkey_index = Some(0);
+            exec(hw, &ModifyQp::<Rst2Init>::new(qpn, c))?;
+        }
+        (QpState::Init, QpState::Rtr) => exec(hw, &ModifyQp::<Init2Rtr>::new(qpn, c))?,
+        (QpState::Rtr, QpState::Rts) => exec(hw, &ModifyQp::<Rtr2Rts>::new(qpn, c))?,
+        _ => return Err(EINVAL),
+    }
+    st.qp_state = new;
     Ok(())
 }
 

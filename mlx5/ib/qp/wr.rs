@@ -22,7 +22,7 @@
 //! `EOPNOTSUPP` (the core's `SendWr` carries no address handle). Fast-register and
 //! local-invalidate WRs are `EINVAL`.
 
-use super::KernQp;
+use super::{KernQp, Sq};
 use crate::hw::{DmaBuf, Doorbell};
 use crate::ib::device::Mlx5Ib;
 use crate::ib::queue::{KernBuf, QueueMem};
@@ -164,7 +164,6 @@ pub(crate) fn post_send_ud(qp: &Qp<Mlx5Ib>, wr: &SendWr<'_>, av: &[u8; 48]) -> R
 
 fn post(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>], av: Option<&[u8; 48]>) -> Result {
     let (k, buf) = kern_qp(qp)?;
-    let d = qp.device().data();
     let qpn = qp.data().qpn;
     let mem = buf.mem();
     let mut sq = k.sq.lock();
@@ -177,7 +176,6 @@ fn post(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>], av: Option<&[u8; 48]>) -> Result {
             res = Err(ENOMEM);
             break;
         }
-        let cur_post = sq.cur_post;
         let built = {
             let w = sq.scratch.as_mut_slice();
             w.fill(0);
@@ -200,44 +198,123 @@ fn post(qp: &Qp<Mlx5Ib>, wrs: &[SendWr<'_>], av: Option<&[u8; 48]>) -> Result {
         if wr.send_flags & send_flags::FENCE != 0 {
             fm_ce_se |= ctrl::FENCE;
         }
-        let ds = (len / 16) as u32;
         let imm = match opcode {
             wqe_op::SEND_IMM | wqe_op::RDMA_WRITE_IMM => wr.imm_data,
             _ => 0,
         };
-        // struct mlx5_wqe_ctrl_seg.
-        let c0 = ((cur_post & 0xffff) << 8) | u32::from(opcode);
-        let c1 = (qpn << 8) | ds;
-        {
-            let w = sq.scratch.as_mut_slice();
-            put(w, 0, &c0.to_be_bytes())?;
-            put(w, 4, &c1.to_be_bytes())?;
-            put(w, 8, &[0, 0, 0, fm_ce_se])?;
-            put(w, 12, &imm.to_be_bytes())?;
-        }
-        let wqe = sq.scratch.get(..len).ok_or(EINVAL)?;
-        copy_wqe(mem, k, cur_post, wqe)?;
-        last.copy_from_slice(wqe.get(..8).ok_or(EINVAL)?);
-        let idx = (cur_post & (k.sq_bbs - 1)) as usize;
-        let head = sq.head.wrapping_add(nreq);
-        if let Some(w) = sq.wrid.get_mut(idx) {
-            *w = wr.wr_id;
-        }
-        if let Some(h) = sq.wqe_head.get_mut(idx) {
-            *h = head;
-        }
-        sq.cur_post = cur_post.wrapping_add(len.div_ceil(SEND_WQE_BB) as u32);
+        let c = CtrlSeg {
+            len,
+            opcode,
+            fm_ce_se,
+            imm,
+            wr_id: wr.wr_id,
+        };
+        last = emit(&mut sq, k, mem, qpn, nreq, &c)?;
         nreq += 1;
     }
     if nreq != 0 {
-        sq.head = sq.head.wrapping_add(nreq);
-        // upstream: wmb(); the doorbell record; wmb(); mlx5_write64() to the UAR.
-        dma_mb(Write);
-        mem.write_be32(buf.db_offset() + 4, sq.cur_post & 0xffff)?;
-        dma_mb(Write);
-        d.hw.ring(k.uar, Doorbell::Sq, u64::from_be_bytes(last))?;
+        ring_sq(qp, k, buf, &mut sq, nreq, last)?;
     }
     res
+}
+
+/// The control segment of a WQE built in the SQ's scratch buffer.
+struct CtrlSeg {
+    len: usize,
+    opcode: u8,
+    fm_ce_se: u8,
+    imm: u32,
+    wr_id: u64,
+}
+
+/// Completes the WQE of `c.len` bytes built in `sq.scratch` with its control segment (`struct
+/// mlx5_wqe_ctrl_seg`), copies it into the SQ at `cur_post` and records its `wr_id` as the
+/// `nreq`-th request of this post (upstream `mlx5r_finish_wqe()`); returns its first 8 bytes
+/// for the doorbell.
+fn emit(
+    sq: &mut Sq,
+    k: &KernQp,
+    mem: &DmaBuf,
+    qpn: u32,
+    nreq: u32,
+    c: &CtrlSeg,
+) -> Result<[u8; 8]> {
+    let cur_post = sq.cur_post;
+    let ds = (c.len / 16) as u32;
+    let c0 = ((cur_post & 0xffff) << 8) | u32::from(c.opcode);
+    let c1 = (qpn << 8) | ds;
+    {
+        let w = sq.scratch.as_mut_slice();
+        put(w, 0, &c0.to_be_bytes())?;
+        put(w, 4, &c1.to_be_bytes())?;
+        put(w, 8, &[0, 0, 0, c.fm_ce_se])?;
+        put(w, 12, &c.imm.to_be_bytes())?;
+    }
+    let wqe = sq.scratch.get(..c.len).ok_or(EINVAL)?;
+    copy_wqe(mem, k, cur_post, wqe)?;
+    let mut last = [0u8; 8];
+    last.copy_from_slice(wqe.get(..8).ok_or(EINVAL)?);
+    let idx = (cur_post & (k.sq_bbs - 1)) as usize;
+    let head = sq.head.wrapping_add(nreq);
+    if let Some(w) = sq.wrid.get_mut(idx) {
+        *w = c.wr_id;
+    }
+    if let Some(h) = sq.wqe_head.get_mut(idx) {
+        *h = head;
+    }
+    sq.cur_post = cur_post.wrapping_add(c.len.div_ceil(SEND_WQE_BB) as u32);
+    Ok(last)
+}
+
+/// upstream `mlx5r_ring_db()`: `nreq` WQEs posted; the doorbell record after a write barrier,
+/// then the first 8 bytes of the last WQE to the UAR.
+fn ring_sq(
+    qp: &Qp<Mlx5Ib>,
+    k: &KernQp,
+    buf: &KernBuf,
+    sq: &mut Sq,
+    nreq: u32,
+    last: [u8; 8],
+) -> Result {
+    sq.head = sq.head.wrapping_add(nreq);
+    // upstream: wmb(); the doorbell record; wmb(); mlx5_write64() to the UAR.
+    dma_mb(Write);
+    buf.mem()
+        .write_be32(buf.db_offset() + 4, sq.cur_post & 0xffff)?;
+    dma_mb(Write);
+    qp.device()
+        .data()
+        .hw
+        .ring(k.uar, Doorbell::Sq, u64::from_be_bytes(last))
+}
+
+/// upstream `mlx5r_umr_post_send()`: one UMR WQE on the driver's UMR QP, signaled, with an
+/// initiator-small fence; `body` (the UMR control segment, the mkey context segment and any
+/// translation) follows the control segment, whose immediate is the mkey `key`.
+///
+/// # Errors
+///
+/// `EINVAL` for a user QP or a body longer than the QP's WQEs, `ENOMEM` when the SQ is full.
+pub(crate) fn post_umr(qp: &Qp<Mlx5Ib>, key: u32, body: &[u8], wr_id: u64) -> Result {
+    let (k, buf) = kern_qp(qp)?;
+    let mut sq = k.sq.lock();
+    if sq.head.wrapping_sub(sq.tail) >= k.max_post {
+        return Err(ENOMEM);
+    }
+    {
+        let w = sq.scratch.as_mut_slice();
+        w.fill(0);
+        put(w, 16, body)?;
+    }
+    let c = CtrlSeg {
+        len: 16 + body.len(),
+        opcode: wqe_op::UMR,
+        fm_ce_se: ctrl::CQ_UPDATE | ctrl::FENCE_INITIATOR_SMALL,
+        imm: key,
+        wr_id,
+    };
+    let last = emit(&mut sq, k, buf.mem(), qp.data().qpn, 0, &c)?;
+    ring_sq(qp, k, buf, &mut sq, 1, last)
 }
 
 /// upstream `mlx5_ib_post_recv()` for a kernel QP with a receive queue.

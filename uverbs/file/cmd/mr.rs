@@ -46,10 +46,11 @@ impl<D: Driver> WriteCtx<'_, D> {
     /// ib_uverbs_rereg_mr` (48 bytes), checks in upstream's order: the flags and the
     /// translation's page offsets ([`ReregFlags::check_request`]), the MR handle (`ENOENT`,
     /// another type `EINVAL`), the access flags when they change, the new PD's handle when the
-    /// PD changes, then [`Mr::rereg_user`]. The new MR takes the old one's handle and goes to
-    /// the newest end of the file's objects (upstream `rdma_assign_uobject()` then
-    /// `rdma_alloc_commit_uobject()`), and the old MR is deregistered
-    /// (`uobj_put_destroy()`); the response is `{ lkey, rkey }` of the new MR.
+    /// PD changes, then [`Mr::rereg_user`]. An MR the driver changed in place keeps its handle
+    /// and keys; a new MR takes the old one's handle and goes to the newest end of the file's
+    /// objects (upstream `rdma_assign_uobject()` then `rdma_alloc_commit_uobject()`), and the
+    /// old MR is deregistered (`uobj_put_destroy()`); the response is `{ lkey, rkey }` of the
+    /// MR.
     pub(in crate::uverbs::file) fn rereg_mr(&mut self) -> Result {
         let r = self.request::<s::ReregMr>()?;
         let handle = r.mr_handle;
@@ -78,6 +79,15 @@ impl<D: Driver> WriteCtx<'_, D> {
         let new = self.with_user_ctx(&ctx, |uc| {
             Mr::rereg_user(&mr, flags, &req, new_pd.as_ref(), Owner::current_task(), uc)
         })?;
+        // Changed in place (upstream: the driver returned NULL): the MR keeps its handle and
+        // keys.
+        let Some(new) = new else {
+            let o = s::ReregMrResp {
+                lkey: mr.lkey(),
+                rkey: mr.rkey(),
+            };
+            return self.respond(&o.to_bytes());
+        };
         drop(mr);
         let o = s::ReregMrResp {
             lkey: new.lkey(),

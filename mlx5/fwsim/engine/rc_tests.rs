@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RC in RoCE v2 packets (`engine/rc.rs`): two devices on separate fabrics exchanging the
+//! packets each queues for the wire, with loss, duplication and reordering done here, and
+//! packets checked against (and built from) IBA Vol 1 9.2-9.7 and Annex A17 by hand.
+
+use super::wire_tests::{drain, spec_icrc};
+use super::*;
+
+/// The BTH of a frame (untagged IPv4).
+const BTH: usize = 14 + 20 + 8;
+
+fn bth_op(f: &[u8]) -> u8 {
+    f[BTH]
+}
+
+fn bth_psn(f: &[u8]) -> u32 {
+    u32::from_be_bytes([0, f[BTH + 9], f[BTH + 10], f[BTH + 11]])
+}
+
+fn receive_at(h: &mut Host, frame: &[u8], now: u64) -> bool {
+    let mut nodes = [Node {
+        fw: &mut h.fw,
+        mem: &h.mem,
+        wire: None,
+    }];
+    engine::wire_receive(&mut nodes, 0, frame, now)
+}
+
+/// Two Ethernet devices, one RC QP each, connected over IPv4 RoCE v2 GIDs at path MTU
+/// `mtu` (the IB enum), the first PSNs `psn` both ways.
+struct Link {
+    a: Host,
+    b: Host,
+    ca: CqH,
+    cb: CqH,
+    qa: QpH,
+    qb: QpH,
+    ma: Mr,
+    mb: Mr,
+}
+
+const MEM: usize = 64 * 1024;
+
+fn link(mtu: u32, psn: u32, tweak: impl Fn(&mut Path)) -> Link {
+    let mut a = Host::new(LinkLayer::Ethernet, 21);
+    let mut b = Host::new(LinkLayer::Ethernet, 22);
+    a.set_gid(0, gid_v4(1), false);
+    b.set_gid(0, gid_v4(2), false);
+    let (ca, cb) = (a.cq(8, false), b.cq(8, false));
+    let qa = a.qp(QPC_ST_RC, &ca, &ca, (7, 6, 2));
+    let qb = b.qp(QPC_ST_RC, &cb, &cb, (7, 6, 2));
+    for (h, q, peer, g) in [(&mut a, &qa, qb.qpn, 2), (&mut b, &qb, qa.qpn, 1)] {
+        let mut p = Path::to(peer, 0);
+        p.gid = Some(gid_v4(g));
+        p.mtu = mtu;
+        p.rq_psn = psn;
+        p.sq_psn = psn;
+        tweak(&mut p);
+        h.connect(q, &p);
+    }
+    let ma = a.mr(MEM, ALL);
+    let mb = b.mr(MEM, ALL);
+    Link {
+        a,
+        b,
+        ca,
+        cb,
+        qa,
+        qb,
+        ma,
+        mb,
+    }
+}
+
+/// What happens to a frame on the wire: the frames that arrive in its place.
+type Fate<'a> = &'a mut dyn FnMut(bool, Vec<u8>) -> Vec<Vec<u8>>;
+
+impl Link {
+    /// Runs both devices at time `now` and carries their frames (through `fate`: `true` for
+    /// A to B) until neither sends; every frame is returned (A's, B's) as sent.
+    fn pump(&mut self, now: u64, fate: Fate<'_>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let (mut sa, mut sb) = (vec![], vec![]);
+        for _ in 0..10_000 {
+            let ra = run(&mut [&mut self.a], now);
+            let fa = drain(&mut self.a);
+            let rb = run(&mut [&mut self.b], now);
+            let fb = drain(&mut self.b);
+            if fa.is_empty() && fb.is_empty() && !ra.more && !rb.more {
+                break;
+            }
+            for f in fa {
+                sa.push(f.clone());
+                for g in fate(true, f) {
+                    receive_at(&mut self.b, &g, now);
+                }
+            }
+            for f in fb {
+                sb.push(f.clone());
+                for g in fate(false, f) {
+                    receive_at(&mut self.a, &g, now);
+                }
+            }
+        }
+        (sa, sb)
+    }
+
+    fn carry(&mut self, now: u64) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        self.pump(now, &mut |_, f| vec![f])
+    }
+}
+
+/// Every frame a valid RoCE v2 packet with the ICRC of the specification.
+fn check_icrc(frames: &[Vec<u8>]) {
+    for f in frames {
+        let n = f.len();
+        assert_eq!(&f[n - 4..], &spec_icrc(&f[14..n - 4]), "ICRC");
+    }
+}
+
+/// SEND, SEND with immediate, WRITE, WRITE with immediate, READ, both atomics across the
+/// wire at every path MTU, starting 3 PSNs before the wrap: the data, the CQEs, the packets'
+/// opcodes (FIRST/MIDDLE/LAST/ONLY), PSNs and ICRCs.
+#[test]
+fn rc_every_opcode_at_every_mtu_across_the_psn_wrap() {
+    for mtu_enum in 1..=5u32 {
+        let mtu = 128usize << mtu_enum;
+        let mut l = link(mtu_enum, 0xff_fffd, |_| {});
+        let len = 3 * mtu + 5;
+        l.a.mem.put(l.ma.bus, &pattern(MEM, 3));
+        l.b.mem.put(l.mb.bus + 44_000, &7u64.to_le_bytes());
+        l.b.post_recv(&mut l.qb, &[l.mb.sge(0, 16_384)]);
+        l.b.post_recv(&mut l.qb, &[l.mb.sge(16_384, 8)]);
+        l.b.post_recv(&mut l.qb, &[l.mb.sge(20_000, 8)]);
+        l.a.post(
+            &mut l.qa,
+            &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, len as u32)),
+        );
+        let mut w = Wr::new(wqe_op::SEND_IMM).sge(l.ma.sge(100, 8));
+        w.imm = 0x1234_5678;
+        l.a.post(&mut l.qa, &w);
+        l.a.post(
+            &mut l.qa,
+            &Wr::new(wqe_op::RDMA_WRITE)
+                .sge(l.ma.sge(7, len as u32))
+                .remote(&l.mb, 17_000),
+        );
+        let mut w = Wr::new(wqe_op::RDMA_WRITE_IMM)
+            .sge(l.ma.sge(0, 0))
+            .remote(&l.mb, 0);
+        w.imm = 0xabcd;
+        l.a.post(&mut l.qa, &w);
+        l.b.mem.put(l.mb.bus + 30_000, &pattern(len, 9));
+        l.a.post(
+            &mut l.qa,
+            &Wr::new(wqe_op::RDMA_READ)
+                .sge(l.ma.sge(32_000, len as u32))
+                .remote(&l.mb, 30_000),
+        );
+        let mut w = Wr::new(wqe_op::ATOMIC_CS)
+            .sge(l.ma.sge(50_000, 8))
+            .remote(&l.mb, 44_000);
+        w.atomic = Some((99, 7));
+        l.a.post(&mut l.qa, &w);
+        let mut w = Wr::new(wqe_op::ATOMIC_FA)
+            .sge(l.ma.sge(50_008, 8))
+            .remote(&l.mb, 44_000);
+        w.atomic = Some((1, 0));
+        l.a.post(&mut l.qa, &w);
+        let (fa, fb) = l.carry(0);
+        check_icrc(&fa);
+        check_icrc(&fb);
+        let s = l.a.poll_all(&mut l.ca);
+        let ops: Vec<_> = s
+            .iter()
+            .map(|p| (p.opcode, p.wqe_opcode, p.byte_cnt))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                (cqe_op::REQ, wqe_op::SEND, len as u32),
+                (cqe_op::REQ, wqe_op::SEND_IMM, 8),
+                (cqe_op::REQ, wqe_op::RDMA_WRITE, len as u32),
+                (cqe_op::REQ, wqe_op::RDMA_WRITE_IMM, 0),
+                (cqe_op::REQ, wqe_op::RDMA_READ, len as u32),
+                (cqe_op::REQ, wqe_op::ATOMIC_CS, 8),
+                (cqe_op::REQ, wqe_op::ATOMIC_FA, 8),
+            ],
+            "MTU {mtu}"
+        );
+        let r = l.b.poll_all(&mut l.cb);
+        let rops: Vec<_> = r.iter().map(|p| (p.opcode, p.byte_cnt, p.imm)).collect();
+        assert_eq!(
+            rops,
+            [
+                (cqe_op::RESP_SEND, len as u32, 0),
+                (cqe_op::RESP_SEND_IMM, 8, 0x1234_5678),
+                (cqe_op::RESP_WR_IMM, 0, 0xabcd),
+            ]
+        );
+        assert_eq!(r[0].flags_rqpn & 0xff_ffff, l.qa.qpn);
+        let p = pattern(MEM, 3);
+        assert!(l.b.mem.get(l.mb.bus, len) == p[..len], "SEND");
+        assert_eq!(l.b.mem.get(l.mb.bus + 16_384, 8), &p[100..108]);
+        assert!(
+            l.b.mem.get(l.mb.bus + 17_000, len) == p[7..7 + len],
+            "WRITE"
+        );
+        assert!(
+            l.a.mem.get(l.ma.bus + 32_000, len) == pattern(len, 9),
+            "READ"
+        );
+        // CS found 7 and swapped in 99; FA found 99 and added 1.
+        assert_eq!(
+            l.a.mem.get(l.ma.bus + 50_000, 16),
+            [7u64.to_le_bytes(), 99u64.to_le_bytes()].concat()
+        );
+        assert_eq!(l.b.mem.get(l.mb.bus + 44_000, 8), 100u64.to_le_bytes());
+        // The requests: SEND FIRST, MIDDLE x2, LAST; SEND ONLY with immediate; WRITE FIRST,
+        // MIDDLE x2, LAST; WRITE ONLY with immediate; READ request; CS; FA. PSNs from
+        // 0xfffffd, across the wrap; the READ takes 4 PSNs.
+        let ops: Vec<u8> = fa.iter().map(|f| bth_op(f)).collect();
+        assert_eq!(
+            ops,
+            [0x00, 0x01, 0x01, 0x02, 0x05, 0x06, 0x07, 0x07, 0x08, 0x0b, 0x0c, 0x13, 0x14]
+        );
+        let psns: Vec<u32> = fa.iter().map(|f| bth_psn(f)).collect();
+        assert_eq!(
+            psns,
+            [0xff_fffd, 0xff_fffe, 0xff_ffff, 0, 1, 2, 3, 4, 5, 6, 7, 11, 12]
+        );
+        // Full packets but the last; the RETH on the first WRITE packet says the whole
+        // length; AckReq on each message's last packet.
+        assert_eq!(fa[1].len(), BTH + 12 + mtu + 4);
+        assert_eq!(
+            &fa[5][BTH + 12 + 12..BTH + 12 + 16],
+            &(len as u32).to_be_bytes()
+        );
+        let acks: Vec<bool> = fa.iter().map(|f| f[BTH + 8] & 0x80 != 0).collect();
+        assert_eq!(
+            acks,
+            [false, false, false, true, true, false, false, false, true, true, true, true, true]
+        );
+        // The responses: an ACK per message (coalesced: one per AckReq), READ FIRST, MIDDLE
+        // x2, LAST, the atomic ACKs.
+        let rops: Vec<u8> = fb.iter().map(|f| bth_op(f)).collect();
+        assert_eq!(
+            rops,
+            [0x11, 0x11, 0x11, 0x11, 0x0d, 0x0e, 0x0e, 0x0f, 0x12, 0x12]
+        );
+        // The AETH: no credits (0x1f), the MSN counting messages.
+        let aeth =
+            |f: &Vec<u8>| u32::from_be_bytes([f[BTH + 12], f[BTH + 13], f[BTH + 14], f[BTH + 15]]);
+        assert_eq!(aeth(&fb[0]), 0x1f00_0001);
+        assert_eq!(aeth(&fb[9]), 0x1f00_0007);
+        assert_eq!(l.a.psns(&l.qa).0, 13);
+        assert_eq!(l.b.psns(&l.qb).1, 13);
+    }
+}
+
+/// A SEND ONLY built here byte by byte (IBA 9.2, 9.3; Annex A17) is received, and the ACK
+/// that answers it is what the specification says: opcode 0x11, AckReq clear, the PSN of
+/// the SEND, AETH syndrome 0x1f (no credits) with MSN 1.
+#[test]
+fn rc_hand_built_send_is_acknowledged_by_the_spec() {
+    let mut l = link(3, 0x42, |_| {});
+    l.b.post_recv(&mut l.qb, &[l.mb.sge(0, 64)]);
+    let payload = b"hello, rc!";
+    let pad = payload.len().wrapping_neg() & 3;
+    let udp_len = 8 + 12 + payload.len() + pad + 4;
+    let mut f = vec![0x02, 0, 0, 0, 0, 0xbb, 0x02, 0, 0, 0, 0, 0xaa, 0x08, 0x00];
+    let mut ip = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0];
+    ip[2..4].copy_from_slice(&((20 + udp_len) as u16).to_be_bytes());
+    ip.extend_from_slice(&[192, 168, 0, 1]);
+    ip.extend_from_slice(&[192, 168, 0, 2]);
+    let mut sum: u32 = ip
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&0xc123u16.to_be_bytes());
+    f.extend_from_slice(&4791u16.to_be_bytes());
+    f.extend_from_slice(&(udp_len as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    // BTH: RC SEND ONLY (0x04), pad, P_Key 0xffff, the QP, AckReq, PSN 0x42.
+    f.push(0x04);
+    f.push((pad as u8) << 4);
+    f.extend_from_slice(&[0xff, 0xff, 0]);
+    f.extend_from_slice(&l.qb.qpn.to_be_bytes()[1..]);
+    f.extend_from_slice(&[0x80, 0, 0, 0x42]);
+    f.extend_from_slice(payload);
+    f.extend_from_slice(&[0, 0, 0][..pad]);
+    let icrc = spec_icrc(&f[14..]);
+    f.extend_from_slice(&icrc);
+    assert!(receive_at(&mut l.b, &f, 0));
+    let r = l.b.poll_all(&mut l.cb);
+    assert_eq!((r[0].opcode, r[0].byte_cnt), (cqe_op::RESP_SEND, 10));
+    assert_eq!(l.b.mem.get(l.mb.bus, 10), payload);
+    run(&mut [&mut l.b], 0);
+    let out = drain(&mut l.b);
+    assert_eq!(out.len(), 1);
+    let a = &out[0];
+    assert_eq!(a.len(), BTH + 12 + 4 + 4);
+    assert_eq!(bth_op(a), 0x11);
+    assert_eq!(a[BTH + 8] & 0x80, 0);
+    assert_eq!(
+        u32::from_be_bytes([0, a[BTH + 5], a[BTH + 6], a[BTH + 7]]),
+        l.qa.qpn
+    );
+    assert_eq!(bth_psn(a), 0x42);
+    assert_eq!(&a[BTH + 12..BTH + 16], &[0x1f, 0, 0, 1]);
+    assert_eq!(&a[a.len() - 4..], &spec_icrc(&a[14..a.len() - 4]));
+    // The same packet again: a duplicate, acknowledged again, not delivered twice.
+    assert!(receive_at(&mut l.b, &f, 0));
+    run(&mut [&mut l.b], 0);
+    let out = drain(&mut l.b);
+    assert_eq!((out.len(), bth_psn(&out[0])), (1, 0x42));
+    assert!(l.b.poll_all(&mut l.cb).is_empty());
+    // One PSN ahead: a PSN sequence error NAK (syndrome 0x60) naming the expected PSN, once.
+    let mut g = f.clone();
+    g[BTH + 11] = 0x44;
+    let n = g.len();
+    let icrc = spec_icrc(&g[14..n - 4]);
+    g[n - 4..].copy_from_slice(&icrc);
+    assert!(receive_at(&mut l.b, &g, 0));
+    assert!(receive_at(&mut l.b, &g, 0));
+    run(&mut [&mut l.b], 0);
+    let out = drain(&mut l.b);
+    assert_eq!(out.len(), 1);
+    assert_eq!((bth_psn(&out[0]), out[0][BTH + 12]), (0x43, 0x60));
+}
+
+/// Lost packets both ways: every 11th frame dropped, every 7th duplicated, every 13th
+/// held back behind the next;
+/// the NAKs and the ACK timer bring every message through, byte for byte, once.
+#[test]
+fn rc_loss_duplication_and_reordering_recover() {
+    let mut l = link(1, 0xff_fff0, |_| {});
+    let len = 5000usize;
+    l.a.mem.put(l.ma.bus, &pattern(MEM, 5));
+    l.b.mem.put(l.mb.bus + 30_000, &pattern(len, 6));
+    l.b.mem.put(l.mb.bus + 40_000, &0u64.to_le_bytes());
+    for i in 0..4 {
+        l.b.post_recv(&mut l.qb, &[l.mb.sge(i * 6000, 6000)]);
+    }
+    for i in 0..4u64 {
+        l.a.post(
+            &mut l.qa,
+            &Wr::new(wqe_op::SEND).sge(l.ma.sge(i * 100, len as u32)),
+        );
+    }
+    l.a.post(
+        &mut l.qa,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(l.ma.sge(20_000, len as u32))
+            .remote(&l.mb, 30_000),
+    );
+    for _ in 0..3 {
+        let mut w = Wr::new(wqe_op::ATOMIC_FA)
+            .sge(l.ma.sge(40_000, 8))
+            .remote(&l.mb, 40_000);
+        w.atomic = Some((1, 0));
+        l.a.post(&mut l.qa, &w);
+    }
+    let mut n = 0u32;
+    let mut held: Option<Vec<u8>> = None;
+    let mut now = 0;
+    for _ in 0..200 {
+        let mut fate = |_: bool, f: Vec<u8>| -> Vec<Vec<u8>> {
+            n += 1;
+            if n % 11 == 0 {
+                return vec![];
+            }
+            let mut out = vec![];
+            if n % 7 == 0 {
+                out.push(f.clone());
+            }
+            if n % 13 == 0 {
+                if let Some(h) = held.replace(f) {
+                    out.push(h);
+                }
+                return out;
+            }
+            out.push(f);
+            if let Some(h) = held.take() {
+                out.push(h);
+            }
+            out
+        };
+        l.pump(now, &mut fate);
+        now += 1_000_000_000;
+        if l.a.psns(&l.qa).0 == (0xff_fff0 + 4 * 20 + 20 + 3) & 0xff_ffff {
+            break;
+        }
+    }
+    let s = l.a.poll_all(&mut l.ca);
+    assert_eq!(s.len(), 8, "{s:?}");
+    assert!(s.iter().all(|p| p.opcode == cqe_op::REQ), "{s:?}");
+    let r = l.b.poll_all(&mut l.cb);
+    assert_eq!(r.len(), 4);
+    for i in 0..4u64 {
+        let p = pattern(MEM, 5);
+        let at = (i * 100) as usize;
+        assert!(
+            l.b.mem.get(l.mb.bus + i * 6000, len) == p[at..at + len],
+            "SEND {i}"
+        );
+    }
+    assert!(
+        l.a.mem.get(l.ma.bus + 20_000, len) == pattern(len, 6),
+        "READ"
+    );
+    // Each fetch-and-add executed once, whatever was duplicated or sent again.
+    assert_eq!(l.b.mem.get(l.mb.bus + 40_000, 8), 3u64.to_le_bytes());
+    // What the debugfs counters show: A sent again, B saw duplicates and gaps.
+    let (sa, sb) = (l.a.fw.wire_rc_stats(), l.b.fw.wire_rc_stats());
+    assert!(sa.retransmits > 0, "{sa:?}");
+    assert!(sb.duplicates > 0 && sb.out_of_sequence > 0, "{sb:?}");
+}
+
+/// A duplicate READ request is executed again from memory (the responder's current data),
+/// a duplicate atomic answered from its saved result without executing it again.
+#[test]
+fn rc_duplicate_read_replayed_and_atomic_answered_from_its_result() {
+    let mut l = link(3, 0x10, |_| {});
+    l.b.mem.put(l.mb.bus, &pattern(2048, 1));
+    l.b.mem.put(l.mb.bus + 8192, &5u64.to_le_bytes());
+    l.a.post(
+        &mut l.qa,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(l.ma.sge(0, 2048))
+            .remote(&l.mb, 0),
+    );
+    run(&mut [&mut l.a], 0);
+    let req = drain(&mut l.a);
+    assert_eq!(req.len(), 1);
+    assert!(receive_at(&mut l.b, &req[0], 0));
+    run(&mut [&mut l.b], 0);
+    assert_eq!(drain(&mut l.b).len(), 2);
+    // The data changes; the request comes again: answered from memory as it is now.
+    l.b.mem.put(l.mb.bus, &pattern(2048, 2));
+    assert!(receive_at(&mut l.b, &req[0], 0));
+    run(&mut [&mut l.b], 0);
+    let again = drain(&mut l.b);
+    assert_eq!(
+        again.iter().map(|f| bth_op(f)).collect::<Vec<_>>(),
+        [0x0d, 0x0f]
+    );
+    assert_eq!(bth_psn(&again[0]), 0x10);
+    for f in &again {
+        receive_at(&mut l.a, f, 0);
+    }
+    assert!(
+        l.a.mem.get(l.ma.bus, 2048) == pattern(2048, 2),
+        "READ replayed"
+    );
+    assert_eq!(l.a.poll_all(&mut l.ca).len(), 1);
+    // An atomic, then its duplicate: the same original value, executed once.
+    let mut w = Wr::new(wqe_op::ATOMIC_FA)
+        .sge(l.ma.sge(4096, 8))
+        .remote(&l.mb, 8192);
+    w.atomic = Some((10, 0));
+    l.a.post(&mut l.qa, &w);
+    run(&mut [&mut l.a], 0);
+    let req = drain(&mut l.a);
+    for _ in 0..2 {
+        assert!(receive_at(&mut l.b, &req[0], 0));
+    }
+    run(&mut [&mut l.b], 0);
+    let acks = drain(&mut l.b);
+    assert_eq!(acks.len(), 2);
+    for a in &acks {
+        assert_eq!(bth_op(a), 0x12);
+        assert_eq!(&a[BTH + 16..BTH + 24], &5u64.to_be_bytes());
+    }
+    assert_eq!(l.b.mem.get(l.mb.bus + 8192, 8), 15u64.to_le_bytes());
+}
+
+/// No receive WQE: an RNR NAK (syndrome 0x20 with the responder's timer), the requester
+/// waits for the timer and sends again; with none ever, `rnr_retry` retries, then
+/// RNR_RETRY_EXC. Nothing answers at all: `retry_count` retransmissions on the ACK timer,
+/// then RETRY_EXC and the QP in ERR.
+#[test]
+fn rc_rnr_and_ack_timeout_retries() {
+    let mut l = link(3, 0, |p| {
+        p.rnr_retry = 2;
+        p.retry = 3;
+        p.min_rnr_nak = 1;
+    });
+    l.a.mem.put(l.ma.bus, &pattern(100, 4));
+    l.a.post(&mut l.qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, 100)));
+    let (_, fb) = l.carry(0);
+    assert_eq!(fb.len(), 1);
+    assert_eq!((bth_op(&fb[0]), fb[0][BTH + 12]), (0x11, 0x21));
+    assert!(l.a.poll_all(&mut l.ca).is_empty());
+    // Before the timer (10 us): nothing; after it, sent again and taken.
+    l.b.post_recv(&mut l.qb, &[l.mb.sge(0, 100)]);
+    let (fa, _) = l.carry(5_000);
+    assert!(fa.is_empty());
+    let (fa, _) = l.carry(20_000);
+    assert_eq!(fa.len(), 1);
+    assert_eq!(l.a.poll_all(&mut l.ca)[0].opcode, cqe_op::REQ);
+    assert_eq!(l.b.mem.get(l.mb.bus, 100), pattern(100, 4));
+    // No receive ever: the first RNR NAK and 2 retries, then RNR_RETRY_EXC.
+    l.a.post(&mut l.qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, 100)));
+    let mut now = 100_000;
+    for _ in 0..5 {
+        l.carry(now);
+        now += 100_000;
+    }
+    let s = l.a.poll_all(&mut l.ca);
+    assert_eq!(
+        (s[0].opcode, s[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::RNR_RETRY_EXC)
+    );
+    // A fresh pair; B never answers: 1 + 3 transmissions, then RETRY_EXC.
+    let mut l = link(3, 0, |p| p.retry = 3);
+    l.a.post(&mut l.qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, 100)));
+    let mut sent = 0;
+    let mut now = 0;
+    for _ in 0..8 {
+        let (fa, _) = l.pump(now, &mut |_, _| vec![]);
+        sent += fa.len();
+        // ack_timeout 14: 4.096 us << 14, about 67 ms.
+        now += 100_000_000;
+    }
+    assert_eq!(sent, 4);
+    let s = l.a.poll_all(&mut l.ca);
+    assert_eq!(
+        (s[0].opcode, s[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::RETRY_EXC)
+    );
+    assert_eq!(l.a.state(&l.qa), QPC_STATE_ERR);
+}
+
+/// A WRITE to a region the rkey does not allow: a remote access NAK (0x62); the requester's
+/// WQE completes with REMOTE_ACCESS, both QPs go to ERR.
+#[test]
+fn rc_remote_access_nak() {
+    let mut l = link(3, 0, |_| {});
+    l.a.post(
+        &mut l.qa,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(l.ma.sge(0, 64))
+            .remote(&l.mb, MEM as u64),
+    );
+    let (_, fb) = l.carry(0);
+    assert_eq!((bth_op(&fb[0]), fb[0][BTH + 12]), (0x11, 0x62));
+    let s = l.a.poll_all(&mut l.ca);
+    assert_eq!(
+        (s[0].opcode, s[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::REMOTE_ACCESS)
+    );
+    assert_eq!(l.b.state(&l.qb), QPC_STATE_ERR);
+}
