@@ -116,8 +116,40 @@ pub const MGMT_VENDOR_HDR: usize = 40;
 pub const MGMT_SA_HDR: usize = 56;
 /// `IB_MGMT_DEVICE_HDR`.
 pub const MGMT_DEVICE_HDR: usize = 64;
-/// `IB_MGMT_RMPP_FLAG_ACTIVE` (the RMPP header's flags, byte 27 of the MAD).
+/// `IB_MGMT_RMPP_FLAG_ACTIVE` (the RMPP header's `rmpp_rtime_flags`, byte 26 of the MAD).
 pub const MGMT_RMPP_FLAG_ACTIVE: u8 = 1;
+/// `IB_MGMT_RMPP_FLAG_FIRST`.
+pub const MGMT_RMPP_FLAG_FIRST: u8 = 2;
+/// `IB_MGMT_RMPP_FLAG_LAST`.
+pub const MGMT_RMPP_FLAG_LAST: u8 = 4;
+/// `IB_MGMT_RMPP_TYPE_DATA`.
+pub const MGMT_RMPP_TYPE_DATA: u8 = 1;
+/// `IB_MGMT_RMPP_TYPE_ACK`.
+pub const MGMT_RMPP_TYPE_ACK: u8 = 2;
+/// `IB_MGMT_RMPP_TYPE_STOP`.
+pub const MGMT_RMPP_TYPE_STOP: u8 = 3;
+/// `IB_MGMT_RMPP_TYPE_ABORT`.
+pub const MGMT_RMPP_TYPE_ABORT: u8 = 4;
+/// `IB_MGMT_RMPP_STATUS_RESX`: a STOP's status (resources exhausted).
+pub const MGMT_RMPP_STATUS_RESX: u8 = 1;
+/// `IB_MGMT_RMPP_STATUS_T2L`: total time too long (the first of the ABORT statuses).
+pub const MGMT_RMPP_STATUS_T2L: u8 = 118;
+/// `IB_MGMT_RMPP_STATUS_BAD_SEG`: inconsistent first and segment number.
+pub const MGMT_RMPP_STATUS_BAD_SEG: u8 = 120;
+/// `IB_MGMT_RMPP_STATUS_BADT`: bad RMPP type.
+pub const MGMT_RMPP_STATUS_BADT: u8 = 121;
+/// `IB_MGMT_RMPP_STATUS_W2S`: NewWindowLast too small.
+pub const MGMT_RMPP_STATUS_W2S: u8 = 122;
+/// `IB_MGMT_RMPP_STATUS_S2B`: segment number too big.
+pub const MGMT_RMPP_STATUS_S2B: u8 = 123;
+/// `IB_MGMT_RMPP_STATUS_BAD_STATUS`: illegal status.
+pub const MGMT_RMPP_STATUS_BAD_STATUS: u8 = 124;
+/// `IB_MGMT_RMPP_STATUS_UNV`: unsupported version.
+pub const MGMT_RMPP_STATUS_UNV: u8 = 125;
+/// `IB_MGMT_RMPP_STATUS_ABORT_MAX`: the last of the ABORT statuses.
+pub const MGMT_RMPP_STATUS_ABORT_MAX: u8 = 127;
+/// `IB_MGMT_RMPP_DATA`: the payload of an RMPP segment after the common and RMPP headers.
+pub const MGMT_RMPP_DATA: usize = MAD_SIZE - MGMT_RMPP_HDR;
 /// `IB_LID_PERMISSIVE`.
 pub const LID_PERMISSIVE: u16 = 0xffff;
 /// `IB_SMP_MAX_PATH_HOPS`.
@@ -198,10 +230,51 @@ impl MadHdr<'_> {
             || (self.mgmt_class() == CLASS_BM && self.attr_mod() & BM_ATTR_MOD_RESP != 0)
     }
 
-    /// The RMPP flags (byte 27), meaningful for an RMPP class.
+    /// The RMPP flags (the low 3 bits of `rmpp_rtime_flags`, byte 26; upstream
+    /// `ib_get_rmpp_flags()`), meaningful for an RMPP class.
     pub fn rmpp_flags(&self) -> u8 {
+        self.byte(26) & 0x7
+    }
+
+    /// The RMPP version (byte 24).
+    pub fn rmpp_version(&self) -> u8 {
+        self.byte(24)
+    }
+
+    /// The RMPP type (byte 25).
+    pub fn rmpp_type(&self) -> u8 {
+        self.byte(25)
+    }
+
+    /// The RMPP status (byte 27).
+    pub fn rmpp_status(&self) -> u8 {
         self.byte(27)
     }
+
+    /// The RMPP segment number (bytes 28..32).
+    pub fn rmpp_seg_num(&self) -> u32 {
+        u32::from_be_bytes([self.byte(28), self.byte(29), self.byte(30), self.byte(31)])
+    }
+
+    /// The RMPP PayloadLength or NewWindowLast (bytes 32..36).
+    pub fn rmpp_paylen_newwin(&self) -> u32 {
+        u32::from_be_bytes([self.byte(32), self.byte(33), self.byte(34), self.byte(35)])
+    }
+}
+
+/// Writes an RMPP header into MAD bytes (at least [`MGMT_RMPP_HDR`] long): version, type,
+/// the flags (upstream `ib_set_rmpp_flags()`: the response time bits kept), status, segment
+/// number and PayloadLength/NewWindowLast.
+pub fn set_rmpp(mad: &mut [u8], rtype: u8, flags: u8, status: u8, seg_num: u32, paylen: u32) {
+    if mad.len() < MGMT_RMPP_HDR {
+        return;
+    }
+    mad[24] = MGMT_RMPP_VERSION;
+    mad[25] = rtype;
+    mad[26] = (mad[26] & 0xf8) | (flags & 0x7);
+    mad[27] = status;
+    mad[28..32].copy_from_slice(&seg_num.to_be_bytes());
+    mad[32..36].copy_from_slice(&paylen.to_be_bytes());
 }
 
 /// Sets the transaction id of MAD bytes (at least [`MGMT_MAD_HDR`] long).

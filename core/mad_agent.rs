@@ -8,8 +8,7 @@
 //! `hi_tid` is the upper half of their TID, requests to the agent that registered their
 //! class and method (upstream `find_mad_agent()`).
 //!
-//! **Where a MAD goes.** The special QPs (QP0, QP1) are not on the simulated wire, so this
-//! layer delivers what stays in the node and fails what would leave it:
+//! **Where a MAD goes.**
 //! * a directed-route SMP whose path ends at this port (hop count 0, upstream
 //!   `handle_outgoing_dr_smp()` with `smi.c`'s checks) goes to the driver's `process_mad`, and
 //!   its reply comes back to the sending agent as a received MAD, as upstream's local
@@ -20,10 +19,17 @@
 //!   delivered without one): a reply goes back to the sender, an unanswered request is
 //!   dispatched to the agent registered for its class and method, a response to the agent
 //!   its TID names;
-//! * anything else would leave the node: it is dropped at the port. A send that waits for a
-//!   response (`timeout_ms` non-zero) completes with `IB_WC_RESP_TIMEOUT_ERR` after its
-//!   timeout and retries, as upstream reports an unanswered send; one that does not
-//!   completes with `IB_WC_GENERAL_ERR`.
+//! * anything else leaves the node through the driver's special QPs (`open_mad_qp`); a
+//!   driver without them drops it at the port: a send that waits for a response completes
+//!   with `IB_WC_RESP_TIMEOUT_ERR` after its timeout and retries, one that does not with
+//!   `IB_WC_GENERAL_ERR`.
+//!
+//! **RMPP** (upstream `mad_rmpp.c`) for an agent the kernel does RMPP for: received DATA
+//! segments are reassembled (ACKs by a window of [`RMPP_WINDOW`] segments, ABORTs as
+//! upstream's for bad segments, types, versions and a message that takes longer than 40 s)
+//! and handed over as one [`MadRecv`]; an RMPP-active send goes out in segments by the
+//! receiver's window, sent again from the last acknowledged one when no ACK comes in 2 s, and
+//! completes with its last ACK (or, with a timeout, with the response).
 //!
 //! **Handlers** ([`MadAgentHandler`]) run on the core's workqueue, in order, never inside
 //! [`MadAgent::post_send`] (upstream queues local completions too): the port's worker is a
@@ -32,9 +38,9 @@
 //! cancelled (their handler sees `IB_WC_WR_FLUSH_ERR`, as upstream's `cancel_mads()`), and no
 //! handler of it runs after the drop returns.
 //!
-//! Not done: RMPP (an RMPP-active send is `EOPNOTSUPP`), sends on the wire (issue 36's QP0/QP1
-//! and device-model work), OPA MADs, the MAD security checks (no LSM hooks), flow control of
-//! solicited MADs (nothing queues: nothing leaves).
+//! Not done: RMPP to the own port (an RMPP-active send there is `EOPNOTSUPP`), the
+//! double-sided RMPP transaction's window (`init_newwin()`), OPA MADs, the MAD security
+//! checks (no LSM hooks), flow control of solicited MADs.
 
 use crate::attr::{LinkLayer, CORE_CAP_IB_CM, CORE_CAP_IB_MAD, CORE_CAP_IB_SMI};
 use crate::ib_device::{DeviceCore, IbDevice};
@@ -144,10 +150,29 @@ pub struct MadSendDone {
 
 /// A received MAD (upstream `struct ib_mad_recv_wc`).
 pub struct MadRecv {
-    /// The MAD.
+    /// The MAD, or the first segment of a message the MAD layer reassembled (RMPP).
     pub mad: Mad,
     /// Where it came from.
     pub info: MadRecvInfo,
+    /// The message's length (upstream `mad_len`): [`mad::MAD_SIZE`] for a single MAD; for
+    /// an RMPP message the headers and the data of every segment, the last one's padding
+    /// cut.
+    pub len: usize,
+    /// The data of the segments after the first, in order (their headers left out), up to
+    /// [`MadRecv::len`]; empty for a single MAD.
+    pub rest: KVec<u8>,
+}
+
+impl MadRecv {
+    /// A single MAD.
+    pub fn single(mad: Mad, info: MadRecvInfo) -> Self {
+        MadRecv {
+            mad,
+            info,
+            len: mad::MAD_SIZE,
+            rest: KVec::new(),
+        }
+    }
 }
 
 /// What an agent's user gets (upstream the agent's `send_handler` and `recv_handler`).
@@ -210,6 +235,66 @@ struct PortState {
     qps: [Option<Arc<dyn MadQp>>; 2],
     inflight: KVec<Inflight>,
     next_wr_id: u64,
+    /// RMPP messages being received (upstream the agents' `rmpp_list`).
+    rmpp_recvs: KVec<RmppRecv>,
+    /// RMPP messages being sent, until their last segment is acknowledged.
+    rmpp_sends: KVec<RmppSend>,
+}
+
+/// How many segments an RMPP receiver lets the sender send past the last one it
+/// acknowledged (upstream `window_size()`: an eighth of the receive queue; the special QPs'
+/// receive queues have 64 slots, `mlx5/ib/gsi.rs`).
+const RMPP_WINDOW: u32 = 8;
+/// How long an RMPP message may take to arrive (upstream `start_rmpp()`: 40 s).
+const RMPP_RECV_TIMEOUT_MS: u64 = 40_000;
+/// How long a received RMPP message is remembered to acknowledge a resent segment again
+/// (upstream `complete_rmpp()`: 10 s).
+const RMPP_RECV_CLEANUP_MS: u64 = 10_000;
+/// How long an RMPP sender waits for an ACK (upstream `send_next_seg()`: 2 s at most).
+const RMPP_ACK_TIMEOUT_MS: u32 = 2_000;
+
+/// An RMPP message being received (upstream `struct mad_rmpp_recv`).
+struct RmppRecv {
+    agent: Arc<AgentInner>,
+    tid: u64,
+    src_qp: u32,
+    slid: u16,
+    class: u8,
+    class_version: u8,
+    method: u8,
+    /// The last segment arrived: the message went to the agent.
+    complete: bool,
+    /// The segments that arrived, by segment number.
+    segs: KVec<Mad>,
+    /// Where the first segment came from (the ACKs go back there).
+    info: MadRecvInfo,
+    /// The last segment of the in-order run from 1.
+    seg_num: u32,
+    last_ack: u32,
+    newwin: u32,
+    /// When it times out (active) or is forgotten (complete).
+    deadline: u64,
+}
+
+/// An RMPP message being sent (upstream an `ib_mad_send_wr_private` with its `rmpp_list`).
+struct RmppSend {
+    agent: Arc<AgentInner>,
+    context: u64,
+    tid: u64,
+    class: u8,
+    /// Every segment, headers in place.
+    segs: KVec<Mad>,
+    dest: MadDest,
+    qp: SpecialQp,
+    /// The last segment sent.
+    seg_num: u32,
+    last_ack: u32,
+    newwin: u32,
+    retries: u32,
+    retries_left: u32,
+    /// How long to wait for the response once every segment is acknowledged (0: none).
+    timeout_ms: u32,
+    deadline: u64,
 }
 
 /// The MAD layer of one port (upstream `struct ib_mad_port_private`).
@@ -313,7 +398,11 @@ impl MadPort {
             self.arm(0);
             return;
         }
-        if let Some(d) = st.waiting.iter().map(|w| w.deadline).min() {
+        let waits = st.waiting.iter().map(|w| w.deadline);
+        let recvs = st.rmpp_recvs.iter().map(|r| r.deadline);
+        let sends = st.rmpp_sends.iter().map(|r| r.deadline);
+        let d = Iterator::chain(Iterator::chain(waits, recvs), sends).min();
+        if let Some(d) = d {
             let now = wq::now_ms();
             self.arm(u32::try_from(d.saturating_sub(now)).unwrap_or(u32::MAX));
         }
@@ -350,6 +439,7 @@ impl MadPort {
         let now = wq::now_ms();
         let list = {
             let mut st = self.state.lock();
+            self.rmpp_timeouts(&mut st, now);
             let mut i = 0;
             while i < st.waiting.len() {
                 let Some(w) = st.waiting.get_mut(i) else {
@@ -545,11 +635,37 @@ impl MadPort {
         }
         let is_resp = MadHdr(&mad.0).is_response();
         let method = MadHdr(&mad.0).method();
-        let rmad = MadRecv { mad, info };
         let mut st = self.state.lock();
         if st.closed {
             return;
         }
+        // upstream ib_mad_complete_recv(): a kernel-RMPP agent's RMPP MADs go through
+        // ib_process_rmpp_recv_wc() first; what comes out is a whole message.
+        let rmad = match MadPort::find_agent(&st, &mad.0, qp) {
+            Some(t)
+                if t.kernel_rmpp()
+                    && mad::is_rmpp_class(class)
+                    && MadHdr(&mad.0).rmpp_flags() & mad::MGMT_RMPP_FLAG_ACTIVE != 0 =>
+            {
+                // upstream is_kernel_rmpp_data_response(): the DATA of a response nobody
+                // waits for is dropped, not acknowledged.
+                let h = MadHdr(&mad.0);
+                if is_resp
+                    && h.rmpp_type() == mad::MGMT_RMPP_TYPE_DATA
+                    && !st
+                        .waiting
+                        .iter()
+                        .any(|w| Arc::ptr_eq(&w.agent, &t) && w.tid == h.tid() && w.class == class)
+                {
+                    return;
+                }
+                match self.rmpp_recv(&mut st, t, qp, mad, info) {
+                    Some(r) => r,
+                    None => return,
+                }
+            }
+            _ => MadRecv::single(mad, info),
+        };
         if is_resp {
             if let Some((t, ctx)) = MadAgent::take_waiting(&mut st, &rmad.mad.0, qp) {
                 let _ = self.queue(&mut st, Completion::Recv(t.clone(), rmad, Some(ctx)));
@@ -591,7 +707,22 @@ impl MadPort {
         } else {
             info.slid
         };
-        // upstream ib_init_ah_attr_from_wc(): the route back from the received GRH.
+        let dest = MadDest {
+            dlid,
+            ..Self::dest_back(info)
+        };
+        let mut st = self.state.lock();
+        if st.closed {
+            return;
+        }
+        // A response that cannot go out is lost, as upstream's when its send fails.
+        let _ = self.send_wire(&mut st, &reply, &dest, qp, None, 0, false);
+    }
+
+    /// The route back to where `info` says a MAD came from (upstream
+    /// `ib_init_ah_attr_from_wc()`: the sender's LID and QP, the GRH's source as the
+    /// destination GID).
+    fn dest_back(info: &MadRecvInfo) -> MadDest {
         let grh = info.grh.map(|g| {
             let vtf = u32::from_be_bytes([g[0], g[1], g[2], g[3]]);
             let mut dgid = [0u8; 16];
@@ -604,28 +735,22 @@ impl MadPort {
                 flow_label: vtf & 0xf_ffff,
             }
         });
-        let dest = MadDest {
-            dlid,
+        MadDest {
+            dlid: info.slid,
             sl: info.sl,
             src_path_bits: info.dlid_path_bits,
             remote_qpn: info.src_qp,
             remote_qkey: crate::mad_qp::QP1_QKEY,
             pkey_index: info.pkey_index,
             grh,
-        };
-        let mut st = self.state.lock();
-        if st.closed {
-            return;
         }
-        // A response that cannot go out is lost, as upstream's when its send fails.
-        let _ = self.send_wire(&mut st, &reply, &dest, qp, None, 0, false);
     }
 
     /// Closes the port (upstream `ib_mad_port_close()`): no send is accepted any more, the
     /// worker is stopped, pending completions and waiting sends are dropped, the device is
     /// released after any `process_mad` in progress.
     fn close(&self) {
-        let (qps, waiting, completions, inflight) = {
+        let (qps, waiting, completions, inflight, rmpp) = {
             let mut st = self.state.lock();
             st.closed = true;
             (
@@ -633,6 +758,10 @@ impl MadPort {
                 core::mem::take(&mut st.waiting),
                 core::mem::take(&mut st.completions),
                 core::mem::take(&mut st.inflight),
+                (
+                    core::mem::take(&mut st.rmpp_recvs),
+                    core::mem::take(&mut st.rmpp_sends),
+                ),
             )
         };
         // upstream ib_mad_port_close(): the QPs go first (their completion handlers stop),
@@ -645,8 +774,440 @@ impl MadPort {
         drop(waiting);
         drop(completions);
         drop(inflight);
+        drop(rmpp);
         let dev = self.dev.lock().take();
         drop(dev);
+    }
+}
+
+/// RMPP (upstream `mad_rmpp.c`) for agents the kernel does RMPP for: the receiver's
+/// reassembly with its ACKs, the sender's segments sent by the receiver's window.
+impl MadPort {
+    /// Sends an RMPP ACK or ABORT of `type` in answer to `src` (its headers copied, the
+    /// method's response bit flipped; upstream `format_ack()`, `nack_recv()`); no
+    /// completion is reported, a send that fails is lost as upstream's.
+    #[allow(clippy::too_many_arguments)]
+    fn rmpp_answer(
+        &self,
+        st: &mut PortState,
+        qp: SpecialQp,
+        src: &Mad,
+        dest: &MadDest,
+        rtype: u8,
+        status: u8,
+        seg_num: u32,
+        newwin: u32,
+    ) {
+        let hdr_len = mad::data_offset(src.mgmt_class()).min(mad::MAD_SIZE);
+        let mut m = Mad::zeroed();
+        m.0[..hdr_len].copy_from_slice(&src.0[..hdr_len]);
+        m.0[3] ^= mad::METHOD_RESP;
+        mad::set_rmpp(
+            &mut m.0,
+            rtype,
+            mad::MGMT_RMPP_FLAG_ACTIVE,
+            status,
+            seg_num,
+            newwin,
+        );
+        let _ = self.send_wire(st, &m, dest, qp, None, 0, false);
+    }
+
+    /// upstream `nack_recv()`: an ABORT with `status` back to the sender of `src`.
+    fn rmpp_nack(
+        &self,
+        st: &mut PortState,
+        qp: SpecialQp,
+        src: &Mad,
+        info: &MadRecvInfo,
+        status: u8,
+    ) {
+        let dest = Self::dest_back(info);
+        self.rmpp_answer(st, qp, src, &dest, mad::MGMT_RMPP_TYPE_ABORT, status, 0, 0);
+    }
+
+    /// upstream `ack_recv()`: acknowledges the in-order segments of receive `i`.
+    fn rmpp_ack_recv(&self, st: &mut PortState, i: usize, qp: SpecialQp) {
+        let Some(r) = st.rmpp_recvs.get_mut(i) else {
+            return;
+        };
+        r.last_ack = r.seg_num;
+        let (seg, win, dest) = (r.seg_num, r.newwin, Self::dest_back(&r.info));
+        let Some(first) = r.segs.first().cloned() else {
+            return;
+        };
+        self.rmpp_answer(st, qp, &first, &dest, mad::MGMT_RMPP_TYPE_ACK, 0, seg, win);
+    }
+
+    /// upstream `ib_process_rmpp_recv_wc()`: an RMPP MAD (the ACTIVE flag set) for kernel-RMPP
+    /// agent `agent`; returns the whole message once its last segment is in.
+    fn rmpp_recv(
+        &self,
+        st: &mut PortState,
+        agent: Arc<AgentInner>,
+        qp: SpecialQp,
+        m: Mad,
+        info: MadRecvInfo,
+    ) -> Option<MadRecv> {
+        let h = MadHdr(&m.0);
+        if h.rmpp_version() != MGMT_RMPP_VERSION {
+            self.rmpp_abort_send(st, &agent, &m, mad::MGMT_RMPP_STATUS_UNV);
+            self.rmpp_nack(st, qp, &m, &info, mad::MGMT_RMPP_STATUS_UNV);
+            return None;
+        }
+        match h.rmpp_type() {
+            mad::MGMT_RMPP_TYPE_DATA => self.rmpp_data(st, agent, qp, m, info),
+            mad::MGMT_RMPP_TYPE_ACK => {
+                self.rmpp_ack(st, &agent, qp, &m, &info);
+                None
+            }
+            t @ (mad::MGMT_RMPP_TYPE_STOP | mad::MGMT_RMPP_TYPE_ABORT) => {
+                // upstream process_rmpp_stop()/process_rmpp_abort().
+                let s = h.rmpp_status();
+                let ok = if t == mad::MGMT_RMPP_TYPE_STOP {
+                    s == mad::MGMT_RMPP_STATUS_RESX
+                } else {
+                    (mad::MGMT_RMPP_STATUS_T2L..=mad::MGMT_RMPP_STATUS_ABORT_MAX).contains(&s)
+                };
+                if ok {
+                    self.rmpp_abort_send(st, &agent, &m, s);
+                } else {
+                    self.rmpp_abort_send(st, &agent, &m, mad::MGMT_RMPP_STATUS_BAD_STATUS);
+                    self.rmpp_nack(st, qp, &m, &info, mad::MGMT_RMPP_STATUS_BAD_STATUS);
+                }
+                None
+            }
+            _ => {
+                self.rmpp_abort_send(st, &agent, &m, mad::MGMT_RMPP_STATUS_BADT);
+                self.rmpp_nack(st, qp, &m, &info, mad::MGMT_RMPP_STATUS_BADT);
+                None
+            }
+        }
+    }
+
+    /// upstream `process_rmpp_data()`, `start_rmpp()`, `continue_rmpp()`.
+    fn rmpp_data(
+        &self,
+        st: &mut PortState,
+        agent: Arc<AgentInner>,
+        qp: SpecialQp,
+        m: Mad,
+        info: MadRecvInfo,
+    ) -> Option<MadRecv> {
+        let h = MadHdr(&m.0);
+        let seg = h.rmpp_seg_num();
+        let first = h.rmpp_flags() & mad::MGMT_RMPP_FLAG_FIRST != 0;
+        if h.rmpp_status() != 0 {
+            self.rmpp_nack(st, qp, &m, &info, mad::MGMT_RMPP_STATUS_BAD_STATUS);
+            return None;
+        }
+        if (seg == 1) != first {
+            self.rmpp_nack(st, qp, &m, &info, mad::MGMT_RMPP_STATUS_BAD_SEG);
+            return None;
+        }
+        let (tid, class, cv, method) = (h.tid(), h.mgmt_class(), h.class_version(), h.method());
+        // upstream find_rmpp_recv().
+        let found = st.rmpp_recvs.iter().position(|r| {
+            Arc::ptr_eq(&r.agent, &agent)
+                && r.tid == tid
+                && r.src_qp == info.src_qp
+                && r.slid == info.slid
+                && r.class == class
+                && r.class_version == cv
+                && r.method == method
+        });
+        let now = wq::now_ms();
+        let i = match found {
+            Some(i) => i,
+            None if seg == 1 => {
+                let mut segs = KVec::new();
+                segs.push(m.clone(), GFP_KERNEL).ok()?;
+                let r = RmppRecv {
+                    agent: agent.clone(),
+                    tid,
+                    src_qp: info.src_qp,
+                    slid: info.slid,
+                    class,
+                    class_version: cv,
+                    method,
+                    complete: false,
+                    segs,
+                    info,
+                    seg_num: 1,
+                    last_ack: 0,
+                    newwin: 1,
+                    deadline: now + RMPP_RECV_TIMEOUT_MS,
+                };
+                st.rmpp_recvs.push(r, GFP_KERNEL).ok()?;
+                let i = st.rmpp_recvs.len() - 1;
+                if h.rmpp_flags() & mad::MGMT_RMPP_FLAG_LAST != 0 {
+                    return self.rmpp_complete(st, i, qp);
+                }
+                if let Some(r) = st.rmpp_recvs.get_mut(i) {
+                    r.newwin += RMPP_WINDOW;
+                }
+                self.rmpp_ack_recv(st, i, qp);
+                self.rearm(st);
+                return None;
+            }
+            // A later segment of no message: dropped.
+            None => return None,
+        };
+        let r = st.rmpp_recvs.get_mut(i)?;
+        if seg > r.newwin {
+            return None;
+        }
+        if seg <= r.last_ack || r.complete {
+            // A resent segment: acknowledged again.
+            self.rmpp_ack_recv(st, i, qp);
+            return None;
+        }
+        // upstream find_seg_location(): in order of segment number, a duplicate dropped.
+        let pos = r
+            .segs
+            .iter()
+            .position(|s| MadHdr(&s.0).rmpp_seg_num() >= seg)
+            .unwrap_or(r.segs.len());
+        if r.segs
+            .get(pos)
+            .is_some_and(|s| MadHdr(&s.0).rmpp_seg_num() == seg)
+        {
+            return None;
+        }
+        r.segs.reserve(1, GFP_KERNEL).ok()?;
+        r.segs.insert_within_capacity(pos, m).ok()?;
+        // upstream update_seg_num().
+        while r
+            .segs
+            .get(r.seg_num as usize)
+            .is_some_and(|s| MadHdr(&s.0).rmpp_seg_num() == r.seg_num + 1)
+        {
+            r.seg_num += 1;
+        }
+        let last = r
+            .segs
+            .get(r.seg_num as usize - 1)
+            .is_some_and(|s| MadHdr(&s.0).rmpp_flags() & mad::MGMT_RMPP_FLAG_LAST != 0);
+        if last {
+            return self.rmpp_complete(st, i, qp);
+        }
+        if r.seg_num == r.newwin {
+            r.newwin += RMPP_WINDOW;
+            self.rmpp_ack_recv(st, i, qp);
+        }
+        None
+    }
+
+    /// upstream `complete_rmpp()`: the last ACK, the message whole (`get_mad_len()`); the
+    /// receive is kept a while to acknowledge resent segments.
+    fn rmpp_complete(&self, st: &mut PortState, i: usize, qp: SpecialQp) -> Option<MadRecv> {
+        self.rmpp_ack_recv(st, i, qp);
+        let r = st.rmpp_recvs.get_mut(i)?;
+        r.complete = true;
+        r.deadline = wq::now_ms() + RMPP_RECV_CLEANUP_MS;
+        let n = r.seg_num as usize;
+        let first = r.segs.first()?.clone();
+        let hdr_len = mad::data_offset(first.mgmt_class()).min(mad::MAD_SIZE);
+        let data_size = mad::MAD_SIZE - hdr_len;
+        let last = r.segs.get(n - 1)?;
+        let pad = mad::MGMT_RMPP_DATA
+            .checked_sub(MadHdr(&last.0).rmpp_paylen_newwin() as usize)
+            .filter(|p| *p <= mad::MGMT_RMPP_DATA)
+            .unwrap_or(0);
+        let len = (hdr_len + n * data_size).saturating_sub(pad).max(hdr_len);
+        let mut rest = KVec::new();
+        let want = len.saturating_sub(mad::MAD_SIZE);
+        for s in r.segs.iter().take(n).skip(1) {
+            let left = want - rest.len();
+            if left == 0 {
+                break;
+            }
+            let d = &s.0[hdr_len..];
+            rest.extend_from_slice(&d[..d.len().min(left)], GFP_KERNEL)
+                .ok()?;
+        }
+        let info = r.info;
+        self.rearm(st);
+        Some(MadRecv {
+            mad: first,
+            info,
+            len,
+            rest,
+        })
+    }
+
+    /// upstream `abort_send()`: the RMPP send `m` answers ends with `IB_WC_REM_ABORT_ERR`.
+    fn rmpp_abort_send(&self, st: &mut PortState, agent: &Arc<AgentInner>, m: &Mad, _status: u8) {
+        let h = MadHdr(&m.0);
+        let Some(i) = st.rmpp_sends.iter().position(|r| {
+            Arc::ptr_eq(&r.agent, agent) && r.tid == h.tid() && r.class == h.mgmt_class()
+        }) else {
+            return;
+        };
+        if let Ok(r) = st.rmpp_sends.remove(i) {
+            let done = MadSendDone {
+                context: r.context,
+                status: WcStatus::RemAbortErr,
+            };
+            let _ = self.queue(st, Completion::Send(r.agent, done));
+        }
+    }
+
+    /// upstream `process_rmpp_ack()`: an ACK of the receiver of one of `agent`'s RMPP sends.
+    fn rmpp_ack(
+        &self,
+        st: &mut PortState,
+        agent: &Arc<AgentInner>,
+        qp: SpecialQp,
+        m: &Mad,
+        info: &MadRecvInfo,
+    ) {
+        let h = MadHdr(&m.0);
+        if h.rmpp_status() != 0 {
+            self.rmpp_abort_send(st, agent, m, mad::MGMT_RMPP_STATUS_BAD_STATUS);
+            self.rmpp_nack(st, qp, m, info, mad::MGMT_RMPP_STATUS_BAD_STATUS);
+            return;
+        }
+        let (seg, newwin) = (h.rmpp_seg_num(), h.rmpp_paylen_newwin());
+        if newwin < seg {
+            self.rmpp_abort_send(st, agent, m, mad::MGMT_RMPP_STATUS_W2S);
+            self.rmpp_nack(st, qp, m, info, mad::MGMT_RMPP_STATUS_W2S);
+            return;
+        }
+        // Unmatched, or the ACK of a message already done.
+        let Some(i) = st.rmpp_sends.iter().position(|r| {
+            Arc::ptr_eq(&r.agent, agent) && r.tid == h.tid() && r.class == h.mgmt_class()
+        }) else {
+            return;
+        };
+        let Some(r) = st.rmpp_sends.get_mut(i) else {
+            return;
+        };
+        let count = r.segs.len() as u32;
+        if seg > count || seg > r.newwin {
+            self.rmpp_abort_send(st, agent, m, mad::MGMT_RMPP_STATUS_S2B);
+            self.rmpp_nack(st, qp, m, info, mad::MGMT_RMPP_STATUS_S2B);
+            return;
+        }
+        if newwin < r.newwin || seg < r.last_ack {
+            return;
+        }
+        if seg > r.last_ack {
+            r.last_ack = seg;
+            r.retries_left = r.retries;
+        }
+        r.newwin = newwin;
+        if r.last_ack < count {
+            self.rmpp_send_window(st, i);
+            return;
+        }
+        // Every segment acknowledged: done, or wait for the response.
+        let Ok(r) = st.rmpp_sends.remove(i) else {
+            return;
+        };
+        if r.timeout_ms == 0 {
+            let done = MadSendDone {
+                context: r.context,
+                status: WcStatus::Success,
+            };
+            let _ = self.queue(st, Completion::Send(r.agent, done));
+            return;
+        }
+        let w = Waiting {
+            agent: r.agent,
+            tid: r.tid,
+            class: r.class,
+            context: r.context,
+            timeout_ms: r.timeout_ms,
+            retries_left: 0,
+            deadline: wq::now_ms() + u64::from(r.timeout_ms),
+            resend: None,
+        };
+        if st.waiting.push(w, GFP_KERNEL).is_ok() {
+            self.rearm(st);
+        }
+    }
+
+    /// upstream `send_next_seg()` while the window allows: the segments after the last one
+    /// sent, up to the receiver's NewWindowLast; the ACK timer restarts.
+    fn rmpp_send_window(&self, st: &mut PortState, i: usize) {
+        let Some(r) = st.rmpp_sends.get_mut(i) else {
+            return;
+        };
+        let end = r.newwin.min(r.segs.len() as u32);
+        let mut out = KVec::new();
+        while r.seg_num < end {
+            let Some(m) = r.segs.get(r.seg_num as usize) else {
+                break;
+            };
+            if out.push(m.clone(), GFP_KERNEL).is_err() {
+                break;
+            }
+            r.seg_num += 1;
+        }
+        let ack_ms = match r.timeout_ms {
+            0 => RMPP_ACK_TIMEOUT_MS,
+            t => t.min(RMPP_ACK_TIMEOUT_MS),
+        };
+        r.deadline = wq::now_ms() + u64::from(ack_ms);
+        let (dest, qp) = (r.dest, r.qp);
+        for m in out {
+            // A segment that cannot go out is sent again after the ACK timeout.
+            let _ = self.send_wire(st, &m, &dest, qp, None, 0, false);
+        }
+        self.rearm(st);
+    }
+
+    /// The RMPP timers: a receive past its time is aborted (upstream
+    /// `recv_timeout_handler()`, ABORT T2L) or forgotten (`recv_cleanup_handler()`); a send
+    /// without its ACK sends again from the last acknowledged segment while retries are left
+    /// (`ib_retry_rmpp()`), then completes with `IB_WC_RESP_TIMEOUT_ERR`.
+    fn rmpp_timeouts(&self, st: &mut PortState, now: u64) {
+        let mut i = 0;
+        while i < st.rmpp_recvs.len() {
+            let Some(r) = st.rmpp_recvs.get(i) else {
+                break;
+            };
+            if r.deadline > now {
+                i += 1;
+                continue;
+            }
+            let Ok(r) = st.rmpp_recvs.remove(i) else {
+                break;
+            };
+            if !r.complete {
+                if let Some(first) = r.segs.first() {
+                    let qp = r.agent.qp;
+                    self.rmpp_nack(st, qp, first, &r.info, mad::MGMT_RMPP_STATUS_T2L);
+                }
+            }
+        }
+        let mut i = 0;
+        while i < st.rmpp_sends.len() {
+            let Some(r) = st.rmpp_sends.get_mut(i) else {
+                break;
+            };
+            if r.deadline > now {
+                i += 1;
+                continue;
+            }
+            if r.retries_left > 0 {
+                r.retries_left -= 1;
+                r.seg_num = r.last_ack;
+                self.rmpp_send_window(st, i);
+                i += 1;
+                continue;
+            }
+            if let Ok(r) = st.rmpp_sends.remove(i) {
+                let done = MadSendDone {
+                    context: r.context,
+                    status: WcStatus::RespTimeoutErr,
+                };
+                let _ = st
+                    .completions
+                    .push(Completion::Send(r.agent, done), GFP_KERNEL);
+            }
+        }
     }
 }
 
@@ -663,6 +1224,11 @@ impl MadQpNotify for MadPort {
 }
 
 impl AgentInner {
+    /// upstream `ib_mad_kernel_rmpp_agent()`.
+    fn kernel_rmpp(&self) -> bool {
+        self.rmpp_version != 0 && self.flags & MAD_USER_RMPP == 0
+    }
+
     /// Calls a handler unless the agent is unregistered (upstream: the agent's refcount keeps
     /// unregistration waiting for a handler in progress).
     fn deliver(&self, f: impl FnOnce(&dyn MadAgentHandler, u32)) {
@@ -781,7 +1347,7 @@ impl MadAgent {
 
     /// Whether the kernel does RMPP for the agent (upstream `ib_mad_kernel_rmpp_agent()`).
     pub fn kernel_rmpp(&self) -> bool {
-        self.inner.rmpp_version != 0 && self.inner.flags & MAD_USER_RMPP == 0
+        self.inner.kernel_rmpp()
     }
 
     /// The special QP the agent is on.
@@ -794,11 +1360,19 @@ impl MadAgent {
     ///
     /// # Errors
     ///
+    /// `rmpp`: the data of an RMPP-active send of a kernel-RMPP agent (everything after
+    /// the class's headers, which are in `send.mad`; upstream `ib_create_send_mad()` with
+    /// `rmpp_active`): it goes out in segments by the receiver's window, and completes when
+    /// the last one is acknowledged (or, with a timeout, when the response comes).
+    ///
+    /// # Errors
+    ///
     /// `EINVAL` for a class without RMPP from an RMPP agent or a directed route upstream
     /// rejects (`smi.c`), or when `process_mad` answers neither success nor a reply;
-    /// `EOPNOTSUPP` for an RMPP-active send; `ENODEV` once the port is closed; `ENOMEM`;
-    /// the driver's error from `process_mad`.
-    pub fn post_send(&self, send: MadSend, rmpp_active: bool) -> Result {
+    /// `EOPNOTSUPP` for an RMPP-active send that would not leave the node (to the own LID,
+    /// or a port without the special QPs); `ENODEV` once the port is closed; `ENOMEM`; the
+    /// driver's error from `process_mad`.
+    pub fn post_send(&self, send: MadSend, rmpp: Option<KVec<u8>>) -> Result {
         let a = &self.inner;
         let port = &a.port;
         let mut send = send;
@@ -806,8 +1380,8 @@ impl MadAgent {
         if !mad::is_rmpp_class(class) && a.rmpp_version != 0 {
             return Err(EINVAL);
         }
-        if rmpp_active {
-            return Err(EOPNOTSUPP);
+        if let Some(data) = rmpp {
+            return self.post_rmpp(send, data);
         }
         let dev_guard = port.dev.lock();
         let Some(dev) = dev_guard.as_ref() else {
@@ -908,10 +1482,7 @@ impl MadAgent {
                 pkey_index: send.pkey_index,
                 ..Default::default()
             };
-            let rmad = MadRecv {
-                mad: reply,
-                info: rinfo,
-            };
+            let rmad = MadRecv::single(reply, rinfo);
             if dr {
                 if MadHdr(&rmad.mad.0).is_response() {
                     port.queue(
@@ -927,10 +1498,7 @@ impl MadAgent {
             return port.queue(&mut st, Completion::Send(a.clone(), ok));
         }
         // Not consumed, no reply: it arrives at the port as a received MAD.
-        let rmad = MadRecv {
-            mad: send.mad.clone(),
-            info,
-        };
+        let rmad = MadRecv::single(send.mad.clone(), info);
         if is_resp {
             // A response from this agent to another one's request: to that request's sender.
             if let Some((t, ctx)) = Self::take_waiting(&mut st, &rmad.mad.0, a.qp) {
@@ -999,6 +1567,95 @@ impl MadAgent {
             status: WcStatus::Success,
         };
         port.queue(st, Completion::Send(a.clone(), ok))
+    }
+
+    /// An RMPP-active send (upstream `alloc_send_rmpp_list()`, `ib_send_rmpp_mad()`): the
+    /// segments built (FIRST with the whole PayloadLength, LAST with its own), the first
+    /// window sent.
+    fn post_rmpp(&self, send: MadSend, data: KVec<u8>) -> Result {
+        let a = &self.inner;
+        let port = &a.port;
+        let class = send.mad.mgmt_class();
+        let own = {
+            let dev = port.dev.lock();
+            let dev = dev.as_ref().ok_or(ENODEV)?;
+            dev.core()
+                .get_cached_lid(port.port)
+                .is_ok_and(|(lid, lmc)| lid != 0 && (send.dlid >> lmc) == (lid >> lmc))
+        };
+        let hdr_len = mad::data_offset(class).min(mad::MAD_SIZE);
+        let seg_size = mad::MAD_SIZE - hdr_len;
+        let pad = match data.len() % seg_size {
+            0 if !data.is_empty() => 0,
+            r => seg_size - r,
+        };
+        let count = (data.len() + pad) / seg_size;
+        let seg_rmpp = mad::MGMT_RMPP_DATA;
+        let mut segs = KVec::with_capacity(count, GFP_KERNEL)?;
+        for i in 1..=count {
+            let mut m = send.mad.clone();
+            m.0[hdr_len..].fill(0);
+            let from = (i - 1) * seg_size;
+            if let Some(d) = data.get(from..(from + seg_size).min(data.len())) {
+                m.0[hdr_len..hdr_len + d.len()].copy_from_slice(d);
+            }
+            let mut flags = mad::MGMT_RMPP_FLAG_ACTIVE;
+            let mut paylen = 0;
+            if i == 1 {
+                flags |= mad::MGMT_RMPP_FLAG_FIRST;
+                paylen = count * seg_rmpp - pad;
+            }
+            if i == count {
+                flags |= mad::MGMT_RMPP_FLAG_LAST;
+                paylen = seg_rmpp - pad;
+            }
+            let paylen = u32::try_from(paylen).map_err(|_| EINVAL)?;
+            mad::set_rmpp(
+                &mut m.0,
+                mad::MGMT_RMPP_TYPE_DATA,
+                flags,
+                0,
+                i as u32,
+                paylen,
+            );
+            segs.push(m, GFP_KERNEL)?;
+        }
+        let mut st = port.state.lock();
+        if st.closed {
+            return Err(ENODEV);
+        }
+        // Only on the wire: an RMPP message to the own port is not looped back.
+        if own || !st.qps.get(a.qp.qpn() as usize).is_some_and(|q| q.is_some()) {
+            return Err(EOPNOTSUPP);
+        }
+        let r = RmppSend {
+            agent: a.clone(),
+            context: send.context,
+            tid: MadHdr(&send.mad.0).tid(),
+            class,
+            segs,
+            dest: MadDest {
+                dlid: send.dlid,
+                sl: send.sl,
+                src_path_bits: send.src_path_bits,
+                remote_qpn: send.remote_qpn,
+                remote_qkey: send.remote_qkey,
+                pkey_index: send.pkey_index,
+                grh: send.grh,
+            },
+            qp: a.qp,
+            seg_num: 0,
+            last_ack: 0,
+            newwin: 1,
+            retries: send.retries,
+            retries_left: send.retries,
+            timeout_ms: send.timeout_ms,
+            deadline: 0,
+        };
+        st.rmpp_sends.push(r, GFP_KERNEL)?;
+        let i = st.rmpp_sends.len() - 1;
+        port.rmpp_send_window(&mut st, i);
+        Ok(())
     }
 
     /// Sends `send` on the port's special QP (upstream `ib_send_mad()`), on the wait list
@@ -1147,6 +1804,21 @@ impl Drop for MadAgent {
                     i += 1;
                 }
             }
+            st.rmpp_recvs.retain(|r| !Arc::ptr_eq(&r.agent, a));
+            let mut i = 0;
+            while i < st.rmpp_sends.len() {
+                if st
+                    .rmpp_sends
+                    .get(i)
+                    .is_some_and(|r| Arc::ptr_eq(&r.agent, a))
+                {
+                    if let Ok(r) = st.rmpp_sends.remove(i) {
+                        let _ = cancelled.push(r.context, GFP_KERNEL);
+                    }
+                } else {
+                    i += 1;
+                }
+            }
             let mut queued = KVec::new();
             let mut i = 0;
             while i < st.completions.len() {
@@ -1225,6 +1897,8 @@ fn open_ports(dev: &DeviceCore) -> Result {
                         qps: [None, None],
                         inflight: KVec::new(),
                         next_wr_id: 0,
+                        rmpp_recvs: KVec::new(),
+                        rmpp_sends: KVec::new(),
                     },
                     "mad_port_state"
                 ),

@@ -318,7 +318,8 @@ impl MadAgentHandler for FileHandler {
         };
         let mut hdr = [0u8; HDR_SIZE];
         put32(&mut hdr, 0, id as u32);
-        put32(&mut hdr, 16, (inner.hdr_size() + MAD_SIZE) as u32);
+        // upstream: the header's length is the whole message's (mad_len).
+        put32(&mut hdr, 16, (inner.hdr_size() + recv.len) as u32);
         hdr[20..24].copy_from_slice(&recv.info.src_qp.to_be_bytes());
         hdr[28..30].copy_from_slice(&recv.info.slid.to_be_bytes());
         hdr[30] = recv.info.sl;
@@ -334,8 +335,15 @@ impl MadAgentHandler for FileHandler {
             hdr[36..52].copy_from_slice(&g[8..24]);
             hdr[52..56].copy_from_slice(&(vtf & 0xf_ffff).to_be_bytes());
         }
+        // The first segment (or the whole of a shorter message), then the other segments'
+        // data (upstream copy_recv_mad() copies them from the segment list).
         let mut data = KVec::new();
-        if data.extend_from_slice(&recv.mad.0, GFP_KERNEL).is_err() {
+        let first = recv.len.min(MAD_SIZE);
+        if data
+            .extend_from_slice(&recv.mad.0[..first], GFP_KERNEL)
+            .is_err()
+            || data.extend_from_slice(&recv.rest, GFP_KERNEL).is_err()
+        {
             return;
         }
         if inner.recv.push(Packet { hdr, data }, GFP_KERNEL).is_ok() {
@@ -442,7 +450,19 @@ impl UmadFile {
         } else if rmpp_active || size > MAD_SIZE {
             return Err(EINVAL);
         }
-        if !rmpp_active {
+        let mut rmpp_data = None;
+        if rmpp_active {
+            // upstream: the MAD header and the class's header after the RMPP header from
+            // the user (copy_rmpp_mad()), the RMPP header the kernel's
+            // (alloc_send_rmpp_list()), then the data, sent in segments.
+            m.0[mad::MGMT_MAD_HDR..MGMT_RMPP_HDR].fill(0);
+            if hdr_len > MGMT_RMPP_HDR {
+                data.read_slice(&mut m.0[MGMT_RMPP_HDR..hdr_len])?;
+            }
+            let mut d = KVec::from_elem(0u8, data_len, GFP_KERNEL)?;
+            data.read_slice(&mut d)?;
+            rmpp_data = Some(d);
+        } else {
             let end = (hdr_len + data_len).min(MAD_SIZE);
             if end > copy_offset {
                 // The reader is at MGMT_RMPP_HDR: skip to copy_offset first.
@@ -511,7 +531,7 @@ impl UmadFile {
             context,
         };
         let agent = inner.agents.get(id).and_then(|a| a.as_ref()).ok_or(EIO)?;
-        if let Err(e) = agent.post_send(send, rmpp_active) {
+        if let Err(e) = agent.post_send(send, rmpp_data) {
             inner.sent.retain(|s| s.context != context);
             return Err(e);
         }
@@ -543,11 +563,21 @@ impl UmadFile {
         let Some(p) = inner.recv.first() else {
             return Err(EAGAIN);
         };
-        // upstream copy_recv_mad()/copy_send_mad(): the whole MAD must fit (a single
-        // segment here; ENOSPC is RMPP's, which is not done).
+        // upstream copy_recv_mad()/copy_send_mad(): the first (or only) segment must fit;
+        // a reassembled RMPP message that does not fit whole gives its header and first
+        // segment (which carries the message's length) with ENOSPC, and stays queued.
         let size = hs + p.data.len();
-        if count < size {
+        let first = hs + p.data.len().min(MAD_SIZE);
+        if count < first {
             return Err(EINVAL);
+        }
+        if count < size {
+            let mut part = [0u8; HDR_SIZE + MAD_SIZE];
+            part[..hs].copy_from_slice(&p.hdr[..hs]);
+            part[hs..first].copy_from_slice(&p.data[..first - hs]);
+            drop(inner);
+            out.write_slice(&part[..first])?;
+            return Err(ENOSPC);
         }
         let p = inner.recv.remove(0).map_err(|_| EAGAIN)?;
         drop(inner);

@@ -309,7 +309,7 @@ fn send_on(av: &CmAv, mad: Mad, context: u64, wait: Option<(u32, u8)>) -> Result
             retries: retries.into(),
             context,
         },
-        false,
+        None,
     )
 }
 

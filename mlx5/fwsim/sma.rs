@@ -365,9 +365,12 @@ impl Fw {
         0
     }
 
-    /// PortInfo Get and Set (IBA 14.2.5.6). The attribute modifier names the port; 0 is the
-    /// port the SMP came in on (a CA answers only for that one).
+    /// PortInfo Get and Set (IBA 14.2.5.6). The attribute modifier's low byte names the port,
+    /// 0 the port the SMP came in on (a CA answers only for that one); its bit 31 is the SM's
+    /// SMSupportsExtendedSpeeds (opensm sets it when CapabilityMask has IsExtendedSpeeds), the
+    /// rest is reserved.
     fn port_info(&mut self, port: usize, set: bool, amod: u32, m: &mut MadBytes) -> u16 {
+        let amod = amod & 0xff;
         if amod != 0 && amod != port as u32 + 1 {
             self.port_info_get(port, m);
             return status::INVALID_ATTRIB_VALUE;

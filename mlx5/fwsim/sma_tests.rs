@@ -110,6 +110,17 @@ fn port_info_starts_init_without_lid() {
     assert_eq!(d[32] & 0xf, port_state::INIT);
     assert_eq!(d[33] >> 4, 5, "LinkUp");
     assert_eq!(d[28], 1, "LocalPortNum");
+    // Bit 31 of the modifier (SMSupportsExtendedSpeeds) names no other port.
+    let (_, x) = ask(
+        &mut fw,
+        &mad(
+            class::SUBN_LID_ROUTED,
+            method::GET,
+            attr::PORT_INFO,
+            0x8000_0001,
+        ),
+    );
+    assert_eq!((status(&x), &x[64..128]), (0, &r[64..128]));
     assert_eq!(d[31], 2, "4X");
     assert_eq!(d[62] >> 4, 8, "NDR active");
     assert_eq!(

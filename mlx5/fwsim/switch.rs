@@ -11,7 +11,8 @@
 //! NodeDescription, SwitchInfo, LinearForwardingTable (Get and Set, 64 LIDs a block, up to
 //! [`LFT_CAP`] LIDs), PortInfo of every port (port 0 holds the LID, LMC, SM LID, SM SL and
 //! SubnetTimeOut; an external port's state follows its peer's link and the SM's Sets), a
-//! P_KeyTable of the default partition, and SMInfo Get while the embedded SM runs (MASTER). No M_Key is checked (the switch's M_Key is 0), no
+//! P_KeyTable of the default partition, Mellanox's MLNXExtendedPortInfo (no FDR10), and SMInfo
+//! Get while the embedded SM runs (MASTER). No M_Key is checked (the switch's M_Key is 0), no
 //! multicast or random forwarding table, no SL-to-VL or VL arbitration table, no traps.
 //!
 //! Forwarding: [`Switch::route_lid`] gives the out port of a LID-routed packet by the linear
@@ -47,6 +48,8 @@ pub(crate) const ATTR_SWITCH_INFO: u16 = 0x0012;
 pub(crate) const ATTR_LFT: u16 = 0x0019;
 /// SMInfo (IBA 14.2.5.13).
 pub(crate) const ATTR_SM_INFO: u16 = 0x0020;
+/// MLNXExtendedPortInfo (Mellanox vendor-specific SMP attribute).
+pub(crate) const ATTR_MLNX_EXT_PORT_INFO: u16 = 0xff90;
 
 /// SMInfo SMState of the embedded SM: MASTER.
 const SM_STATE_MASTER: u8 = 3;
@@ -57,6 +60,8 @@ struct SwPort {
     /// The logical state (IBA 7.2): DOWN while the peer's link is down; INIT when it comes
     /// up; ARMED and ACTIVE by the SM's Sets.
     state: u8,
+    /// MLNXExtendedPortInfo StateChangeEnable.
+    state_change_enable: bool,
 }
 
 /// The switch (see the module comment).
@@ -156,6 +161,7 @@ impl Switch {
     const fn initial_ports() -> [SwPort; MAX_PORTS + 1] {
         let mut p = [SwPort {
             state: port_state::DOWN,
+            state_change_enable: false,
         }; MAX_PORTS + 1];
         p[0].state = port_state::INIT;
         p
@@ -384,7 +390,8 @@ impl Switch {
             }
             ATTR_SWITCH_INFO => self.switch_info(set, m),
             ATTR_LFT => self.lft_block(set, amod, m),
-            attr::PORT_INFO => self.port_info(set, amod, m),
+            attr::PORT_INFO => self.port_info(in_port, set, amod, m),
+            ATTR_MLNX_EXT_PORT_INFO => self.mlnx_ext_port_info(set, amod, m),
             attr::PKEY_TABLE => self.pkey_table(set, amod, m),
             ATTR_SM_INFO if !set && self.cap_mask & super::sma::CAP_IS_SM != 0 => self.sm_info(m),
             _ => status::UNSUPPORTED_METHOD_ATTRIB,
@@ -476,17 +483,49 @@ impl Switch {
         0
     }
 
-    /// PortInfo of port `amod` (IBA 14.2.5.6; a switch answers for any of its ports).
-    fn port_info(&mut self, set: bool, amod: u32, m: &mut MadBytes) -> u16 {
-        let Some(port) = u8::try_from(amod).ok().filter(|p| *p <= self.nports) else {
+    /// The port an attribute modifier names (its low byte; IBA 14.2.5.6 gives PortInfo's bit
+    /// 31 to SMSupportsExtendedSpeeds), if the switch has it.
+    fn amod_port(&self, amod: u32) -> Option<u8> {
+        Some((amod & 0xff) as u8).filter(|p| *p <= self.nports)
+    }
+
+    /// PortInfo of the port in `amod`'s low byte (IBA 14.2.5.6; a switch answers for any of
+    /// its ports); LocalPortNum is `in_port`, the port the SMP came in on (an SM compares it
+    /// with the port it asks about to find the link it came through).
+    fn port_info(&mut self, in_port: u8, set: bool, amod: u32, m: &mut MadBytes) -> u16 {
+        let Some(port) = self.amod_port(amod) else {
             return status::INVALID_ATTRIB_VALUE;
         };
         let st = if set { self.port_info_set(port, m) } else { 0 };
-        self.port_info_get(port, m);
+        self.port_info_get(in_port, port, m);
         st
     }
 
-    fn port_info_get(&self, port: u8, m: &mut MadBytes) {
+    /// Mellanox's MLNXExtendedPortInfo of port `amod` (vendor attribute 0xff90, which opensm
+    /// reads from a Mellanox switch): StateChangeEnable, and no FDR10 (LinkSpeedSupported,
+    /// Enabled and Active 0). A Set may change StateChangeEnable; FDR10 cannot be enabled.
+    fn mlnx_ext_port_info(&mut self, set: bool, amod: u32, m: &mut MadBytes) -> u16 {
+        let Some(p) = self
+            .amod_port(amod)
+            .and_then(|p| self.ports.get_mut(usize::from(p)))
+        else {
+            return status::INVALID_ATTRIB_VALUE;
+        };
+        let mut st = 0;
+        if set {
+            if m[off::DATA + 11] != 0 {
+                st = status::INVALID_ATTRIB_VALUE;
+            } else {
+                p.state_change_enable = m[off::DATA + 3] & 1 != 0;
+            }
+        }
+        let mut d = [0u8; mad::SMP_DATA];
+        d[3] = u8::from(p.state_change_enable);
+        put(m, off::DATA, &d);
+        st
+    }
+
+    fn port_info_get(&self, in_port: u8, port: u8, m: &mut MadBytes) {
         let mut d = [0u8; mad::SMP_DATA];
         let state = self.port_state(port);
         put(&mut d, 8, &0xfe80_0000_0000_0000u64.to_be_bytes());
@@ -500,7 +539,7 @@ impl Switch {
         } else {
             d[36] = 5 << 4; // NeighborMTU 4096
         }
-        d[28] = port;
+        d[28] = in_port;
         // LinkWidth: enabled and supported 1X and 4X, active 4X.
         d[29] = 0x3;
         d[30] = 0x3;

@@ -8,7 +8,9 @@ use std::boxed::Box;
 use super::mad::{be16, be32, class, method, off, status, MadBytes, MadOutcome, MAD_SIZE};
 use super::profile::{LinkLayer, CONNECTX7};
 use super::sma::{attr, port_state};
-use super::switch::{DrStep, Switch, ATTR_LFT, ATTR_SM_INFO, ATTR_SWITCH_INFO, NO_PORT};
+use super::switch::{
+    DrStep, Switch, ATTR_LFT, ATTR_MLNX_EXT_PORT_INFO, ATTR_SM_INFO, ATTR_SWITCH_INFO, NO_PORT,
+};
 use super::*;
 
 fn ib_fw(serial: u32) -> Fw {
@@ -98,8 +100,12 @@ fn switch_sma_attributes() {
     // PortInfo of every port; port 3 does not exist; ACTIVE only through ARMED.
     let p0 = local(&mut sw, dr(method::GET, attr::PORT_INFO, 0, &[]));
     assert_eq!(p0[d + 32] & 0xf, port_state::INIT);
+    // LocalPortNum: the SM at port 0 asked.
     let p1 = local(&mut sw, dr(method::GET, attr::PORT_INFO, 1, &[]));
-    assert_eq!((p1[d + 28], p1[d + 32] & 0xf), (1, port_state::DOWN));
+    assert_eq!((p1[d + 28], p1[d + 32] & 0xf), (0, port_state::DOWN));
+    // Bit 31 of the modifier (SMSupportsExtendedSpeeds) does not change the port.
+    let p1x = local(&mut sw, dr(method::GET, attr::PORT_INFO, 0x8000_0001, &[]));
+    assert_eq!((st(&p1x), p1x[d + 32] & 0xf), (0, port_state::DOWN));
     let p3 = local(&mut sw, dr(method::GET, attr::PORT_INFO, 3, &[]));
     assert_eq!(st(&p3), status::INVALID_ATTRIB_VALUE);
     let mut set = dr(method::SET, attr::PORT_INFO, 0, &[]);
@@ -114,6 +120,18 @@ fn switch_sma_attributes() {
     assert_eq!(be16(&pk, d), 0xffff);
     let pk = local(&mut sw, dr(method::GET, attr::PKEY_TABLE, 1, &[]));
     assert_eq!(st(&pk), status::INVALID_ATTRIB_VALUE);
+    // MLNXExtendedPortInfo: no FDR10; StateChangeEnable is set; FDR10 cannot be enabled.
+    let e = local(&mut sw, dr(method::GET, ATTR_MLNX_EXT_PORT_INFO, 2, &[]));
+    assert_eq!((st(&e), e[d + 3], e[d + 7], e[d + 15]), (0, 0, 0, 0));
+    let mut set = dr(method::SET, ATTR_MLNX_EXT_PORT_INFO, 2, &[]);
+    set[d + 3] = 1;
+    assert_eq!(st(&local(&mut sw, set)), 0);
+    let e = local(&mut sw, dr(method::GET, ATTR_MLNX_EXT_PORT_INFO, 2, &[]));
+    assert_eq!(e[d + 3], 1);
+    set[d + 11] = 1;
+    assert_eq!(st(&local(&mut sw, set)), status::INVALID_ATTRIB_VALUE);
+    let e = local(&mut sw, dr(method::GET, ATTR_MLNX_EXT_PORT_INFO, 3, &[]));
+    assert_eq!(st(&e), status::INVALID_ATTRIB_VALUE);
     // No SM runs on it: no SMInfo.
     let r = local(&mut sw, dr(method::GET, ATTR_SM_INFO, 0, &[]));
     assert_eq!(st(&r), status::UNSUPPORTED_METHOD_ATTRIB);
@@ -157,6 +175,16 @@ fn directed_routes_through_the_switch() {
     );
     assert_eq!(sw.dr_forward(0, &mut m), DrStep::Out(1));
     assert_eq!(m[off::HOP_PTR], 1);
+    // PortInfo of its port 2 asked through port 1: LocalPortNum 1, the port the SMP came in
+    // on (opensm probes beyond every port but that one).
+    let mut m = dr(method::GET, attr::PORT_INFO, 2, &[1]);
+    m[off::HOP_PTR] = 1;
+    assert_eq!(sw.dr_forward(1, &mut m), DrStep::Agent);
+    assert_eq!(sw.smp(1, &mut m), MadOutcome::Reply);
+    assert_eq!(
+        (m[off::DATA + 28], m[off::DATA + 32] & 0xf),
+        (1, port_state::INIT)
+    );
 
     // Bad pointers and ports: an unsent SMP (pointer 0), a path out of a port the switch
     // does not have, a pointer past the end.

@@ -15,6 +15,11 @@
  *        succeed or fail with an errno umad gives; the file is closed with sends in flight.
  *        umad_test -u N -m DEV: issmN sets IsSM in DEV's port 1 cap_mask while open, one
  *        opener at a time (EAGAIN with O_NONBLOCK), cleared at close.
+ *        umad_test -u N -a SM_LID: an SA agent with kernel RMPP asks the SA at SM_LID for every
+ *        NodeRecord (GetTable); the reassembled answer, longer than one MAD, read into a
+ *        buffer for one MAD gives ENOSPC with its header and first segment (the header's
+ *        length the whole message's) and stays queued; a buffer of that length reads it whole
+ *        (upstream copy_recv_mad()).
  */
 #include "rdmars_test.h"
 
@@ -198,9 +203,55 @@ static void smp_nodeinfo(struct msg *m, uint32_t id)
 	m->mad[34] = m->mad[35] = 0xff; /* DrDLID */
 }
 
+static int sa_test(int n, int sm_lid)
+{
+	struct msg m, r;
+	uint8_t *whole;
+	uint32_t id, len;
+	ssize_t got;
+	int fd;
+
+	fd = open_umad(n, 0);
+	check(fd >= 0 && reg2(fd, 1, 0x03, 2, 0, 0, 1, &id) == 0,
+	      "open umad%d, SA agent with RMPP version 1", n);
+	memset(&m, 0, sizeof(m));
+	m.hdr.id = id;
+	m.hdr.qpn = htonl(1);
+	m.hdr.qkey = htonl(0x80010000);
+	m.hdr.lid = htons(sm_lid);
+	m.hdr.timeout_ms = 2000;
+	m.hdr.retries = 3;
+	m.mad[0] = 1;		/* base version */
+	m.mad[1] = 0x03;	/* SubnAdm */
+	m.mad[2] = 2;
+	m.mad[3] = 0x12;	/* GetTable */
+	m.mad[15] = 0x51;	/* TID */
+	m.mad[17] = 0x11;	/* NodeRecord */
+	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "GetTable(NodeRecord) to LID %d", sm_lid);
+	errno = 0;
+	got = read(fd, &r, sizeof(r));
+	len = r.hdr.length;
+	check(got < 0 && errno == ENOSPC, "read into one MAD's room: ENOSPC (got %zd, errno %d)", got, errno);
+	check(len > sizeof(r), "the header's length is the whole message's (%u)", len);
+	check(r.mad[3] == 0x92 && r.hdr.status == 0, "the first segment: GetTableResp (method 0x%x)",
+	      r.mad[3]);
+	whole = calloc(1, len);
+	check(whole && read(fd, whole, len) == (ssize_t)len, "read with room for %u bytes: all of it", len);
+	if (whole) {
+		/* SA header: AttributeOffset in 8-byte words at 44. */
+		uint32_t rec = 8u * ((whole[64 + 44] << 8) | whole[64 + 45]);
+
+		check(rec && (len - 64 - 56) / rec >= 3, "at least 3 NodeRecords of %u bytes", rec);
+		free(whole);
+	}
+	close(fd);
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	int n = 0, smp = 0, kill = 0, iters = 0, opt, fd, fd2, i;
+	int n = 0, smp = 0, kill = 0, iters = 0, sa_lid = 0, opt, fd, fd2, i;
 	const char *guid = NULL, *sm_dev = NULL;
 	struct msg m, r;
 	uint8_t big[sizeof(struct msg) + 8];
@@ -208,8 +259,10 @@ int main(int argc, char **argv)
 	ssize_t got;
 	struct pollfd pfd;
 
-	while ((opt = getopt(argc, argv, "u:sg:km:f:r:")) != -1) {
-		if (opt == 'u')
+	while ((opt = getopt(argc, argv, "u:sg:km:f:r:a:")) != -1) {
+		if (opt == 'a')
+			sa_lid = strtol(optarg, NULL, 0);
+		else if (opt == 'u')
 			n = atoi(optarg);
 		else if (opt == 'f')
 			iters = atoi(optarg);
@@ -226,6 +279,8 @@ int main(int argc, char **argv)
 	}
 	if (sm_dev)
 		return issm_test(n, sm_dev);
+	if (sa_lid)
+		return sa_test(n, sa_lid);
 	if (iters)
 		return fuzz(n, iters);
 	if (kill) {

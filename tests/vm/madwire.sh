@@ -10,13 +10,14 @@
 #    0,1,2 the other HCA: smi.c on receive and on the reply's way back);
 #  - perfquery of the other function's LID (its PMA through QP1);
 #  - ibnetdiscover prints the switch and the own HCA.
-# Suite vm_mad_opensm (mode madwire only: it fails, see Documentation/mad.md "Left"): with
-# sm=0, unmodified opensm on mlx5_0 sweeps the fabric: both ports ACTIVE with its LIDs and its
-# sm_lid (sysfs, ibv_devinfo, ibstat, sminfo to opensm's SMInfo agent through QP0), ibnetdiscover
-# finds the HCA behind the switch; killing opensm leaves the fabric running (ibv_rc_pingpong).
-# Today opensm configures its own port and the switch only: the NodeInfo of the far HCA, which
-# smpquery -D 0,1,2 gets, does not reach opensm or ibnetdiscover ("Unknown remote side for
-# node ... port 2").
+# Suite vm_mad_opensm (modes check2 and madwire): with sm=0, unmodified opensm on mlx5_0 sweeps
+# the fabric through the hosts' QP0 and the switch (directed routes 0,1 and 0,1,2; the switch's
+# PortInfo LocalPortNum tells opensm which port the SMP came in on, so it probes the other
+# one): both ports ACTIVE with its LIDs and its sm_lid (sysfs, ibv_devinfo, ibstat, sminfo to
+# opensm's SMInfo agent through QP0), ibnetdiscover finds both HCAs behind the switch, opensm
+# logs no error; opensm's SA answers saquery NodeRecord and PR and umad_test -a (RMPP segments
+# reassembled by the MAD layer, umad's ENOSPC for a short buffer); killing opensm leaves the
+# fabric running (ibv_rc_pingpong by its LIDs).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # mw_guid DEV: the node GUID of DEV as infiniband-diags print it (0x + 16 hex digits).
@@ -137,20 +138,38 @@ mad_wire_opensm_suite() {
 	mw_has "ibv_devinfo mlx5_1: PORT_ACTIVE" devinfo "state:.*PORT_ACTIVE"
 	mw_has "ibv_devinfo mlx5_1: port_lid $((l1))" devinfo "port_lid:[[:space:]]+$((l1))\$"
 	mw_has "ibv_devinfo mlx5_1: sm_lid $((l0))" devinfo "sm_lid:[[:space:]]+$((l0))\$"
-	mw_run sminfo sminfo -C mlx5_1
+	mw_run sminfo sminfo -t $MW_T -C mlx5_1
 	mw_has "sminfo from mlx5_1: opensm's LID, MASTER" sminfo "sm lid $((l0)) .*SMINFO_MASTER"
 	mw_run ibstat ibstat mlx5_1
 	mw_has "ibstat mlx5_1: Active, SM lid $((l0))" ibstat "SM lid: $((l0))\$"
-	mw_run disc ibnetdiscover -C mlx5_1
+	mw_run disc ibnetdiscover -t $MW_T -C mlx5_1
 	mw_has "ibnetdiscover with opensm's LIDs: the switch" disc "^Switch"
 	mw_has "ibnetdiscover from mlx5_1: mlx5_0 behind the switch" disc \
 		"^Ca.*H-$(mw_guid mlx5_0 | cut -c3-)"
+	mw_has "ibnetdiscover from mlx5_1: mlx5_1 on switch port 2" disc \
+		"^\\[2\\].*H-$(mw_guid mlx5_1 | cut -c3-).* lid $((l1)) "
+	# opensm's SA through QP1: a GetTable of every NodeRecord comes back in RMPP segments
+	# (three records do not fit one MAD), reassembled by the MAD layer; saquery (libibumad)
+	# reads it after ENOSPC with a buffer of one MAD.
+	mw_run sa-nr saquery -t $MW_T -C mlx5_1 NodeRecord
+	mw_has "saquery NodeRecord from mlx5_1: mlx5_0" sa-nr "$(mw_guid mlx5_0 | cut -c3-)"
+	mw_has "saquery NodeRecord from mlx5_1: mlx5_1" sa-nr "$(mw_guid mlx5_1 | cut -c3-)"
+	mw_has "saquery NodeRecord from mlx5_1: the switch" sa-nr "rdma-rs simulated switch"
+	mw_run sa-pr saquery -t $MW_T -C mlx5_1 PR --slid $((l1)) --dlid $((l0))
+	mw_has "saquery PR $((l1)) -> $((l0)): the PathRecord" sa-pr "^[[:space:]]+dlid\.+$((l0))\$"
+	t_import "umad_test umad1: an RMPP answer, ENOSPC for one MAD's room" \
+		/rdma-rs/umad_test -u 1 -a $((l0))
 	local pid
 	pid=$(pidof opensm)
 	echo "+ kill opensm ($pid)"
 	kill $pid
 	sleep 3
 	sed 's/^/    opensm.log| /' /tmp/opensm.log | grep -E "ERR|SUBNET UP|Entering" | head -20
+	if grep -q "ERR" /tmp/opensm.log; then
+		t_fail "opensm logged no error" "$(grep -c ERR /tmp/opensm.log) ERR lines"
+	else
+		t_ok "opensm logged no error"
+	fi
 	if grep -q ACTIVE /sys/class/infiniband/mlx5_0/ports/1/state &&
 		grep -q ACTIVE /sys/class/infiniband/mlx5_1/ports/1/state; then
 		t_ok "ports stay ACTIVE after opensm exits"
