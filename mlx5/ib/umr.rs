@@ -28,8 +28,9 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::time::{delay::fsleep, Delta};
 
-/// `MLX5_UMR_CHECK_FREE` (`flags` of `struct mlx5_wqe_umr_ctrl_seg`).
-const CHECK_FREE: u8 = 1 << 5;
+/// `MLX5_UMR_CHECK_FREE` (`flags` of `struct mlx5_wqe_umr_ctrl_seg`, bits 6:5 = 2: the WQE
+/// fails on a free mkey).
+const CHECK_FREE: u8 = 2 << 5;
 /// `MLX5_UMR_INLINE`.
 const INLINE: u8 = 1 << 7;
 /// `MLX5_MKEY_MASK_PD`.
