@@ -211,16 +211,16 @@ pub(crate) const XLT_OFFSET_HI: usize = 32;
 /// * `mlx5r_umr_update_mr_pas()`: a new translation of a direct (MTT) mkey, `xlt_octowords`
 ///   octowords of MTT entries (8 bytes each, the page's bus address; the low bits are
 ///   upstream's read/write flags), inline (`MLX5_UMR_INLINE`) or through the WQE's data
-///   segment (`byte_count`, an lkey of the QP's PD, the address), with the new `start_addr`,
+///   segment (`byte_count`, an lkey of the QP's PD or, on the UMR QP, of any PD, the address), with the new `start_addr`,
 ///   `len` and `log_page_size` (the mask's `START_ADDR`, `LEN`, `PAGE_SIZE`).
 ///
 /// Checks, `MW_BIND_ERR` otherwise: the mkey was created with `umr_en`; the key carries its
 /// current low byte; a QP other than the UMR QP (`MLX5_QP_ST_REG_UMR`, which has no PD) is of
 /// the mkey's PD; the control segment's free-state check holds (bits 6:5, [`CHECK_STATE`]);
-/// a new PD is usable by the mkey's owner. A translation needs the MTT access mode, no more
-/// octowords than the mkey was created with (`translations_octword_size`, the entity size
-/// upstream's `can_use_umr_rereg_pas()` compares), a page size of 4 KiB..1 TiB, not
-/// `length64`, and entries for every page of `[start, start + len)`; a data segment's lkey
+/// a new PD is usable by the mkey's owner. A translation needs the MTT access mode, a page size of
+/// 4 KiB..1 TiB, not `length64`, and entries for every page of `[start, start + len)`, no
+/// more of them than the mkey was created with room for (`translations_octword_size`: the
+/// entity size upstream's `can_use_umr_rereg_pas()` compares); a data segment's lkey
 /// must reach its bytes (`LOCAL_PROT_ERR` otherwise). Model limits (`MW_BIND_ERR`): the
 /// translation is written whole by one WQE (offset 0, with the mask's translation bits, which
 /// need it), and at most [`crate::fwsim::xlat::MAX_RUNS`] bus-contiguous runs. Other mask
@@ -354,7 +354,6 @@ fn translation(
     let len = mkc::len.get64(pick(MASK_LEN)).unwrap_or(0);
     if mode != MKC_ACCESS_MODE_MTT
         || offset != 0
-        || u32::from(octo) > g(mkc::translations_octword_size, cur)
         || !(12..=40).contains(&shift)
         || (mask & MASK_LEN != 0 && g(mkc::length64, seg) != 0)
     {
@@ -367,7 +366,11 @@ fn translation(
         .map(|span| span.div_ceil(page))
         .ok_or(bind_err)?;
     let bytes = usize::from(octo) * 16;
-    if count > 2 * u64::from(octo) {
+    // The XLT may run past the mkey's room by its padding (upstream pads it to
+    // `MLX5_UMR_FLEX_ALIGNMENT` and makes its pool mkeys with `DIV_ROUND_UP(ndescs, 2)`
+    // octowords); the pages the range needs must fit the room and the XLT.
+    let room = 2 * u64::from(g(mkc::translations_octword_size, cur));
+    if count > 2 * u64::from(octo) || count > room {
         return Err(bind_err);
     }
     let mut xlat = Xlat::EMPTY;
@@ -397,7 +400,14 @@ fn translation(
         if (bc as usize) < bytes {
             return Err(bind_err);
         }
-        let info = super::mem::mkey(fw, lkey, s.pd)
+        // The UMR QP has no PD: its data segment's lkey is taken in the key's own PD (upstream
+        // passes the `local_dma_lkey` of its UMR PD).
+        let pd = if s.st == QPC_ST_REG_UMR {
+            fw.mkeys.get(lkey >> 8).map_or(s.pd, |m| m.pd)
+        } else {
+            s.pd
+        };
+        let info = super::mem::mkey(fw, lkey, pd)
             .filter(|i| i.covers(addr, bytes as u64) && i.access.allows(Access::LOCAL_READ))
             .ok_or(prot)?;
         let mut cur = super::mem::Cur::region(info, addr);
