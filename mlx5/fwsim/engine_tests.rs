@@ -4896,6 +4896,80 @@ fn umr_replaces_an_mrs_translation_keeping_its_key() {
     }
 }
 
+/// CREATE_MKEY as upstream makes the mkeys of its pools (`mlx5r_create_mkeys()`): free,
+/// `umr_en`, MTT, room for `ndescs` MTTs (`DIV_ROUND_UP(ndescs, 2)` octowords), no entries.
+fn pool_mkey(h: &mut Host, ndescs: u32) -> u32 {
+    let mut b = inbox(op::CREATE_MKEY, 0, 0, create_mkey_in::SIZE_BYTES);
+    let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
+    m(mkc::pd).set(&mut b, h.pd).unwrap();
+    m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
+    m(mkc::free).set(&mut b, 1).unwrap();
+    m(mkc::umr_en).set(&mut b, 1).unwrap();
+    m(mkc::access_mode_1_0)
+        .set(&mut b, MKC_ACCESS_MODE_MTT)
+        .unwrap();
+    m(mkc::mkey_7_0).set(&mut b, 0x21).unwrap();
+    m(mkc::lr).set(&mut b, 1).unwrap();
+    m(mkc::translations_octword_size)
+        .set(&mut b, ndescs.div_ceil(2))
+        .unwrap();
+    let out = ok(&mut h.fw, &b, create_mkey_out::SIZE_BYTES);
+    (create_mkey_out::mkey_index.get(&out).unwrap() << 8) | 0x21
+}
+
+/// A PA mkey over the whole bus (`length64`; upstream's `get_dma_mr()`, whose lkey is a PD's
+/// `local_dma_lkey`).
+fn dma_mkey(h: &mut Host) -> u32 {
+    let mut b = inbox(op::CREATE_MKEY, 0, 0, create_mkey_in::SIZE_BYTES);
+    let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
+    m(mkc::pd).set(&mut b, h.pd).unwrap();
+    m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
+    m(mkc::mkey_7_0).set(&mut b, 0x44).unwrap();
+    m(mkc::lr).set(&mut b, 1).unwrap();
+    m(mkc::length64).set(&mut b, 1).unwrap();
+    let out = ok(&mut h.fw, &b, create_mkey_out::SIZE_BYTES);
+    (create_mkey_out::mkey_index.get(&out).unwrap() << 8) | 0x44
+}
+
+#[test]
+fn upstreams_umr_qp_loads_a_pool_mkey_and_revokes_it() {
+    use engine::umr;
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    // upstream's UMR QP: REG_UMR, no PD in its context.
+    let pd = p.h.pd;
+    p.h.pd = 0;
+    let mut u = p.h.qp(QPC_ST_REG_UMR, &p.scq, &p.rcq, (4, 0, 2));
+    p.h.pd = pd;
+    let lid = p.h.lid();
+    p.h.connect(&u, &Path::to(u.qpn, lid));
+    let key = pool_mkey(&mut p.h, 1);
+    let dma = dma_mkey(&mut p.h);
+    let new_bus = p.h.mem.map(4096, true);
+    let xlt = p.h.mem.map(64, true);
+    p.h.mem.put(xlt, &(new_bus | 3).to_be_bytes());
+    // A free pool mkey gives no access; one MTT padded to 64 bytes (4 octowords) loads it.
+    let va = 0x5000_0000u64;
+    let rw = RW | umr::ACC_LOCAL_WRITE;
+    let w = umr_pas_wqe(&u, key, pd, rw, va, 4096, 4, (dma, xlt));
+    p.h.post_bytes(&mut u, &w);
+    p.run(0);
+    let c = p.sends();
+    assert_eq!((c.len(), c[0].opcode), (1, cqe_op::REQ), "{c:x?}");
+    let data = pattern(64, 3);
+    p.h.mem.put(src.bus, &data);
+    let c = write_via(&mut p, &src, va + 100, key, 64);
+    assert_eq!(c.opcode, cqe_op::REQ, "{c:x?}");
+    assert_eq!(p.h.mem.get(new_bus + 100, 64), data);
+    // upstream's dereg to the pool: revoked, the key reaches nothing.
+    let w = umr_revoke_wqe(&u, key, pd);
+    p.h.post_bytes(&mut u, &w);
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    let c = write_via(&mut p, &src, va, key, 16);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+}
+
 // ---------------------------------------------------------------------------------------
 // Device memory (MEMIC, `memic.rs`).
 
