@@ -279,9 +279,9 @@ pub(crate) fn device_attrs(gen: GenCaps<'_>, ids: &DeviceIds) -> Result<DeviceAt
         flags |= MEM_WINDOW | MEM_WINDOW_TYPE_2B;
         max_mw = pow2(g(cmd_hca_cap::log_max_mkey));
     }
-    if !gen.flag(cmd_hca_cap::umr_modify_entity_size_disabled) {
-        flags |= MEM_MGT_EXTENSIONS;
-    }
+    // upstream: IB_DEVICE_MEM_MGT_EXTENSIONS without `umr_modify_entity_size_disabled`. This
+    // driver posts no fast-register or local-invalidate WRs (`IB_WR_REG_MR`, `IB_WR_LOCAL_INV`
+    // are EINVAL, `ib::qp::wr`), so it leaves the flag out.
     if gen.flag(cmd_hca_cap::ipoib_basic_offloads) {
         flags |= UD_IP_CSUM;
     }

@@ -700,7 +700,7 @@ mod tests {
         use ib_core_rs::attr::device_cap::*;
         // The model has `cmd_hca_cap.xrc`: IB_DEVICE_XRC, as upstream.
         let base = CHANGE_PHY_PORT | PORT_ACTIVE_EVENT | SYS_IMAGE_GUID | RC_RNR_NAK_GEN | XRC;
-        // The model sets `umr_modify_entity_size_disabled` (UMR WQEs only bind windows), and
+        // No MEM_MGT_EXTENSIONS (the driver posts no fast-register WRs, `attrs.rs`), and
         // `imaicl`: memory windows, type 2B, 2^log_max_mkey of them (mlx5_ib_query_device()).
         assert_eq!(a.device_cap_flags, base | MEM_WINDOW | MEM_WINDOW_TYPE_2B);
         assert_eq!(a.max_mw, 1 << p.log_max_mkey);

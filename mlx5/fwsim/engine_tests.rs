@@ -3213,6 +3213,33 @@ fn fuzz_queues_doorbells_and_commands() {
                         h.post_bytes(&mut q, &w);
                     }
                 }
+                11 if rng.chance(50) => {
+                    // upstream's translation change on a random MR: the revoke, or new MTTs
+                    // (over the MRs' pages or garbage) read through another MR's key from
+                    // its memory (not the canary's, the last but one).
+                    let x = rng.pick(m);
+                    let w = if rng.chance(30) {
+                        umr_revoke_wqe(&q, x.key, h.pd)
+                    } else {
+                        let y = rng.pick(&m[..m.len() - 2]);
+                        let n = 1 + rng.below(4);
+                        let mut mtts = Vec::new();
+                        for _ in 0..n {
+                            let p = rng.pick(&m[..m.len() - 1]).bus & !0xfff;
+                            let a = if rng.chance(10) { rng.next() } else { p };
+                            mtts.extend_from_slice(&(a | 3).to_be_bytes());
+                        }
+                        h.mem.put(y.bus, &mtts);
+                        let octo = (n.div_ceil(2) + u64::from(rng.chance(10))) as u16;
+                        let va = (rng.next() & 0xffff_ffff_f000) | rng.below(4096);
+                        let len = rng.below(n * 4096 + 1);
+                        let acc = rng.next() as u8 & 0x78;
+                        umr_pas_wqe(&q, x.key, h.pd, acc, va, len, octo, (y.key, y.va))
+                    };
+                    if w.len() <= 64 << q.log_sq {
+                        h.post_bytes(&mut q, &w);
+                    }
+                }
                 _ => now += rng.below(10_000_000_000),
             }
             qps[n].1 = q;
@@ -4727,6 +4754,219 @@ fn umr_changes_an_mrs_access_in_place_keeping_its_key() {
         },
     );
     let c = write_via(&mut p, &src, ro.va, ro.key, 16);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+}
+
+/// upstream `mlx5r_umr_revoke_mr()`: the mkey `key` free, in PD `pd`.
+fn umr_revoke_wqe(qp: &QpH, key: u32, pd: u32) -> Vec<u8> {
+    use engine::umr;
+    let mut w = umr_rereg_wqe(qp, key, 0, pd);
+    w[umr::FLAGS] = umr::INLINE;
+    let mask = umr::MASK_PD | umr::MASK_FREE;
+    w[umr::MKEY_MASK..umr::MKEY_MASK + 8].copy_from_slice(&mask.to_be_bytes());
+    w[umr::MKC] = umr::CTX_FREE;
+    w[umr::MKC + 2] = 0;
+    w
+}
+
+/// upstream `mlx5r_umr_update_mr_pas()` with `MLX5_IB_UPD_XLT_ENABLE`: `octo` octowords of
+/// MTTs read through `lkey` at `addr`, the mkey `key` enabled over `[va, va + len)` with
+/// `access` in PD `pd`.
+#[allow(clippy::too_many_arguments)]
+fn umr_pas_wqe(
+    qp: &QpH,
+    key: u32,
+    pd: u32,
+    access: u8,
+    va: u64,
+    len: u64,
+    octo: u16,
+    dseg: (u32, u64),
+) -> Vec<u8> {
+    use engine::umr;
+    let mut w = umr_rereg_wqe(qp, key, access, pd);
+    w.resize(umr::KLM + 16, 0);
+    let ds = (w.len() / 16) as u32;
+    w[4..8].copy_from_slice(&((qp.qpn << 8) | ds).to_be_bytes());
+    w[umr::FLAGS] = umr::CHECK_FREE | umr::TRANSLATION_OFFSET;
+    w[umr::KLM_OCTOWORDS..umr::KLM_OCTOWORDS + 2].copy_from_slice(&octo.to_be_bytes());
+    let mask =
+        umr::MASK_MKEY | umr::MASK_FREE | umr::MASK_ACCESS | umr::MASK_PD | umr::MASK_TRANSLATION;
+    w[umr::MKEY_MASK..umr::MKEY_MASK + 8].copy_from_slice(&mask.to_be_bytes());
+    w[umr::MKC] = 0;
+    w[umr::MKC + 16..umr::MKC + 24].copy_from_slice(&va.to_be_bytes());
+    w[umr::MKC + 24..umr::MKC + 32].copy_from_slice(&len.to_be_bytes());
+    mkc::log_page_size
+        .set(&mut w[umr::MKC..umr::KLM], 12)
+        .unwrap();
+    w[umr::KLM..umr::KLM + 4].copy_from_slice(&(u32::from(octo) * 16).to_be_bytes());
+    w[umr::KLM + 4..umr::KLM + 8].copy_from_slice(&dseg.0.to_be_bytes());
+    w[umr::KLM + 8..umr::KLM + 16].copy_from_slice(&dseg.1.to_be_bytes());
+    w
+}
+
+/// Posts `w` on the pair's b and returns its completion.
+fn umr_post_b(p: &mut Pair, w: &[u8]) -> Polled {
+    let mut b = p.b;
+    p.h.post_bytes(&mut b, w);
+    p.b = b;
+    p.run(0);
+    let c = p.sends();
+    assert_eq!(c.len(), 1, "{c:x?}");
+    c[0]
+}
+
+#[test]
+fn umr_replaces_an_mrs_translation_keeping_its_key() {
+    use engine::umr;
+    let setup = || {
+        let mut p = pair(QPC_ST_RC);
+        let src = p.h.mr(4096, ALL);
+        let mr = p.h.mr(4096, ALL);
+        let m = p.h.fw.mkeys.get_mut(mr.key >> 8).unwrap();
+        mkc::umr_en.set(&mut m.mkc, 1).unwrap();
+        // The new buffer (two pages, the second at a 1 KiB offset into it) and its MTTs.
+        let new_bus = p.h.mem.map(8192, true);
+        let xlt = p.h.mr(64, ALL);
+        let mut mtts = (new_bus | 3).to_be_bytes().to_vec();
+        mtts.extend_from_slice(&((new_bus + 4096) | 3).to_be_bytes());
+        p.h.mem.put(xlt.bus, &mtts);
+        (p, src, mr, new_bus, xlt)
+    };
+    let rw = RW | umr::ACC_LOCAL_WRITE;
+    let va = 0x7000_0000_0400u64;
+    // The mkey holds one octoword (two MTTs): upstream's revoke, then the new translation.
+    let (mut p, src, mr, new_bus, xlt) = setup();
+    let pd = p.h.pd;
+    let c = {
+        let w = umr_revoke_wqe(&p.b, mr.key, pd);
+        umr_post_b(&mut p, &w)
+    };
+    assert_eq!(c.opcode, cqe_op::REQ, "{c:x?}");
+    let w = umr_pas_wqe(&p.b, mr.key, pd, rw, va, 4096, 1, (xlt.key, xlt.va));
+    let c = umr_post_b(&mut p, &w);
+    assert_eq!(c.opcode, cqe_op::REQ, "{c:x?}");
+    let data = pattern(64, 7);
+    p.h.mem.put(src.bus, &data);
+    // The old rkey at the new address reaches the new pages (across their boundary).
+    let c = write_via(&mut p, &src, va + 3072 - 32, mr.key, 64);
+    assert_eq!(c.opcode, cqe_op::REQ, "{c:x?}");
+    assert_eq!(p.h.mem.get(new_bus + 0x400 + 3072 - 32, 64), data);
+    let m = p.h.fw.mkeys.get(mr.key >> 8).unwrap();
+    assert_eq!(mkc::start_addr.get64(&m.mkc), Ok(va));
+    assert_eq!(mkc::free.get(&m.mkc), Ok(0));
+    // The old range is gone.
+    let c = write_via(&mut p, &src, mr.va, mr.key, 16);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+
+    // A revoked mkey gives no access.
+    let (mut p, src, mr, _, _) = setup();
+    let pd = p.h.pd;
+    {
+        let w = umr_revoke_wqe(&p.b, mr.key, pd);
+        umr_post_b(&mut p, &w)
+    };
+    let c = write_via(&mut p, &src, mr.va, mr.key, 16);
+    assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
+
+    // Refused: more pages than the mkey has room for (three); a translation on an mkey in
+    // use (the update's CHECK_NOT_FREE); the MTTs behind a bad lkey. A padded XLT longer
+    // than the room is fine (upstream pads it to MLX5_UMR_FLEX_ALIGNMENT).
+    for (octo, len, revoke, lkey_xor, want) in [
+        (2, 8192, true, 0, csyn::MW_BIND),
+        (1, 4096, false, 0, csyn::MW_BIND),
+        (1, 4096, true, 1, csyn::LOCAL_PROT),
+        (4, 4096, true, 0, 0),
+    ] {
+        let (mut p, _, mr, _, xlt) = setup();
+        let pd = p.h.pd;
+        if revoke {
+            let w = umr_revoke_wqe(&p.b, mr.key, pd);
+            umr_post_b(&mut p, &w);
+        }
+        let dseg = (xlt.key ^ lkey_xor, xlt.va);
+        let w = umr_pas_wqe(&p.b, mr.key, pd, rw, va, len, octo, dseg);
+        let c = umr_post_b(&mut p, &w);
+        if want == 0 {
+            assert_eq!(c.opcode, cqe_op::REQ, "{c:x?}");
+        } else {
+            let got = (c.opcode, c.syndrome);
+            assert_eq!(got, (cqe_op::REQ_ERR, want), "octo {octo} len {len}");
+        }
+    }
+}
+
+/// CREATE_MKEY as upstream makes the mkeys of its pools (`mlx5r_create_mkeys()`): free,
+/// `umr_en`, MTT, room for `ndescs` MTTs (`DIV_ROUND_UP(ndescs, 2)` octowords), no entries.
+fn pool_mkey(h: &mut Host, ndescs: u32) -> u32 {
+    let mut b = inbox(op::CREATE_MKEY, 0, 0, create_mkey_in::SIZE_BYTES);
+    let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
+    m(mkc::pd).set(&mut b, h.pd).unwrap();
+    m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
+    m(mkc::free).set(&mut b, 1).unwrap();
+    m(mkc::umr_en).set(&mut b, 1).unwrap();
+    m(mkc::access_mode_1_0)
+        .set(&mut b, MKC_ACCESS_MODE_MTT)
+        .unwrap();
+    m(mkc::mkey_7_0).set(&mut b, 0x21).unwrap();
+    m(mkc::lr).set(&mut b, 1).unwrap();
+    m(mkc::translations_octword_size)
+        .set(&mut b, ndescs.div_ceil(2))
+        .unwrap();
+    let out = ok(&mut h.fw, &b, create_mkey_out::SIZE_BYTES);
+    (create_mkey_out::mkey_index.get(&out).unwrap() << 8) | 0x21
+}
+
+/// A PA mkey over the whole bus (`length64`; upstream's `get_dma_mr()`, whose lkey is a PD's
+/// `local_dma_lkey`).
+fn dma_mkey(h: &mut Host) -> u32 {
+    let mut b = inbox(op::CREATE_MKEY, 0, 0, create_mkey_in::SIZE_BYTES);
+    let m = |f| create_mkey_in::memory_key_mkey_entry.inner(f);
+    m(mkc::pd).set(&mut b, h.pd).unwrap();
+    m(mkc::qpn).set(&mut b, 0xff_ffff).unwrap();
+    m(mkc::mkey_7_0).set(&mut b, 0x44).unwrap();
+    m(mkc::lr).set(&mut b, 1).unwrap();
+    m(mkc::length64).set(&mut b, 1).unwrap();
+    let out = ok(&mut h.fw, &b, create_mkey_out::SIZE_BYTES);
+    (create_mkey_out::mkey_index.get(&out).unwrap() << 8) | 0x44
+}
+
+#[test]
+fn upstreams_umr_qp_loads_a_pool_mkey_and_revokes_it() {
+    use engine::umr;
+    let mut p = pair(QPC_ST_RC);
+    let src = p.h.mr(4096, ALL);
+    // upstream's UMR QP: REG_UMR, no PD in its context.
+    let pd = p.h.pd;
+    p.h.pd = 0;
+    let mut u = p.h.qp(QPC_ST_REG_UMR, &p.scq, &p.rcq, (4, 0, 2));
+    p.h.pd = pd;
+    let lid = p.h.lid();
+    p.h.connect(&u, &Path::to(u.qpn, lid));
+    let key = pool_mkey(&mut p.h, 1);
+    let dma = dma_mkey(&mut p.h);
+    let new_bus = p.h.mem.map(4096, true);
+    let xlt = p.h.mem.map(64, true);
+    p.h.mem.put(xlt, &(new_bus | 3).to_be_bytes());
+    // A free pool mkey gives no access; one MTT padded to 64 bytes (4 octowords) loads it.
+    let va = 0x5000_0000u64;
+    let rw = RW | umr::ACC_LOCAL_WRITE;
+    let w = umr_pas_wqe(&u, key, pd, rw, va, 4096, 4, (dma, xlt));
+    p.h.post_bytes(&mut u, &w);
+    p.run(0);
+    let c = p.sends();
+    assert_eq!((c.len(), c[0].opcode), (1, cqe_op::REQ), "{c:x?}");
+    let data = pattern(64, 3);
+    p.h.mem.put(src.bus, &data);
+    let c = write_via(&mut p, &src, va + 100, key, 64);
+    assert_eq!(c.opcode, cqe_op::REQ, "{c:x?}");
+    assert_eq!(p.h.mem.get(new_bus + 100, 64), data);
+    // upstream's dereg to the pool: revoked, the key reaches nothing.
+    let w = umr_revoke_wqe(&u, key, pd);
+    p.h.post_bytes(&mut u, &w);
+    p.run(0);
+    assert_eq!(p.sends()[0].opcode, cqe_op::REQ);
+    let c = write_via(&mut p, &src, va, key, 16);
     assert_eq!(c.syndrome, csyn::REMOTE_ACCESS);
 }
 

@@ -145,8 +145,8 @@ impl Fw {
         // registration on an IB port with `has_smi`; the engine carries its SMPs to the
         // destination's QP0 by LID, and through the fabric's switch by directed route
         // (`engine/responder.rs`, `engine/smp.rs`). REG_UMR is upstream mlx5_ib's UMR QP,
-        // created and moved to RTS at the first user MR; with
-        // `umr_modify_entity_size_disabled` nothing is posted on it (the engine has no UMR).
+        // created and moved to RTS at the first user MR, which posts the UMR WQEs of MR
+        // re-registrations and translation loads on it (`engine/umr.rs`).
         if !matches!(
             st,
             QPC_ST_RC

@@ -171,13 +171,11 @@ impl Fw {
             (cmd_hca_cap::xrc, 1),
             // Memory windows (`engine/umr.rs`: UMR bind and invalidate WQEs on RC/UC QPs).
             (cmd_hca_cap::imaicl, 1),
-            // UMR cannot change an mkey's translation (as on early ConnectX-4 firmware): the
-            // engine executes UMR WQEs to bind and invalidate windows, to give indirect mkeys
-            // a layout and to change an MR's PD, rights and key byte (`engine/umr.rs`), so
-            // upstream mlx5_ib must register user MRs with CREATE_MKEY and their MTTs inline
-            // (`mlx5r_umr_can_load_pas()` false), as our driver does; both then leave
-            // IB_DEVICE_MEM_MGT_EXTENSIONS out.
-            (cmd_hca_cap::umr_modify_entity_size_disabled, 1),
+            // UMR may change an mkey's translation and page size: the engine executes UMR
+            // WQEs that bind and invalidate windows, give indirect mkeys a layout, change an
+            // MR's PD, rights and key byte, revoke it and load a new MTT translation into it
+            // (`engine/umr.rs`), so `mlx5r_umr_can_load_pas()` holds.
+            (cmd_hca_cap::umr_modify_entity_size_disabled, 0),
             (cmd_hca_cap::cq_oi, 1),
             (cmd_hca_cap::cq_resize, 1),
             (cmd_hca_cap::cq_moderation, 1),

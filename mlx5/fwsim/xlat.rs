@@ -82,6 +82,12 @@ impl Xlat {
         Ok(x)
     }
 
+    /// Appends the page of `page_size` bytes an MTT entry `mtt` names (its low bits, upstream's
+    /// read and write flags, are not part of the address).
+    pub(crate) fn push_page(&mut self, mtt: u64, page_size: u64) -> Result<(), Fragmented> {
+        self.push(mtt & !(page_size - 1), page_size)
+    }
+
     /// Appends `len` bytes at `bus`, merging with the last run when contiguous.
     fn push(&mut self, bus: u64, len: u64) -> Result<(), Fragmented> {
         let n = usize::from(self.n);

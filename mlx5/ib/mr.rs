@@ -6,9 +6,9 @@
 //! and the CREATE_MKEY every MR is (`mlx5_ib_create_mkey()`), which DM MRs use too.
 //!
 //! User MRs pin their memory with the access flags' writability and use `PAGE_SIZE` pages;
-//! every registration is a CREATE_MKEY (no mkey cache: the device cannot load translations
-//! by UMR), with `umr_en`; a re-registration of the access flags or PD is a UMR WQE on the
-//! mkey ([`crate::ib::umr`]).
+//! every registration is a CREATE_MKEY (no mkey cache), with `umr_en`; a re-registration of
+//! the access flags or PD, or of a translation the mkey has room for, is made by UMR WQEs on
+//! the mkey ([`crate::ib::umr`]), keeping the keys.
 
 use crate::cmd::exec;
 use crate::cmd::res::{CreateMkey, DestroyMkey, MkeyAccess, MkeyTranslation};
@@ -39,6 +39,10 @@ pub(crate) struct Mlx5Mr {
     /// re-registration that keeps the translation moves it to the new MR (upstream
     /// `mlx5_ib_rereg_user_mr()` sets `mr->umem = NULL`).
     pub(crate) umem: Option<Pin<KBox<Mutex<Option<UserBuf>>>>>,
+    /// The pages an MTT mkey was made for (upstream tracks it for the mkeys of its pools,
+    /// `mr->ibmr.frmr.key.num_dma_blocks`, which `can_use_umr_rereg_pas()` compares with a
+    /// new translation's); 0 for other access modes.
+    pub(crate) mtt_room: usize,
 }
 
 pub(crate) fn mkey_access(a: AccessFlags) -> MkeyAccess {
@@ -79,6 +83,10 @@ pub(crate) fn create_mr_keep(
         Some(_) => Some(KBox::pin_init(new_mutex!(None), GFP_KERNEL)?),
         None => None,
     };
+    let mtt_room = match translation {
+        MkeyTranslation::Mtt { pages, .. } => pages.len(),
+        _ => 0,
+    };
     let m = exec(
         &*d.hw,
         &CreateMkey {
@@ -99,6 +107,7 @@ pub(crate) fn create_mr_keep(
             access: Atomic::new(access.0),
             handed_on: Atomic::new(false),
             umem: slot,
+            mtt_room,
         },
         lkey: m.key,
         rkey: m.key,
@@ -213,16 +222,17 @@ pub(crate) fn reg_user_mr(
 ///   the old MR" and `create_real_mr(new_pd, umem, mr->ibmr.iova, new_access_flags)`); the
 ///   old mkey is destroyed by the core right after, so no two live mkeys translate the same
 ///   umem for longer than the command;
-/// * with [`ReregFlags::TRANS`]: new memory pinned and a new mkey, as [`reg_user_mr`]
-///   (upstream `create_real_mr()` on a new umem: its in-place `umr_rereg_pas()` needs an MR
-///   of the mkey cache, which a device with `umr_modify_entity_size_disabled` does not have).
+/// * with [`ReregFlags::TRANS`]: new memory pinned; loaded into the MR's mkey by UMR where
+///   it can be ([`rereg_pas`], upstream `umr_rereg_pas()`: the keys stay), otherwise a new
+///   mkey as [`reg_user_mr`] (upstream `create_real_mr()` on the new umem).
 ///
 /// Flags not given keep the MR's PD (the core passes it) and access flags.
 ///
 /// # Errors
 ///
 /// As above; [`reg_user_mr`]'s; the UMR's (`EIO` for an error completion); `EINVAL` when the
-/// old MR has no pinned memory left (a kernel MR). On error the old MR is unchanged.
+/// old MR has no pinned memory left (a kernel MR). On error the old MR is unchanged, except
+/// after [`rereg_pas`]'s revoke.
 pub(crate) fn rereg_user_mr(
     mr: &Mr<Mlx5Ib>,
     flags: ReregFlags,
@@ -239,6 +249,15 @@ pub(crate) fn rereg_user_mr(
         cur
     };
     if flags.has(ReregFlags::TRANS) {
+        // upstream: the new memory pinned with the new (or kept) access flags.
+        let umem = UserBuf::pin(user.ctx(), req.start, req.length, access)?;
+        if (req.iova ^ umem.addr()) & (PAGE - 1) != 0 {
+            return Err(EINVAL);
+        }
+        let umem = match rereg_pas(mr, req, new_pd, access, umem)? {
+            Ok(r) => return Ok(r),
+            Err(umem) => umem,
+        };
         return reg_user_mr(
             new_pd,
             &UserMrReq {
@@ -248,7 +267,7 @@ pub(crate) fn rereg_user_mr(
                 access,
             },
             user,
-            None,
+            Some(umem),
         )
         .map(Reregistered::New);
     }
@@ -335,10 +354,79 @@ fn rereg_pd_access(
             access: Atomic::new(access.0),
             handed_on: Atomic::new(false),
             umem: Some(new_slot),
+            mtt_room: m.mtt_room,
         },
         lkey: mr.lkey(),
         rkey: mr.rkey(),
     }))
+}
+
+/// upstream `can_use_umr_rereg_pas()` and `umr_rereg_pas()` for [`rereg_user_mr`] with
+/// [`ReregFlags::TRANS`], on the new pinned memory `umem`: when the device can load a
+/// translation by UMR ([`umr::can_load_pas`]) and the MR's mkey has room for the new pages
+/// (and they fit one UMR WQE here, [`umr::XLT_MAX`]), the mkey is revoked
+/// (`mlx5r_umr_revoke_mr()`), then loaded with the new translation, PD and access flags and
+/// enabled (`mlx5r_umr_update_mr_pas()`); the old memory is unpinned after. The new MR the
+/// core puts in the old one's place takes the mkey and its keys (the old MR's iova is fixed;
+/// upstream changes `mr->ibmr.iova` in place). `Err(umem)` hands the memory back when the
+/// UMR path cannot be used (upstream then makes a new mkey, `create_real_mr()`).
+///
+/// # Errors
+///
+/// The capabilities' errno, `ENOMEM`, the UMR QP's and the UMR's errors (`EIO` for an error
+/// completion); after the revoke the old MR's mkey stays revoked then, as upstream's.
+fn rereg_pas(
+    mr: &Mr<Mlx5Ib>,
+    req: &UserMrReq,
+    new_pd: &Pd<Mlx5Ib>,
+    access: AccessFlags,
+    umem: UserBuf,
+) -> Result<core::result::Result<Reregistered<Mlx5Mr>, UserBuf>> {
+    let m = mr.data();
+    let dev = mr.pd().device();
+    let Some(slot) = m.umem.as_ref() else {
+        return Ok(Err(umem));
+    };
+    if !umr::can_load_pas(dev, req.length)? {
+        return Ok(Err(umem));
+    }
+    let pages = umem.pages()?;
+    if pages.len() > m.mtt_room || pages.len() > umr::XLT_MAX {
+        return Ok(Err(umem));
+    }
+    let new_slot = KBox::pin_init(new_mutex!(None), GFP_KERNEL)?;
+    let mut u = UmrQp::open(dev)?;
+    u.prepare_xlt(dev)?;
+    u.revoke(mr.lkey())?;
+    u.update_pas(
+        dev,
+        mr.lkey(),
+        new_pd.data().pdn,
+        access,
+        &umr::Pas {
+            iova: req.iova,
+            len: req.length,
+            pages: &pages,
+        },
+    )?;
+    drop(u);
+    *new_slot.lock() = Some(umem);
+    // ib_umem_release(old_umem)
+    let old = slot.lock().take();
+    drop(old);
+    m.handed_on.store(true, Relaxed);
+    Ok(Ok(Reregistered::New(MrCreated {
+        data: Mlx5Mr {
+            index: m.index,
+            iova: req.iova,
+            access: Atomic::new(access.0),
+            handed_on: Atomic::new(false),
+            umem: Some(new_slot),
+            mtt_room: m.mtt_room,
+        },
+        lkey: mr.lkey(),
+        rkey: mr.rkey(),
+    })))
 }
 
 /// upstream `mlx5_ib_dereg_mr()` → `destroy_mkey()`: DESTROY_MKEY.

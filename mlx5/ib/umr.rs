@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The driver's UMR QP and the UMR WQEs it posts (upstream umr.c): an MR's access flags and
-//! PD changed in place, keeping its keys (`mlx5r_umr_rereg_pd_access()`).
+//! PD changed in place, keeping its keys (`mlx5r_umr_rereg_pd_access()`), and a user MR's
+//! new translation loaded into its mkey (`mlx5r_umr_revoke_mr()`, then
+//! `mlx5r_umr_update_mr_pas()` with `MLX5_IB_UPD_XLT_ENABLE`).
 //!
 //! Upstream creates the UMR QP (`MLX5_IB_QPT_REG_UMR`, PRM `st` REG_UMR, no PD in its
 //! context) with its CQ at the first user MR (`mlx5r_umr_resource_init()`) and keeps them until
@@ -11,14 +13,20 @@
 //! (`mlx5r_umr_qp_rst2rts()`), its WQE is posted with an initiator-small fence and waited for
 //! (`mlx5r_umr_post_send_wait()`, which sleeps on a completion; here the CQ is polled).
 //!
-//! Translation updates by UMR (`umr_rereg_pas()`, `mlx5r_umr_update_mr_pas()`) are not made:
-//! the device reports `umr_modify_entity_size_disabled`, for which upstream's
-//! `mlx5r_umr_can_load_pas()` is false, so upstream re-registers a new translation with a new
-//! mkey too.
+//! A translation update carries its MTTs (page addresses with `MLX5_IB_MTT_PRESENT`, padded
+//! to `MLX5_UMR_FLEX_ALIGNMENT`) in a device-coherent buffer the WQE's data segment points
+//! at through the lkey of a PA mkey of the UMR QP's PD (upstream: `umrc.pd->local_dma_lkey`,
+//! the DMA MR `ib_alloc_pd()` makes for a device without a local DMA lkey). Upstream splits
+//! a large translation over several WQEs with translation offsets; here one WQE carries it,
+//! so at most one page of MTTs ([`XLT_MAX`]); a larger translation takes a new mkey.
 
+use crate::cmd::exec;
+use crate::cmd::res::{CreateMkey, MkeyAccess, MkeyTranslation};
+use crate::hw::DmaBuf;
 use crate::ib::device::{gen, Mlx5Ib};
+use crate::ib::mr::destroy_mkey;
 use crate::ib::qp::wr::post_umr;
-use crate::prm::ctx::cmd_hca_cap;
+use crate::prm::ctx::{cmd_hca_cap, mkc};
 use ib_core_rs::device::Device;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqInitAttr, Pd, Qp, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType,
@@ -28,8 +36,31 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::time::{delay::fsleep, Delta};
 
-/// `MLX5_UMR_CHECK_FREE` (`flags` of `struct mlx5_wqe_umr_ctrl_seg`).
-const CHECK_FREE: u8 = 1 << 5;
+/// `MLX5_UMR_CHECK_FREE` (`flags` of `struct mlx5_wqe_umr_ctrl_seg`, bits 6:5 = 2: the WQE
+/// fails on a free mkey).
+const CHECK_FREE: u8 = 2 << 5;
+/// `MLX5_UMR_CHECK_NOT_FREE` (1: the WQE fails on an mkey in use).
+const CHECK_NOT_FREE: u8 = 1 << 5;
+/// `MLX5_UMR_TRANSLATION_OFFSET_EN`.
+const TRANSLATION_OFFSET_EN: u8 = 1 << 4;
+/// `MLX5_MKEY_MASK_LEN`, `_PAGE_SIZE`, `_START_ADDR` (`get_umr_update_translation_mask()`).
+const MASK_TRANSLATION: u64 = 1 << 0 | 1 << 1 | 1 << 6;
+/// `MLX5_MKEY_MASK_KEY`.
+const MASK_KEY: u64 = 1 << 13;
+/// `MLX5_MKEY_MASK_FREE`.
+const MASK_FREE: u64 = 1 << 29;
+/// `MLX5_IB_MTT_PRESENT` (`MLX5_IB_MTT_READ | MLX5_IB_MTT_WRITE`).
+const MTT_PRESENT: u64 = 3;
+/// `MLX5_UMR_FLEX_ALIGNMENT`: an XLT is padded to it.
+const FLEX_ALIGNMENT: usize = 0x40;
+/// `MLX5_MAX_UMR_PAGES`: without `umr_extended_translation_offset` (which the device does
+/// not report) a translation by UMR covers less than this many pages.
+const MAX_UMR_PAGES: u64 = 1 << 16;
+/// MTTs one translation-update WQE carries here: one page of them (the coherent buffer's
+/// pages are not bus-contiguous).
+pub(crate) const XLT_MAX: usize = kernel::page::PAGE_SIZE / 8;
+/// The update WQE: the UMR control and mkey segments, then a data segment.
+const XLT_BODY: usize = BODY + 16;
 /// `MLX5_UMR_INLINE`.
 const INLINE: u8 = 1 << 7;
 /// `MLX5_MKEY_MASK_PD`.
@@ -82,6 +113,94 @@ pub(crate) fn can_rereg_access(
     Ok(true)
 }
 
+/// upstream `mlx5r_umr_can_load_pas()`: a device without `umr_modify_entity_size_disabled`;
+/// without `umr_extended_translation_offset` fewer than [`MAX_UMR_PAGES`] pages.
+///
+/// # Errors
+///
+/// The errno of reading the capabilities.
+pub(crate) fn can_load_pas(dev: &Device<Mlx5Ib>, length: u64) -> Result<bool> {
+    let g = gen(dev.data())?;
+    if g.flag(cmd_hca_cap::umr_modify_entity_size_disabled) {
+        return Ok(false);
+    }
+    Ok(length < MAX_UMR_PAGES * kernel::page::PAGE_SIZE as u64)
+}
+
+/// The mkey segment's access byte (`mlx5r_umr_set_access_flags()`): a, rw, rr, lw, lr (bits
+/// 6..2), local read always.
+fn access_byte(access: AccessFlags) -> u8 {
+    let has = |f: AccessFlags| access.0 & f.0 != 0;
+    u8::from(has(AccessFlags::REMOTE_ATOMIC)) << 6
+        | u8::from(has(AccessFlags::REMOTE_WRITE)) << 5
+        | u8::from(has(AccessFlags::REMOTE_READ)) << 4
+        | u8::from(has(AccessFlags::LOCAL_WRITE)) << 3
+        | 1 << 2
+}
+
+/// The UMR WQE of `mlx5r_umr_revoke_mr()`: `MLX5_MKEY_MASK_PD | MLX5_MKEY_MASK_FREE`,
+/// `INLINE`; the mkey segment free, in the UMR QP's PD `pdn`, `qpn` 0xffffff, the key's
+/// variant byte.
+fn revoke_wqe(key: u32, pdn: u32) -> [u8; BODY] {
+    let mut b = [0u8; BODY];
+    b[0] = INLINE;
+    b[8..16].copy_from_slice(&(MASK_PD | MASK_FREE).to_be_bytes());
+    let m = &mut b[CTRL..];
+    m[0] = 1 << 6;
+    m[4..8].copy_from_slice(&(0xff_ffff << 8 | (key & 0xff)).to_be_bytes());
+    m[12..16].copy_from_slice(&(pdn & 0xff_ffff).to_be_bytes());
+    b
+}
+
+/// A new translation of [`UmrQp::update_pas`].
+pub(crate) struct Pas<'a> {
+    /// The I/O virtual address it starts at (`mr->ibmr.iova`).
+    pub(crate) iova: u64,
+    /// Its length (`mr->ibmr.length`).
+    pub(crate) len: u64,
+    /// The bus address of each `PAGE_SIZE` page.
+    pub(crate) pages: &'a [u64],
+}
+
+/// The UMR WQE of `_mlx5r_umr_update_mr_pas()` with `MLX5_IB_UPD_XLT_ENABLE` in one WQE
+/// (`mlx5r_umr_final_update_xlt()`): `CHECK_NOT_FREE | TRANSLATION_OFFSET_EN` at offset 0,
+/// `xlt_octowords` of the padded XLT (`bytes`); the mask enables the mkey with its key and
+/// sets access, PD and translation; the mkey segment as `mlx5r_umr_set_update_xlt_mkey_seg()`;
+/// the data segment points at the XLT through `lkey`.
+fn update_pas_wqe(
+    key: u32,
+    pdn: u32,
+    access: AccessFlags,
+    atomic_cap: bool,
+    pas: &Pas<'_>,
+    xlt: (u32, u64, usize),
+) -> Result<[u8; XLT_BODY]> {
+    let (lkey, addr, bytes) = xlt;
+    let mut b = [0u8; XLT_BODY];
+    b[0] = CHECK_NOT_FREE | TRANSLATION_OFFSET_EN;
+    let octo = u16::try_from(bytes / 16).map_err(|_| EINVAL)?;
+    b[4..6].copy_from_slice(&octo.to_be_bytes());
+    let mut mask = MASK_KEY | MASK_FREE | MASK_LR_LW_RR_RW | MASK_PD | MASK_TRANSLATION;
+    if atomic_cap {
+        mask |= MASK_A;
+    }
+    b[8..16].copy_from_slice(&mask.to_be_bytes());
+    let m = &mut b[CTRL..BODY];
+    m[2] = access_byte(access);
+    m[4..8].copy_from_slice(&(0xff_ffff << 8 | (key & 0xff)).to_be_bytes());
+    m[12..16].copy_from_slice(&(pdn & 0xff_ffff).to_be_bytes());
+    m[16..24].copy_from_slice(&pas.iova.to_be_bytes());
+    m[24..32].copy_from_slice(&pas.len.to_be_bytes());
+    mkc::log_page_size
+        .set(m, kernel::page::PAGE_SHIFT as u32)
+        .map_err(|_| EINVAL)?;
+    let d = &mut b[BODY..];
+    d[0..4].copy_from_slice(&u32::try_from(bytes).map_err(|_| EINVAL)?.to_be_bytes());
+    d[4..8].copy_from_slice(&lkey.to_be_bytes());
+    d[8..16].copy_from_slice(&addr.to_be_bytes());
+    Ok(b)
+}
+
 /// The UMR WQE of `mlx5r_umr_rereg_pd_access()` (after the control segment): the access mask
 /// (with atomics when the device has them) and the PD mask, `CHECK_FREE | INLINE`, no
 /// translation; the mkey segment with the new rights (local read always), `pdn`, `qpn`
@@ -95,13 +214,7 @@ fn rereg_pd_access_wqe(key: u32, pdn: u32, access: AccessFlags, atomic_cap: bool
     }
     b[8..16].copy_from_slice(&mask.to_be_bytes());
     let m = &mut b[CTRL..];
-    let has = |f: AccessFlags| access.0 & f.0 != 0;
-    // mkc byte 2: a, rw, rr, lw, lr (bits 6..2).
-    m[2] = u8::from(has(AccessFlags::REMOTE_ATOMIC)) << 6
-        | u8::from(has(AccessFlags::REMOTE_WRITE)) << 5
-        | u8::from(has(AccessFlags::REMOTE_READ)) << 4
-        | u8::from(has(AccessFlags::LOCAL_WRITE)) << 3
-        | 1 << 2;
+    m[2] = access_byte(access);
     m[4..8].copy_from_slice(&(0xff_ffff << 8 | (key & 0xff)).to_be_bytes());
     m[12..16].copy_from_slice(&(pdn & 0xff_ffff).to_be_bytes());
     b
@@ -113,6 +226,11 @@ pub(crate) struct UmrQp {
     pd: Option<Arc<Pd<Mlx5Ib>>>,
     cq: Option<Arc<Cq<Mlx5Ib>>>,
     qp: Option<Arc<Qp<Mlx5Ib>>>,
+    /// The PA mkey of `pd` a data segment's lkey names (index, key), once a translation is
+    /// loaded.
+    dma_mkey: Option<(u32, u32)>,
+    /// The XLT buffer.
+    xlt: Option<DmaBuf>,
 }
 
 // A destroy the firmware refuses is made once more: these objects live for one call, and a
@@ -123,6 +241,13 @@ impl Drop for UmrQp {
         if let Some(qp) = self.qp.take() {
             if let Err(e) = Qp::destroy(qp) {
                 let _ = Qp::destroy(e.obj);
+            }
+        }
+        self.xlt = None;
+        if let (Some((index, _)), Some(pd)) = (self.dma_mkey.take(), &self.pd) {
+            let hw = &*pd.device().data().hw;
+            if destroy_mkey(hw, index).is_err() {
+                let _ = destroy_mkey(hw, index);
             }
         }
         if let Some(cq) = self.cq.take() {
@@ -140,8 +265,8 @@ impl Drop for UmrQp {
 
 impl UmrQp {
     /// upstream `mlx5r_umr_init()` and `mlx5r_umr_resource_init()`: a PD, a CQ, the UMR QP
-    /// (one send WQE of ctrl + UMR ctrl + mkey segment, every WQE signaled) moved to RTS on
-    /// port 1.
+    /// (one send WQE of ctrl + UMR ctrl + mkey segment + one data segment, every WQE
+    /// signaled) moved to RTS on port 1.
     ///
     /// # Errors
     ///
@@ -152,6 +277,8 @@ impl UmrQp {
             pd: None,
             cq: None,
             qp: None,
+            dma_mkey: None,
+            xlt: None,
         };
         let pd = Pd::alloc(dev, owner())?;
         u.pd = Some(pd.clone());
@@ -176,7 +303,7 @@ impl UmrQp {
                 cap: QpCap {
                     max_send_wr: 1,
                     max_recv_wr: 0,
-                    max_send_sge: 0,
+                    max_send_sge: 1,
                     max_recv_sge: 0,
                     max_inline_data: 0,
                 },
@@ -243,5 +370,87 @@ impl UmrQp {
     ) -> Result {
         let atomic = gen(dev.data())?.flag(cmd_hca_cap::atomic);
         self.post_wait(key, &rereg_pd_access_wqe(key, pdn, access, atomic))
+    }
+
+    /// upstream `mlx5r_umr_revoke_mr()`: the mkey `key` free, in the UMR QP's PD; no key
+    /// reaches it until a UMR enables it again.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::post_wait`].
+    pub(crate) fn revoke(&self, key: u32) -> Result {
+        let pdn = self.pd.as_ref().ok_or(EINVAL)?.data().pdn;
+        self.post_wait(key, &revoke_wqe(key, pdn))
+    }
+
+    /// upstream `mlx5r_umr_update_mr_pas()` with `MLX5_IB_UPD_XLT_ENABLE` (and the PD and
+    /// access flags, as `umr_rereg_pas()` passes them) on a revoked mkey `key`: the MTTs of
+    /// `pas` written to the XLT buffer, one WQE loading them with the new start, length,
+    /// page size, PD `pdn` and rights, enabling the mkey.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for more than [`XLT_MAX`] pages; as [`Self::prepare_xlt`] and
+    /// [`Self::post_wait`].
+    pub(crate) fn update_pas(
+        &mut self,
+        dev: &Device<Mlx5Ib>,
+        key: u32,
+        pdn: u32,
+        access: AccessFlags,
+        pas: &Pas<'_>,
+    ) -> Result {
+        if pas.pages.len() > XLT_MAX {
+            return Err(EINVAL);
+        }
+        self.prepare_xlt(dev)?;
+        let d = dev.data();
+        let lkey = self.dma_mkey.map_or(0, |(_, k)| k);
+        let xlt = self.xlt.as_ref().ok_or(EINVAL)?;
+        let bytes = (pas.pages.len() * 8).next_multiple_of(FLEX_ALIGNMENT);
+        let mut entries = [0u8; FLEX_ALIGNMENT];
+        for (i, chunk) in pas.pages.chunks(FLEX_ALIGNMENT / 8).enumerate() {
+            entries.fill(0);
+            for (e, page) in entries.chunks_exact_mut(8).zip(chunk) {
+                e.copy_from_slice(&(page | MTT_PRESENT).to_be_bytes());
+            }
+            xlt.write(i * FLEX_ALIGNMENT, &entries)?;
+        }
+        let atomic = gen(d)?.flag(cmd_hca_cap::atomic);
+        let wqe = update_pas_wqe(key, pdn, access, atomic, pas, (lkey, xlt.bus(0), bytes))?;
+        self.post_wait(key, &wqe)
+    }
+
+    /// What a translation update needs besides the QP: the PA mkey of the QP's PD whose lkey
+    /// the data segment carries (upstream's exists with the UMR PD) and the XLT buffer.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`; CREATE_MKEY's errno.
+    pub(crate) fn prepare_xlt(&mut self, dev: &Device<Mlx5Ib>) -> Result {
+        let d = dev.data();
+        if self.dma_mkey.is_none() {
+            let pd = self.pd.as_ref().ok_or(EINVAL)?;
+            let m = exec(
+                &*d.hw,
+                &CreateMkey {
+                    uid: 0,
+                    pd: pd.data().pdn,
+                    access: MkeyAccess {
+                        remote_atomic: false,
+                        remote_write: false,
+                        remote_read: false,
+                        local_write: false,
+                    },
+                    key_byte: d.next_mkey_variant(),
+                    translation: MkeyTranslation::Pa,
+                },
+            )?;
+            self.dma_mkey = Some((m.index, m.key));
+        }
+        if self.xlt.is_none() {
+            self.xlt = Some(d.hw.alloc_coherent(kernel::page::PAGE_SIZE)?);
+        }
+        Ok(())
     }
 }

@@ -12,8 +12,8 @@
  * through mlx5dv_devx_obj_create) on a context opened with DEVX, "dmkey" an
  * indirect mkey of mlx5dv_create_mkey(), a DEVX CREATE_MKEY), "dci" a DC
  * initiator (mlx5dv_create_qp), "dct" a DC target on an SRQ moved to RTR, where
- * its CREATE_DCT runs, "rereg" ibv_rereg_mr() of a fresh MR's access flags, which
- * mlx5 makes in place by a UMR WQE on a UMR QP of its own, "rmp" a DEVX cyclic RMP whose
+ * its CREATE_DCT runs, "rereg" ibv_rereg_mr() of a fresh MR's access flags and then
+ * its translation, which mlx5 makes in place by UMR WQEs on a UMR QP of its own, "rmp" a DEVX cyclic RMP whose
  * WQEs and doorbell record are in a DEVX umem made at setup, as UCX creates its receive
  * queue) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd
  * d_xsrq d_mw d_umem d_dobj d_dmkey d_dci d_dct d_rmp (the
@@ -508,7 +508,9 @@ static const struct verbdef verbs[] = {
 	{ "rereg", O_REREG, 0 }, { "rmp", O_RMP, 0 },   { "d_rmp", O_RMP, 1 },
 };
 
-/* The armed part of "rereg": remote write taken away, keys kept (checked unarmed). */
+/* The armed part of "rereg": remote write taken away, then a new translation (32 KiB
+ * from 4 KiB into the MR's 64 KiB, which mlx5 loads into the mkey by UMR WQEs), keys kept
+ * (checked unarmed). */
 static int rereg_access(struct ibv_mr *mr)
 {
 	uint32_t l = mr->lkey, r = mr->rkey;
@@ -516,6 +518,11 @@ static int rereg_access(struct ibv_mr *mr)
 	errno = 0;
 	if (ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ))
+		return errno ? errno : EIO;
+	if (mr->lkey != l || mr->rkey != r)
+		return EBADE;
+	if (ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, (char *)mr->addr + 4096,
+			 32768, 0))
 		return errno ? errno : EIO;
 	return mr->lkey == l && mr->rkey == r ? 0 : EBADE;
 }

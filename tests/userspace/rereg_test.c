@@ -352,8 +352,11 @@ int main(int argc, char **argv)
 	printf("C dealloc_new_pd %d\n", r);
 	check(r == EBUSY, "the new PD is the MR's: EBUSY");
 
-	/* TRANS: t moves to buffer B (new keys on a device that cannot load a translation by
-	 * UMR, as upstream mlx5_ib), then everything at once. */
+	/* TRANS: t moves to buffer B. mlx5 loads the new translation into the MR's mkey by UMR
+	 * WQEs when the mkey has room for it (upstream umr_rereg_pas()): the keys stay, as they
+	 * do for ACCESS and PD on both stacks, and the old rkey reaches the new buffer. Then
+	 * everything at once. */
+	old_l = t.lkey;
 	old_r = t.rkey;
 	r = rereg(&e, &t, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS, NULL,
 		  bb, BUF, RW);
@@ -361,18 +364,32 @@ int main(int argc, char **argv)
 		printf("I trans %d\n", r);
 	} else {
 		check(r == 0, "rereg TRANS to a new buffer");
-		printf("I trans_rkey_kept %d\n", t.rkey == old_r);
+		printf("I trans_rkey_kept %d\n", t.rkey == old_r && t.lkey == old_l);
 		fill(ba, 0x11);
 		check(pair_up(&e, &p, pd1, pd1) == 0, "an RC pair on PD 1");
 		fill(bs, 0x73);
 		r = rdma(&p, IBV_WR_RDMA_WRITE, bs, BUF, src.lkey, bb, t.rkey);
 		check(r == IBV_WC_SUCCESS && filled(bb, 0x73, BUF) && filled(ba, 0x11, BUF),
 		      "RDMA WRITE through it lands in the new buffer, the old one untouched");
+		if (t.rkey == old_r) {
+			fill(bb, 0x2a);
+			memset(bs, 0, BUF);
+			r = rdma(&p, IBV_WR_RDMA_READ, bs, 512, src.lkey, bb + 1024, old_r);
+			check(r == IBV_WC_SUCCESS && filled(bs, (uint8_t)(0x2a + 1024 * 7), 512),
+			      "RDMA READ through the old rkey: the new buffer's bytes");
+			fill(bs, 0x5e);
+			r = rdma(&p, IBV_WR_RDMA_WRITE, bs, 256, src.lkey, bb + 2048, old_r);
+			check(r == IBV_WC_SUCCESS && filled(bb + 2048, 0x5e, 256) &&
+				      filled(ba, 0x11, BUF),
+			      "RDMA WRITE through the old rkey lands in the new buffer");
+		}
 		pair_down(&p);
+		old_r = t.rkey;
 		r = rereg(&e, &t, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
 				     IBV_REREG_MR_CHANGE_ACCESS,
 			  pd2, ba + 256, 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 		check(r == 0, "rereg TRANS+PD+ACCESS: 1 KiB at offset 256 of A, PD 2, read only");
+		printf("I trans_pd_access_rkey_kept %d\n", t.rkey == old_r);
 		check(pair_up(&e, &p, pd1, pd2) == 0, "an RC pair, responder on PD 2");
 		memset(bs, 0, BUF);
 		r = rdma(&p, IBV_WR_RDMA_READ, bs, 1024, src.lkey, ba + 256, t.rkey);

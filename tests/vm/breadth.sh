@@ -28,13 +28,24 @@ breadth_baseline() {
 	t_check "rdma res shows no MR after $1" sh -c '! rdma res show mr | grep -q .'
 }
 
+# rereg_test's TRANS cases on ours ($1) kept the keys: mlx5 loads the new translation into
+# the mkey by UMR WQEs (upstream umr_rereg_pas()); the old rkey's traffic is checked by R lines.
+rereg_trans_kept() {
+	t_check "$1: rereg TRANS keeps the lkey and rkey (UMR translation load)" \
+		grep -qx "I trans_rkey_kept 1" /tmp/import.out
+	t_check "$1: rereg TRANS+PD+ACCESS keeps the rkey" \
+		grep -qx "I trans_pd_access_rkey_kept 1" /tmp/import.out
+}
+
 rereg_suite() {
 	local d
 	load_ours $BREADTH_SIM
 	t_import "rereg_test mlx5_0 (IB, libibverbs)" /rdma-rs/rereg_test -d mlx5_0 -t -l
 	grep '^C ' /tmp/import.out >/tmp/rereg-mlx5_0.c
+	rereg_trans_kept mlx5_0
 	t_import "rereg_test mlx5_1 (RoCE, raw write)" /rdma-rs/rereg_test -d mlx5_1 -g $BREADTH_ROCE_GID -t
 	grep '^C ' /tmp/import.out >/tmp/rereg-mlx5_1.c
+	rereg_trans_kept mlx5_1
 	breadth_baseline "the rereg test"
 	unload_ours
 	peer_up

@@ -20,7 +20,7 @@ const CHUNK: usize = 256;
 /// A memory window is never a local key; an indirect mkey with a layout is ([`indirect`]).
 pub(super) fn mkey(fw: &Fw, key: u32, pd: u32) -> Option<MkeyInfo> {
     let m = fw.mkeys.get(key >> 8)?;
-    if m.info.key_byte != (key & 0xff) as u8 || m.pd != pd {
+    if m.info.key_byte != (key & 0xff) as u8 || m.pd != pd || revoked(m) {
         return None;
     }
     match m.win {
@@ -35,9 +35,16 @@ fn indirect(fw: &Fw, w: &Window, info: MkeyInfo) -> Option<MkeyInfo> {
     let live = w.indirect?.keys().iter().all(|k| {
         fw.mkeys
             .get(k >> 8)
-            .is_some_and(|e| e.win.is_none() && e.info.key_byte == (k & 0xff) as u8)
+            .is_some_and(|e| e.win.is_none() && !revoked(e) && e.info.key_byte == (k & 0xff) as u8)
     });
     live.then_some(info)
+}
+
+/// An MR's mkey in the free state (`mkc.free`: upstream's `mlx5r_umr_revoke_mr()` puts it
+/// there while a UMR changes its translation): no key reaches it. Windows are free while
+/// unbound and are looked up through their binding instead.
+pub(super) fn revoked(m: &crate::fwsim::Mkey) -> bool {
+    m.win.is_none() && crate::prm::ctx::mkc::free.get(&m.mkc) == Ok(1)
 }
 
 /// Looks up an rkey for responder `d`: an MR's mkey as [`mkey`], or a bound memory window of
@@ -45,7 +52,7 @@ fn indirect(fw: &Fw, w: &Window, info: MkeyInfo) -> Option<MkeyInfo> {
 /// lives with the key it was bound with (an MR deregistered under a window ends its access).
 pub(super) fn remote_key(fw: &Fw, key: u32, d: &Snap) -> Option<MkeyInfo> {
     let m = fw.mkeys.get(key >> 8)?;
-    if m.info.key_byte != (key & 0xff) as u8 || m.pd != d.pd {
+    if m.info.key_byte != (key & 0xff) as u8 || m.pd != d.pd || revoked(m) {
         return None;
     }
     let Some(w) = m.win else {
@@ -59,7 +66,7 @@ pub(super) fn remote_key(fw: &Fw, key: u32, d: &Snap) -> Option<MkeyInfo> {
         return None;
     }
     let mr = fw.mkeys.get(b.mr_key >> 8)?;
-    if mr.win.is_some() || mr.info.key_byte != (b.mr_key & 0xff) as u8 {
+    if mr.win.is_some() || revoked(mr) || mr.info.key_byte != (b.mr_key & 0xff) as u8 {
         return None;
     }
     Some(mr.info.window(&b, m.info.key_byte))

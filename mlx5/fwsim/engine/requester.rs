@@ -88,7 +88,7 @@ pub(super) fn step(nodes: &mut [Node<'_>], ni: usize, slot: usize, now: u64) -> 
     }
     let res = if w.opcode == wqe_op::UMR {
         match nodes.get_mut(ni) {
-            Some(n) => exec_umr(n.fw, &s, &w, &buf),
+            Some(n) => exec_umr(n.fw, mem, &s, &w, &buf),
             None => return Step::Idle,
         }
     } else {

@@ -21,14 +21,16 @@
 //! and at most [`MAX_ENTRY_USES`] entry uses (more is `MW_BIND`, a model limit), and checks
 //! at each use of the key that the entries' mkeys still live.
 //!
-//! A UMR WQE on an MR's mkey changes its PD, rights and key byte in place ([`update_mr`]).
+//! A UMR WQE on an MR's mkey changes its PD, rights and key byte, its free state and its
+//! translation in place ([`update_mr`]).
 
 use super::completer::ReqRes;
 use super::mem::mkey;
 use super::qp_state::{be16, be32, be64, Snap, Wqe};
+use crate::fwsim::dma::DmaMem;
 use crate::fwsim::xlat::{Access, Binding, Fragmented, Indirect, MkeyMap, Xlat, NO_QPN};
 use crate::fwsim::Fw;
-use crate::prm::consts::{QPC_ST_RC, QPC_ST_REG_UMR, QPC_ST_UC};
+use crate::prm::consts::{MKC_ACCESS_MODE_MTT, QPC_ST_RC, QPC_ST_REG_UMR, QPC_ST_UC};
 use crate::prm::ctx::mkc;
 use crate::prm::wqe::syndrome as syn;
 
@@ -85,7 +87,7 @@ pub(crate) const ACC_LOCAL_WRITE: u8 = 1 << 3;
 /// (`MASK_MKEY`), except on a type 2 invalidation. Only RC and UC QPs and upstream's UMR QP
 /// (`REG_UMR`) post UMR WQEs (`LOCAL_QP_OP_ERR` otherwise). A WQE without `START_ADDR` gives
 /// the mkey an indirect layout ([`layout`]); one on an MR's mkey is [`update_mr`].
-pub(super) fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
+pub(super) fn exec_umr(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
     if !matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_REG_UMR) || w.len < KLM {
         return ReqRes::Err(syn::LOCAL_QP_OP);
     }
@@ -99,7 +101,7 @@ pub(super) fn exec_umr(fw: &mut Fw, s: &Snap, w: &Wqe, buf: &[u8]) -> ReqRes {
         return bind_err;
     };
     let Some(win) = m.win else {
-        return update_mr(fw, s, key, buf);
+        return update_mr(fw, mem, s, w, key, buf);
     };
     if m.info.key_byte != (key & 0xff) as u8 || m.pd != s.pd {
         return bind_err;
@@ -179,30 +181,89 @@ pub(crate) const MASK_SMALL_FENCE: u64 = 1 << 23;
 /// `MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_READ`.
 pub(crate) const ACC_LOCAL_READ: u8 = 1 << 2;
 
-/// A UMR WQE on an MR's mkey (not a window), as upstream `mlx5r_umr_rereg_pd_access()`
-/// posts it on its UMR QP for `ibv_rereg_mr()` of the PD or access flags: the mkey context
-/// segment is the `mkc`, and the mask names what changes. The model executes the PD, the
-/// access bits (each masked bit takes the segment's: `MLX5_MKEY_MASK_LR`..`_A`) and the key's
-/// low byte (`MLX5_MKEY_MASK_KEY`), keeping the key's index, on an mkey created with `umr_en`,
-/// in place; the key must carry the mkey's current low byte, and a QP other than the UMR QP
-/// (`MLX5_QP_ST_REG_UMR`, which has no PD) must be of the mkey's PD. Translation updates
-/// (`LEN`, `START_ADDR`, page size, KLMs), `FREE` and other bits are `MW_BIND_ERR` (as the
-/// capability `umr_modify_entity_size_disabled` tells a driver).
-fn update_mr(fw: &mut Fw, s: &Snap, key: u32, buf: &[u8]) -> ReqRes {
+/// `MLX5_MKEY_MASK_PAGE_SIZE`.
+pub(crate) const MASK_PAGE_SIZE: u64 = 1 << 1;
+/// The translation bits of a mask (`get_umr_update_translation_mask()`).
+pub(crate) const MASK_TRANSLATION: u64 = MASK_LEN | MASK_PAGE_SIZE | MASK_START_ADDR;
+/// The free-state check of the control segment's `flags` (bits 6:5): upstream's
+/// `MLX5_UMR_CHECK_NOT_FREE` (1, libmlx5's `CHECK_FREE`: the mkey must be free) and
+/// `MLX5_UMR_CHECK_FREE` (2: the mkey must not be free).
+pub(crate) const CHECK_STATE: u8 = 3 << 5;
+/// `MLX5_UMR_CHECK_FREE` (upstream's name: "fail if free").
+pub(crate) const CHECK_IN_USE: u8 = 2 << 5;
+/// `MLX5_UMR_TRANSLATION_OFFSET_EN`: `xlt_offset` counts.
+pub(crate) const TRANSLATION_OFFSET: u8 = 1 << 4;
+/// `MLX5_UMR_INLINE`: the translation follows the mkey context in the WQE (otherwise a data
+/// segment points at it).
+pub(crate) const INLINE: u8 = 1 << 7;
+/// `xlt_offset` (be16) and `xlt_offset_47_16` (be32) of the control segment.
+pub(crate) const XLT_OFFSET: usize = 22;
+/// See [`XLT_OFFSET`].
+pub(crate) const XLT_OFFSET_HI: usize = 32;
+
+/// A UMR WQE on an MR's mkey (not a window), as upstream posts them on its UMR QP: the mkey
+/// context segment is the `mkc`, and the mask names what changes.
+///
+/// * `mlx5r_umr_rereg_pd_access()`: the PD, the access bits (each masked bit takes the
+///   segment's: `MLX5_MKEY_MASK_LR`..`_A`) and the key's low byte (`MLX5_MKEY_MASK_KEY`);
+/// * `mlx5r_umr_revoke_mr()`: `MLX5_MKEY_MASK_FREE` with the segment's `free` set disables
+///   the mkey (no key reaches it, [`super::mem::revoked`]), and clear enables it again;
+/// * `mlx5r_umr_update_mr_pas()`: a new translation of a direct (MTT) mkey, `xlt_octowords`
+///   octowords of MTT entries (8 bytes each, the page's bus address; the low bits are
+///   upstream's read/write flags), inline (`MLX5_UMR_INLINE`) or through the WQE's data
+///   segment (`byte_count`, an lkey of the QP's PD or, on the UMR QP, of any PD, the address), with the new `start_addr`,
+///   `len` and `log_page_size` (the mask's `START_ADDR`, `LEN`, `PAGE_SIZE`).
+///
+/// Checks, `MW_BIND_ERR` otherwise: the mkey was created with `umr_en`; the key carries its
+/// current low byte; a QP other than the UMR QP (`MLX5_QP_ST_REG_UMR`, which has no PD) is of
+/// the mkey's PD; the control segment's free-state check holds (bits 6:5, [`CHECK_STATE`]);
+/// a new PD is usable by the mkey's owner. A translation needs the MTT access mode, a page size of
+/// 4 KiB..1 TiB, not `length64`, and entries for every page of `[start, start + len)`, no
+/// more of them than the mkey was created with room for (`translations_octword_size`: the
+/// entity size upstream's `can_use_umr_rereg_pas()` compares); a data segment's lkey
+/// must reach its bytes (`LOCAL_PROT_ERR` otherwise). Model limits (`MW_BIND_ERR`): the
+/// translation is written whole by one WQE (offset 0, with the mask's translation bits, which
+/// need it), and at most [`crate::fwsim::xlat::MAX_RUNS`] bus-contiguous runs. Other mask
+/// bits are refused too.
+fn update_mr(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, key: u32, buf: &[u8]) -> ReqRes {
     let bind_err = ReqRes::Err(syn::MW_BIND);
     let mask = be64(buf, MKEY_MASK);
-    let supported = MASK_PD | MASK_ACCESS | MASK_MKEY | MASK_QPN | MASK_SMALL_FENCE;
+    let flags = buf.get(FLAGS).copied().unwrap_or(0);
+    let supported = MASK_PD
+        | MASK_ACCESS
+        | MASK_MKEY
+        | MASK_QPN
+        | MASK_SMALL_FENCE
+        | MASK_FREE
+        | MASK_TRANSLATION;
     let Some(m) = fw.mkeys.get(key >> 8) else {
         return bind_err;
     };
+    let free = mkc::free.get(&m.mkc) == Ok(1);
+    let state_ok = match flags & CHECK_STATE {
+        0 => true,
+        CHECK_FREE => free,
+        CHECK_IN_USE => !free,
+        _ => false,
+    };
+    let octo = be16(buf, KLM_OCTOWORDS);
     if m.info.key_byte != (key & 0xff) as u8
         || (s.st != QPC_ST_REG_UMR && m.pd != s.pd)
         || mkc::umr_en.get(&m.mkc) != Ok(1)
         || mask & !supported != 0
-        || be16(buf, KLM_OCTOWORDS) != 0
+        || !state_ok
+        || (octo != 0) != (mask & MASK_TRANSLATION != 0)
     {
         return bind_err;
     }
+    let translation = if octo != 0 {
+        match translation(fw, mem, s, w, buf, &m.mkc, mask, octo) {
+            Ok(t) => Some(t),
+            Err(e) => return e,
+        }
+    } else {
+        None
+    };
     let (uid, old_pd) = (m.uid, m.pd);
     let pd = if mask & MASK_PD != 0 {
         be32(buf, MKC + 12) & 0x00ff_ffff
@@ -214,6 +275,7 @@ fn update_mr(fw: &mut Fw, s: &Snap, key: u32, buf: &[u8]) -> ReqRes {
     }
     let acc = buf.get(MKC + 2).copied().unwrap_or(0);
     let new_byte = (be32(buf, MKC + 4) & 0xff) as u8;
+    let seg_free = buf.get(MKC).copied().unwrap_or(0) & CTX_FREE != 0;
     let Some(m) = fw.mkeys.get_mut(key >> 8) else {
         return bind_err;
     };
@@ -246,7 +308,140 @@ fn update_mr(fw: &mut Fw, s: &Snap, key: u32, buf: &[u8]) -> ReqRes {
         m.info.key_byte = new_byte;
         let _ = mkc::mkey_7_0.set(&mut m.mkc, u32::from(new_byte));
     }
+    if let Some((map, shift)) = translation {
+        if let MkeyMap::Mtt { start, len, .. } = map {
+            let _ = mkc::start_addr.set64(&mut m.mkc, start);
+            let _ = mkc::len.set64(&mut m.mkc, len);
+        }
+        let _ = mkc::log_page_size.set(&mut m.mkc, shift);
+        m.info.map = map;
+    }
+    if mask & MASK_FREE != 0 {
+        let _ = mkc::free.set(&mut m.mkc, u32::from(seg_free));
+    }
     ReqRes::Ok { byte_cnt: 0 }
+}
+
+/// Bytes of MTT entries read from memory at a time.
+const MTT_CHUNK: usize = 256;
+
+/// The new translation of a direct mkey (context `cur`) that a UMR WQE carries ([`update_mr`]):
+/// its map and `log_page_size`.
+#[allow(clippy::too_many_arguments)]
+fn translation(
+    fw: &Fw,
+    mem: &dyn DmaMem,
+    s: &Snap,
+    w: &Wqe,
+    buf: &[u8],
+    cur: &[u8],
+    mask: u64,
+    octo: u16,
+) -> Result<(MkeyMap, u32), ReqRes> {
+    let bind_err = ReqRes::Err(syn::MW_BIND);
+    let g = |f: crate::prm::layout::Member<mkc::Bits>, b: &[u8]| f.get(b).unwrap_or(0);
+    let seg = buf.get(MKC..KLM).ok_or(bind_err)?;
+    let mode = (g(mkc::access_mode_4_2, cur) << 2) | g(mkc::access_mode_1_0, cur);
+    let flags = buf.get(FLAGS).copied().unwrap_or(0);
+    let offset = if flags & TRANSLATION_OFFSET != 0 {
+        u64::from(be16(buf, XLT_OFFSET)) | u64::from(be32(buf, XLT_OFFSET_HI)) << 16
+    } else {
+        0
+    };
+    let pick = |bit: u64| if mask & bit != 0 { seg } else { cur };
+    let shift = u64::from(g(mkc::log_page_size, pick(MASK_PAGE_SIZE)));
+    let start = mkc::start_addr.get64(pick(MASK_START_ADDR)).unwrap_or(0);
+    let len = mkc::len.get64(pick(MASK_LEN)).unwrap_or(0);
+    if mode != MKC_ACCESS_MODE_MTT
+        || offset != 0
+        || !(12..=40).contains(&shift)
+        || (mask & MASK_LEN != 0 && g(mkc::length64, seg) != 0)
+    {
+        return Err(bind_err);
+    }
+    let page = 1u64 << shift;
+    let base = start & !(page - 1);
+    let count = (start - base)
+        .checked_add(len)
+        .map(|span| span.div_ceil(page))
+        .ok_or(bind_err)?;
+    let bytes = usize::from(octo) * 16;
+    // The XLT may run past the mkey's room by its padding (upstream pads it to
+    // `MLX5_UMR_FLEX_ALIGNMENT` and makes its pool mkeys with `DIV_ROUND_UP(ndescs, 2)`
+    // octowords); the pages the range needs must fit the room and the XLT.
+    let room = 2 * u64::from(g(mkc::translations_octword_size, cur));
+    if count > 2 * u64::from(octo) || count > room {
+        return Err(bind_err);
+    }
+    let mut xlat = Xlat::EMPTY;
+    let mut push = |entries: &[u8], done: &mut u64| -> Result<(), ReqRes> {
+        for e in entries.chunks_exact(8) {
+            if *done == count {
+                break;
+            }
+            xlat.push_page(be64(e, 0), page).map_err(|_| bind_err)?;
+            *done += 1;
+        }
+        Ok(())
+    };
+    let mut done = 0u64;
+    if flags & INLINE != 0 {
+        let data = buf
+            .get(KLM..KLM + bytes)
+            .filter(|_| w.len >= KLM + bytes)
+            .ok_or(bind_err)?;
+        push(data, &mut done)?;
+    } else {
+        let prot = ReqRes::Err(syn::LOCAL_PROT);
+        if w.len < KLM + 16 {
+            return Err(bind_err);
+        }
+        let (bc, lkey, addr) = (be32(buf, KLM), be32(buf, KLM + 4), be64(buf, KLM + 8));
+        if (bc as usize) < bytes {
+            return Err(bind_err);
+        }
+        // The UMR QP has no PD: its data segment's lkey is taken in the key's own PD (upstream
+        // passes the `local_dma_lkey` of its UMR PD).
+        let pd = if s.st == QPC_ST_REG_UMR {
+            fw.mkeys.get(lkey >> 8).map_or(s.pd, |m| m.pd)
+        } else {
+            s.pd
+        };
+        let info = super::mem::mkey(fw, lkey, pd)
+            .filter(|i| i.covers(addr, bytes as u64) && i.access.allows(Access::LOCAL_READ))
+            .ok_or(prot)?;
+        let mut cur = super::mem::Cur::region(info, addr);
+        let mut left = bytes;
+        let mut chunk = [0u8; MTT_CHUNK];
+        while left > 0 && done < count {
+            let want = left.min(MTT_CHUNK);
+            let mut got = 0;
+            while got < want {
+                let n = cur
+                    .read(mem, chunk.get_mut(got..want).ok_or(prot)?)
+                    .map_err(|()| prot)?;
+                if n == 0 {
+                    return Err(prot);
+                }
+                got += n;
+            }
+            push(chunk.get(..want).ok_or(prot)?, &mut done)?;
+            left -= want;
+        }
+    }
+    if done != count {
+        return Err(bind_err);
+    }
+    let shift = u32::try_from(shift).map_err(|_| bind_err)?;
+    Ok((
+        MkeyMap::Mtt {
+            start,
+            len,
+            base,
+            xlat,
+        },
+        shift,
+    ))
 }
 
 /// The rights of the mkey context segment's `access_flags` (local read always).
