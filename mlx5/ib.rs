@@ -36,6 +36,7 @@ pub(crate) mod events;
 pub(crate) mod gsi;
 pub(crate) mod mad;
 pub(crate) mod memic;
+pub(crate) mod mkey;
 pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod ops;

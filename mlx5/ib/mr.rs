@@ -11,9 +11,9 @@
 //! the mkey ([`crate::ib::umr`]), keeping the keys.
 
 use crate::cmd::exec;
-use crate::cmd::res::{CreateMkey, DestroyMkey, MkeyAccess, MkeyTranslation};
-use crate::hw::Mlx5Hw;
+use crate::cmd::res::{CreateMkey, MkeyAccess, MkeyTranslation};
 use crate::ib::device::Mlx5Ib;
+use crate::ib::mkey::destroy_mkey;
 use crate::ib::umr::{self, UmrQp};
 use crate::ib::user_mem::{UserBuf, PAGE};
 use ib_core_rs::verbs::{
@@ -440,13 +440,4 @@ pub(crate) fn dereg_mr(mr: &Mr<Mlx5Ib>) -> Result {
         return Ok(());
     }
     destroy_mkey(&*mr.pd().device().data().hw, mr.data().index)
-}
-
-/// DESTROY_MKEY (uid 0) of the mkey at `index`: an MR's or a memory window's.
-///
-/// # Errors
-///
-/// The errno of DESTROY_MKEY (`Mlx5Hw::exec`).
-pub(crate) fn destroy_mkey(hw: &dyn Mlx5Hw, index: u32) -> Result {
-    exec(hw, &DestroyMkey { id: index, uid: 0 })
 }

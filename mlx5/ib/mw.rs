@@ -6,7 +6,7 @@
 use crate::cmd::exec;
 use crate::cmd::res::{CreateMkey, MkeyAccess, MkeyTranslation};
 use crate::ib::device::Mlx5Ib;
-use crate::ib::mr::destroy_mkey;
+use crate::ib::mkey::destroy_mkey;
 use crate::ib::ucontext::abi_err;
 use crate::uabi;
 use ib_core_rs::verbs::{Mw, MwCreated, MwType, Pd, UserCtx};

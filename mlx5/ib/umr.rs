@@ -24,7 +24,7 @@ use crate::cmd::exec;
 use crate::cmd::res::{CreateMkey, MkeyAccess, MkeyTranslation};
 use crate::hw::DmaBuf;
 use crate::ib::device::{gen, Mlx5Ib};
-use crate::ib::mr::destroy_mkey;
+use crate::ib::mkey::destroy_mkey;
 use crate::ib::qp::wr::post_umr;
 use crate::prm::ctx::{cmd_hca_cap, mkc};
 use ib_core_rs::device::Device;
