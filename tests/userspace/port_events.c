@@ -4,11 +4,13 @@
  * each, flushed (ibv_asyncwatch's output is block-buffered into a file and
  * lost when it is killed):
  *
- *   port_events DEVICE COUNT SECONDS
+ *   port_events DEVICE COUNT SECONDS [EVENT]
  *
  * opens DEVICE, prints "ready", then "event <IBV_EVENT name> <number> port
  * <port>" for each event until COUNT were seen or SECONDS passed without one
- * (then "timeout"). Exit status 0 when COUNT events came.
+ * (then "timeout"). With EVENT (an ibv_event_type number) only events of that
+ * type count: the others are printed too (a link going down also changes the
+ * GID table, in either order). Exit status 0 when COUNT events came.
  */
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -20,14 +22,16 @@ int main(int argc, char **argv)
 {
 	struct ibv_device **list;
 	struct ibv_context *c = NULL;
-	int i, n, count, secs, seen = 0;
+	int i, n, count, secs, want = -1, seen = 0;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s DEVICE COUNT SECONDS\n", argv[0]);
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: %s DEVICE COUNT SECONDS [EVENT]\n", argv[0]);
 		return 2;
 	}
 	count = atoi(argv[2]);
 	secs = atoi(argv[3]);
+	if (argc == 5)
+		want = atoi(argv[4]);
 	list = ibv_get_device_list(&n);
 	for (i = 0; list && i < n; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
@@ -53,8 +57,9 @@ int main(int argc, char **argv)
 		printf("event %s %d port %d\n", ibv_event_type_str(ev.event_type),
 		       ev.event_type, ev.element.port_num);
 		fflush(stdout);
+		if (want < 0 || (int)ev.event_type == want)
+			seen++;
 		ibv_ack_async_event(&ev);
-		seen++;
 	}
 	ibv_close_device(c);
 	return seen == count ? 0 : 1;

@@ -28,11 +28,12 @@ nd_stat() {
 	fi
 }
 
-# nd_events DEV OUT: starts tests/userspace/port_events on DEV for one event (20 s), its
-# output in OUT, and waits until it is ready; its pid in nd_ev_pid.
+# nd_events DEV OUT EVENT: starts tests/userspace/port_events on DEV until one event of type
+# EVENT (20 s; the GID changes a link change also brings may come first), its output in OUT,
+# and waits until it is ready; its pid in nd_ev_pid.
 nd_events() {
 	local i=0
-	/rdma-rs/port_events "$1" 1 20 >"$2" 2>&1 &
+	/rdma-rs/port_events "$1" 1 20 $3 >"$2" 2>&1 &
 	nd_ev_pid=$!
 	while [ $i -lt 100 ] && ! grep -q '^ready' "$2"; do
 		sleep 0.1
@@ -126,7 +127,7 @@ netdev_suite() {
 		test "$(awk '/^ether_delivered/ { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.0/stats)" -ge 365
 
 	# Link down: the RDMA port goes DOWN with IB_EVENT_PORT_ERR (10); nothing crosses.
-	nd_events mlx5_0 /tmp/nd-ev-down
+	nd_events mlx5_0 /tmp/nd-ev-down 10
 	t_check "ip link set $a down" ip link set $a down
 	rc=0
 	wait $nd_ev_pid || rc=$?
@@ -145,7 +146,7 @@ netdev_suite() {
 		test "$(awk '/^ether_dropped/ { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.0/stats)" -gt "$dropped"
 
 	# Up again: ACTIVE with IB_EVENT_PORT_ACTIVE (9); traffic resumes.
-	nd_events mlx5_0 /tmp/nd-ev-up
+	nd_events mlx5_0 /tmp/nd-ev-up 9
 	t_check "ip link set $a up" ip link set $a up
 	rc=0
 	wait $nd_ev_pid || rc=$?
