@@ -5,7 +5,8 @@
 #    failed command, health polling quiet over several polls) and `modprobe -r` removes it.
 #  - vm_pcifn_ib: mlx5_ib_rs binds mlx5_core.rdma.0 and registers mlx5_0 through the
 #    mlx5_core backend; ibv_devinfo -v, rdma dev, rdma res and the libibverbs workload on it
-#    through libmlx5; traffic through the function's data path (ibv_rc_pingpong polling
+#    through libmlx5; dc_test, umr_test and rereg_test (DC, UMR-built keys, rereg in place
+#    by UMR); traffic through the function's data path (ibv_rc_pingpong polling
 #    and with completion events, ib_write_bw, ib_send_lat: WQEs executed by the model over
 #    guest memory, CQEs and EQEs written back, MSI-X into mlx5_core's completion EQ); then
 #    everything is unloaded.
@@ -176,6 +177,15 @@ pcifn_ib() {
 	# backend (mlx5/corehw.rs), so the CQ's completions come back through mlx5_core's EQ to
 	# the subscriptions (upstream devx_cq_comp()).
 	t_import "devx_test on mlx5_0 (emulated function)" /rdma-rs/devx_test -d mlx5_0
+	# ConnectX user space on the function: a DCI reaching DCTs (mlx5dv; both ends on the one
+	# function) with a bad DC key, indirect mkeys built by UMR with every byte checked, and
+	# re-registration in place by UMR keeping the keys.
+	t_import "dc_test on mlx5_0 (emulated function; DCI and DCTs on it)" \
+		/rdma-rs/dc_test -d mlx5_0 -e mlx5_0
+	t_import "umr_test on mlx5_0 (emulated function)" /rdma-rs/umr_test -d mlx5_0
+	t_import "rereg_test on mlx5_0 (emulated function)" /rdma-rs/rereg_test -d mlx5_0 -t -l
+	t_check "rereg_test on mlx5_0: a translation change kept the keys" \
+		grep -q "^I trans_rkey_kept 1" /tmp/import.out
 	pcifn_traffic
 	pcifn_unplug
 	t_check "rdma res: no pd, cq, qp or mr left" sh -c "rdma res | grep -v ' pd 0 cq 0 qp 0 .*mr 0' | grep -q . && exit 1 || exit 0"
