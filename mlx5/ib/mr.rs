@@ -346,19 +346,32 @@ fn rereg_pd_access(
         return Ok(Reregistered::InPlace);
     };
     *new_slot.lock() = slot.lock().take();
+    Ok(hand_on(mr, m.iova, access, new_slot))
+}
+
+/// The MR a re-registration puts in `mr`'s place: the same mkey and keys, at `iova` with
+/// `access`, owning the pinned memory in `umem`; `mr` is marked so that its deregistration
+/// leaves the mkey to the new one.
+fn hand_on(
+    mr: &Mr<Mlx5Ib>,
+    iova: u64,
+    access: AccessFlags,
+    umem: Pin<KBox<Mutex<Option<UserBuf>>>>,
+) -> Reregistered<Mlx5Mr> {
+    let m = mr.data();
     m.handed_on.store(true, Relaxed);
-    Ok(Reregistered::New(MrCreated {
+    Reregistered::New(MrCreated {
         data: Mlx5Mr {
             index: m.index,
-            iova: m.iova,
+            iova,
             access: Atomic::new(access.0),
             handed_on: Atomic::new(false),
-            umem: Some(new_slot),
+            umem: Some(umem),
             mtt_room: m.mtt_room,
         },
         lkey: mr.lkey(),
         rkey: mr.rkey(),
-    }))
+    })
 }
 
 /// upstream `can_use_umr_rereg_pas()` and `umr_rereg_pas()` for [`rereg_user_mr`] with
@@ -414,19 +427,7 @@ fn rereg_pas(
     // ib_umem_release(old_umem)
     let old = slot.lock().take();
     drop(old);
-    m.handed_on.store(true, Relaxed);
-    Ok(Ok(Reregistered::New(MrCreated {
-        data: Mlx5Mr {
-            index: m.index,
-            iova: req.iova,
-            access: Atomic::new(access.0),
-            handed_on: Atomic::new(false),
-            umem: Some(new_slot),
-            mtt_room: m.mtt_room,
-        },
-        lkey: mr.lkey(),
-        rkey: mr.rkey(),
-    })))
+    Ok(Ok(hand_on(mr, req.iova, access, new_slot)))
 }
 
 /// upstream `mlx5_ib_dereg_mr()` → `destroy_mkey()`: DESTROY_MKEY.
