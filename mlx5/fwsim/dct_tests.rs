@@ -270,6 +270,62 @@ fn a_bad_dc_key_is_dropped_and_the_dci_exceeds_its_retries() {
     assert_eq!(h2.query_dct(t), (0, 0xabcd, 3));
 }
 
+/// Two RoCE functions, each with a v1 (index 0) and a v2 (index 1) entry of its link-local
+/// GID; a DCT on the second with `my_addr_index` `dct_index`, and a SEND to it from a DCI on
+/// the first whose AV names source GID index `av_index`: what the DCI completes with, and
+/// how many receives came.
+fn dc_by_versions(av_index: u8, dct_index: u32) -> (u8, u8, usize) {
+    let mut h1 = Host::new(LinkLayer::Ethernet, 7);
+    let mut h2 = Host::new(LinkLayer::Ethernet, 8);
+    for (h, n) in [(&mut h1, 1), (&mut h2, 2)] {
+        h.set_gid(0, gid_v6(n), true);
+        h.set_gid(1, gid_v6(n), false);
+    }
+    let mut scq = h1.cq(5, false);
+    let mut rcq = h2.cq(5, false);
+    let mut srq = h2.srq(4, 6, 0);
+    let mut dci = h1.dci(&scq, 2, 8);
+    let mut b = h2.dct_cmd(srq.rmpn, rcq.cqn, 0x77, 1);
+    create_dct_in::dct_context_entry
+        .inner(dctc::my_addr_index)
+        .set(&mut b, dct_index)
+        .unwrap();
+    let out = ok(&mut h2.fw, &b, create_dct_out::SIZE_BYTES);
+    let t = create_dct_out::dctn.get(&out).unwrap();
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h2.post_srq(&mut srq, &[dst.sge(0, 4096)]).unwrap();
+    let to = DcAddr {
+        dctn: t,
+        key: 0x77,
+        lid: 0,
+        full: true,
+    };
+    let mut w = dc_wqe(&dci, &Wr::new(wqe_op::SEND).sge(src.sge(0, 64)), to);
+    // The AV's GRH part, as libmlx5 fills it for a RoCE AH: `grh_gid_fl` (the source GID
+    // index in bits 27:20) and the destination GID.
+    let gfl = (1u32 << 30) | (u32::from(av_index) << 20);
+    w[16 + 28..16 + 32].copy_from_slice(&gfl.to_be_bytes());
+    w[16 + 32..16 + 48].copy_from_slice(&gid_v6(2));
+    h1.post_bytes(&mut dci, &w);
+    let mut now = 0;
+    while let Some(d) = run(&mut [&mut h1, &mut h2], now).next_deadline_ns {
+        now = d;
+    }
+    let s = h1.poll_all(&mut scq);
+    let r = h2.poll_all(&mut rcq);
+    (s[0].opcode, s[0].syndrome, r.len())
+}
+
+#[test]
+fn a_dct_takes_only_the_roce_version_of_its_address_index() {
+    assert_eq!(dc_by_versions(0, 0), (cqe_op::REQ, 0, 1));
+    assert_eq!(dc_by_versions(1, 1), (cqe_op::REQ, 0, 1));
+    // The DCI's frames are of the other version: the DCT never sees them, no ACK comes back.
+    assert_eq!(dc_by_versions(0, 1), (cqe_op::REQ_ERR, csyn::RETRY_EXC, 0));
+    assert_eq!(dc_by_versions(1, 0), (cqe_op::REQ_ERR, csyn::RETRY_EXC, 0));
+}
+
 #[test]
 fn dct_commands_drain_query_destroy_and_keep_to_their_objects() {
     let mut h = Host::new(LinkLayer::Ib, 1);

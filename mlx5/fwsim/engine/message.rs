@@ -60,6 +60,9 @@ pub(super) struct Message<'b> {
     pub(super) dc_key: u64,
     /// A UD message's address vector.
     pub(super) av: Option<Av>,
+    /// The source GID index the message goes out with: a UD or DC WQE's address vector's, the
+    /// QP's primary path's otherwise (on RoCE it selects the framing, v1 or v2).
+    pub(super) sgid_index: u8,
     /// The destination LID (InfiniBand) or GID (Ethernet) and QP number.
     pub(super) dest: (u16, [u8; 16], u32),
 }

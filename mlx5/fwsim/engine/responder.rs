@@ -392,8 +392,9 @@ fn dest_qp(fw: &Fw, s: &Snap, m: &Message<'_>) -> Option<Snap> {
 /// Whether a connected QP `d` on node `di` takes message `m` of `s` (on node `ni`) on RoCE: a
 /// ConnectX QP sends and receives the framing of its path's source GID entry (RoCE v1: a GRH
 /// after Ethertype 0x8915; v2: IP and UDP), so a v1 message never reaches a v2 QP or the
-/// other way round (the requester sees no ACK). UD QPs take either; so do DC targets here,
-/// whose context's `my_addr_index` the model does not compare with the initiator's version.
+/// other way round (the requester sees no ACK). UD QPs take either. A DC message goes out
+/// with its address vector's GID index and a DCT takes the framing of its context's
+/// `my_addr_index` (the source address index of `d`'s path).
 fn same_roce_version(
     nodes: &[Node<'_>],
     ni: usize,
@@ -402,12 +403,12 @@ fn same_roce_version(
     d: &Snap,
     m: &Message<'_>,
 ) -> bool {
-    if !m.eth || matches!(m.svc, Service::Ud | Service::Dc) {
+    if !m.eth || m.svc == Service::Ud {
         return true;
     }
     let sent = nodes
         .get(ni)
-        .and_then(|n| n.fw.roce_version(s.port, s.sgid_index));
+        .and_then(|n| n.fw.roce_version(s.port, m.sgid_index));
     let own = nodes
         .get(di)
         .and_then(|n| n.fw.roce_version(d.port, d.sgid_index));

@@ -172,6 +172,7 @@ pub(super) fn message<'b>(
         xrc_srqn: be32(buf, 16) & 0x00ff_ffff,
         dc_key: if dc { be64(buf, 16) } else { 0 },
         av,
+        sgid_index: av.or(dc_av).map_or(s.sgid_index, |a| a.sgid_index),
         dest: match av.or(dc_av) {
             Some(a) => (a.rlid, a.rgid, a.dqpn),
             None => (s.rlid, s.rgid, s.remote_qpn),
