@@ -18,8 +18,8 @@
 #    (UD, UC), each side once server and once client; rxe0's packet counters as the runs make
 #    them, no sequence error, retry or duplicate; then WIRE_RC_RUNS (RC pingpong and
 #    perftest) the same way, rxe0's error counters still 0; then WIRE_LOSS_RUNS with A's
-#    module reloaded with dropped and doubled frames: the data checked, the retransmissions
-#    in A's debugfs counters and rxe0's.
+#    module reloaded with dropped, doubled, reordered and corrupted frames: the runs
+#    complete, the retransmissions in A's debugfs counters and rxe0's.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 WIRE_A=10.38.1.1
@@ -148,16 +148,23 @@ ${t}_${srv}_serves|$n|$t|-d mlx5_0 -x 1 -F -m 1024 -u 18 -n 100 $sz|-d rxe0 -x 0
 	done
 done
 
-# RC with faults (A reloaded with wire_drop=29 wire_dup=31: every 29th RoCE v2 frame A's
-# function sends or receives is dropped, every 31st doubled): perftest's WRITE and SEND
-# bandwidth runs must complete (perftest keeps both QPs until its closing handshake; the
+# RC with faults (A reloaded with wire_drop=97 wire_dup=101 wire_reorder=103
+# wire_corrupt=107: of the RoCE v2 frames A's function sends or receives, about 1 % each is
+# dropped, doubled, held back behind the next, or corrupted so that the receiver's ICRC check
+# drops it): perftest's WRITE, SEND and READ bandwidth runs, each side serving, must complete
+# with several messages in flight (perftest keeps both QPs until its closing handshake; the
 # pingpongs exit as soon as their own work completes, so a lost last ACK leaves the other
-# side retrying into a destroyed QP); the data under loss is checked by the host tests.
+# side retrying into a destroyed QP); the data under faults is checked by the host tests.
+WIRE_LOSS_ARGS="-F -m 1024 -u 16 -n 200"
 WIRE_LOSS_RUNS="
-loss_write_b_serves|18641|ib_write_bw|-d mlx5_0 -x 1 -F -m 1024 -u 16 -n 100 -s 8192|-d rxe0 -x 0 -F -m 1024 -u 16 -n 100 -s 8192|b|$PERF_WANT
-loss_write_a_serves|18642|ib_write_bw|-d mlx5_0 -x 1 -F -m 1024 -u 16 -n 100 -s 8192|-d rxe0 -x 0 -F -m 1024 -u 16 -n 100 -s 8192|a|$PERF_WANT
-loss_send_b_serves|18643|ib_send_bw|-d mlx5_0 -x 1 -F -m 1024 -u 16 -n 100 -s 8192|-d rxe0 -x 0 -F -m 1024 -u 16 -n 100 -s 8192|b|$PERF_WANT
+loss_write_b_serves|18641|ib_write_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192|b|$PERF_WANT
+loss_write_a_serves|18642|ib_write_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192|a|$PERF_WANT
+loss_send_b_serves|18643|ib_send_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192|b|$PERF_WANT
+loss_send_a_serves|18644|ib_send_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192|a|$PERF_WANT
+loss_read_b_serves|18645|ib_read_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192 -o 8|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192 -o 8|b|$PERF_WANT
+loss_read_a_serves|18646|ib_read_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192 -o 8|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192 -o 8|a|$PERF_WANT
 "
+WIRE_FAULTS="wire_drop=97 wire_dup=101 wire_reorder=103 wire_corrupt=107"
 
 # wire_rdma SIDE [RUNS]: this side's half of every line of RUNS (default WIRE_RUNS).
 wire_rdma() {
@@ -234,7 +241,7 @@ wire_a_suite() {
 wire_loss_a() {
 	local a st
 	unload_ours
-	load_ours sim=eth uplink=eth0 wire_drop=29 wire_dup=31
+	load_ours sim=eth uplink=eth0 $WIRE_FAULTS
 	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
 	t_check "ip addr add $WIRE_A/24 dev $a (faults injected)" ip addr add $WIRE_A/24 dev $a
 	t_check "ip link set $a up" ip link set $a up
@@ -246,6 +253,8 @@ wire_loss_a() {
 		test "$(echo "$st" | awk '/^wire_rc_retransmits/ { print $2 }')" -gt 0
 	t_check "A's responder saw duplicates and gaps (wire_rc_duplicates, wire_rc_out_of_sequence > 0)" \
 		test "$(echo "$st" | awk '/^wire_rc_duplicates/ { d = $2 } /^wire_rc_out_of_sequence/ { o = $2 } END { print (d > 0 && o > 0) ? 1 : 0 }')" = 1
+	t_check "A dropped the corrupted frames it received by their ICRC (wire_bad_icrc > 0)" \
+		test "$(echo "$st" | awk '/^wire_bad_icrc/ { print $2 }')" -gt 0
 }
 
 # rxe's counters after WIRE_RUNS: every run is 100 single-packet messages each way, so rxe
@@ -271,9 +280,11 @@ wire_rxe_errors() {
 
 # B's part of WIRE_LOSS_RUNS: rxe's counters show what A's faults made rxe do again.
 wire_loss_b() {
-	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters seq dup c
+	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters seq dup oos retry c
 	seq=$(cat $h/rcvd_seq_err)
 	dup=$(cat $h/duplicate_request)
+	oos=$(cat $h/out_of_seq_request)
+	retry=$(cat $h/completer_retry_err)
 	wire_rdma b "$WIRE_LOSS_RUNS"
 	echo "B: rxe0 counters after the faults:"
 	for c in $h/*; do echo "    $(basename $c) $(cat $c)"; done
@@ -281,6 +292,9 @@ wire_loss_b() {
 		test "$(cat $h/rcvd_seq_err)" -gt "$seq"
 	t_check "rxe0 answered duplicates (duplicate_request $dup -> $(cat $h/duplicate_request))" \
 		test "$(cat $h/duplicate_request)" -gt "$dup"
+	t_check "rxe0 NAKed gaps as responder (out_of_seq_request $oos -> $(cat $h/out_of_seq_request))" \
+		test "$(cat $h/out_of_seq_request)" -gt "$oos"
+	echo "B: rxe0 completer_retry_err $retry -> $(cat $h/completer_retry_err) (retries on its ACK timer or an implied NAK)"
 }
 
 # B's IP part, on interface $1 (eth0 under rxe; the function's interface under ours).

@@ -36,7 +36,7 @@ use super::qp_state::{next_seg, qp_mut, snap, Seg, Snap};
 use super::responder::{resp_ok, wire_qpn, write_rwqe, Lead};
 use crate::fwsim::cqe::Cqe;
 use crate::fwsim::dma::DmaMem;
-use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet};
+use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet, RoceError};
 use crate::fwsim::xlat::MkeyInfo;
 use crate::fwsim::{Fw, RoceAddr};
 use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_UC, QPC_ST_UD, ROCE_VERSION_2};
@@ -77,6 +77,8 @@ pub(crate) struct RcStats {
     pub(crate) out_of_sequence: u64,
     /// Requests the responders found before the expected PSN (duplicates).
     pub(crate) duplicates: u64,
+    /// Frames dropped for a bad ICRC (any service).
+    pub(crate) bad_icrc: u64,
 }
 
 impl WireTx {
@@ -93,6 +95,7 @@ impl WireTx {
                 retransmits: 0,
                 out_of_sequence: 0,
                 duplicates: 0,
+                bad_icrc: 0,
             },
         }
     }
@@ -511,8 +514,14 @@ fn gather(
 /// here; an RC packet is handed back for `rc.rs`; anything else is dropped.
 pub(super) fn receive<'f>(nodes: &mut [Node<'_>], ni: usize, frame: &'f [u8]) -> Rx<'f> {
     let port = 0;
-    let Ok(p) = roce::parse(frame) else {
-        return Rx::Taken(false);
+    let p = match roce::parse(frame) {
+        Ok(p) => p,
+        Err(e) => {
+            if let (RoceError::BadIcrc { .. }, Some(n)) = (e, nodes.get_mut(ni)) {
+                n.fw.wire_tx.stats.bad_icrc += 1;
+            }
+            return Rx::Taken(false);
+        }
     };
     let dgid = match p.headers.ip {
         Ip::V4 { dst, .. } => gid_of_v4(dst),

@@ -279,10 +279,17 @@ fn a_hand_built_packet_is_received_and_bad_ones_are_dropped() {
     );
     assert_eq!(rc[0].flags_rqpn, (1 << 28) | (2 << 24) | 0x4321);
     assert_eq!(h.mem.get(dst.bus + 40, 257), data);
-    // A corrupted payload byte: the ICRC fails, dropped.
+    // A corrupted payload byte, or the last byte before the ICRC (what `wire_corrupt`
+    // flips): the ICRC fails, dropped and counted.
+    assert_eq!(h.fw.wire_rc_stats().bad_icrc, 0);
     let mut bad = good.clone();
     bad[70] ^= 1;
     assert!(!receive(&mut h, &bad));
+    let mut bad = good.clone();
+    let n = bad.len();
+    bad[n - 5] ^= 0x20;
+    assert!(!receive(&mut h, &bad));
+    assert_eq!(h.fw.wire_rc_stats().bad_icrc, 2);
     // Another Q_Key, another QPN, a GID the port does not hold: dropped.
     let other_qkey = hand_ud_v4([192, 168, 0, 7], [192, 168, 0, 2], r.qpn, 5, 1, None, &data);
     let other_qp = hand_ud_v4(
