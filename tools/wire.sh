@@ -82,6 +82,17 @@ else
 		-e ipv6.dst -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn \
 		2>/dev/null | head -n 8 >"$d/wire.roce" || true
 	cap="$frames frames ($roce RoCE v2), $malformed malformed, $errors with other expert errors (tshark)"
+	# The CM's messages of the rdma_cm runs (MAD class 0x07 on QP1; attribute IDs of IBA
+	# 12.6): each must be in the capture.
+	cm=""
+	for m in ConnectRequest:0x0010 ConnectReply:0x0013 ReadyToUse:0x0014 DisconnectRequest:0x0015 DisconnectReply:0x0016; do
+		c=$(tshark -r "$d/wire.pcap" \
+			-Y "infiniband.mad.mgmtclass == 0x07 && infiniband.mad.attributeid == ${m#*:}" \
+			2>/dev/null | wc -l)
+		cm="$cm ${m%%:*} $c,"
+		[ "$c" -gt 0 ] || rc=1
+	done
+	cap="$cap; CM MADs (tshark):${cm%,}"
 	[ "$malformed" = 0 ] && [ "$errors" = 0 ] || rc=1
 	if [ "$roce" = 0 ]; then
 		rc=1

@@ -166,6 +166,54 @@ loss_read_a_serves|18646|ib_read_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192 -o 8|
 "
 WIRE_FAULTS="wire_drop=97 wire_dup=101 wire_reorder=103 wire_corrupt=107"
 
+# rdma_cm across the wire (A's module reloaded with mad_qps=1: QP1 on the wire, our CM with
+# rxe's ib_cm): unmodified rping (10 pings, the data verified, -V) and ucmatose (2
+# connections), each side once server and once client; each line: NAME, which side serves,
+# the server's command, the client's, what the client must print.
+WIRE_CM_RUNS="
+rping_b_serves|b|rping -s -a $WIRE_B -p 7174 -C 10 -V|rping -c -a $WIRE_B -I $WIRE_A -p 7174 -C 10 -v -V|ping data: rdma-ping-9
+rping_a_serves|a|rping -s -a $WIRE_A -p 7175 -C 10 -V|rping -c -a $WIRE_A -I $WIRE_B -p 7175 -C 10 -v -V|ping data: rdma-ping-9
+ucmatose_b_serves|b|ucmatose -b $WIRE_B -c 2 -C 10|ucmatose -s $WIRE_B -b $WIRE_A -c 2 -C 10|data transfers complete
+ucmatose_a_serves|a|ucmatose -b $WIRE_A -c 2 -C 10|ucmatose -s $WIRE_A -b $WIRE_B -c 2 -C 10|data transfers complete
+"
+
+# wire_cm SIDE: this side's half of every line of WIRE_CM_RUNS. The server starts, then both
+# meet at the barrier; the client runs again while it is rejected (the server not listening
+# yet), up to 5 times.
+wire_cm() {
+	local side=$1 name srv sargs cargs want rc i s
+	echo "$WIRE_CM_RUNS" | while IFS='|' read -r name srv sargs cargs want; do
+		[ -n "$name" ] || continue
+		if [ "$srv" = "$side" ]; then
+			echo "+ $sargs (server)"
+			timeout 180 $sargs </dev/null >/tmp/w-cm-s 2>&1 &
+			s=$!
+			sleep 2
+			wire_sync "$name"
+			rc=0
+			wait $s || rc=$?
+			sed 's/^/    server| /' /tmp/w-cm-s | tail -n 12
+			t_check "$name: $sargs: server exit 0 ($rc)" test $rc = 0
+		else
+			wire_sync "$name"
+			echo "+ $cargs (client)"
+			for i in 1 2 3 4 5; do
+				rc=0
+				timeout 180 $cargs </dev/null >/tmp/w-cm-c 2>&1 || rc=$?
+				grep -q "REJECTED" /tmp/w-cm-c || break
+				sleep 2
+			done
+			sed 's/^/    client| /' /tmp/w-cm-c | tail -n 12
+			t_check "$name: $cargs: client exit 0 ($rc)" test $rc = 0
+			if grep -q -- "$want" /tmp/w-cm-c; then
+				t_ok "$name: the client printed '$want'"
+			else
+				t_fail "$name: the client printed '$want'"
+			fi
+		fi
+	done
+}
+
 # wire_rdma SIDE [RUNS]: this side's half of every line of RUNS (default WIRE_RUNS).
 wire_rdma() {
 	local side=$1 runs=${2:-$WIRE_RUNS} peer name port prog aargs bargs server args want
@@ -232,20 +280,30 @@ wire_a_suite() {
 	wire_rdma a
 	wire_rdma a "$WIRE_RC_RUNS"
 	grep -E "^(wire|ether)_" /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null | sed 's/^/A: /'
+	wire_reload_a "(QP1 on the wire)" mad_qps=1
+	wire_cm a
 	wire_loss_a
 	t_check "wire_sync done" wire_sync done
 	unload_ours
 }
 
-# A's part of WIRE_LOSS_RUNS: the module again with the faults, the interface as before.
-wire_loss_a() {
-	local a st
+# wire_reload_a WHY [PARAMETERS...]: mlx5_ib_rs again with PARAMETERS, the interface as
+# before.
+wire_reload_a() {
+	local why=$1 a
+	shift
 	unload_ours
-	load_ours sim=eth uplink=eth0 $WIRE_FAULTS
+	load_ours sim=eth uplink=eth0 "$@"
 	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
-	t_check "ip addr add $WIRE_A/24 dev $a (faults injected)" ip addr add $WIRE_A/24 dev $a
+	t_check "ip addr add $WIRE_A/24 dev $a $why" ip addr add $WIRE_A/24 dev $a
 	t_check "ip link set $a up" ip link set $a up
 	t_check "B answers a ping again" wire_wait_ping $WIRE_B 120
+}
+
+# A's part of WIRE_LOSS_RUNS: the module again with the faults.
+wire_loss_a() {
+	local st
+	wire_reload_a "(faults injected)" $WIRE_FAULTS
 	wire_rdma a "$WIRE_LOSS_RUNS"
 	st=$(cat /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null)
 	echo "$st" | grep -E "^wire_" | sed 's/^/A (faults): /'
@@ -352,10 +410,12 @@ wire_b_suite() {
 	# timeout: either side may send again, and rxe counts what it receives twice as
 	# duplicate_request; a sequence error or a spent retry count would be a fault.
 	wire_rxe_errors dups
+	t_check "modprobe rdma_ucm (rdma_cm, ib_cm)" modprobe rdma_ucm
+	wire_cm b
 	wire_loss_b
 	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
-	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
+	t_check "modprobe -r rdma_ucm rdma_rxe ib_uverbs ib_core" modprobe -r rdma_ucm rdma_rxe ib_uverbs ib_core
 }
 
 # B with rdma-rs too (make wire PEER=ours): sim=eth@2 with the uplink on eth0 (serial 2: a
@@ -376,6 +436,12 @@ wire_b_ours_suite() {
 	wire_b_ip $a
 	wire_rdma b
 	wire_rdma b "$WIRE_RC_RUNS"
+	unload_ours
+	load_ours sim=eth@2 uplink=eth0 mad_qps=1
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	t_check "ip addr add $WIRE_B/24 dev $a (QP1 on the wire)" ip addr add $WIRE_B/24 dev $a
+	t_check "ip link set $a up" ip link set $a up
+	wire_cm b
 	wire_rdma b "$WIRE_LOSS_RUNS"
 	t_check "wire_sync done" wire_sync done
 	unload_ours

@@ -38,8 +38,10 @@ use crate::fwsim::cqe::Cqe;
 use crate::fwsim::dma::DmaMem;
 use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet, RoceError};
 use crate::fwsim::xlat::MkeyInfo;
-use crate::fwsim::{Fw, RoceAddr};
-use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_UC, QPC_ST_UD, ROCE_VERSION_2};
+use crate::fwsim::{capacity, Fw, RoceAddr};
+use crate::prm::consts::{
+    QPC_STATE_RST, QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_QP1, QPC_ST_UC, QPC_ST_UD, ROCE_VERSION_2,
+};
 use crate::prm::ctx::{ads, qpc};
 use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
 
@@ -582,8 +584,23 @@ fn receive_ud(
         return false;
     };
     let dest = nodes.get(di).and_then(|n| {
-        let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
-        (d.st == QPC_ST_UD
+        // QPN 1 is the port's GSI QP, whatever number CREATE_QP gave it (QP0 is not on
+        // RoCE).
+        let slot = match h.bth.dest_qp {
+            1 => (0..capacity::QP).find(|&i| {
+                n.fw.qps.at_slot(i).is_some_and(|(_, q)| {
+                    qpc::st.get(&q.qpc) == Ok(QPC_ST_QP1) && q.state != QPC_STATE_RST
+                })
+            })?,
+            q => n.fw.qps.slot_of(q)?,
+        };
+        let d = snap(n.fw, slot)?;
+        let st = if h.bth.dest_qp == 1 {
+            QPC_ST_QP1
+        } else {
+            QPC_ST_UD
+        };
+        (d.st == st
             && d.port == port
             && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS)
             && d.q_key == deth.qkey)

@@ -443,3 +443,60 @@ fn uc_send_off_the_fabric_is_one_packet_with_the_next_psn_and_is_received() {
     to_ud[n - 4..].copy_from_slice(&icrc);
     assert!(!receive(&mut h2, &to_ud));
 }
+
+/// QP1 on the wire (the CM's MADs with `mad_qps=1`): a GSI QP's send leaves with DETH source
+/// QP 1 and the GSI Q_Key to destination QP 1; one to QPN 1 with the GSI Q_Key is taken by
+/// the port's GSI QP whatever its number (the CQE's source QP 1), another Q_Key dropped.
+#[test]
+fn gsi_qp1_mads_leave_and_arrive_as_qpn_1() {
+    const GSI_QKEY: u32 = 0x8001_0000;
+    let mut h1 = Host::new(LinkLayer::Ethernet, 7);
+    let mut h2 = Host::new(LinkLayer::Ethernet, 8);
+    h1.set_gid(1, gid_v4(1), false);
+    h2.set_gid(1, gid_v4(2), false);
+    let (mut c1, mut c2) = (h1.cq(5, false), h2.cq(5, false));
+    let mut g1 = h1.qp(QPC_ST_QP1, &c1, &c1, (5, 5, 2));
+    let mut g2 = h2.qp(QPC_ST_QP1, &c2, &c2, (5, 5, 2));
+    assert_ne!(g2.qpn, 1);
+    ud_up(&mut h1, &g1, GSI_QKEY);
+    ud_up(&mut h2, &g2, GSI_QKEY);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(256, 3));
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 256));
+    w.ah = Some(ud_ah(1, GSI_QKEY, gid_v4(2), 1));
+    h1.post(&mut g1, &w);
+    run(&mut [&mut h1], 0);
+    assert_eq!(h1.poll_all(&mut c1).len(), 1);
+    let frames = drain(&mut h1);
+    assert_eq!(frames.len(), 1);
+    let f = &frames[0];
+    assert_eq!(
+        u32::from_be_bytes([0, f[47], f[48], f[49]]),
+        1,
+        "BTH dest QP 1"
+    );
+    assert_eq!(&f[54..58], &GSI_QKEY.to_be_bytes(), "DETH Q_Key");
+    assert_eq!(
+        u32::from_be_bytes([0, f[59], f[60], f[61]]),
+        1,
+        "DETH source QP 1"
+    );
+    h2.post_recv(&mut g2, &[dst.sge(0, 256 + 40)]);
+    let other = hand_ud_v4(
+        [192, 168, 0, 1],
+        [192, 168, 0, 2],
+        1,
+        0x1111,
+        1,
+        None,
+        &[1; 8],
+    );
+    assert!(!receive(&mut h2, &other));
+    assert!(receive(&mut h2, f));
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].opcode, r[0].byte_cnt), (cqe_op::RESP_SEND, 256 + 40));
+    assert_eq!(r[0].flags_rqpn & 0x00ff_ffff, 1);
+    assert_eq!(h2.mem.get(dst.bus + 40, 256), pattern(256, 3));
+}
