@@ -109,4 +109,12 @@ printf '    VM B (%s on virtio-net): %s  %s\n' "$peer" "${verdict[$mb]}" "$(grep
 printf '    capture %s: %s\n' "$d/wire.pcap" "$cap"
 [ ! -s "$d/wire.phs" ] || sed -n '/^eth/,/^=/p' "$d/wire.phs" | sed 's/^/      /'
 [ ! -s "$d/wire.roce" ] || { echo "    first RoCE packets (frame, source, destination, BTH opcode, QP, PSN):"; sed 's/^/      /' "$d/wire.roce"; }
+# The benchmark of tests/vm/wire.sh (printed, not asserted): perftest's result lines, A the
+# client with ours, then with upstream rdma_rxe on its eth0; B serving.
+if grep -aq 'bench: ' "$logs/wire_a.log"; then
+	echo "    benchmark, A the client (ours, then rdma_rxe), B ($peer) serving; perftest's result line"
+	echo "    (lat: bytes iters t_min t_max t_typical t_avg t_stdev 99% 99.9% usec; bw: bytes iters"
+	echo "    BW peak, BW average MB/s, MsgRate Mpps):"
+	grep -a 'bench: ' "$logs/wire_a.log" | sed 's/.*bench: //' | tr -d '\r' | sed 's/^/      /'
+fi
 exit $rc

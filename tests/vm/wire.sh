@@ -214,6 +214,56 @@ wire_cm() {
 	done
 }
 
+# The benchmark (printed, not asserted): message rate and latency with A as the client and
+# B (rxe) serving, first A with rdma-rs (ours <-> rxe), then A with upstream rdma_rxe on its
+# eth0 (rxe <-> rxe), the same programs and arguments in the same two VMs. Each client's
+# result line is printed as "bench: CONFIG PROG: ..." (tools/wire.sh gathers them).
+WIRE_BENCH_ARGS="-F -m 1024 -u 18"
+WIRE_BENCH_RUNS="
+bench_send_lat|18661|ib_send_lat|-s 64 -n 200
+bench_write_lat|18662|ib_write_lat|-s 64 -n 200
+bench_send_bw|18663|ib_send_bw|-s 64 -n 2000
+bench_write_bw|18664|ib_write_bw|-s 64 -n 2000
+bench_read_bw|18665|ib_read_bw|-s 64 -n 2000 -o 8
+"
+
+# wire_bench SIDE CONFIG: B serves each run of WIRE_BENCH_RUNS, A is its client (A's
+# device and GID index in WIRE_BENCH_DEV, B's in WIRE_BENCH_SRV_DEV, rxe0's by default).
+wire_bench() {
+	local side=$1 config=$2 name port prog args rc line
+	echo "$WIRE_BENCH_RUNS" | while IFS='|' read -r name port prog args; do
+		[ -n "$name" ] || continue
+		name="${name}_$config"
+		if [ "$side" = b ]; then
+			wire_serve "$prog $args ($config bench, b serves)" "$name" "$port" "$prog" \
+				"${WIRE_BENCH_SRV_DEV:--d rxe0 -x 0} $WIRE_BENCH_ARGS $args" "$PERF_WANT"
+			continue
+		fi
+		wire_client "$prog $args ($config bench, a is the client)" "$name" "$port" "$prog" \
+			"$WIRE_BENCH_DEV $WIRE_BENCH_ARGS $args" "$WIRE_B" "$PERF_WANT"
+		line=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/w-cli.out | tail -n 1 | tr -s ' ')
+		echo "bench: $config $prog $args:$line"
+	done
+}
+
+# A's part of the benchmark: ours (mlx5_ib_rs without faults), then upstream rdma_rxe on
+# eth0 with A's address.
+wire_bench_a() {
+	wire_reload_a "(benchmark)"
+	WIRE_BENCH_DEV="-d mlx5_0 -x 1" wire_bench a ours
+	unload_ours
+	t_check "modprobe ib_uverbs rdma_rxe (A)" modprobe -a ib_uverbs rdma_rxe
+	t_check "ip addr add $WIRE_A/24 dev eth0 (A)" ip addr add $WIRE_A/24 dev eth0
+	t_check "rdma link add rxe0 type rxe netdev eth0 (A)" rdma link add rxe0 type rxe netdev eth0
+	t_check "rxe0's port is ACTIVE (A)" sh -c "rdma link show rxe0/1 | grep -q 'state ACTIVE'"
+	t_check "B answers a ping from eth0" wire_wait_ping $WIRE_B 120
+	WIRE_BENCH_DEV="-d rxe0 -x 0" wire_bench a rxe
+	t_check "rdma link delete rxe0 (A)" rdma link delete rxe0
+	t_check "ip addr del $WIRE_A/24 dev eth0 (A)" ip addr del $WIRE_A/24 dev eth0
+	t_check "modprobe -r rdma_rxe ib_uverbs ib_core (A)" modprobe -r rdma_rxe ib_uverbs ib_core
+	load_ours sim=eth uplink=eth0
+}
+
 # wire_rdma SIDE [RUNS]: this side's half of every line of RUNS (default WIRE_RUNS).
 wire_rdma() {
 	local side=$1 runs=${2:-$WIRE_RUNS} peer name port prog aargs bargs server args want
@@ -283,6 +333,7 @@ wire_a_suite() {
 	wire_reload_a "(QP1 on the wire)" mad_qps=1
 	wire_cm a
 	wire_loss_a
+	wire_bench_a
 	t_check "wire_sync done" wire_sync done
 	unload_ours
 }
@@ -413,6 +464,8 @@ wire_b_suite() {
 	t_check "modprobe rdma_ucm (rdma_cm, ib_cm)" modprobe rdma_ucm
 	wire_cm b
 	wire_loss_b
+	wire_bench b ours
+	wire_bench b rxe
 	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
 	t_check "modprobe -r rdma_ucm rdma_rxe ib_uverbs ib_core" modprobe -r rdma_ucm rdma_rxe ib_uverbs ib_core
@@ -443,6 +496,9 @@ wire_b_ours_suite() {
 	t_check "ip link set $a up" ip link set $a up
 	wire_cm b
 	wire_rdma b "$WIRE_LOSS_RUNS"
+	# A's benchmark against ours on B (A first with ours, then with rxe).
+	WIRE_BENCH_SRV_DEV="-d mlx5_0 -x 1" wire_bench b ours
+	WIRE_BENCH_SRV_DEV="-d mlx5_0 -x 1" wire_bench b rxe
 	t_check "wire_sync done" wire_sync done
 	unload_ours
 }
