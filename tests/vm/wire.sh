@@ -132,6 +132,8 @@ PERF_WANT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 WIRE_RC_RUNS="
 rc_b_serves|18611|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|b
 rc_a_serves|18612|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|a
+uc_multi_b_serves|18613|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|b
+uc_multi_a_serves|18614|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|a
 "
 n=18620
 for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat; do

@@ -60,7 +60,7 @@ use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::roce::{opcode as op, Aeth, AtomicEth, Headers, Packet, Reth};
 use crate::fwsim::xlat::Access;
 use crate::fwsim::{Fw, QCnt};
-use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_RC};
+use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_RC, QPC_ST_UC};
 use crate::prm::ctx::qpc;
 use crate::prm::wqe::{cqe_off, cqe_op, ctrl, syndrome as syn, wqe_op};
 
@@ -97,10 +97,10 @@ fn read_res(psn: u32, reth: &Reth, mtu: u32) -> Res {
     }
 }
 
-/// Whether the messages of requester `s` on node `ni` go on the wire: an RC QP on an Ethernet
-/// port whose destination GID no function of the fabric holds.
+/// Whether the messages of requester `s` on node `ni` go on the wire: an RC or UC QP on an
+/// Ethernet port whose destination GID no function of the fabric holds.
 pub(super) fn on_wire(nodes: &[Node<'_>], ni: usize, s: &Snap) -> bool {
-    if s.st != QPC_ST_RC {
+    if !matches!(s.st, QPC_ST_RC | QPC_ST_UC) {
         return false;
     }
     if s.q.rc.wire {
@@ -151,8 +151,13 @@ pub(super) fn step(nodes: &mut [Node<'_>], ni: usize, s: &Snap, pi: u16, now: u6
     if took {
         send_window(n, slot, pi);
     }
-    let s = snap(n.fw, slot)?;
-    if s.q.rc.req.len > 0 && s.q.wait == Wait::None {
+    let mut s = snap(n.fw, slot)?;
+    // UC has no acknowledgement: a message completes once all its packets are queued.
+    while s.st == QPC_ST_UC && s.q.rc.req.oldest().is_some_and(|e| e.sent >= e.reqs()) {
+        complete(n, slot, ReqRes::Ok { byte_cnt: 0 });
+        s = snap(n.fw, slot)?;
+    }
+    if s.st == QPC_ST_RC && s.q.rc.req.len > 0 && s.q.wait == Wait::None {
         // The ACK timer, for the oldest message in flight.
         let _ = retry_later(n.fw, &s, ReqRes::Lost, now);
     }
@@ -357,8 +362,10 @@ fn req_packet<'a>(
         segs: m.segs,
         skip: off,
     };
+    let uc = s.st == QPC_ST_UC;
     h.bth.psn = st.first.wrapping_add(k) & PSN_MASK;
-    h.bth.ack_req = last;
+    // UC is not acknowledged.
+    h.bth.ack_req = last && !uc;
     let seg = |first, middle, last_op, only| match (k == 0, last) {
         (true, true) => only,
         (true, false) => first,
@@ -431,7 +438,7 @@ fn req_packet<'a>(
         }
         _ => return None,
     };
-    h.bth.opcode = op::RC | opc;
+    h.bth.opcode = if uc { op::UC } else { op::RC } | opc;
     Some((h, src, len))
 }
 
@@ -446,9 +453,14 @@ pub(super) fn receive(
     now: u64,
 ) -> bool {
     let h = &p.headers;
+    let st = if h.bth.opcode & 0xe0 == op::UC {
+        QPC_ST_UC
+    } else {
+        QPC_ST_RC
+    };
     let d = nodes.get(ni).and_then(|n| {
         let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
-        (d.st == QPC_ST_RC && d.port == port && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
+        (d.st == st && d.port == port && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
             .then_some(d)
     });
     let Some(d) = d else {
@@ -459,7 +471,9 @@ pub(super) fn receive(
     }
     let o = h.bth.opcode & 0x1f;
     let took = if (op::READ_RESPONSE_FIRST..=op::ATOMIC_ACKNOWLEDGE).contains(&o) {
-        d.state == QPC_STATE_RTS && response(nodes, ni, &d, p, now)
+        st == QPC_ST_RC && d.state == QPC_STATE_RTS && response(nodes, ni, &d, p, now)
+    } else if st == QPC_ST_UC {
+        uc_request(nodes, ni, d, p)
     } else {
         request(nodes, ni, d, p)
     };
@@ -651,6 +665,77 @@ enum Rx {
     Drop,
 }
 
+/// UC packet `p` at responder `d` on node `di` (IBA 9.7.5.1.3, 9.8.3): a first or only
+/// packet starts a message whatever its PSN (one in progress is abandoned, its receive WQE
+/// used again); a middle or last packet must carry the expected PSN and belong to a message
+/// in progress, or it is dropped and the message in progress with it. Nothing is answered;
+/// a message the responder cannot take (no receive WQE, a bad rkey, a bad length) is dropped
+/// without moving the QP to ERR.
+fn uc_request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
+    let h = &p.headers;
+    let psn = h.bth.psn;
+    let o = h.bth.opcode & 0x1f;
+    let first = matches!(
+        o,
+        op::SEND_FIRST
+            | op::SEND_ONLY
+            | op::SEND_ONLY_IMM
+            | op::WRITE_FIRST
+            | op::WRITE_ONLY
+            | op::WRITE_ONLY_IMM
+    );
+    let Some(n) = nodes.get_mut(di) else {
+        return false;
+    };
+    let epsn = qp_mut(n.fw, d.slot).map_or(0, |q| qpc::next_rcv_psn.get(&q.qpc).unwrap_or(0));
+    let drop_msg = |n: &mut Node<'_>| {
+        if let Some(q) = qp_mut(n.fw, d.slot) {
+            let _ = qpc::next_rcv_psn.set(&mut q.qpc, psn.wrapping_add(1) & PSN_MASK);
+            q.q.rc.resp.send = None;
+            q.q.rc.resp.write = None;
+        }
+    };
+    if first {
+        if let Some(q) = qp_mut(n.fw, d.slot) {
+            let _ = qpc::next_rcv_psn.set(&mut q.qpc, psn);
+            q.q.rc.resp.send = None;
+            q.q.rc.resp.write = None;
+        }
+    } else if psn != epsn & PSN_MASK {
+        n.fw.wire_tx.stats.out_of_sequence += 1;
+        drop_msg(n);
+        return true;
+    }
+    let Some(d) = snap(n.fw, d.slot) else {
+        return false;
+    };
+    let rx = match o {
+        op::SEND_FIRST..=op::SEND_ONLY_IMM => rx_send(nodes, di, d, p),
+        op::WRITE_FIRST..=op::WRITE_ONLY_IMM => rx_write(nodes, di, d, p),
+        _ => Rx::Drop,
+    };
+    let Some(n) = nodes.get_mut(di) else {
+        return false;
+    };
+    match rx {
+        Rx::Next { .. } => {
+            if let Some(q) = qp_mut(n.fw, d.slot) {
+                let _ = qpc::next_rcv_psn.set(&mut q.qpc, psn.wrapping_add(1) & PSN_MASK);
+            }
+        }
+        _ => drop_msg(n),
+    }
+    true
+}
+
+/// The responder's part of an error on RC (`resp_fail`: the QP to ERR); UC drops the
+/// message and goes on.
+fn fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, ev: Option<QpEvent>) {
+    if d.st == QPC_ST_RC {
+        resp_fail(nodes, di, d, cqe, ev);
+    }
+}
+
 /// Request `p` at responder `d` on node `di`.
 fn request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
     let h = &p.headers;
@@ -801,12 +886,12 @@ fn rx_send(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> Rx
         (true, None) => 0,
         (false, Some(off)) => off,
         _ => {
-            resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+            fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
             return Rx::Nak(NAK_INVAL);
         }
     };
     if !last && p.payload.len() != d.mtu as usize {
-        resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+        fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
         return Rx::Nak(NAK_INVAL);
     }
     let need = u64::from(off) + p.payload.len() as u64;
@@ -834,7 +919,7 @@ fn rx_send(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> Rx
             .get_mut(di)
             .is_some_and(|n| remote_invalidate(n.fw, key, &d));
         if !ok {
-            resp_fail(nodes, di, &d, Some(syn::REMOTE_INVAL_REQ), None);
+            fail(nodes, di, &d, Some(syn::REMOTE_INVAL_REQ), None);
             return Rx::Nak(NAK_INVAL);
         }
     }
@@ -878,21 +963,21 @@ fn rx_write(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> R
     let last = !matches!(o, op::WRITE_FIRST | op::WRITE_MIDDLE);
     let imm = matches!(o, op::WRITE_LAST_IMM | op::WRITE_ONLY_IMM);
     let access = |nodes: &mut [Node<'_>], d: &Snap| {
-        resp_fail(nodes, di, d, None, Some(QpEvent::WqAccess));
+        fail(nodes, di, d, None, Some(QpEvent::WqAccess));
         Rx::Nak(NAK_ACCESS)
     };
     let (va, rkey, len, off) = match (first, h.reth, d.q.rc.resp.write) {
         (true, Some(r), None) => (r.va, r.rkey, r.dma_len, 0),
         (false, _, Some(w)) => w,
         _ => {
-            resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+            fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
             return Rx::Nak(NAK_INVAL);
         }
     };
     let plen = u32::try_from(p.payload.len()).unwrap_or(u32::MAX);
     let end = off.saturating_add(plen);
     if end > len || (!last && p.payload.len() != d.mtu as usize) || (last && end != len) {
-        resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+        fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
         return Rx::Nak(NAK_INVAL);
     }
     if !d.rwe {

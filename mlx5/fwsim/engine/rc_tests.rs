@@ -847,3 +847,94 @@ fn rc_duplicate_read_replayed_inside_the_window() {
     assert_eq!(l.b.fw.wire_rc_stats().duplicates, 2);
     assert_eq!(l.a.fw.wire_rc_stats().retransmits, 2);
 }
+
+/// UC in packets (IBA 9.8.3): a SEND and a WRITE with immediate of three packets each (UC
+/// FIRST, MIDDLE, LAST, the RETH on the first, no AckReq), nothing answered, the sender's
+/// WQEs complete once sent. A lost MIDDLE drops its message (no CQE, the receive WQE used
+/// again by the next); a FIRST while a message is in progress starts anew; a WRITE to a
+/// region the rkey does not cover is dropped, the QP stays in RTS.
+#[test]
+fn uc_multi_packet_send_and_write_lost_packets_drop_the_message() {
+    let mut l = link(1, 0xff_fffe, |_| {});
+    // The same link with UC QPs.
+    let (qa, qb) = {
+        let a = l.a.qp(QPC_ST_UC, &l.ca, &l.ca, (7, 6, 2));
+        let b = l.b.qp(QPC_ST_UC, &l.cb, &l.cb, (7, 6, 2));
+        for (h, q, peer, g) in [(&mut l.a, &a, b.qpn, 2), (&mut l.b, &b, a.qpn, 1)] {
+            let mut p = Path::to(peer, 0);
+            p.gid = Some(gid_v4(g));
+            p.mtu = 1;
+            p.rq_psn = 0xff_fffe;
+            p.sq_psn = 0xff_fffe;
+            h.connect(q, &p);
+        }
+        (a, b)
+    };
+    let (mut qa, mut qb) = (qa, qb);
+    l.a.mem.put(l.ma.bus, &pattern(MEM, 7));
+    l.b.post_recv(&mut qb, &[l.mb.sge(0, 1024)]);
+    l.b.post_recv(&mut qb, &[l.mb.sge(1024, 16)]);
+    l.a.post(&mut qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, 600)));
+    let mut w = Wr::new(wqe_op::RDMA_WRITE_IMM)
+        .sge(l.ma.sge(1000, 700))
+        .remote(&l.mb, 8192);
+    w.imm = 0x77;
+    l.a.post(&mut qa, &w);
+    let fa = send_all(&mut l.a);
+    assert_eq!(
+        op_psn(&fa),
+        [
+            (0x20, 0xff_fffe),
+            (0x21, 0xff_ffff),
+            (0x22, 0),
+            (0x26, 1),
+            (0x27, 2),
+            (0x29, 3)
+        ]
+    );
+    assert!(fa.iter().all(|f| f[BTH + 8] & 0x80 == 0));
+    assert_eq!(l.a.poll_all(&mut l.ca).len(), 2);
+    deliver(&mut l.b, &fa);
+    assert!(send_all(&mut l.b).is_empty(), "UC is not acknowledged");
+    let r = l.b.poll_all(&mut l.cb);
+    let got: Vec<_> = r.iter().map(|c| (c.opcode, c.byte_cnt, c.imm)).collect();
+    assert_eq!(
+        got,
+        [
+            (cqe_op::RESP_SEND, 600, 0),
+            (cqe_op::RESP_WR_IMM, 700, 0x77)
+        ]
+    );
+    let p = pattern(MEM, 7);
+    assert!(l.b.mem.get(l.mb.bus, 600) == p[..600]);
+    assert!(l.b.mem.get(l.mb.bus + 8192, 700) == p[1000..1700]);
+    // The same SEND again, its MIDDLE lost: dropped; then a SEND whose FIRST comes after
+    // another FIRST: the first one is abandoned, the second delivered into the same WQE.
+    l.b.post_recv(&mut qb, &[l.mb.sge(2048, 1024)]);
+    l.a.post(&mut qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, 600)));
+    l.a.post(&mut qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(3000, 300)));
+    let fa = send_all(&mut l.a);
+    assert_eq!(
+        op_psn(&fa),
+        [(0x20, 4), (0x21, 5), (0x22, 6), (0x20, 7), (0x22, 8)]
+    );
+    deliver(&mut l.b, &[fa[0].clone(), fa[2].clone()]);
+    assert!(l.b.poll_all(&mut l.cb).is_empty());
+    deliver(&mut l.b, &[fa[0].clone(), fa[3].clone(), fa[4].clone()]);
+    let r = l.b.poll_all(&mut l.cb);
+    assert_eq!((r.len(), r[0].byte_cnt), (1, 300));
+    assert!(l.b.mem.get(l.mb.bus + 2048, 300) == p[3000..3300]);
+    // A WRITE past the region: dropped, nothing answered, both QPs still in RTS.
+    l.a.post(
+        &mut qa,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(l.ma.sge(0, 64))
+            .remote(&l.mb, MEM as u64),
+    );
+    let fa = send_all(&mut l.a);
+    deliver(&mut l.b, &fa);
+    assert!(send_all(&mut l.b).is_empty());
+    assert_eq!(l.b.state(&qb), QPC_STATE_RTS);
+    assert_eq!(l.a.state(&qa), QPC_STATE_RTS);
+    assert_eq!(l.a.poll_all(&mut l.ca).len(), 3);
+}

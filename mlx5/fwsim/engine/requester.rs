@@ -133,13 +133,10 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     };
     let version = n.fw.roce_version(s.port, sgid_index);
     let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid, version) else {
-        // No function holds the GID: UD and UC messages leave as packets (`wire.rs`); RC
+        // No function holds the GID: UD messages leave as packets (`wire.rs`); RC and UC
         // ones are taken by `rc.rs` before (one that reaches here cannot leave).
         if m.eth && m.svc == Service::Ud {
             return super::wire::send_ud(nodes, ni, s, &m);
-        }
-        if m.eth && m.svc == Service::Uc {
-            return super::wire::send_uc(nodes, ni, s, &m);
         }
         return m.dropped();
     };

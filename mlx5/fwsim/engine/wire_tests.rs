@@ -378,7 +378,7 @@ fn steering_takes_roce_v2_frames_only() {
 }
 
 #[test]
-fn uc_send_off_the_fabric_is_one_packet_with_the_next_psn_and_is_received() {
+fn uc_sends_off_the_fabric_are_packets_with_the_next_psns_and_are_received() {
     let mut h1 = Host::new(LinkLayer::Ethernet, 7);
     let mut h2 = Host::new(LinkLayer::Ethernet, 8);
     h1.set_gid(0, gid_v4(1), false);
@@ -400,15 +400,22 @@ fn uc_send_off_the_fabric_is_one_packet_with_the_next_psn_and_is_received() {
     let mut w = Wr::new(wqe_op::SEND_IMM).sge(src.sge(0, 1024));
     w.imm = 0x5151_0000;
     h1.post(&mut a, &w);
-    // Past the 1024-byte path MTU: not carried in packets; UC completes anyway.
+    // Past the 1024-byte path MTU: UC SEND FIRST and LAST.
     h1.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 1025)));
     run(&mut [&mut h1], 0);
     assert_eq!(h1.poll_all(&mut c1).len(), 3);
     let frames = drain(&mut h1);
-    assert_eq!(frames.len(), 2);
-    for (f, op, psn) in [(&frames[0], 0x24u8, 0x200u32), (&frames[1], 0x25, 0x201)] {
+    assert_eq!(frames.len(), 4);
+    let each = [
+        (&frames[0], 0x24u8, 0x200u32),
+        (&frames[1], 0x25, 0x201),
+        (&frames[2], 0x20, 0x202),
+        (&frames[3], 0x22, 0x203),
+    ];
+    for (f, op, psn) in each {
         let bth = &f[42..54];
-        assert_eq!(bth[0], op, "UC SEND ONLY (with immediate)");
+        assert_eq!(bth[0], op, "UC SEND ONLY (with immediate), FIRST, LAST");
+        assert_eq!(bth[8] & 0x80, 0, "no AckReq on UC");
         assert_eq!(u32::from_be_bytes([0, bth[5], bth[6], bth[7]]), b.qpn);
         assert_eq!(u32::from_be_bytes([0, bth[9], bth[10], bth[11]]), psn);
         assert_eq!(&f[26..30], &[192, 168, 0, 1]);
@@ -419,11 +426,15 @@ fn uc_send_off_the_fabric_is_one_packet_with_the_next_psn_and_is_received() {
     assert_eq!(&frames[1][54..58], &0x5151_0000u32.to_be_bytes());
     assert_eq!(&frames[1][58..58 + 1024], &pattern(1024, 6)[..]);
     h2.post_recv(&mut b, &[dst.sge(0, 2048)]);
-    h2.post_recv(&mut b, &[dst.sge(2048, 2048)]);
-    assert!(receive(&mut h2, &frames[0]));
-    assert!(receive(&mut h2, &frames[1]));
+    h2.post_recv(&mut b, &[dst.sge(2048, 1024)]);
+    h2.post_recv(&mut b, &[dst.sge(512, 1025)]);
+    for (i, f) in frames.iter().enumerate() {
+        assert!(receive(&mut h2, f), "frame {i}");
+    }
     let r = h2.poll_all(&mut c2);
-    assert_eq!(r.len(), 2);
+    assert_eq!(r.len(), 3);
+    assert_eq!((r[2].opcode, r[2].byte_cnt), (cqe_op::RESP_SEND, 1025));
+    assert_eq!(h2.mem.get(dst.bus + 512, 1025), pattern(1025, 6));
     assert_eq!((r[0].opcode, r[0].byte_cnt), (cqe_op::RESP_SEND, 500));
     assert_eq!(
         (r[1].opcode, r[1].byte_cnt, r[1].imm),
