@@ -188,7 +188,7 @@ wire_cm() {
 		[ -n "$name" ] || continue
 		if [ "$srv" = "$side" ]; then
 			echo "+ $sargs (server)"
-			timeout 180 $sargs </dev/null >/tmp/w-cm-s 2>&1 &
+			timeout 120 $sargs </dev/null >/tmp/w-cm-s 2>&1 &
 			s=$!
 			sleep 2
 			wire_sync "$name"
@@ -201,7 +201,7 @@ wire_cm() {
 			echo "+ $cargs (client)"
 			for i in 1 2 3 4 5; do
 				rc=0
-				timeout 180 $cargs </dev/null >/tmp/w-cm-c 2>&1 || rc=$?
+				timeout 100 $cargs </dev/null >/tmp/w-cm-c 2>&1 || rc=$?
 				grep -q "REJECTED" /tmp/w-cm-c || break
 				sleep 2
 			done
@@ -251,6 +251,7 @@ wire_bench() {
 # A's part of the benchmark: ours (mlx5_ib_rs without faults), then upstream rdma_rxe on
 # eth0 with A's address.
 wire_bench_a() {
+	local a
 	wire_reload_a "(benchmark)"
 	WIRE_BENCH_DEV="-d mlx5_0 -x 1" wire_bench a ours
 	unload_ours
@@ -263,7 +264,12 @@ wire_bench_a() {
 	t_check "rdma link delete rxe0 (A)" rdma link delete rxe0
 	t_check "ip addr del $WIRE_A/24 dev eth0 (A)" ip addr del $WIRE_A/24 dev eth0
 	t_check "modprobe -r rdma_rxe ib_uverbs ib_core (A)" modprobe -r rdma_rxe ib_uverbs ib_core
+	# Ours again, A's address on the function's interface (the last barrier is on it).
 	load_ours sim=eth uplink=eth0
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	t_check "ip addr add $WIRE_A/24 dev $a (after the benchmark)" ip addr add $WIRE_A/24 dev $a
+	t_check "ip link set $a up" ip link set $a up
+	t_check "B answers a ping again" wire_wait_ping $WIRE_B 120
 }
 
 # wire_rdma SIDE [RUNS]: this side's half of every line of RUNS (default WIRE_RUNS).

@@ -38,6 +38,11 @@
 //!   Acknowledgements are coalesced: one ACK (syndrome "no credits", the MSN) for the latest
 //!   packet with AckReq, sent after the READ responses and atomic ACKs that precede it.
 //!
+//! * **UC** ([`uc_request`]) takes the same requester without what is reliable: UC opcodes,
+//!   no AckReq, a message complete once its packets are queued, no ACK timer; its responder
+//!   starts a message on any first or only packet, drops a message on a gap or an error, and
+//!   answers nothing (IBA 9.8.3).
+//!
 //! The function's debugfs counts request packets sent again and requests past and before the
 //! expected PSN (`wire_rc_*`, `wire.rs` `RcStats`).
 //!
