@@ -46,8 +46,12 @@
 //! The function's debugfs counts request packets sent again and requests past and before the
 //! expected PSN (`wire_rc_*`, `wire.rs` `RcStats`).
 //!
-//! Not done: the peer's address checked against the QP's path, XRC in packets, and the Q
-//! counters of retransmissions and sequence errors.
+//! * **XRC**: an initiator is an RC requester whose requests carry the XRC opcodes and the
+//!   XRCETH; a target ([`xrc_target`]) takes each request as the XRC SRQ it names does and
+//!   answers with XRC responses.
+//!
+//! Not done: the peer's address checked against the QP's path, and the Q counters of
+//! retransmissions and sequence errors.
 
 use super::completer::{retire, retry_later, rnr_timer_ns, start_retry, ReqRes};
 use super::fabric::{route, Node};
@@ -65,7 +69,7 @@ use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::roce::{opcode as op, Aeth, AtomicEth, Headers, Packet, Reth};
 use crate::fwsim::xlat::Access;
 use crate::fwsim::{Fw, QCnt};
-use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_RC, QPC_ST_UC};
+use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_RC, QPC_ST_UC, QPC_ST_XRC};
 use crate::prm::ctx::qpc;
 use crate::prm::wqe::{cqe_off, cqe_op, ctrl, syndrome as syn, wqe_op};
 
@@ -89,6 +93,15 @@ fn psn_off(b: u32, a: u32) -> u32 {
     b.wrapping_sub(a) & PSN_MASK
 }
 
+/// The BTH transport of a QP of service type `st` (IBA Table 38: the opcode's top 3 bits).
+fn transport(st: u32) -> u8 {
+    match st {
+        QPC_ST_UC => op::UC,
+        QPC_ST_XRC => op::XRC,
+        _ => op::RC,
+    }
+}
+
 /// The READ of `reth` at PSN `psn`, at path MTU `mtu`: a responder resource.
 fn read_res(psn: u32, reth: &Reth, mtu: u32) -> Res {
     Res {
@@ -102,10 +115,11 @@ fn read_res(psn: u32, reth: &Reth, mtu: u32) -> Res {
     }
 }
 
-/// Whether the messages of requester `s` on node `ni` go on the wire: an RC or UC QP on an
-/// Ethernet port whose destination GID no function of the fabric holds.
+/// Whether the messages of requester `s` on node `ni` go on the wire: an RC, UC or XRC
+/// initiator QP on an Ethernet port whose destination GID no function of the fabric holds.
 pub(super) fn on_wire(nodes: &[Node<'_>], ni: usize, s: &Snap) -> bool {
-    if !matches!(s.st, QPC_ST_RC | QPC_ST_UC) {
+    // An XRC initiator (with a send queue); a target has none to step.
+    if !matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) {
         return false;
     }
     if s.q.rc.wire {
@@ -443,7 +457,11 @@ fn req_packet<'a>(
         }
         _ => return None,
     };
-    h.bth.opcode = if uc { op::UC } else { op::RC } | opc;
+    h.bth.opcode = transport(s.st) | opc;
+    // An XRC request names the target's XRC SRQ (IBA 9.3.x XRCETH), every packet.
+    if s.st == QPC_ST_XRC {
+        h.xrceth = Some(m.xrc_srqn);
+    }
     Some((h, src, len))
 }
 
@@ -458,10 +476,10 @@ pub(super) fn receive(
     now: u64,
 ) -> bool {
     let h = &p.headers;
-    let st = if h.bth.opcode & 0xe0 == op::UC {
-        QPC_ST_UC
-    } else {
-        QPC_ST_RC
+    let st = match h.bth.opcode & 0xe0 {
+        op::UC => QPC_ST_UC,
+        op::XRC => QPC_ST_XRC,
+        _ => QPC_ST_RC,
     };
     let d = nodes.get(ni).and_then(|n| {
         let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
@@ -476,7 +494,7 @@ pub(super) fn receive(
     }
     let o = h.bth.opcode & 0x1f;
     let took = if (op::READ_RESPONSE_FIRST..=op::ATOMIC_ACKNOWLEDGE).contains(&o) {
-        st == QPC_ST_RC && d.state == QPC_STATE_RTS && response(nodes, ni, &d, p, now)
+        st != QPC_ST_UC && d.state == QPC_STATE_RTS && response(nodes, ni, &d, p, now)
     } else if st == QPC_ST_UC {
         uc_request(nodes, ni, d, p)
     } else {
@@ -733,16 +751,41 @@ fn uc_request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> boo
     true
 }
 
-/// The responder's part of an error on RC (`resp_fail`: the QP to ERR); UC drops the
-/// message and goes on.
+/// The responder's part of an error on RC and XRC (`resp_fail`: the QP to ERR); UC drops
+/// the message and goes on.
 fn fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, ev: Option<QpEvent>) {
-    if d.st == QPC_ST_RC {
+    if d.st != QPC_ST_UC {
         resp_fail(nodes, di, d, cqe, ev);
     }
 }
 
+/// The XRCETH of request `p` at XRC target `d` on node `di` (as `responder.rs` checks an XRC
+/// message): the XRC SRQ must exist in the target's XRC domain (an initiator, with a send
+/// queue, is no target); `d` then receives as the SRQ does (from it, in its PD, onto its CQ,
+/// with its user index). `false` otherwise (an Invalid Request NAK, the target to ERR).
+fn xrc_target(nodes: &mut [Node<'_>], di: usize, d: &mut Snap, p: &Packet<'_>) -> bool {
+    let Some(srqn) = p.headers.xrceth else {
+        return false;
+    };
+    let x = nodes.get(di).and_then(|n| {
+        let ini = n.fw.qps.at_slot(d.slot)?.1.q.has_sq;
+        n.fw.xrc
+            .srq(srqn)
+            .filter(|x| !ini && x.xrcd == d.xrcd)
+            .copied()
+    });
+    let Some(x) = x else {
+        return false;
+    };
+    d.q.srq = Some(srqn);
+    d.pd = x.pd;
+    d.recv_cq = Some(x.cqn);
+    d.q.user_index = x.user_index;
+    true
+}
+
 /// Request `p` at responder `d` on node `di`.
-fn request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
+fn request(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> bool {
     let h = &p.headers;
     let psn = h.bth.psn;
     let Some(epsn) = nodes.get(di).and_then(|n| {
@@ -751,6 +794,9 @@ fn request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
     }) else {
         return false;
     };
+    // An XRC target receives as the SRQ the request names (duplicates too: a READ is
+    // executed again in its PD).
+    let xrc_ok = d.st != QPC_ST_XRC || xrc_target(nodes, di, &mut d, p);
     let k = psn_off(psn, epsn);
     if k >= PSN_HALF {
         if let Some(n) = nodes.get_mut(di) {
@@ -774,6 +820,10 @@ fn request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
     }
     let o = h.bth.opcode & 0x1f;
     let rx = match o {
+        _ if !xrc_ok => {
+            resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+            Rx::Nak(NAK_INVAL)
+        }
         op::SEND_FIRST..=op::SEND_ONLY_IMM | op::SEND_LAST_INV | op::SEND_ONLY_INV => {
             rx_send(nodes, di, d, p)
         }
@@ -1147,7 +1197,7 @@ pub(super) fn flush(nodes: &mut [Node<'_>], ni: usize, slot: usize) {
         if let Some(e) = pick.and_then(|i| r.res.get(i).copied()) {
             h.bth.psn = e.psn.wrapping_add(e.sent) & PSN_MASK;
             if e.kind == ResKind::Atomic {
-                h.bth.opcode = op::RC | op::ATOMIC_ACKNOWLEDGE;
+                h.bth.opcode = transport(s.st) | op::ATOMIC_ACKNOWLEDGE;
                 h.aeth = Some(aeth);
                 h.atomic_ack_eth = Some(e.va);
             } else {
@@ -1160,19 +1210,27 @@ pub(super) fn flush(nodes: &mut [Node<'_>], ni: usize, slot: usize) {
                     (false, true) => op::READ_RESPONSE_LAST,
                     (false, false) => op::READ_RESPONSE_MIDDLE,
                 };
-                h.bth.opcode = op::RC | o;
+                h.bth.opcode = transport(s.st) | o;
                 if o != op::READ_RESPONSE_MIDDLE {
                     h.aeth = Some(aeth);
                 }
+                // An XRC target has no PD of its own: the READ was checked in the PD of the
+                // XRC SRQ its request named (`xrc_target`).
+                let mut ks = s;
+                if s.st == QPC_ST_XRC && !s.q.has_sq {
+                    if let Some(m) = n.fw.mkeys.get(e.rkey >> 8) {
+                        ks.pd = m.pd;
+                    }
+                }
                 if len > 0 {
-                    match remote_key(n.fw, e.rkey, &s) {
+                    match remote_key(n.fw, e.rkey, &ks) {
                         Some(i) => src = Src::Region(i, e.va.wrapping_add(u64::from(off))),
                         None => len = usize::MAX,
                     }
                 }
             }
         } else if let Some((psn, syndrome)) = r.ack {
-            h.bth.opcode = op::RC | op::ACKNOWLEDGE;
+            h.bth.opcode = transport(s.st) | op::ACKNOWLEDGE;
             h.bth.psn = psn;
             h.aeth = Some(Aeth {
                 syndrome,

@@ -938,3 +938,102 @@ fn uc_multi_packet_send_and_write_lost_packets_drop_the_message() {
     assert_eq!(l.a.state(&qa), QPC_STATE_RTS);
     assert_eq!(l.a.poll_all(&mut l.ca).len(), 3);
 }
+
+/// XRC in packets: an initiator on one device sends to a target on another (IBA 9.3, XRC
+/// opcodes 0xa0..): every request carries the XRCETH naming the target's XRC SRQ; a
+/// two-packet SEND lands in that SRQ (its CQ, user index, the target's QPN), a READ is
+/// answered with XRC READ responses (no XRCETH), the ACKs are XRC ACKs; an SRQ of another
+/// domain is an Invalid Request NAK.
+#[test]
+fn xrc_initiator_and_target_across_the_wire() {
+    let mut a = Host::new(LinkLayer::Ethernet, 31);
+    let mut b = Host::new(LinkLayer::Ethernet, 32);
+    a.set_gid(0, gid_v4(1), false);
+    b.set_gid(0, gid_v4(2), false);
+    let mut scq = a.cq(6, false);
+    let mut rcq = b.cq(6, false);
+    let (x1, x2) = (b.xrcd(), b.xrcd());
+    let mut s1 = b.xrc_srq(x1, &rcq, 2, 5, 0x7101);
+    let s2 = b.xrc_srq(x2, &rcq, 2, 5, 0x7102);
+    let mut ini = a.xrc_qp(Some(&scq), 0, 5);
+    let tgt = b.xrc_qp(None, x1, 0);
+    let mut pa = Path::to(tgt.qpn, 0);
+    pa.gid = Some(gid_v4(2));
+    pa.mtu = 1;
+    a.connect(&ini, &pa);
+    let mut pb = Path::to(ini.qpn, 0);
+    pb.gid = Some(gid_v4(1));
+    pb.mtu = 1;
+    pb.rq_psn = pa.sq_psn;
+    b.connect(&tgt, &pb);
+    let src = a.mr(MEM, ALL);
+    let dst = b.mr(MEM, ALL);
+    a.mem.put(src.bus, &pattern(4096, 4));
+    b.mem.put(dst.bus + 8192, &pattern(600, 8));
+    b.post_srq(&mut s1, &[dst.sge(0, 1024)]).unwrap();
+    let send = Wr {
+        xrc_srqn: Some(s1.rmpn),
+        ..Wr::new(wqe_op::SEND).sge(src.sge(0, 300))
+    };
+    a.post(&mut ini, &send);
+    let read = Wr {
+        xrc_srqn: Some(s1.rmpn),
+        ..Wr::new(wqe_op::RDMA_READ)
+            .sge(src.sge(16_384, 600))
+            .remote(&dst, 8192)
+    };
+    a.post(&mut ini, &read);
+    let fa = send_all(&mut a);
+    // XRC SEND FIRST, LAST, READ request: 0xa0, 0xa2, 0xac, the XRCETH after the BTH.
+    assert_eq!(op_psn(&fa), [(0xa0, 0x200), (0xa2, 0x201), (0xac, 0x202)]);
+    for f in &fa {
+        assert_eq!(&f[BTH + 12..BTH + 16], &s1.rmpn.to_be_bytes());
+    }
+    check_icrc(&fa);
+    deliver(&mut b, &fa);
+    let fb = send_all(&mut b);
+    assert_eq!(
+        op_psn(&fb),
+        [(0xb1, 0x201), (0xad, 0x202), (0xae, 0x203), (0xaf, 0x204)]
+    );
+    check_icrc(&fb);
+    let rv = b.poll_all(&mut rcq);
+    assert_eq!(
+        (
+            rv.len(),
+            rv[0].opcode,
+            rv[0].qpn,
+            rv[0].uidx,
+            rv[0].byte_cnt
+        ),
+        (1, cqe_op::RESP_SEND, tgt.qpn, 0x7101, 300)
+    );
+    assert_eq!(b.mem.get(dst.bus, 300), pattern(300, 4));
+    deliver(&mut a, &fb);
+    let sc = a.poll_all(&mut scq);
+    let ops: Vec<_> = sc.iter().map(|c| (c.opcode, c.wqe_opcode)).collect();
+    assert_eq!(
+        ops,
+        [
+            (cqe_op::REQ, wqe_op::SEND),
+            (cqe_op::REQ, wqe_op::RDMA_READ)
+        ]
+    );
+    assert_eq!(a.mem.get(src.bus + 16_384, 600), pattern(600, 8));
+    // An SRQ of another domain: Invalid Request NAK (0x61), the initiator's WQE fails.
+    let bad = Wr {
+        xrc_srqn: Some(s2.rmpn),
+        ..Wr::new(wqe_op::SEND).sge(src.sge(0, 10))
+    };
+    a.post(&mut ini, &bad);
+    let fa = send_all(&mut a);
+    deliver(&mut b, &fa);
+    let fb = send_all(&mut b);
+    assert_eq!((bth_op(&fb[0]), syndrome(&fb[0])), (0xb1, 0x61));
+    deliver(&mut a, &fb);
+    let sc = a.poll_all(&mut scq);
+    assert_eq!(
+        (sc[0].opcode, sc[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::REMOTE_INVAL_REQ)
+    );
+}

@@ -501,7 +501,7 @@ pub(super) fn receive<'f>(nodes: &mut [Node<'_>], ni: usize, frame: &'f [u8]) ->
     if op == opcode::UD | opcode::SEND_ONLY || op == opcode::UD | opcode::SEND_ONLY_IMM {
         return Rx::Taken(receive_ud(nodes, ni, port, frame, &p));
     }
-    if op & 0xe0 == opcode::RC || op & 0xe0 == opcode::UC {
+    if matches!(op & 0xe0, opcode::RC | opcode::UC | opcode::XRC) {
         return Rx::Rc(port, p);
     }
     Rx::Taken(false)
