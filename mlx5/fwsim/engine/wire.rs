@@ -19,12 +19,11 @@
 //!   for IPv4 its header in the last 20 bytes), the CQE reports the L3 type and the source
 //!   QPN from the DETH.
 //!
-//! * [`queue_frame`] and [`conn_headers`]: what RC and UC in packets (`rc.rs`) build their
-//!   packets with; [`receive`] hands an RC or UC packet back for it. A UD SEND to QPN 1 is
+//! * [`queue_frame`] and [`conn_headers`]: what RC, UC and XRC in packets (`rc.rs`) build
+//!   their packets with; [`receive`] hands such a packet back for it. A UD SEND to QPN 1 is
 //!   for the port's GSI QP.
 //!
-//! Not carried in packets: XRC (such a message to a GID no function holds is lost, as to an
-//! address nobody has), QP0, RoCE v1 (an address entry of version 1 sends nothing out).
+//! Not carried in packets: QP0, RoCE v1 (an address entry of version 1 sends nothing out).
 
 use super::completer::ReqRes;
 use super::fabric::Node;
