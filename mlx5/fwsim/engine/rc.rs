@@ -47,8 +47,8 @@
 //! expected PSN (`wire_rc_*`, `wire.rs` `RcStats`).
 //!
 //! * **XRC**: an initiator is an RC requester whose requests carry the XRC opcodes and the
-//!   XRCETH; a target ([`xrc_target`]) takes each request as the XRC SRQ it names does and
-//!   answers with XRC responses.
+//!   XRCETH; a target (`receive_as_xrc_srq`) takes each request as the XRC SRQ it names
+//!   does and answers with XRC responses.
 //!
 //! Not done: the peer's address checked against the QP's path, and the Q counters of
 //! retransmissions and sequence errors.
@@ -59,7 +59,7 @@ use super::mem::{remote_key, skip_bytes, Cur};
 use super::message::Message;
 use super::qp_state::{packets, qp_mut, snap, Snap, Step, Wait};
 use super::rc_state::{Req, Res, ResKind, Resp, RES, WIN};
-use super::responder::{resp_fail, resp_ok, write_rwqe, Lead, RwqeErr};
+use super::responder::{receive_as_xrc_srq, resp_fail, resp_ok, write_rwqe, Lead, RwqeErr};
 use super::sq::{current, message, read_wqe_at, MAX_SQ_WQE};
 use super::umr::remote_invalidate;
 use super::wire::{conn_headers, queue_frame, Queued, Src};
@@ -759,31 +759,6 @@ fn fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, ev: Option
     }
 }
 
-/// The XRCETH of request `p` at XRC target `d` on node `di` (as `responder.rs` checks an XRC
-/// message): the XRC SRQ must exist in the target's XRC domain (an initiator, with a send
-/// queue, is no target); `d` then receives as the SRQ does (from it, in its PD, onto its CQ,
-/// with its user index). `false` otherwise (an Invalid Request NAK, the target to ERR).
-fn xrc_target(nodes: &mut [Node<'_>], di: usize, d: &mut Snap, p: &Packet<'_>) -> bool {
-    let Some(srqn) = p.headers.xrceth else {
-        return false;
-    };
-    let x = nodes.get(di).and_then(|n| {
-        let ini = n.fw.qps.at_slot(d.slot)?.1.q.has_sq;
-        n.fw.xrc
-            .srq(srqn)
-            .filter(|x| !ini && x.xrcd == d.xrcd)
-            .copied()
-    });
-    let Some(x) = x else {
-        return false;
-    };
-    d.q.srq = Some(srqn);
-    d.pd = x.pd;
-    d.recv_cq = Some(x.cqn);
-    d.q.user_index = x.user_index;
-    true
-}
-
 /// Request `p` at responder `d` on node `di`.
 fn request(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> bool {
     let h = &p.headers;
@@ -796,7 +771,9 @@ fn request(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> bo
     };
     // An XRC target receives as the SRQ the request names (duplicates too: a READ is
     // executed again in its PD).
-    let xrc_ok = d.st != QPC_ST_XRC || xrc_target(nodes, di, &mut d, p);
+    let xrc_ok = d.st != QPC_ST_XRC
+        || h.xrceth
+            .is_some_and(|srqn| receive_as_xrc_srq(nodes, di, &mut d, srqn));
     let k = psn_off(psn, epsn);
     if k >= PSN_HALF {
         if let Some(n) = nodes.get_mut(di) {
@@ -1215,7 +1192,7 @@ pub(super) fn flush(nodes: &mut [Node<'_>], ni: usize, slot: usize) {
                     h.aeth = Some(aeth);
                 }
                 // An XRC target has no PD of its own: the READ was checked in the PD of the
-                // XRC SRQ its request named (`xrc_target`).
+                // XRC SRQ its request named (`receive_as_xrc_srq`).
                 let mut ks = s;
                 if s.st == QPC_ST_XRC && !s.q.has_sq {
                     if let Some(m) = n.fw.mkeys.get(e.rkey >> 8) {
