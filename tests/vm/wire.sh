@@ -476,7 +476,11 @@ wire_b_suite() {
 	wire_bench b rxe
 	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
-	t_check "modprobe -r rdma_ucm rdma_rxe ib_uverbs ib_core" modprobe -r rdma_ucm rdma_rxe ib_uverbs ib_core
+	# rdma_ucm's dependencies (rdma_cm, iw_cm, ib_cm) hold ib_core: out first, one by one.
+	for m in rdma_ucm rdma_cm iw_cm ib_cm; do
+		[ ! -d /sys/module/$m ] || t_check "rmmod $m" rmmod $m
+	done
+	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
 }
 
 # B with rdma-rs too (make wire PEER=ours): sim=eth@2 with the uplink on eth0 (serial 2: a
