@@ -111,6 +111,14 @@ module! {
             default: 0,
             description: "Fault injection: duplicate 1 in N of the RoCE v2 frames the Ethernet fabrics' functions send and receive (0: none)",
         },
+        wire_reorder: u32 {
+            default: 0,
+            description: "Fault injection: hold back 1 in N of the RoCE v2 frames the Ethernet fabrics' functions send and receive behind the next one (0: none)",
+        },
+        wire_corrupt: u32 {
+            default: 0,
+            description: "Fault injection: flip a bit in 1 in N of the RoCE v2 frames the Ethernet fabrics' functions send and receive, inside what the ICRC covers (0: none)",
+        },
     },
 }
 

@@ -10,7 +10,9 @@ masked LRH, the IP header with its variant fields as ones (IPv4: TOS, TTL, heade
 IPv6: traffic class, flow label, hop limit), the UDP header with its checksum as ones, the
 BTH with its reserved byte 4 as ones, and the rest of the packet up to the ICRC, which is
 sent least significant byte first. Prints one line per bad packet and a summary; exits 1 if
-any ICRC is wrong or the file is not a pcap of Ethernet frames.
+any ICRC is wrong or the file is not a pcap of Ethernet frames. A packet whose ICRC is right
+once bit 0x20 of its last byte before the ICRC is flipped back is one mlx5_ib_rs's
+`wire_corrupt` fault injection corrupted: counted apart, not an error.
 """
 import struct
 import sys
@@ -35,6 +37,14 @@ def icrc(l3):
     m[udp + 6] = m[udp + 7] = 0xFF
     m[udp + 8 + 4] = 0xFF
     return struct.pack("<I", zlib.crc32(bytes(m)) & 0xFFFFFFFF)
+
+
+def flipped(p):
+    """`p` (a packet without its ICRC) with the bit mlx5_ib_rs's `wire_corrupt` flips in its
+    last byte (0x20) flipped back: a packet corrupted on purpose has the ICRC of this."""
+    q = bytearray(p)
+    q[-1] ^= 0x20
+    return bytes(q)
 
 
 def roce_l3(frame):
@@ -78,7 +88,7 @@ def main():
     if linktype != 1:
         print(f"wire-icrc: link type {linktype}, not Ethernet")
         return 1
-    off, n, roce, bad = 24, 0, 0, 0
+    off, n, roce, bad, injected = 24, 0, 0, 0, 0
     while off + 16 <= len(data):
         _, _, caplen, _ = struct.unpack_from(end + "IIII", data, off)
         frame = data[off + 16:off + 16 + caplen]
@@ -89,9 +99,14 @@ def main():
             continue
         roce += 1
         if len(l3) < 4 or icrc(l3[:-4]) != l3[-4:]:
+            if len(l3) >= 5 and icrc(flipped(l3[:-4])) == l3[-4:]:
+                injected += 1
+                continue
             bad += 1
             print(f"wire-icrc: frame {n}: ICRC {l3[-4:].hex()}, expected {icrc(l3[:-4]).hex()}")
-    print(f"wire-icrc: {n} frames, {roce} RoCE v2 packets, {roce - bad} ICRCs right, {bad} wrong")
+    right = roce - bad - injected
+    print(f"wire-icrc: {n} frames, {roce} RoCE v2 packets, {right} ICRCs right, {bad} wrong"
+          f" ({injected} corrupted by wire_corrupt)")
     return 1 if bad else 0
 
 

@@ -82,6 +82,17 @@ else
 		-e ipv6.dst -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn \
 		2>/dev/null | head -n 8 >"$d/wire.roce" || true
 	cap="$frames frames ($roce RoCE v2), $malformed malformed, $errors with other expert errors (tshark)"
+	# The CM's messages of the rdma_cm runs (MAD class 0x07 on QP1; attribute IDs of IBA
+	# 12.6): each must be in the capture.
+	cm=""
+	for m in ConnectRequest:0x0010 ConnectReply:0x0013 ReadyToUse:0x0014 DisconnectRequest:0x0015 DisconnectReply:0x0016; do
+		c=$(tshark -r "$d/wire.pcap" \
+			-Y "infiniband.mad.mgmtclass == 0x07 && infiniband.mad.attributeid == ${m#*:}" \
+			2>/dev/null | wc -l)
+		cm="$cm ${m%%:*} $c,"
+		[ "$c" -gt 0 ] || rc=1
+	done
+	cap="$cap; CM MADs (tshark):${cm%,}"
 	[ "$malformed" = 0 ] && [ "$errors" = 0 ] || rc=1
 	if [ "$roce" = 0 ]; then
 		rc=1
@@ -98,4 +109,12 @@ printf '    VM B (%s on virtio-net): %s  %s\n' "$peer" "${verdict[$mb]}" "$(grep
 printf '    capture %s: %s\n' "$d/wire.pcap" "$cap"
 [ ! -s "$d/wire.phs" ] || sed -n '/^eth/,/^=/p' "$d/wire.phs" | sed 's/^/      /'
 [ ! -s "$d/wire.roce" ] || { echo "    first RoCE packets (frame, source, destination, BTH opcode, QP, PSN):"; sed 's/^/      /' "$d/wire.roce"; }
+# The benchmark of tests/vm/wire.sh (printed, not asserted): perftest's result lines, A the
+# client with ours, then with upstream rdma_rxe on its eth0; B serving.
+if grep -aq 'bench: ' "$logs/wire_a.log"; then
+	echo "    benchmark, A the client (ours, then rdma_rxe), B ($peer) serving; perftest's result line"
+	echo "    (lat: bytes iters t_min t_max t_typical t_avg t_stdev 99% 99.9% usec; bw: bytes iters"
+	echo "    BW peak, BW average MB/s, MsgRate Mpps):"
+	grep -a 'bench: ' "$logs/wire_a.log" | sed 's/.*bench: //' | tr -d '\r' | sed 's/^/      /'
+fi
 exit $rc

@@ -429,6 +429,7 @@ impl Host {
         q(qpc::next_send_psn).set(&mut b, dest.sq_psn).unwrap();
         q(qpc::retry_count).set(&mut b, dest.retry).unwrap();
         q(qpc::rnr_retry).set(&mut b, dest.rnr_retry).unwrap();
+        q(qpc::log_sra_max).set(&mut b, dest.sra).unwrap();
         p(ads::ack_timeout).set(&mut b, dest.ack_timeout).unwrap();
         // RTR2RTS takes these members again; mlx5_ib sends its merged attributes.
         q(qpc::min_rnr_nak).set(&mut b, dest.min_rnr_nak).unwrap();
@@ -696,6 +697,8 @@ pub(super) struct Path {
     /// The first PSNs (`next_rcv_psn` at INIT2RTR, `next_send_psn` at RTR2RTS).
     pub(super) rq_psn: u32,
     pub(super) sq_psn: u32,
+    /// log2 of the READs and atomics the requester keeps in flight (`log_sra_max`).
+    pub(super) sra: u32,
 }
 
 impl Path {
@@ -716,6 +719,7 @@ impl Path {
             counter_set: 0,
             rq_psn: 0x100,
             sq_psn: 0x200,
+            sra: 0,
         }
     }
 }

@@ -1293,10 +1293,10 @@ fn fault_injection() {
 
 #[test]
 fn device_fits_the_documented_footprint() {
-    // Documentation/fwsim.md promises "about 360 KiB" (the data path's translations and
+    // Documentation/fwsim.md promises "about 400 KiB" (the data path's translations and
     // queue state included): the kernel side allocates it in place.
     let size = core::mem::size_of::<Fw>();
-    assert!(size > 320 * 1024 && size < 384 * 1024, "{size}");
+    assert!(size > 360 * 1024 && size < 424 * 1024, "{size}");
 }
 
 #[test]

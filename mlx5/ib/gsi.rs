@@ -19,13 +19,15 @@
 use crate::hw::DmaBuf;
 use crate::ib::device::Mlx5Ib;
 use crate::ib::qp::wr;
+use ib_core_rs::addr::resolve_eth_dmac;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::device::Device;
 use ib_core_rs::mad::{Mad, MadRecvInfo};
 use ib_core_rs::mad_qp::{MadDest, MadQp, MadQpCompletion, MadQpNotify, QP1_QKEY};
 use ib_core_rs::verbs::{
-    wc_flags, AccessFlags, Cq, CqHandler, CqInitAttr, CqNotify, Mr, Pd, Qp, QpAttr, QpAttrMask,
-    QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode,
+    wc_flags, AccessFlags, Cq, CqHandler, CqInitAttr, CqNotify, GlobalRoute, Mr, Pd, Qp, QpAttr,
+    QpAttrMask, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus,
+    WrOpcode,
 };
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -66,6 +68,8 @@ pub(crate) struct Mlx5MadQp {
     parts: Parts,
     buf: DmaBuf,
     eth: bool,
+    /// The port (1-based).
+    port: u32,
     #[pin]
     sends: Mutex<Sends>,
     #[pin]
@@ -101,9 +105,31 @@ impl Mlx5MadQp {
         }])
     }
 
-    /// `struct mlx5_av` of `dest` (upstream `create_ib_ah()` + `set_datagram_seg()`).
-    fn av(&self, dest: &MadDest) -> [u8; 48] {
+    /// The destination MAC of `dest` on a RoCE port: upstream's MAD senders fill the AH's
+    /// `roce.dmac` (`ib_resolve_eth_dmac()`, `ib_init_ah_attr_from_wc()`: route and
+    /// neighbour of the destination GID); here it is resolved from the GID at the send.
+    /// Zeros on InfiniBand, or when it does not resolve (the frame then reaches no host).
+    /// Sleeps (a neighbour may take up to a second).
+    fn dmac(&self, dest: &MadDest) -> [u8; 6] {
+        let (true, Some(g), Ok(qp)) = (self.eth, dest.grh, self.qp()) else {
+            return [0; 6];
+        };
+        let mut grh = GlobalRoute {
+            dgid: g.dgid,
+            flow_label: g.flow_label,
+            sgid_index: g.sgid_index,
+            hop_limit: g.hop_limit,
+            traffic_class: g.traffic_class,
+        };
+        resolve_eth_dmac(qp.device(), self.port, &mut grh).unwrap_or([0; 6])
+    }
+
+    /// `struct mlx5_av` of `dest` with destination MAC `dmac` (upstream `create_ib_ah()` +
+    /// `set_datagram_seg()`).
+    fn av(&self, dest: &MadDest, dmac: [u8; 6]) -> [u8; 48] {
         let mut av = [0u8; 48];
+        // `rmac` (RoCE).
+        av[20..26].copy_from_slice(&dmac);
         av[0..4].copy_from_slice(&dest.remote_qkey.to_be_bytes());
         av[8..12]
             .copy_from_slice(&((dest.remote_qpn & 0x00ff_ffff) | EXTENDED_UD_AV).to_be_bytes());
@@ -175,6 +201,7 @@ impl Mlx5MadQp {
 impl MadQp for Mlx5MadQp {
     fn post_send(&self, mad: &Mad, len: usize, dest: &MadDest, wr_id: u64) -> Result {
         let len = len.min(MAD);
+        let dmac = self.dmac(dest);
         let mut sends = self.sends.lock();
         let i = sends.slot.iter().position(Option::is_none).ok_or(ENOMEM)?;
         self.buf.write(Self::send_off(i), &mad.0[..len])?;
@@ -183,7 +210,7 @@ impl MadQp for Mlx5MadQp {
             length: len as u32,
             lkey: self.lkey()?,
         }];
-        let av = self.av(dest);
+        let av = self.av(dest, dmac);
         let swr = SendWr {
             wr_id: i as u64,
             opcode: WrOpcode::Send,
@@ -382,6 +409,7 @@ pub(super) fn open(
             parts,
             buf,
             eth,
+            port,
             sends <- kernel::new_mutex!(Sends { slot: [None; SEND_SLOTS] }),
             poll_lock <- kernel::new_mutex!(()),
         }),

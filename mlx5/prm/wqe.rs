@@ -44,6 +44,8 @@ pub(crate) mod ctrl {
     pub(crate) const CQ_UPDATE: u8 = 0x08;
     /// `MLX5_WQE_CTRL_SOLICITED`.
     pub(crate) const SOLICITED: u8 = 0x02;
+    /// The fence mode bits (`MLX5_FENCE_MODE_*` << 5).
+    pub(crate) const FENCE_MODE: u8 = 0xe0;
     /// `MLX5_FENCE_MODE_FENCE` (`IB_SEND_FENCE`).
     #[cfg_attr(
         not(MODULE),

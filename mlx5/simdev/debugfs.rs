@@ -20,7 +20,7 @@
 //!   could not queue for the wire (`wire_overflow`, `engine/wire.rs`), and RC in packets'
 //!   request packets sent again, requests past and before the expected PSN
 //!   (`wire_rc_retransmits`, `wire_rc_out_of_sequence`, `wire_rc_duplicates`,
-//!   `engine/rc.rs`);
+//!   `engine/rc.rs`) and the RoCE v2 frames dropped for a bad ICRC (`wire_bad_icrc`);
 //! * `iommu` — the simulated IOMMU's live mappings and the device accesses it refused
 //!   (`mappings N`, `faults N`; mappings are 0 when the driver has released everything);
 //! * `switch` — the InfiniBand fabric's switch (`fwsim/switch.rs`): `lid`, `sm_lid`,
@@ -271,6 +271,7 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(out, "wire_rc_retransmits {}", rc.retransmits)?;
         writeln!(out, "wire_rc_out_of_sequence {}", rc.out_of_sequence)?;
         writeln!(out, "wire_rc_duplicates {}", rc.duplicates)?;
+        writeln!(out, "wire_bad_icrc {}", rc.bad_icrc)?;
     }
     Ok(())
 }

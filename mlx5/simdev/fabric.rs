@@ -382,9 +382,32 @@ pub(crate) struct Fabric {
     /// RoCE v2 frames from the segment for the engine: (function index, frame).
     #[pin]
     wire_rx: SpinLockIrq<KVec<(usize, KVec<u8>)>>,
-    /// RoCE v2 frames sent and received, for the fault injection of `wire_drop`/`wire_dup`.
+    /// RoCE v2 frames sent and received, for the fault injection of `wire_drop`, `wire_dup`,
+    /// `wire_reorder` and `wire_corrupt`.
     wire_seen: Atomic<u64>,
+    /// The frame `wire_reorder` holds back, sent ([0]) and received ([1]), with its port.
+    #[pin]
+    wire_held: SpinLockIrq<[Held; 2]>,
 }
+
+/// A frame held back by `wire_reorder`, with its port (function index or segment port).
+type Held = Option<(usize, KVec<u8>)>;
+
+/// What fault injection does to one RoCE v2 frame ([`Fabric::wire_fault`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Pass,
+    Drop,
+    Dup,
+    /// Held back: it goes on after the next frame that does.
+    Hold,
+    /// A bit flipped inside what the ICRC covers: the receiver's ICRC check drops it.
+    Corrupt,
+}
+
+/// The direction of a frame, for [`Fabric::wire_inject`].
+const SENT: usize = 0;
+const RECEIVED: usize = 1;
 
 impl Fabric {
     /// Runs `f` on function `index`'s device state under the fabric lock.
@@ -795,35 +818,91 @@ impl Fabric {
     }
 
     /// Sends the RoCE v2 packets the engine queued out of each function's segment port
-    /// (`fws` is the locked fabric), each as many times as [`Self::wire_fault`] says.
+    /// (`fws` is the locked fabric), through the fault injection ([`Self::wire_inject`]).
     fn wire_tx(&self, fws: &mut KVec<KVBox<Fw>>) {
         if let Some(seg) = self.ether.as_ref() {
             for (i, fw) in fws.iter_mut().enumerate() {
                 fw.wire_drain(|f| {
-                    for _ in 0..self.wire_fault() {
-                        seg.send(i, f);
-                    }
+                    self.wire_inject(SENT, i, f, |p, g| {
+                        seg.send(p, g);
+                    })
                 });
             }
         }
     }
 
-    /// How many copies of the next RoCE v2 frame go on (the module parameters `wire_drop`
-    /// and `wire_dup`: every Nth frame sent or received is dropped, or doubled): 1 without
-    /// fault injection.
-    fn wire_fault(&self) -> usize {
-        let drop = u64::from(crate::module_parameters::wire_drop.value());
-        let dup = u64::from(crate::module_parameters::wire_dup.value());
-        if drop == 0 && dup == 0 {
-            return 1;
+    /// What happens to the next RoCE v2 frame (the module parameters `wire_drop`,
+    /// `wire_dup`, `wire_reorder`, `wire_corrupt`: every Nth frame sent or received, one
+    /// count for all, is dropped, doubled, held back behind the next, or corrupted; the first
+    /// that applies): [`Fault::Pass`] without fault injection.
+    fn wire_fault(&self) -> Fault {
+        use crate::module_parameters as mp;
+        let every = [
+            (mp::wire_drop.value(), Fault::Drop),
+            (mp::wire_dup.value(), Fault::Dup),
+            (mp::wire_reorder.value(), Fault::Hold),
+            (mp::wire_corrupt.value(), Fault::Corrupt),
+        ];
+        if every.iter().all(|(v, _)| *v == 0) {
+            return Fault::Pass;
         }
         let n = self.wire_seen.fetch_add(1, Relaxed) + 1;
-        if drop != 0 && n % drop == 0 {
-            0
-        } else if dup != 0 && n % dup == 0 {
-            2
-        } else {
-            1
+        every
+            .iter()
+            .find(|(v, _)| *v != 0 && n % u64::from(*v) == 0)
+            .map_or(Fault::Pass, |(_, f)| *f)
+    }
+
+    /// Hands RoCE v2 frame `frame` of `port` going direction `dir` ([`SENT`], [`RECEIVED`])
+    /// to `out` as the fault injection says (`out` may get none, one or two frames; a frame
+    /// held back comes after the next one that goes on). A copy that cannot be allocated
+    /// lets the frame pass as it is.
+    fn wire_inject(
+        &self,
+        dir: usize,
+        port: usize,
+        frame: &[u8],
+        mut out: impl FnMut(usize, &[u8]),
+    ) {
+        let copy = |f: &[u8]| {
+            let mut c = KVec::new();
+            c.extend_from_slice(f, GFP_ATOMIC).ok().map(|()| c)
+        };
+        match self.wire_fault() {
+            Fault::Drop => return,
+            Fault::Pass => out(port, frame),
+            Fault::Dup => {
+                out(port, frame);
+                out(port, frame);
+            }
+            Fault::Corrupt => match copy(frame) {
+                Some(mut c) => {
+                    // The last byte before the ICRC (or, in a padded frame, in it).
+                    if let Some(b) = c.len().checked_sub(5).and_then(|i| c.get_mut(i)) {
+                        *b ^= 0x20;
+                    }
+                    out(port, &c);
+                }
+                None => out(port, frame),
+            },
+            Fault::Hold => match copy(frame) {
+                Some(c) => {
+                    let prev = self
+                        .wire_held
+                        .lock()
+                        .get_mut(dir)
+                        .and_then(|h| h.replace((port, c)));
+                    if let Some((p, f)) = prev {
+                        out(p, &f);
+                    }
+                    return;
+                }
+                None => out(port, frame),
+            },
+        }
+        let held = self.wire_held.lock().get_mut(dir).and_then(Option::take);
+        if let Some((p, f)) = held {
+            out(p, &f);
         }
     }
 
@@ -1117,16 +1196,16 @@ impl Fabric {
 /// buffer is gone when this returns), and the worker kicked.
 impl RoceRx for Fabric {
     fn roce_rx(&self, port: usize, frame: &[u8]) {
-        for _ in 0..self.wire_fault() {
+        self.wire_inject(RECEIVED, port, frame, |p, f| {
             let mut copy = KVec::new();
-            if copy.extend_from_slice(frame, GFP_ATOMIC).is_err() {
+            if copy.extend_from_slice(f, GFP_ATOMIC).is_err() {
                 return;
             }
             let mut q = self.wire_rx.lock();
-            if q.len() >= WIRE_RX_MAX || q.push((port, copy), GFP_ATOMIC).is_err() {
-                return;
+            if q.len() < WIRE_RX_MAX {
+                let _ = q.push((p, copy), GFP_ATOMIC);
             }
-        }
+        });
         self.kick();
     }
 }
@@ -1232,6 +1311,7 @@ impl FabricWorker {
                 ether,
                 wire_rx <- new_spinlock_irq!(KVec::new()),
                 wire_seen: Atomic::new(0),
+                wire_held <- new_spinlock_irq!([None, None]),
             }),
             GFP_KERNEL,
         )?;

@@ -18,8 +18,8 @@
 #    (UD, UC), each side once server and once client; rxe0's packet counters as the runs make
 #    them, no sequence error, retry or duplicate; then WIRE_RC_RUNS (RC pingpong and
 #    perftest) the same way, rxe0's error counters still 0; then WIRE_LOSS_RUNS with A's
-#    module reloaded with dropped and doubled frames: the data checked, the retransmissions
-#    in A's debugfs counters and rxe0's.
+#    module reloaded with dropped, doubled, reordered and corrupted frames: the runs
+#    complete, the retransmissions in A's debugfs counters and rxe0's.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 WIRE_A=10.38.1.1
@@ -132,6 +132,8 @@ PERF_WANT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 WIRE_RC_RUNS="
 rc_b_serves|18611|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|b
 rc_a_serves|18612|ibv_rc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|a
+uc_multi_b_serves|18613|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|b
+uc_multi_a_serves|18614|ibv_uc_pingpong|-d mlx5_0 -g 1 -s 4000 -n 100 -c|-d rxe0 -g 0 -s 4000 -n 100 -c|a
 "
 n=18620
 for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat; do
@@ -148,16 +150,127 @@ ${t}_${srv}_serves|$n|$t|-d mlx5_0 -x 1 -F -m 1024 -u 18 -n 100 $sz|-d rxe0 -x 0
 	done
 done
 
-# RC with faults (A reloaded with wire_drop=29 wire_dup=31: every 29th RoCE v2 frame A's
-# function sends or receives is dropped, every 31st doubled): perftest's WRITE and SEND
-# bandwidth runs must complete (perftest keeps both QPs until its closing handshake; the
+# RC with faults (A reloaded with wire_drop=97 wire_dup=101 wire_reorder=103
+# wire_corrupt=107: of the RoCE v2 frames A's function sends or receives, about 1 % each is
+# dropped, doubled, held back behind the next, or corrupted so that the receiver's ICRC check
+# drops it): perftest's WRITE, SEND and READ bandwidth runs, each side serving, must complete
+# with several messages in flight (perftest keeps both QPs until its closing handshake; the
 # pingpongs exit as soon as their own work completes, so a lost last ACK leaves the other
-# side retrying into a destroyed QP); the data under loss is checked by the host tests.
+# side retrying into a destroyed QP); the data under faults is checked by the host tests.
+WIRE_LOSS_ARGS="-F -m 1024 -u 16 -n 200"
 WIRE_LOSS_RUNS="
-loss_write_b_serves|18641|ib_write_bw|-d mlx5_0 -x 1 -F -m 1024 -u 16 -n 100 -s 8192|-d rxe0 -x 0 -F -m 1024 -u 16 -n 100 -s 8192|b|$PERF_WANT
-loss_write_a_serves|18642|ib_write_bw|-d mlx5_0 -x 1 -F -m 1024 -u 16 -n 100 -s 8192|-d rxe0 -x 0 -F -m 1024 -u 16 -n 100 -s 8192|a|$PERF_WANT
-loss_send_b_serves|18643|ib_send_bw|-d mlx5_0 -x 1 -F -m 1024 -u 16 -n 100 -s 8192|-d rxe0 -x 0 -F -m 1024 -u 16 -n 100 -s 8192|b|$PERF_WANT
+loss_write_b_serves|18641|ib_write_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192|b|$PERF_WANT
+loss_write_a_serves|18642|ib_write_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192|a|$PERF_WANT
+loss_send_b_serves|18643|ib_send_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192|b|$PERF_WANT
+loss_send_a_serves|18644|ib_send_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192|a|$PERF_WANT
+loss_read_b_serves|18645|ib_read_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192 -o 8|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192 -o 8|b|$PERF_WANT
+loss_read_a_serves|18646|ib_read_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192 -o 8|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192 -o 8|a|$PERF_WANT
 "
+WIRE_FAULTS="wire_drop=97 wire_dup=101 wire_reorder=103 wire_corrupt=107"
+
+# rdma_cm across the wire (A's module reloaded with mad_qps=1: QP1 on the wire, our CM with
+# rxe's ib_cm): unmodified rping (10 pings, the data verified, -V) and ucmatose (2
+# connections), each side once server and once client; each line: NAME, which side serves,
+# the server's command, the client's, what the client must print.
+WIRE_CM_RUNS="
+rping_b_serves|b|rping -s -a $WIRE_B -p 7174 -C 10 -V|rping -c -a $WIRE_B -I $WIRE_A -p 7174 -C 10 -v -V|ping data: rdma-ping-9
+rping_a_serves|a|rping -s -a $WIRE_A -p 7175 -C 10 -V|rping -c -a $WIRE_A -I $WIRE_B -p 7175 -C 10 -v -V|ping data: rdma-ping-9
+ucmatose_b_serves|b|ucmatose -b $WIRE_B -c 2 -C 10|ucmatose -s $WIRE_B -b $WIRE_A -c 2 -C 10|data transfers complete
+ucmatose_a_serves|a|ucmatose -b $WIRE_A -c 2 -C 10|ucmatose -s $WIRE_A -b $WIRE_B -c 2 -C 10|data transfers complete
+"
+
+# wire_cm SIDE: this side's half of every line of WIRE_CM_RUNS. The server starts, then both
+# meet at the barrier; the client runs again while it is rejected (the server not listening
+# yet), up to 5 times.
+wire_cm() {
+	local side=$1 name srv sargs cargs want rc i s
+	echo "$WIRE_CM_RUNS" | while IFS='|' read -r name srv sargs cargs want; do
+		[ -n "$name" ] || continue
+		if [ "$srv" = "$side" ]; then
+			echo "+ $sargs (server)"
+			timeout 120 $sargs </dev/null >/tmp/w-cm-s 2>&1 &
+			s=$!
+			sleep 2
+			wire_sync "$name"
+			rc=0
+			wait $s || rc=$?
+			sed 's/^/    server| /' /tmp/w-cm-s | tail -n 12
+			t_check "$name: $sargs: server exit 0 ($rc)" test $rc = 0
+		else
+			wire_sync "$name"
+			echo "+ $cargs (client)"
+			for i in 1 2 3 4 5; do
+				rc=0
+				timeout 100 $cargs </dev/null >/tmp/w-cm-c 2>&1 || rc=$?
+				grep -q "REJECTED" /tmp/w-cm-c || break
+				sleep 2
+			done
+			sed 's/^/    client| /' /tmp/w-cm-c | tail -n 12
+			t_check "$name: $cargs: client exit 0 ($rc)" test $rc = 0
+			if grep -q -- "$want" /tmp/w-cm-c; then
+				t_ok "$name: the client printed '$want'"
+			else
+				t_fail "$name: the client printed '$want'"
+			fi
+		fi
+	done
+}
+
+# The benchmark (printed, not asserted): message rate and latency with A as the client and
+# B (rxe) serving, first A with rdma-rs (ours <-> rxe), then A with upstream rdma_rxe on its
+# eth0 (rxe <-> rxe), the same programs and arguments in the same two VMs. Each client's
+# result line is printed as "bench: CONFIG PROG: ..." (tools/wire.sh gathers them).
+WIRE_BENCH_ARGS="-F -m 1024 -u 18"
+WIRE_BENCH_RUNS="
+bench_send_lat|18661|ib_send_lat|-s 64 -n 200
+bench_write_lat|18662|ib_write_lat|-s 64 -n 200
+bench_send_bw|18663|ib_send_bw|-s 64 -n 2000
+bench_write_bw|18664|ib_write_bw|-s 64 -n 2000
+bench_read_bw|18665|ib_read_bw|-s 64 -n 2000 -o 8
+"
+
+# wire_bench SIDE CONFIG: B serves each run of WIRE_BENCH_RUNS, A is its client (A's
+# device and GID index in WIRE_BENCH_DEV, B's in WIRE_BENCH_SRV_DEV, rxe0's by default).
+wire_bench() {
+	local side=$1 config=$2 name port prog args rc line
+	echo "$WIRE_BENCH_RUNS" | while IFS='|' read -r name port prog args; do
+		[ -n "$name" ] || continue
+		name="${name}_$config"
+		if [ "$side" = b ]; then
+			wire_serve "$prog $args ($config bench, b serves)" "$name" "$port" "$prog" \
+				"${WIRE_BENCH_SRV_DEV:--d rxe0 -x 0} $WIRE_BENCH_ARGS $args" "$PERF_WANT"
+			continue
+		fi
+		wire_client "$prog $args ($config bench, a is the client)" "$name" "$port" "$prog" \
+			"$WIRE_BENCH_DEV $WIRE_BENCH_ARGS $args" "$WIRE_B" "$PERF_WANT"
+		line=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/w-cli.out | tail -n 1 | tr -s ' ')
+		echo "bench: $config $prog $args:$line"
+	done
+}
+
+# A's part of the benchmark: ours (mlx5_ib_rs without faults), then upstream rdma_rxe on
+# eth0 with A's address.
+wire_bench_a() {
+	local a
+	wire_reload_a "(benchmark)"
+	WIRE_BENCH_DEV="-d mlx5_0 -x 1" wire_bench a ours
+	unload_ours
+	t_check "modprobe ib_uverbs rdma_rxe (A)" modprobe -a ib_uverbs rdma_rxe
+	t_check "ip addr add $WIRE_A/24 dev eth0 (A)" ip addr add $WIRE_A/24 dev eth0
+	t_check "rdma link add rxe0 type rxe netdev eth0 (A)" rdma link add rxe0 type rxe netdev eth0
+	t_check "rxe0's port is ACTIVE (A)" sh -c "rdma link show rxe0/1 | grep -q 'state ACTIVE'"
+	t_check "B answers a ping from eth0" wire_wait_ping $WIRE_B 120
+	WIRE_BENCH_DEV="-d rxe0 -x 0" wire_bench a rxe
+	t_check "rdma link delete rxe0 (A)" rdma link delete rxe0
+	t_check "ip addr del $WIRE_A/24 dev eth0 (A)" ip addr del $WIRE_A/24 dev eth0
+	t_check "modprobe -r rdma_rxe ib_uverbs ib_core (A)" modprobe -r rdma_rxe ib_uverbs ib_core
+	# Ours again, A's address on the function's interface (the last barrier is on it).
+	load_ours sim=eth uplink=eth0
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	t_check "ip addr add $WIRE_A/24 dev $a (after the benchmark)" ip addr add $WIRE_A/24 dev $a
+	t_check "ip link set $a up" ip link set $a up
+	t_check "B answers a ping again" wire_wait_ping $WIRE_B 120
+}
 
 # wire_rdma SIDE [RUNS]: this side's half of every line of RUNS (default WIRE_RUNS).
 wire_rdma() {
@@ -225,20 +338,31 @@ wire_a_suite() {
 	wire_rdma a
 	wire_rdma a "$WIRE_RC_RUNS"
 	grep -E "^(wire|ether)_" /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null | sed 's/^/A: /'
+	wire_reload_a "(QP1 on the wire)" mad_qps=1
+	wire_cm a
 	wire_loss_a
+	wire_bench_a
 	t_check "wire_sync done" wire_sync done
 	unload_ours
 }
 
-# A's part of WIRE_LOSS_RUNS: the module again with the faults, the interface as before.
-wire_loss_a() {
-	local a st
+# wire_reload_a WHY [PARAMETERS...]: mlx5_ib_rs again with PARAMETERS, the interface as
+# before.
+wire_reload_a() {
+	local why=$1 a
+	shift
 	unload_ours
-	load_ours sim=eth uplink=eth0 wire_drop=29 wire_dup=31
+	load_ours sim=eth uplink=eth0 "$@"
 	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
-	t_check "ip addr add $WIRE_A/24 dev $a (faults injected)" ip addr add $WIRE_A/24 dev $a
+	t_check "ip addr add $WIRE_A/24 dev $a $why" ip addr add $WIRE_A/24 dev $a
 	t_check "ip link set $a up" ip link set $a up
 	t_check "B answers a ping again" wire_wait_ping $WIRE_B 120
+}
+
+# A's part of WIRE_LOSS_RUNS: the module again with the faults.
+wire_loss_a() {
+	local st
+	wire_reload_a "(faults injected)" $WIRE_FAULTS
 	wire_rdma a "$WIRE_LOSS_RUNS"
 	st=$(cat /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null)
 	echo "$st" | grep -E "^wire_" | sed 's/^/A (faults): /'
@@ -246,6 +370,8 @@ wire_loss_a() {
 		test "$(echo "$st" | awk '/^wire_rc_retransmits/ { print $2 }')" -gt 0
 	t_check "A's responder saw duplicates and gaps (wire_rc_duplicates, wire_rc_out_of_sequence > 0)" \
 		test "$(echo "$st" | awk '/^wire_rc_duplicates/ { d = $2 } /^wire_rc_out_of_sequence/ { o = $2 } END { print (d > 0 && o > 0) ? 1 : 0 }')" = 1
+	t_check "A dropped the corrupted frames it received by their ICRC (wire_bad_icrc > 0)" \
+		test "$(echo "$st" | awk '/^wire_bad_icrc/ { print $2 }')" -gt 0
 }
 
 # rxe's counters after WIRE_RUNS: every run is 100 single-packet messages each way, so rxe
@@ -271,9 +397,11 @@ wire_rxe_errors() {
 
 # B's part of WIRE_LOSS_RUNS: rxe's counters show what A's faults made rxe do again.
 wire_loss_b() {
-	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters seq dup c
+	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters seq dup oos retry c
 	seq=$(cat $h/rcvd_seq_err)
 	dup=$(cat $h/duplicate_request)
+	oos=$(cat $h/out_of_seq_request)
+	retry=$(cat $h/completer_retry_err)
 	wire_rdma b "$WIRE_LOSS_RUNS"
 	echo "B: rxe0 counters after the faults:"
 	for c in $h/*; do echo "    $(basename $c) $(cat $c)"; done
@@ -281,6 +409,9 @@ wire_loss_b() {
 		test "$(cat $h/rcvd_seq_err)" -gt "$seq"
 	t_check "rxe0 answered duplicates (duplicate_request $dup -> $(cat $h/duplicate_request))" \
 		test "$(cat $h/duplicate_request)" -gt "$dup"
+	t_check "rxe0 NAKed gaps as responder (out_of_seq_request $oos -> $(cat $h/out_of_seq_request))" \
+		test "$(cat $h/out_of_seq_request)" -gt "$oos"
+	echo "B: rxe0 completer_retry_err $retry -> $(cat $h/completer_retry_err) (retries on its ACK timer or an implied NAK)"
 }
 
 # B's IP part, on interface $1 (eth0 under rxe; the function's interface under ours).
@@ -338,9 +469,17 @@ wire_b_suite() {
 	# timeout: either side may send again, and rxe counts what it receives twice as
 	# duplicate_request; a sequence error or a spent retry count would be a fault.
 	wire_rxe_errors dups
+	t_check "modprobe rdma_ucm (rdma_cm, ib_cm)" modprobe rdma_ucm
+	wire_cm b
 	wire_loss_b
+	wire_bench b ours
+	wire_bench b rxe
 	t_check "wire_sync done" wire_sync done
 	t_check "rdma link delete rxe0" rdma link delete rxe0
+	# rdma_ucm's dependencies (rdma_cm, iw_cm, ib_cm) hold ib_core: out first, one by one.
+	for m in rdma_ucm rdma_cm iw_cm ib_cm; do
+		[ ! -d /sys/module/$m ] || t_check "rmmod $m" rmmod $m
+	done
 	t_check "modprobe -r rdma_rxe ib_uverbs ib_core" modprobe -r rdma_rxe ib_uverbs ib_core
 }
 
@@ -362,7 +501,16 @@ wire_b_ours_suite() {
 	wire_b_ip $a
 	wire_rdma b
 	wire_rdma b "$WIRE_RC_RUNS"
+	unload_ours
+	load_ours sim=eth@2 uplink=eth0 mad_qps=1
+	a=$(ls /sys/class/infiniband/mlx5_0/device/net/ 2>/dev/null)
+	t_check "ip addr add $WIRE_B/24 dev $a (QP1 on the wire)" ip addr add $WIRE_B/24 dev $a
+	t_check "ip link set $a up" ip link set $a up
+	wire_cm b
 	wire_rdma b "$WIRE_LOSS_RUNS"
+	# A's benchmark against ours on B (A first with ours, then with rxe).
+	WIRE_BENCH_SRV_DEV="-d mlx5_0 -x 1" wire_bench b ours
+	WIRE_BENCH_SRV_DEV="-d mlx5_0 -x 1" wire_bench b rxe
 	t_check "wire_sync done" wire_sync done
 	unload_ours
 }

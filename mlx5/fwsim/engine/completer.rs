@@ -179,7 +179,9 @@ pub(super) fn retire(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, res: ReqR
                 wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA => 1,
                 _ => packets(u64::from(byte_cnt), s.mtu),
             };
-            if matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI) && pkts > 0 {
+            // RC in packets moves the send PSN as it sends (`rc.rs`).
+            let sent = matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI);
+            if sent && pkts > 0 && !s.q.rc.wire {
                 bump_psn(fw, slot, qpc::next_send_psn, pkts);
             }
             if w.flags & ctrl::CQ_UPDATE != 0 {

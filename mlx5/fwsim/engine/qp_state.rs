@@ -167,6 +167,8 @@ pub(super) struct Snap {
     pub(super) log_msg_max: u32,
     pub(super) retry_count: u8,
     pub(super) rnr_retry: u8,
+    /// log2 of the READs and atomics the requester may have in flight (`log_sra_max`).
+    pub(super) sra: u8,
     pub(super) ack_timeout: u8,
     pub(super) min_rnr_nak: u8,
     pub(super) q_key: u32,
@@ -218,6 +220,7 @@ pub(super) fn snap(fw: &Fw, slot: usize) -> Option<Snap> {
         log_msg_max: g(qpc::log_msg_max),
         retry_count: g8(qpc::retry_count),
         rnr_retry: g8(qpc::rnr_retry),
+        sra: g8(qpc::log_sra_max),
         ack_timeout: g8(pri(ads::ack_timeout)),
         min_rnr_nak: g8(qpc::min_rnr_nak),
         q_key: g(qpc::q_key),

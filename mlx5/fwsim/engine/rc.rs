@@ -2,62 +2,76 @@
 
 //! RC in RoCE v2 packets (IBA Vol 1 9.7, Annex A17), for a QP whose destination GID no
 //! function of the fabric holds. Each RC QP keeps its own transport state ([`RcWire`], in its
-//! `QpState`): the requester's message in flight and the responder's progress, MSN,
-//! pending acknowledgement and READ/atomic resources. Mirrors upstream's `rxe_req.c`
-//! (segmenting), `rxe_comp.c` (ACKs, NAKs, retries) and `rxe_resp.c` (PSN checks,
-//! execution, duplicates), one message in flight per QP:
+//! `QpState`): the requester's send window and the responder's progress, MSN, pending
+//! acknowledgement and READ/atomic resources. Mirrors upstream's `rxe_req.c` (segmenting),
+//! `rxe_comp.c` (ACKs, NAKs, retries) and `rxe_resp.c` (PSN checks, execution, duplicates):
 //!
-//! * **Requester** ([`send`]): the WQE at the SQ consumer counter is cut at the path MTU into
-//!   SEND/WRITE FIRST, MIDDLE, LAST (with immediate or invalidate) or ONLY packets with PSNs
-//!   from `next_send_psn` (24 bits, wrapping), the RETH on the first WRITE packet, AckReq on
+//! * **Requester** ([`step`]): up to 16 messages in flight ([`WIN`]), READs and atomics among
+//!   them at most `2^log_sra_max`; a fenced WQE, a NOP or a UMR waits for the window to
+//!   drain. Each WQE taken is cut at the path MTU into SEND/WRITE FIRST, MIDDLE, LAST (with
+//!   immediate or invalidate) or ONLY packets with PSNs from `next_send_psn` (24 bits,
+//!   wrapping, moved as the message is taken), the RETH on the first WRITE packet, AckReq on
 //!   the last; a READ is one request (its responses take the PSNs of the response packets),
-//!   an atomic one AtomicETH packet. The payload is gathered straight into the frame. The
-//!   WQE then waits for its acknowledgement under the ACK timer (`completer.rs`): on expiry
-//!   it is sent again from the first packet not acknowledged, `retry_count` times, then
-//!   completes with `IBV_WC_RETRY_EXC_ERR`. A packet that finds the transmit queue full is
-//!   sent on the next pass.
-//! * **Completer** (responses, [`receive`]): an ACK covering the message's last PSN retires
-//!   it (a coalesced ACK for an earlier one records progress); READ responses are written in
-//!   PSN order into the gather list and the last retires the READ; an atomic ACK writes the
-//!   original value. A PSN sequence error NAK sends again from its PSN; an RNR NAK waits for
-//!   its timer (`rnr_retry`, 7 forever); any other NAK completes the WQE in error (invalid
-//!   request, remote access, remote operation) and the QP goes to ERR. Credits are ignored,
-//!   as a ConnectX does without end-to-end flow control.
+//!   an atomic one AtomicETH packet. The payload is gathered straight into the frame. One ACK
+//!   timer runs for the oldest message (`completer.rs`, restarted on progress): on expiry the
+//!   window is sent again from the first packet not acknowledged (go-back-N), `retry_count`
+//!   times, then the oldest completes with `IBV_WC_RETRY_EXC_ERR`. A packet that finds the
+//!   transmit queue full is sent on the next pass.
+//! * **Completer** (responses, [`receive`]): a response acknowledges every message before its
+//!   PSN (a coalesced ACK retires several SENDs and WRITEs at once; a READ or atomic it
+//!   passes lost its responses, and the window goes back to it). An ACK covering a
+//!   message's last PSN retires it (one inside records progress); READ responses are written
+//!   in PSN order into the gather list (one past the expected sends the window again from
+//!   the missing PSN, once per PSN) and the last retires the READ; an atomic ACK writes the
+//!   original value. A PSN sequence error NAK sends the window again from its PSN; an RNR
+//!   NAK from its PSN after its timer (`rnr_retry`, 7 forever); any other NAK completes the
+//!   message in error (invalid request, remote access, remote operation) and the QP goes to
+//!   ERR. Completions are in order. Credits are ignored, as a ConnectX does without
+//!   end-to-end flow control.
 //! * **Responder** (requests, [`receive`]): the PSN must be `next_rcv_psn`; a later one is
 //!   answered by one PSN sequence error NAK; an earlier one is a duplicate: a SEND or WRITE
 //!   is acknowledged again (coalesced, the last PSN taken), a READ is executed again from
-//!   memory with the duplicate's RETH, an atomic is answered from its saved result (never
-//!   executed twice). SEND packets are written into the receive WQE at their offset (it is
-//!   consumed with the CQE on the last); no WQE is an RNR NAK with `min_rnr_nak`. A WRITE's
-//!   RETH is checked against the rkey on its first packet. Acknowledgements are coalesced:
-//!   one ACK (syndrome "no credits", the MSN) for the latest packet with AckReq, sent after
-//!   the READ responses and atomic ACKs that precede it.
+//!   memory with the duplicate's RETH (its resource reused), an atomic is answered from its
+//!   saved result (never executed twice). SEND packets are written into the receive WQE at
+//!   their offset (it is consumed with the CQE on the last); no WQE is an RNR NAK with
+//!   `min_rnr_nak`. A WRITE's RETH is checked against the rkey on its first packet.
+//!   Acknowledgements are coalesced: one ACK (syndrome "no credits", the MSN) for the latest
+//!   packet with AckReq, sent after the READ responses and atomic ACKs that precede it.
+//!
+//! * **UC** ([`uc_request`]) takes the same requester without what is reliable: UC opcodes,
+//!   no AckReq, a message complete once its packets are queued, no ACK timer; its responder
+//!   starts a message on any first or only packet, drops a message on a gap or an error, and
+//!   answers nothing (IBA 9.8.3).
 //!
 //! The function's debugfs counts request packets sent again and requests past and before the
 //! expected PSN (`wire_rc_*`, `wire.rs` `RcStats`).
 //!
-//! Not done: more than one message in flight per QP (a stop-and-wait requester, which the
-//! peer cannot tell from a slow one), the peer's address checked against the QP's path, XRC
-//! in packets, and the Q counters of retransmissions and sequence errors.
+//! * **XRC**: an initiator is an RC requester whose requests carry the XRC opcodes and the
+//!   XRCETH; a target (`receive_as_xrc_srq`) takes each request as the XRC SRQ it names
+//!   does and answers with XRC responses.
+//!
+//! Not done: the peer's address checked against the QP's path, and the Q counters of
+//! retransmissions and sequence errors.
 
-use super::completer::{retire, retry_later, rnr_timer_ns, ReqRes};
-use super::fabric::Node;
+use super::completer::{retire, retry_later, rnr_timer_ns, start_retry, ReqRes};
+use super::fabric::{route, Node};
 use super::mem::{remote_key, skip_bytes, Cur};
 use super::message::Message;
-use super::qp_state::{packets, qp_mut, snap, Snap, Wait};
-use super::rc_state::{Req, Res, ResKind, Resp, RES};
-use super::responder::{resp_fail, resp_ok, write_rwqe, Lead, RwqeErr};
-use super::sq::current;
+use super::qp_state::{packets, qp_mut, snap, Snap, Step, Wait};
+use super::rc_state::{Req, Res, ResKind, Resp, RES, WIN};
+use super::responder::{receive_as_xrc_srq, resp_fail, resp_ok, write_rwqe, Lead, RwqeErr};
+use super::sq::{current, message, read_wqe_at, MAX_SQ_WQE};
 use super::umr::remote_invalidate;
 use super::wire::{conn_headers, queue_frame, Queued, Src};
 use crate::fwsim::cqe::Cqe;
 use crate::fwsim::events::QpEvent;
+use crate::fwsim::profile::LinkLayer;
 use crate::fwsim::roce::{opcode as op, Aeth, AtomicEth, Headers, Packet, Reth};
 use crate::fwsim::xlat::Access;
 use crate::fwsim::{Fw, QCnt};
-use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_RC};
+use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_RC, QPC_ST_UC, QPC_ST_XRC};
 use crate::prm::ctx::qpc;
-use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
+use crate::prm::wqe::{cqe_off, cqe_op, ctrl, syndrome as syn, wqe_op};
 
 /// PSNs are 24 bits.
 const PSN_MASK: u32 = 0x00ff_ffff;
@@ -79,6 +93,15 @@ fn psn_off(b: u32, a: u32) -> u32 {
     b.wrapping_sub(a) & PSN_MASK
 }
 
+/// The BTH transport of a QP of service type `st` (IBA Table 38: the opcode's top 3 bits).
+fn transport(st: u32) -> u8 {
+    match st {
+        QPC_ST_UC => op::UC,
+        QPC_ST_XRC => op::XRC,
+        _ => op::RC,
+    }
+}
+
 /// The READ of `reth` at PSN `psn`, at path MTU `mtu`: a responder resource.
 fn read_res(psn: u32, reth: &Reth, mtu: u32) -> Res {
     Res {
@@ -92,79 +115,243 @@ fn read_res(psn: u32, reth: &Reth, mtu: u32) -> Res {
     }
 }
 
-/// The RC message `m` of requester `s` (the WQE at its SQ consumer counter) on node `ni`, to
-/// a GID no function of the fabric holds: its packets (those not acknowledged yet, on a
-/// retry) queued for the wire. [`ReqRes::Lost`] once all are (the ACK timer runs),
-/// [`ReqRes::Busy`] when the queue filled first.
-pub(super) fn send(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'_>) -> ReqRes {
-    let Some(n) = nodes.get_mut(ni) else {
-        return ReqRes::Lost;
-    };
-    let mtu = s.mtu.max(256);
-    let one = matches!(
-        m.opcode,
-        wqe_op::RDMA_READ | wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA
-    );
-    let npkts = if m.opcode == wqe_op::RDMA_READ || !one {
-        packets(m.len, mtu)
-    } else {
-        1
-    };
-    let reqs = if one { 1 } else { npkts };
-    let Some(q) = qp_mut(n.fw, s.slot) else {
-        return ReqRes::Lost;
-    };
-    let first = qpc::next_send_psn.get(&q.qpc).unwrap_or(0) & PSN_MASK;
-    let r = &mut q.q.rc.req;
-    if !r.busy || r.wqe != s.q.sq_ci {
-        *r = Req {
-            busy: true,
-            wqe: s.q.sq_ci,
-            first,
-            npkts,
-            sent: 0,
-            acked: 0,
-            hi: 0,
-        };
-    } else if r.sent >= reqs {
-        // The ACK timer ran out: again from the first packet not acknowledged.
-        r.sent = if one { 0 } else { r.acked };
+/// Whether the messages of requester `s` on node `ni` go on the wire: an RC, UC or XRC
+/// initiator QP on an Ethernet port whose destination GID no function of the fabric holds.
+pub(super) fn on_wire(nodes: &[Node<'_>], ni: usize, s: &Snap) -> bool {
+    // An XRC initiator (with a send queue); a target has none to step.
+    if !matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) {
+        return false;
     }
-    let st = *r;
-    for k in st.sent..reqs {
-        let Some((h, src, len)) = req_packet(n.fw, s, m, &st, k, mtu) else {
-            return ReqRes::Lost;
-        };
-        match queue_frame(n, &h, src, len) {
-            Ok(()) => {
-                n.fw.count_traffic(s.port, |t| t.xmit(1, len as u64));
-                if k < st.hi {
-                    n.fw.wire_tx.stats.retransmits += 1;
-                }
-            }
-            Err(Queued::Full) => {
-                n.fw.wire_tx.backlog = true;
-                set_req(n.fw, s.slot, |r| r.sent = k);
-                return ReqRes::Busy;
-            }
-            Err(Queued::Fault) => return ReqRes::Err(syn::LOCAL_PROT),
-            Err(Queued::Bad) => return ReqRes::Lost,
-        }
-        set_req(n.fw, s.slot, |r| r.hi = r.hi.max(k + 1));
+    if s.q.rc.wire {
+        return true;
     }
-    set_req(n.fw, s.slot, |r| r.sent = reqs);
-    ReqRes::Lost
+    let Some(n) = nodes.get(ni) else {
+        return false;
+    };
+    let ll = n.fw.cfg.link_layer;
+    let version = n.fw.roce_version(s.port, s.sgid_index);
+    ll == LinkLayer::Ethernet && route(nodes, ll, s.rlid, &s.rgid, version).is_none()
 }
 
-/// Changes the requester state of the QP in `slot`; progress (more packets acknowledged)
-/// gives the message its transport retries back, as rxe's completer does.
+/// One step of RC requester `s` on node `ni` whose messages go on the wire ([`on_wire`]) at
+/// time `now`, `pi` its SQ doorbell record: the timers (an ACK timeout sends the window again
+/// from the first packet not acknowledged), the packets the window has not sent, then one
+/// more WQE into the window and its packets. `None` when nothing is in flight and the WQE at
+/// the SQ consumer counter is for the ordinary step (not a message that can leave: a NOP, a
+/// UMR, a WQE that fails its checks, a port that cannot send).
+pub(super) fn step(nodes: &mut [Node<'_>], ni: usize, s: &Snap, pi: u16, now: u64) -> Option<Step> {
+    let n = nodes.get_mut(ni)?;
+    let slot = s.slot;
+    if let Wait::Rnr(d) = s.q.wait {
+        if now < d {
+            return Some(Step::Blocked(d));
+        }
+    }
+    let expired = matches!(s.q.wait, Wait::Rnr(d) | Wait::Ack(d) if now >= d);
+    if expired && s.q.rc.req.len > 0 {
+        let q = qp_mut(n.fw, slot)?;
+        let timeout = matches!(q.q.wait, Wait::Ack(_));
+        if let Err(e) = start_retry(&mut q.q) {
+            complete(n, slot, ReqRes::Err(e));
+            return Some(Step::Done);
+        }
+        if timeout {
+            // Again from the first packet not acknowledged.
+            let w = &mut q.q.rc.req;
+            let k = w.oldest().map_or(0, |e| e.acked);
+            w.rewind(0, k);
+            w.back = None;
+        }
+    }
+    if !send_window(n, slot, pi) {
+        return Some(Step::Idle);
+    }
+    let took = take(n, slot, pi)?;
+    if took {
+        send_window(n, slot, pi);
+    }
+    let mut s = snap(n.fw, slot)?;
+    // UC has no acknowledgement: a message completes once all its packets are queued.
+    while s.st == QPC_ST_UC && s.q.rc.req.oldest().is_some_and(|e| e.sent >= e.reqs()) {
+        complete(n, slot, ReqRes::Ok { byte_cnt: 0 });
+        s = snap(n.fw, slot)?;
+    }
+    if s.st == QPC_ST_RC && s.q.rc.req.len > 0 && s.q.wait == Wait::None {
+        // The ACK timer, for the oldest message in flight.
+        let _ = retry_later(n.fw, &s, ReqRes::Lost, now);
+    }
+    let wait = qp_mut(n.fw, slot).map_or(Wait::None, |q| q.q.wait);
+    Some(match wait {
+        _ if took => Step::Done,
+        Wait::Ack(d) | Wait::Rnr(d) => Step::Blocked(d),
+        _ => Step::Idle,
+    })
+}
+
+/// Takes the WQE after the window of the requester in `slot` of `n` into it (its PSNs from
+/// `next_send_psn`): `Some(true)` when it did; `Some(false)` when it waits (nothing more
+/// posted, the window or the READ/atomic limit full, a fence, a WQE for the ordinary step
+/// behind messages in flight); `None` when nothing is in flight and the WQE is for the
+/// ordinary step.
+fn take(n: &mut Node<'_>, slot: usize, pi: u16) -> Option<bool> {
+    let s = snap(n.fw, slot)?;
+    let win = s.q.rc.req;
+    let next = win.next_wqe(s.q.sq_ci);
+    if next == pi || win.len >= WIN {
+        return Some(false);
+    }
+    let empty = win.len == 0;
+    let wait = if empty { None } else { Some(false) };
+    let mut buf = [0u8; MAX_SQ_WQE];
+    let Ok(w) = read_wqe_at(n.mem, &s, next, pi, &mut buf) else {
+        return wait;
+    };
+    use wqe_op::*;
+    let one = matches!(w.opcode, RDMA_READ | ATOMIC_CS | ATOMIC_FA);
+    let plain = one
+        || matches!(
+            w.opcode,
+            SEND | SEND_IMM | SEND_INVAL | RDMA_WRITE | RDMA_WRITE_IMM
+        );
+    // A fenced WQE waits for everything before it (a ConnectX waits for the READs and
+    // atomics only).
+    if !plain || (!empty && w.flags & ctrl::FENCE_MODE != 0) {
+        return wait;
+    }
+    let Ok(m) = message(n.fw, &s, &w, &buf) else {
+        return wait;
+    };
+    if !n.fw.port_up(s.port) || !n.fw.may_send_from(s.port, s.sgid_index) {
+        return wait;
+    }
+    if one && win.reads() >= 1usize << s.sra.min(8) {
+        return Some(false);
+    }
+    let mtu = s.mtu.max(256);
+    let npkts = if one && w.opcode != RDMA_READ {
+        1
+    } else {
+        packets(m.len, mtu)
+    };
+    let q = qp_mut(n.fw, slot)?;
+    let first = qpc::next_send_psn.get(&q.qpc).unwrap_or(0) & PSN_MASK;
+    let _ = qpc::next_send_psn.set(&mut q.qpc, first.wrapping_add(npkts) & PSN_MASK);
+    q.q.rc.wire = true;
+    Some(q.q.rc.req.push(Req {
+        wqe: next,
+        nbb: u8::try_from(w.nbb).unwrap_or(u8::MAX),
+        op: w.opcode,
+        first,
+        npkts,
+        ..Req::default()
+    }))
+}
+
+/// Queues the packets the window of the requester in `slot` of `n` has not sent, oldest
+/// first (`pi`: its SQ doorbell record); false when the transmit queue filled first (the
+/// rest waits for the next pass).
+fn send_window(n: &mut Node<'_>, slot: usize, pi: u16) -> bool {
+    let Some(s) = snap(n.fw, slot) else {
+        return true;
+    };
+    let mtu = s.mtu.max(256);
+    for (i, e) in s.q.rc.req.iter().enumerate() {
+        if e.sent >= e.reqs() {
+            continue;
+        }
+        let mut buf = [0u8; MAX_SQ_WQE];
+        let m = read_wqe_at(n.mem, &s, e.wqe, pi, &mut buf)
+            .ok()
+            .and_then(|w| message(n.fw, &s, &w, &buf).ok());
+        let mut k = e.sent;
+        while let Some(m) = m.as_ref().filter(|_| k < e.reqs()) {
+            // No packet (no RoCE v2 source entry): nothing leaves, the ACK timer runs.
+            let Some((h, src, len)) = req_packet(n.fw, &s, m, e, k, mtu) else {
+                break;
+            };
+            match queue_frame(n, &h, src, len) {
+                Ok(()) => {
+                    n.fw.count_traffic(s.port, |t| t.xmit(1, len as u64));
+                    let span = if e.one() {
+                        e.npkts.saturating_sub(e.acked)
+                    } else {
+                        1
+                    };
+                    let again =
+                        qp_mut(n.fw, slot).is_some_and(|q| q.q.rc.req.sent_psn(h.bth.psn, span));
+                    if again {
+                        n.fw.wire_tx.stats.retransmits += 1;
+                    }
+                    k += 1;
+                }
+                Err(Queued::Full) => {
+                    n.fw.wire_tx.backlog = true;
+                    set_ent(n.fw, slot, i, |r| r.sent = k);
+                    return false;
+                }
+                Err(Queued::Fault) if i == 0 => {
+                    complete(n, slot, ReqRes::Err(syn::LOCAL_PROT));
+                    return true;
+                }
+                // Completed in error once it is the oldest.
+                Err(Queued::Fault) => return true,
+                Err(Queued::Bad) => break,
+            }
+        }
+        set_ent(n.fw, slot, i, |r| r.sent = r.reqs());
+    }
+    true
+}
+
+/// Changes message `i` of the window of the QP in `slot`.
+fn set_ent(fw: &mut Fw, slot: usize, i: usize, f: impl FnOnce(&mut Req)) {
+    if let Some(e) = qp_mut(fw, slot).and_then(|q| q.q.rc.req.ent.get_mut(i)) {
+        f(e);
+    }
+}
+
+/// Changes the oldest message in flight of the QP in `slot`; progress (more packets
+/// acknowledged) gives the QP its transport retries back and restarts the ACK timer, as
+/// rxe's completer does.
 fn set_req(fw: &mut Fw, slot: usize, f: impl FnOnce(&mut Req)) {
-    if let Some(q) = qp_mut(fw, slot) {
-        let before = q.q.rc.req.acked;
-        f(&mut q.q.rc.req);
-        if q.q.rc.req.acked > before && q.q.retry_wqe == Some(q.q.sq_ci) {
+    let Some(q) = qp_mut(fw, slot) else {
+        return;
+    };
+    if q.q.rc.req.len == 0 {
+        return;
+    }
+    let Some(e) = q.q.rc.req.ent.first_mut() else {
+        return;
+    };
+    let before = e.acked;
+    f(e);
+    if e.acked > before {
+        q.q.rc.req.back = None;
+        if matches!(q.q.wait, Wait::Ack(_)) {
+            q.q.wait = Wait::None;
+        }
+        if q.q.retry_wqe == Some(q.q.sq_ci) {
             q.q.retry_left = qpc::retry_count.get(&q.qpc).map_or(0, |v| (v & 7) as u8);
         }
+    }
+}
+
+/// Go-back-N without a NAK (a response past one that did not come): the window sent again
+/// from PSN `psn` of its oldest message, once for that PSN until there is progress.
+fn go_back(fw: &mut Fw, slot: usize, psn: u32) {
+    let Some(q) = qp_mut(fw, slot) else {
+        return;
+    };
+    let w = &mut q.q.rc.req;
+    if w.back == Some(psn) {
+        return;
+    }
+    w.back = Some(psn);
+    if let Some(e) = w.oldest() {
+        w.rewind(0, psn_off(psn, e.first));
+    }
+    if matches!(q.q.wait, Wait::Ack(_)) {
+        q.q.wait = Wait::None;
     }
 }
 
@@ -194,8 +381,10 @@ fn req_packet<'a>(
         segs: m.segs,
         skip: off,
     };
+    let uc = s.st == QPC_ST_UC;
     h.bth.psn = st.first.wrapping_add(k) & PSN_MASK;
-    h.bth.ack_req = last;
+    // UC is not acknowledged.
+    h.bth.ack_req = last && !uc;
     let seg = |first, middle, last_op, only| match (k == 0, last) {
         (true, true) => only,
         (true, false) => first,
@@ -268,7 +457,11 @@ fn req_packet<'a>(
         }
         _ => return None,
     };
-    h.bth.opcode = op::RC | opc;
+    h.bth.opcode = transport(s.st) | opc;
+    // An XRC request names the target's XRC SRQ (IBA 9.3.x XRCETH), every packet.
+    if s.st == QPC_ST_XRC {
+        h.xrceth = Some(m.xrc_srqn);
+    }
     Some((h, src, len))
 }
 
@@ -283,9 +476,14 @@ pub(super) fn receive(
     now: u64,
 ) -> bool {
     let h = &p.headers;
+    let st = match h.bth.opcode & 0xe0 {
+        op::UC => QPC_ST_UC,
+        op::XRC => QPC_ST_XRC,
+        _ => QPC_ST_RC,
+    };
     let d = nodes.get(ni).and_then(|n| {
         let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
-        (d.st == QPC_ST_RC && d.port == port && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
+        (d.st == st && d.port == port && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
             .then_some(d)
     });
     let Some(d) = d else {
@@ -296,7 +494,9 @@ pub(super) fn receive(
     }
     let o = h.bth.opcode & 0x1f;
     let took = if (op::READ_RESPONSE_FIRST..=op::ATOMIC_ACKNOWLEDGE).contains(&o) {
-        d.state == QPC_STATE_RTS && response(nodes, ni, &d, p, now)
+        st != QPC_ST_UC && d.state == QPC_STATE_RTS && response(nodes, ni, &d, p, now)
+    } else if st == QPC_ST_UC {
+        uc_request(nodes, ni, d, p)
     } else {
         request(nodes, ni, d, p)
     };
@@ -304,23 +504,45 @@ pub(super) fn receive(
     took
 }
 
-/// Response `p` at requester `s` on node `ni`.
+/// Response `p` at requester `s` on node `ni`. The messages in flight wholly before its PSN
+/// were received (IBA 9.7.5.1.1: a response acknowledges every request before it): a SEND or
+/// WRITE is retired; a READ or atomic whose responses did not all come had them lost, and the
+/// window is sent again from there. The rest concerns the message its PSN falls in.
 fn response(nodes: &mut [Node<'_>], ni: usize, s: &Snap, p: &Packet<'_>, now: u64) -> bool {
     let h = &p.headers;
-    let r = s.q.rc.req;
-    let k = psn_off(h.bth.psn, r.first);
-    // Nothing in flight, or a PSN outside the message: late or duplicated.
-    if !r.busy || r.wqe != s.q.sq_ci || k >= r.npkts {
-        return true;
-    }
     let Some(n) = nodes.get_mut(ni) else {
         return false;
     };
+    let slot = s.slot;
+    let (s, r) = loop {
+        let Some(s) = snap(n.fw, slot) else {
+            return true;
+        };
+        let win = s.q.rc.req;
+        // Nothing in flight, or a PSN outside the window: late or duplicated.
+        let Some(e) = win.oldest() else {
+            return true;
+        };
+        let k = psn_off(h.bth.psn, e.first);
+        if k >= win.span() {
+            return true;
+        }
+        if k < e.npkts {
+            break (s, e);
+        }
+        if e.one() {
+            go_back(n.fw, slot, e.first.wrapping_add(e.acked) & PSN_MASK);
+            return true;
+        }
+        complete(n, slot, ReqRes::Ok { byte_cnt: 0 });
+    };
+    let k = psn_off(h.bth.psn, r.first);
     let mtu = s.mtu.max(256);
     let o = h.bth.opcode & 0x1f;
     let atomic = |op| matches!(op, wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA);
+    let read_resp = (op::READ_RESPONSE_FIRST..=op::READ_RESPONSE_ONLY).contains(&o);
     // The WQE's opcode, and what it completes with if it does now.
-    let got = current(n, s, |w, m| {
+    let got = current(n, &s, |w, m| {
         let res = match o {
             op::ACKNOWLEDGE => None,
             op::ATOMIC_ACKNOWLEDGE => h.atomic_ack_eth.filter(|_| atomic(w.opcode)).map(|orig| {
@@ -330,7 +552,7 @@ fn response(nodes: &mut [Node<'_>], ni: usize, s: &Snap, p: &Packet<'_>, now: u6
                     Err(()) => ReqRes::Err(syn::LOCAL_PROT),
                 }
             }),
-            // A READ response, taken in PSN order (a gap is left to the ACK timer).
+            // A READ response, taken in PSN order.
             _ if w.opcode != wqe_op::RDMA_READ || k != r.acked => None,
             _ => {
                 let off = u64::from(k) * u64::from(mtu);
@@ -361,25 +583,29 @@ fn response(nodes: &mut [Node<'_>], ni: usize, s: &Snap, p: &Packet<'_>, now: u6
     };
     let res = match res {
         Some(ReqRes::Busy) => {
-            set_req(n.fw, s.slot, |r| r.acked = k + 1);
+            set_req(n.fw, slot, |r| r.acked = k + 1);
             None
         }
-        None if o == op::ACKNOWLEDGE => {
-            let one = wop == wqe_op::RDMA_READ || atomic(wop);
-            h.aeth.and_then(|a| ack(n.fw, s, &r, a, k, one, now))
+        // A READ response past the one expected: the ones between were lost.
+        None if read_resp && wop == wqe_op::RDMA_READ && k > r.acked => {
+            go_back(n.fw, slot, r.first.wrapping_add(r.acked) & PSN_MASK);
+            None
         }
+        None if o == op::ACKNOWLEDGE => h.aeth.and_then(|a| ack(n.fw, &s, &r, a, k, now)),
         r => r,
     };
     if let Some(res) = res {
-        complete(n, s.slot, res);
+        complete(n, slot, res);
     }
     true
 }
 
-/// AETH `a` of an ACKNOWLEDGE for PSN offset `k` of the message in flight `r` of `s` (`one`:
-/// a READ or atomic, one request packet): what the WQE completes with, if it does now.
-fn ack(fw: &mut Fw, s: &Snap, r: &Req, a: Aeth, k: u32, one: bool, now: u64) -> Option<ReqRes> {
+/// AETH `a` of an ACKNOWLEDGE for PSN offset `k` of the oldest message in flight `r` of `s`:
+/// what it completes with, if it does now. A NAK's PSN is the one the responder expects:
+/// the window goes back to it (go-back-N).
+fn ack(fw: &mut Fw, s: &Snap, r: &Req, a: Aeth, k: u32, now: u64) -> Option<ReqRes> {
     let code = a.syndrome & 0x1f;
+    let one = r.one();
     match a.syndrome & 0x60 {
         // A READ or atomic completes with its responses, not with an ACK.
         0x00 if one => None,
@@ -391,7 +617,7 @@ fn ack(fw: &mut Fw, s: &Snap, r: &Req, a: Aeth, k: u32, one: bool, now: u64) -> 
             None
         }
         AETH_RNR => {
-            set_req(fw, s.slot, |q| q.sent = if one { 0 } else { q.sent.min(k) });
+            rewind(fw, s.slot, k);
             match retry_later(fw, s, ReqRes::Rnr(rnr_timer_ns(code)), now) {
                 Ok(_) => None,
                 Err(e) => Some(ReqRes::Err(e)),
@@ -400,14 +626,7 @@ fn ack(fw: &mut Fw, s: &Snap, r: &Req, a: Aeth, k: u32, one: bool, now: u64) -> 
         AETH_NAK => match code {
             NAK_SEQ => {
                 // Again from the PSN the responder expects, at once.
-                set_req(fw, s.slot, |q| {
-                    if one {
-                        q.sent = 0;
-                    } else {
-                        q.acked = q.acked.max(k);
-                        q.sent = q.sent.min(k);
-                    }
-                });
+                rewind(fw, s.slot, k);
                 if let Some(q) = qp_mut(fw, s.slot) {
                     q.q.wait = Wait::None;
                 }
@@ -421,7 +640,20 @@ fn ack(fw: &mut Fw, s: &Snap, r: &Req, a: Aeth, k: u32, one: bool, now: u64) -> 
     }
 }
 
-/// Retires the WQE in flight of the QP in `slot` of node `n` with `res`.
+/// The window of the QP in `slot` sent again from packet `k` of its oldest message (the ones
+/// before it arrived: progress).
+fn rewind(fw: &mut Fw, slot: usize, k: u32) {
+    set_req(fw, slot, |q| {
+        if !q.one() {
+            q.acked = q.acked.max(k);
+        }
+    });
+    if let Some(q) = qp_mut(fw, slot) {
+        q.q.rc.req.rewind(0, k);
+    }
+}
+
+/// Retires the oldest message in flight of the QP in `slot` of node `n` with `res`.
 fn complete(n: &mut Node<'_>, slot: usize, res: ReqRes) {
     let Some(s) = snap(n.fw, slot) else {
         return;
@@ -436,7 +668,9 @@ fn complete(n: &mut Node<'_>, slot: usize, res: ReqRes) {
     if res == ReqRes::Err(syn::REMOTE_ACCESS) {
         n.fw.q_count(s.cnt_set, QCnt::ReqRemoteAccess);
     }
-    set_req(n.fw, slot, |r| r.busy = false);
+    if let Some(q) = qp_mut(n.fw, slot) {
+        q.q.rc.req.pop();
+    }
     retire(n.fw, n.mem, &s, &w, res);
 }
 
@@ -454,8 +688,79 @@ enum Rx {
     Drop,
 }
 
+/// UC packet `p` at responder `d` on node `di` (IBA 9.7.5.1.3, 9.8.3): a first or only
+/// packet starts a message whatever its PSN (one in progress is abandoned, its receive WQE
+/// used again); a middle or last packet must carry the expected PSN and belong to a message
+/// in progress, or it is dropped and the message in progress with it. Nothing is answered;
+/// a message the responder cannot take (no receive WQE, a bad rkey, a bad length) is dropped
+/// without moving the QP to ERR.
+fn uc_request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
+    let h = &p.headers;
+    let psn = h.bth.psn;
+    let o = h.bth.opcode & 0x1f;
+    let first = matches!(
+        o,
+        op::SEND_FIRST
+            | op::SEND_ONLY
+            | op::SEND_ONLY_IMM
+            | op::WRITE_FIRST
+            | op::WRITE_ONLY
+            | op::WRITE_ONLY_IMM
+    );
+    let Some(n) = nodes.get_mut(di) else {
+        return false;
+    };
+    let epsn = qp_mut(n.fw, d.slot).map_or(0, |q| qpc::next_rcv_psn.get(&q.qpc).unwrap_or(0));
+    let drop_msg = |n: &mut Node<'_>| {
+        if let Some(q) = qp_mut(n.fw, d.slot) {
+            let _ = qpc::next_rcv_psn.set(&mut q.qpc, psn.wrapping_add(1) & PSN_MASK);
+            q.q.rc.resp.send = None;
+            q.q.rc.resp.write = None;
+        }
+    };
+    if first {
+        if let Some(q) = qp_mut(n.fw, d.slot) {
+            let _ = qpc::next_rcv_psn.set(&mut q.qpc, psn);
+            q.q.rc.resp.send = None;
+            q.q.rc.resp.write = None;
+        }
+    } else if psn != epsn & PSN_MASK {
+        n.fw.wire_tx.stats.out_of_sequence += 1;
+        drop_msg(n);
+        return true;
+    }
+    let Some(d) = snap(n.fw, d.slot) else {
+        return false;
+    };
+    let rx = match o {
+        op::SEND_FIRST..=op::SEND_ONLY_IMM => rx_send(nodes, di, d, p),
+        op::WRITE_FIRST..=op::WRITE_ONLY_IMM => rx_write(nodes, di, d, p),
+        _ => Rx::Drop,
+    };
+    let Some(n) = nodes.get_mut(di) else {
+        return false;
+    };
+    match rx {
+        Rx::Next { .. } => {
+            if let Some(q) = qp_mut(n.fw, d.slot) {
+                let _ = qpc::next_rcv_psn.set(&mut q.qpc, psn.wrapping_add(1) & PSN_MASK);
+            }
+        }
+        _ => drop_msg(n),
+    }
+    true
+}
+
+/// The responder's part of an error on RC and XRC (`resp_fail`: the QP to ERR); UC drops
+/// the message and goes on.
+fn fail(nodes: &mut [Node<'_>], di: usize, d: &Snap, cqe: Option<u8>, ev: Option<QpEvent>) {
+    if d.st != QPC_ST_UC {
+        resp_fail(nodes, di, d, cqe, ev);
+    }
+}
+
 /// Request `p` at responder `d` on node `di`.
-fn request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
+fn request(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> bool {
     let h = &p.headers;
     let psn = h.bth.psn;
     let Some(epsn) = nodes.get(di).and_then(|n| {
@@ -464,6 +769,11 @@ fn request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
     }) else {
         return false;
     };
+    // An XRC target receives as the SRQ the request names (duplicates too: a READ is
+    // executed again in its PD).
+    let xrc_ok = d.st != QPC_ST_XRC
+        || h.xrceth
+            .is_some_and(|srqn| receive_as_xrc_srq(nodes, di, &mut d, srqn));
     let k = psn_off(psn, epsn);
     if k >= PSN_HALF {
         if let Some(n) = nodes.get_mut(di) {
@@ -487,6 +797,10 @@ fn request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> bool {
     }
     let o = h.bth.opcode & 0x1f;
     let rx = match o {
+        _ if !xrc_ok => {
+            resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+            Rx::Nak(NAK_INVAL)
+        }
         op::SEND_FIRST..=op::SEND_ONLY_IMM | op::SEND_LAST_INV | op::SEND_ONLY_INV => {
             rx_send(nodes, di, d, p)
         }
@@ -544,7 +858,19 @@ fn duplicate(nodes: &mut [Node<'_>], di: usize, d: &Snap, p: &Packet<'_>, epsn: 
                 return;
             };
             if read_ok(n.fw, d, &reth) {
-                set_resp(n.fw, d.slot, |r| r.push(read_res(psn, &reth, d.mtu)));
+                // Its resource again (rxe's `find_resource()`), or a new one for a READ
+                // asked again from a later response.
+                let res = read_res(psn, &reth, d.mtu);
+                set_resp(n.fw, d.slot, |r| {
+                    match r
+                        .res
+                        .iter_mut()
+                        .find(|e| e.kind == ResKind::Read && e.psn == psn)
+                    {
+                        Some(e) => *e = res,
+                        None => r.push(res),
+                    }
+                });
             }
         }
         op::COMPARE_SWAP | op::FETCH_ADD => set_resp(n.fw, d.slot, |r| {
@@ -592,12 +918,12 @@ fn rx_send(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> Rx
         (true, None) => 0,
         (false, Some(off)) => off,
         _ => {
-            resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+            fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
             return Rx::Nak(NAK_INVAL);
         }
     };
     if !last && p.payload.len() != d.mtu as usize {
-        resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+        fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
         return Rx::Nak(NAK_INVAL);
     }
     let need = u64::from(off) + p.payload.len() as u64;
@@ -625,7 +951,7 @@ fn rx_send(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> Rx
             .get_mut(di)
             .is_some_and(|n| remote_invalidate(n.fw, key, &d));
         if !ok {
-            resp_fail(nodes, di, &d, Some(syn::REMOTE_INVAL_REQ), None);
+            fail(nodes, di, &d, Some(syn::REMOTE_INVAL_REQ), None);
             return Rx::Nak(NAK_INVAL);
         }
     }
@@ -669,21 +995,21 @@ fn rx_write(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> R
     let last = !matches!(o, op::WRITE_FIRST | op::WRITE_MIDDLE);
     let imm = matches!(o, op::WRITE_LAST_IMM | op::WRITE_ONLY_IMM);
     let access = |nodes: &mut [Node<'_>], d: &Snap| {
-        resp_fail(nodes, di, d, None, Some(QpEvent::WqAccess));
+        fail(nodes, di, d, None, Some(QpEvent::WqAccess));
         Rx::Nak(NAK_ACCESS)
     };
     let (va, rkey, len, off) = match (first, h.reth, d.q.rc.resp.write) {
         (true, Some(r), None) => (r.va, r.rkey, r.dma_len, 0),
         (false, _, Some(w)) => w,
         _ => {
-            resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+            fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
             return Rx::Nak(NAK_INVAL);
         }
     };
     let plen = u32::try_from(p.payload.len()).unwrap_or(u32::MAX);
     let end = off.saturating_add(plen);
     if end > len || (!last && p.payload.len() != d.mtu as usize) || (last && end != len) {
-        resp_fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
+        fail(nodes, di, &d, None, Some(QpEvent::WqInvalReq));
         return Rx::Nak(NAK_INVAL);
     }
     if !d.rwe {
@@ -848,7 +1174,7 @@ pub(super) fn flush(nodes: &mut [Node<'_>], ni: usize, slot: usize) {
         if let Some(e) = pick.and_then(|i| r.res.get(i).copied()) {
             h.bth.psn = e.psn.wrapping_add(e.sent) & PSN_MASK;
             if e.kind == ResKind::Atomic {
-                h.bth.opcode = op::RC | op::ATOMIC_ACKNOWLEDGE;
+                h.bth.opcode = transport(s.st) | op::ATOMIC_ACKNOWLEDGE;
                 h.aeth = Some(aeth);
                 h.atomic_ack_eth = Some(e.va);
             } else {
@@ -861,19 +1187,27 @@ pub(super) fn flush(nodes: &mut [Node<'_>], ni: usize, slot: usize) {
                     (false, true) => op::READ_RESPONSE_LAST,
                     (false, false) => op::READ_RESPONSE_MIDDLE,
                 };
-                h.bth.opcode = op::RC | o;
+                h.bth.opcode = transport(s.st) | o;
                 if o != op::READ_RESPONSE_MIDDLE {
                     h.aeth = Some(aeth);
                 }
+                // An XRC target has no PD of its own: the READ was checked in the PD of the
+                // XRC SRQ its request named (`receive_as_xrc_srq`).
+                let mut ks = s;
+                if s.st == QPC_ST_XRC && !s.q.has_sq {
+                    if let Some(m) = n.fw.mkeys.get(e.rkey >> 8) {
+                        ks.pd = m.pd;
+                    }
+                }
                 if len > 0 {
-                    match remote_key(n.fw, e.rkey, &s) {
+                    match remote_key(n.fw, e.rkey, &ks) {
                         Some(i) => src = Src::Region(i, e.va.wrapping_add(u64::from(off))),
                         None => len = usize::MAX,
                     }
                 }
             }
         } else if let Some((psn, syndrome)) = r.ack {
-            h.bth.opcode = op::RC | op::ACKNOWLEDGE;
+            h.bth.opcode = transport(s.st) | op::ACKNOWLEDGE;
             h.bth.psn = psn;
             h.aeth = Some(Aeth {
                 syndrome,

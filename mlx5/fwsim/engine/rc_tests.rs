@@ -557,3 +557,483 @@ fn rc_remote_access_nak() {
     );
     assert_eq!(l.b.state(&l.qb), QPC_STATE_ERR);
 }
+
+/// (opcode, PSN) of each frame.
+fn op_psn(frames: &[Vec<u8>]) -> Vec<(u8, u32)> {
+    frames.iter().map(|f| (bth_op(f), bth_psn(f))).collect()
+}
+
+/// The AETH syndrome of a response frame.
+fn syndrome(f: &[u8]) -> u8 {
+    f[BTH + 12]
+}
+
+/// Runs `h` at time 0 until it sends nothing more (its transmit queue holds 8 frames); what
+/// it sent.
+fn send_all(h: &mut Host) -> Vec<Vec<u8>> {
+    let mut v = vec![];
+    loop {
+        let r = run(&mut [&mut *h], 0);
+        let f = drain(h);
+        if f.is_empty() && !r.more {
+            return v;
+        }
+        v.extend(f);
+    }
+}
+
+fn deliver(h: &mut Host, frames: &[Vec<u8>]) {
+    for f in frames {
+        receive_at(h, f, 0);
+    }
+}
+
+/// Several messages in flight before any acknowledgement, their PSNs consecutive across the
+/// wrap; one coalesced ACK for the last retires them all, in order; the window holds 16
+/// messages, the rest go as it drains.
+#[test]
+fn rc_window_across_the_wrap_and_one_coalesced_ack() {
+    let mut l = link(1, 0xff_fffe, |_| {});
+    l.a.mem.put(l.ma.bus, &pattern(MEM, 8));
+    for i in 0..6 {
+        l.b.post_recv(&mut l.qb, &[l.mb.sge(i * 512, 512)]);
+        l.a.post(
+            &mut l.qa,
+            &Wr::new(wqe_op::SEND).sge(l.ma.sge(i * 300, 300)),
+        );
+    }
+    let fa = send_all(&mut l.a);
+    // Six two-packet SENDs: FIRST and LAST (AckReq) each, PSN 0xfffffe to 9.
+    let want: Vec<(u8, u32)> = (0..12u32)
+        .map(|i| {
+            (
+                if i % 2 == 0 { 0x00 } else { 0x02 },
+                (0xff_fffe + i) & 0xff_ffff,
+            )
+        })
+        .collect();
+    assert_eq!(op_psn(&fa), want);
+    assert!(l.a.poll_all(&mut l.ca).is_empty());
+    deliver(&mut l.b, &fa);
+    let fb = send_all(&mut l.b);
+    assert_eq!(fb.len(), 6);
+    // Only the last ACK arrives (PSN 9, MSN 6): it acknowledges every message.
+    let last = fb.last().unwrap();
+    assert_eq!((bth_op(last), bth_psn(last)), (0x11, 9));
+    assert_eq!(&last[BTH + 12..BTH + 16], &[0x1f, 0, 0, 6]);
+    deliver(&mut l.a, &fb[5..]);
+    let s = l.a.poll_all(&mut l.ca);
+    let idx: Vec<_> = s
+        .iter()
+        .map(|c| (c.opcode, c.wqe_counter, c.byte_cnt))
+        .collect();
+    assert_eq!(
+        idx,
+        (0..6u16).map(|i| (cqe_op::REQ, i, 300)).collect::<Vec<_>>()
+    );
+    let p = pattern(MEM, 8);
+    for i in 0..6usize {
+        assert!(l.b.mem.get(l.mb.bus + i as u64 * 512, 300) == p[i * 300..i * 300 + 300]);
+    }
+    assert_eq!(l.a.psns(&l.qa).0, 10);
+    // 20 more: 16 in flight, then the other 4 once the ACKs come.
+    for i in 0..20 {
+        l.b.post_recv(&mut l.qb, &[l.mb.sge(i * 64, 64)]);
+        l.a.post(&mut l.qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(i, 64)));
+    }
+    let frames = send_all(&mut l.a);
+    assert_eq!(frames.len(), 16);
+    deliver(&mut l.b, &frames);
+    let (fa, _) = l.carry(0);
+    assert_eq!(l.a.poll_all(&mut l.ca).len(), 20);
+    assert_eq!(l.b.poll_all(&mut l.cb).len(), 26);
+    // The other 4, sent as the ACKs came, none again.
+    assert_eq!(op_psn(&fa), (26..30).map(|p| (0x04, p)).collect::<Vec<_>>());
+    assert_eq!(l.a.fw.wire_rc_stats().retransmits, 0);
+}
+
+/// READs and atomics in flight with SENDs, at most 2^log_sra_max of them; the responder
+/// answers in PSN order (READ responses, the atomic ACK, then the ACK of the SEND after
+/// them), and a READ past the limit waits for one to complete.
+#[test]
+fn rc_reads_and_atomics_interleaved_in_psn_order() {
+    let mut l = link(1, 0x40, |p| p.sra = 1);
+    l.b.mem.put(l.mb.bus, &pattern(4096, 3));
+    l.b.mem.put(l.mb.bus + 8192, &40u64.to_le_bytes());
+    l.b.post_recv(&mut l.qb, &[l.mb.sge(16_384, 64)]);
+    l.a.post(
+        &mut l.qa,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(l.ma.sge(0, 700))
+            .remote(&l.mb, 0),
+    );
+    let mut w = Wr::new(wqe_op::ATOMIC_FA)
+        .sge(l.ma.sge(4096, 8))
+        .remote(&l.mb, 8192);
+    w.atomic = Some((2, 0));
+    l.a.post(&mut l.qa, &w);
+    l.a.post(&mut l.qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, 0)));
+    l.a.post(
+        &mut l.qa,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(l.ma.sge(1024, 100))
+            .remote(&l.mb, 1000),
+    );
+    run(&mut [&mut l.a], 0);
+    let fa = drain(&mut l.a);
+    // READ (3 response PSNs), FETCH_ADD, SEND ONLY; the second READ waits.
+    assert_eq!(op_psn(&fa), [(0x0c, 0x40), (0x14, 0x43), (0x04, 0x44)]);
+    deliver(&mut l.b, &fa);
+    run(&mut [&mut l.b], 0);
+    let fb = drain(&mut l.b);
+    assert_eq!(
+        op_psn(&fb),
+        [
+            (0x0d, 0x40),
+            (0x0e, 0x41),
+            (0x0f, 0x42),
+            (0x12, 0x43),
+            (0x11, 0x44)
+        ]
+    );
+    assert_eq!(&fb[3][BTH + 16..BTH + 24], &40u64.to_be_bytes());
+    deliver(&mut l.a, &fb);
+    let s = l.a.poll_all(&mut l.ca);
+    let ops: Vec<_> = s.iter().map(|c| (c.wqe_opcode, c.byte_cnt)).collect();
+    assert_eq!(
+        ops,
+        [
+            (wqe_op::RDMA_READ, 700),
+            (wqe_op::ATOMIC_FA, 8),
+            (wqe_op::SEND, 0)
+        ]
+    );
+    run(&mut [&mut l.a], 0);
+    let fa = drain(&mut l.a);
+    assert_eq!(op_psn(&fa), [(0x0c, 0x45)]);
+    deliver(&mut l.b, &fa);
+    l.carry(0);
+    assert_eq!(l.a.poll_all(&mut l.ca).len(), 1);
+    let p = pattern(4096, 3);
+    assert!(l.a.mem.get(l.ma.bus, 700) == p[..700]);
+    assert!(l.a.mem.get(l.ma.bus + 1024, 100) == p[1000..1100]);
+    assert_eq!(l.a.mem.get(l.ma.bus + 4096, 8), 40u64.to_le_bytes());
+    assert_eq!(l.b.mem.get(l.mb.bus + 8192, 8), 42u64.to_le_bytes());
+}
+
+/// A lost packet in the middle of the window: the responder takes the packets before it,
+/// answers the first one after it with one PSN sequence error NAK naming it (IBA 9.7.5.2.1)
+/// and drops the rest; the requester retires what the NAK acknowledges and sends again from
+/// the NAK's PSN (go-back-N): every later message once more, counted as retransmissions.
+#[test]
+fn rc_nak_sequence_error_mid_window_goes_back_n() {
+    let mut l = link(3, 0xff_ffff, |_| {});
+    l.a.mem.put(l.ma.bus, &pattern(MEM, 4));
+    for i in 0..4 {
+        l.b.post_recv(&mut l.qb, &[l.mb.sge(i * 100, 100)]);
+        l.a.post(&mut l.qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(i * 50, 100)));
+    }
+    run(&mut [&mut l.a], 0);
+    let fa = drain(&mut l.a);
+    assert_eq!(
+        op_psn(&fa),
+        [(0x04, 0xff_ffff), (0x04, 0), (0x04, 1), (0x04, 2)]
+    );
+    // PSN 0 is lost.
+    deliver(&mut l.b, &[fa[0].clone(), fa[2].clone(), fa[3].clone()]);
+    run(&mut [&mut l.b], 0);
+    let fb = drain(&mut l.b);
+    let got: Vec<_> = fb
+        .iter()
+        .map(|f| (bth_op(f), bth_psn(f), syndrome(f)))
+        .collect();
+    assert_eq!(got, [(0x11, 0xff_ffff, 0x1f), (0x11, 0, 0x60)]);
+    assert_eq!(l.b.poll_all(&mut l.cb).len(), 1);
+    deliver(&mut l.a, &fb);
+    let s = l.a.poll_all(&mut l.ca);
+    assert_eq!((s.len(), s[0].wqe_counter), (1, 0));
+    run(&mut [&mut l.a], 0);
+    let again = drain(&mut l.a);
+    assert_eq!(op_psn(&again), [(0x04, 0), (0x04, 1), (0x04, 2)]);
+    assert_eq!(l.a.fw.wire_rc_stats().retransmits, 3);
+    deliver(&mut l.b, &again);
+    l.carry(0);
+    assert_eq!(l.a.poll_all(&mut l.ca).len(), 3);
+    assert_eq!(l.b.poll_all(&mut l.cb).len(), 3);
+    let p = pattern(MEM, 4);
+    for i in 0..4usize {
+        assert!(l.b.mem.get(l.mb.bus + i as u64 * 100, 100) == p[i * 50..i * 50 + 100]);
+    }
+    let sb = l.b.fw.wire_rc_stats();
+    assert_eq!((sb.out_of_sequence, sb.duplicates), (2, 0));
+}
+
+/// A READ response lost inside the window (a WRITE before the READ, a SEND after it): the
+/// next response is past the one expected, so the requester asks again from the missing
+/// PSN (the READ's RETH moved on by what it has) and sends the SEND again; the responder
+/// executes the duplicate READ again from memory as it is now (READ RESPONSE FIRST and LAST
+/// from that PSN) and acknowledges the duplicate SEND; everything completes once, in order.
+#[test]
+fn rc_duplicate_read_replayed_inside_the_window() {
+    let mut l = link(1, 0x500, |_| {});
+    l.a.mem.put(l.ma.bus, &pattern(MEM, 1));
+    l.b.mem.put(l.mb.bus + 4096, &pattern(600, 2));
+    l.b.post_recv(&mut l.qb, &[l.mb.sge(8192, 64)]);
+    l.a.post(
+        &mut l.qa,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(l.ma.sge(0, 200))
+            .remote(&l.mb, 0),
+    );
+    l.a.post(
+        &mut l.qa,
+        &Wr::new(wqe_op::RDMA_READ)
+            .sge(l.ma.sge(16_384, 600))
+            .remote(&l.mb, 4096),
+    );
+    l.a.post(&mut l.qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(300, 20)));
+    run(&mut [&mut l.a], 0);
+    let fa = drain(&mut l.a);
+    assert_eq!(op_psn(&fa), [(0x0a, 0x500), (0x0c, 0x501), (0x04, 0x504)]);
+    deliver(&mut l.b, &fa);
+    run(&mut [&mut l.b], 0);
+    let fb = drain(&mut l.b);
+    assert_eq!(
+        op_psn(&fb),
+        [
+            (0x11, 0x500),
+            (0x0d, 0x501),
+            (0x0e, 0x502),
+            (0x0f, 0x503),
+            (0x11, 0x504)
+        ]
+    );
+    // READ RESPONSE MIDDLE is lost.
+    deliver(
+        &mut l.a,
+        &[fb[0].clone(), fb[1].clone(), fb[3].clone(), fb[4].clone()],
+    );
+    let s = l.a.poll_all(&mut l.ca);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].wqe_opcode, wqe_op::RDMA_WRITE);
+    run(&mut [&mut l.a], 0);
+    let again = drain(&mut l.a);
+    assert_eq!(op_psn(&again), [(0x0c, 0x502), (0x04, 0x504)]);
+    // The RETH: from byte 256 of the READ, 344 bytes.
+    let reth = &again[0][BTH + 12..BTH + 28];
+    assert_eq!(&reth[8..12], &l.mb.key.to_be_bytes());
+    assert_eq!(&reth[12..16], &344u32.to_be_bytes());
+    assert_eq!(
+        u64::from_be_bytes(reth[..8].try_into().unwrap()),
+        l.mb.va + 4096 + 256
+    );
+    // The responder's memory changes before the duplicate comes: it is read again.
+    l.b.mem.put(l.mb.bus + 4096, &pattern(600, 5));
+    deliver(&mut l.b, &again);
+    run(&mut [&mut l.b], 0);
+    let replay = drain(&mut l.b);
+    assert_eq!(
+        op_psn(&replay),
+        [(0x0d, 0x502), (0x0f, 0x503), (0x11, 0x504)]
+    );
+    deliver(&mut l.a, &replay);
+    let s = l.a.poll_all(&mut l.ca);
+    let ops: Vec<_> = s.iter().map(|c| (c.wqe_opcode, c.byte_cnt)).collect();
+    assert_eq!(ops, [(wqe_op::RDMA_READ, 600), (wqe_op::SEND, 20)]);
+    let got = l.a.mem.get(l.ma.bus + 16_384, 600);
+    assert!(got[..256] == pattern(600, 2)[..256]);
+    assert!(got[256..] == pattern(600, 5)[256..]);
+    assert_eq!(l.b.poll_all(&mut l.cb).len(), 1);
+    assert_eq!(l.b.fw.wire_rc_stats().duplicates, 2);
+    assert_eq!(l.a.fw.wire_rc_stats().retransmits, 2);
+}
+
+/// UC in packets (IBA 9.8.3): a SEND and a WRITE with immediate of three packets each (UC
+/// FIRST, MIDDLE, LAST, the RETH on the first, no AckReq), nothing answered, the sender's
+/// WQEs complete once sent. A lost MIDDLE drops its message (no CQE, the receive WQE used
+/// again by the next); a FIRST while a message is in progress starts anew; a WRITE to a
+/// region the rkey does not cover is dropped, the QP stays in RTS.
+#[test]
+fn uc_multi_packet_send_and_write_lost_packets_drop_the_message() {
+    let mut l = link(1, 0xff_fffe, |_| {});
+    // The same link with UC QPs.
+    let (qa, qb) = {
+        let a = l.a.qp(QPC_ST_UC, &l.ca, &l.ca, (7, 6, 2));
+        let b = l.b.qp(QPC_ST_UC, &l.cb, &l.cb, (7, 6, 2));
+        for (h, q, peer, g) in [(&mut l.a, &a, b.qpn, 2), (&mut l.b, &b, a.qpn, 1)] {
+            let mut p = Path::to(peer, 0);
+            p.gid = Some(gid_v4(g));
+            p.mtu = 1;
+            p.rq_psn = 0xff_fffe;
+            p.sq_psn = 0xff_fffe;
+            h.connect(q, &p);
+        }
+        (a, b)
+    };
+    let (mut qa, mut qb) = (qa, qb);
+    l.a.mem.put(l.ma.bus, &pattern(MEM, 7));
+    l.b.post_recv(&mut qb, &[l.mb.sge(0, 1024)]);
+    l.b.post_recv(&mut qb, &[l.mb.sge(1024, 16)]);
+    l.a.post(&mut qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, 600)));
+    let mut w = Wr::new(wqe_op::RDMA_WRITE_IMM)
+        .sge(l.ma.sge(1000, 700))
+        .remote(&l.mb, 8192);
+    w.imm = 0x77;
+    l.a.post(&mut qa, &w);
+    let fa = send_all(&mut l.a);
+    assert_eq!(
+        op_psn(&fa),
+        [
+            (0x20, 0xff_fffe),
+            (0x21, 0xff_ffff),
+            (0x22, 0),
+            (0x26, 1),
+            (0x27, 2),
+            (0x29, 3)
+        ]
+    );
+    assert!(fa.iter().all(|f| f[BTH + 8] & 0x80 == 0));
+    assert_eq!(l.a.poll_all(&mut l.ca).len(), 2);
+    deliver(&mut l.b, &fa);
+    assert!(send_all(&mut l.b).is_empty(), "UC is not acknowledged");
+    let r = l.b.poll_all(&mut l.cb);
+    let got: Vec<_> = r.iter().map(|c| (c.opcode, c.byte_cnt, c.imm)).collect();
+    assert_eq!(
+        got,
+        [
+            (cqe_op::RESP_SEND, 600, 0),
+            (cqe_op::RESP_WR_IMM, 700, 0x77)
+        ]
+    );
+    let p = pattern(MEM, 7);
+    assert!(l.b.mem.get(l.mb.bus, 600) == p[..600]);
+    assert!(l.b.mem.get(l.mb.bus + 8192, 700) == p[1000..1700]);
+    // The same SEND again, its MIDDLE lost: dropped; then a SEND whose FIRST comes after
+    // another FIRST: the first one is abandoned, the second delivered into the same WQE.
+    l.b.post_recv(&mut qb, &[l.mb.sge(2048, 1024)]);
+    l.a.post(&mut qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, 600)));
+    l.a.post(&mut qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(3000, 300)));
+    let fa = send_all(&mut l.a);
+    assert_eq!(
+        op_psn(&fa),
+        [(0x20, 4), (0x21, 5), (0x22, 6), (0x20, 7), (0x22, 8)]
+    );
+    deliver(&mut l.b, &[fa[0].clone(), fa[2].clone()]);
+    assert!(l.b.poll_all(&mut l.cb).is_empty());
+    deliver(&mut l.b, &[fa[0].clone(), fa[3].clone(), fa[4].clone()]);
+    let r = l.b.poll_all(&mut l.cb);
+    assert_eq!((r.len(), r[0].byte_cnt), (1, 300));
+    assert!(l.b.mem.get(l.mb.bus + 2048, 300) == p[3000..3300]);
+    // A WRITE past the region: dropped, nothing answered, both QPs still in RTS.
+    l.a.post(
+        &mut qa,
+        &Wr::new(wqe_op::RDMA_WRITE)
+            .sge(l.ma.sge(0, 64))
+            .remote(&l.mb, MEM as u64),
+    );
+    let fa = send_all(&mut l.a);
+    deliver(&mut l.b, &fa);
+    assert!(send_all(&mut l.b).is_empty());
+    assert_eq!(l.b.state(&qb), QPC_STATE_RTS);
+    assert_eq!(l.a.state(&qa), QPC_STATE_RTS);
+    assert_eq!(l.a.poll_all(&mut l.ca).len(), 3);
+}
+
+/// XRC in packets: an initiator on one device sends to a target on another (IBA 9.3, XRC
+/// opcodes 0xa0..): every request carries the XRCETH naming the target's XRC SRQ; a
+/// two-packet SEND lands in that SRQ (its CQ, user index, the target's QPN), a READ is
+/// answered with XRC READ responses (no XRCETH), the ACKs are XRC ACKs; an SRQ of another
+/// domain is an Invalid Request NAK.
+#[test]
+fn xrc_initiator_and_target_across_the_wire() {
+    let mut a = Host::new(LinkLayer::Ethernet, 31);
+    let mut b = Host::new(LinkLayer::Ethernet, 32);
+    a.set_gid(0, gid_v4(1), false);
+    b.set_gid(0, gid_v4(2), false);
+    let mut scq = a.cq(6, false);
+    let mut rcq = b.cq(6, false);
+    let (x1, x2) = (b.xrcd(), b.xrcd());
+    let mut s1 = b.xrc_srq(x1, &rcq, 2, 5, 0x7101);
+    let s2 = b.xrc_srq(x2, &rcq, 2, 5, 0x7102);
+    let mut ini = a.xrc_qp(Some(&scq), 0, 5);
+    let tgt = b.xrc_qp(None, x1, 0);
+    let mut pa = Path::to(tgt.qpn, 0);
+    pa.gid = Some(gid_v4(2));
+    pa.mtu = 1;
+    a.connect(&ini, &pa);
+    let mut pb = Path::to(ini.qpn, 0);
+    pb.gid = Some(gid_v4(1));
+    pb.mtu = 1;
+    pb.rq_psn = pa.sq_psn;
+    b.connect(&tgt, &pb);
+    let src = a.mr(MEM, ALL);
+    let dst = b.mr(MEM, ALL);
+    a.mem.put(src.bus, &pattern(4096, 4));
+    b.mem.put(dst.bus + 8192, &pattern(600, 8));
+    b.post_srq(&mut s1, &[dst.sge(0, 1024)]).unwrap();
+    let send = Wr {
+        xrc_srqn: Some(s1.rmpn),
+        ..Wr::new(wqe_op::SEND).sge(src.sge(0, 300))
+    };
+    a.post(&mut ini, &send);
+    let read = Wr {
+        xrc_srqn: Some(s1.rmpn),
+        ..Wr::new(wqe_op::RDMA_READ)
+            .sge(src.sge(16_384, 600))
+            .remote(&dst, 8192)
+    };
+    a.post(&mut ini, &read);
+    let fa = send_all(&mut a);
+    // XRC SEND FIRST, LAST, READ request: 0xa0, 0xa2, 0xac, the XRCETH after the BTH.
+    assert_eq!(op_psn(&fa), [(0xa0, 0x200), (0xa2, 0x201), (0xac, 0x202)]);
+    for f in &fa {
+        assert_eq!(&f[BTH + 12..BTH + 16], &s1.rmpn.to_be_bytes());
+    }
+    check_icrc(&fa);
+    deliver(&mut b, &fa);
+    let fb = send_all(&mut b);
+    assert_eq!(
+        op_psn(&fb),
+        [(0xb1, 0x201), (0xad, 0x202), (0xae, 0x203), (0xaf, 0x204)]
+    );
+    check_icrc(&fb);
+    let rv = b.poll_all(&mut rcq);
+    assert_eq!(
+        (
+            rv.len(),
+            rv[0].opcode,
+            rv[0].qpn,
+            rv[0].uidx,
+            rv[0].byte_cnt
+        ),
+        (1, cqe_op::RESP_SEND, tgt.qpn, 0x7101, 300)
+    );
+    assert_eq!(b.mem.get(dst.bus, 300), pattern(300, 4));
+    deliver(&mut a, &fb);
+    let sc = a.poll_all(&mut scq);
+    let ops: Vec<_> = sc.iter().map(|c| (c.opcode, c.wqe_opcode)).collect();
+    assert_eq!(
+        ops,
+        [
+            (cqe_op::REQ, wqe_op::SEND),
+            (cqe_op::REQ, wqe_op::RDMA_READ)
+        ]
+    );
+    assert_eq!(a.mem.get(src.bus + 16_384, 600), pattern(600, 8));
+    // An SRQ of another domain: Invalid Request NAK (0x61), the initiator's WQE fails.
+    let bad = Wr {
+        xrc_srqn: Some(s2.rmpn),
+        ..Wr::new(wqe_op::SEND).sge(src.sge(0, 10))
+    };
+    a.post(&mut ini, &bad);
+    let fa = send_all(&mut a);
+    deliver(&mut b, &fa);
+    let fb = send_all(&mut b);
+    assert_eq!((bth_op(&fb[0]), syndrome(&fb[0])), (0xb1, 0x61));
+    deliver(&mut a, &fb);
+    let sc = a.poll_all(&mut scq);
+    assert_eq!(
+        (sc[0].opcode, sc[0].syndrome),
+        (cqe_op::REQ_ERR, csyn::REMOTE_INVAL_REQ)
+    );
+}

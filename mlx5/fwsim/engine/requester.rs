@@ -55,6 +55,14 @@ pub(super) fn step(nodes: &mut [Node<'_>], ni: usize, slot: usize, now: u64) -> 
     if s.state != QPC_STATE_RTS || !s.q.has_sq {
         return Step::Idle;
     }
+    // RC in packets keeps a window of messages in flight (`rc.rs`).
+    if super::rc::on_wire(nodes, ni, &s) {
+        if let Some(pi) = s.q.buf.db(mem, 4) {
+            if let Some(st) = super::rc::step(nodes, ni, &s, (pi & 0xffff) as u16, now) {
+                return st;
+            }
+        }
+    }
     match s.q.wait {
         Wait::Forever => return Step::Idle,
         Wait::Ack(d) | Wait::Rnr(d) if now < d => return Step::Blocked(d),
@@ -125,15 +133,10 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     };
     let version = n.fw.roce_version(s.port, sgid_index);
     let Some((di, dport)) = route(nodes, n.fw.cfg.link_layer, lid, &gid, version) else {
-        // No function holds the GID: UD and UC messages leave as packets (`wire.rs`).
+        // No function holds the GID: UD messages leave as packets (`wire.rs`); RC and UC
+        // ones are taken by `rc.rs` before (one that reaches here cannot leave).
         if m.eth && m.svc == Service::Ud {
             return super::wire::send_ud(nodes, ni, s, &m);
-        }
-        if m.eth && m.svc == Service::Uc {
-            return super::wire::send_uc(nodes, ni, s, &m);
-        }
-        if m.eth && m.svc == Service::Rc {
-            return super::rc::send(nodes, ni, s, &m);
         }
         return m.dropped();
     };

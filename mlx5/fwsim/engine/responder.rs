@@ -425,7 +425,17 @@ fn xrc_target(
     d: &mut Snap,
     m: &Message<'_>,
 ) -> Result<(), ReqRes> {
-    let srqn = m.xrc_srqn;
+    if !receive_as_xrc_srq(nodes, di, d, m.xrc_srqn) {
+        resp_fail(nodes, di, d, None, Some(QpEvent::WqInvalReq));
+        return Err(ReqRes::Err(syn::REMOTE_INVAL_REQ));
+    }
+    Ok(())
+}
+
+/// Target QP `d` on node `di` receiving as XRC SRQ `srqn` does (from it, in its PD, onto its
+/// CQ, with its user index): whether the SRQ exists in `d`'s XRC domain and `d` is a target
+/// (an initiator, with a send queue, is none). Also RC in packets' (`rc.rs`).
+pub(super) fn receive_as_xrc_srq(nodes: &[Node<'_>], di: usize, d: &mut Snap, srqn: u32) -> bool {
     let x = nodes.get(di).and_then(|n| {
         let ini = n.fw.qps.at_slot(d.slot)?.1.q.has_sq;
         n.fw.xrc
@@ -434,14 +444,13 @@ fn xrc_target(
             .copied()
     });
     let Some(x) = x else {
-        resp_fail(nodes, di, d, None, Some(QpEvent::WqInvalReq));
-        return Err(ReqRes::Err(syn::REMOTE_INVAL_REQ));
+        return false;
     };
     d.q.srq = Some(srqn);
     d.pd = x.pd;
     d.recv_cq = Some(x.cqn);
     d.q.user_index = x.user_index;
-    Ok(())
+    true
 }
 
 /// Whether DC message `m` carries the access key of DCT `d` (on node `di`); a violation is

@@ -2,7 +2,7 @@
 
 //! A send queue's WQE as the requester takes it: read from the ring at the SQ consumer counter
 //! ([`read_wqe`]) and decoded into a [`Message`] checked on the sending side ([`message`]);
-//! [`current`] reads back the one RC in packets has in flight (`rc.rs`).
+//! [`current`] reads back the oldest one RC in packets has in flight (`rc.rs`).
 
 use super::completer::ReqRes;
 use super::fabric::Node;
@@ -39,9 +39,21 @@ pub(super) fn read_wqe(
     pi: u16,
     buf: &mut [u8; MAX_SQ_WQE],
 ) -> Result<Wqe, WqeErr> {
+    read_wqe_at(mem, s, s.q.sq_ci, pi, buf)
+}
+
+/// Reads the WQE at SQ counter `ci` (at or past the consumer counter) of `s` into `buf`;
+/// `pi` is the doorbell record.
+pub(super) fn read_wqe_at(
+    mem: &dyn DmaMem,
+    s: &Snap,
+    ci: u16,
+    pi: u16,
+    buf: &mut [u8; MAX_SQ_WQE],
+) -> Result<Wqe, WqeErr> {
     let q = &s.q;
     let first = buf.get_mut(..64).ok_or(WqeErr::Fault)?;
-    if !q.sq.read(mem, &q.buf, u32::from(q.sq_ci), first) {
+    if !q.sq.read(mem, &q.buf, u32::from(ci), first) {
         return Err(WqeErr::Fault);
     }
     let ds = usize::from(buf.get(7).copied().unwrap_or(0) & 0x3f);
@@ -57,7 +69,7 @@ pub(super) fn read_wqe(
         flags: buf.get(11).copied().unwrap_or(0),
         imm,
     };
-    let avail = pi.wrapping_sub(q.sq_ci);
+    let avail = pi.wrapping_sub(ci);
     if ds == 0 || len > MAX_SQ_WQE || nbb > avail || u32::from(nbb) > q.sq.entries() {
         w.nbb = 1;
         return Err(WqeErr::Bad(w));
@@ -65,18 +77,15 @@ pub(super) fn read_wqe(
     for b in 1..nbb {
         let o = usize::from(b) * 64;
         let blk = buf.get_mut(o..o + 64).ok_or(WqeErr::Fault)?;
-        if !q
-            .sq
-            .read(mem, &q.buf, u32::from(q.sq_ci.wrapping_add(b)), blk)
-        {
+        if !q.sq.read(mem, &q.buf, u32::from(ci.wrapping_add(b)), blk) {
             return Err(WqeErr::Fault);
         }
     }
     Ok(w)
 }
 
-/// The WQE at the SQ consumer counter of requester `s` on `n` (the one RC in packets has in
-/// flight, `rc.rs`) and its message, read back and handed to `f`; `None` when it cannot be.
+/// The WQE at the SQ consumer counter of requester `s` on `n` (the oldest RC in packets has
+/// in flight, `rc.rs`) and its message, read back and handed to `f`; `None` when it cannot be.
 pub(super) fn current<R>(
     n: &Node<'_>,
     s: &Snap,

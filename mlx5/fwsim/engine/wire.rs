@@ -19,27 +19,26 @@
 //!   for IPv4 its header in the last 20 bytes), the CQE reports the L3 type and the source
 //!   QPN from the DETH.
 //!
-//! * [`send_uc`]: a UC SEND (with immediate) that fits one packet, as UC SEND ONLY; a UC QP
-//!   takes one whatever its PSN.
-//! * [`queue_frame`] and [`conn_headers`]: what RC in packets (`rc.rs`) builds its packets
-//!   with; [`receive`] hands an RC packet back for it.
+//! * [`queue_frame`] and [`conn_headers`]: what RC, UC and XRC in packets (`rc.rs`) build
+//!   their packets with; [`receive`] hands such a packet back for it. A UD SEND to QPN 1 is
+//!   for the port's GSI QP.
 //!
-//! Not carried in packets: UC past one packet and XRC (such a message to a GID no function
-//! holds is lost, as to an address nobody has), the special QPs (QP0/QP1), RoCE v1 (an
-//! address entry of version 1 sends nothing out).
+//! Not carried in packets: QP0, RoCE v1 (an address entry of version 1 sends nothing out).
 
 use super::completer::ReqRes;
 use super::fabric::Node;
 use super::mem::{mkey, Cur};
 use super::message::Message;
-use super::qp_state::{next_seg, qp_mut, snap, Seg, Snap};
+use super::qp_state::{next_seg, snap, Seg, Snap};
 use super::responder::{resp_ok, wire_qpn, write_rwqe, Lead};
 use crate::fwsim::cqe::Cqe;
 use crate::fwsim::dma::DmaMem;
-use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet};
+use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet, RoceError};
 use crate::fwsim::xlat::MkeyInfo;
-use crate::fwsim::{Fw, RoceAddr};
-use crate::prm::consts::{QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_UC, QPC_ST_UD, ROCE_VERSION_2};
+use crate::fwsim::{capacity, Fw, RoceAddr};
+use crate::prm::consts::{
+    QPC_STATE_RST, QPC_STATE_RTR, QPC_STATE_RTS, QPC_ST_QP1, QPC_ST_UD, ROCE_VERSION_2,
+};
 use crate::prm::ctx::{ads, qpc};
 use crate::prm::wqe::{cqe_off, cqe_op, syndrome as syn, wqe_op};
 
@@ -77,6 +76,8 @@ pub(crate) struct RcStats {
     pub(crate) out_of_sequence: u64,
     /// Requests the responders found before the expected PSN (duplicates).
     pub(crate) duplicates: u64,
+    /// Frames dropped for a bad ICRC (any service).
+    pub(crate) bad_icrc: u64,
 }
 
 impl WireTx {
@@ -93,6 +94,7 @@ impl WireTx {
                 retransmits: 0,
                 out_of_sequence: 0,
                 duplicates: 0,
+                bad_icrc: 0,
             },
         }
     }
@@ -384,42 +386,6 @@ pub(super) fn conn_headers(fw: &Fw, s: &Snap, op: u8) -> Option<Headers> {
     })
 }
 
-/// UC message `m` of QP `s` on node `ni`, to a GID no function of the fabric holds: a SEND
-/// (with immediate) that fits one packet at the path MTU leaves as a UC SEND ONLY with the
-/// QP's next PSN, to the QP's destination MAC (`rmac`), GID and QPN, with its address path's
-/// traffic class, flow label and hop limit. Longer messages and RDMA WRITEs are not carried
-/// in packets: dropped (UC has no acknowledgement; the send completes).
-pub(super) fn send_uc(nodes: &mut [Node<'_>], ni: usize, s: &Snap, m: &Message<'_>) -> ReqRes {
-    let imm = m.opcode == wqe_op::SEND_IMM;
-    let single = m.len <= u64::from(s.mtu);
-    let (Some(n), Ok(len)) = (nodes.get_mut(ni), usize::try_from(m.len)) else {
-        return m.dropped();
-    };
-    if !(single && (imm || m.opcode == wqe_op::SEND)) {
-        return m.dropped();
-    }
-    let op = opcode::UC
-        | if imm {
-            opcode::SEND_ONLY_IMM
-        } else {
-            opcode::SEND_ONLY
-        };
-    let Some(mut h) = conn_headers(n.fw, s, op) else {
-        return m.dropped();
-    };
-    let Some(psn) =
-        n.fw.qps
-            .at_slot(s.slot)
-            .map(|(_, q)| qpc::next_send_psn.get(&q.qpc).unwrap_or(0) & 0x00ff_ffff)
-    else {
-        return m.dropped();
-    };
-    h.bth.psn = psn;
-    h.bth.solicited = m.solicited;
-    h.imm = imm.then_some(m.imm);
-    queue(n, s, m, &h, len)
-}
-
 /// The RoCE v2 address entry `index` of (0-based) port `port`: RoCE v1 (an Ethernet frame
 /// with a GRH) is not built, so only a version 2 entry sends.
 fn v2_entry(fw: &Fw, port: usize, index: u8) -> Option<RoceAddr> {
@@ -511,8 +477,14 @@ fn gather(
 /// here; an RC packet is handed back for `rc.rs`; anything else is dropped.
 pub(super) fn receive<'f>(nodes: &mut [Node<'_>], ni: usize, frame: &'f [u8]) -> Rx<'f> {
     let port = 0;
-    let Ok(p) = roce::parse(frame) else {
-        return Rx::Taken(false);
+    let p = match roce::parse(frame) {
+        Ok(p) => p,
+        Err(e) => {
+            if let (RoceError::BadIcrc { .. }, Some(n)) = (e, nodes.get_mut(ni)) {
+                n.fw.wire_tx.stats.bad_icrc += 1;
+            }
+            return Rx::Taken(false);
+        }
     };
     let dgid = match p.headers.ip {
         Ip::V4 { dst, .. } => gid_of_v4(dst),
@@ -528,10 +500,7 @@ pub(super) fn receive<'f>(nodes: &mut [Node<'_>], ni: usize, frame: &'f [u8]) ->
     if op == opcode::UD | opcode::SEND_ONLY || op == opcode::UD | opcode::SEND_ONLY_IMM {
         return Rx::Taken(receive_ud(nodes, ni, port, frame, &p));
     }
-    if op == opcode::UC | opcode::SEND_ONLY || op == opcode::UC | opcode::SEND_ONLY_IMM {
-        return Rx::Taken(receive_uc(nodes, ni, port, &p));
-    }
-    if op & 0xe0 == opcode::RC {
+    if matches!(op & 0xe0, opcode::RC | opcode::UC | opcode::XRC) {
         return Rx::Rc(port, p);
     }
     Rx::Taken(false)
@@ -573,8 +542,23 @@ fn receive_ud(
         return false;
     };
     let dest = nodes.get(di).and_then(|n| {
-        let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
-        (d.st == QPC_ST_UD
+        // QPN 1 is the port's GSI QP, whatever number CREATE_QP gave it (QP0 is not on
+        // RoCE).
+        let slot = match h.bth.dest_qp {
+            1 => (0..capacity::QP).find(|&i| {
+                n.fw.qps.at_slot(i).is_some_and(|(_, q)| {
+                    qpc::st.get(&q.qpc) == Ok(QPC_ST_QP1) && q.state != QPC_STATE_RST
+                })
+            })?,
+            q => n.fw.qps.slot_of(q)?,
+        };
+        let d = snap(n.fw, slot)?;
+        let st = if h.bth.dest_qp == 1 {
+            QPC_ST_QP1
+        } else {
+            QPC_ST_UD
+        };
+        (d.st == st
             && d.port == port
             && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS)
             && d.q_key == deth.qkey)
@@ -591,26 +575,6 @@ fn receive_ud(
     };
     let rqpn = (1 << 28) | (l3 << 24) | (deth.src_qp & 0x00ff_ffff);
     deliver(nodes, di, d, Some(&grh), p, rqpn)
-}
-
-/// UC SEND ONLY (with immediate) `p` at port `port` of node `di`: to the UC QP its BTH names,
-/// in RTR or RTS; any PSN starts a message (IBA 9.7.5.1.3: a UC responder takes a first or
-/// only packet whatever its PSN), the next expected PSN follows it.
-fn receive_uc(nodes: &mut [Node<'_>], di: usize, port: usize, p: &Packet<'_>) -> bool {
-    let h = &p.headers;
-    let dest = nodes.get(di).and_then(|n| {
-        let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
-        (d.st == QPC_ST_UC && d.port == port && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
-            .then_some(d)
-    });
-    let Some(d) = dest else {
-        return false;
-    };
-    if let Some(q) = nodes.get_mut(di).and_then(|n| qp_mut(n.fw, d.slot)) {
-        let _ = qpc::next_rcv_psn.set(&mut q.qpc, h.bth.psn);
-    }
-    let rqpn = d.remote_qpn & 0x00ff_ffff;
-    deliver(nodes, di, d, None, p, rqpn)
 }
 
 /// The payload of SEND `p` into the next receive WQE of `d` on node `di` (after the GRH area

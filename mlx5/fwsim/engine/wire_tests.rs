@@ -279,10 +279,17 @@ fn a_hand_built_packet_is_received_and_bad_ones_are_dropped() {
     );
     assert_eq!(rc[0].flags_rqpn, (1 << 28) | (2 << 24) | 0x4321);
     assert_eq!(h.mem.get(dst.bus + 40, 257), data);
-    // A corrupted payload byte: the ICRC fails, dropped.
+    // A corrupted payload byte, or the last byte before the ICRC (what `wire_corrupt`
+    // flips): the ICRC fails, dropped and counted.
+    assert_eq!(h.fw.wire_rc_stats().bad_icrc, 0);
     let mut bad = good.clone();
     bad[70] ^= 1;
     assert!(!receive(&mut h, &bad));
+    let mut bad = good.clone();
+    let n = bad.len();
+    bad[n - 5] ^= 0x20;
+    assert!(!receive(&mut h, &bad));
+    assert_eq!(h.fw.wire_rc_stats().bad_icrc, 2);
     // Another Q_Key, another QPN, a GID the port does not hold: dropped.
     let other_qkey = hand_ud_v4([192, 168, 0, 7], [192, 168, 0, 2], r.qpn, 5, 1, None, &data);
     let other_qp = hand_ud_v4(
@@ -371,7 +378,7 @@ fn steering_takes_roce_v2_frames_only() {
 }
 
 #[test]
-fn uc_send_off_the_fabric_is_one_packet_with_the_next_psn_and_is_received() {
+fn uc_sends_off_the_fabric_are_packets_with_the_next_psns_and_are_received() {
     let mut h1 = Host::new(LinkLayer::Ethernet, 7);
     let mut h2 = Host::new(LinkLayer::Ethernet, 8);
     h1.set_gid(0, gid_v4(1), false);
@@ -393,15 +400,22 @@ fn uc_send_off_the_fabric_is_one_packet_with_the_next_psn_and_is_received() {
     let mut w = Wr::new(wqe_op::SEND_IMM).sge(src.sge(0, 1024));
     w.imm = 0x5151_0000;
     h1.post(&mut a, &w);
-    // Past the 1024-byte path MTU: not carried in packets; UC completes anyway.
+    // Past the 1024-byte path MTU: UC SEND FIRST and LAST.
     h1.post(&mut a, &Wr::new(wqe_op::SEND).sge(src.sge(0, 1025)));
     run(&mut [&mut h1], 0);
     assert_eq!(h1.poll_all(&mut c1).len(), 3);
     let frames = drain(&mut h1);
-    assert_eq!(frames.len(), 2);
-    for (f, op, psn) in [(&frames[0], 0x24u8, 0x200u32), (&frames[1], 0x25, 0x201)] {
+    assert_eq!(frames.len(), 4);
+    let each = [
+        (&frames[0], 0x24u8, 0x200u32),
+        (&frames[1], 0x25, 0x201),
+        (&frames[2], 0x20, 0x202),
+        (&frames[3], 0x22, 0x203),
+    ];
+    for (f, op, psn) in each {
         let bth = &f[42..54];
-        assert_eq!(bth[0], op, "UC SEND ONLY (with immediate)");
+        assert_eq!(bth[0], op, "UC SEND ONLY (with immediate), FIRST, LAST");
+        assert_eq!(bth[8] & 0x80, 0, "no AckReq on UC");
         assert_eq!(u32::from_be_bytes([0, bth[5], bth[6], bth[7]]), b.qpn);
         assert_eq!(u32::from_be_bytes([0, bth[9], bth[10], bth[11]]), psn);
         assert_eq!(&f[26..30], &[192, 168, 0, 1]);
@@ -412,11 +426,15 @@ fn uc_send_off_the_fabric_is_one_packet_with_the_next_psn_and_is_received() {
     assert_eq!(&frames[1][54..58], &0x5151_0000u32.to_be_bytes());
     assert_eq!(&frames[1][58..58 + 1024], &pattern(1024, 6)[..]);
     h2.post_recv(&mut b, &[dst.sge(0, 2048)]);
-    h2.post_recv(&mut b, &[dst.sge(2048, 2048)]);
-    assert!(receive(&mut h2, &frames[0]));
-    assert!(receive(&mut h2, &frames[1]));
+    h2.post_recv(&mut b, &[dst.sge(2048, 1024)]);
+    h2.post_recv(&mut b, &[dst.sge(512, 1025)]);
+    for (i, f) in frames.iter().enumerate() {
+        assert!(receive(&mut h2, f), "frame {i}");
+    }
     let r = h2.poll_all(&mut c2);
-    assert_eq!(r.len(), 2);
+    assert_eq!(r.len(), 3);
+    assert_eq!((r[2].opcode, r[2].byte_cnt), (cqe_op::RESP_SEND, 1025));
+    assert_eq!(h2.mem.get(dst.bus + 512, 1025), pattern(1025, 6));
     assert_eq!((r[0].opcode, r[0].byte_cnt), (cqe_op::RESP_SEND, 500));
     assert_eq!(
         (r[1].opcode, r[1].byte_cnt, r[1].imm),
@@ -435,4 +453,61 @@ fn uc_send_off_the_fabric_is_one_packet_with_the_next_psn_and_is_received() {
     let icrc = spec_icrc(&to_ud[14..n - 4]);
     to_ud[n - 4..].copy_from_slice(&icrc);
     assert!(!receive(&mut h2, &to_ud));
+}
+
+/// QP1 on the wire (the CM's MADs with `mad_qps=1`): a GSI QP's send leaves with DETH source
+/// QP 1 and the GSI Q_Key to destination QP 1; one to QPN 1 with the GSI Q_Key is taken by
+/// the port's GSI QP whatever its number (the CQE's source QP 1), another Q_Key dropped.
+#[test]
+fn gsi_qp1_mads_leave_and_arrive_as_qpn_1() {
+    const GSI_QKEY: u32 = 0x8001_0000;
+    let mut h1 = Host::new(LinkLayer::Ethernet, 7);
+    let mut h2 = Host::new(LinkLayer::Ethernet, 8);
+    h1.set_gid(1, gid_v4(1), false);
+    h2.set_gid(1, gid_v4(2), false);
+    let (mut c1, mut c2) = (h1.cq(5, false), h2.cq(5, false));
+    let mut g1 = h1.qp(QPC_ST_QP1, &c1, &c1, (5, 5, 2));
+    let mut g2 = h2.qp(QPC_ST_QP1, &c2, &c2, (5, 5, 2));
+    assert_ne!(g2.qpn, 1);
+    ud_up(&mut h1, &g1, GSI_QKEY);
+    ud_up(&mut h2, &g2, GSI_QKEY);
+    let src = h1.mr(4096, ALL);
+    let dst = h2.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(256, 3));
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 256));
+    w.ah = Some(ud_ah(1, GSI_QKEY, gid_v4(2), 1));
+    h1.post(&mut g1, &w);
+    run(&mut [&mut h1], 0);
+    assert_eq!(h1.poll_all(&mut c1).len(), 1);
+    let frames = drain(&mut h1);
+    assert_eq!(frames.len(), 1);
+    let f = &frames[0];
+    assert_eq!(
+        u32::from_be_bytes([0, f[47], f[48], f[49]]),
+        1,
+        "BTH dest QP 1"
+    );
+    assert_eq!(&f[54..58], &GSI_QKEY.to_be_bytes(), "DETH Q_Key");
+    assert_eq!(
+        u32::from_be_bytes([0, f[59], f[60], f[61]]),
+        1,
+        "DETH source QP 1"
+    );
+    h2.post_recv(&mut g2, &[dst.sge(0, 256 + 40)]);
+    let other = hand_ud_v4(
+        [192, 168, 0, 1],
+        [192, 168, 0, 2],
+        1,
+        0x1111,
+        1,
+        None,
+        &[1; 8],
+    );
+    assert!(!receive(&mut h2, &other));
+    assert!(receive(&mut h2, f));
+    let r = h2.poll_all(&mut c2);
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].opcode, r[0].byte_cnt), (cqe_op::RESP_SEND, 256 + 40));
+    assert_eq!(r[0].flags_rqpn & 0x00ff_ffff, 1);
+    assert_eq!(h2.mem.get(dst.bus + 40, 256), pattern(256, 3));
 }
