@@ -10,6 +10,7 @@
 #    and with completion events, ib_write_bw, ib_send_lat: WQEs executed by the model over
 #    guest memory, CQEs and EQEs written back, MSI-X into mlx5_core's completion EQ); then
 #    everything is unloaded.
+#  - vm_pcifn_ucx (tests/vm/pcifn_ucx.sh): UCX's mlx5 transports on the function.
 # tools/pcifn.sh checks the server's side afterwards (every command answered with status 0,
 # the firmware disabled again at the end).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"

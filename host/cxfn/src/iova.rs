@@ -2,25 +2,25 @@
 
 //! Translations kept on the host side of the model: the function's own I/O address space.
 //!
-//! The firmware model stores at most 8 bus-contiguous runs per CQ, QP, RMP or mkey (it cannot
-//! allocate: the same code runs in the kernel simulator, `mlx5/fwsim/xlat.rs`). In the test VM
-//! there is no IOMMU, so a buffer of pinned user pages is as many runs as it has pages. The
-//! function therefore keeps the page lists itself, as a ConnectX keeps `pas[]` and MTTs in ICM:
-//! when CREATE_CQ, CREATE_QP, CREATE_RMP, CREATE_MKEY (MTT) or a MODIFY_CQ resize names pages
-//! that are not one run, their guest-physical addresses are stored here, a contiguous range of
-//! device addresses in a window no guest-physical address reaches is allocated for them, and
-//! the command reaches the model with that range in place of the page list: one run. Every
-//! access the model makes through [`Remapped`] is translated back page by page. The range is
-//! released when the object is destroyed (or its create failed). A resize's new range is
-//! released if the model refuses the resize; once the model has switched the CQ to its new
-//! buffer (after the RESIZE CQE went into the old one), the CQ's old range goes
-//! ([`DeviceMap::resized`]).
+//! The firmware model stores at most 8 bus-contiguous runs per CQ, QP, RMP, mkey or DEVX umem
+//! (it cannot allocate: the same code runs in the kernel simulator, `mlx5/fwsim/xlat.rs`). In
+//! the test VM there is no IOMMU, so a buffer of pinned user pages is as many runs as it has
+//! pages. The function therefore keeps the page lists itself, as a ConnectX keeps `pas[]` and
+//! MTTs in ICM: when CREATE_CQ, CREATE_QP, CREATE_RMP, CREATE_MKEY (MTT), CREATE_UMEM or a
+//! MODIFY_CQ resize names pages that are not one run, their guest-physical addresses are
+//! stored here, a contiguous range of device addresses in a window no guest-physical address
+//! reaches is allocated for them, and the command reaches the model with that range in place
+//! of the page list: one run. Every access the model makes through [`Remapped`] is translated
+//! back page by page. The range is released when the object is destroyed (or its create
+//! failed). A resize's new range is released if the model refuses the resize; once the model
+//! has switched the CQ to its new buffer (after the RESIZE CQE went into the old one), the
+//! CQ's old range goes ([`DeviceMap::resized`]).
 
 use crate::mem::{GuestMemory, MemError};
-use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in, create_rmp_in};
+use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in, create_rmp_in, create_umem_in};
 use crate::prm::cmd::{mbox_in, modify_cq_in};
 use crate::prm::consts::{CQ_OPMOD_RESIZE, MKC_ACCESS_MODE_MTT};
-use crate::prm::ctx::{cqc, mkc, qpc, rmpc, wq};
+use crate::prm::ctx::{cqc, mkc, qpc, rmpc, umem, wq};
 use crate::prm::layout::{Buf, Member, PrmLayout};
 use crate::prm::opcode as op;
 
@@ -36,6 +36,7 @@ enum Kind {
     Qp,
     Rmp,
     Mkey,
+    Umem,
 }
 
 /// One object's page list.
@@ -125,6 +126,14 @@ impl DeviceMap {
                 // MTT entries carry flag bits below the page size (read/write enable).
                 (Kind::Mkey, create_mkey_in::SIZE_BYTES, page, page - 1)
             }
+            op::CREATE_UMEM => {
+                let b = Buf::<create_umem_in::Bits>::new(inbox).ok()?;
+                let log = b.get(create_umem_in::umem.inner(umem::log_page_size));
+                let page = 4096u64.checked_shl(log).filter(|p| *p != 0)?;
+                // A DEVX umem's queues and doorbell records live at offsets into it; its MTT
+                // entries carry `rd_en`/`wr_en` below the page size, as an mkey's.
+                (Kind::Umem, create_umem_in::SIZE_BYTES, page, page - 1)
+            }
             _ => return None,
         };
         if page < 4096 {
@@ -198,6 +207,7 @@ impl DeviceMap {
             op::DESTROY_QP => Kind::Qp,
             op::DESTROY_RMP => Kind::Rmp,
             op::DESTROY_MKEY => Kind::Mkey,
+            op::DESTROY_UMEM => Kind::Umem,
             _ => return,
         };
         self.ranges.retain(|r| r.owner != Some((kind, number)));

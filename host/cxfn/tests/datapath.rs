@@ -49,6 +49,25 @@ struct Objs {
 
 /// What a guest driver sets up for one RC QP connected to itself.
 fn setup(d: &mut Driver) -> Objs {
+    setup_on(d, None)
+}
+
+/// A DEVX umem (`MLX5_IB_METHOD_DEVX_UMEM_REG`): the uid of its context, its id and the guest
+/// pages of its MTT, in order.
+struct UmemRef<'a> {
+    uid: u32,
+    id: u32,
+    pages: &'a [u64],
+}
+
+/// The umem page [`setup_on`] puts a DEVX CQ's buffer in, and the one its doorbell record.
+const UMEM_CQ_PAGE: usize = 3;
+const UMEM_DBR_PAGE: usize = 5;
+
+/// [`setup`], with the CQ built as a DEVX user builds it when `umem` is given: buffer and
+/// doorbell record in the umem (`cq_umem_valid`, `cq_umem_id`, `cq_umem_offset`;
+/// `cqc.dbr_umem_valid`, `dbr_umem_id`, `dbr_addr` an offset), no `pas[]`, the context's uid.
+fn setup_on(d: &mut Driver, umem: Option<&UmemRef<'_>>) -> Objs {
     // Vector 1 for the completion EQ (mlx5_irq_request() for comp vector 0).
     d.dev
         .bar0_write(&d.mem, MSIX_TABLE + 16, &0xfee0_0000u32.to_le_bytes());
@@ -78,18 +97,34 @@ fn setup(d: &mut Driver) -> Objs {
 
     // The CQ: one page of 64 CQEs, each initialized invalid and owned by software as mlx5_ib
     // does (`op_own` = MLX5_CQE_INVALID << 4 | 1), and a doorbell record.
-    let cq_buf = d.alloc(4096, 4096);
+    let cqc = 0x80;
+    let (cq_buf, cq_db, mut inb) = match umem {
+        None => {
+            let cq_buf = d.alloc(4096, 4096);
+            let cq_db = d.alloc(64, 64);
+            let mut inb = hdr(0x110 + 8, 0x400, 0);
+            set64(&mut inb, cqc + 0x1c0, cq_db);
+            inb[0x110..0x118].copy_from_slice(&cq_buf.to_be_bytes());
+            (cq_buf, cq_db, inb)
+        }
+        Some(u) => {
+            let mut inb = hdr(0x110, 0x400, 0);
+            set(&mut inb, 0x10, 16, u.uid);
+            set(&mut inb, 0x2e0, 1, 1); // cq_umem_valid
+            set64(&mut inb, 0x280, (UMEM_CQ_PAGE * 4096) as u64); // cq_umem_offset
+            set(&mut inb, 0x2c0, 32, u.id); // cq_umem_id
+            set(&mut inb, cqc + 0x6, 1, 1); // dbr_umem_valid
+            set(&mut inb, cqc + 0x20, 32, u.id); // dbr_umem_id
+            set64(&mut inb, cqc + 0x1c0, (UMEM_DBR_PAGE * 4096 + 64) as u64);
+            (u.pages[UMEM_CQ_PAGE], u.pages[UMEM_DBR_PAGE] + 64, inb)
+        }
+    };
     for i in 0..(1u64 << LOG_CQ) {
         d.mem.write(cq_buf + i * 64 + 63, &[0xf1]).unwrap();
     }
-    let cq_db = d.alloc(64, 64);
-    let mut inb = hdr(0x110 + 8, 0x400, 0);
-    let cqc = 0x80;
     set(&mut inb, cqc + 0x63, 5, LOG_CQ);
     set(&mut inb, cqc + 0x68, 24, d.uar);
     set(&mut inb, cqc + 0xa0, 32, comp.eqn);
-    set64(&mut inb, cqc + 0x1c0, cq_db);
-    inb[0x110..0x118].copy_from_slice(&cq_buf.to_be_bytes());
     let out = d.exec(&inb, 16);
     let cqn = get(&out, 0x48, 24);
 
@@ -646,5 +681,92 @@ fn an_rmp_on_a_scattered_buffer_is_accepted_and_released() {
     assert_ne!(status, 0, "an unknown PD");
     assert_eq!(d.dev.iova_ranges(), 0);
     teardown_objs(&mut d, &o);
+    teardown(&mut d, &eqs);
+}
+
+/// CREATE_UMEM with `pages` (4 KiB each, `rd_en`/`wr_en` set) for context `uid`.
+fn create_umem(d: &mut Driver, uid: u32, pages: &[u64]) -> (u8, Vec<u8>) {
+    let mut inb = hdr(0x30 + pages.len() * 8, 0xa08, 0);
+    set(&mut inb, 0x10, 16, uid);
+    set64(&mut inb, 0x80 + 0xc0, pages.len() as u64); // num_of_mtt
+    for (i, p) in pages.iter().enumerate() {
+        inb[0x30 + i * 8..0x38 + i * 8].copy_from_slice(&(p | 3).to_be_bytes());
+    }
+    d.exec_status(&inb, 16)
+}
+
+/// DESTROY_UMEM of context `uid`: the status.
+fn destroy_umem(d: &mut Driver, uid: u32, id: u32) -> u8 {
+    let mut inb = hdr(16, 0xa0a, 0);
+    set(&mut inb, 0x10, 16, uid);
+    set(&mut inb, 0x48, 24, id);
+    d.exec_status(&inb, 16).0
+}
+
+/// A DEVX umem of pinned user pages (UCX's receive queue, its CQs and doorbell records) is
+/// as many runs as pages in a VM without an IOMMU; the function keeps its MTT (`iova.rs`): a
+/// 16-run umem is accepted, a CQ built in it (buffer and doorbell record on different pages
+/// of the umem) gets its CQE in the right guest page and its completion event, DESTROY_UMEM is refused while the CQ uses it and then releases the range, and a
+/// refused CREATE_UMEM keeps nothing.
+#[test]
+fn a_devx_umem_on_scattered_pages_carries_a_cq() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    // CREATE_UCTX (no capability bits): the DEVX context's uid.
+    let out = d.exec(&hdr(0x40, 0xa04, 0), 16);
+    let uid = get(&out, 0x50, 16);
+    let pages: Vec<u64> = (0..16).map(|_| d.alloc(8192, 4096)).collect();
+    let (status, _) = create_umem(&mut d, 0, &pages);
+    assert_ne!(status, 0, "CREATE_UMEM without a uid is refused");
+    assert_eq!(d.dev.iova_ranges(), 0, "a refused umem keeps no range");
+    let (status, out) = create_umem(&mut d, uid, &pages);
+    assert_eq!(
+        status,
+        0,
+        "a 16-run umem (syndrome {:#x})",
+        get(&out, 0x20, 32)
+    );
+    let id = get(&out, 0x48, 24);
+    assert_eq!(d.dev.iova_ranges(), 1);
+    let u = UmemRef {
+        uid,
+        id,
+        pages: &pages,
+    };
+    let mut o = setup_on(&mut d, Some(&u));
+    let uar = u64::from(d.uar) * UAR_PAGE;
+    let src = d.alloc(4096, 4096);
+    let dst = d.alloc(4096, 4096);
+    d.mem.write(src, b"a CQ in a umem").unwrap();
+    arm(&mut d, &o, 0, 0);
+    let db = post_write(&mut d, &o, 0, src, dst, 14);
+    d.dev.bar0_write(&d.mem, uar + 0x800, &db.to_be_bytes());
+    let mut got = [0u8; 14];
+    d.mem.read(dst, &mut got).unwrap();
+    assert_eq!(&got, b"a CQ in a umem");
+    let c = cqe(&d, &o, 0).expect("the CQE in umem page 3");
+    assert_eq!(c[63] >> 4, 0, "requester CQE (MLX5_CQE_REQ)");
+    // The armed CQ fired: the completion EQE and its vector.
+    assert_eq!(d.dev.take_interrupts(), vec![1]);
+    assert!(d.eqe(&o.comp).is_some());
+    o.comp.cons += 1;
+    assert_ne!(
+        destroy_umem(&mut d, uid, id),
+        0,
+        "DESTROY_UMEM while the CQ uses it"
+    );
+    assert_eq!(
+        d.dev.iova_ranges(),
+        1,
+        "a refused DESTROY_UMEM keeps the range"
+    );
+    teardown_objs(&mut d, &o);
+    assert_eq!(destroy_umem(&mut d, uid, id), 0);
+    assert_eq!(d.dev.iova_ranges(), 0, "DESTROY_UMEM releases the range");
+    let mut inb = hdr(16, 0xa06, 0);
+    set(&mut inb, 0x50, 16, uid);
+    d.exec(&inb, 16);
     teardown(&mut d, &eqs);
 }
