@@ -22,10 +22,13 @@ use kernel::sync::{Arc, Mutex};
 
 #[path = "cma/conn.rs"]
 mod conn;
+#[path = "cma/mcast.rs"]
+mod mcast;
 #[path = "cma/resolve.rs"]
 mod resolve;
 
 pub use conn::{ConnParam, UdParam};
+pub use mcast::{JOIN_FULLMEMBER, JOIN_SENDONLY_FULLMEMBER};
 #[path = "cma/sockaddr.rs"]
 pub mod sockaddr;
 
@@ -95,6 +98,9 @@ pub struct CmEvent {
     pub new_id: Option<Arc<CmId>>,
     /// The parameters of a UD id's event (`param.ud`).
     pub ud: Option<KBox<conn::UdParam>>,
+    /// The context [`CmId::join_multicast`] was given, in the group's events (upstream
+    /// `param.ud.private_data`).
+    pub mc_context: u64,
 }
 
 impl CmEvent {
@@ -106,6 +112,7 @@ impl CmEvent {
             conn: None,
             new_id: None,
             ud: None,
+            mc_context: 0,
         }
     }
 }
@@ -221,6 +228,8 @@ struct IdState {
     conn: Option<Arc<crate::cm::service::CmConn>>,
     /// The IB CM listen of a listening id.
     listen: Option<crate::cm::service::CmListen>,
+    /// The groups joined (upstream `mc_list`).
+    mcs: KVec<mcast::Mc>,
 }
 
 impl IdState {
@@ -245,6 +254,7 @@ impl IdState {
             seq_num: crate::net_addr::random_u32() & 0xff_ffff,
             conn: None,
             listen: None,
+            mcs: KVec::new(),
         }
     }
 }
@@ -415,6 +425,7 @@ impl CmId {
         if let Some(c) = conn {
             c.destroy();
         }
+        self.leave_all_multicast();
         let mut s = self.st.lock();
         s.state = CmState::Destroying;
         s.dev = None;

@@ -36,6 +36,7 @@ use super::qp_state::{next_seg, qp_mut, snap, Seg, Snap};
 use super::responder::{resp_ok, wire_qpn, write_rwqe, Lead};
 use crate::fwsim::cqe::Cqe;
 use crate::fwsim::dma::DmaMem;
+use crate::fwsim::mcg;
 use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet};
 use crate::fwsim::xlat::MkeyInfo;
 use crate::fwsim::{Fw, RoceAddr};
@@ -518,8 +519,11 @@ pub(super) fn receive<'f>(nodes: &mut [Node<'_>], ni: usize, frame: &'f [u8]) ->
         Ip::V4 { dst, .. } => gid_of_v4(dst),
         Ip::V6 { dst, .. } => dst,
     };
+    // A group's packet is for the function while one of its QPs is attached (`mcg.rs`).
     let ours = nodes.get(ni).is_some_and(|n| {
-        n.fw.port_up(port) && n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok())
+        n.fw.port_up(port)
+            && (n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok())
+                || (mcg::is_mgid(&dgid) && n.fw.mcg.has(&dgid)))
     });
     if !ours {
         return Rx::Taken(false);
@@ -569,11 +573,54 @@ fn receive_ud(
     p: &Packet<'_>,
 ) -> bool {
     let h = &p.headers;
+    if h.bth.dest_qp == MULTICAST_QPN {
+        return receive_ud_group(nodes, di, port, frame, p);
+    }
+    receive_ud_qp(nodes, di, port, frame, p, h.bth.dest_qp)
+}
+
+/// The BTH destination QPN of a multicast packet (IBA 9.8.1.1, `0xffffff`).
+const MULTICAST_QPN: u32 = 0x00ff_ffff;
+
+/// A UD SEND to a multicast group (destination QPN 0xffffff): a copy to each QP of node `di`
+/// attached to the group its destination GID names (`mcg.rs`). Whether one took it.
+fn receive_ud_group(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    port: usize,
+    frame: &[u8],
+    p: &Packet<'_>,
+) -> bool {
+    let dgid = match p.headers.ip {
+        Ip::V4 { dst, .. } => gid_of_v4(dst),
+        Ip::V6 { dst, .. } => dst,
+    };
+    let mut qpns = [0u32; mcg::MAX_ATTACH];
+    let n = nodes
+        .get(di)
+        .map_or(0, |node| node.fw.mcg.members(&dgid, &mut qpns));
+    let mut taken = false;
+    for qpn in qpns.iter().take(n) {
+        taken |= receive_ud_qp(nodes, di, port, frame, p, *qpn);
+    }
+    taken
+}
+
+/// UD SEND `p` to QP `qpn` of node `di`.
+fn receive_ud_qp(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    port: usize,
+    frame: &[u8],
+    p: &Packet<'_>,
+    qpn: u32,
+) -> bool {
+    let h = &p.headers;
     let Some(deth) = h.deth else {
         return false;
     };
     let dest = nodes.get(di).and_then(|n| {
-        let d = snap(n.fw, n.fw.qps.slot_of(h.bth.dest_qp)?)?;
+        let d = snap(n.fw, n.fw.qps.slot_of(qpn)?)?;
         (d.st == QPC_ST_UD
             && d.port == port
             && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS)
