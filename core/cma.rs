@@ -10,9 +10,10 @@
 //! [`CmId::destroy`] returned (upstream's `handler_mutex`). A device's removal moves its ids to
 //! `RDMA_CM_DEVICE_REMOVAL` and reports `RDMA_CM_EVENT_DEVICE_REMOVAL` ([`CmaClient`]).
 //!
-//! Not done (`EOPNOTSUPP`): the connection itself (connect, accept, reject, disconnect: the IB
-//! CM protocol over QP1, issue 37), `AF_IB` addresses, routes on InfiniBand ports (path records
-//! from the SA), multicast. Everything runs in the initial network namespace.
+//! Connections over the IB CM are in `core/cma/conn.rs`, multicast groups on RoCE in
+//! `core/cma/mcast.rs`. Not done (`EOPNOTSUPP`): `AF_IB` addresses, routes and multicast on
+//! InfiniBand ports (path and MCMember records from the SA). Everything runs in the initial
+//! network namespace.
 
 use crate::attr::{GidType, LinkLayer, PortState};
 use crate::ib_device::{DeviceCore, IbDevice};

@@ -10,14 +10,14 @@
 //!
 //! Commands as upstream: `CREATE_ID`, `DESTROY_ID` (the id's pending events dropped, the count
 //! of its reported ones returned), `BIND_IP`, `BIND`, `RESOLVE_IP`, `RESOLVE_ADDR`,
-//! `RESOLVE_ROUTE`, `QUERY_ROUTE`, `QUERY` (address, path, GID), `LISTEN`, `GET_EVENT`,
-//! `SET_OPTION` (`RDMA_OPTION_ID`), `NOTIFY`. `CONNECT`, `ACCEPT`, `REJECT` and `DISCONNECT`
-//! check their id and state and then fail with `EOPNOTSUPP` (the IB CM is not done), as do
-//! `INIT_QP_ATTR` (it needs a connection's attributes), `RDMA_OPTION_IB_PATH`, the multicast
-//! joins, `MIGRATE_ID`, `RESOLVE_IB_SERVICE` and `WRITE_CM_EVENT`; `GET_OPTION` is `ENOSYS`
-//! as upstream. Not done either: upstream's `ib_safe_file_access()` check (`EACCES` when
-//! the writer's credentials are not the opener's) and the `net.rdma_ucm.max_backlog` sysctl
-//! (fixed at its default, 1024).
+//! `RESOLVE_ROUTE`, `QUERY_ROUTE`, `QUERY` (address, path, GID), `LISTEN`, `CONNECT`, `ACCEPT`,
+//! `REJECT`, `DISCONNECT`, `INIT_QP_ATTR`, `GET_EVENT`, `SET_OPTION` (`RDMA_OPTION_ID`),
+//! `NOTIFY`, `MIGRATE_ID`, `JOIN_IP_MCAST`, `JOIN_MCAST` and `LEAVE_MCAST` (a group has a
+//! number of its own, upstream `multicast_table`). `RDMA_OPTION_IB_PATH`,
+//! `RESOLVE_IB_SERVICE` and `WRITE_CM_EVENT` are `EOPNOTSUPP`; `GET_OPTION` is `ENOSYS` as
+//! upstream. Not done: upstream's `ib_safe_file_access()` check (`EACCES` when the writer's
+//! credentials are not the opener's) and the `net.rdma_ucm.max_backlog` sysctl (fixed at its
+//! default, 1024).
 
 use crate::chrdev::{CharDevice, MiscDev};
 use crate::cma::sockaddr::{ip_to_gid, SockAddr, AF_IB, SIZE_IB, SIZE_IN6, SIZE_KSS};
@@ -186,6 +186,7 @@ impl CmHandler for CtxEvents {
         // event) and the connection's parameters (all zero for an address or route event).
         let mut mc = None;
         let mut uid = uid;
+        let mut resp_id = id;
         if matches!(
             ev.event,
             CmEventType::MulticastJoin | CmEventType::MulticastError
@@ -196,12 +197,12 @@ impl CmHandler for CtxEvents {
                 return;
             };
             uid = m.uid;
-            id = m.id;
+            resp_id = m.id;
             mc = Some(m.clone());
         }
         let mut resp = [0u8; abi::EVENT_RESP];
         resp[..8].copy_from_slice(&uid.to_ne_bytes());
-        resp[8..12].copy_from_slice(&id.to_ne_bytes());
+        resp[8..12].copy_from_slice(&resp_id.to_ne_bytes());
         if let Some(p) = ev.conn.as_deref() {
             abi::put_conn_param(&mut resp[20..20 + abi::CONN_PARAM], p);
         }
