@@ -4,7 +4,7 @@
  *
  *   fault_sweep -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP] [-g INDEX]
  *
- * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp
+ * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp mcast
  * (the create paths; "ctx" is ibv_open_device, "uctx" its kernel part alone
  * (see open_uctx()), "modify" moves a fresh RC QP RST->INIT->RTR->RTS, "xrcd"
  * ibv_open_xrcd, "xsrq" an XRC SRQ on that XRC domain, "mw" a type 2 memory
@@ -15,8 +15,10 @@
  * its CREATE_DCT runs, "rereg" ibv_rereg_mr() of a fresh MR's access flags and then
  * its translation, which mlx5 makes in place by UMR WQEs on a UMR QP of its own, "rmp" a DEVX cyclic RMP whose
  * WQEs and doorbell record are in a DEVX umem made at setup, as UCX creates its receive
- * queue) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd
- * d_xsrq d_mw d_umem d_dobj d_dmkey d_dci d_dct d_rmp (the
+ * queue, "mcast" ibv_attach_mcast() of a UD QP made at setup to a group, ATTACH_TO_MCG; no
+ * d_mcast: upstream forgets an attachment before its detach, which a failed detach leaves
+ * behind) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj d_dmkey
+ * d_dci d_dct d_rmp (the
  * destroy paths: the object is created unarmed, its destroy is armed).
  *
  * -g INDEX: on RoCE the AVs ("ah", "modify") go from GID index INDEX (default 0, the link-local
@@ -79,6 +81,8 @@ struct env {
 	struct ibv_xrcd *xrcd;
 	struct ibv_srq *srq;
 	struct mlx5dv_devx_umem *umem;
+	/* The UD QP of "mcast", made at setup. */
+	struct ibv_qp *ud;
 	struct ibv_device *dev;
 	struct ibv_port_attr port;
 	union ibv_gid gid;
@@ -487,7 +491,7 @@ static struct ibv_qp *make_dc(struct env *e, int dct)
 
 /* The object a verb creates or destroys, kind-tagged for destroy(). */
 enum obj { O_CTX, O_UCTX, O_PD, O_MR, O_CQ, O_QP, O_AH, O_MODIFY, O_SRQ, O_XRCD, O_XSRQ, O_MW,
-	   O_UMEM, O_DOBJ, O_DMKEY, O_DCI, O_DCT, O_REREG, O_RMP };
+	   O_UMEM, O_DOBJ, O_DMKEY, O_DCI, O_DCT, O_REREG, O_RMP, O_MCAST };
 
 struct verbdef {
 	const char *name;
@@ -506,7 +510,40 @@ static const struct verbdef verbs[] = {
 	{ "dmkey", O_DMKEY, 0 }, { "d_dmkey", O_DMKEY, 1 },
 	{ "dci", O_DCI, 0 },   { "d_dci", O_DCI, 1 },   { "dct", O_DCT, 0 },   { "d_dct", O_DCT, 1 },
 	{ "rereg", O_REREG, 0 }, { "rmp", O_RMP, 0 },   { "d_rmp", O_RMP, 1 },
+	{ "mcast", O_MCAST, 0 },
 };
+
+/* The group of "mcast": ::ffff:239.1.2.5 on RoCE, ff12:401b::1 with LID 0xc001 on
+ * InfiniBand. */
+static union ibv_gid mcast_gid(const struct env *e)
+{
+	union ibv_gid g = { .raw = { 0xff, 0x12, 0x40, 0x1b, [15] = 1 } };
+
+	if (e->roce) {
+		memset(&g, 0, sizeof(g));
+		g.raw[10] = g.raw[11] = 0xff;
+		g.raw[12] = 239;
+		g.raw[13] = 1;
+		g.raw[14] = 2;
+		g.raw[15] = 5;
+	}
+	return g;
+}
+
+/* ibv_attach_mcast() of the UD QP to the group: the QP, or NULL with errno. */
+static void *attach_mcast(struct env *e)
+{
+	union ibv_gid g = mcast_gid(e);
+	int r = ibv_attach_mcast(e->ud, &g, e->roce ? 0 : 0xc001);
+
+	if (r) {
+		errno = r;
+		return NULL;
+	}
+	return e->ud;
+}
+
+static struct env *the_env;
 
 /* The armed part of "rereg": remote write taken away, then a new translation (32 KiB
  * from 4 KiB into the MR's 64 KiB, which mlx5 loads into the mkey by UMR WQEs), keys kept
@@ -575,6 +612,8 @@ static void *create(struct env *e, enum obj o)
 		return make_dc(e, 1);
 	case O_RMP:
 		return make_rmp(e);
+	case O_MCAST:
+		return attach_mcast(e);
 	}
 	return NULL;
 }
@@ -616,6 +655,11 @@ static int destroy(enum obj o, void *p)
 		return mlx5dv_destroy_mkey(p);
 	case O_RMP:
 		return mlx5dv_devx_obj_destroy(p);
+	case O_MCAST: {
+		union ibv_gid g = mcast_gid(the_env);
+
+		return ibv_detach_mcast(p, &g, the_env->roce ? 0 : 0xc001);
+	}
 	}
 	return EINVAL;
 }
@@ -708,6 +752,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	e.roce = e.port.link_layer == IBV_LINK_LAYER_ETHERNET;
+	the_env = &e;
+	if (v->obj == O_MCAST) {
+		struct ibv_qp_init_attr a = { .send_cq = e.cq, .recv_cq = e.cq, .qp_type = IBV_QPT_UD,
+					      .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						       .max_send_sge = 1, .max_recv_sge = 1 } };
+
+		e.ud = ibv_create_qp(e.pd, &a);
+		if (!e.ud) {
+			printf("R fail %s: setup on %s: ibv_create_qp (UD): %s\n", verb, devname,
+			       strerror(errno));
+			return 1;
+		}
+	}
 
 	/* One unarmed run first: the verb works, and user-space caches are warm. */
 	{

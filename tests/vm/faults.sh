@@ -13,11 +13,11 @@ FAULT_DBG=/sys/kernel/debug
 # The verbs swept, in the order a workload performs them (the base verbs, then the
 # SRQ, XRC domain, XRC SRQ, memory window, DEVX umem, DEVX object, mlx5dv mkey, DC verbs,
 # REREG_MR in place and a DEVX RMP).
-FAULT_VERBS="ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp d_rmp d_dct d_dci d_dmkey d_dobj d_umem d_mw d_xsrq d_xrcd d_srq d_ah d_qp d_cq d_mr d_pd d_uctx d_ctx"
+FAULT_VERBS="ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp mcast d_rmp d_dct d_dci d_dmkey d_dobj d_umem d_mw d_xsrq d_xrcd d_srq d_ah d_qp d_cq d_mr d_pd d_uctx d_ctx"
 # make check's slice: the kernel's own paths (no ibv_open_device, whose
 # libibverbs part alone has about 100 allocation points; no AH, which on
 # mlx5 has no firmware command).
-FAULT_SLICE_VERBS="uctx pd mr cq qp modify d_qp d_cq d_mr d_pd d_uctx"
+FAULT_SLICE_VERBS="uctx pd mr cq qp modify mcast d_qp d_cq d_mr d_pd d_uctx"
 
 # faults_setup: failslab and fail_page_alloc armed only by a task's own
 # /proc/thread-self/fail-nth: probability 0 (nothing fails at random),
