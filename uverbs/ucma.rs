@@ -894,31 +894,50 @@ impl UcmaFile {
     // upstream ucma_join_ip_multicast(): a full member's join of an IPv4 or IPv6 address.
     fn join_ip_mcast(&self, c: &CmdBuf, out_len: usize) -> Result {
         let addr = SockAddr::parse(c.bytes(16, SIZE_IN6)).ok_or(EINVAL)?;
-        self.process_join(c.u64(0), c.u64(8), c.u32(16 + SIZE_IN6), &addr, 0, out_len)
+        let size = addr.size() as u16;
+        self.process_join(
+            c.u64(0),
+            c.u64(8),
+            c.u32(16 + SIZE_IN6),
+            &addr,
+            size,
+            0,
+            out_len,
+        )
     }
 
     // upstream ucma_join_multicast()
     fn join_mcast(&self, c: &CmdBuf, out_len: usize) -> Result {
         let addr = SockAddr::parse(c.bytes(24, SIZE_KSS)).ok_or(EINVAL)?;
-        if usize::from(c.u16(20)) != addr.size() {
-            return Err(EINVAL);
-        }
-        self.process_join(c.u64(0), c.u64(8), c.u32(16), &addr, c.u16(22), out_len)
+        self.process_join(
+            c.u64(0),
+            c.u64(8),
+            c.u32(16),
+            &addr,
+            c.u16(20),
+            c.u16(22),
+            out_len,
+        )
     }
 
     // upstream ucma_process_join(): the group gets a number of the multicast table; its
     // events carry `uid` and that number.
+    #[allow(clippy::too_many_arguments)]
     fn process_join(
         &self,
         response: u64,
         uid: u64,
         id: u32,
         addr: &SockAddr,
+        addr_size: u16,
         flags: u16,
         out_len: usize,
     ) -> Result {
         if out_len < 4 {
             return Err(ENOSPC);
+        }
+        if usize::from(addr_size) != addr.size() {
+            return Err(EINVAL);
         }
         let join_state = match flags {
             abi::MC_JOIN_FLAG_FULLMEMBER => JOIN_FULLMEMBER,
