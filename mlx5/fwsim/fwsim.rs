@@ -749,6 +749,11 @@ impl Fw {
     }
 
     /// Live objects per kind.
+    /// The multicast group attachments (`mcg.rs`).
+    pub(crate) fn mcg_attached(&self) -> usize {
+        self.mcg.count()
+    }
+
     pub(crate) fn counts(&self) -> Counts {
         Counts {
             pd: self.pds.count(),

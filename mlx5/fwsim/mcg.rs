@@ -63,6 +63,29 @@ impl Mcg {
         self.table.iter().any(|a| a.live && a.mgid == *mgid)
     }
 
+    /// Attaches QP `qpn` to `mgid`: `BAD_PARAM_ERR` when it is, `NO_RES_ERR` when the table
+    /// is full.
+    pub(crate) fn attach(&mut self, mgid: [u8; 16], qpn: u32) -> Done {
+        let t = &mut self.table;
+        if t.iter().any(|a| a.live && a.qpn == qpn && a.mgid == mgid) {
+            return fail(Status::BAD_PARAM_ERR, syn::MCG_PARAM);
+        }
+        let Some(free) = t.iter_mut().find(|a| !a.live) else {
+            return fail(Status::NO_RES_ERR, syn::MCG_FULL);
+        };
+        *free = Attach {
+            mgid,
+            qpn,
+            live: true,
+        };
+        Ok(())
+    }
+
+    /// Live attachments (debugfs `stats`: `mcg_attached`).
+    pub(crate) fn count(&self) -> usize {
+        self.table.iter().filter(|a| a.live).count()
+    }
+
     /// Drops the attachments of QP `qpn` (its DESTROY_QP).
     pub(crate) fn forget_qp(&mut self, qpn: u32) {
         for a in self.table.iter_mut().filter(|a| a.qpn == qpn) {
@@ -88,19 +111,7 @@ impl Fw {
         if qpc::st.get(&q.qpc) != Ok(QPC_ST_UD) || !is_mgid(&mgid) {
             return fail(Status::BAD_PARAM_ERR, syn::MCG_PARAM);
         }
-        let t = &mut self.mcg.table;
-        if t.iter().any(|a| a.live && a.qpn == qpn && a.mgid == mgid) {
-            return fail(Status::BAD_PARAM_ERR, syn::MCG_PARAM);
-        }
-        let Some(free) = t.iter_mut().find(|a| !a.live) else {
-            return fail(Status::NO_RES_ERR, syn::MCG_FULL);
-        };
-        *free = Attach {
-            mgid,
-            qpn,
-            live: true,
-        };
-        Ok(())
+        self.mcg.attach(mgid, qpn)
     }
 
     /// DETACH_FROM_MCG: QP `qpn` of the caller leaves group `multicast_gid`.

@@ -1447,6 +1447,7 @@ fn multicast_attach_and_detach() {
     assert_eq!(err(&mut f, &mcg(op::DETACH_FROM_MCG, ud, &group), 16), bad);
     ok(&mut f, &mcg(op::ATTACH_TO_MCG, ud, &group), 16);
     assert!(f.mcg.has(&group));
+    assert_eq!(f.mcg_attached(), 1);
     assert_eq!(err(&mut f, &mcg(op::ATTACH_TO_MCG, ud, &group), 16), bad);
     ok(&mut f, &mcg(op::DETACH_FROM_MCG, ud, &group), 16);
     assert!(!f.mcg.has(&group));
