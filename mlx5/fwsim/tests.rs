@@ -1452,7 +1452,11 @@ fn multicast_attach_and_detach() {
     ok(&mut f, &mcg(op::DETACH_FROM_MCG, ud, &group), 16);
     assert!(!f.mcg.has(&group));
     ok(&mut f, &mcg(op::ATTACH_TO_MCG, ud, &group), 16);
-    ok(&mut f, &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, ud), 16);
+    ok(
+        &mut f,
+        &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, ud),
+        16,
+    );
     assert!(!f.mcg.has(&group));
     assert_eq!(
         err(&mut f, &mcg(op::ATTACH_TO_MCG, ud, &group), 16).0,
