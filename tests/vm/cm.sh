@@ -433,7 +433,14 @@ cm_removal_suite() {
 		ip neigh replace 10.66.0.99 lladdr 02:00:00:00:00:99 dev "$a" nud permanent
 		timeout 60 rping -c -a 10.66.0.99 -I $CM_SRC -p 7192 -C 1 >/tmp/rm-half 2>&1 &
 		hc=$!
-		sleep 2
+		# rping opens the verbs device once its route is resolved, then connects: its REQ
+		# goes unanswered for seconds (cm_conn_load's timeout and retries).
+		i=0
+		while [ $i -lt 200 ] && ! ls -l /proc/$hc/fd 2>/dev/null | grep -q uverbs; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		sleep 1
 		drv=$(fwsim_driver_of $f)
 		rc=0
 		timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
