@@ -24,7 +24,7 @@ fn v4_of(g: &[u8; 16]) -> Option<[u8; 4]> {
 
 /// upstream `rdma_is_multicast_addr()`: an IPv4 multicast address when v4-mapped, else
 /// `ff00::/8`.
-fn is_multicast(g: &[u8; 16]) -> bool {
+pub(crate) fn is_multicast(g: &[u8; 16]) -> bool {
     match v4_of(g) {
         Some(a) => a[0] & 0xf0 == 0xe0,
         None => g[0] == 0xff,

@@ -10,9 +10,10 @@
 //! [`CmId::destroy`] returned (upstream's `handler_mutex`). A device's removal moves its ids to
 //! `RDMA_CM_DEVICE_REMOVAL` and reports `RDMA_CM_EVENT_DEVICE_REMOVAL` ([`CmaClient`]).
 //!
-//! Not done (`EOPNOTSUPP`): the connection itself (connect, accept, reject, disconnect: the IB
-//! CM protocol over QP1, issue 37), `AF_IB` addresses, routes on InfiniBand ports (path records
-//! from the SA), multicast. Everything runs in the initial network namespace.
+//! Connections over the IB CM are in `core/cma/conn.rs`, multicast groups on RoCE in
+//! `core/cma/mcast.rs`. Not done (`EOPNOTSUPP`): `AF_IB` addresses, routes and multicast on
+//! InfiniBand ports (path and MCMember records from the SA). Everything runs in the initial
+//! network namespace.
 
 use crate::attr::{GidType, LinkLayer, PortState};
 use crate::ib_device::{DeviceCore, IbDevice};
@@ -22,10 +23,13 @@ use kernel::sync::{Arc, Mutex};
 
 #[path = "cma/conn.rs"]
 mod conn;
+#[path = "cma/mcast.rs"]
+mod mcast;
 #[path = "cma/resolve.rs"]
 mod resolve;
 
 pub use conn::{ConnParam, UdParam};
+pub use mcast::{JOIN_FULLMEMBER, JOIN_SENDONLY_FULLMEMBER};
 #[path = "cma/sockaddr.rs"]
 pub mod sockaddr;
 
@@ -95,6 +99,9 @@ pub struct CmEvent {
     pub new_id: Option<Arc<CmId>>,
     /// The parameters of a UD id's event (`param.ud`).
     pub ud: Option<KBox<conn::UdParam>>,
+    /// The context [`CmId::join_multicast`] was given, in the group's events (upstream
+    /// `param.ud.private_data`).
+    pub mc_context: u64,
 }
 
 impl CmEvent {
@@ -106,6 +113,7 @@ impl CmEvent {
             conn: None,
             new_id: None,
             ud: None,
+            mc_context: 0,
         }
     }
 }
@@ -221,6 +229,8 @@ struct IdState {
     conn: Option<Arc<crate::cm::service::CmConn>>,
     /// The IB CM listen of a listening id.
     listen: Option<crate::cm::service::CmListen>,
+    /// The groups joined (upstream `mc_list`).
+    mcs: KVec<mcast::Mc>,
 }
 
 impl IdState {
@@ -245,6 +255,7 @@ impl IdState {
             seq_num: crate::net_addr::random_u32() & 0xff_ffff,
             conn: None,
             listen: None,
+            mcs: KVec::new(),
         }
     }
 }
@@ -415,6 +426,7 @@ impl CmId {
         if let Some(c) = conn {
             c.destroy();
         }
+        self.leave_all_multicast();
         let mut s = self.st.lock();
         s.state = CmState::Destroying;
         s.dev = None;

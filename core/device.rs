@@ -301,6 +301,8 @@ macro_rules! op_slots {
                 destroy_qp: DestroyQp: fn(&Qp<D>) -> Result,
                 post_send: PostSend: fn(&Qp<D>, &[SendWr<'_>]) -> Result,
                 post_recv: PostRecv: fn(&Qp<D>, &[RecvWr<'_>]) -> Result,
+                attach_mcast: AttachMcast: fn(&Qp<D>, &Gid, u16) -> Result,
+                detach_mcast: DetachMcast: fn(&Qp<D>, &Gid, u16) -> Result,
                 get_dma_mr: GetDmaMr: fn(&Pd<D>, AccessFlags) -> Result<MrCreated<D::MrData>>,
                 reg_user_mr: RegUserMr:
                     fn(&Pd<D>, &UserMrReq, &mut UserCtx<'_, '_, D>) -> Result<MrCreated<D::MrData>>,

@@ -360,6 +360,17 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Attaches a UD QP to the multicast group `gid` (LID `lid` on InfiniBand; upstream
+    /// `ops.attach_mcast`).
+    fn attach_mcast(_qp: &Qp<Self::Driver>, _gid: &Gid, _lid: u16) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Detaches a QP from the multicast group `gid` (upstream `ops.detach_mcast`).
+    fn detach_mcast(_qp: &Qp<Self::Driver>, _gid: &Gid, _lid: u16) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates a DMA MR covering all memory (upstream `ops.get_dma_mr`).
     fn get_dma_mr(
         _pd: &Pd<Self::Driver>,

@@ -3,7 +3,8 @@
 //! What rdma_cm asks the IP stack besides a neighbour (upstream
 //! `drivers/infiniband/core/addr.c`: `rdma_translate_ip()`, `addr4_resolve()`,
 //! `addr6_resolve()`, `rdma_set_src_addr_rcu()`; `cma.c`: the local port range, a random
-//! starting port, `CAP_NET_BIND_SERVICE` for a port below 1024). All in the initial network
+//! starting port, `CAP_NET_BIND_SERVICE` for a port below 1024, the IGMP membership of a RoCE
+//! multicast join). All in the initial network
 //! namespace, as rdma-rs has no per-namespace RDMA devices.
 
 use crate::net_notify::{IpAddr, NetDevRef};
@@ -22,6 +23,7 @@ extern "C" {
     fn rdma_rs_net_local_port_range(low: *mut c_int, high: *mut c_int);
     fn rdma_rs_random_u32() -> u32;
     fn rdma_rs_capable_net_bind_service() -> bool;
+    fn rdma_rs_net_igmp(ifindex: c_int, addr: *const u8, join: bool) -> c_int;
 }
 
 fn bytes(a: &IpAddr) -> (bool, [u8; 16]) {
@@ -103,4 +105,17 @@ pub fn random_u32() -> u32 {
 pub fn capable_net_bind_service() -> bool {
     // SAFETY: no arguments; called in process context.
     unsafe { rdma_rs_capable_net_bind_service() }
+}
+
+/// Interface `ifindex` joins (`join`) or leaves the IPv4 group `a` (upstream `cma_igmp_send()`:
+/// `ip_mc_inc_group()`, `ip_mc_dec_group()` under the RTNL).
+///
+/// # Errors
+///
+/// `ENODEV` without the interface or its IPv4 configuration.
+pub fn igmp(ifindex: u32, a: [u8; 4], join: bool) -> Result {
+    let i = c_int::try_from(ifindex).map_err(|_| ENODEV)?;
+    // SAFETY: `a` holds the 4 bytes the shim reads; the shim takes its own reference on the
+    // interface and the RTNL.
+    kernel::error::to_result(unsafe { rdma_rs_net_igmp(i, a.as_ptr(), join) })
 }

@@ -4,11 +4,13 @@
  * drivers/infiniband/core/addr.c and cma.c): the device owning an address
  * (rdma_translate_ip()), the source address and out device a route picks (addr4_resolve(),
  * addr6_resolve(), rdma_set_src_addr_rcu()), the local port range, a random number and the
- * CAP_NET_BIND_SERVICE check of a port below 1024 (cma_use_port()). The routing calls are
+ * CAP_NET_BIND_SERVICE check of a port below 1024 (cma_use_port()), and the IGMP membership of
+ * a RoCE multicast join (cma_igmp_send()). The routing calls are
  * inline functions or take structs the kernel crate's bindings lack.
  */
 
 #include <linux/capability.h>
+#include <linux/igmp.h>
 #include <linux/inetdevice.h>
 #include <linux/netdevice.h>
 #include <linux/random.h>
@@ -22,6 +24,7 @@ struct net_device *rdma_rs_net_route_src(bool v4, u8 *sip, const u8 *dip, int oi
 void rdma_rs_net_local_port_range(int *low, int *high);
 u32 rdma_rs_random_u32(void);
 bool rdma_rs_capable_net_bind_service(void);
+int rdma_rs_net_igmp(int ifindex, const u8 *addr, bool join);
 
 /* The device of init_net owning `ip` (4 bytes when v4, else 16), held; NULL when none. */
 struct net_device *rdma_rs_net_ip_dev_find(bool v4, const u8 *ip)
@@ -121,4 +124,31 @@ u32 rdma_rs_random_u32(void)
 bool rdma_rs_capable_net_bind_service(void)
 {
 	return capable(CAP_NET_BIND_SERVICE);
+}
+
+/*
+ * upstream cma_igmp_send(): interface `ifindex` of init_net joins (ip_mc_inc_group()) or leaves
+ * (ip_mc_dec_group()) the IPv4 group `addr` (4 bytes). -ENODEV without the interface or its
+ * IPv4 configuration.
+ */
+int rdma_rs_net_igmp(int ifindex, const u8 *addr, bool join)
+{
+	struct net_device *ndev = dev_get_by_index(&init_net, ifindex);
+	struct in_device *in_dev;
+	__be32 a;
+
+	if (!ndev)
+		return -ENODEV;
+	memcpy(&a, addr, 4);
+	rtnl_lock();
+	in_dev = __in_dev_get_rtnl(ndev);
+	if (in_dev) {
+		if (join)
+			ip_mc_inc_group(in_dev, a);
+		else
+			ip_mc_dec_group(in_dev, a);
+	}
+	rtnl_unlock();
+	dev_put(ndev);
+	return in_dev ? 0 : -ENODEV;
 }

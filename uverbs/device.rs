@@ -110,6 +110,8 @@ impl<D: Driver> UverbsDriver for DriverHandle<D> {
         add(ops.modify_srq.is_some(), O::ModifySrq);
         add(ops.query_srq.is_some(), O::QuerySrq);
         add(ops.query_qp.is_some(), O::QueryQp);
+        add(ops.attach_mcast.is_some(), O::AttachMcast);
+        add(ops.detach_mcast.is_some(), O::DetachMcast);
         add(ops.reg_user_mr.is_some(), O::RegUserMr);
         add(ops.reg_user_mr.is_some(), O::DeregMr);
         add(ops.rereg_user_mr.is_some(), O::ReregUserMr);

@@ -171,6 +171,7 @@ impl<D: Driver> UFile<D> {
                         async_file: None,
                         comp_channels: KVec::new(),
                         fds: KVec::new(),
+                        mcast: KVec::new(),
                     },
                     c"uverbs_file"
                 ),

@@ -10,18 +10,21 @@
 //!
 //! Commands as upstream: `CREATE_ID`, `DESTROY_ID` (the id's pending events dropped, the count
 //! of its reported ones returned), `BIND_IP`, `BIND`, `RESOLVE_IP`, `RESOLVE_ADDR`,
-//! `RESOLVE_ROUTE`, `QUERY_ROUTE`, `QUERY` (address, path, GID), `LISTEN`, `GET_EVENT`,
-//! `SET_OPTION` (`RDMA_OPTION_ID`), `NOTIFY`. `CONNECT`, `ACCEPT`, `REJECT` and `DISCONNECT`
-//! check their id and state and then fail with `EOPNOTSUPP` (the IB CM is not done), as do
-//! `INIT_QP_ATTR` (it needs a connection's attributes), `RDMA_OPTION_IB_PATH`, the multicast
-//! joins, `MIGRATE_ID`, `RESOLVE_IB_SERVICE` and `WRITE_CM_EVENT`; `GET_OPTION` is `ENOSYS`
-//! as upstream. Not done either: upstream's `ib_safe_file_access()` check (`EACCES` when
-//! the writer's credentials are not the opener's) and the `net.rdma_ucm.max_backlog` sysctl
-//! (fixed at its default, 1024).
+//! `RESOLVE_ROUTE`, `QUERY_ROUTE`, `QUERY` (address, path, GID), `LISTEN`, `CONNECT`, `ACCEPT`,
+//! `REJECT`, `DISCONNECT`, `INIT_QP_ATTR`, `GET_EVENT`, `SET_OPTION` (`RDMA_OPTION_ID`),
+//! `NOTIFY`, `MIGRATE_ID`, `JOIN_IP_MCAST`, `JOIN_MCAST` and `LEAVE_MCAST` (a group has a
+//! number of its own, upstream `multicast_table`). `RDMA_OPTION_IB_PATH`,
+//! `RESOLVE_IB_SERVICE` and `WRITE_CM_EVENT` are `EOPNOTSUPP`; `GET_OPTION` is `ENOSYS` as
+//! upstream. Not done: upstream's `ib_safe_file_access()` check (`EACCES` when the writer's
+//! credentials are not the opener's) and the `net.rdma_ucm.max_backlog` sysctl (fixed at its
+//! default, 1024).
 
 use crate::chrdev::{CharDevice, MiscDev};
 use crate::cma::sockaddr::{ip_to_gid, SockAddr, AF_IB, SIZE_IB, SIZE_IN6, SIZE_KSS};
-use crate::cma::{CmEvent, CmEventType, CmHandler, CmId, PortSpace, QPT_RC, QPT_UD};
+use crate::cma::{
+    CmEvent, CmEventType, CmHandler, CmId, PortSpace, JOIN_FULLMEMBER, JOIN_SENDONLY_FULLMEMBER,
+    QPT_RC, QPT_UD,
+};
 use crate::verbs::QpState;
 use kernel::fs::File;
 use kernel::prelude::*;
@@ -56,6 +59,7 @@ impl UcmaGlobal {
         let shared = Arc::pin_init(
             pin_init!(UcmaShared {
                 ctxs <- kernel::new_mutex!(KVec::new(), "ucma_ctx_table"),
+                mcs <- kernel::new_mutex!(KVec::new(), "ucma_multicast_table"),
             }),
             GFP_KERNEL,
         )?;
@@ -80,6 +84,21 @@ struct UcmaDev {
 struct UcmaShared {
     #[pin]
     ctxs: Mutex<KVec<Option<Arc<UcmaCtx>>>>,
+    /// upstream `multicast_table`: the groups joined through any file, by number.
+    #[pin]
+    mcs: Mutex<KVec<Option<Arc<UcmaMc>>>>,
+}
+
+/// A group a context joined (upstream `struct ucma_multicast`).
+struct UcmaMc {
+    id: u32,
+    ctx: Arc<UcmaCtx>,
+    uid: u64,
+    addr: SockAddr,
+    /// Joined and answered (upstream: the table entry is stored after the join's response).
+    live: Atomic<bool>,
+    /// upstream `mc->events_reported`.
+    reported: Atomic<u32>,
 }
 
 /// A context (upstream `struct ucma_context`).
@@ -106,6 +125,8 @@ struct UEvent {
     /// request; librdmacm's `rdma_destroy_id()` waits until it acknowledged as many events of
     /// an id as `DESTROY_ID` reports).
     owner: u32,
+    /// The group of a multicast event (upstream `uevent->mc`).
+    mc: Option<Arc<UcmaMc>>,
     resp: [u8; abi::EVENT_RESP],
 }
 
@@ -161,11 +182,27 @@ impl CmHandler for CtxEvents {
         } else if uid == 0 {
             return;
         }
-        // upstream ucma_create_uevent(): the id's uid and number and the connection's
-        // parameters (all zero for an address or route event).
+        // upstream ucma_create_uevent(): the id's uid and number (a group's for a multicast
+        // event) and the connection's parameters (all zero for an address or route event).
+        let mut mc = None;
+        let mut uid = uid;
+        let mut resp_id = id;
+        if matches!(
+            ev.event,
+            CmEventType::MulticastJoin | CmEventType::MulticastError
+        ) {
+            let f = self.file.lock().clone();
+            let t = f.shared.mcs.lock();
+            let Some(Some(m)) = t.get(ev.mc_context as usize) else {
+                return;
+            };
+            uid = m.uid;
+            resp_id = m.id;
+            mc = Some(m.clone());
+        }
         let mut resp = [0u8; abi::EVENT_RESP];
         resp[..8].copy_from_slice(&uid.to_ne_bytes());
-        resp[8..12].copy_from_slice(&id.to_ne_bytes());
+        resp[8..12].copy_from_slice(&resp_id.to_ne_bytes());
         if let Some(p) = ev.conn.as_deref() {
             abi::put_conn_param(&mut resp[20..20 + abi::CONN_PARAM], p);
         }
@@ -183,6 +220,7 @@ impl CmHandler for CtxEvents {
                 UEvent {
                     ctx_id: id,
                     owner: self.id,
+                    mc,
                     resp,
                 },
                 GFP_KERNEL,
@@ -287,7 +325,9 @@ impl UcmaFile {
             Cmd::SetOption => self.set_option(&c),
             Cmd::Notify => self.notify(&c),
             Cmd::MigrateId => self.migrate_id(&c, out_len),
-            Cmd::JoinIpMcast | Cmd::JoinMcast | Cmd::LeaveMcast => Err(EOPNOTSUPP),
+            Cmd::JoinIpMcast => self.join_ip_mcast(&c, out_len),
+            Cmd::JoinMcast => self.join_mcast(&c, out_len),
+            Cmd::LeaveMcast => self.leave_mcast(&c, out_len),
             Cmd::ResolveIbService | Cmd::WriteCmEvent | Cmd::GetOption => Err(EOPNOTSUPP),
         }?;
         Ok(len)
@@ -393,6 +433,18 @@ impl UcmaFile {
     /// id destroyed, its pending events dropped; the count of events the user took.
     fn destroy_ctx(&self, ctx: &Arc<UcmaCtx>) -> u32 {
         ctx.cm_id.destroy();
+        // upstream ucma_cleanup_multicast(): the id left its groups.
+        {
+            let mut t = self.shared.mcs.lock();
+            for slot in t.iter_mut() {
+                if slot.as_ref().is_some_and(|m| Arc::ptr_eq(&m.ctx, ctx)) {
+                    *slot = None;
+                }
+            }
+            while t.last().is_some_and(|s| s.is_none()) {
+                t.pop();
+            }
+        }
         let mut inner = self.inner.lock();
         inner
             .events
@@ -784,6 +836,9 @@ impl UcmaFile {
         if let Some((_, n)) = inner.ctxs.iter_mut().find(|(c, _)| c.id == ev.owner) {
             *n += 1;
         }
+        if let Some(m) = ev.mc.as_ref() {
+            m.reported.fetch_add(1, Relaxed);
+        }
         Ok(())
     }
 
@@ -834,6 +889,161 @@ impl UcmaFile {
             },
             _ => Err(ENOSYS),
         }
+    }
+
+    // upstream ucma_join_ip_multicast(): a full member's join of an IPv4 or IPv6 address.
+    fn join_ip_mcast(&self, c: &CmdBuf, out_len: usize) -> Result {
+        let addr = SockAddr::parse(c.bytes(16, SIZE_IN6)).ok_or(EINVAL)?;
+        let size = addr.size() as u16;
+        self.process_join(
+            c.u64(0),
+            c.u64(8),
+            c.u32(16 + SIZE_IN6),
+            &addr,
+            size,
+            0,
+            out_len,
+        )
+    }
+
+    // upstream ucma_join_multicast()
+    fn join_mcast(&self, c: &CmdBuf, out_len: usize) -> Result {
+        let addr = SockAddr::parse(c.bytes(24, SIZE_KSS)).ok_or(EINVAL)?;
+        self.process_join(
+            c.u64(0),
+            c.u64(8),
+            c.u32(16),
+            &addr,
+            c.u16(20),
+            c.u16(22),
+            out_len,
+        )
+    }
+
+    // upstream ucma_process_join(): the group gets a number of the multicast table; its
+    // events carry `uid` and that number.
+    #[allow(clippy::too_many_arguments)]
+    fn process_join(
+        &self,
+        response: u64,
+        uid: u64,
+        id: u32,
+        addr: &SockAddr,
+        addr_size: u16,
+        flags: u16,
+        out_len: usize,
+    ) -> Result {
+        if out_len < 4 {
+            return Err(ENOSPC);
+        }
+        if usize::from(addr_size) != addr.size() {
+            return Err(EINVAL);
+        }
+        let join_state = match flags {
+            abi::MC_JOIN_FLAG_FULLMEMBER => JOIN_FULLMEMBER,
+            abi::MC_JOIN_FLAG_SENDONLY_FULLMEMBER => JOIN_SENDONLY_FULLMEMBER,
+            _ => return Err(EINVAL),
+        };
+        let ctx = self.get_ctx_dev(id)?;
+        let mc = {
+            let mut t = self.shared.mcs.lock();
+            let n = match t.iter().position(|s| s.is_none()) {
+                Some(i) => i,
+                None => {
+                    t.push(None, GFP_KERNEL)?;
+                    t.len() - 1
+                }
+            } as u32;
+            let mc = Arc::new(
+                UcmaMc {
+                    id: n,
+                    ctx: ctx.clone(),
+                    uid,
+                    addr: *addr,
+                    live: Atomic::new(false),
+                    reported: Atomic::new(0),
+                },
+                GFP_KERNEL,
+            );
+            let mc = match mc {
+                Ok(m) => m,
+                Err(e) => {
+                    while t.last().is_some_and(|s| s.is_none()) {
+                        t.pop();
+                    }
+                    return Err(e.into());
+                }
+            };
+            if let Some(slot) = t.get_mut(n as usize) {
+                *slot = Some(mc.clone());
+            }
+            mc
+        };
+        let g = ctx.mutex.lock();
+        let r = ctx
+            .cm_id
+            .join_multicast(addr, join_state, u64::from(mc.id))
+            .and_then(|()| {
+                respond(response, &mc.id.to_ne_bytes()).inspect_err(|_| {
+                    ctx.cm_id.leave_multicast(addr);
+                })
+            });
+        drop(g);
+        match r {
+            Ok(()) => {
+                mc.live.store(true, Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                self.drop_mc(&mc);
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes a group out of the table with its events not yet taken (upstream
+    /// `ucma_cleanup_mc_events()` and the `multicast_table` erase).
+    fn drop_mc(&self, mc: &Arc<UcmaMc>) {
+        {
+            let mut t = self.shared.mcs.lock();
+            if let Some(slot) = t.get_mut(mc.id as usize) {
+                if slot.as_ref().is_some_and(|m| Arc::ptr_eq(m, mc)) {
+                    *slot = None;
+                }
+            }
+            while t.last().is_some_and(|s| s.is_none()) {
+                t.pop();
+            }
+        }
+        self.inner
+            .lock()
+            .events
+            .retain(|e| !e.mc.as_ref().is_some_and(|m| Arc::ptr_eq(m, mc)));
+    }
+
+    // upstream ucma_leave_multicast(): `ENOENT` for no such group, `EINVAL` for another
+    // file's; the count of the group's events the user took.
+    fn leave_mcast(&self, c: &CmdBuf, out_len: usize) -> Result {
+        if out_len < 4 {
+            return Err(ENOSPC);
+        }
+        let (response, id) = (c.u64(0), c.u32(8));
+        let mc = {
+            let t = self.shared.mcs.lock();
+            match t.get(id as usize) {
+                Some(Some(m)) if m.live.load(Relaxed) => m.clone(),
+                _ => return Err(ENOENT),
+            }
+        };
+        if mc.ctx.file.load(Relaxed) != self.key() {
+            return Err(EINVAL);
+        }
+        {
+            let _g = mc.ctx.mutex.lock();
+            mc.ctx.cm_id.leave_multicast(&mc.addr);
+        }
+        self.drop_mc(&mc);
+        respond(response, &mc.reported.load(Relaxed).to_ne_bytes())
     }
 
     // upstream ucma_notify(): rdma_notify() of an id with a device, which on an id without

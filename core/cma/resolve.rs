@@ -221,7 +221,7 @@ fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, nde
 
 /// upstream `iboe_get_mtu()`: the IB MTU (`enum ib_mtu`) a RoCE frame of netdev MTU `mtu`
 /// carries, after the GRH, UDP, BTH, XRC, AtomicETH and ICRC bytes.
-fn iboe_get_mtu(mtu: u32) -> u8 {
+pub(super) fn iboe_get_mtu(mtu: u32) -> u8 {
     let m = mtu.saturating_sub(40 + 8 + 12 + 4 + 28 + 4);
     match m {
         4096.. => 5,

@@ -676,6 +676,58 @@ impl<D: Driver> Qp<D> {
         }
     }
 
+    /// Attaches the QP to the multicast group `gid` (upstream `ib_attach_mcast()`).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without `attach_mcast`; `EINVAL` for a GID that is no multicast address,
+    /// a QP that is not UD, or (on InfiniBand) a LID outside the multicast range; the
+    /// driver's error.
+    pub fn attach_mcast(&self, gid: &Gid, lid: u16) -> Result {
+        let op = self.dev.ops().attach_mcast.ok_or(EOPNOTSUPP)?;
+        if !crate::addr::is_multicast(&gid.0)
+            || self.qp_type != QpType::Ud
+            || !self.mcast_lid_ok(lid)
+        {
+            return Err(EINVAL);
+        }
+        op(self, gid, lid)
+    }
+
+    /// Detaches the QP from the multicast group `gid` (upstream `ib_detach_mcast()`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Qp::attach_mcast`].
+    pub fn detach_mcast(&self, gid: &Gid, lid: u16) -> Result {
+        let op = self.dev.ops().detach_mcast.ok_or(EOPNOTSUPP)?;
+        if !crate::addr::is_multicast(&gid.0)
+            || self.qp_type != QpType::Ud
+            || !self.mcast_lid_ok(lid)
+        {
+            return Err(EINVAL);
+        }
+        op(self, gid, lid)
+    }
+
+    /// upstream `is_valid_mcast_lid()`: any LID on a RoCE port (the RoCE annex ignores it;
+    /// the QP's port once it has one, else any port of the device), else one of the
+    /// multicast range (0xc000..0xfffe).
+    fn mcast_lid_ok(&self, lid: u16) -> bool {
+        let eth = |p: u32| {
+            self.dev
+                .port_immutable(p)
+                .is_ok_and(|i| i.link_layer != crate::attr::LinkLayer::Infiniband)
+        };
+        let port = self.port();
+        let roce = if port != 0 {
+            eth(port)
+        } else {
+            (1..=self.dev.phys_port_cnt()).any(eth)
+        };
+        roce || (0xc000..0xffff).contains(&lid)
+    }
+
     /// The sizes requested at create.
     pub fn cap(&self) -> QpCap {
         self.cap

@@ -14,7 +14,7 @@ use crate::prm::cmd::{
 use crate::prm::cmd::{
     alloc_q_counter_out, dealloc_q_counter_in, query_q_counter_in, query_q_counter_out,
 };
-use crate::prm::cmd::{alloc_xrcd_out, dealloc_xrcd_in};
+use crate::prm::cmd::{alloc_xrcd_out, attach_to_mcg_in, dealloc_xrcd_in, detach_from_mcg_in};
 use crate::prm::command as pc;
 use crate::prm::consts::{
     MKC_ACCESS_MODE_KLMS, MKC_ACCESS_MODE_MEMIC, MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA,
@@ -346,6 +346,62 @@ impl Command for SetRoceAddress {
             inbox.set(a(roce_addr_layout::roce_l3_type), e.l3_type as u32)?;
         }
         Ok(())
+    }
+
+    fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// ATTACH_TO_MCG (upstream `mlx5_cmd_attach_mcg()`): QP `qpn` joins group `gid`.
+pub(crate) struct AttachToMcg {
+    /// The group's GID.
+    pub(crate) gid: [u8; 16],
+    /// The QP.
+    pub(crate) qpn: u32,
+    /// The QP's PD's uid.
+    pub(crate) uid: u16,
+}
+
+impl Command for AttachToMcg {
+    type Prm = pc::AttachToMcg;
+    type Reply = ();
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(attach_to_mcg_in::qpn, self.qpn)?;
+        inbox.set_bytes(attach_to_mcg_in::multicast_gid, &self.gid)
+    }
+
+    fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// DETACH_FROM_MCG (upstream `mlx5_cmd_detach_mcg()`): QP `qpn` leaves group `gid`.
+pub(crate) struct DetachFromMcg {
+    /// The group's GID.
+    pub(crate) gid: [u8; 16],
+    /// The QP.
+    pub(crate) qpn: u32,
+    /// The QP's PD's uid.
+    pub(crate) uid: u16,
+}
+
+impl Command for DetachFromMcg {
+    type Prm = pc::DetachFromMcg;
+    type Reply = ();
+
+    fn uid(&self) -> u16 {
+        self.uid
+    }
+
+    fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
+        inbox.set(detach_from_mcg_in::qpn, self.qpn)?;
+        inbox.set_bytes(detach_from_mcg_in::multicast_gid, &self.gid)
     }
 
     fn reply(&self, _out: OutBox<'_, Self>) -> Result<()> {

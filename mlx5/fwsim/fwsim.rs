@@ -30,6 +30,8 @@ pub(crate) mod fault;
 pub(crate) mod hca;
 #[path = "mad.rs"]
 pub(crate) mod mad;
+#[path = "mcg.rs"]
+pub(crate) mod mcg;
 #[path = "memic.rs"]
 pub(crate) mod memic;
 #[path = "node_desc.rs"]
@@ -439,6 +441,8 @@ pub(crate) struct Fw {
     xrc: xrc::Xrc,
     /// On-chip memory allocations (`memic.rs`).
     memic: memic::Memic,
+    /// Multicast group attachments (`mcg.rs`).
+    mcg: mcg::Mcg,
     /// RoCE v2 packets the data path queued for the wire (`engine/wire.rs`).
     wire_tx: engine::WireTx,
 }
@@ -623,6 +627,7 @@ impl Fw {
             hca: hca::Hca::new(),
             xrc: xrc::Xrc::new(),
             memic: memic::Memic::new(),
+            mcg: mcg::Mcg::new(),
             wire_tx: engine::WireTx::new(),
         };
         fw.reset_ports();
@@ -672,6 +677,7 @@ impl Fw {
             hca <- hca::Hca::new_in_place(),
             xrc <- xrc::Xrc::new_in_place(),
             memic: memic::Memic::new(),
+            mcg: mcg::Mcg::new(),
             wire_tx <- engine::WireTx::new_in_place(),
         });
         Ok(pin_init::Init::chain(fw, |fw| {
@@ -743,6 +749,11 @@ impl Fw {
     }
 
     /// Live objects per kind.
+    /// The multicast group attachments (`mcg.rs`).
+    pub(crate) fn mcg_attached(&self) -> usize {
+        self.mcg.count()
+    }
+
     pub(crate) fn counts(&self) -> Counts {
         Counts {
             pd: self.pds.count(),

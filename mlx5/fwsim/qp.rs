@@ -261,7 +261,7 @@ impl Fw {
     }
 
     /// The QP `qpn`, if `uid` may use it. A DCT in the QP table (`dct.rs`) is no QP.
-    fn qp_owned(&self, uid: u16, qpn: u32) -> Result<&Qp, CmdError> {
+    pub(super) fn qp_owned(&self, uid: u16, qpn: u32) -> Result<&Qp, CmdError> {
         match self.qps.lookup_owned(qpn, uid, syn::QP_UNKNOWN)? {
             q if q.dct.is_some() => fail(Status::BAD_RES_ERR, syn::QP_UNKNOWN),
             q => Ok(q),
@@ -283,6 +283,7 @@ impl Fw {
         if self.sq_hint == Some(qpn) {
             self.sq_hint = None;
         }
+        self.mcg.forget_qp(qpn);
         self.qps.free(qpn);
         Ok(())
     }

@@ -261,6 +261,12 @@ crate::prm::named_consts! {
     DCT_SRQ = 0x5f0c_0003,
     /// DRAIN_DCT of a DCT that is not ACTIVE.
     DCT_STATE = 0x5f0c_0004,
+    // 0x5f0dxxxx: multicast groups (`mcg.rs`).
+    /// ATTACH_TO_MCG of a QP that is not UD, of a GID that is no group, of an attached QP;
+    /// DETACH_FROM_MCG of a QP not attached.
+    MCG_PARAM = 0x5f0d_0001,
+    /// ATTACH_TO_MCG beyond the attachments the function keeps.
+    MCG_FULL = 0x5f0d_0002,
 }
 
 #[cfg(test)]

@@ -1414,3 +1414,52 @@ fn every_row_of_the_command_table_is_decoded_by_its_rules() {
     let e = err(&mut f, &inbox(op::MANAGE_PAGES, 0, 0, 16), 16);
     assert_eq!(e, (Status::BAD_OP_ERR, syn::BAD_OPCODE));
 }
+
+/// ATTACH_TO_MCG / DETACH_FROM_MCG (`mcg.rs`): a UD QP joins a group once; a group GID only;
+/// a detach of what is not attached fails; DESTROY_QP drops the QP's attachments.
+#[test]
+fn multicast_attach_and_detach() {
+    let mut f = fw(CONNECTX7, LinkLayer::Ethernet);
+    let pd = alloc_pd(&mut f, 0);
+    let uar = alloc_uar(&mut f, 0);
+    let cq = create_cq(&mut f, 0, uar);
+    let ud = get(
+        &ok(&mut f, &qp_in(0, QPC_ST_UD, pd, uar, cq, cq), 16),
+        create_qp_out::qpn,
+    );
+    let rc = create_qp(&mut f, 0, pd, uar, cq);
+    let mut group = [0u8; 16];
+    group[10..].copy_from_slice(&[0xff, 0xff, 239, 1, 2, 3]);
+    let unicast = {
+        let mut g = group;
+        g[12] = 10;
+        g
+    };
+    let mcg = |opcode: u16, qpn: u32, gid: &[u8; 16]| {
+        let mut b = inbox(opcode, 0, 0, attach_to_mcg_in::SIZE_BYTES);
+        attach_to_mcg_in::qpn.set(&mut b, qpn).unwrap();
+        b[16..32].copy_from_slice(gid);
+        b
+    };
+    let bad = (Status::BAD_PARAM_ERR, syn::MCG_PARAM);
+    assert_eq!(err(&mut f, &mcg(op::ATTACH_TO_MCG, rc, &group), 16), bad);
+    assert_eq!(err(&mut f, &mcg(op::ATTACH_TO_MCG, ud, &unicast), 16), bad);
+    assert_eq!(err(&mut f, &mcg(op::DETACH_FROM_MCG, ud, &group), 16), bad);
+    ok(&mut f, &mcg(op::ATTACH_TO_MCG, ud, &group), 16);
+    assert!(f.mcg.has(&group));
+    assert_eq!(f.mcg_attached(), 1);
+    assert_eq!(err(&mut f, &mcg(op::ATTACH_TO_MCG, ud, &group), 16), bad);
+    ok(&mut f, &mcg(op::DETACH_FROM_MCG, ud, &group), 16);
+    assert!(!f.mcg.has(&group));
+    ok(&mut f, &mcg(op::ATTACH_TO_MCG, ud, &group), 16);
+    ok(
+        &mut f,
+        &destroy_in(op::DESTROY_QP, 0, destroy_qp_in::qpn, ud),
+        16,
+    );
+    assert!(!f.mcg.has(&group));
+    assert_eq!(
+        err(&mut f, &mcg(op::ATTACH_TO_MCG, ud, &group), 16).0,
+        Status::BAD_RES_ERR
+    );
+}

@@ -235,6 +235,26 @@ impl DeviceOps for Mlx5DevOps {
         qp::wr::post_recv(qp, wr)
     }
 
+    // upstream mlx5_ib_mcg_attach(): ATTACH_TO_MCG with the uid of the QP's PD.
+    fn attach_mcast(qp: &Qp<Mlx5Ib>, gid: &Gid, _lid: u16) -> Result {
+        let c = crate::cmd::res::AttachToMcg {
+            gid: gid.0,
+            qpn: qp.qp_num(),
+            uid: qp.pd().map_or(0, |p| p.data().uid),
+        };
+        crate::cmd::exec(&*qp.device().data().hw, &c)
+    }
+
+    // upstream mlx5_ib_mcg_detach().
+    fn detach_mcast(qp: &Qp<Mlx5Ib>, gid: &Gid, _lid: u16) -> Result {
+        let c = crate::cmd::res::DetachFromMcg {
+            gid: gid.0,
+            qpn: qp.qp_num(),
+            uid: qp.pd().map_or(0, |p| p.data().uid),
+        };
+        crate::cmd::exec(&*qp.device().data().hw, &c)
+    }
+
     fn get_dma_mr(pd: &Pd<Mlx5Ib>, access: AccessFlags) -> Result<MrCreated<Mlx5Mr>> {
         mr::get_dma_mr(pd, access)
     }

@@ -206,6 +206,36 @@ prm_layouts! {
         syndrome @ 0x20, 0x20;
     }
 
+    /// `struct mlx5_ifc_attach_to_mcg_in_bits` (mlx5_ifc.h).
+    attach_to_mcg_in, 0x100 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+        multicast_gid @ 0x80, 0x80;
+    }
+
+    /// `struct mlx5_ifc_attach_to_mcg_out_bits` (mlx5_ifc.h).
+    attach_to_mcg_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
+
+    /// `struct mlx5_ifc_detach_from_mcg_in_bits` (mlx5_ifc.h).
+    detach_from_mcg_in, 0x100 {
+        opcode @ 0x0, 0x10;
+        uid @ 0x10, 0x10;
+        op_mod @ 0x30, 0x10;
+        qpn @ 0x48, 0x18;
+        multicast_gid @ 0x80, 0x80;
+    }
+
+    /// `struct mlx5_ifc_detach_from_mcg_out_bits` (mlx5_ifc.h).
+    detach_from_mcg_out, 0x80 {
+        status @ 0x0, 0x8;
+        syndrome @ 0x20, 0x20;
+    }
+
     /// `struct mlx5_ifc_alloc_uar_in_bits` (mlx5_ifc.h).
     alloc_uar_in, 0x80 {
         opcode @ 0x0, 0x10;

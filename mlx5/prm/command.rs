@@ -95,6 +95,9 @@ macro_rules! prm_commands {
             AllocUar: ALLOC_UAR = 0x802, alloc_uar_in => alloc_uar_out, zero, alloc_uar;
             DeallocUar: DEALLOC_UAR = 0x803, dealloc_uar_in => dealloc_uar_out, zero, dealloc_uar;
             AccessReg: ACCESS_REG = 0x805, access_register_in => access_register_out, any, access_reg;
+            // Multicast groups (`fwsim/mcg.rs`).
+            AttachToMcg: ATTACH_TO_MCG = 0x806, attach_to_mcg_in => attach_to_mcg_out, zero, attach_to_mcg;
+            DetachFromMcg: DETACH_FROM_MCG = 0x807, detach_from_mcg_in => detach_from_mcg_out, zero, detach_from_mcg;
             AllocXrcd: ALLOC_XRCD = 0x80e, alloc_xrcd_in => alloc_xrcd_out, zero, alloc_xrcd;
             DeallocXrcd: DEALLOC_XRCD = 0x80f, dealloc_xrcd_in => dealloc_xrcd_out, zero, dealloc_xrcd;
             AllocTransportDomain: ALLOC_TRANSPORT_DOMAIN = 0x816, alloc_transport_domain_in => alloc_transport_domain_out, zero, alloc_td;

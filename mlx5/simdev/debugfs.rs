@@ -17,7 +17,8 @@
 //!   device as UAR write traps, how the fabric's engine passes ran (`fabric_*`), and on an
 //!   Ethernet fabric the frames its segment delivered and dropped at a down port
 //!   (`ether_delivered`, `ether_dropped`) and the RoCE v2 packets the function's data path
-//!   could not queue for the wire (`wire_overflow`, `engine/wire.rs`), and RC in packets'
+//!   could not queue for the wire (`wire_overflow`, `engine/wire.rs`), the QPs' multicast group
+//!   attachments (`mcg_attached`, `fwsim/mcg.rs`), and RC in packets'
 //!   request packets sent again, requests past and before the expected PSN
 //!   (`wire_rc_retransmits`, `wire_rc_out_of_sequence`, `wire_rc_duplicates`,
 //!   `engine/rc.rs`) and the RoCE v2 frames dropped for a bad ICRC (`wire_bad_icrc`);
@@ -267,6 +268,7 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(out, "ether_delivered {}", e.delivered)?;
         writeln!(out, "ether_dropped {}", e.dropped)?;
         writeln!(out, "wire_overflow {}", f.with_fw(|fw| fw.wire_overflow()))?;
+        writeln!(out, "mcg_attached {}", f.with_fw(|fw| fw.mcg_attached()))?;
         let rc = f.with_fw(|fw| fw.wire_rc_stats());
         writeln!(out, "wire_rc_retransmits {}", rc.retransmits)?;
         writeln!(out, "wire_rc_out_of_sequence {}", rc.out_of_sequence)?;

@@ -4,7 +4,7 @@
  *
  *   fault_sweep -d DEV -v VERB -k slab|fw [-f FWSIM_DIR] [-m MAX] [-s STEP] [-g INDEX]
  *
- * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp
+ * VERB is one of ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp mcast
  * (the create paths; "ctx" is ibv_open_device, "uctx" its kernel part alone
  * (see open_uctx()), "modify" moves a fresh RC QP RST->INIT->RTR->RTS, "xrcd"
  * ibv_open_xrcd, "xsrq" an XRC SRQ on that XRC domain, "mw" a type 2 memory
@@ -15,8 +15,11 @@
  * its CREATE_DCT runs, "rereg" ibv_rereg_mr() of a fresh MR's access flags and then
  * its translation, which mlx5 makes in place by UMR WQEs on a UMR QP of its own, "rmp" a DEVX cyclic RMP whose
  * WQEs and doorbell record are in a DEVX umem made at setup, as UCX creates its receive
- * queue) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd
- * d_xsrq d_mw d_umem d_dobj d_dmkey d_dci d_dct d_rmp (the
+ * queue, "mcast" ibv_attach_mcast() of a UD QP made at setup to a group, ATTACH_TO_MCG; no
+ * d_mcast: upstream forgets an attachment before its detach, which a failed detach leaves
+ * behind; "cmid" an rdma_cm id through the raw ucma ABI, bound to the IPv4 address of the GID of
+ * -g and joined to a group, on a file opened at setup) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj d_dmkey
+ * d_dci d_dct d_rmp (the
  * destroy paths: the object is created unarmed, its destroy is armed).
  *
  * -g INDEX: on RoCE the AVs ("ah", "modify") go from GID index INDEX (default 0, the link-local
@@ -57,6 +60,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/mlx5-abi.h>
+#include <rdma/rdma_cma_abi.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 #include <sys/ioctl.h>
 #include <stdio.h>
@@ -79,6 +83,10 @@ struct env {
 	struct ibv_xrcd *xrcd;
 	struct ibv_srq *srq;
 	struct mlx5dv_devx_umem *umem;
+	/* The UD QP of "mcast", made at setup. */
+	struct ibv_qp *ud;
+	/* The /dev/infiniband/rdma_cm file of "cmid", opened at setup. */
+	int cmfd;
 	struct ibv_device *dev;
 	struct ibv_port_attr port;
 	union ibv_gid gid;
@@ -487,7 +495,7 @@ static struct ibv_qp *make_dc(struct env *e, int dct)
 
 /* The object a verb creates or destroys, kind-tagged for destroy(). */
 enum obj { O_CTX, O_UCTX, O_PD, O_MR, O_CQ, O_QP, O_AH, O_MODIFY, O_SRQ, O_XRCD, O_XSRQ, O_MW,
-	   O_UMEM, O_DOBJ, O_DMKEY, O_DCI, O_DCT, O_REREG, O_RMP };
+	   O_UMEM, O_DOBJ, O_DMKEY, O_DCI, O_DCT, O_REREG, O_RMP, O_MCAST, O_CMID };
 
 struct verbdef {
 	const char *name;
@@ -506,7 +514,111 @@ static const struct verbdef verbs[] = {
 	{ "dmkey", O_DMKEY, 0 }, { "d_dmkey", O_DMKEY, 1 },
 	{ "dci", O_DCI, 0 },   { "d_dci", O_DCI, 1 },   { "dct", O_DCT, 0 },   { "d_dct", O_DCT, 1 },
 	{ "rereg", O_REREG, 0 }, { "rmp", O_RMP, 0 },   { "d_rmp", O_RMP, 1 },
+	{ "mcast", O_MCAST, 0 }, { "cmid", O_CMID, 0 },
 };
+
+/* The group of "mcast": ::ffff:239.1.2.5 on RoCE, ff12:401b::1 with LID 0xc001 on
+ * InfiniBand. */
+static union ibv_gid mcast_gid(const struct env *e)
+{
+	union ibv_gid g = { .raw = { 0xff, 0x12, 0x40, 0x1b, [15] = 1 } };
+
+	if (e->roce) {
+		memset(&g, 0, sizeof(g));
+		g.raw[10] = g.raw[11] = 0xff;
+		g.raw[12] = 239;
+		g.raw[13] = 1;
+		g.raw[14] = 2;
+		g.raw[15] = 5;
+	}
+	return g;
+}
+
+/* ibv_attach_mcast() of the UD QP to the group: the QP, or NULL with errno. */
+static void *attach_mcast(struct env *e)
+{
+	union ibv_gid g = mcast_gid(e);
+	int r = ibv_attach_mcast(e->ud, &g, e->roce ? 0 : 0xc001);
+
+	if (r) {
+		errno = r;
+		return NULL;
+	}
+	return e->ud;
+}
+
+static struct env *the_env;
+
+/* What "cmid" made: an rdma_cm id and its group. */
+struct cmid {
+	int fd;
+	uint32_t id, mc;
+};
+
+#define UCMD(fd, s, c, o)                                                                          \
+	((s).cmd = (c), (s).in = sizeof(s) - 8, (s).out = (o), write((fd), &(s), sizeof(s)))
+
+/* DESTROY_ID: 0 or errno. */
+static int cm_destroy(int fd, uint32_t id)
+{
+	uint32_t reported;
+	struct ucma_abi_destroy_id d = { .response = (uintptr_t)&reported, .id = id };
+
+	return UCMD(fd, d, UCMA_CMD_DESTROY_ID, 4) < 0 ? errno : 0;
+}
+
+/*
+ * "cmid" through the raw ucma ABI on the setup's rdma_cm file: CREATE_ID (UDP), BIND_IP to the
+ * IPv4 address of the GID of -g, JOIN_IP_MCAST of 239.1.2.6. NULL with errno (the id made so
+ * far destroyed) on failure.
+ */
+static void *make_cmid(struct env *e)
+{
+	struct cmid *c = calloc(1, sizeof(*c));
+	struct ucma_abi_create_id ci = { .uid = 1, .ps = 0x0111 /* RDMA_PS_UDP */ };
+	struct ucma_abi_bind_ip b = { 0 };
+	struct ucma_abi_join_ip_mcast j = { .uid = 2 };
+	struct sockaddr_in *sa = (struct sockaddr_in *)&b.addr, *ga = (struct sockaddr_in *)&j.addr;
+	int err;
+
+	if (!c)
+		return NULL;
+	c->fd = e->cmfd;
+	ci.response = (uintptr_t)&c->id;
+	if (UCMD(c->fd, ci, UCMA_CMD_CREATE_ID, 4) < 0)
+		goto out_free;
+	b.id = c->id;
+	sa->sin_family = AF_INET;
+	memcpy(&sa->sin_addr, e->gid.raw + 12, 4);
+	j.id = c->id;
+	j.response = (uintptr_t)&c->mc;
+	ga->sin_family = AF_INET;
+	ga->sin_addr.s_addr = htobe32(0xef010206);
+	if (UCMD(c->fd, b, UCMA_CMD_BIND_IP, 0) < 0 || UCMD(c->fd, j, UCMA_CMD_JOIN_IP_MCAST, 4) < 0) {
+		err = errno;
+		cm_destroy(c->fd, c->id);
+		errno = err;
+		goto out_free;
+	}
+	return c;
+out_free:
+	err = errno;
+	free(c);
+	errno = err;
+	return NULL;
+}
+
+/* LEAVE_MCAST and DESTROY_ID: 0 or errno. */
+static int destroy_cmid(struct cmid *c)
+{
+	uint32_t reported;
+	struct ucma_abi_destroy_id l = { .response = (uintptr_t)&reported, .id = c->mc };
+	int err = UCMD(c->fd, l, UCMA_CMD_LEAVE_MCAST, 4) < 0 ? errno : 0;
+
+	err = cm_destroy(c->fd, c->id) ?: err;
+	free(c);
+	return err;
+}
 
 /* The armed part of "rereg": remote write taken away, then a new translation (32 KiB
  * from 4 KiB into the MR's 64 KiB, which mlx5 loads into the mkey by UMR WQEs), keys kept
@@ -575,6 +687,10 @@ static void *create(struct env *e, enum obj o)
 		return make_dc(e, 1);
 	case O_RMP:
 		return make_rmp(e);
+	case O_MCAST:
+		return attach_mcast(e);
+	case O_CMID:
+		return make_cmid(e);
 	}
 	return NULL;
 }
@@ -616,6 +732,13 @@ static int destroy(enum obj o, void *p)
 		return mlx5dv_destroy_mkey(p);
 	case O_RMP:
 		return mlx5dv_devx_obj_destroy(p);
+	case O_MCAST: {
+		union ibv_gid g = mcast_gid(the_env);
+
+		return ibv_detach_mcast(p, &g, the_env->roce ? 0 : 0xc001);
+	}
+	case O_CMID:
+		return destroy_cmid(p);
 	}
 	return EINVAL;
 }
@@ -708,6 +831,23 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	e.roce = e.port.link_layer == IBV_LINK_LAYER_ETHERNET;
+	the_env = &e;
+	if (v->obj == O_CMID && (e.cmfd = open("/dev/infiniband/rdma_cm", O_RDWR)) < 0) {
+		printf("R fail %s: setup: open /dev/infiniband/rdma_cm: %s\n", verb, strerror(errno));
+		return 1;
+	}
+	if (v->obj == O_MCAST) {
+		struct ibv_qp_init_attr a = { .send_cq = e.cq, .recv_cq = e.cq, .qp_type = IBV_QPT_UD,
+					      .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						       .max_send_sge = 1, .max_recv_sge = 1 } };
+
+		e.ud = ibv_create_qp(e.pd, &a);
+		if (!e.ud) {
+			printf("R fail %s: setup on %s: ibv_create_qp (UD): %s\n", verb, devname,
+			       strerror(errno));
+			return 1;
+		}
+	}
 
 	/* One unarmed run first: the verb works, and user-space caches are warm. */
 	{

@@ -12,7 +12,8 @@
  *   listen on a shared port, an address of no interface; resolve_addr and resolve_route with
  *   their events and the route's GIDs and MTU, from a given and from any source, an unroutable
  *   destination (ENETUNREACH at the call), a silent neighbour (ADDR_ERROR with -ETIMEDOUT),
- *   poll on the channel, destroying an id with its event pending.
+ *   poll on the channel, destroying an id with its event pending;
+ *   multicast: a join's event and AV, leave, the errnos of joins and leaves (mcast()).
  *
  *   ucma_test [-c] SRC DST SILENT UNROUTABLE
  *   ucma_test -r SRC
@@ -388,6 +389,114 @@ static void removal(const char *src)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * Multicast on a UD id bound to SRC (upstream cma_iboe_join_multicast(): local on RoCE): the
+ * join's MULTICAST_JOIN with the group's AV (::ffff:239.1.2.4, hop limit 64 on RoCE v2), QPN
+ * 0xffffff and RDMA_UDP_QKEY; leave. Errnos: a TCP id, the unspecified address, an IPv6
+ * group on RoCE v2 (ENOTSUPP, 524), an id without a device; raw JOIN_MCAST with bad join
+ * flags, an address size that is not the family's, no room for the response; LEAVE_MCAST of
+ * an unknown group and without room.
+ */
+static void mcast(const char *src)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in sa = addr_of(src, 0), ga = addr_of("239.1.2.4", 0), za = addr_of("0.0.0.0", 0);
+	struct sockaddr_in6 g6 = { .sin6_family = AF_INET6 };
+	struct rdma_cm_id *u = NULL, *t = NULL, *idle = NULL;
+	struct rdma_cm_event *e;
+	uint8_t mgid[16] = { [10] = 0xff, [11] = 0xff, [12] = 239, [13] = 1, [14] = 2, [15] = 4 };
+	int fd, st;
+	uint32_t id, mc;
+
+	check(ch && !rdma_create_id(ch, &u, NULL, RDMA_PS_UDP) &&
+		      !rdma_create_id(ch, &t, NULL, RDMA_PS_TCP) &&
+		      !rdma_create_id(ch, &idle, NULL, RDMA_PS_UDP),
+	      "mcast: a UDP, a TCP and an idle UDP id");
+	check(!rdma_bind_addr(u, (struct sockaddr *)&sa) && !rdma_bind_addr(t, (struct sockaddr *)&sa),
+	      "mcast: the UDP and TCP ids bound to SRC");
+	check(!rdma_join_multicast(u, (struct sockaddr *)&ga, NULL), "mcast: join 239.1.2.4");
+	if (!rdma_get_cm_event(ch, &e)) {
+		struct rdma_ud_param *p = &e->param.ud;
+
+		check(e->event == RDMA_CM_EVENT_MULTICAST_JOIN && e->status == 0,
+		      "mcast: event MULTICAST_JOIN, status 0 (%d %d)", e->event, e->status);
+		check(p->qp_num == 0xffffff && p->qkey == RDMA_UDP_QKEY,
+		      "mcast: QPN 0xffffff, Q_Key RDMA_UDP_QKEY (%x %x)", p->qp_num, p->qkey);
+		check(p->ah_attr.is_global && !memcmp(p->ah_attr.grh.dgid.raw, mgid, 16),
+		      "mcast: the AV's DGID is ::ffff:239.1.2.4");
+		check(p->ah_attr.grh.hop_limit == 64, "mcast: the AV's hop limit is 64 (%d)",
+		      p->ah_attr.grh.hop_limit);
+		rdma_ack_cm_event(e);
+	} else {
+		check(0, "mcast: event MULTICAST_JOIN, status 0");
+	}
+	check(!rdma_leave_multicast(u, (struct sockaddr *)&ga), "mcast: leave 239.1.2.4");
+	check(rdma_join_multicast(t, (struct sockaddr *)&ga, NULL) && errno == EINVAL,
+	      "mcast: join on a TCP id: EINVAL");
+	check(rdma_join_multicast(u, (struct sockaddr *)&za, NULL) && errno == EINVAL,
+	      "mcast: join 0.0.0.0: EINVAL");
+	inet_pton(AF_INET6, "ff0e::1:2", &g6.sin6_addr);
+	check(rdma_join_multicast(u, (struct sockaddr *)&g6, NULL) && errno == 524,
+	      "mcast: join an IPv6 group on RoCE v2: ENOTSUPP (524) (%d)", errno);
+	check(rdma_join_multicast(idle, (struct sockaddr *)&ga, NULL) && errno == EINVAL,
+	      "mcast: join on an id without a device: EINVAL");
+	rdma_destroy_id(idle);
+	rdma_destroy_id(t);
+	rdma_destroy_id(u);
+	rdma_destroy_event_channel(ch);
+
+	fd = open("/dev/infiniband/rdma_cm", O_RDWR);
+	check(fd >= 0 && create_raw(fd, RDMA_PS_UDP, &id) == 0, "mcast raw: CREATE_ID (UDP)");
+	{
+		struct ucma_abi_bind_ip b = { .id = id };
+
+		memcpy(&b.addr, &sa, sizeof(sa));
+		check(UCMD(fd, b, UCMA_CMD_BIND_IP, 0) >= 0, "mcast raw: BIND_IP SRC");
+	}
+	{
+		struct ucma_abi_join_mcast j = { .response = (uintptr_t)&mc, .uid = 7, .id = id,
+						 .addr_size = sizeof(ga), .join_flags = 2 };
+
+		memcpy(&j.addr, &ga, sizeof(ga));
+		check(fails_with(UCMD(fd, j, UCMA_CMD_JOIN_MCAST, 4), EINVAL),
+		      "mcast raw: JOIN_MCAST join_flags 2: EINVAL");
+		j.join_flags = 0;
+		j.addr_size = sizeof(ga) + 1;
+		check(fails_with(UCMD(fd, j, UCMA_CMD_JOIN_MCAST, 4), EINVAL),
+		      "mcast raw: JOIN_MCAST with the size of no family: EINVAL");
+		j.addr_size = sizeof(ga);
+		check(fails_with(UCMD(fd, j, UCMA_CMD_JOIN_MCAST, 2), ENOSPC),
+		      "mcast raw: JOIN_MCAST with out 2: ENOSPC");
+		check(UCMD(fd, j, UCMA_CMD_JOIN_MCAST, 4) >= 0, "mcast raw: JOIN_MCAST answers a number");
+	}
+	{
+		uint32_t reported = ~0u;
+		struct ucma_abi_destroy_id l = { .response = (uintptr_t)&reported, .id = mc + 100 };
+
+		check(fails_with(UCMD(fd, l, UCMA_CMD_LEAVE_MCAST, 4), ENOENT),
+		      "mcast raw: LEAVE_MCAST of an unknown group: ENOENT");
+		l.id = mc;
+		check(fails_with(UCMD(fd, l, UCMA_CMD_LEAVE_MCAST, 2), ENOSPC),
+		      "mcast raw: LEAVE_MCAST with out 2: ENOSPC");
+		/* The join's event is not taken: none reported. */
+		usleep(200000);
+		check(UCMD(fd, l, UCMA_CMD_LEAVE_MCAST, 4) >= 0 && reported == 0,
+		      "mcast raw: LEAVE_MCAST reports 0 events taken (%u)", reported);
+		check(fails_with(UCMD(fd, l, UCMA_CMD_LEAVE_MCAST, 4), ENOENT),
+		      "mcast raw: LEAVE_MCAST again: ENOENT");
+	}
+	{
+		struct ucma_abi_get_event g = { .response = (uintptr_t)&st };
+		struct ucma_abi_event_resp ev;
+
+		g.response = (uintptr_t)&ev;
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		check(fails_with(UCMD(fd, g, UCMA_CMD_GET_EVENT, sizeof(ev)), EAGAIN),
+		      "mcast raw: the left group's event is gone");
+	}
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	int no_cm = 0;
@@ -409,6 +518,7 @@ int main(int argc, char **argv)
 	}
 	raw_abi();
 	cm(argv[1], argv[2], argv[3], argv[4], no_cm);
+	mcast(argv[1]);
 	printf("I %d passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
 }

@@ -221,4 +221,254 @@ cm_conn_suite() {
 	unload_ours
 }
 
+# rping_verify FILE N: FILE (rping -v's output) has N lines "ping data: rdma-ping-K: ...", K from
+# 0, each with rping's pattern (rping.c: after the "rdma-ping-K: " prefix, the characters from
+# 'A' + K % 58 on, wrapping after 'z' to 'A', up to the 64-byte buffer's last byte).
+rping_verify() {
+	awk -v n="$2" '
+	BEGIN { k = 0 }
+	/^ping data: / {
+		want = "rdma-ping-" k ": "
+		c = 65 + k % 58
+		while (length(want) < 63) {
+			want = want sprintf("%c", c)
+			c++
+			if (c > 122) c = 65
+		}
+		if (substr($0, 12) != want) {
+			print "ping " k ": \"" substr($0, 12) "\", not \"" want "\""
+			bad = 1
+			exit 1
+		}
+		k++
+	}
+	END {
+		if (bad) exit 1
+		if (k != n) { print k " pings, not " n; exit 1 }
+	}' "$1"
+}
+
+# cm_mode: the VM's mode (rdmars.mode=).
+cm_mode() {
+	sed -n 's/.*rdmars\.mode=\([^ ]*\).*/\1/p' /proc/cmdline
+}
+
+# cm_rping_count: the pings of cm_verify_run: 1000 in mode cm; 100 elsewhere (make check's
+# budget: under TCG a ping takes about 0.1 s on either implementation).
+cm_rping_count() {
+	if [ "$(cm_mode)" = cm ]; then echo 1000; else echo 100; fi
+}
+
+# cm_events FILE: the rdma_cm events of rping -d's output (FILE), the ids' addresses left out.
+cm_events() {
+	grep -o "RDMA_CM_EVENT_[A-Z_]*.*" "$1" | sed 's/ cma_id 0x[0-9a-f]*//; s/ cma_id (nil)//'
+}
+
+# cm_mckey_stats WHEN: the simulated functions' multicast attachments and segment counters.
+cm_mckey_stats() {
+	local f
+	for f in $FWSIM_DBG/mlx5_ib_rs.rdma.*/stats; do
+		[ -r "$f" ] && echo "    $1: ${f%/stats}: $(grep -E '^(mcg_attached|ether_|wire_overflow)' "$f" | tr '\n' ' ')"
+	done
+}
+
+# cm_mckey TAG SRC DST: mckey's receiver on DST's interface, joined to 239.1.2.3 (the
+# interface's IGMP membership checked meanwhile: the group's MAC 01:00:5e:01:02:03 in
+# /proc/net/dev_mcast, which ip_mc_inc_group() adds; the test kernel has no /proc/net/igmp),
+# its sender on SRC's; both print to /tmp/cmv-TAG.mckey-*.
+cm_mckey() {
+	local t=$1 r rr=0 rs=0 i=0
+	timeout 60 mckey -m 239.1.2.3 -b "$3" -C 10 >/tmp/cm-s 2>&1 &
+	r=$!
+	while [ $i -lt 100 ] && ! grep -q 01005e010203 /proc/net/dev_mcast; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	t_check "$t: mckey: the receiver's join is an IGMP membership (/proc/net/dev_mcast)" \
+		grep -q 01005e010203 /proc/net/dev_mcast
+	sleep 1
+	cm_mckey_stats "before the sender"
+	# mckey's sender posts its sends unsignaled, then leaves the group and destroys its QP at
+	# once: under TCG neither the model nor rxe may have sent all of them by then. It runs
+	# again (at most 5 times) until the receiver has its 10.
+	i=0
+	while [ $i -lt 5 ] && kill -0 $r 2>/dev/null; do
+		rs=0
+		timeout 40 mckey -m 239.1.2.3 -b "$2" -s -C 10 >/tmp/cm-c 2>&1 || rs=$?
+		i=$((i + 1))
+		sleep 2
+	done
+	echo "    mckey: the sender ran $i times"
+	wait $r || rr=$?
+	cm_mckey_stats "after the sender"
+	sed 's/^/    sender| /' /tmp/cm-c | tail -12
+	sed 's/^/    receiver| /' /tmp/cm-s | tail -12
+	t_check "$t: mckey -C 10: sender exit 0 ($rs), receiver exit 0 ($rr)" test $rs = 0 -a $rr = 0
+	t_check "$t: mckey: the receiver got its 10 messages" grep -q "^data transfers complete" /tmp/cm-s
+	t_check "$t: mckey: the groups are left (no IGMP membership)" \
+		sh -c '! grep -q 01005e010203 /proc/net/dev_mcast'
+	cp /tmp/cm-s /tmp/cmv-$t.mckey-receiver
+	cp /tmp/cm-c /tmp/cmv-$t.mckey-sender
+}
+
+# cm_verify_run TAG SRC DST SILENT: librdmacm's programs between SRC and DST: rping -v
+# (cm_rping_count pings, each one's data checked) and mckey; then, but in make check's
+# check2, rping -d's event sequences, ucmatose, udaddy, the errors of no listener and of a
+# SILENT neighbour. What the two implementations must both print goes to /tmp/cmv-TAG.*.
+cm_verify_run() {
+	local t=$1 src=$2 dst=$3 silent=$4 n s rc rs
+	n=$(cm_rping_count)
+	# The client's stdout alone: rping's events go to stderr, which would land inside a
+	# line of the buffered stdout.
+	timeout $((n / 4 + 30)) rping -s -a $dst -p 7180 -C $n -v >/tmp/cm-s 2>&1 &
+	s=$!
+	sleep 1
+	rc=0
+	rs=0
+	timeout $((n / 4 + 30)) rping -c -a $dst -I $src -p 7180 -C $n -v >/tmp/cm-c 2>/tmp/cm-c.err ||
+		rc=$?
+	wait $s || rs=$?
+	tail -3 /tmp/cm-c /tmp/cm-c.err /tmp/cm-s | sed 's/^/    rping| /'
+	t_check "$t: rping -C $n -v: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
+	if rping_verify /tmp/cm-c $n >/tmp/cmv-why; then
+		t_ok "$t: rping: $n pings, each with rping's data"
+	else
+		t_fail "$t: rping: $n pings, each with rping's data" "$(cat /tmp/cmv-why)"
+	fi
+	cm_mckey "$t" "$src" "$dst"
+	# make check (check2) stops here: its budget.
+	[ "$(cm_mode)" = check2 ] && return
+	cm_pair "$t: rping -C 3 -d" 40 "rping -s -a $dst -p 7181 -C 3 -v -d" \
+		"rping -c -a $dst -I $src -p 7181 -C 3 -v -d"
+	cm_events /tmp/cm-s >/tmp/cmv-$t.rping-server
+	cm_events /tmp/cm-c >/tmp/cmv-$t.rping-client
+	sed 's/^/    events| /' /tmp/cmv-$t.rping-server /tmp/cmv-$t.rping-client
+	cm_pair "$t: ucmatose -c 2" 40 "ucmatose -b $dst -c 2 -C 10" \
+		"ucmatose -s $dst -b $src -c 2 -C 10"
+	cp /tmp/cm-s /tmp/cmv-$t.ucmatose-server
+	cp /tmp/cm-c /tmp/cmv-$t.ucmatose-client
+	cm_pair "$t: udaddy -c 2" 40 "udaddy -b $dst -c 2 -C 10" "udaddy -s $dst -b $src -c 2 -C 10"
+	cp /tmp/cm-s /tmp/cmv-$t.udaddy-server
+	cp /tmp/cm-c /tmp/cmv-$t.udaddy-client
+	cm_fails "$t: no listener" 20 "rping -c -a $dst -I $src -p 7999 -C 1" \
+		"RDMA_CM_EVENT_REJECTED, error 8"
+	grep "cma event" /tmp/cm-c >/tmp/cmv-$t.no-listener
+	cm_fails "$t: a silent neighbour" 20 "rping -c -a $silent -I $src -p 7180 -C 1" \
+		"RDMA_CM_EVENT_ADDR_ERROR, error -110"
+	grep "cma event" /tmp/cm-c >/tmp/cmv-$t.silent
+}
+
+# vm_cm_verify: librdmacm's programs between the two RoCE functions (cm_verify_run), what
+# they print kept for vm_cm_verify_rxe.
+cm_verify_suite() {
+	local nd
+	ip link set lo up
+	cm_conn_load
+	sysctl -qw net.ipv4.conf.all.accept_local=1
+	nd=$(cm_netdevs)
+	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
+	[ -n "$nd" ] && cm_verify_run ours $CM_SRC $CM_DST 10.66.0.77
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	unload_ours
+}
+
+# vm_cm_verify_rxe: the same programs on upstream's rdma_cm over rxe (one device on veth0,
+# 10.77.0.1/24; its peer veth1 answers no ARP for 10.77.0.77), and what both print compared:
+# rping's event sequences, ucmatose's and udaddy's outputs, the errors' events and statuses.
+cm_verify_rxe_suite() {
+	local f n=0
+	t_check "modprobe rdma_ucm rdma_rxe veth" modprobe -a rdma_ucm ib_uverbs rdma_rxe veth
+	t_check "veth0 with 10.77.0.1/24, rxe0 on it" sh -c \
+		'/usr/sbin/ip link add veth0 type veth peer name veth1 &&
+		 /usr/sbin/ip link set veth0 up && /usr/sbin/ip link set veth1 up &&
+		 /usr/sbin/ip addr add 10.77.0.1/24 dev veth0 &&
+		 rdma link add rxe0 type rxe netdev veth0'
+	sleep 1
+	cm_verify_run rxe 10.77.0.1 10.77.0.1 10.77.0.77
+	for f in rping-server rping-client ucmatose-server ucmatose-client udaddy-server \
+		udaddy-client mckey-receiver mckey-sender no-listener silent; do
+		if [ -s /tmp/cmv-ours.$f ] && diff /tmp/cmv-ours.$f /tmp/cmv-rxe.$f >/tmp/cmv-diff; then
+			t_ok "$f: ours and upstream over rxe print the same ($(wc -l </tmp/cmv-rxe.$f) lines)"
+		else
+			sed 's/^/    diff| /' /tmp/cmv-diff
+			t_fail "$f: ours and upstream over rxe print the same"
+		fi
+	done
+	rdma link delete rxe0
+	ip link del veth0
+	until modprobe -r -a rdma_ucm rdma_rxe ib_uverbs ib_uverbs_support rdma_cm iw_cm ib_cm ib_core \
+		veth 2>/dev/null ||
+		! grep -q "^ib_core " /proc/modules || [ $n -ge 120 ]; do
+		sleep 0.5
+		n=$((n + 1))
+	done
+	echo "upstream modules unloaded after $n retries"
+	grep -E "^(ib_|rdma_|iw_)" /proc/modules | sed 's/^/    left| /'
+}
+
+# vm_cm_removal: the function of 10.66.0.1 (mlx5_ib_rs.rdma.0) unbound under an rping server
+# listening on it, the server end of a connected rping pair (its client on the other function)
+# and an rping client connecting toward a peer that never answers (its REQ retrying): each of
+# the three gets RDMA_CM_EVENT_DEVICE_REMOVAL and ends, the unbind completes, the simulator
+# holds nothing of the function, the modules unload (kmemleak: vm_cm_leaks).
+cm_removal_suite() {
+	local nd a f=mlx5_ib_rs.rdma.0 drv ls cs cc hc rc i p
+	ip link set lo up
+	cm_conn_load
+	sysctl -qw net.ipv4.conf.all.accept_local=1
+	nd=$(cm_netdevs)
+	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
+	if [ -n "$nd" ]; then
+		a=${nd% *}
+		timeout 60 rping -s -a $CM_SRC -p 7190 -C 1 >/tmp/rm-listen 2>&1 &
+		ls=$!
+		timeout 60 rping -s -a $CM_SRC -p 7191 >/tmp/rm-conn-s 2>&1 &
+		cs=$!
+		sleep 1
+		timeout 60 rping -c -a $CM_SRC -I $CM_DST -p 7191 -v >/tmp/rm-conn-c 2>&1 &
+		cc=$!
+		i=0
+		while [ $i -lt 200 ] && ! grep -q "ping data" /tmp/rm-conn-c; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		t_check "removal: the rping pair is connected and pinging" grep -q "ping data" /tmp/rm-conn-c
+		ip neigh replace 10.66.0.99 lladdr 02:00:00:00:00:99 dev "$a" nud permanent
+		timeout 60 rping -c -a 10.66.0.99 -I $CM_SRC -p 7192 -C 1 >/tmp/rm-half 2>&1 &
+		hc=$!
+		# rping opens the verbs device once its route is resolved, then connects: its REQ
+		# goes unanswered for seconds (cm_conn_load's timeout and retries).
+		i=0
+		while [ $i -lt 200 ] && ! ls -l /proc/$hc/fd 2>/dev/null | grep -q uverbs; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		sleep 1
+		drv=$(fwsim_driver_of $f)
+		rc=0
+		timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
+		t_check "removal: unbind $f under listening, connected and connecting ids ($rc)" test $rc = 0
+		i=0
+		while [ $i -lt 300 ] && { kill -0 $ls || kill -0 $cs || kill -0 $hc; } 2>/dev/null; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		for p in "the listening server:/tmp/rm-listen" "the connected server:/tmp/rm-conn-s" \
+			"the client toward a silent peer:/tmp/rm-half"; do
+			sed 's/^/    out| /' "${p#*:}" | tail -3
+			t_check "removal: ${p%%:*} got RDMA_CM_EVENT_DEVICE_REMOVAL" \
+				grep -q "cma detected device removal" "${p#*:}"
+		done
+		t_check "removal: the three ended before their timeout" sh -c \
+			"! kill -0 $ls 2>/dev/null && ! kill -0 $cs 2>/dev/null && ! kill -0 $hc 2>/dev/null"
+		kill $cc 2>/dev/null
+		wait $cc 2>/dev/null
+		t_check "removal: $f: the simulator holds nothing after the unbind" fwsim_resources_zero $f
+		ip neigh del 10.66.0.99 dev "$a" 2>/dev/null
+		t_check "removal: bind $f again" sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/bind"
+	fi
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	unload_ours
+}
+
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode cm

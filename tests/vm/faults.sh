@@ -13,11 +13,11 @@ FAULT_DBG=/sys/kernel/debug
 # The verbs swept, in the order a workload performs them (the base verbs, then the
 # SRQ, XRC domain, XRC SRQ, memory window, DEVX umem, DEVX object, mlx5dv mkey, DC verbs,
 # REREG_MR in place and a DEVX RMP).
-FAULT_VERBS="ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp d_rmp d_dct d_dci d_dmkey d_dobj d_umem d_mw d_xsrq d_xrcd d_srq d_ah d_qp d_cq d_mr d_pd d_uctx d_ctx"
+FAULT_VERBS="ctx uctx pd mr cq qp modify ah srq xrcd xsrq mw umem dobj dmkey dci dct rereg rmp mcast d_rmp d_dct d_dci d_dmkey d_dobj d_umem d_mw d_xsrq d_xrcd d_srq d_ah d_qp d_cq d_mr d_pd d_uctx d_ctx"
 # make check's slice: the kernel's own paths (no ibv_open_device, whose
 # libibverbs part alone has about 100 allocation points; no AH, which on
 # mlx5 has no firmware command).
-FAULT_SLICE_VERBS="uctx pd mr cq qp modify d_qp d_cq d_mr d_pd d_uctx"
+FAULT_SLICE_VERBS="uctx pd mr cq qp modify mcast d_qp d_cq d_mr d_pd d_uctx"
 
 # faults_setup: failslab and fail_page_alloc armed only by a task's own
 # /proc/thread-self/fail-nth: probability 0 (nothing fails at random),
@@ -118,7 +118,8 @@ faults_wait_gid3() {
 
 # vm_faults_ip: the RoCE function with an IPv4 address on its interface; AH and connected QP
 # AVs from its IPv4 RoCE v2 GID (index 3) to that address, resolved through the route, under
-# every allocation and firmware command point.
+# every allocation and firmware command point; an rdma_cm id bound to the address and joined to
+# a group under every allocation point.
 faults_ip_suite() {
 	local ifc
 	: >/tmp/faults.summary
@@ -135,6 +136,9 @@ faults_ip_suite() {
 		faults_run mlx5_1 mlx5_ib_rs.rdma.1 $verb slab 100000 1 3
 		faults_run mlx5_1 mlx5_ib_rs.rdma.1 $verb fw 100000 1 3
 	done
+	# An rdma_cm id bound to that address and joined to a group (ucma, rdma_cm): no firmware
+	# command, so allocation points only.
+	faults_run mlx5_1 mlx5_ib_rs.rdma.1 cmid slab 100000 1 3
 	t_check "mlx5_1: the simulator holds only the kernel PD and UAR afterwards" \
 		fwsim_resources_probed mlx5_ib_rs.rdma.1
 	faults_report

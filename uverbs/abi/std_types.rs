@@ -641,6 +641,8 @@ pub(crate) const WRITE_OBJECTS: &[ObjectSpec] = &[
             W::udata_io(cmd::CREATE_QP, 56, 32, &[Op::CreateQp]),
             W::io(cmd::DESTROY_QP, 16, 4, &[Op::DestroyQp]),
             W::i(cmd::MODIFY_QP, 112, &[Op::ModifyQp]),
+            W::i(cmd::ATTACH_MCAST, 24, &[Op::AttachMcast]),
+            W::i(cmd::DETACH_MCAST, 24, &[Op::DetachMcast]),
             W::io(cmd::POST_RECV, 24, 4, &[Op::PostRecv]),
             W::io(cmd::POST_SEND, 24, 4, &[Op::PostSend]),
             W::io(cmd::QUERY_QP, 16, 128, &[Op::QueryQp]),

@@ -708,6 +708,14 @@ uapi_structs! {
         ah_handle: u32,
     }
 
+    /// `struct ib_uverbs_attach_mcast` (also `ib_uverbs_detach_mcast`).
+    ib_uverbs_attach_mcast => pub(crate) struct AttachMcast(24) {
+        gid: [u8; 16],
+        qp_handle: u32,
+        mlid: u16,
+        reserved: u16,
+    }
+
     /// `struct ib_uverbs_comp_event_desc`.
     ib_uverbs_comp_event_desc => pub(crate) struct CompEventDesc(8) {
         cq_handle: u64,

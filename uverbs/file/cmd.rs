@@ -553,6 +553,8 @@ impl<D: Driver> UFile<D> {
             cmd::MODIFY_QP => c.modify_qp(false),
             EX_MODIFY_QP => c.modify_qp(true),
             cmd::QUERY_QP => c.query_qp(),
+            cmd::ATTACH_MCAST => c.attach_mcast(),
+            cmd::DETACH_MCAST => c.detach_mcast(),
             // upstream ib_uverbs_destroy_qp(): the response counts the events the process read.
             cmd::DESTROY_QP => {
                 c.destroy_reporting(obj::QP, |r: &s::DestroyQp| r.qp_handle, Reported::qp_resp)

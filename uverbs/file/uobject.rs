@@ -4,6 +4,7 @@
 //! handle and type (`rdma_lookup_get_uobject()`), commit (`rdma_alloc_commit_uobject()`)
 //! and destroy (`uverbs_destroy_uobject()`).
 
+use crate::attr::Gid;
 use crate::driver::Driver;
 use crate::uverbs::abi::ids::obj;
 use crate::uverbs::async_event::AsyncEventFile;
@@ -66,6 +67,9 @@ pub(crate) struct Inner<D: Driver> {
     /// `uobjects` list; `seq` places them in the commit order of `objs`). An entry whose
     /// fd was closed (destroyed then) is dropped at the next fd commit or the cleanup.
     pub(crate) fds: KVec<FdEntry>,
+    /// The multicast attachments of the file's QPs (upstream `uqp->mcast_list`): the QP's
+    /// handle, the QP, the group and its LID.
+    pub(super) mcast: KVec<(u32, Arc<Qp<D>>, Gid, u16)>,
 }
 
 /// A driver fd object in the file's commit order.
@@ -141,6 +145,19 @@ impl<D: Driver> UFile<D> {
     /// Destroys the object under the handle `id` (upstream `uverbs_destroy_uobject()`
     /// with `RDMA_REMOVE_DESTROY`): `EBUSY` leaves it in place. Allocates nothing.
     pub(super) fn destroy_at(inner: &mut Inner<D>, id: u32) -> Result<Reported> {
+        // upstream uverbs_free_qp(): a user's destroy of a QP still attached to a group is
+        // EBUSY; the file's cleanup detaches it first.
+        if inner.mcast.iter().any(|(h, ..)| *h == id) {
+            if !inner.dead {
+                return Err(EBUSY);
+            }
+            inner.mcast.retain(|(h, qp, gid, lid)| {
+                if *h == id {
+                    let _ = qp.detach_mcast(gid, *lid);
+                }
+                *h != id
+            });
+        }
         let kind = inner.objs.take(id).ok_or(EINVAL)?;
         let none = Reported::default();
         let r = match kind {

@@ -262,6 +262,11 @@ pub(crate) fn qp_attr(a: &QpAttr, mask: u32) -> [u8; QP_ATTR] {
     b
 }
 
+/// `RDMA_MC_JOIN_FLAG_FULLMEMBER`.
+pub(crate) const MC_JOIN_FLAG_FULLMEMBER: u16 = 0;
+/// `RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER`.
+pub(crate) const MC_JOIN_FLAG_SENDONLY_FULLMEMBER: u16 = 1;
+
 /// An event's `struct rdma_ucm_ud_param` (upstream `ucma_copy_ud_event()`,
 /// `ib_copy_ah_attr_to_user()`): QPN, Q_Key, `struct ib_uverbs_ah_attr`, private data.
 pub(crate) fn put_ud_param(b: &mut [u8], p: &UdParam) {

@@ -33,6 +33,7 @@ use super::qp_state::{next_seg, snap, Seg, Snap};
 use super::responder::{resp_ok, wire_qpn, write_rwqe, Lead};
 use crate::fwsim::cqe::Cqe;
 use crate::fwsim::dma::DmaMem;
+use crate::fwsim::mcg;
 use crate::fwsim::roce::{self, opcode, Bth, Deth, Eth, Headers, Ip, Packet, RoceError};
 use crate::fwsim::xlat::MkeyInfo;
 use crate::fwsim::{capacity, Fw, RoceAddr};
@@ -490,8 +491,11 @@ pub(super) fn receive<'f>(nodes: &mut [Node<'_>], ni: usize, frame: &'f [u8]) ->
         Ip::V4 { dst, .. } => gid_of_v4(dst),
         Ip::V6 { dst, .. } => dst,
     };
+    // A group's packet is for the function while one of its QPs is attached (`mcg.rs`).
     let ours = nodes.get(ni).is_some_and(|n| {
-        n.fw.port_up(port) && n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok())
+        n.fw.port_up(port)
+            && (n.fw.has_gid(port, &dgid, u8::try_from(ROCE_VERSION_2).ok())
+                || (mcg::is_mgid(&dgid) && n.fw.mcg.has(&dgid)))
     });
     if !ours {
         return Rx::Taken(false);
@@ -538,13 +542,56 @@ fn receive_ud(
     p: &Packet<'_>,
 ) -> bool {
     let h = &p.headers;
+    if h.bth.dest_qp == MULTICAST_QPN {
+        return receive_ud_group(nodes, di, port, frame, p);
+    }
+    receive_ud_qp(nodes, di, port, frame, p, h.bth.dest_qp)
+}
+
+/// The BTH destination QPN of a multicast packet (IBA 9.8.1.1, `0xffffff`).
+const MULTICAST_QPN: u32 = 0x00ff_ffff;
+
+/// A UD SEND to a multicast group (destination QPN 0xffffff): a copy to each QP of node `di`
+/// attached to the group its destination GID names (`mcg.rs`). Whether one took it.
+fn receive_ud_group(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    port: usize,
+    frame: &[u8],
+    p: &Packet<'_>,
+) -> bool {
+    let dgid = match p.headers.ip {
+        Ip::V4 { dst, .. } => gid_of_v4(dst),
+        Ip::V6 { dst, .. } => dst,
+    };
+    let mut qpns = [0u32; mcg::MAX_ATTACH];
+    let n = nodes
+        .get(di)
+        .map_or(0, |node| node.fw.mcg.members(&dgid, &mut qpns));
+    let mut taken = false;
+    for qpn in qpns.iter().take(n) {
+        taken |= receive_ud_qp(nodes, di, port, frame, p, *qpn);
+    }
+    taken
+}
+
+/// UD SEND `p` to QP `qpn` of node `di`.
+fn receive_ud_qp(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    port: usize,
+    frame: &[u8],
+    p: &Packet<'_>,
+    qpn: u32,
+) -> bool {
+    let h = &p.headers;
     let Some(deth) = h.deth else {
         return false;
     };
     let dest = nodes.get(di).and_then(|n| {
         // QPN 1 is the port's GSI QP, whatever number CREATE_QP gave it (QP0 is not on
         // RoCE).
-        let slot = match h.bth.dest_qp {
+        let slot = match qpn {
             1 => (0..capacity::QP).find(|&i| {
                 n.fw.qps.at_slot(i).is_some_and(|(_, q)| {
                     qpc::st.get(&q.qpc) == Ok(QPC_ST_QP1) && q.state != QPC_STATE_RST
@@ -553,11 +600,7 @@ fn receive_ud(
             q => n.fw.qps.slot_of(q)?,
         };
         let d = snap(n.fw, slot)?;
-        let st = if h.bth.dest_qp == 1 {
-            QPC_ST_QP1
-        } else {
-            QPC_ST_UD
-        };
+        let st = if qpn == 1 { QPC_ST_QP1 } else { QPC_ST_UD };
         (d.st == st
             && d.port == port
             && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS)

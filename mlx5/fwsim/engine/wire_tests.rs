@@ -511,3 +511,36 @@ fn gsi_qp1_mads_leave_and_arrive_as_qpn_1() {
     assert_eq!(r[0].flags_rqpn & 0x00ff_ffff, 1);
     assert_eq!(h2.mem.get(dst.bus + 40, 256), pattern(256, 3));
 }
+
+/// A UD SEND to QPN 0xffffff for a group (239.1.2.3) reaches the QPs attached to it
+/// (`mcg.rs`) and is dropped by a function with none.
+#[test]
+fn a_multicast_packet_reaches_the_attached_qps() {
+    let mut h = Host::new(LinkLayer::Ethernet, 5);
+    h.set_gid(1, gid_v4(2), false);
+    let mut c = h.cq(5, false);
+    let mut r = h.qp(QPC_ST_UD, &c, &c, (5, 5, 2));
+    ud_up(&mut h, &r, 0x0123_4567);
+    let dst = h.mr(8192, ALL);
+    for i in 0..4 {
+        h.post_recv(&mut r, &[dst.sge(i * 1024, 1024)]);
+    }
+    let data = pattern(100, 3);
+    let f = hand_ud_v4(
+        [192, 168, 0, 7],
+        [239, 1, 2, 3],
+        0x00ff_ffff,
+        0x0123_4567,
+        0x4321,
+        None,
+        &data,
+    );
+    assert!(!receive(&mut h, &f), "no QP attached: dropped");
+    let mut mgid = [0u8; 16];
+    mgid[10..].copy_from_slice(&[0xff, 0xff, 239, 1, 2, 3]);
+    h.fw.mcg.attach(mgid, r.qpn).unwrap();
+    assert!(receive(&mut h, &f));
+    let rc = h.poll_all(&mut c);
+    assert_eq!(rc.len(), 1);
+    assert_eq!(rc[0].byte_cnt as usize, 40 + data.len());
+}

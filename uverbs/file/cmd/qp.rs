@@ -309,6 +309,47 @@ impl<D: Driver> UFile<D> {
 }
 
 impl<D: Driver> WriteCtx<'_, D> {
+    /// `IB_USER_VERBS_CMD_ATTACH_MCAST` (upstream `ib_uverbs_attach_mcast()`): the QP joins
+    /// the group (`ib_attach_mcast()`) and the file keeps the attachment; attaching again to
+    /// a group the QP is attached to does nothing. A QP handle that does not look up is
+    /// `EINVAL`.
+    pub(in crate::uverbs::file) fn attach_mcast(&mut self) -> Result {
+        let r = self.request::<s::AttachMcast>()?;
+        let qp = UFile::qp_by_handle(self.inner, r.qp_handle).map_err(|_| EINVAL)?;
+        let h = self.inner.find(obj::QP, i64::from(r.qp_handle))?;
+        let gid = Gid(r.gid);
+        if self
+            .inner
+            .mcast
+            .iter()
+            .any(|(x, _, g, l)| *x == h && *g == gid && *l == r.mlid)
+        {
+            return Ok(());
+        }
+        self.inner.mcast.reserve(1, GFP_KERNEL)?;
+        qp.attach_mcast(&gid, r.mlid)?;
+        self.inner.mcast.push((h, qp, gid, r.mlid), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// `IB_USER_VERBS_CMD_DETACH_MCAST` (upstream `ib_uverbs_detach_mcast()`): `EINVAL` for a
+    /// QP handle that does not look up or an attachment the file does not have; else the
+    /// attachment is forgotten and the QP leaves the group (`ib_detach_mcast()`).
+    pub(in crate::uverbs::file) fn detach_mcast(&mut self) -> Result {
+        let r = self.request::<s::AttachMcast>()?;
+        let qp = UFile::qp_by_handle(self.inner, r.qp_handle).map_err(|_| EINVAL)?;
+        let h = self.inner.find(obj::QP, i64::from(r.qp_handle))?;
+        let gid = Gid(r.gid);
+        let pos = self
+            .inner
+            .mcast
+            .iter()
+            .position(|(x, _, g, l)| *x == h && *g == gid && *l == r.mlid)
+            .ok_or(EINVAL)?;
+        let _ = self.inner.mcast.remove(pos);
+        qp.detach_mcast(&gid, r.mlid)
+    }
+
     /// `IB_USER_VERBS_CMD_CREATE_QP` / `IB_USER_VERBS_EX_CMD_CREATE_QP`.
     pub(in crate::uverbs::file) fn create_qp(&mut self, ex: bool) -> Result {
         let c = self.request_ex::<s::ExCreateQp, s::CreateQp>(ex)?;
