@@ -189,12 +189,12 @@ bench-unplug: setup ## hot-unplug removal time under N_BENCH processes, with and
 	$(call bench_vm,bench_unplug,$(TOP)/out/logs/bench-unplug.log) && \
 	sed -n '/^=* rdma-rs unplug benchmark/,/^=====/p' $(TOP)/out/logs/bench-unplug.log
 
-# make bench-pcifn N_RUNS=2: the emulated ConnectX-7 function under ours and under upstream
+# make bench-pcifn N_RUNS=3: the emulated ConnectX-7 function under ours and under upstream
 # ib_core + ib_uverbs + mlx5_ib, one stack per boot, alternating, N_RUNS boots of each
-# (tools/bench-pcifn.sh, tests/vm/bench_pcifn.sh; about 5 minutes a boot under TCG).
-bench-pcifn: setup qemu-vfio-user ## the emulated function: ours vs upstream mlx5_ib, alternating boots (N_RUNS=2)
+# (tools/bench-pcifn.sh, tests/vm/bench_pcifn.sh; about 2 minutes a boot under TCG on the benchmark kernel).
+bench-pcifn: setup qemu-vfio-user ## the emulated function: ours vs upstream mlx5_ib, alternating boots (N_RUNS=3)
 	@$(bench_build) && \
-	RDMARS_MODDIR="$$mo" BENCH_ARGS="$(BENCH_ARGS)" $(TOP)/tools/bench-pcifn.sh "$$kb" $(or $(N_RUNS),2)
+	RDMARS_MODDIR="$$mo" BENCH_ARGS="$(BENCH_ARGS)" $(TOP)/tools/bench-pcifn.sh "$$kb" $(or $(N_RUNS),3)
 
 # make traffic: the data-path suites (tests/vm/traffic.sh) without the rest.
 traffic: test-modules ## the data-path suites alone (pingpong, perftest, traffic test)

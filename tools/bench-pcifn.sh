@@ -12,7 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tools/lib.sh"
 kb=$1
-runs=${2:-2}
+runs=${2:-3}
 logs=()
 mkdir -p "$here/out/logs"
 rm -f "$here"/out/logs/bench-pcifn-*.log
