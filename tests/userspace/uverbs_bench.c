@@ -2,7 +2,7 @@
 /*
  * uverbs control-path benchmark (a tool, not a test), through libibverbs.
  *
- *   uverbs_bench -d DEV [-n N] [-c N_OBJ] [-s N_SLAB] [-S SLAB_SRQ] [-m MR_MAX_MIB] [-k SCALE_MAX] [-f FIGURES]
+ *   uverbs_bench -d DEV [-n N] [-c N_OBJ] [-s N_SLAB] [-S SLAB_SRQ] [-A SLAB_AH] [-m MR_MAX_MIB] [-k SCALE_MAX] [-f FIGURES]
  *
  * FIGURES is a comma-separated list (default rt):
  *   rt    QUERY_PORT calls/s, PD alloc+dealloc pairs/s, and raw ioctls: one
@@ -26,8 +26,9 @@
  *         builds InfiniBand AHs in user space without one) and 4 KiB MR
  *         create+destroy pairs/s, N_OBJ each
  *   ctx   ibv_open_device() + ibv_close_device() pairs/s, N_OBJ of them
- * SLAB_SRQ: the SRQs alive for slab (default N_SLAB; a device's SRQ table can
- * be smaller than its others).
+ * SLAB_SRQ, SLAB_AH: the SRQs and AHs alive for slab (default N_SLAB; a
+ * device's SRQ table can be smaller than its others, and AHs use no device
+ * object).
  *
  * Every figure is one line: `fig DEV NAME VALUE`. A figure the device cannot
  * produce prints `skip DEV NAME reason` and the others go on.
@@ -50,7 +51,7 @@
 
 static const char *dev_name = "rxe_mock0";
 static long n = 20000, n_obj = 500, n_slab = 10000, mr_max_mib = 1024, scale_max = 100000;
-static long n_slab_srq = -1;
+static long n_slab_srq = -1, n_slab_ah = -1;
 /* The ioctl header's driver_id: upstream's uverbs refuses another driver's (EINVAL). */
 static uint16_t drv_id = RDMA_DRIVER_RXE;
 
@@ -588,7 +589,7 @@ static void slab_report(const char *kind, long slab0, long vm0)
 static void fig_slab(struct ibv_context *ctx)
 {
 	void **o = calloc(n_slab > n_slab_srq ? n_slab : n_slab_srq, sizeof(*o));
-	long *h = calloc(n_slab, sizeof(*h));
+	long *h = calloc(n_slab_ah, sizeof(*h));
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_ah_attr ah;
 	enum ibv_mtu mtu;
@@ -662,11 +663,15 @@ static void fig_slab(struct ibv_context *ctx)
 	/* AHs to the own port (the write() command: kernel AHs on both stacks). */
 	if (self_ah(ctx, &ah, &mtu) == 0) {
 		s0 = meminfo("Slab"), v0 = meminfo("VmallocUsed");
-		for (i = 0; i < n_slab && (h[i] = write_create_ah(ctx, pd, &ah)) >= 0; i++)
+		for (i = 0; i < n_slab_ah && (h[i] = write_create_ah(ctx, pd, &ah)) >= 0; i++)
 			;
-		if (i == n_slab)
+		if (i == n_slab_ah) {
+			long keep = n_slab;
+
+			n_slab = n_slab_ah;
 			slab_report("ah", s0, v0);
-		else
+			n_slab = keep;
+		} else
 			skip("slab_bytes_ah", "CREATE_AH");
 		while (i-- > 0)
 			write_destroy_ah(ctx, h[i]);
@@ -757,18 +762,19 @@ int main(int argc, char **argv)
 	char *list, *f;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:n:c:s:S:m:k:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:c:s:S:A:m:k:f:")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'n': n = atol(optarg); break;
 		case 'c': n_obj = atol(optarg); break;
 		case 's': n_slab = atol(optarg); break;
 		case 'S': n_slab_srq = atol(optarg); break;
+		case 'A': n_slab_ah = atol(optarg); break;
 		case 'm': mr_max_mib = atol(optarg); break;
 		case 'k': scale_max = atol(optarg); break;
 		case 'f': figs = optarg; break;
 		default:
-			fprintf(stderr, "usage: uverbs_bench -d DEV [-n N] [-c N_OBJ] [-s N_SLAB] [-S SLAB_SRQ] [-m MR_MAX_MIB] [-k SCALE_MAX] [-f FIGURES]\n");
+			fprintf(stderr, "usage: uverbs_bench -d DEV [-n N] [-c N_OBJ] [-s N_SLAB] [-S SLAB_SRQ] [-A SLAB_AH] [-m MR_MAX_MIB] [-k SCALE_MAX] [-f FIGURES]\n");
 			return 2;
 		}
 	}
@@ -778,6 +784,8 @@ int main(int argc, char **argv)
 	}
 	if (n_slab_srq < 0)
 		n_slab_srq = n_slab;
+	if (n_slab_ah < 0)
+		n_slab_ah = n_slab;
 	if (!strncmp(dev_name, "mlx5", 4))
 		drv_id = RDMA_DRIVER_MLX5;
 	l = ibv_get_device_list(NULL);

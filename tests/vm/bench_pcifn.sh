@@ -12,7 +12,8 @@
 #     open/close (ctx), CQ/SRQ/AH/MR create+destroy (cq, obj), the QP cycle and each
 #     transition (qp, qpinit), MR registration 4 KiB .. rdmars.mrmax= MiB (mr), slab bytes
 #     per object (slab, rdmars.nslab= objects: the function's tables hold 128 QPs and CQs,
-#     256 mkeys, 512 PDs, 32 SRQs, so not 10k; rdmars.nslabsrq= SRQs);
+#     256 mkeys, 512 PDs, 32 SRQs, so not 10k; rdmars.nslabsrq= SRQs, rdmars.nslabah= AHs,
+#     default 10000: an AH is no device object);
 #   - perftest ib_send_lat and ib_write_bw (64 B, 4 KiB and 64 KiB) through the function, both
 #     ends in the VM (bench_traffic.sh's bt_perf), rdmars.tn= iterations.
 # Parameters (kernel command line): rdmars.stack=, rdmars.run=, rdmars.n= calls per round
@@ -87,18 +88,19 @@ bp_tfig() {
 }
 
 bench_pcifn_suite() {
-	local stack run n nobj nslab nslabsrq mrmax probes figs common f
+	local stack run n nobj nslab nslabsrq nslabah mrmax probes figs common f
 	stack=$(bench_arg stack ours)
 	run=$(bench_arg run 1)
 	n=$(bench_arg n 500)
 	nobj=$(bench_arg nobj 100)
 	nslab=$(bench_arg nslab 100)
 	nslabsrq=$(bench_arg nslabsrq 20)
+	nslabah=$(bench_arg nslabah 10000)
 	mrmax=$(bench_arg mrmax 1024)
 	probes=$(bench_arg probes 3)
 	bt_n=$(bench_arg tn 500)
 	bu_figs=$(bench_arg figs probe,rt,ctx,cq,obj,qp,qpinit,mr,slab,traffic)
-	common="-n $n -c $nobj -s $nslab -S $nslabsrq -m $mrmax"
+	common="-n $n -c $nobj -s $nslab -S $nslabsrq -A $nslabah -m $mrmax"
 	: >/tmp/bp-figs
 	: >/tmp/bu-figs
 	: >/tmp/bt-figs
