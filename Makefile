@@ -20,7 +20,7 @@ TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 #@   LLVM=-19|1|       the kernel's compiler (host targets: read from KDIR's configuration)
 #@   DESTDIR=<dir>     a staging root for modules_install, install, uninstall (also
 #@                     INSTALL_MOD_PATH=<dir>, Kbuild's name)
-#@   N=, SEED=, JOBS=, STACK=, N_BENCH=, RUNS=, VERBOSE=1   the test targets' knobs (see the Makefile)
+#@   N=, SEED=, JOBS=, STACK=, N_BENCH=, RUNS=, N_RUNS=, VERBOSE=1   the test targets' knobs (see the Makefile)
 
 # LLVM: the test kernel is built with clang-19; for a user's tree, unless given, the
 # value that fits the compiler in its configuration (tools/preflight.sh --llvm).
@@ -58,15 +58,19 @@ endif
 # Kbuild refuses a separate output directory (MO=) for a source tree that holds
 # the test kernel's build, so the tracked sources (with their working-tree
 # changes) are copied to out/src-<kernel build> and built there.
-define bench_vm
+# bench_build: sets kb (the bench kernel's build) and mo (the modules built for it).
+define bench_build
 kb=$(BENCH_KDIR_CMD) && mo=$(TOP)/out/src-$$(basename "$$kb") && rm -rf "$$mo" && mkdir -p "$$mo" && \
 	git -C $(TOP) ls-files -z | (cd $(TOP) && tar --null -T - -cf -) | tar -C "$$mo" -xf - && \
-	$(MAKE) -s -C "$$kb" LLVM=$(LLVM) M="$$mo" modules && \
+	$(MAKE) -s -C "$$kb" LLVM=$(LLVM) M="$$mo" modules
+endef
+define bench_vm
+$(bench_build) && \
 	RDMARS_MODDIR="$$mo" RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-3600} $(TOP)/tools/vm.sh $(1) "$$kb" $(2)
 endef
 
 .PHONY: all help modules preflight modules_install install uninstall test-modules setup kernel \
-	check demo vm peer soak bench bench-uverbs bench-traffic bench-unplug traffic breadth fuzz \
+	check demo vm peer soak bench bench-uverbs bench-traffic bench-unplug bench-pcifn traffic breadth fuzz \
 	faults qemu-vfio-user pcifn pcifn-compare wire clean
 
 all: modules ## the same as modules
@@ -184,6 +188,13 @@ bench-unplug: setup ## hot-unplug removal time under N_BENCH processes, with and
 	@export RDMARS_VM_ARGS="rdmars.n=$(or $(N_BENCH),100) rdmars.t=$(or $(T),4) rdmars.runs=$(or $(RUNS),1) $(BENCH_ARGS)" && \
 	$(call bench_vm,bench_unplug,$(TOP)/out/logs/bench-unplug.log) && \
 	sed -n '/^=* rdma-rs unplug benchmark/,/^=====/p' $(TOP)/out/logs/bench-unplug.log
+
+# make bench-pcifn N_RUNS=3: the emulated ConnectX-7 function under ours and under upstream
+# ib_core + ib_uverbs + mlx5_ib, one stack per boot, alternating, N_RUNS boots of each
+# (tools/bench-pcifn.sh, tests/vm/bench_pcifn.sh; about 2 minutes a boot under TCG on the benchmark kernel).
+bench-pcifn: setup qemu-vfio-user ## the emulated function: ours vs upstream mlx5_ib, alternating boots (N_RUNS=3)
+	@$(bench_build) && \
+	RDMARS_MODDIR="$$mo" BENCH_ARGS="$(BENCH_ARGS)" $(TOP)/tools/bench-pcifn.sh "$$kb" $(or $(N_RUNS),3)
 
 # make traffic: the data-path suites (tests/vm/traffic.sh) without the rest.
 traffic: test-modules ## the data-path suites alone (pingpong, perftest, traffic test)

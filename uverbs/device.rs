@@ -365,8 +365,11 @@ impl UverbsClient {
     }
 
     fn add_one(&self, dev: &DeviceCore, drv: Arc<dyn UverbsDriver>, devnum: u32) -> Result {
-        // upstream: uverbs_alloc_api() once per device.
-        let mut tree = UniqueArc::new(UapiTree::EMPTY, GFP_KERNEL)?;
+        // upstream: uverbs_alloc_api() once per device. The tree (about 8 KiB) is written
+        // into its allocation: `UniqueArc::new(UapiTree::EMPTY)` built it on the stack first,
+        // which with the registration's callers above overran a 16 KiB kernel stack (a
+        // kernel without KASAN, whose stacks are twice that).
+        let mut tree = UniqueArc::new_uninit(GFP_KERNEL)?.write(UapiTree::EMPTY);
         let desc = drv.desc();
         tree.build_in(std_types::CORE_API, &[drv.objects()], &desc)
             .map_err(|e| Error::from_errno(e.to_errno()))

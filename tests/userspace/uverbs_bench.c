@@ -2,7 +2,7 @@
 /*
  * uverbs control-path benchmark (a tool, not a test), through libibverbs.
  *
- *   uverbs_bench -d DEV [-n N] [-c N_OBJ] [-s N_SLAB] [-m MR_MAX_MIB] [-k SCALE_MAX] [-f FIGURES]
+ *   uverbs_bench -d DEV [-n N] [-c N_OBJ] [-s N_SLAB] [-S SLAB_SRQ] [-A SLAB_AH] [-m MR_MAX_MIB] [-k SCALE_MAX] [-f FIGURES]
  *
  * FIGURES is a comma-separated list (default rt):
  *   rt    QUERY_PORT calls/s, PD alloc+dealloc pairs/s, and raw ioctls: one
@@ -18,9 +18,17 @@
  *   pin   the same buffers pinned and unpinned alone (io_uring fixed-buffer
  *         registration: pin_user_pages_fast(FOLL_LONGTERM) and a bvec array,
  *         no RDMA code), in GB/s: the physical limit of the MR path
- *   slab  slab (and vmalloc) bytes per PD, CQ, QP and MR with N_SLAB alive
+ *   slab  slab (and vmalloc) bytes per PD, CQ, QP, MR, SRQ and AH with N_SLAB
+ *         alive (SLAB_SRQ SRQs)
  *   scale a handle lookup (CQ_DESTROY given a PD's handle: EINVAL after the
  *         lookup) and a PD destroy, with 10, 1k, 10k, 100k PDs alive
+ *   obj   SRQ (16 WRs), AH (to the own port, by the write() command: libmlx5
+ *         builds InfiniBand AHs in user space without one) and 4 KiB MR
+ *         create+destroy pairs/s, N_OBJ each
+ *   ctx   ibv_open_device() + ibv_close_device() pairs/s, N_OBJ of them
+ * SLAB_SRQ, SLAB_AH: the SRQs and AHs alive for slab (default N_SLAB; a
+ * device's SRQ table can be smaller than its others, and AHs use no device
+ * object).
  *
  * Every figure is one line: `fig DEV NAME VALUE`. A figure the device cannot
  * produce prints `skip DEV NAME reason` and the others go on.
@@ -43,6 +51,9 @@
 
 static const char *dev_name = "rxe_mock0";
 static long n = 20000, n_obj = 500, n_slab = 10000, mr_max_mib = 1024, scale_max = 100000;
+static long n_slab_srq = -1, n_slab_ah = -1;
+/* The ioctl header's driver_id: upstream's uverbs refuses another driver's (EINVAL). */
+static uint16_t drv_id = RDMA_DRIVER_RXE;
 
 static double now(void)
 {
@@ -69,7 +80,7 @@ static double raw_ns(int fd, uint16_t obj, uint16_t meth, uint16_t reserved, lon
 {
 	struct ib_uverbs_ioctl_hdr h = {
 		.length = sizeof(h), .object_id = obj, .method_id = meth,
-		.reserved1 = reserved, .driver_id = 14,
+		.reserved1 = reserved, .driver_id = drv_id,
 	};
 	double t0 = now();
 
@@ -307,6 +318,131 @@ static void *buffer(size_t len)
 	return p;
 }
 
+/* An AH to the own port by the write() command CREATE_AH (what ibv_cmd_create_ah() sends):
+ * libmlx5 builds an InfiniBand AH in user space and never asks the kernel. The handle, or
+ * -1 (errno set). */
+static long write_create_ah(struct ibv_context *ctx, struct ibv_pd *pd, const struct ibv_ah_attr *ah)
+{
+	struct {
+		struct ib_uverbs_create_ah_resp r;
+		uint8_t drv[16];
+	} resp;
+	struct {
+		struct ib_uverbs_cmd_hdr h;
+		struct ib_uverbs_create_ah c;
+	} req;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	req.h.command = IB_USER_VERBS_CMD_CREATE_AH;
+	req.h.in_words = sizeof(req) / 4;
+	req.h.out_words = sizeof(resp) / 4;
+	req.c.response = (uintptr_t)&resp;
+	req.c.pd_handle = pd->handle;
+	req.c.attr.dlid = ah->dlid;
+	req.c.attr.port_num = ah->port_num;
+	req.c.attr.is_global = ah->is_global;
+	if (ah->is_global) {
+		memcpy(req.c.attr.grh.dgid, ah->grh.dgid.raw, 16);
+		req.c.attr.grh.sgid_index = ah->grh.sgid_index;
+		req.c.attr.grh.hop_limit = ah->grh.hop_limit;
+	}
+	if (write(ctx->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		return -1;
+	return resp.r.ah_handle;
+}
+
+static int write_destroy_ah(struct ibv_context *ctx, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr h;
+		struct ib_uverbs_destroy_ah c;
+	} req = {
+		.h = { .command = IB_USER_VERBS_CMD_DESTROY_AH, .in_words = sizeof(req) / 4 },
+		.c = { .ah_handle = handle },
+	};
+
+	return write(ctx->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : -1;
+}
+
+static struct ibv_srq *create_srq(struct ibv_pd *pd)
+{
+	struct ibv_srq_init_attr a = { .attr = { .max_wr = 16, .max_sge = 1 } };
+
+	return ibv_create_srq(pd, &a);
+}
+
+/* SRQ, AH and 4 KiB MR create+destroy pairs/s. */
+static void fig_obj(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_ah_attr ah;
+	enum ibv_mtu mtu;
+	char *buf = NULL;
+	double t0;
+	long i;
+
+	if (!pd || self_ah(ctx, &ah, &mtu)) {
+		skip("obj", "PD or port query");
+		goto out;
+	}
+	t0 = now();
+	for (i = 0; i < n_obj; i++) {
+		struct ibv_srq *srq = create_srq(pd);
+
+		if (!srq || ibv_destroy_srq(srq)) {
+			skip("srq_pairs_per_s", "SRQ create/destroy");
+			break;
+		}
+	}
+	if (i == n_obj)
+		fig("srq_pairs_per_s", n_obj / (now() - t0));
+	t0 = now();
+	for (i = 0; i < n_obj; i++) {
+		long h = write_create_ah(ctx, pd, &ah);
+
+		if (h < 0 || write_destroy_ah(ctx, h)) {
+			skip("ah_pairs_per_s", "CREATE_AH/DESTROY_AH");
+			break;
+		}
+	}
+	if (i == n_obj)
+		fig("ah_pairs_per_s", n_obj / (now() - t0));
+	buf = buffer(4096);
+	t0 = now();
+	for (i = 0; buf && i < n_obj; i++) {
+		struct ibv_mr *mr = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+
+		if (!mr || ibv_dereg_mr(mr)) {
+			skip("mr_pairs_per_s", "4 KiB MR reg/dereg");
+			break;
+		}
+	}
+	if (buf && i == n_obj)
+		fig("mr_pairs_per_s", n_obj / (now() - t0));
+out:
+	if (buf)
+		munmap(buf, 4096);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
+/* ibv_open_device() + ibv_close_device() pairs/s: a context with its driver's mappings. */
+static void fig_ctx(struct ibv_device *dev)
+{
+	double t0 = now();
+
+	for (long i = 0; i < n_obj; i++) {
+		struct ibv_context *c = ibv_open_device(dev);
+
+		if (!c || ibv_close_device(c)) {
+			skip("ctx_pairs_per_s", "ibv_open_device/ibv_close_device");
+			return;
+		}
+	}
+	fig("ctx_pairs_per_s", n_obj / (now() - t0));
+}
+
 /* Iterations for one size: enough bytes to time, at least 3. */
 static long iters_for(size_t len)
 {
@@ -452,13 +588,16 @@ static void slab_report(const char *kind, long slab0, long vm0)
 
 static void fig_slab(struct ibv_context *ctx)
 {
-	void **o = calloc(n_slab, sizeof(*o));
+	void **o = calloc(n_slab > n_slab_srq ? n_slab : n_slab_srq, sizeof(*o));
+	long *h = calloc(n_slab_ah, sizeof(*h));
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_ah_attr ah;
+	enum ibv_mtu mtu;
 	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	char *buf = NULL;
 	long s0, v0, i;
 
-	if (!o || !cq) {
+	if (!o || !h || !cq) {
 		skip("slab", "PD or CQ");
 		goto out;
 	}
@@ -506,7 +645,39 @@ static void fig_slab(struct ibv_context *ctx)
 		ibv_dereg_mr(o[i]);
 	if (buf)
 		munmap(buf, 4096UL * n_slab);
+	/* SRQs (16 WRs): n_slab_srq of them; the per-object figure is over that count. */
+	s0 = meminfo("Slab"), v0 = meminfo("VmallocUsed");
+	for (i = 0; i < n_slab_srq && (o[i] = create_srq(pd)); i++)
+		;
+	if (i == n_slab_srq) {
+		long keep = n_slab;
+
+		n_slab = n_slab_srq;
+		slab_report("srq", s0, v0);
+		n_slab = keep;
+	} else {
+		skip("slab_bytes_srq", "ibv_create_srq");
+	}
+	while (i-- > 0)
+		ibv_destroy_srq(o[i]);
+	/* AHs to the own port (the write() command: kernel AHs on both stacks). */
+	if (self_ah(ctx, &ah, &mtu) == 0) {
+		s0 = meminfo("Slab"), v0 = meminfo("VmallocUsed");
+		for (i = 0; i < n_slab_ah && (h[i] = write_create_ah(ctx, pd, &ah)) >= 0; i++)
+			;
+		if (i == n_slab_ah) {
+			long keep = n_slab;
+
+			n_slab = n_slab_ah;
+			slab_report("ah", s0, v0);
+			n_slab = keep;
+		} else
+			skip("slab_bytes_ah", "CREATE_AH");
+		while (i-- > 0)
+			write_destroy_ah(ctx, h[i]);
+	}
 out:
+	free(h);
 	if (cq)
 		ibv_destroy_cq(cq);
 	if (pd)
@@ -523,7 +694,7 @@ static double lookup_ns(struct ibv_context *ctx, uint32_t handle, long iters)
 		struct ib_uverbs_attr a[2];
 	} req = {
 		.h = { .length = sizeof(req), .object_id = UVERBS_OBJECT_CQ,
-		       .method_id = UVERBS_METHOD_CQ_DESTROY, .num_attrs = 2, .driver_id = 14 },
+		       .method_id = UVERBS_METHOD_CQ_DESTROY, .num_attrs = 2, .driver_id = drv_id },
 		.a = {
 			{ .attr_id = UVERBS_ATTR_DESTROY_CQ_HANDLE, .data = handle },
 			{ .attr_id = UVERBS_ATTR_DESTROY_CQ_RESP, .len = sizeof(resp),
@@ -586,22 +757,24 @@ out:
 int main(int argc, char **argv)
 {
 	const char *figs = "rt";
-	struct ibv_device **l;
+	struct ibv_device **l, *dev = NULL;
 	struct ibv_context *ctx = NULL;
 	char *list, *f;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:n:c:s:m:k:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:c:s:S:A:m:k:f:")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'n': n = atol(optarg); break;
 		case 'c': n_obj = atol(optarg); break;
 		case 's': n_slab = atol(optarg); break;
+		case 'S': n_slab_srq = atol(optarg); break;
+		case 'A': n_slab_ah = atol(optarg); break;
 		case 'm': mr_max_mib = atol(optarg); break;
 		case 'k': scale_max = atol(optarg); break;
 		case 'f': figs = optarg; break;
 		default:
-			fprintf(stderr, "usage: uverbs_bench -d DEV [-n N] [-c N_OBJ] [-s N_SLAB] [-m MR_MAX_MIB] [-k SCALE_MAX] [-f FIGURES]\n");
+			fprintf(stderr, "usage: uverbs_bench -d DEV [-n N] [-c N_OBJ] [-s N_SLAB] [-S SLAB_SRQ] [-A SLAB_AH] [-m MR_MAX_MIB] [-k SCALE_MAX] [-f FIGURES]\n");
 			return 2;
 		}
 	}
@@ -609,10 +782,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uverbs_bench: counts must be positive (SCALE_MAX >= 10)\n");
 		return 2;
 	}
+	if (n_slab_srq < 0)
+		n_slab_srq = n_slab;
+	if (n_slab_ah < 0)
+		n_slab_ah = n_slab;
+	if (!strncmp(dev_name, "mlx5", 4))
+		drv_id = RDMA_DRIVER_MLX5;
 	l = ibv_get_device_list(NULL);
 	for (int i = 0; l && l[i]; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), dev_name))
-			ctx = ibv_open_device(l[i]);
+		if (!strcmp(ibv_get_device_name(l[i]), dev_name)) {
+			dev = l[i];
+			ctx = ibv_open_device(dev);
+		}
 	if (!ctx) {
 		fprintf(stderr, "uverbs_bench: cannot open %s\n", dev_name);
 		return 1;
@@ -637,6 +818,10 @@ int main(int argc, char **argv)
 			fig_slab(ctx);
 		else if (!strcmp(f, "scale"))
 			fig_scale(ctx);
+		else if (!strcmp(f, "obj"))
+			fig_obj(ctx);
+		else if (!strcmp(f, "ctx"))
+			fig_ctx(dev);
 		else
 			fprintf(stderr, "uverbs_bench: unknown figure %s\n", f);
 	}
