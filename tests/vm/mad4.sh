@@ -16,6 +16,13 @@
 #    packet counters grow by exactly the messages' packets plus perfquery's own MADs, the
 #    4-byte-word data counters by their octets (PACKET_OVERHEAD 26 bytes a packet,
 #    mlx5/fwsim/pma.rs), all exactly.
+# umad's bad input on a swept fabric (sim=ib,ib, the MAD layer's QPs on the wire), each
+# mode's kmemleak scan after it: suite vm_umad_bad (tests/userspace/umad_test.c -b: RMPP
+# flags on an agent without RMPP, another class than the agent's, 2^32-1 ms timeouts and
+# retries, close with sends in flight), vm_umad_faults (-F: open, REGISTER_AGENT2, write and
+# UNREGISTER_AGENT under the kernel's allocation fault injection, each point ENOMEM or
+# success and the file working afterwards) and vm_fuzz_umad (-f: random registrations,
+# writes, reads and ioctls, make fuzz's N and SEED).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # m4_pguid DEV: port 1's GUID of DEV (0x + 16 hex digits, the GID's low half).
@@ -194,6 +201,37 @@ mad_opensm_relid_suite() {
 		"-d mlx5_1 -s 1024 -n 10" "-d mlx5_0 -s 1024 -n 10"
 	m4_counters d
 	m4_delta "10 UD messages of 1024 B each way" c d 10 $((10 * 1024 + 10 * 26))
+	unload_ours
+}
+
+umad_bad_suite() {
+	RDMARS_KUNIT_GLOB=rdmars-no-suite load_ours sim=ib,ib mad_qps=1
+	t_import "umad_test -b umad0: RMPP flags, classes, 2^32-1 ms timeouts, close in flight" \
+		/rdma-rs/umad_test -u 0 -b
+	unload_ours
+}
+
+# The fault sweep of umad (modes faults and mad4).
+umad_faults_suite() {
+	RDMARS_KUNIT_GLOB=rdmars-no-suite load_ours sim=ib,ib mad_qps=1
+	if faults_setup; then
+		t_import "umad_test -F umad0: umad's calls under allocation fault injection" \
+			/rdma-rs/umad_test -u 0 -F 500
+	else
+		t_skip "umad_test -F umad0" "no failslab or fail-nth in this kernel"
+	fi
+	unload_ours
+}
+
+# umad's random calls (modes fuzz and mad4; make fuzz's N and SEED): on the IB port of a swept
+# fabric, where LID-routed MADs reach the other function's agents, and on a RoCE port.
+fuzz_umad_suite() {
+	fz_params
+	RDMARS_KUNIT_GLOB=rdmars-no-suite load_ours sim=ib,ib,eth mad_qps=1
+	t_import "umad_test random calls on umad0 (IB, LIDs on the fabric)" \
+		/rdma-rs/umad_test -u 0 -f $((FZ_N * 10)) -r $FZ_SEED
+	t_import "umad_test random calls on umad2 (RoCE)" \
+		/rdma-rs/umad_test -u 2 -f $((FZ_N * 5)) -r $((FZ_SEED + 1))
 	unload_ours
 }
 
