@@ -20,8 +20,9 @@
 # mode's kmemleak scan after it: suite vm_umad_bad (tests/userspace/umad_test.c -b: RMPP
 # flags on an agent without RMPP, another class than the agent's, 2^32-1 ms timeouts and
 # retries, close with sends in flight), vm_umad_faults (-F: open, REGISTER_AGENT2, write and
-# UNREGISTER_AGENT under the kernel's allocation fault injection, each point ENOMEM or
-# success and the file working afterwards) and vm_fuzz_umad (-f: random registrations,
+# UNREGISTER_AGENT under the kernel's allocation fault injection, each point ENOMEM (a
+# write whose local SMP process_mad failed: EINVAL, as upstream) or success, the file working
+# afterwards) and vm_fuzz_umad (-f: random registrations,
 # writes, reads and ioctls, make fuzz's N and SEED).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
