@@ -322,16 +322,18 @@ mad_wire_opensm_suite() {
 	# With no SM on the fabric, perfquery of mlx5_1's port sees only the pingpongs (by the
 	# new LIDs) and its own MADs.
 	mw_counters a $n1
-	# ibv_rc_pingpong -s 4096 -m 1024 -n 5: each side sends 5 messages of 4 packets.
+	# ibv_rc_pingpong -s 4096 -m 1024 -n 5: each side sends 5 messages of 4 packets (20
+	# packets: their 26 header octets each and perfquery's MADs make whole 4-byte words).
 	tr_pair "ibv_rc_pingpong -s 4096 -m 1024 -n 5 by the new LIDs, no SM" ibv_rc_pingpong \
 		"-d mlx5_1 -s 4096 -m 1024 -n 5" "-d mlx5_0 -s 4096 -m 1024 -n 5"
 	mw_counters b $n1
 	mw_delta "5 RC messages of 4096 B each way" a b 20 $((5 * 4096 + 20 * 26))
-	# ibv_ud_pingpong -s 1024 -n 5: each side sends 5 one-packet messages of 1024 B.
-	tr_pair "ibv_ud_pingpong -s 1024 -n 5 by the new LIDs, no SM" ibv_ud_pingpong \
-		"-d mlx5_1 -s 1024 -n 5" "-d mlx5_0 -s 1024 -n 5"
+	# ibv_ud_pingpong -s 1024 -n 10: each side sends 10 one-packet messages of 1024 B (a
+	# whole number of 4-byte words with perfquery's MADs, as mw_words needs).
+	tr_pair "ibv_ud_pingpong -s 1024 -n 10 by the new LIDs, no SM" ibv_ud_pingpong \
+		"-d mlx5_1 -s 1024 -n 10" "-d mlx5_0 -s 1024 -n 10"
 	mw_counters c $n1
-	mw_delta "5 UD messages of 1024 B each way" b c 5 $((5 * 1024 + 5 * 26))
+	mw_delta "10 UD messages of 1024 B each way" b c 10 $((10 * 1024 + 10 * 26))
 	unload_ours
 }
 
