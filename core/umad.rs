@@ -663,6 +663,9 @@ impl UmadFile {
             }
         }
         if inner.agents.is_empty() && !inner.agents_dead {
+            // upstream's fixed array of IB_UMAD_MAX_AGENTS: all the slots at once, so a failed
+            // allocation leaves none (and the next registration tries again).
+            inner.agents.reserve(IB_UMAD_MAX_AGENTS, GFP_KERNEL)?;
             for _ in 0..IB_UMAD_MAX_AGENTS {
                 inner.agents.push(None, GFP_KERNEL)?;
             }

@@ -89,7 +89,7 @@ fi
 mroot="$kb/modroot/lib/modules/$kver"
 mkdir -p "$st/lib/modules/$kver"
 cp "$mroot"/modules.* "$st/lib/modules/$kver/"
-want="rdma_rxe ib_uverbs ib_core mlx5_ib mlx5_core dummy veth 8021q rdma_ucm"
+want="rdma_rxe ib_uverbs ib_umad ib_core mlx5_ib mlx5_core dummy veth 8021q rdma_ucm"
 (cd "$mroot" && for m in $want; do
 	f=$(modprobe -d "$kb/modroot" -S "$kver" --show-depends "$m" 2>/dev/null | awk '$1 == "insmod" { print $2 }')
 	echo "$f"

@@ -20,6 +20,8 @@
  *        buffer for one MAD gives ENOSPC with its header and first segment (the header's
  *        length the whole message's) and stays queued; a buffer of that length reads it whole
  *        (upstream copy_recv_mad()).
+ *        umad_test -u N -b: more bad input to write() (see bad_input()).
+ *        umad_test -u N -F MAX: umad's calls under the kernel's fault injection (see faults()).
  */
 #include "rdmars_test.h"
 
@@ -249,9 +251,264 @@ static int sa_test(int n, int sm_lid)
 	return failures ? 1 : 0;
 }
 
+/*
+ * -b: bad input to write() beyond the length rules (upstream ib_umad_write()): the RMPP
+ * ACTIVE flag on an agent registered without RMPP makes no RMPP transfer (the MAD is a plain
+ * one, so more than 256 bytes is EINVAL) while an agent with kernel RMPP takes the same bytes;
+ * a MAD of another class than the agent's goes out as written (upstream checks no class on
+ * send); a timeout of 2^32-1 ms with 2^32-1 retries is taken, its send stays in flight (no
+ * answer, no status), and the file closes with it and two more in flight; the port then
+ * works (a new file's agent gets id 0 and a local SMP's answer).
+ */
+static int bad_input(int n)
+{
+	uint8_t big[sizeof(struct msg) + 8];
+	struct pollfd pfd;
+	struct msg m;
+	uint32_t id = 0, sa = 0, pm = 0;
+	int fd, i, st = 0, long_seen = 0;
+
+	fd = open_umad(n, O_NONBLOCK);
+	check(fd >= 0, "open umad%d", n);
+	i = reg2(fd, 1, 0x03, 2, 0, 0, 0, &sa);
+	check(i == 0, "SA agent without RMPP (id %u)", sa);
+	memset(big, 0, sizeof(big));
+	memcpy(big, &(struct ib_user_mad_hdr){ .id = sa, .qpn = htonl(1), .qkey = htonl(0x80010000),
+					       .lid = htons(0x2345), .timeout_ms = 100 },
+	       sizeof(struct ib_user_mad_hdr));
+	big[sizeof(struct ib_user_mad_hdr) + 0] = 1;	 /* base version */
+	big[sizeof(struct ib_user_mad_hdr) + 1] = 0x03; /* SubnAdm */
+	big[sizeof(struct ib_user_mad_hdr) + 2] = 2;
+	big[sizeof(struct ib_user_mad_hdr) + 3] = 0x14; /* Report: the SA takes data */
+	big[sizeof(struct ib_user_mad_hdr) + 15] = 0x61;
+	big[sizeof(struct ib_user_mad_hdr) + 24] = 1;	 /* RMPPVersion */
+	big[sizeof(struct ib_user_mad_hdr) + 25] = 1;	 /* DATA */
+	big[sizeof(struct ib_user_mad_hdr) + 26] = 0x07; /* ACTIVE, FIRST, LAST */
+	big[sizeof(struct ib_user_mad_hdr) + 35] = 8;	 /* PayloadLength */
+	check(write(fd, big, sizeof(struct msg)) == (ssize_t)sizeof(struct msg),
+	      "RMPP ACTIVE, 256 bytes, agent without RMPP: taken as a plain MAD");
+	big[sizeof(struct ib_user_mad_hdr) + 15] = 0x62;
+	errno = 0;
+	check(write(fd, big, sizeof(big)) < 0 && errno == EINVAL,
+	      "RMPP ACTIVE, 264 bytes, agent without RMPP: EINVAL (a plain MAD over 256 bytes)");
+	/* The class, version and method are the port's once: the RMPP agent replaces it. */
+	check(ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &sa) == 0, "UNREGISTER_AGENT %u", sa);
+	i = reg2(fd, 1, 0x03, 2, 0, 0, 1, &id);
+	check(i == 0, "SA agent with RMPP (id %u)", id);
+	((struct ib_user_mad_hdr *)big)->id = id;
+	check(write(fd, big, sizeof(big)) == (ssize_t)sizeof(big),
+	      "the same 264 bytes on the RMPP agent: taken (two segments)");
+
+	/* A MAD of another class than the agent's: upstream sends it as written. */
+	i = reg2(fd, 1, 0x04, 1, 0, 0, 0, &pm);
+	check(i == 0, "PerfMgt agent (id %u)", pm);
+	memset(&m, 0, sizeof(m));
+	m.hdr.id = pm;
+	m.hdr.qpn = htonl(1);
+	m.hdr.qkey = htonl(0x80010000);
+	m.hdr.lid = htons(0x2345);
+	m.hdr.timeout_ms = 100;
+	m.mad[0] = 1;
+	m.mad[1] = 0x06; /* a class the agent did not register */
+	m.mad[2] = 1;
+	m.mad[3] = 1;
+	m.mad[15] = 0x63;
+	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "class 0x06 on a PerfMgt agent: sent");
+
+	/* 2^32-1 ms, 2^32-1 retries: taken; no answer comes (LID 0x2345 has no port). */
+	m.mad[1] = 0x04;
+	m.mad[15] = 0x64;
+	m.hdr.timeout_ms = 0xffffffff;
+	m.hdr.retries = 0xffffffff;
+	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "timeout 2^32-1 ms, retries 2^32-1: taken");
+	m.mad[15] = 0x65;
+	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "a second one in flight");
+	/* The 100 ms sends time out (statuses); the long ones stay in flight. */
+	for (i = 0; i < 30; i++) {
+		struct msg r;
+
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 1500) != 1)
+			break;
+		/* A status: the header and the MAD header (upstream packet->length 24). */
+		if (read(fd, &r, sizeof(r)) >= (ssize_t)(sizeof(r.hdr) + 24)) {
+			st += r.hdr.status != 0;
+			long_seen |= r.mad[15] == 0x64 || r.mad[15] == 0x65;
+		}
+	}
+	check(st > 0 && !long_seen, "the 100 ms sends came back with a status (%d), the long ones did not", st);
+	check(close(fd) == 0, "close with the long sends in flight");
+
+	fd = open_umad(n, O_NONBLOCK);
+	check(fd >= 0 && reg2(fd, 0, 0x81, 1, 0, 0, 0, &id) == 0 && id == 0, "a new file: agent id 0");
+	smp_nodeinfo(&m, id);
+	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "a local NodeInfo SMP");
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	check(poll(&pfd, 1, 2000) == 1 && read(fd, &m, sizeof(m)) == (ssize_t)sizeof(m) &&
+		      m.hdr.status == 0 && m.mad[3] == 0x81,
+	      "its answer (GetResp, status 0)");
+	close(fd);
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
+
+/*
+ * -F MAX: fault injection (failslab and fail_page_alloc, set up by the caller, armed by this
+ * thread's /proc/thread-self/fail-nth: the N-th fault-injection site the thread passes
+ * fails). Each of umad's calls in turn, open, REGISTER_AGENT2, write of a hop-count-0 DR
+ * NodeInfo SMP (answered by the driver's process_mad) and UNREGISTER_AGENT, with points
+ * N = 1, 2, ... failed until one is not reached (or MAX): the call succeeds or fails with
+ * ENOMEM (the write: or EINVAL, upstream's errno for a local SMP the driver's process_mad
+ * failed), and the file keeps working afterwards (a registration gets id 0 again, a written
+ * SMP's answer comes back). The leak check is the suite's kmemleak scan.
+ */
+static int failnth = -1;
+
+static void fn_arm(long n)
+{
+	char b[32];
+
+	snprintf(b, sizeof(b), "%ld", n);
+	if (pwrite(failnth, b, strlen(b), 0) < 0)
+		printf("    fail-nth write: errno %d\n", errno);
+}
+
+/* Disarms; 1 if the armed point was reached. */
+static int fn_disarm(void)
+{
+	char b[32] = "";
+	ssize_t r = pread(failnth, b, sizeof(b) - 1, 0);
+
+	if (pwrite(failnth, "0", 1, 0) < 0)
+		printf("    fail-nth write: errno %d\n", errno);
+	return r > 0 && atol(b) == 0;
+}
+
+/* Reads the answer of a local SMP (2 s at most): 1 if it came back with status 0. */
+static int smp_answered(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct msg r;
+
+	if (poll(&pfd, 1, 2000) != 1)
+		return 0;
+	return read(fd, &r, sizeof(r)) == (ssize_t)sizeof(r) && r.hdr.status == 0 &&
+	       r.mad[3] == 0x81;
+}
+
+enum fop { F_OPEN, F_REG, F_WRITE, F_UNREG, F_N };
+
+static int faults(int n, long max)
+{
+	static const char *names[F_N] = { "open", "REGISTER_AGENT2", "write", "UNREGISTER_AGENT" };
+	long pt, hit[F_N] = { 0 }, failed[F_N] = { 0 };
+	int op, bad = 0;
+
+	failnth = open("/proc/thread-self/fail-nth", O_RDWR);
+	check(failnth >= 0, "open /proc/thread-self/fail-nth");
+	if (failnth < 0)
+		return 1;
+	for (op = 0; op < F_N; op++) {
+		for (pt = 1; pt <= max; pt++) {
+			struct msg m;
+			uint32_t id = 99;
+			int fd = -1, ret, err, reached;
+
+			if (op != F_OPEN) {
+				fd = open_umad(n, O_NONBLOCK);
+				if (fd < 0 || (op == F_UNREG && reg2(fd, 0, 0x81, 1, 0, 0, 0, &id))) {
+					printf("    %s point %ld: setup: errno %d\n", names[op], pt, errno);
+					bad++;
+					break;
+				}
+			}
+			smp_nodeinfo(&m, 0);
+			if (op == F_WRITE && reg2(fd, 0, 0x81, 1, 0, 0, 0, &id) == 0)
+				smp_nodeinfo(&m, id);
+			errno = 0;
+			fn_arm(pt);
+			if (op == F_OPEN)
+				ret = fd = open_umad(n, O_NONBLOCK);
+			else if (op == F_REG)
+				ret = reg2(fd, 0, 0x81, 1, 0, 0, 0, &id);
+			else if (op == F_WRITE)
+				ret = write(fd, &m, sizeof(m));
+			else
+				ret = ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &id);
+			err = errno;
+			reached = fn_disarm();
+			if (!reached) {
+				if (fd >= 0)
+					close(fd);
+				break;
+			}
+			hit[op]++;
+			if (ret < 0) {
+				failed[op]++;
+				/*
+				 * A failed allocation in the driver's process_mad (the MAD_IFC
+				 * command) is a failed local SMP: upstream
+				 * handle_outgoing_dr_smp() makes that EINVAL.
+				 */
+				if (err != ENOMEM && !(op == F_WRITE && err == EINVAL)) {
+					printf("    %s point %ld: errno %d, not ENOMEM\n", names[op], pt, err);
+					bad++;
+				}
+			}
+			/* The file works afterwards. */
+			if (op == F_OPEN && ret < 0)
+				fd = open_umad(n, O_NONBLOCK);
+			if (op == F_REG && ret == 0) {
+				if (id != 0) {
+					printf("    %s point %ld: succeeded with id %u\n", names[op], pt, id);
+					bad++;
+				}
+				ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &id);
+			}
+			if (op == F_UNREG && ret < 0)
+				ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &id);
+			if (op != F_WRITE && fd >= 0) {
+				if (reg2(fd, 0, 0x81, 1, 0, 0, 0, &id) || id != 0) {
+					printf("    %s point %ld: a registration afterwards: errno %d id %u\n",
+					       names[op], pt, errno, id);
+					bad++;
+				} else {
+					smp_nodeinfo(&m, id);
+				}
+			}
+			if (fd >= 0 && op == F_WRITE && ret == (ssize_t)sizeof(m) && !smp_answered(fd)) {
+				printf("    %s point %ld: the written SMP was not answered\n", names[op], pt);
+				bad++;
+			}
+			m.mad[15] = 0x44;
+			if (fd < 0 || write(fd, &m, sizeof(m)) != (ssize_t)sizeof(m) || !smp_answered(fd)) {
+				printf("    %s point %ld: an SMP afterwards: errno %d\n", names[op], pt, errno);
+				bad++;
+			}
+			if (fd >= 0)
+				close(fd);
+		}
+		printf("S umad %s: points %ld failed %ld\n", names[op], hit[op], failed[op]);
+		/* UNREGISTER_AGENT allocates nothing (upstream ib_unregister_mad_agent()). */
+		if (op == F_UNREG)
+			check(hit[op] == 0, "%s: no fault point (it allocates nothing)", names[op]);
+		else
+			check(hit[op] > 0, "%s: %ld fault points reached, %ld failed the call", names[op],
+			      hit[op], failed[op]);
+	}
+	check(bad == 0, "every point: ENOMEM or success, the file working afterwards (%d bad)", bad);
+	close(failnth);
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n = 0, smp = 0, kill = 0, iters = 0, sa_lid = 0, opt, fd, fd2, i;
+	long fault_max = 0;
+	int bad = 0;
 	const char *guid = NULL, *sm_dev = NULL;
 	struct msg m, r;
 	uint8_t big[sizeof(struct msg) + 8];
@@ -259,7 +516,11 @@ int main(int argc, char **argv)
 	ssize_t got;
 	struct pollfd pfd;
 
-	while ((opt = getopt(argc, argv, "u:sg:km:f:r:a:")) != -1) {
+	while ((opt = getopt(argc, argv, "u:sg:km:f:r:a:F:b")) != -1) {
+		if (opt == 'b')
+			bad = 1;
+		if (opt == 'F')
+			fault_max = atol(optarg);
 		if (opt == 'a')
 			sa_lid = strtol(optarg, NULL, 0);
 		else if (opt == 'u')
@@ -277,6 +538,10 @@ int main(int argc, char **argv)
 		else if (opt == 'g')
 			guid = optarg;
 	}
+	if (fault_max)
+		return faults(n, fault_max);
+	if (bad)
+		return bad_input(n);
 	if (sm_dev)
 		return issm_test(n, sm_dev);
 	if (sa_lid)

@@ -10,14 +10,24 @@
 #    0,1,2 the other HCA: smi.c on receive and on the reply's way back);
 #  - perfquery of the other function's LID (its PMA through QP1);
 #  - ibnetdiscover prints the switch and the own HCA.
-# Suite vm_mad_opensm (modes check2 and madwire): with sm=0, unmodified opensm on mlx5_0 sweeps
+# Suite vm_mad_opensm (modes check2, madwire and mad4): with sm=0, unmodified opensm on mlx5_0 sweeps
 # the fabric through the hosts' QP0 and the switch (directed routes 0,1 and 0,1,2; the switch's
 # PortInfo LocalPortNum tells opensm which port the SMP came in on, so it probes the other
 # one): both ports ACTIVE with its LIDs and its sm_lid (sysfs, ibv_devinfo, ibstat, sminfo to
 # opensm's SMInfo agent through QP0), ibnetdiscover finds both HCAs behind the switch, opensm
 # logs no error; opensm's SA answers saquery NodeRecord and PR and umad_test -a (RMPP segments
-# reassembled by the MAD layer, umad's ENOSPC for a short buffer); killing opensm leaves the
-# fabric running (ibv_rc_pingpong by its LIDs).
+# reassembled by the MAD layer, umad's ENOSPC for a short buffer); ibv_ud_pingpong and
+# ib_write_bw by its LIDs. Then opensm over time:
+#  - opensm restarted with a guid2lid file giving both HCA ports new LIDs: the PortInfo Set
+#    with the new LID and the ClientReregister bit reaches each SMA through QP0 and MAD_IFC,
+#    mlx5_ib reports IB_EVENT_LID_CHANGE and IB_EVENT_CLIENT_REREGISTER
+#    (tests/userspace/port_events); sysfs, ibv_devinfo and smpquery show the new LIDs;
+#  - killing opensm leaves both ports ACTIVE with their LIDs; opensm logged no error;
+#  - perfquery of mlx5_1's port from mlx5_0 (no SM running, so no other MAD on the link)
+#    around N ibv_rc_pingpong and ibv_ud_pingpong messages of known size by the new LIDs:
+#    the packet counters grow by exactly the messages' packets plus perfquery's own MADs,
+#    the 4-byte-word data counters by their octets (PACKET_OVERHEAD 26 bytes a packet,
+#    mlx5/fwsim/pma.rs).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
 # mw_guid DEV: the node GUID of DEV as infiniband-diags print it (0x + 16 hex digits).
@@ -107,18 +117,120 @@ mw_wait_active() {
 	return 1
 }
 
-# With sm=0 the ports wait in INIT for a host SM: unmodified opensm on mlx5_0 sweeps the
-# fabric through the hosts' QP0 and the switch.
-mad_wire_opensm_suite() {
-	load_ours sim=ib,ib sm=0 mad_qps=1
+# mw_pguid DEV: port 1's GUID of DEV (0x + 16 hex digits, the GID's low half).
+mw_pguid() {
+	echo "0x$(tr -d : </sys/class/infiniband/$1/ports/1/gids/0 | cut -c17-)"
+}
+
+# mw_opensm: starts opensm on mlx5_0's port (daemonised, log /tmp/opensm.log, appended to
+# by each run; a sweep every 2 s).
+mw_opensm() {
 	local pg
-	pg=0x$(cat /sys/class/infiniband/mlx5_0/ports/1/gids/0 | tr -d : | cut -c17-)
-	mkdir -p /var/cache/opensm /var/log
+	pg=$(mw_pguid mlx5_0)
 	echo "+ opensm -B -g $pg -f /tmp/opensm.log -s 2"
 	opensm -B -g "$pg" -f /tmp/opensm.log -s 2 >/tmp/opensm.out 2>&1
+}
+
+# mw_kill_opensm: kills the running opensm and waits (10 s at most) for it to exit.
+mw_kill_opensm() {
+	local pid i
+	pid=$(pidof opensm)
+	echo "+ kill opensm ($pid)"
+	[ -n "$pid" ] && kill $pid
+	for i in $(seq 50); do
+		pidof opensm >/dev/null || break
+		sleep 0.2
+	done
+}
+
+# mw_lid DEV: port 1's LID of DEV in decimal.
+mw_lid() {
+	printf %d "$(cat /sys/class/infiniband/$1/ports/1/lid)"
+}
+
+# mw_wait_lid DEV LID: waits (30 s at most) until DEV's port 1 has LID (decimal).
+mw_wait_lid() {
+	local i
+	for i in $(seq 60); do
+		[ "$(mw_lid $1)" = "$2" ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# mw_eq DESC GOT WANT
+mw_eq() {
+	if [ "$2" = "$3" ]; then t_ok "$1"; else t_fail "$1" "got '$2', want '$3'"; fi
+}
+
+# mw_events DEV EVENT NAME: tests/userspace/port_events on DEV until one event of type EVENT
+# (40 s); its output in /tmp/mw-ev-NAME, its pid appended to mw_ev_pids.
+mw_ev_pids=""
+mw_events() {
+	local i=0
+	/rdma-rs/port_events "$1" 1 40 $2 >/tmp/mw-ev-$3 2>&1 &
+	mw_ev_pids="$mw_ev_pids $!"
+	while [ $i -lt 100 ] && ! grep -q '^ready' /tmp/mw-ev-$3; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# mw_counters NAME LID: PortCounters of LID's port 1 read from mlx5_0, as "xd rd xp rp"
+# (PortXmitData RcvData XmitPkts RcvPkts) into /tmp/mw-pc-NAME.
+mw_counters() {
+	mw_run pc-$1 perfquery -t $MW_T -C mlx5_0 $2 1
+	awk -F'[.:]+' '
+		$1 == "PortXmitData" { xd = $2 } $1 == "PortRcvData" { rd = $2 }
+		$1 == "PortXmitPkts" { xp = $2 } $1 == "PortRcvPkts" { rp = $2 }
+		END { print xd, rd, xp, rp }' /tmp/mw-pc-$1 >/tmp/mw-pcv-$1
+}
+
+# mw_delta DESC A B PKTS OCTETS: the counters of read B minus read A are PKTS packets and
+# OCTETS octets each way, plus perfquery's own MADs between the two snapshots: a read is a
+# ClassPortInfo Get and a PortCounters Get, so A's last answer, B's ClassPortInfo Get and its
+# answer and B's PortCounters Get (two MAD packets each way, 256 + 26 octets each), exactly.
+mw_delta() {
+	local d=$1 xd0 rd0 xp0 rp0 xd1 rd1 xp1 rp1 p o
+	read -r xd0 rd0 xp0 rp0 </tmp/mw-pcv-$2
+	read -r xd1 rd1 xp1 rp1 </tmp/mw-pcv-$3
+	p=$(($4 + 2))
+	o=$(($5 + 2 * 282))
+	echo "    $d: xmit $((xd1 - xd0)) words $((xp1 - xp0)) pkts, rcv $((rd1 - rd0)) words $((rp1 - rp0)) pkts; want $p pkts, $o octets ($((o / 4)) words)"
+	mw_eq "$d: PortXmitPkts +$p" $((xp1 - xp0)) $p
+	mw_eq "$d: PortRcvPkts +$p" $((rp1 - rp0)) $p
+	mw_words "$d: PortXmitData" $((xd1 - xd0)) $o
+	mw_words "$d: PortRcvData" $((rd1 - rd0)) $o
+}
+
+# mw_words DESC WORDS OCTETS: WORDS 4-byte words are exactly OCTETS octets (a multiple of 4:
+# the counter's rounding of the octets before and after cancels).
+mw_words() {
+	if [ $(($2 * 4)) = $3 ]; then
+		t_ok "$1 +$2 words ($3 octets)"
+	else
+		t_fail "$1 +$2 words" "want $3 octets ($(($3 / 4)) words)"
+	fi
+}
+
+# mw_both_active: port 1 of both functions is ACTIVE.
+mw_both_active() {
+	grep -q ACTIVE /sys/class/infiniband/mlx5_0/ports/1/state &&
+		grep -q ACTIVE /sys/class/infiniband/mlx5_1/ports/1/state
+}
+
+# With sm=0 the ports wait in INIT for a host SM: unmodified opensm on mlx5_0 sweeps the
+# fabric through the hosts' QP0 and the switch; then opensm restarted with other LIDs, and
+# the fabric without an SM.
+mad_wire_opensm_suite() {
+	# No KUnit suite at this load (mode mad4's first): they expect the embedded SM.
+	RDMARS_KUNIT_GLOB=rdmars-no-suite load_ours sim=ib,ib sm=0 mad_qps=1
+	local l0 l1 sm0 sm1 g0 g1 n0=48 n1=49
+	mkdir -p /var/cache/opensm /var/log
+	rm -f /var/cache/opensm/guid2lid /tmp/opensm.log
+	mw_opensm
 	t_check "mlx5_0 port 1 ACTIVE after opensm's sweep" mw_wait_active mlx5_0
 	t_check "mlx5_1 port 1 ACTIVE after opensm's sweep" mw_wait_active mlx5_1
-	local l0 l1 sm0 sm1
 	l0=$(cat /sys/class/infiniband/mlx5_0/ports/1/lid)
 	l1=$(cat /sys/class/infiniband/mlx5_1/ports/1/lid)
 	sm0=$(cat /sys/class/infiniband/mlx5_0/ports/1/sm_lid)
@@ -159,25 +271,69 @@ mad_wire_opensm_suite() {
 	mw_has "saquery PR $((l1)) -> $((l0)): the PathRecord" sa-pr "^[[:space:]]+dlid\.+$((l0))\$"
 	t_import "umad_test umad1: an RMPP answer, ENOSPC for one MAD's room" \
 		/rdma-rs/umad_test -u 1 -a $((l0))
-	local pid
-	pid=$(pidof opensm)
-	echo "+ kill opensm ($pid)"
-	kill $pid
-	sleep 3
-	sed 's/^/    opensm.log| /' /tmp/opensm.log | grep -E "ERR|SUBNET UP|Entering" | head -20
+	# The data path by opensm's LIDs, opensm running.
+	tr_pair "ibv_ud_pingpong mlx5_0 -> mlx5_1 by opensm's LIDs" ibv_ud_pingpong \
+		"-d mlx5_1 -n 10" "-d mlx5_0 -n 10"
+	tr_pair "ib_write_bw mlx5_0 -> mlx5_1 by opensm's LIDs" ib_write_bw \
+		"-d mlx5_1 -F -n 20" "-d mlx5_0 -F -n 20" "$PERF_WANT"
+	mw_kill_opensm
+	# opensm restarted with a guid2lid file (its persistent GUID -> LID map, honoured on the
+	# first sweep, osm_db_files.c's format: "GUID MIN MAX" entries, a blank line after each)
+	# giving both HCA ports new LIDs (the switch keeps its own): its PortInfo Set with the
+	# new LID and the ClientReregister bit reaches each SMA through QP0 and MAD_IFC, the SMA
+	# raises the LID and CLIENT_REREG port changes, mlx5_ib reports IB_EVENT_LID_CHANGE (11)
+	# and IB_EVENT_CLIENT_REREGISTER (17).
+	g0=$(mw_pguid mlx5_0)
+	g1=$(mw_pguid mlx5_1)
+	printf '%s 0x%04x 0x%04x\n\n%s 0x%04x 0x%04x\n\n' $g0 $n0 $n0 $g1 $n1 $n1 \
+		>/var/cache/opensm/guid2lid
+	sed 's/^/    guid2lid| /' /var/cache/opensm/guid2lid
+	mw_ev_pids=""
+	mw_events mlx5_0 11 lid0
+	mw_events mlx5_1 11 lid1
+	mw_events mlx5_1 17 rereg1
+	mw_opensm
+	t_check "mlx5_0 port 1 gets LID $n0 from the restarted opensm" mw_wait_lid mlx5_0 $n0
+	t_check "mlx5_1 port 1 gets LID $n1 from the restarted opensm" mw_wait_lid mlx5_1 $n1
+	# shellcheck disable=SC2086
+	wait $mw_ev_pids
+	sed 's/^/    lid0| /' /tmp/mw-ev-lid0
+	sed 's/^/    lid1| /' /tmp/mw-ev-lid1
+	sed 's/^/    rereg1| /' /tmp/mw-ev-rereg1
+	mw_has "mlx5_0: IB_EVENT_LID_CHANGE on port 1" ev-lid0 "^event .* 11 port 1$"
+	mw_has "mlx5_1: IB_EVENT_LID_CHANGE on port 1" ev-lid1 "^event .* 11 port 1$"
+	mw_has "mlx5_1: IB_EVENT_CLIENT_REREGISTER on port 1" ev-rereg1 "^event .* 17 port 1$"
+	mw_eq "mlx5_1 sysfs sm_lid: the restarted opensm's port" \
+		"$(cat /sys/class/infiniband/mlx5_1/ports/1/sm_lid)" "$(printf 0x%x $n0)"
+	mw_run devinfo2 ibv_devinfo -d mlx5_1
+	mw_has "ibv_devinfo mlx5_1: port_lid $n1" devinfo2 "port_lid:[[:space:]]+$n1\$"
+	mw_has "ibv_devinfo mlx5_1: sm_lid $n0" devinfo2 "sm_lid:[[:space:]]+$n0\$"
+	mw_run pi smpquery -t $MW_T -C mlx5_0 -D portinfo 0,1,2
+	mw_has "smpquery -D portinfo 0,1,2: mlx5_1's port has LID $n1" pi "^Lid:\.+$n1\$"
+	mw_kill_opensm
+	grep -E "ERR|SUBNET UP" /tmp/opensm.log | head -n 20 | sed 's/^/    opensm.log| /'
 	if grep -q "ERR" /tmp/opensm.log; then
-		t_fail "opensm logged no error" "$(grep -c ERR /tmp/opensm.log) ERR lines"
+		t_fail "opensm logged no error (both runs)" "$(grep -c ERR /tmp/opensm.log) ERR lines"
 	else
-		t_ok "opensm logged no error"
+		t_ok "opensm logged no error (both runs)"
 	fi
-	if grep -q ACTIVE /sys/class/infiniband/mlx5_0/ports/1/state &&
-		grep -q ACTIVE /sys/class/infiniband/mlx5_1/ports/1/state; then
-		t_ok "ports stay ACTIVE after opensm exits"
-	else
-		t_fail "ports stay ACTIVE after opensm exits"
-	fi
-	tr_pair "ibv_rc_pingpong mlx5_0 -> mlx5_1 by opensm's LIDs" ibv_rc_pingpong \
-		"-d mlx5_1 -n 20" "-d mlx5_0 -n 20"
+	t_check "ports stay ACTIVE after opensm exits" mw_both_active
+	mw_eq "mlx5_1 keeps LID $n1 after opensm exits" "$(mw_lid mlx5_1)" $n1
+	# With no SM on the fabric, perfquery of mlx5_1's port sees only the pingpongs (by the
+	# new LIDs) and its own MADs.
+	mw_counters a $n1
+	# ibv_rc_pingpong -s 4096 -m 1024 -n 5: each side sends 5 messages of 4 packets (20
+	# packets: their 26 header octets each and perfquery's MADs make whole 4-byte words).
+	tr_pair "ibv_rc_pingpong -s 4096 -m 1024 -n 5 by the new LIDs, no SM" ibv_rc_pingpong \
+		"-d mlx5_1 -s 4096 -m 1024 -n 5" "-d mlx5_0 -s 4096 -m 1024 -n 5"
+	mw_counters b $n1
+	mw_delta "5 RC messages of 4096 B each way" a b 20 $((5 * 4096 + 20 * 26))
+	# ibv_ud_pingpong -s 1024 -n 10: each side sends 10 one-packet messages of 1024 B (a
+	# whole number of 4-byte words with perfquery's MADs, as mw_words needs).
+	tr_pair "ibv_ud_pingpong -s 1024 -n 10 by the new LIDs, no SM" ibv_ud_pingpong \
+		"-d mlx5_1 -s 1024 -n 10" "-d mlx5_0 -s 1024 -n 10"
+	mw_counters c $n1
+	mw_delta "10 UD messages of 1024 B each way" b c 10 $((10 * 1024 + 10 * 26))
 	unload_ours
 }
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Mode pcifn_c (make pcifn-compare, Documentation/pcifn.md "Upstream mlx5_ib on the
 # function, compared with ours"): the same emulated ConnectX function as mode pcifn, under
-# the upstream C stack: mlx5_core, ib_core, ib_uverbs and mlx5_ib of the test kernel.
+# the upstream C stack: mlx5_core, ib_core, ib_uverbs, ib_umad and mlx5_ib of the test kernel.
 #  - vm_pcifn_c: upstream mlx5_ib binds mlx5_core.rdma.0 and registers mlx5_0;
 #    ibv_devinfo, the libibverbs workload and traffic run on it; the comparison dump
 #    (pcifn_cmp.sh) is printed for tools/pcifn-compare.sh; everything is unloaded and the
@@ -13,7 +13,7 @@ pcifn_c_suite() {
 	dmesg -n 8
 	n0=$(dmesg | wc -l)
 	t_check "modprobe mlx5_core" modprobe mlx5_core
-	t_check "modprobe ib_uverbs mlx5_ib (upstream)" modprobe -a ib_uverbs mlx5_ib
+	t_check "modprobe ib_uverbs ib_umad mlx5_ib (upstream)" modprobe -a ib_uverbs ib_umad mlx5_ib
 	sleep 1
 	echo "pcifn: mlx5_core.rdma.0 driver: $(fwsim_driver_of mlx5_core.rdma.0)"
 	t_check "upstream mlx5_ib is bound to mlx5_core.rdma.0" \
@@ -27,7 +27,8 @@ pcifn_c_suite() {
 		# Upstream's own kernel objects (MAD layer, device resources, UMR) stay listed.
 		t_check "rdma res: no user object left" sh -c "! rdma res show pd | grep -q 'pid '"
 	fi
-	t_check "modprobe -r mlx5_ib ib_uverbs ib_core" modprobe -r mlx5_ib ib_uverbs ib_core
+	t_check "modprobe -r mlx5_ib ib_umad ib_uverbs ib_core" \
+		modprobe -r mlx5_ib ib_umad ib_uverbs ib_core
 	t_check "modprobe -r mlx5_core" modprobe -r mlx5_core
 	# No failed command: ib_core's ClassPortInfo query at registration (get_counter_table())
 	# goes through MAD_IFC to the model's PMA (fwsim/pma.rs).

@@ -11,6 +11,11 @@
 #   sysfs     every attribute of the device and of port 1 (PATH<TAB>VALUE), the first GIDs
 #             and P_Keys, the names of the counter files
 #   rdma      rdma dev / link / res / statistic
+#   mad       the port's SMA and PMA through umad: smpquery -D nodeinfo/portinfo/nodedesc 0
+#             (hop count 0: the MAD layer hands them to the driver's process_mad, which asks
+#             the function by MAD_IFC), perfquery and perfquery -x of the port's own LID
+#             (LID-routed PerfMgt Gets, answered by the function's PMA through MAD_IFC);
+#             GUIDs and the traffic counters' values normalised
 #   res       rdma res show pd|cq|qp|mr while the workload holds its objects (pid, comm
 #             normalised)
 #   workload  tests/userspace/verbs_workload -o 0: its checks (R) and facts (I: errnos,
@@ -73,6 +78,28 @@ pcifn_cmp_pair() {
 	esac | sed "s/^/$prog: /"
 }
 
+# pcifn_cmp_mad: the `mad` section (the diags of infiniband-diags over umad, port 1). The
+# GUIDs are the same model's, normalised all the same; the data and packet counters move
+# with whatever ran before (our mode runs a KUnit RC loopback first, D9), so only their
+# names are kept.
+pcifn_cmp_mad() {
+	local q rc
+	if [ ! -e /sys/class/infiniband_mad/abi_version ]; then
+		echo "no infiniband_mad class"
+		return
+	fi
+	for q in "smpquery -D nodeinfo 0" "smpquery -D portinfo 0" "smpquery -D nodedesc 0" \
+		"perfquery" "perfquery -x"; do
+		# shellcheck disable=SC2086
+		timeout 30 ${q%% *} -t 4000 -C $PCIFN_CMP_DEV -P 1 ${q#"${q%% *}"} \
+			>/tmp/cmp-mad.out 2>&1
+		rc=$?
+		echo "$q: exit $rc"
+		sed "s/^/$q: /" /tmp/cmp-mad.out
+	done | sed -E 's/0x[0-9a-f]{16}/GUID/g
+		s/(Port(Unicast|Multicast)?(Xmit|Rcv)(Data|Pkts)):\.+[0-9]+$/\1: N/'
+}
+
 # pcifn_cmp_dump: the whole dump of mlx5_0 (the stack is loaded).
 pcifn_cmp_dump() {
 	local wl lvl
@@ -85,6 +112,7 @@ pcifn_cmp_dump() {
 	{
 		rdma dev; rdma link; rdma res; rdma statistic show 2>&1
 	} 2>&1 | pcifn_cmp_out rdma
+	pcifn_cmp_mad 2>&1 | pcifn_cmp_out mad
 	/rdma-rs/verbs_workload -d $PCIFN_CMP_DEV -o 0 >/tmp/cmp-wl.out 2>&1
 	echo "exit $?" >>/tmp/cmp-wl.out
 	grep -E '^(R|I|exit) ' /tmp/cmp-wl.out | pcifn_cmp_out workload
