@@ -59,6 +59,18 @@ pub(crate) const KNOWN: &[(&str, &str, &str, &str)] = &[
         "the mock has no post_srq_recv (rxe has): the command is not in its mask, so any request is EOPNOTSUPP before the header checks (upstream's EINVAL from verify_hdr())",
     ),
     (
+        "write ATTACH_MCAST",
+        "EOPNOTSUPP",
+        "*",
+        "the mock has no attach_mcast (rxe has): the command is not in its mask",
+    ),
+    (
+        "write DETACH_MCAST",
+        "EOPNOTSUPP",
+        "*",
+        "the mock has no detach_mcast (rxe has): the command is not in its mask",
+    ),
+    (
         "write RESIZE_CQ",
         "EOPNOTSUPP",
         "*",

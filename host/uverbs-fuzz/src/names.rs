@@ -85,6 +85,8 @@ pub(crate) fn write_cmd(c: u32, ex: bool) -> String {
         (cmd::QUERY_SRQ, false) => "QUERY_SRQ",
         (cmd::DESTROY_SRQ, false) => "DESTROY_SRQ",
         (cmd::POST_SRQ_RECV, false) => "POST_SRQ_RECV",
+        (cmd::ATTACH_MCAST, false) => "ATTACH_MCAST",
+        (cmd::DETACH_MCAST, false) => "DETACH_MCAST",
         (cmd::EX_QUERY_DEVICE, true) => "EX_QUERY_DEVICE",
         (cmd::EX_CREATE_CQ, true) => "EX_CREATE_CQ",
         (cmd::EX_CREATE_QP, true) => "EX_CREATE_QP",
