@@ -382,7 +382,6 @@ fn translation(
         if !fragmented && xlat.push_page(e, page).is_err() {
             fragmented = true;
         }
-        Ok(())
     })?;
     if done != count {
         return Err(bind_err);
@@ -394,8 +393,7 @@ fn translation(
         // maps the pages at one bus range (`dma.rs`).
         let mut fill = |sink: &mut dyn FnMut(u64)| {
             let r = xlt_entries(fw, mem, s, w, buf, bytes, count, &mut |e| {
-                sink(e & !(page - 1));
-                Ok(())
+                sink(e & !(page - 1))
             });
             matches!(r, Ok(n) if n == count)
         };
@@ -434,19 +432,18 @@ fn xlt_entries(
     buf: &[u8],
     bytes: usize,
     count: u64,
-    f: &mut dyn FnMut(u64) -> Result<(), ReqRes>,
+    f: &mut dyn FnMut(u64),
 ) -> Result<u64, ReqRes> {
     let bind_err = ReqRes::Err(syn::MW_BIND);
     let flags = buf.get(FLAGS).copied().unwrap_or(0);
-    let mut push = |entries: &[u8], done: &mut u64| -> Result<(), ReqRes> {
+    let mut push = |entries: &[u8], done: &mut u64| {
         for e in entries.chunks_exact(8) {
             if *done == count {
                 break;
             }
-            f(be64(e, 0))?;
+            f(be64(e, 0));
             *done += 1;
         }
-        Ok(())
     };
     let mut done = 0u64;
     if flags & INLINE != 0 {
@@ -454,7 +451,7 @@ fn xlt_entries(
             .get(KLM..KLM + bytes)
             .filter(|_| w.len >= KLM + bytes)
             .ok_or(bind_err)?;
-        push(data, &mut done)?;
+        push(data, &mut done);
     } else {
         let prot = ReqRes::Err(syn::LOCAL_PROT);
         if w.len < KLM + 16 {
@@ -489,7 +486,7 @@ fn xlt_entries(
                 }
                 got += n;
             }
-            push(chunk.get(..want).ok_or(prot)?, &mut done)?;
+            push(chunk.get(..want).ok_or(prot)?, &mut done);
             left -= want;
         }
     }
