@@ -11,6 +11,13 @@
 //! [`DmaFault`]: the engine turns it into an error CQE (or drops the access for a doorbell
 //! read), never into a stray access.
 //!
+//! A backend whose bus gives a buffer of pinned user pages as many runs as pages (the emulated
+//! PCI function: no IOMMU in its VM) may offer a device-side alias ([`DmaMem::alias`]): the
+//! pages of a UMR-loaded translation mapped at one contiguous bus range the backend translates
+//! itself, as a ConnectX keeps MTTs in its ICM. The engine asks for it only when a translation
+//! exceeds [`crate::fwsim::xlat::MAX_RUNS`] runs; the kernel's simulated IOMMU has none (it
+//! maps a buffer as one run already).
+//!
 //! Byte order: the device's structures (WQEs, CQEs, doorbell records) are big-endian bytes
 //! and the engine encodes them itself. The 64-bit atomics operate on host-endian (little-endian)
 //! values, what ConnectX does with `atomic_req_8B_endianness_mode` = 1 (host endianness), which
@@ -21,6 +28,10 @@
 /// MEMIC translates there; a backend with device memory maps it at this address (the kernel's
 /// simulated IOMMU does, alongside what the driver mapped). Far above any IOVA handed out.
 pub(crate) const DEV_MEM_BUS: u64 = 0x8000_0000_0000_0000;
+
+/// What [`DmaMem::alias`] calls to get a translation's pages: hands each page's bus address
+/// to its sink in order; false if it could not read them all.
+pub(crate) type PageFill<'a> = dyn FnMut(&mut dyn FnMut(u64)) -> bool + 'a;
 
 /// An access to a bus address the device was not given (or not given for writing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,4 +74,16 @@ pub(crate) trait DmaMem {
     ///
     /// [`DmaFault`] if `addr` is unaligned or not mapped writable.
     fn fetch_add64(&self, addr: u64, add: u64) -> Result<u64, DmaFault>;
+
+    /// Maps the pages `fill` hands out (low bits below `page` ignored) at one contiguous bus
+    /// range of `page`-byte pages, owned by mkey index `owner` in place of any range it owned;
+    /// returns the range's first bus address. `None`: no alias (the default, a backend without
+    /// one; or `fill` failed; the old range is kept then).
+    fn alias(&self, _owner: u32, _page: u64, _fill: &mut PageFill<'_>) -> Option<u64> {
+        None
+    }
+
+    /// Releases the range mkey index `owner` got from [`DmaMem::alias`], if any: its
+    /// translation was replaced by one that needs none.
+    fn unalias(&self, _owner: u32) {}
 }

@@ -4900,6 +4900,47 @@ fn umr_replaces_an_mrs_translation_keeping_its_key() {
     }
 }
 
+/// A backend without a device-side alias (the kernel's simulated IOMMU, this test memory)
+/// keeps a UMR translation to `MAX_RUNS` runs: 8 scattered pages load, 9 complete
+/// `MW_BIND_ERR` and the mkey keeps its translation.
+#[test]
+fn a_umr_translation_beyond_the_runs_needs_an_alias() {
+    use engine::umr;
+    let rw = RW | umr::ACC_LOCAL_WRITE;
+    let va = 0x7000_0000_0000u64;
+    for (n, ok) in [(8usize, true), (9, false)] {
+        let mut p = pair(QPC_ST_RC);
+        let pd = p.h.pd;
+        let src = p.h.mr(4096, ALL);
+        let mr = p.h.mr(16 * 4096, ALL);
+        let m = p.h.fw.mkeys.get_mut(mr.key >> 8).unwrap();
+        mkc::umr_en.set(&mut m.mkc, 1).unwrap();
+        // Each page its own run (the test memory leaves a gap after each mapping).
+        let pages: Vec<u64> = (0..n).map(|_| p.h.mem.map(4096, true)).collect();
+        let xlt = p.h.mr(16 * 8, ALL);
+        let mtts: Vec<u8> = pages.iter().flat_map(|b| (b | 3).to_be_bytes()).collect();
+        p.h.mem.put(xlt.bus, &mtts);
+        let w = umr_revoke_wqe(&p.b, mr.key, pd);
+        umr_post_b(&mut p, &w);
+        let octo = n.div_ceil(2) as u16;
+        let len = (n * 4096) as u64;
+        let w = umr_pas_wqe(&p.b, mr.key, pd, rw, va, len, octo, (xlt.key, xlt.va));
+        let c = umr_post_b(&mut p, &w);
+        if ok {
+            assert_eq!(c.opcode, cqe_op::REQ, "{c:x?}");
+            let data = pattern(64, 3);
+            p.h.mem.put(src.bus, &data);
+            let c = write_via(&mut p, &src, va + 4096 * (n as u64 - 1), mr.key, 64);
+            assert_eq!(c.opcode, cqe_op::REQ, "{c:x?}");
+            assert_eq!(p.h.mem.get(pages[n - 1], 64), data);
+        } else {
+            assert_eq!((c.opcode, c.syndrome), (cqe_op::REQ_ERR, csyn::MW_BIND));
+            let m = p.h.fw.mkeys.get(mr.key >> 8).unwrap();
+            assert_eq!(mkc::start_addr.get64(&m.mkc), Ok(mr.va));
+        }
+    }
+}
+
 /// CREATE_MKEY as upstream makes the mkeys of its pools (`mlx5r_create_mkeys()`): free,
 /// `umr_en`, MTT, room for `ndescs` MTTs (`DIV_ROUND_UP(ndescs, 2)` octowords), no entries.
 fn pool_mkey(h: &mut Host, ndescs: u32) -> u32 {

@@ -23,6 +23,7 @@ use crate::prm::consts::{
 };
 use crate::prm::status::Status;
 use crate::regs::*;
+use std::cell::RefCell;
 
 /// The adapter the function presents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +112,7 @@ pub struct CxFunction {
     /// The first half (offset, word) of a 64-bit UAR store made as two 32-bit writes.
     db_half: Option<(u64, u32)>,
     /// Page lists kept on the host side (`iova.rs`).
-    iova: DeviceMap,
+    iova: RefCell<DeviceMap>,
     /// Device time at which the data path wants to run again ([`CxFunction::poll_datapath`]).
     next_run: Option<Duration>,
     /// Entries (bus addresses) of commands a hang fault holds.
@@ -198,7 +199,7 @@ impl CxFunction {
             log: Vec::new(),
             db_half: None,
             next_run: None,
-            iova: DeviceMap::default(),
+            iova: RefCell::default(),
             held: Vec::new(),
             tw_args: [0; 3],
             tw_last: 0,
@@ -573,7 +574,7 @@ impl CxFunction {
                 let mut out = vec![0u8; e.outlen().max(crate::cmdq::INLINE)];
                 self.stats.commands += 1;
                 // A page list that is not one run is kept here (`iova.rs`).
-                let pending = self.iova.rewrite(&mut inb);
+                let pending = self.iova.get_mut().rewrite(&mut inb);
                 // The host memory the command may read: a resize reads the CQ's doorbell
                 // record (the CQEs it still holds).
                 let rm = Remapped {
@@ -598,7 +599,7 @@ impl CxFunction {
                         self.fw.complete_commands(&Dma(&rm));
                         // The resized CQ writes to its new buffer from now on.
                         if let Some(cqn) = resized {
-                            self.iova.resized(cqn);
+                            self.iova.get_mut().resized(cqn);
                         }
                         if self.log.len() < LOG_MAX {
                             self.log.push(CommandRecord {
@@ -648,17 +649,17 @@ impl CxFunction {
                 .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]) & 0x00ff_ffff)
         };
         if let Some(p) = pending {
-            self.iova.settle(p, ok, number(out));
+            self.iova.get_mut().settle(p, ok, number(out));
         }
         if !ok {
             return None;
         }
         let opcode = u16::from_be_bytes([inb[0], inb[1]]);
         if let Some(n) = number(inb) {
-            self.iova.destroyed(opcode, n);
+            self.iova.get_mut().destroyed(opcode, n);
         }
         if opcode == crate::prm::opcode::TEARDOWN_HCA {
-            self.iova.clear();
+            self.iova.get_mut().clear();
         }
         let op_mod = inb
             .get(6..8)
@@ -671,7 +672,7 @@ impl CxFunction {
 
     /// Device ranges in use (`iova.rs`; tests).
     pub fn iova_ranges(&self) -> usize {
-        self.iova.ranges()
+        self.iova.borrow().ranges()
     }
 
     /// ALLOC_UAR past the UAR pages of BAR 0 (the test window's page and above): undone and
@@ -845,7 +846,7 @@ impl CxFunction {
     /// the function.
     pub fn fatal(&mut self) {
         self.fw.cold_boot();
-        self.iova.clear();
+        self.iova.get_mut().clear();
         self.nic_state = NIC_IFC_DISABLED;
         self.init_reads_left = INIT_READS;
         self.held.clear();

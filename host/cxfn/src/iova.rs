@@ -15,6 +15,14 @@
 //! failed). A resize's new range is released if the model refuses the resize; once the model
 //! has switched the CQ to its new buffer (after the RESIZE CQE went into the old one), the
 //! CQ's old range goes ([`DeviceMap::resized`]).
+//!
+//! UMR WQEs load an mkey's translation on the data path, where no command passes: upstream
+//! mlx5_ib registers user MRs that way when `umr_modify_entity_size_disabled` is 0
+//! (`mlx5r_umr_update_mr_pas()`). When such a translation is more runs than the model keeps,
+//! the model asks its memory for a device-side alias (`fwsim/dma.rs`, `DmaMem::alias`) and
+//! [`Remapped`] gives it a range here, owned by the mkey as a CREATE_MKEY's is: the mkey's
+//! next translation replaces it ([`DeviceMap::alias_mkey`], [`DeviceMap::unalias_mkey`]),
+//! DESTROY_MKEY and teardown release it.
 
 use crate::mem::{GuestMemory, MemError};
 use crate::prm::cmd::{create_cq_in, create_mkey_in, create_qp_in, create_rmp_in, create_umem_in};
@@ -23,6 +31,7 @@ use crate::prm::consts::{CQ_OPMOD_RESIZE, MKC_ACCESS_MODE_MTT};
 use crate::prm::ctx::{cqc, mkc, qpc, rmpc, umem, wq};
 use crate::prm::layout::{Buf, Member, PrmLayout};
 use crate::prm::opcode as op;
+use std::cell::RefCell;
 
 /// First device address of the window: above any guest-physical address.
 pub const WINDOW: u64 = 1 << 62;
@@ -213,6 +222,26 @@ impl DeviceMap {
         self.ranges.retain(|r| r.owner != Some((kind, number)));
     }
 
+    /// A UMR's translation of mkey index `index` as one range of `pages` (guest addresses of
+    /// `page` bytes each), in place of the ranges the mkey had; its first device address.
+    /// `None` (the mkey keeps its ranges): the window is used up.
+    pub(crate) fn alias_mkey(&mut self, index: u32, page: u64, pages: Vec<u64>) -> Option<u64> {
+        if page < 4096 || !page.is_power_of_two() || pages.is_empty() {
+            return None;
+        }
+        let base = self.alloc(page, pages)?;
+        self.unalias_mkey(index);
+        if let Some(r) = self.ranges.iter_mut().find(|r| r.base == base) {
+            r.owner = Some((Kind::Mkey, index));
+        }
+        Some(base)
+    }
+
+    /// Mkey index `index`'s ranges go (a UMR gave it a translation of few enough runs).
+    pub(crate) fn unalias_mkey(&mut self, index: u32) {
+        self.ranges.retain(|r| r.owner != Some((Kind::Mkey, index)));
+    }
+
     /// Every range goes (the firmware lost its objects: teardown).
     pub(crate) fn clear(&mut self) {
         self.ranges.clear();
@@ -237,7 +266,7 @@ impl DeviceMap {
 /// function's own ranges above.
 pub(crate) struct Remapped<'a> {
     pub(crate) mem: &'a dyn GuestMemory,
-    pub(crate) map: &'a DeviceMap,
+    pub(crate) map: &'a RefCell<DeviceMap>,
 }
 
 impl Remapped<'_> {
@@ -252,7 +281,8 @@ impl Remapped<'_> {
         let mut done = 0usize;
         while done < len {
             let a = addr.checked_add(done as u64).ok_or(MemError { addr })?;
-            let (g, room) = self.map.translate(a).ok_or(MemError { addr: a })?;
+            let found = self.map.borrow().translate(a);
+            let (g, room) = found.ok_or(MemError { addr: a })?;
             let n = usize::try_from(room).unwrap_or(usize::MAX).min(len - done);
             f(g, done, n)?;
             done += n;
@@ -281,6 +311,14 @@ impl GuestMemory for Remapped<'_> {
         self.each(addr, data.len(), |g, off, n| {
             self.mem.write(g, &data[off..off + n])
         })
+    }
+
+    fn alias(&self, owner: u32, page: u64, pages: Vec<u64>) -> Option<u64> {
+        self.map.borrow_mut().alias_mkey(owner, page, pages)
+    }
+
+    fn unalias(&self, owner: u32) {
+        self.map.borrow_mut().unalias_mkey(owner);
     }
 }
 

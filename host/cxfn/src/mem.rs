@@ -27,6 +27,17 @@ pub trait GuestMemory {
     ///
     /// [`MemError`] if any byte is outside the guest's memory; nothing is written then.
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemError>;
+
+    /// The model's device-side alias of a UMR-loaded translation (`fwsim/dma.rs`,
+    /// `DmaMem::alias`): `pages` (of `page` bytes, in order) at one device range owned by mkey
+    /// index `owner`, replacing any range it owned; the range's first address. `None` (the
+    /// default): plain guest memory keeps no ranges (`iova.rs` does).
+    fn alias(&self, _owner: u32, _page: u64, _pages: Vec<u64>) -> Option<u64> {
+        None
+    }
+
+    /// Releases mkey index `owner`'s alias, if any (`DmaMem::unalias`).
+    fn unalias(&self, _owner: u32) {}
 }
 
 /// Guest memory in a vector: `len` bytes from guest-physical address `base` (tests, and the
@@ -111,6 +122,23 @@ impl crate::fwsim::dma::DmaMem for Dma<'_> {
         let old = self.word(addr)?;
         crate::fwsim::dma::DmaMem::write(self, addr, &old.wrapping_add(add).to_ne_bytes())?;
         Ok(old)
+    }
+
+    fn alias(
+        &self,
+        owner: u32,
+        page: u64,
+        fill: &mut crate::fwsim::dma::PageFill<'_>,
+    ) -> Option<u64> {
+        let mut pages = Vec::new();
+        if !fill(&mut |a| pages.push(a)) {
+            return None;
+        }
+        self.0.alias(owner, page, pages)
+    }
+
+    fn unalias(&self, owner: u32) {
+        self.0.unalias(owner);
     }
 }
 

@@ -770,3 +770,186 @@ fn a_devx_umem_on_scattered_pages_carries_a_cq() {
     d.exec(&inb, 16);
     teardown(&mut d, &eqs);
 }
+
+/// Writes the `wqebbs`-WQEBB WQE `w` at SQ index `idx` (no wrap), its doorbell record and the
+/// UAR store of its first 8 bytes.
+fn ring_sq(d: &mut Driver, o: &Objs, idx: u16, w: &[u8]) {
+    let rq_bytes = (1u64 << LOG_RQ) << RQ_STRIDE_LOG;
+    let slot = u64::from(idx) & ((1 << LOG_SQ) - 1);
+    let wqebbs = w.len().div_ceil(64) as u16;
+    assert!(slot + u64::from(wqebbs) <= 1 << LOG_SQ, "no wrap");
+    d.mem.write(o.qp_buf + rq_bytes + slot * 64, w).unwrap();
+    d.mem
+        .write(o.qp_db + 4, &u32::from(idx + wqebbs).to_be_bytes())
+        .unwrap();
+    let uar = u64::from(d.uar) * UAR_PAGE;
+    d.dev.bar0_write(&d.mem, uar + 0x800, &w[0..8]);
+}
+
+/// Runs the data path until the CQE at `ci` is written.
+fn wait_cqe(d: &mut Driver, o: &Objs, ci: u32) -> [u8; 64] {
+    for _ in 0..1000 {
+        if let Some(c) = cqe(d, o, ci) {
+            return c;
+        }
+        d.dev.poll_datapath(&d.mem);
+    }
+    panic!("no CQE {ci}");
+}
+
+/// upstream `mlx5r_umr_update_mr_pas()` with `MLX5_IB_UPD_XLT_ENABLE` on SQ index `idx`:
+/// the MTTs of `pages` (4 KiB) read through the PA key from `xlt`, mkey `key` enabled over
+/// `[va, va + len)` with local and remote read and write. The WQE's CQE (index `ci`).
+#[allow(clippy::too_many_arguments)]
+fn umr_load(
+    d: &mut Driver,
+    o: &Objs,
+    idx: u16,
+    ci: u32,
+    key: u32,
+    pages: &[u64],
+    xlt: u64,
+    va: u64,
+    len: u64,
+) -> [u8; 64] {
+    let mtts: Vec<u8> = pages.iter().flat_map(|p| (p | 3).to_be_bytes()).collect();
+    d.mem.write(xlt, &mtts).unwrap();
+    let octo = pages.len().div_ceil(2) as u16;
+    let mut w = vec![0u8; 192];
+    w[0..4].copy_from_slice(&((u32::from(idx) << 8) | 0x25).to_be_bytes());
+    w[4..8].copy_from_slice(&((o.qpn << 8) | 9).to_be_bytes());
+    w[11] = 0x08; // CQ_UPDATE
+    w[12..16].copy_from_slice(&key.to_be_bytes());
+    // The UMR control segment: MLX5_UMR_TRANSLATION_OFFSET_EN (offset 0), the octowords of
+    // translation, the mask: LEN | PAGE_SIZE | START_ADDR, LR..RW, FREE.
+    w[16] = 0x10;
+    w[20..22].copy_from_slice(&octo.to_be_bytes());
+    let mask: u64 = 0x43 | (0xf << 18) | (1 << 29);
+    w[24..32].copy_from_slice(&mask.to_be_bytes());
+    // The mkey context segment: enabled (free 0), the rights, start, length, 4 KiB pages.
+    w[64 + 2] = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5);
+    w[64 + 16..64 + 24].copy_from_slice(&va.to_be_bytes());
+    w[64 + 24..64 + 32].copy_from_slice(&len.to_be_bytes());
+    set(&mut w, 64 * 8 + 0x1da, 6, 12);
+    // The data segment: the MTTs.
+    w[128..132].copy_from_slice(&(u32::from(octo) * 16).to_be_bytes());
+    w[132..136].copy_from_slice(&o.key.to_be_bytes());
+    w[136..144].copy_from_slice(&xlt.to_be_bytes());
+    ring_sq(d, o, idx, &w);
+    wait_cqe(d, o, ci)
+}
+
+/// An RDMA WRITE of `len` bytes from `src` (PA key) to `dst` through `rkey` at SQ index `idx`:
+/// its CQE (CQE index = `ci`).
+fn write_to(
+    d: &mut Driver,
+    o: &Objs,
+    idx: u16,
+    ci: u32,
+    src: u64,
+    dst: u64,
+    rkey: u32,
+    len: u32,
+) -> [u8; 64] {
+    let mut w = [0u8; 64];
+    w[0..4].copy_from_slice(&((u32::from(idx) << 8) | 0x08).to_be_bytes());
+    w[4..8].copy_from_slice(&((o.qpn << 8) | 3).to_be_bytes());
+    w[11] = 0x08;
+    w[16..24].copy_from_slice(&dst.to_be_bytes());
+    w[24..28].copy_from_slice(&rkey.to_be_bytes());
+    w[32..36].copy_from_slice(&len.to_be_bytes());
+    w[36..40].copy_from_slice(&o.key.to_be_bytes());
+    w[40..48].copy_from_slice(&src.to_be_bytes());
+    ring_sq(d, o, idx, &w);
+    wait_cqe(d, o, ci)
+}
+
+/// Upstream mlx5_ib registers a user MR as a free mkey (`reg_create(populate=false)`) whose
+/// MTTs a UMR WQE then loads (`mlx5r_umr_update_mr_pas()`). In a VM without an IOMMU the
+/// pages are as many runs as pages, more than the model keeps per translation: the model
+/// asks the function for a device-side alias (`iova.rs`). A 64-page scattered translation
+/// loads, an RDMA WRITE through the mkey lands in the right guest pages; a later translation
+/// of one run releases the alias, a scattered one takes a new one, DESTROY_MKEY releases it.
+#[test]
+fn a_umr_loads_a_scattered_translation_into_an_mkey() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let o = setup(&mut d);
+    let n = 64usize;
+
+    // CREATE_MKEY as reg_create(populate=false): free, umr_en, MTT mode, room for n MTTs,
+    // no page list.
+    let mut inb = hdr(0x110, 0x200, 0);
+    let mkc = 0x80;
+    set(&mut inb, mkc + 0x1, 1, 1); // free
+    set(&mut inb, mkc + 0x10, 1, 1); // umr_en
+    set(&mut inb, mkc + 0x12, 1, 1);
+    set(&mut inb, mkc + 0x13, 1, 1);
+    set(&mut inb, mkc + 0x14, 1, 1);
+    set(&mut inb, mkc + 0x15, 1, 1);
+    set(&mut inb, mkc + 0x16, 2, 1); // MTT
+    set(&mut inb, mkc + 0x20, 24, 0xff_ffff);
+    set(&mut inb, mkc + 0x38, 8, 0x55);
+    set(&mut inb, mkc + 0x68, 24, o.pd);
+    set(&mut inb, mkc + 0x1a0, 32, (n / 2) as u32);
+    set(&mut inb, mkc + 0x1da, 6, 12);
+    let (status, out) = d.exec_status(&inb, 16);
+    assert_eq!(status, 0, "syndrome {:#x}", get(&out, 0x20, 32));
+    let key = (get(&out, 0x48, 24) << 8) | 0x55;
+    assert_eq!(d.dev.iova_ranges(), 0);
+
+    let pages: Vec<u64> = (0..n).map(|_| d.alloc(8192, 4096)).collect();
+    let xlt = d.alloc(n * 8, 64);
+    let va = 0x7f00_0000_1000u64;
+    let c = umr_load(&mut d, &o, 0, 0, key, &pages, xlt, va, (n * 4096) as u64);
+    assert_eq!(c[63] >> 4, 0, "the UMR completes (syndrome {:#x})", c[55]);
+    assert_eq!(d.dev.iova_ranges(), 1, "the translation's alias");
+
+    // RDMA WRITE of n pages less 100 bytes at va + 50.
+    let len = (n * 4096 - 100) as u32;
+    let src = d.alloc(n * 4096, 4096);
+    let pattern: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    d.mem.write(src, &pattern).unwrap();
+    let c = write_to(&mut d, &o, 3, 1, src, va + 50, key, len);
+    assert_eq!(c[63] >> 4, 0, "the WRITE completes (syndrome {:#x})", c[55]);
+    let mut got = vec![0u8; 4096];
+    for (i, p) in pages.iter().enumerate() {
+        d.mem.read(*p, &mut got).unwrap();
+        for (j, b) in got.iter().enumerate() {
+            let k = (i * 4096 + j) as i64 - 50;
+            if (0..i64::from(len)).contains(&k) {
+                assert_eq!(*b, pattern[k as usize], "page {i} byte {j}");
+            }
+        }
+    }
+
+    // A translation of one run: the alias goes; the WRITE lands there.
+    let one = d.alloc(n * 4096, 4096);
+    let run: Vec<u64> = (0..n as u64).map(|i| one + i * 4096).collect();
+    let c = umr_load(&mut d, &o, 4, 2, key, &run, xlt, va, (n * 4096) as u64);
+    assert_eq!(c[63] >> 4, 0, "syndrome {:#x}", c[55]);
+    assert_eq!(
+        d.dev.iova_ranges(),
+        0,
+        "a one-run translation needs no alias"
+    );
+    let c = write_to(&mut d, &o, 7, 3, src, va + 50, key, 4096);
+    assert_eq!(c[63] >> 4, 0, "syndrome {:#x}", c[55]);
+    let mut got = vec![0u8; 4096];
+    d.mem.read(one + 50, &mut got).unwrap();
+    assert_eq!(got, pattern[..4096]);
+
+    // Scattered again, then DESTROY_MKEY releases the alias.
+    let c = umr_load(&mut d, &o, 8, 4, key, &pages, xlt, va, (n * 4096) as u64);
+    assert_eq!(c[63] >> 4, 0, "syndrome {:#x}", c[55]);
+    assert_eq!(d.dev.iova_ranges(), 1);
+    let mut inb = hdr(16, 0x202, 0);
+    set(&mut inb, 0x48, 24, key >> 8);
+    assert_eq!(d.exec_status(&inb, 16).0, 0);
+    assert_eq!(d.dev.iova_ranges(), 0, "DESTROY_MKEY releases the alias");
+    d.dev.take_interrupts();
+    teardown_objs(&mut d, &o);
+    teardown(&mut d, &eqs);
+}

@@ -223,8 +223,10 @@ pub(crate) const XLT_OFFSET_HI: usize = 32;
 /// entity size upstream's `can_use_umr_rereg_pas()` compares); a data segment's lkey
 /// must reach its bytes (`LOCAL_PROT_ERR` otherwise). Model limits (`MW_BIND_ERR`): the
 /// translation is written whole by one WQE (offset 0, with the mask's translation bits, which
-/// need it), and at most [`crate::fwsim::xlat::MAX_RUNS`] bus-contiguous runs. Other mask
-/// bits are refused too.
+/// need it), and at most [`crate::fwsim::xlat::MAX_RUNS`] bus-contiguous runs unless the
+/// backend aliases the pages at one bus range ([`DmaMem::alias`]; the mkey's alias is
+/// released when a later translation needs none, and by the backend when the mkey is
+/// destroyed). Other mask bits are refused too.
 fn update_mr(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, key: u32, buf: &[u8]) -> ReqRes {
     let bind_err = ReqRes::Err(syn::MW_BIND);
     let mask = be64(buf, MKEY_MASK);
@@ -256,14 +258,6 @@ fn update_mr(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, key: u32, buf: &[
     {
         return bind_err;
     }
-    let translation = if octo != 0 {
-        match translation(fw, mem, s, w, buf, &m.mkc, mask, octo) {
-            Ok(t) => Some(t),
-            Err(e) => return e,
-        }
-    } else {
-        None
-    };
     let (uid, old_pd) = (m.uid, m.pd);
     let pd = if mask & MASK_PD != 0 {
         be32(buf, MKC + 12) & 0x00ff_ffff
@@ -273,6 +267,15 @@ fn update_mr(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, key: u32, buf: &[
     if pd != old_pd && fw.pd_usable(uid, pd).is_err() {
         return bind_err;
     }
+    // Last of the checks: a translation that takes a device-side alias replaces the mkey's.
+    let translation = if octo != 0 {
+        match translation(fw, mem, s, w, buf, &m.mkc, mask, octo) {
+            Ok(t) => Some(t),
+            Err(e) => return e,
+        }
+    } else {
+        None
+    };
     let acc = buf.get(MKC + 2).copied().unwrap_or(0);
     let new_byte = (be32(buf, MKC + 4) & 0xff) as u8;
     let seg_free = buf.get(MKC).copied().unwrap_or(0) & CTX_FREE != 0;
@@ -374,15 +377,73 @@ fn translation(
         return Err(bind_err);
     }
     let mut xlat = Xlat::EMPTY;
-    let mut push = |entries: &[u8], done: &mut u64| -> Result<(), ReqRes> {
+    let mut fragmented = false;
+    let done = xlt_entries(fw, mem, s, w, buf, bytes, count, &mut |e| {
+        if !fragmented && xlat.push_page(e, page).is_err() {
+            fragmented = true;
+        }
+    })?;
+    if done != count {
+        return Err(bind_err);
+    }
+    // The mkey's index (the immediate is its key).
+    let owner = u32::from_be_bytes(w.imm) >> 8;
+    if fragmented {
+        // More runs than a translation holds: the backend's device-side alias, if it has one,
+        // maps the pages at one bus range (`dma.rs`).
+        let mut fill = |sink: &mut dyn FnMut(u64)| {
+            let r = xlt_entries(fw, mem, s, w, buf, bytes, count, &mut |e| {
+                sink(e & !(page - 1))
+            });
+            matches!(r, Ok(n) if n == count)
+        };
+        let bus = mem.alias(owner, page, &mut fill).ok_or(bind_err)?;
+        xlat = Xlat::EMPTY;
+        for i in 0..count {
+            let a = i
+                .checked_mul(page)
+                .and_then(|o| bus.checked_add(o))
+                .ok_or(bind_err)?;
+            xlat.push_page(a, page).map_err(|_| bind_err)?;
+        }
+    } else {
+        mem.unalias(owner);
+    }
+    let shift = u32::try_from(shift).map_err(|_| bind_err)?;
+    Ok((
+        MkeyMap::Mtt {
+            start,
+            len,
+            base,
+            xlat,
+        },
+        shift,
+    ))
+}
+
+/// Hands the first `count` MTT entries of a translation WQE (`bytes` of them, inline or
+/// through its data segment) to `f` in order; returns how many there were.
+#[allow(clippy::too_many_arguments)]
+fn xlt_entries(
+    fw: &Fw,
+    mem: &dyn DmaMem,
+    s: &Snap,
+    w: &Wqe,
+    buf: &[u8],
+    bytes: usize,
+    count: u64,
+    f: &mut dyn FnMut(u64),
+) -> Result<u64, ReqRes> {
+    let bind_err = ReqRes::Err(syn::MW_BIND);
+    let flags = buf.get(FLAGS).copied().unwrap_or(0);
+    let mut push = |entries: &[u8], done: &mut u64| {
         for e in entries.chunks_exact(8) {
             if *done == count {
                 break;
             }
-            xlat.push_page(be64(e, 0), page).map_err(|_| bind_err)?;
+            f(be64(e, 0));
             *done += 1;
         }
-        Ok(())
     };
     let mut done = 0u64;
     if flags & INLINE != 0 {
@@ -390,7 +451,7 @@ fn translation(
             .get(KLM..KLM + bytes)
             .filter(|_| w.len >= KLM + bytes)
             .ok_or(bind_err)?;
-        push(data, &mut done)?;
+        push(data, &mut done);
     } else {
         let prot = ReqRes::Err(syn::LOCAL_PROT);
         if w.len < KLM + 16 {
@@ -425,23 +486,11 @@ fn translation(
                 }
                 got += n;
             }
-            push(chunk.get(..want).ok_or(prot)?, &mut done)?;
+            push(chunk.get(..want).ok_or(prot)?, &mut done);
             left -= want;
         }
     }
-    if done != count {
-        return Err(bind_err);
-    }
-    let shift = u32::try_from(shift).map_err(|_| bind_err)?;
-    Ok((
-        MkeyMap::Mtt {
-            start,
-            len,
-            base,
-            xlat,
-        },
-        shift,
-    ))
+    Ok(done)
 }
 
 /// The rights of the mkey context segment's `access_flags` (local read always).
