@@ -104,8 +104,12 @@ cm_ucma_rxe_suite() {
 	rdma link delete rxe1
 	rdma link delete rxe0
 	ip link del veth0
-	# ib_uverbs_support holds ib_core after ib_uverbs goes; retry for up to 60 s, then show
-	# what is left.
+	cm_unload_upstream
+}
+
+# cm_unload_upstream: unloads upstream's RDMA modules and veth. ib_uverbs_support holds ib_core
+# after ib_uverbs goes: retry for up to 60 s, then show what is left.
+cm_unload_upstream() {
 	local i=0
 	until modprobe -r -a rdma_ucm rdma_rxe ib_uverbs ib_uverbs_support rdma_cm iw_cm ib_cm ib_core \
 		veth 2>/dev/null ||
@@ -376,7 +380,7 @@ cm_verify_suite() {
 # 10.77.0.1/24; its peer veth1 answers no ARP for 10.77.0.77), and what both print compared:
 # rping's event sequences, ucmatose's and udaddy's outputs, the errors' events and statuses.
 cm_verify_rxe_suite() {
-	local f n=0
+	local f
 	t_check "modprobe rdma_ucm rdma_rxe veth" modprobe -a rdma_ucm ib_uverbs rdma_rxe veth
 	t_check "veth0 with 10.77.0.1/24, rxe0 on it" sh -c \
 		'/usr/sbin/ip link add veth0 type veth peer name veth1 &&
@@ -396,14 +400,7 @@ cm_verify_rxe_suite() {
 	done
 	rdma link delete rxe0
 	ip link del veth0
-	until modprobe -r -a rdma_ucm rdma_rxe ib_uverbs ib_uverbs_support rdma_cm iw_cm ib_cm ib_core \
-		veth 2>/dev/null ||
-		! grep -q "^ib_core " /proc/modules || [ $n -ge 120 ]; do
-		sleep 0.5
-		n=$((n + 1))
-	done
-	echo "upstream modules unloaded after $n retries"
-	grep -E "^(ib_|rdma_|iw_)" /proc/modules | sed 's/^/    left| /'
+	cm_unload_upstream
 }
 
 # vm_cm_removal: the function of 10.66.0.1 (mlx5_ib_rs.rdma.0) unbound under an rping server
