@@ -51,38 +51,49 @@ simple_objects! {
         DeallocQCounter(dealloc_q_counter_in::counter_set_id);
 }
 
-/// The Q counters mlx5_ib 7.3 exposes on a device without the optional counter capabilities
-/// (`out_of_seq_cnt`, `retransmission_q_counters`, `enhanced_error_q_counters`,
-/// `cc_query_allowed`, PCAM): `basic_q_cnts` then `roce_accl_cnts`, which upstream adds
-/// unconditionally (counters.c, `mlx5_ib_fill_counters()`), with their `query_q_counter_out`
-/// members.
-pub(crate) const Q_COUNTERS: [(&CStr, Member<query_q_counter_out::Bits>); 10] = [
-    (c"rx_write_requests", query_q_counter_out::rx_write_requests),
-    (c"rx_read_requests", query_q_counter_out::rx_read_requests),
-    (
-        c"rx_atomic_requests",
-        query_q_counter_out::rx_atomic_requests,
-    ),
-    (c"rx_dct_connect", query_q_counter_out::rx_dct_connect),
-    (c"out_of_buffer", query_q_counter_out::out_of_buffer),
-    (c"roce_adp_retrans", query_q_counter_out::roce_adp_retrans),
-    (
-        c"roce_adp_retrans_to",
-        query_q_counter_out::roce_adp_retrans_to,
-    ),
-    (c"roce_slow_restart", query_q_counter_out::roce_slow_restart),
-    (
-        c"roce_slow_restart_cnps",
-        query_q_counter_out::roce_slow_restart_cnps,
-    ),
-    (
-        c"roce_slow_restart_trans",
-        query_q_counter_out::roce_slow_restart_trans,
-    ),
-];
+/// The groups of Q counters upstream counters.c lists (`mlx5_ib_fill_counters()`), each
+/// shown when the device has its capability.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QCntGroup {
+    /// `basic_q_cnts`: always.
+    Basic,
+    /// `out_of_seq_q_cnts`: with `out_of_seq_cnt`.
+    OutOfSeq,
+    /// `retrans_q_cnts`: with `retransmission_q_counters`.
+    Retrans,
+    /// `roce_accl_cnts`: always (7.3 adds them unconditionally).
+    Accl,
+}
 
-/// QUERY_Q_COUNTER of set `id` (upstream `mlx5_ib_query_q_counters()`): the [`Q_COUNTERS`]
-/// values, in that order.
+/// The Q counters mlx5_ib 7.3 exposes for a port, in its order, with their
+/// `query_q_counter_out` members and groups: `basic_q_cnts`, `out_of_seq_q_cnts`,
+/// `retrans_q_cnts`, `roce_accl_cnts`. Not read: `extended_err_cnts`
+/// (`enhanced_error_q_counters`), the congestion (`cc_query_allowed`) and PPCNT counters.
+pub(crate) const Q_COUNTERS: [(&CStr, Member<query_q_counter_out::Bits>, QCntGroup); 16] = {
+    use query_q_counter_out as o;
+    use QCntGroup::{Accl, Basic, OutOfSeq, Retrans};
+    [
+        (c"rx_write_requests", o::rx_write_requests, Basic),
+        (c"rx_read_requests", o::rx_read_requests, Basic),
+        (c"rx_atomic_requests", o::rx_atomic_requests, Basic),
+        (c"rx_dct_connect", o::rx_dct_connect, Basic),
+        (c"out_of_buffer", o::out_of_buffer, Basic),
+        (c"out_of_sequence", o::out_of_sequence, OutOfSeq),
+        (c"duplicate_request", o::duplicate_request, Retrans),
+        (c"rnr_nak_retry_err", o::rnr_nak_retry_err, Retrans),
+        (c"packet_seq_err", o::packet_seq_err, Retrans),
+        (c"implied_nak_seq_err", o::implied_nak_seq_err, Retrans),
+        (c"local_ack_timeout_err", o::local_ack_timeout_err, Retrans),
+        (c"roce_adp_retrans", o::roce_adp_retrans, Accl),
+        (c"roce_adp_retrans_to", o::roce_adp_retrans_to, Accl),
+        (c"roce_slow_restart", o::roce_slow_restart, Accl),
+        (c"roce_slow_restart_cnps", o::roce_slow_restart_cnps, Accl),
+        (c"roce_slow_restart_trans", o::roce_slow_restart_trans, Accl),
+    ]
+};
+
+/// QUERY_Q_COUNTER of set `id` (upstream `mlx5_ib_query_q_counters()`): the values of every
+/// [`Q_COUNTERS`] member, in that order.
 pub(crate) struct QueryQCounter {
     /// The counter set.
     pub(crate) id: u32,
@@ -90,15 +101,15 @@ pub(crate) struct QueryQCounter {
 
 impl Command for QueryQCounter {
     type Prm = pc::QueryQCounter;
-    type Reply = [u32; 10];
+    type Reply = [u32; 16];
 
     fn fill(&self, inbox: &mut InBox<'_, Self>) -> Result<(), PrmError> {
         inbox.set(query_q_counter_in::counter_set_id, self.id)
     }
 
-    fn reply(&self, out: OutBox<'_, Self>) -> Result<[u32; 10]> {
-        let mut v = [0u32; 10];
-        for (x, (_, f)) in v.iter_mut().zip(Q_COUNTERS.iter()) {
+    fn reply(&self, out: OutBox<'_, Self>) -> Result<[u32; 16]> {
+        let mut v = [0u32; 16];
+        for (x, (_, f, _)) in v.iter_mut().zip(Q_COUNTERS.iter()) {
             *x = out.get(*f);
         }
         Ok(v)

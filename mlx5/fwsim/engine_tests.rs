@@ -2131,6 +2131,46 @@ fn rts2rts_moves_a_qp_to_another_counter_set() {
     );
 }
 
+/// INIT2INIT (what librdmacm's `ucma_modify_qp_rtr()` sends before RTR) leaves the Q counter
+/// set RST2INIT gave: upstream sends `counter_set_id` zeroed there, without
+/// `MLX5_QP_OPTPAR_COUNTER_SET_ID`; with the bit it moves the QP.
+#[test]
+fn init2init_keeps_the_counter_set() {
+    let mut h = Host::new(LinkLayer::Ib, 1);
+    let (sa, sb) = (q_alloc(&mut h), q_alloc(&mut h));
+    let cq = h.cq(6, false);
+    let q = h.qp(QPC_ST_RC, &cq, &cq, (6, 6, 2));
+    let mut b = super::tests::modify_in(op::RST2INIT_QP, 0, q.qpn);
+    rst2init_qp_in::qpc
+        .inner(qpc::counter_set_id)
+        .set(&mut b, sa)
+        .unwrap();
+    ok(&mut h.fw, &b, 16);
+    let set = |h: &mut Host| {
+        let out = query_qp(&mut h.fw, 0, q.qpn);
+        query_qp_out::qpc
+            .inner(qpc::counter_set_id)
+            .get(&out)
+            .unwrap()
+    };
+    ok(
+        &mut h.fw,
+        &super::tests::modify_in(op::INIT2INIT_QP, 0, q.qpn),
+        16,
+    );
+    assert_eq!(set(&mut h), sa);
+    let mut b = super::tests::modify_in(op::INIT2INIT_QP, 0, q.qpn);
+    init2init_qp_in::opt_param_mask
+        .set(&mut b, qp_optpar::COUNTER_SET_ID)
+        .unwrap();
+    init2init_qp_in::qpc
+        .inner(qpc::counter_set_id)
+        .set(&mut b, sb)
+        .unwrap();
+    ok(&mut h.fw, &b, 16);
+    assert_eq!(set(&mut h), sb);
+}
+
 #[test]
 fn remote_access_error_moves_both_to_err() {
     let mut p = pair(QPC_ST_RC);

@@ -269,8 +269,9 @@ struct Owned {
 }
 
 /// The counters of a Q counter set that the data path moves (upstream mlx5_ib's
-/// `basic_q_cnts` and the remote access errors of `extended_err_cnts`); QUERY_Q_COUNTER
-/// answers 0 for the others.
+/// `basic_q_cnts`, `out_of_seq_q_cnts`, `retrans_q_cnts` and the remote access errors of
+/// `extended_err_cnts`); QUERY_Q_COUNTER answers 0 for the others. The transport counters
+/// move only in RC in packets (`engine/rc.rs`): the engine's direct moves lose nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
 pub(crate) enum QCnt {
@@ -287,10 +288,26 @@ pub(crate) enum QCnt {
     ReqRemoteAccess,
     /// `resp_remote_access_errors`: requests a responder QP of the set refused so.
     RespRemoteAccess,
+    /// `out_of_sequence`: requests a responder QP of the set received past the expected PSN
+    /// (answered by a PSN sequence error NAK).
+    OutOfSequence,
+    /// `duplicate_request`: requests a responder QP of the set received before the expected
+    /// PSN (acknowledged or answered again, never executed twice).
+    DuplicateRequest,
+    /// `rnr_nak_retry_err`: RNR NAKs a requester QP of the set received and retried after.
+    RnrNak,
+    /// `packet_seq_err`: PSN sequence error NAKs a requester QP of the set received.
+    PacketSeqErr,
+    /// `implied_nak_seq_err`: responses a requester QP of the set received past the one it
+    /// expected for a READ or atomic (the responses between lost: sent again from there).
+    ImpliedNak,
+    /// `local_ack_timeout_err`: ACK timer expiries of a requester QP of the set that sent
+    /// its window again (the retry count not spent).
+    LocalAckTimeout,
 }
 
 /// Number of [`QCnt`] values.
-const QCNT_N: usize = 6;
+const QCNT_N: usize = 12;
 
 /// A Q counter set (ALLOC_Q_COUNTER).
 #[derive(Clone, Copy, Debug)]

@@ -139,6 +139,21 @@ impl Fw {
         c.set(query_q_counter_out::rx_read_requests, g(QCnt::RxRead))?;
         c.set(query_q_counter_out::rx_atomic_requests, g(QCnt::RxAtomic))?;
         c.set(query_q_counter_out::out_of_buffer, g(QCnt::OutOfBuffer))?;
+        c.set(query_q_counter_out::out_of_sequence, g(QCnt::OutOfSequence))?;
+        c.set(
+            query_q_counter_out::duplicate_request,
+            g(QCnt::DuplicateRequest),
+        )?;
+        c.set(query_q_counter_out::rnr_nak_retry_err, g(QCnt::RnrNak))?;
+        c.set(query_q_counter_out::packet_seq_err, g(QCnt::PacketSeqErr))?;
+        c.set(
+            query_q_counter_out::implied_nak_seq_err,
+            g(QCnt::ImpliedNak),
+        )?;
+        c.set(
+            query_q_counter_out::local_ack_timeout_err,
+            g(QCnt::LocalAckTimeout),
+        )?;
         c.set(
             query_q_counter_out::req_remote_access_errors,
             g(QCnt::ReqRemoteAccess),

@@ -82,16 +82,21 @@ const RTS2RTS_FIELDS: &[Member<qpc::Bits>] = &[
 
 /// Whether transition `opcode` of a QP of service type `st` takes member `f` given the
 /// `opt_param_mask` `opt`. RST2INIT and INIT2INIT take every member of their list (upstream
-/// mlx5_ib sends them all there). From INIT2RTR on, Q_Key, the remote access bits and (at
+/// mlx5_ib sends them all there), but for INIT2INIT's `counter_set_id`. From INIT2RTR on, Q_Key, the remote access bits and (at
 /// RTR2RTS/RTS2RTS) the RNR timer are optional parameters, applied only with their bit, and a
 /// UD-like QP (UD, QP0, QP1, UMR) takes no primary path at INIT2RTR (only its P_Key index,
 /// with `PKEY_INDEX`): upstream mlx5_ib sends those members zeroed when the verbs mask lacks
 /// them, and our driver sends the values it keeps, so both leave the context as it was.
 fn optional_taken(opcode: u16, st: u32, f: Member<qpc::Bits>, opt: u32) -> bool {
-    if matches!(opcode, op::RST2INIT_QP | op::INIT2INIT_QP) {
+    let same = |g: Member<qpc::Bits>| g.bit_off == f.bit_off && g.bit_width == f.bit_width;
+    if opcode == op::RST2INIT_QP {
         return true;
     }
-    let same = |g: Member<qpc::Bits>| g.bit_off == f.bit_off && g.bit_width == f.bit_width;
+    if opcode == op::INIT2INIT_QP {
+        // The Q counter set is given at RST2INIT (upstream sets it at RESET->INIT only; its
+        // INIT2INIT sends the member zeroed): INIT2INIT moves it only with its bit.
+        return !same(qpc::counter_set_id) || opt & qp_optpar::COUNTER_SET_ID != 0;
+    }
     if same(qpc::primary_address_path) && opcode == op::INIT2RTR_QP {
         return matches!(st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI);
     }

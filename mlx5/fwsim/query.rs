@@ -120,10 +120,14 @@ impl Fw {
     ) -> Result<(), CmdError> {
         let p = &self.cfg.profile;
         let eth = self.cfg.link_layer == LinkLayer::Ethernet;
-        let values: [(Member<cmd_hca_cap::Bits>, u32); 47] = [
+        let values: [(Member<cmd_hca_cap::Bits>, u32); 49] = [
             (cmd_hca_cap::log_max_srq_sz, p.log_max_srq_sz),
             // RTS2RTS may move a QP to another Q counter set (`qp.rs`).
             (cmd_hca_cap::rts2rts_qp_counters_set_id, 1),
+            // QUERY_Q_COUNTER's `out_of_sequence` and the retransmission counters
+            // (`duplicate_request` .. `local_ack_timeout_err`), moved by RC in packets.
+            (cmd_hca_cap::out_of_seq_cnt, 1),
+            (cmd_hca_cap::retransmission_q_counters, 1),
             // Q counter sets: the simulator's table.
             (cmd_hca_cap::max_qp_cnt, super::capacity::Q_COUNTER as u32),
             (cmd_hca_cap::log_max_qp_sz, p.log_max_qp_sz),

@@ -4,28 +4,71 @@
 //! and the counters the core binds QPs to (`mlx5_ib_counter_bind_qp()` and the rest).
 
 use crate::cmd::exec;
-use crate::cmd::res::{AllocQCounter, DeallocQCounter, QueryQCounter};
-use crate::ib::device::Mlx5Ib;
+use crate::cmd::res::{AllocQCounter, DeallocQCounter, QCntGroup, QueryQCounter, Q_COUNTERS};
+use crate::ib::device::{gen, Mlx5Ib};
 use crate::ib::qp::modify::qp_set_counter;
+use crate::prm::ctx::cmd_hca_cap;
 use ib_core_rs::device::Device;
 use kernel::prelude::*;
 
-/// The names of [`crate::cmd::res::Q_COUNTERS`] (upstream `cnts->descs`).
-static Q_COUNTER_NAMES: [&CStr; 10] = {
-    let q = &crate::cmd::res::Q_COUNTERS;
-    [
-        q[0].0, q[1].0, q[2].0, q[3].0, q[4].0, q[5].0, q[6].0, q[7].0, q[8].0, q[9].0,
-    ]
-};
+/// Bit 0: the device has `out_of_seq_cnt`; bit 1: `retransmission_q_counters`.
+type Groups = u8;
+
+/// Whether counters of `g` are shown on a device with `groups` (upstream
+/// `mlx5_ib_fill_counters()`).
+const fn shown(g: QCntGroup, groups: Groups) -> bool {
+    match g {
+        QCntGroup::Basic | QCntGroup::Accl => true,
+        QCntGroup::OutOfSeq => groups & 1 != 0,
+        QCntGroup::Retrans => groups & 2 != 0,
+    }
+}
+
+/// The names of the [`Q_COUNTERS`] shown with `groups`, in order (upstream `cnts->descs`).
+const fn names<const N: usize>(groups: Groups) -> [&'static CStr; N] {
+    let mut out = [c""; N];
+    let (mut i, mut j) = (0, 0);
+    while i < Q_COUNTERS.len() {
+        if shown(Q_COUNTERS[i].2, groups) {
+            out[j] = Q_COUNTERS[i].0;
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(j == N);
+    out
+}
+
+static NAMES_NONE: [&CStr; 10] = names(0);
+static NAMES_OOS: [&CStr; 11] = names(1);
+static NAMES_RETRANS: [&CStr; 15] = names(2);
+static NAMES_ALL: [&CStr; 16] = names(3);
+
+/// The optional Q counter groups of the device's general capabilities.
+fn groups(dev: &Device<Mlx5Ib>) -> Groups {
+    gen(dev.data()).map_or(0, |c| {
+        let oos = u8::from(c.get(cmd_hca_cap::out_of_seq_cnt) != 0);
+        let re = u8::from(c.get(cmd_hca_cap::retransmission_q_counters) != 0);
+        oos | re << 1
+    })
+}
 
 /// upstream `mlx5_ib_alloc_hw_port_stats()`: the names of the port's counters, none without a
 /// Q counter set.
 pub(crate) fn hw_port_stat_names(dev: &Device<Mlx5Ib>) -> Option<&'static [&'static CStr]> {
-    (dev.data().qcnt_set() != 0).then_some(&Q_COUNTER_NAMES[..])
+    if dev.data().qcnt_set() == 0 {
+        return None;
+    }
+    Some(match groups(dev) {
+        0 => &NAMES_NONE[..],
+        1 => &NAMES_OOS[..],
+        2 => &NAMES_RETRANS[..],
+        _ => &NAMES_ALL[..],
+    })
 }
 
 /// upstream `mlx5_ib_get_hw_stats()` → `do_get_hw_stats()` → `mlx5_ib_query_q_counters()` for
-/// a port: QUERY_Q_COUNTER of the port's set, the [`crate::cmd::res::Q_COUNTERS`] in order
+/// a port: QUERY_Q_COUNTER of the port's set, the [`Q_COUNTERS`] the device shows, in order
 /// (the device has no congestion or PPCNT counters to add).
 ///
 /// # Errors
@@ -96,8 +139,13 @@ pub(crate) fn counter_update_stats(
     out: &mut [u64],
 ) -> Result<usize> {
     let v = exec(&*dev.data().hw, &QueryQCounter { id })?;
+    let g = groups(dev);
+    let vals = v
+        .iter()
+        .zip(Q_COUNTERS.iter())
+        .filter(|(_, (_, _, k))| shown(*k, g));
     let mut n = 0;
-    for (o, x) in out.iter_mut().zip(v.iter()) {
+    for (o, (x, _)) in out.iter_mut().zip(vals) {
         *o = u64::from(*x);
         n += 1;
     }

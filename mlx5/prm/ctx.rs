@@ -33,6 +33,8 @@ prm_layouts! {
         end_pad @ 0x160, 0x1;
         rts2rts_qp_counters_set_id @ 0x169, 0x1;
         gid_table_size @ 0x170, 0x10;
+        out_of_seq_cnt @ 0x180, 0x1;
+        retransmission_q_counters @ 0x182, 0x1;
         max_qp_cnt @ 0x186, 0xa;
         pkey_table_size @ 0x190, 0x10;
         vport_group_manager @ 0x1a0, 0x1;

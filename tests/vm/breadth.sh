@@ -126,8 +126,9 @@ rstat_has_all() {
 	done <"$1"
 }
 
-# vm_hw_counters: upstream mlx5_ib's port Q counters (counters.c: basic_q_cnts +
-# roce_accl_cnts on a device without the optional counter caps), from the
+# vm_hw_counters: upstream mlx5_ib's port Q counters (counters.c: basic_q_cnts,
+# out_of_seq_q_cnts, retrans_q_cnts and roce_accl_cnts: the simulator has out_of_seq_cnt
+# and retransmission_q_counters, not the other optional counter caps), from the
 # simulator's Q counter set, in sysfs and `rdma statistic show`, moved by the
 # traffic that ran: rereg_test's 3 accepted RDMA WRITEs and 2 RDMA READs
 # (exactly), then perftest's writes, reads and atomics (at least -n each).
@@ -135,8 +136,8 @@ hw_counters_suite() {
 	local d c want
 	load_ours $BREADTH_SIM
 	d=mlx5_0
-	want="out_of_buffer roce_adp_retrans roce_adp_retrans_to roce_slow_restart roce_slow_restart_cnps roce_slow_restart_trans rx_atomic_requests rx_dct_connect rx_read_requests rx_write_requests"
-	t_check "$d: ports/1/hw_counters holds upstream mlx5_ib's 10 counters and lifespan" \
+	want="duplicate_request implied_nak_seq_err local_ack_timeout_err out_of_buffer out_of_sequence packet_seq_err rnr_nak_retry_err roce_adp_retrans roce_adp_retrans_to roce_slow_restart roce_slow_restart_cnps roce_slow_restart_trans rx_atomic_requests rx_dct_connect rx_read_requests rx_write_requests"
+	t_check "$d: ports/1/hw_counters holds upstream mlx5_ib's 16 counters and lifespan" \
 		test "$(ls /sys/class/infiniband/$d/ports/1/hw_counters | grep -v lifespan | tr '\n' ' ')" = "$want "
 	t_check "$d: hw_counters/lifespan is 10 (upstream's default)" \
 		test "$(cat /sys/class/infiniband/$d/ports/1/hw_counters/lifespan)" = 10

@@ -151,12 +151,14 @@ ${t}_${srv}_serves|$n|$t|-d mlx5_0 -x 1 -F -m 1024 -u 18 -n 100 $sz|-d rxe0 -x 0
 done
 
 # RC with faults (A reloaded with wire_drop=97 wire_dup=101 wire_reorder=103
-# wire_corrupt=107: of the RoCE v2 frames A's function sends or receives, about 1 % each is
-# dropped, doubled, held back behind the next, or corrupted so that the receiver's ICRC check
-# drops it): perftest's WRITE, SEND and READ bandwidth runs, each side serving, must complete
-# with several messages in flight (perftest keeps both QPs until its closing handshake; the
-# pingpongs exit as soon as their own work completes, so a lost last ACK leaves the other
-# side retrying into a destroyed QP); the data under faults is checked by the host tests.
+# wire_corrupt=107, and mad_qps=1 for the CM: of the RoCE v2 frames A's function sends or
+# receives, about 1 % each is dropped, doubled, held back behind the next, or corrupted so
+# that the receiver's ICRC check drops it): perftest's WRITE, SEND and READ bandwidth runs,
+# each side serving, must complete with several messages in flight (perftest keeps both QPs
+# until its closing handshake; the pingpongs exit as soon as their own work completes, so a
+# lost last ACK leaves the other side retrying into a destroyed QP, and ibv_rc_pingpong's -c
+# checks only the first byte of each page, one the receiver's own buffer already holds);
+# then WIRE_LOSS_CM_RUNS check the data.
 WIRE_LOSS_ARGS="-F -m 1024 -u 16 -n 200"
 WIRE_LOSS_RUNS="
 loss_write_b_serves|18641|ib_write_bw|-d mlx5_0 -x 1 $WIRE_LOSS_ARGS -s 8192|-d rxe0 -x 0 $WIRE_LOSS_ARGS -s 8192|b|$PERF_WANT
@@ -179,16 +181,26 @@ ucmatose_b_serves|b|ucmatose -b $WIRE_B -c 2 -C 10|ucmatose -s $WIRE_B -b $WIRE_
 ucmatose_a_serves|a|ucmatose -b $WIRE_A -c 2 -C 10|ucmatose -s $WIRE_A -b $WIRE_B -c 2 -C 10|data transfers complete
 "
 
-# wire_cm SIDE: this side's half of every line of WIRE_CM_RUNS. The server starts, then both
-# meet at the barrier; the client runs again while it is rejected (the server not listening
-# yet), up to 5 times.
+# Byte-checked RC under the faults: rping with 8 KiB pings (each a SEND, a READ of eight
+# 1024-byte responses carrying the client's buffer to the server, a WRITE of eight packets
+# carrying it back, a SEND), the client comparing every byte of what came back with what it
+# sent (-V: memcmp, "data mismatch!" and exit 1 otherwise), each side once server and once
+# client; the connection over our CM with QP1 under the same faults.
+WIRE_LOSS_CM_RUNS="
+loss_rping_b_serves|b|rping -s -a $WIRE_B -p 7176 -S 8192 -C 40 -V|rping -c -a $WIRE_B -I $WIRE_A -p 7176 -S 8192 -C 40 -v -V|ping data: rdma-ping-39
+loss_rping_a_serves|a|rping -s -a $WIRE_A -p 7177 -S 8192 -C 40 -V|rping -c -a $WIRE_A -I $WIRE_B -p 7177 -S 8192 -C 40 -v -V|ping data: rdma-ping-39
+"
+
+# wire_cm SIDE [RUNS]: this side's half of every line of RUNS (default WIRE_CM_RUNS). The
+# server starts, then both meet at the barrier; the client runs again while it is rejected
+# (the server not listening yet), up to 5 times.
 wire_cm() {
-	local side=$1 name srv sargs cargs want rc i s
-	echo "$WIRE_CM_RUNS" | while IFS='|' read -r name srv sargs cargs want; do
+	local side=$1 runs=${2:-$WIRE_CM_RUNS} name srv sargs cargs want rc i s
+	echo "$runs" | while IFS='|' read -r name srv sargs cargs want; do
 		[ -n "$name" ] || continue
 		if [ "$srv" = "$side" ]; then
 			echo "+ $sargs (server)"
-			timeout 120 $sargs </dev/null >/tmp/w-cm-s 2>&1 &
+			timeout 300 $sargs </dev/null >/tmp/w-cm-s 2>&1 &
 			s=$!
 			sleep 2
 			wire_sync "$name"
@@ -201,12 +213,14 @@ wire_cm() {
 			echo "+ $cargs (client)"
 			for i in 1 2 3 4 5; do
 				rc=0
-				timeout 100 $cargs </dev/null >/tmp/w-cm-c 2>&1 || rc=$?
+				timeout 280 $cargs </dev/null >/tmp/w-cm-c 2>&1 || rc=$?
 				grep -q "REJECTED" /tmp/w-cm-c || break
 				sleep 2
 			done
-			sed 's/^/    client| /' /tmp/w-cm-c | tail -n 12
+			grep -v '^ping data: ' /tmp/w-cm-c | sed 's/^/    client| /' | tail -n 12
+			grep '^ping data: ' /tmp/w-cm-c | tail -n 1 | cut -c 1-80 | sed 's/^/    client| /'
 			t_check "$name: $cargs: client exit 0 ($rc)" test $rc = 0
+			t_check "$name: no data mismatch" sh -c "! grep -q 'data mismatch' /tmp/w-cm-c"
 			if grep -q -- "$want" /tmp/w-cm-c; then
 				t_ok "$name: the client printed '$want'"
 			else
@@ -359,11 +373,36 @@ wire_reload_a() {
 	t_check "B answers a ping again" wire_wait_ping $WIRE_B 120
 }
 
-# A's part of WIRE_LOSS_RUNS: the module again with the faults.
+# The transport Q counters of mlx5_0's port (hw_counters, upstream mlx5_ib's names), "name
+# value" lines.
+WIRE_QCNTS="out_of_sequence duplicate_request packet_seq_err implied_nak_seq_err local_ack_timeout_err rnr_nak_retry_err"
+wire_qcnts() {
+	local c
+	for c in $WIRE_QCNTS; do
+		echo "$c $(cat /sys/class/infiniband/mlx5_0/ports/1/hw_counters/$c 2>/dev/null)"
+	done
+}
+
+# wire_qcnt_check WHO: mlx5_0's transport Q counters show the faults: its responder counted
+# requests past the expected PSN and duplicates, its requester went back (a sequence NAK, an
+# implied NAK or the ACK timer).
+wire_qcnt_check() {
+	local q
+	q=$(wire_qcnts)
+	echo "$q" | sed "s/^/$1: hw_counters /"
+	t_check "$1's responder counted gaps and duplicates (hw_counters out_of_sequence, duplicate_request > 0)" \
+		test "$(echo "$q" | awk '/^out_of_sequence / { o = $2 } /^duplicate_request / { d = $2 } END { print (o > 0 && d > 0) ? 1 : 0 }')" = 1
+	t_check "$1's requester went back (hw_counters packet_seq_err + implied_nak_seq_err + local_ack_timeout_err > 0)" \
+		test "$(echo "$q" | awk '/^(packet_seq_err|implied_nak_seq_err|local_ack_timeout_err) / { n += $2 } END { print n + 0 }')" -gt 0
+}
+
+# A's part of WIRE_LOSS_RUNS and WIRE_LOSS_CM_RUNS: the module again with the faults (and
+# QP1 on the wire for the CM); then A's debugfs counters and its port's Q counters.
 wire_loss_a() {
-	local st
-	wire_reload_a "(faults injected)" $WIRE_FAULTS
+	local st q
+	wire_reload_a "(faults injected)" mad_qps=1 $WIRE_FAULTS
 	wire_rdma a "$WIRE_LOSS_RUNS"
+	wire_cm a "$WIRE_LOSS_CM_RUNS"
 	st=$(cat /sys/kernel/debug/mlx5_fwsim/*/stats 2>/dev/null)
 	echo "$st" | grep -E "^wire_" | sed 's/^/A (faults): /'
 	t_check "A's requester sent packets again (wire_rc_retransmits > 0)" \
@@ -372,6 +411,14 @@ wire_loss_a() {
 		test "$(echo "$st" | awk '/^wire_rc_duplicates/ { d = $2 } /^wire_rc_out_of_sequence/ { o = $2 } END { print (d > 0 && o > 0) ? 1 : 0 }')" = 1
 	t_check "A dropped the corrupted frames it received by their ICRC (wire_bad_icrc > 0)" \
 		test "$(echo "$st" | awk '/^wire_bad_icrc/ { print $2 }')" -gt 0
+	wire_qcnt_check A
+	# Every RC QP counts into the port's Q counter set: its responder counters are the
+	# debugfs ones (no UC ran under the faults).
+	q=$(wire_qcnts)
+	t_check "A's hw_counters out_of_sequence = debugfs wire_rc_out_of_sequence" \
+		test "$(echo "$q" | awk '/^out_of_sequence / { print $2 }')" = "$(echo "$st" | awk '/^wire_rc_out_of_sequence/ { print $2 }')"
+	t_check "A's hw_counters duplicate_request = debugfs wire_rc_duplicates" \
+		test "$(echo "$q" | awk '/^duplicate_request / { print $2 }')" = "$(echo "$st" | awk '/^wire_rc_duplicates/ { print $2 }')"
 }
 
 # rxe's counters after WIRE_RUNS: every run is 100 single-packet messages each way, so rxe
@@ -395,7 +442,8 @@ wire_rxe_errors() {
 	done
 }
 
-# B's part of WIRE_LOSS_RUNS: rxe's counters show what A's faults made rxe do again.
+# B's part of WIRE_LOSS_RUNS and WIRE_LOSS_CM_RUNS: rxe's counters show what A's faults
+# made rxe do again.
 wire_loss_b() {
 	local h=/sys/class/infiniband/rxe0/ports/1/hw_counters seq dup oos retry c
 	seq=$(cat $h/rcvd_seq_err)
@@ -403,6 +451,11 @@ wire_loss_b() {
 	oos=$(cat $h/out_of_seq_request)
 	retry=$(cat $h/completer_retry_err)
 	wire_rdma b "$WIRE_LOSS_RUNS"
+	echo "B: rxe0 counters after perftest's runs under the faults:"
+	for c in rcvd_seq_err duplicate_request out_of_seq_request completer_retry_err; do
+		echo "    $c $(cat $h/$c)"
+	done
+	wire_cm b "$WIRE_LOSS_CM_RUNS"
 	echo "B: rxe0 counters after the faults:"
 	for c in $h/*; do echo "    $(basename $c) $(cat $c)"; done
 	t_check "rxe0 was NAKed for gaps (rcvd_seq_err $seq -> $(cat $h/rcvd_seq_err))" \
@@ -508,6 +561,9 @@ wire_b_ours_suite() {
 	t_check "ip link set $a up" ip link set $a up
 	wire_cm b
 	wire_rdma b "$WIRE_LOSS_RUNS"
+	wire_cm b "$WIRE_LOSS_CM_RUNS"
+	# A's faults reach B's engine too: its Q counters show gaps, duplicates and going back.
+	wire_qcnt_check B
 	# A's benchmark against ours on B (A first with ours, then with rxe).
 	WIRE_BENCH_SRV_DEV="-d mlx5_0 -x 1" wire_bench b ours
 	WIRE_BENCH_SRV_DEV="-d mlx5_0 -x 1" wire_bench b rxe

@@ -161,6 +161,7 @@ pub(super) fn step(nodes: &mut [Node<'_>], ni: usize, s: &Snap, pi: u16, now: u6
             let k = w.oldest().map_or(0, |e| e.acked);
             w.rewind(0, k);
             w.back = None;
+            n.fw.q_count(s.cnt_set, QCnt::LocalAckTimeout);
         }
     }
     if !send_window(n, slot, pi) {
@@ -336,8 +337,9 @@ fn set_req(fw: &mut Fw, slot: usize, f: impl FnOnce(&mut Req)) {
     }
 }
 
-/// Go-back-N without a NAK (a response past one that did not come): the window sent again
-/// from PSN `psn` of its oldest message, once for that PSN until there is progress.
+/// Go-back-N without a NAK (a response past one that did not come: an implied NAK, counted
+/// as `implied_nak_seq_err`): the window sent again from PSN `psn` of its oldest message,
+/// once for that PSN until there is progress.
 fn go_back(fw: &mut Fw, slot: usize, psn: u32) {
     let Some(q) = qp_mut(fw, slot) else {
         return;
@@ -347,12 +349,14 @@ fn go_back(fw: &mut Fw, slot: usize, psn: u32) {
         return;
     }
     w.back = Some(psn);
+    let set = qpc::counter_set_id.get(&q.qpc).unwrap_or(0);
     if let Some(e) = w.oldest() {
         w.rewind(0, psn_off(psn, e.first));
     }
     if matches!(q.q.wait, Wait::Ack(_)) {
         q.q.wait = Wait::None;
     }
+    fw.q_count(set, QCnt::ImpliedNak);
 }
 
 fn set_resp(fw: &mut Fw, slot: usize, f: impl FnOnce(&mut Resp)) {
@@ -619,13 +623,17 @@ fn ack(fw: &mut Fw, s: &Snap, r: &Req, a: Aeth, k: u32, now: u64) -> Option<ReqR
         AETH_RNR => {
             rewind(fw, s.slot, k);
             match retry_later(fw, s, ReqRes::Rnr(rnr_timer_ns(code)), now) {
-                Ok(_) => None,
+                Ok(_) => {
+                    fw.q_count(s.cnt_set, QCnt::RnrNak);
+                    None
+                }
                 Err(e) => Some(ReqRes::Err(e)),
             }
         }
         AETH_NAK => match code {
             NAK_SEQ => {
                 // Again from the PSN the responder expects, at once.
+                fw.q_count(s.cnt_set, QCnt::PacketSeqErr);
                 rewind(fw, s.slot, k);
                 if let Some(q) = qp_mut(fw, s.slot) {
                     q.q.wait = Wait::None;
@@ -726,6 +734,7 @@ fn uc_request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> boo
         }
     } else if psn != epsn & PSN_MASK {
         n.fw.wire_tx.stats.out_of_sequence += 1;
+        n.fw.q_count(d.cnt_set, QCnt::OutOfSequence);
         drop_msg(n);
         return true;
     }
@@ -778,6 +787,7 @@ fn request(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> bo
     if k >= PSN_HALF {
         if let Some(n) = nodes.get_mut(di) {
             n.fw.wire_tx.stats.duplicates += 1;
+            n.fw.q_count(d.cnt_set, QCnt::DuplicateRequest);
         }
         duplicate(nodes, di, &d, p, epsn);
         return true;
@@ -786,6 +796,7 @@ fn request(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> bo
         // Ahead of the expected PSN: one NAK until the expected one comes.
         if let Some(n) = nodes.get_mut(di) {
             n.fw.wire_tx.stats.out_of_sequence += 1;
+            n.fw.q_count(d.cnt_set, QCnt::OutOfSequence);
             set_resp(n.fw, d.slot, |r| {
                 if !r.nak_sent {
                     r.nak_sent = true;

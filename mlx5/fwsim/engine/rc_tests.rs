@@ -28,7 +28,8 @@ fn receive_at(h: &mut Host, frame: &[u8], now: u64) -> bool {
 }
 
 /// Two Ethernet devices, one RC QP each, connected over IPv4 RoCE v2 GIDs at path MTU
-/// `mtu` (the IB enum), the first PSNs `psn` both ways.
+/// `mtu` (the IB enum), the first PSNs `psn` both ways, each QP counting into a Q counter
+/// set of its own device.
 struct Link {
     a: Host,
     b: Host,
@@ -38,6 +39,27 @@ struct Link {
     qb: QpH,
     ma: Mr,
     mb: Mr,
+    /// The Q counter sets of `qa` and `qb`.
+    sa: u32,
+    sb: u32,
+}
+
+/// The transport counters of Q counter set `id` of `h` (QUERY_Q_COUNTER): `out_of_sequence`,
+/// `duplicate_request`, `rnr_nak_retry_err`, `packet_seq_err`, `implied_nak_seq_err`,
+/// `local_ack_timeout_err`.
+fn transport_counters(h: &mut Host, id: u32) -> [u32; 6] {
+    let mut b = inbox(op::QUERY_Q_COUNTER, 0, 0, query_q_counter_in::SIZE_BYTES);
+    query_q_counter_in::counter_set_id.set(&mut b, id).unwrap();
+    let out = ok(&mut h.fw, &b, query_q_counter_out::SIZE_BYTES);
+    let g = |f: Member<query_q_counter_out::Bits>| f.get(&out).unwrap();
+    [
+        g(query_q_counter_out::out_of_sequence),
+        g(query_q_counter_out::duplicate_request),
+        g(query_q_counter_out::rnr_nak_retry_err),
+        g(query_q_counter_out::packet_seq_err),
+        g(query_q_counter_out::implied_nak_seq_err),
+        g(query_q_counter_out::local_ack_timeout_err),
+    ]
 }
 
 const MEM: usize = 64 * 1024;
@@ -50,9 +72,11 @@ fn link(mtu: u32, psn: u32, tweak: impl Fn(&mut Path)) -> Link {
     let (ca, cb) = (a.cq(8, false), b.cq(8, false));
     let qa = a.qp(QPC_ST_RC, &ca, &ca, (7, 6, 2));
     let qb = b.qp(QPC_ST_RC, &cb, &cb, (7, 6, 2));
-    for (h, q, peer, g) in [(&mut a, &qa, qb.qpn, 2), (&mut b, &qb, qa.qpn, 1)] {
+    let (sa, sb) = (q_alloc(&mut a), q_alloc(&mut b));
+    for (h, q, peer, g, set) in [(&mut a, &qa, qb.qpn, 2, sa), (&mut b, &qb, qa.qpn, 1, sb)] {
         let mut p = Path::to(peer, 0);
         p.gid = Some(gid_v4(g));
+        p.counter_set = set;
         p.mtu = mtu;
         p.rq_psn = psn;
         p.sq_psn = psn;
@@ -70,6 +94,8 @@ fn link(mtu: u32, psn: u32, tweak: impl Fn(&mut Path)) -> Link {
         qb,
         ma,
         mb,
+        sa,
+        sb,
     }
 }
 
@@ -420,6 +446,15 @@ fn rc_loss_duplication_and_reordering_recover() {
     let (sa, sb) = (l.a.fw.wire_rc_stats(), l.b.fw.wire_rc_stats());
     assert!(sa.retransmits > 0, "{sa:?}");
     assert!(sb.duplicates > 0 && sb.out_of_sequence > 0, "{sb:?}");
+    // The QPs' Q counter sets: B's responder counted the same gaps and duplicates; A's
+    // requester was NAKed for sequence errors.
+    let qb = transport_counters(&mut l.b, l.sb);
+    assert_eq!(
+        (u64::from(qb[0]), u64::from(qb[1])),
+        (sb.out_of_sequence, sb.duplicates)
+    );
+    let qa = transport_counters(&mut l.a, l.sa);
+    assert!(qa[3] > 0, "{qa:?}");
 }
 
 /// A duplicate READ request is executed again from memory (the responder's current data),
@@ -517,6 +552,9 @@ fn rc_rnr_and_ack_timeout_retries() {
         (s[0].opcode, s[0].syndrome),
         (cqe_op::REQ_ERR, csyn::RNR_RETRY_EXC)
     );
+    // RNR NAKs retried: the first SEND's one, the second's first two (the third spent the
+    // retries).
+    assert_eq!(transport_counters(&mut l.a, l.sa), [0, 0, 3, 0, 0, 0]);
     // A fresh pair; B never answers: 1 + 3 transmissions, then RETRY_EXC.
     let mut l = link(3, 0, |p| p.retry = 3);
     l.a.post(&mut l.qa, &Wr::new(wqe_op::SEND).sge(l.ma.sge(0, 100)));
@@ -534,6 +572,8 @@ fn rc_rnr_and_ack_timeout_retries() {
         (s[0].opcode, s[0].syndrome),
         (cqe_op::REQ_ERR, csyn::RETRY_EXC)
     );
+    // 3 ACK timer expiries sent the window again; the fourth spent the retry count.
+    assert_eq!(transport_counters(&mut l.a, l.sa), [0, 0, 0, 0, 0, 3]);
     assert_eq!(l.a.state(&l.qa), QPC_STATE_ERR);
 }
 
@@ -766,6 +806,9 @@ fn rc_nak_sequence_error_mid_window_goes_back_n() {
     }
     let sb = l.b.fw.wire_rc_stats();
     assert_eq!((sb.out_of_sequence, sb.duplicates), (2, 0));
+    // In the QPs' Q counter sets: B's 2 out-of-sequence requests, A's one sequence NAK.
+    assert_eq!(transport_counters(&mut l.b, l.sb), [2, 0, 0, 0, 0, 0]);
+    assert_eq!(transport_counters(&mut l.a, l.sa), [0, 0, 0, 1, 0, 0]);
 }
 
 /// A READ response lost inside the window (a WRITE before the READ, a SEND after it): the
@@ -846,6 +889,9 @@ fn rc_duplicate_read_replayed_inside_the_window() {
     assert_eq!(l.b.poll_all(&mut l.cb).len(), 1);
     assert_eq!(l.b.fw.wire_rc_stats().duplicates, 2);
     assert_eq!(l.a.fw.wire_rc_stats().retransmits, 2);
+    // A's READ response past the expected one: an implied NAK; B's two duplicates.
+    assert_eq!(transport_counters(&mut l.a, l.sa), [0, 0, 0, 0, 1, 0]);
+    assert_eq!(transport_counters(&mut l.b, l.sb), [0, 2, 0, 0, 0, 0]);
 }
 
 /// UC in packets (IBA 9.8.3): a SEND and a WRITE with immediate of three packets each (UC
