@@ -549,6 +549,10 @@ impl CmId {
             );
         }
         let Some(p) = p else {
+            // upstream cma_rep_recv(); ucma's ids (no QP) just send the RTU.
+            if self.qp().is_none() {
+                return conn.rtu(&[]);
+            }
             return self.rep_recv(&conn);
         };
         // upstream cma_accept_ib(): the id's QP to RTR and RTS before the REP.
