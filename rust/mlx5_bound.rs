@@ -47,6 +47,11 @@ pub(crate) fn remove(ib: &Arc<Device<Mlx5Ib>>) {
     if let Some(i) = l.iter().position(|(d, _)| Arc::ptr_eq(d, ib)) {
         let _ = l.remove(i);
     }
+    // A static is not dropped at module exit: the last removal (every function unbinds
+    // before the module goes) frees the storage.
+    if l.is_empty() {
+        *l = KVec::new();
+    }
 }
 
 /// The devices of the mlx5_core functions bound now.
