@@ -25,11 +25,14 @@ use kernel::sync::{Arc, Mutex};
 mod conn;
 #[path = "cma/mcast.rs"]
 mod mcast;
+#[path = "cma/qp.rs"]
+mod qp;
 #[path = "cma/resolve.rs"]
 mod resolve;
 
 pub use conn::{ConnParam, UdParam};
 pub use mcast::{JOIN_FULLMEMBER, JOIN_SENDONLY_FULLMEMBER};
+pub use qp::CmQp;
 #[path = "cma/sockaddr.rs"]
 pub mod sockaddr;
 
@@ -231,6 +234,8 @@ struct IdState {
     listen: Option<crate::cm::service::CmListen>,
     /// The groups joined (upstream `mc_list`).
     mcs: KVec<mcast::Mc>,
+    /// A kernel consumer's QP (upstream `id->qp`, `core/cma/qp.rs`).
+    qp: Option<Arc<dyn CmQp>>,
 }
 
 impl IdState {
@@ -256,6 +261,7 @@ impl IdState {
             conn: None,
             listen: None,
             mcs: KVec::new(),
+            qp: None,
         }
     }
 }
@@ -418,11 +424,12 @@ impl CmId {
     pub fn destroy(self: &Arc<Self>) {
         // Waits for a handler call in progress.
         drop(self.handler.lock().take());
-        let (conn, listen) = {
+        let (conn, listen, qp) = {
             let mut s = self.st.lock();
-            (s.conn.take(), s.listen.take())
+            (s.conn.take(), s.listen.take(), s.qp.take())
         };
         drop(listen);
+        drop(qp);
         if let Some(c) = conn {
             c.destroy();
         }

@@ -52,6 +52,8 @@ pub(crate) mod umr;
 pub(crate) mod user_mem;
 pub(crate) mod xrcd;
 
+#[cfg(CONFIG_KUNIT)]
+pub(crate) mod cma_tests;
 mod datapath_tests;
 mod device_tests;
 mod gsi_tests;

@@ -102,8 +102,8 @@ impl auxiliary::Driver for Mlx5AuxDriver {
         let d = Mlx5Dev::probe_under(hw, Some(parent))?;
         log_probed(adev.as_ref(), &d);
         #[cfg(CONFIG_KUNIT)]
-        if let (Backend::Mlx5Core, Some(ib)) = (info, d.ib()) {
-            crate::mlx5_bound::add(ib)?;
+        if let Some(ib) = d.ib() {
+            crate::mlx5_bound::add(ib, matches!(info, Backend::Mlx5Core))?;
         }
         Ok(Mlx5Function {
             _dev: d,

@@ -617,6 +617,9 @@ impl Mlx5Hw for SimFunction {
 /// then the fabrics' workers.
 pub(crate) struct SimDevices {
     _uplink: Option<UplinkAttachment>,
+    /// `mlx5_fwsim/kcm`: the kernel rdma_cm consumer test (`ib/cma_tests.rs`).
+    #[cfg(CONFIG_KUNIT)]
+    _kcm: Pin<KBox<kernel::debugfs::File<()>>>,
     _debugfs: KVec<Pin<KBox<Scope<Arc<SimFunction>>>>>,
     _root: Dir,
     _parent: AuxParent<SimRegData>,
@@ -736,8 +739,19 @@ impl SimDevices {
             scopes.push(scope, GFP_KERNEL)?;
             parent.add(AUX_NAME, id, modname, f)?;
         }
+        #[cfg(CONFIG_KUNIT)]
+        let kcm = KBox::pin_init(
+            root.write_callback_file(
+                c"kcm",
+                Ok::<(), Error>(()),
+                &crate::ib::cma_tests::write_kcm,
+            ),
+            GFP_KERNEL,
+        )?;
         let devs = Self {
             _uplink: uplink,
+            #[cfg(CONFIG_KUNIT)]
+            _kcm: kcm,
             _debugfs: scopes,
             _root: root,
             _parent: parent,

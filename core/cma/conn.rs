@@ -182,7 +182,7 @@ struct IdConn {
 }
 
 impl CmConnHandler for IdConn {
-    fn event(&self, _conn: &Arc<CmConn>, ev: CmConnEvent) {
+    fn event(&self, conn: &Arc<CmConn>, ev: CmConnEvent) {
         let id = &self.id;
         let e = match ev.kind {
             CmEventKind::RepReceived => {
@@ -201,6 +201,17 @@ impl CmConnHandler for IdConn {
                     };
                     p.private_data[..msg::REP_PRIVATE_DATA].copy_from_slice(&r.private_data);
                     e.conn = boxed(p);
+                }
+                // upstream cma_ib_handler(): an id with a QP answers the REP itself
+                // (cma_rep_recv()) and reports the connection established.
+                if id.qp().is_some() {
+                    match id.rep_recv(conn) {
+                        Ok(()) => e.event = CmEventType::Established,
+                        Err(err) => {
+                            e.event = CmEventType::ConnectError;
+                            e.status = err.to_errno();
+                        }
+                    }
                 }
                 e
             }
@@ -484,16 +495,18 @@ impl CmId {
             self.st.lock().conn = Some(conn);
             return Ok(());
         }
+        // upstream rdma_connect(): the id's QP, else the consumer's number.
+        let qp = self.qp();
         let req = ReqParams {
             service_id: service_id(self.ps, dst.port()),
-            qp_num: p.qp_num,
+            qp_num: qp.as_ref().map_or(p.qp_num, |q| q.qp_num()),
             starting_psn: seq,
             responder_resources: p.responder_resources,
             initiator_depth: p.initiator_depth,
             retry_count: p.retry_count.min(7),
             rnr_retry_count: p.rnr_retry_count.min(7),
             flow_control: p.flow_control != 0,
-            srq: p.srq != 0,
+            srq: qp.as_ref().map_or(p.srq != 0, |q| q.has_srq()),
             local_ca_guid: b.node_guid,
             cm_response_timeout: cm_response_timeout(),
             max_cm_retries: max_cm_retries(),
@@ -508,8 +521,9 @@ impl CmId {
         self.st.lock().conn.clone().ok_or(EINVAL)
     }
 
-    /// Accepts (upstream `rdma_accept()`): on the passive side a REP with `p`; on the active
-    /// side (`None`, after `RDMA_CM_EVENT_CONNECT_RESPONSE`) the RTU (`cma_rep_recv()`).
+    /// Accepts (upstream `rdma_accept()`): on the passive side a REP with `p` (the id's QP
+    /// to RTR and RTS first); on the active side (`None`, after
+    /// `RDMA_CM_EVENT_CONNECT_RESPONSE`) the RTU (`cma_rep_recv()`).
     ///
     /// # Errors
     ///
@@ -534,20 +548,47 @@ impl CmId {
                 &p.private_data[..usize::from(p.private_data_len)],
             );
         }
-        match p {
-            None => conn.rtu(&[]),
-            Some(p) => conn.rep(&RepParams {
-                qp_num: p.qp_num,
-                starting_psn: seq,
-                responder_resources: p.responder_resources,
-                initiator_depth: p.initiator_depth,
-                rnr_retry_count: p.rnr_retry_count.min(7),
-                flow_control: p.flow_control != 0,
-                srq: p.srq != 0,
-                local_ca_guid: b.map_or(0, |b| b.node_guid),
-                private_data: &p.private_data[..usize::from(p.private_data_len)],
-            }),
+        let Some(p) = p else {
+            // upstream cma_rep_recv(); ucma's ids (no QP) just send the RTU.
+            if self.qp().is_none() {
+                return conn.rtu(&[]);
+            }
+            return self.rep_recv(&conn);
+        };
+        // upstream cma_accept_ib(): the id's QP to RTR and RTS before the REP.
+        let qp = self.qp();
+        let r = self
+            .qp_to_rts(Some((p.responder_resources, p.initiator_depth)))
+            .and_then(|()| {
+                conn.rep(&RepParams {
+                    qp_num: qp.as_ref().map_or(p.qp_num, |q| q.qp_num()),
+                    starting_psn: seq,
+                    responder_resources: p.responder_resources,
+                    initiator_depth: p.initiator_depth,
+                    rnr_retry_count: p.rnr_retry_count.min(7),
+                    flow_control: p.flow_control != 0,
+                    srq: qp.as_ref().map_or(p.srq != 0, |q| q.has_srq()),
+                    local_ca_guid: b.map_or(0, |b| b.node_guid),
+                    private_data: &p.private_data[..usize::from(p.private_data_len)],
+                })
+            });
+        if r.is_err() && qp.is_some() {
+            // upstream rdma_accept(): a failed accept rejects (here for an id with a QP).
+            let _ = self.qp_to_err();
+            let _ = conn.rej(cm_service::REJ_CONSUMER_DEFINED, &[]);
         }
+        r
+    }
+
+    /// upstream `cma_rep_recv()`: the active side's QP to RTR and RTS, then the RTU; a
+    /// failure moves the QP to ERR and rejects the REP.
+    fn rep_recv(&self, conn: &CmConn) -> Result {
+        let r = self.qp_to_rts(None).and_then(|()| conn.rtu(&[]));
+        if r.is_err() {
+            let _ = self.qp_to_err();
+            let _ = conn.rej(cm_service::REJ_CONSUMER_DEFINED, &[]);
+        }
+        r
     }
 
     /// Rejects a connection request (upstream `rdma_reject()`).
@@ -582,13 +623,16 @@ impl CmId {
         })
     }
 
-    /// Disconnects (upstream `rdma_disconnect()`: a DREQ, or the DREP of a DREQ received).
+    /// Disconnects (upstream `rdma_disconnect()`: the id's QP to ERR, a DREQ, or the DREP of
+    /// a DREQ received).
     ///
     /// # Errors
     ///
-    /// `EINVAL` without a connection.
+    /// `EINVAL` without a connection; the QP's modify error.
     pub fn disconnect(&self) -> Result {
         let c = self.conn()?;
+        // upstream: the id's QP to ERR first (cma_modify_qp_err()).
+        self.qp_to_err()?;
         if c.dreq(&[]).is_err() {
             let _ = c.drep(&[]);
         }

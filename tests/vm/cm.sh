@@ -80,6 +80,39 @@ cm_ucma_suite() {
 	unload_ours
 }
 
+# vm_cm_kernel: the kernel rdma_cm consumer (mlx5/ib/cma_tests.rs) between the two functions,
+# started by writing "SRC DST PORT" to /sys/kernel/debug/mlx5_fwsim/kcm: listen, resolve,
+# rdma_create_qp() on each id, connect/accept with private data, a SEND and an RDMA WRITE
+# checked, disconnect, each side's events; twice (the port and every object are released),
+# then the functions hold what they held before and the modules unload.
+cm_kernel_suite() {
+	local nd f=/sys/kernel/debug/mlx5_fwsim/kcm r0 r1 n
+	ip link set lo up
+	touch /tmp/kunit-ran.mlx5_ib_rs
+	load_ours sim=eth,eth mad_qps=1
+	sysctl -qw net.ipv4.conf.all.accept_local=1
+	nd=$(cm_netdevs)
+	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
+	t_check "kcm: a malformed request is EINVAL" sh -c "! echo '10.66.0 $CM_DST 1' 2>/dev/null >$f"
+	r0=$(cat /sys/kernel/debug/mlx5_fwsim/*/resources | tr '\n' ' ')
+	n=$(dmesg | grep -c 'kcm: kernel rdma_cm consumer passed')
+	for i in 1 2; do
+		t_check "kcm: run $i: $CM_SRC -> $CM_DST:7471 connects, moves data, disconnects" \
+			sh -c "echo '$CM_SRC $CM_DST 7471' >$f"
+	done
+	dmesg | grep 'kcm: ' | sed 's/^/    dmesg| /'
+	t_check "kcm: both runs report passing" \
+		test "$(dmesg | grep -c 'kcm: kernel rdma_cm consumer passed')" = $((n + 2))
+	t_check "kcm: active side: ADDR_RESOLVED ROUTE_RESOLVED ESTABLISHED DISCONNECTED" sh -c \
+		"dmesg | grep -q 'kcm: active side: \[AddrResolved, RouteResolved, Established, Disconnected\]'"
+	t_check "kcm: passive side: CONNECT_REQUEST ESTABLISHED DISCONNECTED" sh -c \
+		"dmesg | grep -q 'kcm: passive side: \[ConnectRequest, Established, Disconnected\]'"
+	r1=$(cat /sys/kernel/debug/mlx5_fwsim/*/resources | tr '\n' ' ')
+	t_check "kcm: the functions hold what they held before" test "$r0" = "$r1"
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	unload_ours
+}
+
 cm_ucma_rxe_suite() {
 	t_check "modprobe rdma_ucm rdma_rxe veth" modprobe -a rdma_ucm ib_uverbs rdma_rxe veth
 	t_check "veth0/veth1 with 10.77.0.1/24, 10.77.0.2/24" sh -c \
