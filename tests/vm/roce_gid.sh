@@ -42,7 +42,7 @@ rg_wait_gid() {
 	local i=0
 	while [ $i -lt 100 ]; do
 		grep -qx "$2" /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null && return 0
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 	return 1
@@ -53,7 +53,7 @@ rg_wait_no_gid() {
 	local i=0
 	while [ $i -lt 100 ]; do
 		grep -qx "$2" /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null || return 0
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 	return 1
@@ -66,7 +66,7 @@ rg_wait_entry() {
 	local i=0
 	while [ $i -lt 100 ]; do
 		[ -n "$(rg_index_of "$@")" ] && return 0
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 	return 1
@@ -78,7 +78,7 @@ rg_wait_rts() {
 	local i=0
 	while [ $i -lt 200 ]; do
 		[ "$(rdma res show qp 2>/dev/null | grep -c " state RTS .* comm $2")" -ge "$1" ] && return 0
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 	return 1
@@ -96,7 +96,7 @@ rg_events() {
 	/rdma-rs/port_events "$1" 1 20 >"$2" 2>&1 &
 	rg_ev_pid=$!
 	while [ $i -lt 100 ] && ! grep -q '^ready' "$2"; do
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 }
@@ -285,7 +285,7 @@ ri_wait_retry_exc() {
 	local i=0
 	while [ $i -lt 600 ]; do
 		grep -q 'transport retry counter exceeded' "$@" 2>/dev/null && return 0
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 	return 1

@@ -27,7 +27,7 @@ tr_wait_listen() {
 	local i=0
 	while [ $i -lt 100 ]; do
 		tcp_listening "$1" && return 0
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 	return 1

@@ -60,7 +60,7 @@ ucx_wait_listen() {
 	local i=0
 	while [ $i -lt 200 ]; do
 		tcp_listening "$1" && return 0
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 	return 1
