@@ -183,7 +183,7 @@ srq_res_while_held() {
 	pid=$!
 	i=0
 	while ! grep -q '^I holding' /tmp/srq-hold.out && [ $i -lt 1500 ]; do
-		sleep 0.2
+		nap 0.2
 		i=$((i + 1))
 	done
 	rdma res show srq >/tmp/res-srq 2>&1
