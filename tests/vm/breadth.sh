@@ -254,7 +254,7 @@ mon_start() {
 	/rdma-rs/rdma_notify -t 120 >"$1" 2>&1 &
 	MON_PID=$!
 	while ! grep -q '^I ready' "$1" && [ $i -lt 50 ]; do
-		sleep 0.2
+		nap 0.2
 		i=$((i + 1))
 	done
 }

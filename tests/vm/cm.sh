@@ -56,7 +56,7 @@ cm_ucma_suite() {
 		# An id left open at rmmod: the file pins the module; closed, everything goes.
 		sleep 30 </dev/infiniband/rdma_cm &
 		local p=$!
-		sleep 0.2
+		nap 0.2
 		t_check "rmmod ib_core_rs with rdma_cm open: EBUSY" sh -c '! rmmod ib_core_rs 2>/dev/null'
 		kill $p
 		wait $p 2>/dev/null
@@ -65,7 +65,7 @@ cm_ucma_suite() {
 		p=$!
 		local i=0 rc=0
 		while [ $i -lt 100 ] && ! grep -q "^I waiting" /tmp/cm-rm.out; do
-			sleep 0.1
+			nap 0.1
 			i=$((i + 1))
 		done
 		t_check "rmmod mlx5_ib_rs under bound, listening and resolved ids" rmmod mlx5_ib_rs
@@ -147,7 +147,7 @@ cm_unload_upstream() {
 	until modprobe -r -a rdma_ucm rdma_rxe ib_uverbs ib_uverbs_support rdma_cm iw_cm ib_cm ib_core \
 		veth 2>/dev/null ||
 		! grep -q "^ib_core " /proc/modules || [ $i -ge 120 ]; do
-		sleep 0.5
+		nap 0.5
 		i=$((i + 1))
 	done
 	echo "upstream modules unloaded after $i retries"
@@ -242,7 +242,7 @@ cm_conn_suite() {
 		c=$!
 		i=0
 		while [ $i -lt 200 ] && ! grep -q "ping data" /tmp/cm-c; do
-			sleep 0.1
+			nap 0.1
 			i=$((i + 1))
 		done
 		kill -9 $c
@@ -318,7 +318,7 @@ cm_mckey() {
 	timeout 60 mckey -m 239.1.2.3 -b "$3" -C 10 >/tmp/cm-s 2>&1 &
 	r=$!
 	while [ $i -lt 100 ] && ! grep -q 01005e010203 /proc/net/dev_mcast; do
-		sleep 0.1
+		nap 0.1
 		i=$((i + 1))
 	done
 	t_check "$t: mckey: the receiver's join is an IGMP membership (/proc/net/dev_mcast)" \
@@ -459,7 +459,7 @@ cm_removal_suite() {
 		cc=$!
 		i=0
 		while [ $i -lt 200 ] && ! grep -q "ping data" /tmp/rm-conn-c; do
-			sleep 0.1
+			nap 0.1
 			i=$((i + 1))
 		done
 		t_check "removal: the rping pair is connected and pinging" grep -q "ping data" /tmp/rm-conn-c
@@ -470,7 +470,7 @@ cm_removal_suite() {
 		# goes unanswered for seconds (cm_conn_load's timeout and retries).
 		i=0
 		while [ $i -lt 200 ] && ! ls -l /proc/$hc/fd 2>/dev/null | grep -q uverbs; do
-			sleep 0.1
+			nap 0.1
 			i=$((i + 1))
 		done
 		sleep 1
@@ -480,7 +480,7 @@ cm_removal_suite() {
 		t_check "removal: unbind $f under listening, connected and connecting ids ($rc)" test $rc = 0
 		i=0
 		while [ $i -lt 300 ] && { kill -0 $ls || kill -0 $cs || kill -0 $hc; } 2>/dev/null; do
-			sleep 0.1
+			nap 0.1
 			i=$((i + 1))
 		done
 		for p in "the listening server:/tmp/rm-listen" "the connected server:/tmp/rm-conn-s" \

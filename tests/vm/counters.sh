@@ -38,7 +38,7 @@ qpc_wait() {
 	for i in $(seq 100); do
 		[ "$(grep -c "$1" /tmp/qpc.out)" -ge "$2" ] && return 0
 		grep -q '^E fail' /tmp/qpc.out && break
-		sleep 0.2
+		nap 0.2
 	done
 	sed 's/^/    qpc| /' /tmp/qpc.out
 	return 1

@@ -25,7 +25,7 @@ dc_faults_suite() {
 	faults_sweep "mlx5_1:mlx5_ib_rs.rdma.1" "dci dct d_dct d_dci" 100000 1
 }
 
-# UCX 1.13's dc_mlx5 (suite vm_ucx_dc): `ucx_info -d` lists it on every function (UCX reads
+# UCX 1.13's dc_mlx5 (suite vm_ucx_dc): `ucx_info -d -t dc_mlx5` lists it on every function (UCX reads
 # the `dct` capability through DEVX), and unmodified ucx_perftest UCT tests over it with both
 # ends on one function, and a UCP tag-matching test between two functions, complete their
 # iterations (helpers of tests/vm/ucx.sh). UCX creates its DCTs and DCIs with DEVX commands
@@ -36,7 +36,9 @@ ucx_dc_suite() {
 	ucx_env
 	export UCX_DC_MLX5_SRQ_TOPO=cyclic_emulated
 	load_ours $UCX_SIM
-	ucx_info -d >/tmp/ucx-info.out 2>&1
+	# -t: the listing of dc_mlx5 alone (ucx_info opens no other transport's interfaces;
+	# vm_ucx_devices lists them all).
+	ucx_info -d -t dc_mlx5 >/tmp/ucx-info.out 2>&1
 	for n in 0 1 2 3; do
 		tls=" $(ucx_transports mlx5_$n | tr '\n' ' ')"
 		echo "mlx5_$n:$tls"

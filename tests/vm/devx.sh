@@ -28,7 +28,7 @@ devx_suite() {
 	rm -f /tmp/devx-go
 	/rdma-rs/devx_test -d mlx5_0 -w /tmp/devx-go >/tmp/devx-hold.out 2>&1 &
 	pid=$!
-	for i in $(seq 1 300); do grep -q '^I holding' /tmp/devx-hold.out && break; sleep 0.1; done
+	for i in $(seq 1 300); do grep -q '^I holding' /tmp/devx-hold.out && break; nap 0.1; done
 	echo "held: $(tr '\n' ' ' <$FWSIM_DBG/$f/resources)"
 	drv=$(fwsim_driver_of $f)
 	rc=0

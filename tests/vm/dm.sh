@@ -51,7 +51,7 @@ dm_unplug() {
 	rm -f /tmp/dm-go
 	/rdma-rs/dm_test -d mlx5_1 -g 1 -H /tmp/dm-go >/tmp/dm-unplug.out 2>&1 &
 	pid=$!
-	for i in $(seq 1 300); do grep -q READY /tmp/dm-unplug.out && break; sleep 0.1; done
+	for i in $(seq 1 300); do grep -q READY /tmp/dm-unplug.out && break; nap 0.1; done
 	echo "resources while held: $(tr '\n' ' ' <$FWSIM_DBG/$f/resources)"
 	drv=$(fwsim_driver_of $f)
 	rc=0

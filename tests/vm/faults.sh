@@ -110,7 +110,7 @@ faults_wait_gid3() {
 	while [ $i -lt 100 ]; do
 		grep -q '0000:0000:0000:0000:0000:ffff:0a4e:0001' \
 			/sys/class/infiniband/mlx5_1/ports/1/gids/3 2>/dev/null && return 0
-		sleep 0.1
+		nap 0.1
 		i=$((i + 1))
 	done
 	return 1

@@ -112,7 +112,7 @@ mw_wait_active() {
 	local i
 	for i in $(seq 120); do
 		grep -q ACTIVE /sys/class/infiniband/$1/ports/1/state && return 0
-		sleep 0.5
+		nap 0.5
 	done
 	return 1
 }
@@ -139,7 +139,7 @@ mw_kill_opensm() {
 	[ -n "$pid" ] && kill $pid
 	for i in $(seq 50); do
 		pidof opensm >/dev/null || break
-		sleep 0.2
+		nap 0.2
 	done
 }
 
@@ -153,7 +153,7 @@ mw_wait_lid() {
 	local i
 	for i in $(seq 60); do
 		[ "$(mw_lid $1)" = "$2" ] && return 0
-		sleep 0.5
+		nap 0.5
 	done
 	return 1
 }
@@ -171,7 +171,7 @@ mw_events() {
 	/rdma-rs/port_events "$1" 1 40 $2 >/tmp/mw-ev-$3 2>&1 &
 	mw_ev_pids="$mw_ev_pids $!"
 	while [ $i -lt 100 ] && ! grep -q '^ready' /tmp/mw-ev-$3; do
-		sleep 0.1
+		nap 0.1
 		i=$((i + 1))
 	done
 }

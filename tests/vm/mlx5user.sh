@@ -64,7 +64,7 @@ mlx5_res_while_held() {
 	wl=$!
 	i=0
 	while ! grep -q '^I holding' /tmp/wl-hold.out && [ $i -lt 600 ]; do
-		sleep 0.2
+		nap 0.2
 		i=$((i + 1))
 	done
 	for r in pd cq qp mr; do
@@ -129,7 +129,7 @@ mlx5_unplug_suite() {
 	rm -f /tmp/unplug-go
 	/rdma-rs/uverbs_unplug -d mlx5_1 -o hold /tmp/unplug-go >/tmp/m-unplug.out 2>&1 &
 	pid=$!
-	for i in $(seq 1 300); do grep -q READY /tmp/m-unplug.out && break; sleep 0.1; done
+	for i in $(seq 1 300); do grep -q READY /tmp/m-unplug.out && break; nap 0.1; done
 	echo "restrack while held: $(rdma res | grep mlx5_1)"
 	cat $FWSIM_DBG/$f/resources | tr '\n' ' '
 	echo
@@ -190,7 +190,7 @@ mlx5_unplug_load_suite() {
 		[ "$ready" = "$n" ] && break
 		# A process that failed before READY has said so and exited.
 		[ $((ready + $(grep -l '^R fail' /tmp/ul-*.out 2>/dev/null | wc -l))) -ge "$n" ] && break
-		sleep 0.2
+		nap 0.2
 	done
 	echo "$ready/$n processes hold their objects; restrack: $(rdma res | grep mlx5_1)"
 	cat $FWSIM_DBG/$f/resources | tr '
@@ -202,7 +202,7 @@ mlx5_unplug_load_suite() {
 		for i in $(seq 1 300); do
 			tr=$(grep -l '^TRAFFIC' /tmp/ul-*.out 2>/dev/null | wc -l)
 			[ "$tr" -ge "$t" ] && break
-			sleep 0.2
+			nap 0.2
 		done
 		if [ "$tr" = "$t" ]; then t_ok "$t processes have RDMA WRITEs in flight on mlx5_1"; else t_fail "$t processes have RDMA WRITEs in flight on mlx5_1" "$tr of $t"; fi
 	fi

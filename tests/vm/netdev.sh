@@ -36,7 +36,7 @@ nd_events() {
 	/rdma-rs/port_events "$1" 1 20 $3 >"$2" 2>&1 &
 	nd_ev_pid=$!
 	while [ $i -lt 100 ] && ! grep -q '^ready' "$2"; do
-		sleep 0.1
+		nap 0.1
 		i=$((i + 1))
 	done
 }
@@ -46,7 +46,7 @@ nd_wait_state() {
 	local i=0
 	while [ $i -lt 50 ]; do
 		[ "$(cat "/sys/class/infiniband/$1/ports/1/state")" = "$2" ] && return 0
-		sleep 0.1
+		nap 0.1
 		i=$((i + 1))
 	done
 	return 1

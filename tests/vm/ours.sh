@@ -45,7 +45,7 @@ load_ours() {
 eth_settle() {
 	local i=0
 	while [ $i -lt 100 ] && [ -n "$(ip -6 addr show tentative 2>/dev/null)" ]; do
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 }

@@ -23,13 +23,16 @@ roce_gid_core_suite() {
 
 # rg_gid_table DEV N: the first N entries of DEV port 1 as `index gid type ndev`, one a line;
 # `-` where sysfs answers an error (upstream: EINVAL for an empty entry's attributes).
+# The shell's read, no process per file.
 rg_gid_table() {
 	local i=0 g t n d=/sys/class/infiniband/$1/ports/1
 	while [ $i -lt "$2" ]; do
-		g=$(cat $d/gids/$i 2>/dev/null || echo -)
-		t=$(cat $d/gid_attrs/types/$i 2>/dev/null | tr ' ' _ || true)
-		n=$(cat $d/gid_attrs/ndevs/$i 2>/dev/null || true)
-		echo "$i $g ${t:--} ${n:--}"
+		g= t= n=
+		read -r g 2>/dev/null <$d/gids/$i || g=-
+		read -r t 2>/dev/null <$d/gid_attrs/types/$i
+		read -r n 2>/dev/null <$d/gid_attrs/ndevs/$i
+		t=${t// /_}
+		echo "$i ${g:--} ${t:--} ${n:--}"
 		i=$((i + 1))
 	done
 }
@@ -39,7 +42,7 @@ rg_wait_gid() {
 	local i=0
 	while [ $i -lt 100 ]; do
 		grep -qx "$2" /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null && return 0
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 	return 1
@@ -50,7 +53,32 @@ rg_wait_no_gid() {
 	local i=0
 	while [ $i -lt 100 ]; do
 		grep -qx "$2" /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null || return 0
-		sleep 0.1
+		nap
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# rg_wait_entry DEV GID TYPE: waits (at most ~10 s) until DEV port 1 lists GID (sysfs form)
+# with gid_attrs type TYPE ("IB/RoCE v1", "RoCE v2"): the core adds an address's v1 and v2
+# entries one after the other.
+rg_wait_entry() {
+	local i=0
+	while [ $i -lt 100 ]; do
+		[ -n "$(rg_index_of "$@")" ] && return 0
+		nap
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# rg_wait_rts N PROG: waits (at most ~20 s) until rdma res lists N QPs of PROG in RTS (a
+# ping-pong's QPs connected: its messages flow from there on).
+rg_wait_rts() {
+	local i=0
+	while [ $i -lt 200 ]; do
+		[ "$(rdma res show qp 2>/dev/null | grep -c " state RTS .* comm $2")" -ge "$1" ] && return 0
+		nap
 		i=$((i + 1))
 	done
 	return 1
@@ -68,7 +96,7 @@ rg_events() {
 	/rdma-rs/port_events "$1" 1 20 >"$2" 2>&1 &
 	rg_ev_pid=$!
 	while [ $i -lt 100 ] && ! grep -q '^ready' "$2"; do
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 }
@@ -121,7 +149,7 @@ roce_gid_suite() {
 	t_check "mlx5_0 lists the IPv4-mapped GID" rg_wait_gid mlx5_0 $RG_V4_GID
 	t_check "mlx5_0 lists the IPv6 GID" rg_wait_gid mlx5_0 $RG_V6_GID
 	# Wait for the v2 entry of the IPv6 address too (each is one add_gid).
-	sleep 1
+	rg_wait_entry mlx5_0 $RG_V6_GID "RoCE v2"
 	echo "+ mlx5_0 port 1 with $RG_V4 and $RG_V6"
 	rg_gid_table mlx5_0 8 | tee /tmp/rg-ours | sed 's/^/    gids| /'
 	t_check "IPv4 GIDs at 2 (IB/RoCE v1) and 3 (RoCE v2), IPv6 at 4 and 5, 6 empty" sh -c \
@@ -155,10 +183,11 @@ roce_gid_suite() {
 	t_check "ip addr add 10.66.0.2/24 dev $b" ip addr add 10.66.0.2/24 dev $b
 	t_check "mlx5_1 lists 10.66.0.2's GID" \
 		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002
-	sleep 1
+	rg_wait_entry mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002 "RoCE v2"
 	timeout 60 ibv_rc_pingpong -d mlx5_1 -g 3 -n 100 >/tmp/rg-pp-srv 2>&1 &
 	i=$!
-	sleep 1
+	# ibv_rc_pingpong's default port.
+	tr_wait_listen 18515
 	rc=0
 	timeout 60 ibv_rc_pingpong -d mlx5_0 -g 3 -n 100 127.0.0.1 >/tmp/rg-pp-cli 2>&1 || rc=$?
 	wait $i
@@ -199,8 +228,7 @@ roce_gid_suite() {
 	wait $rg_ev_pid || rc=$?
 	sed 's/^/    rxe-events| /' /tmp/rg-ev-rxe
 	ip -6 addr add $RG_V6/64 dev veth0 nodad
-	rg_wait_gid rxe0 $RG_V6_GID
-	sleep 1
+	rg_wait_entry rxe0 $RG_V6_GID "RoCE v2"
 	echo "+ rxe0 port 1 with $RG_V4 and $RG_V6"
 	rg_gid_table rxe0 8 | tee /tmp/rg-rxe | sed 's/^/    gids| /'
 	echo "+ rdma link (rxe)"
@@ -230,12 +258,15 @@ roce_gid_suite() {
 }
 
 # rg_index_of DEV GID TYPE: the index of GID (sysfs form) of type TYPE on DEV port 1.
+# One grep finds the entries holding GID (a process for each entry would take seconds under
+# TCG: a RoCE port has 256), in the same order as the glob.
 rg_index_of() {
-	local f i
-	for f in /sys/class/infiniband/$1/ports/1/gids/*; do
+	local f i t
+	for f in $(grep -lx "$2" /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null); do
 		i=${f##*/}
-		if [ "$(cat $f 2>/dev/null)" = "$2" ] &&
-			[ "$(cat /sys/class/infiniband/$1/ports/1/gid_attrs/types/$i 2>/dev/null)" = "$3" ]; then
+		t=
+		read -r t 2>/dev/null </sys/class/infiniband/$1/ports/1/gid_attrs/types/$i
+		if [ "$t" = "$3" ]; then
 			echo $i
 			return
 		fi
@@ -254,7 +285,7 @@ ri_wait_retry_exc() {
 	local i=0
 	while [ $i -lt 600 ]; do
 		grep -q 'transport retry counter exceeded' "$@" 2>/dev/null && return 0
-		sleep 0.1
+		nap
 		i=$((i + 1))
 	done
 	return 1
@@ -291,8 +322,11 @@ roce_ip_suite() {
 	t_check "mlx5_0 lists the IPv6 GID" rg_wait_gid mlx5_0 $RG_V6_GID
 	t_check "mlx5_1 lists the IPv6 GID" \
 		rg_wait_gid mlx5_1 fd00:0066:0000:0000:0000:0000:0000:0002
-	# The v2 entry of the IPv6 address comes right after the v1 one.
-	sleep 1
+	# The v2 entries (each address's comes right after its v1 one), as the pairs take them.
+	rg_wait_entry mlx5_0 $RG_V4_GID "RoCE v2"
+	rg_wait_entry mlx5_0 $RG_V6_GID "RoCE v2"
+	rg_wait_entry mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002 "RoCE v2"
+	rg_wait_entry mlx5_1 fd00:0066:0000:0000:0000:0000:0000:0002 "RoCE v2"
 	rg_gid_table mlx5_1 6 | sed 's/^/    gids| /'
 
 	# Between the two functions (ibv_ud_pingpong: messages within the 1024-byte path MTU of
@@ -351,7 +385,7 @@ roce_ip_suite() {
 	timeout 180 ibv_rc_pingpong -d mlx5_0 -g 3 -n 100000000 -p $_tr_port 127.0.0.1 \
 		>/tmp/ri-c 2>&1 &
 	c=$!
-	sleep 3
+	rg_wait_rts 2 ibv_rc_pingpong
 	t_check "ip addr del 10.66.0.2/24 dev $b during the ping-pong" \
 		ip addr del 10.66.0.2/24 dev $b
 	rc=0
@@ -430,13 +464,13 @@ roce_ip_suite() {
 	if t_check "mlx5_1 lists 10.66.0.2's GID again" \
 		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002; then
 		local f=mlx5_ib_rs.rdma.0 drv
-		sleep 1
+		rg_wait_entry mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002 "RoCE v2"
 		ibv_rc_pingpong -d mlx5_1 -g 3 -n 100000000 -p 18555 >/tmp/ri-s 2>&1 &
 		s=$!
-		sleep 1
+		tr_wait_listen 18555
 		ibv_rc_pingpong -d mlx5_0 -g 3 -n 100000000 -p 18555 127.0.0.1 >/tmp/ri-c 2>&1 &
 		c=$!
-		sleep 3
+		rg_wait_rts 2 ibv_rc_pingpong
 		drv=$(fwsim_driver_of $f)
 		t_check "ibv_rc_pingpong -g 3 running between the functions" kill -0 $c
 		t_check "unbind $f with addresses configured and an RC QP alive" \
@@ -493,7 +527,8 @@ roce_vlan_suite() {
 		rg_wait_gid mlx5_0 0000:0000:0000:0000:0000:ffff:0a43:0001
 	t_check "mlx5_1 lists the VLAN address's GID" \
 		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a43:0002
-	sleep 1
+	rg_wait_entry mlx5_0 0000:0000:0000:0000:0000:ffff:0a43:0001 "RoCE v2"
+	rg_wait_entry mlx5_1 0000:0000:0000:0000:0000:ffff:0a43:0002 "RoCE v2"
 	rg_gid_table mlx5_0 10 | sed 's/^/    gids| /'
 	vi=$(rg_index_of mlx5_0 0000:0000:0000:0000:0000:ffff:0a43:0001 "RoCE v2")
 	vj=$(rg_index_of mlx5_1 0000:0000:0000:0000:0000:ffff:0a43:0002 "RoCE v2")
@@ -548,7 +583,6 @@ roce_vlan_suite() {
 	ip addr add 10.67.0.1/24 dev vr10
 	t_check "rxe0 lists the VLAN address's GID" \
 		rg_wait_gid rxe0 0000:0000:0000:0000:0000:ffff:0a43:0001
-	sleep 1
 	rg_gid_table rxe0 6 | sed 's/^/    rxe-gids| /'
 	vi=$(rg_index_of rxe0 0000:0000:0000:0000:0000:ffff:0a43:0001 "RoCE v2")
 	t_check "rxe: the VLAN GID's netdev is the VLAN device (GID $vi: vr10)" \

@@ -26,8 +26,8 @@ _tr_port=18600
 tr_wait_listen() {
 	local i=0
 	while [ $i -lt 100 ]; do
-		netstat -ltn 2>/dev/null | grep -q ":$1 " && return 0
-		sleep 0.1
+		tcp_listening "$1" && return 0
+		nap
 		i=$((i + 1))
 	done
 	return 1
@@ -183,7 +183,7 @@ srq_res_while_held() {
 	pid=$!
 	i=0
 	while ! grep -q '^I holding' /tmp/srq-hold.out && [ $i -lt 1500 ]; do
-		sleep 0.2
+		nap 0.2
 		i=$((i + 1))
 	done
 	rdma res show srq >/tmp/res-srq 2>&1

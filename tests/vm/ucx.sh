@@ -59,8 +59,8 @@ ucx_devices_suite() {
 ucx_wait_listen() {
 	local i=0
 	while [ $i -lt 200 ]; do
-		netstat -ltn 2>/dev/null | grep -q ":$1 " && return 0
-		sleep 0.1
+		tcp_listening "$1" && return 0
+		nap
 		i=$((i + 1))
 	done
 	return 1

@@ -75,8 +75,8 @@ umad_suite() {
 	exec 4<>/dev/infiniband/umad0
 	/rdma-rs/umad_test -u 0 -k >/tmp/umad-kill.out 2>&1 &
 	local kpid=$! i=0
-	while ! grep -q "waiting in read" /tmp/umad-kill.out && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
-	sleep 0.5
+	while ! grep -q "waiting in read" /tmp/umad-kill.out && [ $i -lt 50 ]; do nap 0.2; i=$((i + 1)); done
+	nap 0.5
 	t_check "rmmod mlx5_ib_rs with umad0 open, a MAD in flight and a read blocked" rmmod mlx5_ib_rs
 	wait $kpid
 	t_import_file "umad_test -k" /tmp/umad-kill.out $?

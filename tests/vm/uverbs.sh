@@ -108,7 +108,7 @@ uverbs_unplug_suite() {
 	# A second process holds pinned memory and two mappings of the pattern page.
 	/rdma-rs/uverbs_mmap -d /dev/infiniband/uverbs0 hold /tmp/unplug-go >/tmp/unplug-mmap.out 2>&1 &
 	mpid=$!
-	for i in $(seq 1 300); do grep -q READY /tmp/unplug.out && grep -q READY /tmp/unplug-mmap.out && break; sleep 0.1; done
+	for i in $(seq 1 300); do grep -q READY /tmp/unplug.out && grep -q READY /tmp/unplug-mmap.out && break; nap 0.1; done
 	echo "restrack while held: $(uv_res_counts)"
 	if [ "$(uv_res_pd)" = 4 ]; then t_ok "restrack counts the 4 held PDs"; else t_fail "restrack counts the 4 held PDs" "$(uv_res_counts)"; fi
 	t0=$(date +%s)
