@@ -479,7 +479,7 @@ impl CxFunction {
         let dma = Dma(&rm);
         // The function's port 1 is at switch port 1 (InfiniBand; an Ethernet port has no
         // switch).
-        let wire = (self.model == Model::Cx7Ib).then(|| Wire {
+        let wire = (self.model == Model::Cx7Ib).then_some(Wire {
             switch: &mut self.switch,
             first_ports: &[1],
         });
