@@ -162,7 +162,10 @@ pcifn_cmp_fabric() {
 	pcifn_cmp_q smpquery portinfo 1 0
 	i=$(pidof opensm)
 	[ -n "$i" ] && kill $i
-	while pidof opensm >/dev/null; do sleep 0.2; done
+	for i in $(seq 50); do
+		pidof opensm >/dev/null || break
+		sleep 0.2
+	done
 	pcifn_cmp_port
 	# The embedded SM again, and the link bounced (the test window's PORT) so that it sweeps
 	# the port afresh: its LID and SM LID as before opensm, for what follows the dump.
