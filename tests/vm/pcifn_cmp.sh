@@ -19,8 +19,8 @@
 #             the function's switch (QP0 on the wire: our stack loads with mad_qps=1):
 #             ibnetdiscover and smpquery by directed route (0,1: the switch) and by the
 #             switch's LID under the embedded SM; then the embedded SM stopped (the test
-#             window's SM command) and unmodified opensm sweeping: its SUBNET UP, the
-#             port's state, LID and SM LID, sminfo, ibnetdiscover; opensm killed, the
+#             window's SM command) and unmodified opensm sweeping: the port's SM LID
+#             becoming opensm's, opensm's error count, the port's state, LID and SM LID, sminfo, ibnetdiscover; opensm killed, the
 #             embedded SM run again
 #   res       rdma res show pd|cq|qp|mr while the workload holds its objects (pid, comm
 #             normalised)
@@ -139,7 +139,7 @@ pcifn_cmp_tw() {
 # LID-routed ones leave by QP0), under the embedded SM, then under opensm with the embedded
 # SM stopped. Ends with the embedded SM running again and the port ACTIVE.
 pcifn_cmp_fabric() {
-	local pg i
+	local pg i p
 	pcifn_cmp_port
 	pcifn_cmp_q ibnetdiscover
 	pcifn_cmp_q smpquery -D nodeinfo 0,1
@@ -149,12 +149,15 @@ pcifn_cmp_fabric() {
 	rm -f /var/cache/opensm/guid2lid /tmp/cmp-opensm.log
 	pg=0x$(tr -d : </sys/class/infiniband/$PCIFN_CMP_DEV/ports/1/gids/0 | cut -c17-)
 	opensm -B -g "$pg" -f /tmp/cmp-opensm.log -s 2 >/dev/null 2>&1
+	# opensm's sweep is done at the port when the port's SM LID is opensm's, its own LID
+	# (opensm logs no SUBNET UP at its default verbosity).
+	p=/sys/class/infiniband/$PCIFN_CMP_DEV/ports/1
 	i=0
-	while [ $i -lt 120 ] && ! grep -q 'SUBNET UP' /tmp/cmp-opensm.log 2>/dev/null; do
+	while [ $i -lt 120 ] && [ "$(cat $p/sm_lid)" != "$(cat $p/lid)" ]; do
 		sleep 0.5
 		i=$((i + 1))
 	done
-	grep -q 'SUBNET UP' /tmp/cmp-opensm.log && echo "opensm: SUBNET UP" || echo "opensm: no SUBNET UP"
+	[ "$(cat $p/sm_lid)" = "$(cat $p/lid)" ] && echo "opensm: the port's SM" || echo "opensm: not the port's SM"
 	echo "opensm: $(grep -c ' ERR ' /tmp/cmp-opensm.log) ERR lines"
 	pcifn_cmp_port
 	pcifn_cmp_q sminfo
