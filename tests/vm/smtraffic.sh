@@ -2,7 +2,7 @@
 # Mode smtraffic (tools/vm.sh smtraffic; Documentation/mad.md): the IB pingpongs and perftest
 # under unmodified opensm (sm=0, the MAD layer's QP0 and QP1 on the wire), the embedded SM's
 # runs being vm_pingpong, vm_srq and vm_perftest (mode traffic and make check).
-#  - vm_opensm_traffic (about 40 s): opensm sweeps sim=ib,ib; then ibv_rc_pingpong, ibv_uc_pingpong,
+#  - vm_opensm_traffic (40-120 s under TCG): opensm sweeps sim=ib,ib; then ibv_rc_pingpong, ibv_uc_pingpong,
 #    ibv_ud_pingpong and ibv_srq_pingpong, and ib_send/write/read/atomic _bw and _lat once
 #    each, mlx5_0 <-> mlx5_1 by opensm's LIDs through the switch (the LIDs it programmed in
 #    the switch's forwarding table); the ports keep opensm's LIDs throughout and nothing is
