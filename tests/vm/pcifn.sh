@@ -151,8 +151,15 @@ pcifn_ib() {
 	t_check "mlx5_0's parent is the PCI function" \
 		sh -c 'readlink /sys/class/infiniband/mlx5_0/device | grep -q 0000:00:02.0'
 	# First, as in mode pcifn_c right after upstream mlx5_ib's probe: the comparison dump
-	# (make pcifn-compare only).
-	if pcifn_cmp_wanted; then pcifn_cmp_dump; fi
+	# (make pcifn-compare only), with the MAD layer's QP0 and QP1 on the wire (mad_qps=1) as
+	# upstream's, for its fabric part; then the usual load again.
+	if pcifn_cmp_wanted; then
+		unload_ours
+		load_ours mad_qps=1
+		pcifn_cmp_dump
+		unload_ours
+		load_ours
+	fi
 	ibv_devinfo -v -d mlx5_0 >/tmp/pcifn-devinfo 2>&1
 	sed 's/^/    ibv_devinfo| /' /tmp/pcifn-devinfo | head -n 80
 	t_check "ibv_devinfo -v: mlx5_0 with fw_ver 28.43.1014" grep -q 'fw_ver:.*28.43.1014' /tmp/pcifn-devinfo

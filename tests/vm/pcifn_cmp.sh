@@ -15,7 +15,13 @@
 #             (hop count 0: the MAD layer hands them to the driver's process_mad, which asks
 #             the function by MAD_IFC), perfquery and perfquery -x of the port's own LID
 #             (LID-routed PerfMgt Gets, answered by the function's PMA through MAD_IFC);
-#             GUIDs and the traffic counters' values normalised
+#             GUIDs and the traffic counters' values normalised; then the fabric through
+#             the function's switch (QP0 on the wire: our stack loads with mad_qps=1):
+#             ibnetdiscover and smpquery by directed route (0,1: the switch) and by the
+#             switch's LID under the embedded SM; then the embedded SM stopped (the test
+#             window's SM command) and unmodified opensm sweeping: the port's SM LID
+#             becoming opensm's, opensm's error count, the port's state, LID and SM LID, sminfo, ibnetdiscover; opensm killed, the
+#             embedded SM run again
 #   res       rdma res show pd|cq|qp|mr while the workload holds its objects (pid, comm
 #             normalised)
 #   workload  tests/userspace/verbs_workload -o 0: its checks (R) and facts (I: errnos,
@@ -98,6 +104,83 @@ pcifn_cmp_mad() {
 		sed "s/^/$q: /" /tmp/cmp-mad.out
 	done | sed -E 's/0x[0-9a-f]{16}/GUID/g
 		s/(Port(Unicast|Multicast)?(Xmit|Rcv)(Data|Pkts)):\.+[0-9]+$/\1: N/'
+	pcifn_cmp_fabric 2>&1 | sed -E 's/(0x)?[0-9a-f]{16}/GUID/g'
+}
+
+# pcifn_cmp_q CMD ARGS: one infiniband-diags query on port 1 of the device (-t 4 s, 30 s at
+# most): its exit status, then its output, each line prefixed with CMD ARGS.
+pcifn_cmp_q() {
+	local q=$* rc
+	# shellcheck disable=SC2086
+	timeout 30 $1 -t 4000 -C $PCIFN_CMP_DEV -P 1 ${q#"$1"} >/tmp/cmp-mad.out 2>&1
+	rc=$?
+	echo "$q: exit $rc"
+	grep -v '^# Topology file: generated on' /tmp/cmp-mad.out | sed "s|^|$q: |"
+}
+
+# pcifn_cmp_port: port 1's state, LID and SM LID (sysfs).
+pcifn_cmp_port() {
+	local p=/sys/class/infiniband/$PCIFN_CMP_DEV/ports/1
+	echo "port: state $(cat $p/state) lid $(cat $p/lid) sm_lid $(cat $p/sm_lid)"
+}
+
+# pcifn_cmp_tw CMD ARG0: a test-window command of the function (host/cxfn/src/regs.rs).
+pcifn_cmp_tw() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor")" = 0x15b3 ] || continue
+		/rdma-rs/cxfn_badhw ctl "${d##*/}" "$@"
+		return
+	done
+	echo "no 15b3 function"
+}
+
+# pcifn_cmp_fabric: the fabric through the function's switch (directed-route SMPs and
+# LID-routed ones leave by QP0), under the embedded SM, then under opensm with the embedded
+# SM stopped. Ends with the embedded SM running again and the port ACTIVE.
+pcifn_cmp_fabric() {
+	local pg i p
+	pcifn_cmp_port
+	pcifn_cmp_q ibnetdiscover
+	pcifn_cmp_q smpquery -D nodeinfo 0,1
+	pcifn_cmp_q smpquery switchinfo 1
+	echo "tw sm 0: $(pcifn_cmp_tw 9 0)"
+	mkdir -p /var/cache/opensm /var/log
+	rm -f /var/cache/opensm/guid2lid /tmp/cmp-opensm.log
+	pg=0x$(tr -d : </sys/class/infiniband/$PCIFN_CMP_DEV/ports/1/gids/0 | cut -c17-)
+	opensm -B -g "$pg" -f /tmp/cmp-opensm.log -s 2 >/dev/null 2>&1
+	# opensm's sweep is done at the port when the port's SM LID is opensm's, its own LID
+	# (opensm logs no SUBNET UP at its default verbosity).
+	p=/sys/class/infiniband/$PCIFN_CMP_DEV/ports/1
+	i=0
+	while [ $i -lt 120 ] && [ "$(cat $p/sm_lid)" != "$(cat $p/lid)" ]; do
+		sleep 0.5
+		i=$((i + 1))
+	done
+	[ "$(cat $p/sm_lid)" = "$(cat $p/lid)" ] && echo "opensm: the port's SM" || echo "opensm: not the port's SM"
+	echo "opensm: $(grep -c ' ERR ' /tmp/cmp-opensm.log) ERR lines"
+	pcifn_cmp_port
+	pcifn_cmp_q sminfo
+	pcifn_cmp_q ibnetdiscover
+	pcifn_cmp_q smpquery portinfo 1 0
+	i=$(pidof opensm)
+	[ -n "$i" ] && kill $i
+	for i in $(seq 50); do
+		pidof opensm >/dev/null || break
+		sleep 0.2
+	done
+	pcifn_cmp_port
+	# The embedded SM again, and the link bounced (the test window's PORT) so that it sweeps
+	# the port afresh: its LID and SM LID as before opensm, for what follows the dump.
+	echo "tw sm 1: $(pcifn_cmp_tw 9 1)"
+	echo "tw port 0: $(pcifn_cmp_tw 8 0)"
+	echo "tw port 1: $(pcifn_cmp_tw 8 1)"
+	i=0
+	while [ $i -lt 60 ] && ! grep -q ACTIVE /sys/class/infiniband/$PCIFN_CMP_DEV/ports/1/state; do
+		sleep 0.5
+		i=$((i + 1))
+	done
+	pcifn_cmp_port
 }
 
 # pcifn_cmp_dump: the whole dump of mlx5_0 (the stack is loaded).

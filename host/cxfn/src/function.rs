@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::cmdq::{Delivery, Entry};
 use crate::config::{ConfigSpace, MSIX_ENABLE, MSIX_MASKALL};
-use crate::fwsim::engine::{self, Node};
+use crate::fwsim::engine::{self, Node, Wire};
 use crate::fwsim::fault::FaultAction;
 use crate::fwsim::hca::EqePosted;
 use crate::fwsim::profile::{LinkLayer, CONNECTX6_DX, CONNECTX7};
@@ -91,8 +91,12 @@ pub struct CxFunction {
     model: Model,
     fw: Box<Fw>,
     /// The switch the function's port is linked to (its port 1), where the embedded subnet
-    /// manager runs (`fwsim/switch.rs`, `fwsim/sm.rs`).
+    /// manager runs (`fwsim/switch.rs`, `fwsim/sm.rs`). The data path's SMPs and LID-routed
+    /// packets go through it (InfiniBand).
     switch: Box<Switch>,
+    /// Whether the switch's embedded subnet manager runs (the test window's
+    /// [`tw_cmd::SM`]): off, the ports wait for a host SM (opensm) to sweep them.
+    embedded_sm: bool,
     config: ConfigSpace,
     cmdq_h: u32,
     cmdq_l: u32,
@@ -183,6 +187,7 @@ impl CxFunction {
             model,
             fw,
             switch,
+            embedded_sm: true,
             config: ConfigSpace::new(profile.device_id, class),
             cmdq_h: 0,
             cmdq_l: 0,
@@ -473,11 +478,17 @@ impl CxFunction {
             map: &self.iova,
         };
         let dma = Dma(&rm);
+        // The function's port 1 is at switch port 1 (InfiniBand; an Ethernet port has no
+        // switch).
+        let wire = (self.model == Model::Cx7Ib).then_some(Wire {
+            switch: &mut self.switch,
+            first_ports: &[1],
+        });
         let r = {
             let mut nodes = [Node {
                 fw: &mut self.fw,
                 mem: &dma,
-                wire: None,
+                wire,
             }];
             // One thread runs the function's commands and its data path in turn: no command
             // can be waiting during a pass.
@@ -585,7 +596,7 @@ impl CxFunction {
                 // The fabric's embedded subnet manager (`fwsim/sm.rs`) brings up a port
                 // whose link came up (after a reset or a PAOS write); ACTIVE ports cost it
                 // two Gets.
-                crate::fwsim::sm::sweep(&mut self.fw, &mut self.switch, 1);
+                self.sm_pass();
                 self.cap_uar(&inb, &mut out, &mut result);
                 let resized = self.settle_iova(&inb, &out, pending, &result);
                 match result {
@@ -805,7 +816,7 @@ impl CxFunction {
                 if !self.fw.set_port_up(1, up) {
                     return tw_result::BAD_ARG;
                 }
-                crate::fwsim::sm::sweep(&mut self.fw, &mut self.switch, 1);
+                self.sm_pass();
                 let mut data = [0u8; 28];
                 // struct mlx5_eqe_port_state: `port` (bits 7:4) at byte 8.
                 data[8] = 1 << 4;
@@ -816,7 +827,29 @@ impl CxFunction {
                 };
                 self.tw_post_eqe(mem, EVENT_TYPE_PORT_CHANGE, sub, &data)
             }
+            tw_cmd::SM => {
+                if a0 > 1 {
+                    return tw_result::BAD_ARG;
+                }
+                self.embedded_sm = a0 == 1;
+                if !self.embedded_sm {
+                    // No SMInfo from the switch any more: a host SM finds no other SM.
+                    self.switch.set_is_sm(false);
+                }
+                self.sm_pass();
+                tw_result::OK
+            }
             _ => tw_result::UNKNOWN,
+        }
+    }
+
+    /// After a link may have changed: the switch's ports follow the function's links, and
+    /// the embedded subnet manager, if it runs, sweeps the ports that came up.
+    fn sm_pass(&mut self) {
+        if self.embedded_sm {
+            crate::fwsim::sm::sweep(&mut self.fw, &mut self.switch, 1);
+        } else {
+            crate::fwsim::sm::links(&self.fw, &mut self.switch, 1);
         }
     }
 

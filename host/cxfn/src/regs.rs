@@ -130,6 +130,11 @@ pub mod tw_cmd {
     /// port state, the data path) and a PORT_CHANGE EQE (subtype DOWN or ACTIVE, the port
     /// in `data.port.port` bits 7:4) goes to the EQ that takes it.
     pub const PORT: u32 = 8;
+    /// The switch's embedded subnet manager stops (ARG0 0: the switch drops IsSM and
+    /// answers no SMInfo; the ports keep their LIDs and states, and a port whose link comes
+    /// up waits in INIT for a host SM such as opensm) or runs again (ARG0 1: it sweeps the
+    /// ports that are not ACTIVE at once and after every command, as at power-on).
+    pub const SM: u32 = 9;
 }
 
 /// Results of the test window's commands.

@@ -953,3 +953,117 @@ fn a_umr_loads_a_scattered_translation_into_an_mkey() {
     teardown_objs(&mut d, &o);
     teardown(&mut d, &eqs);
 }
+
+/// The function's port is linked to its switch (port 1) on the data path too: a
+/// directed-route SMP that QP0 sends with the initial path `[_, 1]` (what ib_core's MAD layer
+/// sends for `smpquery -D nodeinfo 0,1`) goes out of the port to the switch, whose SMA
+/// answers NodeInfo (NodeType 2, a switch), and the response comes back by the return path to
+/// QP0's receive queue (source QPN 0, the SMP after the 40-byte GRH area).
+#[test]
+fn a_directed_route_smp_reaches_the_switch_and_comes_back() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let o = setup(&mut d);
+    let uar = u64::from(d.uar) * UAR_PAGE;
+
+    // QP0 (`st` 7, MLX5_QPC_ST_QP0) on the same CQ: RQ then SQ in one page.
+    let qp_buf = d.alloc(4096, 4096);
+    let qp_db = d.alloc(64, 64);
+    let qpc = 0xc0;
+    let mut inb = hdr(0x110 + 8, 0x500, 0);
+    set(&mut inb, qpc + 0x8, 8, 7);
+    set(&mut inb, qpc + 0x13, 2, 3);
+    set(&mut inb, qpc + 0x28, 24, o.pd);
+    set(&mut inb, qpc + 0x49, 4, LOG_RQ);
+    set(&mut inb, qpc + 0x4d, 3, RQ_STRIDE_LOG - 4);
+    set(&mut inb, qpc + 0x51, 4, LOG_SQ);
+    set(&mut inb, qpc + 0x68, 24, d.uar);
+    set(&mut inb, qpc + 0x3e8, 24, o.cqn);
+    set(&mut inb, qpc + 0x4e8, 24, o.cqn);
+    set64(&mut inb, qpc + 0x500, qp_db);
+    inb[0x110..0x118].copy_from_slice(&qp_buf.to_be_bytes());
+    let out = d.exec(&inb, 16);
+    assert_eq!(out[0], 0, "CREATE_QP of QP0");
+    let qpn = get(&out, 0x48, 24);
+    let ads = qpc + 0xc0;
+    for op in [0x502, 0x503, 0x504] {
+        let mut inb = hdr(0x110, op, 0);
+        set(&mut inb, 0x48, 24, qpn);
+        if op == 0x502 {
+            set(&mut inb, ads + 0x128, 8, 1); // vhca_port_num
+        }
+        assert_eq!(d.exec(&inb, 16)[0], 0, "QP0 transition {op:#x}");
+    }
+
+    // One receive: GRH area and the MAD.
+    let rbuf = d.alloc(4096, 4096);
+    let mut r = [0u8; 16];
+    r[0..4].copy_from_slice(&(40u32 + 256).to_be_bytes());
+    r[4..8].copy_from_slice(&o.key.to_be_bytes());
+    r[8..16].copy_from_slice(&rbuf.to_be_bytes());
+    d.mem.write(qp_buf, &r).unwrap();
+    d.mem.write(qp_db, &1u32.to_be_bytes()).unwrap();
+
+    // The SMP: directed route, NodeInfo Get, hop pointer 1 of hop count 1 (the MAD layer has
+    // stepped it), initial path [_, 1], both DR LIDs permissive.
+    let sbuf = d.alloc(4096, 4096);
+    let mut m = [0u8; 256];
+    m[0] = 1;
+    m[1] = 0x81;
+    m[2] = 1;
+    m[3] = 1;
+    m[6] = 1;
+    m[7] = 1;
+    m[8..16].copy_from_slice(&0x5157u64.to_be_bytes());
+    m[16..18].copy_from_slice(&0x11u16.to_be_bytes());
+    m[32..36].copy_from_slice(&[0xff; 4]);
+    m[128 + 1] = 1;
+    d.mem.write(sbuf, &m).unwrap();
+    // A UD send: ctrl, datagram segment (Q_Key, extended AV with QPN 0, DLID 0xffff), data.
+    let mut w = [0u8; 128];
+    w[0..4].copy_from_slice(&0x0au32.to_be_bytes()); // MLX5_OPCODE_SEND, index 0
+    w[4..8].copy_from_slice(&((qpn << 8) | 5).to_be_bytes());
+    w[11] = 0x08;
+    w[24..28].copy_from_slice(&0x8000_0000u32.to_be_bytes());
+    w[30..32].copy_from_slice(&0xffffu16.to_be_bytes());
+    w[64..68].copy_from_slice(&256u32.to_be_bytes());
+    w[68..72].copy_from_slice(&o.key.to_be_bytes());
+    w[72..80].copy_from_slice(&sbuf.to_be_bytes());
+    let rq_bytes = (1u64 << LOG_RQ) << RQ_STRIDE_LOG;
+    d.mem.write(qp_buf + rq_bytes, &w).unwrap();
+    d.mem.write(qp_db + 4, &2u32.to_be_bytes()).unwrap();
+    let db = u64::from_be_bytes(w[0..8].try_into().unwrap());
+    d.dev.bar0_write(&d.mem, uar + 0x800, &db.to_be_bytes());
+
+    // Two CQEs: the send's (requester) and the response's receive.
+    let cqes: Vec<[u8; 64]> = (0..2).filter_map(|i| cqe(&d, &o, i)).collect();
+    assert_eq!(cqes.len(), 2, "the send's and the receive's CQE");
+    let recv = cqes
+        .iter()
+        .find(|c| c[63] >> 4 == 2)
+        .expect("a receive CQE (MLX5_CQE_RESP_SEND)");
+    assert_eq!(u32::from_be_bytes(recv[44..48].try_into().unwrap()), 296);
+    assert_eq!(
+        u32::from_be_bytes(recv[56..60].try_into().unwrap()) & 0xff_ffff,
+        qpn
+    );
+    assert_eq!(
+        u32::from_be_bytes(recv[48..52].try_into().unwrap()) & 0xff_ffff,
+        0
+    );
+    let mut resp = [0u8; 256];
+    d.mem.read(rbuf + 40, &mut resp).unwrap();
+    // GetResp, the D bit, TID kept, NodeInfo of a switch.
+    assert_eq!((resp[3], resp[4] & 0x80), (0x81, 0x80));
+    assert_eq!(&resp[8..16], &0x5157u64.to_be_bytes());
+    assert_eq!(resp[64 + 2], 2, "NodeType: switch");
+    d.dev.take_interrupts();
+
+    let mut inb = hdr(16, 0x501, 0);
+    set(&mut inb, 0x48, 24, qpn);
+    d.exec(&inb, 16);
+    teardown_objs(&mut d, &o);
+    teardown(&mut d, &eqs);
+}

@@ -421,3 +421,31 @@ fn port_change_from_the_test_window() {
     d.exec(&inb, 16);
     teardown(&mut d, &eqs);
 }
+
+/// SM: with the switch's embedded subnet manager stopped, a port whose link comes back up
+/// waits in INIT (the vport context's `port_state` 2) for a host SM; running it again sweeps
+/// the port to ACTIVE (4) at once. Only 0 and 1 are arguments.
+#[test]
+fn embedded_sm_off_leaves_a_port_in_init() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let port_state = |d: &mut Driver| {
+        let out = d.exec(&hdr(16, 0x762, 0), 0x1010);
+        get(&out, 0x80 + 0x118, 4)
+    };
+    assert_eq!(port_state(&mut d), 4);
+    assert_eq!(tw(&mut d, tw_cmd::SM, [2, 0, 0]), tw_result::BAD_ARG);
+    assert_eq!(tw(&mut d, tw_cmd::SM, [0, 0, 0]), tw_result::OK);
+    // Stopping the SM leaves the swept port as it is.
+    assert_eq!(port_state(&mut d), 4);
+    for up in [0, 1] {
+        // No EQ takes PORT_CHANGE here: the state changes all the same.
+        assert_eq!(tw(&mut d, tw_cmd::PORT, [up, 0, 0]), tw_result::NO_EQ);
+    }
+    assert_eq!(port_state(&mut d), 2);
+    assert_eq!(tw(&mut d, tw_cmd::SM, [1, 0, 0]), tw_result::OK);
+    assert_eq!(port_state(&mut d), 4);
+    teardown(&mut d, &eqs);
+}
