@@ -329,6 +329,8 @@ macro_rules! op_slots {
                 alloc_dm: AllocDm:
                     fn(&Ucontext<D>, &DmAllocAttr, &mut <D as UverbsApi>::Call<'_>) -> Result<D::DmData>,
                 dealloc_dm: DeallocDm: fn(&Dm<D>) -> Result,
+                query_ucontext: QueryUcontext:
+                    fn(&Ucontext<D>, &mut <D as UverbsApi>::Call<'_>) -> Result,
                 reg_dm_mr: RegDmMr: fn(&Pd<D>, &Dm<D>, &DmMrAttr) -> Result<MrCreated<D::MrData>>,
         }
     };

@@ -173,6 +173,16 @@ pub trait DeviceOps: 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Answers the driver's part of `UVERBS_METHOD_QUERY_CONTEXT` (upstream
+    /// `ops.query_ucontext`): the driver writes its own outputs of the method through `call`
+    /// (mlx5: its `alloc_ucontext` response again). Without it the method is `EOPNOTSUPP`.
+    fn query_ucontext(
+        _ctx: &Ucontext<Self::Driver>,
+        _call: &mut <Self::Driver as UverbsApi>::Call<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Maps something of a user context into the caller (upstream
     /// `ops.mmap`, called by `ib_uverbs_mmap()` with the file's context):
     /// the driver decodes `vma.pgoff()` (or finds its entry with

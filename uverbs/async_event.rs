@@ -85,8 +85,33 @@ pub(crate) struct AsyncEventFile {
     /// completions and events from their interrupt handlers.
     #[pin]
     queue: SpinLockIrq<Queue>,
-    #[pin]
-    wait: PollCondVar,
+    wait: DeferredWait,
+}
+
+/// The event file's wait queue, in its own allocation: the kernel crate's `PollCondVar` waits
+/// for an RCU grace period when dropped (`__wake_up_pollfree()`, then `synchronize_rcu()`),
+/// which the task closing the file's last reference slept through (several ticks under TCG:
+/// half of a context open/close pair on the emulated function, Documentation/performance.md).
+/// Its drop goes to the core's workqueue (`crate::wq`, drained before the module goes), off the
+/// closing task; inline only if the work item cannot be allocated. No waiter is left by then:
+/// readers and pollers hold the file, which holds a reference to this queue. Upstream frees
+/// its queue with the file and waits for nothing.
+struct DeferredWait(Option<Pin<KBox<PollCondVar>>>);
+
+impl DeferredWait {
+    /// The queue; `None` only while it is being dropped.
+    fn get(&self) -> Option<&PollCondVar> {
+        self.0.as_deref()
+    }
+}
+
+impl Drop for DeferredWait {
+    fn drop(&mut self) {
+        if let Some(w) = self.0.take() {
+            // On an allocation failure the closure, and the queue with it, is dropped here.
+            let _ = crate::wq::queue().try_spawn(GFP_KERNEL, move || drop(w));
+        }
+    }
 }
 
 impl AsyncEventFile {
@@ -110,11 +135,12 @@ impl AsyncEventFile {
     }
 
     fn with_desc_len(desc_len: usize) -> Result<Arc<Self>> {
+        let wait = KBox::pin_init(kernel::new_poll_condvar!("uverbs_async_wait"), GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(AsyncEventFile {
                 desc_len,
                 queue <- kernel::new_spinlock_irq!(Queue { events: KVec::new() }, "uverbs_async_queue"),
-                wait <- kernel::new_poll_condvar!("uverbs_async_wait"),
+                wait: DeferredWait(Some(wait)),
             }),
             GFP_KERNEL,
         )
@@ -190,7 +216,9 @@ impl AsyncEventFile {
     fn push(&self, desc: [u8; EVENT_DESC_SIZE], count: Option<Arc<EventCount>>) {
         let mut q = self.queue.lock();
         if q.events.push(Queued { desc, count }, GFP_ATOMIC).is_ok() {
-            self.wait.notify_all();
+            if let Some(w) = self.wait.get() {
+                w.notify_all();
+            }
         }
     }
 }
@@ -208,7 +236,10 @@ impl AnonFileOps for AsyncEventFile {
             if file.flags() & flags::O_NONBLOCK != 0 {
                 return Err(EAGAIN);
             }
-            if this.wait.wait_interruptible(&mut q) {
+            let Some(w) = this.wait.get() else {
+                return Err(EIO);
+            };
+            if w.wait_interruptible(&mut q) {
                 return Err(ERESTARTSYS);
             }
         }
@@ -230,7 +261,9 @@ impl AnonFileOps for AsyncEventFile {
 
     // upstream: ib_uverbs_event_poll()
     fn poll(this: &Arc<Self>, file: &File, table: PollTable<'_>) -> u32 {
-        table.register_wait(file, &this.wait);
+        if let Some(w) = this.wait.get() {
+            table.register_wait(file, w);
+        }
         let q = this.queue.lock();
         let mut mask = 0;
         if !q.events.is_empty() {

@@ -99,6 +99,17 @@ impl<D: Driver> DriverCall<'_, '_, D> {
         self.out.put(self.bundle, id, data)
     }
 
+    /// Writes a PTR_OUT attribute of a response struct and marks it valid (upstream
+    /// `uverbs_copy_to_struct_or_zero()`): at most the user's length, the rest of the user's
+    /// buffer (past what the driver knows) zeroed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::put`]; `ENOMEM`.
+    pub fn put_struct_or_zero(&mut self, id: u16, data: &[u8]) -> Result {
+        self.out.put_or_zero(self.bundle, id, data)
+    }
+
     /// Hands the object of the method's NEW handle to the core (upstream
     /// `uobj->object = obj` before the commit).
     ///

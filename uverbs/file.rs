@@ -101,9 +101,13 @@ fn copy_out(addr: u64, data: &[u8]) -> Result {
 fn copy_out_or_zero(addr: u64, len: usize, resp: &[u8]) -> Result {
     let n = len.min(resp.len());
     copy_out(addr, resp.get(..n).unwrap_or(&[]))?;
-    if len > n {
-        let zeros = KVec::from_elem(0u8, len - n, GFP_KERNEL)?;
-        copy_out(addr + n as u64, &zeros)?;
+    // upstream clear_user() of the rest: written from a zero block, nothing allocated.
+    static ZEROS: [u8; 256] = [0; 256];
+    let mut at = n;
+    while at < len {
+        let k = (len - at).min(ZEROS.len());
+        copy_out(addr + at as u64, ZEROS.get(..k).unwrap_or(&[]))?;
+        at += k;
     }
     Ok(())
 }

@@ -81,6 +81,7 @@ impl DeviceOps for Mlx5DevOps {
         devx::DEVX_OBJ_OBJECT,
         devx::DEVX_UMEM_OBJECT,
         dm::DM_OBJECT,
+        ucontext::DEVICE_OBJECT,
         devx::DEVX_ASYNC_CMD_FD_OBJECT,
         devx::DEVX_ASYNC_EVENT_FD_OBJECT,
     ];
@@ -117,6 +118,10 @@ impl DeviceOps for Mlx5DevOps {
 
     fn dealloc_ucontext(ctx: &Ucontext<Mlx5Ib>) {
         ucontext::dealloc_ucontext(ctx)
+    }
+
+    fn query_ucontext(ctx: &Ucontext<Mlx5Ib>, call: &mut DriverCall<'_, '_, Mlx5Ib>) -> Result {
+        ucontext::query_ucontext(ctx, call)
     }
 
     fn mmap(ctx: &Ucontext<Mlx5Ib>, vma: &mut UserVma<'_>) -> Result {

@@ -37,6 +37,9 @@ use crate::prm::ctx::cmd_hca_cap;
 use crate::uabi;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::device::Device;
+use ib_core_rs::uverbs::driver_api::{
+    AttrSpec, DriverCall, MethodSpec, ObjectSpec, PtrSpec, UA_MANDATORY,
+};
 use ib_core_rs::verbs::{Ucontext, UcontextPriv, Udata};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -234,6 +237,48 @@ fn ucontext_resp(
         num_dyn_bfregs: 0,
         ..Default::default()
     })
+}
+
+crate::ib::device::driver_ids! {
+    /// `MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX` (mlx5_user_ioctl_cmds.h).
+    ATTR_QUERY_CONTEXT_RESP_UCTX;
+}
+/// `UVERBS_OBJECT_DEVICE`, `UVERBS_METHOD_QUERY_CONTEXT` (ib_user_ioctl_cmds.h).
+const OBJECT_DEVICE: u16 = 0;
+const METHOD_QUERY_CONTEXT: u16 = 4;
+
+/// upstream `ADD_UVERBS_ATTRIBUTES_SIMPLE(mlx5_ib_query_context, UVERBS_OBJECT_DEVICE,
+/// UVERBS_METHOD_QUERY_CONTEXT, ..)`: the whole `mlx5_ib_alloc_ucontext_resp` (up to
+/// `dump_fill_mkey`), mandatory.
+const QUERY_CONTEXT_ATTRS: &[AttrSpec] = &[AttrSpec::ptr_out(
+    ATTR_QUERY_CONTEXT_RESP_UCTX,
+    PtrSpec::structure(UCONTEXT_RESP_LEN as u16, UCONTEXT_RESP_LEN as u16),
+    UA_MANDATORY,
+)];
+const DEVICE_METHODS: &[MethodSpec] = &[MethodSpec::extend(
+    METHOD_QUERY_CONTEXT,
+    QUERY_CONTEXT_ATTRS,
+)];
+/// The attributes mlx5 adds to the core's DEVICE object (upstream `mlx5_ib_defs`'
+/// `UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE, &mlx5_ib_query_context)`).
+pub(crate) const DEVICE_OBJECT: ObjectSpec = ObjectSpec::extend(OBJECT_DEVICE, DEVICE_METHODS);
+
+/// upstream `mlx5_ib_query_ucontext()`: the context's `alloc_ucontext` response again
+/// (`set_ucontext_resp()`), `response_length` the smaller of the user's attribute and the
+/// struct, copied with the rest of the user's buffer zeroed.
+///
+/// # Errors
+///
+/// `EINVAL` for a context without driver data or an attribute the user did not pass,
+/// `EFAULT`; the errno of QUERY_NIC_VPORT_CONTEXT on an Ethernet port.
+pub(crate) fn query_ucontext(
+    ctx: &Ucontext<Mlx5Ib>,
+    call: &mut DriverCall<'_, '_, Mlx5Ib>,
+) -> Result {
+    let u = mlx5_ctx(ctx)?;
+    let len = call.len(ATTR_QUERY_CONTEXT_RESP_UCTX)?;
+    let resp = ucontext_resp(ctx.device(), u.cqe_version, len)?;
+    call.put_struct_or_zero(ATTR_QUERY_CONTEXT_RESP_UCTX, &resp.to_bytes())
 }
 
 /// upstream `mlx5_ib_dealloc_ucontext()`: the transport domain.

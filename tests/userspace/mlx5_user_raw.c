@@ -56,6 +56,10 @@ static int do_write(int fd, uint32_t cmd, void *body, size_t body_len, size_t ou
 	return write(fd, buf, sizeof(*h) + body_len) < 0 ? errno : 0;
 }
 
+/* What the last GET_CONTEXT answered: the driver's response and NUM_COMP_VECTORS. */
+static struct mlx5_ib_alloc_ucontext_resp alloc_resp;
+static uint32_t alloc_ncv;
+
 static int get_context(int fd)
 {
 	struct {
@@ -83,7 +87,87 @@ static int get_context(int fd)
 					      .len = 4, .data = (uintptr_t)&ncv };
 	if (ioctl(fd, RDMA_VERBS_IOCTL, &r))
 		return errno;
+	alloc_resp = resp;
+	alloc_ncv = ncv;
 	return resp.cqe_version == 1 ? 0 : EPROTO;
+}
+
+/*
+ * UVERBS_METHOD_QUERY_CONTEXT as libmlx5's mlx5_import_context() sends it (ibv_cmd_query_context()
+ * plus MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX), into `resp` (`uctx_len` bytes of it; 0: the
+ * mandatory driver attribute left out); `ncv_len`: the length given for NUM_COMP_VECTORS.
+ */
+static int query_context(int fd, void *resp, uint16_t uctx_len, uint16_t ncv_len, uint32_t *ncv,
+			 uint64_t *core_support)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[3];
+	} r;
+	int n = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_QUERY_CONTEXT;
+	r.hdr.driver_id = RDMA_DRIVER_MLX5;
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS,
+						.len = ncv_len, .data = (uintptr_t)ncv };
+	r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT,
+						.len = 8, .data = (uintptr_t)core_support };
+	if (uctx_len)
+		r.attrs[n++] = (struct ib_uverbs_attr){ .attr_id = MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX,
+							.len = uctx_len, .data = (uintptr_t)resp };
+	r.hdr.num_attrs = n;
+	r.hdr.length = sizeof(r.hdr) + n * sizeof(r.attrs[0]);
+	return ioctl(fd, RDMA_VERBS_IOCTL, &r) ? errno : 0;
+}
+
+/*
+ * QUERY_CONTEXT (upstream UVERBS_HANDLER(UVERBS_METHOD_QUERY_CONTEXT) and
+ * mlx5_ib_query_ucontext()): the core's comp vectors and core support, and the driver's
+ * response, which is the one GET_CONTEXT answered (both set_ucontext_resp()); the rest of a
+ * longer buffer zeroed; the errnos of a file without a context and of bad attributes.
+ */
+static void query_context_checks(int fd, int fd_no_ctx)
+{
+	unsigned char buf[sizeof(struct mlx5_ib_alloc_ucontext_resp) + 8];
+	const size_t rl = sizeof(struct mlx5_ib_alloc_ucontext_resp);
+	uint64_t cs = 0;
+	uint32_t ncv = 0;
+	size_t i;
+	int z;
+
+	memset(buf, 0xff, sizeof(buf));
+	expect("QUERY_CONTEXT with the mlx5 response", query_context(fd, buf, rl, 4, &ncv, &cs), 0);
+	printf("I query_context num_comp_vectors %u core_support %llu qp_tab_size %u "
+	       "max_send_wqebb %u max_recv_wr %u max_srq_recv_wr %u cqe_version %u num_ports %u "
+	       "cmds_supp_uhw %u log_uar_size %u num_uars_per_page %u comp_mask 0x%x "
+	       "response_length %u\n",
+	       ncv, (unsigned long long)cs, alloc_resp.qp_tab_size, alloc_resp.max_send_wqebb,
+	       alloc_resp.max_recv_wr, alloc_resp.max_srq_recv_wr, alloc_resp.cqe_version,
+	       alloc_resp.num_ports, alloc_resp.cmds_supp_uhw, alloc_resp.log_uar_size,
+	       alloc_resp.num_uars_per_page, alloc_resp.comp_mask, alloc_resp.response_length);
+	expect("QUERY_CONTEXT: NUM_COMP_VECTORS as GET_CONTEXT's",
+	       ncv == alloc_ncv && ncv > 0 ? 0 : EPROTO, 0);
+	expect("QUERY_CONTEXT: CORE_SUPPORT is OPTIONAL_MR_ACCESS",
+	       cs == IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS ? 0 : EPROTO, 0);
+	expect("QUERY_CONTEXT: the mlx5 response is GET_CONTEXT's",
+	       memcmp(buf, &alloc_resp, rl) ? EPROTO : 0, 0);
+	memset(buf, 0xff, sizeof(buf));
+	expect("QUERY_CONTEXT with 8 bytes more than the response",
+	       query_context(fd, buf, sizeof(buf), 4, &ncv, &cs), 0);
+	for (z = 1, i = rl; i < sizeof(buf); i++)
+		z &= buf[i] == 0;
+	expect("QUERY_CONTEXT: the response as before, its length the struct's, the excess zeroed",
+	       !memcmp(buf, &alloc_resp, rl) && z ? 0 : EPROTO, 0);
+	expect("QUERY_CONTEXT without the mandatory mlx5 attribute: EINVAL",
+	       query_context(fd, buf, 0, 4, &ncv, &cs), EINVAL);
+	expect("QUERY_CONTEXT with a response shorter than dump_fill_mkey's end: EINVAL",
+	       query_context(fd, buf, rl - 4, 4, &ncv, &cs), EINVAL);
+	expect("QUERY_CONTEXT with 8 bytes for the u32 NUM_COMP_VECTORS: EINVAL",
+	       query_context(fd, buf, rl, 8, &ncv, &cs), EINVAL);
+	expect("QUERY_CONTEXT on a file without a context: EINVAL",
+	       query_context(fd_no_ctx, buf, rl, 4, &ncv, &cs), EINVAL);
 }
 
 /* MLX5_IB_METHOD_UAR_OBJ_ALLOC as libmlx5's mlx5_alloc_dyn_uar() sends it. */
@@ -593,6 +677,7 @@ int main(int argc, char **argv)
 		int fd2 = open(argv[1], O_RDWR), fd3 = open(argv[1], O_RDWR);
 		void *p;
 
+		query_context_checks(fd, fd3);
 		expect("isolation: another file's GET_CONTEXT", fd2 >= 0 ? get_context(fd2) : errno, 0);
 		p = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd2, uoff);
 		expect("isolation: mmap of one context's UAR offset on another context's file: EINVAL",

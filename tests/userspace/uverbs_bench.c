@@ -6,7 +6,8 @@
  *
  * FIGURES is a comma-separated list (default rt):
  *   rt    QUERY_PORT calls/s, PD alloc+dealloc pairs/s, and raw ioctls: one
- *         rejected by the header check, an unknown method, QUERY_CONTEXT
+ *         rejected by the header check, an unknown method, QUERY_CONTEXT (with
+ *         the mlx5 response on mlx5)
  *   raw   the three raw ioctls of rt alone; bad: the header-rejected one alone
  *   cq    CQ create+destroy pairs/s (64 CQEs)
  * N_OBJ: iterations of the cq, qp and mr figures (default 500).
@@ -89,9 +90,43 @@ static double raw_ns(int fd, uint16_t obj, uint16_t meth, uint16_t reserved, lon
 	return (now() - t0) * 1e9 / iters;
 }
 
+/*
+ * ns per QUERY_CONTEXT as libmlx5's mlx5_import_context() sends it: NUM_COMP_VECTORS,
+ * CORE_SUPPORT and, on mlx5, the driver's MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX (72 bytes,
+ * struct mlx5_ib_alloc_ucontext_resp; a driver without query_ucontext answers EOPNOTSUPP).
+ */
+static double query_context_ns(int fd, long iters)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[3];
+	} r;
+	uint64_t core_support, uctx[9];
+	uint32_t ncv;
+	double t0;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_QUERY_CONTEXT;
+	r.hdr.driver_id = drv_id;
+	r.hdr.num_attrs = drv_id == RDMA_DRIVER_MLX5 ? 3 : 2;
+	r.hdr.length = sizeof(r.hdr) + r.hdr.num_attrs * sizeof(r.attrs[0]);
+	r.attrs[0] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS,
+					      .len = sizeof(ncv), .data = (uintptr_t)&ncv };
+	r.attrs[1] = (struct ib_uverbs_attr){ .attr_id = UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT,
+					      .len = sizeof(core_support),
+					      .data = (uintptr_t)&core_support };
+	/* MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX: the first id of the driver namespace. */
+	r.attrs[2] = (struct ib_uverbs_attr){ .attr_id = 1U << UVERBS_ID_NS_SHIFT,
+					      .len = sizeof(uctx), .data = (uintptr_t)uctx };
+	t0 = now();
+	for (long i = 0; i < iters; i++)
+		ioctl(fd, RDMA_VERBS_IOCTL, &r);
+	return (now() - t0) * 1e9 / iters;
+}
+
 /* Rejected by the header check (reserved1), an unknown method (after the
- * tree lookup), QUERY_CONTEXT (attribute parse, file lock, then EOPNOTSUPP
- * from a driver without query_ucontext); `bad_only`: the first alone (what a
+ * tree lookup), QUERY_CONTEXT (query_context_ns()); `bad_only`: the first alone (what a
  * profile of the fixed cost of an ioctl samples). */
 static void fig_raw(struct ibv_context *ctx, int bad_only)
 {
@@ -99,7 +134,7 @@ static void fig_raw(struct ibv_context *ctx, int bad_only)
 	if (bad_only)
 		return;
 	fig("unknown_method_ns", raw_ns(ctx->cmd_fd, UVERBS_OBJECT_DEVICE, 31, 0, n));
-	fig("query_context_ns", raw_ns(ctx->cmd_fd, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, 0, n));
+	fig("query_context_ns", query_context_ns(ctx->cmd_fd, n));
 }
 
 static void fig_rt(struct ibv_context *ctx)

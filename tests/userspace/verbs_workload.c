@@ -333,6 +333,22 @@ int main(int argc, char **argv)
 	check(errno == 0, "query_device");
 	printf("I max_qp %d\nI max_cq %d\nI max_mr %d\nI max_pd %d\nI max_cqe %d\n",
 	       da.max_qp, da.max_cq, da.max_mr, da.max_pd, da.max_cqe);
+	{
+		/*
+		 * ibv_import_device() of a dup of the command fd: the provider's import
+		 * (libmlx5: mlx5_import_context()) asks the kernel for the context with
+		 * QUERY_CONTEXT (EOPNOTSUPP from a driver without query_ucontext, rxe's).
+		 */
+		int fd = dup(c.ctx->cmd_fd);
+		struct ibv_context *ic = fd >= 0 ? ibv_import_device(fd) : NULL;
+
+		printf("I import_device %s num_comp_vectors %s\n", ic ? "ok" : strerror(errno),
+		       !ic ? "-" : ic->num_comp_vectors == c.ctx->num_comp_vectors ? "same" : "differ");
+		if (ic)
+			ibv_close_device(ic);
+		else if (fd >= 0)
+			close(fd);
+	}
 	errno = ibv_query_port(c.ctx, 1, &c.port);
 	check(errno == 0, "query_port 1");
 	c.roce = c.port.link_layer == IBV_LINK_LAYER_ETHERNET;

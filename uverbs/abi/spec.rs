@@ -77,7 +77,7 @@ impl PtrSpec {
     /// upstream: `UVERBS_ATTR_STRUCT(type, last)`: at least
     /// `offsetofend(type, last)`, and anything past `sizeof(type)` must be
     /// zero.
-    pub(crate) const fn structure(last_end: u16, size: u16) -> Self {
+    pub const fn structure(last_end: u16, size: u16) -> Self {
         Self {
             len: size,
             min_len: last_end,

@@ -55,6 +55,9 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::uaccess::UserSliceReader;
 
+/// A write() command up to this many bytes (header included) is copied to the stack.
+const WRITE_ON_STACK: usize = 256;
+
 /// `IB_USER_VERBS_EX_CMD_QUERY_DEVICE` with the extended flag.
 pub(super) const EX_QUERY_DEVICE: u32 = cmd::FLAG_EXTENDED | cmd::EX_QUERY_DEVICE;
 
@@ -477,8 +480,19 @@ impl<D: Driver> UFile<D> {
                 return Err(EFAULT);
             }
         }
-        let mut buf = KVec::from_elem(0u8, count, GFP_KERNEL)?;
-        data.read_slice(&mut buf)?;
+        // upstream ib_uverbs_write() copies the request into its on-stack bundle; a command up
+        // to WRITE_ON_STACK bytes (every create and destroy but the largest) allocates nothing.
+        let mut on_stack = [0u8; WRITE_ON_STACK];
+        let mut on_heap;
+        let buf: &mut [u8] = match on_stack.get_mut(..count) {
+            Some(b) => b,
+            None => {
+                on_heap = KVec::from_elem(0u8, count, GFP_KERNEL)?;
+                &mut on_heap
+            }
+        };
+        data.read_slice(buf)?;
+        let buf: &[u8] = buf;
         let slice = |r: (usize, usize)| -> Result<KVec<u8>> {
             let mut v = KVec::new();
             if r.1 != 0 {

@@ -23,13 +23,17 @@ use crate::uverbs::driver_fd::DriverFd;
 use crate::uverbs::file::cmd::{CoreIn, WriteBufs};
 use crate::uverbs::file::events::Reported;
 use crate::uverbs::file::uobject::{FdEntry, Inner, ObjKind};
-use crate::uverbs::file::{copy_in, copy_out, kerr, uaddr, UFile};
+use crate::uverbs::file::{copy_in, copy_out, copy_out_or_zero, kerr, uaddr, UFile};
 use crate::uverbs::resp;
 use crate::verbs::Ucontext;
 use core::mem::MaybeUninit;
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
+
+/// `IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS`: what GET_CONTEXT and QUERY_CONTEXT report
+/// as the core's support.
+const CORE_SUPPORT: u64 = 1 << 0;
 
 /// Attribute arrays up to this size are copied to the stack (upstream:
 /// the on-stack bundle of `ib_uverbs_cmd_verbs()`, `UVERBS_OPTIMIZE_USING_STACK_SZ`).
@@ -251,6 +255,14 @@ impl Outputs {
         let p = b.ptr(id).map_err(kerr)?;
         let n = usize::from(p.len).min(data.len());
         copy_out(p.data, data.get(..n).unwrap_or(&[]))?;
+        self.push(b.set_output(id).map_err(kerr)?)
+    }
+
+    /// upstream `uverbs_copy_to_struct_or_zero()`: `put()` of at most the user's length, the
+    /// rest of the user's buffer zeroed.
+    pub(crate) fn put_or_zero(&mut self, b: &Bundle<'_>, id: u16, data: &[u8]) -> Result {
+        let p = b.ptr(id).map_err(kerr)?;
+        copy_out_or_zero(p.data, usize::from(p.len), data)?;
         self.push(b.set_output(id).map_err(kerr)?)
     }
 
@@ -501,18 +513,32 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
                     attr::GET_CONTEXT_NUM_COMP_VECTORS,
                     &self.file.dev.num_comp_vectors().to_ne_bytes(),
                 )?;
-                // IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS
-                self.out
-                    .put_opt(self.bd, attr::GET_CONTEXT_CORE_SUPPORT, &1u64.to_ne_bytes())?;
+                self.out.put_opt(
+                    self.bd,
+                    attr::GET_CONTEXT_CORE_SUPPORT,
+                    &CORE_SUPPORT.to_ne_bytes(),
+                )?;
                 self.file.mmap.set_ucontext(&ctx);
                 self.inner.ucontext = Some(ctx);
                 Ok(())
             }
-            // upstream: EOPNOTSUPP without ops.query_ucontext, which no
-            // driver of ours has yet.
+            // upstream UVERBS_HANDLER(UVERBS_METHOD_QUERY_CONTEXT): EOPNOTSUPP without
+            // ops.query_ucontext; the core's two outputs, then the driver's.
             CoreHandler::QueryContext => {
-                self.inner.ctx()?;
-                Err(EOPNOTSUPP)
+                let ctx = self.inner.ctx()?.clone();
+                let op = self.file.dev.ops().query_ucontext.ok_or(EOPNOTSUPP)?;
+                self.out.put_opt(
+                    self.bd,
+                    attr::QUERY_CONTEXT_NUM_COMP_VECTORS,
+                    &self.file.dev.num_comp_vectors().to_ne_bytes(),
+                )?;
+                // IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS
+                self.out.put_opt(
+                    self.bd,
+                    attr::QUERY_CONTEXT_CORE_SUPPORT,
+                    &CORE_SUPPORT.to_ne_bytes(),
+                )?;
+                op(&ctx, &mut self.driver_call(&ctx, false, false))
             }
             CoreHandler::QueryPort => {
                 self.inner.ctx()?;
