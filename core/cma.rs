@@ -23,6 +23,8 @@ use kernel::sync::{Arc, Mutex};
 
 #[path = "cma/conn.rs"]
 mod conn;
+#[path = "cma/ib.rs"]
+mod ib;
 #[path = "cma/mcast.rs"]
 mod mcast;
 #[path = "cma/resolve.rs"]
@@ -181,6 +183,12 @@ pub struct PathRec {
     pub packet_life_time: u8,
     /// Destination MAC (RoCE).
     pub dmac: [u8; 6],
+    /// Destination LID (InfiniBand; 0 on RoCE).
+    pub dlid: u16,
+    /// Source LID (InfiniBand; 0 on RoCE).
+    pub slid: u16,
+    /// The service ID the SA was asked for (InfiniBand; 0 on RoCE).
+    pub service_id: u64,
 }
 
 /// What [`CmId::info`] reports (what `ucma`'s queries copy out).
@@ -468,9 +476,6 @@ impl CmId {
         if fam != AF_INET && fam != AF_INET6 && fam != AF_IB {
             return Err(EAFNOSUPPORT);
         }
-        if fam == AF_IB {
-            return Err(EAFNOSUPPORT);
-        }
         if !self.comp_exch(CmState::Idle, CmState::AddrBound) {
             return Err(EINVAL);
         }
@@ -495,6 +500,8 @@ impl CmId {
             bound_dev_if = addr.scope_id();
         }
         let dev = match addr.ip() {
+            // upstream cma_translate_ib() and cma_acquire_dev_by_src_ip().
+            None if !addr.is_any() => Some(ib::acquire_dev_by_gid(addr)?),
             Some(ip) if !addr.is_any() => {
                 // upstream rdma_translate_ip(): EADDRNOTAVAIL without a device owning it.
                 let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
@@ -529,8 +536,15 @@ impl CmId {
     /// port asked for (`cma_use_port()`).
     fn get_port(self: &Arc<Self>, s: &mut IdState) -> Result {
         let me = self.key();
+        // upstream cma_select_ib_ps() for AF_IB (EPROTONOSUPPORT when the service ID names
+        // no space the id may use), else the id's own space.
+        let ps = if s.src.family() == AF_IB {
+            ib::select_ib_ps(self.ps, &mut s.src).ok_or(EPROTONOSUPPORT)?
+        } else {
+            self.ps
+        };
         let mut owner = PortOwner {
-            ps: self.ps,
+            ps,
             port: s.src.port(),
             id: me,
             src: s.src,
@@ -546,7 +560,7 @@ impl CmId {
             let mut rover = low + crate::net_addr::random_u32() % remaining;
             loop {
                 let port = rover as u16;
-                if u32::from(g.last_used_port) != rover && !g.port_used(self.ps, port) {
+                if u32::from(g.last_used_port) != rover && !g.port_used(ps, port) {
                     g.last_used_port = port;
                     owner.port = port;
                     break;
@@ -563,7 +577,7 @@ impl CmId {
             if owner.port < PROT_SOCK && !crate::net_addr::capable_net_bind_service() {
                 return Err(EACCES);
             }
-            g.check_port(self.ps, owner.port, &owner, s.reuseaddr)?;
+            g.check_port(ps, owner.port, &owner, s.reuseaddr)?;
         }
         s.bound_port = Some(owner.port);
         g.owners.push(owner, GFP_KERNEL)?;
@@ -652,6 +666,8 @@ impl CmId {
                 Some(s) => self.bind_addr_dst(s, Some(dst))?,
                 None => {
                     let mut any = SockAddr::any(dst.family());
+                    // upstream cma_bind_addr(): an AF_IB source takes the destination's P_Key.
+                    any.set_ib_pkey(dst.ib_pkey());
                     if dst.is_link_local() {
                         // upstream: the scope of the destination.
                         any = SockAddr::parse(dst.as_bytes()).unwrap_or(any);
@@ -684,7 +700,11 @@ impl CmId {
             (s.src, s.bound_dev_if)
         };
         if dst.family() == AF_IB {
-            return Err(EAFNOSUPPORT);
+            // The IB loopback (cma_resolve_loopback() of an AF_IB id) is not done.
+            if dst.is_any() {
+                return Err(EOPNOTSUPP);
+            }
+            return ib::resolve_ib_addr(self);
         }
         if dst.is_any() {
             // upstream cma_resolve_loopback().
@@ -713,7 +733,13 @@ impl CmId {
         if !self.comp_exch(CmState::AddrResolved, CmState::RouteQuery) {
             return Err(EINVAL);
         }
-        let r = resolve::iboe_route(self);
+        let ib_port = self.st.lock().dev.is_some_and(|b| !b.roce);
+        // upstream rdma_resolve_route(): cma_resolve_ib_route() on InfiniBand.
+        let r = if ib_port {
+            ib::ib_route(self, timeout_ms)
+        } else {
+            resolve::iboe_route(self)
+        };
         if r.is_err() {
             self.comp_exch(CmState::RouteQuery, CmState::AddrResolved);
         }
@@ -806,6 +832,12 @@ fn port_active(dev: &DeviceCore, port: u32) -> bool {
 fn port_is_roce(dev: &DeviceCore, port: u32) -> bool {
     dev.port_immutable(port)
         .is_ok_and(|p| p.link_layer == LinkLayer::Ethernet)
+}
+
+/// Whether a port is InfiniBand (upstream `rdma_cap_af_ib()`, `rdma_cap_ib_sa()`).
+pub(crate) fn port_is_ib(dev: &DeviceCore, port: u32) -> bool {
+    dev.port_immutable(port)
+        .is_ok_and(|p| p.link_layer == LinkLayer::Infiniband)
 }
 
 /// rdma_cm as a client of the core (upstream `cma_client`: `cma_add_one()`,
