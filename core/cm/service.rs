@@ -1074,25 +1074,36 @@ impl PortHandler {
         let m = &recv.mad;
         let req = SidrReq::decode(m);
         let tid = MadHdr(&m.0).tid();
-        let Some((dgid, sgid)) = recv.info.grh.as_ref().map(msg::hdr_gids) else {
-            return;
-        };
         let Some(dev) = crate::registry::device_arc(self.dev_index) else {
             return;
+        };
+        let ib = dev
+            .core()
+            .port_immutable(self.port)
+            .is_ok_and(|i| i.link_layer == crate::attr::LinkLayer::Infiniband);
+        // Without a GRH (InfiniBand in the subnet) the reply goes back by the sender's LID
+        // from this port's GID 0 (upstream ib_init_ah_attr_from_wc()).
+        let (dgid, sgid, hop_limit) = match recv.info.grh.as_ref().map(msg::hdr_gids) {
+            // upstream ib_init_ah_attr_from_wc(): hop limit 0xff back.
+            Some((d, s)) => (d, s, 0xff),
+            None if ib => match dev.core().query_gid(self.port, 0) {
+                Ok(g) => ([0; 16], g.0, 0),
+                Err(_) => return,
+            },
+            None => return,
         };
         let sgid_index = find_gid(dev.core(), self.port, &sgid);
         drop(dev);
         let av = CmAv {
-            ib: false,
-            dlid: 0,
+            ib,
+            dlid: recv.info.slid,
             slid: 0,
             dev_index: self.dev_index,
             port: self.port,
             sgid_index: sgid_index.unwrap_or(0),
             sgid,
             dgid,
-            // upstream ib_init_ah_attr_from_wc(): hop limit 0xff back.
-            hop_limit: 0xff,
+            hop_limit,
             traffic_class: 0,
             flow_label: 0,
             sl: recv.info.sl,
@@ -1101,7 +1112,10 @@ impl PortHandler {
         };
         let dup = tables().conns.iter().any(|c| {
             let s = c.st.lock();
-            s.state == CmState::SidrReqRcvd && s.remote_id == req.request_id && s.av.dgid == dgid
+            s.state == CmState::SidrReqRcvd
+                && s.remote_id == req.request_id
+                && s.av.dgid == dgid
+                && s.av.dlid == av.dlid
         });
         if dup {
             return;

@@ -393,7 +393,15 @@ impl CmListener for IdListen {
                 return Err(EINVAL);
             }
             let off = user_offset(l.ps, s.src.family());
-            let (peer, local) = parse_hdr(&req.private_data).ok_or(EINVAL)?;
+            let (peer, local) = if s.src.family() == AF_IB {
+                // upstream cma_save_ib_info() without a path: the listener's address (its
+                // whole service ID), the peer's family alone.
+                let mut local = s.src;
+                local.set_ib_sid(local.ib_sid().0, !0);
+                (SockAddr::any(AF_IB), local)
+            } else {
+                parse_hdr(&req.private_data).ok_or(EINVAL)?
+            };
             (off, peer, local, s.src)
         };
         if !lsrc.is_any() && !lsrc.same_addr(&local) {
@@ -403,9 +411,13 @@ impl CmListener for IdListen {
         let handler = l.handler.lock().clone().ok_or(EINVAL)?;
         let nid = CmId::create_child(handler, l.ps, l.qp_type)?;
         let r = (|| -> Result<Arc<dyn CmConnHandler>> {
-            let ip = local.ip().ok_or(EINVAL)?;
-            let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
-            let b = super::resolve::acquire_dev_by_ip(ip, &ndev)?;
+            let b = if local.family() == AF_IB {
+                super::ib::acquire_dev_by_gid(&local)?
+            } else {
+                let ip = local.ip().ok_or(EINVAL)?;
+                let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
+                super::resolve::acquire_dev_by_ip(ip, &ndev)?
+            };
             {
                 let mut s = nid.st.lock();
                 s.state = CmState::Connect;

@@ -25,7 +25,8 @@ cm_ib_load() {
 
 # cm_ib_run TAG: with an SM that has an SA (opensm): ucma_test -i (AF_IB bind, resolve, the
 # SA's path, errnos), then unmodified ucmatose over AF_IB (-f gid: two connections, 10
-# messages of 1000 bytes each way), server on mlx5_0, client on mlx5_1.
+# messages of 1000 bytes each way) and udaddy (-f gid: SIDR), servers on mlx5_0, clients on
+# mlx5_1.
 cm_ib_run() {
 	local t=$1 g0 g1 l0 l1
 	g0=$(cm_ib_gid mlx5_0)
@@ -42,6 +43,9 @@ cm_ib_run() {
 	else
 		t_fail "$t: ucmatose: both ends' data transfers complete"
 	fi
+	# UD over AF_IB: a SIDR REQ by LIDs, its REP back to the sender's LID.
+	cm_pair "$t: udaddy -f gid -c 2" 60 "udaddy -f gid -b $g0 -c 2 -C 10" \
+		"udaddy -f gid -s $g0 -b $g1 -c 2 -C 10"
 }
 
 # vm_cm_ib: the embedded SM (no SA: a route query goes unanswered, RDMA_CM_EVENT_ROUTE_ERROR
