@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-# Mode cmib: rdma_cm on InfiniBand (AF_IB, routes from the SA) and the cost of the rping and rxe
-# comparison suites (tests/vm/cm.sh, tests/vm/cmib_ib.sh), KUnit skipped.
+# Mode cmib: rdma_cm on InfiniBand (vm_cm_ib, tests/vm/cm_ib.sh: AF_IB, routes from the SA,
+# connections by LIDs) and the rdma_cm suites on RoCE it must leave working
+# (tests/vm/cm.sh), KUnit skipped.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 if [ "${RDMARS_SOURCED:-}" != 1 ]; then
 	touch /tmp/kunit-ran.ib_core_rs /tmp/kunit-ran.mlx5_ib_rs
