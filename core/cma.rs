@@ -5,15 +5,16 @@
 //! machine, bound to an address and port ([`CmId::bind_addr`], the per-space bind lists with
 //! port allocation, `reuseaddr` and `afonly`), its address resolved to a device, port, GID and
 //! destination MAC ([`CmId::resolve_addr`], `core/cma/resolve.rs`), its route built locally on
-//! RoCE ([`CmId::resolve_route`], upstream `cma_resolve_iboe_route()`), listening. Events go to
+//! RoCE ([`CmId::resolve_route`], upstream `cma_resolve_iboe_route()`) or asked of the SA on
+//! InfiniBand (`AF_IB` ids and routes: `core/cma/ib.rs`), listening. Events go to
 //! the id's [`CmHandler`] from the core's workqueue, never from inside a call, and not after
 //! [`CmId::destroy`] returned (upstream's `handler_mutex`). A device's removal moves its ids to
 //! `RDMA_CM_DEVICE_REMOVAL` and reports `RDMA_CM_EVENT_DEVICE_REMOVAL` ([`CmaClient`]).
 //!
 //! Connections over the IB CM are in `core/cma/conn.rs`, multicast groups on RoCE in
-//! `core/cma/mcast.rs`. Not done (`EOPNOTSUPP`): `AF_IB` addresses, routes and multicast on
-//! InfiniBand ports (path and MCMember records from the SA). Everything runs in the initial
-//! network namespace.
+//! `core/cma/mcast.rs`. Not done (`EOPNOTSUPP`): multicast on InfiniBand ports (MCMember
+//! records), the IB loopback of an `AF_IB` id. Everything runs in the initial network
+//! namespace.
 
 use crate::attr::{GidType, LinkLayer, PortState};
 use crate::ib_device::{DeviceCore, IbDevice};
@@ -462,7 +463,7 @@ impl CmId {
     ///
     /// # Errors
     ///
-    /// `EAFNOSUPPORT` for a family other than IPv4 and IPv6 (`AF_IB` is not done); `EINVAL`
+    /// `EAFNOSUPPORT` for a family other than IPv4, IPv6 and `AF_IB`; `EINVAL`
     /// unless the id is idle, for a link-local IPv6 address without scope; `EADDRNOTAVAIL`
     /// when no interface has the address or no port is free; `ENODEV` when no RDMA port has
     /// its GID; `EACCES` for a port below 1024 without `CAP_NET_BIND_SERVICE`; `EADDRINUSE`.
@@ -652,8 +653,9 @@ impl CmId {
     /// # Errors
     ///
     /// `EINVAL` unless idle or bound, or for a destination of another family than the
-    /// source; the bind's errors; the route's (`ENETUNREACH`, ...); `EAFNOSUPPORT` for
-    /// `AF_IB`; `ENODEV` when nothing can be bound for the unspecified destination.
+    /// source; the bind's errors; the route's (`ENETUNREACH`, ...); `ENODEV` when nothing can
+    /// be bound for the unspecified destination or no InfiniBand port reaches an `AF_IB` one;
+    /// `EOPNOTSUPP` for the unspecified `AF_IB` destination.
     pub fn resolve_addr(
         self: &Arc<Self>,
         src: Option<&SockAddr>,
@@ -724,8 +726,8 @@ impl CmId {
     /// # Errors
     ///
     /// `EINVAL` for a zero timeout, unless the address is resolved, or for a netdev MTU too
-    /// small for RoCE; `ENODEV` when the source netdev is gone; `EOPNOTSUPP` on an
-    /// InfiniBand port (path records from the SA are not done).
+    /// small for RoCE; `ENODEV` when the source netdev is gone; on InfiniBand the SA
+    /// client's (`ENETUNREACH` without an SM).
     pub fn resolve_route(self: &Arc<Self>, timeout_ms: u32) -> Result {
         if timeout_ms == 0 {
             return Err(EINVAL);
