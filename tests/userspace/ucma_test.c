@@ -27,8 +27,9 @@
  * -i: AF_IB on InfiniBand (ib_af()): SGID and DGID are port GIDs of one subnet (SLID and DLID
  * their LIDs): bind (the GID's device, a port of the local range, the service ID of the TCP
  * space), a service ID of another space (EPROTONOSUPPORT), a GID no port has (ENODEV),
- * resolve_addr and resolve_route with their events and the SA's path (the LIDs), a
- * destination of another subnet (ENODEV), an IPv4 destination for an AF_IB source (EINVAL).
+ * resolve_addr and resolve_route with their events and the SA's path (the LIDs), a GID of
+ * the subnet nobody has (ROUTE_ERROR, -EINVAL: the SA's status), a destination of another
+ * subnet (ENODEV), an IPv4 destination for an AF_IB source (EINVAL).
  *
  * LDLIBS: -lrdmacm
  */
@@ -571,6 +572,20 @@ static void ib_af(const char *sgid, const char *dgid, int slid, int dlid)
 	}
 	check(rdma_resolve_addr(a, NULL, (struct sockaddr *)&in4, 2000) && errno == EINVAL,
 	      "AF_IB: resolve_addr again (route resolved): EINVAL");
+	rdma_destroy_id(a);
+
+	/* A GID of the subnet that no port has: the SA has no path (a non-zero status). */
+	check(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	bad = sib_of("fe80::dead:beef", PS_TCP | 7471, ~0ULL);
+	check(!rdma_resolve_addr(a, (struct sockaddr *)&sa, (struct sockaddr *)&bad, 2000),
+	      "AF_IB: resolve_addr to a GID nobody has");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0, "AF_IB: its RDMA_CM_EVENT_ADDR_RESOLVED");
+	check(!rdma_resolve_route(a, 2000), "AF_IB: resolve_route to it");
+	t = next_event(ch, &st, NULL);
+	printf("I AF_IB route to nobody: event %d status %d\n", t, st);
+	check(t == RDMA_CM_EVENT_ROUTE_ERROR && st == -EINVAL,
+	      "AF_IB: no path: RDMA_CM_EVENT_ROUTE_ERROR, -EINVAL");
 	rdma_destroy_id(a);
 
 	check(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
