@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Mode cmib: rdma_cm on InfiniBand (vm_cm_ib, tests/vm/cm_ib.sh: AF_IB, routes from the SA,
 # connections by LIDs) and the rdma_cm suites on RoCE it must leave working
-# (tests/vm/cm.sh), KUnit skipped.
+# (tests/vm/cm.sh); of the KUnit suites only ib_core_rs_sa_path (the SA client's records).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 if [ "${RDMARS_SOURCED:-}" != 1 ]; then
-	touch /tmp/kunit-ran.ib_core_rs /tmp/kunit-ran.mlx5_ib_rs
+	touch /tmp/kunit-ran.mlx5_ib_rs
+	export RDMARS_KUNIT_GLOB='ib_core_rs_sa_path.*'
 	run_mode cmib
 fi
