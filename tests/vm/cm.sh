@@ -253,8 +253,8 @@ cm_mode() {
 	sed -n 's/.*rdmars\.mode=\([^ ]*\).*/\1/p' /proc/cmdline
 }
 
-# cm_rping_count: the pings of cm_verify_run: 1000 in mode cm; 100 elsewhere (make check's
-# budget: under TCG a ping takes about 0.1 s on either implementation).
+# cm_rping_count: the pings of cm_verify_run: 1000 in modes cm and cmib; 100 elsewhere (make
+# check's budget: under TCG 1000 pings take about 40 s on either implementation).
 cm_rping_count() {
 	case "$(cm_mode)" in cm | cmib) echo 1000 ;; *) echo 100 ;; esac
 }
