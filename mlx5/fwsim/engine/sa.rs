@@ -152,8 +152,12 @@ pub(super) fn answered(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::fwsim::mad::MAD_SIZE;
+    use crate::fwsim::engine::sa::{
+        respond, SaPort, ATTR_PATH_REC, CLASS_SA, ERR_NO_RECORDS, METHOD_GET, METHOD_GET_RESP,
+        OFF_ATTR_OFFSET, OFF_COMP_MASK, OFF_DATA, PR_SERVICE_ID, PR_TRAFFIC_CLASS,
+        UNSUPPORTED_METHOD, UNSUPPORTED_METHOD_ATTRIB,
+    };
+    use crate::fwsim::mad::{MadBytes, MAD_SIZE};
 
     fn port(last: u8, lid: u16) -> SaPort {
         let mut gid = [0u8; 16];
