@@ -5,15 +5,16 @@
 //! machine, bound to an address and port ([`CmId::bind_addr`], the per-space bind lists with
 //! port allocation, `reuseaddr` and `afonly`), its address resolved to a device, port, GID and
 //! destination MAC ([`CmId::resolve_addr`], `core/cma/resolve.rs`), its route built locally on
-//! RoCE ([`CmId::resolve_route`], upstream `cma_resolve_iboe_route()`), listening. Events go to
+//! RoCE ([`CmId::resolve_route`], upstream `cma_resolve_iboe_route()`) or asked of the SA on
+//! InfiniBand (`AF_IB` ids and routes: `core/cma/ib.rs`), listening. Events go to
 //! the id's [`CmHandler`] from the core's workqueue, never from inside a call, and not after
 //! [`CmId::destroy`] returned (upstream's `handler_mutex`). A device's removal moves its ids to
 //! `RDMA_CM_DEVICE_REMOVAL` and reports `RDMA_CM_EVENT_DEVICE_REMOVAL` ([`CmaClient`]).
 //!
 //! Connections over the IB CM are in `core/cma/conn.rs`, multicast groups on RoCE in
-//! `core/cma/mcast.rs`. Not done (`EOPNOTSUPP`): `AF_IB` addresses, routes and multicast on
-//! InfiniBand ports (path and MCMember records from the SA). Everything runs in the initial
-//! network namespace.
+//! `core/cma/mcast.rs`. Not done (`EOPNOTSUPP`): multicast on InfiniBand ports (MCMember
+//! records), the IB loopback of an `AF_IB` id. Everything runs in the initial network
+//! namespace.
 
 use crate::attr::{GidType, LinkLayer, PortState};
 use crate::ib_device::{DeviceCore, IbDevice};
@@ -23,6 +24,8 @@ use kernel::sync::{Arc, Mutex};
 
 #[path = "cma/conn.rs"]
 mod conn;
+#[path = "cma/ib.rs"]
+mod ib;
 #[path = "cma/mcast.rs"]
 mod mcast;
 #[path = "cma/qp.rs"]
@@ -184,6 +187,12 @@ pub struct PathRec {
     pub packet_life_time: u8,
     /// Destination MAC (RoCE).
     pub dmac: [u8; 6],
+    /// Destination LID (InfiniBand; 0 on RoCE).
+    pub dlid: u16,
+    /// Source LID (InfiniBand; 0 on RoCE).
+    pub slid: u16,
+    /// The service ID the SA was asked for (InfiniBand; 0 on RoCE).
+    pub service_id: u64,
 }
 
 /// What [`CmId::info`] reports (what `ucma`'s queries copy out).
@@ -461,7 +470,7 @@ impl CmId {
     ///
     /// # Errors
     ///
-    /// `EAFNOSUPPORT` for a family other than IPv4 and IPv6 (`AF_IB` is not done); `EINVAL`
+    /// `EAFNOSUPPORT` for a family other than IPv4, IPv6 and `AF_IB`; `EINVAL`
     /// unless the id is idle, for a link-local IPv6 address without scope; `EADDRNOTAVAIL`
     /// when no interface has the address or no port is free; `ENODEV` when no RDMA port has
     /// its GID; `EACCES` for a port below 1024 without `CAP_NET_BIND_SERVICE`; `EADDRINUSE`.
@@ -473,9 +482,6 @@ impl CmId {
     fn bind_addr_dst(self: &Arc<Self>, addr: &SockAddr, daddr: Option<&SockAddr>) -> Result {
         let fam = addr.family();
         if fam != AF_INET && fam != AF_INET6 && fam != AF_IB {
-            return Err(EAFNOSUPPORT);
-        }
-        if fam == AF_IB {
             return Err(EAFNOSUPPORT);
         }
         if !self.comp_exch(CmState::Idle, CmState::AddrBound) {
@@ -502,6 +508,8 @@ impl CmId {
             bound_dev_if = addr.scope_id();
         }
         let dev = match addr.ip() {
+            // upstream cma_translate_ib() and cma_acquire_dev_by_src_ip().
+            None if !addr.is_any() => Some(ib::acquire_dev_by_gid(addr)?),
             Some(ip) if !addr.is_any() => {
                 // upstream rdma_translate_ip(): EADDRNOTAVAIL without a device owning it.
                 let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
@@ -536,8 +544,15 @@ impl CmId {
     /// port asked for (`cma_use_port()`).
     fn get_port(self: &Arc<Self>, s: &mut IdState) -> Result {
         let me = self.key();
+        // upstream cma_select_ib_ps() for AF_IB (EPROTONOSUPPORT when the service ID names
+        // no space the id may use), else the id's own space.
+        let ps = if s.src.family() == AF_IB {
+            ib::select_ib_ps(self.ps, &mut s.src).ok_or(EPROTONOSUPPORT)?
+        } else {
+            self.ps
+        };
         let mut owner = PortOwner {
-            ps: self.ps,
+            ps,
             port: s.src.port(),
             id: me,
             src: s.src,
@@ -553,7 +568,7 @@ impl CmId {
             let mut rover = low + crate::net_addr::random_u32() % remaining;
             loop {
                 let port = rover as u16;
-                if u32::from(g.last_used_port) != rover && !g.port_used(self.ps, port) {
+                if u32::from(g.last_used_port) != rover && !g.port_used(ps, port) {
                     g.last_used_port = port;
                     owner.port = port;
                     break;
@@ -570,7 +585,7 @@ impl CmId {
             if owner.port < PROT_SOCK && !crate::net_addr::capable_net_bind_service() {
                 return Err(EACCES);
             }
-            g.check_port(self.ps, owner.port, &owner, s.reuseaddr)?;
+            g.check_port(ps, owner.port, &owner, s.reuseaddr)?;
         }
         s.bound_port = Some(owner.port);
         g.owners.push(owner, GFP_KERNEL)?;
@@ -645,8 +660,9 @@ impl CmId {
     /// # Errors
     ///
     /// `EINVAL` unless idle or bound, or for a destination of another family than the
-    /// source; the bind's errors; the route's (`ENETUNREACH`, ...); `EAFNOSUPPORT` for
-    /// `AF_IB`; `ENODEV` when nothing can be bound for the unspecified destination.
+    /// source; the bind's errors; the route's (`ENETUNREACH`, ...); `ENODEV` when nothing can
+    /// be bound for the unspecified destination or no InfiniBand port reaches an `AF_IB` one;
+    /// `EOPNOTSUPP` for the unspecified `AF_IB` destination.
     pub fn resolve_addr(
         self: &Arc<Self>,
         src: Option<&SockAddr>,
@@ -659,6 +675,8 @@ impl CmId {
                 Some(s) => self.bind_addr_dst(s, Some(dst))?,
                 None => {
                     let mut any = SockAddr::any(dst.family());
+                    // upstream cma_bind_addr(): an AF_IB source takes the destination's P_Key.
+                    any.set_ib_pkey(dst.ib_pkey());
                     if dst.is_link_local() {
                         // upstream: the scope of the destination.
                         any = SockAddr::parse(dst.as_bytes()).unwrap_or(any);
@@ -691,7 +709,11 @@ impl CmId {
             (s.src, s.bound_dev_if)
         };
         if dst.family() == AF_IB {
-            return Err(EAFNOSUPPORT);
+            // The IB loopback (cma_resolve_loopback() of an AF_IB id) is not done.
+            if dst.is_any() {
+                return Err(EOPNOTSUPP);
+            }
+            return ib::resolve_ib_addr(self);
         }
         if dst.is_any() {
             // upstream cma_resolve_loopback().
@@ -711,8 +733,8 @@ impl CmId {
     /// # Errors
     ///
     /// `EINVAL` for a zero timeout, unless the address is resolved, or for a netdev MTU too
-    /// small for RoCE; `ENODEV` when the source netdev is gone; `EOPNOTSUPP` on an
-    /// InfiniBand port (path records from the SA are not done).
+    /// small for RoCE; `ENODEV` when the source netdev is gone; on InfiniBand the SA
+    /// client's (`ENETUNREACH` without an SM).
     pub fn resolve_route(self: &Arc<Self>, timeout_ms: u32) -> Result {
         if timeout_ms == 0 {
             return Err(EINVAL);
@@ -720,7 +742,13 @@ impl CmId {
         if !self.comp_exch(CmState::AddrResolved, CmState::RouteQuery) {
             return Err(EINVAL);
         }
-        let r = resolve::iboe_route(self);
+        let ib_port = self.st.lock().dev.is_some_and(|b| !b.roce);
+        // upstream rdma_resolve_route(): cma_resolve_ib_route() on InfiniBand.
+        let r = if ib_port {
+            ib::ib_route(self, timeout_ms)
+        } else {
+            resolve::iboe_route(self)
+        };
         if r.is_err() {
             self.comp_exch(CmState::RouteQuery, CmState::AddrResolved);
         }
@@ -813,6 +841,12 @@ fn port_active(dev: &DeviceCore, port: u32) -> bool {
 fn port_is_roce(dev: &DeviceCore, port: u32) -> bool {
     dev.port_immutable(port)
         .is_ok_and(|p| p.link_layer == LinkLayer::Ethernet)
+}
+
+/// Whether a port is InfiniBand (upstream `rdma_cap_af_ib()`, `rdma_cap_ib_sa()`).
+pub(crate) fn port_is_ib(dev: &DeviceCore, port: u32) -> bool {
+    dev.port_immutable(port)
+        .is_ok_and(|p| p.link_layer == LinkLayer::Infiniband)
 }
 
 /// rdma_cm as a client of the core (upstream `cma_client`: `cma_add_one()`,

@@ -143,6 +143,7 @@ pub mod page_ref;
 pub mod registry;
 pub mod restrack;
 pub mod roce_gid;
+pub mod sa;
 pub mod smi;
 pub mod sysfs;
 #[allow(unsafe_code)]
@@ -197,6 +198,8 @@ struct IbCoreRs {
     cma: Option<client::ClientRegistration>,
     // The IB CM's client (upstream ib_cm loads before rdma_cm): its agents on QP1.
     ib_cm: Option<client::ClientRegistration>,
+    // The SA client (upstream ib_sa is part of ib_core, registered before ib_cm loads).
+    sa: Option<client::ClientRegistration>,
     // Last: dropped (drained and destroyed) after everything above is gone.
     _wq: wq::CoreWq,
 }
@@ -218,6 +221,7 @@ impl kernel::Module for IbCoreRs {
         let mad =
             client::register_client(kernel::sync::Arc::new(mad_agent::MadClient, GFP_KERNEL)?)?;
         let umad = umad::UmadGlobal::register(module)?;
+        let sa = client::register_client(kernel::sync::Arc::new(sa::SaClient, GFP_KERNEL)?)?;
         let ib_cm =
             client::register_client(kernel::sync::Arc::new(cm::service::CmClient, GFP_KERNEL)?)?;
         let cma = client::register_client(kernel::sync::Arc::new(cma::CmaClient, GFP_KERNEL)?)?;
@@ -238,6 +242,7 @@ impl kernel::Module for IbCoreRs {
             ucma: Some(ucma),
             cma: Some(cma),
             ib_cm: Some(ib_cm),
+            sa: Some(sa),
             _wq: wq,
         })
     }
@@ -252,7 +257,8 @@ impl Drop for IbCoreRs {
             + usize::from(self.mad.is_some())
             + usize::from(self.umad.is_some())
             + usize::from(self.cma.is_some())
-            + usize::from(self.ib_cm.is_some());
+            + usize::from(self.ib_cm.is_some())
+            + usize::from(self.sa.is_some());
         let clients = client::client_count().saturating_sub(ours);
         if devs != 0 || clients != 0 {
             pr_err!(
@@ -269,6 +275,8 @@ impl Drop for IbCoreRs {
         cma::shutdown();
         drop(self.ib_cm.take());
         cm::service::shutdown();
+        drop(self.sa.take());
+        sa::shutdown();
         drop(self.umad.take());
         drop(self.mad.take());
         mad_agent::shutdown();

@@ -15,6 +15,7 @@ use crate::cma::CmaGlobal;
 use crate::mad_agent::MadPort;
 use crate::netlink::mcast::McastSock;
 use crate::registry::Registry;
+use crate::sa::SaTables;
 use core::pin::Pin;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -61,6 +62,12 @@ kernel::sync::global_lock! {
     pub(crate) unsafe(uninit) static CM: Mutex<CmTables> = CmTables::new();
 }
 
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before the SA client is registered.
+    pub(crate) unsafe(uninit) static SA: Mutex<SaTables> = SaTables::new();
+}
+
 /// Initializes the global locks. Must be called once, from the module's
 /// `init`, before any other function of the crate runs.
 pub(crate) fn init() {
@@ -80,4 +87,6 @@ pub(crate) fn init() {
     unsafe { CMA.init() };
     // SAFETY: as above, for `CM`.
     unsafe { CM.init() };
+    // SAFETY: as above, for `SA`.
+    unsafe { SA.init() };
 }

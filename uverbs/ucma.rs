@@ -711,6 +711,11 @@ impl UcmaFile {
                 r[12..14].copy_from_slice(&(SIZE_IB as u16).to_ne_bytes());
                 r[14..16].copy_from_slice(&(SIZE_IB as u16).to_ne_bytes());
                 for (off, a) in [(16, info.src), (16 + SIZE_KSS, info.dst)] {
+                    // upstream: an AF_IB id's own address.
+                    if a.family() == AF_IB {
+                        r[off..off + SIZE_IB].copy_from_slice(a.as_bytes());
+                        continue;
+                    }
                     // upstream: a sockaddr_ib of the id's GID (rdma_read_gids()) and service
                     // id (rdma_get_service_id(): the space and the port).
                     r[off..off + 2].copy_from_slice(&AF_IB.to_ne_bytes());

@@ -86,9 +86,16 @@ pub trait CmListener: Send + Sync + 'static {
     fn sidr_req(&self, conn: &Arc<CmConn>, req: &SidrReq) -> Result<Arc<dyn CmConnHandler>>;
 }
 
-/// A connection's address vector (upstream `struct cm_av` on RoCE).
+/// A connection's address vector (upstream `struct cm_av`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CmAv {
+    /// An InfiniBand path: LID-routed, a GRH only when the hop limit is above 0 (upstream
+    /// `ib_init_ah_attr_from_path()`); else RoCE (always a GRH).
+    pub ib: bool,
+    /// The destination LID (InfiniBand).
+    pub dlid: u16,
+    /// The source LID (InfiniBand).
+    pub slid: u16,
     /// The device's index.
     pub dev_index: u32,
     /// The port.
@@ -111,6 +118,31 @@ pub struct CmAv {
     pub mtu: u8,
     /// Packet life time (log2 of 4.096 us).
     pub packet_life_time: u8,
+}
+
+impl CmAv {
+    /// Whether the path needs a GRH (upstream `ib_init_ah_attr_from_path()`: RoCE, or a hop
+    /// limit above 0).
+    pub fn has_grh(&self) -> bool {
+        !self.ib || self.hop_limit > 0
+    }
+
+    /// The address handle attributes of the path.
+    pub fn ah_attr(&self) -> AhAttr {
+        AhAttr {
+            dlid: if self.ib { self.dlid } else { 0 },
+            sl: self.sl,
+            port_num: self.port,
+            grh: self.has_grh().then_some(GlobalRoute {
+                dgid: Gid(self.dgid),
+                flow_label: self.flow_label,
+                sgid_index: self.sgid_index,
+                hop_limit: self.hop_limit,
+                traffic_class: self.traffic_class,
+            }),
+            dmac: [0; 6],
+        }
+    }
 }
 
 /// What the active side puts in its REQ (upstream `struct ib_cm_req_param`).
@@ -293,12 +325,16 @@ fn send_on(av: &CmAv, mad: Mad, context: u64, wait: Option<(u32, u8)>) -> Result
         MadSend {
             mad,
             remote_qpn: 1,
-            dlid: crate::mad::LID_PERMISSIVE,
+            dlid: if av.ib {
+                av.dlid
+            } else {
+                crate::mad::LID_PERMISSIVE
+            },
             sl: av.sl,
             pkey_index: 0,
             remote_qkey: QP1_QKEY,
             src_path_bits: 0,
-            grh: Some(MadGrh {
+            grh: av.has_grh().then_some(MadGrh {
                 dgid: Gid(av.dgid),
                 sgid_index: av.sgid_index,
                 hop_limit: av.hop_limit,
@@ -375,9 +411,16 @@ impl CmConn {
     ) -> Result<Arc<CmConn>> {
         let pd = copy_pd::<{ msg::REQ_PRIVATE_DATA }>(p.private_data)?;
         let c = Self::alloc(av)?;
+        // upstream cm_format_req(): the path's LIDs on InfiniBand, the permissive LID on
+        // RoCE; subnet local for a hop limit of at most 1.
+        let (local_lid, remote_lid) = if av.ib {
+            (av.slid, av.dlid)
+        } else {
+            (crate::mad::LID_PERMISSIVE, crate::mad::LID_PERMISSIVE)
+        };
         let path = ReqPath {
-            local_lid: crate::mad::LID_PERMISSIVE,
-            remote_lid: crate::mad::LID_PERMISSIVE,
+            local_lid,
+            remote_lid,
             local_gid: av.sgid,
             remote_gid: av.dgid,
             flow_label: av.flow_label,
@@ -385,7 +428,7 @@ impl CmConn {
             traffic_class: av.traffic_class,
             hop_limit: av.hop_limit,
             sl: av.sl,
-            subnet_local: true,
+            subnet_local: !av.ib || av.hop_limit <= 1,
             // upstream cm_format_req(): cm_ack_timeout() of the CA's ACK delay.
             local_ack_timeout: state::ack_timeout(ca_ack_delay(&av), av.packet_life_time),
         };
@@ -850,19 +893,7 @@ impl CmConn {
                 ) {
                     return Err(EINVAL);
                 }
-                a.ah_attr = AhAttr {
-                    dlid: 0,
-                    sl: s.av.sl,
-                    port_num: s.av.port,
-                    grh: Some(GlobalRoute {
-                        dgid: Gid(s.av.dgid),
-                        flow_label: s.av.flow_label,
-                        sgid_index: s.av.sgid_index,
-                        hop_limit: s.av.hop_limit,
-                        traffic_class: s.av.traffic_class,
-                    }),
-                    dmac: [0; 6],
-                };
+                a.ah_attr = s.av.ah_attr();
                 a.path_mtu = s.av.mtu;
                 a.dest_qp_num = s.remote_qpn;
                 a.rq_psn = s.rq_psn;
@@ -964,8 +995,16 @@ impl PortHandler {
             return;
         };
         let sgid_index = find_gid(dev.core(), self.port, &p.remote_gid);
+        let ib = dev
+            .core()
+            .port_immutable(self.port)
+            .is_ok_and(|i| i.link_layer == crate::attr::LinkLayer::Infiniband);
         drop(dev);
+        // upstream cm_format_paths_from_req(): the REQ's path seen from this end.
         let av = CmAv {
+            ib,
+            dlid: p.local_lid,
+            slid: p.remote_lid,
             dev_index: self.dev_index,
             port: self.port,
             sgid_index: sgid_index.unwrap_or(0),
@@ -1035,22 +1074,36 @@ impl PortHandler {
         let m = &recv.mad;
         let req = SidrReq::decode(m);
         let tid = MadHdr(&m.0).tid();
-        let Some((dgid, sgid)) = recv.info.grh.as_ref().map(msg::hdr_gids) else {
-            return;
-        };
         let Some(dev) = crate::registry::device_arc(self.dev_index) else {
             return;
+        };
+        let ib = dev
+            .core()
+            .port_immutable(self.port)
+            .is_ok_and(|i| i.link_layer == crate::attr::LinkLayer::Infiniband);
+        // Without a GRH (InfiniBand in the subnet) the reply goes back by the sender's LID
+        // from this port's GID 0 (upstream ib_init_ah_attr_from_wc()).
+        let (dgid, sgid, hop_limit) = match recv.info.grh.as_ref().map(msg::hdr_gids) {
+            // upstream ib_init_ah_attr_from_wc(): hop limit 0xff back.
+            Some((d, s)) => (d, s, 0xff),
+            None if ib => match dev.core().query_gid(self.port, 0) {
+                Ok(g) => ([0; 16], g.0, 0),
+                Err(_) => return,
+            },
+            None => return,
         };
         let sgid_index = find_gid(dev.core(), self.port, &sgid);
         drop(dev);
         let av = CmAv {
+            ib,
+            dlid: recv.info.slid,
+            slid: 0,
             dev_index: self.dev_index,
             port: self.port,
             sgid_index: sgid_index.unwrap_or(0),
             sgid,
             dgid,
-            // upstream ib_init_ah_attr_from_wc(): hop limit 0xff back.
-            hop_limit: 0xff,
+            hop_limit,
             traffic_class: 0,
             flow_label: 0,
             sl: recv.info.sl,
@@ -1059,7 +1112,10 @@ impl PortHandler {
         };
         let dup = tables().conns.iter().any(|c| {
             let s = c.st.lock();
-            s.state == CmState::SidrReqRcvd && s.remote_id == req.request_id && s.av.dgid == dgid
+            s.state == CmState::SidrReqRcvd
+                && s.remote_id == req.request_id
+                && s.av.dgid == dgid
+                && s.av.dlid == av.dlid
         });
         if dup {
             return;

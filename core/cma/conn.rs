@@ -6,7 +6,7 @@
 //! header in the REQ's private data for the IP port spaces, the service id of a space and a
 //! port, the new id of a connection request, the IB CM's events turned into rdma_cm's.
 
-use super::sockaddr::{SockAddr, AF_INET, AF_INET6};
+use super::sockaddr::{SockAddr, AF_IB, AF_INET, AF_INET6};
 use super::{CmEvent, CmEventType, CmId, CmState, PathRec, PortSpace, QPT_UD};
 use crate::attr::Gid;
 use crate::cm::msg::{self, Req, SidrReq};
@@ -115,11 +115,28 @@ pub(super) fn service_id(ps: PortSpace, port: u16) -> u64 {
 }
 
 /// upstream `cma_user_data_offset()`: the cma header's room in the private data.
-fn user_offset(ps: PortSpace) -> usize {
-    match ps {
-        PortSpace::Ib => 0,
+fn user_offset(ps: PortSpace, family: u16) -> usize {
+    // upstream cma_user_data_offset(): no header for an AF_IB id.
+    match (ps, family) {
+        (PortSpace::Ib, _) | (_, AF_IB) => 0,
         _ => CMA_HDR,
     }
+}
+
+/// upstream `cma_save_ib_info()`: an AF_IB listener's new id's addresses from the REQ's
+/// path (this end's GID, P_Key, flow label and the service ID; the peer's GID).
+fn req_ib_addrs(req: &Req) -> (SockAddr, SockAddr) {
+    let p = &req.primary;
+    let mut local = SockAddr::any(AF_IB);
+    local.set_ib_pkey(req.pkey);
+    local.set_ib_flowinfo(p.flow_label);
+    local.set_ib_gid(&p.remote_gid);
+    local.set_ib_sid(req.service_id, !0);
+    let mut peer = SockAddr::any(AF_IB);
+    peer.set_ib_pkey(req.pkey);
+    peer.set_ib_flowinfo(p.flow_label);
+    peer.set_ib_gid(&p.local_gid);
+    (peer, local)
 }
 
 /// upstream `cma_format_hdr()`.
@@ -290,18 +307,20 @@ pub(super) fn listener(id: &Arc<CmId>) -> Result<Arc<dyn CmListener>> {
 impl CmListener for IdListen {
     fn req(&self, conn: &Arc<CmConn>, req: &Req) -> Result<Arc<dyn CmConnHandler>> {
         let l = &self.id;
-        let off = user_offset(l.ps);
-        let (peer, mut local, lsrc) = {
+        let (off, peer, mut local, lsrc) = {
             let s = l.st.lock();
             if s.state != CmState::Listen {
                 return Err(EINVAL);
             }
-            let (peer, local) = if off != 0 {
+            let off = user_offset(l.ps, s.src.family());
+            let (peer, local) = if s.src.family() == AF_IB {
+                req_ib_addrs(req)
+            } else if off != 0 {
                 parse_hdr(&req.private_data).ok_or(EINVAL)?
             } else {
                 (SockAddr::any(AF_INET6), SockAddr::any(AF_INET6))
             };
-            (peer, local, s.src)
+            (off, peer, local, s.src)
         };
         // upstream cma_check_req_addrs(): a listener on an address takes only its requests.
         if !lsrc.is_any() && !lsrc.same_addr(&local) {
@@ -311,9 +330,13 @@ impl CmListener for IdListen {
         let handler = l.handler.lock().clone().ok_or(EINVAL)?;
         let nid = CmId::create_child(handler, l.ps, l.qp_type)?;
         let r = (|| -> Result<Arc<dyn CmConnHandler>> {
-            let ip = local.ip().ok_or(EINVAL)?;
-            let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
-            let b = super::resolve::acquire_dev_by_ip(ip, &ndev)?;
+            let b = if local.family() == AF_IB {
+                super::ib::acquire_dev_by_gid(&local)?
+            } else {
+                let ip = local.ip().ok_or(EINVAL)?;
+                let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
+                super::resolve::acquire_dev_by_ip(ip, &ndev)?
+            };
             let p = req.primary;
             {
                 let mut s = nid.st.lock();
@@ -330,12 +353,15 @@ impl CmListener for IdListen {
                     hop_limit: p.hop_limit,
                     traffic_class: p.traffic_class,
                     reversible: true,
-                    pkey: 0xffff,
+                    pkey: req.pkey,
                     sl: p.sl,
                     mtu: req.mtu,
                     rate: p.packet_rate,
                     packet_life_time: p.local_ack_timeout.saturating_sub(1),
                     dmac: [0; 6],
+                    dlid: if b.roce { 0 } else { p.local_lid },
+                    slid: if b.roce { 0 } else { p.remote_lid },
+                    service_id: if b.roce { 0 } else { req.service_id },
                 });
                 s.conn = Some(conn.clone());
             }
@@ -372,14 +398,22 @@ impl CmListener for IdListen {
     // (cma_ib_new_udp_id()) with the addresses of the cma header.
     fn sidr_req(&self, conn: &Arc<CmConn>, req: &SidrReq) -> Result<Arc<dyn CmConnHandler>> {
         let l = &self.id;
-        let off = user_offset(l.ps);
-        let (peer, mut local, lsrc) = {
+        let (off, peer, mut local, lsrc) = {
             let s = l.st.lock();
             if s.state != CmState::Listen || l.qp_type != QPT_UD {
                 return Err(EINVAL);
             }
-            let (peer, local) = parse_hdr(&req.private_data).ok_or(EINVAL)?;
-            (peer, local, s.src)
+            let off = user_offset(l.ps, s.src.family());
+            let (peer, local) = if s.src.family() == AF_IB {
+                // upstream cma_save_ib_info() without a path: the listener's address (its
+                // whole service ID), the peer's family alone.
+                let mut local = s.src;
+                local.set_ib_sid(local.ib_sid().0, !0);
+                (SockAddr::any(AF_IB), local)
+            } else {
+                parse_hdr(&req.private_data).ok_or(EINVAL)?
+            };
+            (off, peer, local, s.src)
         };
         if !lsrc.is_any() && !lsrc.same_addr(&local) {
             return Err(EINVAL);
@@ -388,9 +422,13 @@ impl CmListener for IdListen {
         let handler = l.handler.lock().clone().ok_or(EINVAL)?;
         let nid = CmId::create_child(handler, l.ps, l.qp_type)?;
         let r = (|| -> Result<Arc<dyn CmConnHandler>> {
-            let ip = local.ip().ok_or(EINVAL)?;
-            let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
-            let b = super::resolve::acquire_dev_by_ip(ip, &ndev)?;
+            let b = if local.family() == AF_IB {
+                super::ib::acquire_dev_by_gid(&local)?
+            } else {
+                let ip = local.ip().ok_or(EINVAL)?;
+                let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
+                super::resolve::acquire_dev_by_ip(ip, &ndev)?
+            };
             {
                 let mut s = nid.st.lock();
                 s.state = CmState::Connect;
@@ -453,7 +491,7 @@ impl CmId {
                 s.seq_num,
             )
         };
-        let off = user_offset(self.ps);
+        let off = user_offset(self.ps, src.family());
         let len = off + usize::from(p.private_data_len);
         if len > msg::REQ_PRIVATE_DATA {
             return Err(EINVAL);
@@ -464,6 +502,9 @@ impl CmId {
         }
         pd[off..len].copy_from_slice(&p.private_data[..usize::from(p.private_data_len)]);
         let av = CmAv {
+            ib: !b.roce,
+            dlid: route.dlid,
+            slid: route.slid,
             dev_index: b.dev_index,
             port: b.port,
             sgid_index: b.gid_index as u8,
@@ -486,7 +527,7 @@ impl CmId {
             spd[..len].copy_from_slice(&pd[..len]);
             let conn = CmConn::sidr_req(
                 av,
-                service_id(self.ps, dst.port()),
+                super::ib::service_id(self.ps, &dst),
                 &spd[..len],
                 1 << cm_response_timeout().saturating_sub(8),
                 max_cm_retries(),
@@ -498,7 +539,7 @@ impl CmId {
         // upstream rdma_connect(): the id's QP, else the consumer's number.
         let qp = self.qp();
         let req = ReqParams {
-            service_id: service_id(self.ps, dst.port()),
+            service_id: super::ib::service_id(self.ps, &dst),
             qp_num: qp.as_ref().map_or(p.qp_num, |q| q.qp_num()),
             starting_psn: seq,
             responder_resources: p.responder_resources,
@@ -608,11 +649,13 @@ impl CmId {
     fn path_ah(&self) -> Option<AhAttr> {
         let s = self.st.lock();
         let (b, r) = (s.dev?, s.route?);
+        // upstream ib_init_ah_attr_from_path(): an InfiniBand path's LID, a GRH for RoCE or
+        // a hop limit above 0.
         Some(AhAttr {
-            dlid: 0,
+            dlid: if b.roce { 0 } else { r.dlid },
             sl: r.sl,
             port_num: b.port,
-            grh: Some(GlobalRoute {
+            grh: (b.roce || r.hop_limit > 0).then_some(GlobalRoute {
                 dgid: Gid(r.dgid),
                 flow_label: r.flow_label,
                 sgid_index: b.gid_index as u8,

@@ -291,6 +291,9 @@ pub(super) fn iboe_route(id: &Arc<CmId>) -> Result {
             _ => IBOE_PACKET_LIFETIME,
         },
         dmac,
+        dlid: 0,
+        slid: 0,
+        service_id: 0,
     };
     id.st.lock().route = Some(path);
     let id = id.clone();

@@ -131,17 +131,25 @@ impl SockAddr {
     pub fn port(&self) -> u16 {
         match self.family() {
             AF_INET | AF_INET6 => u16::from_be_bytes([self.0[2], self.0[3]]),
-            AF_IB => u16::from_be_bytes([self.0[30], self.0[31]]),
+            AF_IB => {
+                let (sid, mask) = self.ib_sid();
+                (sid & mask) as u16
+            }
             _ => 0,
         }
     }
 
-    /// Sets the port (host order); for `AF_IB` the service ID's low 16 bits
-    /// (`cma_set_port()`).
+    /// Sets the port (host order); for `AF_IB` the service ID's low 16 bits, the mask all
+    /// ones (`cma_bind_port()`).
     pub fn set_port(&mut self, port: u16) {
         match self.family() {
             AF_INET | AF_INET6 => self.0[2..4].copy_from_slice(&port.to_be_bytes()),
-            AF_IB => self.0[30..32].copy_from_slice(&port.to_be_bytes()),
+            // upstream cma_bind_port(): the service ID's masked bits and the port, all
+            // of it significant.
+            AF_IB => {
+                let (sid, mask) = self.ib_sid();
+                self.set_ib_sid((sid & mask & !0xffff) | u64::from(port), !0);
+            }
             _ => {}
         }
     }
@@ -166,6 +174,76 @@ impl SockAddr {
             (AF_INET, IpAddr::V4(a)) => self.0[4..8].copy_from_slice(&a),
             (AF_INET6, IpAddr::V6(a)) => self.0[8..24].copy_from_slice(&a),
             _ => {}
+        }
+    }
+
+    /// `sib_pkey` (host order), 0 for other families.
+    pub fn ib_pkey(&self) -> u16 {
+        match self.family() {
+            AF_IB => u16::from_be_bytes([self.0[2], self.0[3]]),
+            _ => 0,
+        }
+    }
+
+    /// Sets `sib_pkey` (host order; `AF_IB` only).
+    pub fn set_ib_pkey(&mut self, pkey: u16) {
+        if self.family() == AF_IB {
+            self.0[2..4].copy_from_slice(&pkey.to_be_bytes());
+        }
+    }
+
+    /// `sib_flowinfo` (host order), 0 for other families.
+    pub fn ib_flowinfo(&self) -> u32 {
+        match self.family() {
+            AF_IB => u32::from_be_bytes([self.0[4], self.0[5], self.0[6], self.0[7]]),
+            _ => 0,
+        }
+    }
+
+    /// Sets `sib_flowinfo` (host order; `AF_IB` only).
+    pub fn set_ib_flowinfo(&mut self, flow: u32) {
+        if self.family() == AF_IB {
+            self.0[4..8].copy_from_slice(&flow.to_be_bytes());
+        }
+    }
+
+    /// `sib_addr`, the GID (`AF_IB` only).
+    pub fn ib_gid(&self) -> Option<[u8; 16]> {
+        let mut g = [0u8; 16];
+        match self.family() {
+            AF_IB => {
+                g.copy_from_slice(&self.0[8..24]);
+                Some(g)
+            }
+            _ => None,
+        }
+    }
+
+    /// Sets `sib_addr` (`AF_IB` only).
+    pub fn set_ib_gid(&mut self, gid: &[u8; 16]) {
+        if self.family() == AF_IB {
+            self.0[8..24].copy_from_slice(gid);
+        }
+    }
+
+    /// `sib_sid` and `sib_sid_mask` (host order), zero for other families.
+    pub fn ib_sid(&self) -> (u64, u64) {
+        let be64 = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&self.0[o..o + 8]);
+            u64::from_be_bytes(b)
+        };
+        match self.family() {
+            AF_IB => (be64(24), be64(32)),
+            _ => (0, 0),
+        }
+    }
+
+    /// Sets `sib_sid` and `sib_sid_mask` (host order; `AF_IB` only).
+    pub fn set_ib_sid(&mut self, sid: u64, mask: u64) {
+        if self.family() == AF_IB {
+            self.0[24..32].copy_from_slice(&sid.to_be_bytes());
+            self.0[32..40].copy_from_slice(&mask.to_be_bytes());
         }
     }
 

@@ -54,6 +54,8 @@ mod rc_state;
 mod requester;
 #[path = "engine/responder.rs"]
 mod responder;
+#[path = "engine/sa.rs"]
+mod sa;
 #[path = "engine/smp.rs"]
 mod smp;
 #[path = "engine/sq.rs"]

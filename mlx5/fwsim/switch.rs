@@ -203,6 +203,11 @@ impl Switch {
         self.sm_act_count = self.sm_act_count.wrapping_add(1);
     }
 
+    /// Whether the embedded SM runs (IsSM in port 0's CapabilityMask).
+    pub(crate) fn is_sm(&self) -> bool {
+        self.cap_mask & super::sma::CAP_IS_SM != 0
+    }
+
     /// Sets or clears IsSM in port 0's CapabilityMask (the embedded SM runs or not).
     pub(crate) fn set_is_sm(&mut self, on: bool) {
         let bit = super::sma::CAP_IS_SM;

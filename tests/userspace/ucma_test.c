@@ -17,12 +17,19 @@
  *
  *   ucma_test [-c] SRC DST SILENT UNROUTABLE
  *   ucma_test -r SRC
+ *   ucma_test -i SGID DGID SLID DLID
  * -r: a listening id bound to SRC and an id with a route SRC -> SRC wait for their device's
  * removal (the suite unloads the driver after "I waiting"): RDMA_CM_EVENT_DEVICE_REMOVAL on
  * each, then both destroyed.
  * SRC and DST are IPv4 addresses of RDMA netdevs (DST may be on SRC's device), SILENT an
  * address of their subnet nobody has, UNROUTABLE one without a route. -c: the connection
  * calls fail with EOPNOTSUPP (a stack without the IB CM).
+ * -i: AF_IB on InfiniBand (ib_af()): SGID and DGID are port GIDs of one subnet (SLID and DLID
+ * their LIDs): bind (the GID's device, a port of the local range, the service ID of the TCP
+ * space), a service ID of another space (EPROTONOSUPPORT), a GID no port has (ENODEV),
+ * resolve_addr and resolve_route with their events and the SA's path (the LIDs), a GID of
+ * the subnet nobody has (ROUTE_ERROR, -EINVAL: the SA's status), a destination of another
+ * subnet (ENODEV), an IPv4 destination for an AF_IB source (EINVAL).
  *
  * LDLIBS: -lrdmacm
  */
@@ -33,6 +40,7 @@
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_cma_abi.h>
+#include <infiniband/ib.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -497,12 +505,114 @@ static void mcast(const char *src)
 	close(fd);
 }
 
+static struct sockaddr_ib sib_of(const char *gid, uint64_t sid, uint64_t mask)
+{
+	struct sockaddr_ib a = { .sib_family = AF_IB, .sib_pkey = htons(0xffff) };
+
+	inet_pton(AF_INET6, gid, &a.sib_addr);
+	a.sib_sid = htobe64(sid);
+	a.sib_sid_mask = htobe64(mask);
+	return a;
+}
+
+#define PS_MASK 0xffffffffffff0000ULL
+#define PS_TCP 0x0000000001060000ULL
+
+static void ib_af(const char *sgid, const char *dgid, int slid, int dlid)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *a, *b, *r;
+	struct sockaddr_ib sa, da, bad;
+	struct sockaddr_in in4 = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x0a000001) };
+	struct ibv_sa_path_rec *p;
+	int st = 99, t;
+	uint16_t port;
+
+	check(ch != NULL, "rdma_create_event_channel");
+	if (!ch)
+		return;
+	check(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP) && !rdma_create_id(ch, &b, NULL, RDMA_PS_UDP),
+	      "rdma_create_id TCP, UDP");
+	sa = sib_of(sgid, PS_TCP, PS_MASK);
+	check(!rdma_bind_addr(a, (struct sockaddr *)&sa), "AF_IB: bind SGID, the TCP space, port 0");
+	port = ntohs(rdma_get_src_port(a));
+	check(port >= 32768 && port <= 60999, "AF_IB: the port is of the local range");
+	printf("I AF_IB bound to device %s port %u\n", dev_of(a), a->port_num);
+	check(a->verbs != NULL, "AF_IB: the bound id has the GID's device");
+	check(rdma_get_local_addr(a)->sa_family == AF_IB &&
+		      be64toh(((struct sockaddr_ib *)rdma_get_local_addr(a))->sib_sid) == (PS_TCP | port),
+	      "AF_IB: the local address's service ID is the TCP space's with the port");
+	check(rdma_bind_addr(b, (struct sockaddr *)&sa) && errno == EPROTONOSUPPORT,
+	      "AF_IB: a UDP id bound to the TCP space's service ID: EPROTONOSUPPORT");
+	rdma_destroy_id(b);
+	check(!rdma_create_id(ch, &b, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	bad = sib_of("fe80::dead:beef", PS_TCP, PS_MASK);
+	check(rdma_bind_addr(b, (struct sockaddr *)&bad) && errno == ENODEV,
+	      "AF_IB: bind a GID no port has: ENODEV");
+	rdma_destroy_id(b);
+
+	da = sib_of(dgid, PS_TCP | 7471, ~0ULL);
+	check(!rdma_resolve_addr(a, NULL, (struct sockaddr *)&da, 2000), "AF_IB: resolve_addr DGID");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0, "AF_IB: RDMA_CM_EVENT_ADDR_RESOLVED");
+	check(!rdma_resolve_route(a, 2000), "AF_IB: resolve_route");
+	t = next_event(ch, &st, &r);
+	printf("I AF_IB route event %d status %d\n", t, st);
+	check(t == RDMA_CM_EVENT_ROUTE_RESOLVED && st == 0, "AF_IB: RDMA_CM_EVENT_ROUTE_RESOLVED");
+	p = a->route.path_rec;
+	check(a->route.num_paths == 1 && p != NULL, "AF_IB: one path");
+	if (p) {
+		printf("I AF_IB path slid %u dlid %u pkey 0x%x mtu %u sl %u hop %u\n", ntohs(p->slid),
+		       ntohs(p->dlid), ntohs(p->pkey), p->mtu, p->sl, p->hop_limit);
+		check(ntohs(p->slid) == slid && ntohs(p->dlid) == dlid,
+		      "AF_IB: the SA's path has both ports' LIDs");
+		check(!memcmp(&p->dgid, &da.sib_addr, 16) && !memcmp(&p->sgid, &sa.sib_addr, 16),
+		      "AF_IB: the path's GIDs");
+		check(ntohs(p->pkey) == 0xffff, "AF_IB: the path's P_Key");
+	}
+	check(rdma_resolve_addr(a, NULL, (struct sockaddr *)&in4, 2000) && errno == EINVAL,
+	      "AF_IB: resolve_addr again (route resolved): EINVAL");
+	rdma_destroy_id(a);
+
+	/* A GID of the subnet that no port has: the SA has no path (a non-zero status). */
+	check(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	bad = sib_of("fe80::dead:beef", PS_TCP | 7471, ~0ULL);
+	check(!rdma_resolve_addr(a, (struct sockaddr *)&sa, (struct sockaddr *)&bad, 2000),
+	      "AF_IB: resolve_addr to a GID nobody has");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0, "AF_IB: its RDMA_CM_EVENT_ADDR_RESOLVED");
+	check(!rdma_resolve_route(a, 2000), "AF_IB: resolve_route to it");
+	t = next_event(ch, &st, NULL);
+	printf("I AF_IB route to nobody: event %d status %d\n", t, st);
+	check(t == RDMA_CM_EVENT_ROUTE_ERROR && st == -EINVAL,
+	      "AF_IB: no path: RDMA_CM_EVENT_ROUTE_ERROR, -EINVAL");
+	rdma_destroy_id(a);
+
+	check(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	bad = sib_of("fe81::1", PS_TCP | 7471, ~0ULL);
+	check(rdma_resolve_addr(a, NULL, (struct sockaddr *)&bad, 2000) && errno == ENODEV,
+	      "AF_IB: resolve_addr to another subnet's GID (no source): ENODEV");
+	rdma_destroy_id(a);
+	check(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	check(!rdma_bind_addr(a, (struct sockaddr *)&sa), "AF_IB: bind SGID");
+	check(rdma_resolve_addr(a, NULL, (struct sockaddr *)&in4, 2000) && errno == EINVAL,
+	      "AF_IB: an IPv4 destination for an AF_IB source: EINVAL");
+	rdma_destroy_id(a);
+	rdma_destroy_event_channel(ch);
+}
+
 int main(int argc, char **argv)
 {
 	int no_cm = 0;
 
 	if (argc == 3 && !strcmp(argv[1], "-r")) {
 		removal(argv[2]);
+		printf("I %d passed, %d failed\n", passes, failures);
+		return failures ? 1 : 0;
+	}
+
+	if (argc == 6 && !strcmp(argv[1], "-i")) {
+		ib_af(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
 		printf("I %d passed, %d failed\n", passes, failures);
 		return failures ? 1 : 0;
 	}

@@ -149,7 +149,9 @@ pub(crate) fn user_path_rec(p: &PathRec) -> [u8; PATH_REC] {
     let mut b = [0u8; PATH_REC];
     b[..16].copy_from_slice(&p.dgid);
     b[16..32].copy_from_slice(&p.sgid);
-    // dlid, slid, raw_traffic: 0 on RoCE.
+    // dlid, slid (0 on RoCE); raw_traffic 0.
+    b[32..34].copy_from_slice(&p.dlid.to_be_bytes());
+    b[34..36].copy_from_slice(&p.slid.to_be_bytes());
     b[40..44].copy_from_slice(&p.flow_label.to_be_bytes());
     b[44..48].copy_from_slice(&u32::from(p.reversible).to_ne_bytes());
     b[48..52].copy_from_slice(&u32::from(p.mtu).to_ne_bytes());
@@ -170,10 +172,12 @@ pub(crate) fn user_path_rec(p: &PathRec) -> [u8; PATH_REC] {
 /// `ucma_query_path()` returns it.
 pub(crate) fn packed_path_rec(p: &PathRec) -> [u8; 64] {
     let mut b = [0u8; 64];
-    // service_id 0..8: 0.
+    b[..8].copy_from_slice(&p.service_id.to_be_bytes());
     b[8..24].copy_from_slice(&p.dgid);
     b[24..40].copy_from_slice(&p.sgid);
-    // dlid, slid 0 on RoCE; raw_traffic 0.
+    // dlid, slid (0 on RoCE); raw_traffic 0.
+    b[40..42].copy_from_slice(&p.dlid.to_be_bytes());
+    b[42..44].copy_from_slice(&p.slid.to_be_bytes());
     let w = ((p.flow_label & 0x000f_ffff) << 8) | u32::from(p.hop_limit);
     b[44..48].copy_from_slice(&w.to_be_bytes());
     b[48] = p.traffic_class;

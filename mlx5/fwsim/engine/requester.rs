@@ -16,7 +16,7 @@ use super::sq::{message, read_wqe, WqeErr, MAX_SQ_WQE};
 use super::umr::exec_umr;
 use crate::fwsim::events::QpEvent;
 use crate::fwsim::QCnt;
-use crate::prm::consts::{QPC_STATE_ERR, QPC_STATE_RTS, QPC_ST_QP0};
+use crate::prm::consts::{QPC_STATE_ERR, QPC_STATE_RTS, QPC_ST_QP0, QPC_ST_QP1};
 use crate::prm::wqe::{syndrome as syn, wqe_op};
 
 /// Whether the QP in `slot` of `n` has nothing to step, told without parsing its context
@@ -124,6 +124,11 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     }
     if s.st == QPC_ST_QP0 {
         if let Some(r) = super::smp::switched(nodes, ni, s, &m) {
+            return r;
+        }
+    }
+    if s.st == QPC_ST_QP1 {
+        if let Some(r) = super::sa::answered(nodes, ni, s, &m) {
             return r;
         }
     }

@@ -242,13 +242,24 @@ pub(super) fn receive_smp(
     mad: &[u8],
     slid: u16,
 ) -> bool {
+    receive_mad(nodes, di, port, mad, slid, QPC_ST_QP0)
+}
+
+/// [`receive_smp`] for QP0 (`st` [`QPC_ST_QP0`]) or QP1 ([`QPC_ST_QP1`], a GMP: source QPN
+/// 1).
+pub(super) fn receive_mad(
+    nodes: &mut [Node<'_>],
+    di: usize,
+    port: usize,
+    mad: &[u8],
+    slid: u16,
+    st: u32,
+) -> bool {
     let Some(mut d) = nodes.get(di).and_then(|n| {
         (0..capacity::QP).find_map(|i| {
             let d = snap(n.fw, i)?;
-            (d.st == QPC_ST_QP0
-                && d.port == port
-                && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
-            .then_some(d)
+            (d.st == st && d.port == port && matches!(d.state, QPC_STATE_RTR | QPC_STATE_RTS))
+                .then_some(d)
         })
     }) else {
         return false;
@@ -259,8 +270,8 @@ pub(super) fn receive_smp(
     }
     let mut c = Cqe::new(cqe_op::RESP_SEND, 0, d.qpn, d.rwqe_idx, d.q.user_index);
     c.put32(cqe_off::BYTE_CNT, u32::try_from(need).unwrap_or(u32::MAX));
-    // No GRH, SL 0, source QPN 0.
-    c.put32(cqe_off::FLAGS_RQPN, 0);
+    // No GRH, SL 0, source QPN 0 (QP1: 1).
+    c.put32(cqe_off::FLAGS_RQPN, u32::from(st == QPC_ST_QP1));
     c.put16(cqe_off::SLID, slid);
     resp_ok(nodes, di, &d, Some((c, false)), 1);
     true

@@ -29,7 +29,7 @@ fn node_at(nodes: &[Node<'_>], first_ports: &[u8], k: u8) -> Option<(usize, usiz
 }
 
 /// Reads the MAD of message `m` (exactly [`MAD_SIZE`] bytes) from requester `s` on node `ni`.
-fn gather(nodes: &[Node<'_>], ni: usize, s: &Snap, m: &Message<'_>) -> Option<MadBytes> {
+pub(super) fn gather(nodes: &[Node<'_>], ni: usize, s: &Snap, m: &Message<'_>) -> Option<MadBytes> {
     if m.len != MAD_SIZE as u64 {
         return None;
     }

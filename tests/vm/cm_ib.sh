@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0
+# rdma_cm on InfiniBand (vm_cm_ib): AF_IB addresses (struct sockaddr_ib: a port GID and a
+# service ID) between the two simulated InfiniBand functions (sim=ib,ib mad_qps=1), routes
+# from the SA's PathRecords, connections over the IB CM by LIDs (no GRH).
+. "${RDMARS_DIR:-/rdma-rs}/lib.sh"
+
+# cm_ib_gid DEV: DEV's port 1 GID 0 (the sysfs form inet_pton takes).
+cm_ib_gid() {
+	cat /sys/class/infiniband/$1/ports/1/gids/0
+}
+
+# cm_ib_lid DEV: DEV's port 1 LID, decimal.
+cm_ib_lid() {
+	printf '%d' "$(cat /sys/class/infiniband/$1/ports/1/lid)"
+}
+
+# cm_ib_load MLX5_PARAMS...: the modules, rdma_cm's CM timeouts short (cm_conn_load's).
+cm_ib_load() {
+	touch /tmp/kunit-ran.mlx5_ib_rs
+	load_mlx5_core
+	kunit_insmod "insmod ib_core_rs cma_cm_response_timeout=19 cma_max_cm_retries=3" \
+		$RDMARS_MODS/ib_core_rs.ko cma_cm_response_timeout=19 cma_max_cm_retries=3
+	kunit_insmod "insmod mlx5_ib_rs $*" $RDMARS_MODS/mlx5_ib_rs.ko "$@"
+}
+
+# cm_ib_run TAG: with an SM that has an SA: ucma_test -i (AF_IB bind, resolve, the
+# SA's path, errnos), then unmodified ucmatose over AF_IB (-f gid: two connections, 10
+# messages of 1000 bytes each way) and udaddy (-f gid: SIDR), servers on mlx5_0, clients on
+# mlx5_1.
+cm_ib_run() {
+	local t=$1 g0 g1 l0 l1
+	g0=$(cm_ib_gid mlx5_0)
+	g1=$(cm_ib_gid mlx5_1)
+	l0=$(cm_ib_lid mlx5_0)
+	l1=$(cm_ib_lid mlx5_1)
+	echo "    $t: mlx5_0 $g0 LID $l0, mlx5_1 $g1 LID $l1"
+	t_import "$t: ucma_test -i" /rdma-rs/ucma_test -i "$g1" "$g0" "$l1" "$l0"
+	cm_pair "$t: ucmatose -f gid -c 2 -S 1000" 60 \
+		"ucmatose -f gid -b $g0 -c 2 -C 10 -S 1000" \
+		"ucmatose -f gid -s $g0 -b $g1 -c 2 -C 10 -S 1000"
+	if grep -q "^data transfers complete" /tmp/cm-c && grep -q "^data transfers complete" /tmp/cm-s; then
+		t_ok "$t: ucmatose: both ends' data transfers complete"
+	else
+		t_fail "$t: ucmatose: both ends' data transfers complete"
+	fi
+	# UD over AF_IB: a SIDR REQ by LIDs, its REP back to the sender's LID.
+	cm_pair "$t: udaddy -f gid -c 2" 60 "udaddy -f gid -b $g0 -c 2 -C 10" \
+		"udaddy -f gid -s $g0 -b $g1 -c 2 -C 10"
+}
+
+# vm_cm_ib: cm_ib_run with the embedded SM (the simulated switch's SA answers PathRecord
+# Gets).
+cm_ib_suite() {
+	cm_ib_load sim=ib,ib mad_qps=1
+	t_check "mlx5_0 port 1 ACTIVE (embedded SM)" mw_wait_active mlx5_0
+	t_check "mlx5_1 port 1 ACTIVE (embedded SM)" mw_wait_active mlx5_1
+	cm_ib_run embedded
+	unload_ours
+}
+
+# vm_cm_ib_opensm: cm_ib_run with opensm (sm=0; its SA).
+cm_ib_opensm_suite() {
+	cm_ib_load sim=ib,ib sm=0 mad_qps=1
+	mkdir -p /var/cache/opensm /var/log
+	rm -f /var/cache/opensm/guid2lid /tmp/opensm.log
+	mw_opensm
+	t_check "mlx5_0 port 1 ACTIVE after opensm's sweep" mw_wait_active mlx5_0
+	t_check "mlx5_1 port 1 ACTIVE after opensm's sweep" mw_wait_active mlx5_1
+	cm_ib_run opensm
+	mw_kill_opensm
+	unload_ours
+}
