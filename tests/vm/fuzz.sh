@@ -148,6 +148,7 @@ fuzz_ucma_suite() {
 	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
 	fz_run "ucma fuzz (ours, traced)" -U -a $CM_SRC,$CM_DST,10.66.0.77,10.99.0.1,239.1.2.3 \
 		-s $FZ_SEED -n $UF_N -t /tmp/uf-ours.trace
+	t_import "ucma races (ours)" timeout 300 /rdma-rs/ucma_race $CM_SRC 10.66.0.77
 	sysctl -qw net.ipv4.conf.all.accept_local=0
 	unload_ours
 }
@@ -168,6 +169,7 @@ fuzz_ucma_rxe_suite() {
 	sysctl -qw net.ipv4.conf.all.accept_local=1
 	fz_run "ucma fuzz (upstream rxe, traced)" -U -a 10.77.0.1,10.77.0.2,10.77.0.77,10.99.0.1,239.1.2.3 \
 		-s $FZ_SEED -n $UF_N -t /tmp/uf-up.trace
+	t_import "ucma races (upstream rxe)" timeout 300 /rdma-rs/ucma_race 10.77.0.1 10.77.0.77
 	sysctl -qw net.ipv4.conf.all.accept_local=0
 	rdma link delete rxe1
 	rdma link delete rxe0

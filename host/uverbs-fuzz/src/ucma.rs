@@ -951,12 +951,14 @@ impl Ucma {
     fn malformed(&mut self, f: usize) {
         let k = self.rng.below(8);
         let c = self.rng.below(23) as u32;
+        let (id, idd) = self.pick_id(f, |_| true);
+        let ev = [18u32, 19, 0][self.rng.below(3)];
         let (cmd, len, d): (u32, usize, String) = match k {
             0 => (25, 8 + 64, "cmd 25".into()),
             1 => (0x7fff_ffff, 8 + 64, "cmd 0x7fffffff".into()),
             2 => (13, 8 + 24, "GET_OPTION".into()),
-            3 => (23, 8 + 96, "RESOLVE_IB_SERVICE".into()),
-            4 => (24, 8 + 320, "WRITE_CM_EVENT".into()),
+            3 => (23, 8 + 88, format!("RESOLVE_IB_SERVICE {idd}")),
+            4 => (24, 8 + 320, format!("WRITE_CM_EVENT {idd} event {ev}")),
             5 | 6 => (
                 c,
                 8,
@@ -975,6 +977,9 @@ impl Ucma {
             buf[6..8].copy_from_slice(&0u16.to_ne_bytes());
             if len > 8 {
                 buf[8..len].iter_mut().for_each(|b| *b = 0);
+                // RESOLVE_IB_SERVICE and WRITE_CM_EVENT: the id first, the event at 8.
+                buf[8..12].copy_from_slice(&id.to_ne_bytes());
+                buf[16..20].copy_from_slice(&ev.to_ne_bytes());
             }
             sys::write_buf(self.files[f], &buf[..len])
         };
