@@ -127,8 +127,9 @@ fn parse_args(v: &[String]) -> Args {
 
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.first().map(String::as_str) == Some("-U") {
-        ucma::run(&argv[1..]);
+    if argv.iter().any(|a| a == "-U") {
+        let rest: Vec<String> = argv.iter().filter(|a| *a != "-U").cloned().collect();
+        ucma::run(&rest);
     }
     if argv.first().map(String::as_str) == Some("-c") {
         let (Some(a), Some(b)) = (argv.get(1), argv.get(2)) else {

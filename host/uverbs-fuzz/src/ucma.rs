@@ -27,6 +27,10 @@ const QUIET_MS: i32 = 400;
 const FIRST_MS: i32 = 2000;
 /// `timeout_ms` of the resolves: a silent neighbour's `ADDR_ERROR` comes after it.
 const RESOLVE_MS: u32 = 300;
+/// The most events taken in one go.
+const MAX_DRAIN: usize = 64;
+/// The most rounds of waiting for events after a command.
+const MAX_ROUNDS: usize = 16;
 
 const CREATE_ID: u32 = 0;
 const DESTROY_ID: u32 = 1;
@@ -204,6 +208,7 @@ fn sockaddr(a: Addr, port: u16) -> Vec<u8> {
 /// The ucma fuzzer's state.
 pub(crate) struct Ucma {
     rng: Rng,
+    dev: String,
     files: [i32; 2],
     null_fd: i32,
     ids: Vec<Id>,
@@ -234,11 +239,17 @@ const ADDR_NAMES: [&str; 9] = [
 impl Ucma {
     /// `addrs`: LOCAL, PEER, SILENT, UNROUTABLE, GROUP (IPv4).
     pub(crate) fn new(seed: u64, addrs: [[u8; 4]; 5]) -> Result<Self, String> {
-        let open = || sys::open_nonblock(DEV).map_err(|e| format!("{DEV}: {}", ename(e)));
+        Self::on(seed, addrs, DEV)
+    }
+
+    /// The fuzzer on `dev` (the tests use a file that takes every write).
+    fn on(seed: u64, addrs: [[u8; 4]; 5], dev: &str) -> Result<Self, String> {
+        let open = || sys::open_nonblock(dev).map_err(|e| format!("{dev}: {}", ename(e)));
         let files = [open()?, open()?];
         let null_fd = sys::open_rdwr("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
         Ok(Self {
             rng: Rng::new(seed),
+            dev: dev.to_string(),
             files,
             null_fd,
             ids: Vec::new(),
@@ -422,11 +433,11 @@ impl Ucma {
         self.ids.iter().position(|i| i.live && i.ctx == ctx)
     }
 
-    /// Takes the events queued on file `f` (non-blocking GET_EVENT until `EAGAIN`), each
-    /// traced; returns how many.
+    /// Takes the events queued on file `f` (non-blocking GET_EVENT until `EAGAIN`, at most
+    /// [`MAX_DRAIN`]), each traced; returns how many.
     fn drain(&mut self, f: usize) -> usize {
         let mut n = 0;
-        loop {
+        while n < MAX_DRAIN {
             let mut b = Body::new(GET_EVENT);
             b.u64(0, self.resp_ptr());
             let mut buf = Vec::with_capacity(16);
@@ -441,6 +452,7 @@ impl Ucma {
             n += 1;
             self.event(f);
         }
+        n
     }
 
     /// Books and traces the event in the response buffer, taken from file `f`.
@@ -511,7 +523,7 @@ impl Ucma {
     /// until the files stayed quiet for [`QUIET_MS`].
     fn settle(&mut self) {
         let mut wait = FIRST_MS;
-        loop {
+        for _ in 0..MAX_ROUNDS {
             let ready = sys::poll_in(&self.files, wait);
             if !ready.iter().any(|r| *r) {
                 return;
@@ -932,7 +944,7 @@ impl Ucma {
         let e = sys::close_fd(self.files[f]);
         self.record("close", e, &format!("ucma close file{f}"), true);
         self.file_closed(f);
-        match sys::open_nonblock(DEV) {
+        match sys::open_nonblock(&self.dev) {
             Ok(fd) => {
                 self.files[f] = fd;
                 self.record("open", 0, &format!("ucma open file{f}"), true);
@@ -940,7 +952,7 @@ impl Ucma {
             Err(e) => {
                 self.record("open", e, &format!("ucma open file{f}"), true);
                 // Nothing to fuzz on without the file.
-                println!("ucma: reopening {DEV} failed: {}", ename(e));
+                println!("ucma: reopening {} failed: {}", self.dev, ename(e));
                 std::process::exit(1);
             }
         }
@@ -1026,6 +1038,8 @@ pub(crate) fn run(argv: &[String]) -> ! {
             "-s" => seed = val().parse().unwrap_or_else(|_| usage()),
             "-n" => steps = val().parse().unwrap_or_else(|_| usage()),
             "-t" => trace = Some(val()),
+            // The progress interval of the uverbs mode (fz_run passes it): no progress lines.
+            "-p" => {}
             "-a" => {
                 let v: Vec<[u8; 4]> = val()
                     .split(',')
@@ -1093,4 +1107,48 @@ pub(crate) fn run(argv: &[String]) -> ! {
     }
     println!("R ok ucma fuzz seed {seed}: no kernel report");
     std::process::exit(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ADDRS: [[u8; 4]; 5] = [
+        [10, 66, 0, 1],
+        [10, 66, 0, 2],
+        [10, 66, 0, 77],
+        [10, 99, 0, 1],
+        [239, 1, 2, 3],
+    ];
+
+    /// The sequence of a seed, on a file that takes every write (so every command "works"
+    /// and the books fill).
+    fn run(seed: u64, steps: u64) -> Vec<String> {
+        let mut u = Ucma::on(seed, ADDRS, "/dev/null").expect("/dev/null");
+        for _ in 0..steps {
+            u.step();
+        }
+        u.finish();
+        u.ring.into_iter().collect()
+    }
+
+    #[test]
+    fn a_seed_is_one_sequence() {
+        assert_eq!(run(3, 300), run(3, 300));
+        assert_ne!(run(3, 300), run(4, 300));
+    }
+
+    #[test]
+    fn every_command_is_drawn() {
+        let mut u = Ucma::on(1, ADDRS, "/dev/null").expect("/dev/null");
+        for _ in 0..1500 {
+            u.step();
+        }
+        for c in CMD_NAMES.iter().filter(|c| !c.starts_with("GET_OPTION")) {
+            let drawn = u.stats.by_key.contains_key(&format!("ucma {c}"))
+                || u.ring.iter().any(|l| l.contains(c));
+            let malformed = matches!(*c, "RESOLVE_IB_SERVICE" | "WRITE_CM_EVENT");
+            assert!(drawn || malformed, "{c} never drawn");
+        }
+    }
 }
