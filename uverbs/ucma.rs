@@ -1105,15 +1105,14 @@ impl UcmaFile {
         Ok(())
     }
 
-    // upstream ucma_notify(): rdma_notify() of an id with a device, which on an id without
-    // a connection does nothing (EINVAL without a device).
+    // upstream ucma_notify(): rdma_notify() of an id with a device (EINVAL without one).
     fn notify(&self, c: &CmdBuf) -> Result {
         let ctx = self.get_ctx(c.u32(0))?;
         let _g = ctx.mutex.lock();
         if ctx.cm_id.info().dev.is_none() {
             return Err(EINVAL);
         }
-        Ok(())
+        ctx.cm_id.notify(c.u32(4))
     }
 
     // upstream ucma_close(): every context of the file destroyed.

@@ -746,10 +746,13 @@ impl Ucma {
     }
 
     fn notify(&mut self, f: usize) {
-        let (id, d) = self.pick_id(f, |_| true);
+        let (id, d) = self.pick_id(f, |i| i.answerable || i.routed);
+        // IB_EVENT_CQ_ERR, IB_EVENT_COMM_EST, IB_EVENT_PATH_MIG.
+        let ev = [0u32, 0, 4, 6][self.rng.below(4)];
         let mut b = Body::new(NOTIFY);
         b.u32(0, id);
-        self.send(f, NOTIFY, &b, 0, &d);
+        b.u32(4, ev);
+        self.send(f, NOTIFY, &b, 0, &format!("{d} event {ev}"));
     }
 
     fn get_event(&mut self, f: usize) {
