@@ -305,9 +305,17 @@ impl UcmaFile {
         if cmd == Cmd::GetOption {
             return Err(ENOSYS);
         }
-        // upstream: each handler copies its whole struct from behind the header.
+        // upstream: each handler copies its whole struct from behind the header, but CONNECT
+        // and ACCEPT copy `in` of it (the ECE at the end is optional), which must reach their
+        // `reserved` (`offsetofend()`).
         let mut c = CmdBuf([0; 320]);
-        let n = cmd.size();
+        let mut n = cmd.size();
+        if matches!(cmd, Cmd::Connect | Cmd::Accept) {
+            if in_len < n - abi::ECE {
+                return Err(EINVAL);
+            }
+            n = n.min(in_len);
+        }
         UserSlice::new(buf.wrapping_byte_add(abi::HDR), n)
             .reader()
             .read_slice(&mut c.0[..n])?;
@@ -637,7 +645,8 @@ impl UcmaFile {
 
     // upstream ucma_query_route() with ucma_copy_iboe_route()
     fn query_route(&self, c: &CmdBuf, out_len: usize) -> Result {
-        if out_len < abi::QUERY_ROUTE_RESP {
+        // upstream: `out` reaches `ibdev_index` (older librdmacm's size); what fits is copied.
+        if out_len < abi::QUERY_ROUTE_RESP - 8 {
             return Err(ENOSPC);
         }
         let ctx = self.get_ctx(c.u32(8))?;
@@ -672,7 +681,7 @@ impl UcmaFile {
                 }
             }
         }
-        respond(c.u64(0), &r)
+        respond(c.u64(0), &r[..out_len.min(abi::QUERY_ROUTE_RESP)])
     }
 
     // upstream ucma_query()
