@@ -214,7 +214,7 @@ fuzz: test-modules ## the uverbs fuzzer, ours and upstream rxe compared (N=, SEE
 	@kb=$(KDIR_CMD) && RDMARS_VM_TIMEOUT=$${RDMARS_VM_TIMEOUT:-14400} \
 	RDMARS_VM_ARGS="rdmars.n=$(or $(N_FUZZ),$(N)) rdmars.seed=$(SEED) $(if $(VERBOSE),rdmars.verbose=1)" \
 	$(TOP)/tools/vm.sh fuzz "$$kb" $(TOP)/out/logs/fuzz.log; \
-	grep -E '^ *(fuzz:|diff:|DIVERGENCE)' $(TOP)/out/logs/fuzz.log; \
+	grep -E '^ *(fuzz:|ucma fuzz:|diff:|DIVERGENCE)' $(TOP)/out/logs/fuzz.log; \
 	cd $(TOP) && cargo run --quiet --release -p rdma-rs-vmlog -- --mode fuzz out/logs/fuzz.log
 # make faults: every allocation and firmware command point of every verb,
 # one at a time (tests/vm/faults.sh); prints the points found per verb.

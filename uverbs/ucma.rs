@@ -13,9 +13,10 @@
 //! `RESOLVE_ROUTE`, `QUERY_ROUTE`, `QUERY` (address, path, GID), `LISTEN`, `CONNECT`, `ACCEPT`,
 //! `REJECT`, `DISCONNECT`, `INIT_QP_ATTR`, `GET_EVENT`, `SET_OPTION` (`RDMA_OPTION_ID`),
 //! `NOTIFY`, `MIGRATE_ID`, `JOIN_IP_MCAST`, `JOIN_MCAST` and `LEAVE_MCAST` (a group has a
-//! number of its own, upstream `multicast_table`). `RDMA_OPTION_IB_PATH`,
-//! `RESOLVE_IB_SERVICE` and `WRITE_CM_EVENT` are `EOPNOTSUPP`; `GET_OPTION` is `ENOSYS` as
-//! upstream. Not done: upstream's `ib_safe_file_access()` check (`EACCES` when the writer's
+//! number of its own, upstream `multicast_table`), `WRITE_CM_EVENT` (a user event queued on
+//! the id), `RESOLVE_IB_SERVICE` (upstream's checks; no SA client, so `EOPNOTSUPP` where
+//! upstream would query one). `RDMA_OPTION_IB_PATH` is `EOPNOTSUPP`; `GET_OPTION` is `ENOSYS`
+//! as upstream. Not done: upstream's `ib_safe_file_access()` check (`EACCES` when the writer's
 //! credentials are not the opener's) and the `net.rdma_ucm.max_backlog` sysctl (fixed at its
 //! default, 1024).
 
@@ -60,6 +61,7 @@ impl UcmaGlobal {
             pin_init!(UcmaShared {
                 ctxs <- kernel::new_mutex!(KVec::new(), "ucma_ctx_table"),
                 mcs <- kernel::new_mutex!(KVec::new(), "ucma_multicast_table"),
+                files <- kernel::new_mutex!(KVec::new(), "ucma_files"),
             }),
             GFP_KERNEL,
         )?;
@@ -87,6 +89,10 @@ struct UcmaShared {
     /// upstream `multicast_table`: the groups joined through any file, by number.
     #[pin]
     mcs: Mutex<KVec<Option<Arc<UcmaMc>>>>,
+    /// The open rdma_cm files' `struct file` addresses (`MIGRATE_ID` tells an rdma_cm fd from
+    /// another, as upstream's `f_op != &ucma_fops`).
+    #[pin]
+    files: Mutex<KVec<usize>>,
 }
 
 /// A group a context joined (upstream `struct ucma_multicast`).
@@ -299,9 +305,17 @@ impl UcmaFile {
         if cmd == Cmd::GetOption {
             return Err(ENOSYS);
         }
-        // upstream: each handler copies its whole struct from behind the header.
+        // upstream: each handler copies its whole struct from behind the header, but CONNECT
+        // and ACCEPT copy `in` of it (the ECE at the end is optional), which must reach their
+        // `reserved` (`offsetofend()`).
         let mut c = CmdBuf([0; 320]);
-        let n = cmd.size();
+        let mut n = cmd.size();
+        if matches!(cmd, Cmd::Connect | Cmd::Accept) {
+            if in_len < n - abi::ECE {
+                return Err(EINVAL);
+            }
+            n = n.min(in_len);
+        }
         UserSlice::new(buf.wrapping_byte_add(abi::HDR), n)
             .reader()
             .read_slice(&mut c.0[..n])?;
@@ -324,11 +338,13 @@ impl UcmaFile {
             Cmd::GetEvent => self.get_event(file, &c, out_len),
             Cmd::SetOption => self.set_option(&c),
             Cmd::Notify => self.notify(&c),
-            Cmd::MigrateId => self.migrate_id(&c, out_len),
+            Cmd::MigrateId => self.migrate_id(&c),
             Cmd::JoinIpMcast => self.join_ip_mcast(&c, out_len),
             Cmd::JoinMcast => self.join_mcast(&c, out_len),
             Cmd::LeaveMcast => self.leave_mcast(&c, out_len),
-            Cmd::ResolveIbService | Cmd::WriteCmEvent | Cmd::GetOption => Err(EOPNOTSUPP),
+            Cmd::ResolveIbService => self.resolve_ib_service(&c),
+            Cmd::WriteCmEvent => self.write_cm_event(&c),
+            Cmd::GetOption => Err(ENOSYS),
         }?;
         Ok(len)
     }
@@ -464,13 +480,14 @@ impl UcmaFile {
     // upstream ucma_migrate_id(): the context `id` of the rdma_cm file open as `fd` moves to
     // this file with its pending events (librdmacm's rdma_migrate_id(), which its synchronous
     // rdma_get_request() calls); the count of events taken from it is returned.
-    fn migrate_id(self: &Arc<Self>, c: &CmdBuf, out_len: usize) -> Result {
-        if out_len < 4 {
-            return Err(ENOSPC);
-        }
+    // (upstream takes any `out`.)
+    fn migrate_id(self: &Arc<Self>, c: &CmdBuf) -> Result {
         let (response, id, fd) = (c.u64(0), c.u32(8), c.u32(12));
         let f = kernel::fs::LocalFile::fget(fd).map_err(|_| ENOENT)?;
         let fptr = f.as_ptr() as usize;
+        if !self.shared.files.lock().contains(&fptr) {
+            return Err(EINVAL);
+        }
         let ctx = {
             let t = self.shared.ctxs.lock();
             match t.get(id as usize) {
@@ -628,7 +645,8 @@ impl UcmaFile {
 
     // upstream ucma_query_route() with ucma_copy_iboe_route()
     fn query_route(&self, c: &CmdBuf, out_len: usize) -> Result {
-        if out_len < abi::QUERY_ROUTE_RESP {
+        // upstream: `out` reaches `ibdev_index` (older librdmacm's size); what fits is copied.
+        if out_len < abi::QUERY_ROUTE_RESP - 8 {
             return Err(ENOSPC);
         }
         let ctx = self.get_ctx(c.u32(8))?;
@@ -663,7 +681,7 @@ impl UcmaFile {
                 }
             }
         }
-        respond(c.u64(0), &r)
+        respond(c.u64(0), &r[..out_len.min(abi::QUERY_ROUTE_RESP)])
     }
 
     // upstream ucma_query()
@@ -1051,15 +1069,64 @@ impl UcmaFile {
         respond(response, &mc.reported.load(Relaxed).to_ne_bytes())
     }
 
-    // upstream ucma_notify(): rdma_notify() of an id with a device, which on an id without
-    // a connection does nothing (EINVAL without a device).
+    // upstream ucma_resolve_ib_service() -> rdma_resolve_ib_service(): an id bound to a
+    // device, in `RDMA_CM_ADDR_BOUND`; the service resolution needs the SA (`rdma_cap_ib_sa()`,
+    // which no port here has: no SA client), so `EOPNOTSUPP` as upstream on RoCE.
+    fn resolve_ib_service(&self, c: &CmdBuf) -> Result {
+        let ctx = self.get_ctx(c.u32(0))?;
+        let _g = ctx.mutex.lock();
+        let info = ctx.cm_id.info();
+        if info.dev.is_none() || info.state != crate::cma::CmState::AddrBound {
+            return Err(EINVAL);
+        }
+        Err(EOPNOTSUPP)
+    }
+
+    // upstream ucma_write_cm_event(): a user's event (`RDMA_CM_EVENT_USER` or `_INTERNAL`)
+    // queued on the id's file with its status and 8 bytes of parameter; `EINVAL` for another
+    // event or a context without a uid (a connection request's, not accepted).
+    fn write_cm_event(&self, c: &CmdBuf) -> Result {
+        const EVENT_USER: u32 = 18;
+        const EVENT_INTERNAL: u32 = 19;
+        let (id, event, status) = (c.u32(0), c.u32(8), c.u32(12));
+        if event != EVENT_USER && event != EVENT_INTERNAL {
+            return Err(EINVAL);
+        }
+        let ctx = self.get_ctx(id)?;
+        // The file lock stands for upstream's rdma_lock_handler(): no event of the id is
+        // queued meanwhile, and the file cannot change under it (MIGRATE_ID takes it).
+        let file = ctx.ev.file.lock();
+        let uid = ctx.ev.uid.load(Relaxed);
+        if uid == 0 {
+            return Err(EINVAL);
+        }
+        let mut resp = [0u8; abi::EVENT_RESP];
+        resp[..8].copy_from_slice(&uid.to_ne_bytes());
+        resp[8..12].copy_from_slice(&ctx.id.to_ne_bytes());
+        resp[12..16].copy_from_slice(&event.to_ne_bytes());
+        resp[16..20].copy_from_slice(&status.to_ne_bytes());
+        resp[20..28].copy_from_slice(c.bytes(16, 8));
+        file.inner.lock().events.push(
+            UEvent {
+                ctx_id: ctx.id,
+                owner: ctx.id,
+                mc: None,
+                resp,
+            },
+            GFP_KERNEL,
+        )?;
+        file.wait.notify_all();
+        Ok(())
+    }
+
+    // upstream ucma_notify(): rdma_notify() of an id with a device (EINVAL without one).
     fn notify(&self, c: &CmdBuf) -> Result {
         let ctx = self.get_ctx(c.u32(0))?;
         let _g = ctx.mutex.lock();
         if ctx.cm_id.info().dev.is_none() {
             return Err(EINVAL);
         }
-        Ok(())
+        ctx.cm_id.notify(c.u32(4))
     }
 
     // upstream ucma_close(): every context of the file destroyed.
@@ -1085,10 +1152,11 @@ impl CharDevice for UcmaDev {
 
     // upstream ucma_open()
     fn open(dev: &Self, file: &File) -> Result<Self::Ptr> {
-        Arc::pin_init(
+        let fptr = file.as_ptr() as usize;
+        let f = Arc::pin_init(
             pin_init!(UcmaFile {
                 shared: dev.shared.clone(),
-                fptr: file.as_ptr() as usize,
+                fptr,
                 inner <- kernel::new_mutex!(
                     FileInner {
                         events: KVec::new(),
@@ -1099,10 +1167,13 @@ impl CharDevice for UcmaDev {
                 wait <- kernel::new_poll_condvar!("ucma_poll_wait"),
             }),
             GFP_KERNEL,
-        )
+        )?;
+        dev.shared.files.lock().push(fptr, GFP_KERNEL)?;
+        Ok(f)
     }
 
     fn release(ptr: Self::Ptr, _file: &File) {
+        ptr.shared.files.lock().retain(|f| *f != ptr.fptr);
         ptr.close();
     }
 

@@ -682,6 +682,29 @@ impl CmId {
         Ok(())
     }
 
+    /// upstream `rdma_notify()`: an id without an IB CM id (neither connecting nor listening)
+    /// is `EINVAL`; with one, `ib_cm_notify()` takes `IB_EVENT_COMM_EST` and
+    /// `IB_EVENT_PATH_MIG` only (`EINVAL` otherwise). Those two (`cm_establish()`,
+    /// `cm_migrate()`) are not implemented: `EOPNOTSUPP`.
+    ///
+    /// # Errors
+    ///
+    /// As above.
+    pub fn notify(&self, event: u32) -> Result {
+        const IB_EVENT_COMM_EST: u32 = 4;
+        const IB_EVENT_PATH_MIG: u32 = 6;
+        {
+            let s = self.st.lock();
+            if s.conn.is_none() && s.listen.is_none() {
+                return Err(EINVAL);
+            }
+        }
+        match event {
+            IB_EVENT_COMM_EST | IB_EVENT_PATH_MIG => Err(EOPNOTSUPP),
+            _ => Err(EINVAL),
+        }
+    }
+
     /// The QP attributes for `state` (upstream `rdma_init_qp_attr()`) and their mask: the
     /// connection's (`ib_cm_init_qp_attr()`), or before a connection the port and access of
     /// `cma_ib_init_qp_attr()`.

@@ -126,5 +126,62 @@ fuzz_mlx5_suite() {
 	t_check "modprobe -r mlx5_core" modprobe -r mlx5_core
 }
 
+# The ucma mode of the fuzzer (uverbs_fuzz -U): random rdma_cm command sequences, addresses by
+# role (this function's, the peer function's, a silent neighbour, an unroutable address, a
+# group). UF_N steps (rdmars.n= of make fuzz divided by 50, at least UF_N's default of 150).
+uf_params() {
+	fz_params
+	UF_N=150
+	[ "$FZ_N" -gt $((UF_N * 50)) ] && UF_N=$((FZ_N / 50))
+}
+
+# vm_fuzz_ucma: ours, the two simulated RoCE functions of tests/vm/cm.sh (10.66.0.1 and .2,
+# QP1 on the wire), the traced sequence vm_fuzz_ucma_rxe compares.
+fuzz_ucma_suite() {
+	local nd
+	uf_params
+	ip link set lo up
+	touch /tmp/kunit-ran.mlx5_ib_rs
+	load_ours sim=eth,eth mad_qps=1
+	sysctl -qw net.ipv4.conf.all.accept_local=1
+	nd=$(cm_netdevs)
+	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
+	fz_run "ucma fuzz (ours, traced)" -U -a $CM_SRC,$CM_DST,10.66.0.77,10.99.0.1,239.1.2.3 \
+		-s $FZ_SEED -n $UF_N -t /tmp/uf-ours.trace
+	t_import "ucma races (ours)" timeout 300 /rdma-rs/ucma_race $CM_SRC 10.66.0.77
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	unload_ours
+}
+
+# vm_fuzz_ucma_rxe: the same seed on upstream rdma_ucm over two rxe devices on a veth pair
+# (10.77.0.1 and .2), then the two traces compared errno by errno and event by event.
+fuzz_ucma_rxe_suite() {
+	local i=0
+	uf_params
+	t_check "modprobe rdma_ucm rdma_rxe veth" modprobe -a rdma_ucm ib_uverbs rdma_rxe veth
+	t_check "veth0/veth1 with 10.77.0.1/24, 10.77.0.2/24" sh -c \
+		'/usr/sbin/ip link add veth0 type veth peer name veth1 &&
+		 /usr/sbin/ip link set veth0 up && /usr/sbin/ip link set veth1 up &&
+		 /usr/sbin/ip addr add 10.77.0.1/24 dev veth0 && /usr/sbin/ip addr add 10.77.0.2/24 dev veth1'
+	t_check "rdma link add rxe0 (veth0), rxe1 (veth1)" sh -c \
+		'rdma link add rxe0 type rxe netdev veth0 && rdma link add rxe1 type rxe netdev veth1'
+	sleep 1
+	sysctl -qw net.ipv4.conf.all.accept_local=1
+	fz_run "ucma fuzz (upstream rxe, traced)" -U -a 10.77.0.1,10.77.0.2,10.77.0.77,10.99.0.1,239.1.2.3 \
+		-s $FZ_SEED -n $UF_N -t /tmp/uf-up.trace
+	t_import "ucma races (upstream rxe)" timeout 300 /rdma-rs/ucma_race 10.77.0.1 10.77.0.77
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	rdma link delete rxe1
+	rdma link delete rxe0
+	ip link del veth0
+	until modprobe -r -a rdma_ucm rdma_rxe ib_uverbs ib_uverbs_support rdma_cm iw_cm ib_cm ib_core \
+		veth 2>/dev/null ||
+		! grep -q "^ib_core " /proc/modules || [ $i -ge 120 ]; do
+		sleep 0.5
+		i=$((i + 1))
+	done
+	t_import "ucma differential (seed $FZ_SEED)" $FZ -c /tmp/uf-ours.trace /tmp/uf-up.trace
+}
+
 # Standalone: the VM mode `fuzz` (its suites are in suites.list).
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode fuzz

@@ -50,6 +50,8 @@ pub(crate) const CMD_COUNT: u32 = 25;
 
 /// `sizeof(struct rdma_ucm_conn_param)`.
 pub(crate) const CONN_PARAM: usize = 4 + 4 + MAX_PRIVATE_DATA + 8;
+/// `sizeof(struct rdma_ucm_ece)`: the end of `CONNECT` and `ACCEPT`.
+pub(crate) const ECE: usize = 8;
 /// `sizeof(struct rdma_ucm_ud_param)`.
 pub(crate) const UD_PARAM: usize = 4 + 4 + 32 + MAX_PRIVATE_DATA + 8;
 

@@ -83,6 +83,12 @@ pub(crate) const KNOWN: &[(&str, &str, &str, &str)] = &[
         "the AH object: the mock has no destroy_ah, so the object is not in its tree (upstream UAPI_DEF_OBJ_NEEDS_FN); and ours declares no AH_DESTROY ioctl method (libibverbs 44 destroys AHs by write)",
     ),
     (
+        "ucma NOTIFY",
+        "EOPNOTSUPP",
+        "*",
+        "IB_EVENT_COMM_EST and IB_EVENT_PATH_MIG on an id with an IB CM id: the IB CM's cm_establish() and cm_migrate() are not implemented (Documentation/cm.md)",
+    ),
+    (
         "write EX_MODIFY_CQ",
         "*",
         "*",

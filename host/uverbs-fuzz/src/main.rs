@@ -9,6 +9,7 @@
 //!   uverbs_fuzz -d /dev/infiniband/uverbsN [-i DRIVER_ID] [-s SEED] [-n STEPS]
 //!               [-t TRACE] [-p PROGRESS] [-v] [-T] [-u] [-g ADDR[,ADDR...]]
 //!   uverbs_fuzz -c OURS.trace UPSTREAM.trace
+//!   uverbs_fuzz -U -a LOCAL,PEER,SILENT,UNROUTABLE,GROUP [-s SEED] [-n STEPS] [-t TRACE] [-v]
 //!
 //! -t writes the trace the differential mode compares; -v prints every call
 //! before it is made; -T runs no threads (a slice whose only concurrency is
@@ -16,7 +17,9 @@
 //! it fails in Linux 7.3; see tests/userspace/uverbs_abi.c); -g gives IPv4 and IPv6
 //! addresses whose RoCE GIDs CREATE_AH uses as destinations (RoCE address resolution: local
 //! addresses, neighbours, unroutable ones), with source GID indexes 0-7, and GID_ENTRY
-//! queries indexes 0-7. The exit status is 2 after a kernel report, 1 on a usage error.
+//! queries indexes 0-7. -U is the ucma mode (`src/ucma.rs`): /dev/infiniband/rdma_cm, its
+//! addresses by role (this host's device, the peer device, a silent neighbour, an unroutable
+//! address, a multicast group); its traces compare with -c as well. The exit status is 2 after a kernel report, 1 on a usage error.
 
 #![deny(warnings, rust_2018_idioms)]
 
@@ -35,6 +38,7 @@ mod rng;
 mod state;
 mod stats;
 mod sys;
+mod ucma;
 mod write;
 
 use std::time::Instant;
@@ -57,6 +61,7 @@ fn usage() -> ! {
         "usage: uverbs_fuzz -d DEV [-i DRIVER_ID] [-s SEED] [-n STEPS] [-t TRACE] [-p N] [-v] [-T] [-u] [-g ADDR,...]"
     );
     eprintln!("       uverbs_fuzz -c OURS.trace UPSTREAM.trace");
+    eprintln!("       uverbs_fuzz -U -a LOCAL,PEER,SILENT,UNROUTABLE,GROUP [-s SEED] [-n STEPS] [-t TRACE] [-v]");
     std::process::exit(1)
 }
 
@@ -122,6 +127,10 @@ fn parse_args(v: &[String]) -> Args {
 
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.iter().any(|a| a == "-U") {
+        let rest: Vec<String> = argv.iter().filter(|a| *a != "-U").cloned().collect();
+        ucma::run(&rest);
+    }
     if argv.first().map(String::as_str) == Some("-c") {
         let (Some(a), Some(b)) = (argv.get(1), argv.get(2)) else {
             usage()

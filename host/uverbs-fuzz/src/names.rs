@@ -109,6 +109,7 @@ pub(crate) fn errno(e: i32) -> String {
         13 => "EACCES",
         14 => "EFAULT",
         16 => "EBUSY",
+        17 => "EEXIST",
         19 => "ENODEV",
         22 => "EINVAL",
         24 => "EMFILE",
@@ -120,6 +121,14 @@ pub(crate) fn errno(e: i32) -> String {
         75 => "EOVERFLOW",
         93 => "EPROTONOSUPPORT",
         95 => "EOPNOTSUPP",
+        97 => "EAFNOSUPPORT",
+        98 => "EADDRINUSE",
+        99 => "EADDRNOTAVAIL",
+        101 => "ENETUNREACH",
+        110 => "ETIMEDOUT",
+        111 => "ECONNREFUSED",
+        113 => "EHOSTUNREACH",
+        524 => "ENOTSUPP",
         _ => return format!("E{e}"),
     };
     n.to_string()

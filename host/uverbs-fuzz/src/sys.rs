@@ -26,7 +26,19 @@ extern "C" {
     fn waitpid(pid: c_int, status: *mut c_int, options: c_int) -> c_int;
     fn _exit(status: c_int) -> !;
     fn __errno_location() -> *mut c_int;
+    fn poll(fds: *mut PollFd, n: c_ulong, timeout: c_int) -> c_int;
 }
+
+/// `struct pollfd`.
+#[repr(C)]
+struct PollFd {
+    fd: c_int,
+    events: i16,
+    revents: i16,
+}
+
+const POLLIN: i16 = 1;
+const O_NONBLOCK: c_int = 0o4000;
 
 const O_RDWR: c_int = 2;
 const O_CLOEXEC: c_int = 0o2000000;
@@ -54,6 +66,34 @@ pub(crate) fn open_rdwr(path: &str) -> Result<i32, i32> {
     } else {
         Ok(fd)
     }
+}
+
+/// Opens a file with `O_NONBLOCK` (`/dev/infiniband/rdma_cm`: GET_EVENT never blocks).
+pub(crate) fn open_nonblock(path: &str) -> Result<i32, i32> {
+    let mut p = path.as_bytes().to_vec();
+    p.push(0);
+    // SAFETY: `p` is a NUL-terminated string that outlives the call.
+    let fd = unsafe { open(p.as_ptr().cast(), O_RDWR | O_CLOEXEC | O_NONBLOCK) };
+    if fd < 0 {
+        Err(errno())
+    } else {
+        Ok(fd)
+    }
+}
+
+/// poll() for `POLLIN` on `fds` for up to `timeout_ms`: which are readable.
+pub(crate) fn poll_in(fds: &[i32], timeout_ms: i32) -> Vec<bool> {
+    let mut p: Vec<PollFd> = fds
+        .iter()
+        .map(|&fd| PollFd {
+            fd,
+            events: POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `p` is an array of `p.len()` pollfds, valid for the call.
+    let r = unsafe { poll(p.as_mut_ptr(), p.len() as c_ulong, timeout_ms) };
+    p.iter().map(|x| r > 0 && x.revents & POLLIN != 0).collect()
 }
 
 pub(crate) fn close_fd(fd: i32) -> i32 {
