@@ -90,8 +90,9 @@ impl DeviceReply for DevInfo {
 /// upstream `nldev_port_get_doit()` (whose reply carries the `GET` type, as upstream's).
 pub(super) fn port_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
     let tb = parse(req)?;
-    let port = get_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
-    let dev = req_device(&tb)?;
+    let tb = &tb[..];
+    let port = get_u32(tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
+    let dev = req_device(tb)?;
     let port = port.ok_or(EINVAL)?;
     if port == 0 || port > dev.phys_port_cnt() {
         return Err(EINVAL);
@@ -110,7 +111,8 @@ pub(super) fn port_get_dump(
     wr: &mut MsgWriter<'_>,
 ) -> Result {
     let tb = parse(req)?;
-    let dev = req_device(&tb)?;
+    let tb = &tb[..];
+    let dev = req_device(tb)?;
     let ports = dev.phys_port_cnt() as usize;
     // Item i is port i + 1.
     dump_indexed(req, cur, wr, RDMA_NLDEV_CMD_PORT_GET, ports, |wr, i| {
@@ -152,15 +154,16 @@ pub(crate) fn chardev_reply(
 /// that name answers.
 pub(super) fn get_chardev_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
     let tb = parse(req)?;
+    let tb = &tb[..];
     let name = tb[RDMA_NLDEV_ATTR_CHARDEV_TYPE as usize]
         .ok_or(EINVAL)?
         .str()
         .map_err(|_| EINVAL)?;
     // nla_strscpy(): up to the first NUL.
     let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-    let port = get_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
+    let port = get_u32(tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
     let info = if tb[RDMA_NLDEV_ATTR_DEV_INDEX as usize].is_some() {
-        let dev = req_device(&tb)?;
+        let dev = req_device(tb)?;
         if let Some(p) = port {
             if p == 0 || p > dev.phys_port_cnt() {
                 return Err(EINVAL);

@@ -21,10 +21,14 @@ pub(crate) struct NlDev;
 
 pub(super) const NATTR: usize = RDMA_NLDEV_ATTR_MAX as usize;
 
+/// A request's attributes by type. On the heap: a table is a few KiB, and a command's frame
+/// would hold it more than once (upstream's `tb[]` is an array of pointers).
+pub(super) type AttrTable<'a> = KBox<[Option<Attr<'a>>; NATTR]>;
+
 /// The request's attributes by type (upstream `__nlmsg_parse(..., nldev_policy, LIBERAL)`).
-pub(super) fn parse<'a>(req: &Request<'a>) -> Result<[Option<Attr<'a>>; NATTR]> {
-    let mut tb = [None; NATTR];
-    codec::parse_attrs(req.msg.payload, &mut tb).map_err(|_| EINVAL)?;
+pub(super) fn parse<'a>(req: &Request<'a>) -> Result<AttrTable<'a>> {
+    let mut tb = KBox::new([None; NATTR], GFP_KERNEL)?;
+    codec::parse_attrs(req.msg.payload, &mut tb[..]).map_err(|_| EINVAL)?;
     Ok(tb)
 }
 
@@ -74,7 +78,8 @@ pub(super) fn device_doit<R: DeviceReply>(
     wr: &mut MsgWriter<'_>,
 ) -> Result {
     let tb = parse(req)?;
-    let dev = req_device(&tb)?;
+    let tb = &tb[..];
+    let dev = req_device(tb)?;
     put_msg(req, wr, R::CMD, 0, |wr| (R::FILL)(wr, &**dev.device()))
 }
 

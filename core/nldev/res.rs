@@ -394,8 +394,9 @@ pub(super) fn res_dump(
     kind: ResType,
 ) -> Result {
     let tb = parse(req)?;
-    let dev = req_device(&tb)?;
-    if let Some(p) = get_u32(&tb, RDMA_NLDEV_ATTR_PORT_INDEX)? {
+    let tb = &tb[..];
+    let dev = req_device(tb)?;
+    if let Some(p) = get_u32(tb, RDMA_NLDEV_ATTR_PORT_INDEX)? {
         if p == 0 || p > dev.phys_port_cnt() {
             return Err(EINVAL);
         }

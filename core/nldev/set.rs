@@ -53,11 +53,12 @@ const IB_DEVICE_NAME_MAX: usize = 64;
 /// moderation) are `EOPNOTSUPP`; with none of them, nothing is done (0), as upstream.
 pub(super) fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) -> Result {
     let tb = parse(req)?;
-    let dev = req_device(&tb)?;
-    if attr(&tb, RDMA_NLDEV_NET_NS_FD).is_some() {
+    let tb = &tb[..];
+    let dev = req_device(tb)?;
+    if attr(tb, RDMA_NLDEV_NET_NS_FD).is_some() {
         return Err(EOPNOTSUPP);
     }
-    if let Some(a) = attr(&tb, RDMA_NLDEV_ATTR_DEV_NAME) {
+    if let Some(a) = attr(tb, RDMA_NLDEV_ATTR_DEV_NAME) {
         // nldev_policy: NLA_NUL_STRING of at most IB_DEVICE_NAME_MAX bytes (EINVAL), then
         // nla_strscpy() keeps IB_DEVICE_NAME_MAX - 1.
         let raw = a.str().map_err(|_| EINVAL)?;
@@ -75,7 +76,7 @@ pub(super) fn set_doit(_: &NlDev, req: &Request<'_>, _wr: &mut MsgWriter<'_>) ->
         }
         return Ok(());
     }
-    if attr(&tb, RDMA_NLDEV_ATTR_DEV_DIM).is_some() {
+    if attr(tb, RDMA_NLDEV_ATTR_DEV_DIM).is_some() {
         return Err(EOPNOTSUPP);
     }
     Ok(())

@@ -31,9 +31,10 @@ const STAT_RES_MR: u32 = RDMA_NLDEV_ATTR_RES_MR as u32;
 /// anything else `EINVAL`.
 pub(super) fn stat_get_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
     let tb = parse(req)?;
-    match get_u32(&tb, RDMA_NLDEV_ATTR_STAT_RES)? {
-        None => stat_get_default(req, &tb, wr),
-        Some(STAT_RES_QP) => stat_get_qp(req, &tb, wr),
+    let tb = &tb[..];
+    match get_u32(tb, RDMA_NLDEV_ATTR_STAT_RES)? {
+        None => stat_get_default(req, tb, wr),
+        Some(STAT_RES_QP) => stat_get_qp(req, tb, wr),
         Some(STAT_RES_MR) => Err(EOPNOTSUPP),
         Some(_) => Err(EINVAL),
     }
@@ -151,13 +152,14 @@ pub(super) fn stat_get_dump(
     wr: &mut MsgWriter<'_>,
 ) -> Result {
     let tb = parse(req)?;
-    match get_u32(&tb, RDMA_NLDEV_ATTR_STAT_RES)? {
+    let tb = &tb[..];
+    match get_u32(tb, RDMA_NLDEV_ATTR_STAT_RES)? {
         Some(STAT_RES_QP) => {}
         Some(STAT_RES_MR) => return Err(EOPNOTSUPP),
         _ => return Err(EINVAL),
     }
-    let dev = req_device(&tb)?;
-    let port = req_port(&tb, &dev)?;
+    let dev = req_device(tb)?;
+    let port = req_port(tb, &dev)?;
     let d = &**dev.device();
     let list = d.counter_dump(port, None)?;
     dump_indexed(
@@ -186,15 +188,16 @@ pub(super) fn stat_get_dump(
 /// counters, so every index is `EINVAL` and an empty list changes nothing, as upstream's loop.
 pub(super) fn stat_set_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
     let tb = parse(req)?;
+    let tb = &tb[..];
     if tb[RDMA_NLDEV_ATTR_DEV_INDEX as usize].is_none()
         || tb[RDMA_NLDEV_ATTR_PORT_INDEX as usize].is_none()
     {
         return Err(EINVAL);
     }
-    let dev = req_device(&tb)?;
-    let port = req_port(&tb, &dev)?.ok_or(EINVAL)?;
+    let dev = req_device(tb)?;
+    let port = req_port(tb, &dev)?.ok_or(EINVAL)?;
     let d = &**dev.device();
-    let mode = get_u32(&tb, RDMA_NLDEV_ATTR_STAT_MODE)?;
+    let mode = get_u32(tb, RDMA_NLDEV_ATTR_STAT_MODE)?;
     let hwc = tb[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS as usize];
     if mode.is_none() && hwc.is_none() {
         return Err(EINVAL);
@@ -203,7 +206,7 @@ pub(super) fn stat_set_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>
     fill_handle(wr, d.core())?;
     wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, port)?;
     if let Some(mode) = mode {
-        stat_set_mode(wr, &tb, d, port, mode)?;
+        stat_set_mode(wr, tb, d, port, mode)?;
     }
     if let Some(h) = hwc {
         d.hw_stat_names(port).ok_or(EINVAL)?;
@@ -261,9 +264,10 @@ fn stat_set_mode(
 /// `rdma_counter_unbind_qpn()`; the reply (type `STAT_SET`, as upstream's) echoes the ids.
 pub(super) fn stat_del_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>) -> Result {
     let tb = parse(req)?;
-    let res = get_u32(&tb, RDMA_NLDEV_ATTR_STAT_RES)?;
-    let id = get_u32(&tb, RDMA_NLDEV_ATTR_STAT_COUNTER_ID)?;
-    let qpn = get_u32(&tb, RDMA_NLDEV_ATTR_RES_LQPN)?;
+    let tb = &tb[..];
+    let res = get_u32(tb, RDMA_NLDEV_ATTR_STAT_RES)?;
+    let id = get_u32(tb, RDMA_NLDEV_ATTR_STAT_COUNTER_ID)?;
+    let qpn = get_u32(tb, RDMA_NLDEV_ATTR_RES_LQPN)?;
     let (Some(res), Some(id), Some(qpn)) = (res, id, qpn) else {
         return Err(EINVAL);
     };
@@ -273,8 +277,8 @@ pub(super) fn stat_del_doit(_: &NlDev, req: &Request<'_>, wr: &mut MsgWriter<'_>
     {
         return Err(EINVAL);
     }
-    let dev = req_device(&tb)?;
-    let port = req_port(&tb, &dev)?.ok_or(EINVAL)?;
+    let dev = req_device(tb)?;
+    let port = req_port(tb, &dev)?.ok_or(EINVAL)?;
     let d = &**dev.device();
     d.counter_unbind_qpn(port, qpn, id)?;
     wr.begin(ty(RDMA_NLDEV_CMD_STAT_SET), 0, req.seq(), req.portid)?;
