@@ -45,12 +45,34 @@ suite_begin() {
 
 _record() { echo "$1|$2|$3" >>"$_results"; }
 
+# now_cs: sets _now_cs to the uptime in hundredths of a second, read by the shell itself (no
+# process started). took T0: prints the time since T0 (a _now_cs) as "    (took N.NN s)", each
+# timed step's cost in the console log (t_check, t_import, tr_pair, cm_pair).
+now_cs() {
+	local u _ s f
+	read -r u _ </proc/uptime
+	s=${u%.*}
+	f=${u#*.}
+	f=${f#0}
+	_now_cs=$((s * 100 + f))
+}
+took() {
+	local d
+	now_cs
+	d=$((_now_cs - $1))
+	printf '    (took %d.%02d s)\n' $((d / 100)) $((d % 100))
+}
+
 # t_check DESCRIPTION COMMAND...: passes if COMMAND exits 0. Output shown.
 t_check() {
-	local d=$1
+	local d=$1 t0 rc=0
 	shift
 	echo "+ $*"
-	if "$@"; then _record ok "$d" ""; else _record fail "$d" "exit $?"; fi
+	now_cs
+	t0=$_now_cs
+	"$@" || rc=$?
+	took $t0
+	if [ $rc = 0 ]; then _record ok "$d" ""; else _record fail "$d" "exit $rc"; fi
 }
 
 t_ok() { _record ok "$1" ""; }
@@ -142,10 +164,13 @@ kmemleak_check() {
 # case named "PREFIX: <desc>"; its other output is shown. The program's exit
 # status is one more case.
 t_import() {
-	local p=$1 tag res rest rc=0
+	local p=$1 tag res rest rc=0 t0
 	shift
 	echo "+ $*"
+	now_cs
+	t0=$_now_cs
 	"$@" >/tmp/import.out 2>&1 || rc=$?
+	took $t0
 	while read -r tag res rest; do
 		case "$tag" in
 		R)

@@ -38,9 +38,11 @@ tr_wait_listen() {
 # their own; passes when both exit 0 and both printed WANT (a regular
 # expression; default: pingpong's "iters in" line). Both outputs are shown.
 tr_pair() {
-	local d=$1 prog=$2 sargs=$3 cargs=$4 want=${5:-' iters in '} s src crc
+	local d=$1 prog=$2 sargs=$3 cargs=$4 want=${5:-' iters in '} s src crc t0
 	_tr_port=$((_tr_port + 1))
 	echo "+ $prog $sargs -p $_tr_port & $prog $cargs -p $_tr_port 127.0.0.1"
+	now_cs
+	t0=$_now_cs
 	timeout 180 $prog $sargs -p $_tr_port >/tmp/pair-s.out 2>&1 &
 	s=$!
 	if ! tr_wait_listen $_tr_port; then
@@ -54,6 +56,7 @@ tr_pair() {
 	crc=$?
 	wait $s
 	src=$?
+	took $t0
 	sed 's/^/    server| /' /tmp/pair-s.out | tail -n 12
 	sed 's/^/    client| /' /tmp/pair-c.out | tail -n 12
 	if [ $src = 0 ] && [ $crc = 0 ] && grep -Eq -- "$want" /tmp/pair-s.out &&
