@@ -235,6 +235,54 @@ run_suites() {
 	return $_rs_status
 }
 
+# next_suite: the function of the suite of the mode that runs after the running one (empty
+# after the last). It reads run_suites' locals.
+next_suite() {
+	local s found=
+	for s in ${_rs_list:-}; do
+		if [ -n "$found" ]; then
+			echo "${s#*=}"
+			return 0
+		fi
+		[ "$s" = "${_rs_s:-}" ] && found=1
+	done
+	return 0
+}
+
+# A fabric shared by consecutive suites, so that a mode loads the modules (and starts
+# opensm) once for them. A KEY names what a suite leaves: the modules with their parameters
+# and what runs on them (opensm). A suite that can continue on what the suite before it
+# left names itself in FABRIC_TAKERS ("FUNCTION=KEY", appended by its script), begins with
+# `fabric_take KEY CMD...` (CMD brings the fabric up unless the suite before it left KEY) and
+# ends with `fabric_give KEY CMD...` (CMD takes it down unless the next suite of the mode
+# takes KEY). Only the very next suite: any other one in between loads modules of its own.
+FABRIC_TAKERS=
+_fabric_kept=/tmp/.rdmars-fabric
+fabric_take() {
+	local k=$1 kept=
+	shift
+	[ -r $_fabric_kept ] && read -r kept <$_fabric_kept
+	rm -f $_fabric_kept
+	if [ "$kept" = "$k" ]; then
+		echo "    fabric $k: left up by the suite before"
+		return 0
+	fi
+	"$@"
+}
+fabric_give() {
+	local k=$1 n
+	shift
+	n=$(next_suite)
+	case " $FABRIC_TAKERS " in
+	*" $n=$k "*)
+		echo "$k" >$_fabric_kept
+		echo "    fabric $k: left up for $n"
+		return 0
+		;;
+	esac
+	"$@"
+}
+
 # source_all: defines every suite function: sources each script of
 # RDMARS_DIR but lib.sh, the make-check mode scripts and a developer's scratch scripts
 # (tests/vm/scratch*.sh, untracked: `tools/vm.sh scratchX` boots one), with their

@@ -7,7 +7,7 @@
 #    ibv_ud_pingpong between the two functions reach each other by those LIDs;
 #    the fabric's switch (debugfs mlx5_fwsim/<fn>/switch, fwsim/switch.rs) holds LID 1, its
 #    ports 0-2 ACTIVE, and forwarding entries 0x102 -> port 1, 0x104 -> port 2;
-#  - sm=0: no SM: both ports stay INIT (sysfs "2: INIT", ibv_devinfo PORT_INIT) with LID 0
+#  - sm=0 (with mad_qps=1, the fabric vm_mad_opensm sweeps): no SM: both ports stay INIT (sysfs "2: INIT", ibv_devinfo PORT_INIT) with LID 0
 #    and SM LID 0 until a host SM sweeps them; the switch has no LID, its linked ports are
 #    INIT and its forwarding table is empty.
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
@@ -54,11 +54,13 @@ sma_suite() {
 		"-d mlx5_1 -n 20" "-d mlx5_0 -n 20"
 	sma_switch "lid 1 sm_lid 1 link 1 port 0 4 port 1 4 port 2 4 lft_top 260 lft 0x102 1 lft 0x104 2 "
 	unload_ours
-	load_ours sim=ib,ib sm=0
+	load_ours sim=ib,ib sm=0 mad_qps=1
 	sma_port mlx5_0 "2: INIT" 0x0 0x0 "PORT_INIT (2)"
 	sma_port mlx5_1 "2: INIT" 0x0 0x0 "PORT_INIT (2)"
 	sma_switch "lid 0 sm_lid 0 link 1 port 0 2 port 1 2 port 2 2 lft_top 0 "
-	unload_ours
+	# The unswept fabric is the one opensm sweeps in vm_mad_opensm (madwire.sh) when that
+	# suite comes next (make check's check2).
+	fabric_give sm0 unload_ours
 }
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode sma

@@ -87,8 +87,17 @@ tr_stat() {
 	awk -v k="$2" '$1 == k { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.$1/stats
 }
 
-pingpong_suite() {
+# The data-path suites of the same functions (TRAFFIC_SIM) share one load when they run one
+# after the other (fabric KEY traffic, lib.sh; vm_ucx_devices leaves it too): each ends with
+# the simulator and restrack back to baseline (tr_baseline), as a fresh load has them.
+FABRIC_TAKERS="$FABRIC_TAKERS pingpong_suite=traffic xrc_suite=traffic perftest_suite=traffic"
+FABRIC_TAKERS="$FABRIC_TAKERS traffic_suite=traffic srq_suite=traffic"
+tr_load() {
 	load_ours $TRAFFIC_SIM
+}
+
+pingpong_suite() {
+	fabric_take traffic tr_load
 	local d t0 p0 q0 r0 n w0
 	# A QP reaching RTS wakes the device worker only when a store to one of its function's
 	# UAR pages could land unseen (a page installed by an earlier fault); otherwise its first
@@ -152,7 +161,7 @@ pingpong_suite() {
 		"-d mlx5_2 -g $ROCE_GID -n 100" "-d mlx5_3 -g $ROCE_GID -n 100"
 	tr_pair "ibv_ud_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_ud_pingpong "-d mlx5_0 -n 100" "-d mlx5_1 -n 100"
 	tr_baseline "the pingpongs"
-	unload_ours
+	fabric_give traffic unload_ours
 }
 
 # ibv_srq_pingpong (part of vm_srq, under the same module load): 16 RC QPs on
@@ -205,7 +214,7 @@ srq_res_while_held() {
 # compared line by line.
 srq_suite() {
 	local d
-	load_ours $TRAFFIC_SIM
+	fabric_take traffic tr_load
 	srq_pingpongs
 	t_import "srq_test mlx5_0 (IB)" /rdma-rs/srq_test -d mlx5_0
 	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_0.c
@@ -240,7 +249,7 @@ srq_suite() {
 PERF_WANT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 
 perftest_suite() {
-	load_ours $TRAFFIC_SIM
+	fabric_take traffic tr_load
 	local d x t
 	for d in mlx5_0 mlx5_2; do
 		x=""
@@ -254,7 +263,7 @@ perftest_suite() {
 		tr_pair "ib_send_bw -c UD on $d" ib_send_bw "-d $d $x -F -c UD -n 200" "-d $d $x -F -c UD -n 200" "$PERF_WANT"
 	done
 	tr_baseline "perftest"
-	unload_ours
+	fabric_give traffic unload_ours
 }
 
 # The project's byte-checking traffic test (tests/userspace/traffic.c) on
@@ -264,13 +273,13 @@ perftest_suite() {
 TRAFFIC_SEED=0x5eed
 TRAFFIC_N=100
 traffic_suite() {
-	load_ours $TRAFFIC_SIM
+	fabric_take traffic tr_load
 	t_import "traffic mlx5_0 (IB)" /rdma-rs/traffic -d mlx5_0 -s $TRAFFIC_SEED -n $TRAFFIC_N
 	grep '^C ' /tmp/import.out >/tmp/traffic-mlx5_0.c
 	t_import "traffic mlx5_2 (RoCE)" /rdma-rs/traffic -d mlx5_2 -g $ROCE_GID -s $TRAFFIC_SEED -n $TRAFFIC_N
 	grep '^C ' /tmp/import.out >/tmp/traffic-mlx5_2.c
 	tr_baseline "the traffic test"
-	unload_ours
+	fabric_give traffic unload_ours
 }
 
 traffic_vs_rxe_suite() {
