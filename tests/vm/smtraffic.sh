@@ -14,24 +14,6 @@
 
 FABRIC_TAKERS="$FABRIC_TAKERS opensm_traffic_suite=opensm"
 
-# smt_lids DESC SLID CLID: both ends of the last tr_pair printed the LIDs they used: the
-# server (on mlx5_1) SLID as its own ("local address") and CLID as the peer's ("remote
-# address"), the client the other way round (pingpong's "LID 0x0031," and perftest's
-# "LID 0x31 " alike).
-smt_lids() {
-	local s c
-	s=$(printf %x "$2")
-	c=$(printf %x "$3")
-	if grep -Eq "local address: +LID 0x0*$s[^0-9a-f]" /tmp/pair-s.out &&
-		grep -Eq "remote address: +LID 0x0*$c[^0-9a-f]" /tmp/pair-s.out &&
-		grep -Eq "local address: +LID 0x0*$c[^0-9a-f]" /tmp/pair-c.out &&
-		grep -Eq "remote address: +LID 0x0*$s[^0-9a-f]" /tmp/pair-c.out; then
-		t_ok "$1: LIDs $2 (mlx5_1) and $3 (mlx5_0) on both ends"
-	else
-		t_fail "$1: LIDs $2 (mlx5_1) and $3 (mlx5_0) on both ends" "$(grep -h 'address:' /tmp/pair-s.out /tmp/pair-c.out | head -n 4 | tr '\n' ';')"
-	fi
-}
-
 # smt_up: run alone, the fabric under an opensm of its own.
 smt_up() {
 	mw_sm0_load
@@ -54,15 +36,15 @@ opensm_traffic_suite() {
 	for p in rc uc ud; do
 		d="ibv_${p}_pingpong -c mlx5_0 <-> mlx5_1 under opensm"
 		tr_pair "$d" ibv_${p}_pingpong "-d mlx5_1 -c -n $SMT_PP" "-d mlx5_0 -c -n $SMT_PP"
-		smt_lids "$d" $l1 $l0
+		tr_lids "$d" $l1 $l0
 	done
 	d="ibv_srq_pingpong -c mlx5_0 <-> mlx5_1 under opensm (16 QPs, one SRQ)"
 	tr_pair "$d" ibv_srq_pingpong "-d mlx5_1 -c -n $SMT_PP" "-d mlx5_0 -c -n $SMT_PP"
-	smt_lids "$d" $l1 $l0
+	tr_lids "$d" $l1 $l0
 	for t in send_bw write_bw read_bw atomic_bw send_lat write_lat; do
 		d="ib_$t mlx5_0 <-> mlx5_1 under opensm"
 		tr_pair "$d" ib_$t "-d mlx5_1 -F -n $SMT_PERF" "-d mlx5_0 -F -n $SMT_PERF" "$PERF_WANT"
-		smt_lids "$d" $l1 $l0
+		tr_lids "$d" $l1 $l0
 	done
 	# The passive side of ib_read_lat and ib_atomic_lat prints no result line (perftest
 	# measures on the client only): both ends exit 0 connected, the client has the figures.
@@ -71,7 +53,7 @@ opensm_traffic_suite() {
 		tr_pair "$d" ib_${t}_lat "-d mlx5_1 -F -n $SMT_PERF" "-d mlx5_0 -F -n $SMT_PERF" \
 			"remote address: LID"
 		t_check "ib_${t}_lat: the client's result line" grep -Eq "$PERF_WANT" /tmp/pair-c.out
-		smt_lids "$d" $l1 $l0
+		tr_lids "$d" $l1 $l0
 	done
 	mw_eq "mlx5_0 keeps opensm's LID" "$(mw_lid mlx5_0)" "$l0"
 	mw_eq "mlx5_1 keeps opensm's LID" "$(mw_lid mlx5_1)" "$l1"

@@ -67,6 +67,25 @@ tr_pair() {
 	fi
 }
 
+# tr_lids DESC SLID CLID: both ends of the last tr_pair printed the LIDs they used (decimal
+# here): the server SLID as its own ("local address") and CLID as the peer's ("remote
+# address"), the client the other way round (pingpong's "LID 0x0031," and perftest's
+# "LID 0x31 " alike).
+tr_lids() {
+	local s c
+	s=$(printf %x "$2")
+	c=$(printf %x "$3")
+	if grep -Eq "local address: +LID 0x0*$s[^0-9a-f]" /tmp/pair-s.out &&
+		grep -Eq "remote address: +LID 0x0*$c[^0-9a-f]" /tmp/pair-s.out &&
+		grep -Eq "local address: +LID 0x0*$c[^0-9a-f]" /tmp/pair-c.out &&
+		grep -Eq "remote address: +LID 0x0*$s[^0-9a-f]" /tmp/pair-c.out; then
+		t_ok "$1: the server's LID $2 and the client's $3 on both ends"
+	else
+		t_fail "$1: the server's LID $2 and the client's $3 on both ends" \
+			"$(grep -h 'address:' /tmp/pair-s.out /tmp/pair-c.out | head -n 4 | tr '\n' ';')"
+	fi
+}
+
 # The simulator and restrack hold only what the bound functions hold.
 tr_baseline() {
 	local n
@@ -155,11 +174,17 @@ pingpong_suite() {
 		tr_pair "ibv_uc_pingpong on $d" ibv_uc_pingpong "-d $d $g -n 100" "-d $d $g -n 100"
 		tr_pair "ibv_ud_pingpong on $d" ibv_ud_pingpong "-d $d $g -n 100" "-d $d $g -n 100"
 	done
-	# Two functions of one fabric.
+	# Two functions of one fabric; on IB through the switch by the LIDs the embedded SM
+	# assigned (vm_sma checks them in sysfs and ibv_devinfo: 0x102, 0x104).
+	local l0 l1
+	l0=$(printf %d "$(cat /sys/class/infiniband/mlx5_0/ports/1/lid)")
+	l1=$(printf %d "$(cat /sys/class/infiniband/mlx5_1/ports/1/lid)")
 	tr_pair "ibv_rc_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_rc_pingpong "-d mlx5_0 -n 100" "-d mlx5_1 -n 100"
+	tr_lids "ibv_rc_pingpong mlx5_0 <-> mlx5_1 by the embedded SM's LIDs" $l0 $l1
 	tr_pair "ibv_rc_pingpong mlx5_2 <-> mlx5_3 (Ethernet fabric)" ibv_rc_pingpong \
 		"-d mlx5_2 -g $ROCE_GID -n 100" "-d mlx5_3 -g $ROCE_GID -n 100"
 	tr_pair "ibv_ud_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_ud_pingpong "-d mlx5_0 -n 100" "-d mlx5_1 -n 100"
+	tr_lids "ibv_ud_pingpong mlx5_0 <-> mlx5_1 by the embedded SM's LIDs" $l0 $l1
 	tr_baseline "the pingpongs"
 	fabric_give traffic unload_ours
 }
