@@ -20,8 +20,7 @@ smt_up() {
 	mw_opensm_fresh
 }
 
-# The iterations: enough for each program's result line (perftest takes 5 at least); under
-# TCG a run's cost is its start and connection, not its messages.
+# The iterations: few, enough for each program's result line (perftest takes 5 at least).
 SMT_PP=10
 SMT_PERF=5
 
