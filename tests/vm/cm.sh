@@ -167,8 +167,8 @@ cm_pair() {
 	timeout $2 $4 >/tmp/cm-c 2>&1 || rc=$?
 	wait $s || rs=$?
 	took $t0
-	sed 's/^/    client| /' /tmp/cm-c | tail -20
-	sed 's/^/    server| /' /tmp/cm-s | tail -20
+	show_tail '    client| ' 20 /tmp/cm-c
+	show_tail '    server| ' 20 /tmp/cm-s
 	t_check "$1: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
 }
 

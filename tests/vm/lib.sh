@@ -63,6 +63,24 @@ took() {
 	printf '    (took %d.%02d s)\n' $((d / 100)) $((d % 100))
 }
 
+# show_tail PREFIX N FILE: prints FILE's last N lines, each after PREFIX, read by the shell
+# itself (a ring of N variables): under TCG with the debug kernel each process start costs
+# about 0.3 s, and `sed ... | tail` after every program pair started two.
+show_tail() {
+	local p=$1 n=$2 c=0 i line
+	[ -r "$3" ] || return 0
+	while IFS= read -r line || [ -n "$line" ]; do
+		eval "_st_$((c % n))=\$line"
+		c=$((c + 1))
+	done <"$3"
+	i=$((c > n ? c - n : 0))
+	while [ $i -lt $c ]; do
+		eval "line=\$_st_$((i % n))"
+		printf '%s%s\n' "$p" "$line"
+		i=$((i + 1))
+	done
+}
+
 # t_check DESCRIPTION COMMAND...: passes if COMMAND exits 0. Output shown.
 t_check() {
 	local d=$1 t0 rc=0

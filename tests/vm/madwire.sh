@@ -41,21 +41,18 @@ mw_guid() {
 # late rather than lost. mw_run prints each command's time.
 MW_T=4000
 
-# mw_ms: milliseconds since boot (the VM's date has no %N).
-mw_ms() {
-	awk '{ printf "%d", $1 * 1000 }' /proc/uptime
-}
-
 # mw_run NAME CMD...: runs CMD (20 s at most), its output in /tmp/mw-NAME and the log.
 mw_run() {
 	local n=$1 t0 rc
 	shift
 	echo "+ $*"
-	t0=$(mw_ms)
+	now_cs
+	t0=$_now_cs
 	timeout 20 "$@" >/tmp/mw-$n 2>&1
 	rc=$?
-	echo "    ($n: exit $rc after $(($(mw_ms) - t0)) ms)"
-	sed "s/^/    $n| /" /tmp/mw-$n
+	now_cs
+	echo "    ($n: exit $rc after $(((_now_cs - t0) * 10)) ms)"
+	show_tail "    $n| " 500 /tmp/mw-$n
 	return $rc
 }
 
