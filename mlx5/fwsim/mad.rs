@@ -73,6 +73,25 @@ pub(crate) mod status {
     pub(crate) const SA_ERR_REQ_INSUFFICIENT_COMPONENTS: u16 = 0x0600;
 }
 
+/// The common checks of an SMP at an SMA (IBA 13.4.4, 14.2.5): base and class version 1
+/// (else answered `BAD_VERSION`), a TrapRepress consumed, a method other than Get and Set
+/// answered `UNSUPPORTED_METHOD`. `Ok` with whether it is a Set, or the outcome.
+pub(crate) fn smp_method(m: &mut MadBytes) -> Result<bool, MadOutcome> {
+    if m[off::BASE_VERSION] != 1 || m[off::CLASS_VERSION] != 1 {
+        respond(m, status::BAD_VERSION);
+        return Err(MadOutcome::Reply);
+    }
+    match m[off::METHOD] {
+        method::TRAP_REPRESS => Err(MadOutcome::Consumed),
+        method::GET => Ok(false),
+        method::SET => Ok(true),
+        _ => {
+            respond(m, status::UNSUPPORTED_METHOD);
+            Err(MadOutcome::Reply)
+        }
+    }
+}
+
 /// Byte offsets in a MAD (`struct ib_mad_hdr`, `struct ib_smp`).
 pub(crate) mod off {
     /// `base_version`.

@@ -178,6 +178,7 @@ impl McGroups {
     }
 
     /// Live groups.
+    #[cfg(test)]
     pub(crate) fn count(&self) -> usize {
         self.groups.iter().filter(|g| g.rec[0] != 0).count()
     }
@@ -209,10 +210,7 @@ impl McGroups {
                 }
                 i
             }
-            None => match self.create(rec, mask, zero) {
-                Ok(i) => i,
-                Err(st) => return Err(st),
-            },
+            None => self.create(rec, mask, zero)?,
         };
         let mut port_gid = [0u8; 16];
         port_gid.copy_from_slice(&rec[R_PORT_GID..R_PORT_GID + 16]);
@@ -272,11 +270,13 @@ impl McGroups {
 
     /// A new group for `req` (assigning its MGID when `zero`): its slot.
     fn create(&mut self, req: &[u8; REC_LEN], mask: u64, zero: bool) -> Result<usize, u16> {
-        let need = Comp::Qkey.bit()
-            | Comp::Pkey.bit()
-            | Comp::Sl.bit()
-            | Comp::FlowLabel.bit()
-            | Comp::TrafficClass.bit();
+        let need = self::mask(&[
+            Comp::Qkey,
+            Comp::Pkey,
+            Comp::Sl,
+            Comp::FlowLabel,
+            Comp::TrafficClass,
+        ]);
         if mask & need != need {
             return Err(SA_ERR_REQ_INSUFFICIENT_COMPONENTS);
         }
@@ -367,7 +367,7 @@ impl McGroups {
     /// A SubnAdmDelete of MCMemberRecord `rec` (answered in place) with `mask`: the status
     /// and the group whose members changed, or the SA's status.
     pub(crate) fn leave(&mut self, rec: &mut [u8; REC_LEN], mask: u64) -> Result<Changed, u16> {
-        let need = Comp::Mgid.bit() | Comp::PortGid.bit() | Comp::JoinState.bit();
+        let need = self::mask(&[Comp::Mgid, Comp::PortGid, Comp::JoinState]);
         let js = rec[R_SCOPE_JS] & 0xf;
         if mask & need != need || js == 0 {
             return Err(SA_ERR_REQ_INSUFFICIENT_COMPONENTS);

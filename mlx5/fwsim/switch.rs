@@ -25,7 +25,7 @@
 //! initial path outbound, the return path recorded on the way out and followed back, the D
 //! bit), the switch-side mirror of upstream `smi.c`.
 
-use super::mad::{self, be16, be32, class, method, off, put, status, MadBytes, MadOutcome};
+use super::mad::{self, be16, be32, class, off, put, status, MadBytes, MadOutcome};
 use super::mcmember::McGroups;
 pub(crate) use super::mcmember::MLID_BASE;
 use super::sma::{attr, port_state};
@@ -438,19 +438,10 @@ impl Switch {
             mad::respond(m, status::BAD_VERSION);
             return MadOutcome::Reply;
         }
-        if m[off::BASE_VERSION] != 1 || m[off::CLASS_VERSION] != 1 {
-            mad::respond(m, status::BAD_VERSION);
-            return MadOutcome::Reply;
-        }
-        let meth = m[off::METHOD];
-        if meth == method::TRAP_REPRESS {
-            return MadOutcome::Consumed;
-        }
-        if meth != method::GET && meth != method::SET {
-            mad::respond(m, status::UNSUPPORTED_METHOD);
-            return MadOutcome::Reply;
-        }
-        let set = meth == method::SET;
+        let set = match mad::smp_method(m) {
+            Ok(set) => set,
+            Err(o) => return o,
+        };
         let amod = be32(m, off::ATTR_MOD);
         let st = match be16(m, off::ATTR_ID) {
             attr::NODE_INFO if !set => self.node_info(in_port, m),

@@ -74,7 +74,7 @@ pub(super) fn at_switch(
     let (dlid, _, _) = m.dest;
     let w = nodes.iter().find_map(|n| n.wire.as_ref())?;
     let by_lid = dlid != PERMISSIVE_LID && w.switch.route_lid(dlid) == Some(0);
-    if !by_lid && !(dr && dlid == PERMISSIVE_LID) {
+    if !(by_lid || dr && dlid == PERMISSIVE_LID) {
         return None;
     }
     let in_port = w
