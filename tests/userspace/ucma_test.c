@@ -33,7 +33,8 @@
  * -i also runs ib_mcast(): a UD id on each port joins a group through the SA (the first the
  * unspecified AF_IB address: the SA creates a group and assigns its MGID; the second that
  * MGID): each MULTICAST_JOIN's AV (the MLID, a GRH to the MGID), QPN 0xffffff and Q_Key;
- * UD messages from the second id's QP to the group reach the first's (librdmacm attached it)
+ * once a probe got through (the SM programs the switch after its answer), UD messages from
+ * the second id's QP to the group reach the first's (librdmacm attached it), in order,
  * with the GRH's DGID the MGID and the sender's LID and QPN; a join of a GID that is not
  * multicast: MULTICAST_ERROR, -EINVAL (the SA's status); both leave.
  *
@@ -617,21 +618,21 @@ struct mc_end {
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
-	char buf[MC_MSGS * (40 + MC_LEN)];
+	char buf[(MC_MSGS + 1) * (40 + MC_LEN)];
 };
 
 static int mc_end_up(struct rdma_event_channel *ch, struct mc_end *e, const char *gid)
 {
 	struct sockaddr_ib a = sib_of(gid, PS_UDP, PS_MASK);
 	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_UD,
-				       .cap = { .max_send_wr = MC_MSGS, .max_recv_wr = MC_MSGS,
+				       .cap = { .max_send_wr = MC_MSGS + 1, .max_recv_wr = MC_MSGS + 1,
 						.max_send_sge = 1, .max_recv_sge = 1 } };
 
 	if (rdma_create_id(ch, &e->id, NULL, RDMA_PS_UDP) ||
 	    rdma_bind_addr(e->id, (struct sockaddr *)&a))
 		return -1;
 	e->pd = ibv_alloc_pd(e->id->verbs);
-	e->cq = e->pd ? ibv_create_cq(e->id->verbs, 2 * MC_MSGS, NULL, NULL, 0) : NULL;
+	e->cq = e->pd ? ibv_create_cq(e->id->verbs, 2 * MC_MSGS + 2, NULL, NULL, 0) : NULL;
 	e->mr = e->cq ? ibv_reg_mr(e->pd, e->buf, sizeof(e->buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!e->mr)
 		return -1;
@@ -669,12 +670,12 @@ static int mc_event(struct rdma_event_channel *ch, int *st, struct rdma_ud_param
 	return type;
 }
 
-/* Waits for n completions of cq into wc: how many came. */
-static int mc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+/* Waits up to tries x 10 ms for n completions of cq into wc: how many came. */
+static int mc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int tries)
 {
 	int got = 0, i;
 
-	for (i = 0; i < 500 && got < n; i++) {
+	for (i = 0; i < tries && got < n; i++) {
 		int r = ibv_poll_cq(cq, n - got, wc + got);
 
 		if (r < 0)
@@ -684,6 +685,22 @@ static int mc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n)
 			usleep(10000);
 	}
 	return got;
+}
+
+/* Sends MC_LEN bytes of c from e's slot `slot` to the group of ud through ah. */
+static int mc_send(struct mc_end *e, struct ibv_ah *ah, struct rdma_ud_param *ud, int slot, int c)
+{
+	char *m = e->buf + slot * MC_LEN;
+	struct ibv_sge sge = { .addr = (uintptr_t)m, .length = MC_LEN, .lkey = e->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+			   *badw;
+
+	memset(m, c, MC_LEN);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = ud->qp_num;
+	wr.wr.ud.remote_qkey = ud->qkey;
+	return ibv_post_send(e->id->qp, &wr, &badw);
 }
 
 static void ib_mcast(const char *sgid, const char *dgid, int dlid)
@@ -702,7 +719,7 @@ static void ib_mcast(const char *sgid, const char *dgid, int dlid)
 	      "IB mcast: a UD id with a QP on each port");
 	if (!r.mr || !s.mr || !r.id->qp || !s.id->qp)
 		goto out;
-	for (i = 0; i < MC_MSGS; i++) {
+	for (i = 0; i <= MC_MSGS; i++) {
 		struct ibv_sge sge = { .addr = (uintptr_t)r.buf + i * (40 + MC_LEN),
 				       .length = 40 + MC_LEN, .lkey = r.mr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *badw;
@@ -736,29 +753,29 @@ static void ib_mcast(const char *sgid, const char *dgid, int dlid)
 	      "IB mcast: its MULTICAST_JOIN has the group's MLID and MGID");
 	ah = ibv_create_ah(s.pd, &ud.ah_attr);
 	check(ah != NULL, "IB mcast: an AH of the event's AV");
-	for (i = 0; ah && i < MC_MSGS; i++) {
-		char *m = s.buf + i * MC_LEN;
-		struct ibv_sge sge = { .addr = (uintptr_t)m, .length = MC_LEN, .lkey = s.mr->lkey };
-		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
-					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
-				   *badw;
-
-		memset(m, 'a' + i, MC_LEN);
-		wr.wr.ud.ah = ah;
-		wr.wr.ud.remote_qpn = ud.qp_num;
-		wr.wr.ud.remote_qkey = ud.qkey;
-		check(!ibv_post_send(s.id->qp, &wr, &badw), "IB mcast: send to the group");
+	/*
+	 * The SM programs the switch's multicast table after its answer (opensm in its next
+	 * sweep; mckey sleeps 3 s for it): a probe goes again until one arrives.
+	 */
+	for (i = 0, t = 0; ah && i < 100 && t == 0; i++) {
+		t = mc_send(&s, ah, &ud, MC_MSGS, 'z') ? -1 : mc_poll(r.cq, wc, 1, 10);
+		mc_poll(s.cq, wc + 1, 1, 500);
 	}
-	check(mc_poll(s.cq, wc, MC_MSGS) == MC_MSGS && wc[0].status == IBV_WC_SUCCESS,
+	printf("I IB mcast: the group's route after %d probes\n", i);
+	check(t == 1 && wc[0].status == IBV_WC_SUCCESS, "IB mcast: a probe reaches the group");
+	for (i = 0; ah && i < MC_MSGS; i++)
+		check(!mc_send(&s, ah, &ud, i, 'a' + i), "IB mcast: send to the group");
+	check(mc_poll(s.cq, wc, MC_MSGS, 500) == MC_MSGS && wc[0].status == IBV_WC_SUCCESS,
 	      "IB mcast: the sends complete");
-	t = mc_poll(r.cq, wc, MC_MSGS);
+	t = mc_poll(r.cq, wc, MC_MSGS, 500);
 	printf("I IB mcast: %d of %d messages received\n", t, MC_MSGS);
 	check(t == MC_MSGS, "IB mcast: the group's messages reach the joined QP");
 	for (i = 0; i < t; i++) {
 		char *g = r.buf + wc[i].wr_id * (40 + MC_LEN);
 		char want[MC_LEN];
 
-		memset(want, 'a' + (int)wc[i].wr_id, MC_LEN);
+		/* In the order sent. */
+		memset(want, 'a' + i, MC_LEN);
 		check(wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len == 40 + MC_LEN &&
 			      (wc[i].wc_flags & IBV_WC_GRH) && !memcmp(g + 24, mgid, 16) &&
 			      !memcmp(g + 40, want, MC_LEN),
