@@ -24,7 +24,7 @@ cm_ib_load() {
 }
 
 # cm_ib_run TAG: with an SM that has an SA: ucma_test -i (AF_IB bind, resolve, the
-# SA's path, errnos), then unmodified ucmatose over AF_IB (-f gid: two connections, 10
+# SA's path, errnos; multicast joins through the SA, UD messages to the group), then unmodified ucmatose over AF_IB (-f gid: two connections, 10
 # messages of 1000 bytes each way) and udaddy (-f gid: SIDR), servers on mlx5_0, clients on
 # mlx5_1.
 cm_ib_run() {
