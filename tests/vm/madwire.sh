@@ -147,10 +147,14 @@ mw_opensm_fresh() {
 mw_opensm_down() {
 	mw_kill_opensm
 	grep -E "ERR|SUBNET UP" /tmp/opensm.log | head -n 20 | sed 's/^/    opensm.log| /'
-	if grep -q "ERR" /tmp/opensm.log; then
-		t_fail "opensm logged no error" "$(grep -c ERR /tmp/opensm.log) ERR lines"
+	# One error is asked for: ucma_test -i (cm_ib_run) joins the non-multicast fe80::1, which
+	# opensm refuses (validate_requested_mgid: ERR 1B01) before the join's MULTICAST_ERROR.
+	local errs
+	errs=$(grep "ERR" /tmp/opensm.log | grep -vc "ERR 1B01: Invalid prefix 0xFE00 in requested MGID")
+	if [ "$errs" != 0 ]; then
+		t_fail "opensm logged no error" "$errs ERR lines"
 	else
-		t_ok "opensm logged no error"
+		t_ok "opensm logged no error (but the refused join of fe80::1)"
 	fi
 	unload_ours
 }
