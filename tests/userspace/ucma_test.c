@@ -201,8 +201,10 @@ static void raw_abi(void)
 	close(fd);
 }
 
-/* The next event of `ch` within 10 s: its type and status; -1 if none came. */
-static int next_event(struct rdma_event_channel *ch, int *status, struct rdma_cm_id **id)
+/* The next event of `ch` within 10 s: its type and status, its id and its UD parameters
+ * where asked for; -1 if none came. */
+static int next_event_ud(struct rdma_event_channel *ch, int *status, struct rdma_cm_id **id,
+			 struct rdma_ud_param *ud)
 {
 	struct rdma_cm_event *ev;
 	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
@@ -214,8 +216,15 @@ static int next_event(struct rdma_event_channel *ch, int *status, struct rdma_cm
 	*status = ev->status;
 	if (id)
 		*id = ev->id;
+	if (ud)
+		*ud = ev->param.ud;
 	rdma_ack_cm_event(ev);
 	return type;
+}
+
+static int next_event(struct rdma_event_channel *ch, int *status, struct rdma_cm_id **id)
+{
+	return next_event_ud(ch, status, id, NULL);
 }
 
 static const char *dev_of(struct rdma_cm_id *id)
@@ -654,22 +663,6 @@ static void mc_end_down(struct mc_end *e)
 		rdma_destroy_id(e->id);
 }
 
-/* The next event, with its UD parameters copied: its type, or -1. */
-static int mc_event(struct rdma_event_channel *ch, int *st, struct rdma_ud_param *ud)
-{
-	struct rdma_cm_event *ev;
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-	int type;
-
-	if (poll(&p, 1, 10000) != 1 || rdma_get_cm_event(ch, &ev))
-		return -1;
-	type = ev->event;
-	*st = ev->status;
-	*ud = ev->param.ud;
-	rdma_ack_cm_event(ev);
-	return type;
-}
-
 /* Waits up to tries x 10 ms for n completions of cq into wc: how many came. */
 static int mc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int tries)
 {
@@ -729,7 +722,7 @@ static void ib_mcast(const char *sgid, const char *dgid, int dlid)
 	/* The unspecified group: the SA creates one. */
 	check(!rdma_join_multicast(r.id, (struct sockaddr *)&any, NULL),
 	      "IB mcast: join the unspecified AF_IB address");
-	t = mc_event(ch, &st, &ud);
+	t = next_event_ud(ch, &st, NULL, &ud);
 	printf("I IB mcast join: event %d status %d mlid 0x%x qpn 0x%x qkey 0x%x\n", t, st,
 	       ud.ah_attr.dlid, ud.qp_num, ud.qkey);
 	check(t == RDMA_CM_EVENT_MULTICAST_JOIN && st == 0, "IB mcast: MULTICAST_JOIN, status 0");
@@ -747,7 +740,7 @@ static void ib_mcast(const char *sgid, const char *dgid, int dlid)
 	memcpy(&grp.sib_addr, mgid, 16);
 	check(!rdma_join_multicast(s.id, (struct sockaddr *)&grp, NULL),
 	      "IB mcast: the other port joins the MGID");
-	t = mc_event(ch, &st, &ud);
+	t = next_event_ud(ch, &st, NULL, &ud);
 	check(t == RDMA_CM_EVENT_MULTICAST_JOIN && st == 0 && ud.ah_attr.dlid == mlid &&
 		      !memcmp(ud.ah_attr.grh.dgid.raw, mgid, 16),
 	      "IB mcast: its MULTICAST_JOIN has the group's MLID and MGID");
@@ -786,7 +779,7 @@ static void ib_mcast(const char *sgid, const char *dgid, int dlid)
 	/* A GID that is not multicast: the SA refuses the join. */
 	check(!rdma_join_multicast(r.id, (struct sockaddr *)&bad, NULL),
 	      "IB mcast: join fe80::1 (not multicast)");
-	t = mc_event(ch, &st, &ud);
+	t = next_event_ud(ch, &st, NULL, &ud);
 	printf("I IB mcast bad join: event %d status %d\n", t, st);
 	check(t == RDMA_CM_EVENT_MULTICAST_ERROR && st == -EINVAL,
 	      "IB mcast: MULTICAST_ERROR, -EINVAL");
