@@ -19,6 +19,7 @@
 use crate::attr::{GidType, LinkLayer, PortState};
 use crate::ib_device::{DeviceCore, IbDevice};
 use crate::net_notify::{IpAddr, NetDevRef};
+use crate::restrack::Owner;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 
@@ -245,6 +246,9 @@ struct IdState {
     mcs: KVec<mcast::Mc>,
     /// A kernel consumer's QP (upstream `id->qp`, `core/cma/qp.rs`).
     qp: Option<Arc<dyn CmQp>>,
+    /// The QP number a user gave `connect` or `accept` (upstream `id_priv->qp_num` of an id
+    /// without a kernel QP).
+    qp_num: u32,
 }
 
 impl IdState {
@@ -271,6 +275,7 @@ impl IdState {
             listen: None,
             mcs: KVec::new(),
             qp: None,
+            qp_num: 0,
         }
     }
 }
@@ -280,6 +285,12 @@ impl IdState {
 pub struct CmId {
     ps: PortSpace,
     qp_type: u8,
+    /// Who made it (upstream `res.task` or `res.kern_name`; a request's id has its
+    /// listener's, `rdma_restrack_parent_name()`).
+    owner: Owner,
+    /// Its number in `rdma res show cm_id` (`RDMA_NLDEV_ATTR_RES_CM_IDN`): one sequence for
+    /// all devices, so unique on each as upstream's per-device restrack ID.
+    idn: u32,
     /// The handler while the id lives; held while it runs (upstream `handler_mutex`).
     #[pin]
     handler: Mutex<Option<Arc<dyn CmHandler>>>,
@@ -306,6 +317,8 @@ pub(crate) struct CmaGlobal {
     owners: KVec<PortOwner>,
     /// upstream `cma_alloc_any_port()`'s `last_used_port`.
     last_used_port: u16,
+    /// The next [`CmId::idn`].
+    next_idn: u32,
 }
 
 impl CmaGlobal {
@@ -315,6 +328,7 @@ impl CmaGlobal {
             ids: KVec::new(),
             owners: KVec::new(),
             last_used_port: 0,
+            next_idn: 0,
         }
     }
 
@@ -354,47 +368,71 @@ fn global() -> impl core::ops::DerefMut<Target = CmaGlobal> {
 const PROT_SOCK: u16 = 1024;
 
 impl CmId {
-    /// A new id in `ps` (upstream `rdma_create_user_id()`; the QP type is the caller's, as
-    /// ucma derives it from the space).
+    /// A new id in `ps` for `owner` (upstream `rdma_create_user_id()` for a user's, with
+    /// [`Owner::current_task`]; `rdma_create_id()` for a kernel consumer's, with
+    /// `kernel_owner!()`). The QP type is the caller's, as ucma derives it from the space.
     ///
     /// # Errors
     ///
     /// `ENOMEM`.
-    pub fn create(handler: Arc<dyn CmHandler>, ps: PortSpace, qp_type: u8) -> Result<Arc<CmId>> {
-        let id = Arc::pin_init(
-            pin_init!(CmId {
-                ps,
-                qp_type,
-                handler <- kernel::new_mutex!(Some(handler), "cma_handler"),
-                st <- kernel::new_mutex!(IdState::new(), "cma_id"),
-            }),
-            GFP_KERNEL,
-        )?;
-        global().ids.push(id.clone(), GFP_KERNEL)?;
-        Ok(id)
+    pub fn create(
+        handler: Arc<dyn CmHandler>,
+        ps: PortSpace,
+        qp_type: u8,
+        owner: Owner,
+    ) -> Result<Arc<CmId>> {
+        Self::new_in(handler, ps, qp_type, owner, false)
     }
 
-    /// The new id of a connection request on a listener (upstream `cma_ib_new_conn_id()`),
+    /// The new id of a connection request on `listener` (upstream `cma_ib_new_conn_id()`),
     /// made while the listener's handler runs: its locks are of their own class (they nest
     /// inside the listener's).
     ///
     /// # Errors
     ///
     /// `ENOMEM`.
-    pub(crate) fn create_child(
+    pub(crate) fn create_child(handler: Arc<dyn CmHandler>, listener: &CmId) -> Result<Arc<CmId>> {
+        Self::new_in(handler, listener.ps, listener.qp_type, listener.owner, true)
+    }
+
+    fn new_in(
         handler: Arc<dyn CmHandler>,
         ps: PortSpace,
         qp_type: u8,
+        owner: Owner,
+        child: bool,
     ) -> Result<Arc<CmId>> {
-        let id = Arc::pin_init(
-            pin_init!(CmId {
-                ps,
-                qp_type,
-                handler <- kernel::new_mutex!(Some(handler), "cma_handler_child"),
-                st <- kernel::new_mutex!(IdState::new(), "cma_id_child"),
-            }),
-            GFP_KERNEL,
-        )?;
+        let idn = {
+            let mut g = global();
+            let n = g.next_idn;
+            g.next_idn = n.wrapping_add(1);
+            n
+        };
+        let id = if child {
+            Arc::pin_init(
+                pin_init!(CmId {
+                    ps,
+                    qp_type,
+                    owner,
+                    idn,
+                    handler <- kernel::new_mutex!(Some(handler), "cma_handler_child"),
+                    st <- kernel::new_mutex!(IdState::new(), "cma_id_child"),
+                }),
+                GFP_KERNEL,
+            )?
+        } else {
+            Arc::pin_init(
+                pin_init!(CmId {
+                    ps,
+                    qp_type,
+                    owner,
+                    idn,
+                    handler <- kernel::new_mutex!(Some(handler), "cma_handler"),
+                    st <- kernel::new_mutex!(IdState::new(), "cma_id"),
+                }),
+                GFP_KERNEL,
+            )?
+        };
         global().ids.push(id.clone(), GFP_KERNEL)?;
         Ok(id)
     }
@@ -865,17 +903,7 @@ impl crate::client::Client for CmaClient {
 
     // upstream cma_process_remove() -> cma_send_device_removal_put().
     fn remove(&self, dev: &DeviceCore) {
-        let ids = {
-            let g = global();
-            let mut v = KVec::new();
-            for i in g.ids.iter() {
-                if v.push(i.clone(), GFP_KERNEL).is_err() {
-                    break;
-                }
-            }
-            v
-        };
-        for id in ids.iter() {
+        for id in all_ids().iter() {
             let h = id.handler.lock();
             let hit = {
                 let mut s = id.st.lock();
@@ -893,6 +921,84 @@ impl crate::client::Client for CmaClient {
             }
         }
     }
+}
+
+/// The ids alive, held: for walks that take each id's locks, which nest outside the table's.
+fn all_ids() -> KVec<Arc<CmId>> {
+    let g = global();
+    let mut v = KVec::new();
+    for i in g.ids.iter() {
+        if v.push(i.clone(), GFP_KERNEL).is_err() {
+            break;
+        }
+    }
+    v
+}
+
+/// One id as nldev's `RES_CM_ID_GET` reports it (upstream `fill_res_cm_id_entry()`).
+pub(crate) struct CmIdRes {
+    /// `RDMA_NLDEV_ATTR_RES_CM_IDN`.
+    pub(crate) idn: u32,
+    /// The port it is bound to, 0 for none (a wildcard listener's).
+    pub(crate) port: u32,
+    /// The QP number, 0 before a connect, an accept or a kernel QP gave one.
+    pub(crate) qp_num: u32,
+    /// `enum ib_qp_type`.
+    pub(crate) qp_type: u8,
+    /// The port space (`enum rdma_ucm_port_space`).
+    pub(crate) ps: u32,
+    /// `enum rdma_cm_state`.
+    pub(crate) state: u8,
+    /// Source address.
+    pub(crate) src: SockAddr,
+    /// Destination address (family 0: none).
+    pub(crate) dst: SockAddr,
+    /// Who made it.
+    pub(crate) owner: Owner,
+}
+
+/// The ids of device `dev_index`, in creation order (upstream: the `RDMA_RESTRACK_CM_ID`
+/// entries of the device): those bound to it, and every listener bound to no device, which
+/// upstream's `cma_listen_on_all()` has listening on each device through an internal id of its
+/// own (state `LISTEN`, no port, the listener's address and owner).
+///
+/// # Errors
+///
+/// `ENOMEM`.
+pub(crate) fn res_of_device(dev_index: u32) -> Result<KVec<CmIdRes>> {
+    let mut v = KVec::new();
+    for id in all_ids().iter() {
+        let s = id.st.lock();
+        let on_dev = match s.dev {
+            Some(d) => d.dev_index == dev_index,
+            None => s.state == CmState::Listen,
+        };
+        if !on_dev || s.state == CmState::Destroying {
+            continue;
+        }
+        let qp_num = s.qp.as_ref().map_or(s.qp_num, |q| q.qp_num());
+        // upstream's internal listener of a device copies the source address only.
+        let dst = if s.dev.is_some() {
+            s.dst
+        } else {
+            SockAddr::default()
+        };
+        v.push(
+            CmIdRes {
+                idn: id.idn,
+                port: s.dev.map_or(0, |d| d.port),
+                qp_num,
+                qp_type: id.qp_type,
+                ps: u32::from(id.ps as u16),
+                state: s.state as u32 as u8,
+                src: s.src,
+                dst,
+                owner: id.owner,
+            },
+            GFP_KERNEL,
+        )?;
+    }
+    Ok(v)
 }
 
 /// Frees the tables' storage at module exit (every id is destroyed by then).

@@ -146,6 +146,9 @@ pub struct MadSendDone {
     pub context: u64,
     /// Its status.
     pub status: WcStatus,
+    /// How many times a send that waited for its response went out again (upstream
+    /// `send_buf->retries`); 0 for an RMPP transfer.
+    pub retries: u32,
 }
 
 /// A received MAD (upstream `struct ib_mad_recv_wc`).
@@ -199,6 +202,8 @@ struct Waiting {
     context: u64,
     timeout_ms: u32,
     retries_left: u32,
+    /// How many times it went out again.
+    resent: u32,
     deadline: u64,
     /// What a retry sends again on the wire (upstream `retry_send()`), `None` for a MAD that
     /// stayed in the node.
@@ -453,6 +458,7 @@ impl MadPort {
                 // IB_WC_RESP_TIMEOUT_ERR.
                 if w.retries_left > 0 {
                     w.retries_left -= 1;
+                    w.resent += 1;
                     w.deadline = now + u64::from(w.timeout_ms);
                     let again = w
                         .resend
@@ -474,6 +480,7 @@ impl MadPort {
                     let done = MadSendDone {
                         context: w.context,
                         status: WcStatus::RespTimeoutErr,
+                        retries: w.resent,
                     };
                     let _ = st
                         .completions
@@ -570,6 +577,7 @@ impl MadPort {
         if f.waits && status == WcStatus::Success {
             return;
         }
+        let mut retries = 0;
         if f.waits {
             let w = st
                 .waiting
@@ -577,7 +585,7 @@ impl MadPort {
                 .position(|w| Arc::ptr_eq(&w.agent, &agent) && w.context == f.context);
             match w {
                 Some(i) => {
-                    let _ = st.waiting.remove(i);
+                    retries = st.waiting.remove(i).map_or(0, |w| w.resent);
                 }
                 // Answered or timed out already.
                 None => return,
@@ -586,6 +594,7 @@ impl MadPort {
         let done = MadSendDone {
             context: f.context,
             status,
+            retries,
         };
         let _ = self.queue(&mut st, Completion::Send(agent, done));
     }
@@ -667,11 +676,12 @@ impl MadPort {
             _ => MadRecv::single(mad, info),
         };
         if is_resp {
-            if let Some((t, ctx)) = MadAgent::take_waiting(&mut st, &rmad.mad.0, qp) {
+            if let Some((t, ctx, resent)) = MadAgent::take_waiting(&mut st, &rmad.mad.0, qp) {
                 let _ = self.queue(&mut st, Completion::Recv(t.clone(), rmad, Some(ctx)));
                 let done = MadSendDone {
                     context: ctx,
                     status: WcStatus::Success,
+                    retries: resent,
                 };
                 let _ = self.queue(&mut st, Completion::Send(t, done));
             }
@@ -1048,6 +1058,7 @@ impl MadPort {
             let done = MadSendDone {
                 context: r.context,
                 status: WcStatus::RemAbortErr,
+                retries: 0,
             };
             let _ = self.queue(st, Completion::Send(r.agent, done));
         }
@@ -1109,6 +1120,7 @@ impl MadPort {
             let done = MadSendDone {
                 context: r.context,
                 status: WcStatus::Success,
+                retries: 0,
             };
             let _ = self.queue(st, Completion::Send(r.agent, done));
             return;
@@ -1120,6 +1132,7 @@ impl MadPort {
             context: r.context,
             timeout_ms: r.timeout_ms,
             retries_left: 0,
+            resent: 0,
             deadline: wq::now_ms() + u64::from(r.timeout_ms),
             resend: None,
         };
@@ -1202,6 +1215,7 @@ impl MadPort {
                 let done = MadSendDone {
                     context: r.context,
                     status: WcStatus::RespTimeoutErr,
+                    retries: 0,
                 };
                 let _ = st
                     .completions
@@ -1445,6 +1459,7 @@ impl MadAgent {
                 let done = MadSendDone {
                     context: send.context,
                     status: WcStatus::GeneralErr,
+                    retries: 0,
                 };
                 port.queue(&mut st, Completion::Send(a.clone(), done))?;
             }
@@ -1471,6 +1486,7 @@ impl MadAgent {
         let ok = MadSendDone {
             context: send.context,
             status: WcStatus::Success,
+            retries: 0,
         };
         if res & MAD_RESULT_REPLY != 0 {
             // upstream: a local DR SMP's reply goes to the sender's recv handler (a response
@@ -1501,7 +1517,7 @@ impl MadAgent {
         let rmad = MadRecv::single(send.mad.clone(), info);
         if is_resp {
             // A response from this agent to another one's request: to that request's sender.
-            if let Some((t, ctx)) = Self::take_waiting(&mut st, &rmad.mad.0, a.qp) {
+            if let Some((t, ctx, resent)) = Self::take_waiting(&mut st, &rmad.mad.0, a.qp) {
                 port.queue(&mut st, Completion::Recv(t.clone(), rmad, Some(ctx)))?;
                 port.queue(
                     &mut st,
@@ -1510,6 +1526,7 @@ impl MadAgent {
                         MadSendDone {
                             context: ctx,
                             status: WcStatus::Success,
+                            retries: resent,
                         },
                     ),
                 )?;
@@ -1547,14 +1564,16 @@ impl MadAgent {
             let ok = MadSendDone {
                 context: send.context,
                 status: WcStatus::Success,
+                retries: 0,
             };
             return port.queue(st, Completion::Send(a.clone(), ok));
         }
-        if let Some((t, ctx)) = Self::take_waiting(st, &rmad.mad.0, a.qp) {
+        if let Some((t, ctx, resent)) = Self::take_waiting(st, &rmad.mad.0, a.qp) {
             port.queue(st, Completion::Recv(t.clone(), rmad, Some(ctx)))?;
             let done = MadSendDone {
                 context: ctx,
                 status: WcStatus::Success,
+                retries: resent,
             };
             port.queue(st, Completion::Send(t, done))?;
         }
@@ -1565,6 +1584,7 @@ impl MadAgent {
         let ok = MadSendDone {
             context: send.context,
             status: WcStatus::Success,
+            retries: 0,
         };
         port.queue(st, Completion::Send(a.clone(), ok))
     }
@@ -1727,6 +1747,7 @@ impl MadAgent {
             context: send.context,
             timeout_ms: send.timeout_ms,
             retries_left: send.retries,
+            resent: 0,
             deadline: now + u64::from(send.timeout_ms),
         };
         if st.waiting.push(w, GFP_KERNEL).is_ok() {
@@ -1760,6 +1781,7 @@ impl MadAgent {
             let done = MadSendDone {
                 context: w.context,
                 status: WcStatus::WrFlushErr,
+                retries: 0,
             };
             // Without memory for the completion the cancel is silent (the send is gone).
             let _ = a.port.queue(&mut st, Completion::Send(w.agent, done));
@@ -1773,14 +1795,14 @@ impl MadAgent {
         st: &mut PortState,
         resp: &[u8],
         qp: SpecialQp,
-    ) -> Option<(Arc<AgentInner>, u64)> {
+    ) -> Option<(Arc<AgentInner>, u64, u32)> {
         let h = MadHdr(resp);
         let agent = MadPort::find_agent(st, resp, qp)?;
         let pos = st.waiting.iter().position(|w| {
             Arc::ptr_eq(&w.agent, &agent) && w.tid == h.tid() && w.class == h.mgmt_class()
         })?;
         let w = st.waiting.remove(pos).ok()?;
-        Some((agent, w.context))
+        Some((agent, w.context, w.resent))
     }
 }
 
@@ -1844,6 +1866,7 @@ impl Drop for MadAgent {
                     MadSendDone {
                         context: ctx,
                         status: WcStatus::WrFlushErr,
+                        retries: 0,
                     },
                 )
             });

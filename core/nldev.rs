@@ -34,7 +34,7 @@ pub(crate) use set::{notify, NotifyEvent};
 
 use self::dev::{get_chardev_doit, port_get_doit, port_get_dump, sys_get_doit, DevInfo};
 use self::request::{device_doit, dump_devices};
-use self::res::{res_dump, ResSummary};
+use self::res::{res_dump, ResSel, ResSummary};
 use self::set::set_doit;
 use self::stat::{stat_del_doit, stat_get_doit, stat_get_dump, stat_set_doit};
 use crate::netlink::codec::MsgWriter;
@@ -64,14 +64,17 @@ const fn op<T>(
 /// with the type from `fill_entries[]`): a [`DumpFn`](crate::netlink::DumpFn) has no argument to
 /// carry the type, so each gets its own function.
 macro_rules! res_type_dump {
-    ($kind:ident) => {{
+    ($kind:ident) => {
+        res_type_dump!(@ ResSel::Type(ResType::$kind))
+    };
+    (@ $sel:expr) => {{
         fn dump(
             _: &NlDev,
             r: &Request<'_>,
             c: &mut DumpCursor<'_>,
             wr: &mut MsgWriter<'_>,
         ) -> Result {
-            res_dump(r, c, wr, ResType::$kind)
+            res_dump(r, c, wr, $sel)
         }
         dump
     }};
@@ -101,6 +104,11 @@ impl NlHandler for NlDev {
         op(RDMA_NLDEV_CMD_RES_MR_GET, None, Some(res_type_dump!(Mr))),
         op(RDMA_NLDEV_CMD_RES_SRQ_GET, None, Some(res_type_dump!(Srq))),
         op(RDMA_NLDEV_CMD_RES_CTX_GET, None, Some(res_type_dump!(Ctx))),
+        op(
+            RDMA_NLDEV_CMD_RES_CM_ID_GET,
+            None,
+            Some(res_type_dump!(@ ResSel::CmId)),
+        ),
         op(RDMA_NLDEV_CMD_SYS_GET, Some(sys_get_doit), None),
         op(
             RDMA_NLDEV_CMD_STAT_GET,

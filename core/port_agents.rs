@@ -73,6 +73,16 @@ impl PortAgents {
         Ok(())
     }
 
+    /// How many agents there are.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The ports of the agents.
+    pub(crate) fn ports(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().map(|p| p.port)
+    }
+
     /// The agent of `dev_index`'s `port`.
     pub(crate) fn find(&self, dev_index: u32, port: u32) -> Option<Arc<MadAgent>> {
         self.0

@@ -279,6 +279,48 @@ fn hw_counter_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> 
     writeln!(b, "{}", v.get(i).copied().unwrap_or(0)).map_err(fmt_err)
 }
 
+/// upstream `cm_show_counter()` (`%ld`) for group `group` of
+/// [`crate::cm::service::COUNTER_GROUPS`].
+fn cm_counter_show(
+    d: &IbSysfs,
+    port: u32,
+    group: usize,
+    index: u32,
+    b: &mut SysfsBuf<'_>,
+) -> Result {
+    let v = crate::cm::service::counter(d.core().index(), port, group, usize::try_from(index)?);
+    writeln!(b, "{}", v).map_err(fmt_err)
+}
+
+/// `cm_tx_msgs/`.
+fn cm_tx_msgs_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
+    cm_counter_show(d, port, 0, index, b)
+}
+
+/// `cm_tx_retries/`.
+fn cm_tx_retries_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
+    cm_counter_show(d, port, 1, index, b)
+}
+
+/// `cm_rx_msgs/`.
+fn cm_rx_msgs_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
+    cm_counter_show(d, port, 2, index, b)
+}
+
+/// `cm_rx_duplicates/`.
+fn cm_rx_duplicates_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
+    cm_counter_show(d, port, 3, index, b)
+}
+
+/// The show function of each CM counter group, in `COUNTER_GROUPS`' order.
+#[allow(clippy::type_complexity)]
+const CM_COUNTER_SHOW: [fn(&IbSysfs, u32, u32, &mut SysfsBuf<'_>) -> Result; 4] = [
+    cm_tx_msgs_show,
+    cm_tx_retries_show,
+    cm_rx_msgs_show,
+    cm_rx_duplicates_show,
+];
+
 /// upstream `show_port_pkey()`.
 fn pkey_show(d: &IbSysfs, port: u32, index: u32, b: &mut SysfsBuf<'_>) -> Result {
     writeln!(b, "0x{:04x}", d.core().get_cached_pkey(port, index)?).map_err(fmt_err)
@@ -442,6 +484,14 @@ impl Sysfs {
                 files.extend_from_slice(names, GFP_KERNEL)?;
                 files.push(c"lifespan", GFP_KERNEL)?;
                 cd.add_named_dir(Some(p), fmt!("hw_counters"), port, &files, hw_counter_show)?;
+            }
+            // upstream cm_add_one(): ib_port_register_client_groups(cm_counter_groups).
+            for (name, show) in crate::cm::service::COUNTER_GROUPS
+                .iter()
+                .zip(CM_COUNTER_SHOW)
+            {
+                let names = &crate::cm::service::COUNTER_NAMES;
+                cd.add_named_dir(Some(p), fmt!("{}", name.to_str()?), port, names, show)?;
             }
         }
         Ok(Sysfs(cd))

@@ -26,6 +26,7 @@ use crate::cma::{
     CmEvent, CmEventType, CmHandler, CmId, PortSpace, JOIN_FULLMEMBER, JOIN_SENDONLY_FULLMEMBER,
     QPT_RC, QPT_UD,
 };
+use crate::restrack::Owner;
 use crate::verbs::QpState;
 use kernel::fs::File;
 use kernel::prelude::*;
@@ -362,7 +363,7 @@ impl UcmaFile {
             PortSpace::Udp | PortSpace::Ipoib => QPT_UD,
             PortSpace::Ib => qp_type,
         };
-        let ctx = self.alloc_ctx(uid, |h| CmId::create(h, ps, qp_type))?;
+        let ctx = self.alloc_ctx(uid, |h| CmId::create(h, ps, qp_type, Owner::current_task()))?;
         if let Err(e) = respond(response, &ctx.id.to_ne_bytes()) {
             self.drop_ctx(&ctx);
             return Err(e);

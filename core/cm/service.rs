@@ -30,6 +30,7 @@ use crate::mad_qp::{MadGrh, QP1_QKEY};
 use crate::port_agents::PortAgents;
 use crate::verbs::{AhAttr, GlobalRoute, QpAttr, QpState};
 use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, Mutex};
 use kernel::time::{delay::fsleep, Delta};
 
@@ -237,12 +238,84 @@ pub struct CmConn {
     st: Mutex<ConnState>,
 }
 
+/// The counter groups of a port (upstream `cm_counter_groups`, the directories of
+/// `/sys/class/infiniband/DEV/ports/N/`), in [`CmCounters`]' order.
+pub const COUNTER_GROUPS: [&CStr; 4] = [
+    c"cm_tx_msgs",
+    c"cm_tx_retries",
+    c"cm_rx_msgs",
+    c"cm_rx_duplicates",
+];
+/// [`COUNTER_GROUPS`]: each send and resend.
+const XMIT: usize = 0;
+/// [`COUNTER_GROUPS`]: each resend.
+const XMIT_RETRIES: usize = 1;
+/// [`COUNTER_GROUPS`]: each message received.
+const RECV: usize = 2;
+/// [`COUNTER_GROUPS`]: each duplicate received.
+const RECV_DUPLICATES: usize = 3;
+
+/// The files of each counter group: the messages by attribute, `CmAttr` - 0x10 (upstream
+/// `CM_REQ_COUNTER` .. `CM_APR_COUNTER`).
+pub const COUNTER_NAMES: [&CStr; 11] = [
+    c"req",
+    c"mra",
+    c"rej",
+    c"rep",
+    c"rtu",
+    c"dreq",
+    c"drep",
+    c"sidr_req",
+    c"sidr_rep",
+    c"lap",
+    c"apr",
+];
+
+/// The CM's message counters of one port (upstream `cm_port.counters`).
+struct CmCounters {
+    dev_index: u32,
+    port: u32,
+    n: [[Atomic<u64>; COUNTER_NAMES.len()]; COUNTER_GROUPS.len()],
+}
+
 /// The IB CM's tables (upstream `struct ib_cm`).
 pub(crate) struct CmTables {
     ports: PortAgents,
     conns: KVec<Arc<CmConn>>,
     listens: KVec<(u64, Arc<dyn CmListener>)>,
     next_id: u32,
+    /// The counters of each port with an agent.
+    counters: KVec<CmCounters>,
+    /// The attribute of each send that waits for its answer, by its context, for the count
+    /// of its resends when it completes.
+    waits: KVec<(u64, u16)>,
+}
+
+impl CmTables {
+    /// Adds `v` to counter `attr_id` of `group` on `dev_index`'s `port`.
+    fn count(&self, dev_index: u32, port: u32, group: usize, attr_id: u16, v: u64) {
+        let i = usize::from(attr_id.wrapping_sub(CmAttr::Req as u16));
+        let c = self
+            .counters
+            .iter()
+            .find(|c| c.dev_index == dev_index && c.port == port);
+        if let Some(n) = c.and_then(|c| c.n.get(group)).and_then(|g| g.get(i)) {
+            n.fetch_add(v, Relaxed);
+        }
+    }
+}
+
+/// The value of counter `index` ([`COUNTER_NAMES`]) of `group` ([`COUNTER_GROUPS`]) of
+/// `dev_index`'s `port`: 0 where the CM has no agent.
+pub(crate) fn counter(dev_index: u32, port: u32, group: usize, index: usize) -> u64 {
+    let t = tables();
+    let c = t
+        .counters
+        .iter()
+        .find(|c| c.dev_index == dev_index && c.port == port);
+    c.and_then(|c| c.n.get(group))
+        .and_then(|g| g.get(index))
+        .map_or(0, |n| n.load(Relaxed))
 }
 
 impl CmTables {
@@ -253,6 +326,8 @@ impl CmTables {
             conns: KVec::new(),
             listens: KVec::new(),
             next_id: 1,
+            counters: KVec::new(),
+            waits: KVec::new(),
         }
     }
 }
@@ -308,32 +383,40 @@ fn agent_of(av: &CmAv) -> Result<Arc<MadAgent>> {
 fn send_on(av: &CmAv, mad: Mad, context: u64, wait: Option<(u32, u8)>) -> Result {
     let agent = agent_of(av)?;
     let (timeout_ms, retries) = wait.unwrap_or((0, 0));
-    agent.post_send(
-        MadSend {
-            mad,
-            remote_qpn: 1,
-            dlid: if av.ib {
-                av.dlid
-            } else {
-                crate::mad::LID_PERMISSIVE
+    let attr = mad.attr_id();
+    if wait.is_some() {
+        let mut t = tables();
+        t.waits.retain(|w| w.0 != context);
+        t.waits.push((context, attr), GFP_KERNEL)?;
+    }
+    agent
+        .post_send(
+            MadSend {
+                mad,
+                remote_qpn: 1,
+                dlid: if av.ib {
+                    av.dlid
+                } else {
+                    crate::mad::LID_PERMISSIVE
+                },
+                sl: av.sl,
+                pkey_index: 0,
+                remote_qkey: QP1_QKEY,
+                src_path_bits: 0,
+                grh: av.has_grh().then_some(MadGrh {
+                    dgid: Gid(av.dgid),
+                    sgid_index: av.sgid_index,
+                    hop_limit: av.hop_limit,
+                    traffic_class: av.traffic_class,
+                    flow_label: av.flow_label,
+                }),
+                timeout_ms,
+                retries: retries.into(),
+                context,
             },
-            sl: av.sl,
-            pkey_index: 0,
-            remote_qkey: QP1_QKEY,
-            src_path_bits: 0,
-            grh: av.has_grh().then_some(MadGrh {
-                dgid: Gid(av.dgid),
-                sgid_index: av.sgid_index,
-                hop_limit: av.hop_limit,
-                traffic_class: av.traffic_class,
-                flow_label: av.flow_label,
-            }),
-            timeout_ms,
-            retries: retries.into(),
-            context,
-        },
-        None,
-    )
+            None,
+        )
+        .inspect(|()| tables().count(av.dev_index, av.port, XMIT, attr, 1))
 }
 
 impl CmConn {
@@ -1013,6 +1096,7 @@ impl PortHandler {
                 && s.state != CmState::Idle
         });
         if dup {
+            self.count_dup(CmAttr::Req);
             return;
         }
         let listener = tables()
@@ -1105,6 +1189,7 @@ impl PortHandler {
                 && s.av.dlid == av.dlid
         });
         if dup {
+            self.count_dup(CmAttr::SidrReq);
             return;
         }
         let listener = tables()
@@ -1157,7 +1242,18 @@ struct CmAgentHandler;
 
 impl MadAgentHandler for CmAgentHandler {
     // upstream cm_send_handler() -> cm_process_send_error(): a message whose retries ran out.
-    fn send_done(&self, _agent: u32, done: MadSendDone) {
+    fn send_done(&self, agent: u32, done: MadSendDone) {
+        {
+            // upstream cm_send_handler(): the resends counted, once each as a send too.
+            let mut t = tables();
+            let attr = t.waits.iter().find(|w| w.0 == done.context).map(|w| w.1);
+            t.waits.retain(|w| w.0 != done.context);
+            if let (Some(attr), Some((d, p))) = (attr, t.ports.port_of(agent)) {
+                let r = u64::from(done.retries);
+                t.count(d, p, XMIT, attr, r);
+                t.count(d, p, XMIT_RETRIES, attr, r);
+            }
+        }
         if done.status != crate::verbs::WcStatus::RespTimeoutErr {
             return;
         }
@@ -1167,7 +1263,15 @@ impl MadAgentHandler for CmAgentHandler {
     }
 
     fn recv(&self, agent: u32, recv: MadRecv, _send: Option<u64>) {
-        let port = tables().ports.port_of(agent);
+        let port = {
+            let t = tables();
+            let port = t.ports.port_of(agent);
+            // upstream cm_recv_handler(): every CM message counted as it arrives.
+            if let (Some((d, p)), Some(a)) = (port, msg::attr_of(&recv.mad)) {
+                t.count(d, p, RECV, a as u16, 1);
+            }
+            port
+        };
         if let Some((dev_index, port)) = port {
             PortHandler { dev_index, port }.recv(&recv);
         }
@@ -1175,6 +1279,11 @@ impl MadAgentHandler for CmAgentHandler {
 }
 
 impl PortHandler {
+    /// Counts a duplicate `attr` received on the port (upstream `CM_RECV_DUPLICATES`).
+    fn count_dup(&self, attr: CmAttr) {
+        tables().count(self.dev_index, self.port, RECV_DUPLICATES, attr as u16, 1);
+    }
+
     fn recv(&self, recv: &MadRecv) {
         let m = &recv.mad;
         let Some(attr) = msg::attr_of(m) else {
@@ -1186,7 +1295,10 @@ impl PortHandler {
                 let r = Rep::decode(m);
                 match find(r.remote_comm_id) {
                     // upstream cm_dup_rep_handler(): the RTU was lost, it goes again.
-                    Some(c) if c.state() == CmState::Established => c.resend(CmAttr::Rtu),
+                    Some(c) if c.state() == CmState::Established => {
+                        self.count_dup(CmAttr::Rep);
+                        c.resend(CmAttr::Rtu)
+                    }
                     Some(c) => {
                         if let Ok(b) = KBox::new(r, GFP_KERNEL) {
                             c.input(Input::RecvRep, CmMsg::Rep(b));
@@ -1215,7 +1327,10 @@ impl PortHandler {
                 };
                 match find(d.remote_comm_id) {
                     // upstream cm_dreq_handler() in timewait: the DREP was lost, it goes again.
-                    Some(c) if c.state() == CmState::Timewait => c.resend(CmAttr::Drep),
+                    Some(c) if c.state() == CmState::Timewait => {
+                        self.count_dup(CmAttr::Dreq);
+                        c.resend(CmAttr::Drep)
+                    }
                     Some(c) => {
                         if let Ok(b) = KBox::new(ids, GFP_KERNEL) {
                             c.input(Input::RecvDreq, CmMsg::Ids(b));
@@ -1275,13 +1390,29 @@ impl crate::client::Client for CmClient {
                 Ok(h)
             },
         )?;
-        tables().ports.extend(agents)
+        let mut t = tables();
+        t.counters.reserve(agents.len(), GFP_KERNEL)?;
+        for port in agents.ports() {
+            t.counters.push(
+                CmCounters {
+                    dev_index: dev.index(),
+                    port,
+                    n: core::array::from_fn(|_| core::array::from_fn(|_| Atomic::new(0))),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        t.ports.extend(agents)
     }
 
     // upstream cm_remove_one(): the agents go (outside the tables' lock: unregistering waits
     // for a handler in progress, which takes it).
     fn remove(&self, dev: &DeviceCore) {
-        let gone = tables().ports.take(Some(dev.index()));
+        let gone = {
+            let mut t = tables();
+            t.counters.retain(|c| c.dev_index != dev.index());
+            t.ports.take(Some(dev.index()))
+        };
         drop(gone);
     }
 }
@@ -1297,5 +1428,10 @@ pub(crate) fn shutdown() {
             core::mem::take(&mut t.listens),
         )
     };
+    {
+        let mut t = tables();
+        t.counters = KVec::new();
+        t.waits = KVec::new();
+    }
     drop((ports, conns, listens));
 }

@@ -328,7 +328,7 @@ impl CmListener for IdListen {
         }
         local.set_port(lsrc.port());
         let handler = l.handler.lock().clone().ok_or(EINVAL)?;
-        let nid = CmId::create_child(handler, l.ps, l.qp_type)?;
+        let nid = CmId::create_child(handler, l)?;
         let r = (|| -> Result<Arc<dyn CmConnHandler>> {
             let b = if local.family() == AF_IB {
                 super::ib::acquire_dev_by_gid(&local)?
@@ -420,7 +420,7 @@ impl CmListener for IdListen {
         }
         local.set_port(lsrc.port());
         let handler = l.handler.lock().clone().ok_or(EINVAL)?;
-        let nid = CmId::create_child(handler, l.ps, l.qp_type)?;
+        let nid = CmId::create_child(handler, l)?;
         let r = (|| -> Result<Arc<dyn CmConnHandler>> {
             let b = if local.family() == AF_IB {
                 super::ib::acquire_dev_by_gid(&local)?
@@ -472,6 +472,13 @@ impl CmId {
     pub fn connect(self: &Arc<Self>, p: &ConnParam) -> Result {
         if !self.comp_exch(CmState::RouteResolved, CmState::Connect) {
             return Err(EINVAL);
+        }
+        {
+            // upstream rdma_connect(): the consumer's QP number, for an id without a QP.
+            let mut s = self.st.lock();
+            if s.qp.is_none() {
+                s.qp_num = p.qp_num;
+            }
         }
         let r = self.connect_ib(p);
         if r.is_err() {
@@ -578,6 +585,13 @@ impl CmId {
             return Err(EINVAL);
         }
         let conn = self.conn()?;
+        if let Some(p) = p {
+            // upstream rdma_accept(): the consumer's QP number, for an id without a QP.
+            let mut s = self.st.lock();
+            if s.qp.is_none() {
+                s.qp_num = p.qp_num;
+            }
+        }
         if self.qp_type == QPT_UD {
             // upstream rdma_accept() -> cma_send_sidr_rep(IB_SIDR_SUCCESS).
             let p = p.ok_or(EINVAL)?;

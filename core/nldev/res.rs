@@ -5,6 +5,8 @@
 //! `res_get_common_dumpit()` and the `fill_res_*_entry()` functions).
 
 use super::request::{fill_handle, get_u32, parse, req_device, DeviceReply};
+use crate::cma::sockaddr::SIZE_KSS;
+use crate::cma::CmIdRes;
 use crate::ib_device::DeviceCore;
 use crate::ib_device::IbDevice;
 use crate::netlink::codec::MsgWriter;
@@ -27,6 +29,7 @@ pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Resul
     let core = dev.core();
     let attrs = core.attrs();
     let rt = core.restrack();
+    let cm_ids = crate::cma::res_of_device(core.index())?.len();
     fill_handle(wr, core)?;
     let table = wr.nest_start_noflag(RDMA_NLDEV_ATTR_RES_SUMMARY)?;
     // upstream's order (enum rdma_restrack_type) and names.
@@ -34,7 +37,7 @@ pub(crate) fn fill_res_info(wr: &mut MsgWriter<'_>, dev: &dyn IbDevice) -> Resul
         (b"pd", rt.count(ResType::Pd) as u64, u64::from(attrs.max_pd)),
         (b"cq", rt.count(ResType::Cq) as u64, u64::from(attrs.max_cq)),
         (b"qp", rt.count(ResType::Qp) as u64, u64::from(attrs.max_qp)),
-        (b"cm_id", 0, 0),
+        (b"cm_id", cm_ids as u64, 0),
         (b"mr", rt.count(ResType::Mr) as u64, u64::from(attrs.max_mr)),
         (b"ctx", rt.count(ResType::Ctx) as u64, 0),
         (b"srq", rt.count(ResType::Srq) as u64, 0),
@@ -272,17 +275,18 @@ const RES_KINDS: [ResKind; 5] = [
     ),
 ];
 
-/// Writes one message with the entries `snap[start..start + max]`; returns how many were
-/// written.
+/// Writes one message with the entries `snap[..max]` in table `table`, each an `entry` nest
+/// that `fill` fills; returns how many were written.
 #[allow(clippy::too_many_arguments)]
-fn res_message(
+fn res_message<T>(
     wr: &mut MsgWriter<'_>,
     req_ty: u16,
     seq: u32,
     portid: u32,
     dev: &DeviceCore,
-    rk: &ResKind,
-    snap: &[ResInfo],
+    (table, entry): (u16, u16),
+    fill: fn(&mut MsgWriter<'_>, &T, bool) -> Result,
+    snap: &[T],
     admin: bool,
     max: usize,
 ) -> core::result::Result<usize, usize> {
@@ -290,14 +294,14 @@ fn res_message(
     let mut body = || -> Result {
         wr.begin(req_ty, NLM_F_MULTI, seq, portid)?;
         fill_handle(wr, dev)?;
-        let table = wr.nest_start_noflag(rk.table)?;
+        let t = wr.nest_start_noflag(table)?;
         for e in snap.iter().take(max) {
-            let ent = wr.nest_start_noflag(rk.entry)?;
-            (rk.fill)(wr, e, admin)?;
+            let ent = wr.nest_start_noflag(entry)?;
+            fill(wr, e, admin)?;
             wr.nest_end(ent)?;
             n += 1;
         }
-        wr.nest_end(table)?;
+        wr.nest_end(t)?;
         Ok(wr.end()?)
     };
     match body() {
@@ -307,6 +311,100 @@ fn res_message(
             Err(n)
         }
     }
+}
+
+/// One step of a dump of the entries `snap` from `start` on: as many as fit one message
+/// ([`res_message`]); returns the index to resume from, or `None` when nothing was left.
+#[allow(clippy::too_many_arguments)]
+fn res_step<T>(
+    wr: &mut MsgWriter<'_>,
+    req_ty: u16,
+    seq: u32,
+    portid: u32,
+    dev: &DeviceCore,
+    attrs: (u16, u16),
+    fill: fn(&mut MsgWriter<'_>, &T, bool) -> Result,
+    snap: &[T],
+    start: usize,
+    admin: bool,
+) -> Result<Option<usize>> {
+    let rest = snap.get(start..).unwrap_or(&[]);
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    let msg = |wr: &mut MsgWriter<'_>, max| {
+        res_message(wr, req_ty, seq, portid, dev, attrs, fill, rest, admin, max)
+    };
+    let n = match msg(wr, rest.len()) {
+        Ok(n) => n,
+        // Not everything fits: as many entries as did (at least one, else the skb is too
+        // small for anything).
+        Err(0) => return Err(EMSGSIZE),
+        Err(fit) => msg(wr, fit).map_err(|_| EMSGSIZE)?,
+    };
+    Ok(Some(start + n))
+}
+
+/// upstream `fill_res_cm_id_entry()`: the port and QP only when the id has them, the
+/// addresses as whole `struct sockaddr_storage`s.
+fn fill_cm_id(wr: &mut MsgWriter<'_>, e: &CmIdRes, _admin: bool) -> Result {
+    if e.port != 0 {
+        wr.put_u32(RDMA_NLDEV_ATTR_PORT_INDEX, e.port)?;
+    }
+    if e.qp_num != 0 {
+        wr.put_u32(RDMA_NLDEV_ATTR_RES_LQPN, e.qp_num)?;
+        wr.put_u8(RDMA_NLDEV_ATTR_RES_TYPE, e.qp_type)?;
+    }
+    wr.put_u32(RDMA_NLDEV_ATTR_RES_PS, e.ps)?;
+    wr.put_u8(RDMA_NLDEV_ATTR_RES_STATE, e.state)?;
+    for (attr, a) in [
+        (RDMA_NLDEV_ATTR_RES_SRC_ADDR, &e.src),
+        (RDMA_NLDEV_ATTR_RES_DST_ADDR, &e.dst),
+    ] {
+        if a.family() != 0 {
+            let mut kss = [0u8; SIZE_KSS];
+            let b = a.as_bytes();
+            let n = b.len().min(SIZE_KSS);
+            kss[..n].copy_from_slice(&b[..n]);
+            wr.put(attr, &kss)?;
+        }
+    }
+    wr.put_u32(RDMA_NLDEV_ATTR_RES_CM_IDN, e.idn)?;
+    fill_owner(wr, &e.owner)
+}
+
+/// One step of `RES_CM_ID_GET`'s dump of `dev` (upstream `nldev_res_get_cm_id_dumpit()`).
+///
+/// # Errors
+///
+/// `EMSGSIZE` when not even one entry fits the message, `ENOMEM`.
+fn cm_id_dump_step(
+    wr: &mut MsgWriter<'_>,
+    req_ty: u16,
+    seq: u32,
+    portid: u32,
+    dev: &DeviceCore,
+    port: Option<u32>,
+    start: usize,
+) -> Result<Option<usize>> {
+    let mut snap = crate::cma::res_of_device(dev.index())?;
+    // upstream fill_res_cm_id_entry(): a port asked for leaves out the ids of other ports
+    // and those of none.
+    if let Some(p) = port {
+        snap.retain(|e| e.port == p);
+    }
+    res_step(
+        wr,
+        req_ty,
+        seq,
+        portid,
+        dev,
+        (RDMA_NLDEV_ATTR_RES_CM_ID, RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY),
+        fill_cm_id,
+        &snap,
+        start,
+        false,
+    )
 }
 
 /// Builds one step of a `RES_*_GET` dump of `dev` (upstream `res_get_common_dumpit()`): a
@@ -333,20 +431,18 @@ pub(crate) fn res_dump_step(
     }
     let rk = RES_KINDS.iter().find(|rk| rk.kind == kind).ok_or(EINVAL)?;
     let snap = dev.restrack().dump(rk.kind)?;
-    let rest = snap.get(start..).unwrap_or(&[]);
-    if rest.is_empty() {
-        return Ok(None);
-    }
-    let n = match res_message(wr, req_ty, seq, portid, dev, rk, rest, admin, rest.len()) {
-        Ok(n) => n,
-        // Not everything fits: as many entries as did (at least one, else the skb is too
-        // small for anything).
-        Err(0) => return Err(EMSGSIZE),
-        Err(fit) => {
-            res_message(wr, req_ty, seq, portid, dev, rk, rest, admin, fit).map_err(|_| EMSGSIZE)?
-        }
-    };
-    Ok(Some(start + n))
+    res_step(
+        wr,
+        req_ty,
+        seq,
+        portid,
+        dev,
+        (rk.table, rk.entry),
+        rk.fill,
+        &snap,
+        start,
+        admin,
+    )
 }
 
 /// [`res_dump_step`] for SRQs: one SRQ a message (each carries the QP numbers of its QPs,
@@ -387,31 +483,38 @@ fn srq_dump_step(
     Ok(Some(start + 1))
 }
 
+/// What a `RES_*_GET` dump walks: a restrack type, or the rdma_cm ids (upstream's are in
+/// restrack too; here the connection manager keeps them, `crate::cma::res_of_device`).
+#[derive(Clone, Copy)]
+pub(super) enum ResSel {
+    /// A restrack type.
+    Type(ResType),
+    /// `RES_CM_ID_GET`.
+    CmId,
+}
+
 pub(super) fn res_dump(
     req: &Request<'_>,
     cur: &mut DumpCursor<'_>,
     wr: &mut MsgWriter<'_>,
-    kind: ResType,
+    sel: ResSel,
 ) -> Result {
     let tb = parse(req)?;
     let tb = &tb[..];
     let dev = req_device(tb)?;
-    if let Some(p) = get_u32(tb, RDMA_NLDEV_ATTR_PORT_INDEX)? {
+    let port = get_u32(tb, RDMA_NLDEV_ATTR_PORT_INDEX)?;
+    if let Some(p) = port {
         if p == 0 || p > dev.phys_port_cnt() {
             return Err(EINVAL);
         }
     }
     let start = cur.get(0) as usize;
-    if let Some(next) = res_dump_step(
-        wr,
-        req.msg.hdr.ty,
-        req.seq(),
-        req.portid,
-        &dev,
-        kind,
-        start,
-        req.admin,
-    )? {
+    let (ty, seq, portid) = (req.msg.hdr.ty, req.seq(), req.portid);
+    let next = match sel {
+        ResSel::Type(kind) => res_dump_step(wr, ty, seq, portid, &dev, kind, start, req.admin)?,
+        ResSel::CmId => cm_id_dump_step(wr, ty, seq, portid, &dev, port, start)?,
+    };
+    if let Some(next) = next {
         cur.set(0, next as u64);
     }
     Ok(())

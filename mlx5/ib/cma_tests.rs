@@ -277,13 +277,23 @@ fn same(a: &DmaBuf, b: &DmaBuf, off: usize) -> Result<bool> {
 fn run(src: [u8; 4], dst: [u8; 4], port: u16) -> Result {
     let (alog, plog) = (Log::new()?, Log::new()?);
     let mut ids = Ids(KVec::new());
-    let listen = CmId::create(plog.clone(), PortSpace::Tcp, QPT_RC)?;
+    let listen = CmId::create(
+        plog.clone(),
+        PortSpace::Tcp,
+        QPT_RC,
+        ib_core_rs::kernel_owner!(),
+    )?;
     ids.add(&listen)?;
     listen.bind_addr(&SockAddr::from_ip(IpAddr::V4(dst), port))?;
     listen.listen(8)?;
 
     // The active side (nvme_rdma_alloc_queue()): address, route, then its queues.
-    let act = CmId::create(alog.clone(), PortSpace::Tcp, QPT_RC)?;
+    let act = CmId::create(
+        alog.clone(),
+        PortSpace::Tcp,
+        QPT_RC,
+        ib_core_rs::kernel_owner!(),
+    )?;
     ids.add(&act)?;
     act.resolve_addr(
         Some(&SockAddr::from_ip(IpAddr::V4(src), 0)),

@@ -352,13 +352,71 @@ cm_mckey() {
 	cp /tmp/cm-c /tmp/cmv-$t.mckey-sender
 }
 
+# cm_res_cm_id TAG SRC DST PORT: while rping's client on SRC talks to its server on DST:PORT,
+# `rdma res show cm_id` (nldev RES_CM_ID_GET) shows the listener and both ends of the
+# connection with their QP, state, port space, owner and addresses, and `rdma res` counts the
+# three; once rping ended, none is left. The rxe run (upstream's rdma_cm) must print the same.
+cm_res_cm_id() {
+	local t=$1 src=$2 dst=$3 port=$4 i=0 out sum n=0
+	while [ $i -lt 150 ] && kill -0 $c 2>/dev/null; do
+		out=$(rdma res show cm_id 2>&1)
+		sum=$(rdma res 2>&1)
+		n=$(echo "$sum" | awk '{for (i = 1; i < NF; i++) if ($i == "cm_id") n += $(i + 1)} END {print n + 0}')
+		[ "$(echo "$out" | grep -c 'state CONNECT')" -ge 2 ] && [ "$n" = 3 ] && break
+		nap 0.1
+		i=$((i + 1))
+	done
+	echo "$out" | sed 's/^/    cm_id| /'
+	echo "$sum" | sed 's/^/    res| /'
+	t_check "$t: rdma res show cm_id: the listener on $dst:$port" sh -c "echo '$out' | grep -qE \
+		'cm-idn [0-9]+ state LISTEN ps TCP pid [0-9]+ comm rping src-addr $dst:$port dst-addr 0.0.0.0:0'"
+	t_check "$t: rdma res show cm_id: the server's connected id" sh -c "echo '$out' | grep -qE \
+		'cm-idn [0-9]+ lqpn [0-9]+ qp-type RC state CONNECT ps TCP pid [0-9]+ comm rping src-addr $dst:$port dst-addr $src:[0-9]+'"
+	t_check "$t: rdma res show cm_id: the client's connected id" sh -c "echo '$out' | grep -qE \
+		'cm-idn [0-9]+ lqpn [0-9]+ qp-type RC state CONNECT ps TCP pid [0-9]+ comm rping src-addr $src:[0-9]+ dst-addr $dst:$port'"
+	t_check "$t: rdma res counts the three (cm_id $n)" test "$n" = 3
+}
+
+# cm_counters: the IB CM's message counters of every port (upstream cm_counter_groups:
+# /sys/class/infiniband/DEV/ports/N/cm_{tx,rx}_msgs/MSG), summed: "tx_req N rx_req N ...".
+cm_counters() {
+	local m g
+	for m in req rep rtu dreq drep; do
+		for g in tx rx; do
+			printf '%s_%s %s ' $g $m "$(cat /sys/class/infiniband/*/ports/*/cm_${g}_msgs/$m 2>/dev/null |
+				awk '{n += $1} END {print n + 0}')"
+		done
+	done
+}
+
+# cm_counters_check TAG BEFORE: since cm_counters printed BEFORE, the connection's messages
+# were counted: each one sent was received (no loss between two ports of one VM), at least one
+# REQ. The last DREP may still be on its way (the client does not wait for it; upstream counts
+# a send at its completion): up to 3 s for the counts to meet.
+cm_counters_check() {
+	local d i=0
+	while :; do
+		d=$(echo "$2 $(cm_counters)" |
+			awk '{for (i = 1; i <= NF / 2; i += 2) printf "%s %d ", $i, $(i + NF / 2 + 1) - $(i + 1)}')
+		echo "$d" | awk '{for (i = 1; i < NF; i += 4) if ($(i + 1) != $(i + 3)) exit 1; exit $2 < 1}' &&
+			break
+		[ $i -ge 30 ] && break
+		nap 0.1
+		i=$((i + 1))
+	done
+	echo "    $1: CM counters moved by: $d"
+	t_check "$1: cm_tx_msgs and cm_rx_msgs count each REQ, REP, RTU, DREQ and DREP once a side" sh -c \
+		"echo '$d' | awk '{for (i = 1; i < NF; i += 4) if (\$(i + 1) != \$(i + 3)) exit 1; exit \$2 < 1}'"
+}
+
 # cm_verify_run TAG SRC DST SILENT: librdmacm's programs between SRC and DST: rping -v
 # (cm_rping_count pings, each one's data checked) and mckey; then, but in make check's
 # check2, rping -d's event sequences, ucmatose, udaddy, the errors of no listener and of a
 # SILENT neighbour. What the two implementations must both print goes to /tmp/cmv-TAG.*.
 cm_verify_run() {
-	local t=$1 src=$2 dst=$3 silent=$4 n s rc rs t0
+	local t=$1 src=$2 dst=$3 silent=$4 n s c rc rs t0 c0
 	n=$(cm_rping_count)
+	c0=$(cm_counters)
 	t0=$(cut -d. -f1 /proc/uptime)
 	# The client's stdout alone: rping's events go to stderr, which would land inside a
 	# line of the buffered stdout.
@@ -367,10 +425,15 @@ cm_verify_run() {
 	sleep 1
 	rc=0
 	rs=0
-	timeout $((n / 4 + 30)) rping -c -a $dst -I $src -p 7180 -C $n -v >/tmp/cm-c 2>/tmp/cm-c.err ||
-		rc=$?
+	timeout $((n / 4 + 30)) rping -c -a $dst -I $src -p 7180 -C $n -v >/tmp/cm-c 2>/tmp/cm-c.err &
+	c=$!
+	cm_res_cm_id "$t" "$src" "$dst" 7180
+	wait $c || rc=$?
 	wait $s || rs=$?
+	t_check "$t: rdma res: no cm_id left once rping ended" \
+		sh -c '[ -z "$(rdma res show cm_id)" ] && ! rdma res | grep -q "cm_id [1-9]"'
 	echo "    $t: rping -C $n -v took $(($(cut -d. -f1 /proc/uptime) - t0)) s"
+	cm_counters_check "$t" "$c0"
 	tail -3 /tmp/cm-c /tmp/cm-c.err /tmp/cm-s | sed 's/^/    rping| /'
 	t_check "$t: rping -C $n -v: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
 	if rping_verify /tmp/cm-c $n >/tmp/cmv-why; then
