@@ -18,7 +18,10 @@
 //!
 //! Differences from upstream: no MRA is sent (upstream's rdma_cm sends none either), a REQ of
 //! a connection in timewait is dropped rather than rejected as stale, timewait sleeps on the
-//! core's workqueue, no LAP/APR.
+//! core's workqueue. A LAP or APR is counted (`cm_rx_msgs/lap`, `apr`) and goes no further:
+//! upstream has no kernel API that sends either, and its rdma_cm drops the LAP event of a
+//! connection (`cma_ib_handler()`: "unexpected IB CM event"), so an rdma_cm connection has no
+//! use for the alternate path a LAP carries.
 
 use super::msg::{self, CmAttr, Dreq, Ids, Mra, Rej, Rep, Req, ReqPath, SidrRep, SidrReq};
 use super::state::{self, step, CmEventKind, CmState, Input};
