@@ -516,6 +516,19 @@ impl crate::client::Client for SaClient {
         drop(gone);
         mcast::remove_device(dev.index());
     }
+
+    // upstream mcast_event_handler(): the events after which the SA holds none of the port's
+    // memberships.
+    fn event(&self, dev: &DeviceCore, ev: &crate::event::Event) {
+        use crate::event::EventKind;
+        if matches!(
+            ev.kind,
+            EventKind::PortErr | EventKind::LidChange | EventKind::ClientReregister
+        ) && crate::cma::port_is_ib(dev, ev.port)
+        {
+            mcast::port_reset(dev.index(), ev.port);
+        }
+    }
 }
 
 /// Frees the tables' storage at module exit.

@@ -13,9 +13,12 @@
 //!
 //! The handler runs once per join, from the core's workqueue, never inside the call; it may
 //! run while the [`SaMulticast`] is dropped (rdma_cm checks that its group is still joined).
-//! Not done: the joins again after a port event (upstream `mcast_event_handler()`: LID
-//! change, SM change, client reregister), `ib_sa_get_mcmember_rec()` (the group cache the
-//! IPoIB broadcast group fills: rdma-rs has no IPoIB).
+//! A port event that loses the SA's memberships (upstream `mcast_event_handler()`: port
+//! error, LID change, client reregister; [`port_reset`]) fails every joined member of the
+//! port's groups with `ENETRESET` (rdma_cm: `RDMA_CM_EVENT_MULTICAST_ERROR`) and forgets the
+//! port's join states without a leave: its joiners join again, as upstream's do. Not done:
+//! `ib_sa_get_mcmember_rec()` (the group cache the IPoIB broadcast group fills: rdma-rs has
+//! no IPoIB).
 
 use super::{
     send, tables, McMemberRec, SaRequest, Waiter, ATTR_MC_MEMBER_REC, MC_JOIN_STATE, MC_MGID,
@@ -314,6 +317,54 @@ fn done(group: u64, member: u64, r: Result<McMemberRec>) {
     }
 }
 
+/// upstream `mcast_groups_event(MCAST_GROUP_ERROR)` and `process_group_error()`: the joined
+/// members of `dev_index`'s `port` get `ENETRESET`, from the workqueue (inline when that
+/// cannot be); the port holds no join state any more, and their leaves send nothing.
+pub(super) fn port_reset(dev_index: u32, port: u32) {
+    let mut calls = KVec::new();
+    {
+        let mut t = tables();
+        for g in t
+            .groups
+            .iter_mut()
+            .filter(|g| g.dev_index == dev_index && g.port == port)
+        {
+            g.join_state = 0;
+            for m in g
+                .members
+                .iter_mut()
+                .filter(|m| m.state == MemberState::Joined)
+            {
+                if calls.push(m.handler.clone(), GFP_KERNEL).is_err() {
+                    break;
+                }
+                m.state = MemberState::Failed;
+            }
+        }
+    }
+    if calls.is_empty() {
+        return;
+    }
+    let run = |calls: &KVec<Arc<dyn SaMcastHandler>>| {
+        for h in calls.iter() {
+            h.joined(Err(ENETRESET));
+        }
+    };
+    // A copy for the workqueue; the list itself runs inline when the copy or the spawn
+    // cannot be had.
+    let mut copy = KVec::new();
+    let copied = calls
+        .iter()
+        .all(|h| copy.push(h.clone(), GFP_KERNEL).is_ok());
+    if !copied
+        || crate::wq::queue()
+            .try_spawn(GFP_KERNEL, move || run(&copy))
+            .is_err()
+    {
+        run(&calls);
+    }
+}
+
 /// Forgets the groups of device `dev_index` (its removal: the ports are gone).
 pub(super) fn remove_device(dev_index: u32) {
     let mut gone = KVec::new();
@@ -334,4 +385,84 @@ pub(super) fn remove_device(dev_index: u32) {
         }
     }
     drop(gone);
+}
+
+#[kunit_tests(ib_core_rs_sa_mcast)]
+mod tests {
+    use super::*;
+    use kernel::sync::atomic::{Atomic, Relaxed};
+    use kernel::time::{delay::fsleep, Delta};
+
+    /// A joiner that keeps the last result it was given (1: a record, else the errno).
+    struct Last(Atomic<i32>);
+
+    impl SaMcastHandler for Last {
+        fn joined(&self, r: Result<McMemberRec>) {
+            self.0
+                .store(r.map_or_else(|e| e.to_errno(), |_| 1), Relaxed);
+        }
+    }
+
+    /// Ids no join of a device takes during the test.
+    const GROUP: u64 = u64::MAX - 1;
+    const MEMBER: u64 = u64::MAX - 2;
+    const DEV: u32 = 0xfff0_0001;
+
+    #[test]
+    fn a_port_reset_fails_the_joined_members_and_sends_no_leave() -> Result {
+        let h = Arc::new(Last(Atomic::new(0)), GFP_KERNEL)?;
+        let rec = McMemberRec {
+            mgid: [0xff; 16],
+            join_state: 1,
+            ..Default::default()
+        };
+        let mut members = KVec::new();
+        members.push(
+            Member {
+                id: MEMBER,
+                rec,
+                comp_mask: 0,
+                handler: h.clone(),
+                state: MemberState::Joined,
+            },
+            GFP_KERNEL,
+        )?;
+        tables().groups.push(
+            McGroup {
+                id: GROUP,
+                dev_index: DEV,
+                port: 1,
+                mgid: rec.mgid,
+                rec: Some(rec),
+                join_state: 1,
+                busy: false,
+                members,
+            },
+            GFP_KERNEL,
+        )?;
+        // Another port's reset leaves the group alone.
+        port_reset(DEV, 2);
+        fsleep(Delta::from_millis(20));
+        assert_eq!(h.0.load(Relaxed), 0);
+        port_reset(DEV, 1);
+        for _ in 0..100 {
+            if h.0.load(Relaxed) != 0 {
+                break;
+            }
+            fsleep(Delta::from_millis(10));
+        }
+        assert_eq!(h.0.load(Relaxed), ENETRESET.to_errno());
+        let mut t = tables();
+        let g = t.groups.iter().find(|g| g.id == GROUP).ok_or(ENOENT)?;
+        assert_eq!(g.join_state, 0);
+        assert!(g.members.iter().all(|m| m.state == MemberState::Failed));
+        // The member leaves: the SA holds nothing of the port, so nothing is sent, and the
+        // group goes.
+        if let Some(g) = t.groups.iter_mut().find(|g| g.id == GROUP) {
+            g.members.clear();
+        }
+        assert!(next_step(&mut t.groups, GROUP).is_none());
+        assert!(!t.groups.iter().any(|g| g.id == GROUP));
+        Ok(())
+    }
 }
