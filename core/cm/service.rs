@@ -1142,32 +1142,22 @@ impl PortHandler {
 }
 
 impl PortHandler {
-    // upstream cm_sidr_req_handler(): the reply goes back the way the REQ came (its GRH), to
-    // the listener of the service id, else a SIDR REP of IB_SIDR_UNSUPPORTED.
-    fn sidr_req(&self, recv: &MadRecv) {
-        let m = &recv.mad;
-        let req = SidrReq::decode(m);
-        let tid = MadHdr(&m.0).tid();
-        let Some(dev) = crate::registry::device_arc(self.dev_index) else {
-            return;
-        };
+    /// The way back to the sender of `recv` (upstream `cm_create_response_msg_ah()` with
+    /// `ib_init_ah_attr_from_wc()`): its GRH's GIDs reversed, hop limit 0xff; without a GRH
+    /// (InfiniBand in the subnet) the sender's LID from this port's GID 0. With the index of
+    /// the source GID, if the port has it.
+    fn reply_av(&self, recv: &MadRecv) -> Option<(CmAv, Option<u8>)> {
+        let dev = crate::registry::device_arc(self.dev_index)?;
         let ib = dev
             .core()
             .port_immutable(self.port)
             .is_ok_and(|i| i.link_layer == crate::attr::LinkLayer::Infiniband);
-        // Without a GRH (InfiniBand in the subnet) the reply goes back by the sender's LID
-        // from this port's GID 0 (upstream ib_init_ah_attr_from_wc()).
         let (dgid, sgid, hop_limit) = match recv.info.grh.as_ref().map(msg::hdr_gids) {
-            // upstream ib_init_ah_attr_from_wc(): hop limit 0xff back.
             Some((d, s)) => (d, s, 0xff),
-            None if ib => match dev.core().query_gid(self.port, 0) {
-                Ok(g) => ([0; 16], g.0, 0),
-                Err(_) => return,
-            },
-            None => return,
+            None if ib => ([0; 16], dev.core().query_gid(self.port, 0).ok()?.0, 0),
+            None => return None,
         };
         let sgid_index = find_gid(dev.core(), self.port, &sgid);
-        drop(dev);
         let av = CmAv {
             ib,
             dlid: recv.info.slid,
@@ -1184,6 +1174,19 @@ impl PortHandler {
             mtu: 0,
             packet_life_time: 0,
         };
+        Some((av, sgid_index))
+    }
+
+    // upstream cm_sidr_req_handler(): the reply goes back the way the REQ came (its GRH), to
+    // the listener of the service id, else a SIDR REP of IB_SIDR_UNSUPPORTED.
+    fn sidr_req(&self, recv: &MadRecv) {
+        let m = &recv.mad;
+        let req = SidrReq::decode(m);
+        let tid = MadHdr(&m.0).tid();
+        let Some((av, sgid_index)) = self.reply_av(recv) else {
+            return;
+        };
+        let dgid = av.dgid;
         let dup = tables().conns.iter().any(|c| {
             let s = c.st.lock();
             s.state == CmState::SidrReqRcvd
@@ -1339,7 +1342,20 @@ impl PortHandler {
                             c.input(Input::RecvDreq, CmMsg::Ids(b));
                         }
                     }
-                    None => {}
+                    // upstream cm_dreq_handler() -> cm_issue_drep(): a connection this side
+                    // no longer has (its DREP was lost) gets a DREP all the same.
+                    None => {
+                        self.count_dup(CmAttr::Dreq);
+                        if let Some((av, _)) = self.reply_av(recv) {
+                            let drep = Ids {
+                                local_comm_id: d.remote_comm_id,
+                                remote_comm_id: d.local_comm_id,
+                                private_data: [0; msg::RTU_PRIVATE_DATA],
+                            };
+                            let mad = drep.encode(CmAttr::Drep, MadHdr(&m.0).tid());
+                            let _ = send_on(&av, mad, 0, None);
+                        }
+                    }
                 }
             }
             CmAttr::Rej => {
