@@ -22,6 +22,9 @@
  *        (upstream copy_recv_mad()).
  *        umad_test -u N -b: more bad input to write() (see bad_input()).
  *        umad_test -u N -F MAX: umad's calls under the kernel's fault injection (see faults()).
+ *        umad_test -u N -D DLID: a DREQ of a connection nobody has, from a CM-class agent to
+ *        QP1 of LID DLID (the suite checks the CM counters: upstream cm_issue_drep() answers
+ *        it with a DREP).
  */
 #include "rdmars_test.h"
 
@@ -246,6 +249,35 @@ static int sa_test(int n, int sm_lid)
 		check(rec && (len - 64 - 56) / rec >= 3, "at least 3 NodeRecords of %u bytes", rec);
 		free(whole);
 	}
+	close(fd);
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
+
+static int dreq_test(int n, int dlid)
+{
+	struct msg m;
+	uint32_t id;
+	int fd;
+
+	fd = open_umad(n, 0);
+	check(fd >= 0 && reg2(fd, 1, 0x07, 2, 0, 0, 0, &id) == 0, "open umad%d, a CM-class agent", n);
+	memset(&m, 0, sizeof(m));
+	m.hdr.id = id;
+	m.hdr.qpn = htonl(1);
+	m.hdr.qkey = htonl(0x80010000);
+	m.hdr.lid = htons(dlid);
+	m.mad[0] = 1;		/* base version */
+	m.mad[1] = 0x07;	/* CM */
+	m.mad[2] = 2;
+	m.mad[3] = 0x03;	/* Send */
+	m.mad[15] = 0x77;	/* TID */
+	m.mad[17] = 0x15;	/* DREQ */
+	/* LocalCommID, RemoteCommID (none of the peer's), RemoteQPN. */
+	memcpy(m.mad + 24, "\x12\x34\x56\x78\x9a\xbc\xde\xf0\x00\x00\x11\x00", 12);
+	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "DREQ to LID %d", dlid);
+	/* The send leaves before the file closes (a send without a timeout reports nothing). */
+	usleep(200000);
 	close(fd);
 	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
@@ -506,7 +538,7 @@ static int faults(int n, long max)
 
 int main(int argc, char **argv)
 {
-	int n = 0, smp = 0, kill = 0, iters = 0, sa_lid = 0, opt, fd, fd2, i;
+	int n = 0, smp = 0, kill = 0, iters = 0, sa_lid = 0, dreq_lid = 0, opt, fd, fd2, i;
 	long fault_max = 0;
 	int bad = 0;
 	const char *guid = NULL, *sm_dev = NULL;
@@ -516,9 +548,11 @@ int main(int argc, char **argv)
 	ssize_t got;
 	struct pollfd pfd;
 
-	while ((opt = getopt(argc, argv, "u:sg:km:f:r:a:F:b")) != -1) {
+	while ((opt = getopt(argc, argv, "u:sg:km:f:r:a:F:bD:")) != -1) {
 		if (opt == 'b')
 			bad = 1;
+		if (opt == 'D')
+			dreq_lid = strtol(optarg, NULL, 0);
 		if (opt == 'F')
 			fault_max = atol(optarg);
 		if (opt == 'a')
@@ -546,6 +580,8 @@ int main(int argc, char **argv)
 		return issm_test(n, sm_dev);
 	if (sa_lid)
 		return sa_test(n, sa_lid);
+	if (dreq_lid)
+		return dreq_test(n, dreq_lid);
 	if (iters)
 		return fuzz(n, iters);
 	if (kill) {

@@ -46,6 +46,33 @@ cm_ib_run() {
 	# UD over AF_IB: a SIDR REQ by LIDs, its REP back to the sender's LID.
 	cm_pair "$t: udaddy -f gid -c 2" 60 "udaddy -f gid -b $g0 -c 2 -C 10" \
 		"udaddy -f gid -s $g0 -b $g1 -c 2 -C 10"
+	cm_ib_stray_dreq "$t" "$l0"
+}
+
+# cm_ib_cnt DEV GROUP MSG: a CM counter of DEV's port 1.
+cm_ib_cnt() {
+	cat /sys/class/infiniband/$1/ports/1/cm_$2/$3
+}
+
+# cm_ib_stray_dreq TAG LID0: a DREQ of no connection from mlx5_1's umad to mlx5_0 (LID0)
+# is counted there as received and as a duplicate, and answered with a DREP (upstream
+# cm_issue_drep()), which mlx5_1 counts as received.
+cm_ib_stray_dreq() {
+	local t=$1 rx0 dup0 tx0 rx1 want i
+	rx0=$(cm_ib_cnt mlx5_0 rx_msgs dreq)
+	dup0=$(cm_ib_cnt mlx5_0 rx_duplicates dreq)
+	tx0=$(cm_ib_cnt mlx5_0 tx_msgs drep)
+	rx1=$(cm_ib_cnt mlx5_1 rx_msgs drep)
+	t_import "$t: umad_test -D" /rdma-rs/umad_test -u 1 -D "$2"
+	want="$((rx0 + 1)) $((dup0 + 1)) $((tx0 + 1)) $((rx1 + 1))"
+	i=0
+	while [ $i -lt 30 ] && [ "$(cm_ib_cnt mlx5_1 rx_msgs drep)" != $((rx1 + 1)) ]; do
+		nap 0.1
+		i=$((i + 1))
+	done
+	mw_eq "$t: a stray DREQ: mlx5_0 cm_rx_msgs/dreq, cm_rx_duplicates/dreq, cm_tx_msgs/drep; mlx5_1 cm_rx_msgs/drep" \
+		"$(cm_ib_cnt mlx5_0 rx_msgs dreq) $(cm_ib_cnt mlx5_0 rx_duplicates dreq) $(cm_ib_cnt mlx5_0 tx_msgs drep) $(cm_ib_cnt mlx5_1 rx_msgs drep)" \
+		"$want"
 }
 
 # Each suite runs on the fabric the suite before it left when that one is vm_mad_wire or
