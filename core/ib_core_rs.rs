@@ -17,7 +17,7 @@
 //! | `core/` | the core: shared device types, subsystems, the op table, kernel verbs, nldev |
 //! | `uverbs/` | the uverbs character devices (`#[path = "../uverbs/uverbs.rs"] pub mod uverbs`) |
 //! | `uverbs/abi/` | pure; also compiled by the host crates `host/uverbs-abi`, `host/uverbs-fuzz` |
-//! | `rust/{anon_file,chrdev,class,global,inode,mm,net_addr,net_notify,net_route,netlink,page_ref,task,uaccess,umem,wq}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
+//! | `rust/{anon_file,chrdev,class,global,inode,mm,net_addr,net_notify,net_route,netdev,netlink,page_ref,task,uaccess,umem,wq}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
 //!
 //! Imports run one way between the two folders: `core/` <- `uverbs/`; `core/` reaches uverbs only through
 //! the extension points `driver::UverbsApi` and `device::registration::UverbsRegistration`,
@@ -117,6 +117,7 @@ pub mod ib_device;
 #[allow(unsafe_code)]
 #[path = "../rust/inode.rs"]
 pub(crate) mod inode;
+pub mod ipoib;
 pub mod mad;
 pub mod mad_agent;
 pub mod mad_qp;
@@ -132,6 +133,9 @@ pub mod net_notify;
 #[allow(unsafe_code)]
 #[path = "../rust/net_route.rs"]
 pub mod net_route;
+#[allow(unsafe_code)]
+#[path = "../rust/netdev.rs"]
+pub mod netdev;
 #[allow(unsafe_code)]
 #[path = "../rust/netlink.rs"]
 pub(crate) mod netlink;

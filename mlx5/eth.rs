@@ -23,7 +23,7 @@ use crate::cmd::query::QueryNicVportContext;
 use crate::cmd::reg::{AccessReg, Paos, Pmtu, PortStatus};
 use crate::hw::{EthPort, Mlx5Hw};
 use crate::ib::events::EventTable;
-use crate::netdev::{NetDev, NetDevConfig, NetDevOps, NetDevice, ETH_MIN_MTU};
+use crate::netdev::{Link, NetDev, NetDevConfig, NetDevOps, NetDevice, ETH_MIN_MTU};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -158,7 +158,7 @@ impl PortNetdev {
             .saturating_sub(ETH_HW_MTU_OVERHEAD)
             .max(ETH_MIN_MTU);
         let cfg = NetDevConfig {
-            mac: nic.mac,
+            link: Link::Ether(nic.mac),
             mtu: ETH_DATA_LEN.min(max_mtu),
             min_mtu: ETH_MIN_MTU,
             max_mtu,

@@ -19,7 +19,7 @@
 //! | `mlx5/prm/`, `mlx5/fwsim/`, `mlx5/uabi.rs` | pure; also compiled by the host crate `host/prm` |
 //! | `mlx5/simdev.rs`, `mlx5/simdev/` | the simulated functions (the simulator's kernel backend) |
 //! | `uverbs/abi/layout.rs` | the typed user-ABI struct macro, shared with the core's uverbs (`uapi_layout`) |
-//! | `rust/{aux_parent,dev_attr,eventfd,fwsim_param,kthread,mlx5_bound,mlx5_core,net_notify_mlx5,netdev,uplink}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
+//! | `rust/{aux_parent,dev_attr,eventfd,fwsim_param,kthread,mlx5_bound,mlx5_core,net_notify_mlx5,uplink}.rs` | the unsafe abstractions this crate uses (`rust/README.md`) |
 //!
 //! Imports run one way: `prm`, `uabi`, `fwsim` <- `hw` and its backends <- `cmd` <- `ib`
 //! (device types <- objects <- `ib::ops`) <- `eth` (a RoCE port's interface) <- `dev`,
@@ -60,9 +60,8 @@ mod mlx5_core;
 #[allow(unsafe_code)]
 #[path = "../rust/net_notify_mlx5.rs"]
 mod net_notify_mlx5;
-#[allow(unsafe_code)]
-#[path = "../rust/netdev.rs"]
-pub(crate) mod netdev;
+/// The core's network interfaces (`rust/netdev.rs`, compiled into the core crate).
+pub(crate) use ib_core_rs::netdev;
 #[allow(unsafe_code)]
 #[path = "../rust/uplink.rs"]
 mod uplink;

@@ -215,6 +215,7 @@ int rdma_rs_netdev_ifindex(const struct net_device *dev)
 {
 	return READ_ONCE(dev->ifindex);
 }
+EXPORT_SYMBOL_GPL(rdma_rs_netdev_ifindex);
 
 /* The name as upstream's sysfs `gid_attrs/ndevs/N` prints it (under RCU, `ndev->name`). */
 void rdma_rs_netdev_name(const struct net_device *dev, char *buf, size_t len)
@@ -223,6 +224,7 @@ void rdma_rs_netdev_name(const struct net_device *dev, char *buf, size_t len)
 	strscpy(buf, dev->name, len);
 	rcu_read_unlock();
 }
+EXPORT_SYMBOL_GPL(rdma_rs_netdev_name);
 
 /* Copies the 6-byte MAC into `mac`; -EINVAL for an address of another length. */
 int rdma_rs_netdev_mac(const struct net_device *dev, u8 *mac)
@@ -238,6 +240,7 @@ unsigned int rdma_rs_netdev_mtu(const struct net_device *dev)
 {
 	return READ_ONCE(dev->mtu);
 }
+EXPORT_SYMBOL_GPL(rdma_rs_netdev_mtu);
 
 bool rdma_rs_netdev_is_up(const struct net_device *dev)
 {
@@ -248,6 +251,7 @@ bool rdma_rs_netdev_carrier(const struct net_device *dev)
 {
 	return netif_carrier_ok(dev);
 }
+EXPORT_SYMBOL_GPL(rdma_rs_netdev_carrier);
 
 u8 rdma_rs_netdev_operstate(const struct net_device *dev)
 {

@@ -3,7 +3,7 @@
 //! A real network interface as the uplink of a simulated Ethernet segment, as a bridge port
 //! is attached (`br_add_if()`): the interface is put in promiscuous mode and gets an
 //! rx_handler (`netdev_rx_handler_register()`) that hands every received frame not addressed
-//! to the interface itself to an [`UplinkRx`] implementation; [`NetDevice::xmit`] sends a
+//! to the interface itself to an [`UplinkRx`] implementation; [`UplinkXmit::xmit`] sends a
 //! frame out of it (`dev_queue_xmit()` of a new skb). The C side is `rust/uplink_shim.c`.
 //!
 //! [`Uplink::attach`] takes a reference on the interface and on the handler (an `Arc<T>`);
@@ -130,7 +130,8 @@ impl<T: UplinkRx> Drop for Uplink<T> {
     }
 }
 
-impl NetDevice {
+/// Transmitting on an interface the uplink does not own ([`NetDevice`] is the core's).
+pub(crate) trait UplinkXmit {
     /// Sends a copy of the Ethernet frame `frame` out of this interface
     /// (`dev_queue_xmit()`; any context but hard IRQ).
     ///
@@ -138,7 +139,11 @@ impl NetDevice {
     ///
     /// `EINVAL` (shorter than an Ethernet header, longer than the MTU and a tagged header),
     /// `ENETDOWN`, `ENOMEM`, `ENOBUFS` (the queue dropped it).
-    pub(crate) fn xmit(&self, frame: &[u8]) -> Result {
+    fn xmit(&self, frame: &[u8]) -> Result;
+}
+
+impl UplinkXmit for NetDevice {
+    fn xmit(&self, frame: &[u8]) -> Result {
         let len = c_uint::try_from(frame.len()).map_err(|_| EINVAL)?;
         // SAFETY: `self` is allocated (type invariant of `NetDevice`); `frame` is readable
         // for `len` bytes and only copied during the call.

@@ -35,7 +35,7 @@ use crate::fwsim::roce::is_roce_v2;
 use crate::fwsim::spec::MAX_FUNCTIONS;
 use crate::hw::EthPort;
 use crate::netdev::NetDevice;
-use crate::uplink::UplinkRx;
+use crate::uplink::{UplinkRx, UplinkXmit};
 use kernel::new_spinlock_irq;
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
