@@ -817,10 +817,41 @@ impl CmId {
     /// Calls the handler with `ev` while the id is alive (upstream `cma_cm_event_handler()`
     /// under `handler_mutex`).
     fn report(self: &Arc<Self>, ev: CmEvent) {
+        self.step_and_report(|_| Some(ev));
+    }
+
+    /// Under the handler lock (upstream `handler_mutex`), while the id is alive: `step` moves
+    /// the id's state (upstream `cma_comp_exch()` and what goes with it) and gives the event
+    /// its move implies, which the handler then gets (`cma_cm_event_handler()`); `None`: the
+    /// id was not in the state the event needs, nothing is reported.
+    fn step_and_report(self: &Arc<Self>, step: impl FnOnce(&mut IdState) -> Option<CmEvent>) {
         let h = self.handler.lock();
-        if let Some(h) = h.as_ref() {
+        let Some(h) = h.as_ref() else {
+            return;
+        };
+        let ev = step(&mut self.st.lock());
+        if let Some(ev) = ev {
             h.event(self, ev);
         }
+    }
+
+    /// [`CmId::step_and_report`] from the core's workqueue, after the call that started it.
+    fn queue_step(
+        self: &Arc<Self>,
+        step: impl FnOnce(&mut IdState) -> Option<CmEvent> + Send + 'static,
+    ) -> Result {
+        let id = self.clone();
+        crate::wq::queue().try_spawn(GFP_KERNEL, move || id.step_and_report(step))?;
+        Ok(())
+    }
+
+    /// The event of the move `from` -> `to`, if the id was in `from` (upstream
+    /// `cma_comp_exch()` before a report).
+    fn transition(s: &mut IdState, from: CmState, to: CmState, ev: CmEvent) -> Option<CmEvent> {
+        (s.state == from).then(|| {
+            s.state = to;
+            ev
+        })
     }
 }
 
@@ -876,21 +907,16 @@ impl crate::client::Client for CmaClient {
             v
         };
         for id in ids.iter() {
-            let h = id.handler.lock();
-            let hit = {
-                let mut s = id.st.lock();
+            id.step_and_report(|s| {
                 let hit = s.dev.is_some_and(|d| d.dev_index == dev.index())
                     && s.state != CmState::Destroying;
-                if hit {
+                hit.then(|| {
                     s.state = CmState::DeviceRemoval;
                     s.dev = None;
                     s.route = None;
-                }
-                hit
-            };
-            if let (true, Some(h)) = (hit, h.as_ref()) {
-                h.event(id, CmEvent::new(CmEventType::DeviceRemoval, 0));
-            }
+                    CmEvent::new(CmEventType::DeviceRemoval, 0)
+                })
+            });
         }
     }
 }

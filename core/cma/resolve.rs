@@ -123,27 +123,15 @@ pub(super) fn resolve_loopback(id: &Arc<CmId>) -> Result {
             }
         };
     }
-    let id = id.clone();
-    crate::wq::queue().try_spawn(GFP_KERNEL, move || {
-        let h = id.handler.lock();
-        let ok = {
-            let mut s = id.st.lock();
-            match (s.state, s.dev) {
-                (CmState::AddrQuery, Some(b)) => {
-                    s.state = CmState::AddrResolved;
-                    s.dgid = b.sgid;
-                    s.dmac = b.smac;
-                    s.hop_limit = 1;
-                    true
-                }
-                _ => false,
-            }
-        };
-        if let (true, Some(h)) = (ok, h.as_ref()) {
-            h.event(&id, CmEvent::new(CmEventType::AddrResolved, 0));
-        }
-    })?;
-    Ok(())
+    id.queue_step(|s| {
+        let b = s.dev?;
+        let ev = CmEvent::new(CmEventType::AddrResolved, 0);
+        let ev = CmId::transition(s, CmState::AddrQuery, CmState::AddrResolved, ev)?;
+        s.dgid = b.sgid;
+        s.dmac = b.smac;
+        s.hop_limit = 1;
+        Some(ev)
+    })
 }
 
 /// The pause between two neighbour lookups.
@@ -185,14 +173,9 @@ pub(super) fn queue_addr_work(
 /// upstream `addr_handler()`: the resolution's outcome; an unbound id takes the device of
 /// the source the route chose.
 fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, ndev: &NetDevRef) {
-    let h = id.handler.lock();
-    let Some(h) = h.as_ref() else {
-        return;
-    };
-    let ev = {
-        let mut s = id.st.lock();
+    id.step_and_report(|s| {
         if s.state != CmState::AddrQuery {
-            return;
+            return None;
         }
         let r = r.and_then(|l2| match s.dev {
             Some(_) => Ok((l2, None)),
@@ -208,15 +191,14 @@ fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, nde
                 s.dgid = ip_to_gid(dst);
                 s.dmac = l2.mac;
                 s.hop_limit = l2.hop_limit;
-                CmEvent::new(CmEventType::AddrResolved, 0)
+                Some(CmEvent::new(CmEventType::AddrResolved, 0))
             }
             Err(e) => {
                 s.state = CmState::AddrBound;
-                CmEvent::new(CmEventType::AddrError, e.to_errno())
+                Some(CmEvent::new(CmEventType::AddrError, e.to_errno()))
             }
         }
-    };
-    h.event(id, ev);
+    });
 }
 
 /// upstream `iboe_get_mtu()`: the IB MTU (`enum ib_mtu`) a RoCE frame of netdev MTU `mtu`
@@ -296,15 +278,10 @@ pub(super) fn iboe_route(id: &Arc<CmId>) -> Result {
         service_id: 0,
     };
     id.st.lock().route = Some(path);
-    let id = id.clone();
-    crate::wq::queue().try_spawn(GFP_KERNEL, move || {
-        let h = id.handler.lock();
-        let ok = id.comp_exch(CmState::RouteQuery, CmState::RouteResolved);
-        if let (true, Some(h)) = (ok, h.as_ref()) {
-            h.event(&id, CmEvent::new(CmEventType::RouteResolved, 0));
-        }
-    })?;
-    Ok(())
+    id.queue_step(|s| {
+        let ev = CmEvent::new(CmEventType::RouteResolved, 0);
+        CmId::transition(s, CmState::RouteQuery, CmState::RouteResolved, ev)
+    })
 }
 
 #[kunit_tests(ib_core_rs_cma_route)]
