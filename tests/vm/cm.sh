@@ -113,7 +113,10 @@ cm_kernel_suite() {
 	unload_ours
 }
 
-cm_ucma_rxe_suite() {
+# cm_rxe_pair_up: upstream's rdma_ucm over two rxe devices on a veth pair, rxe0 on veth0
+# (10.77.0.1/24) and rxe1 on veth1 (10.77.0.2/24), accept_local on (the two ends are addresses
+# of this host); cm_rxe_pair_down undoes it and unloads upstream's modules.
+cm_rxe_pair_up() {
 	t_check "modprobe rdma_ucm rdma_rxe veth" modprobe -a rdma_ucm ib_uverbs rdma_rxe veth
 	t_check "veth0/veth1 with 10.77.0.1/24, 10.77.0.2/24" sh -c \
 		'/usr/sbin/ip link add veth0 type veth peer name veth1 &&
@@ -123,6 +126,18 @@ cm_ucma_rxe_suite() {
 		'rdma link add rxe0 type rxe netdev veth0 && rdma link add rxe1 type rxe netdev veth1'
 	sleep 1
 	sysctl -qw net.ipv4.conf.all.accept_local=1
+}
+
+cm_rxe_pair_down() {
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	rdma link delete rxe1
+	rdma link delete rxe0
+	ip link del veth0
+	cm_unload_upstream
+}
+
+cm_ucma_rxe_suite() {
+	cm_rxe_pair_up
 	t_import "ucma on rxe" /rdma-rs/ucma_test 10.77.0.1 10.77.0.2 10.77.0.77 10.99.0.1
 	# The same checks pass on both (ours with -c has one more: connect's EOPNOTSUPP).
 	grep '^R ' /tmp/cm-ours.out | grep -v 'without the IB CM' | sed 's/ (.*)$//' >/tmp/cm-a
@@ -133,11 +148,7 @@ cm_ucma_rxe_suite() {
 		sed 's/^/    diff| /' /tmp/cm-diff
 		t_fail "ucma: ours and upstream rdma_ucm pass the same checks"
 	fi
-	sysctl -qw net.ipv4.conf.all.accept_local=0
-	rdma link delete rxe1
-	rdma link delete rxe0
-	ip link del veth0
-	cm_unload_upstream
+	cm_rxe_pair_down
 }
 
 # cm_unload_upstream: unloads upstream's RDMA modules and veth. ib_uverbs_support holds ib_core
