@@ -11,7 +11,8 @@
  *     to another: either the move succeeded (the new file can query and destroy the id) or it
  *     failed with ENOENT and the id went with the closed file;
  *   an id's context on a closed file: a file closed while its ids' address resolutions (a
- *     local one, a silent neighbour's) and a connection request to its listener are in flight;
+ *     local one, a silent neighbour's) and a connection request to its listener are in flight
+ *     (the request's new context made while the file's ids are being destroyed);
  * after each class every context is freed: a new id on a new file is number 0 (context numbers
  * are lowest-free, upstream's xa_alloc()), so nothing else may hold an rdma_cm id meanwhile.
  *
@@ -31,6 +32,7 @@
 #include <rdma/rdma_cma_abi.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEV "/dev/infiniband/rdma_cm"
@@ -99,11 +101,16 @@ static void all_freed(const char *after)
 		close(fd);
 }
 
+/* Ids per round of destroy_vs_event, and its rounds. */
+#define BATCH 16
+#define ROUNDS 24
+/* Context numbers below this are counted per id (a file's ids here are small numbers). */
+#define MAXID 256
+
 struct taker {
 	int fd;
-	uint32_t id;
 	atomic_int stop;
-	int got; /* events of `id` taken */
+	atomic_int got[MAXID]; /* events taken, by id */
 };
 
 static void *take_events(void *arg)
@@ -112,48 +119,117 @@ static void *take_events(void *arg)
 	struct ucma_abi_event_resp ev;
 
 	while (!atomic_load(&t->stop)) {
-		if (get_event(t->fd, &ev) == 0 && ev.id == t->id)
-			t->got++;
+		if (get_event(t->fd, &ev) == 0 && ev.id < MAXID)
+			atomic_fetch_add(&t->got[ev.id], 1);
 	}
 	return NULL;
 }
 
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+/* How long an id's resolution of SRC takes to queue its event (the median of 5), in us. */
+static long event_latency(int fd, const char *src)
+{
+	long v[5], t0, x;
+	struct ucma_abi_event_resp ev;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint32_t id, reported;
+	int i, j;
+
+	for (i = 0; i < 5; i++) {
+		v[i] = 1000;
+		if (create_id(fd, 1, &id))
+			continue;
+		t0 = now_us();
+		if (!resolve(fd, id, NULL, src, 0, 2000) && poll(&p, 1, 3000) > 0) {
+			v[i] = now_us() - t0;
+			get_event(fd, &ev);
+		}
+		destroy_id(fd, id, &reported);
+	}
+	for (i = 0; i < 5; i++)
+		for (j = i + 1; j < 5; j++)
+			if (v[j] < v[i]) {
+				x = v[i];
+				v[i] = v[j];
+				v[j] = x;
+			}
+	return v[2];
+}
+
+/*
+ * Rounds of BATCH ids resolving SRC (a local address: the event comes within about `lat` us)
+ * while a thread takes the file's events; the ids are destroyed one after the other, from a
+ * little before the events to twice their latency, so that destroys meet events being queued.
+ * Each id's DESTROY_ID must report what the thread took of it, and none may come after.
+ */
 static void destroy_vs_event(const char *src)
 {
-	int fd = open(DEV, O_RDWR | O_NONBLOCK), i, bad = 0, late = 0, ok = 0;
+	int fd = open(DEV, O_RDWR | O_NONBLOCK), i, r, bad = 0, late = 0, ok = 0, n = 0;
 	struct ucma_abi_event_resp ev;
 	struct pollfd p;
+	long lat;
 
 	check(fd >= 0, "destroy vs event: open " DEV);
 	if (fd < 0)
 		return;
-	for (i = 0; i < 40; i++) {
-		struct taker t = { .fd = fd };
-		uint32_t reported = ~0u;
+	lat = event_latency(fd, src);
+	printf("I destroy vs event: an event comes %ld us after its resolve\n", lat);
+	for (r = 0; r < ROUNDS; r++) {
+		struct taker *t = calloc(1, sizeof(*t));
+		uint32_t id[BATCH], reported[BATCH];
 		pthread_t th;
 
-		if (create_id(fd, 100 + i, &t.id) || resolve(fd, t.id, NULL, src, 0, 2000)) {
-			bad++;
-			continue;
+		t->fd = fd;
+		for (i = 0; i < BATCH; i++) {
+			id[i] = ~0u;
+			if (create_id(fd, 100 + i, &id[i]) || id[i] >= MAXID)
+				bad++;
 		}
-		pthread_create(&th, NULL, take_events, &t);
-		/* Each iteration destroys a little later: before, around and after the event. */
-		usleep((i % 8) * 250);
-		if (destroy_id(fd, t.id, &reported))
-			bad++;
-		atomic_store(&t.stop, 1);
+		pthread_create(&th, NULL, take_events, t);
+		for (i = 0; i < BATCH; i++)
+			if (id[i] < MAXID && resolve(fd, id[i], NULL, src, 0, 2000))
+				bad++;
+		/* Round r starts its destroys at r/ROUNDS of twice the latency. */
+		usleep(2 * lat * r / ROUNDS);
+		for (i = 0; i < BATCH; i++) {
+			reported[i] = ~0u;
+			if (id[i] < MAXID && destroy_id(fd, id[i], &reported[i]))
+				bad++;
+		}
+		/* Whatever a late event would be, the thread has time to take it. */
+		usleep(2 * lat + 2000);
+		atomic_store(&t->stop, 1);
 		pthread_join(th, NULL);
-		if ((int)reported != t.got)
-			bad++;
-		ok += t.got;
+		for (i = 0; i < BATCH; i++) {
+			if (id[i] >= MAXID)
+				continue;
+			n++;
+			if ((int)reported[i] != atomic_load(&t->got[id[i]])) {
+				if (bad + late < 5)
+					printf("I destroy vs event: round %d id %u: events_reported %u, "
+					       "the thread took %d\n", r, id[i], reported[i],
+					       atomic_load(&t->got[id[i]]));
+				bad++;
+			}
+			ok += atomic_load(&t->got[id[i]]) > 0;
+		}
 		p = (struct pollfd){ .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 20) > 0 && get_event(fd, &ev) == 0)
+		while (poll(&p, 1, 0) > 0 && get_event(fd, &ev) == 0)
 			late++;
+		free(t);
 	}
-	check(!bad, "destroy vs event: 40 ids destroyed while a thread takes their events: "
-		    "events_reported = the events the thread got (%d mismatches)", bad);
+	check(!bad, "destroy vs event: %d ids destroyed while a thread takes their events: "
+		    "events_reported = the events the thread got (%d mismatches)", n, bad);
 	check(!late, "destroy vs event: no event of a destroyed id after DESTROY_ID (%d)", late);
-	printf("I destroy vs event: %d of 40 events taken before their id's destroy\n", ok);
+	printf("I destroy vs event: %d of %d ids had their event taken before their destroy\n", ok,
+	       n);
 	close(fd);
 	all_freed("destroy vs event");
 }
@@ -172,48 +248,88 @@ static void *close_file(void *arg)
 	return NULL;
 }
 
+/*
+ * Rounds of BATCH ids on a file A, each moved in turn to a file B by MIGRATE_ID while a thread
+ * closes A, a little later each round (from before the first move to after the last): the
+ * close destroys A's ids from the first on as the moves take them from the first on, so the
+ * two meet at one id. Each move succeeded (B queries and destroys the id) or failed ENOENT
+ * with the id gone (B's DESTROY_ID is ENOENT).
+ */
 static void migrate_vs_close(void)
 {
-	int i, moved = 0, gone = 0, bad = 0;
+	int i, r, moved = 0, gone = 0, bad = 0;
+	long t0, per = 1;
 
-	for (i = 0; i < 60; i++) {
+	for (r = 0; r < 30; r++) {
 		int a = open(DEV, O_RDWR | O_NONBLOCK), b = open(DEV, O_RDWR | O_NONBLOCK);
-		struct ucma_abi_migrate_resp r;
-		struct ucma_abi_migrate_id m = { .response = (uintptr_t)&r };
-		struct closer c = { .fd = a, .delay_us = (i % 6) * 40 };
-		uint32_t id = ~0u, reported;
+		struct ucma_abi_migrate_resp mr;
+		struct ucma_abi_migrate_id m = { .response = (uintptr_t)&mr };
+		/* Round 0 measures how long a move takes; the later ones spread the close over
+		 * the moves. */
+		struct closer c = { .fd = a, .delay_us = r ? per * BATCH * (r - 1) / 28 : 0 };
+		uint32_t id[BATCH], reported;
+		int rc[BATCH];
 		pthread_t th;
-		int rc;
 
-		if (a < 0 || b < 0 || create_id(a, 1, &id)) {
+		if (a < 0 || b < 0) {
 			bad++;
 			continue;
 		}
-		m.id = id;
+		for (i = 0; i < BATCH; i++)
+			if (create_id(a, 1 + i, &id[i]))
+				bad++;
 		m.fd = a;
-		pthread_create(&th, NULL, close_file, &c);
-		rc = UCMD(b, m, UCMA_CMD_MIGRATE_ID, sizeof(r)) < 0 ? -errno : 0;
-		pthread_join(th, NULL);
-		if (rc == 0) {
-			/* The id is the new file's. */
-			struct ucma_abi_query_addr_resp q;
-			struct ucma_abi_query qc = { .response = (uintptr_t)&q, .id = id };
+		if (r)
+			pthread_create(&th, NULL, close_file, &c);
+		t0 = now_us();
+		for (i = 0; i < BATCH; i++) {
+			m.id = id[i];
+			rc[i] = UCMD(b, m, UCMA_CMD_MIGRATE_ID, sizeof(mr)) < 0 ? -errno : 0;
+		}
+		if (r)
+			pthread_join(th, NULL);
+		else {
+			per = (now_us() - t0) / BATCH + 1;
+			close(a);
+		}
+		for (i = 0; i < BATCH; i++) {
+			if (rc[i] == 0) {
+				/* The id is the new file's. */
+				struct ucma_abi_query_addr_resp q;
+				struct ucma_abi_query qc = { .response = (uintptr_t)&q, .id = id[i] };
 
-			if (UCMD(b, qc, UCMA_CMD_QUERY, sizeof(q)) < 0 || destroy_id(b, id, &reported))
+				if (UCMD(b, qc, UCMA_CMD_QUERY, sizeof(q)) < 0 ||
+				    destroy_id(b, id[i], &reported)) {
+					if (bad < 5)
+						printf("I migrate vs close: round %d: id %u moved, but B's "
+						       "QUERY or DESTROY_ID fails: %s\n", r, id[i],
+						       strerror(errno));
+					bad++;
+				}
+				moved++;
+			} else if (rc[i] == -ENOENT) {
+				int d = destroy_id(b, id[i], &reported);
+
+				if (d != -ENOENT) {
+					if (bad < 5)
+						printf("I migrate vs close: round %d: id %u not moved "
+						       "(ENOENT), B's DESTROY_ID %d\n", r, id[i], d);
+					bad++;
+				}
+				gone++;
+			} else {
+				if (bad < 5)
+					printf("I migrate vs close: round %d: id %u: MIGRATE_ID %d\n", r,
+					       id[i], rc[i]);
 				bad++;
-			moved++;
-		} else if (rc == -ENOENT) {
-			if (destroy_id(b, id, &reported) != -ENOENT)
-				bad++;
-			gone++;
-		} else {
-			bad++;
+			}
 		}
 		close(b);
 	}
-	check(!bad, "migrate vs close: 60 MIGRATE_IDs raced with the source file's close: each "
+	printf("I migrate vs close: a move takes %ld us\n", per);
+	check(!bad, "migrate vs close: %d MIGRATE_IDs raced with the source file's close: each "
 		    "moved the id (the new file queries and destroys it) or failed ENOENT with the "
-		    "id gone (%d otherwise)", bad);
+		    "id gone (%d otherwise)", 30 * BATCH, bad);
 	printf("I migrate vs close: %d moved, %d ENOENT\n", moved, gone);
 	all_freed("migrate vs close");
 }
@@ -222,9 +338,13 @@ static void closed_file(const char *src, const char *silent)
 {
 	int i, bad = 0;
 
+	long lat = 1000, t0 = 0;
+
+	/* Round 0 measures how long the connection request takes to reach the listener; the
+	 * later ones close the files from before it comes to twice that. */
 	for (i = 0; i < 30; i++) {
-		int fd = open(DEV, O_RDWR | O_NONBLOCK), fd2 = open(DEV, O_RDWR | O_NONBLOCK);
-		uint32_t a, b, l, c;
+		int fd = open(DEV, O_RDWR | O_NONBLOCK), fd2 = open(DEV, O_RDWR | O_NONBLOCK), k;
+		uint32_t a, b, l, c, idle;
 		struct ucma_abi_bind_ip bi = { .addr = sin6_of(src, 7400 + i) };
 		struct ucma_abi_listen li = { .backlog = 8 };
 		struct pollfd p = { .fd = fd2, .events = POLLIN };
@@ -237,6 +357,11 @@ static void closed_file(const char *src, const char *silent)
 		}
 		resolve(fd, a, NULL, src, 0, 2000);
 		resolve(fd, b, NULL, silent, 0, 200);
+		/* Idle ids before the listener: the close destroys them first, so a request
+		 * that comes meanwhile finds the listener alive on a closing file. */
+		for (k = 0; k < BATCH; k++)
+			if (create_id(fd, 10 + k, &idle))
+				bad++;
 		/* A listener on SRC:7400+i, and a connect to it from the other file. */
 		bi.id = l;
 		li.id = l;
@@ -255,11 +380,24 @@ static void closed_file(const char *src, const char *silent)
 				cc.conn_param.retry_count = 7;
 				cc.conn_param.rnr_retry_count = 7;
 				cc.conn_param.valid = 1;
+				t0 = now_us();
 				UCMD(fd2, cc, UCMA_CMD_CONNECT, 0);
 			}
 		}
-		/* The file goes with all of it in flight; a little later each time. */
-		usleep((i % 5) * 500);
+		if (i == 0) {
+			struct pollfd pl = { .fd = fd, .events = POLLIN };
+
+			/* The listener's file: the request's event after the resolution's. */
+			while (poll(&pl, 1, 3000) > 0 && get_event(fd, &ev) == 0 &&
+			       ev.event != RDMA_CM_EVENT_CONNECT_REQUEST)
+				;
+			lat = now_us() - t0;
+			printf("I closed file: a connection request reaches the listener %ld us "
+			       "after CONNECT\n", lat);
+		} else {
+			/* The file goes with all of it in flight; a little later each time. */
+			usleep(2 * lat * (i - 1) / 28);
+		}
 		close(fd);
 		close(fd2);
 	}
