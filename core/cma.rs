@@ -471,7 +471,8 @@ impl CmId {
     /// # Errors
     ///
     /// `EAFNOSUPPORT` for a family other than IPv4, IPv6 and `AF_IB`; `EINVAL`
-    /// unless the id is idle, for a link-local IPv6 address without scope; `EADDRNOTAVAIL`
+    /// unless the id is idle, for a link-local IPv6 address without scope, for a specific IP
+    /// address of an `RDMA_PS_IPOIB` id (no IPoIB interface); `EADDRNOTAVAIL`
     /// when no interface has the address or no port is free; `ENODEV` when no RDMA port has
     /// its GID; `EACCES` for a port below 1024 without `CAP_NET_BIND_SERVICE`; `EADDRINUSE`.
     pub fn bind_addr(self: &Arc<Self>, addr: &SockAddr) -> Result {
@@ -513,7 +514,7 @@ impl CmId {
             Some(ip) if !addr.is_any() => {
                 // upstream rdma_translate_ip(): EADDRNOTAVAIL without a device owning it.
                 let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
-                Some(resolve::acquire_dev_by_ip(ip, &ndev)?)
+                Some(resolve::acquire_dev_by_ip(self.ps, ip, &ndev)?)
             }
             _ => None,
         };
@@ -724,6 +725,12 @@ impl CmId {
         };
         // upstream rdma_resolve_ip(): the route now, its error returned.
         let (ndev, chosen) = crate::net_addr::route_src(&sip, &dip, bound_if)?;
+        // upstream rdma_set_src_addr_rcu(): the route's interface becomes the id's
+        // (`dev_addr.bound_dev_if`, where none was), and stays whatever the resolution's
+        // outcome: a later resolution routes through it, a route resolution needs it.
+        if bound_if == 0 {
+            self.st.lock().bound_dev_if = ndev.ifindex();
+        }
         resolve::queue_addr_work(self.clone(), ndev, chosen, dip, timeout_ms)
     }
 

@@ -343,7 +343,7 @@ impl IdListen {
             } else {
                 let ip = local.ip().ok_or(EINVAL)?;
                 let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
-                super::resolve::acquire_dev_by_ip(ip, &ndev)?
+                super::resolve::acquire_dev_by_ip(l.ps, ip, &ndev)?
             };
             {
                 let mut s = nid.st.lock();

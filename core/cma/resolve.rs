@@ -9,7 +9,7 @@
 use super::sockaddr::{ip_to_gid, SockAddr, AF_INET};
 use super::{
     gid_ndev, next_device, port_active, port_is_roce, CmEvent, CmEventType, CmId, CmState,
-    DevBinding, PathRec,
+    DevBinding, PathRec, PortSpace,
 };
 use crate::attr::{Gid, GidType};
 use crate::ib_device::DeviceCore;
@@ -52,8 +52,12 @@ fn binding(dev: &DeviceCore, port: u32, index: u32, ndev: &NetDevRef) -> Result<
 ///
 /// # Errors
 ///
-/// `ENODEV` when no port has it.
-pub(super) fn acquire_dev_by_ip(ip: IpAddr, ndev: &NetDevRef) -> Result<DevBinding> {
+/// `EINVAL` for an id of `RDMA_PS_IPOIB` (an IP address here is an Ethernet interface's, and
+/// upstream takes an IPoIB id only on an InfiniBand one); `ENODEV` when no port has it.
+pub(super) fn acquire_dev_by_ip(ps: PortSpace, ip: IpAddr, ndev: &NetDevRef) -> Result<DevBinding> {
+    if ps == PortSpace::Ipoib {
+        return Err(EINVAL);
+    }
     let gid = Gid(ip_to_gid(ip));
     let ifindex = ndev.ifindex();
     let mut after = None;
@@ -110,8 +114,8 @@ pub(super) fn resolve_loopback(id: &Arc<CmId>) -> Result {
         }
         let b = found.ok_or(ENODEV)?;
         let mut s = id.st.lock();
+        // No interface: upstream's loopback binding leaves `bound_dev_if` as it was.
         s.dev = Some(b);
-        s.bound_dev_if = b.ifindex;
         // upstream cma_set_loopback().
         let port = s.src.port();
         s.src = match s.src.family() {
@@ -179,7 +183,7 @@ fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, nde
         }
         let r = r.and_then(|l2| match s.dev {
             Some(_) => Ok((l2, None)),
-            None => acquire_dev_by_ip(src, ndev).map(|b| (l2, Some(b))),
+            None => acquire_dev_by_ip(id.ps, src, ndev).map(|b| (l2, Some(b))),
         });
         match r {
             Ok((l2, b)) => {
@@ -223,11 +227,12 @@ const IBOE_PACKET_LIFETIME: u8 = 16;
 /// upstream `cma_resolve_iboe_route()`: the path record of a RoCE id from its resolved
 /// address; `RDMA_CM_EVENT_ROUTE_RESOLVED` follows from the workqueue.
 pub(super) fn iboe_route(id: &Arc<CmId>) -> Result {
-    let (b, src, dst, dgid, dmac, hop, tos, ack) = {
+    let (b, bound_if, src, dst, dgid, dmac, hop, tos, ack) = {
         let s = id.st.lock();
         let b = s.dev.ok_or(EINVAL)?;
         (
             b,
+            s.bound_dev_if,
             s.src,
             s.dst,
             s.dgid,
@@ -240,7 +245,11 @@ pub(super) fn iboe_route(id: &Arc<CmId>) -> Result {
     if !b.roce {
         return Err(EOPNOTSUPP);
     }
-    // upstream cma_iboe_set_path_rec_l2_fields(): the GID's netdev.
+    // upstream cma_iboe_set_path_rec_l2_fields(): the id's interface; an id that has none (a
+    // loopback binding of an id never routed) has no route.
+    if bound_if == 0 {
+        return Err(ENODEV);
+    }
     let ndev = gid_ndev(&b).ok_or(ENODEV)?;
     let mtu = iboe_get_mtu(ndev.mtu());
     drop(ndev);
