@@ -511,7 +511,8 @@ impl CmId {
         let dev = match addr.ip() {
             // upstream cma_translate_ib() and cma_acquire_dev_by_src_ip().
             None if !addr.is_any() => Some(ib::acquire_dev_by_gid(addr)?),
-            Some(ip) if !addr.is_any() => {
+            // upstream cma_any_addr(): a loopback address binds like the unspecified one.
+            Some(ip) if !addr.is_any() && !addr.is_loopback() => {
                 // upstream rdma_translate_ip(): EADDRNOTAVAIL without a device owning it.
                 let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
                 Some(resolve::acquire_dev_by_ip(self.ps, ip, &ndev)?)
@@ -716,8 +717,8 @@ impl CmId {
             }
             return ib::resolve_ib_addr(self);
         }
-        if dst.is_any() {
-            // upstream cma_resolve_loopback().
+        if dst.is_any() || dst.is_loopback() {
+            // upstream cma_any_addr() -> cma_resolve_loopback().
             return resolve::resolve_loopback(self);
         }
         let (Some(sip), Some(dip)) = (src.ip(), dst.ip()) else {
