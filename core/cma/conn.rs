@@ -287,11 +287,9 @@ impl CmConnHandler for IdConn {
             }
             // upstream cma_sidr_rep_handler(): only while connecting.
             CmEventKind::SidrRepReceived => (s.state == CmState::Connect).then_some(e),
+            // upstream cma_ib_handler(): a REJ leaves the id in RDMA_CM_CONNECT (connecting
+            // again is EINVAL: rdma_connect() wants ROUTE_RESOLVED).
             _ if e.event == CmEventType::Rejected => {
-                // upstream: the id may connect again after a REJ of its REQ.
-                if s.state == CmState::Connect {
-                    s.state = CmState::RouteResolved;
-                }
                 ended = s.conn.take();
                 Some(e)
             }
