@@ -19,9 +19,10 @@
  * d_mcast: upstream forgets an attachment before its detach, which a failed detach leaves
  * behind; "cmid" an rdma_cm id through the raw ucma ABI, bound to the IPv4 address of the GID of
  * -g and joined to a group, on a file opened at setup; "cmmig" MIGRATE_ID of an id with a user
- * event pending from that file to a second one, "cmev" WRITE_CM_EVENT of a user event: the id
- * is made unarmed and the command armed; after it the event is on the file the command's
- * outcome says, and nowhere else) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj d_dmkey
+ * event pending from its file to a second one, "cmev" WRITE_CM_EVENT of a user event: the id
+ * and its files are made unarmed (new files each time: their queues have no room yet, so the
+ * command allocates as on a fresh file) and the command armed; after it the event is on the file
+ * the command's outcome says, and nowhere else) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj d_dmkey
  * d_dci d_dct d_rmp (the
  * destroy paths: the object is created unarmed, its destroy is armed).
  *
@@ -88,9 +89,8 @@ struct env {
 	struct mlx5dv_devx_umem *umem;
 	/* The UD QP of "mcast", made at setup. */
 	struct ibv_qp *ud;
-	/* The /dev/infiniband/rdma_cm files of "cmid", "cmmig" and "cmev" (cmfd2: MIGRATE_ID's
-	 * destination), opened non-blocking at setup. */
-	int cmfd, cmfd2;
+	/* The /dev/infiniband/rdma_cm file of "cmid", opened non-blocking at setup. */
+	int cmfd;
 	struct ibv_device *dev;
 	struct ibv_port_attr port;
 	union ibv_gid gid;
@@ -559,6 +559,8 @@ static struct env *the_env;
 struct cmid {
 	int fd;
 	uint32_t id, mc;
+	/* "cmmig" and "cmev": the id's own file and MIGRATE_ID's destination (-1 for "cmev"). */
+	int src, dst;
 };
 
 #define UCMD(fd, s, c, o)                                                                          \
@@ -651,7 +653,16 @@ static int cm_write_event(struct cmid *c)
 
 /* An id (TCP, uid 1) on the setup's first rdma_cm file; for "cmmig" with a user event pending.
  * NULL with errno. */
-static void *make_cm_user(struct env *e, int with_event)
+static void free_cm_user(struct cmid *c)
+{
+	if (c->src >= 0)
+		close(c->src);
+	if (c->dst >= 0)
+		close(c->dst);
+	free(c);
+}
+
+static void *make_cm_user(int with_event)
 {
 	struct cmid *c = calloc(1, sizeof(*c));
 	struct ucma_abi_create_id ci = { .uid = 1, .ps = 0x0106 /* RDMA_PS_TCP */ };
@@ -659,35 +670,38 @@ static void *make_cm_user(struct env *e, int with_event)
 
 	if (!c)
 		return NULL;
-	c->fd = e->cmfd;
+	c->src = open("/dev/infiniband/rdma_cm", O_RDWR | O_NONBLOCK);
+	c->dst = with_event ? open("/dev/infiniband/rdma_cm", O_RDWR | O_NONBLOCK) : -1;
+	c->fd = c->src;
 	ci.response = (uintptr_t)&c->id;
-	if (UCMD(c->fd, ci, UCMA_CMD_CREATE_ID, 4) < 0) {
+	if (c->src < 0 || (with_event && c->dst < 0) ||
+	    UCMD(c->fd, ci, UCMA_CMD_CREATE_ID, 4) < 0) {
 		err = errno;
-		free(c);
+		free_cm_user(c);
 		errno = err;
 		return NULL;
 	}
 	if (with_event && (err = cm_write_event(c))) {
 		cm_destroy(c->fd, c->id);
-		free(c);
+		free_cm_user(c);
 		errno = err;
 		return NULL;
 	}
 	return c;
 }
 
-/* The armed command of "cmmig" (MIGRATE_ID from the first file to the second; the id follows
+/* The armed command of "cmmig" (MIGRATE_ID from the id's file to its second; the id follows
  * on success) or "cmev" (WRITE_CM_EVENT): 0 or errno. */
-static int cm_armed(struct env *e, enum obj o, struct cmid *c)
+static int cm_armed(enum obj o, struct cmid *c)
 {
 	struct ucma_abi_migrate_resp r;
-	struct ucma_abi_migrate_id m = { .response = (uintptr_t)&r, .id = c->id, .fd = c->fd };
+	struct ucma_abi_migrate_id m = { .response = (uintptr_t)&r, .id = c->id, .fd = c->src };
 
 	if (o == O_CMEV)
 		return cm_write_event(c);
-	if (UCMD(e->cmfd2, m, UCMA_CMD_MIGRATE_ID, sizeof(r)) < 0)
+	if (UCMD(c->dst, m, UCMA_CMD_MIGRATE_ID, sizeof(r)) < 0)
 		return errno;
-	c->fd = e->cmfd2;
+	c->fd = c->dst;
 	return 0;
 }
 
@@ -702,12 +716,12 @@ static int cm_get_event(int fd, struct ucma_abi_event_resp *ev)
 /* After the armed command (err its outcome): the user event is on the id's file exactly when it
  * was written or moved there ("cmev" failed: nowhere; "cmmig" failed: still on the first file,
  * with the id), and no file holds another. */
-static void cm_check(struct env *e, enum obj o, struct cmid *c, int err, long n)
+static void cm_check(enum obj o, struct cmid *c, int err, long n)
 {
 	struct ucma_abi_event_resp ev;
-	int want = !(o == O_CMEV && err), fds[2] = { e->cmfd, e->cmfd2 }, i, r;
+	int want = !(o == O_CMEV && err), fds[2] = { c->src, c->dst }, i, r;
 
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 2 && fds[i] >= 0; i++) {
 		r = cm_get_event(fds[i], &ev);
 		if (want && fds[i] == c->fd) {
 			if (r || ev.id != c->id || ev.event != CM_EVENT_USER ||
@@ -792,9 +806,9 @@ static void *create(struct env *e, enum obj o)
 	case O_CMID:
 		return make_cmid(e);
 	case O_CMMIG:
-		return make_cm_user(e, 1);
+		return make_cm_user(1);
 	case O_CMEV:
-		return make_cm_user(e, 0);
+		return make_cm_user(0);
 	}
 	return NULL;
 }
@@ -848,7 +862,7 @@ static int destroy(enum obj o, void *p)
 		struct cmid *c = p;
 		int err = cm_destroy(c->fd, c->id);
 
-		free(c);
+		free_cm_user(c);
 		return err;
 	}
 	}
@@ -944,9 +958,8 @@ int main(int argc, char **argv)
 	}
 	e.roce = e.port.link_layer == IBV_LINK_LAYER_ETHERNET;
 	the_env = &e;
-	if ((v->obj == O_CMID || v->obj == O_CMMIG || v->obj == O_CMEV) &&
-	    ((e.cmfd = open("/dev/infiniband/rdma_cm", O_RDWR | O_NONBLOCK)) < 0 ||
-	     (e.cmfd2 = open("/dev/infiniband/rdma_cm", O_RDWR | O_NONBLOCK)) < 0)) {
+	if (v->obj == O_CMID &&
+	    (e.cmfd = open("/dev/infiniband/rdma_cm", O_RDWR | O_NONBLOCK)) < 0) {
 		printf("R fail %s: setup: open /dev/infiniband/rdma_cm: %s\n", verb, strerror(errno));
 		return 1;
 	}
@@ -971,12 +984,12 @@ int main(int argc, char **argv)
 
 		if (!o || (v->obj == O_MODIFY && (errno = to_rts(&e, o))) ||
 		    (v->obj == O_REREG && (errno = rereg_access(o))) ||
-		    (cm && (errno = cm_armed(&e, v->obj, o)))) {
+		    (cm && (errno = cm_armed(v->obj, o)))) {
 			printf("R fail %s: the verb fails unarmed: %s\n", verb, strerror(errno));
 			return 1;
 		}
 		if (cm)
-			cm_check(&e, v->obj, o, 0, 0);
+			cm_check(v->obj, o, 0, 0);
 		if ((err = destroy(v->obj, o))) {
 			printf("R fail %s: destroy unarmed: %s\n", verb, strerror(err));
 			return 1;
@@ -1008,7 +1021,7 @@ int main(int argc, char **argv)
 		} else if (v->obj == O_REREG) {
 			err = rereg_access(o);
 		} else if (cm) {
-			err = cm_armed(&e, v->obj, o);
+			err = cm_armed(v->obj, o);
 		} else {
 			errno = 0;
 			o = create(&e, v->obj);
@@ -1016,7 +1029,7 @@ int main(int argc, char **argv)
 		}
 		reached = disarm();
 		if (cm)
-			cm_check(&e, v->obj, o, err, n);
+			cm_check(v->obj, o, err, n);
 		if (!reached) {
 			/* Past the last point: the verb ran without a fault. */
 			if (err)
