@@ -24,11 +24,22 @@ cm_netdevs() {
 	[ -n "$a" ] && [ -n "$b" ] || return 1
 	ip link set "$a" up && ip link set "$b" up &&
 		ip addr add $CM_SRC/24 dev "$a" && ip addr add $CM_DST/24 dev "$b" || return 1
-	rg_wait_gid mlx5_0 0000:0000:0000:0000:0000:ffff:0a42:0001 &&
-		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002 || return 1
-	# The v2 entries follow the v1 ones.
-	sleep 1
+	# Each address is two GIDs, RoCE v1's and (after it) v2's.
+	cm_wait_gids mlx5_0 0000:0000:0000:0000:0000:ffff:0a42:0001 &&
+		cm_wait_gids mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002 || return 1
 	echo "$a $b"
+}
+
+# cm_wait_gids DEV GID: waits (at most ~10 s) until two entries of DEV port 1 hold GID.
+cm_wait_gids() {
+	local i=0
+	while [ $i -lt 100 ]; do
+		[ "$(grep -lx "$2" /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null | wc -l)" -ge 2 ] &&
+			return 0
+		nap
+		i=$((i + 1))
+	done
+	return 1
 }
 
 cm_ucma_suite() {
@@ -305,10 +316,11 @@ cm_mode() {
 	sed -n 's/.*rdmars\.mode=\([^ ]*\).*/\1/p' /proc/cmdline
 }
 
-# cm_rping_count: the pings of cm_verify_run: 1000 in modes cm and cmib; 100 elsewhere (make
-# check's budget: under TCG 1000 pings take about 40 s on either implementation).
+# cm_rping_count TAG: the pings of cm_verify_run: 1000 on ours; on rxe (TAG rxe, the reference
+# whose event sequences ours is compared with) 1000 in modes cm and cmib, 100 elsewhere (make
+# check's budget: under TCG 1000 pings take about 30 s).
 cm_rping_count() {
-	case "$(cm_mode)" in cm | cmib) echo 1000 ;; *) echo 100 ;; esac
+	case "$1:$(cm_mode)" in rxe:cm | rxe:cmib | ours:*) echo 1000 ;; *) echo 100 ;; esac
 }
 
 # cm_events FILE: the rdma_cm events of rping -d's output (FILE), the ids' addresses left out.
@@ -329,7 +341,7 @@ cm_mckey_stats() {
 # /proc/net/dev_mcast, which ip_mc_inc_group() adds; the test kernel has no /proc/net/igmp),
 # its sender on SRC's; both print to /tmp/cmv-TAG.mckey-*.
 cm_mckey() {
-	local t=$1 r rr=0 rs=0 i=0
+	local t=$1 r rr=0 rs=0 i=0 w
 	timeout 60 mckey -m 239.1.2.3 -b "$3" -C 10 >/tmp/cm-s 2>&1 &
 	r=$!
 	while [ $i -lt 100 ] && ! grep -q 01005e010203 /proc/net/dev_mcast; do
@@ -348,7 +360,12 @@ cm_mckey() {
 		rs=0
 		timeout 40 mckey -m 239.1.2.3 -b "$2" -s -C 10 >/tmp/cm-c 2>&1 || rs=$?
 		i=$((i + 1))
-		sleep 2
+		# The receiver ends once it has its 10 (at most 2 s after the sender).
+		w=0
+		while [ $w -lt 20 ] && kill -0 $r 2>/dev/null; do
+			nap 0.1
+			w=$((w + 1))
+		done
 	done
 	echo "    mckey: the sender ran $i times"
 	wait $r || rr=$?
@@ -364,12 +381,12 @@ cm_mckey() {
 }
 
 # cm_verify_run TAG SRC DST SILENT: librdmacm's programs between SRC and DST: rping -v
-# (cm_rping_count pings, each one's data checked) and mckey; then, but in make check's
-# check2, rping -d's event sequences, ucmatose, udaddy, the errors of no listener and of a
-# SILENT neighbour. What the two implementations must both print goes to /tmp/cmv-TAG.*.
+# (cm_rping_count pings, each one's data checked), mckey, rping -d's event sequences, ucmatose,
+# udaddy, the errors of no listener and of a SILENT neighbour. What the two implementations
+# must both print goes to /tmp/cmv-TAG.*.
 cm_verify_run() {
 	local t=$1 src=$2 dst=$3 silent=$4 n s rc rs t0
-	n=$(cm_rping_count)
+	n=$(cm_rping_count $t)
 	t0=$(cut -d. -f1 /proc/uptime)
 	# The client's stdout alone: rping's events go to stderr, which would land inside a
 	# line of the buffered stdout.
@@ -390,8 +407,6 @@ cm_verify_run() {
 		t_fail "$t: rping: $n pings, each with rping's data" "$(cat /tmp/cmv-why)"
 	fi
 	cm_mckey "$t" "$src" "$dst"
-	# make check (check2) stops here: its budget.
-	[ "$(cm_mode)" = check2 ] && return
 	cm_pair "$t: rping -C 3 -d" 40 "rping -s -a $dst -p 7181 -C 3 -v -d" \
 		"rping -c -a $dst -I $src -p 7181 -C 3 -v -d"
 	cm_events /tmp/cm-s >/tmp/cmv-$t.rping-server
@@ -412,18 +427,30 @@ cm_verify_run() {
 	grep "cma event" /tmp/cm-c >/tmp/cmv-$t.silent
 }
 
+# cm_conn_up: cm_conn_load's functions with their interfaces up and addressed (cm_netdevs;
+# "A B" in /tmp/cm-nd, empty if that failed); cm_conn_down undoes it. The fabric (lib.sh's
+# fabric_take) `cmconn` that vm_cm_verify leaves to vm_cm_removal.
+cm_conn_up() {
+	ip link set lo up
+	cm_conn_load
+	sysctl -qw net.ipv4.conf.all.accept_local=1
+	cm_netdevs >/tmp/cm-nd || : >/tmp/cm-nd
+}
+
+cm_conn_down() {
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	unload_ours
+}
+
 # vm_cm_verify: librdmacm's programs between the two RoCE functions (cm_verify_run), what
 # they print kept for vm_cm_verify_rxe.
 cm_verify_suite() {
 	local nd
-	ip link set lo up
-	cm_conn_load
-	sysctl -qw net.ipv4.conf.all.accept_local=1
-	nd=$(cm_netdevs)
+	fabric_take cmconn cm_conn_up
+	nd=$(cat /tmp/cm-nd)
 	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
 	[ -n "$nd" ] && cm_verify_run ours $CM_SRC $CM_DST 10.66.0.77
-	sysctl -qw net.ipv4.conf.all.accept_local=0
-	unload_ours
+	fabric_give cmconn cm_conn_down
 }
 
 # vm_cm_verify_rxe: the same programs on upstream's rdma_cm over rxe (one device on veth0,
@@ -457,13 +484,12 @@ cm_verify_rxe_suite() {
 # listening on it, the server end of a connected rping pair (its client on the other function)
 # and an rping client connecting toward a peer that never answers (its REQ retrying): each of
 # the three gets RDMA_CM_EVENT_DEVICE_REMOVAL and ends, the unbind completes, the simulator
-# holds nothing of the function, the modules unload (kmemleak: vm_cm_leaks).
+# holds nothing of the function, the modules unload (kmemleak: vm_cm_leaks). On the functions
+# vm_cm_verify leaves when it comes just before (make check's check2).
 cm_removal_suite() {
-	local nd a f=mlx5_ib_rs.rdma.0 drv ls cs cc hc rc i p
-	ip link set lo up
-	cm_conn_load
-	sysctl -qw net.ipv4.conf.all.accept_local=1
-	nd=$(cm_netdevs)
+	local nd a f=mlx5_ib_rs.rdma.0 drv ls cs cc hc rc i p t0
+	fabric_take cmconn cm_conn_up
+	nd=$(cat /tmp/cm-nd)
 	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
 	if [ -n "$nd" ]; then
 		a=${nd% *}
@@ -493,12 +519,19 @@ cm_removal_suite() {
 		sleep 1
 		drv=$(fwsim_driver_of $f)
 		rc=0
+		t0=$(cut -d. -f1 /proc/uptime)
 		timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
+		echo "    removal: the unbind took $(($(cut -d. -f1 /proc/uptime) - t0)) s"
 		t_check "removal: unbind $f under listening, connected and connecting ids ($rc)" test $rc = 0
 		i=0
 		while [ $i -lt 300 ] && { kill -0 $ls || kill -0 $cs || kill -0 $hc; } 2>/dev/null; do
 			nap 0.1
 			i=$((i + 1))
+		done
+		for p in $ls $cs $hc; do
+			rc=0
+			kill -0 $p 2>/dev/null || wait $p || rc=$?
+			echo "    removal: pid $p exit $rc"
 		done
 		for p in "the listening server:/tmp/rm-listen" "the connected server:/tmp/rm-conn-s" \
 			"the client toward a silent peer:/tmp/rm-half"; do
@@ -514,8 +547,9 @@ cm_removal_suite() {
 		ip neigh del 10.66.0.99 dev "$a" 2>/dev/null
 		t_check "removal: bind $f again" sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/bind"
 	fi
-	sysctl -qw net.ipv4.conf.all.accept_local=0
-	unload_ours
+	cm_conn_down
 }
+
+FABRIC_TAKERS="$FABRIC_TAKERS cm_removal_suite=cmconn"
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode cm
