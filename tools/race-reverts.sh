@@ -4,8 +4,9 @@
 # (Documentation/testing.md, "The ucma races"): for each tests/races/NAME.patch (one fix of
 # uverbs/ucma.rs reverted), the tracked sources with their working-tree changes are copied to
 # out/races/src-NAME, patched and built (ib_core_rs-NAME.ko and the mlx5_ib_rs-NAME.ko built
-# against it), then VM mode `ucmarace` runs ucma_race on each: it must fail the check that
-# tests/vm/ucmarace.sh names for NAME. Nothing of the tree itself is changed.
+# against it), then VM mode `ucmarace` runs ucma_race on the tree's modules and on rxe (it
+# passes) and on each reverted build: it must fail the check that tests/vm/ucmarace.sh names
+# for NAME. Nothing of the tree itself is changed.
 #   tools/race-reverts.sh [--build|--vm] [NAME...]   (default: every tests/races/*.patch)
 # --build: the modules alone; --vm: the VM alone, on what out/races/mods holds. About 4 minutes
 # of build per patch, then one VM (a few minutes under TCG).
@@ -25,6 +26,11 @@ if [ ${#names[@]} = 0 ]; then
 fi
 [ $build = 1 ] && rm -rf "$out"
 mkdir -p "$out/mods" "$here/out/logs"
+# The control: the tree's own modules (make test-modules).
+for m in ib_core_rs mlx5_ib_rs; do
+	[ -f "$here/$m.ko" ] || die "no $m.ko in the tree: make test-modules first"
+	cp "$here/$m.ko" "$out/mods/"
+done
 for n in "${names[@]}"; do
 	[ $build = 1 ] || break
 	p=$here/tests/races/$n.patch
