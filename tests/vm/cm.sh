@@ -353,12 +353,12 @@ cm_mckey() {
 	sleep 1
 	cm_mckey_stats "before the sender"
 	# mckey's sender posts its sends unsignaled, then leaves the group and destroys its QP at
-	# once: under TCG neither the model nor rxe may have sent all of them by then. It runs
-	# again (at most 5 times) until the receiver has its 10.
+	# once: under TCG neither the model nor rxe may have sent all of them by then. It sends 40
+	# for the receiver's 10, and runs again (at most 5 times) until the receiver has them.
 	i=0
 	while [ $i -lt 5 ] && kill -0 $r 2>/dev/null; do
 		rs=0
-		timeout 40 mckey -m 239.1.2.3 -b "$2" -s -C 10 >/tmp/cm-c 2>&1 || rs=$?
+		timeout 40 mckey -m 239.1.2.3 -b "$2" -s -C 40 >/tmp/cm-c 2>&1 || rs=$?
 		i=$((i + 1))
 		# The receiver ends once it has its 10 (at most 2 s after the sender).
 		w=0
@@ -372,7 +372,8 @@ cm_mckey() {
 	cm_mckey_stats "after the sender"
 	sed 's/^/    sender| /' /tmp/cm-c | tail -12
 	sed 's/^/    receiver| /' /tmp/cm-s | tail -12
-	t_check "$t: mckey -C 10: sender exit 0 ($rs), receiver exit 0 ($rr)" test $rs = 0 -a $rr = 0
+	t_check "$t: mckey -C 40 to a receiver of 10: sender exit 0 ($rs), receiver exit 0 ($rr)" \
+		test $rs = 0 -a $rr = 0
 	t_check "$t: mckey: the receiver got its 10 messages" grep -q "^data transfers complete" /tmp/cm-s
 	t_check "$t: mckey: the groups are left (no IGMP membership)" \
 		sh -c '! grep -q 01005e010203 /proc/net/dev_mcast'
@@ -380,38 +381,36 @@ cm_mckey() {
 	cp /tmp/cm-c /tmp/cmv-$t.mckey-sender
 }
 
-# cm_verify_run TAG SRC DST SILENT: librdmacm's programs between SRC and DST: rping -v
-# (cm_rping_count pings, each one's data checked), mckey, rping -d's event sequences, ucmatose,
-# udaddy, the errors of no listener and of a SILENT neighbour. What the two implementations
-# must both print goes to /tmp/cmv-TAG.*.
+# cm_verify_run TAG SRC DST SILENT: librdmacm's programs between SRC and DST: rping -v -d
+# (cm_rping_count pings, each one's data checked; the rdma_cm events of both ends), mckey,
+# ucmatose, udaddy, the errors of no listener and of a SILENT neighbour. What the two
+# implementations must both print goes to /tmp/cmv-TAG.*.
 cm_verify_run() {
 	local t=$1 src=$2 dst=$3 silent=$4 n s rc rs t0
 	n=$(cm_rping_count $t)
 	t0=$(cut -d. -f1 /proc/uptime)
-	# The client's stdout alone: rping's events go to stderr, which would land inside a
-	# line of the buffered stdout.
-	timeout $((n / 4 + 30)) rping -s -a $dst -p 7180 -C $n -v >/tmp/cm-s 2>&1 &
+	# The client's stdout alone: rping's errors go to stderr, which would land inside a
+	# line of the buffered stdout (-d's events go to stdout, whole lines).
+	timeout $((n / 4 + 30)) rping -s -a $dst -p 7180 -C $n -v -d >/tmp/cm-s 2>&1 &
 	s=$!
 	sleep 1
 	rc=0
 	rs=0
-	timeout $((n / 4 + 30)) rping -c -a $dst -I $src -p 7180 -C $n -v >/tmp/cm-c 2>/tmp/cm-c.err ||
-		rc=$?
+	timeout $((n / 4 + 30)) rping -c -a $dst -I $src -p 7180 -C $n -v -d >/tmp/cm-c \
+		2>/tmp/cm-c.err || rc=$?
 	wait $s || rs=$?
-	echo "    $t: rping -C $n -v took $(($(cut -d. -f1 /proc/uptime) - t0)) s"
+	echo "    $t: rping -C $n -v -d took $(($(cut -d. -f1 /proc/uptime) - t0)) s"
 	tail -3 /tmp/cm-c /tmp/cm-c.err /tmp/cm-s | sed 's/^/    rping| /'
-	t_check "$t: rping -C $n -v: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
+	t_check "$t: rping -C $n -v -d: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
 	if rping_verify /tmp/cm-c $n >/tmp/cmv-why; then
 		t_ok "$t: rping: $n pings, each with rping's data"
 	else
 		t_fail "$t: rping: $n pings, each with rping's data" "$(cat /tmp/cmv-why)"
 	fi
-	cm_mckey "$t" "$src" "$dst"
-	cm_pair "$t: rping -C 3 -d" 40 "rping -s -a $dst -p 7181 -C 3 -v -d" \
-		"rping -c -a $dst -I $src -p 7181 -C 3 -v -d"
 	cm_events /tmp/cm-s >/tmp/cmv-$t.rping-server
 	cm_events /tmp/cm-c >/tmp/cmv-$t.rping-client
 	sed 's/^/    events| /' /tmp/cmv-$t.rping-server /tmp/cmv-$t.rping-client
+	cm_mckey "$t" "$src" "$dst"
 	cm_pair "$t: ucmatose -c 2" 40 "ucmatose -b $dst -c 2 -C 10" \
 		"ucmatose -s $dst -b $src -c 2 -C 10"
 	cp /tmp/cm-s /tmp/cmv-$t.ucmatose-server
@@ -464,7 +463,8 @@ cm_verify_rxe_suite() {
 		 /usr/sbin/ip link set veth0 up && /usr/sbin/ip link set veth1 up &&
 		 /usr/sbin/ip addr add 10.77.0.1/24 dev veth0 &&
 		 rdma link add rxe0 type rxe netdev veth0'
-	sleep 1
+	t_check "rxe0 has the RoCE v2 GID of 10.77.0.1" \
+		rg_wait_gid rxe0 0000:0000:0000:0000:0000:ffff:0a4d:0001
 	cm_verify_run rxe 10.77.0.1 10.77.0.1 10.77.0.77
 	for f in rping-server rping-client ucmatose-server ucmatose-client udaddy-server \
 		udaddy-client mckey-receiver mckey-sender no-listener silent; do
