@@ -414,6 +414,12 @@ static int connect_to(int fd, uint32_t id, const char *src, uint16_t port, int s
 	return rc ? -1 : 0;
 }
 
+/* Rounds of closed_file, and the idle ids (each with 4 user events pending, but in round 0,
+ * which measures) its files hold before their listener: the close's span before the listener
+ * goes. */
+#define CF_ROUNDS 90
+#define CF_IDLE 64
+
 static void closed_file(const char *src, const char *silent)
 {
 	int i, bad = 0, nocon = 0, req = 0;
@@ -422,7 +428,7 @@ static void closed_file(const char *src, const char *silent)
 
 	/* Round 0 measures how long the connection request takes to reach the listener; the
 	 * later ones close the files from before it comes to twice that. */
-	for (i = 0; i < 30; i++) {
+	for (i = 0; i < CF_ROUNDS; i++) {
 		int fd = open(DEV, O_RDWR | O_NONBLOCK), fd2 = open(DEV, O_RDWR | O_NONBLOCK), k;
 		uint32_t a, b, l, c, idle;
 		struct ucma_abi_bind_ip bi = { .addr = sin6_of(src, 7400 + i) };
@@ -439,8 +445,10 @@ static void closed_file(const char *src, const char *silent)
 		/* Idle ids made before the listener: a file's close destroys its ids in the order
 		 * they were made, these first, so a request that comes meanwhile finds the
 		 * listener alive on a closing file. */
-		for (k = 0; k < BATCH; k++)
-			if (create_id(fd, 10 + k, &idle))
+		for (k = 0; k < CF_IDLE; k++)
+			if (create_id(fd, 10 + k, &idle) ||
+			    (i && (write_event(fd, idle) || write_event(fd, idle) ||
+				   write_event(fd, idle) || write_event(fd, idle))))
 				bad++;
 		/* A listener on SRC:7400+i, and a connect to it from the other file. */
 		if (create_id(fd, 3, &l))
@@ -470,15 +478,16 @@ static void closed_file(const char *src, const char *silent)
 				lat = 200000;
 		} else {
 			/* The file goes with all of it in flight; a little later each time. */
-			usleep(2 * lat * (i - 1) / 28);
+			usleep(2 * lat * (i - 1) / (CF_ROUNDS - 2));
 		}
 		close(fd);
 		close(fd2);
 	}
 	/* The silent neighbour's resolution and the CM's retries end after the files. */
 	sleep(1);
-	check(!bad && !nocon, "closed file: 30 files closed with resolutions and a connection "
-			      "request in flight (%d setups failed, %d connects failed)", bad, nocon);
+	check(!bad && !nocon, "closed file: %d files closed with resolutions and a connection "
+			      "request in flight (%d setups failed, %d connects failed)", CF_ROUNDS,
+	      bad, nocon);
 	all_freed("closed file");
 }
 
