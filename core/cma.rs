@@ -509,7 +509,8 @@ impl CmId {
     /// # Errors
     ///
     /// `EAFNOSUPPORT` for a family other than IPv4, IPv6 and `AF_IB`; `EINVAL`
-    /// unless the id is idle, for a link-local IPv6 address without scope; `EADDRNOTAVAIL`
+    /// unless the id is idle, for a link-local IPv6 address without scope, for a specific IP
+    /// address of an `RDMA_PS_IPOIB` id (no IPoIB interface); `EADDRNOTAVAIL`
     /// when no interface has the address or no port is free; `ENODEV` when no RDMA port has
     /// its GID; `EACCES` for a port below 1024 without `CAP_NET_BIND_SERVICE`; `EADDRINUSE`.
     pub fn bind_addr(self: &Arc<Self>, addr: &SockAddr) -> Result {
@@ -548,10 +549,11 @@ impl CmId {
         let dev = match addr.ip() {
             // upstream cma_translate_ib() and cma_acquire_dev_by_src_ip().
             None if !addr.is_any() => Some(ib::acquire_dev_by_gid(addr)?),
-            Some(ip) if !addr.is_any() => {
+            // upstream cma_any_addr(): a loopback address binds like the unspecified one.
+            Some(ip) if !addr.is_any() && !addr.is_loopback() => {
                 // upstream rdma_translate_ip(): EADDRNOTAVAIL without a device owning it.
                 let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
-                Some(resolve::acquire_dev_by_ip(ip, &ndev)?)
+                Some(resolve::acquire_dev_by_ip(self.ps, ip, &ndev)?)
             }
             _ => None,
         };
@@ -753,8 +755,8 @@ impl CmId {
             }
             return ib::resolve_ib_addr(self);
         }
-        if dst.is_any() {
-            // upstream cma_resolve_loopback().
+        if dst.is_any() || dst.is_loopback() {
+            // upstream cma_any_addr() -> cma_resolve_loopback().
             return resolve::resolve_loopback(self);
         }
         let (Some(sip), Some(dip)) = (src.ip(), dst.ip()) else {
@@ -762,6 +764,12 @@ impl CmId {
         };
         // upstream rdma_resolve_ip(): the route now, its error returned.
         let (ndev, chosen) = crate::net_addr::route_src(&sip, &dip, bound_if)?;
+        // upstream rdma_set_src_addr_rcu(): the route's interface becomes the id's
+        // (`dev_addr.bound_dev_if`, where none was), and stays whatever the resolution's
+        // outcome: a later resolution routes through it, a route resolution needs it.
+        if bound_if == 0 {
+            self.st.lock().bound_dev_if = ndev.ifindex();
+        }
         resolve::queue_addr_work(self.clone(), ndev, chosen, dip, timeout_ms)
     }
 
@@ -855,10 +863,41 @@ impl CmId {
     /// Calls the handler with `ev` while the id is alive (upstream `cma_cm_event_handler()`
     /// under `handler_mutex`).
     fn report(self: &Arc<Self>, ev: CmEvent) {
+        self.step_and_report(|_| Some(ev));
+    }
+
+    /// Under the handler lock (upstream `handler_mutex`), while the id is alive: `step` moves
+    /// the id's state (upstream `cma_comp_exch()` and what goes with it) and gives the event
+    /// its move implies, which the handler then gets (`cma_cm_event_handler()`); `None`: the
+    /// id was not in the state the event needs, nothing is reported.
+    fn step_and_report(self: &Arc<Self>, step: impl FnOnce(&mut IdState) -> Option<CmEvent>) {
         let h = self.handler.lock();
-        if let Some(h) = h.as_ref() {
+        let Some(h) = h.as_ref() else {
+            return;
+        };
+        let ev = step(&mut self.st.lock());
+        if let Some(ev) = ev {
             h.event(self, ev);
         }
+    }
+
+    /// [`CmId::step_and_report`] from the core's workqueue, after the call that started it.
+    fn queue_step(
+        self: &Arc<Self>,
+        step: impl FnOnce(&mut IdState) -> Option<CmEvent> + Send + 'static,
+    ) -> Result {
+        let id = self.clone();
+        crate::wq::queue().try_spawn(GFP_KERNEL, move || id.step_and_report(step))?;
+        Ok(())
+    }
+
+    /// The event of the move `from` -> `to`, if the id was in `from` (upstream
+    /// `cma_comp_exch()` before a report).
+    fn transition(s: &mut IdState, from: CmState, to: CmState, ev: CmEvent) -> Option<CmEvent> {
+        (s.state == from).then(|| {
+            s.state = to;
+            ev
+        })
     }
 }
 
@@ -904,21 +943,16 @@ impl crate::client::Client for CmaClient {
     // upstream cma_process_remove() -> cma_send_device_removal_put().
     fn remove(&self, dev: &DeviceCore) {
         for id in all_ids().iter() {
-            let h = id.handler.lock();
-            let hit = {
-                let mut s = id.st.lock();
+            id.step_and_report(|s| {
                 let hit = s.dev.is_some_and(|d| d.dev_index == dev.index())
                     && s.state != CmState::Destroying;
-                if hit {
+                hit.then(|| {
                     s.state = CmState::DeviceRemoval;
                     s.dev = None;
                     s.route = None;
-                }
-                hit
-            };
-            if let (true, Some(h)) = (hit, h.as_ref()) {
-                h.event(id, CmEvent::new(CmEventType::DeviceRemoval, 0));
-            }
+                    CmEvent::new(CmEventType::DeviceRemoval, 0)
+                })
+            });
         }
     }
 }

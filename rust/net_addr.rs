@@ -48,7 +48,8 @@ pub fn ip_dev_find(a: &IpAddr) -> Option<NetDevRef> {
 
 /// Routes to `dst` from `src` (the unspecified address: any), out of interface `oif` when
 /// non-zero: the out device and the source address the route chose. A destination on this
-/// host gives the device that owns it (upstream `rdma_set_src_addr_rcu()`).
+/// host (a local route) gives the device that owns it (upstream `rdma_set_src_addr_rcu()`);
+/// any other route its own device, which may be the loopback one (a route forced out of it).
 ///
 /// # Errors
 ///

@@ -53,8 +53,9 @@ struct net_device *rdma_rs_net_ip_dev_find(bool v4, const u8 *ip)
 /*
  * Routes to `dip` from `sip` (all zero: any source) in init_net, out of `oif` when non-zero.
  * Returns the out device held and writes the source the route chose into `sip`; a local route
- * gives the device that owns `dip` (upstream rdma_set_src_addr_rcu() for IFF_LOOPBACK). NULL
- * with *err set on failure: the routing's errno, -ENODEV for a local route no device owns.
+ * (RTN_LOCAL, RTF_LOCAL) gives the device that owns `dip` (upstream rdma_set_src_addr_rcu()),
+ * any other the route's device, the loopback one included. NULL with *err set on failure: the
+ * routing's errno, -ENODEV for a local route no device owns.
  */
 struct net_device *rdma_rs_net_route_src(bool v4, u8 *sip, const u8 *dip, int oif, int *err)
 {
@@ -97,7 +98,7 @@ struct net_device *rdma_rs_net_route_src(bool v4, u8 *sip, const u8 *dip, int oi
 		return NULL;
 #endif
 	}
-	if (local || (dst->dev->flags & IFF_LOOPBACK)) {
+	if (local) {
 		ndev = rdma_rs_net_ip_dev_find(v4, dip);
 		if (!ndev)
 			*err = -ENODEV;

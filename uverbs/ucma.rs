@@ -506,9 +506,6 @@ impl UcmaFile {
         if ctx.file.load(Relaxed) != cur.key() {
             return Err(ENOENT);
         }
-        if !Arc::ptr_eq(&cur, self) {
-            self.inner.lock().ctxs.reserve(1, GFP_KERNEL)?;
-        }
         let reported = if Arc::ptr_eq(&cur, self) {
             cur.inner
                 .lock()
@@ -517,42 +514,67 @@ impl UcmaFile {
                 .find(|(x, _)| Arc::ptr_eq(x, &ctx))
                 .map_or(0, |(_, n)| *n)
         } else {
-            let (entry, moved) = {
+            // The context joins this file first (with 0 events taken, set below) and the
+            // room for its events is made, so that nothing fails once it left the other file
+            // (upstream's list moves cannot fail): `evf` keeps the id's new events out, so the
+            // events to move are at most those pending now.
+            let n = cur
+                .inner
+                .lock()
+                .events
+                .iter()
+                .filter(|e| e.owner == id)
+                .count();
+            let mut moved = KVec::with_capacity(n, GFP_KERNEL)?;
+            {
+                let mut inner = self.inner.lock();
+                inner.events.reserve(n, GFP_KERNEL)?;
+                inner.ctxs.push((ctx.clone(), 0), GFP_KERNEL)?;
+            }
+            let taken = {
                 let mut inner = cur.inner.lock();
-                let pos = inner
+                let entry = inner
                     .ctxs
                     .iter()
                     .position(|(x, _)| Arc::ptr_eq(x, &ctx))
-                    .ok_or(ENOENT)?;
-                let n = inner.events.iter().filter(|e| e.owner == id).count();
-                let mut moved = KVec::with_capacity(n, GFP_KERNEL)?;
-                let entry = inner.ctxs.remove(pos).map_err(|_| ENOENT)?;
+                    .and_then(|pos| inner.ctxs.remove(pos).ok());
+                let Some((_, taken)) = entry else {
+                    // Destroyed meanwhile (DESTROY_ID on the other file): it stays gone.
+                    drop(inner);
+                    self.inner
+                        .lock()
+                        .ctxs
+                        .retain(|(x, _)| !Arc::ptr_eq(x, &ctx));
+                    return Err(ENOENT);
+                };
                 let mut i = 0;
                 while i < inner.events.len() {
                     if inner.events.get(i).is_some_and(|e| e.owner == id) {
                         if let Ok(e) = inner.events.remove(i) {
-                            // Room reserved above.
+                            // Within the capacity: at most `n` of them.
                             let _ = moved.push(e, GFP_KERNEL);
                         }
                     } else {
                         i += 1;
                     }
                 }
-                (entry, moved)
+                taken
             };
-            let reported = entry.1;
             ctx.file.store(self.key(), Relaxed);
             *evf = self.clone();
             let mut inner = self.inner.lock();
-            // Room reserved above (upstream's list moves cannot fail); an event that finds no
-            // memory is dropped.
-            inner.ctxs.push(entry, GFP_KERNEL)?;
+            if let Some((_, n)) = inner.ctxs.iter_mut().find(|(x, _)| Arc::ptr_eq(x, &ctx)) {
+                *n = taken;
+            }
+            // Within the room reserved above, unless another context's events took it
+            // meanwhile: only then can a push allocate (an event that finds no memory is
+            // dropped, as upstream drops one it cannot allocate).
             for e in moved {
                 let _ = inner.events.push(e, GFP_KERNEL);
             }
             drop(inner);
             self.wait.notify_all();
-            reported
+            taken
         };
         drop(evf);
         respond(response, &reported.to_ne_bytes())

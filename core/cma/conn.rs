@@ -7,7 +7,7 @@
 //! port, the new id of a connection request, the IB CM's events turned into rdma_cm's.
 
 use super::sockaddr::{SockAddr, AF_IB, AF_INET, AF_INET6};
-use super::{CmEvent, CmEventType, CmId, CmState, PathRec, PortSpace, QPT_UD};
+use super::{CmEvent, CmEventType, CmId, CmState, DevBinding, IdState, PathRec, PortSpace, QPT_UD};
 use crate::attr::Gid;
 use crate::cm::msg::{self, Req, SidrReq};
 use crate::cm::service::{
@@ -236,9 +236,6 @@ impl CmConnHandler for IdConn {
                 CmEvent::new(CmEventType::Established, 0)
             }
             CmEventKind::DreqReceived | CmEventKind::DrepReceived | CmEventKind::DreqError => {
-                if !id.comp_exch(CmState::Connect, CmState::Disconnect) {
-                    return;
-                }
                 let st = if ev.kind == CmEventKind::DreqError {
                     ETIMEDOUT.to_errno()
                 } else {
@@ -264,9 +261,6 @@ impl CmConnHandler for IdConn {
             // upstream cma_sidr_rep_handler().
             CmEventKind::SidrRepReceived => {
                 let CmMsg::SidrRep(r) = &ev.msg else { return };
-                if id.st.lock().state != CmState::Connect {
-                    return;
-                }
                 let mut ud = UdParam {
                     private_data_len: msg::SIDR_REP_PRIVATE_DATA as u8,
                     ..Default::default()
@@ -285,12 +279,23 @@ impl CmConnHandler for IdConn {
             }
             _ => return,
         };
-        if e.event == CmEventType::Rejected {
-            // upstream: the id may connect again after a REJ of its REQ.
-            id.comp_exch(CmState::Connect, CmState::RouteResolved);
-            id.st.lock().conn = None;
-        }
-        id.report(e);
+        // The connection a REJ ended, dropped after the report.
+        let mut ended = None;
+        id.step_and_report(|s| match ev.kind {
+            CmEventKind::DreqReceived | CmEventKind::DrepReceived | CmEventKind::DreqError => {
+                CmId::transition(s, CmState::Connect, CmState::Disconnect, e)
+            }
+            // upstream cma_sidr_rep_handler(): only while connecting.
+            CmEventKind::SidrRepReceived => (s.state == CmState::Connect).then_some(e),
+            // upstream cma_ib_handler(): a REJ leaves the id in RDMA_CM_CONNECT (connecting
+            // again is EINVAL: rdma_connect() wants ROUTE_RESOLVED).
+            _ if e.event == CmEventType::Rejected => {
+                ended = s.conn.take();
+                Some(e)
+            }
+            _ => Some(e),
+        });
+        drop(ended);
     }
 }
 
@@ -304,10 +309,66 @@ pub(super) fn listener(id: &Arc<CmId>) -> Result<Arc<dyn CmListener>> {
     Ok(Arc::new(IdListen { id: id.clone() }, GFP_KERNEL)?)
 }
 
+impl IdListen {
+    /// A request's new id (upstream `cma_ib_new_conn_id()`, `cma_ib_new_udp_id()`): the
+    /// listener's space and QP type, in `RDMA_CM_CONNECT` with the request's addresses (the
+    /// local one on the listener's port) and connection, bound to the device of the local
+    /// address; `fill` sets the rest. Destroyed again when a step fails.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a request to another address than a bound listener's
+    /// (`cma_check_req_addrs()`) or a listener being destroyed; the device's (`EADDRNOTAVAIL`,
+    /// `ENODEV`); `ENOMEM`.
+    fn new_id(
+        &self,
+        conn: &Arc<CmConn>,
+        mut local: SockAddr,
+        peer: SockAddr,
+        lsrc: SockAddr,
+        fill: impl FnOnce(&mut IdState, &DevBinding),
+    ) -> Result<(Arc<CmId>, Arc<dyn CmConnHandler>)> {
+        if !lsrc.is_any() && !lsrc.same_addr(&local) {
+            return Err(EINVAL);
+        }
+        local.set_port(lsrc.port());
+        let l = &self.id;
+        let handler = l.handler.lock().clone().ok_or(EINVAL)?;
+        let nid = CmId::create_child(handler, l)?;
+        let r = (|| -> Result<Arc<dyn CmConnHandler>> {
+            let b = if local.family() == AF_IB {
+                super::ib::acquire_dev_by_gid(&local)?
+            } else {
+                let ip = local.ip().ok_or(EINVAL)?;
+                let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
+                super::resolve::acquire_dev_by_ip(l.ps, ip, &ndev)?
+            };
+            {
+                let mut s = nid.st.lock();
+                s.state = CmState::Connect;
+                s.src = local;
+                s.dst = peer;
+                s.dev = Some(b);
+                s.bound_dev_if = b.ifindex;
+                s.conn = Some(conn.clone());
+                fill(&mut s, &b);
+            }
+            Ok(Arc::new(IdConn { id: nid.clone() }, GFP_KERNEL)?)
+        })();
+        match r {
+            Ok(h) => Ok((nid, h)),
+            Err(e) => {
+                nid.destroy();
+                Err(e)
+            }
+        }
+    }
+}
+
 impl CmListener for IdListen {
     fn req(&self, conn: &Arc<CmConn>, req: &Req) -> Result<Arc<dyn CmConnHandler>> {
         let l = &self.id;
-        let (off, peer, mut local, lsrc) = {
+        let (off, peer, local, lsrc) = {
             let s = l.st.lock();
             if s.state != CmState::Listen {
                 return Err(EINVAL);
@@ -322,58 +383,27 @@ impl CmListener for IdListen {
             };
             (off, peer, local, s.src)
         };
-        // upstream cma_check_req_addrs(): a listener on an address takes only its requests.
-        if !lsrc.is_any() && !lsrc.same_addr(&local) {
-            return Err(EINVAL);
-        }
-        local.set_port(lsrc.port());
-        let handler = l.handler.lock().clone().ok_or(EINVAL)?;
-        let nid = CmId::create_child(handler, l)?;
-        let r = (|| -> Result<Arc<dyn CmConnHandler>> {
-            let b = if local.family() == AF_IB {
-                super::ib::acquire_dev_by_gid(&local)?
-            } else {
-                let ip = local.ip().ok_or(EINVAL)?;
-                let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
-                super::resolve::acquire_dev_by_ip(ip, &ndev)?
-            };
-            let p = req.primary;
-            {
-                let mut s = nid.st.lock();
-                s.state = CmState::Connect;
-                s.src = local;
-                s.dst = peer;
-                s.dev = Some(b);
-                s.bound_dev_if = b.ifindex;
-                s.dgid = p.local_gid;
-                s.route = Some(PathRec {
-                    dgid: p.local_gid,
-                    sgid: p.remote_gid,
-                    flow_label: p.flow_label,
-                    hop_limit: p.hop_limit,
-                    traffic_class: p.traffic_class,
-                    reversible: true,
-                    pkey: req.pkey,
-                    sl: p.sl,
-                    mtu: req.mtu,
-                    rate: p.packet_rate,
-                    packet_life_time: p.local_ack_timeout.saturating_sub(1),
-                    dmac: [0; 6],
-                    dlid: if b.roce { 0 } else { p.local_lid },
-                    slid: if b.roce { 0 } else { p.remote_lid },
-                    service_id: if b.roce { 0 } else { req.service_id },
-                });
-                s.conn = Some(conn.clone());
-            }
-            Ok(Arc::new(IdConn { id: nid.clone() }, GFP_KERNEL)?)
-        })();
-        let h = match r {
-            Ok(h) => h,
-            Err(e) => {
-                nid.destroy();
-                return Err(e);
-            }
-        };
+        let p = req.primary;
+        let (nid, h) = self.new_id(conn, local, peer, lsrc, |s, b| {
+            s.dgid = p.local_gid;
+            s.route = Some(PathRec {
+                dgid: p.local_gid,
+                sgid: p.remote_gid,
+                flow_label: p.flow_label,
+                hop_limit: p.hop_limit,
+                traffic_class: p.traffic_class,
+                reversible: true,
+                pkey: req.pkey,
+                sl: p.sl,
+                mtu: req.mtu,
+                rate: p.packet_rate,
+                packet_life_time: p.local_ack_timeout.saturating_sub(1),
+                dmac: [0; 6],
+                dlid: if b.roce { 0 } else { p.local_lid },
+                slid: if b.roce { 0 } else { p.remote_lid },
+                service_id: if b.roce { 0 } else { req.service_id },
+            });
+        })?;
         // upstream cm_format_req_event(): the peer's resources seen from here.
         let mut p = ConnParam {
             private_data_len: (msg::REQ_PRIVATE_DATA - off) as u8,
@@ -398,7 +428,7 @@ impl CmListener for IdListen {
     // (cma_ib_new_udp_id()) with the addresses of the cma header.
     fn sidr_req(&self, conn: &Arc<CmConn>, req: &SidrReq) -> Result<Arc<dyn CmConnHandler>> {
         let l = &self.id;
-        let (off, peer, mut local, lsrc) = {
+        let (off, peer, local, lsrc) = {
             let s = l.st.lock();
             if s.state != CmState::Listen || l.qp_type != QPT_UD {
                 return Err(EINVAL);
@@ -415,38 +445,7 @@ impl CmListener for IdListen {
             };
             (off, peer, local, s.src)
         };
-        if !lsrc.is_any() && !lsrc.same_addr(&local) {
-            return Err(EINVAL);
-        }
-        local.set_port(lsrc.port());
-        let handler = l.handler.lock().clone().ok_or(EINVAL)?;
-        let nid = CmId::create_child(handler, l)?;
-        let r = (|| -> Result<Arc<dyn CmConnHandler>> {
-            let b = if local.family() == AF_IB {
-                super::ib::acquire_dev_by_gid(&local)?
-            } else {
-                let ip = local.ip().ok_or(EINVAL)?;
-                let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
-                super::resolve::acquire_dev_by_ip(ip, &ndev)?
-            };
-            {
-                let mut s = nid.st.lock();
-                s.state = CmState::Connect;
-                s.src = local;
-                s.dst = peer;
-                s.dev = Some(b);
-                s.bound_dev_if = b.ifindex;
-                s.conn = Some(conn.clone());
-            }
-            Ok(Arc::new(IdConn { id: nid.clone() }, GFP_KERNEL)?)
-        })();
-        let h = match r {
-            Ok(h) => h,
-            Err(e) => {
-                nid.destroy();
-                return Err(e);
-            }
-        };
+        let (nid, h) = self.new_id(conn, local, peer, lsrc, |_, _| {})?;
         let n = msg::SIDR_REQ_PRIVATE_DATA - off;
         let mut ud = UdParam {
             private_data_len: n as u8,

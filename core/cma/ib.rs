@@ -149,15 +149,10 @@ pub(super) fn resolve_ib_addr(id: &Arc<CmId>) -> Result {
         s.dgid = s.dst.ib_gid().ok_or(EINVAL)?;
         s.hop_limit = 0;
     }
-    let id = id.clone();
-    crate::wq::queue().try_spawn(GFP_KERNEL, move || {
-        let h = id.handler.lock();
-        let ok = id.comp_exch(CmState::AddrQuery, CmState::AddrResolved);
-        if let (true, Some(h)) = (ok, h.as_ref()) {
-            h.event(&id, CmEvent::new(CmEventType::AddrResolved, 0));
-        }
-    })?;
-    Ok(())
+    id.queue_step(|s| {
+        let ev = CmEvent::new(CmEventType::AddrResolved, 0);
+        CmId::transition(s, CmState::AddrQuery, CmState::AddrResolved, ev)
+    })
 }
 
 /// upstream `rdma_get_service_id()`: an `AF_IB` address's service ID, else the space's and
@@ -176,14 +171,11 @@ struct RouteQuery {
 
 impl SaPathHandler for RouteQuery {
     fn done(&self, r: Result<SaPathRec>) {
-        let id = &self.id;
-        let h = id.handler.lock();
-        let ev = {
-            let mut s = id.st.lock();
+        self.id.step_and_report(|s| {
             if s.state != CmState::RouteQuery {
-                return;
+                return None;
             }
-            match r {
+            Some(match r {
                 Ok(p) => {
                     s.route = Some(PathRec {
                         dgid: p.dgid,
@@ -209,11 +201,8 @@ impl SaPathHandler for RouteQuery {
                     s.state = CmState::AddrResolved;
                     CmEvent::new(CmEventType::RouteError, e.to_errno())
                 }
-            }
-        };
-        if let Some(h) = h.as_ref() {
-            h.event(id, ev);
-        }
+            })
+        });
     }
 }
 

@@ -197,25 +197,20 @@ impl CmId {
                 return Err(e.into());
             }
         };
-        let id = self.clone();
-        let r = crate::wq::queue().try_spawn(GFP_KERNEL, move || {
-            // upstream cma_iboe_join_work_handler(): not after a removal or a leave.
-            let h = id.handler.lock();
-            let live = {
-                let s = id.st.lock();
-                !matches!(s.state, CmState::Destroying | CmState::DeviceRemoval)
-                    && s.mcs.iter().any(|m| m.context == context && m.mgid == mgid)
-            };
-            if let (true, Some(h)) = (live, h.as_ref()) {
+        // upstream cma_iboe_join_work_handler(): not after a removal or a leave.
+        let r = self.queue_step(move |s| {
+            let live = !matches!(s.state, CmState::Destroying | CmState::DeviceRemoval)
+                && s.mcs.iter().any(|m| m.context == context && m.mgid == mgid);
+            live.then(|| {
                 let mut e = CmEvent::new(CmEventType::MulticastJoin, 0);
                 e.ud = Some(ud);
                 e.mc_context = context;
-                h.event(&id, e);
-            }
+                e
+            })
         });
         if let Err(e) = r {
             self.leave_multicast(addr);
-            return Err(e.into());
+            return Err(e);
         }
         Ok(())
     }

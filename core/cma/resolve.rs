@@ -9,7 +9,7 @@
 use super::sockaddr::{ip_to_gid, SockAddr, AF_INET};
 use super::{
     gid_ndev, next_device, port_active, port_is_roce, CmEvent, CmEventType, CmId, CmState,
-    DevBinding, PathRec,
+    DevBinding, PathRec, PortSpace,
 };
 use crate::attr::{Gid, GidType};
 use crate::ib_device::DeviceCore;
@@ -52,8 +52,12 @@ fn binding(dev: &DeviceCore, port: u32, index: u32, ndev: &NetDevRef) -> Result<
 ///
 /// # Errors
 ///
-/// `ENODEV` when no port has it.
-pub(super) fn acquire_dev_by_ip(ip: IpAddr, ndev: &NetDevRef) -> Result<DevBinding> {
+/// `EINVAL` for an id of `RDMA_PS_IPOIB` (an IP address here is an Ethernet interface's, and
+/// upstream takes an IPoIB id only on an InfiniBand one); `ENODEV` when no port has it.
+pub(super) fn acquire_dev_by_ip(ps: PortSpace, ip: IpAddr, ndev: &NetDevRef) -> Result<DevBinding> {
+    if ps == PortSpace::Ipoib {
+        return Err(EINVAL);
+    }
     let gid = Gid(ip_to_gid(ip));
     let ifindex = ndev.ifindex();
     let mut after = None;
@@ -110,8 +114,8 @@ pub(super) fn resolve_loopback(id: &Arc<CmId>) -> Result {
         }
         let b = found.ok_or(ENODEV)?;
         let mut s = id.st.lock();
+        // No interface: upstream's loopback binding leaves `bound_dev_if` as it was.
         s.dev = Some(b);
-        s.bound_dev_if = b.ifindex;
         // upstream cma_set_loopback().
         let port = s.src.port();
         s.src = match s.src.family() {
@@ -123,27 +127,15 @@ pub(super) fn resolve_loopback(id: &Arc<CmId>) -> Result {
             }
         };
     }
-    let id = id.clone();
-    crate::wq::queue().try_spawn(GFP_KERNEL, move || {
-        let h = id.handler.lock();
-        let ok = {
-            let mut s = id.st.lock();
-            match (s.state, s.dev) {
-                (CmState::AddrQuery, Some(b)) => {
-                    s.state = CmState::AddrResolved;
-                    s.dgid = b.sgid;
-                    s.dmac = b.smac;
-                    s.hop_limit = 1;
-                    true
-                }
-                _ => false,
-            }
-        };
-        if let (true, Some(h)) = (ok, h.as_ref()) {
-            h.event(&id, CmEvent::new(CmEventType::AddrResolved, 0));
-        }
-    })?;
-    Ok(())
+    id.queue_step(|s| {
+        let b = s.dev?;
+        let ev = CmEvent::new(CmEventType::AddrResolved, 0);
+        let ev = CmId::transition(s, CmState::AddrQuery, CmState::AddrResolved, ev)?;
+        s.dgid = b.sgid;
+        s.dmac = b.smac;
+        s.hop_limit = 1;
+        Some(ev)
+    })
 }
 
 /// The pause between two neighbour lookups.
@@ -185,18 +177,13 @@ pub(super) fn queue_addr_work(
 /// upstream `addr_handler()`: the resolution's outcome; an unbound id takes the device of
 /// the source the route chose.
 fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, ndev: &NetDevRef) {
-    let h = id.handler.lock();
-    let Some(h) = h.as_ref() else {
-        return;
-    };
-    let ev = {
-        let mut s = id.st.lock();
+    id.step_and_report(|s| {
         if s.state != CmState::AddrQuery {
-            return;
+            return None;
         }
         let r = r.and_then(|l2| match s.dev {
             Some(_) => Ok((l2, None)),
-            None => acquire_dev_by_ip(src, ndev).map(|b| (l2, Some(b))),
+            None => acquire_dev_by_ip(id.ps, src, ndev).map(|b| (l2, Some(b))),
         });
         match r {
             Ok((l2, b)) => {
@@ -208,15 +195,14 @@ fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, nde
                 s.dgid = ip_to_gid(dst);
                 s.dmac = l2.mac;
                 s.hop_limit = l2.hop_limit;
-                CmEvent::new(CmEventType::AddrResolved, 0)
+                Some(CmEvent::new(CmEventType::AddrResolved, 0))
             }
             Err(e) => {
                 s.state = CmState::AddrBound;
-                CmEvent::new(CmEventType::AddrError, e.to_errno())
+                Some(CmEvent::new(CmEventType::AddrError, e.to_errno()))
             }
         }
-    };
-    h.event(id, ev);
+    });
 }
 
 /// upstream `iboe_get_mtu()`: the IB MTU (`enum ib_mtu`) a RoCE frame of netdev MTU `mtu`
@@ -241,11 +227,12 @@ const IBOE_PACKET_LIFETIME: u8 = 16;
 /// upstream `cma_resolve_iboe_route()`: the path record of a RoCE id from its resolved
 /// address; `RDMA_CM_EVENT_ROUTE_RESOLVED` follows from the workqueue.
 pub(super) fn iboe_route(id: &Arc<CmId>) -> Result {
-    let (b, src, dst, dgid, dmac, hop, tos, ack) = {
+    let (b, bound_if, src, dst, dgid, dmac, hop, tos, ack) = {
         let s = id.st.lock();
         let b = s.dev.ok_or(EINVAL)?;
         (
             b,
+            s.bound_dev_if,
             s.src,
             s.dst,
             s.dgid,
@@ -258,7 +245,11 @@ pub(super) fn iboe_route(id: &Arc<CmId>) -> Result {
     if !b.roce {
         return Err(EOPNOTSUPP);
     }
-    // upstream cma_iboe_set_path_rec_l2_fields(): the GID's netdev.
+    // upstream cma_iboe_set_path_rec_l2_fields(): the id's interface; an id that has none (a
+    // loopback binding of an id never routed) has no route.
+    if bound_if == 0 {
+        return Err(ENODEV);
+    }
     let ndev = gid_ndev(&b).ok_or(ENODEV)?;
     let mtu = iboe_get_mtu(ndev.mtu());
     drop(ndev);
@@ -296,15 +287,10 @@ pub(super) fn iboe_route(id: &Arc<CmId>) -> Result {
         service_id: 0,
     };
     id.st.lock().route = Some(path);
-    let id = id.clone();
-    crate::wq::queue().try_spawn(GFP_KERNEL, move || {
-        let h = id.handler.lock();
-        let ok = id.comp_exch(CmState::RouteQuery, CmState::RouteResolved);
-        if let (true, Some(h)) = (ok, h.as_ref()) {
-            h.event(&id, CmEvent::new(CmEventType::RouteResolved, 0));
-        }
-    })?;
-    Ok(())
+    id.queue_step(|s| {
+        let ev = CmEvent::new(CmEventType::RouteResolved, 0);
+        CmId::transition(s, CmState::RouteQuery, CmState::RouteResolved, ev)
+    })
 }
 
 #[kunit_tests(ib_core_rs_cma_route)]

@@ -18,7 +18,11 @@
  * queue, "mcast" ibv_attach_mcast() of a UD QP made at setup to a group, ATTACH_TO_MCG; no
  * d_mcast: upstream forgets an attachment before its detach, which a failed detach leaves
  * behind; "cmid" an rdma_cm id through the raw ucma ABI, bound to the IPv4 address of the GID of
- * -g and joined to a group, on a file opened at setup) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj d_dmkey
+ * -g and joined to a group, on a file opened at setup; "cmmig" MIGRATE_ID of an id with a user
+ * event pending from its file to a second one, "cmev" WRITE_CM_EVENT of a user event: the id
+ * and its files are made unarmed (new files each time: their queues have no room yet, so the
+ * command allocates as on a fresh file) and the command armed; after it the event is on the file
+ * the command's outcome says, and nowhere else) or d_ctx d_uctx d_pd d_mr d_cq d_qp d_ah d_srq d_xrcd d_xsrq d_mw d_umem d_dobj d_dmkey
  * d_dci d_dct d_rmp (the
  * destroy paths: the object is created unarmed, its destroy is armed).
  *
@@ -85,7 +89,7 @@ struct env {
 	struct mlx5dv_devx_umem *umem;
 	/* The UD QP of "mcast", made at setup. */
 	struct ibv_qp *ud;
-	/* The /dev/infiniband/rdma_cm file of "cmid", opened at setup. */
+	/* The /dev/infiniband/rdma_cm file of "cmid", opened non-blocking at setup. */
 	int cmfd;
 	struct ibv_device *dev;
 	struct ibv_port_attr port;
@@ -495,7 +499,8 @@ static struct ibv_qp *make_dc(struct env *e, int dct)
 
 /* The object a verb creates or destroys, kind-tagged for destroy(). */
 enum obj { O_CTX, O_UCTX, O_PD, O_MR, O_CQ, O_QP, O_AH, O_MODIFY, O_SRQ, O_XRCD, O_XSRQ, O_MW,
-	   O_UMEM, O_DOBJ, O_DMKEY, O_DCI, O_DCT, O_REREG, O_RMP, O_MCAST, O_CMID };
+	   O_UMEM, O_DOBJ, O_DMKEY, O_DCI, O_DCT, O_REREG, O_RMP, O_MCAST, O_CMID,
+	   O_CMMIG, O_CMEV };
 
 struct verbdef {
 	const char *name;
@@ -514,7 +519,8 @@ static const struct verbdef verbs[] = {
 	{ "dmkey", O_DMKEY, 0 }, { "d_dmkey", O_DMKEY, 1 },
 	{ "dci", O_DCI, 0 },   { "d_dci", O_DCI, 1 },   { "dct", O_DCT, 0 },   { "d_dct", O_DCT, 1 },
 	{ "rereg", O_REREG, 0 }, { "rmp", O_RMP, 0 },   { "d_rmp", O_RMP, 1 },
-	{ "mcast", O_MCAST, 0 }, { "cmid", O_CMID, 0 },
+	{ "mcast", O_MCAST, 0 }, { "cmid", O_CMID, 0 }, { "cmmig", O_CMMIG, 0 },
+	{ "cmev", O_CMEV, 0 },
 };
 
 /* The group of "mcast": ::ffff:239.1.2.5 on RoCE, ff12:401b::1 with LID 0xc001 on
@@ -553,6 +559,8 @@ static struct env *the_env;
 struct cmid {
 	int fd;
 	uint32_t id, mc;
+	/* "cmmig" and "cmev": the id's own file and MIGRATE_ID's destination (-1 for "cmev"). */
+	int src, dst;
 };
 
 #define UCMD(fd, s, c, o)                                                                          \
@@ -618,6 +626,112 @@ static int destroy_cmid(struct cmid *c)
 	err = cm_destroy(c->fd, c->id) ?: err;
 	free(c);
 	return err;
+}
+
+/* rdma_user_cm.h's struct rdma_ucm_write_cm_event (rdma-core 44's header has no such command):
+ * the id, the event (RDMA_CM_EVENT_USER 18), its status and the parameter union (the largest
+ * member, struct rdma_ucm_ud_param, is 304 bytes). */
+#define UCMA_CMD_WRITE_CM_EVENT 24
+#define CM_EVENT_USER 18
+#define CMEV_STATUS 77
+struct cm_write_event {
+	__u32 cmd;
+	__u16 in;
+	__u16 out;
+	__u32 id, reserved, event;
+	__s32 status;
+	__u8 param[304];
+};
+
+/* WRITE_CM_EVENT of a user event (status CMEV_STATUS) on the id: 0 or errno. */
+static int cm_write_event(struct cmid *c)
+{
+	struct cm_write_event w = { .id = c->id, .event = CM_EVENT_USER, .status = CMEV_STATUS };
+
+	return UCMD(c->fd, w, UCMA_CMD_WRITE_CM_EVENT, 0) < 0 ? errno : 0;
+}
+
+/* An id (TCP, uid 1) on the setup's first rdma_cm file; for "cmmig" with a user event pending.
+ * NULL with errno. */
+static void free_cm_user(struct cmid *c)
+{
+	if (c->src >= 0)
+		close(c->src);
+	if (c->dst >= 0)
+		close(c->dst);
+	free(c);
+}
+
+static void *make_cm_user(int with_event)
+{
+	struct cmid *c = calloc(1, sizeof(*c));
+	struct ucma_abi_create_id ci = { .uid = 1, .ps = 0x0106 /* RDMA_PS_TCP */ };
+	int err;
+
+	if (!c)
+		return NULL;
+	c->src = open("/dev/infiniband/rdma_cm", O_RDWR | O_NONBLOCK);
+	c->dst = with_event ? open("/dev/infiniband/rdma_cm", O_RDWR | O_NONBLOCK) : -1;
+	c->fd = c->src;
+	ci.response = (uintptr_t)&c->id;
+	if (c->src < 0 || (with_event && c->dst < 0) ||
+	    UCMD(c->fd, ci, UCMA_CMD_CREATE_ID, 4) < 0) {
+		err = errno;
+		free_cm_user(c);
+		errno = err;
+		return NULL;
+	}
+	if (with_event && (err = cm_write_event(c))) {
+		cm_destroy(c->fd, c->id);
+		free_cm_user(c);
+		errno = err;
+		return NULL;
+	}
+	return c;
+}
+
+/* The armed command of "cmmig" (MIGRATE_ID from the id's file to its second; the id follows
+ * on success) or "cmev" (WRITE_CM_EVENT): 0 or errno. */
+static int cm_armed(enum obj o, struct cmid *c)
+{
+	struct ucma_abi_migrate_resp r;
+	struct ucma_abi_migrate_id m = { .response = (uintptr_t)&r, .id = c->id, .fd = c->src };
+
+	if (o == O_CMEV)
+		return cm_write_event(c);
+	if (UCMD(c->dst, m, UCMA_CMD_MIGRATE_ID, sizeof(r)) < 0)
+		return errno;
+	c->fd = c->dst;
+	return 0;
+}
+
+/* GET_EVENT on a non-blocking rdma_cm file: 0 and the event, or errno (EAGAIN: none). */
+static int cm_get_event(int fd, struct ucma_abi_event_resp *ev)
+{
+	struct ucma_abi_get_event g = { .response = (uintptr_t)ev };
+
+	return UCMD(fd, g, UCMA_CMD_GET_EVENT, sizeof(*ev)) < 0 ? errno : 0;
+}
+
+/* After the armed command (err its outcome): the user event is on the id's file exactly when it
+ * was written or moved there ("cmev" failed: nowhere; "cmmig" failed: still on the first file,
+ * with the id), and no file holds another. */
+static void cm_check(enum obj o, struct cmid *c, int err, long n)
+{
+	struct ucma_abi_event_resp ev;
+	int want = !(o == O_CMEV && err), fds[2] = { c->src, c->dst }, i, r;
+
+	for (i = 0; i < 2 && fds[i] >= 0; i++) {
+		r = cm_get_event(fds[i], &ev);
+		if (want && fds[i] == c->fd) {
+			if (r || ev.id != c->id || ev.event != CM_EVENT_USER ||
+			    ev.status != CMEV_STATUS)
+				fail("%s: the user event is not on the id's file (GET_EVENT errno %d, %s)",
+				     "", n, r);
+		} else if (r != EAGAIN) {
+			fail("%s: an event where none belongs (GET_EVENT errno %d, %s)", "", n, r);
+		}
+	}
 }
 
 /* The armed part of "rereg": remote write taken away, then a new translation (32 KiB
@@ -691,6 +805,10 @@ static void *create(struct env *e, enum obj o)
 		return attach_mcast(e);
 	case O_CMID:
 		return make_cmid(e);
+	case O_CMMIG:
+		return make_cm_user(1);
+	case O_CMEV:
+		return make_cm_user(0);
 	}
 	return NULL;
 }
@@ -739,6 +857,14 @@ static int destroy(enum obj o, void *p)
 	}
 	case O_CMID:
 		return destroy_cmid(p);
+	case O_CMMIG:
+	case O_CMEV: {
+		struct cmid *c = p;
+		int err = cm_destroy(c->fd, c->id);
+
+		free_cm_user(c);
+		return err;
+	}
 	}
 	return EINVAL;
 }
@@ -750,7 +876,7 @@ int main(int argc, char **argv)
 	struct ibv_device **list;
 	struct env e = { 0 };
 	long n, max = 100000, step = 1, hit = 0, failed = 0, absorbed = 0, last = 0;
-	int opt, i, reached, err;
+	int opt, i, reached, err, cm;
 	char p[512];
 
 	while ((opt = getopt(argc, argv, "d:v:k:f:m:s:g:")) != -1) {
@@ -832,7 +958,8 @@ int main(int argc, char **argv)
 	}
 	e.roce = e.port.link_layer == IBV_LINK_LAYER_ETHERNET;
 	the_env = &e;
-	if (v->obj == O_CMID && (e.cmfd = open("/dev/infiniband/rdma_cm", O_RDWR)) < 0) {
+	if (v->obj == O_CMID &&
+	    (e.cmfd = open("/dev/infiniband/rdma_cm", O_RDWR | O_NONBLOCK)) < 0) {
 		printf("R fail %s: setup: open /dev/infiniband/rdma_cm: %s\n", verb, strerror(errno));
 		return 1;
 	}
@@ -849,15 +976,20 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* "cmmig" and "cmev": the object is made unarmed, the command armed. */
+	cm = v->obj == O_CMMIG || v->obj == O_CMEV;
 	/* One unarmed run first: the verb works, and user-space caches are warm. */
 	{
 		void *o = create(&e, v->obj);
 
 		if (!o || (v->obj == O_MODIFY && (errno = to_rts(&e, o))) ||
-		    (v->obj == O_REREG && (errno = rereg_access(o)))) {
+		    (v->obj == O_REREG && (errno = rereg_access(o))) ||
+		    (cm && (errno = cm_armed(v->obj, o)))) {
 			printf("R fail %s: the verb fails unarmed: %s\n", verb, strerror(errno));
 			return 1;
 		}
+		if (cm)
+			cm_check(v->obj, o, 0, 0);
 		if ((err = destroy(v->obj, o))) {
 			printf("R fail %s: destroy unarmed: %s\n", verb, strerror(err));
 			return 1;
@@ -869,7 +1001,7 @@ int main(int argc, char **argv)
 	for (n = 1; hit < max; n += step) {
 		void *o = NULL;
 
-		if (v->destroy || v->obj == O_MODIFY || v->obj == O_REREG) {
+		if (v->destroy || v->obj == O_MODIFY || v->obj == O_REREG || cm) {
 			o = create(&e, v->obj);
 			if (!o) {
 				fail("%s: unarmed create fails: errno %d (%s)", "", n, errno);
@@ -888,12 +1020,16 @@ int main(int argc, char **argv)
 			err = to_rts(&e, o);
 		} else if (v->obj == O_REREG) {
 			err = rereg_access(o);
+		} else if (cm) {
+			err = cm_armed(v->obj, o);
 		} else {
 			errno = 0;
 			o = create(&e, v->obj);
 			err = o ? 0 : errno;
 		}
 		reached = disarm();
+		if (cm)
+			cm_check(v->obj, o, err, n);
 		if (!reached) {
 			/* Past the last point: the verb ran without a fault. */
 			if (err)

@@ -244,7 +244,7 @@ static void cm(const char *src, const char *dst, const char *silent, const char 
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *a, *b, *c, *d, *r;
-	struct sockaddr_in sa, da, any = { .sin_family = AF_INET };
+	struct sockaddr_in sa, da, ga, any = { .sin_family = AF_INET };
 	int one = 1, st = 99, t;
 	uint16_t port;
 	uint8_t g[16];
@@ -339,6 +339,18 @@ static void cm(const char *src, const char *dst, const char *silent, const char 
 	       inet_ntoa(((struct sockaddr_in *)rdma_get_local_addr(r))->sin_addr));
 	rdma_destroy_id(r);
 
+	/* An IPoIB id takes no device from an Ethernet interface's address (upstream
+	 * cma_acquire_dev_by_src_ip()): bind EINVAL, a resolution ADDR_ERROR -EINVAL. */
+	check(!rdma_create_id(ch, &r, NULL, RDMA_PS_IPOIB), "rdma_create_id (IPoIB)");
+	check(rdma_bind_addr(r, (struct sockaddr *)&sa) && errno == EINVAL,
+	      "bind SRC with an IPoIB id: EINVAL");
+	check(!rdma_resolve_addr(r, NULL, (struct sockaddr *)&da, 2000),
+	      "rdma_resolve_addr -> DST with an IPoIB id");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_ERROR && st == -EINVAL,
+	      "IPoIB id: event ADDR_ERROR, status -EINVAL (%d %d)", t, st);
+	rdma_destroy_id(r);
+
 	/* No route: the call fails. */
 	check(!rdma_create_id(ch, &r, NULL, RDMA_PS_TCP), "rdma_create_id");
 	da = addr_of(unroutable, 1);
@@ -354,6 +366,44 @@ static void cm(const char *src, const char *dst, const char *silent, const char 
 	check(t == RDMA_CM_EVENT_ADDR_ERROR && st == -ETIMEDOUT,
 	      "event ADDR_ERROR, status -ETIMEDOUT (%d %d)", t, st);
 	/* No resolve_route here: librdmacm reads id->verbs, which a failed resolution left NULL. */
+	rdma_destroy_id(r);
+
+	/*
+	 * A group has no route: an id never routed cannot resolve it (ENETUNREACH); one whose
+	 * resolution went out of an interface, even a failed one, keeps that interface and
+	 * resolves the group through it (upstream rdma_set_src_addr_rcu() sets
+	 * dev_addr.bound_dev_if, which later resolutions route by).
+	 */
+	check(!rdma_create_id(ch, &r, NULL, RDMA_PS_UDP), "rdma_create_id (a group)");
+	ga = addr_of("239.1.2.3", 0);
+	check(rdma_resolve_addr(r, NULL, (struct sockaddr *)&ga, 500) && errno == ENETUNREACH,
+	      "rdma_resolve_addr -> 239.1.2.3 never routed: ENETUNREACH");
+	da = addr_of(silent, 1);
+	check(!rdma_resolve_addr(r, NULL, (struct sockaddr *)&da, 500),
+	      "rdma_resolve_addr -> a silent neighbour from any");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_ERROR && st == -ETIMEDOUT,
+	      "event ADDR_ERROR, status -ETIMEDOUT (%d %d)", t, st);
+	check(!rdma_resolve_addr(r, NULL, (struct sockaddr *)&ga, 500),
+	      "rdma_resolve_addr -> 239.1.2.3 after a resolution out of SRC's interface");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0,
+	      "the group: event ADDR_RESOLVED, status 0 (%d %d)", t, st);
+	printf("I the group from any, after the silent neighbour: device %s, source %s\n", dev_of(r),
+	       inet_ntoa(((struct sockaddr_in *)rdma_get_local_addr(r))->sin_addr));
+	rdma_destroy_id(r);
+
+	/* The loopback of an id never routed: the first active port, but no interface, so no
+	 * route (upstream cma_bind_loopback() sets no bound_dev_if): ENODEV. */
+	check(!rdma_create_id(ch, &r, NULL, RDMA_PS_TCP), "rdma_create_id (loopback)");
+	da = addr_of("0.0.0.0", 7471);
+	check(!rdma_resolve_addr(r, NULL, (struct sockaddr *)&da, 2000),
+	      "rdma_resolve_addr -> 0.0.0.0");
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0, "loopback: event ADDR_RESOLVED (%d %d)",
+	      t, st);
+	check(rdma_resolve_route(r, 2000) && errno == ENODEV,
+	      "loopback without an interface: rdma_resolve_route ENODEV (%d)", errno);
 	rdma_destroy_id(r);
 
 	/* An id destroyed with its event pending; poll sees the event first. */

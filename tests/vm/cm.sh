@@ -24,11 +24,22 @@ cm_netdevs() {
 	[ -n "$a" ] && [ -n "$b" ] || return 1
 	ip link set "$a" up && ip link set "$b" up &&
 		ip addr add $CM_SRC/24 dev "$a" && ip addr add $CM_DST/24 dev "$b" || return 1
-	rg_wait_gid mlx5_0 0000:0000:0000:0000:0000:ffff:0a42:0001 &&
-		rg_wait_gid mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002 || return 1
-	# The v2 entries follow the v1 ones.
-	sleep 1
+	# Each address is two GIDs, RoCE v1's and (after it) v2's.
+	cm_wait_gids mlx5_0 0000:0000:0000:0000:0000:ffff:0a42:0001 &&
+		cm_wait_gids mlx5_1 0000:0000:0000:0000:0000:ffff:0a42:0002 || return 1
 	echo "$a $b"
+}
+
+# cm_wait_gids DEV GID: waits (at most ~10 s) until two entries of DEV port 1 hold GID.
+cm_wait_gids() {
+	local i=0
+	while [ $i -lt 100 ]; do
+		[ "$(grep -lx "$2" /sys/class/infiniband/$1/ports/1/gids/* 2>/dev/null | wc -l)" -ge 2 ] &&
+			return 0
+		nap
+		i=$((i + 1))
+	done
+	return 1
 }
 
 cm_ucma_suite() {
@@ -113,7 +124,10 @@ cm_kernel_suite() {
 	unload_ours
 }
 
-cm_ucma_rxe_suite() {
+# cm_rxe_pair_up: upstream's rdma_ucm over two rxe devices on a veth pair, rxe0 on veth0
+# (10.77.0.1/24) and rxe1 on veth1 (10.77.0.2/24), accept_local on (the two ends are addresses
+# of this host); cm_rxe_pair_down undoes it and unloads upstream's modules.
+cm_rxe_pair_up() {
 	t_check "modprobe rdma_ucm rdma_rxe veth" modprobe -a rdma_ucm ib_uverbs rdma_rxe veth
 	t_check "veth0/veth1 with 10.77.0.1/24, 10.77.0.2/24" sh -c \
 		'/usr/sbin/ip link add veth0 type veth peer name veth1 &&
@@ -123,6 +137,18 @@ cm_ucma_rxe_suite() {
 		'rdma link add rxe0 type rxe netdev veth0 && rdma link add rxe1 type rxe netdev veth1'
 	sleep 1
 	sysctl -qw net.ipv4.conf.all.accept_local=1
+}
+
+cm_rxe_pair_down() {
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	rdma link delete rxe1
+	rdma link delete rxe0
+	ip link del veth0
+	cm_unload_upstream
+}
+
+cm_ucma_rxe_suite() {
+	cm_rxe_pair_up
 	t_import "ucma on rxe" /rdma-rs/ucma_test 10.77.0.1 10.77.0.2 10.77.0.77 10.99.0.1
 	# The same checks pass on both (ours with -c has one more: connect's EOPNOTSUPP).
 	grep '^R ' /tmp/cm-ours.out | grep -v 'without the IB CM' | sed 's/ (.*)$//' >/tmp/cm-a
@@ -133,11 +159,7 @@ cm_ucma_rxe_suite() {
 		sed 's/^/    diff| /' /tmp/cm-diff
 		t_fail "ucma: ours and upstream rdma_ucm pass the same checks"
 	fi
-	sysctl -qw net.ipv4.conf.all.accept_local=0
-	rdma link delete rxe1
-	rdma link delete rxe0
-	ip link del veth0
-	cm_unload_upstream
+	cm_rxe_pair_down
 }
 
 # cm_unload_upstream: unloads upstream's RDMA modules and veth. ib_uverbs_support holds ib_core
@@ -294,10 +316,11 @@ cm_mode() {
 	sed -n 's/.*rdmars\.mode=\([^ ]*\).*/\1/p' /proc/cmdline
 }
 
-# cm_rping_count: the pings of cm_verify_run: 1000 in modes cm and cmib; 100 elsewhere (make
-# check's budget: under TCG 1000 pings take about 40 s on either implementation).
+# cm_rping_count TAG: the pings of cm_verify_run: 1000 on ours; on rxe (TAG rxe, the reference
+# whose event sequences ours is compared with) 1000 in modes cm and cmib, 100 elsewhere (make
+# check's budget: under TCG 1000 pings take about 30 s).
 cm_rping_count() {
-	case "$(cm_mode)" in cm | cmib) echo 1000 ;; *) echo 100 ;; esac
+	case "$1:$(cm_mode)" in rxe:cm | rxe:cmib | ours:*) echo 1000 ;; *) echo 100 ;; esac
 }
 
 # cm_events FILE: the rdma_cm events of rping -d's output (FILE), the ids' addresses left out.
@@ -318,7 +341,7 @@ cm_mckey_stats() {
 # /proc/net/dev_mcast, which ip_mc_inc_group() adds; the test kernel has no /proc/net/igmp),
 # its sender on SRC's; both print to /tmp/cmv-TAG.mckey-*.
 cm_mckey() {
-	local t=$1 r rr=0 rs=0 i=0
+	local t=$1 r rr=0 rs=0 i=0 w
 	timeout 60 mckey -m 239.1.2.3 -b "$3" -C 10 >/tmp/cm-s 2>&1 &
 	r=$!
 	while [ $i -lt 100 ] && ! grep -q 01005e010203 /proc/net/dev_mcast; do
@@ -330,21 +353,27 @@ cm_mckey() {
 	sleep 1
 	cm_mckey_stats "before the sender"
 	# mckey's sender posts its sends unsignaled, then leaves the group and destroys its QP at
-	# once: under TCG neither the model nor rxe may have sent all of them by then. It runs
-	# again (at most 5 times) until the receiver has its 10.
+	# once: under TCG neither the model nor rxe may have sent all of them by then. It sends 40
+	# for the receiver's 10, and runs again (at most 5 times) until the receiver has them.
 	i=0
 	while [ $i -lt 5 ] && kill -0 $r 2>/dev/null; do
 		rs=0
-		timeout 40 mckey -m 239.1.2.3 -b "$2" -s -C 10 >/tmp/cm-c 2>&1 || rs=$?
+		timeout 40 mckey -m 239.1.2.3 -b "$2" -s -C 40 >/tmp/cm-c 2>&1 || rs=$?
 		i=$((i + 1))
-		sleep 2
+		# The receiver ends once it has its 10 (at most 2 s after the sender).
+		w=0
+		while [ $w -lt 20 ] && kill -0 $r 2>/dev/null; do
+			nap 0.1
+			w=$((w + 1))
+		done
 	done
 	echo "    mckey: the sender ran $i times"
 	wait $r || rr=$?
 	cm_mckey_stats "after the sender"
 	sed 's/^/    sender| /' /tmp/cm-c | tail -12
 	sed 's/^/    receiver| /' /tmp/cm-s | tail -12
-	t_check "$t: mckey -C 10: sender exit 0 ($rs), receiver exit 0 ($rr)" test $rs = 0 -a $rr = 0
+	t_check "$t: mckey -C 40 to a receiver of 10: sender exit 0 ($rs), receiver exit 0 ($rr)" \
+		test $rs = 0 -a $rr = 0
 	t_check "$t: mckey: the receiver got its 10 messages" grep -q "^data transfers complete" /tmp/cm-s
 	t_check "$t: mckey: the groups are left (no IGMP membership)" \
 		sh -c '! grep -q 01005e010203 /proc/net/dev_mcast'
@@ -409,46 +438,43 @@ cm_counters_check() {
 		"echo '$d' | awk '{for (i = 1; i < NF; i += 4) if (\$(i + 1) != \$(i + 3)) exit 1; exit \$2 < 1}'"
 }
 
-# cm_verify_run TAG SRC DST SILENT: librdmacm's programs between SRC and DST: rping -v
-# (cm_rping_count pings, each one's data checked) and mckey; then, but in make check's
-# check2, rping -d's event sequences, ucmatose, udaddy, the errors of no listener and of a
-# SILENT neighbour. What the two implementations must both print goes to /tmp/cmv-TAG.*.
+# cm_verify_run TAG SRC DST SILENT: librdmacm's programs between SRC and DST: rping -v -d
+# (cm_rping_count pings, each one's data checked; the rdma_cm events of both ends), mckey,
+# ucmatose, udaddy, the errors of no listener and of a SILENT neighbour. What the two
+# implementations must both print goes to /tmp/cmv-TAG.*.
 cm_verify_run() {
 	local t=$1 src=$2 dst=$3 silent=$4 n s c rc rs t0 c0
-	n=$(cm_rping_count)
+	n=$(cm_rping_count $t)
 	c0=$(cm_counters)
 	t0=$(cut -d. -f1 /proc/uptime)
-	# The client's stdout alone: rping's events go to stderr, which would land inside a
-	# line of the buffered stdout.
-	timeout $((n / 4 + 30)) rping -s -a $dst -p 7180 -C $n -v >/tmp/cm-s 2>&1 &
+	# The client's stdout alone: rping's errors go to stderr, which would land inside a
+	# line of the buffered stdout (-d's events go to stdout, whole lines).
+	timeout $((n / 4 + 30)) rping -s -a $dst -p 7180 -C $n -v -d >/tmp/cm-s 2>&1 &
 	s=$!
 	sleep 1
 	rc=0
 	rs=0
-	timeout $((n / 4 + 30)) rping -c -a $dst -I $src -p 7180 -C $n -v >/tmp/cm-c 2>/tmp/cm-c.err &
+	timeout $((n / 4 + 30)) rping -c -a $dst -I $src -p 7180 -C $n -v -d >/tmp/cm-c \
+		2>/tmp/cm-c.err &
 	c=$!
 	cm_res_cm_id "$t" "$src" "$dst" 7180
 	wait $c || rc=$?
 	wait $s || rs=$?
 	t_check "$t: rdma res: no cm_id left once rping ended" \
 		sh -c '[ -z "$(rdma res show cm_id)" ] && ! rdma res | grep -q "cm_id [1-9]"'
-	echo "    $t: rping -C $n -v took $(($(cut -d. -f1 /proc/uptime) - t0)) s"
+	echo "    $t: rping -C $n -v -d took $(($(cut -d. -f1 /proc/uptime) - t0)) s"
 	cm_counters_check "$t" "$c0"
 	tail -3 /tmp/cm-c /tmp/cm-c.err /tmp/cm-s | sed 's/^/    rping| /'
-	t_check "$t: rping -C $n -v: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
+	t_check "$t: rping -C $n -v -d: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
 	if rping_verify /tmp/cm-c $n >/tmp/cmv-why; then
 		t_ok "$t: rping: $n pings, each with rping's data"
 	else
 		t_fail "$t: rping: $n pings, each with rping's data" "$(cat /tmp/cmv-why)"
 	fi
-	cm_mckey "$t" "$src" "$dst"
-	# make check (check2) stops here: its budget.
-	[ "$(cm_mode)" = check2 ] && return
-	cm_pair "$t: rping -C 3 -d" 40 "rping -s -a $dst -p 7181 -C 3 -v -d" \
-		"rping -c -a $dst -I $src -p 7181 -C 3 -v -d"
 	cm_events /tmp/cm-s >/tmp/cmv-$t.rping-server
 	cm_events /tmp/cm-c >/tmp/cmv-$t.rping-client
 	sed 's/^/    events| /' /tmp/cmv-$t.rping-server /tmp/cmv-$t.rping-client
+	cm_mckey "$t" "$src" "$dst"
 	cm_pair "$t: ucmatose -c 2" 40 "ucmatose -b $dst -c 2 -C 10" \
 		"ucmatose -s $dst -b $src -c 2 -C 10"
 	cp /tmp/cm-s /tmp/cmv-$t.ucmatose-server
@@ -464,18 +490,30 @@ cm_verify_run() {
 	grep "cma event" /tmp/cm-c >/tmp/cmv-$t.silent
 }
 
+# cm_conn_up: cm_conn_load's functions with their interfaces up and addressed (cm_netdevs;
+# "A B" in /tmp/cm-nd, empty if that failed); cm_conn_down undoes it. The fabric (lib.sh's
+# fabric_take) `cmconn` that vm_cm_verify leaves to vm_cm_removal.
+cm_conn_up() {
+	ip link set lo up
+	cm_conn_load
+	sysctl -qw net.ipv4.conf.all.accept_local=1
+	cm_netdevs >/tmp/cm-nd || : >/tmp/cm-nd
+}
+
+cm_conn_down() {
+	sysctl -qw net.ipv4.conf.all.accept_local=0
+	unload_ours
+}
+
 # vm_cm_verify: librdmacm's programs between the two RoCE functions (cm_verify_run), what
 # they print kept for vm_cm_verify_rxe.
 cm_verify_suite() {
 	local nd
-	ip link set lo up
-	cm_conn_load
-	sysctl -qw net.ipv4.conf.all.accept_local=1
-	nd=$(cm_netdevs)
+	fabric_take cmconn cm_conn_up
+	nd=$(cat /tmp/cm-nd)
 	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
 	[ -n "$nd" ] && cm_verify_run ours $CM_SRC $CM_DST 10.66.0.77
-	sysctl -qw net.ipv4.conf.all.accept_local=0
-	unload_ours
+	fabric_give cmconn cm_conn_down
 }
 
 # vm_cm_verify_rxe: the same programs on upstream's rdma_cm over rxe (one device on veth0,
@@ -489,7 +527,8 @@ cm_verify_rxe_suite() {
 		 /usr/sbin/ip link set veth0 up && /usr/sbin/ip link set veth1 up &&
 		 /usr/sbin/ip addr add 10.77.0.1/24 dev veth0 &&
 		 rdma link add rxe0 type rxe netdev veth0'
-	sleep 1
+	t_check "rxe0 has the RoCE v2 GID of 10.77.0.1" \
+		rg_wait_gid rxe0 0000:0000:0000:0000:0000:ffff:0a4d:0001
 	cm_verify_run rxe 10.77.0.1 10.77.0.1 10.77.0.77
 	for f in rping-server rping-client ucmatose-server ucmatose-client udaddy-server \
 		udaddy-client mckey-receiver mckey-sender no-listener silent; do
@@ -509,13 +548,12 @@ cm_verify_rxe_suite() {
 # listening on it, the server end of a connected rping pair (its client on the other function)
 # and an rping client connecting toward a peer that never answers (its REQ retrying): each of
 # the three gets RDMA_CM_EVENT_DEVICE_REMOVAL and ends, the unbind completes, the simulator
-# holds nothing of the function, the modules unload (kmemleak: vm_cm_leaks).
+# holds nothing of the function, the modules unload (kmemleak: vm_cm_leaks). On the functions
+# vm_cm_verify leaves when it comes just before (make check's check2).
 cm_removal_suite() {
-	local nd a f=mlx5_ib_rs.rdma.0 drv ls cs cc hc rc i p
-	ip link set lo up
-	cm_conn_load
-	sysctl -qw net.ipv4.conf.all.accept_local=1
-	nd=$(cm_netdevs)
+	local nd a f=mlx5_ib_rs.rdma.0 drv ls cs cc hc rc i p t0
+	fabric_take cmconn cm_conn_up
+	nd=$(cat /tmp/cm-nd)
 	t_check "the functions' interfaces have $CM_SRC and $CM_DST ($nd)" test -n "$nd"
 	if [ -n "$nd" ]; then
 		a=${nd% *}
@@ -545,12 +583,19 @@ cm_removal_suite() {
 		sleep 1
 		drv=$(fwsim_driver_of $f)
 		rc=0
+		t0=$(cut -d. -f1 /proc/uptime)
 		timeout 60 sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/unbind" || rc=$?
+		echo "    removal: the unbind took $(($(cut -d. -f1 /proc/uptime) - t0)) s"
 		t_check "removal: unbind $f under listening, connected and connecting ids ($rc)" test $rc = 0
 		i=0
 		while [ $i -lt 300 ] && { kill -0 $ls || kill -0 $cs || kill -0 $hc; } 2>/dev/null; do
 			nap 0.1
 			i=$((i + 1))
+		done
+		for p in $ls $cs $hc; do
+			rc=0
+			kill -0 $p 2>/dev/null || wait $p || rc=$?
+			echo "    removal: pid $p exit $rc"
 		done
 		for p in "the listening server:/tmp/rm-listen" "the connected server:/tmp/rm-conn-s" \
 			"the client toward a silent peer:/tmp/rm-half"; do
@@ -566,8 +611,9 @@ cm_removal_suite() {
 		ip neigh del 10.66.0.99 dev "$a" 2>/dev/null
 		t_check "removal: bind $f again" sh -c "echo $f >/sys/bus/auxiliary/drivers/$drv/bind"
 	fi
-	sysctl -qw net.ipv4.conf.all.accept_local=0
-	unload_ours
+	cm_conn_down
 }
+
+FABRIC_TAKERS="$FABRIC_TAKERS cm_removal_suite=cmconn"
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode cm

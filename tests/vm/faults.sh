@@ -119,7 +119,7 @@ faults_wait_gid3() {
 # vm_faults_ip: the RoCE function with an IPv4 address on its interface; AH and connected QP
 # AVs from its IPv4 RoCE v2 GID (index 3) to that address, resolved through the route, under
 # every allocation and firmware command point; an rdma_cm id bound to the address and joined to
-# a group under every allocation point.
+# a group, MIGRATE_ID and WRITE_CM_EVENT under every allocation point.
 faults_ip_suite() {
 	local ifc
 	: >/tmp/faults.summary
@@ -136,9 +136,12 @@ faults_ip_suite() {
 		faults_run mlx5_1 mlx5_ib_rs.rdma.1 $verb slab 100000 1 3
 		faults_run mlx5_1 mlx5_ib_rs.rdma.1 $verb fw 100000 1 3
 	done
-	# An rdma_cm id bound to that address and joined to a group (ucma, rdma_cm): no firmware
-	# command, so allocation points only.
-	faults_run mlx5_1 mlx5_ib_rs.rdma.1 cmid slab 100000 1 3
+	# An rdma_cm id bound to that address and joined to a group (ucma, rdma_cm), an id's
+	# MIGRATE_ID with an event pending and its WRITE_CM_EVENT: no firmware command, so
+	# allocation points only.
+	for verb in cmid cmmig cmev; do
+		faults_run mlx5_1 mlx5_ib_rs.rdma.1 $verb slab 100000 1 3
+	done
 	t_check "mlx5_1: the simulator holds only the kernel PD and UAR afterwards" \
 		fwsim_resources_probed mlx5_ib_rs.rdma.1
 	faults_report

@@ -154,32 +154,15 @@ fuzz_ucma_suite() {
 }
 
 # vm_fuzz_ucma_rxe: the same seed on upstream rdma_ucm over two rxe devices on a veth pair
-# (10.77.0.1 and .2), then the two traces compared errno by errno and event by event.
+# (10.77.0.1 and .2, tests/vm/cm.sh's cm_rxe_pair_up), then the two traces compared errno by
+# errno and event by event.
 fuzz_ucma_rxe_suite() {
-	local i=0
 	uf_params
-	t_check "modprobe rdma_ucm rdma_rxe veth" modprobe -a rdma_ucm ib_uverbs rdma_rxe veth
-	t_check "veth0/veth1 with 10.77.0.1/24, 10.77.0.2/24" sh -c \
-		'/usr/sbin/ip link add veth0 type veth peer name veth1 &&
-		 /usr/sbin/ip link set veth0 up && /usr/sbin/ip link set veth1 up &&
-		 /usr/sbin/ip addr add 10.77.0.1/24 dev veth0 && /usr/sbin/ip addr add 10.77.0.2/24 dev veth1'
-	t_check "rdma link add rxe0 (veth0), rxe1 (veth1)" sh -c \
-		'rdma link add rxe0 type rxe netdev veth0 && rdma link add rxe1 type rxe netdev veth1'
-	sleep 1
-	sysctl -qw net.ipv4.conf.all.accept_local=1
+	cm_rxe_pair_up
 	fz_run "ucma fuzz (upstream rxe, traced)" -U -a 10.77.0.1,10.77.0.2,10.77.0.77,10.99.0.1,239.1.2.3 \
 		-s $FZ_SEED -n $UF_N -t /tmp/uf-up.trace
 	t_import "ucma races (upstream rxe)" timeout 300 /rdma-rs/ucma_race 10.77.0.1 10.77.0.77
-	sysctl -qw net.ipv4.conf.all.accept_local=0
-	rdma link delete rxe1
-	rdma link delete rxe0
-	ip link del veth0
-	until modprobe -r -a rdma_ucm rdma_rxe ib_uverbs ib_uverbs_support rdma_cm iw_cm ib_cm ib_core \
-		veth 2>/dev/null ||
-		! grep -q "^ib_core " /proc/modules || [ $i -ge 120 ]; do
-		sleep 0.5
-		i=$((i + 1))
-	done
+	cm_rxe_pair_down
 	t_import "ucma differential (seed $FZ_SEED)" $FZ -c /tmp/uf-ours.trace /tmp/uf-up.trace
 }
 
