@@ -162,6 +162,11 @@ pub(super) struct WriteBufs {
     pub(super) udata_out: (u64, usize),
 }
 
+/// Driver responses up to this size are built on the stack (mlx5's CQ, QP, PD, SRQ and AH
+/// responses): a command allocates nothing for its driver data, as upstream, whose driver
+/// writes the user's buffer directly (`Documentation/performance.md`).
+const UDATA_OUT_ON_STACK: usize = 128;
+
 /// Runs a driver op with the command's driver data (upstream
 /// `attrs->driver_udata`): the request as read, a response buffer of the
 /// user's length (at most a page), written back after the op when the
@@ -172,11 +177,19 @@ pub(super) fn with_udata<T>(
     f: impl FnOnce(&mut Udata<'_>) -> Result<T>,
 ) -> Result<T> {
     let outlen = b.udata_out.1.min(kernel::page::PAGE_SIZE);
-    let mut resp = KVec::from_elem(0u8, outlen, GFP_KERNEL)?;
-    let mut ud = Udata::new(&b.udata_in, &mut resp);
+    let mut stack = [0u8; UDATA_OUT_ON_STACK];
+    let mut heap;
+    let resp: &mut [u8] = match stack.get_mut(..outlen) {
+        Some(r) => r,
+        None => {
+            heap = KVec::from_elem(0u8, outlen, GFP_KERNEL)?;
+            &mut heap
+        }
+    };
+    let mut ud = Udata::new(&b.udata_in, &mut *resp);
     let r = f(&mut ud)?;
     if ud.written() > 0 {
-        copy_out(b.udata_out.0, &resp)?;
+        copy_out(b.udata_out.0, resp)?;
     }
     Ok(r)
 }
