@@ -8,7 +8,8 @@
  *   rt    QUERY_PORT calls/s, PD alloc+dealloc pairs/s, and raw ioctls: one
  *         rejected by the header check, an unknown method, QUERY_CONTEXT (with
  *         the mlx5 response on mlx5)
- *   raw   the three raw ioctls of rt alone; bad: the header-rejected one alone
+ *   raw   the three raw ioctls of rt alone; bad: the header-rejected one alone;
+ *         qc: QUERY_CONTEXT alone
  *   cq    CQ create+destroy pairs/s (64 CQEs)
  * N_OBJ: iterations of the cq, qp and mr figures (default 500).
  *   qp    RC QP create -> INIT -> RTR -> RTS -> destroy cycles/s (looped back
@@ -924,6 +925,8 @@ int main(int argc, char **argv)
 			fig_rt(ctx);
 		else if (!strcmp(f, "raw") || !strcmp(f, "bad"))
 			fig_raw(ctx, !strcmp(f, "bad"));
+		else if (!strcmp(f, "qc"))
+			fig("query_context_ns", query_context_ns(ctx->cmd_fd, n));
 		else if (!strcmp(f, "cq"))
 			fig_cq(ctx);
 		else if (!strcmp(f, "qp"))
