@@ -107,7 +107,7 @@ bu_perf() {
 			-f "$figs" -k "$(bench_arg perfscale 10)" -n "$pn" -c "$pobj" >/tmp/perf-bench.out 2>&1
 		sed "s/^/    perf-$tag| /" /tmp/perf-bench.out
 		# shellcheck disable=SC2086
-		perf report -q -i /tmp/perf.data --stdio $rep 2>/dev/null | grep -v '^$' |
+		perf report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio $rep 2>/dev/null | grep -v '^$' |
 			head -n "$lines" | sed "s/^/    perf-$tag| /"
 		rm -f /tmp/perf.data
 	done
