@@ -141,7 +141,8 @@ const MBOX_ON_STACK: usize = 64;
 /// transition (`Documentation/performance.md`). Outboxes of that size are rare.
 const INBOX_ON_STACK: usize = 272;
 
-/// Executes `cmd` on `hw`.
+/// Executes `cmd` on `hw`. A larger inbox is `kvmalloc()`ed, as upstream's `reg_create()`
+/// `kvzalloc()`s a CREATE_MKEY with its whole translation (2 MiB per GiB of 4 KiB pages).
 ///
 /// # Errors
 ///
@@ -160,7 +161,7 @@ pub(crate) fn exec<C: Command>(hw: &dyn Mlx5Hw, cmd: &C) -> Result<C::Reply> {
     let inbox: &mut [u8] = match in_stack.get_mut(..in_len) {
         Some(b) => b,
         None => {
-            in_heap = KVec::from_elem(0u8, in_len, GFP_KERNEL)?;
+            in_heap = KVVec::from_elem(0u8, in_len, GFP_KERNEL)?;
             &mut in_heap
         }
     };

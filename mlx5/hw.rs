@@ -408,16 +408,19 @@ pub(crate) trait Mlx5Hw: Send + Sync {
     fn map_pages(&self, pages: &[PageRef], writable: bool) -> Result<DmaMap>;
 
     /// Maps pinned user memory for the device (upstream `ib_dma_map_sgtable_attrs()` of a
-    /// umem). A backend that keeps what it maps referenced (the simulator's IOMMU) keeps
-    /// `pages`, the pin itself, until the unmap: one owner for the range, dropped once, and
-    /// no page reference taken and dropped per page (262,144 of each for a 1 GiB MR). The
-    /// default maps a reference to each page with [`Mlx5Hw::map_pages`] (the DMA API of a
-    /// real function keeps nothing after the call).
+    /// umem); `addr` is the user address of its first page. A backend that keeps what it maps
+    /// referenced (the simulator's IOMMU) keeps `pages`, the pin itself, until the unmap: one
+    /// owner for the range, dropped once, and no page reference taken and dropped per page
+    /// (262,144 of each for a 1 GiB MR); it places the range at `addr`'s alignment within
+    /// 2 MiB, as an IOMMU's contiguous range of a huge page is, so that an MR's mkey takes
+    /// large pages ([`crate::ib::pgsz`]). The default maps a reference to each page with
+    /// [`Mlx5Hw::map_pages`] (the DMA API of a real function keeps nothing after the call).
     ///
     /// # Errors
     ///
     /// [`Mlx5Hw::map_pages`]'s.
-    fn map_umem(&self, pages: UmemPages, writable: bool) -> Result<DmaMap> {
+    fn map_umem(&self, pages: UmemPages, writable: bool, addr: u64) -> Result<DmaMap> {
+        let _ = addr;
         self.map_pages(&pages.page_refs()?, writable)
     }
 

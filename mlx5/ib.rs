@@ -41,6 +41,7 @@ pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod ops;
 pub(crate) mod pd;
+pub(crate) mod pgsz;
 pub(crate) mod port;
 pub(crate) mod qp;
 pub(crate) mod queue;

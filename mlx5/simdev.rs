@@ -576,8 +576,8 @@ impl Mlx5Hw for SimFunction {
         self.iommu.map(pages, writable)
     }
 
-    fn map_umem(&self, pages: UmemPages, writable: bool) -> Result<DmaMap> {
-        self.iommu.map_umem(pages, writable)
+    fn map_umem(&self, pages: UmemPages, writable: bool, addr: u64) -> Result<DmaMap> {
+        self.iommu.map_umem(pages, writable, addr)
     }
 
     fn ring(&self, uar: u32, db: Doorbell, value: u64) -> Result {

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `copy_from_user()` into memory that was not initialised first.
+//! `copy_from_user()` into memory that was not initialised first, and `copy_to_user()` in one
+//! call.
 //!
 //! The kernel crate's `UserSliceReader::read_slice()` wants an initialised `&mut [u8]`, so a
 //! stack buffer for the ioctl's attribute array was zeroed (a 384-byte `memset` on every
 //! ioctl) only to be overwritten by the copy. `UserSliceReader::read_raw()` writes a
 //! `&mut [MaybeUninit<u8>]`; [`read_uninit`] hands back the part it filled, initialised, and
 //! calls `_copy_from_user()` itself rather than through `read_raw()` (every uverbs copy from
-//! user space goes through it, [`read_init`] for initialised buffers).
+//! user space goes through it, [`read_init`] for initialised buffers). [`write`] is the same
+//! for the other direction: every uverbs response, output attribute and flags write-back.
 
 use core::mem::MaybeUninit;
 use kernel::bindings;
@@ -63,4 +65,35 @@ pub(crate) fn read_init(addr: usize, buf: &mut [u8]) -> Result {
     // writes initialised bytes (copied or zeroed), so `buf` stays initialised.
     let raw = unsafe { &mut *(core::ptr::from_mut(buf) as *mut [MaybeUninit<u8>]) };
     read_uninit(addr, raw).map(|_| ())
+}
+
+/// Copies `data` to the user address `addr`: one call, to the exported `_copy_to_user()`
+/// (`access_ok()` and the fault-handling copy), as upstream C's `copy_to_user()` compiles to
+/// on x86. The kernel crate's `UserSliceWriter::write_slice()` reaches it through two more
+/// out-of-line calls (`write_slice()` and `rust_helper_copy_to_user()`); a `QUERY_CONTEXT`
+/// makes six such copies (three output attributes and their flags).
+///
+/// # Errors
+///
+/// `EFAULT` when any byte cannot be written or the length exceeds `INT_MAX`.
+#[inline]
+pub(crate) fn write(addr: usize, data: &[u8]) -> Result {
+    let len = data.len();
+    if len > i32::MAX as usize {
+        return Err(EFAULT);
+    }
+    // SAFETY: `data` is valid for reads of `len` bytes (a slice) and `len` fits a `c_ulong`;
+    // `addr` is a user address that `_copy_to_user()` checks with `access_ok()` and writes
+    // with fault handling, so any value is sound.
+    let left = unsafe {
+        bindings::_copy_to_user(
+            addr as *mut c_void,
+            data.as_ptr().cast::<c_void>(),
+            len as c_ulong,
+        )
+    };
+    if left != 0 {
+        return Err(EFAULT);
+    }
+    Ok(())
 }

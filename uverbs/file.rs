@@ -47,7 +47,7 @@ use crate::uverbs::mmap::FileMmap;
 use crate::uverbs::uobject_table::HandleTable;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
-use kernel::uaccess::{UserPtr, UserSlice, UserSliceReader};
+use kernel::uaccess::UserSliceReader;
 
 /// The kernel error of an ABI errno.
 ///
@@ -91,9 +91,7 @@ fn copy_in_to(addr: u64, buf: &mut [u8]) -> Result {
 
 /// `copy_to_user()`.
 fn copy_out(addr: u64, data: &[u8]) -> Result {
-    UserSlice::new(UserPtr::from_addr(uaddr(addr)?), data.len())
-        .writer()
-        .write_slice(data)
+    crate::uaccess::write(uaddr(addr)?, data)
 }
 
 /// upstream `uverbs_copy_to_struct_or_zero()` / `uverbs_response()`: the

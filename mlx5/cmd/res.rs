@@ -151,6 +151,9 @@ pub(crate) enum MkeyTranslation<'a> {
         log_page_size: u8,
         /// The pages' DMA addresses.
         pages: &'a [u64],
+        /// The entries the mkey has room for (`translations_octword_size`), at least
+        /// `pages.len()`: a UMR WQE may load that many later.
+        room: usize,
     },
     /// Device memory (upstream `mlx5_ib_get_dm_mr()` with `MLX5_MKC_ACCESS_MODE_MEMIC`): `len`
     /// bytes of the MEMIC window from BAR offset `start`, addressed zero-based.
@@ -256,6 +259,7 @@ impl Command for CreateMkey<'_> {
                 len,
                 log_page_size,
                 pages,
+                room,
             } => {
                 // upstream reg_create() and _mlx5_alloc_mkey_descs(): `umr_en`, so that a UMR
                 // WQE may change the MR's access and PD.
@@ -265,9 +269,15 @@ impl Command for CreateMkey<'_> {
                 inbox.set64(m(mkc::len), len)?;
                 inbox.set(m(mkc::log_page_size), u32::from(log_page_size))?;
                 let octowords =
-                    u32::try_from(pages.len().div_ceil(2)).map_err(|_| PrmError::ValueTooWide)?;
-                inbox.set(m(mkc::translations_octword_size), octowords)?;
-                inbox.set(create_mkey_in::translations_octword_actual_size, octowords)?;
+                    |n: usize| u32::try_from(n.div_ceil(2)).map_err(|_| PrmError::ValueTooWide);
+                inbox.set(
+                    m(mkc::translations_octword_size),
+                    octowords(room.max(pages.len()))?,
+                )?;
+                inbox.set(
+                    create_mkey_in::translations_octword_actual_size,
+                    octowords(pages.len())?,
+                )?;
                 super::set_addrs(inbox, pages)?;
                 Ok(())
             }

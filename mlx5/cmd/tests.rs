@@ -304,6 +304,7 @@ mod suite {
                     len: 3 * 4096,
                     log_page_size: 12,
                     pages: &pages,
+                    room: 0,
                 },
             },
         )?;

@@ -5,7 +5,8 @@
 //! (`mlx5_ib_reg_user_mr()` → `create_real_mr()` → `reg_create()`, `mlx5_ib_rereg_user_mr()`),
 //! and the CREATE_MKEY every MR is (`mlx5_ib_create_mkey()`), which DM MRs use too.
 //!
-//! User MRs pin their memory with the access flags' writability and use `PAGE_SIZE` pages;
+//! User MRs pin their memory with the access flags' writability; their mkey's entries are of
+//! the largest page size the bus addresses allow (upstream `mlx5_umem_mkc_find_best_pgsz()`);
 //! every registration is a CREATE_MKEY (no mkey cache), with `umr_en`; a re-registration of
 //! the access flags or PD, or of a translation the mkey has room for, is made by UMR WQEs on
 //! the mkey ([`crate::ib::umr`]), keeping the keys.
@@ -84,7 +85,7 @@ pub(crate) fn create_mr_keep(
         None => None,
     };
     let mtt_room = match translation {
-        MkeyTranslation::Mtt { pages, .. } => pages.len(),
+        MkeyTranslation::Mtt { pages, room, .. } => room.max(pages.len()),
         _ => 0,
     };
     let m = exec(
@@ -161,6 +162,7 @@ pub(crate) fn alloc_mr(
             len: 0,
             log_page_size: 12,
             pages: &pages,
+            room: 0,
         },
         None,
     )
@@ -168,8 +170,11 @@ pub(crate) fn alloc_mr(
 
 /// upstream `mlx5_ib_reg_user_mr()` → `create_real_mr()` → `reg_create()` (the direct
 /// CREATE_MKEY path, without the mkey cache and UMR): the memory pinned with the access
-/// flags' writability, an MTT mkey of `PAGE_SIZE` pages covering `[iova, iova + length)`,
-/// `lkey` = `rkey` = the key. On-demand paging is `EOPNOTSUPP` (the device reports no ODP).
+/// flags' writability, an MTT mkey covering `[iova, iova + length)` in the largest pages the
+/// bus addresses allow ([`UserBuf::mtt`], upstream `mlx5_umem_mkc_find_best_pgsz()`), with
+/// room for one entry per `PAGE_SIZE` page (so that a re-registration's UMR fits, as
+/// [`rereg_pas`] loads `PAGE_SIZE` pages), `lkey` = `rkey` = the key. On-demand paging is
+/// `EOPNOTSUPP` (the device reports no ODP).
 ///
 /// # Errors
 ///
@@ -192,7 +197,7 @@ pub(crate) fn reg_user_mr(
     if (req.iova ^ umem.addr()) & (PAGE - 1) != 0 {
         return Err(EINVAL);
     }
-    let pages = umem.pages()?;
+    let mtt = umem.mtt(req.iova)?;
     create_mr(
         pd,
         req.access,
@@ -200,8 +205,9 @@ pub(crate) fn reg_user_mr(
         MkeyTranslation::Mtt {
             start: req.iova,
             len: req.length,
-            log_page_size: kernel::page::PAGE_SHIFT as u8,
-            pages: &pages,
+            log_page_size: mtt.log_page_size,
+            pages: &mtt.entries,
+            room: mtt.pages,
         },
         Some(umem),
     )
@@ -291,8 +297,8 @@ pub(crate) fn rereg_user_mr(
             return Err(e);
         }
     }
-    let pages = match umem.pages() {
-        Ok(p) => p,
+    let mtt = match umem.mtt(m.iova) {
+        Ok(t) => t,
         Err(e) => {
             *guard = Some(umem);
             return Err(e);
@@ -311,8 +317,9 @@ pub(crate) fn rereg_user_mr(
         MkeyTranslation::Mtt {
             start: m.iova,
             len,
-            log_page_size: kernel::page::PAGE_SHIFT as u8,
-            pages: &pages,
+            log_page_size: mtt.log_page_size,
+            pages: &mtt.entries,
+            room: mtt.pages,
         },
         &mut umem,
     );

@@ -14,12 +14,15 @@
 
 use crate::hw::{DmaMap, Mlx5Hw};
 use crate::ib::device::Mlx5Ib;
+use crate::ib::pgsz;
 use ib_core_rs::verbs::{AccessFlags, Ucontext, Umem};
 use kernel::prelude::*;
 use kernel::{new_mutex, sync::Arc, sync::Mutex};
 
 /// `PAGE_SIZE` as a `u64`.
 pub(crate) const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
+/// `PAGE_SHIFT`.
+const PAGE_SHIFT: u32 = kernel::page::PAGE_SHIFT as u32;
 
 /// `MLX5_IB_DBR_SIZE`: a doorbell record is two big-endian 32-bit counters.
 const DBR_SIZE: u64 = 8;
@@ -71,11 +74,11 @@ impl UserBuf {
         // every umem DMA_BIDIRECTIONAL; the simulated IOMMU is stricter, so a device write
         // into memory the access flags did not make writable (the CQ buffer is pinned
         // LOCAL_WRITE, QP buffers and doorbell pages are only read) is a DMA fault.
-        let map = ctx
-            .device()
-            .data()
-            .hw
-            .map_umem(umem.shared_pages(), umem.writable())?;
+        let map = ctx.device().data().hw.map_umem(
+            umem.shared_pages(),
+            umem.writable(),
+            addr & !(PAGE - 1),
+        )?;
         Ok(UserBuf {
             map,
             addr,
@@ -152,10 +155,56 @@ impl UserBuf {
         Ok(v)
     }
 
+    /// The buffer's MTT at I/O virtual address `iova` (which has the buffer's page offset):
+    /// entries of the largest page size the bus addresses allow (upstream
+    /// `mlx5_umem_mkc_find_best_pgsz()` and `mlx5_ib_populate_pas()`, [`pgsz`]).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`; `EINVAL` when no page size fits (not for a buffer whose start and `iova` share
+    /// their page offset).
+    pub(crate) fn mtt(&self, iova: u64) -> Result<Mtt> {
+        let pages = self.pages()?;
+        let n_pages = pages.len();
+        let shift =
+            pgsz::best_page_shift(&pages, PAGE_SHIFT, iova, self.len, pgsz::MTT_PGSZ_BITMAP)
+                .ok_or(EINVAL)?;
+        if shift == PAGE_SHIFT {
+            return Ok(Mtt {
+                log_page_size: PAGE_SHIFT as u8,
+                entries: pages,
+                pages: n_pages,
+            });
+        }
+        let n = usize::try_from(pgsz::block_count(iova, self.len, shift))?;
+        let mut entries = KVec::with_capacity(n, GFP_KERNEL)?;
+        for b in pgsz::blocks(&pages, PAGE_SHIFT, iova, self.len, shift) {
+            entries.push(b, GFP_KERNEL)?;
+        }
+        if entries.len() != n {
+            return Err(EINVAL);
+        }
+        Ok(Mtt {
+            log_page_size: u8::try_from(shift)?,
+            entries,
+            pages: n_pages,
+        })
+    }
+
     /// The bus address of the first page.
     pub(crate) fn bus(&self) -> u64 {
         self.map.iova()
     }
+}
+
+/// An MR's translation of a [`UserBuf`] ([`UserBuf::mtt`]).
+pub(crate) struct Mtt {
+    /// log2 of the entries' page size (`mkc.log_page_size`).
+    pub(crate) log_page_size: u8,
+    /// The bus address of each entry's page.
+    pub(crate) entries: KVec<u64>,
+    /// How many `PAGE_SIZE` pages the buffer touches.
+    pub(crate) pages: usize,
 }
 
 /// One pinned page of doorbell records (upstream `struct mlx5_ib_user_db_page`).

@@ -37,6 +37,10 @@ const PAGE: u64 = PAGE_SIZE as u64;
 /// address, so that a pointer handed to the device by mistake faults.
 const IOVA_BASE: u64 = 0x0000_00d0_0000_0000;
 
+/// The block within which a mapping of pinned user memory keeps its user address's offset
+/// ([`Iommu::map_umem`]): a huge page.
+const UMEM_ALIGN: u64 = 2 << 20;
+
 /// What keeps the pages of a mapping allocated.
 enum Pages {
     /// Kernel pages: a reference each.
@@ -126,20 +130,29 @@ impl Iommu {
         for p in pages {
             v.push(p.clone(), GFP_KERNEL)?;
         }
-        self.insert(Pages::Refs(v), writable)
+        self.insert(Pages::Refs(v), writable, None)
     }
 
     /// Maps pinned user memory at a fresh bus range, keeping its pin (not a reference per
-    /// page) until the unmap.
+    /// page) until the unmap. The range starts at the user address `addr`'s offset in a
+    /// [`UMEM_ALIGN`] block, as an IOMMU maps a huge page: an MR's mkey over it takes pages
+    /// of up to that size ([`crate::ib::pgsz`]).
     ///
     /// # Errors
     ///
     /// As [`Iommu::map`].
-    pub(crate) fn map_umem(self: &Arc<Self>, pages: UmemPages, writable: bool) -> Result<DmaMap> {
-        self.insert(Pages::Pinned(pages), writable)
+    pub(crate) fn map_umem(
+        self: &Arc<Self>,
+        pages: UmemPages,
+        writable: bool,
+        addr: u64,
+    ) -> Result<DmaMap> {
+        self.insert(Pages::Pinned(pages), writable, Some(addr))
     }
 
-    fn insert(self: &Arc<Self>, v: Pages, writable: bool) -> Result<DmaMap> {
+    /// Inserts `v` at the next free IOVA, or with `align_to` at the next one that has
+    /// `align_to`'s offset in a [`UMEM_ALIGN`] block.
+    fn insert(self: &Arc<Self>, v: Pages, writable: bool, align_to: Option<u64>) -> Result<DmaMap> {
         let n = v.len();
         if n == 0 {
             return Err(EINVAL);
@@ -147,7 +160,19 @@ impl Iommu {
         let span = (n as u64 + 1).checked_mul(PAGE).ok_or(ENOMEM)?;
         let iova = {
             let mut t = self.table.lock();
-            let iova = t.next;
+            let iova = match align_to {
+                None => t.next,
+                Some(a) => {
+                    let off = a & (UMEM_ALIGN - 1) & !(PAGE - 1);
+                    let base = t.next.checked_next_multiple_of(UMEM_ALIGN).ok_or(ENOMEM)?;
+                    let at = base | off;
+                    // The block before `base` when `off` still fits above `next`.
+                    match at.checked_sub(UMEM_ALIGN) {
+                        Some(lower) if lower >= t.next => lower,
+                        _ => at,
+                    }
+                }
+            };
             t.next = iova.checked_add(span).ok_or(ENOMEM)?;
             // `next` only grows, so pushing keeps the table sorted.
             t.maps.push(

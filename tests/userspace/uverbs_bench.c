@@ -8,7 +8,8 @@
  *   rt    QUERY_PORT calls/s, PD alloc+dealloc pairs/s, and raw ioctls: one
  *         rejected by the header check, an unknown method, QUERY_CONTEXT (with
  *         the mlx5 response on mlx5)
- *   raw   the three raw ioctls of rt alone; bad: the header-rejected one alone
+ *   raw   the three raw ioctls of rt alone; bad: the header-rejected one alone;
+ *         qc: QUERY_CONTEXT alone
  *   cq    CQ create+destroy pairs/s (64 CQEs)
  * N_OBJ: iterations of the cq, qp and mr figures (default 500).
  *   qp    RC QP create -> INIT -> RTR -> RTS -> destroy cycles/s (looped back
@@ -20,12 +21,15 @@
  *         registration: pin_user_pages_fast(FOLL_LONGTERM) and a bvec array,
  *         no RDMA code), in GB/s: the physical limit of the MR path
  *   slab  slab (and vmalloc) bytes per PD, CQ, QP, MR, SRQ and AH with N_SLAB
- *         alive (SLAB_SRQ SRQs)
+ *         alive (SLAB_SRQ SRQs); beside each, `slabcache KIND CACHE OBJS BYTES` lines:
+ *         the caches of /proc/slabinfo that grew by at least one object per two, with
+ *         their objects and bytes per object
  *   scale a handle lookup (CQ_DESTROY given a PD's handle: EINVAL after the
  *         lookup) and a PD destroy, with 10, 1k, 10k, 100k PDs alive
  *   obj   SRQ (16 WRs), AH (to the own port, by the write() command: libmlx5
  *         builds InfiniBand AHs in user space without one) and 4 KiB MR
  *         create+destroy pairs/s, N_OBJ each
+ *   ah    the AH pairs of obj alone (for profiles)
  *   ctx   ibv_open_device() + ibv_close_device() pairs/s, N_OBJ of them
  * SLAB_SRQ, SLAB_AH: the SRQs and AHs alive for slab (default N_SLAB; a
  * device's SRQ table can be smaller than its others, and AHs use no device
@@ -407,6 +411,38 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd)
 	return ibv_create_srq(pd, &a);
 }
 
+/* AH create+destroy pairs/s (ah_pairs_per_s), N_OBJ of them. */
+static void ah_pairs(struct ibv_context *ctx, struct ibv_pd *pd, const struct ibv_ah_attr *ah)
+{
+	double t0 = now();
+	long i;
+
+	for (i = 0; i < n_obj; i++) {
+		long h = write_create_ah(ctx, pd, ah);
+
+		if (h < 0 || write_destroy_ah(ctx, h)) {
+			skip("ah_pairs_per_s", "CREATE_AH/DESTROY_AH");
+			return;
+		}
+	}
+	fig("ah_pairs_per_s", n_obj / (now() - t0));
+}
+
+/* The AH figure of obj alone (for profiles). */
+static void fig_ah(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_ah_attr ah;
+	enum ibv_mtu mtu;
+
+	if (!pd || self_ah(ctx, &ah, &mtu))
+		skip("ah", "PD or port query");
+	else
+		ah_pairs(ctx, pd, &ah);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
 /* SRQ, AH and 4 KiB MR create+destroy pairs/s. */
 static void fig_obj(struct ibv_context *ctx)
 {
@@ -432,17 +468,7 @@ static void fig_obj(struct ibv_context *ctx)
 	}
 	if (i == n_obj)
 		fig("srq_pairs_per_s", n_obj / (now() - t0));
-	t0 = now();
-	for (i = 0; i < n_obj; i++) {
-		long h = write_create_ah(ctx, pd, &ah);
-
-		if (h < 0 || write_destroy_ah(ctx, h)) {
-			skip("ah_pairs_per_s", "CREATE_AH/DESTROY_AH");
-			break;
-		}
-	}
-	if (i == n_obj)
-		fig("ah_pairs_per_s", n_obj / (now() - t0));
+	ah_pairs(ctx, pd, &ah);
 	buf = buffer(4096);
 	t0 = now();
 	for (i = 0; buf && i < n_obj; i++) {
@@ -611,12 +637,66 @@ static long meminfo(const char *key)
 	return v;
 }
 
+/* /proc/slabinfo's active objects per cache (name, count, object size), for the
+ * per-cache growth the slab figure prints beside its total. */
+#define SLABINFO_MAX 512
+struct slabcache {
+	char name[48];
+	long active, size;
+};
+static struct slabcache slab_before[SLABINFO_MAX];
+static int slab_before_n;
+
+static int slabinfo(struct slabcache *c)
+{
+	FILE *f = fopen("/proc/slabinfo", "r");
+	char line[512];
+	int k = 0;
+
+	if (!f)
+		return 0;
+	while (k < SLABINFO_MAX && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%47s %ld %*d %ld", c[k].name, &c[k].active, &c[k].size) == 3)
+			k++;
+	fclose(f);
+	return k;
+}
+
+/* Snapshot of /proc/slabinfo before the objects of a slab figure are created. */
+static void slab_mark(void)
+{
+	slab_before_n = slabinfo(slab_before);
+}
+
+/* `slabcache KIND CACHE OBJS BYTES`: each cache whose active objects grew by at least one per
+ * two objects of the figure since slab_mark(), the growth in objects per object and its
+ * bytes per object (where the figure's bytes go; kB-granular Slab cannot split them). */
+static void slab_caches(const char *kind, long count)
+{
+	static struct slabcache now_[SLABINFO_MAX];
+	int k = slabinfo(now_);
+
+	for (int i = 0; i < k; i++)
+		for (int j = 0; j < slab_before_n; j++) {
+			long d;
+
+			if (strcmp(now_[i].name, slab_before[j].name))
+				continue;
+			d = now_[i].active - slab_before[j].active;
+			if (d * 2 >= count)
+				printf("slabcache %s %s %.2f %.0f\n", kind, now_[i].name,
+				       (double)d / count, (double)d * now_[i].size / count);
+			break;
+		}
+}
+
 static void slab_report(const char *kind, long slab0, long vm0)
 {
 	char name[64];
 
 	snprintf(name, sizeof(name), "slab_bytes_%s", kind);
 	fig(name, (meminfo("Slab") - slab0) * 1024.0 / n_slab);
+	slab_caches(kind, n_slab);
 	snprintf(name, sizeof(name), "vmalloc_bytes_%s", kind);
 	fig(name, (meminfo("VmallocUsed") - vm0) * 1024.0 / n_slab);
 }
@@ -637,6 +717,7 @@ static void fig_slab(struct ibv_context *ctx)
 		goto out;
 	}
 	/* PDs. */
+	slab_mark();
 	s0 = meminfo("Slab"), v0 = meminfo("VmallocUsed");
 	for (i = 0; i < n_slab && (o[i] = ibv_alloc_pd(ctx)); i++)
 		;
@@ -647,6 +728,7 @@ static void fig_slab(struct ibv_context *ctx)
 	while (i-- > 0)
 		ibv_dealloc_pd(o[i]);
 	/* CQs. */
+	slab_mark();
 	s0 = meminfo("Slab"), v0 = meminfo("VmallocUsed");
 	for (i = 0; i < n_slab && (o[i] = ibv_create_cq(ctx, 64, NULL, NULL, 0)); i++)
 		;
@@ -657,6 +739,7 @@ static void fig_slab(struct ibv_context *ctx)
 	while (i-- > 0)
 		ibv_destroy_cq(o[i]);
 	/* QPs (RESET, 16 WRs each way). */
+	slab_mark();
 	s0 = meminfo("Slab"), v0 = meminfo("VmallocUsed");
 	for (i = 0; i < n_slab && (o[i] = create_qp(pd, cq)); i++)
 		;
@@ -668,6 +751,7 @@ static void fig_slab(struct ibv_context *ctx)
 		ibv_destroy_qp(o[i]);
 	/* MRs of one page each, over one buffer. */
 	buf = buffer(4096UL * n_slab);
+	slab_mark();
 	s0 = meminfo("Slab"), v0 = meminfo("VmallocUsed");
 	for (i = 0; buf && i < n_slab &&
 		    (o[i] = ibv_reg_mr(pd, buf + 4096 * i, 4096, IBV_ACCESS_LOCAL_WRITE)); i++)
@@ -681,6 +765,7 @@ static void fig_slab(struct ibv_context *ctx)
 	if (buf)
 		munmap(buf, 4096UL * n_slab);
 	/* SRQs (16 WRs): n_slab_srq of them; the per-object figure is over that count. */
+	slab_mark();
 	s0 = meminfo("Slab"), v0 = meminfo("VmallocUsed");
 	for (i = 0; i < n_slab_srq && (o[i] = create_srq(pd)); i++)
 		;
@@ -697,6 +782,7 @@ static void fig_slab(struct ibv_context *ctx)
 		ibv_destroy_srq(o[i]);
 	/* AHs to the own port (the write() command: kernel AHs on both stacks). */
 	if (self_ah(ctx, &ah, &mtu) == 0) {
+		slab_mark();
 		s0 = meminfo("Slab"), v0 = meminfo("VmallocUsed");
 		for (i = 0; i < n_slab_ah && (h[i] = write_create_ah(ctx, pd, &ah)) >= 0; i++)
 			;
@@ -839,6 +925,8 @@ int main(int argc, char **argv)
 			fig_rt(ctx);
 		else if (!strcmp(f, "raw") || !strcmp(f, "bad"))
 			fig_raw(ctx, !strcmp(f, "bad"));
+		else if (!strcmp(f, "qc"))
+			fig("query_context_ns", query_context_ns(ctx->cmd_fd, n));
 		else if (!strcmp(f, "cq"))
 			fig_cq(ctx);
 		else if (!strcmp(f, "qp"))
@@ -855,6 +943,8 @@ int main(int argc, char **argv)
 			fig_scale(ctx);
 		else if (!strcmp(f, "obj"))
 			fig_obj(ctx);
+		else if (!strcmp(f, "ah"))
+			fig_ah(ctx);
 		else if (!strcmp(f, "ctx"))
 			fig_ctx(dev);
 		else

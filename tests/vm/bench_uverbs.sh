@@ -83,7 +83,9 @@ bu_fwsim_ns() {
 
 # bu_perf STACK DEV: where a light round trip's time goes (perf's cpu-clock
 # samples, kernel and user, over the rdmars.perffigs= figures; rdmars.perf=1 and
-# perf in the initramfs).
+# perf in the initramfs). rdmars.perffigs= is one uverbs_bench figure list, or several
+# joined by `+`, each profiled alone (`perf-STACK-FIGS|` lines); FIGS:N runs that one with
+# N calls a round trip and N objects an object figure.
 bu_perf() {
 	command -v perf >/dev/null || return 0
 	[ "$(bench_arg perf 0)" = 1 ] || return 0
@@ -92,18 +94,23 @@ bu_perf() {
 	# rdmars.perfa=1: every CPU, with call graphs, sorted by task and symbol, inclusive of
 	# callees: what other tasks (workers, kthreads) do while the figure runs, and which
 	# caller a cost belongs to.
-	local rec="" rep="--sort sym" lines=30
+	local rec="" rep="--sort sym" lines=30 p figs pn pobj tag
 	if [ "$(bench_arg perfa 0)" = 1 ]; then
 		rec="-a -g" rep="--sort comm,sym --children -g none" lines=$(bench_arg perflines 80)
 	fi
-	# shellcheck disable=SC2086
-	perf record -q $rec -e cpu-clock -F 2000 -o /tmp/perf.data /rdma-rs/uverbs_bench -d "$2" \
-		-f "$(bench_arg perffigs rt)" -k "$(bench_arg perfscale 10)" -n "$(bench_arg perfn 5000)" \
-		-c "$(bench_arg perfobj 500)" >/dev/null 2>&1
-	# shellcheck disable=SC2086
-	perf report -q -i /tmp/perf.data --stdio $rep 2>/dev/null | grep -v '^$' |
-		head -n "$lines" | sed "s/^/    perf-$1| /"
-	rm -f /tmp/perf.data
+	for p in $(bench_arg perffigs rt | tr + ' '); do
+		figs=${p%%:*} pn=$(bench_arg perfn 5000) pobj=$(bench_arg perfobj 500) tag=$1
+		[ "$p" = "$figs" ] || pn=${p#*:} pobj=${p#*:}
+		case "$(bench_arg perffigs rt)" in *+*) tag=$1-$figs ;; esac
+		# shellcheck disable=SC2086
+		perf record -q $rec -e cpu-clock -F 2000 -o /tmp/perf.data /rdma-rs/uverbs_bench -d "$2" \
+			-f "$figs" -k "$(bench_arg perfscale 10)" -n "$pn" -c "$pobj" >/tmp/perf-bench.out 2>&1
+		sed "s/^/    perf-$tag| /" /tmp/perf-bench.out
+		# shellcheck disable=SC2086
+		perf report -q -i /tmp/perf.data --kallsyms=/proc/kallsyms --stdio $rep 2>/dev/null | grep -v '^$' |
+			head -n "$lines" | sed "s/^/    perf-$tag| /"
+		rm -f /tmp/perf.data
+	done
 }
 
 # bu_has FIG: FIG is in the comma-separated list $bu_figs.

@@ -162,6 +162,25 @@ pub(super) struct WriteBufs {
     pub(super) udata_out: (u64, usize),
 }
 
+/// A zeroed buffer of `len` bytes: the start of `stack` when it is that long, else a heap
+/// buffer put into `heap` (empty until then).
+///
+/// # Errors
+///
+/// `ENOMEM`.
+fn scratch<'a>(stack: &'a mut [u8], heap: &'a mut KVec<u8>, len: usize) -> Result<&'a mut [u8]> {
+    if len <= stack.len() {
+        return stack.get_mut(..len).ok_or(EINVAL);
+    }
+    *heap = KVec::from_elem(0u8, len, GFP_KERNEL)?;
+    Ok(heap.as_mut_slice())
+}
+
+/// Driver responses up to this size are built on the stack (mlx5's CQ, QP, PD, SRQ and AH
+/// responses): a command allocates nothing for its driver data, as upstream, whose driver
+/// writes the user's buffer directly (`Documentation/performance.md`).
+const UDATA_OUT_ON_STACK: usize = 128;
+
 /// Runs a driver op with the command's driver data (upstream
 /// `attrs->driver_udata`): the request as read, a response buffer of the
 /// user's length (at most a page), written back after the op when the
@@ -172,11 +191,13 @@ pub(super) fn with_udata<T>(
     f: impl FnOnce(&mut Udata<'_>) -> Result<T>,
 ) -> Result<T> {
     let outlen = b.udata_out.1.min(kernel::page::PAGE_SIZE);
-    let mut resp = KVec::from_elem(0u8, outlen, GFP_KERNEL)?;
-    let mut ud = Udata::new(&b.udata_in, &mut resp);
+    let mut stack = [0u8; UDATA_OUT_ON_STACK];
+    let mut heap = KVec::new();
+    let resp = scratch(&mut stack, &mut heap, outlen)?;
+    let mut ud = Udata::new(&b.udata_in, &mut *resp);
     let r = f(&mut ud)?;
     if ud.written() > 0 {
-        copy_out(b.udata_out.0, &resp)?;
+        copy_out(b.udata_out.0, resp)?;
     }
     Ok(r)
 }
@@ -483,14 +504,8 @@ impl<D: Driver> UFile<D> {
         // upstream ib_uverbs_write() copies the request into its on-stack bundle; a command up
         // to WRITE_ON_STACK bytes (every create and destroy but the largest) allocates nothing.
         let mut on_stack = [0u8; WRITE_ON_STACK];
-        let mut on_heap;
-        let buf: &mut [u8] = match on_stack.get_mut(..count) {
-            Some(b) => b,
-            None => {
-                on_heap = KVec::from_elem(0u8, count, GFP_KERNEL)?;
-                &mut on_heap
-            }
-        };
+        let mut on_heap = KVec::new();
+        let buf = scratch(&mut on_stack, &mut on_heap, count)?;
         data.read_slice(buf)?;
         let buf: &[u8] = buf;
         let slice = |r: (usize, usize)| -> Result<KVec<u8>> {

@@ -28,9 +28,13 @@ pub const INLINE: usize = 16;
 pub const PCI_CMD_XPORT: u8 = 7;
 /// `CMD_OWNER_HW`: bit 0 of `status_own`.
 pub const OWNER_HW: u8 = 1;
-/// Largest message the device accepts (1 MiB; MANAGE_PAGES of 131072 pages is the upstream
-/// extreme and is never sent here).
-pub const MAX_MSG: usize = 1 << 20;
+/// Largest message the device accepts: 64 MiB. A ConnectX chains mailboxes with no such
+/// limit of its own, and a driver that puts a user MR's whole translation in CREATE_MKEY
+/// (upstream `reg_create(populate)`, ours for every user MR) sends 2 MiB of `pas` per GiB of
+/// scattered 4 KiB pages. The bound only guards the model, which gathers a message into one
+/// buffer, against an absurd `inlen`: it is the `pas` of a 32 GiB MR, ten times the test VM's
+/// memory.
+pub const MAX_MSG: usize = 64 << 20;
 
 /// Entry offsets.
 mod lay {

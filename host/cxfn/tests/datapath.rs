@@ -408,26 +408,7 @@ fn scattered_page_lists_beyond_eight_runs_work() {
     let n = 12usize;
     let mpages: Vec<u64> = (0..n).map(|_| d.alloc(8192, 4096)).collect();
     let va = 0x7000_0000_0000u64;
-    let mut inb = hdr(0x110 + n * 8, 0x200, 0);
-    let mkc = 0x80;
-    set(&mut inb, mkc + 0x11, 1, 1);
-    set(&mut inb, mkc + 0x12, 1, 1);
-    set(&mut inb, mkc + 0x13, 1, 1);
-    set(&mut inb, mkc + 0x14, 1, 1);
-    set(&mut inb, mkc + 0x15, 1, 1);
-    set(&mut inb, mkc + 0x16, 2, 1); // MTT
-    set(&mut inb, mkc + 0x20, 24, 0xff_ffff);
-    set(&mut inb, mkc + 0x38, 8, 0x77);
-    set(&mut inb, mkc + 0x68, 24, o.pd);
-    set64(&mut inb, mkc + 0x80, va);
-    set64(&mut inb, mkc + 0xc0, (n * 4096) as u64);
-    set(&mut inb, mkc + 0x1a0, 32, (n / 2) as u32);
-    set(&mut inb, mkc + 0x1da, 6, 12);
-    set(&mut inb, 0x300, 32, (n / 2) as u32);
-    for (i, p) in mpages.iter().enumerate() {
-        // MLX5_IB_MTT_PRESENT: read and write enable in the low bits.
-        inb[0x110 + i * 8..0x118 + i * 8].copy_from_slice(&(p | 3).to_be_bytes());
-    }
+    let inb = mtt_mkey_inbox(o.pd, va, &mpages);
     let (status, out) = d.exec_status(&inb, 16);
     assert_eq!(
         status,
@@ -493,6 +474,60 @@ fn scattered_page_lists_beyond_eight_runs_work() {
     let (status, _) = d.exec_status(&inb, 16);
     assert_ne!(status, 0);
     assert_eq!(d.dev.iova_ranges(), 0);
+    teardown_objs(&mut d, &o);
+    teardown(&mut d, &eqs);
+}
+
+/// CREATE_MKEY: an MTT mkey at `va` over `pages` (4 KiB each, every access right), key byte
+/// 0x77, the whole `pas` in the command (upstream `reg_create(populate)`).
+fn mtt_mkey_inbox(pd: u32, va: u64, pages: &[u64]) -> Vec<u8> {
+    let n = pages.len();
+    let mut inb = hdr(0x110 + n * 8, 0x200, 0);
+    let mkc = 0x80;
+    set(&mut inb, mkc + 0x11, 1, 1);
+    set(&mut inb, mkc + 0x12, 1, 1);
+    set(&mut inb, mkc + 0x13, 1, 1);
+    set(&mut inb, mkc + 0x14, 1, 1);
+    set(&mut inb, mkc + 0x15, 1, 1);
+    set(&mut inb, mkc + 0x16, 2, 1); // MTT
+    set(&mut inb, mkc + 0x20, 24, 0xff_ffff);
+    set(&mut inb, mkc + 0x38, 8, 0x77);
+    set(&mut inb, mkc + 0x68, 24, pd);
+    set64(&mut inb, mkc + 0x80, va);
+    set64(&mut inb, mkc + 0xc0, (n * 4096) as u64);
+    set(&mut inb, mkc + 0x1a0, 32, n.div_ceil(2) as u32);
+    set(&mut inb, mkc + 0x1da, 6, 12);
+    set(&mut inb, 0x300, 32, n.div_ceil(2) as u32);
+    for (i, p) in pages.iter().enumerate() {
+        // MLX5_IB_MTT_PRESENT: read and write enable in the low bits.
+        inb[0x110 + i * 8..0x118 + i * 8].copy_from_slice(&(p | 3).to_be_bytes());
+    }
+    inb
+}
+
+/// A 1 GiB MR of scattered 4 KiB pages is a CREATE_MKEY of 2 MiB of `pas` when the driver
+/// puts the translation in the command (upstream `reg_create(populate)`, ours always): the
+/// function accepts a message of that size (a ConnectX chains mailboxes with no 1 MiB limit),
+/// the mkey exists, and its destroy releases the page list.
+#[test]
+fn an_mkey_of_a_gib_in_scattered_pages_is_one_command() {
+    let mut d = Driver::new(Model::Cx7Ib);
+    probe(&mut d);
+    function_setup(&mut d);
+    let eqs = load(&mut d);
+    let o = setup(&mut d);
+    // 262,144 entries over 64 scattered pages, each named 4,096 times.
+    let few: Vec<u64> = (0..64).map(|_| d.alloc(8192, 4096)).collect();
+    let pages: Vec<u64> = (0..1usize << 18).map(|i| few[i % few.len()]).collect();
+    let inb = mtt_mkey_inbox(o.pd, 0x7000_0000_0000, &pages);
+    assert!(inb.len() > 2 << 20);
+    let (status, out) = d.exec_status(&inb, 16);
+    assert_eq!(status, 0, "syndrome {:#x}", get(&out, 0x20, 32));
+    assert_eq!(d.dev.iova_ranges(), 1);
+    let mut inb = hdr(16, 0x202, 0);
+    set(&mut inb, 0x48, 24, get(&out, 0x48, 24));
+    d.exec(&inb, 16);
+    assert_eq!(d.dev.iova_ranges(), 0, "destroy releases the range");
     teardown_objs(&mut d, &o);
     teardown(&mut d, &eqs);
 }

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Host build of the pure mlx5 layers: the PRM layout table (`mlx5/prm.rs`), the ConnectX
-//! firmware simulator (`mlx5/fwsim/`) and the pure part of its device glue
-//! (`mlx5/simdev/trap_order.rs`). The same files are compiled unchanged into the kernel
-//! crate `mlx5_ib_rs`; this crate only exists so their inline tests, the fuzz test and
-//! `tools/prm-check` run with plain `cargo`. The module tree matches the kernel crate's
-//! (`crate::prm`, `crate::fwsim` at the root), so `crate::` paths resolve the same in both.
+//! firmware simulator (`mlx5/fwsim/`), the pure part of its device glue
+//! (`mlx5/simdev/trap_order.rs`) and of the RDMA driver (`mlx5/ib/pgsz.rs`). The same files
+//! are compiled unchanged into the kernel crate `mlx5_ib_rs`; this crate only exists so their
+//! inline tests, the fuzz test and `tools/prm-check` run with plain `cargo`. The module tree
+//! matches the kernel crate's (`crate::prm`, `crate::fwsim` at the root), so `crate::` paths
+//! resolve the same in both.
 
 #![no_std]
 #![deny(warnings, unreachable_pub, rust_2018_idioms)]
@@ -26,6 +27,12 @@ pub(crate) mod fwsim;
 #[path = "../../../mlx5/simdev"]
 pub(crate) mod simdev {
     pub(crate) mod trap_order;
+}
+
+/// The pure part of the RDMA driver (`mlx5/ib/`): an MTT mkey's page size and entries.
+#[path = "../../../mlx5/ib"]
+pub(crate) mod ib {
+    pub(crate) mod pgsz;
 }
 
 #[path = "../../../mlx5/uabi.rs"]
