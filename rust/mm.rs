@@ -21,7 +21,10 @@
 //! * [`UserPage`]: a zeroed kernel page meant for user mappings.
 //! * [`TrapPage`]: a kernel page mapped to user space so that the first touch after each
 //!   [`TrapPage::rearm`] faults and tells a [`TrapHandler`]: how the firmware simulator learns
-//!   of a doorbell store to a UAR page without polling it ([`UserVma::map_trap`]).
+//!   of a doorbell store to a UAR page without polling it ([`UserVma::map_trap`]). A handler
+//!   that asks for it has user stores emulated instead: the faulting instruction is decoded
+//!   (`mm/x86_store.rs`), its value written into the page, the task resumed after it, and the
+//!   page never installed, so nothing needs a re-arm.
 //!
 //! Lock order (upstream): `mmap_lock` -> the `Umaps` mutex -> the holders of [`MapRef`]s;
 //! a [`TrapPage`]'s mutex comes after the `mmap_lock` and is never held with the `Umaps` mutex.
@@ -30,6 +33,10 @@
 //! `mmap_lock` or dropping an `mm`.
 
 use core::ptr;
+use x86_store::{Gprs, MAX_INSN};
+
+#[path = "mm/x86_store.rs"]
+mod x86_store;
 use kernel::{
     bindings,
     ffi::{c_int, c_ulong, c_void},
@@ -47,6 +54,15 @@ extern "C" {
     fn rdma_rs_io_remap(vma: *mut c_void, pfn: c_ulong, size: c_ulong, wc: c_int) -> c_int;
     fn rdma_rs_page_to_phys(page: *mut c_void) -> u64;
     fn rdma_rs_trap_insert(vmf: *mut c_void, page: *mut c_void) -> bindings::vm_fault_t;
+    fn rdma_rs_store_fault(
+        vmf: *mut c_void,
+        gpr: *mut u64,
+        ip: *mut u64,
+        addr: *mut u64,
+        insn: *mut u8,
+        len: *mut core::ffi::c_uint,
+    ) -> c_int;
+    fn rdma_rs_store_done(ip: u64);
 }
 
 /// A reference held by a mapped VMA (the core's mmap entry reference, upstream
@@ -122,6 +138,22 @@ pub trait TrapHandler: Send + Sync {
     /// before the work's `rearm` (and the work reads it) or after it (and faults, and rings,
     /// again).
     fn rung(&self, page: &Arc<TrapPage>);
+
+    /// Whether user stores to the page are emulated ([`TrapHandler::stored`]) rather than let
+    /// through an installed page ([`TrapHandler::rung`]). Asked at every write fault of user
+    /// space; a store the emulation does not understand goes the installed way.
+    fn emulate_stores(&self) -> bool {
+        false
+    }
+
+    /// A store of user space to `page` was emulated: its `len` bytes at `offset` are in the
+    /// page already, the page stays unmapped (the next store faults again, with no re-arm),
+    /// and the storing task resumes after the store once this returns. Called from the
+    /// page-fault handler, under the same conditions as [`TrapHandler::rung`].
+    fn stored(&self, page: &Arc<TrapPage>, offset: usize, len: usize) {
+        let _ = (offset, len);
+        self.rung(page);
+    }
 }
 
 /// A VMA of a [`TrapPage`] whose page table entry is installed.
@@ -141,6 +173,11 @@ unsafe impl Send for Installed {}
 /// send doorbell at UAR+0x800 and CQ arm at UAR+0x20) without polling: the stores are
 /// wake-ups, the doorbell records in memory stay the truth, so a store that lands while the
 /// page is installed is seen by the next scan, not lost.
+///
+/// If the handler asks for it ([`TrapHandler::emulate_stores`]), a user store is emulated
+/// instead: decoded ([`x86_store::decode`]), written into the page by the fault handler, the
+/// task resumed after it ([`TrapHandler::stored`]), and the page left uninstalled, so every
+/// store faults and nothing needs a re-arm. A store the decoder refuses takes the installed way.
 ///
 /// Copies of a mapping made by `fork()` start with no entry (they trap too).
 #[pin_data]
@@ -735,6 +772,54 @@ unsafe extern "C" fn umap_close(vma: *mut bindings::vm_area_struct) {
     }
 }
 
+/// Emulates the user store that faulted on `trap`'s mapping: decodes it
+/// ([`x86_store::decode`]), checks that it writes the faulting address within the page,
+/// naturally aligned, writes its bytes into the page, moves the task's instruction pointer
+/// past it and tells the handler ([`TrapHandler::stored`]). Returns `false`, having changed
+/// nothing, for anything else (a form the decoder refuses, a kernel access, a read, another
+/// architecture): the caller installs the page and the CPU executes the store.
+fn emulate_store(vmf: *mut bindings::vm_fault, trap: &Arc<TrapPage>) -> bool {
+    let mut gpr: Gprs = [0; 16];
+    let (mut ip, mut addr) = (0u64, 0u64);
+    let mut insn = [0u8; MAX_INSN];
+    let mut n: core::ffi::c_uint = 0;
+    // SAFETY: `vmf` is the valid fault of the current task; the buffers are ours and as long
+    // as the shim writes (16 registers, `MAX_INSN` bytes).
+    let r = unsafe {
+        rdma_rs_store_fault(
+            vmf.cast(),
+            gpr.as_mut_ptr(),
+            &mut ip,
+            &mut addr,
+            insn.as_mut_ptr(),
+            &mut n,
+        )
+    };
+    if r != 0 {
+        return false;
+    }
+    let bytes = insn.get(..n as usize).unwrap_or(&[]);
+    let Some(st) = x86_store::decode(bytes, ip, &gpr) else {
+        return false;
+    };
+    let offset = (addr as usize) & (PAGE_SIZE - 1);
+    if st.addr != addr || offset % st.len != 0 || offset + st.len > PAGE_SIZE {
+        return false;
+    }
+    let value = st.value.to_le_bytes();
+    let Some(stored) = value.get(..st.len) else {
+        return false;
+    };
+    if trap.page.write(offset, stored).is_err() {
+        return false;
+    }
+    // SAFETY: the current task faulted in user space (checked by `rdma_rs_store_fault`); its
+    // saved instruction pointer moves past the emulated instruction.
+    unsafe { rdma_rs_store_done(ip.wrapping_add(st.insn_len as u64)) };
+    trap.handler.stored(trap, offset, st.len);
+    true
+}
+
 /// upstream `rdma_umap_fault()`: reached only after the zap (tracked VMAs are fully mapped).
 ///
 /// # Safety
@@ -761,6 +846,9 @@ unsafe extern "C" fn umap_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fa
             let g = umaps.inner.lock();
             !g.dead && g.vmas.iter().any(|t| t.priv_ == p)
         };
+        if live && trap.handler.emulate_stores() && emulate_store(vmf, trap) {
+            return bindings::vm_fault_reason_VM_FAULT_NOPAGE;
+        }
         if live {
             // Installed here (not by the caller after we return), then listed: a `rearm`
             // that runs in between finds nothing to zap yet, and the next one zaps it.

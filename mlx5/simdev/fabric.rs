@@ -180,6 +180,15 @@ impl TrapHandler for UarBell {
     fn rung(&self, page: &Arc<TrapPage>) {
         self.fabric.trap_rung(page, self.func, self.uar, self.id);
     }
+
+    fn emulate_stores(&self) -> bool {
+        crate::fwsim_param::uar_emulate()
+    }
+
+    fn stored(&self, page: &Arc<TrapPage>, offset: usize, len: usize) {
+        self.fabric
+            .trap_stored(page, self.func, self.uar, offset, len);
+    }
 }
 
 /// The longest rescan interval while QPs exist and nothing happens (jiffies): the rescan
@@ -315,6 +324,9 @@ pub(crate) struct Served {
     pub(crate) polls: Atomic<u64>,
     pub(crate) poll_ns: Atomic<u64>,
     pub(crate) wqes_poll: Atomic<u64>,
+    /// UAR stores emulated in their fault (`uar_emulate=1`; the page stays unmapped): the
+    /// rest of `uar_traps` installed the page.
+    pub(crate) stores_emulated: Atomic<u64>,
 }
 
 impl Served {
@@ -341,6 +353,7 @@ impl Served {
             polls: Atomic::new(0),
             poll_ns: Atomic::new(0),
             wqes_poll: Atomic::new(0),
+            stores_emulated: Atomic::new(0),
         }
     }
 }
@@ -663,6 +676,67 @@ impl Fabric {
         drop(rearmed);
     }
 
+    /// A store of user space to UAR page `uar` of function `func` was emulated in its fault
+    /// (`len` bytes at `offset`, in the page already; the page is not installed, so there is
+    /// nothing to re-arm): what a device sees of an MMIO write. A store to a doorbell
+    /// (`Doorbell::at`: the CQ arm at 0x20, the send doorbell at 0x800 and 0x900) hands the
+    /// doorbell's 8 bytes to the engine; it, or a store to another blue-flame register
+    /// ([`UAR_WATCHED`]), runs a pass over the page's queues, in this task,
+    /// waiting for the fabric lock if a pass or a command holds it (handing the store to the
+    /// worker instead made a wake-up per store, and a cascade of them while the lock was
+    /// busy); the message is delivered before the storing task resumes. A store elsewhere in
+    /// the page (the rest of a BlueFlame copy, whose first 8 bytes are the doorbell) only
+    /// changes the page. The worker is woken only to start its rescans (the first QP a
+    /// pass serves: receives and retries need no store) or for work the pass left.
+    fn trap_stored(&self, page: &Arc<TrapPage>, func: usize, uar: u32, offset: usize, len: usize) {
+        if let Some(t) = self.traps.get(func) {
+            t.fetch_add(1, Relaxed);
+        }
+        self.served.stores_emulated.fetch_add(1, Relaxed);
+        // The doorbell words the store wrote into.
+        let mut dbs: [Option<PendingDb>; 2] = [None; 2];
+        let (mut ndb, mut serve) = (0, false);
+        for word in [offset & !7, (offset + len - 1) & !7] {
+            if !UAR_WATCHED.contains(&word) {
+                continue;
+            }
+            serve = true;
+            let Some(db) = u32::try_from(word).ok().and_then(Doorbell::at) else {
+                continue;
+            };
+            if dbs.iter().flatten().any(|d: &PendingDb| d.db == db) {
+                continue;
+            }
+            let mut v = [0u8; 8];
+            if page.page().read(word, &mut v).is_err() {
+                continue;
+            }
+            if let Some(slot) = dbs.get_mut(ndb) {
+                *slot = Some(PendingDb {
+                    func,
+                    uar,
+                    db,
+                    value: u64::from_be_bytes(v),
+                });
+                ndb += 1;
+            }
+        }
+        if !serve {
+            return;
+        }
+        let (outcome, _, rescans) = self.inline_pass(self.fws.lock(), func, uar, &dbs, &[], true);
+        if outcome.more || outcome.next_deadline_ns.is_some() {
+            // A long queue, or a retry (RNR, ACK timeout) due later: the worker's pass
+            // continues it and sleeps until the deadline.
+            self.kick();
+        } else if rescans {
+            // The safety net of the rescans (a store that took the installed way); no store
+            // goes unseen here, so a worker that stops rescanning just after this check
+            // loses nothing the next store will not bring.
+            self.kick_served();
+        }
+    }
+
     /// Whether the store of `t`'s last fault has landed, waiting for it until
     /// [`PEER_LAND_WAIT_NS`] after that fault unless its task ran on this CPU (`cpu`: then it
     /// is not running). A store that has not landed by then (its task was preempted, or it
@@ -702,7 +776,7 @@ impl Fabric {
         dbs: &[Option<PendingDb>],
         peers: &[Option<(usize, u32)>],
     ) -> bool {
-        let Some(mut fws) = self.fws.try_lock() else {
+        let Some(fws) = self.fws.try_lock() else {
             self.served.inline_busy.fetch_add(1, Relaxed);
             if !peers.is_empty() {
                 {
@@ -716,6 +790,33 @@ impl Fabric {
             }
             return false;
         };
+        let (outcome, own, _) = self.inline_pass(fws, func, uar, dbs, peers, false);
+        if outcome.more {
+            self.kick();
+        }
+        !outcome.more && own.wqes != 0
+    }
+
+    /// The fault-context pass of [`Fabric::serve_inline`] and [`Fabric::trap_stored`], with the
+    /// fabric lock (`fws`) this task took: the doorbell values `dbs`, then the queues of the
+    /// pages `peers` and of UAR page `uar` of function `func` (`engine::run_uar`, at most
+    /// [`INLINE_BUDGET`] WQEs each), the packets the engine queued sent, the lock released and
+    /// the events delivered. Returns what all of it did, what `uar`'s queues did, and, if
+    /// `rescans` asks, whether the worker should start its rescans (it sleeps until kicked and
+    /// a function serves a QP).
+    fn inline_pass(
+        &self,
+        mut fws: kernel::sync::MutexGuard<'_, KVec<KVBox<Fw>>>,
+        func: usize,
+        uar: u32,
+        dbs: &[Option<PendingDb>],
+        peers: &[Option<(usize, u32)>],
+        rescans: bool,
+    ) -> (
+        super::engine_glue::RunOutcome,
+        super::engine_glue::RunOutcome,
+        bool,
+    ) {
         let mut sw = self.switch.lock();
         let now = self.now_ns();
         for d in dbs.iter().flatten() {
@@ -723,30 +824,28 @@ impl Fabric {
                 super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
             }
         }
-        let mut outcome = super::engine_glue::RunOutcome::default();
-        for &(f, u) in peers.iter().flatten() {
-            outcome.merge(super::engine_glue::run_uar(
-                &mut fws,
+        let mut run = |fws: &mut KVec<KVBox<Fw>>, page: (usize, u32)| {
+            super::engine_glue::run_uar(
+                fws,
                 &self.iommus,
                 self.wire(&mut sw),
-                (f, u),
+                page,
                 now,
                 INLINE_BUDGET,
                 &|| self.cmd_waits(),
-            ));
+            )
+        };
+        let mut outcome = super::engine_glue::RunOutcome::default();
+        for &page in peers.iter().flatten() {
+            outcome.merge(run(&mut fws, page));
         }
-        let own = super::engine_glue::run_uar(
-            &mut fws,
-            &self.iommus,
-            self.wire(&mut sw),
-            (func, uar),
-            now,
-            INLINE_BUDGET,
-            &|| self.cmd_waits(),
-        );
+        let own = run(&mut fws, (func, uar));
         outcome.merge(own);
         self.wire_tx(&mut fws);
         let events = fws.iter().any(|f| f.has_events());
+        // The walk over every QP only while the worker sleeps until kicked.
+        let served =
+            rescans && self.wake.lock().rescan.is_none() && fws.iter().any(|f| f.has_served_qp());
         drop(sw);
         drop(fws);
         self.served.inline_passes.fetch_add(1, Relaxed);
@@ -759,10 +858,7 @@ impl Fabric {
         if events {
             self.deliver();
         }
-        if outcome.more {
-            self.kick();
-        }
-        !outcome.more && own.wqes != 0
+        (outcome, own, served)
     }
 
     /// A polling window over `t`'s page, whose store has landed: serves the page's queues,

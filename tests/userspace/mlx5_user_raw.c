@@ -254,6 +254,80 @@ static int count(const char *kind)
 	return n;
 }
 
+/* A counter of the simulator's debugfs `stats` ("name value" lines), -1 if absent. */
+static long long stat_of(const char *name)
+{
+	char p[256], line[256], k[64];
+	long long n = -1, v;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/stats", dbg);
+	f = fopen(p, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", k, &v) == 2 && !strcmp(k, name))
+			n = v;
+	fclose(f);
+	return n;
+}
+
+/*
+ * User stores to the UAR page (Documentation/datapath.md, "Doorbells"): with uar_emulate=1
+ * (the default) a MOV of 32 or 64 bits is emulated in its fault (its bytes land in the page,
+ * the registers are the program's, execution continues after it); a form the decoder refuses
+ * (a 16-bit store) is executed by the CPU on the installed page. Offsets 0x400.. are no
+ * doorbell. Both kinds are read back through the mapping afterwards (the read installs the
+ * page if it is not yet).
+ */
+/* Whether mlx5_ib_rs emulates UAR stores (uar_emulate=1, the default). */
+static int emulating(void)
+{
+	FILE *f = fopen("/sys/module/mlx5_ib_rs/parameters/uar_emulate", "r");
+	int c = f ? fgetc(f) : 0;
+
+	if (f)
+		fclose(f);
+	return c == 'Y' || c == '1';
+}
+
+static void uar_store_checks(volatile uint8_t *uar)
+{
+	long long t0 = stat_of("uar_traps"), e0 = stat_of("fabric_stores_emulated");
+	uint64_t v64 = 0x0123456789abcdefull, after = 0;
+	uint16_t v16 = 0xbeef;
+	volatile uint8_t *p = uar + 0x400;
+
+	if (t0 < 0 || e0 < 0) {
+		expect("debugfs stats has uar_traps and fabric_stores_emulated", EPROTO, 0);
+		return;
+	}
+#if defined(__x86_64__)
+	/* mov %rax,(%rdx), then %rax read back: the emulation left it alone. */
+	__asm__ volatile("movq %1, (%2)\n\tmovq %1, %0"
+			 : "=&r"(after)
+			 : "a"(v64), "d"(p)
+			 : "memory");
+	/* movl $0x5a5aa5a5, 8(%rdx) (C7 /0 with a disp8). */
+	__asm__ volatile("movl $0x5a5aa5a5, 8(%0)" : : "d"(p) : "memory");
+	expect("two MOV stores to the UAR page: both emulated in their fault",
+	       stat_of("fabric_stores_emulated") - e0 == 2 && stat_of("uar_traps") - t0 == 2 ?
+		       0 : EPROTO, 0);
+	expect("the emulated store's source register is unchanged", after == v64 ? 0 : EPROTO, 0);
+	/* movw %ax,16(%rdx): an operand-size prefix, refused: the page is installed. */
+	__asm__ volatile("movw %0, 16(%1)" : : "a"(v16), "d"(p) : "memory");
+	expect("a 16-bit store: a trap, not emulated",
+	       stat_of("fabric_stores_emulated") - e0 == 2 && stat_of("uar_traps") - t0 == 3 ?
+		       0 : EPROTO, 0);
+	expect("the emulated 64-bit store is in the page", *(volatile uint64_t *)p == v64 ?
+	       0 : EPROTO, 0);
+	expect("the emulated 32-bit immediate store is in the page",
+	       *(volatile uint32_t *)(p + 8) == 0x5a5aa5a5 ? 0 : EPROTO, 0);
+	expect("the 16-bit store the CPU executed is in the page",
+	       *(volatile uint16_t *)(p + 16) == v16 ? 0 : EPROTO, 0);
+#endif
+}
+
 static int alloc_pd(int fd, uint32_t *handle, uint32_t *pdn)
 {
 	struct {
@@ -694,6 +768,8 @@ int main(int argc, char **argv)
 		expect("isolation: the other context's close gave its UAR back",
 		       count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
 	}
+	if (uar != MAP_FAILED && emulating())
+		uar_store_checks(uar);
 	if (uar != MAP_FAILED)
 		((volatile uint32_t *)uar)[0x800 / 4] = 0x12345678; /* a doorbell write */
 
