@@ -272,14 +272,6 @@ static long long stat_of(const char *name)
 	return n;
 }
 
-/*
- * User stores to the UAR page (Documentation/datapath.md, "Doorbells"): with uar_emulate=1
- * (the default) a MOV of 32 or 64 bits is emulated in its fault (its bytes land in the page,
- * the registers are the program's, execution continues after it); a form the decoder refuses
- * (a 16-bit store) is executed by the CPU on the installed page. Offsets 0x400.. are no
- * doorbell. Both kinds are read back through the mapping afterwards (the read installs the
- * page if it is not yet).
- */
 /* Whether mlx5_ib_rs emulates UAR stores (uar_emulate=1, the default). */
 static int emulating(void)
 {
@@ -291,12 +283,22 @@ static int emulating(void)
 	return c == 'Y' || c == '1';
 }
 
-static void uar_store_checks(volatile uint8_t *uar)
+/*
+ * User stores to UAR pages (Documentation/datapath.md, "Doorbells"): with uar_emulate=1 (the
+ * default) a MOV of 32 or 64 bits to a page other than the one that faulted last is emulated
+ * in its fault (its bytes land in the page, the registers are the program's, execution
+ * continues after it); a form the decoder refuses (a 16-bit store) is executed by the CPU on
+ * the installed page. `uar` is the context's UAR page, `uar2` a second one, so that the
+ * stores alternate between pages (a second store in a row to one page is a stream's, left to
+ * the installed page). Offsets 0x400.. are no doorbell. Everything is read back through the
+ * mappings afterwards (a read installs a page).
+ */
+static void uar_store_checks(volatile uint8_t *uar, volatile uint8_t *uar2)
 {
 	long long t0 = stat_of("uar_traps"), e0 = stat_of("fabric_stores_emulated");
 	uint64_t v64 = 0x0123456789abcdefull, after = 0;
 	uint16_t v16 = 0xbeef;
-	volatile uint8_t *p = uar + 0x400;
+	volatile uint8_t *p = uar + 0x400, *q = uar2 + 0x400;
 
 	if (t0 < 0 || e0 < 0) {
 		expect("debugfs stats has uar_traps and fabric_stores_emulated", EPROTO, 0);
@@ -308,13 +310,13 @@ static void uar_store_checks(volatile uint8_t *uar)
 			 : "=&r"(after)
 			 : "a"(v64), "d"(p)
 			 : "memory");
-	/* movl $0x5a5aa5a5, 8(%rdx) (C7 /0 with a disp8). */
-	__asm__ volatile("movl $0x5a5aa5a5, 8(%0)" : : "d"(p) : "memory");
-	expect("two MOV stores to the UAR page: both emulated in their fault",
+	/* movl $0x5a5aa5a5, 8(%rdx) (C7 /0 with a disp8), to the other page. */
+	__asm__ volatile("movl $0x5a5aa5a5, 8(%0)" : : "d"(q) : "memory");
+	expect("two MOV stores to two UAR pages: both emulated in their fault",
 	       stat_of("fabric_stores_emulated") - e0 == 2 && stat_of("uar_traps") - t0 == 2 ?
 		       0 : EPROTO, 0);
 	expect("the emulated store's source register is unchanged", after == v64 ? 0 : EPROTO, 0);
-	/* movw %ax,16(%rdx): an operand-size prefix, refused: the page is installed. */
+	/* movw %ax,16(%rdx) to the first page: an operand-size prefix, refused: installed. */
 	__asm__ volatile("movw %0, 16(%1)" : : "a"(v16), "d"(p) : "memory");
 	expect("a 16-bit store: a trap, not emulated",
 	       stat_of("fabric_stores_emulated") - e0 == 2 && stat_of("uar_traps") - t0 == 3 ?
@@ -322,7 +324,7 @@ static void uar_store_checks(volatile uint8_t *uar)
 	expect("the emulated 64-bit store is in the page", *(volatile uint64_t *)p == v64 ?
 	       0 : EPROTO, 0);
 	expect("the emulated 32-bit immediate store is in the page",
-	       *(volatile uint32_t *)(p + 8) == 0x5a5aa5a5 ? 0 : EPROTO, 0);
+	       *(volatile uint32_t *)(q + 8) == 0x5a5aa5a5 ? 0 : EPROTO, 0);
 	expect("the 16-bit store the CPU executed is in the page",
 	       *(volatile uint16_t *)(p + 16) == v16 ? 0 : EPROTO, 0);
 #endif
@@ -768,8 +770,23 @@ int main(int argc, char **argv)
 		expect("isolation: the other context's close gave its UAR back",
 		       count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
 	}
-	if (uar != MAP_FAILED && emulating())
-		uar_store_checks(uar);
+	if (uar != MAP_FAILED && emulating()) {
+		uint32_t uh2, id2, len2;
+		uint64_t off2;
+		void *uar2 = MAP_FAILED;
+
+		expect("UAR_OBJ_ALLOC type NC, a second page",
+		       uar_alloc(fd, MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC, &uh2, &id2, &len2, &off2), 0);
+		uar2 = mmap(NULL, len2, PROT_WRITE, MAP_SHARED, fd, off2);
+		expect("mmap of the second UAR page", uar2 == MAP_FAILED ? errno : 0, 0);
+		if (uar2 != MAP_FAILED) {
+			uar_store_checks(uar, uar2);
+			munmap(uar2, len2);
+		}
+		expect("UAR_OBJ_DESTROY of the second page", uar_destroy(fd, uh2), 0);
+		expect("the second UAR is gone with its mapping",
+		       count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
+	}
 	if (uar != MAP_FAILED)
 		((volatile uint32_t *)uar)[0x800 / 4] = 0x12345678; /* a doorbell write */
 
