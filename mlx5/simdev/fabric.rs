@@ -796,7 +796,7 @@ impl Fabric {
         dbs: &[Option<PendingDb>],
         peers: &[Option<(usize, u32)>],
     ) -> bool {
-        let Some(fws) = self.fws.try_lock() else {
+        let Some(mut fws) = self.fws.try_lock() else {
             self.served.inline_busy.fetch_add(1, Relaxed);
             if !peers.is_empty() {
                 {
@@ -810,15 +810,58 @@ impl Fabric {
             }
             return false;
         };
-        let (outcome, own, _) = self.inline_pass(fws, func, uar, dbs, peers, false);
+        let mut sw = self.switch.lock();
+        let now = self.now_ns();
+        for d in dbs.iter().flatten() {
+            if let Some(fw) = fws.get_mut(d.func) {
+                super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
+            }
+        }
+        let mut outcome = super::engine_glue::RunOutcome::default();
+        for &(f, u) in peers.iter().flatten() {
+            outcome.merge(super::engine_glue::run_uar(
+                &mut fws,
+                &self.iommus,
+                self.wire(&mut sw),
+                (f, u),
+                now,
+                INLINE_BUDGET,
+                &|| self.cmd_waits(),
+            ));
+        }
+        let own = super::engine_glue::run_uar(
+            &mut fws,
+            &self.iommus,
+            self.wire(&mut sw),
+            (func, uar),
+            now,
+            INLINE_BUDGET,
+            &|| self.cmd_waits(),
+        );
+        outcome.merge(own);
+        self.wire_tx(&mut fws);
+        let events = fws.iter().any(|f| f.has_events());
+        drop(sw);
+        drop(fws);
+        self.served.inline_passes.fetch_add(1, Relaxed);
+        self.served
+            .wqes_inline
+            .fetch_add(u64::from(outcome.wqes), Relaxed);
+        self.served
+            .inline_ns
+            .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
+        if events {
+            self.deliver();
+        }
         if outcome.more {
             self.kick();
         }
         !outcome.more && own.wqes != 0
     }
 
-    /// The fault-context pass of [`Fabric::serve_inline`] and [`Fabric::trap_stored`], with the
-    /// fabric lock (`fws`) this task took: the doorbell values `dbs`, then the queues of the
+    /// The fault-context pass of [`Fabric::trap_stored`] (the installed path's is
+    /// [`Fabric::serve_inline`]'s own, whose caller's frame is already large), with the fabric
+    /// lock (`fws`) this task took: the doorbell values `dbs`, then the queues of the
     /// pages `peers` and of UAR page `uar` of function `func` (`engine::run_uar`, at most
     /// [`INLINE_BUDGET`] WQEs each), the packets the engine queued sent, the lock released and
     /// the events delivered. Returns what all of it did, what `uar`'s queues did, and, if
