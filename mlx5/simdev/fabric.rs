@@ -182,12 +182,12 @@ impl TrapHandler for UarBell {
     }
 
     fn emulate_stores(&self) -> bool {
-        crate::fwsim_param::uar_emulate() && !self.fabric.faulted_last(self.id)
+        crate::fwsim_param::uar_emulate()
     }
 
     fn stored(&self, page: &Arc<TrapPage>, offset: usize, len: usize) {
         self.fabric
-            .trap_stored(page, self.func, self.uar, self.id, offset, len);
+            .trap_stored(page, self.func, self.uar, offset, len);
     }
 }
 
@@ -255,10 +255,6 @@ struct Wake {
     /// The order of the last traps: in a ping-pong (back and forth between two pages) the
     /// next fault re-arms the page ([`Fabric::trap_rung`]).
     order: TrapOrder,
-    /// The page ([`UarBell::id`]) of the last UAR fault, emulated or not: a store to the page
-    /// that faulted last is a stream's, which the installed page and the worker's polling
-    /// serve better than a fault and a pass in the storing task per store.
-    last_fault: u64,
 }
 
 impl Wake {
@@ -590,7 +586,6 @@ impl Fabric {
         let pingpong = {
             let mut w = self.wake.lock();
             let pingpong = w.order.trap(id);
-            w.last_fault = id;
             for (dst, src) in peers.iter_mut().zip(w.traps.iter_mut()) {
                 if src.as_ref().is_some_and(|t| !Arc::ptr_eq(&t.page, page)) {
                     *dst = src.take();
@@ -681,12 +676,6 @@ impl Fabric {
         drop(rearmed);
     }
 
-    /// Whether the last UAR fault of the fabric was page `id`'s: a second store in a row to one
-    /// page is a stream's ([`UarBell::emulate_stores`] leaves it to the installed page).
-    fn faulted_last(&self, id: u64) -> bool {
-        self.wake.lock().last_fault == id
-    }
-
     /// A store of user space to UAR page `uar` of function `func` was emulated in its fault
     /// (`len` bytes at `offset`, in the page already; the page is not installed, so there is
     /// nothing to re-arm): what a device sees of an MMIO write. A store to a doorbell
@@ -699,19 +688,10 @@ impl Fabric {
     /// the page (the rest of a BlueFlame copy, whose first 8 bytes are the doorbell) only
     /// changes the page. The worker is woken only to start its rescans (the first QP a
     /// pass serves: receives and retries need no store) or for work the pass left.
-    fn trap_stored(
-        &self,
-        page: &Arc<TrapPage>,
-        func: usize,
-        uar: u32,
-        id: u64,
-        offset: usize,
-        len: usize,
-    ) {
+    fn trap_stored(&self, page: &Arc<TrapPage>, func: usize, uar: u32, offset: usize, len: usize) {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
-        self.wake.lock().last_fault = id;
         self.served.stores_emulated.fetch_add(1, Relaxed);
         // The doorbell words the store wrote into.
         let mut dbs: [Option<PendingDb>; 2] = [None; 2];
@@ -1464,7 +1444,6 @@ impl FabricWorker {
                     n: 0,
                     traps: [const { None }; PENDING_TRAPS],
                     order: TrapOrder::new(),
-                    last_fault: 0,
                 }),
                 cv <- new_condvar!(),
                 start: Instant::now(),
