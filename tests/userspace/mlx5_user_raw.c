@@ -285,12 +285,10 @@ static int emulating(void)
 
 /*
  * User stores to UAR pages (Documentation/datapath.md, "Doorbells"): with uar_emulate=1 (the
- * default) a MOV of 32 or 64 bits to a page other than the one that faulted last is emulated
- * in its fault (its bytes land in the page, the registers are the program's, execution
- * continues after it); a form the decoder refuses (a 16-bit store) is executed by the CPU on
- * the installed page. `uar` is the context's UAR page, `uar2` a second one, so that the
- * stores alternate between pages (a second store in a row to one page is a stream's, left to
- * the installed page). Offsets 0x400.. are no doorbell. Everything is read back through the
+ * default) a MOV of 32 or 64 bits is emulated in its fault (its bytes land in the page, the
+ * registers are the program's, execution continues after it); a form the decoder refuses (a
+ * 16-bit store) is executed by the CPU on the installed page. `uar` is the context's UAR page,
+ * `uar2` a second one. Offsets 0x400.. are no doorbell. Everything is read back through the
  * mappings afterwards (a read installs a page).
  */
 static void uar_store_checks(volatile uint8_t *uar, volatile uint8_t *uar2)
