@@ -140,6 +140,7 @@ pub mod ops;
 #[allow(unsafe_code)]
 #[path = "../rust/page_ref.rs"]
 pub mod page_ref;
+pub(crate) mod port_agents;
 pub mod registry;
 pub mod restrack;
 pub mod roce_gid;

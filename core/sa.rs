@@ -1,21 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The SA client (upstream `sa_query.c`): a MAD agent on QP1 of each InfiniBand port
-//! ([`SaClient`], `ib_sa_add_one()`) and PathRecord queries to the port's SM
-//! ([`path_rec_get`], `ib_sa_path_rec_get()`): a SubnAdmGet of the PathRecord attribute
-//! with the record's components, sent to the SM's LID and SL with the default P_Key,
-//! resent as upstream's `send_mad()` does (the timeout split over 10 tries); the answer's
-//! first record, or `-EINVAL` for an answer with a non-zero status, `-ETIMEDOUT` when none
-//! came, goes to the query's handler from the core's workqueue.
+//! ([`SaClient`], `ib_sa_add_one()`) and queries to the port's SM, each sent to the SM's LID
+//! and SL with the default P_Key and resent as upstream's `send_mad()` does (the timeout
+//! split over 10 tries): PathRecord Gets ([`path_rec_get`], `ib_sa_path_rec_get()`: a
+//! SubnAdmGet with the record's components; the answer's first record, or `-EINVAL` for an
+//! answer with a non-zero status, `-ETIMEDOUT` when none came, goes to the query's handler
+//! from the core's workqueue) and the MCMemberRecord joins and leaves of the multicast
+//! groups (`sa/mcast.rs`, upstream `multicast.c`).
 //!
-//! Not done: the path record cache, MCMemberRecord and other attributes, SA event
-//! subscriptions (`ib_sa_register_event_handler()`-style notices), cancelling a query (a
-//! query's handler runs once, after the id that asked may have moved on; rdma_cm checks).
+//! Not done: the path record cache, other attributes, SA event subscriptions
+//! (`ib_sa_register_event_handler()`-style notices), cancelling a query (a query's handler
+//! runs once, after the id that asked may have moved on; rdma_cm checks).
+
+#[path = "sa/mcast.rs"]
+pub mod mcast;
 
 use crate::ib_device::DeviceCore;
 use crate::mad::{Mad, CLASS_SUBN_ADM, MGMT_BASE_VERSION};
-use crate::mad_agent::{self, MadAgent, MadAgentHandler, MadRecv, MadSend, MadSendDone, SpecialQp};
+use crate::mad_agent::{MadAgentHandler, MadRecv, MadSend, MadSendDone};
 use crate::mad_qp::QP1_QKEY;
+use crate::port_agents::PortAgents;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -25,6 +30,8 @@ const SA_CLASS_VERSION: u8 = 2;
 const METHOD_GET: u8 = 0x01;
 /// `IB_SA_ATTR_PATH_REC`.
 const ATTR_PATH_REC: u16 = 0x35;
+/// `IB_SA_ATTR_MC_MEMBER_REC`.
+const ATTR_MC_MEMBER_REC: u16 = 0x38;
 /// Where the SA header's component mask is (`struct ib_sa_mad`: MAD header 24, RMPP 12,
 /// SM_Key 8, attribute offset 2, reserved 2).
 const OFF_COMP_MASK: usize = 48;
@@ -160,6 +167,131 @@ impl SaPathRec {
     }
 }
 
+/// Component mask bit of the MGID (upstream `IB_SA_MCMEMBER_REC_MGID`).
+pub const MC_MGID: u64 = 1 << 0;
+/// ... of the PortGID.
+pub const MC_PORT_GID: u64 = 1 << 1;
+/// ... of the Q_Key.
+pub const MC_QKEY: u64 = 1 << 2;
+/// ... of the MTUSelector.
+pub const MC_MTU_SELECTOR: u64 = 1 << 4;
+/// ... of the MTU.
+pub const MC_MTU: u64 = 1 << 5;
+/// ... of the TClass.
+pub const MC_TRAFFIC_CLASS: u64 = 1 << 6;
+/// ... of the P_Key.
+pub const MC_PKEY: u64 = 1 << 7;
+/// ... of the RateSelector.
+pub const MC_RATE_SELECTOR: u64 = 1 << 8;
+/// ... of the Rate.
+pub const MC_RATE: u64 = 1 << 9;
+/// ... of the SL.
+pub const MC_SL: u64 = 1 << 12;
+/// ... of the FlowLabel.
+pub const MC_FLOW_LABEL: u64 = 1 << 13;
+/// ... of the HopLimit.
+pub const MC_HOP_LIMIT: u64 = 1 << 14;
+/// ... of the JoinState.
+pub const MC_JOIN_STATE: u64 = 1 << 16;
+
+/// An MCMemberRecord (upstream `struct ib_sa_mcmember_rec`), host order, its wire layout
+/// IBA 15.2.5.17.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct McMemberRec {
+    /// MGID.
+    pub mgid: [u8; 16],
+    /// PortGID.
+    pub port_gid: [u8; 16],
+    /// Q_Key.
+    pub qkey: u32,
+    /// MLID.
+    pub mlid: u16,
+    /// MTUSelector and MTU (`enum ib_mtu`).
+    pub mtu_selector: u8,
+    /// MTU.
+    pub mtu: u8,
+    /// TClass.
+    pub traffic_class: u8,
+    /// P_Key.
+    pub pkey: u16,
+    /// RateSelector and Rate (`enum ib_rate`).
+    pub rate_selector: u8,
+    /// Rate.
+    pub rate: u8,
+    /// PacketLifeTimeSelector and PacketLifeTime.
+    pub packet_life_time_selector: u8,
+    /// PacketLifeTime.
+    pub packet_life_time: u8,
+    /// SL (4 bits), FlowLabel (20 bits), HopLimit.
+    pub sl: u8,
+    /// FlowLabel.
+    pub flow_label: u32,
+    /// HopLimit.
+    pub hop_limit: u8,
+    /// Scope (4 bits), JoinState (4 bits: full member, non-member, send-only non-member,
+    /// send-only full member).
+    pub scope: u8,
+    /// JoinState.
+    pub join_state: u8,
+    /// ProxyJoin.
+    pub proxy_join: bool,
+}
+
+/// Bytes of an MCMemberRecord.
+pub const MC_REC_LEN: usize = 52;
+
+impl McMemberRec {
+    /// The record's bytes (upstream `ib_pack(mcmember_rec_table, ...)`).
+    pub fn pack(&self) -> [u8; MC_REC_LEN] {
+        let mut b = [0u8; MC_REC_LEN];
+        b[0..16].copy_from_slice(&self.mgid);
+        b[16..32].copy_from_slice(&self.port_gid);
+        b[32..36].copy_from_slice(&self.qkey.to_be_bytes());
+        b[36..38].copy_from_slice(&self.mlid.to_be_bytes());
+        b[38] = (self.mtu_selector << 6) | (self.mtu & 0x3f);
+        b[39] = self.traffic_class;
+        b[40..42].copy_from_slice(&self.pkey.to_be_bytes());
+        b[42] = (self.rate_selector << 6) | (self.rate & 0x3f);
+        b[43] = (self.packet_life_time_selector << 6) | (self.packet_life_time & 0x3f);
+        let w = (u32::from(self.sl & 0xf) << 28)
+            | ((self.flow_label & 0xf_ffff) << 8)
+            | u32::from(self.hop_limit);
+        b[44..48].copy_from_slice(&w.to_be_bytes());
+        b[48] = (self.scope << 4) | (self.join_state & 0xf);
+        b[49] = u8::from(self.proxy_join) << 7;
+        b
+    }
+
+    /// The record in `b` (upstream `ib_unpack(mcmember_rec_table, ...)`).
+    pub fn unpack(b: &[u8; MC_REC_LEN]) -> McMemberRec {
+        let mut mgid = [0u8; 16];
+        mgid.copy_from_slice(&b[0..16]);
+        let mut port_gid = [0u8; 16];
+        port_gid.copy_from_slice(&b[16..32]);
+        let w = u32::from_be_bytes([b[44], b[45], b[46], b[47]]);
+        McMemberRec {
+            mgid,
+            port_gid,
+            qkey: u32::from_be_bytes([b[32], b[33], b[34], b[35]]),
+            mlid: u16::from_be_bytes([b[36], b[37]]),
+            mtu_selector: b[38] >> 6,
+            mtu: b[38] & 0x3f,
+            traffic_class: b[39],
+            pkey: u16::from_be_bytes([b[40], b[41]]),
+            rate_selector: b[42] >> 6,
+            rate: b[42] & 0x3f,
+            packet_life_time_selector: b[43] >> 6,
+            packet_life_time: b[43] & 0x3f,
+            sl: (w >> 28) as u8,
+            flow_label: (w >> 8) & 0xf_ffff,
+            hop_limit: w as u8,
+            scope: b[48] >> 4,
+            join_state: b[48] & 0xf,
+            proxy_join: b[49] >> 7 != 0,
+        }
+    }
+}
+
 /// Who gets a query's answer (upstream the query's `callback`): once, from the core's
 /// workqueue.
 pub trait SaPathHandler: Send + Sync + 'static {
@@ -168,32 +300,37 @@ pub trait SaPathHandler: Send + Sync + 'static {
     fn done(&self, r: Result<SaPathRec>);
 }
 
-struct SaPort {
-    dev_index: u32,
-    port: u32,
-    agent: Arc<MadAgent>,
+/// Who gets a query's answer.
+#[derive(Clone)]
+enum Waiter {
+    /// A PathRecord Get's handler.
+    Path(Arc<dyn SaPathHandler>),
+    /// A multicast join of `group` for `member`, or a leave (`member` 0; `mcast.rs`).
+    Mcast { group: u64, member: u64 },
 }
 
 struct SaQuery {
     context: u64,
-    handler: Arc<dyn SaPathHandler>,
+    waiter: Waiter,
 }
 
-/// The SA client's agents and its queries in flight (upstream `struct ib_sa_device` and
-/// the `queries` xarray).
+/// The SA client's agents, its queries in flight (upstream `struct ib_sa_device` and the
+/// `queries` xarray) and its multicast groups (upstream `multicast.c`'s `mcast_port`s).
 pub(crate) struct SaTables {
-    ports: KVec<SaPort>,
+    ports: PortAgents,
     queries: KVec<SaQuery>,
     next: u64,
+    groups: KVec<mcast::McGroup>,
 }
 
 impl SaTables {
     /// Empty tables.
     pub(crate) const fn new() -> Self {
         SaTables {
-            ports: KVec::new(),
+            ports: PortAgents::new(),
             queries: KVec::new(),
             next: 1,
+            groups: KVec::new(),
         }
     }
 }
@@ -202,11 +339,24 @@ fn tables() -> impl core::ops::DerefMut<Target = SaTables> {
     crate::global::SA.lock()
 }
 
-/// The handler of the query with `context`, taken out of the table.
-fn take(context: u64) -> Option<Arc<dyn SaPathHandler>> {
+/// The waiter of the query with `context`, taken out of the table.
+fn take(context: u64) -> Option<Waiter> {
     let mut t = tables();
     let i = t.queries.iter().position(|q| q.context == context)?;
-    t.queries.remove(i).ok().map(|q| q.handler)
+    t.queries.remove(i).ok().map(|q| q.waiter)
+}
+
+/// Hands query `context`'s result to its waiter.
+fn answer(context: u64, r: Result<&[u8]>) {
+    match take(context) {
+        Some(Waiter::Path(h)) => h.done(r.map(|d| {
+            let mut b = [0u8; 64];
+            b.copy_from_slice(d.get(..64).unwrap_or(&[0; 64]));
+            SaPathRec::unpack(&b)
+        })),
+        Some(Waiter::Mcast { group, member }) => mcast::answered(group, member, r),
+        None => {}
+    }
 }
 
 struct SaPortHandler;
@@ -219,25 +369,93 @@ impl MadAgentHandler for SaPortHandler {
             crate::verbs::WcStatus::RespTimeoutErr => ETIMEDOUT,
             _ => EIO,
         };
-        if let Some(h) = take(done.context) {
-            h.done(Err(err));
-        }
+        answer(done.context, Err(err));
     }
 
-    // upstream recv_handler() -> ib_sa_path_rec_callback().
+    // upstream recv_handler() -> the query's callback: a non-zero status is -EINVAL.
     fn recv(&self, _agent: u32, recv: MadRecv, send: Option<u64>) {
-        let Some(h) = send.and_then(take) else {
+        let Some(context) = send else {
             return;
         };
         let m = &recv.mad.0;
         let status = u16::from_be_bytes([m[4], m[5]]);
-        if status != 0 || u16::from_be_bytes([m[16], m[17]]) != ATTR_PATH_REC {
-            h.done(Err(EINVAL));
-            return;
+        let attr = u16::from_be_bytes([m[16], m[17]]);
+        let ok = status == 0 && matches!(attr, ATTR_PATH_REC | ATTR_MC_MEMBER_REC);
+        answer(context, if ok { Ok(&m[OFF_DATA..]) } else { Err(EINVAL) });
+    }
+}
+
+/// One SA query: `method` of attribute `attr` with `comp_mask` and the record `data`.
+struct SaRequest<'a> {
+    method: u8,
+    attr: u16,
+    comp_mask: u64,
+    data: &'a [u8],
+    timeout_ms: u32,
+}
+
+/// Sends `q` to the SM of `dev_index`'s `port` (upstream `send_mad()`); its answer goes to
+/// `waiter`.
+///
+/// # Errors
+///
+/// `ENODEV` for a port without the SA client (not InfiniBand, no QP1); `ENETUNREACH` while
+/// the port has no SM (SM LID 0); the MAD layer's send errors; `ENOMEM`.
+fn send(dev_index: u32, port: u32, q: &SaRequest<'_>, waiter: Waiter) -> Result<u64> {
+    let dev = crate::registry::device_arc(dev_index).ok_or(ENODEV)?;
+    let (sm_lid, sm_sl) = dev.core().get_cached_sm(port)?;
+    // upstream update_sm_ah(): the P_Key index of the full default P_Key, else the limited.
+    let pkey_index = dev
+        .core()
+        .find_cached_pkey(port, 0xffff)
+        .or_else(|_| dev.core().find_cached_pkey(port, 0x7fff))
+        .unwrap_or(0);
+    drop(dev);
+    if sm_lid == 0 {
+        return Err(ENETUNREACH);
+    }
+    let (agent, context) = {
+        let mut t = tables();
+        let agent = t.ports.find(dev_index, port).ok_or(ENODEV)?;
+        let context = t.next;
+        t.next = t.next.wrapping_add(1).max(1);
+        t.queries.push(SaQuery { context, waiter }, GFP_KERNEL)?;
+        (agent, context)
+    };
+    let mut mad = Mad([0; crate::mad::MAD_SIZE]);
+    let m = &mut mad.0;
+    m[0] = MGMT_BASE_VERSION;
+    m[1] = CLASS_SUBN_ADM;
+    m[2] = SA_CLASS_VERSION;
+    m[3] = q.method;
+    let tid = (u64::from(agent.hi_tid()) << 32) | (context & 0xffff_ffff);
+    m[8..16].copy_from_slice(&tid.to_be_bytes());
+    m[16..18].copy_from_slice(&q.attr.to_be_bytes());
+    m[OFF_COMP_MASK..OFF_COMP_MASK + 8].copy_from_slice(&q.comp_mask.to_be_bytes());
+    let end = (OFF_DATA + q.data.len()).min(m.len());
+    m[OFF_DATA..end].copy_from_slice(q.data.get(..end - OFF_DATA).unwrap_or(&[]));
+    let r = agent.post_send(
+        MadSend {
+            mad,
+            remote_qpn: 1,
+            dlid: sm_lid as u16,
+            sl: sm_sl,
+            pkey_index: pkey_index as u16,
+            remote_qkey: QP1_QKEY,
+            src_path_bits: 0,
+            grh: None,
+            timeout_ms: (q.timeout_ms / SA_QUERY_RETRIES).max(1),
+            retries: SA_QUERY_RETRIES,
+            context,
+        },
+        None,
+    );
+    match r {
+        Ok(()) => Ok(context),
+        Err(e) => {
+            take(context);
+            Err(e)
         }
-        let mut b = [0u8; 64];
-        b.copy_from_slice(&m[OFF_DATA..OFF_DATA + 64]);
-        h.done(Ok(SaPathRec::unpack(&b)));
     }
 }
 
@@ -257,62 +475,14 @@ pub fn path_rec_get(
     timeout_ms: u32,
     handler: Arc<dyn SaPathHandler>,
 ) -> Result {
-    let dev = crate::registry::device_arc(dev_index).ok_or(ENODEV)?;
-    let (sm_lid, sm_sl) = dev.core().get_cached_sm(port)?;
-    // upstream update_sm_ah(): the P_Key index of the full default P_Key, else the limited.
-    let pkey_index = dev
-        .core()
-        .find_cached_pkey(port, 0xffff)
-        .or_else(|_| dev.core().find_cached_pkey(port, 0x7fff))
-        .unwrap_or(0);
-    drop(dev);
-    if sm_lid == 0 {
-        return Err(ENETUNREACH);
-    }
-    let (agent, context) = {
-        let mut t = tables();
-        let agent = t
-            .ports
-            .iter()
-            .find(|p| p.dev_index == dev_index && p.port == port)
-            .map(|p| p.agent.clone())
-            .ok_or(ENODEV)?;
-        let context = t.next;
-        t.next = t.next.wrapping_add(1).max(1);
-        t.queries.push(SaQuery { context, handler }, GFP_KERNEL)?;
-        (agent, context)
+    let q = SaRequest {
+        method: METHOD_GET,
+        attr: ATTR_PATH_REC,
+        comp_mask,
+        data: &rec.pack(),
+        timeout_ms,
     };
-    let mut mad = Mad([0; crate::mad::MAD_SIZE]);
-    let m = &mut mad.0;
-    m[0] = MGMT_BASE_VERSION;
-    m[1] = CLASS_SUBN_ADM;
-    m[2] = SA_CLASS_VERSION;
-    m[3] = METHOD_GET;
-    let tid = (u64::from(agent.hi_tid()) << 32) | (context & 0xffff_ffff);
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
-    m[16..18].copy_from_slice(&ATTR_PATH_REC.to_be_bytes());
-    m[OFF_COMP_MASK..OFF_COMP_MASK + 8].copy_from_slice(&comp_mask.to_be_bytes());
-    m[OFF_DATA..OFF_DATA + 64].copy_from_slice(&rec.pack());
-    let r = agent.post_send(
-        MadSend {
-            mad,
-            remote_qpn: 1,
-            dlid: sm_lid as u16,
-            sl: sm_sl,
-            pkey_index: pkey_index as u16,
-            remote_qkey: QP1_QKEY,
-            src_path_bits: 0,
-            grh: None,
-            timeout_ms: (timeout_ms / SA_QUERY_RETRIES).max(1),
-            retries: SA_QUERY_RETRIES,
-            context,
-        },
-        None,
-    );
-    if r.is_err() {
-        take(context);
-    }
-    r
+    send(dev_index, port, &q, Waiter::Path(handler)).map(|_| ())
 }
 
 /// The SA client as a client of the core (upstream `sa_client`): an agent on QP1 of each
@@ -324,52 +494,41 @@ impl crate::client::Client for SaClient {
         c"sa"
     }
 
+    // upstream ib_sa_add_one(): rdma_cap_ib_sa() ports only.
     fn add(&self, dev: &DeviceCore) -> Result {
-        for port in 1..=dev.phys_port_cnt() {
-            // upstream ib_sa_add_one(): rdma_cap_ib_sa() ports only.
-            if !crate::cma::port_is_ib(dev, port) {
-                continue;
-            }
-            let h = Arc::new(SaPortHandler, GFP_KERNEL)?;
-            let Ok(agent) = mad_agent::register_agent(dev, port, SpecialQp::Gsi, None, 0, h, 0)
-            else {
-                continue;
-            };
-            let agent = Arc::new(agent, GFP_KERNEL)?;
-            tables().ports.push(
-                SaPort {
-                    dev_index: dev.index(),
-                    port,
-                    agent,
-                },
-                GFP_KERNEL,
-            )?;
-        }
-        Ok(())
+        let agents = PortAgents::register(
+            dev,
+            None,
+            |port| crate::cma::port_is_ib(dev, port),
+            |_| {
+                let h: Arc<dyn MadAgentHandler> = Arc::new(SaPortHandler, GFP_KERNEL)?;
+                Ok(h)
+            },
+        )?;
+        tables().ports.extend(agents)
     }
 
     // upstream ib_sa_remove_one(): the agents go (outside the lock: unregistering waits for
     // a handler in progress, which takes it); their queries in flight end with the send
-    // completions the unregistering flushes.
+    // completions the unregistering flushes; the device's groups go.
     fn remove(&self, dev: &DeviceCore) {
-        let mut gone = KVec::new();
-        tables().ports.retain(|p| {
-            p.dev_index != dev.index() || gone.push(p.agent.clone(), GFP_KERNEL).is_err()
-        });
+        let gone = tables().ports.take(Some(dev.index()));
         drop(gone);
+        mcast::remove_device(dev.index());
     }
 }
 
 /// Frees the tables' storage at module exit.
 pub(crate) fn shutdown() {
-    let (ports, queries) = {
+    let (ports, queries, groups) = {
         let mut t = tables();
         (
-            core::mem::take(&mut t.ports),
+            t.ports.take(None),
             core::mem::take(&mut t.queries),
+            core::mem::take(&mut t.groups),
         )
     };
-    drop((ports, queries));
+    drop((ports, queries, groups));
 }
 
 #[kunit_tests(ib_core_rs_sa_path)]
@@ -410,5 +569,45 @@ mod tests {
         assert_eq!(b[49], 0x81);
         assert_eq!(&b[50..54], &[0xff, 0xff, 0x12, 0x35]);
         assert_eq!(&b[54..57], &[0x84, 0x83, 0x92]);
+    }
+}
+
+#[kunit_tests(ib_core_rs_sa_mcmember)]
+mod mcmember_tests {
+    use super::*;
+
+    #[test]
+    fn mcmember_record_round_trip_and_offsets() {
+        let mut r = McMemberRec {
+            qkey: 0x0123_4567,
+            mlid: 0xc001,
+            mtu_selector: 2,
+            mtu: 4,
+            traffic_class: 0x20,
+            pkey: 0xffff,
+            rate_selector: 2,
+            rate: 7,
+            packet_life_time_selector: 2,
+            packet_life_time: 18,
+            sl: 3,
+            flow_label: 0xabcde,
+            hop_limit: 0x40,
+            scope: 2,
+            join_state: 8,
+            proxy_join: true,
+            ..Default::default()
+        };
+        r.mgid[0] = 0xff;
+        r.mgid[1] = 0x12;
+        r.mgid[15] = 9;
+        r.port_gid[0] = 0xfe;
+        r.port_gid[15] = 1;
+        let b = r.pack();
+        assert_eq!(McMemberRec::unpack(&b), r);
+        // IBA 15.2.5.17: Q_Key at 32, MLID at 36, SL/FlowLabel/HopLimit at 44, Scope and
+        // JoinState at 48.
+        assert_eq!(&b[32..38], &[0x01, 0x23, 0x45, 0x67, 0xc0, 0x01]);
+        assert_eq!(&b[38..44], &[0x84, 0x20, 0xff, 0xff, 0x87, 0x92]);
+        assert_eq!(&b[44..50], &[0x3a, 0xbc, 0xde, 0x40, 0x28, 0x80]);
     }
 }

@@ -25,10 +25,9 @@ use super::state::{self, step, CmEventKind, CmState, Input};
 use crate::attr::Gid;
 use crate::ib_device::DeviceCore;
 use crate::mad::{Mad, MadHdr};
-use crate::mad_agent::{
-    self, MadAgent, MadAgentHandler, MadRecv, MadRegReq, MadSend, MadSendDone, SpecialQp,
-};
+use crate::mad_agent::{MadAgent, MadAgentHandler, MadRecv, MadRegReq, MadSend, MadSendDone};
 use crate::mad_qp::{MadGrh, QP1_QKEY};
+use crate::port_agents::PortAgents;
 use crate::verbs::{AhAttr, GlobalRoute, QpAttr, QpState};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -238,16 +237,9 @@ pub struct CmConn {
     st: Mutex<ConnState>,
 }
 
-/// A port's CM agent.
-struct PortAgent {
-    dev_index: u32,
-    port: u32,
-    agent: Arc<MadAgent>,
-}
-
 /// The IB CM's tables (upstream `struct ib_cm`).
 pub(crate) struct CmTables {
-    ports: KVec<PortAgent>,
+    ports: PortAgents,
     conns: KVec<Arc<CmConn>>,
     listens: KVec<(u64, Arc<dyn CmListener>)>,
     next_id: u32,
@@ -257,7 +249,7 @@ impl CmTables {
     /// Empty tables.
     pub(crate) const fn new() -> Self {
         CmTables {
-            ports: KVec::new(),
+            ports: PortAgents::new(),
             conns: KVec::new(),
             listens: KVec::new(),
             next_id: 1,
@@ -307,12 +299,7 @@ fn ca_ack_delay(av: &CmAv) -> u8 {
 
 /// The CM agent of `av`'s port.
 fn agent_of(av: &CmAv) -> Result<Arc<MadAgent>> {
-    tables()
-        .ports
-        .iter()
-        .find(|p| p.dev_index == av.dev_index && p.port == av.port)
-        .map(|p| p.agent.clone())
-        .ok_or(ENODEV)
+    tables().ports.find(av.dev_index, av.port).ok_or(ENODEV)
 }
 
 /// Sends `mad` on `av`'s port to QP1 of its destination; `wait` is the timeout and the
@@ -1165,7 +1152,10 @@ fn find_gid(dev: &DeviceCore, port: u32, gid: &[u8; 16]) -> Option<u8> {
     first
 }
 
-impl MadAgentHandler for PortHandler {
+/// The CM's MAD handler on every port: the port is its agent's.
+struct CmAgentHandler;
+
+impl MadAgentHandler for CmAgentHandler {
     // upstream cm_send_handler() -> cm_process_send_error(): a message whose retries ran out.
     fn send_done(&self, _agent: u32, done: MadSendDone) {
         if done.status != crate::verbs::WcStatus::RespTimeoutErr {
@@ -1176,7 +1166,16 @@ impl MadAgentHandler for PortHandler {
         }
     }
 
-    fn recv(&self, _agent: u32, recv: MadRecv, _send: Option<u64>) {
+    fn recv(&self, agent: u32, recv: MadRecv, _send: Option<u64>) {
+        let port = tables().ports.port_of(agent);
+        if let Some((dev_index, port)) = port {
+            PortHandler { dev_index, port }.recv(&recv);
+        }
+    }
+}
+
+impl PortHandler {
+    fn recv(&self, recv: &MadRecv) {
         let m = &recv.mad;
         let Some(attr) = msg::attr_of(m) else {
             return;
@@ -1231,7 +1230,7 @@ impl MadAgentHandler for PortHandler {
                     c.input(Input::RecvRej, CmMsg::Rej(b));
                 }
             }
-            CmAttr::SidrReq => self.sidr_req(&recv),
+            CmAttr::SidrReq => self.sidr_req(recv),
             CmAttr::SidrRep => {
                 let r = SidrRep::decode(m);
                 if let (Some(c), Ok(b)) = (find(r.request_id), KBox::new(r, GFP_KERNEL)) {
@@ -1267,41 +1266,22 @@ impl crate::client::Client for CmClient {
             oui: [0; 3],
             method_mask: mask,
         };
-        for port in 1..=dev.phys_port_cnt() {
-            let h = Arc::new(
-                PortHandler {
-                    dev_index: dev.index(),
-                    port,
-                },
-                GFP_KERNEL,
-            )?;
-            // A port without QP1 (EPROTONOSUPPORT) has no CM.
-            let Ok(agent) =
-                mad_agent::register_agent(dev, port, SpecialQp::Gsi, Some(&reg), 0, h, 0)
-            else {
-                continue;
-            };
-            let agent = Arc::new(agent, GFP_KERNEL)?;
-            tables().ports.push(
-                PortAgent {
-                    dev_index: dev.index(),
-                    port,
-                    agent,
-                },
-                GFP_KERNEL,
-            )?;
-        }
-        Ok(())
+        let agents = PortAgents::register(
+            dev,
+            Some(&reg),
+            |_| true,
+            |_| {
+                let h: Arc<dyn MadAgentHandler> = Arc::new(CmAgentHandler, GFP_KERNEL)?;
+                Ok(h)
+            },
+        )?;
+        tables().ports.extend(agents)
     }
 
     // upstream cm_remove_one(): the agents go (outside the tables' lock: unregistering waits
     // for a handler in progress, which takes it).
     fn remove(&self, dev: &DeviceCore) {
-        let mut gone = KVec::new();
-        // An entry whose agent cannot be moved out stays (its port closes with the device).
-        tables().ports.retain(|p| {
-            p.dev_index != dev.index() || gone.push(p.agent.clone(), GFP_KERNEL).is_err()
-        });
+        let gone = tables().ports.take(Some(dev.index()));
         drop(gone);
     }
 }
@@ -1312,7 +1292,7 @@ pub(crate) fn shutdown() {
     let (ports, conns, listens) = {
         let mut t = tables();
         (
-            core::mem::take(&mut t.ports),
+            t.ports.take(None),
             core::mem::take(&mut t.conns),
             core::mem::take(&mut t.listens),
         )

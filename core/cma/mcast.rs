@@ -1,18 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Multicast groups of a UD rdma_cm id on RoCE (upstream `cma.c`: `rdma_join_multicast()`,
-//! `cma_iboe_join_multicast()`, `cma_iboe_set_mgid()`, `cma_make_mc_event()`,
-//! `rdma_leave_multicast()`, `destroy_mc()`). A RoCE join is local, as upstream's: no SA; the
-//! group's GID is made from the address, a full member of an IPv4 group on RoCE v2 joins it on
-//! the netdev (IGMP, `cma_igmp_send()`), and `RDMA_CM_EVENT_MULTICAST_JOIN` follows from the
-//! workqueue with the address vector of the group, QPN 0xffffff and the id's Q_Key. Joins on
-//! InfiniBand ports (MCMemberRecord from the SA) are not done: `EOPNOTSUPP`.
+//! Multicast groups of a UD rdma_cm id (upstream `cma.c`: `rdma_join_multicast()`,
+//! `cma_iboe_join_multicast()`, `cma_iboe_set_mgid()`, `cma_join_ib_multicast()`,
+//! `cma_set_mgid()`, `cma_ib_mc_handler()`, `cma_make_mc_event()`, `rdma_leave_multicast()`,
+//! `destroy_mc()`).
+//!
+//! A RoCE join is local, as upstream's: no SA; the group's GID is made from the address, a full
+//! member of an IPv4 group on RoCE v2 joins it on the netdev (IGMP, `cma_igmp_send()`), and
+//! `RDMA_CM_EVENT_MULTICAST_JOIN` follows from the workqueue with the address vector of the
+//! group, QPN 0xffffff and the id's Q_Key.
+//!
+//! An InfiniBand join goes to the SA (`sa/mcast.rs`, upstream `ib_sa_join_multicast()`): an
+//! MCMemberRecord of the group's MGID (an `AF_IB` address's GID, an SA-assigned MGID given as
+//! an IPv6 address, or zero for the unspecified address: the SA creates a group), the id's
+//! source GID, P_Key, Q_Key (`RDMA_UDP_QKEY`) and join state, with upstream's component mask;
+//! the SA's answer gives `RDMA_CM_EVENT_MULTICAST_JOIN` with the address vector of
+//! `ib_init_ah_from_mcmember()` (the MLID, the group's SL, a GRH to the MGID with its flow
+//! label, hop limit and traffic class from the id's source GID), QPN 0xffffff and the
+//! group's Q_Key; a refusal or no answer `RDMA_CM_EVENT_MULTICAST_ERROR` with the error.
+//! Differences from upstream, which has IPoIB: upstream takes the SL, flow label and traffic
+//! class of the request from the IPoIB broadcast group's record (`ib_sa_get_mcmember_rec()`,
+//! `-EADDRNOTAVAIL` without IPoIB); rdma-rs has no IPoIB and asks for 0; an IP group address
+//! on InfiniBand (mapped through the IPoIB broadcast address) is `EOPNOTSUPP`, and so is the
+//! IPoIB port space's join (`EADDRNOTAVAIL`, its Q_Key is the broadcast group's).
 
 use super::conn::{UdParam, UDP_QKEY};
 use super::sockaddr::{SockAddr, AF_INET, AF_INET6};
 use super::{gid_ndev, CmEvent, CmEventType, CmId, CmState, PortSpace, QPT_UD};
 use crate::attr::{Gid, GidType};
 use crate::net_notify::IpAddr;
+use crate::sa::mcast::{self as sa_mc, SaMcastHandler, SaMulticast};
+use crate::sa::{self, McMemberRec};
 use crate::verbs::{AhAttr, GlobalRoute};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -26,7 +44,6 @@ pub const JOIN_SENDONLY_FULLMEMBER: u8 = 1 << 3;
 const IPV6_DEFAULT_HOPLIMIT: u8 = 64;
 
 /// One group of an id (upstream `struct cma_multicast`).
-#[derive(Clone, Copy)]
 pub(super) struct Mc {
     /// The group's address.
     addr: SockAddr,
@@ -36,6 +53,8 @@ pub(super) struct Mc {
     mgid: [u8; 16],
     /// The interface whose IGMP membership the join took (0: none).
     igmp_ifindex: u32,
+    /// The SA membership of an InfiniBand join (dropped: left).
+    sa: Option<SaMulticast>,
 }
 
 /// upstream `cma_iboe_set_mgid()`: an IPv6 address is the GID; an IPv4 one is mapped
@@ -71,8 +90,9 @@ impl CmId {
     ///
     /// `EINVAL` without a device, unless bound or resolved, for an id that is not UD, for the
     /// unspecified address or a netdev MTU too small for RoCE; `ENODEV` when the id's netdev
-    /// is gone; `ENOTSUPP` (524) for an IPv6 group on RoCE v2, as upstream; `EOPNOTSUPP` on
-    /// an InfiniBand port (SA joins are not done); `ENOMEM`.
+    /// is gone; `ENOTSUPP` (524) for an IPv6 group on RoCE v2, as upstream; on InfiniBand
+    /// `EOPNOTSUPP` for an IP group (no IPoIB), `EADDRNOTAVAIL` for the IPoIB port space and
+    /// the SA client's errors (`ENODEV`); `ENOMEM`.
     pub fn join_multicast(
         self: &Arc<Self>,
         addr: &SockAddr,
@@ -91,7 +111,7 @@ impl CmId {
             return Err(EINVAL);
         }
         if !b.roce {
-            return Err(EOPNOTSUPP);
+            return self.join_ib_multicast(&b, addr, join_state, context);
         }
         // upstream cma_iboe_join_multicast().
         let send_only = join_state == JOIN_SENDONLY_FULLMEMBER;
@@ -160,6 +180,7 @@ impl CmId {
             context,
             mgid,
             igmp_ifindex,
+            sa: None,
         };
         {
             let mut s = self.st.lock();
@@ -199,6 +220,97 @@ impl CmId {
         Ok(())
     }
 
+    /// upstream `cma_join_ib_multicast()`: the join goes to the SA (see the module comment).
+    fn join_ib_multicast(
+        self: &Arc<Self>,
+        b: &super::DevBinding,
+        addr: &SockAddr,
+        join_state: u8,
+        context: u64,
+    ) -> Result {
+        // upstream cma_set_default_qkey(): RDMA_UDP_QKEY for the UDP and IB spaces; IPoIB's
+        // is the broadcast group's.
+        let qkey = match self.ps {
+            PortSpace::Udp | PortSpace::Ib => UDP_QKEY,
+            _ => return Err(EADDRNOTAVAIL),
+        };
+        // upstream cma_set_mgid().
+        let mgid = match (addr.is_any(), addr.family(), addr.ip()) {
+            (true, _, _) => [0; 16],
+            (false, super::sockaddr::AF_IB, _) => addr.ib_gid().ok_or(EINVAL)?,
+            // An SA-assigned MGID as an IPv6 address (ff1x:a01b::).
+            (false, AF_INET6, Some(IpAddr::V6(a)))
+                if u32::from_be_bytes([a[0], a[1], a[2], a[3]]) & 0xfff0_ffff == 0xff10_a01b =>
+            {
+                a
+            }
+            _ => return Err(EOPNOTSUPP),
+        };
+        let rec = McMemberRec {
+            mgid,
+            port_gid: b.sgid,
+            qkey,
+            pkey: b.pkey,
+            join_state,
+            ..Default::default()
+        };
+        let mask = sa::MC_MGID
+            | sa::MC_PORT_GID
+            | sa::MC_PKEY
+            | sa::MC_JOIN_STATE
+            | sa::MC_QKEY
+            | sa::MC_SL
+            | sa::MC_FLOW_LABEL
+            | sa::MC_TRAFFIC_CLASS;
+        // The group first: the answer may come before the join returns.
+        self.st.lock().mcs.push(
+            Mc {
+                addr: *addr,
+                context,
+                mgid,
+                igmp_ifindex: 0,
+                sa: None,
+            },
+            GFP_KERNEL,
+        )?;
+        let h = Arc::new(
+            IbMcHandler {
+                id: self.clone(),
+                addr: *addr,
+                context,
+            },
+            GFP_KERNEL,
+        );
+        let joined = h
+            .map_err(Error::from)
+            .and_then(|h| sa_mc::join_multicast(b.dev_index, b.port, &rec, mask, h));
+        let mut s = self.st.lock();
+        let pos = s
+            .mcs
+            .iter()
+            .position(|m| m.context == context && m.addr.as_bytes() == addr.as_bytes());
+        match (joined, pos) {
+            (Ok(sa), Some(p)) => {
+                if let Some(m) = s.mcs.get_mut(p) {
+                    m.sa = Some(sa);
+                }
+                Ok(())
+            }
+            (Ok(sa), None) => {
+                // Left meanwhile.
+                drop(s);
+                drop(sa);
+                Ok(())
+            }
+            (Err(e), p) => {
+                let gone = p.and_then(|p| s.mcs.remove(p).ok());
+                drop(s);
+                drop(gone);
+                Err(e)
+            }
+        }
+    }
+
     /// Leaves the group `addr` (upstream `rdma_leave_multicast()`): its IGMP membership is
     /// dropped, a join event not yet reported is not.
     pub fn leave_multicast(&self, addr: &SockAddr) {
@@ -226,6 +338,64 @@ impl CmId {
         for m in mcs.iter().filter(|m| m.igmp_ifindex != 0) {
             igmp_leave(&m.addr, m.igmp_ifindex);
         }
+    }
+}
+
+/// The SA's answer to an InfiniBand join (upstream `cma_ib_mc_handler()`).
+struct IbMcHandler {
+    id: Arc<CmId>,
+    addr: SockAddr,
+    context: u64,
+}
+
+impl SaMcastHandler for IbMcHandler {
+    fn joined(&self, r: Result<McMemberRec>) {
+        let id = &self.id;
+        let h = id.handler.lock();
+        // Not after a removal, a destroy or a leave.
+        let b = {
+            let s = id.st.lock();
+            let live = !matches!(s.state, CmState::Destroying | CmState::DeviceRemoval)
+                && s.mcs.iter().any(|m| {
+                    m.context == self.context && m.addr.as_bytes() == self.addr.as_bytes()
+                });
+            s.dev.filter(|_| live)
+        };
+        let (Some(b), Some(h)) = (b, h.as_ref()) else {
+            return;
+        };
+        // upstream cma_make_mc_event() -> ib_init_ah_from_mcmember().
+        let mut e = match r {
+            Ok(rec) => {
+                let ud = UdParam {
+                    ah_attr: Some(AhAttr {
+                        dlid: rec.mlid,
+                        sl: rec.sl,
+                        port_num: b.port,
+                        grh: Some(GlobalRoute {
+                            dgid: Gid(rec.mgid),
+                            flow_label: rec.flow_label,
+                            sgid_index: b.gid_index as u8,
+                            hop_limit: rec.hop_limit,
+                            traffic_class: rec.traffic_class,
+                        }),
+                        dmac: [0; 6],
+                    }),
+                    qp_num: 0x00ff_ffff,
+                    qkey: rec.qkey,
+                    ..Default::default()
+                };
+                let mut e = CmEvent::new(CmEventType::MulticastJoin, 0);
+                match KBox::new(ud, GFP_KERNEL) {
+                    Ok(u) => e.ud = Some(u),
+                    Err(_) => e = CmEvent::new(CmEventType::MulticastError, ENOMEM.to_errno()),
+                }
+                e
+            }
+            Err(err) => CmEvent::new(CmEventType::MulticastError, err.to_errno()),
+        };
+        e.mc_context = self.context;
+        h.event(id, e);
     }
 }
 

@@ -40,6 +40,8 @@ mod completer;
 mod fabric;
 #[path = "engine/headers.rs"]
 mod headers;
+#[path = "engine/ib_mcast.rs"]
+mod ib_mcast;
 #[path = "engine/mem.rs"]
 mod mem;
 #[path = "engine/message.rs"]

@@ -1422,6 +1422,96 @@ fn lids_cross_the_switch_by_its_forwarding_table() {
         .all(|c| c.opcode != cqe_op::RESP_SEND));
 }
 
+/// A UD SEND to a multicast LID crosses the switch by its multicast forwarding table to the
+/// QPs attached to the packet's DGID on every port of the group but the sender's; an
+/// unprogrammed MLID, a QP of another group and a packet without a GRH get nothing.
+#[test]
+fn a_multicast_lid_reaches_the_attached_qps_through_the_switch() {
+    use crate::fwsim::switch::Switch;
+    let mut h1 = Host::new(LinkLayer::Ib, 1);
+    let mut h2 = Host::new(LinkLayer::Ib, 2);
+    let mut h3 = Host::new(LinkLayer::Ib, 3);
+    let mut sw = Box::new(Switch::new(3, 0x5a));
+    for (i, h) in [&mut h1, &mut h2, &mut h3].into_iter().enumerate() {
+        crate::fwsim::sm::sweep(&mut h.fw, &mut sw, i as u8 + 1);
+    }
+    let (c1, mut c2, mut c3) = (h1.cq(8, false), h2.cq(8, false), h3.cq(8, false));
+    let mut s = h1.qp(QPC_ST_UD, &c1, &c1, (8, 8, 2));
+    let mut r2 = h2.qp(QPC_ST_UD, &c2, &c2, (8, 8, 2));
+    let mut o2 = h2.qp(QPC_ST_UD, &c2, &c2, (8, 8, 2));
+    let mut r3 = h3.qp(QPC_ST_UD, &c3, &c3, (8, 8, 2));
+    ud_up(&mut h1, &s, 0x11);
+    ud_up(&mut h2, &r2, 0x11);
+    ud_up(&mut h2, &o2, 0x11);
+    ud_up(&mut h3, &r3, 0x11);
+    let mut mgid = [0u8; 16];
+    mgid[..4].copy_from_slice(&[0xff, 0x12, 0xa0, 0x1b]);
+    mgid[15] = 1;
+    let mut other = mgid;
+    other[15] = 2;
+    h2.fw.mcg.attach(mgid, r2.qpn).unwrap();
+    h2.fw.mcg.attach(other, o2.qpn).unwrap();
+    h3.fw.mcg.attach(mgid, r3.qpn).unwrap();
+    // The sender's QP is attached too: its own port gets no copy from the switch.
+    h1.fw.mcg.attach(mgid, s.qpn).unwrap();
+    let src = h1.mr(4096, ALL);
+    h1.mem.put(src.bus, &pattern(64, 5));
+    let d2 = h2.mr(8192, ALL);
+    let d3 = h3.mr(4096, ALL);
+    for i in 0..2u64 {
+        h2.post_recv(&mut r2, &[d2.sge(i * 512, 512)]);
+        h2.post_recv(&mut o2, &[d2.sge(4096 + i * 512, 512)]);
+        h3.post_recv(&mut r3, &[d3.sge(i * 512, 512)]);
+    }
+    let ah = Ah {
+        dqpn: 0xff_ffff,
+        qkey: 0x11,
+        rlid: 0xc000,
+        sl: 0,
+        grh: Some((mgid, 0)),
+        eth: false,
+    };
+    let mut w = Wr::new(wqe_op::SEND).sge(src.sge(0, 64));
+    w.ah = Some(ah);
+    h1.post(&mut s, &w);
+    run_switched(&mut [&mut h1, &mut h2, &mut h3], &mut sw);
+    assert!(h2.poll_all(&mut c2).is_empty(), "an unprogrammed MLID");
+    assert!(h3.poll_all(&mut c3).is_empty());
+    // The SM programs the group on switch ports 1..=3.
+    assert!(crate::fwsim::sm::program_mft(&mut sw, 0xc000, 0b1110));
+    assert_eq!(sw.route_mlid(0xc000), Some(0b1110));
+    h1.post(&mut s, &w);
+    let mut nogrh = w.clone();
+    nogrh.ah = Some(Ah { grh: None, ..ah });
+    h1.post(&mut s, &nogrh);
+    run_switched(&mut [&mut h1, &mut h2, &mut h3], &mut sw);
+    let mut c1 = c1;
+    assert_eq!(h1.poll_all(&mut c1).len(), 3, "every send completes");
+    let g2 = h2.poll_all(&mut c2);
+    let g3 = h3.poll_all(&mut c3);
+    assert_eq!((g2.len(), g3.len()), (1, 1));
+    assert_eq!((g2[0].qpn, g3[0].qpn), (r2.qpn, r3.qpn));
+    assert_eq!(g2[0].byte_cnt, 104);
+    assert_eq!(g2[0].slid, h1.lid());
+    assert_eq!(
+        g2[0].flags_rqpn,
+        (1 << 28) | s.qpn,
+        "a GRH, the sender's QPN"
+    );
+    assert_eq!(
+        &h2.mem.get(d2.bus + 24, 16)[..],
+        &mgid[..],
+        "the GRH's DGID"
+    );
+    assert_eq!(h3.mem.get(d3.bus + 40, 64), pattern(64, 5));
+    // The group without host 3's port.
+    assert!(crate::fwsim::sm::program_mft(&mut sw, 0xc000, 0b0110));
+    h1.post(&mut s, &w);
+    run_switched(&mut [&mut h1, &mut h2, &mut h3], &mut sw);
+    assert_eq!(h2.poll_all(&mut c2).len(), 1);
+    assert!(h3.poll_all(&mut c3).is_empty());
+}
+
 #[test]
 fn smi_qp0_talks_only_to_the_peer_qp0_by_lid() {
     let mut h1 = Host::new(LinkLayer::Ib, 1);

@@ -32,6 +32,8 @@ pub(crate) mod hca;
 pub(crate) mod mad;
 #[path = "mcg.rs"]
 pub(crate) mod mcg;
+#[path = "mcmember.rs"]
+pub(crate) mod mcmember;
 #[path = "memic.rs"]
 pub(crate) mod memic;
 #[path = "node_desc.rs"]

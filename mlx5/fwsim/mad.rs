@@ -27,6 +27,8 @@ pub(crate) type MadBytes = [u8; MAD_SIZE];
 pub(crate) mod class {
     /// LID-routed SMPs.
     pub(crate) const SUBN_LID_ROUTED: u8 = 0x01;
+    /// Subnet administration (the SA, `engine/sa.rs`).
+    pub(crate) const SUBN_ADM: u8 = 0x03;
     /// Performance management (the PMA).
     pub(crate) const PERF_MGMT: u8 = 0x04;
     /// Directed-route SMPs.
@@ -45,6 +47,9 @@ pub(crate) mod method {
     pub(crate) const GET_RESP: u8 = 0x81;
     /// TrapRepress (the SM's answer to a trap: no response).
     pub(crate) const TRAP_REPRESS: u8 = 0x07;
+    /// SubnAdmDelete (`IB_SA_METHOD_DELETE`) and its response.
+    pub(crate) const SA_DELETE: u8 = 0x15;
+    pub(crate) const SA_DELETE_RESP: u8 = 0x95;
 }
 
 /// MAD status codes (`IB_MGMT_MAD_STATUS_*`, ib_mad.h).
@@ -59,6 +64,32 @@ pub(crate) mod status {
     pub(crate) const INVALID_ATTRIB_VALUE: u16 = 0x001c;
     /// The D bit of a directed-route SMP's status (`IB_SMP_DIRECTION`): set on the way back.
     pub(crate) const DIRECTION: u16 = 0x8000;
+    /// The SA's statuses (IBA 15.2.5, its class-specific bits 8..14): no resources, an
+    /// invalid request, no records, an invalid GID, too few components.
+    pub(crate) const SA_ERR_NO_RESOURCES: u16 = 0x0100;
+    pub(crate) const SA_ERR_REQ_INVALID: u16 = 0x0200;
+    pub(crate) const SA_ERR_NO_RECORDS: u16 = 0x0300;
+    pub(crate) const SA_ERR_REQ_INVALID_GID: u16 = 0x0500;
+    pub(crate) const SA_ERR_REQ_INSUFFICIENT_COMPONENTS: u16 = 0x0600;
+}
+
+/// The common checks of an SMP at an SMA (IBA 13.4.4, 14.2.5): base and class version 1
+/// (else answered `BAD_VERSION`), a TrapRepress consumed, a method other than Get and Set
+/// answered `UNSUPPORTED_METHOD`. `Ok` with whether it is a Set, or the outcome.
+pub(crate) fn smp_method(m: &mut MadBytes) -> Result<bool, MadOutcome> {
+    if m[off::BASE_VERSION] != 1 || m[off::CLASS_VERSION] != 1 {
+        respond(m, status::BAD_VERSION);
+        return Err(MadOutcome::Reply);
+    }
+    match m[off::METHOD] {
+        method::TRAP_REPRESS => Err(MadOutcome::Consumed),
+        method::GET => Ok(false),
+        method::SET => Ok(true),
+        _ => {
+            respond(m, status::UNSUPPORTED_METHOD);
+            Err(MadOutcome::Reply)
+        }
+    }
 }
 
 /// Byte offsets in a MAD (`struct ib_mad_hdr`, `struct ib_smp`).

@@ -16,8 +16,11 @@
 //! to ARMED and ACTIVE with two more Sets, programs the switch's linear forwarding table
 //! (the LID to the switch port, LinearFDBTop raised to cover it) and makes the switch port
 //! ARMED and ACTIVE; for a port already ACTIVE it only makes sure the table and the switch
-//! port carry its LID. No multicast table, no SA, no traps, no periodic light sweep: the sweep
-//! runs when a function's link changes (PAOS) and at the function's creation.
+//! port carry its LID. Its SA (`engine/sa.rs`) answers PathRecords and multicast joins and
+//! leaves, and [`program_mft`] follows each group's members in the switch's multicast
+//! forwarding table. No traps, no periodic light sweep: the sweep runs when a function's link
+//! changes (PAOS) and at the function's creation; groups are not joined again after a sweep
+//! (the SA's groups outlive a port's LID change).
 
 use super::mad::{self, class, method, off, put, MadBytes, MadOutcome};
 use super::profile::LinkLayer;
@@ -186,6 +189,34 @@ fn program_lft(sw: &mut Switch, lid: u16, k: u8, tids: &mut Tids) -> bool {
         let mut req = smp(method::SET, switch::ATTR_SWITCH_INFO, 0, tids.next(), None);
         put(&mut req, off::DATA, &si);
         return ask_switch(sw, &req).is_some();
+    }
+    true
+}
+
+/// Sets the switch's multicast forwarding entry of `mlid` to the ports of `mask` (bit `k`
+/// for switch port `k`; 0 for a group that is gone), as opensm programs it: for each 16-port
+/// position, the block holding the MLID read, the entry changed and the block set. Whether
+/// every Set was answered.
+pub(crate) fn program_mft(sw: &mut Switch, mlid: u16, mask: u64) -> bool {
+    let Some(idx) = mlid.checked_sub(switch::MLID_BASE).map(usize::from) else {
+        return false;
+    };
+    let mut tids = Tids(0x4d00_0000 | u64::from(mlid));
+    let block = (idx / switch::MFT_BLOCK) as u32;
+    let at = (idx % switch::MFT_BLOCK) * 2;
+    for pos in 0..=u32::from(sw.nports()) / 16 {
+        let amod = (pos << 28) | block;
+        let get = smp(method::GET, switch::ATTR_MFT, amod, tids.next(), None);
+        let Some(mut b) = ask_switch(sw, &get) else {
+            return false;
+        };
+        let word = (mask >> (16 * pos)) as u16;
+        put(&mut b, at, &word.to_be_bytes());
+        let mut req = smp(method::SET, switch::ATTR_MFT, amod, tids.next(), None);
+        put(&mut req, off::DATA, &b);
+        if ask_switch(sw, &req).is_none() {
+            return false;
+        }
     }
     true
 }

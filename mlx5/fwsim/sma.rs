@@ -12,7 +12,7 @@
 //! (`handle_port_change()`): LID (also for an SM LID or SM SL change: mlx5 has no SM
 //! subtype), ACTIVE, DOWN, CLIENT_REREG, PKEY and GUID.
 
-use super::mad::{self, be16, be32, be64, method, off, put, status, Dropped, MadBytes, MadOutcome};
+use super::mad::{self, be16, be32, be64, off, put, status, Dropped, MadBytes, MadOutcome};
 use super::Fw;
 use crate::prm::consts::{
     PORT_CHANGE_SUBTYPE_ACTIVE, PORT_CHANGE_SUBTYPE_CLIENT_REREG, PORT_CHANGE_SUBTYPE_DOWN,
@@ -286,19 +286,10 @@ impl Fw {
 
     /// An SMP (LID-routed or directed-route, the route already checked) at port `port`.
     pub(super) fn smp(&mut self, port: usize, flags: u32, m: &mut MadBytes) -> MadOutcome {
-        let meth = m[off::METHOD];
-        if m[off::BASE_VERSION] != 1 || m[off::CLASS_VERSION] != 1 {
-            mad::respond(m, status::BAD_VERSION);
-            return MadOutcome::Reply;
-        }
-        if meth == method::TRAP_REPRESS {
-            return MadOutcome::Consumed;
-        }
-        if meth != method::GET && meth != method::SET {
-            mad::respond(m, status::UNSUPPORTED_METHOD);
-            return MadOutcome::Reply;
-        }
-        let set = meth == method::SET;
+        let set = match mad::smp_method(m) {
+            Ok(set) => set,
+            Err(o) => return o,
+        };
         if flags & mad::IGNORE_MKEY == 0 {
             if let Some(o) = self.mkey_check(port, set, m) {
                 return o;

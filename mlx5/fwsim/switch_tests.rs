@@ -9,7 +9,8 @@ use super::mad::{be16, be32, class, method, off, status, MadBytes, MadOutcome, M
 use super::profile::{LinkLayer, CONNECTX7};
 use super::sma::{attr, port_state};
 use super::switch::{
-    DrStep, Switch, ATTR_LFT, ATTR_MLNX_EXT_PORT_INFO, ATTR_SM_INFO, ATTR_SWITCH_INFO, NO_PORT,
+    DrStep, Switch, ATTR_LFT, ATTR_MFT, ATTR_MLNX_EXT_PORT_INFO, ATTR_SM_INFO, ATTR_SWITCH_INFO,
+    NO_PORT,
 };
 use super::*;
 
@@ -53,6 +54,46 @@ fn local(sw: &mut Switch, mut m: MadBytes) -> MadBytes {
 
 fn st(m: &MadBytes) -> u16 {
     be16(m, off::STATUS) & !status::DIRECTION
+}
+
+/// MulticastForwardingTable blocks by position (as opensm programs them), MulticastFDBCap,
+/// and the packet's out ports by the table.
+#[test]
+fn switch_multicast_forwarding_table() {
+    let mut sw = Box::new(Switch::new(20, 0xabcd));
+    let d = off::DATA;
+    let si = local(&mut sw, dr(method::GET, ATTR_SWITCH_INFO, 0, &[]));
+    assert_eq!(usize::from(be16(&si, d + 4)), switch::MFT_CAP);
+    // Block 1 (MLIDs 0xC020..0xC03F) empty; an unprogrammed MLID goes nowhere.
+    let b = local(&mut sw, dr(method::GET, ATTR_MFT, 1, &[]));
+    assert_eq!(st(&b), 0);
+    assert!(b[d..d + 64].iter().all(|x| *x == 0));
+    assert_eq!(sw.route_mlid(0xc021), None);
+    // Entry 1 of block 1: ports 1 and 3 in position 0, port 17 in position 1.
+    let mut set = dr(method::SET, ATTR_MFT, 1, &[]);
+    set[d + 2..d + 4].copy_from_slice(&0b1010u16.to_be_bytes());
+    assert_eq!(st(&local(&mut sw, set)), 0);
+    let mut set = dr(method::SET, ATTR_MFT, (1 << 28) | 1, &[]);
+    set[d + 2..d + 4].copy_from_slice(&0b10u16.to_be_bytes());
+    assert_eq!(st(&local(&mut sw, set)), 0);
+    let b = local(&mut sw, dr(method::GET, ATTR_MFT, (1 << 28) | 1, &[]));
+    assert_eq!(be16(&b, d + 2), 0b10);
+    assert_eq!(sw.route_mlid(0xc021), Some((1 << 17) | 0b1010));
+    assert_eq!(sw.route_mlid(0xc020), None);
+    assert_eq!(sw.route_mlid(0xbfff), None, "a unicast LID");
+    // A position past the ports (20 ports: positions 0 and 1), a block past the cap.
+    let b = local(&mut sw, dr(method::GET, ATTR_MFT, 2 << 28, &[]));
+    assert_eq!(st(&b), status::INVALID_ATTRIB_VALUE);
+    let blocks = (switch::MFT_CAP / switch::MFT_BLOCK) as u32;
+    let b = local(&mut sw, dr(method::GET, ATTR_MFT, blocks, &[]));
+    assert_eq!(st(&b), status::INVALID_ATTRIB_VALUE);
+    // The SM's programming of a group: through the same attribute.
+    assert!(sm::program_mft(&mut sw, 0xc005, (1 << 18) | 0b110));
+    let b = local(&mut sw, dr(method::GET, ATTR_MFT, 0, &[]));
+    assert_eq!(be16(&b, d + 10), 0b110);
+    assert_eq!(sw.route_mlid(0xc005), Some((1 << 18) | 0b110));
+    assert!(sm::program_mft(&mut sw, 0xc005, 0));
+    assert_eq!(sw.route_mlid(0xc005), None);
 }
 
 #[test]

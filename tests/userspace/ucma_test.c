@@ -30,6 +30,13 @@
  * resolve_addr and resolve_route with their events and the SA's path (the LIDs), a GID of
  * the subnet nobody has (ROUTE_ERROR, -EINVAL: the SA's status), a destination of another
  * subnet (ENODEV), an IPv4 destination for an AF_IB source (EINVAL).
+ * -i also runs ib_mcast(): a UD id on each port joins a group through the SA (the first the
+ * unspecified AF_IB address: the SA creates a group and assigns its MGID; the second that
+ * MGID): each MULTICAST_JOIN's AV (the MLID, a GRH to the MGID), QPN 0xffffff and Q_Key;
+ * once a probe got through (the SM programs the switch after its answer), UD messages from
+ * the second id's QP to the group reach the first's (librdmacm attached it), in order,
+ * with the GRH's DGID the MGID and the sender's LID and QPN; a join of a GID that is not
+ * multicast: MULTICAST_ERROR, -EINVAL (the SA's status); both leave.
  *
  * LDLIBS: -lrdmacm
  */
@@ -194,8 +201,10 @@ static void raw_abi(void)
 	close(fd);
 }
 
-/* The next event of `ch` within 10 s: its type and status; -1 if none came. */
-static int next_event(struct rdma_event_channel *ch, int *status, struct rdma_cm_id **id)
+/* The next event of `ch` within 10 s: its type and status, its id and its UD parameters
+ * where asked for; -1 if none came. */
+static int next_event_ud(struct rdma_event_channel *ch, int *status, struct rdma_cm_id **id,
+			 struct rdma_ud_param *ud)
 {
 	struct rdma_cm_event *ev;
 	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
@@ -207,8 +216,15 @@ static int next_event(struct rdma_event_channel *ch, int *status, struct rdma_cm
 	*status = ev->status;
 	if (id)
 		*id = ev->id;
+	if (ud)
+		*ud = ev->param.ud;
 	rdma_ack_cm_event(ev);
 	return type;
+}
+
+static int next_event(struct rdma_event_channel *ch, int *status, struct rdma_cm_id **id)
+{
+	return next_event_ud(ch, status, id, NULL);
 }
 
 static const char *dev_of(struct rdma_cm_id *id)
@@ -601,6 +617,184 @@ static void ib_af(const char *sgid, const char *dgid, int slid, int dlid)
 	rdma_destroy_event_channel(ch);
 }
 
+#define PS_UDP 0x0000000001110000ULL
+#define MC_MSGS 4
+#define MC_LEN 64
+
+/* A UD id bound to GID with a QP (rdma_create_qp) on a PD and CQ of its device. */
+struct mc_end {
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	char buf[(MC_MSGS + 1) * (40 + MC_LEN)];
+};
+
+static int mc_end_up(struct rdma_event_channel *ch, struct mc_end *e, const char *gid)
+{
+	struct sockaddr_ib a = sib_of(gid, PS_UDP, PS_MASK);
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = MC_MSGS + 1, .max_recv_wr = MC_MSGS + 1,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+
+	if (rdma_create_id(ch, &e->id, NULL, RDMA_PS_UDP) ||
+	    rdma_bind_addr(e->id, (struct sockaddr *)&a))
+		return -1;
+	e->pd = ibv_alloc_pd(e->id->verbs);
+	e->cq = e->pd ? ibv_create_cq(e->id->verbs, 2 * MC_MSGS + 2, NULL, NULL, 0) : NULL;
+	e->mr = e->cq ? ibv_reg_mr(e->pd, e->buf, sizeof(e->buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!e->mr)
+		return -1;
+	qa.send_cq = qa.recv_cq = e->cq;
+	return rdma_create_qp(e->id, e->pd, &qa);
+}
+
+static void mc_end_down(struct mc_end *e)
+{
+	if (e->id && e->id->qp)
+		rdma_destroy_qp(e->id);
+	if (e->mr)
+		ibv_dereg_mr(e->mr);
+	if (e->cq)
+		ibv_destroy_cq(e->cq);
+	if (e->pd)
+		ibv_dealloc_pd(e->pd);
+	if (e->id)
+		rdma_destroy_id(e->id);
+}
+
+/* Waits up to tries x 10 ms for n completions of cq into wc: how many came. */
+static int mc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int tries)
+{
+	int got = 0, i;
+
+	for (i = 0; i < tries && got < n; i++) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+
+		if (r < 0)
+			return got;
+		got += r;
+		if (got < n)
+			usleep(10000);
+	}
+	return got;
+}
+
+/* Sends MC_LEN bytes of c from e's slot `slot` to the group of ud through ah. */
+static int mc_send(struct mc_end *e, struct ibv_ah *ah, struct rdma_ud_param *ud, int slot, int c)
+{
+	char *m = e->buf + slot * MC_LEN;
+	struct ibv_sge sge = { .addr = (uintptr_t)m, .length = MC_LEN, .lkey = e->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+			   *badw;
+
+	memset(m, c, MC_LEN);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = ud->qp_num;
+	wr.wr.ud.remote_qkey = ud->qkey;
+	return ibv_post_send(e->id->qp, &wr, &badw);
+}
+
+static void ib_mcast(const char *sgid, const char *dgid, int dlid)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct mc_end r = { 0 }, s = { 0 };
+	struct sockaddr_ib any = sib_of("::", 0, 0), grp, bad = sib_of("fe80::1", 0, 0);
+	struct rdma_ud_param ud;
+	struct ibv_wc wc[MC_MSGS];
+	struct ibv_ah *ah = NULL;
+	uint8_t mgid[16];
+	uint16_t mlid = 0;
+	int st = 99, t, i;
+
+	check(ch && !mc_end_up(ch, &r, sgid) && !mc_end_up(ch, &s, dgid),
+	      "IB mcast: a UD id with a QP on each port");
+	if (!r.mr || !s.mr || !r.id->qp || !s.id->qp)
+		goto out;
+	for (i = 0; i <= MC_MSGS; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)r.buf + i * (40 + MC_LEN),
+				       .length = 40 + MC_LEN, .lkey = r.mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *badw;
+
+		check(!ibv_post_recv(r.id->qp, &wr, &badw), "IB mcast: post a receive");
+	}
+	/* The unspecified group: the SA creates one. */
+	check(!rdma_join_multicast(r.id, (struct sockaddr *)&any, NULL),
+	      "IB mcast: join the unspecified AF_IB address");
+	t = next_event_ud(ch, &st, NULL, &ud);
+	printf("I IB mcast join: event %d status %d mlid 0x%x qpn 0x%x qkey 0x%x\n", t, st,
+	       ud.ah_attr.dlid, ud.qp_num, ud.qkey);
+	check(t == RDMA_CM_EVENT_MULTICAST_JOIN && st == 0, "IB mcast: MULTICAST_JOIN, status 0");
+	check(ud.qp_num == 0xffffff && ud.qkey == RDMA_UDP_QKEY,
+	      "IB mcast: QPN 0xffffff, Q_Key RDMA_UDP_QKEY");
+	memcpy(mgid, ud.ah_attr.grh.dgid.raw, 16);
+	mlid = ud.ah_attr.dlid;
+	check(mlid >= 0xc000 && mlid < 0xffff, "IB mcast: the AV's DLID is a multicast LID");
+	check(ud.ah_attr.is_global && mgid[0] == 0xff && (mgid[1] & 0xf0) == 0x10 &&
+		      mgid[2] == 0xa0 && mgid[3] == 0x1b,
+	      "IB mcast: a GRH to an SA-assigned MGID (ff1x:a01b::)");
+	check(ud.ah_attr.port_num == r.id->port_num, "IB mcast: the AV's port is the id's");
+	/* The other port joins that MGID. */
+	grp = sib_of("::", 0, 0);
+	memcpy(&grp.sib_addr, mgid, 16);
+	check(!rdma_join_multicast(s.id, (struct sockaddr *)&grp, NULL),
+	      "IB mcast: the other port joins the MGID");
+	t = next_event_ud(ch, &st, NULL, &ud);
+	check(t == RDMA_CM_EVENT_MULTICAST_JOIN && st == 0 && ud.ah_attr.dlid == mlid &&
+		      !memcmp(ud.ah_attr.grh.dgid.raw, mgid, 16),
+	      "IB mcast: its MULTICAST_JOIN has the group's MLID and MGID");
+	ah = ibv_create_ah(s.pd, &ud.ah_attr);
+	check(ah != NULL, "IB mcast: an AH of the event's AV");
+	/*
+	 * The SM programs the switch's multicast table after its answer (opensm in its next
+	 * sweep; mckey sleeps 3 s for it): a probe goes again until one arrives.
+	 */
+	for (i = 0, t = 0; ah && i < 100 && t == 0; i++) {
+		t = mc_send(&s, ah, &ud, MC_MSGS, 'z') ? -1 : mc_poll(r.cq, wc, 1, 10);
+		mc_poll(s.cq, wc + 1, 1, 500);
+	}
+	printf("I IB mcast: the group's route after %d probes\n", i);
+	check(t == 1 && wc[0].status == IBV_WC_SUCCESS, "IB mcast: a probe reaches the group");
+	for (i = 0; ah && i < MC_MSGS; i++)
+		check(!mc_send(&s, ah, &ud, i, 'a' + i), "IB mcast: send to the group");
+	check(mc_poll(s.cq, wc, MC_MSGS, 500) == MC_MSGS && wc[0].status == IBV_WC_SUCCESS,
+	      "IB mcast: the sends complete");
+	t = mc_poll(r.cq, wc, MC_MSGS, 500);
+	printf("I IB mcast: %d of %d messages received\n", t, MC_MSGS);
+	check(t == MC_MSGS, "IB mcast: the group's messages reach the joined QP");
+	for (i = 0; i < t; i++) {
+		char *g = r.buf + wc[i].wr_id * (40 + MC_LEN);
+		char want[MC_LEN];
+
+		/* In the order sent. */
+		memset(want, 'a' + i, MC_LEN);
+		check(wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len == 40 + MC_LEN &&
+			      (wc[i].wc_flags & IBV_WC_GRH) && !memcmp(g + 24, mgid, 16) &&
+			      !memcmp(g + 40, want, MC_LEN),
+		      "IB mcast: message %d: a GRH to the MGID, the bytes", i);
+		check(wc[i].src_qp == s.id->qp->qp_num && wc[i].slid == dlid,
+		      "IB mcast: message %d from the sender's QPN and LID", i);
+	}
+	/* A GID that is not multicast: the SA refuses the join. */
+	check(!rdma_join_multicast(r.id, (struct sockaddr *)&bad, NULL),
+	      "IB mcast: join fe80::1 (not multicast)");
+	t = next_event_ud(ch, &st, NULL, &ud);
+	printf("I IB mcast bad join: event %d status %d\n", t, st);
+	check(t == RDMA_CM_EVENT_MULTICAST_ERROR && st == -EINVAL,
+	      "IB mcast: MULTICAST_ERROR, -EINVAL");
+	rdma_leave_multicast(r.id, (struct sockaddr *)&bad);
+	check(!rdma_leave_multicast(s.id, (struct sockaddr *)&grp), "IB mcast: the sender leaves");
+	check(!rdma_leave_multicast(r.id, (struct sockaddr *)&any), "IB mcast: the receiver leaves");
+	if (ah)
+		ibv_destroy_ah(ah);
+out:
+	mc_end_down(&s);
+	mc_end_down(&r);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+}
+
 int main(int argc, char **argv)
 {
 	int no_cm = 0;
@@ -613,6 +807,7 @@ int main(int argc, char **argv)
 
 	if (argc == 6 && !strcmp(argv[1], "-i")) {
 		ib_af(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+		ib_mcast(argv[2], argv[3], atoi(argv[5]));
 		printf("I %d passed, %d failed\n", passes, failures);
 		return failures ? 1 : 0;
 	}

@@ -157,14 +157,18 @@ cm_unload_upstream() {
 # cm_pair NAME SECS "SERVER CMD" "CLIENT CMD": the server in the background, the client after a
 # second; both must exit 0 within SECS. Their outputs are in /tmp/cm-s and /tmp/cm-c.
 cm_pair() {
-	local s rc=0 rs=0
+	local s rc=0 rs=0 t0
+	echo "+ $3 & $4"
+	now_cs
+	t0=$_now_cs
 	timeout $2 $3 >/tmp/cm-s 2>&1 &
 	s=$!
 	sleep 1
 	timeout $2 $4 >/tmp/cm-c 2>&1 || rc=$?
 	wait $s || rs=$?
-	sed 's/^/    client| /' /tmp/cm-c | tail -20
-	sed 's/^/    server| /' /tmp/cm-s | tail -20
+	took $t0
+	show_tail '    client| ' 20 /tmp/cm-c
+	show_tail '    server| ' 20 /tmp/cm-s
 	t_check "$1: client exit 0 ($rc), server exit 0 ($rs)" test $rc = 0 -a $rs = 0
 }
 

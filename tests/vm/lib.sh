@@ -45,12 +45,52 @@ suite_begin() {
 
 _record() { echo "$1|$2|$3" >>"$_results"; }
 
+# now_cs: sets _now_cs to the uptime in hundredths of a second, read by the shell itself (no
+# process started). took T0: prints the time since T0 (a _now_cs) as "    (took N.NN s)", each
+# timed step's cost in the console log (t_check, t_import, tr_pair, cm_pair).
+now_cs() {
+	local u _ s f
+	read -r u _ </proc/uptime
+	s=${u%.*}
+	f=${u#*.}
+	f=${f#0}
+	_now_cs=$((s * 100 + f))
+}
+took() {
+	local d
+	now_cs
+	d=$((_now_cs - $1))
+	printf '    (took %d.%02d s)\n' $((d / 100)) $((d % 100))
+}
+
+# show_tail PREFIX N FILE: prints FILE's last N lines, each after PREFIX, read by the shell
+# itself (a ring of N variables): under TCG with the debug kernel each process start costs
+# about 0.3 s, and `sed ... | tail` after every program pair started two.
+show_tail() {
+	local p=$1 n=$2 c=0 i line
+	[ -r "$3" ] || return 0
+	while IFS= read -r line || [ -n "$line" ]; do
+		eval "_st_$((c % n))=\$line"
+		c=$((c + 1))
+	done <"$3"
+	i=$((c > n ? c - n : 0))
+	while [ $i -lt $c ]; do
+		eval "line=\$_st_$((i % n))"
+		printf '%s%s\n' "$p" "$line"
+		i=$((i + 1))
+	done
+}
+
 # t_check DESCRIPTION COMMAND...: passes if COMMAND exits 0. Output shown.
 t_check() {
-	local d=$1
+	local d=$1 t0 rc=0
 	shift
 	echo "+ $*"
-	if "$@"; then _record ok "$d" ""; else _record fail "$d" "exit $?"; fi
+	now_cs
+	t0=$_now_cs
+	"$@" || rc=$?
+	took $t0
+	if [ $rc = 0 ]; then _record ok "$d" ""; else _record fail "$d" "exit $rc"; fi
 }
 
 t_ok() { _record ok "$1" ""; }
@@ -142,10 +182,13 @@ kmemleak_check() {
 # case named "PREFIX: <desc>"; its other output is shown. The program's exit
 # status is one more case.
 t_import() {
-	local p=$1 tag res rest rc=0
+	local p=$1 tag res rest rc=0 t0
 	shift
 	echo "+ $*"
+	now_cs
+	t0=$_now_cs
 	"$@" >/tmp/import.out 2>&1 || rc=$?
+	took $t0
 	while read -r tag res rest; do
 		case "$tag" in
 		R)
@@ -208,6 +251,54 @@ run_suites() {
 		suite_end
 	done
 	return $_rs_status
+}
+
+# next_suite: the function of the suite of the mode that runs after the running one (empty
+# after the last). It reads run_suites' locals.
+next_suite() {
+	local s found=
+	for s in ${_rs_list:-}; do
+		if [ -n "$found" ]; then
+			echo "${s#*=}"
+			return 0
+		fi
+		[ "$s" = "${_rs_s:-}" ] && found=1
+	done
+	return 0
+}
+
+# A fabric shared by consecutive suites, so that a mode loads the modules (and starts
+# opensm) once for them. A KEY names what a suite leaves: the modules with their parameters
+# and what runs on them (opensm). A suite that can continue on what the suite before it
+# left names itself in FABRIC_TAKERS ("FUNCTION=KEY", appended by its script), begins with
+# `fabric_take KEY CMD...` (CMD brings the fabric up unless the suite before it left KEY) and
+# ends with `fabric_give KEY CMD...` (CMD takes it down unless the next suite of the mode
+# takes KEY). Only the very next suite: any other one in between loads modules of its own.
+FABRIC_TAKERS=
+_fabric_kept=/tmp/.rdmars-fabric
+fabric_take() {
+	local k=$1 kept=
+	shift
+	[ -r $_fabric_kept ] && read -r kept <$_fabric_kept
+	rm -f $_fabric_kept
+	if [ "$kept" = "$k" ]; then
+		echo "    fabric $k: left up by the suite before"
+		return 0
+	fi
+	"$@"
+}
+fabric_give() {
+	local k=$1 n
+	shift
+	n=$(next_suite)
+	case " $FABRIC_TAKERS " in
+	*" $n=$k "*)
+		echo "$k" >$_fabric_kept
+		echo "    fabric $k: left up for $n"
+		return 0
+		;;
+	esac
+	"$@"
 }
 
 # source_all: defines every suite function: sources each script of

@@ -11,11 +11,16 @@
 # writes, reads and ioctls, make fuzz's N and SEED).
 . "${RDMARS_DIR:-/rdma-rs}/lib.sh"
 
-umad_bad_suite() {
+# On the fabric vm_mad_wire leaves when it comes just before (check2; fabric_take, lib.sh).
+FABRIC_TAKERS="$FABRIC_TAKERS umad_bad_suite=ib"
+umad_ib_load() {
 	RDMARS_KUNIT_GLOB=rdmars-no-suite load_ours sim=ib,ib mad_qps=1
+}
+umad_bad_suite() {
+	fabric_take ib umad_ib_load
 	t_import "umad_test -b umad0: RMPP flags, classes, 2^32-1 ms timeouts, close in flight" \
 		/rdma-rs/umad_test -u 0 -b
-	unload_ours
+	fabric_give ib unload_ours
 }
 
 # The fault sweep of umad (modes faults and mad4).

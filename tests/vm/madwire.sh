@@ -41,21 +41,18 @@ mw_guid() {
 # late rather than lost. mw_run prints each command's time.
 MW_T=4000
 
-# mw_ms: milliseconds since boot (the VM's date has no %N).
-mw_ms() {
-	awk '{ printf "%d", $1 * 1000 }' /proc/uptime
-}
-
 # mw_run NAME CMD...: runs CMD (20 s at most), its output in /tmp/mw-NAME and the log.
 mw_run() {
 	local n=$1 t0 rc
 	shift
 	echo "+ $*"
-	t0=$(mw_ms)
+	now_cs
+	t0=$_now_cs
 	timeout 20 "$@" >/tmp/mw-$n 2>&1
 	rc=$?
-	echo "    ($n: exit $rc after $(($(mw_ms) - t0)) ms)"
-	sed "s/^/    $n| /" /tmp/mw-$n
+	now_cs
+	echo "    ($n: exit $rc after $(((_now_cs - t0) * 10)) ms)"
+	show_tail "    $n| " 500 /tmp/mw-$n
 	return $rc
 }
 
@@ -70,6 +67,8 @@ mad_wire_kunit_suite() {
 	RDMARS_KUNIT_GLOB='mlx5_ib_rs_gsi.*' load_ours
 	unload_ours
 }
+
+FABRIC_TAKERS="$FABRIC_TAKERS mad_wire_opensm_suite=sm0"
 
 mad_wire_suite() {
 	load_ours sim=ib,ib mad_qps=1
@@ -104,7 +103,7 @@ mad_wire_suite() {
 	mw_run disc ibnetdiscover -t $MW_T -C mlx5_0
 	mw_has "ibnetdiscover: one switch" disc "^Switch"
 	mw_has "ibnetdiscover: mlx5_0's GUID" disc "^Ca.*H-${g0#0x}"
-	unload_ours
+	fabric_give ib unload_ours
 }
 
 # mw_wait_active DEV: waits (60 s at most) for port 1 of DEV to be ACTIVE.
@@ -129,6 +128,40 @@ mw_opensm() {
 	pg=$(mw_pguid mlx5_0)
 	echo "+ opensm -B -g $pg -f /tmp/opensm.log -s 2"
 	opensm -B -g "$pg" -f /tmp/opensm.log -s 2 >/tmp/opensm.out 2>&1
+}
+
+# mw_opensm_fresh: opensm started with no guid2lid file (it assigns the LIDs) and a new log;
+# both ports ACTIVE after its sweep.
+mw_opensm_fresh() {
+	mkdir -p /var/cache/opensm /var/log
+	rm -f /var/cache/opensm/guid2lid /tmp/opensm.log
+	mw_opensm
+	t_check "mlx5_0 port 1 ACTIVE after opensm's sweep" mw_wait_active mlx5_0
+	t_check "mlx5_1 port 1 ACTIVE after opensm's sweep" mw_wait_active mlx5_1
+}
+
+# The fabric under opensm (fabric KEY opensm, lib.sh): vm_mad_opensm leaves it up with opensm
+# running for vm_opensm_traffic and vm_cm_ib_opensm when they come next; each of them brings
+# it up itself when run alone. mw_opensm_down [ASKED] takes it down: opensm killed, its log (every
+# run since mw_opensm_fresh) free of errors but ASKED (a fixed string), the modules unloaded.
+mw_opensm_down() {
+	mw_kill_opensm
+	grep -E "ERR|SUBNET UP" /tmp/opensm.log | head -n 20 | sed 's/^/    opensm.log| /'
+	# $1: the errors the caller asked for (a fixed string), which do not count.
+	local errs
+	errs=$(grep "ERR" /tmp/opensm.log | grep -vcF "${1:-no error is asked for}")
+	if [ "$errs" != 0 ]; then
+		t_fail "opensm logged no error" "$errs ERR lines"
+	else
+		t_ok "opensm logged no error${1:+ but the one asked for}"
+	fi
+	unload_ours
+}
+
+# mw_sm0_load: sim=ib,ib with no SM and the MAD layer's QPs on the wire; no KUnit suite at
+# this load (mode mad4's first): they expect the embedded SM.
+mw_sm0_load() {
+	RDMARS_KUNIT_GLOB=rdmars-no-suite load_ours sim=ib,ib sm=0 mad_qps=1
 }
 
 # mw_kill_opensm: kills the running opensm and waits (10 s at most) for it to exit.
@@ -219,18 +252,14 @@ mw_both_active() {
 		grep -q ACTIVE /sys/class/infiniband/mlx5_1/ports/1/state
 }
 
-# With sm=0 the ports wait in INIT for a host SM: unmodified opensm on mlx5_0 sweeps the
-# fabric through the hosts' QP0 and the switch; then opensm restarted with other LIDs, and
-# the fabric without an SM.
+# With sm=0 the ports wait in INIT for a host SM (vm_sma leaves this fabric when it comes
+# first): unmodified opensm on mlx5_0 sweeps the fabric through the hosts' QP0 and the switch;
+# then the fabric without an SM, and opensm restarted with other LIDs, left running for the
+# suites that use it next.
 mad_wire_opensm_suite() {
-	# No KUnit suite at this load (mode mad4's first): they expect the embedded SM.
-	RDMARS_KUNIT_GLOB=rdmars-no-suite load_ours sim=ib,ib sm=0 mad_qps=1
+	fabric_take sm0 mw_sm0_load
 	local l0 l1 sm0 sm1 g0 g1 n0=48 n1=49
-	mkdir -p /var/cache/opensm /var/log
-	rm -f /var/cache/opensm/guid2lid /tmp/opensm.log
-	mw_opensm
-	t_check "mlx5_0 port 1 ACTIVE after opensm's sweep" mw_wait_active mlx5_0
-	t_check "mlx5_1 port 1 ACTIVE after opensm's sweep" mw_wait_active mlx5_1
+	mw_opensm_fresh
 	l0=$(cat /sys/class/infiniband/mlx5_0/ports/1/lid)
 	l1=$(cat /sys/class/infiniband/mlx5_1/ports/1/lid)
 	sm0=$(cat /sys/class/infiniband/mlx5_0/ports/1/sm_lid)
@@ -271,12 +300,24 @@ mad_wire_opensm_suite() {
 	mw_has "saquery PR $((l1)) -> $((l0)): the PathRecord" sa-pr "^[[:space:]]+dlid\.+$((l0))\$"
 	t_import "umad_test umad1: an RMPP answer, ENOSPC for one MAD's room" \
 		/rdma-rs/umad_test -u 1 -a $((l0))
-	# The data path by opensm's LIDs, opensm running.
-	tr_pair "ibv_ud_pingpong mlx5_0 -> mlx5_1 by opensm's LIDs" ibv_ud_pingpong \
-		"-d mlx5_1 -n 10" "-d mlx5_0 -n 10"
-	tr_pair "ib_write_bw mlx5_0 -> mlx5_1 by opensm's LIDs" ib_write_bw \
-		"-d mlx5_1 -F -n 20" "-d mlx5_0 -F -n 20" "$PERF_WANT"
 	mw_kill_opensm
+	t_check "ports stay ACTIVE after opensm exits" mw_both_active
+	mw_eq "mlx5_1 keeps LID $((l1)) after opensm exits" "$(mw_lid mlx5_1)" $((l1))
+	# With no SM on the fabric, perfquery of mlx5_1's port sees only the pingpongs (by
+	# opensm's LIDs) and its own MADs.
+	mw_counters a $((l1))
+	# ibv_rc_pingpong -s 4096 -m 1024 -n 5: each side sends 5 messages of 4 packets (20
+	# packets: their 26 header octets each and perfquery's MADs make whole 4-byte words).
+	tr_pair "ibv_rc_pingpong -s 4096 -m 1024 -n 5 by opensm's LIDs, no SM" ibv_rc_pingpong \
+		"-d mlx5_1 -s 4096 -m 1024 -n 5" "-d mlx5_0 -s 4096 -m 1024 -n 5"
+	mw_counters b $((l1))
+	mw_delta "5 RC messages of 4096 B each way" a b 20 $((5 * 4096 + 20 * 26))
+	# ibv_ud_pingpong -s 1024 -n 10: each side sends 10 one-packet messages of 1024 B (a
+	# whole number of 4-byte words with perfquery's MADs, as mw_words needs).
+	tr_pair "ibv_ud_pingpong -s 1024 -n 10 by opensm's LIDs, no SM" ibv_ud_pingpong \
+		"-d mlx5_1 -s 1024 -n 10" "-d mlx5_0 -s 1024 -n 10"
+	mw_counters c $((l1))
+	mw_delta "10 UD messages of 1024 B each way" b c 10 $((10 * 1024 + 10 * 26))
 	# opensm restarted with a guid2lid file (its persistent GUID -> LID map, honoured on the
 	# first sweep, osm_db_files.c's format: "GUID MIN MAX" entries, a blank line after each)
 	# giving both HCA ports new LIDs (the switch keeps its own): its PortInfo Set with the
@@ -310,31 +351,11 @@ mad_wire_opensm_suite() {
 	mw_has "ibv_devinfo mlx5_1: sm_lid $n0" devinfo2 "sm_lid:[[:space:]]+$n0\$"
 	mw_run pi smpquery -t $MW_T -C mlx5_0 -D portinfo 0,1,2
 	mw_has "smpquery -D portinfo 0,1,2: mlx5_1's port has LID $n1" pi "^Lid:\.+$n1\$"
-	mw_kill_opensm
-	grep -E "ERR|SUBNET UP" /tmp/opensm.log | head -n 20 | sed 's/^/    opensm.log| /'
-	if grep -q "ERR" /tmp/opensm.log; then
-		t_fail "opensm logged no error (both runs)" "$(grep -c ERR /tmp/opensm.log) ERR lines"
-	else
-		t_ok "opensm logged no error (both runs)"
-	fi
-	t_check "ports stay ACTIVE after opensm exits" mw_both_active
-	mw_eq "mlx5_1 keeps LID $n1 after opensm exits" "$(mw_lid mlx5_1)" $n1
-	# With no SM on the fabric, perfquery of mlx5_1's port sees only the pingpongs (by the
-	# new LIDs) and its own MADs.
-	mw_counters a $n1
-	# ibv_rc_pingpong -s 4096 -m 1024 -n 5: each side sends 5 messages of 4 packets (20
-	# packets: their 26 header octets each and perfquery's MADs make whole 4-byte words).
-	tr_pair "ibv_rc_pingpong -s 4096 -m 1024 -n 5 by the new LIDs, no SM" ibv_rc_pingpong \
-		"-d mlx5_1 -s 4096 -m 1024 -n 5" "-d mlx5_0 -s 4096 -m 1024 -n 5"
-	mw_counters b $n1
-	mw_delta "5 RC messages of 4096 B each way" a b 20 $((5 * 4096 + 20 * 26))
-	# ibv_ud_pingpong -s 1024 -n 10: each side sends 10 one-packet messages of 1024 B (a
-	# whole number of 4-byte words with perfquery's MADs, as mw_words needs).
-	tr_pair "ibv_ud_pingpong -s 1024 -n 10 by the new LIDs, no SM" ibv_ud_pingpong \
-		"-d mlx5_1 -s 1024 -n 10" "-d mlx5_0 -s 1024 -n 10"
-	mw_counters c $n1
-	mw_delta "10 UD messages of 1024 B each way" b c 10 $((10 * 1024 + 10 * 26))
-	unload_ours
+	# Traffic by the new LIDs, opensm running (vm_opensm_traffic runs every pingpong and
+	# perftest program on this fabric).
+	tr_pair "ibv_ud_pingpong -c mlx5_0 -> mlx5_1 by the new LIDs ($n0, $n1)" ibv_ud_pingpong \
+		"-d mlx5_1 -c -n 10" "-d mlx5_0 -c -n 10"
+	fabric_give opensm mw_opensm_down
 }
 
 [ "${RDMARS_SOURCED:-}" = 1 ] || run_mode madwire

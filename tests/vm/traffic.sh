@@ -38,15 +38,17 @@ tr_wait_listen() {
 # their own; passes when both exit 0 and both printed WANT (a regular
 # expression; default: pingpong's "iters in" line). Both outputs are shown.
 tr_pair() {
-	local d=$1 prog=$2 sargs=$3 cargs=$4 want=${5:-' iters in '} s src crc
+	local d=$1 prog=$2 sargs=$3 cargs=$4 want=${5:-' iters in '} s src crc t0
 	_tr_port=$((_tr_port + 1))
 	echo "+ $prog $sargs -p $_tr_port & $prog $cargs -p $_tr_port 127.0.0.1"
+	now_cs
+	t0=$_now_cs
 	timeout 180 $prog $sargs -p $_tr_port >/tmp/pair-s.out 2>&1 &
 	s=$!
 	if ! tr_wait_listen $_tr_port; then
 		kill $s 2>/dev/null
 		wait $s
-		sed 's/^/    server| /' /tmp/pair-s.out | tail -n 20
+		show_tail '    server| ' 20 /tmp/pair-s.out
 		t_fail "$d" "server never listened"
 		return
 	fi
@@ -54,13 +56,55 @@ tr_pair() {
 	crc=$?
 	wait $s
 	src=$?
-	sed 's/^/    server| /' /tmp/pair-s.out | tail -n 12
-	sed 's/^/    client| /' /tmp/pair-c.out | tail -n 12
+	took $t0
+	show_tail '    server| ' 12 /tmp/pair-s.out
+	show_tail '    client| ' 12 /tmp/pair-c.out
 	if [ $src = 0 ] && [ $crc = 0 ] && grep -Eq -- "$want" /tmp/pair-s.out &&
 		grep -Eq -- "$want" /tmp/pair-c.out; then
 		t_ok "$d"
 	else
 		t_fail "$d" "server exit $src, client exit $crc"
+	fi
+}
+
+# tr_lid_of FILE SIDE: sets _tr_lid to the LID (decimal) of FILE's first "SIDE address:" line
+# (pingpong's "local address:  LID 0x0031, ..." and perftest's " local address: LID 0x31 ..."
+# alike), empty if none. The shell reads the file itself: under TCG a process start costs
+# about 0.3 s.
+tr_lid_of() {
+	local line h
+	_tr_lid=
+	while IFS= read -r line; do
+		case "$line" in
+		*"$2 address:"*"LID 0x"[0-9a-fA-F]*)
+			h=${line#*LID 0x}
+			h=${h%%[!0-9a-fA-F]*}
+			_tr_lid=$((0x$h))
+			return 0
+			;;
+		esac
+	done <"$1"
+	return 0
+}
+
+# tr_lids DESC SLID CLID: both ends of the last tr_pair printed the LIDs (decimal here) they
+# used: the server SLID as its own ("local address") and CLID as the peer's ("remote
+# address"), the client the other way round.
+tr_lids() {
+	local sl sr cl cr
+	tr_lid_of /tmp/pair-s.out local
+	sl=$_tr_lid
+	tr_lid_of /tmp/pair-s.out remote
+	sr=$_tr_lid
+	tr_lid_of /tmp/pair-c.out local
+	cl=$_tr_lid
+	tr_lid_of /tmp/pair-c.out remote
+	cr=$_tr_lid
+	if [ "$sl $sr $cl $cr" = "$2 $3 $3 $2" ]; then
+		t_ok "$1: the server's LID $2 and the client's $3 on both ends"
+	else
+		t_fail "$1: the server's LID $2 and the client's $3 on both ends" \
+			"server local $sl remote $sr, client local $cl remote $cr"
 	fi
 }
 
@@ -84,8 +128,17 @@ tr_stat() {
 	awk -v k="$2" '$1 == k { print $2 }' $FWSIM_DBG/mlx5_ib_rs.rdma.$1/stats
 }
 
-pingpong_suite() {
+# The data-path suites of the same functions (TRAFFIC_SIM) share one load when they run one
+# after the other (fabric KEY traffic, lib.sh; vm_ucx_devices leaves it too): each ends with
+# the simulator and restrack back to baseline (tr_baseline), as a fresh load has them.
+FABRIC_TAKERS="$FABRIC_TAKERS pingpong_suite=traffic xrc_suite=traffic perftest_suite=traffic"
+FABRIC_TAKERS="$FABRIC_TAKERS traffic_suite=traffic srq_suite=traffic"
+tr_load() {
 	load_ours $TRAFFIC_SIM
+}
+
+pingpong_suite() {
+	fabric_take traffic tr_load
 	local d t0 p0 q0 r0 n w0 e0
 	# A QP reaching RTS wakes the device worker only when a store to one of its function's
 	# UAR pages could land unseen (a page installed by an earlier fault); otherwise its first
@@ -157,13 +210,19 @@ pingpong_suite() {
 		tr_pair "ibv_uc_pingpong on $d" ibv_uc_pingpong "-d $d $g -n 100" "-d $d $g -n 100"
 		tr_pair "ibv_ud_pingpong on $d" ibv_ud_pingpong "-d $d $g -n 100" "-d $d $g -n 100"
 	done
-	# Two functions of one fabric.
+	# Two functions of one fabric; on IB through the switch by the LIDs the embedded SM
+	# assigned (vm_sma checks them in sysfs and ibv_devinfo: 0x102, 0x104).
+	local l0 l1
+	l0=$(printf %d "$(cat /sys/class/infiniband/mlx5_0/ports/1/lid)")
+	l1=$(printf %d "$(cat /sys/class/infiniband/mlx5_1/ports/1/lid)")
 	tr_pair "ibv_rc_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_rc_pingpong "-d mlx5_0 -n 100" "-d mlx5_1 -n 100"
+	tr_lids "ibv_rc_pingpong mlx5_0 <-> mlx5_1 by the embedded SM's LIDs" $l0 $l1
 	tr_pair "ibv_rc_pingpong mlx5_2 <-> mlx5_3 (Ethernet fabric)" ibv_rc_pingpong \
 		"-d mlx5_2 -g $ROCE_GID -n 100" "-d mlx5_3 -g $ROCE_GID -n 100"
 	tr_pair "ibv_ud_pingpong mlx5_0 <-> mlx5_1 (IB fabric)" ibv_ud_pingpong "-d mlx5_0 -n 100" "-d mlx5_1 -n 100"
+	tr_lids "ibv_ud_pingpong mlx5_0 <-> mlx5_1 by the embedded SM's LIDs" $l0 $l1
 	tr_baseline "the pingpongs"
-	unload_ours
+	fabric_give traffic unload_ours
 }
 
 # ibv_srq_pingpong (part of vm_srq, under the same module load): 16 RC QPs on
@@ -216,7 +275,7 @@ srq_res_while_held() {
 # compared line by line.
 srq_suite() {
 	local d
-	load_ours $TRAFFIC_SIM
+	fabric_take traffic tr_load
 	srq_pingpongs
 	t_import "srq_test mlx5_0 (IB)" /rdma-rs/srq_test -d mlx5_0
 	grep '^C ' /tmp/import.out >/tmp/srq-mlx5_0.c
@@ -251,7 +310,7 @@ srq_suite() {
 PERF_WANT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 
 perftest_suite() {
-	load_ours $TRAFFIC_SIM
+	fabric_take traffic tr_load
 	local d x t
 	for d in mlx5_0 mlx5_2; do
 		x=""
@@ -265,7 +324,7 @@ perftest_suite() {
 		tr_pair "ib_send_bw -c UD on $d" ib_send_bw "-d $d $x -F -c UD -n 200" "-d $d $x -F -c UD -n 200" "$PERF_WANT"
 	done
 	tr_baseline "perftest"
-	unload_ours
+	fabric_give traffic unload_ours
 }
 
 # The project's byte-checking traffic test (tests/userspace/traffic.c) on
@@ -275,13 +334,13 @@ perftest_suite() {
 TRAFFIC_SEED=0x5eed
 TRAFFIC_N=100
 traffic_suite() {
-	load_ours $TRAFFIC_SIM
+	fabric_take traffic tr_load
 	t_import "traffic mlx5_0 (IB)" /rdma-rs/traffic -d mlx5_0 -s $TRAFFIC_SEED -n $TRAFFIC_N
 	grep '^C ' /tmp/import.out >/tmp/traffic-mlx5_0.c
 	t_import "traffic mlx5_2 (RoCE)" /rdma-rs/traffic -d mlx5_2 -g $ROCE_GID -s $TRAFFIC_SEED -n $TRAFFIC_N
 	grep '^C ' /tmp/import.out >/tmp/traffic-mlx5_2.c
 	tr_baseline "the traffic test"
-	unload_ours
+	fabric_give traffic unload_ours
 }
 
 traffic_vs_rxe_suite() {

@@ -52,7 +52,8 @@ ucx_devices_suite() {
 		case "$tls" in *" rc_mlx5 "*) t_ok "ucx_info -d lists rc_mlx5 on mlx5_$n:1" ;; *) t_fail "ucx_info -d lists rc_mlx5 on mlx5_$n:1" "$tls" ;; esac
 		case "$tls" in *" ud_mlx5 "*) t_ok "ucx_info -d lists ud_mlx5 on mlx5_$n:1" ;; *) t_fail "ucx_info -d lists ud_mlx5 on mlx5_$n:1" "$tls" ;; esac
 	done
-	unload_ours
+	# UCX_SIM is TRAFFIC_SIM: vm_pingpong continues on these functions when it comes next.
+	fabric_give traffic unload_ours
 }
 
 # ucx_wait_listen PORT: something listens on TCP PORT (at most ~20 s).

@@ -24,7 +24,7 @@ xrc_pingpongs() {
 }
 
 xrc_suite() {
-	load_ours $TRAFFIC_SIM
+	fabric_take traffic tr_load
 	t_check "ibv_devinfo -v: mlx5_0 claims XRC" sh -c 'ibv_devinfo -v -d mlx5_0 | tee /tmp/devinfo-xrc | grep -qw XRC'
 	grep -w XRC /tmp/devinfo-xrc | sed 's/^/    devinfo| /'
 	xrc_pingpongs
@@ -33,7 +33,7 @@ xrc_suite() {
 		t_import "xrc_test mlx5_2 (RoCE)" /rdma-rs/xrc_test -d mlx5_2 -g $ROCE_GID
 	fi
 	tr_baseline "the XRC tests"
-	unload_ours
+	fabric_give traffic unload_ours
 }
 
 

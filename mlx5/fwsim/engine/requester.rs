@@ -122,17 +122,21 @@ fn exec_message(nodes: &mut [Node<'_>], ni: usize, s: &Snap, w: &Wqe, buf: &[u8]
     if !n.fw.port_up(s.port) || !n.fw.may_send_from(s.port, sgid_index) {
         return m.dropped();
     }
-    if s.st == QPC_ST_QP0 {
-        if let Some(r) = super::smp::switched(nodes, ni, s, &m) {
-            return r;
-        }
-    }
-    if s.st == QPC_ST_QP1 {
-        if let Some(r) = super::sa::answered(nodes, ni, s, &m) {
-            return r;
+    // What only the fabric's switch carries: SMPs for its SMA or beyond it (QP0), GMPs for
+    // its SM's SA (QP1).
+    let qp0 = s.st == QPC_ST_QP0;
+    if qp0 || s.st == QPC_ST_QP1 {
+        match super::smp::at_switch(nodes, ni, s, &m, qp0) {
+            Some(Ok(a)) if qp0 => return super::smp::switched(nodes, a),
+            Some(Ok(a)) => return super::sa::answered(nodes, a),
+            Some(Err(r)) => return r,
+            None => {}
         }
     }
     let (lid, gid, _) = m.dest;
+    if !m.eth && m.svc == Service::Ud && super::ib_mcast::is_mlid(lid) {
+        return super::ib_mcast::send(nodes, ni, s, &m);
+    }
     let Some(n) = nodes.get(ni) else {
         return ReqRes::Lost;
     };

@@ -21,7 +21,7 @@ use crate::fwsim::switch::{DrStep, PERMISSIVE_LID};
 
 /// The node and (0-based) port linked to switch port `k` (`first_ports[i]` is node `i`'s
 /// port 1).
-fn node_at(nodes: &[Node<'_>], first_ports: &[u8], k: u8) -> Option<(usize, usize)> {
+pub(super) fn node_at(nodes: &[Node<'_>], first_ports: &[u8], k: u8) -> Option<(usize, usize)> {
     nodes.iter().enumerate().find_map(|(i, n)| {
         let p = usize::from(k.checked_sub(*first_ports.get(i)?)?);
         (p < usize::from(n.fw.cfg.num_ports)).then_some((i, p))
@@ -47,63 +47,97 @@ pub(super) fn gather(nodes: &[Node<'_>], ni: usize, s: &Snap, m: &Message<'_>) -
     Some(mad)
 }
 
-/// A QP0 message `m` of `s` (node `ni`) that only the switch can carry: `Some` with what the
-/// requester completes with, or `None` for the ordinary LID routing to a function.
-pub(super) fn switched(
-    nodes: &mut [Node<'_>],
+/// A MAD a QP sends to the fabric's switch, read from the sender's memory.
+pub(super) struct AtSwitch {
+    /// The MAD.
+    pub(super) mad: MadBytes,
+    /// The switch port it enters by.
+    pub(super) in_port: u8,
+    /// The sender's LID.
+    pub(super) slid: u16,
+    /// Sent to the switch's LID (else: a directed-route SMP to the permissive LID).
+    pub(super) by_lid: bool,
+    /// What the requester completes with.
+    pub(super) sent: ReqRes,
+}
+
+/// Message `m` of QP `s` (node `ni`) if it is for the switch: to its LID, or (`dr`) to the
+/// permissive LID. `None` for the ordinary LID routing to a function; `Some(Err)` with
+/// what the requester completes with when the MAD cannot be read.
+pub(super) fn at_switch(
+    nodes: &[Node<'_>],
     ni: usize,
     s: &Snap,
     m: &Message<'_>,
-) -> Option<ReqRes> {
+    dr: bool,
+) -> Option<Result<AtSwitch, ReqRes>> {
     let (dlid, _, _) = m.dest;
     let w = nodes.iter().find_map(|n| n.wire.as_ref())?;
-    let to_switch = dlid != PERMISSIVE_LID && w.switch.route_lid(dlid) == Some(0);
-    if dlid != PERMISSIVE_LID && !to_switch {
+    let by_lid = dlid != PERMISSIVE_LID && w.switch.route_lid(dlid) == Some(0);
+    if !(by_lid || dr && dlid == PERMISSIVE_LID) {
         return None;
     }
     let in_port = w
         .first_ports
         .get(ni)
         .and_then(|f| f.checked_add(u8::try_from(s.port).ok()?));
-    let sent = ReqRes::Ok {
-        byte_cnt: m.byte_cnt(),
+    let (Some(in_port), Some(mad)) = (in_port, gather(nodes, ni, s, m)) else {
+        return Some(Err(m.dropped()));
     };
-    let (Some(in_port), Some(mut mad)) = (in_port, gather(nodes, ni, s, m)) else {
-        return Some(m.dropped());
+    Some(Ok(AtSwitch {
+        mad,
+        in_port,
+        slid: nodes.get(ni).map_or(0, |n| n.fw.port_lid(s.port)),
+        by_lid,
+        sent: ReqRes::Ok {
+            byte_cnt: m.byte_cnt(),
+        },
+    }))
+}
+
+/// An SMP `a` that only the switch can carry: what the requester completes with.
+pub(super) fn switched(nodes: &mut [Node<'_>], a: AtSwitch) -> ReqRes {
+    let AtSwitch {
+        mut mad,
+        in_port,
+        slid,
+        by_lid: to_switch,
+        sent,
+    } = a;
+    let Some(w) = nodes.iter_mut().find_map(|n| n.wire.as_mut()) else {
+        return sent;
     };
-    let slid = nodes.get(ni).map_or(0, |n| n.fw.port_lid(s.port));
-    let w = nodes.iter_mut().find_map(|n| n.wire.as_mut())?;
     let first_ports = w.first_ports;
     let sw = &mut *w.switch;
     let own_lid = |l: u16| if l == 0 { PERMISSIVE_LID } else { l };
     let (out, src_lid) = if to_switch {
         if mad[1] != class::SUBN_LID_ROUTED || sw.smp(in_port, &mut mad) != MadOutcome::Reply {
-            return Some(sent);
+            return sent;
         }
         match sw.route_lid(slid) {
             Some(k) if k != 0 => (k, own_lid(sw.port0_lid())),
-            _ => return Some(sent),
+            _ => return sent,
         }
     } else {
         if mad[1] != class::SUBN_DIRECTED_ROUTE {
-            return Some(sent);
+            return sent;
         }
         match sw.dr_forward(in_port, &mut mad) {
             DrStep::Out(k) => (k, own_lid(slid)),
             DrStep::Agent => {
                 if sw.smp(in_port, &mut mad) != MadOutcome::Reply {
-                    return Some(sent);
+                    return sent;
                 }
                 match sw.dr_forward(0, &mut mad) {
                     DrStep::Out(k) => (k, own_lid(sw.port0_lid())),
-                    _ => return Some(sent),
+                    _ => return sent,
                 }
             }
-            DrStep::Sm | DrStep::Drop => return Some(sent),
+            DrStep::Sm | DrStep::Drop => return sent,
         }
     };
     if let Some((di, dport)) = node_at(nodes, first_ports, out) {
         receive_smp(nodes, di, dport, &mad, src_lid);
     }
-    Some(sent)
+    sent
 }
