@@ -63,6 +63,11 @@ extern "C" {
         len: *mut core::ffi::c_uint,
     ) -> c_int;
     fn rdma_rs_store_done(ip: u64);
+    fn rdma_rs_on_resume(
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+        owner: *mut c_void,
+    ) -> c_int;
 }
 
 /// A reference held by a mapped VMA (the core's mmap entry reference, upstream
@@ -129,14 +134,15 @@ impl UserPage {
 
 /// Told when a [`TrapPage`] is touched through one of its user mappings.
 pub trait TrapHandler: Send + Sync {
-    /// A user mapping of `page` faulted (a store to a doorbell page is about to land). Called
-    /// from the page-fault handler with no lock of ours held, after the page was installed,
-    /// with the faulting mm's `mmap_lock` (or the VMA's lock) held: it may sleep and run
-    /// what the memory the store announces already says, but must not touch that mm's page
-    /// tables; reading the store itself is for later work (which calls [`TrapPage::rearm`]
-    /// and then reads the page). The store completes after this returns: it lands either
-    /// before the work's `rearm` (and the work reads it) or after it (and faults, and rings,
-    /// again).
+    /// A user mapping of `page` faulted (a store to a doorbell page is about to land), and the
+    /// page was installed. Called by the faulting task on its way back to user space, after
+    /// the fault handler returned (task work: no lock held, not on the fault handler's
+    /// stack), before the store executes; or from the fault handler itself if the task work
+    /// could not be queued (no memory). It may sleep and run what the memory the store
+    /// announces already says; reading the store itself is for later work (which calls
+    /// [`TrapPage::rearm`] and then reads the page). The store completes after this returns:
+    /// it lands either before the work's `rearm` (and the work reads it) or after it (and
+    /// faults, and rings, again).
     fn rung(&self, page: &Arc<TrapPage>);
 
     /// Whether user stores to the page are emulated ([`TrapHandler::stored`]) rather than let
@@ -148,8 +154,9 @@ pub trait TrapHandler: Send + Sync {
 
     /// A store of user space to `page` was emulated: its `len` bytes at `offset` are in the
     /// page already, the page stays unmapped (the next store faults again, with no re-arm),
-    /// and the storing task resumes after the store once this returns. Called from the
-    /// page-fault handler, under the same conditions as [`TrapHandler::rung`].
+    /// and the storing task resumes after the store once this returns. Called by the storing
+    /// task on its way back to user space, after the fault handler returned, as
+    /// [`TrapHandler::rung`] is (a store whose call could not be queued is not emulated).
     fn stored(&self, page: &Arc<TrapPage>, offset: usize, len: usize) {
         let _ = (offset, len);
         self.rung(page);
@@ -184,21 +191,28 @@ unsafe impl Send for Installed {}
 pub struct TrapPage {
     page: UserPage,
     handler: Arc<dyn TrapHandler>,
+    /// The module of `handler`'s code, held while a call to it is queued (task work).
+    owner: &'static kernel::ThisModule,
     #[pin]
     installed: Mutex<KVec<Installed>>,
 }
 
 impl TrapPage {
-    /// A zeroed page that calls `handler` when touched through a mapping.
+    /// A zeroed page that calls `handler` (code of module `owner`) when touched through a
+    /// mapping.
     ///
     /// # Errors
     ///
     /// `ENOMEM`.
-    pub fn new(handler: Arc<dyn TrapHandler>) -> Result<Arc<Self>> {
+    pub fn new(
+        handler: Arc<dyn TrapHandler>,
+        owner: &'static kernel::ThisModule,
+    ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(TrapPage {
                 page: UserPage::new()?,
                 handler,
+                owner,
                 installed <- kernel::new_mutex!(KVec::new(), "rdma_trap_page"),
             }),
             GFP_KERNEL,
@@ -813,11 +827,64 @@ fn emulate_store(vmf: *mut bindings::vm_fault, trap: &Arc<TrapPage>) -> bool {
     if trap.page.write(offset, stored).is_err() {
         return false;
     }
+    // Not queued: the CPU executes the store on the installed page (the same bytes again).
+    if on_resume(trap, Some((offset, st.len))).is_err() {
+        return false;
+    }
     // SAFETY: the current task faulted in user space (checked by `rdma_rs_store_fault`); its
     // saved instruction pointer moves past the emulated instruction.
     unsafe { rdma_rs_store_done(ip.wrapping_add(st.insn_len as u64)) };
-    trap.handler.stored(trap, offset, st.len);
     true
+}
+
+/// What a fault of a [`TrapPage`]'s mapping leaves for its handler (task work).
+struct Resume {
+    trap: Arc<TrapPage>,
+    /// The store emulated (offset and length: [`TrapHandler::stored`]), or `None`: the page
+    /// was installed ([`TrapHandler::rung`]).
+    store: Option<(usize, usize)>,
+}
+
+/// Queues the handler's call for `trap`'s fault to the current task's return to user space:
+/// the handler runs the device's work (the simulator executes the message the store
+/// announced) on the stack the task has as it leaves the kernel, not on top of the fault
+/// handler's (the mm's fault path and its locks), with a reference on the handler's module
+/// until it returns.
+///
+/// # Errors
+///
+/// `ENOMEM`; `ENODEV` if the handler's module is being unloaded.
+fn on_resume(trap: &Arc<TrapPage>, store: Option<(usize, usize)>) -> Result {
+    let data = KBox::into_raw(KBox::new(
+        Resume {
+            trap: trap.clone(),
+            store,
+        },
+        GFP_KERNEL,
+    )?);
+    // SAFETY: `resume_run` takes `data` back exactly once if the call is queued; `owner` is
+    // the module of the handler's code (`TrapPage::new`).
+    let r = unsafe { rdma_rs_on_resume(resume_run, data.cast(), trap.owner.as_ptr().cast()) };
+    if r != 0 {
+        // SAFETY: not queued: `data` is still the box made above, and only ours.
+        drop(unsafe { KBox::from_raw(data) });
+        return Err(Error::from_errno(r));
+    }
+    Ok(())
+}
+
+/// The task work of [`on_resume`].
+///
+/// # Safety
+///
+/// `data` is a [`Resume`] box queued by [`on_resume`]; called once.
+unsafe extern "C" fn resume_run(data: *mut c_void) {
+    // SAFETY: per the function's contract.
+    let r = unsafe { KBox::from_raw(data.cast::<Resume>()) };
+    match r.store {
+        Some((offset, len)) => r.trap.handler.stored(&r.trap, offset, len),
+        None => r.trap.handler.rung(&r.trap),
+    }
 }
 
 /// upstream `rdma_umap_fault()`: reached only after the zap (tracked VMAs are fully mapped).
@@ -862,7 +929,9 @@ unsafe extern "C" fn umap_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fa
                     .installed
                     .lock()
                     .push(Installed { vma, mm }, GFP_KERNEL);
-                trap.handler.rung(trap);
+                if on_resume(trap, None).is_err() {
+                    trap.handler.rung(trap);
+                }
             }
             return r;
         }

@@ -3,16 +3,19 @@
  * C shim for rust/umem.rs and rust/mm.rs: static inlines and macros that the
  * Rust bindings of 7.3 do not reach (current->mm and its pinned_vm counter,
  * rlimit(), page_to_phys(), ZERO_PAGE(), get_page(), pgprot_noncached(),
- * io_remap_pfn_range()).
+ * io_remap_pfn_range()), and task work at the return to user space (rdma_rs_on_resume()).
  */
 
 #include <linux/atomic.h>
 #include <linux/capability.h>
 #include <linux/io.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>
+#include <linux/slab.h>
+#include <linux/task_work.h>
 #include <linux/uaccess.h>
 #ifdef CONFIG_X86_64
 #include <asm/ptrace.h>
@@ -31,6 +34,7 @@ int rdma_rs_access_ok(u64 addr, u64 size);
 int rdma_rs_store_fault(struct vm_fault *vmf, u64 *gpr, u64 *ip, u64 *addr, u8 *insn,
 			unsigned int *len);
 void rdma_rs_store_done(u64 ip);
+int rdma_rs_on_resume(void (*fn)(void *data), void *data, struct module *owner);
 
 /* access_ok() (a macro): whether [addr, addr + size) is a user address range. */
 int rdma_rs_access_ok(u64 addr, u64 size)
@@ -187,4 +191,54 @@ void rdma_rs_store_done(u64 ip)
 #ifdef CONFIG_X86_64
 	task_pt_regs(current)->ip = ip;
 #endif
+}
+
+/* A call queued by rdma_rs_on_resume(). */
+struct rdma_rs_resume {
+	struct callback_head cb;
+	void (*fn)(void *data);
+	void *data;
+	struct module *owner;
+};
+
+static void rdma_rs_resume_run(struct callback_head *cb)
+{
+	struct rdma_rs_resume *r = container_of(cb, struct rdma_rs_resume, cb);
+	struct module *owner = r->owner;
+
+	r->fn(r->data);
+	kfree(r);
+	module_put(owner);
+}
+
+/*
+ * fn(data) called by the current task on its way back to user space (task_work_add() with
+ * TWA_RESUME: after the page fault that queues it has returned and its locks are released,
+ * on the stack the task has as it leaves the kernel; or at its exit), with a reference on
+ * owner (the module whose code fn reaches) held until fn returns. 0, or -ENOMEM, -ENODEV (owner
+ * is being unloaded) or task_work_add()'s -ESRCH (the task is exiting): then fn is never
+ * called and data stays the caller's.
+ */
+int rdma_rs_on_resume(void (*fn)(void *data), void *data, struct module *owner)
+{
+	struct rdma_rs_resume *r;
+	int ret;
+
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	if (!try_module_get(owner)) {
+		kfree(r);
+		return -ENODEV;
+	}
+	init_task_work(&r->cb, rdma_rs_resume_run);
+	r->fn = fn;
+	r->data = data;
+	r->owner = owner;
+	ret = task_work_add(current, &r->cb, TWA_RESUME);
+	if (ret) {
+		module_put(owner);
+		kfree(r);
+	}
+	return ret;
 }

@@ -9,10 +9,13 @@
 //! at once: they live in one `Mutex<KVec<KVBox<Fw>>>`, which commands of any of them take too
 //! (a command is short; it is what serializes a function's command queue as well).
 //!
-//! A user process's UAR store faults on the trap page ([`TrapPage`]). The fault handler runs
-//! a pass over the queues that ring that page itself, when the fabric lock is free
-//! ([`Fabric::serve_inline`]: the doorbell records already hold what the store announces),
-//! so a ping-pong's message is delivered before the storing task returns to user space.
+//! A user process's UAR store faults on the trap page ([`TrapPage`]). The fault handler
+//! emulates the store, or installs the page, and queues the rest to the faulting task's
+//! return to user space (task work, `rust/mm.rs`): there the task runs a pass over the queues
+//! that ring that page itself ([`Fabric::trap_stored`], [`Fabric::serve_inline`]: the doorbell
+//! records already hold what the store announces), on the stack it has as it leaves the
+//! kernel rather than on top of the fault handler's, so a ping-pong's message is delivered
+//! before the storing task resumes in user space.
 //!
 //! The worker is a kernel thread per fabric ([`crate::kthread`]), at the lowest real-time
 //! priority (a normal one is woken lazily: it waited for the next tick behind busy-polling
@@ -182,12 +185,12 @@ impl TrapHandler for UarBell {
     }
 
     fn emulate_stores(&self) -> bool {
-        crate::fwsim_param::uar_emulate()
+        crate::fwsim_param::uar_emulate() && !self.fabric.faulted_last(self.id)
     }
 
     fn stored(&self, page: &Arc<TrapPage>, offset: usize, len: usize) {
         self.fabric
-            .trap_stored(page, self.func, self.uar, offset, len);
+            .trap_stored(page, self.func, self.uar, self.id, offset, len);
     }
 }
 
@@ -255,6 +258,10 @@ struct Wake {
     /// The order of the last traps: in a ping-pong (back and forth between two pages) the
     /// next fault re-arms the page ([`Fabric::trap_rung`]).
     order: TrapOrder,
+    /// The page ([`UarBell::id`]) of the last UAR fault, emulated or not: a store to the page
+    /// that faulted last is a stream's, which the installed page and the worker's polling
+    /// serve better than a fault and a pass in the storing task per store.
+    last_fault: u64,
 }
 
 impl Wake {
@@ -553,7 +560,8 @@ impl Fabric {
         self.cv.notify_one();
     }
 
-    /// A UAR trap page of function `func` was written to (from the page-fault handler):
+    /// A UAR trap page of function `func` was written to (the page installed by its fault;
+    /// called on the faulting task's way back to user space, before the store executes):
     /// re-arms the pages that faulted before it and whose stores have landed, runs their
     /// queues and this page's here, then queues the page for a re-arm. Never sleeps but in
     /// the fabric lock, the re-arms and a bounded wait for another CPU's store.
@@ -586,6 +594,7 @@ impl Fabric {
         let pingpong = {
             let mut w = self.wake.lock();
             let pingpong = w.order.trap(id);
+            w.last_fault = id;
             for (dst, src) in peers.iter_mut().zip(w.traps.iter_mut()) {
                 if src.as_ref().is_some_and(|t| !Arc::ptr_eq(&t.page, page)) {
                     *dst = src.take();
@@ -676,8 +685,15 @@ impl Fabric {
         drop(rearmed);
     }
 
+    /// Whether the last UAR fault of the fabric was page `id`'s: a second store in a row to one
+    /// page is a stream's ([`UarBell::emulate_stores`] leaves it to the installed page).
+    fn faulted_last(&self, id: u64) -> bool {
+        self.wake.lock().last_fault == id
+    }
+
     /// A store of user space to UAR page `uar` of function `func` was emulated in its fault
-    /// (`len` bytes at `offset`, in the page already; the page is not installed, so there is
+    /// (`len` bytes at `offset`, in the page already; called on the storing task's way back to
+    /// user space, before it resumes; the page is not installed, so there is
     /// nothing to re-arm): what a device sees of an MMIO write. A store to a doorbell
     /// (`Doorbell::at`: the CQ arm at 0x20, the send doorbell at 0x800 and 0x900) hands the
     /// doorbell's 8 bytes to the engine; it, or a store to another blue-flame register
@@ -688,10 +704,19 @@ impl Fabric {
     /// the page (the rest of a BlueFlame copy, whose first 8 bytes are the doorbell) only
     /// changes the page. The worker is woken only to start its rescans (the first QP a
     /// pass serves: receives and retries need no store) or for work the pass left.
-    fn trap_stored(&self, page: &Arc<TrapPage>, func: usize, uar: u32, offset: usize, len: usize) {
+    fn trap_stored(
+        &self,
+        page: &Arc<TrapPage>,
+        func: usize,
+        uar: u32,
+        id: u64,
+        offset: usize,
+        len: usize,
+    ) {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
+        self.wake.lock().last_fault = id;
         self.served.stores_emulated.fetch_add(1, Relaxed);
         // The doorbell words the store wrote into.
         let mut dbs: [Option<PendingDb>; 2] = [None; 2];
@@ -767,8 +792,9 @@ impl Fabric {
     /// and its CQEs and events arrive before the storing task even returns to user space.
     /// Returns whether it ran, finished and executed a WQE of this page (a message that a
     /// ping-pong's peer answers); if it did not run or finish, the worker does the rest (the
-    /// peers' doorbells as a kick). In the page-fault handler, which may sleep; the fabric lock is not
-    /// held by this task (the engine never touches user page tables).
+    /// peers' doorbells as a kick). In the faulting task on its way back to user space (or, if
+    /// no memory was left for that, in its page-fault handler), which may sleep; the fabric
+    /// lock is not held by this task (the engine never touches user page tables).
     fn serve_inline(
         &self,
         func: usize,
@@ -839,8 +865,8 @@ impl Fabric {
         !outcome.more && own.wqes != 0
     }
 
-    /// The fault-context pass of [`Fabric::trap_stored`] (the installed path's is
-    /// [`Fabric::serve_inline`]'s own, whose caller's frame is already large), with the fabric
+    /// The storing task's pass of [`Fabric::trap_stored`] (the installed path's is
+    /// [`Fabric::serve_inline`]'s own), with the fabric
     /// lock (`fws`) this task took: the doorbell values `dbs`, then the queues of the
     /// pages `peers` and of UAR page `uar` of function `func` (`engine::run_uar`, at most
     /// [`INLINE_BUDGET`] WQEs each), the packets the engine queued sent, the lock released and
@@ -1444,6 +1470,7 @@ impl FabricWorker {
                     n: 0,
                     traps: [const { None }; PENDING_TRAPS],
                     order: TrapOrder::new(),
+                    last_fault: 0,
                 }),
                 cv <- new_condvar!(),
                 start: Instant::now(),
