@@ -216,6 +216,36 @@ fn ns_per_jiffy() -> u64 {
     1_000_000_000 / (kernel::time::msecs_to_jiffies(1000) as u64).max(1)
 }
 
+/// What [`Fabric::trap_rung`] (and [`Fabric::take_traps`], the first two) works on: the pages
+/// queued by earlier faults that it takes (`peers`) and those of them it re-armed (`rearmed`,
+/// dropped outside every lock), the pages whose queues its pass serves and their doorbells.
+/// About 5 KB: on the heap, since the engine's pass runs below the caller's frame on a 16 KiB
+/// stack (performance.md, "Stack frames").
+struct TrapLists {
+    peers: [Option<PendingTrap>; PENDING_TRAPS],
+    rearmed: [Option<PendingTrap>; PENDING_TRAPS],
+    pages: [Option<(usize, u32)>; PENDING_TRAPS],
+    dbs: [Option<PendingDb>; PENDING],
+}
+
+impl TrapLists {
+    /// Empty lists; built in this function's own frame (not inlined: its temporary would
+    /// stay in the caller's).
+    #[inline(never)]
+    fn new() -> Result<KBox<Self>> {
+        KBox::new(
+            TrapLists {
+                peers: [const { None }; PENDING_TRAPS],
+                rearmed: [const { None }; PENDING_TRAPS],
+                pages: [None; PENDING_TRAPS],
+                dbs: [None; PENDING],
+            },
+            GFP_KERNEL,
+        )
+        .map_err(Error::from)
+    }
+}
+
 /// A doorbell value waiting for the next pass.
 #[derive(Clone, Copy, Debug)]
 struct PendingDb {
@@ -587,10 +617,21 @@ impl Fabric {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
+        let Ok(mut lists) = TrapLists::new() else {
+            // No memory for the lists: the worker's full pass serves the page; its rescans
+            // read the page while it stays installed.
+            self.kick();
+            return;
+        };
+        let TrapLists {
+            peers,
+            rearmed,
+            pages,
+            dbs,
+        } = &mut *lists;
         let before = snapshot(page);
         let cpu = kthread::current_cpu();
         let at = self.now_ns();
-        let mut peers: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         let pingpong = {
             let mut w = self.wake.lock();
             let pingpong = w.order.trap(id);
@@ -631,10 +672,7 @@ impl Fabric {
         };
         // The other pages first: a ping-pong peer's page is re-armed before its answer is
         // delivered below.
-        let mut pages = [None; PENDING_TRAPS];
-        let mut dbs = [None; PENDING];
         let (mut np, mut ndb) = (0, 0);
-        let mut rearmed: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         let mut left = false;
         for (slot, done) in peers.iter_mut().zip(rearmed.iter_mut()) {
             let Some(t) = slot.as_ref() else { continue };
@@ -653,7 +691,7 @@ impl Fabric {
                 continue;
             }
             self.served.rearms_peer.fetch_add(1, Relaxed);
-            ndb = t.doorbells(&mut dbs, ndb);
+            ndb = t.doorbells(dbs, ndb);
             if let Some(p) = pages.get_mut(np) {
                 *p = Some((t.func, t.uar));
                 np += 1;
@@ -668,7 +706,7 @@ impl Fabric {
         );
         let quiet = {
             let mut w = self.wake.lock();
-            w.requeue(&mut peers);
+            w.requeue(peers);
             let quiet = pingpong && !left && delivered;
             if !quiet {
                 w.trapped = true;
@@ -681,8 +719,7 @@ impl Fabric {
             self.cv.notify_one();
         }
         // The references go here, outside every lock.
-        drop(peers);
-        drop(rearmed);
+        drop(lists);
     }
 
     /// Whether the last UAR fault of the fabric was page `id`'s: a second store in a row to one
@@ -1097,7 +1134,16 @@ impl Fabric {
         mut ndb: usize,
         all: bool,
     ) -> (usize, usize) {
-        let mut traps: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
+        // Its two lists on the heap (3.3 KB): a polling window runs the engine below.
+        let Ok(mut lists) = TrapLists::new() else {
+            // The traps stay queued for the next wake; the rescans read their pages.
+            return (0, ndb);
+        };
+        let TrapLists {
+            peers: traps,
+            rearmed,
+            ..
+        } = &mut *lists;
         {
             let mut w = self.wake.lock();
             w.trapped = false;
@@ -1105,7 +1151,6 @@ impl Fabric {
                 *dst = src.take();
             }
         }
-        let mut rearmed: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         let mut n = 0;
         for (slot, done) in traps.iter_mut().zip(rearmed.iter_mut()) {
             let Some(t) = slot.as_ref() else { continue };
@@ -1137,10 +1182,9 @@ impl Fabric {
             *done = slot.take();
         }
         // The pages left installed wait for a later wake.
-        self.wake.lock().requeue(&mut traps);
+        self.wake.lock().requeue(traps);
         // The references go here, outside every lock.
-        drop(traps);
-        drop(rearmed);
+        drop(lists);
         (n, ndb)
     }
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make bench-traffic`: the data-path benchmark (a tool, not a test): perftest's
-# ib_send_lat (latency, 2 B) and ib_write_bw (message rate at 64 B, bandwidth
-# at 64 KiB) through libmlx5 on ours (mlx5_0, InfiniBand, on the firmware
+# ib_send_lat (latency, 2 B), ib_write_bw (message rate at 64 B, bandwidth
+# at 64 KiB) and ib_send_bw (message rate at 64 B) through libmlx5 on ours (mlx5_0, InfiniBand, on the firmware
 # simulator) and through librxe on upstream (rdma_rxe on veth), both ends in
 # the VM over 127.0.0.1, alternating, rdmars.runs= times; then the device
 # worker's CPU time while the functions sit idle, with no QP and with one idle
@@ -57,7 +57,7 @@ bt_col() { awk -v c="$1" '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { print $c; exit }' /tmp/
 # bt_fig STACK RUN NAME VALUE: one figure (nothing when perftest printed no row).
 bt_fig() { [ -n "$4" ] && echo "$1 $2 $3 $4" >>/tmp/bt-figs; }
 
-# bt_stack STACK RUN DEV EXTRA...: the three perftest figures on DEV.
+# bt_stack STACK RUN DEV EXTRA...: the four perftest figures on DEV.
 bt_stack() {
 	local stack=$1 run=$2 dev=$3
 	shift 3
@@ -69,6 +69,9 @@ bt_stack() {
 	bt_fig "$stack" "$run" write_64B_mpps "$(bt_col 5)"
 	bt_perf "$stack" "$run" ib_write_bw "$dev" "$@"
 	bt_fig "$stack" "$run" write_64K_MBps "$(bt_col 4)"
+	# ib_send_bw: the same columns; each message also takes a receive WQE.
+	bt_perf "$stack" "$run" ib_send_bw "$dev" -s 64 "$@"
+	bt_fig "$stack" "$run" send_64B_mpps "$(bt_col 5)"
 }
 
 # bt_kticks NAME: user+system ticks of the threads whose name contains NAME, from /proc/*/stat.
