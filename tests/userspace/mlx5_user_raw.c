@@ -287,7 +287,8 @@ static int emulating(void)
  * User stores to UAR pages (Documentation/datapath.md, "Doorbells"): with uar_emulate=1 (the
  * default) a MOV of 32 or 64 bits is emulated in its fault (its bytes land in the page, the
  * registers are the program's, execution continues after it); a form the decoder refuses (a
- * 16-bit store) is executed by the CPU on the installed page. `uar` is the context's UAR page,
+ * 16-bit store), or a store to the page that faulted last, is executed by the CPU on the
+ * installed page. `uar` is the context's UAR page,
  * `uar2` a second one. Offsets 0x400.. are no doorbell. Everything is read back through the
  * mappings afterwards (a read installs a page).
  */
@@ -318,6 +319,19 @@ static void uar_store_checks(volatile uint8_t *uar, volatile uint8_t *uar2)
 	__asm__ volatile("movw %0, 16(%1)" : : "a"(v16), "d"(p) : "memory");
 	expect("a 16-bit store: a trap, not emulated",
 	       stat_of("fabric_stores_emulated") - e0 == 2 && stat_of("uar_traps") - t0 == 3 ?
+		       0 : EPROTO, 0);
+	/*
+	 * Two stores in a row to the second page: the first emulated; the second goes to the page
+	 * that faulted last (a stream's), which is installed and polled rather than a fault per
+	 * store.
+	 */
+	__asm__ volatile("movq %0, 24(%1)" : : "a"(v64), "d"(q) : "memory");
+	__asm__ volatile("movq %0, 32(%1)" : : "a"(~v64), "d"(q) : "memory");
+	expect("a second store in a row to one UAR page: a trap, not emulated (a stream's)",
+	       stat_of("fabric_stores_emulated") - e0 == 3 && stat_of("uar_traps") - t0 == 5 ?
+		       0 : EPROTO, 0);
+	expect("both stores to the second page are in it",
+	       *(volatile uint64_t *)(q + 24) == v64 && *(volatile uint64_t *)(q + 32) == ~v64 ?
 		       0 : EPROTO, 0);
 	expect("the emulated 64-bit store is in the page", *(volatile uint64_t *)p == v64 ?
 	       0 : EPROTO, 0);
