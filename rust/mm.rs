@@ -146,8 +146,9 @@ pub trait TrapHandler: Send + Sync {
     fn rung(&self, page: &Arc<TrapPage>);
 
     /// Whether user stores to the page are emulated ([`TrapHandler::stored`]) rather than let
-    /// through an installed page ([`TrapHandler::rung`]). Asked at every write fault of user
-    /// space; a store the emulation does not understand goes the installed way.
+    /// through an installed page ([`TrapHandler::rung`]). Asked in the fault handler at every
+    /// fault of a live mapping, before the store is decoded (so it sees every fault in the
+    /// order they came); a store the emulation does not understand goes the installed way.
     fn emulate_stores(&self) -> bool {
         false
     }

@@ -185,12 +185,13 @@ impl TrapHandler for UarBell {
     }
 
     fn emulate_stores(&self) -> bool {
-        crate::fwsim_param::uar_emulate() && !self.fabric.faulted_last(self.id)
+        let stream = self.fabric.faulted_last(self.id);
+        crate::fwsim_param::uar_emulate() && !stream
     }
 
     fn stored(&self, page: &Arc<TrapPage>, offset: usize, len: usize) {
         self.fabric
-            .trap_stored(page, self.func, self.uar, self.id, offset, len);
+            .trap_stored(page, self.func, self.uar, offset, len);
     }
 }
 
@@ -635,7 +636,6 @@ impl Fabric {
         let pingpong = {
             let mut w = self.wake.lock();
             let pingpong = w.order.trap(id);
-            w.last_fault = id;
             for (dst, src) in peers.iter_mut().zip(w.traps.iter_mut()) {
                 if src.as_ref().is_some_and(|t| !Arc::ptr_eq(&t.page, page)) {
                     *dst = src.take();
@@ -722,10 +722,13 @@ impl Fabric {
         drop(lists);
     }
 
-    /// Whether the last UAR fault of the fabric was page `id`'s: a second store in a row to one
-    /// page is a stream's ([`UarBell::emulate_stores`] leaves it to the installed page).
+    /// Records a UAR fault of page `id` (in the fault handler: the storing task's pass, on its
+    /// way back to user space, may come after the worker delivered its message and the peer
+    /// answered it with a fault of its own) and returns whether the fabric's last UAR fault
+    /// was that page's too: a second store in a row to one page is a stream's
+    /// ([`UarBell::emulate_stores`] leaves it to the installed page).
     fn faulted_last(&self, id: u64) -> bool {
-        self.wake.lock().last_fault == id
+        core::mem::replace(&mut self.wake.lock().last_fault, id) == id
     }
 
     /// A store of user space to UAR page `uar` of function `func` was emulated in its fault
@@ -741,19 +744,10 @@ impl Fabric {
     /// the page (the rest of a BlueFlame copy, whose first 8 bytes are the doorbell) only
     /// changes the page. The worker is woken only to start its rescans (the first QP a
     /// pass serves: receives and retries need no store) or for work the pass left.
-    fn trap_stored(
-        &self,
-        page: &Arc<TrapPage>,
-        func: usize,
-        uar: u32,
-        id: u64,
-        offset: usize,
-        len: usize,
-    ) {
+    fn trap_stored(&self, page: &Arc<TrapPage>, func: usize, uar: u32, offset: usize, len: usize) {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
-        self.wake.lock().last_fault = id;
         self.served.stores_emulated.fetch_add(1, Relaxed);
         // The doorbell words the store wrote into.
         let mut dbs: [Option<PendingDb>; 2] = [None; 2];
