@@ -289,10 +289,15 @@ struct Wake {
     /// The order of the last traps: in a ping-pong (back and forth between two pages) the
     /// next fault re-arms the page ([`Fabric::trap_rung`]).
     order: TrapOrder,
-    /// The page ([`UarBell::id`]) of the last UAR fault, emulated or not: a store to the page
-    /// that faulted last is a stream's, which the installed page and the worker's polling
-    /// serve better than a fault and a pass in the storing task per store.
-    last_fault: u64,
+    /// The page ([`UarBell::id`]) of the last UAR fault, emulated or not, and [`Wake::passes`]
+    /// then: a store to the page that faulted last, with no worker pass begun or ended since,
+    /// is a stream's, which the installed page and the worker's polling serve better than a
+    /// fault and a pass in the storing task per store.
+    last_fault: (u64, u64),
+    /// Worker passes begun plus ended (two a pass). A worker pass may execute a WQE before its
+    /// storing task's store faults (the doorbell record comes first), and the peer's answer
+    /// then faults right after the peer's previous store: no stream.
+    passes: u64,
 }
 
 impl Wake {
@@ -725,10 +730,19 @@ impl Fabric {
     /// Records a UAR fault of page `id` (in the fault handler: the storing task's pass, on its
     /// way back to user space, may come after the worker delivered its message and the peer
     /// answered it with a fault of its own) and returns whether the fabric's last UAR fault
-    /// was that page's too: a second store in a row to one page is a stream's
-    /// ([`UarBell::emulate_stores`] leaves it to the installed page).
+    /// was that page's too, with no worker pass begun or ended since: a second store in a row
+    /// to one page is a stream's ([`UarBell::emulate_stores`] leaves it to the installed
+    /// page), unless a worker pass may have delivered another page's message in between (its
+    /// doorbell record is written before its store faults).
     fn faulted_last(&self, id: u64) -> bool {
-        core::mem::replace(&mut self.wake.lock().last_fault, id) == id
+        let mut w = self.wake.lock();
+        let now = (id, w.passes);
+        core::mem::replace(&mut w.last_fault, now) == now
+    }
+
+    /// A worker pass begins or ends (under the fabric lock: [`Wake::passes`]).
+    fn worker_pass_edge(&self) {
+        self.wake.lock().passes += 1;
     }
 
     /// A store of user space to UAR page `uar` of function `func` was emulated in its fault
@@ -976,6 +990,7 @@ impl Fabric {
         while kthread::alone_on_cpu() && !self.work_waiting() && !kthread::should_stop() {
             let (o, events) = {
                 let mut fws = self.fws.lock();
+                self.worker_pass_edge();
                 let mut sw = self.switch.lock();
                 let o = super::engine_glue::run_uar(
                     &mut fws,
@@ -987,6 +1002,7 @@ impl Fabric {
                     &|| self.cmd_waits(),
                 );
                 self.wire_tx(&mut fws);
+                self.worker_pass_edge();
                 (o, fws.iter().any(|f| f.has_events()))
             };
             if events {
@@ -1278,6 +1294,7 @@ impl Fabric {
         let now = self.now_ns();
         let (outcome, any_qp, events) = {
             let mut fws = self.fws.lock();
+            self.worker_pass_edge();
             let mut sw = self.switch.lock();
             for d in dbs.iter().flatten() {
                 if let Some(fw) = fws.get_mut(d.func) {
@@ -1317,6 +1334,7 @@ impl Fabric {
             // under load) had the worker walk every CQ's arm record every 16 jiffies, at
             // real-time priority and under the fabric lock that the destroy commands wait for.
             let any_qp = fws.iter().any(|f| f.has_served_qp());
+            self.worker_pass_edge();
             (outcome, any_qp, fws.iter().any(|f| f.has_events()))
         };
         self.served.worker_passes.fetch_add(1, Relaxed);
@@ -1508,7 +1526,8 @@ impl FabricWorker {
                     n: 0,
                     traps: [const { None }; PENDING_TRAPS],
                     order: TrapOrder::new(),
-                    last_fault: 0,
+                    last_fault: (0, 0),
+                    passes: 0,
                 }),
                 cv <- new_condvar!(),
                 start: Instant::now(),

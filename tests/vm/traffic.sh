@@ -173,13 +173,16 @@ pingpong_suite() {
 		fi
 		# libmlx5's send doorbells are UAR stores; each one faults into the device, which
 		# emulates it (uar_emulate=1, the default; datapath.md, "Doorbells"): the page is
-		# never installed, so nothing is re-armed.
+		# not installed, so nothing is re-armed.
 		t_check "$d: the pingpong's UAR stores arrived as write traps ($t0 before)" \
 			test "$(tr_uar_traps ${d#mlx5_})" -ge $((t0 + n))
 		t_check "$d: each was emulated in its fault ($e0 before)" \
 			test "$(tr_stat ${d#mlx5_} fabric_stores_emulated)" -ge $((e0 + n))
-		t_check "$d: and no page was re-armed ($p0 before)" \
-			test "$(tr_stat ${d#mlx5_} fabric_rearms_peer)" -eq "$p0"
+		# A store to the page that faulted last takes the installed page (a stream's): in a
+		# ping-pong only after a race the rule leaves open (both of a peer's faults inside one
+		# worker pass that delivered the message between them), if ever.
+		t_check "$d: and at most 1% of them re-armed a page ($p0 before)" \
+			test "$(tr_stat ${d#mlx5_} fabric_rearms_peer)" -le $((p0 + n / 100))
 		if [ $d = mlx5_0 ]; then
 			# The installed path (uar_emulate=0): in a ping-pong each end's fault re-arms
 			# the other end's page: the device worker is not needed for every message.
