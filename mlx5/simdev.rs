@@ -566,7 +566,10 @@ impl Mlx5Hw for SimFunction {
                 fabric::UarBell::new(self.fabric.fabric(), self.index, index),
                 GFP_KERNEL,
             )?;
-            let page = TrapPage::new(bell)?;
+            let page = TrapPage::new(
+                bell,
+                &<crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE,
+            )?;
             pages.push((index, page.clone()), GFP_KERNEL)?;
             Ok(UarMem::Trap(page))
         })

@@ -21,7 +21,10 @@
 //! * [`UserPage`]: a zeroed kernel page meant for user mappings.
 //! * [`TrapPage`]: a kernel page mapped to user space so that the first touch after each
 //!   [`TrapPage::rearm`] faults and tells a [`TrapHandler`]: how the firmware simulator learns
-//!   of a doorbell store to a UAR page without polling it ([`UserVma::map_trap`]).
+//!   of a doorbell store to a UAR page without polling it ([`UserVma::map_trap`]). A handler
+//!   that asks for it has user stores emulated instead: the faulting instruction is decoded
+//!   (`mm/x86_store.rs`), its value written into the page, the task resumed after it, and the
+//!   page never installed, so nothing needs a re-arm.
 //!
 //! Lock order (upstream): `mmap_lock` -> the `Umaps` mutex -> the holders of [`MapRef`]s;
 //! a [`TrapPage`]'s mutex comes after the `mmap_lock` and is never held with the `Umaps` mutex.
@@ -30,6 +33,10 @@
 //! `mmap_lock` or dropping an `mm`.
 
 use core::ptr;
+use x86_store::{Gprs, MAX_INSN};
+
+#[path = "mm/x86_store.rs"]
+mod x86_store;
 use kernel::{
     bindings,
     ffi::{c_int, c_ulong, c_void},
@@ -47,6 +54,20 @@ extern "C" {
     fn rdma_rs_io_remap(vma: *mut c_void, pfn: c_ulong, size: c_ulong, wc: c_int) -> c_int;
     fn rdma_rs_page_to_phys(page: *mut c_void) -> u64;
     fn rdma_rs_trap_insert(vmf: *mut c_void, page: *mut c_void) -> bindings::vm_fault_t;
+    fn rdma_rs_store_fault(
+        vmf: *mut c_void,
+        gpr: *mut u64,
+        ip: *mut u64,
+        addr: *mut u64,
+        insn: *mut u8,
+        len: *mut core::ffi::c_uint,
+    ) -> c_int;
+    fn rdma_rs_store_done(ip: u64);
+    fn rdma_rs_on_resume(
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+        owner: *mut c_void,
+    ) -> c_int;
 }
 
 /// A reference held by a mapped VMA (the core's mmap entry reference, upstream
@@ -113,15 +134,34 @@ impl UserPage {
 
 /// Told when a [`TrapPage`] is touched through one of its user mappings.
 pub trait TrapHandler: Send + Sync {
-    /// A user mapping of `page` faulted (a store to a doorbell page is about to land). Called
-    /// from the page-fault handler with no lock of ours held, after the page was installed,
-    /// with the faulting mm's `mmap_lock` (or the VMA's lock) held: it may sleep and run
-    /// what the memory the store announces already says, but must not touch that mm's page
-    /// tables; reading the store itself is for later work (which calls [`TrapPage::rearm`]
-    /// and then reads the page). The store completes after this returns: it lands either
-    /// before the work's `rearm` (and the work reads it) or after it (and faults, and rings,
-    /// again).
+    /// A user mapping of `page` faulted (a store to a doorbell page is about to land), and the
+    /// page was installed. Called by the faulting task on its way back to user space, after
+    /// the fault handler returned (task work: no lock held, not on the fault handler's
+    /// stack), before the store executes; or from the fault handler itself if the task work
+    /// could not be queued (no memory). It may sleep and run what the memory the store
+    /// announces already says; reading the store itself is for later work (which calls
+    /// [`TrapPage::rearm`] and then reads the page). The store completes after this returns:
+    /// it lands either before the work's `rearm` (and the work reads it) or after it (and
+    /// faults, and rings, again).
     fn rung(&self, page: &Arc<TrapPage>);
+
+    /// Whether user stores to the page are emulated ([`TrapHandler::stored`]) rather than let
+    /// through an installed page ([`TrapHandler::rung`]). Asked in the fault handler at every
+    /// fault of a live mapping, before the store is decoded (so it sees every fault in the
+    /// order they came); a store the emulation does not understand goes the installed way.
+    fn emulate_stores(&self) -> bool {
+        false
+    }
+
+    /// A store of user space to `page` was emulated: its `len` bytes at `offset` are in the
+    /// page already, the page stays unmapped (the next store faults again, with no re-arm),
+    /// and the storing task resumes after the store once this returns. Called by the storing
+    /// task on its way back to user space, after the fault handler returned, as
+    /// [`TrapHandler::rung`] is (a store whose call could not be queued is not emulated).
+    fn stored(&self, page: &Arc<TrapPage>, offset: usize, len: usize) {
+        let _ = (offset, len);
+        self.rung(page);
+    }
 }
 
 /// A VMA of a [`TrapPage`] whose page table entry is installed.
@@ -142,26 +182,38 @@ unsafe impl Send for Installed {}
 /// wake-ups, the doorbell records in memory stay the truth, so a store that lands while the
 /// page is installed is seen by the next scan, not lost.
 ///
+/// If the handler asks for it ([`TrapHandler::emulate_stores`]), a user store is emulated
+/// instead: decoded ([`x86_store::decode`]), written into the page by the fault handler, the
+/// task resumed after it ([`TrapHandler::stored`]), and the page left uninstalled, so every
+/// store faults and nothing needs a re-arm. A store the decoder refuses takes the installed way.
+///
 /// Copies of a mapping made by `fork()` start with no entry (they trap too).
 #[pin_data]
 pub struct TrapPage {
     page: UserPage,
     handler: Arc<dyn TrapHandler>,
+    /// The module of `handler`'s code, held while a call to it is queued (task work).
+    owner: &'static kernel::ThisModule,
     #[pin]
     installed: Mutex<KVec<Installed>>,
 }
 
 impl TrapPage {
-    /// A zeroed page that calls `handler` when touched through a mapping.
+    /// A zeroed page that calls `handler` (code of module `owner`) when touched through a
+    /// mapping.
     ///
     /// # Errors
     ///
     /// `ENOMEM`.
-    pub fn new(handler: Arc<dyn TrapHandler>) -> Result<Arc<Self>> {
+    pub fn new(
+        handler: Arc<dyn TrapHandler>,
+        owner: &'static kernel::ThisModule,
+    ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(TrapPage {
                 page: UserPage::new()?,
                 handler,
+                owner,
                 installed <- kernel::new_mutex!(KVec::new(), "rdma_trap_page"),
             }),
             GFP_KERNEL,
@@ -735,6 +787,107 @@ unsafe extern "C" fn umap_close(vma: *mut bindings::vm_area_struct) {
     }
 }
 
+/// Emulates the user store that faulted on `trap`'s mapping: decodes it
+/// ([`x86_store::decode`]), checks that it writes the faulting address within the page,
+/// naturally aligned, writes its bytes into the page, moves the task's instruction pointer
+/// past it and tells the handler ([`TrapHandler::stored`]). Returns `false`, having changed
+/// nothing, for anything else (a form the decoder refuses, a kernel access, a read, another
+/// architecture): the caller installs the page and the CPU executes the store.
+fn emulate_store(vmf: *mut bindings::vm_fault, trap: &Arc<TrapPage>) -> bool {
+    let mut gpr: Gprs = [0; 16];
+    let (mut ip, mut addr) = (0u64, 0u64);
+    let mut insn = [0u8; MAX_INSN];
+    let mut n: core::ffi::c_uint = 0;
+    // SAFETY: `vmf` is the valid fault of the current task; the buffers are ours and as long
+    // as the shim writes (16 registers, `MAX_INSN` bytes).
+    let r = unsafe {
+        rdma_rs_store_fault(
+            vmf.cast(),
+            gpr.as_mut_ptr(),
+            &mut ip,
+            &mut addr,
+            insn.as_mut_ptr(),
+            &mut n,
+        )
+    };
+    if r != 0 {
+        return false;
+    }
+    let bytes = insn.get(..n as usize).unwrap_or(&[]);
+    let Some(st) = x86_store::decode(bytes, ip, &gpr) else {
+        return false;
+    };
+    let offset = (addr as usize) & (PAGE_SIZE - 1);
+    if st.addr != addr || offset % st.len != 0 || offset + st.len > PAGE_SIZE {
+        return false;
+    }
+    let value = st.value.to_le_bytes();
+    let Some(stored) = value.get(..st.len) else {
+        return false;
+    };
+    if trap.page.write(offset, stored).is_err() {
+        return false;
+    }
+    // Not queued: the CPU executes the store on the installed page (the same bytes again).
+    if on_resume(trap, Some((offset, st.len))).is_err() {
+        return false;
+    }
+    // SAFETY: the current task faulted in user space (checked by `rdma_rs_store_fault`); its
+    // saved instruction pointer moves past the emulated instruction.
+    unsafe { rdma_rs_store_done(ip.wrapping_add(st.insn_len as u64)) };
+    true
+}
+
+/// What a fault of a [`TrapPage`]'s mapping leaves for its handler (task work).
+struct Resume {
+    trap: Arc<TrapPage>,
+    /// The store emulated (offset and length: [`TrapHandler::stored`]), or `None`: the page
+    /// was installed ([`TrapHandler::rung`]).
+    store: Option<(usize, usize)>,
+}
+
+/// Queues the handler's call for `trap`'s fault to the current task's return to user space:
+/// the handler runs the device's work (the simulator executes the message the store
+/// announced) on the stack the task has as it leaves the kernel, not on top of the fault
+/// handler's (the mm's fault path and its locks), with a reference on the handler's module
+/// until it returns.
+///
+/// # Errors
+///
+/// `ENOMEM`; `ENODEV` if the handler's module is being unloaded.
+fn on_resume(trap: &Arc<TrapPage>, store: Option<(usize, usize)>) -> Result {
+    let data = KBox::into_raw(KBox::new(
+        Resume {
+            trap: trap.clone(),
+            store,
+        },
+        GFP_KERNEL,
+    )?);
+    // SAFETY: `resume_run` takes `data` back exactly once if the call is queued; `owner` is
+    // the module of the handler's code (`TrapPage::new`).
+    let r = unsafe { rdma_rs_on_resume(resume_run, data.cast(), trap.owner.as_ptr().cast()) };
+    if r != 0 {
+        // SAFETY: not queued: `data` is still the box made above, and only ours.
+        drop(unsafe { KBox::from_raw(data) });
+        return Err(Error::from_errno(r));
+    }
+    Ok(())
+}
+
+/// The task work of [`on_resume`].
+///
+/// # Safety
+///
+/// `data` is a [`Resume`] box queued by [`on_resume`]; called once.
+unsafe extern "C" fn resume_run(data: *mut c_void) {
+    // SAFETY: per the function's contract.
+    let r = unsafe { KBox::from_raw(data.cast::<Resume>()) };
+    match r.store {
+        Some((offset, len)) => r.trap.handler.stored(&r.trap, offset, len),
+        None => r.trap.handler.rung(&r.trap),
+    }
+}
+
 /// upstream `rdma_umap_fault()`: reached only after the zap (tracked VMAs are fully mapped).
 ///
 /// # Safety
@@ -761,6 +914,9 @@ unsafe extern "C" fn umap_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fa
             let g = umaps.inner.lock();
             !g.dead && g.vmas.iter().any(|t| t.priv_ == p)
         };
+        if live && trap.handler.emulate_stores() && emulate_store(vmf, trap) {
+            return bindings::vm_fault_reason_VM_FAULT_NOPAGE;
+        }
         if live {
             // Installed here (not by the caller after we return), then listed: a `rearm`
             // that runs in between finds nothing to zap yet, and the next one zaps it.
@@ -774,7 +930,9 @@ unsafe extern "C" fn umap_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fa
                     .installed
                     .lock()
                     .push(Installed { vma, mm }, GFP_KERNEL);
-                trap.handler.rung(trap);
+                if on_resume(trap, None).is_err() {
+                    trap.handler.rung(trap);
+                }
             }
             return r;
         }

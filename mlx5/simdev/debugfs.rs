@@ -260,6 +260,7 @@ fn show_stats(f: &F, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         ("fabric_polls", &v.polls),
         ("fabric_poll_ns", &v.poll_ns),
         ("fabric_wqes_poll", &v.wqes_poll),
+        ("fabric_stores_emulated", &v.stores_emulated),
     ] {
         writeln!(out, "{} {}", name, a.load(kernel::sync::atomic::Relaxed))?;
     }

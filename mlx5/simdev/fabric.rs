@@ -9,10 +9,13 @@
 //! at once: they live in one `Mutex<KVec<KVBox<Fw>>>`, which commands of any of them take too
 //! (a command is short; it is what serializes a function's command queue as well).
 //!
-//! A user process's UAR store faults on the trap page ([`TrapPage`]). The fault handler runs
-//! a pass over the queues that ring that page itself, when the fabric lock is free
-//! ([`Fabric::serve_inline`]: the doorbell records already hold what the store announces),
-//! so a ping-pong's message is delivered before the storing task returns to user space.
+//! A user process's UAR store faults on the trap page ([`TrapPage`]). The fault handler
+//! emulates the store, or installs the page, and queues the rest to the faulting task's
+//! return to user space (task work, `rust/mm.rs`): there the task runs a pass over the queues
+//! that ring that page itself ([`Fabric::trap_stored`], [`Fabric::serve_inline`]: the doorbell
+//! records already hold what the store announces), on the stack it has as it leaves the
+//! kernel rather than on top of the fault handler's, so a ping-pong's message is delivered
+//! before the storing task resumes in user space.
 //!
 //! The worker is a kernel thread per fabric ([`crate::kthread`]), at the lowest real-time
 //! priority (a normal one is woken lazily: it waited for the next tick behind busy-polling
@@ -180,6 +183,16 @@ impl TrapHandler for UarBell {
     fn rung(&self, page: &Arc<TrapPage>) {
         self.fabric.trap_rung(page, self.func, self.uar, self.id);
     }
+
+    fn emulate_stores(&self) -> bool {
+        let stream = self.fabric.faulted_last(self.id);
+        crate::fwsim_param::uar_emulate() && !stream
+    }
+
+    fn stored(&self, page: &Arc<TrapPage>, offset: usize, len: usize) {
+        self.fabric
+            .trap_stored(page, self.func, self.uar, offset, len);
+    }
 }
 
 /// The longest rescan interval while QPs exist and nothing happens (jiffies): the rescan
@@ -202,6 +215,36 @@ const WIRE_RX_MAX: usize = 256;
 /// Nanoseconds per jiffy (`CONFIG_HZ` of the kernel).
 fn ns_per_jiffy() -> u64 {
     1_000_000_000 / (kernel::time::msecs_to_jiffies(1000) as u64).max(1)
+}
+
+/// What [`Fabric::trap_rung`] (and [`Fabric::take_traps`], the first two) works on: the pages
+/// queued by earlier faults that it takes (`peers`) and those of them it re-armed (`rearmed`,
+/// dropped outside every lock), the pages whose queues its pass serves and their doorbells.
+/// About 5 KB: on the heap, since the engine's pass runs below the caller's frame on a 16 KiB
+/// stack (performance.md, "Stack frames").
+struct TrapLists {
+    peers: [Option<PendingTrap>; PENDING_TRAPS],
+    rearmed: [Option<PendingTrap>; PENDING_TRAPS],
+    pages: [Option<(usize, u32)>; PENDING_TRAPS],
+    dbs: [Option<PendingDb>; PENDING],
+}
+
+impl TrapLists {
+    /// Empty lists; built in this function's own frame (not inlined: its temporary would
+    /// stay in the caller's).
+    #[inline(never)]
+    fn new() -> Result<KBox<Self>> {
+        KBox::new(
+            TrapLists {
+                peers: [const { None }; PENDING_TRAPS],
+                rearmed: [const { None }; PENDING_TRAPS],
+                pages: [None; PENDING_TRAPS],
+                dbs: [None; PENDING],
+            },
+            GFP_KERNEL,
+        )
+        .map_err(Error::from)
+    }
 }
 
 /// A doorbell value waiting for the next pass.
@@ -246,6 +289,15 @@ struct Wake {
     /// The order of the last traps: in a ping-pong (back and forth between two pages) the
     /// next fault re-arms the page ([`Fabric::trap_rung`]).
     order: TrapOrder,
+    /// The page ([`UarBell::id`]) of the last UAR fault, emulated or not, and [`Wake::passes`]
+    /// then: a store to the page that faulted last, with no worker pass begun or ended since,
+    /// is a stream's, which the installed page and the worker's polling serve better than a
+    /// fault and a pass in the storing task per store.
+    last_fault: (u64, u64),
+    /// Worker passes begun plus ended (two a pass). A worker pass may execute a WQE before its
+    /// storing task's store faults (the doorbell record comes first), and the peer's answer
+    /// then faults right after the peer's previous store: no stream.
+    passes: u64,
 }
 
 impl Wake {
@@ -315,6 +367,9 @@ pub(crate) struct Served {
     pub(crate) polls: Atomic<u64>,
     pub(crate) poll_ns: Atomic<u64>,
     pub(crate) wqes_poll: Atomic<u64>,
+    /// UAR stores emulated in their fault (`uar_emulate=1`; the page stays unmapped): the
+    /// rest of `uar_traps` installed the page.
+    pub(crate) stores_emulated: Atomic<u64>,
 }
 
 impl Served {
@@ -341,6 +396,7 @@ impl Served {
             polls: Atomic::new(0),
             poll_ns: Atomic::new(0),
             wqes_poll: Atomic::new(0),
+            stores_emulated: Atomic::new(0),
         }
     }
 }
@@ -540,7 +596,8 @@ impl Fabric {
         self.cv.notify_one();
     }
 
-    /// A UAR trap page of function `func` was written to (from the page-fault handler):
+    /// A UAR trap page of function `func` was written to (the page installed by its fault;
+    /// called on the faulting task's way back to user space, before the store executes):
     /// re-arms the pages that faulted before it and whose stores have landed, runs their
     /// queues and this page's here, then queues the page for a re-arm. Never sleeps but in
     /// the fabric lock, the re-arms and a bounded wait for another CPU's store.
@@ -566,10 +623,21 @@ impl Fabric {
         if let Some(t) = self.traps.get(func) {
             t.fetch_add(1, Relaxed);
         }
+        let Ok(mut lists) = TrapLists::new() else {
+            // No memory for the lists: the worker's full pass serves the page; its rescans
+            // read the page while it stays installed.
+            self.kick();
+            return;
+        };
+        let TrapLists {
+            peers,
+            rearmed,
+            pages,
+            dbs,
+        } = &mut *lists;
         let before = snapshot(page);
         let cpu = kthread::current_cpu();
         let at = self.now_ns();
-        let mut peers: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         let pingpong = {
             let mut w = self.wake.lock();
             let pingpong = w.order.trap(id);
@@ -609,10 +677,7 @@ impl Fabric {
         };
         // The other pages first: a ping-pong peer's page is re-armed before its answer is
         // delivered below.
-        let mut pages = [None; PENDING_TRAPS];
-        let mut dbs = [None; PENDING];
         let (mut np, mut ndb) = (0, 0);
-        let mut rearmed: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         let mut left = false;
         for (slot, done) in peers.iter_mut().zip(rearmed.iter_mut()) {
             let Some(t) = slot.as_ref() else { continue };
@@ -631,7 +696,7 @@ impl Fabric {
                 continue;
             }
             self.served.rearms_peer.fetch_add(1, Relaxed);
-            ndb = t.doorbells(&mut dbs, ndb);
+            ndb = t.doorbells(dbs, ndb);
             if let Some(p) = pages.get_mut(np) {
                 *p = Some((t.func, t.uar));
                 np += 1;
@@ -646,7 +711,7 @@ impl Fabric {
         );
         let quiet = {
             let mut w = self.wake.lock();
-            w.requeue(&mut peers);
+            w.requeue(peers);
             let quiet = pingpong && !left && delivered;
             if !quiet {
                 w.trapped = true;
@@ -659,8 +724,87 @@ impl Fabric {
             self.cv.notify_one();
         }
         // The references go here, outside every lock.
-        drop(peers);
-        drop(rearmed);
+        drop(lists);
+    }
+
+    /// Records a UAR fault of page `id` (in the fault handler: the storing task's pass, on its
+    /// way back to user space, may come after the worker delivered its message and the peer
+    /// answered it with a fault of its own) and returns whether the fabric's last UAR fault
+    /// was that page's too, with no worker pass begun or ended since: a second store in a row
+    /// to one page is a stream's ([`UarBell::emulate_stores`] leaves it to the installed
+    /// page), unless a worker pass may have delivered another page's message in between (its
+    /// doorbell record is written before its store faults).
+    fn faulted_last(&self, id: u64) -> bool {
+        let mut w = self.wake.lock();
+        let now = (id, w.passes);
+        core::mem::replace(&mut w.last_fault, now) == now
+    }
+
+    /// A worker pass begins or ends (under the fabric lock: [`Wake::passes`]).
+    fn worker_pass_edge(&self) {
+        self.wake.lock().passes += 1;
+    }
+
+    /// A store of user space to UAR page `uar` of function `func` was emulated in its fault
+    /// (`len` bytes at `offset`, in the page already; called on the storing task's way back to
+    /// user space, before it resumes; the page is not installed, so there is
+    /// nothing to re-arm): what a device sees of an MMIO write. A store to a doorbell
+    /// (`Doorbell::at`: the CQ arm at 0x20, the send doorbell at 0x800 and 0x900) hands the
+    /// doorbell's 8 bytes to the engine; it, or a store to another blue-flame register
+    /// ([`UAR_WATCHED`]), runs a pass over the page's queues, in this task,
+    /// waiting for the fabric lock if a pass or a command holds it (handing the store to the
+    /// worker instead made a wake-up per store, and a cascade of them while the lock was
+    /// busy); the message is delivered before the storing task resumes. A store elsewhere in
+    /// the page (the rest of a BlueFlame copy, whose first 8 bytes are the doorbell) only
+    /// changes the page. The worker is woken only to start its rescans (the first QP a
+    /// pass serves: receives and retries need no store) or for work the pass left.
+    fn trap_stored(&self, page: &Arc<TrapPage>, func: usize, uar: u32, offset: usize, len: usize) {
+        if let Some(t) = self.traps.get(func) {
+            t.fetch_add(1, Relaxed);
+        }
+        self.served.stores_emulated.fetch_add(1, Relaxed);
+        // The doorbell words the store wrote into.
+        let mut dbs: [Option<PendingDb>; 2] = [None; 2];
+        let (mut ndb, mut serve) = (0, false);
+        for word in [offset & !7, (offset + len - 1) & !7] {
+            if !UAR_WATCHED.contains(&word) {
+                continue;
+            }
+            serve = true;
+            let Some(db) = u32::try_from(word).ok().and_then(Doorbell::at) else {
+                continue;
+            };
+            if dbs.iter().flatten().any(|d: &PendingDb| d.db == db) {
+                continue;
+            }
+            let mut v = [0u8; 8];
+            if page.page().read(word, &mut v).is_err() {
+                continue;
+            }
+            if let Some(slot) = dbs.get_mut(ndb) {
+                *slot = Some(PendingDb {
+                    func,
+                    uar,
+                    db,
+                    value: u64::from_be_bytes(v),
+                });
+                ndb += 1;
+            }
+        }
+        if !serve {
+            return;
+        }
+        let (outcome, _, rescans) = self.inline_pass(self.fws.lock(), func, uar, &dbs, &[], true);
+        if outcome.more || outcome.next_deadline_ns.is_some() {
+            // A long queue, or a retry (RNR, ACK timeout) due later: the worker's pass
+            // continues it and sleeps until the deadline.
+            self.kick();
+        } else if rescans {
+            // The safety net of the rescans (a store that took the installed way); no store
+            // goes unseen here, so a worker that stops rescanning just after this check
+            // loses nothing the next store will not bring.
+            self.kick_served();
+        }
     }
 
     /// Whether the store of `t`'s last fault has landed, waiting for it until
@@ -693,8 +837,9 @@ impl Fabric {
     /// and its CQEs and events arrive before the storing task even returns to user space.
     /// Returns whether it ran, finished and executed a WQE of this page (a message that a
     /// ping-pong's peer answers); if it did not run or finish, the worker does the rest (the
-    /// peers' doorbells as a kick). In the page-fault handler, which may sleep; the fabric lock is not
-    /// held by this task (the engine never touches user page tables).
+    /// peers' doorbells as a kick). In the faulting task on its way back to user space (or, if
+    /// no memory was left for that, in its page-fault handler), which may sleep; the fabric
+    /// lock is not held by this task (the engine never touches user page tables).
     fn serve_inline(
         &self,
         func: usize,
@@ -765,6 +910,71 @@ impl Fabric {
         !outcome.more && own.wqes != 0
     }
 
+    /// The storing task's pass of [`Fabric::trap_stored`] (the installed path's is
+    /// [`Fabric::serve_inline`]'s own), with the fabric
+    /// lock (`fws`) this task took: the doorbell values `dbs`, then the queues of the
+    /// pages `peers` and of UAR page `uar` of function `func` (`engine::run_uar`, at most
+    /// [`INLINE_BUDGET`] WQEs each), the packets the engine queued sent, the lock released and
+    /// the events delivered. Returns what all of it did, what `uar`'s queues did, and, if
+    /// `rescans` asks, whether the worker should start its rescans (it sleeps until kicked and
+    /// a function serves a QP).
+    fn inline_pass(
+        &self,
+        mut fws: kernel::sync::MutexGuard<'_, KVec<KVBox<Fw>>>,
+        func: usize,
+        uar: u32,
+        dbs: &[Option<PendingDb>],
+        peers: &[Option<(usize, u32)>],
+        rescans: bool,
+    ) -> (
+        super::engine_glue::RunOutcome,
+        super::engine_glue::RunOutcome,
+        bool,
+    ) {
+        let mut sw = self.switch.lock();
+        let now = self.now_ns();
+        for d in dbs.iter().flatten() {
+            if let Some(fw) = fws.get_mut(d.func) {
+                super::engine_glue::doorbell(fw, d.uar, d.db, d.value);
+            }
+        }
+        let mut run = |fws: &mut KVec<KVBox<Fw>>, page: (usize, u32)| {
+            super::engine_glue::run_uar(
+                fws,
+                &self.iommus,
+                self.wire(&mut sw),
+                page,
+                now,
+                INLINE_BUDGET,
+                &|| self.cmd_waits(),
+            )
+        };
+        let mut outcome = super::engine_glue::RunOutcome::default();
+        for &page in peers.iter().flatten() {
+            outcome.merge(run(&mut fws, page));
+        }
+        let own = run(&mut fws, (func, uar));
+        outcome.merge(own);
+        self.wire_tx(&mut fws);
+        let events = fws.iter().any(|f| f.has_events());
+        // The walk over every QP only while the worker sleeps until kicked.
+        let served =
+            rescans && self.wake.lock().rescan.is_none() && fws.iter().any(|f| f.has_served_qp());
+        drop(sw);
+        drop(fws);
+        self.served.inline_passes.fetch_add(1, Relaxed);
+        self.served
+            .wqes_inline
+            .fetch_add(u64::from(outcome.wqes), Relaxed);
+        self.served
+            .inline_ns
+            .fetch_add(self.now_ns().saturating_sub(now), Relaxed);
+        if events {
+            self.deliver();
+        }
+        (outcome, own, served)
+    }
+
     /// A polling window over `t`'s page, whose store has landed: serves the page's queues,
     /// with the page still installed (later stores land without a fault), as long as they
     /// bring work at least every [`POLL_IDLE_NS`], for at most [`POLL_MAX_NS`], and only while
@@ -780,6 +990,7 @@ impl Fabric {
         while kthread::alone_on_cpu() && !self.work_waiting() && !kthread::should_stop() {
             let (o, events) = {
                 let mut fws = self.fws.lock();
+                self.worker_pass_edge();
                 let mut sw = self.switch.lock();
                 let o = super::engine_glue::run_uar(
                     &mut fws,
@@ -791,6 +1002,7 @@ impl Fabric {
                     &|| self.cmd_waits(),
                 );
                 self.wire_tx(&mut fws);
+                self.worker_pass_edge();
                 (o, fws.iter().any(|f| f.has_events()))
             };
             if events {
@@ -932,7 +1144,16 @@ impl Fabric {
         mut ndb: usize,
         all: bool,
     ) -> (usize, usize) {
-        let mut traps: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
+        // Its two lists on the heap (3.3 KB): a polling window runs the engine below.
+        let Ok(mut lists) = TrapLists::new() else {
+            // The traps stay queued for the next wake; the rescans read their pages.
+            return (0, ndb);
+        };
+        let TrapLists {
+            peers: traps,
+            rearmed,
+            ..
+        } = &mut *lists;
         {
             let mut w = self.wake.lock();
             w.trapped = false;
@@ -940,7 +1161,6 @@ impl Fabric {
                 *dst = src.take();
             }
         }
-        let mut rearmed: [Option<PendingTrap>; PENDING_TRAPS] = [const { None }; PENDING_TRAPS];
         let mut n = 0;
         for (slot, done) in traps.iter_mut().zip(rearmed.iter_mut()) {
             let Some(t) = slot.as_ref() else { continue };
@@ -972,10 +1192,9 @@ impl Fabric {
             *done = slot.take();
         }
         // The pages left installed wait for a later wake.
-        self.wake.lock().requeue(&mut traps);
+        self.wake.lock().requeue(traps);
         // The references go here, outside every lock.
-        drop(traps);
-        drop(rearmed);
+        drop(lists);
         (n, ndb)
     }
 
@@ -1075,6 +1294,7 @@ impl Fabric {
         let now = self.now_ns();
         let (outcome, any_qp, events) = {
             let mut fws = self.fws.lock();
+            self.worker_pass_edge();
             let mut sw = self.switch.lock();
             for d in dbs.iter().flatten() {
                 if let Some(fw) = fws.get_mut(d.func) {
@@ -1114,6 +1334,7 @@ impl Fabric {
             // under load) had the worker walk every CQ's arm record every 16 jiffies, at
             // real-time priority and under the fabric lock that the destroy commands wait for.
             let any_qp = fws.iter().any(|f| f.has_served_qp());
+            self.worker_pass_edge();
             (outcome, any_qp, fws.iter().any(|f| f.has_events()))
         };
         self.served.worker_passes.fetch_add(1, Relaxed);
@@ -1305,6 +1526,8 @@ impl FabricWorker {
                     n: 0,
                     traps: [const { None }; PENDING_TRAPS],
                     order: TrapOrder::new(),
+                    last_fault: (0, 0),
+                    passes: 0,
                 }),
                 cv <- new_condvar!(),
                 start: Instant::now(),

@@ -254,6 +254,99 @@ static int count(const char *kind)
 	return n;
 }
 
+/* A counter of the simulator's debugfs `stats` ("name value" lines), -1 if absent. */
+static long long stat_of(const char *name)
+{
+	char p[256], line[256], k[64];
+	long long n = -1, v;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/stats", dbg);
+	f = fopen(p, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", k, &v) == 2 && !strcmp(k, name))
+			n = v;
+	fclose(f);
+	return n;
+}
+
+/* Whether mlx5_ib_rs emulates UAR stores (uar_emulate=1, the default). */
+static int emulating(void)
+{
+	FILE *f = fopen("/sys/module/mlx5_ib_rs/parameters/uar_emulate", "r");
+	int c = f ? fgetc(f) : 0;
+
+	if (f)
+		fclose(f);
+	return c == 'Y' || c == '1';
+}
+
+/*
+ * User stores to UAR pages (Documentation/datapath.md, "Doorbells"): with uar_emulate=1 (the
+ * default) a MOV of 32 or 64 bits is emulated in its fault (its bytes land in the page, the
+ * registers are the program's, execution continues after it); a form the decoder refuses (a
+ * 16-bit store), or a store to the page that faulted last, is executed by the CPU on the
+ * installed page. `uar` is the context's UAR page,
+ * `uar2` a second one. Offsets 0x400.. are no doorbell. Everything is read back through the
+ * mappings afterwards (a read installs a page).
+ */
+static void uar_store_checks(volatile uint8_t *uar, volatile uint8_t *uar2)
+{
+	long long t0 = stat_of("uar_traps"), e0 = stat_of("fabric_stores_emulated");
+	uint64_t v64 = 0x0123456789abcdefull, after = 0;
+	uint16_t v16 = 0xbeef;
+	volatile uint8_t *p = uar + 0x400, *q = uar2 + 0x400;
+
+	if (t0 < 0 || e0 < 0) {
+		expect("debugfs stats has uar_traps and fabric_stores_emulated", EPROTO, 0);
+		return;
+	}
+#if defined(__x86_64__)
+	/* mov %rax,(%rdx), then %rax read back: the emulation left it alone. */
+	__asm__ volatile("movq %1, (%2)\n\tmovq %1, %0"
+			 : "=&r"(after)
+			 : "a"(v64), "d"(p)
+			 : "memory");
+	/* movl $0x5a5aa5a5, 8(%rdx) (C7 /0 with a disp8), to the other page. */
+	__asm__ volatile("movl $0x5a5aa5a5, 8(%0)" : : "d"(q) : "memory");
+	expect("two MOV stores to two UAR pages: both emulated in their fault",
+	       stat_of("fabric_stores_emulated") - e0 == 2 && stat_of("uar_traps") - t0 == 2 ?
+		       0 : EPROTO, 0);
+	expect("the emulated store's source register is unchanged", after == v64 ? 0 : EPROTO, 0);
+	/* movw %ax,16(%rdx) to the first page: an operand-size prefix, refused: installed. */
+	__asm__ volatile("movw %0, 16(%1)" : : "a"(v16), "d"(p) : "memory");
+	expect("a 16-bit store: a trap, not emulated",
+	       stat_of("fabric_stores_emulated") - e0 == 2 && stat_of("uar_traps") - t0 == 3 ?
+		       0 : EPROTO, 0);
+	/*
+	 * Stores in a row to the second page: once one follows another with no worker pass in
+	 * between, it goes to the page that faulted last (a stream's), which is installed and
+	 * polled rather than a fault per store: of 20 stores, fewer than 20 are emulated and
+	 * fewer than 20 fault (with every store emulated, all 20 would be).
+	 */
+	{
+		long long e1 = stat_of("fabric_stores_emulated"), t1 = stat_of("uar_traps");
+		int i;
+
+		for (i = 0; i < 20; i++)
+			__asm__ volatile("movq %0, 24(%1)" : : "a"(v64 + i), "d"(q) : "memory");
+		expect("20 stores in a row to one UAR page: fewer than 20 emulated (a stream's take the installed page)",
+		       stat_of("fabric_stores_emulated") - e1 < 20 && stat_of("uar_traps") - t1 < 20 ?
+			       0 : EPROTO, 0);
+		expect("the last of them is in the page",
+		       *(volatile uint64_t *)(q + 24) == v64 + 19 ? 0 : EPROTO, 0);
+	}
+	expect("the emulated 64-bit store is in the page", *(volatile uint64_t *)p == v64 ?
+	       0 : EPROTO, 0);
+	expect("the emulated 32-bit immediate store is in the page",
+	       *(volatile uint32_t *)(q + 8) == 0x5a5aa5a5 ? 0 : EPROTO, 0);
+	expect("the 16-bit store the CPU executed is in the page",
+	       *(volatile uint16_t *)(p + 16) == v16 ? 0 : EPROTO, 0);
+#endif
+}
+
 static int alloc_pd(int fd, uint32_t *handle, uint32_t *pdn)
 {
 	struct {
@@ -692,6 +785,23 @@ int main(int argc, char **argv)
 		close(fd3);
 		close(fd2);
 		expect("isolation: the other context's close gave its UAR back",
+		       count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
+	}
+	if (uar != MAP_FAILED && emulating()) {
+		uint32_t uh2, id2, len2;
+		uint64_t off2;
+		void *uar2 = MAP_FAILED;
+
+		expect("UAR_OBJ_ALLOC type NC, a second page",
+		       uar_alloc(fd, MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC, &uh2, &id2, &len2, &off2), 0);
+		uar2 = mmap(NULL, len2, PROT_WRITE, MAP_SHARED, fd, off2);
+		expect("mmap of the second UAR page", uar2 == MAP_FAILED ? errno : 0, 0);
+		if (uar2 != MAP_FAILED) {
+			uar_store_checks(uar, uar2);
+			munmap(uar2, len2);
+		}
+		expect("UAR_OBJ_DESTROY of the second page", uar_destroy(fd, uh2), 0);
+		expect("the second UAR is gone with its mapping",
 		       count("uar") == uar0 + 1 ? 0 : EPROTO, 0);
 	}
 	if (uar != MAP_FAILED)
