@@ -408,6 +408,8 @@ impl CmId {
             g.next_idn = n.wrapping_add(1);
             n
         };
+        // Two initializers that differ only in their locks' names: `new_mutex!` gives each
+        // call site its own lock class, and a request's id is locked inside its listener's.
         let id = if child {
             Arc::pin_init(
                 pin_init!(CmId {
