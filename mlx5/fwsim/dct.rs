@@ -26,7 +26,7 @@
 //! the message without an answer and counts it (`dc_access_key_violation_count`), so the
 //! DCI's WQE completes with transport retry exceeded once its retries are spent.
 
-use super::engine::QpState;
+use super::engine::{QpState, RcWire};
 use super::events::QpEvent;
 use super::syndrome::{self as syn, CmdError};
 use super::{fail, Cmd, Done, Fw, Qp, QPC_BYTES};
@@ -136,6 +136,7 @@ impl Fw {
             recv_cq: Some(cqn),
             qpc: q,
             q: st,
+            rc: RcWire::default(),
             umems: [0; 2],
             dct: Some(Dct {
                 key,

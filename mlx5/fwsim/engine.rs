@@ -72,6 +72,7 @@ pub(crate) use self::fabric::Node;
 #[cfg_attr(not(MODULE), allow(unused_imports))]
 pub(crate) use self::fabric::Wire;
 pub(crate) use self::qp_state::QpState;
+pub(crate) use self::rc_state::RcWire;
 // The device glue (`simdev/`) and the tests hand received frames in.
 #[cfg_attr(not(any(MODULE, test)), allow(unused_imports))]
 pub(crate) use self::wire::WireTx;

@@ -353,6 +353,9 @@ struct Qp {
     recv_cq: Option<u32>,
     qpc: [u8; QPC_BYTES],
     q: engine::QpState,
+    /// RC in packets: the transport's state (`engine/rc.rs`); outside `q`, which every
+    /// engine step copies.
+    rc: engine::RcWire,
     /// The umems of a DEVX QP's work queue buffer and doorbell record (0: none).
     umems: [u32; 2],
     /// A DC target's context: the entry is a DCT, not a QP (`dct.rs`).

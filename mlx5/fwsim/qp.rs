@@ -9,7 +9,7 @@
 //! returns the stored context with the current state. 2ERR and 2RST are legal from every state;
 //! 2RST keeps the context (a later RST2INIT rewrites what it defines).
 
-use super::engine::QpState;
+use super::engine::{QpState, RcWire};
 use super::syndrome::{self as syn, CmdError};
 use super::{fail, Cmd, Done, Fw, Qp, QPC_BYTES};
 use crate::prm::cmd::*;
@@ -249,6 +249,7 @@ impl Fw {
             recv_cq,
             qpc: qpc_bytes,
             q,
+            rc: RcWire::default(),
             umems,
             dct: None,
         };
@@ -357,6 +358,7 @@ impl Fw {
         if C::TO == QPC_STATE_RST {
             // Consumer counters back to 0, no CQEs (libmlx5 zeroes its doorbell records too).
             q.q.reset();
+            q.rc = RcWire::default();
         }
         if C::TO == QPC_STATE_ERR {
             // Hardware flushes on the transition; the flush CQEs need memory.

@@ -8,7 +8,7 @@
 
 use super::fabric::Node;
 use super::qp_state::{
-    be16, bump_psn, packets, qp_mut, snap, to_err, QpState, Snap, Step, Wait, Wqe,
+    be16, bump_psn, packets, qp_mut, rc_of, snap, to_err, QpState, Snap, Step, Wait, Wqe,
 };
 use crate::fwsim::cqe::Cqe;
 use crate::fwsim::dma::DmaMem;
@@ -181,7 +181,7 @@ pub(super) fn retire(fw: &mut Fw, mem: &dyn DmaMem, s: &Snap, w: &Wqe, res: ReqR
             };
             // RC in packets moves the send PSN as it sends (`rc.rs`).
             let sent = matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC | QPC_ST_DCI);
-            if sent && pkts > 0 && !s.q.rc.wire {
+            if sent && pkts > 0 && !rc_of(fw, slot).is_some_and(|r| r.wire) {
                 bump_psn(fw, slot, qpc::next_send_psn, pkts);
             }
             if w.flags & ctrl::CQ_UPDATE != 0 {

@@ -3,7 +3,10 @@
 //! A QP as the data path sees it: what it keeps between passes ([`QpState`]: the queues'
 //! buffer and counters, the requester's retry state and timer), the copy of the context a
 //! step works from ([`Snap`]), with the few changes a step makes to the context (the PSNs,
-//! the move to ERR), and what its queues hold.
+//! the move to ERR), and what its queues hold. RC in packets keeps its transport state
+//! ([`RcWire`], about 930 bytes) beside the `QpState`, not in it, so that a `Snap` (copied on
+//! the engine's stack several times a message) stays small; a step reads it from the QP
+//! ([`rc_of`]).
 //!
 //! The queues hold the send and receive WQE formats of libmlx5 44 (`providers/mlx5/qp.c`,
 //! `mlx5dv.h`), read as bytes: the control segment's fields ([`Wqe`]), the data segments
@@ -70,8 +73,6 @@ pub(crate) struct QpState {
     pub(crate) wait: Wait,
     /// COMM_EST has been raised.
     pub(crate) comm_est: bool,
-    /// RC in packets: the transport's state (`rc.rs`).
-    pub(crate) rc: RcWire,
 }
 
 impl QpState {
@@ -106,18 +107,16 @@ impl QpState {
             rnr_left: 0,
             wait: Wait::None,
             comm_est: false,
-            rc: RcWire::default(),
         })
     }
 
-    /// Back to the state of a new QP (2RST).
+    /// Back to the state of a new QP (2RST; the QP's [`RcWire`] is reset beside it).
     pub(crate) fn reset(&mut self) {
         self.sq_ci = 0;
         self.rq_ci = 0;
         self.retry_wqe = None;
         self.wait = Wait::None;
         self.comm_est = false;
-        self.rc = RcWire::default();
     }
 
     /// Bytes of the work queue buffer (the RQ, then the SQ), from the first.
@@ -230,6 +229,11 @@ pub(super) fn snap(fw: &Fw, slot: usize) -> Option<Snap> {
         cnt_set: g(qpc::counter_set_id),
         xrcd: g(qpc::xrcd),
     })
+}
+
+/// The RC transport state of the QP in `slot` (`None` for a free slot).
+pub(super) fn rc_of(fw: &Fw, slot: usize) -> Option<&RcWire> {
+    fw.qps.at_slot(slot).map(|(_, q)| &q.rc)
 }
 
 /// The QP in `slot`.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! RC in RoCE v2 packets (IBA Vol 1 9.7, Annex A17), for a QP whose destination GID no
-//! function of the fabric holds. Each RC QP keeps its own transport state ([`RcWire`], in its
-//! `QpState`): the requester's send window and the responder's progress, MSN, pending
+//! function of the fabric holds. Each RC QP keeps its own transport state ([`RcWire`], beside
+//! its `QpState`): the requester's send window and the responder's progress, MSN, pending
 //! acknowledgement and READ/atomic resources. Mirrors upstream's `rxe_req.c` (segmenting),
 //! `rxe_comp.c` (ACKs, NAKs, retries) and `rxe_resp.c` (PSN checks, execution, duplicates):
 //!
@@ -57,7 +57,7 @@ use super::completer::{retire, retry_later, rnr_timer_ns, start_retry, ReqRes};
 use super::fabric::{route, Node};
 use super::mem::{remote_key, skip_bytes, Cur};
 use super::message::Message;
-use super::qp_state::{packets, qp_mut, snap, Snap, Step, Wait};
+use super::qp_state::{packets, qp_mut, rc_of, snap, Snap, Step, Wait};
 use super::rc_state::{Req, Res, ResKind, Resp, RES, WIN};
 use super::responder::{receive_as_xrc_srq, resp_fail, resp_ok, write_rwqe, Lead, RwqeErr};
 use super::sq::{current, message, read_wqe_at, MAX_SQ_WQE};
@@ -122,12 +122,12 @@ pub(super) fn on_wire(nodes: &[Node<'_>], ni: usize, s: &Snap) -> bool {
     if !matches!(s.st, QPC_ST_RC | QPC_ST_UC | QPC_ST_XRC) {
         return false;
     }
-    if s.q.rc.wire {
-        return true;
-    }
     let Some(n) = nodes.get(ni) else {
         return false;
     };
+    if rc_of(n.fw, s.slot).is_some_and(|r| r.wire) {
+        return true;
+    }
     let ll = n.fw.cfg.link_layer;
     let version = n.fw.roce_version(s.port, s.sgid_index);
     ll == LinkLayer::Ethernet && route(nodes, ll, s.rlid, &s.rgid, version).is_none()
@@ -148,7 +148,7 @@ pub(super) fn step(nodes: &mut [Node<'_>], ni: usize, s: &Snap, pi: u16, now: u6
         }
     }
     let expired = matches!(s.q.wait, Wait::Rnr(d) | Wait::Ack(d) if now >= d);
-    if expired && s.q.rc.req.len > 0 {
+    if expired && rc_of(n.fw, slot).is_some_and(|r| r.req.len > 0) {
         let q = qp_mut(n.fw, slot)?;
         let timeout = matches!(q.q.wait, Wait::Ack(_));
         if let Err(e) = start_retry(&mut q.q) {
@@ -157,7 +157,7 @@ pub(super) fn step(nodes: &mut [Node<'_>], ni: usize, s: &Snap, pi: u16, now: u6
         }
         if timeout {
             // Again from the first packet not acknowledged.
-            let w = &mut q.q.rc.req;
+            let w = &mut q.rc.req;
             let k = w.oldest().map_or(0, |e| e.acked);
             w.rewind(0, k);
             w.back = None;
@@ -171,13 +171,13 @@ pub(super) fn step(nodes: &mut [Node<'_>], ni: usize, s: &Snap, pi: u16, now: u6
     if took {
         send_window(n, slot, pi);
     }
-    let mut s = snap(n.fw, slot)?;
     // UC has no acknowledgement: a message completes once all its packets are queued.
-    while s.st == QPC_ST_UC && s.q.rc.req.oldest().is_some_and(|e| e.sent >= e.reqs()) {
+    let oldest = |fw: &Fw| rc_of(fw, slot).and_then(|r| r.req.oldest());
+    while s.st == QPC_ST_UC && oldest(n.fw).is_some_and(|e| e.sent >= e.reqs()) {
         complete(n, slot, ReqRes::Ok { byte_cnt: 0 });
-        s = snap(n.fw, slot)?;
     }
-    if s.st == QPC_ST_RC && s.q.rc.req.len > 0 && s.q.wait == Wait::None {
+    let s = snap(n.fw, slot)?;
+    if s.st == QPC_ST_RC && oldest(n.fw).is_some() && s.q.wait == Wait::None {
         // The ACK timer, for the oldest message in flight.
         let _ = retry_later(n.fw, &s, ReqRes::Lost, now);
     }
@@ -196,8 +196,9 @@ pub(super) fn step(nodes: &mut [Node<'_>], ni: usize, s: &Snap, pi: u16, now: u6
 /// ordinary step.
 fn take(n: &mut Node<'_>, slot: usize, pi: u16) -> Option<bool> {
     let s = snap(n.fw, slot)?;
-    let win = s.q.rc.req;
+    let win = &rc_of(n.fw, slot)?.req;
     let next = win.next_wqe(s.q.sq_ci);
+    let reads = win.reads();
     if next == pi || win.len >= WIN {
         return Some(false);
     }
@@ -225,7 +226,7 @@ fn take(n: &mut Node<'_>, slot: usize, pi: u16) -> Option<bool> {
     if !n.fw.port_up(s.port) || !n.fw.may_send_from(s.port, s.sgid_index) {
         return wait;
     }
-    if one && win.reads() >= 1usize << s.sra.min(8) {
+    if one && reads >= 1usize << s.sra.min(8) {
         return Some(false);
     }
     let mtu = s.mtu.max(256);
@@ -237,8 +238,8 @@ fn take(n: &mut Node<'_>, slot: usize, pi: u16) -> Option<bool> {
     let q = qp_mut(n.fw, slot)?;
     let first = qpc::next_send_psn.get(&q.qpc).unwrap_or(0) & PSN_MASK;
     let _ = qpc::next_send_psn.set(&mut q.qpc, first.wrapping_add(npkts) & PSN_MASK);
-    q.q.rc.wire = true;
-    Some(q.q.rc.req.push(Req {
+    q.rc.wire = true;
+    Some(q.rc.req.push(Req {
         wqe: next,
         nbb: u8::try_from(w.nbb).unwrap_or(u8::MAX),
         op: w.opcode,
@@ -255,8 +256,11 @@ fn send_window(n: &mut Node<'_>, slot: usize, pi: u16) -> bool {
     let Some(s) = snap(n.fw, slot) else {
         return true;
     };
+    let Some(win) = rc_of(n.fw, slot).map(|r| r.req) else {
+        return true;
+    };
     let mtu = s.mtu.max(256);
-    for (i, e) in s.q.rc.req.iter().enumerate() {
+    for (i, e) in win.iter().enumerate() {
         if e.sent >= e.reqs() {
             continue;
         }
@@ -279,7 +283,7 @@ fn send_window(n: &mut Node<'_>, slot: usize, pi: u16) -> bool {
                         1
                     };
                     let again =
-                        qp_mut(n.fw, slot).is_some_and(|q| q.q.rc.req.sent_psn(h.bth.psn, span));
+                        qp_mut(n.fw, slot).is_some_and(|q| q.rc.req.sent_psn(h.bth.psn, span));
                     if again {
                         n.fw.wire_tx.stats.retransmits += 1;
                     }
@@ -306,7 +310,7 @@ fn send_window(n: &mut Node<'_>, slot: usize, pi: u16) -> bool {
 
 /// Changes message `i` of the window of the QP in `slot`.
 fn set_ent(fw: &mut Fw, slot: usize, i: usize, f: impl FnOnce(&mut Req)) {
-    if let Some(e) = qp_mut(fw, slot).and_then(|q| q.q.rc.req.ent.get_mut(i)) {
+    if let Some(e) = qp_mut(fw, slot).and_then(|q| q.rc.req.ent.get_mut(i)) {
         f(e);
     }
 }
@@ -318,16 +322,16 @@ fn set_req(fw: &mut Fw, slot: usize, f: impl FnOnce(&mut Req)) {
     let Some(q) = qp_mut(fw, slot) else {
         return;
     };
-    if q.q.rc.req.len == 0 {
+    if q.rc.req.len == 0 {
         return;
     }
-    let Some(e) = q.q.rc.req.ent.first_mut() else {
+    let Some(e) = q.rc.req.ent.first_mut() else {
         return;
     };
     let before = e.acked;
     f(e);
     if e.acked > before {
-        q.q.rc.req.back = None;
+        q.rc.req.back = None;
         if matches!(q.q.wait, Wait::Ack(_)) {
             q.q.wait = Wait::None;
         }
@@ -344,7 +348,7 @@ fn go_back(fw: &mut Fw, slot: usize, psn: u32) {
     let Some(q) = qp_mut(fw, slot) else {
         return;
     };
-    let w = &mut q.q.rc.req;
+    let w = &mut q.rc.req;
     if w.back == Some(psn) {
         return;
     }
@@ -361,7 +365,7 @@ fn go_back(fw: &mut Fw, slot: usize, psn: u32) {
 
 fn set_resp(fw: &mut Fw, slot: usize, f: impl FnOnce(&mut Resp)) {
     if let Some(q) = qp_mut(fw, slot) {
-        f(&mut q.q.rc.resp);
+        f(&mut q.rc.resp);
     }
 }
 
@@ -522,7 +526,9 @@ fn response(nodes: &mut [Node<'_>], ni: usize, s: &Snap, p: &Packet<'_>, now: u6
         let Some(s) = snap(n.fw, slot) else {
             return true;
         };
-        let win = s.q.rc.req;
+        let Some(win) = rc_of(n.fw, slot).map(|r| &r.req) else {
+            return true;
+        };
         // Nothing in flight, or a PSN outside the window: late or duplicated.
         let Some(e) = win.oldest() else {
             return true;
@@ -657,7 +663,7 @@ fn rewind(fw: &mut Fw, slot: usize, k: u32) {
         }
     });
     if let Some(q) = qp_mut(fw, slot) {
-        q.q.rc.req.rewind(0, k);
+        q.rc.req.rewind(0, k);
     }
 }
 
@@ -677,7 +683,7 @@ fn complete(n: &mut Node<'_>, slot: usize, res: ReqRes) {
         n.fw.q_count(s.cnt_set, QCnt::ReqRemoteAccess);
     }
     if let Some(q) = qp_mut(n.fw, slot) {
-        q.q.rc.req.pop();
+        q.rc.req.pop();
     }
     retire(n.fw, n.mem, &s, &w, res);
 }
@@ -722,15 +728,15 @@ fn uc_request(nodes: &mut [Node<'_>], di: usize, d: Snap, p: &Packet<'_>) -> boo
     let drop_msg = |n: &mut Node<'_>| {
         if let Some(q) = qp_mut(n.fw, d.slot) {
             let _ = qpc::next_rcv_psn.set(&mut q.qpc, psn.wrapping_add(1) & PSN_MASK);
-            q.q.rc.resp.send = None;
-            q.q.rc.resp.write = None;
+            q.rc.resp.send = None;
+            q.rc.resp.write = None;
         }
     };
     if first {
         if let Some(q) = qp_mut(n.fw, d.slot) {
             let _ = qpc::next_rcv_psn.set(&mut q.qpc, psn);
-            q.q.rc.resp.send = None;
-            q.q.rc.resp.write = None;
+            q.rc.resp.send = None;
+            q.rc.resp.write = None;
         }
     } else if psn != epsn & PSN_MASK {
         n.fw.wire_tx.stats.out_of_sequence += 1;
@@ -831,7 +837,7 @@ fn request(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> bo
             let last = psn.wrapping_add(pkts.saturating_sub(1)) & PSN_MASK;
             if let Some(q) = qp_mut(n.fw, d.slot) {
                 let _ = qpc::next_rcv_psn.set(&mut q.qpc, (last + 1) & PSN_MASK);
-                let r = &mut q.q.rc.resp;
+                let r = &mut q.rc.resp;
                 r.nak_sent = false;
                 if done {
                     r.msn = (r.msn + 1) & PSN_MASK;
@@ -925,7 +931,11 @@ fn rx_send(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> Rx
         op::SEND_FIRST | op::SEND_ONLY | op::SEND_ONLY_IMM | op::SEND_ONLY_INV
     );
     let last = !matches!(o, op::SEND_FIRST | op::SEND_MIDDLE);
-    let off = match (first, d.q.rc.resp.send) {
+    let sending = nodes
+        .get(di)
+        .and_then(|n| rc_of(n.fw, d.slot))
+        .and_then(|r| r.resp.send);
+    let off = match (first, sending) {
         (true, None) => 0,
         (false, Some(off)) => off,
         _ => {
@@ -1009,7 +1019,11 @@ fn rx_write(nodes: &mut [Node<'_>], di: usize, mut d: Snap, p: &Packet<'_>) -> R
         fail(nodes, di, d, None, Some(QpEvent::WqAccess));
         Rx::Nak(NAK_ACCESS)
     };
-    let (va, rkey, len, off) = match (first, h.reth, d.q.rc.resp.write) {
+    let writing = nodes
+        .get(di)
+        .and_then(|n| rc_of(n.fw, d.slot))
+        .and_then(|r| r.resp.write);
+    let (va, rkey, len, off) = match (first, h.reth, writing) {
         (true, Some(r), None) => (r.va, r.rkey, r.dma_len, 0),
         (false, _, Some(w)) => w,
         _ => {
@@ -1157,7 +1171,9 @@ pub(super) fn flush(nodes: &mut [Node<'_>], ni: usize, slot: usize) {
         let Some(s) = snap(n.fw, slot) else {
             return;
         };
-        let r = s.q.rc.resp;
+        let Some(r) = rc_of(n.fw, slot).map(|r| r.resp) else {
+            return;
+        };
         if !r.pending() {
             return;
         }
@@ -1260,7 +1276,7 @@ pub(super) fn flush_backlog(nodes: &mut [Node<'_>], ni: usize) -> bool {
         let pending = nodes
             .get(ni)
             .and_then(|n| n.fw.qps.at_slot(slot))
-            .is_some_and(|(_, q)| q.q.rc.resp.pending());
+            .is_some_and(|(_, q)| q.rc.resp.pending());
         if pending {
             flush(nodes, ni, slot);
         }

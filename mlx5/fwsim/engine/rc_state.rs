@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What RC in packets (`rc.rs`) keeps of a QP between packets, in its `QpState`: the
+//! What RC in packets (`rc.rs`) keeps of a QP between packets, beside its `QpState`: the
 //! requester's send window, the responder's progress, MSN, pending acknowledgement and
 //! READ/atomic resources.
 
