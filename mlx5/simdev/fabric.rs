@@ -185,7 +185,7 @@ impl TrapHandler for UarBell {
     }
 
     fn emulate_stores(&self) -> bool {
-        let stream = self.fabric.faulted_last(self.id);
+        let stream = self.fabric.faulted_last(self.id, self.func, self.uar);
         crate::fwsim_param::uar_emulate() && !stream
     }
 
@@ -290,13 +290,17 @@ struct Wake {
     /// next fault re-arms the page ([`Fabric::trap_rung`]).
     order: TrapOrder,
     /// The page ([`UarBell::id`]) of the last UAR fault, emulated or not, and [`Wake::passes`]
-    /// then: a store to the page that faulted last, with no worker pass begun or ended since,
-    /// is a stream's, which the installed page and the worker's polling serve better than a
-    /// fault and a pass in the storing task per store.
+    /// then: a store to the page that faulted last, with no worker pass begun or ended since
+    /// that could run another page's WQEs, is a stream's, which the installed page and the
+    /// worker's polling serve better than a fault and a pass in the storing task per store.
     last_fault: (u64, u64),
-    /// Worker passes begun plus ended (two a pass). A worker pass may execute a WQE before its
-    /// storing task's store faults (the doorbell record comes first), and the peer's answer
-    /// then faults right after the peer's previous store: no stream.
+    /// The function and UAR index of that page: the worker's polling windows over it run its
+    /// own queues only, and do not count in [`Wake::passes`].
+    last_fault_page: (usize, u32),
+    /// Worker passes begun plus ended (two a pass) but those of a polling window over the
+    /// page that faulted last. A worker pass may execute a WQE before its storing task's store
+    /// faults (the doorbell record comes first), and the peer's answer then faults right after
+    /// the peer's previous store: no stream.
     passes: u64,
 }
 
@@ -734,15 +738,22 @@ impl Fabric {
     /// to one page is a stream's ([`UarBell::emulate_stores`] leaves it to the installed
     /// page), unless a worker pass may have delivered another page's message in between (its
     /// doorbell record is written before its store faults).
-    fn faulted_last(&self, id: u64) -> bool {
+    fn faulted_last(&self, id: u64, func: usize, uar: u32) -> bool {
         let mut w = self.wake.lock();
         let now = (id, w.passes);
+        w.last_fault_page = (func, uar);
         core::mem::replace(&mut w.last_fault, now) == now
     }
 
-    /// A worker pass begins or ends (under the fabric lock: [`Wake::passes`]).
-    fn worker_pass_edge(&self) {
-        self.wake.lock().passes += 1;
+    /// A worker pass begins or ends (under the fabric lock: [`Wake::passes`]); `polled`: the
+    /// page of a polling window, whose pass runs that page's queues only. Such a pass over the
+    /// page that faulted last runs none of another page's WQEs, so it does not end a stream
+    /// (each pass of a stream's own polling windows made its next store an emulated one).
+    fn worker_pass_edge(&self, polled: Option<(usize, u32)>) {
+        let mut w = self.wake.lock();
+        if polled != Some(w.last_fault_page) {
+            w.passes += 1;
+        }
     }
 
     /// A store of user space to UAR page `uar` of function `func` was emulated in its fault
@@ -990,7 +1001,7 @@ impl Fabric {
         while kthread::alone_on_cpu() && !self.work_waiting() && !kthread::should_stop() {
             let (o, events) = {
                 let mut fws = self.fws.lock();
-                self.worker_pass_edge();
+                self.worker_pass_edge(Some((t.func, t.uar)));
                 let mut sw = self.switch.lock();
                 let o = super::engine_glue::run_uar(
                     &mut fws,
@@ -1002,7 +1013,7 @@ impl Fabric {
                     &|| self.cmd_waits(),
                 );
                 self.wire_tx(&mut fws);
-                self.worker_pass_edge();
+                self.worker_pass_edge(Some((t.func, t.uar)));
                 (o, fws.iter().any(|f| f.has_events()))
             };
             if events {
@@ -1294,7 +1305,7 @@ impl Fabric {
         let now = self.now_ns();
         let (outcome, any_qp, events) = {
             let mut fws = self.fws.lock();
-            self.worker_pass_edge();
+            self.worker_pass_edge(None);
             let mut sw = self.switch.lock();
             for d in dbs.iter().flatten() {
                 if let Some(fw) = fws.get_mut(d.func) {
@@ -1334,7 +1345,7 @@ impl Fabric {
             // under load) had the worker walk every CQ's arm record every 16 jiffies, at
             // real-time priority and under the fabric lock that the destroy commands wait for.
             let any_qp = fws.iter().any(|f| f.has_served_qp());
-            self.worker_pass_edge();
+            self.worker_pass_edge(None);
             (outcome, any_qp, fws.iter().any(|f| f.has_events()))
         };
         self.served.worker_passes.fetch_add(1, Relaxed);
@@ -1527,6 +1538,7 @@ impl FabricWorker {
                     traps: [const { None }; PENDING_TRAPS],
                     order: TrapOrder::new(),
                     last_fault: (0, 0),
+                    last_fault_page: (usize::MAX, 0),
                     passes: 0,
                 }),
                 cv <- new_condvar!(),
