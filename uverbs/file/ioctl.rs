@@ -25,7 +25,6 @@ use crate::uverbs::file::events::Reported;
 use crate::uverbs::file::uobject::{FdEntry, Inner, ObjKind};
 use crate::uverbs::file::{copy_in, copy_out, copy_out_or_zero, kerr, uaddr, UFile};
 use crate::uverbs::resp;
-use crate::verbs::Ucontext;
 use core::mem::MaybeUninit;
 use kernel::fs::file::{flags, FileDescriptorReservation};
 use kernel::prelude::*;
@@ -438,24 +437,29 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
         }
     }
 
-    /// A call of a driver handler in this method with the file's context `ctx`: the driver
-    /// may make the NEW IDR object (`can_new`) or the NEW fd object (`can_new_fd`).
-    pub(super) fn driver_call<'c>(
-        &'c mut self,
-        ctx: &'c Arc<Ucontext<D>>,
+    /// A call of a driver handler in this method with the file's context: the driver may make
+    /// the NEW IDR object (`can_new`) or the NEW fd object (`can_new_fd`). The context is
+    /// borrowed from the file's state, whose lock the method holds: no reference is taken.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` before GET_CONTEXT.
+    pub(super) fn driver_call(
+        &mut self,
         can_new: bool,
         can_new_fd: bool,
-    ) -> DriverCall<'c, 'c, D> {
-        DriverCall {
-            ctx,
-            inner: &*self.inner,
+    ) -> Result<DriverCall<'_, '_, D>> {
+        let inner = &*self.inner;
+        Ok(DriverCall {
+            ctx: inner.ctx()?,
+            inner,
             bundle: self.bd,
             out: &mut *self.out,
             new_obj: None,
             can_new,
             new_fd: None,
             can_new_fd,
-        }
+        })
     }
 
     /// The driver data of the method as write-command buffers ([`ioctl_bufs`]).
@@ -525,7 +529,7 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
             // upstream UVERBS_HANDLER(UVERBS_METHOD_QUERY_CONTEXT): EOPNOTSUPP without
             // ops.query_ucontext; the core's two outputs, then the driver's.
             CoreHandler::QueryContext => {
-                let ctx = self.inner.ctx()?.clone();
+                self.inner.ctx()?;
                 let op = self.file.dev.ops().query_ucontext.ok_or(EOPNOTSUPP)?;
                 self.out.put_opt(
                     self.bd,
@@ -538,7 +542,9 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
                     attr::QUERY_CONTEXT_CORE_SUPPORT,
                     &CORE_SUPPORT.to_ne_bytes(),
                 )?;
-                op(&ctx, &mut self.driver_call(&ctx, false, false))
+                let mut call = self.driver_call(false, false)?;
+                let ctx = call.ctx;
+                op(ctx, &mut call)
             }
             CoreHandler::QueryPort => {
                 self.inner.ctx()?;
@@ -616,12 +622,10 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
     /// driver's `UVERBS_HANDLER`), then the commit of its NEW object.
     pub(super) fn run_driver_method(&mut self, new: NewObj, handler: u16) -> Result {
         let op = self.file.dev.ops().uverbs_method.ok_or(EOPNOTSUPP)?;
-        let ctx = self.inner.ctx()?.clone();
         let mut call = self.driver_call(
-            &ctx,
             matches!(new, NewObj::Idr { .. }),
             matches!(new, NewObj::Fd { .. }),
-        );
+        )?;
         op(handler, &mut call)?;
         let obj = call.new_obj.take();
         let new_fd = call.new_fd.take();

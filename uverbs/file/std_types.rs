@@ -478,9 +478,10 @@ impl<D: Driver> MethodCtx<'_, '_, D> {
             length: ptr_value::<u64>(self.bd, attr::ALLOC_DM_LENGTH)?,
             alignment: ptr_value::<u32>(self.bd, attr::ALLOC_DM_ALIGNMENT)?,
         };
-        let ctx = self.inner.ctx()?.clone();
         // The core commits the DM: the driver makes no NEW object.
-        let dm = Dm::alloc_user(&ctx, &attr, &mut self.driver_call(&ctx, false, false))?;
+        let mut call = self.driver_call(false, false)?;
+        let ctx = call.ctx;
+        let dm = Dm::alloc_user(ctx, &attr, &mut call)?;
         UFile::commit(self.inner, id, obj::DM, ObjKind::Dm(dm))
     }
 
