@@ -256,6 +256,17 @@ struct PendingDb {
     value: u64,
 }
 
+/// The one UAR page (function, index) whose queues a trap pass serves and whose doorbells it
+/// hands over; `None` for several pages or none.
+fn one_page(dbs: &[Option<PendingDb>], pages: &[Option<(usize, u32)>]) -> Option<(usize, u32)> {
+    let mut all = Iterator::chain(
+        pages.iter().flatten().copied(),
+        dbs.iter().flatten().map(|d| (d.func, d.uar)),
+    );
+    let first = all.next()?;
+    all.all(|p| p == first).then_some(first)
+}
+
 /// Why the worker woke.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Woken {
@@ -294,13 +305,14 @@ struct Wake {
     /// that could run another page's WQEs, is a stream's, which the installed page and the
     /// worker's polling serve better than a fault and a pass in the storing task per store.
     last_fault: (u64, u64),
-    /// The function and UAR index of that page: the worker's polling windows over it run its
-    /// own queues only, and do not count in [`Wake::passes`].
+    /// The function and UAR index of that page: the worker's passes over it alone (its
+    /// polling windows, a trap pass) run its own queues only, and do not count in
+    /// [`Wake::passes`].
     last_fault_page: (usize, u32),
-    /// Worker passes begun plus ended (two a pass) but those of a polling window over the
-    /// page that faulted last. A worker pass may execute a WQE before its storing task's store
-    /// faults (the doorbell record comes first), and the peer's answer then faults right after
-    /// the peer's previous store: no stream.
+    /// Worker passes begun plus ended (two a pass) but those over the page that faulted last
+    /// alone. A worker pass may execute a WQE before its storing task's store faults (the
+    /// doorbell record comes first), and the peer's answer then faults right after the peer's
+    /// previous store: no stream.
     passes: u64,
 }
 
@@ -746,9 +758,10 @@ impl Fabric {
     }
 
     /// A worker pass begins or ends (under the fabric lock: [`Wake::passes`]); `polled`: the
-    /// page of a polling window, whose pass runs that page's queues only. Such a pass over the
-    /// page that faulted last runs none of another page's WQEs, so it does not end a stream
-    /// (each pass of a stream's own polling windows made its next store an emulated one).
+    /// page of a pass that runs that page's queues only (a polling window, a trap pass over
+    /// one page). Such a pass over the page that faulted last runs none of another page's
+    /// WQEs, so it does not end a stream (each pass over a stream's own page, its trap's and
+    /// its polling windows', made its next store an emulated one).
     fn worker_pass_edge(&self, polled: Option<(usize, u32)>) {
         let mut w = self.wake.lock();
         if polled != Some(w.last_fault_page) {
@@ -1302,10 +1315,12 @@ impl Fabric {
         why: Woken,
     ) -> (bool, Option<kernel::time::Jiffies>) {
         let full = why != Woken::Trap;
+        // A trap pass over one page's queues (a stream's) does not end that page's stream.
+        let one = if full { None } else { one_page(dbs, pages) };
         let now = self.now_ns();
         let (outcome, any_qp, events) = {
             let mut fws = self.fws.lock();
-            self.worker_pass_edge(None);
+            self.worker_pass_edge(one);
             let mut sw = self.switch.lock();
             for d in dbs.iter().flatten() {
                 if let Some(fw) = fws.get_mut(d.func) {
@@ -1345,7 +1360,8 @@ impl Fabric {
             // under load) had the worker walk every CQ's arm record every 16 jiffies, at
             // real-time priority and under the fabric lock that the destroy commands wait for.
             let any_qp = fws.iter().any(|f| f.has_served_qp());
-            self.worker_pass_edge(None);
+            // Frames from the wire are other pages' messages.
+            self.worker_pass_edge(one.filter(|_| rx.is_empty()));
             (outcome, any_qp, fws.iter().any(|f| f.has_events()))
         };
         self.served.worker_passes.fetch_add(1, Relaxed);
