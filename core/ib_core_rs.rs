@@ -157,6 +157,7 @@ pub mod task;
 #[allow(unsafe_code)]
 #[path = "../rust/uaccess.rs"]
 pub(crate) mod uaccess;
+pub mod ud_qp;
 pub mod umad;
 #[allow(unsafe_code)]
 #[path = "../rust/umem.rs"]
