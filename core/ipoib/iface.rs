@@ -328,8 +328,21 @@ impl Ipoib {
             dp.bcast = Some(Bcast { rec });
             dp.lid = lid;
         }
-        if let Some(nd) = self.ndev() {
+        // The carrier under `ctl`: a stop that follows turns it off after this.
+        let nd = self.ndev();
+        if let Some(nd) = &nd {
             nd.set_carrier(true);
+        }
+        drop(c);
+        // upstream ipoib_mcast_join_finish(): datagram mode takes at most the group's MTU
+        // (the RTNL lock, which a stop holds when it takes `ctl`, without `ctl`).
+        let group = mtu_bytes(rec.mtu).map_or(0, ud_mtu);
+        if let Some(nd) = nd {
+            if group >= ETH_MIN_MTU && nd.mtu() > group {
+                if let Err(e) = nd.set_mtu(group) {
+                    pr_warn!("ib_core_rs: ipoib: MTU {} of the broadcast group: {:?}\n", group, e);
+                }
+            }
         }
     }
 
