@@ -168,7 +168,7 @@ impl Ipoib {
             if let UdCompletion::Recv { data, info } = c {
                 // Without memory to hold it the packet is dropped, as upstream drops one it
                 // has no skb for.
-                let _ = got.push((data, info), GFP_KERNEL);
+                let _ = got.push((data, info), GFP_ATOMIC);
             }
         });
         if got.is_empty() {
