@@ -340,7 +340,11 @@ impl Ipoib {
         if let Some(nd) = nd {
             if group >= ETH_MIN_MTU && nd.mtu() > group {
                 if let Err(e) = nd.set_mtu(group) {
-                    pr_warn!("ib_core_rs: ipoib: MTU {} of the broadcast group: {:?}\n", group, e);
+                    pr_warn!(
+                        "ib_core_rs: ipoib: MTU {} of the broadcast group: {:?}\n",
+                        group,
+                        e
+                    );
                 }
             }
         }
