@@ -15,6 +15,12 @@
 //! its sysfs parent the IB device's parent (upstream `SET_NETDEV_DEV(dev, hca->dev.parent)`).
 //! The interface is unregistered before the QP drops. A driver without the op (`EOPNOTSUPP`)
 //! gets no interface; a port whose QP or interface fails gets none, the others theirs.
+//!
+//! The interface's ops (`Iface`): open joins the broadcast group (`bcast.rs`), stop leaves it;
+//! the transmit sends to the group or along a path of the cache (`path.rs`); the worker (the
+//! core's queue, armed by the QP's completions, a new path, a join to ask again) polls the QP
+//! and hands what arrived to the stack. Locks: `ctl` (a mutex: the join) before `dp` (a
+//! spinlock taken in any context: the group's record, the paths).
 
 use super::bcast::{self, Bcast, BcastJoin};
 use super::path::{self, Lookup, Paths};
@@ -741,7 +747,9 @@ impl crate::client::Client for IpoibClient {
                 }
             };
             if let Err((e, r)) = push(r) {
+                // A failed add gets no remove: the ports made before go here.
                 remove_port(r);
+                self.remove(dev);
                 return Err(e);
             }
             made += 1;
