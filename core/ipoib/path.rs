@@ -219,3 +219,66 @@ pub(crate) fn unicast_dest(dlid: u16, sl: u8, qpn: u32, qkey: u32) -> UdDest {
         grh: None,
     }
 }
+
+#[kunit_tests(ib_core_rs_ipoib_path)]
+mod tests {
+    use super::*;
+
+    fn gid(last: u8) -> Gid {
+        let mut g = [0u8; 16];
+        g[0] = 0xfe;
+        g[1] = 0x80;
+        g[15] = last;
+        Gid(g)
+    }
+
+    #[test]
+    fn a_miss_queues_three_packets_and_the_answer_sends_them() -> Result {
+        let mut p = Paths::new();
+        let d = gid(2);
+        // The first packet makes the entry and asks; two more wait; the fourth is dropped.
+        assert!(matches!(p.lookup(&d, 0x48, &[1]), Lookup::Queued(true)));
+        assert!(matches!(p.lookup(&d, 0x48, &[2]), Lookup::Queued(false)));
+        assert!(matches!(p.lookup(&d, 0x49, &[3]), Lookup::Queued(false)));
+        assert!(matches!(p.lookup(&d, 0x48, &[4]), Lookup::Dropped));
+        let mut ask = KVec::new();
+        let gen = p.take_unasked(&mut ask);
+        assert_eq!(ask.len(), 1);
+        // Asked once only.
+        let mut again = KVec::new();
+        p.take_unasked(&mut again);
+        assert!(again.is_empty());
+        let sent = p.answered(&d, gen, Ok((0x104, 3))).ok_or(EINVAL)?;
+        let got: KVec<(u32, u8)> = {
+            let mut v = KVec::new();
+            for w in sent.iter() {
+                v.push((w.qpn, w.wire[0]), GFP_KERNEL)?;
+            }
+            v
+        };
+        assert_eq!(&got[..], &[(0x48, 1), (0x48, 2), (0x49, 3)]);
+        // Resolved: the next packet goes at once.
+        assert!(matches!(
+            p.lookup(&d, 0x48, &[5]),
+            Lookup::Resolved(0x104, 3)
+        ));
+        Ok(())
+    }
+
+    #[test]
+    fn a_failed_or_stale_answer_sends_nothing() {
+        let mut p = Paths::new();
+        let d = gid(3);
+        assert!(matches!(p.lookup(&d, 1, &[1]), Lookup::Queued(true)));
+        let mut ask = KVec::new();
+        let gen = p.take_unasked(&mut ask);
+        // A failure forgets the entry: the next packet asks again.
+        assert!(p.answered(&d, gen, Err(ETIMEDOUT)).is_none());
+        assert!(matches!(p.lookup(&d, 1, &[2]), Lookup::Queued(true)));
+        let gen = p.take_unasked(&mut ask);
+        // A port event flushes: the answer to the query asked before is ignored.
+        p.flush();
+        assert!(p.answered(&d, gen, Ok((0x104, 0))).is_none());
+        assert!(matches!(p.lookup(&d, 1, &[3]), Lookup::Queued(true)));
+    }
+}
