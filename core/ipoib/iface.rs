@@ -10,14 +10,14 @@
 //! spinlock taken in any context: the group's record, the paths). How an interface is made and
 //! unmade: `client.rs`.
 
-use super::bcast::{self, Bcast, BcastJoin};
+use super::bcast::{self, Bcast};
 use super::path::{self, Lookup, Paths};
 use super::{mtu_bytes, ud_mtu, HwAddr};
 use crate::attr::Gid;
 use crate::event::EventKind;
 use crate::netdev::{NetDevOps, NetDevice, ETH_MIN_MTU};
-use crate::sa::mcast::{self as sa_mcast, SaMulticast};
-use crate::sa::McMemberRec;
+use crate::sa::mcast::{self as sa_mcast, SaMcastHandler, SaMulticast};
+use crate::sa::{self, McMemberRec, SaPathHandler, SaPathRec};
 use crate::ud_qp::{UdCompletion, UdQp, UdQpNotify};
 use crate::wq::{Timer, TimerFire};
 use kernel::prelude::*;
@@ -231,14 +231,7 @@ impl Ipoib {
         let mut ask = KVec::new();
         let gen = this.dp.lock().paths.take_unasked(&mut ask);
         for dgid in ask.iter() {
-            let r = path::ask(
-                this,
-                (this.dev_index, this.port),
-                &this.gid,
-                this.pkey,
-                dgid,
-                gen,
-            );
+            let r = Self::ask_path(this, dgid, gen);
             if let Err(e) = r {
                 this.path_done(dgid, gen, Err(e));
             }
@@ -250,6 +243,28 @@ impl Ipoib {
         if retry {
             Self::join(this, false);
         }
+    }
+
+    /// Asks the SA for the path to `dgid` (upstream `path_rec_start()`); the answer goes to
+    /// [`Self::path_done`].
+    fn ask_path(this: &Arc<Self>, dgid: &Gid, gen: u64) -> Result {
+        let (rec, mask) = path::query(&this.gid, dgid, this.pkey);
+        let h = Arc::new(
+            PathQuery {
+                ipoib: this.clone(),
+                dgid: *dgid,
+                gen,
+            },
+            GFP_KERNEL,
+        )?;
+        sa::path_rec_get(
+            this.dev_index,
+            this.port,
+            &rec,
+            mask,
+            path::PATH_REC_TIMEOUT_MS,
+            h,
+        )
     }
 
     /// Takes the QP's completions and hands received packets to the stack (upstream
@@ -362,7 +377,7 @@ impl Ipoib {
     }
 
     /// A broadcast join's answer (upstream `ipoib_mcast_join_complete()`).
-    pub(super) fn bcast_joined(self: &Arc<Self>, gen: u64, create: bool, r: Result<McMemberRec>) {
+    fn bcast_joined(self: &Arc<Self>, gen: u64, create: bool, r: Result<McMemberRec>) {
         let mut c = self.ctl.lock();
         if !c.up || c.gen != gen {
             return;
@@ -446,7 +461,7 @@ impl Ipoib {
     }
 
     /// A path query's answer: the packets that waited go.
-    pub(super) fn path_done(&self, dgid: &Gid, gen: u64, r: Result<(u16, u8)>) {
+    fn path_done(&self, dgid: &Gid, gen: u64, r: Result<(u16, u8)>) {
         let (sent, qkey) = {
             let mut dp = self.dp.lock();
             let qkey = dp.bcast.map(|b| b.rec.qkey);
@@ -527,6 +542,38 @@ impl UdQpNotify for Ipoib {
     // From the CQ's completion handler: only arms the worker.
     fn notify(&self) {
         self.arm(0);
+    }
+}
+
+/// The handler of one broadcast join.
+struct BcastJoin {
+    ipoib: Arc<Ipoib>,
+    /// The interface's join generation when it was asked (a later stop or rejoin makes it
+    /// stale).
+    gen: u64,
+    /// Whether it asked to create the group.
+    create: bool,
+}
+
+impl SaMcastHandler for BcastJoin {
+    // upstream ipoib_mcast_join_complete().
+    fn joined(&self, r: Result<McMemberRec>) {
+        self.ipoib.bcast_joined(self.gen, self.create, r);
+    }
+}
+
+/// The handler of one PathRecord query.
+struct PathQuery {
+    ipoib: Arc<Ipoib>,
+    dgid: Gid,
+    gen: u64,
+}
+
+impl SaPathHandler for PathQuery {
+    // upstream path_rec_completion().
+    fn done(&self, r: Result<SaPathRec>) {
+        self.ipoib
+            .path_done(&self.dgid, self.gen, r.map(|p| (p.dlid, p.sl)));
     }
 }
 

@@ -15,10 +15,9 @@
 //! before it are ignored.
 
 use crate::attr::Gid;
-use crate::sa::{self, SaPathHandler, SaPathRec};
+use crate::sa::{self, SaPathRec};
 use crate::ud_qp::UdDest;
 use kernel::prelude::*;
-use kernel::sync::Arc;
 
 /// upstream `IPOIB_MAX_PATH_REC_QUEUE`: packets that wait for a path.
 pub(crate) const MAX_PATH_REC_QUEUE: usize = 3;
@@ -27,7 +26,7 @@ pub(crate) const MAX_PATH_REC_QUEUE: usize = 3;
 const MAX_PATHS: usize = 256;
 
 /// upstream `path_rec_start()`'s query timeout.
-const PATH_REC_TIMEOUT_MS: u32 = 1000;
+pub(crate) const PATH_REC_TIMEOUT_MS: u32 = 1000;
 
 /// A packet waiting for its path: the destination QP and the bytes for the wire.
 pub(crate) struct Waiting {
@@ -160,35 +159,9 @@ impl Paths {
     }
 }
 
-/// The handler of one PathRecord query.
-struct PathQuery {
-    ipoib: Arc<super::iface::Ipoib>,
-    dgid: Gid,
-    gen: u64,
-}
-
-impl SaPathHandler for PathQuery {
-    // upstream path_rec_completion().
-    fn done(&self, r: Result<SaPathRec>) {
-        self.ipoib
-            .path_done(&self.dgid, self.gen, r.map(|p| (p.dlid, p.sl)));
-    }
-}
-
-/// Asks the SA for the path from `sgid` to `dgid` in partition `pkey` (upstream
-/// `path_rec_start()`); the answer goes to `ipoib`.
-///
-/// # Errors
-///
-/// [`sa::path_rec_get`]'s.
-pub(crate) fn ask(
-    ipoib: &Arc<super::iface::Ipoib>,
-    (dev_index, port): (u32, u32),
-    sgid: &Gid,
-    pkey: u16,
-    dgid: &Gid,
-    gen: u64,
-) -> Result {
+/// The PathRecord query of the path from `sgid` to `dgid` in partition `pkey` (upstream
+/// `path_rec_start()`): the record and its component mask.
+pub(crate) fn query(sgid: &Gid, dgid: &Gid, pkey: u16) -> (SaPathRec, u64) {
     let rec = SaPathRec {
         dgid: dgid.0,
         sgid: sgid.0,
@@ -197,15 +170,7 @@ pub(crate) fn ask(
         ..Default::default()
     };
     let mask = sa::PR_DGID | sa::PR_SGID | sa::PR_NUMB_PATH | sa::PR_TRAFFIC_CLASS | sa::PR_PKEY;
-    let h = Arc::new(
-        PathQuery {
-            ipoib: ipoib.clone(),
-            dgid: *dgid,
-            gen,
-        },
-        GFP_KERNEL,
-    )?;
-    sa::path_rec_get(dev_index, port, &rec, mask, PATH_REC_TIMEOUT_MS, h)
+    (rec, mask)
 }
 
 /// Where a unicast packet to `qpn` goes on the path (`dlid`, `sl`) with the broadcast
