@@ -18,6 +18,7 @@ use ib_core_rs::sa::{
 };
 use ib_core_rs::ud_qp::{UdCompletion, UdDest, UdQp, UdQpConfig, UdQpNotify, UdRecvInfo};
 use ib_core_rs::verbs::WcStatus;
+use kernel::new_spinlock_irq;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::time::{delay::fsleep, Delta};
@@ -47,16 +48,20 @@ fn datagram(len: usize, seed: u8) -> Result<KVec<u8>> {
 }
 
 /// Polls `q` (`ms` milliseconds at most) for the next receive (`recv`) or send completion;
-/// the other kind is dropped.
+/// the other kind is dropped. Each poll runs under a spinlock with interrupts off (lockdep
+/// reports a sleeping lock taken there).
 fn wait(q: &Arc<dyn UdQp>, recv: bool, ms: u32) -> Option<UdCompletion> {
+    let atomic = KBox::pin_init(new_spinlock_irq!(()), GFP_KERNEL).ok()?;
     for _ in 0..ms.div_ceil(10) {
         let mut got = None;
+        let guard = atomic.lock();
         q.poll(&mut |c| {
             let is_recv = matches!(c, UdCompletion::Recv { .. });
             if got.is_none() && is_recv == recv {
                 got = Some(c);
             }
         });
+        drop(guard);
         if got.is_some() {
             return got;
         }
@@ -252,7 +257,13 @@ mod tests {
                 remote_qkey: QKEY,
                 ..UdDest::default()
             };
-            a.post_send(&d, &to_b, 11)?;
+            // As an interface's transmit does: in atomic context (a spinlock held,
+            // interrupts off; lockdep reports a sleeping lock taken there).
+            let atomic = KBox::pin_init(new_spinlock_irq!(()), GFP_KERNEL)?;
+            let guard = atomic.lock();
+            let r = a.post_send(&d, &to_b, 11);
+            drop(guard);
+            r?;
             assert_eq!(sent(&a), Some((11, WcStatus::Success)));
             let (data, info) = recv(&b, 2000).ok_or(ETIMEDOUT)?;
             assert!(data[..] == d[..]);
