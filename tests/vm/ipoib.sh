@@ -7,8 +7,9 @@
 #    MTU; one interface moved into a network namespace, IPv4 on both, the broadcast group
 #    joined (carrier on), ping -c 10 each way across the switch: the interfaces' packet
 #    counters and the port's PortXmitPkts/PortRcvPkts (perfquery) grew by at least the
-#    pings, each side's ARP entry holds the peer's 20-byte address; unloading with the
-#    interfaces up and addressed (one in the namespace) removes them.
+#    pings, each side's ARP entry holds the peer's 20-byte address; down and up again: the
+#    carrier off, then on (joined again), ping; unloading with the interfaces up and
+#    addressed (one in the namespace) removes them.
 #  - vm_ipoib_opensm: the same under opensm (sm=0), which made the broadcast group itself
 #    (Q_Key 0x0b1b, MTU 2048: the interfaces take 2044 once joined); then opensm restarted with
 #    new LIDs: the interfaces join again (carrier back on) and ping by the new LIDs.
@@ -131,6 +132,13 @@ ipoib_run() {
 		grep -q "^10.88.0.2 .*lladdr $ba " /tmp/ipoib-neigh-a
 	t_check "$t: $b's ARP entry for 10.88.0.1 holds $a's 20-byte address" \
 		grep -q "^10.88.0.1 .*lladdr $aa " /tmp/ipoib-neigh-b
+	# Down (the group left, the paths forgotten) and up again: joined again, a path asked
+	# again.
+	t_check "$t: ip link set $a down" ip link set $a down
+	t_check "$t: $a carrier off once down" test "$(cat /sys/class/net/$a/carrier 2>/dev/null || echo 0)" != 1
+	t_check "$t: ip link set $a up" ip link set $a up
+	t_check "$t: $a carrier on again (broadcast group joined again)" ipoib_wait_carrier $a
+	t_check "$t: ping -c 3 10.88.0.2 after $a went down and up" ping -c 3 -i 0.2 -W 5 10.88.0.2
 	ip link show $a
 }
 
