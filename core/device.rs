@@ -23,6 +23,7 @@ use crate::mad::{Mad, MadRecvInfo};
 use crate::mad_qp::{MadQp, MadQpNotify};
 use crate::mm::UserVma;
 use crate::sysfs::{DriverGroup, IbSysfs, Sysfs};
+use crate::ud_qp::{UdQp, UdQpConfig, UdQpNotify};
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Dm, DmAllocAttr, DmMrAttr, Mr,
     MrCreated, MrType, Mw, MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler,
@@ -250,6 +251,8 @@ macro_rules! op_slots {
                 modify_port: ModifyPort: fn(&Device<D>, u32, &PortModify) -> Result,
                 open_mad_qp: OpenMadQp:
                     fn(&Arc<Device<D>>, u32, u32, Arc<dyn MadQpNotify>) -> Result<Arc<dyn MadQp>>,
+                open_ud_qp: OpenUdQp:
+                    fn(&Arc<Device<D>>, u32, &UdQpConfig, Arc<dyn UdQpNotify>) -> Result<Arc<dyn UdQp>>,
                 get_dev_fw_str: GetDevFwStr: fn(&Device<D>) -> Result<CString>,
                 enable_driver: EnableDriver: fn(&Device<D>) -> Result,
                 dealloc_driver: DeallocDriver: fn(&Device<D>),

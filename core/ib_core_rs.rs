@@ -157,6 +157,7 @@ pub mod task;
 #[allow(unsafe_code)]
 #[path = "../rust/uaccess.rs"]
 pub(crate) mod uaccess;
+pub mod ud_qp;
 pub mod umad;
 #[allow(unsafe_code)]
 #[path = "../rust/umem.rs"]
@@ -183,10 +184,17 @@ module! {
             default: 15,
             description: "How many times rdma_cm's REQ, REP, DREQ and SIDR REQ are sent again unanswered (upstream CMA_MAX_CM_RETRIES 15)",
         },
+        ipoib: u8 {
+            default: 0,
+            description: "1: an IPoIB interface (ib%d, datagram mode) on each InfiniBand port whose driver has open_ud_qp (upstream: loading ib_ipoib)",
+        },
     },
 }
 
 struct IbCoreRs {
+    // The IPoIB client: its interfaces unregister (and leave their groups through the SA
+    // client) before any other client goes.
+    ipoib: Option<client::ClientRegistration>,
     // The NETLINK_RDMA socket first: it is what collides with a loaded upstream ib_core.
     _nldev: netlink::NlSocket<nldev::NlDev>,
     // Taken in drop before the leftover checks: it holds the uverbs client.
@@ -231,6 +239,15 @@ impl kernel::Module for IbCoreRs {
             client::register_client(kernel::sync::Arc::new(cm::service::CmClient, GFP_KERNEL)?)?;
         let cma = client::register_client(kernel::sync::Arc::new(cma::CmaClient, GFP_KERNEL)?)?;
         let ucma = uverbs::ucma::UcmaGlobal::register()?;
+        // upstream: ib_ipoib loads after ib_core (its SA client) and rdma_cm, when asked for.
+        let ipoib = if module_parameters::ipoib.value() != 0 {
+            Some(client::register_client(kernel::sync::Arc::new(
+                ipoib::IpoibClient,
+                GFP_KERNEL,
+            )?)?)
+        } else {
+            None
+        };
         sysfs::init()?;
         // upstream roce_gid_mgmt_init(), after the queue its events go to.
         let roce_gid = roce_gid::init()?;
@@ -239,6 +256,7 @@ impl kernel::Module for IbCoreRs {
             uverbs::UVERBS_CLASS_ABI_VERSION
         );
         Ok(IbCoreRs {
+            ipoib,
             _nldev: nldev,
             uverbs: Some(uverbs),
             _roce_gid: roce_gid,
@@ -263,7 +281,8 @@ impl Drop for IbCoreRs {
             + usize::from(self.umad.is_some())
             + usize::from(self.cma.is_some())
             + usize::from(self.ib_cm.is_some())
-            + usize::from(self.sa.is_some());
+            + usize::from(self.sa.is_some())
+            + usize::from(self.ipoib.is_some());
         let clients = client::client_count().saturating_sub(ours);
         if devs != 0 || clients != 0 {
             pr_err!(
@@ -275,6 +294,8 @@ impl Drop for IbCoreRs {
         // Leftover devices belong to unloaded modules: forget them before the
         // uverbs client's unregistration walks the registry.
         registry::shutdown();
+        drop(self.ipoib.take());
+        ipoib::shutdown();
         drop(self.ucma.take());
         drop(self.cma.take());
         cma::shutdown();

@@ -484,6 +484,20 @@ pub trait IbDevice: Send + Sync + 'static {
         notify: Arc<dyn crate::mad_qp::MadQpNotify>,
     ) -> Result<Arc<dyn crate::mad_qp::MadQp>>;
 
+    /// Opens a kernel UD QP of `port` for datagrams (the driver's `open_ud_qp`, see
+    /// [`crate::ud_qp`]).
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` without the op, `EINVAL` for a port the device does not have, the
+    /// driver's errors.
+    fn open_ud_qp(
+        self: ArcBorrow<'_, Self>,
+        port: u32,
+        cfg: &crate::ud_qp::UdQpConfig,
+        notify: Arc<dyn crate::ud_qp::UdQpNotify>,
+    ) -> Result<Arc<dyn crate::ud_qp::UdQp>>;
+
     /// Changes a port's capability mask (upstream `ib_modify_port()`).
     ///
     /// # Errors

@@ -18,6 +18,7 @@ use crate::driver::{Driver, DriverId, UverbsApi};
 use crate::mad::{Mad, MadRecvInfo};
 use crate::mad_qp::{MadQp, MadQpNotify};
 use crate::mm::UserVma;
+use crate::ud_qp::{UdQp, UdQpConfig, UdQpNotify};
 use crate::verbs::{
     AccessFlags, Ah, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Dm, DmAllocAttr, DmMrAttr, Mr,
     MrCreated, MrType, Mw, MwCreated, MwType, Pd, Qp, QpAttr, QpAttrMask, QpCreated, QpHandler,
@@ -139,6 +140,18 @@ pub trait DeviceOps: 'static {
         _qpn: u32,
         _notify: Arc<dyn MadQpNotify>,
     ) -> Result<Arc<dyn MadQp>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a kernel UD QP of `port` that carries whole datagrams, in RTS with its receive
+    /// queue filled (what an IPoIB interface sends and receives with; see [`crate::ud_qp`]
+    /// for why the driver owns it). `notify` is told when completions wait.
+    fn open_ud_qp(
+        _dev: &Arc<Device<Self::Driver>>,
+        _port: u32,
+        _cfg: &UdQpConfig,
+        _notify: Arc<dyn UdQpNotify>,
+    ) -> Result<Arc<dyn UdQp>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

@@ -112,6 +112,20 @@ impl<D: Driver> IbDevice for Device<D> {
         f(&this, port, qpn, notify)
     }
 
+    fn open_ud_qp(
+        self: ArcBorrow<'_, Self>,
+        port: u32,
+        cfg: &crate::ud_qp::UdQpConfig,
+        notify: Arc<dyn crate::ud_qp::UdQpNotify>,
+    ) -> Result<Arc<dyn crate::ud_qp::UdQp>> {
+        let f = self.ops.open_ud_qp.ok_or(EOPNOTSUPP)?;
+        if port == 0 || port > self.core.phys_port_cnt() {
+            return Err(EINVAL);
+        }
+        let this: Arc<Self> = self.into();
+        f(&this, port, cfg, notify)
+    }
+
     // upstream: ib_modify_port()
     fn modify_port(&self, port: u32, modify: &crate::attr::PortModify) -> Result {
         if port == 0 || port > self.core.phys_port_cnt() {
