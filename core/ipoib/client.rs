@@ -77,30 +77,21 @@ pub fn port_of(ndev: *const kernel::bindings::net_device) -> Option<IpoibPort> {
     })
 }
 
-/// Opens `port`'s UD QP for datagrams of up to `max_payload` bytes; a driver that refuses
-/// that size (`EINVAL`) is asked for the datagram MTU's (less the IPoIB header). Returns the
-/// QP and the size it took.
+/// Opens `port`'s UD QP for datagrams of up to `max_payload` bytes (the IPoIB header and the
+/// payload: the port's largest MTU).
 fn open_qp(
     ibdev: &Arc<dyn IbDevice>,
     ipoib: &Arc<Ipoib>,
     port: u32,
     max_payload: u32,
-) -> Result<(Arc<dyn UdQp>, u32)> {
-    let mut cfg = UdQpConfig {
+) -> Result<Arc<dyn UdQp>> {
+    let cfg = UdQpConfig {
         qkey: IPOIB_QKEY,
         pkey_index: 0,
         max_payload,
     };
     let notify: Arc<dyn UdQpNotify> = ipoib.clone();
-    match ibdev.as_arc_borrow().open_ud_qp(port, &cfg, notify) {
-        Err(e) if e == EINVAL => {
-            cfg.max_payload = ud_mtu(max_payload);
-            let notify: Arc<dyn UdQpNotify> = ipoib.clone();
-            let qp = ibdev.as_arc_borrow().open_ud_qp(port, &cfg, notify)?;
-            Ok((qp, cfg.max_payload))
-        }
-        r => r.map(|q| (q, max_payload)),
-    }
+    ibdev.as_arc_borrow().open_ud_qp(port, &cfg, notify)
 }
 
 /// The broadcast group's record as the interface of `dev_index`'s `port` joined it
@@ -151,7 +142,7 @@ fn register(
     max_ib_mtu: u32,
     active: u32,
 ) -> Result<Registered> {
-    let (qp, max_payload) = open_qp(ibdev, ipoib, port, max_ib_mtu)?;
+    let qp = open_qp(ibdev, ipoib, port, max_ib_mtu)?;
     let qpn = qp.qpn();
     ipoib.set_qp(qp);
     let addr = HwAddr {
@@ -160,7 +151,7 @@ fn register(
         gid: ipoib.gid,
     }
     .encode();
-    let max_mtu = ud_mtu(max_ib_mtu).min(max_payload.saturating_sub(super::ENCAP_LEN as u32));
+    let max_mtu = ud_mtu(max_ib_mtu);
     let mtu = ud_mtu(active).min(max_mtu);
     let parent = dev.parent();
     let iface = Ipoib::iface(ipoib)?;

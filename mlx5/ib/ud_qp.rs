@@ -30,9 +30,9 @@ use ib_core_rs::verbs::{wc_flags, QpAttr, QpType, Wc};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// The largest `max_payload`: a 4096-byte IB MTU less the IPoIB encapsulation header the
-/// interface puts in the payload (upstream `IPOIB_UD_MTU()` of 4096 plus its 4 bytes).
-pub(crate) const MAX_PAYLOAD: u32 = 4092;
+/// The largest `max_payload`: the largest IB MTU (a UD message is one packet; IPoIB's
+/// 4-byte header is part of it, upstream `IPOIB_UD_BUF_SIZE()`).
+pub(crate) const MAX_PAYLOAD: u32 = 4096;
 /// Receive slots posted (upstream `ipoib_recvq_size`, 256 by default; a smaller queue here).
 pub(crate) const RECV_SLOTS: usize = 64;
 /// Sends in flight (upstream `ipoib_sendq_size`, 128 by default).
