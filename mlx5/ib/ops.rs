@@ -20,7 +20,7 @@ use crate::ib::pd::Mlx5Pd;
 use crate::ib::qp::{Mlx5Qp, QpMem};
 use crate::ib::srq::Mlx5Srq;
 use crate::ib::{
-    ah, counters, cq, devx, dm, gsi, mad, mr, mw, pd, port, qp, srq, uar, ucontext, xrcd,
+    ah, counters, cq, devx, dm, gsi, mad, mr, mw, pd, port, qp, srq, uar, ucontext, ud_qp, xrcd,
 };
 use ib_core_rs::attr::{
     DeviceAttr, Gid, GidAttr, GidType, LinkLayer, PortAttr, PortImmutable, PortModify,
@@ -31,6 +31,7 @@ use ib_core_rs::mad::{Mad, MadRecvInfo};
 use ib_core_rs::mad_qp::{MadQp, MadQpNotify};
 use ib_core_rs::mm::UserVma;
 use ib_core_rs::ops::{DeviceOps, Ops};
+use ib_core_rs::ud_qp::{UdQp, UdQpConfig, UdQpNotify};
 use ib_core_rs::uverbs::driver_api::{DriverCall, ObjectSpec};
 use ib_core_rs::verbs::{
     AccessFlags, AhAttr, Cq, CqHandler, CqInitAttr, CqNotify, Mr, MrCreated, MrType, Mw, MwCreated,
@@ -69,6 +70,15 @@ impl DeviceOps for Mlx5DevOps {
         notify: Arc<dyn MadQpNotify>,
     ) -> Result<Arc<dyn MadQp>> {
         gsi::open_mad_qp(dev, port, qpn, notify)
+    }
+
+    fn open_ud_qp(
+        dev: &Arc<Device<Mlx5Ib>>,
+        port: u32,
+        cfg: &UdQpConfig,
+        notify: Arc<dyn UdQpNotify>,
+    ) -> Result<Arc<dyn UdQp>> {
+        ud_qp::open_ud_qp(dev, port, cfg, notify)
     }
     const DRIVER_ID: DriverId = DriverId::Mlx5;
     // upstream: MLX5_IB_UVERBS_ABI_VERSION
