@@ -47,6 +47,79 @@ cm_ib_run() {
 	cm_pair "$t: udaddy -f gid -c 2" 60 "udaddy -f gid -b $g0 -c 2 -C 10" \
 		"udaddy -f gid -s $g0 -b $g1 -c 2 -C 10"
 	cm_ib_stray_dreq "$t" "$l0"
+	cm_ib_ip "$t"
+}
+
+# cm_ib_ifname DEV: the IPoIB interface of DEV's port 1 (ARPHRD_INFINIBAND, its hardware
+# address ending with the port's GID).
+cm_ib_ifname() {
+	local g n
+	g=$(cm_ib_gid $1 | tr -d :)
+	for n in /sys/class/net/*; do
+		[ "$(cat $n/type 2>/dev/null)" = 32 ] || continue
+		case "$(tr -d : <$n/address)" in *"$g")
+			echo ${n##*/}
+			return
+			;;
+		esac
+	done
+}
+
+# cm_ib_ip TAG: rdma_cm with IP addresses on InfiniBand: 10.67.0.1 and fd67::1 on mlx5_0's
+# IPoIB interface, 10.67.0.2 and fd67::2 on mlx5_1's. ucma_test -p (bind, resolve_addr to an
+# address of this host: the interface that owns it, the SA's path, errnos); unmodified
+# ib_send_bw -R and ib_write_bw -R, ucmatose (IPv4, 4 connections; IPv6, 2), rping -C 100 -v
+# with `rdma res show cm_id` during the run and the CM messages counted on both sides. A
+# destination on this host resolves to the interface that owns it, so each client (no source
+# bound) runs on the function of its destination: loopback through that port's LID.
+cm_ib_ip() {
+	local t=$1 i0 i1 g0 g1 l0 l1 c s rc rs c0
+	i0=$(cm_ib_ifname mlx5_0)
+	i1=$(cm_ib_ifname mlx5_1)
+	t_check "$t: the IPoIB interfaces of mlx5_0 and mlx5_1 ($i0, $i1)" test -n "$i0" -a -n "$i1"
+	[ -n "$i0" ] && [ -n "$i1" ] || return 0
+	g0=$(cm_ib_gid mlx5_0)
+	g1=$(cm_ib_gid mlx5_1)
+	l0=$(cm_ib_lid mlx5_0)
+	l1=$(cm_ib_lid mlx5_1)
+	ip link set $i0 up
+	ip link set $i1 up
+	ip addr replace 10.67.0.1/24 dev $i0
+	ip addr replace 10.67.0.2/24 dev $i1
+	ip addr replace fd67::1/64 dev $i0 nodad
+	ip addr replace fd67::2/64 dev $i1 nodad
+	ip -br addr show dev $i0 | sed 's/^/    /'
+	ip -br addr show dev $i1 | sed 's/^/    /'
+	t_import "$t: ucma_test -p" /rdma-rs/ucma_test -p 10.67.0.1 10.67.0.2 fd67::1 fd67::2 \
+		"$g0" "$g1" "$l0" "$l1" 10.67.0.77 10.99.0.1
+	c0=$(cm_counters)
+	cm_pair "$t: ib_send_bw -R (IPv4, on mlx5_1)" 60 "ib_send_bw -R -d mlx5_1 -n 100" \
+		"ib_send_bw -R -d mlx5_1 -n 100 10.67.0.2"
+	cm_pair "$t: ib_write_bw -R (IPv4, on mlx5_1)" 60 "ib_write_bw -R -d mlx5_1 -n 100" \
+		"ib_write_bw -R -d mlx5_1 -n 100 10.67.0.2"
+	cm_pair "$t: ucmatose -c 4 (IPv4, on mlx5_0)" 60 "ucmatose -b 10.67.0.1 -c 4 -C 10" \
+		"ucmatose -s 10.67.0.1 -c 4 -C 10"
+	cm_pair "$t: ucmatose -c 2 (IPv6, on mlx5_0)" 60 "ucmatose -b fd67::1 -c 2 -C 10" \
+		"ucmatose -s fd67::1 -c 2 -C 10"
+	timeout 60 rping -s -a 10.67.0.2 -p 7181 -C 100 -v >/tmp/cm-s 2>&1 &
+	s=$!
+	sleep 1
+	rc=0
+	rs=0
+	timeout 60 rping -c -a 10.67.0.2 -p 7181 -C 100 -v >/tmp/cm-c 2>/tmp/cm-c.err &
+	c=$!
+	cm_res_cm_id "$t" 10.67.0.2 10.67.0.2 7181
+	wait $c || rc=$?
+	wait $s || rs=$?
+	tail -3 /tmp/cm-c /tmp/cm-c.err /tmp/cm-s | sed 's/^/    rping| /'
+	t_check "$t: rping -C 100 -v (IPv4, on mlx5_1): client exit 0 ($rc), server exit 0 ($rs)" \
+		test $rc = 0 -a $rs = 0
+	if rping_verify /tmp/cm-c 100 >/tmp/cmv-why; then
+		t_ok "$t: rping: 100 pings, each with rping's data"
+	else
+		t_fail "$t: rping: 100 pings, each with rping's data" "$(cat /tmp/cmv-why)"
+	fi
+	cm_counters_check "$t: IP ids" "$c0"
 }
 
 # cm_ib_cnt DEV GROUP MSG: a CM counter of DEV's port 1.
