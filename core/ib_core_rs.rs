@@ -188,6 +188,9 @@ module! {
 }
 
 struct IbCoreRs {
+    // The IPoIB client: its interfaces unregister (and leave their groups through the SA
+    // client) before any other client goes.
+    ipoib: Option<client::ClientRegistration>,
     // The NETLINK_RDMA socket first: it is what collides with a loaded upstream ib_core.
     _nldev: netlink::NlSocket<nldev::NlDev>,
     // Taken in drop before the leftover checks: it holds the uverbs client.
@@ -232,6 +235,9 @@ impl kernel::Module for IbCoreRs {
             client::register_client(kernel::sync::Arc::new(cm::service::CmClient, GFP_KERNEL)?)?;
         let cma = client::register_client(kernel::sync::Arc::new(cma::CmaClient, GFP_KERNEL)?)?;
         let ucma = uverbs::ucma::UcmaGlobal::register()?;
+        // upstream: ib_ipoib loads after ib_core (its SA client) and rdma_cm.
+        let ipoib =
+            client::register_client(kernel::sync::Arc::new(ipoib::IpoibClient, GFP_KERNEL)?)?;
         sysfs::init()?;
         // upstream roce_gid_mgmt_init(), after the queue its events go to.
         let roce_gid = roce_gid::init()?;
@@ -240,6 +246,7 @@ impl kernel::Module for IbCoreRs {
             uverbs::UVERBS_CLASS_ABI_VERSION
         );
         Ok(IbCoreRs {
+            ipoib: Some(ipoib),
             _nldev: nldev,
             uverbs: Some(uverbs),
             _roce_gid: roce_gid,
@@ -264,7 +271,8 @@ impl Drop for IbCoreRs {
             + usize::from(self.umad.is_some())
             + usize::from(self.cma.is_some())
             + usize::from(self.ib_cm.is_some())
-            + usize::from(self.sa.is_some());
+            + usize::from(self.sa.is_some())
+            + usize::from(self.ipoib.is_some());
         let clients = client::client_count().saturating_sub(ours);
         if devs != 0 || clients != 0 {
             pr_err!(
@@ -276,6 +284,8 @@ impl Drop for IbCoreRs {
         // Leftover devices belong to unloaded modules: forget them before the
         // uverbs client's unregistration walks the registry.
         registry::shutdown();
+        drop(self.ipoib.take());
+        ipoib::shutdown();
         drop(self.ucma.take());
         drop(self.cma.take());
         cma::shutdown();

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! IPoIB addressing and encapsulation (RFC 4391, RFC 4392; upstream
-//! `drivers/infiniband/ulp/ipoib/`): the pure parts an IPoIB interface (`rust/netdev.rs`,
-//! [`crate::netdev::Link::Infiniband`]) is built on.
+//! IPoIB (RFC 4391, RFC 4392; upstream `drivers/infiniband/ulp/ipoib/`): an `ib%d` interface
+//! (`rust/netdev.rs`, [`crate::netdev::Link::Infiniband`]) on each InfiniBand port whose
+//! driver has the `open_ud_qp` op (`ipoib/iface.rs`: the core client that registers them,
+//! [`port_of`]: the port under an interface), and the addressing and encapsulation they are
+//! built on, in this file:
 //!
 //! * The 20-byte link-layer address ([`HwAddr`]): one byte of flags (`0x80`: the interface
 //!   takes connected mode; datagram mode only here, so never set by this side), the 24-bit QP
@@ -18,6 +20,12 @@
 //!   ([`rx_packet_type`], from the GRH's destination GID, as `ipoib_ib_handle_rx_wc()`).
 //!
 //! Connected mode (RFC 4755, upstream `ipoib_cm.c`) is not offered.
+
+#[path = "ipoib/iface.rs"]
+mod iface;
+
+pub use iface::{port_of, IpoibPort, IPOIB_QKEY};
+pub(crate) use iface::{shutdown, IpoibClient, IpoibTable};
 
 use crate::attr::Gid;
 use crate::netdev::{PacketType, INFINIBAND_ALEN};

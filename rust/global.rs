@@ -12,6 +12,7 @@ use crate::class::Class;
 use crate::client::ClientTable;
 use crate::cm::service::CmTables;
 use crate::cma::CmaGlobal;
+use crate::ipoib::IpoibTable;
 use crate::mad_agent::MadPort;
 use crate::netlink::mcast::McastSock;
 use crate::registry::Registry;
@@ -68,6 +69,12 @@ kernel::sync::global_lock! {
     pub(crate) unsafe(uninit) static SA: Mutex<SaTables> = SaTables::new();
 }
 
+kernel::sync::global_lock! {
+    // SAFETY: initialized by `init()`, called first thing in the module's
+    // `init` before the IPoIB client is registered.
+    pub(crate) unsafe(uninit) static IPOIB: Mutex<IpoibTable> = IpoibTable::new();
+}
+
 /// Initializes the global locks. Must be called once, from the module's
 /// `init`, before any other function of the crate runs.
 pub(crate) fn init() {
@@ -89,4 +96,6 @@ pub(crate) fn init() {
     unsafe { CM.init() };
     // SAFETY: as above, for `SA`.
     unsafe { SA.init() };
+    // SAFETY: as above, for `IPOIB`.
+    unsafe { IPOIB.init() };
 }
