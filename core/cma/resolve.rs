@@ -334,4 +334,32 @@ mod tests {
         assert_eq!(iboe_get_mtu(1119), 2);
         assert_eq!(iboe_get_mtu(300), 0);
     }
+
+    #[test]
+    fn an_ipoib_address_gives_the_gid_and_the_broadcast_pkey() {
+        use crate::ipoib::{broadcast, HwAddr};
+        use crate::netdev::{LinkInfo, ARPHRD_INFINIBAND, INFINIBAND_ALEN};
+        let gid = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 7];
+        let hw = HwAddr {
+            flags: 0,
+            qpn: 0x48,
+            gid: Gid(gid),
+        };
+        let mut l = LinkInfo {
+            ty: ARPHRD_INFINIBAND,
+            addr_len: INFINIBAND_ALEN as u8,
+            addr: [0; 32],
+            broadcast: [0; 32],
+        };
+        l.addr[..INFINIBAND_ALEN].copy_from_slice(&hw.encode());
+        l.broadcast[..INFINIBAND_ALEN].copy_from_slice(&broadcast(0x7fff));
+        // upstream ib_addr_get_pkey(): broadcast bytes 8 and 9, the full-member P_Key.
+        assert_eq!(l.ipoib_gid_pkey(), Some((gid, 0xffff)));
+        l.broadcast[..INFINIBAND_ALEN].copy_from_slice(&broadcast(0x0012));
+        assert_eq!(l.ipoib_gid_pkey(), Some((gid, 0x8012)));
+        // An Ethernet interface has no IPoIB address.
+        l.ty = 1;
+        l.addr_len = 6;
+        assert_eq!(l.ipoib_gid_pkey(), None);
+    }
 }
