@@ -95,7 +95,9 @@ pub trait UdQp: Send + Sync + 'static {
     fn post_send(&self, data: &[u8], dest: &UdDest, wr_id: u64) -> Result;
 
     /// Takes what completed, oldest first, refilling the receive queue; re-arms the
-    /// completion notification once the queue is empty.
+    /// completion notification once the queue is empty. May run in atomic context (a
+    /// received datagram that finds no memory is dropped). One caller polls at a time: a
+    /// call while another polls returns at once, leaving what completed to that caller's `f`.
     fn poll(&self, f: &mut dyn FnMut(UdCompletion));
 
     /// Attaches the QP to the multicast group `gid` with MLID `lid` (upstream

@@ -62,4 +62,5 @@ mod device_tests;
 mod gsi_tests;
 mod mad_tests;
 mod port_tests;
+mod ud_qp_tests;
 mod user_tests;

@@ -25,7 +25,7 @@ use crate::hw::DmaBuf;
 use crate::ib::device::Mlx5Ib;
 use crate::ib::qp::wr;
 use ib_core_rs::device::Device;
-use ib_core_rs::mad_qp::MadGrh;
+use ib_core_rs::mad_qp::MadDest;
 use ib_core_rs::verbs::{
     AccessFlags, Cq, CqHandler, CqInitAttr, CqNotify, Mr, Pd, Qp, QpAttr, QpAttrMask, QpCap,
     QpInitAttr, QpState, QpType, RecvWr, SendWr, Sge, Wc, WcOpcode, WcStatus, WrOpcode,
@@ -60,50 +60,31 @@ impl<F: Fn() + Send + Sync + 'static> CqHandler for Kick<F> {
     fn event(&self) {}
 }
 
-/// How a [`Ring`]'s buffer is laid out: the receive slots, then the send slots.
-#[derive(Clone, Copy, Debug)]
+/// The slots of a [`Ring`]'s buffer: `recv_slots` receive slots of the GRH area and
+/// `payload` bytes, then `send_slots` send slots of `payload` bytes.
 pub(crate) struct Layout {
     pub(crate) recv_slots: usize,
-    /// Bytes of a receive slot: the GRH area and the payload.
-    pub(crate) recv_len: usize,
     pub(crate) send_slots: usize,
-    /// Bytes of a send slot (the largest datagram).
-    pub(crate) send_len: usize,
+    pub(crate) payload: usize,
 }
 
 impl Layout {
+    fn recv_len(&self) -> usize {
+        GRH + self.payload
+    }
+
     fn recv_off(&self, i: usize) -> usize {
-        i * self.recv_len
+        i * self.recv_len()
     }
 
     fn send_off(&self, i: usize) -> usize {
-        self.recv_slots * self.recv_len + i * self.send_len
+        self.recv_slots * self.recv_len() + i * self.payload
     }
-}
-
-/// How the QP is set up.
-pub(crate) struct Setup {
-    pub(crate) qp_type: QpType,
-    /// The port (1-based).
-    pub(crate) port: u32,
-    pub(crate) qkey: u32,
-    pub(crate) pkey_index: u16,
-}
-
-/// Where a datagram goes: the fields of `struct mlx5_av` a send sets.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct AvDest {
-    pub(crate) dlid: u16,
-    pub(crate) sl: u8,
-    pub(crate) src_path_bits: u8,
-    pub(crate) remote_qpn: u32,
-    pub(crate) remote_qkey: u32,
-    pub(crate) grh: Option<MadGrh>,
 }
 
 /// `struct mlx5_av` of `dest` with destination MAC `dmac` (RoCE; zeros on InfiniBand)
 /// (upstream `create_ib_ah()` + `set_datagram_seg()`).
-pub(crate) fn av(dest: &AvDest, eth: bool, dmac: [u8; 6]) -> [u8; 48] {
+pub(crate) fn av(dest: &MadDest, eth: bool, dmac: [u8; 6]) -> [u8; 48] {
     let mut av = [0u8; 48];
     // `rmac` (RoCE).
     av[20..26].copy_from_slice(&dmac);
@@ -126,8 +107,8 @@ pub(crate) fn av(dest: &AvDest, eth: bool, dmac: [u8; 6]) -> [u8; 48] {
     av
 }
 
-/// A completion [`Ring::poll`] hands out.
-pub(crate) enum Done<'a> {
+/// A completion as [`Ring::poll`] finds it.
+enum Done<'a> {
     /// A send completed: the `wr_id` of [`Ring::send`].
     Sent { wr_id: u64, status: WcStatus },
     /// Receive slot `slot` holds a datagram (read it with [`Ring::read`]; it is reposted
@@ -165,13 +146,51 @@ impl Drop for Parts {
     }
 }
 
-/// A kernel datagram QP with its CQ, PD, MR and slots (see the module documentation).
-#[pin_data]
-pub(crate) struct Ring {
+/// The objects and the buffer of a [`Ring`].
+struct Core {
     /// Destroyed before the buffer is unmapped (fields drop in order).
     parts: Parts,
     buf: DmaBuf,
     layout: Layout,
+}
+
+impl Core {
+    fn qp(&self) -> Result<&Arc<Qp<Mlx5Ib>>> {
+        self.parts.qp.as_ref().ok_or(ENODEV)
+    }
+
+    /// The SGEs of `len` bytes at `off` of the buffer, one per page.
+    fn sges(&self, off: usize, len: usize) -> Result<([Sge; MAX_SGE], usize)> {
+        let lkey = self.parts.mr.as_ref().ok_or(ENODEV)?.lkey();
+        let mut sge = [Sge::default(); MAX_SGE];
+        let (mut at, end, mut n) = (off, off + len, 0);
+        while at < end {
+            let piece = (PAGE_SIZE - at % PAGE_SIZE).min(end - at);
+            *sge.get_mut(n).ok_or(EINVAL)? = Sge {
+                addr: self.buf.bus(at),
+                length: piece as u32,
+                lkey,
+            };
+            n += 1;
+            at += piece;
+        }
+        Ok((sge, n))
+    }
+
+    fn post_recv(&self, i: usize) -> Result {
+        let l = &self.layout;
+        let (sge, n) = self.sges(l.recv_off(i), l.recv_len())?;
+        self.qp()?.post_recv(&[RecvWr {
+            wr_id: RECV_BIT | i as u64,
+            sg_list: sge.get(..n).unwrap_or(&[]),
+        }])
+    }
+}
+
+/// A kernel datagram QP with its CQ, PD, MR and slots (see the module documentation).
+#[pin_data]
+pub(crate) struct Ring {
+    core: Core,
     /// The caller's `wr_id` of each send slot in use.
     #[pin]
     sends: SpinLockIrq<KVec<Option<u64>>>,
@@ -180,21 +199,23 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
-    /// Creates the objects of a ring of `layout` on `dev` and moves the QP to RTS as `setup`
-    /// says; `notify` runs for each completion the CQ signals (it must not sleep). The ring
-    /// still has to be [`Ring::start`]ed once pinned.
+    /// Creates the objects of a ring of `layout` on `dev`: a QP of `qp_type` taken to INIT
+    /// with the port, P_Key index and Q_Key of `init`, then RTR and RTS, its receive queue
+    /// filled, the CQ armed; `notify` runs for each completion the CQ signals (it must not
+    /// sleep).
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a slot longer than two pages; the errors of the objects' creation and of
-    /// the QP's modifies (everything made is destroyed then).
+    /// `EINVAL` for a slot longer than two pages; the errors of the objects' creation, of the
+    /// QP's modifies and of the posts (everything made is destroyed then).
     pub(crate) fn create(
         dev: &Arc<Device<Mlx5Ib>>,
-        setup: &Setup,
+        qp_type: QpType,
+        init: &QpAttr,
         layout: Layout,
         notify: impl Fn() + Send + Sync + 'static,
     ) -> Result<impl PinInit<Self>> {
-        if layout.recv_len.max(layout.send_len) > 2 * PAGE_SIZE {
+        if layout.recv_len() > 2 * PAGE_SIZE {
             return Err(EINVAL);
         }
         let mut parts = Parts {
@@ -223,7 +244,7 @@ impl Ring {
                 send_cq: &cq,
                 recv_cq: &cq,
                 srq: None,
-                qp_type: setup.qp_type,
+                qp_type,
                 cap: QpCap {
                     max_send_wr: layout.send_slots as u32,
                     max_recv_wr: layout.recv_slots as u32,
@@ -240,7 +261,7 @@ impl Ring {
         let mr = Mr::get_dma_mr(&pd, AccessFlags::LOCAL_WRITE, owner())?;
         parts.mr = Some(mr);
         let buf = dev.data().hw.alloc_coherent(
-            layout.recv_slots * layout.recv_len + layout.send_slots * layout.send_len,
+            layout.recv_slots * layout.recv_len() + layout.send_slots * layout.payload,
         )?;
         let mut slots = KVec::with_capacity(layout.send_slots, GFP_KERNEL)?;
         for _ in 0..layout.send_slots {
@@ -250,10 +271,7 @@ impl Ring {
         qp.modify(
             &QpAttr {
                 qp_state: QpState::Init,
-                port_num: setup.port,
-                pkey_index: setup.pkey_index,
-                qkey: setup.qkey,
-                ..QpAttr::default()
+                ..*init
             },
             m(&[
                 QpAttrMask::STATE,
@@ -277,60 +295,21 @@ impl Ring {
             },
             m(&[QpAttrMask::STATE, QpAttrMask::SQ_PSN]),
         )?;
-        // Dropping the initializer unused drops `parts`, which destroys the objects.
+        let core = Core { parts, buf, layout };
+        for i in 0..core.layout.recv_slots {
+            core.post_recv(i)?;
+        }
+        cq.req_notify(CqNotify::NextComp)?;
+        // Dropping the initializer unused drops `core`, which destroys the objects.
         Ok(pin_init!(Ring {
-            parts,
-            buf,
-            layout,
+            core,
             sends <- kernel::new_spinlock_irq!(slots),
             polling: Atomic::new(IDLE),
         }))
     }
 
-    /// Fills the receive queue and arms the CQ.
-    ///
-    /// # Errors
-    ///
-    /// The posts' and the arm's errors.
-    pub(crate) fn start(&self) -> Result {
-        for i in 0..self.layout.recv_slots {
-            self.post_recv(i)?;
-        }
-        self.parts
-            .cq
-            .as_ref()
-            .ok_or(ENODEV)?
-            .req_notify(CqNotify::NextComp)
-    }
-
     pub(crate) fn qp(&self) -> Result<&Arc<Qp<Mlx5Ib>>> {
-        self.parts.qp.as_ref().ok_or(ENODEV)
-    }
-
-    /// The SGEs of `len` bytes at `off` of the buffer, one per page.
-    fn sges(&self, off: usize, len: usize) -> Result<([Sge; MAX_SGE], usize)> {
-        let lkey = self.parts.mr.as_ref().ok_or(ENODEV)?.lkey();
-        let mut sge = [Sge::default(); MAX_SGE];
-        let (mut at, end, mut n) = (off, off + len, 0);
-        while at < end {
-            let piece = (PAGE_SIZE - at % PAGE_SIZE).min(end - at);
-            *sge.get_mut(n).ok_or(EINVAL)? = Sge {
-                addr: self.buf.bus(at),
-                length: piece as u32,
-                lkey,
-            };
-            n += 1;
-            at += piece;
-        }
-        Ok((sge, n))
-    }
-
-    fn post_recv(&self, i: usize) -> Result {
-        let (sge, n) = self.sges(self.layout.recv_off(i), self.layout.recv_len)?;
-        self.qp()?.post_recv(&[RecvWr {
-            wr_id: RECV_BIT | i as u64,
-            sg_list: sge.get(..n).unwrap_or(&[]),
-        }])
+        self.core.qp()
     }
 
     /// Copies bytes at `at` of receive slot `slot` into `out`.
@@ -339,10 +318,11 @@ impl Ring {
     ///
     /// `EINVAL` past the slot.
     pub(crate) fn read(&self, slot: usize, at: usize, out: &mut [u8]) -> Result {
-        if slot >= self.layout.recv_slots || at + out.len() > self.layout.recv_len {
+        let l = &self.core.layout;
+        if slot >= l.recv_slots || at + out.len() > l.recv_len() {
             return Err(EINVAL);
         }
-        self.buf.read(self.layout.recv_off(slot) + at, out)
+        self.core.buf.read(l.recv_off(slot) + at, out)
     }
 
     /// Sends `data` with address vector `av` (see [`av`]); `wr_id` comes back in its
@@ -353,15 +333,16 @@ impl Ring {
     /// `EMSGSIZE` for more than a send slot, `ENOBUFS` when every send slot is in use, the
     /// post's errors.
     pub(crate) fn send(&self, data: &[u8], av: &[u8; 48], wr_id: u64) -> Result {
-        if data.len() > self.layout.send_len {
+        let c = &self.core;
+        if data.len() > c.layout.payload {
             return Err(EMSGSIZE);
         }
         let qp = self.qp()?;
         let mut sends = self.sends.lock();
         let i = sends.iter().position(Option::is_none).ok_or(ENOBUFS)?;
-        let off = self.layout.send_off(i);
-        self.buf.write(off, data)?;
-        let (sge, n) = self.sges(off, data.len())?;
+        let off = c.layout.send_off(i);
+        c.buf.write(off, data)?;
+        let (sge, n) = c.sges(off, data.len())?;
         let swr = SendWr {
             wr_id: i as u64,
             opcode: WrOpcode::Send,
@@ -398,14 +379,14 @@ impl Ring {
         // upstream ib_mad_recv_done(), ipoib_ib_handle_rx_wc(): the buffer goes back to the
         // queue (a flushed one is not reposted: the QP is being destroyed).
         if wc.status != WcStatus::WrFlushErr {
-            let _ = self.post_recv(slot);
+            let _ = self.core.post_recv(slot);
         }
     }
 
     /// Hands out what completed until the CQ is empty, then re-arms it and polls once more
     /// for what came in between (upstream `ib_mad_completion_handler()`).
     fn drain(&self, f: &mut dyn FnMut(Done<'_>)) {
-        let Some(cq) = self.parts.cq.as_ref() else {
+        let Some(cq) = self.core.parts.cq.as_ref() else {
             return;
         };
         let mut wc = [Wc::default(); 8];
@@ -429,10 +410,28 @@ impl Ring {
         }
     }
 
-    /// Hands out what completed, oldest first, to `f`; re-arms the CQ once it is empty. A
-    /// call while another caller polls leaves the completions to that caller (which polls
-    /// once more) and returns at once. Never sleeps; no lock is held while `f` runs.
-    pub(crate) fn poll(&self, f: &mut dyn FnMut(Done<'_>)) {
+    /// Hands out what completed, oldest first, to `f`: a send's as `sent` makes it, a
+    /// received datagram's as `recv` reads it from its slot (one it fails to read is
+    /// dropped); re-arms the CQ once it is empty. A call while another caller polls leaves the
+    /// completions to that caller (which polls once more) and returns at once. Never sleeps
+    /// but in `recv`; no lock is held while `f` runs.
+    pub(crate) fn poll<T>(
+        &self,
+        f: &mut dyn FnMut(T),
+        sent: fn(u64, WcStatus) -> T,
+        recv: impl Fn(usize, &Wc) -> Result<T>,
+    ) {
+        self.poll_done(&mut |d| match d {
+            Done::Sent { wr_id, status } => f(sent(wr_id, status)),
+            Done::Recv { slot, wc } => {
+                if let Ok(c) = recv(slot, wc) {
+                    f(c);
+                }
+            }
+        });
+    }
+
+    fn poll_done(&self, f: &mut dyn FnMut(Done<'_>)) {
         loop {
             match self.polling.cmpxchg(IDLE, BUSY, Full) {
                 Ok(_) => break,

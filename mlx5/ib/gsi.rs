@@ -15,13 +15,13 @@
 //! P_Key index is reported as 0 (the core's `Wc` has no P_Key index).
 
 use crate::ib::device::Mlx5Ib;
-use crate::ib::dgram::{self, AvDest, Done, Layout, Ring, Setup, GRH};
+use crate::ib::dgram::{self, Layout, Ring, GRH};
 use ib_core_rs::addr::resolve_eth_dmac;
 use ib_core_rs::attr::LinkLayer;
 use ib_core_rs::device::Device;
 use ib_core_rs::mad::{Mad, MadRecvInfo};
 use ib_core_rs::mad_qp::{MadDest, MadQp, MadQpCompletion, MadQpNotify, QP1_QKEY};
-use ib_core_rs::verbs::{wc_flags, GlobalRoute, QpType, Wc};
+use ib_core_rs::verbs::{wc_flags, GlobalRoute, QpAttr, QpType, Wc};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -90,15 +90,7 @@ impl Mlx5MadQp {
 impl MadQp for Mlx5MadQp {
     fn post_send(&self, mad: &Mad, len: usize, dest: &MadDest, wr_id: u64) -> Result {
         let len = len.min(MAD);
-        let to = AvDest {
-            dlid: dest.dlid,
-            sl: dest.sl,
-            src_path_bits: dest.src_path_bits,
-            remote_qpn: dest.remote_qpn,
-            remote_qkey: dest.remote_qkey,
-            grh: dest.grh,
-        };
-        let av = dgram::av(&to, self.eth, self.dmac(dest));
+        let av = dgram::av(dest, self.eth, self.dmac(dest));
         // The MAD layer's full send queue is ENOMEM (upstream mlx5_wq_overflow()).
         self.ring
             .send(&mad.0[..len], &av, wr_id)
@@ -106,14 +98,8 @@ impl MadQp for Mlx5MadQp {
     }
 
     fn poll(&self, f: &mut dyn FnMut(MadQpCompletion)) {
-        self.ring.poll(&mut |d| match d {
-            Done::Sent { wr_id, status } => f(MadQpCompletion::Send { wr_id, status }),
-            Done::Recv { slot, wc } => {
-                if let Ok(c) = self.read_recv(slot, wc) {
-                    f(c);
-                }
-            }
-        });
+        let sent = |wr_id, status| MadQpCompletion::Send { wr_id, status };
+        self.ring.poll(f, sent, |slot, wc| self.read_recv(slot, wc));
     }
 }
 
@@ -152,32 +138,24 @@ pub(super) fn open(
         1 => QpType::Gsi,
         _ => return Err(EINVAL),
     };
-    let ring = Ring::create(
-        dev,
-        &Setup {
-            qp_type,
-            port,
-            // upstream ib_mad_port_start(): P_Key index 0, Q_Key 0 for QP0, IB_QP1_QKEY for
-            // QP1.
-            qkey: if qpn == 0 { 0 } else { QP1_QKEY },
-            pkey_index: 0,
-        },
-        Layout {
-            recv_slots: RECV_SLOTS,
-            recv_len: GRH + MAD,
-            send_slots: SEND_SLOTS,
-            send_len: MAD,
-        },
-        move || notify.notify(),
-    )?;
-    let made = Arc::pin_init(
+    // upstream ib_mad_port_start(): P_Key index 0, Q_Key 0 for QP0 and IB_QP1_QKEY for QP1.
+    let init = QpAttr {
+        port_num: port,
+        qkey: if qpn == 0 { 0 } else { QP1_QKEY },
+        ..QpAttr::default()
+    };
+    let slots = Layout {
+        recv_slots: RECV_SLOTS,
+        send_slots: SEND_SLOTS,
+        payload: MAD,
+    };
+    let ring = Ring::create(dev, qp_type, &init, slots, move || notify.notify())?;
+    Ok(Arc::pin_init(
         pin_init!(Mlx5MadQp {
             ring <- ring,
             eth,
             port,
         }),
         GFP_KERNEL,
-    )?;
-    made.ring.start()?;
-    Ok(made)
+    )?)
 }

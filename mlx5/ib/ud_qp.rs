@@ -21,11 +21,12 @@
 //! would need the destination MAC resolved, which may sleep.
 
 use crate::ib::device::Mlx5Ib;
-use crate::ib::dgram::{self, AvDest, Done, Layout, Ring, Setup, GRH};
+use crate::ib::dgram::{self, Layout, Ring, GRH};
 use ib_core_rs::attr::{Gid, LinkLayer};
 use ib_core_rs::device::Device;
+use ib_core_rs::mad_qp::MadDest;
 use ib_core_rs::ud_qp::{UdCompletion, UdDest, UdQp, UdQpConfig, UdQpNotify, UdRecvInfo};
-use ib_core_rs::verbs::{wc_flags, QpType, Wc};
+use ib_core_rs::verbs::{wc_flags, QpAttr, QpType, Wc};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -88,26 +89,27 @@ impl UdQp for Mlx5UdQp {
         if dest.remote_qpn > QPN_MASK {
             return Err(EINVAL);
         }
-        let to = AvDest {
-            dlid: dest.dlid,
-            sl: dest.sl,
-            src_path_bits: 0,
-            remote_qpn: dest.remote_qpn,
-            remote_qkey: dest.remote_qkey,
-            grh: dest.grh,
+        let UdDest {
+            dlid,
+            sl,
+            remote_qpn,
+            remote_qkey,
+            grh,
+        } = *dest;
+        let to = MadDest {
+            dlid,
+            sl,
+            remote_qpn,
+            remote_qkey,
+            grh,
+            ..MadDest::default()
         };
         self.ring.send(data, &dgram::av(&to, false, [0; 6]), wr_id)
     }
 
     fn poll(&self, f: &mut dyn FnMut(UdCompletion)) {
-        self.ring.poll(&mut |d| match d {
-            Done::Sent { wr_id, status } => f(UdCompletion::Send { wr_id, status }),
-            Done::Recv { slot, wc } => {
-                if let Ok(c) = self.read_recv(slot, wc) {
-                    f(c);
-                }
-            }
-        });
+        let sent = |wr_id, status| UdCompletion::Send { wr_id, status };
+        self.ring.poll(f, sent, |slot, wc| self.read_recv(slot, wc));
     }
 
     fn attach_mcast(&self, gid: &Gid, lid: u16) -> Result {
@@ -139,29 +141,25 @@ pub(crate) fn open_ud_qp(
         return Err(EINVAL);
     }
     let max_payload = cfg.max_payload as usize;
+    // upstream ipoib_init_qp(): INIT with the P_Key index and the Q_Key, RTR, RTS.
     let ring = Ring::create(
         dev,
-        &Setup {
-            qp_type: QpType::Ud,
-            port,
-            qkey: cfg.qkey,
+        QpType::Ud,
+        &QpAttr {
+            port_num: port,
             pkey_index: cfg.pkey_index,
+            qkey: cfg.qkey,
+            ..QpAttr::default()
         },
         Layout {
             recv_slots: RECV_SLOTS,
-            recv_len: GRH + max_payload,
             send_slots: SEND_SLOTS,
-            send_len: max_payload,
+            payload: max_payload,
         },
         move || notify.notify(),
     )?;
-    let made = Arc::pin_init(
-        pin_init!(Mlx5UdQp {
-            ring <- ring,
-            max_payload,
-        }),
+    Ok(Arc::pin_init(
+        pin_init!(Mlx5UdQp { ring <- ring, max_payload }),
         GFP_KERNEL,
-    )?;
-    made.ring.start()?;
-    Ok(made)
+    )?)
 }
