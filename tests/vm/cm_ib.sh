@@ -65,15 +65,27 @@ cm_ib_ifname() {
 	done
 }
 
+# cm_ib_ip_runs TAG PROG: whether cm_ib_ip runs PROG under TAG's SM: every program under both
+# in modes cmib and cmibq; in make check's check2 each once, ib_send_bw -R, ucmatose (IPv4) and
+# rping under the embedded SM, ib_write_bw -R and ucmatose (IPv6) under opensm (ucma_test -p
+# under both).
+cm_ib_ip_runs() {
+	[ "$(cm_mode)" = check2 ] || return 0
+	case "$1:$2" in
+	embedded:send | embedded:tose4 | embedded:rping | opensm:write | opensm:tose6) return 0 ;;
+	esac
+	return 1
+}
+
 # cm_ib_ip TAG: rdma_cm with IP addresses on InfiniBand: 10.67.0.1 and fd67::1 on mlx5_0's
 # IPoIB interface, 10.67.0.2 and fd67::2 on mlx5_1's. ucma_test -p (bind, resolve_addr to an
 # address of this host: the interface that owns it, the SA's path, errnos); unmodified
 # ib_send_bw -R and ib_write_bw -R, ucmatose (IPv4, 4 connections; IPv6, 2), rping -C 100 -v
-# with `rdma res show cm_id` during the run and the CM messages counted on both sides. A
-# destination on this host resolves to the interface that owns it, so each client (no source
-# bound) runs on the function of its destination: loopback through that port's LID.
+# with `rdma res show cm_id` during the run (cm_ib_ip_runs) and the CM messages counted on both
+# sides. A destination on this host resolves to the interface that owns it, so each client (no
+# source bound) runs on the function of its destination: loopback through that port's LID.
 cm_ib_ip() {
-	local t=$1 i0 i1 g0 g1 l0 l1 c s rc rs c0
+	local t=$1 i0 i1 g0 g1 l0 l1 c0
 	i0=$(cm_ib_ifname mlx5_0)
 	i1=$(cm_ib_ifname mlx5_1)
 	t_check "$t: the IPoIB interfaces of mlx5_0 and mlx5_1 ($i0, $i1)" test -n "$i0" -a -n "$i1"
@@ -93,19 +105,28 @@ cm_ib_ip() {
 	t_import "$t: ucma_test -p" /rdma-rs/ucma_test -p 10.67.0.1 10.67.0.2 fd67::1 fd67::2 \
 		"$g0" "$g1" "$l0" "$l1" 10.67.0.77 10.99.0.1
 	c0=$(cm_counters)
-	cm_pair "$t: ib_send_bw -R (IPv4, on mlx5_1)" 60 "ib_send_bw -R -d mlx5_1 -n 100" \
-		"ib_send_bw -R -d mlx5_1 -n 100 10.67.0.2"
-	cm_pair "$t: ib_write_bw -R (IPv4, on mlx5_1)" 60 "ib_write_bw -R -d mlx5_1 -n 100" \
-		"ib_write_bw -R -d mlx5_1 -n 100 10.67.0.2"
-	cm_pair "$t: ucmatose -c 4 (IPv4, on mlx5_0)" 60 "ucmatose -b 10.67.0.1 -c 4 -C 10" \
-		"ucmatose -s 10.67.0.1 -c 4 -C 10"
-	cm_pair "$t: ucmatose -c 2 (IPv6, on mlx5_0)" 60 "ucmatose -b fd67::1 -c 2 -C 10" \
-		"ucmatose -s fd67::1 -c 2 -C 10"
+	cm_ib_ip_runs $t send && cm_pair "$t: ib_send_bw -R (IPv4, on mlx5_1)" 60 \
+		"ib_send_bw -R -d mlx5_1 -n 100" "ib_send_bw -R -d mlx5_1 -n 100 10.67.0.2"
+	cm_ib_ip_runs $t write && cm_pair "$t: ib_write_bw -R (IPv4, on mlx5_1)" 60 \
+		"ib_write_bw -R -d mlx5_1 -n 100" "ib_write_bw -R -d mlx5_1 -n 100 10.67.0.2"
+	cm_ib_ip_runs $t tose4 && cm_pair "$t: ucmatose -c 4 (IPv4, on mlx5_0)" 60 \
+		"ucmatose -b 10.67.0.1 -c 4 -C 10" "ucmatose -s 10.67.0.1 -c 4 -C 10"
+	cm_ib_ip_runs $t tose6 && cm_pair "$t: ucmatose -c 2 (IPv6, on mlx5_0)" 60 \
+		"ucmatose -b fd67::1 -c 2 -C 10" "ucmatose -s fd67::1 -c 2 -C 10"
+	if cm_ib_ip_runs $t rping; then
+		cm_ib_rping "$t"
+	fi
+	cm_counters_check "$t: IP ids" "$c0"
+}
+
+# cm_ib_rping TAG: unmodified rping -C 100 -v to 10.67.0.2 (mlx5_1's), every ping's data, both
+# ends exit 0, and `rdma res show cm_id` shows the listener and both connected ids with their
+# IP addresses during the run.
+cm_ib_rping() {
+	local t=$1 c s rc=0 rs=0
 	timeout 60 rping -s -a 10.67.0.2 -p 7181 -C 100 -v >/tmp/cm-s 2>&1 &
 	s=$!
 	sleep 1
-	rc=0
-	rs=0
 	timeout 60 rping -c -a 10.67.0.2 -p 7181 -C 100 -v >/tmp/cm-c 2>/tmp/cm-c.err &
 	c=$!
 	cm_res_cm_id "$t" 10.67.0.2 10.67.0.2 7181
@@ -119,7 +140,6 @@ cm_ib_ip() {
 	else
 		t_fail "$t: rping: 100 pings, each with rping's data" "$(cat /tmp/cmv-why)"
 	fi
-	cm_counters_check "$t: IP ids" "$c0"
 }
 
 # cm_ib_cnt DEV GROUP MSG: a CM counter of DEV's port 1.
