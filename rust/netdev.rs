@@ -180,7 +180,10 @@ impl LinkInfo {
         }
         let mut gid = [0u8; 16];
         gid.copy_from_slice(&self.addr[4..INFINIBAND_ALEN]);
-        Some((gid, u16::from_be_bytes([self.broadcast[8], self.broadcast[9]])))
+        Some((
+            gid,
+            u16::from_be_bytes([self.broadcast[8], self.broadcast[9]]),
+        ))
     }
 }
 

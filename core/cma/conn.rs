@@ -379,7 +379,11 @@ impl IdListen {
 /// upstream `ipoib_match_gid_pkey_addr()`: whether an InfiniBand binding (of an IPoIB
 /// interface's address) is on the request's device and port, with the request's P_Key (the
 /// full-member bit aside) and, when given, its GID.
-fn on_req_port(b: &DevBinding, (dev_index, port): (u32, u32), dst: (Option<[u8; 16]>, u16)) -> bool {
+fn on_req_port(
+    b: &DevBinding,
+    (dev_index, port): (u32, u32),
+    dst: (Option<[u8; 16]>, u16),
+) -> bool {
     let (gid, pkey) = dst;
     b.dev_index == dev_index
         && b.port == port

@@ -92,7 +92,11 @@ pub(super) fn acquire_dev_by_gid(addr: &SockAddr) -> Result<DevBinding> {
 /// # Errors
 ///
 /// `ENODEV` when no port has the GID.
-pub(super) fn acquire_dev_by_ipoib(ndev: &NetDevRef, gid: &[u8; 16], pkey: u16) -> Result<DevBinding> {
+pub(super) fn acquire_dev_by_ipoib(
+    ndev: &NetDevRef,
+    gid: &[u8; 16],
+    pkey: u16,
+) -> Result<DevBinding> {
     let mut b = acquire_dev_by_ib_gid(gid, pkey)?;
     b.ifindex = ndev.ifindex();
     b.mtu = ndev.mtu();
