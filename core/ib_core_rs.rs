@@ -184,6 +184,10 @@ module! {
             default: 15,
             description: "How many times rdma_cm's REQ, REP, DREQ and SIDR REQ are sent again unanswered (upstream CMA_MAX_CM_RETRIES 15)",
         },
+        ipoib: u8 {
+            default: 0,
+            description: "1: an IPoIB interface (ib%d, datagram mode) on each InfiniBand port whose driver has open_ud_qp (upstream: loading ib_ipoib)",
+        },
     },
 }
 
@@ -235,9 +239,15 @@ impl kernel::Module for IbCoreRs {
             client::register_client(kernel::sync::Arc::new(cm::service::CmClient, GFP_KERNEL)?)?;
         let cma = client::register_client(kernel::sync::Arc::new(cma::CmaClient, GFP_KERNEL)?)?;
         let ucma = uverbs::ucma::UcmaGlobal::register()?;
-        // upstream: ib_ipoib loads after ib_core (its SA client) and rdma_cm.
-        let ipoib =
-            client::register_client(kernel::sync::Arc::new(ipoib::IpoibClient, GFP_KERNEL)?)?;
+        // upstream: ib_ipoib loads after ib_core (its SA client) and rdma_cm, when asked for.
+        let ipoib = if module_parameters::ipoib.value() != 0 {
+            Some(client::register_client(kernel::sync::Arc::new(
+                ipoib::IpoibClient,
+                GFP_KERNEL,
+            )?)?)
+        } else {
+            None
+        };
         sysfs::init()?;
         // upstream roce_gid_mgmt_init(), after the queue its events go to.
         let roce_gid = roce_gid::init()?;
@@ -246,7 +256,7 @@ impl kernel::Module for IbCoreRs {
             uverbs::UVERBS_CLASS_ABI_VERSION
         );
         Ok(IbCoreRs {
-            ipoib: Some(ipoib),
+            ipoib,
             _nldev: nldev,
             uverbs: Some(uverbs),
             _roce_gid: roce_gid,

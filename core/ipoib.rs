@@ -21,10 +21,14 @@
 //!
 //! Connected mode (RFC 4755, upstream `ipoib_cm.c`) is not offered.
 
+#[path = "ipoib/bcast.rs"]
+mod bcast;
 #[path = "ipoib/iface.rs"]
 mod iface;
+#[path = "ipoib/path.rs"]
+mod path;
 
-pub use iface::{port_of, IpoibPort, IPOIB_QKEY};
+pub use iface::{broadcast_rec, port_of, IpoibPort, IPOIB_QKEY};
 pub(crate) use iface::{shutdown, IpoibClient, IpoibTable};
 
 use crate::attr::Gid;

@@ -69,6 +69,7 @@ extern "C" {
     fn rdma_rs_netdev_register(dev: *mut c_void) -> c_int;
     fn rdma_rs_netdev_unregister(dev: *mut c_void);
     fn rdma_rs_netdev_open(dev: *mut c_void) -> c_int;
+    fn rdma_rs_netdev_change_mtu(dev: *mut c_void, mtu: c_uint) -> c_int;
     fn rdma_rs_netdev_set_carrier(dev: *mut c_void, on: bool);
     fn rdma_rs_netdev_running(dev: *mut c_void) -> bool;
     // rust/net_notify_shim.c's readers, declared as there.
@@ -330,6 +331,19 @@ impl NetDevice {
     pub fn set_carrier(&self, on: bool) {
         // SAFETY: `self` is allocated (type invariant); both calls may run in any context.
         unsafe { rdma_rs_netdev_set_carrier(self.raw(), on) };
+    }
+
+    /// Changes the MTU as `ip link set dev X mtu N` does (`dev_set_mtu()` under the RTNL lock:
+    /// [`NetDevOps::change_mtu`] runs, `NETDEV_CHANGEMTU` is announced). Process context;
+    /// takes the RTNL lock: the caller must not hold it.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an MTU outside the device's bounds, [`NetDevOps::change_mtu`]'s error.
+    pub fn set_mtu(&self, mtu: u32) -> Result {
+        // SAFETY: `self` is allocated (type invariant); the shim takes the RTNL lock, and
+        // `dev_set_mtu()` checks the bounds.
+        to_result(unsafe { rdma_rs_netdev_change_mtu(self.raw(), mtu) })
     }
 
     /// The link type and addresses (`dev->type`, `addr_len`, `dev_addr`, `broadcast`).

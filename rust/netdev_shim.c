@@ -53,6 +53,7 @@ void rdma_rs_netdev_set_mtu(struct net_device *dev, unsigned int mtu,
 int rdma_rs_netdev_register(struct net_device *dev);
 void rdma_rs_netdev_unregister(struct net_device *dev);
 int rdma_rs_netdev_open(struct net_device *dev);
+int rdma_rs_netdev_change_mtu(struct net_device *dev, unsigned int mtu);
 void rdma_rs_netdev_set_carrier(struct net_device *dev, bool on);
 bool rdma_rs_netdev_running(struct net_device *dev);
 int rdma_rs_netdev_rx(struct net_device *dev, const u8 *frame, unsigned int len);
@@ -300,6 +301,17 @@ int rdma_rs_netdev_open(struct net_device *dev)
 	return err;
 }
 EXPORT_SYMBOL_GPL(rdma_rs_netdev_open);
+
+int rdma_rs_netdev_change_mtu(struct net_device *dev, unsigned int mtu)
+{
+	int err;
+
+	rtnl_lock();
+	err = dev_set_mtu(dev, mtu);
+	rtnl_unlock();
+	return err;
+}
+EXPORT_SYMBOL_GPL(rdma_rs_netdev_change_mtu);
 
 void rdma_rs_netdev_set_carrier(struct net_device *dev, bool on)
 {

@@ -14,12 +14,14 @@ cm_ib_lid() {
 	printf '%d' "$(cat /sys/class/infiniband/$1/ports/1/lid)"
 }
 
-# cm_ib_load MLX5_PARAMS...: the modules, rdma_cm's CM timeouts short (cm_conn_load's).
+# cm_ib_load MLX5_PARAMS...: the modules, rdma_cm's CM timeouts short (cm_conn_load's);
+# RDMARS_CORE_PARAMS: more ib_core_rs parameters.
 cm_ib_load() {
 	touch /tmp/kunit-ran.mlx5_ib_rs
 	load_mlx5_core
-	kunit_insmod "insmod ib_core_rs cma_cm_response_timeout=19 cma_max_cm_retries=3" \
-		$RDMARS_MODS/ib_core_rs.ko cma_cm_response_timeout=19 cma_max_cm_retries=3
+	# shellcheck disable=SC2086
+	kunit_insmod "insmod ib_core_rs cma_cm_response_timeout=19 cma_max_cm_retries=3 ${RDMARS_CORE_PARAMS:-}" \
+		$RDMARS_MODS/ib_core_rs.ko cma_cm_response_timeout=19 cma_max_cm_retries=3 ${RDMARS_CORE_PARAMS:-}
 	kunit_insmod "insmod mlx5_ib_rs $*" $RDMARS_MODS/mlx5_ib_rs.ko "$@"
 }
 

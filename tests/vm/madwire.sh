@@ -71,7 +71,9 @@ mad_wire_kunit_suite() {
 FABRIC_TAKERS="$FABRIC_TAKERS mad_wire_opensm_suite=sm0"
 
 mad_wire_suite() {
-	load_ours sim=ib,ib mad_qps=1
+	# The IPoIB interfaces too: vm_ipoib takes this fabric after vm_cm_ib (down until then,
+	# they send nothing).
+	RDMARS_CORE_PARAMS=ipoib=1 load_ours sim=ib,ib mad_qps=1
 	local g0 g1
 	g0=$(mw_guid mlx5_0)
 	g1=$(mw_guid mlx5_1)

@@ -28,10 +28,12 @@ kunit_insmod() {
 	touch "$stamp"
 }
 
-# load_ours [mlx5_ib_rs parameters...], e.g. load_ours sim=ib,eth
+# load_ours [mlx5_ib_rs parameters...], e.g. load_ours sim=ib,eth; RDMARS_CORE_PARAMS:
+# ib_core_rs parameters.
 load_ours() {
 	load_mlx5_core
-	kunit_insmod "insmod ib_core_rs" $RDMARS_MODS/ib_core_rs.ko
+	# shellcheck disable=SC2086
+	kunit_insmod "insmod ib_core_rs ${RDMARS_CORE_PARAMS:-}" $RDMARS_MODS/ib_core_rs.ko ${RDMARS_CORE_PARAMS:-}
 	kunit_insmod "insmod mlx5_ib_rs $*" $RDMARS_MODS/mlx5_ib_rs.ko "$@"
 	case "$*" in *eth*) eth_settle ;; esac
 }
