@@ -44,8 +44,10 @@
  * whose port has GIDA, the P_Key of the interface's broadcast address, an RDMA_PS_IPOIB id
  * too); resolve_addr from no source to B, a destination on this host (the interface that owns
  * it: the id on GIDB's port, both GIDs GIDB) and from B to B; resolve_route: the SA's path
- * (LIDB both ways, both GIDs, P_Key 0xffff); an address of no interface (EADDRNOTAVAIL), an
- * unroutable destination (ENETUNREACH).
+ * (LIDB both ways, both GIDs, P_Key 0xffff); for IPv4 from A to B (a neighbour over IPoIB: ARP,
+ * the suite sets net.ipv4.conf.all.accept_local): the id on GIDA's port, the SA's path from
+ * LIDA and GIDA to LIDB and GIDB; an address of no interface (EADDRNOTAVAIL), an unroutable
+ * destination (ENETUNREACH).
  *
  *   ucma_test -p A4 B4 A6 B6 GIDA GIDB LIDA LIDB SILENT UNROUTABLE
  *
@@ -882,8 +884,46 @@ static int id_has_gid(struct rdma_cm_id *id, const uint8_t gid[16])
 	return id->verbs && !ibv_query_gid(id->verbs, id->port_num, 0, &g) && !memcmp(g.raw, gid, 16);
 }
 
-/* One family of ib_ip(): A and B of the interfaces of the ports with GIDA and GIDB. */
-static void ib_ip_one(const char *a, const char *b, const char *gida, const char *gidb, int lidb)
+/* ib_ip()'s resolution from A to B: the id on A's port (GA), the SA's path from LIDA to LIDB. */
+static void ib_ip_cross(struct rdma_event_channel *ch, const char *a, const char *b,
+			const uint8_t ga[16], const uint8_t gb[16], int lida, int lidb)
+{
+	struct sockaddr_storage sa, sb;
+	struct ibv_sa_path_rec *p;
+	struct rdma_cm_id *y;
+	int st = 99, t;
+
+	ip_of(a, 0, &sa);
+	ip_of(b, 7472, &sb);
+	check(!rdma_create_id(ch, &y, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	check(!rdma_resolve_addr(y, (struct sockaddr *)&sa, (struct sockaddr *)&sb, 2000),
+	      "IPoIB %s: resolve_addr B from A", a);
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0,
+	      "IPoIB %s: RDMA_CM_EVENT_ADDR_RESOLVED from A (the neighbour over IPoIB) (%d %d)", a, t,
+	      st);
+	check(id_has_gid(y, ga), "IPoIB %s: the id from A is on the port with GIDA", a);
+	check(!rdma_resolve_route(y, 2000), "IPoIB %s: resolve_route from A", a);
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ROUTE_RESOLVED && st == 0,
+	      "IPoIB %s: RDMA_CM_EVENT_ROUTE_RESOLVED from A (%d %d)", a, t, st);
+	p = y->route.path_rec;
+	check(y->route.num_paths == 1 && p != NULL, "IPoIB %s: one path from A", a);
+	if (p) {
+		printf("I IPoIB %s path from A: slid %u dlid %u pkey 0x%x mtu %u sl %u\n", b,
+		       ntohs(p->slid), ntohs(p->dlid), ntohs(p->pkey), p->mtu, p->sl);
+		check(ntohs(p->slid) == lida && ntohs(p->dlid) == lidb,
+		      "IPoIB %s: the SA's path from A goes from LIDA to LIDB", a);
+		check(!memcmp(&p->sgid, ga, 16) && !memcmp(&p->dgid, gb, 16),
+		      "IPoIB %s: the path's GIDs are GIDA and GIDB", a);
+	}
+	rdma_destroy_id(y);
+}
+
+/* One family of ib_ip(): A and B of the interfaces of the ports with GIDA and GIDB; `cross`:
+ * from A to B too. */
+static void ib_ip_one(const char *a, const char *b, const char *gida, const char *gidb, int lida,
+		      int lidb, int cross)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct sockaddr_storage sa, sb;
@@ -943,6 +983,8 @@ static void ib_ip_one(const char *a, const char *b, const char *gida, const char
 		}
 		rdma_destroy_id(y);
 	}
+	if (cross)
+		ib_ip_cross(ch, a, b, ga, gb, lida, lidb);
 	rdma_destroy_event_channel(ch);
 }
 
@@ -952,8 +994,9 @@ static void ib_ip(char **v)
 	struct sockaddr_in sa;
 	struct rdma_event_channel *ch;
 
-	ib_ip_one(v[0], v[1], v[4], v[5], atoi(v[7]));
-	ib_ip_one(v[2], v[3], v[4], v[5], atoi(v[7]));
+	/* IPv6 from A to B would need neighbour discovery over IPoIB (its multicast groups). */
+	ib_ip_one(v[0], v[1], v[4], v[5], atoi(v[6]), atoi(v[7]), 1);
+	ib_ip_one(v[2], v[3], v[4], v[5], atoi(v[6]), atoi(v[7]), 0);
 	ch = rdma_create_event_channel();
 	check(ch && !rdma_create_id(ch, &x, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
 	if (!ch)

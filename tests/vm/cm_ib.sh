@@ -49,7 +49,11 @@ cm_ib_run() {
 	cm_pair "$t: udaddy -f gid -c 2" 60 "udaddy -f gid -b $g0 -c 2 -C 10" \
 		"udaddy -f gid -s $g0 -b $g1 -c 2 -C 10"
 	cm_ib_stray_dreq "$t" "$l0"
-	cm_ib_ip "$t"
+	if cm_ib_ip_runs $t ucma; then
+		cm_ib_ip "$t"
+	else
+		echo "    $t: IP addresses: not on this fabric (cm_ib_ip_runs)"
+	fi
 }
 
 # cm_ib_ifname DEV: the IPoIB interface of DEV's port 1 (ARPHRD_INFINIBAND, its hardware
@@ -68,26 +72,28 @@ cm_ib_ifname() {
 }
 
 # cm_ib_ip_runs TAG PROG: whether cm_ib_ip runs PROG under TAG's SM: every program under both
-# in modes cmib and cmibq; in make check's check2 each once, ib_send_bw -R, ucmatose (IPv4) and
-# rping under the embedded SM, ib_write_bw -R and ucmatose (IPv6) under opensm (ucma_test -p
-# under both).
+# in modes cmib and cmibq (whose loads have ib_core_rs ipoib=1); in make check's check2 under the
+# embedded SM (the fabric vm_mad_wire loads with ipoib=1; the opensm fabric of check2 has no
+# IPoIB interfaces) ucma_test -p, ib_send_bw -R, ucmatose over IPv4 and rping.
 cm_ib_ip_runs() {
 	[ "$(cm_mode)" = check2 ] || return 0
 	case "$1:$2" in
-	embedded:send | embedded:tose4 | embedded:rping | opensm:write | opensm:tose6) return 0 ;;
+	embedded:ucma | embedded:send | embedded:tose4 | embedded:rping) return 0 ;;
 	esac
 	return 1
 }
 
 # cm_ib_ip TAG: rdma_cm with IP addresses on InfiniBand: 10.67.0.1 and fd67::1 on mlx5_0's
-# IPoIB interface, 10.67.0.2 and fd67::2 on mlx5_1's. ucma_test -p (bind, resolve_addr to an
-# address of this host: the interface that owns it, the SA's path, errnos); unmodified
-# ib_send_bw -R and ib_write_bw -R, ucmatose (IPv4, 4 connections; IPv6, 2), rping -C 100 -v
-# with `rdma res show cm_id` during the run (cm_ib_ip_runs) and the CM messages counted on both
-# sides. A destination on this host resolves to the interface that owns it, so each client (no
-# source bound) runs on the function of its destination: loopback through that port's LID.
+# IPoIB interface, 10.67.0.2 and fd67::2 on mlx5_1's (net.ipv4.conf.all.accept_local on, so that
+# one function's ARP request from the other's local address is answered). ucma_test -p (bind,
+# resolve_addr to an address of this host, from no source: the interface that owns it; from
+# the other function's address: a neighbour over IPoIB; the SA's paths; errnos); unmodified
+# ib_send_bw -R and ib_write_bw -R (no source: on mlx5_1, loopback through its LID), ucmatose
+# from 10.67.0.1 to 10.67.0.2 (4 connections) and over IPv6 (no source: on mlx5_0), rping -C 100
+# -v from 10.67.0.1 to 10.67.0.2 with `rdma res show cm_id` during the run (cm_ib_ip_runs);
+# the CM messages counted on both sides. The addresses go again at the end.
 cm_ib_ip() {
-	local t=$1 i0 i1 g0 g1 l0 l1 c0
+	local t=$1 i0 i1 g0 g1 l0 l1 c0 al
 	i0=$(cm_ib_ifname mlx5_0)
 	i1=$(cm_ib_ifname mlx5_1)
 	t_check "$t: the IPoIB interfaces of mlx5_0 and mlx5_1 ($i0, $i1)" test -n "$i0" -a -n "$i1"
@@ -96,46 +102,54 @@ cm_ib_ip() {
 	g1=$(cm_ib_gid mlx5_1)
 	l0=$(cm_ib_lid mlx5_0)
 	l1=$(cm_ib_lid mlx5_1)
-	ip link set $i0 up
-	ip link set $i1 up
+	al=$(sysctl -n net.ipv4.conf.all.accept_local)
+	sysctl -qw net.ipv4.conf.all.accept_local=1
 	ip addr replace 10.67.0.1/24 dev $i0
 	ip addr replace 10.67.0.2/24 dev $i1
 	ip addr replace fd67::1/64 dev $i0 nodad
 	ip addr replace fd67::2/64 dev $i1 nodad
+	ip link set $i0 up
+	ip link set $i1 up
+	t_check "$t: $i0 carrier on (broadcast group joined)" ipoib_wait_carrier $i0
+	t_check "$t: $i1 carrier on (broadcast group joined)" ipoib_wait_carrier $i1
 	ip -br addr show dev $i0 | sed 's/^/    /'
 	ip -br addr show dev $i1 | sed 's/^/    /'
-	t_import "$t: ucma_test -p" /rdma-rs/ucma_test -p 10.67.0.1 10.67.0.2 fd67::1 fd67::2 \
-		"$g0" "$g1" "$l0" "$l1" 10.67.0.77 10.99.0.1
 	c0=$(cm_counters)
+	cm_ib_ip_runs $t ucma && t_import "$t: ucma_test -p" /rdma-rs/ucma_test -p 10.67.0.1 \
+		10.67.0.2 fd67::1 fd67::2 "$g0" "$g1" "$l0" "$l1" 10.67.0.77 10.99.0.1
 	cm_ib_ip_runs $t send && cm_pair "$t: ib_send_bw -R (IPv4, on mlx5_1)" 60 \
 		"ib_send_bw -R -d mlx5_1 -n 100" "ib_send_bw -R -d mlx5_1 -n 100 10.67.0.2"
 	cm_ib_ip_runs $t write && cm_pair "$t: ib_write_bw -R (IPv4, on mlx5_1)" 60 \
 		"ib_write_bw -R -d mlx5_1 -n 100" "ib_write_bw -R -d mlx5_1 -n 100 10.67.0.2"
-	cm_ib_ip_runs $t tose4 && cm_pair "$t: ucmatose -c 4 (IPv4, on mlx5_0)" 60 \
-		"ucmatose -b 10.67.0.1 -c 4 -C 10" "ucmatose -s 10.67.0.1 -c 4 -C 10"
+	cm_ib_ip_runs $t tose4 && cm_pair "$t: ucmatose -c 4 (IPv4, mlx5_0 to mlx5_1)" 60 \
+		"ucmatose -b 10.67.0.2 -c 4 -C 10" "ucmatose -s 10.67.0.2 -b 10.67.0.1 -c 4 -C 10"
 	cm_ib_ip_runs $t tose6 && cm_pair "$t: ucmatose -c 2 (IPv6, on mlx5_0)" 60 \
 		"ucmatose -b fd67::1 -c 2 -C 10" "ucmatose -s fd67::1 -c 2 -C 10"
-	if cm_ib_ip_runs $t rping; then
-		cm_ib_rping "$t"
-	fi
+	cm_ib_ip_runs $t rping && cm_ib_rping "$t"
+	ip neigh show dev $i0 | sed 's/^/    neigh| /'
 	cm_counters_check "$t: IP ids" "$c0"
+	ip addr flush dev $i0
+	ip addr flush dev $i1
+	ip link set $i0 down
+	ip link set $i1 down
+	sysctl -qw net.ipv4.conf.all.accept_local=$al
 }
 
-# cm_ib_rping TAG: unmodified rping -C 100 -v to 10.67.0.2 (mlx5_1's), every ping's data, both
-# ends exit 0, and `rdma res show cm_id` shows the listener and both connected ids with their
-# IP addresses during the run.
+# cm_ib_rping TAG: unmodified rping -C 100 -v from 10.67.0.1 (mlx5_0) to 10.67.0.2 (mlx5_1):
+# every ping's data, both ends exit 0, `rdma res show cm_id` shows the listener and both
+# connected ids with their IP addresses during the run.
 cm_ib_rping() {
 	local t=$1 c s rc=0 rs=0
 	timeout 60 rping -s -a 10.67.0.2 -p 7181 -C 100 -v >/tmp/cm-s 2>&1 &
 	s=$!
 	sleep 1
-	timeout 60 rping -c -a 10.67.0.2 -p 7181 -C 100 -v >/tmp/cm-c 2>/tmp/cm-c.err &
+	timeout 60 rping -c -a 10.67.0.2 -I 10.67.0.1 -p 7181 -C 100 -v >/tmp/cm-c 2>/tmp/cm-c.err &
 	c=$!
-	cm_res_cm_id "$t" 10.67.0.2 10.67.0.2 7181
+	cm_res_cm_id "$t" 10.67.0.1 10.67.0.2 7181
 	wait $c || rc=$?
 	wait $s || rs=$?
 	tail -3 /tmp/cm-c /tmp/cm-c.err /tmp/cm-s | sed 's/^/    rping| /'
-	t_check "$t: rping -C 100 -v (IPv4, on mlx5_1): client exit 0 ($rc), server exit 0 ($rs)" \
+	t_check "$t: rping -C 100 -v (IPv4, mlx5_0 to mlx5_1): client exit 0 ($rc), server exit 0 ($rs)" \
 		test $rc = 0 -a $rs = 0
 	if rping_verify /tmp/cm-c 100 >/tmp/cmv-why; then
 		t_ok "$t: rping: 100 pings, each with rping's data"
@@ -179,7 +193,7 @@ FABRIC_TAKERS="$FABRIC_TAKERS cm_ib_suite=ib cm_ib_opensm_suite=opensm"
 # vm_cm_ib: cm_ib_run with the embedded SM (the simulated switch's SA answers PathRecord
 # Gets).
 cm_ib_suite() {
-	fabric_take ib cm_ib_load sim=ib,ib mad_qps=1
+	RDMARS_CORE_PARAMS=ipoib=1 fabric_take ib cm_ib_load sim=ib,ib mad_qps=1
 	t_check "mlx5_0 port 1 ACTIVE (embedded SM)" mw_wait_active mlx5_0
 	t_check "mlx5_1 port 1 ACTIVE (embedded SM)" mw_wait_active mlx5_1
 	cm_ib_run embedded
@@ -188,7 +202,7 @@ cm_ib_suite() {
 
 # cm_ib_opensm_up: run alone, the fabric under an opensm of its own.
 cm_ib_opensm_up() {
-	cm_ib_load sim=ib,ib sm=0 mad_qps=1
+	RDMARS_CORE_PARAMS=ipoib=1 cm_ib_load sim=ib,ib sm=0 mad_qps=1
 	mw_opensm_fresh
 }
 
