@@ -130,8 +130,6 @@ cm_ib_ip() {
 	cm_ib_ip_counters "$t" "$c0"
 	ip addr flush dev $i0
 	ip addr flush dev $i1
-	ip link set $i0 down
-	ip link set $i1 down
 	sysctl -qw net.ipv4.conf.all.accept_local=$al
 }
 
