@@ -2,9 +2,10 @@
 
 //! IPoIB (RFC 4391, RFC 4392; upstream `drivers/infiniband/ulp/ipoib/`): an `ib%d` interface
 //! (`rust/netdev.rs`, [`crate::netdev::Link::Infiniband`]) on each InfiniBand port whose
-//! driver has the `open_ud_qp` op (`ipoib/iface.rs`: the core client that registers them,
-//! [`port_of`]: the port under an interface), and the addressing and encapsulation they are
-//! built on, in this file:
+//! driver has the `open_ud_qp` op (`ipoib/client.rs`: the core client that registers them,
+//! [`port_of`]: the port under an interface; `ipoib/iface.rs`: an interface's state, ops and
+//! worker; `ipoib/bcast.rs`: its broadcast group; `ipoib/path.rs`: its paths), and the
+//! addressing and encapsulation they are built on, in this file:
 //!
 //! * The 20-byte link-layer address ([`HwAddr`]): one byte of flags (`0x80`: the interface
 //!   takes connected mode; datagram mode only here, so never set by this side), the 24-bit QP
@@ -23,13 +24,16 @@
 
 #[path = "ipoib/bcast.rs"]
 mod bcast;
+#[path = "ipoib/client.rs"]
+mod client;
 #[path = "ipoib/iface.rs"]
 mod iface;
 #[path = "ipoib/path.rs"]
 mod path;
 
-pub use iface::{broadcast_rec, port_of, IpoibPort, IPOIB_QKEY};
-pub(crate) use iface::{shutdown, IpoibClient, IpoibTable};
+pub use client::{broadcast_rec, port_of, IpoibPort};
+pub(crate) use client::{shutdown, IpoibClient, IpoibTable};
+pub use iface::IPOIB_QKEY;
 
 use crate::attr::Gid;
 use crate::netdev::{PacketType, INFINIBAND_ALEN};

@@ -26,11 +26,9 @@
 use super::IPOIB_QKEY;
 use crate::attr::Gid;
 use crate::mad_qp::MadGrh;
-use crate::sa::mcast::SaMcastHandler;
 use crate::sa::{self, McMemberRec};
 use crate::ud_qp::UdDest;
 use kernel::prelude::*;
-use kernel::sync::Arc;
 
 /// upstream `IB_SA_EQ`: an MTU selector of exactly the MTU given.
 const SA_EQ: u8 = 2;
@@ -102,23 +100,6 @@ pub(crate) fn join_request(
             | sa::MC_HOP_LIMIT;
     }
     (rec, mask)
-}
-
-/// The handler of one broadcast join.
-pub(crate) struct BcastJoin {
-    pub(crate) ipoib: Arc<super::iface::Ipoib>,
-    /// The interface's join generation when it was asked (a later stop or rejoin makes it
-    /// stale).
-    pub(crate) gen: u64,
-    /// Whether it asked to create the group.
-    pub(crate) create: bool,
-}
-
-impl SaMcastHandler for BcastJoin {
-    // upstream ipoib_mcast_join_complete().
-    fn joined(&self, r: Result<McMemberRec>) {
-        self.ipoib.bcast_joined(self.gen, self.create, r);
-    }
 }
 
 #[kunit_tests(ib_core_rs_ipoib_bcast)]

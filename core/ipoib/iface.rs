@@ -1,31 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The IPoIB interfaces (upstream `ipoib_main.c`: `ipoib_add_one()`, `ipoib_add_port()`,
-//! `ipoib_remove_one()`): a core client ([`IpoibClient`]) that gives each InfiniBand port of a
-//! device whose driver has the `open_ud_qp` op an `ib%d` interface, and the table of those
-//! interfaces ([`port_of`]).
+//! One port's IPoIB interface (upstream `ipoib_main.c`, `ipoib_ib.c`): its state ([`Ipoib`],
+//! upstream `struct ipoib_dev_priv`), its ops ([`Iface`]) and its worker.
 //!
-//! A port's interface is made in this order, and unmade in reverse when the device goes (the
-//! client's `remove`) or the module unloads: the port's state ([`Ipoib`]), its UD QP (the
-//! driver's `open_ud_qp`, P_Key index 0, the Q_Key [`IPOIB_QKEY`], datagrams up to the port's
-//! largest MTU), the worker that polls it, then the `ib%d` `NetDev` of type
-//! `ARPHRD_INFINIBAND`: its address the flags 0, the QP's number and the port's GID at index 0,
-//! its broadcast address the IPv4 broadcast group of the P_Key at index 0, its MTU the
-//! datagram MTU of the port's active MTU (upstream `IPOIB_UD_MTU()`: 2044 on a 2048-byte MTU),
-//! its sysfs parent the IB device's parent (upstream `SET_NETDEV_DEV(dev, hca->dev.parent)`).
-//! The interface is unregistered before the QP drops. A driver without the op (`EOPNOTSUPP`)
-//! gets no interface; a port whose QP or interface fails gets none, the others theirs.
+//! Open joins the broadcast group (`bcast.rs`), stop leaves it; the transmit sends to the
+//! group or along a path of the cache (`path.rs`); the worker (the core's queue, armed by the
+//! QP's completions, a new path, a join to ask again) polls the QP and hands what arrived to
+//! the stack, asks the paths and the joins. Locks: `ctl` (a mutex: the join) before `dp` (a
+//! spinlock taken in any context: the group's record, the paths). How an interface is made and
+//! unmade: `client.rs`.
 
-use super::bcast::{self, Bcast, BcastJoin};
+use super::bcast::{self, Bcast};
 use super::path::{self, Lookup, Paths};
 use super::{mtu_bytes, ud_mtu, HwAddr};
-use crate::attr::{Gid, LinkLayer};
-use crate::event::{Event, EventKind};
-use crate::ib_device::{DeviceCore, IbDevice};
-use crate::netdev::{Link, NetDev, NetDevConfig, NetDevOps, NetDevice, ETH_MIN_MTU};
-use crate::sa::mcast::{self as sa_mcast, SaMulticast};
-use crate::sa::McMemberRec;
-use crate::ud_qp::{UdCompletion, UdQp, UdQpConfig, UdQpNotify};
+use crate::attr::Gid;
+use crate::event::EventKind;
+use crate::netdev::{NetDevOps, NetDevice, ETH_MIN_MTU};
+use crate::sa::mcast::{self as sa_mcast, SaMcastHandler, SaMulticast};
+use crate::sa::{self, McMemberRec, SaPathHandler, SaPathRec};
+use crate::ud_qp::{UdCompletion, UdQp, UdQpNotify};
 use crate::wq::{Timer, TimerFire};
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
@@ -71,12 +64,12 @@ struct NdevSlot {
 /// One port's interface state (upstream `struct ipoib_dev_priv`).
 #[pin_data]
 pub(crate) struct Ipoib {
-    dev_index: u32,
-    port: u32,
+    pub(super) dev_index: u32,
+    pub(super) port: u32,
     /// The P_Key of index 0 with the full-member bit.
-    pkey: u16,
+    pub(super) pkey: u16,
     /// The port's GID at index 0.
-    gid: Gid,
+    pub(super) gid: Gid,
     /// The port's largest MTU, `enum ib_mtu`.
     max_mtu: u8,
     /// The UD QP (taken out when the interface goes).
@@ -96,8 +89,110 @@ pub(crate) struct Ipoib {
 }
 
 impl Ipoib {
+    /// The state of `port` of device `dev_index` (P_Key `pkey`, GID `gid`, largest MTU
+    /// `max_mtu` as `enum ib_mtu`), with its worker; no QP yet, down.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(super) fn new(
+        dev_index: u32,
+        port: u32,
+        pkey: u16,
+        gid: Gid,
+        max_mtu: u8,
+    ) -> Result<Arc<Self>> {
+        let ipoib = Arc::pin_init(
+            pin_init!(Ipoib {
+                dev_index,
+                port,
+                pkey,
+                gid,
+                max_mtu,
+                qp <- kernel::new_spinlock_irq!(None, "ipoib_qp"),
+                timer <- kernel::new_spinlock_irq!(None, "ipoib_timer"),
+                ndev <- kernel::new_spinlock_irq!(
+                    NdevSlot {
+                        nd: None,
+                        closing: false
+                    },
+                    "ipoib_ndev"
+                ),
+                ctl <- kernel::new_mutex!(
+                    Ctl {
+                        up: false,
+                        gen: 0,
+                        join: None,
+                        attached: None,
+                        retry: false,
+                        backoff_ms: bcast::BACKOFF_FIRST_MS,
+                    },
+                    "ipoib_ctl"
+                ),
+                dp <- kernel::new_spinlock_irq!(
+                    DataPath {
+                        bcast: None,
+                        paths: Paths::new(),
+                        lid: 0,
+                    },
+                    "ipoib_dp"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        let timer = Timer::new(Arc::new(
+            Worker {
+                ipoib: ipoib.clone(),
+            },
+            GFP_KERNEL,
+        )?);
+        match timer {
+            Ok(t) => *ipoib.timer.lock() = Some(t),
+            Err(e) => {
+                ipoib.close();
+                return Err(e);
+            }
+        }
+        Ok(ipoib)
+    }
+
+    /// Gives the interface its QP.
+    pub(super) fn set_qp(&self, qp: Arc<dyn UdQp>) {
+        *self.qp.lock() = Some(qp);
+    }
+
+    /// The ops of the interface of `this`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`.
+    pub(super) fn iface(this: &Arc<Self>) -> Result<Arc<Iface>> {
+        Ok(Arc::new(
+            Iface {
+                ipoib: this.clone(),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// The joined broadcast group's record.
+    pub(super) fn bcast_rec(&self) -> Option<McMemberRec> {
+        self.dp.lock().bcast.map(|b| b.rec)
+    }
+
+    /// Drops the interface's reference for good (before it is unregistered: that waits for
+    /// every reference).
+    pub(super) fn release_ndev(&self) {
+        let held = {
+            let mut s = self.ndev.lock();
+            s.closing = true;
+            s.nd.take()
+        };
+        drop(held);
+    }
+
     /// The QP, if the interface is not going away.
-    fn qp(&self) -> Option<Arc<dyn UdQp>> {
+    pub(super) fn qp(&self) -> Option<Arc<dyn UdQp>> {
         self.qp.lock().clone()
     }
 
@@ -107,7 +202,7 @@ impl Ipoib {
     }
 
     /// Keeps a reference to the interface, unless it is being unregistered.
-    fn set_ndev(&self, dev: &NetDevice) {
+    pub(super) fn set_ndev(&self, dev: &NetDevice) {
         let mut s = self.ndev.lock();
         if !s.closing && s.nd.is_none() {
             s.nd = Some(ARef::from(dev));
@@ -122,7 +217,7 @@ impl Ipoib {
     }
 
     /// Stops the worker and drops the QP (after the interface is unregistered).
-    fn close(&self) {
+    pub(super) fn close(&self) {
         let timer = self.timer.lock().take();
         drop(timer);
         let qp = self.qp.lock().take();
@@ -136,14 +231,7 @@ impl Ipoib {
         let mut ask = KVec::new();
         let gen = this.dp.lock().paths.take_unasked(&mut ask);
         for dgid in ask.iter() {
-            let r = path::ask(
-                this,
-                (this.dev_index, this.port),
-                &this.gid,
-                this.pkey,
-                dgid,
-                gen,
-            );
+            let r = Self::ask_path(this, dgid, gen);
             if let Err(e) = r {
                 this.path_done(dgid, gen, Err(e));
             }
@@ -155,6 +243,28 @@ impl Ipoib {
         if retry {
             Self::join(this, false);
         }
+    }
+
+    /// Asks the SA for the path to `dgid` (upstream `path_rec_start()`); the answer goes to
+    /// [`Self::path_done`].
+    fn ask_path(this: &Arc<Self>, dgid: &Gid, gen: u64) -> Result {
+        let (rec, mask) = path::query(&this.gid, dgid, this.pkey);
+        let h = Arc::new(
+            PathQuery {
+                ipoib: this.clone(),
+                dgid: *dgid,
+                gen,
+            },
+            GFP_KERNEL,
+        )?;
+        sa::path_rec_get(
+            this.dev_index,
+            this.port,
+            &rec,
+            mask,
+            path::PATH_REC_TIMEOUT_MS,
+            h,
+        )
     }
 
     /// Takes the QP's completions and hands received packets to the stack (upstream
@@ -267,7 +377,7 @@ impl Ipoib {
     }
 
     /// A broadcast join's answer (upstream `ipoib_mcast_join_complete()`).
-    pub(super) fn bcast_joined(self: &Arc<Self>, gen: u64, create: bool, r: Result<McMemberRec>) {
+    fn bcast_joined(self: &Arc<Self>, gen: u64, create: bool, r: Result<McMemberRec>) {
         let mut c = self.ctl.lock();
         if !c.up || c.gen != gen {
             return;
@@ -351,7 +461,7 @@ impl Ipoib {
     }
 
     /// A path query's answer: the packets that waited go.
-    pub(super) fn path_done(&self, dgid: &Gid, gen: u64, r: Result<(u16, u8)>) {
+    fn path_done(&self, dgid: &Gid, gen: u64, r: Result<(u16, u8)>) {
         let (sent, qkey) = {
             let mut dp = self.dp.lock();
             let qkey = dp.bcast.map(|b| b.rec.qkey);
@@ -370,7 +480,7 @@ impl Ipoib {
 
     /// A port event (upstream `ipoib_event()`): paths are flushed; a port that went down
     /// loses its carrier; one that came up joins again if the interface waits for it.
-    fn port_event(&self, kind: EventKind) {
+    pub(super) fn port_event(&self, kind: EventKind) {
         match kind {
             EventKind::PortErr => {
                 if let Some(nd) = self.ndev() {
@@ -435,6 +545,38 @@ impl UdQpNotify for Ipoib {
     }
 }
 
+/// The handler of one broadcast join.
+struct BcastJoin {
+    ipoib: Arc<Ipoib>,
+    /// The interface's join generation when it was asked (a later stop or rejoin makes it
+    /// stale).
+    gen: u64,
+    /// Whether it asked to create the group.
+    create: bool,
+}
+
+impl SaMcastHandler for BcastJoin {
+    // upstream ipoib_mcast_join_complete().
+    fn joined(&self, r: Result<McMemberRec>) {
+        self.ipoib.bcast_joined(self.gen, self.create, r);
+    }
+}
+
+/// The handler of one PathRecord query.
+struct PathQuery {
+    ipoib: Arc<Ipoib>,
+    dgid: Gid,
+    gen: u64,
+}
+
+impl SaPathHandler for PathQuery {
+    // upstream path_rec_completion().
+    fn done(&self, r: Result<SaPathRec>) {
+        self.ipoib
+            .path_done(&self.dgid, self.gen, r.map(|p| (p.dlid, p.sl)));
+    }
+}
+
 /// The worker of one port (the core's queue: process context).
 struct Worker {
     ipoib: Arc<Ipoib>,
@@ -494,308 +636,5 @@ impl NetDevOps for Iface {
             return Err(EINVAL);
         }
         Ok(())
-    }
-}
-
-/// A registered interface.
-struct Registered {
-    ipoib: Arc<Ipoib>,
-    nd: NetDev<Iface>,
-}
-
-/// The interfaces of every device (behind `global::IPOIB`).
-pub(crate) struct IpoibTable {
-    ifs: KVec<Registered>,
-}
-
-impl IpoibTable {
-    /// No interface.
-    pub(crate) const fn new() -> Self {
-        IpoibTable { ifs: KVec::new() }
-    }
-}
-
-/// The port under an IPoIB interface, as [`port_of`] finds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IpoibPort {
-    /// The IB device's index.
-    pub dev_index: u32,
-    /// The port.
-    pub port: u32,
-    /// The interface's P_Key (the full-member bit set).
-    pub pkey: u16,
-    /// The port's GID the interface's address carries.
-    pub gid: Gid,
-    /// The UD QP's number the interface's address carries.
-    pub qpn: u32,
-}
-
-/// The port under the IPoIB interface `ndev` (compared by address; `None` for another
-/// interface).
-pub fn port_of(ndev: *const kernel::bindings::net_device) -> Option<IpoibPort> {
-    let t = crate::global::IPOIB.lock();
-    let r = t
-        .ifs
-        .iter()
-        .find(|r| core::ptr::eq(r.nd.as_raw().cast_const(), ndev))?;
-    Some(IpoibPort {
-        dev_index: r.ipoib.dev_index,
-        port: r.ipoib.port,
-        pkey: r.ipoib.pkey,
-        gid: r.ipoib.gid,
-        qpn: r.ipoib.qp().map_or(0, |q| q.qpn()),
-    })
-}
-
-/// Opens `port`'s UD QP for datagrams of up to `max_payload` bytes; a driver that refuses
-/// that size (`EINVAL`) is asked for the datagram MTU's (less the IPoIB header). Returns the
-/// QP and the size it took.
-fn open_qp(
-    ibdev: &Arc<dyn IbDevice>,
-    ipoib: &Arc<Ipoib>,
-    port: u32,
-    max_payload: u32,
-) -> Result<(Arc<dyn UdQp>, u32)> {
-    let mut cfg = UdQpConfig {
-        qkey: IPOIB_QKEY,
-        pkey_index: 0,
-        max_payload,
-    };
-    let notify: Arc<dyn UdQpNotify> = ipoib.clone();
-    match ibdev.as_arc_borrow().open_ud_qp(port, &cfg, notify) {
-        Err(e) if e == EINVAL => {
-            cfg.max_payload = ud_mtu(max_payload);
-            let notify: Arc<dyn UdQpNotify> = ipoib.clone();
-            let qp = ibdev.as_arc_borrow().open_ud_qp(port, &cfg, notify)?;
-            Ok((qp, cfg.max_payload))
-        }
-        r => r.map(|q| (q, max_payload)),
-    }
-}
-
-/// The broadcast group's record as the interface of `dev_index`'s `port` joined it
-/// (upstream `ib_sa_get_mcmember_rec()` of the IPoIB broadcast MGID: what rdma_cm takes the
-/// SL, flow label and traffic class of an InfiniBand join from).
-///
-/// # Errors
-///
-/// `ENOENT` while the port has no interface or its interface has not joined.
-pub fn broadcast_rec(dev_index: u32, port: u32) -> Result<McMemberRec> {
-    let ipoib = crate::global::IPOIB
-        .lock()
-        .ifs
-        .iter()
-        .find(|r| r.ipoib.dev_index == dev_index && r.ipoib.port == port)
-        .map(|r| r.ipoib.clone())
-        .ok_or(ENOENT)?;
-    let b = ipoib.dp.lock().bcast;
-    b.map(|b| b.rec).ok_or(ENOENT)
-}
-
-/// Makes `port`'s interface (upstream `ipoib_add_port()`).
-fn add_port(dev: &DeviceCore, ibdev: &Arc<dyn IbDevice>, port: u32) -> Result<Registered> {
-    let attr = ibdev.query_port_attr(port)?;
-    // upstream ib_find_pkey()/ipoib_pkey_dev_check_presence(): the P_Key at index 0.
-    let pkey = super::full_member(dev.get_cached_pkey(port, 0)?);
-    let gid = dev.query_gid(port, 0)?;
-    let max_mtu = if mtu_bytes(attr.max_mtu).is_some() {
-        attr.max_mtu
-    } else {
-        5
-    };
-    let max_ib_mtu = mtu_bytes(max_mtu).unwrap_or(4096);
-    let active = mtu_bytes(attr.active_mtu).unwrap_or(max_ib_mtu);
-    let ipoib = Arc::pin_init(
-        pin_init!(Ipoib {
-            dev_index: dev.index(),
-            port,
-            pkey,
-            gid,
-            max_mtu,
-            qp <- kernel::new_spinlock_irq!(None, "ipoib_qp"),
-            timer <- kernel::new_spinlock_irq!(None, "ipoib_timer"),
-            ndev <- kernel::new_spinlock_irq!(NdevSlot { nd: None, closing: false }, "ipoib_ndev"),
-            ctl <- kernel::new_mutex!(
-                Ctl {
-                    up: false,
-                    gen: 0,
-                    join: None,
-                    attached: None,
-                    retry: false,
-                    backoff_ms: bcast::BACKOFF_FIRST_MS,
-                },
-                "ipoib_ctl"
-            ),
-            dp <- kernel::new_spinlock_irq!(
-                DataPath {
-                    bcast: None,
-                    paths: Paths::new(),
-                    lid: 0,
-                },
-                "ipoib_dp"
-            ),
-        }),
-        GFP_KERNEL,
-    )?;
-    let r = register(dev, ibdev, &ipoib, port, max_ib_mtu, active);
-    if r.is_err() {
-        ipoib.close();
-    }
-    r
-}
-
-/// The worker, the QP and the interface of `add_port`; the caller closes `ipoib` on failure.
-fn register(
-    dev: &DeviceCore,
-    ibdev: &Arc<dyn IbDevice>,
-    ipoib: &Arc<Ipoib>,
-    port: u32,
-    max_ib_mtu: u32,
-    active: u32,
-) -> Result<Registered> {
-    let timer = Timer::new(Arc::new(
-        Worker {
-            ipoib: ipoib.clone(),
-        },
-        GFP_KERNEL,
-    )?)?;
-    *ipoib.timer.lock() = Some(timer);
-    let (qp, max_payload) = open_qp(ibdev, ipoib, port, max_ib_mtu)?;
-    let qpn = qp.qpn();
-    *ipoib.qp.lock() = Some(qp);
-    let addr = HwAddr {
-        flags: 0,
-        qpn,
-        gid: ipoib.gid,
-    }
-    .encode();
-    let max_mtu = ud_mtu(max_ib_mtu).min(max_payload.saturating_sub(super::ENCAP_LEN as u32));
-    let mtu = ud_mtu(active).min(max_mtu);
-    let parent = dev.parent();
-    let iface = Arc::new(
-        Iface {
-            ipoib: ipoib.clone(),
-        },
-        GFP_KERNEL,
-    )?;
-    let nd = NetDev::new(
-        iface,
-        parent.as_deref(),
-        &NetDevConfig {
-            link: Link::Infiniband {
-                addr,
-                broadcast: super::broadcast(ipoib.pkey),
-            },
-            mtu,
-            min_mtu: ETH_MIN_MTU,
-            max_mtu,
-        },
-    )?;
-    ipoib.set_ndev(nd.device());
-    Ok(Registered {
-        ipoib: ipoib.clone(),
-        nd,
-    })
-}
-
-/// Unregisters an interface, then stops its worker and drops its QP (upstream
-/// `ipoib_remove_one()`: `unregister_netdevice()` before the QP is destroyed).
-fn remove_port(r: Registered) {
-    let Registered { ipoib, nd } = r;
-    let held = {
-        let mut s = ipoib.ndev.lock();
-        s.closing = true;
-        s.nd.take()
-    };
-    // Unregistering waits for every reference.
-    drop(held);
-    drop(nd);
-    ipoib.close();
-}
-
-/// IPoIB as a client of the core (upstream `ipoib_client`).
-pub(crate) struct IpoibClient;
-
-impl crate::client::Client for IpoibClient {
-    fn name(&self) -> &'static CStr {
-        c"ipoib"
-    }
-
-    // upstream ipoib_add_one(): each InfiniBand port; no interface is EOPNOTSUPP.
-    fn add(&self, dev: &DeviceCore) -> Result {
-        let ibdev = crate::registry::device_arc(dev.index()).ok_or(ENODEV)?;
-        let mut made = 0;
-        for port in 1..=dev.phys_port_cnt() {
-            let ib = dev
-                .port_immutable(port)
-                .is_ok_and(|p| p.link_layer == LinkLayer::Infiniband);
-            if !ib {
-                continue;
-            }
-            let r = match add_port(dev, &ibdev, port) {
-                Ok(r) => r,
-                Err(e) if e == EOPNOTSUPP => break,
-                Err(e) => {
-                    ibdev_warn!(dev.name(), "no IPoIB interface on port {}: {:?}\n", port, e);
-                    continue;
-                }
-            };
-            if let Err((e, r)) = push(r) {
-                remove_port(r);
-                return Err(e);
-            }
-            made += 1;
-        }
-        if made == 0 {
-            return Err(EOPNOTSUPP);
-        }
-        Ok(())
-    }
-
-    // upstream ipoib_event(): the port's interface.
-    fn event(&self, dev: &DeviceCore, ev: &Event) {
-        let ipoib = crate::global::IPOIB
-            .lock()
-            .ifs
-            .iter()
-            .find(|r| r.ipoib.dev_index == dev.index() && r.ipoib.port == ev.port)
-            .map(|r| r.ipoib.clone());
-        if let Some(i) = ipoib {
-            i.port_event(ev.kind);
-        }
-    }
-
-    // upstream ipoib_remove_one(): one interface at a time, each unregistered outside the
-    // table's lock (unregistering takes the RTNL lock, under which a lookup may run).
-    fn remove(&self, dev: &DeviceCore) {
-        loop {
-            let r = {
-                let mut t = crate::global::IPOIB.lock();
-                let Some(i) = t.ifs.iter().position(|r| r.ipoib.dev_index == dev.index()) else {
-                    return;
-                };
-                t.ifs.remove(i)
-            };
-            if let Ok(r) = r {
-                remove_port(r);
-            }
-        }
-    }
-}
-
-/// Adds an interface to the table; on failure it is handed back.
-fn push(r: Registered) -> core::result::Result<(), (Error, Registered)> {
-    let mut t = crate::global::IPOIB.lock();
-    if let Err(e) = t.ifs.reserve(1, GFP_KERNEL) {
-        return Err((e.into(), r));
-    }
-    t.ifs.push_within_capacity(r).map_err(|e| (ENOMEM, e.0))
-}
-
-/// Frees the table's storage at module exit (every interface went with the client).
-pub(crate) fn shutdown() {
-    let old = core::mem::take(&mut crate::global::IPOIB.lock().ifs);
-    for r in old {
-        remove_port(r);
     }
 }

@@ -15,10 +15,9 @@
 //! before it are ignored.
 
 use crate::attr::Gid;
-use crate::sa::{self, SaPathHandler, SaPathRec};
+use crate::sa::{self, SaPathRec};
 use crate::ud_qp::UdDest;
 use kernel::prelude::*;
-use kernel::sync::Arc;
 
 /// upstream `IPOIB_MAX_PATH_REC_QUEUE`: packets that wait for a path.
 pub(crate) const MAX_PATH_REC_QUEUE: usize = 3;
@@ -27,7 +26,7 @@ pub(crate) const MAX_PATH_REC_QUEUE: usize = 3;
 const MAX_PATHS: usize = 256;
 
 /// upstream `path_rec_start()`'s query timeout.
-const PATH_REC_TIMEOUT_MS: u32 = 1000;
+pub(crate) const PATH_REC_TIMEOUT_MS: u32 = 1000;
 
 /// A packet waiting for its path: the destination QP and the bytes for the wire.
 pub(crate) struct Waiting {
@@ -160,35 +159,9 @@ impl Paths {
     }
 }
 
-/// The handler of one PathRecord query.
-struct PathQuery {
-    ipoib: Arc<super::iface::Ipoib>,
-    dgid: Gid,
-    gen: u64,
-}
-
-impl SaPathHandler for PathQuery {
-    // upstream path_rec_completion().
-    fn done(&self, r: Result<SaPathRec>) {
-        self.ipoib
-            .path_done(&self.dgid, self.gen, r.map(|p| (p.dlid, p.sl)));
-    }
-}
-
-/// Asks the SA for the path from `sgid` to `dgid` in partition `pkey` (upstream
-/// `path_rec_start()`); the answer goes to `ipoib`.
-///
-/// # Errors
-///
-/// [`sa::path_rec_get`]'s.
-pub(crate) fn ask(
-    ipoib: &Arc<super::iface::Ipoib>,
-    (dev_index, port): (u32, u32),
-    sgid: &Gid,
-    pkey: u16,
-    dgid: &Gid,
-    gen: u64,
-) -> Result {
+/// The PathRecord query of the path from `sgid` to `dgid` in partition `pkey` (upstream
+/// `path_rec_start()`): the record and its component mask.
+pub(crate) fn query(sgid: &Gid, dgid: &Gid, pkey: u16) -> (SaPathRec, u64) {
     let rec = SaPathRec {
         dgid: dgid.0,
         sgid: sgid.0,
@@ -197,15 +170,7 @@ pub(crate) fn ask(
         ..Default::default()
     };
     let mask = sa::PR_DGID | sa::PR_SGID | sa::PR_NUMB_PATH | sa::PR_TRAFFIC_CLASS | sa::PR_PKEY;
-    let h = Arc::new(
-        PathQuery {
-            ipoib: ipoib.clone(),
-            dgid: *dgid,
-            gen,
-        },
-        GFP_KERNEL,
-    )?;
-    sa::path_rec_get(dev_index, port, &rec, mask, PATH_REC_TIMEOUT_MS, h)
+    (rec, mask)
 }
 
 /// Where a unicast packet to `qpn` goes on the path (`dlid`, `sl`) with the broadcast
@@ -217,5 +182,68 @@ pub(crate) fn unicast_dest(dlid: u16, sl: u8, qpn: u32, qkey: u32) -> UdDest {
         remote_qpn: qpn,
         remote_qkey: qkey,
         grh: None,
+    }
+}
+
+#[kunit_tests(ib_core_rs_ipoib_path)]
+mod tests {
+    use super::*;
+
+    fn gid(last: u8) -> Gid {
+        let mut g = [0u8; 16];
+        g[0] = 0xfe;
+        g[1] = 0x80;
+        g[15] = last;
+        Gid(g)
+    }
+
+    #[test]
+    fn a_miss_queues_three_packets_and_the_answer_sends_them() -> Result {
+        let mut p = Paths::new();
+        let d = gid(2);
+        // The first packet makes the entry and asks; two more wait; the fourth is dropped.
+        assert!(matches!(p.lookup(&d, 0x48, &[1]), Lookup::Queued(true)));
+        assert!(matches!(p.lookup(&d, 0x48, &[2]), Lookup::Queued(false)));
+        assert!(matches!(p.lookup(&d, 0x49, &[3]), Lookup::Queued(false)));
+        assert!(matches!(p.lookup(&d, 0x48, &[4]), Lookup::Dropped));
+        let mut ask = KVec::new();
+        let gen = p.take_unasked(&mut ask);
+        assert_eq!(ask.len(), 1);
+        // Asked once only.
+        let mut again = KVec::new();
+        p.take_unasked(&mut again);
+        assert!(again.is_empty());
+        let sent = p.answered(&d, gen, Ok((0x104, 3))).ok_or(EINVAL)?;
+        let got: KVec<(u32, u8)> = {
+            let mut v = KVec::new();
+            for w in sent.iter() {
+                v.push((w.qpn, w.wire[0]), GFP_KERNEL)?;
+            }
+            v
+        };
+        assert_eq!(&got[..], &[(0x48, 1), (0x48, 2), (0x49, 3)]);
+        // Resolved: the next packet goes at once.
+        assert!(matches!(
+            p.lookup(&d, 0x48, &[5]),
+            Lookup::Resolved(0x104, 3)
+        ));
+        Ok(())
+    }
+
+    #[test]
+    fn a_failed_or_stale_answer_sends_nothing() {
+        let mut p = Paths::new();
+        let d = gid(3);
+        assert!(matches!(p.lookup(&d, 1, &[1]), Lookup::Queued(true)));
+        let mut ask = KVec::new();
+        let gen = p.take_unasked(&mut ask);
+        // A failure forgets the entry: the next packet asks again.
+        assert!(p.answered(&d, gen, Err(ETIMEDOUT)).is_none());
+        assert!(matches!(p.lookup(&d, 1, &[2]), Lookup::Queued(true)));
+        let gen = p.take_unasked(&mut ask);
+        // A port event flushes: the answer to the query asked before is ignored.
+        p.flush();
+        assert!(p.answered(&d, gen, Ok((0x104, 0))).is_none());
+        assert!(matches!(p.lookup(&d, 1, &[3]), Lookup::Queued(true)));
     }
 }

@@ -18,6 +18,7 @@ use ib_core_rs::sa::{
 };
 use ib_core_rs::ud_qp::{UdCompletion, UdDest, UdQp, UdQpConfig, UdQpNotify, UdRecvInfo};
 use ib_core_rs::verbs::WcStatus;
+use kernel::new_spinlock_irq;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::time::{delay::fsleep, Delta};
@@ -47,16 +48,20 @@ fn datagram(len: usize, seed: u8) -> Result<KVec<u8>> {
 }
 
 /// Polls `q` (`ms` milliseconds at most) for the next receive (`recv`) or send completion;
-/// the other kind is dropped.
+/// the other kind is dropped. Each poll runs under a spinlock with interrupts off (lockdep
+/// reports a sleeping lock taken there).
 fn wait(q: &Arc<dyn UdQp>, recv: bool, ms: u32) -> Option<UdCompletion> {
+    let atomic = KBox::pin_init(new_spinlock_irq!(()), GFP_KERNEL).ok()?;
     for _ in 0..ms.div_ceil(10) {
         let mut got = None;
+        let guard = atomic.lock();
         q.poll(&mut |c| {
             let is_recv = matches!(c, UdCompletion::Recv { .. });
             if got.is_none() && is_recv == recv {
                 got = Some(c);
             }
         });
+        drop(guard);
         if got.is_some() {
             return got;
         }
@@ -71,6 +76,25 @@ fn recv(q: &Arc<dyn UdQp>, ms: u32) -> Option<(KVec<u8>, UdRecvInfo)> {
         UdCompletion::Recv { data, info } => Some((data, info)),
         UdCompletion::Send { .. } => None,
     }
+}
+
+/// Every datagram `q` receives within `ms` milliseconds, or until `n` came.
+fn recv_all(q: &Arc<dyn UdQp>, n: usize, ms: u32) -> Result<KVec<KVec<u8>>> {
+    let mut got = KVec::new();
+    for _ in 0..ms.div_ceil(10) {
+        let mut r = Ok(());
+        q.poll(&mut |c| {
+            if let UdCompletion::Recv { data, .. } = c {
+                r = r.and(got.push(data, GFP_KERNEL).map_err(|_| ENOMEM));
+            }
+        });
+        r?;
+        if got.len() >= n {
+            break;
+        }
+        fsleep(Delta::from_millis(10));
+    }
+    Ok(got)
 }
 
 /// The status of `q`'s next send completion.
@@ -127,7 +151,10 @@ fn join(ib: &Arc<Device<crate::ib::device::Mlx5Ib>>, mgid: &Gid) -> Result<u16> 
         });
         if let Some(a) = answer {
             // SubnAdmGetResp, status 0.
-            assert_eq!(&a.0[3..6], &[0x81, 0, 0]);
+            if a.0[3..6] != [0x81, 0, 0] {
+                pr_err!("udqp: SA answer {:x?}\n", &a.0[..8]);
+                return Err(EPROTO);
+            }
             let mut r = [0u8; 52];
             r.copy_from_slice(&a.0[56..108]);
             return Ok(McMemberRec::unpack(&r).mlid);
@@ -162,6 +189,15 @@ mod tests {
     /// (Loaded with `mad_qps=1` the MAD layer's own QP1 would take the SA's answer.)
     #[test]
     fn datagrams_between_two_functions() -> Result {
+        let mut step = 0;
+        let r = run(&mut step);
+        if let Err(e) = r {
+            pr_err!("udqp: step {} failed: {:?}\n", step, e);
+        }
+        r
+    }
+
+    fn run(step: &mut u32) -> Result {
         if crate::module_parameters::mad_qps.value() {
             return Ok(());
         }
@@ -207,10 +243,12 @@ mod tests {
                 };
                 assert_eq!(open(ia, &c).err(), Some(EINVAL));
             }
+            *step += 1;
             let a = open(ia, &cfg)?;
             let b = open(ib, &cfg)?;
-            assert_ne!(a.qpn(), b.qpn());
+            assert_ne!(la, lb);
 
+            *step += 1;
             // Unicast, a whole datagram of max_payload bytes.
             let d = datagram(PAYLOAD as usize, 7)?;
             let to_b = UdDest {
@@ -219,13 +257,20 @@ mod tests {
                 remote_qkey: QKEY,
                 ..UdDest::default()
             };
-            a.post_send(&d, &to_b, 11)?;
+            // As an interface's transmit does: in atomic context (a spinlock held,
+            // interrupts off; lockdep reports a sleeping lock taken there).
+            let atomic = KBox::pin_init(new_spinlock_irq!(()), GFP_KERNEL)?;
+            let guard = atomic.lock();
+            let r = a.post_send(&d, &to_b, 11);
+            drop(guard);
+            r?;
             assert_eq!(sent(&a), Some((11, WcStatus::Success)));
             let (data, info) = recv(&b, 2000).ok_or(ETIMEDOUT)?;
             assert!(data[..] == d[..]);
             assert_eq!((info.slid, info.src_qp), (la, a.qpn()));
             assert_eq!((info.dgid, info.sgid), (None, None));
 
+            *step += 1;
             let long = datagram(PAYLOAD as usize + 1, 0)?;
             assert_eq!(a.post_send(&long, &to_b, 12), Err(EMSGSIZE));
             let bad_qpn = UdDest {
@@ -234,6 +279,7 @@ mod tests {
             };
             assert_eq!(a.post_send(&d[..8], &bad_qpn, 13), Err(EINVAL));
 
+            *step += 1;
             // Every send slot taken: ENOBUFS until the completions are polled.
             for i in 0..SEND_SLOTS as u64 {
                 a.post_send(&d[..64], &to_b, 100 + i)?;
@@ -253,16 +299,14 @@ mod tests {
                 fsleep(Delta::from_millis(10));
             }
             assert_eq!(done, SEND_SLOTS);
-            let mut got = 0;
-            while got < SEND_SLOTS {
-                let (data, _) = recv(&b, 2000).ok_or(ETIMEDOUT)?;
-                assert!(data[..] == d[..64]);
-                got += 1;
-            }
+            let got = recv_all(&b, SEND_SLOTS, 2000)?;
+            assert_eq!(got.len(), SEND_SLOTS);
+            assert!(got.iter().all(|g| g[..] == d[..64]));
             a.post_send(&d[..64], &to_b, 98)?;
             assert_eq!(sent(&a), Some((98, WcStatus::Success)));
             assert!(recv(&b, 2000).is_some());
 
+            *step += 1;
             // Multicast: B joins a group through the SA and attaches its QP.
             let mut mgid = Gid([0; 16]);
             mgid.0[..4].copy_from_slice(&[0xff, 0x12, 0x40, 0x1b]);
@@ -291,19 +335,22 @@ mod tests {
                     break;
                 }
             }
+            *step += 1;
             let (data, info) = arrived.ok_or(ETIMEDOUT)?;
             assert!(data[..] == m[..]);
             assert_eq!(info.dgid, Some(mgid));
             assert_eq!(info.sgid, Some(ia.query_gid(1, 0)?));
             assert_eq!((info.slid, info.src_qp), (la, a.qpn()));
             b.detach_mcast(&mgid, mlid)?;
-            a.post_send(&m, &to_group, 300)?;
+            let after = datagram(300, 0x80)?;
+            a.post_send(&after, &to_group, 300)?;
             assert_eq!(sent(&a), Some((300, WcStatus::Success)));
-            assert!(recv(&b, 500).is_none());
+            assert!(recv_all(&b, 1, 500)?.iter().all(|g| g[..] != after[..]));
             assert_eq!(b.detach_mcast(&mgid, mlid), Err(EINVAL));
             let not_group = Gid([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
             assert_eq!(b.attach_mcast(&not_group, mlid), Err(EINVAL));
 
+            *step += 1;
             // A's device unregistered with its UD QP open: dropped afterwards, as an
             // interface that holds it at the removal does.
             Device::unregister(ia);
