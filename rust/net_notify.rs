@@ -175,6 +175,12 @@ impl NetDevRef {
         Ok(mac)
     }
 
+    /// The link type and addresses (`dev->type`, `addr_len`, `dev_addr`, `broadcast`).
+    pub fn link(&self) -> crate::netdev::LinkInfo {
+        // SAFETY: `self.0` is a held net_device (type invariant).
+        unsafe { crate::netdev::LinkInfo::of(self.0.as_ptr().cast()) }
+    }
+
     /// `dev->mtu`.
     pub fn mtu(&self) -> u32 {
         // SAFETY: `self.0` is a held net_device (type invariant).

@@ -15,7 +15,7 @@ extern "C" {
         v4: bool,
         sip: *const u8,
         dip: *const u8,
-        mac: *mut u8,
+        ha: *mut u8,
         hop_limit: *mut u8,
     ) -> core::ffi::c_int;
 }
@@ -29,11 +29,15 @@ pub enum IpPair {
     V6([u8; 16], [u8; 16]),
 }
 
-/// What a resolution gives: the destination MAC and the route's hop limit.
+/// What a resolution gives: the destination's hardware address and the route's hop limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct L2Dest {
-    /// The next hop's MAC, or the device's own for a local destination.
+    /// The next hop's MAC, or the device's own for a local destination (the first 6 bytes of
+    /// [`L2Dest::ha`]).
     pub mac: [u8; 6],
+    /// The whole hardware address, zero past the device's address length: on an IPoIB
+    /// interface the 20 bytes of flags, QPN and GID (`rdma_dev_addr.dst_dev_addr`).
+    pub ha: [u8; crate::netdev::INFINIBAND_ALEN],
     /// The route's hop limit (`ip4_dst_hoplimit()`/`ip6_dst_hoplimit()`).
     pub hop_limit: u8,
 }
@@ -72,6 +76,7 @@ pub fn l2_by_ip(ndev: &NetDevRef, ips: IpPair) -> Result<L2Dest> {
 pub fn try_once(ndev: &NetDevRef, ips: IpPair) -> Result<L2Dest> {
     let mut d = L2Dest {
         mac: [0; 6],
+        ha: [0; crate::netdev::INFINIBAND_ALEN],
         hop_limit: 0,
     };
     let (v4, sip, dip): (bool, &[u8], &[u8]) = match &ips {
@@ -79,7 +84,7 @@ pub fn try_once(ndev: &NetDevRef, ips: IpPair) -> Result<L2Dest> {
         IpPair::V6(s, t) => (false, s, t),
     };
     // SAFETY: `ndev` holds a reference on the net_device (its type invariant); `sip` and
-    // `dip` are 4 bytes when `v4`, else 16, as the shim reads them; `mac` has the 6 bytes and
+    // `dip` are 4 bytes when `v4`, else 16, as the shim reads them; `ha` has the 20 bytes and
     // `hop_limit` the byte the shim writes; the shim keeps none of the pointers.
     let r = unsafe {
         rdma_rs_net_l2_by_ip(
@@ -87,9 +92,11 @@ pub fn try_once(ndev: &NetDevRef, ips: IpPair) -> Result<L2Dest> {
             v4,
             sip.as_ptr(),
             dip.as_ptr(),
-            d.mac.as_mut_ptr(),
+            d.ha.as_mut_ptr(),
             &mut d.hop_limit,
         )
     };
-    kernel::error::to_result(r).map(|()| d)
+    kernel::error::to_result(r)?;
+    d.mac.copy_from_slice(&d.ha[..6]);
+    Ok(d)
 }

@@ -15,18 +15,22 @@
 #include <net/route.h>
 
 int rdma_rs_net_l2_by_ip(struct net_device *ndev, bool v4, const u8 *sip, const u8 *dip,
-			 u8 *mac, u8 *hop_limit);
+			 u8 *ha, u8 *hop_limit);
+
+/* INFINIBAND_ALEN: the longest hardware address a resolution gives (IPoIB's). */
+#define RDMA_RS_HA_LEN 20
 
 /*
  * rdma_rs_net_l2_by_ip(): v4 says whether `sip`/`dip` are 4-byte IPv4 addresses (else 16-byte
- * IPv6). On 0, `mac` (6 bytes) holds the destination's MAC and `*hop_limit` the route's hop
+ * IPv6). On 0, `ha` (20 bytes, zero past the device's address length) holds the destination's
+ * hardware address (an Ethernet MAC, or an IPoIB address) and `*hop_limit` the route's hop
  * limit. -ENODATA: the neighbour is not valid yet and a resolution was started
  * (neigh_event_send(), upstream dst_fetch_ha()); the caller retries. Other errors are the
  * routing's (ip_route_output_key(), ip6_dst_lookup_flow()) or -ENODEV for a local route to an
  * address no device owns (upstream rdma_set_src_addr_rcu()).
  */
 int rdma_rs_net_l2_by_ip(struct net_device *ndev, bool v4, const u8 *sip, const u8 *dip,
-			 u8 *mac, u8 *hop_limit)
+			 u8 *ha, u8 *hop_limit)
 {
 	struct net *net = dev_net(ndev);
 	struct rtable *rt = NULL;
@@ -67,7 +71,7 @@ int rdma_rs_net_l2_by_ip(struct net_device *ndev, bool v4, const u8 *sip, const 
 	if (local) {
 		/*
 		 * upstream rdma_set_src_addr_rcu(): a local route needs a device owning the
-		 * destination; the address then resolves to the bound device's own MAC
+		 * destination; the address then resolves to the bound device's own address
 		 * (rdma_translate_ip() with bound_dev_if, addr_resolve_neigh()).
 		 */
 		struct net_device *owner = NULL;
@@ -91,8 +95,9 @@ int rdma_rs_net_l2_by_ip(struct net_device *ndev, bool v4, const u8 *sip, const 
 #endif
 		}
 		rcu_read_unlock();
+		memset(ha, 0, RDMA_RS_HA_LEN);
 		if (owner)
-			memcpy(mac, ndev->dev_addr, ETH_ALEN);
+			memcpy(ha, ndev->dev_addr, min_t(unsigned int, ndev->addr_len, RDMA_RS_HA_LEN));
 		else
 			ret = -ENODEV;
 		goto out;
@@ -110,11 +115,12 @@ int rdma_rs_net_l2_by_ip(struct net_device *ndev, bool v4, const u8 *sip, const 
 		neigh_event_send(n, NULL);
 		ret = -ENODATA;
 	} else {
-		u8 ha[MAX_ADDR_LEN];
+		u8 nha[MAX_ADDR_LEN];
 
-		neigh_ha_snapshot(ha, n, dst->dev);
+		neigh_ha_snapshot(nha, n, dst->dev);
 		read_unlock_bh(&n->lock);
-		memcpy(mac, ha, ETH_ALEN);
+		memset(ha, 0, RDMA_RS_HA_LEN);
+		memcpy(ha, nha, min_t(unsigned int, dst->dev->addr_len, RDMA_RS_HA_LEN));
 	}
 	neigh_release(n);
 out:

@@ -145,6 +145,49 @@ pub struct LinkInfo {
     pub broadcast: [u8; MAX_ADDR_LEN],
 }
 
+impl LinkInfo {
+    /// The link type and addresses of `dev` (`rdma_copy_src_l2_addr()`'s fields).
+    ///
+    /// # Safety
+    ///
+    /// `dev` must point to a `struct net_device` that stays allocated during the call.
+    pub(crate) unsafe fn of(dev: *mut c_void) -> Self {
+        let mut l = LinkInfo {
+            ty: 0,
+            addr_len: 0,
+            addr: [0; MAX_ADDR_LEN],
+            broadcast: [0; MAX_ADDR_LEN],
+        };
+        // SAFETY: `dev` is allocated (the function's safety section); both arrays have the
+        // MAX_ADDR_LEN bytes the shim writes.
+        unsafe {
+            rdma_rs_netdev_link(
+                dev,
+                &mut l.ty,
+                &mut l.addr_len,
+                l.addr.as_mut_ptr(),
+                l.broadcast.as_mut_ptr(),
+            )
+        };
+        l
+    }
+
+    /// The GID (bytes 4..20 of the address) and P_Key (bytes 8 and 9 of the broadcast address)
+    /// of an IPoIB interface (upstream `rdma_addr_get_sgid()`, `ib_addr_get_pkey()`); `None`
+    /// for any other link type.
+    pub fn ipoib_gid_pkey(&self) -> Option<([u8; 16], u16)> {
+        if self.ty != ARPHRD_INFINIBAND || usize::from(self.addr_len) != INFINIBAND_ALEN {
+            return None;
+        }
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(&self.addr[4..INFINIBAND_ALEN]);
+        Some((
+            gid,
+            u16::from_be_bytes([self.broadcast[8], self.broadcast[9]]),
+        ))
+    }
+}
+
 /// What an interface's driver does (upstream `struct net_device_ops`, the four ops this
 /// abstraction offers). Called under the RTNL lock (`open`, `stop`, `change_mtu`) or from the
 /// transmit path (`start_xmit`: softirq context, must not sleep).
@@ -305,24 +348,8 @@ impl NetDevice {
 
     /// The link type and addresses (`dev->type`, `addr_len`, `dev_addr`, `broadcast`).
     pub fn link(&self) -> LinkInfo {
-        let mut l = LinkInfo {
-            ty: 0,
-            addr_len: 0,
-            addr: [0; MAX_ADDR_LEN],
-            broadcast: [0; MAX_ADDR_LEN],
-        };
-        // SAFETY: `self` is allocated (type invariant); both arrays have the MAX_ADDR_LEN bytes
-        // the shim writes.
-        unsafe {
-            rdma_rs_netdev_link(
-                self.raw(),
-                &mut l.ty,
-                &mut l.addr_len,
-                l.addr.as_mut_ptr(),
-                l.broadcast.as_mut_ptr(),
-            )
-        };
-        l
+        // SAFETY: `self` is allocated (type invariant).
+        unsafe { LinkInfo::of(self.raw()) }
     }
 
     /// Sends `payload` as protocol `proto` (an EtherType) to the hardware address `daddr`, the

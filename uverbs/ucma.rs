@@ -666,7 +666,7 @@ impl UcmaFile {
         ctx.cm_id.resolve_route(c.u32(4))
     }
 
-    // upstream ucma_query_route() with ucma_copy_iboe_route()
+    // upstream ucma_query_route() with ucma_copy_iboe_route() or ucma_copy_ib_route()
     fn query_route(&self, c: &CmdBuf, out_len: usize) -> Result {
         // upstream: `out` reaches `ibdev_index` (older librdmacm's size); what fits is copied.
         if out_len < abi::QUERY_ROUTE_RESP - 8 {
@@ -695,12 +695,19 @@ impl UcmaFile {
                     r[np..np + 4].copy_from_slice(&1u32.to_ne_bytes());
                     r[8..8 + abi::PATH_REC].copy_from_slice(&abi::user_path_rec(&p));
                 }
-                None => {
+                // upstream ucma_copy_iboe_route(): the IPs' GIDs, P_Key 0xffff;
+                // ucma_copy_ib_route(): the device address's GIDs and P_Key.
+                None if d.roce => {
                     if let (Some(s), Some(t)) = (info.src.ip(), info.dst.ip()) {
                         r[8..24].copy_from_slice(&ip_to_gid(t));
                         r[24..40].copy_from_slice(&ip_to_gid(s));
                     }
                     r[8 + 52..8 + 54].copy_from_slice(&0xffffu16.to_be_bytes());
+                }
+                None => {
+                    r[8..24].copy_from_slice(&info.dgid);
+                    r[24..40].copy_from_slice(&d.sgid);
+                    r[8 + 52..8 + 54].copy_from_slice(&d.pkey.to_be_bytes());
                 }
             }
         }
@@ -751,18 +758,25 @@ impl UcmaFile {
                 let pkey = [r[10], r[11]];
                 r[12..14].copy_from_slice(&(SIZE_IB as u16).to_ne_bytes());
                 r[14..16].copy_from_slice(&(SIZE_IB as u16).to_ne_bytes());
-                for (off, a) in [(16, info.src), (16 + SIZE_KSS, info.dst)] {
+                let addrs = [(16, info.src, true), (16 + SIZE_KSS, info.dst, false)];
+                for (off, a, src) in addrs {
                     // upstream: an AF_IB id's own address.
                     if a.family() == AF_IB {
                         r[off..off + SIZE_IB].copy_from_slice(a.as_bytes());
                         continue;
                     }
-                    // upstream: a sockaddr_ib of the id's GID (rdma_read_gids()) and service
-                    // id (rdma_get_service_id(): the space and the port).
+                    // upstream: a sockaddr_ib of the id's GID (rdma_read_gids(): the IP's on
+                    // RoCE, the device address's on InfiniBand) and service id
+                    // (rdma_get_service_id(): the space and the port).
                     r[off..off + 2].copy_from_slice(&AF_IB.to_ne_bytes());
                     r[off + 2..off + 4].copy_from_slice(&pkey);
-                    if let (Some(ip), true) = (a.ip(), info.dev.is_some()) {
-                        r[off + 8..off + 24].copy_from_slice(&ip_to_gid(ip));
+                    let gid = match info.dev {
+                        Some(d) if !d.roce => Some(if src { d.sgid } else { info.dgid }),
+                        Some(_) => a.ip().map(ip_to_gid),
+                        None => None,
+                    };
+                    if let Some(g) = gid {
+                        r[off + 8..off + 24].copy_from_slice(&g);
                     }
                     let sid = ((ctx.cm_id.ps() as u64) << 16) + u64::from(a.port());
                     r[off + 24..off + 32].copy_from_slice(&sid.to_be_bytes());

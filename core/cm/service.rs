@@ -471,6 +471,13 @@ impl CmConn {
         self.st.lock().state
     }
 
+    /// The device index and port of the connection (for a received REQ or SIDR REQ, the port
+    /// it came to).
+    pub fn dev_port(&self) -> (u32, u32) {
+        let s = self.st.lock();
+        (s.av.dev_index, s.av.port)
+    }
+
     /// Sends a REQ (upstream `ib_send_cm_req()`): a new connection on `av`'s port.
     ///
     /// # Errors

@@ -315,17 +315,24 @@ impl IdListen {
     /// local one on the listener's port) and connection, bound to the device of the local
     /// address; `fill` sets the rest. Destroyed again when a step fails.
     ///
+    /// On InfiniBand the interface that has the local IP address must be an IPoIB interface
+    /// of the port the request came to, with the request's P_Key and, for a REQ (`dst`: its
+    /// path's GID on this side and its P_Key), that GID (upstream `cma_get_net_dev()`,
+    /// `ib_get_net_dev_by_params()`).
+    ///
     /// # Errors
     ///
     /// `EINVAL` for a request to another address than a bound listener's
     /// (`cma_check_req_addrs()`) or a listener being destroyed; the device's (`EADDRNOTAVAIL`,
-    /// `ENODEV`); `ENOMEM`.
+    /// `ENODEV`); `EHOSTUNREACH` for an IP address of no IPoIB interface of the port the
+    /// request came to; `ENOMEM`.
     fn new_id(
         &self,
         conn: &Arc<CmConn>,
         mut local: SockAddr,
         peer: SockAddr,
         lsrc: SockAddr,
+        dst: (Option<[u8; 16]>, u16),
         fill: impl FnOnce(&mut IdState, &DevBinding),
     ) -> Result<(Arc<CmId>, Arc<dyn CmConnHandler>)> {
         if !lsrc.is_any() && !lsrc.same_addr(&local) {
@@ -341,7 +348,11 @@ impl IdListen {
             } else {
                 let ip = local.ip().ok_or(EINVAL)?;
                 let ndev = crate::net_addr::ip_dev_find(&ip).ok_or(EADDRNOTAVAIL)?;
-                super::resolve::acquire_dev_by_ip(l.ps, ip, &ndev)?
+                let b = super::resolve::acquire_dev_by_ip(l.ps, ip, &ndev)?;
+                if !b.roce && !on_req_port(&b, conn.dev_port(), dst) {
+                    return Err(EHOSTUNREACH);
+                }
+                b
             };
             {
                 let mut s = nid.st.lock();
@@ -365,6 +376,21 @@ impl IdListen {
     }
 }
 
+/// upstream `ipoib_match_gid_pkey_addr()`: whether an InfiniBand binding (of an IPoIB
+/// interface's address) is on the request's device and port, with the request's P_Key (the
+/// full-member bit aside) and, when given, its GID.
+fn on_req_port(
+    b: &DevBinding,
+    (dev_index, port): (u32, u32),
+    dst: (Option<[u8; 16]>, u16),
+) -> bool {
+    let (gid, pkey) = dst;
+    b.dev_index == dev_index
+        && b.port == port
+        && (b.pkey | 0x8000) == (pkey | 0x8000)
+        && gid.is_none_or(|g| g == b.sgid)
+}
+
 impl CmListener for IdListen {
     fn req(&self, conn: &Arc<CmConn>, req: &Req) -> Result<Arc<dyn CmConnHandler>> {
         let l = &self.id;
@@ -384,7 +410,8 @@ impl CmListener for IdListen {
             (off, peer, local, s.src)
         };
         let p = req.primary;
-        let (nid, h) = self.new_id(conn, local, peer, lsrc, |s, b| {
+        let dst = (Some(p.remote_gid), req.pkey);
+        let (nid, h) = self.new_id(conn, local, peer, lsrc, dst, |s, b| {
             s.dgid = p.local_gid;
             s.route = Some(PathRec {
                 dgid: p.local_gid,
@@ -445,7 +472,7 @@ impl CmListener for IdListen {
             };
             (off, peer, local, s.src)
         };
-        let (nid, h) = self.new_id(conn, local, peer, lsrc, |_, _| {})?;
+        let (nid, h) = self.new_id(conn, local, peer, lsrc, (None, req.pkey), |_, _| {})?;
         let n = msg::SIDR_REQ_PRIVATE_DATA - off;
         let mut ud = UdParam {
             private_data_len: n as u8,

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::attr::{GidType, PortState};
 use crate::ib_device::DeviceCore;
+use crate::net_notify::NetDevRef;
 use crate::sa::{self, SaPathHandler, SaPathRec};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -44,14 +45,14 @@ fn binding(dev: &DeviceCore, port: u32, index: u32, pkey: u16) -> Result<DevBind
     })
 }
 
-/// upstream `cma_acquire_dev_by_src_ip()` for an `AF_IB` address: the InfiniBand port whose
-/// GID table has `addr`'s GID.
+/// upstream `cma_acquire_dev_by_src_ip()` on InfiniBand (`cma_validate_port()` with
+/// `IB_GID_TYPE_IB` and no netdev): the binding of the first InfiniBand port whose GID table
+/// has `gid`, with `pkey`.
 ///
 /// # Errors
 ///
 /// `ENODEV` when no port has it.
-pub(super) fn acquire_dev_by_gid(addr: &SockAddr) -> Result<DevBinding> {
-    let gid = addr.ib_gid().ok_or(EINVAL)?;
+fn acquire_dev_by_ib_gid(gid: &[u8; 16], pkey: u16) -> Result<DevBinding> {
     let mut after = None;
     while let Some(dev) = next_device(after) {
         let core = dev.core();
@@ -64,13 +65,42 @@ pub(super) fn acquire_dev_by_gid(addr: &SockAddr) -> Result<DevBinding> {
                 continue;
             };
             for index in 0..n as u32 {
-                if core.query_gid(port, index).is_ok_and(|g| g.0 == gid) {
-                    return binding(core, port, index, addr.ib_pkey());
+                if core.query_gid(port, index).is_ok_and(|g| g.0 == *gid) {
+                    return binding(core, port, index, pkey);
                 }
             }
         }
     }
     Err(ENODEV)
+}
+
+/// upstream `cma_acquire_dev_by_src_ip()` for an `AF_IB` address: the InfiniBand port whose
+/// GID table has `addr`'s GID.
+///
+/// # Errors
+///
+/// `ENODEV` when no port has it.
+pub(super) fn acquire_dev_by_gid(addr: &SockAddr) -> Result<DevBinding> {
+    acquire_dev_by_ib_gid(&addr.ib_gid().ok_or(EINVAL)?, addr.ib_pkey())
+}
+
+/// upstream `cma_acquire_dev_by_src_ip()` for an IP address of an IPoIB interface
+/// (`dev_addr.dev_type` `ARPHRD_INFINIBAND`): the InfiniBand port whose GID table has the GID
+/// of the interface's hardware address, with the P_Key of its broadcast address
+/// (`ib_addr_get_pkey()`); the interface is the id's (`bound_dev_if`).
+///
+/// # Errors
+///
+/// `ENODEV` when no port has the GID.
+pub(super) fn acquire_dev_by_ipoib(
+    ndev: &NetDevRef,
+    gid: &[u8; 16],
+    pkey: u16,
+) -> Result<DevBinding> {
+    let mut b = acquire_dev_by_ib_gid(gid, pkey)?;
+    b.ifindex = ndev.ifindex();
+    b.mtu = ndev.mtu();
+    Ok(b)
 }
 
 /// upstream `cma_select_ib_ps()`: the port space an `AF_IB` source's service ID names, for

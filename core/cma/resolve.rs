@@ -47,14 +47,18 @@ fn binding(dev: &DeviceCore, port: u32, index: u32, ndev: &NetDevRef) -> Result<
     })
 }
 
-/// upstream `cma_acquire_dev_by_src_ip()`: the RoCE port whose GID table has `ip`'s GID, of
-/// the port's default type, on `ndev`.
+/// upstream `cma_acquire_dev_by_src_ip()`: on an IPoIB interface the InfiniBand port whose
+/// GID table has the GID of the interface's hardware address (`core/cma/ib.rs`); on any other
+/// the RoCE port whose GID table has `ip`'s GID, of the port's default type, on `ndev`.
 ///
 /// # Errors
 ///
-/// `EINVAL` for an id of `RDMA_PS_IPOIB` (an IP address here is an Ethernet interface's, and
-/// upstream takes an IPoIB id only on an InfiniBand one); `ENODEV` when no port has it.
+/// `EINVAL` for an id of `RDMA_PS_IPOIB` on an interface that is not IPoIB (upstream takes an
+/// IPoIB id only on an InfiniBand one); `ENODEV` when no port has it.
 pub(super) fn acquire_dev_by_ip(ps: PortSpace, ip: IpAddr, ndev: &NetDevRef) -> Result<DevBinding> {
+    if let Some((gid, pkey)) = ndev.link().ipoib_gid_pkey() {
+        return super::ib::acquire_dev_by_ipoib(ndev, &gid, pkey);
+    }
     if ps == PortSpace::Ipoib {
         return Err(EINVAL);
     }
@@ -174,6 +178,26 @@ pub(super) fn queue_addr_work(
     Ok(())
 }
 
+/// The destination GID of a resolution: on an InfiniBand port the GID of the destination's
+/// IPoIB hardware address (upstream `rdma_addr_get_dgid()`: `dst_dev_addr` bytes 4..20), which
+/// the route's interface must be; on RoCE the destination IP's.
+///
+/// # Errors
+///
+/// `ENODEV` for an InfiniBand port whose destination was resolved out of an interface that
+/// is not IPoIB.
+fn resolved_dgid(b: &DevBinding, l2: &L2Dest, dst: IpAddr, ndev: &NetDevRef) -> Result<[u8; 16]> {
+    if b.roce {
+        return Ok(ip_to_gid(dst));
+    }
+    if ndev.link().ty != crate::netdev::ARPHRD_INFINIBAND {
+        return Err(ENODEV);
+    }
+    let mut g = [0u8; 16];
+    g.copy_from_slice(&l2.ha[4..]);
+    Ok(g)
+}
+
 /// upstream `addr_handler()`: the resolution's outcome; an unbound id takes the device of
 /// the source the route chose.
 fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, ndev: &NetDevRef) {
@@ -181,18 +205,22 @@ fn addr_handler(id: &Arc<CmId>, r: Result<L2Dest>, src: IpAddr, dst: IpAddr, nde
         if s.state != CmState::AddrQuery {
             return None;
         }
-        let r = r.and_then(|l2| match s.dev {
-            Some(_) => Ok((l2, None)),
-            None => acquire_dev_by_ip(id.ps, src, ndev).map(|b| (l2, Some(b))),
+        let r = r.and_then(|l2| {
+            let b = match s.dev {
+                Some(b) => (b, false),
+                None => (acquire_dev_by_ip(id.ps, src, ndev)?, true),
+            };
+            let dgid = resolved_dgid(&b.0, &l2, dst, ndev)?;
+            Ok((l2, b.1.then_some(b.0), dgid))
         });
         match r {
-            Ok((l2, b)) => {
+            Ok((l2, b, dgid)) => {
                 if let Some(b) = b {
                     s.dev = Some(b);
                 }
                 s.state = CmState::AddrResolved;
                 s.src.set_ip(src);
-                s.dgid = ip_to_gid(dst);
+                s.dgid = dgid;
                 s.dmac = l2.mac;
                 s.hop_limit = l2.hop_limit;
                 Some(CmEvent::new(CmEventType::AddrResolved, 0))
@@ -305,5 +333,33 @@ mod tests {
         assert_eq!(iboe_get_mtu(1120), 3);
         assert_eq!(iboe_get_mtu(1119), 2);
         assert_eq!(iboe_get_mtu(300), 0);
+    }
+
+    #[test]
+    fn an_ipoib_address_gives_the_gid_and_the_broadcast_pkey() {
+        use crate::ipoib::{broadcast, HwAddr};
+        use crate::netdev::{LinkInfo, ARPHRD_INFINIBAND, INFINIBAND_ALEN};
+        let gid = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 7];
+        let hw = HwAddr {
+            flags: 0,
+            qpn: 0x48,
+            gid: Gid(gid),
+        };
+        let mut l = LinkInfo {
+            ty: ARPHRD_INFINIBAND,
+            addr_len: INFINIBAND_ALEN as u8,
+            addr: [0; 32],
+            broadcast: [0; 32],
+        };
+        l.addr[..INFINIBAND_ALEN].copy_from_slice(&hw.encode());
+        l.broadcast[..INFINIBAND_ALEN].copy_from_slice(&broadcast(0x7fff));
+        // upstream ib_addr_get_pkey(): broadcast bytes 8 and 9, the full-member P_Key.
+        assert_eq!(l.ipoib_gid_pkey(), Some((gid, 0xffff)));
+        l.broadcast[..INFINIBAND_ALEN].copy_from_slice(&broadcast(0x0012));
+        assert_eq!(l.ipoib_gid_pkey(), Some((gid, 0x8012)));
+        // An Ethernet interface has no IPoIB address.
+        l.ty = 1;
+        l.addr_len = 6;
+        assert_eq!(l.ipoib_gid_pkey(), None);
     }
 }

@@ -38,6 +38,19 @@
  * with the GRH's DGID the MGID and the sender's LID and QPN; a join of a GID that is not
  * multicast: MULTICAST_ERROR, -EINVAL (the SA's status); both leave.
  *
+ * -p: IP addresses on InfiniBand (ib_ip()), run for IPv4 and IPv6: A4 B4 A6 B6 are addresses of
+ * the IPoIB interfaces of the ports with GIDA and GIDB (LIDA, LIDB), SILENT an address of their
+ * IPv4 subnet nobody has, UNROUTABLE an IPv4 address without a route: bind to A (the device
+ * whose port has GIDA, the P_Key of the interface's broadcast address, an RDMA_PS_IPOIB id
+ * too); resolve_addr from no source to B, a destination on this host (the interface that owns
+ * it: the id on GIDB's port, both GIDs GIDB) and from B to B; resolve_route: the SA's path
+ * (LIDB both ways, both GIDs, P_Key 0xffff); for IPv4 from A to B (a neighbour over IPoIB: ARP,
+ * the suite sets net.ipv4.conf.all.accept_local): the id on GIDA's port, the SA's path from
+ * LIDA and GIDA to LIDB and GIDB; an address of no interface (EADDRNOTAVAIL), an unroutable
+ * destination (ENETUNREACH).
+ *
+ *   ucma_test -p A4 B4 A6 B6 GIDA GIDB LIDA LIDB SILENT UNROUTABLE
+ *
  * LDLIBS: -lrdmacm
  */
 #include "rdmars_test.h"
@@ -845,6 +858,161 @@ out:
 		rdma_destroy_event_channel(ch);
 }
 
+/* SS from IPv4 or IPv6 text and a port; its length. */
+static socklen_t ip_of(const char *ip, uint16_t port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *b = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, ip, &a->sin_addr) == 1) {
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		return sizeof(*a);
+	}
+	b->sin6_family = AF_INET6;
+	b->sin6_port = htons(port);
+	inet_pton(AF_INET6, ip, &b->sin6_addr);
+	return sizeof(*b);
+}
+
+/* Whether ID's port has GID at index 0. */
+static int id_has_gid(struct rdma_cm_id *id, const uint8_t gid[16])
+{
+	union ibv_gid g;
+
+	return id->verbs && !ibv_query_gid(id->verbs, id->port_num, 0, &g) && !memcmp(g.raw, gid, 16);
+}
+
+/* ib_ip()'s resolution from A to B: the id on A's port (GA), the SA's path from LIDA to LIDB. */
+static void ib_ip_cross(struct rdma_event_channel *ch, const char *a, const char *b,
+			const uint8_t ga[16], const uint8_t gb[16], int lida, int lidb)
+{
+	struct sockaddr_storage sa, sb;
+	struct ibv_sa_path_rec *p;
+	struct rdma_cm_id *y;
+	int st = 99, t;
+
+	ip_of(a, 0, &sa);
+	ip_of(b, 7472, &sb);
+	check(!rdma_create_id(ch, &y, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	check(!rdma_resolve_addr(y, (struct sockaddr *)&sa, (struct sockaddr *)&sb, 2000),
+	      "IPoIB %s: resolve_addr B from A", a);
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0,
+	      "IPoIB %s: RDMA_CM_EVENT_ADDR_RESOLVED from A (the neighbour over IPoIB) (%d %d)", a, t,
+	      st);
+	check(id_has_gid(y, ga), "IPoIB %s: the id from A is on the port with GIDA", a);
+	check(!rdma_resolve_route(y, 2000), "IPoIB %s: resolve_route from A", a);
+	t = next_event(ch, &st, NULL);
+	check(t == RDMA_CM_EVENT_ROUTE_RESOLVED && st == 0,
+	      "IPoIB %s: RDMA_CM_EVENT_ROUTE_RESOLVED from A (%d %d)", a, t, st);
+	p = y->route.path_rec;
+	check(y->route.num_paths == 1 && p != NULL, "IPoIB %s: one path from A", a);
+	if (p) {
+		printf("I IPoIB %s path from A: slid %u dlid %u pkey 0x%x mtu %u sl %u\n", b,
+		       ntohs(p->slid), ntohs(p->dlid), ntohs(p->pkey), p->mtu, p->sl);
+		check(ntohs(p->slid) == lida && ntohs(p->dlid) == lidb,
+		      "IPoIB %s: the SA's path from A goes from LIDA to LIDB", a);
+		check(!memcmp(&p->sgid, ga, 16) && !memcmp(&p->dgid, gb, 16),
+		      "IPoIB %s: the path's GIDs are GIDA and GIDB", a);
+	}
+	rdma_destroy_id(y);
+}
+
+/* One family of ib_ip(): A and B of the interfaces of the ports with GIDA and GIDB; `cross`:
+ * from A to B too. */
+static void ib_ip_one(const char *a, const char *b, const char *gida, const char *gidb, int lida,
+		      int lidb, int cross)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_storage sa, sb;
+	struct ibv_sa_path_rec *p;
+	struct rdma_cm_id *x, *y;
+	uint8_t ga[16], gb[16];
+	int st = 99, t, pass;
+
+	check(ch != NULL, "rdma_create_event_channel");
+	if (!ch)
+		return;
+	inet_pton(AF_INET6, gida, ga);
+	inet_pton(AF_INET6, gidb, gb);
+	ip_of(a, 0, &sa);
+	check(!rdma_create_id(ch, &x, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	check(!rdma_bind_addr(x, (struct sockaddr *)&sa), "IPoIB %s: bind A", a);
+	printf("I IPoIB %s bound to device %s port %u pkey 0x%x\n", a, dev_of(x), x->port_num,
+	       ntohs(x->route.addr.addr.ibaddr.pkey));
+	check(id_has_gid(x, ga), "IPoIB %s: the bound id is on the port with GIDA", a);
+	check(ntohs(x->route.addr.addr.ibaddr.pkey) == 0xffff,
+	      "IPoIB %s: the P_Key of the interface's broadcast address", a);
+	rdma_destroy_id(x);
+	check(!rdma_create_id(ch, &x, NULL, RDMA_PS_IPOIB), "rdma_create_id IPOIB");
+	check(!rdma_bind_addr(x, (struct sockaddr *)&sa) && id_has_gid(x, ga),
+	      "IPoIB %s: an RDMA_PS_IPOIB id binds A, on the port with GIDA", a);
+	rdma_destroy_id(x);
+
+	/* From no source, then from B itself: a destination on this host is the interface that
+	 * owns it (upstream rdma_set_src_addr_rcu()), so the id takes B's port. */
+	for (pass = 0; pass < 2; pass++) {
+		const char *how = pass ? "from B" : "from no source";
+
+		ip_of(b, 0, &sb);
+		check(!rdma_create_id(ch, &y, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+		ip_of(b, 7472, &sa);
+		check(!rdma_resolve_addr(y, pass ? (struct sockaddr *)&sb : NULL, (struct sockaddr *)&sa,
+					 2000),
+		      "IPoIB %s: resolve_addr B %s", a, how);
+		t = next_event(ch, &st, NULL);
+		check(t == RDMA_CM_EVENT_ADDR_RESOLVED && st == 0,
+		      "IPoIB %s: RDMA_CM_EVENT_ADDR_RESOLVED %s (%d %d)", a, how, t, st);
+		check(id_has_gid(y, gb), "IPoIB %s: the id is on the port with GIDB (%s)", a, how);
+		check(!rdma_resolve_route(y, 2000), "IPoIB %s: resolve_route %s", a, how);
+		t = next_event(ch, &st, NULL);
+		check(t == RDMA_CM_EVENT_ROUTE_RESOLVED && st == 0,
+		      "IPoIB %s: RDMA_CM_EVENT_ROUTE_RESOLVED %s (%d %d)", a, how, t, st);
+		p = y->route.path_rec;
+		check(y->route.num_paths == 1 && p != NULL, "IPoIB %s: one path (%s)", a, how);
+		if (p) {
+			printf("I IPoIB %s path %s: slid %u dlid %u pkey 0x%x mtu %u sl %u\n", b, how,
+			       ntohs(p->slid), ntohs(p->dlid), ntohs(p->pkey), p->mtu, p->sl);
+			check(ntohs(p->slid) == lidb && ntohs(p->dlid) == lidb,
+			      "IPoIB %s: the SA's path has B's port's LID both ways (%s)", a, how);
+			check(!memcmp(&p->sgid, gb, 16) && !memcmp(&p->dgid, gb, 16),
+			      "IPoIB %s: the path's GIDs are GIDB (%s)", a, how);
+			check(ntohs(p->pkey) == 0xffff, "IPoIB %s: the path's P_Key (%s)", a, how);
+		}
+		rdma_destroy_id(y);
+	}
+	if (cross)
+		ib_ip_cross(ch, a, b, ga, gb, lida, lidb);
+	rdma_destroy_event_channel(ch);
+}
+
+static void ib_ip(char **v)
+{
+	struct rdma_cm_id *x;
+	struct sockaddr_in sa;
+	struct rdma_event_channel *ch;
+
+	/* IPv6 from A to B would need neighbour discovery over IPoIB (its multicast groups). */
+	ib_ip_one(v[0], v[1], v[4], v[5], atoi(v[6]), atoi(v[7]), 1);
+	ib_ip_one(v[2], v[3], v[4], v[5], atoi(v[6]), atoi(v[7]), 0);
+	ch = rdma_create_event_channel();
+	check(ch && !rdma_create_id(ch, &x, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	if (!ch)
+		return;
+	sa = addr_of(v[8], 0);
+	check(rdma_bind_addr(x, (struct sockaddr *)&sa) && errno == EADDRNOTAVAIL,
+	      "IPoIB: bind an address of no interface: EADDRNOTAVAIL");
+	rdma_destroy_id(x);
+	check(!rdma_create_id(ch, &x, NULL, RDMA_PS_TCP), "rdma_create_id TCP");
+	sa = addr_of(v[9], 7472);
+	check(rdma_resolve_addr(x, NULL, (struct sockaddr *)&sa, 2000) && errno == ENETUNREACH,
+	      "IPoIB: resolve_addr to an unroutable address: ENETUNREACH");
+	rdma_destroy_id(x);
+	rdma_destroy_event_channel(ch);
+}
+
 int main(int argc, char **argv)
 {
 	int no_cm = 0;
@@ -858,6 +1026,12 @@ int main(int argc, char **argv)
 	if (argc == 6 && !strcmp(argv[1], "-i")) {
 		ib_af(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
 		ib_mcast(argv[2], argv[3], atoi(argv[5]));
+		printf("I %d passed, %d failed\n", passes, failures);
+		return failures ? 1 : 0;
+	}
+
+	if (argc == 12 && !strcmp(argv[1], "-p")) {
+		ib_ip(argv + 2);
 		printf("I %d passed, %d failed\n", passes, failures);
 		return failures ? 1 : 0;
 	}

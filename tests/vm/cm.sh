@@ -385,13 +385,15 @@ cm_mckey() {
 # `rdma res show cm_id` (nldev RES_CM_ID_GET) shows the listener and both ends of the
 # connection with their QP, state, port space, owner and addresses, and `rdma res` counts the
 # three; once rping ended, none is left. The rxe run (upstream's rdma_cm) must print the same.
+# The server's id has its QP number from rping's accept, which may come after the id is in
+# CONNECT: the sampling waits for both ends' QP numbers.
 cm_res_cm_id() {
 	local t=$1 src=$2 dst=$3 port=$4 i=0 out sum n=0
 	while [ $i -lt 150 ] && kill -0 $c 2>/dev/null; do
 		out=$(rdma res show cm_id 2>&1)
 		sum=$(rdma res 2>&1)
 		n=$(echo "$sum" | awk '{for (i = 1; i < NF; i++) if ($i == "cm_id") n += $(i + 1)} END {print n + 0}')
-		[ "$(echo "$out" | grep -c 'state CONNECT')" -ge 2 ] && [ "$n" = 3 ] && break
+		[ "$(echo "$out" | grep -cE 'lqpn [0-9]+ qp-type RC state CONNECT')" -ge 2 ] && [ "$n" = 3 ] && break
 		nap 0.1
 		i=$((i + 1))
 	done
