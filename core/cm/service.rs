@@ -422,6 +422,18 @@ fn send_on(av: &CmAv, mad: Mad, context: u64, wait: Option<(u32, u8)>) -> Result
         .inspect(|()| tables().count(av.dev_index, av.port, XMIT, attr, 1))
 }
 
+/// Sends `mad`, the answer to a duplicate (upstream `cm_alloc_response_msg()` with
+/// `direct_retry`): counted as upstream's `cm_send_handler()` counts a `CM_DIRECT_RETRY_CTX`
+/// message, a resend of what the peer lost: twice in `cm_tx_msgs`, once in `cm_tx_retries`.
+fn send_direct_retry(av: &CmAv, mad: Mad) {
+    let attr = mad.attr_id();
+    if send_on(av, mad, 0, None).is_ok() {
+        let t = tables();
+        t.count(av.dev_index, av.port, XMIT, attr, 1);
+        t.count(av.dev_index, av.port, XMIT_RETRIES, attr, 1);
+    }
+}
+
 impl CmConn {
     fn alloc(av: CmAv) -> Result<Arc<CmConn>> {
         let mut t = tables();
@@ -816,7 +828,7 @@ impl CmConn {
     }
 
     /// Sends an RTU or a DREP again, without private data, for a duplicate REP or DREQ
-    /// (best effort, as upstream's response MADs).
+    /// (best effort, as upstream's response MADs; counted as a direct retry).
     fn resend(&self, attr: CmAttr) {
         let (mad, av) = {
             let s = self.st.lock();
@@ -827,7 +839,7 @@ impl CmConn {
             };
             (ids.encode(attr, s.tid), s.av)
         };
-        let _ = send_on(&av, mad, u64::from(self.local_id), None);
+        send_direct_retry(&av, mad);
     }
 
     /// An MRA arrived (upstream `cm_mra_handler()`): the message it names waits the service
@@ -1337,6 +1349,8 @@ impl PortHandler {
                         self.count_dup(CmAttr::Dreq);
                         c.resend(CmAttr::Drep)
                     }
+                    // upstream cm_dreq_handler() in IB_CM_DREQ_RCVD: counted, dropped.
+                    Some(c) if c.state() == CmState::DreqRcvd => self.count_dup(CmAttr::Dreq),
                     Some(c) => {
                         if let Ok(b) = KBox::new(ids, GFP_KERNEL) {
                             c.input(Input::RecvDreq, CmMsg::Ids(b));
@@ -1352,8 +1366,7 @@ impl PortHandler {
                                 remote_comm_id: d.local_comm_id,
                                 private_data: [0; msg::RTU_PRIVATE_DATA],
                             };
-                            let mad = drep.encode(CmAttr::Drep, MadHdr(&m.0).tid());
-                            let _ = send_on(&av, mad, 0, None);
+                            send_direct_retry(&av, drep.encode(CmAttr::Drep, MadHdr(&m.0).tid()));
                         }
                     }
                 }
