@@ -39,8 +39,14 @@ use kernel::time::{delay::fsleep, Delta};
 
 /// upstream `IB_CM_REJ_INVALID_SERVICE_ID`.
 pub const REJ_INVALID_SERVICE_ID: u16 = 8;
+/// upstream `IB_CM_REJ_TIMEOUT`.
+pub const REJ_TIMEOUT: u16 = 1;
 /// upstream `IB_CM_REJ_CONSUMER_DEFINED`.
 pub const REJ_CONSUMER_DEFINED: u16 = 28;
+/// upstream `enum cm_msg_response`: the REJ's MessageRejected.
+const REJ_MSG_REQ: u8 = 0;
+const REJ_MSG_REP: u8 = 1;
+const REJ_MSG_OTHER: u8 = 2;
 /// upstream `enum ib_cm_sidr_status`: `IB_SIDR_SUCCESS`.
 pub const SIDR_SUCCESS: u8 = 0;
 /// `IB_SIDR_UNSUPPORTED`: no listener for the service id.
@@ -700,41 +706,64 @@ impl CmConn {
     ///
     /// `EINVAL` in a state without a REJ, for private data over 148 bytes; the send's errors.
     pub fn rej(&self, reason: u16, pd: &[u8]) -> Result {
+        self.rej_ari(reason, &[], pd)
+    }
+
+    /// Sends a REJ with `ari` as its additional rejection information (at most 72 bytes).
+    fn rej_ari(&self, reason: u16, ari: &[u8], pd: &[u8]) -> Result {
         let pd = copy_pd::<{ msg::REJ_PRIVATE_DATA }>(pd)?;
+        let ari_length = u8::try_from(ari.len()).map_err(|_| EINVAL)?;
+        let ari = copy_pd::<{ msg::REJ_ARI }>(ari)?;
         let id = self.local_id;
         self.call(Input::SendRej, |s| {
+            // upstream cm_format_rej(): the message rejected by the state; before the REP
+            // no local comm id of this end's.
+            let (local_comm_id, message_rejected) = match s.state {
+                CmState::ReqRcvd => (0, REJ_MSG_REQ),
+                CmState::MraReqSent => (id, REJ_MSG_REQ),
+                CmState::RepRcvd | CmState::MraRepSent => (id, REJ_MSG_REP),
+                _ => (id, REJ_MSG_OTHER),
+            };
             Rej {
-                local_comm_id: id,
+                local_comm_id,
                 remote_comm_id: s.remote_id,
-                // upstream: the REQ while it is not answered, else the REP.
-                message_rejected: if matches!(s.state, CmState::ReqRcvd | CmState::MraReqSent) {
-                    0
-                } else {
-                    1
-                },
-                ari_length: 0,
+                message_rejected,
+                ari_length,
                 reason,
-                ari: [0; msg::REJ_ARI],
+                ari,
                 private_data: pd,
             }
             .encode(s.tid)
         })
     }
 
-    /// Ends the connection (upstream `ib_destroy_cm_id()`): an established one sends a DREQ,
-    /// one whose REQ came unanswered a REJ; no handler call follows.
+    /// Ends the connection (upstream `ib_destroy_cm_id()`, `cm_destroy_id()`): an established
+    /// one sends a DREQ, one with a DREQ received the DREP, one whose REQ is unanswered a REJ
+    /// of reason timeout with the device's node GUID, one whose REQ or REP came or went
+    /// unanswered a REJ of reason consumer defined, one with a SIDR REQ received a SIDR REP of
+    /// `IB_SIDR_REJECT`; no handler call follows.
     pub fn destroy(&self) {
-        let state = {
+        let (state, av) = {
             let mut s = self.st.lock();
             s.handler = None;
-            s.state
+            (s.state, s.av)
         };
         // Best effort, as upstream's cm_destroy_id().
         let _ = match state {
             CmState::Established => self.dreq(&[]),
-            CmState::ReqRcvd | CmState::MraReqSent | CmState::RepRcvd | CmState::MraRepSent => {
-                self.rej(REJ_CONSUMER_DEFINED, &[])
+            CmState::DreqRcvd => self.drep(&[]),
+            CmState::ReqSent | CmState::MraReqRcvd => {
+                let guid = crate::registry::device_arc(av.dev_index)
+                    .map_or(0, |d| d.core().attrs().node_guid);
+                self.rej_ari(REJ_TIMEOUT, &guid.to_be_bytes(), &[])
             }
+            CmState::ReqRcvd
+            | CmState::MraReqSent
+            | CmState::RepRcvd
+            | CmState::MraRepSent
+            | CmState::RepSent
+            | CmState::MraRepRcvd => self.rej(REJ_CONSUMER_DEFINED, &[]),
+            CmState::SidrReqRcvd => self.sidr_rep(SIDR_REJECT, 0, 0, &[]),
             _ => Ok(()),
         };
         // upstream cm_destroy_id(): a DREQ sent is not waited for (ib_cancel_mad()).

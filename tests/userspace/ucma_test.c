@@ -41,12 +41,15 @@
  *   ucma_test -L SGID PORT
  *   ucma_test -U SGID PORT
  *   ucma_test -N SGID
- * -L: an AF_IB listener of the TCP space on SGID (service ID the space's with PORT) for a REQ
- * that umad_test -C req sends by hand: its CONNECT_REQUEST, accept (no QP): the REP is never
- * answered (no RTU) and its retries run out as RDMA_CM_EVENT_UNREACHABLE with -ETIMEDOUT on
- * the request's id, the only event after the request (the REQ's duplicates make none).
+ * -L: an AF_IB listener of the TCP space on SGID (service ID the space's with PORT) for the
+ * two REQs umad_test -C req sends by hand: the first's CONNECT_REQUEST, accept (no QP) and
+ * destroy the id at once (its REP unanswered: upstream cm_destroy_id() in IB_CM_REP_SENT
+ * sends a REJ, which ends the REP's retries); the second's CONNECT_REQUEST, accept: the REP
+ * is never answered (no RTU) and its retries run out as RDMA_CM_EVENT_UNREACHABLE with
+ * -ETIMEDOUT on the request's id, the only event after the request (the REQ's duplicates
+ * make none).
  * -U: the same with a UD listener of the UDP space for umad_test -C sidr's SIDR REQ and its
- * duplicate: one CONNECT_REQUEST, no other event within 500 ms, accept (the SIDR REP).
+ * duplicate: one CONNECT_REQUEST, no other event within 300 ms, accept (the SIDR REP).
  * -N: a UD id on SGID joins a group through the SA (the unspecified AF_IB address); after
  * "I joined" the port's client reregistration (umad_test -C rereg) fails the membership:
  * RDMA_CM_EVENT_MULTICAST_ERROR with -ENETRESET (upstream mcast_event_handler()); leave, and
@@ -859,7 +862,7 @@ out:
 		rdma_destroy_event_channel(ch);
 }
 
-/* -L, -U: a listener for a REQ or SIDR REQ umad_test sends by hand (see the top). */
+/* -L, -U: a listener for the REQs or the SIDR REQ umad_test sends by hand (see the top). */
 static void raw_peer(const char *sgid, int port, int ud)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -874,15 +877,23 @@ static void raw_peer(const char *sgid, int port, int ud)
 	      "AF_IB %s listener on %s port %d", ud ? "UD" : "RC", sgid, port);
 	printf("I listening\n");
 	fflush(stdout);
+	if (!ud && l) {
+		t = next_event(ch, &st, &r);
+		check(t == RDMA_CM_EVENT_CONNECT_REQUEST && st == 0 && r != l,
+		      "the first request's CONNECT_REQUEST (event %d status %d)", t, st);
+		if (t != RDMA_CM_EVENT_CONNECT_REQUEST)
+			goto out;
+		check(!rdma_accept(r, &p) && !rdma_destroy_id(r), "accept, then destroy the id");
+	}
 	t = l ? next_event(ch, &st, &r) : -1;
 	check(t == RDMA_CM_EVENT_CONNECT_REQUEST && st == 0 && r != l,
-	      "the request's CONNECT_REQUEST (event %d status %d)", t, st);
+	      "the (last) request's CONNECT_REQUEST (event %d status %d)", t, st);
 	if (t != RDMA_CM_EVENT_CONNECT_REQUEST)
 		goto out;
 	if (ud) {
 		pfd.fd = ch->fd;
 		pfd.events = POLLIN;
-		check(poll(&pfd, 1, 500) == 0, "no other event within 500 ms (the duplicate makes none)");
+		check(poll(&pfd, 1, 300) == 0, "no other event within 300 ms (the duplicate makes none)");
 		check(!rdma_accept(r, &p), "accept: the SIDR REP");
 	} else {
 		check(!rdma_accept(r, &p), "accept: the REP");

@@ -28,9 +28,10 @@
  *        umad_test -u N -C WHAT ARGS...: raw CM messages from a CM-class agent (registered for
  *        Get only: the kernel's CM keeps the port's Send MADs) to QP1 of another port, for the
  *        suite to count with the CM counters (see cm_raw()):
- *          req DLID SLID DGID SGID SID DEV: a REQ to service ID SID at LID DLID, twice with the
- *            same local communication ID and TID; once DEV (the passive port's device) counts
- *            its REP sent, the same REQ a third time;
+ *          req DLID SLID DGID SGID SID DEV: a REQ to service ID SID at LID DLID (its REP's
+ *            wait 2^(15-8) ms); once DEV (the passive port's device) counts its REP sent,
+ *            another REQ (another comm ID, the REP's wait 2^(17-8) ms) twice with the same
+ *            comm ID and TID, and once DEV counts that one's REP, the same REQ a third time;
  *          sidr DLID SID: a SIDR REQ to SID, twice with the same request ID and TID;
  *          lap DLID: a LAP and an APR of no connection, a LAP cut short after its
  *            communication IDs, a CM MAD of attribute 0x001B.
@@ -362,6 +363,44 @@ static void put_be(uint8_t *p, uint64_t v, int n)
 	}
 }
 
+/* Waits (10 s at most) until DEV's port 1 counter cm_GROUP/NAME reaches want: 1 if it did. */
+static int wait_counter(const char *dev, const char *group, const char *name, unsigned long long want)
+{
+	int i;
+
+	for (i = 0; i < 200 && cm_counter(dev, group, name) < want; i++)
+		usleep(50000);
+	return i < 200;
+}
+
+/*
+ * A REQ (IBA 12.6.5) from agent id to QP1 of LID dlid for service ID args[4], with comm ID
+ * `comm`, LocalCMResponseTimeout `timeout` (the REP waits 2^(timeout-8) ms), MaxCMRetries 2
+ * and TID `tid`; its primary path from args[1]'s LID and sgid to dlid and dgid.
+ */
+static void req_fill(struct msg *m, uint32_t id, int dlid, char **args, const uint8_t *sgid,
+		     const uint8_t *dgid, uint32_t comm, int timeout, uint8_t tid)
+{
+	cm_hdr(m, id, dlid, 0x0010, tid);
+	put_be(m->mad + 24, comm, 4);				/* LocalCommID */
+	put_be(m->mad + 32, strtoull(args[4], NULL, 0), 8);	/* ServiceID */
+	put_be(m->mad + 40, 0x0002c90300005a5aull, 8);		/* LocalCAGUID */
+	put_be(m->mad + 56, 0x000123, 3);			/* LocalQPN */
+	m->mad[67] = 16 << 3;	/* RemoteCMResponseTimeout, RC, no flow control */
+	put_be(m->mad + 68, 0x000777, 3);			/* StartingPSN */
+	m->mad[71] = timeout << 3 | 7;	/* LocalCMResponseTimeout, RetryCount 7 */
+	put_be(m->mad + 72, 0xffff, 2);				/* P_Key */
+	m->mad[74] = 4 << 4 | 7;	/* PathMTU 2048, RNRRetryCount 7 */
+	m->mad[75] = 2 << 4;		/* MaxCMRetries 2 */
+	/* The primary path (data offset 52): this port's LID and GID are the local ones. */
+	put_be(m->mad + 76, strtol(args[1], NULL, 0), 2);
+	put_be(m->mad + 78, dlid, 2);
+	memcpy(m->mad + 80, sgid, 16);
+	memcpy(m->mad + 96, dgid, 16);
+	m->mad[118] = 1 << 3;	/* SL 0, SubnetLocal */
+	m->mad[119] = 14 << 3;	/* LocalACKTimeout */
+}
+
 /*
  * -C req|sidr|lap: raw CM messages (the CM's MAD data at byte 24, IBA 12.6). The local
  * communication and request IDs are far above any the kernel's CM gave (they count from 1),
@@ -380,36 +419,20 @@ static int cm_raw(int n, const char *what, char **args, int nargs)
 	if (!strcmp(what, "req") && nargs == 6) {
 		uint8_t dgid[16], sgid[16];
 		unsigned long long rep0;
-		int i;
 
 		check(inet_pton(AF_INET6, args[2], dgid) == 1 && inet_pton(AF_INET6, args[3], sgid) == 1,
 		      "the GIDs %s %s", args[2], args[3]);
-		cm_hdr(&m, id, dlid, 0x0010, 0x81);
-		put_be(m.mad + 24, 0x5a5a0001, 4);		/* LocalCommID */
-		put_be(m.mad + 32, strtoull(args[4], NULL, 0), 8); /* ServiceID */
-		put_be(m.mad + 40, 0x0002c90300005a5aull, 8);	/* LocalCAGUID */
-		put_be(m.mad + 56, 0x000123, 3);		/* LocalQPN */
-		m.mad[67] = 16 << 3;	/* RemoteCMResponseTimeout, RC, no flow control */
-		put_be(m.mad + 68, 0x000777, 3);		/* StartingPSN */
-		/* LocalCMResponseTimeout 18 (the REP waits 2^(18-8) ms), RetryCount 7. */
-		m.mad[71] = 18 << 3 | 7;
-		put_be(m.mad + 72, 0xffff, 2);			/* P_Key */
-		m.mad[74] = 4 << 4 | 7;	/* PathMTU 2048, RNRRetryCount 7 */
-		m.mad[75] = 2 << 4;	/* MaxCMRetries 2 */
-		/* The primary path (data offset 52): this port's LID and GID are the local ones. */
-		put_be(m.mad + 76, strtol(args[1], NULL, 0), 2);
-		put_be(m.mad + 78, dlid, 2);
-		memcpy(m.mad + 80, sgid, 16);
-		memcpy(m.mad + 96, dgid, 16);
-		m.mad[118] = 1 << 3;	/* SL 0, SubnetLocal */
-		m.mad[119] = 14 << 3;	/* LocalACKTimeout */
 		rep0 = cm_counter(args[5], "tx_msgs", "rep");
-		check(write_again(fd, &m, sizeof(m)) == 0, "REQ to LID %d, service ID %s", dlid, args[4]);
+		/* First a REQ whose id the listener's user destroys once accepted. */
+		req_fill(&m, id, dlid, args, sgid, dgid, 0x5a5a0005, 15, 0x80);
+		check(write_again(fd, &m, sizeof(m)) == 0, "REQ (comm ID 0x5a5a0005) to LID %d, service ID %s",
+		      dlid, args[4]);
+		check(wait_counter(args[5], "tx_msgs", "rep", rep0 + 1), "%s sent its REP", args[5]);
+		req_fill(&m, id, dlid, args, sgid, dgid, 0x5a5a0001, 17, 0x81);
+		check(write_again(fd, &m, sizeof(m)) == 0, "REQ (comm ID 0x5a5a0001)");
 		check(write_again(fd, &m, sizeof(m)) == 0, "the same REQ again (same comm ID and TID)");
 		/* The passive side's user accepted: its REP left. */
-		for (i = 0; i < 100 && cm_counter(args[5], "tx_msgs", "rep") == rep0; i++)
-			usleep(100000);
-		check(i < 100, "%s sent its REP", args[5]);
+		check(wait_counter(args[5], "tx_msgs", "rep", rep0 + 2), "%s sent its REP", args[5]);
 		check(write_again(fd, &m, sizeof(m)) == 0, "the same REQ a third time, the REP sent");
 	} else if (!strcmp(what, "sidr") && nargs == 2) {
 		cm_hdr(&m, id, dlid, 0x0017, 0x82);

@@ -154,13 +154,14 @@ cm_ib_raw() {
 	mw_eq "$t: LAP, APR, a short LAP, 0x001B: $spec" "$(cm_ib_delta "$b" "$(cm_ib_cnts $spec)")" \
 		"2 1 3 0 0 0"
 
-	# A REQ twice with the same comm ID and TID, a third time once the listener's user
-	# accepted: one connection (cm_match_req(): the REQ_RCVD duplicate dropped, the REP_SENT
-	# one too, cm_dup_req_handler()); the REP is never answered: sent again twice (the REQ's
-	# MaxCMRetries 2, 2^(18-8) ms each), counted in cm_tx_retries (cm_send_handler()), then
-	# IB_CM_REP_ERROR (RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT) and no REJ
-	# (cm_process_send_error()).
-	spec="mlx5_0/rx_msgs/req mlx5_0/rx_duplicates/req mlx5_0/tx_msgs/rep mlx5_0/tx_retries/rep mlx5_0/tx_msgs/rej mlx5_0/tx_msgs/all mlx5_1/rx_msgs/rep mlx5_1/tx_msgs/all"
+	# A REQ whose id the listener's user destroys once accepted: a REJ (cm_destroy_id() in
+	# IB_CM_REP_SENT) that ends its REP's wait (2^(15-8) ms, no resend). Then a REQ twice with
+	# the same comm ID and TID, a third time once the user accepted it: one connection
+	# (cm_match_req(): the REQ_RCVD duplicate dropped, the REP_SENT one too,
+	# cm_dup_req_handler()); its REP is never answered: sent again twice (MaxCMRetries 2,
+	# 2^(17-8) ms each), counted in cm_tx_retries (cm_send_handler()), then IB_CM_REP_ERROR
+	# (RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT) and no REJ (cm_process_send_error()).
+	spec="mlx5_0/rx_msgs/req mlx5_0/rx_duplicates/req mlx5_0/tx_msgs/rep mlx5_0/tx_retries/rep mlx5_0/tx_msgs/rej mlx5_0/tx_msgs/all mlx5_1/rx_msgs/rep mlx5_1/rx_msgs/rej mlx5_1/tx_msgs/all"
 	b=$(cm_ib_cnts $spec)
 	/rdma-rs/ucma_test -L "$g0" 4791 >/tmp/cm-raw 2>&1 &
 	cm_ib_bg_until /tmp/cm-raw '^I listening'
@@ -168,8 +169,8 @@ cm_ib_raw() {
 		$((0x01060000 + 4791)) mlx5_0
 	wait $! || rc=$?
 	t_import_file "$t: ucma_test -L (RC listener)" /tmp/cm-raw $rc
-	mw_eq "$t: a REQ thrice, the REP unanswered: $spec" "$(cm_ib_delta "$b" "$(cm_ib_cnts $spec)")" \
-		"3 2 3 2 0 3 3 0"
+	mw_eq "$t: a REQ destroyed once accepted, a REQ thrice and its REP unanswered: $spec" \
+		"$(cm_ib_delta "$b" "$(cm_ib_cnts $spec)")" "4 2 4 2 1 5 4 1 0"
 
 	# A SIDR REQ twice (same request ID and TID) before the listener's user answers: one
 	# request (cm_sidr_req_handler(): the duplicate counted), one SIDR REP.
@@ -213,13 +214,18 @@ FABRIC_TAKERS="$FABRIC_TAKERS cm_ib_suite=ib cm_ib_opensm_suite=opensm"
 # vm_cm_ib: cm_ib_run with the embedded SM (the simulated switch's SA answers PathRecord
 # Gets).
 cm_ib_suite() {
+	local t0
 	fabric_take ib cm_ib_load sim=ib,ib mad_qps=1
 	t_check "mlx5_0 port 1 ACTIVE (embedded SM)" mw_wait_active mlx5_0
 	t_check "mlx5_1 port 1 ACTIVE (embedded SM)" mw_wait_active mlx5_1
 	cm_ib_run embedded
+	now_cs
+	t0=$_now_cs
+	echo "+ cm_ib_raw, cm_ib_mcast_reset"
 	cm_ib_raw embedded "$(cm_ib_gid mlx5_0)" "$(cm_ib_gid mlx5_1)" "$(cm_ib_lid mlx5_0)" \
 		"$(cm_ib_lid mlx5_1)"
 	cm_ib_mcast_reset embedded "$(cm_ib_gid mlx5_0)"
+	took $t0
 	fabric_give ib unload_ours
 }
 
