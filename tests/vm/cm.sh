@@ -176,8 +176,20 @@ cm_unload_upstream() {
 	grep -E "^(ib_|rdma_|iw_)" /proc/modules | sed 's/^/    left| /'
 }
 
-# cm_pair NAME SECS "SERVER CMD" "CLIENT CMD": the server in the background, the client after a
-# second; both must exit 0 within SECS. Their outputs are in /tmp/cm-s and /tmp/cm-c.
+# cm_listening PROG PID: waits (5 s at most, while PID runs) until a cm_id of PROG listens
+# (`rdma res show cm_id`: "state LISTEN ... comm PROG").
+cm_listening() {
+	local i=0
+	while [ $i -lt 50 ] && kill -0 $2 2>/dev/null &&
+		! rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*comm $1 "; do
+		nap 0.1
+		i=$((i + 1))
+	done
+}
+
+# cm_pair NAME SECS "SERVER CMD" "CLIENT CMD": the server in the background, the client once
+# the server listens; both must exit 0 within SECS. Their outputs are in /tmp/cm-s and
+# /tmp/cm-c.
 cm_pair() {
 	local s rc=0 rs=0 t0
 	echo "+ $3 & $4"
@@ -185,7 +197,7 @@ cm_pair() {
 	t0=$_now_cs
 	timeout $2 $3 >/tmp/cm-s 2>&1 &
 	s=$!
-	sleep 1
+	cm_listening "${3%% *}" $s
 	timeout $2 $4 >/tmp/cm-c 2>&1 || rc=$?
 	wait $s || rs=$?
 	took $t0
@@ -489,7 +501,7 @@ cm_verify_run() {
 	# line of the buffered stdout (-d's events go to stdout, whole lines).
 	timeout $((n / 4 + 30)) rping -s -a $dst -p 7180 -C $n -v -d >/tmp/cm-s 2>&1 &
 	s=$!
-	sleep 1
+	cm_listening rping $s
 	rc=0
 	rs=0
 	timeout $((n / 4 + 30)) rping -c -a $dst -I $src -p 7180 -C $n -v -d >/tmp/cm-c \
