@@ -43,10 +43,14 @@ pub const REJ_INVALID_SERVICE_ID: u16 = 8;
 pub const REJ_TIMEOUT: u16 = 1;
 /// upstream `IB_CM_REJ_CONSUMER_DEFINED`.
 pub const REJ_CONSUMER_DEFINED: u16 = 28;
-/// upstream `enum cm_msg_response`: the REJ's MessageRejected.
-const REJ_MSG_REQ: u8 = 0;
-const REJ_MSG_REP: u8 = 1;
-const REJ_MSG_OTHER: u8 = 2;
+/// upstream `enum cm_msg_response`: what a REJ's MessageRejected names.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum RejMsg {
+    Req = 0,
+    Rep = 1,
+    Other = 2,
+}
 /// upstream `enum ib_cm_sidr_status`: `IB_SIDR_SUCCESS`.
 pub const SIDR_SUCCESS: u8 = 0;
 /// `IB_SIDR_UNSUPPORTED`: no listener for the service id.
@@ -719,15 +723,15 @@ impl CmConn {
             // upstream cm_format_rej(): the message rejected by the state; before the REP
             // no local comm id of this end's.
             let (local_comm_id, message_rejected) = match s.state {
-                CmState::ReqRcvd => (0, REJ_MSG_REQ),
-                CmState::MraReqSent => (id, REJ_MSG_REQ),
-                CmState::RepRcvd | CmState::MraRepSent => (id, REJ_MSG_REP),
-                _ => (id, REJ_MSG_OTHER),
+                CmState::ReqRcvd => (0, RejMsg::Req),
+                CmState::MraReqSent => (id, RejMsg::Req),
+                CmState::RepRcvd | CmState::MraRepSent => (id, RejMsg::Rep),
+                _ => (id, RejMsg::Other),
             };
             Rej {
                 local_comm_id,
                 remote_comm_id: s.remote_id,
-                message_rejected,
+                message_rejected: message_rejected as u8,
                 ari_length,
                 reason,
                 ari,
