@@ -39,8 +39,18 @@ use kernel::time::{delay::fsleep, Delta};
 
 /// upstream `IB_CM_REJ_INVALID_SERVICE_ID`.
 pub const REJ_INVALID_SERVICE_ID: u16 = 8;
+/// upstream `IB_CM_REJ_TIMEOUT`.
+pub const REJ_TIMEOUT: u16 = 1;
 /// upstream `IB_CM_REJ_CONSUMER_DEFINED`.
 pub const REJ_CONSUMER_DEFINED: u16 = 28;
+/// upstream `enum cm_msg_response`: what a REJ's MessageRejected names.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum RejMsg {
+    Req = 0,
+    Rep = 1,
+    Other = 2,
+}
 /// upstream `enum ib_cm_sidr_status`: `IB_SIDR_SUCCESS`.
 pub const SIDR_SUCCESS: u8 = 0;
 /// `IB_SIDR_UNSUPPORTED`: no listener for the service id.
@@ -422,6 +432,18 @@ fn send_on(av: &CmAv, mad: Mad, context: u64, wait: Option<(u32, u8)>) -> Result
         .inspect(|()| tables().count(av.dev_index, av.port, XMIT, attr, 1))
 }
 
+/// Sends `mad`, the answer to a duplicate (upstream `cm_alloc_response_msg()` with
+/// `direct_retry`): counted as upstream's `cm_send_handler()` counts a `CM_DIRECT_RETRY_CTX`
+/// message, a resend of what the peer lost: twice in `cm_tx_msgs`, once in `cm_tx_retries`.
+fn send_direct_retry(av: &CmAv, mad: Mad) {
+    let attr = mad.attr_id();
+    if send_on(av, mad, 0, None).is_ok() {
+        let t = tables();
+        t.count(av.dev_index, av.port, XMIT, attr, 1);
+        t.count(av.dev_index, av.port, XMIT_RETRIES, attr, 1);
+    }
+}
+
 impl CmConn {
     fn alloc(av: CmAv) -> Result<Arc<CmConn>> {
         let mut t = tables();
@@ -695,41 +717,64 @@ impl CmConn {
     ///
     /// `EINVAL` in a state without a REJ, for private data over 148 bytes; the send's errors.
     pub fn rej(&self, reason: u16, pd: &[u8]) -> Result {
+        self.rej_ari(reason, &[], pd)
+    }
+
+    /// Sends a REJ with `ari` as its additional rejection information (at most 72 bytes).
+    fn rej_ari(&self, reason: u16, ari: &[u8], pd: &[u8]) -> Result {
         let pd = copy_pd::<{ msg::REJ_PRIVATE_DATA }>(pd)?;
+        let ari_length = u8::try_from(ari.len()).map_err(|_| EINVAL)?;
+        let ari = copy_pd::<{ msg::REJ_ARI }>(ari)?;
         let id = self.local_id;
         self.call(Input::SendRej, |s| {
+            // upstream cm_format_rej(): the message rejected by the state; before the REP
+            // no local comm id of this end's.
+            let (local_comm_id, message_rejected) = match s.state {
+                CmState::ReqRcvd => (0, RejMsg::Req),
+                CmState::MraReqSent => (id, RejMsg::Req),
+                CmState::RepRcvd | CmState::MraRepSent => (id, RejMsg::Rep),
+                _ => (id, RejMsg::Other),
+            };
             Rej {
-                local_comm_id: id,
+                local_comm_id,
                 remote_comm_id: s.remote_id,
-                // upstream: the REQ while it is not answered, else the REP.
-                message_rejected: if matches!(s.state, CmState::ReqRcvd | CmState::MraReqSent) {
-                    0
-                } else {
-                    1
-                },
-                ari_length: 0,
+                message_rejected: message_rejected as u8,
+                ari_length,
                 reason,
-                ari: [0; msg::REJ_ARI],
+                ari,
                 private_data: pd,
             }
             .encode(s.tid)
         })
     }
 
-    /// Ends the connection (upstream `ib_destroy_cm_id()`): an established one sends a DREQ,
-    /// one whose REQ came unanswered a REJ; no handler call follows.
+    /// Ends the connection (upstream `ib_destroy_cm_id()`, `cm_destroy_id()`): an established
+    /// one sends a DREQ, one with a DREQ received the DREP, one whose REQ is unanswered a REJ
+    /// of reason timeout with the device's node GUID, one whose REQ or REP came or went
+    /// unanswered a REJ of reason consumer defined, one with a SIDR REQ received a SIDR REP of
+    /// `IB_SIDR_REJECT`; no handler call follows.
     pub fn destroy(&self) {
-        let state = {
+        let (state, av) = {
             let mut s = self.st.lock();
             s.handler = None;
-            s.state
+            (s.state, s.av)
         };
         // Best effort, as upstream's cm_destroy_id().
         let _ = match state {
             CmState::Established => self.dreq(&[]),
-            CmState::ReqRcvd | CmState::MraReqSent | CmState::RepRcvd | CmState::MraRepSent => {
-                self.rej(REJ_CONSUMER_DEFINED, &[])
+            CmState::DreqRcvd => self.drep(&[]),
+            CmState::ReqSent | CmState::MraReqRcvd => {
+                let guid = crate::registry::device_arc(av.dev_index)
+                    .map_or(0, |d| d.core().attrs().node_guid);
+                self.rej_ari(REJ_TIMEOUT, &guid.to_be_bytes(), &[])
             }
+            CmState::ReqRcvd
+            | CmState::MraReqSent
+            | CmState::RepRcvd
+            | CmState::MraRepSent
+            | CmState::RepSent
+            | CmState::MraRepRcvd => self.rej(REJ_CONSUMER_DEFINED, &[]),
+            CmState::SidrReqRcvd => self.sidr_rep(SIDR_REJECT, 0, 0, &[]),
             _ => Ok(()),
         };
         // upstream cm_destroy_id(): a DREQ sent is not waited for (ib_cancel_mad()).
@@ -823,7 +868,7 @@ impl CmConn {
     }
 
     /// Sends an RTU or a DREP again, without private data, for a duplicate REP or DREQ
-    /// (best effort, as upstream's response MADs).
+    /// (best effort, as upstream's response MADs; counted as a direct retry).
     fn resend(&self, attr: CmAttr) {
         let (mad, av) = {
             let s = self.st.lock();
@@ -834,7 +879,7 @@ impl CmConn {
             };
             (ids.encode(attr, s.tid), s.av)
         };
-        let _ = send_on(&av, mad, u64::from(self.local_id), None);
+        send_direct_retry(&av, mad);
     }
 
     /// An MRA arrived (upstream `cm_mra_handler()`): the message it names waits the service
@@ -1344,6 +1389,8 @@ impl PortHandler {
                         self.count_dup(CmAttr::Dreq);
                         c.resend(CmAttr::Drep)
                     }
+                    // upstream cm_dreq_handler() in IB_CM_DREQ_RCVD: counted, dropped.
+                    Some(c) if c.state() == CmState::DreqRcvd => self.count_dup(CmAttr::Dreq),
                     Some(c) => {
                         if let Ok(b) = KBox::new(ids, GFP_KERNEL) {
                             c.input(Input::RecvDreq, CmMsg::Ids(b));
@@ -1359,8 +1406,7 @@ impl PortHandler {
                                 remote_comm_id: d.local_comm_id,
                                 private_data: [0; msg::RTU_PRIVATE_DATA],
                             };
-                            let mad = drep.encode(CmAttr::Drep, MadHdr(&m.0).tid());
-                            let _ = send_on(&av, mad, 0, None);
+                            send_direct_retry(&av, drep.encode(CmAttr::Drep, MadHdr(&m.0).tid()));
                         }
                     }
                 }

@@ -51,6 +51,23 @@
  *
  *   ucma_test -p A4 B4 A6 B6 GIDA GIDB LIDA LIDB SILENT UNROUTABLE
  *
+ *   ucma_test -L SGID PORT
+ *   ucma_test -U SGID PORT
+ *   ucma_test -N SGID
+ * -L: an AF_IB listener of the TCP space on SGID (service ID the space's with PORT) for the
+ * two REQs umad_test -C req sends by hand: the first's CONNECT_REQUEST, accept (no QP) and
+ * destroy the id at once (its REP unanswered: upstream cm_destroy_id() in IB_CM_REP_SENT
+ * sends a REJ, which ends the REP's retries); the second's CONNECT_REQUEST, accept: the REP
+ * is never answered (no RTU) and its retries run out as RDMA_CM_EVENT_UNREACHABLE with
+ * -ETIMEDOUT on the request's id, the only event after the request (the REQ's duplicates
+ * make none).
+ * -U: the same with a UD listener of the UDP space for umad_test -C sidr's SIDR REQ and its
+ * duplicate: one CONNECT_REQUEST, no other event within 300 ms, accept (the SIDR REP).
+ * -N: a UD id on SGID joins a group through the SA (the unspecified AF_IB address); after
+ * "I joined" the port's client reregistration (umad_test -C rereg) fails the membership:
+ * RDMA_CM_EVENT_MULTICAST_ERROR with -ENETRESET (upstream mcast_event_handler()); leave, and
+ * a join again gets MULTICAST_JOIN from the SA.
+ *
  * LDLIBS: -lrdmacm
  */
 #include "rdmars_test.h"
@@ -1013,9 +1030,107 @@ static void ib_ip(char **v)
 	rdma_destroy_event_channel(ch);
 }
 
+/* -L, -U: a listener for the REQs or the SIDR REQ umad_test sends by hand (see the top). */
+static void raw_peer(const char *sgid, int port, int ud)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param p = { .qp_num = 0x1234 };
+	struct rdma_cm_id *l = NULL, *r = NULL, *e = NULL;
+	struct sockaddr_ib a = sib_of(sgid, (ud ? PS_UDP : PS_TCP) | port, ~0ULL);
+	struct pollfd pfd;
+	int st = 99, t;
+
+	check(ch && !rdma_create_id(ch, &l, NULL, ud ? RDMA_PS_UDP : RDMA_PS_TCP) &&
+		      !rdma_bind_addr(l, (struct sockaddr *)&a) && !rdma_listen(l, 4),
+	      "AF_IB %s listener on %s port %d", ud ? "UD" : "RC", sgid, port);
+	printf("I listening\n");
+	fflush(stdout);
+	if (!ud && l) {
+		t = next_event(ch, &st, &r);
+		check(t == RDMA_CM_EVENT_CONNECT_REQUEST && st == 0 && r != l,
+		      "the first request's CONNECT_REQUEST (event %d status %d)", t, st);
+		if (t != RDMA_CM_EVENT_CONNECT_REQUEST)
+			goto out;
+		check(!rdma_accept(r, &p) && !rdma_destroy_id(r), "accept, then destroy the id");
+	}
+	t = l ? next_event(ch, &st, &r) : -1;
+	check(t == RDMA_CM_EVENT_CONNECT_REQUEST && st == 0 && r != l,
+	      "the (last) request's CONNECT_REQUEST (event %d status %d)", t, st);
+	if (t != RDMA_CM_EVENT_CONNECT_REQUEST)
+		goto out;
+	if (ud) {
+		pfd.fd = ch->fd;
+		pfd.events = POLLIN;
+		check(poll(&pfd, 1, 300) == 0, "no other event within 300 ms (the duplicate makes none)");
+		check(!rdma_accept(r, &p), "accept: the SIDR REP");
+	} else {
+		check(!rdma_accept(r, &p), "accept: the REP");
+		printf("I accepted\n");
+		fflush(stdout);
+		t = next_event(ch, &st, &e);
+		printf("I after the REP: event %d status %d\n", t, st);
+		check(t == RDMA_CM_EVENT_UNREACHABLE && st == -ETIMEDOUT && e == r,
+		      "the REP unanswered: RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT on the request's id");
+	}
+	rdma_destroy_id(r);
+out:
+	if (l)
+		rdma_destroy_id(l);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+}
+
+/* -N: a membership the port's client reregistration fails (see the top). */
+static void mcast_reset(const char *sgid)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_ib a = sib_of(sgid, PS_UDP, PS_MASK), any = sib_of("::", 0, 0);
+	struct rdma_cm_id *id = NULL;
+	struct rdma_ud_param ud;
+	int st = 99, t;
+
+	check(ch && !rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) &&
+		      !rdma_bind_addr(id, (struct sockaddr *)&a),
+	      "a UD id bound to %s", sgid);
+	check(id && !rdma_join_multicast(id, (struct sockaddr *)&any, NULL),
+	      "join the unspecified AF_IB address");
+	t = id ? next_event_ud(ch, &st, NULL, &ud) : -1;
+	check(t == RDMA_CM_EVENT_MULTICAST_JOIN && st == 0, "MULTICAST_JOIN (event %d status %d)", t, st);
+	if (t != RDMA_CM_EVENT_MULTICAST_JOIN)
+		goto out;
+	printf("I joined\n");
+	fflush(stdout);
+	t = next_event_ud(ch, &st, NULL, &ud);
+	printf("I after the reregistration: event %d status %d\n", t, st);
+	check(t == RDMA_CM_EVENT_MULTICAST_ERROR && st == -ENETRESET,
+	      "the client reregistration: MULTICAST_ERROR, -ENETRESET");
+	check(!rdma_leave_multicast(id, (struct sockaddr *)&any), "leave");
+	check(!rdma_join_multicast(id, (struct sockaddr *)&any, NULL), "join again");
+	t = next_event_ud(ch, &st, NULL, &ud);
+	check(t == RDMA_CM_EVENT_MULTICAST_JOIN && st == 0,
+	      "MULTICAST_JOIN again from the SA (event %d status %d)", t, st);
+	check(!rdma_leave_multicast(id, (struct sockaddr *)&any), "leave again");
+out:
+	if (id)
+		rdma_destroy_id(id);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+}
+
 int main(int argc, char **argv)
 {
 	int no_cm = 0;
+
+	if (argc == 4 && (!strcmp(argv[1], "-L") || !strcmp(argv[1], "-U"))) {
+		raw_peer(argv[2], atoi(argv[3]), argv[1][1] == 'U');
+		printf("I %d passed, %d failed\n", passes, failures);
+		return failures ? 1 : 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "-N")) {
+		mcast_reset(argv[2]);
+		printf("I %d passed, %d failed\n", passes, failures);
+		return failures ? 1 : 0;
+	}
 
 	if (argc == 3 && !strcmp(argv[1], "-r")) {
 		removal(argv[2]);

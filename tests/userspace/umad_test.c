@@ -25,6 +25,19 @@
  *        umad_test -u N -D DLID: a DREQ of a connection nobody has, from a CM-class agent to
  *        QP1 of LID DLID (the suite checks the CM counters: upstream cm_issue_drep() answers
  *        it with a DREP).
+ *        umad_test -u N -C WHAT ARGS...: raw CM messages from a CM-class agent (registered for
+ *        Get only: the kernel's CM keeps the port's Send MADs) to QP1 of another port, for the
+ *        suite to count with the CM counters (see cm_raw()):
+ *          req DLID SLID DGID SGID SID DEV: a REQ to service ID SID at LID DLID (its REP's
+ *            wait 2^(15-8) ms); once DEV (the passive port's device) counts its REP sent,
+ *            another REQ (another comm ID, the REP's wait 2^(17-8) ms) twice with the same
+ *            comm ID and TID, and once DEV counts that one's REP, the same REQ a third time;
+ *          sidr DLID SID: a SIDR REQ to SID, twice with the same request ID and TID;
+ *          lap DLID: a LAP and an APR of no connection, a LAP cut short after its
+ *            communication IDs, a CM MAD of attribute 0x001B.
+ *        umad_test -u N -C rereg: a local PortInfo Get, then the same PortInfo Set back with
+ *        the ClientReregister bit (PortState NOP, PortPhysicalState no change): the port's
+ *        clients get IB_EVENT_CLIENT_REREGISTER.
  */
 #include "rdmars_test.h"
 
@@ -278,6 +291,219 @@ static int dreq_test(int n, int dlid)
 	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m), "DREQ to LID %d", dlid);
 	/* The send leaves before the file closes (a send without a timeout reports nothing). */
 	usleep(200000);
+	close(fd);
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
+
+/* A CM-class agent on umadN's QP1 (method Get only: the kernel's CM has Send). */
+static int cm_agent(int n, uint32_t *id)
+{
+	int fd = open_umad(n, 0);
+
+	check(fd >= 0 && reg2(fd, 1, 0x07, 2, 0, 0, 0, id) == 0, "open umad%d, a CM-class agent", n);
+	return fd;
+}
+
+/* A CM Send of attribute `attr` from agent `id` to QP1 of LID dlid, TID `tid`. */
+static void cm_hdr(struct msg *m, uint32_t id, int dlid, uint16_t attr, uint8_t tid)
+{
+	memset(m, 0, sizeof(*m));
+	m->hdr.id = id;
+	m->hdr.qpn = htonl(1);
+	m->hdr.qkey = htonl(0x80010000);
+	m->hdr.lid = htons(dlid);
+	m->mad[0] = 1;		/* base version */
+	m->mad[1] = 0x07;	/* CM */
+	m->mad[2] = 2;
+	m->mad[3] = 0x03;	/* Send */
+	m->mad[15] = tid;
+	m->mad[16] = attr >> 8;
+	m->mad[17] = attr;
+}
+
+/*
+ * Writes len bytes of m; again while umad still holds the same TID's earlier send (EINVAL,
+ * upstream is_duplicate(): until its send completes), up to 2 s.
+ */
+static int write_again(int fd, const struct msg *m, size_t len)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		if (write(fd, m, len) == (ssize_t)len)
+			return 0;
+		if (errno != EINVAL)
+			return -1;
+		usleep(10000);
+	}
+	return -1;
+}
+
+static unsigned long long cm_counter(const char *dev, const char *group, const char *name)
+{
+	char path[160], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/cm_%s/%s", dev, group, name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strtoull(buf, NULL, 0);
+}
+
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+	while (n--) {
+		p[n] = v;
+		v >>= 8;
+	}
+}
+
+/* Waits (10 s at most) until DEV's port 1 counter cm_GROUP/NAME reaches want: 1 if it did. */
+static int wait_counter(const char *dev, const char *group, const char *name, unsigned long long want)
+{
+	int i;
+
+	for (i = 0; i < 200 && cm_counter(dev, group, name) < want; i++)
+		usleep(50000);
+	return i < 200;
+}
+
+/*
+ * A REQ (IBA 12.6.5) from agent id to QP1 of LID dlid for service ID args[4], with comm ID
+ * `comm`, LocalCMResponseTimeout `timeout` (the REP waits 2^(timeout-8) ms), MaxCMRetries 2
+ * and TID `tid`; its primary path from args[1]'s LID and sgid to dlid and dgid.
+ */
+static void req_fill(struct msg *m, uint32_t id, int dlid, char **args, const uint8_t *sgid,
+		     const uint8_t *dgid, uint32_t comm, int timeout, uint8_t tid)
+{
+	cm_hdr(m, id, dlid, 0x0010, tid);
+	put_be(m->mad + 24, comm, 4);				/* LocalCommID */
+	put_be(m->mad + 32, strtoull(args[4], NULL, 0), 8);	/* ServiceID */
+	put_be(m->mad + 40, 0x0002c90300005a5aull, 8);		/* LocalCAGUID */
+	put_be(m->mad + 56, 0x000123, 3);			/* LocalQPN */
+	m->mad[67] = 16 << 3;	/* RemoteCMResponseTimeout, RC, no flow control */
+	put_be(m->mad + 68, 0x000777, 3);			/* StartingPSN */
+	m->mad[71] = timeout << 3 | 7;	/* LocalCMResponseTimeout, RetryCount 7 */
+	put_be(m->mad + 72, 0xffff, 2);				/* P_Key */
+	m->mad[74] = 4 << 4 | 7;	/* PathMTU 2048, RNRRetryCount 7 */
+	m->mad[75] = 2 << 4;		/* MaxCMRetries 2 */
+	/* The primary path (data offset 52): this port's LID and GID are the local ones. */
+	put_be(m->mad + 76, strtol(args[1], NULL, 0), 2);
+	put_be(m->mad + 78, dlid, 2);
+	memcpy(m->mad + 80, sgid, 16);
+	memcpy(m->mad + 96, dgid, 16);
+	m->mad[118] = 1 << 3;	/* SL 0, SubnetLocal */
+	m->mad[119] = 14 << 3;	/* LocalACKTimeout */
+}
+
+/*
+ * -C req|sidr|lap: raw CM messages (the CM's MAD data at byte 24, IBA 12.6). The local
+ * communication and request IDs are far above any the kernel's CM gave (they count from 1),
+ * so the peer's answers find no connection on this port.
+ */
+static int cm_raw(int n, const char *what, char **args, int nargs)
+{
+	struct msg m;
+	uint32_t id;
+	int fd, dlid;
+
+	if (nargs < 1)
+		return 2;
+	dlid = strtol(args[0], NULL, 0);
+	fd = cm_agent(n, &id);
+	if (!strcmp(what, "req") && nargs == 6) {
+		uint8_t dgid[16], sgid[16];
+		unsigned long long rep0;
+
+		check(inet_pton(AF_INET6, args[2], dgid) == 1 && inet_pton(AF_INET6, args[3], sgid) == 1,
+		      "the GIDs %s %s", args[2], args[3]);
+		rep0 = cm_counter(args[5], "tx_msgs", "rep");
+		/* First a REQ whose id the listener's user destroys once accepted. */
+		req_fill(&m, id, dlid, args, sgid, dgid, 0x5a5a0005, 15, 0x80);
+		check(write_again(fd, &m, sizeof(m)) == 0, "REQ (comm ID 0x5a5a0005) to LID %d, service ID %s",
+		      dlid, args[4]);
+		check(wait_counter(args[5], "tx_msgs", "rep", rep0 + 1), "%s sent its REP", args[5]);
+		req_fill(&m, id, dlid, args, sgid, dgid, 0x5a5a0001, 17, 0x81);
+		check(write_again(fd, &m, sizeof(m)) == 0, "REQ (comm ID 0x5a5a0001)");
+		check(write_again(fd, &m, sizeof(m)) == 0, "the same REQ again (same comm ID and TID)");
+		/* The passive side's user accepted: its REP left. */
+		check(wait_counter(args[5], "tx_msgs", "rep", rep0 + 2), "%s sent its REP", args[5]);
+		check(write_again(fd, &m, sizeof(m)) == 0, "the same REQ a third time, the REP sent");
+	} else if (!strcmp(what, "sidr") && nargs == 2) {
+		cm_hdr(&m, id, dlid, 0x0017, 0x82);
+		put_be(m.mad + 24, 0x5a5a0002, 4);		/* RequestID */
+		put_be(m.mad + 28, 0xffff, 2);			/* P_Key */
+		put_be(m.mad + 32, strtoull(args[1], NULL, 0), 8); /* ServiceID */
+		check(write_again(fd, &m, sizeof(m)) == 0, "SIDR REQ to LID %d, service ID %s", dlid, args[1]);
+		check(write_again(fd, &m, sizeof(m)) == 0, "the same SIDR REQ again (same request ID and TID)");
+	} else if (!strcmp(what, "lap") && nargs == 1) {
+		cm_hdr(&m, id, dlid, 0x0019, 0x83);
+		put_be(m.mad + 24, 0x5a5a0003, 4);	/* LocalCommID */
+		put_be(m.mad + 28, 0x5a5a0004, 4);	/* RemoteCommID: nobody's */
+		put_be(m.mad + 36, 0x000123, 3);	/* RemoteQPN */
+		check(write_again(fd, &m, sizeof(m)) == 0, "LAP of no connection to LID %d", dlid);
+		cm_hdr(&m, id, dlid, 0x001a, 0x84);
+		put_be(m.mad + 24, 0x5a5a0003, 4);
+		put_be(m.mad + 28, 0x5a5a0004, 4);
+		check(write_again(fd, &m, sizeof(m)) == 0, "APR of no connection");
+		/* Cut after the communication IDs: the rest of the MAD is zero on the wire. */
+		cm_hdr(&m, id, dlid, 0x0019, 0x85);
+		put_be(m.mad + 24, 0x5a5a0003, 4);
+		check(write_again(fd, &m, sizeof(m.hdr) + 36) == 0, "a LAP of 36 bytes");
+		cm_hdr(&m, id, dlid, 0x001b, 0x86);
+		check(write_again(fd, &m, sizeof(m)) == 0, "a CM MAD of attribute 0x001B");
+	} else {
+		close(fd);
+		return 2;
+	}
+	/* The sends leave before the file closes (a send without a timeout reports nothing). */
+	usleep(200000);
+	close(fd);
+	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
+
+/*
+ * -C rereg: PortInfo of port 1 (a local directed-route Get), then the same PortInfo Set back
+ * with ClientReregister (byte 51, bit 7), PortState NOP and PortPhysicalState 0 (no change),
+ * else the SMA answers with an invalid field: both answered with status 0.
+ */
+static int rereg(int n)
+{
+	struct pollfd pfd;
+	struct msg m, r;
+	uint32_t id;
+	int fd, st;
+
+	fd = open_umad(n, 0);
+	check(fd >= 0 && reg2(fd, 0, 0x81, 1, 0, 0, 0, &id) == 0, "open umad%d, an SMP agent", n);
+	smp_nodeinfo(&m, id);
+	m.mad[15] = 0x91;
+	m.mad[17] = 0x15;	/* PortInfo */
+	m.mad[23] = 1;		/* port 1 */
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m) && poll(&pfd, 1, 3000) == 1 &&
+		      read(fd, &r, sizeof(r)) == (ssize_t)sizeof(r),
+	      "PortInfo Get answered");
+	st = (r.mad[4] << 8 | r.mad[5]) & 0x7fff;
+	check(r.hdr.status == 0 && r.mad[3] == 0x81 && st == 0, "PortInfo GetResp, status 0 (0x%x)", st);
+	m.mad[3] = 0x02;	/* Set */
+	m.mad[15] = 0x92;
+	memcpy(m.mad + 64, r.mad + 64, 64);
+	m.mad[64 + 32] &= 0xf0;	/* PortState: no change */
+	m.mad[64 + 33] &= 0x0f;	/* PortPhysicalState: no change */
+	m.mad[64 + 51] |= 0x80;	/* ClientReregister */
+	check(write(fd, &m, sizeof(m)) == (ssize_t)sizeof(m) && poll(&pfd, 1, 3000) == 1 &&
+		      read(fd, &r, sizeof(r)) == (ssize_t)sizeof(r),
+	      "PortInfo Set with ClientReregister answered");
+	st = (r.mad[4] << 8 | r.mad[5]) & 0x7fff;
+	check(r.hdr.status == 0 && r.mad[3] == 0x81 && st == 0, "its GetResp, status 0 (0x%x)", st);
 	close(fd);
 	printf("umad_test: %d checks passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
@@ -541,16 +767,18 @@ int main(int argc, char **argv)
 	int n = 0, smp = 0, kill = 0, iters = 0, sa_lid = 0, dreq_lid = 0, opt, fd, fd2, i;
 	long fault_max = 0;
 	int bad = 0;
-	const char *guid = NULL, *sm_dev = NULL;
+	const char *guid = NULL, *sm_dev = NULL, *cm_what = NULL;
 	struct msg m, r;
 	uint8_t big[sizeof(struct msg) + 8];
 	uint32_t id, ids[33];
 	ssize_t got;
 	struct pollfd pfd;
 
-	while ((opt = getopt(argc, argv, "u:sg:km:f:r:a:F:bD:")) != -1) {
+	while ((opt = getopt(argc, argv, "u:sg:km:f:r:a:F:bD:C:")) != -1) {
 		if (opt == 'b')
 			bad = 1;
+		if (opt == 'C')
+			cm_what = optarg;
 		if (opt == 'D')
 			dreq_lid = strtol(optarg, NULL, 0);
 		if (opt == 'F')
@@ -582,6 +810,10 @@ int main(int argc, char **argv)
 		return sa_test(n, sa_lid);
 	if (dreq_lid)
 		return dreq_test(n, dreq_lid);
+	if (cm_what && !strcmp(cm_what, "rereg"))
+		return rereg(n);
+	if (cm_what)
+		return cm_raw(n, cm_what, argv + optind, argc - optind);
 	if (iters)
 		return fuzz(n, iters);
 	if (kill) {

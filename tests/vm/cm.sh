@@ -176,8 +176,24 @@ cm_unload_upstream() {
 	grep -E "^(ib_|rdma_|iw_)" /proc/modules | sed 's/^/    left| /'
 }
 
-# cm_pair NAME SECS "SERVER CMD" "CLIENT CMD": the server in the background, the client after a
-# second; both must exit 0 within SECS. Their outputs are in /tmp/cm-s and /tmp/cm-c.
+# cm_listening PROG PID: waits (5 s at most, while PID runs) until a cm_id of PROG listens
+# (`rdma res show cm_id`: "state LISTEN ... comm PROG"). iproute2 6.1 prints no line for an
+# AF_IB id (its ss_ntop() knows AF_INET and AF_INET6 only).
+cm_listening() {
+	local t0
+	now_cs
+	t0=$_now_cs
+	while kill -0 $2 2>/dev/null &&
+		! rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*comm $1 "; do
+		now_cs
+		[ $((_now_cs - t0)) -ge 500 ] && break
+		nap 0.1
+	done
+}
+
+# cm_pair NAME SECS "SERVER CMD" "CLIENT CMD": the server in the background, the client once
+# the server listens (an AF_IB server: after a second); both must exit 0 within SECS. Their outputs are in /tmp/cm-s and
+# /tmp/cm-c.
 cm_pair() {
 	local s rc=0 rs=0 t0
 	echo "+ $3 & $4"
@@ -185,7 +201,10 @@ cm_pair() {
 	t0=$_now_cs
 	timeout $2 $3 >/tmp/cm-s 2>&1 &
 	s=$!
-	sleep 1
+	case "$3" in
+	*"-f gid"*) sleep 1 ;; # AF_IB: not in rdma res (cm_listening)
+	*) cm_listening "${3%% *}" $s ;;
+	esac
 	timeout $2 $4 >/tmp/cm-c 2>&1 || rc=$?
 	wait $s || rs=$?
 	took $t0
@@ -393,6 +412,8 @@ cm_res_cm_id() {
 		out=$(rdma res show cm_id 2>&1)
 		sum=$(rdma res 2>&1)
 		n=$(echo "$sum" | awk '{for (i = 1; i < NF; i++) if ($i == "cm_id") n += $(i + 1)} END {print n + 0}')
+		# Both ends' QP numbers: the server's id has its own once rping accepted (upstream
+		# cma_accept_ib() sets a user id's qp_num), after its CONNECT_REQUEST.
 		[ "$(echo "$out" | grep -cE 'lqpn [0-9]+ qp-type RC state CONNECT')" -ge 2 ] && [ "$n" = 3 ] && break
 		nap 0.1
 		i=$((i + 1))
@@ -406,6 +427,42 @@ cm_res_cm_id() {
 	t_check "$t: rdma res show cm_id: the client's connected id" sh -c "echo '$out' | grep -qE \
 		'cm-idn [0-9]+ lqpn [0-9]+ qp-type RC state CONNECT ps TCP pid [0-9]+ comm rping src-addr $src:[0-9]+ dst-addr $dst:$port'"
 	t_check "$t: rdma res counts the three (cm_id $n)" test "$n" = 3
+}
+
+# cm_res_wildcard TAG: an rping server listening on 0.0.0.0 (bound to no device: upstream's
+# cma_listen_on_all() listens on each device through an internal id with the listener's
+# owner) shows in `rdma res show cm_id` once under every RDMA device, without port or
+# destination; `rdma res show cm_id link DEV/1` (iproute2 sends PORT_INDEX, upstream
+# fill_res_cm_id_entry() leaves out the ids of other ports) shows it nowhere. Its line, device
+# and numbers made generic, and the counts to /tmp/cmv-TAG.res-wildcard (vm_cm_verify_rxe
+# compares them with upstream's).
+cm_res_wildcard() {
+	local t=$1 s i=0 out devs d nd=0 each=0 np=0
+	timeout 60 rping -s -a 0.0.0.0 -p 7185 >/tmp/cm-w 2>&1 &
+	s=$!
+	devs=$(rdma dev | sed -n 's/^[0-9]*: \([^:]*\):.*/\1/p')
+	for d in $devs; do nd=$((nd + 1)); done
+	while [ $i -lt 100 ]; do
+		out=$(rdma res show cm_id 2>&1 | grep 'src-addr 0.0.0.0:7185')
+		[ "$(echo "$out" | grep -c .)" -ge $nd ] && break
+		nap 0.1
+		i=$((i + 1))
+	done
+	echo "$out" | sed 's/^/    cm_id| /'
+	for d in $devs; do
+		[ "$(echo "$out" | grep -c "^link $d/- ")" = 1 ] && each=$((each + 1))
+		np=$((np + $(rdma res show cm_id link $d/1 2>&1 | grep -c 'src-addr 0.0.0.0:7185')))
+	done
+	kill $s 2>/dev/null
+	wait $s 2>/dev/null
+	t_check "$t: rdma res show cm_id: the 0.0.0.0 listener once under each of the $nd devices ($each)" \
+		test $nd -gt 0 -a "$each" = $nd -a "$(echo "$out" | grep -c .)" = $nd
+	t_check "$t: rdma res show cm_id link DEV/1: not the 0.0.0.0 listener (port 0) ($np)" test $np = 0
+	{
+		echo "$out" | sed -E 's/^link [^ ]+\/- /link DEV\/- /; s/cm-idn [0-9]+/cm-idn N/; s/pid [0-9]+/pid P/' |
+			sort -u
+		echo "once under each device: $([ "$each" = $nd ] && echo yes || echo no), on port 1: $np"
+	} >/tmp/cmv-$t.res-wildcard
 }
 
 # cm_counters: the IB CM's message counters of every port (upstream cm_counter_groups:
@@ -453,13 +510,14 @@ cm_verify_run() {
 	# line of the buffered stdout (-d's events go to stdout, whole lines).
 	timeout $((n / 4 + 30)) rping -s -a $dst -p 7180 -C $n -v -d >/tmp/cm-s 2>&1 &
 	s=$!
-	sleep 1
+	cm_listening rping $s
 	rc=0
 	rs=0
 	timeout $((n / 4 + 30)) rping -c -a $dst -I $src -p 7180 -C $n -v -d >/tmp/cm-c \
 		2>/tmp/cm-c.err &
 	c=$!
 	cm_res_cm_id "$t" "$src" "$dst" 7180
+	cm_res_wildcard "$t"
 	wait $c || rc=$?
 	wait $s || rs=$?
 	t_check "$t: rdma res: no cm_id left once rping ended" \
@@ -533,7 +591,7 @@ cm_verify_rxe_suite() {
 		rg_wait_gid rxe0 0000:0000:0000:0000:0000:ffff:0a4d:0001
 	cm_verify_run rxe 10.77.0.1 10.77.0.1 10.77.0.77
 	for f in rping-server rping-client ucmatose-server ucmatose-client udaddy-server \
-		udaddy-client mckey-receiver mckey-sender no-listener silent; do
+		udaddy-client mckey-receiver mckey-sender no-listener silent res-wildcard; do
 		if [ -s /tmp/cmv-ours.$f ] && diff /tmp/cmv-ours.$f /tmp/cmv-rxe.$f >/tmp/cmv-diff; then
 			t_ok "$f: ours and upstream over rxe print the same ($(wc -l </tmp/cmv-rxe.$f) lines)"
 		else

@@ -177,23 +177,153 @@ cm_ib_cnt() {
 
 # cm_ib_stray_dreq TAG LID0: a DREQ of no connection from mlx5_1's umad to mlx5_0 (LID0)
 # is counted there as received and as a duplicate, and answered with a DREP (upstream
-# cm_issue_drep()), which mlx5_1 counts as received.
+# cm_issue_drep()), which mlx5_1 counts as received. The DREP is a direct retry (upstream
+# cm_alloc_response_msg(..., true)), which cm_send_handler() counts as two sends and one
+# retry.
 cm_ib_stray_dreq() {
-	local t=$1 rx0 dup0 tx0 rx1 want i
+	local t=$1 rx0 dup0 tx0 re0 rx1 want i
 	rx0=$(cm_ib_cnt mlx5_0 rx_msgs dreq)
 	dup0=$(cm_ib_cnt mlx5_0 rx_duplicates dreq)
 	tx0=$(cm_ib_cnt mlx5_0 tx_msgs drep)
+	re0=$(cm_ib_cnt mlx5_0 tx_retries drep)
 	rx1=$(cm_ib_cnt mlx5_1 rx_msgs drep)
-	t_import "$t: umad_test -D" /rdma-rs/umad_test -u 1 -D "$2"
-	want="$((rx0 + 1)) $((dup0 + 1)) $((tx0 + 1)) $((rx1 + 1))"
+	t_import "$t: umad_test -D" /rdma-rs/umad_test -u "$(cm_ib_umad mlx5_1)" -D "$2"
+	want="$((rx0 + 1)) $((dup0 + 1)) $((tx0 + 2)) $((re0 + 1)) $((rx1 + 1))"
 	i=0
 	while [ $i -lt 30 ] && [ "$(cm_ib_cnt mlx5_1 rx_msgs drep)" != $((rx1 + 1)) ]; do
 		nap 0.1
 		i=$((i + 1))
 	done
-	mw_eq "$t: a stray DREQ: mlx5_0 cm_rx_msgs/dreq, cm_rx_duplicates/dreq, cm_tx_msgs/drep; mlx5_1 cm_rx_msgs/drep" \
-		"$(cm_ib_cnt mlx5_0 rx_msgs dreq) $(cm_ib_cnt mlx5_0 rx_duplicates dreq) $(cm_ib_cnt mlx5_0 tx_msgs drep) $(cm_ib_cnt mlx5_1 rx_msgs drep)" \
+	mw_eq "$t: a stray DREQ: mlx5_0 cm_rx_msgs/dreq, cm_rx_duplicates/dreq, cm_tx_msgs/drep, cm_tx_retries/drep; mlx5_1 cm_rx_msgs/drep" \
+		"$(cm_ib_cnt mlx5_0 rx_msgs dreq) $(cm_ib_cnt mlx5_0 rx_duplicates dreq) $(cm_ib_cnt mlx5_0 tx_msgs drep) $(cm_ib_cnt mlx5_0 tx_retries drep) $(cm_ib_cnt mlx5_1 rx_msgs drep)" \
 		"$want"
+}
+
+# cm_ib_cnts SPEC...: the CM counters SPEC names (DEV/GROUP/MSG: DEV's port 1 cm_GROUP/MSG;
+# DEV/GROUP/all: the sum of the group's files), on one line.
+cm_ib_cnts() {
+	local s out= n f v d
+	for s in "$@"; do
+		d=/sys/class/infiniband/${s%%/*}/ports/1/cm_${s#*/}
+		if [ "${s##*/}" = all ]; then
+			n=0
+			for f in ${d%/all}/*; do
+				read -r v <"$f"
+				n=$((n + v))
+			done
+		else
+			read -r n <"$d"
+		fi
+		out="$out $n"
+	done
+	echo $out
+}
+
+# cm_ib_delta BEFORE AFTER: each number of AFTER less the one of BEFORE at its place.
+cm_ib_delta() {
+	local a=$1 out= x
+	set -- $2
+	for x in $a; do
+		out="$out $(($1 - x))"
+		shift
+	done
+	echo $out
+}
+
+# cm_ib_umad DEV: the number of DEV's port 1 umad device.
+cm_ib_umad() {
+	local u
+	for u in /sys/class/infiniband_mad/umad*; do
+		if [ "$(cat $u/ibdev)" = "$1" ] && [ "$(cat $u/port)" = 1 ]; then
+			echo "${u##*umad}"
+			return
+		fi
+	done
+}
+
+# cm_ib_bg_until FILE PATTERN: waits (10 s at most) until FILE has a line PATTERN or the
+# background program writing it ($!) ended.
+cm_ib_bg_until() {
+	local i=0
+	while [ $i -lt 100 ] && ! grep -q "$2" "$1" && kill -0 $! 2>/dev/null; do
+		nap 0.1
+		i=$((i + 1))
+	done
+}
+
+# cm_ib_raw TAG G0 G1 L0 L1: raw CM messages from mlx5_1's umad (tests/userspace/umad_test.c
+# -C) to mlx5_0 (GID G0, LID L0), mlx5_0's rdma_cm listening through
+# tests/userspace/ucma_test.c -L/-U, each counted with the CM counters as upstream's cm.c
+# counts it. The REPs, SIDR REPs and DREPs go to mlx5_1's kernel CM (it holds the CM class's
+# Send method on the port, so no umad agent can take them), which counts them received and
+# finds no connection of theirs.
+cm_ib_raw() {
+	local t=$1 g0=$2 g1=$3 l0=$4 l1=$5 u1 spec b i rc=0
+	u1=$(cm_ib_umad mlx5_1)
+	# A LAP and an APR of no connection (and one LAP cut short): counted received, dropped
+	# (cm_lap_handler(), cm_apr_handler(): no connection), no answer; attribute 0x001B
+	# counted nowhere (cm_recv_handler()).
+	spec="mlx5_0/rx_msgs/lap mlx5_0/rx_msgs/apr mlx5_0/rx_msgs/all mlx5_0/rx_duplicates/all mlx5_0/tx_msgs/all mlx5_1/rx_msgs/all"
+	b=$(cm_ib_cnts $spec)
+	t_import "$t: umad_test -C lap" /rdma-rs/umad_test -u "$u1" -C lap "$l0"
+	i=0
+	while [ $i -lt 30 ] && [ "$(cm_ib_cnt mlx5_0 rx_msgs apr)" = "$(echo $b | cut -d' ' -f2)" ]; do
+		nap 0.1
+		i=$((i + 1))
+	done
+	nap 0.3
+	mw_eq "$t: LAP, APR, a short LAP, 0x001B: $spec" "$(cm_ib_delta "$b" "$(cm_ib_cnts $spec)")" \
+		"2 1 3 0 0 0"
+
+	# A REQ whose id the listener's user destroys once accepted: a REJ (cm_destroy_id() in
+	# IB_CM_REP_SENT) that ends its REP's wait (2^(15-8) ms, no resend). Then a REQ twice with
+	# the same comm ID and TID, a third time once the user accepted it: one connection
+	# (cm_match_req(): the REQ_RCVD duplicate dropped, the REP_SENT one too,
+	# cm_dup_req_handler()); its REP is never answered: sent again twice (MaxCMRetries 2,
+	# 2^(17-8) ms each), counted in cm_tx_retries (cm_send_handler()), then IB_CM_REP_ERROR
+	# (RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT) and no REJ (cm_process_send_error()).
+	spec="mlx5_0/rx_msgs/req mlx5_0/rx_duplicates/req mlx5_0/tx_msgs/rep mlx5_0/tx_retries/rep mlx5_0/tx_msgs/rej mlx5_0/tx_msgs/all mlx5_1/rx_msgs/rep mlx5_1/rx_msgs/rej mlx5_1/tx_msgs/all"
+	b=$(cm_ib_cnts $spec)
+	/rdma-rs/ucma_test -L "$g0" 4791 >/tmp/cm-raw 2>&1 &
+	cm_ib_bg_until /tmp/cm-raw '^I listening'
+	t_import "$t: umad_test -C req" /rdma-rs/umad_test -u "$u1" -C req "$l0" "$l1" "$g0" "$g1" \
+		$((0x01060000 + 4791)) mlx5_0
+	wait $! || rc=$?
+	t_import_file "$t: ucma_test -L (RC listener)" /tmp/cm-raw $rc
+	mw_eq "$t: a REQ destroyed once accepted, a REQ thrice and its REP unanswered: $spec" \
+		"$(cm_ib_delta "$b" "$(cm_ib_cnts $spec)")" "4 2 4 2 1 5 4 1 0"
+
+	# A SIDR REQ twice (same request ID and TID) before the listener's user answers: one
+	# request (cm_sidr_req_handler(): the duplicate counted), one SIDR REP.
+	spec="mlx5_0/rx_msgs/sidr_req mlx5_0/rx_duplicates/sidr_req mlx5_0/tx_msgs/sidr_rep mlx5_0/tx_msgs/all mlx5_1/rx_msgs/sidr_rep"
+	b=$(cm_ib_cnts $spec)
+	rc=0
+	/rdma-rs/ucma_test -U "$g0" 4791 >/tmp/cm-raw 2>&1 &
+	cm_ib_bg_until /tmp/cm-raw '^I listening'
+	t_import "$t: umad_test -C sidr" /rdma-rs/umad_test -u "$u1" -C sidr "$l0" \
+		$((0x01110000 + 4791))
+	wait $! || rc=$?
+	t_import_file "$t: ucma_test -U (UD listener)" /tmp/cm-raw $rc
+	i=0
+	while [ $i -lt 30 ] && [ "$(cm_ib_cnt mlx5_1 rx_msgs sidr_rep)" = "$(echo $b | cut -d' ' -f5)" ]; do
+		nap 0.1
+		i=$((i + 1))
+	done
+	mw_eq "$t: a SIDR REQ twice: $spec" "$(cm_ib_delta "$b" "$(cm_ib_cnts $spec)")" "2 1 1 1 1"
+}
+
+# cm_ib_mcast_reset TAG G0: a UD id on mlx5_0 joined to a group through the SA
+# (tests/userspace/ucma_test.c -N); a PortInfo Set with ClientReregister to mlx5_0's port
+# (umad_test -C rereg, a local SMP) raises IB_EVENT_CLIENT_REREGISTER: the membership fails
+# with RDMA_CM_EVENT_MULTICAST_ERROR, -ENETRESET (upstream multicast.c
+# mcast_event_handler()), and a join again goes to the SA.
+cm_ib_mcast_reset() {
+	local t=$1 rc=0
+	/rdma-rs/ucma_test -N "$2" >/tmp/cm-mc 2>&1 &
+	cm_ib_bg_until /tmp/cm-mc '^I joined'
+	t_import "$t: umad_test -C rereg" /rdma-rs/umad_test -u "$(cm_ib_umad mlx5_0)" -C rereg
+	wait $! || rc=$?
+	t_import_file "$t: ucma_test -N (a membership through the reregistration)" /tmp/cm-mc $rc
 }
 
 # Each suite runs on the fabric the suite before it left when that one is vm_mad_wire or
@@ -205,10 +335,18 @@ FABRIC_TAKERS="$FABRIC_TAKERS cm_ib_suite=ib cm_ib_opensm_suite=opensm"
 # vm_cm_ib: cm_ib_run with the embedded SM (the simulated switch's SA answers PathRecord
 # Gets).
 cm_ib_suite() {
+	local t0
 	RDMARS_CORE_PARAMS=ipoib=1 fabric_take ib cm_ib_load sim=ib,ib mad_qps=1
 	t_check "mlx5_0 port 1 ACTIVE (embedded SM)" mw_wait_active mlx5_0
 	t_check "mlx5_1 port 1 ACTIVE (embedded SM)" mw_wait_active mlx5_1
 	cm_ib_run embedded
+	now_cs
+	t0=$_now_cs
+	echo "+ cm_ib_raw, cm_ib_mcast_reset"
+	cm_ib_raw embedded "$(cm_ib_gid mlx5_0)" "$(cm_ib_gid mlx5_1)" "$(cm_ib_lid mlx5_0)" \
+		"$(cm_ib_lid mlx5_1)"
+	cm_ib_mcast_reset embedded "$(cm_ib_gid mlx5_0)"
+	took $t0
 	fabric_give ib unload_ours
 }
 
