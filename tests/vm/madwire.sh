@@ -145,7 +145,8 @@ mw_opensm_fresh() {
 # The fabric under opensm (fabric KEY opensm, lib.sh): vm_mad_opensm leaves it up with opensm
 # running for vm_opensm_traffic and vm_cm_ib_opensm when they come next; each of them brings
 # it up itself when run alone. mw_opensm_down [ASKED] takes it down: opensm killed, its log (every
-# run since mw_opensm_fresh) free of errors but ASKED (a fixed string), the modules unloaded.
+# run since mw_opensm_fresh) free of errors but ASKED (fixed strings, one a line), the modules
+# unloaded.
 mw_opensm_down() {
 	mw_kill_opensm
 	grep -E "ERR|SUBNET UP" /tmp/opensm.log | head -n 20 | sed 's/^/    opensm.log| /'
@@ -160,10 +161,11 @@ mw_opensm_down() {
 	unload_ours
 }
 
-# mw_sm0_load: sim=ib,ib with no SM and the MAD layer's QPs on the wire; no KUnit suite at
+# mw_sm0_load: sim=ib,ib with no SM and the MAD layer's QPs on the wire, the IPoIB interfaces
+# (down); no KUnit suite at
 # this load (mode mad4's first): they expect the embedded SM.
 mw_sm0_load() {
-	RDMARS_KUNIT_GLOB=rdmars-no-suite load_ours sim=ib,ib sm=0 mad_qps=1
+	RDMARS_CORE_PARAMS=ipoib=1 RDMARS_KUNIT_GLOB=rdmars-no-suite load_ours sim=ib,ib sm=0 mad_qps=1
 }
 
 # mw_kill_opensm: kills the running opensm and waits (10 s at most) for it to exit.

@@ -50,7 +50,8 @@ sma_suite() {
 	sma_eq "mlx5_0 ibv_devinfo subnet_timeout" "$(ibv_devinfo -v -d mlx5_0 | awk '$1 == "subnet_timeout:" { print $2; exit }')" "18"
 	sma_switch "lid 1 sm_lid 1 link 1 port 0 4 port 1 4 port 2 4 lft_top 260 lft 0x102 1 lft 0x104 2 "
 	unload_ours
-	load_ours sim=ib,ib sm=0 mad_qps=1
+	# The IPoIB interfaces too (down): vm_cm_ib_opensm's IP part takes them.
+	RDMARS_CORE_PARAMS=ipoib=1 load_ours sim=ib,ib sm=0 mad_qps=1
 	sma_port mlx5_0 "2: INIT" 0x0 0x0 "PORT_INIT (2)"
 	sma_port mlx5_1 "2: INIT" 0x0 0x0 "PORT_INIT (2)"
 	sma_switch "lid 0 sm_lid 0 link 1 port 0 2 port 1 2 port 2 2 lft_top 0 "
