@@ -2,8 +2,8 @@
 
 //! IPoIB (RFC 4391, RFC 4392; upstream `drivers/infiniband/ulp/ipoib/`): an `ib%d` interface
 //! (`rust/netdev.rs`, [`crate::netdev::Link::Infiniband`]) on each InfiniBand port whose
-//! driver has the `open_ud_qp` op (`ipoib/client.rs`: the core client that registers them,
-//! [`port_of`]: the port under an interface; `ipoib/iface.rs`: an interface's state, ops and
+//! driver has the `open_ud_qp` op (`ipoib/client.rs`: the core client that registers them;
+//! `ipoib/iface.rs`: an interface's state, ops and
 //! worker; `ipoib/bcast.rs`: its broadcast group; `ipoib/path.rs`: its paths), and the
 //! addressing and encapsulation they are built on, in this file:
 //!
@@ -31,7 +31,6 @@ mod iface;
 #[path = "ipoib/path.rs"]
 mod path;
 
-pub use client::{broadcast_rec, port_of, IpoibPort};
 pub(crate) use client::{shutdown, IpoibClient, IpoibTable};
 pub use iface::IPOIB_QKEY;
 

@@ -3,7 +3,7 @@
 //! The IPoIB interfaces of the devices (upstream `ipoib_main.c`: `ipoib_add_one()`,
 //! `ipoib_add_port()`, `ipoib_remove_one()`): a core client ([`IpoibClient`]) that gives each
 //! InfiniBand port of a device whose driver has the `open_ud_qp` op an `ib%d` interface, and
-//! the table of those interfaces ([`port_of`], [`broadcast_rec`]).
+//! the table of those interfaces.
 //!
 //! A port's interface is made in this order, and unmade in reverse when the device goes (the
 //! client's `remove`) or the module unloads: the port's state and worker ([`Ipoib`]), its UD QP
@@ -18,11 +18,10 @@
 
 use super::iface::{Iface, Ipoib, IPOIB_QKEY};
 use super::{mtu_bytes, ud_mtu, HwAddr};
-use crate::attr::{Gid, LinkLayer};
+use crate::attr::LinkLayer;
 use crate::event::Event;
 use crate::ib_device::{DeviceCore, IbDevice};
 use crate::netdev::{Link, NetDev, NetDevConfig, ETH_MIN_MTU};
-use crate::sa::McMemberRec;
 use crate::ud_qp::{UdQp, UdQpConfig, UdQpNotify};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -45,38 +44,6 @@ impl IpoibTable {
     }
 }
 
-/// The port under an IPoIB interface, as [`port_of`] finds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IpoibPort {
-    /// The IB device's index.
-    pub dev_index: u32,
-    /// The port.
-    pub port: u32,
-    /// The interface's P_Key (the full-member bit set).
-    pub pkey: u16,
-    /// The port's GID the interface's address carries.
-    pub gid: Gid,
-    /// The UD QP's number the interface's address carries.
-    pub qpn: u32,
-}
-
-/// The port under the IPoIB interface `ndev` (compared by address; `None` for another
-/// interface).
-pub fn port_of(ndev: *const kernel::bindings::net_device) -> Option<IpoibPort> {
-    let t = crate::global::IPOIB.lock();
-    let r = t
-        .ifs
-        .iter()
-        .find(|r| core::ptr::eq(r.nd.as_raw().cast_const(), ndev))?;
-    Some(IpoibPort {
-        dev_index: r.ipoib.dev_index,
-        port: r.ipoib.port,
-        pkey: r.ipoib.pkey,
-        gid: r.ipoib.gid,
-        qpn: r.ipoib.qp().map_or(0, |q| q.qpn()),
-    })
-}
-
 /// Opens `port`'s UD QP for datagrams of up to `max_payload` bytes (the IPoIB header and the
 /// payload: the port's largest MTU).
 fn open_qp(
@@ -92,24 +59,6 @@ fn open_qp(
     };
     let notify: Arc<dyn UdQpNotify> = ipoib.clone();
     ibdev.as_arc_borrow().open_ud_qp(port, &cfg, notify)
-}
-
-/// The broadcast group's record as the interface of `dev_index`'s `port` joined it
-/// (upstream `ib_sa_get_mcmember_rec()` of the IPoIB broadcast MGID: what rdma_cm takes the
-/// SL, flow label and traffic class of an InfiniBand join from).
-///
-/// # Errors
-///
-/// `ENOENT` while the port has no interface or its interface has not joined.
-pub fn broadcast_rec(dev_index: u32, port: u32) -> Result<McMemberRec> {
-    let ipoib = crate::global::IPOIB
-        .lock()
-        .ifs
-        .iter()
-        .find(|r| r.ipoib.dev_index == dev_index && r.ipoib.port == port)
-        .map(|r| r.ipoib.clone())
-        .ok_or(ENOENT)?;
-    ipoib.bcast_rec().ok_or(ENOENT)
 }
 
 /// Makes `port`'s interface (upstream `ipoib_add_port()`).

@@ -175,11 +175,6 @@ impl Ipoib {
         )?)
     }
 
-    /// The joined broadcast group's record.
-    pub(super) fn bcast_rec(&self) -> Option<McMemberRec> {
-        self.dp.lock().bcast.map(|b| b.rec)
-    }
-
     /// Drops the interface's reference for good (before it is unregistered: that waits for
     /// every reference).
     pub(super) fn release_ndev(&self) {

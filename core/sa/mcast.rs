@@ -16,9 +16,7 @@
 //! A port event that loses the SA's memberships (upstream `mcast_event_handler()`: port
 //! error, LID change, client reregister; [`port_reset`]) fails every joined member of the
 //! port's groups with `ENETRESET` (rdma_cm: `RDMA_CM_EVENT_MULTICAST_ERROR`) and forgets the
-//! port's join states without a leave: its joiners join again, as upstream's do. The IPoIB
-//! broadcast group's record (upstream `ib_sa_get_mcmember_rec()`) is the interface's:
-//! `crate::ipoib::broadcast_rec()`.
+//! port's join states without a leave: its joiners join again, as upstream's do.
 
 use super::{
     send, tables, McMemberRec, SaRequest, Waiter, ATTR_MC_MEMBER_REC, MC_JOIN_STATE, MC_MGID,
